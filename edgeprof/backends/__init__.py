@@ -1,0 +1,55 @@
+"""Backend registry and auto-detection."""
+
+from __future__ import annotations
+
+from ..errors import BackendUnavailable, ConfigError
+from .base import Backend, RunHandle
+from .cgroup import CgroupV2Backend
+from .cgroup_v1 import CgroupV1Backend
+from .fake import FakeBackend
+
+NAMES = ("auto", "cgroup", "fake")
+
+__all__ = [
+    "NAMES",
+    "Backend",
+    "CgroupV1Backend",
+    "CgroupV2Backend",
+    "FakeBackend",
+    "RunHandle",
+    "get_backend",
+]
+
+
+def cgroup_backend(cgroup_parent: str | None = None) -> Backend:
+    """cgroup v2 if this host has it with controllers, else cgroup v1 (hybrid hosts)."""
+    v2 = CgroupV2Backend(parent=cgroup_parent)
+    try:
+        v2.check()
+        return v2
+    except BackendUnavailable as e2:
+        v1 = CgroupV1Backend()
+        try:
+            v1.check()
+        except BackendUnavailable as e1:
+            raise BackendUnavailable(f"cgroup backend unavailable: {e2}; and {e1}") from e1
+        if cgroup_parent is not None:
+            raise ConfigError(
+                "--cgroup-parent applies to cgroup v2; this host uses cgroup v1"
+            ) from None
+        return v1
+
+
+def get_backend(name: str | Backend = "auto", *, cgroup_parent: str | None = None) -> Backend:
+    """A ready backend by name (``auto`` picks the best one this host supports).
+
+    An object that already implements :class:`Backend` is checked and returned as is.
+    """
+    if not isinstance(name, str):
+        name.check()
+        return name
+    if name in ("auto", "cgroup"):
+        return cgroup_backend(cgroup_parent)
+    if name == "fake":
+        return FakeBackend()
+    raise ConfigError(f"unknown backend {name!r}: choose one of {', '.join(NAMES)}")

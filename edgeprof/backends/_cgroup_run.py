@@ -1,0 +1,148 @@
+"""A run inside freshly created cgroups; shared by the cgroup v2 and v1 backends.
+
+The mechanism-specific parts are passed in: the counters reader, the files the child joins,
+the file that lists the run's processes, and how the kernel lets us kill the tree.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import _cgroupfs as fs
+from ..errors import BackendError, LaunchError
+from ..model import Counters, RunSpec
+from ._process import Process, signal_pids
+
+KILL_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class KillMethod:
+    """How to kill every process of a group.
+
+    ``kill_file``: ``cgroup.kill`` (cgroup v2 core file, Linux ≥ 5.14; on hybrid hosts it
+    works in the controller-less unified hierarchy too).  Otherwise freeze the group so
+    nothing can fork while we read the member list, SIGKILL everyone, thaw.
+    """
+
+    members: Path
+    kill_file: Path | None = None
+    freeze_file: Path | None = None
+    freeze_values: tuple[str, str] = ("1", "0")
+    frozen_probe: Callable[[], bool] | None = None
+
+
+class CgroupRun:
+    """Handle of one run; see :class:`edgeprof.backends.base.RunHandle` for the contract."""
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        *,
+        groups: Sequence[Path],
+        join_files: Sequence[Path],
+        killer: KillMethod,
+        reader: Callable[[], Counters],
+        on_close: Callable[[], None],
+    ) -> None:
+        self._groups = list(groups)  # deepest first, as rmdir needs
+        self._killer = killer
+        self._reader = reader
+        self._on_close = on_close
+        self._closed = False
+        self.warnings: list[str] = []
+        fds = []
+        try:
+            for f in join_files:
+                fds.append(os.open(f, os.O_WRONLY | os.O_CLOEXEC))
+            env = {**os.environ, **spec.env}
+            self._proc = Process(
+                spec.command,
+                env=env,
+                cwd=spec.cwd,
+                stdout=spec.stdout,
+                stderr=spec.stderr,
+                join_fds=fds,
+            )
+        except OSError as exc:
+            self.close()
+            raise LaunchError(f"cannot open {exc.filename}: {exc.strerror}") from exc
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            for fd in fds:
+                os.close(fd)
+        self.pid = self._proc.pid
+        self.started = self._proc.started
+
+    def __enter__(self) -> CgroupRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def counters(self) -> Counters:
+        return self._reader()
+
+    def wait(self, timeout: float | None) -> int | None:
+        return self._proc.wait(timeout)
+
+    def members(self) -> list[int]:
+        return fs.parse_pids(fs.read_text(self._killer.members))
+
+    def terminate(self) -> None:
+        signal_pids(self.members(), signal.SIGTERM)
+
+    def kill(self) -> None:
+        k = self._killer
+        deadline = time.monotonic() + KILL_TIMEOUT_S
+        if k.kill_file is not None:
+            fs.write(k.kill_file, "1")
+        while True:
+            pids = self.members()
+            if not pids:
+                break
+            if time.monotonic() > deadline:
+                raise BackendError(f"processes {pids} survived SIGKILL in {k.members.parent}")
+            if k.kill_file is None:
+                self._kill_frozen(pids)
+            time.sleep(0.001)
+        self._proc.reap()
+
+    def _kill_frozen(self, pids: list[int]) -> None:
+        k = self._killer
+        if k.freeze_file is None:
+            # No freezer: a forking tree can race us, so the caller loops until it is empty.
+            signal_pids(pids)
+            return
+        fs.write(k.freeze_file, k.freeze_values[0])
+        try:
+            deadline = time.monotonic() + 1.0
+            while k.frozen_probe is not None and not k.frozen_probe():
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.001)
+            signal_pids(self.members())  # re-read: the list is stable only once frozen
+        finally:
+            fs.write(k.freeze_file, k.freeze_values[1])
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        proc = getattr(self, "_proc", None)
+        if proc is not None:
+            try:  # an aborted run (exception, Ctrl-C) may still have processes: no leftovers
+                if proc.returncode is None or self.members():
+                    self.kill()
+            except BackendError as exc:
+                self.warnings.append(str(exc))
+            proc.close()
+        self._on_close()
+        self.warnings.extend(fs.remove_tree(self._groups))

@@ -1,0 +1,110 @@
+"""Spawning the workload and reaping it precisely; shared by every local backend."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..errors import LaunchError
+
+
+class Process:
+    """The workload's main process.
+
+    ``join_fds`` are open write descriptors of ``cgroup.procs`` files: the child writes
+    ``0`` ("myself") to each between fork and exec, so it is in the run's groups before
+    the program's first instruction (DESIGN §3 rule 1).  The pre-exec hook does nothing
+    else — no allocation-heavy Python runs in the forked child.
+    """
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: Path | None,
+        stdout: int | None,
+        stderr: int | None,
+        join_fds: Sequence[int] = (),
+        new_session: bool = False,
+    ) -> None:
+        fds = tuple(join_fds)
+
+        def join() -> None:
+            for fd in fds:
+                os.write(fd, b"0")
+
+        self.started = time.monotonic()
+        try:
+            self._popen = subprocess.Popen(
+                list(command),
+                env=dict(env),
+                cwd=cwd,
+                stdin=None,
+                stdout=stdout,
+                stderr=stderr,
+                preexec_fn=join if fds else None,
+                start_new_session=new_session,
+                close_fds=True,
+            )
+        except FileNotFoundError as exc:
+            raise LaunchError(f"command not found: {command[0]}") from exc
+        except PermissionError as exc:
+            raise LaunchError(f"permission denied: {command[0]}") from exc
+        except subprocess.SubprocessError as exc:
+            # The pre-exec join failed: the kernel refused to move the child into the group.
+            raise LaunchError(f"could not start {command[0]} inside its cgroup: {exc}") from exc
+        except OSError as exc:
+            raise LaunchError(f"could not start {command[0]}: {exc.strerror}") from exc
+        self.pid = self._popen.pid
+        try:
+            self._pidfd: int | None = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):  # Linux < 5.3: fall back to Popen's polling wait
+            self._pidfd = None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.returncode
+
+    def wait(self, timeout: float | None) -> int | None:
+        """Block until the process exits (precisely: a pidfd wakes us at the exit)."""
+        if self._popen.returncode is not None:
+            return self._popen.returncode
+        if self._pidfd is not None:
+            poller = select.poll()
+            poller.register(self._pidfd, select.POLLIN)
+            ms = None if timeout is None else max(0, int(timeout * 1000))
+            if not poller.poll(ms):
+                return None
+            return self._popen.wait()
+        try:
+            return self._popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def signal(self, sig: int) -> None:
+        if self._popen.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._popen.send_signal(sig)
+
+    def reap(self) -> None:
+        """Collect the exit status after a kill (the process is gone or going)."""
+        if self._popen.returncode is None:
+            self._popen.wait()
+
+    def close(self) -> None:
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+
+def signal_pids(pids: Sequence[int], sig: int = signal.SIGKILL) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)

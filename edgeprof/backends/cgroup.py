@@ -1,0 +1,266 @@
+"""The cgroup v2 backend: a fresh group per run under a delegated parent (DESIGN §3)."""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar
+
+from .. import _cgroupfs as fs
+from .._cgroupfs import close_all
+from ..errors import BackendError, BackendUnavailable, ConfigError
+from ..model import Counters, RunSpec
+from ..units import CFS_PERIOD_US, cpu_quota_us, format_cpuset, parse_cpuset
+from ._cgroup_common import missing_controller, run_group_name
+from ._cgroup_run import CgroupRun, KillMethod
+
+WANTED = ("cpu", "memory", "io", "pids", "cpuset")
+REQUIRED = ("cpu", "memory")
+FIX = (
+    "run edgeprof as root, or in a delegated scope: "
+    "systemd-run --user --scope -p Delegate=yes edgeprof …"
+)
+SELF_LEAF = "edgeprof-self"
+
+
+class CgroupV2Backend:
+    """Runs each command in ``<parent>/edgeprof-<pid>-<rand>`` on the unified hierarchy.
+
+    Parent: ``parent`` if given (a cgroup path such as ``/edgeprof``); else, as root, the
+    top-level ``/edgeprof`` group (a root shell's own group usually holds other processes,
+    so the no-internal-process rule would forbid enabling controllers there); else the
+    process's own group when it is delegated to us, after moving edgeprof into a leaf child.
+
+    ``disable`` turns off kernel features (``cgroup.kill``, ``memory.peak``,
+    ``cgroup.freeze``) so tests can exercise older kernels' paths on a new one.
+    """
+
+    name: ClassVar[str] = "cgroup"
+
+    def __init__(
+        self,
+        root: Path = Path("/sys/fs/cgroup"),
+        parent: str | None = None,
+        proc_self_cgroup: Path = Path("/proc/self/cgroup"),
+        euid: int | None = None,
+        disable: frozenset[str] = frozenset(),
+    ) -> None:
+        self.root = root
+        self._parent_arg = parent
+        self._proc_self_cgroup = proc_self_cgroup
+        self._euid = os.geteuid() if euid is None else euid
+        self._disable = disable
+        self._parent: Path | None = None
+        self._controllers: frozenset[str] = frozenset()
+        self._warnings: list[str] = []
+
+    @property
+    def mechanism(self) -> str:
+        return "cgroup2"
+
+    # -- discovery ---------------------------------------------------------------------------
+
+    def _own_group(self) -> str:
+        own = fs.own_cgroups(self._proc_self_cgroup)
+        if "" not in own:
+            raise BackendUnavailable("this process is not in a cgroup v2 hierarchy")
+        return own[""]
+
+    def check(self) -> None:
+        if not (self.root / "cgroup.controllers").exists():
+            raise BackendUnavailable(
+                f"no cgroup v2 hierarchy mounted at {self.root}"
+                " (a cgroup v1 or hybrid host: the cgroup backend uses v1 there)"
+            )
+        self._own_group()
+        top = set(fs.read_text(self.root / "cgroup.controllers").split())
+        missing = [c for c in REQUIRED if c not in top]
+        if missing:
+            raise BackendUnavailable(
+                f"cgroup v2 at {self.root} has no {', '.join(missing)} controller "
+                "(they are bound to a v1 hierarchy on this host)"
+            )
+        if self._parent_arg is None and self._euid != 0:
+            own = self.root / self._own_group().lstrip("/")
+            if not os.access(own / "cgroup.procs", os.W_OK) or not os.access(own, os.W_OK):
+                raise BackendUnavailable(f"cgroup {own} is not delegated to this user; {FIX}")
+
+    def parent(self) -> Path:
+        """The parent of the run groups, prepared on first use (controllers enabled)."""
+        if self._parent is None:
+            self._parent = self._prepare_parent()
+        return self._parent
+
+    def _prepare_parent(self) -> Path:
+        if self._parent_arg is not None:
+            parent = self.root / self._parent_arg.strip("/")
+            if not parent.is_dir():
+                raise ConfigError(f"--cgroup-parent {self._parent_arg}: no such cgroup {parent}")
+        elif self._euid == 0:
+            parent = self.root / "edgeprof"
+            self._enable(self.root)
+            try:
+                parent.mkdir(exist_ok=True)
+            except OSError as exc:
+                raise BackendError(f"cannot create {parent}: {exc.strerror}") from exc
+        else:
+            parent = self.root / self._own_group().lstrip("/")
+            self._move_self_to_leaf(parent)
+        self._controllers = self._enable(parent)
+        return parent
+
+    def _move_self_to_leaf(self, own: Path) -> None:
+        """No-internal-process rule: edgeprof leaves ``own`` before it gets controllers."""
+        leaf = own / SELF_LEAF
+        try:
+            leaf.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise BackendUnavailable(f"cannot create {leaf}: {exc.strerror}; {FIX}") from exc
+        fs.write(leaf / "cgroup.procs", str(os.getpid()))
+
+    def _enable(self, group: Path) -> frozenset[str]:
+        """Enable the wanted controllers for ``group``'s children; return those enabled."""
+        available = set(fs.read_text(group / "cgroup.controllers").split())
+        enabled = set(fs.read_text(group / "cgroup.subtree_control").split())
+        for c in WANTED:
+            if c in available and c not in enabled:
+                try:
+                    fs.write(group / "cgroup.subtree_control", f"+{c}")
+                    enabled.add(c)
+                except BackendError as exc:
+                    cause = exc.__cause__
+                    if isinstance(cause, OSError) and cause.errno == errno.EBUSY:
+                        raise BackendUnavailable(
+                            f"cannot enable controllers in {group}: it holds processes "
+                            f"(cgroup v2's no-internal-process rule); {FIX}"
+                        ) from exc
+        for c in WANTED:
+            if c not in enabled:
+                self._warnings.append(
+                    f"cgroup v2 controller '{c}' is not delegated to {group}: "
+                    + {
+                        "io": "block I/O is n/a",
+                        "pids": "process counts are n/a",
+                        "cpuset": "integer --cpus is not pinned to cores",
+                        "cpu": "throttling is n/a",
+                        "memory": "memory is n/a",
+                    }[c]
+                )
+        return frozenset(enabled)
+
+    def available_cpus(self) -> tuple[int, ...]:
+        text = fs.read_optional(self.parent() / "cpuset.cpus.effective")
+        if text and text.strip():
+            return parse_cpuset(text)
+        return tuple(sorted(os.sched_getaffinity(0)))
+
+    def warnings(self) -> list[str]:
+        return list(self._warnings)
+
+    # -- one run -----------------------------------------------------------------------------
+
+    def launch(self, spec: RunSpec) -> CgroupRun:
+        parent = self.parent()
+        group = parent / run_group_name()
+        try:
+            group.mkdir()
+        except OSError as exc:
+            raise BackendError(f"cannot create cgroup {group}: {exc.strerror}") from exc
+        files: list[fs.CounterFile] = []
+        try:
+            self._apply_limits(group, spec)
+            reader = self._reader(group, files)
+            return CgroupRun(
+                spec,
+                groups=[group],
+                join_files=[group / "cgroup.procs"],
+                killer=self._kill_method(group),
+                reader=reader,
+                on_close=lambda: close_all(files),
+            )
+        except BaseException:
+            close_all(files)
+            fs.remove_tree([group])
+            raise
+
+    def _apply_limits(self, group: Path, spec: RunSpec) -> None:
+        lim = spec.limits
+        where = str(self.parent())
+        if lim.cpus is not None:
+            if "cpu" not in self._controllers:
+                raise missing_controller("cpu", "--cpus", where, FIX)
+            fs.write(group / "cpu.max", f"{cpu_quota_us(lim.cpus)} {CFS_PERIOD_US}")
+        if lim.cpuset is not None:
+            if "cpuset" in self._controllers:
+                fs.write(group / "cpuset.cpus", format_cpuset(lim.cpuset))
+            elif not spec.cpuset_auto:
+                raise missing_controller("cpuset", "--cpuset", where, FIX)
+        if lim.memory is not None:
+            if "memory" not in self._controllers:
+                raise missing_controller("memory", "--memory", where, FIX)
+            fs.write(group / "memory.max", str(lim.memory))
+            if (group / "memory.swap.max").exists():
+                fs.write(group / "memory.swap.max", "0")
+        if (group / "memory.oom.group").exists():
+            # One OOM kill takes the whole run down, as on a device where the app dies.
+            fs.write(group / "memory.oom.group", "1")
+
+    def _reader(self, group: Path, keep: list[fs.CounterFile]) -> Callable[[], Counters]:
+        def opt(name: str) -> fs.CounterFile | None:
+            if name in self._disable:
+                return None
+            f = fs.open_optional(group / name)
+            if f is not None:
+                keep.append(f)
+            return f
+
+        cpu_stat = opt("cpu.stat")
+        mem_current = opt("memory.current")
+        mem_peak = opt("memory.peak")  # Linux ≥ 5.19
+        mem_stat = opt("memory.stat")
+        # memory.events.local (≥ 5.2) counts only this group; memory.events adds descendants,
+        # which for a leaf run group is the same thing.
+        mem_events = opt("memory.events.local") or opt("memory.events")
+        io_stat = opt("io.stat")
+        pids = opt("pids.current")
+
+        def read() -> Counters:
+            cpu = cpu_stat.read_kv() if cpu_stat else {}
+            events = mem_events.read_kv() if mem_events else {}
+            rbytes, wbytes = fs.parse_io_stat(io_stat.read()) if io_stat else (None, None)
+            return Counters(
+                cpu_usage_us=cpu.get("usage_usec"),
+                cpu_user_us=cpu.get("user_usec"),
+                cpu_system_us=cpu.get("system_usec"),
+                nr_periods=cpu.get("nr_periods"),
+                nr_throttled=cpu.get("nr_throttled"),
+                throttled_us=cpu.get("throttled_usec"),
+                memory_current=mem_current.read_int() if mem_current else None,
+                memory_peak=mem_peak.read_int() if mem_peak else None,
+                memory_inactive_file=(
+                    mem_stat.read_kv().get("inactive_file") if mem_stat else None
+                ),
+                oom_kills=events.get("oom_kill"),
+                io_read_bytes=rbytes,
+                io_write_bytes=wbytes,
+                pids_current=pids.read_int() if pids else None,
+            )
+
+        return read
+
+    def _kill_method(self, group: Path) -> KillMethod:
+        procs = group / "cgroup.procs"
+        if "cgroup.kill" not in self._disable and (group / "cgroup.kill").exists():
+            return KillMethod(members=procs, kill_file=group / "cgroup.kill")  # Linux ≥ 5.14
+        if "cgroup.freeze" not in self._disable and (group / "cgroup.freeze").exists():
+            events = group / "cgroup.events"  # Linux ≥ 5.2
+
+            def frozen() -> bool:
+                return fs.parse_kv(fs.read_text(events)).get("frozen") == 1
+
+            return KillMethod(
+                members=procs, freeze_file=group / "cgroup.freeze", frozen_probe=frozen
+            )
+        return KillMethod(members=procs)

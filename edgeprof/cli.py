@@ -1,0 +1,166 @@
+"""The command line: thin.  Parses, calls the library, renders, maps errors to exit codes.
+
+Exit codes: the workload's own (128+N when killed by signal N, as a shell reports it);
+130 when edgeprof itself was interrupted; 2 for edgeprof's own errors (bad input, backend
+unavailable), printed as one line on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from . import __version__
+from .errors import ConfigError, EdgeprofError
+from .model import Limits, RunResult, Termination
+from .report.table import print_table, render_markdown
+from .runner import DEFAULT_INTERVAL_S, profile
+
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+app = typer.Typer(
+    name="edgeprof",
+    help="Profile a model script under an edge device's CPU and memory limits.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"edgeprof {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool | None,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = None,
+) -> None:
+    """edgeprof: exact CPU, memory and I/O of a command under device limits."""
+
+
+def _parse_env(items: list[str]) -> dict[str, str]:
+    env = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--env {item!r}: expected KEY=VALUE")
+        env[key] = value
+    return env
+
+
+@app.command(context_settings={"allow_interspersed_args": False})
+def run(
+    command: Annotated[
+        list[str], typer.Argument(help="The command and its arguments.", show_default=False)
+    ],
+    backend: Annotated[str, typer.Option(help="auto | cgroup | fake")] = "auto",
+    cpus: Annotated[str | None, typer.Option(help="CPU bandwidth in CPUs, e.g. 1.5.")] = None,
+    cpuset: Annotated[str | None, typer.Option(help="CPUs to run on, e.g. 0-1,3.")] = None,
+    memory: Annotated[
+        str | None, typer.Option(help="Memory limit, e.g. 512m (binary units, as Docker).")
+    ] = None,
+    interval: Annotated[str, typer.Option(help="Sampling interval in seconds (≥ 0.001).")] = str(
+        DEFAULT_INTERVAL_S
+    ),
+    timeout: Annotated[
+        str | None,
+        typer.Option(help="Stop the run after this many seconds (SIGTERM, then SIGKILL)."),
+    ] = None,
+    env: Annotated[
+        list[str] | None,
+        typer.Option("--env", "-E", help="KEY=VALUE for the workload; repeatable."),
+    ] = None,
+    cwd: Annotated[Path | None, typer.Option(help="Working directory of the workload.")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Write result.json and samples.csv into this directory.")
+    ] = None,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print the result JSON on stdout (the workload's stdout goes to stderr)."
+        ),
+    ] = False,
+    markdown: Annotated[Path | None, typer.Option(help="Also write a Markdown table here.")] = None,
+    name: Annotated[str | None, typer.Option(help="Label of the run in tables.")] = None,
+    cgroup_parent: Annotated[
+        str | None, typer.Option(help="cgroup v2 parent group for the run groups.")
+    ] = None,
+) -> None:
+    """Run COMMAND under the limits and report what it used.
+
+    Example: edgeprof run --cpus 1.5 --memory 512m -- python infer.py model.onnx
+    """
+    limits = Limits(cpus=cpus, cpuset=cpuset, memory=memory)
+    result = profile(
+        command,
+        limits,
+        backend=backend,
+        interval=interval,
+        timeout=timeout,
+        env=_parse_env(env or []),
+        cwd=cwd,
+        out_dir=out,
+        name=name,
+        stdout=sys.stderr.fileno() if json_out else None,
+        cgroup_parent=cgroup_parent,
+    )
+    if markdown is not None:
+        try:
+            markdown.write_text(render_markdown([result]))
+        except OSError as exc:
+            raise ConfigError(f"cannot write {markdown}: {exc.strerror}") from exc
+    if json_out:
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+    else:
+        print_table([result], sys.stdout)
+    raise typer.Exit(exit_code(result))
+
+
+def exit_code(result: RunResult) -> int:
+    if result.termination is Termination.INTERRUPTED:
+        return EXIT_INTERRUPTED
+    return 1 if result.exit_code is None else result.exit_code
+
+
+@app.command()
+def doctor() -> None:
+    """Show what this host offers each backend and how to fix what is missing."""
+    from .doctor import diagnose, render
+
+    sys.stdout.write(render(diagnose()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: every edgeprof error and usage error is one line on stderr, exit 2."""
+    try:
+        rc = app(args=argv, prog_name="edgeprof", standalone_mode=False)
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.TyperException as exc:  # usage errors: unknown option, missing argument
+        message = exc.format_message()
+        if "\n" in message:  # no arguments at all: the help text
+            print(message, file=sys.stderr)
+        else:
+            print(f"edgeprof: error: {message}", file=sys.stderr)
+        return EXIT_ERROR
+    except typer.Abort:
+        return EXIT_INTERRUPTED
+    except EdgeprofError as exc:
+        print(f"edgeprof: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    return rc if isinstance(rc, int) else 0

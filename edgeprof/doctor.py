@@ -1,0 +1,154 @@
+"""``edgeprof doctor``: what this host offers each backend, and how to fix what is missing."""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import _cgroupfs as fs
+from .backends import CgroupV1Backend, CgroupV2Backend, get_backend
+from .errors import EdgeprofError
+
+
+@dataclass(frozen=True)
+class Finding:
+    topic: str
+    ok: bool | None
+    """True: works; False: missing (``fix`` says what to do); None: informational."""
+    detail: str
+    fix: str | None = None
+
+
+def _mounts(mountinfo: Path) -> list[str]:
+    out = []
+    for line in fs.read_text(mountinfo).splitlines():
+        left, _, right = line.partition(" - ")
+        rf = right.split()
+        if rf and rf[0] in ("cgroup", "cgroup2"):
+            opts = [
+                o
+                for o in rf[2].split(",")
+                if o not in ("rw", "ro", "relatime", "nosuid", "nodev", "noexec")
+            ]
+            out.append(f"{left.split()[4]} ({rf[0]}{': ' + ','.join(opts) if opts else ''})")
+    return out
+
+
+def diagnose(
+    mountinfo: Path = Path("/proc/self/mountinfo"),
+    proc_self_cgroup: Path = Path("/proc/self/cgroup"),
+) -> list[Finding]:
+    f: list[Finding] = []
+    f.append(
+        Finding(
+            "kernel",
+            None,
+            f"Linux {platform.release()}, {os.cpu_count()} CPUs, running as uid {os.geteuid()}",
+        )
+    )
+    mounts = _mounts(mountinfo)
+    f.append(
+        Finding(
+            "cgroup mounts",
+            bool(mounts),
+            "; ".join(mounts) or "none",
+            None if mounts else "mount cgroup2 at /sys/fs/cgroup",
+        )
+    )
+    own = fs.own_cgroups(proc_self_cgroup)
+    f.append(
+        Finding("own groups", None, ", ".join(f"{k or 'unified'}:{v}" for k, v in own.items()))
+    )
+
+    v2 = CgroupV2Backend(proc_self_cgroup=proc_self_cgroup)
+    try:
+        v2.check()
+        parent = v2.parent()
+        f.append(
+            Finding(
+                "cgroup v2",
+                True,
+                f"run groups under {parent}; controllers: "
+                + ", ".join(sorted(fs.read_text(parent / "cgroup.subtree_control").split())),
+            )
+        )
+        for w in v2.warnings():
+            f.append(Finding("cgroup v2", False, w, "delegate the controller to the parent"))
+        kernel_has = _kernel_features_v2(parent)
+        for feat, (present, why) in kernel_has.items():
+            f.append(Finding(feat, present, why, None if present else "a newer kernel"))
+    except EdgeprofError as exc:
+        f.append(Finding("cgroup v2", False, str(exc)))
+
+    v1 = CgroupV1Backend(mountinfo=mountinfo, proc_self_cgroup=proc_self_cgroup)
+    try:
+        v1.check()
+        h = v1.hierarchies()
+        f.append(
+            Finding(
+                "cgroup v1",
+                True,
+                "run groups under: " + ", ".join(f"{c or 'unified'}={h[c].own}" for c in sorted(h)),
+            )
+        )
+        for w in v1.warnings():
+            f.append(Finding("cgroup v1", False, w))
+        kill = "" in h and (h[""].own / "cgroup.kill").exists()
+        f.append(
+            Finding(
+                "tree kill",
+                True,
+                "cgroup.kill in the unified hierarchy (atomic)"
+                if kill
+                else "freezer + SIGKILL (no cgroup.kill in the unified hierarchy)",
+            )
+        )
+    except EdgeprofError as exc:
+        f.append(Finding("cgroup v1", False, str(exc)))
+
+    try:
+        be = get_backend("auto")
+        f.append(Finding("auto backend", True, f"{be.name} ({be.mechanism})"))
+    except EdgeprofError as exc:
+        f.append(Finding("auto backend", False, str(exc)))
+    f.append(Finding("counter reader", None, fs.READER))
+    return f
+
+
+def _kernel_features_v2(parent: Path) -> dict[str, tuple[bool, str]]:
+    """Probe a throwaway child group: the files a run group will have here."""
+    probe = parent / f"edgeprof-doctor-{os.getpid()}"
+    try:
+        probe.mkdir()
+    except OSError:
+        return {}
+    try:
+        names = {p.name for p in probe.iterdir()}
+    finally:
+        fs.remove_tree([probe])
+    return {
+        "memory.peak": (
+            "memory.peak" in names,
+            "exact peak memory"
+            if "memory.peak" in names
+            else "no memory.peak (Linux < 5.19): peak memory is sampled",
+        ),
+        "cgroup.kill": (
+            "cgroup.kill" in names,
+            "atomic tree kill"
+            if "cgroup.kill" in names
+            else "no cgroup.kill (Linux < 5.14): freezer + SIGKILL instead",
+        ),
+    }
+
+
+def render(findings: list[Finding]) -> str:
+    marks = {True: "ok  ", False: "MISS", None: "info"}
+    lines = []
+    for x in findings:
+        lines.append(f"[{marks[x.ok]}] {x.topic}: {x.detail}")
+        if x.fix:
+            lines.append(f"       fix: {x.fix}")
+    return "\n".join(lines) + "\n"

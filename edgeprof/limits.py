@@ -1,0 +1,60 @@
+"""Resolving requested limits against what the host offers, and the thread-pool variables."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from .errors import LimitError
+from .model import Limits
+from .units import format_cpuset
+
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def resolve(limits: Limits, available: tuple[int, ...]) -> tuple[Limits, bool]:
+    """Validate ``limits`` against the CPUs a run may use here.
+
+    Returns the limits to apply and whether edgeprof chose the cpuset itself: an integer
+    ``cpus`` is pinned to that many cores when the host has them (DESIGN §3 rule 3), so a
+    1-core device is simulated by one core, not by slices of two.
+    """
+    avail = format_cpuset(available)
+    if limits.cpuset is not None:
+        missing = [c for c in limits.cpuset if c not in available]
+        if missing:
+            raise LimitError(
+                f"--cpuset {format_cpuset(limits.cpuset)}: CPU {format_cpuset(missing)} "
+                f"is not available here (available: {avail})"
+            )
+    if limits.cpus is not None:
+        bound = len(limits.cpuset) if limits.cpuset is not None else len(available)
+        if limits.cpus > bound:
+            where = (
+                f"the {bound} CPU(s) of --cpuset {format_cpuset(limits.cpuset)}"
+                if limits.cpuset is not None
+                else f"the {bound} CPU(s) available here ({avail})"
+            )
+            raise LimitError(f"--cpus {limits.cpus:g} exceeds {where}")
+        if limits.cpuset is None and limits.cpus == int(limits.cpus):
+            pinned = available[: int(limits.cpus)]
+            return Limits(cpus=limits.cpus, cpuset=pinned, memory=limits.memory), True
+    return limits, False
+
+
+def thread_env(
+    limits: Limits, inherited: Mapping[str, str], user: Mapping[str, str]
+) -> dict[str, str]:
+    """Thread-count variables for a limited run, unless the user set them.
+
+    Thread pools size themselves from the visible cores, not from the CPU quota; an 8-thread
+    pool throttled to one CPU is not how a one-core device behaves.
+    """
+    n: int | None = None
+    if limits.cpus is not None:
+        n = math.ceil(limits.cpus)
+    if limits.cpuset is not None:
+        n = len(limits.cpuset) if n is None else min(n, len(limits.cpuset))
+    if n is None:
+        return {}
+    return {v: str(n) for v in THREAD_VARS if v not in inherited and v not in user}

@@ -1,0 +1,276 @@
+"""The data edgeprof passes between its layers: frozen dataclasses, base units only.
+
+Backends produce :class:`Counters` (raw cumulative kernel counters); the sampler turns them
+into :class:`Sample` rows and statistics; the runner assembles a :class:`RunResult`; reports
+render it.  A value that cannot be measured is ``None`` (``null`` in JSON), never 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .units import parse_cpus, parse_cpuset, parse_memory_limit
+
+SCHEMA_VERSION = 1
+"""Version of the result JSON; bumped on any incompatible change of its keys or units."""
+
+
+class Termination(str, enum.Enum):
+    """Why the run ended.  Precedence when several apply: interrupted, oom, timeout, signaled."""
+
+    EXITED = "exited"
+    SIGNALED = "signaled"
+    OOM = "oom"
+    TIMEOUT = "timeout"
+    INTERRUPTED = "interrupted"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Device limits for a run.  Accepts user spellings and normalises them.
+
+    ``cpus``: CPU bandwidth in CPUs (``1.5``); ``cpuset``: CPUs the run may use (``"0-1"``);
+    ``memory``: bytes or a size string (``"512m"``, binary multiples as Docker).
+    """
+
+    cpus: float | None = None
+    cpuset: tuple[int, ...] | None = None
+    memory: int | None = None
+
+    def __init__(
+        self,
+        cpus: float | str | None = None,
+        cpuset: str | Sequence[int] | None = None,
+        memory: int | str | None = None,
+    ) -> None:
+        object.__setattr__(self, "cpus", None if cpus is None else parse_cpus(cpus))
+        if isinstance(cpuset, str):
+            cpuset_t: tuple[int, ...] | None = parse_cpuset(cpuset)
+        else:
+            cpuset_t = None if cpuset is None else tuple(sorted(set(int(c) for c in cpuset)))
+        object.__setattr__(self, "cpuset", cpuset_t)
+        if isinstance(memory, str):
+            memory = parse_memory_limit(memory)
+        object.__setattr__(self, "memory", memory)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything a backend needs to launch one run.  Built and validated by the runner.
+
+    ``env`` holds only what edgeprof adds to the inherited environment (the user's ``--env``
+    and the thread-count variables); the cgroup backend overlays it on ``os.environ``.
+    """
+
+    command: tuple[str, ...]
+    limits: Limits = Limits()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: Path | None = None
+    stdout: int | None = None
+    """File descriptor for the workload's stdout (``None``: inherit edgeprof's)."""
+    stderr: int | None = None
+    cpuset_auto: bool = False
+    """``limits.cpuset`` was chosen by edgeprof to pin an integer ``cpus``; a backend that
+    cannot pin drops it with a warning instead of failing."""
+
+
+@dataclass(frozen=True)
+class Counters:
+    """Raw cumulative counters of one run's group at one instant, in base units.
+
+    Backends fill what their kernel offers and leave the rest ``None``.
+    """
+
+    cpu_usage_us: int | None = None
+    cpu_user_us: int | None = None
+    cpu_system_us: int | None = None
+    nr_periods: int | None = None
+    nr_throttled: int | None = None
+    throttled_us: int | None = None
+    memory_current: int | None = None
+    memory_peak: int | None = None
+    """The kernel's own high-water mark (v2 ``memory.peak`` ≥ 5.19, v1 ``max_usage_in_bytes``)."""
+    memory_inactive_file: int | None = None
+    oom_kills: int | None = None
+    io_read_bytes: int | None = None
+    io_write_bytes: int | None = None
+    net_rx_bytes: int | None = None
+    net_tx_bytes: int | None = None
+    pids_current: int | None = None
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One row of the time series (also one row of ``samples.csv``)."""
+
+    t_s: float
+    """Seconds since the workload was spawned (same monotonic clock as ``wall_s``)."""
+    cpu_usage_s: float | None
+    cpu_pct: float | None
+    """CPU % over the interval since the previous sample (100 = one CPU)."""
+    memory_bytes: int | None
+    working_set_bytes: int | None
+    io_read_bytes: int | None
+    io_write_bytes: int | None
+    net_rx_bytes: int | None
+    net_tx_bytes: int | None
+    pids: int | None
+
+    @staticmethod
+    def columns() -> list[str]:
+        return [f.name for f in dataclasses.fields(Sample)]
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    kernel: str
+    cpus: int
+    cpu_model: str | None
+    hostname: str
+
+
+@dataclass(frozen=True)
+class CpuStats:
+    user_s: float | None
+    system_s: float | None
+    total_s: float | None
+    avg_pct: float | None
+    """100·total CPU time / wall time: percent of one CPU (0 … N·100, as ``docker stats``)."""
+    peak_pct: float | None
+    """Highest CPU % over any window of ``peak_window_s`` (one CFS period by default)."""
+    peak_window_s: float | None
+    throttled_s: float | None
+    nr_throttled: int | None
+    nr_periods: int | None
+
+
+@dataclass(frozen=True)
+class MemoryStats:
+    peak_bytes: int | None
+    peak_source: str | None
+    """``kernel`` (exact high-water mark) or ``sampled`` (max of the samples: a lower bound)."""
+    avg_bytes: int | None
+    """Time-weighted average of the sampled usage (trapezoidal integral / time)."""
+    limit_bytes: int | None
+    oom_kills: int | None
+    peak_working_set_bytes: int | None
+    """Sampled max of usage − inactive_file, the figure ``docker stats`` calls usage."""
+    avg_working_set_bytes: int | None
+
+
+@dataclass(frozen=True)
+class IoStats:
+    read_bytes: int | None
+    write_bytes: int | None
+    net_rx_bytes: int | None
+    """``None`` when the workload shares the host's network namespace (no per-run figure)."""
+    net_tx_bytes: int | None
+
+
+@dataclass(frozen=True)
+class SampleStats:
+    count: int
+    interval_s: float
+    path: str | None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The outcome of one profiled run; ``to_dict()`` is the versioned result JSON."""
+
+    edgeprof_version: str
+    backend: str
+    mechanism: str
+    host: HostInfo
+    command: tuple[str, ...]
+    limits: Limits
+    started_at: str
+    """UTC ISO-8601 timestamp of the spawn."""
+    termination: Termination
+    exit_code: int | None
+    """The workload's exit status; 128+N when killed by signal N (as a shell reports it)."""
+    signal: int | None
+    wall_s: float
+    cpu: CpuStats
+    memory: MemoryStats
+    io: IoStats
+    samples: SampleStats
+    pids_peak: int | None = None
+    warnings: tuple[str, ...] = ()
+    name: str | None = None
+    """Label for tables (model name); defaults to the command's program name."""
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def label(self) -> str:
+        return self.name or (Path(self.command[0]).name if self.command else "?")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["termination"] = self.termination.value
+        d["command"] = list(self.command)
+        d["limits"] = {
+            "cpus": self.limits.cpus,
+            "cpuset": None if self.limits.cpuset is None else list(self.limits.cpuset),
+            "memory_bytes": self.limits.memory,
+        }
+        d["warnings"] = list(self.warnings)
+        order = [
+            "schema_version",
+            "edgeprof_version",
+            "name",
+            "backend",
+            "mechanism",
+            "host",
+            "command",
+            "limits",
+            "started_at",
+            "termination",
+            "exit_code",
+            "signal",
+            "wall_s",
+            "cpu",
+            "memory",
+            "io",
+            "pids_peak",
+            "samples",
+            "warnings",
+        ]
+        return {k: d[k] for k in order}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RunResult:
+        """Read back a result JSON written by :meth:`to_dict` (same schema version)."""
+        if d.get("schema_version") != SCHEMA_VERSION:
+            from .errors import ConfigError
+
+            raise ConfigError(
+                f"unsupported result schema_version {d.get('schema_version')!r} "
+                f"(this edgeprof reads {SCHEMA_VERSION})"
+            )
+        lim = d["limits"]
+        return cls(
+            edgeprof_version=d["edgeprof_version"],
+            backend=d["backend"],
+            mechanism=d["mechanism"],
+            host=HostInfo(**d["host"]),
+            command=tuple(d["command"]),
+            limits=Limits(cpus=lim["cpus"], cpuset=lim["cpuset"], memory=lim["memory_bytes"]),
+            started_at=d["started_at"],
+            termination=Termination(d["termination"]),
+            exit_code=d["exit_code"],
+            signal=d["signal"],
+            wall_s=d["wall_s"],
+            cpu=CpuStats(**d["cpu"]),
+            memory=MemoryStats(**d["memory"]),
+            io=IoStats(**d["io"]),
+            samples=SampleStats(**d["samples"]),
+            pids_peak=d.get("pids_peak"),
+            warnings=tuple(d.get("warnings", ())),
+            name=d.get("name"),
+        )

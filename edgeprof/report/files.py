@@ -1,0 +1,56 @@
+"""Result files: the output directory, atomic JSON writes, reading results back."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..model import RunResult
+
+
+def prepare_out_dir(path: Path) -> Path:
+    """Create ``path`` if needed and prove it is writable, before anything is started."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".edgeprof-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ConfigError(f"cannot write to output directory {path}: {exc.strerror}") from exc
+    return path
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON through a temporary file and a rename: readers never see half a file."""
+    text = json.dumps(data, indent=2) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_result(path: Path, result: RunResult) -> None:
+    write_json_atomic(path, result.to_dict())
+
+
+def read_result(path: Path) -> RunResult:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read result {path}: {exc}") from exc
+    try:
+        return RunResult.from_dict(data)
+    except (KeyError, TypeError) as exc:
+        raise ConfigError(f"{path} is not an edgeprof result: missing {exc}") from exc

@@ -1,0 +1,125 @@
+"""Terminal and Markdown tables of results.
+
+The first columns are the older profiler's "Final Usage Stats" (NAME, AVG CPU %, PEAK CPU,
+AVG MEM USAGE / LIMIT, PEAK MEM, NET I/O, BLOCK I/O, TOTAL TIME (ms)) so its users read the
+same layout; edgeprof's own columns follow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TextIO
+
+from ..model import RunResult
+from ..units import format_binary, format_cpuset, format_decimal, format_seconds
+
+COLUMNS = (
+    "NAME",
+    "AVG CPU %",
+    "PEAK CPU",
+    "AVG MEM USAGE / LIMIT",
+    "PEAK MEM",
+    "NET I/O",
+    "BLOCK I/O",
+    "TOTAL TIME (ms)",
+    "CPU TIME",
+    "THROTTLED",
+    "END",
+)
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.1f}%"
+
+
+def _io(a: int | None, b: int | None) -> str:
+    if a is None and b is None:
+        return "n/a"
+    return f"{format_decimal(a)} / {format_decimal(b)}"
+
+
+def row(r: RunResult) -> list[str]:
+    limit = "no limit" if r.memory.limit_bytes is None else format_binary(r.memory.limit_bytes)
+    peak = format_binary(r.memory.peak_bytes)
+    if r.memory.peak_source == "sampled":
+        peak += " (sampled)"
+    end = r.termination.value
+    if r.exit_code not in (None, 0):
+        end += f" ({r.exit_code})"
+    throttled = (
+        "n/a"
+        if r.cpu.throttled_s is None
+        else (f"{format_seconds(r.cpu.throttled_s)} ×{r.cpu.nr_throttled}")
+    )
+    return [
+        r.label,
+        _pct(r.cpu.avg_pct),
+        _pct(r.cpu.peak_pct),
+        f"{format_binary(r.memory.avg_bytes)} / {limit}",
+        peak,
+        _io(r.io.net_rx_bytes, r.io.net_tx_bytes),
+        _io(r.io.read_bytes, r.io.write_bytes),
+        f"{r.wall_s * 1000:.0f}",
+        format_seconds(r.cpu.total_s),
+        throttled,
+        end,
+    ]
+
+
+def render_plain(results: Sequence[RunResult]) -> str:
+    """Fixed-width text, as the older profiler printed it (for pipes, logs and CI)."""
+    rows = [list(COLUMNS)] + [row(r) for r in results]
+    widths = [max(len(x[i]) for x in rows) for i in range(len(COLUMNS))]
+    lines = ["Final Usage Stats"]
+    lines.append("  ".join(c.ljust(w) for c, w in zip(rows[0], widths, strict=False)).rstrip())
+    lines.append("  ".join("-" * w for w in widths))
+    for x in rows[1:]:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(x, widths, strict=False)).rstrip())
+    return "\n".join(lines) + "\n" + _notes(results)
+
+
+def render_markdown(results: Sequence[RunResult]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for r in results:
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row(r)) + " |")
+    notes = _notes(results)
+    return "\n".join(lines) + "\n" + ("\n" + notes if notes else "")
+
+
+def _notes(results: Sequence[RunResult]) -> str:
+    out = []
+    for r in results:
+        lim = []
+        if r.limits.cpus is not None:
+            lim.append(f"cpus={r.limits.cpus:g}")
+        if r.limits.cpuset is not None:
+            lim.append(f"cpuset={format_cpuset(r.limits.cpuset)}")
+        if r.limits.memory is not None:
+            lim.append(f"memory={format_binary(r.limits.memory)}")
+        head = (
+            f"{r.label}: {r.backend}/{r.mechanism}, limits: {', '.join(lim) or 'none'}, "
+            f"{r.samples.count} samples every {r.samples.interval_s:g}s"
+        )
+        if r.memory.oom_kills:
+            head += f", OOM kills: {r.memory.oom_kills}"
+        out.append(head)
+        out.extend(f"  warning: {w}" for w in r.warnings)
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def print_table(results: Sequence[RunResult], file: TextIO) -> None:
+    """A rich table on a terminal, plain text otherwise."""
+    if not file.isatty():
+        file.write(render_plain(results))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Final Usage Stats", title_justify="left")
+    for i, c in enumerate(COLUMNS):
+        table.add_column(c, justify="left" if i == 0 or c == "END" else "right")
+    for r in results:
+        table.add_row(*row(r))
+    console = Console(file=file)
+    console.print(table)
+    console.print(_notes(results), end="", highlight=False, markup=False)

@@ -1,0 +1,349 @@
+"""The run loop, the same for every backend (DESIGN §2).
+
+spawn (backend) → sample on a background thread → wait for the main process (pidfd: woken at
+the exit, so wall time is exact) → timeout / interrupt handling → kill what is left → read
+the final counters → remove the group.  Totals come from the kernel's counters after the
+kill; samples give the time series, averages and the sampled peaks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import os
+import platform
+import shutil
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from types import FrameType
+
+from . import __version__
+from .backends import Backend, RunHandle, get_backend
+from .errors import ConfigError
+from .limits import resolve, thread_env
+from .model import (
+    Counters,
+    CpuStats,
+    HostInfo,
+    IoStats,
+    Limits,
+    MemoryStats,
+    RunResult,
+    RunSpec,
+    SampleStats,
+    Termination,
+)
+from .report.files import prepare_out_dir, write_result
+from .sampler import Sampler, SampleWriter, SeriesStats
+from .units import parse_duration
+
+DEFAULT_INTERVAL_S = 0.1
+MIN_INTERVAL_S = 0.001
+DEFAULT_KILL_GRACE_S = 2.0
+
+
+class Interrupted(BaseException):
+    """SIGTERM to edgeprof during a run; handled like Ctrl-C (KeyboardInterrupt)."""
+
+
+def profile(
+    command: Sequence[str],
+    limits: Limits | None = None,
+    *,
+    backend: str | Backend = "auto",
+    interval: float | str = DEFAULT_INTERVAL_S,
+    timeout: float | str | None = None,
+    kill_grace: float = DEFAULT_KILL_GRACE_S,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    out_dir: str | Path | None = None,
+    name: str | None = None,
+    stdout: int | None = None,
+    stderr: int | None = None,
+    cgroup_parent: str | None = None,
+) -> RunResult:
+    """Run ``command`` under ``limits`` and measure it.
+
+    Every input is validated before anything starts: a bad one raises a
+    :class:`~edgeprof.errors.ConfigError` (or ``LimitError`` / ``BackendUnavailable``) and
+    leaves nothing behind.  The workload's failure is a result, not an exception:
+    see :attr:`RunResult.termination`.  With ``out_dir``, ``samples.csv`` is streamed there
+    during the run and ``result.json`` written (atomically) at the end.
+
+    On timeout the whole group gets SIGTERM, then SIGKILL after ``kill_grace`` seconds.
+    Ctrl-C or SIGTERM to edgeprof kills the workload and returns a result with
+    ``termination == "interrupted"``.
+    """
+    limits = limits or Limits()
+    command = tuple(command)
+    interval_s = parse_duration(interval, "sampling interval")
+    if interval_s < MIN_INTERVAL_S:
+        raise ConfigError(f"sampling interval {interval_s:g}s is below the minimum of 1ms")
+    timeout_s = None if timeout is None else parse_duration(timeout, "timeout")
+    user_env = dict(env or {})
+    for k in user_env:
+        if not k or "=" in k or "\0" in k:
+            raise ConfigError(f"invalid environment variable name {k!r}")
+    work_dir = _check_cwd(cwd)
+    _check_command(command, {**os.environ, **user_env}, work_dir)
+    out = prepare_out_dir(Path(out_dir)) if out_dir is not None else None
+
+    be = get_backend(backend, cgroup_parent=cgroup_parent)
+    applied, auto_pinned = resolve(limits, be.available_cpus())
+    spec = RunSpec(
+        command=command,
+        limits=applied,
+        env={**thread_env(applied, os.environ, user_env), **user_env},
+        cwd=work_dir,
+        stdout=stdout,
+        stderr=stderr,
+        cpuset_auto=auto_pinned,
+    )
+    warnings = list(be.warnings())
+    result = _run(be, spec, interval_s, timeout_s, kill_grace, out, name, warnings)
+    if out is not None:
+        write_result(out / "result.json", result)
+    return result
+
+
+def _check_cwd(cwd: str | Path | None) -> Path | None:
+    if cwd is None:
+        return None
+    p = Path(cwd)
+    if not p.is_dir():
+        raise ConfigError(f"--cwd {cwd}: no such directory")
+    return p
+
+
+def _check_command(command: tuple[str, ...], env: Mapping[str, str], cwd: Path | None) -> None:
+    if not command or not command[0]:
+        raise ConfigError("no command given: edgeprof run [OPTIONS] -- COMMAND [ARGS]...")
+    prog = command[0]
+    if "\0" in "".join(command):
+        raise ConfigError("the command contains a NUL byte")
+    if "/" in prog:
+        path = Path(prog) if cwd is None or Path(prog).is_absolute() else cwd / prog
+        if not path.is_file():
+            raise ConfigError(f"command not found: {prog}")
+        if not os.access(path, os.X_OK):
+            raise ConfigError(f"command is not executable: {prog}")
+    elif shutil.which(prog, path=env.get("PATH", os.defpath)) is None:
+        raise ConfigError(f"command not found: {prog}")
+
+
+def _run(
+    be: Backend,
+    spec: RunSpec,
+    interval: float,
+    timeout: float | None,
+    kill_grace: float,
+    out: Path | None,
+    name: str | None,
+    warnings: list[str],
+) -> RunResult:
+    writer = SampleWriter(out / "samples.csv") if out is not None else None
+    stats = SeriesStats()
+    started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+    interrupted = timed_out = False
+    try:
+        with _sigterm_raises(), be.launch(spec) as run:
+            sampler = Sampler(
+                run.counters, interval=interval, t0=run.started, stats=stats, writer=writer
+            )
+            sampler.start()
+            try:
+                status, timed_out = _wait(run, timeout, kill_grace)
+                wall = time.monotonic() - run.started
+            except (KeyboardInterrupt, Interrupted):
+                interrupted = True
+                wall = time.monotonic() - run.started
+                status = None
+            finally:
+                sampler.stop()
+            run.kill()  # orphans and daemons die before the totals are read (rule 5)
+            if status is None:
+                status = run.wait(None)
+            final = run.counters()
+        warnings.extend(getattr(run, "warnings", []))
+    finally:
+        if writer is not None:
+            writer.close()
+    if sampler.error is not None:
+        warnings.append(f"sampling stopped early: {sampler.error}")
+    expected = wall / interval
+    if sampler.missed > max(2, 0.1 * expected):
+        warnings.append(
+            f"the sampler fell behind: {sampler.missed} of ~{expected:.0f} samples missed "
+            f"at a {interval:g}s interval; averages and sampled peaks are coarser"
+        )
+    return _result(
+        be,
+        spec,
+        final,
+        stats,
+        status,
+        wall,
+        started_at,
+        interval,
+        out,
+        name,
+        warnings,
+        interrupted=interrupted,
+        timed_out=timed_out,
+    )
+
+
+def _wait(run: RunHandle, timeout: float | None, grace: float) -> tuple[int | None, bool]:
+    """Reap the main process; on timeout SIGTERM the group, SIGKILL after ``grace``."""
+    if timeout is None:
+        return run.wait(None), False
+    status = run.wait(max(0.0, run.started + timeout - time.monotonic()))
+    if status is not None:
+        return status, False
+    run.terminate()
+    status = run.wait(grace)
+    if status is None:
+        run.kill()
+        status = run.wait(None)
+    return status, True
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """Turn SIGTERM into an exception for the duration of a run (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Interrupted()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _result(
+    be: Backend,
+    spec: RunSpec,
+    final: Counters,
+    stats: SeriesStats,
+    status: int | None,
+    wall: float,
+    started_at: str,
+    interval: float,
+    out: Path | None,
+    name: str | None,
+    warnings: list[str],
+    *,
+    interrupted: bool,
+    timed_out: bool,
+) -> RunResult:
+    sig = -status if status is not None and status < 0 else None
+    exit_code = None if status is None else (128 + sig if sig is not None else status)
+    oom_kills = final.oom_kills
+    if interrupted:
+        termination = Termination.INTERRUPTED
+    elif oom_kills:
+        termination = Termination.OOM
+    elif timed_out:
+        termination = Termination.TIMEOUT
+    elif sig is not None:
+        termination = Termination.SIGNALED
+    else:
+        termination = Termination.EXITED
+
+    def secs(us: int | None) -> float | None:
+        return None if us is None else us / 1e6
+
+    total = secs(final.cpu_usage_us)
+    user, system = secs(final.cpu_user_us), secs(final.cpu_system_us)
+    if total is not None and user is not None and system is not None and user + system > 0:
+        # cgroup v1's cpuacct.usage_user/_sys come from tick sampling while usage is exact
+        # (v2's cpu.stat is already scaled this way): split the exact total by their ratio.
+        user, system = total * user / (user + system), total * system / (user + system)
+    peak: int | None
+    source: str | None
+    if final.memory_peak is not None:
+        peak, source = max(final.memory_peak, stats.peak_memory or 0), "kernel"
+    else:
+        peak, source = stats.peak_memory, "sampled" if stats.peak_memory is not None else None
+        if peak is not None:
+            warnings.append(
+                "this kernel has no memory high-water mark (memory.peak needs Linux 5.19): "
+                f"peak memory is the largest of the samples taken every {interval:g}s"
+            )
+    return RunResult(
+        edgeprof_version=__version__,
+        backend=be.name,
+        mechanism=be.mechanism,
+        host=host_info(),
+        command=spec.command,
+        limits=spec.limits,
+        started_at=started_at,
+        termination=termination,
+        exit_code=exit_code,
+        signal=sig,
+        wall_s=wall,
+        cpu=CpuStats(
+            user_s=user,
+            system_s=system,
+            total_s=total,
+            avg_pct=None if total is None or wall <= 0 else 100.0 * total / wall,
+            peak_pct=stats.cpu_peak_pct(),
+            peak_window_s=stats.peak_window_s,
+            throttled_s=secs(final.throttled_us),
+            nr_throttled=final.nr_throttled,
+            nr_periods=final.nr_periods,
+        ),
+        memory=MemoryStats(
+            peak_bytes=peak,
+            peak_source=source,
+            avg_bytes=stats.avg_memory(),
+            limit_bytes=spec.limits.memory,
+            oom_kills=oom_kills,
+            peak_working_set_bytes=stats.peak_working_set,
+            avg_working_set_bytes=stats.avg_working_set(),
+        ),
+        io=IoStats(
+            read_bytes=final.io_read_bytes,
+            write_bytes=final.io_write_bytes,
+            net_rx_bytes=final.net_rx_bytes,
+            net_tx_bytes=final.net_tx_bytes,
+        ),
+        samples=SampleStats(
+            count=stats.count,
+            interval_s=interval,
+            path=None if out is None else str(out / "samples.csv"),
+        ),
+        pids_peak=stats.peak_pids,
+        warnings=tuple(dict.fromkeys(warnings)),
+        name=name,
+    )
+
+
+_HOST: HostInfo | None = None
+
+
+def host_info() -> HostInfo:
+    global _HOST
+    if _HOST is None:
+        model = None
+        with contextlib.suppress(OSError):
+            for line in Path("/proc/cpuinfo").read_text().splitlines():
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+        _HOST = HostInfo(
+            kernel=platform.release(),
+            cpus=os.cpu_count() or 0,
+            cpu_model=model,
+            hostname=socket.gethostname(),
+        )
+    return _HOST

@@ -1,0 +1,234 @@
+"""Counters → samples, rates, time-weighted averages and peaks, in constant memory.
+
+The sampler thread reads a run's counters at a fixed interval on an absolute schedule (no
+drift), streams every sample to CSV as it is taken, and keeps only running aggregates, so an
+hour at 1 kHz costs the same memory as a second.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from .errors import EdgeprofError
+from .model import Counters, Sample
+
+PEAK_WINDOW_S = 0.1
+"""Peak CPU % is taken over windows of one CFS period: a shorter window shows a throttled
+group's bursts (100 % inside a period, 0 % after) rather than its usage."""
+
+
+class SeriesStats:
+    """Streaming aggregates over samples."""
+
+    def __init__(self, peak_window_s: float = PEAK_WINDOW_S) -> None:
+        self.peak_window_s = peak_window_s
+        self.count = 0
+        self._first: tuple[float, int] | None = None
+        self._prev: tuple[float, int | None] | None = None
+        self._window: deque[tuple[float, int]] = deque()
+        self.peak_cpu_pct: float | None = None
+        self.peak_memory: int | None = None
+        self.peak_working_set: int | None = None
+        self.peak_pids: int | None = None
+        self._mem = _Integral()
+        self._ws = _Integral()
+        self.last_t = 0.0
+
+    def add(self, t: float, c: Counters) -> Sample:
+        self.count += 1
+        self.last_t = t
+        usage = c.cpu_usage_us
+        cpu_pct = None
+        if self._prev is not None and usage is not None and self._prev[1] is not None:
+            dt = t - self._prev[0]
+            if dt > 0:
+                cpu_pct = 100.0 * (usage - self._prev[1]) / (dt * 1e6)
+        if usage is not None:
+            self._track_peak_cpu(t, usage)
+        self._prev = (t, usage)
+
+        ws = None
+        if c.memory_current is not None:
+            ws = max(0, c.memory_current - (c.memory_inactive_file or 0))
+            self.peak_memory = _max(self.peak_memory, c.memory_current)
+            self.peak_working_set = _max(self.peak_working_set, ws)
+            self._mem.add(t, c.memory_current)
+            self._ws.add(t, ws)
+        if c.pids_current is not None:
+            self.peak_pids = _max(self.peak_pids, c.pids_current)
+        return Sample(
+            t_s=t,
+            cpu_usage_s=None if usage is None else usage / 1e6,
+            cpu_pct=cpu_pct,
+            memory_bytes=c.memory_current,
+            working_set_bytes=ws,
+            io_read_bytes=c.io_read_bytes,
+            io_write_bytes=c.io_write_bytes,
+            net_rx_bytes=c.net_rx_bytes,
+            net_tx_bytes=c.net_tx_bytes,
+            pids=c.pids_current,
+        )
+
+    def _track_peak_cpu(self, t: float, usage: int) -> None:
+        if self._first is None:
+            self._first = (t, usage)
+        w = self._window
+        w.append((t, usage))
+        # Keep the newest sample that is still a full window before t at the left end.
+        while len(w) >= 2 and t - w[1][0] >= self.peak_window_s:
+            w.popleft()
+        t0, u0 = w[0]
+        if t - t0 >= self.peak_window_s:
+            self.peak_cpu_pct = _max(self.peak_cpu_pct, 100.0 * (usage - u0) / ((t - t0) * 1e6))
+
+    def cpu_peak_pct(self) -> float | None:
+        """Peak over full windows; a run shorter than one window gets its overall rate."""
+        if self.peak_cpu_pct is not None or self._first is None or self._prev is None:
+            return self.peak_cpu_pct
+        t0, u0 = self._first
+        t1, u1 = self._prev
+        if u1 is None or t1 <= t0:
+            return None
+        return 100.0 * (u1 - u0) / ((t1 - t0) * 1e6)
+
+    def avg_memory(self) -> int | None:
+        return self._mem.average()
+
+    def avg_working_set(self) -> int | None:
+        return self._ws.average()
+
+
+class _Integral:
+    """Trapezoidal time integral of a step-sampled value."""
+
+    def __init__(self) -> None:
+        self.area = 0.0
+        self.first_t: float | None = None
+        self.last: tuple[float, int] | None = None
+
+    def add(self, t: float, v: int) -> None:
+        if self.last is None:
+            self.first_t = t
+        else:
+            self.area += (t - self.last[0]) * (v + self.last[1]) / 2
+        self.last = (t, v)
+
+    def average(self) -> int | None:
+        if self.last is None or self.first_t is None:
+            return None
+        span = self.last[0] - self.first_t
+        return self.last[1] if span <= 0 else round(self.area / span)
+
+
+_N = TypeVar("_N", int, float)
+
+
+def _max(a: _N | None, b: _N) -> _N:
+    return b if a is None or b > a else a
+
+
+class SampleWriter:
+    """Streams samples to CSV; flushed at least every ``flush_s`` so a crash keeps them."""
+
+    def __init__(self, path: Path, flush_s: float = 0.1) -> None:
+        self.path = path
+        self._f = open(path, "w", newline="", buffering=io.DEFAULT_BUFFER_SIZE)  # noqa: SIM115
+        self._w = csv.writer(self._f)
+        self._w.writerow(Sample.columns())
+        self._flush_s = flush_s
+        self._last_flush = time.monotonic()
+
+    def write(self, s: Sample) -> None:
+        self._w.writerow(
+            [
+                "" if v is None else _fmt(v)
+                for v in (
+                    s.t_s,
+                    s.cpu_usage_s,
+                    s.cpu_pct,
+                    s.memory_bytes,
+                    s.working_set_bytes,
+                    s.io_read_bytes,
+                    s.io_write_bytes,
+                    s.net_rx_bytes,
+                    s.net_tx_bytes,
+                    s.pids,
+                )
+            ]
+        )
+        now = time.monotonic()
+        if now - self._last_flush >= self._flush_s:
+            self._f.flush()
+            self._last_flush = now
+
+    def close(self) -> None:
+        if not self._f.closed:
+            self._f.close()
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.6f}" if isinstance(v, float) else str(v)
+
+
+class Sampler:
+    """Background thread: ``read()`` every ``interval`` s from ``t0`` until :meth:`stop`."""
+
+    def __init__(
+        self,
+        read: Callable[[], Counters],
+        *,
+        interval: float,
+        t0: float,
+        stats: SeriesStats,
+        writer: SampleWriter | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._read = read
+        self.interval = interval
+        self._t0 = t0
+        self.stats = stats
+        self._writer = writer
+        self._clock = clock
+        self._stop = threading.Event()
+        self.error: EdgeprofError | None = None
+        self.missed = 0
+        self._thread = threading.Thread(target=self._run, name="edgeprof-sampler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def sample(self) -> None:
+        before = self._clock()
+        c = self._read()
+        # The counters describe some instant inside the read: stamp them with its midpoint.
+        s = self.stats.add((before + self._clock()) / 2 - self._t0, c)
+        if self._writer is not None:
+            self._writer.write(s)
+
+    def _run(self) -> None:
+        try:
+            due = self._clock()
+            while not self._stop.is_set():
+                self.sample()
+                due += self.interval
+                now = self._clock()
+                if now > due:  # fell behind: skip the missed ticks, stay on the grid
+                    skipped = int((now - due) / self.interval) + 1
+                    self.missed += skipped
+                    due += skipped * self.interval
+                self._stop.wait(due - now)
+            self.sample()  # the last sample: the state at the main process's exit
+        except EdgeprofError as exc:
+            self.error = exc
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()

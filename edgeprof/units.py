@@ -1,0 +1,140 @@
+"""Parsing and formatting of sizes, CPU counts, CPU lists and durations: one place for all.
+
+Sizes follow Docker's ``--memory`` rule so that users of the older profiler get the same
+limits: the suffixes ``b k m g t`` (optionally followed by ``b`` or ``ib``) are binary
+multiples, so ``156m``, ``156mb`` and ``156MiB`` are all 156·2^20 bytes.  I/O amounts are
+*printed* in decimal units, as ``docker stats`` prints them; memory in binary units.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from .errors import ConfigError
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)(i?b)?\s*$", re.IGNORECASE)
+_SIZE_MULT = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+CFS_PERIOD_US = 100_000
+"""Period of ``cpu.max`` / ``cpu.cfs_period_us``: Docker's choice, so quotas match ``--cpus``."""
+
+MIN_CPUS = 0.01
+"""The smallest quota the kernel accepts is 1 ms per period (1000 µs of 100 000 µs)."""
+
+
+def parse_size(text: str) -> int:
+    """``"156m"`` → 163577856.  Raises :class:`ConfigError` with the offending text."""
+    m = _SIZE_RE.match(text)
+    if not m or (m.group(3) and not m.group(2) and m.group(3).lower() == "ib"):
+        raise ConfigError(
+            f"invalid size {text!r}: expected a number with an optional unit b, k, m, g or t "
+            "(binary multiples, as Docker's --memory), e.g. 512m or 1.5g"
+        )
+    value = float(m.group(1)) * _SIZE_MULT[m.group(2).lower()]
+    if value < 1:
+        raise ConfigError(f"invalid size {text!r}: must be at least 1 byte")
+    return int(value)
+
+
+def parse_memory_limit(text: str) -> int:
+    """A memory limit: a size of at least 6 MiB (Docker's floor; below it nothing starts)."""
+    value = parse_size(text)
+    if value < 6 * 2**20:
+        raise ConfigError(f"memory limit {text!r} is below the minimum of 6m")
+    return value
+
+
+def parse_cpus(text: str | float) -> float:
+    """A CPU count such as ``1.5``: a finite number ≥ 0.01 (upper bound checked per host)."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise ConfigError(f"invalid CPU count {text!r}: expected a number such as 1.5") from None
+    if not math.isfinite(value) or value < MIN_CPUS:
+        raise ConfigError(f"invalid CPU count {text!r}: must be at least {MIN_CPUS}")
+    return value
+
+
+def cpu_quota_us(cpus: float, period_us: int = CFS_PERIOD_US) -> int:
+    """Quota per period for ``cpus`` CPUs, rounded as Docker rounds ``NanoCPUs``."""
+    return max(1000, round(cpus * period_us))
+
+
+def parse_cpuset(text: str) -> tuple[int, ...]:
+    """``"0-2,5"`` → ``(0, 1, 2, 5)``.  Sorted, no duplicates, not empty."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        part = part.strip()
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if not m:
+            raise ConfigError(f"invalid CPU list {text!r}: expected e.g. 0-1,3")
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) is not None else lo
+        if hi < lo:
+            raise ConfigError(f"invalid CPU list {text!r}: range {part} is reversed")
+        cpus.update(range(lo, hi + 1))
+    return tuple(sorted(cpus))
+
+
+def format_cpuset(cpus: tuple[int, ...] | list[int]) -> str:
+    """``(0, 1, 2, 5)`` → ``"0-2,5"``, the kernel's own notation."""
+    out: list[str] = []
+    ordered = sorted(set(cpus))
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        out.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m|h)?\s*$")
+_DURATION_MULT = {None: 1.0, "s": 1.0, "ms": 1e-3, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str | float, what: str = "duration") -> float:
+    """``"1.5"``, ``"1.5s"``, ``"250ms"``, ``"2m"`` → seconds (> 0)."""
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        m = _DURATION_RE.match(text)
+        if not m:
+            raise ConfigError(f"invalid {what} {text!r}: expected seconds, e.g. 0.1, 250ms, 2m")
+        value = float(m.group(1)) * _DURATION_MULT[m.group(2)]
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"invalid {what} {text!r}: must be greater than 0")
+    return value
+
+
+def format_binary(n: float | None, digits: int = 1) -> str:
+    """Bytes in binary units (``117.9MiB``), as ``docker stats`` prints memory."""
+    if n is None:
+        return "n/a"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.{digits}f}{unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def format_decimal(n: float | None, digits: int = 1) -> str:
+    """Bytes in decimal units (``742B``, ``12.0MB``), as ``docker stats`` prints I/O."""
+    if n is None:
+        return "n/a"
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.{digits}f}{unit}"
+        n /= 1000
+    raise AssertionError("unreachable")
+
+
+def format_seconds(s: float | None) -> str:
+    """``0.0123`` → ``12.3ms``; ``75.2`` → ``75.20s``."""
+    if s is None:
+        return "n/a"
+    if s < 1:
+        return f"{s * 1000:.1f}ms"
+    return f"{s:.2f}s"
