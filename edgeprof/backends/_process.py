@@ -105,6 +105,11 @@ class Process:
 
 
 def signal_pids(pids: Sequence[int], sig: int = signal.SIGKILL) -> None:
+    """Signal each pid; never 0, 1, negative or edgeprof itself (a corrupt list is no licence
+    to signal a process group or init)."""
+    me = os.getpid()
     for pid in pids:
+        if pid <= 1 or pid == me:
+            continue
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
