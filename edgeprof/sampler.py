@@ -19,9 +19,12 @@ from typing import TypeVar
 from .errors import EdgeprofError
 from .model import Counters, Sample
 
-PEAK_WINDOW_S = 0.1
-"""Peak CPU % is taken over windows of one CFS period: a shorter window shows a throttled
-group's bursts (100 % inside a period, 0 % after) rather than its usage."""
+PEAK_WINDOW_S = 1.0
+"""Peak CPU % is taken over 1 s windows, the finest ``docker stats`` reports, so PEAK CPU means
+what it meant in the older profiler.  Shorter windows show a throttled group's bursts rather
+than its usage: under a 0.5-CPU quota a task that slept at a period's start may run 50 ms at
+its end and 50 ms at the next one's start, 100 % over 100 ms.  ``samples.csv`` keeps the
+fine-grained series."""
 
 
 class SeriesStats:

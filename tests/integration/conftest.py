@@ -1,0 +1,65 @@
+"""Fixtures of the kernel tier: real cgroups (v1 on our hosts, v2 inside the VM tier)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from edgeprof.backends import CgroupV1Backend, CgroupV2Backend, get_backend
+from edgeprof.backends.base import Backend
+from edgeprof.errors import EdgeprofError
+from tests.conftest import require
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+RUN_GROUP = re.compile(r"^edgeprof-\d+-[0-9a-f]{8}$")
+
+
+def kernel_mechanism() -> str:
+    return "cgroup2" if (CGROUP_ROOT / "cgroup.controllers").exists() else "cgroup1"
+
+
+def run_groups() -> set[Path]:
+    """Every edgeprof run group on this host, in every hierarchy (systemd, unified included)."""
+    found: set[Path] = set()
+    for top, dirs, _ in os.walk(CGROUP_ROOT):
+        for d in dirs:
+            if RUN_GROUP.match(d):
+                found.add(Path(top) / d)
+    return found
+
+
+@pytest.fixture(scope="session")
+def mechanism() -> str:
+    """The mechanism this kernel must give: cgroup2 in the VM tier, cgroup1 on our hosts."""
+    require(os.geteuid() == 0, "the kernel tier needs root to create cgroups")
+    try:
+        be = get_backend("cgroup")
+    except EdgeprofError as exc:
+        require(False, f"no usable cgroup backend here: {exc}")
+        raise
+    expected = os.environ.get("EDGEPROF_EXPECT_MECHANISM", kernel_mechanism())
+    assert be.mechanism == expected
+    return expected
+
+
+@pytest.fixture
+def make_backend(mechanism: str) -> type[CgroupV1Backend] | type[CgroupV2Backend]:
+    """The backend class of this kernel, to build one with features disabled."""
+    return CgroupV2Backend if mechanism == "cgroup2" else CgroupV1Backend
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_groups(mechanism: str) -> Iterator[None]:
+    before = run_groups()
+    yield
+    assert run_groups() - before == set(), "a run group was left behind"
+
+
+def backend_for(cls: type[CgroupV1Backend] | type[CgroupV2Backend], *disabled: str) -> Backend:
+    be = cls(disable=frozenset(disabled))
+    be.check()
+    return be

@@ -1,0 +1,240 @@
+"""The cgroup backend on the real kernel.
+
+Runs on the host (cgroup v1 hybrid on our machines) and, unchanged, inside the VM tier
+(cgroup v2), where EDGEPROF_EXPECT_MECHANISM=cgroup2 makes the mechanism part of the check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import edgeprof
+from edgeprof import Limits, Termination
+
+from .conftest import backend_for
+
+PY = sys.executable
+WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
+REPO = Path(__file__).resolve().parents[2]
+MiB = 2**20
+
+
+def test_cpu_limit_is_held_and_throttling_reported(mechanism: str) -> None:
+    r = edgeprof.profile([PY, "-c", "while True: pass"], Limits(cpus=0.5), timeout=3)
+    assert r.mechanism == mechanism
+    assert r.termination is Termination.TIMEOUT
+    assert r.cpu.avg_pct is not None and 45 <= r.cpu.avg_pct <= 55
+    assert 2.9 <= r.wall_s <= 4
+    assert r.cpu.nr_throttled and r.cpu.nr_throttled > 10
+    assert r.cpu.throttled_s and r.cpu.throttled_s > 0.5
+    assert r.cpu.peak_pct is not None and 45 <= r.cpu.peak_pct <= 60
+
+
+def test_short_spike_peak_is_exact(mechanism: str) -> None:
+    """200 MiB held 20 ms: the kernel's high-water mark sees it at the default interval."""
+    r = edgeprof.profile([PY, str(WORKLOADS / "spike.py"), "200", "0.02", "1"])
+    assert r.termination is Termination.EXITED and r.exit_code == 0
+    assert r.memory.peak_source == "kernel"
+    assert r.memory.peak_bytes is not None and r.memory.peak_bytes >= 200 * MiB
+    assert r.memory.peak_bytes < 300 * MiB
+    assert r.samples.interval_s == 0.1
+
+
+def test_oom_kill_is_a_result(mechanism: str) -> None:
+    r = edgeprof.profile([PY, str(WORKLOADS / "spike.py"), "200"], Limits(memory="64m"))
+    assert r.termination is Termination.OOM
+    assert r.memory.oom_kills is not None and r.memory.oom_kills >= 1
+    assert r.exit_code == 137 and r.signal == signal.SIGKILL
+    assert r.memory.limit_bytes == 64 * MiB
+    assert r.memory.peak_bytes is not None and r.memory.peak_bytes <= 64 * MiB
+
+
+def test_timeout_kills_a_workload_that_ignores_sigterm(mechanism: str) -> None:
+    r = edgeprof.profile([PY, str(WORKLOADS / "ignore_term.py")], timeout=1, kill_grace=0.5)
+    assert r.termination is Termination.TIMEOUT
+    assert r.signal == signal.SIGKILL and r.exit_code == 137
+    assert 1.4 <= r.wall_s <= 3
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] == "Z"  # a zombie is dead
+    except FileNotFoundError:
+        return True
+
+
+def test_daemonized_grandchild_is_killed_and_counted(mechanism: str, tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    r = edgeprof.profile([PY, str(WORKLOADS / "daemonize.py"), "1.5", str(pidfile)])
+    assert r.termination is Termination.EXITED and r.exit_code == 0
+    grandchild = int(pidfile.read_text())
+    assert _gone(grandchild)
+    # The grandchild spun for most of the parent's 1.5 s on the other core: its CPU is in.
+    assert r.cpu.total_s is not None and r.cpu.total_s >= 0.9
+
+
+def test_freezer_path_kills_the_tree_without_cgroup_kill(
+    make_backend: type, tmp_path: Path
+) -> None:
+    """Kernels before 5.14 have no cgroup.kill: freeze, SIGKILL, thaw must do the same."""
+    pidfile = tmp_path / "grandchild.pid"
+    be = backend_for(make_backend, "cgroup.kill")
+    r = edgeprof.profile([PY, str(WORKLOADS / "daemonize.py"), "0.5", str(pidfile)], backend=be)
+    assert r.termination is Termination.EXITED
+    assert _gone(int(pidfile.read_text()))
+
+
+def test_sampled_peak_when_the_kernel_has_no_high_water_mark(make_backend: type) -> None:
+    peak_file = (
+        "memory.peak"
+        if make_backend.__name__ == "CgroupV2Backend"
+        else ("memory.max_usage_in_bytes")
+    )
+    be = backend_for(make_backend, peak_file)
+    r = edgeprof.profile([PY, str(WORKLOADS / "spike.py"), "200", "1.0", "0.2"], backend=be)
+    assert r.memory.peak_source == "sampled"
+    assert r.memory.peak_bytes is not None and r.memory.peak_bytes >= 190 * MiB
+    assert any("sampled" in w or "samples" in w for w in r.warnings)
+
+
+def test_average_memory_is_time_weighted(mechanism: str) -> None:
+    # ~0.2 s to allocate, then 100 MiB held for 2 s: the average is close to 100 MiB.
+    r = edgeprof.profile([PY, str(WORKLOADS / "spike.py"), "100", "2", "0"])
+    assert r.memory.avg_bytes is not None and r.memory.peak_bytes is not None
+    assert 75 * MiB <= r.memory.avg_bytes <= r.memory.peak_bytes
+    assert r.samples.count >= 15
+
+
+def test_integer_cpus_pin_cores_and_size_thread_pools(mechanism: str, tmp_path: Path) -> None:
+    out = tmp_path / "seen.json"
+    code = (
+        "import json, os, sys; json.dump({'cpus': sorted(os.sched_getaffinity(0)), "
+        "'omp': os.environ.get('OMP_NUM_THREADS')}, open(sys.argv[1], 'w'))"
+    )
+    r = edgeprof.profile([PY, "-c", code, str(out)], Limits(cpus=1))
+    seen = json.loads(out.read_text())
+    assert r.limits.cpuset is not None and len(r.limits.cpuset) == 1
+    assert seen == {"cpus": list(r.limits.cpuset), "omp": "1"}
+
+
+def test_block_io_is_counted(mechanism: str, tmp_path: Path) -> None:
+    target = tmp_path / "data"
+    code = (
+        "import os, sys; fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_DIRECT); "
+        "import mmap; buf = mmap.mmap(-1, 1 << 20); buf.write(b'x' * (1 << 20)); "
+        "[os.write(fd, buf) for _ in range(16)]; os.close(fd)"
+    )
+    on_block_device = os.major(os.stat(tmp_path).st_dev) != 0
+    r = edgeprof.profile([PY, "-c", code, str(target)])
+    if on_block_device:
+        assert r.exit_code == 0
+        assert r.io.write_bytes is not None and r.io.write_bytes >= 16 * MiB
+    else:  # tmpfs/overlay (the VM tier): no block device, so no block I/O — but measured
+        assert r.io.write_bytes is not None
+    assert r.io.net_rx_bytes is None  # host network namespace: no per-run figure
+
+
+def test_samples_stream_to_disk_during_the_run(mechanism: str, tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [
+            PY,
+            "-m",
+            "edgeprof",
+            "run",
+            "--interval",
+            "0.01",
+            "--out",
+            str(tmp_path),
+            "--",
+            PY,
+            "-c",
+            "import time; time.sleep(2)",
+        ],
+        stdout=subprocess.DEVNULL,
+        cwd=REPO,
+    )
+    csv = tmp_path / "samples.csv"
+    deadline = time.monotonic() + 60
+    rows_mid_run = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        if csv.exists():
+            rows_mid_run = len(csv.read_text().splitlines()) - 1
+            if rows_mid_run >= 20:
+                break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before samples appeared"
+    assert rows_mid_run >= 20
+    assert proc.wait(60) == 0
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["samples"]["count"] == len(csv.read_text().splitlines()) - 1
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_kills_the_tree_and_still_reports(
+    mechanism: str, tmp_path: Path, sig: signal.Signals
+) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    proc = subprocess.Popen(
+        [
+            PY,
+            "-m",
+            "edgeprof",
+            "run",
+            "--json",
+            "--out",
+            str(tmp_path / "out"),
+            "--",
+            PY,
+            str(WORKLOADS / "daemonize.py"),
+            "600",
+            str(pidfile),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
+    deadline = time.monotonic() + 60
+    while not pidfile.exists() or not pidfile.read_text():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err.decode()
+    result = json.loads(out)
+    assert result["termination"] == "interrupted"
+    assert result["cpu"]["total_s"] > 0.1
+    assert json.loads((tmp_path / "out" / "result.json").read_text()) == result
+    assert _gone(int(pidfile.read_text()))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--cpuset", "7"],
+        ["--cpus", "64"],
+        ["--memory", "12x"],
+        ["--cpus", "-1"],
+    ],
+)
+def test_bad_limits_start_nothing(mechanism: str, args: list[str], tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    proc = subprocess.run(
+        [PY, "-m", "edgeprof", "run", *args, "--", "touch", str(marker)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("edgeprof: error:") and proc.stderr.count("\n") == 1
+    assert not marker.exists()
