@@ -95,7 +95,7 @@ def diagnose(
         )
         for w in v1.warnings():
             f.append(Finding("cgroup v1", False, w))
-        kill = "" in h and (h[""].own / "cgroup.kill").exists()
+        kill = "" in h and "cgroup.kill" in _probe_files(h[""].own)
         f.append(
             Finding(
                 "tree kill",
@@ -117,17 +117,23 @@ def diagnose(
     return f
 
 
-def _kernel_features_v2(parent: Path) -> dict[str, tuple[bool, str]]:
-    """Probe a throwaway child group: the files a run group will have here."""
+def _probe_files(parent: Path) -> set[str]:
+    """The files a run group gets here: create a throwaway child group, list it, remove it."""
     probe = parent / f"edgeprof-doctor-{os.getpid()}"
     try:
         probe.mkdir()
     except OSError:
-        return {}
+        return set()
     try:
-        names = {p.name for p in probe.iterdir()}
+        return {p.name for p in probe.iterdir()}
     finally:
         fs.remove_tree([probe])
+
+
+def _kernel_features_v2(parent: Path) -> dict[str, tuple[bool, str]]:
+    names = _probe_files(parent)
+    if not names:
+        return {}
     return {
         "memory.peak": (
             "memory.peak" in names,

@@ -268,6 +268,7 @@ def _result(
         # cgroup v1's cpuacct.usage_user/_sys come from tick sampling while usage is exact
         # (v2's cpu.stat is already scaled this way): split the exact total by their ratio.
         user, system = total * user / (user + system), total * system / (user + system)
+    avg_pct = None if total is None or wall <= 0 else 100.0 * total / wall
     peak: int | None
     source: str | None
     if final.memory_peak is not None:
@@ -295,8 +296,8 @@ def _result(
             user_s=user,
             system_s=system,
             total_s=total,
-            avg_pct=None if total is None or wall <= 0 else 100.0 * total / wall,
-            peak_pct=stats.cpu_peak_pct(),
+            avg_pct=avg_pct,
+            peak_pct=avg_pct if stats.cpu_peak_pct() is None else stats.cpu_peak_pct(),
             peak_window_s=stats.peak_window_s,
             throttled_s=secs(final.throttled_us),
             nr_throttled=final.nr_throttled,

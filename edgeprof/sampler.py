@@ -33,7 +33,6 @@ class SeriesStats:
     def __init__(self, peak_window_s: float = PEAK_WINDOW_S) -> None:
         self.peak_window_s = peak_window_s
         self.count = 0
-        self._first: tuple[float, int] | None = None
         self._prev: tuple[float, int | None] | None = None
         self._window: deque[tuple[float, int]] = deque()
         self.peak_cpu_pct: float | None = None
@@ -80,8 +79,6 @@ class SeriesStats:
         )
 
     def _track_peak_cpu(self, t: float, usage: int) -> None:
-        if self._first is None:
-            self._first = (t, usage)
         w = self._window
         w.append((t, usage))
         # Keep the newest sample that is still a full window before t at the left end.
@@ -92,14 +89,9 @@ class SeriesStats:
             self.peak_cpu_pct = _max(self.peak_cpu_pct, 100.0 * (usage - u0) / ((t - t0) * 1e6))
 
     def cpu_peak_pct(self) -> float | None:
-        """Peak over full windows; a run shorter than one window gets its overall rate."""
-        if self.peak_cpu_pct is not None or self._first is None or self._prev is None:
-            return self.peak_cpu_pct
-        t0, u0 = self._first
-        t1, u1 = self._prev
-        if u1 is None or t1 <= t0:
-            return None
-        return 100.0 * (u1 - u0) / ((t1 - t0) * 1e6)
+        """Peak over full windows; ``None`` for a run shorter than one window (the runner
+        then reports the exact average, the only honest figure for such a run)."""
+        return self.peak_cpu_pct
 
     def avg_memory(self) -> int | None:
         return self._mem.average()

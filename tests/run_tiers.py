@@ -1,0 +1,91 @@
+"""Run every test tier and say how many tests ran in each (``make test`` calls this).
+
+Tiers: static (ruff, mypy --strict), unit (fake cgroupfs trees, scripted backend), host (the
+real kernel's cgroups here: v1 hybrid on our machines), vm (cgroup v2 in a throwaway qemu
+guest; its guest-side counts are read back from the guest's JUnit file).  In CI (CI=true) a
+skipped test anywhere fails the run: no tier may skip there.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / ".test-results"
+PY = sys.executable
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+TIERS = [
+    ("unit", ["tests/unit"]),
+    ("host", ["tests/integration"]),
+    ("vm", ["tests/vm"]),
+]
+
+
+def counts(junit: Path) -> dict[str, int]:
+    c = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    if not junit.exists():
+        return c
+    root = ET.parse(junit).getroot()
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    for s in suites:
+        for k in c:
+            c[k] += int(s.get(k, 0))
+    return c
+
+
+def main() -> int:
+    RESULTS.mkdir(exist_ok=True)
+    for old in RESULTS.glob("*.xml"):
+        old.unlink()
+    env = {**os.environ, "EDGEPROF_RESULTS_DIR": str(RESULTS), "PYTHONDONTWRITEBYTECODE": "1"}
+    rows: list[tuple[str, dict[str, int], float, int]] = []
+
+    t = time.monotonic()
+    static_rc = 0
+    for cmd in ([PY, "-m", "ruff", "check", "edgeprof", "tests"], [PY, "-m", "mypy", "edgeprof"]):
+        print("$", " ".join(cmd[2:]), flush=True)
+        static_rc |= subprocess.call(cmd, cwd=REPO, env=env)
+    rows.append(("static", {"tests": 2, "failures": int(static_rc != 0), "errors": 0,
+                            "skipped": 0}, time.monotonic() - t, static_rc))
+
+    for name, paths in TIERS:
+        junit = RESULTS / f"{name}.xml"
+        cmd = [PY, "-m", "pytest", *paths, "-q", "-rfEs", "-p", "no:cacheprovider",
+               f"--junitxml={junit}"]
+        print(f"\n=== tier {name}: {' '.join(cmd[2:])}", flush=True)
+        t = time.monotonic()
+        rc = subprocess.call(cmd, cwd=REPO, env=env)
+        rows.append((name, counts(junit), time.monotonic() - t, rc))
+
+    guest = RESULTS / "vm-guest.xml"
+    if guest.exists():
+        rows.append(("vm guest (cgroup v2)", counts(guest), 0.0, 0))
+
+    print("\n=== summary: tests run per tier")
+    ok = True
+    total = {"passed": 0, "failed": 0, "skipped": 0}
+    for name, c, secs, rc in rows:
+        failed = c["failures"] + c["errors"]
+        passed = c["tests"] - failed - c["skipped"]
+        print(f"  {name:22s} {passed:4d} passed {failed:3d} failed {c['skipped']:3d} skipped"
+              f"  {secs:7.1f}s")
+        if rc not in (0,) or failed or c["tests"] == 0 or (IN_CI and c["skipped"]):
+            ok = False
+        if not name.startswith("vm guest"):
+            total["passed"] += passed
+            total["failed"] += failed
+            total["skipped"] += c["skipped"]
+    if IN_CI and total["skipped"]:
+        print("CI=true: a tier skipped tests, which CI does not allow")
+    print(f"{total['passed']} passed, {total['failed']} failed, {total['skipped']} skipped")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
