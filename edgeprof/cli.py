@@ -23,6 +23,12 @@ from .runner import DEFAULT_INTERVAL_S, profile
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 
+# Usage errors derive from click's ClickException, which typer re-exports under no stable
+# name (typer < 0.26 uses click; 0.26+ vendors it): find it through a class typer exports.
+_UsageErrorBase: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"
+)
+
 app = typer.Typer(
     name="edgeprof",
     help="Profile a model script under an edge device's CPU and memory limits.",
@@ -149,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         rc = app(args=argv, prog_name="edgeprof", standalone_mode=False)
     except typer.Exit as exc:
         return exc.exit_code
-    except typer.TyperException as exc:  # usage errors: unknown option, missing argument
-        message = exc.format_message()
+    except _UsageErrorBase as exc:  # usage errors: unknown option, missing argument
+        message = exc.format_message()  # type: ignore[attr-defined]
         if "\n" in message:  # no arguments at all: the help text
             print(message, file=sys.stderr)
         else:
