@@ -47,7 +47,7 @@ DEFAULT_KILL_GRACE_S = 2.0
 
 
 class Interrupted(BaseException):
-    """SIGTERM to edgeprof during a run; handled like Ctrl-C (KeyboardInterrupt)."""
+    """SIGINT or SIGTERM to edgeprof during a run: the run ends as ``interrupted``."""
 
 
 def profile(
@@ -150,13 +150,14 @@ def _run(
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
     interrupted = timed_out = False
     try:
-        with _sigterm_raises(), be.launch(spec) as run:
+        with _Interrupts() as interrupts, be.launch(spec) as run:
             sampler = Sampler(
                 run.counters, interval=interval, t0=run.started, stats=stats, writer=writer
             )
             sampler.start()
             try:
-                status, timed_out = _wait(run, timeout, kill_grace)
+                with interrupts.armed():
+                    status, timed_out = _wait(run, timeout, kill_grace)
                 wall = time.monotonic() - run.started
             except (KeyboardInterrupt, Interrupted):
                 interrupted = True
@@ -212,21 +213,42 @@ def _wait(run: RunHandle, timeout: float | None, grace: float) -> tuple[int | No
     return status, True
 
 
-@contextlib.contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """Turn SIGTERM into an exception for the duration of a run (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+class _Interrupts:
+    """SIGINT and SIGTERM to edgeprof during a run (main thread only).
 
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise Interrupted()
+    While :meth:`armed` (waiting for the workload) the first signal raises
+    :class:`Interrupted`; outside it, and for any further signal, it is only recorded, so a
+    second Ctrl-C cannot cut the clean-up short and leave a group or a process behind.
+    """
 
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    def __init__(self) -> None:
+        self._armed = False
+        self.received: int | None = None
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> _Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)  # type: ignore[arg-type]
+
+    def _handler(self, signum: int, frame: FrameType | None) -> None:
+        self.received = signum
+        if self._armed:
+            self._armed = False
+            raise Interrupted(signum)
+
+    @contextlib.contextmanager
+    def armed(self) -> Iterator[None]:
+        self._armed = True
+        try:
+            yield
+        finally:
+            self._armed = False
 
 
 def _result(

@@ -222,6 +222,8 @@ class Sampler:
             self.sample()  # the last sample: the state at the main process's exit
         except EdgeprofError as exc:
             self.error = exc
+        except Exception as exc:  # a bug must not vanish with the thread: report it
+            self.error = EdgeprofError(f"{type(exc).__name__}: {exc}")
 
     def stop(self) -> None:
         self._stop.set()
