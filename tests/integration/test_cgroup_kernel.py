@@ -58,7 +58,11 @@ def test_oom_kill_is_a_result(mechanism: str) -> None:
 
 
 def test_timeout_kills_a_workload_that_ignores_sigterm(mechanism: str) -> None:
-    r = edgeprof.profile([PY, str(WORKLOADS / "ignore_term.py")], timeout=1, kill_grace=0.5)
+    # A shell loop: its trap is in place at once (a Python one may still be starting when
+    # SIGTERM comes under the VM tier's emulation).
+    r = edgeprof.profile(
+        ["sh", "-c", "trap '' TERM; while :; do :; done"], timeout=1, kill_grace=0.5
+    )
     assert r.termination is Termination.TIMEOUT
     assert r.signal == signal.SIGKILL and r.exit_code == 137
     assert 1.4 <= r.wall_s <= 3
@@ -106,11 +110,14 @@ def test_sampled_peak_when_the_kernel_has_no_high_water_mark(make_backend: type)
     assert any("sampled" in w or "samples" in w for w in r.warnings)
 
 
-def test_average_memory_is_time_weighted(mechanism: str) -> None:
-    # ~0.2 s to allocate, then 100 MiB held for 2 s: the average is close to 100 MiB.
-    r = edgeprof.profile([PY, str(WORKLOADS / "spike.py"), "100", "2", "0"])
+def test_average_memory_is_time_weighted(mechanism: str, tmp_path: Path) -> None:
+    timeline = tmp_path / "held"
+    r = edgeprof.profile([PY, str(WORKLOADS / "spike.py"), "100", "2", "0", str(timeline)])
+    held_from, held_until = map(float, timeline.read_text().split())
+    held_share = (held_until - held_from) / r.wall_s
     assert r.memory.avg_bytes is not None and r.memory.peak_bytes is not None
-    assert 75 * MiB <= r.memory.avg_bytes <= r.memory.peak_bytes
+    # At least 100 MiB for the held share of the run; never above the peak.
+    assert 0.95 * held_share * 100 * MiB <= r.memory.avg_bytes <= r.memory.peak_bytes
     assert r.samples.count >= 15
 
 

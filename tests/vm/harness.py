@@ -18,13 +18,13 @@ hang on these machines):
 Booting takes a few seconds; TCG makes Python start-up slow, so boot one guest per test session
 and run the whole suite inside it.  Typical use::
 
-    from tests.vm.harness import GUEST_OUT_DIR, project_python, run_in_guest
+    from tests.vm.harness import GUEST_OUT_DIR, REPO_ROOT, project_python, run_in_guest
 
     result = run_in_guest(
-        [str(project_python()), "-m", "pytest", "tests/v2", f"--junitxml={GUEST_OUT_DIR}/junit.xml"],
-        cwd=repo_root,
+        [str(project_python()), "-m", "pytest", "-m", "vm", f"--junitxml={GUEST_OUT_DIR}/j.xml"],
+        cwd=REPO_ROOT,
     )
-    result.exit_code, result.output, result.out_dir / "junit.xml"
+    result.exit_code, result.output, result.out_dir / "j.xml"
 
 Only the standard library is used.
 """
@@ -60,6 +60,7 @@ __all__ = [
     "default_cache_dir",
     "ensure_assets",
     "in_ci",
+    "inside_guest",
     "project_python",
     "run_in_guest",
 ]
@@ -161,14 +162,20 @@ class VmUnavailable(RuntimeError):
 class VmError(RuntimeError):
     """The guest failed: it did not boot, timed out, or did not report an exit code.
 
-    :attr:`boot_log` holds the tail of the serial console (and qemu's own messages).
+    :attr:`boot_log` holds the serial console (and qemu's own messages), :attr:`output` what
+    the command had written when it was cut short (if it started).
     """
 
-    def __init__(self, message: str, boot_log: str = "") -> None:
-        """Keep ``boot_log`` and append its tail to the message."""
+    def __init__(self, message: str, boot_log: str = "", output: str = "") -> None:
+        """Keep ``boot_log`` and ``output`` and append their tails to the message."""
         self.boot_log = boot_log
-        tail = _tail(boot_log)
-        super().__init__(f"{message}\n--- serial console (tail) ---\n{tail}" if tail else message)
+        self.output = output
+        parts = [message]
+        if output.strip():
+            parts.append(f"--- command output so far (tail) ---\n{_tail(output, 30)}")
+        if boot_log.strip():
+            parts.append(f"--- serial console (tail) ---\n{_tail(boot_log)}")
+        super().__init__("\n".join(parts))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,6 +217,11 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").lower() == "true"
 
 
+def inside_guest() -> bool:
+    """Return whether this process runs inside a guest booted by this harness."""
+    return os.path.ismount(GUEST_OUT_DIR)
+
+
 def project_python() -> Path:
     """Return the interpreter the guest should use: the checkout's venv, else the host's."""
     venv = REPO_ROOT / ".venv" / "bin" / "python"
@@ -237,6 +249,9 @@ def ensure_assets(cache_dir: Path | None = None) -> VmAssets:
 
     Raises :class:`VmUnavailable` when any of this is impossible here.
     """
+    if inside_guest():
+        raise VmUnavailable("already inside an edgeprof VM guest: nested TCG guests are not "
+                            "supported")
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
         raise VmUnavailable(f"the VM tier needs Linux on x86-64, not {platform.system()} "
                             f"{platform.machine()}")
@@ -804,32 +819,38 @@ def run_in_guest(
         proc.kill()
         qemu_output, _ = proc.communicate()
         raise VmError(f"guest timed out after {timeout:g} s (qemu killed)",
-                      _boot_log(console, qemu_output)) from None
+                      _boot_log(console, qemu_output), _read(out_dir / "output.txt")) from None
     finally:
         if proc.poll() is None:  # interrupted (e.g. KeyboardInterrupt): never leave qemu
             proc.kill()
             proc.wait()
     wall = time.monotonic() - started
     boot_log = _boot_log(console, qemu_output)
+    output = _read(out_dir / "output.txt")
     if proc.returncode != 0:
-        raise VmError(f"qemu exited with status {proc.returncode}", boot_log)
+        raise VmError(f"qemu exited with status {proc.returncode}", boot_log, output)
     try:
         exit_code = int((out_dir / "exit_code").read_text().strip())
     except (OSError, ValueError):
-        raise VmError("the guest reported no exit code (boot failure?)", boot_log) from None
-    output = (out_dir / "output.txt").read_text(errors="replace")
+        raise VmError("the guest reported no exit code (boot failure?)", boot_log,
+                      output) from None
     match = re.search(r"edgeprof-vm: command started, uptime ([0-9.]+)", boot_log)
     return GuestResult(exit_code=exit_code, output=output, out_dir=out_dir, boot_log=boot_log,
                        boot_seconds=float(match.group(1)) if match else None,
                        wall_seconds=wall)
 
 
+def _read(path: Path) -> str:
+    """Return a text file's content, or "" if it cannot be read."""
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
 def _boot_log(console: Path, qemu_output: str) -> str:
     """Combine the serial console file with qemu's own output."""
-    try:
-        text = console.read_text(errors="replace")
-    except OSError:
-        text = ""
+    text = _read(console)
     if qemu_output.strip():
         text += "\n--- qemu ---\n" + qemu_output
     return text
