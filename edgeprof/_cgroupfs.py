@@ -1,22 +1,39 @@
 """Reading and writing cgroupfs files: the only place edgeprof touches them.
 
-Counter files are opened once per run and read with ``os.pread`` at offset 0, which makes the
+Counter files are opened once per run and read with ``pread`` at offset 0, which makes the
 kernel regenerate the file's contents: no seek, no reopen, no Python file object in the loop.
-Parsers are pure functions so unit tests can feed them text.
+A :class:`CounterSet` reads all of a run's files per sample — in one call into the native
+helper (``native/cgstat.c``, built by cffi at install) when it is built, else in Python with
+``os.pread``; both give identical values.  Parsers are pure functions so tests can feed them.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import errno
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import BackendError
+from .model import Counters
 
 _READ_SIZE = 65536
 
-READER = "pure-Python os.pread"
+try:  # built by setup.py's cffi_modules; absent when the compile failed or was skipped
+    from . import _cgstat  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - depends on the installation
+    _cgstat = None
+
+NATIVE_AVAILABLE = _cgstat is not None
+READER = (
+    "native helper (cffi, one call per sample)"
+    if NATIVE_AVAILABLE
+    else "pure-Python os.pread (native helper not built)"
+)
 """Which implementation reads the counters (``edgeprof doctor`` prints it)."""
 
 
@@ -36,6 +53,11 @@ class CounterFile:
             return os.pread(self._fd, _READ_SIZE, 0).decode("ascii", "replace")
         except OSError as exc:
             raise BackendError(f"cannot read {self.path}: {exc.strerror}") from exc
+
+    def fileno(self) -> int:
+        if self._fd is None:
+            raise BackendError(f"counter file {self.path} used after close")
+        return self._fd
 
     def read_int(self) -> int:
         return parse_int(self.read())
@@ -177,3 +199,124 @@ def remove_tree(dirs: Iterable[Path], attempts: int = 200) -> list[str]:
                     break
                 time.sleep(0.005)
     return failures
+
+
+class Kind(enum.IntEnum):
+    """How a counter file is parsed (same numbers as ``enum cg_kind`` in native/cgstat.h)."""
+
+    INT = 0
+    """One integer (``max`` reads as -1)."""
+    KV = 1
+    """``key value`` lines."""
+    IOSTAT = 2
+    """cgroup v2 ``io.stat``: rbytes and wbytes summed over devices."""
+    BLKIO = 3
+    """cgroup v1 ``blkio.*io_service_bytes*``: Read and Write summed over devices."""
+
+
+@dataclass(frozen=True)
+class Field:
+    """One :class:`~edgeprof.model.Counters` field: its name, the key in the file (``KV``),
+    and a divisor to base units (cgroup v1 counts CPU in ns; Counters hold µs)."""
+
+    name: str
+    key: str | None = None
+    divisor: int = 1
+
+
+@dataclass(frozen=True)
+class Source:
+    """A counter file and the fields it gives.  ``IOSTAT``/``BLKIO`` give (read, write)."""
+
+    path: Path
+    kind: Kind
+    fields: tuple[Field, ...]
+
+
+_COUNTER_FIELDS = frozenset(f.name for f in dataclasses.fields(Counters))
+_MISSING = -(2**63)  # CG_MISSING
+
+
+class CounterSet:
+    """A run's counter files, kept open, read together into a :class:`Counters`.
+
+    Files that do not exist (an older kernel, a controller not enabled) are left out: their
+    fields stay ``None``.  ``native=None`` uses the helper when it is built.
+    """
+
+    def __init__(self, sources: Sequence[Source], native: bool | None = None) -> None:
+        self._open: list[tuple[CounterFile, Source]] = []
+        for src in sources:
+            for f in src.fields:
+                if f.name not in _COUNTER_FIELDS:
+                    raise ValueError(f"{f.name} is not a Counters field")
+            cf = open_optional(src.path)
+            if cf is not None:
+                self._open.append((cf, src))
+        self.native = NATIVE_AVAILABLE if native is None else native
+        if self.native and not NATIVE_AVAILABLE:
+            raise BackendError("the native counter reader is not built in this installation")
+        self._plan: Any = None
+        if self.native:
+            self._build_plan()
+
+    def _build_plan(self) -> None:
+        ffi, lib = _cgstat.ffi, _cgstat.lib
+        files = ffi.new("cg_file[]", max(1, len(self._open)))
+        keep: list[Any] = []
+        slots: list[Field] = []
+        for i, (cf, src) in enumerate(self._open):
+            files[i].fd = cf.fileno()
+            files[i].kind = int(src.kind)
+            files[i].slot = len(slots)
+            if src.kind is Kind.KV:
+                keys = [ffi.new("char[]", (f.key or "").encode()) for f in src.fields]
+                arr = ffi.new("char *[]", keys)
+                keep.extend([keys, arr])
+                files[i].keys = arr
+                files[i].nkeys = len(keys)
+            slots.extend(src.fields)
+        out = ffi.new("long long[]", max(1, len(slots)))
+        self._plan = (lib.cg_read, files, len(self._open), out, len(slots), slots, keep)
+
+    def read(self) -> Counters:
+        return self._read_native() if self.native else self._read_python()
+
+    def _read_native(self) -> Counters:
+        cg_read, files, nfiles, out, nout, slots, _ = self._plan
+        rc = cg_read(files, nfiles, out, nout)
+        if rc < 0:
+            raise BackendError(f"cannot read cgroup counters: {os.strerror(-rc)}")
+        values: dict[str, int | None] = {}
+        for i, f in enumerate(slots):
+            v = out[i]
+            values[f.name] = None if v == _MISSING else v // f.divisor
+        return Counters(**values)
+
+    def _read_python(self) -> Counters:
+        values: dict[str, int | None] = {}
+        for cf, src in self._open:
+            text = cf.read()
+            if src.kind is Kind.INT:
+                raw: list[int | None] = [_int_or_none(text)]
+            elif src.kind is Kind.KV:
+                kv = parse_kv(text)
+                raw = [kv.get(f.key or "") for f in src.fields]
+            elif src.kind is Kind.IOSTAT:
+                raw = list(parse_io_stat(text))
+            else:
+                raw = list(parse_blkio(text))
+            for f, v in zip(src.fields, raw, strict=False):
+                values[f.name] = None if v is None else v // f.divisor
+        return Counters(**values)
+
+    def close(self) -> None:
+        close_all(cf for cf, _ in self._open)
+        self._open = []
+
+
+def _int_or_none(text: str) -> int | None:
+    try:
+        return parse_int(text)
+    except ValueError:
+        return None

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
 from .. import _cgroupfs as fs
-from .._cgroupfs import close_all
+from .._cgroupfs import CounterSet, Field, Kind, Source
 from ..errors import BackendError, BackendUnavailable, ConfigError
-from ..model import Counters, RunSpec
+from ..model import RunSpec
 from ..units import CFS_PERIOD_US, cpu_quota_us, format_cpuset, parse_cpuset
 from ._cgroup_common import missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod
@@ -34,7 +33,8 @@ class CgroupV2Backend:
     process's own group when it is delegated to us, after moving edgeprof into a leaf child.
 
     ``disable`` turns off kernel features (``cgroup.kill``, ``memory.peak``,
-    ``cgroup.freeze``) so tests can exercise older kernels' paths on a new one.
+    ``cgroup.freeze``) so tests can exercise older kernels' paths on a new one; ``native``
+    forces the counter reader (``None``: the native helper when it is built).
     """
 
     name: ClassVar[str] = "cgroup"
@@ -46,8 +46,10 @@ class CgroupV2Backend:
         proc_self_cgroup: Path = Path("/proc/self/cgroup"),
         euid: int | None = None,
         disable: frozenset[str] = frozenset(),
+        native: bool | None = None,
     ) -> None:
         self.root = root
+        self._native = native
         self._parent_arg = parent
         self._proc_self_cgroup = proc_self_cgroup
         self._euid = os.geteuid() if euid is None else euid
@@ -168,20 +170,21 @@ class CgroupV2Backend:
             group.mkdir()
         except OSError as exc:
             raise BackendError(f"cannot create cgroup {group}: {exc.strerror}") from exc
-        files: list[fs.CounterFile] = []
+        counters: CounterSet | None = None
         try:
             self._apply_limits(group, spec)
-            reader = self._reader(group, files)
+            counters = CounterSet(self._sources(group), native=self._native)
             return CgroupRun(
                 spec,
                 groups=[group],
                 join_files=[group / "cgroup.procs"],
                 killer=self._kill_method(group),
-                reader=reader,
-                on_close=lambda: close_all(files),
+                reader=counters.read,
+                on_close=counters.close,
             )
         except BaseException:
-            close_all(files)
+            if counters is not None:
+                counters.close()
             fs.remove_tree([group])
             raise
 
@@ -207,48 +210,35 @@ class CgroupV2Backend:
             # One OOM kill takes the whole run down, as on a device where the app dies.
             fs.write(group / "memory.oom.group", "1")
 
-    def _reader(self, group: Path, keep: list[fs.CounterFile]) -> Callable[[], Counters]:
-        def opt(name: str) -> fs.CounterFile | None:
-            if name in self._disable:
-                return None
-            f = fs.open_optional(group / name)
-            if f is not None:
-                keep.append(f)
-            return f
-
-        cpu_stat = opt("cpu.stat")
-        mem_current = opt("memory.current")
-        mem_peak = opt("memory.peak")  # Linux ≥ 5.19
-        mem_stat = opt("memory.stat")
-        # memory.events.local (≥ 5.2) counts only this group; memory.events adds descendants,
-        # which for a leaf run group is the same thing.
-        mem_events = opt("memory.events.local") or opt("memory.events")
-        io_stat = opt("io.stat")
-        pids = opt("pids.current")
-
-        def read() -> Counters:
-            cpu = cpu_stat.read_kv() if cpu_stat else {}
-            events = mem_events.read_kv() if mem_events else {}
-            rbytes, wbytes = fs.parse_io_stat(io_stat.read()) if io_stat else (None, None)
-            return Counters(
-                cpu_usage_us=cpu.get("usage_usec"),
-                cpu_user_us=cpu.get("user_usec"),
-                cpu_system_us=cpu.get("system_usec"),
-                nr_periods=cpu.get("nr_periods"),
-                nr_throttled=cpu.get("nr_throttled"),
-                throttled_us=cpu.get("throttled_usec"),
-                memory_current=mem_current.read_int() if mem_current else None,
-                memory_peak=mem_peak.read_int() if mem_peak else None,
-                memory_inactive_file=(
-                    mem_stat.read_kv().get("inactive_file") if mem_stat else None
+    def _sources(self, group: Path) -> list[Source]:
+        events = "memory.events.local"  # ≥ 5.2: this group only (a leaf: the same as events)
+        if not (group / events).exists():
+            events = "memory.events"
+        sources = [
+            Source(
+                group / "cpu.stat",
+                Kind.KV,
+                (
+                    Field("cpu_usage_us", "usage_usec"),
+                    Field("cpu_user_us", "user_usec"),
+                    Field("cpu_system_us", "system_usec"),
+                    Field("nr_periods", "nr_periods"),
+                    Field("nr_throttled", "nr_throttled"),
+                    Field("throttled_us", "throttled_usec"),
                 ),
-                oom_kills=events.get("oom_kill"),
-                io_read_bytes=rbytes,
-                io_write_bytes=wbytes,
-                pids_current=pids.read_int() if pids else None,
-            )
-
-        return read
+            ),
+            Source(group / "memory.current", Kind.INT, (Field("memory_current"),)),
+            Source(group / "memory.peak", Kind.INT, (Field("memory_peak"),)),  # Linux ≥ 5.19
+            Source(
+                group / "memory.stat", Kind.KV, (Field("memory_inactive_file", "inactive_file"),)
+            ),
+            Source(group / events, Kind.KV, (Field("oom_kills", "oom_kill"),)),
+            Source(
+                group / "io.stat", Kind.IOSTAT, (Field("io_read_bytes"), Field("io_write_bytes"))
+            ),
+            Source(group / "pids.current", Kind.INT, (Field("pids_current"),)),
+        ]
+        return [src for src in sources if src.path.name not in self._disable]
 
     def _kill_method(self, group: Path) -> KillMethod:
         procs = group / "cgroup.procs"

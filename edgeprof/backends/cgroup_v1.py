@@ -9,15 +9,14 @@ is used too, for its atomic ``cgroup.kill``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 from .. import _cgroupfs as fs
-from .._cgroupfs import close_all
+from .._cgroupfs import CounterSet, Field, Kind, Source
 from ..errors import BackendError, BackendUnavailable
-from ..model import Counters, RunSpec
+from ..model import RunSpec
 from ..units import CFS_PERIOD_US, cpu_quota_us, format_cpuset, parse_cpuset
 from ._cgroup_common import missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod
@@ -85,7 +84,9 @@ class CgroupV1Backend:
         euid: int | None = None,
         disable: frozenset[str] = frozenset(),
         sys_block: Path = Path("/sys/block"),
+        native: bool | None = None,
     ) -> None:
+        self._native = native
         self._mountinfo = mountinfo
         self._sys_block = sys_block
         self._proc_self_cgroup = proc_self_cgroup
@@ -138,7 +139,7 @@ class CgroupV1Backend:
             keys.remove(UNIFIED)
         dirs: dict[str, Path] = {}
         created: list[Path] = []
-        files: list[fs.CounterFile] = []
+        counters: CounterSet | None = None
         try:
             for k in keys:
                 d = h[k].own / name
@@ -150,17 +151,18 @@ class CgroupV1Backend:
                     created.append(d)
                 dirs[k] = d
             self._apply_limits(dirs, spec)
-            reader = self._reader(dirs, files)
+            counters = CounterSet(self._sources(dirs), native=self._native)
             return CgroupRun(
                 spec,
                 groups=created,
                 join_files=[d / "cgroup.procs" for d in created],
                 killer=self._kill_method(dirs),
-                reader=reader,
-                on_close=lambda: close_all(files),
+                reader=counters.read,
+                on_close=counters.close,
             )
         except BaseException:
-            close_all(files)
+            if counters is not None:
+                counters.close()
             fs.remove_tree(created)
             raise
 
@@ -207,54 +209,42 @@ class CgroupV1Backend:
                 except BackendError:
                     continue  # a device blk-throttle does not handle (e.g. no queue)
 
-    def _reader(self, dirs: dict[str, Path], keep: list[fs.CounterFile]) -> Callable[[], Counters]:
-        def opt(key: str, name: str) -> fs.CounterFile | None:
+    def _sources(self, dirs: dict[str, Path]) -> list[Source]:
+        def at(key: str, name: str, kind: Kind, *fields: Field) -> list[Source]:
             if key not in dirs or name in self._disable:
-                return None
-            f = fs.open_optional(dirs[key] / name)
-            if f is not None:
-                keep.append(f)
-            return f
+                return []
+            return [Source(dirs[key] / name, kind, fields)]
 
-        usage = opt("cpuacct", "cpuacct.usage")
-        usage_user = opt("cpuacct", "cpuacct.usage_user")  # Linux ≥ 4.14; ns, exact
-        usage_sys = opt("cpuacct", "cpuacct.usage_sys")
-        cpu_stat = opt("cpu", "cpu.stat")
-        mem_usage = opt("memory", "memory.usage_in_bytes")
-        mem_max = opt("memory", "memory.max_usage_in_bytes")
-        mem_stat = opt("memory", "memory.stat")
-        oom = opt("memory", "memory.oom_control")  # oom_kill line: Linux ≥ 4.13
-        blkio = opt("blkio", "blkio.throttle.io_service_bytes_recursive") or opt(
-            "blkio", "blkio.io_service_bytes_recursive"
-        )
-        pids = opt("pids", "pids.current")
-
-        def ns_to_us(f: fs.CounterFile | None) -> int | None:
-            return None if f is None else f.read_int() // 1000
-
-        def read() -> Counters:
-            cpu = cpu_stat.read_kv() if cpu_stat else {}
-            throttled_ns = cpu.get("throttled_time")
-            rbytes, wbytes = fs.parse_blkio(blkio.read()) if blkio else (None, None)
-            return Counters(
-                cpu_usage_us=ns_to_us(usage),
-                cpu_user_us=ns_to_us(usage_user),
-                cpu_system_us=ns_to_us(usage_sys),
-                nr_periods=cpu.get("nr_periods"),
-                nr_throttled=cpu.get("nr_throttled"),
-                throttled_us=None if throttled_ns is None else throttled_ns // 1000,
-                memory_current=mem_usage.read_int() if mem_usage else None,
-                memory_peak=mem_max.read_int() if mem_max else None,
-                memory_inactive_file=(
-                    mem_stat.read_kv().get("total_inactive_file") if mem_stat else None
-                ),
-                oom_kills=oom.read_kv().get("oom_kill") if oom else None,
-                io_read_bytes=rbytes,
-                io_write_bytes=wbytes,
-                pids_current=pids.read_int() if pids else None,
-            )
-
-        return read
+        ns = 1000  # v1 counts CPU time in ns; Counters hold µs
+        blkio = "blkio.throttle.io_service_bytes_recursive"
+        if "blkio" in dirs and not (dirs["blkio"] / blkio).exists():
+            blkio = "blkio.io_service_bytes_recursive"  # kernels built without blk-throttle
+        return [
+            *at("cpuacct", "cpuacct.usage", Kind.INT, Field("cpu_usage_us", divisor=ns)),
+            # usage_user/_sys: Linux ≥ 4.14; tick-sampled (the runner scales them to usage).
+            *at("cpuacct", "cpuacct.usage_user", Kind.INT, Field("cpu_user_us", divisor=ns)),
+            *at("cpuacct", "cpuacct.usage_sys", Kind.INT, Field("cpu_system_us", divisor=ns)),
+            *at(
+                "cpu",
+                "cpu.stat",
+                Kind.KV,
+                Field("nr_periods", "nr_periods"),
+                Field("nr_throttled", "nr_throttled"),
+                Field("throttled_us", "throttled_time", divisor=ns),
+            ),
+            *at("memory", "memory.usage_in_bytes", Kind.INT, Field("memory_current")),
+            *at("memory", "memory.max_usage_in_bytes", Kind.INT, Field("memory_peak")),
+            *at(
+                "memory",
+                "memory.stat",
+                Kind.KV,
+                Field("memory_inactive_file", "total_inactive_file"),
+            ),
+            # The oom_kill line: Linux ≥ 4.13.
+            *at("memory", "memory.oom_control", Kind.KV, Field("oom_kills", "oom_kill")),
+            *at("blkio", blkio, Kind.BLKIO, Field("io_read_bytes"), Field("io_write_bytes")),
+            *at("pids", "pids.current", Kind.INT, Field("pids_current")),
+        ]
 
     def _kill_method(self, dirs: dict[str, Path]) -> KillMethod:
         if UNIFIED in dirs and (dirs[UNIFIED] / "cgroup.kill").exists():
