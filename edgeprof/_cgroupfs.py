@@ -9,7 +9,6 @@ helper (``native/cgstat.c``, built by cffi at install) when it is built, else in
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import errno
 import os
@@ -226,20 +225,26 @@ class Field:
 
 @dataclass(frozen=True)
 class Source:
-    """A counter file and the fields it gives.  ``IOSTAT``/``BLKIO`` give (read, write)."""
+    """A counter file and the fields it gives.  ``IOSTAT``/``BLKIO`` give (read, write).
+
+    ``per_sample=False``: only the final totals need it (high-water mark, OOM count,
+    throttling, the user/system split), so the sampling loop does not pay for it.
+    """
 
     path: Path
     kind: Kind
     fields: tuple[Field, ...]
+    per_sample: bool = True
 
 
-_COUNTER_FIELDS = frozenset(f.name for f in dataclasses.fields(Counters))
+_COUNTER_FIELDS = frozenset(Counters._fields)
 _MISSING = -(2**63)  # CG_MISSING
 
 
 class CounterSet:
-    """A run's counter files, kept open, read together into a :class:`Counters`.
+    """A run's counter files, kept open, read together into :class:`Counters`.
 
+    :meth:`read` reads every file (final totals); :meth:`sample` only the per-sample ones.
     Files that do not exist (an older kernel, a controller not enabled) are left out: their
     fields stay ``None``.  ``native=None`` uses the helper when it is built.
     """
@@ -256,46 +261,73 @@ class CounterSet:
         self.native = NATIVE_AVAILABLE if native is None else native
         if self.native and not NATIVE_AVAILABLE:
             raise BackendError("the native counter reader is not built in this installation")
-        self._plan: Any = None
+        every = self._open
+        sampled = [(cf, src) for cf, src in self._open if src.per_sample]
         if self.native:
-            self._build_plan()
+            self._full: Any = _NativePlan(every)
+            self._sampled: Any = _NativePlan(sampled)
+        else:
+            self._full, self._sampled = _PythonPlan(every), _PythonPlan(sampled)
 
-    def _build_plan(self) -> None:
+    def read(self) -> Counters:
+        """Every counter (for the final totals)."""
+        return self._full.read()  # type: ignore[no-any-return]
+
+    def sample(self) -> Counters:
+        """The counters the time series uses; total-only fields are ``None``."""
+        return self._sampled.read()  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        close_all(cf for cf, _ in self._open)
+        self._open = []
+
+
+class _NativePlan:
+    """One ``cg_read`` call over a fixed set of open files."""
+
+    def __init__(self, files: Sequence[tuple[CounterFile, Source]]) -> None:
         ffi, lib = _cgstat.ffi, _cgstat.lib
-        files = ffi.new("cg_file[]", max(1, len(self._open)))
-        keep: list[Any] = []
+        self._files = ffi.new("cg_file[]", max(1, len(files)))
+        self._keep: list[Any] = []
         slots: list[Field] = []
-        for i, (cf, src) in enumerate(self._open):
-            files[i].fd = cf.fileno()
-            files[i].kind = int(src.kind)
-            files[i].slot = len(slots)
+        for i, (cf, src) in enumerate(files):
+            c = self._files[i]
+            c.fd, c.kind, c.slot = cf.fileno(), int(src.kind), len(slots)
             if src.kind is Kind.KV:
                 keys = [ffi.new("char[]", (f.key or "").encode()) for f in src.fields]
                 arr = ffi.new("char *[]", keys)
-                keep.extend([keys, arr])
-                files[i].keys = arr
-                files[i].nkeys = len(keys)
+                self._keep.extend([keys, arr])
+                c.keys, c.nkeys = arr, len(keys)
             slots.extend(src.fields)
-        out = ffi.new("long long[]", max(1, len(slots)))
-        self._plan = (lib.cg_read, files, len(self._open), out, len(slots), slots, keep)
+        self._nfiles = len(files)
+        self._out = ffi.new("long long[]", max(1, len(slots)))
+        self._nout = len(slots)
+        self._read = lib.cg_read
+        # Counters position of each slot, and its divisor.
+        self._index = [(Counters._fields.index(f.name), f.divisor) for f in slots]
 
     def read(self) -> Counters:
-        return self._read_native() if self.native else self._read_python()
-
-    def _read_native(self) -> Counters:
-        cg_read, files, nfiles, out, nout, slots, _ = self._plan
-        rc = cg_read(files, nfiles, out, nout)
+        rc = self._read(self._files, self._nfiles, self._out, self._nout)
         if rc < 0:
             raise BackendError(f"cannot read cgroup counters: {os.strerror(-rc)}")
-        values: dict[str, int | None] = {}
-        for i, f in enumerate(slots):
+        values: list[int | None] = [None] * len(Counters._fields)
+        out = self._out
+        for i, (pos, div) in enumerate(self._index):
             v = out[i]
-            values[f.name] = None if v == _MISSING else v // f.divisor
-        return Counters(**values)
+            if v != _MISSING:
+                values[pos] = v if div == 1 else v // div
+        return Counters._make(values)
 
-    def _read_python(self) -> Counters:
+
+class _PythonPlan:
+    """The same reads with ``os.pread`` and the parsers above."""
+
+    def __init__(self, files: Sequence[tuple[CounterFile, Source]]) -> None:
+        self._files = files
+
+    def read(self) -> Counters:
         values: dict[str, int | None] = {}
-        for cf, src in self._open:
+        for cf, src in self._files:
             text = cf.read()
             if src.kind is Kind.INT:
                 raw: list[int | None] = [_int_or_none(text)]
@@ -309,10 +341,6 @@ class CounterSet:
             for f, v in zip(src.fields, raw, strict=False):
                 values[f.name] = None if v is None else v // f.divisor
         return Counters(**values)
-
-    def close(self) -> None:
-        close_all(cf for cf, _ in self._open)
-        self._open = []
 
 
 def _int_or_none(text: str) -> int | None:

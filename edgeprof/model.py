@@ -12,7 +12,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .units import parse_cpus, parse_cpuset, parse_memory_limit
 
@@ -79,11 +79,11 @@ class RunSpec:
     cannot pin drops it with a warning instead of failing."""
 
 
-@dataclass(frozen=True)
-class Counters:
+class Counters(NamedTuple):
     """Raw cumulative counters of one run's group at one instant, in base units.
 
-    Backends fill what their kernel offers and leave the rest ``None``.
+    Backends fill what their kernel offers and leave the rest ``None``.  A named tuple, not a
+    dataclass: one is built per sample, at up to 10 kHz, and a tuple costs a fifth as much.
     """
 
     cpu_usage_us: int | None = None

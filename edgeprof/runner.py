@@ -152,7 +152,7 @@ def _run(
     try:
         with _Interrupts() as interrupts, be.launch(spec) as run:
             sampler = Sampler(
-                run.counters, interval=interval, t0=run.started, stats=stats, writer=writer
+                run.sample, interval=interval, t0=run.started, stats=stats, writer=writer
             )
             sampler.start()
             try:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import _cgroupfs as fs
+from .._cgroupfs import CounterSet
 from ..errors import BackendError, LaunchError
 from ..model import Counters, RunSpec
 from ._process import Process, signal_pids
@@ -47,13 +48,11 @@ class CgroupRun:
         groups: Sequence[Path],
         join_files: Sequence[Path],
         killer: KillMethod,
-        reader: Callable[[], Counters],
-        on_close: Callable[[], None],
+        counters: CounterSet,
     ) -> None:
         self._groups = list(groups)  # deepest first, as rmdir needs
         self._killer = killer
-        self._reader = reader
-        self._on_close = on_close
+        self._counters = counters
         self._closed = False
         self.warnings: list[str] = []
         fds = []
@@ -88,7 +87,10 @@ class CgroupRun:
         self.close()
 
     def counters(self) -> Counters:
-        return self._reader()
+        return self._counters.read()
+
+    def sample(self) -> Counters:
+        return self._counters.sample()
 
     def wait(self, timeout: float | None) -> int | None:
         return self._proc.wait(timeout)
@@ -144,5 +146,5 @@ class CgroupRun:
             except BackendError as exc:
                 self.warnings.append(str(exc))
             proc.close()
-        self._on_close()
+        self._counters.close()
         self.warnings.extend(fs.remove_tree(self._groups))

@@ -47,6 +47,7 @@ class Process:
             os.write(stamp_w, b"%d" % time.monotonic_ns())
 
         before = time.monotonic()
+        spawned = False
         try:
             self._popen = subprocess.Popen(
                 list(command),
@@ -60,6 +61,7 @@ class Process:
                 start_new_session=new_session,
                 close_fds=True,
             )
+            spawned = True
         except FileNotFoundError as exc:
             raise LaunchError(f"command not found: {command[0]}") from exc
         except PermissionError as exc:
@@ -72,6 +74,8 @@ class Process:
         finally:
             if fds:
                 os.close(stamp_w)
+                if not spawned:  # no stamp will be read: do not leak the pipe's read end
+                    os.close(stamp_r)
         self.started = before
         if fds:
             try:

@@ -24,7 +24,14 @@ class RunHandle(Protocol):
     started: float
     """``time.monotonic()`` taken immediately before the spawn."""
 
-    def counters(self) -> Counters: ...
+    def counters(self) -> Counters:
+        """Every cumulative counter (read once more after the kill for the totals)."""
+        ...
+
+    def sample(self) -> Counters:
+        """What the time series needs, as cheaply as the backend can (fields only the
+        totals use may be ``None``).  Called by the sampler thread at every interval."""
+        ...
 
     def wait(self, timeout: float | None) -> int | None:
         """Reap the main process: its status as ``Popen.returncode`` (−N for signal N), or

@@ -179,8 +179,7 @@ class CgroupV2Backend:
                 groups=[group],
                 join_files=[group / "cgroup.procs"],
                 killer=self._kill_method(group),
-                reader=counters.read,
-                on_close=counters.close,
+                counters=counters,
             )
         except BaseException:
             if counters is not None:
@@ -228,11 +227,13 @@ class CgroupV2Backend:
                 ),
             ),
             Source(group / "memory.current", Kind.INT, (Field("memory_current"),)),
-            Source(group / "memory.peak", Kind.INT, (Field("memory_peak"),)),  # Linux ≥ 5.19
+            Source(
+                group / "memory.peak", Kind.INT, (Field("memory_peak"),), per_sample=False
+            ),  # Linux ≥ 5.19
             Source(
                 group / "memory.stat", Kind.KV, (Field("memory_inactive_file", "inactive_file"),)
             ),
-            Source(group / events, Kind.KV, (Field("oom_kills", "oom_kill"),)),
+            Source(group / events, Kind.KV, (Field("oom_kills", "oom_kill"),), per_sample=False),
             Source(
                 group / "io.stat", Kind.IOSTAT, (Field("io_read_bytes"), Field("io_write_bytes"))
             ),

@@ -157,8 +157,7 @@ class CgroupV1Backend:
                 groups=created,
                 join_files=[d / "cgroup.procs" for d in created],
                 killer=self._kill_method(dirs),
-                reader=counters.read,
-                on_close=counters.close,
+                counters=counters,
             )
         except BaseException:
             if counters is not None:
@@ -202,6 +201,8 @@ class CgroupV1Backend:
         16 MiB O_DIRECT write on 6.18, exact with the rule).  The rule changes no timing.
         """
         for dev in sorted(self._sys_block.glob("*/dev")):
+            if (fs.read_optional(dev.parent / "size") or "0").strip() == "0":
+                continue  # no media (an unattached loop device): nothing to count
             rule = f"{fs.read_text(dev).strip()} {NO_THROTTLE_BPS}"
             for name in ("blkio.throttle.read_bps_device", "blkio.throttle.write_bps_device"):
                 try:
@@ -210,10 +211,12 @@ class CgroupV1Backend:
                     continue  # a device blk-throttle does not handle (e.g. no queue)
 
     def _sources(self, dirs: dict[str, Path]) -> list[Source]:
-        def at(key: str, name: str, kind: Kind, *fields: Field) -> list[Source]:
+        def at(
+            key: str, name: str, kind: Kind, *fields: Field, per_sample: bool = True
+        ) -> list[Source]:
             if key not in dirs or name in self._disable:
                 return []
-            return [Source(dirs[key] / name, kind, fields)]
+            return [Source(dirs[key] / name, kind, fields, per_sample)]
 
         ns = 1000  # v1 counts CPU time in ns; Counters hold µs
         blkio = "blkio.throttle.io_service_bytes_recursive"
@@ -222,8 +225,20 @@ class CgroupV1Backend:
         return [
             *at("cpuacct", "cpuacct.usage", Kind.INT, Field("cpu_usage_us", divisor=ns)),
             # usage_user/_sys: Linux ≥ 4.14; tick-sampled (the runner scales them to usage).
-            *at("cpuacct", "cpuacct.usage_user", Kind.INT, Field("cpu_user_us", divisor=ns)),
-            *at("cpuacct", "cpuacct.usage_sys", Kind.INT, Field("cpu_system_us", divisor=ns)),
+            *at(
+                "cpuacct",
+                "cpuacct.usage_user",
+                Kind.INT,
+                Field("cpu_user_us", divisor=ns),
+                per_sample=False,
+            ),
+            *at(
+                "cpuacct",
+                "cpuacct.usage_sys",
+                Kind.INT,
+                Field("cpu_system_us", divisor=ns),
+                per_sample=False,
+            ),
             *at(
                 "cpu",
                 "cpu.stat",
@@ -231,9 +246,16 @@ class CgroupV1Backend:
                 Field("nr_periods", "nr_periods"),
                 Field("nr_throttled", "nr_throttled"),
                 Field("throttled_us", "throttled_time", divisor=ns),
+                per_sample=False,
             ),
             *at("memory", "memory.usage_in_bytes", Kind.INT, Field("memory_current")),
-            *at("memory", "memory.max_usage_in_bytes", Kind.INT, Field("memory_peak")),
+            *at(
+                "memory",
+                "memory.max_usage_in_bytes",
+                Kind.INT,
+                Field("memory_peak"),
+                per_sample=False,
+            ),
             *at(
                 "memory",
                 "memory.stat",
@@ -241,7 +263,13 @@ class CgroupV1Backend:
                 Field("memory_inactive_file", "total_inactive_file"),
             ),
             # The oom_kill line: Linux ≥ 4.13.
-            *at("memory", "memory.oom_control", Kind.KV, Field("oom_kills", "oom_kill")),
+            *at(
+                "memory",
+                "memory.oom_control",
+                Kind.KV,
+                Field("oom_kills", "oom_kill"),
+                per_sample=False,
+            ),
             *at("blkio", blkio, Kind.BLKIO, Field("io_read_bytes"), Field("io_write_bytes")),
             *at("pids", "pids.current", Kind.INT, Field("pids_current")),
         ]

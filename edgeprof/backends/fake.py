@@ -68,6 +68,9 @@ class FakeRun:
         self.counter_reads += 1
         return self._script(time.monotonic() - self.started)
 
+    def sample(self) -> Counters:
+        return self.counters()
+
     def wait(self, timeout: float | None) -> int | None:
         return self._proc.wait(timeout)
 
