@@ -277,6 +277,11 @@ class CounterSet:
         """The counters the time series uses; total-only fields are ``None``."""
         return self._sampled.read()  # type: ignore[no-any-return]
 
+    @property
+    def batch_reader(self) -> _NativePlan | None:
+        """The native sampling loop over the per-sample files, when the helper is built."""
+        return self._sampled if self.native else None
+
     def close(self) -> None:
         close_all(cf for cf, _ in self._open)
         self._open = []
@@ -305,18 +310,59 @@ class _NativePlan:
         self._read = lib.cg_read
         # Counters position of each slot, and its divisor.
         self._index = [(Counters._fields.index(f.name), f.divisor) for f in slots]
+        self._rows_cap = 0
+        self._times: Any = None
+        self._rows: Any = None
+        self._due = ffi.new("long long *")
+        self._missed = ffi.new("long long *")
+        self._stopped = ffi.new("int *")
+
+    def sample_batch(
+        self, interval: float, due: float, until: float, stop_fd: int
+    ) -> tuple[list[tuple[float, Counters]], float, bool, int]:
+        """Sample in C every ``interval`` s from ``due`` (monotonic) until ``until`` or until
+        ``stop_fd`` is readable.  Returns (rows of (time, Counters), next due, stopped,
+        ticks missed).  The GIL is released for the whole loop (cffi API mode)."""
+        ffi = _cgstat.ffi
+        max_rows = min(100_000, int((until - due) / interval) + 2)
+        if self._rows_cap < max_rows:
+            self._times = ffi.new("long long[]", max_rows)
+            self._rows = ffi.new("long long[]", max_rows * max(1, self._nout))
+            self._rows_cap = max_rows
+        self._due[0] = int(due * 1e9)
+        self._missed[0] = 0
+        n = _cgstat.lib.cg_sample(
+            self._files,
+            self._nfiles,
+            self._nout,
+            max(1, int(interval * 1e9)),
+            self._due,
+            int(until * 1e9),
+            stop_fd,
+            self._times,
+            self._rows,
+            max_rows,
+            self._missed,
+            self._stopped,
+        )
+        if n < 0:
+            raise BackendError(f"cannot read cgroup counters: {os.strerror(-n)}")
+        out = [(self._times[i] / 1e9, self._make(self._rows, i * self._nout)) for i in range(n)]
+        return out, self._due[0] / 1e9, bool(self._stopped[0]), int(self._missed[0])
+
+    def _make(self, buf: Any, base: int) -> Counters:
+        values: list[int | None] = [None] * len(Counters._fields)
+        for i, (pos, div) in enumerate(self._index):
+            v = buf[base + i]
+            if v != _MISSING:
+                values[pos] = v if div == 1 else v // div
+        return Counters._make(values)
 
     def read(self) -> Counters:
         rc = self._read(self._files, self._nfiles, self._out, self._nout)
         if rc < 0:
             raise BackendError(f"cannot read cgroup counters: {os.strerror(-rc)}")
-        values: list[int | None] = [None] * len(Counters._fields)
-        out = self._out
-        for i, (pos, div) in enumerate(self._index):
-            v = out[i]
-            if v != _MISSING:
-                values[pos] = v if div == 1 else v // div
-        return Counters._make(values)
+        return self._make(self._out, 0)
 
 
 class _PythonPlan:

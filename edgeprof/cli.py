@@ -8,6 +8,7 @@ unavailable), printed as one line on stderr.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -110,6 +111,8 @@ def run(
     Example: edgeprof run --cpus 1.5 --memory 512m -- python infer.py model.onnx
     """
     limits = Limits(cpus=cpus, cpuset=cpuset, memory=memory)
+    if markdown is not None:
+        _check_writable(markdown)  # written after the run: refuse it before the run starts
     result = profile(
         command,
         limits,
@@ -133,6 +136,13 @@ def run(
     else:
         print_table([result], sys.stdout)
     raise typer.Exit(exit_code(result))
+
+
+def _check_writable(path: Path) -> None:
+    if path.is_dir():
+        raise ConfigError(f"cannot write {path}: it is a directory")
+    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK):
+        raise ConfigError(f"cannot write {path}: {path.parent} is not a writable directory")
 
 
 def exit_code(result: RunResult) -> int:

@@ -90,10 +90,11 @@ def profile(
             raise ConfigError(f"invalid environment variable name {k!r}")
     work_dir = _check_cwd(cwd)
     _check_command(command, {**os.environ, **user_env}, work_dir)
-    out = prepare_out_dir(Path(out_dir)) if out_dir is not None else None
 
     be = get_backend(backend, cgroup_parent=cgroup_parent)
     applied, auto_pinned = resolve(limits, be.available_cpus())
+    # Last of the checks: it creates the directory, which a rejected input must not leave.
+    out = prepare_out_dir(Path(out_dir)) if out_dir is not None else None
     spec = RunSpec(
         command=command,
         limits=applied,
@@ -152,7 +153,13 @@ def _run(
     try:
         with _Interrupts() as interrupts, be.launch(spec) as run:
             sampler = Sampler(
-                run.sample, interval=interval, t0=run.started, stats=stats, writer=writer
+                run.sample,
+                interval=interval,
+                t0=run.started,
+                stats=stats,
+                writer=writer,
+                # Optional capability: a sampling loop that runs outside Python.
+                batch=getattr(run, "batch_reader", None),
             )
             sampler.start()
             try:

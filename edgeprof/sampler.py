@@ -16,7 +16,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from .errors import EdgeprofError
 from .model import Counters, Sample
@@ -174,8 +174,26 @@ def _fmt(v: float) -> str:
     return f"{v:.6f}" if isinstance(v, float) else str(v)
 
 
+class BatchReader(Protocol):
+    """A sampling loop outside Python (the native helper): see
+    :meth:`edgeprof._cgroupfs._NativePlan.sample_batch`."""
+
+    def sample_batch(
+        self, interval: float, due: float, until: float, stop_fd: int
+    ) -> tuple[list[tuple[float, Counters]], float, bool, int]: ...
+
+
+DRAIN_S = 0.05
+"""With a batch reader, rows reach the statistics and the CSV at least every 50 ms."""
+
+
 class Sampler:
-    """Background thread: ``read()`` every ``interval`` s from ``t0`` until :meth:`stop`."""
+    """Background thread: ``read()`` every ``interval`` s from ``t0`` until :meth:`stop`.
+
+    With a ``batch`` reader the loop itself runs in C with the GIL released, and Python only
+    drains the rows every :data:`DRAIN_S`: a Python wake-up per sample costs more than the
+    sample itself (measured: ~40 µs of CPU per wake-up at 1 kHz on our VMs).
+    """
 
     def __init__(
         self,
@@ -186,8 +204,10 @@ class Sampler:
         stats: SeriesStats,
         writer: SampleWriter | None = None,
         clock: Callable[[], float] = time.monotonic,
+        batch: BatchReader | None = None,
     ) -> None:
         self._read = read
+        self._batch = batch
         self.interval = interval
         self._t0 = t0
         self.stats = stats
@@ -209,12 +229,30 @@ class Sampler:
         before = self._clock()
         c = self._read()
         # The counters describe some instant inside the read: stamp them with its midpoint.
-        s = self.stats.add((before + self._clock()) / 2 - self._t0, c)
+        self._add((before + self._clock()) / 2, c)
+
+    def _add(self, t: float, c: Counters) -> None:
+        s = self.stats.add(t - self._t0, c)
         if self._writer is not None:
             self._writer.write(s)
 
+    def _run_batch(self, batch: BatchReader) -> None:
+        due = self._clock()
+        while True:
+            until = self._clock() + max(self.interval, DRAIN_S)
+            rows, due, stopped, missed = batch.sample_batch(self.interval, due, until, self._wake_r)
+            self.missed += missed
+            for t, c in rows:
+                self._add(t, c)
+            if stopped:
+                break
+
     def _run(self) -> None:
         try:
+            if self._batch is not None:
+                self._run_batch(self._batch)
+                self.sample()  # the last sample: the state at the main process's exit
+                return
             due = self._clock()
             while True:
                 self.sample()

@@ -20,6 +20,9 @@ ffibuilder.cdef(
         int slot;
     } cg_file;
     int cg_read(const cg_file *files, int nfiles, long long *out, int nout);
+    int cg_sample(const cg_file *files, int nfiles, int nout, long long interval_ns,
+                  long long *due_ns, long long until_ns, int stop_fd, long long *times,
+                  long long *rows, int max_rows, long long *missed, int *stopped);
     """
 )
 ffibuilder.set_source(

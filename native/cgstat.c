@@ -2,7 +2,9 @@
 #include "cgstat.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BUF_SIZE 65536
@@ -120,4 +122,55 @@ int cg_read(const cg_file *files, int nfiles, long long *out, int nout) {
         }
     }
     return rc;
+}
+
+static long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Sleeps until deadline_ns unless stop_fd becomes readable first (returns 1 then). */
+static int wait_until(long long deadline_ns, int stop_fd) {
+    struct pollfd p = {.fd = stop_fd, .events = POLLIN};
+    for (;;) {
+        long long left = deadline_ns - now_ns();
+        if (left <= 0) return 0;
+        struct timespec ts = {.tv_sec = left / 1000000000LL, .tv_nsec = left % 1000000000LL};
+        int r = ppoll(&p, 1, &ts, NULL);
+        if (r > 0) return 1;
+        if (r == 0) return 0;
+        if (errno != EINTR) return 0;
+    }
+}
+
+int cg_sample(const cg_file *files, int nfiles, int nout, long long interval_ns,
+              long long *due_ns, long long until_ns, int stop_fd, long long *times,
+              long long *rows, int max_rows, long long *missed, int *stopped) {
+    int n = 0;
+    *stopped = 0;
+    while (n < max_rows) {
+        if (*due_ns > until_ns) {
+            /* Hand the rows to Python in time, but still wake at once on a stop. */
+            if (wait_until(until_ns, stop_fd)) *stopped = 1;
+            return n;
+        }
+        if (wait_until(*due_ns, stop_fd)) {
+            *stopped = 1;
+            return n;
+        }
+        long long t0 = now_ns();
+        int rc = cg_read(files, nfiles, rows + (long long)n * nout, nout);
+        times[n] = (t0 + now_ns()) / 2;
+        n++;
+        if (rc < 0) return rc;
+        *due_ns += interval_ns;
+        long long now = now_ns();
+        if (now > *due_ns) { /* fell behind: skip the missed ticks, stay on the grid */
+            long long skipped = (now - *due_ns) / interval_ns + 1;
+            *missed += skipped;
+            *due_ns += skipped * interval_ns;
+        }
+    }
+    return n;
 }

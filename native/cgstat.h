@@ -28,4 +28,14 @@ typedef struct {
 /* Returns 0, or -errno of the first file that could not be read (the others are still read). */
 int cg_read(const cg_file *files, int nfiles, long long *out, int nout);
 
+/* The sampling loop, with no Python in it: sample every interval_ns on an absolute schedule
+ * (*due_ns is the next due time, in and out) until stop_fd is readable (*stopped = 1),
+ * max_rows rows are stored, or the next sample would be due after until_ns.  Row i holds
+ * nout values at rows[i * nout] and its CLOCK_MONOTONIC time (the midpoint of its read) at
+ * times[i].  Ticks that could not be kept are skipped and counted in *missed.
+ * Returns the number of rows stored, or -errno. */
+int cg_sample(const cg_file *files, int nfiles, int nout, long long interval_ns,
+              long long *due_ns, long long until_ns, int stop_fd, long long *times,
+              long long *rows, int max_rows, long long *missed, int *stopped);
+
 #endif

@@ -17,6 +17,7 @@ from .. import _cgroupfs as fs
 from .._cgroupfs import CounterSet
 from ..errors import BackendError, LaunchError
 from ..model import Counters, RunSpec
+from ..sampler import BatchReader
 from ._process import Process, signal_pids
 
 KILL_TIMEOUT_S = 10.0
@@ -91,6 +92,10 @@ class CgroupRun:
 
     def sample(self) -> Counters:
         return self._counters.sample()
+
+    @property
+    def batch_reader(self) -> BatchReader | None:
+        return self._counters.batch_reader
 
     def wait(self, timeout: float | None) -> int | None:
         return self._proc.wait(timeout)
