@@ -1,0 +1,382 @@
+"""edgeprof against its anchors, measured in one run.  Prints tables; ``--json`` saves them.
+
+1. Sampling cost: CPU share of one core and cost per sample at 100 Hz, 1 kHz and 10 kHz for
+   edgeprof's native sampling loop, its pure-Python fallback, psutil on the process tree, and
+   the Docker stats API when a daemon is reachable; plus the floor (timer wake-ups alone, in
+   C) and the cost of one read of a run's counters.
+2. Peak memory of a short spike (200 MiB held 20 ms): edgeprof at its default interval
+   against RSS sampling at 1 s, 100 ms and 10 ms and against ``/usr/bin/time -v``.
+3. Wall-time overhead of ``edgeprof run`` over the bare command.
+
+    python benchmarks/bench.py [--quick] [--json FILE]
+
+Needs root (real cgroups).  Figures are measurements of this machine, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+import edgeprof
+from edgeprof import _cgroupfs as fs
+from edgeprof.backends import CgroupV1Backend, CgroupV2Backend, get_backend
+from edgeprof.model import RunSpec
+from edgeprof.sampler import Sampler, SampleWriter, SeriesStats
+
+HERE = Path(__file__).resolve().parent
+SPIKE = HERE.parent / "tests" / "workloads" / "spike.py"
+PY = sys.executable
+MiB = 2**20
+
+
+def cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+class Rig:
+    """A sampler under test: set-up outside the measured window, then start/stop."""
+
+    def setup(self) -> None: ...
+
+    def start(self, interval: float) -> None:
+        self._stop = threading.Event()
+        self._n = 0
+        self._t = threading.Thread(target=self._loop, args=(interval,))
+        self._t.start()
+
+    def _loop(self, interval: float) -> None:
+        due = time.monotonic()
+        while not self._stop.is_set():
+            self.sample_once()
+            self._n += 1
+            due += interval
+            self._stop.wait(max(0.0, due - time.monotonic()))
+
+    def sample_once(self) -> None: ...
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._t.join()
+        return self._n
+
+    def close(self) -> None: ...
+
+
+def measure_share(rig: Rig, hz: float, dur: float) -> dict[str, float]:
+    """This process's CPU share while ``rig`` samples at ``hz`` for ``dur`` seconds."""
+    rig.setup()
+    try:
+        c0, t0 = cpu_s(), time.monotonic()
+        rig.start(1 / hz)
+        time.sleep(dur)
+        n = max(1, rig.stop())
+        c1, t1 = cpu_s(), time.monotonic()
+    finally:
+        rig.close()
+    return {
+        "share_pct": 100 * (c1 - c0) / (t1 - t0),
+        "us_per_sample": 1e6 * (c1 - c0) / n,
+        "samples": n,
+        "expected": int(hz * (t1 - t0)),
+    }
+
+
+def cgroup_backend(native: bool) -> CgroupV1Backend | CgroupV2Backend:
+    cls = type(get_backend("cgroup"))
+    be = cls(native=native)  # type: ignore[call-arg]
+    be.check()
+    return be  # type: ignore[no-any-return]
+
+
+class EdgeprofRig(Rig):
+    """edgeprof's whole sampling path: read, statistics, CSV row (to /dev/null)."""
+
+    def __init__(self, native: bool) -> None:
+        self.be = cgroup_backend(native)
+
+    def setup(self) -> None:
+        self.run = self.be.launch(RunSpec(command=("sleep", "600")))
+        self.w = SampleWriter(Path(os.devnull))
+
+    def start(self, interval: float) -> None:
+        self.s = Sampler(
+            self.run.sample,
+            interval=interval,
+            t0=self.run.started,
+            stats=SeriesStats(),
+            writer=self.w,
+            batch=self.run.batch_reader,
+        )
+        self.s.start()
+
+    def stop(self) -> int:
+        self.s.stop()
+        return self.s.stats.count
+
+    def close(self) -> None:
+        self.w.close()
+        self.run.close()
+
+
+class PsutilRig(Rig):
+    """What psutil-based profilers do: walk the tree, read CPU times and RSS per process."""
+
+    def setup(self) -> None:
+        self.proc = subprocess.Popen(["sh", "-c", "sleep 600 & sleep 600 & wait"])
+        self.root = psutil.Process(self.proc.pid)
+
+    def sample_once(self) -> None:
+        for p in [self.root, *self.root.children(recursive=True)]:
+            try:
+                p.cpu_times()
+                p.memory_info()
+            except psutil.NoSuchProcess:
+                pass
+
+    def close(self) -> None:
+        for p in self.root.children(recursive=True):
+            p.kill()
+        self.proc.kill()
+        self.proc.wait()
+
+
+class FloorRig(Rig):
+    """Timer wake-ups alone, in C: the native loop with no file to read."""
+
+    def _loop(self, interval: float) -> None:
+        plan = fs._NativePlan([])
+        r, w = os.pipe()
+        due = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                rows, due, _, _ = plan.sample_batch(interval, due, time.monotonic() + 0.05, r)
+                self._n += len(rows)
+        finally:
+            os.close(r)
+            os.close(w)
+
+
+class DockerRig(Rig):
+    """The Docker stats API on a running container, when a daemon is reachable."""
+
+    def __init__(self, container: Any) -> None:
+        self.container = container
+
+    def sample_once(self) -> None:
+        self.container.stats(stream=False)
+
+
+def docker_rig() -> Rig | None:
+    try:
+        import docker  # type: ignore[import-not-found,unused-ignore]
+
+        containers = docker.from_env().containers.list()
+    except Exception:
+        return None
+    return DockerRig(containers[0]) if containers else None
+
+
+def read_cost(native: bool, n: int) -> dict[str, float]:
+    """µs per read of one run's counters: the per-sample set, and every counter."""
+    be = cgroup_backend(native)
+    label = "native" if native else "python"
+    with be.launch(RunSpec(command=("sleep", "600"))) as run:
+        cs = run._counters
+        out = {}
+        for what, f in (("sample", cs.sample), ("all counters", cs.read)):
+            t = time.perf_counter()
+            for _ in range(n):
+                f()
+            out[f"{label}: {what} (µs)"] = 1e6 * (time.perf_counter() - t) / n
+        if native:
+            plan = cs._sampled
+            t = time.perf_counter()
+            for _ in range(n):
+                plan._read(plan._files, plan._nfiles, plan._out, plan._nout)
+            out["native: the C call alone (µs)"] = 1e6 * (time.perf_counter() - t) / n
+            out["files per sample"] = plan._nfiles
+        return out
+
+
+def bench_sampling(quick: bool) -> dict[str, Any]:
+    dur = 0.4 if quick else 3.0
+    nat = fs.NATIVE_AVAILABLE
+    rigs: dict[str, Rig | None] = {
+        "floor (C wake-ups only)": FloorRig() if nat else None,
+        "edgeprof native": EdgeprofRig(True) if nat else None,
+        "edgeprof pure Python": EdgeprofRig(False),
+        "psutil process tree": PsutilRig(),
+        "docker stats API": docker_rig(),
+    }
+    n = 2000 if quick else 20000
+    read = {**(read_cost(True, n) if nat else {}), **read_cost(False, n)}
+    rates = {
+        hz: {
+            name: None if rig is None else measure_share(rig, hz, dur) for name, rig in rigs.items()
+        }
+        for hz in (100, 1000, 10000)
+    }
+    return {"read": read, "rates": rates}
+
+
+def rss_peak(argv: list[str], interval: float) -> int:
+    proc = subprocess.Popen(argv)
+    peak = 0
+    try:
+        p = psutil.Process(proc.pid)
+        while proc.poll() is None:
+            try:
+                peak = max(peak, p.memory_info().rss)
+            except psutil.NoSuchProcess:
+                break
+            time.sleep(interval)
+    finally:
+        proc.wait()
+    return peak
+
+
+def time_v_peak(argv: list[str]) -> int | None:
+    if not Path("/usr/bin/time").exists():
+        return None
+    out = subprocess.run(["/usr/bin/time", "-v", *argv], capture_output=True, text=True)
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", out.stderr)
+    return int(m.group(1)) * 1024 if m else None
+
+
+def bench_spike(quick: bool) -> dict[str, Any]:
+    runs = 2 if quick else 10
+    argv = [PY, str(SPIKE), "200", "0.02", "1"]
+    results = [edgeprof.profile(argv) for _ in range(runs)]
+    sources = {r.memory.peak_source for r in results}
+    edge = [r.memory.peak_bytes or 0 for r in results]
+    ref = statistics.median(edge)
+    methods: dict[str, list[int]] = {f"edgeprof (100 ms; peak {'/'.join(sources)})": edge}
+    for iv in (1.0, 0.1, 0.01):
+        methods[f"RSS sampled every {iv:g} s"] = [rss_peak(argv, iv) for _ in range(runs)]
+    tv = [time_v_peak(argv) for _ in range(runs)]
+    if all(v is not None for v in tv):
+        methods["/usr/bin/time -v max RSS"] = [v or 0 for v in tv]
+    return {
+        "runs": runs,
+        "true_peak_bytes": ref,
+        "methods": {
+            k: {
+                "median_bytes": statistics.median(v),
+                "worst_error_pct": 100 * max(abs(x - ref) for x in v) / ref,
+            }
+            for k, v in methods.items()
+        },
+    }
+
+
+def timed(argv: list[str]) -> float:
+    t = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - t
+
+
+def bench_overhead(quick: bool) -> dict[str, Any]:
+    n = 5 if quick else 20
+    cmd = ["/bin/true"]
+
+    def med(f: Callable[[], float]) -> float:
+        return 1000 * statistics.median(f() for _ in range(n))
+
+    def lib() -> float:
+        t = time.perf_counter()
+        edgeprof.profile(cmd)
+        return time.perf_counter() - t
+
+    timed([PY, "-m", "edgeprof", "run", "--", *cmd])  # warm the page cache
+    bare = med(lambda: timed(cmd))
+    startup = med(lambda: timed([PY, "-c", "import edgeprof.cli"]))
+    cli = med(lambda: timed([PY, "-m", "edgeprof", "run", "--", *cmd]))
+    library = med(lib)
+    return {
+        "runs": n,
+        "bare command": bare,
+        "start-up (import edgeprof.cli)": startup,
+        "edgeprof run (CLI)": cli,
+        "CLI overhead beyond start-up": cli - startup - bare,
+        "edgeprof.profile() in process": library,
+        "library overhead": library - bare,
+        "reported wall_s of /bin/true": 1000
+        * statistics.median(edgeprof.profile(cmd).wall_s for _ in range(n)),
+    }
+
+
+def show(res: dict[str, Any]) -> None:
+    print("\n1. Sampling cost")
+    for k, v in res["sampling"]["read"].items():
+        print(f"   {k:34s} {v:8.2f}")
+    print(
+        f"\n   {'rate':>8s}  {'sampler':26s} {'core %':>7s} {'µs/sample':>10s} "
+        f"{'samples':>11s}  {'÷ psutil':>8s}"
+    )
+    for hz, row in res["sampling"]["rates"].items():
+        ps = row.get("psutil process tree")
+        for name, m in row.items():
+            if m is None:
+                print(f"   {hz:>6}Hz  {name:26s} n/a (not available here)")
+                continue
+            ratio = m["share_pct"] / ps["share_pct"] if ps and ps["share_pct"] else float("nan")
+            print(
+                f"   {hz:>6}Hz  {name:26s} {m['share_pct']:7.2f} {m['us_per_sample']:10.1f}"
+                f" {m['samples']:5d}/{m['expected']:<5d}  {ratio:8.2f}"
+            )
+    s = res["spike"]
+    print(
+        f"\n2. Peak of a 200 MiB spike held 20 ms ({s['runs']} runs per method; true peak ="
+        f" the kernel's high-water mark, median {s['true_peak_bytes'] / MiB:.1f} MiB)"
+    )
+    for k, m in s["methods"].items():
+        print(
+            f"   {k:36s} median {m['median_bytes'] / MiB:7.1f} MiB   worst error "
+            f"{m['worst_error_pct']:6.1f} %"
+        )
+    o = res["overhead"]
+    print(f"\n3. Wall time, median of {o['runs']} runs of /bin/true")
+    for k, v in o.items():
+        if k != "runs":
+            print(f"   {k:34s} {v:8.2f} ms")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="edgeprof against its anchors")
+    ap.add_argument("--quick", action="store_true", help="seconds, not minutes (CI)")
+    ap.add_argument("--json", dest="json_path")
+    a = ap.parse_args()
+    res = {
+        "edgeprof_version": edgeprof.__version__,
+        "counter_reader": fs.READER,
+        "host": {"kernel": os.uname().release, "cpus": os.cpu_count()},
+        "sampling": bench_sampling(a.quick),
+        "spike": bench_spike(a.quick),
+        "overhead": bench_overhead(a.quick),
+    }
+    print(
+        f"edgeprof {edgeprof.__version__}, Linux {os.uname().release}, {os.cpu_count()} CPUs;"
+        f" counter reader: {fs.READER}"
+    )
+    show(res)
+    if a.json_path:
+        Path(a.json_path).write_text(json.dumps(res, indent=2))
+
+
+if __name__ == "__main__":
+    main()
