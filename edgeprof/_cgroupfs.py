@@ -250,6 +250,7 @@ class CounterSet:
     """
 
     def __init__(self, sources: Sequence[Source], native: bool | None = None) -> None:
+        self.sources = tuple(sources)
         self._open: list[tuple[CounterFile, Source]] = []
         for src in sources:
             for f in src.fields:

@@ -22,7 +22,7 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 
 TIERS = [
     ("unit", ["tests/unit"]),
-    ("host", ["tests/integration"]),
+    ("host", ["tests/integration", "tests/tooling"]),
     ("vm", ["tests/vm"]),
 ]
 
