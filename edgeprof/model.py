@@ -56,6 +56,8 @@ class Limits:
         object.__setattr__(self, "cpuset", cpuset_t)
         if isinstance(memory, str):
             memory = parse_memory_limit(memory)
+        elif memory is not None:
+            memory = parse_memory_limit(f"{int(memory)}b")
         object.__setattr__(self, "memory", memory)
 
 

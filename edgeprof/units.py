@@ -111,24 +111,23 @@ def parse_duration(text: str | float, what: str = "duration") -> float:
 
 def format_binary(n: float | None, digits: int = 1) -> str:
     """Bytes in binary units (``117.9MiB``), as ``docker stats`` prints memory."""
+    return _format(n, 1024, ("B", "KiB", "MiB", "GiB", "TiB"), digits)
+
+
+def _format(n: float | None, base: int, units: tuple[str, ...], digits: int) -> str:
     if n is None:
         return "n/a"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
+    for unit in units:
+        # Compare the *rounded* value, so 1048575 B is 1.0MiB rather than 1024.0KiB.
+        if unit == units[-1] or abs(round(n, digits)) < base:
             return f"{n:.0f}{unit}" if unit == "B" else f"{n:.{digits}f}{unit}"
-        n /= 1024
+        n /= base
     raise AssertionError("unreachable")
 
 
 def format_decimal(n: float | None, digits: int = 1) -> str:
     """Bytes in decimal units (``742B``, ``12.0MB``), as ``docker stats`` prints I/O."""
-    if n is None:
-        return "n/a"
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if abs(n) < 1000 or unit == "TB":
-            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.{digits}f}{unit}"
-        n /= 1000
-    raise AssertionError("unreachable")
+    return _format(n, 1000, ("B", "kB", "MB", "GB", "TB"), digits)
 
 
 def format_seconds(s: float | None) -> str:

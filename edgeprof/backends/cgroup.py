@@ -102,7 +102,7 @@ class CgroupV2Backend:
                 raise ConfigError(f"--cgroup-parent {self._parent_arg}: no such cgroup {parent}")
         elif self._euid == 0:
             parent = self.root / "edgeprof"
-            self._enable(self.root)
+            self._enable(self.root, warn=False)
             try:
                 parent.mkdir(exist_ok=True)
             except OSError as exc:
@@ -122,7 +122,7 @@ class CgroupV2Backend:
             raise BackendUnavailable(f"cannot create {leaf}: {exc.strerror}; {FIX}") from exc
         fs.write(leaf / "cgroup.procs", str(os.getpid()))
 
-    def _enable(self, group: Path) -> frozenset[str]:
+    def _enable(self, group: Path, warn: bool = True) -> frozenset[str]:
         """Enable the wanted controllers for ``group``'s children; return those enabled."""
         available = set(fs.read_text(group / "cgroup.controllers").split())
         enabled = set(fs.read_text(group / "cgroup.subtree_control").split())
@@ -139,7 +139,7 @@ class CgroupV2Backend:
                             f"(cgroup v2's no-internal-process rule); {FIX}"
                         ) from exc
         for c in WANTED:
-            if c not in enabled:
+            if warn and c not in enabled:
                 self._warnings.append(
                     f"cgroup v2 controller '{c}' is not delegated to {group}: "
                     + {

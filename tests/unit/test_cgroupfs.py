@@ -1,0 +1,394 @@
+"""_cgroupfs.py: the pure parsers, CounterFile re-reads, writes, own groups, remove_tree."""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from edgeprof import _cgroupfs as fs
+from edgeprof.errors import BackendError
+from edgeprof.model import Counters
+
+from .conftest import READERS
+
+CPU_STAT_V2 = """usage_usec 1234567
+user_usec 1000000
+system_usec 234567
+core_sched.force_idle_usec 0
+nr_periods 42
+nr_throttled 7
+throttled_usec 350000
+nr_bursts 0
+burst_usec 0
+"""
+
+
+def test_parse_kv_cpu_stat() -> None:
+    kv = fs.parse_kv(CPU_STAT_V2)
+    assert kv["usage_usec"] == 1234567
+    assert kv["user_usec"] == 1000000
+    assert kv["system_usec"] == 234567
+    assert kv["nr_periods"] == 42
+    assert kv["nr_throttled"] == 7
+    assert kv["throttled_usec"] == 350000
+    assert kv["core_sched.force_idle_usec"] == 0
+    assert len(kv) == 9
+
+
+def test_parse_kv_skips_junk_lines() -> None:
+    text = "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n\nnot-a-pair\nname text\n"
+    assert fs.parse_kv(text) == {"oom_kill_disable": 0, "under_oom": 0, "oom_kill": 3}
+    assert fs.parse_kv("") == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "value"), [("123\n", 123), ("max\n", -1), ("max", -1), ("0", 0), (" 9 ", 9)]
+)
+def test_parse_int(text: str, value: int) -> None:
+    assert fs.parse_int(text) == value
+
+
+def test_parse_int_rejects_garbage() -> None:
+    with pytest.raises(ValueError):
+        fs.parse_int("12 34")
+
+
+def test_parse_io_stat_sums_devices() -> None:
+    text = (
+        "8:0 rbytes=1000 wbytes=2000 rios=3 wios=4 dbytes=5 dios=6\n"
+        "259:0 rbytes=24 wbytes=0 rios=1 wios=0 dbytes=0 dios=0\n"
+        "8:16 rbytes=0 wbytes=48 rios=0 wios=2 dbytes=99999 dios=1\n"
+    )
+    assert fs.parse_io_stat(text) == (1024, 2048)
+
+
+def test_parse_io_stat_empty() -> None:
+    assert fs.parse_io_stat("") == (0, 0)
+
+
+def test_parse_blkio_sums_read_write_and_ignores_total() -> None:
+    text = (
+        "8:0 Read 4096\n"
+        "8:0 Write 8192\n"
+        "8:0 Sync 12288\n"
+        "8:0 Async 0\n"
+        "8:0 Discard 0\n"
+        "8:0 Total 12288\n"
+        "8:16 Read 100\n"
+        "8:16 Write 1\n"
+        "8:16 Total 101\n"
+        "Total 12389\n"
+    )
+    assert fs.parse_blkio(text) == (4196, 8193)
+    assert fs.parse_blkio("Total 0\n") == (0, 0)
+
+
+def test_parse_pids() -> None:
+    assert fs.parse_pids("12\n345\n6\n") == [12, 345, 6]
+    assert fs.parse_pids("") == []
+    assert fs.parse_pids("\n") == []
+
+
+def test_own_cgroups_v1_hybrid(tmp_path: Path) -> None:
+    p = tmp_path / "cgroup"
+    p.write_text(
+        "12:name=systemd:/user.slice/session-1.scope\n"
+        "9:pids:/user.slice\n"
+        "4:memory:/process_api/37b1af9d\n"
+        "3:cpu,cpuacct:/\n"
+        "2:cpuset:/\n"
+        "0::/user.slice/session-1.scope\n"
+    )
+    assert fs.own_cgroups(p) == {
+        "name=systemd": "/user.slice/session-1.scope",
+        "pids": "/user.slice",
+        "memory": "/process_api/37b1af9d",
+        "cpu,cpuacct": "/",
+        "cpuset": "/",
+        "": "/user.slice/session-1.scope",
+    }
+
+
+def test_own_cgroups_v2(tmp_path: Path) -> None:
+    p = tmp_path / "cgroup"
+    p.write_text("0::/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope\n")
+    assert fs.own_cgroups(p) == {
+        "": "/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope"
+    }
+
+
+def test_own_cgroups_path_with_colon(tmp_path: Path) -> None:
+    p = tmp_path / "cgroup"
+    p.write_text("0::/a:b\n")
+    assert fs.own_cgroups(p) == {"": "/a:b"}
+
+
+def test_own_cgroups_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(BackendError, match="cannot read"):
+        fs.own_cgroups(tmp_path / "nope")
+
+
+def test_counter_file_rereads_changed_contents(tmp_path: Path) -> None:
+    p = tmp_path / "memory.current"
+    p.write_text("1000\n")
+    f = fs.CounterFile(p)
+    try:
+        assert f.read_int() == 1000
+        p.write_text("42\n")  # shorter than before: a stale tail would show as "42\n0"
+        assert f.read() == "42\n"
+        assert f.read_int() == 42
+        p.write_text("usage_usec 5\nuser_usec 3\n")
+        assert f.read_kv() == {"usage_usec": 5, "user_usec": 3}
+        p.write_text("max\n")
+        assert f.read_int() == -1
+    finally:
+        f.close()
+
+
+def test_counter_file_keeps_one_descriptor(tmp_path: Path) -> None:
+    p = tmp_path / "cpu.stat"
+    p.write_text("usage_usec 1\n")
+    before = len(os.listdir("/proc/self/fd"))
+    f = fs.CounterFile(p)
+    for _ in range(50):
+        f.read()
+    assert len(os.listdir("/proc/self/fd")) == before + 1
+    f.close()
+    f.close()  # idempotent
+    assert len(os.listdir("/proc/self/fd")) == before
+    with pytest.raises(BackendError, match="after close"):
+        f.read()
+
+
+def test_open_optional(tmp_path: Path) -> None:
+    assert fs.open_optional(tmp_path / "memory.peak") is None
+    (tmp_path / "memory.peak").write_text("7\n")
+    f = fs.open_optional(tmp_path / "memory.peak")
+    assert f is not None
+    assert f.read_int() == 7
+    fs.close_all([f])
+    with pytest.raises(BackendError):
+        f.read()
+
+
+def test_open_optional_other_errors_are_backend_errors(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    with pytest.raises(BackendError, match="cannot open"):  # ENOTDIR, not "absent"
+        fs.open_optional(tmp_path / "file" / "memory.peak")
+
+
+def test_write_and_errors(tmp_path: Path) -> None:
+    p = tmp_path / "cpu.max"
+    p.write_text("")
+    fs.write(p, "50000 100000")
+    assert p.read_text() == "50000 100000"
+    with pytest.raises(BackendError) as e:
+        fs.write(tmp_path / "missing", "1")
+    assert "'1'" in str(e.value) and "missing" in str(e.value)
+    assert isinstance(e.value.__cause__, FileNotFoundError)
+
+
+def test_read_text_and_optional(tmp_path: Path) -> None:
+    p = tmp_path / "f"
+    p.write_text("x\n")
+    assert fs.read_text(p) == "x\n"
+    assert fs.read_optional(p) == "x\n"
+    assert fs.read_optional(tmp_path / "nope") is None
+    with pytest.raises(BackendError):
+        fs.read_text(tmp_path / "nope")
+
+
+def test_remove_tree_deepest_first(tmp_path: Path) -> None:
+    a = tmp_path / "a"
+    b = a / "b"
+    b.mkdir(parents=True)
+    assert fs.remove_tree([b, a, tmp_path / "already-gone"]) == []
+    assert not a.exists()
+
+
+def test_remove_tree_reports_what_it_cannot_remove(tmp_path: Path) -> None:
+    d = tmp_path / "busy"
+    d.mkdir()
+    (d / "child").mkdir()
+    msgs = fs.remove_tree([d])
+    assert len(msgs) == 1
+    assert str(d) in msgs[0]
+    assert d.exists()
+
+
+def test_remove_tree_retries_while_busy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = tmp_path / "g"
+    d.mkdir()
+    real = os.rmdir
+    calls = []
+
+    def rmdir(path: Path) -> None:
+        calls.append(path)
+        if len(calls) < 4:  # exiting tasks still pin the group for a moment
+            raise OSError(errno.EBUSY, "Device or resource busy")
+        real(path)
+
+    monkeypatch.setattr(os, "rmdir", rmdir)
+    assert fs.remove_tree([d]) == []
+    assert len(calls) == 4
+    assert not d.exists()
+
+
+def test_remove_tree_gives_up_after_attempts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = []
+
+    def rmdir(path: Path) -> None:
+        calls.append(path)
+        raise OSError(errno.EBUSY, "Device or resource busy")
+
+    monkeypatch.setattr(os, "rmdir", rmdir)
+    msgs = fs.remove_tree([tmp_path / "g"], attempts=3)
+    assert len(calls) == 3
+    assert msgs == [f"cannot remove cgroup {tmp_path / 'g'}: Device or resource busy"]
+
+
+# -- CounterSet: every counter file of a run, read together ----------------------------------
+
+
+def counter_files(tmp_path: Path) -> list[fs.Source]:
+    (tmp_path / "cpu.stat").write_text(
+        "usage_usec 1500000\nuser_usec 1000000\nsystem_usec 500000\nthrottled_time 2500999\n"
+    )
+    (tmp_path / "memory.current").write_text("4096\n")
+    (tmp_path / "memory.max").write_text("max\n")
+    (tmp_path / "io.stat").write_text("8:0 rbytes=10 wbytes=20 rios=1 wios=1\n8:16 rbytes=5\n")
+    (tmp_path / "blkio").write_text("8:0 Read 7\n8:0 Write 9\n8:0 Total 16\nTotal 16\n")
+    F, K = fs.Field, fs.Kind
+    return [
+        fs.Source(
+            tmp_path / "cpu.stat",
+            K.KV,
+            (
+                F("cpu_usage_us", "usage_usec"),
+                F("cpu_user_us", "user_usec"),
+                F("nr_periods", "nr_periods"),  # not in the file: None
+                F("throttled_us", "throttled_time", divisor=1000),
+            ),
+        ),
+        fs.Source(tmp_path / "memory.current", K.INT, (F("memory_current"),)),
+        fs.Source(tmp_path / "memory.max", K.INT, (F("memory_peak"),)),
+        fs.Source(tmp_path / "memory.peak", K.INT, (F("pids_current"),)),  # absent file
+        fs.Source(tmp_path / "io.stat", K.IOSTAT, (F("io_read_bytes"), F("io_write_bytes"))),
+        fs.Source(tmp_path / "blkio", K.BLKIO, (F("net_rx_bytes"), F("net_tx_bytes"))),
+    ]
+
+
+@pytest.mark.parametrize("native", READERS)
+def test_counter_set_reads_every_kind(tmp_path: Path, native: bool) -> None:
+    cs = fs.CounterSet(counter_files(tmp_path), native=native)
+    try:
+        assert cs.read() == Counters(
+            cpu_usage_us=1_500_000,
+            cpu_user_us=1_000_000,
+            nr_periods=None,
+            throttled_us=2500,
+            memory_current=4096,
+            memory_peak=-1,  # "max"
+            pids_current=None,
+            io_read_bytes=15,
+            io_write_bytes=20,
+            net_rx_bytes=7,
+            net_tx_bytes=9,
+        )
+        (tmp_path / "memory.current").write_text("12\n")  # shorter: no stale tail
+        (tmp_path / "cpu.stat").write_text("usage_usec 2\n")
+        c = cs.read()
+        assert (c.memory_current, c.cpu_usage_us, c.cpu_user_us) == (12, 2, None)
+    finally:
+        cs.close()
+
+
+def test_counter_set_native_and_python_agree(tmp_path: Path) -> None:
+    results = []
+    for native in READERS:
+        cs = fs.CounterSet(counter_files(tmp_path), native=native)
+        results.append(cs.read())
+        cs.close()
+    assert all(r == results[0] for r in results)
+
+
+@pytest.mark.parametrize("native", READERS)
+def test_counter_set_closes_its_files(tmp_path: Path, native: bool) -> None:
+    before = len(os.listdir("/proc/self/fd"))
+    cs = fs.CounterSet(counter_files(tmp_path), native=native)
+    assert len(os.listdir("/proc/self/fd")) == before + 5  # the absent file is not open
+    cs.close()
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+@pytest.mark.parametrize("native", READERS)
+def test_counter_set_read_error(tmp_path: Path, native: bool) -> None:
+    d = tmp_path / "a-directory"
+    d.mkdir()
+    cs = fs.CounterSet([fs.Source(d, fs.Kind.INT, (fs.Field("memory_current"),))], native=native)
+    try:
+        with pytest.raises(BackendError, match="Is a directory"):
+            cs.read()
+    finally:
+        cs.close()
+
+
+def test_counter_set_rejects_unknown_fields(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("1\n")
+    with pytest.raises(ValueError, match="not a Counters field"):
+        fs.CounterSet([fs.Source(tmp_path / "f", fs.Kind.INT, (fs.Field("memory_bytes"),))])
+
+
+def test_counter_set_native_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fs, "NATIVE_AVAILABLE", False)
+    with pytest.raises(BackendError, match="not built"):
+        fs.CounterSet([], native=True)
+    assert fs.CounterSet([]).native is False  # default: Python when the helper is absent
+
+
+def test_native_sampling_loop(tmp_path: Path) -> None:
+    """cg_sample: samples on the grid in C until ``until``, or at once when stop_fd is ready.
+
+    Where the helper is not built, the contract is that no batch loop is offered.
+    """
+    if not fs.NATIVE_AVAILABLE:
+        cs = fs.CounterSet(counter_files(tmp_path))
+        assert cs.batch_reader is None
+        cs.close()
+        return
+    cs = fs.CounterSet(counter_files(tmp_path), native=True)
+    batch = cs.batch_reader
+    assert batch is not None
+    r, w = os.pipe()
+    try:
+        t = time.monotonic()
+        rows, due, stopped, missed = batch.sample_batch(0.005, t, t + 0.05, r)
+        assert not stopped
+        assert 8 <= len(rows) <= 11
+        times = [x for x, _ in rows]
+        assert times == sorted(times) and t <= times[0]
+        assert due == pytest.approx(t + 0.005 * (len(rows) + missed), abs=1e-6)
+        assert rows[0][1].memory_current == 4096
+        assert rows[0][1].io_read_bytes == 15
+        (tmp_path / "memory.current").write_text("7\n")
+        os.write(w, b"x")  # stop: the loop returns without waiting for ``until``
+        t = time.monotonic()
+        rows, _, stopped, _ = batch.sample_batch(0.005, t + 0.01, t + 10, r)
+        assert stopped and rows == []
+        assert time.monotonic() - t < 1
+    finally:
+        os.close(r)
+        os.close(w)
+        cs.close()
+
+
+def test_python_reader_has_no_batch_loop(tmp_path: Path) -> None:
+    cs = fs.CounterSet(counter_files(tmp_path), native=False)
+    assert cs.batch_reader is None
+    cs.close()

@@ -1,0 +1,189 @@
+"""cli.main in-process with the fake backend: output streams, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import edgeprof
+from edgeprof.cli import main
+from edgeprof.limits import THREAD_VARS
+from edgeprof.model import RunResult
+from edgeprof.report.files import read_result
+
+RUN = ["run", "--backend", "fake", "--interval", "0.01"]
+
+
+@pytest.fixture(autouse=True)
+def _no_inherited_thread_vars(monkeypatch: pytest.MonkeyPatch) -> None:
+    for v in THREAD_VARS:
+        monkeypatch.delenv(v, raising=False)
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    out, err = capsys.readouterr()
+    assert out == f"edgeprof {edgeprof.__version__}\n"
+    assert err == ""
+
+
+def test_no_arguments_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "run" in err and "doctor" in err
+
+
+def test_run_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*RUN, "--", "true"]) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines[0] == "Final Usage Stats"
+    assert re.split(r"\s{2,}", lines[1])[:8] == [
+        "NAME",
+        "AVG CPU %",
+        "PEAK CPU",
+        "AVG MEM USAGE / LIMIT",
+        "PEAK MEM",
+        "NET I/O",
+        "BLOCK I/O",
+        "TOTAL TIME (ms)",
+    ]
+    assert lines[3].startswith("true ")
+    assert lines[3].rstrip().endswith("exited")
+    assert "warning: fake backend" in out
+    assert err == ""
+
+
+def test_json_only_json_on_stdout(capfd: pytest.CaptureFixture[str]) -> None:
+    # capfd: the workload writes to real file descriptors.  It prints 42 via arithmetic so
+    # the printed text does not also appear in the command line inside the JSON.
+    script = "echo out-$((6*7)); echo err-$((6*7)) >&2"
+    assert main([*RUN, "--json", "--", "sh", "-c", script]) == 0
+    out, err = capfd.readouterr()
+    data = json.loads(out)  # the whole of stdout
+    assert data["command"] == ["sh", "-c", script]
+    assert data["backend"] == "fake" and data["termination"] == "exited"
+    assert RunResult.from_dict(data).exit_code == 0
+    assert "out-42" not in out
+    assert "out-42\n" in err and "err-42\n" in err
+
+
+def test_workload_stdout_stays_on_stdout_without_json(capfd: pytest.CaptureFixture[str]) -> None:
+    assert main([*RUN, "--", "sh", "-c", "echo hello"]) == 0
+    out, err = capfd.readouterr()
+    assert out.startswith("hello\nFinal Usage Stats\n")
+    assert err == ""
+
+
+@pytest.mark.parametrize(
+    ("script", "code"),
+    [("exit 7", 7), ("exit 0", 0), ("kill -KILL $$", 137), ("kill -TERM $$", 143)],
+)
+def test_exit_code_is_the_workloads(
+    capsys: pytest.CaptureFixture[str], script: str, code: int
+) -> None:
+    assert main([*RUN, "--", "sh", "-c", script]) == code
+    capsys.readouterr()
+
+
+def test_timeout_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*RUN, "--timeout", "0.2", "--", "sleep", "5"]) == 143
+    out, _ = capsys.readouterr()
+    assert "timeout (143)" in out
+
+
+def test_options_reach_the_run(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    out_dir = tmp_path / "out"
+    md = tmp_path / "table.md"
+    rc = main(
+        [
+            *RUN,
+            "--cpus", "1",
+            "--memory", "64m",
+            "--env", "FOO=a=b",
+            "-E", "BAR=",
+            "--cwd", str(tmp_path),
+            "--out", str(out_dir),
+            "--markdown", str(md),
+            "--name", "model-x",
+            "--json",
+            "--",
+            "sh", "-c", 'echo "$FOO|$BAR|$OMP_NUM_THREADS|$(pwd)"',
+        ]
+    )  # fmt: skip
+    assert rc == 0
+    out, err = capfd.readouterr()
+    assert f"a=b||1|{tmp_path}\n" in err
+    data = json.loads(out)
+    assert data["name"] == "model-x"
+    assert data["limits"] == {"cpus": 1.0, "cpuset": [0], "memory_bytes": 64 * 2**20}
+    assert read_result(out_dir / "result.json").to_dict() == data
+    assert (out_dir / "samples.csv").exists()
+    assert md.read_text().startswith("| NAME | AVG CPU % |")
+    assert "| model-x |" in md.read_text()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--memory", "12x", "--", "true"],
+        ["--memory", "5m", "--", "true"],
+        ["--cpus", "-1", "--", "true"],
+        ["--cpus", "0", "--", "true"],
+        ["--cpus", "abc", "--", "true"],
+        ["--cpus", "3", "--", "true"],
+        ["--cpuset", "7", "--", "true"],
+        ["--cpuset", "3-1", "--", "true"],
+        ["--", ""],
+        ["--"],
+        [],
+        ["--", "edgeprof-no-such-command-xyz"],
+        ["--out", "{file}/out", "--", "true"],
+        ["--env", "FOO", "--", "true"],
+        ["--env", "=x", "--", "true"],
+        ["--bogus", "--", "true"],
+        ["--interval", "0", "--", "true"],
+        ["--interval", "0.0001", "--", "true"],
+        ["--timeout", "0", "--", "true"],
+        ["--cwd", "/nonexistent/dir", "--", "true"],
+        ["--markdown", "/nonexistent/dir/t.md", "--", "true"],
+        ["--markdown", "{dir}", "--", "true"],
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    (tmp_path / "file").write_text("")
+    marker = tmp_path / "ran"
+    args = [
+        a.replace("{file}", str(tmp_path / "file")).replace("{dir}", str(tmp_path)) for a in args
+    ]
+    if args and args[-1] == "true":  # a workload that leaves a trace if it ever starts
+        args = [*args[:-1], "sh", "-c", f"touch {marker}"]
+    assert main([*RUN, *args]) == 2
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("edgeprof: error: ")
+    assert not marker.exists(), "the workload ran despite the bad input"
+
+
+def test_unknown_backend(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--backend", "nope", "--", "true"]) == 2
+    _, err = capsys.readouterr()
+    assert err == "edgeprof: error: unknown backend 'nope': choose one of auto, cgroup, fake\n"
+
+
+def test_error_messages_name_the_problem(capsys: pytest.CaptureFixture[str]) -> None:
+    main([*RUN, "--memory", "12x", "--", "true"])
+    assert "'12x'" in capsys.readouterr().err
+    main([*RUN, "--cpuset", "7", "--", "true"])
+    assert "CPU 7 is not available" in capsys.readouterr().err
+    main([*RUN, "--", "edgeprof-no-such-command-xyz"])
+    assert "command not found: edgeprof-no-such-command-xyz" in capsys.readouterr().err
+    main([*RUN, "--bogus", "--", "true"])
+    assert "--bogus" in capsys.readouterr().err

@@ -1,0 +1,47 @@
+"""doctor.py: the pure parts (mount listing, rendering); diagnose() probes the host."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from edgeprof.doctor import Finding, _mounts, render
+
+
+def test_mounts_lists_cgroup_mounts_with_their_controllers(tmp_path: Path) -> None:
+    mi = tmp_path / "mountinfo"
+    mi.write_text(
+        "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+        "30 24 0:26 / /sys/fs/cgroup/unified rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate\n"
+        "31 24 0:27 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid,nodev,noexec,relatime shared:5 "
+        "- cgroup cgroup rw,cpu,cpuacct\n"
+        "32 24 0:28 / /sys/fs/cgroup/memory rw,relatime shared:6 - cgroup cgroup rw,memory\n"
+        "33 24 0:29 / /sys/fs/cgroup/x rw,relatime shared:7 - cgroup2 cgroup2 rw,relatime\n"
+    )
+    assert _mounts(mi) == [
+        "/sys/fs/cgroup/unified (cgroup2: nsdelegate)",
+        "/sys/fs/cgroup/cpu,cpuacct (cgroup: cpu,cpuacct)",
+        "/sys/fs/cgroup/memory (cgroup: memory)",
+        "/sys/fs/cgroup/x (cgroup2)",
+    ]
+
+
+def test_mounts_none(tmp_path: Path) -> None:
+    mi = tmp_path / "mountinfo"
+    mi.write_text("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n")
+    assert _mounts(mi) == []
+
+
+def test_render_marks_and_fixes() -> None:
+    text = render(
+        [
+            Finding("kernel", None, "Linux 6.1"),
+            Finding("cgroup v2", True, "run groups under /sys/fs/cgroup/edgeprof"),
+            Finding("memory.peak", False, "no memory.peak", "a newer kernel"),
+        ]
+    )
+    assert text == (
+        "[info] kernel: Linux 6.1\n"
+        "[ok  ] cgroup v2: run groups under /sys/fs/cgroup/edgeprof\n"
+        "[MISS] memory.peak: no memory.peak\n"
+        "       fix: a newer kernel\n"
+    )

@@ -1,0 +1,101 @@
+"""limits.py: resolving limits against the host's CPUs, and the thread-pool variables."""
+
+from __future__ import annotations
+
+import pytest
+
+from edgeprof.errors import ConfigError, LimitError
+from edgeprof.limits import THREAD_VARS, resolve, thread_env
+from edgeprof.model import Limits
+
+FOUR = (0, 1, 2, 3)
+
+
+def test_integer_cpus_pinned_to_first_n_available() -> None:
+    applied, auto = resolve(Limits(cpus=2, memory="64m"), FOUR)
+    assert auto is True
+    assert applied.cpuset == (0, 1)
+    assert applied.cpus == 2.0
+    assert applied.memory == 64 * 2**20
+
+
+def test_pinning_follows_the_available_list_not_cpu_numbers() -> None:
+    applied, auto = resolve(Limits(cpus=2), (2, 5, 7))
+    assert (applied.cpuset, auto) == ((2, 5), True)
+    applied, auto = resolve(Limits(cpus=3), (2, 5, 7))
+    assert (applied.cpuset, auto) == ((2, 5, 7), True)
+
+
+@pytest.mark.parametrize("cpus", [0.5, 1.5, 2.25, 3.99])
+def test_fractional_cpus_not_pinned(cpus: float) -> None:
+    applied, auto = resolve(Limits(cpus=cpus), FOUR)
+    assert auto is False
+    assert applied.cpuset is None
+    assert applied == Limits(cpus=cpus)
+
+
+def test_explicit_cpuset_is_kept_and_not_auto() -> None:
+    applied, auto = resolve(Limits(cpus=1, cpuset="2-3"), FOUR)
+    assert (applied.cpuset, auto) == ((2, 3), False)
+    applied, auto = resolve(Limits(cpuset="1"), FOUR)
+    assert (applied.cpuset, applied.cpus, auto) == ((1,), None, False)
+
+
+def test_no_limits_unchanged() -> None:
+    assert resolve(Limits(), FOUR) == (Limits(), False)
+
+
+def test_cpus_above_available() -> None:
+    with pytest.raises(LimitError) as e:
+        resolve(Limits(cpus=3), (0, 1))
+    msg = str(e.value)
+    assert "--cpus 3" in msg and "2 CPU(s)" in msg and "0-1" in msg
+    with pytest.raises(LimitError):
+        resolve(Limits(cpus=2.5), (0, 1))
+    resolve(Limits(cpus=2), (0, 1))  # exactly all of them is fine
+
+
+def test_cpuset_outside_available_names_the_cpu() -> None:
+    with pytest.raises(LimitError) as e:
+        resolve(Limits(cpuset="0,7"), FOUR)
+    msg = str(e.value)
+    assert "CPU 7 " in msg
+    assert "available: 0-3" in msg
+    with pytest.raises(LimitError, match="CPU 5-6 is not available"):
+        resolve(Limits(cpuset="1,5-6"), FOUR)
+
+
+def test_cpus_above_cpuset_size() -> None:
+    with pytest.raises(LimitError) as e:
+        resolve(Limits(cpus=2, cpuset="3"), FOUR)
+    assert "--cpus 2 exceeds the 1 CPU(s) of --cpuset 3" in str(e.value)
+    with pytest.raises(LimitError):
+        resolve(Limits(cpus=1.5, cpuset="0"), FOUR)
+
+
+def test_limit_error_is_a_config_error() -> None:
+    assert issubclass(LimitError, ConfigError)
+
+
+def test_thread_env_for_cpus() -> None:
+    assert thread_env(Limits(cpus=1), {}, {}) == {v: "1" for v in THREAD_VARS}
+    assert thread_env(Limits(cpus=1.5), {}, {}) == {v: "2" for v in THREAD_VARS}
+    assert thread_env(Limits(cpus=0.25), {}, {}) == {v: "1" for v in THREAD_VARS}
+    assert set(THREAD_VARS) == {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"}
+
+
+def test_thread_env_cpuset_and_min() -> None:
+    assert thread_env(Limits(cpuset="0-2"), {}, {}) == {v: "3" for v in THREAD_VARS}
+    assert thread_env(Limits(cpus=2, cpuset="0-3"), {}, {})["OMP_NUM_THREADS"] == "2"
+    assert thread_env(Limits(cpus=0.5, cpuset="0-3"), {}, {})["OMP_NUM_THREADS"] == "1"
+
+
+def test_thread_env_none_without_cpu_limits() -> None:
+    assert thread_env(Limits(memory="64m"), {}, {}) == {}
+
+
+def test_thread_env_does_not_override_user_or_inherited() -> None:
+    got = thread_env(Limits(cpus=2), {"OMP_NUM_THREADS": "8"}, {"MKL_NUM_THREADS": "4"})
+    assert got == {"OPENBLAS_NUM_THREADS": "2"}
+    # an inherited empty value is still the user's choice
+    assert "OMP_NUM_THREADS" not in thread_env(Limits(cpus=2), {"OMP_NUM_THREADS": ""}, {})

@@ -1,0 +1,287 @@
+"""report/: the seed-compatible tables, result files, and the result JSON contract."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from edgeprof.errors import ConfigError
+from edgeprof.model import SCHEMA_VERSION, CpuStats, IoStats, MemoryStats, RunResult, Termination
+from edgeprof.report.files import prepare_out_dir, read_result, write_json_atomic, write_result
+from edgeprof.report.table import COLUMNS, print_table, render_markdown, render_plain
+
+from .conftest import make_result
+
+SEED_COLUMNS = [
+    "NAME",
+    "AVG CPU %",
+    "PEAK CPU",
+    "AVG MEM USAGE / LIMIT",
+    "PEAK MEM",
+    "NET I/O",
+    "BLOCK I/O",
+    "TOTAL TIME (ms)",
+]
+
+
+def cells(line: str) -> list[str]:
+    return re.split(r"\s{2,}", line.strip())
+
+
+def plain_rows(text: str) -> tuple[list[str], list[dict[str, str]]]:
+    lines = text.splitlines()
+    assert lines[0] == "Final Usage Stats"
+    header = cells(lines[1])
+    assert set(lines[2].replace(" ", "")) == {"-"}
+    rows = []
+    for line in lines[3:]:
+        if not line or line.startswith(" ") or ":" in line.split("  ")[0]:
+            break
+        rows.append(dict(zip(header, cells(line), strict=True)))
+    return header, rows
+
+
+def test_plain_table_has_the_seed_columns_first() -> None:
+    header, _ = plain_rows(render_plain([make_result()]))
+    assert header[: len(SEED_COLUMNS)] == SEED_COLUMNS
+    assert header == list(COLUMNS)
+
+
+def test_plain_table_values() -> None:
+    _, rows = plain_rows(render_plain([make_result(name="resnet")]))
+    assert rows == [
+        {
+            "NAME": "resnet",
+            "AVG CPU %": "80.0%",
+            "PEAK CPU": "120.0%",
+            "AVG MEM USAGE / LIMIT": "100.0MiB / 512.0MiB",
+            "PEAK MEM": "120.0MiB",
+            "NET I/O": "n/a",
+            "BLOCK I/O": "742B / 12.0MB",
+            "TOTAL TIME (ms)": "1500",
+            "CPU TIME": "1.20s",
+            "THROTTLED": "12.3ms ×7",
+            "END": "exited",
+        }
+    ]
+
+
+def test_plain_table_columns_are_aligned() -> None:
+    text = render_plain([make_result(name="a"), make_result(name="much-longer-name")])
+    lines = text.splitlines()
+    starts = [m.start() for m in re.finditer(r"AVG CPU %", lines[1])]
+    assert starts
+    col = starts[0]
+    for line in lines[3:5]:
+        assert line[col - 2 : col] == "  " and line[col] != " "
+
+
+def test_null_values_print_as_na() -> None:
+    r = make_result(
+        cpu=CpuStats(None, None, None, None, None, None, None, None, None),
+        memory=MemoryStats(None, None, None, None, None, None, None),
+        io=IoStats(None, None, None, None),
+    )
+    _, rows = plain_rows(render_plain([r]))
+    row = rows[0]
+    assert row["AVG CPU %"] == row["PEAK CPU"] == "n/a"
+    assert row["AVG MEM USAGE / LIMIT"] == "n/a / no limit"
+    assert row["PEAK MEM"] == "n/a"
+    assert row["NET I/O"] == row["BLOCK I/O"] == "n/a"
+    assert row["CPU TIME"] == row["THROTTLED"] == "n/a"
+
+
+def test_sampled_peak_is_labelled() -> None:
+    r = make_result(memory=MemoryStats(120 * 2**20, "sampled", 100 * 2**20, None, 0, None, None))
+    _, rows = plain_rows(render_plain([r]))
+    assert rows[0]["PEAK MEM"] == "120.0MiB (sampled)"
+    assert rows[0]["AVG MEM USAGE / LIMIT"] == "100.0MiB / no limit"
+    assert "(sampled)" not in render_plain([make_result()])
+
+
+@pytest.mark.parametrize(
+    ("termination", "code", "end"),
+    [
+        (Termination.EXITED, 0, "exited"),
+        (Termination.EXITED, 3, "exited (3)"),
+        (Termination.SIGNALED, 137, "signaled (137)"),
+        (Termination.OOM, 137, "oom (137)"),
+        (Termination.TIMEOUT, 143, "timeout (143)"),
+        (Termination.INTERRUPTED, None, "interrupted"),
+    ],
+)
+def test_end_column(termination: Termination, code: int | None, end: str) -> None:
+    _, rows = plain_rows(render_plain([make_result(termination=termination, exit_code=code)]))
+    assert rows[0]["END"] == end
+
+
+def test_label_defaults_to_program_name() -> None:
+    assert make_result(command=("/usr/bin/python3", "x.py")).label == "python3"
+    assert make_result(command=("x",), name="model A").label == "model A"
+
+
+def test_notes_under_the_table() -> None:
+    r = make_result(memory=MemoryStats(1, "kernel", 1, 512 * 2**20, 2, 1, 1), warnings=("w1", "w2"))
+    text = render_plain([r])
+    assert (
+        "python3: cgroup/cgroup2, limits: cpus=1.5, cpuset=0-1, memory=512.0MiB, "
+        "15 samples every 0.1s, OOM kills: 2"
+    ) in text
+    assert "  warning: w1\n  warning: w2\n" in text
+
+
+def test_markdown_is_a_pipe_table() -> None:
+    text = render_markdown([make_result(name="a|b"), make_result(name="c")])
+    lines = text.splitlines()
+    assert lines[0] == "| " + " | ".join(COLUMNS) + " |"
+    assert re.fullmatch(rf"\|(---\|){{{len(COLUMNS)}}}", lines[1])
+    body = lines[2:4]
+    for line in body:
+        assert line.startswith("| ") and line.endswith(" |")
+        unescaped = re.findall(r"(?<!\\)\|", line)
+        assert len(unescaped) == len(COLUMNS) + 1
+    assert body[0].startswith("| a\\|b | 80.0% | 120.0% | 100.0MiB / 512.0MiB |")
+    assert lines[4] == ""  # the table ends before the notes
+    assert "a|b: cgroup/cgroup2" in text
+
+
+def test_print_table_plain_when_not_a_terminal() -> None:
+    buf = io.StringIO()
+    print_table([make_result()], buf)
+    assert buf.getvalue() == render_plain([make_result()])
+
+
+def test_print_table_rich_on_a_terminal() -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    buf = Tty()
+    print_table([make_result(name="tty-run")], buf)
+    out = buf.getvalue()
+    assert "Final Usage Stats" in out
+    assert "tty-run" in out
+    assert "warning: a warning" in out
+    assert out != render_plain([make_result(name="tty-run")])
+
+
+# -- result files ----------------------------------------------------------------------------
+
+
+def test_write_and_read_result_round_trip(tmp_path: Path) -> None:
+    r = make_result(termination=Termination.OOM, exit_code=137, signal=9, warnings=("x", "y"))
+    path = tmp_path / "result.json"
+    write_result(path, r)
+    back = read_result(path)
+    assert back == r
+    assert isinstance(back.termination, Termination)
+    assert back.command == r.command and isinstance(back.command, tuple)
+    assert back.limits.cpuset == (0, 1)
+    assert [p.name for p in tmp_path.iterdir()] == ["result.json"]  # no temporary left
+
+
+def test_json_contract_keys() -> None:
+    d = make_result().to_dict()
+    for key in (
+        "schema_version",
+        "edgeprof_version",
+        "backend",
+        "mechanism",
+        "command",
+        "limits",
+        "termination",
+        "exit_code",
+        "wall_s",
+        "cpu",
+        "memory",
+        "io",
+        "samples",
+        "warnings",
+    ):
+        assert key in d, key
+    assert d["schema_version"] == SCHEMA_VERSION == 1
+    assert d["limits"] == {"cpus": 1.5, "cpuset": [0, 1], "memory_bytes": 512 * 2**20}
+    assert d["command"] == ["python3", "infer.py"]
+    assert d["termination"] == "exited"
+    assert {
+        "user_s",
+        "system_s",
+        "total_s",
+        "avg_pct",
+        "peak_pct",
+        "throttled_s",
+        "nr_throttled",
+    } <= set(d["cpu"])
+    assert {"peak_bytes", "peak_source", "avg_bytes", "limit_bytes", "oom_kills"} <= set(
+        d["memory"]
+    )
+    assert {"read_bytes", "write_bytes"} <= set(d["io"])
+    assert set(d["samples"]) == {"count", "interval_s", "path"}
+    assert d["warnings"] == ["a warning"]
+    assert d["io"]["net_rx_bytes"] is None  # unmeasured is null, never 0
+    text = json.dumps(d)
+    assert json.loads(text) == d  # plain JSON types only
+
+
+def test_json_key_order_starts_with_the_version() -> None:
+    keys = list(make_result().to_dict())
+    assert keys[:2] == ["schema_version", "edgeprof_version"]
+    assert keys[-1] == "warnings"
+
+
+def test_no_limits_in_json() -> None:
+    from edgeprof.model import Limits
+
+    d = make_result(limits=Limits()).to_dict()
+    assert d["limits"] == {"cpus": None, "cpuset": None, "memory_bytes": None}
+    assert RunResult.from_dict(d).limits == Limits()
+
+
+def test_read_result_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ConfigError, match="cannot read result"):
+        read_result(bad)
+    with pytest.raises(ConfigError, match="cannot read result"):
+        read_result(tmp_path / "missing.json")
+    other = tmp_path / "other.json"
+    d = make_result().to_dict()
+    d["schema_version"] = 99
+    other.write_text(json.dumps(d))
+    with pytest.raises(ConfigError, match="unsupported result schema_version 99"):
+        read_result(other)
+    d = make_result().to_dict()
+    del d["cpu"]
+    other.write_text(json.dumps(d))
+    with pytest.raises(ConfigError, match="not an edgeprof result"):
+        read_result(other)
+
+
+def test_write_json_atomic_keeps_the_old_file_on_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "r.json"
+    write_json_atomic(path, {"a": 1})
+
+    def crash(src: str, dst: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError, match="No space"):
+        write_json_atomic(path, {"a": 2})
+    assert json.loads(path.read_text()) == {"a": 1}  # readers never see half a file
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # the temporary is removed
+
+
+def test_prepare_out_dir(tmp_path: Path) -> None:
+    out = tmp_path / "a" / "b"
+    assert prepare_out_dir(out) == out
+    assert out.is_dir() and list(out.iterdir()) == []  # the probe file is gone
+    (tmp_path / "f").write_text("")
+    with pytest.raises(ConfigError, match="cannot write to output directory"):
+        prepare_out_dir(tmp_path / "f" / "out")

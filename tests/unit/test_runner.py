@@ -1,0 +1,432 @@
+"""runner.profile driven through the shipped FakeBackend: real tiny processes, scripted counters."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from edgeprof.backends import FakeBackend, get_backend
+from edgeprof.backends.fake import FakeRun, linear
+from edgeprof.errors import BackendError, BackendUnavailable, ConfigError, LimitError
+from edgeprof.limits import THREAD_VARS
+from edgeprof.model import Counters, Limits, RunResult, RunSpec, Sample, Termination
+from edgeprof.runner import profile
+
+MiB = 2**20
+
+
+def fake(**kw: object) -> FakeBackend:
+    return FakeBackend(**kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture(autouse=True)
+def _no_inherited_thread_vars(monkeypatch: pytest.MonkeyPatch) -> None:
+    for v in THREAD_VARS:
+        monkeypatch.delenv(v, raising=False)
+
+
+# -- how runs end ----------------------------------------------------------------------------
+
+
+def test_true_exits_zero() -> None:
+    be = fake()
+    r = profile(["true"], backend=be, interval=0.01)
+    assert r.termination is Termination.EXITED
+    assert (r.exit_code, r.signal) == (0, None)
+    assert (r.backend, r.mechanism) == ("fake", "fake")
+    assert r.command == ("true",)
+    assert 0 < r.wall_s < 2
+    assert r.samples.count >= 2  # the first one and the one at the exit
+    assert r.samples.interval_s == 0.01
+    assert r.samples.path is None
+    assert "fake backend: counters are scripted, not measured" in r.warnings
+    assert len(be.runs) == 1
+    assert be.runs[0].counter_reads >= r.samples.count + 1  # + the final totals
+
+
+def test_exit_code() -> None:
+    r = profile(["sh", "-c", "exit 3"], backend=fake(), interval=0.01)
+    assert r.termination is Termination.EXITED
+    assert (r.exit_code, r.signal) == (3, None)
+
+
+def test_killed_by_a_signal() -> None:
+    r = profile(["sh", "-c", "kill -KILL $$"], backend=fake(), interval=0.01)
+    assert r.termination is Termination.SIGNALED
+    assert (r.exit_code, r.signal) == (137, 9)
+
+
+def test_timeout_sends_sigterm() -> None:
+    t = time.monotonic()
+    r = profile(["sleep", "5"], backend=fake(), interval=0.01, timeout=0.3)
+    assert time.monotonic() - t < 2.5
+    assert r.termination is Termination.TIMEOUT
+    assert (r.exit_code, r.signal) == (143, 15)
+    assert 0.28 <= r.wall_s < 1.5
+
+
+def test_timeout_sigkill_after_grace() -> None:
+    ignore_term = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(5)"
+    )
+    r = profile(
+        [sys.executable, "-c", ignore_term],
+        backend=fake(),
+        interval=0.01,
+        timeout=0.3,
+        kill_grace=0.2,
+    )
+    assert r.termination is Termination.TIMEOUT
+    assert (r.exit_code, r.signal) == (137, 9)
+    assert 0.45 <= r.wall_s < 2.0
+
+
+def oom_script(t: float) -> Counters:
+    """The kernel's OOM killer has struck once (memory.events oom_kill 1)."""
+    return Counters(
+        cpu_usage_us=int(t * 1e6), memory_current=64 * MiB, memory_peak=64 * MiB, oom_kills=1
+    )
+
+
+def test_oom_kill_counter_means_oom_whatever_the_exit() -> None:
+    r = profile(["true"], backend=fake(script=oom_script), interval=0.01)
+    assert r.termination is Termination.OOM
+    assert r.exit_code == 0
+    assert r.memory.oom_kills == 1
+    r = profile(["sh", "-c", "kill -KILL $$"], backend=fake(script=oom_script), interval=0.01)
+    assert r.termination is Termination.OOM  # exit 137 is the OOM kill's signal, not "signaled"
+    assert r.exit_code == 137
+
+
+def test_exit_137_alone_is_not_oom() -> None:
+    r = profile(["sh", "-c", "exit 137"], backend=fake(), interval=0.01)
+    assert r.termination is Termination.EXITED
+    assert r.exit_code == 137
+    assert r.memory.oom_kills == 0
+
+
+def test_oom_takes_precedence_over_timeout() -> None:
+    r = profile(["sleep", "5"], backend=fake(script=oom_script), interval=0.01, timeout=0.1)
+    assert r.termination is Termination.OOM
+
+
+def test_workload_sigterm_to_edgeprof_interrupts_the_run() -> None:
+    # The workload signals its parent (this process) while edgeprof waits: the run ends as
+    # "interrupted" and the rest of the workload is killed.  The handler is installed for
+    # the whole run, so the signal can never reach pytest's default handler.
+    t = time.monotonic()
+    r = profile(["sh", "-c", "sleep 0.2; kill -TERM $PPID; sleep 5"], backend=fake(), interval=0.01)
+    assert time.monotonic() - t < 3
+    assert r.termination is Termination.INTERRUPTED
+    assert r.signal == 9 and r.exit_code == 137  # killed by edgeprof's clean-up
+
+
+class InterruptingBackend(FakeBackend):
+    """Ctrl-C arrives while the runner waits for the workload."""
+
+    def launch(self, spec: RunSpec) -> FakeRun:
+        run = super().launch(spec)
+        real_wait = run.wait
+        calls = 0
+
+        def wait(timeout: float | None) -> int | None:
+            nonlocal calls
+            calls += 1
+            if calls == 1:
+                time.sleep(0.05)
+                raise KeyboardInterrupt
+            return real_wait(timeout)
+
+        run.wait = wait  # type: ignore[method-assign]
+        return run
+
+
+def test_keyboard_interrupt_is_a_result() -> None:
+    be = InterruptingBackend()
+    r = profile(["sleep", "5"], backend=be, interval=0.01)
+    assert r.termination is Termination.INTERRUPTED
+    assert r.exit_code == 137
+    assert r.wall_s >= 0.05
+
+
+def alive(pid: int) -> bool:
+    """Running or sleeping: a zombie waiting for init to reap it is dead."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def test_leftover_processes_are_killed(tmp_path: Path) -> None:
+    pidfile = tmp_path / "orphan.pid"
+    r = profile(["sh", "-c", f"sleep 30 & echo $! > {pidfile}"], backend=fake(), interval=0.01)
+    assert r.exit_code == 0
+    orphan = int(pidfile.read_text())
+    deadline = time.monotonic() + 2
+    while alive(orphan) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert not alive(orphan), f"orphan {orphan} survived the run"
+
+
+# -- figures ---------------------------------------------------------------------------------
+
+
+def test_avg_cpu_from_the_scripted_rate() -> None:
+    r = profile(["sleep", "0.5"], backend=fake(script=linear(cpu_pct=50.0)), interval=0.01)
+    assert r.cpu.avg_pct == pytest.approx(50.0, abs=4)
+    assert r.cpu.total_s == pytest.approx(0.5 * r.wall_s, rel=0.1)
+    assert r.cpu.user_s == pytest.approx(r.cpu.total_s)
+    assert r.cpu.system_s == 0
+    assert (r.cpu.throttled_s, r.cpu.nr_throttled) == (0, 0)
+    # shorter than one peak window: the peak is the exact average
+    assert r.cpu.peak_pct == r.cpu.avg_pct
+    assert r.cpu.peak_window_s == 1.0
+
+
+def test_peak_cpu_over_full_windows() -> None:
+    r = profile(["sleep", "1.2"], backend=fake(script=linear(cpu_pct=150.0)), interval=0.02)
+    assert r.cpu.peak_pct is not None
+    assert r.cpu.peak_pct == pytest.approx(150.0, abs=3)
+    assert r.cpu.avg_pct == pytest.approx(150.0, abs=5)
+
+
+def test_peak_memory_sampled_when_the_kernel_has_none() -> None:
+    be = fake(script=linear(memory_bytes=10 * MiB, peak_bytes=None))
+    r = profile(["true"], backend=be, interval=0.01)
+    assert r.memory.peak_source == "sampled"
+    assert r.memory.peak_bytes == 10 * MiB
+    assert r.memory.avg_bytes == 10 * MiB
+    assert any("memory.peak" in w and "0.01s" in w for w in r.warnings)
+
+
+def test_peak_memory_from_the_kernel() -> None:
+    be = fake(script=linear(memory_bytes=10 * MiB, peak_bytes=20 * MiB))
+    r = profile(["true"], backend=be, interval=0.01)
+    assert (r.memory.peak_source, r.memory.peak_bytes) == ("kernel", 20 * MiB)
+    assert not any("memory.peak" in w for w in r.warnings)
+
+
+def test_kernel_peak_never_below_a_sample() -> None:
+    be = fake(script=linear(memory_bytes=10 * MiB, peak_bytes=4 * MiB))
+    r = profile(["true"], backend=be, interval=0.01)
+    assert (r.memory.peak_source, r.memory.peak_bytes) == ("kernel", 10 * MiB)
+
+
+def test_no_memory_figures_stay_none() -> None:
+    def script(t: float) -> Counters:
+        return Counters(cpu_usage_us=int(t * 1e6))
+
+    r = profile(["true"], backend=fake(script=script), interval=0.01)
+    assert r.memory.peak_bytes is None and r.memory.peak_source is None
+    assert r.memory.avg_bytes is None and r.memory.oom_kills is None
+    assert (r.io.read_bytes, r.io.write_bytes) == (None, None)
+    assert r.cpu.throttled_s is None and r.cpu.user_s is None
+    assert r.termination is Termination.EXITED
+
+
+def test_limits_are_reported() -> None:
+    r = profile(["true"], Limits(cpus=0.5, memory="64m"), backend=fake(), interval=0.01)
+    assert r.limits == Limits(cpus=0.5, memory=64 * MiB)
+    assert r.memory.limit_bytes == 64 * MiB
+
+
+def test_sampling_error_becomes_a_warning() -> None:
+    calls = 0
+
+    def flaky(t: float) -> Counters:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise BackendError("counter file vanished")
+        return linear()(t)
+
+    r = profile(["sleep", "0.2"], backend=fake(script=flaky), interval=0.01)
+    assert r.termination is Termination.EXITED
+    assert "sampling stopped early: counter file vanished" in r.warnings
+    assert r.samples.count == 2
+
+
+def test_slow_sampler_warns() -> None:
+    def slow(t: float) -> Counters:
+        time.sleep(0.005)
+        return linear()(t)
+
+    r = profile(["sleep", "0.2"], backend=fake(script=slow), interval=0.001)
+    assert any("the sampler fell behind" in w for w in r.warnings)
+
+
+# -- files -----------------------------------------------------------------------------------
+
+
+def test_out_dir_gets_result_and_samples(tmp_path: Path) -> None:
+    out = tmp_path / "runs" / "one"
+    r = profile(["sleep", "0.1"], backend=fake(), interval=0.01, out_dir=out, name="m1")
+    data = json.loads((out / "result.json").read_text())
+    assert data["name"] == "m1"
+    assert RunResult.from_dict(data) == r
+    assert r.samples.path == str(out / "samples.csv")
+    with (out / "samples.csv").open(newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == Sample.columns()
+    assert len(rows) - 1 == r.samples.count >= 2
+    t = [float(row[0]) for row in rows[1:]]
+    assert t == sorted(t)
+    assert sorted(p.name for p in out.iterdir()) == ["result.json", "samples.csv"]
+
+
+# -- environment, cwd, output ----------------------------------------------------------------
+
+
+def run_capture(tmp_path: Path, script: str, **kw: object) -> tuple[RunResult, str]:
+    out = tmp_path / "stdout.txt"
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        r = profile(["sh", "-c", script], interval=0.01, stdout=fd, **kw)  # type: ignore[arg-type]
+    finally:
+        os.close(fd)
+    return r, out.read_text()
+
+
+def test_env_reaches_the_command(tmp_path: Path) -> None:
+    _, text = run_capture(
+        tmp_path,
+        'echo "$FOO|$EMPTY|${HOME:+home}"',
+        env={"FOO": "bar baz", "EMPTY": ""},
+        backend=fake(),
+    )
+    assert text == "bar baz||home\n"  # added to, not replacing, the inherited environment
+
+
+def test_thread_vars_for_one_cpu(tmp_path: Path) -> None:
+    r, text = run_capture(
+        tmp_path,
+        'echo "$OMP_NUM_THREADS $OPENBLAS_NUM_THREADS $MKL_NUM_THREADS"',
+        limits=Limits(cpus=1),
+        backend=fake(cpus=(0, 1, 2, 3)),
+    )
+    assert text == "1 1 1\n"
+    assert r.limits.cpuset == (0,)  # pinned to the first available CPU
+
+
+def test_thread_vars_never_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MKL_NUM_THREADS", "8")
+    _, text = run_capture(
+        tmp_path,
+        'echo "$OMP_NUM_THREADS $OPENBLAS_NUM_THREADS $MKL_NUM_THREADS"',
+        limits=Limits(cpus=2),
+        env={"OMP_NUM_THREADS": "4"},
+        backend=fake(cpus=(0, 1, 2, 3)),
+    )
+    assert text == "4 2 8\n"
+
+
+def test_no_thread_vars_without_cpu_limits(tmp_path: Path) -> None:
+    _, text = run_capture(
+        tmp_path, 'echo "[$OMP_NUM_THREADS]"', limits=Limits(memory="64m"), backend=fake()
+    )
+    assert text == "[]\n"
+
+
+def test_cwd_and_relative_command(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    script = work / "run.sh"
+    script.write_text("#!/bin/sh\npwd > where\n")
+    script.chmod(0o755)
+    r = profile(["./run.sh"], backend=fake(), interval=0.01, cwd=work)
+    assert r.exit_code == 0
+    assert (work / "where").read_text().strip() == str(work)
+
+
+# -- bad inputs: errors before anything starts -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "kw", "match"),
+    [
+        ([], {}, "no command given"),
+        ([""], {}, "no command given"),
+        (["edgeprof-no-such-command-xyz"], {}, "command not found"),
+        (["/nonexistent/prog"], {}, "command not found"),
+        (["./nope.sh"], {}, "command not found"),
+        (["true"], {"interval": 0.0001}, "below the minimum of 1ms"),
+        (["true"], {"interval": "0"}, "invalid sampling interval"),
+        (["true"], {"interval": "fast"}, "invalid sampling interval"),
+        (["true"], {"timeout": "0"}, "invalid timeout"),
+        (["true"], {"env": {"A=B": "1"}}, "invalid environment variable name"),
+        (["true"], {"env": {"": "1"}}, "invalid environment variable name"),
+        (["true"], {"cwd": "/nonexistent/dir"}, "--cwd /nonexistent/dir: no such directory"),
+        (["true", "a\0b"], {}, "NUL byte"),
+    ],
+)
+def test_bad_input_raises_before_launch(
+    tmp_path: Path, command: list[str], kw: dict[str, object], match: str
+) -> None:
+    be = fake()
+    out = tmp_path / "out"
+    with pytest.raises(ConfigError, match=match):
+        profile(command, backend=be, out_dir=out, **kw)  # type: ignore[arg-type]
+    assert be.runs == []
+    assert not out.exists()  # validated before the output directory is made
+
+
+def test_command_not_executable(tmp_path: Path) -> None:
+    f = tmp_path / "data.txt"
+    f.write_text("x")
+    be = fake()
+    with pytest.raises(ConfigError, match="command is not executable"):
+        profile([str(f)], backend=be)
+    assert be.runs == []
+
+
+def test_unwritable_out_dir(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    be = fake()
+    with pytest.raises(ConfigError, match="cannot write to output directory"):
+        profile(["true"], backend=be, out_dir=tmp_path / "file" / "out")
+    assert be.runs == []
+
+
+@pytest.mark.parametrize(
+    ("limits", "match"),
+    [
+        (Limits(cpus=3), "--cpus 3 exceeds"),
+        (Limits(cpuset="7"), "CPU 7 is not available"),
+        (Limits(cpus=2, cpuset="1"), "--cpus 2 exceeds the 1 CPU"),
+    ],
+)
+def test_impossible_limits_raise_before_launch(tmp_path: Path, limits: Limits, match: str) -> None:
+    be = fake(cpus=(0, 1))
+    out = tmp_path / "out" / "run1"
+    with pytest.raises(LimitError, match=match):
+        profile(["true"], limits, backend=be, out_dir=out)
+    assert be.runs == []
+    assert not (tmp_path / "out").exists()  # a rejected run leaves nothing behind
+
+
+class Unavailable(FakeBackend):
+    def check(self) -> None:
+        raise BackendUnavailable("no cgroups here; run as root")
+
+
+def test_unavailable_backend_raises_before_launch(tmp_path: Path) -> None:
+    be = Unavailable()
+    with pytest.raises(BackendUnavailable, match="run as root"):
+        profile(["true"], backend=be, out_dir=tmp_path / "out")
+    assert be.runs == []
+    assert not (tmp_path / "out").exists()
+
+
+def test_backend_names() -> None:
+    assert isinstance(get_backend("fake"), FakeBackend)
+    with pytest.raises(ConfigError, match="unknown backend 'nope'"):
+        get_backend("nope")
+    with pytest.raises(ConfigError, match="unknown backend"):
+        profile(["true"], backend="nope")

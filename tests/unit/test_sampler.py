@@ -1,0 +1,399 @@
+"""sampler.py: per-interval CPU %, windowed peak CPU, time-weighted averages, CSV, the thread."""
+
+from __future__ import annotations
+
+import csv
+import os
+import select
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from edgeprof.errors import BackendError
+from edgeprof.model import Counters, Sample
+from edgeprof.sampler import PEAK_WINDOW_S, Sampler, SampleWriter, SeriesStats
+
+
+def feed(stats: SeriesStats, rows: list[tuple[float, Counters]]) -> list[Sample]:
+    return [stats.add(t, c) for t, c in rows]
+
+
+def throttled_usage_us(ms: int, on_ms: int = 50, period_ms: int = 100) -> int:
+    """CPU time of a task running ``on_ms`` of every ``period_ms`` (a 0.5-CPU quota)."""
+    full, part = divmod(ms, period_ms)
+    return 1000 * (full * on_ms + min(part, on_ms))
+
+
+def test_cpu_pct_per_interval() -> None:
+    s = SeriesStats()
+    out = feed(
+        s,
+        [
+            (0.0, Counters(cpu_usage_us=0)),
+            (0.1, Counters(cpu_usage_us=50_000)),
+            (0.3, Counters(cpu_usage_us=250_000)),
+            (0.4, Counters(cpu_usage_us=250_000)),
+            (0.5, Counters(cpu_usage_us=450_000)),
+        ],
+    )
+    assert out[0].cpu_pct is None  # no interval before the first sample
+    assert [o.cpu_pct for o in out[1:]] == pytest.approx([50.0, 100.0, 0.0, 200.0])
+    assert [o.cpu_usage_s for o in out] == pytest.approx([0.0, 0.05, 0.25, 0.25, 0.45])
+    assert s.count == 5
+    assert s.last_t == 0.5
+
+
+def test_cpu_pct_zero_interval_gives_none() -> None:
+    s = SeriesStats()
+    feed(s, [(1.0, Counters(cpu_usage_us=0))])
+    assert s.add(1.0, Counters(cpu_usage_us=10)).cpu_pct is None
+
+
+@pytest.mark.parametrize("window", [0.1, PEAK_WINDOW_S])
+def test_peak_cpu_of_throttled_series_is_its_quota(window: float) -> None:
+    """1 ms samples of a group running 50 ms on / 50 ms off: 50 %, not the 100 % bursts."""
+    s = SeriesStats(peak_window_s=window)
+    pcts = [
+        s.add(ms / 1000, Counters(cpu_usage_us=throttled_usage_us(ms))).cpu_pct
+        for ms in range(0, 3001)
+    ]
+    assert max(p for p in pcts if p is not None) == pytest.approx(100.0)  # the raw bursts
+    peak = s.cpu_peak_pct()
+    assert peak is not None
+    assert peak == pytest.approx(50.0, abs=1.0)
+
+
+def test_peak_cpu_window_shorter_than_the_bursts_sees_them() -> None:
+    s = SeriesStats(peak_window_s=0.01)
+    for ms in range(0, 1001):
+        s.add(ms / 1000, Counters(cpu_usage_us=throttled_usage_us(ms)))
+    assert s.cpu_peak_pct() == pytest.approx(100.0, abs=1.0)
+
+
+def test_peak_cpu_finds_a_burst_in_a_longer_run() -> None:
+    """150 ms at 2 CPUs inside 2 s of 0.25 CPU: a 100 ms window sees 200 %, 1 s sees ~47.5 %."""
+
+    def usage(ms: int) -> int:
+        burst = min(max(ms - 1000, 0), 150)  # 1000..1150 ms at 200 %
+        return 250 * ms + 1750 * burst
+
+    fine, coarse = SeriesStats(peak_window_s=0.1), SeriesStats(peak_window_s=1.0)
+    for ms in range(0, 2001, 10):
+        c = Counters(cpu_usage_us=usage(ms))
+        fine.add(ms / 1000, c)
+        coarse.add(ms / 1000, c)
+    assert fine.cpu_peak_pct() == pytest.approx(200.0, abs=0.5)
+    # Best 1 s window holds the whole burst: 0.25 s + 0.15 s·1.75 = 0.5125 s of CPU.
+    assert coarse.cpu_peak_pct() == pytest.approx(51.25, abs=0.5)
+
+
+def test_run_shorter_than_one_window_has_no_windowed_peak() -> None:
+    """The runner then reports the exact average (see test_runner)."""
+    s = SeriesStats(peak_window_s=1.0)
+    feed(s, [(t / 100, Counters(cpu_usage_us=t * 5000)) for t in range(0, 50)])
+    assert s.cpu_peak_pct() is None
+    s.add(1.0, Counters(cpu_usage_us=500_000))  # now one full window: 50 %
+    assert s.cpu_peak_pct() == pytest.approx(50.0)
+
+
+def test_peak_cpu_window_uses_exact_window_edges() -> None:
+    s = SeriesStats(peak_window_s=0.1)
+    feed(
+        s,
+        [
+            (0.0, Counters(cpu_usage_us=0)),
+            (0.1, Counters(cpu_usage_us=30_000)),  # 30 %
+            (0.2, Counters(cpu_usage_us=100_000)),  # 70 %
+            (0.3, Counters(cpu_usage_us=110_000)),  # 10 %
+        ],
+    )
+    assert s.cpu_peak_pct() == pytest.approx(70.0)
+
+
+def test_time_weighted_average_memory_is_trapezoidal() -> None:
+    s = SeriesStats()
+    rows = [
+        (0.0, Counters(memory_current=100, memory_inactive_file=40)),
+        (1.0, Counters(memory_current=300, memory_inactive_file=100)),
+        (3.0, Counters(memory_current=300, memory_inactive_file=0)),
+        (4.0, Counters(memory_current=60, memory_inactive_file=80)),
+    ]
+    out = feed(s, rows)
+    # ((100+300)/2·1 + (300+300)/2·2 + (300+60)/2·1) / 4 = (200 + 600 + 180) / 4
+    assert s.avg_memory() == 245
+    # working set = current − inactive_file, never negative: 60, 200, 300, 0
+    assert [o.working_set_bytes for o in out] == [60, 200, 300, 0]
+    # ((60+200)/2 + (200+300)/2·2 + (300+0)/2) / 4 = (130 + 500 + 150) / 4
+    assert s.avg_working_set() == 195
+    assert s.peak_memory == 300
+    assert s.peak_working_set == 300
+    assert [o.memory_bytes for o in out] == [100, 300, 300, 60]
+
+
+def test_average_weights_by_time_not_by_sample_count() -> None:
+    s = SeriesStats()
+    feed(
+        s,
+        [(0.0, Counters(memory_current=1000))]
+        + [(0.001 * i, Counters(memory_current=1000)) for i in range(1, 10)]  # dense burst
+        + [(0.01, Counters(memory_current=0)), (10.0, Counters(memory_current=0))],
+    )
+    # area 9 (9 ms at 1000) + 0.5 (the 1 ms ramp down) over 10 s = 0.95; a per-sample mean: 833
+    assert s.avg_memory() == 1
+
+
+def test_single_sample_average_is_its_value() -> None:
+    s = SeriesStats()
+    s.add(0.5, Counters(memory_current=1234, memory_inactive_file=None))
+    assert s.avg_memory() == 1234
+    assert s.avg_working_set() == 1234  # no inactive_file: the whole usage
+    assert s.cpu_peak_pct() is None
+
+
+def test_none_fields_stay_none() -> None:
+    s = SeriesStats()
+    out = feed(s, [(0.0, Counters()), (0.5, Counters()), (1.5, Counters())])
+    for o in out:
+        assert o.cpu_usage_s is None
+        assert o.cpu_pct is None
+        assert o.memory_bytes is None
+        assert o.working_set_bytes is None
+        assert o.io_read_bytes is None
+        assert o.net_rx_bytes is None
+        assert o.pids is None
+    assert s.cpu_peak_pct() is None
+    assert s.avg_memory() is None
+    assert s.avg_working_set() is None
+    assert s.peak_memory is None
+    assert s.peak_working_set is None
+    assert s.peak_pids is None
+    assert s.count == 3
+
+
+def test_usage_gap_does_not_invent_a_rate() -> None:
+    s = SeriesStats()
+    out = feed(
+        s,
+        [
+            (0.0, Counters(cpu_usage_us=0)),
+            (0.1, Counters(cpu_usage_us=None)),
+            (0.2, Counters(cpu_usage_us=100_000)),
+            (0.3, Counters(cpu_usage_us=150_000)),
+        ],
+    )
+    assert [o.cpu_pct for o in out[:3]] == [None, None, None]
+    assert out[3].cpu_pct == pytest.approx(50.0)
+
+
+def test_peaks_of_pids_and_io_passthrough() -> None:
+    s = SeriesStats()
+    out = feed(
+        s,
+        [
+            (0.0, Counters(pids_current=1, io_read_bytes=0, io_write_bytes=5)),
+            (0.1, Counters(pids_current=7, io_read_bytes=10, io_write_bytes=5)),
+            (0.2, Counters(pids_current=2, io_read_bytes=20, io_write_bytes=9)),
+        ],
+    )
+    assert s.peak_pids == 7
+    assert [(o.io_read_bytes, o.io_write_bytes, o.pids) for o in out] == [
+        (0, 5, 1),
+        (10, 5, 7),
+        (20, 9, 2),
+    ]
+
+
+def test_sample_writer_header_and_rows(tmp_path: Path) -> None:
+    path = tmp_path / "samples.csv"
+    w = SampleWriter(path)
+    s = SeriesStats()
+    w.write(s.add(0.0, Counters(cpu_usage_us=0, memory_current=4096, pids_current=1)))
+    w.write(s.add(0.1, Counters(cpu_usage_us=25_000, memory_current=8192, io_read_bytes=7)))
+    w.write(s.add(0.2, Counters()))
+    w.close()
+    w.close()  # idempotent
+    with path.open(newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == Sample.columns()
+    assert rows[0] == [
+        "t_s",
+        "cpu_usage_s",
+        "cpu_pct",
+        "memory_bytes",
+        "working_set_bytes",
+        "io_read_bytes",
+        "io_write_bytes",
+        "net_rx_bytes",
+        "net_tx_bytes",
+        "pids",
+    ]
+    assert len(rows) == 4
+    first = dict(zip(rows[0], rows[1], strict=True))
+    assert first["t_s"] == "0.000000"
+    assert first["cpu_pct"] == ""  # None → empty cell
+    assert first["memory_bytes"] == "4096"
+    assert first["pids"] == "1"
+    second = dict(zip(rows[0], rows[2], strict=True))
+    assert float(second["cpu_pct"]) == pytest.approx(25.0)
+    assert second["cpu_usage_s"] == "0.025000"
+    assert second["io_read_bytes"] == "7"
+    assert rows[3][1:] == [""] * 9
+
+
+def test_sample_writer_flushes_during_the_run(tmp_path: Path) -> None:
+    path = tmp_path / "samples.csv"
+    w = SampleWriter(path, flush_s=0.0)
+    w.write(SeriesStats().add(0.0, Counters(memory_current=1)))
+    assert len(path.read_text().splitlines()) == 2  # visible before close: a crash keeps it
+    w.close()
+
+
+def test_sampler_sample_stamps_the_midpoint_of_the_read() -> None:
+    ticks = iter([100.0, 100.004, 100.010, 100.012])
+    reads = []
+
+    def read() -> Counters:
+        reads.append(1)
+        return Counters(cpu_usage_us=len(reads) * 1000)
+
+    stats = SeriesStats()
+    sp = Sampler(read, interval=0.01, t0=99.0, stats=stats, clock=lambda: next(ticks))
+    sp.sample()
+    sp.sample()
+    sp.stop()  # never started: only releases the wake-up pipe
+    assert stats.count == 2
+    assert stats.last_t == pytest.approx(1.011)
+    assert stats._prev is not None and stats._prev[0] == pytest.approx(1.011)
+
+
+def test_sampler_thread_takes_about_the_expected_samples(tmp_path: Path) -> None:
+    lock = threading.Lock()
+    calls = 0
+
+    def read() -> Counters:
+        nonlocal calls
+        with lock:
+            calls += 1
+        return Counters(cpu_usage_us=calls * 500, memory_current=calls)
+
+    stats = SeriesStats()
+    writer = SampleWriter(tmp_path / "s.csv")
+    start = time.monotonic()
+    sp = Sampler(read, interval=0.001, t0=start, stats=stats, writer=writer)
+    sp.start()
+    time.sleep(0.3)
+    sp.stop()
+    elapsed = time.monotonic() - start
+    writer.close()
+    assert not sp._thread.is_alive()
+    assert sp.error is None
+    expected = elapsed / 0.001
+    # On the 1 ms grid: never more than the grid allows, and most ticks taken.
+    assert 0.5 * expected <= stats.count <= expected + 2
+    assert stats.count == calls  # including the final sample taken at stop()
+    assert stats.count + sp.missed <= expected + 2
+    assert len((tmp_path / "s.csv").read_text().splitlines()) == stats.count + 1
+    after = calls
+    time.sleep(0.02)
+    assert calls == after  # stopped means stopped
+
+
+def test_sampler_skips_missed_ticks_instead_of_bursting() -> None:
+    def read() -> Counters:
+        time.sleep(0.005)  # slower than the 1 ms interval
+        return Counters()
+
+    stats = SeriesStats()
+    sp = Sampler(read, interval=0.001, t0=time.monotonic(), stats=stats)
+    sp.start()
+    time.sleep(0.2)
+    sp.stop()
+    assert stats.count <= 0.2 / 0.005 + 3
+    assert sp.missed >= 2 * stats.count
+
+
+def test_sampler_records_a_read_error_and_stops() -> None:
+    n = 0
+
+    def read() -> Counters:
+        nonlocal n
+        n += 1
+        if n == 3:
+            raise BackendError("counter file vanished")
+        return Counters()
+
+    stats = SeriesStats()
+    sp = Sampler(read, interval=0.001, t0=time.monotonic(), stats=stats)
+    sp.start()
+    sp._thread.join(timeout=2)
+    assert not sp._thread.is_alive()
+    sp.stop()
+    assert isinstance(sp.error, BackendError)
+    assert stats.count == 2
+
+
+def test_sampler_releases_its_descriptors() -> None:
+    before = len(os.listdir("/proc/self/fd"))
+    sp = Sampler(Counters, interval=0.001, t0=time.monotonic(), stats=SeriesStats())
+    sp.start()
+    time.sleep(0.01)
+    sp.stop()
+    sp.stop()  # idempotent
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+class FakeBatch:
+    """A pure-Python stand-in for the native loop: the grid from ``due`` to ``until``."""
+
+    def __init__(self, missed_per_batch: int = 0) -> None:
+        self.calls: list[tuple[float, float, float]] = []
+        self.returned_due: list[float] = []
+        self.missed_per_batch = missed_per_batch
+        self.usage = 0
+
+    def sample_batch(
+        self, interval: float, due: float, until: float, stop_fd: int
+    ) -> tuple[list[tuple[float, Counters]], float, bool, int]:
+        self.calls.append((interval, due, until))
+        rows = []
+        while due <= until:
+            self.usage += 1000
+            rows.append((due, Counters(cpu_usage_us=self.usage, memory_current=len(self.calls))))
+            due += interval
+        stopped = bool(select.select([stop_fd], [], [], max(0.0, until - time.monotonic()))[0])
+        self.returned_due.append(due)
+        return rows, due, stopped, self.missed_per_batch
+
+
+def test_sampler_batch_path_drains_rows_and_stops(tmp_path: Path) -> None:
+    batch = FakeBatch(missed_per_batch=2)
+    finals = []
+
+    def read() -> Counters:  # only the final sample after stop() comes from read()
+        finals.append(1)
+        return Counters(cpu_usage_us=10**9)
+
+    stats = SeriesStats()
+    writer = SampleWriter(tmp_path / "s.csv")
+    t0 = time.monotonic()
+    sp = Sampler(read, interval=0.01, t0=t0, stats=stats, writer=writer, batch=batch)
+    sp.start()
+    time.sleep(0.22)
+    sp.stop()
+    writer.close()
+    assert sp.error is None
+    assert len(finals) == 1
+    n_batches = len(batch.calls)
+    assert 3 <= n_batches <= 7  # drained every DRAIN_S (50 ms), not every sample
+    assert all(until > due for _, due, until in batch.calls)
+    assert sp.missed == 2 * n_batches
+    rows = sum(round((u - d) / 0.01 + 0.5) for _, d, u in batch.calls)
+    assert stats.count == pytest.approx(rows + 1, abs=n_batches)
+    # the batches continue one grid: each starts where the previous one left off
+    assert [due for _, due, _ in batch.calls[1:]] == batch.returned_due[:-1]
+    assert {interval for interval, _, _ in batch.calls} == {0.01}
+    lines = (tmp_path / "s.csv").read_text().splitlines()
+    assert len(lines) == stats.count + 1
+    assert float(lines[1].split(",")[0]) == pytest.approx(batch.calls[0][1] - t0, abs=1e-5)

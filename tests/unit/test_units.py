@@ -1,0 +1,217 @@
+"""units.py: sizes (Docker's rules), CPU counts, CPU lists, durations, quotas, formatting."""
+
+from __future__ import annotations
+
+import pytest
+
+from edgeprof.errors import ConfigError
+from edgeprof.model import Limits
+from edgeprof.units import (
+    CFS_PERIOD_US,
+    cpu_quota_us,
+    format_binary,
+    format_cpuset,
+    format_decimal,
+    format_seconds,
+    parse_cpus,
+    parse_cpuset,
+    parse_duration,
+    parse_memory_limit,
+    parse_size,
+)
+
+MiB = 2**20
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("156m", 156 * MiB),
+        ("156mb", 156 * MiB),
+        ("156MiB", 156 * MiB),
+        ("156M", 156 * MiB),
+        ("512MiB", 512 * MiB),
+        ("1.5g", 1536 * MiB),
+        ("1.5GiB", 1536 * MiB),
+        ("2k", 2048),
+        ("1t", 2**40),
+        ("1024", 1024),
+        ("1024b", 1024),
+        (" 64 m ", 64 * MiB),
+    ],
+)
+def test_parse_size_binary_multiples_as_docker(text: str, expected: int) -> None:
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["12x", "0", "0.4", "", "m", "-5m", "1ib", "1.5.2g", "5 m b"])
+def test_parse_size_rejects(text: str) -> None:
+    with pytest.raises(ConfigError, match="invalid size"):
+        parse_size(text)
+
+
+def test_parse_size_error_names_the_text() -> None:
+    with pytest.raises(ConfigError) as e:
+        parse_size("12x")
+    assert "'12x'" in str(e.value)
+
+
+def test_memory_limit_floor_is_6m() -> None:
+    assert parse_memory_limit("6m") == 6 * MiB
+    with pytest.raises(ConfigError, match="below the minimum of 6m"):
+        parse_memory_limit("5m")
+    with pytest.raises(ConfigError, match="below the minimum"):
+        parse_memory_limit("1024")
+    with pytest.raises(ConfigError, match="invalid size"):
+        parse_memory_limit("12x")
+
+
+@pytest.mark.parametrize(("text", "expected"), [("1.5", 1.5), ("0.01", 0.01), ("2", 2.0), (4, 4.0)])
+def test_parse_cpus_valid(text: str | float, expected: float) -> None:
+    assert parse_cpus(text) == expected
+
+
+@pytest.mark.parametrize("text", ["-1", "0", "0.009", "abc", "", "nan", "inf", "-inf"])
+def test_parse_cpus_invalid(text: str) -> None:
+    with pytest.raises(ConfigError, match="invalid CPU count"):
+        parse_cpus(text)
+
+
+def test_parse_cpus_invalid_floats() -> None:
+    for v in (float("nan"), float("inf"), 0.0, -1.0):
+        with pytest.raises(ConfigError):
+            parse_cpus(v)
+
+
+@pytest.mark.parametrize(
+    ("cpus", "quota"),
+    [(0.5, 50_000), (1, 100_000), (1.5, 150_000), (2.25, 225_000), (0.01, 1000), (1 / 3, 33_333)],
+)
+def test_cpu_quota_us(cpus: float, quota: int) -> None:
+    assert cpu_quota_us(cpus) == quota
+    assert CFS_PERIOD_US == 100_000
+
+
+def test_cpu_quota_us_floor_and_custom_period() -> None:
+    assert cpu_quota_us(0.001) == 1000  # the kernel's 1 ms minimum
+    assert cpu_quota_us(0.5, period_us=200_000) == 100_000
+    assert cpu_quota_us(0.333336) == 33_334  # rounded, not truncated
+
+
+@pytest.mark.parametrize(
+    ("text", "cpus"),
+    [
+        ("0-2,5", (0, 1, 2, 5)),
+        ("3", (3,)),
+        ("5,1,1", (1, 5)),
+        ("0-1", (0, 1)),
+        ("0-1, 3", (0, 1, 3)),
+        ("2-2", (2,)),
+    ],
+)
+def test_parse_cpuset(text: str, cpus: tuple[int, ...]) -> None:
+    assert parse_cpuset(text) == cpus
+
+
+@pytest.mark.parametrize("text", ["", "a", "1-", "-1", "0-2,", "1;2", "1.5"])
+def test_parse_cpuset_invalid(text: str) -> None:
+    with pytest.raises(ConfigError, match="invalid CPU list"):
+        parse_cpuset(text)
+
+
+def test_parse_cpuset_reversed_range() -> None:
+    with pytest.raises(ConfigError, match="range 3-1 is reversed"):
+        parse_cpuset("3-1")
+
+
+@pytest.mark.parametrize(
+    ("cpus", "text"),
+    [((0, 1, 2, 5), "0-2,5"), ((3,), "3"), ((0, 2, 4), "0,2,4"), ((7, 6, 5, 0), "0,5-7"), ((), "")],
+)
+def test_format_cpuset(cpus: tuple[int, ...], text: str) -> None:
+    assert format_cpuset(cpus) == text
+
+
+@pytest.mark.parametrize("text", ["0-2,5", "0", "1,3,5-9,11", "0-63"])
+def test_cpuset_round_trip(text: str) -> None:
+    assert format_cpuset(parse_cpuset(text)) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("0.1", 0.1),
+        ("1.5", 1.5),
+        ("1.5s", 1.5),
+        ("250ms", 0.25),
+        ("2m", 120.0),
+        ("1h", 3600.0),
+        (".5", 0.5),
+        (0.1, 0.1),
+        (3, 3.0),
+    ],
+)
+def test_parse_duration(text: str | float, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["0", "0ms", 0, 0.0, "-1", "abc", "5d", "", float("nan"), -2.0])
+def test_parse_duration_invalid(text: str | float) -> None:
+    with pytest.raises(ConfigError, match="invalid timeout"):
+        parse_duration(text, "timeout")
+
+
+@pytest.mark.parametrize(
+    ("n", "text"),
+    [
+        (None, "n/a"),
+        (0, "0B"),
+        (1023, "1023B"),
+        (1024, "1.0KiB"),
+        (1536, "1.5KiB"),
+        (156 * MiB, "156.0MiB"),
+        (int(117.9 * MiB), "117.9MiB"),
+        (3 * 2**30 // 2, "1.5GiB"),
+        (2 * 2**40, "2.0TiB"),
+        (5000 * 2**40, "5000.0TiB"),
+    ],
+)
+def test_format_binary(n: int | None, text: str) -> None:
+    assert format_binary(n) == text
+
+
+@pytest.mark.parametrize(
+    ("n", "text"),
+    [
+        (None, "n/a"),
+        (742, "742B"),
+        (999, "999B"),
+        (1000, "1.0kB"),
+        (12_000_000, "12.0MB"),
+        (1_500_000_000, "1.5GB"),
+        (3 * 10**12, "3.0TB"),
+    ],
+)
+def test_format_decimal(n: int | None, text: str) -> None:
+    assert format_decimal(n) == text
+
+
+def test_format_digits_and_seconds() -> None:
+    assert format_binary(1536, digits=2) == "1.50KiB"
+    assert format_decimal(1234, digits=0) == "1kB"
+    assert format_seconds(None) == "n/a"
+    assert format_seconds(0.0123) == "12.3ms"
+    assert format_seconds(75.2) == "75.20s"
+
+
+def test_limits_normalises_user_spellings() -> None:
+    lim = Limits(cpus="1.5", cpuset="3,0-1", memory="512m")
+    assert (lim.cpus, lim.cpuset, lim.memory) == (1.5, (0, 1, 3), 512 * MiB)
+    assert Limits(cpuset=[2, 0, 2]).cpuset == (0, 2)
+    assert Limits() == Limits(cpus=None, cpuset=None, memory=None)
+    with pytest.raises(ConfigError):
+        Limits(memory="5m")
+    with pytest.raises(ConfigError):
+        Limits(cpus="0")
+    with pytest.raises(ConfigError):
+        Limits(cpuset="3-1")
