@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from . import __version__
+from .backends import Backend, get_backend
 from .errors import ConfigError, EdgeprofError
 from .model import Limits, RunResult, Termination
 from .report.table import print_table, render_markdown
@@ -73,7 +74,7 @@ def run(
     command: Annotated[
         list[str], typer.Argument(help="The command and its arguments.", show_default=False)
     ],
-    backend: Annotated[str, typer.Option(help="auto | cgroup | fake")] = "auto",
+    backend: Annotated[str, typer.Option(help="auto | cgroup | docker | fake")] = "auto",
     cpus: Annotated[str | None, typer.Option(help="CPU bandwidth in CPUs, e.g. 1.5.")] = None,
     cpuset: Annotated[str | None, typer.Option(help="CPUs to run on, e.g. 0-1,3.")] = None,
     memory: Annotated[
@@ -105,6 +106,31 @@ def run(
     cgroup_parent: Annotated[
         str | None, typer.Option(help="cgroup v2 parent group for the run groups.")
     ] = None,
+    image: Annotated[
+        str | None, typer.Option(help="Docker backend: the image to run the command in.")
+    ] = None,
+    docker_args: Annotated[
+        str | None,
+        typer.Option(help="Docker backend: -v, -e, --network, --shm-size, --privileged, -u."),
+    ] = None,
+    base_image: Annotated[
+        str | None, typer.Option(help="Docker backend: build an environment FROM this image.")
+    ] = None,
+    apt: Annotated[
+        list[str] | None, typer.Option(help="Environment: apt package; repeatable.")
+    ] = None,
+    pip: Annotated[
+        list[str] | None, typer.Option(help="Environment: pip requirement; repeatable.")
+    ] = None,
+    prerun: Annotated[
+        list[str] | None, typer.Option(help="Environment: a build-time command; repeatable.")
+    ] = None,
+    env_dir: Annotated[
+        Path | None, typer.Option("--dir", help="Environment: directory copied to /app.")
+    ] = None,
+    dockerfile: Annotated[
+        Path | None, typer.Option(help="Environment: your own Dockerfile (supersedes the rest).")
+    ] = None,
 ) -> None:
     """Run COMMAND under the limits and report what it used.
 
@@ -113,10 +139,30 @@ def run(
     limits = Limits(cpus=cpus, cpuset=cpuset, memory=memory)
     if markdown is not None:
         _check_writable(markdown)  # written after the run: refuse it before the run starts
+    be: str | Backend = backend
+    if backend == "docker":
+        be = get_backend("docker", image=image, docker_args=docker_args)
+        if base_image or dockerfile:
+            from .dockerenv import EnvSpec, ensure_image
+
+            spec = EnvSpec(
+                base_image=base_image,
+                apt=tuple(apt or ()),
+                pip=tuple(pip or ()),
+                prerun=tuple(prerun or ()),
+                directory=env_dir,
+                dockerfile=dockerfile,
+            )
+            image, built = ensure_image(be.client, spec, sys.stderr)  # type: ignore[attr-defined]
+            if not built:
+                print(f"edgeprof: environment unchanged, reusing image {image}", file=sys.stderr)
+    elif image or docker_args or base_image or dockerfile or apt or pip or prerun or env_dir:
+        raise ConfigError("--image, --docker-args and environment options need --backend docker")
     result = profile(
         command,
         limits,
-        backend=backend,
+        backend=be,
+        image=image,
         interval=interval,
         timeout=timeout,
         env=_parse_env(env or []),
@@ -149,6 +195,17 @@ def exit_code(result: RunResult) -> int:
     if result.termination is Termination.INTERRUPTED:
         return EXIT_INTERRUPTED
     return 1 if result.exit_code is None else result.exit_code
+
+
+@app.command()
+def gc(
+    images: Annotated[bool, typer.Option(help="Also remove the images edgeprof built.")] = False,
+) -> None:
+    """Remove what runs whose edgeprof died left behind (containers, cgroups)."""
+    from .gc import collect
+
+    for line in collect(images=images):
+        print(line)
 
 
 @app.command()

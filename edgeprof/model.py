@@ -76,6 +76,8 @@ class RunSpec:
     stdout: int | None = None
     """File descriptor for the workload's stdout (``None``: inherit edgeprof's)."""
     stderr: int | None = None
+    image: str | None = None
+    """Container image (Docker backend); ``None`` for a command on this host."""
     cpuset_auto: bool = False
     """``limits.cpuset`` was chosen by edgeprof to pin an integer ``cpus``; a backend that
     cannot pin drops it with a warning instead of failing."""
@@ -203,6 +205,7 @@ class RunResult:
     io: IoStats
     samples: SampleStats
     pids_peak: int | None = None
+    image: str | None = None
     warnings: tuple[str, ...] = ()
     name: str | None = None
     """Label for tables (model name); defaults to the command's program name."""
@@ -230,6 +233,7 @@ class RunResult:
             "mechanism",
             "host",
             "command",
+            "image",
             "limits",
             "started_at",
             "termination",
@@ -273,6 +277,7 @@ class RunResult:
             io=IoStats(**d["io"]),
             samples=SampleStats(**d["samples"]),
             pids_peak=d.get("pids_peak"),
+            image=d.get("image"),
             warnings=tuple(d.get("warnings", ())),
             name=d.get("name"),
         )

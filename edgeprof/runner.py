@@ -65,8 +65,11 @@ def profile(
     stdout: int | None = None,
     stderr: int | None = None,
     cgroup_parent: str | None = None,
+    image: str | None = None,
 ) -> RunResult:
     """Run ``command`` under ``limits`` and measure it.
+
+    ``image``: the container image, for the Docker backend.
 
     Every input is validated before anything starts: a bad one raises a
     :class:`~edgeprof.errors.ConfigError` (or ``LimitError`` / ``BackendUnavailable``) and
@@ -88,21 +91,28 @@ def profile(
     for k in user_env:
         if not k or "=" in k or "\0" in k:
             raise ConfigError(f"invalid environment variable name {k!r}")
-    work_dir = _check_cwd(cwd)
-    _check_command(command, {**os.environ, **user_env}, work_dir)
-
+    if not command or not command[0]:
+        raise ConfigError("no command given: edgeprof run [OPTIONS] -- COMMAND [ARGS]...")
     be = get_backend(backend, cgroup_parent=cgroup_parent)
+    # A container's command and working directory live in its image, not on this host.
+    on_host = getattr(be, "runs_on_host", True)
+    if on_host:
+        work_dir = _check_cwd(cwd)
+        _check_command(command, {**os.environ, **user_env}, work_dir)
+    else:
+        work_dir = None if cwd is None else Path(cwd)
     applied, auto_pinned = resolve(limits, be.available_cpus())
     # Last of the checks: it creates the directory, which a rejected input must not leave.
     out = prepare_out_dir(Path(out_dir)) if out_dir is not None else None
     spec = RunSpec(
         command=command,
         limits=applied,
-        env={**thread_env(applied, os.environ, user_env), **user_env},
+        env={**thread_env(applied, os.environ if on_host else {}, user_env), **user_env},
         cwd=work_dir,
         stdout=stdout,
         stderr=stderr,
         cpuset_auto=auto_pinned,
+        image=image,
     )
     warnings = list(be.warnings())
     result = _run(be, spec, interval_s, timeout_s, kill_grace, out, name, warnings)
@@ -315,6 +325,7 @@ def _result(
         mechanism=be.mechanism,
         host=host_info(),
         command=spec.command,
+        image=spec.image,
         limits=spec.limits,
         started_at=started_at,
         termination=termination,

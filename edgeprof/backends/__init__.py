@@ -8,7 +8,7 @@ from .cgroup import CgroupV2Backend
 from .cgroup_v1 import CgroupV1Backend
 from .fake import FakeBackend
 
-NAMES = ("auto", "cgroup", "fake")
+NAMES = ("auto", "cgroup", "docker", "fake")
 
 __all__ = [
     "NAMES",
@@ -40,7 +40,13 @@ def cgroup_backend(cgroup_parent: str | None = None) -> Backend:
         return v1
 
 
-def get_backend(name: str | Backend = "auto", *, cgroup_parent: str | None = None) -> Backend:
+def get_backend(
+    name: str | Backend = "auto",
+    *,
+    cgroup_parent: str | None = None,
+    image: str | None = None,
+    docker_args: str | None = None,
+) -> Backend:
     """A ready backend by name (``auto`` picks the best one this host supports).
 
     An object that already implements :class:`Backend` is checked and returned as is.
@@ -50,6 +56,13 @@ def get_backend(name: str | Backend = "auto", *, cgroup_parent: str | None = Non
         return name
     if name in ("auto", "cgroup"):
         return cgroup_backend(cgroup_parent)
+    if name == "docker":
+        from .docker import DockerBackend, DockerOptions, parse_docker_args
+
+        opts = parse_docker_args(docker_args) if docker_args else DockerOptions()
+        be = DockerBackend(image, options=opts)
+        be.check()
+        return be
     if name == "fake":
         return FakeBackend()
     raise ConfigError(f"unknown backend {name!r}: choose one of {', '.join(NAMES)}")

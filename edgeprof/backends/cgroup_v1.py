@@ -72,6 +72,16 @@ def discover(mountinfo: Path, proc_self_cgroup: Path) -> dict[str, Hierarchy]:
     return found
 
 
+def cgroup_mounts(mountinfo: Path) -> list[Path]:
+    """Mount points of every cgroup hierarchy (v1, named and v2) visible here."""
+    out = []
+    for line in fs.read_text(mountinfo).splitlines():
+        left, sep, right = line.partition(" - ")
+        if sep and right.split()[0] in ("cgroup", "cgroup2"):
+            out.append(Path(left.split()[4]))
+    return out
+
+
 class CgroupV1Backend:
     """cgroup v1 counterpart of :class:`~edgeprof.backends.cgroup.CgroupV2Backend`."""
 

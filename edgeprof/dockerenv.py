@@ -1,0 +1,198 @@
+"""Container images from an environment description (the older profiler's env.template).
+
+A description — base image, apt and pip packages, pre-run commands, a directory to copy in —
+becomes a deterministic Dockerfile.  The image is tagged by a content hash of everything that
+goes into it (the Dockerfile text and every file of the directory: path, mode, bytes), so an
+unchanged environment is never rebuilt and a changed file always is.  A user Dockerfile
+supersedes the description; its directory is the build context and is hashed the same way.
+Images edgeprof builds carry :data:`MANAGED_LABEL`, which ``edgeprof gc --images`` removes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import shlex
+import stat
+import tarfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from .backends.docker import MANAGED_LABEL, _explain, _sdk
+from .errors import ConfigError, LaunchError
+
+IMAGE_REPO = "edgeprof-env"
+HASH_LABEL = "org.edgeprof.env-hash"
+APP_DIR = "/app"
+# Package names only: a name can never smuggle a shell word into a RUN line.
+_APT_NAME = re.compile(r"^[a-z0-9][a-z0-9+.\-]*(:[a-z0-9]+)?(=[A-Za-z0-9.+~:\-]+)?$")
+_PIP_REQ = re.compile(
+    r"^[A-Za-z0-9][A-Za-z0-9._\-]*(\[[A-Za-z0-9._,\-]+\])?"
+    r"([<>=!~]=?[A-Za-z0-9.*+!\-]+(,[<>=!~]=?[A-Za-z0-9.*+!\-]+)*)?$"
+)
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """What goes into the image.  ``prerun`` lines are the user's own shell commands, run at
+    build time exactly as a Dockerfile ``RUN`` (that is what PRERUN has always meant)."""
+
+    base_image: str | None = None
+    apt: tuple[str, ...] = ()
+    pip: tuple[str, ...] = ()
+    prerun: tuple[str, ...] = ()
+    directory: Path | None = None
+    dockerfile: Path | None = None
+
+    def validate(self) -> None:
+        if self.dockerfile is not None:
+            if not self.dockerfile.is_file():
+                raise ConfigError(f"Dockerfile {self.dockerfile} does not exist")
+            return
+        if not self.base_image:
+            raise ConfigError("an environment needs a base image (IMAGEREPO / --base-image)")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._/:@\-]*", self.base_image):
+            raise ConfigError(f"invalid base image name {self.base_image!r}")
+        for name in self.apt:
+            if not _APT_NAME.match(name):
+                raise ConfigError(f"invalid apt package name {name!r}")
+        for req in self.pip:
+            if not _PIP_REQ.match(req):
+                raise ConfigError(f"invalid pip requirement {req!r} (one name[extras]specifier)")
+        for line in self.prerun:
+            if "\n" in line or "\0" in line:
+                raise ConfigError("a pre-run command must be one line")
+        if self.directory is not None and not self.directory.is_dir():
+            raise ConfigError(f"environment directory {self.directory} does not exist")
+
+
+def dockerfile_text(spec: EnvSpec) -> str:
+    """The generated Dockerfile: a pure function of the description (same input, same text)."""
+    if spec.dockerfile is not None:
+        return spec.dockerfile.read_text()
+    lines = [f"FROM {spec.base_image}"]
+    if spec.apt:
+        pkgs = " ".join(shlex.quote(p) for p in spec.apt)
+        lines.append(
+            "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
+            f"--no-install-recommends {pkgs} && rm -rf /var/lib/apt/lists/*"
+        )
+    if spec.pip:
+        reqs = " ".join(shlex.quote(r) for r in spec.pip)
+        lines.append(f"RUN python3 -m pip install --no-cache-dir {reqs}")
+    if spec.directory is not None:
+        lines.append(f"COPY app/ {APP_DIR}/")
+    lines.append(f"WORKDIR {APP_DIR}")
+    lines.extend(f"RUN {cmd}" for cmd in spec.prerun)
+    return "\n".join(lines) + "\n"
+
+
+def _context_files(spec: EnvSpec) -> Iterator[tuple[str, Path]]:
+    """(name in the build context, host path) for every file, in a stable order."""
+    root = spec.dockerfile.parent if spec.dockerfile is not None else spec.directory
+    prefix = "" if spec.dockerfile is not None else "app/"
+    if root is None:
+        return
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            p = Path(dirpath) / name
+            yield prefix + str(p.relative_to(root)), p
+
+
+def content_hash(spec: EnvSpec) -> str:
+    """sha256 of the Dockerfile and every context file's name, mode and bytes."""
+    h = hashlib.sha256()
+    h.update(dockerfile_text(spec).encode())
+    for name, path in _context_files(spec):
+        st = path.lstat()
+        h.update(f"\0{name}\0{stat.S_IMODE(st.st_mode):o}\0".encode())
+        h.update(os.readlink(path).encode() if path.is_symlink() else path.read_bytes())
+    return h.hexdigest()
+
+
+def image_tag(spec: EnvSpec) -> str:
+    return f"{IMAGE_REPO}:{content_hash(spec)[:16]}"
+
+
+def _context_tar(spec: EnvSpec) -> io.BytesIO:
+    """The build context in memory, with fixed owners and times (deterministic)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        text = dockerfile_text(spec).encode()
+        info = tarfile.TarInfo("Dockerfile")
+        info.size, info.mtime, info.mode = len(text), 0, 0o644
+        tar.addfile(info, io.BytesIO(text))
+        for name, path in _context_files(spec):
+            if name == "Dockerfile" and spec.dockerfile is not None:
+                continue
+            info = tar.gettarinfo(str(path), arcname=name)
+            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+            if info.isreg():
+                with path.open("rb") as f:
+                    tar.addfile(info, f)
+            else:
+                tar.addfile(info)
+    buf.seek(0)
+    return buf
+
+
+def ensure_image(client: Any, spec: EnvSpec, log: TextIO) -> tuple[str, bool]:
+    """The image for ``spec``: (tag, built).  Builds only when no image has this tag.
+
+    The build streams to ``log`` (so the failing step's output is the last thing there); a
+    failure raises :class:`LaunchError` naming the step.  Builds use the host's network
+    (the daemon may have no bridge).
+    """
+    spec.validate()
+    tag = image_tag(spec)
+    sdk = _sdk()
+    try:
+        client.images.get(tag)
+        return tag, False
+    except sdk.errors.ImageNotFound:
+        pass
+    except sdk.errors.DockerException as exc:
+        raise LaunchError(f"cannot query images: {_explain(exc)}") from exc
+    step, error = "", None
+    try:
+        stream = client.api.build(
+            fileobj=_context_tar(spec),
+            custom_context=True,
+            tag=tag,
+            rm=True,
+            forcerm=True,
+            decode=True,
+            network_mode="host",
+            labels={MANAGED_LABEL: "1", HASH_LABEL: content_hash(spec)},
+        )
+        for chunk in stream:
+            text = chunk.get("stream") or ""
+            if text:
+                log.write(text)
+                log.flush()
+                for line in text.splitlines():
+                    if line.startswith("Step "):
+                        step = line.strip()
+            if "error" in chunk:
+                error = chunk.get("error") or json.dumps(chunk.get("errorDetail"))
+    except sdk.errors.DockerException as exc:
+        error = _explain(exc)
+    if error is not None:
+        raise LaunchError(f"image build failed at {step or 'the first step'}: {str(error).strip()}")
+    return tag, True
+
+
+def remove_images(client: Any) -> list[str]:
+    """Remove every image edgeprof built (``edgeprof gc --images``); returns their tags."""
+    removed: list[str] = []
+    for image in client.images.list(filters={"label": f"{MANAGED_LABEL}=1"}):
+        tags = image.tags or [image.id]
+        client.images.remove(image.id, force=True)
+        removed.extend(tags)
+    return removed
