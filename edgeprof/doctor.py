@@ -114,6 +114,7 @@ def diagnose(
     except EdgeprofError as exc:
         f.append(Finding("auto backend", False, str(exc)))
     f.append(Finding("counter reader", None, fs.READER))
+    f.extend(_docker())
     return f
 
 
@@ -158,3 +159,25 @@ def render(findings: list[Finding]) -> str:
         if x.fix:
             lines.append(f"       fix: {x.fix}")
     return "\n".join(lines) + "\n"
+
+
+def _docker() -> list[Finding]:
+    from .backends.docker import DockerBackend
+
+    be = DockerBackend()
+    try:
+        be.check()
+        info = be.info()
+    except EdgeprofError as exc:
+        return [Finding("docker", False, str(exc))]
+    version = be.client.version()
+    exact = be.mechanism != "docker+stats"
+    return [
+        Finding("docker", True, f"daemon {version.get('Version')} (API "
+                f"{version.get('ApiVersion')}), cgroup driver {info.get('CgroupDriver')}, "
+                f"cgroup v{be.cgroup_version}"),
+        Finding("docker measurement", exact,
+                "exact: kernel counters of an edgeprof-named cgroup parent" if exact
+                else "stats API only (the daemon is not on this host): sampled peaks",
+                None if exact else "run the daemon on this host for exact figures"),
+    ]

@@ -2,7 +2,8 @@
 
 Tiers: static (ruff, mypy --strict), unit (fake cgroupfs trees, scripted backend), host (the
 real kernel's cgroups here: v1 hybrid on our machines), vm (cgroup v2 in a throwaway qemu
-guest; its guest-side counts are read back from the guest's JUnit file).  In CI (CI=true) a
+guest; its guest-side counts are read back from the guest's JUnit file), docker (a private,
+real dockerd started by the tier's fixture).  In CI (CI=true) a
 skipped test anywhere fails the run: no tier may skip there.
 """
 
@@ -24,6 +25,7 @@ TIERS = [
     ("unit", ["tests/unit"]),
     ("host", ["tests/integration", "tests/tooling"]),
     ("vm", ["tests/vm"]),
+    ("docker", ["tests/docker"]),
 ]
 
 
