@@ -173,11 +173,19 @@ def _docker() -> list[Finding]:
     version = be.client.version()
     exact = be.mechanism != "docker+stats"
     return [
-        Finding("docker", True, f"daemon {version.get('Version')} (API "
-                f"{version.get('ApiVersion')}), cgroup driver {info.get('CgroupDriver')}, "
-                f"cgroup v{be.cgroup_version}"),
-        Finding("docker measurement", exact,
-                "exact: kernel counters of an edgeprof-named cgroup parent" if exact
-                else "stats API only (the daemon is not on this host): sampled peaks",
-                None if exact else "run the daemon on this host for exact figures"),
+        Finding(
+            "docker",
+            True,
+            f"daemon {version.get('Version')} (API "
+            f"{version.get('ApiVersion')}), cgroup driver {info.get('CgroupDriver')}, "
+            f"cgroup v{be.cgroup_version}",
+        ),
+        Finding(
+            "docker measurement",
+            exact,
+            "exact: kernel counters of an edgeprof-named cgroup parent"
+            if exact
+            else "stats API only (the daemon is not on this host): sampled peaks",
+            None if exact else "run the daemon on this host for exact figures",
+        ),
     ]

@@ -112,7 +112,7 @@ def profile(
         stdout=stdout,
         stderr=stderr,
         cpuset_auto=auto_pinned,
-        image=image,
+        image=image or getattr(be, "image", None),
     )
     warnings = list(be.warnings())
     result = _run(be, spec, interval_s, timeout_s, kill_grace, out, name, warnings)

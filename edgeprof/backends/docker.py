@@ -59,17 +59,20 @@ class DockerOptions:
     shm_size: int | None = None
     privileged: bool = False
     user: str | None = None
+    security_opt: tuple[str, ...] = ()
 
 
 def parse_docker_args(args: str | Sequence[str]) -> DockerOptions:
     """``"-v /data:/data --shm-size 1g --privileged"`` → :class:`DockerOptions`.
 
     Accepted: ``-v/--volume``, ``-e/--env``, ``--network/--net``, ``--shm-size``,
-    ``--privileged``, ``-u/--user`` (``--opt value`` and ``--opt=value``).  Anything else is
-    a :class:`ConfigError`: edgeprof never forwards an option it does not understand.
+    ``--privileged``, ``-u/--user``, ``--security-opt`` (``--opt value`` and
+    ``--opt=value``).  Anything else is a :class:`ConfigError`: edgeprof never forwards an
+    option it does not understand.
     """
     words = shlex.split(args) if isinstance(args, str) else list(args)
     volumes: list[str] = []
+    security: list[str] = []
     env: dict[str, str] = {}
     opts: dict[str, Any] = {}
     takes_value = {
@@ -82,6 +85,7 @@ def parse_docker_args(args: str | Sequence[str]) -> DockerOptions:
         "--shm-size": "shm",
         "-u": "user",
         "--user": "user",
+        "--security-opt": "security",
     }
     i = 0
     while i < len(words):
@@ -118,9 +122,13 @@ def parse_docker_args(args: str | Sequence[str]) -> DockerOptions:
             opts["network_mode"] = value
         elif kind == "shm":
             opts["shm_size"] = parse_size(value)
+        elif kind == "security":
+            security.append(value)
         else:
             opts["user"] = value
-    return DockerOptions(volumes=tuple(volumes), environment=env, **opts)
+    return DockerOptions(
+        volumes=tuple(volumes), environment=env, security_opt=tuple(security), **opts
+    )
 
 
 def _sdk() -> Any:
@@ -310,6 +318,7 @@ class DockerRun:
         self._net_file: fs.CounterFile | None = None
         self._net_last: tuple[int | None, int | None] = (None, None)
         self._created_dirs: list[Path] = []
+        self._parents_everywhere: list[Path] = []
         self._name = run_group_name()
         self._out_thread: threading.Thread | None = None
         self._cgroup_parent: str | None = None
@@ -348,6 +357,9 @@ class DockerRun:
                 d = d / part
                 if not d.exists():
                     missing.append(d)
+        # The container's own groups: runc removes them when the container goes, but not
+        # always before Docker's remove call returns; whatever is left then is ours to remove.
+        self._parents_everywhere = [root / rel for root in roots]
         # Deepest first, as rmdir needs.
         self._created_dirs = sorted(missing, key=lambda p: len(p.parts), reverse=True)
 
@@ -372,6 +384,8 @@ class DockerRun:
             kwargs["shm_size"] = o.shm_size
         if o.user:
             kwargs["user"] = o.user
+        if o.security_opt:
+            kwargs["security_opt"] = list(o.security_opt)
         if self._cgroup_parent:
             kwargs["cgroup_parent"] = self._cgroup_parent
         # Limits exactly as Docker defines them: --cpus is NanoCPUs (period 100 ms).
@@ -668,8 +682,16 @@ class DockerRun:
         if self._out_thread is not None:
             self._out_thread.join(timeout=5)
         # The parent groups (and the directories runc made on the way) outlive the
-        # container: remove exactly those, deepest first.
-        self.warnings.extend(fs.remove_tree(self._created_dirs))
+        # container: remove exactly those, deepest first, after any container group left.
+        container = getattr(self, "_container", None)
+        cid = str(container.id) if container is not None else ""
+        inner = [
+            p / n
+            for p in self._parents_everywhere
+            for n in (cid, f"docker-{cid}.scope")
+            if cid and (p / n).is_dir()
+        ]
+        self.warnings.extend(fs.remove_tree([*inner, *self._created_dirs], attempts=1000))
 
     def __enter__(self) -> DockerRun:
         return self
