@@ -17,7 +17,7 @@ import pytest
 
 import edgeprof
 from edgeprof import Limits, Termination
-from edgeprof.backends.docker import MANAGED_LABEL, DockerBackend, parse_docker_args
+from edgeprof.backends.docker import DockerBackend, parse_docker_args
 from edgeprof.dockerenv import EnvSpec, ensure_image
 from edgeprof.errors import BackendUnavailable, ConfigError, LaunchError
 
@@ -31,23 +31,6 @@ def backend(d: Any, image: str, **kw: Any) -> DockerBackend:
     be = DockerBackend(image, client=d.client, **kw)
     be.check()
     return be
-
-
-def no_containers_left(d: Any) -> None:
-    left = d.client.containers.list(all=True, filters={"label": f"{MANAGED_LABEL}=1"})
-    assert left == [], f"containers left behind: {[c.name for c in left]}"
-
-
-@pytest.fixture(autouse=True)
-def leaves_nothing(docker_daemon: Any) -> Any:
-    yield
-    no_containers_left(docker_daemon)
-    stray = subprocess.run(
-        ["find", "/sys/fs/cgroup", "-name", "edgeprof-*-*", "-type", "d"],
-        capture_output=True,
-        text=True,
-    ).stdout.split()
-    assert [s for s in stray if "edgeprof-docker" not in s] == []
 
 
 def test_environment_is_built_once_then_reused(docker_daemon: Any, tmp_path: Path) -> None:
