@@ -316,8 +316,9 @@ def _result(
         peak, source = stats.peak_memory, "sampled" if stats.peak_memory is not None else None
         if peak is not None:
             warnings.append(
-                "this kernel has no memory high-water mark (memory.peak needs Linux 5.19): "
-                f"peak memory is the largest of the samples taken every {interval:g}s"
+                "no kernel high-water mark here (cgroup v2 memory.peak needs Linux 5.19; the "
+                "Docker stats API has none): peak memory is the largest of the samples taken "
+                f"every {interval:g}s"
             )
     return RunResult(
         edgeprof_version=__version__,

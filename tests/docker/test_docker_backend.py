@@ -222,3 +222,30 @@ def test_same_workload_same_figures_on_both_backends(docker_daemon: Any, tmp_pat
     cont_peak = min(r.memory.peak_bytes or 0 for r in conts)
     assert host_peak > 150 * MiB and abs(cont_peak - host_peak) / host_peak < 0.05
     assert {r.memory.peak_source for r in hosts + conts} == {"kernel"}
+
+
+def test_remote_daemons_fall_back_to_the_stats_api(docker_daemon: Any) -> None:
+    """Without the kernel's counters the figures are the last stats reading: a stats call
+    takes a good fraction of a second here, so the last ones before the exit are missing."""
+    be = backend(docker_daemon, docker_daemon.images["python3"], mode="stats")
+    code = "import time; b = b'x' * (64 << 20); t = time.time()\nwhile time.time() - t < 3: pass"
+    r = edgeprof.profile(["python3", "-c", code], backend=be)
+    assert r.mechanism == "docker+stats" and r.termination is Termination.EXITED
+    assert r.memory.peak_source == "sampled"
+    assert r.memory.peak_bytes and r.memory.peak_bytes >= 64 * MiB
+    assert any("stats API" in w for w in r.warnings)
+    assert r.cpu.total_s and 1.0 <= r.cpu.total_s <= 3.5
+
+
+def test_docker_args_reach_the_container(docker_daemon: Any, tmp_path: Path) -> None:
+    opts = parse_docker_args(f"-v {tmp_path}:/data -e GREETING=hi --network none --shm-size 8m")
+    be = DockerBackend(docker_daemon.images["busybox"], client=docker_daemon.client, options=opts)
+    be.check()
+    r = edgeprof.profile(
+        ["sh", "-c", "echo $GREETING > /data/out; df -k /dev/shm | tail -1 > /data/shm; sleep 0.3"],
+        backend=be,
+    )
+    assert r.exit_code == 0
+    assert (tmp_path / "out").read_text() == "hi\n"
+    assert (tmp_path / "shm").read_text().split()[1] == "8192"
+    assert r.io.net_rx_bytes == 0  # --network none: the namespace has only loopback
