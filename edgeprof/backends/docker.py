@@ -649,6 +649,8 @@ class DockerRun:
 
     def kill(self) -> None:
         """SIGKILL the container's init: the kernel then kills its whole PID namespace."""
+        if self._status is not None:
+            return  # init has exited, and with it every process of its PID namespace
         try:
             self._container.reload()
             if self._container.attrs["State"].get("Running"):
