@@ -9,6 +9,12 @@ counters; it does no arithmetic on them.  The runner drives every backend the sa
         run.kill()                         # what is left of the tree
         run.counters()                     # final totals, after the kill
     # __exit__ → run.close(): group / container removed (idempotent)
+
+Optional capabilities, looked up with ``getattr`` so a backend without them still works:
+``Backend.runs_on_host`` (default True; False when the command lives in an image, so the
+runner does not look for it on this host), ``Backend.image`` (the default image), and
+``RunHandle.batch_reader`` (a :class:`~edgeprof.sampler.BatchReader` whose sampling loop runs
+outside Python).
 """
 
 from __future__ import annotations

@@ -22,6 +22,12 @@ FIX = (
     "systemd-run --user --scope -p Delegate=yes edgeprof …"
 )
 SELF_LEAF = "edgeprof-self"
+THROTTLING = (
+    Field("nr_periods", "nr_periods"),
+    Field("nr_throttled", "nr_throttled"),
+    Field("throttled_us", "throttled_usec"),
+)
+"""CFS throttling in v2 ``cpu.stat`` (only a group with a quota of its own has any)."""
 
 
 class CgroupV2Backend:
@@ -221,9 +227,7 @@ class CgroupV2Backend:
                     Field("cpu_usage_us", "usage_usec"),
                     Field("cpu_user_us", "user_usec"),
                     Field("cpu_system_us", "system_usec"),
-                    Field("nr_periods", "nr_periods"),
-                    Field("nr_throttled", "nr_throttled"),
-                    Field("throttled_us", "throttled_usec"),
+                    *THROTTLING,
                 ),
             ),
             Source(group / "memory.current", Kind.INT, (Field("memory_current"),)),

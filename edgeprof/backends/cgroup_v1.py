@@ -26,6 +26,12 @@ REQUIRED = ("memory", "cpuacct")
 FIX = "run edgeprof as root (cgroup v1 has no safe delegation to ordinary users)"
 UNIFIED = ""  # key of the v2 hierarchy in /proc/self/cgroup and in our mount table
 NO_THROTTLE_BPS = 2**40
+THROTTLING = (
+    Field("nr_periods", "nr_periods"),
+    Field("nr_throttled", "nr_throttled"),
+    Field("throttled_us", "throttled_time", divisor=1000),  # ns
+)
+"""CFS throttling in v1 ``cpu.stat`` (only a group with a quota of its own has any)."""
 
 
 @dataclass(frozen=True)
@@ -253,9 +259,7 @@ class CgroupV1Backend:
                 "cpu",
                 "cpu.stat",
                 Kind.KV,
-                Field("nr_periods", "nr_periods"),
-                Field("nr_throttled", "nr_throttled"),
-                Field("throttled_us", "throttled_time", divisor=ns),
+                *THROTTLING,
                 per_sample=False,
             ),
             *at("memory", "memory.usage_in_bytes", Kind.INT, Field("memory_current")),

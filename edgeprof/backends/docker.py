@@ -36,7 +36,9 @@ from ..model import Counters, RunSpec
 from ..units import format_cpuset, parse_size
 from ._cgroup_common import run_group_name
 from ._process import signal_pids
+from .cgroup import THROTTLING as V2_THROTTLING
 from .cgroup import CgroupV2Backend
+from .cgroup_v1 import THROTTLING as V1_THROTTLING
 from .cgroup_v1 import CgroupV1Backend, cgroup_mounts, discover
 
 if TYPE_CHECKING:  # the SDK is an optional dependency: imported lazily
@@ -458,11 +460,7 @@ class DockerRun:
                     Source(
                         inner_dir / "cpu.stat",
                         Kind.KV,
-                        (
-                            Field("nr_periods", "nr_periods"),
-                            Field("nr_throttled", "nr_throttled"),
-                            Field("throttled_us", "throttled_usec"),
-                        ),
+                        V2_THROTTLING,
                     )
                 ]
             )
@@ -484,11 +482,7 @@ class DockerRun:
                     Source(
                         d / "cpu.stat",
                         Kind.KV,
-                        (
-                            Field("nr_periods", "nr_periods"),
-                            Field("nr_throttled", "nr_throttled"),
-                            Field("throttled_us", "throttled_time", divisor=1000),
-                        ),
+                        V1_THROTTLING,
                     )
                 )
             if "memory" in dirs and (d := self._find_inner(dirs["memory"], cid)) is not None:
