@@ -11,7 +11,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 .PHONY: setup demo test lint clean
 
 # The venv lives in the checkout: the cgroup v2 VM tier reaches it through the host-root share.
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py native/cgstat.c native/cgstat.h native/build_cgstat.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
