@@ -201,8 +201,7 @@ def test_same_workload_same_figures_on_both_backends(docker_daemon: Any, tmp_pat
     that is the workload costing more, not the measurement differing.  On this VM the CPU
     time of a fixed job also varies from run to run on either backend (the guest is not told
     when its vCPU waits for the host): interleave six runs on one core on each backend and
-    compare the least disturbed (minimum) of each.  runc's set-up (~35 ms of CPU, measured)
-    is charged to the container's group too.
+    compare them net of each backend's fixed start-up.
     """
     # A 150 MiB buffer (the peak), filled from /dev/zero 60 times (the CPU time).
     work = "dd if=/dev/zero of=/dev/null bs=150M count=60"
@@ -215,9 +214,24 @@ def test_same_workload_same_figures_on_both_backends(docker_daemon: Any, tmp_pat
         hosts.append(edgeprof.profile([str(bb), "sh", "-c", on_host], one_core, backend="cgroup"))
         conts.append(edgeprof.profile(["sh", "-c", work], one_core, backend=be))
     assert all(r.exit_code == 0 for r in hosts + conts)
-    host_cpu = min(r.cpu.total_s or 0 for r in hosts)
-    cont_cpu = min(r.cpu.total_s or 0 for r in conts)
-    assert host_cpu > 1 and abs(cont_cpu - host_cpu) / host_cpu < 0.05, (host_cpu, cont_cpu)
+    # Each backend's fixed start-up (runc's set-up in the container's group, ~35 ms) is
+    # measured with `true` and taken off: what is compared is the work's CPU time.
+    fixed_host = min(
+        edgeprof.profile([str(bb), "true"], one_core, backend="cgroup").cpu.total_s or 0
+        for _ in range(3)
+    )
+    fixed_cont = min(
+        edgeprof.profile(["true"], one_core, backend=be).cpu.total_s or 0 for _ in range(3)
+    )
+    # Noise on this VM comes in spells: a host run and the container run right after it
+    # see the same spell, so compare them pair by pair and take the median ratio.
+    ratios = sorted(
+        ((c.cpu.total_s or 0) - fixed_cont) / ((h.cpu.total_s or 0) - fixed_host)
+        for h, c in zip(hosts, conts, strict=True)
+    )
+    median = (ratios[2] + ratios[3]) / 2
+    assert min(r.cpu.total_s or 0 for r in hosts) > 1
+    assert abs(median - 1) < 0.05, (ratios, fixed_host, fixed_cont)
     host_peak = min(r.memory.peak_bytes or 0 for r in hosts)
     cont_peak = min(r.memory.peak_bytes or 0 for r in conts)
     assert host_peak > 150 * MiB and abs(cont_peak - host_peak) / host_peak < 0.05
