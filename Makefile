@@ -1,5 +1,5 @@
 # The two commands of README's quick start.  Each sets itself up on a fresh machine.
-#   make demo   profile the example workload under device limits (auto-detected backend)
+#   make demo   the MobileNetV2 family under a 1-core, 1 GiB device (auto-detected backend)
 #   make test   every test tier; in CI (CI=true) a tier that cannot run fails the run
 
 PYTHON ?= python3
@@ -7,6 +7,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 EDGEPROF := $(VENV)/bin/edgeprof
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+comma := ,
+empty :=
+space := $(empty) $(empty)
 
 .PHONY: setup demo test lint clean
 
@@ -14,19 +17,20 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 $(VENV)/.installed: pyproject.toml setup.py native/cgstat.c native/cgstat.h native/build_cgstat.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,docker,examples]'
 	touch $@
 
 setup: $(VENV)/.installed
 
+MODELS := .demo/models
+FAMILY := $(foreach w,0.25 0.5 0.75 1.0,$(MODELS)/mobilenet_v2_$(w).onnx)
+
+# The MobileNetV2 family under a 1-core, 1 GiB device, 3 runs each: comparison and ranking.
 demo: setup
 	$(EDGEPROF) doctor
-	@echo
-	$(EDGEPROF) run --name "1 cpu, 256m" --cpus 1 --memory 256m -- $(PY) examples/quickstart/infer.py
-	@echo
-	$(EDGEPROF) run --name "0.5 cpu, 256m" --cpus 0.5 --memory 256m -- $(PY) examples/quickstart/infer.py
-	@echo
-	$(EDGEPROF) run --name "1 cpu, 64m" --cpus 1 --memory 64m -- $(PY) examples/quickstart/infer.py --batch 64 || true
+	$(PY) examples/benchmark/make_models.py --out $(MODELS)
+	$(EDGEPROF) run --cpus 1 --memory 1g --repeat 3 --out .demo/results \
+	    -m $(subst $(space),$(comma),$(strip $(FAMILY))) -- $(PY) examples/benchmark/infer.py
 
 test: setup
 	$(PY) tests/run_tiers.py
@@ -36,4 +40,4 @@ lint: setup
 	$(VENV)/bin/mypy edgeprof
 
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache .demo .test-results

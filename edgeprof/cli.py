@@ -17,6 +17,7 @@ import typer
 
 from . import __version__
 from .backends import Backend, get_backend
+from .compare import render_comparison, summarize
 from .errors import ConfigError, EdgeprofError
 from .model import Limits, RunResult, Termination
 from .report.table import print_table, render_markdown
@@ -131,6 +132,16 @@ def run(
     dockerfile: Annotated[
         Path | None, typer.Option(help="Environment: your own Dockerfile (supersedes the rest).")
     ] = None,
+    model_list: Annotated[
+        str | None,
+        typer.Option("--models", "-m", help="Models a,b,…: each is passed as a last argument."),
+    ] = None,
+    model_file: Annotated[
+        Path | None, typer.Option("--model-file", "-f", help="A file of model names, one a line.")
+    ] = None,
+    repeat: Annotated[
+        int, typer.Option(help="Runs per model; the comparison shows mean ± sd.")
+    ] = 1,
 ) -> None:
     """Run COMMAND under the limits and report what it used.
 
@@ -158,30 +169,80 @@ def run(
                 print(f"edgeprof: environment unchanged, reusing image {image}", file=sys.stderr)
     elif image or docker_args or base_image or dockerfile or apt or pip or prerun or env_dir:
         raise ConfigError("--image, --docker-args and environment options need --backend docker")
-    result = profile(
-        command,
-        limits,
-        backend=be,
-        image=image,
-        interval=interval,
-        timeout=timeout,
-        env=_parse_env(env or []),
-        cwd=cwd,
-        out_dir=out,
-        name=name,
-        stdout=sys.stderr.fileno() if json_out else None,
-        cgroup_parent=cgroup_parent,
-    )
+    models = _model_list(model_list, model_file)
+    if repeat < 1:
+        raise ConfigError(f"--repeat {repeat}: must be at least 1")
+    env_vars = _parse_env(env or [])
+    results: list[RunResult] = []
+    # The model reaches the command as one more argument, never through a shell.
+    targets: list[str | None] = [*models] if models else [None]
+    for model in targets:
+        label = name if model is None else (name or Path(model).name)
+        for i in range(repeat):
+            run_out = out
+            if out is not None and (models or repeat > 1):
+                run_out = out / _safe_dir(label or "run") / str(i + 1)
+            result = profile(
+                [*command, model] if model is not None else command,
+                limits,
+                backend=be,
+                image=image,
+                interval=interval,
+                timeout=timeout,
+                env=env_vars,
+                cwd=cwd,
+                out_dir=run_out,
+                name=label,
+                stdout=sys.stderr.fileno() if json_out else None,
+                cgroup_parent=cgroup_parent,
+            )
+            results.append(result)
+            if result.termination is Termination.INTERRUPTED:
+                break
+        if results[-1].termination is Termination.INTERRUPTED:
+            break
     if markdown is not None:
         try:
-            markdown.write_text(render_markdown([result]))
+            markdown.write_text(render_markdown(results))
         except OSError as exc:
             raise ConfigError(f"cannot write {markdown}: {exc.strerror}") from exc
+    several = len(results) > 1
     if json_out:
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+        data = [r.to_dict() for r in results] if several else results[0].to_dict()
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
-        print_table([result], sys.stdout)
-    raise typer.Exit(exit_code(result))
+        print_table(results, sys.stdout)
+        if several:
+            sys.stdout.write("\n" + render_comparison(summarize(results)))
+    codes = [exit_code(r) for r in results]
+    raise typer.Exit(next((c for c in codes if c), 0))
+
+
+def _model_list(models: str | None, model_file: Path | None) -> list[str]:
+    """``-m a,b`` or ``-f models.txt`` (one name a line; blank lines and # comments skipped)."""
+    if models and model_file:
+        raise ConfigError("give models with -m or -f, not both")
+    if model_file is not None:
+        try:
+            lines = model_file.read_text().splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read model file {model_file}: {exc}") from exc
+        names = [ln.strip() for ln in lines if ln.strip() and not ln.strip().startswith("#")]
+        if not names:
+            raise ConfigError(f"model file {model_file} lists no model")
+        return names
+    if models is None:
+        return []
+    names = [m.strip() for m in models.split(",")]
+    if not all(names):
+        raise ConfigError(f"-m {models!r}: empty model name in the list")
+    return names
+
+
+def _safe_dir(label: str) -> str:
+    """A model label as one directory name: never a path, never hidden."""
+    cleaned = "".join(c if c.isalnum() or c in "._-" else "_" for c in label).lstrip(".")
+    return cleaned[:100] or "model"
 
 
 def _check_writable(path: Path) -> None:

@@ -87,8 +87,13 @@ def render_markdown(results: Sequence[RunResult]) -> str:
 
 
 def _notes(results: Sequence[RunResult]) -> str:
-    out = []
+    """One line per label (how it was measured), then its warnings, each said once."""
+    out: list[str] = []
+    groups: dict[str, list[RunResult]] = {}
     for r in results:
+        groups.setdefault(r.label, []).append(r)
+    for label, runs in groups.items():
+        r = runs[0]
         lim = []
         if r.limits.cpus is not None:
             lim.append(f"cpus={r.limits.cpus:g}")
@@ -96,14 +101,16 @@ def _notes(results: Sequence[RunResult]) -> str:
             lim.append(f"cpuset={format_cpuset(r.limits.cpuset)}")
         if r.limits.memory is not None:
             lim.append(f"memory={format_binary(r.limits.memory)}")
-        head = (
-            f"{r.label}: {r.backend}/{r.mechanism}, limits: {', '.join(lim) or 'none'}, "
-            f"{r.samples.count} samples every {r.samples.interval_s:g}s"
-        )
-        if r.memory.oom_kills:
-            head += f", OOM kills: {r.memory.oom_kills}"
+        head = f"{label}: {r.backend}/{r.mechanism}, limits: {', '.join(lim) or 'none'}, "
+        if len(runs) == 1:
+            head += f"{r.samples.count} samples every {r.samples.interval_s:g}s"
+        else:
+            head += f"{len(runs)} runs, samples every {r.samples.interval_s:g}s"
+        oom = sum(x.memory.oom_kills or 0 for x in runs)
+        if oom:
+            head += f", OOM kills: {oom}"
         out.append(head)
-        out.extend(f"  warning: {w}" for w in r.warnings)
+        out.extend(f"  warning: {w}" for w in dict.fromkeys(w for x in runs for w in x.warnings))
     return "\n".join(out) + ("\n" if out else "")
 
 

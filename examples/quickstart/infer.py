@@ -36,7 +36,7 @@ def main() -> None:
         t = time.perf_counter()
         for _ in range(args.batch):
             x = [rng.random() for _ in range(args.width)]
-            _ = [sum(w * v for w, v in zip(row, x)) for row in weights]
+            _ = [sum(w * v for w, v in zip(row, x, strict=True)) for row in weights]
         latencies.append(time.perf_counter() - t)
     latencies.sort()
     print(

@@ -1,0 +1,86 @@
+"""End to end: the example MobileNets profiled on the cgroup backend, as `make demo` does.
+
+A wider model must use more CPU time and more peak memory, and the comparison must rank
+the family by width.  Needs root (real cgroups) and onnxruntime.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import require
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "examples" / "benchmark"
+
+
+def test_wider_model_uses_more_cpu_and_memory(tmp_path: Path) -> None:
+    require(os.geteuid() == 0, "profiling on the cgroup backend needs root")
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        require(False, "needs onnxruntime: pip install '.[examples]'")
+    models = tmp_path / "models"
+    subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "make_models.py"),
+            "--out",
+            str(models),
+            "--only",
+            "mobilenet_v2_0.25",
+            "mobilenet_v2_1.0",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    narrow, wide = models / "mobilenet_v2_0.25.onnx", models / "mobilenet_v2_1.0.onnx"
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "edgeprof",
+            "run",
+            "--cpus",
+            "1",
+            "--memory",
+            "1g",
+            "--repeat",
+            "2",
+            "-m",
+            f"{narrow},{wide}",
+            "--out",
+            str(tmp_path / "results"),
+            "--",
+            sys.executable,
+            str(BENCH / "infer.py"),
+            "--iterations",
+            "20",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert (
+        "Ranking by CPU time: mobilenet_v2_0.25.onnx" in out.stdout
+        and "Ranking by peak memory: mobilenet_v2_0.25.onnx" in out.stdout
+    ), out.stdout
+
+    import json
+
+    def results(name: str) -> list[dict[str, object]]:
+        return [
+            json.loads((tmp_path / "results" / name / str(i) / "result.json").read_text())
+            for i in (1, 2)
+        ]
+
+    for a, b in zip(results(narrow.name), results(wide.name), strict=True):
+        assert a["termination"] == b["termination"] == "exited"
+        assert a["cpu"]["total_s"] < b["cpu"]["total_s"]  # type: ignore[index]
+        assert a["memory"]["peak_bytes"] < b["memory"]["peak_bytes"]  # type: ignore[index]
+        assert a["memory"]["peak_source"] == "kernel"  # type: ignore[index]

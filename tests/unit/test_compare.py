@@ -1,0 +1,119 @@
+"""Repeats, statistics and rankings of several models' runs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from edgeprof.backends.fake import FakeBackend, linear
+from edgeprof.cli import main
+from edgeprof.compare import Stat, ranking, render_comparison, summarize
+from edgeprof.model import Termination
+from edgeprof.runner import profile
+
+
+def test_stat_hand_computed() -> None:
+    s = Stat.of([1.0, 2.0, 4.0])
+    assert s is not None
+    assert (s.mean, s.min, s.max, s.n) == (7 / 3, 1.0, 4.0, 3)
+    assert math.isclose(
+        s.sd, math.sqrt(((1 - 7 / 3) ** 2 + (2 - 7 / 3) ** 2 + (4 - 7 / 3) ** 2) / 2)
+    )
+    assert Stat.of([5.0]) == Stat(5.0, 0.0, 5.0, 5.0, 1)
+    assert Stat.of([]) is None
+
+
+def _runs(name: str, cpu_pct: float, memory: int, n: int = 2) -> list:  # type: ignore[type-arg]
+    be = FakeBackend(linear(cpu_pct=cpu_pct, memory_bytes=memory, peak_bytes=memory))
+    return [profile(["sleep", "0.2"], backend=be, name=name) for _ in range(n)]
+
+
+def test_summaries_rank_by_mean_and_list_failures() -> None:
+    results = _runs("small", 20, 10 << 20) + _runs("big", 80, 50 << 20)
+    be = FakeBackend(linear(cpu_pct=50, memory_bytes=1))
+    results += [profile(["sh", "-c", "exit 3"], backend=be, name="big")]
+    sums = summarize(results)
+    assert [m.name for m in sums] == ["small", "big"]
+    big = sums[1]
+    assert len(big.runs) == 3 and len(big.failures) == 1 and big.cpu_s and big.cpu_s.n == 2
+    assert [n for n, _ in ranking(sums, "cpu_s")] == ["small", "big"]
+    assert [n for n, _ in ranking(sums, "peak_bytes")] == ["small", "big"]
+    text = render_comparison(sums)
+    assert "Ranking by CPU time: small" in text and "big: a run ended exited (exit 3)" in text
+    assert all(r.termination is Termination.EXITED for r in results)
+
+
+def test_close_neighbours_are_marked_as_within_noise() -> None:
+    sums = summarize(_runs("a", 50, 10 << 20) + _runs("b", 50, 10 << 20))
+    assert "≈ " in render_comparison(sums)
+
+
+def test_cli_models_are_one_argument_each(tmp_path, capfd: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    seen = tmp_path / "seen"
+    code = main(
+        [
+            "run",
+            "--backend",
+            "fake",
+            "-m",
+            "a.tflite,Mobile Net;rm -rf,x",
+            "--",
+            "sh",
+            "-c",
+            f'printf "%s\\n" "$1" >> {seen}',
+            "sh",
+        ]
+    )
+    assert code == 0
+    assert seen.read_text().splitlines() == ["a.tflite", "Mobile Net;rm -rf", "x"]
+    out = capfd.readouterr().out
+    assert "Comparison" in out and "Mobile Net;rm -rf" in out
+
+
+def test_cli_model_file_and_repeat(tmp_path, capfd: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    f = tmp_path / "models.txt"
+    f.write_text("# the family\nm1\n\nm2\n")
+    out_dir = tmp_path / "out"
+    assert (
+        main(
+            [
+                "run",
+                "--backend",
+                "fake",
+                "-f",
+                str(f),
+                "--repeat",
+                "2",
+                "--out",
+                str(out_dir),
+                "--",
+                "true",
+            ]
+        )
+        == 0
+    )
+    assert sorted(p.relative_to(out_dir).as_posix() for p in out_dir.glob("*/*/result.json")) == [
+        "m1/1/result.json",
+        "m1/2/result.json",
+        "m2/1/result.json",
+        "m2/2/result.json",
+    ]
+    assert "RUNS" in capfd.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["-m", "a,,b"], "empty model name"),
+        (["--repeat", "0"], "--repeat 0"),
+        (["-m", "a", "-f", "x"], "not both"),
+        (["-f", "/nonexistent/models.txt"], "cannot read model file"),
+    ],
+)
+def test_cli_bad_model_lists(
+    args: list[str], message: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", "--backend", "fake", *args, "--", "true"]) == 2
+    err = capfd.readouterr().err
+    assert err.startswith("edgeprof: error:") and message in err and err.count("\n") == 1
