@@ -50,7 +50,8 @@ def main() -> int:
 
     t = time.monotonic()
     static_rc = 0
-    for cmd in ([PY, "-m", "ruff", "check", "edgeprof", "tests"], [PY, "-m", "mypy", "edgeprof"]):
+    lint = [PY, "-m", "ruff", "check", "edgeprof", "tests", "examples", "benchmarks"]
+    for cmd in (lint, [PY, "-m", "mypy", "edgeprof"]):
         print("$", " ".join(cmd[2:]), flush=True)
         static_rc |= subprocess.call(cmd, cwd=REPO, env=env)
     rows.append(("static", {"tests": 2, "failures": int(static_rc != 0), "errors": 0,
