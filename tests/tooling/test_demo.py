@@ -1,0 +1,27 @@
+"""`make demo`, the first command of README's quick start, runs in CI and ranks by width."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from tests.conftest import require
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_make_demo_ranks_the_family_by_width() -> None:
+    require(os.geteuid() == 0, "the demo profiles on the cgroup backend: needs root")
+    proc = subprocess.run(["make", "demo"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    family = [
+        "mobilenet_v2_0.25.onnx",
+        "mobilenet_v2_0.5.onnx",
+        "mobilenet_v2_0.75.onnx",
+        "mobilenet_v2_1.0.onnx",
+    ]
+    for metric in ("CPU time", "peak memory"):
+        line = next(ln for ln in proc.stdout.splitlines() if ln.startswith(f"Ranking by {metric}:"))
+        assert re.findall(r"mobilenet_v2_[0-9.]+\.onnx", line) == family, line
