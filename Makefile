@@ -17,6 +17,9 @@ space := $(empty) $(empty)
 $(VENV)/.installed: pyproject.toml setup.py native/cgstat.c native/cgstat.h native/build_cgstat.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	# PyTorch first and exactly this version: our machines hold its CPU wheel, and any
+	# other version (asked for by a range) would pull a CUDA build of several GB.
+	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[test,docker,examples]'
 	touch $@
 
