@@ -69,7 +69,7 @@ __all__ = [
 #: ``$EDGEPROF_VM_OUT``).  Files written there appear in :attr:`GuestResult.out_dir`.
 GUEST_OUT_DIR = "/run/edgeprof-vm/out"
 #: Where the host's root file system is bound read-only in the guest, for paths that the guest
-#: hides (its ``/tmp`` is a fresh tmpfs).  Given to the command as ``$EDGEPROF_VM_HOST_ROOT``.
+#: hides (its ``/proc``, ``/sys``, ``/dev``).  Given to the command as ``$EDGEPROF_VM_HOST_ROOT``.
 GUEST_HOST_ROOT = "/run/edgeprof-vm/host"
 
 #: The repository that contains this file (the checkout the guest works on).
@@ -136,7 +136,8 @@ mkdir -p "$R/dev/pts" "$R/dev/shm"
 mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts "$R/dev/pts"
 mount -t tmpfs -o mode=1777 tmpfs "$R/dev/shm"
 mount -t cgroup2 cgroup2 "$R/sys/fs/cgroup" || fail "cannot mount cgroup2"
-mount -t tmpfs -o mode=1777 tmpfs "$R/tmp" || fail "cannot mount /tmp"
+# /tmp stays the overlay's: the host's /tmp is readable (a checkout there works) and the
+# guest's writes land in its own RAM upper layer, as everywhere else.
 mkdir -p "$R@GUEST_OUT_DIR@" "$R@GUEST_HOST_ROOT@"
 mount -t 9p -o "@P9_OPTS@" out "$R@GUEST_OUT_DIR@" || fail "cannot mount the out share"
 mount --bind /lower "$R@GUEST_HOST_ROOT@" || fail "cannot bind the host root"
@@ -744,7 +745,7 @@ def run_in_guest(
 
     The command runs as root inside the overlay root (the host's file system, writable but
     throwaway) with a cgroup2 hierarchy at ``/sys/fs/cgroup``, in ``cwd`` (a host path; the
-    guest's ``/tmp``, ``/proc``, ``/sys`` and ``/dev`` are its own, so ``cwd`` must not be
+    guest's ``/proc``, ``/sys`` and ``/dev`` are its own, so ``cwd`` must not be
     under them).  Its environment is a sane ``PATH``, ``HOME=/root`` and ``LANG=C.UTF-8``,
     updated with ``env``, plus ``EDGEPROF_TEST_TIER=vm``, ``EDGEPROF_VM_OUT`` (=
     :data:`GUEST_OUT_DIR`) and ``EDGEPROF_VM_HOST_ROOT`` (= :data:`GUEST_HOST_ROOT`).
@@ -766,7 +767,7 @@ def run_in_guest(
     cwd = Path(cwd)
     if not cwd.is_absolute():
         raise ValueError(f"cwd must be an absolute host path, not {cwd}")
-    for hidden in ("/tmp", "/proc", "/sys", "/dev", GUEST_OUT_DIR):
+    for hidden in ("/proc", "/sys", "/dev", GUEST_OUT_DIR):
         if cwd == Path(hidden) or Path(hidden) in cwd.parents:
             raise ValueError(f"cwd {cwd} is hidden in the guest (its {hidden} is its own); "
                              f"use {GUEST_HOST_ROOT}{cwd} to reach the host's copy")
