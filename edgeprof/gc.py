@@ -19,13 +19,12 @@ RUN_GROUP = re.compile(r"^edgeprof-(\d+)-[0-9a-f]{8}$")
 
 
 def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie (a killed edgeprof waits as one for its reaper)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
         return False
-    except PermissionError:
-        return True
-    return True
 
 
 def stale_groups(mountinfo: Path = Path("/proc/self/mountinfo")) -> list[Path]:

@@ -11,6 +11,7 @@ import csv
 import io
 import os
 import select
+import signal
 import threading
 import time
 from collections import deque
@@ -248,6 +249,11 @@ class Sampler:
                 break
 
     def _run(self) -> None:
+        # Signals to edgeprof must reach the main thread: the kernel hands a process-directed
+        # signal to any thread that does not block it, and a Python handler only runs in the
+        # main thread — blocked in poll() on the workload, it would never wake (seen: SIGINT,
+        # SIGINT, SIGTERM in a burst left edgeprof waiting).
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
             if self._batch is not None:
                 self._run_batch(self._batch)

@@ -421,6 +421,8 @@ class DockerRun:
         err_fd = 2 if spec.stderr is None else spec.stderr
 
         def pump() -> None:
+            # Leave SIGINT/SIGTERM to the main thread (see Sampler._run).
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
             try:
                 for out, err in stream:
                     if out:

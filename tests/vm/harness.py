@@ -251,11 +251,13 @@ def ensure_assets(cache_dir: Path | None = None) -> VmAssets:
     Raises :class:`VmUnavailable` when any of this is impossible here.
     """
     if inside_guest():
-        raise VmUnavailable("already inside an edgeprof VM guest: nested TCG guests are not "
-                            "supported")
+        raise VmUnavailable(
+            "already inside an edgeprof VM guest: nested TCG guests are not supported"
+        )
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
-        raise VmUnavailable(f"the VM tier needs Linux on x86-64, not {platform.system()} "
-                            f"{platform.machine()}")
+        raise VmUnavailable(
+            f"the VM tier needs Linux on x86-64, not {platform.system()} {platform.machine()}"
+        )
     cache = (cache_dir or default_cache_dir()).expanduser().resolve()
     try:
         cache.mkdir(parents=True, exist_ok=True)
@@ -283,13 +285,22 @@ def _run(argv: Sequence[str], *, cwd: Path | None = None, timeout: float = 1800)
     """Run a host command and return its stdout; raise :class:`VmUnavailable` on failure."""
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive", LC_ALL="C")
     try:
-        proc = subprocess.run(list(argv), cwd=cwd, env=env, capture_output=True, text=True,
-                              timeout=timeout, check=False)
+        proc = subprocess.run(
+            list(argv),
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise VmUnavailable(f"`{shlex.join(argv)}` failed: {exc}") from exc
     if proc.returncode != 0:
-        raise VmUnavailable(f"`{shlex.join(argv)}` exited with {proc.returncode}:\n"
-                            f"{_tail(proc.stdout + proc.stderr, 20)}")
+        raise VmUnavailable(
+            f"`{shlex.join(argv)}` exited with {proc.returncode}:\n"
+            f"{_tail(proc.stdout + proc.stderr, 20)}"
+        )
     return proc.stdout
 
 
@@ -319,10 +330,19 @@ def _ensure_qemu() -> Path:
         return Path(found)
     _require_apt("installing qemu")
     if os.geteuid() != 0:
-        raise VmUnavailable("qemu-system-x86_64 is missing and we are not root to install it "
-                            "(apt-get install qemu-system-x86)")
-    install = ["apt-get", "-o", "DPkg::Lock::Timeout=300", "install", "-y",
-               "--no-install-recommends", "qemu-system-x86"]
+        raise VmUnavailable(
+            "qemu-system-x86_64 is missing and we are not root to install it "
+            "(apt-get install qemu-system-x86)"
+        )
+    install = [
+        "apt-get",
+        "-o",
+        "DPkg::Lock::Timeout=300",
+        "install",
+        "-y",
+        "--no-install-recommends",
+        "qemu-system-x86",
+    ]
     try:
         _run(install)
     except VmUnavailable:
@@ -369,8 +389,10 @@ def _ensure_kernel(cache: Path) -> Path:
         _apt_update()
         candidates = _kernel_candidates()
     if not candidates:
-        raise VmUnavailable("apt knows no linux-image-6.1.0-*-amd64 package "
-                            "(is Debian bookworm in the apt sources? try apt-get update)")
+        raise VmUnavailable(
+            "apt knows no linux-image-6.1.0-*-amd64 package "
+            "(is Debian bookworm in the apt sources? try apt-get update)"
+        )
     errors: list[str] = []
     for attempt in range(2):
         for package in candidates:
@@ -397,8 +419,10 @@ def _unpack_kernel(cache: Path, package: str) -> Path:
         if not vmlinuz:
             raise VmUnavailable(f"{deb.name} contains no /boot/vmlinuz-*")
         release = vmlinuz[0].name.removeprefix("vmlinuz-")
-        moddir = next((d for base in ("lib", "usr/lib")
-                       if (d := root / base / "modules" / release).is_dir()), None)
+        moddir = next(
+            (d for base in ("lib", "usr/lib") if (d := root / base / "modules" / release).is_dir()),
+            None,
+        )
         if moddir is None:
             raise VmUnavailable(f"{deb.name} contains no modules directory for {release}")
         order, builtin = _resolve_modules(moddir)
@@ -453,14 +477,15 @@ def _decompress_bzimage(image: bytes) -> bytes | None:
         raise ValueError("not a bzImage")
     setup_sects = image[0x1F1] or 4
     offset = (setup_sects + 1) * 512 + int.from_bytes(image[0x248:0x24C], "little")
-    payload = image[offset:offset + int.from_bytes(image[0x24C:0x250], "little")]
+    payload = image[offset : offset + int.from_bytes(image[0x24C:0x250], "little")]
     if payload.startswith(b"\xfd7zXZ\x00"):
         data = lzma.LZMADecompressor(format=lzma.FORMAT_XZ).decompress(payload)
     elif payload.startswith(b"\x1f\x8b"):
         data = gzip.GzipFile(fileobj=io.BytesIO(payload)).read()
     elif payload.startswith(b"\x28\xb5\x2f\xfd") and shutil.which("zstd"):
-        data = subprocess.run(["zstd", "-dc"], input=payload, capture_output=True,
-                              check=True).stdout
+        data = subprocess.run(
+            ["zstd", "-dc"], input=payload, capture_output=True, check=True
+        ).stdout
     else:
         return None
     return data if data.startswith(b"\x7fELF\x02") else None
@@ -468,8 +493,9 @@ def _decompress_bzimage(image: bytes) -> bytes | None:
 
 def _has_pvh_note(elf: bytes) -> bool:
     """Return whether an ELF kernel has the Xen PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY)."""
+
     def num(offset: int, size: int) -> int:
-        return int.from_bytes(elf[offset:offset + size], "little")
+        return int.from_bytes(elf[offset : offset + size], "little")
 
     phoff, phentsize, phnum = num(0x20, 8), num(0x36, 2), num(0x38, 2)
     for header in (phoff + i * phentsize for i in range(phnum)):
@@ -478,7 +504,7 @@ def _has_pvh_note(elf: bytes) -> bool:
         pos, end = num(header + 0x08, 8), num(header + 0x08, 8) + num(header + 0x20, 8)
         while pos + 12 <= end:
             namesz, descsz, kind = num(pos, 4), num(pos + 4, 4), num(pos + 8, 4)
-            name = elf[pos + 12:pos + 12 + namesz]
+            name = elf[pos + 12 : pos + 12 + namesz]
             if name == b"Xen\0" and kind == 18:
                 return True
             pos += 12 + (namesz + 3) // 4 * 4 + (descsz + 3) // 4 * 4
@@ -500,8 +526,11 @@ def _resolve_modules(moddir: Path) -> tuple[list[tuple[str, str]], list[str]]:
     """
     paths = {_module_name(p.name): p for p in sorted((moddir / "kernel").rglob("*.ko*"))}
     builtin_file = moddir / "modules.builtin"
-    builtin_all = {_module_name(line) for line in builtin_file.read_text().split()} \
-        if builtin_file.exists() else set()
+    builtin_all = (
+        {_module_name(line) for line in builtin_file.read_text().split()}
+        if builtin_file.exists()
+        else set()
+    )
 
     order: list[tuple[str, str]] = []
     seen: set[str] = set()
@@ -537,17 +566,19 @@ def _modinfo(elf: bytes) -> dict[str, str]:
         raise VmUnavailable("kernel module is not a 64-bit ELF file")
 
     def num(offset: int, size: int) -> int:
-        return int.from_bytes(elf[offset:offset + size], "little")
+        return int.from_bytes(elf[offset : offset + size], "little")
 
     shoff, shentsize, shnum, shstrndx = num(0x28, 8), num(0x3A, 2), num(0x3C, 2), num(0x3E, 2)
-    sections = [(num(h, 4), num(h + 0x18, 8), num(h + 0x20, 8))
-                for h in (shoff + i * shentsize for i in range(shnum))]
+    sections = [
+        (num(h, 4), num(h + 0x18, 8), num(h + 0x20, 8))
+        for h in (shoff + i * shentsize for i in range(shnum))
+    ]
     strtab = sections[shstrndx][1]
     info: dict[str, str] = {}
     for name_off, offset, size in sections:
-        name = elf[strtab + name_off:elf.index(b"\0", strtab + name_off)]
+        name = elf[strtab + name_off : elf.index(b"\0", strtab + name_off)]
         if name == b".modinfo":
-            for item in elf[offset:offset + size].split(b"\0"):
+            for item in elf[offset : offset + size].split(b"\0"):
                 key, sep, value = item.decode(errors="replace").partition("=")
                 if sep:
                     info.setdefault(key, value)
@@ -564,8 +595,7 @@ def _read_module(path: Path) -> bytes:
     if path.name.endswith(".zst"):
         if shutil.which("zstd") is None:
             raise VmUnavailable(f"{path.name} is zstd-compressed and `zstd` is missing")
-        return subprocess.run(["zstd", "-dc"], input=data, capture_output=True,
-                              check=True).stdout
+        return subprocess.run(["zstd", "-dc"], input=data, capture_output=True, check=True).stdout
     return data
 
 
@@ -579,7 +609,7 @@ def _is_static_elf(path: Path) -> bool:
     phnum = int.from_bytes(data[0x38:0x3A], "little")
     for i in range(phnum):
         start = phoff + i * phentsize
-        if int.from_bytes(data[start:start + 4], "little") == 3:  # PT_INTERP
+        if int.from_bytes(data[start : start + 4], "little") == 3:  # PT_INTERP
             return False
     return True
 
@@ -609,8 +639,11 @@ def _ensure_busybox(cache: Path) -> Path:
             _apt_update()
             deb = _download_deb("busybox-static", tmp)
         _run(["dpkg", "-x", str(deb), str(tmp / "root")])
-        found = [p for p in (tmp / "root" / "bin" / "busybox", tmp / "root" / "usr" / "bin" /
-                             "busybox") if p.exists()]
+        found = [
+            p
+            for p in (tmp / "root" / "bin" / "busybox", tmp / "root" / "usr" / "bin" / "busybox")
+            if p.exists()
+        ]
         if not found or not _is_static_elf(found[0]):
             raise VmUnavailable(f"{deb.name} holds no static busybox")
         shutil.copyfile(found[0], cache / "busybox.tmp")
@@ -621,11 +654,12 @@ def _ensure_busybox(cache: Path) -> Path:
 
 def _init_script() -> str:
     """Return the guest's ``/init`` with the guest paths filled in."""
-    return (_INIT_TEMPLATE
-            .replace("@ROOT_P9_OPTS@", _ROOT_P9_OPTS)
-            .replace("@P9_OPTS@", _P9_OPTS)
-            .replace("@GUEST_OUT_DIR@", GUEST_OUT_DIR)
-            .replace("@GUEST_HOST_ROOT@", GUEST_HOST_ROOT))
+    return (
+        _INIT_TEMPLATE.replace("@ROOT_P9_OPTS@", _ROOT_P9_OPTS)
+        .replace("@P9_OPTS@", _P9_OPTS)
+        .replace("@GUEST_OUT_DIR@", GUEST_OUT_DIR)
+        .replace("@GUEST_HOST_ROOT@", GUEST_HOST_ROOT)
+    )
 
 
 def _ensure_initrd(cache: Path, qemu: Path, kernel_dir: Path, busybox: Path) -> VmAssets:
@@ -639,8 +673,13 @@ def _ensure_initrd(cache: Path, qemu: Path, kernel_dir: Path, busybox: Path) -> 
         ("lib/modules/load-order", 0o100644, "".join(f"{m}\n" for m in order).encode()),
     ]
     for name in order:
-        files.append((f"lib/modules/{name}.ko", 0o100644,
-                      _strip_signature((kernel_dir / "modules" / f"{name}.ko").read_bytes())))
+        files.append(
+            (
+                f"lib/modules/{name}.ko",
+                0o100644,
+                _strip_signature((kernel_dir / "modules" / f"{name}.ko").read_bytes()),
+            )
+        )
 
     digest = hashlib.sha256(_ASSET_FORMAT.encode())
     for path, mode, data in files:
@@ -656,10 +695,14 @@ def _ensure_initrd(cache: Path, qemu: Path, kernel_dir: Path, busybox: Path) -> 
             if old != initrd:
                 old.unlink(missing_ok=True)
     vmlinux = kernel_dir / "vmlinux"
-    return VmAssets(qemu=qemu, kernel=vmlinux if vmlinux.exists() else kernel_dir / "vmlinuz",
-                    initrd=initrd,
-                    kernel_release=(kernel_dir / "release").read_text().strip(),
-                    loaded_modules=tuple(order), builtin_modules=builtin)
+    return VmAssets(
+        qemu=qemu,
+        kernel=vmlinux if vmlinux.exists() else kernel_dir / "vmlinuz",
+        initrd=initrd,
+        kernel_release=(kernel_dir / "release").read_text().strip(),
+        loaded_modules=tuple(order),
+        builtin_modules=builtin,
+    )
 
 
 def _strip_signature(module: bytes) -> bytes:
@@ -672,7 +715,7 @@ def _strip_signature(module: bytes) -> bytes:
     if not module.endswith(magic) or len(module) < len(magic) + 12:
         return module
     info_end = len(module) - len(magic)
-    sig_len = int.from_bytes(module[info_end - 4:info_end], "big")
+    sig_len = int.from_bytes(module[info_end - 4 : info_end], "big")
     end = info_end - 12 - sig_len
     return module[:end] if end > 0 else module
 
@@ -684,8 +727,21 @@ def _cpio_newc(files: Sequence[tuple[str, int, bytes]]) -> bytes:
 
     def entry(name: str, mode: int, data: bytes = b"", rdev: tuple[int, int] = (0, 0)) -> None:
         nonlocal ino
-        fields = (ino, mode, 0, 0, 2 if stat.S_ISDIR(mode) else 1, 0, len(data), 0, 0,
-                  rdev[0], rdev[1], len(name) + 1, 0)
+        fields = (
+            ino,
+            mode,
+            0,
+            0,
+            2 if stat.S_ISDIR(mode) else 1,
+            0,
+            len(data),
+            0,
+            0,
+            rdev[0],
+            rdev[1],
+            len(name) + 1,
+            0,
+        )
         out.write(b"070701" + "".join(f"{f:08x}" for f in fields).encode())
         out.write(name.encode() + b"\0")
         out.write(b"\0" * (-out.tell() % 4))
@@ -769,12 +825,17 @@ def run_in_guest(
         raise ValueError(f"cwd must be an absolute host path, not {cwd}")
     for hidden in ("/proc", "/sys", "/dev", GUEST_OUT_DIR):
         if cwd == Path(hidden) or Path(hidden) in cwd.parents:
-            raise ValueError(f"cwd {cwd} is hidden in the guest (its {hidden} is its own); "
-                             f"use {GUEST_HOST_ROOT}{cwd} to reach the host's copy")
+            raise ValueError(
+                f"cwd {cwd} is hidden in the guest (its {hidden} is its own); "
+                f"use {GUEST_HOST_ROOT}{cwd} to reach the host's copy"
+            )
     guest_env = {"PATH": _SANE_PATH, "HOME": "/root", "LANG": "C.UTF-8"}
     guest_env.update(env or {})
-    guest_env.update(EDGEPROF_TEST_TIER="vm", EDGEPROF_VM_OUT=GUEST_OUT_DIR,
-                     EDGEPROF_VM_HOST_ROOT=GUEST_HOST_ROOT)
+    guest_env.update(
+        EDGEPROF_TEST_TIER="vm",
+        EDGEPROF_VM_OUT=GUEST_OUT_DIR,
+        EDGEPROF_VM_HOST_ROOT=GUEST_HOST_ROOT,
+    )
     for key, value in guest_env.items():
         if not _ENV_NAME_RE.match(key):
             raise ValueError(f"invalid environment variable name {key!r}")
@@ -795,32 +856,56 @@ def run_in_guest(
 
     qemu_argv = [
         str(assets.qemu),
-        "-accel", "tcg",
-        "-cpu", "max",
-        "-smp", str(cpus),
-        "-m", str(memory_mb),
-        "-nodefaults", "-no-user-config", "-display", "none", "-nic", "none",
+        "-accel",
+        "tcg",
+        "-cpu",
+        "max",
+        "-smp",
+        str(cpus),
+        "-m",
+        str(memory_mb),
+        "-nodefaults",
+        "-no-user-config",
+        "-display",
+        "none",
+        "-nic",
+        "none",
         "-no-reboot",
-        "-chardev", f"file,id=console,path={_qemu_opt(str(console))}",
-        "-serial", "chardev:console",
-        "-kernel", str(assets.kernel),
-        "-initrd", str(assets.initrd),
-        "-append", _KERNEL_CMDLINE,
-        "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,"
-                   "multidevs=remap",
-        "-virtfs", f"local,path={_qemu_opt(str(out_dir))},mount_tag=out,security_model=none",
+        "-chardev",
+        f"file,id=console,path={_qemu_opt(str(console))}",
+        "-serial",
+        "chardev:console",
+        "-kernel",
+        str(assets.kernel),
+        "-initrd",
+        str(assets.initrd),
+        "-append",
+        _KERNEL_CMDLINE,
+        "-virtfs",
+        "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+        "-virtfs",
+        f"local,path={_qemu_opt(str(out_dir))},mount_tag=out,security_model=none",
     ]
     started = time.monotonic()
-    proc = subprocess.Popen(qemu_argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, errors="replace",
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        qemu_argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
     try:
         qemu_output, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         qemu_output, _ = proc.communicate()
-        raise VmError(f"guest timed out after {timeout:g} s (qemu killed)",
-                      _boot_log(console, qemu_output), _read(out_dir / "output.txt")) from None
+        raise VmError(
+            f"guest timed out after {timeout:g} s (qemu killed)",
+            _boot_log(console, qemu_output),
+            _read(out_dir / "output.txt"),
+        ) from None
     finally:
         if proc.poll() is None:  # interrupted (e.g. KeyboardInterrupt): never leave qemu
             proc.kill()
@@ -833,12 +918,16 @@ def run_in_guest(
     try:
         exit_code = int((out_dir / "exit_code").read_text().strip())
     except (OSError, ValueError):
-        raise VmError("the guest reported no exit code (boot failure?)", boot_log,
-                      output) from None
+        raise VmError("the guest reported no exit code (boot failure?)", boot_log, output) from None
     match = re.search(r"edgeprof-vm: command started, uptime ([0-9.]+)", boot_log)
-    return GuestResult(exit_code=exit_code, output=output, out_dir=out_dir, boot_log=boot_log,
-                       boot_seconds=float(match.group(1)) if match else None,
-                       wall_seconds=wall)
+    return GuestResult(
+        exit_code=exit_code,
+        output=output,
+        out_dir=out_dir,
+        boot_log=boot_log,
+        boot_seconds=float(match.group(1)) if match else None,
+        wall_seconds=wall,
+    )
 
 
 def _read(path: Path) -> str:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import require
+
 from . import harness
 
 pytestmark = pytest.mark.vm
@@ -45,7 +47,7 @@ echo "marker on stderr" >&2
 exit 3
 """
 # Must reach the guest verbatim: nothing may be expanded or executed.
-TRICKY_ARG = "it's \"quoted\" $HOME `touch /pwned` $(exit 9); exit 9\nsecond line *"
+TRICKY_ARG = 'it\'s "quoted" $HOME `touch /pwned` $(exit 9); exit 9\nsecond line *'
 TRICKY_ENV = "$(touch /pwned) 'single' \"double\" \\"
 
 
@@ -61,10 +63,9 @@ class Boot:
 @pytest.fixture(scope="module")
 def boot() -> Iterator[Boot]:
     """Boot the guest once and run :data:`PROBE` in it."""
-    if harness.inside_guest():
-        # Collected by a suite already running in the guest: the harness is tested from the
-        # host, and a guest inside the guest would take minutes under TCG.
-        pytest.skip("the VM harness is tested from the host, not from inside its guest")
+    # Collected by a suite already running in the guest: the harness is tested from the
+    # host, and a guest inside the guest would take minutes under TCG.
+    require(not harness.inside_guest(), "the VM harness is tested from the host only")
     with tempfile.TemporaryDirectory(prefix="edgeprof-vm-test-") as tmp:
         try:
             assets = harness.ensure_assets()
@@ -84,11 +85,8 @@ def boot() -> Iterator[Boot]:
 
 def guest(boot: Boot) -> harness.GuestResult:
     """Return the guest run, or skip (fail in CI) if the VM is unavailable here."""
-    if boot.result is None:
-        reason = f"VM tier unavailable: {boot.unavailable}"
-        if harness.in_ci():
-            pytest.fail(f"{reason} (CI=true: the VM tier must not skip)", pytrace=False)
-        pytest.skip(reason)
+    require(boot.result is not None, f"VM tier unavailable: {boot.unavailable}")
+    assert boot.result is not None
     return boot.result
 
 
