@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from .backends.docker import MANAGED_LABEL, _explain, _sdk
+from .backends.docker import MANAGED_LABEL, docker_sdk, explain
 from .errors import ConfigError, LaunchError
 
 IMAGE_REPO = "edgeprof-env"
@@ -151,14 +151,14 @@ def ensure_image(client: Any, spec: EnvSpec, log: TextIO) -> tuple[str, bool]:
     """
     spec.validate()
     tag = image_tag(spec)
-    sdk = _sdk()
+    sdk = docker_sdk()
     try:
         client.images.get(tag)
         return tag, False
     except sdk.errors.ImageNotFound:
         pass
     except sdk.errors.DockerException as exc:
-        raise LaunchError(f"cannot query images: {_explain(exc)}") from exc
+        raise LaunchError(f"cannot query images: {explain(exc)}") from exc
     step, error = "", None
     try:
         stream = client.api.build(
@@ -182,7 +182,7 @@ def ensure_image(client: Any, spec: EnvSpec, log: TextIO) -> tuple[str, bool]:
             if "error" in chunk:
                 error = chunk.get("error") or json.dumps(chunk.get("errorDetail"))
     except sdk.errors.DockerException as exc:
-        error = _explain(exc)
+        error = explain(exc)
     if error is not None:
         raise LaunchError(f"image build failed at {step or 'the first step'}: {str(error).strip()}")
     return tag, True

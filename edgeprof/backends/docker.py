@@ -133,7 +133,7 @@ def parse_docker_args(args: str | Sequence[str]) -> DockerOptions:
     )
 
 
-def _sdk() -> Any:
+def docker_sdk() -> Any:
     try:
         import docker
     except ImportError:
@@ -143,7 +143,7 @@ def _sdk() -> Any:
 
 def make_client(base_url: str | None = None) -> docker.DockerClient:
     """A client for ``base_url`` (else ``DOCKER_HOST``, else the local socket), pinged."""
-    sdk = _sdk()
+    sdk = docker_sdk()
     try:
         client = sdk.DockerClient(base_url=base_url) if base_url else sdk.from_env()
         client.ping()
@@ -204,7 +204,7 @@ class DockerBackend:
         if self._info is None:
             try:
                 self._info = dict(self.client.info())
-            except _sdk().errors.DockerException as exc:
+            except docker_sdk().errors.DockerException as exc:
                 raise BackendUnavailable(f"the Docker daemon does not answer: {exc}") from exc
         return self._info
 
@@ -309,7 +309,7 @@ class DockerRun:
     def __init__(self, backend: DockerBackend, spec: RunSpec, image: str, *, exact: bool) -> None:
         self._be = backend
         self._exact = exact
-        self._sdk = _sdk()
+        self._sdk = docker_sdk()
         self._closed = False
         self.warnings: list[str] = []
         self._status: int | None = None
@@ -336,7 +336,7 @@ class DockerRun:
             self._container.reload()
         except self._sdk.errors.DockerException as exc:
             self.close()
-            raise LaunchError(f"the container did not start: {_explain(exc)}") from exc
+            raise LaunchError(f"the container did not start: {explain(exc)}") from exc
         self.pid = int(self._container.attrs["State"].get("Pid") or 0)
         if exact:
             self._open_counters()
@@ -406,7 +406,7 @@ class DockerRun:
                 "description, or docker build) or load it first"
             ) from exc
         except self._sdk.errors.DockerException as exc:
-            raise LaunchError(f"cannot create the container: {_explain(exc)}") from exc
+            raise LaunchError(f"cannot create the container: {explain(exc)}") from exc
 
     def _attach(self, spec: RunSpec) -> threading.Thread:
         """Stream the container's stdout/stderr to the run's descriptors as it goes."""
@@ -416,7 +416,7 @@ class DockerRun:
             )
         except self._sdk.errors.DockerException as exc:
             self._remove()
-            raise LaunchError(f"cannot attach to the container: {_explain(exc)}") from exc
+            raise LaunchError(f"cannot attach to the container: {explain(exc)}") from exc
         out_fd = 1 if spec.stdout is None else spec.stdout
         err_fd = 2 if spec.stderr is None else spec.stderr
 
@@ -655,7 +655,7 @@ class DockerRun:
             return
         except self._sdk.errors.DockerException as exc:
             if "is not running" not in str(exc):
-                raise BackendError(f"cannot kill the container: {_explain(exc)}") from exc
+                raise BackendError(f"cannot kill the container: {explain(exc)}") from exc
         if self._status is None:
             self.wait(30)
 
@@ -665,7 +665,7 @@ class DockerRun:
         except self._sdk.errors.NotFound:
             pass
         except self._sdk.errors.DockerException as exc:
-            self.warnings.append(f"cannot remove container {self._name}: {_explain(exc)}")
+            self.warnings.append(f"cannot remove container {self._name}: {explain(exc)}")
 
     def close(self) -> None:
         if self._closed:
@@ -709,10 +709,7 @@ def _is_timeout(exc: BaseException) -> bool:
     return "Timeout" in name or "timed out" in str(exc)
 
 
-def _explain(exc: BaseException) -> str:
-    explanation = getattr(exc, "explanation", None)
-    return (
-        str(explanation or exc).strip().splitlines()[0]
-        if str(explanation or exc)
-        else (type(exc).__name__)
-    )
+def explain(exc: BaseException) -> str:
+    """The first line of what the Docker daemon said (or of the exception)."""
+    text = str(getattr(exc, "explanation", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
