@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .model import RunResult, Termination
 from .units import format_binary, format_seconds
@@ -43,6 +43,8 @@ class ModelSummary:
     cpu_s: Stat | None
     peak_bytes: Stat | None
     avg_bytes: Stat | None
+    medians: dict[str, float] = field(default_factory=dict)
+    """Median of each statistic: what rankings sort by (one odd run cannot reorder them)."""
 
     @property
     def failures(self) -> list[RunResult]:
@@ -58,14 +60,19 @@ def summarize(results: Sequence[RunResult]) -> list[ModelSummary]:
     for name, runs in groups.items():
         ok = [r for r in runs if r.termination is Termination.EXITED and not r.exit_code]
 
+        getters: dict[str, Callable[[RunResult], float | None]] = {
+            "wall_s": lambda r: r.wall_s,
+            "cpu_s": lambda r: r.cpu.total_s,
+            "peak_bytes": lambda r: r.memory.peak_bytes,
+            "avg_bytes": lambda r: r.memory.avg_bytes,
+        }
+        values = {k: _values(ok, g) for k, g in getters.items()}
         out.append(
             ModelSummary(
                 name=name,
                 runs=tuple(runs),
-                wall_s=Stat.of(_values(ok, lambda r: r.wall_s)),
-                cpu_s=Stat.of(_values(ok, lambda r: r.cpu.total_s)),
-                peak_bytes=Stat.of(_values(ok, lambda r: r.memory.peak_bytes)),
-                avg_bytes=Stat.of(_values(ok, lambda r: r.memory.avg_bytes)),
+                **{k: Stat.of(v) for k, v in values.items()},
+                medians={k: statistics.median(v) for k, v in values.items() if v},
             )
         )
     return out
@@ -82,9 +89,11 @@ def _pm(s: Stat | None, fmt: Callable[[float], str]) -> str:
 
 
 def ranking(summaries: Sequence[ModelSummary], key: str) -> list[tuple[str, Stat]]:
-    """Models by the mean of ``key`` (``cpu_s``, ``peak_bytes``, ``wall_s``), smallest first."""
-    ranked = [(m.name, s) for m in summaries if (s := getattr(m, key)) is not None]
-    return sorted(ranked, key=lambda x: x[1].mean)
+    """Models by the median of ``key`` (``cpu_s``, ``peak_bytes``, ``wall_s``), smallest
+    first; the median, not the mean, so that one disturbed run cannot reorder them."""
+    ranked = [(m, s) for m in summaries if (s := getattr(m, key)) is not None]
+    ranked.sort(key=lambda x: x[0].medians[key])
+    return [(m.name, s) for m, s in ranked]
 
 
 def _overlaps(a: Stat, b: Stat) -> bool:
@@ -108,7 +117,8 @@ def render_comparison(summaries: Sequence[ModelSummary]) -> str:
             ]
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(cols))]
-    lines = ["Comparison (mean ± standard deviation over the successful runs)"]
+    medians = {m.name: m.medians for m in summaries}
+    lines = ["Comparison (mean ± standard deviation over the successful runs; rankings by median)"]
     for i, cells in enumerate(rows):
         lines.append("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
         if i == 0:
@@ -123,7 +133,7 @@ def render_comparison(summaries: Sequence[ModelSummary]) -> str:
         parts = []
         for i, (name, s) in enumerate(ranked):
             tie = i > 0 and _overlaps(ranked[i - 1][1], s)
-            parts.append(("≈ " if tie else "") + f"{name} ({fmt(s.mean)})")
+            parts.append(("≈ " if tie else "") + f"{name} ({fmt(medians[name][key])})")
         lines.append(f"Ranking by {title}: " + " < ".join(parts).replace("< ≈ ", "≈ "))
     for m in summaries:
         for r in m.failures:

@@ -134,6 +134,7 @@ def parse_docker_args(args: str | Sequence[str]) -> DockerOptions:
 
 
 def docker_sdk() -> Any:
+    """The Docker SDK, imported on first use (an optional dependency)."""
     try:
         import docker
     except ImportError:
