@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -193,61 +194,64 @@ def _busybox_on_host(d: Any, dest: Path) -> Path:
     return path
 
 
-def test_same_workload_same_figures_on_both_backends(docker_daemon: Any, tmp_path: Path) -> None:
-    """One static binary, the same work: CPU time and peak agree within 5 %.
+def _own_cpu_s(out: Path) -> float:
+    """The shell's ``times``: its own and its children's user and system time, summed."""
+    fields = re.findall(r"(\d+)m([\d.]+)s", out.read_text())
+    assert len(fields) == 4, out.read_text()
+    return sum(int(m) * 60 + float(s) for m, s in fields)
 
-    The work makes few system calls on purpose: Docker's seccomp filter adds a real cost to
-    each one (measured here: ~0.15 s more system time for a pipe of 150 k small reads), and
-    that is the workload costing more, not the measurement differing.  On this VM the CPU
-    time of a fixed job also varies from run to run on either backend (the guest is not told
-    when its vCPU waits for the host): interleave eight runs on one core on each backend and
-    compare them net of each backend's fixed start-up.
+
+def test_same_workload_same_figures_on_both_backends(docker_daemon: Any, tmp_path: Path) -> None:
+    """One static binary, the same work: each backend's CPU time is the work's own CPU time
+    (as the shell's ``times`` counts it) plus the backend's fixed start-up, and the peaks agree.
+
+    The CPU time of the work itself is not compared across backends at 5 %: on this VM it
+    varies by more than that from run to run (the guest is not told when its vCPU waits for
+    the host; measured pair ratios 0.96-1.10 in one CI run), and Docker's seccomp filter adds a
+    real cost to each system call.  What must agree is the measurement: edgeprof's figure
+    against the work's own accounting, in the same run, on each backend.
     """
     # A 150 MiB buffer (the peak), filled from /dev/zero 60 times (the CPU time).
-    work = "dd if=/dev/zero of=/dev/null bs=150M count=60"
+    work = "dd if=/dev/zero of=/dev/null bs=150M count=60 2>/dev/null; times"
     bb = _busybox_on_host(docker_daemon, tmp_path)
-    on_host = f"{bb} {work}"
     be = backend(docker_daemon, docker_daemon.images["busybox"])
-    hosts, conts = [], []
     one_core = Limits(cpuset="0")  # the same core for both: cores differ in their noise
 
-    def on_host_run() -> Any:
-        return edgeprof.profile([str(bb), "sh", "-c", on_host], one_core, backend="cgroup")
+    def run(on_host: bool, i: int) -> tuple[Any, float]:
+        out = tmp_path / f"times-{on_host}-{i}"
+        with out.open("w") as f:
+            if on_host:
+                r = edgeprof.profile(
+                    [str(bb), "sh", "-c", work], one_core, backend="cgroup", stdout=f.fileno()
+                )
+            else:
+                r = edgeprof.profile(["sh", "-c", work], one_core, backend=be, stdout=f.fileno())
+        assert r.exit_code == 0
+        return r, _own_cpu_s(out)
 
-    def in_container() -> Any:
-        return edgeprof.profile(["sh", "-c", work], one_core, backend=be)
-
-    on_host_run(), in_container()  # warm-up, discarded: page cache, first container start
-    for i in range(8):  # alternate the order inside each pair, so a drift cancels out
-        if i % 2:
-            conts.append(in_container())
-            hosts.append(on_host_run())
-        else:
-            hosts.append(on_host_run())
-            conts.append(in_container())
-    assert all(r.exit_code == 0 for r in hosts + conts)
-    # Each backend's fixed start-up (runc's set-up in the container's group, ~35 ms) is
-    # measured with `true` and taken off: what is compared is the work's CPU time.
-    fixed_host = min(
+    run(True, -1), run(False, -1)  # warm-up, discarded: page cache, first container start
+    hosts = [run(True, i) for i in range(3)]
+    conts = [run(False, i) for i in range(3)]
+    # Each backend's fixed start-up (runc's set-up in the container's group, ~25 ms; the
+    # fork-to-exec path on the host) is in the group's counters but not in the shell's
+    # ``times``: measure it with `true` and allow it on top.
+    fixed_host = max(
         edgeprof.profile([str(bb), "true"], one_core, backend="cgroup").cpu.total_s or 0
         for _ in range(3)
     )
-    fixed_cont = min(
+    fixed_cont = max(
         edgeprof.profile(["true"], one_core, backend=be).cpu.total_s or 0 for _ in range(3)
     )
-    # Noise on this VM comes in spells: a host run and the container run right after it
-    # see the same spell, so compare them pair by pair and take the median ratio.
-    ratios = sorted(
-        ((c.cpu.total_s or 0) - fixed_cont) / ((h.cpu.total_s or 0) - fixed_host)
-        for h, c in zip(hosts, conts, strict=True)
-    )
-    median = (ratios[3] + ratios[4]) / 2
-    assert min(r.cpu.total_s or 0 for r in hosts) > 1
-    assert abs(median - 1) < 0.05, (ratios, fixed_host, fixed_cont)
-    host_peak = min(r.memory.peak_bytes or 0 for r in hosts)
-    cont_peak = min(r.memory.peak_bytes or 0 for r in conts)
+    for runs, fixed in ((hosts, fixed_host), (conts, fixed_cont)):
+        for r, own in runs:
+            total = r.cpu.total_s or 0
+            assert own > 1
+            # ``times`` counts in clock ticks (10 ms) per field; four fields.
+            assert own - 0.04 <= total <= own + fixed + 0.04 + 0.01 * own, (total, own, fixed)
+    host_peak = min(r.memory.peak_bytes or 0 for r, _ in hosts)
+    cont_peak = min(r.memory.peak_bytes or 0 for r, _ in conts)
     assert host_peak > 150 * MiB and abs(cont_peak - host_peak) / host_peak < 0.05
-    assert {r.memory.peak_source for r in hosts + conts} == {"kernel"}
+    assert {r.memory.peak_source for r, _ in hosts + conts} == {"kernel"}
 
 
 def test_remote_daemons_fall_back_to_the_stats_api(docker_daemon: Any) -> None:
