@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .units import parse_cpus, parse_cpuset, parse_memory_limit
+from .units import format_binary, format_cpuset, parse_cpus, parse_cpuset, parse_memory_limit
 
 SCHEMA_VERSION = 1
 """Version of the result JSON; bumped on any incompatible change of its keys or units."""
@@ -59,6 +59,18 @@ class Limits:
         elif memory is not None:
             memory = parse_memory_limit(f"{int(memory)}b")
         object.__setattr__(self, "memory", memory)
+
+    def describe(self) -> str:
+        """``cpus=1.5, cpuset=0-1, memory=512.0 MiB`` or ``none``: a stable label of a setting
+        (sweeps group runs into cells by it)."""
+        parts = []
+        if self.cpus is not None:
+            parts.append(f"cpus={self.cpus:g}")
+        if self.cpuset is not None:
+            parts.append(f"cpuset={format_cpuset(self.cpuset)}")
+        if self.memory is not None:
+            parts.append(f"memory={format_binary(self.memory)}")
+        return ", ".join(parts) or "none"
 
 
 @dataclass(frozen=True)

@@ -54,3 +54,44 @@ def read_result(path: Path) -> RunResult:
         return RunResult.from_dict(data)
     except (KeyError, TypeError) as exc:
         raise ConfigError(f"{path} is not an edgeprof result: missing {exc}") from exc
+
+
+#: ``sweep.json``: every run of a sweep (each a full result dict) plus the per-cell statistics.
+SWEEP_SCHEMA = "edgeprof-sweep/1"
+
+
+def load_runs(paths: list[Path]) -> list[RunResult]:
+    """Every run in ``paths``: a ``result.json``, a ``sweep.json`` (key ``runs``), a JSON list
+    of results (``run --json`` with several runs), or a directory searched recursively (a
+    directory holding a ``sweep.json`` is read through it, not through its run files).
+    Order is kept: file order as given, sorted paths inside a directory."""
+    runs: list[RunResult] = []
+    for path in paths:
+        if path.is_dir():
+            sweep = path / "sweep.json"
+            files = [sweep] if sweep.exists() else sorted(path.rglob("result.json"))
+            if not files:
+                raise ConfigError(f"{path}: no result.json or sweep.json in it")
+            runs.extend(load_runs(files))
+            continue
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot read result {path}: {exc}") from exc
+        if isinstance(data, dict) and data.get("schema") == SWEEP_SCHEMA:
+            items = data.get("runs")
+        elif isinstance(data, list):
+            items = data
+        else:
+            items = [data]
+        if not isinstance(items, list):
+            raise ConfigError(f"{path} is not an edgeprof result or sweep")
+        for item in items:
+            if not isinstance(item, dict):
+                raise ConfigError(f"{path} is not an edgeprof result or sweep")
+            try:
+                runs.append(RunResult.from_dict(item))
+            except (KeyError, TypeError, ValueError) as exc:
+                msg = f"{path} is not an edgeprof result: bad or missing {exc}"
+                raise ConfigError(msg) from exc
+    return runs

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from ..model import RunResult
-from ..units import format_binary, format_cpuset, format_decimal, format_seconds
+from ..units import format_binary, format_decimal, format_seconds
 
 COLUMNS = (
     "NAME",
@@ -94,14 +94,7 @@ def _notes(results: Sequence[RunResult]) -> str:
         groups.setdefault(r.label, []).append(r)
     for label, runs in groups.items():
         r = runs[0]
-        lim = []
-        if r.limits.cpus is not None:
-            lim.append(f"cpus={r.limits.cpus:g}")
-        if r.limits.cpuset is not None:
-            lim.append(f"cpuset={format_cpuset(r.limits.cpuset)}")
-        if r.limits.memory is not None:
-            lim.append(f"memory={format_binary(r.limits.memory)}")
-        head = f"{label}: {r.backend}/{r.mechanism}, limits: {', '.join(lim) or 'none'}, "
+        head = f"{label}: {r.backend}/{r.mechanism}, limits: {r.limits.describe()}, "
         if len(runs) == 1:
             head += f"{r.samples.count} samples every {r.samples.interval_s:g}s"
         else:

@@ -1,0 +1,52 @@
+"""Reading results back: result.json, sweep.json, JSON lists and directories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from edgeprof.errors import ConfigError
+from edgeprof.model import Limits
+from edgeprof.report.files import SWEEP_SCHEMA, load_runs, write_result
+
+from .conftest import make_result
+
+
+def test_limits_describe_is_a_stable_label() -> None:
+    assert Limits().describe() == "none"
+    assert Limits(cpus="1.5", cpuset="0-1", memory="512m").describe() == (
+        "cpus=1.5, cpuset=0-1, memory=512.0MiB"
+    )
+
+
+def test_load_runs_reads_every_form(tmp_path: Path) -> None:
+    a, b, c = (make_result(name=n) for n in "abc")
+    write_result(tmp_path / "one.json", a)
+    (tmp_path / "list.json").write_text(json.dumps([b.to_dict(), c.to_dict()]))
+    sweep = tmp_path / "sw" / "sweep.json"
+    sweep.parent.mkdir()
+    sweep.write_text(json.dumps({"schema": SWEEP_SCHEMA, "runs": [c.to_dict()], "cells": []}))
+    (tmp_path / "sw" / "x").mkdir()
+    write_result(tmp_path / "sw" / "x" / "result.json", a)  # read through sweep.json instead
+    nested = tmp_path / "runs" / "m" / "1"
+    nested.mkdir(parents=True)
+    write_result(nested / "result.json", b)
+    paths = [tmp_path / "one.json", tmp_path / "list.json", sweep.parent, tmp_path / "runs"]
+    got = load_runs(paths)
+    assert [r.name for r in got] == ["a", "b", "c", "c", "b"]
+    assert got[0] == a
+
+
+@pytest.mark.parametrize(
+    "text", ["{", "[1]", '{"schema": "edgeprof-sweep/1", "runs": 3}', '{"schema_version": 1}']
+)
+def test_load_runs_refuses_what_is_not_a_result(tmp_path: Path, text: str) -> None:
+    p = tmp_path / "bad.json"
+    p.write_text(text)
+    with pytest.raises(ConfigError, match=r"bad\.json"):
+        load_runs([p])
+    with pytest.raises(ConfigError, match=r"no result\.json"):
+        (tmp_path / "empty").mkdir()
+        load_runs([tmp_path / "empty"])
