@@ -95,3 +95,21 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
                 msg = f"{path} is not an edgeprof result: bad or missing {exc}"
                 raise ConfigError(msg) from exc
     return runs
+
+
+def append_locked(path: Path, text: str) -> None:
+    """Append ``text`` to ``path`` under an exclusive ``flock``, in one write: concurrent runs
+    appending to one summary file never interleave their lines."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        data = text.encode()
+        while data:
+            data = data[os.write(fd, data) :]
+    finally:
+        os.close(fd)  # closing releases the lock

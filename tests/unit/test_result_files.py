@@ -50,3 +50,24 @@ def test_load_runs_refuses_what_is_not_a_result(tmp_path: Path, text: str) -> No
     with pytest.raises(ConfigError, match=r"no result\.json"):
         (tmp_path / "empty").mkdir()
         load_runs([tmp_path / "empty"])
+
+
+def test_append_locked_never_interleaves(tmp_path: Path) -> None:
+    import multiprocessing
+
+    from edgeprof.report.files import append_locked
+
+    path = tmp_path / "summary.txt"
+    line = "x" * 70_000 + "\n"  # larger than a pipe buffer: one write() may be partial
+
+    def writer(c: str) -> None:
+        for _ in range(20):
+            append_locked(path, line.replace("x", c))
+
+    procs = [multiprocessing.Process(target=writer, args=(c,)) for c in "abcd"]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    lines = path.read_text().splitlines()
+    assert len(lines) == 80 and all(len(set(ln)) == 1 for ln in lines)
