@@ -17,11 +17,13 @@ import typer
 
 from . import __version__
 from .backends import Backend, get_backend
-from .compare import render_comparison, summarize
+from .compare import render_comparison, summarize_cells
 from .errors import ConfigError, EdgeprofError
-from .model import Limits, RunResult, Termination
+from .model import RunResult, Termination
+from .report.progress import PlainProgress
 from .report.table import print_table, render_markdown
-from .runner import DEFAULT_INTERVAL_S, profile
+from .runner import DEFAULT_INTERVAL_S
+from .sweep import SweepPlan, cell_order, limit_settings, model_names, run_sweep
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -76,10 +78,17 @@ def run(
         list[str], typer.Argument(help="The command and its arguments.", show_default=False)
     ],
     backend: Annotated[str, typer.Option(help="auto | cgroup | docker | fake")] = "auto",
-    cpus: Annotated[str | None, typer.Option(help="CPU bandwidth in CPUs, e.g. 1.5.")] = None,
-    cpuset: Annotated[str | None, typer.Option(help="CPUs to run on, e.g. 0-1,3.")] = None,
+    cpus: Annotated[
+        list[str] | None,
+        typer.Option(help="CPU bandwidth in CPUs, e.g. 1.5; a list 1,2 (or repeated) sweeps."),
+    ] = None,
+    cpuset: Annotated[
+        list[str] | None,
+        typer.Option(help="CPUs to run on, e.g. 0-1,3; repeat the option to sweep settings."),
+    ] = None,
     memory: Annotated[
-        str | None, typer.Option(help="Memory limit, e.g. 512m (binary units, as Docker).")
+        list[str] | None,
+        typer.Option(help="Memory limit, e.g. 512m (binary units, as Docker); a list sweeps."),
     ] = None,
     interval: Annotated[str, typer.Option(help="Sampling interval in seconds (≥ 0.001).")] = str(
         DEFAULT_INTERVAL_S
@@ -142,12 +151,23 @@ def run(
     repeat: Annotated[
         int, typer.Option(help="Runs per model; the comparison shows mean ± sd.")
     ] = 1,
+    warmup: Annotated[
+        int, typer.Option(help="Discarded runs per model and setting, before the measured ones.")
+    ] = 0,
 ) -> None:
     """Run COMMAND under the limits and report what it used.
 
     Example: edgeprof run --cpus 1.5 --memory 512m -- python infer.py model.onnx
     """
-    limits = Limits(cpus=cpus, cpuset=cpuset, memory=memory)
+    settings = limit_settings(cpus or (), cpuset or (), memory or ())
+    plan = SweepPlan(
+        command=tuple(command),
+        models=tuple(model_names(model_list, model_file)),
+        limits=settings,
+        repeat=repeat,
+        warmup=warmup,
+        name=name,
+    )
     if markdown is not None:
         _check_writable(markdown)  # written after the run: refuse it before the run starts
     be: str | Backend = backend
@@ -169,38 +189,24 @@ def run(
                 print(f"edgeprof: environment unchanged, reusing image {image}", file=sys.stderr)
     elif image or docker_args or base_image or dockerfile or apt or pip or prerun or env_dir:
         raise ConfigError("--image, --docker-args and environment options need --backend docker")
-    models = _model_list(model_list, model_file)
-    if repeat < 1:
-        raise ConfigError(f"--repeat {repeat}: must be at least 1")
-    env_vars = _parse_env(env or [])
-    results: list[RunResult] = []
-    # The model reaches the command as one more argument, never through a shell.
-    targets: list[str | None] = [*models] if models else [None]
-    for model in targets:
-        label = name if model is None else (name or Path(model).name)
-        for i in range(repeat):
-            run_out = out
-            if out is not None and (models or repeat > 1):
-                run_out = out / _safe_dir(label or "run") / str(i + 1)
-            result = profile(
-                [*command, model] if model is not None else command,
-                limits,
-                backend=be,
-                image=image,
-                interval=interval,
-                timeout=timeout,
-                env=env_vars,
-                cwd=cwd,
-                out_dir=run_out,
-                name=label,
-                stdout=sys.stderr.fileno() if json_out else None,
-                cgroup_parent=cgroup_parent,
-            )
-            results.append(result)
-            if result.termination is Termination.INTERRUPTED:
-                break
-        if results[-1].termination is Termination.INTERRUPTED:
-            break
+    progress = PlainProgress(sys.stderr) if not plan.is_single else None
+    sweep = run_sweep(
+        plan,
+        backend=be,
+        out=out,
+        on_start=progress.start if progress else None,
+        on_result=progress.result if progress else None,
+        cgroup_parent=cgroup_parent,
+        profile_options={
+            "image": image,
+            "interval": interval,
+            "timeout": timeout,
+            "env": _parse_env(env or []),
+            "cwd": cwd,
+            "stdout": sys.stderr.fileno() if json_out else None,
+        },
+    )
+    results = cell_order(sweep.runs)
     if markdown is not None:
         try:
             markdown.write_text(render_markdown(results))
@@ -213,36 +219,12 @@ def run(
     else:
         print_table(results, sys.stdout)
         if several:
-            sys.stdout.write("\n" + render_comparison(summarize(results)))
+            for setting, summaries in summarize_cells(results).items():
+                if len(settings) > 1:
+                    sys.stdout.write(f"\nLimits: {setting}")
+                sys.stdout.write("\n" + render_comparison(summaries))
     codes = [exit_code(r) for r in results]
     raise typer.Exit(next((c for c in codes if c), 0))
-
-
-def _model_list(models: str | None, model_file: Path | None) -> list[str]:
-    """``-m a,b`` or ``-f models.txt`` (one name a line; blank lines and # comments skipped)."""
-    if models and model_file:
-        raise ConfigError("give models with -m or -f, not both")
-    if model_file is not None:
-        try:
-            lines = model_file.read_text().splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read model file {model_file}: {exc}") from exc
-        names = [ln.strip() for ln in lines if ln.strip() and not ln.strip().startswith("#")]
-        if not names:
-            raise ConfigError(f"model file {model_file} lists no model")
-        return names
-    if models is None:
-        return []
-    names = [m.strip() for m in models.split(",")]
-    if not all(names):
-        raise ConfigError(f"-m {models!r}: empty model name in the list")
-    return names
-
-
-def _safe_dir(label: str) -> str:
-    """A model label as one directory name: never a path, never hidden."""
-    cleaned = "".join(c if c.isalnum() or c in "._-" else "_" for c in label).lstrip(".")
-    return cleaned[:100] or "model"
 
 
 def _check_writable(path: Path) -> None:

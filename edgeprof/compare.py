@@ -12,27 +12,75 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .model import RunResult, Termination
 from .units import format_binary, format_seconds
 
+OUTLIER_Z = 3.5
+"""Modified z-score above which a run is an outlier (Iglewicz & Hoaglin's rule:
+0.6745·|x − median| / MAD > 3.5)."""
+
+SLOW_FIRST_FACTOR = 1.2
+"""A cell's first measured run this much slower (wall time) than the median of the others is
+reported: typically a cold page cache or a first JIT/graph compilation (use ``--warmup``)."""
+
 
 @dataclass(frozen=True)
 class Stat:
-    """Mean, sample standard deviation (0 for one value), min and max of ``n`` values."""
+    """Mean, sample standard deviation (0 for one value), min and max of ``n`` values; the
+    median and the values themselves (in run order) ride along without taking part in
+    equality."""
 
     mean: float
     sd: float
     min: float
     max: float
     n: int
+    median: float = field(default=math.nan, compare=False)
+    values: tuple[float, ...] = field(default=(), compare=False)
 
     @classmethod
     def of(cls, values: Sequence[float]) -> Stat | None:
         if not values:
             return None
         sd = statistics.stdev(values) if len(values) > 1 else 0.0
-        return cls(statistics.fmean(values), sd, min(values), max(values), len(values))
+        return cls(
+            statistics.fmean(values),
+            sd,
+            min(values),
+            max(values),
+            len(values),
+            statistics.median(values),
+            tuple(values),
+        )
+
+    @property
+    def mad(self) -> float:
+        """Median absolute deviation from the median (unscaled)."""
+        if not self.values:
+            return 0.0
+        return statistics.median(abs(v - self.median) for v in self.values)
+
+    def outliers(self) -> list[int]:
+        """Indexes (in run order) of the values whose modified z-score exceeds
+        :data:`OUTLIER_Z`; none below three values or when half the values are equal (MAD 0)."""
+        mad = self.mad
+        if self.n < 3 or mad == 0:
+            return []
+        return [
+            i for i, v in enumerate(self.values) if 0.6745 * abs(v - self.median) / mad > OUTLIER_Z
+        ]
+
+
+METRICS: dict[str, tuple[str, Callable[[RunResult], float | None]]] = {
+    "wall_s": ("wall time", lambda r: r.wall_s),
+    "cpu_s": ("CPU time", lambda r: r.cpu.total_s),
+    "cpu_pct": ("avg CPU %", lambda r: r.cpu.avg_pct),
+    "peak_bytes": ("peak memory", lambda r: r.memory.peak_bytes),
+    "avg_bytes": ("avg memory", lambda r: r.memory.avg_bytes),
+}
+"""The per-cell statistics: key → (title, getter)."""
 
 
 @dataclass(frozen=True)
@@ -45,13 +93,42 @@ class ModelSummary:
     avg_bytes: Stat | None
     medians: dict[str, float] = field(default_factory=dict)
     """Median of each statistic: what rankings sort by (one odd run cannot reorder them)."""
+    cpu_pct: Stat | None = None
+    setting: str = ""
+    """``Limits.describe()`` of the runs (a summary is one cell: one model, one setting)."""
 
     @property
     def failures(self) -> list[RunResult]:
         return [r for r in self.runs if r.termination is not Termination.EXITED or r.exit_code]
 
+    def stat(self, key: str) -> Stat | None:
+        value = getattr(self, key)
+        return value if isinstance(value, Stat) else None
 
-def summarize(results: Sequence[RunResult]) -> list[ModelSummary]:
+    def warnings(self) -> list[str]:
+        """Outliers by the median-absolute-deviation rule, and a slow first run."""
+        out = []
+        for key, (title, _) in METRICS.items():
+            s = self.stat(key)
+            if s is None:
+                continue
+            for i in s.outliers():
+                out.append(
+                    f"run {i + 1} is an outlier in {title}: {_fmt(key, s.values[i])} against "
+                    f"a median of {_fmt(key, s.median)}"
+                )
+        wall = self.wall_s
+        if wall is not None and wall.n >= 3:
+            rest = statistics.median(wall.values[1:])
+            if rest > 0 and wall.values[0] > SLOW_FIRST_FACTOR * rest:
+                out.append(
+                    f"the first run took {wall.values[0] / rest:.2f}× the median wall time of "
+                    "the others (cold caches?): consider --warmup 1"
+                )
+        return out
+
+
+def summarize(results: Sequence[RunResult], setting: str = "") -> list[ModelSummary]:
     """Group results by label (in first-seen order); statistics over the successful runs."""
     groups: dict[str, list[RunResult]] = {}
     for r in results:
@@ -59,23 +136,69 @@ def summarize(results: Sequence[RunResult]) -> list[ModelSummary]:
     out = []
     for name, runs in groups.items():
         ok = [r for r in runs if r.termination is Termination.EXITED and not r.exit_code]
-
-        getters: dict[str, Callable[[RunResult], float | None]] = {
-            "wall_s": lambda r: r.wall_s,
-            "cpu_s": lambda r: r.cpu.total_s,
-            "peak_bytes": lambda r: r.memory.peak_bytes,
-            "avg_bytes": lambda r: r.memory.avg_bytes,
-        }
-        values = {k: _values(ok, g) for k, g in getters.items()}
+        values = {k: _values(ok, g) for k, (_, g) in METRICS.items()}
         out.append(
             ModelSummary(
                 name=name,
                 runs=tuple(runs),
-                **{k: Stat.of(v) for k, v in values.items()},
+                wall_s=Stat.of(values["wall_s"]),
+                cpu_s=Stat.of(values["cpu_s"]),
+                peak_bytes=Stat.of(values["peak_bytes"]),
+                avg_bytes=Stat.of(values["avg_bytes"]),
+                cpu_pct=Stat.of(values["cpu_pct"]),
                 medians={k: statistics.median(v) for k, v in values.items() if v},
+                setting=setting,
             )
         )
     return out
+
+
+def summarize_cells(results: Sequence[RunResult]) -> dict[str, list[ModelSummary]]:
+    """Limit setting (``Limits.describe()``) → the summaries of its cells, both in first-seen
+    order."""
+    by_setting: dict[str, list[RunResult]] = {}
+    for r in results:
+        by_setting.setdefault(r.limits.describe(), []).append(r)
+    return {s: summarize(rs, s) for s, rs in by_setting.items()}
+
+
+def _stat_dict(s: Stat | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    return {
+        "n": s.n,
+        "mean": s.mean,
+        "sd": s.sd,
+        "median": s.median,
+        "min": s.min,
+        "max": s.max,
+        "mad": s.mad,
+        "outliers": s.outliers(),
+    }
+
+
+def cell_dicts(results: Sequence[RunResult]) -> list[dict[str, Any]]:
+    """The ``cells`` of ``sweep.json``: per cell, its run count and each metric's statistics."""
+    return [
+        {
+            "label": m.name,
+            "limits": setting,
+            "runs": len(m.runs),
+            "ok": len(m.runs) - len(m.failures),
+            "stats": {k: _stat_dict(m.stat(k)) for k in METRICS},
+            "warnings": m.warnings(),
+        }
+        for setting, summaries in summarize_cells(results).items()
+        for m in summaries
+    ]
+
+
+def _fmt(key: str, v: float) -> str:
+    if key.endswith("_bytes"):
+        return format_binary(int(v))
+    if key == "cpu_pct":
+        return f"{v:.1f}%"
+    return format_seconds(v)
 
 
 def _values(runs: Sequence[RunResult], get: Callable[[RunResult], float | None]) -> list[float]:

@@ -117,3 +117,31 @@ def test_cli_bad_model_lists(
     assert main(["run", "--backend", "fake", *args, "--", "true"]) == 2
     err = capfd.readouterr().err
     assert err.startswith("edgeprof: error:") and message in err and err.count("\n") == 1
+
+
+def test_stat_median_mad_and_outliers_hand_computed() -> None:
+    s = Stat.of([10.0, 11.0, 10.5, 30.0, 10.2])
+    assert s is not None
+    assert s.median == 10.5
+    # |x - 10.5| = 0.5, 0.5, 0, 19.5, 0.3 → sorted 0, 0.3, 0.5, 0.5, 19.5 → MAD 0.5
+    assert math.isclose(s.mad, 0.5)
+    # modified z = 0.6745·|x − median| / MAD: 26.3 for 30.0, ≤ 0.68 for the others
+    assert s.outliers() == [3]
+    assert Stat.of([1.0, 2.0]).outliers() == []  # type: ignore[union-attr]
+    assert Stat.of([5.0, 5.0, 5.0, 9.0]).outliers() == []  # type: ignore[union-attr]  # MAD 0
+
+
+def test_cell_warnings_name_the_outlier_and_a_slow_first_run() -> None:
+    from tests.unit.conftest import make_result
+
+    walls = [2.0, 1.0, 1.1, 0.9]
+    runs = [make_result(wall_s=w, name="m") for w in walls]
+    (m,) = summarize(runs)
+    assert m.wall_s is not None and m.wall_s.median == 1.05
+    warnings = m.warnings()
+    outlier = "run 1 is an outlier in wall time: 2.00s against a median of 1.05s"
+    assert outlier in warnings, warnings
+    # 2.0 s against the median 1.0 s of the others; MAD 0.1, z = 0.6745·0.95/0.1 = 6.4
+    assert "the first run took 2.00× the median wall time of the others" in "\n".join(warnings)
+    calm = summarize([make_result(wall_s=w, name="m") for w in (1.0, 1.1, 0.9)])[0]
+    assert calm.warnings() == []

@@ -1,0 +1,249 @@
+"""Sweeps: every model under every limit setting, several times, in a stable interleaved order.
+
+A *cell* is one model under one limit setting (``RunResult.label``, ``Limits.describe()``); a
+sweep runs ``warmup`` discarded rounds and then ``repeat`` measured rounds of every cell.  The
+rounds are the outer loop: round 1 runs every cell once, then round 2 …, so a slow drift of
+the machine (thermal, page cache, a neighbour's load) hits every model alike instead of
+whichever model happened to run last.
+
+The library stays quiet: a caller that wants progress passes ``on_start`` / ``on_result``
+callbacks (the CLI renders a progress bar and a live table with them).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .backends import Backend, get_backend
+from .errors import ConfigError
+from .limits import resolve
+from .model import Limits, RunResult, Termination
+from .report.files import SWEEP_SCHEMA, prepare_out_dir, write_json_atomic
+from .runner import profile
+
+
+@dataclass(frozen=True)
+class Step:
+    """One run of a sweep, as the progress callbacks see it."""
+
+    index: int
+    """1-based position in the sweep (warm-up runs included)."""
+    total: int
+    model: str | None
+    """The model argument appended to the command (``None``: the command as given)."""
+    label: str | None
+    limits: Limits
+    round: int
+    """1-based round among the warm-up rounds (``warmup``) or among the measured ones."""
+    warmup: bool
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """What a sweep runs: ``command`` (+ each model as one last argument) × ``limits``, with
+    ``warmup`` discarded and ``repeat`` measured rounds."""
+
+    command: tuple[str, ...]
+    models: tuple[str, ...] = ()
+    limits: tuple[Limits, ...] = (Limits(),)
+    repeat: int = 1
+    warmup: int = 0
+    name: str | None = None
+    """Label of the runs when there is no model list (``--name``); with models, their label
+    is ``name`` if given, else the model's file name."""
+
+    def __post_init__(self) -> None:
+        if self.repeat < 1:
+            raise ConfigError(f"--repeat {self.repeat}: must be at least 1")
+        if self.warmup < 0:
+            raise ConfigError(f"--warmup {self.warmup}: must be 0 or more")
+        if not self.limits:
+            raise ConfigError("a sweep needs at least one limit setting")
+        described = [lim.describe() for lim in self.limits]
+        dup = next((d for d in described if described.count(d) > 1), None)
+        if dup is not None:
+            raise ConfigError(f"the limit setting {dup!r} is listed twice")
+
+    @property
+    def is_single(self) -> bool:
+        """One run only: its files go straight into ``--out``, as a plain ``run`` writes."""
+        return not self.models and len(self.limits) == 1 and self.repeat == 1 and not self.warmup
+
+    def label(self, model: str | None) -> str | None:
+        return self.name if model is None else (self.name or Path(model).name)
+
+    def steps(self) -> list[Step]:
+        """Every run in execution order: rounds outermost, then limit settings, then models."""
+        models: list[str | None] = [*self.models] if self.models else [None]
+        rounds = [(True, k + 1) for k in range(self.warmup)]
+        rounds += [(False, k + 1) for k in range(self.repeat)]
+        order = list(itertools.product(rounds, self.limits, models))
+        return [
+            Step(i + 1, len(order), model, self.label(model), lim, rnd, warm)
+            for i, ((warm, rnd), lim, model) in enumerate(order)
+        ]
+
+
+@dataclass
+class SweepResult:
+    plan: SweepPlan
+    runs: list[RunResult] = field(default_factory=list)
+    """The measured runs, in execution order."""
+    warmups: list[RunResult] = field(default_factory=list)
+    interrupted: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """``sweep.json``: :data:`~edgeprof.report.files.SWEEP_SCHEMA`."""
+        from .compare import cell_dicts
+
+        return {
+            "schema": SWEEP_SCHEMA,
+            "command": list(self.plan.command),
+            "models": list(self.plan.models),
+            "limits": [lim.describe() for lim in self.plan.limits],
+            "repeat": self.plan.repeat,
+            "warmup": self.plan.warmup,
+            "interrupted": self.interrupted,
+            "runs": [r.to_dict() for r in self.runs],
+            "cells": cell_dicts(self.runs),
+            "warmup_runs": [r.to_dict() for r in self.warmups],
+        }
+
+
+def limit_settings(
+    cpus: Sequence[str] = (), cpuset: Sequence[str] = (), memory: Sequence[str] = ()
+) -> tuple[Limits, ...]:
+    """Every combination of the listed values (cpus outermost), in the order given.
+
+    ``cpus`` and ``memory`` items may each hold a comma-separated list (``"1,2"``); a
+    ``cpuset`` item is one setting (its commas are part of the CPU list: ``"0-1,3"``).
+    """
+    cpus_v = _split(cpus, "--cpus")
+    mem_v = _split(memory, "--memory")
+    sets_v: list[str | None] = [s.strip() for s in cpuset] or [None]
+    for s in sets_v:
+        if s == "":
+            raise ConfigError("--cpuset: empty CPU list")
+    return tuple(
+        Limits(cpus=c, cpuset=s, memory=m)
+        for c, s, m in itertools.product(cpus_v or [None], sets_v, mem_v or [None])
+    )
+
+
+def _split(items: Sequence[str], option: str) -> list[str | None]:
+    out: list[str | None] = []
+    for item in items:
+        parts = [p.strip() for p in item.split(",")]
+        if not all(parts):
+            raise ConfigError(f"{option} {item!r}: empty value in the list")
+        out.extend(parts)
+    return out
+
+
+def run_dir(out: Path, plan: SweepPlan, step: Step) -> Path:
+    """Where one run of a sweep writes: ``OUT/<label>/[<setting>/]<round>`` (the setting level
+    only when the sweep has several; warm-ups in ``warmup-<round>``)."""
+    if plan.is_single:
+        return out
+    d = out / safe_dir(step.label or "run")
+    if len(plan.limits) > 1:
+        d /= safe_dir(step.limits.describe().replace(", ", "_").replace(" ", ""))
+    return d / (f"warmup-{step.round}" if step.warmup else str(step.round))
+
+
+def safe_dir(label: str) -> str:
+    """A label as one directory name: never a path, never hidden."""
+    cleaned = "".join(c if c.isalnum() or c in "._-=" else "_" for c in label).lstrip(".")
+    return cleaned[:100] or "model"
+
+
+def check_limits(plan: SweepPlan, backend: Backend) -> None:
+    """Every limit setting against this host before the first run: a sweep that would fail on
+    its third setting must fail before it starts."""
+    available = backend.available_cpus()
+    for lim in plan.limits:
+        resolve(lim, available)
+
+
+def run_sweep(
+    plan: SweepPlan,
+    *,
+    backend: str | Backend = "auto",
+    out: Path | None = None,
+    on_start: Callable[[Step], None] | None = None,
+    on_result: Callable[[Step, RunResult], None] | None = None,
+    cgroup_parent: str | None = None,
+    profile_options: Mapping[str, Any] | None = None,
+) -> SweepResult:
+    """Run ``plan``; ``profile_options`` go to :func:`edgeprof.runner.profile` for every run
+    (``interval``, ``timeout``, ``env``, ``cwd``, ``stdout``, ``image`` …).
+
+    With ``out``, each run writes its ``result.json`` and ``samples.csv`` under :func:`run_dir`
+    and, for anything more than a single run, ``OUT/sweep.json`` is rewritten (atomically)
+    after every measured run, so an interrupted sweep keeps what it measured.
+    An interrupted run ends the sweep (``interrupted`` is set); other failures are results.
+    """
+    be = get_backend(backend, cgroup_parent=cgroup_parent)
+    check_limits(plan, be)
+    if out is not None:
+        prepare_out_dir(out)
+    opts = dict(profile_options or {})
+    result = SweepResult(plan)
+    for step in plan.steps():
+        if on_start is not None:
+            on_start(step)
+        command = [*plan.command, step.model] if step.model is not None else list(plan.command)
+        r = profile(
+            command,
+            step.limits,
+            backend=be,
+            out_dir=None if out is None else run_dir(out, plan, step),
+            name=step.label,
+            **opts,
+        )
+        (result.warmups if step.warmup else result.runs).append(r)
+        if on_result is not None:
+            on_result(step, r)
+        if r.termination is Termination.INTERRUPTED:
+            result.interrupted = True
+        if out is not None and not plan.is_single:
+            write_json_atomic(out / "sweep.json", result.to_dict())
+        if result.interrupted:
+            break
+    return result
+
+
+def model_names(models: str | None, model_file: Path | None) -> list[str]:
+    """``-m a,b`` or ``-f models.txt`` (one name a line; blank lines and # comments skipped)."""
+    if models and model_file:
+        raise ConfigError("give models with -m or -f, not both")
+    if model_file is not None:
+        try:
+            lines = model_file.read_text().splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read model file {model_file}: {exc}") from exc
+        names = [ln.strip() for ln in lines if ln.strip() and not ln.strip().startswith("#")]
+        if not names:
+            raise ConfigError(f"model file {model_file} lists no model")
+        return names
+    if models is None:
+        return []
+    names = [m.strip() for m in models.split(",")]
+    if not all(names):
+        raise ConfigError(f"-m {models!r}: empty model name in the list")
+    return names
+
+
+def cell_order(runs: Sequence[RunResult]) -> list[RunResult]:
+    """``runs`` grouped for display: by limit setting, then by label (both in first-seen
+    order), each cell's runs in execution order."""
+    settings: dict[str, int] = {}
+    labels: dict[str, int] = {}
+    for r in runs:
+        settings.setdefault(r.limits.describe(), len(settings))
+        labels.setdefault(r.label, len(labels))
+    return sorted(runs, key=lambda r: (settings[r.limits.describe()], labels[r.label]))

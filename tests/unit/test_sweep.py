@@ -1,0 +1,189 @@
+"""Sweeps: limit lists, the interleaved order, warm-ups, sweep.json, progress callbacks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from edgeprof.backends.fake import FakeBackend, linear
+from edgeprof.cli import main
+from edgeprof.errors import ConfigError, LimitError
+from edgeprof.model import Limits, RunResult
+from edgeprof.report.files import SWEEP_SCHEMA, load_runs
+from edgeprof.sweep import (
+    Step,
+    SweepPlan,
+    cell_order,
+    limit_settings,
+    run_dir,
+    run_sweep,
+)
+
+
+def test_limit_lists_are_the_product_in_the_order_given() -> None:
+    got = limit_settings(["2,1"], ["0", "0-1"], ["1g", "512m"])
+    assert [lim.describe() for lim in got] == [
+        "cpus=2, cpuset=0, memory=1.0GiB",
+        "cpus=2, cpuset=0, memory=512.0MiB",
+        "cpus=2, cpuset=0-1, memory=1.0GiB",
+        "cpus=2, cpuset=0-1, memory=512.0MiB",
+        "cpus=1, cpuset=0, memory=1.0GiB",
+        "cpus=1, cpuset=0, memory=512.0MiB",
+        "cpus=1, cpuset=0-1, memory=1.0GiB",
+        "cpus=1, cpuset=0-1, memory=512.0MiB",
+    ]
+    # Repeating the option is the same as a comma list; a cpuset keeps its own commas.
+    assert limit_settings(["1", "2"]) == limit_settings(["1,2"])
+    assert limit_settings(cpuset=["0,1"]) == (Limits(cpuset=(0, 1)),)
+    assert limit_settings() == (Limits(),)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"cpus": ["1,,2"]}, "--cpus '1,,2': empty value"),
+        ({"memory": ["1g,"]}, "--memory '1g,': empty value"),
+        ({"cpus": ["1,-2"]}, "invalid CPU count '-2'"),
+        ({"memory": ["abc"]}, "invalid size 'abc'"),
+        ({"cpuset": [""]}, "--cpuset: empty CPU list"),
+        ({"cpus": ["1,1"]}, "'cpus=1' is listed twice"),
+    ],
+)
+def test_bad_limit_lists(kwargs: dict[str, list[str]], message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        SweepPlan(("true",), limits=limit_settings(**kwargs))
+
+
+def test_steps_interleave_models_round_by_round() -> None:
+    plan = SweepPlan(
+        ("infer",), models=("a", "dir/b.onnx"), limits=limit_settings(["1,2"]), repeat=2, warmup=1
+    )
+    steps = plan.steps()
+    assert [(s.warmup, s.round, s.limits.cpus, s.label) for s in steps] == [
+        (True, 1, 1.0, "a"),
+        (True, 1, 1.0, "b.onnx"),
+        (True, 1, 2.0, "a"),
+        (True, 1, 2.0, "b.onnx"),
+        (False, 1, 1.0, "a"),
+        (False, 1, 1.0, "b.onnx"),
+        (False, 1, 2.0, "a"),
+        (False, 1, 2.0, "b.onnx"),
+        (False, 2, 1.0, "a"),
+        (False, 2, 1.0, "b.onnx"),
+        (False, 2, 2.0, "a"),
+        (False, 2, 2.0, "b.onnx"),
+    ]
+    assert [s.index for s in steps] == list(range(1, 13)) and {s.total for s in steps} == {12}
+    assert steps[1].model == "dir/b.onnx"
+    out = Path("/o")
+    assert run_dir(out, plan, steps[1]) == out / "b.onnx" / "cpus=1" / "warmup-1"
+    assert run_dir(out, plan, steps[-1]) == out / "b.onnx" / "cpus=2" / "2"
+    single = SweepPlan(("x",))
+    assert single.is_single and run_dir(out, single, single.steps()[0]) == out
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [({"repeat": 0}, "--repeat 0"), ({"warmup": -1}, "--warmup -1"), ({"limits": ()}, "at least")],
+)
+def test_bad_plans(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        SweepPlan(("true",), **kwargs)  # type: ignore[arg-type]
+
+
+def test_sweep_runs_every_cell_and_saves_sweep_json(tmp_path: Path) -> None:
+    seen = tmp_path / "seen"
+    be = FakeBackend(linear(cpu_pct=50, memory_bytes=10 << 20, peak_bytes=12 << 20))
+    plan = SweepPlan(
+        ("sh", "-c", f'printf "%s\\n" "$1" >> {seen}', "sh"),
+        models=("m1", "m2"),
+        limits=limit_settings(["1,2"]),
+        repeat=3,
+        warmup=1,
+    )
+    events: list[tuple[str, int]] = []
+
+    def on_start(step: Step) -> None:
+        events.append(("start", step.index))
+
+    def on_result(step: Step, r: RunResult) -> None:
+        events.append(("done", step.index))
+        assert r.label == step.label and r.limits.cpus == step.limits.cpus
+
+    sweep = run_sweep(
+        plan,
+        backend=be,
+        out=tmp_path / "out",
+        on_start=on_start,
+        on_result=on_result,
+        profile_options={"interval": 0.01},
+    )
+    assert events == [(e, i) for i in range(1, 17) for e in ("start", "done")]
+    assert seen.read_text().split() == ["m1", "m2"] * 8
+    assert len(sweep.warmups) == 4 and len(sweep.runs) == 12 and not sweep.interrupted
+    data = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert data["schema"] == SWEEP_SCHEMA and data["repeat"] == 3 and data["warmup"] == 1
+    assert [(c["label"], c["limits"], c["runs"]) for c in data["cells"]] == [
+        ("m1", "cpus=1, cpuset=0", 3),
+        ("m2", "cpus=1, cpuset=0", 3),
+        ("m1", "cpus=2, cpuset=0-1", 3),
+        ("m2", "cpus=2, cpuset=0-1", 3),
+    ]
+    assert data["cells"][0]["stats"]["peak_bytes"]["median"] == 12 << 20
+    assert len(data["warmup_runs"]) == 4
+    # Other tools read the sweep through load_runs: the measured runs, warm-ups left out.
+    runs = load_runs([tmp_path / "out"])
+    assert [r.label for r in runs] == ["m1", "m2"] * 6
+    assert [r.label for r in cell_order(runs)][:6] == ["m1", "m1", "m1", "m2", "m2", "m2"]
+    base = tmp_path / "out"
+    files = sorted(p.relative_to(base).as_posix() for p in base.rglob("result.json"))
+    assert len(files) == 16 and "m2/cpus=2/warmup-1/result.json" in files
+    assert "m1/cpus=1/3/result.json" in files
+
+
+def test_a_setting_the_host_lacks_fails_before_any_run(tmp_path: Path) -> None:
+    be = FakeBackend(cpus=(0, 1))
+    plan = SweepPlan(("true",), limits=limit_settings(["1,4"]))
+    with pytest.raises(LimitError, match="--cpus 4 exceeds"):
+        run_sweep(plan, backend=be, out=tmp_path / "out")
+    assert be.runs == [] and not (tmp_path / "out").exists()
+
+
+def test_cli_sweep(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    code = main(
+        [
+            "run", "--backend", "fake", "--interval", "0.01",
+            "--cpus", "1,2", "--repeat", "2", "--warmup", "1", "-m", "a,b",
+            "--out", str(out), "--", "true",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    captured = capfd.readouterr()
+    assert "Limits: cpus=1, cpuset=0" in captured.out
+    assert "Limits: cpus=2, cpuset=0-1" in captured.out
+    lines = captured.err.splitlines()
+    assert len(lines) == 12 and lines[0].startswith("edgeprof: [1/12] a [cpus=1] warm-up 1:")
+    assert lines[-1].startswith("edgeprof: [12/12] b [cpus=2] run 2:")
+    assert len(load_runs([out])) == 8
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--cpus", "1,x"], "invalid CPU count 'x'"),
+        (["--cpus", "1,8"], "--cpus 8 exceeds"),
+        (["--memory", "1g,abc"], "invalid size 'abc'"),
+        (["--warmup", "-1"], "--warmup -1"),
+    ],
+)
+def test_cli_bad_sweeps_start_nothing(
+    args: list[str], message: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert main(["run", "--backend", "fake", *args, "--out", str(out), "--", "true"]) == 2
+    err = capfd.readouterr().err
+    assert err.startswith("edgeprof: error:") and message in err and err.count("\n") == 1
+    assert not out.exists()
