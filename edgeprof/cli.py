@@ -17,9 +17,11 @@ import typer
 
 from . import __version__
 from .backends import Backend, get_backend
+from .calibration import DEFAULT_MIN_R2, calibrate, load_calibration, predict, read_measurements
 from .compare import render_comparison, summarize_cells
 from .errors import ConfigError, EdgeprofError
 from .model import RunResult, Termination
+from .report.calibration import plot_calibration, render_calibration, render_predictions
 from .report.progress import PlainProgress
 from .report.table import print_table, render_markdown
 from .runner import DEFAULT_INTERVAL_S
@@ -154,6 +156,10 @@ def run(
     warmup: Annotated[
         int, typer.Option(help="Discarded runs per model and setting, before the measured ones.")
     ] = 0,
+    calibration: Annotated[
+        Path | None,
+        typer.Option(help="A calibration file (edgeprof calibrate): add predicted device values."),
+    ] = None,
 ) -> None:
     """Run COMMAND under the limits and report what it used.
 
@@ -170,6 +176,7 @@ def run(
     )
     if markdown is not None:
         _check_writable(markdown)  # written after the run: refuse it before the run starts
+    cal = None if calibration is None else load_calibration(calibration)
     be: str | Backend = backend
     if backend == "docker":
         be = get_backend("docker", image=image, docker_args=docker_args)
@@ -223,6 +230,10 @@ def run(
                 if len(settings) > 1:
                     sys.stdout.write(f"\nLimits: {setting}")
                 sys.stdout.write("\n" + render_comparison(summaries))
+    if cal is not None:
+        # Predictions never go into the JSON on stdout: beside it, on stderr.
+        text = render_predictions(predict(cal, results), str(calibration))
+        (sys.stderr if json_out else sys.stdout).write("\n" + text)
     codes = [exit_code(r) for r in results]
     raise typer.Exit(next((c for c in codes if c), 0))
 
@@ -238,6 +249,51 @@ def exit_code(result: RunResult) -> int:
     if result.termination is Termination.INTERRUPTED:
         return EXIT_INTERRUPTED
     return 1 if result.exit_code is None else result.exit_code
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    results: Annotated[
+        list[Path],
+        typer.Argument(help="Profiler results: result.json, sweep.json, lists, directories."),
+    ],
+    device: Annotated[str, typer.Option(help="Name of the device the CSV was measured on.")],
+    measurements: Annotated[
+        Path, typer.Option(help="Device CSV: model[,cpus][,memory],METRIC_UNIT… columns.")
+    ],
+    out: Annotated[
+        Path | None, typer.Option(help="Calibration file to write (default DEVICE.yml).")
+    ] = None,
+    min_r2: Annotated[float, typer.Option(help="Warn when a fit's R² is below this.")] = (
+        DEFAULT_MIN_R2
+    ),
+    plot: Annotated[
+        Path | None, typer.Option(help="Also draw device vs profiler (needs matplotlib).")
+    ] = None,
+) -> None:
+    """Fit device = a·profiler + b per metric and setting from on-device measurements.
+
+    Example: edgeprof calibrate --device pi4 --measurements pi4.csv results/
+    """
+    from .report.files import load_runs
+
+    target = out if out is not None else Path(f"{_safe_name(device)}.yml")
+    _check_writable(target)
+    if plot is not None:
+        _check_writable(plot)
+    cal = calibrate(load_runs(results), read_measurements(measurements), device, min_r2=min_r2)
+    if not cal.fits:
+        raise ConfigError(f"{measurements}: no metric could be fitted (no matching models?)")
+    sys.stdout.write(render_calibration(cal))
+    if plot is not None:
+        plot_calibration(cal, plot)
+        print(f"plot: {plot}")
+    cal.save(target)
+    print(f"calibration: {target}")
+
+
+def _safe_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name).lstrip(".") or "device"
 
 
 @app.command()

@@ -1,0 +1,226 @@
+"""Rendering of calibrations (the fit tables) and of predictions, and the optional plot."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..calibration import (
+    Calibration,
+    MetricFit,
+    Predictions,
+    discordant_pairs,
+    format_value,
+    unit_label,
+)
+from ..errors import ConfigError
+
+
+def _table(rows: Sequence[Sequence[str]], indent: str = "") -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for k, cells in enumerate(rows):
+        lines.append(
+            indent + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+        )
+        if k == 0:
+            lines.append(indent + "  ".join("-" * w for w in widths))
+    return lines
+
+
+def _num(v: float | None, digits: int = 3) -> str:
+    return "n/a" if v is None else f"{v:.{digits}f}"
+
+
+def _pm(v: float, se: float | None, fmt: str = "") -> str:
+    return f"{v:.4g}" if se is None else f"{v:.4g} ± {se:.2g}"
+
+
+def equation(mf: MetricFit) -> str:
+    f = mf.fit
+    sign = "−" if f.b < 0 else "+"
+    return f"device = {f.a:.4g} × profiler {sign} {format_value(abs(f.b), mf.unit, mf.kind)}"
+
+
+def render_calibration(cal: Calibration) -> str:
+    """The fit table per setting, then each fit's points and warnings."""
+    lines = [
+        f"Calibration for device {cal.device} from {cal.source}: "
+        f"{cal.matched} device row(s) matched, {len(cal.unmatched)} unmatched"
+    ]
+    lines += [f"  unmatched {u}" for u in cal.unmatched]
+    lines += [f"  profiled, not measured on the device: {u}" for u in cal.unmeasured]
+    lines += [f"  not fitted: {s}" for s in cal.skipped]
+    for setting in cal.settings():
+        fits = cal.fits_for(setting)
+        lines.append("")
+        lines.append(f"Setting: {setting}")
+        rows = [
+            [
+                "METRIC",
+                "N",
+                "SLOPE a",
+                "INTERCEPT b",
+                "R²",
+                "LOO RMSE",
+                "KENDALL τ",
+                "SPEARMAN ρ",
+                "WARNINGS",
+            ]
+        ]
+        for mf in fits:
+            f = mf.fit
+            b = format_value(f.b, mf.unit, mf.kind)
+            if f.se_b is not None:
+                b += " ± " + format_value(f.se_b, mf.unit, mf.kind)
+            rows.append(
+                [
+                    f"{mf.metric} ({unit_label(mf.unit)})",
+                    str(f.n),
+                    _pm(f.a, f.se_a),
+                    b,
+                    _num(f.r2),
+                    format_value(f.loo_rmse, mf.unit, mf.kind),
+                    _num(f.tau, 2),
+                    _num(f.rho, 2),
+                    str(len(mf.warnings)),
+                ]
+            )
+        lines += _table(rows)
+        for mf in fits:
+            lines.append("")
+            lines += _fit_detail(mf)
+    lines.append("")
+    lines.append(
+        "a ± standard error; LOO: each model predicted by the line fitted without it; "
+        "τ, ρ: agreement of the two rankings (1 = same order)"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _fit_detail(mf: MetricFit) -> list[str]:
+    f = mf.fit
+    r2 = "n/a" if f.r2 is None else f"{f.r2:.3f}"
+    lines = [f"{mf.metric}: {equation(mf)}   (R² = {r2}, n = {f.n})"]
+
+    def v(x: float | None) -> str:
+        return format_value(x, mf.unit, mf.kind)
+
+    rows = [
+        ["MODEL", "PROFILER", "DEVICE", "FITTED", "RESIDUAL", "LOO ERROR", "LEVERAGE", "COOK'S D"]
+    ]
+    for i in range(f.n):
+        rows.append(
+            [
+                f.labels[i],
+                v(f.x[i]),
+                v(f.y[i]),
+                v(f.fitted[i]),
+                v(f.residuals[i]),
+                v(f.loo_errors[i]),
+                f"{f.leverage[i]:.2f}",
+                "n/a" if f.cooks_d is None else f"{f.cooks_d[i]:.2f}",
+            ]
+        )
+    lines += _table(rows, "  ")
+    for lo, hi in discordant_pairs(f.labels, f.x, f.y):
+        lines.append(f"  ranking differs: {lo} < {hi} on the profiler, not on the device")
+    lines += [f"  warning: {w}" for w in mf.warnings]
+    return lines
+
+
+def render_predictions(preds: Predictions, source: str | None = None) -> str:
+    """Predicted device values beside the profiler's, with prediction intervals."""
+    cal = preds.calibration
+    where = f" (calibration {source})" if source else ""
+    lines = [
+        f"Predicted on {cal.device}{where}: ± half-width of the "
+        f"{cal.level * 100:g}% prediction interval"
+    ]
+    rows = [["MODEL", "SETTING", "METRIC", "PROFILER", "PREDICTED ON DEVICE", "NOTE"]]
+    for p in preds.items:
+        pred = format_value(p.predicted, p.unit, p.kind)
+        if p.half_width is not None:
+            pred += " ± " + format_value(p.half_width, p.unit, p.kind)
+        notes = []
+        if p.extrapolated:
+            lo, hi = p.x_range
+            notes.append(
+                f"extrapolation: profiler range {format_value(lo, p.unit, p.kind)}–"
+                f"{format_value(hi, p.unit, p.kind)}"
+            )
+        if p.half_width is None:
+            notes.append("no interval: fewer than 3 points")
+        if p.predicted < 0:
+            notes.append("negative: not a usable value")
+        if p.fit_warnings:
+            notes.append(f"fit has {p.fit_warnings} warning(s)")
+        rows.append(
+            [
+                p.label,
+                p.setting,
+                p.metric,
+                format_value(p.profiler, p.unit, p.kind),
+                pred,
+                "; ".join(notes),
+            ]
+        )
+    if preds.items:
+        lines += _table(rows)
+    lines += [f"  {u}" for u in preds.uncalibrated]
+    warned = [mf for mf in cal.fits if mf.warnings]
+    for mf in warned:
+        for w in mf.warnings:
+            lines.append(f"  fit warning ({mf.metric} [{mf.setting}]): {w}")
+    return "\n".join(lines) + "\n"
+
+
+def plot_calibration(cal: Calibration, path: Path) -> None:
+    """Device vs profiler per fit, with the line, its equation and R² (needs matplotlib:
+    ``pip install 'edgeprof[plot]'``).  The format follows the file's suffix."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ConfigError("--plot needs matplotlib: pip install 'edgeprof[plot]'") from None
+    from ..calibration import UNITS
+
+    fits = list(cal.fits)
+    if not fits:
+        raise ConfigError("--plot: no fit to plot")
+    cols = min(3, len(fits))
+    rows = (len(fits) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 4 * rows), squeeze=False)
+    for ax, mf in zip([a for r in axes for a in r], fits, strict=False):
+        f = mf.fit
+        scale = UNITS[mf.kind][mf.unit]
+        xs = [x / scale for x in f.x]
+        ys = [y / scale for y in f.y]
+        ax.scatter(xs, ys, color="tab:blue", zorder=3)
+        for label, x, y in zip(f.labels, xs, ys, strict=True):
+            ax.annotate(label, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        lo, hi = min(xs), max(xs)
+        ax.plot([lo, hi], [f.a * lo + f.b / scale, f.a * hi + f.b / scale], color="tab:red")
+        r2 = "n/a" if f.r2 is None else f"{f.r2:.4f}"
+        ax.set_title(f"{mf.metric} [{mf.setting}]", fontsize=8)
+        ax.text(
+            0.03,
+            0.95,
+            f"y = {f.a:.4g}x {'−' if f.b < 0 else '+'} {abs(f.b) / scale:.4g}\nR² = {r2}",
+            transform=ax.transAxes,
+            va="top",
+            fontsize=8,
+        )
+        ax.set_xlabel(f"profiler ({unit_label(mf.unit)})")
+        ax.set_ylabel(f"{cal.device} ({unit_label(mf.unit)})")
+    for ax in [a for r in axes for a in r][len(fits) :]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    try:
+        fig.savefig(path)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot write plot {path}: {exc}") from exc
+    finally:
+        plt.close(fig)
