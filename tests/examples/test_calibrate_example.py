@@ -1,0 +1,126 @@
+"""End to end: profile three example models, calibrate against a device CSV, then profile a
+fourth model with the calibration and read its predicted device figures.
+
+There is no device here: the CSV is constructed from the profiled numbers with a known line
+(runtime = 2.5·wall + 300 ms, peak memory = 1.2·peak + 20 MB, then rounded as a device tool
+prints them), so the fit must recover that line.  Needs root (cgroup backend) and
+onnxruntime; about 20 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import require
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "examples" / "benchmark"
+CALIBRATED = ["mobilenet_v2_0.25", "mobilenet_v2_0.5", "mobilenet_v2_1.0"]
+NEW = "squeezenet_1.1"
+A_TIME, B_TIME = 2.5, 0.300  # s
+A_MEM, B_MEM = 1.2, 20e6  # bytes
+
+
+def _edgeprof(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "edgeprof", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=300,
+    )
+
+
+def test_profile_calibrate_predict(tmp_path: Path) -> None:
+    require(os.geteuid() == 0, "profiling on the cgroup backend needs root")
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        require(False, "needs onnxruntime: pip install '.[examples]'")
+    models = tmp_path / "models"
+    subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "make_models.py"),
+            "--out",
+            str(models),
+            "--only",
+            *CALIBRATED,
+            NEW,
+        ],
+        check=True,
+        capture_output=True,
+    )
+    infer = [sys.executable, str(BENCH / "infer.py"), "--iterations", "10", "--warmup", "1"]
+    limits = ["--cpus", "1", "--memory", "1g"]
+    paths = ",".join(str(models / f"{m}.onnx") for m in CALIBRATED)
+    prof = _edgeprof("run", *limits, "-m", paths, "--out", "results", "--", *infer, cwd=tmp_path)
+    assert prof.returncode == 0, prof.stderr
+
+    sweep = json.loads((tmp_path / "results" / "sweep.json").read_text())
+    rows = ["model,runtime_ms,peak_mem_mb"]
+    for run in sweep["runs"]:
+        name = run["name"].removesuffix(".onnx")
+        runtime = A_TIME * run["wall_s"] + B_TIME
+        peak = A_MEM * run["memory"]["peak_bytes"] + B_MEM
+        rows.append(f"{name},{runtime * 1e3:.1f},{peak / 1e6:.2f}")
+    rows.append("inception_v3,61000,1210")  # measured on the device, never profiled here
+    (tmp_path / "device.csv").write_text("\n".join(rows) + "\n")
+
+    cal = _edgeprof(
+        "calibrate", "--device", "board", "--measurements", "device.csv", "results",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert cal.returncode == 0, cal.stderr
+    out = cal.stdout
+    assert "3 device row(s) matched, 1 unmatched" in out
+    assert "unmatched line 5: inception_v3: no profiled run of this model" in out
+    assert out.rstrip().endswith("calibration: board.yml")
+    from edgeprof.calibration import load_calibration
+
+    fits = {f.metric: f for f in load_calibration(tmp_path / "board.yml").fits}
+    assert set(fits) == {"runtime", "peak_mem"}
+    # Rounding to 0.1 ms and 10 kB is the only noise: the known line comes back.
+    for metric, (a, b, tol_b) in {
+        "runtime": (A_TIME, B_TIME, 0.002),
+        "peak_mem": (A_MEM, B_MEM, 0.2e6),
+    }.items():
+        f = fits[metric].fit
+        assert f.n == 3, metric
+        assert f.a == pytest.approx(a, rel=0.01), metric
+        assert abs(f.b - b) < tol_b + 0.01 * a * max(f.x), metric
+        assert f.r2 is not None and f.r2 > 0.999, metric
+        assert fits[metric].setting == "cpus=1, cpuset=0, memory=1.0GiB"
+
+    new = _edgeprof(
+        "run", *limits, "--calibration", "board.yml", "--out", "new",
+        "-m", str(models / f"{NEW}.onnx"), "--", *infer,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert new.returncode == 0, new.stderr
+    head, _, tail = new.stdout.partition("Predicted on board (calibration board.yml)")
+    assert "Final Usage Stats" in head and tail, new.stdout
+    (result,) = [json.loads(p.read_text()) for p in (tmp_path / "new").rglob("result.json")]
+    lines = {ln.split()[4]: ln for ln in tail.splitlines() if ln.startswith(f"{NEW}.onnx ")}
+    assert set(lines) == {"runtime", "peak_mem"}, tail
+    expected = {
+        "runtime": (fits["runtime"].fit, result["wall_s"], 1e-3, "ms"),
+        "peak_mem": (fits["peak_mem"].fit, result["memory"]["peak_bytes"], 1e6, "MB"),
+    }
+    for metric, (f, x, scale, unit) in expected.items():
+        cells = lines[metric].split()
+        # MODEL  cpus=1, cpuset=0, memory=1.0GiB  METRIC  PROFILER unit  PREDICTED unit ± HW unit
+        assert float(cells[5]) == pytest.approx(x / scale, rel=1e-3), metric
+        y, hw = f.predict(x)
+        assert float(cells[7]) == pytest.approx(y / scale, rel=1e-3), metric
+        assert cells[8] == unit and cells[9] == "±" and hw is not None
+        assert float(cells[10]) == pytest.approx(hw / scale, rel=1e-3), metric
+        lo, hi = f.x_range
+        assert ("extrapolation" in lines[metric]) == (not lo <= x <= hi), lines[metric]
