@@ -2,7 +2,9 @@
 
 Exit codes: the workload's own (128+N when killed by signal N, as a shell reports it);
 130 when edgeprof itself was interrupted; 2 for edgeprof's own errors (bad input, backend
-unavailable), printed as one line on stderr.
+unavailable), printed as one line on stderr; 3 for a budget breach (``run``) or a regression
+(``compare``) when nothing else failed: an interruption or a failed workload takes precedence,
+being the more basic failure (the budget checks are still printed and written).
 """
 
 from __future__ import annotations
@@ -11,23 +13,36 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TextIO
 
 import typer
 
 from . import __version__
 from .backends import Backend, get_backend
+from .budgets import BudgetCheck, Budgets, budgets_from_options, check_budgets, unused_models
 from .calibration import DEFAULT_MIN_R2, calibrate, load_calibration, predict, read_measurements
 from .compare import render_comparison, summarize_cells
 from .errors import ConfigError, EdgeprofError
 from .model import RunResult, Termination
+from .regression import compare_results, parse_threshold
 from .report.calibration import plot_calibration, render_calibration, render_predictions
+from .report.ci_summary import (
+    change_dicts,
+    render_compare_plain,
+    render_compare_summary,
+    render_run_summary,
+    write_summaries,
+)
+from .report.files import load_runs
+from .report.junit import budget_cases, compare_cases, render_junit, run_cases
 from .report.progress import PlainProgress
 from .report.table import print_table, render_markdown
 from .runner import DEFAULT_INTERVAL_S
 from .sweep import SweepPlan, cell_order, limit_settings, model_names, run_sweep
 
 EXIT_ERROR = 2
+EXIT_BUDGET = 3
+"""A budget breach or a regression: distinct from the workload's failure and from errors."""
 EXIT_INTERRUPTED = 130
 
 # Usage errors derive from click's ClickException, which typer re-exports under no stable
@@ -160,6 +175,26 @@ def run(
         Path | None,
         typer.Option(help="A calibration file (edgeprof calibrate): add predicted device values."),
     ] = None,
+    max_wall: Annotated[str | None, typer.Option(help="Budget: wall time, e.g. 10s.")] = None,
+    max_cpu_time: Annotated[str | None, typer.Option(help="Budget: CPU time, e.g. 2.5s.")] = None,
+    max_peak_memory: Annotated[
+        str | None, typer.Option(help="Budget: peak memory, e.g. 512m.")
+    ] = None,
+    max_avg_memory: Annotated[
+        str | None, typer.Option(help="Budget: average memory, e.g. 256m.")
+    ] = None,
+    max_latency_p95: Annotated[
+        str | None, typer.Option(help="Budget: p95 per-iteration latency, e.g. 40ms.")
+    ] = None,
+    budgets_file: Annotated[
+        Path | None, typer.Option("--budgets", help="Budget file (YAML): per model or default.")
+    ] = None,
+    summary: Annotated[
+        Path | None, typer.Option(help="Write a Markdown summary here (CI pages).")
+    ] = None,
+    junit: Annotated[
+        Path | None, typer.Option(help="Write JUnit XML here: one test case per budget check.")
+    ] = None,
 ) -> None:
     """Run COMMAND under the limits and report what it used.
 
@@ -174,8 +209,19 @@ def run(
         warmup=warmup,
         name=name,
     )
-    if markdown is not None:
-        _check_writable(markdown)  # written after the run: refuse it before the run starts
+    budgets = budgets_from_options(
+        budgets_file,
+        {
+            "wall": max_wall,
+            "cpu_time": max_cpu_time,
+            "peak_memory": max_peak_memory,
+            "avg_memory": max_avg_memory,
+            "latency_p95": max_latency_p95,
+        },
+    )
+    for path in (markdown, summary, junit):
+        if path is not None:
+            _check_writable(path)  # written after the run: refuse it before the run starts
     cal = None if calibration is None else load_calibration(calibration)
     be: str | Backend = backend
     if backend == "docker":
@@ -234,8 +280,87 @@ def run(
         # Predictions never go into the JSON on stdout: beside it, on stderr.
         text = render_predictions(predict(cal, results), str(calibration))
         (sys.stderr if json_out else sys.stdout).write("\n" + text)
+    checks = _gate_run(results, budgets, summary, junit, sys.stderr if json_out else sys.stdout)
     codes = [exit_code(r) for r in results]
-    raise typer.Exit(next((c for c in codes if c), 0))
+    breached = any(not c.ok for c in checks)
+    raise typer.Exit(next((c for c in codes if c), EXIT_BUDGET if breached else 0))
+
+
+def _gate_run(
+    results: list[RunResult],
+    budgets: Budgets,
+    summary: Path | None,
+    junit: Path | None,
+    sink: TextIO,
+) -> list[BudgetCheck]:
+    """The budget checks of a run: printed, and written to the CI summaries."""
+    checks = check_budgets(results, budgets) if budgets else []
+    if checks:
+        failed = [c for c in checks if not c.ok]
+        sink.write(f"\nBudgets ({budgets.source}): {len(checks) - len(failed)} of {len(checks)} ")
+        sink.write("checks passed\n")
+        for c in checks:
+            sink.write(f"  {'ok  ' if c.ok else 'FAIL'}  {c.describe()}\n")
+        for model in unused_models(results, budgets):
+            print(
+                f"edgeprof: warning: {budgets.source} budgets {model}, which did not run",
+                file=sys.stderr,
+            )
+    if summary is not None or os.environ.get("GITHUB_STEP_SUMMARY"):
+        write_summaries(render_run_summary(results, checks), summary)
+    if junit is not None:
+        cases = budget_cases(checks) if checks else run_cases(results)
+        _write(junit, render_junit("edgeprof budgets" if checks else "edgeprof runs", cases))
+    return checks
+
+
+@app.command()
+def compare(
+    baseline: Annotated[
+        Path, typer.Argument(help="Saved results: result.json, sweep.json or a directory.")
+    ],
+    current: Annotated[Path, typer.Argument(help="The results to hold against the baseline.")],
+    threshold: Annotated[
+        str, typer.Option(help="Smallest change that counts, in percent of the baseline.")
+    ] = "5%",
+    ignore_limits: Annotated[
+        bool, typer.Option(help="Pair models measured under different limit settings.")
+    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the verdicts as JSON.")] = False,
+    summary: Annotated[Path | None, typer.Option(help="Write a Markdown summary here.")] = None,
+    junit: Annotated[
+        Path | None, typer.Option(help="Write JUnit XML here: one test case per metric.")
+    ] = None,
+) -> None:
+    """Compare CURRENT with BASELINE per model, limits and metric; exit 3 on a regression.
+
+    A regression is a change that is significant (Welch's t, 95 %) and larger than the
+    threshold, so that noise alone does not fail a build.
+    """
+    thr = parse_threshold(threshold)
+    for path in (summary, junit):
+        if path is not None:
+            _check_writable(path)
+    changes, notes = compare_results(
+        load_runs([baseline]), load_runs([current]), thr, match_limits=not ignore_limits
+    )
+    if json_out:
+        data = {"threshold": thr, "changes": change_dicts(changes, thr), "notes": notes}
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        sys.stdout.write(render_compare_plain(changes, thr, notes))
+    if summary is not None or os.environ.get("GITHUB_STEP_SUMMARY"):
+        write_summaries(render_compare_summary(changes, thr, notes), summary)
+    if junit is not None:
+        _write(junit, render_junit("edgeprof compare", compare_cases(changes, thr)))
+    raise typer.Exit(EXIT_BUDGET if any(c.verdict.fails for c in changes) else 0)
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror}") from exc
 
 
 def _check_writable(path: Path) -> None:

@@ -1,0 +1,283 @@
+"""Resource budgets: limits on what a model may use, checked after the runs, for CI gates.
+
+A budget is an upper bound on one metric (:data:`METRICS`) for one model.  Budgets come from
+the ``--max-…`` options of ``run`` and from a YAML budget file::
+
+    # budgets.yml: every key optional; times as 2.5 / 250ms / 2m, sizes as 512m / 1.5g
+    default:              # every model
+      wall: 10s
+      peak_memory: 512m
+    models:               # by run label (the model's file name, or --name)
+      mobilenet_v2_1.0.onnx:
+        cpu_time: 4s
+        latency_p95: 40ms
+
+Precedence, per metric: a ``--max-…`` option (what was typed for this run) over the model's
+entry in the file over the file's ``default``.
+
+What is checked: each *cell* (one model under one limit setting) once per budgeted metric.
+The cell's value is the median of its successful runs (one run: its value), so that one
+disturbed repeat neither fails a build nor hides a real breach.  A budgeted metric that was
+not measured (no successful run in the cell, or a run without per-iteration latency) *fails*
+its check as "not measured": a gate must not pass silently once a script stops reporting
+what it is gated on.
+"""
+
+from __future__ import annotations
+
+import enum
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ConfigError
+from .model import RunResult, Termination
+from .units import format_binary, format_seconds, parse_duration, parse_size
+
+
+def _latency_p95(r: RunResult) -> float | None:
+    # ``RunResult.latency`` (per-iteration latency, issue 9) may be absent from this build or
+    # from an older result: both read as "not measured".
+    latency = getattr(r, "latency", None)
+    value = getattr(latency, "p95_s", None)
+    return None if value is None else float(value)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A gated metric: ``key`` (budget file, JSON), its ``--max-…`` option, a title, how to
+    read it from a result, and whether it is a time (seconds) or a size (bytes)."""
+
+    key: str
+    option: str
+    title: str
+    get: Callable[[RunResult], float | None]
+    is_size: bool = False
+
+    def parse(self, value: object, where: str) -> float:
+        """A budget value: ``2.5``/``250ms``/``2m`` for times, ``512m``/``1.5g`` for sizes."""
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ConfigError(f"{where}: expected a {self._kind()}, got {value!r}")
+        try:
+            if self.is_size:
+                return float(parse_size(str(value)))
+            return parse_duration(value, what=self.title)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+
+    def format(self, value: float) -> str:
+        return format_binary(value) if self.is_size else format_seconds(value)
+
+    def _kind(self) -> str:
+        return "size such as 512m" if self.is_size else "duration such as 2.5s or 250ms"
+
+
+METRICS: dict[str, Metric] = {
+    m.key: m
+    for m in (
+        Metric("wall", "--max-wall", "wall time", lambda r: r.wall_s),
+        Metric("cpu_time", "--max-cpu-time", "CPU time", lambda r: r.cpu.total_s),
+        Metric(
+            "peak_memory",
+            "--max-peak-memory",
+            "peak memory",
+            lambda r: r.memory.peak_bytes,
+            is_size=True,
+        ),
+        Metric(
+            "avg_memory",
+            "--max-avg-memory",
+            "avg memory",
+            lambda r: r.memory.avg_bytes,
+            is_size=True,
+        ),
+        Metric("latency_p95", "--max-latency-p95", "latency p95", _latency_p95),
+    )
+}
+"""Every gated metric, in table order; larger is worse for all of them."""
+
+
+def successful(runs: Sequence[RunResult]) -> list[RunResult]:
+    """The runs that exited 0: the only ones whose figures describe the model's work."""
+    return [r for r in runs if r.termination is Termination.EXITED and not r.exit_code]
+
+
+def cells(results: Sequence[RunResult]) -> dict[tuple[str, str], list[RunResult]]:
+    """(label, ``Limits.describe()``) → its runs, in first-seen order."""
+    out: dict[tuple[str, str], list[RunResult]] = {}
+    for r in results:
+        out.setdefault((r.label, r.limits.describe()), []).append(r)
+    return out
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Budgets by metric key: ``default`` for every model, ``models`` per run label, and
+    ``overrides`` (the command line) over both."""
+
+    default: Mapping[str, float] = field(default_factory=dict)
+    models: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    overrides: Mapping[str, float] = field(default_factory=dict)
+    source: str = "command line"
+
+    def __bool__(self) -> bool:
+        return bool(self.default or self.models or self.overrides)
+
+    def for_label(self, label: str) -> dict[str, float]:
+        merged = {**self.default, **self.models.get(label, {}), **self.overrides}
+        return {k: merged[k] for k in METRICS if k in merged}
+
+
+class Status(str, enum.Enum):
+    PASS = "pass"
+    BREACH = "breach"
+    NOT_MEASURED = "not measured"
+
+
+@dataclass(frozen=True)
+class BudgetCheck:
+    """One budget of one cell: the cell's value (median of its successful runs) against it."""
+
+    label: str
+    setting: str
+    metric: Metric
+    budget: float
+    value: float | None
+    runs: int
+    """Successful runs the value is the median of."""
+    status: Status
+    reason: str = ""
+    """Why the value is missing (``NOT_MEASURED``)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.PASS
+
+    @property
+    def value_text(self) -> str:
+        return "not measured" if self.value is None else self.metric.format(self.value)
+
+    def describe(self) -> str:
+        """``mobilenet (cpus=1): CPU time 2.31s exceeds the budget 2.00s (median of 3 runs)``."""
+        cell = f"{self.label} ({self.setting})"
+        budget = self.metric.format(self.budget)
+        if self.value is None:
+            return f"{cell}: {self.metric.title} not measured ({self.reason}); budget {budget}"
+        verb = "within" if self.ok else "exceeds"
+        of = f"median of {self.runs} runs" if self.runs > 1 else "1 run"
+        return f"{cell}: {self.metric.title} {self.value_text} {verb} the budget {budget} ({of})"
+
+
+def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[BudgetCheck]:
+    """Every budgeted metric of every cell of ``results``, in cell order then metric order."""
+    checks = []
+    for (label, setting), runs in cells(results).items():
+        ok = successful(runs)
+        for key, budget in budgets.for_label(label).items():
+            metric = METRICS[key]
+            values = [v for r in ok if (v := metric.get(r)) is not None]
+            if not values:
+                if not ok:
+                    reason = f"no successful run: {_ending(runs[-1])}"
+                elif key == "latency_p95":
+                    reason = "the runs reported no per-iteration latency"
+                else:
+                    reason = f"the {runs[0].backend} backend did not measure it"
+                checks.append(
+                    BudgetCheck(
+                        label, setting, metric, budget, None, 0, Status.NOT_MEASURED, reason
+                    )
+                )
+                continue
+            value = statistics.median(values)
+            status = Status.PASS if value <= budget else Status.BREACH
+            checks.append(BudgetCheck(label, setting, metric, budget, value, len(values), status))
+    return checks
+
+
+def unused_models(results: Sequence[RunResult], budgets: Budgets) -> list[str]:
+    """Models the budget file names that did not run (a typo would else go unnoticed)."""
+    labels = {r.label for r in results}
+    return [m for m in budgets.models if m not in labels]
+
+
+def _ending(r: RunResult) -> str:
+    if r.termination is Termination.EXITED:
+        return f"exit {r.exit_code}"
+    return str(r.termination.value)
+
+
+def budgets_from_options(file: Path | None, options: Mapping[str, str | None]) -> Budgets:
+    """Budgets from a budget file (may be ``None``) and the ``--max-…`` options, keyed by
+    metric key (``{"wall": "10s", "peak_memory": None, …}``).  Raises :class:`ConfigError`."""
+    unknown = set(options) - set(METRICS)
+    if unknown:
+        raise ConfigError(f"unknown budget metric {sorted(unknown)[0]!r}")
+    overrides = {
+        k: METRICS[k].parse(v, METRICS[k].option) for k, v in options.items() if v is not None
+    }
+    base = load_budget_file(file) if file is not None else Budgets()
+    return Budgets(base.default, base.models, overrides, base.source)
+
+
+def load_budget_file(path: Path) -> Budgets:
+    """Read a budget file (format in the module docstring).  Errors name the file and line."""
+    import yaml
+
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read budget file {path}: {exc}") from exc
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "not valid YAML"
+        raise ConfigError(f"{path}{line}: {problem}") from None
+    if root is None:
+        raise ConfigError(f"{path}: the budget file is empty")
+
+    def where(node: yaml.Node) -> str:
+        return f"{path}:{node.start_mark.line + 1}"
+
+    def mapping(node: yaml.Node, what: str) -> list[tuple[str, yaml.Node, yaml.Node]]:
+        if not isinstance(node, yaml.MappingNode):
+            raise ConfigError(f"{where(node)}: {what} must be a mapping")
+        out: list[tuple[str, yaml.Node, yaml.Node]] = []
+        for k, v in node.value:
+            if not isinstance(k, yaml.ScalarNode):
+                raise ConfigError(f"{where(k)}: a key must be plain text")
+            out.append((str(k.value), k, v))
+        return out
+
+    def budgets(node: yaml.Node, what: str) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for key, knode, vnode in mapping(node, what):
+            metric = METRICS.get(key)
+            if metric is None:
+                raise ConfigError(
+                    f"{where(knode)}: unknown budget {key!r} (known: {', '.join(METRICS)})"
+                )
+            if not isinstance(vnode, yaml.ScalarNode):
+                raise ConfigError(f"{where(vnode)}: {key}: expected a single value")
+            value = yaml.safe_load(yaml.serialize(vnode))
+            out[key] = metric.parse(value, f"{where(vnode)}: {key}")
+        return out
+
+    default: dict[str, float] = {}
+    models: dict[str, dict[str, float]] = {}
+    for key, knode, vnode in mapping(root, "the budget file"):
+        if key == "default":
+            default = budgets(vnode, "default")
+        elif key == "models":
+            for name, _, mnode in mapping(vnode, "models"):
+                models[name] = budgets(mnode, f"models: {name}")
+        else:
+            raise ConfigError(
+                f"{where(knode)}: unknown section {key!r} (expected default or models)"
+            )
+    if not default and not models:
+        raise ConfigError(f"{path}: the budget file sets no budget")
+    return Budgets(default, models, {}, str(path))

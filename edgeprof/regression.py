@@ -1,0 +1,262 @@
+"""Baseline comparison for CI: per cell and metric, the change with its uncertainty and a verdict.
+
+The test suits the few repeats a CI job can afford (3 to 10): Welch's t (unequal variances,
+no normality of the *difference* assumed beyond the t approximation) gives a 95 % confidence
+interval of the difference of the means.  The verdict combines it with a threshold so that
+noise alone does not fail a build:
+
+* **regression**: the interval lies entirely above 0 (significant) *and* the estimated change
+  exceeds ``+threshold`` of the baseline mean;
+* **improvement**: significant and below ``−threshold``;
+* **no significant change**: everything else — an interval that includes 0 (noise), or a
+  significant change smaller than the threshold.
+
+Two verdicts say that no test was possible: **not enough repeats** (fewer than 2 successful
+runs on a side: no variance to test against; it does not fail, and says to repeat) and
+**not measured** (the baseline has the metric, the current cell has no value, e.g. every run
+failed or latency is no longer reported; it fails, as a missing budget value does).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .budgets import METRICS, Metric, cells, successful
+from .errors import ConfigError
+from .model import RunResult
+
+CONFIDENCE = 0.95
+
+
+class Verdict(str, enum.Enum):
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    NO_CHANGE = "no significant change"
+    FEW_REPEATS = "not enough repeats"
+    NOT_MEASURED = "not measured"
+
+    @property
+    def fails(self) -> bool:
+        return self in (Verdict.REGRESSION, Verdict.NOT_MEASURED)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One metric of one cell, baseline against current."""
+
+    label: str
+    setting: str
+    metric: Metric
+    base: tuple[float, ...]
+    current: tuple[float, ...]
+    verdict: Verdict
+    change: float | None = None
+    """(mean current − mean baseline) / mean baseline."""
+    ci: float | None = None
+    """Half-width of the 95 % interval of ``change`` (same unit: a fraction of the baseline)."""
+    p_value: float | None = None
+    """Two-sided p-value of Welch's t-test."""
+
+    @property
+    def base_mean(self) -> float | None:
+        return statistics.fmean(self.base) if self.base else None
+
+    @property
+    def current_mean(self) -> float | None:
+        return statistics.fmean(self.current) if self.current else None
+
+    def change_text(self) -> str:
+        """``+12.3% ± 4.1%`` (± the 95 % interval), ``+12.3%`` when untested, ``n/a``."""
+        if self.change is None:
+            return "n/a"
+        text = f"{self.change * 100:+.1f}%"
+        if self.ci is not None:
+            text += f" ± {self.ci * 100:.1f}%"
+        return text
+
+    def stat_text(self, values: tuple[float, ...]) -> str:
+        """``1.23s ± 0.04s (n=5)``: mean ± sample standard deviation."""
+        if not values:
+            return "n/a"
+        mean = self.metric.format(statistics.fmean(values))
+        if len(values) == 1:
+            return f"{mean} (n=1)"
+        return f"{mean} ± {self.metric.format(statistics.stdev(values))} (n={len(values)})"
+
+
+def parse_threshold(text: str) -> float:
+    """``"5%"`` or ``"5"`` → 0.05 (always percent of the baseline)."""
+    raw = text.strip().removesuffix("%").strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"--threshold {text!r}: expected a percentage such as 5%") from None
+    if not math.isfinite(value) or value < 0 or value >= 1000:
+        raise ConfigError(f"--threshold {text!r}: must be between 0% and 1000%")
+    return value / 100
+
+
+def compare_results(
+    baseline: Sequence[RunResult],
+    current: Sequence[RunResult],
+    threshold: float = 0.05,
+    match_limits: bool = True,
+) -> tuple[list[Change], list[str]]:
+    """Every metric of every cell found in both, and notes on cells found in only one.
+
+    ``match_limits=False`` pairs cells by model label alone (the same models measured under
+    different limits, e.g. two devices); each side must then hold one setting per label.
+    Raises :class:`ConfigError` when no cell is in both (comparing nothing must not pass).
+    """
+    base_cells, cur_cells = _keyed(baseline, match_limits), _keyed(current, match_limits)
+    notes = [f"{_name(k)}: only in the baseline" for k in base_cells if k not in cur_cells]
+    notes += [f"{_name(k)}: new (not in the baseline)" for k in cur_cells if k not in base_cells]
+    common = [k for k in cur_cells if k in base_cells]
+    if not common:
+        raise ConfigError(
+            "no model/limits cell is in both the baseline and the current results"
+            + (
+                " (use --ignore-limits to pair models measured under different limits)"
+                if match_limits
+                else ""
+            )
+        )
+    changes = []
+    for key in common:
+        b_runs, c_runs = base_cells[key], cur_cells[key]
+        label, setting = key[0], _setting(b_runs, c_runs)
+        b_ok, c_ok = successful(b_runs), successful(c_runs)
+        for metric in METRICS.values():
+            b = tuple(v for r in b_ok if (v := metric.get(r)) is not None)
+            c = tuple(v for r in c_ok if (v := metric.get(r)) is not None)
+            if not b:
+                continue  # the baseline never had it: nothing to hold the current run to
+            changes.append(_change(label, setting, metric, b, c, threshold))
+    return changes, notes
+
+
+def _change(
+    label: str,
+    setting: str,
+    metric: Metric,
+    b: tuple[float, ...],
+    c: tuple[float, ...],
+    threshold: float,
+) -> Change:
+    if not c:
+        return Change(label, setting, metric, b, c, Verdict.NOT_MEASURED)
+    mb, mc = statistics.fmean(b), statistics.fmean(c)
+    change = (mc - mb) / mb if mb > 0 else None
+    if len(b) < 2 or len(c) < 2 or change is None:
+        return Change(label, setting, metric, b, c, Verdict.FEW_REPEATS, change)
+    half, p = welch_interval(b, c)
+    ci = half / mb
+    significant = p < 1 - CONFIDENCE
+    if significant and change > threshold:
+        verdict = Verdict.REGRESSION
+    elif significant and change < -threshold:
+        verdict = Verdict.IMPROVEMENT
+    else:
+        verdict = Verdict.NO_CHANGE
+    return Change(label, setting, metric, b, c, verdict, change, ci, p)
+
+
+def welch_interval(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+    """Welch's t-test of mean(b) − mean(a): the half-width of its 95 % confidence interval
+    and the two-sided p-value.  Both samples need ≥ 2 values.  Zero variance on both sides:
+    the interval is 0 and p is 0 when the means differ, 1 when they do not."""
+    na, nb = len(a), len(b)
+    va, vb = statistics.variance(a) / na, statistics.variance(b) / nb
+    diff = statistics.fmean(b) - statistics.fmean(a)
+    se2 = va + vb
+    if se2 == 0:
+        return 0.0, (0.0 if diff != 0 else 1.0)
+    df = se2**2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
+    se = math.sqrt(se2)
+    t = abs(diff) / se
+    p = 2 * (1 - t_cdf(t, df))
+    return t_quantile(0.5 + CONFIDENCE / 2, df) * se, min(1.0, max(0.0, p))
+
+
+def t_cdf(t: float, df: float) -> float:
+    """Student's t distribution function (real ``df`` > 0), via the incomplete beta."""
+    x = df / (df + t * t)
+    tail = 0.5 * _betainc(df / 2, 0.5, x)
+    return 1 - tail if t >= 0 else tail
+
+
+def t_quantile(q: float, df: float) -> float:
+    """The ``q`` quantile (0.5 < q < 1) of Student's t, by bisection on :func:`t_cdf`."""
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < q:
+        hi *= 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if t_cdf(mid, df) < q:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12:
+            break
+    return (lo + hi) / 2
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """Regularised incomplete beta I_x(a, b): Lentz's continued fraction, on the side of
+    ``x`` where it converges fast."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    ln_front = (
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    if x > (a + 1) / (a + b + 2):
+        return 1 - _betainc(b, a, 1 - x)
+    tiny = 1e-300
+    c, d = 1.0, 1 - (a + b) * x / (a + 1)
+    d = 1 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 500):
+        for num in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1 + num * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1) < 1e-15:
+            break
+    return math.exp(ln_front) * h / a
+
+
+def _keyed(
+    results: Sequence[RunResult], match_limits: bool
+) -> dict[tuple[str, str], list[RunResult]]:
+    by_cell = cells(results)
+    if match_limits:
+        return by_cell
+    out: dict[tuple[str, str], list[RunResult]] = {}
+    for (label, setting), runs in by_cell.items():
+        if (label, "") in out:
+            raise ConfigError(
+                f"--ignore-limits: {label} was measured under several limit settings "
+                f"({out[(label, '')][0].limits.describe()}; {setting}): compare one setting"
+            )
+        out[(label, "")] = runs
+    return out
+
+
+def _setting(base: Sequence[RunResult], current: Sequence[RunResult]) -> str:
+    b, c = base[0].limits.describe(), current[0].limits.describe()
+    return b if b == c else f"{b} → {c}"
+
+
+def _name(key: tuple[str, str]) -> str:
+    return f"{key[0]} ({key[1]})" if key[1] else key[0]

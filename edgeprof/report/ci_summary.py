@@ -1,0 +1,184 @@
+"""Markdown summaries for CI pages: a run's cells with its budget checks, and a comparison's
+verdict table.  Written to ``$GITHUB_STEP_SUMMARY`` when it is set (appended: a job's steps
+share that file) and to a file on request."""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..budgets import METRICS, BudgetCheck, Status, cells, successful
+from ..errors import ConfigError
+from ..model import RunResult
+from ..regression import Change, Verdict
+from .files import append_locked
+
+_MARK = {Status.PASS: "✅ pass", Status.BREACH: "❌ breach", Status.NOT_MEASURED: "❌ not measured"}
+_VERDICT_MARK = {
+    Verdict.REGRESSION: "❌ regression",
+    Verdict.IMPROVEMENT: "✅ improvement",
+    Verdict.NO_CHANGE: "no significant change",
+    Verdict.FEW_REPEATS: "⚠️ not enough repeats",
+    Verdict.NOT_MEASURED: "❌ not measured",
+}
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
+    return out
+
+
+def render_run_summary(
+    results: Sequence[RunResult], checks: Sequence[BudgetCheck], title: str = "edgeprof"
+) -> str:
+    """The cells (median of the successful runs per metric) and, if any, the budget checks."""
+    failed = [c for c in checks if not c.ok]
+    lines = [f"## {title}", ""]
+    if checks:
+        lines += [
+            f"**{len(failed)} of {len(checks)} budget checks failed**"
+            if failed
+            else f"**All {len(checks)} budget checks passed**",
+            "",
+        ]
+    rows = []
+    for (label, setting), runs in cells(results).items():
+        ok = successful(runs)
+        row = [label, setting, f"{len(ok)}/{len(runs)}"]
+        for metric in METRICS.values():
+            values = [v for r in ok if (v := metric.get(r)) is not None]
+            row.append(metric.format(statistics.median(values)) if values else "n/a")
+        rows.append(row)
+    header = [
+        "Model",
+        "Limits",
+        "OK runs",
+        *(m.title[0].upper() + m.title[1:] for m in METRICS.values()),
+    ]
+    lines += _table(header, rows)
+    lines += ["", "Median of the successful runs of each model under each limit setting."]
+    if checks:
+        lines += ["", "### Budgets", ""]
+        lines += _table(
+            ["Model", "Limits", "Metric", "Value", "Budget", "Result"],
+            [
+                [
+                    c.label,
+                    c.setting,
+                    c.metric.title,
+                    c.value_text,
+                    c.metric.format(c.budget),
+                    _MARK[c.status],
+                ]
+                for c in checks
+            ],
+        )
+        reasons = [c for c in checks if c.status is Status.NOT_MEASURED]
+        if reasons:
+            lines += [""] + [f"- {c.describe()}" for c in reasons]
+    return "\n".join(lines) + "\n"
+
+
+def render_compare_summary(
+    changes: Sequence[Change], threshold: float, notes: Sequence[str] = ()
+) -> str:
+    """The verdict table of ``edgeprof compare``."""
+    regressions = sum(c.verdict is Verdict.REGRESSION for c in changes)
+    improvements = sum(c.verdict is Verdict.IMPROVEMENT for c in changes)
+    lost = sum(c.verdict is Verdict.NOT_MEASURED for c in changes)
+    head = f"**{regressions} regression{'s' if regressions != 1 else ''}, "
+    head += f"{improvements} improvement{'s' if improvements != 1 else ''}"
+    head += f", {lost} not measured**" if lost else "**"
+    lines = [
+        "## edgeprof compare",
+        "",
+        head,
+        f"(threshold {threshold * 100:g}%; change of the mean ± its 95% interval, Welch's t)",
+        "",
+    ]
+    lines += _table(
+        ["Model", "Limits", "Metric", "Baseline", "Current", "Change", "Verdict"],
+        [
+            [
+                c.label,
+                c.setting,
+                c.metric.title,
+                c.stat_text(c.base),
+                c.stat_text(c.current),
+                c.change_text(),
+                _VERDICT_MARK[c.verdict],
+            ]
+            for c in changes
+        ],
+    )
+    if notes:
+        lines += [""] + [f"- {n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+def write_summaries(text: str, path: Path | None) -> None:
+    """``text`` to ``path`` (replaced) if given, and appended to ``$GITHUB_STEP_SUMMARY``."""
+    if path is not None:
+        try:
+            path.write_text(text)
+        except OSError as exc:
+            raise ConfigError(f"cannot write {path}: {exc.strerror}") from exc
+    step = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step:
+        append_locked(Path(step), text + "\n")
+
+
+def render_compare_plain(
+    changes: Sequence[Change], threshold: float, notes: Sequence[str] = ()
+) -> str:
+    """The verdict table for a terminal: aligned columns, the same figures as the Markdown."""
+    header = ["MODEL", "LIMITS", "METRIC", "BASELINE", "CURRENT", "CHANGE", "VERDICT"]
+    rows = [header] + [
+        [
+            c.label,
+            c.setting,
+            c.metric.title,
+            c.stat_text(c.base),
+            c.stat_text(c.current),
+            c.change_text(),
+            c.verdict.value,
+        ]
+        for c in changes
+    ]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = [
+        f"Compare (threshold {threshold * 100:g}%; change of the mean ± its 95% interval, "
+        "Welch's t)"
+    ]
+    for i, r in enumerate(rows):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    lines += [f"  {n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+def change_dicts(changes: Sequence[Change], threshold: float) -> list[dict[str, object]]:
+    """``compare --json``: one object per compared metric of a cell, base units."""
+    return [
+        {
+            "label": c.label,
+            "limits": c.setting,
+            "metric": c.metric.key,
+            "baseline": list(c.base),
+            "current": list(c.current),
+            "change": c.change,
+            "ci95": c.ci,
+            "p_value": c.p_value,
+            "threshold": threshold,
+            "verdict": c.verdict.value,
+        }
+        for c in changes
+    ]

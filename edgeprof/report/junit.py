@@ -1,0 +1,106 @@
+"""JUnit XML: one test case per budget check or per compared metric, so that any CI (GitHub,
+GitLab, Jenkins) shows pass/fail per model without knowing edgeprof.
+
+Deterministic (no timestamps, no host names): the same checks give the same bytes.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..budgets import BudgetCheck, Status, cells, successful
+from ..model import RunResult
+from ..regression import Change, Verdict
+
+
+@dataclass(frozen=True)
+class Case:
+    classname: str
+    """The cell: ``model (limits)``; CI pages group cases by it."""
+    name: str
+    failure: str | None = None
+    """The failure message; ``None``: the case passed."""
+    skipped: str | None = None
+    output: str = ""
+
+
+def render_junit(suite: str, cases: Sequence[Case]) -> str:
+    root = ET.Element(
+        "testsuites",
+        name="edgeprof",
+        tests=str(len(cases)),
+        failures=str(sum(c.failure is not None for c in cases)),
+    )
+    ts = ET.SubElement(
+        root,
+        "testsuite",
+        name=suite,
+        tests=str(len(cases)),
+        failures=str(sum(c.failure is not None for c in cases)),
+        errors="0",
+        skipped=str(sum(c.skipped is not None and c.failure is None for c in cases)),
+    )
+    for c in cases:
+        tc = ET.SubElement(ts, "testcase", classname=c.classname, name=c.name)
+        if c.failure is not None:
+            ET.SubElement(tc, "failure", message=c.failure, type="edgeprof")
+        elif c.skipped is not None:
+            ET.SubElement(tc, "skipped", message=c.skipped)
+        if c.output:
+            ET.SubElement(tc, "system-out").text = c.output
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+
+
+def budget_cases(checks: Sequence[BudgetCheck]) -> list[Case]:
+    """One case per budget check: ``wall time <= 10.00s``, failing on a breach or a value
+    that was not measured."""
+    return [
+        Case(
+            classname=f"{c.label} ({c.setting})",
+            name=f"{c.metric.title} <= {c.metric.format(c.budget)}",
+            failure=None if c.status is Status.PASS else c.describe(),
+            output=c.describe(),
+        )
+        for c in checks
+    ]
+
+
+def compare_cases(changes: Sequence[Change], threshold: float) -> list[Case]:
+    """One case per compared metric of a cell: fails on a regression or a lost measurement;
+    ``not enough repeats`` is reported as skipped (no test was possible)."""
+    out = []
+    for ch in changes:
+        text = (
+            f"{ch.metric.title}: {ch.verdict.value}, change {ch.change_text()} "
+            f"(baseline {ch.stat_text(ch.base)}, current {ch.stat_text(ch.current)}, "
+            f"threshold {threshold * 100:g}%)"
+        )
+        out.append(
+            Case(
+                classname=f"{ch.label} ({ch.setting})" if ch.setting else ch.label,
+                name=f"{ch.metric.title} no regression",
+                failure=text if ch.verdict.fails else None,
+                skipped=text if ch.verdict is Verdict.FEW_REPEATS else None,
+                output=text,
+            )
+        )
+    return out
+
+
+def run_cases(results: Sequence[RunResult]) -> list[Case]:
+    """Without budgets: one case per cell, failing when one of its runs did not exit 0."""
+    out = []
+    for (label, setting), runs in cells(results).items():
+        bad = [r for r in runs if r not in successful(runs)]
+        text = f"{len(runs) - len(bad)} of {len(runs)} runs succeeded"
+        if bad:
+            endings = ", ".join(
+                f"exit {r.exit_code}" if r.termination.value == "exited" else r.termination.value
+                for r in bad
+            )
+            text += f" (failed: {endings})"
+        out.append(Case(f"{label} ({setting})", "runs succeed", text if bad else None, output=text))
+    return out

@@ -1,0 +1,166 @@
+"""Budgets: parsing (options and YAML file), precedence, and breach detection per cell."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from edgeprof.budgets import (
+    METRICS,
+    Budgets,
+    Status,
+    budgets_from_options,
+    check_budgets,
+    load_budget_file,
+    unused_models,
+)
+from edgeprof.errors import ConfigError
+from edgeprof.model import Termination
+from tests.unit.gating_helpers import MIB, run
+
+NO_OPTIONS: dict[str, str | None] = {k: None for k in METRICS}
+
+
+def test_option_values_parse_to_base_units() -> None:
+    b = budgets_from_options(
+        None,
+        {
+            **NO_OPTIONS,
+            "wall": "2m",
+            "cpu_time": "250ms",
+            "peak_memory": "512m",
+            "avg_memory": "1.5g",
+            "latency_p95": "0.04",
+        },
+    )
+    assert b.for_label("any") == {
+        "wall": 120.0,
+        "cpu_time": 0.25,
+        "peak_memory": 512 * MIB,
+        "avg_memory": 1.5 * 2**30,
+        "latency_p95": 0.04,
+    }
+    assert not budgets_from_options(None, NO_OPTIONS)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("wall", "ten", "--max-wall: invalid wall time 'ten'"),
+        ("cpu_time", "-1s", "--max-cpu-time: invalid CPU time '-1s'"),
+        ("peak_memory", "lots", "--max-peak-memory: invalid size 'lots'"),
+        ("latency_p95", "0", "--max-latency-p95: invalid latency p95 '0': must be greater"),
+    ],
+)
+def test_bad_option_names_the_option(key: str, value: str, message: str) -> None:
+    with pytest.raises(ConfigError, match="^" + message):
+        budgets_from_options(None, {**NO_OPTIONS, key: value})
+
+
+def test_budget_file_default_models_and_precedence(tmp_path: Path) -> None:
+    f = tmp_path / "budgets.yml"
+    f.write_text(
+        "# CI budgets\n"
+        "default:\n"
+        "  wall: 10s\n"
+        "  peak_memory: 512m\n"
+        "models:\n"
+        "  big.onnx:\n"
+        "    wall: 20\n"
+        "    cpu_time: 4s\n"
+    )
+    b = load_budget_file(f)
+    assert b.source == str(f)
+    assert b.for_label("small.onnx") == {"wall": 10.0, "peak_memory": 512 * MIB}
+    assert b.for_label("big.onnx") == {"wall": 20.0, "cpu_time": 4.0, "peak_memory": 512 * MIB}
+    # The command line wins over the model's entry and the default.
+    b2 = budgets_from_options(f, {**NO_OPTIONS, "wall": "1s"})
+    assert b2.for_label("big.onnx")["wall"] == 1.0 and b2.for_label("x")["wall"] == 1.0
+    assert b2.for_label("big.onnx")["cpu_time"] == 4.0
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("default:\n  wal: 10s\n", r":2: unknown budget 'wal' \(known: wall, cpu_time"),
+        ("default:\n  wall: 10s\n  peak_memory: big\n", r":3: peak_memory: invalid size 'big'"),
+        ("models:\n  a.onnx:\n    wall: [1, 2]\n", r":3: wall: expected a single value"),
+        ("default:\n  wall: true\n", r":2: wall: expected a duration"),
+        ("limits:\n  wall: 1\n", r":1: unknown section 'limits' \(expected default or models\)"),
+        ("default: 5\n", r":1: default must be a mapping"),
+        ("default:\n  wall: 1\n bad", r":3: "),
+        ("", r": the budget file is empty"),
+        ("default: {}\n", r": the budget file sets no budget"),
+    ],
+)
+def test_budget_file_errors_name_file_and_line(tmp_path: Path, text: str, message: str) -> None:
+    f = tmp_path / "b.yml"
+    f.write_text(text)
+    with pytest.raises(ConfigError, match="^" + str(f).replace(".", r"\.") + message):
+        load_budget_file(f)
+
+
+def test_missing_budget_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read budget file"):
+        load_budget_file(tmp_path / "nope.yml")
+
+
+def test_breach_is_judged_on_the_median_of_the_cell() -> None:
+    # One disturbed repeat (3.0 s) neither fails the cell nor moves its value much.
+    results = [run(wall=w) for w in (1.0, 3.0, 1.1)] + [run(wall=1.5, cpus=0.5)] * 3
+    checks = check_budgets(results, Budgets(default={"wall": 1.2}))
+    assert [(c.setting, c.value, c.runs, c.status) for c in checks] == [
+        ("cpus=1, memory=1.0GiB", 1.1, 3, Status.PASS),
+        ("cpus=0.5, memory=1.0GiB", 1.5, 3, Status.BREACH),
+    ]
+    assert checks[1].describe() == (
+        "m.onnx (cpus=0.5, memory=1.0GiB): wall time 1.50s exceeds the budget 1.20s "
+        "(median of 3 runs)"
+    )
+
+
+def test_value_equal_to_budget_passes_and_metrics_are_in_table_order() -> None:
+    checks = check_budgets(
+        [run(cpu=0.5, peak_mib=100, avg_mib=90)],
+        Budgets(default={"avg_memory": 80 * MIB, "peak_memory": 100 * MIB, "cpu_time": 0.5}),
+    )
+    assert [(c.metric.key, c.status) for c in checks] == [
+        ("cpu_time", Status.PASS),
+        ("peak_memory", Status.PASS),
+        ("avg_memory", Status.BREACH),
+    ]
+    assert checks[2].describe().endswith("avg memory 90.0MiB exceeds the budget 80.0MiB (1 run)")
+
+
+def test_per_model_budgets_apply_to_their_model_only() -> None:
+    results = [run(name="a", wall=2.0), run(name="b", wall=2.0)]
+    b = Budgets(default={"wall": 3.0}, models={"b": {"wall": 1.0}, "typo": {"wall": 1.0}})
+    assert [(c.label, c.ok) for c in check_budgets(results, b)] == [("a", True), ("b", False)]
+    assert unused_models(results, b) == ["typo"]
+
+
+def test_failed_runs_do_not_count_and_a_cell_without_success_is_not_measured() -> None:
+    results = [
+        run(name="a", wall=9.0, exit_code=1),
+        run(name="a", wall=1.0),
+        run(name="b", termination=Termination.OOM, exit_code=137),
+    ]
+    checks = check_budgets(results, Budgets(default={"wall": 2.0}))
+    assert [(c.label, c.value, c.status) for c in checks] == [
+        ("a", 1.0, Status.PASS),
+        ("b", None, Status.NOT_MEASURED),
+    ]
+    assert not checks[1].ok
+    assert "wall time not measured (no successful run: oom); budget 2.00s" in checks[1].describe()
+
+
+def test_latency_budget_fails_when_latency_was_not_measured() -> None:
+    b = Budgets(overrides={"latency_p95": 0.040})
+    missing = check_budgets([run()], b)
+    assert [c.status for c in missing] == [Status.NOT_MEASURED]
+    assert missing[0].reason == "the runs reported no per-iteration latency"
+    measured = check_budgets([run(p95_s=s) for s in (0.030, 0.050, 0.035)], b)
+    assert [(c.value, c.status) for c in measured] == [(0.035, Status.PASS)]
+    slow = check_budgets([run(p95_s=0.041)], b)
+    assert slow[0].status is Status.BREACH

@@ -1,0 +1,148 @@
+"""CI summaries: Markdown and JUnit against golden files, and where they are written.
+
+Regenerate the golden files after a deliberate change with ``EDGEPROF_UPDATE_GOLDEN=1``
+(and read the diff).
+"""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from edgeprof.budgets import Budgets, check_budgets
+from edgeprof.model import RunResult, Termination
+from edgeprof.regression import compare_results
+from edgeprof.report.ci_summary import (
+    render_compare_plain,
+    render_compare_summary,
+    render_run_summary,
+    write_summaries,
+)
+from edgeprof.report.junit import budget_cases, compare_cases, render_junit, run_cases
+from tests.unit.gating_helpers import MIB, run
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("EDGEPROF_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} differs from its golden file"
+
+
+def sweep() -> list[RunResult]:
+    """Two models × two settings, three repeats, one failed run, latency for one model."""
+    out = []
+    for i, jitter in enumerate((1.0, 1.04, 0.97)):
+        for cpus, slow in ((1, 1.0), (0.5, 2.0)):
+            out.append(
+                run(
+                    "mobilenet|v2.onnx",
+                    0.5 * jitter * slow,
+                    0.45 * jitter,
+                    40,
+                    22,
+                    cpus,
+                    p95_s=0.02 * slow * jitter,
+                )
+            )
+            out.append(
+                run(
+                    "squeezenet.onnx",
+                    0.6 * jitter * slow,
+                    0.55 * jitter,
+                    52,
+                    33,
+                    cpus,
+                    exit_code=1 if (i, cpus) == (2, 0.5) else 0,
+                )
+            )
+    return out
+
+
+def checks() -> list:  # type: ignore[type-arg]
+    budgets = Budgets(
+        default={"wall": 1.0, "peak_memory": 50 * MIB},
+        models={"mobilenet|v2.onnx": {"latency_p95": 0.03}, "squeezenet.onnx": {"latency_p95": 1}},
+    )
+    return check_budgets(sweep(), budgets)
+
+
+def changes() -> tuple[list, list[str]]:  # type: ignore[type-arg]
+    base = [r for r in sweep() if r.limits.cpus == 1]
+    cur = [run("mobilenet|v2.onnx", w, 0.45, 40, 22, 1, p95_s=0.02) for w in (0.60, 0.62, 0.59)] + [
+        run("squeezenet.onnx", w, c, 52, 33, 1) for w, c in ((0.5, 0.4), (0.55, 0.41))
+    ]
+    cur.append(run("new.onnx", 1.0))
+    return compare_results(base, cur, 0.05)
+
+
+def test_run_summary_markdown() -> None:
+    golden("run_summary.md", render_run_summary(sweep(), checks()))
+
+
+def test_run_summary_without_budgets_has_no_budget_section() -> None:
+    text = render_run_summary(sweep(), [])
+    assert "Budgets" not in text and "budget checks" not in text
+    assert "| mobilenet\\|v2.onnx | cpus=0.5, memory=1.0GiB | 3/3 | 1.00s |" in text
+    assert "| squeezenet.onnx | cpus=0.5, memory=1.0GiB | 2/3 |" in text
+
+
+def test_compare_summary_markdown_and_plain() -> None:
+    ch, notes = changes()
+    golden("compare_summary.md", render_compare_summary(ch, 0.05, notes))
+    golden("compare.txt", render_compare_plain(ch, 0.05, notes))
+
+
+def test_budget_junit() -> None:
+    text = render_junit("edgeprof budgets", budget_cases(checks()))
+    golden("budgets.junit.xml", text)
+    suite = ET.fromstring(text).find("testsuite")
+    assert suite is not None
+    cases = suite.findall("testcase")
+    # 2 models × 2 settings × (wall, peak memory, latency p95)
+    assert len(cases) == 12 == int(suite.get("tests", ""))
+    failed = [c for c in cases if c.find("failure") is not None]
+    assert int(suite.get("failures", "")) == len(failed) == 6
+
+
+def test_compare_junit() -> None:
+    ch, _ = changes()
+    golden("compare.junit.xml", render_junit("edgeprof compare", compare_cases(ch, 0.05)))
+
+
+def test_run_junit_without_budgets_one_case_per_cell() -> None:
+    results = [*sweep(), run("oom.onnx", termination=Termination.OOM, exit_code=137)]
+    suite = ET.fromstring(render_junit("edgeprof runs", run_cases(results))).find("testsuite")
+    assert suite is not None
+    failures = {
+        c.get("classname"): f.get("message")
+        for c in suite.findall("testcase")
+        if (f := c.find("failure")) is not None
+    }
+    assert failures == {
+        "squeezenet.onnx (cpus=0.5, memory=1.0GiB)": "2 of 3 runs succeeded (failed: exit 1)",
+        "oom.onnx (cpus=1, memory=1.0GiB)": "0 of 1 runs succeeded (failed: oom)",
+    }
+    assert len(suite.findall("testcase")) == 5
+
+
+def test_summaries_go_to_the_file_and_append_to_the_step_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    step = tmp_path / "step.md"
+    step.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    out = tmp_path / "summary.md"
+    out.write_text("old")
+    write_summaries("## one\n", out)
+    write_summaries("## two\n", None)
+    assert out.read_text() == "## one\n"
+    assert step.read_text() == "earlier step\n## one\n\n## two\n\n"
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY")
+    write_summaries("## three\n", None)
+    assert step.read_text().count("##") == 2

@@ -1,0 +1,158 @@
+"""Budgets on ``run`` and ``edgeprof compare`` through cli.main: exit codes, files, output."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from edgeprof.cli import EXIT_BUDGET, main
+from edgeprof.model import RunResult
+from tests.unit.gating_helpers import run
+
+RUN = ["run", "--backend", "fake", "--interval", "0.01"]
+
+
+def test_budget_within_exits_0_and_is_printed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*RUN, "--max-wall", "1h", "--", "true"]) == 0
+    out = capsys.readouterr().out
+    assert "Budgets (command line): 1 of 1 checks passed\n" in out
+    assert "  ok    true (none): wall time " in out
+
+
+def test_breach_exits_3_and_names_metric_value_and_budget(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main([*RUN, "--max-wall", "1ms", "--", "sleep", "0.05"]) == EXIT_BUDGET == 3
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("  FAIL"))
+    assert line.startswith("  FAIL  sleep (none): wall time ")
+    assert line.endswith(" exceeds the budget 1.0ms (1 run)")
+
+
+def test_failed_workload_code_takes_precedence_over_a_breach(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main([*RUN, "--max-wall", "1ms", "--", "sh", "-c", "sleep 0.02; exit 5"]) == 5
+    out = capsys.readouterr().out
+    assert "wall time not measured (no successful run: exit 5); budget 1.0ms" in out
+
+
+def test_unmeasured_latency_fails_the_budget(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*RUN, "--max-latency-p95", "40ms", "--", "true"]) == 3
+    assert "latency p95 not measured (the runs reported no per-iteration latency)" in (
+        capsys.readouterr().out
+    )
+
+
+def test_json_keeps_stdout_json_budget_lines_on_stderr(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    assert main([*RUN, "--json", "--max-wall", "1h", "--", "true"]) == 0
+    out, err = capfd.readouterr()
+    assert json.loads(out)["termination"] == "exited"
+    assert "Budgets (command line): 1 of 1 checks passed" in err
+
+
+def test_bad_budget_is_an_error_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    marker = tmp_path / "ran"
+    assert main([*RUN, "--max-peak-memory", "lots", "--", "touch", str(marker)]) == 2
+    assert capsys.readouterr().err.startswith("edgeprof: error: --max-peak-memory: invalid size")
+    bad = tmp_path / "b.yml"
+    bad.write_text("default:\n  wal: 1s\n")
+    assert main([*RUN, "--budgets", str(bad), "--", "touch", str(marker)]) == 2
+    assert f"edgeprof: error: {bad}:2: unknown budget 'wal'" in capsys.readouterr().err
+    assert main([*RUN, "--junit", str(tmp_path / "no" / "j.xml"), "--", "touch", str(marker)]) == 2
+    assert not marker.exists()
+
+
+def test_budget_file_summary_junit_and_step_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    step = tmp_path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    budgets = tmp_path / "budgets.yml"
+    budgets.write_text(
+        "default:\n  wall: 1h\nmodels:\n  b:\n    wall: 1ms\n  typo:\n    wall: 1s\n"
+    )
+    summary, junit = tmp_path / "summary.md", tmp_path / "j.xml"
+    args = [*RUN, "--budgets", str(budgets), "--summary", str(summary), "--junit", str(junit)]
+    assert main([*args, "-m", "a,b", "--", "sh", "-c", "sleep 0.02"]) == 3
+    out, err = capsys.readouterr()
+    assert f"Budgets ({budgets}): 1 of 2 checks passed" in out
+    assert f"edgeprof: warning: {budgets} budgets typo, which did not run" in err
+    text = summary.read_text()
+    assert text.startswith("## edgeprof\n\n**1 of 2 budget checks failed**\n")
+    assert "| b | none | wall time |" in text and "❌ breach" in text
+    assert step.read_text() == text + "\n"
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("tests") == "2" and suite.get("failures") == "1"
+    names = [(c.get("classname"), c.find("failure") is not None) for c in suite]
+    assert names == [("a (none)", False), ("b (none)", True)]
+
+
+def test_junit_without_budgets_has_one_case_per_cell(tmp_path: Path) -> None:
+    junit = tmp_path / "j.xml"
+    assert main([*RUN, "--junit", str(junit), "--repeat", "2", "--", "true"]) == 0
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("name") == "edgeprof runs"
+    assert [c.get("name") for c in suite] == ["runs succeed"]
+
+
+def _save(path: Path, runs: list[RunResult]) -> Path:
+    path.write_text(json.dumps([r.to_dict() for r in runs]))
+    return path
+
+
+def _sweep(path: Path, runs: list[RunResult]) -> Path:
+    path.mkdir()
+    (path / "sweep.json").write_text(
+        json.dumps({"schema": "edgeprof-sweep/1", "runs": [r.to_dict() for r in runs]})
+    )
+    return path
+
+
+def test_compare_exit_codes_and_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base_walls = (1.00, 1.02, 0.98, 1.01)
+    base = _sweep(tmp_path / "base", [run(wall=w) for w in base_walls])
+    same = _save(tmp_path / "same.json", [run(wall=w) for w in (1.01, 0.99, 1.0, 1.02)])
+    slow = _save(tmp_path / "slow.json", [run(wall=w * 1.3) for w in base_walls])
+
+    assert main(["compare", str(base), str(same)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Compare (threshold 5%;")
+    assert "regression" not in out
+
+    md, junit = tmp_path / "c.md", tmp_path / "c.xml"
+    args = ["compare", str(base), str(slow), "--summary", str(md), "--junit", str(junit)]
+    assert main(args) == 3
+    row = next(ln for ln in capsys.readouterr().out.splitlines() if " wall time " in ln)
+    assert row.split()[-1] == "regression" and "+30.0% ± " in row
+    assert md.read_text().startswith("## edgeprof compare\n\n**1 regression, 0 improvements**")
+    assert ET.parse(junit).getroot().get("failures") == "1"
+
+    # A threshold above the change: no regression.
+    assert main(["compare", str(base), str(slow), "--threshold", "40%"]) == 0
+    capsys.readouterr()
+
+    assert main(["compare", "--json", str(base), str(slow)]) == 3
+    data = json.loads(capsys.readouterr().out)
+    wall = next(c for c in data["changes"] if c["metric"] == "wall")
+    assert wall["verdict"] == "regression" and wall["baseline"] == list(base_walls)
+    assert wall["p_value"] < 0.05 and abs(wall["change"] - 0.3) < 1e-9
+
+
+def test_compare_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = _save(tmp_path / "a.json", [run(cpus=1)] * 2)
+    b = _save(tmp_path / "b.json", [run(cpus=0.5)] * 2)
+    assert main(["compare", str(a), str(b)]) == 2
+    assert "no model/limits cell is in both" in capsys.readouterr().err
+    assert main(["compare", str(a), str(b), "--ignore-limits"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(a), str(tmp_path / "missing.json")]) == 2
+    assert main(["compare", str(a), str(b), "--threshold", "x"]) == 2
+    assert "--threshold 'x'" in capsys.readouterr().err

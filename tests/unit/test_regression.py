@@ -1,0 +1,172 @@
+"""compare's statistics and verdicts on synthetic repeats: regression, improvement, noise."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from edgeprof.errors import ConfigError
+from edgeprof.model import RunResult, Termination
+from edgeprof.regression import (
+    Verdict,
+    compare_results,
+    parse_threshold,
+    t_quantile,
+    welch_interval,
+)
+from tests.unit.gating_helpers import run
+
+BASE = (1.00, 1.02, 0.98, 1.01, 0.99)
+
+
+def walls(values: tuple[float, ...] | list[float], **kw: object) -> list[RunResult]:
+    return [run(wall=w, **kw) for w in values]  # type: ignore[arg-type]
+
+
+def wall_verdict(base: list[RunResult], cur: list[RunResult], threshold: float = 0.05):  # type: ignore[no-untyped-def]
+    changes, _ = compare_results(base, cur, threshold)
+    return next(c for c in changes if c.metric.key == "wall")
+
+
+@pytest.mark.parametrize(
+    ("df", "expected"), [(1, 12.7062), (2, 4.3027), (4, 2.7764), (10, 2.2281), (30, 2.0423)]
+)
+def test_t_quantiles_match_the_table(df: float, expected: float) -> None:
+    assert math.isclose(t_quantile(0.975, df), expected, abs_tol=1e-4)
+
+
+def test_welch_hand_computed() -> None:
+    # diff 3, se = sqrt(1/3 + 1/3), df = 4: t = 3.674, p = 0.0213 (scipy.stats.ttest_ind).
+    half, p = welch_interval([1, 2, 3], [4, 5, 6])
+    assert math.isclose(half, 2.7764 * math.sqrt(2 / 3), rel_tol=1e-4)
+    assert math.isclose(p, 0.02131, abs_tol=1e-4)
+    # Unequal variances and sizes: se² = 5/12 + 37/36, Welch–Satterthwaite df = 7.752,
+    # t = 3.0509; the p-value checked against a Simpson integral of the t density.
+    half, p = welch_interval([10, 11, 12, 13], [11, 14, 16, 17, 18, 15])
+    se = math.sqrt(5 / 12 + 37 / 36)
+    df = se**4 / ((5 / 12) ** 2 / 3 + (37 / 36) ** 2 / 5)
+    t = (15 + 1 / 6 - 11.5) / se
+    assert math.isclose(p, 2 * _t_tail(t, df), rel_tol=1e-6)
+    assert math.isclose(half / se, t_quantile(0.975, df))
+    assert math.isclose(2 * _t_tail(half / se, df), 0.05, rel_tol=1e-6)
+
+
+def _t_tail(t: float, df: float) -> float:
+    """P(T > t): Simpson's rule over [t, 2000] of Student's t density (tail beyond: < 1e-12)."""
+
+    def pdf(x: float) -> float:
+        c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+        return math.exp(c - (df + 1) / 2 * math.log1p(x * x / df))
+
+    # Substitute x = t + u² to resolve the heavy tail: dx = 2u du.
+    n, top = 20_000, math.sqrt(2000 - t)
+    h = top / n
+    total = 0.0
+    for i in range(n + 1):
+        u = i * h
+        w = 1 if i in (0, n) else (4 if i % 2 else 2)
+        total += w * pdf(t + u * u) * 2 * u
+    return total * h / 3
+
+
+def test_clear_regression() -> None:
+    c = wall_verdict(walls(BASE), walls([v * 1.2 for v in BASE]))
+    assert c.verdict is Verdict.REGRESSION and c.verdict.fails
+    assert c.change is not None and math.isclose(c.change, 0.2)
+    assert c.ci is not None and 0 < c.ci < 0.05
+    assert c.change_text().startswith("+20.0% ± ")
+
+
+def test_clear_improvement() -> None:
+    c = wall_verdict(walls(BASE), walls([v * 0.8 for v in BASE]))
+    assert c.verdict is Verdict.IMPROVEMENT and not c.verdict.fails
+    assert c.change_text().startswith("-20.0% ± ")
+
+
+def test_noise_alone_never_fails() -> None:
+    # 300 pairs of 5 repeats from the same distribution (2 % noise): none is a regression.
+    rng = random.Random(11)
+    verdicts = set()
+    for _ in range(300):
+        b = [rng.gauss(1.0, 0.02) for _ in range(5)]
+        c = [rng.gauss(1.0, 0.02) for _ in range(5)]
+        verdicts.add(wall_verdict(walls(b), walls(c)).verdict)
+    assert verdicts == {Verdict.NO_CHANGE}
+
+
+def test_large_but_noisy_difference_is_not_significant() -> None:
+    c = wall_verdict(walls([1.0, 1.5, 0.7]), walls([1.4, 0.9, 1.6]))
+    assert c.change is not None and c.change > 0.15
+    assert c.verdict is Verdict.NO_CHANGE
+
+
+def test_significant_change_below_the_threshold_does_not_fail() -> None:
+    cur = walls([v * 1.03 for v in BASE])
+    assert wall_verdict(walls(BASE), cur).verdict is Verdict.NO_CHANGE
+    assert wall_verdict(walls(BASE), cur, threshold=0.01).verdict is Verdict.REGRESSION
+
+
+def test_equal_repeats_zero_variance() -> None:
+    same = wall_verdict(walls([2.0, 2.0, 2.0]), walls([2.0, 2.0]))
+    assert same.verdict is Verdict.NO_CHANGE and same.ci == 0
+    up = wall_verdict(walls([2.0, 2.0, 2.0]), walls([2.5, 2.5]))
+    assert up.verdict is Verdict.REGRESSION
+
+
+def test_single_runs_cannot_be_tested_and_do_not_fail() -> None:
+    c = wall_verdict(walls([1.0]), walls([2.0, 2.1]))
+    assert c.verdict is Verdict.FEW_REPEATS and not c.verdict.fails
+    assert c.change_text() == "+105.0%"
+
+
+def test_current_cell_without_success_is_not_measured_and_fails() -> None:
+    cur = [run(termination=Termination.OOM, exit_code=137), run(exit_code=1)]
+    changes, _ = compare_results(walls(BASE), cur)
+    assert {c.verdict for c in changes} == {Verdict.NOT_MEASURED}
+    assert all(c.verdict.fails for c in changes)
+
+
+def test_metric_absent_from_the_baseline_is_skipped_and_lost_latency_fails() -> None:
+    changes, _ = compare_results(walls(BASE), walls(BASE))
+    assert [c.metric.key for c in changes] == ["wall", "cpu_time", "peak_memory", "avg_memory"]
+    with_latency = [run(p95_s=0.03) for _ in range(3)]
+    changes, _ = compare_results(with_latency, walls(BASE))
+    lat = next(c for c in changes if c.metric.key == "latency_p95")
+    assert lat.verdict is Verdict.NOT_MEASURED
+
+
+def test_cells_are_matched_by_model_and_limits() -> None:
+    base = walls(BASE, name="a") + walls(BASE, name="gone")
+    cur = walls(BASE, name="a") + walls(BASE, name="new") + walls(BASE, name="a", cpus=0.5)
+    changes, notes = compare_results(base, cur)
+    assert {(c.label, c.setting) for c in changes} == {("a", "cpus=1, memory=1.0GiB")}
+    assert notes == [
+        "gone (cpus=1, memory=1.0GiB): only in the baseline",
+        "new (cpus=1, memory=1.0GiB): new (not in the baseline)",
+        "a (cpus=0.5, memory=1.0GiB): new (not in the baseline)",
+    ]
+
+
+def test_nothing_in_common_is_an_error_and_ignore_limits_pairs_by_model() -> None:
+    base, cur = walls(BASE, cpus=1), walls([v * 2 for v in BASE], cpus=0.5)
+    with pytest.raises(ConfigError, match="use --ignore-limits"):
+        compare_results(base, cur)
+    changes, notes = compare_results(base, cur, match_limits=False)
+    wall = next(c for c in changes if c.metric.key == "wall")
+    assert wall.verdict is Verdict.REGRESSION and notes == []
+    assert wall.setting == "cpus=1, memory=1.0GiB → cpus=0.5, memory=1.0GiB"
+    with pytest.raises(ConfigError, match="several limit settings"):
+        compare_results(base + cur, cur, match_limits=False)
+
+
+@pytest.mark.parametrize(("text", "value"), [("5%", 0.05), ("12.5", 0.125), (" 0 % ", 0.0)])
+def test_threshold(text: str, value: float) -> None:
+    assert math.isclose(parse_threshold(text), value)
+
+
+@pytest.mark.parametrize("text", ["five", "-1%", "nan", "1000%"])
+def test_bad_threshold(text: str) -> None:
+    with pytest.raises(ConfigError, match="--threshold"):
+        parse_threshold(text)
