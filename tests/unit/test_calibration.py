@@ -602,3 +602,31 @@ def test_cli_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"plot: {png}" in capsys.readouterr().out
+
+
+def test_cli_json_keeps_predictions_off_stdout(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    cal = _calibration(tmp_path)
+    # The fake run's setting is "none": calibrate that setting.
+    none = Calibration(
+        "phone", "x.csv", tuple(dataclasses.replace(f, setting="none") for f in cal.fits)
+    )
+    path = tmp_path / "none.yml"
+    none.save(path)
+    rc = main(["run", "--backend", "fake", "--interval", "0.01", "--json", "--name", "j",
+               "--calibration", str(path), "--", "true"])  # fmt: skip
+    out, err = capfd.readouterr()
+    assert rc == 0
+    assert json.loads(out)["name"] == "j"  # stdout is the JSON and nothing else
+    assert "Predicted on phone" in err and "\nj " in err
+
+
+def test_calibrate_prints_the_influence_warning(tmp_path: Path) -> None:
+    runs = [_run(name, x) for name, (x, _) in INCEPTION_LIKE.items()]
+    rows = "".join(f"{name},{y * 1000:.0f}\n" for name, (_, y) in INCEPTION_LIKE.items())
+    cal = calibrate(runs, read_measurements(_csv(tmp_path, "model,runtime_ms\n" + rows)), "g6")
+    text = render_calibration(cal)
+    (summary,) = [ln for ln in text.splitlines() if ln.startswith("runtime (ms)")]
+    assert summary.split()[-1] == "1"  # one warning
+    assert "  warning: inception_v3 dominates the fit (leverage 0.99 > 0.67" in text
