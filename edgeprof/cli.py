@@ -9,15 +9,17 @@ being the more basic failure (the budget checks are still printed and written).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated, TextIO
 
 import typer
 
-from . import __version__
+from . import __version__, envtemplate
 from .backends import Backend, get_backend
 from .budgets import BudgetCheck, Budgets, budgets_from_options, check_budgets, unused_models
 from .calibration import DEFAULT_MIN_R2, calibrate, load_calibration, predict, read_measurements
@@ -25,6 +27,7 @@ from .compare import render_comparison, summarize_cells
 from .errors import ConfigError, EdgeprofError
 from .model import RunResult, Termination
 from .regression import compare_results, parse_threshold
+from .report.auptimizer import AuptimizerFiles, host_memory_bytes
 from .report.calibration import plot_calibration, render_calibration, render_predictions
 from .report.ci_summary import (
     change_dicts,
@@ -38,7 +41,15 @@ from .report.junit import budget_cases, compare_cases, render_junit, run_cases
 from .report.progress import PlainProgress
 from .report.table import print_table, render_markdown
 from .runner import DEFAULT_INTERVAL_S
-from .sweep import SweepPlan, cell_order, limit_settings, model_names, run_sweep
+from .sweep import (
+    Step,
+    SweepPlan,
+    cell_order,
+    check_limits,
+    limit_settings,
+    model_names,
+    run_sweep,
+)
 
 EXIT_ERROR = 2
 EXIT_BUDGET = 3
@@ -92,8 +103,12 @@ def _parse_env(items: list[str]) -> dict[str, str]:
 @app.command(context_settings={"allow_interspersed_args": False})
 def run(
     command: Annotated[
-        list[str], typer.Argument(help="The command and its arguments.", show_default=False)
-    ],
+        list[str] | None,
+        typer.Argument(
+            help="The command and its arguments (none with -e: the template gives them).",
+            show_default=False,
+        ),
+    ] = None,
     backend: Annotated[str, typer.Option(help="auto | cgroup | docker | fake")] = "auto",
     cpus: Annotated[
         list[str] | None,
@@ -107,9 +122,10 @@ def run(
         list[str] | None,
         typer.Option(help="Memory limit, e.g. 512m (binary units, as Docker); a list sweeps."),
     ] = None,
-    interval: Annotated[str, typer.Option(help="Sampling interval in seconds (≥ 0.001).")] = str(
-        DEFAULT_INTERVAL_S
-    ),
+    interval: Annotated[
+        str | None,
+        typer.Option(help=f"Sampling interval in seconds (≥ 0.001; default {DEFAULT_INTERVAL_S})."),
+    ] = None,
     timeout: Annotated[
         str | None,
         typer.Option(help="Stop the run after this many seconds (SIGTERM, then SIGKILL)."),
@@ -195,11 +211,47 @@ def run(
     junit: Annotated[
         Path | None, typer.Option(help="Write JUnit XML here: one test case per budget check.")
     ] = None,
+    environment: Annotated[
+        Path | None,
+        typer.Option(
+            "--environment",
+            "-e",
+            help="An Auptimizer env.template: environment, command, limits, OUTPUTFILE.",
+        ),
+    ] = None,
 ) -> None:
     """Run COMMAND under the limits and report what it used.
 
     Example: edgeprof run --cpus 1.5 --memory 512m -- python infer.py model.onnx
     """
+    tpl = envtemplate.parse(environment) if environment is not None else None
+    if tpl is not None:
+        for w in tpl.warnings:
+            print(f"edgeprof: warning: {w}", file=sys.stderr)
+        if command:
+            raise ConfigError(f"-e {environment} gives the command (COMMAND, SCRIPT): give none")
+        if image or base_image or dockerfile or apt or pip or prerun or env_dir:
+            raise ConfigError(
+                f"-e {environment} describes the environment: leave out --image, --base-image,"
+                " --apt, --pip, --prerun, --dir and --dockerfile"
+            )
+        command = tpl.argv()
+        cpus = cpus or ([repr(tpl.limits.cpus)] if tpl.limits.cpus is not None else None)
+        memory = memory or ([f"{tpl.limits.memory}b"] if tpl.limits.memory is not None else None)
+        interval = interval or repr(tpl.interval_s)
+        name = name if name is not None or model_list or model_file else tpl.run_name
+        if backend == "auto":  # a template describes a Docker environment
+            backend = "docker"
+        if backend == "docker":
+            docker_args = docker_args or tpl.docker_args
+            base_image, dockerfile, env_dir = tpl.base_image, tpl.dockerfile, tpl.directory
+            apt, pip, prerun = list(tpl.apt), list(tpl.pip), [tpl.prerun] if tpl.prerun else []
+        else:
+            cwd = cwd or tpl.directory  # on this host: run from DIR, as the image would
+            for w in tpl.host_warnings():
+                print(f"edgeprof: warning: {w}", file=sys.stderr)
+    elif not command:
+        raise ConfigError("no command given: edgeprof run [OPTIONS] -- COMMAND [ARGS]...")
     settings = limit_settings(cpus or (), cpuset or (), memory or ())
     plan = SweepPlan(
         command=tuple(command),
@@ -226,6 +278,7 @@ def run(
     be: str | Backend = backend
     if backend == "docker":
         be = get_backend("docker", image=image, docker_args=docker_args)
+        check_limits(plan, be)  # before an image is built
         if base_image or dockerfile:
             from .dockerenv import EnvSpec, ensure_image
 
@@ -243,22 +296,45 @@ def run(
     elif image or docker_args or base_image or dockerfile or apt or pip or prerun or env_dir:
         raise ConfigError("--image, --docker-args and environment options need --backend docker")
     progress = PlainProgress(sys.stderr) if not plan.is_single else None
-    sweep = run_sweep(
-        plan,
-        backend=be,
-        out=out,
-        on_start=progress.start if progress else None,
-        on_result=progress.result if progress else None,
-        cgroup_parent=cgroup_parent,
-        profile_options={
-            "image": image,
-            "interval": interval,
-            "timeout": timeout,
-            "env": _parse_env(env or []),
-            "cwd": cwd,
-            "stdout": sys.stderr.fileno() if json_out else None,
-        },
+    old_files = (
+        AuptimizerFiles(tpl.output_file, tpl.script, host_memory_bytes(), len(settings) > 1)
+        if tpl is not None
+        else None
     )
+
+    def on_result(step: Step, r: RunResult) -> None:
+        if progress is not None:
+            progress.result(step, r)
+        if old_files is not None and not step.warmup:
+            stem = envtemplate.model_stem(step.model) if step.model else (step.label or "run")
+            old_files.result(stem, step.model, r, step.round, plan.repeat)
+
+    with contextlib.ExitStack() as stack:
+        run_out = out
+        if old_files is not None and out is None:  # the sample logs are made from samples.csv
+            run_out = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="edgeprof-")))
+        try:
+            sweep = run_sweep(
+                plan,
+                backend=be,
+                out=run_out,
+                on_start=progress.start if progress else None,
+                on_result=on_result,
+                cgroup_parent=cgroup_parent,
+                profile_options={
+                    "image": image,
+                    "interval": interval or DEFAULT_INTERVAL_S,
+                    "timeout": timeout,
+                    "env": _parse_env(env or []),
+                    "cwd": cwd,
+                    "stdout": sys.stderr.fileno() if json_out else None,
+                },
+            )
+        finally:
+            if old_files is not None:
+                old_files.finish(with_models=bool(plan.models))
+    if not sweep.runs:
+        raise typer.Exit(EXIT_INTERRUPTED)
     results = cell_order(sweep.runs)
     if markdown is not None:
         try:

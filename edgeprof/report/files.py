@@ -27,7 +27,11 @@ def prepare_out_dir(path: Path) -> Path:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON through a temporary file and a rename: readers never see half a file."""
-    text = json.dumps(data, indent=2) + "\n"
+    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` through a temporary file and a rename: readers never see half a file."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as f:

@@ -1,0 +1,313 @@
+"""The older profiler's ``env.template``, read as data.
+
+Auptimizer's Profiler ``source``-d this file in bash.  edgeprof parses the same shell
+assignment syntax — ``KEY=value``, single and double quotes, backslash escapes, ``#``
+comments, an optional ``export`` — and never runs it: ``$(…)``, backticks, ``$VAR`` and ``;``
+stay literal text of the value.  Unknown keys are reported (by name and line) and ignored.
+
+Keys (the seeds' documentation): IMAGEREPO, APTREQUIREMENTS, PIPREQUIREMENTS, PRERUN, DIR,
+SCRIPT, COMMAND, SAMPLETIME, OUTPUTFILE, DOCFILE, DOCKCPUS, DOCKMEMORY, DOCK_ARGS (also
+spelled DOCKER_ARGS, as the old profiler's own script read it).
+
+Paths are relative to the directory edgeprof is started in (the old profiler's rule); SCRIPT
+is relative to DIR.  DOCFILE names a Dockerfile: when that file exists it supersedes the
+image variables (IMAGEREPO, APTREQUIREMENTS, PIPREQUIREMENTS, PRERUN), as before, and
+IMAGEREPO may then be left out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ConfigError
+from .model import Limits
+from .units import parse_duration
+
+KEYS = (
+    "IMAGEREPO",
+    "APTREQUIREMENTS",
+    "PIPREQUIREMENTS",
+    "PRERUN",
+    "DIR",
+    "SCRIPT",
+    "COMMAND",
+    "SAMPLETIME",
+    "OUTPUTFILE",
+    "DOCFILE",
+    "DOCKCPUS",
+    "DOCKMEMORY",
+    "DOCK_ARGS",
+    "DOCKER_ARGS",
+)
+REQUIRED = ("IMAGEREPO", "DIR", "SCRIPT", "COMMAND", "SAMPLETIME", "OUTPUTFILE", "DOCFILE")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class EnvTemplate:
+    """A parsed ``env.template``; ``lines`` maps each key to its line (for messages)."""
+
+    path: Path
+    base_image: str | None
+    apt: tuple[str, ...]
+    pip: tuple[str, ...]
+    prerun: str | None
+    directory: Path
+    script: str
+    command: tuple[str, ...]
+    interval_s: float
+    output_file: Path
+    dockerfile: Path | None
+    """The DOCFILE, when that file exists (it then supersedes the image variables)."""
+    limits: Limits
+    docker_args: str | None
+    warnings: tuple[str, ...] = ()
+    lines: dict[str, int] = field(default_factory=dict, compare=False)
+
+    def argv(self, model: str | None = None) -> list[str]:
+        """The workload: COMMAND's words, SCRIPT, then the model as one more argument."""
+        return [*self.command, self.script, *([model] if model is not None else [])]
+
+    def host_warnings(self) -> list[str]:
+        """What a run on this host (not in the described image) leaves out."""
+        skipped = [
+            k
+            for k, v in (
+                ("IMAGEREPO", self.base_image),
+                ("APTREQUIREMENTS", self.apt),
+                ("PIPREQUIREMENTS", self.pip),
+                ("PRERUN", self.prerun),
+                ("DOCFILE", self.dockerfile),
+                ("DOCK_ARGS", self.docker_args),
+            )
+            if v
+        ]
+        if not skipped:
+            return []
+        return [
+            f"{self.path}: {', '.join(skipped)} not applied: the command runs on this host "
+            f"from DIR {self.directory}, with the packages installed here"
+        ]
+
+    @property
+    def run_name(self) -> str:
+        """Label of a run without a model: the script's name without its extension."""
+        return model_stem(Path(self.script).name)
+
+
+def model_stem(model: str) -> str:
+    """The old profiler's per-model name: the file name without its extension.
+
+    Only a real extension is dropped (a dot, then a letter and up to 7 letters or digits), so
+    ``mobilenet_v1_0.75_224`` stays whole instead of becoming ``mobilenet_v1_0``, and a name
+    without any extension keeps its last character.  Capitals are kept."""
+    name = model.rstrip("/").rsplit("/", 1)[-1]
+    stem = re.sub(r"\.[A-Za-z][A-Za-z0-9]{0,7}$", "", name)
+    return stem or name
+
+
+class _OpenQuote(ValueError):
+    pass
+
+
+_OPERATORS = ";&|<>()"
+_DQ_ESCAPES = '\\"$`\n'
+
+
+def shell_words(line: str) -> list[str]:
+    """Split one line into words by the POSIX shell's quoting rules, expanding nothing.
+
+    ``#`` starts a comment only at the start of a word (``A=b#c`` is ``b#c``); an unquoted
+    control operator (``;``, ``&``, ``|``, ``<``, ``>``, parentheses) is refused, because the
+    shell would have run what follows it; ``$``, ``$(…)`` and backticks are kept as text."""
+    words: list[str] = []
+    word: list[str] | None = None
+    i, n = 0, len(line)
+    while i < n:
+        c = line[i]
+        if c in " \t":
+            if word is not None:
+                words.append("".join(word))
+                word = None
+            i += 1
+            continue
+        if c == "#" and word is None:
+            break
+        if word is None:
+            word = []
+        if c == "\\":
+            if i + 1 < n:
+                word.append(line[i + 1])
+            i += 2
+        elif c == "'":
+            end = line.find("'", i + 1)
+            if end < 0:
+                raise _OpenQuote("unterminated quote")
+            word.append(line[i + 1 : end])
+            i = end + 1
+        elif c == '"':
+            i += 1
+            while True:
+                if i >= n:
+                    raise _OpenQuote("unterminated quote")
+                d = line[i]
+                if d == '"':
+                    i += 1
+                    break
+                if d == "\\" and i + 1 < n and line[i + 1] in _DQ_ESCAPES:
+                    word.append(line[i + 1])
+                    i += 2
+                else:
+                    word.append(d)
+                    i += 1
+        elif c in _OPERATORS and not (c == "(" and "".join(word).endswith("$")):
+            raise ValueError(f"unquoted {c!r}: quote the value (it is read as data)")
+        elif c == "$" and line.startswith("$(", i):
+            end = line.find(")", i)
+            if end < 0:
+                raise ValueError("unquoted '$(' without ')': quote the value")
+            word.append(line[i : end + 1])
+            i = end + 1
+        else:
+            word.append(c)
+            i += 1
+    if word is not None:
+        words.append("".join(word))
+    return words
+
+
+def read_assignments(path: Path) -> tuple[dict[str, tuple[str, int]], list[str]]:
+    """``KEY → (value, line)`` and warnings, from shell-style assignment lines.
+
+    A quoted value may span lines (as in the shell); every other malformed line is a
+    :class:`ConfigError` naming ``path:line``.
+    """
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read environment file {path}: {exc}") from exc
+    values: dict[str, tuple[str, int]] = {}
+    warnings: list[str] = []
+    pending, start = "", 0
+    for number, line in enumerate(text.splitlines(), 1):
+        if not pending:
+            start = number
+        chunk = pending + line
+        if chunk.endswith("\\") and not chunk.endswith("\\\\"):
+            pending = chunk[:-1]  # a continuation line, as in the shell
+            continue
+        try:
+            words = shell_words(chunk)
+        except _OpenQuote:  # the value goes on on the next line, as in the shell
+            pending = chunk + "\n"
+            continue
+        except ValueError as exc:
+            raise ConfigError(f"{path}:{start}: {exc}") from None
+        pending = ""
+        if not words:
+            continue
+        if words[0] == "export" and len(words) > 1:
+            words = words[1:]
+        where = f"{path}:{start}"
+        key, sep, value = words[0].partition("=")
+        if not sep or not _NAME.fullmatch(key):
+            raise ConfigError(f"{where}: expected KEY=value, got {chunk.strip()!r}")
+        if len(words) > 1:
+            raise ConfigError(
+                f"{where}: {key}: the value holds unquoted spaces: write {key}=\"…\""
+            )
+        if key not in KEYS:
+            warnings.append(f"{where}: unknown key {key} ignored")
+            continue
+        if key in values:
+            warnings.append(f"{where}: {key} set again (line {values[key][1]}): the last wins")
+        if "$" in value or "`" in value:
+            warnings.append(f"{where}: {key}: $ and ` are kept as text, never expanded")
+        values[key] = (value, start)
+    if pending:
+        raise ConfigError(f"{path}:{start}: unterminated quote")
+    return values, warnings
+
+
+def parse(path: Path, cwd: Path | None = None) -> EnvTemplate:
+    """Read and validate ``path``; relative paths resolve against ``cwd`` (default: the
+    current directory).  Every problem is a :class:`ConfigError` naming the file and line."""
+    base = cwd or Path.cwd()
+    values, warnings = read_assignments(path)
+
+    def get(key: str) -> str:
+        return values[key][0] if key in values else ""
+
+    def at(key: str) -> str:
+        return f"{path}:{values[key][1]}" if key in values else str(path)
+
+    docfile_value = get("DOCFILE")
+    dockerfile = None
+    if docfile_value:
+        candidate = base / docfile_value
+        if candidate.is_file():
+            dockerfile = candidate
+    required = [k for k in REQUIRED if not (k == "IMAGEREPO" and dockerfile is not None)]
+    missing = [k for k in required if k not in values]
+    if missing:
+        raise ConfigError(f"{path}: required key {', '.join(missing)} missing")
+    empty = [k for k in required if k != "DOCFILE" and not get(k).strip()]
+    if empty:
+        raise ConfigError(f"{at(empty[0])}: required key {empty[0]} is empty")
+
+    directory = base / get("DIR")
+    if not directory.is_dir():
+        raise ConfigError(f"{at('DIR')}: DIR {get('DIR')!r}: no such directory")
+    script = get("SCRIPT")
+    if not (directory / script).is_file():
+        raise ConfigError(f"{at('SCRIPT')}: SCRIPT {script!r} not found in DIR {directory}")
+    try:
+        command = tuple(shell_words(get("COMMAND")))
+    except ValueError as exc:
+        raise ConfigError(f"{at('COMMAND')}: COMMAND: {exc}") from exc
+    try:
+        interval = parse_duration(get("SAMPLETIME").strip(), "SAMPLETIME")
+    except ConfigError as exc:
+        raise ConfigError(f"{at('SAMPLETIME')}: {exc}") from exc
+    if interval <= 0:
+        raise ConfigError(f"{at('SAMPLETIME')}: SAMPLETIME must be more than 0 seconds")
+
+    def limit(key: str) -> str | None:
+        return get(key).strip() or None
+
+    try:
+        cpus = Limits(cpus=limit("DOCKCPUS"))
+    except ConfigError as exc:
+        raise ConfigError(f"{at('DOCKCPUS')}: DOCKCPUS: {exc}") from exc
+    try:
+        memory = Limits(memory=limit("DOCKMEMORY"))
+    except ConfigError as exc:
+        raise ConfigError(f"{at('DOCKMEMORY')}: DOCKMEMORY: {exc}") from exc
+
+    dock, docker = get("DOCK_ARGS").strip(), get("DOCKER_ARGS").strip()
+    if dock and docker and dock != docker:
+        raise ConfigError(
+            f"{at('DOCKER_ARGS')}: DOCK_ARGS and DOCKER_ARGS are both set and differ: keep one"
+        )
+    output = get("OUTPUTFILE").strip()
+    if "/" in output.rstrip("/") and not (base / output).parent.is_dir():
+        raise ConfigError(f"{at('OUTPUTFILE')}: OUTPUTFILE {output!r}: no such directory")
+    return EnvTemplate(
+        path=path,
+        base_image=get("IMAGEREPO").strip() or None,
+        apt=tuple(get("APTREQUIREMENTS").split()),
+        pip=tuple(get("PIPREQUIREMENTS").split()),
+        prerun=get("PRERUN").strip() or None,
+        directory=directory,
+        script=script,
+        command=command,
+        interval_s=interval,
+        output_file=base / output,
+        dockerfile=dockerfile,
+        limits=Limits(cpus=cpus.cpus, memory=memory.memory),
+        docker_args=dock or docker or None,
+        warnings=tuple(warnings),
+        lines={k: v[1] for k, v in values.items()},
+    )

@@ -1,0 +1,277 @@
+"""The older profiler's output files, for users who read or parse them.
+
+Auptimizer's Profiler wrote, per model, ``<model>_<OUTPUTFILE>``: a ``Profiling script:``
+line, one row per sample (``NAME  AVG CPU %  AVG MEM USAGE / LIMIT  NET I/O  BLOCK I/O
+TIMESTAMP``, timestamps in epoch milliseconds), ``FINISHED``, and a ``Usage Stats:`` table;
+and it appended to ``OUTPUTFILE`` a ``Usage stats for Experiment ran on : <date>`` block with
+one row per model (the "Final Usage Stats" columns).  Without a model list the sample log
+*is* ``OUTPUTFILE``.  edgeprof writes the same layout, with its own (exact) figures, and fixes
+the old defects: I/O in decimal units as Docker prints them (the old summary printed 1024
+multiples labelled ``kB``), a row for every model even when one failed (its STATUS column
+says why), appends under a lock (:func:`~edgeprof.report.files.append_locked`).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..model import RunResult, Termination
+from ..units import format_binary, format_decimal
+from .files import append_locked, write_text_atomic
+
+HEADERS = (
+    "NAME",
+    "AVG CPU %",
+    "PEAK CPU",
+    "AVG MEM USAGE / LIMIT",
+    "PEAK MEM",
+    "NET I/O",
+    "BLOCK I/O",
+    "TOTAL TIME (ms)",
+)
+SAMPLE_HEADERS = ("NAME", "AVG CPU %", "AVG MEM USAGE / LIMIT", "NET I/O", "BLOCK I/O", "TIMESTAMP")
+MIN_PADDING = 2
+"""Header cells are this much wider than their text (the old tables' ``tabulate`` rule)."""
+
+Cell = str | int | float
+
+
+def _human(n: float | None, base: int, units: tuple[str, ...]) -> str:
+    """``742.0 B``, ``117.9 MiB``, ``12.0 MB``: one decimal and a space, as the old summary."""
+    if n is None:
+        return "n/a"
+    value = float(n)
+    for unit in units:
+        if unit == units[-1] or abs(value) < base:
+            return f"{value:.1f} {unit}"
+        value /= base
+    raise AssertionError("unreachable")
+
+
+def memory(n: float | None) -> str:
+    return _human(n, 1024, ("B", "KiB", "MiB", "GiB", "TiB"))
+
+
+def io(n: float | None) -> str:
+    return _human(n, 1000, ("B", "kB", "MB", "GB", "TB"))
+
+
+def _pair(a: int | None, b: int | None) -> str:
+    return "n/a" if a is None and b is None else f"{io(a)} / {io(b)}"
+
+
+def _numeric(v: Cell) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Cell]]) -> str:
+    """A plain table in the layout of the old files (``tabulate``'s "simple" format): two
+    spaces between columns, dashes under the headers, text left-aligned, numbers
+    right-aligned on their decimal point."""
+    cols = list(zip(*rows, strict=True)) if rows else [() for _ in headers]
+    texts: list[list[str]] = []
+    numeric: list[bool] = []
+    for col in cols:
+        is_num = bool(col) and all(_numeric(v) for v in col)
+        numeric.append(is_num)
+        if not is_num:
+            texts.append([str(v) for v in col])
+            continue
+        strs = [str(v) for v in col]
+        frac = max((len(s) - s.index(".") if "." in s else 0) for s in strs)
+        texts.append([s + " " * (frac - (len(s) - s.index(".") if "." in s else 0)) for s in strs])
+    widths = [
+        max([len(h) + MIN_PADDING, *(len(s) for s in col)])
+        for h, col in zip(headers, texts, strict=True)
+    ]
+
+    def line(cells: Sequence[str]) -> str:
+        out = [
+            c.rjust(w) if num else c.ljust(w)
+            for c, w, num in zip(cells, widths, numeric, strict=True)
+        ]
+        return "  ".join(out).rstrip()
+
+    lines = [line(headers), "  ".join("-" * w for w in widths)]
+    lines.extend(line([col[i] for col in texts]) for i in range(len(rows)))
+    return "\n".join(lines)
+
+
+def status(r: RunResult) -> str:
+    if r.termination is Termination.EXITED:
+        return "ok" if not r.exit_code else f"exit {r.exit_code}"
+    if r.termination is Termination.SIGNALED and r.signal is not None:
+        return f"signaled ({r.signal})"
+    return str(r.termination.value)
+
+
+def usage_row(name: str, r: RunResult, host_memory: int | None) -> list[Cell]:
+    """One row of the usage stats: the old columns with edgeprof's figures (the limit is the
+    host's memory when the run had none, as ``docker stats`` shows it)."""
+    limit = r.memory.limit_bytes if r.memory.limit_bytes is not None else host_memory
+    avg_cpu = r.cpu.avg_pct
+    peak_cpu = r.cpu.peak_pct
+    return [
+        name,
+        "n/a" if avg_cpu is None else f"{round(avg_cpu, 3)}%",
+        "n/a" if peak_cpu is None else round(peak_cpu, 3),
+        f"{memory(r.memory.avg_bytes)} / {memory(limit)}",
+        memory(r.memory.peak_bytes),
+        _pair(r.io.net_rx_bytes, r.io.net_tx_bytes),
+        _pair(r.io.read_bytes, r.io.write_bytes),
+        round(r.wall_s * 1000),
+    ]
+
+
+def usage_table(named: Sequence[tuple[str, RunResult]], host_memory: int | None) -> str:
+    """The usage stats of ``(name, result)`` rows; a STATUS column is added when any run
+    failed, so a failed model keeps its row and says why."""
+    rows = [usage_row(n, r, host_memory) for n, r in named]
+    headers: list[str] = list(HEADERS)
+    if any(status(r) != "ok" for _, r in named):
+        headers.append("STATUS")
+        for row, (_, r) in zip(rows, named, strict=True):
+            row.append(status(r))
+    return table(headers, rows)
+
+
+def summary_block(
+    named: Sequence[tuple[str, RunResult]],
+    host_memory: int | None,
+    when: _dt.datetime | None = None,
+) -> str:
+    """The block appended to OUTPUTFILE after a run of several models."""
+    when = when or _dt.datetime.now()
+    return f"Usage stats for Experiment ran on : {when}\n{usage_table(named, host_memory)}\n\n"
+
+
+def _epoch_ms(r: RunResult) -> float:
+    return _dt.datetime.fromisoformat(r.started_at).timestamp() * 1000
+
+
+def sample_rows(r: RunResult, name: str, host_memory: int | None) -> list[list[str]]:
+    """The run's samples (from its ``samples.csv``) as ``docker stats`` rows."""
+    if r.samples.path is None or not Path(r.samples.path).is_file():
+        return []
+    limit = r.memory.limit_bytes if r.memory.limit_bytes is not None else host_memory
+    t0 = _epoch_ms(r)
+    out: list[list[str]] = []
+    with open(r.samples.path, newline="") as f:
+        for rec in csv.DictReader(f):
+
+            def num(key: str, rec: dict[str, str] = rec) -> float | None:
+                v = rec.get(key, "")
+                return float(v) if v not in ("", None) else None
+
+            cpu = num("cpu_pct")
+            mem = num("working_set_bytes")
+            mem = num("memory_bytes") if mem is None else mem
+            rx, tx = num("net_rx_bytes"), num("net_tx_bytes")
+            rd, wr = num("io_read_bytes"), num("io_write_bytes")
+            t = num("t_s") or 0.0
+            out.append(
+                [
+                    name,
+                    "--" if cpu is None else f"{cpu:.2f}%",
+                    f"{format_binary(mem)} / {format_binary(limit)}".replace("n/a", "--"),
+                    "--" if rx is None and tx is None else f"{format_decimal(rx)} / "
+                    f"{format_decimal(tx)}",
+                    "--" if rd is None and wr is None else f"{format_decimal(rd)} / "
+                    f"{format_decimal(wr)}",
+                    str(round(t0 + t * 1000)),
+                ]
+            )
+    return out
+
+
+def _columns(rows: Sequence[Sequence[str]]) -> list[str]:
+    """``column -t``: every column as wide as its widest cell, two spaces between."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+def run_log(
+    r: RunResult, name: str, script: str, host_memory: int | None, model: str | None = None
+) -> str:
+    """One run's section of a sample log, as the old per-model file held it."""
+    rows = [list(SAMPLE_HEADERS), *sample_rows(r, name, host_memory)]
+    head = f"Profiling script: {script}" + (f" {model}" if model is not None else "")
+    parts = [head, "", *_columns(rows)]
+    if len(rows) == 1:
+        parts.append("(no samples: the run was shorter than SAMPLETIME)")
+    parts += [
+        "FINISHED ",
+        "********************************************************* ",
+        "",
+        "Usage Stats: ",
+        usage_table([(name, r)], host_memory),
+        "Refer to the documentation on how to interpret the results.",
+        "",
+        "",
+    ]
+    return "\n".join(parts)
+
+
+def model_log_path(output_file: Path, stem: str) -> Path:
+    """``<model>_<OUTPUTFILE>`` beside OUTPUTFILE."""
+    return output_file.with_name(f"{stem}_{output_file.name}")
+
+
+def host_memory_bytes() -> int | None:
+    """MemTotal of this host: what ``docker stats`` shows as the limit of an unlimited run."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+class AuptimizerFiles:
+    """Writes the old files as a sweep goes: pass :meth:`result` as ``run_sweep``'s
+    ``on_result`` and call :meth:`finish` at the end (also after a failure or an interrupt:
+    the summary then holds the runs that finished).
+
+    With models, each model's log ``<model>_<OUTPUTFILE>`` is rewritten after each of its
+    runs (this invocation's runs, one section each) and the summary block is appended to
+    ``OUTPUTFILE`` by :meth:`finish`; without, each run's section is appended to OUTPUTFILE.
+    """
+
+    def __init__(
+        self, output_file: Path, script: str, host_memory: int | None, several_settings: bool
+    ) -> None:
+        self.output_file = output_file
+        self.script = script
+        self.host_memory = host_memory
+        self.several_settings = several_settings
+        self.named: list[tuple[str, RunResult]] = []
+        self._logs: dict[str, list[str]] = {}
+
+    def row_name(self, stem: str, r: RunResult, round_: int, repeat: int) -> str:
+        name = stem
+        if self.several_settings:
+            name += f" [{r.limits.describe()}]"
+        if repeat > 1:
+            name += f" #{round_}"
+        return name
+
+    def result(
+        self, stem: str, model: str | None, r: RunResult, round_: int, repeat: int
+    ) -> None:
+        name = self.row_name(stem, r, round_, repeat)
+        self.named.append((name, r))
+        section = run_log(r, name, self.script, self.host_memory, model)
+        if model is None:
+            append_locked(self.output_file, section)
+            return
+        sections = self._logs.setdefault(stem, [])
+        sections.append(section)
+        write_text_atomic(model_log_path(self.output_file, stem), "".join(sections))
+
+    def finish(self, with_models: bool) -> None:
+        if with_models and self.named:
+            append_locked(self.output_file, summary_block(self.named, self.host_memory))
