@@ -23,7 +23,6 @@ from . import __version__, envtemplate
 from .backends import Backend, get_backend
 from .budgets import BudgetCheck, Budgets, budgets_from_options, check_budgets, unused_models
 from .calibration import DEFAULT_MIN_R2, calibrate, load_calibration, predict, read_measurements
-from .compare import render_comparison, summarize_cells
 from .errors import ConfigError, EdgeprofError
 from .model import RunResult, Termination
 from .regression import compare_results, parse_threshold
@@ -36,10 +35,11 @@ from .report.ci_summary import (
     render_run_summary,
     write_summaries,
 )
+from .report.export import write_exports
 from .report.files import load_runs
 from .report.junit import budget_cases, compare_cases, render_junit, run_cases
-from .report.progress import PlainProgress
-from .report.table import print_table, render_markdown
+from .report.progress import PlainProgress, RichProgress
+from .report.summary import markdown_summary, print_summary
 from .runner import DEFAULT_INTERVAL_S
 from .sweep import (
     Step,
@@ -225,9 +225,9 @@ def run(
     Example: edgeprof run --cpus 1.5 --memory 512m -- python infer.py model.onnx
     """
     tpl = envtemplate.parse(environment) if environment is not None else None
+    warnings: list[str] = []  # said once the input is known to be good
     if tpl is not None:
-        for w in tpl.warnings:
-            print(f"edgeprof: warning: {w}", file=sys.stderr)
+        warnings += tpl.warnings
         if command:
             raise ConfigError(f"-e {environment} gives the command (COMMAND, SCRIPT): give none")
         if image or base_image or dockerfile or apt or pip or prerun or env_dir:
@@ -248,8 +248,7 @@ def run(
             apt, pip, prerun = list(tpl.apt), list(tpl.pip), [tpl.prerun] if tpl.prerun else []
         else:
             cwd = cwd or tpl.directory  # on this host: run from DIR, as the image would
-            for w in tpl.host_warnings():
-                print(f"edgeprof: warning: {w}", file=sys.stderr)
+            warnings += tpl.host_warnings()
     elif not command:
         raise ConfigError("no command given: edgeprof run [OPTIONS] -- COMMAND [ARGS]...")
     settings = limit_settings(cpus or (), cpuset or (), memory or ())
@@ -275,6 +274,8 @@ def run(
         if path is not None:
             _check_writable(path)  # written after the run: refuse it before the run starts
     cal = None if calibration is None else load_calibration(calibration)
+    for w in warnings:
+        print(f"edgeprof: warning: {w}", file=sys.stderr)
     be: str | Backend = backend
     if backend == "docker":
         be = get_backend("docker", image=image, docker_args=docker_args)
@@ -295,7 +296,12 @@ def run(
                 print(f"edgeprof: environment unchanged, reusing image {image}", file=sys.stderr)
     elif image or docker_args or base_image or dockerfile or apt or pip or prerun or env_dir:
         raise ConfigError("--image, --docker-args and environment options need --backend docker")
-    progress = PlainProgress(sys.stderr) if not plan.is_single else None
+    progress: PlainProgress | RichProgress | None = None
+    if not plan.is_single:
+        if sys.stderr.isatty() and not json_out:
+            progress = RichProgress(sys.stderr, len(plan.steps()))
+        else:
+            progress = PlainProgress(sys.stderr)
     old_files = (
         AuptimizerFiles(tpl.output_file, tpl.script, host_memory_bytes(), len(settings) > 1)
         if tpl is not None
@@ -310,6 +316,8 @@ def run(
             old_files.result(stem, step.model, r, step.round, plan.repeat)
 
     with contextlib.ExitStack() as stack:
+        if isinstance(progress, RichProgress):
+            stack.enter_context(progress)
         run_out = out
         if old_files is not None and out is None:  # the sample logs are made from samples.csv
             run_out = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="edgeprof-")))
@@ -336,22 +344,19 @@ def run(
     if not sweep.runs:
         raise typer.Exit(EXIT_INTERRUPTED)
     results = cell_order(sweep.runs)
+    if out is not None and not plan.is_single:
+        write_exports(out, results, sweep_json=False)  # run_sweep wrote sweep.json
     if markdown is not None:
         try:
-            markdown.write_text(render_markdown(results))
+            markdown.write_text(markdown_summary(results))
         except OSError as exc:
             raise ConfigError(f"cannot write {markdown}: {exc.strerror}") from exc
-    several = len(results) > 1
     if json_out:
+        several = len(results) > 1
         data = [r.to_dict() for r in results] if several else results[0].to_dict()
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
-        print_table(results, sys.stdout)
-        if several:
-            for setting, summaries in summarize_cells(results).items():
-                if len(settings) > 1:
-                    sys.stdout.write(f"\nLimits: {setting}")
-                sys.stdout.write("\n" + render_comparison(summaries))
+        print_summary(results, sys.stdout)
     if cal is not None:
         # Predictions never go into the JSON on stdout: beside it, on stderr.
         text = render_predictions(predict(cal, results), str(calibration))

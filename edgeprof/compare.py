@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -220,8 +220,196 @@ def ranking(summaries: Sequence[ModelSummary], key: str) -> list[tuple[str, Stat
 
 
 def _overlaps(a: Stat, b: Stat) -> bool:
-    """Closer than their noise: the means differ by less than the combined two-sigma."""
-    return abs(b.mean - a.mean) < 2 * math.hypot(a.sd, b.sd)
+    """Closer than their noise: the means differ by no more than the combined two-sigma
+    (equal means count: two identical figures are not an order)."""
+    return abs(b.mean - a.mean) <= 2 * math.hypot(a.sd, b.sd)
+
+
+CLOSE_MEMORY_BYTES = 10 * 2**20
+"""Memory figures closer than this may rank the other way on the device (the seeds saw
+orderings flip at ~10 MB apart), whatever the noise here."""
+
+
+@dataclass(frozen=True)
+class Rank:
+    """One model's place in the ranking of a metric under one limit setting."""
+
+    position: int
+    name: str
+    stat: Stat
+    median: float
+    factor: float | None
+    """Mean over the first's mean (``None`` when that is 0)."""
+    factor_sd: float | None
+    """Uncertainty of ``factor`` from the standard errors of the two means (σ/√n)."""
+    step: float | None
+    """Mean over the previous (next better) model's mean."""
+    step_sd: float | None
+    within_noise: bool
+    """Closer to the previous model than twice their combined run-to-run σ."""
+    close_memory: bool
+    """A memory figure less than :data:`CLOSE_MEMORY_BYTES` from the previous model's."""
+
+
+def _ratio(a: Stat, b: Stat) -> tuple[float | None, float | None]:
+    """``a.mean / b.mean`` and its uncertainty from the standard errors of both means."""
+    if b.mean == 0:
+        return None, None
+    f = a.mean / b.mean
+    rel_a = a.sd / math.sqrt(a.n) / a.mean if a.mean else 0.0
+    rel_b = b.sd / math.sqrt(b.n) / b.mean
+    return f, abs(f) * math.hypot(rel_a, rel_b)
+
+
+def rank(summaries: Sequence[ModelSummary], key: str) -> list[Rank]:
+    """:func:`ranking` with relative factors, their uncertainty and the noise flags."""
+    ranked = [(m, s) for m in summaries if (s := m.stat(key)) is not None]
+    ranked.sort(key=lambda x: x[0].medians[key])
+    out: list[Rank] = []
+    for i, (m, s) in enumerate(ranked):
+        first, prev = ranked[0][1], ranked[i - 1][1] if i else None
+        factor, factor_sd = _ratio(s, first)
+        step, step_sd = _ratio(s, prev) if prev is not None else (None, None)
+        out.append(
+            Rank(
+                position=i + 1,
+                name=m.name,
+                stat=s,
+                median=m.medians[key],
+                factor=factor,
+                factor_sd=factor_sd,
+                step=step,
+                step_sd=step_sd,
+                within_noise=prev is not None and _overlaps(prev, s),
+                close_memory=prev is not None
+                and key.endswith("_bytes")
+                and abs(s.median - prev.median) < CLOSE_MEMORY_BYTES,
+            )
+        )
+    return out
+
+
+def _x(f: float | None, sd: float | None, n: int) -> str:
+    if f is None:
+        return "n/a"
+    return f"{f:.2f}×" if n < 2 or sd is None else f"{f:.2f} ± {sd:.2f}×"
+
+
+@dataclass(frozen=True)
+class TextTable:
+    """A titled table of text cells (first row: headers) with notes below: rendered as plain
+    text for terminals and logs, or as Markdown."""
+
+    title: str
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+
+    def plain(self) -> str:
+        widths = [max(len(r[i]) for r in self.rows) for i in range(len(self.rows[0]))]
+        lines = [self.title]
+        for i, r in enumerate(self.rows):
+            lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+            if i == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        lines += self.notes
+        return "\n".join(lines) + "\n"
+
+    def markdown(self) -> str:
+        def cells(r: list[str]) -> str:
+            return "| " + " | ".join(c.replace("|", "\\|") for c in r) + " |"
+
+        lines = [f"#### {self.title}", "", cells(self.rows[0])]
+        lines.append("|" + "---|" * len(self.rows[0]))
+        lines += [cells(r) for r in self.rows[1:]]
+        if self.notes:
+            lines += [""] + [f"- {n.strip()}" for n in self.notes]
+        return "\n".join(lines) + "\n"
+
+
+def statistics_tables(cells: Mapping[str, Sequence[ModelSummary]]) -> list[TextTable]:
+    """Per limit setting, per model and metric: mean ± σ, median, min … max, with the
+    outlier and slow-first-run warnings as notes."""
+    out = []
+    for setting, summaries in cells.items():
+        rows = [["MODEL", "METRIC", "N", "MEAN ± SD", "MEDIAN", "MIN … MAX"]]
+        notes = []
+        for m in summaries:
+            first = True
+            for key, (title, _) in METRICS.items():
+                s = m.stat(key)
+                if s is None:
+                    continue
+                rows.append(
+                    [
+                        m.name if first else "",
+                        title,
+                        str(s.n),
+                        f"{_fmt(key, s.mean)} ± {_fmt(key, s.sd)}",
+                        _fmt(key, s.median),
+                        f"{_fmt(key, s.min)} … {_fmt(key, s.max)}",
+                    ]
+                )
+                first = False
+            notes += [f"  warning: {m.name}: {w}" for w in m.warnings()]
+        if len(rows) > 1:
+            out.append(TextTable(f"Statistics under {setting}", rows, notes))
+    return out
+
+
+RANKED_METRICS = ("wall_s", "cpu_s", "peak_bytes", "avg_bytes", "cpu_pct")
+
+
+def ranking_tables(
+    cells: Mapping[str, Sequence[ModelSummary]], metrics: Sequence[str] = RANKED_METRICS
+) -> list[TextTable]:
+    """A table per limit setting and metric: models smallest first by median, their factor
+    relative to the first and to the previous one (± from the standard errors of the
+    means), and ≈ where two neighbours are within noise (or, for memory, < 10 MiB apart)."""
+    out = []
+    for setting, summaries in cells.items():
+        for key in metrics:
+            ranks = rank(summaries, key)
+            if len(ranks) < 2:
+                continue
+            title = METRICS[key][0]
+            rows = [["#", "MODEL", "MEDIAN", "MEAN ± SD", "× FIRST", "× PREVIOUS", "NOTE"]]
+            for r in ranks:
+                prev = ranks[r.position - 2].name if r.position > 1 else ""
+                why = (["within noise"] if r.within_noise else []) + (
+                    ["< 10 MiB apart, may flip on the device"] if r.close_memory else []
+                )
+                rows.append(
+                    [
+                        str(r.position),
+                        r.name,
+                        _fmt(key, r.median),
+                        f"{_fmt(key, r.stat.mean)} ± {_fmt(key, r.stat.sd)}",
+                        "1" if r.position == 1 else _x(r.factor, r.factor_sd, r.stat.n),
+                        "" if r.position == 1 else _x(r.step, r.step_sd, r.stat.n),
+                        f"≈ {prev}: {', '.join(why)}" if why else "",
+                    ]
+                )
+            notes = []
+            first, second = ranks[0], ranks[1]
+            if second.factor is not None and key != "cpu_pct":
+                verb = "took" if key in ("wall_s", "cpu_s") else "used"
+                notes.append(
+                    f"{first.name} {verb} {_x(second.factor, second.factor_sd, second.stat.n)}"
+                    f" less {title} than {second.name}"
+                    + (" (within noise)" if second.within_noise else "")
+                )
+            out.append(
+                TextTable(f"Ranking by {title} under {setting} (smallest first)", rows, notes)
+            )
+    return out
+
+
+def render_statistics(cells: Mapping[str, Sequence[ModelSummary]]) -> str:
+    return "\n".join(t.plain() for t in statistics_tables(cells))
+
+
+def render_rankings(cells: Mapping[str, Sequence[ModelSummary]]) -> str:
+    return "\n".join(t.plain() for t in ranking_tables(cells))
 
 
 def render_comparison(summaries: Sequence[ModelSummary]) -> str:

@@ -22,7 +22,7 @@ from .backends import Backend, get_backend
 from .errors import ConfigError
 from .limits import resolve
 from .model import Limits, RunResult, Termination
-from .report.files import SWEEP_SCHEMA, prepare_out_dir, write_json_atomic
+from .report.files import prepare_out_dir, write_json_atomic
 from .runner import profile
 
 
@@ -98,20 +98,18 @@ class SweepResult:
 
     def to_dict(self) -> dict[str, Any]:
         """``sweep.json``: :data:`~edgeprof.report.files.SWEEP_SCHEMA`."""
-        from .compare import cell_dicts
+        from .report.export import sweep_dict
 
-        return {
-            "schema": SWEEP_SCHEMA,
+        extra = {
             "command": list(self.plan.command),
             "models": list(self.plan.models),
             "limits": [lim.describe() for lim in self.plan.limits],
             "repeat": self.plan.repeat,
             "warmup": self.plan.warmup,
             "interrupted": self.interrupted,
-            "runs": [r.to_dict() for r in self.runs],
-            "cells": cell_dicts(self.runs),
             "warmup_runs": [r.to_dict() for r in self.warmups],
         }
+        return sweep_dict(self.runs, extra)
 
 
 def limit_settings(

@@ -5,11 +5,14 @@ callbacks.  Plain lines for pipes and CI logs; a rich progress bar with a live t
 from __future__ import annotations
 
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..model import RunResult
 from ..sweep import Step
 from ..units import format_binary, format_seconds
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def step_title(step: Step) -> str:
@@ -39,3 +42,81 @@ class PlainProgress:
     def result(self, step: Step, r: RunResult) -> None:
         self.file.write(f"edgeprof: [{step.index}/{step.total}] {step_title(step)}: {outcome(r)}\n")
         self.file.flush()
+
+
+class RichProgress:
+    """A progress bar (done/total, the current model and limits, elapsed and ETA) above a live
+    table of the finished runs, on a terminal.  Use as a context manager around the sweep."""
+
+    MAX_ROWS = 12
+    """The live table shows the latest runs only; the full table follows the sweep."""
+
+    def __init__(self, file: TextIO, total: int) -> None:
+        from rich.console import Console, Group
+        from rich.live import Live
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._console = Console(file=file)
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=self._console,
+        )
+        self._task = self._progress.add_task("starting", total=total)
+        self._rows: list[tuple[str, ...]] = []
+        self._group = Group(self._progress, self._table())
+        self._live = Live(
+            self._group,
+            console=self._console,
+            refresh_per_second=4,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+
+    def _table(self) -> Table:
+        from rich.table import Table
+
+        table = Table(box=None, pad_edge=False)
+        for c in ("#", "MODEL", "LIMITS", "RUN", "WALL", "CPU TIME", "PEAK MEM", "END"):
+            table.add_column(c, justify="right" if c in ("#", "WALL", "CPU TIME") else "left")
+        for row in self._rows[-self.MAX_ROWS :]:
+            table.add_row(*row)
+        return table
+
+    def __enter__(self) -> RichProgress:
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._live.__exit__(None, None, None)
+
+    def start(self, step: Step) -> None:
+        self._progress.update(self._task, description=step_title(step))
+
+    def result(self, step: Step, r: RunResult) -> None:
+        end = r.termination.value + (f" ({r.exit_code})" if r.exit_code else "")
+        self._rows.append(
+            (
+                str(step.index),
+                step.label or "run",
+                step.limits.describe(),
+                f"warm-up {step.round}" if step.warmup else str(step.round),
+                format_seconds(r.wall_s),
+                format_seconds(r.cpu.total_s),
+                format_binary(r.memory.peak_bytes),
+                end,
+            )
+        )
+        self._progress.advance(self._task)
+        self._group.renderables[1] = self._table()

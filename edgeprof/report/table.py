@@ -89,10 +89,10 @@ def render_markdown(results: Sequence[RunResult]) -> str:
 def _notes(results: Sequence[RunResult]) -> str:
     """One line per label (how it was measured), then its warnings, each said once."""
     out: list[str] = []
-    groups: dict[str, list[RunResult]] = {}
-    for r in results:
-        groups.setdefault(r.label, []).append(r)
-    for label, runs in groups.items():
+    groups: dict[tuple[str, str], list[RunResult]] = {}
+    for r in results:  # a cell: one label under one limit setting (sweeps have several)
+        groups.setdefault((r.label, r.limits.describe()), []).append(r)
+    for (label, _), runs in groups.items():
         r = runs[0]
         head = f"{label}: {r.backend}/{r.mechanism}, limits: {r.limits.describe()}, "
         if len(runs) == 1:

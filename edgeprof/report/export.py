@@ -1,0 +1,111 @@
+"""Exports of a set of runs: the sweep JSON, CSV (a row per run, a row per cell), Markdown."""
+
+from __future__ import annotations
+
+import csv
+import io
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..compare import METRICS, cell_dicts
+from ..model import RunResult
+from .files import SWEEP_SCHEMA, write_json_atomic, write_text_atomic
+from .summary import markdown_summary
+
+RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {
+    "label": lambda r: r.label,
+    "limits": lambda r: r.limits.describe(),
+    "cpus": lambda r: r.limits.cpus,
+    "cpuset": lambda r: None if r.limits.cpuset is None else ",".join(map(str, r.limits.cpuset)),
+    "memory_limit_bytes": lambda r: r.limits.memory,
+    "started_at": lambda r: r.started_at,
+    "backend": lambda r: r.backend,
+    "mechanism": lambda r: r.mechanism,
+    "termination": lambda r: r.termination.value,
+    "exit_code": lambda r: r.exit_code,
+    "wall_s": lambda r: r.wall_s,
+    "cpu_s": lambda r: r.cpu.total_s,
+    "cpu_user_s": lambda r: r.cpu.user_s,
+    "cpu_system_s": lambda r: r.cpu.system_s,
+    "cpu_pct": lambda r: r.cpu.avg_pct,
+    "peak_cpu_pct": lambda r: r.cpu.peak_pct,
+    "throttled_s": lambda r: r.cpu.throttled_s,
+    "nr_throttled": lambda r: r.cpu.nr_throttled,
+    "peak_bytes": lambda r: r.memory.peak_bytes,
+    "peak_source": lambda r: r.memory.peak_source,
+    "avg_bytes": lambda r: r.memory.avg_bytes,
+    "peak_working_set_bytes": lambda r: r.memory.peak_working_set_bytes,
+    "avg_working_set_bytes": lambda r: r.memory.avg_working_set_bytes,
+    "oom_kills": lambda r: r.memory.oom_kills,
+    "io_read_bytes": lambda r: r.io.read_bytes,
+    "io_write_bytes": lambda r: r.io.write_bytes,
+    "net_rx_bytes": lambda r: r.io.net_rx_bytes,
+    "net_tx_bytes": lambda r: r.io.net_tx_bytes,
+    "pids_peak": lambda r: r.pids_peak,
+    "samples": lambda r: r.samples.count,
+    "command": lambda r: shlex.join(r.command),
+}
+"""Columns of ``runs.csv``: base units (seconds, bytes, percent of one CPU); empty = n/a."""
+
+STAT_FIELDS = ("n", "mean", "sd", "median", "min", "max", "mad")
+
+
+def _csv(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    for row in rows:
+        w.writerow(["" if v is None else v for v in row])
+    return buf.getvalue()
+
+
+def runs_csv(runs: Sequence[RunResult]) -> str:
+    return _csv(list(RUN_COLUMNS), [[get(r) for get in RUN_COLUMNS.values()] for r in runs])
+
+
+def cells_csv(runs: Sequence[RunResult]) -> str:
+    """A row per cell: label, limits, runs, ok, then ``<metric>_<n|mean|sd|…>`` and the
+    outlier count of each metric, and the cell's warnings (`` | ``-separated)."""
+    header = ["label", "limits", "runs", "ok"]
+    for key in METRICS:
+        header += [f"{key}_{f}" for f in STAT_FIELDS] + [f"{key}_outliers"]
+    header.append("warnings")
+    rows = []
+    for c in cell_dicts(runs):
+        row: list[object] = [c["label"], c["limits"], c["runs"], c["ok"]]
+        for key in METRICS:
+            st = c["stats"][key]
+            row += [None if st is None else st[f] for f in STAT_FIELDS]
+            row.append(None if st is None else len(st["outliers"]))
+        row.append(" | ".join(c["warnings"]))
+        rows.append(row)
+    return _csv(header, rows)
+
+
+def sweep_dict(runs: Sequence[RunResult], extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``sweep.json``: :data:`SWEEP_SCHEMA`, every run's full result and the cell statistics."""
+    return {
+        "schema": SWEEP_SCHEMA,
+        **(extra or {}),
+        "runs": [r.to_dict() for r in runs],
+        "cells": cell_dicts(runs),
+    }
+
+
+def write_exports(out: Path, runs: Sequence[RunResult], sweep_json: bool = True) -> list[Path]:
+    """``sweep.json`` (unless the sweep wrote its own), ``runs.csv``, ``cells.csv`` and
+    ``report.md`` in ``out``; returns the paths written."""
+    written = []
+    if sweep_json:
+        write_json_atomic(out / "sweep.json", sweep_dict(runs))
+        written.append(out / "sweep.json")
+    for name, text in (
+        ("runs.csv", runs_csv(runs)),
+        ("cells.csv", cells_csv(runs)),
+        ("report.md", markdown_summary(runs)),
+    ):
+        write_text_atomic(out / name, text)
+        written.append(out / name)
+    return written

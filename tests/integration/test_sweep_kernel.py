@@ -1,0 +1,65 @@
+"""An end-to-end sweep on the real kernel: 2 models × 2 CPU settings × 3 repeats, through the
+command line, its files and its ranking."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from edgeprof.cli import main
+
+WORKLOAD = Path(__file__).resolve().parent.parent / "workloads" / "two_models.py"
+MiB = 2**20
+
+
+def test_sweep_two_models_two_cpu_settings_three_repeats(
+    mechanism: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "sweep"
+    code = main(
+        [
+            "run", "--backend", "cgroup", "--cpus", "1,2", "--memory", "256m",
+            "--repeat", "3", "-m", "small,big", "--out", str(out),
+            "--", sys.executable, str(WORKLOAD),
+        ]
+    )  # fmt: skip
+    stdout, stderr = capfd.readouterr()
+    assert code == 0, stderr
+    data = json.loads((out / "sweep.json").read_text())
+    assert len(data["runs"]) == 12 and {r["mechanism"] for r in data["runs"]} == {mechanism}
+    cells = {(c["label"], c["limits"].split(",")[0]): c for c in data["cells"]}
+    assert sorted(cells) == [
+        ("big", "cpus=1"), ("big", "cpus=2"), ("small", "cpus=1"), ("small", "cpus=2")
+    ]  # fmt: skip
+    for cpus in ("cpus=1", "cpus=2"):
+        small, big = cells[("small", cpus)]["stats"], cells[("big", cpus)]["stats"]
+        assert small["wall_s"]["n"] == big["wall_s"]["n"] == 3
+        # 64 vs 16 MiB touched: the kernel's peaks are at least 40 MiB apart.
+        assert big["peak_bytes"]["median"] - small["peak_bytes"]["median"] > 40 * MiB
+        # Three times the work: CPU time (the kernel's accounting, not the clock) over 2×.
+        assert big["cpu_s"]["median"] > 2 * small["cpu_s"]["median"]
+    for r in data["runs"]:
+        assert r["termination"] == "exited" and r["exit_code"] == 0
+        # The limit holds on every run: never more than its CPUs (+10 % for sampling edges).
+        assert r["cpu"]["avg_pct"] <= 110 * r["limits"]["cpus"]
+    # The rounds interleave the models: small, big, small, big … across both settings.
+    assert [r["name"] for r in data["runs"]] == ["small", "big"] * 6
+    assert [r["limits"]["cpus"] for r in data["runs"]] == [1, 1, 2, 2] * 3
+    # Exports beside it: a row per run, a row per cell, the Markdown report.
+    with (out / "runs.csv").open() as f:
+        assert len(list(csv.DictReader(f))) == 12
+    with (out / "cells.csv").open() as f:
+        assert [(c["label"], c["wall_s_n"]) for c in csv.DictReader(f)] == [
+            ("small", "3"), ("big", "3"), ("small", "3"), ("big", "3")
+        ]  # fmt: skip
+    assert "#### Ranking by peak memory under cpus=1" in (out / "report.md").read_text()
+    # The terminal shows the ranking per setting: small first, by a clear factor.
+    for cpus in ("cpus=1, cpuset=0,", "cpus=2, cpuset=0-1,"):
+        block = stdout.split(f"Ranking by peak memory under {cpus}")[1]
+        assert block.splitlines()[3].split()[:2] == ["1", "small"], block
+        assert "small used" in block and "less peak memory than big" in block
+    assert len(stderr.splitlines()) >= 12  # one progress line per run

@@ -1,0 +1,210 @@
+"""The Auptimizer-compatible files: golden layouts, the run -e path, concurrent appends."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from edgeprof.cli import main
+from edgeprof.model import MemoryStats, SampleStats, Termination
+from edgeprof.report.auptimizer import HEADERS, run_log, summary_block, table
+from tests.unit.conftest import make_result
+
+GOLDEN = Path(__file__).parent / "golden"
+REPO = Path(__file__).resolve().parents[2]
+
+# The seeds' own "Final Usage Stats" (001_…, TensorFlow Lite example), byte for byte.
+SEED_TABLE = """\
+NAME                   AVG CPU %      PEAK CPU  AVG MEM USAGE / LIMIT    PEAK MEM    NET I/O          BLOCK I/O        TOTAL TIME (ms)
+---------------------  -----------  ----------  -----------------------  ----------  ---------------  -------------  -----------------
+mobilenet_v1_0.75_224  225.09%          226.68  117.9 MiB / 1.9 GiB      117.9 MiB   742.0 B / 0.0 B  0.0 B / 0.0 B               6164
+mobilenet_v1_1.0_224   244.258%         250.83  122.4 MiB / 1.9 GiB      126.9 MiB   766.0 B / 0.0 B  0.0 B / 0.0 B              12354"""  # noqa: E501
+
+
+def test_table_reproduces_the_seeds_layout() -> None:
+    rows = [
+        ["mobilenet_v1_0.75_224", "225.09%", 226.68, "117.9 MiB / 1.9 GiB", "117.9 MiB",
+         "742.0 B / 0.0 B", "0.0 B / 0.0 B", 6164],
+        ["mobilenet_v1_1.0_224", "244.258%", 250.83, "122.4 MiB / 1.9 GiB", "126.9 MiB",
+         "766.0 B / 0.0 B", "0.0 B / 0.0 B", 12354],
+    ]  # fmt: skip
+    assert table(HEADERS, rows) == SEED_TABLE
+
+
+def test_numbers_align_on_the_decimal_point() -> None:
+    assert table(["A", "B"], [[1.5, "x"], [22.25, "yy"]]).splitlines() == [
+        "    A  B",
+        "-----  ---",
+        " 1.5   x",
+        "22.25  yy",
+    ]
+
+
+def _samples(tmp_path: Path) -> Path:
+    path = tmp_path / "samples.csv"
+    path.write_text(
+        "t_s,cpu_usage_s,cpu_pct,memory_bytes,working_set_bytes,io_read_bytes,io_write_bytes,"
+        "net_rx_bytes,net_tx_bytes,pids\n"
+        "0.0,0.0,,1048576,524288,0,0,,,1\n"
+        "0.1,0.08,80.0,20971520,10485760,4096,0,,,2\n"
+        "0.2,0.18,100.0,31457280,26214400,4096,12000,,,2\n"
+    )
+    return path
+
+
+def test_model_log_golden(tmp_path: Path) -> None:
+    r = make_result(
+        started_at="2026-01-01T00:00:00.000+00:00",
+        samples=SampleStats(count=3, interval_s=0.1, path=str(_samples(tmp_path))),
+    )
+    text = run_log(r, "mobilenet_v2_0.25", "infer.py", None, "mobilenet_v2_0.25.onnx")
+    assert text == (GOLDEN / "auptimizer_model_log.txt").read_text()
+
+
+def test_summary_golden_keeps_a_failed_model_and_says_why() -> None:
+    ok = make_result(name="a")
+    oom = make_result(
+        termination=Termination.OOM,
+        exit_code=137,
+        memory=MemoryStats(
+            peak_bytes=512 * 2**20, peak_source="kernel", avg_bytes=300 * 2**20,
+            limit_bytes=512 * 2**20, oom_kills=1, peak_working_set_bytes=None,
+            avg_working_set_bytes=None,
+        ),
+    )  # fmt: skip
+    crashed = make_result(exit_code=1, wall_s=0.0421)
+    when = dt.datetime(2026, 11, 22, 7, 0, 0, 123456)
+    named = [("small", ok), ("Big.Model", oom), ("noext", crashed)]
+    text = summary_block(named, host_memory=2 * 2**30, when=when)
+    assert text == (GOLDEN / "auptimizer_summary.txt").read_text()
+
+
+TEMPLATE = """\
+IMAGEREPO=python:3.11-slim
+PIPREQUIREMENTS="numpy"
+DIR=app
+SCRIPT=main.sh
+COMMAND=sh
+SAMPLETIME=0.05
+OUTPUTFILE=out.txt
+DOCFILE=Dockerfile
+DOCKCPUS=1
+DOCKMEMORY=256m
+DOCKER_ARGS=
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    app = tmp_path / "app"
+    app.mkdir()
+    # The model arrives as one argument ($1): record it, fail for one model.
+    (app / "main.sh").write_text(
+        'printf "%s|%s\\n" "$1" "$(pwd)" >> ../seen\nsleep 0.15\n[ "$1" != "bad" ]\n'
+    )
+    (tmp_path / "env.template").write_text(TEMPLATE)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_run_e_on_a_host_backend_writes_the_old_files(
+    project: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    models = "Mobile.Net_0.75,bad,x y;rm -rf ~"
+    code = main(["run", "--backend", "fake", "-e", "env.template", "-m", models])
+    assert code == 1  # the failing model's exit status
+    err = capfd.readouterr().err
+    seen = (project / "seen").read_text().splitlines()
+    # Each model is one argument, the script runs from DIR, nothing went through a shell.
+    assert seen == [f"{m}|{project / 'app'}" for m in models.split(",")]
+    assert "PIPREQUIREMENTS not applied" in err
+    summary = (project / "out.txt").read_text()
+    lines = summary.splitlines()
+    assert lines[0].startswith("Usage stats for Experiment ran on : ")
+    assert lines[1].split()[:3] == ["NAME", "AVG", "CPU"] and lines[1].endswith("STATUS")
+    assert lines[3].startswith("Mobile.Net_0.75 ") and lines[3].endswith("ok")
+    assert lines[4].startswith("bad ") and lines[4].endswith("exit 1")
+    assert lines[5].startswith("x y;rm -rf ~ ")
+    assert "256.0 MiB" in lines[3]  # DOCKMEMORY is the run's limit
+    log = (project / "Mobile.Net_0.75_out.txt").read_text()
+    assert log.startswith("Profiling script: main.sh Mobile.Net_0.75\n")
+    # SAMPLETIME 0.05 s over a 0.15 s run: several sample rows
+    assert sum(1 for ln in log.splitlines() if ln.startswith("Mobile.Net_0.75 ")) >= 3
+    assert (project / "bad_out.txt").exists() and (project / "x y;rm -rf ~_out.txt").exists()
+    # A second invocation appends its summary; the per-model logs start afresh.
+    assert main(["run", "--backend", "fake", "-e", "env.template", "-m", "Mobile.Net_0.75"]) == 0
+    assert (project / "out.txt").read_text().count("Usage stats for Experiment") == 2
+    assert (project / "Mobile.Net_0.75_out.txt").read_text().count("Profiling script") == 1
+
+
+def test_run_e_without_models_logs_into_outputfile(
+    project: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", "--backend", "fake", "-e", "env.template", "--repeat", "2"]) == 0
+    text = (project / "out.txt").read_text()
+    assert text.count("Profiling script: main.sh\n") == 2
+    assert text.count("Usage Stats: ") == 2 and "main #1 " in text and "main #2 " in text
+    assert "Usage stats for Experiment" not in text
+
+
+@pytest.mark.parametrize(
+    "edit, args, message",
+    [
+        (("DOCKMEMORY=256m", "DOCKMEMORY=abc"), [], "env.template:10: DOCKMEMORY: invalid size"),
+        (("DOCKCPUS=1", "DOCKCPUS=-2"), [], "env.template:9: DOCKCPUS: invalid CPU count '-2'"),
+        (("DIR=app", "DIR=nowhere"), [], "env.template:3: DIR 'nowhere': no such directory"),
+        (("SCRIPT=main.sh", "SCRIPT=none.sh"), [], "env.template:4: SCRIPT 'none.sh' not found"),
+        (("COMMAND=sh\n", ""), [], "env.template: required key COMMAND missing"),
+        (("DIR=app", "DIR=app;x"), [], "env.template:3: unquoted ';'"),
+        (("", ""), ["-m", "a", "-f", "models.txt"], "not both"),
+        (("", ""), ["-f", "empty.txt"], "model file empty.txt lists no model"),
+        (("", ""), ["--", "python3", "x.py"], "gives the command"),
+        (("", ""), ["--base-image", "x"], "describes the environment"),
+    ],
+)
+def test_bad_input_starts_and_writes_nothing(
+    project: Path,
+    edit: tuple[str, str],
+    args: list[str],
+    message: str,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    if edit[0]:
+        (project / "env.template").write_text(TEMPLATE.replace(*edit))
+    (project / "empty.txt").write_text("# nothing\n\n")
+    (project / "models.txt").write_text("a\n")
+    code = main(["run", "--backend", "fake", "-e", "env.template", *args])
+    err = capfd.readouterr().err
+    assert code == 2 and err.startswith("edgeprof: error:") and err.count("\n") == 1, err
+    assert message in err, err
+    assert not (project / "out.txt").exists() and not (project / "seen").exists()
+
+
+def test_an_unknown_key_is_a_warning_naming_it(
+    project: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    (project / "env.template").write_text(TEMPLATE + "DOCKCPU=2\n")
+    assert main(["run", "--backend", "fake", "-e", "env.template"]) == 0
+    err = capfd.readouterr().err
+    assert "edgeprof: warning: env.template:12: unknown key DOCKCPU ignored" in err
+
+
+def test_concurrent_runs_append_whole_summaries(project: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "edgeprof", "run", "--backend", "fake", "-e", "env.template"]
+    procs = [
+        subprocess.Popen([*cmd, "-m", ",".join(f"p{i}m{j}" for j in range(6))], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for i in range(3)
+    ]  # fmt: skip
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
+    blocks = (project / "out.txt").read_text().split("Usage stats for Experiment ran on : ")[1:]
+    assert len(blocks) == 3
+    for block in blocks:
+        names = [ln.split()[0] for ln in block.splitlines()[3:] if ln.strip()]
+        assert len(names) == 6 and len({n[:2] for n in names}) == 1, block

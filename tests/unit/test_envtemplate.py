@@ -1,0 +1,158 @@
+"""env.template: read as data with the shell's quoting rules, every documented key, bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from edgeprof.envtemplate import KEYS, model_stem, parse, read_assignments, shell_words
+from edgeprof.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[2]
+
+ALL_KEYS = """\
+# every key the seeds document
+IMAGEREPO=python:3.11-slim
+APTREQUIREMENTS="curl vim"
+PIPREQUIREMENTS='ipython numpy'
+PRERUN="pip install --upgrade pip"
+DIR=app
+SCRIPT=main.py
+COMMAND="python3 -u"
+SAMPLETIME=0.5
+OUTPUTFILE=out.txt
+DOCFILE=Dockerfile
+DOCKCPUS=2.5
+DOCKMEMORY=156m
+DOCK_ARGS="--privileged -v /data:/data"
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "main.py").write_text("print('hi')\n")
+    return tmp_path
+
+
+def write(project: Path, text: str) -> Path:
+    path = project / "env.template"
+    path.write_text(text)
+    return path
+
+
+def test_every_documented_key(project: Path) -> None:
+    tpl = parse(write(project, ALL_KEYS), cwd=project)
+    assert tpl.base_image == "python:3.11-slim"
+    assert tpl.apt == ("curl", "vim") and tpl.pip == ("ipython", "numpy")
+    assert tpl.prerun == "pip install --upgrade pip"
+    assert tpl.directory == project / "app" and tpl.script == "main.py"
+    assert tpl.command == ("python3", "-u")
+    assert tpl.interval_s == 0.5  # a decimal SAMPLETIME works
+    assert tpl.output_file == project / "out.txt"
+    assert tpl.dockerfile is None  # DOCFILE names no existing file: generated from the keys
+    assert tpl.limits.cpus == 2.5 and tpl.limits.memory == 156 * 2**20
+    assert tpl.docker_args == "--privileged -v /data:/data"
+    assert tpl.argv("Mobile.Net") == ["python3", "-u", "main.py", "Mobile.Net"]
+    assert tpl.warnings == () and set(tpl.lines) == set(KEYS) - {"DOCKER_ARGS"}
+
+
+def test_docker_args_spelling_and_existing_docfile(project: Path) -> None:
+    (project / "Dockerfile").write_text("FROM x\n")
+    text = ALL_KEYS.replace("DOCK_ARGS=", "DOCKER_ARGS=")
+    text = text.replace("IMAGEREPO=python:3.11-slim\n", "")
+    tpl = parse(write(project, text), cwd=project)
+    assert tpl.docker_args == "--privileged -v /data:/data"
+    # An existing DOCFILE supersedes the image keys, so IMAGEREPO may be left out.
+    assert tpl.dockerfile == project / "Dockerfile" and tpl.base_image is None
+
+
+def test_the_examples_templates_parse() -> None:
+    bench = parse(REPO / "examples/benchmark/env_benchmark.template", cwd=REPO)
+    assert bench.argv("m.onnx") == ["python3", "infer.py", "m.onnx"]
+    assert bench.limits.cpus == 1 and bench.limits.memory == 2**30 and bench.interval_s == 0.1
+    assert bench.pip == ("onnxruntime", "numpy") and bench.docker_args is None
+    mnist = parse(REPO / "examples/mnist/env_mnist.template", cwd=REPO / "examples/mnist")
+    assert mnist.argv() == ["python3", "train.py"] and mnist.run_name == "train"
+    assert mnist.limits.cpus == 2 and mnist.limits.memory == 2 * 2**30
+
+
+def test_hostile_values_stay_data(project: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    text = ALL_KEYS.replace(
+        'PRERUN="pip install --upgrade pip"', f'PRERUN="echo $(touch {marker}); `touch {marker}`"'
+    ).replace('APTREQUIREMENTS="curl vim"', "APTREQUIREMENTS=$(id)")
+    tpl = parse(write(project, text), cwd=project)
+    assert tpl.prerun == f"echo $(touch {marker}); `touch {marker}`"
+    assert tpl.apt == ("$(id)",)
+    assert not marker.exists()
+    assert any("APTREQUIREMENTS: $ and ` are kept as text" in w for w in tpl.warnings)
+
+
+@pytest.mark.parametrize(
+    "line, words",
+    [
+        ("A=b#c", ["A=b#c"]),  # '#' inside a word is text, as in the shell
+        ("A=b  # comment", ["A=b"]),
+        ('A="x # y; z | w"', ["A=x # y; z | w"]),
+        ("A='$(id)'", ["A=$(id)"]),
+        ('A="a\\"b" ', ['A=a"b']),
+        ("A=a\\ b", ["A=a b"]),
+        ("export A=1", ["export", "A=1"]),
+        ('A=""', ["A="]),
+    ],
+)
+def test_shell_words(line: str, words: list[str]) -> None:
+    assert shell_words(line) == words
+
+
+def test_quoted_value_across_lines_and_continuations(project: Path) -> None:
+    path = write(project, 'A="one\ntwo"\nexport B=x\\\ny\nDIR=app # trailing\n')
+    values, warnings = read_assignments(path)
+    assert values["DIR"] == ("app", 5)
+    assert [w.split(": ", 1)[1] for w in warnings] == [
+        "unknown key A ignored",
+        "unknown key B ignored",
+    ]
+    assert warnings[0].startswith(f"{path}:1:") and warnings[1].startswith(f"{path}:3:")
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (("DIR=app", "DIR=app; rm -rf /"), ":6: unquoted ';'"),
+        (("DIR=app", "DIR app"), ":6: expected KEY=value, got 'DIR app'"),
+        (("DIR=app", "DIR=my app"), ":6: DIR: the value holds unquoted spaces"),
+        (("DIR=app", 'DIR="app'), ":6: unterminated quote"),
+        (("SCRIPT=main.py\n", ""), "required key SCRIPT missing"),
+        (("COMMAND=\"python3 -u\"", "COMMAND="), ":8: required key COMMAND is empty"),
+        (("DIR=app", "DIR=nowhere"), ":6: DIR 'nowhere': no such directory"),
+        (("SCRIPT=main.py", "SCRIPT=gone.py"), ":7: SCRIPT 'gone.py' not found in DIR"),
+        (("DOCKMEMORY=156m", "DOCKMEMORY=abc"), ":13: DOCKMEMORY: invalid size 'abc'"),
+        (("DOCKCPUS=2.5", "DOCKCPUS=-2"), ":12: DOCKCPUS: invalid CPU count '-2'"),
+        (("SAMPLETIME=0.5", "SAMPLETIME=soon"), ":9: invalid SAMPLETIME 'soon'"),
+        (("DOCK_ARGS=", 'DOCKER_ARGS="-v /a:/a"\nDOCK_ARGS='), "DOCK_ARGS and DOCKER_ARGS"),
+    ],
+)
+def test_bad_templates_name_file_and_line(
+    project: Path, edit: tuple[str, str], message: str
+) -> None:
+    path = write(project, ALL_KEYS.replace(*edit))
+    with pytest.raises(ConfigError) as err:
+        parse(path, cwd=project)
+    assert str(err.value).startswith(str(path)) and message in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize(
+    "model, stem",
+    [
+        ("mobilenet_v1_0.75_224.tflite", "mobilenet_v1_0.75_224"),
+        ("mobilenet_v1_0.75_224", "mobilenet_v1_0.75_224"),  # the old profiler: mobilenet_v1_0
+        ("models/MobileNet.ONNX", "MobileNet"),
+        ("model", "model"),  # the old profiler dropped the last character
+        (".hidden", ".hidden"),
+    ],
+)
+def test_model_stem(model: str, stem: str) -> None:
+    assert model_stem(model) == stem
