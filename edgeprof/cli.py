@@ -219,6 +219,10 @@ def run(
             help="An Auptimizer env.template: environment, command, limits, OUTPUTFILE.",
         ),
     ] = None,
+    plots: Annotated[
+        Path | None,
+        typer.Option(help="Write PNG charts here (needs the 'plot' extra: matplotlib)."),
+    ] = None,
 ) -> None:
     """Run COMMAND under the limits and report what it used.
 
@@ -274,6 +278,10 @@ def run(
         if path is not None:
             _check_writable(path)  # written after the run: refuse it before the run starts
     cal = None if calibration is None else load_calibration(calibration)
+    if plots is not None:
+        from .report.plots import _pyplot
+
+        _pyplot()  # a missing matplotlib is found before the runs, not after
     for w in warnings:
         print(f"edgeprof: warning: {w}", file=sys.stderr)
     be: str | Backend = backend
@@ -346,11 +354,11 @@ def run(
     results = cell_order(sweep.runs)
     if out is not None and not plan.is_single:
         write_exports(out, results, sweep_json=False)  # run_sweep wrote sweep.json
-    if markdown is not None:
-        try:
-            markdown.write_text(markdown_summary(results))
-        except OSError as exc:
-            raise ConfigError(f"cannot write {markdown}: {exc.strerror}") from exc
+    _write_markdown(markdown, results)
+    if plots is not None and out is not None:  # timelines need the runs' samples.csv
+        _write_plots(plots, results)
+    elif plots is not None:
+        _write_plots(plots, results, timelines=False)
     if json_out:
         several = len(results) > 1
         data = [r.to_dict() for r in results] if several else results[0].to_dict()
@@ -442,6 +450,57 @@ def _write(path: Path, text: str) -> None:
         path.write_text(text)
     except OSError as exc:
         raise ConfigError(f"cannot write {path}: {exc.strerror}") from exc
+
+
+def _write_markdown(path: Path | None, results: list[RunResult]) -> None:
+    if path is None:
+        return
+    try:
+        path.write_text(markdown_summary(results))
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror}") from exc
+
+
+def _write_plots(out: Path, results: list[RunResult], timelines: bool = True) -> None:
+    from .report.plots import write_plots
+
+    written = write_plots(out, results, timelines=timelines)
+    print(f"edgeprof: {len(written)} plot(s) written to {out}", file=sys.stderr)
+
+
+@app.command()
+def report(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="result.json, sweep.json, JSON lists or directories of them.", show_default=False
+        ),
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Write sweep.json, runs.csv, cells.csv and report.md here."),
+    ] = None,
+    markdown: Annotated[Path | None, typer.Option(help="Write the Markdown report here.")] = None,
+    plots: Annotated[Path | None, typer.Option(help="Write PNG charts here.")] = None,
+) -> None:
+    """Re-render tables, statistics, rankings and plots from saved results."""
+    from .report.files import load_runs, prepare_out_dir
+
+    runs = cell_order(load_runs(paths))
+    if not runs:
+        raise ConfigError("no runs in " + ", ".join(map(str, paths)))
+    if markdown is not None:
+        _check_writable(markdown)
+    if plots is not None:
+        from .report.plots import _pyplot
+
+        _pyplot()
+    if out is not None:
+        write_exports(prepare_out_dir(out), runs)
+    _write_markdown(markdown, runs)
+    if plots is not None:
+        _write_plots(plots, runs)
+    print_summary(runs, sys.stdout)
 
 
 def _check_writable(path: Path) -> None:

@@ -21,6 +21,10 @@ OUTLIER_Z = 3.5
 """Modified z-score above which a run is an outlier (Iglewicz & Hoaglin's rule:
 0.6745·|x − median| / MAD > 3.5)."""
 
+OUTLIER_MIN_REL = 0.02
+"""…and more than 2 % off the median: a kernel peak that repeats to the page (MAD of a few
+KiB) would otherwise call a 0.3 MiB difference an outlier."""
+
 SLOW_FIRST_FACTOR = 1.2
 """A cell's first measured run this much slower (wall time) than the median of the others is
 reported: typically a cold page cache or a first JIT/graph compilation (use ``--warmup``)."""
@@ -64,12 +68,16 @@ class Stat:
 
     def outliers(self) -> list[int]:
         """Indexes (in run order) of the values whose modified z-score exceeds
-        :data:`OUTLIER_Z`; none below three values or when half the values are equal (MAD 0)."""
+        :data:`OUTLIER_Z` and that are more than :data:`OUTLIER_MIN_REL` off the median;
+        none below three values or when half the values are equal (MAD 0)."""
         mad = self.mad
         if self.n < 3 or mad == 0:
             return []
         return [
-            i for i, v in enumerate(self.values) if 0.6745 * abs(v - self.median) / mad > OUTLIER_Z
+            i
+            for i, v in enumerate(self.values)
+            if 0.6745 * abs(v - self.median) / mad > OUTLIER_Z
+            and abs(v - self.median) > OUTLIER_MIN_REL * abs(self.median)
         ]
 
 

@@ -1,0 +1,140 @@
+"""PNG charts (optional extra ``plot``: ``pip install 'edgeprof[plot]'``, matplotlib).
+
+* a run's CPU % and memory over time, from its ``samples.csv``;
+* a metric per model across limit settings: the median with the min … max range.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..compare import METRICS, summarize_cells
+from ..errors import ConfigError
+from ..model import RunResult
+from .files import prepare_out_dir
+
+PLOTTED_METRICS = ("wall_s", "cpu_s", "peak_bytes", "avg_bytes", "cpu_pct")
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+    except ImportError:
+        raise ConfigError(
+            "plots need matplotlib: pip install 'edgeprof[plot]'"
+        ) from None
+    matplotlib.use("Agg")  # files only: never a window, works without a display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _scale(key: str) -> tuple[float, str]:
+    if key.endswith("_bytes"):
+        return 2**20, "MiB"
+    if key == "cpu_pct":
+        return 1.0, "% of one CPU"
+    return 1.0, "s"
+
+
+def read_samples(path: str | Path) -> dict[str, list[float | None]]:
+    cols: dict[str, list[float | None]] = {}
+    with open(path, newline="") as f:
+        for rec in csv.DictReader(f):
+            for k, v in rec.items():
+                cols.setdefault(k, []).append(float(v) if v not in ("", None) else None)
+    return cols
+
+
+def plot_run(result: RunResult, path: Path) -> Path | None:
+    """CPU % and memory over time of one run; ``None`` when its samples are not on disk."""
+    if result.samples.path is None or not Path(result.samples.path).is_file():
+        return None
+    plt = _pyplot()
+    s = read_samples(result.samples.path)
+    t = [x or 0.0 for x in s.get("t_s", [])]
+    fig, (ax_cpu, ax_mem) = plt.subplots(2, 1, sharex=True, figsize=(8, 5))
+    cpu = s.get("cpu_pct", [])
+    ax_cpu.plot([a for a, c in zip(t, cpu, strict=False) if c is not None],
+                [c for c in cpu if c is not None], color="tab:blue")  # fmt: skip
+    ax_cpu.set_ylabel("CPU % (100 = one CPU)")
+    if result.limits.cpus is not None:
+        ax_cpu.axhline(100 * result.limits.cpus, color="grey", linestyle="--", label="limit")
+        ax_cpu.legend(loc="upper right")
+    for key, label in (("memory_bytes", "usage"), ("working_set_bytes", "working set")):
+        col = s.get(key, [])
+        pts = [(a, m / 2**20) for a, m in zip(t, col, strict=False) if m is not None]
+        if pts:
+            ax_mem.plot([p[0] for p in pts], [p[1] for p in pts], label=label)
+    if result.memory.peak_bytes is not None:
+        ax_mem.axhline(result.memory.peak_bytes / 2**20, color="tab:red", linestyle=":",
+                       label=f"peak ({result.memory.peak_source})")  # fmt: skip
+    ax_mem.set_ylabel("memory (MiB)")
+    ax_mem.set_xlabel("seconds since start")
+    ax_mem.legend(loc="upper right")
+    fig.suptitle(f"{result.label} — {result.limits.describe()}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_metric(results: Sequence[RunResult], key: str, path: Path) -> Path | None:
+    """``key`` per model (one line each) across the limit settings: median, min … max bars.
+    ``None`` when no run has the figure."""
+    cells = summarize_cells(results)
+    settings = list(cells)
+    series: dict[str, dict[int, Any]] = {}
+    for i, setting in enumerate(settings):
+        for m in cells[setting]:
+            st = m.stat(key)
+            if st is not None:
+                series.setdefault(m.name, {})[i] = st
+    if not series:
+        return None
+    plt = _pyplot()
+    div, unit = _scale(key)
+    fig, ax = plt.subplots(figsize=(max(8, 1.8 * len(settings) + 4), 5))
+    for name, points in series.items():
+        xs = sorted(points)
+        med = [points[x].median / div for x in xs]
+        lo = [(points[x].median - points[x].min) / div for x in xs]
+        hi = [(points[x].max - points[x].median) / div for x in xs]
+        ax.errorbar(xs, med, yerr=[lo, hi], marker="o", capsize=4, label=name)
+    ax.set_xticks(range(len(settings)))
+    ax.set_xticklabels(settings, rotation=15, ha="right")
+    title = METRICS[key][0]
+    ax.set_ylabel(f"{title} ({unit})")
+    ax.set_title(f"{title} per model (median, min … max)")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _file_part(text: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c in "._-=" else "_" for c in text).lstrip(".")
+    return cleaned[:80] or "x"
+
+
+def write_plots(out: Path, results: Sequence[RunResult], timelines: bool = True) -> list[Path]:
+    """``<metric>.png`` per metric and ``timeline-<label>-<setting>-<n>.png`` per run whose
+    samples are on disk, in ``out``; returns the files written."""
+    _pyplot()  # a missing matplotlib is bad input: say so before writing anything
+    prepare_out_dir(out)
+    written = [p for key in PLOTTED_METRICS if (p := plot_metric(results, key, out / f"{key}.png"))]
+    if timelines:
+        counts: dict[tuple[str, str], int] = {}
+        for r in results:
+            cell = (r.label, r.limits.describe())
+            counts[cell] = counts.get(cell, 0) + 1
+            name = f"timeline-{_file_part(cell[0])}-{_file_part(cell[1])}-run{counts[cell]}.png"
+            p = plot_run(r, out / name)
+            if p is not None:
+                written.append(p)
+    return written

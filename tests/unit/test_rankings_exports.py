@@ -1,0 +1,160 @@
+"""Rankings with factors and noise flags, exports, `edgeprof report`, plots, progress."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from edgeprof.cli import main
+from edgeprof.compare import rank, ranking_tables, summarize, summarize_cells
+from edgeprof.model import CpuStats, Limits, MemoryStats, RunResult
+from edgeprof.report.export import cells_csv, runs_csv, sweep_dict
+from edgeprof.report.files import SWEEP_SCHEMA, load_runs
+from edgeprof.report.progress import PlainProgress, RichProgress
+from edgeprof.sweep import SweepPlan
+from tests.unit.conftest import make_result
+
+MiB = 2**20
+
+
+def _run(name: str, cpu_s: float, peak_mib: float, cpus: float = 1.0) -> RunResult:
+    return make_result(
+        name=name,
+        limits=Limits(cpus=cpus),
+        wall_s=cpu_s,
+        cpu=CpuStats(
+            user_s=cpu_s, system_s=0.0, total_s=cpu_s, avg_pct=100.0, peak_pct=100.0,
+            peak_window_s=0.1, throttled_s=0.0, nr_throttled=0, nr_periods=1,
+        ),
+        memory=MemoryStats(
+            peak_bytes=int(peak_mib * MiB), peak_source="kernel", avg_bytes=int(peak_mib * MiB),
+            limit_bytes=None, oom_kills=0, peak_working_set_bytes=None,
+            avg_working_set_bytes=None,
+        ),
+    )  # fmt: skip
+
+
+def test_factor_and_its_uncertainty_hand_computed() -> None:
+    runs = [_run("small", c, 100) for c in (1.0, 1.1, 0.9)]
+    runs += [_run("big", c, 121) for c in (2.0, 2.4, 1.6)]
+    small, big = rank(summarize(runs), "cpu_s")
+    assert (small.name, big.name) == ("small", "big")
+    # means 1.0 and 2.0, sd 0.1 and 0.4, n 3: f = 2, σ_f = 2·√((0.4/√3/2)² + (0.1/√3/1)²)
+    assert big.factor is not None and big.factor_sd is not None
+    assert math.isclose(big.factor, 2.0)
+    expected = 2 * math.hypot(0.4 / math.sqrt(3) / 2, 0.1 / math.sqrt(3) / 1)
+    assert math.isclose(big.factor_sd, expected)
+    # 1.0 apart against 2·√(0.1² + 0.4²) = 0.82: not within noise
+    assert not big.within_noise and not big.close_memory
+    peak = rank(summarize(runs), "peak_bytes")[1]
+    assert peak.factor == pytest.approx(1.21) and peak.factor_sd == 0.0
+    text = ranking_tables(summarize_cells(runs))[2].plain()
+    assert text.startswith("Ranking by peak memory under cpus=1 (smallest first)")
+    assert "small used 1.21 ± 0.00× less peak memory than big" in text
+
+
+def test_within_noise_and_ten_mib_flags() -> None:
+    runs = [_run("a", c, 100) for c in (1.0, 1.4, 0.6)]
+    runs += [_run("b", c, 108) for c in (1.1, 1.5, 0.7)]
+    cpu = rank(summarize(runs), "cpu_s")[1]
+    assert cpu.within_noise  # 0.1 apart, σ 0.4 each
+    mem = rank(summarize(runs), "peak_bytes")[1]
+    # identical repeats (σ 0) but 8 MiB apart: not noise, yet close enough to flip on a device
+    assert not mem.within_noise and mem.close_memory
+    tables = {t.title.split(" under")[0]: t.plain() for t in ranking_tables(summarize_cells(runs))}
+    assert "≈ a: within noise" in tables["Ranking by CPU time"]
+    assert "≈ a: < 10 MiB apart, may flip on the device" in tables["Ranking by peak memory"]
+
+
+def test_rankings_are_per_limit_setting() -> None:
+    runs = [_run("a", 1.0, 50, cpus=1), _run("b", 2.0, 60, cpus=1)]
+    runs += [_run("a", 0.9, 80, cpus=2), _run("b", 0.5, 60, cpus=2)]
+    cells = summarize_cells(runs)
+    assert list(cells) == ["cpus=1", "cpus=2"]
+    assert [r.name for r in rank(cells["cpus=1"], "cpu_s")] == ["a", "b"]
+    assert [r.name for r in rank(cells["cpus=2"], "cpu_s")] == ["b", "a"]
+
+
+def test_csv_and_sweep_json_exports(tmp_path: Path) -> None:
+    runs = [_run("a", c, 100) for c in (1.0, 1.1, 0.9)] + [_run("b", 2.0, 120)]
+    rows = list(csv.DictReader(io.StringIO(runs_csv(runs))))
+    assert len(rows) == 4 and rows[0]["label"] == "a" and float(rows[0]["cpu_s"]) == 1.0
+    assert rows[0]["peak_bytes"] == str(100 * MiB) and rows[0]["net_rx_bytes"] == ""
+    assert rows[0]["command"] == "python3 infer.py"
+    cells = list(csv.DictReader(io.StringIO(cells_csv(runs))))
+    assert [(c["label"], c["runs"], c["cpu_s_n"]) for c in cells] == [
+        ("a", "3", "3"),
+        ("b", "1", "1"),
+    ]
+    assert math.isclose(float(cells[0]["cpu_s_mean"]), 1.0)
+    assert math.isclose(float(cells[0]["cpu_s_sd"]), 0.1)
+    assert float(cells[0]["cpu_s_median"]) == 1.0 and float(cells[0]["cpu_s_max"]) == 1.1
+    data = sweep_dict(runs)
+    assert data["schema"] == SWEEP_SCHEMA and len(data["runs"]) == 4 and len(data["cells"]) == 2
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(data))
+    assert [r.label for r in load_runs([path])] == ["a", "a", "a", "b"]
+
+
+def test_report_rerenders_saved_results(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "sweep"
+    argv = ["run", "--backend", "fake", "--interval", "0.01", "--repeat", "2", "-m", "a,b",
+            "--cpus", "1,2", "--out", str(out), "--", "sh", "-c", "sleep 0.05", "sh"]  # fmt: skip
+    assert main(argv) == 0
+    first = capfd.readouterr().out
+    assert main(["report", str(out), "--out", str(tmp_path / "again"), "--markdown",
+                 str(tmp_path / "r.md")]) == 0  # fmt: skip
+    again = capfd.readouterr().out
+    # The same tables come back from the files (times are read back, not re-measured).
+    assert again == first
+    for name in ("sweep.json", "runs.csv", "cells.csv", "report.md"):
+        assert (tmp_path / "again" / name).is_file()
+    md = (tmp_path / "r.md").read_text()
+    assert md.startswith("| NAME |") and "#### Ranking by CPU time under cpus=2" in md
+
+
+def test_report_bad_input(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "x.json").write_text("{not json")
+    assert main(["report", str(tmp_path / "x.json")]) == 2
+    err = capfd.readouterr().err
+    assert err.startswith("edgeprof: error: cannot read result") and err.count("\n") == 1
+
+
+def test_plots_are_pngs(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "sweep"
+    argv = ["run", "--backend", "fake", "--interval", "0.01", "-m", "a,b", "--cpus", "1,2",
+            "--out", str(out), "--plots", str(tmp_path / "plots"), "--",
+            "sh", "-c", "sleep 0.1", "sh"]  # fmt: skip
+    assert main(argv) == 0
+    pngs = sorted(p.name for p in (tmp_path / "plots").iterdir())
+    assert "peak_bytes.png" in pngs and "cpu_s.png" in pngs
+    assert "timeline-a-cpus=1__cpuset=0-run1.png" in pngs and len(pngs) == 5 + 4
+    for p in (tmp_path / "plots").iterdir():
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
+
+
+def test_progress_renderers() -> None:
+    plan = SweepPlan(("x",), models=("m",), repeat=2, warmup=1)
+    steps = plan.steps()
+    r = _run("m", 1.0, 10)
+    plain = io.StringIO()
+    progress = PlainProgress(plain)
+    for s in steps:
+        progress.start(s)
+        progress.result(s, r)
+    assert plain.getvalue().splitlines()[0] == (
+        "edgeprof: [1/3] m [none] warm-up 1: 1.00s wall, 1.00s CPU, peak 10.0MiB, exited"
+    )
+    tty = io.StringIO()
+    with RichProgress(tty, len(steps)) as rich:
+        for s in steps:
+            rich.start(s)
+            rich.result(s, r)
+    text = tty.getvalue()
+    assert "3/3" in text and "warm-up 1" in text and "10.0MiB" in text
