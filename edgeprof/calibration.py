@@ -785,11 +785,14 @@ def load_calibration(path: Path) -> Calibration:
             if metric not in METRICS or fd["unit"] not in UNITS[METRICS[metric].kind]:
                 raise ConfigError(f"{path}: unknown metric or unit {metric!r} {fd['unit']!r}")
             pts = fd["points"]
-            f = fit(
-                [float(p["profiler"]) for p in pts],
-                [float(p["device"]) for p in pts],
-                [str(p["model"]) for p in pts],
-            )
+            try:
+                f = fit(
+                    [float(p["profiler"]) for p in pts],
+                    [float(p["device"]) for p in pts],
+                    [str(p["model"]) for p in pts],
+                )
+            except ConfigError as exc:
+                raise ConfigError(f"{path}: {metric} [{fd['setting']}]: {exc}") from None
             warns = fit_warnings(f, fd["unit"], METRICS[metric].kind, min_r2)
             fits.append(MetricFit(metric, str(fd["setting"]), fd["unit"], f, tuple(warns)))
         return Calibration(

@@ -483,6 +483,12 @@ def test_bad_calibration_files(tmp_path: Path) -> None:
     p.write_text("schema: edgeprof-calibration/1\ndevice: a\nfits:\n- metric: runtime\n")
     with pytest.raises(ConfigError, match="malformed calibration: bad or missing 'unit'"):
         load_calibration(p)
+    p.write_text(
+        "schema: edgeprof-calibration/1\ndevice: a\nfits:\n- metric: runtime\n  unit: s\n"
+        "  setting: none\n  points:\n  - {model: m, profiler: 1.0, device: 2.0}\n"
+    )
+    with pytest.raises(ConfigError, match=r"x\.yml: runtime \[none\]: cannot fit a line to 1"):
+        load_calibration(p)
 
 
 def test_metric_table_reads_every_profiler_figure() -> None:
