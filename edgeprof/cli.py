@@ -482,6 +482,10 @@ def report(
     ] = None,
     markdown: Annotated[Path | None, typer.Option(help="Write the Markdown report here.")] = None,
     plots: Annotated[Path | None, typer.Option(help="Write PNG charts here.")] = None,
+    calibration: Annotated[
+        Path | None,
+        typer.Option(help="A calibration file (edgeprof calibrate): add predicted device values."),
+    ] = None,
 ) -> None:
     """Re-render tables, statistics, rankings and plots from saved results."""
     from .report.files import load_runs, prepare_out_dir
@@ -489,6 +493,7 @@ def report(
     runs = cell_order(load_runs(paths))
     if not runs:
         raise ConfigError("no runs in " + ", ".join(map(str, paths)))
+    cal = None if calibration is None else load_calibration(calibration)
     if markdown is not None:
         _check_writable(markdown)
     if plots is not None:
@@ -501,6 +506,8 @@ def report(
     if plots is not None:
         _write_plots(plots, runs)
     print_summary(runs, sys.stdout)
+    if cal is not None:
+        sys.stdout.write("\n" + render_predictions(predict(cal, runs), str(calibration)))
 
 
 def _check_writable(path: Path) -> None:

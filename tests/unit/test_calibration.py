@@ -636,3 +636,20 @@ def test_calibrate_prints_the_influence_warning(tmp_path: Path) -> None:
     (summary,) = [ln for ln in text.splitlines() if ln.startswith("runtime (ms)")]
     assert summary.split()[-1] == "1"  # one warning
     assert "  warning: inception_v3 dominates the fit (leverage 0.99 > 0.67" in text
+
+
+def test_cli_report_with_a_calibration(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cal = _calibration(tmp_path)
+    path = tmp_path / "phone.yml"
+    cal.save(path)
+    saved = tmp_path / "new.json"
+    saved.write_text(json.dumps([_run("new", 2.5).to_dict(), _run("new", 2.7).to_dict()]))
+    assert main(["report", str(saved), "--calibration", str(path)]) == 0
+    out = capsys.readouterr().out
+    head, _, tail = out.partition(f"Predicted on phone (calibration {path})")
+    assert "new" in head and tail, out
+    (row,) = [ln for ln in tail.splitlines() if ln.startswith("new ") and "runtime" in ln]
+    # The cell's median (2.6 s) goes through the line a = 2.94, b = 0.15 s.
+    assert row.split()[4:8] == ["2600", "ms", f"{2.94 * 2.6 * 1000 + 150:.0f}", "ms"]
+    assert main(["report", str(saved), "--calibration", str(tmp_path / "no.yml")]) == 2
+    assert capsys.readouterr().err.startswith("edgeprof: error: cannot read calibration")
