@@ -391,7 +391,9 @@ def ranking_tables(
                         str(r.position),
                         r.name,
                         _fmt(key, r.median),
-                        f"{_fmt(key, r.stat.mean)} ± {_fmt(key, r.stat.sd)}",
+                        _fmt(key, r.stat.mean)
+                        if r.stat.n == 1
+                        else f"{_fmt(key, r.stat.mean)} ± {_fmt(key, r.stat.sd)}",
                         "1" if r.position == 1 else _x(r.factor, r.factor_sd, r.stat.n),
                         "" if r.position == 1 else _x(r.step, r.step_sd, r.stat.n),
                         f"≈ {prev}: {', '.join(why)}" if why else "",
