@@ -587,6 +587,12 @@ def doctor() -> None:
     sys.stdout.write(render(diagnose()))
 
 
+# Sub-apps of other modules, registered after this module's own names exist (they import them).
+from .layers.cli import layers_app  # noqa: E402
+
+app.add_typer(layers_app, name="layers")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: every edgeprof error and usage error is one line on stderr, exit 2."""
     try:

@@ -1,0 +1,167 @@
+"""Converters from ``profiler_results.yml`` to PipeEdge's scheduler inputs.
+
+``models.yml`` maps a model name to its properties, which do not depend on the device:
+
+    MODEL:
+      layers: N
+      mem_MB: [per layer]            # the results' `memory` (MB = 10^6 bytes)
+      parameters_in: int             # elements of one sample's input to layer 1
+      parameters_out: [per layer]    # elements of one sample's output of each layer
+
+``device_types.yml`` maps a device type to its memory, bandwidth and timings:
+
+    DEVICE_TYPE:
+      mem_MB: int                    # default: the --memory the profile ran under, in MB
+      bw_Mbps: int
+      model_profiles:
+        MODEL:
+        - batch_size: 8
+          dtype: torch.float32
+          time_s: [per layer]        # the results' `time` (median seconds per batch)
+
+Both files are extended when they exist: an entry already there is kept (an error) unless
+``overwrite``; a device type's memory and bandwidth are never changed, since the timings
+already recorded for it depend on them.  Only a complete profile (layers 1…N) is exported.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError
+from .results import MB, LayerResults, dump_yaml, write_text_atomic
+
+
+def _require_complete(results: LayerResults, source: str) -> None:
+    if not results.complete:
+        raise ConfigError(
+            f"{source} holds layers {', '.join(map(str, results.covered)) or 'none'} of "
+            f"{results.layers}: profile layers {results.missing_text()} first "
+            "(edgeprof layers … --layer-start/--layer-end, same -o)"
+        )
+
+
+def _elements(shapes: list[list[int]]) -> int:
+    return sum(math.prod(s) for s in shapes)
+
+
+def model_entry(results: LayerResults) -> dict[str, Any]:
+    return {
+        "layers": results.layers,
+        "mem_MB": [e.memory for e in results.profile_data],
+        "parameters_in": _elements(results.profile_data[0].shape_in),
+        "parameters_out": [_elements(e.shape_out) for e in results.profile_data],
+    }
+
+
+def _load_mapping(path: Path, what: str) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read {what} {path}: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: not a {what} (expected a mapping of names)")
+    return data
+
+
+def _save(path: Path, data: dict[str, Any]) -> None:
+    write_text_atomic(path, dump_yaml(data))
+
+
+def export_models(
+    results: LayerResults, path: Path, *, source: str = "results", overwrite: bool = False
+) -> str:
+    """Add (or with ``overwrite`` replace) the model's entry in ``path``; returns a line
+    saying what was done."""
+    _require_complete(results, source)
+    models = _load_mapping(path, "models file")
+    name = results.model_name
+    if name in models and not overwrite:
+        raise ConfigError(f"{path} already has model {name!r} (--overwrite replaces it)")
+    action = "replaced" if name in models else "added"
+    models[name] = model_entry(results)
+    _save(path, models)
+    return f"{action} model {name!r} ({results.layers} layers) in {path}"
+
+
+def default_mem_mb(results: LayerResults) -> int | None:
+    """The memory limit the profile ran under, in MB (10^6 bytes, rounded down)."""
+    limits = (results.meta or {}).get("limits") or {}
+    mem = limits.get("memory_bytes")
+    return None if mem is None else int(mem // MB)
+
+
+def export_device_types(
+    results: LayerResults,
+    path: Path,
+    device_type: str,
+    *,
+    mem_mb: int | None = None,
+    bw_mbps: int | None = None,
+    source: str = "results",
+    overwrite: bool = False,
+) -> str:
+    """Add the model's timings to ``device_type`` in ``path`` (creating the device type,
+    which then needs its memory and bandwidth); returns a line saying what was done."""
+    _require_complete(results, source)
+    if not device_type:
+        raise ConfigError("the device type name is empty")
+    types = _load_mapping(path, "device types file")
+    if device_type in types:
+        dev = types[device_type]
+        if not isinstance(dev, dict) or "mem_MB" not in dev or "bw_Mbps" not in dev:
+            raise ConfigError(f"{path}: device type {device_type!r} lacks mem_MB or bw_Mbps")
+        for label, given, have in (
+            ("--mem-mb", mem_mb, dev["mem_MB"]),
+            ("--bw-mbps", bw_mbps, dev["bw_Mbps"]),
+        ):
+            if given is not None and given != have:
+                raise ConfigError(
+                    f"{path}: device type {device_type!r} has {have}, not {label} {given}; "
+                    "its recorded timings depend on it"
+                )
+    else:
+        if mem_mb is None:
+            mem_mb = default_mem_mb(results)
+        if mem_mb is None or bw_mbps is None:
+            need = " and ".join(
+                x for x, v in (("--mem-mb", mem_mb), ("--bw-mbps", bw_mbps)) if v is None
+            )
+            raise ConfigError(f"new device type {device_type!r}: give {need}")
+        dev = {"mem_MB": mem_mb, "bw_Mbps": bw_mbps, "model_profiles": {}}
+        types[device_type] = dev
+    if dev.get("model_profiles") is None:
+        dev["model_profiles"] = {}
+    profiles = dev["model_profiles"].setdefault(results.model_name, [])
+    entry = {
+        "batch_size": results.batch_size,
+        "dtype": results.dtype,
+        "time_s": [e.time for e in results.profile_data],
+    }
+    action = "added"
+    for i, p in enumerate(profiles):
+        if p.get("batch_size") == results.batch_size and p.get("dtype") == results.dtype:
+            if not overwrite:
+                raise ConfigError(
+                    f"{path}: {device_type!r} already has a profile of {results.model_name!r} "
+                    f"for batch size {results.batch_size}, {results.dtype} "
+                    "(--overwrite replaces it)"
+                )
+            profiles[i] = entry
+            action = "replaced"
+            break
+    else:
+        profiles.append(entry)
+    _save(path, types)
+    return (
+        f"{action} timings of {results.model_name!r} (batch {results.batch_size}, "
+        f"{results.dtype}) for device type {device_type!r} in {path}"
+    )

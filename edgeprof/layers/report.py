@@ -1,0 +1,60 @@
+"""The per-layer table printed after a profile (plain text, fixed width)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..units import format_binary, format_seconds
+from .results import LayerResults
+
+COLUMNS = (
+    "LAYER",
+    "NAME",
+    "TYPE",
+    "SHAPE IN",
+    "SHAPE OUT",
+    "TIME (median)",
+    "P95",
+    "PARAMS",
+    "OUTPUT",
+    "ALLOC PEAK",
+)
+
+
+def _shape(shapes: list[list[int]]) -> str:
+    return ", ".join("×".join(map(str, s)) or "scalar" for s in shapes)
+
+
+def _bytes(v: Any) -> str:
+    return format_binary(v) if isinstance(v, int) else "n/a"
+
+
+def render_layers(results: LayerResults) -> str:
+    rows = [list(COLUMNS)]
+    for e in results.profile_data:
+        stats = e.extra.get("time_stats") or {}
+        p95 = stats.get("p95")
+        rows.append(
+            [
+                str(e.layer),
+                str(e.extra.get("name", "")),
+                str(e.extra.get("type", "")),
+                _shape(e.shape_in),
+                _shape(e.shape_out),
+                format_seconds(e.time),
+                format_seconds(p95) if isinstance(p95, (int, float)) else "n/a",
+                _bytes(e.extra.get("param_bytes")),
+                _bytes(e.extra.get("output_bytes")),
+                _bytes(e.extra.get("alloc_peak_bytes")),
+            ]
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
+    lines = [
+        f"Layers of {results.model_name} (batch {results.batch_size}, {results.dtype}, "
+        f"{len(results.profile_data)} of {results.layers} layers)"
+    ]
+    for i, r in enumerate(rows):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines) + "\n"

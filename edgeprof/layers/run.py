@@ -1,0 +1,443 @@
+"""Profiling a model's layers: the request, the run under the limits, the results.
+
+The worker (:mod:`edgeprof.layers._worker`) is the workload of an ordinary
+:func:`edgeprof.profile` run, so the whole-run report, the limits, OOM and timeout handling
+are the runner's.  This module validates the request before anything starts, writes the
+worker's spec, reads the JSON lines it left (all of them, even after an OOM kill) and turns
+them into :class:`~edgeprof.layers.results.LayerResults`.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import re
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..backends import Backend
+from ..errors import ConfigError
+from ..model import Limits, RunResult, Termination
+from ..runner import profile
+from ..units import format_binary
+from .results import (
+    DTYPES,
+    GRANULARITIES,
+    MB,
+    SCHEMA,
+    LayerEntry,
+    LayerResults,
+    TimeStats,
+    format_ranges,
+)
+
+WORKER = Path(__file__).resolve().parent / "_worker.py"
+EXIT_MODEL_ERROR = 3
+"""The worker's exit status when the user's model failed (it printed one line why)."""
+
+_FACTORY_RE = re.compile(r"^[^:]+:[A-Za-z_][A-Za-z0-9_]*$")
+_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class LayersRequest:
+    """What to profile.  Built by :func:`make_request`, which validates every field."""
+
+    factory: str
+    input_shapes: tuple[tuple[int, ...], ...]
+    batch_size: int
+    dtype: str = "float32"
+    iterations: int = 10
+    warmup: int = 2
+    granularity: str = "children"
+    layer_start: int = 1
+    layer_end: int | None = None
+    model_name: str | None = None
+    factory_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    seed: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.model_name or self.factory
+
+    @property
+    def torch_dtype(self) -> str:
+        return f"torch.{self.dtype}"
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """``"3,224,224"`` → ``(3, 224, 224)`` (per sample, without the batch dimension)."""
+    parts = [p.strip() for p in text.split(",")]
+    if not parts or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise ConfigError(
+            f"--input-shape {text!r}: expected positive integers separated by commas, "
+            "e.g. 3,224,224 (one sample, without the batch dimension)"
+        )
+    return tuple(int(p) for p in parts)
+
+
+def parse_factory_args(items: Sequence[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` items; a VALUE is a Python literal (``4``, ``0.5``, ``"x"``, ``(1, 2)``)
+    or else taken as a string."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not _IDENT_RE.match(key):
+            raise ConfigError(f"--factory-arg {item!r}: expected NAME=VALUE, e.g. blocks=4")
+        try:
+            out[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            out[key] = value
+        try:
+            json.dumps(out[key])
+        except TypeError:
+            raise ConfigError(f"--factory-arg {item!r}: the value must be plain data") from None
+    return out
+
+
+def make_request(
+    factory: str,
+    input_shapes: Sequence[str],
+    batch_size: int,
+    *,
+    dtype: str = "float32",
+    iterations: int = 10,
+    warmup: int = 2,
+    granularity: str = "children",
+    layer_start: int = 1,
+    layer_end: int | None = None,
+    model_name: str | None = None,
+    factory_args: Sequence[str] = (),
+    seed: int = 0,
+) -> LayersRequest:
+    if not _FACTORY_RE.match(factory):
+        raise ConfigError(
+            f"{factory!r}: expected MODULE:FACTORY, e.g. mypkg.models:build or models.py:build"
+        )
+    module = factory.rpartition(":")[0]
+    if (module.endswith(".py") or "/" in module) and not Path(module).is_file():
+        raise ConfigError(f"{factory!r}: no such file {module}")
+    if not input_shapes:
+        raise ConfigError("--input-shape is required, e.g. --input-shape 3,224,224")
+    shapes = tuple(parse_shape(s) for s in input_shapes)
+    if batch_size < 1:
+        raise ConfigError(f"--batch-size {batch_size}: must be at least 1")
+    dt = dtype.removeprefix("torch.")
+    if dt not in DTYPES:
+        raise ConfigError(f"--dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
+    if iterations < 1:
+        raise ConfigError(f"--iterations {iterations}: must be at least 1")
+    if warmup < 0:
+        raise ConfigError(f"--warmup {warmup}: must be 0 or more")
+    if granularity not in GRANULARITIES:
+        raise ConfigError(
+            f"--granularity {granularity!r}: expected one of {', '.join(GRANULARITIES)}"
+        )
+    if layer_start < 1:
+        raise ConfigError(f"--layer-start {layer_start}: layers are numbered from 1")
+    if layer_end is not None and layer_end < layer_start:
+        raise ConfigError(f"--layer-end {layer_end} is before --layer-start {layer_start}")
+    return LayersRequest(
+        factory=factory,
+        input_shapes=shapes,
+        batch_size=batch_size,
+        dtype=dt,
+        iterations=iterations,
+        warmup=warmup,
+        granularity=granularity,
+        layer_start=layer_start,
+        layer_end=layer_end,
+        model_name=model_name,
+        factory_kwargs=parse_factory_args(factory_args),
+        seed=seed,
+    )
+
+
+def _limits_dict(limits: Limits) -> dict[str, Any]:
+    return {
+        "cpus": limits.cpus,
+        "cpuset": None if limits.cpuset is None else list(limits.cpuset),
+        "memory_bytes": limits.memory,
+        "describe": limits.describe(),
+    }
+
+
+def describe_request(request: LayersRequest, limits: Limits) -> dict[str, Any]:
+    """The ``edgeprof`` block's fields that a file being extended must share with a run."""
+    return {
+        "schema": SCHEMA,
+        "factory": request.factory,
+        "factory_kwargs": dict(request.factory_kwargs),
+        "granularity": request.granularity,
+        "input_shape": [list(s) for s in request.input_shapes],
+        "limits": _limits_dict(limits),
+    }
+
+
+def check_extendable(existing: LayerResults, request: LayersRequest, limits: Limits) -> None:
+    """Refuse, before anything runs, to extend a results file made of another model, dtype,
+    batch size, split, input or device, or one that already holds the requested layers."""
+    src = "the results file"
+    if existing.model_name != request.name:
+        raise ConfigError(
+            f"{src} is for model {existing.model_name!r}, not {request.name!r} (--model-name)"
+        )
+    if existing.dtype != request.torch_dtype:
+        raise ConfigError(f"{src} has dtype {existing.dtype}, not {request.torch_dtype}")
+    if existing.batch_size != request.batch_size:
+        raise ConfigError(f"{src} has batch size {existing.batch_size}, not {request.batch_size}")
+    if existing.meta is None:
+        raise ConfigError(
+            f"{src} was not written by edgeprof: its split, input and limits are unknown"
+        )
+    want = describe_request(request, limits)
+    labels = {
+        "factory": "factory",
+        "factory_kwargs": "factory arguments",
+        "granularity": "granularity",
+        "input_shape": "input shape",
+    }
+    for key, label in labels.items():
+        if existing.meta.get(key) != want[key]:
+            raise ConfigError(f"{src} has {label} {existing.meta.get(key)!r}, not {want[key]!r}")
+    have_limits = (existing.meta.get("limits") or {}).get("describe")
+    if have_limits != limits.describe():
+        raise ConfigError(
+            f"{src} was profiled under limits {have_limits}, not {limits.describe()}: "
+            "times of one file must come from one device"
+        )
+    end = request.layer_end if request.layer_end is not None else existing.layers
+    if request.layer_start > existing.layers or end > existing.layers:
+        raise ConfigError(
+            f"layers {request.layer_start}-{end}: {src} declares {existing.layers} layers"
+        )
+    overlap = [i for i in existing.covered if request.layer_start <= i <= end]
+    if overlap:
+        missing = existing.missing_text() or "none"
+        raise ConfigError(
+            f"{src} already holds layers {format_ranges(overlap)} "
+            f"(missing: {missing}); choose --layer-start/--layer-end or another -o"
+        )
+
+
+def check_torch(python: str | None) -> None:
+    """PyTorch is an optional extra: without it nothing starts, and the message says how to
+    install it (only checkable for this interpreter)."""
+    if python is None and importlib.util.find_spec("torch") is None:
+        raise ConfigError(
+            "edgeprof layers needs PyTorch: pip install 'edgeprof[torch]' "
+            "(or pip install torch; on our machines torch==2.13.0 is the CPU wheel on disk)"
+        )
+
+
+@dataclass(frozen=True)
+class LayersRun:
+    """The outcome: the whole run's :class:`RunResult` and what the worker reported."""
+
+    result: RunResult
+    request: LayersRequest
+    limits: Limits
+    model: Mapping[str, Any] | None
+    """The worker's ``model`` record (layer count, names, torch version, threads)."""
+    layers: tuple[Mapping[str, Any], ...]
+    """One record per layer profiled, in order (also those before an OOM kill)."""
+    warnings: tuple[str, ...]
+    error: str | None
+    """The worker's one-line account of a failure in the user's model."""
+    profile_s: float | None
+    """Seconds the worker spent in the profiling loop (after imports and the model build)."""
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.result.termination is Termination.EXITED
+            and self.result.exit_code == 0
+            and self.profile_s is not None
+        )
+
+    @property
+    def total_layers(self) -> int | None:
+        return None if self.model is None else int(self.model["layers"])
+
+    def failure(self, out: Path | None) -> str:
+        """One line: why the run gave no results, where it stopped, what was (not) written."""
+        r = self.result
+        code = "" if r.exit_code is None else f" (exit {r.exit_code})"
+        if self.error is not None:
+            head = f"the model failed{code}: {self.error}"
+        else:
+            head = f"the run ended {r.termination.value}{code}"
+            if r.termination is Termination.OOM:
+                head += f" under memory={format_binary(r.limits.memory)}"
+                if r.memory.peak_bytes is not None:
+                    head += f", peak {format_binary(r.memory.peak_bytes)}"
+            total = self.total_layers
+            if total is None:
+                head += ", before the model was built"
+            else:
+                done = [int(x["layer"]) for x in self.layers]
+                nxt = (done[-1] + 1) if done else self.request.layer_start
+                names = self.model["names"] if self.model else []
+                where = f" ({names[nxt - 1]})" if 0 < nxt <= len(names) else ""
+                if nxt <= total:
+                    head += f", during layer {nxt}{where} of {total}"
+                head += f"; {len(done)} layer(s) profiled before"
+        tail = f"; nothing written to {out}" if out is not None else ""
+        return head + tail
+
+    def to_results(self) -> LayerResults:
+        """The profiled layers in the results schema (needs a finished run)."""
+        if self.model is None or not self.ok:
+            raise ConfigError("the run gave no layer results")
+        entries = []
+        for rec in self.layers:
+            stats = TimeStats.of(rec["times_s"])
+            entries.append(
+                LayerEntry(
+                    layer=int(rec["layer"]),
+                    memory=rec["param_bytes"] / MB,
+                    shape_in=rec["shape_in"],
+                    shape_out=rec["shape_out"],
+                    time=stats.median,
+                    extra={
+                        "name": rec["name"],
+                        "type": rec["type"],
+                        "time_stats": stats.to_dict(),
+                        "param_bytes": rec["param_bytes"],
+                        "output_bytes": rec["output_bytes"],
+                        "alloc_peak_bytes": rec["alloc_peak_bytes"],
+                        "rss_peak_bytes": rec["rss_peak_bytes"],
+                        "rss_growth_bytes": rec["rss_growth_bytes"],
+                    },
+                )
+            )
+        r = self.result
+        first, last = entries[0].layer, entries[-1].layer
+        run_info = {
+            "layers": [first, last],
+            "started_at": r.started_at,
+            "edgeprof_version": __version__,
+            "torch": self.model.get("torch"),
+            "threads": self.model.get("threads"),
+            "iterations": self.request.iterations,
+            "warmup": self.request.warmup,
+            "backend": r.backend,
+            "mechanism": r.mechanism,
+            "applied_limits": _limits_dict(r.limits),
+            "termination": r.termination.value,
+            "exit_code": r.exit_code,
+            "wall_s": r.wall_s,
+            "profile_s": self.profile_s,
+            "cpu_s": r.cpu.total_s,
+            "peak_bytes": r.memory.peak_bytes,
+            "peak_source": r.memory.peak_source,
+            "model_param_bytes": self.model.get("param_bytes"),
+            "warnings": [*self.warnings, *r.warnings],
+        }
+        meta = {**describe_request(self.request, self.limits), "runs": [run_info]}
+        return LayerResults(
+            batch_size=self.request.batch_size,
+            dtype=self.request.torch_dtype,
+            layers=int(self.model["layers"]),
+            model_name=self.request.name,
+            profile_data=tuple(entries),
+            meta=meta,
+        )
+
+
+def run_layers(
+    request: LayersRequest,
+    limits: Limits | None = None,
+    *,
+    backend: str | Backend = "auto",
+    python: str | None = None,
+    expect_layers: int | None = None,
+    timeout: float | str | None = None,
+    cwd: str | Path | None = None,
+    cgroup_parent: str | None = None,
+    stdout: int | None = None,
+) -> LayersRun:
+    """Run the worker under ``limits`` and collect its records.
+
+    ``python``: the interpreter that runs the worker (default: this one; it needs torch).
+    ``expect_layers``: the layer count the model must have (a results file being extended).
+    A model failure, an OOM kill or a timeout is a result: see :attr:`LayersRun.ok` and
+    :meth:`LayersRun.failure`.
+    """
+    limits = limits or Limits()
+    check_torch(python)
+    if getattr(backend, "name", backend) == "docker":
+        raise ConfigError(
+            "edgeprof layers runs its worker from this host's edgeprof: --backend docker is "
+            "not supported yet"
+        )
+    with tempfile.TemporaryDirectory(prefix="edgeprof-layers-") as tmp:
+        out = Path(tmp) / "layers.jsonl"
+        spec = {
+            "factory": request.factory,
+            "factory_kwargs": dict(request.factory_kwargs),
+            "input_shapes": [list(s) for s in request.input_shapes],
+            "batch_size": request.batch_size,
+            "dtype": request.dtype,
+            "iterations": request.iterations,
+            "warmup": request.warmup,
+            "granularity": request.granularity,
+            "layer_start": request.layer_start,
+            "layer_end": request.layer_end,
+            "expect_layers": expect_layers,
+            "seed": request.seed,
+            "out": str(out),
+        }
+        spec_path = Path(tmp) / "spec.json"
+        spec_path.write_text(json.dumps(spec))
+        result = profile(
+            [python or sys.executable, str(WORKER), str(spec_path)],
+            limits,
+            backend=backend,
+            timeout=timeout,
+            cwd=cwd,
+            name=request.name,
+            cgroup_parent=cgroup_parent,
+            stdout=stdout,
+        )
+        records = _read_records(out)
+    return _collect(result, request, limits, records)
+
+
+def _read_records(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            break  # a line cut short by a kill: everything before it is whole
+        if isinstance(rec, dict):
+            records.append(rec)
+    return records
+
+
+def _collect(
+    result: RunResult, request: LayersRequest, limits: Limits, records: list[dict[str, Any]]
+) -> LayersRun:
+    model = next((r for r in records if r.get("kind") == "model"), None)
+    error = next((r["message"] for r in records if r.get("kind") == "error"), None)
+    done = next((r for r in records if r.get("kind") == "done"), None)
+    return LayersRun(
+        result=result,
+        request=request,
+        limits=limits,
+        model=model,
+        layers=tuple(r for r in records if r.get("kind") == "layer"),
+        warnings=tuple(r["message"] for r in records if r.get("kind") == "warning"),
+        error=error,
+        profile_s=None if done is None else float(done["profile_s"]),
+    )
