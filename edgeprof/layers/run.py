@@ -253,6 +253,8 @@ class LayersRun:
     """The worker's one-line account of a failure in the user's model."""
     profile_s: float | None
     """Seconds the worker spent in the profiling loop (after imports and the model build)."""
+    checking: bool = False
+    """The worker had finished the layers and was running the whole model to check the split."""
 
     @property
     def ok(self) -> bool:
@@ -281,6 +283,11 @@ class LayersRun:
             total = self.total_layers
             if total is None:
                 head += ", before the model was built"
+            elif self.checking:
+                head += (
+                    f", after its {len(self.layers)} layer(s), while running the whole model "
+                    "once to check the split"
+                )
             else:
                 done = [int(x["layer"]) for x in self.layers]
                 nxt = (done[-1] + 1) if done else self.request.layer_start
@@ -288,7 +295,11 @@ class LayersRun:
                 where = f" ({names[nxt - 1]})" if 0 < nxt <= len(names) else ""
                 if nxt <= total:
                     head += f", during layer {nxt}{where} of {total}"
-                head += f"; {len(done)} layer(s) profiled before"
+                head += (
+                    f"; layers {format_ranges(done)} were profiled before it"
+                    if done
+                    else "; no layer was profiled before it"
+                )
         tail = f"; nothing written to {out}" if out is not None else ""
         return head + tail
 
@@ -440,4 +451,5 @@ def _collect(
         warnings=tuple(r["message"] for r in records if r.get("kind") == "warning"),
         error=error,
         profile_s=None if done is None else float(done["profile_s"]),
+        checking=any(r.get("kind") == "stage" and r.get("stage") == "check" for r in records),
     )
