@@ -451,3 +451,16 @@ def test_cli_export_both_files(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert yaml.safe_load(models.read_text())["google/vit-base-patch16-224"]["layers"] == 3
     assert main(["layers", "export", "device-types", "X", "-i", str(src), "-o", str(types)]) == 2
     assert "new device type 'X': give --mem-mb and --bw-mbps" in capsys.readouterr().err
+
+
+def test_edgeprof_and_its_cli_do_not_import_torch() -> None:
+    # torch is optional: only the worker, inside the limited run, imports it.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, edgeprof, edgeprof.cli, edgeprof.layers, edgeprof.layers.cli; "
+        "print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout == "False\n"
