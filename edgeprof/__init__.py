@@ -3,22 +3,61 @@
 >>> import edgeprof
 >>> r = edgeprof.profile(["python3", "infer.py"], edgeprof.Limits(cpus=1.5, memory="512m"))
 >>> r.cpu.avg_pct, r.memory.peak_bytes, r.termination
+
+Inside a workload, ``edgeprof.phase``, ``edgeprof.iteration`` and ``edgeprof.mark`` (see
+:mod:`edgeprof.instrument`).  Only that standard-library module is imported with the package;
+the profiler's own modules load on first use, so ``import edgeprof`` in a workload is cheap.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from .instrument import active, iteration, mark, phase
+
 __version__ = "0.1.0"
 
-from .errors import (
-    BackendError,
-    BackendUnavailable,
-    ConfigError,
-    EdgeprofError,
-    LaunchError,
-    LimitError,
-)
-from .model import Counters, Limits, RunResult, RunSpec, Sample, Termination
-from .runner import profile
+if TYPE_CHECKING:
+    from .errors import (
+        BackendError,
+        BackendUnavailable,
+        ConfigError,
+        EdgeprofError,
+        LaunchError,
+        LimitError,
+    )
+    from .model import Counters, Limits, RunResult, RunSpec, Sample, Termination
+    from .runner import profile
+
+_LAZY = {
+    "BackendError": "errors",
+    "BackendUnavailable": "errors",
+    "ConfigError": "errors",
+    "EdgeprofError": "errors",
+    "LaunchError": "errors",
+    "LimitError": "errors",
+    "Counters": "model",
+    "Limits": "model",
+    "RunResult": "model",
+    "RunSpec": "model",
+    "Sample": "model",
+    "Termination": "model",
+    "profile": "runner",
+}
+
+
+if not TYPE_CHECKING:  # hidden from mypy, which then sees the real imports above
+
+    def __getattr__(name: str) -> Any:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module 'edgeprof' has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(f".{module}", __name__), name)
+        globals()[name] = value
+        return value
+
 
 __all__ = [
     "BackendError",
@@ -34,5 +73,9 @@ __all__ = [
     "Sample",
     "Termination",
     "__version__",
+    "active",
+    "iteration",
+    "mark",
+    "phase",
     "profile",
 ]

@@ -587,6 +587,71 @@ def doctor() -> None:
     sys.stdout.write(render(diagnose()))
 
 
+@app.command()
+def bench(
+    target: Annotated[
+        str, typer.Argument(help="MODULE:FUNC or FILE.py:FUNC, the inference function.")
+    ],
+    batch_size: Annotated[str, typer.Option(help="Batch sizes, e.g. 1,8,32.")] = "1",
+    loader: Annotated[
+        str, typer.Option(help="Function of the same module: LOADER(batch_size) -> state.")
+    ] = "load",
+    warmup: Annotated[int, typer.Option(help="Untimed calls first.")] = 5,
+    iterations: Annotated[int, typer.Option(help="Timed calls per batch size.")] = 50,
+    backend: Annotated[str, typer.Option(help="auto | cgroup | fake")] = "auto",
+    cpus: Annotated[str | None, typer.Option(help="CPU bandwidth in CPUs, e.g. 1.5.")] = None,
+    cpuset: Annotated[str | None, typer.Option(help="CPUs to run on, e.g. 0-1,3.")] = None,
+    memory: Annotated[str | None, typer.Option(help="Memory limit, e.g. 512m.")] = None,
+    interval: Annotated[str, typer.Option(help="Sampling interval in seconds.")] = str(
+        DEFAULT_INTERVAL_S
+    ),
+    timeout: Annotated[
+        str | None, typer.Option(help="Stop each run after this many seconds.")
+    ] = None,
+    env: Annotated[
+        list[str] | None,
+        typer.Option("--env", "-E", help="KEY=VALUE for the workload; repeatable."),
+    ] = None,
+    cwd: Annotated[
+        Path | None, typer.Option(help="Working directory (MODULE is imported from it).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Write DIR/bs<N>/result.json and samples.csv.")
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print a JSON list of the results on stdout.")
+    ] = False,
+) -> None:
+    """Latency percentiles and throughput of FUNC per batch size, under the limits.
+
+    Example: edgeprof bench models.py:infer --batch-size 1,8,32 --cpus 1 --memory 1g
+    """
+    from .bench import bench as run_bench
+    from .bench import parse_batch_sizes
+
+    results = run_bench(
+        target,
+        parse_batch_sizes(batch_size),
+        Limits(cpus=cpus, cpuset=cpuset, memory=memory),
+        loader=loader,
+        warmup=warmup,
+        iterations=iterations,
+        backend=backend,
+        interval=interval,
+        timeout=timeout,
+        env=_parse_env(env or []),
+        cwd=cwd,
+        out_dir=out,
+        stdout=sys.stderr.fileno() if json_out else None,
+    )
+    if json_out:
+        sys.stdout.write(json.dumps([r.to_dict() for r in results], indent=2) + "\n")
+    else:
+        print_table(results, sys.stdout)
+    codes = [exit_code(r) for r in results]
+    raise typer.Exit(next((c for c in codes if c), 0))
+
+
 # Sub-apps of other modules, registered after this module's own names exist (they import them).
 from .layers.cli import layers_app  # noqa: E402
 

@@ -93,6 +93,9 @@ class RunSpec:
     cpuset_auto: bool = False
     """``limits.cpuset`` was chosen by edgeprof to pin an integer ``cpus``; a backend that
     cannot pin drops it with a warning instead of failing."""
+    pass_fds: tuple[int, ...] = ()
+    """Descriptors the workload inherits (the events channel of :mod:`edgeprof.instrument`);
+    a backend whose workload is not a child of this process ignores them."""
 
 
 class Counters(NamedTuple):
@@ -196,6 +199,84 @@ class SampleStats:
 
 
 @dataclass(frozen=True)
+class LatencyStats:
+    """Per-iteration latency of the iterations a workload reported (``edgeprof.iteration()``).
+
+    Percentiles by linear interpolation between closest ranks (numpy's default, Hyndman-Fan
+    type 7).  ``per_s``: iterations per second over the span from the first iteration's start
+    to the last one's end (time between iterations counts: it is the loop's throughput).
+    ``items`` / ``items_per_s``: the same with each iteration's item count (a batch size);
+    ``None`` when the workload gave none.
+    """
+
+    count: int
+    mean_s: float
+    p50_s: float
+    p90_s: float
+    p95_s: float
+    p99_s: float
+    max_s: float
+    per_s: float | None
+    min_s: float | None = None
+    items: int | None = None
+    items_per_s: float | None = None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LatencyStats:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclass(frozen=True)
+class PhaseStats:
+    """Resources of one named phase of a run (``with edgeprof.phase(name):``).
+
+    Occurrences of the same name are merged: times and CPU add up, the peak is the highest,
+    the average memory is weighted by time.  ``peak_source``: ``kernel`` when the kernel's
+    high-water mark was reset at the phase's start (cgroup v1, cgroup v2 on Linux ≥ 6.12),
+    else ``sampled`` (the largest sample inside the phase: a lower bound).
+    """
+
+    name: str
+    count: int
+    start_s: float
+    """Start of the first occurrence, seconds since the spawn (the samples' ``t_s`` clock)."""
+    wall_s: float
+    cpu_s: float | None
+    cpu_pct: float | None
+    peak_bytes: int | None
+    peak_source: str | None
+    avg_bytes: int | None
+    complete: bool = True
+    """False when an occurrence was still open at the end of the run (crash, OOM, timeout)."""
+    latency: LatencyStats | None = None
+    """The iterations that ended inside this phase."""
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PhaseStats:
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in d.items() if k in names}
+        if kw.get("latency") is not None:
+            kw["latency"] = LatencyStats.from_dict(kw["latency"])
+        return cls(**kw)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """An instant the workload named (``edgeprof.mark(name)``), with the run's state then."""
+
+    name: str
+    t_s: float
+    cpu_s: float | None
+    """CPU time of the run so far."""
+    memory_bytes: int | None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Mark:
+        return cls(d["name"], d["t_s"], d.get("cpu_s"), d.get("memory_bytes"))
+
+
+@dataclass(frozen=True)
 class RunResult:
     """The outcome of one profiled run; ``to_dict()`` is the versioned result JSON."""
 
@@ -222,6 +303,11 @@ class RunResult:
     name: str | None = None
     """Label for tables (model name); defaults to the command's program name."""
     schema_version: int = SCHEMA_VERSION
+    phases: tuple[PhaseStats, ...] = ()
+    """Per-phase figures, in order of first start (see :mod:`edgeprof.instrument`)."""
+    latency: LatencyStats | None = None
+    """Every iteration the workload reported, whichever phase it was in."""
+    marks: tuple[Mark, ...] = ()
 
     @property
     def label(self) -> str:
@@ -259,7 +345,12 @@ class RunResult:
             "samples",
             "warnings",
         ]
-        return {k: d[k] for k in order}
+        out = {k: d[k] for k in order}
+        # Keys of later additions follow the original order (files stay diff-friendly).
+        out.update({k: v for k, v in d.items() if k not in out})
+        out["phases"] = [dataclasses.asdict(p) for p in self.phases]
+        out["marks"] = [dataclasses.asdict(m) for m in self.marks]
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RunResult:
@@ -292,4 +383,8 @@ class RunResult:
             image=d.get("image"),
             warnings=tuple(d.get("warnings", ())),
             name=d.get("name"),
+            # Absent from files written before edgeprof knew phases: defaults.
+            phases=tuple(PhaseStats.from_dict(p) for p in d.get("phases") or ()),
+            latency=None if d.get("latency") is None else LatencyStats.from_dict(d["latency"]),
+            marks=tuple(Mark.from_dict(m) for m in d.get("marks") or ()),
         )

@@ -9,6 +9,7 @@ kill; samples give the time series, averages and the sampled peaks.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import os
 import platform
@@ -24,6 +25,7 @@ from types import FrameType
 from . import __version__
 from .backends import Backend, RunHandle, get_backend
 from .errors import ConfigError
+from .events import DOCKER_UNAVAILABLE, UNAVAILABLE_ENV, EventChannel
 from .limits import resolve, thread_env
 from .model import (
     Counters,
@@ -115,7 +117,22 @@ def profile(
         image=image or getattr(be, "image", None),
     )
     warnings = list(be.warnings())
-    result = _run(be, spec, interval_s, timeout_s, kill_grace, out, name, warnings)
+    # The workload's events pipe (edgeprof.phase/iteration/mark): a descriptor reaches only a
+    # child of this process, not a container.
+    channel = EventChannel() if on_host else None
+    if channel is not None:
+        spec = dataclasses.replace(
+            spec, env={**spec.env, **channel.env}, pass_fds=channel.pass_fds
+        )
+    else:
+        spec = dataclasses.replace(spec, env={**spec.env, UNAVAILABLE_ENV: DOCKER_UNAVAILABLE})
+    try:
+        result = _run(
+            be, spec, interval_s, timeout_s, kill_grace, out, name, warnings, channel=channel
+        )
+    finally:
+        if channel is not None:
+            channel.close()
     if out is not None:
         write_result(out / "result.json", result)
     return result
@@ -155,9 +172,11 @@ def _run(
     out: Path | None,
     name: str | None,
     warnings: list[str],
+    *,
+    channel: EventChannel | None = None,
 ) -> RunResult:
     writer = SampleWriter(out / "samples.csv") if out is not None else None
-    stats = SeriesStats()
+    stats = SeriesStats() if channel is None else channel.stats()
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
     interrupted = timed_out = False
     try:
@@ -171,6 +190,9 @@ def _run(
                 # Optional capability: a sampling loop that runs outside Python.
                 batch=getattr(run, "batch_reader", None),
             )
+            if channel is not None:
+                # Optional capability: the kernel's memory high-water mark restarted per phase.
+                channel.start(run.started, run.counters, getattr(run, "peak_reset", None))
             sampler.start()
             try:
                 with interrupts.armed():
@@ -182,10 +204,17 @@ def _run(
                 status = None
             finally:
                 sampler.stop()
+                if channel is not None:
+                    channel.stop()
             run.kill()  # orphans and daemons die before the totals are read (rule 5)
             if status is None:
                 status = run.wait(None)
             final = run.counters()
+            floor = None if channel is None else channel.peak_floor()
+            if floor is not None and final.memory_peak is not None:
+                # cgroup v1: per-phase resets lowered the group's one mark; the run's peak is
+                # the highest mark read before a reset or at the end.
+                final = final._replace(memory_peak=max(final.memory_peak, floor))
         warnings.extend(getattr(run, "warnings", []))
     finally:
         if writer is not None:
@@ -198,7 +227,7 @@ def _run(
             f"the sampler fell behind: {sampler.missed} of ~{expected:.0f} samples missed "
             f"at a {interval:g}s interval; averages and sampled peaks are coarser"
         )
-    return _result(
+    result = _result(
         be,
         spec,
         final,
@@ -212,6 +241,16 @@ def _run(
         warnings,
         interrupted=interrupted,
         timed_out=timed_out,
+    )
+    if channel is None:
+        return result
+    phases, latency, marks, more = channel.results(wall)
+    return dataclasses.replace(
+        result,
+        phases=phases,
+        latency=latency,
+        marks=marks,
+        warnings=tuple(dict.fromkeys([*result.warnings, *more])),
     )
 
 

@@ -18,6 +18,7 @@ from .._cgroupfs import CounterSet
 from ..errors import BackendError, LaunchError
 from ..model import Counters, RunSpec
 from ..sampler import BatchReader
+from ._peak_reset import FdPeakReset, SharedPeakReset
 from ._process import Process, signal_pids
 
 KILL_TIMEOUT_S = 10.0
@@ -50,7 +51,10 @@ class CgroupRun:
         join_files: Sequence[Path],
         killer: KillMethod,
         counters: CounterSet,
+        peak_reset: FdPeakReset | SharedPeakReset | None = None,
     ) -> None:
+        self.peak_reset = peak_reset
+        """Optional capability: restarts the kernel's memory high-water mark per phase."""
         self._groups = list(groups)  # deepest first, as rmdir needs
         self._killer = killer
         self._counters = counters
@@ -68,6 +72,7 @@ class CgroupRun:
                 stdout=spec.stdout,
                 stderr=spec.stderr,
                 join_fds=fds,
+                pass_fds=spec.pass_fds,
             )
         except OSError as exc:
             self.close()

@@ -33,6 +33,7 @@ class Process:
         stderr: int | None,
         join_fds: Sequence[int] = (),
         new_session: bool = False,
+        pass_fds: Sequence[int] = (),
     ) -> None:
         fds = tuple(join_fds)
         # The first cgroup.procs write of a burst waits for an RCU grace period (the kernel's
@@ -57,7 +58,7 @@ class Process:
                 stdout=stdout,
                 stderr=stderr,
                 preexec_fn=join if fds else None,
-                pass_fds=(stamp_w,) if fds else (),
+                pass_fds=((stamp_w,) if fds else ()) + tuple(pass_fds),
                 start_new_session=new_session,
                 close_fds=True,
             )

@@ -14,6 +14,7 @@ from ..model import RunSpec
 from ..units import CFS_PERIOD_US, cpu_quota_us, format_cpuset, parse_cpuset
 from ._cgroup_common import missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod
+from ._peak_reset import FdPeakReset
 
 WANTED = ("cpu", "memory", "io", "pids", "cpuset")
 REQUIRED = ("cpu", "memory")
@@ -186,6 +187,9 @@ class CgroupV2Backend:
                 join_files=[group / "cgroup.procs"],
                 killer=self._kill_method(group),
                 counters=counters,
+                peak_reset=(
+                    None if "memory.peak" in self._disable else FdPeakReset(group / "memory.peak")
+                ),
             )
         except BaseException:
             if counters is not None:

@@ -20,6 +20,7 @@ from ..model import RunSpec
 from ..units import CFS_PERIOD_US, cpu_quota_us, format_cpuset, parse_cpuset
 from ._cgroup_common import missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod
+from ._peak_reset import SharedPeakReset
 
 USED = ("memory", "cpuacct", "cpu", "cpuset", "blkio", "pids", "freezer")
 REQUIRED = ("memory", "cpuacct")
@@ -174,6 +175,7 @@ class CgroupV1Backend:
                 join_files=[d / "cgroup.procs" for d in created],
                 killer=self._kill_method(dirs),
                 counters=counters,
+                peak_reset=SharedPeakReset(dirs["memory"] / "memory.max_usage_in_bytes"),
             )
         except BaseException:
             if counters is not None:

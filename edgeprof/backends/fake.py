@@ -53,6 +53,7 @@ class FakeRun:
             stdout=spec.stdout,
             stderr=spec.stderr,
             new_session=True,
+            pass_fds=spec.pass_fds,
         )
         self.pid = self._proc.pid
         self.started = self._proc.started

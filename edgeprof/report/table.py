@@ -12,6 +12,7 @@ from typing import TextIO
 
 from ..model import RunResult
 from ..units import format_binary, format_decimal, format_seconds
+from .phases import render_sections
 
 COLUMNS = (
     "NAME",
@@ -75,7 +76,13 @@ def render_plain(results: Sequence[RunResult]) -> str:
     lines.append("  ".join("-" * w for w in widths))
     for x in rows[1:]:
         lines.append("  ".join(c.ljust(w) for c, w in zip(x, widths, strict=False)).rstrip())
-    return "\n".join(lines) + "\n" + _notes(results)
+    return "\n".join(lines) + "\n" + _notes(results) + _sections(results)
+
+
+def _sections(results: Sequence[RunResult], *, markdown: bool = False) -> str:
+    """The phases and latency tables, after a blank line, when a run has them."""
+    text = render_sections(results, markdown=markdown)
+    return "\n" + text if text else ""
 
 
 def render_markdown(results: Sequence[RunResult]) -> str:
@@ -83,7 +90,12 @@ def render_markdown(results: Sequence[RunResult]) -> str:
     for r in results:
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row(r)) + " |")
     notes = _notes(results)
-    return "\n".join(lines) + "\n" + ("\n" + notes if notes else "")
+    return (
+        "\n".join(lines)
+        + "\n"
+        + ("\n" + notes if notes else "")
+        + _sections(results, markdown=True)
+    )
 
 
 def _notes(results: Sequence[RunResult]) -> str:
@@ -123,3 +135,4 @@ def print_table(results: Sequence[RunResult], file: TextIO) -> None:
     console = Console(file=file)
     console.print(table)
     console.print(_notes(results), end="", highlight=False, markup=False)
+    console.print(_sections(results), end="", highlight=False, markup=False)

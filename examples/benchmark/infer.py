@@ -7,6 +7,11 @@ dimensions: the batch size for the first, 1 otherwise), runs K warm-up inference
 timed ones, and prints one short block: load time, thread count, and the per-inference
 latency (mean, p50, p95, min) in milliseconds.
 
+Under ``edgeprof run`` the three parts are phases (``load``, ``warmup``, ``infer``, each timed
+inference one ``edgeprof.iteration``), so the report splits CPU time and memory between
+loading and inference and gives the latency percentiles; elsewhere the calls do nothing, and
+without edgeprof installed the script runs the same.
+
 Threads: intra-op = ``OMP_NUM_THREADS`` when set (``edgeprof run --cpus N`` sets it to the
 core count), else ONNX Runtime's default (one per physical core); inter-op = 1.
 """
@@ -20,6 +25,12 @@ import time
 
 import numpy as np
 import onnxruntime as ort
+
+try:
+    from edgeprof import iteration, phase
+except ImportError:  # edgeprof not installed here: the same script, nothing reported
+    from contextlib import nullcontext as iteration
+    from contextlib import nullcontext as phase
 
 
 def intra_op_threads() -> int | None:
@@ -52,23 +63,28 @@ def main() -> int:
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
 
-    t0 = time.perf_counter()
-    sess = ort.InferenceSession(args.model, sess_options=so, providers=["CPUExecutionProvider"])
-    load_s = time.perf_counter() - t0
+    with phase("load"):
+        t0 = time.perf_counter()
+        sess = ort.InferenceSession(
+            args.model, sess_options=so, providers=["CPUExecutionProvider"]
+        )
+        load_s = time.perf_counter() - t0
+        inp = sess.get_inputs()[0]
+        shape = [d if isinstance(d, int) else (args.batch if i == 0 else 1)
+                 for i, d in enumerate(inp.shape)]
+        x = np.random.default_rng(0).random(shape, dtype=np.float32)
+        feed = {inp.name: x}
 
-    inp = sess.get_inputs()[0]
-    shape = [d if isinstance(d, int) else (args.batch if i == 0 else 1)
-             for i, d in enumerate(inp.shape)]
-    x = np.random.default_rng(0).random(shape, dtype=np.float32)
-    feed = {inp.name: x}
-
-    for _ in range(args.warmup):
-        sess.run(None, feed)
+    with phase("warmup"):
+        for _ in range(args.warmup):
+            sess.run(None, feed)
     lat = np.empty(args.iterations)
-    for i in range(args.iterations):
-        t = time.perf_counter()
-        out = sess.run(None, feed)
-        lat[i] = time.perf_counter() - t
+    with phase("infer"):
+        for i in range(args.iterations):
+            with iteration(args.batch):
+                t = time.perf_counter()
+                out = sess.run(None, feed)
+                lat[i] = time.perf_counter() - t
     lat *= 1000.0
 
     if threads is None:

@@ -1,0 +1,104 @@
+"""Kernel high-water marks per phase: the two ways a cgroup lets us restart its peak.
+
+* cgroup v2, Linux ≥ 6.12: a write to ``memory.peak`` resets the peak *seen through that
+  file descriptor* (each phase opens its own; the run's peak, read through another, is
+  untouched).  Older kernels refuse the write; the phase peaks are then sampled.
+* cgroup v1: a write to ``memory.max_usage_in_bytes`` resets the group's one high-water mark
+  to the current usage.  It is shared, so every reset first reads the mark and carries it
+  into each open window and into :attr:`SharedPeakReset.floor`, the run's peak before the
+  resets (the runner takes the larger of it and the final reading).  A spike that starts and
+  ends between that read and the reset (a few microseconds) is lost to the run's peak.
+
+Both are driven from the runner's events thread when a phase's ``begin``/``end`` line
+arrives; ``start()`` returns a token for ``stop()``, or ``None`` when no reset is possible.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+from .. import _cgroupfs as fs
+from ..errors import BackendError
+
+
+class FdPeakReset:
+    """cgroup v2 ``memory.peak``, reset per open file descriptor (Linux ≥ 6.12)."""
+
+    floor: int | None = None
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._usable = True
+
+    def start(self) -> object | None:
+        if not self._usable:
+            return None
+        try:
+            fd = os.open(self._path, os.O_RDWR | os.O_CLOEXEC)
+        except OSError:  # missing (< 5.19) or read-only (< 6.12)
+            self._usable = False
+            return None
+        try:
+            os.write(fd, b"reset\n")
+        except OSError:
+            os.close(fd)
+            self._usable = False
+            return None
+        return fd
+
+    def stop(self, token: object | None) -> int | None:
+        if not isinstance(token, int):
+            return None
+        try:
+            return fs.parse_int(os.pread(token, 64, 0).decode("ascii", "replace"))
+        except (OSError, ValueError):
+            return None
+        finally:
+            os.close(token)
+
+    def close(self) -> None:
+        return None
+
+
+class SharedPeakReset:
+    """cgroup v1 ``memory.max_usage_in_bytes``: one mark per group, reset by writing 0."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._open: dict[int, int] = {}
+        self._next = 0
+        self._usable = True
+        self.floor: int | None = None
+        """The highest mark read before a reset: the run's peak up to then."""
+
+    def _read(self) -> int:
+        return fs.parse_int(fs.read_text(self._path))
+
+    def start(self) -> object | None:
+        if not self._usable:
+            return None
+        try:
+            mark = self._read()
+            fs.write(self._path, "0")
+        except (BackendError, ValueError):  # no kernel peaks for phases here
+            self._usable = False
+            return None
+        self.floor = mark if self.floor is None else max(self.floor, mark)
+        for k in self._open:
+            self._open[k] = max(self._open[k], mark)
+        self._next += 1
+        self._open[self._next] = 0
+        return self._next
+
+    def stop(self, token: object | None) -> int | None:
+        if not isinstance(token, int) or token not in self._open:
+            return None
+        best = self._open.pop(token)
+        with contextlib.suppress(BackendError, ValueError):
+            return max(best, self._read())
+        return None
+
+    def close(self) -> None:
+        self._open.clear()

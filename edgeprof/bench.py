@@ -1,0 +1,136 @@
+"""``edgeprof bench``: latency and throughput of a Python model per batch size, under limits.
+
+Each batch size is one profiled run of :mod:`edgeprof.benchworker` (a fresh process, so the
+peak memory of one batch size is not the high-water mark of another), named
+``FUNC bs=N``; its phases are ``load``, ``warmup`` and ``infer``, and its latency is that of
+the ``infer`` iterations.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .errors import ConfigError
+from .model import Limits, RunResult, Termination
+from .runner import profile
+
+DEFAULT_WARMUP = 5
+DEFAULT_ITERATIONS = 50
+
+# The worker must be this edgeprof, whatever the workload's sys.path holds; the working
+# directory stays first on the path (python -c puts it there), so MODULE is found from it.
+_BOOT = (
+    "import sys; sys.path.insert(1, {root!r}); "
+    "from edgeprof.benchworker import main; sys.exit(main())"
+)
+
+
+def parse_batch_sizes(text: str) -> tuple[int, ...]:
+    """``1,8,32`` → ``(1, 8, 32)``; a :class:`ConfigError` naming ``--batch-size`` otherwise."""
+    sizes = []
+    for part in text.split(","):
+        try:
+            n = int(part.strip())
+        except ValueError:
+            raise ConfigError(
+                f"--batch-size {text!r}: {part.strip()!r} is not an integer"
+            ) from None
+        if n < 1:
+            raise ConfigError(f"--batch-size {text!r}: batch sizes must be at least 1")
+        sizes.append(n)
+    return tuple(dict.fromkeys(sizes))
+
+
+def check_target(target: str, cwd: Path | None) -> tuple[str, str]:
+    """``MODULE:FUNC`` or ``FILE.py:FUNC`` → (module, func), found without importing it."""
+    module, sep, func = target.rpartition(":")
+    if not sep or not module or not func.isidentifier():
+        raise ConfigError(f"bench target {target!r}: expected MODULE:FUNC or FILE.py:FUNC")
+    if module.endswith(".py") or "/" in module:
+        path = Path(module) if cwd is None or Path(module).is_absolute() else cwd / module
+        if not path.is_file():
+            raise ConfigError(f"bench target {target!r}: no file {path}")
+        return module, func
+    top = module.split(".")[0]
+    base = str(cwd) if cwd is not None else "."
+    sys.path.insert(0, base)
+    try:
+        found = importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        found = False
+    finally:
+        sys.path.remove(base)
+    if not found:
+        raise ConfigError(
+            f"bench target {target!r}: module {top!r} is not importable from {base}"
+        )
+    return module, func
+
+
+def bench(
+    target: str,
+    batch_sizes: Sequence[int] = (1,),
+    limits: Limits | None = None,
+    *,
+    loader: str = "load",
+    warmup: int = DEFAULT_WARMUP,
+    iterations: int = DEFAULT_ITERATIONS,
+    backend: str = "auto",
+    interval: float | str = 0.1,
+    timeout: float | str | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    out_dir: str | Path | None = None,
+    stdout: int | None = None,
+    python: str = sys.executable,
+) -> list[RunResult]:
+    """One run per batch size; stops early when a run is interrupted."""
+    work_dir = None if cwd is None else Path(cwd)
+    _, func = check_target(target, work_dir)
+    if not loader.isidentifier():
+        raise ConfigError(f"--loader {loader!r}: not a Python name")
+    if iterations < 1 or warmup < 0:
+        raise ConfigError("--iterations must be at least 1 and --warmup at least 0")
+    if not batch_sizes:
+        raise ConfigError("--batch-size: no batch size given")
+    if backend == "docker":
+        raise ConfigError(
+            "edgeprof bench runs the model on this host (--backend cgroup): the phases and "
+            "iterations cannot leave a container"
+        )
+    root = str(Path(__file__).resolve().parent.parent)
+    results = []
+    for bs in batch_sizes:
+        command = [
+            python,
+            "-c",
+            _BOOT.format(root=root),
+            target,
+            "--batch-size",
+            str(bs),
+            "--loader",
+            loader,
+            "--warmup",
+            str(warmup),
+            "--iterations",
+            str(iterations),
+        ]
+        result = profile(
+            command,
+            limits,
+            backend=backend,
+            interval=interval,
+            timeout=timeout,
+            env=env,
+            cwd=work_dir,
+            out_dir=None if out_dir is None else Path(out_dir) / f"bs{bs}",
+            name=f"{func} bs={bs}",
+            stdout=stdout,
+        )
+        results.append(result)
+        if result.termination is Termination.INTERRUPTED:
+            break
+    return results

@@ -1,0 +1,309 @@
+"""The runner's end of the workload's events pipe (:mod:`edgeprof.instrument`).
+
+:class:`EventChannel` makes the pipe, hands its write end to the workload (``pass_fds`` and
+``EDGEPROF_EVENTS_FD``), and reads it on a thread of its own while the run goes on — the
+pipe is drained continuously, so a workload reporting a million iterations never blocks on a
+full pipe and its events cost no memory charged to the run.  When a phase's ``begin`` or
+``end`` line arrives the thread reads the run's counters (a reading next to the boundary for
+the CPU interpolation) and restarts the kernel's memory high-water mark where the backend
+can (``RunHandle.peak_reset``).  After the run, :meth:`EventChannel.results` attributes the
+readings to phases (:mod:`edgeprof.phases`).
+
+Memory: nothing is kept until the first event; from then on one reading per sample (three
+numbers) and one entry per iteration (an hour at the default 100 ms: ~1 MB).
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import os
+import select
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from .errors import EdgeprofError
+from .instrument import FD_ENV, INODE_ENV, UNAVAILABLE_ENV
+from .model import Counters, LatencyStats, Mark, PhaseStats, Sample
+from .phases import MAX_LINE, Occurrence, ProtocolError, Timeline, latency_stats, parse_line
+from .sampler import SeriesStats
+
+
+class PeakReset(Protocol):
+    floor: int | None
+
+    def start(self) -> object | None: ...
+
+    def stop(self, token: object | None) -> int | None: ...
+
+    def close(self) -> None: ...
+
+
+DOCKER_UNAVAILABLE = (
+    "the docker backend cannot pass a descriptor into the container; run with "
+    "--backend cgroup for phases and latency"
+)
+
+
+class EventChannel:
+    """One run's events pipe; ``env`` and ``pass_fds`` go into the :class:`RunSpec`."""
+
+    def __init__(self) -> None:
+        self._r, self._w = os.pipe()
+        os.set_blocking(self._r, False)
+        self.env = {FD_ENV: str(self._w), INODE_ENV: str(os.fstat(self._w).st_ino)}
+        self.pass_fds: tuple[int, ...] = (self._w,)
+        self._stop_r, self._stop_w = os.pipe()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._t0 = 0.0
+        self._read: Callable[[], Counters] | None = None
+        self._peaks: PeakReset | None = None
+        self._buf = b""
+        self._discarding = False
+        self.recording = False
+        self._pending: tuple[float, float | None, int | None] | None = None
+        self._t = array.array("d")
+        self._cpu: list[float | None] = []
+        self._mem: list[int | None] = []
+        self._occurrences: list[Occurrence] = []
+        self._open: list[tuple[Occurrence, object | None]] = []
+        self._it0 = array.array("d")
+        self._it1 = array.array("d")
+        self._items = array.array("q")
+        self._items_given = False
+        self._marks: list[Mark] = []
+        self.malformed = 0
+        self._first_bad: str | None = None
+        self._snapshot_error: str | None = None
+
+    # -- wiring --------------------------------------------------------------------------
+
+    def stats(self) -> SeriesStats:
+        """The sampler's aggregates, also feeding this channel's timeline."""
+        return _RecordingStats(self)
+
+    def start(
+        self, t0: float, read: Callable[[], Counters], peaks: PeakReset | None = None
+    ) -> None:
+        """The workload is spawned (at monotonic ``t0``): close our copy of the write end
+        (so the pipe reports EOF once every writer is gone) and start reading."""
+        self._t0, self._read, self._peaks = t0, read, peaks
+        os.close(self._w)
+        self._w = -1
+        self._thread = threading.Thread(target=self._run, name="edgeprof-events", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """After the main process's exit (the group still exists): read what is left in the
+        pipe, close the kernel peak windows still open."""
+        if self._thread is not None:
+            os.write(self._stop_w, b"x")
+            self._thread.join()
+            self._thread = None
+        with self._lock:
+            for occ, token in self._open:
+                if self._peaks is not None:
+                    occ.kernel_peak = self._peaks.stop(token)
+            if self._peaks is not None:
+                self._peaks.close()
+
+    def close(self) -> None:
+        self.stop()
+        for fd in (self._r, self._w, self._stop_r, self._stop_w):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._r = self._w = self._stop_r = self._stop_w = -1
+
+    def peak_floor(self) -> int | None:
+        """The run's kernel high-water mark before per-phase resets (cgroup v1), if any."""
+        return None if self._peaks is None else self._peaks.floor
+
+    # -- the reading thread --------------------------------------------------------------
+
+    def _run(self) -> None:
+        # As the sampler's thread: signals to edgeprof must reach the main thread.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            while True:
+                ready = select.select([self._r, self._stop_r], [], [])[0]
+                if self._r in ready and not self._drain():
+                    break  # EOF: every writer is gone
+                if self._stop_r in ready:
+                    self._drain()
+                    break
+        except Exception as exc:
+            self._snapshot_error = f"{type(exc).__name__}: {exc}"
+
+    def _drain(self) -> bool:
+        """Read what is available; False at EOF."""
+        while True:
+            try:
+                data = os.read(self._r, 65536)
+            except BlockingIOError:
+                return True
+            if not data:
+                if self._buf:
+                    self._feed(b"\n")  # a last line without its newline
+                return False
+            self._feed(data)
+
+    def _feed(self, data: bytes) -> None:
+        now = time.monotonic()
+        buf = self._buf + data
+        *lines, rest = buf.split(b"\n")
+        for raw in lines:
+            if self._discarding:  # the tail of an over-long line
+                self._discarding = False
+                continue
+            self._line(raw, now)
+        if len(rest) > MAX_LINE:
+            self._bad(rest[:60], f"line longer than {MAX_LINE} characters")
+            rest, self._discarding = b"", True
+        self._buf = rest
+
+    def _bad(self, raw: bytes, why: str) -> None:
+        self.malformed += 1
+        if self._first_bad is None:
+            self._first_bad = f"{raw[:60].decode('utf-8', 'replace')!r}: {why}"
+
+    def _line(self, raw: bytes, now: float) -> None:
+        try:
+            ev = parse_line(raw.decode("utf-8"), now)
+        except UnicodeDecodeError:
+            self._bad(raw, "not UTF-8")
+            return
+        except ProtocolError as exc:
+            self._bad(raw, str(exc))
+            return
+        t = ev.t - self._t0
+        if ev.kind == "iter":
+            with self._lock:
+                self._it0.append(ev.t0 - self._t0)
+                self._it1.append(t)
+                self._items.append(ev.items)
+                self._items_given = self._items_given or ev.items_given
+            return
+        if ev.kind == "begin":
+            token = self._peaks.start() if self._peaks is not None else None
+            occ = Occurrence(ev.name, t)
+            with self._lock:
+                self._occurrences.append(occ)
+                self._open.append((occ, token))
+            self._snapshot()
+        elif ev.kind == "end":
+            with self._lock:
+                idx = next(
+                    (i for i in range(len(self._open) - 1, -1, -1)
+                     if self._open[i][0].name == ev.name),
+                    None,
+                )
+                if idx is None:
+                    self._bad(raw, f"end of phase {ev.name!r}, which is not open")
+                    return
+                occ, token = self._open.pop(idx)
+                occ.end = max(t, occ.start)
+            if self._peaks is not None:
+                occ.kernel_peak = self._peaks.stop(token)
+            self._snapshot()
+        else:  # mark
+            c = self._snapshot()
+            self._marks.append(
+                Mark(
+                    ev.name,
+                    t,
+                    None if c is None or c.cpu_usage_us is None else c.cpu_usage_us / 1e6,
+                    None if c is None else c.memory_current,
+                )
+            )
+
+    def _snapshot(self) -> Counters | None:
+        """Read the counters now: a timeline point next to an event."""
+        if self._read is None:
+            return None
+        before = time.monotonic()
+        try:
+            c = self._read()
+        except EdgeprofError as exc:
+            self._snapshot_error = str(exc)
+            return None
+        t = (before + time.monotonic()) / 2 - self._t0
+        self.record(t, None if c.cpu_usage_us is None else c.cpu_usage_us / 1e6, c.memory_current)
+        return c
+
+    # -- the timeline ------------------------------------------------------------------
+
+    def record(self, t: float, cpu_s: float | None, memory: int | None) -> None:
+        """A reading at ``t`` s since the spawn (from the sampler thread or a snapshot)."""
+        with self._lock:
+            if not self.recording:
+                if self._read is None or not (self._occurrences or self._marks):
+                    # Nothing to attribute yet: keep only the latest reading, the left
+                    # neighbour of the first phase's start.
+                    self._pending = (t, cpu_s, memory)
+                    return
+                self.recording = True
+                if self._pending is not None:
+                    self._append(*self._pending)
+            self._append(t, cpu_s, memory)
+
+    def _append(self, t: float, cpu_s: float | None, memory: int | None) -> None:
+        self._t.append(t)
+        self._cpu.append(cpu_s)
+        self._mem.append(memory)
+
+    # -- after the run -----------------------------------------------------------------
+
+    def results(
+        self, run_end: float
+    ) -> tuple[tuple[PhaseStats, ...], LatencyStats | None, tuple[Mark, ...], list[str]]:
+        """(phases, latency of every iteration, marks, warnings); ``run_end``: the wall time."""
+        from .phases import phase_stats
+
+        iterations = list(zip(self._it0, self._it1, self._items, strict=True))
+        timeline = Timeline(list(self._t), list(self._cpu), list(self._mem))
+        phases = phase_stats(
+            self._occurrences,
+            timeline,
+            iterations,
+            run_end=run_end,
+            items_given=self._items_given,
+        )
+        warnings = []
+        if self.malformed:
+            warnings.append(
+                f"{self.malformed} malformed event line(s) ignored (first: {self._first_bad})"
+            )
+        if self._snapshot_error is not None:
+            warnings.append(f"events: {self._snapshot_error}")
+        unfinished = [p.name for p in phases if not p.complete]
+        if unfinished:
+            warnings.append(
+                f"phase(s) {', '.join(unfinished)} still open at the end of the run: "
+                "counted to the end"
+            )
+        if phases and any(p.peak_source == "sampled" for p in phases):
+            warnings.append(
+                "phase peaks are sampled (largest sample inside each phase): this kernel "
+                "cannot restart its high-water mark per phase (cgroup v2 needs Linux 6.12)"
+            )
+        latency = latency_stats(iterations, items_given=self._items_given)
+        return phases, latency, tuple(self._marks), warnings
+
+
+class _RecordingStats(SeriesStats):
+    def __init__(self, channel: EventChannel) -> None:
+        super().__init__()
+        self._channel = channel
+
+    def add(self, t: float, c: Counters) -> Sample:
+        s = super().add(t, c)
+        self._channel.record(t, s.cpu_usage_s, c.memory_current)
+        return s
+
+
+__all__ = ["DOCKER_UNAVAILABLE", "UNAVAILABLE_ENV", "EventChannel"]

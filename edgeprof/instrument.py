@@ -1,0 +1,155 @@
+"""Instrumentation used inside the workload: phases, iterations and marks.
+
+Standard library only, and a no-op unless the script runs under edgeprof::
+
+    import edgeprof
+
+    with edgeprof.phase("load"):
+        model = load()
+    with edgeprof.phase("infer"):
+        for batch in batches:
+            with edgeprof.iteration(items=len(batch)):
+                model(batch)
+    edgeprof.mark("done")
+
+``import edgeprof`` loads only this module (the rest of the package is imported lazily), so a
+workload pays a few hundred microseconds for it.  In an environment where edgeprof is not
+installed, this one file can be copied next to the script (``import instrument as edgeprof``).
+
+How it reaches the runner: ``edgeprof run`` gives the workload the write end of a pipe and
+names it in ``EDGEPROF_EVENTS_FD`` (with its inode in ``EDGEPROF_EVENTS_INODE``, so a
+grandchild that inherited the variable but not the descriptor writes nothing to whatever file
+reuses that number).  Each event is one line, written with one ``write()`` (atomic below 4 KiB,
+so threads and child processes may share the pipe).  Timestamps are ``time.monotonic()``
+(``CLOCK_MONOTONIC``), the clock of the sampler.  The line protocol, for workloads in other
+languages (words separated by spaces; ``T`` a decimal number of seconds on
+``CLOCK_MONOTONIC``; a missing ``T`` means "when the runner reads the line")::
+
+    begin NAME [T]          a phase NAME starts
+    end NAME [T]            the innermost open phase NAME ends
+    mark NAME [T]           an instant
+    iter T0 T1 [ITEMS]      one iteration from T0 to T1, of ITEMS items (default 1)
+
+NAME is any run of non-space characters (at most 200).  The runner ignores a malformed line
+(and says how many it ignored, in the result's warnings); it never stops the run.  From a
+shell: ``echo "begin load" >&"$EDGEPROF_EVENTS_FD"``.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import time
+from contextlib import ContextDecorator
+from types import TracebackType
+
+FD_ENV = "EDGEPROF_EVENTS_FD"
+INODE_ENV = "EDGEPROF_EVENTS_INODE"
+UNAVAILABLE_ENV = "EDGEPROF_EVENTS_UNAVAILABLE"
+"""Set by a backend that cannot pass the channel (Docker): its value says why."""
+MAX_NAME = 200
+
+__all__ = ["active", "iteration", "mark", "phase"]
+
+
+class _Channel:
+    """The write end of the runner's pipe, found lazily; ``fd is None`` means no-op."""
+
+    def __init__(self) -> None:
+        self.fd: int | None = None
+        self._pid: int | None = None
+
+    def _open(self) -> None:
+        self._pid = os.getpid()
+        self.fd = None
+        raw = os.environ.get(FD_ENV)
+        if raw is None:
+            why = os.environ.get(UNAVAILABLE_ENV)
+            if why:
+                print(f"edgeprof: phases, iterations and marks are not recorded: {why}",
+                      file=sys.stderr)
+            return
+        try:
+            fd = int(raw)
+            st = os.fstat(fd)
+        except (ValueError, OSError):
+            return
+        inode = os.environ.get(INODE_ENV)
+        if not stat.S_ISFIFO(st.st_mode) or (inode is not None and inode != str(st.st_ino)):
+            return
+        self.fd = fd
+
+    def send(self, line: str) -> None:
+        if self._pid != os.getpid():  # first use, or a forked child: look again
+            self._open()
+        if self.fd is None:
+            return
+        try:
+            os.write(self.fd, line.encode("utf-8", "replace"))
+        except OSError:  # the runner is gone (EPIPE) or the descriptor was closed
+            self.fd = None
+
+
+_channel = _Channel()
+
+
+def _name(name: str) -> str:
+    cleaned = "_".join(str(name).split())[:MAX_NAME]
+    return cleaned or "_"
+
+
+def active() -> bool:
+    """True when the script runs under edgeprof and events reach it."""
+    if _channel._pid != os.getpid():
+        _channel._open()
+    return _channel.fd is not None
+
+
+def mark(name: str) -> None:
+    """Record an instant (the runner notes the run's CPU time and memory then)."""
+    _channel.send(f"mark {_name(name)} {time.monotonic():.9f}\n")
+
+
+class phase(ContextDecorator):
+    """``with edgeprof.phase("load"):`` (or ``@edgeprof.phase("load")``): CPU time, memory
+    and wall time between entry and exit are reported as the phase ``name``.  Phases may nest
+    and repeat (repeats are merged by name)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = _name(name)
+
+    def __enter__(self) -> phase:
+        _channel.send(f"begin {self.name} {time.monotonic():.9f}\n")
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        _channel.send(f"end {self.name} {time.monotonic():.9f}\n")
+
+
+class iteration(ContextDecorator):
+    """``with edgeprof.iteration(items=batch_size):`` around one inference: its latency goes
+    into the percentiles, ``items`` (optional) into the items/s throughput."""
+
+    def __init__(self, items: int | None = None) -> None:
+        self.items = None if items is None else int(items)
+        self._t0 = 0.0
+
+    def __enter__(self) -> iteration:
+        self._t0 = time.monotonic()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        t1 = time.monotonic()
+        n = "" if self.items is None else f" {self.items}"
+        _channel.send(f"iter {self._t0:.9f} {t1:.9f}{n}\n")

@@ -1,0 +1,277 @@
+"""Phases, iterations and marks: the line protocol's parser and the attribution arithmetic.
+
+Pure functions over plain data, so tests feed them hand-made events and timelines.  The
+runner side that reads the pipe is :mod:`edgeprof.events`; the workload side is
+:mod:`edgeprof.instrument`, whose docstring is the protocol's reference.
+
+Attribution is by timestamp: the workload stamps its events with ``CLOCK_MONOTONIC``, the
+sampler stamps its samples with the same clock, so a phase ``[a, b]`` gets the CPU time the
+cumulative counter gained between ``a`` and ``b`` (linear interpolation between the
+neighbouring readings; the runner also reads the counters when each boundary line arrives,
+so a neighbour is never more than the pipe's latency away) and the memory samples taken
+inside it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .model import LatencyStats, PhaseStats
+
+MAX_LINE = 4096
+"""Longer lines are malformed (a single ``write()`` of up to 4 KiB is atomic on a pipe)."""
+
+KINDS = ("begin", "end", "mark", "iter")
+
+
+class ProtocolError(ValueError):
+    """A malformed line; the runner ignores it and counts it in a warning."""
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str
+    """``begin``, ``end``, ``mark`` or ``iter``."""
+    name: str = ""
+    t: float = 0.0
+    """Absolute ``CLOCK_MONOTONIC`` seconds (the iteration's end for ``iter``)."""
+    t0: float = 0.0
+    """``iter`` only: the iteration's start."""
+    items: int = 1
+    items_given: bool = False
+    """``iter`` only: the line had an ITEMS field."""
+
+
+def _time(word: str) -> float:
+    try:
+        v = float(word)
+    except ValueError:
+        raise ProtocolError(f"not a time: {word!r}") from None
+    if not math.isfinite(v) or v < 0:
+        raise ProtocolError(f"not a time: {word!r}")
+    return v
+
+
+def parse_line(line: str, now: float) -> Event:
+    """One line of the protocol (without its newline) → an :class:`Event`.
+
+    ``now``: the monotonic time at which the runner read it, for lines without a time.
+    Raises :class:`ProtocolError` for anything else.
+    """
+    if len(line) > MAX_LINE:
+        raise ProtocolError(f"line longer than {MAX_LINE} characters")
+    words = line.split()
+    if not words:
+        raise ProtocolError("empty line")
+    kind, args = words[0], words[1:]
+    if kind in ("begin", "end", "mark"):
+        if not 1 <= len(args) <= 2:
+            raise ProtocolError(f"{kind}: expected NAME [T], got {len(args)} words")
+        return Event(kind, name=args[0], t=_time(args[1]) if len(args) == 2 else now)
+    if kind == "iter":
+        if not 2 <= len(args) <= 3:
+            raise ProtocolError(f"iter: expected T0 T1 [ITEMS], got {len(args)} words")
+        t0, t1 = _time(args[0]), _time(args[1])
+        if t1 < t0:
+            raise ProtocolError("iter: ends before it starts")
+        items = 1
+        given = len(args) == 3
+        if given:
+            try:
+                items = int(args[2])
+            except ValueError:
+                raise ProtocolError(f"iter: ITEMS {args[2]!r} is not an integer") from None
+            if items < 0:
+                raise ProtocolError(f"iter: ITEMS {items} is negative")
+        return Event("iter", t=t1, t0=t0, items=items, items_given=given)
+    raise ProtocolError(f"unknown event {kind[:40]!r} (expected one of {', '.join(KINDS)})")
+
+
+# -- statistics ---------------------------------------------------------------------------
+
+
+def percentile(sorted_values: Sequence[float], p: float) -> float:
+    """The ``p``-th percentile (0…100) of ascending values, by linear interpolation between
+    closest ranks (numpy's default ``linear`` method, Hyndman-Fan type 7): rank
+    ``h = (n − 1)·p/100``, value ``x[⌊h⌋] + (h − ⌊h⌋)·(x[⌊h⌋+1] − x[⌊h⌋])``."""
+    n = len(sorted_values)
+    if n == 0:
+        raise ValueError("percentile of no values")
+    if not 0 <= p <= 100:
+        raise ValueError(f"percentile {p} outside 0…100")
+    h = (n - 1) * p / 100
+    lo = math.floor(h)
+    if lo >= n - 1:
+        return float(sorted_values[-1])
+    return float(sorted_values[lo] + (h - lo) * (sorted_values[lo + 1] - sorted_values[lo]))
+
+
+def latency_stats(
+    iterations: Sequence[tuple[float, float, int]], *, items_given: bool = True
+) -> LatencyStats | None:
+    """Latency of iterations given as ``(start, end, items)``; ``None`` for none.
+
+    Throughput is over the span from the first start to the last end.  ``items_given``:
+    whether item counts are meaningful (all ones from a workload that gave none are not).
+    """
+    if not iterations:
+        return None
+    durations = sorted(t1 - t0 for t0, t1, _ in iterations)
+    span = max(t1 for _, t1, _ in iterations) - min(t0 for t0, _, _ in iterations)
+    n = len(durations)
+    items = sum(i for _, _, i in iterations)
+    return LatencyStats(
+        count=n,
+        mean_s=math.fsum(durations) / n,
+        p50_s=percentile(durations, 50),
+        p90_s=percentile(durations, 90),
+        p95_s=percentile(durations, 95),
+        p99_s=percentile(durations, 99),
+        max_s=durations[-1],
+        per_s=n / span if span > 0 else None,
+        min_s=durations[0],
+        items=items if items_given else None,
+        items_per_s=(items / span if span > 0 else None) if items_given else None,
+    )
+
+
+# -- attribution --------------------------------------------------------------------------
+
+
+@dataclass
+class Occurrence:
+    """One ``begin`` … ``end`` of a phase, times in seconds since the spawn."""
+
+    name: str
+    start: float
+    end: float | None = None
+    kernel_peak: int | None = None
+    """High-water mark the kernel kept between the two lines (``None``: not available)."""
+
+
+@dataclass
+class Timeline:
+    """Readings of the cumulative CPU counter (s) and memory (bytes) against time (s since
+    the spawn), ascending; ``None`` where a reading lacked the counter."""
+
+    t: list[float] = field(default_factory=list)
+    cpu: list[float | None] = field(default_factory=list)
+    mem: list[int | None] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._cache: dict[str, tuple[list[float], list[float]]] = {}
+
+    def _series(self, key: str) -> tuple[list[float], list[float]]:
+        """Sorted (times, values) of one column; computed once (query a complete timeline)."""
+        if key not in self._cache:
+            values: Sequence[float | None] = self.cpu if key == "cpu" else self.mem
+            pts = sorted(
+                (x, float(v)) for x, v in zip(self.t, values, strict=True) if v is not None
+            )
+            self._cache[key] = ([x for x, _ in pts], [v for _, v in pts])
+        return self._cache[key]
+
+    def cpu_at(self, t: float) -> float | None:
+        """The CPU counter at ``t``, interpolated linearly between the neighbouring readings
+        (the nearest reading outside their range)."""
+        return _interpolate(*self._series("cpu"), t)
+
+    def memory_in(self, a: float, b: float) -> tuple[int | None, float | None]:
+        """(largest reading, time integral in byte·s) of memory over ``[a, b]``: trapezoids
+        between readings, the value at ``a`` and ``b`` interpolated."""
+        ts, ms = self._series("mem")
+        va, vb = _interpolate(ts, ms, a), _interpolate(ts, ms, b)
+        if va is None or vb is None or b < a:
+            return None, None
+        lo, hi = bisect.bisect_right(ts, a), bisect.bisect_left(ts, b)
+        inside = list(zip(ts[lo:hi], ms[lo:hi], strict=True))
+        series = [(a, va), *inside, (b, vb)]
+        area = math.fsum(
+            (x2 - x1) * (m1 + m2) / 2 for (x1, m1), (x2, m2) in itertools.pairwise(series)
+        )
+        # The peak is a reading, never an interpolation, unless no reading fell inside.
+        peak = max(m for _, m in inside) if inside else max(series[0][1], series[-1][1])
+        return round(peak), area
+
+
+def _interpolate(ts: list[float], vs: list[float], t: float) -> float | None:
+    if not ts:
+        return None
+    i = bisect.bisect_left(ts, t)
+    if i == 0:
+        return vs[0]
+    if i == len(ts):
+        return vs[-1]
+    xa, xb = ts[i - 1], ts[i]
+    return vs[i - 1] if xb == xa else vs[i - 1] + (vs[i] - vs[i - 1]) * (t - xa) / (xb - xa)
+
+
+def phase_stats(
+    occurrences: Sequence[Occurrence],
+    timeline: Timeline,
+    iterations: Sequence[tuple[float, float, int]],
+    *,
+    run_end: float,
+    items_given: bool,
+) -> tuple[PhaseStats, ...]:
+    """Merge occurrences by name (in order of first start) and attribute readings and
+    iterations (an iteration belongs to every phase open at its end) to each."""
+    iterations = sorted(iterations, key=lambda it: it[1])
+    ends = [it[1] for it in iterations]
+    by_name: dict[str, list[Occurrence]] = {}
+    for occ in sorted(occurrences, key=lambda o: o.start):
+        by_name.setdefault(occ.name, []).append(occ)
+    out = []
+    for name, occs in by_name.items():
+        wall = cpu = area = 0.0
+        cpu_known = mem_known = True
+        sampled_peak: int | None = None
+        kernel_peak: int | None = None
+        kernel_all = True
+        its: list[tuple[float, float, int]] = []
+        for o in occs:
+            end = run_end if o.end is None else o.end
+            wall += end - o.start
+            ca, cb = timeline.cpu_at(o.start), timeline.cpu_at(end)
+            if ca is None or cb is None:
+                cpu_known = False
+            else:
+                cpu += max(0.0, cb - ca)
+            peak, integral = timeline.memory_in(o.start, end)
+            if integral is None:
+                mem_known = False
+            else:
+                area += integral
+            if peak is not None:
+                sampled_peak = peak if sampled_peak is None else max(sampled_peak, peak)
+            if o.kernel_peak is None:
+                kernel_all = False
+            else:
+                kernel_peak = o.kernel_peak if kernel_peak is None else max(
+                    kernel_peak, o.kernel_peak)
+            its.extend(iterations[bisect.bisect_left(ends, o.start):bisect.bisect_right(ends, end)])
+        if kernel_all and kernel_peak is not None:
+            peak_bytes: int | None = max(kernel_peak, sampled_peak or 0)
+            source: str | None = "kernel"
+        else:
+            peak_bytes, source = sampled_peak, None if sampled_peak is None else "sampled"
+        out.append(
+            PhaseStats(
+                name=name,
+                count=len(occs),
+                start_s=occs[0].start,
+                wall_s=wall,
+                cpu_s=cpu if cpu_known else None,
+                cpu_pct=(100.0 * cpu / wall if wall > 0 else None) if cpu_known else None,
+                peak_bytes=peak_bytes,
+                peak_source=source,
+                avg_bytes=round(area / wall) if mem_known and wall > 0 else None,
+                complete=all(o.end is not None for o in occs),
+                latency=latency_stats(its, items_given=items_given),
+            )
+        )
+    return tuple(out)
