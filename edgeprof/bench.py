@@ -13,6 +13,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from .backends import Backend
 from .errors import ConfigError
 from .model import Limits, RunResult, Termination
 from .runner import profile
@@ -78,7 +79,7 @@ def bench(
     loader: str = "load",
     warmup: int = DEFAULT_WARMUP,
     iterations: int = DEFAULT_ITERATIONS,
-    backend: str = "auto",
+    backend: str | Backend = "auto",
     interval: float | str = 0.1,
     timeout: float | str | None = None,
     env: Mapping[str, str] | None = None,

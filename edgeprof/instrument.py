@@ -32,7 +32,8 @@ languages (words separated by spaces; ``T`` a decimal number of seconds on
 
 NAME is any run of non-space characters (at most 200).  The runner ignores a malformed line
 (and says how many it ignored, in the result's warnings); it never stops the run.  From a
-shell: ``echo "begin load" >&"$EDGEPROF_EVENTS_FD"``.
+shell: ``echo "begin load" > /proc/self/fd/$EDGEPROF_EVENTS_FD`` (bash also takes
+``>&"$EDGEPROF_EVENTS_FD"``; dash's ``>&N`` only descriptors 0-9).
 """
 
 from __future__ import annotations

@@ -1,0 +1,76 @@
+"""Phases on the real kernel (cgroup v1 here, cgroup v2 in the VM tier): a known allocation in
+one phase and a known busy loop in another, attributed by timestamp.
+
+Version-neutral: where the kernel can restart its high-water mark per phase (cgroup v1;
+cgroup v2 from Linux 6.12) the phase peaks are the kernel's, elsewhere sampled (labelled);
+the assertions hold for both.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import sys
+from pathlib import Path
+
+import edgeprof
+from edgeprof import Limits
+
+PY = sys.executable
+REPO = Path(__file__).resolve().parents[2]
+WORKLOAD = REPO / "tests" / "workloads" / "phases.py"
+MiB = 2**20
+
+
+def _kernel_resets_peaks(mechanism: str) -> bool:
+    if mechanism == "cgroup1":
+        return True
+    major, minor = (int(x) for x in re.findall(r"\d+", platform.release())[:2])
+    return (major, minor) >= (6, 12)
+
+
+def test_allocation_and_busy_loop_land_in_their_phases(mechanism: str, tmp_path: Path) -> None:
+    out = tmp_path / "stdout"
+    with open(out, "w") as f:
+        r = edgeprof.profile(
+            [PY, str(WORKLOAD), "128"],
+            Limits(cpus=1, memory="512m"),
+            interval=0.02,
+            env={"PYTHONPATH": str(REPO)},
+            stdout=f.fileno(),
+        )
+    assert r.exit_code == 0, r
+    own_busy = float(out.read_text().split("busy_cpu_s=")[1])
+    alloc, busy, loop = r.phases
+    assert (alloc.name, busy.name, loop.name) == ("alloc", "busy", "loop")
+    assert all(p.complete and p.count == 1 for p in r.phases)
+
+    expected_source = "kernel" if _kernel_resets_peaks(mechanism) else "sampled"
+    assert [p.peak_source for p in r.phases] == [expected_source] * 3
+    # The allocation is alloc's, and only alloc's.
+    assert alloc.peak_bytes is not None and busy.peak_bytes is not None
+    assert alloc.peak_bytes >= 128 * MiB
+    assert busy.peak_bytes < alloc.peak_bytes - 100 * MiB
+    assert alloc.avg_bytes is not None and alloc.avg_bytes >= 100 * MiB
+    # Resets for phases never lower the run's own peak.
+    assert r.memory.peak_bytes is not None and r.memory.peak_bytes >= alloc.peak_bytes
+    assert r.memory.peak_source == "kernel"
+
+    # The busy loop's CPU is busy's: the kernel's figure against the workload's own.
+    assert busy.cpu_s is not None and alloc.cpu_s is not None
+    assert abs(busy.cpu_s - own_busy) <= 0.05 * own_busy + 0.02, (busy.cpu_s, own_busy)
+    assert busy.wall_s >= 0.6 and busy.cpu_pct is not None and busy.cpu_pct > 50
+    assert alloc.cpu_s < busy.cpu_s / 2
+    assert alloc.wall_s >= 0.4
+
+    # Ten 20 ms iterations in the loop phase.
+    lat = loop.latency
+    assert lat is not None and lat == r.latency
+    assert lat.count == 10 and lat.items == 20
+    assert 0.02 <= lat.p50_s <= lat.p95_s <= lat.max_s < 0.2
+    assert lat.per_s is not None and 5 < lat.per_s <= 50
+    if expected_source == "sampled":
+        assert any("phase peaks are sampled" in w for w in r.warnings)
+    assert not any("malformed" in w for w in r.warnings)
+    assert os.environ.get("EDGEPROF_EVENTS_FD") is None  # nothing leaked into edgeprof

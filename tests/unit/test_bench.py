@@ -1,0 +1,102 @@
+"""edgeprof bench: its input checks (nothing started on bad input) and a sweep on the scripted
+backend (the worker, the phases and the per-batch-size latency)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from edgeprof.backends.fake import FakeBackend
+from edgeprof.bench import bench, check_target, parse_batch_sizes
+from edgeprof.cli import main
+from edgeprof.errors import ConfigError
+
+MODEL = """
+    import time
+
+    def load(batch_size):
+        return {"bs": batch_size, "calls": 0}
+
+    def infer(state):
+        state["calls"] += 1
+        time.sleep(0.001 * state["bs"])
+
+    def make(batch_size):
+        return batch_size
+
+    def infer_n(n):
+        time.sleep(0.001 * n)
+"""
+
+
+@pytest.fixture
+def model_dir(tmp_path: Path) -> Path:
+    (tmp_path / "tiny_model.py").write_text(textwrap.dedent(MODEL))
+    return tmp_path
+
+
+def test_batch_sizes() -> None:
+    assert parse_batch_sizes("1,8, 32") == (1, 8, 32)
+    assert parse_batch_sizes("4,4") == (4,)
+    for bad in ("", "1,x", "0", "1,-2"):
+        with pytest.raises(ConfigError, match="--batch-size"):
+            parse_batch_sizes(bad)
+
+
+def test_targets_are_checked_without_importing(model_dir: Path) -> None:
+    assert check_target("tiny_model:infer", model_dir) == ("tiny_model", "infer")
+    assert check_target("tiny_model.py:infer", model_dir) == ("tiny_model.py", "infer")
+    with pytest.raises(ConfigError, match="expected MODULE:FUNC"):
+        check_target("tiny_model", model_dir)
+    with pytest.raises(ConfigError, match="not importable"):
+        check_target("no_such_module_here:infer", model_dir)
+    with pytest.raises(ConfigError, match="no file"):
+        check_target("missing.py:infer", model_dir)
+
+
+def test_bench_runs_one_profiled_run_per_batch_size(model_dir: Path) -> None:
+    be = FakeBackend()
+    results = bench(
+        "tiny_model:infer",
+        (1, 4),
+        warmup=2,
+        iterations=6,
+        backend=be,
+        cwd=model_dir,
+        interval=0.01,
+    )
+    assert [r.label for r in results] == ["infer bs=1", "infer bs=4"]
+    for r, bs in zip(results, (1, 4), strict=True):
+        assert r.exit_code == 0
+        assert [p.name for p in r.phases] == ["load", "warmup", "infer"]
+        assert r.latency is not None and r.latency.count == 6 and r.latency.items == 6 * bs
+        assert r.latency.p50_s >= 0.001 * bs
+        assert r.phases[2].latency == r.latency  # the warm-up calls are not iterations
+    assert len(be.runs) == 2
+
+
+def test_bench_cli_json_and_errors(
+    model_dir: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(model_dir)
+    rc = main(["bench", "tiny_model.py:infer_n", "--loader", "make", "--batch-size", "2",
+               "--iterations", "3", "--warmup", "0", "--backend", "fake", "--json"])
+    out = capfd.readouterr().out
+    assert rc == 0
+    (d,) = json.loads(out)
+    assert d["name"] == "infer_n bs=2" and d["latency"]["count"] == 3
+    assert d["latency"]["items"] == 6
+    # Bad input: one line, exit 2, nothing run.
+    assert main(["bench", "tiny_model:infer", "--batch-size", "0", "--backend", "fake"]) == 2
+    assert "--batch-size" in capfd.readouterr().err
+    assert main(["bench", "tiny_model:infer", "--backend", "docker"]) == 2
+    assert "on this host" in capfd.readouterr().err
+
+
+def test_a_missing_function_is_a_failed_run_not_a_crash(model_dir: Path) -> None:
+    (r,) = bench("tiny_model:nope", (1,), backend=FakeBackend(), cwd=model_dir)
+    assert r.exit_code not in (0, None)
+    assert [p.name for p in r.phases] == ["load"] and r.phases[0].complete

@@ -1,0 +1,438 @@
+"""Phases, iterations and marks: the workload's client, the line protocol, percentiles, the
+attribution arithmetic, the runner's events pipe (fake backend) and the result/report."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from edgeprof import profile
+from edgeprof.backends._peak_reset import SharedPeakReset
+from edgeprof.backends.fake import FakeBackend, linear
+from edgeprof.events import EventChannel
+from edgeprof.model import Counters, LatencyStats, Mark, PhaseStats, RunResult
+from edgeprof.phases import (
+    Occurrence,
+    ProtocolError,
+    Timeline,
+    latency_stats,
+    parse_line,
+    percentile,
+    phase_stats,
+)
+from edgeprof.report.table import render_markdown, render_plain
+
+from .conftest import make_result
+
+REPO = Path(__file__).resolve().parents[2]
+MiB = 2**20
+
+
+def _python(code: str, env: dict[str, str], **kw: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env={**env, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        **kw,  # type: ignore[call-overload]
+    )
+
+
+# -- the client ------------------------------------------------------------------------------
+
+USE_API = """
+    import sys, edgeprof
+    with edgeprof.phase("load"):
+        x = 1
+    @edgeprof.phase("decorated")
+    def f():
+        return 2
+    for _ in range(3):
+        with edgeprof.iteration(items=8):
+            f()
+    edgeprof.mark("done")
+    print("active", edgeprof.active())
+    heavy = [m for m in ("typer", "rich", "psutil", "edgeprof.runner", "edgeprof.model")
+             if m in sys.modules]
+    print("heavy", heavy)
+"""
+
+
+def _clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("EDGEPROF_EVENTS")}
+
+
+def test_the_api_is_a_silent_no_op_outside_edgeprof() -> None:
+    proc = _python(USE_API, _clean_env())
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "active False\nheavy []\n"
+    assert proc.stderr == ""
+
+
+def test_the_api_ignores_a_descriptor_that_is_not_its_pipe(tmp_path: Path) -> None:
+    """A grandchild inherits the variable but not the pipe: fd 3 is then some other file,
+    which must stay untouched."""
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    with open(victim, "a") as f:
+        env = {**_clean_env(), "EDGEPROF_EVENTS_FD": str(f.fileno())}
+        proc = _python(USE_API, env, pass_fds=(f.fileno(),))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("active False")
+    assert victim.read_text() == "keep\n"
+    # A pipe, but not the one named by the inode: ignored as well.
+    r, w = os.pipe()
+    try:
+        env = {**_clean_env(), "EDGEPROF_EVENTS_FD": str(w), "EDGEPROF_EVENTS_INODE": "1"}
+        proc = _python(USE_API, env, pass_fds=(w,))
+        os.set_blocking(r, False)
+        with pytest.raises(BlockingIOError):
+            os.read(r, 100)
+    finally:
+        os.close(r)
+        os.close(w)
+    assert proc.stdout.startswith("active False")
+
+
+def test_the_api_writes_protocol_lines_to_its_pipe() -> None:
+    r, w = os.pipe()
+    try:
+        env = {
+            **_clean_env(),
+            "EDGEPROF_EVENTS_FD": str(w),
+            "EDGEPROF_EVENTS_INODE": str(os.fstat(w).st_ino),
+        }
+        before = time.monotonic()
+        proc = _python(USE_API, env, pass_fds=(w,))
+        after = time.monotonic()
+        os.close(w)
+        w = -1
+        data = b""
+        while chunk := os.read(r, 65536):
+            data += chunk
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
+    assert proc.stdout.startswith("active True"), proc.stderr
+    lines = data.decode().splitlines()
+    kinds = [ln.split()[0] + (" " + ln.split()[1] if ln.split()[0] != "iter" else "")
+             for ln in lines]
+    assert kinds == [
+        "begin load", "end load",
+        "begin decorated", "end decorated", "iter",
+        "begin decorated", "end decorated", "iter",
+        "begin decorated", "end decorated", "iter",
+        "mark done",
+    ]
+    events = [parse_line(ln, 0.0) for ln in lines]
+    # The sampler's clock: CLOCK_MONOTONIC, comparable across processes.
+    assert all(before <= e.t <= after for e in events)
+    iters = [e for e in events if e.kind == "iter"]
+    assert all(e.items == 8 and e.items_given and e.t0 <= e.t for e in iters)
+
+
+def test_the_docker_case_warns_once_and_runs_on() -> None:
+    env = {**_clean_env(), "EDGEPROF_EVENTS_UNAVAILABLE": "docker backend: no pipe"}
+    proc = _python(USE_API, env)
+    assert proc.returncode == 0
+    assert proc.stderr == (
+        "edgeprof: phases, iterations and marks are not recorded: docker backend: no pipe\n"
+    )
+
+
+# -- the line protocol ------------------------------------------------------------------------
+
+
+def test_protocol_lines() -> None:
+    assert parse_line("begin load 12.5", 0) == parse_line("begin  load\t12.5", 0)
+    e = parse_line("begin load 12.5", 99.0)
+    assert (e.kind, e.name, e.t) == ("begin", "load", 12.5)
+    assert parse_line("end load", 99.0).t == 99.0  # no time: when the runner read it
+    assert parse_line("mark x 1", 0).kind == "mark"
+    it = parse_line("iter 1.0 1.25 32", 0)
+    assert (it.t0, it.t, it.items, it.items_given) == (1.0, 1.25, 32, True)
+    assert parse_line("iter 1 2", 0).items_given is False
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "",
+        "   ",
+        "begin",
+        "begin a b c",
+        "begin load soon",
+        "begin load nan",
+        "begin load -1",
+        "begin load inf",
+        "iter 1",
+        "iter 2 1",
+        "iter 1 2 many",
+        "iter 1 2 -3",
+        "iter 1 2 3 4",
+        "start load 1",
+        "x" * 5000,
+    ],
+)
+def test_malformed_lines_raise_protocol_errors(line: str) -> None:
+    with pytest.raises(ProtocolError):
+        parse_line(line, 0.0)
+
+
+def _channel_run(payload: bytes, read: object = None) -> EventChannel:
+    ch = EventChannel()
+    w = os.dup(ch.pass_fds[0])
+    t0 = time.monotonic()
+    ch.start(t0, read or (lambda: Counters(cpu_usage_us=0, memory_current=0)))  # type: ignore[arg-type]
+    try:
+        os.write(w, payload)
+    finally:
+        os.close(w)
+    deadline = time.monotonic() + 5
+    while ch._thread is not None and ch._thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the thread ends at EOF: every line has been read
+    ch.stop()
+    ch.close()
+    return ch
+
+
+def test_the_runner_ignores_malformed_lines_with_one_warning_and_keeps_the_rest() -> None:
+    now = time.monotonic()
+    good = f"begin load {now}\nend load {now + 0.5}\n".encode()
+    junk = (
+        b"garbage\n"
+        b"\xff\xfe not utf-8\n"
+        b"end never-begun\n"
+        b"iter 3 1\n"
+        + b"y" * 10_000 + b"\n"  # over-long, then a good line after it
+        + f"iter {now} {now + 0.01} 4\n".encode()
+        + f"mark m {now}\n".encode()
+        + b"begin unterminated"  # no newline before EOF: still read
+    )
+    ch = _channel_run(good + junk)
+    phases, latency, marks, warnings = ch.results(run_end=5.0)
+    assert ch.malformed == 5
+    assert [w for w in warnings if "malformed" in w] == [
+        "5 malformed event line(s) ignored (first: 'garbage': unknown event 'garbage' "
+        "(expected one of begin, end, mark, iter))"
+    ]
+    assert [p.name for p in phases] == ["load", "unterminated"]
+    assert phases[0].complete and not phases[1].complete
+    assert any("unterminated still open" in w for w in warnings)
+    assert latency is not None and latency.count == 1 and latency.items == 4
+    assert [m.name for m in marks] == ["m"]
+
+
+# -- percentiles and latency ------------------------------------------------------------------
+
+
+def test_percentiles_by_linear_interpolation_against_hand_values() -> None:
+    x = [1.0, 2.0, 3.0, 4.0]
+    # h = (n-1)·p/100: p50 → 1.5 → 2 + 0.5·1; p90 → 2.7 → 3 + 0.7·1; p99 → 2.97
+    assert percentile(x, 50) == pytest.approx(2.5)
+    assert percentile(x, 90) == pytest.approx(3.7)
+    assert percentile(x, 95) == pytest.approx(3.85)
+    assert percentile(x, 99) == pytest.approx(3.97)
+    assert percentile(x, 0) == 1.0 and percentile(x, 100) == 4.0
+    y = [15.0, 20.0, 35.0, 40.0, 50.0]
+    assert percentile(y, 40) == pytest.approx(29.0)  # h = 1.6 → 20 + 0.6·15
+    assert percentile(y, 75) == pytest.approx(40.0)  # h = 3 exactly
+    assert percentile([7.0], 95) == 7.0
+    with pytest.raises(ValueError):
+        percentile([], 50)
+
+
+def test_percentiles_match_numpys_default() -> None:
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(1)
+    for n in (2, 3, 10, 101):
+        v = sorted(rng.random(n).tolist())
+        for p in (50, 90, 95, 99):
+            assert percentile(v, p) == pytest.approx(float(np.percentile(v, p)), abs=1e-12)
+
+
+def test_latency_stats_by_hand() -> None:
+    # Four iterations of 10, 20, 30, 40 ms from t = 0 to t = 1.0, eight items each.
+    its = [(0.0, 0.01, 8), (0.3, 0.32, 8), (0.6, 0.63, 8), (0.96, 1.0, 8)]
+    s = latency_stats(its)
+    assert s is not None
+    assert s.count == 4
+    assert s.mean_s == pytest.approx(0.025)
+    assert s.p50_s == pytest.approx(0.025)
+    assert s.p90_s == pytest.approx(0.037)
+    assert s.p95_s == pytest.approx(0.0385)
+    assert s.p99_s == pytest.approx(0.0397)
+    assert s.max_s == pytest.approx(0.04) and s.min_s == pytest.approx(0.01)
+    assert s.per_s == pytest.approx(4.0)  # 4 iterations over the 1 s span
+    assert s.items == 32 and s.items_per_s == pytest.approx(32.0)
+    assert latency_stats(its, items_given=False).items_per_s is None  # type: ignore[union-attr]
+    assert latency_stats([]) is None
+
+
+# -- attribution ------------------------------------------------------------------------------
+
+
+def test_phase_attribution_by_timestamp() -> None:
+    # CPU grows at 1 s/s until t=2, then stops; memory 100 MiB at t ≤ 1, 300 at t=2, 100 after.
+    tl = Timeline(
+        t=[0.0, 1.0, 2.0, 3.0, 4.0],
+        cpu=[0.0, 1.0, 2.0, 2.0, 2.0],
+        mem=[100 * MiB, 100 * MiB, 300 * MiB, 100 * MiB, 100 * MiB],
+    )
+    occ = [
+        Occurrence("a", 0.5, 1.5),
+        Occurrence("b", 2.5, 4.0, kernel_peak=120 * MiB),
+        Occurrence("a", 3.0, 3.5),
+        Occurrence("open", 3.5, None),
+    ]
+    its = [(0.6, 0.7, 1), (1.0, 1.2, 1), (3.0, 3.1, 1), (3.6, 3.9, 1)]
+    a, b, open_ = phase_stats(occ, tl, its, run_end=4.0, items_given=False)
+    # a: [0.5, 1.5] has 1.0 s CPU; [3, 3.5] none.  Wall 1.5 s.
+    assert (a.count, a.wall_s, a.cpu_s) == (2, pytest.approx(1.5), pytest.approx(1.0))
+    assert a.cpu_pct == pytest.approx(100 / 1.5)
+    # Memory of a: [0.5,1]=100, [1,1.5] 100→200 (avg 150) → 0.5·100+0.5·150 = 125 MiB·s,
+    # plus [3, 3.5] at 100 → 50 MiB·s; 175 / 1.5 s.
+    assert a.avg_bytes == round(175 * MiB / 1.5)
+    assert a.peak_bytes == 100 * MiB and a.peak_source == "sampled"  # the reading at t=1
+    assert a.latency is not None and a.latency.count == 3  # ends at 0.7, 1.2 and 3.1
+    # b: kernel mark (120) above its samples (100): kernel, but never below a sample.
+    assert b.peak_bytes == 120 * MiB and b.peak_source == "kernel"
+    assert b.cpu_s == pytest.approx(0.0)
+    # [2.5, 3] falls 200→100 (75 MiB·s), [3, 4] 100 (100 MiB·s): 175 / 1.5 s.
+    assert b.avg_bytes == round(175 * MiB / 1.5)
+    assert open_.complete is False and open_.wall_s == pytest.approx(0.5)
+    assert a.complete and b.complete
+
+
+def test_shared_peak_reset_keeps_the_run_peak_and_nested_windows(tmp_path: Path) -> None:
+    """cgroup v1's one mark: each reset reads it first (here a plain file stands for it)."""
+    f = tmp_path / "memory.max_usage_in_bytes"
+    f.write_text("500\n")
+    pr = SharedPeakReset(f)
+    outer = pr.start()  # reads 500, resets (a plain file keeps the tail of the old text)
+    assert pr.floor == 500 and f.read_text().startswith("0")
+    f.write_text("300\n")  # the kernel's mark since the reset
+    inner = pr.start()  # reads 300 into the outer window, resets
+    f.write_text("200\n")
+    assert pr.stop(inner) == 200
+    f.write_text("250\n")
+    assert pr.stop(outer) == 300  # the highest mark seen in its window
+    assert pr.floor == 500
+
+
+# -- the runner, with the scripted backend -----------------------------------------------------
+
+
+WORKLOAD = """
+    import time, edgeprof
+    time.sleep(0.05)
+    with edgeprof.phase("first"):
+        time.sleep(0.3)
+    with edgeprof.phase("second"):
+        for _ in range(5):
+            with edgeprof.iteration(items=4):
+                time.sleep(0.02)
+    edgeprof.mark("end")
+"""
+
+
+def test_runner_attributes_scripted_counters_to_phases() -> None:
+    be = FakeBackend(linear(cpu_pct=50, memory_bytes=64 * MiB))
+    r = profile(
+        [sys.executable, "-c", textwrap.dedent(WORKLOAD)],
+        backend=be,
+        interval=0.02,
+        env={"PYTHONPATH": str(REPO)},
+    )
+    assert r.exit_code == 0
+    first, second = r.phases
+    assert (first.name, second.name) == ("first", "second")
+    assert first.wall_s == pytest.approx(0.3, abs=0.05)
+    # The script's CPU grows at exactly 50 % of a CPU: interpolation of a straight line.
+    assert first.cpu_pct == pytest.approx(50, abs=1) and second.cpu_pct == pytest.approx(50, abs=1)
+    assert first.peak_bytes == 64 * MiB and first.avg_bytes == 64 * MiB
+    assert first.peak_source == "sampled"  # the fake backend cannot reset a kernel mark
+    assert second.start_s >= first.start_s + first.wall_s
+    assert r.latency is not None and r.latency.count == 5 and r.latency.items == 20
+    assert 0.02 <= r.latency.p50_s < 0.1
+    assert second.latency == r.latency
+    assert [m.name for m in r.marks] == ["end"] and r.marks[0].memory_bytes == 64 * MiB
+    assert any("phase peaks are sampled" in w for w in r.warnings)
+
+
+def test_a_run_without_events_has_no_phases_and_no_extra_warnings() -> None:
+    be = FakeBackend(linear(peak_bytes=MiB))
+    r = profile([sys.executable, "-c", "pass"], backend=be, env={"PYTHONPATH": str(REPO)})
+    assert r.phases == () and r.latency is None and r.marks == ()
+    assert r.warnings == ("fake backend: counters are scripted, not measured",)
+
+
+def test_a_shell_workload_uses_the_line_protocol() -> None:
+    be = FakeBackend()
+    # /proc/self/fd/N: any shell (dash's >&N takes only descriptors 0-9).
+    script = (
+        'ev=/proc/self/fd/$EDGEPROF_EVENTS_FD; echo "begin setup" > $ev; sleep 0.2; '
+        'echo "end setup" > $ev; echo "nonsense" > $ev'
+    )
+    r = profile(["sh", "-c", script], backend=be, interval=0.02)
+    assert [p.name for p in r.phases] == ["setup"]
+    assert r.phases[0].wall_s == pytest.approx(0.2, abs=0.1)
+    assert any("1 malformed event line(s) ignored" in w for w in r.warnings)
+
+
+# -- the result file and the report ------------------------------------------------------------
+
+
+def _with_phases() -> RunResult:
+    lat = LatencyStats(
+        count=50, mean_s=0.004, p50_s=0.0039, p90_s=0.0045, p95_s=0.005, p99_s=0.0061,
+        max_s=0.0065, per_s=240.0, min_s=0.0035, items=400, items_per_s=1920.0,
+    )
+    return make_result(
+        phases=(
+            PhaseStats("load", 1, 0.1, 0.25, 0.24, 96.0, 40 * MiB, "kernel", 30 * MiB),
+            PhaseStats("infer", 1, 0.4, 0.21, 0.2, 95.2, 44 * MiB, "sampled", 43 * MiB,
+                       latency=lat),
+        ),
+        latency=lat,
+        marks=(Mark("ready", 0.35, 0.3, 41 * MiB),),
+    )
+
+
+def test_phases_round_trip_through_json_and_old_files_still_load() -> None:
+    r = _with_phases()
+    d = json.loads(json.dumps(r.to_dict()))
+    assert d["latency"]["p95_s"] == 0.005 and d["latency"]["p50_s"] == 0.0039
+    assert RunResult.from_dict(d) == r
+    old = make_result().to_dict()
+    for k in ("phases", "latency", "marks"):
+        del old[k]
+    back = RunResult.from_dict(old)
+    assert back.phases == () and back.latency is None and back.marks == ()
+
+
+def test_tables_show_phases_and_latency() -> None:
+    text = render_plain([_with_phases()])
+    lines = text.splitlines()
+    i = lines.index("Phases")
+    assert lines[i + 3].split() == [
+        "python3", "load", "1", "250.0ms", "240.0ms", "96.0%", "40.0MiB", "30.0MiB"]
+    assert lines[i + 4].split()[6:] == ["44.0MiB", "(sampled)", "43.0MiB"]
+    j = lines.index("Latency")
+    assert lines[j + 3].split() == [
+        "python3", "infer", "50", "4.00ms", "3.90ms", "4.50ms", "5.00ms", "6.10ms", "6.50ms",
+        "240.0", "1920.0"]
+    assert len(lines) == j + 4  # no "(all)" row: the infer phase holds every iteration
+    md = render_markdown([_with_phases()])
+    assert "**Phases**" in md and "| python3 | infer | 50 | 4.00ms |" in md
+    plain = render_plain([make_result()])
+    assert "Phases" not in plain and "Latency" not in plain
