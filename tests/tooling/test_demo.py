@@ -22,6 +22,10 @@ def test_make_demo_ranks_the_family_by_width() -> None:
         "mobilenet_v2_0.75.onnx",
         "mobilenet_v2_1.0.onnx",
     ]
+    # infer.py's phases: load against inference, for every model.
+    for model in family:
+        for phase in ("load", "infer"):
+            assert re.search(rf"^{re.escape(model)}\s+{phase}\s", proc.stdout, re.M), (model, phase)
     for metric in ("CPU time", "peak memory"):
         line = next(ln for ln in proc.stdout.splitlines() if ln.startswith(f"Ranking by {metric}:"))
         assert re.findall(r"mobilenet_v2_[0-9.]+\.onnx", line) == family, line
