@@ -628,6 +628,8 @@ def bench(
     """
     from .bench import bench as run_bench
     from .bench import parse_batch_sizes
+    from .model import Limits
+    from .report.table import print_table
 
     results = run_bench(
         target,
