@@ -196,3 +196,28 @@ def test_a_model_that_is_not_a_chain_of_its_leaves_fails_in_one_line(tmp_path: P
                            "(blocks.0.norm1: LayerNorm) failed: RuntimeError: ")
     assert "try another --granularity" in line
     assert not out.exists()
+
+
+def test_a_file_factory_whose_forward_is_not_the_chain_gets_a_warning(tmp_path: Path) -> None:
+    model = tmp_path / "residual.py"
+    model.write_text(
+        "import torch\n"
+        "class Residual(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)\n"
+        "    def forward(self, x):\n"
+        "        return self.b(self.a(x)) + x  # the skip connection is in no child\n"
+    )
+    out = tmp_path / "r.yml"
+    r = layers(f"{model}:Residual", "--input-shape", "8", "--batch-size", "2", "--iterations",
+               "2", "--warmup", "0", "--memory", "1g", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == (
+        "edgeprof: warning: the layers chained one after the other (granularity children) do "
+        "not give the model's own output: its forward is not a chain of these modules (try "
+        "another --granularity, or build the model as an nn.Sequential)\n")
+    res = results.load(out)
+    assert [(e.extra["name"], e.shape_in, e.shape_out) for e in res.profile_data] == [
+        ("a", [[8]], [[8]]), ("b", [[8]], [[8]])]
+    assert res.meta["runs"][0]["warnings"][0].startswith("the layers chained")  # type: ignore[index]
