@@ -58,6 +58,11 @@ UNITS: dict[str, dict[str, float]] = {
 """Accepted units per kind → factor to the base unit (seconds, bytes, percent of one CPU)."""
 
 
+def _lat(r: RunResult, field: str) -> float | None:
+    """A latency figure of a run whose workload reported iterations (else ``None``)."""
+    return None if r.latency is None else float(getattr(r.latency, field))
+
+
 @dataclass(frozen=True)
 class Metric:
     name: str
@@ -77,6 +82,8 @@ METRICS: dict[str, Metric] = {
         Metric("avg_cpu", "average CPU % (100 = one CPU)", "percent", lambda r: r.cpu.avg_pct),
         Metric("peak_mem", "peak memory", "memory", lambda r: r.memory.peak_bytes),
         Metric("avg_mem", "average memory", "memory", lambda r: r.memory.avg_bytes),
+        Metric("latency", "per-iteration latency, median", "time", lambda r: _lat(r, "p50_s")),
+        Metric("latency_mean", "per-iteration latency, mean", "time", lambda r: _lat(r, "mean_s")),
     )
 }
 """Calibratable metrics.  A new profiler figure is one more line here."""

@@ -2,9 +2,9 @@
 fourth model with the calibration and read its predicted device figures.
 
 There is no device here: the CSV is constructed from the profiled numbers with a known line
-(runtime = 2.5·wall + 300 ms, peak memory = 1.2·peak + 20 MB, then rounded as a device tool
-prints them), so the fit must recover that line.  Needs root (cgroup backend) and
-onnxruntime; about 20 s.
+(runtime = 2.5·wall + 300 ms, peak memory = 1.2·peak + 20 MB, latency = 4·p50 + 2 ms, then
+rounded as a device tool prints them), so the fit must recover that line.  Needs root (cgroup
+backend) and onnxruntime; about 15 s.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ CALIBRATED = ["mobilenet_v2_0.25", "mobilenet_v2_0.5", "mobilenet_v2_1.0"]
 NEW = "squeezenet_1.1"
 A_TIME, B_TIME = 2.5, 0.300  # s
 A_MEM, B_MEM = 1.2, 20e6  # bytes
+A_LAT, B_LAT = 4.0, 0.002  # s, per-iteration p50 (infer.py reports its iterations)
 
 
 def _edgeprof(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -65,13 +66,14 @@ def test_profile_calibrate_predict(tmp_path: Path) -> None:
     assert prof.returncode == 0, prof.stderr
 
     sweep = json.loads((tmp_path / "results" / "sweep.json").read_text())
-    rows = ["model,runtime_ms,peak_mem_mb"]
+    rows = ["model,runtime_ms,peak_mem_mb,latency_ms"]
     for run in sweep["runs"]:
         name = run["name"].removesuffix(".onnx")
         runtime = A_TIME * run["wall_s"] + B_TIME
         peak = A_MEM * run["memory"]["peak_bytes"] + B_MEM
-        rows.append(f"{name},{runtime * 1e3:.1f},{peak / 1e6:.2f}")
-    rows.append("inception_v3,61000,1210")  # measured on the device, never profiled here
+        latency = A_LAT * run["latency"]["p50_s"] + B_LAT
+        rows.append(f"{name},{runtime * 1e3:.1f},{peak / 1e6:.2f},{latency * 1e3:.3f}")
+    rows.append("inception_v3,61000,1210,200")  # measured on the device, never profiled here
     (tmp_path / "device.csv").write_text("\n".join(rows) + "\n")
 
     cal = _edgeprof(
@@ -86,11 +88,12 @@ def test_profile_calibrate_predict(tmp_path: Path) -> None:
     from edgeprof.calibration import load_calibration
 
     fits = {f.metric: f for f in load_calibration(tmp_path / "board.yml").fits}
-    assert set(fits) == {"runtime", "peak_mem"}
-    # Rounding to 0.1 ms and 10 kB is the only noise: the known line comes back.
+    assert set(fits) == {"runtime", "peak_mem", "latency"}
+    # Rounding to 0.1 ms, 10 kB and 1 µs is the only noise: the known line comes back.
     for metric, (a, b, tol_b) in {
         "runtime": (A_TIME, B_TIME, 0.002),
         "peak_mem": (A_MEM, B_MEM, 0.2e6),
+        "latency": (A_LAT, B_LAT, 0.0001),
     }.items():
         f = fits[metric].fit
         assert f.n == 3, metric
@@ -109,10 +112,11 @@ def test_profile_calibrate_predict(tmp_path: Path) -> None:
     assert "Final Usage Stats" in head and tail, new.stdout
     (result,) = [json.loads(p.read_text()) for p in (tmp_path / "new").rglob("result.json")]
     lines = {ln.split()[4]: ln for ln in tail.splitlines() if ln.startswith(f"{NEW}.onnx ")}
-    assert set(lines) == {"runtime", "peak_mem"}, tail
+    assert set(lines) == {"runtime", "peak_mem", "latency"}, tail
     expected = {
         "runtime": (fits["runtime"].fit, result["wall_s"], 1e-3, "ms"),
         "peak_mem": (fits["peak_mem"].fit, result["memory"]["peak_bytes"], 1e6, "MB"),
+        "latency": (fits["latency"].fit, result["latency"]["p50_s"], 1e-3, "ms"),
     }
     for metric, (f, x, scale, unit) in expected.items():
         cells = lines[metric].split()

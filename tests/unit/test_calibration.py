@@ -41,7 +41,7 @@ from edgeprof.calibration import (
 )
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
-from edgeprof.model import Limits, RunResult, Termination
+from edgeprof.model import LatencyStats, Limits, RunResult, Termination
 from edgeprof.report.calibration import render_calibration, render_predictions
 from tests.conftest import require
 
@@ -492,14 +492,28 @@ def test_bad_calibration_files(tmp_path: Path) -> None:
 
 
 def test_metric_table_reads_every_profiler_figure() -> None:
-    r = make_result()
+    lat = LatencyStats(
+        count=20, mean_s=0.012, p50_s=0.011, p90_s=0.014, p95_s=0.015, p99_s=0.02, max_s=0.021,
+        per_s=80.0,
+    )  # fmt: skip
+    r = make_result(latency=lat)
     assert {k: m.profiler(r) for k, m in METRICS.items()} == {
         "runtime": 1.5,
         "cpu_time": 1.2,
         "avg_cpu": 80.0,
         "peak_mem": 120 * 2**20,
         "avg_mem": 100 * 2**20,
+        "latency": 0.011,
+        "latency_mean": 0.012,
     }
+    # A workload that reported no iterations has no latency: not fitted, not predicted.
+    assert METRICS["latency"].profiler(make_result()) is None
+
+
+def test_latency_columns(tmp_path: Path) -> None:
+    m = read_measurements(_csv(tmp_path, "model,latency_ms,latency_mean_us\na,12.5,13000\n"))
+    assert m.units == {"latency": "ms", "latency_mean": "us"}
+    assert m.rows[0].values == {"latency": approx(0.0125), "latency_mean": approx(0.013)}
 
 
 # -- the CLI ---------------------------------------------------------------------------------
