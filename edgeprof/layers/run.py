@@ -38,8 +38,6 @@ from .results import (
 )
 
 WORKER = Path(__file__).resolve().parent / "_worker.py"
-EXIT_MODEL_ERROR = 3
-"""The worker's exit status when the user's model failed (it printed one line why)."""
 
 _FACTORY_RE = re.compile(r"^[^:]+:[A-Za-z_][A-Za-z0-9_]*$")
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -174,7 +172,8 @@ def describe_request(request: LayersRequest, limits: Limits) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "factory": request.factory,
-        "factory_kwargs": dict(request.factory_kwargs),
+        # As the file holds them after a YAML round trip (tuples become lists).
+        "factory_kwargs": json.loads(json.dumps(dict(request.factory_kwargs))),
         "granularity": request.granularity,
         "input_shape": [list(s) for s in request.input_shapes],
         "limits": _limits_dict(limits),

@@ -211,6 +211,12 @@ def test_extending_checks_model_dtype_batch_split_input_limits_and_overlap() -> 
     limits = Limits(cpus=1)
     existing = finished_run(request(), limits, range(1, 3))
     check_extendable(existing, request(layer_start=3), limits)  # the missing layer: fine
+    # Factory arguments survive the file's YAML round trip (a tuple comes back as a list).
+    tuple_arg = request(factory_args=["shape=(1, 2)"])
+    saved = results.from_dict(
+        yaml.safe_load(results.dump(finished_run(tuple_arg, limits, range(1, 3)))), "f.yml"
+    )
+    check_extendable(saved, request(layer_start=3, factory_args=["shape=(1, 2)"]), limits)
     cases = [
         (request(layer_start=3, model_name="other"), limits, "is for model 'm:build', not"),
         (request(layer_start=3, dtype="float16"), limits, "dtype torch.float32, not torch.float16"),
