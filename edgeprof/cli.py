@@ -10,6 +10,7 @@ being the more basic failure (the budget checks are still printed and written).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -25,6 +26,8 @@ from .budgets import BudgetCheck, Budgets, budgets_from_options, check_budgets, 
 from .calibration import DEFAULT_MIN_R2, calibrate, load_calibration, predict, read_measurements
 from .errors import ConfigError, EdgeprofError
 from .model import RunResult, Termination
+from .names import check_name
+from .privilege import workload_user
 from .regression import compare_results, parse_threshold
 from .report.auptimizer import AuptimizerFiles, host_memory_bytes
 from .report.calibration import plot_calibration, render_calibration, render_predictions
@@ -40,7 +43,7 @@ from .report.files import load_runs
 from .report.junit import budget_cases, compare_cases, render_junit, run_cases
 from .report.progress import PlainProgress, RichProgress
 from .report.summary import markdown_summary, print_summary
-from .runner import DEFAULT_INTERVAL_S
+from .runner import DEFAULT_INTERVAL_S, check_command
 from .sweep import (
     Step,
     SweepPlan,
@@ -50,6 +53,7 @@ from .sweep import (
     model_names,
     run_sweep,
 )
+from .units import parse_pids
 
 EXIT_ERROR = 2
 EXIT_BUDGET = 3
@@ -121,6 +125,10 @@ def run(
     memory: Annotated[
         list[str] | None,
         typer.Option(help="Memory limit, e.g. 512m (binary units, as Docker); a list sweeps."),
+    ] = None,
+    pids: Annotated[
+        str | None,
+        typer.Option(help="Most processes and threads at once, e.g. 64 (fork bombs stop there)."),
     ] = None,
     interval: Annotated[
         str | None,
@@ -223,6 +231,10 @@ def run(
         Path | None,
         typer.Option(help="Write PNG charts here (needs the 'plot' extra: matplotlib)."),
     ] = None,
+    as_root: Annotated[
+        bool,
+        typer.Option(help="Under sudo, run the workload as root (default: as the sudo user)."),
+    ] = False,
 ) -> None:
     """Run COMMAND under the limits and report what it used.
 
@@ -256,6 +268,10 @@ def run(
     elif not command:
         raise ConfigError("no command given: edgeprof run [OPTIONS] -- COMMAND [ARGS]...")
     settings = limit_settings(cpus or (), cpuset or (), memory or ())
+    if pids is not None:  # one process limit for every setting of a sweep
+        settings = tuple(dataclasses.replace(s, pids=parse_pids(pids)) for s in settings)
+    if name is not None:
+        check_name(name, "--name")
     plan = SweepPlan(
         command=tuple(command),
         models=tuple(model_names(model_list, model_file)),
@@ -282,6 +298,10 @@ def run(
         from .report.plots import _pyplot
 
         _pyplot()  # a missing matplotlib is found before the runs, not after
+    run_as = workload_user(as_root)
+    if backend != "docker" and (cwd is None or cwd.is_dir()):
+        # A missing program is a bad input: refused before any warning is printed (one line).
+        check_command(plan.command, {**os.environ, **_parse_env(env or [])}, cwd)
     for w in warnings:
         print(f"edgeprof: warning: {w}", file=sys.stderr)
     be: str | Backend = backend
@@ -344,6 +364,7 @@ def run(
                     "env": _parse_env(env or []),
                     "cwd": cwd,
                     "stdout": sys.stderr.fileno() if json_out else None,
+                    "run_as": run_as,
                 },
             )
         finally:

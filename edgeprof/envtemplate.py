@@ -261,6 +261,8 @@ def parse(path: Path, cwd: Path | None = None) -> EnvTemplate:
     if not directory.is_dir():
         raise ConfigError(f"{at('DIR')}: DIR {get('DIR')!r}: no such directory")
     script = get("SCRIPT")
+    if Path(script).is_absolute() or ".." in Path(script).parts:
+        raise ConfigError(f"{at('SCRIPT')}: SCRIPT {script!r}: must name a file inside DIR")
     if not (directory / script).is_file():
         raise ConfigError(f"{at('SCRIPT')}: SCRIPT {script!r} not found in DIR {directory}")
     try:

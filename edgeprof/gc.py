@@ -1,69 +1,148 @@
 """``edgeprof gc``: remove what a run whose edgeprof died (SIGKILL, power loss) left behind.
 
 Only resources whose owner is gone are touched, never a live run's: a run group's name and a
-container's label carry the owner's pid.
+container's labels carry the owner's pid *and* start time (:mod:`edgeprof.owner`), so a pid
+reused by another process does not keep a dead run's leftovers alive, and a live run is
+never taken for a dead one.  The same collection runs automatically at the start of every
+run (:func:`collect_before_run`), so a crashed run's groups do not pile up on a CI runner
+that nobody cleans by hand.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import re
+import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from . import _cgroupfs as fs
+from . import owner as ow
 from .backends._process import signal_pids
 from .backends.cgroup_v1 import cgroup_mounts
 from .errors import EdgeprofError
 
-RUN_GROUP = re.compile(r"^edgeprof-(\d+)-[0-9a-f]{8}$")
 
-
-def _alive(pid: int) -> bool:
-    """The process exists and is not a zombie (a killed edgeprof waits as one for its reaper)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rpartition(")")[2].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-
-
-def stale_groups(mountinfo: Path = Path("/proc/self/mountinfo")) -> list[Path]:
-    """Run groups (every hierarchy) whose owning edgeprof process is gone, deepest first."""
-    found = []
-    for root in cgroup_mounts(mountinfo):
+def stale_groups(roots: Iterable[Path] | None = None, proc: Path = Path("/proc")) -> list[Path]:
+    """Run groups whose owning edgeprof is gone, with every directory below them (a Docker
+    run's container groups), deepest first.  ``roots``: the hierarchies to search (default:
+    every cgroup mount of this process)."""
+    found: list[Path] = []
+    if roots is None:
+        roots = cgroup_mounts(Path("/proc/self/mountinfo"))
+    for root in roots:
         for top, dirs, _ in os.walk(root):
+            keep = []
             for d in dirs:
-                m = RUN_GROUP.match(d)
-                if m and not _alive(int(m.group(1))):
-                    found.append(Path(top) / d)
-    return sorted(found, key=lambda p: len(p.parts), reverse=True)
+                o = ow.owner_of(d)
+                if o is None:
+                    keep.append(d)
+                elif not ow.alive(o, proc):
+                    group = Path(top) / d
+                    found.append(group)
+                    found.extend(Path(t) / x for t, xs, _ in os.walk(group) for x in xs)
+            dirs[:] = keep  # never descend into a run group: it holds no other run's group
+    return sorted(set(found), key=lambda p: len(p.parts), reverse=True)
 
 
-def collect(images: bool = False) -> list[str]:
+def _thaw(group: Path) -> None:
+    """A frozen process cannot die of SIGKILL: an edgeprof killed between the freeze and the
+    thaw of its kill sequence leaves the group frozen."""
+    with contextlib.suppress(EdgeprofError):
+        if (group / "freezer.state").exists():
+            fs.write(group / "freezer.state", "THAWED")
+        if (group / "cgroup.freeze").exists():
+            fs.write(group / "cgroup.freeze", "0")
+
+
+def remove_groups(groups: Iterable[Path], timeout: float = 10.0) -> list[str]:
+    """Kill every process in ``groups`` (deepest first), then remove them; a line each."""
+    groups = list(groups)
+    out: list[str] = []
+    for g in groups:
+        _thaw(g)
+        if (g / "cgroup.kill").exists():
+            with contextlib.suppress(EdgeprofError):
+                fs.write(g / "cgroup.kill", "1")
+    deadline = time.monotonic() + timeout
+    for g in groups:
+        while True:
+            pids = fs.parse_pids(fs.read_optional(g / "cgroup.procs") or "")
+            if not pids or time.monotonic() > deadline:
+                break
+            signal_pids(pids)
+            time.sleep(0.005)
+        failures = fs.remove_tree([g])
+        out.extend(failures or [f"removed cgroup {g}"])
+    return out
+
+
+def _container_is_stale(labels: dict[str, str], host: str, boot: str) -> bool:
+    from .backends.docker import BOOT_LABEL, HOST_LABEL, OWNER_LABEL
+
+    if labels.get(HOST_LABEL, host) != host:
+        return False  # another machine's run (a shared daemon): not ours to judge
+    if labels.get(BOOT_LABEL, boot) != boot:
+        return True  # this host rebooted since: its owner is gone
+    owner = ow.Owner.parse_token(labels.get(OWNER_LABEL, ""))
+    return owner is None or not ow.alive(owner)
+
+
+def stale_containers(client: Any) -> list[Any]:
+    """edgeprof's containers on ``client``'s daemon whose owner is gone."""
+    from .backends.docker import MANAGED_LABEL
+
+    host, boot = ow.hostname(), ow.boot_id()
+    return [
+        c
+        for c in client.containers.list(all=True, filters={"label": f"{MANAGED_LABEL}=1"})
+        if _container_is_stale(dict(c.labels), host, boot)
+    ]
+
+
+def remove_containers(client: Any) -> list[str]:
+    out = []
+    for c in stale_containers(client):
+        try:
+            c.remove(force=True, v=True)
+            out.append(f"removed container {c.name}")
+        except Exception as exc:  # the SDK's errors: report, go on with the rest
+            out.append(f"cannot remove container {c.name}: {exc}")
+    return out
+
+
+def collect(images: bool = False, client: Any = None) -> list[str]:
     """Remove stale containers and groups (and edgeprof's images); a line per action."""
     out: list[str] = []
     try:
-        from .backends.docker import MANAGED_LABEL, OWNER_LABEL, make_client
+        from .backends.docker import make_client
 
-        client = make_client()
+        client = client or make_client()
     except EdgeprofError as exc:
         out.append(f"docker: skipped ({exc})")
     else:
-        for c in client.containers.list(all=True, filters={"label": f"{MANAGED_LABEL}=1"}):
-            owner = c.labels.get(OWNER_LABEL, "")
-            if owner.isdigit() and _alive(int(owner)):
-                continue
-            c.remove(force=True, v=True)
-            out.append(f"removed container {c.name}")
+        out.extend(remove_containers(client))
         if images:
             from .dockerenv import remove_images
 
             out.extend(f"removed image {t}" for t in remove_images(client))
-    for group in stale_groups():
-        pids = fs.parse_pids(fs.read_optional(group / "cgroup.procs") or "")
-        signal_pids(pids)
-        failures = fs.remove_tree([group])
-        out.extend(failures or [f"removed cgroup {group}"])
+    out.extend(remove_groups(stale_groups()))
     if not out:
         out.append("nothing to remove")
+    return out
+
+
+def collect_before_run(roots: Iterable[Path], client: Any = None) -> list[str]:
+    """The automatic collection at the start of a run: stale groups in ``roots`` (the
+    hierarchies the backend uses), and stale containers when the run uses a Docker daemon
+    (``client``).  Never raises: a failure to clean up after somebody else must not stop
+    this run; it is reported."""
+    out: list[str] = []
+    try:
+        if client is not None:
+            out.extend(remove_containers(client))
+        out.extend(remove_groups(stale_groups(roots)))
+    except (OSError, EdgeprofError) as exc:
+        out.append(f"could not collect a dead run's leftovers: {exc}")
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 
@@ -38,7 +39,7 @@ def resolve(limits: Limits, available: tuple[int, ...]) -> tuple[Limits, bool]:
             raise LimitError(f"--cpus {limits.cpus:g} exceeds {where}")
         if limits.cpuset is None and limits.cpus == int(limits.cpus):
             pinned = available[: int(limits.cpus)]
-            return Limits(cpus=limits.cpus, cpuset=pinned, memory=limits.memory), True
+            return dataclasses.replace(limits, cpuset=pinned), True
     return limits, False
 
 

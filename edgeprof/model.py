@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .units import format_binary, format_cpuset, parse_cpus, parse_cpuset, parse_memory_limit
+from .units import (
+    format_binary,
+    format_cpuset,
+    parse_cpus,
+    parse_cpuset,
+    parse_memory_limit,
+    parse_pids,
+)
 
 SCHEMA_VERSION = 1
 """Version of the result JSON; bumped on any incompatible change of its keys or units."""
@@ -35,18 +42,22 @@ class Limits:
     """Device limits for a run.  Accepts user spellings and normalises them.
 
     ``cpus``: CPU bandwidth in CPUs (``1.5``); ``cpuset``: CPUs the run may use (``"0-1"``);
-    ``memory``: bytes or a size string (``"512m"``, binary multiples as Docker).
+    ``memory``: bytes or a size string (``"512m"``, binary multiples as Docker);
+    ``pids``: the most processes and threads the run may have at once (a fork bomb stops
+    there: ``fork()`` fails with EAGAIN, as on a device's ``ulimit -u``).
     """
 
     cpus: float | None = None
     cpuset: tuple[int, ...] | None = None
     memory: int | None = None
+    pids: int | None = None
 
     def __init__(
         self,
         cpus: float | str | None = None,
         cpuset: str | Sequence[int] | None = None,
         memory: int | str | None = None,
+        pids: int | str | None = None,
     ) -> None:
         object.__setattr__(self, "cpus", None if cpus is None else parse_cpus(cpus))
         if isinstance(cpuset, str):
@@ -59,6 +70,7 @@ class Limits:
         elif memory is not None:
             memory = parse_memory_limit(f"{int(memory)}b")
         object.__setattr__(self, "memory", memory)
+        object.__setattr__(self, "pids", None if pids is None else parse_pids(pids))
 
     def describe(self) -> str:
         """``cpus=1.5, cpuset=0-1, memory=512.0 MiB`` or ``none``: a stable label of a setting
@@ -70,7 +82,17 @@ class Limits:
             parts.append(f"cpuset={format_cpuset(self.cpuset)}")
         if self.memory is not None:
             parts.append(f"memory={format_binary(self.memory)}")
+        if self.pids is not None:
+            parts.append(f"pids={self.pids}")
         return ", ".join(parts) or "none"
+
+
+class UserIds(NamedTuple):
+    """A user identity for the workload (see :mod:`edgeprof.privilege`)."""
+
+    uid: int
+    gid: int
+    groups: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -96,6 +118,9 @@ class RunSpec:
     pass_fds: tuple[int, ...] = ()
     """Descriptors the workload inherits (the events channel of :mod:`edgeprof.instrument`);
     a backend whose workload is not a child of this process ignores them."""
+    run_as: UserIds | None = None
+    """Host backends: the workload drops to this identity before exec (``None``: keep
+    edgeprof's own)."""
 
 
 class Counters(NamedTuple):
@@ -321,6 +346,7 @@ class RunResult:
             "cpus": self.limits.cpus,
             "cpuset": None if self.limits.cpuset is None else list(self.limits.cpuset),
             "memory_bytes": self.limits.memory,
+            "pids": self.limits.pids,
         }
         d["warnings"] = list(self.warnings)
         order = [
@@ -369,7 +395,12 @@ class RunResult:
             mechanism=d["mechanism"],
             host=HostInfo(**d["host"]),
             command=tuple(d["command"]),
-            limits=Limits(cpus=lim["cpus"], cpuset=lim["cpuset"], memory=lim["memory_bytes"]),
+            limits=Limits(
+                cpus=lim["cpus"],
+                cpuset=lim["cpuset"],
+                memory=lim["memory_bytes"],
+                pids=lim.get("pids"),
+            ),
             started_at=d["started_at"],
             termination=Termination(d["termination"]),
             exit_code=d["exit_code"],

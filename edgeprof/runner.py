@@ -24,7 +24,7 @@ from types import FrameType
 
 from . import __version__
 from .backends import Backend, RunHandle, get_backend
-from .errors import ConfigError
+from .errors import ConfigError, EdgeprofError
 from .events import DOCKER_UNAVAILABLE, UNAVAILABLE_ENV, EventChannel
 from .limits import resolve, thread_env
 from .model import (
@@ -38,7 +38,9 @@ from .model import (
     RunSpec,
     SampleStats,
     Termination,
+    UserIds,
 )
+from .names import check_env
 from .report.files import prepare_out_dir, write_result
 from .sampler import Sampler, SampleWriter, SeriesStats
 from .units import parse_duration
@@ -46,6 +48,16 @@ from .units import parse_duration
 DEFAULT_INTERVAL_S = 0.1
 MIN_INTERVAL_S = 0.001
 DEFAULT_KILL_GRACE_S = 2.0
+
+
+class ResultNotSaved(EdgeprofError):
+    """The run completed but its result file could not be written (a full disk).
+
+    ``result`` holds the measured run, so a caller can still show it."""
+
+    def __init__(self, message: str, result: RunResult) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 class Interrupted(BaseException):
@@ -68,10 +80,12 @@ def profile(
     stderr: int | None = None,
     cgroup_parent: str | None = None,
     image: str | None = None,
+    run_as: UserIds | None = None,
 ) -> RunResult:
     """Run ``command`` under ``limits`` and measure it.
 
-    ``image``: the container image, for the Docker backend.
+    ``image``: the container image, for the Docker backend.  ``run_as``: host backends drop
+    the workload to this identity before exec (:func:`edgeprof.privilege.workload_user`).
 
     Every input is validated before anything starts: a bad one raises a
     :class:`~edgeprof.errors.ConfigError` (or ``LimitError`` / ``BackendUnavailable``) and
@@ -90,9 +104,8 @@ def profile(
         raise ConfigError(f"sampling interval {interval_s:g}s is below the minimum of 1ms")
     timeout_s = None if timeout is None else parse_duration(timeout, "timeout")
     user_env = dict(env or {})
-    for k in user_env:
-        if not k or "=" in k or "\0" in k:
-            raise ConfigError(f"invalid environment variable name {k!r}")
+    for k, v in user_env.items():
+        check_env(k, v)
     if not command or not command[0]:
         raise ConfigError("no command given: edgeprof run [OPTIONS] -- COMMAND [ARGS]...")
     be = get_backend(backend, cgroup_parent=cgroup_parent)
@@ -100,7 +113,7 @@ def profile(
     on_host = getattr(be, "runs_on_host", True)
     if on_host:
         work_dir = _check_cwd(cwd)
-        _check_command(command, {**os.environ, **user_env}, work_dir)
+        check_command(command, {**os.environ, **user_env}, work_dir)
     else:
         work_dir = None if cwd is None else Path(cwd)
     applied, auto_pinned = resolve(limits, be.available_cpus())
@@ -115,8 +128,13 @@ def profile(
         stderr=stderr,
         cpuset_auto=auto_pinned,
         image=image or getattr(be, "image", None),
+        run_as=run_as,
     )
     warnings = list(be.warnings())
+    # Optional capability: remove what runs whose edgeprof died left behind (edgeprof.gc).
+    collect = getattr(be, "collect_leftovers", None)
+    if collect is not None:
+        warnings.extend(f"cleaned up after a dead edgeprof run: {m}" for m in collect())
     # The workload's events pipe (edgeprof.phase/iteration/mark): a descriptor reaches only a
     # child of this process, not a container.
     channel = EventChannel() if on_host else None
@@ -134,7 +152,14 @@ def profile(
         if channel is not None:
             channel.close()
     if out is not None:
-        write_result(out / "result.json", result)
+        try:
+            write_result(out / "result.json", result)
+        except OSError as exc:  # the run is over and measured; only the file is missing
+            raise ResultNotSaved(
+                f"the run ended ({result.termination.value}) but {out / 'result.json'} could "
+                f"not be written: {exc.strerror or exc}",
+                result,
+            ) from exc
     return result
 
 
@@ -147,7 +172,8 @@ def _check_cwd(cwd: str | Path | None) -> Path | None:
     return p
 
 
-def _check_command(command: tuple[str, ...], env: Mapping[str, str], cwd: Path | None) -> None:
+def check_command(command: tuple[str, ...], env: Mapping[str, str], cwd: Path | None) -> None:
+    """The program exists and is executable here (host backends), else a ConfigError."""
     if not command or not command[0]:
         raise ConfigError("no command given: edgeprof run [OPTIONS] -- COMMAND [ARGS]...")
     prog = command[0]
@@ -219,6 +245,11 @@ def _run(
     finally:
         if writer is not None:
             writer.close()
+    if writer is not None and writer.error is not None:
+        warnings.append(
+            f"{writer.path} stops after {writer.rows} of the samples: "
+            f"{writer.error.strerror or writer.error}; the statistics cover them all"
+        )
     if sampler.error is not None:
         warnings.append(f"sampling stopped early: {sampler.error}")
     expected = wall / interval

@@ -22,6 +22,7 @@ from .backends import Backend, get_backend
 from .errors import ConfigError
 from .limits import resolve
 from .model import Limits, RunResult, Termination
+from .names import check_name
 from .report.files import prepare_out_dir, write_json_atomic
 from .runner import profile
 
@@ -227,13 +228,13 @@ def model_names(models: str | None, model_file: Path | None) -> list[str]:
         names = [ln.strip() for ln in lines if ln.strip() and not ln.strip().startswith("#")]
         if not names:
             raise ConfigError(f"model file {model_file} lists no model")
-        return names
+        return [check_name(n, f"model in {model_file}") for n in names]
     if models is None:
         return []
     names = [m.strip() for m in models.split(",")]
     if not all(names):
         raise ConfigError(f"-m {models!r}: empty model name in the list")
-    return names
+    return [check_name(n, "model") for n in names]
 
 
 def cell_order(runs: Sequence[RunResult]) -> list[RunResult]:

@@ -56,6 +56,21 @@ def parse_cpus(text: str | float) -> float:
     return value
 
 
+MAX_PIDS = 4_194_304
+"""The kernel's ceiling for ``pid_max`` (``PID_MAX_LIMIT`` on 64-bit)."""
+
+
+def parse_pids(text: str | int) -> int:
+    """A process-count limit (``--pids 64``): an integer from 1 to 4194304."""
+    try:
+        value = int(str(text).strip(), 10)
+    except ValueError:
+        raise ConfigError(f"invalid process limit {text!r}: expected a whole number") from None
+    if not 1 <= value <= MAX_PIDS:
+        raise ConfigError(f"invalid process limit {text!r}: must be between 1 and {MAX_PIDS}")
+    return value
+
+
 def cpu_quota_us(cpus: float, period_us: int = CFS_PERIOD_US) -> int:
     """Quota per period for ``cpus`` CPUs, rounded as Docker rounds ``NanoCPUs``."""
     return max(1000, round(cpus * period_us))

@@ -8,6 +8,12 @@ import pytest
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
+# The suite runs its workloads as root and has them write into root's temporary directories.
+# Under `sudo make test`, edgeprof would drop them to the sudo user (edgeprof.privilege):
+# the tests that check that drop set SUDO_UID themselves.
+for _var in ("SUDO_UID", "SUDO_GID", "SUDO_USER", "SUDO_COMMAND"):
+    os.environ.pop(_var, None)
+
 
 def require(ok: bool, reason: str) -> None:
     """Skip with ``reason`` when ``ok`` is false — except in CI, where no tier may skip."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..errors import BackendUnavailable, ConfigError
+from ..names import check_cgroup_parent
 from .base import Backend, RunHandle
 from .cgroup import CgroupV2Backend
 from .cgroup_v1 import CgroupV1Backend
@@ -23,6 +24,8 @@ __all__ = [
 
 def cgroup_backend(cgroup_parent: str | None = None) -> Backend:
     """cgroup v2 if this host has it with controllers, else cgroup v1 (hybrid hosts)."""
+    if cgroup_parent is not None:
+        check_cgroup_parent(cgroup_parent)
     v2 = CgroupV2Backend(parent=cgroup_parent)
     try:
         v2.check()

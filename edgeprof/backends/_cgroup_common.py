@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import secrets
-
+from .. import owner
 from ..errors import LimitError
 
 
 def run_group_name() -> str:
     """A fresh group name per run, made only of edgeprof's own identifiers (never user text).
 
-    The owner pid is in the name so a later ``edgeprof gc`` can tell a dead run's leftovers
-    from a live one's.
+    The owner's pid and start time are in the name so a later ``edgeprof gc`` (or the
+    collection at the start of a run) can tell a dead run's leftovers from a live one's, even
+    after the pid was reused (:mod:`edgeprof.owner`).
     """
-    return f"edgeprof-{os.getpid()}-{secrets.token_hex(4)}"
+    return owner.run_name()
 
 
 def missing_controller(controller: str, limit: str, where: str, fix: str) -> LimitError:

@@ -73,6 +73,7 @@ class CgroupRun:
                 stderr=spec.stderr,
                 join_fds=fds,
                 pass_fds=spec.pass_fds,
+                run_as=spec.run_as,
             )
         except OSError as exc:
             self.close()

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..errors import LaunchError
+from ..model import UserIds
 
 
 class Process:
@@ -19,8 +20,10 @@ class Process:
 
     ``join_fds`` are open write descriptors of ``cgroup.procs`` files: the child writes
     ``0`` ("myself") to each between fork and exec, so it is in the run's groups before
-    the program's first instruction (DESIGN §3 rule 1).  The pre-exec hook does nothing
-    else — no allocation-heavy Python runs in the forked child.
+    the program's first instruction (DESIGN §3 rule 1).  With ``run_as`` it then drops to
+    that identity (supplementary groups, gid, uid: each step still privileged enough for
+    the next) — after the joins, which a dropped user could not do.  The pre-exec hook does
+    nothing else — no allocation-heavy Python runs in the forked child.
     """
 
     def __init__(
@@ -34,6 +37,7 @@ class Process:
         join_fds: Sequence[int] = (),
         new_session: bool = False,
         pass_fds: Sequence[int] = (),
+        run_as: UserIds | None = None,
     ) -> None:
         fds = tuple(join_fds)
         # The first cgroup.procs write of a burst waits for an RCU grace period (the kernel's
@@ -45,7 +49,12 @@ class Process:
         def join() -> None:
             for fd in fds:
                 os.write(fd, b"0")
-            os.write(stamp_w, b"%d" % time.monotonic_ns())
+            if run_as is not None:
+                os.setgroups(run_as.groups)
+                os.setgid(run_as.gid)
+                os.setuid(run_as.uid)
+            if fds:
+                os.write(stamp_w, b"%d" % time.monotonic_ns())
 
         before = time.monotonic()
         spawned = False
@@ -57,7 +66,7 @@ class Process:
                 stdin=None,
                 stdout=stdout,
                 stderr=stderr,
-                preexec_fn=join if fds else None,
+                preexec_fn=join if fds or run_as is not None else None,
                 pass_fds=((stamp_w,) if fds else ()) + tuple(pass_fds),
                 start_new_session=new_session,
                 close_fds=True,

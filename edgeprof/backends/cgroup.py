@@ -168,6 +168,12 @@ class CgroupV2Backend:
     def warnings(self) -> list[str]:
         return list(self._warnings)
 
+    def collect_leftovers(self) -> list[str]:
+        """Remove the groups of runs whose edgeprof died (see :mod:`edgeprof.gc`)."""
+        from ..gc import collect_before_run
+
+        return collect_before_run([self.root])
+
     # -- one run -----------------------------------------------------------------------------
 
     def launch(self, spec: RunSpec) -> CgroupRun:
@@ -215,6 +221,10 @@ class CgroupV2Backend:
             fs.write(group / "memory.max", str(lim.memory))
             if (group / "memory.swap.max").exists():
                 fs.write(group / "memory.swap.max", "0")
+        if lim.pids is not None:
+            if "pids" not in self._controllers:
+                raise missing_controller("pids", "--pids", where, FIX)
+            fs.write(group / "pids.max", str(lim.pids))
         if (group / "memory.oom.group").exists():
             # One OOM kill takes the whole run down, as on a device where the app dies.
             fs.write(group / "memory.oom.group", "1")

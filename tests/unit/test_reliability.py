@@ -1,0 +1,111 @@
+"""Owners of run groups and containers, the stale-resource rules of gc, --pids, privilege."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from edgeprof import gc, owner
+from edgeprof.errors import ConfigError
+from edgeprof.model import Limits, UserIds
+from edgeprof.privilege import workload_user
+
+from .conftest import IMPOSSIBLE_PID, make_result
+
+
+def fake_proc(tmp_path: Path, pid: int, state: str, start: int) -> Path:
+    proc = tmp_path / "proc"
+    (proc / str(pid)).mkdir(parents=True, exist_ok=True)
+    rest = " ".join(["0"] * 18)  # fields 4-21; the start time is field 22
+    # field 2 with a space and a ")" in the name, as a hostile program name could be
+    (proc / str(pid) / "stat").write_text(f"{pid} (a b) c) {state} {rest} {start} 0 0\n")
+    return proc
+
+
+def test_names_carry_pid_and_start_time_and_parse_back() -> None:
+    name = owner.run_name()
+    me = owner.this_process()
+    assert me.start is not None and me.start > 0
+    assert name.startswith(f"edgeprof-{os.getpid()}-{me.start}-")
+    assert owner.owner_of(name) == me
+    assert owner.alive(me)
+    # the name before start times: judged by the pid alone
+    assert owner.owner_of("edgeprof-42-0123abcd") == owner.Owner(42, None)
+    assert owner.owner_of("edgeprof-42-7-12345678") == owner.Owner(42, 7)
+    for not_ours in ("edgeprof-self", "edgeprof", "edgeprof-docker-12", "edgeprof-1-2-XYZ12345"):
+        assert owner.owner_of(not_ours) is None
+
+
+def test_a_reused_pid_is_not_the_owner(tmp_path: Path) -> None:
+    proc = fake_proc(tmp_path, 300, "S", start=5000)
+    assert owner.start_time(300, proc) == 5000
+    assert owner.alive(owner.Owner(300, 5000), proc)
+    assert not owner.alive(owner.Owner(300, 4999), proc)  # another process under that pid
+    assert owner.alive(owner.Owner(300, None), proc)  # pid-only names: the pid decides
+    fake_proc(tmp_path, 301, "Z", start=7)
+    assert not owner.alive(owner.Owner(301, 7), proc)  # a zombie is dead
+    assert not owner.alive(owner.Owner(302, 7), proc)
+
+
+def test_stale_groups_are_found_in_every_hierarchy_and_live_ones_kept(tmp_path: Path) -> None:
+    me = owner.this_process()
+    root = tmp_path / "cg"
+    dead = f"edgeprof-{IMPOSSIBLE_PID}-1-0000abcd"
+    reused = f"edgeprof-{os.getpid()}-{(me.start or 0) + 1}-0000abce"  # our pid, not us
+    live = owner.run_name(me)
+    for h in ("memory/own", "cpu"):
+        for n in (dead, reused, live, "other"):
+            (root / h / n).mkdir(parents=True)
+    (root / "memory/own" / dead / "0123container").mkdir()  # a Docker run's container group
+    found = gc.stale_groups([root])
+    names = {p.name for p in found}
+    assert names == {dead, reused, "0123container"}
+    assert len(found) == 5
+    assert found[0].name == "0123container"  # deepest first, as rmdir needs
+
+
+@pytest.mark.parametrize(
+    ("labels", "stale"),
+    [
+        ({"org.edgeprof.owner": f"{IMPOSSIBLE_PID}:1"}, True),
+        ({"org.edgeprof.owner": "garbage"}, True),
+        ({"org.edgeprof.owner": owner.this_process().token()}, False),
+        ({"org.edgeprof.owner": f"{os.getpid()}:1"}, True),  # a reused pid
+        ({"org.edgeprof.owner": f"{IMPOSSIBLE_PID}:1", "org.edgeprof.host": "elsewhere"}, False),
+        ({"org.edgeprof.owner": owner.this_process().token(), "org.edgeprof.boot": "x"}, True),
+    ],
+    ids=["dead", "unlabelled", "live", "reused-pid", "other-host", "rebooted"],
+)
+def test_container_staleness(labels: dict[str, str], stale: bool) -> None:
+    assert gc._container_is_stale(labels, owner.hostname(), owner.boot_id()) is stale
+
+
+def test_pids_limit_parses_describes_and_round_trips() -> None:
+    lim = Limits(pids="64", memory="64m")
+    assert lim.pids == 64
+    assert lim.describe() == "memory=64.0MiB, pids=64"
+    r = make_result(limits=lim)
+    d = r.to_dict()
+    assert d["limits"]["pids"] == 64
+    assert type(r).from_dict(d).limits == lim
+    del d["limits"]["pids"]  # results written before --pids existed
+    assert type(r).from_dict(d).limits.pids is None
+    for bad in ("0", "-1", "1.5", "lots", "4194305", ""):
+        with pytest.raises(ConfigError, match="process limit"):
+            Limits(pids=bad)
+
+
+def test_workload_user_under_sudo() -> None:
+    nobody = workload_user(environ={"SUDO_UID": "65534", "SUDO_GID": "65534"}, euid=0)
+    assert nobody is not None and (nobody.uid, nobody.gid) == (65534, 65534)
+    assert 65534 in nobody.groups
+    assert workload_user(True, {"SUDO_UID": "65534"}, euid=0) is None  # --as-root
+    assert workload_user(False, {"SUDO_UID": "65534"}, euid=1000) is None  # not root
+    assert workload_user(False, {}, euid=0) is None  # root, not through sudo
+    assert workload_user(False, {"SUDO_UID": "0"}, euid=0) is None  # sudo from root
+    unknown = workload_user(False, {"SUDO_UID": "71234"}, euid=0)
+    assert unknown == UserIds(71234, 71234, (71234,))  # no passwd entry: own group only
+    with pytest.raises(ConfigError, match="SUDO_UID"):
+        workload_user(False, {"SUDO_UID": "1000; rm -rf /"}, euid=0)
