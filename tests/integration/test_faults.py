@@ -1,0 +1,355 @@
+"""Fault injection on the real kernel (cgroup v1 here, v2 in the VM tier), through the CLI.
+
+Every workload carries a unique marker in its environment (``--env EDGEPROF_FAULT=<uuid>``,
+inherited by every descendant), so "no process left" is checked by listing every process
+on the host whose environment holds it.  Every case also lists the run groups left in every
+hierarchy (the autouse fixture in conftest.py, and explicitly where edgeprof itself dies),
+the temporary files in the output directory, and reads the result files back.
+
+Covered elsewhere: SIGINT, SIGTERM and a burst of both to edgeprof
+(test_cgroup_kernel.py::test_interrupt_kills_the_tree_and_still_reports), the double-forked
+daemon (::test_daemonized_grandchild_is_killed_and_counted, and below after a SIGKILL).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from edgeprof import owner
+from edgeprof.backends import get_backend
+from edgeprof.model import Sample
+
+from .conftest import run_groups
+
+PY = sys.executable
+REPO = Path(__file__).resolve().parents[2]
+WORKLOADS = REPO / "tests" / "workloads"
+MiB = 2**20
+
+
+@pytest.fixture
+def marker() -> Iterator[str]:
+    mark = uuid.uuid4().hex
+    yield mark
+    for pid in marked_processes(mark):  # a failed test must not leave its workload running
+        os.kill(pid, signal.SIGKILL)
+
+
+def marked_processes(mark: str) -> list[int]:
+    """Every live (non-zombie) process whose environment holds ``EDGEPROF_FAULT=mark``."""
+    needle = f"EDGEPROF_FAULT={mark}".encode()
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if needle in (d / "environ").read_bytes().split(b"\0") and (
+                (d / "stat").read_text().rpartition(")")[2].split()[0] != "Z"
+            ):
+                found.append(int(d.name))
+        except OSError:
+            continue
+    return found
+
+
+def edgeprof(*args: str, mark: str) -> list[str]:
+    return [PY, "-m", "edgeprof", "run", "--env", f"EDGEPROF_FAULT={mark}", *args]
+
+
+def temp_files(out: Path) -> list[Path]:
+    """edgeprof's temporary files: the atomic write's and the writability probe's."""
+    return [p for p in out.rglob(".*") if p.is_file()]
+
+
+def check_samples(path: Path) -> int:
+    """Every line of samples.csv is a whole row; the number of rows."""
+    with path.open(newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == Sample.columns()
+    assert all(len(r) == len(rows[0]) for r in rows), "a partial row"
+    for r in rows[1:]:
+        float(r[0])
+    assert path.read_bytes().endswith(b"\r\n")
+    return len(rows) - 1
+
+
+def check_result(out: Path) -> dict:  # type: ignore[type-arg]
+    result = json.loads((out / "result.json").read_text())
+    assert result["samples"]["count"] == check_samples(out / "samples.csv")
+    assert temp_files(out) == []
+    return result  # type: ignore[no-any-return]
+
+
+def test_oom_kill(mechanism: str, tmp_path: Path, marker: str) -> None:
+    out = tmp_path / "out"
+    p = subprocess.run(
+        edgeprof(
+            "--memory",
+            "64m",
+            "--out",
+            str(out),
+            "--",
+            PY,
+            str(WORKLOADS / "spike.py"),
+            "200",
+            mark=marker,
+        ),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert p.returncode == 137, p.stderr
+    r = check_result(out)
+    assert r["termination"] == "oom" and r["memory"]["oom_kills"] >= 1
+    assert marked_processes(marker) == []
+
+
+def test_timeout_of_a_workload_that_traps_sigterm(
+    mechanism: str, tmp_path: Path, marker: str
+) -> None:
+    out = tmp_path / "out"
+    t = time.monotonic()
+    p = subprocess.run(
+        edgeprof(
+            "--cpus",
+            "0.5",
+            "--timeout",
+            "1",
+            "--out",
+            str(out),
+            "--",
+            "sh",
+            "-c",
+            "trap '' TERM; while :; do :; done",
+            mark=marker,
+        ),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert p.returncode == 137, p.stderr  # SIGKILL after the 2 s grace
+    r = check_result(out)
+    assert r["termination"] == "timeout" and r["signal"] == signal.SIGKILL
+    assert 2.9 <= r["wall_s"] <= 5 and time.monotonic() - t < 30
+    assert marked_processes(marker) == []
+
+
+FORK_BOMB = """
+import os, time
+while True:
+    try:
+        os.fork()
+    except OSError:  # EAGAIN at pids.max
+        time.sleep(0.01)
+"""
+
+
+def test_fork_bomb_stops_at_the_pids_limit(mechanism: str, tmp_path: Path, marker: str) -> None:
+    out = tmp_path / "out"
+    p = subprocess.run(
+        edgeprof(
+            "--pids",
+            "64",
+            "--cpus",
+            "0.5",
+            "--memory",
+            "512m",
+            "--timeout",
+            "3",
+            "--interval",
+            "0.02",
+            "--out",
+            str(out),
+            "--",
+            PY,
+            "-c",
+            FORK_BOMB,
+            mark=marker,
+        ),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    r = check_result(out)
+    assert r["termination"] == "timeout", p.stderr
+    assert p.returncode in (128 + signal.SIGTERM, 128 + signal.SIGKILL)
+    assert r["limits"]["pids"] == 64
+    # The bomb reached the limit and never passed it (pids_peak is sampled every 20 ms).
+    assert 48 <= r["pids_peak"] <= 64
+    assert "processes: peak" in p.stdout and "of 64" in p.stdout
+    assert marked_processes(marker) == []
+
+
+def test_a_gigabyte_to_stdout(mechanism: str, tmp_path: Path, marker: str) -> None:
+    """The workload's stdout is passed through, never buffered by edgeprof."""
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        edgeprof("--out", str(out), "--", "head", "-c", str(2**30), "/dev/zero", mark=marker),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
+    assert proc.stdout is not None
+    total = 0
+    tail = b""
+    while chunk := proc.stdout.read(1 << 20):
+        total += len(chunk)
+        tail = (tail + chunk)[-4096:]
+    assert proc.wait(120) == 0, proc.stderr.read() if proc.stderr else ""
+    r = check_result(out)
+    assert r["termination"] == "exited"
+    assert total > 2**30 and b"head" in tail  # the gigabyte, then edgeprof's table
+    assert marked_processes(marker) == []
+
+
+def test_full_disk_for_out(mechanism: str, tmp_path: Path, marker: str) -> None:
+    """A 64 KiB tmpfs fills within a second at 1 ms: the run goes on and is measured, the CSV
+    stops at its last whole row, result.json is not half-written, no temporary file stays."""
+    out = tmp_path / "full"
+    out.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(out)], check=True)
+    try:
+        p = subprocess.run(
+            edgeprof("--interval", "0.001", "--out", str(out), "--", "sleep", "2", mark=marker),
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+        )
+        assert p.returncode == 2
+        assert p.stderr.count("\n") == 1 and "result.json could not be written" in p.stderr
+        assert "No space left on device" in p.stderr and "(exited)" in p.stderr
+        assert check_samples(out / "samples.csv") > 100
+        assert not (out / "result.json").exists()
+        assert temp_files(out) == []
+    finally:
+        subprocess.run(["umount", str(out)], check=True)
+    assert marked_processes(marker) == []
+
+
+def _stale_groups_of(pid: int) -> set[Path]:
+    return {g for g in run_groups() if g.name.startswith(f"edgeprof-{pid}-")}
+
+
+@pytest.mark.parametrize("collector", ["gc", "next-run"])
+def test_sigkill_to_edgeprof_then_collection(
+    mechanism: str, tmp_path: Path, marker: str, collector: str
+) -> None:
+    """edgeprof dies mid-run with a double-forked daemon in its group: the samples so far are
+    readable, and `edgeprof gc` (or the next run, automatically) removes the group and kills
+    what is left in it — and leaves a live run's group alone."""
+    out = tmp_path / "out"
+    pidfile = tmp_path / "daemon.pid"
+    proc = subprocess.Popen(
+        edgeprof(
+            "--interval",
+            "0.01",
+            "--out",
+            str(out),
+            "--",
+            PY,
+            str(WORKLOADS / "daemonize.py"),
+            "600",
+            str(pidfile),
+            mark=marker,
+        ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
+    )
+    deadline = time.monotonic() + 60
+    while not (pidfile.exists() and pidfile.read_text()):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    time.sleep(0.5)
+    # A live run, to prove the collection leaves it alone.
+    live = subprocess.Popen(
+        edgeprof("--out", str(tmp_path / "live"), "--", "sleep", "4", mark=marker),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
+    while not _stale_groups_of(live.pid):
+        assert time.monotonic() < deadline and live.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    left = _stale_groups_of(proc.pid)
+    assert left, "the killed run's groups should still be there"
+    assert int(pidfile.read_text()) in marked_processes(marker)
+    assert check_samples(out / "samples.csv") >= 5  # a readable partial log
+    assert not (out / "result.json").exists() and temp_files(out) == []
+
+    still = {str(g) for g in left if g.exists()}
+    if collector == "gc":
+        p = subprocess.run(
+            [PY, "-m", "edgeprof", "gc"], capture_output=True, text=True, cwd=REPO, timeout=60
+        )
+        assert p.returncode == 0, p.stderr
+        removed = {line.removeprefix("removed cgroup ") for line in p.stdout.splitlines()}
+    else:
+        nxt = tmp_path / "next"
+        p = subprocess.run(
+            edgeprof("--out", str(nxt), "--", "true", mark=marker),
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=60,
+        )
+        assert p.returncode == 0, p.stderr
+        warnings = check_result(nxt)["warnings"]
+        prefix = "cleaned up after a dead edgeprof run: removed cgroup "
+        removed = {w.removeprefix(prefix) for w in warnings if w.startswith(prefix)}
+    # `still`: another session's run may collect them first; what was there is gone now.
+    assert still <= removed
+    assert {str(g) for g in left if g.exists()} == set()
+    assert _stale_groups_of(proc.pid) == set()
+    assert live.poll() is None and _stale_groups_of(live.pid), "a live run was collected"
+    assert live.wait(60) == 0, live.stderr.read() if live.stderr else ""
+    assert json.loads((tmp_path / "live" / "result.json").read_text())["exit_code"] == 0
+    assert marked_processes(marker) == []
+
+
+def test_a_reused_pid_does_not_protect_a_dead_runs_group(mechanism: str) -> None:
+    """A group named after a live pid with another start time is a dead run's: collected.
+    The same pid with its real start time is a live run's: kept."""
+    be = get_backend("cgroup")
+    parent = _run_parent(be)
+    me = owner.this_process()
+    assert me.start is not None
+    dead = parent / f"edgeprof-{me.pid}-{me.start + 1}-00c0ffee"
+    live = parent / f"edgeprof-{me.pid}-{me.start}-00c0ffef"
+    dead.mkdir()
+    live.mkdir()
+    try:
+        sleeper = subprocess.Popen(["sleep", "60"])
+        (dead / "cgroup.procs").write_text(str(sleeper.pid))
+        out = be.collect_leftovers()  # type: ignore[attr-defined]
+        assert f"removed cgroup {dead}" in out
+        assert not dead.exists() and live.is_dir()
+        assert sleeper.wait(10) == -signal.SIGKILL
+    finally:
+        for g in (dead, live):
+            if g.exists():
+                g.rmdir()
+
+
+def _run_parent(be: object) -> Path:
+    """Where this backend creates run groups (v2: its parent; v1: the memory group)."""
+    if hasattr(be, "parent"):
+        return be.parent()  # type: ignore[no-any-return]
+    return be.hierarchies()["memory"].own  # type: ignore[attr-defined,no-any-return]
