@@ -52,7 +52,7 @@ GOOD_TEMPLATE = {
     "SCRIPT": "main.sh",
     "COMMAND": "sh",
     "SAMPLETIME": "0.05",
-    "OUTPUTFILE": "out.txt",
+    "OUTPUTFILE": "{t}/out.txt",
     "DOCFILE": "Dockerfile",
 }
 
