@@ -60,9 +60,10 @@ def test_allocation_and_busy_loop_land_in_their_phases(mechanism: str, tmp_path:
     # The busy loop's CPU is busy's: the kernel's figure against the workload's own.
     assert busy.cpu_s is not None and alloc.cpu_s is not None
     assert abs(busy.cpu_s - own_busy) <= 0.05 * own_busy + 0.02, (busy.cpu_s, own_busy)
-    assert busy.wall_s >= 0.6 and busy.cpu_pct is not None and busy.cpu_pct > 50
+    # (No CPU % bound: other jobs may share the pinned core; the loop counts its own CPU.)
+    assert busy.cpu_s >= 0.45 and busy.wall_s >= busy.cpu_s - 0.02
     assert alloc.cpu_s < busy.cpu_s / 2
-    assert alloc.wall_s >= 0.4
+    assert alloc.wall_s >= 0.6
 
     # Ten 20 ms iterations in the loop phase.
     lat = loop.latency
