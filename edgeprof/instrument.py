@@ -59,10 +59,15 @@ class _Channel:
 
     def __init__(self) -> None:
         self.fd: int | None = None
-        self._pid: int | None = None
+        self._looked = False
+
+    def forget(self) -> None:
+        """After a fork: the child looks at its own environment again on first use."""
+        self._looked = False
+        self.fd = None
 
     def _open(self) -> None:
-        self._pid = os.getpid()
+        self._looked = True
         self.fd = None
         raw = os.environ.get(FD_ENV)
         if raw is None:
@@ -81,9 +86,13 @@ class _Channel:
             return
         self.fd = fd
 
-    def send(self, line: str) -> None:
-        if self._pid != os.getpid():  # first use, or a forked child: look again
+    def ready(self) -> bool:
+        """Whether events go anywhere (checked before a line is formatted: the no-op path)."""
+        if not self._looked:  # first use (or first in a forked child)
             self._open()
+        return self.fd is not None
+
+    def send(self, line: str) -> None:
         if self.fd is None:
             return
         try:
@@ -93,6 +102,7 @@ class _Channel:
 
 
 _channel = _Channel()
+os.register_at_fork(after_in_child=_channel.forget)  # cheaper than getpid() on every event
 
 
 def _name(name: str) -> str:
@@ -102,14 +112,13 @@ def _name(name: str) -> str:
 
 def active() -> bool:
     """True when the script runs under edgeprof and events reach it."""
-    if _channel._pid != os.getpid():
-        _channel._open()
-    return _channel.fd is not None
+    return _channel.ready()
 
 
 def mark(name: str) -> None:
     """Record an instant (the runner notes the run's CPU time and memory then)."""
-    _channel.send(f"mark {_name(name)} {time.monotonic():.9f}\n")
+    if _channel.ready():
+        _channel.send(f"mark {_name(name)} {time.monotonic():.9f}\n")
 
 
 class phase(ContextDecorator):
@@ -121,7 +130,8 @@ class phase(ContextDecorator):
         self.name = _name(name)
 
     def __enter__(self) -> phase:
-        _channel.send(f"begin {self.name} {time.monotonic():.9f}\n")
+        if _channel.ready():
+            _channel.send(f"begin {self.name} {time.monotonic():.9f}\n")
         return self
 
     def __exit__(
@@ -130,7 +140,8 @@ class phase(ContextDecorator):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        _channel.send(f"end {self.name} {time.monotonic():.9f}\n")
+        if _channel.ready():
+            _channel.send(f"end {self.name} {time.monotonic():.9f}\n")
 
 
 class iteration(ContextDecorator):
@@ -152,5 +163,6 @@ class iteration(ContextDecorator):
         tb: TracebackType | None,
     ) -> None:
         t1 = time.monotonic()
-        n = "" if self.items is None else f" {self.items}"
-        _channel.send(f"iter {self._t0:.9f} {t1:.9f}{n}\n")
+        if _channel.ready():
+            n = "" if self.items is None else f" {self.items}"
+            _channel.send(f"iter {self._t0:.9f} {t1:.9f}{n}\n")

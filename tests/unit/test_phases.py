@@ -436,3 +436,31 @@ def test_tables_show_phases_and_latency() -> None:
     assert "**Phases**" in md and "| python3 | infer | 50 | 4.00ms |" in md
     plain = render_plain([make_result()])
     assert "Phases" not in plain and "Latency" not in plain
+
+
+def test_a_forked_child_reports_through_the_inherited_pipe() -> None:
+    r, w = os.pipe()
+    code = """
+        import os, edgeprof
+        edgeprof.mark("parent")
+        pid = os.fork()
+        if pid == 0:
+            edgeprof.mark("child")
+            os._exit(0)
+        os.waitpid(pid, 0)
+    """
+    try:
+        env = {**_clean_env(), "EDGEPROF_EVENTS_FD": str(w),
+               "EDGEPROF_EVENTS_INODE": str(os.fstat(w).st_ino)}
+        proc = _python(code, env, pass_fds=(w,))
+        os.close(w)
+        w = -1
+        data = b""
+        while chunk := os.read(r, 65536):
+            data += chunk
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
+    assert proc.returncode == 0, proc.stderr
+    assert [ln.split()[1] for ln in data.decode().splitlines()] == ["parent", "child"]
