@@ -21,13 +21,14 @@ import math
 import os
 import select
 import signal
+import tempfile
 import threading
 import time
 from collections.abc import Callable
 from typing import Protocol
 
 from .errors import EdgeprofError
-from .instrument import FD_ENV, INODE_ENV, UNAVAILABLE_ENV
+from .instrument import EVENTS_CONTAINER_PATH, FD_ENV, INODE_ENV, PATH_ENV, UNAVAILABLE_ENV
 from .model import Counters, LatencyStats, Mark, PhaseStats, Sample
 from .phases import MAX_LINE, Occurrence, ProtocolError, Timeline, latency_stats, parse_line
 from .sampler import SeriesStats
@@ -44,19 +45,37 @@ class PeakReset(Protocol):
 
 
 DOCKER_UNAVAILABLE = (
-    "the docker backend cannot pass a descriptor into the container; run with "
-    "--backend cgroup for phases and latency"
+    "this backend's daemon is not on this host, so no pipe reaches the container; run with "
+    "a local daemon or --backend cgroup for phases and latency"
 )
 
 
 class EventChannel:
-    """One run's events pipe; ``env`` and ``pass_fds`` go into the :class:`RunSpec`."""
+    """One run's events pipe; ``env``, ``pass_fds`` and ``fifo`` go into the
+    :class:`RunSpec`.
 
-    def __init__(self) -> None:
-        self._r, self._w = os.pipe()
-        os.set_blocking(self._r, False)
-        self.env = {FD_ENV: str(self._w), INODE_ENV: str(os.fstat(self._w).st_ino)}
-        self.pass_fds: tuple[int, ...] = (self._w,)
+    ``fifo=False``: an anonymous pipe whose write end the workload inherits.  ``fifo=True``
+    (a container): a named pipe in a private temporary directory, for the backend to
+    bind-mount; edgeprof holds it open for reading *and* writing, so the workload's open never
+    blocks and the pipe never reports EOF (the thread ends on :meth:`stop`).
+    """
+
+    def __init__(self, *, fifo: bool = False) -> None:
+        self.fifo: str | None = None
+        self._dir: str | None = None
+        if fifo:
+            self._dir = tempfile.mkdtemp(prefix="edgeprof-events-")
+            self.fifo = os.path.join(self._dir, "events")
+            os.mkfifo(self.fifo)
+            os.chmod(self.fifo, 0o622)  # any user of the container may write, none read
+            self._r, self._w = os.open(self.fifo, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC), -1
+            self.env = {PATH_ENV: EVENTS_CONTAINER_PATH}
+            self.pass_fds: tuple[int, ...] = ()
+        else:
+            self._r, self._w = os.pipe()
+            os.set_blocking(self._r, False)
+            self.env = {FD_ENV: str(self._w), INODE_ENV: str(os.fstat(self._w).st_ino)}
+            self.pass_fds = (self._w,)
         self._stop_r, self._stop_w = os.pipe()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -94,8 +113,9 @@ class EventChannel:
         """The workload is spawned (at monotonic ``t0``): close our copy of the write end
         (so the pipe reports EOF once every writer is gone) and start reading."""
         self._t0, self._read, self._peaks = t0, read, peaks
-        os.close(self._w)
-        self._w = -1
+        if self._w >= 0:
+            os.close(self._w)
+            self._w = -1
         self._thread = threading.Thread(target=self._run, name="edgeprof-events", daemon=True)
         self._thread.start()
 
@@ -120,6 +140,11 @@ class EventChannel:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self._r = self._w = self._stop_r = self._stop_w = -1
+        if self._dir is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(self._dir, "events"))
+                os.rmdir(self._dir)
+            self._dir = None
 
     def peak_floor(self) -> int | None:
         """The run's kernel high-water mark before per-phase resets (cgroup v1), if any."""

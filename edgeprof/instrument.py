@@ -19,7 +19,9 @@ installed, this one file can be copied next to the script (``import instrument a
 How it reaches the runner: ``edgeprof run`` gives the workload the write end of a pipe and
 names it in ``EDGEPROF_EVENTS_FD`` (with its inode in ``EDGEPROF_EVENTS_INODE``, so a
 grandchild that inherited the variable but not the descriptor writes nothing to whatever file
-reuses that number).  Each event is one line, written with one ``write()`` (atomic below 4 KiB,
+reuses that number).  In a container (Docker backend, local daemon) no descriptor can be
+inherited: a FIFO is bind-mounted at ``/run/edgeprof/events`` and named in
+``EDGEPROF_EVENTS``.  Each event is one line, written with one ``write()`` (atomic below 4 KiB,
 so threads and child processes may share the pipe).  Timestamps are ``time.monotonic()``
 (``CLOCK_MONOTONIC``), the clock of the sampler.  The line protocol, for workloads in other
 languages (words separated by spaces; ``T`` a decimal number of seconds on
@@ -33,7 +35,8 @@ languages (words separated by spaces; ``T`` a decimal number of seconds on
 NAME is any run of non-space characters (at most 200).  The runner ignores a malformed line
 (and says how many it ignored, in the result's warnings); it never stops the run.  From a
 shell: ``echo "begin load" > /proc/self/fd/$EDGEPROF_EVENTS_FD`` (bash also takes
-``>&"$EDGEPROF_EVENTS_FD"``; dash's ``>&N`` only descriptors 0-9).
+``>&"$EDGEPROF_EVENTS_FD"``; dash's ``>&N`` only descriptors 0-9), or in a container
+``echo "begin load" > "$EDGEPROF_EVENTS"``.
 """
 
 from __future__ import annotations
@@ -47,6 +50,9 @@ from types import TracebackType
 
 FD_ENV = "EDGEPROF_EVENTS_FD"
 INODE_ENV = "EDGEPROF_EVENTS_INODE"
+PATH_ENV = "EDGEPROF_EVENTS"
+"""A FIFO to open for writing, where no descriptor could be inherited (a container)."""
+EVENTS_CONTAINER_PATH = "/run/edgeprof/events"
 UNAVAILABLE_ENV = "EDGEPROF_EVENTS_UNAVAILABLE"
 """Set by a backend that cannot pass the channel (Docker): its value says why."""
 MAX_NAME = 200
@@ -70,6 +76,10 @@ class _Channel:
         self._looked = True
         self.fd = None
         raw = os.environ.get(FD_ENV)
+        path = os.environ.get(PATH_ENV)
+        if raw is None and path:
+            self._open_path(path)
+            return
         if raw is None:
             why = os.environ.get(UNAVAILABLE_ENV)
             if why:
@@ -84,6 +94,18 @@ class _Channel:
         inode = os.environ.get(INODE_ENV)
         if not stat.S_ISFIFO(st.st_mode) or (inode is not None and inode != str(st.st_ino)):
             return
+        self.fd = fd
+
+    def _open_path(self, path: str) -> None:
+        try:
+            # Non-blocking: without a reader (not under edgeprof) the open fails at once.
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            os.close(fd)
+            return
+        os.set_blocking(fd, True)
         self.fd = fd
 
     def ready(self) -> bool:

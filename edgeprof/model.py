@@ -118,6 +118,10 @@ class RunSpec:
     pass_fds: tuple[int, ...] = ()
     """Descriptors the workload inherits (the events channel of :mod:`edgeprof.instrument`);
     a backend whose workload is not a child of this process ignores them."""
+    events_fifo: str | None = None
+    """A FIFO on this host that a container backend bind-mounts at
+    :data:`edgeprof.instrument.EVENTS_CONTAINER_PATH` (the events channel where no
+    descriptor can be passed)."""
     run_as: UserIds | None = None
     """Host backends: the workload drops to this identity before exec (``None``: keep
     edgeprof's own)."""

@@ -135,12 +135,19 @@ def profile(
     collect = getattr(be, "collect_leftovers", None)
     if collect is not None:
         warnings.extend(f"cleaned up after a dead edgeprof run: {m}" for m in collect())
-    # The workload's events pipe (edgeprof.phase/iteration/mark): a descriptor reaches only a
-    # child of this process, not a container.
-    channel = EventChannel() if on_host else None
+    # The workload's events pipe (edgeprof.phase/iteration/mark): an inherited descriptor for
+    # a child of this process, a bind-mounted FIFO for a container of a local daemon.
+    channel: EventChannel | None = None
+    if on_host:
+        channel = EventChannel()
+    elif getattr(be, "accepts_events_fifo", False):  # optional backend capability
+        channel = EventChannel(fifo=True)
     if channel is not None:
         spec = dataclasses.replace(
-            spec, env={**spec.env, **channel.env}, pass_fds=channel.pass_fds
+            spec,
+            env={**spec.env, **channel.env},
+            pass_fds=channel.pass_fds,
+            events_fifo=channel.fifo,
         )
     else:
         spec = dataclasses.replace(spec, env={**spec.env, UNAVAILABLE_ENV: DOCKER_UNAVAILABLE})

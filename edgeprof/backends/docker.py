@@ -33,6 +33,7 @@ from .. import _cgroupfs as fs
 from .. import owner
 from .._cgroupfs import CounterSet, Field, Kind, Source
 from ..errors import BackendError, BackendUnavailable, ConfigError, LaunchError
+from ..instrument import EVENTS_CONTAINER_PATH
 from ..model import Counters, RunSpec
 from ..units import format_cpuset, parse_size
 from ._cgroup_common import run_group_name
@@ -238,6 +239,13 @@ class DockerBackend:
         )
 
     @property
+    def accepts_events_fifo(self) -> bool:
+        """Optional capability: a FIFO on this host can be bind-mounted into the container,
+        for the workload's phases (the daemon shares this host's filesystem)."""
+        url = str(getattr(getattr(self.client, "api", None), "base_url", ""))
+        return url.startswith("http+docker://") or "localhost" in url
+
+    @property
     def cgroup_version(self) -> int:
         return int(self.info().get("CgroupVersion") or 1)
 
@@ -396,6 +404,8 @@ class DockerRun:
             "privileged": o.privileged,
             "volumes": list(o.volumes),
         }
+        if spec.events_fifo is not None:
+            kwargs["volumes"].append(f"{spec.events_fifo}:{EVENTS_CONTAINER_PATH}")
         if spec.cwd is not None:
             kwargs["working_dir"] = str(spec.cwd)
         if o.network_mode:

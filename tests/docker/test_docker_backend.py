@@ -279,3 +279,51 @@ def test_docker_args_reach_the_container(docker_daemon: Any, tmp_path: Path) -> 
     assert (tmp_path / "out").read_text() == "hi\n"
     assert (tmp_path / "shm").read_text().split()[1] == "8192"
     assert r.io.net_rx_bytes == 0  # --network none: the namespace has only loopback
+
+
+PHASED = """
+import sys, time
+sys.path.insert(0, "/opt/edgeprof")
+import instrument as edgeprof  # the single standard-library file, copied in
+
+with edgeprof.phase("alloc"):
+    b = bytearray(96 << 20)
+    time.sleep(0.5)
+    del b
+with edgeprof.phase("loop"):
+    for _ in range(5):
+        with edgeprof.iteration(items=3):
+            time.sleep(0.02)
+print("active", edgeprof.active())
+"""
+
+
+def test_phases_reach_edgeprof_from_a_container(docker_daemon: Any) -> None:
+    """No descriptor reaches a container: a FIFO bind-mounted at /run/edgeprof/events."""
+    import tempfile
+
+    before = set(Path(tempfile.gettempdir()).glob("edgeprof-events-*"))
+    client_file = REPO / "edgeprof" / "instrument.py"
+    opts = parse_docker_args(f"-v {client_file}:/opt/edgeprof/instrument.py:ro")
+    be = DockerBackend(docker_daemon.images["python3"], client=docker_daemon.client, options=opts)
+    be.check()
+    r = edgeprof.profile(["python3", "-c", PHASED], interval=0.05, backend=be)
+    assert r.exit_code == 0
+    alloc, loop = r.phases
+    assert (alloc.name, loop.name) == ("alloc", "loop")
+    # The kernel's mark cannot be restarted from here: the phases' peaks are samples.
+    assert alloc.peak_source == "sampled" and alloc.peak_bytes is not None
+    assert alloc.peak_bytes >= 96 * MiB and loop.peak_bytes is not None
+    assert loop.peak_bytes < alloc.peak_bytes - 64 * MiB
+    assert r.latency is not None and r.latency.count == 5 and r.latency.items == 15
+    assert 0.02 <= r.latency.p50_s < 0.2
+    # A shell in busybox through the same path, with the line protocol.
+    sh = DockerBackend(docker_daemon.images["busybox"], client=docker_daemon.client)
+    sh.check()
+    r = edgeprof.profile(
+        ["sh", "-c", 'echo "begin setup" > $EDGEPROF_EVENTS; sleep 0.2; '
+         'echo "end setup" > $EDGEPROF_EVENTS'],
+        backend=sh,
+    )
+    assert [p.name for p in r.phases] == ["setup"] and r.phases[0].wall_s >= 0.15
+    assert set(Path(tempfile.gettempdir()).glob("edgeprof-events-*")) == before

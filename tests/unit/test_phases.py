@@ -464,3 +464,32 @@ def test_a_forked_child_reports_through_the_inherited_pipe() -> None:
             os.close(w)
     assert proc.returncode == 0, proc.stderr
     assert [ln.split()[1] for ln in data.decode().splitlines()] == ["parent", "child"]
+
+
+def test_the_fifo_channel_for_containers(tmp_path: Path) -> None:
+    """What a container gets: a FIFO named in EDGEPROF_EVENTS (here written from this host)."""
+    ch = EventChannel(fifo=True)
+    assert ch.fifo is not None and ch.pass_fds == ()
+    assert ch.env == {"EDGEPROF_EVENTS": "/run/edgeprof/events"}
+    ch.start(time.monotonic(), lambda: Counters(cpu_usage_us=0, memory_current=0))
+    try:
+        proc = _python(USE_API, {**_clean_env(), "EDGEPROF_EVENTS": ch.fifo})
+        assert proc.stdout.startswith("active True"), proc.stderr
+        deadline = time.monotonic() + 5
+        while not ch._marks and time.monotonic() < deadline:
+            time.sleep(0.01)  # the reader never sees EOF on a FIFO it holds open itself
+    finally:
+        ch.stop()
+        directory = os.path.dirname(ch.fifo)
+        ch.close()
+    phases, latency, marks, _ = ch.results(run_end=10.0)
+    assert [p.name for p in phases] == ["load", "decorated"]
+    assert latency is not None and latency.count == 3 and [m.name for m in marks] == ["done"]
+    assert not os.path.exists(directory)  # the FIFO and its directory are removed
+    # Not under edgeprof: a FIFO without a reader, or a regular file, is left alone.
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "file").write_text("keep\n")
+    for name in ("fifo", "file"):
+        proc = _python(USE_API, {**_clean_env(), "EDGEPROF_EVENTS": str(tmp_path / name)})
+        assert proc.stdout.startswith("active False"), proc.stderr
+    assert (tmp_path / "file").read_text() == "keep\n"
