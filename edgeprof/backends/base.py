@@ -14,7 +14,9 @@ Optional capabilities, looked up with ``getattr`` so a backend without them stil
 ``Backend.runs_on_host`` (default True; False when the command lives in an image, so the
 runner does not look for it on this host), ``Backend.image`` (the default image), and
 ``RunHandle.batch_reader`` (a :class:`~edgeprof.sampler.BatchReader` whose sampling loop runs
-outside Python).
+outside Python), ``RunHandle.peak_reset`` (restarts the kernel's memory high-water mark per
+phase: :mod:`edgeprof.backends._peak_reset`) and ``Backend.accepts_events_fifo`` (True when a
+FIFO on this host can be bind-mounted into the workload's container for its events).
 """
 
 from __future__ import annotations
