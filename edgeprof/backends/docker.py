@@ -592,7 +592,7 @@ class DockerRun:
     def _oom_killed(self) -> bool:
         try:
             self._container.reload()
-        except self._sdk.errors.DockerException:
+        except Exception:  # the SDK's errors and requests' (a daemon gone: no wrapping)
             return False
         return bool(self._container.attrs["State"].get("OOMKilled"))
 
@@ -683,7 +683,7 @@ class DockerRun:
                 self._container.kill()
         except self._sdk.errors.NotFound:
             return
-        except self._sdk.errors.DockerException as exc:
+        except Exception as exc:  # the SDK's errors and requests' (a daemon gone: no wrapping)
             if "is not running" not in str(exc):
                 raise BackendError(f"cannot kill the container: {explain(exc)}") from exc
         if self._status is None:
@@ -694,7 +694,7 @@ class DockerRun:
             self._container.remove(force=True, v=True)
         except self._sdk.errors.NotFound:
             pass
-        except self._sdk.errors.DockerException as exc:
+        except Exception as exc:  # the SDK's errors and requests' (a daemon gone: no wrapping)
             self.warnings.append(f"cannot remove container {self._name}: {explain(exc)}")
 
     def close(self) -> None:
@@ -719,7 +719,26 @@ class DockerRun:
             for n in (cid, f"docker-{cid}.scope")
             if cid and (p / n).is_dir()
         ]
+        # A daemon that died mid-run leaves the container running: kill it ourselves, so no
+        # process of the run outlives edgeprof whatever happened to dockerd.
+        self._kill_orphans(inner)
         self.warnings.extend(fs.remove_tree([*inner, *self._created_dirs], attempts=1000))
+
+    @staticmethod
+    def _kill_orphans(groups: list[Path], timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pids = sorted(
+                {
+                    p
+                    for g in groups
+                    for p in fs.parse_pids(fs.read_optional(g / "cgroup.procs") or "")
+                }
+            )
+            if not pids:
+                return
+            signal_pids(pids)
+            time.sleep(0.01)
 
     def __enter__(self) -> DockerRun:
         return self

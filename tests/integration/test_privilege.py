@@ -1,0 +1,51 @@
+"""Under sudo the workload runs as the invoking user (SUDO_UID/SUDO_GID) unless --as-root.
+
+The suite's conftest removes SUDO_* from the environment; these tests set them for the
+edgeprof they start.  65534 is ``nobody``/``nogroup`` on Debian.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+PY = sys.executable
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("as_root", [False, True], ids=["dropped", "as-root"])
+def test_sudo_user_runs_the_workload(mechanism: str, as_root: bool) -> None:
+    # pytest's tmp_path is under a 0700 directory of root's: nobody could not write there.
+    shared = Path(tempfile.mkdtemp(prefix="edgeprof-privilege-"))
+    try:
+        shared.chmod(0o777)
+        _check(shared / "ids", as_root)
+    finally:
+        shutil.rmtree(shared)
+
+
+def _check(ids: Path, as_root: bool) -> None:
+    # The workload forks a child that spins, so the run is measured and killed as nobody too.
+    script = f"id -u > {ids}; id -g >> {ids}; id -G >> {ids}; (while :; do :; done) & sleep 0.5"
+    p = subprocess.run(
+        [PY, "-m", "edgeprof", "run", "--json", *(["--as-root"] if as_root else []),
+         "--", "sh", "-c", script],
+        env={**os.environ, "SUDO_UID": "65534", "SUDO_GID": "65534", "SUDO_USER": "nobody"},
+        capture_output=True, text=True, cwd=REPO, timeout=60,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    uid, gid, groups = ids.read_text().splitlines()
+    if as_root:
+        assert (uid, gid) == ("0", "0")
+    else:
+        assert (uid, gid) == ("65534", "65534")
+        assert "0" not in groups.split()  # root's supplementary groups are gone too
+    r = json.loads(p.stdout)
+    assert r["termination"] == "exited" and r["cpu"]["total_s"] > 0.2
