@@ -16,7 +16,9 @@ runner does not look for it on this host), ``Backend.image`` (the default image)
 ``RunHandle.batch_reader`` (a :class:`~edgeprof.sampler.BatchReader` whose sampling loop runs
 outside Python), ``RunHandle.peak_reset`` (restarts the kernel's memory high-water mark per
 phase: :mod:`edgeprof.backends._peak_reset`) and ``Backend.accepts_events_fifo`` (True when a
-FIFO on this host can be bind-mounted into the workload's container for its events).
+FIFO on this host can be bind-mounted into the workload's container for its events), and
+``Backend.collect_leftovers()`` (removes what runs whose edgeprof died left behind, before a
+run starts; returns a line per removal: :mod:`edgeprof.gc`).
 """
 
 from __future__ import annotations
