@@ -373,6 +373,11 @@ def run(
     if not sweep.runs:
         raise typer.Exit(EXIT_INTERRUPTED)
     results = cell_order(sweep.runs)
+    if run_out is not out:  # the sample logs' temporary directory is gone: name no file
+        results = [
+            dataclasses.replace(r, samples=dataclasses.replace(r.samples, path=None))
+            for r in results
+        ]
     if out is not None and not plan.is_single:
         write_exports(out, results, sweep_json=False)  # run_sweep wrote sweep.json
     _write_markdown(markdown, results)

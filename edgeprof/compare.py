@@ -114,8 +114,13 @@ class ModelSummary:
         return value if isinstance(value, Stat) else None
 
     def warnings(self) -> list[str]:
-        """Outliers by the median-absolute-deviation rule, and a slow first run."""
-        out = []
+        """Failed runs, outliers by the median-absolute-deviation rule, a slow first run."""
+        out = [
+            f"run {self.runs.index(r) + 1} ended {r.termination.value}"
+            + (f" (exit {r.exit_code})" if r.exit_code else "")
+            + ": left out of the statistics"
+            for r in self.failures
+        ]
         for key, (title, _) in METRICS.items():
             s = self.stat(key)
             if s is None:
@@ -211,20 +216,6 @@ def _fmt(key: str, v: float) -> str:
 
 def _values(runs: Sequence[RunResult], get: Callable[[RunResult], float | None]) -> list[float]:
     return [float(v) for r in runs if (v := get(r)) is not None]
-
-
-def _pm(s: Stat | None, fmt: Callable[[float], str]) -> str:
-    if s is None:
-        return "n/a"
-    return fmt(s.mean) if s.n == 1 else f"{fmt(s.mean)} ± {fmt(s.sd)}"
-
-
-def ranking(summaries: Sequence[ModelSummary], key: str) -> list[tuple[str, Stat]]:
-    """Models by the median of ``key`` (``cpu_s``, ``peak_bytes``, ``wall_s``), smallest
-    first; the median, not the mean, so that one disturbed run cannot reorder them."""
-    ranked = [(m, s) for m in summaries if (s := getattr(m, key)) is not None]
-    ranked.sort(key=lambda x: x[0].medians[key])
-    return [(m.name, s) for m, s in ranked]
 
 
 def _overlaps(a: Stat, b: Stat) -> bool:
@@ -364,7 +355,9 @@ def statistics_tables(cells: Mapping[str, Sequence[ModelSummary]]) -> list[TextT
     return out
 
 
-RANKED_METRICS = ("wall_s", "cpu_s", "peak_bytes", "avg_bytes", "cpu_pct")
+RANKED_METRICS = ("wall_s", "cpu_s", "peak_bytes", "avg_bytes")
+"""What a model is chosen by (less is better).  Average CPU % is not among them: a lower
+share of the allowed CPUs is not better in itself (it is often waiting)."""
 
 
 def ranking_tables(
@@ -412,54 +405,3 @@ def ranking_tables(
                 TextTable(f"Ranking by {title} under {setting} (smallest first)", rows, notes)
             )
     return out
-
-
-def render_statistics(cells: Mapping[str, Sequence[ModelSummary]]) -> str:
-    return "\n".join(t.plain() for t in statistics_tables(cells))
-
-
-def render_rankings(cells: Mapping[str, Sequence[ModelSummary]]) -> str:
-    return "\n".join(t.plain() for t in ranking_tables(cells))
-
-
-def render_comparison(summaries: Sequence[ModelSummary]) -> str:
-    cols = ("MODEL", "RUNS", "OK", "WALL", "CPU TIME", "PEAK MEM", "AVG MEM")
-    rows = [list(cols)]
-    for m in summaries:
-        rows.append(
-            [
-                m.name,
-                str(len(m.runs)),
-                str(len(m.runs) - len(m.failures)),
-                _pm(m.wall_s, format_seconds),
-                _pm(m.cpu_s, format_seconds),
-                _pm(m.peak_bytes, format_binary),
-                _pm(m.avg_bytes, format_binary),
-            ]
-        )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(cols))]
-    medians = {m.name: m.medians for m in summaries}
-    lines = ["Comparison (mean ± standard deviation over the successful runs; rankings by median)"]
-    for i, cells in enumerate(rows):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    for key, title, fmt in (
-        ("cpu_s", "CPU time", format_seconds),
-        ("peak_bytes", "peak memory", format_binary),
-    ):
-        ranked = ranking(summaries, key)
-        if not ranked:
-            continue
-        parts = []
-        for i, (name, s) in enumerate(ranked):
-            tie = i > 0 and _overlaps(ranked[i - 1][1], s)
-            parts.append(("≈ " if tie else "") + f"{name} ({fmt(medians[name][key])})")
-        lines.append(f"Ranking by {title}: " + " < ".join(parts).replace("< ≈ ", "≈ "))
-    for m in summaries:
-        for r in m.failures:
-            lines.append(
-                f"  {m.name}: a run ended {r.termination.value}"
-                + (f" (exit {r.exit_code})" if r.exit_code else "")
-            )
-    return "\n".join(lines) + "\n"

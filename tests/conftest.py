@@ -22,3 +22,16 @@ def require(ok: bool, reason: str) -> None:
     if IN_CI:
         pytest.fail(f"tier cannot run in CI: {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+def ranking_order(text: str, metric: str) -> list[str]:
+    """The models of the first ``Ranking by <metric> under …`` table in ``text``, in order."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(f"Ranking by {metric} under "))
+    order = []
+    for ln in lines[start + 3 :]:
+        parts = ln.split()
+        if not parts or not parts[0].isdigit():
+            break
+        order.append(parts[1])
+    return order

@@ -1,11 +1,18 @@
 """The phases and latency sections of the tables (runs whose workload used
-:mod:`edgeprof.instrument`); empty for runs without phases or iterations."""
+:mod:`edgeprof.instrument`); empty for runs without phases or iterations.
+
+With repeats, a model under one limit setting (a cell) is one row per phase: each figure is
+the median over the cell's runs (a table of every run's phases would bury the comparison;
+each run's own figures stay in the JSON)."""
 
 from __future__ import annotations
 
+import dataclasses
+import statistics
 from collections.abc import Sequence
+from typing import Any, TypeVar
 
-from ..model import LatencyStats, RunResult
+from ..model import LatencyStats, PhaseStats, RunResult
 from ..units import format_binary, format_seconds
 
 PHASE_COLUMNS = ("NAME", "PHASE", "N", "WALL", "CPU TIME", "CPU %", "PEAK MEM", "AVG MEM")
@@ -33,16 +40,70 @@ def _rate(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.1f}"
 
 
+_T = TypeVar("_T", PhaseStats, LatencyStats)
+
+
+def _median_of(items: Sequence[_T]) -> _T:
+    """A stats record whose every number is the median of ``items``' (``None`` when any is
+    ``None``); other fields from the first."""
+    kw: dict[str, Any] = {}
+    for f in dataclasses.fields(items[0]):
+        values = [getattr(x, f.name) for x in items]
+        if f.name == "latency":
+            lats = [v for v in values if v is not None]
+            kw[f.name] = _median_of(lats) if len(lats) == len(values) else None
+        elif f.name == "complete":
+            kw[f.name] = all(values)
+        elif all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            m = statistics.median(values)
+            kw[f.name] = type(values[0])(m) if isinstance(values[0], int) else m
+        elif any(v is None for v in values):
+            kw[f.name] = None
+        else:
+            kw[f.name] = values[0]
+    return type(items[0])(**kw)
+
+
+def _cells(results: Sequence[RunResult]) -> list[tuple[str, list[RunResult]]]:
+    cells: dict[tuple[str, str], list[RunResult]] = {}
+    for r in results:
+        cells.setdefault((r.label, r.limits.describe()), []).append(r)
+    return [(label, runs) for (label, _), runs in cells.items()]
+
+
+def _cell_phases(runs: Sequence[RunResult]) -> list[PhaseStats]:
+    """The phases of a cell's runs, by name in first-seen order, medians over the runs."""
+    by_name: dict[str, list[PhaseStats]] = {}
+    for r in runs:
+        for p in r.phases:
+            by_name.setdefault(p.name, []).append(p)
+    return [_median_of(ps) for ps in by_name.values()]
+
+
+def _cell_latency(runs: Sequence[RunResult]) -> LatencyStats | None:
+    lats = [r.latency for r in runs if r.latency is not None]
+    return _median_of(lats) if lats else None
+
+
+def aggregated(results: Sequence[RunResult]) -> bool:
+    """True when some cell has several runs: the sections then show medians per cell."""
+    return any(len(runs) > 1 for _, runs in _cells(results))
+
+
 def phase_rows(results: Sequence[RunResult]) -> list[list[str]]:
     rows = []
-    for r in results:
-        for p in r.phases:
+    if aggregated(results):
+        units = [(label, _cell_phases(runs)) for label, runs in _cells(results)]
+    else:
+        units = [(r.label, list(r.phases)) for r in results]
+    for label, phases in units:
+        for p in phases:
             peak = format_binary(p.peak_bytes)
             if p.peak_source == "sampled":
                 peak += " (sampled)"
             rows.append(
                 [
-                    r.label,
+                    label,
                     p.name if p.complete else f"{p.name} (unfinished)",
                     str(p.count),
                     format_seconds(p.wall_s),
@@ -75,14 +136,16 @@ def latency_rows(results: Sequence[RunResult]) -> list[list[str]]:
     """One row per phase with iterations, and an ``(all)`` row for the run's iterations
     unless one phase already holds all of them."""
     rows = []
-    for r in results:
-        per_phase = [(p.name, p.latency) for p in r.phases if p.latency is not None]
+    if aggregated(results):
+        units = [(lb, _cell_phases(runs), _cell_latency(runs)) for lb, runs in _cells(results)]
+    else:
+        units = [(r.label, list(r.phases), r.latency) for r in results]
+    for label, phases, latency in units:
+        per_phase = [(p.name, p.latency) for p in phases if p.latency is not None]
         for name, lat in per_phase:
-            rows.append(_latency_row(r.label, name, lat))
-        if r.latency is not None and not any(
-            lat.count == r.latency.count for _, lat in per_phase
-        ):
-            rows.append(_latency_row(r.label, ALL, r.latency))
+            rows.append(_latency_row(label, name, lat))
+        if latency is not None and not any(lat.count == latency.count for _, lat in per_phase):
+            rows.append(_latency_row(label, ALL, latency))
     return rows
 
 
@@ -106,11 +169,12 @@ def _markdown(title: str, columns: Sequence[str], rows: list[list[str]]) -> str:
 def render_sections(results: Sequence[RunResult], *, markdown: bool = False) -> str:
     """``Phases`` and ``Latency`` tables, each only when some run has rows for it."""
     fmt = _markdown if markdown else _plain
+    how = " (median over each model's runs)" if aggregated(results) else ""
     out = []
     phases = phase_rows(results)
     if phases:
-        out.append(fmt("Phases", PHASE_COLUMNS, phases))
+        out.append(fmt("Phases" + how, PHASE_COLUMNS, phases))
     latency = latency_rows(results)
     if latency:
-        out.append(fmt("Latency", LATENCY_COLUMNS, latency))
+        out.append(fmt("Latency" + how, LATENCY_COLUMNS, latency))
     return "\n".join(out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import subprocess
 import sys
@@ -208,3 +209,13 @@ def test_concurrent_runs_append_whole_summaries(project: Path) -> None:
     for block in blocks:
         names = [ln.split()[0] for ln in block.splitlines()[3:] if ln.strip()]
         assert len(names) == 6 and len({n[:2] for n in names}) == 1, block
+
+
+def test_run_e_json_names_no_deleted_samples_file(
+    project: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Without --out the sample logs are made from a temporary samples.csv, removed at the
+    end: the JSON must not point at it."""
+    assert main(["run", "--backend", "fake", "-e", "env.template", "--json"]) == 0
+    data = json.loads(capfd.readouterr().out)
+    assert data["samples"]["path"] is None and data["samples"]["count"] >= 3

@@ -8,7 +8,7 @@ import pytest
 
 from edgeprof.backends.fake import FakeBackend, linear
 from edgeprof.cli import main
-from edgeprof.compare import Stat, ranking, render_comparison, summarize
+from edgeprof.compare import Stat, rank, ranking_tables, summarize, summarize_cells
 from edgeprof.model import Termination
 from edgeprof.runner import profile
 
@@ -37,16 +37,23 @@ def test_summaries_rank_by_mean_and_list_failures() -> None:
     assert [m.name for m in sums] == ["small", "big"]
     big = sums[1]
     assert len(big.runs) == 3 and len(big.failures) == 1 and big.cpu_s and big.cpu_s.n == 2
-    assert [n for n, _ in ranking(sums, "cpu_s")] == ["small", "big"]
-    assert [n for n, _ in ranking(sums, "peak_bytes")] == ["small", "big"]
-    text = render_comparison(sums)
-    assert "Ranking by CPU time: small" in text and "big: a run ended exited (exit 3)" in text
+    assert [r.name for r in rank(sums, "cpu_s")] == ["small", "big"]
+    assert [r.name for r in rank(sums, "peak_bytes")] == ["small", "big"]
+    assert big.warnings()[0] == "run 3 ended exited (exit 3): left out of the statistics"
+    titles = [t.plain().splitlines()[0] for t in ranking_tables(summarize_cells(results))]
+    assert [t.split(" under ")[0] for t in titles] == [
+        "Ranking by wall time",
+        "Ranking by CPU time",
+        "Ranking by peak memory",
+        "Ranking by avg memory",
+    ]
     assert all(r.termination is Termination.EXITED for r in results)
 
 
 def test_close_neighbours_are_marked_as_within_noise() -> None:
-    sums = summarize(_runs("a", 50, 10 << 20) + _runs("b", 50, 10 << 20))
-    assert "≈ " in render_comparison(sums)
+    cells = summarize_cells(_runs("a", 50, 10 << 20) + _runs("b", 50, 10 << 20))
+    peak = next(t for t in ranking_tables(cells) if "peak memory" in t.plain().splitlines()[0])
+    assert "≈ a: within noise" in peak.plain()
 
 
 def test_cli_models_are_one_argument_each(tmp_path, capfd: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
@@ -68,7 +75,7 @@ def test_cli_models_are_one_argument_each(tmp_path, capfd: pytest.CaptureFixture
     assert code == 0
     assert seen.read_text().splitlines() == ["a.tflite", "Mobile Net v2", "x"]
     out = capfd.readouterr().out
-    assert "Comparison" in out and "Mobile Net v2" in out
+    assert "Ranking by CPU time" in out and "Mobile Net v2" in out
 
 
 def test_cli_model_file_and_repeat(tmp_path, capfd: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
@@ -99,7 +106,7 @@ def test_cli_model_file_and_repeat(tmp_path, capfd: pytest.CaptureFixture[str]) 
         "m2/1/result.json",
         "m2/2/result.json",
     ]
-    assert "RUNS" in capfd.readouterr().out
+    assert "Statistics under none" in capfd.readouterr().out
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@ attribution arithmetic, the runner's events pipe (fake backend) and the result/r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -493,3 +494,30 @@ def test_the_fifo_channel_for_containers(tmp_path: Path) -> None:
         proc = _python(USE_API, {**_clean_env(), "EDGEPROF_EVENTS": str(tmp_path / name)})
         assert proc.stdout.startswith("active False"), proc.stderr
     assert (tmp_path / "file").read_text() == "keep\n"
+
+
+def test_repeats_show_one_row_per_phase_with_the_medians_of_the_runs() -> None:
+    base = _with_phases()
+    runs = []
+    for k in (1.0, 3.0, 2.0):  # medians: the k = 2 run's figures
+        assert base.latency is not None
+        lat = dataclasses.replace(base.latency, p95_s=0.005 * k)
+        phases = tuple(
+            dataclasses.replace(
+                p,
+                wall_s=p.wall_s * k,
+                peak_bytes=int(40 * MiB * k),
+                latency=lat if p.latency else None,
+            )
+            for p in base.phases
+        )
+        runs.append(dataclasses.replace(base, phases=phases, latency=lat))
+    lines = render_plain(runs).splitlines()
+    i = lines.index("Phases (median over each model's runs)")
+    assert [ln.split()[:4] for ln in lines[i + 3 : i + 5]] == [
+        ["python3", "load", "1", "500.0ms"],
+        ["python3", "infer", "1", "420.0ms"],
+    ]
+    assert lines[i + 3].split()[6] == "80.0MiB"
+    j = lines.index("Latency (median over each model's runs)")
+    assert lines[j + 3].split()[6] == "10.00ms" and len(lines) == j + 4

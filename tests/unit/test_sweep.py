@@ -162,8 +162,8 @@ def test_cli_sweep(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     )  # fmt: skip
     assert code == 0
     captured = capfd.readouterr()
-    assert "Limits: cpus=1, cpuset=0" in captured.out
-    assert "Limits: cpus=2, cpuset=0-1" in captured.out
+    assert "Ranking by CPU time under cpus=1, cpuset=0 " in captured.out
+    assert "Ranking by CPU time under cpus=2, cpuset=0-1 " in captured.out
     lines = captured.err.splitlines()
     assert len(lines) == 12 and lines[0].startswith("edgeprof: [1/12] a [cpus=1] warm-up 1:")
     assert lines[-1].startswith("edgeprof: [12/12] b [cpus=2] run 2:")
