@@ -38,6 +38,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .model import RunResult
+from .stats import t_critical
 from .units import parse_size
 
 # -- metrics and units --------------------------------------------------------------------
@@ -128,46 +129,6 @@ def unit_label(unit: str) -> str:
 
 
 # -- statistics ----------------------------------------------------------------------------
-
-
-def _t_abs_cdf(t: float, dof: int) -> float:
-    """P(|T| < t) for Student's t with integer ``dof`` (Abramowitz & Stegun 26.7.3–4)."""
-    theta = math.atan(t / math.sqrt(dof))
-    c, s = math.cos(theta), math.sin(theta)
-    if dof == 1:
-        return 2 * theta / math.pi
-    term = 1.0
-    if dof % 2 == 0:
-        total, k = 1.0, 2
-        while k <= dof - 2:
-            term *= (k - 1) / k * c * c
-            total += term
-            k += 2
-        return s * total
-    term, total, k = c, c, 3
-    while k <= dof - 2:
-        term *= (k - 1) / k * c * c
-        total += term
-        k += 2
-    return 2 / math.pi * (theta + s * total)
-
-
-def t_quantile(level: float, dof: int) -> float:
-    """Two-sided Student t critical value: P(|T| < t) = ``level`` (``0.95``, 2 → 4.303)."""
-    if dof < 1 or not 0 < level < 1:
-        raise ValueError(f"t_quantile({level}, {dof})")
-    lo, hi = 0.0, 1.0
-    while _t_abs_cdf(hi, dof) < level:
-        hi *= 2
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if _t_abs_cdf(mid, dof) < level:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-12 * hi:
-            break
-    return (lo + hi) / 2
 
 
 def _ranks(values: Sequence[float]) -> list[float]:
@@ -296,7 +257,7 @@ class LinearFit:
         if self.s is None:
             return y, None
         se = self.s * math.sqrt(1 + 1 / self.n + (x - self.x_mean) ** 2 / self.sxx)
-        return y, t_quantile(level, self.dof) * se
+        return y, t_critical(level, self.dof) * se
 
     def without(self, i: int) -> LinearFit | None:
         """The fit without point ``i`` (``None`` when the rest cannot make a line)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 
 from .errors import ConfigError
 
@@ -92,8 +93,8 @@ def parse_cpuset(text: str) -> tuple[int, ...]:
     return tuple(sorted(cpus))
 
 
-def format_cpuset(cpus: tuple[int, ...] | list[int]) -> str:
-    """``(0, 1, 2, 5)`` → ``"0-2,5"``, the kernel's own notation."""
+def format_cpuset(cpus: Sequence[int], sep: str = ",") -> str:
+    """``(0, 1, 2, 5)`` → ``"0-2,5"``, the kernel's own notation (``sep=", "`` for prose)."""
     out: list[str] = []
     ordered = sorted(set(cpus))
     i = 0
@@ -103,7 +104,7 @@ def format_cpuset(cpus: tuple[int, ...] | list[int]) -> str:
             j += 1
         out.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
         i = j + 1
-    return ",".join(out)
+    return sep.join(out)
 
 
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m|h)?\s*$")

@@ -19,7 +19,7 @@ from ..model import Limits
 from ..report.table import print_table
 from .export import export_device_types, export_models
 from .report import render_layers
-from .results import LayerResults, format_ranges, load, merge, save
+from .results import LayerResults, layer_ranges, load, merge, save
 from .run import check_extendable, make_request, run_layers
 
 
@@ -161,7 +161,7 @@ def profile_cmd(
         print(f"edgeprof: warning: {w}", file=sys.stderr)
     missing = merged.missing_text()
     print(
-        f"wrote {output}: layers {format_ranges(new.covered)} of {merged.layers}"
+        f"wrote {output}: layers {layer_ranges(new.covered)} of {merged.layers}"
         + (f" (still missing: {missing})" if missing else "")
         + f"; profiling loop {run.profile_s:.2f}s, whole run {run.result.wall_s:.2f}s"
     )

@@ -26,11 +26,8 @@ written by PipeEdge itself (without them) is read and exported too.
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
 import statistics
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +36,8 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
+from ..report import files
+from ..units import format_cpuset
 
 SCHEMA = "edgeprof-layers/1"
 GRANULARITIES = ("children", "blocks", "leaves")
@@ -175,21 +174,7 @@ class LayerResults:
 
     def missing_text(self) -> str:
         have = set(self.covered)
-        return format_ranges([i for i in range(1, self.layers + 1) if i not in have])
-
-
-def format_ranges(numbers: Sequence[int]) -> str:
-    """``[1, 2, 3, 5]`` → ``"1-3, 5"``."""
-    out: list[str] = []
-    nums = sorted(numbers)
-    i = 0
-    while i < len(nums):
-        j = i
-        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
-            j += 1
-        out.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
-        i = j + 1
-    return ", ".join(out)
+        return layer_ranges([i for i in range(1, self.layers + 1) if i not in have])
 
 
 def _plain(value: Any) -> Any:
@@ -335,25 +320,18 @@ def save(path: Path, results: LayerResults) -> None:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
+    """:func:`edgeprof.report.files.write_text_atomic`, a failure as one ConfigError line."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        files.write_text_atomic(path, text)
     except OSError as exc:
         raise ConfigError(f"cannot write {path}: {exc.strerror}") from exc
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def merge(existing: LayerResults, new: LayerResults) -> LayerResults:
     """``existing`` extended by ``new``'s layers (which must not overlap), runs appended."""
     overlap = sorted(set(existing.covered) & set(new.covered))
     if overlap:
-        raise ConfigError(f"layers {format_ranges(overlap)} are already in the results")
+        raise ConfigError(f"layers {layer_ranges(overlap)} are already in the results")
     meta: dict[str, Any] | None = None
     if existing.meta is not None or new.meta is not None:
         meta = dict(existing.meta or new.meta or {})
@@ -369,3 +347,8 @@ def merge(existing: LayerResults, new: LayerResults) -> LayerResults:
         ),
         meta=meta,
     )
+
+
+def layer_ranges(numbers: Sequence[int]) -> str:
+    """``[1, 2, 3, 5]`` → ``"1-3, 5"``."""
+    return format_cpuset(numbers, sep=", ")

@@ -34,7 +34,7 @@ from .results import (
     LayerEntry,
     LayerResults,
     TimeStats,
-    format_ranges,
+    layer_ranges,
 )
 
 WORKER = Path(__file__).resolve().parent / "_worker.py"
@@ -221,7 +221,7 @@ def check_extendable(existing: LayerResults, request: LayersRequest, limits: Lim
     if overlap:
         missing = existing.missing_text() or "none"
         raise ConfigError(
-            f"{src} already holds layers {format_ranges(overlap)} "
+            f"{src} already holds layers {layer_ranges(overlap)} "
             f"(missing: {missing}); choose --layer-start/--layer-end or another -o"
         )
 
@@ -295,7 +295,7 @@ class LayersRun:
                 if nxt <= total:
                     head += f", during layer {nxt}{where} of {total}"
                 head += (
-                    f"; layers {format_ranges(done)} were profiled before it"
+                    f"; layers {layer_ranges(done)} were profiled before it"
                     if done
                     else "; no layer was profiled before it"
                 )

@@ -21,17 +21,10 @@ from pathlib import Path
 from ..model import RunResult, Termination
 from ..units import format_binary, format_decimal
 from .files import append_locked, write_text_atomic
+from .table import COLUMNS
 
-HEADERS = (
-    "NAME",
-    "AVG CPU %",
-    "PEAK CPU",
-    "AVG MEM USAGE / LIMIT",
-    "PEAK MEM",
-    "NET I/O",
-    "BLOCK I/O",
-    "TOTAL TIME (ms)",
-)
+HEADERS = COLUMNS[:8]
+"""The seeds' summary columns (edgeprof's table adds its own after them)."""
 SAMPLE_HEADERS = ("NAME", "AVG CPU %", "AVG MEM USAGE / LIMIT", "NET I/O", "BLOCK I/O", "TIMESTAMP")
 MIN_PADDING = 2
 """Header cells are this much wider than their text (the old tables' ``tabulate`` rule)."""

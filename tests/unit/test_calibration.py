@@ -37,12 +37,12 @@ from edgeprof.calibration import (
     predict,
     read_measurements,
     spearman_rho,
-    t_quantile,
 )
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.model import LatencyStats, Limits, RunResult, Termination
 from edgeprof.report.calibration import render_calibration, render_predictions
+from edgeprof.stats import t_critical
 from tests.conftest import require
 
 from .conftest import make_result
@@ -91,7 +91,7 @@ def test_loo_error_is_the_refit_without_the_point() -> None:
     ],
 )
 def test_t_quantile_matches_the_table(level: float, dof: int, t: float) -> None:
-    assert t_quantile(level, dof) == approx(t, rel=1e-7)
+    assert t_critical(level, dof) == approx(t, rel=1e-7)
 
 
 def test_exact_recovery_of_a_and_b() -> None:

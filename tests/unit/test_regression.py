@@ -13,9 +13,9 @@ from edgeprof.regression import (
     Verdict,
     compare_results,
     parse_threshold,
-    t_quantile,
     welch_interval,
 )
+from edgeprof.stats import t_quantile
 from tests.unit.gating_helpers import run
 
 BASE = (1.00, 1.02, 0.98, 1.01, 0.99)
