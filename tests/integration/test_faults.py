@@ -164,11 +164,11 @@ def test_fork_bomb_stops_at_the_pids_limit(mechanism: str, tmp_path: Path, marke
             "--pids",
             "64",
             "--cpus",
-            "0.5",
+            "1",
             "--memory",
             "512m",
             "--timeout",
-            "3",
+            "8",  # Python starts in seconds in the emulated v2 guest: time to reach the limit
             "--interval",
             "0.02",
             "--out",
@@ -194,6 +194,7 @@ def test_fork_bomb_stops_at_the_pids_limit(mechanism: str, tmp_path: Path, marke
     assert marked_processes(marker) == []
 
 
+@pytest.mark.not_in_vm  # pass-through of stdout: the same code on every cgroup version
 def test_a_gigabyte_to_stdout(mechanism: str, tmp_path: Path, marker: str) -> None:
     """The workload's stdout is passed through, never buffered by edgeprof."""
     out = tmp_path / "out"
@@ -217,11 +218,12 @@ def test_a_gigabyte_to_stdout(mechanism: str, tmp_path: Path, marker: str) -> No
 
 
 def test_full_disk_for_out(mechanism: str, tmp_path: Path, marker: str) -> None:
-    """A 64 KiB tmpfs fills within a second at 1 ms: the run goes on and is measured, the CSV
-    stops at its last whole row, result.json is not half-written, no temporary file stays."""
+    """A 16 KiB tmpfs fills within half a second at 1 ms (even in the slow v2 guest): the run
+    goes on and is measured, the CSV stops at its last whole row, result.json is not
+    half-written, no temporary file stays."""
     out = tmp_path / "full"
     out.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(out)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(out)], check=True)
     try:
         p = subprocess.run(
             edgeprof("--interval", "0.001", "--out", str(out), "--", "sleep", "2", mark=marker),
@@ -233,7 +235,7 @@ def test_full_disk_for_out(mechanism: str, tmp_path: Path, marker: str) -> None:
         assert p.returncode == 2
         assert p.stderr.count("\n") == 1 and "result.json could not be written" in p.stderr
         assert "No space left on device" in p.stderr and "(exited)" in p.stderr
-        assert check_samples(out / "samples.csv") > 100
+        assert check_samples(out / "samples.csv") > 50
         assert not (out / "result.json").exists()
         assert temp_files(out) == []
     finally:
@@ -277,8 +279,10 @@ def test_sigkill_to_edgeprof_then_collection(
         time.sleep(0.05)
     time.sleep(0.5)
     # A live run, to prove the collection leaves it alone.
+    # (It sleeps long: a slow guest must not see it end on its own before the check; it is
+    # interrupted at the end.)
     live = subprocess.Popen(
-        edgeprof("--out", str(tmp_path / "live"), "--", "sleep", "4", mark=marker),
+        edgeprof("--out", str(tmp_path / "live"), "--", "sleep", "120", mark=marker),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         cwd=REPO,
@@ -319,8 +323,10 @@ def test_sigkill_to_edgeprof_then_collection(
     assert {str(g) for g in left if g.exists()} == set()
     assert _stale_groups_of(proc.pid) == set()
     assert live.poll() is None and _stale_groups_of(live.pid), "a live run was collected"
-    assert live.wait(60) == 0, live.stderr.read() if live.stderr else ""
-    assert json.loads((tmp_path / "live" / "result.json").read_text())["exit_code"] == 0
+    live.send_signal(signal.SIGTERM)
+    assert live.wait(60) == 130, live.stderr.read() if live.stderr else ""
+    kept = json.loads((tmp_path / "live" / "result.json").read_text())
+    assert kept["termination"] == "interrupted" and kept["wall_s"] > 0.5
     assert marked_processes(marker) == []
 
 
