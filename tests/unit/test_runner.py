@@ -430,3 +430,11 @@ def test_backend_names() -> None:
         get_backend("nope")
     with pytest.raises(ConfigError, match="unknown backend"):
         profile(["true"], backend="nope")
+
+
+def test_peak_cpu_is_never_below_the_exact_average() -> None:
+    from edgeprof.runner import _peak_pct
+
+    assert _peak_pct(43.3, 43.5) == 43.5  # sampled windows vs the exact whole-run average
+    assert _peak_pct(120.0, 43.5) == 120.0
+    assert _peak_pct(None, 43.5) == 43.5 and _peak_pct(None, None) is None
