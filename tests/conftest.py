@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import os
+from types import ModuleType
 
 import pytest
 
@@ -22,6 +24,15 @@ def require(ok: bool, reason: str) -> None:
     if IN_CI:
         pytest.fail(f"tier cannot run in CI: {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+def require_module(name: str, extra: str) -> ModuleType:
+    """``import name``, or :func:`require` fails (CI) / skips (a laptop) naming the extra."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        require(False, f"needs {name}: pip install '.[{extra}]'")
+        raise
 
 
 def ranking_order(text: str, metric: str) -> list[str]:

@@ -29,6 +29,7 @@ from edgeprof.phases import (
     phase_stats,
 )
 from edgeprof.report.table import render_markdown, render_plain
+from tests.conftest import require_module
 
 from .conftest import make_result
 
@@ -253,7 +254,7 @@ def test_percentiles_by_linear_interpolation_against_hand_values() -> None:
 
 
 def test_percentiles_match_numpys_default() -> None:
-    np = pytest.importorskip("numpy")
+    np = require_module("numpy", "examples")
     rng = np.random.default_rng(1)
     for n in (2, 3, 10, 101):
         v = sorted(rng.random(n).tolist())

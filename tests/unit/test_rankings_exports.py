@@ -17,6 +17,7 @@ from edgeprof.report.export import cells_csv, runs_csv, sweep_dict
 from edgeprof.report.files import SWEEP_SCHEMA, load_runs
 from edgeprof.report.progress import PlainProgress, RichProgress
 from edgeprof.sweep import SweepPlan
+from tests.conftest import require_module
 from tests.unit.conftest import make_result
 
 MiB = 2**20
@@ -126,7 +127,7 @@ def test_report_bad_input(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> 
 
 
 def test_plots_are_pngs(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("matplotlib")
+    require_module("matplotlib", "plot")
     out = tmp_path / "sweep"
     argv = ["run", "--backend", "fake", "--interval", "0.01", "-m", "a,b", "--cpus", "1,2",
             "--out", str(out), "--plots", str(tmp_path / "plots"), "--",
