@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import require
+from tests.examples.models import profiled_models
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "examples" / "benchmark"
@@ -40,25 +40,7 @@ def _edgeprof(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_profile_calibrate_predict(tmp_path: Path) -> None:
-    require(os.geteuid() == 0, "profiling on the cgroup backend needs root")
-    try:
-        import onnxruntime  # noqa: F401
-    except ImportError:
-        require(False, "needs onnxruntime: pip install '.[examples]'")
-    models = tmp_path / "models"
-    subprocess.run(
-        [
-            sys.executable,
-            str(BENCH / "make_models.py"),
-            "--out",
-            str(models),
-            "--only",
-            *CALIBRATED,
-            NEW,
-        ],
-        check=True,
-        capture_output=True,
-    )
+    models = profiled_models(tmp_path / "models", *CALIBRATED, NEW)
     infer = [sys.executable, str(BENCH / "infer.py"), "--iterations", "10", "--warmup", "1"]
     limits = ["--cpus", "1", "--memory", "1g"]
     paths = ",".join(str(models / f"{m}.onnx") for m in CALIBRATED)

@@ -19,7 +19,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from tests.conftest import require
+from tests.examples.models import profiled_models
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "examples" / "benchmark"
@@ -48,16 +48,7 @@ def sweep(tmp: Path, out: str, iterations: int, *extra: str) -> subprocess.Compl
 
 
 def test_compare_and_budgets_catch_a_slowed_sweep(tmp_path: Path) -> None:
-    require(os.geteuid() == 0, "profiling on the cgroup backend needs root")
-    try:
-        import onnxruntime  # noqa: F401
-    except ImportError:
-        require(False, "needs onnxruntime: pip install '.[examples]'")
-    subprocess.run(
-        [sys.executable, str(BENCH / "make_models.py"), "--out", str(tmp_path / "models"),
-         "--only", *MODELS],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    profiled_models(tmp_path / "models", *MODELS)
 
     base = sweep(tmp_path, "base", 20)
     assert base.returncode == 0, base.stderr

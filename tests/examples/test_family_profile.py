@@ -6,37 +6,19 @@ the family by width.  Needs root (real cgroups) and onnxruntime.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ranking_order, require
+from tests.conftest import ranking_order
+from tests.examples.models import profiled_models
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "examples" / "benchmark"
 
 
 def test_wider_model_uses_more_cpu_and_memory(tmp_path: Path) -> None:
-    require(os.geteuid() == 0, "profiling on the cgroup backend needs root")
-    try:
-        import onnxruntime  # noqa: F401
-    except ImportError:
-        require(False, "needs onnxruntime: pip install '.[examples]'")
-    models = tmp_path / "models"
-    subprocess.run(
-        [
-            sys.executable,
-            str(BENCH / "make_models.py"),
-            "--out",
-            str(models),
-            "--only",
-            "mobilenet_v2_0.25",
-            "mobilenet_v2_1.0",
-        ],
-        check=True,
-        capture_output=True,
-    )
+    models = profiled_models(tmp_path / "models", "mobilenet_v2_0.25", "mobilenet_v2_1.0")
     narrow, wide = models / "mobilenet_v2_0.25.onnx", models / "mobilenet_v2_1.0.onnx"
     out = subprocess.run(
         [
