@@ -245,7 +245,9 @@ def test_same_workload_same_figures_on_both_backends(docker_daemon: Any, tmp_pat
     for runs, fixed in ((hosts, fixed_host), (conts, fixed_cont)):
         for r, own in runs:
             total = r.cpu.total_s or 0
-            assert own > 1
+            # The work is large beside the fixed start-up (about 1 s of CPU here; 0.99 s seen on a
+            # quiet machine, so not a hard 1 s floor).
+            assert own > 0.5
             # ``times`` counts in clock ticks (10 ms) per field; four fields.
             assert own - 0.04 <= total <= own + fixed + 0.04 + 0.01 * own, (total, own, fixed)
     host_peak = min(r.memory.peak_bytes or 0 for r, _ in hosts)
