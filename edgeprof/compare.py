@@ -238,11 +238,12 @@ class Rank:
     stat: Stat
     median: float
     factor: float | None
-    """Mean over the first's mean (``None`` when that is 0)."""
+    """Median over the first's median (``None`` when that is 0): the ratio of the figures the
+    ranking sorts by, so it is never below 1 (a ratio of means could be: one slow run)."""
     factor_sd: float | None
-    """Uncertainty of ``factor`` from the standard errors of the two means (σ/√n)."""
+    """Uncertainty of ``factor`` from the relative standard errors of the two means (σ/√n)."""
     step: float | None
-    """Mean over the previous (next better) model's mean."""
+    """Median over the previous (next better) model's median."""
     step_sd: float | None
     within_noise: bool
     """Closer to the previous model than twice their combined run-to-run σ."""
@@ -251,10 +252,11 @@ class Rank:
 
 
 def _ratio(a: Stat, b: Stat) -> tuple[float | None, float | None]:
-    """``a.mean / b.mean`` and its uncertainty from the standard errors of both means."""
-    if b.mean == 0:
+    """``a.median / b.median`` and its uncertainty from the relative standard errors of both
+    means (σ/√n/mean)."""
+    if b.median == 0 or b.mean == 0:
         return None, None
-    f = a.mean / b.mean
+    f = a.median / b.median
     rel_a = a.sd / math.sqrt(a.n) / a.mean if a.mean else 0.0
     rel_b = b.sd / math.sqrt(b.n) / b.mean
     return f, abs(f) * math.hypot(rel_a, rel_b)

@@ -59,6 +59,20 @@ def test_factor_and_its_uncertainty_hand_computed() -> None:
     assert "small used 1.21 ± 0.00× less peak memory than big" in text
 
 
+def test_factors_follow_the_order_of_the_medians() -> None:
+    """One slow run lifts a's mean above b's; the ranking sorts by the median, and its
+    factors are ratios of medians, so the second is never "0.9× less" than the first."""
+    runs = [_run("a", c, 100) for c in (1.0, 1.0, 2.0)]  # median 1.0, mean 1.33
+    runs += [_run("b", c, 100) for c in (1.1, 1.1, 1.1)]  # median 1.1, mean 1.1
+    first, second = rank(summarize(runs), "cpu_s")
+    assert (first.name, second.name) == ("a", "b")
+    assert second.factor == pytest.approx(1.1) and second.step == pytest.approx(1.1)
+    assert second.within_noise  # the means are closer than their noise
+    text = ranking_tables(summarize_cells(runs))[1].plain()
+    # a: σ = √(1/3), relative standard error σ/√3/(4/3) = 0.25; b: 0. So ± 1.1·0.25 = 0.275
+    assert "a took 1.10 ± 0.28× less CPU time than b (within noise)" in text
+
+
 def test_within_noise_and_ten_mib_flags() -> None:
     runs = [_run("a", c, 100) for c in (1.0, 1.4, 0.6)]
     runs += [_run("b", c, 108) for c in (1.1, 1.5, 0.7)]
