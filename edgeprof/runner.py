@@ -441,10 +441,22 @@ def _result(
             interval_s=interval,
             path=None if out is None else str(out / "samples.csv"),
         ),
-        pids_peak=stats.peak_pids,
+        pids_peak=_pids_peak(stats.peak_pids, spec.limits.pids),
         warnings=tuple(dict.fromkeys(warnings)),
         name=name,
     )
+
+
+def _pids_peak(sampled: int | None, limit: int | None) -> int | None:
+    """The sampled peak of ``pids.current``, never above ``pids.max``.
+
+    The kernel charges a fork before it checks the limit and takes the charge back when the
+    check fails (``pids_try_charge``), so a sample can catch ``pids.current`` one or more
+    above the limit for a fork that never happened (65 of 64 seen under a fork bomb).
+    """
+    if sampled is None or limit is None:
+        return sampled
+    return min(sampled, limit)
 
 
 _HOST: HostInfo | None = None

@@ -563,3 +563,15 @@ def test_profile_oom_from_memory_events_local(
     assert r.termination is Termination.OOM  # even though the command exited 0
     assert r.exit_code == 0
     assert r.memory.oom_kills == 1
+
+
+def test_a_sampled_pids_peak_above_the_limit_is_a_refused_fork(
+    cgfs: FakeCgroupFs, tmp_path: Path
+) -> None:
+    """The kernel charges a fork before checking pids.max and takes it back when refused, so
+    pids.current can read above the limit for an instant (65 of 64 seen under a fork bomb):
+    no process was ever over the limit, and the report says so."""
+    root, psc = v2_tree(cgfs, tmp_path, overrides={**COUNTERS, "pids.current": "65\n"})
+    be = CgroupV2Backend(root=root, proc_self_cgroup=psc, euid=0)
+    assert profile(["true"], Limits(pids=64), backend=be, interval=0.01).pids_peak == 64
+    assert profile(["true"], Limits(), backend=be, interval=0.01).pids_peak == 65
