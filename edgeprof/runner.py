@@ -453,6 +453,7 @@ def _pids_peak(sampled: int | None, limit: int | None) -> int | None:
     The kernel charges a fork before it checks the limit and takes the charge back when the
     check fails (``pids_try_charge``), so a sample can catch ``pids.current`` one or more
     above the limit for a fork that never happened (65 of 64 seen under a fork bomb).
+    ``samples.csv`` keeps the counter as read; the result's peak is the processes that ran.
     """
     if sampled is None or limit is None:
         return sampled
