@@ -33,10 +33,10 @@ from typing import Any
 import psutil
 
 import edgeprof
-from edgeprof import _cgroupfs as fs
 from edgeprof.backends import CgroupV1Backend, CgroupV2Backend, get_backend
+from edgeprof.backends import cgroupfs as fs
+from edgeprof.measure.sampler import Sampler, SampleWriter, SeriesStats
 from edgeprof.model import RunSpec
-from edgeprof.sampler import Sampler, SampleWriter, SeriesStats
 
 HERE = Path(__file__).resolve().parent
 SPIKE = HERE.parent / "tests" / "workloads" / "spike.py"

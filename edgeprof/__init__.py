@@ -5,15 +5,16 @@
 >>> r.cpu.avg_pct, r.memory.peak_bytes, r.termination
 
 Inside a workload, ``edgeprof.phase``, ``edgeprof.iteration`` and ``edgeprof.mark`` (see
-:mod:`edgeprof.instrument`).  Only that standard-library module is imported with the package;
-the profiler's own modules load on first use, so ``import edgeprof`` in a workload is cheap.
+:mod:`edgeprof.workload.instrument`).  Only that standard-library module is imported with
+the package; the profiler's own modules load on first use, so ``import edgeprof`` in a
+workload is cheap.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .instrument import active, iteration, mark, phase
+from .workload.instrument import active, iteration, mark, phase
 
 __version__ = "0.1.0"
 
@@ -26,8 +27,8 @@ if TYPE_CHECKING:
         LaunchError,
         LimitError,
     )
+    from .measure.runner import profile
     from .model import Counters, Limits, RunResult, RunSpec, Sample, Termination
-    from .runner import profile
 
 _LAZY = {
     "BackendError": "errors",
@@ -42,7 +43,7 @@ _LAZY = {
     "RunSpec": "model",
     "Sample": "model",
     "Termination": "model",
-    "profile": "runner",
+    "profile": "measure.runner",
 }
 
 

@@ -88,7 +88,7 @@ class Limits:
 
 
 class UserIds(NamedTuple):
-    """A user identity for the workload (see :mod:`edgeprof.privilege`)."""
+    """A user identity for the workload (see :mod:`edgeprof.measure.privilege`)."""
 
     uid: int
     gid: int
@@ -116,11 +116,12 @@ class RunSpec:
     """``limits.cpuset`` was chosen by edgeprof to pin an integer ``cpus``; a backend that
     cannot pin drops it with a warning instead of failing."""
     pass_fds: tuple[int, ...] = ()
-    """Descriptors the workload inherits (the events channel of :mod:`edgeprof.instrument`);
-    a backend whose workload is not a child of this process ignores them."""
+    """Descriptors the workload inherits (the events channel of
+    :mod:`edgeprof.workload.instrument`); a backend whose workload is not a child of this
+    process ignores them."""
     events_fifo: str | None = None
     """A FIFO on this host that a container backend bind-mounts at
-    :data:`edgeprof.instrument.EVENTS_CONTAINER_PATH` (the events channel where no
+    :data:`edgeprof.workload.instrument.EVENTS_CONTAINER_PATH` (the events channel where no
     descriptor can be passed)."""
     run_as: UserIds | None = None
     """Host backends: the workload drops to this identity before exec (``None``: keep
@@ -333,7 +334,7 @@ class RunResult:
     """Label for tables (model name); defaults to the command's program name."""
     schema_version: int = SCHEMA_VERSION
     phases: tuple[PhaseStats, ...] = ()
-    """Per-phase figures, in order of first start (see :mod:`edgeprof.instrument`)."""
+    """Per-phase figures, in order of first start (see :mod:`edgeprof.workload.instrument`)."""
     latency: LatencyStats | None = None
     """Every iteration the workload reported, whichever phase it was in."""
     marks: tuple[Mark, ...] = ()

@@ -26,7 +26,7 @@ ffibuilder.cdef(
     """
 )
 ffibuilder.set_source(
-    "edgeprof._cgstat",
+    "edgeprof.backends._cgstat",
     '#include "cgstat.h"',
     sources=[f"{HERE}/cgstat.c"],
     include_dirs=[HERE],

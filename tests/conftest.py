@@ -11,7 +11,7 @@ import pytest
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 # The suite runs its workloads as root and has them write into root's temporary directories.
-# Under `sudo make test`, edgeprof would drop them to the sudo user (edgeprof.privilege):
+# Under `sudo make test`, edgeprof would drop them to the sudo user (edgeprof.measure.privilege):
 # the tests that check that drop set SUDO_UID themselves.
 for _var in ("SUDO_UID", "SUDO_GID", "SUDO_USER", "SUDO_COMMAND"):
     os.environ.pop(_var, None)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from ..errors import BackendUnavailable, ConfigError
 from ..names import check_cgroup_parent
 from .base import Backend, RunHandle
-from .cgroup import CgroupV2Backend
 from .cgroup_v1 import CgroupV1Backend
+from .cgroup_v2 import CgroupV2Backend
 from .fake import FakeBackend
 
 NAMES = ("auto", "cgroup", "docker", "fake")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .. import owner
 from ..errors import LimitError
+from . import owner
 
 
 def run_group_name() -> str:
@@ -11,7 +11,7 @@ def run_group_name() -> str:
 
     The owner's pid and start time are in the name so a later ``edgeprof gc`` (or the
     collection at the start of a run) can tell a dead run's leftovers from a live one's, even
-    after the pid was reused (:mod:`edgeprof.owner`).
+    after the pid was reused (:mod:`edgeprof.backends.owner`).
     """
     return owner.run_name()
 

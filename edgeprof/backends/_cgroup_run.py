@@ -13,13 +13,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import _cgroupfs as fs
-from .._cgroupfs import CounterSet
 from ..errors import BackendError, LaunchError
+from ..measure.sampler import BatchReader
 from ..model import Counters, RunSpec
-from ..sampler import BatchReader
+from . import cgroupfs as fs
 from ._peak_reset import FdPeakReset, SharedPeakReset
 from ._process import Process, signal_pids
+from .cgroupfs import CounterSet
 
 KILL_TIMEOUT_S = 10.0
 

@@ -19,8 +19,8 @@ import contextlib
 import os
 from pathlib import Path
 
-from .. import _cgroupfs as fs
 from ..errors import BackendError
+from . import cgroupfs as fs
 
 
 class FdPeakReset:

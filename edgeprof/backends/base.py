@@ -11,14 +11,14 @@ counters; it does no arithmetic on them.  The runner drives every backend the sa
     # __exit__ → run.close(): group / container removed (idempotent)
 
 Optional capabilities, looked up with ``getattr`` so a backend without them still works:
-``Backend.runs_on_host`` (default True; False when the command lives in an image, so the
-runner does not look for it on this host), ``Backend.image`` (the default image), and
-``RunHandle.batch_reader`` (a :class:`~edgeprof.sampler.BatchReader` whose sampling loop runs
-outside Python), ``RunHandle.peak_reset`` (restarts the kernel's memory high-water mark per
-phase: :mod:`edgeprof.backends._peak_reset`) and ``Backend.accepts_events_fifo`` (True when a
-FIFO on this host can be bind-mounted into the workload's container for its events), and
+``Backend.runs_on_host`` (default True; False when the command lives in an image, so the runner
+does not look for it on this host), ``Backend.image`` (the default image), and
+``RunHandle.batch_reader`` (a :class:`~edgeprof.measure.sampler.BatchReader` whose sampling
+loop runs outside Python), ``RunHandle.peak_reset`` (restarts the kernel's memory high-water
+mark per phase: :mod:`edgeprof.backends._peak_reset`) and ``Backend.accepts_events_fifo`` (True
+when a FIFO on this host can be bind-mounted into the workload's container for its events), and
 ``Backend.collect_leftovers()`` (removes what runs whose edgeprof died left behind, before a
-run starts; returns a line per removal: :mod:`edgeprof.gc`).
+run starts; returns a line per removal: :mod:`edgeprof.measure.gc`).
 """
 
 from __future__ import annotations

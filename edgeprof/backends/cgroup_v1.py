@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from .. import _cgroupfs as fs
-from .._cgroupfs import CounterSet, Field, Kind, Source
 from ..errors import BackendError, BackendUnavailable
 from ..model import RunSpec
 from ..units import CFS_PERIOD_US, cpu_quota_us, format_cpuset, parse_cpuset
+from . import cgroupfs as fs
 from ._cgroup_common import missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod
 from ._peak_reset import SharedPeakReset
+from .cgroupfs import CounterSet, Field, Kind, Source
 
 USED = ("memory", "cpuacct", "cpu", "cpuset", "blkio", "pids", "freezer")
 REQUIRED = ("memory", "cpuacct")
@@ -90,7 +90,7 @@ def cgroup_mounts(mountinfo: Path) -> list[Path]:
 
 
 class CgroupV1Backend:
-    """cgroup v1 counterpart of :class:`~edgeprof.backends.cgroup.CgroupV2Backend`."""
+    """cgroup v1 counterpart of :class:`~edgeprof.backends.cgroup_v2.CgroupV2Backend`."""
 
     name: ClassVar[str] = "cgroup"
 
@@ -147,8 +147,8 @@ class CgroupV1Backend:
         return [f"no cgroup v1 '{c}' hierarchy: {why}" for c, why in notes.items() if c not in h]
 
     def collect_leftovers(self) -> list[str]:
-        """Remove the groups of runs whose edgeprof died (see :mod:`edgeprof.gc`)."""
-        from ..gc import collect_before_run
+        """Remove the groups of runs whose edgeprof died (see :mod:`edgeprof.measure.gc`)."""
+        from ..measure.gc import collect_before_run
 
         return collect_before_run(cgroup_mounts(self._mountinfo))
 

@@ -4,7 +4,7 @@ Exact mode (a daemon on this host, cgroupfs or systemd driver): every container 
 parent group that edgeprof names (``cgroup_parent``).  The kernel's hierarchical counters of
 that parent — CPU time, the memory high-water mark, block I/O — outlive the container's own
 group (which runc removes the moment the container exits), so the totals are read from it
-after the exit, through the same :class:`~edgeprof._cgroupfs.CounterSet` code as the cgroup
+after the exit, through the same :class:`~edgeprof.backends.cgroupfs.CounterSet` code as the cgroup
 backend.  What only the container's own group carries (CFS throttling, cgroup v1 OOM kills)
 is read from it at every sample and from Docker's ``State.OOMKilled``.  Network I/O comes
 from the container's network namespace.
@@ -29,19 +29,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import _cgroupfs as fs
-from .. import owner
-from .._cgroupfs import CounterSet, Field, Kind, Source
 from ..errors import BackendError, BackendUnavailable, ConfigError, LaunchError
-from ..instrument import EVENTS_CONTAINER_PATH
 from ..model import Counters, RunSpec
 from ..units import format_cpuset, parse_size
+from ..workload.instrument import EVENTS_CONTAINER_PATH
+from . import cgroupfs as fs
+from . import owner
 from ._cgroup_common import run_group_name
 from ._process import signal_pids
-from .cgroup import THROTTLING as V2_THROTTLING
-from .cgroup import CgroupV2Backend
 from .cgroup_v1 import THROTTLING as V1_THROTTLING
 from .cgroup_v1 import CgroupV1Backend, cgroup_mounts, discover
+from .cgroup_v2 import THROTTLING as V2_THROTTLING
+from .cgroup_v2 import CgroupV2Backend
+from .cgroupfs import CounterSet, Field, Kind, Source
 
 if TYPE_CHECKING:  # the SDK is an optional dependency: imported lazily
     import docker
@@ -265,7 +265,7 @@ class DockerBackend:
 
     def collect_leftovers(self) -> list[str]:
         """Remove the containers and parent groups of runs whose edgeprof died."""
-        from ..gc import collect_before_run
+        from ..measure.gc import collect_before_run
 
         roots = cgroup_mounts(self._mountinfo) if self._exact else []
         return collect_before_run(roots, self.client)

@@ -35,8 +35,8 @@ from typing import Any
 
 import yaml
 
+from .. import storage as files
 from ..errors import ConfigError
-from ..report import files
 from ..units import format_cpuset
 
 SCHEMA = "edgeprof-layers/1"
@@ -320,7 +320,7 @@ def save(path: Path, results: LayerResults) -> None:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """:func:`edgeprof.report.files.write_text_atomic`, a failure as one ConfigError line."""
+    """:func:`edgeprof.storage.write_text_atomic`, a failure as one ConfigError line."""
     try:
         files.write_text_atomic(path, text)
     except OSError as exc:

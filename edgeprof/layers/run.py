@@ -1,6 +1,6 @@
 """Profiling a model's layers: the request, the run under the limits, the results.
 
-The worker (:mod:`edgeprof.layers._worker`) is the workload of an ordinary
+The worker (:mod:`edgeprof.workload.layers`) is the workload of an ordinary
 :func:`edgeprof.profile` run, so the whole-run report, the limits, OOM and timeout handling
 are the runner's.  This module validates the request before anything starts, writes the
 worker's spec, reads the JSON lines it left (all of them, even after an OOM kill) and turns
@@ -23,8 +23,8 @@ from typing import Any
 from .. import __version__
 from ..backends import Backend
 from ..errors import ConfigError
+from ..measure.runner import profile
 from ..model import Limits, RunResult, Termination
-from ..runner import profile
 from ..units import format_binary
 from .results import (
     DTYPES,
@@ -37,7 +37,8 @@ from .results import (
     layer_ranges,
 )
 
-WORKER = Path(__file__).resolve().parent / "_worker.py"
+WORKER = Path(__file__).resolve().parent.parent / "workload" / "layers.py"
+"""Run as a script, not ``-m``: the model's Python need not have edgeprof installed."""
 
 _FACTORY_RE = re.compile(r"^[^:]+:[A-Za-z_][A-Za-z0-9_]*$")
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

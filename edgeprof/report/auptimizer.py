@@ -8,7 +8,7 @@ one row per model (the "Final Usage Stats" columns).  Without a model list the s
 *is* ``OUTPUTFILE``.  edgeprof writes the same layout, with its own (exact) figures, and fixes
 the old defects: I/O in decimal units as Docker prints them (the old summary printed 1024
 multiples labelled ``kB``), a row for every model even when one failed (its STATUS column
-says why), appends under a lock (:func:`~edgeprof.report.files.append_locked`).
+says why), appends under a lock (:func:`~edgeprof.storage.append_locked`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..model import RunResult, Termination
+from ..storage import append_locked, write_text_atomic
 from ..units import format_binary, format_decimal
-from .files import append_locked, write_text_atomic
 from .table import COLUMNS
 
 HEADERS = COLUMNS[:8]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..calibration import (
+from ..analysis.calibration import (
     Calibration,
     MetricFit,
     Predictions,
@@ -185,7 +185,7 @@ def plot_calibration(cal: Calibration, path: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise ConfigError("--plot needs matplotlib: pip install 'edgeprof[plot]'") from None
-    from ..calibration import UNITS
+    from ..analysis.calibration import UNITS
 
     fits = list(cal.fits)
     if not fits:

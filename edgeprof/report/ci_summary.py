@@ -9,11 +9,11 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..budgets import METRICS, BudgetCheck, Status, cells, successful
+from ..analysis.budgets import METRICS, BudgetCheck, Status, cells, successful
+from ..analysis.regression import Change, Verdict
 from ..errors import ConfigError
 from ..model import RunResult
-from ..regression import Change, Verdict
-from .files import append_locked
+from ..storage import append_locked
 
 _MARK = {Status.PASS: "✅ pass", Status.BREACH: "❌ breach", Status.NOT_MEASURED: "❌ not measured"}
 _VERDICT_MARK = {

@@ -9,9 +9,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..compare import METRICS, cell_dicts
+from ..analysis.compare import METRICS, cell_dicts
 from ..model import RunResult
-from .files import SWEEP_SCHEMA, write_json_atomic, write_text_atomic
+from ..storage import SWEEP_SCHEMA, write_json_atomic, write_text_atomic
 from .summary import markdown_summary
 
 RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {

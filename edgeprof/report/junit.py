@@ -10,9 +10,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..budgets import BudgetCheck, Status, cells, successful
+from ..analysis.budgets import BudgetCheck, Status, cells, successful
+from ..analysis.regression import Change, Verdict
 from ..model import RunResult
-from ..regression import Change, Verdict
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The phases and latency sections of the tables (runs whose workload used
-:mod:`edgeprof.instrument`); empty for runs without phases or iterations.
+:mod:`edgeprof.workload.instrument`); empty for runs without phases or iterations.
 
 With repeats, a model under one limit setting (a cell) is one row per phase: each figure is
 the median over the cell's runs (a table of every run's phases would bury the comparison;

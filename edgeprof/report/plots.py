@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..compare import METRICS, summarize_cells
+from ..analysis.compare import METRICS, summarize_cells
 from ..errors import ConfigError
 from ..model import RunResult
-from .files import prepare_out_dir
+from ..storage import prepare_out_dir
 
 PLOTTED_METRICS = ("wall_s", "cpu_s", "peak_bytes", "avg_bytes", "cpu_pct")
 

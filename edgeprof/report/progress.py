@@ -1,4 +1,4 @@
-"""Progress of a sweep on a terminal: the renderers of :func:`edgeprof.sweep.run_sweep`'s
+"""Progress of a sweep on a terminal: the renderers of :func:`edgeprof.sweeps.sweep.run_sweep`'s
 callbacks.  Plain lines for pipes and CI logs; a rich progress bar with a live table on a TTY.
 """
 
@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING, TextIO
 
 from ..model import RunResult
-from ..sweep import Step
+from ..sweeps.sweep import Step
 from ..units import format_binary, format_seconds
 
 if TYPE_CHECKING:

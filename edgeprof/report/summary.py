@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TextIO
 
-from ..compare import TextTable, ranking_tables, statistics_tables, summarize_cells
+from ..analysis.compare import TextTable, ranking_tables, statistics_tables, summarize_cells
 from ..model import RunResult
 from .table import print_table, render_markdown
 

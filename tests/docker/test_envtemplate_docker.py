@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from edgeprof.backends.docker_image import MANAGED_LABEL
 from edgeprof.cli import main
-from edgeprof.dockerenv import MANAGED_LABEL
 
 TEMPLATE = """\
 # Auptimizer's env.template, unchanged in form: shell assignments, read as data.

@@ -73,7 +73,7 @@ def vit(*extra: str) -> list[str]:
 def test_split_granularities() -> None:
     import torch
 
-    from edgeprof.layers._worker import split_layers
+    from edgeprof.workload.layers import split_layers
 
     models = _load(REPO / "examples" / "layers" / "models.py", "_layers_models")
     small_cnn, vit_encoder = models.small_cnn, models.vit_encoder

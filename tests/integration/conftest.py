@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof import owner
-from edgeprof.backends import CgroupV1Backend, CgroupV2Backend, get_backend
+from edgeprof.backends import CgroupV1Backend, CgroupV2Backend, get_backend, owner
 from edgeprof.backends.base import Backend
 from edgeprof.errors import EdgeprofError
 from tests.conftest import require

@@ -26,8 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof import owner
-from edgeprof.backends import get_backend
+from edgeprof.backends import get_backend, owner
 from edgeprof.model import Sample
 
 from .conftest import run_groups

@@ -56,7 +56,7 @@ def test_eight_concurrent_runs_share_a_summary_and_nothing_else(
     mechanism: str, tmp_path: Path
 ) -> None:
     """Eight env.template runs at once, one model each, all appending their usage block to
-    the template's OUTPUTFILE (flock: edgeprof.report.files.append_locked)."""
+    the template's OUTPUTFILE (flock: edgeprof.storage.append_locked)."""
     (tmp_path / "app").mkdir()
     (tmp_path / "app" / "work.py").write_text(WORK)
     (tmp_path / "env.template").write_text(TEMPLATE.format(python=PY))
@@ -102,8 +102,8 @@ def _status(pid: int) -> tuple[int, int]:
 
 LONG_RUN = """
 import sys
-import edgeprof.runner
-edgeprof.runner.MIN_INTERVAL_S = 1e-5
+import edgeprof.measure.runner
+edgeprof.measure.runner.MIN_INTERVAL_S = 1e-5
 from edgeprof.cli import main
 raise SystemExit(main(sys.argv[1:]))
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from edgeprof import _cgroupfs as fs
+from edgeprof.backends import cgroupfs as fs
 from edgeprof.backends import get_backend
 from edgeprof.model import RunSpec
 from tests.conftest import require

@@ -63,7 +63,7 @@ def test_install_without_a_compiler_falls_back_to_pure_python(tmp_path: Path) ->
     # -S: no site processing, so the checkout's editable install cannot shadow the wheel;
     # the dependencies come from this venv's site-packages.
     code = (
-        "import edgeprof, edgeprof._cgroupfs as f; "
+        "import edgeprof, edgeprof.backends.cgroupfs as f; "
         "print(edgeprof.__file__); print(f.NATIVE_AVAILABLE); "
         "r = edgeprof.profile(['true'], backend='fake'); print(r.termination.value)"
     )
@@ -80,6 +80,6 @@ def test_install_without_a_compiler_falls_back_to_pure_python(tmp_path: Path) ->
 
 def test_native_helper_is_built_in_the_test_install() -> None:
     """The suite itself must exercise the native path (make test installs with a compiler)."""
-    import edgeprof._cgroupfs as f
+    import edgeprof.backends.cgroupfs as f
 
     assert f.NATIVE_AVAILABLE, "the cffi helper was not built: check gcc and python3-dev"

@@ -32,8 +32,8 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof import _cgroupfs as fs
 from edgeprof.backends import _cgroup_run
+from edgeprof.backends import cgroupfs as fs
 from edgeprof.errors import BackendError
 from edgeprof.model import (
     CpuStats,

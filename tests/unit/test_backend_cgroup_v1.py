@@ -14,8 +14,8 @@ import pytest
 from edgeprof.backends import CgroupV1Backend
 from edgeprof.backends.cgroup_v1 import NO_THROTTLE_BPS, discover
 from edgeprof.errors import BackendUnavailable, LimitError
+from edgeprof.measure.runner import profile
 from edgeprof.model import Counters, Limits, RunSpec, Termination
-from edgeprof.runner import profile
 
 from .conftest import IMPOSSIBLE_PID, READERS, FakeCgroupFs, write_proc_self_cgroup
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from edgeprof.backends import CgroupV2Backend, _cgroup_run
-from edgeprof.backends.cgroup import SELF_LEAF
+from edgeprof.backends.cgroup_v2 import SELF_LEAF
 from edgeprof.errors import BackendError, BackendUnavailable, ConfigError, LaunchError, LimitError
+from edgeprof.measure.runner import profile
 from edgeprof.model import Counters, Limits, RunSpec, Termination
-from edgeprof.runner import profile
 
 from .conftest import (
     IMPOSSIBLE_PID,

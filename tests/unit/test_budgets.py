@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.budgets import (
+from edgeprof.analysis.budgets import (
     METRICS,
     Budgets,
     Status,

@@ -1,5 +1,6 @@
-"""edgeprof.calibration: the statistics against hand-computed values, the warnings, the device
-CSV, matching, the calibration file, predictions, and the CLI (calibrate, run --calibration).
+"""edgeprof.analysis.calibration: the statistics against hand-computed values, the warnings,
+the device CSV, matching, the calibration file, predictions, and the CLI (calibrate,
+run --calibration).
 
 Hand-computed reference (x = 1, 2, 3, 4; y = 2, 4, 5, 4):
 x̄ = 2.5, ȳ = 3.75, Sxx = 5, Sxy = 3.5 → a = 0.7, b = 3.75 − 0.7·2.5 = 2.0;
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.calibration import (
+from edgeprof.analysis.calibration import (
     METRICS,
     Calibration,
     calibrate,
@@ -38,11 +39,11 @@ from edgeprof.calibration import (
     read_measurements,
     spearman_rho,
 )
+from edgeprof.analysis.stats import t_critical
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.model import LatencyStats, Limits, RunResult, Termination
 from edgeprof.report.calibration import render_calibration, render_predictions
-from edgeprof.stats import t_critical
 from tests.conftest import require
 
 from .conftest import make_result

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.budgets import Budgets, check_budgets
+from edgeprof.analysis.budgets import Budgets, check_budgets
+from edgeprof.analysis.regression import compare_results
 from edgeprof.model import RunResult, Termination
-from edgeprof.regression import compare_results
 from edgeprof.report.ci_summary import (
     render_compare_plain,
     render_compare_summary,

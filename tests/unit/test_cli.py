@@ -10,9 +10,9 @@ import pytest
 
 import edgeprof
 from edgeprof.cli import main
-from edgeprof.limits import THREAD_VARS
+from edgeprof.measure.limits import THREAD_VARS
 from edgeprof.model import RunResult
-from edgeprof.report.files import read_result
+from edgeprof.storage import read_result
 
 RUN = ["run", "--backend", "fake", "--interval", "0.01"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from edgeprof.doctor import Finding, _mounts, render
+from edgeprof.measure.doctor import Finding, _mounts, render
 
 
 def test_mounts_lists_cgroup_mounts_with_their_controllers(tmp_path: Path) -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.envtemplate import KEYS, model_stem, parse, read_assignments, shell_words
 from edgeprof.errors import ConfigError
+from edgeprof.sweeps.envtemplate import KEYS, model_stem, parse, read_assignments, shell_words
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,7 @@ import yaml
 
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
-from edgeprof.layers import export, results
+from edgeprof.layers import results
 from edgeprof.layers.run import (
     LayersRequest,
     _collect,
@@ -22,6 +22,7 @@ from edgeprof.layers.run import (
     parse_factory_args,
 )
 from edgeprof.model import Limits, MemoryStats, Termination
+from edgeprof.report import layers_export as export
 from tests.unit.conftest import make_result
 
 # A results file as PipeEdge's profiler writes it (the seed's example, three layers).
@@ -465,7 +466,7 @@ def test_edgeprof_and_its_cli_do_not_import_torch() -> None:
     import sys
 
     code = (
-        "import sys, edgeprof, edgeprof.cli, edgeprof.layers, edgeprof.layers.cli; "
+        "import sys, edgeprof, edgeprof.cli, edgeprof.layers, edgeprof.cli.layers; "
         "print('torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from edgeprof.errors import ConfigError, LimitError
-from edgeprof.limits import THREAD_VARS, resolve, thread_env
+from edgeprof.measure.limits import THREAD_VARS, resolve, thread_env
 from edgeprof.model import Limits
 
 FOUR = (0, 1, 2, 3)

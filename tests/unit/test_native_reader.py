@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof import _cgroupfs as fs
-from edgeprof._cgroupfs import CounterSet, Field, Kind, Source
+from edgeprof.backends import cgroupfs as fs
+from edgeprof.backends.cgroupfs import CounterSet, Field, Kind, Source
 from edgeprof.model import Counters
 from tests.conftest import require
 

@@ -17,9 +17,8 @@ import pytest
 from edgeprof import profile
 from edgeprof.backends._peak_reset import SharedPeakReset
 from edgeprof.backends.fake import FakeBackend, linear
-from edgeprof.events import EventChannel
-from edgeprof.model import Counters, LatencyStats, Mark, PhaseStats, RunResult
-from edgeprof.phases import (
+from edgeprof.measure.events import EventChannel
+from edgeprof.measure.phases import (
     Occurrence,
     ProtocolError,
     Timeline,
@@ -28,6 +27,7 @@ from edgeprof.phases import (
     percentile,
     phase_stats,
 )
+from edgeprof.model import Counters, LatencyStats, Mark, PhaseStats, RunResult
 from edgeprof.report.table import render_markdown, render_plain
 from tests.conftest import require_module
 
@@ -62,7 +62,7 @@ USE_API = """
             f()
     edgeprof.mark("done")
     print("active", edgeprof.active())
-    heavy = [m for m in ("typer", "rich", "psutil", "edgeprof.runner", "edgeprof.model")
+    heavy = [m for m in ("typer", "rich", "psutil", "edgeprof.measure.runner", "edgeprof.model")
              if m in sys.modules]
     print("heavy", heavy)
 """

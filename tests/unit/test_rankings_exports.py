@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from edgeprof.analysis.compare import rank, ranking_tables, summarize, summarize_cells
 from edgeprof.cli import main
-from edgeprof.compare import rank, ranking_tables, summarize, summarize_cells
 from edgeprof.model import CpuStats, Limits, MemoryStats, RunResult
 from edgeprof.report.export import cells_csv, runs_csv, sweep_dict
-from edgeprof.report.files import SWEEP_SCHEMA, load_runs
 from edgeprof.report.progress import PlainProgress, RichProgress
-from edgeprof.sweep import SweepPlan
+from edgeprof.storage import SWEEP_SCHEMA, load_runs
+from edgeprof.sweeps.sweep import SweepPlan
 from tests.conftest import require_module
 from tests.unit.conftest import make_result
 

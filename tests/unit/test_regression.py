@@ -7,15 +7,10 @@ import random
 
 import pytest
 
+from edgeprof.analysis.regression import Verdict, compare_results, parse_threshold, welch_interval
+from edgeprof.analysis.stats import t_quantile
 from edgeprof.errors import ConfigError
 from edgeprof.model import RunResult, Termination
-from edgeprof.regression import (
-    Verdict,
-    compare_results,
-    parse_threshold,
-    welch_interval,
-)
-from edgeprof.stats import t_quantile
 from tests.unit.gating_helpers import run
 
 BASE = (1.00, 1.02, 0.98, 1.01, 0.99)

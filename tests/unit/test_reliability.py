@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof import gc, owner
+from edgeprof.backends import owner
 from edgeprof.errors import ConfigError
+from edgeprof.measure import gc
+from edgeprof.measure.privilege import workload_user
 from edgeprof.model import Limits, UserIds
-from edgeprof.privilege import workload_user
 
 from .conftest import IMPOSSIBLE_PID, make_result
 

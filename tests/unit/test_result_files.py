@@ -9,7 +9,7 @@ import pytest
 
 from edgeprof.errors import ConfigError
 from edgeprof.model import Limits
-from edgeprof.report.files import SWEEP_SCHEMA, load_runs, write_result
+from edgeprof.storage import SWEEP_SCHEMA, load_runs, write_result
 
 from .conftest import make_result
 
@@ -55,7 +55,7 @@ def test_load_runs_refuses_what_is_not_a_result(tmp_path: Path, text: str) -> No
 def test_append_locked_never_interleaves(tmp_path: Path) -> None:
     import multiprocessing
 
-    from edgeprof.report.files import append_locked
+    from edgeprof.storage import append_locked
 
     path = tmp_path / "summary.txt"
     line = "x" * 70_000 + "\n"  # larger than a pipe buffer: one write() may be partial

@@ -14,9 +14,9 @@ import pytest
 from edgeprof.backends import FakeBackend, get_backend
 from edgeprof.backends.fake import FakeRun, linear
 from edgeprof.errors import BackendError, BackendUnavailable, ConfigError, LimitError
-from edgeprof.limits import THREAD_VARS
+from edgeprof.measure.limits import THREAD_VARS
+from edgeprof.measure.runner import profile
 from edgeprof.model import Counters, Limits, RunResult, RunSpec, Sample, Termination
-from edgeprof.runner import profile
 
 MiB = 2**20
 
@@ -433,7 +433,7 @@ def test_backend_names() -> None:
 
 
 def test_peak_cpu_is_never_below_the_exact_average() -> None:
-    from edgeprof.runner import _peak_pct
+    from edgeprof.measure.runner import _peak_pct
 
     assert _peak_pct(43.3, 43.5) == 43.5  # sampled windows vs the exact whole-run average
     assert _peak_pct(120.0, 43.5) == 120.0

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from edgeprof.errors import BackendError
+from edgeprof.measure.sampler import PEAK_WINDOW_S, Sampler, SampleWriter, SeriesStats
 from edgeprof.model import Counters, Sample
-from edgeprof.sampler import PEAK_WINDOW_S, Sampler, SampleWriter, SeriesStats
 
 
 def feed(stats: SeriesStats, rows: list[tuple[float, Counters]]) -> list[Sample]:

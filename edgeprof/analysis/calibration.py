@@ -36,10 +36,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
-from .model import RunResult
+from ..errors import ConfigError
+from ..model import RunResult
+from ..units import parse_size
 from .stats import t_critical
-from .units import parse_size
 
 # -- metrics and units --------------------------------------------------------------------
 
@@ -431,7 +431,7 @@ class DeviceRow:
         if self.cpus is not None:
             parts.append(f"cpus={self.cpus:g}")
         if self.memory is not None:
-            from .units import format_binary
+            from ..units import format_binary
 
             parts.append(f"memory={format_binary(self.memory)}")
         return ", ".join(parts)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..layers.results import LayerResults
 from ..units import format_binary, format_seconds
-from .results import LayerResults
 
 COLUMNS = (
     "LAYER",

@@ -1,7 +1,7 @@
 """The workload of ``edgeprof bench``: runs inside the limits, reports through
-:mod:`edgeprof.instrument`.  Standard library only (besides the user's module).
+:mod:`edgeprof.workload.instrument`.  Standard library only (besides the user's module).
 
-    python -m edgeprof.benchworker TARGET --batch-size N [--loader NAME] [--warmup K]
+    python -m edgeprof.workload.bench TARGET --batch-size N [--loader NAME] [--warmup K]
                                    [--iterations N]
 
 TARGET is ``MODULE:FUNC`` (MODULE importable from the working directory) or ``FILE.py:FUNC``.
@@ -47,7 +47,7 @@ def _function(mod: ModuleType, name: str, role: str) -> Callable[..., Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="edgeprof.benchworker")
+    ap = argparse.ArgumentParser(prog="edgeprof.workload.bench")
     ap.add_argument("target")
     ap.add_argument("--batch-size", type=int, required=True)
     ap.add_argument("--loader", default="load")

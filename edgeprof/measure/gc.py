@@ -1,7 +1,7 @@
 """``edgeprof gc``: remove what a run whose edgeprof died (SIGKILL, power loss) left behind.
 
 Only resources whose owner is gone are touched, never a live run's: a run group's name and a
-container's labels carry the owner's pid *and* start time (:mod:`edgeprof.owner`), so a pid
+container's labels carry the owner's pid *and* start time (:mod:`edgeprof.backends.owner`), so a pid
 reused by another process does not keep a dead run's leftovers alive, and a live run is
 never taken for a dead one.  The same collection runs automatically at the start of every
 run (:func:`collect_before_run`), so a crashed run's groups do not pile up on a CI runner
@@ -17,11 +17,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from . import _cgroupfs as fs
-from . import owner as ow
-from .backends._process import signal_pids
-from .backends.cgroup_v1 import cgroup_mounts
-from .errors import EdgeprofError
+from ..backends import cgroupfs as fs
+from ..backends import owner as ow
+from ..backends._process import signal_pids
+from ..backends.cgroup_v1 import cgroup_mounts
+from ..errors import EdgeprofError
 
 
 def stale_groups(roots: Iterable[Path] | None = None, proc: Path = Path("/proc")) -> list[Path]:
@@ -79,7 +79,7 @@ def remove_groups(groups: Iterable[Path], timeout: float = 10.0) -> list[str]:
 
 
 def _container_is_stale(labels: dict[str, str], host: str, boot: str) -> bool:
-    from .backends.docker import BOOT_LABEL, HOST_LABEL, OWNER_LABEL
+    from ..backends.docker import BOOT_LABEL, HOST_LABEL, OWNER_LABEL
 
     if labels.get(HOST_LABEL, host) != host:
         return False  # another machine's run (a shared daemon): not ours to judge
@@ -91,7 +91,7 @@ def _container_is_stale(labels: dict[str, str], host: str, boot: str) -> bool:
 
 def stale_containers(client: Any) -> list[Any]:
     """edgeprof's containers on ``client``'s daemon whose owner is gone."""
-    from .backends.docker import MANAGED_LABEL
+    from ..backends.docker import MANAGED_LABEL
 
     host, boot = ow.hostname(), ow.boot_id()
     return [
@@ -116,7 +116,7 @@ def collect(images: bool = False, client: Any = None) -> list[str]:
     """Remove stale containers and groups (and edgeprof's images); a line per action."""
     out: list[str] = []
     try:
-        from .backends.docker import make_client
+        from ..backends.docker import make_client
 
         client = client or make_client()
     except EdgeprofError as exc:
@@ -124,7 +124,7 @@ def collect(images: bool = False, client: Any = None) -> list[str]:
     else:
         out.extend(remove_containers(client))
         if images:
-            from .dockerenv import remove_images
+            from ..backends.docker_image import remove_images
 
             out.extend(f"removed image {t}" for t in remove_images(client))
     out.extend(remove_groups(stale_groups()))

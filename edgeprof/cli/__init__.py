@@ -20,31 +20,44 @@ from typing import Annotated, TextIO
 
 import typer
 
-from . import __version__, envtemplate
-from .backends import Backend, get_backend
-from .budgets import BudgetCheck, Budgets, budgets_from_options, check_budgets, unused_models
-from .calibration import DEFAULT_MIN_R2, calibrate, load_calibration, predict, read_measurements
-from .errors import ConfigError, EdgeprofError
-from .model import RunResult, Termination
-from .names import check_name
-from .privilege import workload_user
-from .regression import compare_results, parse_threshold
-from .report.auptimizer import AuptimizerFiles, host_memory_bytes
-from .report.calibration import plot_calibration, render_calibration, render_predictions
-from .report.ci_summary import (
+from .. import __version__
+from ..analysis.budgets import (
+    BudgetCheck,
+    Budgets,
+    budgets_from_options,
+    check_budgets,
+    unused_models,
+)
+from ..analysis.calibration import (
+    DEFAULT_MIN_R2,
+    calibrate,
+    load_calibration,
+    predict,
+    read_measurements,
+)
+from ..analysis.regression import compare_results, parse_threshold
+from ..backends import Backend, get_backend
+from ..errors import ConfigError, EdgeprofError
+from ..measure.privilege import workload_user
+from ..measure.runner import DEFAULT_INTERVAL_S, check_command
+from ..model import RunResult, Termination
+from ..names import check_name
+from ..report.auptimizer import AuptimizerFiles, host_memory_bytes
+from ..report.calibration import plot_calibration, render_calibration, render_predictions
+from ..report.ci_summary import (
     change_dicts,
     render_compare_plain,
     render_compare_summary,
     render_run_summary,
     write_summaries,
 )
-from .report.export import write_exports
-from .report.files import load_runs
-from .report.junit import budget_cases, compare_cases, render_junit, run_cases
-from .report.progress import PlainProgress, RichProgress
-from .report.summary import markdown_summary, print_summary
-from .runner import DEFAULT_INTERVAL_S, check_command
-from .sweep import (
+from ..report.export import write_exports
+from ..report.junit import budget_cases, compare_cases, render_junit, run_cases
+from ..report.progress import PlainProgress, RichProgress
+from ..report.summary import markdown_summary, print_summary
+from ..storage import load_runs
+from ..sweeps import envtemplate
+from ..sweeps.sweep import (
     Step,
     SweepPlan,
     cell_order,
@@ -53,7 +66,7 @@ from .sweep import (
     model_names,
     run_sweep,
 )
-from .units import parse_pids
+from ..units import parse_pids
 
 EXIT_ERROR = 2
 EXIT_BUDGET = 3
@@ -295,7 +308,7 @@ def run(
             _check_writable(path)  # written after the run: refuse it before the run starts
     cal = None if calibration is None else load_calibration(calibration)
     if plots is not None:
-        from .report.plots import _pyplot
+        from ..report.plots import _pyplot
 
         _pyplot()  # a missing matplotlib is found before the runs, not after
     run_as = workload_user(as_root)
@@ -309,7 +322,7 @@ def run(
         be = get_backend("docker", image=image, docker_args=docker_args)
         check_limits(plan, be)  # before an image is built
         if base_image or dockerfile:
-            from .dockerenv import EnvSpec, ensure_image
+            from ..backends.docker_image import EnvSpec, ensure_image
 
             spec = EnvSpec(
                 base_image=base_image,
@@ -488,7 +501,7 @@ def _write_markdown(path: Path | None, results: list[RunResult]) -> None:
 
 
 def _write_plots(out: Path, results: list[RunResult], timelines: bool = True) -> None:
-    from .report.plots import write_plots
+    from ..report.plots import write_plots
 
     written = write_plots(out, results, timelines=timelines)
     print(f"edgeprof: {len(written)} plot(s) written to {out}", file=sys.stderr)
@@ -514,7 +527,7 @@ def report(
     ] = None,
 ) -> None:
     """Re-render tables, statistics, rankings and plots from saved results."""
-    from .report.files import load_runs, prepare_out_dir
+    from ..storage import load_runs, prepare_out_dir
 
     runs = cell_order(load_runs(paths))
     if not runs:
@@ -523,7 +536,7 @@ def report(
     if markdown is not None:
         _check_writable(markdown)
     if plots is not None:
-        from .report.plots import _pyplot
+        from ..report.plots import _pyplot
 
         _pyplot()
     if out is not None:
@@ -573,7 +586,7 @@ def calibrate_cmd(
 
     Example: edgeprof calibrate --device pi4 --measurements pi4.csv results/
     """
-    from .report.files import load_runs
+    from ..storage import load_runs
 
     target = out if out is not None else Path(f"{_safe_name(device)}.yml")
     _check_writable(target)
@@ -599,7 +612,7 @@ def gc(
     images: Annotated[bool, typer.Option(help="Also remove the images edgeprof built.")] = False,
 ) -> None:
     """Remove what runs whose edgeprof died left behind (containers, cgroups)."""
-    from .gc import collect
+    from ..measure.gc import collect
 
     for line in collect(images=images):
         print(line)
@@ -608,7 +621,7 @@ def gc(
 @app.command()
 def doctor() -> None:
     """Show what this host offers each backend and how to fix what is missing."""
-    from .doctor import diagnose, render
+    from ..measure.doctor import diagnose, render
 
     sys.stdout.write(render(diagnose()))
 
@@ -652,10 +665,10 @@ def bench(
 
     Example: edgeprof bench models.py:infer --batch-size 1,8,32 --cpus 1 --memory 1g
     """
-    from .bench import bench as run_bench
-    from .bench import parse_batch_sizes
-    from .model import Limits
-    from .report.table import print_table
+    from ..model import Limits
+    from ..report.table import print_table
+    from ..sweeps.bench import bench as run_bench
+    from ..sweeps.bench import parse_batch_sizes
 
     results = run_bench(
         target,
@@ -681,7 +694,7 @@ def bench(
 
 
 # Sub-apps of other modules, registered after this module's own names exist (they import them).
-from .layers.cli import layers_app  # noqa: E402
+from .layers import layers_app  # noqa: E402
 
 app.add_typer(layers_app, name="layers")
 

@@ -1,4 +1,4 @@
-"""The runner's end of the workload's events pipe (:mod:`edgeprof.instrument`).
+"""The runner's end of the workload's events pipe (:mod:`edgeprof.workload.instrument`).
 
 :class:`EventChannel` makes the pipe, hands its write end to the workload (``pass_fds`` and
 ``EDGEPROF_EVENTS_FD``), and reads it on a thread of its own while the run goes on — the
@@ -7,7 +7,7 @@ full pipe and its events cost no memory charged to the run.  When a phase's ``be
 ``end`` line arrives the thread reads the run's counters (a reading next to the boundary for
 the CPU interpolation) and restarts the kernel's memory high-water mark where the backend
 can (``RunHandle.peak_reset``).  After the run, :meth:`EventChannel.results` attributes the
-readings to phases (:mod:`edgeprof.phases`).
+readings to phases (:mod:`edgeprof.measure.phases`).
 
 Memory: nothing is kept until the first event; from then on 24 bytes per reading (an hour at
 the default 100 ms: under 1 MB; at 1 ms, 86 MB) and 24 per iteration.
@@ -27,9 +27,15 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from .errors import EdgeprofError
-from .instrument import EVENTS_CONTAINER_PATH, FD_ENV, INODE_ENV, PATH_ENV, UNAVAILABLE_ENV
-from .model import Counters, LatencyStats, Mark, PhaseStats, Sample
+from ..errors import EdgeprofError
+from ..model import Counters, LatencyStats, Mark, PhaseStats, Sample
+from ..workload.instrument import (
+    EVENTS_CONTAINER_PATH,
+    FD_ENV,
+    INODE_ENV,
+    PATH_ENV,
+    UNAVAILABLE_ENV,
+)
 from .phases import MAX_LINE, Occurrence, ProtocolError, Timeline, latency_stats, parse_line
 from .sampler import SeriesStats
 

@@ -7,9 +7,9 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import _cgroupfs as fs
-from .backends import CgroupV1Backend, CgroupV2Backend, get_backend
-from .errors import EdgeprofError
+from ..backends import CgroupV1Backend, CgroupV2Backend, get_backend
+from ..backends import cgroupfs as fs
+from ..errors import EdgeprofError
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,7 @@ def render(findings: list[Finding]) -> str:
 
 
 def _docker() -> list[Finding]:
-    from .backends.docker import DockerBackend
+    from ..backends.docker import DockerBackend
 
     be = DockerBackend()
     try:

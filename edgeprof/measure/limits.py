@@ -6,9 +6,9 @@ import dataclasses
 import math
 from collections.abc import Mapping
 
-from .errors import LimitError
-from .model import Limits
-from .units import format_cpuset
+from ..errors import LimitError
+from ..model import Limits
+from ..units import format_cpuset
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 

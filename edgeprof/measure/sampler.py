@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from .errors import EdgeprofError
-from .model import Counters, Sample
+from ..errors import EdgeprofError
+from ..model import Counters, Sample
 
 PEAK_WINDOW_S = 1.0
 """Peak CPU % is taken over 1 s windows, the finest ``docker stats`` reports, so PEAK CPU means
@@ -223,7 +223,7 @@ def _fmt(v: float) -> str:
 
 class BatchReader(Protocol):
     """A sampling loop outside Python (the native helper): see
-    :meth:`edgeprof._cgroupfs._NativePlan.sample_batch`."""
+    :meth:`edgeprof.backends.cgroupfs._NativePlan.sample_batch`."""
 
     def sample_batch(
         self, interval: float, due: float, until: float, stop_fd: int

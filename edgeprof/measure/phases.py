@@ -1,8 +1,8 @@
 """Phases, iterations and marks: the line protocol's parser and the attribution arithmetic.
 
 Pure functions over plain data, so tests feed them hand-made events and timelines.  The
-runner side that reads the pipe is :mod:`edgeprof.events`; the workload side is
-:mod:`edgeprof.instrument`, whose docstring is the protocol's reference.
+runner side that reads the pipe is :mod:`edgeprof.measure.events`; the workload side is
+:mod:`edgeprof.workload.instrument`, whose docstring is the protocol's reference.
 
 Attribution is by timestamp: the workload stamps its events with ``CLOCK_MONOTONIC``, the
 sampler stamps its samples with the same clock, so a phase ``[a, b]`` gets the CPU time the
@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .model import LatencyStats, PhaseStats
+from ..model import LatencyStats, PhaseStats
 
 MAX_LINE = 4096
 """Longer lines are malformed (a single ``write()`` of up to 4 KiB is atomic on a pipe)."""

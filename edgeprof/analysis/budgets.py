@@ -31,9 +31,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ConfigError
-from .model import RunResult, Termination
-from .units import format_binary, format_seconds, parse_duration, parse_size
+from ..errors import ConfigError
+from ..model import RunResult, Termination
+from ..units import format_binary, format_seconds, parse_duration, parse_size
 
 
 def _latency_p95(r: RunResult) -> float | None:

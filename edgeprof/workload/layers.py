@@ -1,6 +1,6 @@
 """The per-layer profiling workload: runs *inside* the limited run, started by edgeprof.
 
-    python .../edgeprof/layers/_worker.py SPEC.json
+    python .../edgeprof/workload/layers.py SPEC.json
 
 Self-contained on purpose: standard library and torch only, never ``import edgeprof``, so the
 measured process holds nothing but the interpreter, torch and the user's model, and any Python
@@ -396,7 +396,7 @@ def _check_chain(torch: Any, reference: Any, chained: Any, granularity: str, out
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: _worker.py SPEC.json", file=sys.stderr)
+        print("usage: layers.py SPEC.json", file=sys.stderr)
         return 2
     with open(argv[1]) as f:
         spec = json.load(f)

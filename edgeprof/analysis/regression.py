@@ -27,9 +27,9 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..errors import ConfigError
+from ..model import RunResult
 from .budgets import METRICS, Metric, cells, successful
-from .errors import ConfigError
-from .model import RunResult
 from .stats import t_cdf, t_quantile
 
 CONFIDENCE = 0.95

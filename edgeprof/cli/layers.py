@@ -15,12 +15,12 @@ import typer
 from typer.core import TyperGroup
 
 from ..errors import ConfigError
+from ..layers.results import LayerResults, layer_ranges, load, merge, save
+from ..layers.run import check_extendable, make_request, run_layers
 from ..model import Limits
+from ..report.layers import render_layers
+from ..report.layers_export import export_device_types, export_models
 from ..report.table import print_table
-from .export import export_device_types, export_models
-from .report import render_layers
-from .results import LayerResults, layer_ranges, load, merge, save
-from .run import check_extendable, make_request, run_layers
 
 
 class _ProfileByDefault(TyperGroup):
@@ -146,7 +146,7 @@ def profile_cmd(
         timeout=timeout,
         cgroup_parent=cgroup_parent,
     )
-    from ..cli import exit_code  # here, not at the top: edgeprof.cli imports this module
+    from . import exit_code  # here, not at the top: edgeprof.cli imports this module
 
     if not run.ok:
         print_table([run.result], sys.stdout)

@@ -22,12 +22,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 
-from . import __version__
-from .backends import Backend, RunHandle, get_backend
-from .errors import ConfigError, EdgeprofError
-from .events import DOCKER_UNAVAILABLE, UNAVAILABLE_ENV, EventChannel
-from .limits import resolve, thread_env
-from .model import (
+from .. import __version__
+from ..backends import Backend, RunHandle, get_backend
+from ..errors import ConfigError, EdgeprofError
+from ..model import (
     Counters,
     CpuStats,
     HostInfo,
@@ -40,10 +38,12 @@ from .model import (
     Termination,
     UserIds,
 )
-from .names import check_env
-from .report.files import prepare_out_dir, write_result
+from ..names import check_env
+from ..storage import prepare_out_dir, write_result
+from ..units import parse_duration
+from .events import DOCKER_UNAVAILABLE, UNAVAILABLE_ENV, EventChannel
+from .limits import resolve, thread_env
 from .sampler import Sampler, SampleWriter, SeriesStats
-from .units import parse_duration
 
 DEFAULT_INTERVAL_S = 0.1
 MIN_INTERVAL_S = 0.001
@@ -85,7 +85,7 @@ def profile(
     """Run ``command`` under ``limits`` and measure it.
 
     ``image``: the container image, for the Docker backend.  ``run_as``: host backends drop
-    the workload to this identity before exec (:func:`edgeprof.privilege.workload_user`).
+    the workload to this identity before exec (:func:`edgeprof.measure.privilege.workload_user`).
 
     Every input is validated before anything starts: a bad one raises a
     :class:`~edgeprof.errors.ConfigError` (or ``LimitError`` / ``BackendUnavailable``) and
@@ -131,7 +131,7 @@ def profile(
         run_as=run_as,
     )
     warnings = list(be.warnings())
-    # Optional capability: remove what runs whose edgeprof died left behind (edgeprof.gc).
+    # Optional capability: remove what runs whose edgeprof died left behind (edgeprof.measure.gc).
     collect = getattr(be, "collect_leftovers", None)
     if collect is not None:
         warnings.extend(f"cleaned up after a dead edgeprof run: {m}" for m in collect())

@@ -7,14 +7,14 @@ import os
 from pathlib import Path
 from typing import ClassVar
 
-from .. import _cgroupfs as fs
-from .._cgroupfs import CounterSet, Field, Kind, Source
 from ..errors import BackendError, BackendUnavailable, ConfigError
 from ..model import RunSpec
 from ..units import CFS_PERIOD_US, cpu_quota_us, format_cpuset, parse_cpuset
+from . import cgroupfs as fs
 from ._cgroup_common import missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod
 from ._peak_reset import FdPeakReset
+from .cgroupfs import CounterSet, Field, Kind, Source
 
 WANTED = ("cpu", "memory", "io", "pids", "cpuset")
 REQUIRED = ("cpu", "memory")
@@ -169,8 +169,8 @@ class CgroupV2Backend:
         return list(self._warnings)
 
     def collect_leftovers(self) -> list[str]:
-        """Remove the groups of runs whose edgeprof died (see :mod:`edgeprof.gc`)."""
-        from ..gc import collect_before_run
+        """Remove the groups of runs whose edgeprof died (see :mod:`edgeprof.measure.gc`)."""
+        from ..measure.gc import collect_before_run
 
         return collect_before_run([self.root])
 

@@ -9,8 +9,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..model import RunResult
+from .errors import ConfigError
+from .model import RunResult
 
 
 def prepare_out_dir(path: Path) -> Path:

@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .backends import Backend, get_backend
-from .errors import ConfigError
-from .limits import resolve
-from .model import Limits, RunResult, Termination
-from .names import check_name
-from .report.files import prepare_out_dir, write_json_atomic
-from .runner import profile
+from ..backends import Backend, get_backend
+from ..errors import ConfigError
+from ..measure.limits import resolve
+from ..measure.runner import profile
+from ..model import Limits, RunResult, Termination
+from ..names import check_name
+from ..storage import prepare_out_dir, write_json_atomic
 
 
 @dataclass(frozen=True)
@@ -98,8 +98,8 @@ class SweepResult:
     interrupted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        """``sweep.json``: :data:`~edgeprof.report.files.SWEEP_SCHEMA`."""
-        from .report.export import sweep_dict
+        """``sweep.json``: :data:`~edgeprof.storage.SWEEP_SCHEMA`."""
+        from ..report.export import sweep_dict
 
         extra = {
             "command": list(self.plan.command),
@@ -178,7 +178,7 @@ def run_sweep(
     cgroup_parent: str | None = None,
     profile_options: Mapping[str, Any] | None = None,
 ) -> SweepResult:
-    """Run ``plan``; ``profile_options`` go to :func:`edgeprof.runner.profile` for every run
+    """Run ``plan``; ``profile_options`` go to :func:`edgeprof.measure.runner.profile` for every run
     (``interval``, ``timeout``, ``env``, ``cwd``, ``stdout``, ``image`` …).
 
     With ``out``, each run writes its ``result.json`` and ``samples.csv`` under :func:`run_dir`

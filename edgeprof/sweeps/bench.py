@@ -1,6 +1,6 @@
 """``edgeprof bench``: latency and throughput of a Python model per batch size, under limits.
 
-Each batch size is one profiled run of :mod:`edgeprof.benchworker` (a fresh process, so the
+Each batch size is one profiled run of :mod:`edgeprof.workload.bench` (a fresh process, so the
 peak memory of one batch size is not the high-water mark of another), named
 ``FUNC bs=N``; its phases are ``load``, ``warmup`` and ``infer``, and its latency is that of
 the ``infer`` iterations.
@@ -13,10 +13,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .backends import Backend
-from .errors import ConfigError
-from .model import Limits, RunResult, Termination
-from .runner import profile
+from ..backends import Backend
+from ..errors import ConfigError
+from ..measure.runner import profile
+from ..model import Limits, RunResult, Termination
 
 DEFAULT_WARMUP = 5
 DEFAULT_ITERATIONS = 50
@@ -25,7 +25,7 @@ DEFAULT_ITERATIONS = 50
 # directory stays first on the path (python -c puts it there), so MODULE is found from it.
 _BOOT = (
     "import sys; sys.path.insert(1, {root!r}); "
-    "from edgeprof.benchworker import main; sys.exit(main())"
+    "from edgeprof.workload.bench import main; sys.exit(main())"
 )
 
 

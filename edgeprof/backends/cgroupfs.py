@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import BackendError
-from .model import Counters
+from ..errors import BackendError
+from ..model import Counters
 
 _READ_SIZE = 65536
 

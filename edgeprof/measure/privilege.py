@@ -14,8 +14,8 @@ import os
 import pwd
 from collections.abc import Mapping
 
-from .errors import ConfigError
-from .model import UserIds
+from ..errors import ConfigError
+from ..model import UserIds
 
 
 def workload_user(

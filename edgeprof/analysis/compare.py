@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import RunResult, Termination
-from .units import format_binary, format_seconds
+from ..model import RunResult, Termination
+from ..units import format_binary, format_seconds
 
 OUTLIER_Z = 3.5
 """Modified z-score above which a run is an outlier (Iglewicz & Hoaglin's rule:

@@ -21,9 +21,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ConfigError
-from .model import Limits
-from .units import parse_duration
+from ..errors import ConfigError
+from ..model import Limits
+from ..units import parse_duration
 
 KEYS = (
     "IMAGEREPO",

@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
-from .results import MB, LayerResults, dump_yaml, write_text_atomic
+from ..layers.results import MB, LayerResults, dump_yaml, write_text_atomic
 
 
 def _require_complete(results: LayerResults, source: str) -> None:

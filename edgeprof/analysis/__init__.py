@@ -1,0 +1,1 @@
+"""Arithmetic over results: statistics, comparisons, budgets, calibration."""

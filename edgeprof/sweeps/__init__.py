@@ -1,0 +1,1 @@
+"""Many runs: sweeps of models and limit settings, batch-size benches."""

@@ -1,0 +1,1 @@
+"""Code that runs inside the measured process: standard library only."""
