@@ -89,9 +89,12 @@ def test_bench_an_onnx_model(mobilenet: Path) -> None:
     for r, bs in zip(runs, (1, 2), strict=True):
         lat = r["latency"]
         assert lat["count"] == 5 and lat["items"] == 5 * bs
-        # One MobileNetV2-0.25 inference on one core takes milliseconds, not microseconds.
-        assert 0.001 < lat["p50_s"] < 1
         load, _warmup, infer = r["phases"]
+        # The latencies are the infer phase's iterations: three of the five are at least the
+        # median and all fit in the phase, and the five together are most of it.  (A fixed
+        # floor of 1 ms failed on a quick machine: p50 0.95 ms.)
+        assert 0 < 3 * lat["p50_s"] <= infer["wall_s"], (lat, infer)
+        assert lat["count"] * lat["max_s"] >= 0.5 * infer["wall_s"], (lat, infer)
         assert load["peak_bytes"] > 10 * 2**20 and load["cpu_s"] > 0
         assert infer["latency"] == lat
 
