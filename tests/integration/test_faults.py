@@ -217,29 +217,57 @@ def test_a_gigabyte_to_stdout(mechanism: str, tmp_path: Path, marker: str) -> No
 
 
 def test_full_disk_for_out(mechanism: str, tmp_path: Path, marker: str) -> None:
-    """A 16 KiB tmpfs fills within half a second at 1 ms (even in the slow v2 guest): the run
-    goes on and is measured, the CSV stops at its last whole row, result.json is not
-    half-written, no temporary file stays."""
+    """The disk of --out fills during the run: the run goes on and is measured, the CSV stops
+    at its last whole row, result.json is not half-written, no temporary file stays.
+
+    The workload fills the 16 KiB tmpfs itself once edgeprof has flushed 50 rows, so the
+    disk is full whatever the machine's speed (a fixed ``sleep 2`` at 1 ms sampling let a
+    slow guest's whole CSV fit, and the run exited 0)."""
     out = tmp_path / "full"
     out.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(out)], check=True)
     try:
         p = subprocess.run(
-            edgeprof("--interval", "0.001", "--out", str(out), "--", "sleep", "2", mark=marker),
+            edgeprof(
+                "--interval", "0.001", "--out", str(out), "--",
+                PY, "-c", FILL_AFTER_ROWS, str(out), "50",
+                mark=marker,
+            ),
             capture_output=True,
             text=True,
             cwd=REPO,
             timeout=120,
         )
-        assert p.returncode == 2
+        assert p.returncode == 2, p.stderr
         assert p.stderr.count("\n") == 1 and "result.json could not be written" in p.stderr
         assert "No space left on device" in p.stderr and "(exited)" in p.stderr
-        assert check_samples(out / "samples.csv") > 50
+        assert check_samples(out / "samples.csv") >= 50
         assert not (out / "result.json").exists()
         assert temp_files(out) == []
     finally:
         subprocess.run(["umount", str(out)], check=True)
     assert marked_processes(marker) == []
+
+
+FILL_AFTER_ROWS = """
+import os, sys, time
+out, rows = sys.argv[1], int(sys.argv[2])
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    try:
+        with open(os.path.join(out, "samples.csv"), "rb") as f:
+            if f.read().count(b"\\n") > rows:
+                break
+    except FileNotFoundError:
+        pass
+    time.sleep(0.01)
+with open(os.path.join(out, "filler"), "wb", buffering=0) as f:
+    try:
+        while True:
+            f.write(bytes(4096))
+    except OSError:
+        pass
+"""
 
 
 def _stale_groups_of(pid: int) -> set[Path]:
