@@ -1,20 +1,36 @@
-"""Double-fork a busy grandchild that outlives its parent, then exit after argv[1] s.
+"""Double-fork a busy grandchild that outlives its parent, then exit.
 
-The grandchild writes its pid to argv[2] so the test can check it was killed.
+argv[1]: how long the parent stays: ``N`` seconds, or ``cpu=N``: until the grandchild has
+spun N seconds of its own CPU time (the CPU inside the run is then known whatever the load of
+the machine: a fixed wait let a loaded 2-core machine give the grandchild less than a test
+expected).  argv[2]: the grandchild writes its pid there once it runs.
 """
 
 import os
 import sys
 import time
 
-parent_wait = float(sys.argv[1])
+how_long = sys.argv[1]
 pidfile = sys.argv[2]
+spun = pidfile + ".spun"
+cpu_target = float(how_long[4:]) if how_long.startswith("cpu=") else None
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
         with open(pidfile, "w") as f:
             f.write(str(os.getpid()))
+        while cpu_target is not None and time.process_time() < cpu_target:
+            pass
+        if cpu_target is not None:
+            open(spun, "w").close()
         while True:
             pass
     os._exit(0)
-time.sleep(parent_wait)
+if cpu_target is None:
+    time.sleep(float(how_long))
+else:
+    deadline = time.monotonic() + 300
+    while not os.path.exists(spun):
+        if time.monotonic() > deadline:
+            sys.exit("the grandchild did not get its CPU time in 300 s")
+        time.sleep(0.01)
