@@ -28,14 +28,22 @@ MiB = 2**20
 
 
 def test_cpu_limit_is_held_and_throttling_reported(mechanism: str) -> None:
-    r = edgeprof.profile([PY, "-c", "while True: pass"], Limits(cpus=0.5), timeout=3)
+    """Half a core is never exceeded.  How much of it the run gets depends on what else the
+    machine runs, so the floor comes from an unlimited spinner measured in the same test (a
+    fixed 45 % floor failed on a loaded machine), and throttling is checked when the quota
+    was reached."""
+    spin = [PY, "-c", "while True: pass"]
+    free = edgeprof.profile(spin, timeout=1).cpu.avg_pct
+    r = edgeprof.profile(spin, Limits(cpus=0.5), timeout=3)
     assert r.mechanism == mechanism
     assert r.termination is Termination.TIMEOUT
-    assert r.cpu.avg_pct is not None and 45 <= r.cpu.avg_pct <= 55
+    assert free is not None and r.cpu.avg_pct is not None
+    assert 0.8 * min(50, free) - 2 <= r.cpu.avg_pct <= 55, (r.cpu.avg_pct, free)
     assert 2.9 <= r.wall_s <= 4
-    assert r.cpu.nr_throttled and r.cpu.nr_throttled > 10
-    assert r.cpu.throttled_s and r.cpu.throttled_s > 0.5
-    assert r.cpu.peak_pct is not None and 45 <= r.cpu.peak_pct <= 60
+    assert r.cpu.peak_pct is not None and r.cpu.peak_pct <= 60
+    if r.cpu.avg_pct >= 45:  # the quota was what held it back
+        assert r.cpu.nr_throttled and r.cpu.nr_throttled > 10
+        assert r.cpu.throttled_s and r.cpu.throttled_s > 0.5
 
 
 def test_short_spike_peak_is_exact(mechanism: str) -> None:
