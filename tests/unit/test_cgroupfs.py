@@ -370,7 +370,9 @@ def test_native_sampling_loop(tmp_path: Path) -> None:
         t = time.monotonic()
         rows, due, stopped, missed = batch.sample_batch(0.005, t, t + 0.05, r)
         assert not stopped
-        assert 8 <= len(rows) <= 11
+        # The grid from t to t + 50 ms: every tick read or counted missed (one preemption of
+        # 15 ms left a fixed 8-row floor short).
+        assert len(rows) >= 1 and 10 <= len(rows) + missed <= 11, (len(rows), missed)
         times = [x for x, _ in rows]
         assert times == sorted(times) and t <= times[0]
         assert due == pytest.approx(t + 0.005 * (len(rows) + missed), abs=1e-6)

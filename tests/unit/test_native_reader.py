@@ -147,10 +147,13 @@ def test_native_sampling_loop_rows_match_reads(tmp_path: Path) -> None:
     try:
         start = time.monotonic()
         rows, due, stopped, missed = cs.batch_reader.sample_batch(0.002, start, start + 0.05, r)
-        assert not stopped and 10 <= len(rows) + missed <= 27
+        end = time.monotonic()
+        assert not stopped and 25 <= len(rows) + missed <= 26
         assert all(row == cs.sample() for _, row in rows)
         times = [t for t, _ in rows]
-        assert times == sorted(times) and start <= times[0] and times[-1] <= start + 0.06
+        # Read inside the call, on or after their ticks; the last tick is due by the end of
+        # the grid (a late wake-up may read it later, so the bound is the call's return).
+        assert times == sorted(times) and start <= times[0] and times[-1] <= end
         assert due >= times[-1]
         os.write(w, b"x")  # a stop request ends the loop at once
         t = time.monotonic()

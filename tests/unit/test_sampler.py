@@ -290,8 +290,11 @@ def test_sampler_thread_takes_about_the_expected_samples(tmp_path: Path) -> None
     assert not sp._thread.is_alive()
     assert sp.error is None
     expected = elapsed / 0.001
-    # On the 1 ms grid: never more than the grid allows, and most ticks taken.
-    assert 0.5 * expected <= stats.count <= expected + 2
+    # On the 1 ms grid: never more than the grid allows, and every tick either taken or
+    # counted as missed (how many are taken depends on the machine's load: a floor of half
+    # the ticks is a fact about a quiet machine, not about the sampler).
+    assert 2 <= stats.count <= expected + 2
+    assert stats.count + sp.missed >= 0.9 * expected - 2, (stats.count, sp.missed, expected)
     assert stats.count == calls  # including the final sample taken at stop()
     assert stats.count + sp.missed <= expected + 2
     assert len((tmp_path / "s.csv").read_text().splitlines()) == stats.count + 1
@@ -382,11 +385,14 @@ def test_sampler_batch_path_drains_rows_and_stops(tmp_path: Path) -> None:
     sp.start()
     time.sleep(0.22)
     sp.stop()
+    elapsed = time.monotonic() - t0
     writer.close()
     assert sp.error is None
     assert len(finals) == 1
     n_batches = len(batch.calls)
-    assert 3 <= n_batches <= 7  # drained every DRAIN_S (50 ms), not every sample
+    # Drained every DRAIN_S (50 ms), not every sample: at most one batch per 50 ms that
+    # passed (a late wake-up only makes fewer, longer batches).
+    assert 1 <= n_batches <= elapsed / 0.05 + 2, (n_batches, elapsed)
     assert all(until > due for _, due, until in batch.calls)
     assert sp.missed == 2 * n_batches
     rows = sum(round((u - d) / 0.01 + 0.5) for _, d, u in batch.calls)
