@@ -216,16 +216,18 @@ def test_interrupt_kills_the_tree_and_still_reports(
             str(WORKLOADS / "daemonize.py"),
             "600",
             str(pidfile),
+            "0.15",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=REPO,
     )
+    # Interrupt once the grandchild has spun 0.15 s of its own CPU (its marker file), not
+    # after a fixed sleep that a loaded machine may not fill.
     deadline = time.monotonic() + 60
-    while not pidfile.exists() or not pidfile.read_text():
+    while not Path(f"{pidfile}.spun").exists():
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.05)
-    time.sleep(0.3)
     for sig in sigs:  # a burst: impatient Ctrl-C, then a kill from a supervisor
         proc.send_signal(sig)
     try:

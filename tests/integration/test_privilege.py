@@ -32,8 +32,12 @@ def test_sudo_user_runs_the_workload(mechanism: str, as_root: bool) -> None:
 
 
 def _check(ids: Path, as_root: bool) -> None:
-    # The workload forks a child that spins, so the run is measured and killed as nobody too.
-    script = f"id -u > {ids}; id -g >> {ids}; id -G >> {ids}; (while :; do :; done) & sleep 0.5"
+    # The workload forks a child that spins, so the run is measured and killed as nobody too;
+    # it ends once the spinner has 30 clock ticks (0.3 s) of CPU, whatever the machine's load.
+    script = (
+        f"id -u > {ids}; id -g >> {ids}; id -G >> {ids}; (while :; do :; done) & "
+        "while [ $(awk '{print $14 + $15}' /proc/$!/stat) -lt 30 ]; do sleep 0.05; done"
+    )
     p = subprocess.run(
         [PY, "-m", "edgeprof", "run", "--json", *(["--as-root"] if as_root else []),
          "--", "sh", "-c", script],
