@@ -23,7 +23,7 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 
 TIERS = [
     ("unit", ["tests/unit"]),
-    ("host", ["tests/integration", "tests/tooling", "tests/examples"]),
+    ("host", ["tests/host", "tests/tooling", "tests/examples"]),
     ("vm", ["tests/vm"]),
     ("docker", ["tests/docker"]),
 ]
