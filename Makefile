@@ -39,8 +39,8 @@ test: setup
 	$(PY) tests/run_tiers.py
 
 lint: setup
-	$(VENV)/bin/ruff check edgeprof tests
-	$(VENV)/bin/mypy edgeprof
+	$(VENV)/bin/ruff check edgeprof tests examples benchmarks native
+	$(VENV)/bin/mypy  # pyproject's [tool.mypy] files: the package, tests, benchmarks
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache .demo .test-results

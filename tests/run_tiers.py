@@ -1,10 +1,10 @@
 """Run every test tier and say how many tests ran in each (``make test`` calls this).
 
-Tiers: static (ruff, mypy --strict), unit (fake cgroupfs trees, scripted backend), host (the
-real kernel's cgroups here: v1 hybrid on our machines), vm (cgroup v2 in a throwaway qemu
-guest; its guest-side counts are read back from the guest's JUnit file), docker (a private,
-real dockerd started by the tier's fixture).  In CI (CI=true) a
-skipped test anywhere fails the run: no tier may skip there.
+Tiers: static (ruff; mypy --strict over the package, tests and benchmarks), unit (fake
+cgroupfs trees, scripted backend), host (the real kernel's cgroups here: v1 hybrid on our
+machines), vm (cgroup v2 in a throwaway qemu guest; its guest-side counts are read back from
+the guest's JUnit file), docker (a private, real dockerd started by the tier's fixture).  In
+CI (CI=true) a skipped test anywhere fails the run: no tier may skip there.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 
 TIERS = [
     ("unit", ["tests/unit"]),
-    ("host", ["tests/integration", "tests/tooling", "tests/examples"]),
+    ("host", ["tests/host", "tests/tooling", "tests/examples"]),
     ("vm", ["tests/vm"]),
     ("docker", ["tests/docker"]),
 ]
@@ -50,8 +50,10 @@ def main() -> int:
 
     t = time.monotonic()
     static_rc = 0
-    lint = [PY, "-m", "ruff", "check", "edgeprof", "tests", "examples", "benchmarks"]
-    for cmd in (lint, [PY, "-m", "mypy", "edgeprof"]):
+    lint = [PY, "-m", "ruff", "check", "edgeprof", "tests", "examples", "benchmarks", "native"]
+    # No arguments: pyproject's [tool.mypy] files, the package and the tests, their harnesses,
+    # benchmarks and the native build script, all --strict.
+    for cmd in (lint, [PY, "-m", "mypy"]):
         print("$", " ".join(cmd[2:]), flush=True)
         static_rc |= subprocess.call(cmd, cwd=REPO, env=env)
     rows.append(("static", {"tests": 2, "failures": int(static_rc != 0), "errors": 0,

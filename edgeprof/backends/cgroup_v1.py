@@ -1,4 +1,4 @@
-"""The cgroup backend on cgroup v1 / hybrid hosts (DESIGN §3 rule 10).
+"""The cgroup backend on cgroup v1 / hybrid hosts.
 
 Each run gets a fresh group in every hierarchy it uses, nested under *this process's own
 group in that hierarchy* — never elsewhere: a machine that assigned us a memory group keeps

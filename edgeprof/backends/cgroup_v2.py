@@ -1,4 +1,4 @@
-"""The cgroup v2 backend: a fresh group per run under a delegated parent (DESIGN §3)."""
+"""The cgroup v2 backend: a fresh group per run under a delegated parent."""
 
 from __future__ import annotations
 

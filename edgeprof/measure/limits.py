@@ -17,7 +17,7 @@ def resolve(limits: Limits, available: tuple[int, ...]) -> tuple[Limits, bool]:
     """Validate ``limits`` against the CPUs a run may use here.
 
     Returns the limits to apply and whether edgeprof chose the cpuset itself: an integer
-    ``cpus`` is pinned to that many cores when the host has them (DESIGN §3 rule 3), so a
+    ``cpus`` is pinned to that many cores when the host has them, so a
     1-core device is simulated by one core, not by slices of two.
     """
     avail = format_cpuset(available)

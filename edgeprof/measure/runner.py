@@ -1,4 +1,4 @@
-"""The run loop, the same for every backend (DESIGN §2).
+"""The run loop, the same for every backend.
 
 spawn (backend) → sample on a background thread → wait for the main process (pidfd: woken at
 the exit, so wall time is exact) → timeout / interrupt handling → kill what is left → read
@@ -239,7 +239,7 @@ def _run(
                 sampler.stop()
                 if channel is not None:
                     channel.stop()
-            run.kill()  # orphans and daemons die before the totals are read (rule 5)
+            run.kill()  # orphans and daemons die before the totals are read
             if status is None:
                 status = run.wait(None)
             final = run.counters()

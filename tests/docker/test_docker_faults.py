@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from tests.docker.daemon import BUSYBOX_IMAGE, ensure_base_images, start_daemon
-from tests.integration.test_faults import FORK_BOMB, check_samples, marked_processes, temp_files
+from tests.host.test_faults import FORK_BOMB, check_samples, marked_processes, temp_files
 
 PY = sys.executable
 REPO = Path(__file__).resolve().parents[2]
@@ -90,7 +90,7 @@ def test_sigkill_to_edgeprof_then_collection(
 
 
 def _run_groups() -> list[Path]:
-    from tests.integration.conftest import run_groups
+    from tests.host.conftest import run_groups
 
     return sorted(run_groups())
 

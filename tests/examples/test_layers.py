@@ -21,7 +21,7 @@ import yaml
 
 from edgeprof.layers import results
 from tests.conftest import require
-from tests.integration.conftest import run_groups
+from tests.host.conftest import run_groups
 
 REPO = Path(__file__).resolve().parents[2]
 MODELS = "examples.layers.models"

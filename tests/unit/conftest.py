@@ -152,7 +152,7 @@ class FakeCgroupFs:
         return [v for p, v in self.writes if p.name == name]
 
     def run_groups(self) -> list[Path]:
-        out = []
+        out: list[Path] = []
         for m in self._templates:
             out.extend(p for p in m.rglob("edgeprof-*") if p.is_dir() and p.name != "edgeprof-self")
         return sorted(out)

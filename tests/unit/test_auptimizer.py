@@ -28,7 +28,7 @@ mobilenet_v1_1.0_224   244.258%         250.83  122.4 MiB / 1.9 GiB      126.9 M
 
 
 def test_table_reproduces_the_seeds_layout() -> None:
-    rows = [
+    rows: list[list[str | int | float]] = [
         ["mobilenet_v1_0.75_224", "225.09%", 226.68, "117.9 MiB / 1.9 GiB", "117.9 MiB",
          "742.0 B / 0.0 B", "0.0 B / 0.0 B", 6164],
         ["mobilenet_v1_1.0_224", "244.258%", 250.83, "122.4 MiB / 1.9 GiB", "126.9 MiB",

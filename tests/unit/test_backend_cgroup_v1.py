@@ -135,7 +135,11 @@ def v1_tree(
             root_files.update(
                 {"cpuset.cpus": "0-3\n", "cpuset.mems": "0\n", "cpuset.effective_cpus": "0-3\n"}
             )
-        cgfs.hierarchy(mp, lambda _p, t=template: t, root_files)
+
+        def new_group(_group: Path, files: dict[str, str] = template) -> dict[str, str]:
+            return files  # bound here: ``template`` is rebound for the next hierarchy
+
+        cgfs.hierarchy(mp, new_group, root_files)
         mounts[key] = mp
         mid = 30 + i
         if key == "":

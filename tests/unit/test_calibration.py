@@ -53,7 +53,7 @@ approx = pytest.approx
 
 def test_hand_computed_fit() -> None:
     f = fit([1, 2, 3, 4], [2, 4, 5, 4], ["m1", "m2", "m3", "m4"])
-    assert (f.a, f.b) == (approx(0.7), approx(2.0))
+    assert (f.a, f.b) == approx((0.7, 2.0))
     assert f.se_a == approx(0.479583, rel=1e-5)
     assert f.se_b == approx(1.313393, rel=1e-5)
     assert f.s == approx(math.sqrt(1.15))
@@ -98,7 +98,8 @@ def test_t_quantile_matches_the_table(level: float, dof: int, t: float) -> None:
 def test_exact_recovery_of_a_and_b() -> None:
     x = [0.6, 0.68, 0.93, 1.08, 1.5, 1.9, 2.2]
     f = fit(x, [3.2 * v + 0.15 for v in x])
-    assert (f.a, f.b) == (approx(3.2, rel=1e-12), approx(0.15, rel=1e-9))
+    assert f.a == approx(3.2, rel=1e-12)
+    assert f.b == approx(0.15, rel=1e-9)
     assert f.r2 == approx(1.0)
     assert f.s == approx(0.0, abs=1e-12)
     assert f.cooks_d == approx((0.0,) * 7)
@@ -112,7 +113,8 @@ def test_exact_recovery_under_noise_orthogonal_to_the_line() -> None:
     d = 0.05
     x = [1.0, 2.0, 3.0, 4.0]
     f = fit(x, [2.5 * v - 0.3 + d * e for v, e in zip(x, (1, -1, -1, 1), strict=True)])
-    assert (f.a, f.b) == (approx(2.5, rel=1e-12), approx(-0.3, rel=1e-9))
+    assert f.a == approx(2.5, rel=1e-12)
+    assert f.b == approx(-0.3, rel=1e-9)
     assert f.s == approx(math.sqrt(2) * d)
     assert f.residuals == approx((d, -d, -d, d))
 
@@ -369,7 +371,7 @@ def test_matching_by_label_stem_setting_and_median(tmp_path: Path) -> None:
             ),
         )
     )
-    cal = calibrate(runs, m, "pi")  # type: ignore[arg-type]
+    cal = calibrate(runs, m, "pi")
     assert cal.matched == 4
     assert cal.unmatched == (
         "line 6: m9 (cpus=1): no profiled run of this model",
@@ -436,11 +438,11 @@ def test_file_round_trip_and_predictions(tmp_path: Path) -> None:
     assert back.device == "phone" and back.source.endswith("device.csv")
     for a, b in zip(cal.fits, back.fits, strict=True):
         assert (a.metric, a.setting, a.unit) == (b.metric, b.setting, b.unit)
-        assert (b.fit.a, b.fit.b) == (approx(a.fit.a), approx(a.fit.b))
+        assert (b.fit.a, b.fit.b) == approx((a.fit.a, a.fit.b))
         assert b.warnings == a.warnings
     runtime = next(f for f in back.fits if f.metric == "runtime")
     # By hand: x = 1..4, y = 3.1, 5.9, 9.2, 11.8: Sxy = 14.7, Sxx = 5 → a = 2.94, b = 0.15 s.
-    assert (runtime.fit.a, runtime.fit.b) == (approx(2.94), approx(0.15))
+    assert (runtime.fit.a, runtime.fit.b) == approx((2.94, 0.15))
 
     preds = predict(back, [_run("new", 2.5), _run("big", 6.0), _run("other", 1.0, cpus=2.0)])
     by = {(p.label, p.metric): p for p in preds.items}

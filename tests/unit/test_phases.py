@@ -38,7 +38,7 @@ MiB = 2**20
 
 
 def _python(code: str, env: dict[str, str], **kw: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    proc: subprocess.CompletedProcess[str] = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         env={**env, "PYTHONPATH": str(REPO)},
         capture_output=True,
@@ -46,6 +46,7 @@ def _python(code: str, env: dict[str, str], **kw: object) -> subprocess.Complete
         timeout=30,
         **kw,  # type: ignore[call-overload]
     )
+    return proc
 
 
 # -- the client ------------------------------------------------------------------------------
@@ -299,7 +300,8 @@ def test_phase_attribution_by_timestamp() -> None:
     its = [(0.6, 0.7, 1), (1.0, 1.2, 1), (3.0, 3.1, 1), (3.6, 3.9, 1)]
     a, b, open_ = phase_stats(occ, tl, its, run_end=4.0, items_given=False)
     # a: [0.5, 1.5] has 1.0 s CPU; [3, 3.5] none.  Wall 1.5 s.
-    assert (a.count, a.wall_s, a.cpu_s) == (2, pytest.approx(1.5), pytest.approx(1.0))
+    assert a.count == 2
+    assert (a.wall_s, a.cpu_s) == pytest.approx((1.5, 1.0))
     assert a.cpu_pct == pytest.approx(100 / 1.5)
     # Memory of a: [0.5,1]=100, [1,1.5] 100→200 (avg 150) → 0.5·100+0.5·150 = 125 MiB·s,
     # plus [3, 3.5] at 100 → 50 MiB·s; 175 / 1.5 s.

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.backends import _process
 from edgeprof.backends._process import Process, signal_pids
 from edgeprof.errors import LaunchError
 
@@ -132,7 +131,7 @@ def test_signal_pids_never_signals_init_groups_or_itself(monkeypatch: pytest.Mon
         sent.append((pid, sig))
         raise ProcessLookupError  # as for a process that is already gone
 
-    monkeypatch.setattr(_process.os, "kill", kill)
+    monkeypatch.setattr("edgeprof.backends._process.os.kill", kill)
     signal_pids([0, 1, -1, -42, os.getpid(), IMPOSSIBLE_PID, IMPOSSIBLE_PID - 1])
     assert sent == [(IMPOSSIBLE_PID, signal.SIGKILL), (IMPOSSIBLE_PID - 1, signal.SIGKILL)]
     sent.clear()

@@ -1,4 +1,4 @@
-"""The cgroup v2 tier: the kernel tests of tests/integration, run inside a cgroup v2 guest.
+"""The cgroup v2 tier: the kernel tests of tests/host, run inside a cgroup v2 guest.
 
 One guest boots for the whole suite (Python start-up under TCG is slow); pytest runs inside
 it with EDGEPROF_EXPECT_MECHANISM=cgroup2, so every test also checks that the v2 backend is
@@ -31,7 +31,7 @@ def test_kernel_tier_passes_on_cgroup_v2(tmp_path: Path) -> None:
         str(project_python()),
         "-m",
         "pytest",
-        *os.environ.get("EDGEPROF_VM_TESTS", "tests/integration").split(),
+        *os.environ.get("EDGEPROF_VM_TESTS", "tests/host").split(),
         "-m",
         "not not_in_vm",
         "-q",
