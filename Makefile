@@ -41,6 +41,7 @@ test: setup
 lint: setup
 	$(VENV)/bin/ruff check edgeprof tests examples benchmarks native
 	$(VENV)/bin/mypy  # pyproject's [tool.mypy] files: the package, tests, benchmarks
+	$(VENV)/bin/lint-imports  # pyproject's [tool.importlinter]: the layers, no cycles
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache .demo .test-results
