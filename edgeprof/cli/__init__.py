@@ -126,7 +126,7 @@ def run(
             show_default=False,
         ),
     ] = None,
-    backend: Annotated[str, typer.Option(help="auto | cgroup | docker | fake")] = "auto",
+    backend: Annotated[str, typer.Option(help="auto | cgroup | docker")] = "auto",
     cpus: Annotated[
         list[str] | None,
         typer.Option(help="CPU bandwidth in CPUs, e.g. 1.5; a list 1,2 (or repeated) sweeps."),
@@ -637,7 +637,7 @@ def bench(
     ] = "load",
     warmup: Annotated[int, typer.Option(help="Untimed calls first.")] = 5,
     iterations: Annotated[int, typer.Option(help="Timed calls per batch size.")] = 50,
-    backend: Annotated[str, typer.Option(help="auto | cgroup | fake")] = "auto",
+    backend: Annotated[str, typer.Option(help="auto | cgroup")] = "auto",
     cpus: Annotated[str | None, typer.Option(help="CPU bandwidth in CPUs, e.g. 1.5.")] = None,
     cpuset: Annotated[str | None, typer.Option(help="CPUs to run on, e.g. 0-1,3.")] = None,
     memory: Annotated[str | None, typer.Option(help="Memory limit, e.g. 512m.")] = None,
