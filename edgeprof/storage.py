@@ -25,6 +25,14 @@ def prepare_out_dir(path: Path) -> Path:
     return path
 
 
+def check_writable(path: Path) -> None:
+    """A file written at the end (a report, a calibration) can be: refused before the work."""
+    if path.is_dir():
+        raise ConfigError(f"cannot write {path}: it is a directory")
+    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK):
+        raise ConfigError(f"cannot write {path}: {path.parent} is not a writable directory")
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON through a temporary file and a rename: readers never see half a file."""
     write_text_atomic(path, json.dumps(data, indent=2) + "\n")

@@ -1,25 +1,60 @@
-"""Backend registry and auto-detection."""
+"""Backend registry and auto-detection.
+
+The built-in backends are ``cgroup`` (``auto`` picks it) and ``docker``.  Another backend, one
+outside edgeprof or the test suite's scripted one, plugs in with :func:`register_backend`;
+:func:`get_backend`, ``edgeprof.profile(backend=NAME)`` and ``--backend NAME`` then accept it.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from ..errors import BackendUnavailable, ConfigError
 from ..names import check_cgroup_parent
 from .base import Backend, RunHandle
 from .cgroup_v1 import CgroupV1Backend
 from .cgroup_v2 import CgroupV2Backend
-from .fake import FakeBackend
 
-NAMES = ("auto", "cgroup", "docker", "fake")
+NAMES = ("auto", "cgroup", "docker")
+"""The built-in names; :func:`backend_names` adds the registered ones."""
+
+BackendFactory = Callable[[], Backend]
+_registered: dict[str, BackendFactory] = {}
 
 __all__ = [
     "NAMES",
     "Backend",
+    "BackendFactory",
     "CgroupV1Backend",
     "CgroupV2Backend",
-    "FakeBackend",
     "RunHandle",
+    "backend_names",
     "get_backend",
+    "register_backend",
+    "unregister_backend",
 ]
+
+
+def register_backend(name: str, factory: BackendFactory) -> None:
+    """Make ``name`` a backend: :func:`get_backend` then returns ``factory()``, checked.
+
+    ``factory`` takes no argument and returns an object implementing :class:`Backend`.
+    Registering a built-in name or a registered one is a programming error (``ValueError``):
+    a backend never silently replaces another.
+    """
+    if not name or name in NAMES or name in _registered:
+        raise ValueError(f"backend name {name!r} is empty, built in or already registered")
+    _registered[name] = factory
+
+
+def unregister_backend(name: str) -> None:
+    """Remove a backend added by :func:`register_backend` (``KeyError`` if it was not)."""
+    del _registered[name]
+
+
+def backend_names() -> tuple[str, ...]:
+    """Every name :func:`get_backend` accepts: the built-in ones, then the registered ones."""
+    return NAMES + tuple(_registered)
 
 
 def cgroup_backend(cgroup_parent: str | None = None) -> Backend:
@@ -66,6 +101,9 @@ def get_backend(
         be = DockerBackend(image, options=opts)
         be.check()
         return be
-    if name == "fake":
-        return FakeBackend()
-    raise ConfigError(f"unknown backend {name!r}: choose one of {', '.join(NAMES)}")
+    factory = _registered.get(name)
+    if factory is not None:
+        plugged = factory()
+        plugged.check()
+        return plugged
+    raise ConfigError(f"unknown backend {name!r}: choose one of {', '.join(backend_names())}")

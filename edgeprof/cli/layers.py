@@ -1,5 +1,5 @@
 """``edgeprof layers``: the typer sub-app (registered by :mod:`edgeprof.cli`).  Thin: parses,
-calls :mod:`edgeprof.layers`, renders, maps outcomes to exit codes.
+calls :mod:`edgeprof.layers`, renders.
 
 ``edgeprof layers MODULE:FACTORY …`` profiles (the hidden default command ``profile``);
 ``edgeprof layers export models|device-types …`` converts a results file.
@@ -14,13 +14,10 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from ..errors import ConfigError
-from ..layers.results import LayerResults, layer_ranges, load, merge, save
-from ..layers.run import check_extendable, make_request, run_layers
-from ..model import Limits
-from ..report.layers import render_layers
-from ..report.layers_export import export_device_types, export_models
-from ..report.table import print_table
+from .app import exit_code
+
+# The library (yaml, the layer results) loads in the commands: `import edgeprof.cli` and the
+# other commands do not pay for it.
 
 
 class _ProfileByDefault(TyperGroup):
@@ -95,7 +92,7 @@ def profile_cmd(
             "--output", "-o", help="Results file; an existing one is checked, then extended."
         ),
     ] = Path("profiler_results.yml"),
-    backend: Annotated[str, typer.Option(help="auto | cgroup | fake")] = "auto",
+    backend: Annotated[str, typer.Option(help="auto | cgroup")] = "auto",
     cpus: Annotated[str | None, typer.Option(help="CPU bandwidth in CPUs, e.g. 1.5.")] = None,
     cpuset: Annotated[str | None, typer.Option(help="CPUs to run on, e.g. 0-1,3.")] = None,
     memory: Annotated[
@@ -117,6 +114,13 @@ def profile_cmd(
     Example: edgeprof layers mymodels:vit --input-shape 3,224,224 --batch-size 8 --cpus 1
     --memory 1g -o profiler_results.yml
     """
+    from ..layers.results import LayerResults, layer_ranges, load, merge, save
+    from ..layers.run import check_extendable, make_request, run_layers
+    from ..model import Limits
+    from ..report.layers import render_layers
+    from ..report.table import print_table
+    from ..storage import check_writable
+
     request = make_request(
         factory,
         input_shape or [],
@@ -132,7 +136,7 @@ def profile_cmd(
         seed=seed,
     )
     limits = Limits(cpus=cpus, cpuset=cpuset, memory=memory)
-    _check_writable(output)
+    check_writable(output)
     existing: LayerResults | None = None
     if output.exists():
         existing = load(output)
@@ -146,8 +150,6 @@ def profile_cmd(
         timeout=timeout,
         cgroup_parent=cgroup_parent,
     )
-    from . import exit_code  # here, not at the top: edgeprof.cli imports this module
-
     if not run.ok:
         print_table([run.result], sys.stdout)
         print(f"edgeprof: layers: {run.failure(output)}", file=sys.stderr)
@@ -167,16 +169,6 @@ def profile_cmd(
     )
 
 
-def _check_writable(path: Path) -> None:
-    import os
-
-    if path.is_dir():
-        raise ConfigError(f"cannot write {path}: it is a directory")
-    parent = path.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
-        raise ConfigError(f"cannot write {path}: {parent} is not a writable directory")
-
-
 _INPUT: Any = typer.Option("--input", "-i", help="The profiler results file to convert.")
 
 
@@ -189,8 +181,12 @@ def export_models_cmd(
     overwrite: Annotated[bool, typer.Option(help="Replace the model's existing entry.")] = False,
 ) -> None:
     """Write the model's layers, memory and input/output sizes into models.yml."""
+    from ..layers.results import load
+    from ..report.layers_export import export_models
+    from ..storage import check_writable
+
     results = load(input_file)
-    _check_writable(output)
+    check_writable(output)
     print(export_models(results, output, source=str(input_file), overwrite=overwrite))
 
 
@@ -217,8 +213,12 @@ def export_device_types_cmd(
     ] = False,
 ) -> None:
     """Add the model's per-layer times to DEVICE_TYPE in device_types.yml."""
+    from ..layers.results import load
+    from ..report.layers_export import export_device_types
+    from ..storage import check_writable
+
     results = load(input_file)
-    _check_writable(output)
+    check_writable(output)
     print(
         export_device_types(
             results,

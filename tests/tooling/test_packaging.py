@@ -61,18 +61,20 @@ def test_install_without_a_compiler_falls_back_to_pure_python(tmp_path: Path) ->
         capture_output=True,
     )
     # -S: no site processing, so the checkout's editable install cannot shadow the wheel;
-    # the dependencies come from this venv's site-packages.
+    # the dependencies come from this venv's site-packages, the scripted backend from the
+    # checkout's tests (after the wheel on the path: its edgeprof is the wheel's).
     code = (
-        "import edgeprof, edgeprof.backends.cgroupfs as f; "
+        "import edgeprof, edgeprof.backends.cgroupfs as f; from tests.fakes import FakeBackend; "
         "print(edgeprof.__file__); print(f.NATIVE_AVAILABLE); "
-        "r = edgeprof.profile(['true'], backend='fake'); print(r.termination.value)"
+        "r = edgeprof.profile(['true'], backend=FakeBackend()); print(r.termination.value)"
     )
+    path = [target, sysconfig.get_paths()["purelib"], REPO]
     out = subprocess.run(
         [sys.executable, "-S", "-c", code],
         capture_output=True,
         text=True,
         check=True,
-        env={**os.environ, "PYTHONPATH": f"{target}{os.pathsep}{sysconfig.get_paths()['purelib']}"},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(map(str, path))},
         cwd=tmp_path,
     ).stdout.split()
     assert out == [str(target / "edgeprof" / "__init__.py"), "False", "exited"]

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.backends import _cgroup_run
+from edgeprof.backends import _cgroup_run, register_backend, unregister_backend
 from edgeprof.backends import cgroupfs as fs
 from edgeprof.errors import BackendError
 from edgeprof.model import (
@@ -45,6 +45,7 @@ from edgeprof.model import (
     SampleStats,
     Termination,
 )
+from tests.fakes import FakeBackend
 
 IMPOSSIBLE_PID = 99_999_999
 """Above the kernel's largest pid_max (2**22): cannot name a real process."""
@@ -208,6 +209,23 @@ class FakeCgroupFs:
             path.write_text(value)
         else:
             path.write_text(value)
+
+
+@pytest.fixture(autouse=True)
+def fake_backend() -> Iterator[None]:
+    """``--backend fake`` and ``profile(backend="fake")``: the scripted backend, plugged in
+    as an outside backend would be (it is not part of edgeprof)."""
+    register_backend("fake", FakeBackend)
+    yield
+    unregister_backend("fake")
+
+
+@pytest.fixture
+def no_fake_backend(fake_backend: None) -> Iterator[None]:
+    """Only the built-in backends, as a user's edgeprof has them."""
+    unregister_backend("fake")
+    yield
+    register_backend("fake", FakeBackend)
 
 
 @pytest.fixture

@@ -197,7 +197,8 @@ def test_an_unknown_key_is_a_warning_naming_it(
 
 def test_concurrent_runs_append_whole_summaries(project: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "edgeprof", "run", "--backend", "fake", "-e", "env.template"]
+    launcher = REPO / "tests" / "fake_edgeprof.py"  # edgeprof's CLI with the fake registered
+    cmd = [sys.executable, str(launcher), "run", "--backend", "fake", "-e", "env.template"]
     procs = [
         subprocess.Popen([*cmd, "-m", ",".join(f"p{i}m{j}" for j in range(6))], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

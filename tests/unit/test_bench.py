@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.backends.fake import FakeBackend
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.sweeps.bench import bench, check_target, parse_batch_sizes
+from tests.fakes import FakeBackend
 
 MODEL = """
     import time

@@ -172,12 +172,19 @@ def test_bad_input_is_one_line_and_exit_2(
     assert not marker.exists(), "the workload ran despite the bad input"
 
 
+@pytest.mark.usefixtures("no_fake_backend")
 def test_unknown_backend(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--backend", "nope", "--", "true"]) == 2
     _, err = capsys.readouterr()
-    assert err == (
-        "edgeprof: error: unknown backend 'nope': choose one of auto, cgroup, docker, fake\n"
-    )
+    assert err == "edgeprof: error: unknown backend 'nope': choose one of auto, cgroup, docker\n"
+
+
+@pytest.mark.usefixtures("no_fake_backend")
+def test_help_offers_only_the_built_in_backends(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["run", "--help"], ["bench", "--help"], ["layers", "profile", "--help"]):
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert "auto | cgroup" in out and "fake" not in out, argv
 
 
 def test_error_messages_name_the_problem(capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,7 +16,6 @@ import pytest
 
 from edgeprof import profile
 from edgeprof.backends._peak_reset import SharedPeakReset
-from edgeprof.backends.fake import FakeBackend, linear
 from edgeprof.measure.events import EventChannel
 from edgeprof.measure.phases import (
     Occurrence,
@@ -30,6 +29,7 @@ from edgeprof.measure.phases import (
 from edgeprof.model import Counters, LatencyStats, Mark, PhaseStats, RunResult
 from edgeprof.report.table import render_markdown, render_plain
 from tests.conftest import require_module
+from tests.fakes import FakeBackend, linear
 
 from .conftest import make_result
 

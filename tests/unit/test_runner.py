@@ -1,4 +1,4 @@
-"""runner.profile driven through the shipped FakeBackend: real tiny processes, scripted counters."""
+"""runner.profile driven through the tests' FakeBackend: real tiny processes, scripted counters."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.backends import FakeBackend, get_backend
-from edgeprof.backends.fake import FakeRun, linear
+from edgeprof.backends import get_backend
 from edgeprof.errors import BackendError, BackendUnavailable, ConfigError, LimitError
 from edgeprof.measure.limits import THREAD_VARS
 from edgeprof.measure.runner import profile
 from edgeprof.model import Counters, Limits, RunResult, RunSpec, Sample, Termination
+from tests.fakes import FakeBackend, FakeRun, linear
 
 MiB = 2**20
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.backends.fake import FakeBackend, linear
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError, LimitError
 from edgeprof.model import Limits, RunResult
 from edgeprof.storage import SWEEP_SCHEMA, load_runs
 from edgeprof.sweeps.sweep import Step, SweepPlan, cell_order, limit_settings, run_dir, run_sweep
+from tests.fakes import FakeBackend, linear
 
 
 def test_limit_lists_are_the_product_in_the_order_given() -> None:

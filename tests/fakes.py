@@ -1,7 +1,9 @@
-"""A scripted backend: a real process, counters from a function of elapsed time.
+"""A scripted backend for the tests: a real process, counters from a function of elapsed time.
 
-Shipped (not test-only) so that users and tests can exercise the runner, the sampler and
-the reports deterministically on any machine.  Never a substitute for a kernel test.
+It exercises the runner, the sampler and the reports deterministically on any machine; it is
+never a substitute for a kernel test.  Not part of edgeprof: the unit tier's conftest
+registers it as ``fake`` (:func:`edgeprof.backends.register_backend`), and
+``tests/fake_edgeprof.py`` does the same for a test that runs the CLI in a subprocess.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ import time
 from collections.abc import Callable
 from typing import ClassVar
 
-from ..model import Counters, RunSpec
-from ._process import Process
+from edgeprof.backends._process import Process
+from edgeprof.model import Counters, RunSpec
 
 Script = Callable[[float], Counters]
 

@@ -1,0 +1,60 @@
+"""``edgeprof calibrate``: device measurements against the profiler's
+(:mod:`edgeprof.analysis.calibration`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..analysis.calibration import DEFAULT_MIN_R2
+
+
+def calibrate_cmd(
+    results: Annotated[
+        list[Path],
+        typer.Argument(help="Profiler results: result.json, sweep.json, lists, directories."),
+    ],
+    device: Annotated[str, typer.Option(help="Name of the device the CSV was measured on.")],
+    measurements: Annotated[
+        Path, typer.Option(help="Device CSV: model[,cpus][,memory],METRIC_UNIT… columns.")
+    ],
+    out: Annotated[
+        Path | None, typer.Option(help="Calibration file to write (default DEVICE.yml).")
+    ] = None,
+    min_r2: Annotated[float, typer.Option(help="Warn when a fit's R² is below this.")] = (
+        DEFAULT_MIN_R2
+    ),
+    plot: Annotated[
+        Path | None, typer.Option(help="Also draw device vs profiler (needs matplotlib).")
+    ] = None,
+) -> None:
+    """Fit device = a·profiler + b per metric and setting from on-device measurements.
+
+    Example: edgeprof calibrate --device pi4 --measurements pi4.csv results/
+    """
+    from ..analysis.calibration import calibrate, read_measurements
+    from ..errors import ConfigError
+    from ..report.calibration import plot_calibration, render_calibration
+    from ..storage import check_writable, load_runs
+
+    target = out if out is not None else Path(f"{_safe_name(device)}.yml")
+    check_writable(target)
+    if plot is not None:
+        check_writable(plot)
+    cal = calibrate(load_runs(results), read_measurements(measurements), device, min_r2=min_r2)
+    if not cal.fits:
+        raise ConfigError(f"{measurements}: no metric could be fitted (no matching models?)")
+    sys.stdout.write(render_calibration(cal))
+    if plot is not None:
+        plot_calibration(cal, plot)
+        print(f"plot: {plot}")
+    cal.save(target)
+    print(f"calibration: {target}")
+
+
+def _safe_name(name: str) -> str:
+    """A device name as a file name (the default DEVICE.yml): never a path, never hidden."""
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name).lstrip(".") or "device"

@@ -1,0 +1,79 @@
+"""``edgeprof compare`` and ``edgeprof report``: saved results read back
+(:mod:`edgeprof.report.saved`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .app import EXIT_BUDGET
+from .options import CalibrationFile
+
+
+def compare(
+    baseline: Annotated[
+        Path, typer.Argument(help="Saved results: result.json, sweep.json or a directory.")
+    ],
+    current: Annotated[Path, typer.Argument(help="The results to hold against the baseline.")],
+    threshold: Annotated[
+        str, typer.Option(help="Smallest change that counts, in percent of the baseline.")
+    ] = "5%",
+    ignore_limits: Annotated[
+        bool, typer.Option(help="Pair models measured under different limit settings.")
+    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the verdicts as JSON.")] = False,
+    summary: Annotated[Path | None, typer.Option(help="Write a Markdown summary here.")] = None,
+    junit: Annotated[
+        Path | None, typer.Option(help="Write JUnit XML here: one test case per metric.")
+    ] = None,
+) -> None:
+    """Compare CURRENT with BASELINE per model, limits and metric; exit 3 on a regression.
+
+    A regression is a change that is significant (Welch's t, 95 %) and larger than the
+    threshold, so that noise alone does not fail a build.
+    """
+    from ..report.saved import compare_saved
+
+    regressed = compare_saved(
+        baseline,
+        current,
+        threshold,
+        sys.stdout,
+        match_limits=not ignore_limits,
+        json_out=json_out,
+        summary=summary,
+        junit=junit,
+    )
+    raise typer.Exit(EXIT_BUDGET if regressed else 0)
+
+
+def report(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="result.json, sweep.json, JSON lists or directories of them.", show_default=False
+        ),
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Write sweep.json, runs.csv, cells.csv and report.md here."),
+    ] = None,
+    markdown: Annotated[Path | None, typer.Option(help="Write the Markdown report here.")] = None,
+    plots: Annotated[Path | None, typer.Option(help="Write PNG charts here.")] = None,
+    calibration: CalibrationFile = None,
+) -> None:
+    """Re-render tables, statistics, rankings and plots from saved results."""
+    from ..report.saved import rerender
+
+    rerender(
+        paths,
+        sys.stdout,
+        sys.stderr,
+        out=out,
+        markdown=markdown,
+        plots=plots,
+        calibration=calibration,
+    )

@@ -1,0 +1,193 @@
+"""``edgeprof run``: its options, handed to :func:`edgeprof.report.run.run_and_report`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..measure.runner import DEFAULT_INTERVAL_S
+from .app import runs_exit_code
+from .options import CalibrationFile, EnvItems
+
+CONTEXT_SETTINGS = {"allow_interspersed_args": False}
+"""Everything after COMMAND is the command's own: ``run -- python x.py --cpus 2``."""
+
+
+def run(
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="The command and its arguments (none with -e: the template gives them).",
+            show_default=False,
+        ),
+    ] = None,
+    backend: Annotated[str, typer.Option(help="auto | cgroup | docker")] = "auto",
+    cpus: Annotated[
+        list[str] | None,
+        typer.Option(help="CPU bandwidth in CPUs, e.g. 1.5; a list 1,2 (or repeated) sweeps."),
+    ] = None,
+    cpuset: Annotated[
+        list[str] | None,
+        typer.Option(help="CPUs to run on, e.g. 0-1,3; repeat the option to sweep settings."),
+    ] = None,
+    memory: Annotated[
+        list[str] | None,
+        typer.Option(help="Memory limit, e.g. 512m (binary units, as Docker); a list sweeps."),
+    ] = None,
+    pids: Annotated[
+        str | None,
+        typer.Option(help="Most processes and threads at once, e.g. 64 (fork bombs stop there)."),
+    ] = None,
+    interval: Annotated[
+        str | None,
+        typer.Option(help=f"Sampling interval in seconds (≥ 0.001; default {DEFAULT_INTERVAL_S})."),
+    ] = None,
+    timeout: Annotated[
+        str | None,
+        typer.Option(help="Stop the run after this many seconds (SIGTERM, then SIGKILL)."),
+    ] = None,
+    env: EnvItems = None,
+    cwd: Annotated[Path | None, typer.Option(help="Working directory of the workload.")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Write result.json and samples.csv into this directory.")
+    ] = None,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print the result JSON on stdout (the workload's stdout goes to stderr)."
+        ),
+    ] = False,
+    markdown: Annotated[Path | None, typer.Option(help="Also write a Markdown table here.")] = None,
+    name: Annotated[str | None, typer.Option(help="Label of the run in tables.")] = None,
+    cgroup_parent: Annotated[
+        str | None, typer.Option(help="cgroup v2 parent group for the run groups.")
+    ] = None,
+    image: Annotated[
+        str | None, typer.Option(help="Docker backend: the image to run the command in.")
+    ] = None,
+    docker_args: Annotated[
+        str | None,
+        typer.Option(help="Docker backend: -v, -e, --network, --shm-size, --privileged, -u."),
+    ] = None,
+    base_image: Annotated[
+        str | None, typer.Option(help="Docker backend: build an environment FROM this image.")
+    ] = None,
+    apt: Annotated[
+        list[str] | None, typer.Option(help="Environment: apt package; repeatable.")
+    ] = None,
+    pip: Annotated[
+        list[str] | None, typer.Option(help="Environment: pip requirement; repeatable.")
+    ] = None,
+    prerun: Annotated[
+        list[str] | None, typer.Option(help="Environment: a build-time command; repeatable.")
+    ] = None,
+    env_dir: Annotated[
+        Path | None, typer.Option("--dir", help="Environment: directory copied to /app.")
+    ] = None,
+    dockerfile: Annotated[
+        Path | None, typer.Option(help="Environment: your own Dockerfile (supersedes the rest).")
+    ] = None,
+    model_list: Annotated[
+        str | None,
+        typer.Option("--models", "-m", help="Models a,b,…: each is passed as a last argument."),
+    ] = None,
+    model_file: Annotated[
+        Path | None, typer.Option("--model-file", "-f", help="A file of model names, one a line.")
+    ] = None,
+    repeat: Annotated[
+        int, typer.Option(help="Runs per model; the comparison shows mean ± sd.")
+    ] = 1,
+    warmup: Annotated[
+        int, typer.Option(help="Discarded runs per model and setting, before the measured ones.")
+    ] = 0,
+    calibration: CalibrationFile = None,
+    max_wall: Annotated[str | None, typer.Option(help="Budget: wall time, e.g. 10s.")] = None,
+    max_cpu_time: Annotated[str | None, typer.Option(help="Budget: CPU time, e.g. 2.5s.")] = None,
+    max_peak_memory: Annotated[
+        str | None, typer.Option(help="Budget: peak memory, e.g. 512m.")
+    ] = None,
+    max_avg_memory: Annotated[
+        str | None, typer.Option(help="Budget: average memory, e.g. 256m.")
+    ] = None,
+    max_latency_p95: Annotated[
+        str | None, typer.Option(help="Budget: p95 per-iteration latency, e.g. 40ms.")
+    ] = None,
+    budgets_file: Annotated[
+        Path | None, typer.Option("--budgets", help="Budget file (YAML): per model or default.")
+    ] = None,
+    summary: Annotated[
+        Path | None, typer.Option(help="Write a Markdown summary here (CI pages).")
+    ] = None,
+    junit: Annotated[
+        Path | None, typer.Option(help="Write JUnit XML here: one test case per budget check.")
+    ] = None,
+    environment: Annotated[
+        Path | None,
+        typer.Option(
+            "--environment",
+            "-e",
+            help="An Auptimizer env.template: environment, command, limits, OUTPUTFILE.",
+        ),
+    ] = None,
+    plots: Annotated[
+        Path | None,
+        typer.Option(help="Write PNG charts here (needs the 'plot' extra: matplotlib)."),
+    ] = None,
+    as_root: Annotated[
+        bool,
+        typer.Option(help="Under sudo, run the workload as root (default: as the sudo user)."),
+    ] = False,
+) -> None:
+    """Run COMMAND under the limits and report what it used.
+
+    Example: edgeprof run --cpus 1.5 --memory 512m -- python infer.py model.onnx
+    """
+    from ..report.run import RunOutputs, run_and_report
+    from ..sweeps.request import RunRequest
+
+    request = RunRequest(
+        command=tuple(command or ()),
+        backend=backend,
+        cpus=tuple(cpus or ()),
+        cpuset=tuple(cpuset or ()),
+        memory=tuple(memory or ()),
+        pids=pids,
+        interval=interval,
+        timeout=timeout,
+        env=tuple(env or ()),
+        cwd=cwd,
+        out=out,
+        name=name,
+        cgroup_parent=cgroup_parent,
+        image=image,
+        docker_args=docker_args,
+        base_image=base_image,
+        apt=tuple(apt or ()),
+        pip=tuple(pip or ()),
+        prerun=tuple(prerun or ()),
+        env_dir=env_dir,
+        dockerfile=dockerfile,
+        models=model_list,
+        model_file=model_file,
+        repeat=repeat,
+        warmup=warmup,
+        calibration=calibration,
+        budgets={
+            "wall": max_wall,
+            "cpu_time": max_cpu_time,
+            "peak_memory": max_peak_memory,
+            "avg_memory": max_avg_memory,
+            "latency_p95": max_latency_p95,
+        },
+        budgets_file=budgets_file,
+        environment=environment,
+        as_root=as_root,
+    )
+    outputs = RunOutputs(
+        markdown=markdown, summary=summary, junit=junit, plots=plots, json_out=json_out
+    )
+    report = run_and_report(request, outputs, sys.stdout, sys.stderr)
+    raise typer.Exit(runs_exit_code(report.results, report.breached))

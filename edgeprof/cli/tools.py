@@ -1,0 +1,95 @@
+"""``edgeprof gc``, ``doctor`` and ``bench``: the host's leftovers and readiness, and the
+latency of one inference function."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..measure.runner import DEFAULT_INTERVAL_S
+from .app import exit_code
+from .options import EnvItems
+
+
+def gc(
+    images: Annotated[bool, typer.Option(help="Also remove the images edgeprof built.")] = False,
+) -> None:
+    """Remove what runs whose edgeprof died left behind (containers, cgroups)."""
+    from ..measure.gc import collect
+
+    for line in collect(images=images):
+        print(line)
+
+
+def doctor() -> None:
+    """Show what this host offers each backend and how to fix what is missing."""
+    from ..measure.doctor import diagnose, render
+
+    sys.stdout.write(render(diagnose()))
+
+
+def bench(
+    target: Annotated[
+        str, typer.Argument(help="MODULE:FUNC or FILE.py:FUNC, the inference function.")
+    ],
+    batch_size: Annotated[str, typer.Option(help="Batch sizes, e.g. 1,8,32.")] = "1",
+    loader: Annotated[
+        str, typer.Option(help="Function of the same module: LOADER(batch_size) -> state.")
+    ] = "load",
+    warmup: Annotated[int, typer.Option(help="Untimed calls first.")] = 5,
+    iterations: Annotated[int, typer.Option(help="Timed calls per batch size.")] = 50,
+    backend: Annotated[str, typer.Option(help="auto | cgroup")] = "auto",
+    cpus: Annotated[str | None, typer.Option(help="CPU bandwidth in CPUs, e.g. 1.5.")] = None,
+    cpuset: Annotated[str | None, typer.Option(help="CPUs to run on, e.g. 0-1,3.")] = None,
+    memory: Annotated[str | None, typer.Option(help="Memory limit, e.g. 512m.")] = None,
+    interval: Annotated[str, typer.Option(help="Sampling interval in seconds.")] = str(
+        DEFAULT_INTERVAL_S
+    ),
+    timeout: Annotated[
+        str | None, typer.Option(help="Stop each run after this many seconds.")
+    ] = None,
+    env: EnvItems = None,
+    cwd: Annotated[
+        Path | None, typer.Option(help="Working directory (MODULE is imported from it).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Write DIR/bs<N>/result.json and samples.csv.")
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print a JSON list of the results on stdout.")
+    ] = False,
+) -> None:
+    """Latency percentiles and throughput of FUNC per batch size, under the limits.
+
+    Example: edgeprof bench models.py:infer --batch-size 1,8,32 --cpus 1 --memory 1g
+    """
+    from ..model import Limits
+    from ..report.table import print_table
+    from ..sweeps.bench import bench as run_bench
+    from ..sweeps.bench import parse_batch_sizes
+    from ..sweeps.request import parse_env
+
+    results = run_bench(
+        target,
+        parse_batch_sizes(batch_size),
+        Limits(cpus=cpus, cpuset=cpuset, memory=memory),
+        loader=loader,
+        warmup=warmup,
+        iterations=iterations,
+        backend=backend,
+        interval=interval,
+        timeout=timeout,
+        env=parse_env(env or []),
+        cwd=cwd,
+        out_dir=out,
+        stdout=sys.stderr.fileno() if json_out else None,
+    )
+    if json_out:
+        sys.stdout.write(json.dumps([r.to_dict() for r in results], indent=2) + "\n")
+    else:
+        print_table(results, sys.stdout)
+    raise typer.Exit(next((c for c in map(exit_code, results) if c), 0))

@@ -1,0 +1,36 @@
+"""Report files written after the work: a failure is one ``edgeprof: error`` line, not a
+traceback (their directories were checked before the work:
+:func:`edgeprof.storage.check_writable`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from ..errors import ConfigError
+from ..model import RunResult
+from .summary import markdown_summary
+
+
+def write_file(path: Path, text: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror}") from exc
+
+
+def write_markdown(path: Path | None, results: Sequence[RunResult]) -> None:
+    """The Markdown tables of ``results`` (nothing when ``path`` is None)."""
+    if path is not None:
+        write_file(path, markdown_summary(results))
+
+
+def write_plot_files(
+    out: Path, results: Sequence[RunResult], log: TextIO, timelines: bool = True
+) -> None:
+    """The PNG charts (matplotlib loads here, only when asked for); their count on ``log``."""
+    from .plots import write_plots
+
+    written = write_plots(out, results, timelines=timelines)
+    print(f"edgeprof: {len(written)} plot(s) written to {out}", file=log)

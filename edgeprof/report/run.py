@@ -1,0 +1,153 @@
+"""``edgeprof run`` end to end: a :class:`~edgeprof.sweeps.request.RunRequest` executed
+(:mod:`edgeprof.sweeps.request`) and rendered: progress, the Auptimizer files of an
+``env.template``, the tables or the JSON, exports, plots, predictions, budget checks and the
+CI summaries.  The exit status is the caller's (:class:`RunReport` holds what it needs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from ..analysis.budgets import BudgetCheck, Budgets, check_budgets, unused_models
+from ..analysis.calibration import predict
+from ..model import RunResult
+from ..sweeps import envtemplate
+from ..sweeps.request import RunRequest, check_host, execute, open_backend, plan_run
+from ..sweeps.sweep import Step
+from .auptimizer import AuptimizerFiles, host_memory_bytes
+from .calibration import render_predictions
+from .ci_summary import render_run_summary, write_summaries
+from .export import write_exports
+from .files import write_file, write_markdown, write_plot_files
+from .junit import budget_cases, render_junit, run_cases
+from .progress import PlainProgress, RichProgress
+from .summary import print_summary
+
+
+@dataclass(frozen=True)
+class RunOutputs:
+    """What ``edgeprof run`` writes besides ``--out``, and whether stdout carries JSON."""
+
+    markdown: Path | None = None
+    summary: Path | None = None
+    junit: Path | None = None
+    plots: Path | None = None
+    json_out: bool = False
+    """The result JSON on stdout: the workload's stdout and the predictions go to stderr."""
+
+
+@dataclass(frozen=True)
+class RunReport:
+    results: list[RunResult]
+    """Grouped by cell; empty when the first run was interrupted (nothing was reported)."""
+    checks: list[BudgetCheck] = field(default_factory=list)
+
+    @property
+    def breached(self) -> bool:
+        return any(not c.ok for c in self.checks)
+
+
+def run_and_report(
+    request: RunRequest, outputs: RunOutputs, stdout: TextIO, stderr: TextIO
+) -> RunReport:
+    """Run ``request`` and render it; every bad input is refused before the first run."""
+    files = [p for p in (outputs.markdown, outputs.summary, outputs.junit) if p is not None]
+    job = plan_run(request, files)
+    if outputs.plots is not None:
+        from .plots import _pyplot
+
+        _pyplot()  # a missing matplotlib is found before the runs, not after
+    job = check_host(job)
+    for w in job.warnings:
+        print(f"edgeprof: warning: {w}", file=stderr)
+    job = open_backend(job, stderr)
+    plan, tpl = job.plan, job.template
+    progress: PlainProgress | RichProgress | None = None
+    if not plan.is_single:
+        if stderr.isatty() and not outputs.json_out:
+            progress = RichProgress(stderr, len(plan.steps()))
+        else:
+            progress = PlainProgress(stderr)
+    old_files = (
+        AuptimizerFiles(tpl.output_file, tpl.script, host_memory_bytes(), len(plan.limits) > 1)
+        if tpl is not None
+        else None
+    )
+
+    def on_result(step: Step, r: RunResult) -> None:
+        if progress is not None:
+            progress.result(step, r)
+        if old_files is not None and not step.warmup:
+            stem = envtemplate.model_stem(step.model) if step.model else (step.label or "run")
+            old_files.result(stem, step.model, r, step.round, plan.repeat)
+
+    with contextlib.ExitStack() as stack:
+        if isinstance(progress, RichProgress):
+            stack.enter_context(progress)
+        try:
+            outcome = execute(
+                job,
+                on_start=progress.start if progress else None,
+                on_result=on_result,
+                workload_stdout=stderr.fileno() if outputs.json_out else None,
+                samples_needed=old_files is not None,  # the sample logs come from samples.csv
+            )
+        finally:
+            if old_files is not None:
+                old_files.finish(with_models=bool(plan.models))
+    results = outcome.results
+    if not results:
+        return RunReport(results)
+    out = job.request.out
+    if out is not None and not plan.is_single:
+        write_exports(out, results, sweep_json=False)  # run_sweep wrote sweep.json
+    write_markdown(outputs.markdown, results)
+    if outputs.plots is not None:  # timelines need the runs' samples.csv
+        write_plot_files(outputs.plots, results, stderr, timelines=out is not None)
+    if outputs.json_out:
+        several = len(results) > 1
+        data = [r.to_dict() for r in results] if several else results[0].to_dict()
+        stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        print_summary(results, stdout)
+    sink = stderr if outputs.json_out else stdout  # never into the JSON on stdout
+    if job.calibration is not None:
+        text = render_predictions(predict(job.calibration, results), str(request.calibration))
+        sink.write("\n" + text)
+    checks = gate_run(results, job.budgets, outputs.summary, outputs.junit, sink, stderr)
+    return RunReport(results, checks)
+
+
+def gate_run(
+    results: Sequence[RunResult],
+    budgets: Budgets,
+    summary: Path | None,
+    junit: Path | None,
+    sink: TextIO,
+    stderr: TextIO,
+) -> list[BudgetCheck]:
+    """The budget checks of a run: printed on ``sink``, and written to the CI summaries."""
+    checks = check_budgets(results, budgets) if budgets else []
+    if checks:
+        failed = [c for c in checks if not c.ok]
+        sink.write(f"\nBudgets ({budgets.source}): {len(checks) - len(failed)} of {len(checks)} ")
+        sink.write("checks passed\n")
+        for c in checks:
+            sink.write(f"  {'ok  ' if c.ok else 'FAIL'}  {c.describe()}\n")
+        for model in unused_models(results, budgets):
+            print(
+                f"edgeprof: warning: {budgets.source} budgets {model}, which did not run",
+                file=stderr,
+            )
+    if summary is not None or os.environ.get("GITHUB_STEP_SUMMARY"):
+        write_summaries(render_run_summary(results, checks), summary)
+    if junit is not None:
+        cases = budget_cases(checks) if checks else run_cases(results)
+        write_file(junit, render_junit("edgeprof budgets" if checks else "edgeprof runs", cases))
+    return checks

@@ -1,0 +1,84 @@
+"""Saved results read back: ``edgeprof compare`` (a baseline against the current results) and
+``edgeprof report`` (tables, statistics, rankings, exports and plots re-rendered)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from ..analysis.calibration import load_calibration, predict
+from ..analysis.regression import compare_results, parse_threshold
+from ..errors import ConfigError
+from ..storage import check_writable, load_runs, prepare_out_dir
+from ..sweeps.sweep import cell_order
+from .calibration import render_predictions
+from .ci_summary import change_dicts, render_compare_plain, render_compare_summary, write_summaries
+from .export import write_exports
+from .files import write_file, write_markdown, write_plot_files
+from .junit import compare_cases, render_junit
+from .summary import print_summary
+
+
+def compare_saved(
+    baseline: Path,
+    current: Path,
+    threshold: str,
+    stdout: TextIO,
+    *,
+    match_limits: bool = True,
+    json_out: bool = False,
+    summary: Path | None = None,
+    junit: Path | None = None,
+) -> bool:
+    """Print (and write) the verdicts per model, limits and metric; true on a regression."""
+    thr = parse_threshold(threshold)
+    for path in (summary, junit):
+        if path is not None:
+            check_writable(path)
+    changes, notes = compare_results(
+        load_runs([baseline]), load_runs([current]), thr, match_limits=match_limits
+    )
+    if json_out:
+        data = {"threshold": thr, "changes": change_dicts(changes, thr), "notes": notes}
+        stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        stdout.write(render_compare_plain(changes, thr, notes))
+    if summary is not None or os.environ.get("GITHUB_STEP_SUMMARY"):
+        write_summaries(render_compare_summary(changes, thr, notes), summary)
+    if junit is not None:
+        write_file(junit, render_junit("edgeprof compare", compare_cases(changes, thr)))
+    return any(c.verdict.fails for c in changes)
+
+
+def rerender(
+    paths: Sequence[Path],
+    stdout: TextIO,
+    stderr: TextIO,
+    *,
+    out: Path | None = None,
+    markdown: Path | None = None,
+    plots: Path | None = None,
+    calibration: Path | None = None,
+) -> None:
+    """The tables of the runs in ``paths`` on ``stdout``; the files asked for."""
+    runs = cell_order(load_runs(list(paths)))
+    if not runs:
+        raise ConfigError("no runs in " + ", ".join(map(str, paths)))
+    cal = None if calibration is None else load_calibration(calibration)
+    if markdown is not None:
+        check_writable(markdown)
+    if plots is not None:
+        from .plots import _pyplot
+
+        _pyplot()  # a missing matplotlib is found before any file is written
+    if out is not None:
+        write_exports(prepare_out_dir(out), runs)
+    write_markdown(markdown, runs)
+    if plots is not None:
+        write_plot_files(plots, runs, stderr)
+    print_summary(runs, stdout)
+    if cal is not None:
+        stdout.write("\n" + render_predictions(predict(cal, runs), str(calibration)))

@@ -1,0 +1,295 @@
+"""A run request (what ``edgeprof run`` was asked) turned into a sweep and executed.
+
+The stages, in the order a caller goes through them, each refusing a bad input before the
+next costs anything:
+
+1. :func:`plan_run`: the inputs alone (an Auptimizer ``env.template``, limit lists, models,
+   budgets, a calibration, the files to write at the end) give a :class:`RunJob`;
+2. :func:`check_host`: the identity the workload takes and, on a host backend, that its
+   program exists here;
+3. :func:`open_backend`: the Docker backend and its image (built if the environment changed);
+4. :func:`execute`: the sweep, with the caller's progress callbacks; returns the results.
+
+A caller renders between the stages: :mod:`edgeprof.report.run` prints the warnings after
+stage 2 (once the input is known to be good) and checks for matplotlib after stage 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from ..analysis.budgets import Budgets, budgets_from_options
+from ..analysis.calibration import Calibration, load_calibration
+from ..backends import Backend, get_backend
+from ..errors import ConfigError
+from ..measure.privilege import workload_user
+from ..measure.runner import DEFAULT_INTERVAL_S, check_command
+from ..model import RunResult, UserIds
+from ..names import check_name
+from ..storage import check_writable
+from ..units import parse_pids
+from . import envtemplate
+from .envtemplate import EnvTemplate
+from .sweep import (
+    Step,
+    SweepPlan,
+    SweepResult,
+    cell_order,
+    check_limits,
+    limit_settings,
+    model_names,
+    run_sweep,
+)
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """The options of one ``edgeprof run``, as given (text is parsed by :func:`plan_run`)."""
+
+    command: tuple[str, ...] = ()
+    backend: str = "auto"
+    cpus: tuple[str, ...] = ()
+    cpuset: tuple[str, ...] = ()
+    memory: tuple[str, ...] = ()
+    pids: str | None = None
+    interval: str | None = None
+    timeout: str | None = None
+    env: tuple[str, ...] = ()
+    """``KEY=VALUE`` items for the workload's environment."""
+    cwd: Path | None = None
+    out: Path | None = None
+    name: str | None = None
+    cgroup_parent: str | None = None
+    image: str | None = None
+    docker_args: str | None = None
+    base_image: str | None = None
+    apt: tuple[str, ...] = ()
+    pip: tuple[str, ...] = ()
+    prerun: tuple[str, ...] = ()
+    env_dir: Path | None = None
+    dockerfile: Path | None = None
+    models: str | None = None
+    """``a,b,…``: each model is passed to the command as one last argument."""
+    model_file: Path | None = None
+    repeat: int = 1
+    warmup: int = 0
+    calibration: Path | None = None
+    budgets: Mapping[str, str | None] = field(default_factory=dict)
+    """Budget options by metric (``wall``, ``cpu_time``, …), ``None`` where not given."""
+    budgets_file: Path | None = None
+    environment: Path | None = None
+    """An Auptimizer ``env.template``: it gives the command, the environment, the limits."""
+    as_root: bool = False
+
+    def docker_environment(self) -> bool:
+        """Whether an option describes a Docker environment (image or options)."""
+        return bool(
+            self.image
+            or self.docker_args
+            or self.base_image
+            or self.dockerfile
+            or self.apt
+            or self.pip
+            or self.prerun
+            or self.env_dir
+        )
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """A checked request: the sweep to run and what goes with it, stage by stage."""
+
+    request: RunRequest
+    """The request with the ``env.template``'s values filled in."""
+    plan: SweepPlan
+    budgets: Budgets
+    calibration: Calibration | None = None
+    template: EnvTemplate | None = None
+    warnings: tuple[str, ...] = ()
+    """Said once the input is known to be good (after :func:`check_host`)."""
+    run_as: UserIds | None = None
+    """Set by :func:`check_host`."""
+    backend: Backend | None = None
+    """Set by :func:`open_backend` for Docker (ready, its image built); other backends are
+    opened by name in :func:`execute`."""
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    sweep: SweepResult
+    results: list[RunResult]
+    """The measured runs grouped by cell (:func:`~edgeprof.sweeps.sweep.cell_order`); empty
+    when the first run was interrupted."""
+
+
+def parse_env(items: Sequence[str]) -> dict[str, str]:
+    """``KEY=VALUE`` items (``--env``) as a mapping."""
+    env = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--env {item!r}: expected KEY=VALUE")
+        env[key] = value
+    return env
+
+
+def _from_template(req: RunRequest) -> tuple[RunRequest, EnvTemplate | None, list[str]]:
+    """The request with the template's command, limits and environment; its warnings."""
+    if req.environment is None:
+        if not req.command:
+            raise ConfigError("no command given: edgeprof run [OPTIONS] -- COMMAND [ARGS]...")
+        return req, None, []
+    tpl = envtemplate.parse(req.environment)
+    warnings = list(tpl.warnings)
+    if req.command:
+        raise ConfigError(f"-e {req.environment} gives the command (COMMAND, SCRIPT): give none")
+    described = (req.image, req.base_image, req.dockerfile, req.apt, req.pip, req.prerun)
+    if any(described) or req.env_dir:
+        raise ConfigError(
+            f"-e {req.environment} describes the environment: leave out --image, --base-image,"
+            " --apt, --pip, --prerun, --dir and --dockerfile"
+        )
+    lim = tpl.limits
+    backend = "docker" if req.backend == "auto" else req.backend  # a template describes Docker
+    req = dataclasses.replace(
+        req,
+        command=tuple(tpl.argv()),
+        cpus=req.cpus or ((repr(lim.cpus),) if lim.cpus is not None else ()),
+        memory=req.memory or ((f"{lim.memory}b",) if lim.memory is not None else ()),
+        interval=req.interval or repr(tpl.interval_s),
+        name=req.name if req.name is not None or req.models or req.model_file else tpl.run_name,
+        backend=backend,
+    )
+    if backend == "docker":
+        req = dataclasses.replace(
+            req,
+            docker_args=req.docker_args or tpl.docker_args,
+            base_image=tpl.base_image,
+            dockerfile=tpl.dockerfile,
+            env_dir=tpl.directory,
+            apt=tpl.apt,
+            pip=tpl.pip,
+            prerun=(tpl.prerun,) if tpl.prerun else (),
+        )
+    else:
+        req = dataclasses.replace(req, cwd=req.cwd or tpl.directory)  # from DIR, as the image
+        warnings += tpl.host_warnings()
+    return req, tpl, warnings
+
+
+def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
+    """Stage 1: the request checked and planned, touching neither the host nor a backend.
+
+    ``outputs`` are the files the caller writes after the run: one that cannot be written is
+    refused now, not after the runs.
+    """
+    req, tpl, warnings = _from_template(request)
+    settings = limit_settings(req.cpus, req.cpuset, req.memory)
+    if req.pids is not None:  # one process limit for every setting of a sweep
+        pids = parse_pids(req.pids)
+        settings = tuple(dataclasses.replace(s, pids=pids) for s in settings)
+    if req.name is not None:
+        check_name(req.name, "--name")
+    plan = SweepPlan(
+        command=req.command,
+        models=tuple(model_names(req.models, req.model_file)),
+        limits=settings,
+        repeat=req.repeat,
+        warmup=req.warmup,
+        name=req.name,
+    )
+    budgets = budgets_from_options(req.budgets_file, req.budgets)
+    for path in outputs:
+        check_writable(path)
+    cal = None if req.calibration is None else load_calibration(req.calibration)
+    return RunJob(req, plan, budgets, cal, tpl, tuple(warnings))
+
+
+def check_host(job: RunJob) -> RunJob:
+    """Stage 2: the workload's identity (under sudo) and, on a host backend, its program."""
+    req = job.request
+    run_as = workload_user(req.as_root)
+    if req.backend != "docker" and (req.cwd is None or req.cwd.is_dir()):
+        # A missing program is a bad input: refused before any warning is said (one line).
+        check_command(job.plan.command, {**os.environ, **parse_env(req.env)}, req.cwd)
+    return dataclasses.replace(job, run_as=run_as)
+
+
+def open_backend(job: RunJob, log: TextIO) -> RunJob:
+    """Stage 3: the Docker backend, its limits checked before its image is built (the build
+    and an unchanged environment's reuse are told on ``log``); other backends open in
+    :func:`execute`."""
+    req = job.request
+    if req.backend != "docker":
+        if req.docker_environment():
+            raise ConfigError(
+                "--image, --docker-args and environment options need --backend docker"
+            )
+        return job
+    be = get_backend("docker", image=req.image, docker_args=req.docker_args)
+    check_limits(job.plan, be)
+    image = req.image
+    if req.base_image or req.dockerfile:
+        from ..backends.docker_image import EnvSpec, ensure_image
+
+        spec = EnvSpec(
+            base_image=req.base_image,
+            apt=req.apt,
+            pip=req.pip,
+            prerun=req.prerun,
+            directory=req.env_dir,
+            dockerfile=req.dockerfile,
+        )
+        image, built = ensure_image(be.client, spec, log)  # type: ignore[attr-defined]
+        if not built:
+            print(f"edgeprof: environment unchanged, reusing image {image}", file=log)
+    return dataclasses.replace(job, backend=be, request=dataclasses.replace(req, image=image))
+
+
+def execute(
+    job: RunJob,
+    *,
+    on_start: Callable[[Step], None] | None = None,
+    on_result: Callable[[Step, RunResult], None] | None = None,
+    workload_stdout: int | None = None,
+    samples_needed: bool = False,
+) -> RunOutcome:
+    """Stage 4: the sweep.  ``samples_needed``: ``on_result`` reads each run's samples.csv,
+    so runs without ``out`` write into a temporary directory (gone on return: the results
+    then name no samples file)."""
+    req = job.request
+    with contextlib.ExitStack() as stack:
+        run_out = req.out
+        if samples_needed and req.out is None:
+            run_out = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="edgeprof-")))
+        sweep = run_sweep(
+            job.plan,
+            backend=req.backend if job.backend is None else job.backend,
+            out=run_out,
+            on_start=on_start,
+            on_result=on_result,
+            cgroup_parent=req.cgroup_parent,
+            profile_options={
+                "image": req.image,
+                "interval": req.interval or DEFAULT_INTERVAL_S,
+                "timeout": req.timeout,
+                "env": parse_env(req.env),
+                "cwd": req.cwd,
+                "stdout": workload_stdout,
+                "run_as": job.run_as,
+            },
+        )
+    results = cell_order(sweep.runs)
+    if run_out is not req.out:  # the temporary directory is gone: name no file in it
+        results = [
+            dataclasses.replace(r, samples=dataclasses.replace(r.samples, path=None))
+            for r in results
+        ]
+    return RunOutcome(sweep, results)

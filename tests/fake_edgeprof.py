@@ -1,0 +1,15 @@
+"""``python tests/fake_edgeprof.py ARGS…``: edgeprof's command line with the tests' scripted
+backend registered as ``fake``, for a test that must run the CLI in a separate process.
+
+Test-only: users have no switch that offers the fake.  Needs the checkout on ``PYTHONPATH``
+(for ``tests.fakes``), as the tests that start it set.
+"""
+
+from __future__ import annotations
+
+from edgeprof.backends import register_backend
+from edgeprof.cli import main
+from tests.fakes import FakeBackend
+
+register_backend("fake", FakeBackend)
+raise SystemExit(main())
