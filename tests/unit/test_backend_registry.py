@@ -25,13 +25,13 @@ def test_built_in_names_only_by_default() -> None:
 
 @pytest.mark.usefixtures("no_fake_backend")
 def test_registered_backend_is_made_checked_and_listed() -> None:
-    made: list[FakeBackend] = []
-
     class Checked(FakeBackend):
         checked = 0
 
         def check(self) -> None:
             self.checked += 1
+
+    made: list[Checked] = []
 
     def factory() -> Checked:
         made.append(Checked())
