@@ -30,7 +30,7 @@ from __future__ import annotations
 import csv
 import math
 import statistics
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -39,6 +39,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..model import RunResult
 from ..units import parse_size
+from .metrics import CALIBRATION_METRICS, Metric
 from .stats import t_critical
 
 # -- metrics and units --------------------------------------------------------------------
@@ -59,35 +60,9 @@ UNITS: dict[str, dict[str, float]] = {
 """Accepted units per kind → factor to the base unit (seconds, bytes, percent of one CPU)."""
 
 
-def _lat(r: RunResult, field: str) -> float | None:
-    """A latency figure of a run whose workload reported iterations (else ``None``)."""
-    return None if r.latency is None else float(getattr(r.latency, field))
-
-
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    """The CSV column stem: column ``<name>_<unit>``."""
-    title: str
-    kind: str
-    """A key of :data:`UNITS`."""
-    profiler: Callable[[RunResult], float | None]
-    """The profiler-side value of one run, in the base unit."""
-
-
-METRICS: dict[str, Metric] = {
-    m.name: m
-    for m in (
-        Metric("runtime", "run time (profiler: wall time)", "time", lambda r: r.wall_s),
-        Metric("cpu_time", "CPU time", "time", lambda r: r.cpu.total_s),
-        Metric("avg_cpu", "average CPU % (100 = one CPU)", "percent", lambda r: r.cpu.avg_pct),
-        Metric("peak_mem", "peak memory", "memory", lambda r: r.memory.peak_bytes),
-        Metric("avg_mem", "average memory", "memory", lambda r: r.memory.avg_bytes),
-        Metric("latency", "per-iteration latency, median", "time", lambda r: _lat(r, "p50_s")),
-        Metric("latency_mean", "per-iteration latency, mean", "time", lambda r: _lat(r, "mean_s")),
-    )
-}
-"""Calibratable metrics.  A new profiler figure is one more line here."""
+METRICS: dict[str, Metric] = CALIBRATION_METRICS
+"""Calibratable metrics by device CSV column stem (a new one is one more entry in
+:mod:`edgeprof.analysis.metrics`)."""
 
 SETTING_COLUMNS = ("cpus", "memory")
 IGNORED_COLUMNS = ("notes",)
@@ -586,7 +561,7 @@ def cells_of(runs: Sequence[RunResult]) -> list[Cell]:
             ok = [r for r in m.runs if id(r) not in bad]
             values = {}
             for name, metric in METRICS.items():
-                vs = [float(v) for r in ok if (v := metric.profiler(r)) is not None]
+                vs = [float(v) for r in ok if (v := metric.get(r)) is not None]
                 if vs:
                     values[name] = statistics.median(vs)
             lim = m.runs[0].limits

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import RunResult, Termination
-from ..units import format_binary, format_seconds
+from .metrics import STAT_METRICS, Kind
 
 OUTLIER_Z = 3.5
 """Modified z-score above which a run is an outlier (Iglewicz & Hoaglin's rule:
@@ -81,16 +81,6 @@ class Stat:
         ]
 
 
-METRICS: dict[str, tuple[str, Callable[[RunResult], float | None]]] = {
-    "wall_s": ("wall time", lambda r: r.wall_s),
-    "cpu_s": ("CPU time", lambda r: r.cpu.total_s),
-    "cpu_pct": ("avg CPU %", lambda r: r.cpu.avg_pct),
-    "peak_bytes": ("peak memory", lambda r: r.memory.peak_bytes),
-    "avg_bytes": ("avg memory", lambda r: r.memory.avg_bytes),
-}
-"""The per-cell statistics: key → (title, getter)."""
-
-
 @dataclass(frozen=True)
 class ModelSummary:
     name: str
@@ -121,14 +111,14 @@ class ModelSummary:
             + ": left out of the statistics"
             for r in self.failures
         ]
-        for key, (title, _) in METRICS.items():
+        for key, metric in STAT_METRICS.items():
             s = self.stat(key)
             if s is None:
                 continue
             for i in s.outliers():
                 out.append(
-                    f"run {i + 1} is an outlier in {title}: {_fmt(key, s.values[i])} against "
-                    f"a median of {_fmt(key, s.median)}"
+                    f"run {i + 1} is an outlier in {metric.title}: {_fmt(key, s.values[i])} "
+                    f"against a median of {_fmt(key, s.median)}"
                 )
         wall = self.wall_s
         if wall is not None and wall.n >= 3:
@@ -149,7 +139,7 @@ def summarize(results: Sequence[RunResult], setting: str = "") -> list[ModelSumm
     out = []
     for name, runs in groups.items():
         ok = [r for r in runs if r.termination is Termination.EXITED and not r.exit_code]
-        values = {k: _values(ok, g) for k, (_, g) in METRICS.items()}
+        values = {k: _values(ok, m.get) for k, m in STAT_METRICS.items()}
         out.append(
             ModelSummary(
                 name=name,
@@ -198,7 +188,7 @@ def cell_dicts(results: Sequence[RunResult]) -> list[dict[str, Any]]:
             "limits": setting,
             "runs": len(m.runs),
             "ok": len(m.runs) - len(m.failures),
-            "stats": {k: _stat_dict(m.stat(k)) for k in METRICS},
+            "stats": {k: _stat_dict(m.stat(k)) for k in STAT_METRICS},
             "warnings": m.warnings(),
         }
         for setting, summaries in summarize_cells(results).items()
@@ -207,11 +197,9 @@ def cell_dicts(results: Sequence[RunResult]) -> list[dict[str, Any]]:
 
 
 def _fmt(key: str, v: float) -> str:
-    if key.endswith("_bytes"):
-        return format_binary(int(v))
-    if key == "cpu_pct":
-        return f"{v:.1f}%"
-    return format_seconds(v)
+    metric = STAT_METRICS[key]
+    # The statistics have always shown whole bytes (a mean or median may be fractional).
+    return metric.format(int(v) if metric.kind is Kind.MEMORY else v)
 
 
 def _values(runs: Sequence[RunResult], get: Callable[[RunResult], float | None]) -> list[float]:
@@ -283,7 +271,7 @@ def rank(summaries: Sequence[ModelSummary], key: str) -> list[Rank]:
                 step_sd=step_sd,
                 within_noise=prev is not None and _overlaps(prev, s),
                 close_memory=prev is not None
-                and key.endswith("_bytes")
+                and STAT_METRICS[key].kind is Kind.MEMORY
                 and abs(s.median - prev.median) < CLOSE_MEMORY_BYTES,
             )
         )
@@ -336,14 +324,14 @@ def statistics_tables(cells: Mapping[str, Sequence[ModelSummary]]) -> list[TextT
         notes = []
         for m in summaries:
             first = True
-            for key, (title, _) in METRICS.items():
+            for key, metric in STAT_METRICS.items():
                 s = m.stat(key)
                 if s is None:
                     continue
                 rows.append(
                     [
                         m.name if first else "",
-                        title,
+                        metric.title,
                         str(s.n),
                         f"{_fmt(key, s.mean)} ± {_fmt(key, s.sd)}",
                         _fmt(key, s.median),
@@ -357,9 +345,10 @@ def statistics_tables(cells: Mapping[str, Sequence[ModelSummary]]) -> list[TextT
     return out
 
 
-RANKED_METRICS = ("wall_s", "cpu_s", "peak_bytes", "avg_bytes")
-"""What a model is chosen by (less is better).  Average CPU % is not among them: a lower
-share of the allowed CPUs is not better in itself (it is often waiting)."""
+RANKED_METRICS = tuple(k for k, m in STAT_METRICS.items() if m.smaller_is_better)
+"""What a model is chosen by (less is better): wall time, CPU time, peak and average memory.
+Average CPU % is not among them: a lower share of the allowed CPUs is not better in itself
+(it is often waiting)."""
 
 
 def ranking_tables(
@@ -374,7 +363,8 @@ def ranking_tables(
             ranks = rank(summaries, key)
             if len(ranks) < 2:
                 continue
-            title = METRICS[key][0]
+            metric = STAT_METRICS[key]
+            title = metric.title
             rows = [["#", "MODEL", "MEDIAN", "MEAN ± SD", "× FIRST", "× PREVIOUS", "NOTE"]]
             for r in ranks:
                 prev = ranks[r.position - 2].name if r.position > 1 else ""
@@ -396,8 +386,8 @@ def ranking_tables(
                 )
             notes = []
             first, second = ranks[0], ranks[1]
-            if second.factor is not None and key != "cpu_pct":
-                verb = "took" if key in ("wall_s", "cpu_s") else "used"
+            if second.factor is not None and metric.smaller_is_better:
+                verb = "took" if metric.kind is Kind.TIME else "used"
                 notes.append(
                     f"{first.name} {verb} {_x(second.factor, second.factor_sd, second.stat.n)}"
                     f" less {title} than {second.name}"

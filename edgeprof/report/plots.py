@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..analysis.compare import METRICS, summarize_cells
+from ..analysis.compare import summarize_cells
+from ..analysis.metrics import STAT_METRICS, Kind
 from ..errors import ConfigError
 from ..model import RunResult
 from ..storage import prepare_out_dir
@@ -33,9 +34,10 @@ def _pyplot() -> Any:
 
 
 def _scale(key: str) -> tuple[float, str]:
-    if key.endswith("_bytes"):
+    kind = STAT_METRICS[key].kind
+    if kind is Kind.MEMORY:
         return 2**20, "MiB"
-    if key == "cpu_pct":
+    if kind is Kind.PERCENT:
         return 1.0, "% of one CPU"
     return 1.0, "s"
 
@@ -106,7 +108,7 @@ def plot_metric(results: Sequence[RunResult], key: str, path: Path) -> Path | No
         ax.errorbar(xs, med, yerr=[lo, hi], marker="o", capsize=4, label=name)
     ax.set_xticks(range(len(settings)))
     ax.set_xticklabels(settings, rotation=15, ha="right")
-    title = METRICS[key][0]
+    title = STAT_METRICS[key].title
     ax.set_ylabel(f"{title} ({unit})")
     ax.set_title(f"{title} per model (median, min … max)")
     ax.legend()
