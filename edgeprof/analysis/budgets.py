@@ -34,6 +34,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..model import RunResult, Termination
 from ..units import parse_duration, parse_size
+from .cells import cells, successful
 from .metrics import BUDGET_METRICS, Kind, Metric
 
 METRICS: dict[str, Metric] = BUDGET_METRICS
@@ -52,19 +53,6 @@ def parse_budget(metric: Metric, value: object, where: str) -> float:
         return parse_duration(value, what=metric.title)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
-
-
-def successful(runs: Sequence[RunResult]) -> list[RunResult]:
-    """The runs that exited 0: the only ones whose figures describe the model's work."""
-    return [r for r in runs if r.termination is Termination.EXITED and not r.exit_code]
-
-
-def cells(results: Sequence[RunResult]) -> dict[tuple[str, str], list[RunResult]]:
-    """(label, ``Limits.describe()``) → its runs, in first-seen order."""
-    out: dict[tuple[str, str], list[RunResult]] = {}
-    for r in results:
-        out.setdefault((r.label, r.limits.describe()), []).append(r)
-    return out
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..model import RunResult
 from ..units import parse_size
+from .cells import cells_by_setting, successful
 from .metrics import CALIBRATION_METRICS, Metric
 from .stats import t_critical
 
@@ -552,20 +553,17 @@ class Cell:
 def cells_of(runs: Sequence[RunResult]) -> list[Cell]:
     """Group runs into cells (label, ``Limits.describe()``) with per-metric medians over the
     successful runs (one disturbed run cannot move a calibration point)."""
-    from .compare import summarize_cells
-
     out = []
-    for setting, summaries in summarize_cells(runs).items():
-        for m in summaries:
-            bad = {id(r) for r in m.failures}
-            ok = [r for r in m.runs if id(r) not in bad]
+    for setting, by_label in cells_by_setting(runs).items():
+        for label, group in by_label.items():
+            ok = successful(group)
             values = {}
             for name, metric in METRICS.items():
                 vs = [float(v) for r in ok if (v := metric.get(r)) is not None]
                 if vs:
                     values[name] = statistics.median(vs)
-            lim = m.runs[0].limits
-            out.append(Cell(m.name, setting, len(m.runs), len(ok), values, lim.cpus, lim.memory))
+            lim = group[0].limits
+            out.append(Cell(label, setting, len(group), len(ok), values, lim.cpus, lim.memory))
     return out
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import RunResult, Termination
+from .cells import cells_by_setting, group_by, successful
 from .metrics import STAT_METRICS, Kind
 
 OUTLIER_Z = 3.5
@@ -133,12 +134,9 @@ class ModelSummary:
 
 def summarize(results: Sequence[RunResult], setting: str = "") -> list[ModelSummary]:
     """Group results by label (in first-seen order); statistics over the successful runs."""
-    groups: dict[str, list[RunResult]] = {}
-    for r in results:
-        groups.setdefault(r.label, []).append(r)
     out = []
-    for name, runs in groups.items():
-        ok = [r for r in runs if r.termination is Termination.EXITED and not r.exit_code]
+    for name, runs in group_by(results, lambda r: r.label).items():
+        ok = successful(runs)
         values = {k: _values(ok, m.get) for k, m in STAT_METRICS.items()}
         out.append(
             ModelSummary(
@@ -159,10 +157,10 @@ def summarize(results: Sequence[RunResult], setting: str = "") -> list[ModelSumm
 def summarize_cells(results: Sequence[RunResult]) -> dict[str, list[ModelSummary]]:
     """Limit setting (``Limits.describe()``) → the summaries of its cells, both in first-seen
     order."""
-    by_setting: dict[str, list[RunResult]] = {}
-    for r in results:
-        by_setting.setdefault(r.limits.describe(), []).append(r)
-    return {s: summarize(rs, s) for s, rs in by_setting.items()}
+    return {
+        setting: summarize([r for runs in by_label.values() for r in runs], setting)
+        for setting, by_label in cells_by_setting(results).items()
+    }
 
 
 def _stat_dict(s: Stat | None) -> dict[str, Any] | None:

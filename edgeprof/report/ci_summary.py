@@ -9,7 +9,8 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..analysis.budgets import METRICS, BudgetCheck, Status, cells, successful
+from ..analysis.budgets import METRICS, BudgetCheck, Status
+from ..analysis.cells import cells, successful
 from ..analysis.regression import Change, Verdict
 from ..errors import ConfigError
 from ..model import RunResult

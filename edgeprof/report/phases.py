@@ -12,6 +12,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from ..analysis.cells import cells
 from ..model import LatencyStats, PhaseStats, RunResult
 from ..units import format_binary, format_seconds
 
@@ -65,10 +66,7 @@ def _median_of(items: Sequence[_T]) -> _T:
 
 
 def _cells(results: Sequence[RunResult]) -> list[tuple[str, list[RunResult]]]:
-    cells: dict[tuple[str, str], list[RunResult]] = {}
-    for r in results:
-        cells.setdefault((r.label, r.limits.describe()), []).append(r)
-    return [(label, runs) for (label, _), runs in cells.items()]
+    return [(label, runs) for (label, _), runs in cells(results).items()]
 
 
 def _cell_phases(runs: Sequence[RunResult]) -> list[PhaseStats]:

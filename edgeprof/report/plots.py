@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..analysis.cells import cell_key
 from ..analysis.compare import summarize_cells
 from ..analysis.metrics import STAT_METRICS, Kind
 from ..errors import ConfigError
@@ -133,7 +134,7 @@ def write_plots(out: Path, results: Sequence[RunResult], timelines: bool = True)
     if timelines:
         counts: dict[tuple[str, str], int] = {}
         for r in results:
-            cell = (r.label, r.limits.describe())
+            cell = cell_key(r)
             counts[cell] = counts.get(cell, 0) + 1
             name = f"timeline-{_file_part(cell[0])}-{_file_part(cell[1])}-run{counts[cell]}.png"
             p = plot_run(r, out / name)

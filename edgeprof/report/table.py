@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TextIO
 
+from ..analysis.cells import cells
 from ..model import RunResult
 from ..units import format_binary, format_decimal, format_seconds
 from .phases import render_sections
@@ -101,10 +102,7 @@ def render_markdown(results: Sequence[RunResult]) -> str:
 def _notes(results: Sequence[RunResult]) -> str:
     """One line per label (how it was measured), then its warnings, each said once."""
     out: list[str] = []
-    groups: dict[tuple[str, str], list[RunResult]] = {}
-    for r in results:  # a cell: one label under one limit setting (sweeps have several)
-        groups.setdefault((r.label, r.limits.describe()), []).append(r)
-    for (label, _), runs in groups.items():
+    for (label, _), runs in cells(results).items():
         r = runs[0]
         head = f"{label}: {r.backend}/{r.mechanism}, limits: {r.limits.describe()}, "
         if len(runs) == 1:
