@@ -20,7 +20,7 @@ from ..layers.run import check_extendable, make_request, run_layers
 from ..model import Limits
 from ..report.layers import render_layers
 from ..report.layers_export import export_device_types, export_models
-from ..report.table import print_table
+from ..report.results import print_table
 
 
 class _ProfileByDefault(TyperGroup):

@@ -6,11 +6,12 @@ import math
 
 import pytest
 
-from edgeprof.analysis.compare import Stat, rank, ranking_tables, summarize, summarize_cells
+from edgeprof.analysis.compare import Stat, rank, summarize, summarize_cells
 from edgeprof.backends.fake import FakeBackend, linear
 from edgeprof.cli import main
 from edgeprof.measure.runner import profile
 from edgeprof.model import Termination
+from edgeprof.report.comparison import ranking_tables
 
 
 def test_stat_hand_computed() -> None:

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.analysis.compare import rank, ranking_tables, summarize, summarize_cells
+from edgeprof.analysis.compare import rank, summarize, summarize_cells
 from edgeprof.cli import main
 from edgeprof.model import CpuStats, Limits, MemoryStats, RunResult
+from edgeprof.report.comparison import ranking_tables
 from edgeprof.report.export import cells_csv, runs_csv, sweep_dict
 from edgeprof.report.progress import PlainProgress, RichProgress
 from edgeprof.storage import SWEEP_SCHEMA, load_runs
