@@ -40,7 +40,6 @@ def statistics_tables(cells: Mapping[str, Sequence[ModelSummary]]) -> list[TextT
     return out
 
 
-
 def _x(f: float | None, sd: float | None, n: int) -> str:
     if f is None:
         return "n/a"
