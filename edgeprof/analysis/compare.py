@@ -12,7 +12,6 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..model import RunResult, Termination
 from .cells import cells_by_setting, group_by, successful
@@ -161,37 +160,6 @@ def summarize_cells(results: Sequence[RunResult]) -> dict[str, list[ModelSummary
         setting: summarize([r for runs in by_label.values() for r in runs], setting)
         for setting, by_label in cells_by_setting(results).items()
     }
-
-
-def _stat_dict(s: Stat | None) -> dict[str, Any] | None:
-    if s is None:
-        return None
-    return {
-        "n": s.n,
-        "mean": s.mean,
-        "sd": s.sd,
-        "median": s.median,
-        "min": s.min,
-        "max": s.max,
-        "mad": s.mad,
-        "outliers": s.outliers(),
-    }
-
-
-def cell_dicts(results: Sequence[RunResult]) -> list[dict[str, Any]]:
-    """The ``cells`` of ``sweep.json``: per cell, its run count and each metric's statistics."""
-    return [
-        {
-            "label": m.name,
-            "limits": setting,
-            "runs": len(m.runs),
-            "ok": len(m.runs) - len(m.failures),
-            "stats": {k: _stat_dict(m.stat(k)) for k in STAT_METRICS},
-            "warnings": m.warnings(),
-        }
-        for setting, summaries in summarize_cells(results).items()
-        for m in summaries
-    ]
 
 
 def format_stat(key: str, v: float) -> str:

@@ -5,14 +5,13 @@ from __future__ import annotations
 import csv
 import io
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
-from ..analysis.compare import cell_dicts
 from ..analysis.metrics import STAT_METRICS
+from ..analysis.sweepfile import cell_dicts, sweep_dict
 from ..model import RunResult
-from ..storage import SWEEP_SCHEMA, write_json_atomic, write_text_atomic
+from ..storage import write_json_atomic, write_text_atomic
 from .summary import markdown_summary
 
 RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {
@@ -83,16 +82,6 @@ def cells_csv(runs: Sequence[RunResult]) -> str:
         row.append(" | ".join(c["warnings"]))
         rows.append(row)
     return _csv(header, rows)
-
-
-def sweep_dict(runs: Sequence[RunResult], extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """``sweep.json``: :data:`SWEEP_SCHEMA`, every run's full result and the cell statistics."""
-    return {
-        "schema": SWEEP_SCHEMA,
-        **(extra or {}),
-        "runs": [r.to_dict() for r in runs],
-        "cells": cell_dicts(runs),
-    }
 
 
 def write_exports(out: Path, runs: Sequence[RunResult], sweep_json: bool = True) -> list[Path]:
