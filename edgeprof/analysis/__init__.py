@@ -1,1 +1,2 @@
-"""Arithmetic over results: statistics, comparisons, budgets, calibration."""
+"""Arithmetic over results: metrics, cells, statistics, comparisons, budgets, calibration.
+Returns data (dataclasses, numbers); :mod:`edgeprof.report` renders it."""

@@ -27,88 +27,32 @@ from __future__ import annotations
 
 import enum
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConfigError
 from ..model import RunResult, Termination
-from ..units import format_binary, format_seconds, parse_duration, parse_size
+from ..units import parse_duration, parse_size
+from .cells import cells, successful
+from .metrics import BUDGET_METRICS, Kind, Metric
+
+METRICS: dict[str, Metric] = BUDGET_METRICS
+"""Every gated metric by budget key, in table order; larger is worse for all of them."""
 
 
-def _latency_p95(r: RunResult) -> float | None:
-    # ``RunResult.latency`` (per-iteration latency, issue 9) may be absent from this build or
-    # from an older result: both read as "not measured".
-    latency = getattr(r, "latency", None)
-    value = getattr(latency, "p95_s", None)
-    return None if value is None else float(value)
-
-
-@dataclass(frozen=True)
-class Metric:
-    """A gated metric: ``key`` (budget file, JSON), its ``--max-…`` option, a title, how to
-    read it from a result, and whether it is a time (seconds) or a size (bytes)."""
-
-    key: str
-    option: str
-    title: str
-    get: Callable[[RunResult], float | None]
-    is_size: bool = False
-
-    def parse(self, value: object, where: str) -> float:
-        """A budget value: ``2.5``/``250ms``/``2m`` for times, ``512m``/``1.5g`` for sizes."""
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise ConfigError(f"{where}: expected a {self._kind()}, got {value!r}")
-        try:
-            if self.is_size:
-                return float(parse_size(str(value)))
-            return parse_duration(value, what=self.title)
-        except ConfigError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-
-    def format(self, value: float) -> str:
-        return format_binary(value) if self.is_size else format_seconds(value)
-
-    def _kind(self) -> str:
-        return "size such as 512m" if self.is_size else "duration such as 2.5s or 250ms"
-
-
-METRICS: dict[str, Metric] = {
-    m.key: m
-    for m in (
-        Metric("wall", "--max-wall", "wall time", lambda r: r.wall_s),
-        Metric("cpu_time", "--max-cpu-time", "CPU time", lambda r: r.cpu.total_s),
-        Metric(
-            "peak_memory",
-            "--max-peak-memory",
-            "peak memory",
-            lambda r: r.memory.peak_bytes,
-            is_size=True,
-        ),
-        Metric(
-            "avg_memory",
-            "--max-avg-memory",
-            "avg memory",
-            lambda r: r.memory.avg_bytes,
-            is_size=True,
-        ),
-        Metric("latency_p95", "--max-latency-p95", "latency p95", _latency_p95),
-    )
-}
-"""Every gated metric, in table order; larger is worse for all of them."""
-
-
-def successful(runs: Sequence[RunResult]) -> list[RunResult]:
-    """The runs that exited 0: the only ones whose figures describe the model's work."""
-    return [r for r in runs if r.termination is Termination.EXITED and not r.exit_code]
-
-
-def cells(results: Sequence[RunResult]) -> dict[tuple[str, str], list[RunResult]]:
-    """(label, ``Limits.describe()``) → its runs, in first-seen order."""
-    out: dict[tuple[str, str], list[RunResult]] = {}
-    for r in results:
-        out.setdefault((r.label, r.limits.describe()), []).append(r)
-    return out
+def parse_budget(metric: Metric, value: object, where: str) -> float:
+    """A budget value: ``2.5``/``250ms``/``2m`` for times, ``512m``/``1.5g`` for sizes."""
+    is_size = metric.kind is Kind.MEMORY
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        kind = "size such as 512m" if is_size else "duration such as 2.5s or 250ms"
+        raise ConfigError(f"{where}: expected a {kind}, got {value!r}")
+    try:
+        if is_size:
+            return float(parse_size(str(value)))
+        return parse_duration(value, what=metric.title)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -215,7 +159,9 @@ def budgets_from_options(file: Path | None, options: Mapping[str, str | None]) -
     if unknown:
         raise ConfigError(f"unknown budget metric {sorted(unknown)[0]!r}")
     overrides = {
-        k: METRICS[k].parse(v, METRICS[k].option) for k, v in options.items() if v is not None
+        k: parse_budget(METRICS[k], v, str(METRICS[k].option))
+        for k, v in options.items()
+        if v is not None
     }
     base = load_budget_file(file) if file is not None else Budgets()
     return Budgets(base.default, base.models, overrides, base.source)
@@ -263,7 +209,7 @@ def load_budget_file(path: Path) -> Budgets:
             if not isinstance(vnode, yaml.ScalarNode):
                 raise ConfigError(f"{where(vnode)}: {key}: expected a single value")
             value = yaml.safe_load(yaml.serialize(vnode))
-            out[key] = metric.parse(value, f"{where(vnode)}: {key}")
+            out[key] = parse_budget(metric, value, f"{where(vnode)}: {key}")
         return out
 
     default: dict[str, float] = {}

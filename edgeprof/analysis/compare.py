@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..model import RunResult, Termination
-from ..units import format_binary, format_seconds
+from .cells import cells_by_setting, group_by, successful
+from .metrics import STAT_METRICS, Kind
 
 OUTLIER_Z = 3.5
 """Modified z-score above which a run is an outlier (Iglewicz & Hoaglin's rule:
@@ -81,16 +81,6 @@ class Stat:
         ]
 
 
-METRICS: dict[str, tuple[str, Callable[[RunResult], float | None]]] = {
-    "wall_s": ("wall time", lambda r: r.wall_s),
-    "cpu_s": ("CPU time", lambda r: r.cpu.total_s),
-    "cpu_pct": ("avg CPU %", lambda r: r.cpu.avg_pct),
-    "peak_bytes": ("peak memory", lambda r: r.memory.peak_bytes),
-    "avg_bytes": ("avg memory", lambda r: r.memory.avg_bytes),
-}
-"""The per-cell statistics: key → (title, getter)."""
-
-
 @dataclass(frozen=True)
 class ModelSummary:
     name: str
@@ -121,14 +111,14 @@ class ModelSummary:
             + ": left out of the statistics"
             for r in self.failures
         ]
-        for key, (title, _) in METRICS.items():
+        for key, metric in STAT_METRICS.items():
             s = self.stat(key)
             if s is None:
                 continue
             for i in s.outliers():
                 out.append(
-                    f"run {i + 1} is an outlier in {title}: {_fmt(key, s.values[i])} against "
-                    f"a median of {_fmt(key, s.median)}"
+                    f"run {i + 1} is an outlier in {metric.title}: {format_stat(key, s.values[i])} "
+                    f"against a median of {format_stat(key, s.median)}"
                 )
         wall = self.wall_s
         if wall is not None and wall.n >= 3:
@@ -143,13 +133,10 @@ class ModelSummary:
 
 def summarize(results: Sequence[RunResult], setting: str = "") -> list[ModelSummary]:
     """Group results by label (in first-seen order); statistics over the successful runs."""
-    groups: dict[str, list[RunResult]] = {}
-    for r in results:
-        groups.setdefault(r.label, []).append(r)
     out = []
-    for name, runs in groups.items():
-        ok = [r for r in runs if r.termination is Termination.EXITED and not r.exit_code]
-        values = {k: _values(ok, g) for k, (_, g) in METRICS.items()}
+    for name, runs in group_by(results, lambda r: r.label).items():
+        ok = successful(runs)
+        values = {k: _values(ok, m.get) for k, m in STAT_METRICS.items()}
         out.append(
             ModelSummary(
                 name=name,
@@ -169,49 +156,17 @@ def summarize(results: Sequence[RunResult], setting: str = "") -> list[ModelSumm
 def summarize_cells(results: Sequence[RunResult]) -> dict[str, list[ModelSummary]]:
     """Limit setting (``Limits.describe()``) → the summaries of its cells, both in first-seen
     order."""
-    by_setting: dict[str, list[RunResult]] = {}
-    for r in results:
-        by_setting.setdefault(r.limits.describe(), []).append(r)
-    return {s: summarize(rs, s) for s, rs in by_setting.items()}
-
-
-def _stat_dict(s: Stat | None) -> dict[str, Any] | None:
-    if s is None:
-        return None
     return {
-        "n": s.n,
-        "mean": s.mean,
-        "sd": s.sd,
-        "median": s.median,
-        "min": s.min,
-        "max": s.max,
-        "mad": s.mad,
-        "outliers": s.outliers(),
+        setting: summarize([r for runs in by_label.values() for r in runs], setting)
+        for setting, by_label in cells_by_setting(results).items()
     }
 
 
-def cell_dicts(results: Sequence[RunResult]) -> list[dict[str, Any]]:
-    """The ``cells`` of ``sweep.json``: per cell, its run count and each metric's statistics."""
-    return [
-        {
-            "label": m.name,
-            "limits": setting,
-            "runs": len(m.runs),
-            "ok": len(m.runs) - len(m.failures),
-            "stats": {k: _stat_dict(m.stat(k)) for k in METRICS},
-            "warnings": m.warnings(),
-        }
-        for setting, summaries in summarize_cells(results).items()
-        for m in summaries
-    ]
-
-
-def _fmt(key: str, v: float) -> str:
-    if key.endswith("_bytes"):
-        return format_binary(int(v))
-    if key == "cpu_pct":
-        return f"{v:.1f}%"
-    return format_seconds(v)
+def format_stat(key: str, v: float) -> str:
+    """A value of the statistic ``key`` (:data:`STAT_METRICS`) for tables and messages."""
+    metric = STAT_METRICS[key]
+    # The statistics have always shown whole bytes (a mean or median may be fractional).
+    return metric.format(int(v) if metric.kind is Kind.MEMORY else v)
 
 
 def _values(runs: Sequence[RunResult], get: Callable[[RunResult], float | None]) -> list[float]:
@@ -283,127 +238,14 @@ def rank(summaries: Sequence[ModelSummary], key: str) -> list[Rank]:
                 step_sd=step_sd,
                 within_noise=prev is not None and _overlaps(prev, s),
                 close_memory=prev is not None
-                and key.endswith("_bytes")
+                and STAT_METRICS[key].kind is Kind.MEMORY
                 and abs(s.median - prev.median) < CLOSE_MEMORY_BYTES,
             )
         )
     return out
 
 
-def _x(f: float | None, sd: float | None, n: int) -> str:
-    if f is None:
-        return "n/a"
-    return f"{f:.2f}×" if n < 2 or sd is None else f"{f:.2f} ± {sd:.2f}×"
-
-
-@dataclass(frozen=True)
-class TextTable:
-    """A titled table of text cells (first row: headers) with notes below: rendered as plain
-    text for terminals and logs, or as Markdown."""
-
-    title: str
-    rows: list[list[str]]
-    notes: list[str] = field(default_factory=list)
-
-    def plain(self) -> str:
-        widths = [max(len(r[i]) for r in self.rows) for i in range(len(self.rows[0]))]
-        lines = [self.title]
-        for i, r in enumerate(self.rows):
-            lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-            if i == 0:
-                lines.append("  ".join("-" * w for w in widths))
-        lines += self.notes
-        return "\n".join(lines) + "\n"
-
-    def markdown(self) -> str:
-        def cells(r: list[str]) -> str:
-            return "| " + " | ".join(c.replace("|", "\\|") for c in r) + " |"
-
-        lines = [f"#### {self.title}", "", cells(self.rows[0])]
-        lines.append("|" + "---|" * len(self.rows[0]))
-        lines += [cells(r) for r in self.rows[1:]]
-        if self.notes:
-            lines += [""] + [f"- {n.strip()}" for n in self.notes]
-        return "\n".join(lines) + "\n"
-
-
-def statistics_tables(cells: Mapping[str, Sequence[ModelSummary]]) -> list[TextTable]:
-    """Per limit setting, per model and metric: mean ± σ, median, min … max, with the
-    outlier and slow-first-run warnings as notes."""
-    out = []
-    for setting, summaries in cells.items():
-        rows = [["MODEL", "METRIC", "N", "MEAN ± SD", "MEDIAN", "MIN … MAX"]]
-        notes = []
-        for m in summaries:
-            first = True
-            for key, (title, _) in METRICS.items():
-                s = m.stat(key)
-                if s is None:
-                    continue
-                rows.append(
-                    [
-                        m.name if first else "",
-                        title,
-                        str(s.n),
-                        f"{_fmt(key, s.mean)} ± {_fmt(key, s.sd)}",
-                        _fmt(key, s.median),
-                        f"{_fmt(key, s.min)} … {_fmt(key, s.max)}",
-                    ]
-                )
-                first = False
-            notes += [f"  warning: {m.name}: {w}" for w in m.warnings()]
-        if len(rows) > 1:
-            out.append(TextTable(f"Statistics under {setting}", rows, notes))
-    return out
-
-
-RANKED_METRICS = ("wall_s", "cpu_s", "peak_bytes", "avg_bytes")
-"""What a model is chosen by (less is better).  Average CPU % is not among them: a lower
-share of the allowed CPUs is not better in itself (it is often waiting)."""
-
-
-def ranking_tables(
-    cells: Mapping[str, Sequence[ModelSummary]], metrics: Sequence[str] = RANKED_METRICS
-) -> list[TextTable]:
-    """A table per limit setting and metric: models smallest first by median, their factor
-    relative to the first and to the previous one (± from the standard errors of the
-    means), and ≈ where two neighbours are within noise (or, for memory, < 10 MiB apart)."""
-    out = []
-    for setting, summaries in cells.items():
-        for key in metrics:
-            ranks = rank(summaries, key)
-            if len(ranks) < 2:
-                continue
-            title = METRICS[key][0]
-            rows = [["#", "MODEL", "MEDIAN", "MEAN ± SD", "× FIRST", "× PREVIOUS", "NOTE"]]
-            for r in ranks:
-                prev = ranks[r.position - 2].name if r.position > 1 else ""
-                why = (["within noise"] if r.within_noise else []) + (
-                    ["< 10 MiB apart, may flip on the device"] if r.close_memory else []
-                )
-                rows.append(
-                    [
-                        str(r.position),
-                        r.name,
-                        _fmt(key, r.median),
-                        _fmt(key, r.stat.mean)
-                        if r.stat.n == 1
-                        else f"{_fmt(key, r.stat.mean)} ± {_fmt(key, r.stat.sd)}",
-                        "1" if r.position == 1 else _x(r.factor, r.factor_sd, r.stat.n),
-                        "" if r.position == 1 else _x(r.step, r.step_sd, r.stat.n),
-                        f"≈ {prev}: {', '.join(why)}" if why else "",
-                    ]
-                )
-            notes = []
-            first, second = ranks[0], ranks[1]
-            if second.factor is not None and key != "cpu_pct":
-                verb = "took" if key in ("wall_s", "cpu_s") else "used"
-                notes.append(
-                    f"{first.name} {verb} {_x(second.factor, second.factor_sd, second.stat.n)}"
-                    f" less {title} than {second.name}"
-                    + (" (within noise)" if second.within_noise else "")
-                )
-            out.append(
-                TextTable(f"Ranking by {title} under {setting} (smallest first)", rows, notes)
-            )
-    return out
+RANKED_METRICS = tuple(k for k, m in STAT_METRICS.items() if m.smaller_is_better)
+"""What a model is chosen by (less is better): wall time, CPU time, peak and average memory.
+Average CPU % is not among them: a lower share of the allowed CPUs is not better in itself
+(it is often waiting)."""

@@ -29,7 +29,9 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..model import RunResult
-from .budgets import METRICS, Metric, cells, successful
+from .budgets import METRICS
+from .cells import cells, successful
+from .metrics import Metric
 from .stats import t_cdf, t_quantile
 
 CONFIDENCE = 0.95

@@ -1,10 +1,13 @@
-"""Student's t distribution, for the confidence and prediction intervals of few repeats
-(baseline comparison) and few calibration points.  Standard library only: edgeprof does not
-depend on scipy for two functions."""
+"""Generic statistics: Student's t distribution, for the confidence and prediction intervals
+of few repeats (baseline comparison) and few calibration points; rank correlations (Kendall's
+τ-b, Spearman's ρ) for comparing two orderings of the same models.  Standard library only:
+edgeprof does not depend on scipy (or numpy) for a handful of functions."""
 
 from __future__ import annotations
 
 import math
+import statistics
+from collections.abc import Sequence
 
 
 def t_cdf(t: float, df: float) -> float:
@@ -66,3 +69,79 @@ def t_critical(level: float, dof: float) -> float:
     if dof <= 0 or not 0 < level < 1:
         raise ValueError(f"t_critical({level}, {dof})")
     return t_quantile(0.5 + level / 2, dof)
+
+
+# -- rank correlation ----------------------------------------------------------------------
+
+
+def ranks(values: Sequence[float]) -> list[float]:
+    """1-based ranks, ties given their average rank."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
+    mx, my = statistics.fmean(x), statistics.fmean(y)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True))
+    sxx = sum((a - mx) ** 2 for a in x)
+    syy = sum((b - my) ** 2 for b in y)
+    if sxx == 0 or syy == 0:
+        return None
+    return sxy / math.sqrt(sxx * syy)
+
+
+def spearman_rho(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Spearman's ρ: Pearson's correlation of the ranks (ties at their average rank);
+    ``None`` when either side has no spread."""
+    if len(x) != len(y):
+        raise ValueError("x and y differ in length")
+    if len(x) < 2:
+        return None
+    return pearson(ranks(x), ranks(y))
+
+
+def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Kendall's τ-b (ties in either ranking corrected for); ``None`` when undefined."""
+    if len(x) != len(y):
+        raise ValueError("x and y differ in length")
+    n = len(x)
+    conc = disc = tie_x = tie_y = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            dx, dy = x[i] - x[j], y[i] - y[j]
+            if dx == 0 and dy == 0:
+                tie_x += 1
+                tie_y += 1
+            elif dx == 0:
+                tie_x += 1
+            elif dy == 0:
+                tie_y += 1
+            elif (dx > 0) == (dy > 0):
+                conc += 1
+            else:
+                disc += 1
+    n0 = n * (n - 1) // 2
+    denom = math.sqrt((n0 - tie_x) * (n0 - tie_y))
+    return None if denom == 0 else (conc - disc) / denom
+
+
+def discordant_pairs(
+    labels: Sequence[str], x: Sequence[float], y: Sequence[float]
+) -> list[tuple[str, str]]:
+    """Pairs ranked one way by the profiler and the other way on the device."""
+    out = []
+    for i in range(len(x)):
+        for j in range(i + 1, len(x)):
+            if (x[i] - x[j]) * (y[i] - y[j]) < 0:
+                a, b = (i, j) if x[i] < x[j] else (j, i)
+                out.append((labels[a], labels[b]))
+    return out

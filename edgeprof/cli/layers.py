@@ -118,7 +118,7 @@ def profile_cmd(
     from ..layers.run import check_extendable, make_request, run_layers
     from ..model import Limits
     from ..report.layers import render_layers
-    from ..report.table import print_table
+    from ..report.results import print_table
     from ..storage import check_writable
 
     request = make_request(

@@ -68,7 +68,7 @@ def bench(
     Example: edgeprof bench models.py:infer --batch-size 1,8,32 --cpus 1 --memory 1g
     """
     from ..model import Limits
-    from ..report.table import print_table
+    from ..report.results import print_table
     from ..sweeps.bench import bench as run_bench
     from ..sweeps.bench import parse_batch_sizes
     from ..sweeps.request import parse_env

@@ -37,6 +37,7 @@ import yaml
 
 from .. import storage as files
 from ..errors import ConfigError
+from ..measure.phases import percentile
 from ..units import format_cpuset
 
 SCHEMA = "edgeprof-layers/1"
@@ -103,17 +104,6 @@ class TimeStats:
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
-
-def percentile(ordered: Sequence[float], q: float) -> float:
-    """The q-th percentile of sorted values, linear between the closest ranks (numpy's
-    default), so p50 is the median."""
-    if not ordered:
-        raise ValueError("no values")
-    pos = (len(ordered) - 1) * q / 100
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 @dataclass(frozen=True)

@@ -1,1 +1,3 @@
-"""Renderers: each takes a :class:`~edgeprof.model.RunResult` (or a list) and nothing else."""
+"""Renderers: results (:class:`~edgeprof.model.RunResult`) and what :mod:`edgeprof.analysis`
+computed from them, turned into text and Markdown tables (all through :mod:`.table`), CSV,
+JSON, JUnit XML and plots."""

@@ -21,7 +21,8 @@ from pathlib import Path
 from ..model import RunResult, Termination
 from ..storage import append_locked, write_text_atomic
 from ..units import format_binary, format_decimal
-from .table import COLUMNS
+from .results import COLUMNS
+from .table import Align, plain_lines
 
 HEADERS = COLUMNS[:8]
 """The seeds' summary columns (edgeprof's table adds its own after them)."""
@@ -66,31 +67,19 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Cell]]) -> str:
     right-aligned on their decimal point."""
     cols = list(zip(*rows, strict=True)) if rows else [() for _ in headers]
     texts: list[list[str]] = []
-    numeric: list[bool] = []
+    align: list[Align] = []
     for col in cols:
         is_num = bool(col) and all(_numeric(v) for v in col)
-        numeric.append(is_num)
+        align.append("right" if is_num else "left")
         if not is_num:
             texts.append([str(v) for v in col])
             continue
+        # Padded on the right to line the decimal points up once right-aligned.
         strs = [str(v) for v in col]
         frac = max((len(s) - s.index(".") if "." in s else 0) for s in strs)
         texts.append([s + " " * (frac - (len(s) - s.index(".") if "." in s else 0)) for s in strs])
-    widths = [
-        max([len(h) + MIN_PADDING, *(len(s) for s in col)])
-        for h, col in zip(headers, texts, strict=True)
-    ]
-
-    def line(cells: Sequence[str]) -> str:
-        out = [
-            c.rjust(w) if num else c.ljust(w)
-            for c, w, num in zip(cells, widths, numeric, strict=True)
-        ]
-        return "  ".join(out).rstrip()
-
-    lines = [line(headers), "  ".join("-" * w for w in widths)]
-    lines.extend(line([col[i] for col in texts]) for i in range(len(rows)))
-    return "\n".join(lines)
+    text_rows = [[col[i] for col in texts] for i in range(len(rows))]
+    return "\n".join(plain_lines(headers, text_rows, align=align, header_padding=MIN_PADDING))
 
 
 def status(r: RunResult) -> str:
@@ -180,20 +169,15 @@ def sample_rows(r: RunResult, name: str, host_memory: int | None) -> list[list[s
     return out
 
 
-def _columns(rows: Sequence[Sequence[str]]) -> list[str]:
-    """``column -t``: every column as wide as its widest cell, two spaces between."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-
-
 def run_log(
     r: RunResult, name: str, script: str, host_memory: int | None, model: str | None = None
 ) -> str:
     """One run's section of a sample log, as the old per-model file held it."""
-    rows = [list(SAMPLE_HEADERS), *sample_rows(r, name, host_memory)]
+    samples = sample_rows(r, name, host_memory)
     head = f"Profiling script: {script}" + (f" {model}" if model is not None else "")
-    parts = [head, "", *_columns(rows)]
-    if len(rows) == 1:
+    # ``column -t`` of the rows, as the old log was made: no rule under the header.
+    parts = [head, "", *plain_lines(SAMPLE_HEADERS, samples, rule=False)]
+    if not samples:
         parts.append("(no samples: the run was shorter than SAMPLETIME)")
     parts += [
         "FINISHED ",

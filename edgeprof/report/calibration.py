@@ -14,18 +14,11 @@ from ..analysis.calibration import (
     unit_label,
 )
 from ..errors import ConfigError
+from .table import plain_lines
 
 
 def _table(rows: Sequence[Sequence[str]], indent: str = "") -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = []
-    for k, cells in enumerate(rows):
-        lines.append(
-            indent + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
-        )
-        if k == 0:
-            lines.append(indent + "  ".join("-" * w for w in widths))
-    return lines
+    return plain_lines(rows[0], rows[1:], indent=indent)
 
 
 def _num(v: float | None, digits: int = 3) -> str:

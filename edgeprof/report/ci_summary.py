@@ -9,11 +9,13 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..analysis.budgets import METRICS, BudgetCheck, Status, cells, successful
+from ..analysis.budgets import METRICS, BudgetCheck, Status
+from ..analysis.cells import cells, successful
 from ..analysis.regression import Change, Verdict
 from ..errors import ConfigError
 from ..model import RunResult
 from ..storage import append_locked
+from .table import markdown_lines, plain_table
 
 _MARK = {Status.PASS: "✅ pass", Status.BREACH: "❌ breach", Status.NOT_MEASURED: "❌ not measured"}
 _VERDICT_MARK = {
@@ -25,14 +27,9 @@ _VERDICT_MARK = {
 }
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
-    return out
+    # A CI page's cells hold messages: a line break would end the table row.
+    return markdown_lines(header, [[c.replace("\n", " ") for c in r] for r in rows])
 
 
 def render_run_summary(
@@ -140,7 +137,7 @@ def render_compare_plain(
 ) -> str:
     """The verdict table for a terminal: aligned columns, the same figures as the Markdown."""
     header = ["MODEL", "LIMITS", "METRIC", "BASELINE", "CURRENT", "CHANGE", "VERDICT"]
-    rows = [header] + [
+    rows = [
         [
             c.label,
             c.setting,
@@ -152,17 +149,11 @@ def render_compare_plain(
         ]
         for c in changes
     ]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = [
+    title = (
         f"Compare (threshold {threshold * 100:g}%; change of the mean ± its 95% interval, "
         "Welch's t)"
-    ]
-    for i, r in enumerate(rows):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    lines += [f"  {n}" for n in notes]
-    return "\n".join(lines) + "\n"
+    )
+    return plain_table(title, header, rows, [f"  {n}" for n in notes])
 
 
 def change_dicts(changes: Sequence[Change], threshold: float) -> list[dict[str, object]]:

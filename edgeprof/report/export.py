@@ -5,13 +5,13 @@ from __future__ import annotations
 import csv
 import io
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
-from ..analysis.compare import METRICS, cell_dicts
+from ..analysis.metrics import STAT_METRICS
+from ..analysis.sweepfile import cell_dicts, sweep_dict
 from ..model import RunResult
-from ..storage import SWEEP_SCHEMA, write_json_atomic, write_text_atomic
+from ..storage import write_json_atomic, write_text_atomic
 from .summary import markdown_summary
 
 RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {
@@ -25,17 +25,17 @@ RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {
     "mechanism": lambda r: r.mechanism,
     "termination": lambda r: r.termination.value,
     "exit_code": lambda r: r.exit_code,
-    "wall_s": lambda r: r.wall_s,
-    "cpu_s": lambda r: r.cpu.total_s,
+    "wall_s": STAT_METRICS["wall_s"].get,
+    "cpu_s": STAT_METRICS["cpu_s"].get,
     "cpu_user_s": lambda r: r.cpu.user_s,
     "cpu_system_s": lambda r: r.cpu.system_s,
-    "cpu_pct": lambda r: r.cpu.avg_pct,
+    "cpu_pct": STAT_METRICS["cpu_pct"].get,
     "peak_cpu_pct": lambda r: r.cpu.peak_pct,
     "throttled_s": lambda r: r.cpu.throttled_s,
     "nr_throttled": lambda r: r.cpu.nr_throttled,
-    "peak_bytes": lambda r: r.memory.peak_bytes,
+    "peak_bytes": STAT_METRICS["peak_bytes"].get,
     "peak_source": lambda r: r.memory.peak_source,
-    "avg_bytes": lambda r: r.memory.avg_bytes,
+    "avg_bytes": STAT_METRICS["avg_bytes"].get,
     "peak_working_set_bytes": lambda r: r.memory.peak_working_set_bytes,
     "avg_working_set_bytes": lambda r: r.memory.avg_working_set_bytes,
     "oom_kills": lambda r: r.memory.oom_kills,
@@ -69,29 +69,19 @@ def cells_csv(runs: Sequence[RunResult]) -> str:
     """A row per cell: label, limits, runs, ok, then ``<metric>_<n|mean|sd|…>`` and the
     outlier count of each metric, and the cell's warnings (`` | ``-separated)."""
     header = ["label", "limits", "runs", "ok"]
-    for key in METRICS:
+    for key in STAT_METRICS:
         header += [f"{key}_{f}" for f in STAT_FIELDS] + [f"{key}_outliers"]
     header.append("warnings")
     rows = []
     for c in cell_dicts(runs):
         row: list[object] = [c["label"], c["limits"], c["runs"], c["ok"]]
-        for key in METRICS:
+        for key in STAT_METRICS:
             st = c["stats"][key]
             row += [None if st is None else st[f] for f in STAT_FIELDS]
             row.append(None if st is None else len(st["outliers"]))
         row.append(" | ".join(c["warnings"]))
         rows.append(row)
     return _csv(header, rows)
-
-
-def sweep_dict(runs: Sequence[RunResult], extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """``sweep.json``: :data:`SWEEP_SCHEMA`, every run's full result and the cell statistics."""
-    return {
-        "schema": SWEEP_SCHEMA,
-        **(extra or {}),
-        "runs": [r.to_dict() for r in runs],
-        "cells": cell_dicts(runs),
-    }
 
 
 def write_exports(out: Path, runs: Sequence[RunResult], sweep_json: bool = True) -> list[Path]:

@@ -10,7 +10,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..analysis.budgets import BudgetCheck, Status, cells, successful
+from ..analysis.budgets import BudgetCheck, Status
+from ..analysis.cells import cells, successful
 from ..analysis.regression import Change, Verdict
 from ..model import RunResult
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from ..layers.results import LayerResults
 from ..units import format_binary, format_seconds
+from .table import plain_table
 
 COLUMNS = (
     "LAYER",
@@ -30,7 +31,7 @@ def _bytes(v: Any) -> str:
 
 
 def render_layers(results: LayerResults) -> str:
-    rows = [list(COLUMNS)]
+    rows = []
     for e in results.profile_data:
         stats = e.extra.get("time_stats") or {}
         p95 = stats.get("p95")
@@ -48,13 +49,8 @@ def render_layers(results: LayerResults) -> str:
                 _bytes(e.extra.get("alloc_peak_bytes")),
             ]
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
-    lines = [
+    title = (
         f"Layers of {results.model_name} (batch {results.batch_size}, {results.dtype}, "
         f"{len(results.profile_data)} of {results.layers} layers)"
-    ]
-    for i, r in enumerate(rows):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines) + "\n"
+    )
+    return plain_table(title, COLUMNS, rows)

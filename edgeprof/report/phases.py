@@ -12,8 +12,10 @@ import statistics
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from ..analysis.cells import cells
 from ..model import LatencyStats, PhaseStats, RunResult
 from ..units import format_binary, format_seconds
+from .table import markdown_lines, plain_table
 
 PHASE_COLUMNS = ("NAME", "PHASE", "N", "WALL", "CPU TIME", "CPU %", "PEAK MEM", "AVG MEM")
 LATENCY_COLUMNS = (
@@ -65,10 +67,7 @@ def _median_of(items: Sequence[_T]) -> _T:
 
 
 def _cells(results: Sequence[RunResult]) -> list[tuple[str, list[RunResult]]]:
-    cells: dict[tuple[str, str], list[RunResult]] = {}
-    for r in results:
-        cells.setdefault((r.label, r.limits.describe()), []).append(r)
-    return [(label, runs) for (label, _), runs in cells.items()]
+    return [(label, runs) for (label, _), runs in cells(results).items()]
 
 
 def _cell_phases(runs: Sequence[RunResult]) -> list[PhaseStats]:
@@ -149,26 +148,13 @@ def latency_rows(results: Sequence[RunResult]) -> list[list[str]]:
     return rows
 
 
-def _plain(title: str, columns: Sequence[str], rows: list[list[str]]) -> str:
-    table = [list(columns), *rows]
-    widths = [max(len(x[i]) for x in table) for i in range(len(columns))]
-    lines = [title]
-    lines.append("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
-    lines.append("  ".join("-" * w for w in widths))
-    for x in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(x, widths, strict=True)).rstrip())
-    return "\n".join(lines) + "\n"
-
-
 def _markdown(title: str, columns: Sequence[str], rows: list[list[str]]) -> str:
-    lines = [f"**{title}**", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in x) + " |" for x in rows]
-    return "\n".join(lines) + "\n"
+    return "\n".join([f"**{title}**", "", *markdown_lines(columns, rows)]) + "\n"
 
 
 def render_sections(results: Sequence[RunResult], *, markdown: bool = False) -> str:
     """``Phases`` and ``Latency`` tables, each only when some run has rows for it."""
-    fmt = _markdown if markdown else _plain
+    fmt = _markdown if markdown else plain_table
     how = " (median over each model's runs)" if aggregated(results) else ""
     out = []
     phases = phase_rows(results)

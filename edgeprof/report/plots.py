@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..analysis.compare import METRICS, summarize_cells
+from ..analysis.cells import cell_key
+from ..analysis.compare import summarize_cells
+from ..analysis.metrics import STAT_METRICS, Kind
 from ..errors import ConfigError
 from ..model import RunResult
 from ..storage import prepare_out_dir
@@ -33,9 +35,10 @@ def _pyplot() -> Any:
 
 
 def _scale(key: str) -> tuple[float, str]:
-    if key.endswith("_bytes"):
+    kind = STAT_METRICS[key].kind
+    if kind is Kind.MEMORY:
         return 2**20, "MiB"
-    if key == "cpu_pct":
+    if kind is Kind.PERCENT:
         return 1.0, "% of one CPU"
     return 1.0, "s"
 
@@ -106,7 +109,7 @@ def plot_metric(results: Sequence[RunResult], key: str, path: Path) -> Path | No
         ax.errorbar(xs, med, yerr=[lo, hi], marker="o", capsize=4, label=name)
     ax.set_xticks(range(len(settings)))
     ax.set_xticklabels(settings, rotation=15, ha="right")
-    title = METRICS[key][0]
+    title = STAT_METRICS[key].title
     ax.set_ylabel(f"{title} ({unit})")
     ax.set_title(f"{title} per model (median, min … max)")
     ax.legend()
@@ -131,7 +134,7 @@ def write_plots(out: Path, results: Sequence[RunResult], timelines: bool = True)
     if timelines:
         counts: dict[tuple[str, str], int] = {}
         for r in results:
-            cell = (r.label, r.limits.describe())
+            cell = cell_key(r)
             counts[cell] = counts.get(cell, 0) + 1
             name = f"timeline-{_file_part(cell[0])}-{_file_part(cell[1])}-run{counts[cell]}.png"
             p = plot_run(r, out / name)

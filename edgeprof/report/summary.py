@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TextIO
 
-from ..analysis.compare import TextTable, ranking_tables, statistics_tables, summarize_cells
+from ..analysis.compare import summarize_cells
 from ..model import RunResult
-from .table import print_table, render_markdown
+from .comparison import ranking_tables, statistics_tables
+from .results import print_table, render_markdown
+from .table import TextTable
 
 
 def _tables(results: Sequence[RunResult]) -> list[TextTable]:

@@ -1,141 +1,92 @@
-"""Terminal and Markdown tables of results.
+"""Plain-text and Markdown tables: the one renderer every text table of edgeprof goes through.
 
-The first columns are the older profiler's "Final Usage Stats" (NAME, AVG CPU %, PEAK CPU,
-AVG MEM USAGE / LIMIT, PEAK MEM, NET I/O, BLOCK I/O, TOTAL TIME (ms)) so its users read the
-same layout; edgeprof's own columns follow.
+Plain text is the layout of ``docker stats`` and the older profiler's files: columns as wide
+as their widest cell, two spaces between them, a rule of dashes under the header, trailing
+blanks cut.  The options are what the layouts in use need: right-aligned columns and headers
+wider than their text (the older profiler's ``tabulate`` files, kept byte for byte), no rule
+(its sample logs, ``column -t``), an indent (tables nested under a heading line).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TextIO
+from dataclasses import dataclass, field
+from typing import Literal
 
-from ..model import RunResult
-from ..units import format_binary, format_decimal, format_seconds
-from .phases import render_sections
+Align = Literal["left", "right"]
 
-COLUMNS = (
-    "NAME",
-    "AVG CPU %",
-    "PEAK CPU",
-    "AVG MEM USAGE / LIMIT",
-    "PEAK MEM",
-    "NET I/O",
-    "BLOCK I/O",
-    "TOTAL TIME (ms)",
-    "CPU TIME",
-    "THROTTLED",
-    "END",
-)
+SEP = "  "
 
 
-def _pct(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.1f}%"
+def plain_lines(
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    align: Sequence[Align] | None = None,
+    rule: bool = True,
+    header_padding: int = 0,
+    indent: str = "",
+) -> list[str]:
+    """The lines of a fixed-width table (no title, no newlines).
 
-
-def _io(a: int | None, b: int | None) -> str:
-    if a is None and b is None:
-        return "n/a"
-    return f"{format_decimal(a)} / {format_decimal(b)}"
-
-
-def row(r: RunResult) -> list[str]:
-    limit = "no limit" if r.memory.limit_bytes is None else format_binary(r.memory.limit_bytes)
-    peak = format_binary(r.memory.peak_bytes)
-    if r.memory.peak_source == "sampled":
-        peak += " (sampled)"
-    end = r.termination.value
-    if r.exit_code not in (None, 0):
-        end += f" ({r.exit_code})"
-    throttled = (
-        "n/a"
-        if r.cpu.throttled_s is None
-        else (f"{format_seconds(r.cpu.throttled_s)} ×{r.cpu.nr_throttled}")
-    )
-    return [
-        r.label,
-        _pct(r.cpu.avg_pct),
-        _pct(r.cpu.peak_pct),
-        f"{format_binary(r.memory.avg_bytes)} / {limit}",
-        peak,
-        _io(r.io.net_rx_bytes, r.io.net_tx_bytes),
-        _io(r.io.read_bytes, r.io.write_bytes),
-        f"{r.wall_s * 1000:.0f}",
-        format_seconds(r.cpu.total_s),
-        throttled,
-        end,
+    ``align``: per column (default: all left), header included; ``header_padding``: a column
+    is at least this much wider than its header; ``rule``: dashes under the header.
+    """
+    aligns: Sequence[Align] = align if align is not None else ["left"] * len(header)
+    widths = [
+        max([len(h) + header_padding, *(len(r[i]) for r in rows)]) for i, h in enumerate(header)
     ]
 
+    def line(cells: Sequence[str]) -> str:
+        padded = [
+            c.rjust(w) if a == "right" else c.ljust(w)
+            for c, w, a in zip(cells, widths, aligns, strict=True)
+        ]
+        return indent + SEP.join(padded).rstrip()
 
-def render_plain(results: Sequence[RunResult]) -> str:
-    """Fixed-width text, as the older profiler printed it (for pipes, logs and CI)."""
-    rows = [list(COLUMNS)] + [row(r) for r in results]
-    widths = [max(len(x[i]) for x in rows) for i in range(len(COLUMNS))]
-    lines = ["Final Usage Stats"]
-    lines.append("  ".join(c.ljust(w) for c, w in zip(rows[0], widths, strict=False)).rstrip())
-    lines.append("  ".join("-" * w for w in widths))
-    for x in rows[1:]:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(x, widths, strict=False)).rstrip())
-    return "\n".join(lines) + "\n" + _notes(results) + _sections(results)
-
-
-def _sections(results: Sequence[RunResult], *, markdown: bool = False) -> str:
-    """The phases and latency tables, after a blank line, when a run has them."""
-    text = render_sections(results, markdown=markdown)
-    return "\n" + text if text else ""
+    lines = [line(header)]
+    if rule:
+        lines.append(indent + SEP.join("-" * w for w in widths))
+    lines += [line(r) for r in rows]
+    return lines
 
 
-def render_markdown(results: Sequence[RunResult]) -> str:
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for r in results:
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row(r)) + " |")
-    notes = _notes(results)
-    return (
-        "\n".join(lines)
-        + "\n"
-        + ("\n" + notes if notes else "")
-        + _sections(results, markdown=True)
-    )
+def plain_table(
+    title: str | None,
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    notes: Sequence[str] = (),
+) -> str:
+    """A title line, the table, then ``notes`` as given (one line each); ends in a newline."""
+    lines = [] if title is None else [title]
+    lines += plain_lines(header, rows)
+    lines += notes
+    return "\n".join(lines) + "\n"
 
 
-def _notes(results: Sequence[RunResult]) -> str:
-    """One line per label (how it was measured), then its warnings, each said once."""
-    out: list[str] = []
-    groups: dict[tuple[str, str], list[RunResult]] = {}
-    for r in results:  # a cell: one label under one limit setting (sweeps have several)
-        groups.setdefault((r.label, r.limits.describe()), []).append(r)
-    for (label, _), runs in groups.items():
-        r = runs[0]
-        head = f"{label}: {r.backend}/{r.mechanism}, limits: {r.limits.describe()}, "
-        if len(runs) == 1:
-            head += f"{r.samples.count} samples every {r.samples.interval_s:g}s"
-        else:
-            head += f"{len(runs)} runs, samples every {r.samples.interval_s:g}s"
-        if r.limits.pids is not None:
-            peaks = [x.pids_peak for x in runs if x.pids_peak is not None]
-            head += f", processes: peak {max(peaks) if peaks else 'n/a'} of {r.limits.pids}"
-        oom = sum(x.memory.oom_kills or 0 for x in runs)
-        if oom:
-            head += f", OOM kills: {oom}"
-        out.append(head)
-        out.extend(f"  warning: {w}" for w in dict.fromkeys(w for x in runs for w in x.warnings))
-    return "\n".join(out) + ("\n" if out else "")
+def markdown_lines(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A Markdown (GFM) table; a ``|`` in a cell is escaped."""
+
+    def cells(r: Sequence[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in r) + " |"
+
+    return [cells(header), "|" + "---|" * len(header), *(cells(r) for r in rows)]
 
 
-def print_table(results: Sequence[RunResult], file: TextIO) -> None:
-    """A rich table on a terminal, plain text otherwise."""
-    if not file.isatty():
-        file.write(render_plain(results))
-        return
-    from rich.console import Console
-    from rich.table import Table
+@dataclass(frozen=True)
+class TextTable:
+    """A titled table of text cells (first row: headers) with notes below: rendered as plain
+    text for terminals and logs, or as Markdown."""
 
-    table = Table(title="Final Usage Stats", title_justify="left")
-    for i, c in enumerate(COLUMNS):
-        table.add_column(c, justify="left" if i == 0 or c == "END" else "right")
-    for r in results:
-        table.add_row(*row(r))
-    console = Console(file=file)
-    console.print(table)
-    console.print(_notes(results), end="", highlight=False, markup=False)
-    console.print(_sections(results), end="", highlight=False, markup=False)
+    title: str
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+
+    def plain(self) -> str:
+        return plain_table(self.title, self.rows[0], self.rows[1:], self.notes)
+
+    def markdown(self) -> str:
+        lines = [f"#### {self.title}", "", *markdown_lines(self.rows[0], self.rows[1:])]
+        if self.notes:
+            lines += [""] + [f"- {n.strip()}" for n in self.notes]
+        return "\n".join(lines) + "\n"

@@ -99,7 +99,7 @@ class SweepResult:
 
     def to_dict(self) -> dict[str, Any]:
         """``sweep.json``: :data:`~edgeprof.storage.SWEEP_SCHEMA`."""
-        from ..report.export import sweep_dict
+        from ..analysis.sweepfile import sweep_dict
 
         extra = {
             "command": list(self.plan.command),

@@ -500,7 +500,7 @@ def test_metric_table_reads_every_profiler_figure() -> None:
         per_s=80.0,
     )  # fmt: skip
     r = make_result(latency=lat)
-    assert {k: m.profiler(r) for k, m in METRICS.items()} == {
+    assert {k: m.get(r) for k, m in METRICS.items()} == {
         "runtime": 1.5,
         "cpu_time": 1.2,
         "avg_cpu": 80.0,
@@ -510,7 +510,7 @@ def test_metric_table_reads_every_profiler_figure() -> None:
         "latency_mean": 0.012,
     }
     # A workload that reported no iterations has no latency: not fitted, not predicted.
-    assert METRICS["latency"].profiler(make_result()) is None
+    assert METRICS["latency"].get(make_result()) is None
 
 
 def test_latency_columns(tmp_path: Path) -> None:

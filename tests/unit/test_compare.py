@@ -6,10 +6,11 @@ import math
 
 import pytest
 
-from edgeprof.analysis.compare import Stat, rank, ranking_tables, summarize, summarize_cells
+from edgeprof.analysis.compare import Stat, rank, summarize, summarize_cells
 from edgeprof.cli import main
 from edgeprof.measure.runner import profile
 from edgeprof.model import Termination
+from edgeprof.report.comparison import ranking_tables
 from tests.fakes import FakeBackend, linear
 
 

@@ -27,7 +27,7 @@ from edgeprof.measure.phases import (
     phase_stats,
 )
 from edgeprof.model import Counters, LatencyStats, Mark, PhaseStats, RunResult
-from edgeprof.report.table import render_markdown, render_plain
+from edgeprof.report.results import render_markdown, render_plain
 from tests.conftest import require_module
 from tests.fakes import FakeBackend, linear
 

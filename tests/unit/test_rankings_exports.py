@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.analysis.compare import rank, ranking_tables, summarize, summarize_cells
+from edgeprof.analysis.compare import rank, summarize, summarize_cells
+from edgeprof.analysis.sweepfile import sweep_dict
 from edgeprof.cli import main
 from edgeprof.model import CpuStats, Limits, MemoryStats, RunResult
-from edgeprof.report.export import cells_csv, runs_csv, sweep_dict
+from edgeprof.report.comparison import ranking_tables
+from edgeprof.report.export import cells_csv, runs_csv
 from edgeprof.report.progress import PlainProgress, RichProgress
 from edgeprof.storage import SWEEP_SCHEMA, load_runs
 from edgeprof.sweeps.sweep import SweepPlan

@@ -12,7 +12,7 @@ import pytest
 
 from edgeprof.errors import ConfigError
 from edgeprof.model import SCHEMA_VERSION, CpuStats, IoStats, MemoryStats, RunResult, Termination
-from edgeprof.report.table import COLUMNS, print_table, render_markdown, render_plain
+from edgeprof.report.results import COLUMNS, print_table, render_markdown, render_plain
 from edgeprof.storage import prepare_out_dir, read_result, write_json_atomic, write_result
 
 from .conftest import make_result

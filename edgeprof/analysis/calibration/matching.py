@@ -1,0 +1,151 @@
+"""Matching device rows to profiled runs, and :func:`calibrate`: a fit per metric and setting
+over the matched pairs."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ...errors import ConfigError
+from ...model import RunResult
+from ..cells import cells_by_setting, successful
+from .file import Calibration, MetricFit
+from .fit import DEFAULT_LEVEL, DEFAULT_MIN_R2, fit, fit_warnings
+from .measurements import DeviceRow, Measurements
+from .units import METRICS
+
+
+@dataclass(frozen=True)
+class Cell:
+    """The profiled runs of one model under one setting, reduced to medians."""
+
+    label: str
+    setting: str
+    runs: int
+    ok: int
+    values: Mapping[str, float]
+    """Metric name → median over the successful runs (base unit)."""
+    cpus: float | None = None
+    memory: int | None = None
+
+
+def cells_of(runs: Sequence[RunResult]) -> list[Cell]:
+    """Group runs into cells (label, ``Limits.describe()``) with per-metric medians over the
+    successful runs (one disturbed run cannot move a calibration point)."""
+    out = []
+    for setting, by_label in cells_by_setting(runs).items():
+        for label, group in by_label.items():
+            ok = successful(group)
+            values = {}
+            for name, metric in METRICS.items():
+                vs = [float(v) for r in ok if (v := metric.get(r)) is not None]
+                if vs:
+                    values[name] = statistics.median(vs)
+            lim = group[0].limits
+            out.append(Cell(label, setting, len(group), len(ok), values, lim.cpus, lim.memory))
+    return out
+
+
+def _stem(label: str) -> str:
+    return Path(label).stem if "." in label else label
+
+
+def _match(row: DeviceRow, cells: Sequence[Cell], path: str) -> tuple[Cell | None, str]:
+    """The cell a device row belongs to, or ``None`` and why not."""
+    named = [c for c in cells if c.label == row.model]
+    if not named:
+        named = [c for c in cells if _stem(c.label) == row.model]
+        labels = sorted({c.label for c in named})
+        if len(labels) > 1:
+            raise ConfigError(
+                f"{path} line {row.line}: model {row.model!r} matches runs labelled "
+                f"{' and '.join(labels)}: use the full label"
+            )
+    if not named:
+        return None, "no profiled run of this model"
+    hits = [
+        c
+        for c in named
+        if (row.cpus is None or c.cpus == row.cpus)
+        and (row.memory is None or c.memory == row.memory)
+    ]
+    if not hits:
+        have = "; ".join(sorted({c.setting for c in named}))
+        return None, f"no profiled run under this setting (profiled: {have})"
+    if len(hits) > 1:
+        settings = "; ".join(c.setting for c in hits)
+        raise ConfigError(
+            f"{path} line {row.line}: {row.describe()} matches runs under {len(hits)} "
+            f"settings ({settings}): add a cpus or memory column to tell them apart"
+        )
+    cell = hits[0]
+    if cell.ok == 0:
+        return None, f"every profiled run of it failed ({cell.setting})"
+    return cell, ""
+
+
+def calibrate(
+    runs: Sequence[RunResult],
+    measurements: Measurements,
+    device: str,
+    *,
+    min_r2: float = DEFAULT_MIN_R2,
+    level: float = DEFAULT_LEVEL,
+) -> Calibration:
+    """Match device rows to profiled cells and fit every metric under every setting."""
+    if not device.strip():
+        raise ConfigError("--device: empty device name")
+    if not 0 < level < 1:
+        raise ConfigError(f"level {level}: must be between 0 and 1")
+    cells = cells_of(runs)
+    if not cells:
+        raise ConfigError("no profiled runs given")
+    unmatched = []
+    pairs: list[tuple[DeviceRow, Cell]] = []
+    used: dict[tuple[str, str], DeviceRow] = {}
+    for row in measurements.rows:
+        cell, why = _match(row, cells, measurements.path)
+        if cell is None:
+            unmatched.append(f"line {row.line}: {row.describe()}: {why}")
+            continue
+        key = (cell.label, cell.setting)
+        if key in used:
+            raise ConfigError(
+                f"{measurements.path} line {row.line}: {row.describe()} and line "
+                f"{used[key].line} ({used[key].describe()}) both match {cell.label} "
+                f"[{cell.setting}]"
+            )
+        used[key] = row
+        pairs.append((row, cell))
+    unmeasured = [f"{c.label} [{c.setting}]" for c in cells if (c.label, c.setting) not in used]
+    fits = []
+    skipped = []
+    for setting in dict.fromkeys(c.setting for _, c in pairs):
+        for metric, unit in measurements.units.items():
+            pts = [
+                (c.label, c.values[metric], r.values[metric])
+                for r, c in pairs
+                if c.setting == setting and metric in r.values and metric in c.values
+            ]
+            try:
+                f = fit([p[1] for p in pts], [p[2] for p in pts], [p[0] for p in pts])
+            except ConfigError as exc:
+                skipped.append(f"{metric} [{setting}]: {exc}")
+                continue
+            warns = fit_warnings(f, unit, METRICS[metric].kind, min_r2)
+            fits.append(MetricFit(metric, setting, unit, f, tuple(warns)))
+    return Calibration(
+        device=device,
+        source=measurements.path,
+        fits=tuple(fits),
+        min_r2=min_r2,
+        level=level,
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        unmatched=tuple(unmatched),
+        unmeasured=tuple(unmeasured),
+        skipped=tuple(skipped),
+        matched=len(pairs),
+    )

@@ -1,0 +1,170 @@
+"""Reading the device CSV: the measurements made on the real device with its native tool.
+
+Comma-separated, a header row, ``#`` lines are comments:
+
+* ``model`` (required): the run label (``RunResult.label``); a label's file extension may be
+  left out (``mobilenet_v2_0.5`` matches runs labelled ``mobilenet_v2_0.5.onnx``);
+* ``cpus``, ``memory`` (optional): the profiler setting the row belongs to (``--cpus`` and
+  ``--memory`` of the runs; memory in Docker's spelling, ``1g``);
+* ``notes`` (optional, ignored);
+* one or more metric columns ``METRIC_UNIT``: the unit is part of the name and required,
+  e.g. ``runtime_ms``, ``peak_mem_mb``.  METRIC is one of :data:`.units.METRICS`: ``runtime``
+  (compared with the profiler's wall time), ``cpu_time``, ``avg_cpu`` (average CPU %, 100 =
+  one CPU), ``peak_mem``, ``avg_mem``, ``latency`` (per-iteration latency, median),
+  ``latency_mean``; UNIT one of :data:`.units.UNITS` for its kind: ``kb``, ``mb``, ``gb`` are
+  decimal (10³, 10⁶, 10⁹ bytes), ``kib``, ``mib``, ``gib`` binary.  An empty cell is a value
+  not measured.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...errors import ConfigError
+from ...units import format_binary, parse_size
+from .units import METRICS, UNITS
+
+SETTING_COLUMNS = ("cpus", "memory")
+IGNORED_COLUMNS = ("notes",)
+
+
+@dataclass(frozen=True)
+class DeviceRow:
+    line: int
+    model: str
+    cpus: float | None
+    memory: int | None
+    values: Mapping[str, float]
+    """Metric name → value in the base unit (only the cells that were filled in)."""
+
+    def setting(self) -> str:
+        parts = []
+        if self.cpus is not None:
+            parts.append(f"cpus={self.cpus:g}")
+        if self.memory is not None:
+            parts.append(f"memory={format_binary(self.memory)}")
+        return ", ".join(parts)
+
+    def describe(self) -> str:
+        s = self.setting()
+        return f"{self.model} ({s})" if s else self.model
+
+
+@dataclass(frozen=True)
+class Measurements:
+    path: str
+    units: Mapping[str, str]
+    """Metric name → the unit its column used (how values are shown back)."""
+    rows: tuple[DeviceRow, ...]
+
+
+def _parse_column(name: str, path: str) -> tuple[str, str] | None:
+    """``peak_mem_mb`` → (``peak_mem``, ``mb``); ``None`` for model/setting/ignored columns."""
+    key = name.strip().lower()
+    if key in ("model", *SETTING_COLUMNS, *IGNORED_COLUMNS):
+        return None
+    if key in METRICS:
+        units = ", ".join(f"{key}_{u}" for u in UNITS[METRICS[key].kind])
+        raise ConfigError(f"{path}: column {name!r} needs its unit in the name: {units}")
+    for metric in sorted(METRICS, key=len, reverse=True):
+        if key.startswith(metric + "_"):
+            unit = key[len(metric) + 1 :]
+            allowed = UNITS[METRICS[metric].kind]
+            if unit not in allowed:
+                raise ConfigError(
+                    f"{path}: column {name!r}: unknown unit {unit!r} for {metric} "
+                    f"(use one of {', '.join(allowed)})"
+                )
+            return metric, unit
+    raise ConfigError(
+        f"{path}: unknown column {name!r} (expected model, cpus, memory, notes, or "
+        f"METRIC_UNIT with METRIC one of {', '.join(METRICS)}, e.g. runtime_ms, peak_mem_mb)"
+    )
+
+
+def read_measurements(path: Path) -> Measurements:
+    """Read and validate a device CSV (module docstring); any problem is one
+    :class:`ConfigError` naming the file, and the line where there is one."""
+    p = str(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read measurements {p}: {exc}") from exc
+    numbered = [
+        (i + 1, ln)
+        for i, ln in enumerate(text.splitlines())
+        if ln.strip() and not ln.lstrip().startswith("#")
+    ]
+    if not numbered:
+        raise ConfigError(f"{p}: empty (expected a header row such as model,runtime_ms)")
+    records = list(csv.reader(ln for _, ln in numbered))
+    header = [h.strip() for h in records[0]]
+    lowered = [h.lower() for h in header]
+    dup = next((h for h in lowered if lowered.count(h) > 1), None)
+    if dup is not None:
+        raise ConfigError(f"{p}: column {dup!r} appears twice")
+    if "model" not in lowered:
+        raise ConfigError(f"{p}: no 'model' column (header: {','.join(header)})")
+    columns: dict[int, tuple[str, str]] = {}
+    for i, h in enumerate(header):
+        parsed = _parse_column(h, p)
+        if parsed is None:
+            continue
+        if any(m == parsed[0] for m, _ in columns.values()):
+            raise ConfigError(f"{p}: metric {parsed[0]} has two columns")
+        columns[i] = parsed
+    if not columns:
+        raise ConfigError(
+            f"{p}: no metric column (expected METRIC_UNIT with METRIC one of "
+            f"{', '.join(METRICS)}, e.g. runtime_ms, peak_mem_mb)"
+        )
+    idx = {name: lowered.index(name) for name in ("model", *SETTING_COLUMNS) if name in lowered}
+    rows: list[DeviceRow] = []
+    seen: dict[tuple[str, float | None, int | None], int] = {}
+    for (line, _), rec in zip(numbered[1:], records[1:], strict=True):
+        where = f"{p} line {line}"
+        if len(rec) != len(header):
+            raise ConfigError(f"{where}: {len(rec)} fields, the header has {len(header)}")
+        model = rec[idx["model"]].strip()
+        if not model:
+            raise ConfigError(f"{where}: empty model name")
+        cpus = _number(rec[idx["cpus"]], where, "cpus") if "cpus" in idx else None
+        memory = None
+        if "memory" in idx and rec[idx["memory"]].strip():
+            try:
+                memory = parse_size(rec[idx["memory"]])
+            except ConfigError as exc:
+                raise ConfigError(f"{where}, column memory: {exc}") from None
+        values = {}
+        for i, (metric, unit) in columns.items():
+            v = _number(rec[i], where, header[i])
+            if v is not None:
+                values[metric] = v * UNITS[METRICS[metric].kind][unit]
+        key = (model, cpus, memory)
+        if key in seen:
+            row = DeviceRow(line, model, cpus, memory, values)
+            raise ConfigError(
+                f"{where}: duplicate row for {row.describe()} (first on line {seen[key]})"
+            )
+        seen[key] = line
+        rows.append(DeviceRow(line, model, cpus, memory, values))
+    if not rows:
+        raise ConfigError(f"{p}: a header but no rows")
+    return Measurements(p, {m: u for m, u in columns.values()}, tuple(rows))
+
+
+def _number(text: str, where: str, column: str) -> float | None:
+    t = text.strip()
+    if not t:
+        return None
+    try:
+        v = float(t)
+    except ValueError:
+        raise ConfigError(f"{where}, column {column}: {t!r} is not a number") from None
+    if not math.isfinite(v) or v < 0:
+        raise ConfigError(f"{where}, column {column}: {t!r} must be a finite number ≥ 0")
+    return v

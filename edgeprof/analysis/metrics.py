@@ -1,0 +1,132 @@
+"""The metrics of a run, declared once: how each is read from a :class:`RunResult`, its kind
+(and so its unit and format), whether smaller is better, and the name each consumer knows it
+by.
+
+The consumers' names differ for historical reasons and are part of edgeprof's interface
+(budget files and ``--max-…`` options, ``sweep.json``/``cells.csv`` keys, device CSV
+columns), so they are aliases here rather than renamed:
+
+=================  ===========  ============  ================  ==============
+metric (``key``)   ``stat``     ``option``    ``calibration``   read from
+=================  ===========  ============  ================  ==============
+wall               wall_s       --max-wall    runtime           ``wall_s``
+cpu_time           cpu_s        --max-cpu-…   cpu_time          ``cpu.total_s``
+cpu_pct            cpu_pct      —             avg_cpu           ``cpu.avg_pct``
+peak_memory        peak_bytes   --max-peak-…  peak_mem          ``memory.peak_bytes``
+avg_memory         avg_bytes    --max-avg-…   avg_mem           ``memory.avg_bytes``
+latency_p95        —            --max-lat…    —                 ``latency.p95_s``
+latency_p50        —            —             latency           ``latency.p50_s``
+latency_mean       —            —             latency_mean      ``latency.mean_s``
+=================  ===========  ============  ================  ==============
+
+* ``stat``: the per-cell statistics (comparison tables, rankings, ``sweep.json`` ``cells``,
+  ``cells.csv``, ``runs.csv`` columns, plots);
+* ``option``: a budget (:mod:`edgeprof.analysis.budgets`, regression checks, CI reports); the
+  budget file key is ``key``;
+* ``calibration``: the device CSV column stem (``<stem>_<unit>``) of
+  :mod:`edgeprof.analysis.calibration`; ``runtime`` is compared with the profiler's wall
+  time, ``latency`` with the median per-iteration latency.
+
+The order of :data:`METRICS` is the order of every table and file column built from it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..model import RunResult
+from ..units import format_binary, format_seconds
+
+
+class Kind(str, enum.Enum):
+    """What a metric measures, in base units: seconds, bytes, percent of one CPU.  The values
+    are the device CSV's unit families (:data:`edgeprof.analysis.calibration.UNITS`)."""
+
+    TIME = "time"
+    MEMORY = "memory"
+    PERCENT = "percent"
+
+
+def _latency(field: str) -> Callable[[RunResult], float | None]:
+    def get(r: RunResult) -> float | None:
+        # ``RunResult.latency`` is None for a workload that reported no iterations; a result
+        # object from before latency existed may lack it: both read as "not measured".
+        value = getattr(getattr(r, "latency", None), field, None)
+        return None if value is None else float(value)
+
+    return get
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    """The canonical name; also the budget file key of a budgetable metric."""
+    title: str
+    """How tables and messages name it (``wall time``)."""
+    kind: Kind
+    get: Callable[[RunResult], float | None]
+    """The run's value in the base unit, ``None`` when it was not measured."""
+    smaller_is_better: bool = True
+    """False for a figure that is no goal in itself (average CPU %: a lower share of the
+    allowed CPUs is often waiting): not ranked, not budgeted."""
+    stat: str | None = None
+    """Name in the per-cell statistics, exports and plots (``None``: not part of them)."""
+    option: str | None = None
+    """The ``--max-…`` budget option (``None``: not budgetable)."""
+    calibration: str | None = None
+    """The device CSV column stem (``None``: not calibratable)."""
+
+    def format(self, value: float) -> str:
+        """``1.23s``/``12.3ms``, ``117.9MiB``, ``80.0%``."""
+        if self.kind is Kind.MEMORY:
+            return format_binary(value)
+        if self.kind is Kind.PERCENT:
+            return f"{value:.1f}%"
+        return format_seconds(value)
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric(
+        "wall", "wall time", Kind.TIME, lambda r: r.wall_s,
+        stat="wall_s", option="--max-wall", calibration="runtime",
+    ),
+    Metric(
+        "cpu_time", "CPU time", Kind.TIME, lambda r: r.cpu.total_s,
+        stat="cpu_s", option="--max-cpu-time", calibration="cpu_time",
+    ),
+    Metric(
+        "cpu_pct", "avg CPU %", Kind.PERCENT, lambda r: r.cpu.avg_pct,
+        smaller_is_better=False, stat="cpu_pct", calibration="avg_cpu",
+    ),
+    Metric(
+        "peak_memory", "peak memory", Kind.MEMORY, lambda r: r.memory.peak_bytes,
+        stat="peak_bytes", option="--max-peak-memory", calibration="peak_mem",
+    ),
+    Metric(
+        "avg_memory", "avg memory", Kind.MEMORY, lambda r: r.memory.avg_bytes,
+        stat="avg_bytes", option="--max-avg-memory", calibration="avg_mem",
+    ),
+    Metric(
+        "latency_p95", "latency p95", Kind.TIME, _latency("p95_s"), option="--max-latency-p95",
+    ),
+    Metric("latency_p50", "latency p50", Kind.TIME, _latency("p50_s"), calibration="latency"),
+    Metric(
+        "latency_mean", "latency mean", Kind.TIME, _latency("mean_s"), calibration="latency_mean",
+    ),
+)  # fmt: skip
+"""Every metric, in table order."""
+
+BY_KEY: dict[str, Metric] = {m.key: m for m in METRICS}
+
+STAT_METRICS: dict[str, Metric] = {m.stat: m for m in METRICS if m.stat is not None}
+"""The per-cell statistics by their ``stat`` name."""
+
+BUDGET_METRICS: dict[str, Metric] = {m.key: m for m in METRICS if m.option is not None}
+"""The budgetable metrics by budget key."""
+
+CALIBRATION_METRICS: dict[str, Metric] = {
+    m.calibration: m for m in METRICS if m.calibration is not None
+}
+"""The calibratable metrics by device CSV column stem."""

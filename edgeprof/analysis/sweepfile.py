@@ -1,0 +1,58 @@
+"""``sweep.json``'s content: every run's full result and the statistics of every cell.
+
+Built here, from the analysis' data, so that the sweep runner (:mod:`edgeprof.sweeps`) can
+write the file as it goes and the exports (:mod:`edgeprof.report.export`) can write the same
+file without either depending on the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..model import RunResult
+from ..storage import SWEEP_SCHEMA
+from .compare import Stat, summarize_cells
+from .metrics import STAT_METRICS
+
+
+def _stat_dict(s: Stat | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    return {
+        "n": s.n,
+        "mean": s.mean,
+        "sd": s.sd,
+        "median": s.median,
+        "min": s.min,
+        "max": s.max,
+        "mad": s.mad,
+        "outliers": s.outliers(),
+    }
+
+
+def cell_dicts(results: Sequence[RunResult]) -> list[dict[str, Any]]:
+    """The ``cells`` of ``sweep.json``: per cell, its run count and each metric's statistics."""
+    return [
+        {
+            "label": m.name,
+            "limits": setting,
+            "runs": len(m.runs),
+            "ok": len(m.runs) - len(m.failures),
+            "stats": {k: _stat_dict(m.stat(k)) for k in STAT_METRICS},
+            "warnings": m.warnings(),
+        }
+        for setting, summaries in summarize_cells(results).items()
+        for m in summaries
+    ]
+
+
+def sweep_dict(runs: Sequence[RunResult], extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``sweep.json``: :data:`~edgeprof.storage.SWEEP_SCHEMA`, ``extra`` (the sweep's plan),
+    every run's full result and the cell statistics."""
+    return {
+        "schema": SWEEP_SCHEMA,
+        **(extra or {}),
+        "runs": [r.to_dict() for r in runs],
+        "cells": cell_dicts(runs),
+    }

@@ -1,0 +1,94 @@
+"""The comparison as text: per limit setting, the statistics of each model's repeated runs and
+the rankings by each metric (the numbers are :mod:`edgeprof.analysis.compare`'s)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ..analysis.compare import RANKED_METRICS, ModelSummary, format_stat, rank
+from ..analysis.metrics import STAT_METRICS, Kind
+from .table import TextTable
+
+
+def statistics_tables(cells: Mapping[str, Sequence[ModelSummary]]) -> list[TextTable]:
+    """Per limit setting, per model and metric: mean ± σ, median, min … max, with the
+    outlier and slow-first-run warnings as notes."""
+    out = []
+    for setting, summaries in cells.items():
+        rows = [["MODEL", "METRIC", "N", "MEAN ± SD", "MEDIAN", "MIN … MAX"]]
+        notes = []
+        for m in summaries:
+            first = True
+            for key, metric in STAT_METRICS.items():
+                s = m.stat(key)
+                if s is None:
+                    continue
+                rows.append(
+                    [
+                        m.name if first else "",
+                        metric.title,
+                        str(s.n),
+                        f"{format_stat(key, s.mean)} ± {format_stat(key, s.sd)}",
+                        format_stat(key, s.median),
+                        f"{format_stat(key, s.min)} … {format_stat(key, s.max)}",
+                    ]
+                )
+                first = False
+            notes += [f"  warning: {m.name}: {w}" for w in m.warnings()]
+        if len(rows) > 1:
+            out.append(TextTable(f"Statistics under {setting}", rows, notes))
+    return out
+
+
+def _x(f: float | None, sd: float | None, n: int) -> str:
+    if f is None:
+        return "n/a"
+    return f"{f:.2f}×" if n < 2 or sd is None else f"{f:.2f} ± {sd:.2f}×"
+
+
+def ranking_tables(
+    cells: Mapping[str, Sequence[ModelSummary]], metrics: Sequence[str] = RANKED_METRICS
+) -> list[TextTable]:
+    """A table per limit setting and metric: models smallest first by median, their factor
+    relative to the first and to the previous one (± from the standard errors of the
+    means), and ≈ where two neighbours are within noise (or, for memory, < 10 MiB apart)."""
+    out = []
+    for setting, summaries in cells.items():
+        for key in metrics:
+            ranks = rank(summaries, key)
+            if len(ranks) < 2:
+                continue
+            metric = STAT_METRICS[key]
+            title = metric.title
+            rows = [["#", "MODEL", "MEDIAN", "MEAN ± SD", "× FIRST", "× PREVIOUS", "NOTE"]]
+            for r in ranks:
+                prev = ranks[r.position - 2].name if r.position > 1 else ""
+                why = (["within noise"] if r.within_noise else []) + (
+                    ["< 10 MiB apart, may flip on the device"] if r.close_memory else []
+                )
+                rows.append(
+                    [
+                        str(r.position),
+                        r.name,
+                        format_stat(key, r.median),
+                        format_stat(key, r.stat.mean)
+                        if r.stat.n == 1
+                        else f"{format_stat(key, r.stat.mean)} ± {format_stat(key, r.stat.sd)}",
+                        "1" if r.position == 1 else _x(r.factor, r.factor_sd, r.stat.n),
+                        "" if r.position == 1 else _x(r.step, r.step_sd, r.stat.n),
+                        f"≈ {prev}: {', '.join(why)}" if why else "",
+                    ]
+                )
+            notes = []
+            first, second = ranks[0], ranks[1]
+            if second.factor is not None and metric.smaller_is_better:
+                verb = "took" if metric.kind is Kind.TIME else "used"
+                notes.append(
+                    f"{first.name} {verb} {_x(second.factor, second.factor_sd, second.stat.n)}"
+                    f" less {title} than {second.name}"
+                    + (" (within noise)" if second.within_noise else "")
+                )
+            out.append(
+                TextTable(f"Ranking by {title} under {setting} (smallest first)", rows, notes)
+            )
+    return out

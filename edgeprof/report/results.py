@@ -1,0 +1,132 @@
+"""The results table ("Final Usage Stats") for terminals, logs and Markdown.
+
+The first columns are the older profiler's "Final Usage Stats" (NAME, AVG CPU %, PEAK CPU,
+AVG MEM USAGE / LIMIT, PEAK MEM, NET I/O, BLOCK I/O, TOTAL TIME (ms)) so its users read the
+same layout; edgeprof's own columns follow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TextIO
+
+from ..analysis.cells import cells
+from ..model import RunResult
+from ..units import format_binary, format_decimal, format_seconds
+from .phases import render_sections
+from .table import markdown_lines, plain_table
+
+COLUMNS = (
+    "NAME",
+    "AVG CPU %",
+    "PEAK CPU",
+    "AVG MEM USAGE / LIMIT",
+    "PEAK MEM",
+    "NET I/O",
+    "BLOCK I/O",
+    "TOTAL TIME (ms)",
+    "CPU TIME",
+    "THROTTLED",
+    "END",
+)
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.1f}%"
+
+
+def _io(a: int | None, b: int | None) -> str:
+    if a is None and b is None:
+        return "n/a"
+    return f"{format_decimal(a)} / {format_decimal(b)}"
+
+
+def row(r: RunResult) -> list[str]:
+    limit = "no limit" if r.memory.limit_bytes is None else format_binary(r.memory.limit_bytes)
+    peak = format_binary(r.memory.peak_bytes)
+    if r.memory.peak_source == "sampled":
+        peak += " (sampled)"
+    end = r.termination.value
+    if r.exit_code not in (None, 0):
+        end += f" ({r.exit_code})"
+    throttled = (
+        "n/a"
+        if r.cpu.throttled_s is None
+        else (f"{format_seconds(r.cpu.throttled_s)} ×{r.cpu.nr_throttled}")
+    )
+    return [
+        r.label,
+        _pct(r.cpu.avg_pct),
+        _pct(r.cpu.peak_pct),
+        f"{format_binary(r.memory.avg_bytes)} / {limit}",
+        peak,
+        _io(r.io.net_rx_bytes, r.io.net_tx_bytes),
+        _io(r.io.read_bytes, r.io.write_bytes),
+        f"{r.wall_s * 1000:.0f}",
+        format_seconds(r.cpu.total_s),
+        throttled,
+        end,
+    ]
+
+
+def render_plain(results: Sequence[RunResult]) -> str:
+    """Fixed-width text, as the older profiler printed it (for pipes, logs and CI)."""
+    table = plain_table("Final Usage Stats", COLUMNS, [row(r) for r in results])
+    return table + _notes(results) + _sections(results)
+
+
+def _sections(results: Sequence[RunResult], *, markdown: bool = False) -> str:
+    """The phases and latency tables, after a blank line, when a run has them."""
+    text = render_sections(results, markdown=markdown)
+    return "\n" + text if text else ""
+
+
+def render_markdown(results: Sequence[RunResult]) -> str:
+    lines = markdown_lines(COLUMNS, [row(r) for r in results])
+    notes = _notes(results)
+    return (
+        "\n".join(lines)
+        + "\n"
+        + ("\n" + notes if notes else "")
+        + _sections(results, markdown=True)
+    )
+
+
+def _notes(results: Sequence[RunResult]) -> str:
+    """One line per label (how it was measured), then its warnings, each said once."""
+    out: list[str] = []
+    for (label, _), runs in cells(results).items():
+        r = runs[0]
+        head = f"{label}: {r.backend}/{r.mechanism}, limits: {r.limits.describe()}, "
+        if len(runs) == 1:
+            head += f"{r.samples.count} samples every {r.samples.interval_s:g}s"
+        else:
+            head += f"{len(runs)} runs, samples every {r.samples.interval_s:g}s"
+        if r.limits.pids is not None:
+            peaks = [x.pids_peak for x in runs if x.pids_peak is not None]
+            head += f", processes: peak {max(peaks) if peaks else 'n/a'} of {r.limits.pids}"
+        oom = sum(x.memory.oom_kills or 0 for x in runs)
+        if oom:
+            head += f", OOM kills: {oom}"
+        out.append(head)
+        out.extend(f"  warning: {w}" for w in dict.fromkeys(w for x in runs for w in x.warnings))
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def print_table(results: Sequence[RunResult], file: TextIO) -> None:
+    """A rich table on a terminal, plain text otherwise."""
+    if not file.isatty():
+        file.write(render_plain(results))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Final Usage Stats", title_justify="left")
+    for i, c in enumerate(COLUMNS):
+        table.add_column(c, justify="left" if i == 0 or c == "END" else "right")
+    for r in results:
+        table.add_row(*row(r))
+    console = Console(file=file)
+    console.print(table)
+    console.print(_notes(results), end="", highlight=False, markup=False)
+    console.print(_sections(results), end="", highlight=False, markup=False)

@@ -1,0 +1,86 @@
+"""edgeprof.analysis.metrics: the one metric table, and every consumer's names resolving in it."""
+
+from __future__ import annotations
+
+from edgeprof.analysis import budgets, calibration, compare
+from edgeprof.analysis.metrics import (
+    BUDGET_METRICS,
+    BY_KEY,
+    CALIBRATION_METRICS,
+    METRICS,
+    STAT_METRICS,
+    Kind,
+)
+from edgeprof.model import LatencyStats
+from edgeprof.report import export, plots
+
+from .conftest import make_result
+
+
+def test_each_consumer_keeps_its_names_and_order() -> None:
+    # These names are interface: sweep.json/cells.csv keys, budget keys and options, and the
+    # device CSV's column stems.  Their order is the order of table rows and CSV columns.
+    assert list(STAT_METRICS) == ["wall_s", "cpu_s", "cpu_pct", "peak_bytes", "avg_bytes"]
+    assert list(BUDGET_METRICS) == ["wall", "cpu_time", "peak_memory", "avg_memory", "latency_p95"]
+    assert [m.option for m in BUDGET_METRICS.values()] == [
+        "--max-wall",
+        "--max-cpu-time",
+        "--max-peak-memory",
+        "--max-avg-memory",
+        "--max-latency-p95",
+    ]
+    assert list(CALIBRATION_METRICS) == [
+        "runtime",
+        "cpu_time",
+        "avg_cpu",
+        "peak_mem",
+        "avg_mem",
+        "latency",
+        "latency_mean",
+    ]
+
+
+def test_consumers_use_the_registry() -> None:
+    assert budgets.METRICS is BUDGET_METRICS
+    assert calibration.METRICS is CALIBRATION_METRICS
+    assert set(compare.RANKED_METRICS) <= set(STAT_METRICS)
+    assert set(plots.PLOTTED_METRICS) == set(STAT_METRICS)
+    assert set(STAT_METRICS) <= set(export.RUN_COLUMNS)
+    for key in compare.RANKED_METRICS:
+        assert STAT_METRICS[key].smaller_is_better
+
+
+def test_keys_and_aliases_are_unique() -> None:
+    assert len(BY_KEY) == len(METRICS)
+    for alias in ("stat", "option", "calibration"):
+        names = [getattr(m, alias) for m in METRICS if getattr(m, alias) is not None]
+        assert len(names) == len(set(names)), alias
+
+
+def test_budgets_are_all_smaller_is_better() -> None:
+    # A budget is an upper bound: it means nothing for a figure with no better direction.
+    assert all(m.smaller_is_better for m in BUDGET_METRICS.values())
+    assert not BY_KEY["cpu_pct"].smaller_is_better
+
+
+def test_getters_and_formats() -> None:
+    lat = LatencyStats(
+        count=20, mean_s=0.012, p50_s=0.011, p90_s=0.014, p95_s=0.015, p99_s=0.02, max_s=0.021,
+        per_s=80.0,
+    )  # fmt: skip
+    r = make_result(latency=lat)
+    assert {m.key: m.get(r) for m in METRICS} == {
+        "wall": 1.5,
+        "cpu_time": 1.2,
+        "cpu_pct": 80.0,
+        "peak_memory": 120 * 2**20,
+        "avg_memory": 100 * 2**20,
+        "latency_p95": 0.015,
+        "latency_p50": 0.011,
+        "latency_mean": 0.012,
+    }
+    assert BY_KEY["latency_p95"].get(make_result()) is None
+    assert BY_KEY["wall"].format(1.5) == "1.50s"
+    assert BY_KEY["peak_memory"].format(120 * 2**20) == "120.0MiB"
+    assert BY_KEY["cpu_pct"].format(80) == "80.0%"
+    assert {m.kind for m in METRICS} == set(Kind)

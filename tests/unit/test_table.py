@@ -1,0 +1,72 @@
+"""edgeprof.report.table: the one plain-text/Markdown table renderer, and the layouts it must
+reproduce byte for byte."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from edgeprof.report.table import Align, TextTable, markdown_lines, plain_lines, plain_table
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def test_plain_layout() -> None:
+    text = plain_table("Title", ["A", "LONGER"], [["x", "1"], ["wide cell", ""]], ["  note"])
+    assert text == (
+        "Title\n"
+        "A          LONGER\n"
+        "---------  ------\n"
+        "x          1\n"
+        "wide cell\n"  # trailing blanks are cut
+        "  note\n"
+    )
+
+
+def test_no_rows_is_header_and_rule() -> None:
+    assert plain_lines(["NAME", "X"], []) == ["NAME  X", "----  -"]
+
+
+def test_indent_and_no_rule() -> None:
+    assert plain_lines(["A", "B"], [["1", "2"]], indent="  ") == ["  A  B", "  -  -", "  1  2"]
+    assert plain_lines(["A", "B"], [["10", "2"]], rule=False) == ["A   B", "10  2"]
+
+
+def test_reproduces_the_older_profilers_usage_stats() -> None:
+    # The "Usage Stats:" table of the golden per-model log: tabulate's "simple" layout, headers
+    # two wider than their text, numeric columns right-aligned (header included).
+    golden = (GOLDEN / "auptimizer_model_log.txt").read_text().splitlines()
+    start = golden.index("Usage Stats: ") + 1
+    expected = golden[start : start + 3]
+    header = [
+        "NAME",
+        "AVG CPU %",
+        "PEAK CPU",
+        "AVG MEM USAGE / LIMIT",
+        "PEAK MEM",
+        "NET I/O",
+        "BLOCK I/O",
+        "TOTAL TIME (ms)",
+    ]
+    row = [
+        "mobilenet_v2_0.25",
+        "80.0%",
+        "120.0",
+        "100.0 MiB / 512.0 MiB",
+        "120.0 MiB",
+        "n/a",
+        "742.0 B / 12.0 MB",
+        "1500",
+    ]
+    align: list[Align] = ["left", "left", "right", "left", "left", "left", "left", "right"]
+    lines = plain_lines(header, [row], align=align, header_padding=2)
+    assert lines == expected
+
+
+def test_markdown_escapes_pipes() -> None:
+    assert markdown_lines(["A", "B"], [["x|y", "1"]]) == ["| A | B |", "|---|---|", "| x\\|y | 1 |"]
+
+
+def test_text_table_renders_both_ways() -> None:
+    t = TextTable("Ranking", [["#", "MODEL"], ["1", "a"]], ["  warning: w"])
+    assert t.plain() == "Ranking\n#  MODEL\n-  -----\n1  a\n  warning: w\n"
+    assert t.markdown() == "#### Ranking\n\n| # | MODEL |\n|---|---|\n| 1 | a |\n\n- warning: w\n"
