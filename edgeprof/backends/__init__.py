@@ -1,10 +1,15 @@
-"""Backend registry and auto-detection."""
+"""Backend registry and auto-detection.
+
+The interface (:class:`Backend`, :class:`RunHandle` and their typed capabilities) is in
+:mod:`edgeprof.backends.base`; the Docker backend, an optional dependency, is the
+:mod:`edgeprof.backends.docker` package, imported only when asked for.
+"""
 
 from __future__ import annotations
 
 from ..errors import BackendUnavailable, ConfigError
 from ..names import check_cgroup_parent
-from .base import Backend, RunHandle
+from .base import Backend, BatchReader, CleanupScope, PeakReset, RunHandle
 from .cgroup_v1 import CgroupV1Backend
 from .cgroup_v2 import CgroupV2Backend
 from .fake import FakeBackend
@@ -14,9 +19,12 @@ NAMES = ("auto", "cgroup", "docker", "fake")
 __all__ = [
     "NAMES",
     "Backend",
+    "BatchReader",
     "CgroupV1Backend",
     "CgroupV2Backend",
+    "CleanupScope",
     "FakeBackend",
+    "PeakReset",
     "RunHandle",
     "get_backend",
 ]

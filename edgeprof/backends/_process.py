@@ -20,7 +20,7 @@ class Process:
 
     ``join_fds`` are open write descriptors of ``cgroup.procs`` files: the child writes
     ``0`` ("myself") to each between fork and exec, so it is in the run's groups before
-    the program's first instruction (DESIGN §3 rule 1).  With ``run_as`` it then drops to
+    the program's first instruction.  With ``run_as`` it then drops to
     that identity (supplementary groups, gid, uid: each step still privileged enough for
     the next) — after the joins, which a dropped user could not do.  The pre-exec hook does
     nothing else — no allocation-heavy Python runs in the forked child.

@@ -322,7 +322,7 @@ def run(
         be = get_backend("docker", image=image, docker_args=docker_args)
         check_limits(plan, be)  # before an image is built
         if base_image or dockerfile:
-            from ..backends.docker_image import EnvSpec, ensure_image
+            from ..backends.docker.image import EnvSpec, ensure_image
 
             spec = EnvSpec(
                 base_image=base_image,

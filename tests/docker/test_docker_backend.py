@@ -19,7 +19,7 @@ import pytest
 import edgeprof
 from edgeprof import Limits, Termination
 from edgeprof.backends.docker import DockerBackend, parse_docker_args
-from edgeprof.backends.docker_image import EnvSpec, ensure_image
+from edgeprof.backends.docker.image import EnvSpec, ensure_image
 from edgeprof.errors import BackendUnavailable, ConfigError, LaunchError
 
 REPO = Path(__file__).resolve().parents[2]
