@@ -305,7 +305,7 @@ def test_phases_reach_edgeprof_from_a_container(docker_daemon: Any) -> None:
     import tempfile
 
     before = set(Path(tempfile.gettempdir()).glob("edgeprof-events-*"))
-    client_file = REPO / "edgeprof" / "instrument.py"
+    client_file = REPO / "edgeprof" / "workload" / "instrument.py"
     opts = parse_docker_args(f"-v {client_file}:/opt/edgeprof/instrument.py:ro")
     be = DockerBackend(docker_daemon.images["python3"], client=docker_daemon.client, options=opts)
     be.check()
