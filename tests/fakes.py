@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import ClassVar
 
 from edgeprof.backends._process import Process
+from edgeprof.backends.base import Backend, RunHandle
 from edgeprof.model import Counters, RunSpec
 
 Script = Callable[[float], Counters]
@@ -45,8 +46,9 @@ def linear(cpu_pct: float = 50.0, memory_bytes: int = 0, peak_bytes: int | None 
     return script
 
 
-class FakeRun:
+class FakeRun(RunHandle):
     def __init__(self, spec: RunSpec, script: Script) -> None:
+        super().__init__()
         self._script = script
         self._proc = Process(
             spec.command,
@@ -61,12 +63,6 @@ class FakeRun:
         self.pid = self._proc.pid
         self.started = self._proc.started
         self.counter_reads = 0
-
-    def __enter__(self) -> FakeRun:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def counters(self) -> Counters:
         self.counter_reads += 1
@@ -94,7 +90,7 @@ class FakeRun:
         self._proc.close()
 
 
-class FakeBackend:
+class FakeBackend(Backend):
     name: ClassVar[str] = "fake"
 
     def __init__(self, script: Script | None = None, cpus: tuple[int, ...] = (0, 1)) -> None:

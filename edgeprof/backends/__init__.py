@@ -3,6 +3,10 @@
 The built-in backends are ``cgroup`` (``auto`` picks it) and ``docker``.  Another backend, one
 outside edgeprof or the test suite's scripted one, plugs in with :func:`register_backend`;
 :func:`get_backend`, ``edgeprof.profile(backend=NAME)`` and ``--backend NAME`` then accept it.
+
+The interface (:class:`Backend`, :class:`RunHandle` and their typed capabilities) is in
+:mod:`edgeprof.backends.base`; the Docker backend, an optional dependency, is the
+:mod:`edgeprof.backends.docker` package, imported only when asked for.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from collections.abc import Callable
 
 from ..errors import BackendUnavailable, ConfigError
 from ..names import check_cgroup_parent
-from .base import Backend, RunHandle
+from .base import Backend, BatchReader, CleanupScope, PeakReset, RunHandle
 from .cgroup_v1 import CgroupV1Backend
 from .cgroup_v2 import CgroupV2Backend
 
@@ -25,8 +29,11 @@ __all__ = [
     "NAMES",
     "Backend",
     "BackendFactory",
+    "BatchReader",
     "CgroupV1Backend",
     "CgroupV2Backend",
+    "CleanupScope",
+    "PeakReset",
     "RunHandle",
     "backend_names",
     "get_backend",

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BackendError, LaunchError
-from ..measure.sampler import BatchReader
 from ..model import Counters, RunSpec
 from . import cgroupfs as fs
-from ._peak_reset import FdPeakReset, SharedPeakReset
+from ._peak_reset import FdPeakReset, SharedPeakReset, apply_floor
 from ._process import Process, signal_pids
+from .base import BatchReader, RunHandle
 from .cgroupfs import CounterSet
 
 KILL_TIMEOUT_S = 10.0
@@ -40,7 +40,7 @@ class KillMethod:
     frozen_probe: Callable[[], bool] | None = None
 
 
-class CgroupRun:
+class CgroupRun(RunHandle):
     """Handle of one run; see :class:`edgeprof.backends.base.RunHandle` for the contract."""
 
     def __init__(
@@ -53,13 +53,12 @@ class CgroupRun:
         counters: CounterSet,
         peak_reset: FdPeakReset | SharedPeakReset | None = None,
     ) -> None:
-        self.peak_reset = peak_reset
-        """Optional capability: restarts the kernel's memory high-water mark per phase."""
+        super().__init__()
+        self._peak_reset = peak_reset
         self._groups = list(groups)  # deepest first, as rmdir needs
         self._killer = killer
         self._counters = counters
         self._closed = False
-        self.warnings: list[str] = []
         fds = []
         try:
             for f in join_files:
@@ -87,14 +86,11 @@ class CgroupRun:
         self.pid = self._proc.pid
         self.started = self._proc.started
 
-    def __enter__(self) -> CgroupRun:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def counters(self) -> Counters:
-        return self._counters.read()
+        c = self._counters.read()
+        # cgroup v1: per-phase resets of the group's one mark lowered it; the floor is the
+        # highest mark read before a reset (None for v2's per-descriptor resets).
+        return c if self._peak_reset is None else apply_floor(c, self._peak_reset.floor)
 
     def sample(self) -> Counters:
         return self._counters.sample()
@@ -102,6 +98,10 @@ class CgroupRun:
     @property
     def batch_reader(self) -> BatchReader | None:
         return self._counters.batch_reader
+
+    @property
+    def peak_reset(self) -> FdPeakReset | SharedPeakReset | None:
+        return self._peak_reset
 
     def wait(self, timeout: float | None) -> int | None:
         return self._proc.wait(timeout)

@@ -6,11 +6,14 @@
 * cgroup v1: a write to ``memory.max_usage_in_bytes`` resets the group's one high-water mark
   to the current usage.  It is shared, so every reset first reads the mark and carries it
   into each open window and into :attr:`SharedPeakReset.floor`, the run's peak before the
-  resets (the runner takes the larger of it and the final reading).  A spike that starts and
-  ends between that read and the reset (a few microseconds) is lost to the run's peak.
+  resets.  The run handle's ``counters()`` reports the larger of the floor and the kernel's
+  reading (:func:`apply_floor`), so the run's peak is right whatever the phases did.  A
+  spike that starts and ends between that read and the reset (a few microseconds) is lost
+  to the run's peak.
 
-Both are driven from the runner's events thread when a phase's ``begin``/``end`` line
-arrives; ``start()`` returns a token for ``stop()``, or ``None`` when no reset is possible.
+Both implement :class:`edgeprof.backends.base.PeakReset`: they are driven from the runner's
+events thread when a phase's ``begin``/``end`` line arrives; ``start()`` returns a token for
+``stop()``, or ``None`` when no reset is possible.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import os
 from pathlib import Path
 
 from ..errors import BackendError
+from ..model import Counters
 from . import cgroupfs as fs
 
 
@@ -27,6 +31,7 @@ class FdPeakReset:
     """cgroup v2 ``memory.peak``, reset per open file descriptor (Linux ≥ 6.12)."""
 
     floor: int | None = None
+    """Always ``None``: a per-descriptor reset leaves the run's own mark alone."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
@@ -102,3 +107,12 @@ class SharedPeakReset:
 
     def close(self) -> None:
         self._open.clear()
+
+
+def apply_floor(c: Counters, floor: int | None) -> Counters:
+    """``c`` with its kernel peak raised to ``floor``, the highest mark read before a reset
+    of the group's one shared mark (cgroup v1): the resets lowered what the kernel reports
+    now, and the run's peak is the highest mark read before a reset or at the end."""
+    if floor is None or c.memory_peak is None:
+        return c
+    return c._replace(memory_peak=max(c.memory_peak, floor))

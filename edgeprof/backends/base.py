@@ -1,4 +1,4 @@
-"""The backend interface.  Protocols, so an outside backend needs no base class.
+"""The backend interface: two abstract base classes and the typed capabilities they carry.
 
 A backend launches a command under :class:`~edgeprof.model.Limits` and exposes raw cumulative
 counters; it does no arithmetic on them.  The runner drives every backend the same way::
@@ -10,80 +10,194 @@ counters; it does no arithmetic on them.  The runner drives every backend the sa
         run.counters()                     # final totals, after the kill
     # __exit__ → run.close(): group / container removed (idempotent)
 
-Optional capabilities, looked up with ``getattr`` so a backend without them still works:
-``Backend.runs_on_host`` (default True; False when the command lives in an image, so the runner
-does not look for it on this host), ``Backend.image`` (the default image), and
-``RunHandle.batch_reader`` (a :class:`~edgeprof.measure.sampler.BatchReader` whose sampling
-loop runs outside Python), ``RunHandle.peak_reset`` (restarts the kernel's memory high-water
-mark per phase: :mod:`edgeprof.backends._peak_reset`) and ``Backend.accepts_events_fifo`` (True
-when a FIFO on this host can be bind-mounted into the workload's container for its events), and
-``Backend.collect_leftovers()`` (removes what runs whose edgeprof died left behind, before a
-run starts; returns a line per removal: :mod:`edgeprof.measure.gc`).
+Why base classes rather than Protocols probed with ``getattr``: the optional capabilities
+below are attributes and properties *with defaults* on :class:`Backend` and
+:class:`RunHandle`, so mypy sees every one of them, the runner reads them directly, and a
+renamed capability is a type error instead of a feature that silently turns off.
+
+Optional capabilities (override the default where the backend has them):
+
+* ``Backend.runs_on_host`` (default True): False when the command lives in an image, so the
+  runner does not look for it on this host.
+* ``Backend.image`` (default None): the default container image.
+* ``Backend.accepts_events_fifo`` (default False): a FIFO on this host can be bind-mounted
+  into the workload's container for its events.
+* ``Backend.cleanup_scope()`` (default: nothing): a :class:`CleanupScope` naming the cgroup
+  hierarchies the backend creates run groups in and the Docker client it uses, for the
+  collection of dead runs' leftovers before each run (:mod:`edgeprof.measure.gc` drives it;
+  no backend calls back into it).
+* ``RunHandle.batch_reader`` (default None): a :class:`BatchReader` whose sampling loop runs
+  outside Python.
+* ``RunHandle.peak_reset`` (default None): a :class:`PeakReset` that restarts the kernel's
+  memory high-water mark per phase (:mod:`edgeprof.backends._peak_reset`).  A handle whose
+  resets lower the run's own mark (cgroup v1) corrects that in its final ``counters()``.
+* ``RunHandle.warnings``: lines about the run's clean-up, read after ``close()``.
+
+Writing an outside backend: subclass :class:`Backend` and :class:`RunHandle`, set ``name``,
+implement the abstract methods (mypy and ``abc`` refuse a class that misses one), set
+``pid`` and ``started`` and call ``super().__init__()`` in the handle's constructor, and
+override only the capabilities it has.  Pass an instance to ``profile(backend=...)`` or
+:func:`edgeprof.backends.get_backend`.  :mod:`edgeprof.backends.fake` is a complete small
+example.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar, Protocol, runtime_checkable
+import abc
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
 from ..model import Counters, RunSpec
 
+if TYPE_CHECKING:  # the Docker SDK is an optional dependency
+    from docker import DockerClient
 
-@runtime_checkable
-class RunHandle(Protocol):
+_H = TypeVar("_H", bound="RunHandle")
+
+
+class BatchReader(Protocol):
+    """A sampling loop outside Python (the native helper): see
+    :meth:`edgeprof.backends.cgroupfs._NativePlan.sample_batch`.
+
+    Reads every ``interval`` s from ``due`` until ``until`` or until ``stop_fd`` is
+    readable; returns (rows of (monotonic time, counters), the next due time, stopped,
+    ticks missed)."""
+
+    def sample_batch(
+        self, interval: float, due: float, until: float, stop_fd: int
+    ) -> tuple[list[tuple[float, Counters]], float, bool, int]: ...
+
+
+class PeakReset(Protocol):
+    """Restarts the kernel's memory high-water mark for a phase (driven from the runner's
+    events thread when a phase's ``begin``/``end`` line arrives).
+
+    ``start()`` returns a token for ``stop()``, or ``None`` when no reset is possible;
+    ``stop()`` returns the highest mark seen since that ``start()``, or ``None``."""
+
+    def start(self) -> object | None: ...
+
+    def stop(self, token: object | None) -> int | None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class CleanupScope:
+    """What a backend's runs leave behind when their edgeprof dies, for the collection
+    before each run (:func:`edgeprof.measure.gc.collect_before_run`).
+
+    ``cgroup_roots``: the hierarchies (mount points) searched for run groups whose owner is
+    dead.  ``docker_client``: the daemon whose edgeprof containers are checked the same way.
+    Empty (the default): nothing to collect."""
+
+    cgroup_roots: tuple[Path, ...] = ()
+    docker_client: DockerClient | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not self.cgroup_roots and self.docker_client is None
+
+
+class RunHandle(abc.ABC):
+    """One launched run.  Subclasses set ``pid`` and ``started`` and call
+    ``super().__init__()``."""
+
     pid: int
     started: float
-    """``time.monotonic()`` taken immediately before the spawn."""
+    """``time.monotonic()`` taken immediately before the spawn (or the child's own stamp)."""
 
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+        """What went wrong while releasing the run (a group that would not go); read after
+        :meth:`close`."""
+
+    # -- optional capabilities ---------------------------------------------------------------
+
+    @property
+    def batch_reader(self) -> BatchReader | None:
+        """A sampling loop that runs outside Python, or ``None`` (the sampler calls
+        :meth:`sample` from its thread)."""
+        return None
+
+    @property
+    def peak_reset(self) -> PeakReset | None:
+        """Restarts the kernel's memory high-water mark per phase, or ``None``."""
+        return None
+
+    # -- the contract ------------------------------------------------------------------------
+
+    @abc.abstractmethod
     def counters(self) -> Counters:
         """Every cumulative counter (read once more after the kill for the totals)."""
-        ...
 
+    @abc.abstractmethod
     def sample(self) -> Counters:
         """What the time series needs, as cheaply as the backend can (fields only the
         totals use may be ``None``).  Called by the sampler thread at every interval."""
-        ...
 
+    @abc.abstractmethod
     def wait(self, timeout: float | None) -> int | None:
         """Reap the main process: its status as ``Popen.returncode`` (−N for signal N), or
         ``None`` if it is still running after ``timeout`` seconds."""
-        ...
 
+    @abc.abstractmethod
     def terminate(self) -> None:
         """Ask every process of the run to stop (SIGTERM); the grace period is the runner's."""
-        ...
 
+    @abc.abstractmethod
     def kill(self) -> None:
         """SIGKILL the whole tree and return once no process of the run is left."""
-        ...
 
+    @abc.abstractmethod
     def close(self) -> None:
         """Release everything the run holds (cgroups, fds, containers).  Idempotent."""
-        ...
 
-    def __enter__(self) -> RunHandle: ...
+    def __enter__(self: _H) -> _H:
+        return self
 
-    def __exit__(self, *exc: object) -> None: ...
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
-@runtime_checkable
-class Backend(Protocol):
+class Backend(abc.ABC):
+    """A way to launch and measure runs; see the module docstring for the capabilities."""
+
     name: ClassVar[str]
+    """``--backend`` name, for the result JSON: ``cgroup``, ``docker``, ``fake``…"""
+
+    runs_on_host: ClassVar[bool] = True
+    """False when the command and its working directory are an image's, not this host's."""
+
+    image: str | None = None
+    """The default container image (backends that run images)."""
 
     @property
-    def mechanism(self) -> str:
-        """How it measures, for the result JSON: ``cgroup2``, ``cgroup1``, ``docker+cgroup1``…"""
-        ...
+    def accepts_events_fifo(self) -> bool:
+        """A FIFO on this host can be bind-mounted into the workload's container."""
+        return False
 
-    def check(self) -> None:
-        """Raise :class:`~edgeprof.errors.BackendUnavailable` naming the fix when unusable."""
-        ...
-
-    def available_cpus(self) -> tuple[int, ...]:
-        """CPUs a run may be pinned to (validates ``--cpus`` and ``--cpuset``)."""
-        ...
-
-    def launch(self, spec: RunSpec) -> RunHandle: ...
+    def cleanup_scope(self) -> CleanupScope:
+        """Where this backend's dead runs may have left groups or containers."""
+        return CleanupScope()
 
     def warnings(self) -> list[str]:
         """Features this backend dropped here (e.g. a controller that is not delegated)."""
-        ...
+        return []
+
+    @property
+    @abc.abstractmethod
+    def mechanism(self) -> str:
+        """How it measures, for the result JSON: ``cgroup2``, ``cgroup1``, ``docker+cgroup1``…"""
+
+    @abc.abstractmethod
+    def check(self) -> None:
+        """Raise :class:`~edgeprof.errors.BackendUnavailable` naming the fix when unusable."""
+
+    @abc.abstractmethod
+    def available_cpus(self) -> tuple[int, ...]:
+        """CPUs a run may be pinned to (validates ``--cpus`` and ``--cpuset``)."""
+
+    @abc.abstractmethod
+    def launch(self, spec: RunSpec) -> RunHandle: ...

@@ -9,6 +9,7 @@ is used too, for its atomic ``cgroup.kill``.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -20,6 +21,7 @@ from . import cgroupfs as fs
 from ._cgroup_common import missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod
 from ._peak_reset import SharedPeakReset
+from .base import Backend, CleanupScope
 from .cgroupfs import CounterSet, Field, Kind, Source
 
 USED = ("memory", "cpuacct", "cpu", "cpuset", "blkio", "pids", "freezer")
@@ -89,7 +91,80 @@ def cgroup_mounts(mountinfo: Path) -> list[Path]:
     return out
 
 
-class CgroupV1Backend:
+def counter_sources(
+    dirs: Mapping[str, Path], disable: frozenset[str] = frozenset()
+) -> list[Source]:
+    """The counter files of a run's v1 groups, for a :class:`CounterSet`.
+
+    ``dirs``: {controller: the group's directory in that controller's hierarchy}; a
+    controller without one gives no counters.  Used by this backend for its run groups and
+    by the Docker backend for the parent groups of its containers.  ``disable``: file names
+    to leave out (tests of older kernels).
+    """
+
+    def at(
+        key: str, name: str, kind: Kind, *fields: Field, per_sample: bool = True
+    ) -> list[Source]:
+        if key not in dirs or name in disable:
+            return []
+        return [Source(dirs[key] / name, kind, fields, per_sample)]
+
+    ns = 1000  # v1 counts CPU time in ns; Counters hold µs
+    blkio = "blkio.throttle.io_service_bytes_recursive"
+    if "blkio" in dirs and not (dirs["blkio"] / blkio).exists():
+        blkio = "blkio.io_service_bytes_recursive"  # kernels built without blk-throttle
+    return [
+        *at("cpuacct", "cpuacct.usage", Kind.INT, Field("cpu_usage_us", divisor=ns)),
+        # usage_user/_sys: Linux ≥ 4.14; tick-sampled (the runner scales them to usage).
+        *at(
+            "cpuacct",
+            "cpuacct.usage_user",
+            Kind.INT,
+            Field("cpu_user_us", divisor=ns),
+            per_sample=False,
+        ),
+        *at(
+            "cpuacct",
+            "cpuacct.usage_sys",
+            Kind.INT,
+            Field("cpu_system_us", divisor=ns),
+            per_sample=False,
+        ),
+        *at(
+            "cpu",
+            "cpu.stat",
+            Kind.KV,
+            *THROTTLING,
+            per_sample=False,
+        ),
+        *at("memory", "memory.usage_in_bytes", Kind.INT, Field("memory_current")),
+        *at(
+            "memory",
+            "memory.max_usage_in_bytes",
+            Kind.INT,
+            Field("memory_peak"),
+            per_sample=False,
+        ),
+        *at(
+            "memory",
+            "memory.stat",
+            Kind.KV,
+            Field("memory_inactive_file", "total_inactive_file"),
+        ),
+        # The oom_kill line: Linux ≥ 4.13.
+        *at(
+            "memory",
+            "memory.oom_control",
+            Kind.KV,
+            Field("oom_kills", "oom_kill"),
+            per_sample=False,
+        ),
+        *at("blkio", blkio, Kind.BLKIO, Field("io_read_bytes"), Field("io_write_bytes")),
+        *at("pids", "pids.current", Kind.INT, Field("pids_current")),
+    ]
+
+
+class CgroupV1Backend(Backend):
     """cgroup v1 counterpart of :class:`~edgeprof.backends.cgroup_v2.CgroupV2Backend`."""
 
     name: ClassVar[str] = "cgroup"
@@ -146,11 +221,10 @@ class CgroupV1Backend:
         }
         return [f"no cgroup v1 '{c}' hierarchy: {why}" for c, why in notes.items() if c not in h]
 
-    def collect_leftovers(self) -> list[str]:
-        """Remove the groups of runs whose edgeprof died (see :mod:`edgeprof.measure.gc`)."""
-        from ..measure.gc import collect_before_run
-
-        return collect_before_run(cgroup_mounts(self._mountinfo))
+    def cleanup_scope(self) -> CleanupScope:
+        """Run groups live in every mounted hierarchy (collected by
+        :mod:`edgeprof.measure.gc`)."""
+        return CleanupScope(cgroup_roots=tuple(cgroup_mounts(self._mountinfo)))
 
     # -- one run -----------------------------------------------------------------------------
 
@@ -174,7 +248,7 @@ class CgroupV1Backend:
                     created.append(d)
                 dirs[k] = d
             self._apply_limits(dirs, spec)
-            counters = CounterSet(self._sources(dirs), native=self._native)
+            counters = CounterSet(counter_sources(dirs, self._disable), native=self._native)
             return CgroupRun(
                 spec,
                 groups=created,
@@ -237,68 +311,6 @@ class CgroupV1Backend:
                     fs.write(group / name, rule)
                 except BackendError:
                     continue  # a device blk-throttle does not handle (e.g. no queue)
-
-    def _sources(self, dirs: dict[str, Path]) -> list[Source]:
-        def at(
-            key: str, name: str, kind: Kind, *fields: Field, per_sample: bool = True
-        ) -> list[Source]:
-            if key not in dirs or name in self._disable:
-                return []
-            return [Source(dirs[key] / name, kind, fields, per_sample)]
-
-        ns = 1000  # v1 counts CPU time in ns; Counters hold µs
-        blkio = "blkio.throttle.io_service_bytes_recursive"
-        if "blkio" in dirs and not (dirs["blkio"] / blkio).exists():
-            blkio = "blkio.io_service_bytes_recursive"  # kernels built without blk-throttle
-        return [
-            *at("cpuacct", "cpuacct.usage", Kind.INT, Field("cpu_usage_us", divisor=ns)),
-            # usage_user/_sys: Linux ≥ 4.14; tick-sampled (the runner scales them to usage).
-            *at(
-                "cpuacct",
-                "cpuacct.usage_user",
-                Kind.INT,
-                Field("cpu_user_us", divisor=ns),
-                per_sample=False,
-            ),
-            *at(
-                "cpuacct",
-                "cpuacct.usage_sys",
-                Kind.INT,
-                Field("cpu_system_us", divisor=ns),
-                per_sample=False,
-            ),
-            *at(
-                "cpu",
-                "cpu.stat",
-                Kind.KV,
-                *THROTTLING,
-                per_sample=False,
-            ),
-            *at("memory", "memory.usage_in_bytes", Kind.INT, Field("memory_current")),
-            *at(
-                "memory",
-                "memory.max_usage_in_bytes",
-                Kind.INT,
-                Field("memory_peak"),
-                per_sample=False,
-            ),
-            *at(
-                "memory",
-                "memory.stat",
-                Kind.KV,
-                Field("memory_inactive_file", "total_inactive_file"),
-            ),
-            # The oom_kill line: Linux ≥ 4.13.
-            *at(
-                "memory",
-                "memory.oom_control",
-                Kind.KV,
-                Field("oom_kills", "oom_kill"),
-                per_sample=False,
-            ),
-            *at("blkio", blkio, Kind.BLKIO, Field("io_read_bytes"), Field("io_write_bytes")),
-            *at("pids", "pids.current", Kind.INT, Field("pids_current")),
-        ]
 
     def _kill_method(self, dirs: dict[str, Path]) -> KillMethod:
         if UNIFIED in dirs and (dirs[UNIFIED] / "cgroup.kill").exists():

@@ -14,6 +14,7 @@ from . import cgroupfs as fs
 from ._cgroup_common import missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod
 from ._peak_reset import FdPeakReset
+from .base import Backend, CleanupScope
 from .cgroupfs import CounterSet, Field, Kind, Source
 
 WANTED = ("cpu", "memory", "io", "pids", "cpuset")
@@ -31,7 +32,39 @@ THROTTLING = (
 """CFS throttling in v2 ``cpu.stat`` (only a group with a quota of its own has any)."""
 
 
-class CgroupV2Backend:
+def counter_sources(group: Path, disable: frozenset[str] = frozenset()) -> list[Source]:
+    """The counter files of the v2 group ``group``, for a :class:`CounterSet`.
+
+    Used by this backend for its run groups and by the Docker backend for the parent group
+    of its containers.  ``disable``: file names to leave out (tests of older kernels).
+    """
+    events = "memory.events.local"  # ≥ 5.2: this group only (a leaf: the same as events)
+    if not (group / events).exists():
+        events = "memory.events"
+    sources = [
+        Source(
+            group / "cpu.stat",
+            Kind.KV,
+            (
+                Field("cpu_usage_us", "usage_usec"),
+                Field("cpu_user_us", "user_usec"),
+                Field("cpu_system_us", "system_usec"),
+                *THROTTLING,
+            ),
+        ),
+        Source(group / "memory.current", Kind.INT, (Field("memory_current"),)),
+        Source(
+            group / "memory.peak", Kind.INT, (Field("memory_peak"),), per_sample=False
+        ),  # Linux ≥ 5.19
+        Source(group / "memory.stat", Kind.KV, (Field("memory_inactive_file", "inactive_file"),)),
+        Source(group / events, Kind.KV, (Field("oom_kills", "oom_kill"),), per_sample=False),
+        Source(group / "io.stat", Kind.IOSTAT, (Field("io_read_bytes"), Field("io_write_bytes"))),
+        Source(group / "pids.current", Kind.INT, (Field("pids_current"),)),
+    ]
+    return [src for src in sources if src.path.name not in disable]
+
+
+class CgroupV2Backend(Backend):
     """Runs each command in ``<parent>/edgeprof-<pid>-<rand>`` on the unified hierarchy.
 
     Parent: ``parent`` if given (a cgroup path such as ``/edgeprof``); else, as root, the
@@ -168,11 +201,9 @@ class CgroupV2Backend:
     def warnings(self) -> list[str]:
         return list(self._warnings)
 
-    def collect_leftovers(self) -> list[str]:
-        """Remove the groups of runs whose edgeprof died (see :mod:`edgeprof.measure.gc`)."""
-        from ..measure.gc import collect_before_run
-
-        return collect_before_run([self.root])
+    def cleanup_scope(self) -> CleanupScope:
+        """Run groups live under this hierarchy (collected by :mod:`edgeprof.measure.gc`)."""
+        return CleanupScope(cgroup_roots=(self.root,))
 
     # -- one run -----------------------------------------------------------------------------
 
@@ -186,7 +217,7 @@ class CgroupV2Backend:
         counters: CounterSet | None = None
         try:
             self._apply_limits(group, spec)
-            counters = CounterSet(self._sources(group), native=self._native)
+            counters = CounterSet(counter_sources(group, self._disable), native=self._native)
             return CgroupRun(
                 spec,
                 groups=[group],
@@ -228,36 +259,6 @@ class CgroupV2Backend:
         if (group / "memory.oom.group").exists():
             # One OOM kill takes the whole run down, as on a device where the app dies.
             fs.write(group / "memory.oom.group", "1")
-
-    def _sources(self, group: Path) -> list[Source]:
-        events = "memory.events.local"  # ≥ 5.2: this group only (a leaf: the same as events)
-        if not (group / events).exists():
-            events = "memory.events"
-        sources = [
-            Source(
-                group / "cpu.stat",
-                Kind.KV,
-                (
-                    Field("cpu_usage_us", "usage_usec"),
-                    Field("cpu_user_us", "user_usec"),
-                    Field("cpu_system_us", "system_usec"),
-                    *THROTTLING,
-                ),
-            ),
-            Source(group / "memory.current", Kind.INT, (Field("memory_current"),)),
-            Source(
-                group / "memory.peak", Kind.INT, (Field("memory_peak"),), per_sample=False
-            ),  # Linux ≥ 5.19
-            Source(
-                group / "memory.stat", Kind.KV, (Field("memory_inactive_file", "inactive_file"),)
-            ),
-            Source(group / events, Kind.KV, (Field("oom_kills", "oom_kill"),), per_sample=False),
-            Source(
-                group / "io.stat", Kind.IOSTAT, (Field("io_read_bytes"), Field("io_write_bytes"))
-            ),
-            Source(group / "pids.current", Kind.INT, (Field("pids_current"),)),
-        ]
-        return [src for src in sources if src.path.name not in self._disable]
 
     def _kill_method(self, group: Path) -> KillMethod:
         procs = group / "cgroup.procs"

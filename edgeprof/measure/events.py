@@ -25,8 +25,8 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol
 
+from ..backends.base import PeakReset
 from ..errors import EdgeprofError
 from ..model import Counters, LatencyStats, Mark, PhaseStats, Sample
 from ..workload.instrument import (
@@ -38,17 +38,6 @@ from ..workload.instrument import (
 )
 from .phases import MAX_LINE, Occurrence, ProtocolError, Timeline, latency_stats, parse_line
 from .sampler import SeriesStats
-
-
-class PeakReset(Protocol):
-    floor: int | None
-
-    def start(self) -> object | None: ...
-
-    def stop(self, token: object | None) -> int | None: ...
-
-    def close(self) -> None: ...
-
 
 DOCKER_UNAVAILABLE = (
     "this backend's daemon is not on this host, so no pipe reaches the container; run with "
@@ -151,10 +140,6 @@ class EventChannel:
                 os.unlink(os.path.join(self._dir, "events"))
                 os.rmdir(self._dir)
             self._dir = None
-
-    def peak_floor(self) -> int | None:
-        """The run's kernel high-water mark before per-phase resets (cgroup v1), if any."""
-        return None if self._peaks is None else self._peaks.floor
 
     # -- the reading thread --------------------------------------------------------------
 

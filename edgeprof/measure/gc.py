@@ -4,8 +4,10 @@ Only resources whose owner is gone are touched, never a live run's: a run group'
 container's labels carry the owner's pid *and* start time (:mod:`edgeprof.backends.owner`), so a pid
 reused by another process does not keep a dead run's leftovers alive, and a live run is
 never taken for a dead one.  The same collection runs automatically at the start of every
-run (:func:`collect_before_run`), so a crashed run's groups do not pile up on a CI runner
-that nobody cleans by hand.
+run (:func:`collect_before_run`, called by the runner with the backend's
+:class:`~edgeprof.backends.base.CleanupScope`), so a crashed run's groups do not pile up on a
+CI runner that nobody cleans by hand.  This module drives the collection from above the
+backends; the backends only say where their runs live.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from ..backends import cgroupfs as fs
 from ..backends import owner as ow
 from ..backends._process import signal_pids
+from ..backends.base import CleanupScope
 from ..backends.cgroup_v1 import cgroup_mounts
 from ..errors import EdgeprofError
 
@@ -79,7 +82,7 @@ def remove_groups(groups: Iterable[Path], timeout: float = 10.0) -> list[str]:
 
 
 def _container_is_stale(labels: dict[str, str], host: str, boot: str) -> bool:
-    from ..backends.docker import BOOT_LABEL, HOST_LABEL, OWNER_LABEL
+    from ..backends.docker.sdk import BOOT_LABEL, HOST_LABEL, OWNER_LABEL
 
     if labels.get(HOST_LABEL, host) != host:
         return False  # another machine's run (a shared daemon): not ours to judge
@@ -91,7 +94,7 @@ def _container_is_stale(labels: dict[str, str], host: str, boot: str) -> bool:
 
 def stale_containers(client: Any) -> list[Any]:
     """edgeprof's containers on ``client``'s daemon whose owner is gone."""
-    from ..backends.docker import MANAGED_LABEL
+    from ..backends.docker.sdk import MANAGED_LABEL
 
     host, boot = ow.hostname(), ow.boot_id()
     return [
@@ -116,7 +119,7 @@ def collect(images: bool = False, client: Any = None) -> list[str]:
     """Remove stale containers and groups (and edgeprof's images); a line per action."""
     out: list[str] = []
     try:
-        from ..backends.docker import make_client
+        from ..backends.docker.sdk import make_client
 
         client = client or make_client()
     except EdgeprofError as exc:
@@ -124,7 +127,7 @@ def collect(images: bool = False, client: Any = None) -> list[str]:
     else:
         out.extend(remove_containers(client))
         if images:
-            from ..backends.docker_image import remove_images
+            from ..backends.docker.image import remove_images
 
             out.extend(f"removed image {t}" for t in remove_images(client))
     out.extend(remove_groups(stale_groups()))
@@ -133,16 +136,18 @@ def collect(images: bool = False, client: Any = None) -> list[str]:
     return out
 
 
-def collect_before_run(roots: Iterable[Path], client: Any = None) -> list[str]:
-    """The automatic collection at the start of a run: stale groups in ``roots`` (the
-    hierarchies the backend uses), and stale containers when the run uses a Docker daemon
-    (``client``).  Never raises: a failure to clean up after somebody else must not stop
-    this run; it is reported."""
+def collect_before_run(scope: CleanupScope) -> list[str]:
+    """The automatic collection at the start of a run: stale groups in the hierarchies the
+    backend uses (``scope.cgroup_roots``), and stale containers when the run uses a Docker
+    daemon (``scope.docker_client``).  Never raises: a failure to clean up after somebody
+    else must not stop this run; it is reported."""
     out: list[str] = []
+    if scope.empty:
+        return out
     try:
-        if client is not None:
-            out.extend(remove_containers(client))
-        out.extend(remove_groups(stale_groups(roots)))
+        if scope.docker_client is not None:
+            out.extend(remove_containers(scope.docker_client))
+        out.extend(remove_groups(stale_groups(scope.cgroup_roots)))
     except (OSError, EdgeprofError) as exc:
         out.append(f"could not collect a dead run's leftovers: {exc}")
     return out

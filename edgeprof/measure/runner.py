@@ -42,6 +42,7 @@ from ..names import check_env
 from ..storage import prepare_out_dir, write_result
 from ..units import parse_duration
 from .events import DOCKER_UNAVAILABLE, UNAVAILABLE_ENV, EventChannel
+from .gc import collect_before_run
 from .limits import resolve, thread_env
 from .sampler import Sampler, SampleWriter, SeriesStats
 
@@ -110,7 +111,7 @@ def profile(
         raise ConfigError("no command given: edgeprof run [OPTIONS] -- COMMAND [ARGS]...")
     be = get_backend(backend, cgroup_parent=cgroup_parent)
     # A container's command and working directory live in its image, not on this host.
-    on_host = getattr(be, "runs_on_host", True)
+    on_host = be.runs_on_host
     if on_host:
         work_dir = _check_cwd(cwd)
         check_command(command, {**os.environ, **user_env}, work_dir)
@@ -127,20 +128,20 @@ def profile(
         stdout=stdout,
         stderr=stderr,
         cpuset_auto=auto_pinned,
-        image=image or getattr(be, "image", None),
+        image=image or be.image,
         run_as=run_as,
     )
     warnings = list(be.warnings())
-    # Optional capability: remove what runs whose edgeprof died left behind (edgeprof.measure.gc).
-    collect = getattr(be, "collect_leftovers", None)
-    if collect is not None:
-        warnings.extend(f"cleaned up after a dead edgeprof run: {m}" for m in collect())
+    # Remove what runs whose edgeprof died left behind where this backend works.
+    warnings.extend(
+        f"cleaned up after a dead edgeprof run: {m}" for m in collect_before_run(be.cleanup_scope())
+    )
     # The workload's events pipe (edgeprof.phase/iteration/mark): an inherited descriptor for
     # a child of this process, a bind-mounted FIFO for a container of a local daemon.
     channel: EventChannel | None = None
     if on_host:
         channel = EventChannel()
-    elif getattr(be, "accepts_events_fifo", False):  # optional backend capability
+    elif be.accepts_events_fifo:
         channel = EventChannel(fifo=True)
     if channel is not None:
         spec = dataclasses.replace(
@@ -220,12 +221,11 @@ def _run(
                 t0=run.started,
                 stats=stats,
                 writer=writer,
-                # Optional capability: a sampling loop that runs outside Python.
-                batch=getattr(run, "batch_reader", None),
+                batch=run.batch_reader,  # a sampling loop outside Python, if any
             )
             if channel is not None:
-                # Optional capability: the kernel's memory high-water mark restarted per phase.
-                channel.start(run.started, run.counters, getattr(run, "peak_reset", None))
+                # The kernel's memory high-water mark restarted per phase, where it can be.
+                channel.start(run.started, run.counters, run.peak_reset)
             sampler.start()
             try:
                 with interrupts.armed():
@@ -242,13 +242,8 @@ def _run(
             run.kill()  # orphans and daemons die before the totals are read
             if status is None:
                 status = run.wait(None)
-            final = run.counters()
-            floor = None if channel is None else channel.peak_floor()
-            if floor is not None and final.memory_peak is not None:
-                # cgroup v1: per-phase resets lowered the group's one mark; the run's peak is
-                # the highest mark read before a reset or at the end.
-                final = final._replace(memory_peak=max(final.memory_peak, floor))
-        warnings.extend(getattr(run, "warnings", []))
+            final = run.counters()  # the handle corrects its peak for per-phase resets
+        warnings.extend(run.warnings)
     finally:
         if writer is not None:
             writer.close()

@@ -18,8 +18,9 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
+from ..backends.base import BatchReader
 from ..errors import EdgeprofError
 from ..model import Counters, Sample
 
@@ -219,15 +220,6 @@ class SampleWriter:
 
 def _fmt(v: float) -> str:
     return f"{v:.6f}" if isinstance(v, float) else str(v)
-
-
-class BatchReader(Protocol):
-    """A sampling loop outside Python (the native helper): see
-    :meth:`edgeprof.backends.cgroupfs._NativePlan.sample_batch`."""
-
-    def sample_batch(
-        self, interval: float, due: float, until: float, stop_fd: int
-    ) -> tuple[list[tuple[float, Counters]], float, bool, int]: ...
 
 
 DRAIN_S = 0.05

@@ -237,7 +237,10 @@ def open_backend(job: RunJob, log: TextIO) -> RunJob:
     check_limits(job.plan, be)
     image = req.image
     if req.base_image or req.dockerfile:
-        from ..backends.docker_image import EnvSpec, ensure_image
+        from ..backends.docker import DockerBackend
+        from ..backends.docker.image import EnvSpec, ensure_image
+
+        assert isinstance(be, DockerBackend)  # get_backend("docker") makes one
 
         spec = EnvSpec(
             base_image=req.base_image,
@@ -247,7 +250,7 @@ def open_backend(job: RunJob, log: TextIO) -> RunJob:
             directory=req.env_dir,
             dockerfile=req.dockerfile,
         )
-        image, built = ensure_image(be.client, spec, log)  # type: ignore[attr-defined]
+        image, built = ensure_image(be.client, spec, log)
         if not built:
             print(f"edgeprof: environment unchanged, reusing image {image}", file=log)
     return dataclasses.replace(job, backend=be, request=dataclasses.replace(req, image=image))

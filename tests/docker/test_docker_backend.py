@@ -19,7 +19,7 @@ import pytest
 import edgeprof
 from edgeprof import Limits, Termination
 from edgeprof.backends.docker import DockerBackend, parse_docker_args
-from edgeprof.backends.docker_image import EnvSpec, ensure_image
+from edgeprof.backends.docker.image import EnvSpec, ensure_image
 from edgeprof.errors import BackendUnavailable, ConfigError, LaunchError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -308,7 +308,7 @@ def test_phases_reach_edgeprof_from_a_container(docker_daemon: Any) -> None:
     import tempfile
 
     before = set(Path(tempfile.gettempdir()).glob("edgeprof-events-*"))
-    client_file = REPO / "edgeprof" / "instrument.py"
+    client_file = REPO / "edgeprof" / "workload" / "instrument.py"
     opts = parse_docker_args(f"-v {client_file}:/opt/edgeprof/instrument.py:ro")
     be = DockerBackend(docker_daemon.images["python3"], client=docker_daemon.client, options=opts)
     be.check()

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from edgeprof.backends import get_backend, owner
+from edgeprof.measure import gc
 from edgeprof.model import Sample
 
 from .conftest import run_groups
@@ -375,7 +376,7 @@ def test_a_reused_pid_does_not_protect_a_dead_runs_group(mechanism: str) -> None
     try:
         sleeper = subprocess.Popen(["sleep", "60"])
         (dead / "cgroup.procs").write_text(str(sleeper.pid))
-        out = be.collect_leftovers()  # type: ignore[attr-defined]
+        out = gc.collect_before_run(be.cleanup_scope())
         assert f"removed cgroup {dead}" in out
         assert not dead.exists() and live.is_dir()
         assert sleeper.wait(10) == -signal.SIGKILL

@@ -549,3 +549,22 @@ def test_profile_on_a_fake_v1_tree(cgfs: FakeCgroupFs, tmp_path: Path, native: b
     assert (r.io.read_bytes, r.io.write_bytes) == (4196, 8193)
     assert r.warnings == ()
     assert cgfs.run_groups() == []
+
+
+def test_the_handle_keeps_the_peak_that_phase_resets_lowered(
+    cgfs: FakeCgroupFs, tmp_path: Path
+) -> None:
+    """v1 has one high-water mark per group: a phase's reset lowers it, and the handle's
+    ``counters()`` (not the runner) reports the highest mark read before a reset."""
+    host = v1_tree(cgfs, tmp_path, overrides=COUNTERS)
+    with host.backend().launch(spec()) as run:
+        mark = run_group_in(host.mounts["memory"], cgfs) / "memory.max_usage_in_bytes"
+        assert run.peak_reset is not None
+        token = run.peak_reset.start()  # reads 200 MiB, writes 0
+        assert token is not None and cgfs.written("memory.max_usage_in_bytes") == ["0"]
+        assert run.counters().memory_peak == 209_715_200  # the kernel now says 0
+        mark.write_text("314572800\n")  # the mark since the reset is higher: it wins
+        assert run.peak_reset.stop(token) == 314_572_800
+        assert run.counters().memory_peak == 314_572_800
+        run.wait(10)
+        cgfs.processes_exited()

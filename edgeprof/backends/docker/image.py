@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import ConfigError, LaunchError
-from .docker import MANAGED_LABEL, docker_sdk, explain
+from ...errors import ConfigError, LaunchError
+from .sdk import MANAGED_LABEL, docker_sdk, explain
 
 IMAGE_REPO = "edgeprof-env"
 HASH_LABEL = "org.edgeprof.env-hash"

@@ -1,0 +1,173 @@
+"""The Docker backend: the workload runs in a container; measured like the cgroup backend.
+
+Exact mode (a daemon on this host, cgroupfs or systemd driver): every container runs under a
+parent group that edgeprof names, and is measured through the kernel's counters of that group
+(:mod:`edgeprof.backends.docker.cgroups`).  Network I/O comes from the container's network
+namespace.
+
+Stats mode (a remote daemon: ``DOCKER_HOST=tcp://…``, or ``mode="stats"``): the Docker stats
+API, one call per sample; the peak is then the sampled maximum, and ``mechanism`` and the
+warnings say so.
+
+Docker's own errors are translated in this package; nothing above it sees them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ...errors import BackendUnavailable, ConfigError
+from ...model import RunSpec
+from .._cgroup_common import run_group_name
+from ..base import Backend, CleanupScope
+from ..cgroup_v1 import cgroup_mounts
+from .cgroups import Placement, place
+from .options import DockerOptions
+from .run import DockerRun
+from .sdk import docker_sdk, make_client
+
+if TYPE_CHECKING:  # the SDK is an optional dependency: imported lazily
+    import docker
+
+
+class DockerBackend(Backend):
+    """Runs each command in a fresh container of ``image`` (or ``RunSpec.image``)."""
+
+    name: ClassVar[str] = "docker"
+    runs_on_host: ClassVar[bool] = False
+    """The command and its working directory are the image's, not this host's."""
+
+    def __init__(
+        self,
+        image: str | None = None,
+        *,
+        client: docker.DockerClient | None = None,
+        base_url: str | None = None,
+        options: DockerOptions | None = None,
+        mode: str = "auto",
+        cgroup_root: Path = Path("/sys/fs/cgroup"),
+        mountinfo: Path = Path("/proc/self/mountinfo"),
+        proc_self_cgroup: Path = Path("/proc/self/cgroup"),
+        native: bool | None = None,
+    ) -> None:
+        if mode not in ("auto", "exact", "stats"):
+            raise ConfigError(f"unknown docker measurement mode {mode!r}")
+        self.image = image
+        self._client = client
+        self._base_url = base_url
+        self.options = DockerOptions() if options is None else options
+        self._mode = mode
+        self._cgroup_root = cgroup_root
+        self._mountinfo = mountinfo
+        self._proc_self_cgroup = proc_self_cgroup
+        self._native = native
+        self._info: dict[str, Any] | None = None
+        self._exact: bool | None = None
+        self._warnings: list[str] = []
+
+    # -- discovery ---------------------------------------------------------------------------
+
+    @property
+    def client(self) -> docker.DockerClient:
+        if self._client is None:
+            self._client = make_client(self._base_url)
+        return self._client
+
+    def info(self) -> dict[str, Any]:
+        if self._info is None:
+            try:
+                self._info = dict(self.client.info())
+            except docker_sdk().errors.DockerException as exc:
+                raise BackendUnavailable(f"the Docker daemon does not answer: {exc}") from exc
+        return self._info
+
+    def check(self) -> None:
+        info = self.info()
+        self._exact = self._mode == "exact" or (self._mode == "auto" and self._is_local(info))
+        if self._exact and not self._is_local(info):
+            raise BackendUnavailable(
+                "exact Docker measurement needs a daemon on this host with its cgroups "
+                f"visible under {self._cgroup_root}"
+            )
+        if not self._exact:
+            self._warnings.append(
+                "the Docker daemon is not on this host: measuring through its stats API, one "
+                "call per sample; peak memory is the largest sample, not the kernel's mark"
+            )
+
+    def _local_socket(self) -> bool:
+        url = str(getattr(getattr(self.client, "api", None), "base_url", ""))
+        return url.startswith("http+docker://") or "localhost" in url
+
+    def _is_local(self, info: Mapping[str, Any]) -> bool:
+        return (
+            self._local_socket()
+            and info.get("CgroupDriver") in ("cgroupfs", "systemd")
+            and (self._cgroup_root.is_dir())
+        )
+
+    @property
+    def accepts_events_fifo(self) -> bool:
+        """A FIFO on this host can be bind-mounted into the container, for the workload's
+        phases (the daemon shares this host's filesystem)."""
+        return self._local_socket()
+
+    @property
+    def cgroup_version(self) -> int:
+        return int(self.info().get("CgroupVersion") or 1)
+
+    @property
+    def mechanism(self) -> str:
+        if self._exact is None:
+            self.check()
+        if not self._exact:
+            return "docker+stats"
+        return f"docker+cgroup{self.cgroup_version}"
+
+    def available_cpus(self) -> tuple[int, ...]:
+        return tuple(range(int(self.info().get("NCPU") or os.cpu_count() or 1)))
+
+    def warnings(self) -> list[str]:
+        return list(self._warnings)
+
+    def cleanup_scope(self) -> CleanupScope:
+        """The daemon's containers, and in exact mode the parent groups in every hierarchy
+        (collected by :mod:`edgeprof.measure.gc`)."""
+        roots = tuple(cgroup_mounts(self._mountinfo)) if self._exact else ()
+        return CleanupScope(cgroup_roots=roots, docker_client=self.client)
+
+    # -- one run -----------------------------------------------------------------------------
+
+    def launch(self, spec: RunSpec) -> DockerRun:
+        if self._exact is None:
+            self.check()
+        image = spec.image or self.image
+        if not image:
+            raise ConfigError(
+                "the docker backend needs an image: --image NAME (or an env "
+                "description to build one)"
+            )
+        name = run_group_name()
+        return DockerRun(
+            self.client,
+            spec,
+            image,
+            name=name,
+            options=self.options,
+            placement=self.placement(name) if self._exact else None,
+            native=self._native,
+        )
+
+    def placement(self, name: str) -> Placement:
+        """Where the parent group ``name`` of a container lives in each hierarchy."""
+        return place(
+            name,
+            version=self.cgroup_version,
+            driver=self.info().get("CgroupDriver"),
+            cgroup_root=self._cgroup_root,
+            mountinfo=self._mountinfo,
+            proc_self_cgroup=self._proc_self_cgroup,
+        )

@@ -1,0 +1,165 @@
+"""Exact mode's cgroups: where a container is placed, and which counter files measure it.
+
+Every container runs under a parent group that edgeprof names (Docker's ``cgroup_parent``).
+The kernel's hierarchical counters of that parent — CPU time, the memory high-water mark,
+block I/O — outlive the container's own group (which runc removes the moment the container
+exits), so the totals are read from the parent after the exit, with the cgroup backends' own
+counter definitions (:func:`edgeprof.backends.cgroup_v2.counter_sources`,
+:func:`edgeprof.backends.cgroup_v1.counter_sources`).  What only the container's own group
+carries (CFS throttling, cgroup v1 OOM kills) is read from that group while it exists.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...errors import BackendUnavailable
+from .. import cgroup_v1, cgroup_v2
+from .. import cgroupfs as fs
+from .._process import signal_pids
+from ..cgroupfs import Field, Kind, Source
+
+THROTTLING_FIELDS = frozenset({"nr_periods", "nr_throttled", "throttled_us"})
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a run's container goes in the cgroup hierarchies (exact mode)."""
+
+    version: int
+    """The daemon's cgroup version (1 or 2)."""
+    cgroup_parent: str
+    """Docker's ``cgroup_parent``: a path such as ``/edgeprof/edgeprof-…`` (or a systemd
+    slice name)."""
+    parent_dirs: Mapping[str, Path]
+    """{hierarchy key (a controller, ``""`` for the unified one): the parent's directory}."""
+    roots: tuple[Path, ...]
+    """Every hierarchy runc creates the parent path in (the devices and named systemd ones
+    and, on hybrid hosts, the unified one too, not only those edgeprof reads)."""
+
+
+def place(
+    name: str,
+    *,
+    version: int,
+    driver: str | None,
+    cgroup_root: Path,
+    mountinfo: Path,
+    proc_self_cgroup: Path,
+) -> Placement:
+    """The parent group ``name`` for a container of a daemon with this cgroup ``version``
+    and ``driver`` (``CgroupDriver`` of its info)."""
+    if version == 2:
+        v2 = cgroup_v2.CgroupV2Backend(root=cgroup_root, proc_self_cgroup=proc_self_cgroup)
+        rel = "/" + str(v2.parent().relative_to(cgroup_root)).strip("./")
+        path = f"{rel.rstrip('/')}/{name}"
+        if driver == "systemd":
+            path = f"{name}.slice"
+            return Placement(2, path, {"": cgroup_root / path}, (cgroup_root,))
+        return Placement(2, path, {"": cgroup_root / path.lstrip("/")}, (cgroup_root,))
+    h = cgroup_v1.discover(mountinfo, proc_self_cgroup)
+    if "memory" not in h:
+        raise BackendUnavailable("no cgroup v1 memory hierarchy is mounted on this host")
+    # Nest under our own memory group: never start anything outside the memory group
+    # this process was given.  Other hierarchies get the same path (runc creates it).
+    own_mem = "/" + str(h["memory"].own.relative_to(h["memory"].mountpoint)).strip("./")
+    path = f"{own_mem.rstrip('/')}/{name}"
+    if driver == "systemd":
+        raise BackendUnavailable(
+            "the Docker daemon uses the systemd cgroup driver on a cgroup v1 host: "
+            "edgeprof cannot nest its containers under its own memory group there; "
+            "use --exec-opt native.cgroupdriver=cgroupfs or the cgroup backend"
+        )
+    dirs = {k: hy.mountpoint / path.lstrip("/") for k, hy in h.items()}
+    roots = tuple(sorted(set(cgroup_v1.cgroup_mounts(mountinfo))))
+    return Placement(1, path, dirs, roots)
+
+
+def missing_dirs(p: Placement) -> list[Path]:
+    """The directories of the parent path that do not exist yet, in every hierarchy,
+    deepest first (as rmdir needs): runc creates them, and the run removes exactly those."""
+    rel = Path(p.cgroup_parent or "/").relative_to("/")
+    missing: list[Path] = []
+    for root in p.roots:
+        d = root
+        for part in rel.parts:
+            d = d / part
+            if not d.exists():
+                missing.append(d)
+    return sorted(missing, key=lambda d: len(d.parts), reverse=True)
+
+
+def parents_everywhere(p: Placement) -> list[Path]:
+    """The parent's directory in every hierarchy (where leftover container groups are)."""
+    rel = Path(p.cgroup_parent or "/").relative_to("/")
+    return [root / rel for root in p.roots]
+
+
+def find_inner(parent: Path, cid: str) -> Path | None:
+    """The container's own group under ``parent`` (cgroupfs or systemd naming), if any."""
+    for cand in (parent / cid, parent / f"docker-{cid}.scope"):
+        if cand.is_dir():
+            return cand
+    return None
+
+
+def counter_sources(p: Placement, cid: str) -> tuple[list[Source], list[Source]]:
+    """(the parent's counter files, the container group's) for container ``cid``."""
+    if p.version == 2:
+        parent = p.parent_dirs[""]
+        outer = cgroup_v2.counter_sources(parent)
+        # memory.events (not .local) counts the container's OOM kills too: hierarchical.
+        outer = [
+            s
+            if "memory.events" not in s.path.name
+            else Source(
+                parent / "memory.events",
+                Kind.KV,
+                (Field("oom_kills", "oom_kill"),),
+                per_sample=False,
+            )
+            for s in outer
+        ]
+        inner_dir = find_inner(parent, cid)
+        inner = (
+            []
+            if inner_dir is None
+            else [Source(inner_dir / "cpu.stat", Kind.KV, cgroup_v2.THROTTLING)]
+        )
+        # The parent's own cpu.stat has no quota, so no throttling of its own.
+        return [_without(s, THROTTLING_FIELDS) for s in outer], inner
+    dirs = p.parent_dirs
+    outer = [
+        s
+        for s in cgroup_v1.counter_sources(dirs)
+        if s.path.name not in ("cpu.stat", "memory.oom_control")
+    ]
+    inner = []
+    if "cpu" in dirs and (d := find_inner(dirs["cpu"], cid)) is not None:
+        inner.append(Source(d / "cpu.stat", Kind.KV, cgroup_v1.THROTTLING))
+    if "memory" in dirs and (d := find_inner(dirs["memory"], cid)) is not None:
+        inner.append(Source(d / "memory.oom_control", Kind.KV, (Field("oom_kills", "oom_kill"),)))
+    return outer, inner
+
+
+def _without(src: Source, names: frozenset[str]) -> Source:
+    return Source(
+        src.path, src.kind, tuple(f for f in src.fields if f.name not in names), src.per_sample
+    )
+
+
+def kill_orphans(groups: list[Path], timeout: float = 10.0) -> None:
+    """SIGKILL whatever runs in ``groups`` until they are empty: a daemon that died mid-run
+    leaves its container running, and no process of a run may outlive edgeprof."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pids = sorted(
+            {p for g in groups for p in fs.parse_pids(fs.read_optional(g / "cgroup.procs") or "")}
+        )
+        if not pids:
+            return
+        signal_pids(pids)
+        time.sleep(0.01)

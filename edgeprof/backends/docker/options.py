@@ -1,0 +1,95 @@
+"""The ``docker run`` options a user may pass (``--docker-args``), parsed into SDK arguments."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...errors import ConfigError
+from ...units import parse_size
+
+
+@dataclass(frozen=True)
+class DockerOptions:
+    """The part of ``docker run``'s options a user may pass (the older profiler's DOCK_ARGS),
+    parsed into SDK arguments — never a shell string."""
+
+    volumes: tuple[str, ...] = ()
+    environment: Mapping[str, str] = field(default_factory=dict)
+    network_mode: str | None = None
+    shm_size: int | None = None
+    privileged: bool = False
+    user: str | None = None
+    security_opt: tuple[str, ...] = ()
+
+
+def parse_docker_args(args: str | Sequence[str]) -> DockerOptions:
+    """``"-v /data:/data --shm-size 1g --privileged"`` → :class:`DockerOptions`.
+
+    Accepted: ``-v/--volume``, ``-e/--env``, ``--network/--net``, ``--shm-size``,
+    ``--privileged``, ``-u/--user``, ``--security-opt`` (``--opt value`` and
+    ``--opt=value``).  Anything else is a :class:`ConfigError`: edgeprof never forwards an
+    option it does not understand.
+    """
+    words = shlex.split(args) if isinstance(args, str) else list(args)
+    volumes: list[str] = []
+    security: list[str] = []
+    env: dict[str, str] = {}
+    opts: dict[str, Any] = {}
+    takes_value = {
+        "-v": "volume",
+        "--volume": "volume",
+        "-e": "env",
+        "--env": "env",
+        "--network": "network",
+        "--net": "network",
+        "--shm-size": "shm",
+        "-u": "user",
+        "--user": "user",
+        "--security-opt": "security",
+    }
+    i = 0
+    while i < len(words):
+        word = words[i]
+        name, eq, inline = word.partition("=") if word.startswith("--") else (word, "", "")
+        if name == "--privileged" and not eq:
+            opts["privileged"] = True
+            i += 1
+            continue
+        if name not in takes_value:
+            raise ConfigError(
+                f"docker option {word!r} is not supported by edgeprof "
+                f"(supported: {', '.join(sorted(set(takes_value)))}, --privileged)"
+            )
+        if eq:
+            value = inline
+            i += 1
+        else:
+            if i + 1 >= len(words):
+                raise ConfigError(f"docker option {word} needs a value")
+            value = words[i + 1]
+            i += 2
+        kind = takes_value[name]
+        if kind == "volume":
+            if value.count(":") not in (1, 2) or not value.split(":")[0]:
+                raise ConfigError(f"invalid volume {value!r}: expected SRC:DST[:ro|rw]")
+            volumes.append(value)
+        elif kind == "env":
+            key, sep, val = value.partition("=")
+            if not key:
+                raise ConfigError(f"invalid environment variable {value!r}")
+            env[key] = val if sep else os.environ.get(key, "")
+        elif kind == "network":
+            opts["network_mode"] = value
+        elif kind == "shm":
+            opts["shm_size"] = parse_size(value)
+        elif kind == "security":
+            security.append(value)
+        else:
+            opts["user"] = value
+    return DockerOptions(
+        volumes=tuple(volumes), environment=env, security_opt=tuple(security), **opts
+    )
