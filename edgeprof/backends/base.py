@@ -37,8 +37,9 @@ Writing an outside backend: subclass :class:`Backend` and :class:`RunHandle`, se
 implement the abstract methods (mypy and ``abc`` refuse a class that misses one), set
 ``pid`` and ``started`` and call ``super().__init__()`` in the handle's constructor, and
 override only the capabilities it has.  Pass an instance to ``profile(backend=...)`` or
-:func:`edgeprof.backends.get_backend`.  :mod:`edgeprof.backends.fake` is a complete small
-example.
+:func:`edgeprof.backends.get_backend`, or register a factory by name with
+:func:`edgeprof.backends.register_backend`.  The test suite's scripted backend
+(``tests/fakes.py``) is a complete small example.
 """
 
 from __future__ import annotations
