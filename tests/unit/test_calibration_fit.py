@@ -1,0 +1,207 @@
+"""edgeprof.analysis.calibration's statistics against hand-computed values, and its warnings.
+
+Hand-computed reference (x = 1, 2, 3, 4; y = 2, 4, 5, 4):
+x̄ = 2.5, ȳ = 3.75, Sxx = 5, Sxy = 3.5 → a = 0.7, b = 3.75 − 0.7·2.5 = 2.0;
+fitted 2.7, 3.4, 4.1, 4.8; residuals −0.7, 0.6, 0.9, −0.8; SSE = 2.3, Syy = 4.75;
+s² = SSE/2 = 1.15; se(a) = √(1.15/5) = 0.479583; se(b) = √(1.15·(1/4 + 6.25/5)) = 1.313393;
+R² = 1 − 2.3/4.75 = 0.515789; leverage 1/4 + (x − x̄)²/5 = 0.7, 0.3, 0.3, 0.7;
+LOO errors e/(1 − h) = −2.3333, 0.857143, 1.285714, −2.6667;
+Cook's D₁ = 0.49/(2·1.15) · 0.7/0.3² = 1.657005;
+Kendall: 4 concordant, 1 discordant, 1 pair tied in y, 6 pairs → τ-b = 3/√(6·5) = 0.547723;
+Spearman: ranks y = 1, 2.5, 4, 2.5 → ρ = 3/√(5·4.5) = 0.632456;
+at x = 5: ŷ = 5.5, half-width t(0.975, 2)·√1.15·√(1 + 1/4 + 6.25/5) = 4.302653·1.695582 = 7.2955.
+(Cross-checked once against scipy.stats.linregress/kendalltau/spearmanr/t.ppf.)
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from edgeprof.analysis.calibration import (
+    fit,
+    fit_warnings,
+    format_value,
+    kendall_tau,
+    spearman_rho,
+)
+from edgeprof.analysis.stats import t_critical
+from edgeprof.errors import ConfigError
+
+approx = pytest.approx
+
+
+def test_hand_computed_fit() -> None:
+    f = fit([1, 2, 3, 4], [2, 4, 5, 4], ["m1", "m2", "m3", "m4"])
+    assert (f.a, f.b) == approx((0.7, 2.0))
+    assert f.se_a == approx(0.479583, rel=1e-5)
+    assert f.se_b == approx(1.313393, rel=1e-5)
+    assert f.s == approx(math.sqrt(1.15))
+    assert f.r2 == approx(0.515789, rel=1e-5)
+    assert f.fitted == approx((2.7, 3.4, 4.1, 4.8))
+    assert f.residuals == approx((-0.7, 0.6, 0.9, -0.8))
+    assert f.leverage == approx((0.7, 0.3, 0.3, 0.7))
+    assert f.loo_errors == approx((-7 / 3, 6 / 7, 9 / 7, -8 / 3))
+    assert f.cooks_d is not None and f.cooks_d[0] == approx(1.657005, rel=1e-5)
+    assert f.tau == approx(0.547723, rel=1e-5)
+    assert f.rho == approx(0.632456, rel=1e-5)
+    y, hw = f.predict(5.0)
+    assert y == approx(5.5)
+    assert hw == approx(7.2955, rel=1e-4)
+
+
+def test_loo_error_is_the_refit_without_the_point() -> None:
+    f = fit([1, 2, 3, 4, 7], [3, 4, 8, 9, 15])
+    for i in range(f.n):
+        rest = f.without(i)
+        assert rest is not None
+        assert f.loo_errors[i] == approx(f.y[i] - (rest.a * f.x[i] + rest.b))
+
+
+@pytest.mark.parametrize(
+    ("level", "dof", "t"),
+    [
+        (0.95, 1, 12.7062047),
+        (0.95, 2, 4.3026527),
+        (0.95, 3, 3.1824463),
+        (0.95, 5, 2.5705818),
+        (0.95, 10, 2.2281389),
+        (0.95, 30, 2.0422725),
+        (0.90, 4, 2.1318468),
+        (0.99, 7, 3.4994833),
+    ],
+)
+def test_t_quantile_matches_the_table(level: float, dof: int, t: float) -> None:
+    assert t_critical(level, dof) == approx(t, rel=1e-7)
+
+
+def test_exact_recovery_of_a_and_b() -> None:
+    x = [0.6, 0.68, 0.93, 1.08, 1.5, 1.9, 2.2]
+    f = fit(x, [3.2 * v + 0.15 for v in x])
+    assert f.a == approx(3.2, rel=1e-12)
+    assert f.b == approx(0.15, rel=1e-9)
+    assert f.r2 == approx(1.0)
+    assert f.s == approx(0.0, abs=1e-12)
+    assert f.cooks_d == approx((0.0,) * 7)
+    assert f.tau == 1.0 and f.rho == 1.0
+    assert fit_warnings(f, "s", "time") == []
+
+
+def test_exact_recovery_under_noise_orthogonal_to_the_line() -> None:
+    # e = (1, −1, −1, 1)·d sums to 0 and to 0 against x = 1..4: least squares must return a
+    # and b exactly, and the residual standard error √(4d²/2) = √2·d.
+    d = 0.05
+    x = [1.0, 2.0, 3.0, 4.0]
+    f = fit(x, [2.5 * v - 0.3 + d * e for v, e in zip(x, (1, -1, -1, 1), strict=True)])
+    assert f.a == approx(2.5, rel=1e-12)
+    assert f.b == approx(-0.3, rel=1e-9)
+    assert f.s == approx(math.sqrt(2) * d)
+    assert f.residuals == approx((d, -d, -d, d))
+
+
+def test_recovery_with_random_noise_is_within_the_standard_errors() -> None:
+    rng = random.Random(8)
+    x = [0.5 + 0.05 * i for i in range(50)]
+    y = [2.0 * v + 0.4 + rng.gauss(0, 0.05) for v in x]
+    f = fit(x, y)
+    assert f.se_a is not None and f.se_b is not None and f.s is not None
+    assert abs(f.a - 2.0) < 4 * f.se_a and abs(f.b - 0.4) < 4 * f.se_b
+    assert f.s == approx(0.05, rel=0.3)
+
+
+def test_ranking_metrics_with_ties() -> None:
+    # x ties in one pair, y in another: τ-b = 4/√(5·5); ρ on average ranks = 3.75/4.5.
+    assert kendall_tau([1, 2, 2, 3], [1, 2, 3, 3]) == approx(0.8)
+    assert spearman_rho([1, 2, 2, 3], [1, 2, 3, 3]) == approx(0.833333, rel=1e-5)
+    assert kendall_tau([1, 2, 3], [30, 20, 10]) == approx(-1.0)
+    assert spearman_rho([1, 2, 3], [30, 20, 10]) == approx(-1.0)
+    # No spread on one side: undefined, not 0.
+    assert kendall_tau([1, 2, 3], [5, 5, 5]) is None
+    assert spearman_rho([1, 2, 3], [5, 5, 5]) is None
+
+
+def test_fit_refuses_what_is_not_a_line() -> None:
+    with pytest.raises(ConfigError, match="1 point"):
+        fit([1.0], [2.0])
+    with pytest.raises(ConfigError, match="all 3 profiler values are equal"):
+        fit([1.0, 1.0, 1.0], [1.0, 2.0, 3.0])
+
+
+# A constructed data set shaped like the seeds' phone experiment (002_…): five small models
+# and InceptionV3 with a far larger footprint.  Device = 3·profiler + noise; the numbers are
+# made up (the seed publishes figures, not tables).
+INCEPTION_LIKE = {
+    "mobilenet_v2_0.25": (1.00, 3.10),
+    "mobilenet_v2_0.5": (1.60, 5.00),
+    "squeezenet": (1.50, 4.40),
+    "mobilenet_v2_0.75": (2.40, 7.00),
+    "mobilenet_v2_1.0": (3.00, 8.70),
+    "inception_v3": (20.0, 61.0),
+}
+
+
+def test_influence_warning_on_one_dominant_point() -> None:
+    names = list(INCEPTION_LIKE)
+    f = fit([v[0] for v in INCEPTION_LIKE.values()], [v[1] for v in INCEPTION_LIKE.values()], names)
+    assert f.r2 is not None and f.r2 > 0.999  # the naive fit looks perfect …
+    warns = fit_warnings(f, "ms", "time")
+    (dominant,) = [w for w in warns if "dominates" in w]
+    assert dominant.startswith("inception_v3 dominates the fit (leverage 0.99 > 0.67")
+    assert "Cook's distance" in dominant and "without it a = " in dominant
+    i = names.index("inception_v3")
+    assert f.leverage[i] > 0.99
+    # … and the others alone give a visibly different slope.
+    rest = f.without(i)
+    assert rest is not None and abs(rest.a - f.a) > 0.1
+
+
+def test_no_influence_warning_on_evenly_spread_points() -> None:
+    rng = random.Random(0)
+    for n in (3, 4, 5, 6, 10, 20):
+        for _ in range(20):
+            x = [1.0 + i for i in range(n)]
+            f = fit(x, [2 * v + 1 + rng.gauss(0, 0.1) for v in x])
+            assert not [w for w in fit_warnings(f, "s", "time") if "dominates" in w], n
+
+
+def test_cooks_distance_flags_an_outlier_from_ten_points() -> None:
+    x = [1.0 + i for i in range(10)]
+    y = [2 * v + 1 for v in x]
+    y[8] += 3.0  # one bad measurement near the end
+    warns = [
+        w
+        for w in fit_warnings(fit(x, y, [f"m{i}" for i in range(10)]), "s", "time")
+        if "influential" in w
+    ]
+    assert len(warns) == 1 and warns[0].startswith(
+        "m8 is influential (Cook's distance 1.32 > 1); without it a = 2, b = 1 s"
+    )
+
+
+def test_other_warnings() -> None:
+    two = fit([1.0, 2.0], [3.0, 5.0])
+    assert two.se_a is None and two.predict(1.5)[1] is None
+    assert any(w.startswith("only 2 points") for w in fit_warnings(two, "s", "time"))
+
+    negative = fit([1.0, 2.0, 3.0, 4.0], [0.1, 0.3, 2.0, 3.0])  # a = 1.04, b = −1.25
+    warns = fit_warnings(negative, "s", "time")
+    assert any("negative value" in w and "at profiler 1 s" in w for w in warns), warns
+
+    noisy = fit([1.0, 2.0, 3.0, 4.0, 5.0], [2.0, 1.0, 4.0, 3.0, 5.0])
+    (low,) = [w for w in fit_warnings(noisy, "s", "time") if "R²" in w]
+    assert low.startswith("R² = 0.640 < 0.9") and "τ = 0.60" in low
+    assert not [w for w in fit_warnings(noisy, "s", "time", min_r2=0.5) if "R²" in w]
+
+    falling = fit([1.0, 2.0, 3.0], [3.0, 2.0, 1.0])
+    assert any("slope a = -1 ≤ 0" in w for w in fit_warnings(falling, "s", "time"))
+
+
+def test_format_value_units() -> None:
+    assert format_value(0.4123, "ms", "time") == "412.3 ms"
+    assert format_value(61.0, "ms", "time") == "61000 ms"
+    assert format_value(52e6, "mb", "memory") == "52 MB"
+    assert format_value(2**20, "mib", "memory") == "1 MiB"
+    assert format_value(85.0, "pct", "percent") == "85%"
+    assert format_value(None, "s", "time") == "n/a"
