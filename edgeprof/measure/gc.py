@@ -105,13 +105,16 @@ def stale_containers(client: Any) -> list[Any]:
 
 
 def remove_containers(client: Any) -> list[str]:
+    from ..backends.docker.sdk import daemon_errors, explain
+
+    failed = daemon_errors()
     out = []
     for c in stale_containers(client):
         try:
             c.remove(force=True, v=True)
             out.append(f"removed container {c.name}")
-        except Exception as exc:  # the SDK's errors: report, go on with the rest
-            out.append(f"cannot remove container {c.name}: {exc}")
+        except failed as exc:  # report, go on with the rest
+            out.append(f"cannot remove container {c.name}: {explain(exc)}")
     return out
 
 
