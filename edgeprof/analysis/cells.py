@@ -45,6 +45,17 @@ def cells_by_setting(runs: Iterable[RunResult]) -> dict[str, dict[str, list[RunR
     return out
 
 
+def cell_order(runs: Sequence[RunResult]) -> list[RunResult]:
+    """``runs`` grouped for display: by limit setting, then by label (both in first-seen
+    order), each cell's runs in execution order."""
+    settings: dict[str, int] = {}
+    labels: dict[str, int] = {}
+    for r in runs:
+        settings.setdefault(r.limits.describe(), len(settings))
+        labels.setdefault(r.label, len(labels))
+    return sorted(runs, key=lambda r: (settings[r.limits.describe()], labels[r.label]))
+
+
 def successful(runs: Sequence[RunResult]) -> list[RunResult]:
     """The runs that exited 0: the only ones whose figures describe the model's work."""
     return [r for r in runs if r.termination is Termination.EXITED and not r.exit_code]

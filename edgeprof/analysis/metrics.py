@@ -51,10 +51,8 @@ class Kind(str, enum.Enum):
 
 def _latency(field: str) -> Callable[[RunResult], float | None]:
     def get(r: RunResult) -> float | None:
-        # ``RunResult.latency`` is None for a workload that reported no iterations; a result
-        # object from before latency existed may lack it: both read as "not measured".
-        value = getattr(getattr(r, "latency", None), field, None)
-        return None if value is None else float(value)
+        # None for a workload that reported no iterations: "not measured".
+        return None if r.latency is None else float(getattr(r.latency, field))
 
     return get
 

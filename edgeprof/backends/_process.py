@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..errors import LaunchError
 from ..model import UserIds
+from . import cgroupfs as fs
 
 
 class Process:
@@ -145,3 +146,17 @@ def signal_pids(pids: Sequence[int], sig: int = signal.SIGKILL) -> None:
             continue
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
+
+
+def kill_members(groups: Sequence[Path], timeout: float = 10.0) -> None:
+    """SIGKILL whatever ``groups``' ``cgroup.procs`` list until they are empty or ``timeout``
+    runs out: for groups with no ``cgroup.kill`` (or whose processes a dead daemon or a dead
+    edgeprof left behind), since no process of a run may outlive it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        listed = (fs.read_optional(g / "cgroup.procs") or "" for g in groups)
+        pids = {p for text in listed for p in fs.parse_pids(text)}
+        if not pids:
+            return
+        signal_pids(sorted(pids))
+        time.sleep(0.005)

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..backends import cgroupfs as fs
 from ..backends import owner as ow
-from ..backends._process import signal_pids
+from ..backends._process import kill_members
 from ..backends.base import CleanupScope
 from ..backends.cgroup_v1 import cgroup_mounts
 from ..errors import EdgeprofError
@@ -68,14 +67,8 @@ def remove_groups(groups: Iterable[Path], timeout: float = 10.0) -> list[str]:
         if (g / "cgroup.kill").exists():
             with contextlib.suppress(EdgeprofError):
                 fs.write(g / "cgroup.kill", "1")
-    deadline = time.monotonic() + timeout
+    kill_members(groups, timeout)
     for g in groups:
-        while True:
-            pids = fs.parse_pids(fs.read_optional(g / "cgroup.procs") or "")
-            if not pids or time.monotonic() > deadline:
-                break
-            signal_pids(pids)
-            time.sleep(0.005)
         failures = fs.remove_tree([g])
         out.extend(failures or [f"removed cgroup {g}"])
     return out

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import TextIO
 
 from ..analysis.calibration import load_calibration, predict
+from ..analysis.cells import cell_order
 from ..analysis.regression import compare_results, parse_threshold
 from ..errors import ConfigError
 from ..storage import check_writable, load_runs, prepare_out_dir
-from ..sweeps.sweep import cell_order
 from .calibration import render_predictions
 from .ci_summary import change_dicts, render_compare_plain, render_compare_summary, write_summaries
 from .export import write_exports

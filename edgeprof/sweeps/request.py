@@ -27,6 +27,7 @@ from typing import TextIO
 
 from ..analysis.budgets import Budgets, budgets_from_options
 from ..analysis.calibration import Calibration, load_calibration
+from ..analysis.cells import cell_order
 from ..backends import Backend, get_backend
 from ..errors import ConfigError
 from ..measure.privilege import workload_user
@@ -41,7 +42,6 @@ from .sweep import (
     Step,
     SweepPlan,
     SweepResult,
-    cell_order,
     check_limits,
     limit_settings,
     model_names,
@@ -125,7 +125,7 @@ class RunJob:
 class RunOutcome:
     sweep: SweepResult
     results: list[RunResult]
-    """The measured runs grouped by cell (:func:`~edgeprof.sweeps.sweep.cell_order`); empty
+    """The measured runs grouped by cell (:func:`~edgeprof.analysis.cells.cell_order`); empty
     when the first run was interrupted."""
 
 

@@ -235,14 +235,3 @@ def model_names(models: str | None, model_file: Path | None) -> list[str]:
     if not all(names):
         raise ConfigError(f"-m {models!r}: empty model name in the list")
     return [check_name(n, "model") for n in names]
-
-
-def cell_order(runs: Sequence[RunResult]) -> list[RunResult]:
-    """``runs`` grouped for display: by limit setting, then by label (both in first-seen
-    order), each cell's runs in execution order."""
-    settings: dict[str, int] = {}
-    labels: dict[str, int] = {}
-    for r in runs:
-        settings.setdefault(r.limits.describe(), len(settings))
-        labels.setdefault(r.label, len(labels))
-    return sorted(runs, key=lambda r: (settings[r.limits.describe()], labels[r.label]))

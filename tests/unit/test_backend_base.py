@@ -13,6 +13,7 @@ from edgeprof.backends.base import Backend, CleanupScope, RunHandle
 from edgeprof.measure import gc
 from edgeprof.measure.runner import profile
 from edgeprof.model import Counters, RunSpec
+from tests.conftest import require_module
 from tests.fakes import FakeBackend, FakeRun
 
 
@@ -152,7 +153,7 @@ def test_stats_reply_to_counters() -> None:
 
 
 def test_daemon_errors_cover_what_the_sdk_does_not_wrap() -> None:
-    pytest.importorskip("docker")
+    require_module("docker", "docker")
     import requests
 
     from edgeprof.backends.docker.sdk import daemon_errors, is_timeout

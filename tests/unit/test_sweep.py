@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from edgeprof.analysis.cells import cell_order
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError, LimitError
 from edgeprof.model import Limits, RunResult
 from edgeprof.storage import SWEEP_SCHEMA, load_runs
-from edgeprof.sweeps.sweep import Step, SweepPlan, cell_order, limit_settings, run_dir, run_sweep
+from edgeprof.sweeps.sweep import Step, SweepPlan, limit_settings, run_dir, run_sweep
 from tests.fakes import FakeBackend, linear
 
 

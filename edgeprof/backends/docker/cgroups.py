@@ -11,15 +11,12 @@ carries (CFS throttling, cgroup v1 OOM kills) is read from that group while it e
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import BackendUnavailable
 from .. import cgroup_v1, cgroup_v2
-from .. import cgroupfs as fs
-from .._process import signal_pids
 from ..cgroupfs import Field, Kind, Source
 
 THROTTLING_FIELDS = frozenset({"nr_periods", "nr_throttled", "throttled_us"})
@@ -149,17 +146,3 @@ def _without(src: Source, names: frozenset[str]) -> Source:
     return Source(
         src.path, src.kind, tuple(f for f in src.fields if f.name not in names), src.per_sample
     )
-
-
-def kill_orphans(groups: list[Path], timeout: float = 10.0) -> None:
-    """SIGKILL whatever runs in ``groups`` until they are empty: a daemon that died mid-run
-    leaves its container running, and no process of a run may outlive edgeprof."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        pids = sorted(
-            {p for g in groups for p in fs.parse_pids(fs.read_optional(g / "cgroup.procs") or "")}
-        )
-        if not pids:
-            return
-        signal_pids(pids)
-        time.sleep(0.01)

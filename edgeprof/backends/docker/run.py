@@ -15,14 +15,13 @@ from ...model import Counters, RunSpec
 from ...units import format_cpuset
 from ...workload.instrument import EVENTS_CONTAINER_PATH
 from .. import cgroupfs as fs
-from .._process import signal_pids
+from .._process import kill_members, signal_pids
 from ..base import RunHandle
 from ..cgroupfs import CounterSet
 from .cgroups import (
     Placement,
     counter_sources,
     find_inner,
-    kill_orphans,
     missing_dirs,
     parents_everywhere,
 )
@@ -335,5 +334,5 @@ class DockerRun(RunHandle):
         ]
         # A daemon that died mid-run leaves the container running: kill it ourselves, so no
         # process of the run outlives edgeprof whatever happened to dockerd.
-        kill_orphans(inner)
+        kill_members(inner)
         self.warnings.extend(fs.remove_tree([*inner, *self._created_dirs], attempts=1000))
