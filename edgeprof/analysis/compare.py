@@ -2,8 +2,8 @@
 
 Choosing between models under a device's limits is the point of profiling on the developer
 machine.  One run is one sample of a noisy quantity, so each model runs several times and the
-comparison shows the mean with the standard deviation and the spread; the ranking is by the
-mean, and says when two neighbours are closer than their noise.
+comparison shows the median, the mean with the standard deviation and the spread; the ranking
+is by the median, and says when two neighbours are closer than their noise.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Plain-text and Markdown tables: the one renderer every text table of edgeprof goes through.
+"""Plain-text and Markdown tables: the one renderer of every text table edgeprof writes (on a
+terminal, the results table is drawn by rich instead: :func:`edgeprof.report.results.print_table`).
 
 Plain text is the layout of ``docker stats`` and the older profiler's files: columns as wide
 as their widest cell, two spaces between them, a rule of dashes under the header, trailing
