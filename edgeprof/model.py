@@ -278,7 +278,13 @@ class PhaseStats:
     peak_source: str | None
     avg_bytes: int | None
     complete: bool = True
-    """False when an occurrence was still open at the end of the run (crash, OOM, timeout)."""
+    """False when an occurrence was still open at the end of the run (crash, OOM, timeout):
+    it is closed at the run's end (the main process's exit, or the interrupt) and counted
+    up to there."""
+    cut_short_by: str | None = None
+    """For an incomplete phase, the run's termination that cut it short (``oom``,
+    ``timeout``, ``interrupted``, ``signaled``, or ``exited`` for a workload that left
+    without ending it); ``None`` for a complete one."""
     latency: LatencyStats | None = None
     """The iterations that ended inside this phase."""
 

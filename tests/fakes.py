@@ -13,10 +13,12 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import ClassVar
 
+from edgeprof.backends._peak_reset import FdPeakReset, SharedPeakReset
 from edgeprof.backends._process import Process
-from edgeprof.backends.base import Backend, RunHandle
+from edgeprof.backends.base import Backend, PeakReset, RunHandle
 from edgeprof.model import Counters, RunSpec
 
 Script = Callable[[float], Counters]
@@ -47,9 +49,23 @@ def linear(cpu_pct: float = 50.0, memory_bytes: int = 0, peak_bytes: int | None 
 
 
 class FakeRun(RunHandle):
-    def __init__(self, spec: RunSpec, script: Script) -> None:
+    """``peak_reset``: the real per-phase peak windows over a plain file (the file plays the
+    kernel's ``memory.peak`` or ``memory.max_usage_in_bytes``); the handle owns and closes
+    them, as a cgroup handle does.  ``oom_file``: once it exists the counters report an OOM
+    kill, as the kernel's ``memory.events.local`` would."""
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        script: Script,
+        peak_reset: FdPeakReset | SharedPeakReset | None = None,
+        oom_file: Path | None = None,
+    ) -> None:
         super().__init__()
         self._script = script
+        self._peak_reset = peak_reset
+        self._oom_file = oom_file
+        self.closed = 0
         self._proc = Process(
             spec.command,
             env={**os.environ, **spec.env},
@@ -66,7 +82,14 @@ class FakeRun(RunHandle):
 
     def counters(self) -> Counters:
         self.counter_reads += 1
-        return self._script(time.monotonic() - self.started)
+        c = self._script(time.monotonic() - self.started)
+        if self._oom_file is not None and self._oom_file.exists():
+            c = c._replace(oom_kills=1)
+        return c
+
+    @property
+    def peak_reset(self) -> PeakReset | None:
+        return self._peak_reset
 
     def sample(self) -> Counters:
         return self.counters()
@@ -86,16 +109,32 @@ class FakeRun(RunHandle):
         self._proc.reap()
 
     def close(self) -> None:
+        self.closed += 1
         self.kill()
         self._proc.close()
+        if self._peak_reset is not None:
+            self._peak_reset.close()
 
 
 class FakeBackend(Backend):
     name: ClassVar[str] = "fake"
 
-    def __init__(self, script: Script | None = None, cpus: tuple[int, ...] = (0, 1)) -> None:
+    def __init__(
+        self,
+        script: Script | None = None,
+        cpus: tuple[int, ...] = (0, 1),
+        *,
+        peak_file: Path | None = None,
+        shared_peak: bool = False,
+        oom_file: Path | None = None,
+    ) -> None:
+        """``peak_file``: per-phase peak windows over this file, per descriptor (cgroup v2's
+        kind) or, with ``shared_peak``, one shared mark (cgroup v1's kind)."""
         self.script = script or linear()
         self._cpus = cpus
+        self._peak_file = peak_file
+        self._shared_peak = shared_peak
+        self._oom_file = oom_file
         self.runs: list[FakeRun] = []
 
     @property
@@ -112,6 +151,10 @@ class FakeBackend(Backend):
         return ["fake backend: counters are scripted, not measured"]
 
     def launch(self, spec: RunSpec) -> FakeRun:
-        run = FakeRun(spec, self.script)
+        peaks: FdPeakReset | SharedPeakReset | None = None
+        if self._peak_file is not None:
+            kind = SharedPeakReset if self._shared_peak else FdPeakReset
+            peaks = kind(self._peak_file)
+        run = FakeRun(spec, self.script, peaks, self._oom_file)
         self.runs.append(run)
         return run

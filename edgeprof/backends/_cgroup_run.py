@@ -157,5 +157,7 @@ class CgroupRun(RunHandle):
             except BackendError as exc:
                 self.warnings.append(str(exc))
             proc.close()
+        if self._peak_reset is not None:  # the phase windows still open, before the group
+            self._peak_reset.close()
         self._counters.close()
         self.warnings.extend(fs.remove_tree(self._groups))

@@ -28,7 +28,15 @@ from . import cgroupfs as fs
 
 
 class FdPeakReset:
-    """cgroup v2 ``memory.peak``, reset per open file descriptor (Linux ≥ 6.12)."""
+    """cgroup v2 ``memory.peak``, reset per open file descriptor (Linux ≥ 6.12).
+
+    It owns the descriptors of its windows: :meth:`stop` closes the one of its token, once
+    (an unknown or already stopped token returns ``None`` and closes nothing: a descriptor
+    number is reused by the next ``open``, so closing it twice could close someone else's
+    file), and :meth:`close` closes those still open.  Seen on 6.12 and 6.18 before this
+    rule: a run OOM-killed or timed out inside a phase stopped its window twice, and the
+    second ``close`` raised EBADF out of the run loop.
+    """
 
     floor: int | None = None
     """Always ``None``: a per-descriptor reset leaves the run's own mark alone."""
@@ -36,6 +44,7 @@ class FdPeakReset:
     def __init__(self, path: Path) -> None:
         self._path = path
         self._usable = True
+        self._fds: set[int] = set()
 
     def start(self) -> object | None:
         if not self._usable:
@@ -51,11 +60,13 @@ class FdPeakReset:
             os.close(fd)
             self._usable = False
             return None
+        self._fds.add(fd)
         return fd
 
     def stop(self, token: object | None) -> int | None:
-        if not isinstance(token, int):
+        if not isinstance(token, int) or token not in self._fds:
             return None
+        self._fds.discard(token)
         try:
             return fs.parse_int(os.pread(token, 64, 0).decode("ascii", "replace"))
         except (OSError, ValueError):
@@ -64,7 +75,14 @@ class FdPeakReset:
             os.close(token)
 
     def close(self) -> None:
-        return None
+        while self._fds:
+            with contextlib.suppress(OSError):
+                os.close(self._fds.pop())
+
+    @property
+    def open_windows(self) -> int:
+        """Descriptors still open (for the tests of the ownership rule)."""
+        return len(self._fds)
 
 
 class SharedPeakReset:

@@ -75,7 +75,10 @@ class PeakReset(Protocol):
     events thread when a phase's ``begin``/``end`` line arrives).
 
     ``start()`` returns a token for ``stop()``, or ``None`` when no reset is possible;
-    ``stop()`` returns the highest mark seen since that ``start()``, or ``None``."""
+    ``stop()`` returns the highest mark seen since that ``start()``, or ``None`` (also for a
+    token already stopped: stopping twice must be harmless).  The run handle owns the object
+    and calls ``close()`` once, before it removes the group; the events channel owns the
+    tokens and stops each once."""
 
     def start(self) -> object | None: ...
 

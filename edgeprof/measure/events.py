@@ -116,17 +116,19 @@ class EventChannel:
 
     def stop(self) -> None:
         """After the main process's exit (the group still exists): read what is left in the
-        pipe, close the kernel peak windows still open."""
+        pipe, then read and stop the kernel peak windows of the phases still open (an OOM,
+        a timeout or a kill inside a phase).  Idempotent: each window is stopped once, here
+        or at its ``end`` line; the :class:`PeakReset` itself belongs to the run handle,
+        which closes it with the group."""
         if self._thread is not None:
             os.write(self._stop_w, b"x")
             self._thread.join()
             self._thread = None
         with self._lock:
-            for occ, token in self._open:
-                if self._peaks is not None:
-                    occ.kernel_peak = self._peaks.stop(token)
+            still_open, self._open = self._open, []
+        for occ, token in still_open:  # their ``end`` stays None: cut short
             if self._peaks is not None:
-                self._peaks.close()
+                occ.kernel_peak = self._peaks.stop(token)
 
     def close(self) -> None:
         self.stop()
@@ -277,9 +279,10 @@ class EventChannel:
     # -- after the run -----------------------------------------------------------------
 
     def results(
-        self, run_end: float
+        self, run_end: float, termination: str | None = None
     ) -> tuple[tuple[PhaseStats, ...], LatencyStats | None, tuple[Mark, ...], list[str]]:
-        """(phases, latency of every iteration, marks, warnings); ``run_end``: the wall time."""
+        """(phases, latency of every iteration, marks, warnings); ``run_end``: the wall time;
+        ``termination``: how the run ended, recorded on the phases it cut short."""
         from .phases import phase_stats
 
         iterations = list(zip(self._it0, self._it1, self._items, strict=True))
@@ -294,6 +297,7 @@ class EventChannel:
             iterations,
             run_end=run_end,
             items_given=self._items_given,
+            termination=termination,
         )
         warnings = []
         if self.malformed:
@@ -304,9 +308,15 @@ class EventChannel:
             warnings.append(f"events: {self._snapshot_error}")
         unfinished = [p.name for p in phases if not p.complete]
         if unfinished:
+            why = {
+                "oom": "cut short by the OOM kill",
+                "timeout": "cut short by the timeout",
+                "interrupted": "cut short by the interrupt",
+                "signaled": "cut short by a signal",
+            }.get(termination or "", "still open when the workload exited")
             warnings.append(
-                f"phase(s) {', '.join(unfinished)} still open at the end of the run: "
-                "counted to the end"
+                f"phase(s) {', '.join(unfinished)} {why} at {run_end:.3f}s: "
+                "counted to the end of the run"
             )
         if phases and any(p.peak_source == "sampled" for p in phases):
             warnings.append(

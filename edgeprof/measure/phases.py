@@ -217,9 +217,13 @@ def phase_stats(
     *,
     run_end: float,
     items_given: bool,
+    termination: str | None = None,
 ) -> tuple[PhaseStats, ...]:
     """Merge occurrences by name (in order of first start) and attribute readings and
-    iterations (an iteration belongs to every phase open at its end) to each."""
+    iterations (an iteration belongs to every phase open at its end) to each.
+
+    An occurrence still open (no ``end`` line) ends at ``run_end`` and its phase records
+    ``termination`` as what cut it short."""
     iterations = sorted(iterations, key=lambda it: it[1])
     ends = [it[1] for it in iterations]
     by_name: dict[str, list[Occurrence]] = {}
@@ -254,6 +258,7 @@ def phase_stats(
                 kernel_peak = o.kernel_peak if kernel_peak is None else max(
                     kernel_peak, o.kernel_peak)
             its.extend(iterations[bisect.bisect_left(ends, o.start):bisect.bisect_right(ends, end)])
+        complete = all(o.end is not None for o in occs)
         if kernel_all and kernel_peak is not None:
             peak_bytes: int | None = max(kernel_peak, sampled_peak or 0)
             source: str | None = "kernel"
@@ -270,7 +275,8 @@ def phase_stats(
                 peak_bytes=peak_bytes,
                 peak_source=source,
                 avg_bytes=round(area / wall) if mem_known and wall > 0 else None,
-                complete=all(o.end is not None for o in occs),
+                complete=complete,
+                cut_short_by=None if complete else termination,
                 latency=latency_stats(its, items_given=items_given),
             )
         )

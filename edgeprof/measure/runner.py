@@ -277,7 +277,7 @@ def _run(
     )
     if channel is None:
         return result
-    phases, latency, marks, more = channel.results(wall)
+    phases, latency, marks, more = channel.results(wall, result.termination.value)
     return dataclasses.replace(
         result,
         phases=phases,

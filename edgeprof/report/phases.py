@@ -89,6 +89,13 @@ def aggregated(results: Sequence[RunResult]) -> bool:
     return any(len(runs) > 1 for _, runs in _cells(results))
 
 
+def _phase_name(p: PhaseStats) -> str:
+    if p.complete:
+        return p.name
+    # Medians over runs cut short in different ways keep no single cause.
+    return f"{p.name} (cut short: {p.cut_short_by})" if p.cut_short_by else f"{p.name} (unfinished)"
+
+
 def phase_rows(results: Sequence[RunResult]) -> list[list[str]]:
     rows = []
     if aggregated(results):
@@ -103,7 +110,7 @@ def phase_rows(results: Sequence[RunResult]) -> list[list[str]]:
             rows.append(
                 [
                     label,
-                    p.name if p.complete else f"{p.name} (unfinished)",
+                    _phase_name(p),
                     str(p.count),
                     format_seconds(p.wall_s),
                     format_seconds(p.cpu_s),

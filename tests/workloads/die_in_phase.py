@@ -1,0 +1,27 @@
+"""A workload that ends inside an open phase, for the kernel tier.
+
+``die_in_phase.py MODE READY``: enters phase ``load``, writes READY, then
+
+* ``oom``: touches memory until the kernel kills it (under ``--memory``);
+* ``hang``: sleeps until edgeprof's timeout ends it;
+* ``quick``: leaves the phase and exits 0 (to measure how long reaching the phase takes).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import edgeprof
+
+mode, ready = sys.argv[1], Path(sys.argv[2])
+with edgeprof.phase("load"):
+    ready.write_text("inside\n")
+    if mode == "oom":
+        blocks = []
+        while True:  # 16 MiB at a time, every page touched: the limit is reached for sure
+            blocks.append(bytearray(16 * 2**20))
+    elif mode == "hang":
+        while True:
+            time.sleep(60)
