@@ -223,18 +223,23 @@ def _run(
                 writer=writer,
                 batch=run.batch_reader,  # a sampling loop outside Python, if any
             )
-            if channel is not None:
-                # The kernel's memory high-water mark restarted per phase, where it can be.
-                channel.start(run.started, run.counters, run.peak_reset)
-            sampler.start()
+            # The order of the ending is fixed, whatever ends the run: the sampler and the
+            # events channel stop (the channel reads the phase windows still open while the
+            # group exists), the group is killed, its totals read, then the handle closes
+            # the group (with its peak windows) and, in profile(), the channel its pipe.
             try:
-                with interrupts.armed():
-                    status, timed_out = _wait(run, timeout, kill_grace)
-                wall = time.monotonic() - run.started
-            except (KeyboardInterrupt, Interrupted):
-                interrupted = True
-                wall = time.monotonic() - run.started
-                status = None
+                if channel is not None:
+                    # The kernel's memory high-water mark restarted per phase, where it can be.
+                    channel.start(run.started, run.counters, run.peak_reset)
+                sampler.start()
+                try:
+                    with interrupts.armed():
+                        status, timed_out = _wait(run, timeout, kill_grace)
+                    wall = time.monotonic() - run.started
+                except (KeyboardInterrupt, Interrupted):
+                    interrupted = True
+                    wall = time.monotonic() - run.started
+                    status = None
             finally:
                 sampler.stop()
                 if channel is not None:
