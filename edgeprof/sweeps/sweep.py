@@ -188,7 +188,9 @@ def run_sweep(
     """
     be = get_backend(backend, cgroup_parent=cgroup_parent)
     check_limits(plan, be)
-    if out is not None:
+    if out is not None and not plan.is_single:
+        # A single run's directory is profile()'s to create, after its cores are leased: one
+        # refused for busy cores leaves none behind.
         prepare_out_dir(out)
     opts = dict(profile_options or {})
     result = SweepResult(plan)
