@@ -21,6 +21,11 @@ class LimitError(ConfigError):
     """A limit that cannot be honoured on this host (``--cpus 4`` on 2 cores, ``--cpuset 7``)."""
 
 
+class CoresBusy(LimitError):
+    """The cores a run needs are leased by other runs and ``cores_busy="fail"`` was asked
+    (:mod:`edgeprof.measure.leases`)."""
+
+
 class BackendUnavailable(EdgeprofError):
     """The backend cannot run here; the message names the fix."""
 

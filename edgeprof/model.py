@@ -313,6 +313,25 @@ class Mark:
 
 
 @dataclass(frozen=True)
+class CoreLease:
+    """The cores a run held for its whole life (:mod:`edgeprof.measure.leases`), so that runs
+    pinned at the same time on one host never share a core.
+
+    ``chosen``: edgeprof picked them for an integer ``cpus`` (free ones among the group's
+    cpuset and its own affinity), rather than taking an explicit ``cpuset``.
+    ``waited_s``: seconds the run waited for other runs to release them (0.0: free at once);
+    not part of ``wall_s``, which starts at the spawn."""
+
+    cores: tuple[int, ...]
+    waited_s: float
+    chosen: bool
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> CoreLease:
+        return cls(tuple(d["cores"]), d["waited_s"], d["chosen"])
+
+
+@dataclass(frozen=True)
 class RunResult:
     """The outcome of one profiled run; ``to_dict()`` is the versioned result JSON."""
 
@@ -344,6 +363,9 @@ class RunResult:
     latency: LatencyStats | None = None
     """Every iteration the workload reported, whichever phase it was in."""
     marks: tuple[Mark, ...] = ()
+    lease: CoreLease | None = None
+    """The cores leased for the run; ``None`` when it was not pinned (no or a fractional
+    ``cpus`` and no ``cpuset``), on a remote Docker daemon, and in older files."""
 
     @property
     def label(self) -> str:
@@ -387,6 +409,8 @@ class RunResult:
         out.update({k: v for k, v in d.items() if k not in out})
         out["phases"] = [dataclasses.asdict(p) for p in self.phases]
         out["marks"] = [dataclasses.asdict(m) for m in self.marks]
+        if self.lease is not None:
+            out["lease"] = {**d["lease"], "cores": list(self.lease.cores)}
         return out
 
     @classmethod
@@ -429,4 +453,5 @@ class RunResult:
             phases=tuple(PhaseStats.from_dict(p) for p in d.get("phases") or ()),
             latency=None if d.get("latency") is None else LatencyStats.from_dict(d["latency"]),
             marks=tuple(Mark.from_dict(m) for m in d.get("marks") or ()),
+            lease=None if d.get("lease") is None else CoreLease.from_dict(d["lease"]),
         )

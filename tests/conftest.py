@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -15,6 +17,17 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 # the tests that check that drop set SUDO_UID themselves.
 for _var in ("SUDO_UID", "SUDO_GID", "SUDO_USER", "SUDO_COMMAND"):
     os.environ.pop(_var, None)
+
+
+@pytest.fixture(autouse=True)
+def isolated_core_leases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Each test leases cores in a directory of its own (edgeprof.measure.leases), inherited
+    by the edgeprof processes it starts: the suite neither waits for the host's other
+    edgeprof runs nor holds their cores, and no test's lease outlives it."""
+    directory = tmp_path_factory.mktemp("leases")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EDGEPROF_LEASE_DIR", str(directory))
+        yield directory
 
 
 def require(ok: bool, reason: str) -> None:

@@ -19,6 +19,9 @@ Optional capabilities (override the default where the backend has them):
 
 * ``Backend.runs_on_host`` (default True): False when the command lives in an image, so the
   runner does not look for it on this host.
+* ``Backend.leases_cores`` (default: ``runs_on_host``): the CPUs of ``available_cpus()``
+  are this host's, shared with its other runs, so a pinned run leases them
+  (:mod:`edgeprof.measure.leases`).
 * ``Backend.image`` (default None): the default container image.
 * ``Backend.accepts_events_fifo`` (default False): a FIFO on this host can be bind-mounted
   into the workload's container for its events.
@@ -181,6 +184,12 @@ class Backend(abc.ABC):
     def accepts_events_fifo(self) -> bool:
         """A FIFO on this host can be bind-mounted into the workload's container."""
         return False
+
+    @property
+    def leases_cores(self) -> bool:
+        """The CPUs of :meth:`available_cpus` are this host's, shared with its other runs:
+        a pinned run leases its cores here first."""
+        return self.runs_on_host
 
     def cleanup_scope(self) -> CleanupScope:
         """Where this backend's dead runs may have left groups or containers."""

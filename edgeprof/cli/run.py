@@ -33,6 +33,13 @@ def run(
         list[str] | None,
         typer.Option(help="CPUs to run on, e.g. 0-1,3; repeat the option to sweep settings."),
     ] = None,
+    cores_busy: Annotated[
+        str,
+        typer.Option(
+            help="When another run holds the cores a pinned run needs: wait (saying which "
+            "run holds them) or fail (exit 2)."
+        ),
+    ] = "wait",
     memory: Annotated[
         list[str] | None,
         typer.Option(help="Memory limit, e.g. 512m (binary units, as Docker); a list sweeps."),
@@ -185,6 +192,7 @@ def run(
         budgets_file=budgets_file,
         environment=environment,
         as_root=as_root,
+        cores_busy=cores_busy,
     )
     outputs = RunOutputs(
         markdown=markdown, summary=summary, junit=junit, plots=plots, json_out=json_out

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Mapping
 
+from ..backends import Backend
 from ..errors import LimitError
 from ..model import Limits
 from ..units import format_cpuset
@@ -13,12 +15,41 @@ from ..units import format_cpuset
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
+def own_affinity() -> frozenset[int]:
+    """The CPUs this process may run on (``taskset``, a Slurm or container allocation)."""
+    return frozenset(os.sched_getaffinity(0))
+
+
+def allowed_cpus(backend: Backend) -> tuple[int, ...]:
+    """The CPUs a run of ``backend`` may be pinned to: its groups' effective cpuset and, for
+    a workload that is this process's child, this process's own affinity.
+
+    The affinity counts because it is the allocation edgeprof was given: joining a cpuset
+    group replaces a task's affinity with the group's CPUs, so a run under ``taskset -c 3``
+    would otherwise leave core 3 for core 0.  A container is the daemon's child, not ours:
+    our affinity never bound it, and a remote daemon's CPUs are another machine's, so the
+    Docker backend's list (the daemon's ``NCPU``) is used as it is.
+    """
+    available = backend.available_cpus()
+    if not backend.runs_on_host:
+        return available
+    mine = own_affinity()
+    allowed = tuple(c for c in available if c in mine)
+    if not allowed:
+        raise LimitError(
+            f"no CPU is both in the run groups' cpuset ({format_cpuset(available)}) and in "
+            f"edgeprof's own affinity ({format_cpuset(sorted(mine))})"
+        )
+    return allowed
+
+
 def resolve(limits: Limits, available: tuple[int, ...]) -> tuple[Limits, bool]:
     """Validate ``limits`` against the CPUs a run may use here.
 
     Returns the limits to apply and whether edgeprof chose the cpuset itself: an integer
     ``cpus`` is pinned to that many cores when the host has them, so a
-    1-core device is simulated by one core, not by slices of two.
+    1-core device is simulated by one core, not by slices of two.  The cores given here are
+    the first ones; :mod:`edgeprof.measure.leases` then takes free ones instead.
     """
     avail = format_cpuset(available)
     if limits.cpuset is not None:

@@ -18,7 +18,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -43,7 +43,8 @@ from ..storage import prepare_out_dir, write_result
 from ..units import parse_duration
 from .events import DOCKER_UNAVAILABLE, UNAVAILABLE_ENV, EventChannel
 from .gc import collect_before_run
-from .limits import resolve, thread_env
+from .leases import lease_cores
+from .limits import allowed_cpus, resolve, thread_env
 from .sampler import Sampler, SampleWriter, SeriesStats
 
 DEFAULT_INTERVAL_S = 0.1
@@ -82,8 +83,14 @@ def profile(
     cgroup_parent: str | None = None,
     image: str | None = None,
     run_as: UserIds | None = None,
+    cores_busy: str = "wait",
+    on_wait: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Run ``command`` under ``limits`` and measure it.
+
+    A pinned run leases its cores (:mod:`edgeprof.measure.leases`); when other runs hold them
+    ``cores_busy="wait"`` waits (``on_wait`` is told why; default: stderr) and ``"fail"``
+    raises :class:`~edgeprof.errors.CoresBusy`.
 
     ``image``: the container image, for the Docker backend.  ``run_as``: host backends drop
     the workload to this identity before exec (:func:`edgeprof.measure.privilege.workload_user`).
@@ -117,48 +124,67 @@ def profile(
         check_command(command, {**os.environ, **user_env}, work_dir)
     else:
         work_dir = None if cwd is None else Path(cwd)
-    applied, auto_pinned = resolve(limits, be.available_cpus())
-    # Last of the checks: it creates the directory, which a rejected input must not leave.
-    out = prepare_out_dir(Path(out_dir)) if out_dir is not None else None
-    spec = RunSpec(
-        command=command,
-        limits=applied,
-        env={**thread_env(applied, os.environ if on_host else {}, user_env), **user_env},
-        cwd=work_dir,
-        stdout=stdout,
-        stderr=stderr,
-        cpuset_auto=auto_pinned,
-        image=image or be.image,
-        run_as=run_as,
-    )
-    warnings = list(be.warnings())
-    # Remove what runs whose edgeprof died left behind where this backend works.
-    warnings.extend(
-        f"cleaned up after a dead edgeprof run: {m}" for m in collect_before_run(be.cleanup_scope())
-    )
-    # The workload's events pipe (edgeprof.phase/iteration/mark): an inherited descriptor for
-    # a child of this process, a bind-mounted FIFO for a container of a local daemon.
-    channel: EventChannel | None = None
-    if on_host:
-        channel = EventChannel()
-    elif be.accepts_events_fifo:
-        channel = EventChannel(fifo=True)
-    if channel is not None:
-        spec = dataclasses.replace(
-            spec,
-            env={**spec.env, **channel.env},
-            pass_fds=channel.pass_fds,
-            events_fifo=channel.fifo,
-        )
-    else:
-        spec = dataclasses.replace(spec, env={**spec.env, UNAVAILABLE_ENV: DOCKER_UNAVAILABLE})
+    allowed = allowed_cpus(be)
+    applied, auto_pinned = resolve(limits, allowed)
+    # This block owns the lease: taken before anything exists, released after _run removed
+    # the group, on every path.  Ctrl-C stops a wait, holding nothing.
+    with _Interrupts() as interrupts:
+        try:
+            lease = lease_cores(
+                be, applied, allowed if auto_pinned else None, cores_busy, on_wait, interrupts
+            )
+        except Interrupted:
+            raise KeyboardInterrupt from None
     try:
-        result = _run(
-            be, spec, interval_s, timeout_s, kill_grace, out, name, warnings, channel=channel
+        if lease is not None:
+            applied = dataclasses.replace(applied, cpuset=lease.cores)
+        # Last of the checks: it creates the directory, which a rejected input must not leave.
+        out = prepare_out_dir(Path(out_dir)) if out_dir is not None else None
+        spec = RunSpec(
+            command=command,
+            limits=applied,
+            env={**thread_env(applied, os.environ if on_host else {}, user_env), **user_env},
+            cwd=work_dir,
+            stdout=stdout,
+            stderr=stderr,
+            cpuset_auto=auto_pinned,
+            image=image or be.image,
+            run_as=run_as,
         )
-    finally:
+        warnings = list(be.warnings())
+        # Remove what runs whose edgeprof died left behind where this backend works.
+        warnings.extend(
+            f"cleaned up after a dead edgeprof run: {m}"
+            for m in collect_before_run(be.cleanup_scope())
+        )
+        # The workload's events pipe (edgeprof.phase/iteration/mark): an inherited descriptor for
+        # a child of this process, a bind-mounted FIFO for a container of a local daemon.
+        channel: EventChannel | None = None
+        if on_host:
+            channel = EventChannel()
+        elif be.accepts_events_fifo:
+            channel = EventChannel(fifo=True)
         if channel is not None:
-            channel.close()
+            spec = dataclasses.replace(
+                spec,
+                env={**spec.env, **channel.env},
+                pass_fds=channel.pass_fds,
+                events_fifo=channel.fifo,
+            )
+        else:
+            spec = dataclasses.replace(spec, env={**spec.env, UNAVAILABLE_ENV: DOCKER_UNAVAILABLE})
+        try:
+            result = _run(
+                be, spec, interval_s, timeout_s, kill_grace, out, name, warnings, channel=channel
+            )
+        finally:
+            if channel is not None:
+                channel.close()
+    finally:
+        if lease is not None:
+            lease.close()
+    if lease is not None:
+        result = dataclasses.replace(result, lease=lease.record(chosen=auto_pinned))
     if out is not None:
         try:
             write_result(out / "result.json", result)

@@ -30,6 +30,7 @@ from ..analysis.calibration import Calibration, load_calibration
 from ..analysis.cells import cell_order
 from ..backends import Backend, get_backend
 from ..errors import ConfigError
+from ..measure.leases import CORES_BUSY
 from ..measure.privilege import workload_user
 from ..measure.runner import DEFAULT_INTERVAL_S, check_command
 from ..model import RunResult, UserIds
@@ -87,6 +88,8 @@ class RunRequest:
     environment: Path | None = None
     """An Auptimizer ``env.template``: it gives the command, the environment, the limits."""
     as_root: bool = False
+    cores_busy: str = "wait"
+    """When a pinned run's cores are leased by other runs: ``wait`` or ``fail``."""
 
     def docker_environment(self) -> bool:
         """Whether an option describes a Docker environment (image or options)."""
@@ -191,6 +194,8 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     refused now, not after the runs.
     """
     req, tpl, warnings = _from_template(request)
+    if req.cores_busy not in CORES_BUSY:
+        raise ConfigError(f"--cores-busy {req.cores_busy}: expected wait or fail")
     settings = limit_settings(req.cpus, req.cpuset, req.memory)
     if req.pids is not None:  # one process limit for every setting of a sweep
         pids = parse_pids(req.pids)
@@ -287,6 +292,7 @@ def execute(
                 "cwd": req.cwd,
                 "stdout": workload_stdout,
                 "run_as": job.run_as,
+                "cores_busy": req.cores_busy,
             },
         )
     results = cell_order(sweep.runs)

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..backends import Backend, get_backend
 from ..errors import ConfigError
-from ..measure.limits import resolve
+from ..measure.limits import allowed_cpus, resolve
 from ..measure.runner import profile
 from ..model import Limits, RunResult, Termination
 from ..names import check_name
@@ -163,7 +163,7 @@ def safe_dir(label: str) -> str:
 def check_limits(plan: SweepPlan, backend: Backend) -> None:
     """Every limit setting against this host before the first run: a sweep that would fail on
     its third setting must fail before it starts."""
-    available = backend.available_cpus()
+    available = allowed_cpus(backend)
     for lim in plan.limits:
         resolve(lim, available)
 
@@ -188,7 +188,9 @@ def run_sweep(
     """
     be = get_backend(backend, cgroup_parent=cgroup_parent)
     check_limits(plan, be)
-    if out is not None:
+    if out is not None and not plan.is_single:
+        # A single run's directory is profile()'s to create, after its cores are leased: one
+        # refused for busy cores leaves none behind.
         prepare_out_dir(out)
     opts = dict(profile_options or {})
     result = SweepResult(plan)

@@ -35,6 +35,7 @@ import pytest
 from edgeprof.backends import _cgroup_run, register_backend, unregister_backend
 from edgeprof.backends import cgroupfs as fs
 from edgeprof.errors import BackendError
+from edgeprof.measure import limits
 from edgeprof.model import (
     CpuStats,
     HostInfo,
@@ -218,6 +219,13 @@ def fake_backend() -> Iterator[None]:
     register_backend("fake", FakeBackend)
     yield
     unregister_backend("fake")
+
+
+@pytest.fixture(autouse=True)
+def any_affinity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """edgeprof's own affinity allows every CPU: a fake backend's CPU list is then the
+    allowed set, whatever machine (or ``taskset``) the unit tier runs on."""
+    monkeypatch.setattr(limits, "own_affinity", lambda: frozenset(range(4096)))
 
 
 @pytest.fixture

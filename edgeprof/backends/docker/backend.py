@@ -116,6 +116,13 @@ class DockerBackend(Backend):
         return self._local_socket()
 
     @property
+    def leases_cores(self) -> bool:
+        """A local daemon's containers run on this host's cores, beside edgeprof's other runs:
+        they are leased like a host run's.  A remote daemon's are another machine's, which
+        this host's lease directory knows nothing of."""
+        return self._local_socket()
+
+    @property
     def cgroup_version(self) -> int:
         return int(self.info().get("CgroupVersion") or 1)
 
