@@ -1,24 +1,45 @@
 """Cells: the runs of one model (``RunResult.label``) under one limit setting
-(``Limits.describe()``).  Every per-model figure (statistics, rankings, budgets, baseline
+(:func:`setting`).  Every per-model figure (statistics, rankings, budgets, baseline
 comparisons, calibration points, the notes under the tables) is computed per cell, from the
 groups made here.  Orders are first-seen, so tables follow the order the runs were made in.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
 from ..model import RunResult, Termination
 
 CellKey = tuple[str, str]
-"""(label, ``Limits.describe()``)."""
+"""(label, :func:`setting`)."""
 
 _K = TypeVar("_K", bound=Hashable)
 
 
+def setting(r: RunResult) -> str:
+    """The run's limit setting as a label (``Limits.describe()``), without the cores edgeprof
+    chose itself for an integer ``cpus``: those are whichever were free (leased at run
+    time), so two rounds of one sweep on cores 0 and 1 are one setting, ``cpus=1``.  An
+    explicit ``--cpuset`` stays in the label.  Files from before leases carry no lease:
+    there a cpuset of exactly ``cpus`` cores was edgeprof's own choice (the first free
+    cores), which a same-sized explicit cpuset cannot be told apart from, and means the
+    same device."""
+    lim = r.limits
+    if lim.cpuset is not None and lim.cpus is not None:
+        chosen = (
+            r.lease.chosen
+            if r.lease is not None
+            else lim.cpus == int(lim.cpus) and len(lim.cpuset) == int(lim.cpus)
+        )
+        if chosen:
+            lim = dataclasses.replace(lim, cpuset=None)
+    return lim.describe()
+
+
 def cell_key(r: RunResult) -> CellKey:
-    return (r.label, r.limits.describe())
+    return (r.label, setting(r))
 
 
 def group_by(
@@ -51,9 +72,9 @@ def cell_order(runs: Sequence[RunResult]) -> list[RunResult]:
     settings: dict[str, int] = {}
     labels: dict[str, int] = {}
     for r in runs:
-        settings.setdefault(r.limits.describe(), len(settings))
+        settings.setdefault(setting(r), len(settings))
         labels.setdefault(r.label, len(labels))
-    return sorted(runs, key=lambda r: (settings[r.limits.describe()], labels[r.label]))
+    return sorted(runs, key=lambda r: (settings[setting(r)], labels[r.label]))
 
 
 def successful(runs: Sequence[RunResult]) -> list[RunResult]:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from ..errors import ConfigError
 from ..model import RunResult
 from .budgets import METRICS
-from .cells import cells, successful
+from .cells import cells, setting, successful
 from .metrics import Metric
 from .stats import t_cdf, t_quantile
 
@@ -133,14 +133,14 @@ def compare_results(
     changes = []
     for key in common:
         b_runs, c_runs = base_cells[key], cur_cells[key]
-        label, setting = key[0], _setting(b_runs, c_runs)
+        label, where = key[0], _setting(b_runs, c_runs)
         b_ok, c_ok = successful(b_runs), successful(c_runs)
         for metric in METRICS.values():
             b = tuple(v for r in b_ok if (v := metric.get(r)) is not None)
             c = tuple(v for r in c_ok if (v := metric.get(r)) is not None)
             if not b:
                 continue  # the baseline never had it: nothing to hold the current run to
-            changes.append(_change(label, setting, metric, b, c, threshold))
+            changes.append(_change(label, where, metric, b, c, threshold))
     return changes, notes
 
 
@@ -193,18 +193,18 @@ def _keyed(
     if match_limits:
         return by_cell
     out: dict[tuple[str, str], list[RunResult]] = {}
-    for (label, setting), runs in by_cell.items():
+    for (label, key), runs in by_cell.items():
         if (label, "") in out:
             raise ConfigError(
                 f"--ignore-limits: {label} was measured under several limit settings "
-                f"({out[(label, '')][0].limits.describe()}; {setting}): compare one setting"
+                f"({setting(out[(label, '')][0])}; {key}): compare one setting"
             )
         out[(label, "")] = runs
     return out
 
 
 def _setting(base: Sequence[RunResult], current: Sequence[RunResult]) -> str:
-    b, c = base[0].limits.describe(), current[0].limits.describe()
+    b, c = setting(base[0]), setting(current[0])
     return b if b == c else f"{b} → {c}"
 
 

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from edgeprof.analysis.cells import cell_key, cells, cells_by_setting, group_by, successful
+from edgeprof.analysis.cells import (
+    cell_key,
+    cells,
+    cells_by_setting,
+    group_by,
+    setting,
+    successful,
+)
 from edgeprof.analysis.compare import summarize_cells
-from edgeprof.model import Limits, RunResult, Termination
+from edgeprof.model import CoreLease, Limits, RunResult, Termination
 
 from .conftest import make_result
 
@@ -52,3 +59,21 @@ def test_group_by_and_successful() -> None:
     runs = _runs()
     assert list(group_by(runs, lambda r: r.label)) == ["a", "b"]
     assert successful(runs) == [runs[0], runs[1], runs[2], runs[4]]
+
+
+def test_cores_edgeprof_chose_are_not_part_of_the_setting() -> None:
+    """Leased cores are whichever were free: rounds of one sweep on cores 0 and 1 are one
+    cell; an explicit --cpuset is a setting of its own; old files (no lease) whose cpuset is
+    exactly ``cpus`` cores were edgeprof's first-N choice."""
+    def run(cpus: float, cpuset: tuple[int, ...], lease: CoreLease | None) -> RunResult:
+        return make_result(name="a", limits=Limits(cpus=cpus, cpuset=cpuset), lease=lease)
+
+    on0 = run(1, (0,), CoreLease((0,), 0.0, chosen=True))
+    on1 = run(1, (1,), CoreLease((1,), 2.5, chosen=True))
+    explicit = run(1, (3,), CoreLease((3,), 0.0, chosen=False))
+    old = run(2, (0, 1), None)
+    old_wider = run(1, (0, 1), None)  # one CPU of quota over two explicit cores
+    assert [setting(r) for r in (on0, on1, explicit, old, old_wider)] == [
+        "cpus=1", "cpus=1", "cpus=1, cpuset=3", "cpus=2", "cpus=1, cpuset=0-1",
+    ]
+    assert list(cells([on0, on1, explicit])) == [("a", "cpus=1"), ("a", "cpus=1, cpuset=3")]

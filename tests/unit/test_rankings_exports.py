@@ -151,7 +151,7 @@ def test_plots_are_pngs(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> No
     assert main(argv) == 0
     pngs = sorted(p.name for p in (tmp_path / "plots").iterdir())
     assert "peak_bytes.png" in pngs and "cpu_s.png" in pngs
-    assert "timeline-a-cpus=1__cpuset=0-run1.png" in pngs and len(pngs) == 5 + 4
+    assert "timeline-a-cpus=1-run1.png" in pngs and len(pngs) == 5 + 4
     for p in (tmp_path / "plots").iterdir():
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
 
