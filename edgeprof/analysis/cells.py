@@ -10,7 +10,9 @@ import dataclasses
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
+from ..errors import ConfigError
 from ..model import RunResult, Termination
+from ..units import parse_cpuset
 
 CellKey = tuple[str, str]
 """(label, :func:`setting`)."""
@@ -36,6 +38,24 @@ def setting(r: RunResult) -> str:
         if chosen:
             lim = dataclasses.replace(lim, cpuset=None)
     return lim.describe()
+
+
+def without_chosen_cores(text: str) -> str:
+    """A setting label written before leases (``cpus=1, cpuset=0, memory=1.0GiB``) as
+    :func:`setting` writes it now: a cpuset of exactly ``cpus`` cores was edgeprof's own
+    first-N choice, so it goes.  For files that store labels (calibrations)."""
+    parts = text.split(", ")
+    kv = dict(p.split("=", 1) for p in parts if "=" in p)
+    if "cpus" not in kv or "cpuset" not in kv:
+        return text
+    try:
+        cpus = float(kv["cpus"])
+        cores = len(parse_cpuset(kv["cpuset"]))
+    except (ValueError, ConfigError):
+        return text
+    if cpus == cores:
+        return ", ".join(p for p in parts if not p.startswith("cpuset="))
+    return text
 
 
 def cell_key(r: RunResult) -> CellKey:

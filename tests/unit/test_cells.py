@@ -9,6 +9,7 @@ from edgeprof.analysis.cells import (
     group_by,
     setting,
     successful,
+    without_chosen_cores,
 )
 from edgeprof.analysis.compare import summarize_cells
 from edgeprof.model import CoreLease, Limits, RunResult, Termination
@@ -77,3 +78,10 @@ def test_cores_edgeprof_chose_are_not_part_of_the_setting() -> None:
         "cpus=1", "cpus=1", "cpus=1, cpuset=3", "cpus=2", "cpus=1, cpuset=0-1",
     ]
     assert list(cells([on0, on1, explicit])) == [("a", "cpus=1"), ("a", "cpus=1, cpuset=3")]
+
+
+def test_labels_written_before_leases_read_as_now() -> None:
+    assert without_chosen_cores("cpus=1, cpuset=0, memory=1.0GiB") == "cpus=1, memory=1.0GiB"
+    assert without_chosen_cores("cpus=2, cpuset=0,2") == "cpus=2"
+    for kept in ("cpus=1, cpuset=0-1", "cpus=0.5, cpuset=3", "cpuset=3", "none", "cpus=1"):
+        assert without_chosen_cores(kept) == kept

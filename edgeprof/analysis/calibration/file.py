@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
+from ..cells import without_chosen_cores
 from .fit import DEFAULT_LEVEL, DEFAULT_MIN_R2, LinearFit, fit, fit_warnings
 from .units import METRICS, UNITS, base_unit
 
@@ -144,7 +145,8 @@ def load_calibration(path: Path) -> Calibration:
             except ConfigError as exc:
                 raise ConfigError(f"{path}: {metric} [{fd['setting']}]: {exc}") from None
             warns = fit_warnings(f, fd["unit"], METRICS[metric].kind, min_r2)
-            fits.append(MetricFit(metric, str(fd["setting"]), fd["unit"], f, tuple(warns)))
+            setting = without_chosen_cores(str(fd["setting"]))  # a file from before leases
+            fits.append(MetricFit(metric, setting, fd["unit"], f, tuple(warns)))
         return Calibration(
             device=str(data["device"]),
             source=str(data.get("source", "")),
