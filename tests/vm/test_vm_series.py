@@ -125,6 +125,7 @@ def test_vcpus_from_env_default_eight(monkeypatch: pytest.MonkeyPatch) -> None:
             guest.default_cpus()
 
 
-def test_smp_guests_run_multi_threaded_tcg() -> None:
-    assert launch._tcg_accel(1) == "tcg"
-    assert launch._tcg_accel(8) == "tcg,thread=multi"
+def test_guests_run_single_threaded_tcg_whatever_their_vcpus() -> None:
+    # Multi-threaded TCG oopsed the 6.12 guest in live code patching (launch._tcg_accel).
+    assert launch._tcg_accel(1) == "tcg,thread=single"
+    assert launch._tcg_accel(8) == "tcg,thread=single"
