@@ -23,6 +23,12 @@ pytestmark = pytest.mark.not_in_vm
 
 Case = Callable[[Path], list[str]]
 
+# Derived from this machine, never assumed to have 2 cores: one CPU past the highest we may
+# use (absent or not ours) and one more CPU than we have.
+ALLOWED_CPUS = sorted(os.sched_getaffinity(0))
+ABSENT_CPU = str(ALLOWED_CPUS[-1] + 1)
+TOO_MANY_CPUS = str(len(ALLOWED_CPUS) + 1)
+
 
 def touch(t: Path) -> list[str]:
     return ["--", "touch", str(t / "ran")]
@@ -78,13 +84,13 @@ CASES: dict[str, Case] = {
     # limits
     "cpus-word": lambda t: ["--cpus", "abc", *touch(t)],
     "cpus-negative": lambda t: ["--cpus", "-1", *touch(t)],
-    "cpus-too-many": lambda t: ["--cpus", "64", *touch(t)],
+    "cpus-too-many": lambda t: ["--cpus", TOO_MANY_CPUS, *touch(t)],
     "cpus-nan": lambda t: ["--cpus", "nan", *touch(t)],
     "cpus-inf": lambda t: ["--cpus", "inf", *touch(t)],
     "memory-unit": lambda t: ["--memory", "12x", *touch(t)],
     "memory-tiny": lambda t: ["--memory", "1k", *touch(t)],
     "memory-empty": lambda t: ["--memory", "", *touch(t)],
-    "cpuset-absent-cpu": lambda t: ["--cpuset", "7", *touch(t)],
+    "cpuset-absent-cpu": lambda t: ["--cpuset", ABSENT_CPU, *touch(t)],
     "cpuset-reversed": lambda t: ["--cpuset", "1-0", *touch(t)],
     "pids-zero": lambda t: ["--pids", "0", *touch(t)],
     "pids-fraction": lambda t: ["--pids", "1.5", *touch(t)],

@@ -61,8 +61,10 @@ class VmAssets:
     qemu: Path
     kernel: Path
     initrd: Path
-    #: ``uname -r`` of the guest kernel, e.g. ``6.1.0-50-amd64``.
+    #: ``uname -r`` of the guest kernel, e.g. ``6.12.95+deb12-amd64`` or ``6.1.0-50-amd64``.
     kernel_release: str
+    #: The series it was chosen from (``6.12`` or ``6.1``, :mod:`tests.vm.series`).
+    kernel_series: str
     #: Modules packed into the initramfs, in load order.
     loaded_modules: tuple[str, ...]
     #: Modules of :data:`MODULES` that this kernel has built in (nothing to load).
@@ -102,6 +104,21 @@ def project_python() -> Path:
     """Return the interpreter the guest should use: the checkout's venv, else the host's."""
     venv = REPO_ROOT / ".venv" / "bin" / "python"
     return venv if venv.exists() else HOST_PYTHON
+
+
+#: vCPUs a guest gets unless ``$EDGEPROF_VM_CPUS`` says otherwise: more than our 2-core
+#: machines have, so tests meet a machine of a size they were not written on.
+DEFAULT_CPUS = 8
+
+
+def default_cpus() -> int:
+    """Return ``$EDGEPROF_VM_CPUS`` (a positive integer), else :data:`DEFAULT_CPUS`."""
+    env = os.environ.get("EDGEPROF_VM_CPUS", "").strip()
+    if not env:
+        return DEFAULT_CPUS
+    if not env.isdigit() or int(env) < 1:
+        raise ValueError(f"EDGEPROF_VM_CPUS must be a positive integer, not {env!r}")
+    return int(env)
 
 
 def default_cache_dir() -> Path:

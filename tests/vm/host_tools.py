@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from . import series
 from .guest import VmUnavailable, _tail
 
 
@@ -61,6 +62,9 @@ def _require_apt(what: str) -> None:
 
 _apt_updated = False
 
+#: Private apt directories already updated by this process.
+_private_updated: set[Path] = set()
+
 
 def _apt_update() -> None:
     """Run ``apt-get update`` once per process (root only; otherwise do nothing)."""
@@ -102,10 +106,34 @@ def _ensure_qemu() -> Path:
     return Path(found)
 
 
-def _download_deb(package: str, dest: Path) -> Path:
+def _download_deb(package: str, dest: Path, apt_options: Sequence[str] = ()) -> Path:
     """``apt-get download`` one package into ``dest`` and return the .deb."""
-    _run(["apt-get", "download", package], cwd=dest, timeout=1800)
+    _run(["apt-get", *apt_options, "download", package], cwd=dest, timeout=1800)
     debs = sorted(dest.glob(f"{package}_*.deb"))
     if not debs:
         raise VmUnavailable(f"apt-get download {package} produced no .deb in {dest}")
     return debs[-1]
+
+
+def _private_apt(cache: Path, suite: str, *, refresh: bool = False) -> list[str]:
+    """Return apt options for a private configuration fetching ``suite`` of the host's mirror.
+
+    The configuration lives in ``cache/apt`` (sources, package lists, download cache);
+    :func:`~tests.vm.series.private_apt_options` keeps apt off the host's own.  Its
+    ``apt-get update`` runs when the lists are empty, or once per process on ``refresh``.
+    """
+    apt_dir = cache / "apt"
+    for sub in ("sources", "lists/partial", "cache/archives/partial"):
+        (apt_dir / sub).mkdir(parents=True, exist_ok=True)
+    mirror = series.host_mirror(series.read_host_sources())
+    sources = apt_dir / "sources" / "edgeprof-vm.sources"
+    text = series.private_sources(mirror, suite)
+    stale = not sources.exists() or sources.read_text() != text
+    if stale:
+        sources.write_text(text)
+    options = series.private_apt_options(apt_dir)
+    has_lists = any((apt_dir / "lists").glob("*_Packages*"))
+    if stale or not has_lists or (refresh and apt_dir not in _private_updated):
+        _run(["apt-get", *options, "update"], timeout=600)
+        _private_updated.add(apt_dir)
+    return options

@@ -138,8 +138,15 @@ def _init_script() -> str:
     )
 
 
-def _ensure_initrd(cache: Path, qemu: Path, kernel_dir: Path, busybox: Path) -> VmAssets:
-    """Build (or reuse) the initramfs for ``kernel_dir`` and return the assets."""
+def _ensure_initrd(
+    cache: Path, qemu: Path, kernel_dir: Path, busybox: Path, series: str
+) -> VmAssets:
+    """Build (or reuse) the initramfs for ``kernel_dir`` and return the assets.
+
+    The archive is named by the kernel release and a hash of its content, so each cached
+    kernel keeps its own (older builds for the same release are removed).
+    """
+    release = (kernel_dir / "release").read_text().strip()
     init = _init_script().encode()
     order = (kernel_dir / "load-order").read_text().split()
     builtin = tuple((kernel_dir / "builtin").read_text().split())
@@ -162,12 +169,12 @@ def _ensure_initrd(cache: Path, qemu: Path, kernel_dir: Path, busybox: Path) -> 
         digest.update(f"{path}\0{mode}\0{len(data)}\0".encode())
         digest.update(data)
     # Uncompressed: unpacking a compressed initramfs costs boot time under TCG.
-    initrd = cache / f"initrd-{digest.hexdigest()[:16]}.cpio"
+    initrd = cache / f"initrd-{release}-{digest.hexdigest()[:16]}.cpio"
     if not initrd.exists():
         tmp = initrd.with_suffix(".tmp")
         tmp.write_bytes(_cpio_newc(files))
         tmp.replace(initrd)
-        for old in cache.glob("initrd-*"):
+        for old in cache.glob(f"initrd-{release}-*"):
             if old != initrd:
                 old.unlink(missing_ok=True)
     vmlinux = kernel_dir / "vmlinux"
@@ -175,7 +182,8 @@ def _ensure_initrd(cache: Path, qemu: Path, kernel_dir: Path, busybox: Path) -> 
         qemu=qemu,
         kernel=vmlinux if vmlinux.exists() else kernel_dir / "vmlinuz",
         initrd=initrd,
-        kernel_release=(kernel_dir / "release").read_text().strip(),
+        kernel_release=release,
+        kernel_series=series,
         loaded_modules=tuple(order),
         builtin_modules=builtin,
     )

@@ -1,8 +1,9 @@
-"""The guest kernel: the newest generic Debian 6.1 kernel, its modules, an unpacked vmlinux.
+"""The guest kernel: the newest generic Debian kernel of a series, its modules, a vmlinux.
 
-Downloaded with ``apt-get download`` and unpacked with ``dpkg -x`` into the cache; the
-``-cloud-`` flavour lacks 9p.  The modules the initramfs loads (:data:`MODULES`) are ordered
-by the dependencies read from each module's ``.modinfo``.
+The series (6.1 or 6.12, :mod:`tests.vm.series`) is downloaded with ``apt-get download``
+and unpacked with ``dpkg -x`` into the cache; the ``-cloud-`` flavour lacks 9p.  The
+modules the initramfs loads (:data:`MODULES`) are ordered by the dependencies read from
+each module's ``.modinfo``.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from . import host_tools
 from .guest import VmUnavailable
-from .host_tools import _apt_update, _download_deb, _require_apt, _run
+from .host_tools import _apt_update, _download_deb, _private_apt, _require_apt, _run
+from .series import KernelSeries, newest_packages
 
 #: Kernel modules the initramfs needs, in load order (their dependencies are added first;
 #: modules built into the kernel are skipped).
@@ -37,65 +40,86 @@ MODULES: tuple[str, ...] = (
     "overlay",
 )
 
-_KERNEL_PACKAGE_RE = re.compile(r"^(linux-image-6\.1\.0-(\d+)-amd64)\s", re.MULTILINE)
+def _kernel_candidates(series: KernelSeries, apt_options: Sequence[str]) -> list[str]:
+    """Return the generic image packages of ``series`` that apt knows, newest first."""
+    out = _run(["apt-cache", *apt_options, "search", "--names-only", series.search])
+    return newest_packages(series, out)
 
 
-def _kernel_candidates() -> list[str]:
-    """Return the generic Debian 6.1 kernel packages apt knows, newest ABI first."""
-    out = _run(["apt-cache", "search", "--names-only", r"^linux-image-6\.1\.0-[0-9]+-amd64$"])
-    found = {name: int(abi) for name, abi in _KERNEL_PACKAGE_RE.findall(out)}
-    return sorted(found, key=lambda name: found[name], reverse=True)
+def _pointer(cache: Path, series: KernelSeries) -> Path:
+    """Return the file naming the cached kernel directory of ``series``."""
+    return cache / f"kernel-current-{series.name}"
 
 
-def _ensure_kernel(cache: Path) -> Path:
-    """Return the cached kernel directory, downloading and unpacking a kernel if needed.
+def _ensure_kernel(cache: Path, series: KernelSeries) -> Path:
+    """Return the cached kernel directory of ``series``, downloading a kernel if needed.
 
     The directory holds ``vmlinuz``, ``release`` (``uname -r``) and ``modules/`` with the
     decompressed ``.ko`` files of :data:`MODULES` and their dependencies, ``load-order`` and
-    ``builtin`` (the requested modules built into this kernel).
+    ``builtin`` (the requested modules built into this kernel).  Each series has its own
+    directory and ``kernel-current-<series>`` pointer, so both kernels stay cached.
     """
-    current = cache / "kernel-current"
+    current = _pointer(cache, series)
     if current.exists():
         kdir = cache / current.read_text().strip()
         if (kdir / "complete").exists():
             _ensure_vmlinux(kdir)
             return kdir
     _require_apt("downloading the guest kernel")
-    candidates = _kernel_candidates()
+    options: list[str] = []
+    if series.private_suite:
+        options = _private_apt(cache, series.private_suite)
+    candidates = _kernel_candidates(series, options)
     if not candidates:
-        _apt_update()
-        candidates = _kernel_candidates()
+        _refresh(cache, series)
+        candidates = _kernel_candidates(series, options)
     if not candidates:
         raise VmUnavailable(
-            "apt knows no linux-image-6.1.0-*-amd64 package "
-            "(is Debian bookworm in the apt sources? try apt-get update)"
+            f"apt knows no {series.search} package "
+            f"(is {series.private_suite or 'Debian bookworm'} reachable? try apt-get update)"
         )
     errors: list[str] = []
     for attempt in range(2):
         for package in candidates:
             try:
-                return _unpack_kernel(cache, package)
+                return _unpack_kernel(cache, series, package, options)
             except VmUnavailable as exc:
                 errors.append(str(exc))
-        if attempt == 0 and not host_tools._apt_updated and os.geteuid() == 0:
-            _apt_update()  # a stale index can name packages the mirror no longer has
-            candidates = _kernel_candidates() or candidates
+        if attempt == 0 and _refresh(cache, series):
+            # A stale index can name packages the mirror no longer has.
+            candidates = _kernel_candidates(series, options) or candidates
         else:
             break
     raise VmUnavailable("could not obtain a guest kernel:\n" + "\n".join(errors[-3:]))
 
 
-def _unpack_kernel(cache: Path, package: str) -> Path:
+def _refresh(cache: Path, series: KernelSeries) -> bool:
+    """Update the package index ``series`` is found in, once; return whether it ran."""
+    if series.private_suite:
+        before = set(host_tools._private_updated)
+        _private_apt(cache, series.private_suite, refresh=True)
+        return host_tools._private_updated != before
+    if host_tools._apt_updated or os.geteuid() != 0:
+        return False
+    _apt_update()
+    return True
+
+
+def _unpack_kernel(
+    cache: Path, series: KernelSeries, package: str, apt_options: Sequence[str]
+) -> Path:
     """Download ``package``, keep the kernel and needed modules under ``cache``."""
-    with tempfile.TemporaryDirectory(prefix="kernel-", dir=cache) as tmp_name:
+    with tempfile.TemporaryDirectory(prefix="tmp-kernel-", dir=cache) as tmp_name:
         tmp = Path(tmp_name)
-        deb = _download_deb(package, tmp)
+        deb = _download_deb(package, tmp, apt_options)
         root = tmp / "root"
         _run(["dpkg", "-x", str(deb), str(root)])
         vmlinuz = sorted((root / "boot").glob("vmlinuz-*"))
         if not vmlinuz:
             raise VmUnavailable(f"{deb.name} contains no /boot/vmlinuz-*")
         release = vmlinuz[0].name.removeprefix("vmlinuz-")
+        if not release_in_series(release, series):
+            raise VmUnavailable(f"{deb.name} holds kernel {release}, not a {series.name} one")
         moddir = next(
             (d for base in ("lib", "usr/lib") if (d := root / base / "modules" / release).is_dir()),
             None,
@@ -119,13 +143,23 @@ def _unpack_kernel(cache: Path, package: str) -> Path:
         if final.exists():
             shutil.rmtree(final)
         staging.rename(final)
-    (cache / "kernel-current.tmp").write_text(final.name + "\n")
-    (cache / "kernel-current.tmp").replace(cache / "kernel-current")
+    pointer = _pointer(cache, series)
+    pointer.with_suffix(".tmp").write_text(final.name + "\n")
+    pointer.with_suffix(".tmp").replace(pointer)
+    # Older kernels of this series go, with their initramfs; the other series' stay.
     for old in cache.glob("kernel-*"):
-        if old.is_dir() and old != final:
+        old_release = old.name.removeprefix("kernel-")
+        if old.is_dir() and old != final and release_in_series(old_release, series):
             shutil.rmtree(old, ignore_errors=True)
+            for initrd in cache.glob(f"initrd-{old_release}-*"):
+                initrd.unlink(missing_ok=True)
     _ensure_vmlinux(final)
     return final
+
+
+def release_in_series(release: str, series: KernelSeries) -> bool:
+    """Return whether ``uname -r`` ``release`` belongs to ``series`` (6.1 is not 6.12)."""
+    return re.match(rf"{re.escape(series.name)}[.-]", release) is not None
 
 
 def _ensure_vmlinux(kdir: Path) -> None:
@@ -160,8 +194,10 @@ def _decompress_bzimage(image: bytes) -> bytes | None:
     elif payload.startswith(b"\x1f\x8b"):
         data = gzip.GzipFile(fileobj=io.BytesIO(payload)).read()
     elif payload.startswith(b"\x28\xb5\x2f\xfd") and shutil.which("zstd"):
+        # The kernel build appends the decompressed size (le32) to a zstd payload, which
+        # the zstd tool rejects as trailing garbage (Debian's 6.12 kernels are zstd).
         data = subprocess.run(
-            ["zstd", "-dc"], input=payload, capture_output=True, check=True
+            ["zstd", "-dc"], input=payload[:-4], capture_output=True, check=True
         ).stdout
     else:
         return None
