@@ -432,7 +432,7 @@ def test_backend_names() -> None:
 
 
 def test_peak_cpu_is_never_below_the_exact_average() -> None:
-    from edgeprof.measure.runner import _peak_pct
+    from edgeprof.measure.assemble import _peak_pct
 
     assert _peak_pct(43.3, 43.5) == 43.5  # sampled windows vs the exact whole-run average
     assert _peak_pct(120.0, 43.5) == 120.0

@@ -1,0 +1,171 @@
+"""A run's counters, samples and ending turned into a :class:`RunResult`: the arithmetic the
+run loop (:mod:`edgeprof.measure.runner`) leaves to the end, once the group is gone."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import socket
+from pathlib import Path
+
+from .. import __version__
+from ..backends import Backend
+from ..model import (
+    Counters,
+    CpuStats,
+    HostInfo,
+    IoStats,
+    MemoryStats,
+    RunResult,
+    RunSpec,
+    SampleStats,
+    Termination,
+)
+from .sampler import SeriesStats
+
+
+def build_result(
+    be: Backend,
+    spec: RunSpec,
+    final: Counters,
+    stats: SeriesStats,
+    status: int | None,
+    wall: float,
+    started_at: str,
+    interval: float,
+    out: Path | None,
+    name: str | None,
+    warnings: list[str],
+    *,
+    interrupted: bool,
+    timed_out: bool,
+) -> RunResult:
+    sig = -status if status is not None and status < 0 else None
+    exit_code = None if status is None else (128 + sig if sig is not None else status)
+    oom_kills = final.oom_kills
+    if interrupted:
+        termination = Termination.INTERRUPTED
+    elif oom_kills:
+        termination = Termination.OOM
+    elif timed_out:
+        termination = Termination.TIMEOUT
+    elif sig is not None:
+        termination = Termination.SIGNALED
+    else:
+        termination = Termination.EXITED
+
+    def secs(us: int | None) -> float | None:
+        return None if us is None else us / 1e6
+
+    total = secs(final.cpu_usage_us)
+    user, system = secs(final.cpu_user_us), secs(final.cpu_system_us)
+    if total is not None and user is not None and system is not None and user + system > 0:
+        # cgroup v1's cpuacct.usage_user/_sys come from tick sampling while usage is exact
+        # (v2's cpu.stat is already scaled this way): split the exact total by their ratio.
+        user, system = total * user / (user + system), total * system / (user + system)
+    avg_pct = None if total is None or wall <= 0 else 100.0 * total / wall
+    peak: int | None
+    source: str | None
+    if final.memory_peak is not None:
+        peak, source = max(final.memory_peak, stats.peak_memory or 0), "kernel"
+    else:
+        peak, source = stats.peak_memory, "sampled" if stats.peak_memory is not None else None
+        if peak is not None:
+            warnings.append(
+                "no kernel high-water mark here (cgroup v2 memory.peak needs Linux 5.19; the "
+                "Docker stats API has none): peak memory is the largest of the samples taken "
+                f"every {interval:g}s"
+            )
+    return RunResult(
+        edgeprof_version=__version__,
+        backend=be.name,
+        mechanism=be.mechanism,
+        host=host_info(),
+        command=spec.command,
+        image=spec.image,
+        limits=spec.limits,
+        started_at=started_at,
+        termination=termination,
+        exit_code=exit_code,
+        signal=sig,
+        wall_s=wall,
+        cpu=CpuStats(
+            user_s=user,
+            system_s=system,
+            total_s=total,
+            avg_pct=avg_pct,
+            peak_pct=_peak_pct(stats.cpu_peak_pct(), avg_pct),
+            peak_window_s=stats.peak_window_s,
+            throttled_s=secs(final.throttled_us),
+            nr_throttled=final.nr_throttled,
+            nr_periods=final.nr_periods,
+        ),
+        memory=MemoryStats(
+            peak_bytes=peak,
+            peak_source=source,
+            avg_bytes=stats.avg_memory(),
+            limit_bytes=spec.limits.memory,
+            oom_kills=oom_kills,
+            peak_working_set_bytes=stats.peak_working_set,
+            avg_working_set_bytes=stats.avg_working_set(),
+        ),
+        io=IoStats(
+            read_bytes=final.io_read_bytes,
+            write_bytes=final.io_write_bytes,
+            net_rx_bytes=final.net_rx_bytes,
+            net_tx_bytes=final.net_tx_bytes,
+        ),
+        samples=SampleStats(
+            count=stats.count,
+            interval_s=interval,
+            path=None if out is None else str(out / "samples.csv"),
+        ),
+        pids_peak=_pids_peak(stats.peak_pids, spec.limits.pids),
+        warnings=tuple(dict.fromkeys(warnings)),
+        name=name,
+    )
+
+
+def _pids_peak(sampled: int | None, limit: int | None) -> int | None:
+    """The sampled peak of ``pids.current``, never above ``pids.max``.
+
+    The kernel charges a fork before it checks the limit and takes the charge back when the
+    check fails (``pids_try_charge``), so a sample can catch ``pids.current`` one or more
+    above the limit for a fork that never happened (65 of 64 seen under a fork bomb).
+    ``samples.csv`` keeps the counter as read; the result's peak is the processes that ran.
+    """
+    if sampled is None or limit is None:
+        return sampled
+    return min(sampled, limit)
+
+
+_HOST: HostInfo | None = None
+
+
+def host_info() -> HostInfo:
+    global _HOST
+    if _HOST is None:
+        model = None
+        with contextlib.suppress(OSError):
+            for line in Path("/proc/cpuinfo").read_text().splitlines():
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+        _HOST = HostInfo(
+            kernel=platform.release(),
+            cpus=os.cpu_count() or 0,
+            cpu_model=model,
+            hostname=socket.gethostname(),
+        )
+    return _HOST
+
+
+def _peak_pct(window_peak: float | None, avg_pct: float | None) -> float | None:
+    """The busiest full window, never below the run's own average: the windows are read from
+    samples while the average is exact (final counters over the whole wall time), so a run
+    just over one window long could otherwise show a peak a hair under its average (seen:
+    43.3 % against 43.5 %).  A run shorter than one window has only its average."""
+    if window_peak is None or avg_pct is None:
+        return avg_pct if window_peak is None else window_peak
+    return max(window_peak, avg_pct)
