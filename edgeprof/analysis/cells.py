@@ -28,16 +28,11 @@ def setting(r: RunResult) -> str:
     there a cpuset of exactly ``cpus`` cores was edgeprof's own choice (the first free
     cores), which a same-sized explicit cpuset cannot be told apart from, and means the
     same device."""
-    lim = r.limits
-    if lim.cpuset is not None and lim.cpus is not None:
-        chosen = (
-            r.lease.chosen
-            if r.lease is not None
-            else lim.cpus == int(lim.cpus) and len(lim.cpuset) == int(lim.cpus)
-        )
-        if chosen:
-            lim = dataclasses.replace(lim, cpuset=None)
-    return lim.describe()
+    if r.lease is None:  # a file from before leases, or a run that pinned nothing
+        return without_chosen_cores(r.limits.describe())
+    if r.lease.chosen:
+        return dataclasses.replace(r.limits, cpuset=None).describe()
+    return r.limits.describe()
 
 
 def without_chosen_cores(text: str) -> str:

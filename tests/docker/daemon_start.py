@@ -225,16 +225,8 @@ def start_daemon(
     )
     try:
         daemon._write_record(registry)  # before anything starts
-        with c_log.open("ab") as out:
-            c_proc = subprocess.Popen(
-                [str(containerd), "--config", str(state_dir / "containerd.toml")],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
+        c_argv = [str(containerd), "--config", str(state_dir / "containerd.toml")]
+        c_proc = _spawn(c_argv, c_log, env)
         daemon._containerd = c_proc
         daemon.containerd_pid = c_proc.pid
         deadline = time.monotonic() + timeout
@@ -268,16 +260,7 @@ def start_daemon(
             "--ip-forward=false",
             "--ip-masq=false",
         ]
-        with d_log.open("ab") as out:
-            d_proc = subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
+        d_proc = _spawn(args, d_log, env)
         daemon._dockerd = d_proc
         daemon.pid = d_proc.pid
         while not _ping(host):
@@ -326,3 +309,17 @@ class DockerSession:
     client: docker.DockerClient
     daemon: PrivateDaemon
     """cgroup parent, data root, logs (``daemon.log_tail()``), ``group_dirs()``."""
+
+
+def _spawn(argv: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A daemon of the tier: its own session, output appended to ``log``, killed with us."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )

@@ -212,6 +212,20 @@ class FakeCgroupFs:
             path.write_text(value)
 
 
+
+SEED_COLUMNS = [
+    "NAME",
+    "AVG CPU %",
+    "PEAK CPU",
+    "AVG MEM USAGE / LIMIT",
+    "PEAK MEM",
+    "NET I/O",
+    "BLOCK I/O",
+    "TOTAL TIME (ms)",
+]
+"""The columns of the seed's "Final Usage Stats" table, spelled out (not read from edgeprof):
+the reports must keep them first and in this order."""
+
 @pytest.fixture(autouse=True)
 def fake_backend() -> Iterator[None]:
     """``--backend fake`` and ``profile(backend="fake")``: the scripted backend, plugged in

@@ -14,6 +14,8 @@ from edgeprof.measure.limits import THREAD_VARS
 from edgeprof.model import RunResult
 from edgeprof.storage import read_result
 
+from .conftest import SEED_COLUMNS
+
 RUN = ["run", "--backend", "fake", "--interval", "0.01"]
 
 
@@ -42,16 +44,7 @@ def test_run_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
     out, err = capsys.readouterr()
     lines = out.splitlines()
     assert lines[0] == "Final Usage Stats"
-    assert re.split(r"\s{2,}", lines[1])[:8] == [
-        "NAME",
-        "AVG CPU %",
-        "PEAK CPU",
-        "AVG MEM USAGE / LIMIT",
-        "PEAK MEM",
-        "NET I/O",
-        "BLOCK I/O",
-        "TOTAL TIME (ms)",
-    ]
+    assert re.split(r"\s{2,}", lines[1])[:8] == SEED_COLUMNS
     assert lines[3].startswith("true ")
     assert lines[3].rstrip().endswith("exited")
     assert "warning: fake backend" in out

@@ -143,7 +143,10 @@ def test_every_ending_inside_an_open_phase_is_a_result(
     assert load.wall_s == pytest.approx(r.wall_s - load.start_s)
     # The window was read once, before the group went: the spike the workload left in it.
     assert (load.peak_bytes, load.peak_source) == (SPIKE, "kernel")
-    assert any("phase(s) load cut short" in w or "load still open" in w for w in r.warnings)
+    why = {"oom": "cut short by the OOM kill", "timeout": "cut short by the timeout",
+           "interrupted": "cut short by the interrupt", "signaled": "cut short by a signal",
+           "exited": "still open when the workload exited"}[mode]
+    assert any(w.startswith(f"phase(s) load {why} at ") for w in r.warnings), r.warnings
 
     # The usual exit code of that ending, and a whole result file that says the same.
     expected_code = {"oom": 137, "signaled": 137, "exited": 3, "timeout": 143,

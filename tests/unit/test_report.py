@@ -15,18 +15,7 @@ from edgeprof.model import SCHEMA_VERSION, CpuStats, IoStats, MemoryStats, RunRe
 from edgeprof.report.results import COLUMNS, print_table, render_markdown, render_plain
 from edgeprof.storage import prepare_out_dir, read_result, write_json_atomic, write_result
 
-from .conftest import make_result
-
-SEED_COLUMNS = [
-    "NAME",
-    "AVG CPU %",
-    "PEAK CPU",
-    "AVG MEM USAGE / LIMIT",
-    "PEAK MEM",
-    "NET I/O",
-    "BLOCK I/O",
-    "TOTAL TIME (ms)",
-]
+from .conftest import SEED_COLUMNS, make_result
 
 
 def cells(line: str) -> list[str]:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from edgeprof.report.table import Align, TextTable, markdown_lines, plain_lines, plain_table
 
+from .conftest import SEED_COLUMNS
+
 GOLDEN = Path(__file__).parent / "golden"
 
 
@@ -37,16 +39,7 @@ def test_reproduces_the_older_profilers_usage_stats() -> None:
     golden = (GOLDEN / "auptimizer_model_log.txt").read_text().splitlines()
     start = golden.index("Usage Stats: ") + 1
     expected = golden[start : start + 3]
-    header = [
-        "NAME",
-        "AVG CPU %",
-        "PEAK CPU",
-        "AVG MEM USAGE / LIMIT",
-        "PEAK MEM",
-        "NET I/O",
-        "BLOCK I/O",
-        "TOTAL TIME (ms)",
-    ]
+    header = SEED_COLUMNS
     row = [
         "mobilenet_v2_0.25",
         "80.0%",
