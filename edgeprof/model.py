@@ -15,8 +15,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .units import (
+    check_quota,
     format_binary,
     format_cpuset,
+    format_period,
+    parse_cpu_period,
     parse_cpus,
     parse_cpuset,
     parse_memory_limit,
@@ -44,13 +47,16 @@ class Limits:
     ``cpus``: CPU bandwidth in CPUs (``1.5``); ``cpuset``: CPUs the run may use (``"0-1"``);
     ``memory``: bytes or a size string (``"512m"``, binary multiples as Docker);
     ``pids``: the most processes and threads the run may have at once (a fork bomb stops
-    there: ``fork()`` fails with EAGAIN, as on a device's ``ulimit -u``).
+    there: ``fork()`` fails with EAGAIN, as on a device's ``ulimit -u``);
+    ``cpu_period_us``: the CFS period of the ``cpus`` quota (µs, or ``"2ms"``), as
+    asked; ``None`` lets edgeprof choose (:func:`edgeprof.measure.limits.cpu_period_us`).
     """
 
     cpus: float | None = None
     cpuset: tuple[int, ...] | None = None
     memory: int | None = None
     pids: int | None = None
+    cpu_period_us: int | None = None
 
     def __init__(
         self,
@@ -58,8 +64,13 @@ class Limits:
         cpuset: str | Sequence[int] | None = None,
         memory: int | str | None = None,
         pids: int | str | None = None,
+        cpu_period_us: int | str | None = None,
     ) -> None:
         object.__setattr__(self, "cpus", None if cpus is None else parse_cpus(cpus))
+        period = None if cpu_period_us is None else parse_cpu_period(cpu_period_us)
+        if period is not None and self.cpus is not None:
+            check_quota(self.cpus, period)
+        object.__setattr__(self, "cpu_period_us", period)
         if isinstance(cpuset, str):
             cpuset_t: tuple[int, ...] | None = parse_cpuset(cpuset)
         else:
@@ -84,6 +95,8 @@ class Limits:
             parts.append(f"memory={format_binary(self.memory)}")
         if self.pids is not None:
             parts.append(f"pids={self.pids}")
+        if self.cpu_period_us is not None:
+            parts.append(f"cpu-period={format_period(self.cpu_period_us)}")
         return ", ".join(parts) or "none"
 
 
@@ -112,6 +125,9 @@ class RunSpec:
     stderr: int | None = None
     image: str | None = None
     """Container image (Docker backend); ``None`` for a command on this host."""
+    cpu_period_us: int | None = None
+    """The CFS period of the ``cpus`` quota, chosen by the runner
+    (:func:`edgeprof.measure.limits.cpu_period_us`); ``None``: Docker's 100 ms."""
     cpuset_auto: bool = False
     """``limits.cpuset`` was chosen by edgeprof to pin an integer ``cpus``; a backend that
     cannot pin drops it with a warning instead of failing."""
@@ -196,6 +212,9 @@ class CpuStats:
     throttled_s: float | None
     nr_throttled: int | None
     nr_periods: int | None
+    period_s: float | None = None
+    """The CFS period the ``cpus`` quota was applied with (``None``: no quota, or a file
+    older than the choice of period)."""
 
 
 @dataclass(frozen=True)
@@ -380,6 +399,7 @@ class RunResult:
             "cpuset": None if self.limits.cpuset is None else list(self.limits.cpuset),
             "memory_bytes": self.limits.memory,
             "pids": self.limits.pids,
+            "cpu_period_us": self.limits.cpu_period_us,
         }
         d["warnings"] = list(self.warnings)
         order = [
@@ -435,6 +455,7 @@ class RunResult:
                 cpuset=lim["cpuset"],
                 memory=lim["memory_bytes"],
                 pids=lim.get("pids"),
+                cpu_period_us=lim.get("cpu_period_us"),
             ),
             started_at=d["started_at"],
             termination=Termination(d["termination"]),

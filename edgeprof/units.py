@@ -18,7 +18,17 @@ _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)(i?b)?\s*$", re.IGNORECA
 _SIZE_MULT = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 CFS_PERIOD_US = 100_000
-"""Period of ``cpu.max`` / ``cpu.cfs_period_us``: Docker's choice, so quotas match ``--cpus``."""
+"""Docker's period of ``cpu.max`` / ``cpu.cfs_period_us``; edgeprof keeps it where the quota
+cannot bind (an integer ``cpus`` pinned to as many cores), see
+:func:`edgeprof.measure.limits.cpu_period_us` for the rest."""
+
+MIN_QUOTA_US = 1000
+"""The kernel refuses a quota or a period under 1 ms (``min_cfs_quota_period`` in
+``tg_set_cfs_bandwidth``; measured here on Linux 6.18: ``cfs_quota_us`` 500 with a 1000 µs
+period is EINVAL), so a share ``s`` of a CPU needs a period of at least 1 ms / ``s``."""
+
+MAX_PERIOD_US = 1_000_000
+"""The kernel's longest period (``max_cfs_quota_period``, 1 s)."""
 
 MIN_CPUS = 0.01
 """The smallest quota the kernel accepts is 1 ms per period (1000 µs of 100 000 µs)."""
@@ -73,8 +83,57 @@ def parse_pids(text: str | int) -> int:
 
 
 def cpu_quota_us(cpus: float, period_us: int = CFS_PERIOD_US) -> int:
-    """Quota per period for ``cpus`` CPUs, rounded as Docker rounds ``NanoCPUs``."""
-    return max(1000, round(cpus * period_us))
+    """Quota per period for ``cpus`` CPUs, rounded as Docker rounds ``NanoCPUs``; never under
+    the kernel's 1 ms (limits are checked against it before: :func:`shortest_period_us`)."""
+    return max(MIN_QUOTA_US, round(cpus * period_us))
+
+
+def shortest_period_us(cpus: float) -> int:
+    """The shortest period whose quota for ``cpus`` CPUs the kernel accepts (1 ms or more)."""
+    return max(MIN_QUOTA_US, math.ceil(MIN_QUOTA_US / cpus - 1e-9))
+
+
+def check_quota(cpus: float, period_us: int) -> None:
+    """Refuse a quota the kernel would refuse (under 1 ms per period), naming the fix."""
+    if cpus * period_us < MIN_QUOTA_US - 1e-6:
+        raise ConfigError(
+            f"--cpus {cpus:g} with --cpu-period {format_period(period_us)} is a quota of "
+            f"{cpus * period_us / 1000:g}ms per period; the kernel's minimum is 1ms: give a "
+            f"period of at least {format_period(shortest_period_us(cpus))}"
+        )
+
+
+_PERIOD_RE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(us|µs|ms|s)\s*$")
+_PERIOD_MULT = {"us": 1, "µs": 1, "ms": 1000, "s": 1_000_000}
+
+
+def parse_cpu_period(text: str | int) -> int:
+    """A CFS period such as ``"2ms"``, ``"500us"`` or ``"0.1s"`` (an int: microseconds) →
+    microseconds, within the kernel's 1 ms … 1 s."""
+    if isinstance(text, int):
+        value = float(text)
+    else:
+        m = _PERIOD_RE.match(text)
+        if not m:
+            raise ConfigError(
+                f"invalid CPU period {text!r}: expected a duration with its unit, e.g. 2ms, "
+                "10ms or 100000us"
+            )
+        value = float(m.group(1)) * _PERIOD_MULT[m.group(2)]
+    if not math.isfinite(value) or value != int(value):
+        raise ConfigError(f"invalid CPU period {text!r}: must be a whole number of microseconds")
+    if not MIN_QUOTA_US <= value <= MAX_PERIOD_US:
+        raise ConfigError(f"invalid CPU period {text!r}: the kernel accepts 1ms to 1s")
+    return int(value)
+
+
+def format_period(us: int) -> str:
+    """``2000`` → ``"2ms"``, ``2500`` → ``"2500us"``: the shortest exact spelling."""
+    if us % 1_000_000 == 0:
+        return f"{us // 1_000_000}s"
+    if us % 1000 == 0:
+        return f"{us // 1000}ms"
+    return f"{us}us"
 
 
 def parse_cpuset(text: str) -> tuple[int, ...]:

@@ -280,8 +280,9 @@ class CgroupV1Backend(Backend):
         if lim.cpus is not None:
             if "cpu" not in dirs:
                 raise missing_controller("cpu", "--cpus", "this host's cgroup v1 mounts", FIX)
-            fs.write(dirs["cpu"] / "cpu.cfs_period_us", str(CFS_PERIOD_US))
-            fs.write(dirs["cpu"] / "cpu.cfs_quota_us", str(cpu_quota_us(lim.cpus)))
+            period = spec.cpu_period_us or CFS_PERIOD_US
+            fs.write(dirs["cpu"] / "cpu.cfs_period_us", str(period))
+            fs.write(dirs["cpu"] / "cpu.cfs_quota_us", str(cpu_quota_us(lim.cpus, period)))
         if lim.pids is not None:
             if "pids" not in dirs:
                 raise missing_controller("pids", "--pids", "this host's cgroup v1 mounts", FIX)

@@ -240,7 +240,8 @@ class CgroupV2Backend(Backend):
         if lim.cpus is not None:
             if "cpu" not in self._controllers:
                 raise missing_controller("cpu", "--cpus", where, FIX)
-            fs.write(group / "cpu.max", f"{cpu_quota_us(lim.cpus)} {CFS_PERIOD_US}")
+            period = spec.cpu_period_us or CFS_PERIOD_US
+            fs.write(group / "cpu.max", f"{cpu_quota_us(lim.cpus, period)} {period}")
         if lim.cpuset is not None:
             if "cpuset" in self._controllers:
                 fs.write(group / "cpuset.cpus", format_cpuset(lim.cpuset))

@@ -15,6 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from .app import exit_code
+from .options import CpuPeriod
 
 # The library (yaml, the layer results) loads in the commands: `import edgeprof.cli` and the
 # other commands do not pay for it.
@@ -95,6 +96,7 @@ def profile_cmd(
     backend: Annotated[str, typer.Option(help="auto | cgroup")] = "auto",
     cpus: Annotated[str | None, typer.Option(help="CPU bandwidth in CPUs, e.g. 1.5.")] = None,
     cpuset: Annotated[str | None, typer.Option(help="CPUs to run on, e.g. 0-1,3.")] = None,
+    cpu_period: CpuPeriod = None,
     memory: Annotated[
         str | None, typer.Option(help="Memory limit, e.g. 512m (binary units, as Docker).")
     ] = None,
@@ -135,7 +137,7 @@ def profile_cmd(
         factory_args=factory_arg or [],
         seed=seed,
     )
-    limits = Limits(cpus=cpus, cpuset=cpuset, memory=memory)
+    limits = Limits(cpus=cpus, cpuset=cpuset, memory=memory, cpu_period_us=cpu_period)
     check_writable(output)
     existing: LayerResults | None = None
     if output.exists():

@@ -15,3 +15,10 @@ CalibrationFile = Annotated[
     Path | None,
     typer.Option(help="A calibration file (edgeprof calibrate): add predicted device values."),
 ]
+CpuPeriod = Annotated[
+    str | None,
+    typer.Option(
+        help="CFS period of the --cpus quota, e.g. 10ms (default: 2ms for a share that can "
+        "stall, lengthened to keep the kernel's 1ms minimum quota; 100ms otherwise)."
+    ),
+]

@@ -10,7 +10,7 @@ import typer
 
 from ..measure.runner import DEFAULT_INTERVAL_S
 from .app import runs_exit_code
-from .options import CalibrationFile, EnvItems
+from .options import CalibrationFile, CpuPeriod, EnvItems
 
 CONTEXT_SETTINGS = {"allow_interspersed_args": False}
 """Everything after COMMAND is the command's own: ``run -- python x.py --cpus 2``."""
@@ -33,6 +33,7 @@ def run(
         list[str] | None,
         typer.Option(help="CPUs to run on, e.g. 0-1,3; repeat the option to sweep settings."),
     ] = None,
+    cpu_period: CpuPeriod = None,
     cores_busy: Annotated[
         str,
         typer.Option(
@@ -162,6 +163,7 @@ def run(
         cpuset=tuple(cpuset or ()),
         memory=tuple(memory or ()),
         pids=pids,
+        cpu_period=cpu_period,
         interval=interval,
         timeout=timeout,
         env=tuple(env or ()),

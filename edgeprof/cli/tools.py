@@ -12,7 +12,7 @@ import typer
 
 from ..measure.runner import DEFAULT_INTERVAL_S
 from .app import exit_code
-from .options import EnvItems
+from .options import CpuPeriod, EnvItems
 
 
 def gc(
@@ -45,6 +45,7 @@ def bench(
     backend: Annotated[str, typer.Option(help="auto | cgroup")] = "auto",
     cpus: Annotated[str | None, typer.Option(help="CPU bandwidth in CPUs, e.g. 1.5.")] = None,
     cpuset: Annotated[str | None, typer.Option(help="CPUs to run on, e.g. 0-1,3.")] = None,
+    cpu_period: CpuPeriod = None,
     memory: Annotated[str | None, typer.Option(help="Memory limit, e.g. 512m.")] = None,
     interval: Annotated[str, typer.Option(help="Sampling interval in seconds.")] = str(
         DEFAULT_INTERVAL_S
@@ -76,7 +77,7 @@ def bench(
     results = run_bench(
         target,
         parse_batch_sizes(batch_size),
-        Limits(cpus=cpus, cpuset=cpuset, memory=memory),
+        Limits(cpus=cpus, cpuset=cpuset, memory=memory, cpu_period_us=cpu_period),
         loader=loader,
         warmup=warmup,
         iterations=iterations,

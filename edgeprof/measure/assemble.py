@@ -22,6 +22,7 @@ from ..model import (
     SampleStats,
     Termination,
 )
+from ..units import CFS_PERIOD_US
 from .sampler import SeriesStats
 
 
@@ -100,6 +101,9 @@ def build_result(
             throttled_s=secs(final.throttled_us),
             nr_throttled=final.nr_throttled,
             nr_periods=final.nr_periods,
+            period_s=None
+            if spec.limits.cpus is None
+            else (spec.cpu_period_us or CFS_PERIOD_US) / 1e6,
         ),
         memory=MemoryStats(
             peak_bytes=peak,

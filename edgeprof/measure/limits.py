@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from ..backends import Backend
 from ..errors import LimitError
 from ..model import Limits
-from ..units import format_cpuset
+from ..units import CFS_PERIOD_US, format_cpuset, format_period, shortest_period_us
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -52,6 +52,11 @@ def resolve(limits: Limits, available: tuple[int, ...]) -> tuple[Limits, bool]:
     the first ones; :mod:`edgeprof.measure.leases` then takes free ones instead.
     """
     avail = format_cpuset(available)
+    if limits.cpu_period_us is not None and limits.cpus is None:
+        raise LimitError(
+            f"--cpu-period {format_period(limits.cpu_period_us)} is the period of a --cpus "
+            "quota: give --cpus too"
+        )
     if limits.cpuset is not None:
         missing = [c for c in limits.cpuset if c not in available]
         if missing:
@@ -72,6 +77,36 @@ def resolve(limits: Limits, available: tuple[int, ...]) -> tuple[Limits, bool]:
             pinned = available[: int(limits.cpus)]
             return dataclasses.replace(limits, cpuset=pinned), True
     return limits, False
+
+
+FRACTIONAL_PERIOD_US = 2000
+"""The CFS period for a quota that can bind, unless asked otherwise (``--cpu-period``).
+
+A quota is a share of each period: the group runs at full speed until the quota is spent,
+then stalls for the rest of the period.  With Docker's 100 ms, ``--cpus 0.5`` is a full-speed
+core that stops for 50 ms; an iteration shorter than that is either not slowed at all or
+slowed by a whole stall, so percentiles measure the stall pattern, not a slower core.  A
+period well under an iteration spreads the stalls evenly over it.  Measured with
+``benchmarks/cpu_period.py`` (5 ms iterations on one core, table in
+``benchmarks/README.md``): see there for the figures behind this value."""
+
+
+def cpu_period_us(limits: Limits) -> int | None:
+    """The period to apply with ``limits`` (resolved: the cpuset chosen), ``None`` without
+    a ``cpus`` quota.
+
+    The user's period if given; Docker's 100 ms where the quota cannot bind (an integer
+    ``cpus`` on exactly that many cores: no stall ever happens, and a long period costs the
+    fewest timer wake-ups); else :data:`FRACTIONAL_PERIOD_US`, lengthened where the quota
+    would be under the kernel's 1 ms (a share below half a CPU).
+    """
+    if limits.cpus is None:
+        return None
+    if limits.cpu_period_us is not None:
+        return limits.cpu_period_us
+    if limits.cpuset is not None and limits.cpus >= len(limits.cpuset):
+        return CFS_PERIOD_US
+    return max(FRACTIONAL_PERIOD_US, shortest_period_us(limits.cpus))
 
 
 def thread_env(

@@ -35,7 +35,7 @@ from .assemble import build_result
 from .events import DOCKER_UNAVAILABLE, UNAVAILABLE_ENV, EventChannel
 from .gc import collect_before_run
 from .leases import lease_cores
-from .limits import allowed_cpus, resolve, thread_env
+from .limits import allowed_cpus, cpu_period_us, resolve, thread_env
 from .sampler import Sampler, SampleWriter, SeriesStats
 
 DEFAULT_INTERVAL_S = 0.1
@@ -134,6 +134,7 @@ def profile(
         spec = RunSpec(
             command=command,
             limits=applied,
+            cpu_period_us=cpu_period_us(applied),
             env={**thread_env(applied, os.environ if on_host else {}, user_env), **user_env},
             cwd=work_dir,
             stdout=stdout,

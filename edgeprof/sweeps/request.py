@@ -36,7 +36,7 @@ from ..measure.runner import DEFAULT_INTERVAL_S, check_command
 from ..model import RunResult, UserIds
 from ..names import check_name
 from ..storage import check_writable
-from ..units import parse_pids
+from ..units import parse_cpu_period, parse_pids
 from . import envtemplate
 from .envtemplate import EnvTemplate
 from .sweep import (
@@ -60,6 +60,8 @@ class RunRequest:
     cpuset: tuple[str, ...] = ()
     memory: tuple[str, ...] = ()
     pids: str | None = None
+    cpu_period: str | None = None
+    """``--cpu-period``: one period for every ``cpus`` setting of a sweep."""
     interval: str | None = None
     timeout: str | None = None
     env: tuple[str, ...] = ()
@@ -200,6 +202,13 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     if req.pids is not None:  # one process limit for every setting of a sweep
         pids = parse_pids(req.pids)
         settings = tuple(dataclasses.replace(s, pids=pids) for s in settings)
+    if req.cpu_period is not None:
+        period = parse_cpu_period(req.cpu_period)
+        if any(s.cpus is None for s in settings):
+            raise ConfigError(
+                f"--cpu-period {req.cpu_period} is the period of a --cpus quota: give --cpus too"
+            )
+        settings = tuple(dataclasses.replace(s, cpu_period_us=period) for s in settings)
     if req.name is not None:
         check_name(req.name, "--name")
     plan = SweepPlan(

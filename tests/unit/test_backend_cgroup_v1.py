@@ -349,6 +349,18 @@ def test_co_mounted_controllers_share_one_group(cgfs: FakeCgroupFs, tmp_path: Pa
         assert len(cgfs.run_groups()) == 7
         run.wait(10)
         cgfs.processes_exited()
+
+
+def test_cpu_period_written_before_the_quota(cgfs: FakeCgroupFs, tmp_path: Path) -> None:
+    # The kernel checks quota against period at each write: the period goes first.
+    host = v1_tree(cgfs, tmp_path, comount=True)
+    with host.backend().launch(spec(Limits(cpus=0.5), cpu_period_us=2000)) as run:
+        assert cgfs.written("cpu.cfs_period_us") + cgfs.written("cpu.cfs_quota_us") == [
+            "2000",
+            "1000",
+        ]
+        run.wait(10)
+        cgfs.processes_exited()
     assert cgfs.run_groups() == []
 
 

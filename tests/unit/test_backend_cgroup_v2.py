@@ -244,10 +244,21 @@ def test_launch_writes_the_limits(cgfs: FakeCgroupFs, tmp_path: Path) -> None:
     assert run.warnings == []
 
 
-@pytest.mark.parametrize(("cpus", "quota"), [(1.5, "150000 100000"), (0.01, "1000 100000")])
-def test_launch_cpu_max(cgfs: FakeCgroupFs, tmp_path: Path, cpus: float, quota: str) -> None:
+@pytest.mark.parametrize(
+    ("cpus", "period", "quota"),
+    [
+        (1.5, None, "150000 100000"),
+        (0.01, None, "1000 100000"),
+        (0.5, 2000, "1000 2000"),
+        (0.25, 4000, "1000 4000"),
+        (0.75, 10_000, "7500 10000"),
+    ],
+)
+def test_launch_cpu_max(
+    cgfs: FakeCgroupFs, tmp_path: Path, cpus: float, period: int | None, quota: str
+) -> None:
     root, psc = v2_tree(cgfs, tmp_path)
-    with backend(root, psc).launch(spec(Limits(cpus=cpus))) as run:
+    with backend(root, psc).launch(spec(Limits(cpus=cpus), cpu_period_us=period)) as run:
         assert cgfs.read(only_run_group(cgfs) / "cpu.max") == quota
         run.wait(10)
         cgfs.processes_exited()

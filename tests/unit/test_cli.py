@@ -113,7 +113,15 @@ def test_options_reach_the_run(tmp_path: Path, capfd: pytest.CaptureFixture[str]
     assert f"a=b||1|{tmp_path}\n" in err
     data = json.loads(out)
     assert data["name"] == "model-x"
-    assert data["limits"] == {"cpus": 1.0, "cpuset": [0], "memory_bytes": 64 * 2**20, "pids": None}
+    assert data["limits"] == {
+        "cpus": 1.0,
+        "cpuset": [0],
+        "memory_bytes": 64 * 2**20,
+        "pids": None,
+        "cpu_period_us": None,
+    }
+    # An integer share pinned to as many cores cannot stall: Docker's period stays.
+    assert data["cpu"]["period_s"] == 0.1
     assert read_result(out_dir / "result.json").to_dict() == data
     assert (out_dir / "samples.csv").exists()
     assert md.read_text().startswith("| NAME | AVG CPU % |")

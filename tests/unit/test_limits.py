@@ -5,8 +5,15 @@ from __future__ import annotations
 import pytest
 
 from edgeprof.errors import ConfigError, LimitError
-from edgeprof.measure.limits import THREAD_VARS, resolve, thread_env
+from edgeprof.measure.limits import (
+    FRACTIONAL_PERIOD_US,
+    THREAD_VARS,
+    cpu_period_us,
+    resolve,
+    thread_env,
+)
 from edgeprof.model import Limits
+from edgeprof.units import CFS_PERIOD_US, MIN_QUOTA_US
 
 FOUR = (0, 1, 2, 3)
 
@@ -99,3 +106,55 @@ def test_thread_env_does_not_override_user_or_inherited() -> None:
     assert got == {"OPENBLAS_NUM_THREADS": "2"}
     # an inherited empty value is still the user's choice
     assert "OMP_NUM_THREADS" not in thread_env(Limits(cpus=2), {"OMP_NUM_THREADS": ""}, {})
+
+
+@pytest.mark.parametrize(
+    ("limits", "period"),
+    [
+        (Limits(), None),  # no quota, no period
+        (Limits(cpuset="0"), None),
+        (Limits(cpus=0.5), FRACTIONAL_PERIOD_US),
+        (Limits(cpus=0.75), FRACTIONAL_PERIOD_US),
+        (Limits(cpus=1.5), FRACTIONAL_PERIOD_US),
+        # Under half a CPU the default period would hold a quota under the kernel's 1 ms.
+        (Limits(cpus=0.25), 4000),
+        (Limits(cpus=0.3), 3334),
+        (Limits(cpus=0.01), 100_000),
+        # An integer share on exactly as many cores never stalls: Docker's period.
+        (Limits(cpus=2, cpuset="0-1"), CFS_PERIOD_US),
+        # ... but on more cores than its share it does.
+        (Limits(cpus=1, cpuset="0-1"), FRACTIONAL_PERIOD_US),
+        (Limits(cpus=0.5, cpu_period_us="100ms"), 100_000),
+        (Limits(cpus=1, cpuset="0", cpu_period_us="10ms"), 10_000),
+    ],
+)
+def test_cpu_period_chosen(limits: Limits, period: int | None) -> None:
+    applied, _ = resolve(limits, FOUR)
+    assert cpu_period_us(applied) == period
+    if period is not None and applied.cpus is not None:
+        assert applied.cpus * period >= MIN_QUOTA_US  # always a quota the kernel accepts
+
+
+def test_integer_cpus_keep_docker_period_once_pinned() -> None:
+    applied, auto = resolve(Limits(cpus=2), FOUR)
+    assert auto and cpu_period_us(applied) == CFS_PERIOD_US
+
+
+def test_cpu_period_without_cpus_is_refused() -> None:
+    with pytest.raises(LimitError, match="--cpu-period 2ms is the period of a --cpus quota"):
+        resolve(Limits(cpuset="0", cpu_period_us=2000), FOUR)
+
+
+@pytest.mark.parametrize(
+    ("cpus", "period", "fix"), [(0.5, "1ms", "2ms"), (0.25, "2ms", "4ms"), (0.3, "3ms", "3334us")]
+)
+def test_quota_under_a_millisecond_is_refused_naming_the_period(
+    cpus: float, period: str, fix: str
+) -> None:
+    with pytest.raises(ConfigError, match=f"at least {fix}$"):
+        Limits(cpus=cpus, cpu_period_us=period)
+
+
+def test_cpu_period_is_part_of_the_label_only_when_asked() -> None:
+    assert Limits(cpus=0.5).describe() == "cpus=0.5"
+    assert Limits(cpus=0.5, cpu_period_us=20_000).describe() == "cpus=0.5, cpu-period=20ms"

@@ -194,7 +194,13 @@ def test_json_contract_keys() -> None:
     ):
         assert key in d, key
     assert d["schema_version"] == SCHEMA_VERSION == 1
-    assert d["limits"] == {"cpus": 1.5, "cpuset": [0, 1], "memory_bytes": 512 * 2**20, "pids": None}
+    assert d["limits"] == {
+        "cpus": 1.5,
+        "cpuset": [0, 1],
+        "memory_bytes": 512 * 2**20,
+        "pids": None,
+        "cpu_period_us": None,
+    }
     assert d["command"] == ["python3", "infer.py"]
     assert d["termination"] == "exited"
     assert {
@@ -205,6 +211,7 @@ def test_json_contract_keys() -> None:
         "peak_pct",
         "throttled_s",
         "nr_throttled",
+        "period_s",
     } <= set(d["cpu"])
     assert {"peak_bytes", "peak_source", "avg_bytes", "limit_bytes", "oom_kills"} <= set(
         d["memory"]
@@ -228,7 +235,16 @@ def test_no_limits_in_json() -> None:
     from edgeprof.model import Limits
 
     d = make_result(limits=Limits()).to_dict()
-    assert d["limits"] == {"cpus": None, "cpuset": None, "memory_bytes": None, "pids": None}
+    assert d["limits"] == {
+        "cpus": None,
+        "cpuset": None,
+        "memory_bytes": None,
+        "pids": None,
+        "cpu_period_us": None,
+    }
+    assert RunResult.from_dict(d).limits == Limits()
+    # A file written before --cpu-period existed reads back with edgeprof's choice of period.
+    del d["limits"]["cpu_period_us"], d["cpu"]["period_s"]
     assert RunResult.from_dict(d).limits == Limits()
 
 

@@ -8,16 +8,21 @@ from edgeprof.errors import ConfigError
 from edgeprof.model import Limits
 from edgeprof.units import (
     CFS_PERIOD_US,
+    MIN_QUOTA_US,
+    check_quota,
     cpu_quota_us,
     format_binary,
     format_cpuset,
     format_decimal,
+    format_period,
     format_seconds,
+    parse_cpu_period,
     parse_cpus,
     parse_cpuset,
     parse_duration,
     parse_memory_limit,
     parse_size,
+    shortest_period_us,
 )
 
 MiB = 2**20
@@ -215,3 +220,36 @@ def test_limits_normalises_user_spellings() -> None:
         Limits(cpus="0")
     with pytest.raises(ConfigError):
         Limits(cpuset="3-1")
+
+
+@pytest.mark.parametrize(
+    ("text", "us"),
+    [("2ms", 2000), ("100ms", 100_000), ("2500us", 2500), ("2500µs", 2500), ("0.1s", 100_000),
+     ("1s", 1_000_000), (".5s", 500_000), (1000, 1000)],
+)  # fmt: skip
+def test_parse_cpu_period(text: str | int, us: int) -> None:
+    assert parse_cpu_period(text) == us
+
+
+@pytest.mark.parametrize("text", ["2", "0.5ms", "2s", "1.5us", "fast", "", "-2ms", 999, 10**7])
+def test_parse_cpu_period_invalid(text: str | int) -> None:
+    with pytest.raises(ConfigError, match="CPU period"):
+        parse_cpu_period(text)
+
+
+@pytest.mark.parametrize(("us", "text"), [(2000, "2ms"), (2500, "2500us"), (1_000_000, "1s")])
+def test_format_period_round_trips(us: int, text: str) -> None:
+    assert format_period(us) == text
+    assert parse_cpu_period(text) == us
+
+
+@pytest.mark.parametrize(
+    ("cpus", "us"), [(1, 1000), (2, 1000), (0.5, 2000), (0.25, 4000), (0.3, 3334), (0.01, 100_000)]
+)
+def test_shortest_period_keeps_the_kernels_minimum_quota(cpus: float, us: int) -> None:
+    assert shortest_period_us(cpus) == us
+    assert cpu_quota_us(cpus, us) >= MIN_QUOTA_US
+    check_quota(cpus, us)  # accepted
+    if us > MIN_QUOTA_US:
+        with pytest.raises(ConfigError, match="the kernel's minimum is 1ms"):
+            check_quota(cpus, us - 1)

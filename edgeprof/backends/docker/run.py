@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import BackendError, ConfigError, LaunchError
 from ...model import Counters, RunSpec
-from ...units import format_cpuset
+from ...units import CFS_PERIOD_US, cpu_quota_us, format_cpuset
 from ...workload.instrument import EVENTS_CONTAINER_PATH
 from .. import cgroupfs as fs
 from .._process import kill_members, signal_pids
@@ -118,9 +118,12 @@ class DockerRun(RunHandle):
             kwargs["security_opt"] = list(o.security_opt)
         if self._placement is not None and self._placement.cgroup_parent:
             kwargs["cgroup_parent"] = self._placement.cgroup_parent
-        # Limits exactly as Docker defines them: --cpus is NanoCPUs (period 100 ms).
+        # The quota as Docker's --cpu-period/--cpu-quota (its --cpus is the same quota at a
+        # fixed 100 ms period, which is the artefact the runner's period choice avoids).
         if lim.cpus is not None:
-            kwargs["nano_cpus"] = round(lim.cpus * 1e9)
+            period = spec.cpu_period_us or CFS_PERIOD_US
+            kwargs["cpu_period"] = period
+            kwargs["cpu_quota"] = cpu_quota_us(lim.cpus, period)
         if lim.cpuset is not None:
             kwargs["cpuset_cpus"] = format_cpuset(lim.cpuset)
         if lim.memory is not None:
