@@ -124,12 +124,12 @@ def run_all(a: argparse.Namespace) -> dict[str, Any]:
     count = 60 if a.quick else a.iterations
     rounds = 1 if a.quick else a.rounds
     base = measure(rig, Limits(cpus=1, cpuset=[core]), loops, count, rounds)
-    periods = (100, 2) if a.quick else PERIODS_MS
+    periods = (100, 2) if a.quick else a.periods
     cells: list[dict[str, Any]] = []
-    for share in (0.5,) if a.quick else SHARES:
+    for share in (0.5,) if a.quick else a.shares:
         default_us = cpu_period_us(Limits(cpus=share, cpuset=[core]))
         assert default_us is not None
-        wanted = sorted({p * 1000 for p in periods} | {default_us}, reverse=True)
+        wanted = sorted({round(p * 1000) for p in periods} | {default_us}, reverse=True)
         for period in wanted:
             cell: dict[str, Any] = {
                 "share": share,
@@ -190,6 +190,10 @@ def render(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _floats(text: str) -> tuple[float, ...]:
+    return tuple(float(x) for x in text.split(","))
+
+
 def in_guest(argv: list[str]) -> int:
     """Run this script inside the cgroup v2 test guest (``tests/vm``) and print its table."""
     sys.path.insert(0, str(REPO))
@@ -215,6 +219,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--iterations", type=int, default=200)
     ap.add_argument("--quick", action="store_true", help="one share, two periods, one round")
+    ap.add_argument("--shares", type=_floats, default=SHARES, help="e.g. 0.5,0.25")
+    ap.add_argument("--periods", type=_floats, default=PERIODS_MS, help="in ms, e.g. 10,5,2")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     ap.add_argument("--vm", action="store_true", help="run inside the cgroup v2 test guest")
     a = ap.parse_args()

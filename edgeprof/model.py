@@ -248,6 +248,37 @@ class SampleStats:
 
 
 @dataclass(frozen=True)
+class Throttling:
+    """How a ``cpus`` quota's stalls fell on the reported iterations
+    (:mod:`edgeprof.measure.throttling`).
+
+    ``iterations``: those whose stall is known (not the first one, whose start has no
+    reading); ``throttled``: of them, those a stall overlapped; ``stall_s``: the stall
+    time inside them; ``even_*``: the percentiles the same iterations would have with the
+    same stall time spread over them in proportion to their running time, as a core that
+    much slower would show; ``distorted``: the reported percentiles (``p50`` … ``p99``)
+    that differ from those by more than the tolerance, i.e. that measure the stall pattern
+    rather than the workload.
+    """
+
+    iterations: int
+    throttled: int
+    stall_s: float
+    max_stall_s: float
+    even_p50_s: float
+    even_p95_s: float
+    even_p99_s: float
+    distorted: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Throttling:
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in d.items() if k in names}
+        kw["distorted"] = tuple(kw.get("distorted") or ())
+        return cls(**kw)
+
+
+@dataclass(frozen=True)
 class LatencyStats:
     """Per-iteration latency of the iterations a workload reported (``edgeprof.iteration()``).
 
@@ -269,11 +300,17 @@ class LatencyStats:
     min_s: float | None = None
     items: int | None = None
     items_per_s: float | None = None
+    throttling: Throttling | None = None
+    """Under a ``cpus`` quota where the run's throttled time can be read: how the stalls
+    fell on these iterations; ``None`` otherwise."""
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LatencyStats:
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        kw = {k: v for k, v in d.items() if k in names}
+        if kw.get("throttling") is not None:
+            kw["throttling"] = Throttling.from_dict(kw["throttling"])
+        return cls(**kw)
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from ..errors import ConfigError
 from ..model import RunResult, Termination
 from ..units import parse_duration, parse_size
 from .cells import cells, successful
-from .metrics import BUDGET_METRICS, Kind, Metric
+from .metrics import BUDGET_METRICS, Kind, Metric, stalled_percentiles
 
 METRICS: dict[str, Metric] = BUDGET_METRICS
 """Every gated metric by budget key, in table order; larger is worse for all of them."""
@@ -93,6 +93,8 @@ class BudgetCheck:
     status: Status
     reason: str = ""
     """Why the value is missing (``NOT_MEASURED``)."""
+    caveat: str = ""
+    """What makes the value doubtful though measured (a percentile that measured stalls)."""
 
     @property
     def ok(self) -> bool:
@@ -110,7 +112,8 @@ class BudgetCheck:
             return f"{cell}: {self.metric.title} not measured ({self.reason}); budget {budget}"
         verb = "within" if self.ok else "exceeds"
         of = f"median of {self.runs} runs" if self.runs > 1 else "1 run"
-        return f"{cell}: {self.metric.title} {self.value_text} {verb} the budget {budget} ({of})"
+        said = f"{cell}: {self.metric.title} {self.value_text} {verb} the budget {budget} ({of})"
+        return f"{said}; {self.caveat}" if self.caveat else said
 
 
 def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[BudgetCheck]:
@@ -136,8 +139,29 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
                 continue
             value = statistics.median(values)
             status = Status.PASS if value <= budget else Status.BREACH
-            checks.append(BudgetCheck(label, setting, metric, budget, value, len(values), status))
+            checks.append(
+                BudgetCheck(
+                    label, setting, metric, budget, value, len(values), status,
+                    caveat=_stall_caveat(key, ok),
+                )
+            )  # fmt: skip
     return checks
+
+
+_PERCENTILE_OF = {"latency_p95": "p95"}
+"""Budgeted metrics that are a latency percentile, and which one."""
+
+
+def _stall_caveat(key: str, runs: Sequence[RunResult]) -> str:
+    """A latency budget whose percentile measured the CPU quota's stalls in some run."""
+    name = _PERCENTILE_OF.get(key)
+    stalled = [r for r in runs if name is not None and name in stalled_percentiles([r])]
+    if not stalled:
+        return ""
+    return (
+        f"{name} measures the CPU quota's stalls, not the workload, in {len(stalled)} of "
+        f"{len(runs)} run(s) (see the warnings; --cpu-period)"
+    )
 
 
 def unused_models(results: Sequence[RunResult], budgets: Budgets) -> list[str]:

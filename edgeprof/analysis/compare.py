@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ..model import RunResult, Termination
 from .cells import cells_by_setting, group_by, successful
-from .metrics import STAT_METRICS, Kind
+from .metrics import STAT_METRICS, Kind, stalled_percentiles
 
 OUTLIER_Z = 3.5
 """Modified z-score above which a run is an outlier (Iglewicz & Hoaglin's rule:
@@ -120,6 +120,12 @@ class ModelSummary:
                     f"run {i + 1} is an outlier in {metric.title}: {format_stat(key, s.values[i])} "
                     f"against a median of {format_stat(key, s.median)}"
                 )
+        stalled = stalled_percentiles(self.runs)
+        if stalled:
+            out.append(
+                f"latency {', '.join(stalled)} measure the CPU quota's stalls, not the "
+                "workload (a CFS period longer than an iteration; --cpu-period)"
+            )
         wall = self.wall_s
         if wall is not None and wall.n >= 3:
             rest = statistics.median(wall.values[1:])

@@ -33,7 +33,7 @@ The order of :data:`METRICS` is the order of every table and file column built f
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..model import RunResult
@@ -128,3 +128,13 @@ CALIBRATION_METRICS: dict[str, Metric] = {
     m.calibration: m for m in METRICS if m.calibration is not None
 }
 """The calibratable metrics by device CSV column stem."""
+
+
+def stalled_percentiles(runs: Sequence[RunResult]) -> tuple[str, ...]:
+    """The latency percentiles (``p50`` … ``p99``) that measured a CPU quota's stalls
+    rather than the workload in any of ``runs`` (see :class:`edgeprof.model.Throttling`)."""
+    names: dict[str, None] = {}
+    for r in runs:
+        if r.latency is not None and r.latency.throttling is not None:
+            names.update(dict.fromkeys(r.latency.throttling.distorted))
+    return tuple(p for p in ("p50", "p90", "p95", "p99") if p in names)

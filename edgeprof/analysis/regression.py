@@ -31,7 +31,7 @@ from ..errors import ConfigError
 from ..model import RunResult
 from .budgets import METRICS
 from .cells import cells, setting, successful
-from .metrics import Metric
+from .metrics import Metric, stalled_percentiles
 from .stats import t_cdf, t_quantile
 
 CONFIDENCE = 0.95
@@ -134,6 +134,13 @@ def compare_results(
     for key in common:
         b_runs, c_runs = base_cells[key], cur_cells[key]
         label, where = key[0], _setting(b_runs, c_runs)
+        for side, runs in (("baseline", b_runs), ("current", c_runs)):
+            if stalled := stalled_percentiles(runs):
+                notes.append(
+                    f"{_name(key)}: latency {', '.join(stalled)} of the {side} runs measure "
+                    "the CPU quota's stalls, not the workload: their change compares stall "
+                    "patterns"
+                )
         b_ok, c_ok = successful(b_runs), successful(c_runs)
         for metric in METRICS.values():
             b = tuple(v for r in b_ok if (v := metric.get(r)) is not None)

@@ -95,6 +95,11 @@ class CgroupRun(RunHandle):
     def sample(self) -> Counters:
         return self._counters.sample()
 
+    def throttled_us(self) -> int | None:
+        if not self._counters.has_throttling:
+            return None
+        return self._counters.throttling().throttled_us
+
     @property
     def batch_reader(self) -> BatchReader | None:
         return self._counters.batch_reader

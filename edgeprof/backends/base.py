@@ -133,6 +133,12 @@ class RunHandle(abc.ABC):
         """Restarts the kernel's memory high-water mark per phase, or ``None``."""
         return None
 
+    def throttled_us(self) -> int | None:
+        """The run's cumulative CFS throttled time now (µs), as cheaply as it can be read,
+        or ``None`` where it cannot.  Read by the events thread at each reported iteration,
+        so that a stall can be attributed to the iterations it lengthened."""
+        return None
+
     # -- the contract ------------------------------------------------------------------------
 
     @abc.abstractmethod

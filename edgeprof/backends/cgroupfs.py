@@ -264,11 +264,17 @@ class CounterSet:
             raise BackendError("the native counter reader is not built in this installation")
         every = self._open
         sampled = [(cf, src) for cf, src in self._open if src.per_sample]
+        throttling = [
+            (cf, src) for cf, src in self._open if any(f.name == "throttled_us" for f in src.fields)
+        ]
+        self.has_throttling = bool(throttling)
         if self.native:
             self._full: Any = _NativePlan(every)
             self._sampled: Any = _NativePlan(sampled)
+            self._throttling: Any = _NativePlan(throttling)
         else:
             self._full, self._sampled = _PythonPlan(every), _PythonPlan(sampled)
+            self._throttling = _PythonPlan(throttling)
 
     def read(self) -> Counters:
         """Every counter (for the final totals)."""
@@ -277,6 +283,10 @@ class CounterSet:
     def sample(self) -> Counters:
         """The counters the time series uses; total-only fields are ``None``."""
         return self._sampled.read()  # type: ignore[no-any-return]
+
+    def throttling(self) -> Counters:
+        """Only the file that holds the CFS throttling counters (``cpu.stat``)."""
+        return self._throttling.read()  # type: ignore[no-any-return]
 
     @property
     def batch_reader(self) -> _NativePlan | None:

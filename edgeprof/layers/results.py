@@ -37,7 +37,7 @@ import yaml
 
 from .. import storage as files
 from ..errors import ConfigError
-from ..measure.phases import percentile
+from ..measure.latency import percentile
 from ..units import format_cpuset
 
 SCHEMA = "edgeprof-layers/1"

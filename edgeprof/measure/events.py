@@ -36,7 +36,8 @@ from ..workload.instrument import (
     PATH_ENV,
     UNAVAILABLE_ENV,
 )
-from .phases import MAX_LINE, Occurrence, ProtocolError, Timeline, latency_stats, parse_line
+from .latency import iteration_stalls, latency_stats, stall_warning
+from .phases import MAX_LINE, Occurrence, ProtocolError, Timeline, parse_line
 from .sampler import SeriesStats
 
 DOCKER_UNAVAILABLE = (
@@ -90,6 +91,8 @@ class EventChannel:
         self._it0 = array.array("d")
         self._it1 = array.array("d")
         self._items = array.array("q")
+        self._throttled = array.array("d")  # seconds, at each iteration line (NaN: none)
+        self._read_throttled: Callable[[], int | None] | None = None
         self._items_given = False
         self._marks: list[Mark] = []
         self.malformed = 0
@@ -103,11 +106,20 @@ class EventChannel:
         return _RecordingStats(self)
 
     def start(
-        self, t0: float, read: Callable[[], Counters], peaks: PeakReset | None = None
+        self,
+        t0: float,
+        read: Callable[[], Counters],
+        peaks: PeakReset | None = None,
+        throttled: Callable[[], int | None] | None = None,
     ) -> None:
         """The workload is spawned (at monotonic ``t0``): close our copy of the write end
-        (so the pipe reports EOF once every writer is gone) and start reading."""
+        (so the pipe reports EOF once every writer is gone) and start reading.
+
+        ``throttled``: reads the run's cumulative CFS throttled µs; given under a ``cpus``
+        quota, it is read once per batch of iteration lines (one ``cpu.stat`` read, ~10 µs)
+        so that each stall can be put on the iterations it lengthened."""
         self._t0, self._read, self._peaks = t0, read, peaks
+        self._read_throttled = throttled
         if self._w >= 0:
             os.close(self._w)
             self._w = -1
@@ -176,15 +188,35 @@ class EventChannel:
         now = time.monotonic()
         buf = self._buf + data
         *lines, rest = buf.split(b"\n")
+        iterations = len(self._it1)
         for raw in lines:
             if self._discarding:  # the tail of an over-long line
                 self._discarding = False
                 continue
             self._line(raw, now)
+        if len(self._it1) > iterations:
+            self._throttling_reading(len(self._it1) - iterations)
         if len(rest) > MAX_LINE:
             self._bad(rest[:60], f"line longer than {MAX_LINE} characters")
             rest, self._discarding = b"", True
         self._buf = rest
+
+    def _throttling_reading(self, new: int) -> None:
+        """The run's throttled time, after ``new`` iteration lines: the last gets the
+        reading, the others NaN (one read per batch; see ``iteration_stalls``)."""
+        value = math.nan
+        if self._read_throttled is not None:
+            try:
+                us = self._read_throttled()
+            except EdgeprofError as exc:
+                self._snapshot_error = str(exc)
+                us = None
+            if us is None:
+                self._read_throttled = None  # not readable here: no stall is known
+            else:
+                value = us / 1e6
+        with self._lock:
+            self._throttled.extend([math.nan] * (new - 1) + [value])
 
     def _bad(self, raw: bytes, why: str) -> None:
         self.malformed += 1
@@ -286,6 +318,11 @@ class EventChannel:
         from .phases import phase_stats
 
         iterations = list(zip(self._it0, self._it1, self._items, strict=True))
+        stalls = None
+        if len(self._throttled) == len(iterations) and any(
+            not math.isnan(x) for x in self._throttled
+        ):
+            stalls = iteration_stalls([t1 - t0 for t0, t1, _ in iterations], self._throttled)
         timeline = Timeline(
             list(self._t),
             [None if math.isnan(c) else c for c in self._cpu],
@@ -298,6 +335,7 @@ class EventChannel:
             run_end=run_end,
             items_given=self._items_given,
             termination=termination,
+            stalls=stalls,
         )
         warnings = []
         if self.malformed:
@@ -323,7 +361,13 @@ class EventChannel:
                 "phase peaks are sampled (largest sample inside each phase): this kernel "
                 "cannot restart its high-water mark per phase (cgroup v2 needs Linux 6.12)"
             )
-        latency = latency_stats(iterations, items_given=self._items_given)
+        latency = latency_stats(iterations, items_given=self._items_given, stalls=stalls)
+        measured = [("", latency), *((f"phase {p.name!r}: ", p.latency) for p in phases)]
+        warnings.extend(
+            stall_warning(lat, where)
+            for where, lat in measured
+            if lat is not None and lat.throttling is not None and lat.throttling.distorted
+        )
         return phases, latency, tuple(self._marks), warnings
 
 

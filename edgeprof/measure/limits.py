@@ -104,9 +104,17 @@ def cpu_period_us(limits: Limits) -> int | None:
         return None
     if limits.cpu_period_us is not None:
         return limits.cpu_period_us
-    if limits.cpuset is not None and limits.cpus >= len(limits.cpuset):
+    if not quota_can_stall(limits):
         return CFS_PERIOD_US
     return max(FRACTIONAL_PERIOD_US, shortest_period_us(limits.cpus))
+
+
+def quota_can_stall(limits: Limits) -> bool:
+    """A ``cpus`` quota that the run can exhaust: not an integer share on exactly as many
+    cores (resolved limits: the cpuset is known)."""
+    if limits.cpus is None:
+        return False
+    return limits.cpuset is None or limits.cpus < len(limits.cpuset)
 
 
 def thread_env(

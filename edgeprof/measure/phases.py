@@ -20,7 +20,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..model import LatencyStats, PhaseStats
+from ..model import PhaseStats
+from .latency import latency_stats
 
 MAX_LINE = 4096
 """Longer lines are malformed (a single ``write()`` of up to 4 KiB is atomic on a pipe)."""
@@ -92,51 +93,6 @@ def parse_line(line: str, now: float) -> Event:
 
 
 # -- statistics ---------------------------------------------------------------------------
-
-
-def percentile(sorted_values: Sequence[float], p: float) -> float:
-    """The ``p``-th percentile (0…100) of ascending values, by linear interpolation between
-    closest ranks (numpy's default ``linear`` method, Hyndman-Fan type 7): rank
-    ``h = (n − 1)·p/100``, value ``x[⌊h⌋] + (h − ⌊h⌋)·(x[⌊h⌋+1] − x[⌊h⌋])``."""
-    n = len(sorted_values)
-    if n == 0:
-        raise ValueError("percentile of no values")
-    if not 0 <= p <= 100:
-        raise ValueError(f"percentile {p} outside 0…100")
-    h = (n - 1) * p / 100
-    lo = math.floor(h)
-    if lo >= n - 1:
-        return float(sorted_values[-1])
-    return float(sorted_values[lo] + (h - lo) * (sorted_values[lo + 1] - sorted_values[lo]))
-
-
-def latency_stats(
-    iterations: Sequence[tuple[float, float, int]], *, items_given: bool = True
-) -> LatencyStats | None:
-    """Latency of iterations given as ``(start, end, items)``; ``None`` for none.
-
-    Throughput is over the span from the first start to the last end.  ``items_given``:
-    whether item counts are meaningful (all ones from a workload that gave none are not).
-    """
-    if not iterations:
-        return None
-    durations = sorted(t1 - t0 for t0, t1, _ in iterations)
-    span = max(t1 for _, t1, _ in iterations) - min(t0 for t0, _, _ in iterations)
-    n = len(durations)
-    items = sum(i for _, _, i in iterations)
-    return LatencyStats(
-        count=n,
-        mean_s=math.fsum(durations) / n,
-        p50_s=percentile(durations, 50),
-        p90_s=percentile(durations, 90),
-        p95_s=percentile(durations, 95),
-        p99_s=percentile(durations, 99),
-        max_s=durations[-1],
-        per_s=n / span if span > 0 else None,
-        min_s=durations[0],
-        items=items if items_given else None,
-        items_per_s=(items / span if span > 0 else None) if items_given else None,
-    )
 
 
 # -- attribution --------------------------------------------------------------------------
@@ -218,13 +174,17 @@ def phase_stats(
     run_end: float,
     items_given: bool,
     termination: str | None = None,
+    stalls: Sequence[float | None] | None = None,
 ) -> tuple[PhaseStats, ...]:
     """Merge occurrences by name (in order of first start) and attribute readings and
     iterations (an iteration belongs to every phase open at its end) to each.
 
     An occurrence still open (no ``end`` line) ends at ``run_end`` and its phase records
-    ``termination`` as what cut it short."""
-    iterations = sorted(iterations, key=lambda it: it[1])
+    ``termination`` as what cut it short.  ``stalls``: per iteration, as for
+    :func:`latency_stats`."""
+    order = sorted(range(len(iterations)), key=lambda i: iterations[i][1])
+    iterations = [iterations[i] for i in order]
+    stalls_sorted = None if stalls is None else [stalls[i] for i in order]
     ends = [it[1] for it in iterations]
     by_name: dict[str, list[Occurrence]] = {}
     for occ in sorted(occurrences, key=lambda o: o.start):
@@ -237,6 +197,7 @@ def phase_stats(
         kernel_peak: int | None = None
         kernel_all = True
         its: list[tuple[float, float, int]] = []
+        its_stalls: list[float | None] = []
         for o in occs:
             end = run_end if o.end is None else o.end
             wall += end - o.start
@@ -257,7 +218,10 @@ def phase_stats(
             else:
                 kernel_peak = o.kernel_peak if kernel_peak is None else max(
                     kernel_peak, o.kernel_peak)
-            its.extend(iterations[bisect.bisect_left(ends, o.start):bisect.bisect_right(ends, end)])
+            inside = slice(bisect.bisect_left(ends, o.start), bisect.bisect_right(ends, end))
+            its.extend(iterations[inside])
+            if stalls_sorted is not None:
+                its_stalls.extend(stalls_sorted[inside])
         complete = all(o.end is not None for o in occs)
         if kernel_all and kernel_peak is not None:
             peak_bytes: int | None = max(kernel_peak, sampled_peak or 0)
@@ -277,7 +241,11 @@ def phase_stats(
                 avg_bytes=round(area / wall) if mem_known and wall > 0 else None,
                 complete=complete,
                 cut_short_by=None if complete else termination,
-                latency=latency_stats(its, items_given=items_given),
+                latency=latency_stats(
+                    its,
+                    items_given=items_given,
+                    stalls=None if stalls_sorted is None else its_stalls,
+                ),
             )
         )
     return tuple(out)

@@ -35,7 +35,7 @@ from .assemble import build_result
 from .events import DOCKER_UNAVAILABLE, UNAVAILABLE_ENV, EventChannel
 from .gc import collect_before_run
 from .leases import lease_cores
-from .limits import allowed_cpus, cpu_period_us, resolve, thread_env
+from .limits import allowed_cpus, cpu_period_us, quota_can_stall, resolve, thread_env
 from .sampler import Sampler, SampleWriter, SeriesStats
 
 DEFAULT_INTERVAL_S = 0.1
@@ -248,7 +248,12 @@ def _run(
             try:
                 if channel is not None:
                     # The kernel's memory high-water mark restarted per phase, where it can be.
-                    channel.start(run.started, run.counters, run.peak_reset)
+                    channel.start(
+                        run.started,
+                        run.counters,
+                        run.peak_reset,
+                        run.throttled_us if quota_can_stall(spec.limits) else None,
+                    )
                 sampler.start()
                 try:
                     with interrupts.armed():

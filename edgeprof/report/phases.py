@@ -54,6 +54,10 @@ def _median_of(items: Sequence[_T]) -> _T:
         if f.name == "latency":
             lats = [v for v in values if v is not None]
             kw[f.name] = _median_of(lats) if len(lats) == len(values) else None
+        elif f.name == "throttling":
+            # The worst run's: a percentile that measured stalls in one run is suspect in all.
+            known = [v for v in values if v is not None]
+            kw[f.name] = max(known, key=lambda t: len(t.distorted)) if known else None
         elif f.name == "complete":
             kw[f.name] = all(values)
         elif all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
@@ -122,16 +126,25 @@ def phase_rows(results: Sequence[RunResult]) -> list[list[str]]:
     return rows
 
 
+STALLED = "*"
+STALLED_NOTE = f"{STALLED} measures the CPU quota's stalls, not the workload (see the warnings)"
+
+
 def _latency_row(label: str, phase: str, s: LatencyStats) -> list[str]:
+    distorted = s.throttling.distorted if s.throttling is not None else ()
+
+    def pct(name: str, v: float) -> str:
+        return _ms(v) + (STALLED if name in distorted else "")
+
     return [
         label,
         phase,
         str(s.count),
         _ms(s.mean_s),
-        _ms(s.p50_s),
-        _ms(s.p90_s),
-        _ms(s.p95_s),
-        _ms(s.p99_s),
+        pct("p50", s.p50_s),
+        pct("p90", s.p90_s),
+        pct("p95", s.p95_s),
+        pct("p99", s.p99_s),
         _ms(s.max_s),
         _rate(s.per_s),
         _rate(s.items_per_s),
@@ -170,4 +183,6 @@ def render_sections(results: Sequence[RunResult], *, markdown: bool = False) -> 
     latency = latency_rows(results)
     if latency:
         out.append(fmt("Latency" + how, LATENCY_COLUMNS, latency))
+        if any(cell.endswith(STALLED) for row in latency for cell in row[4:8]):
+            out.append(STALLED_NOTE + "\n")
     return "\n".join(out)

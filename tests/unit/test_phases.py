@@ -17,13 +17,12 @@ import pytest
 from edgeprof import profile
 from edgeprof.backends._peak_reset import SharedPeakReset
 from edgeprof.measure.events import EventChannel
+from edgeprof.measure.latency import latency_stats, percentile
 from edgeprof.measure.phases import (
     Occurrence,
     ProtocolError,
     Timeline,
-    latency_stats,
     parse_line,
-    percentile,
     phase_stats,
 )
 from edgeprof.model import Counters, LatencyStats, Mark, PhaseStats, RunResult

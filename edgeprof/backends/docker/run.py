@@ -63,6 +63,7 @@ class DockerRun(RunHandle):
         self._outer: CounterSet | None = None
         self._inner: CounterSet | None = None
         self._inner_last = Counters()
+        self._inner_lock = threading.Lock()
         self._stats_last = Counters()
         self._net_file: fs.CounterFile | None = None
         self._net_last: tuple[int | None, int | None] = (None, None)
@@ -179,14 +180,20 @@ class DockerRun(RunHandle):
     # -- counters ----------------------------------------------------------------------------
 
     def _inner_now(self) -> Counters:
-        """The container's own group while it exists; its last reading after that."""
-        if self._inner is not None:
-            try:
-                self._inner_last = self._inner.read()
-            except BackendError:
-                self._inner.close()
-                self._inner = None
-        return self._inner_last
+        """The container's own group while it exists; its last reading after that.  Locked:
+        the sampler's and the events' threads both read it, and the first to find the group
+        gone closes it."""
+        with self._inner_lock:
+            if self._inner is not None:
+                try:
+                    self._inner_last = self._inner.read()
+                except BackendError:
+                    self._inner.close()
+                    self._inner = None
+            return self._inner_last
+
+    def throttled_us(self) -> int | None:
+        return self._inner_now().throttled_us if self._exact else None
 
     def _net_now(self) -> tuple[int | None, int | None]:
         if self._net_file is not None:

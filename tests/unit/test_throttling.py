@@ -1,0 +1,175 @@
+"""How a CPU quota's stalls fell on the reported iterations (measure/latency.py), the
+warning, the table's marks, budgets and comparisons that repeat it."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from edgeprof.analysis.budgets import Budgets, check_budgets
+from edgeprof.analysis.compare import summarize
+from edgeprof.analysis.regression import compare_results
+from edgeprof.measure.events import EventChannel
+from edgeprof.measure.latency import distortion, iteration_stalls, latency_stats
+from edgeprof.model import LatencyStats, RunResult
+from edgeprof.report.phases import STALLED_NOTE, render_sections
+
+from .conftest import make_result
+
+NAN = math.nan
+MS = 1e-3
+
+
+def coarse(
+    n: int = 120, every: int = 8, run: float = 5 * MS, stall: float = 50 * MS
+) -> tuple[list[float], list[float]]:
+    """Docker's 100 ms period at half a core: full speed, and a 50 ms stall every so often."""
+    stalls = [stall if i % every == every - 1 else 0.0 for i in range(n)]
+    return [run + s for s in stalls], stalls
+
+
+def fine(
+    n: int = 120, run: float = 5 * MS, share: float = 0.5
+) -> tuple[list[float], list[float]]:
+    """A short period: every iteration stalled by its share, give or take a period's slice."""
+    stalls = [run * (1 / share - 1) + (0.3 * MS if i % 7 == 0 else -0.2 * MS) for i in range(n)]
+    return [run + s for s in stalls], stalls
+
+
+def test_readings_at_each_line_give_each_iteration_its_own_stall() -> None:
+    lat = [0.010, 0.060, 0.010]
+    # Cumulative throttled time when each line arrived: the first has no reading before it.
+    assert iteration_stalls(lat, [0.002, 0.052, 0.052]) == [None, pytest.approx(0.050), 0.0]
+
+
+def test_a_batch_of_lines_shares_its_stall_by_latency_and_never_beyond_it() -> None:
+    lat = [0.010, 0.010, 0.030, 0.004]
+    # Lines 2 and 3 arrived in one read: the 20 ms between readings is shared 1:3.
+    out = iteration_stalls(lat, [0.0, NAN, 0.020, 0.100])
+    assert out[0] is None
+    assert out[1] == pytest.approx(0.005) and out[2] == pytest.approx(0.015)
+    assert out[3] == 0.004  # 80 ms of stall, but the iteration lasted 4 ms: the rest was a gap
+
+
+def test_lines_after_the_last_reading_stay_unknown() -> None:
+    assert iteration_stalls([0.01, 0.01, 0.01], [0.0, 0.001, NAN]) == [None, 0.001, None]
+
+
+def test_mismatched_readings_are_refused() -> None:
+    with pytest.raises(ValueError):
+        iteration_stalls([0.01], [])
+
+
+def test_stalls_taken_by_a_few_iterations_distort_every_percentile() -> None:
+    lat, stalls = coarse()
+    t = distortion(lat, stalls)
+    assert t is not None
+    assert (t.iterations, t.throttled) == (120, 15)
+    assert t.stall_s == pytest.approx(0.75) and t.max_stall_s == pytest.approx(0.05)
+    # Spread evenly, as a core at the same average speed: 5 ms × (0.6 + 0.75) / 0.6.
+    assert t.even_p50_s == pytest.approx(0.01125) and t.even_p99_s == pytest.approx(0.01125)
+    assert t.distorted == ("p50", "p90", "p95", "p99")
+
+
+def test_stalls_spread_over_every_iteration_distort_nothing() -> None:
+    lat, stalls = fine()
+    t = distortion(lat, stalls)
+    assert t is not None and t.throttled == 120
+    assert t.distorted == ()
+    assert t.even_p50_s == pytest.approx(0.010, rel=0.05)
+
+
+def test_no_stall_no_distortion_and_no_reading_no_record() -> None:
+    t = distortion([0.005] * 10, [0.0] * 10)
+    assert t is not None and (t.throttled, t.stall_s, t.distorted) == (0, 0.0, ())
+    assert distortion([0.005] * 3, [None] * 3) is None
+
+
+@given(
+    runs=st.lists(st.floats(0.5 * MS, 50 * MS), min_size=2, max_size=200),
+    share=st.floats(0.05, 1.0),
+)
+def test_a_slower_core_is_never_called_distorted(runs: list[float], share: float) -> None:
+    """Stalls in proportion to each iteration's running time are what a slower core does."""
+    stalls = [r * (1 / share - 1) for r in runs]
+    t = distortion([r + s for r, s in zip(runs, stalls, strict=True)], stalls)
+    assert t is not None and t.distorted == ()
+
+
+def _feed_iterations(latencies: list[float], throttled_us: list[int]) -> EventChannel:
+    """The events thread's work without its thread: one line per read, and one reading of
+    the run's throttled time after each."""
+    ch = EventChannel()
+    readings = iter(throttled_us)
+    ch._read_throttled = lambda: next(readings)
+    t = 100.0
+    for lat in latencies:
+        ch._feed(f"iter {t:.6f} {t + lat:.6f}\n".encode())
+        t += lat
+    ch.close()
+    return ch
+
+
+def test_the_channel_reads_throttling_per_line_and_warns() -> None:
+    lat, stalls = coarse(n=40, every=8)
+    cumulative = [round(sum(stalls[: i + 1]) * 1e6) for i in range(len(stalls))]
+    ch = _feed_iterations(lat, cumulative)
+    _, latency, _, warnings = ch.results(run_end=10.0)
+    assert latency is not None and latency.throttling is not None
+    t = latency.throttling
+    assert (t.iterations, t.throttled) == (39, 5)
+    assert t.distorted == ("p50", "p90", "p95", "p99")
+    [w] = [w for w in warnings if "stalls" in w]
+    assert w.startswith("latency p50, p90, p95, p99 measure the CPU quota's stalls")
+    assert "5 of 39 iterations were throttled (up to 50.0ms each)" in w
+    # 39 known iterations, 195 ms of running and 250 ms of stalls: 5 ms × 445 / 195.
+    assert "p50 would be 11.41ms and p99 11.41ms" in w
+
+
+def test_without_a_reader_no_stall_is_known() -> None:
+    ch = EventChannel()
+    ch._feed(b"iter 1.0 1.01\niter 1.01 1.02\n")
+    ch.close()
+    _, latency, _, warnings = ch.results(run_end=10.0)
+    assert latency is not None and latency.throttling is None
+    assert not [w for w in warnings if "stalls" in w]
+
+
+def _with_latency(lat: list[float], stalls: list[float], **kw: object) -> RunResult:
+    s = latency_stats([(0.0, x, 1) for x in lat], stalls=stalls)
+    assert s is not None
+    return dataclasses.replace(make_result(**kw), latency=s)
+
+
+def test_the_table_marks_the_percentiles_that_measured_stalls() -> None:
+    text = render_sections([_with_latency(*coarse())])
+    row = next(line for line in text.splitlines() if "(all)" in line)
+    assert row.count("*") == 4
+    assert STALLED_NOTE in text
+    assert "*" not in render_sections([_with_latency(*fine())])
+
+
+def test_budgets_and_comparisons_say_so() -> None:
+    stalled = _with_latency(*coarse())
+    checks = check_budgets([stalled], Budgets(default={"latency_p95": 0.1}))
+    assert checks[0].caveat.startswith("p95 measures the CPU quota's stalls")
+    assert checks[0].describe().endswith("(see the warnings; --cpu-period)")
+    clean = check_budgets([_with_latency(*fine())], Budgets(default={"latency_p95": 0.1}))
+    assert clean[0].caveat == "" and ";" not in clean[0].describe()
+    [summary] = summarize([stalled])
+    assert any("measure the CPU quota's stalls" in w for w in summary.warnings())
+    _, notes = compare_results([_with_latency(*fine())], [stalled])
+    assert [n for n in notes if "of the current runs measure" in n]
+    assert not [n for n in notes if "baseline runs measure" in n]
+
+
+def test_throttling_round_trips_through_the_result_json() -> None:
+    r = _with_latency(*coarse())
+    back = RunResult.from_dict(r.to_dict())
+    assert back.latency == r.latency
+    assert isinstance(back.latency, LatencyStats) and back.latency.throttling is not None
+    assert back.latency.throttling.distorted == ("p50", "p90", "p95", "p99")
