@@ -18,7 +18,7 @@ CalibrationFile = Annotated[
 CpuPeriod = Annotated[
     str | None,
     typer.Option(
-        help="CFS period of the --cpus quota, e.g. 10ms (default: 2ms for a share that can "
+        help="CFS period of the --cpus quota, e.g. 10ms (default: 5ms for a share that can "
         "stall, lengthened to keep the kernel's 1ms minimum quota; 100ms otherwise)."
     ),
 ]

@@ -13,8 +13,8 @@ The events thread reads the run's throttled time (``throttled_usec`` / ``throttl
 ``cpu.stat``) each time an iteration line arrives.  :func:`iteration_stalls` turns the
 readings into each iteration's stall; :func:`distortion` compares the reported percentiles
 with the percentiles the same iterations would have if the same stall time were spread over
-them in proportion to their running time (what a slower core does), and names the
-percentiles that differ by more than :data:`TOLERANCE`.
+them evenly (what a slower core does), and names the percentiles that differ by more than
+:data:`TOLERANCE`.
 """
 
 from __future__ import annotations
@@ -120,7 +120,14 @@ def iteration_stalls(latencies: Sequence[float], readings: Sequence[float]) -> l
 
 
 def distortion(latencies: Sequence[float], stalls: Sequence[float | None]) -> Throttling | None:
-    """The throttling of these iterations; ``None`` when no stall is known."""
+    """The throttling of these iterations; ``None`` when no stall is known.
+
+    Two even spreads of the same stall time: in proportion to each iteration's running
+    time (a slower core, for iterations of different sizes), and the same stall for each
+    (for time that is not CPU: a preemption by another task counts as running time here,
+    and a slower core would not have stretched it).  A percentile measures the stall
+    pattern when it differs from both by more than :data:`TOLERANCE`.
+    """
     known = [(lat, s) for lat, s in zip(latencies, stalls, strict=True) if s is not None]
     if not known:
         return None
@@ -128,15 +135,17 @@ def distortion(latencies: Sequence[float], stalls: Sequence[float | None]) -> Th
     measured = sorted(lat for lat, _ in known)
     running = [max(lat - s, 0.0) for lat, s in known]
     total_run = sum(running)
-    # Spread: the same total time, each iteration stalled in proportion to its running time.
     scale = (total_run + stall) / total_run if total_run > 0 else 1.0
-    even = sorted(r * scale for r in running)
+    proportional = sorted(r * scale for r in running)
+    mean_stall = stall / len(known)
+    uniform = sorted(r + mean_stall for r in running)
     distorted = []
     spread = {}
     for name, p in PERCENTILES:
-        m, e = percentile(measured, p), percentile(even, p)
-        spread[name] = e
-        if e > 0 and abs(m - e) > TOLERANCE * e:
+        m = percentile(measured, p)
+        spread[name] = e = percentile(proportional, p)
+        u = percentile(uniform, p)
+        if all(x > 0 and abs(m - x) > TOLERANCE * x for x in (e, u)):
             distorted.append(name)
     return Throttling(
         iterations=len(known),

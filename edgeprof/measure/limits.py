@@ -79,7 +79,7 @@ def resolve(limits: Limits, available: tuple[int, ...]) -> tuple[Limits, bool]:
     return limits, False
 
 
-FRACTIONAL_PERIOD_US = 2000
+FRACTIONAL_PERIOD_US = 5000
 """The CFS period for a quota that can bind, unless asked otherwise (``--cpu-period``).
 
 A quota is a share of each period: the group runs at full speed until the quota is spent,

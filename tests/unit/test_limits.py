@@ -116,9 +116,10 @@ def test_thread_env_does_not_override_user_or_inherited() -> None:
         (Limits(cpus=0.5), FRACTIONAL_PERIOD_US),
         (Limits(cpus=0.75), FRACTIONAL_PERIOD_US),
         (Limits(cpus=1.5), FRACTIONAL_PERIOD_US),
-        # Under half a CPU the default period would hold a quota under the kernel's 1 ms.
-        (Limits(cpus=0.25), 4000),
-        (Limits(cpus=0.3), 3334),
+        # Under a fifth of a CPU the default period would hold a quota under the kernel's 1 ms.
+        (Limits(cpus=0.25), FRACTIONAL_PERIOD_US),
+        (Limits(cpus=0.1), 10_000),
+        (Limits(cpus=0.15), 6667),
         (Limits(cpus=0.01), 100_000),
         # An integer share on exactly as many cores never stalls: Docker's period.
         (Limits(cpus=2, cpuset="0-1"), CFS_PERIOD_US),
