@@ -422,6 +422,8 @@ class RunResult:
     lease: CoreLease | None = None
     """The cores leased for the run; ``None`` when it was not pinned (no or a fractional
     ``cpus`` and no ``cpuset``), on a remote Docker daemon, and in older files."""
+    device: str | None = None
+    """The catalog device the limits came from (``--device``; ``None``: none, older files)."""
 
     @property
     def label(self) -> str:
@@ -512,4 +514,5 @@ class RunResult:
             latency=None if d.get("latency") is None else LatencyStats.from_dict(d["latency"]),
             marks=tuple(Mark.from_dict(m) for m in d.get("marks") or ()),
             lease=None if d.get("lease") is None else CoreLease.from_dict(d["lease"]),
+            device=d.get("device"),
         )

@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from .app import exit_code
-from .options import CpuPeriod
+from .options import CpuPeriod, DeviceName, DevicesFile
 
 # The library (yaml, the layer results) loads in the commands: `import edgeprof.cli` and the
 # other commands do not pay for it.
@@ -100,6 +100,8 @@ def profile_cmd(
     memory: Annotated[
         str | None, typer.Option(help="Memory limit, e.g. 512m (binary units, as Docker).")
     ] = None,
+    device: DeviceName = None,
+    devices: DevicesFile = None,
     timeout: Annotated[
         str | None, typer.Option(help="Stop the run after this many seconds.")
     ] = None,
@@ -116,9 +118,9 @@ def profile_cmd(
     Example: edgeprof layers mymodels:vit --input-shape 3,224,224 --batch-size 8 --cpus 1
     --memory 1g -o profiler_results.yml
     """
+    from ..analysis.devices import device_limits
     from ..layers.results import LayerResults, layer_ranges, load, merge, save
     from ..layers.run import check_extendable, make_request, run_layers
-    from ..model import Limits
     from ..report.layers import render_layers
     from ..report.results import print_table
     from ..storage import check_writable
@@ -137,7 +139,10 @@ def profile_cmd(
         factory_args=factory_arg or [],
         seed=seed,
     )
-    limits = Limits(cpus=cpus, cpuset=cpuset, memory=memory, cpu_period_us=cpu_period)
+    chosen = device_limits(
+        device, devices, cpus=cpus, cpuset=cpuset, memory=memory, cpu_period=cpu_period
+    )
+    limits = chosen.limits
     check_writable(output)
     existing: LayerResults | None = None
     if output.exists():
@@ -151,6 +156,8 @@ def profile_cmd(
         expect_layers=None if existing is None else existing.layers,
         timeout=timeout,
         cgroup_parent=cgroup_parent,
+        device=device,
+        env=chosen.env,
     )
     if not run.ok:
         print_table([run.result], sys.stdout)
@@ -161,7 +168,7 @@ def profile_cmd(
     save(output, merged)
     sys.stdout.write(render_layers(new) + "\n")
     print_table([run.result], sys.stdout)
-    for w in run.warnings:
+    for w in (*chosen.warnings, *run.warnings):
         print(f"edgeprof: warning: {w}", file=sys.stderr)
     missing = merged.missing_text()
     print(

@@ -22,3 +22,16 @@ CpuPeriod = Annotated[
         "stall, lengthened to keep the kernel's 1ms minimum quota; 100ms otherwise)."
     ),
 ]
+DeviceName = Annotated[
+    str | None,
+    typer.Option(
+        help="A catalog device (edgeprof devices): its cores, memory and speed as limits; "
+        "--cpus, --memory, --cpu-period given as well replace the device's values."
+    ),
+]
+DevicesFile = Annotated[
+    Path | None,
+    typer.Option(
+        help="A device catalog (YAML) merged over the shipped one and $EDGEPROF_DEVICES."
+    ),
+]

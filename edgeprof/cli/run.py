@@ -10,7 +10,7 @@ import typer
 
 from ..measure.runner import DEFAULT_INTERVAL_S
 from .app import runs_exit_code
-from .options import CalibrationFile, CpuPeriod, EnvItems
+from .options import CalibrationFile, CpuPeriod, DeviceName, DevicesFile, EnvItems
 
 CONTEXT_SETTINGS = {"allow_interspersed_args": False}
 """Everything after COMMAND is the command's own: ``run -- python x.py --cpus 2``."""
@@ -34,6 +34,8 @@ def run(
         typer.Option(help="CPUs to run on, e.g. 0-1,3; repeat the option to sweep settings."),
     ] = None,
     cpu_period: CpuPeriod = None,
+    device: DeviceName = None,
+    devices: DevicesFile = None,
     cores_busy: Annotated[
         str,
         typer.Option(
@@ -195,6 +197,8 @@ def run(
         environment=environment,
         as_root=as_root,
         cores_busy=cores_busy,
+        device=device,
+        devices=devices,
     )
     outputs = RunOutputs(
         markdown=markdown, summary=summary, junit=junit, plots=plots, json_out=json_out

@@ -12,7 +12,7 @@ import typer
 
 from ..measure.runner import DEFAULT_INTERVAL_S
 from .app import exit_code
-from .options import CpuPeriod, EnvItems
+from .options import CpuPeriod, DeviceName, DevicesFile, EnvItems
 
 
 def gc(
@@ -47,6 +47,8 @@ def bench(
     cpuset: Annotated[str | None, typer.Option(help="CPUs to run on, e.g. 0-1,3.")] = None,
     cpu_period: CpuPeriod = None,
     memory: Annotated[str | None, typer.Option(help="Memory limit, e.g. 512m.")] = None,
+    device: DeviceName = None,
+    devices: DevicesFile = None,
     interval: Annotated[str, typer.Option(help="Sampling interval in seconds.")] = str(
         DEFAULT_INTERVAL_S
     ),
@@ -68,29 +70,60 @@ def bench(
 
     Example: edgeprof bench models.py:infer --batch-size 1,8,32 --cpus 1 --memory 1g
     """
-    from ..model import Limits
+    from ..analysis.devices import device_limits
     from ..report.results import print_table
     from ..sweeps.bench import bench as run_bench
     from ..sweeps.bench import parse_batch_sizes
     from ..sweeps.request import parse_env
 
+    sizes = parse_batch_sizes(batch_size)
+    chosen = device_limits(
+        device,
+        devices,
+        cpus=cpus,
+        cpuset=cpuset,
+        memory=memory,
+        cpu_period=cpu_period,
+        env=parse_env(env or []),
+    )
+    for w in chosen.warnings:
+        print(f"edgeprof: warning: {w}", file=sys.stderr)
     results = run_bench(
         target,
-        parse_batch_sizes(batch_size),
-        Limits(cpus=cpus, cpuset=cpuset, memory=memory, cpu_period_us=cpu_period),
+        sizes,
+        chosen.limits,
         loader=loader,
         warmup=warmup,
         iterations=iterations,
         backend=backend,
         interval=interval,
         timeout=timeout,
-        env=parse_env(env or []),
+        env=chosen.env,
         cwd=cwd,
         out_dir=out,
         stdout=sys.stderr.fileno() if json_out else None,
+        device=device,
     )
     if json_out:
         sys.stdout.write(json.dumps([r.to_dict() for r in results], indent=2) + "\n")
     else:
         print_table(results, sys.stdout)
     raise typer.Exit(next((c for c in map(exit_code, results) if c), 0))
+
+
+def devices(
+    catalog: Annotated[
+        Path | None,
+        typer.Option(
+            "--devices",
+            help="A device catalog (YAML) merged over the shipped one and $EDGEPROF_DEVICES.",
+        ),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the catalog as JSON.")] = False,
+) -> None:
+    """List the device catalog: the names --device takes, their cores, memory and speed."""
+    from ..analysis.devices import catalog_paths, load_catalog
+    from ..report.devices import devices_json, render_devices
+
+    merged = load_catalog(catalog_paths(catalog))
+    sys.stdout.write(devices_json(merged) if json_out else render_devices(merged))

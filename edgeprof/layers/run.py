@@ -374,6 +374,8 @@ def run_layers(
     cwd: str | Path | None = None,
     cgroup_parent: str | None = None,
     stdout: int | None = None,
+    device: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> LayersRun:
     """Run the worker under ``limits`` and collect its records.
 
@@ -417,6 +419,8 @@ def run_layers(
             name=request.name,
             cgroup_parent=cgroup_parent,
             stdout=stdout,
+            device=device,
+            env=env,
         )
         records = _read_records(out)
     return _collect(result, request, limits, records)

@@ -76,12 +76,15 @@ def profile(
     run_as: UserIds | None = None,
     cores_busy: str = "wait",
     on_wait: Callable[[str], None] | None = None,
+    device: str | None = None,
 ) -> RunResult:
     """Run ``command`` under ``limits`` and measure it.
 
     A pinned run leases its cores (:mod:`edgeprof.measure.leases`); when other runs hold them
     ``cores_busy="wait"`` waits (``on_wait`` is told why; default: stderr) and ``"fail"``
     raises :class:`~edgeprof.errors.CoresBusy`.
+
+    ``device``: the catalog device the limits came from, recorded in the result.
 
     ``image``: the container image, for the Docker backend.  ``run_as``: host backends drop
     the workload to this identity before exec (:func:`edgeprof.measure.privilege.workload_user`).
@@ -177,6 +180,8 @@ def profile(
             lease.close()
     if lease is not None:
         result = dataclasses.replace(result, lease=lease.record(chosen=auto_pinned))
+    if device is not None:
+        result = dataclasses.replace(result, device=device)
     if out is not None:
         try:
             write_result(out / "result.json", result)

@@ -83,6 +83,15 @@ def render_calibration(cal: Calibration) -> str:
         for mf in fits:
             lines.append("")
             lines += _fit_detail(mf)
+    if cal.speed is not None:
+        sp = cal.speed
+        lines.append("")
+        lines.append(
+            f"Implied speed: the device ≈ {sp.host_cpus:.3g} CPUs of the profiling host "
+            f"({sp.host_model or 'CPU model unknown'}) for these workloads: {sp.metric} "
+            f"[{sp.setting}], cpus {sp.setting_cpus:g} / slope {sp.slope:.3g} "
+            "(a device entry with 'speed: calibration' runs at that share)"
+        )
     lines.append("")
     lines.append(
         "a ± standard error; LOO: each model predicted by the line fitted without it; "

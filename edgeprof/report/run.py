@@ -118,7 +118,9 @@ def run_and_report(
         print_summary(results, stdout)
     sink = stderr if outputs.json_out else stdout  # never into the JSON on stdout
     if job.calibration is not None:
-        text = render_predictions(predict(job.calibration, results), str(request.calibration))
+        text = render_predictions(
+            predict(job.calibration, results), str(job.request.calibration)
+        )
         sink.write("\n" + text)
     checks = gate_run(results, job.budgets, outputs.summary, outputs.junit, sink, stderr)
     return RunReport(results, checks)

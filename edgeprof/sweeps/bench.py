@@ -87,6 +87,7 @@ def bench(
     out_dir: str | Path | None = None,
     stdout: int | None = None,
     python: str = sys.executable,
+    device: str | None = None,
 ) -> list[RunResult]:
     """One run per batch size; stops early when a run is interrupted."""
     work_dir = None if cwd is None else Path(cwd)
@@ -130,6 +131,7 @@ def bench(
             out_dir=None if out_dir is None else Path(out_dir) / f"bs{bs}",
             name=f"{func} bs={bs}",
             stdout=stdout,
+            device=device,
         )
         results.append(result)
         if result.termination is Termination.INTERRUPTED:

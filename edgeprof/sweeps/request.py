@@ -92,6 +92,11 @@ class RunRequest:
     as_root: bool = False
     cores_busy: str = "wait"
     """When a pinned run's cores are leased by other runs: ``wait`` or ``fail``."""
+    device: str | None = None
+    """``--device NAME``: the limits of a catalog device (:mod:`edgeprof.analysis.devices`);
+    ``cpus``, ``memory``, ``cpu_period`` given as well replace the device's."""
+    devices: Path | None = None
+    """``--devices FILE``: a catalog merged over the others."""
 
     def docker_environment(self) -> bool:
         """Whether an option describes a Docker environment (image or options)."""
@@ -124,6 +129,8 @@ class RunJob:
     backend: Backend | None = None
     """Set by :func:`open_backend` for Docker (ready, its image built); other backends are
     opened by name in :func:`execute`."""
+    device: str | None = None
+    """The catalog device of the limits, recorded in each result."""
 
 
 @dataclass(frozen=True)
@@ -195,7 +202,9 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     ``outputs`` are the files the caller writes after the run: one that cannot be written is
     refused now, not after the runs.
     """
-    req, tpl, warnings = _from_template(request)
+    req, device_warnings = _with_device(request)
+    req, tpl, warnings = _from_template(req)
+    warnings = device_warnings + warnings
     if req.cores_busy not in CORES_BUSY:
         raise ConfigError(f"--cores-busy {req.cores_busy}: expected wait or fail")
     settings = limit_settings(req.cpus, req.cpuset, req.memory)
@@ -223,7 +232,54 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     for path in outputs:
         check_writable(path)
     cal = None if req.calibration is None else load_calibration(req.calibration)
-    return RunJob(req, plan, budgets, cal, tpl, tuple(warnings))
+    return RunJob(req, plan, budgets, cal, tpl, tuple(warnings), device=req.device)
+
+
+def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:
+    """The request with its device's limits where the user gave none, its calibration (for
+    the predictions) where none was given, and thread pools of the device's size."""
+    if req.device is None:
+        if req.devices is not None:
+            raise ConfigError(f"--devices {req.devices} is a catalog for --device: give --device")
+        return req, []
+    from ..analysis.devices import CALIBRATED, resolve_device
+    from ..analysis.devices import overridden as overridden_notes
+    from ..measure.assemble import host_info
+
+    setting = resolve_device(req.device, req.devices, host_info())
+    dev = setting.device
+    warnings = list(setting.warnings)
+    warnings += overridden_notes(
+        setting, cpus=req.cpus, memory=req.memory, cpu_period=req.cpu_period
+    )
+    period = setting.cpu_period_us
+    calibration = req.calibration
+    if calibration is None and dev.calibration is not None:
+        if dev.speed == CALIBRATED and not req.cpus:
+            # The fits hold for the setting they were profiled under, not for this share:
+            # applied here, they would count the device's slowness twice.
+            warnings.append(
+                f"{dev.name}: the run emulates the speed its calibration implies, so the "
+                "calibration's predictions are not made (give --cpus of the calibrated "
+                "setting, or --calibration, for them)"
+            )
+        else:
+            calibration = dev.calibration
+    given = {item.partition("=")[0] for item in req.env}
+    if req.backend != "docker":
+        given |= set(os.environ)  # an exported pool size is the user's choice, as in a run
+    threads = tuple(f"{k}={v}" for k, v in setting.thread_env.items() if k not in given)
+    if req.cpus:
+        threads = ()  # the user's share, not the device's: the runner sizes the pools
+    req = dataclasses.replace(
+        req,
+        cpus=req.cpus or (f"{setting.cpus:g}",),
+        memory=req.memory or (f"{setting.memory}b",),
+        cpu_period=req.cpu_period or (None if period is None else f"{period}us"),
+        calibration=calibration,
+        env=(*req.env, *threads),
+    )
+    return req, warnings
 
 
 def check_host(job: RunJob) -> RunJob:
@@ -302,6 +358,7 @@ def execute(
                 "stdout": workload_stdout,
                 "run_as": job.run_as,
                 "cores_busy": req.cores_busy,
+                "device": job.device,
             },
         )
     results = cell_order(sweep.runs)

@@ -43,7 +43,9 @@ def test_install_without_a_compiler_falls_back_to_pure_python(tmp_path: Path) ->
         capture_output=True,
     )
     (wheel,) = wheels.glob("edgeprof-*.whl")
-    assert not [n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".so")]
+    names = zipfile.ZipFile(wheel).namelist()
+    assert not [n for n in names if n.endswith(".so")]
+    assert "edgeprof/devices.yml" in names  # the shipped device catalog is package data
     target = tmp_path / "site"
     subprocess.run(
         [

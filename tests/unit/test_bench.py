@@ -100,3 +100,22 @@ def test_a_missing_function_is_a_failed_run_not_a_crash(model_dir: Path) -> None
     (r,) = bench("tiny_model:nope", (1,), backend=FakeBackend(), cwd=model_dir)
     assert r.exit_code not in (0, None)
     assert [p.name for p in r.phases] == ["load"] and r.phases[0].complete
+
+
+def test_bench_with_a_device(
+    model_dir: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(model_dir)
+    monkeypatch.delenv("EDGEPROF_DEVICES", raising=False)
+    cat = model_dir / "devices.yml"
+    cat.write_text("devices:\n  tiny:\n    cores: 2\n    memory: 96m\n    share: 1.5\n")
+    rc = main(["bench", "tiny_model.py:infer_n", "--loader", "make", "--iterations", "2",
+               "--warmup", "0", "--backend", "fake", "--json", "--device", "tiny",
+               "--devices", str(cat)])  # fmt: skip
+    out = capfd.readouterr().out
+    assert rc == 0
+    (d,) = json.loads(out)
+    assert (d["device"], d["limits"]["cpus"]) == ("tiny", 1.5)
+    assert d["limits"]["memory_bytes"] == 96 << 20
+    assert main(["bench", "tiny_model:infer", "--backend", "fake", "--device", "nope"]) == 2
+    assert "--device nope: no such device" in capfd.readouterr().err

@@ -228,7 +228,7 @@ def test_json_key_order_starts_with_the_version() -> None:
     keys = list(make_result().to_dict())
     assert keys[:2] == ["schema_version", "edgeprof_version"]
     # Fields added after the first schema follow the original keys, in their order.
-    assert keys[keys.index("warnings") + 1 :] == ["phases", "latency", "marks", "lease"]
+    assert keys[keys.index("warnings") + 1 :] == ["phases", "latency", "marks", "lease", "device"]
 
 
 def test_no_limits_in_json() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 from ...errors import ConfigError
 from ..cells import without_chosen_cores
 from .fit import DEFAULT_LEVEL, DEFAULT_MIN_R2, LinearFit, fit, fit_warnings
+from .speed import ImpliedSpeed, speed_from_dict
 from .units import METRICS, UNITS, base_unit
 
 CALIBRATION_SCHEMA = "edgeprof-calibration/1"
@@ -46,6 +47,9 @@ class Calibration:
     skipped: tuple[str, ...] = ()
     """(metric, setting) pairs that could not be fitted, with the reason."""
     matched: int = 0
+    speed: ImpliedSpeed | None = None
+    """The device in CPUs of the profiling host (:mod:`.speed`); ``None``: no time fit
+    implies one, or a file from before it was stored."""
 
     def fits_for(self, setting: str) -> list[MetricFit]:
         return [f for f in self.fits if f.setting == setting]
@@ -70,6 +74,7 @@ class Calibration:
             "unmeasured": list(self.unmeasured),
             "skipped": list(self.skipped),
             "fits": [_fit_dict(f) for f in self.fits],
+            **({} if self.speed is None else {"implied_speed": self.speed.to_dict()}),
         }
 
     def save(self, path: Path) -> None:
@@ -147,6 +152,9 @@ def load_calibration(path: Path) -> Calibration:
             warns = fit_warnings(f, fd["unit"], METRICS[metric].kind, min_r2)
             setting = without_chosen_cores(str(fd["setting"]))  # a file from before leases
             fits.append(MetricFit(metric, setting, fd["unit"], f, tuple(warns)))
+        by_key = {(m.metric, m.setting): m.fit for m in fits}
+        speed_d = data.get("implied_speed")  # absent from older files
+        speed = None if speed_d is None else speed_from_dict(speed_d, by_key)
         return Calibration(
             device=str(data["device"]),
             source=str(data.get("source", "")),
@@ -158,6 +166,7 @@ def load_calibration(path: Path) -> Calibration:
             unmeasured=tuple(data.get("unmeasured") or ()),
             skipped=tuple(data.get("skipped") or ()),
             matched=int(data.get("matched_rows", 0)),
+            speed=speed,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{path}: malformed calibration: bad or missing {exc}") from exc

@@ -15,6 +15,7 @@ from ..cells import cells_by_setting, successful
 from .file import Calibration, MetricFit
 from .fit import DEFAULT_LEVEL, DEFAULT_MIN_R2, fit, fit_warnings
 from .measurements import DeviceRow, Measurements
+from .speed import implied_speed
 from .units import METRICS
 
 
@@ -137,6 +138,11 @@ def calibrate(
                 continue
             warns = fit_warnings(f, unit, METRICS[metric].kind, min_r2)
             fits.append(MetricFit(metric, setting, unit, f, tuple(warns)))
+    setting_cpus = {c.setting: c.cpus for c in cells}
+    hosts = [r.host for r in runs]
+    speed = implied_speed(
+        {(m.metric, m.setting): m.fit for m in fits}, setting_cpus, hosts[0] if hosts else None
+    )
     return Calibration(
         device=device,
         source=measurements.path,
@@ -148,4 +154,5 @@ def calibrate(
         unmeasured=tuple(unmeasured),
         skipped=tuple(skipped),
         matched=len(pairs),
+        speed=speed,
     )

@@ -1,0 +1,115 @@
+"""The speed a calibration implies: how many CPUs of the profiling host the device is worth,
+for the workloads it was fitted on.
+
+What the fit gives.  A calibration fits ``device = a·profiler + b`` per metric and limit
+setting.  For a time metric under a setting that gave the workload ``k`` CPUs of bandwidth
+(``cpus=k``), the slope ``a`` is the device's seconds per profiler second *at the margin*
+(the intercept ``b`` takes the fixed costs: start-up, I/O).  So ``k / a`` CPUs of this host
+take as long as the device, for those workloads: that is the share a run needs to emulate
+the device's speed (``--cpus k/a``), and ``k / (a·cores)`` is the speed of one device core
+relative to one host core.  This is the honest quantity: a ratio fitted on *these*
+workloads under *this* setting, not a property of the silicon.  It holds for a
+CPU-bound workload whose time scales with its CPU bandwidth; it says nothing about a
+different operator mix, memory-bound layers or the device's thermal state.
+
+Why not a per-core speed from ``cpu_time`` (device CPU seconds over host CPU seconds, which
+would not depend on the thread count): the device CSV rarely has CPU time (its tools report
+latency), and it includes the device's own kernel and runtime overheads; the wall-clock
+ratio is what the emulation has to reproduce.
+
+Which fit: the per-iteration latency (the inference itself, free of start-up), else its
+mean, else the whole run's wall time; among a metric's fits (one per setting) the one with
+the highest R².  A fit with ``a ≤ 0`` implies no speed (the device is not slower on the
+larger workloads: nothing to scale).  The host the runs were profiled on is recorded
+(CPU model, kernel): the share is this host's, and means nothing on another CPU model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ...model import HostInfo
+from .fit import LinearFit
+
+SPEED_METRICS = ("latency", "latency_mean", "runtime")
+"""Device CSV metric stems a speed may come from, most preferred first."""
+
+
+@dataclass(frozen=True)
+class ImpliedSpeed:
+    metric: str
+    setting: str
+    setting_cpus: float
+    """The CPU bandwidth (``cpus``) of the setting the fit holds for."""
+    slope: float
+    """``a`` of the fit: device seconds per profiler second."""
+    host_model: str | None
+    host_kernel: str | None
+
+    @property
+    def host_cpus(self) -> float:
+        """The device in CPUs of the profiling host, for the fitted workloads: ``k / a``."""
+        return self.setting_cpus / self.slope
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "setting": self.setting,
+            "setting_cpus": self.setting_cpus,
+            "slope": self.slope,
+            "host_cpus": self.host_cpus,
+            "host": {"cpu_model": self.host_model, "kernel": self.host_kernel},
+        }
+
+
+def implied_speed(
+    fits: Mapping[tuple[str, str], LinearFit],
+    setting_cpus: Mapping[str, float | None],
+    host: HostInfo | None,
+) -> ImpliedSpeed | None:
+    """The speed of the best fit (see the module docstring) or ``None``.
+
+    ``fits``: (metric stem, setting) → fit; ``setting_cpus``: setting → its ``cpus``."""
+    for metric in SPEED_METRICS:
+        usable = [
+            (setting, f)
+            for (m, setting), f in fits.items()
+            if m == metric and f.a > 0 and setting_cpus.get(setting) is not None
+        ]
+        if not usable:
+            continue
+        setting, best = max(usable, key=lambda sf: -1.0 if sf[1].r2 is None else sf[1].r2)
+        cpus = setting_cpus[setting]
+        assert cpus is not None  # filtered above
+        return ImpliedSpeed(
+            metric,
+            setting,
+            cpus,
+            best.a,
+            None if host is None else host.cpu_model,
+            None if host is None else host.kernel,
+        )
+    return None
+
+
+def speed_from_dict(
+    d: Mapping[str, Any], fits: Mapping[tuple[str, str], LinearFit]
+) -> ImpliedSpeed | None:
+    """Read back :meth:`ImpliedSpeed.to_dict`; the slope is the refitted one (the file never
+    disagrees with the arithmetic), ``None`` when its fit is gone or no longer positive."""
+    metric, setting = str(d["metric"]), str(d["setting"])
+    f = fits.get((metric, setting))
+    if f is None or f.a <= 0:
+        return None
+    host = d.get("host") or {}
+    model, kernel = host.get("cpu_model"), host.get("kernel")
+    return ImpliedSpeed(
+        metric,
+        setting,
+        float(d["setting_cpus"]),
+        f.a,
+        None if model is None else str(model),
+        None if kernel is None else str(kernel),
+    )

@@ -1,0 +1,445 @@
+"""The device catalog: named boards as limits (``--device rpi4-4gb``), and ``edgeprof devices``.
+
+Where it lives: ``run`` (:mod:`edgeprof.sweeps.request`), ``layers profile``
+(:mod:`edgeprof.cli.layers`), ``bench`` and ``edgeprof devices`` resolve devices, and a
+device's speed may come from its calibration file (:mod:`edgeprof.analysis.calibration`), so
+the module sits in ``analysis``: above the calibration it reads, below every caller.  The
+parser is pure: the catalog paths are given to it (:func:`catalog_paths` reads the option
+and ``$EDGEPROF_DEVICES``), and the host is passed in.
+
+The catalogs, later ones over earlier ones (an entry of the same name is replaced whole):
+the one shipped in the package (``edgeprof/devices.yml``), ``$EDGEPROF_DEVICES``, then
+``--devices FILE``.  A catalog is YAML::
+
+    devices:
+      rpi4-4gb:
+        cores: 4              # the device's CPU cores (an integer)
+        memory: 4g            # Docker's size rules (binary multiples)
+        speed: 0.35           # optional: a device core against a host core; OR
+        share: 1.4            # optional: CPUs of this host (``--cpus``); OR neither
+        calibration: rpi4.yml # optional: a calibration file, relative to this catalog
+        cpu_period: 2ms       # optional: ``--cpu-period``
+        description: ...      # optional
+        source: https://...   # optional: where the figures came from
+
+The limits a device gives (:func:`device_setting`):
+
+* ``share``: ``--cpus share``; ``speed``: ``--cpus cores × speed`` (a device core at speed
+  ``s`` does what ``s`` of a host core does).  A device faster than the host (``speed > 1``,
+  ``share > cores``) cannot be emulated: a quota only takes time away.  Its share is capped at
+  ``cores`` (its cores at this host's speed, a warning says so): the run is then an upper
+  bound on the device's time.
+* neither, but a calibration that implies a speed (:mod:`edgeprof.analysis.calibration.speed`)
+  and ``speed: calibration``: ``--cpus`` = the device in CPUs of the profiling host (warned
+  when this host's CPU model is another);
+* nothing known about speed (every shipped entry: speed is not in a spec sheet): ``--cpus
+  cores``, pinned to that many cores at *this host's* speed, with a warning that names
+  ``edgeprof calibrate``.
+
+A quota is one number for the whole group, not a speed per core: a workload with fewer
+threads than the device has cores is slowed only when the share is under its thread count.
+So a fractional share also sets the thread-pool variables to the device's cores (a pool
+sized as on the device), unless the user set them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..model import HostInfo, Limits
+from ..units import format_binary, format_period, parse_cpu_period, parse_memory_limit
+
+DEVICES_ENV = "EDGEPROF_DEVICES"
+"""A user catalog merged over the shipped one (a path)."""
+
+CALIBRATED = "calibration"
+"""``speed: calibration``: the speed the entry's calibration file implies."""
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_KEYS = (
+    "cores",
+    "memory",
+    "share",
+    "speed",
+    "calibration",
+    "cpu_period",
+    "description",
+    "source",
+)
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str
+    cores: int
+    memory: int
+    """Bytes."""
+    catalog: Path
+    """The file the entry came from (a calibration path is relative to it)."""
+    share: float | None = None
+    speed: float | str | None = None
+    """A float, or :data:`CALIBRATED`."""
+    calibration: Path | None = None
+    """Resolved against :attr:`catalog`'s directory."""
+    cpu_period_us: int | None = None
+    description: str | None = None
+    source: str | None = None
+
+
+def builtin_catalog() -> Path:
+    """The catalog shipped in the package."""
+    return Path(str(resources.files("edgeprof").joinpath("devices.yml")))
+
+
+def catalog_paths(option: Path | None, environ: Mapping[str, str] | None = None) -> list[Path]:
+    """The catalogs to merge, lowest precedence first: shipped, ``$EDGEPROF_DEVICES``,
+    ``--devices``."""
+    env = os.environ if environ is None else environ
+    paths = [builtin_catalog()]
+    if env.get(DEVICES_ENV):
+        paths.append(Path(env[DEVICES_ENV]))
+    if option is not None:
+        paths.append(option)
+    return paths
+
+
+def load_catalog(paths: Sequence[Path]) -> dict[str, Device]:
+    """Every catalog read and merged, later over earlier (whole entries)."""
+    merged: dict[str, Device] = {}
+    for path in paths:
+        merged.update(parse_catalog(path))
+    return merged
+
+
+def parse_catalog(path: Path, text: str | None = None) -> dict[str, Device]:
+    """One catalog file (``text``: its content, else read).  Strict: an unknown key, a bad
+    type or size is a :class:`ConfigError` naming the file, the entry and the key."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text() if text is None else text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"device catalog {path}: cannot read it: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"device catalog {path}: not YAML: {_one_line(exc)}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict) or set(data) - {"devices"}:
+        raise ConfigError(f"device catalog {path}: expected one top-level key 'devices'")
+    entries = data.get("devices") or {}
+    if not isinstance(entries, dict):
+        raise ConfigError(f"device catalog {path}: 'devices' must map names to entries")
+    return {str(name): _entry(path, name, e) for name, e in entries.items()}
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+def _entry(path: Path, name: object, e: object) -> Device:
+    where = f"device catalog {path}: device {name!r}"
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ConfigError(f"{where}: a name is letters, digits, '.', '_' and '-' (≤ 64)")
+    if not isinstance(e, dict):
+        raise ConfigError(f"{where}: expected a mapping of {', '.join(_KEYS)}")
+    unknown = sorted(str(k) for k in e if k not in _KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(_KEYS)})")
+    for key in ("cores", "memory"):
+        if key not in e:
+            raise ConfigError(f"{where}: missing key {key!r}")
+
+    def bad(key: str, why: str) -> ConfigError:
+        return ConfigError(f"{where}: key {key!r}: {why} (got {e[key]!r})")
+
+    cores = e["cores"]
+    if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
+        raise bad("cores", "expected a whole number of cores, at least 1")
+    memory = e["memory"]
+    if not isinstance(memory, str | int) or isinstance(memory, bool):
+        raise bad("memory", "expected a size such as 4g")
+    try:
+        mem = parse_memory_limit(memory if isinstance(memory, str) else f"{memory}b")
+    except ConfigError as exc:
+        raise bad("memory", str(exc)) from None
+    if "share" in e and "speed" in e:
+        raise ConfigError(f"{where}: give 'share' or 'speed', not both")
+    share = _positive(e, "share", bad)
+    speed: float | str | None
+    if e.get("speed") == CALIBRATED:
+        if "calibration" not in e:
+            raise bad("speed", "'calibration' needs a calibration file in the entry")
+        speed = CALIBRATED
+    else:
+        speed = _positive(e, "speed", bad)
+    cal = e.get("calibration")
+    if cal is not None and (not isinstance(cal, str) or not cal):
+        raise bad("calibration", "expected a file name")
+    period = e.get("cpu_period")
+    period_us = None
+    if period is not None:
+        if isinstance(period, bool) or not isinstance(period, str | int):
+            raise bad("cpu_period", "expected a period such as 2ms")
+        try:
+            period_us = parse_cpu_period(period)
+        except ConfigError as exc:
+            raise bad("cpu_period", str(exc)) from None
+    text: dict[str, str | None] = {}
+    for key in ("description", "source"):
+        v = e.get(key)
+        if v is not None and not isinstance(v, str):
+            raise bad(key, "expected text")
+        text[key] = v
+    return Device(
+        name=name,
+        cores=cores,
+        memory=mem,
+        catalog=path,
+        share=share,
+        speed=speed,
+        calibration=None if cal is None else path.parent / cal,
+        cpu_period_us=period_us,
+        description=text["description"],
+        source=text["source"],
+    )
+
+
+def _positive(e: Mapping[str, Any], key: str, bad: Any) -> float | None:
+    v = e.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+        raise bad(key, "expected a positive number")
+    return float(v)
+
+
+def find_device(catalog: Mapping[str, Device], name: str) -> Device:
+    """The entry called ``name``, else a :class:`ConfigError` listing the known names."""
+    if name not in catalog:
+        known = ", ".join(sorted(catalog)) or "none"
+        raise ConfigError(f"--device {name}: no such device (known: {known})")
+    return catalog[name]
+
+
+@dataclass(frozen=True)
+class DeviceSetting:
+    """The limits a device gives, before the user's explicit options override them."""
+
+    device: Device
+    cpus: float
+    memory: int
+    cpu_period_us: int | None
+    pinned: bool
+    """``cpus`` is the device's whole cores at this host's speed (no speed known)."""
+    speed_from: str
+    """How the CPU share was found: ``share``, ``speed``, a calibration file, or ``none``."""
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def thread_env(self) -> dict[str, str]:
+        """Thread pools sized to the device's cores where the share is under them (see the
+        module docstring); a run on the device's whole cores gets them from the runner."""
+        if self.pinned or self.cpus >= self.device.cores:
+            return {}
+        from ..measure.limits import THREAD_VARS
+
+        return {v: str(self.device.cores) for v in THREAD_VARS}
+
+
+def share_of(cores: int, speed: float) -> tuple[float, bool]:
+    """The ``--cpus`` of ``cores`` device cores at ``speed`` (a host core = 1): ``cores ×
+    speed``, capped at ``cores`` (a faster core cannot be emulated); and whether it was
+    capped.  Rounded to 1/1000 CPU (a quota in µs of a ms-scale period)."""
+    wanted = cores * speed
+    if wanted > cores:
+        return float(cores), True
+    return max(round(wanted, 3), 0.01), False
+
+
+def device_setting(device: Device, host: HostInfo | None = None) -> DeviceSetting:
+    """The device's limits on this host (``host``: this host, for the calibration check)."""
+    name, cores = device.name, device.cores
+    warnings: list[str] = []
+    faster = (
+        f"{name}: its cores are faster than this host's, which cannot be emulated (a quota "
+        f"only takes time away): running them at this host's speed, an upper bound on the "
+        f"device's time"
+    )
+    if device.share is not None:
+        cpus, capped = (float(cores), True) if device.share > cores else (device.share, False)
+        how = "share"
+    elif isinstance(device.speed, float):
+        cpus, capped = share_of(cores, device.speed)
+        how = "speed"
+    elif device.speed == CALIBRATED:
+        assert device.calibration is not None  # the parser requires it
+        cpus, capped, warn = _calibrated_share(device, device.calibration, host)
+        warnings += warn
+        how = str(device.calibration)
+    else:
+        if device.calibration is None:
+            warnings.append(
+                f"{name}: no speed known (a spec sheet gives none): its {cores} cores run at "
+                "this host's speed; measure it and run edgeprof calibrate for its speed"
+            )
+        else:
+            warnings.append(
+                f"{name}: its {cores} cores run at this host's speed; its calibration predicts "
+                "the device's values ('speed: calibration' in the entry emulates its speed)"
+            )
+        return DeviceSetting(device, float(cores), device.memory, device.cpu_period_us, True,
+                             "none", tuple(warnings))  # fmt: skip
+    if capped:
+        warnings.append(faster)
+    return DeviceSetting(device, cpus, device.memory, device.cpu_period_us,
+                         False, how, tuple(warnings))  # fmt: skip
+
+
+def _calibrated_share(
+    device: Device, path: Path, host: HostInfo | None
+) -> tuple[float, bool, list[str]]:
+    from .calibration import load_calibration
+
+    cal = load_calibration(path)
+    if cal.speed is None:
+        raise ConfigError(
+            f"device catalog {device.catalog}: device {device.name!r}: key 'speed': "
+            f"calibration {path} implies no speed (no positive time fit under a cpus setting)"
+        )
+    warnings = []
+    learned = cal.speed.host_model
+    if host is not None and learned is not None and host.cpu_model != learned:
+        warnings.append(
+            f"{device.name}: calibration {path} was learned on a {learned}, this host is a "
+            f"{host.cpu_model or 'CPU of unknown model'}: its speed does not transfer"
+        )
+    share = cal.speed.host_cpus
+    capped = share > device.cores
+    return (float(device.cores) if capped else max(round(share, 3), 0.01)), capped, warnings
+
+
+def describe_speed(device: Device) -> str:
+    """The speed column of ``edgeprof devices``."""
+    if device.share is not None:
+        return f"share {device.share:g}"
+    if isinstance(device.speed, float):
+        return f"speed {device.speed:g}"
+    if device.speed == CALIBRATED:
+        return "from calibration"
+    return "needs calibration"
+
+
+def catalog_rows(catalog: Mapping[str, Device]) -> list[list[str]]:
+    """The rows of ``edgeprof devices``: name, cores, memory, speed, period, calibration,
+    source."""
+    return [
+        [
+            d.name,
+            str(d.cores),
+            format_binary(d.memory),
+            describe_speed(d),
+            "auto" if d.cpu_period_us is None else format_period(d.cpu_period_us),
+            "-" if d.calibration is None else str(d.calibration),
+            d.source or "-",
+        ]
+        for d in sorted(catalog.values(), key=lambda d: d.name)
+    ]
+
+
+def catalog_json(catalog: Mapping[str, Device]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": d.name,
+            "cores": d.cores,
+            "memory_bytes": d.memory,
+            "share": d.share,
+            "speed": d.speed,
+            "cpu_period_us": d.cpu_period_us,
+            "calibration": None if d.calibration is None else str(d.calibration),
+            "description": d.description,
+            "source": d.source,
+            "catalog": str(d.catalog),
+        }
+        for d in sorted(catalog.values(), key=lambda d: d.name)
+    ]
+
+
+def resolve_device(
+    name: str,
+    option: Path | None,
+    host: HostInfo | None,
+    environ: Mapping[str, str] | None = None,
+) -> DeviceSetting:
+    """``--device NAME`` (with ``--devices FILE``): the merged catalogs' entry, as limits."""
+    return device_setting(find_device(load_catalog(catalog_paths(option, environ)), name), host)
+
+
+def overridden(setting: DeviceSetting, **given: object) -> list[str]:
+    """The notes of explicit options that replace a device's values (``cpus=("2",)`` …):
+    ``--cpus 2 replaces rpi4-4gb's 4``."""
+    own = {
+        "cpus": f"{setting.cpus:g}",
+        "memory": format_binary(setting.memory),
+        "cpu_period": None
+        if setting.cpu_period_us is None
+        else format_period(setting.cpu_period_us),
+    }
+    notes = []
+    for key, value in given.items():
+        if value and own.get(key) is not None:
+            shown = ",".join(value) if isinstance(value, tuple | list) else str(value)
+            option = "--" + key.replace("_", "-")
+            notes.append(f"{option} {shown} replaces {setting.device.name}'s {own[key]}")
+    return notes
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    limits: Limits
+    env: dict[str, str]
+    """The user's environment with the device's thread-pool sizes added."""
+    warnings: tuple[str, ...]
+    calibration: Path | None
+
+
+def device_limits(
+    name: str | None,
+    catalog: Path | None,
+    *,
+    cpus: str | None = None,
+    cpuset: str | None = None,
+    memory: str | None = None,
+    cpu_period: str | None = None,
+    env: Mapping[str, str] | None = None,
+    on_host: bool = True,
+) -> DeviceLimits:
+    """One setting (``bench``, ``layers profile``): the options, with ``--device``'s values
+    where the option was not given.  Without a device, the options as they are."""
+    user_env = dict(env or {})
+    if name is None:
+        if catalog is not None:
+            raise ConfigError(f"--devices {catalog} is a catalog for --device: give --device")
+        lim = Limits(cpus=cpus, cpuset=cpuset, memory=memory, cpu_period_us=cpu_period)
+        return DeviceLimits(lim, user_env, (), None)
+    from ..measure.assemble import host_info
+
+    setting = resolve_device(name, catalog, host_info())
+    notes = overridden(setting, cpus=cpus, memory=memory, cpu_period=cpu_period)
+    lim = Limits(
+        cpus=cpus if cpus is not None else setting.cpus,
+        cpuset=cpuset,
+        memory=memory if memory is not None else setting.memory,
+        cpu_period_us=cpu_period if cpu_period is not None else setting.cpu_period_us,
+    )
+    taken = set(user_env) | (set(os.environ) if on_host else set())
+    if cpus is None:
+        user_env.update({k: v for k, v in setting.thread_env.items() if k not in taken})
+    return DeviceLimits(lim, user_env, (*setting.warnings, *notes), setting.device.calibration)

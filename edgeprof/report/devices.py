@@ -1,0 +1,26 @@
+"""``edgeprof devices``: the merged device catalog as one table, or JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from ..analysis.devices import Device, catalog_json, catalog_rows
+from .table import plain_table
+
+HEADER = ["device", "cores", "memory", "speed", "cpu period", "calibration", "source"]
+
+NOTES = (
+    "speed: a device core against one of this host's; 'needs calibration': unknown (a spec "
+    "sheet gives none),",
+    "so --device runs its cores at this host's speed until you measure the board and run "
+    "edgeprof calibrate.",
+)
+
+
+def render_devices(catalog: Mapping[str, Device]) -> str:
+    return plain_table(None, HEADER, catalog_rows(catalog), ["", *NOTES])
+
+
+def devices_json(catalog: Mapping[str, Device]) -> str:
+    return json.dumps(catalog_json(catalog), indent=2) + "\n"

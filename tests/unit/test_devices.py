@@ -1,0 +1,354 @@
+"""The device catalog (edgeprof.analysis.devices), --device on run, and edgeprof devices."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from edgeprof.analysis.calibration import calibrate, load_calibration, read_measurements
+from edgeprof.analysis.calibration.speed import implied_speed
+from edgeprof.analysis.devices import (
+    DEVICES_ENV,
+    builtin_catalog,
+    catalog_paths,
+    device_setting,
+    load_catalog,
+    parse_catalog,
+    resolve_device,
+    share_of,
+)
+from edgeprof.cli import main
+from edgeprof.errors import ConfigError
+from edgeprof.measure.limits import THREAD_VARS
+from edgeprof.model import HostInfo, Limits, RunResult
+from edgeprof.storage import read_result
+
+from .test_calibration import _calibration, _run
+
+RUN = ["run", "--backend", "fake", "--interval", "0.01"]
+GIB = 2**30
+HOST = HostInfo(kernel="6.1.0", cpus=4, cpu_model="Test CPU", hostname="h")
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(DEVICES_ENV, raising=False)
+    for v in THREAD_VARS:
+        monkeypatch.delenv(v, raising=False)
+
+
+def _catalog(tmp_path: Path, body: str, name: str = "devices.yml") -> Path:
+    p = tmp_path / name
+    p.write_text("devices:\n" + body)
+    return p
+
+
+# -- the catalog -------------------------------------------------------------------------------
+
+
+def test_shipped_catalog_has_the_boards_from_their_spec_sheets() -> None:
+    cat = parse_catalog(builtin_catalog())
+    assert {
+        n: (d.cores, d.memory // GIB) for n, d in cat.items()
+    } == {
+        "rpi4-2gb": (4, 2), "rpi4-4gb": (4, 4), "rpi4-8gb": (4, 8),
+        "rpi5-4gb": (4, 4), "rpi5-8gb": (4, 8), "jetson-nano": (4, 4),
+        "coral-dev-board": (4, 1), "coral-dev-board-4gb": (4, 4),
+    }  # fmt: skip
+    for d in cat.values():
+        # Speed is in no spec sheet: the shipped entries claim none, and name their source.
+        assert d.share is None and d.speed is None and d.calibration is None
+        assert d.source is not None and d.source.startswith("https://")
+
+
+def test_catalogs_merge_shipped_then_environment_then_option(tmp_path: Path) -> None:
+    env_cat = _catalog(tmp_path, "  rpi4-4gb:\n    cores: 2\n    memory: 1g\n  a:\n"
+                       "    cores: 1\n    memory: 64m\n", "env.yml")  # fmt: skip
+    opt_cat = _catalog(tmp_path, "  a:\n    cores: 2\n    memory: 128m\n    speed: 0.5\n", "o.yml")
+    paths = catalog_paths(opt_cat, {DEVICES_ENV: str(env_cat)})
+    assert paths == [builtin_catalog(), env_cat, opt_cat]
+    cat = load_catalog(paths)
+    assert (cat["rpi4-4gb"].cores, cat["rpi4-4gb"].memory) == (2, GIB)  # env over shipped
+    assert (cat["a"].cores, cat["a"].memory, cat["a"].speed) == (2, 128 * 2**20, 0.5)
+    assert cat["a"].catalog == opt_cat
+    assert "jetson-nano" in cat
+    assert catalog_paths(None, {}) == [builtin_catalog()]
+
+
+def test_entry_keys_parsed(tmp_path: Path) -> None:
+    p = _catalog(
+        tmp_path,
+        "  b:\n    cores: 4\n    memory: 1.5g\n    share: 1.25\n    calibration: cal/b.yml\n"
+        "    cpu_period: 10ms\n    description: a board\n    source: vendor page\n",
+    )
+    d = parse_catalog(p)["b"]
+    assert (d.cores, d.memory, d.share, d.speed) == (4, int(1.5 * GIB), 1.25, None)
+    assert d.calibration == tmp_path / "cal" / "b.yml"  # relative to the catalog
+    assert (d.cpu_period_us, d.description, d.source) == (10_000, "a board", "vendor page")
+    assert parse_catalog(tmp_path / "e.yml", "") == {}
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("    cores: 4\n    memory: 1g\n    ram: 2g\n", "device 'x': unknown key 'ram'"),
+        ("    memory: 1g\n", "device 'x': missing key 'cores'"),
+        ("    cores: four\n    memory: 1g\n", "device 'x': key 'cores': expected a whole"),
+        ("    cores: 0\n    memory: 1g\n", "device 'x': key 'cores': expected a whole"),
+        ("    cores: 2.5\n    memory: 1g\n", "device 'x': key 'cores': expected a whole"),
+        ("    cores: true\n    memory: 1g\n", "device 'x': key 'cores': expected a whole"),
+        ("    cores: 4\n    memory: 5x\n", "device 'x': key 'memory': invalid size '5x'"),
+        ("    cores: 4\n    memory: 1m\n", "device 'x': key 'memory': memory limit '1m' is below"),
+        ("    cores: 4\n    memory: [1g]\n", "device 'x': key 'memory': expected a size"),
+        ("    cores: 4\n    memory: 1g\n    speed: -1\n", "device 'x': key 'speed': expected a"),
+        ("    cores: 4\n    memory: 1g\n    speed: fast\n", "device 'x': key 'speed': expected"),
+        ("    cores: 4\n    memory: 1g\n    share: .nan\n", "device 'x': key 'share': expected"),
+        (
+            "    cores: 4\n    memory: 1g\n    share: 1\n    speed: 0.5\n",
+            "device 'x': give 'share' or 'speed', not both",
+        ),
+        (
+            "    cores: 4\n    memory: 1g\n    speed: calibration\n",
+            "device 'x': key 'speed': 'calibration' needs a calibration file",
+        ),
+        ("    cores: 4\n    memory: 1g\n    cpu_period: 1us\n", "device 'x': key 'cpu_period'"),
+        ("    cores: 4\n    memory: 1g\n    source: 5\n", "device 'x': key 'source': expected"),
+        ("    cores: 4\n    memory: 1g\n    calibration: 3\n", "device 'x': key 'calibration'"),
+        ("    - 4\n", "device 'x': expected a mapping"),
+    ],
+)
+def test_bad_entries_name_file_entry_and_key(tmp_path: Path, entry: str, message: str) -> None:
+    p = _catalog(tmp_path, "  x:\n" + entry)
+    with pytest.raises(ConfigError) as info:
+        parse_catalog(p)
+    text = str(info.value)
+    assert text.startswith(f"device catalog {p}: ")
+    assert message in text
+    assert "\n" not in text
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("boards: {}\n", "expected one top-level key 'devices'"),
+        ("devices: [a]\n", "'devices' must map names to entries"),
+        ("devices:\n  x: [\n", "not YAML"),
+        ("devices:\n  'a b':\n    cores: 1\n    memory: 1g\n", "device 'a b': a name is"),
+    ],
+)
+def test_bad_catalogs(tmp_path: Path, text: str, message: str) -> None:
+    p = tmp_path / "c.yml"
+    p.write_text(text)
+    with pytest.raises(ConfigError, match=r"device catalog .*c\.yml: ") as info:
+        parse_catalog(p)
+    assert message in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(ConfigError, match="cannot read it"):
+        parse_catalog(tmp_path / "absent.yml")
+
+
+# -- speed and share --------------------------------------------------------------------------
+
+
+def test_speed_to_share_arithmetic() -> None:
+    assert share_of(4, 0.35) == (1.4, False)  # four cores at 0.35 of a host core
+    assert share_of(1, 0.5) == (0.5, False)
+    assert share_of(4, 1.0) == (4.0, False)
+    assert share_of(4, 1.5) == (4.0, True)  # a faster core: capped at the host's speed
+    assert share_of(2, 0.001) == (0.01, False)  # the smallest --cpus
+
+
+@given(st.integers(1, 64), st.floats(0.005, 4.0))
+def test_share_never_exceeds_the_cores(cores: int, speed: float) -> None:
+    cpus, capped = share_of(cores, speed)
+    assert 0.01 <= cpus <= cores
+    assert capped == (speed * cores > cores)
+    if not capped and cores * speed >= 0.01:
+        assert cpus == pytest.approx(cores * speed, abs=5e-4)
+
+
+def test_device_settings_by_what_is_known(tmp_path: Path) -> None:
+    p = _catalog(
+        tmp_path,
+        "  plain:\n    cores: 2\n    memory: 64m\n"
+        "  slow:\n    cores: 4\n    memory: 64m\n    speed: 0.25\n    cpu_period: 10ms\n"
+        "  fast:\n    cores: 2\n    memory: 64m\n    speed: 2\n"
+        "  shared:\n    cores: 2\n    memory: 64m\n    share: 3\n",
+    )
+    cat = parse_catalog(p)
+    plain = device_setting(cat["plain"])
+    assert (plain.cpus, plain.memory, plain.pinned, plain.speed_from) == (2.0, 64 << 20, True,
+                                                                          "none")  # fmt: skip
+    (w,) = plain.warnings
+    assert "runs at this host's speed" in w or "run at this host's speed" in w
+    assert "edgeprof calibrate" in w
+    assert plain.thread_env == {}  # pinned to its 2 cores: the runner sizes the pools
+    slow = device_setting(cat["slow"])
+    assert (slow.cpus, slow.cpu_period_us, slow.pinned, slow.warnings) == (1.0, 10_000, False, ())
+    assert slow.thread_env == dict.fromkeys(THREAD_VARS, "4")  # pools of the device's size
+    for name in ("fast", "shared"):
+        s = device_setting(cat[name])
+        assert s.cpus == 2.0
+        assert "cannot be emulated" in s.warnings[0]
+
+
+# -- the speed a calibration implies ----------------------------------------------------------
+
+
+def test_calibration_stores_the_speed_it_implies(tmp_path: Path) -> None:
+    cal = _calibration(tmp_path)  # runtime = 2.94 × profiler + 0.15 s, under cpus=1
+    assert cal.speed is not None
+    assert (cal.speed.metric, cal.speed.setting_cpus) == ("runtime", 1.0)
+    assert cal.speed.slope == pytest.approx(2.94)
+    assert cal.speed.host_cpus == pytest.approx(1 / 2.94)
+    assert cal.speed.host_model == "Test CPU"
+    path = tmp_path / "phone.yml"
+    cal.save(path)
+    back = load_calibration(path)
+    assert back.speed == cal.speed
+    # A file from before the speed was stored loads, without one.
+    text = path.read_text()
+    path.write_text(text[: text.index("implied_speed:")])
+    assert load_calibration(path).speed is None
+    from edgeprof.report.calibration import render_calibration
+
+    assert (
+        "Implied speed: the device ≈ 0.34 CPUs of the profiling host (Test CPU) for these "
+        "workloads: runtime [cpus=1, memory=1.0GiB], cpus 1 / slope 2.94"
+    ) in render_calibration(cal)
+
+
+def test_latency_is_preferred_and_a_falling_fit_implies_nothing() -> None:
+    from edgeprof.analysis.calibration import fit
+
+    up = fit([1.0, 2.0, 3.0], [2.0, 4.0, 6.0], ["a", "b", "c"])
+    down = fit([1.0, 2.0, 3.0], [6.0, 4.0, 2.0], ["a", "b", "c"])
+    s = implied_speed({("runtime", "s1"): up, ("latency", "s2"): up}, {"s1": 1.0, "s2": 2.0}, HOST)
+    assert s is not None and s.metric == "latency" and s.host_cpus == pytest.approx(1.0)
+    assert implied_speed({("runtime", "s1"): down}, {"s1": 1.0}, HOST) is None
+    assert implied_speed({("runtime", "none"): up}, {"none": None}, HOST) is None
+
+
+def test_a_device_takes_its_calibrated_speed(tmp_path: Path) -> None:
+    _calibration(tmp_path).save(tmp_path / "phone.yml")
+    p = _catalog(
+        tmp_path,
+        "  phone:\n    cores: 2\n    memory: 1g\n    calibration: phone.yml\n"
+        "    speed: calibration\n",
+    )
+    s = resolve_device("phone", p, HOST, {})
+    assert s.cpus == pytest.approx(round(1 / 2.94, 3)) and s.speed_from.endswith("phone.yml")
+    assert s.warnings == ()
+    other = dataclasses.replace(HOST, cpu_model="Other CPU")
+    (w,) = resolve_device("phone", p, other, {}).warnings
+    assert "learned on a Test CPU, this host is a Other CPU" in w
+
+
+# -- the command line -------------------------------------------------------------------------
+
+
+def _tiny(tmp_path: Path, extra: str = "") -> Path:
+    return _catalog(tmp_path, "  tiny:\n    cores: 2\n    memory: 64m\n" + extra)
+
+
+def test_run_with_a_device_applies_and_records_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cat = _tiny(tmp_path)
+    out = tmp_path / "out"
+    assert main([*RUN, "--device", "tiny", "--devices", str(cat), "--out", str(out), "--",
+                 "true"]) == 0  # fmt: skip
+    r = read_result(out / "result.json")
+    assert r.device == "tiny"
+    assert (r.limits.cpus, r.limits.memory) == (2.0, 64 << 20)
+    assert json.loads((out / "result.json").read_text())["device"] == "tiny"
+    err = capsys.readouterr().err
+    assert "warning: tiny: no speed known" in err
+
+
+def test_a_device_share_and_explicit_options(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    cat = _tiny(tmp_path, "    speed: 0.25\n")
+    assert main([*RUN, "--json", "--device", "tiny", "--devices", str(cat), "--", "sh", "-c",
+                 "echo threads=$OMP_NUM_THREADS >&2"]) == 0  # fmt: skip
+    out, err = capfd.readouterr()
+    d = json.loads(out)
+    assert (d["limits"]["cpus"], d["limits"]["memory_bytes"], d["device"]) == (0.5, 64 << 20,
+                                                                                "tiny")  # fmt: skip
+    assert "threads=2" in err  # a pool of the device's two cores, not of the 0.5 share
+    # An explicit option replaces the device's value, and says so.
+    assert main([*RUN, "--json", "--device", "tiny", "--devices", str(cat), "--memory", "128m",
+                 "--cpus", "1", "--", "true"]) == 0  # fmt: skip
+    out, err = capfd.readouterr()
+    d = json.loads(out)
+    assert (d["limits"]["cpus"], d["limits"]["memory_bytes"]) == (1.0, 128 << 20)
+    assert "--memory 128m replaces tiny's 64.0MiB" in err
+    assert "--cpus 1 replaces tiny's 0.5" in err
+
+
+def test_run_with_a_calibrated_device_predicts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = [_run(f"m{i}", x, cpus=2.0, memory="64m") for i, x in enumerate([0.1, 0.2, 0.3])]
+    csv = tmp_path / "tiny.csv"
+    csv.write_text("model,runtime_ms\nm0,410\nm1,790\nm2,1220\n")
+    calibrate(runs, read_measurements(csv), "tiny").save(tmp_path / "tiny-cal.yml")
+    cat = _tiny(tmp_path, "    calibration: tiny-cal.yml\n")
+    assert main([*RUN, "--device", "tiny", "--devices", str(cat), "--", "true"]) == 0
+    out = capsys.readouterr().out
+    assert f"Predicted on tiny (calibration {tmp_path / 'tiny-cal.yml'})" in out
+    (row,) = [ln for ln in out.splitlines() if ln.startswith("true ") and "runtime" in ln]
+    assert "ms" in row
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--device", "nope"], "--device nope: no such device (known: coral-dev-board,"),
+        (["--device", "x", "--devices", "BAD"], "device 'x': key 'cores': expected a whole"),
+        (["--devices", "BAD"], "is a catalog for --device: give --device"),
+    ],
+)
+def test_bad_device_is_one_line_and_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    bad = _catalog(tmp_path, "  x:\n    cores: many\n    memory: 1g\n")
+    args = [str(bad) if a == "BAD" else a for a in args]
+    out = tmp_path / "out"
+    assert main([*RUN, *args, "--out", str(out), "--", "true"]) == 2
+    captured = capsys.readouterr()
+    (line,) = captured.err.splitlines()
+    assert line.startswith("edgeprof: error: ") and message in line
+    assert not out.exists()
+
+
+def test_devices_command_lists_the_catalog(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["devices"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["device", "cores", "memory", "speed", "cpu", "period",
+                                "calibration", "source"]  # fmt: skip
+    (rpi,) = [ln for ln in lines if ln.startswith("rpi4-4gb ")]
+    assert rpi.split()[:6] == ["rpi4-4gb", "4", "4.0GiB", "needs", "calibration", "auto"]
+    assert any("edgeprof calibrate" in ln for ln in lines)
+    cat = _tiny(tmp_path, "    speed: 0.25\n    cpu_period: 10ms\n")
+    assert main(["devices", "--devices", str(cat), "--json"]) == 0
+    data = {d["name"]: d for d in json.loads(capsys.readouterr().out)}
+    assert data["tiny"]["speed"] == 0.25 and data["tiny"]["cpu_period_us"] == 10_000
+    assert data["tiny"]["catalog"] == str(cat) and data["jetson-nano"]["cores"] == 4
+
+
+def test_result_device_round_trips_and_older_files_load() -> None:
+    from .conftest import make_result
+
+    r = make_result(device="rpi4-4gb", limits=Limits(cpus=4, memory="4g"))
+    assert RunResult.from_dict(r.to_dict()).device == "rpi4-4gb"
+    d = make_result().to_dict()
+    del d["device"]
+    assert RunResult.from_dict(d).device is None
