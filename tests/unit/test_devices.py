@@ -168,7 +168,8 @@ def test_share_never_exceeds_the_cores(cores: int, speed: float) -> None:
     assert 0.01 <= cpus <= cores
     assert capped == (speed * cores > cores)
     if not capped and cores * speed >= 0.01:
-        assert cpus == pytest.approx(cores * speed, abs=5e-4)
+        # share_of rounds to 3 decimals: a half-way tie lands a hair over 5e-4.
+        assert cpus == pytest.approx(cores * speed, abs=5e-4 + 1e-9)
 
 
 def test_device_settings_by_what_is_known(tmp_path: Path) -> None:
