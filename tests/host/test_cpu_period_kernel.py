@@ -52,7 +52,9 @@ def test_a_share_of_one_core_is_a_slower_core(base: tuple[int, RunResult], share
     assert r.cpu.period_s is not None and r.cpu.period_s * 1e6 == cpu_period_us(lim)
     assert unlimited.latency is not None and r.latency is not None
     slower = unlimited.latency.p50_s / share
-    assert slower * 0.85 <= r.latency.p50_s <= slower * 1.15
+    # Measured: 0.90–1.08 on our v1 hosts; 1.24 at half a core in the TCG-emulated v2 guest,
+    # whose timers are coarse (as through Docker: 1.2).  Docker's 100 ms period gives 0.5.
+    assert slower * 0.85 <= r.latency.p50_s <= slower * 1.35
     t = r.latency.throttling
     # Stalled evenly: most iterations took a share of the stalls (Docker's period: a few took
     # them all), and the median is not the stall pattern.  The upper percentiles are left to
