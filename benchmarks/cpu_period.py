@@ -1,9 +1,9 @@
 """What the CFS period does to a fractional CPU limit: the figures behind edgeprof's default.
 
-One core, a CPU-bound loop of equal iterations (``tests/workloads/iterations.py``, about
-5 ms each at full speed here), reported with ``edgeprof.iteration()``.  For each share
-(0.25, 0.5, 0.75) and period (100, 20, 10, 5, 2, 1 ms, and edgeprof's default), it prints
-over ``--rounds`` runs (medians):
+One core, a CPU-bound loop of equal iterations (``tests/workloads/iterations.py``, 5 ms
+each at full speed unless ``--iteration-ms`` says otherwise), reported with
+``edgeprof.iteration()``.  For each share (0.25, 0.5, 0.75) and period (100, 20, 10, 5, 2,
+1 ms, and edgeprof's default), it prints over ``--rounds`` runs (medians):
 
 - ``p50×share/base``: the median iteration against a core ``share`` times as fast
   (the unlimited median divided by the share); 1.00 is a faithful slower core;
@@ -13,9 +13,12 @@ over ``--rounds`` runs (medians):
 - ``cs/it``: involuntary context switches per iteration (each stall is one);
 - ``throttled``: periods throttled / periods elapsed.
 
-A period whose quota would be under 1 ms is one the kernel refuses (``refused``).
+A period whose quota would be under 1 ms is one the kernel refuses (``refused``).  The
+kernel's scheduler tick is printed with the machine: a quota is enforced once per tick, so
+an iteration of a few ticks carries up to a tick of jitter whatever the period
+(:mod:`edgeprof.measure.tick`); compare ``--iteration-ms 20`` with the default.
 
-    python benchmarks/cpu_period.py [--quick] [--rounds N] [--json FILE]
+    python benchmarks/cpu_period.py [--quick] [--rounds N] [--iteration-ms MS] [--json FILE]
     python benchmarks/cpu_period.py --backend docker --image IMAGE_WITH_PYTHON3
     python benchmarks/cpu_period.py --vm          # the same, inside the cgroup v2 test guest
 
@@ -38,6 +41,7 @@ from typing import Any
 import edgeprof
 from edgeprof.backends import get_backend
 from edgeprof.measure.limits import cpu_period_us
+from edgeprof.measure.tick import scheduler_hz
 from edgeprof.model import Limits, RunResult
 from edgeprof.units import MIN_QUOTA_US, format_period
 
@@ -47,7 +51,7 @@ WORKLOAD = REPO / "tests" / "workloads" / "iterations.py"
 CLIENT = REPO / "edgeprof" / "workload" / "instrument.py"
 SHARES = (0.25, 0.5, 0.75)
 PERIODS_MS = (100, 20, 10, 5, 2, 1)
-TARGET_S = 0.005
+TARGET_MS = 5.0
 
 
 class Rig:
@@ -85,13 +89,13 @@ class Rig:
         return r, json.loads(host_file.read_text())
 
 
-def calibrate(rig: Rig) -> int:
-    """Loops per iteration for ~5 ms at full speed on the core."""
+def calibrate(rig: Rig, target_s: float) -> int:
+    """Loops per iteration for ``target_s`` at full speed on the core."""
     loops = 50_000
     for _ in range(3):
         r, _ = rig.run(Limits(cpus=1, cpuset=[rig.core]), loops, 20)
         assert r.latency is not None
-        loops = max(1000, round(loops * TARGET_S / r.latency.p50_s))
+        loops = max(1000, round(loops * target_s / r.latency.p50_s))
     return loops
 
 
@@ -120,7 +124,7 @@ def measure(rig: Rig, limits: Limits, loops: int, count: int, rounds: int) -> di
 def run_all(a: argparse.Namespace) -> dict[str, Any]:
     core = sorted(os.sched_getaffinity(0))[-1]
     rig = Rig(a.backend, a.image, core)
-    loops = calibrate(rig)
+    loops = calibrate(rig, a.iteration_ms / 1000)
     count = 60 if a.quick else a.iterations
     rounds = 1 if a.quick else a.rounds
     base = measure(rig, Limits(cpus=1, cpuset=[core]), loops, count, rounds)
@@ -154,9 +158,11 @@ def run_all(a: argparse.Namespace) -> dict[str, Any]:
             "kernel": platform.release(),
             "cpus": os.cpu_count(),
             "backend": rig.be.mechanism,
+            "hz": scheduler_hz(),
             "core": core,
         },
         "loops": loops,
+        "iteration_ms": a.iteration_ms,
         "iterations": count,
         "rounds": rounds,
         "base": {**base, "tail": base["p99_s"] / base["p50_s"]},
@@ -178,8 +184,9 @@ def render_cell(c: dict[str, Any]) -> str:
 def render(res: dict[str, Any]) -> str:
     m, b = res["machine"], res["base"]
     lines = [
-        f"{m['backend']}, Linux {m['kernel']}, {m['cpus']} CPUs, core {m['core']}; "
-        f"{res['iterations']} iterations × {res['rounds']} round(s), medians",
+        f"{m['backend']}, Linux {m['kernel']} ({m.get('hz') or '?'} Hz tick), {m['cpus']} CPUs, "
+        f"core {m['core']}; {res['iterations']} iterations of {res.get('iteration_ms', 5):g} ms "
+        f"× {res['rounds']} round(s), medians",
         f"unlimited: p50 {b['p50_s'] * 1e3:.2f} ms, p99/p50 {b['tail']:.2f}, "
         f"{b['ivcs_per_it']:.2f} cs/it",
         "",
@@ -221,6 +228,9 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="one share, two periods, one round")
     ap.add_argument("--shares", type=_floats, default=SHARES, help="e.g. 0.5,0.25")
     ap.add_argument("--periods", type=_floats, default=PERIODS_MS, help="in ms, e.g. 10,5,2")
+    ap.add_argument(
+        "--iteration-ms", type=float, default=TARGET_MS, help="iteration length at full speed"
+    )
     ap.add_argument("--json", type=Path, help="also write the figures here")
     ap.add_argument("--vm", action="store_true", help="run inside the cgroup v2 test guest")
     a = ap.parse_args()

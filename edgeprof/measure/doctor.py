@@ -10,6 +10,7 @@ from pathlib import Path
 from ..backends import CgroupV1Backend, CgroupV2Backend, get_backend
 from ..backends import cgroupfs as fs
 from ..errors import EdgeprofError
+from . import tick
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ def diagnose(
             f"Linux {platform.release()}, {os.cpu_count()} CPUs, running as uid {os.geteuid()}",
         )
     )
+    f.append(Finding("cpu quota", None, tick.describe(tick.scheduler_hz())))
     mounts = _mounts(mountinfo)
     f.append(
         Finding(

@@ -1,10 +1,14 @@
 """A fractional CPU limit behaves like a slower core on the real kernel (cgroup v1 here,
-cgroup v2 in the VM tier): with edgeprof's period a CPU-bound loop of ~5 ms iterations on
-one core is slowed by the share, without a tail of stalls; forced to Docker's 100 ms it is a
-full-speed core that stalls, and edgeprof says so.
+cgroup v2 in the VM tier): with edgeprof's period a CPU-bound loop on one core is slowed by
+the share, without a tail of stalls; forced to Docker's 100 ms, a loop of ~5 ms iterations
+runs on a full-speed core that stalls, and edgeprof says so.
 
-Every bound is relative to an unlimited run of the same loop on the same core, measured in
-the same test (the machine's own noise is in both).
+The slower-core loop's iterations are five scheduler ticks long (20 ms on a 250 Hz kernel):
+the kernel enforces a quota at its tick, so a shorter iteration carries up to a tick of
+jitter (:mod:`edgeprof.measure.tick`; measured p99/p50 1.48–1.54 at half a core for 5 ms
+iterations on a 250 Hz kernel, 1.26 for 20 ms ones).  Every bound is relative to an
+unlimited run of the same loop on the same core, measured in the same test (the machine's
+own noise is in both).
 """
 
 from __future__ import annotations
@@ -17,19 +21,29 @@ import pytest
 
 import edgeprof
 from edgeprof.measure.limits import cpu_period_us
+from edgeprof.measure.tick import scheduler_hz, steady_iteration_s
 from edgeprof.model import Limits, RunResult
 
 WORKLOAD = Path(__file__).resolve().parents[1] / "workloads" / "iterations.py"
 ITERATIONS = 150
+#: The cgroup v2 guest runs under single-threaded TCG: one host thread runs its vCPUs in turn
+#: while the guest's clock follows the host's, so a guest iteration's wall time includes the
+#: turns of other vCPUs (the guest's unlimited p99/p50 was 1.2 against 1.07 here, and a
+#: throttled run's 2.4: the wake-up after a stall waits for the timer's vCPU to get a turn).
+#: Its tail measures the emulator; the kernel's semantics (the period, the share within a
+#: wider bound, most iterations stalled) are asserted there, the tail on hosts whose clock
+#: is a CPU's.
+REAL_TIME = os.environ.get("EDGEPROF_TEST_TIER") != "vm"
+STEADY_ITERATIONS = 100
 
 
 def core() -> int:
     return sorted(os.sched_getaffinity(0))[-1]
 
 
-def run(limits: Limits, loops: int) -> RunResult:
-    r = edgeprof.profile([sys.executable, str(WORKLOAD), str(loops), str(ITERATIONS)], limits)
-    assert r.exit_code == 0 and r.latency is not None and r.latency.count == ITERATIONS
+def run(limits: Limits, loops: int, count: int = ITERATIONS) -> RunResult:
+    r = edgeprof.profile([sys.executable, str(WORKLOAD), str(loops), str(count)], limits)
+    assert r.exit_code == 0 and r.latency is not None and r.latency.count == count
     return r
 
 
@@ -44,23 +58,38 @@ def base(mechanism: str) -> tuple[int, RunResult]:
     return loops, run(Limits(cpus=1, cpuset=[core()]), loops)
 
 
-@pytest.mark.parametrize("share", [0.5, 0.25])
-def test_a_share_of_one_core_is_a_slower_core(base: tuple[int, RunResult], share: float) -> None:
+@pytest.fixture(scope="module")
+def steady(base: tuple[int, RunResult]) -> tuple[int, RunResult]:
+    """Loops for an iteration of five ticks at full speed, and that unlimited run."""
     loops, unlimited = base
+    assert unlimited.latency is not None
+    want = max(0.005, steady_iteration_s(scheduler_hz()))
+    loops = round(loops * want / unlimited.latency.p50_s)
+    return loops, run(Limits(cpus=1, cpuset=[core()]), loops, STEADY_ITERATIONS)
+
+
+@pytest.mark.parametrize("share", [0.5, 0.25])
+def test_a_share_of_one_core_is_a_slower_core(
+    steady: tuple[int, RunResult], share: float
+) -> None:
+    loops, unlimited = steady
     lim = Limits(cpus=share, cpuset=[core()])
-    r = run(lim, loops)
+    r = run(lim, loops, STEADY_ITERATIONS)
     assert r.cpu.period_s is not None and r.cpu.period_s * 1e6 == cpu_period_us(lim)
-    assert unlimited.latency is not None and r.latency is not None
-    slower = unlimited.latency.p50_s / share
-    # Measured: 0.90–1.08 on our v1 hosts; 1.24 at half a core in the TCG-emulated v2 guest,
-    # whose timers are coarse (as through Docker: 1.2).  Docker's 100 ms period gives 0.5.
-    assert slower * 0.85 <= r.latency.p50_s <= slower * 1.35
-    t = r.latency.throttling
-    # Stalled evenly: most iterations took a share of the stalls (Docker's period: a few took
-    # them all), and the median is not the stall pattern.  The upper percentiles are left to
-    # the benchmark: on a busy 2-core machine they were flagged in some runs (p90/p95).
-    assert t is not None and t.throttled > ITERATIONS // 2
-    assert "p50" not in t.distorted
+    u, lat = unlimited.latency, r.latency
+    assert u is not None and lat is not None
+    slower = u.p50_s / share
+    # The guest's medians were 0.95–1.24 of a slower core's (its vCPU's turns again).
+    assert slower * 0.85 <= lat.p50_s <= slower * (1.15 if REAL_TIME else 1.35)
+    t = lat.throttling
+    # Most iterations took a share of the stalls (Docker's period: a few took them all).
+    assert t is not None and t.throttled > STEADY_ITERATIONS // 2
+    if REAL_TIME:
+        # No tail of stalls: a slower core's own (the unlimited run's) at most 1.5 times; no
+        # iteration took twice its share of the stalls; no percentile is the stall pattern.
+        assert lat.p99_s / lat.p50_s <= 1.5 * max(1.0, u.p99_s / u.p50_s)
+        assert t.max_stall_s < 2 * t.stall_s / t.iterations
+        assert not t.distorted
 
 
 def test_docker_period_is_a_stalling_full_speed_core_and_is_reported(
