@@ -97,7 +97,8 @@ def _notes(results: Sequence[RunResult]) -> str:
     out: list[str] = []
     for (label, _), runs in cells(results).items():
         r = runs[0]
-        head = f"{label}: {r.backend}/{r.mechanism}, limits: {r.limits.describe()}, "
+        device = f"device {r.device}, " if r.device else ""
+        head = f"{label}: {r.backend}/{r.mechanism}, {device}limits: {r.limits.describe()}, "
         if len(runs) == 1:
             head += f"{r.samples.count} samples every {r.samples.interval_s:g}s"
         else:

@@ -6,7 +6,7 @@ next costs anything:
 1. :func:`plan_run`: the inputs alone (an Auptimizer ``env.template``, limit lists, models,
    budgets, a calibration, the files to write at the end) give a :class:`RunJob`;
 2. :func:`check_host`: the identity the workload takes and, on a host backend, that its
-   program exists here;
+   program exists here and its limits fit the host (the backend is opened);
 3. :func:`open_backend`: the Docker backend and its image (built if the environment changed);
 4. :func:`execute`: the sweep, with the caller's progress callbacks; returns the results.
 
@@ -20,7 +20,7 @@ import contextlib
 import dataclasses
 import os
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -29,7 +29,7 @@ from ..analysis.budgets import Budgets, budgets_from_options
 from ..analysis.calibration import Calibration, load_calibration
 from ..analysis.cells import cell_order
 from ..backends import Backend, get_backend
-from ..errors import ConfigError
+from ..errors import ConfigError, CoresBusy, LimitError
 from ..measure.leases import CORES_BUSY
 from ..measure.privilege import workload_user
 from ..measure.runner import DEFAULT_INTERVAL_S, check_command
@@ -127,8 +127,8 @@ class RunJob:
     run_as: UserIds | None = None
     """Set by :func:`check_host`."""
     backend: Backend | None = None
-    """Set by :func:`open_backend` for Docker (ready, its image built); other backends are
-    opened by name in :func:`execute`."""
+    """Set by :func:`check_host` for a host backend, by :func:`open_backend` for Docker
+    (ready, its image built)."""
     device: str | None = None
     """The catalog device of the limits, recorded in each result."""
 
@@ -282,14 +282,34 @@ def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:
     return req, warnings
 
 
+@contextlib.contextmanager
+def _device_named(device: str | None) -> Iterator[None]:
+    """A limit this host cannot honour names the device it came from (a 4-core board's
+    ``--cpus 4`` on a 2-core host is the device's, not an option the user typed)."""
+    try:
+        yield
+    except CoresBusy:
+        raise  # the cores exist; other runs hold them
+    except LimitError as exc:
+        if device is None:
+            raise
+        raise LimitError(f"--device {device}: {exc}") from exc
+
+
 def check_host(job: RunJob) -> RunJob:
-    """Stage 2: the workload's identity (under sudo) and, on a host backend, its program."""
+    """Stage 2: the workload's identity (under sudo) and, on a host backend, its program
+    and its limits (the backend opened, and kept in the job)."""
     req = job.request
     run_as = workload_user(req.as_root)
-    if req.backend != "docker" and (req.cwd is None or req.cwd.is_dir()):
+    if req.backend == "docker":
+        return dataclasses.replace(job, run_as=run_as)
+    if req.cwd is None or req.cwd.is_dir():
         # A missing program is a bad input: refused before any warning is said (one line).
         check_command(job.plan.command, {**os.environ, **parse_env(req.env)}, req.cwd)
-    return dataclasses.replace(job, run_as=run_as)
+    be = get_backend(req.backend, cgroup_parent=req.cgroup_parent)
+    with _device_named(job.device):
+        check_limits(job.plan, be)  # so is a limit this host cannot honour
+    return dataclasses.replace(job, run_as=run_as, backend=be)
 
 
 def open_backend(job: RunJob, log: TextIO) -> RunJob:
@@ -304,7 +324,8 @@ def open_backend(job: RunJob, log: TextIO) -> RunJob:
             )
         return job
     be = get_backend("docker", image=req.image, docker_args=req.docker_args)
-    check_limits(job.plan, be)
+    with _device_named(job.device):
+        check_limits(job.plan, be)
     image = req.image
     if req.base_image or req.dockerfile:
         from ..backends.docker import DockerBackend
@@ -342,6 +363,7 @@ def execute(
         run_out = req.out
         if samples_needed and req.out is None:
             run_out = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="edgeprof-")))
+        stack.enter_context(_device_named(job.device))
         sweep = run_sweep(
             job.plan,
             backend=req.backend if job.backend is None else job.backend,

@@ -267,8 +267,9 @@ def test_run_with_a_device_applies_and_records_it(
     assert r.device == "tiny"
     assert (r.limits.cpus, r.limits.memory) == (2.0, 64 << 20)
     assert json.loads((out / "result.json").read_text())["device"] == "tiny"
-    err = capsys.readouterr().err
-    assert "warning: tiny: no speed known" in err
+    captured = capsys.readouterr()
+    assert "warning: tiny: no speed known" in captured.err
+    assert "true: fake/fake, device tiny, limits: cpus=2, " in captured.out
 
 
 def test_a_device_share_and_explicit_options(
@@ -325,6 +326,18 @@ def test_bad_device_is_one_line_and_creates_nothing(
     captured = capsys.readouterr()
     (line,) = captured.err.splitlines()
     assert line.startswith("edgeprof: error: ") and message in line
+    assert not out.exists()
+
+
+def test_a_device_larger_than_the_host_is_named_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cat = _catalog(tmp_path, "  huge:\n    cores: 4096\n    memory: 1g\n    speed: 1\n")
+    out = tmp_path / "out"
+    assert main([*RUN, "--device", "huge", "--devices", str(cat), "--out", str(out), "--",
+                 "true"]) == 2  # fmt: skip
+    (line,) = capsys.readouterr().err.splitlines()  # refused before any warning is said
+    assert line.startswith("edgeprof: error: --device huge: --cpus 4096 exceeds the ")
     assert not out.exists()
 
 
