@@ -39,6 +39,19 @@ def model_cmd(t: Path) -> list[str]:
     return ["--", "sh", "-c", f'touch {t / "ran"}; printf "%s\\n" "$1" >> {t / "ran"}', "sh"]
 
 
+def devices(t: Path) -> str:
+    """A catalog with a board of more cores than this host has."""
+    path = t / "devices.yml"
+    path.write_text(f"devices:\n  big:\n    cores: {TOO_MANY_CPUS}\n    memory: 1g\n    speed: 1\n")
+    return str(path)
+
+
+def bad_devices(t: Path) -> str:
+    path = t / "bad-devices.yml"
+    path.write_text("devices:\n  bad:\n    cores: 1\n    memory: lots\n")
+    return str(path)
+
+
 def pwned(t: Path) -> str:
     return str(t / "pwned")
 
@@ -52,7 +65,10 @@ def model_file(content: bytes) -> Case:
 
 
 def prepared(t: Path) -> set[str]:
-    return {"models.txt", "notexec.sh", "ro", "env.template", "app"}
+    return {
+        *("models.txt", "notexec.sh", "ro", "env.template", "app"),
+        *("devices.yml", "bad-devices.yml"),
+    }
 
 
 GOOD_TEMPLATE = {
@@ -85,6 +101,9 @@ CASES: dict[str, Case] = {
     "cpus-word": lambda t: ["--cpus", "abc", *touch(t)],
     "cpus-negative": lambda t: ["--cpus", "-1", *touch(t)],
     "cpus-too-many": lambda t: ["--cpus", TOO_MANY_CPUS, *touch(t)],
+    "device-too-many-cores": lambda t: ["--device", "big", "--devices", devices(t), *touch(t)],
+    "device-unknown": lambda t: ["--device", "nope", "--devices", devices(t), *touch(t)],
+    "device-bad-catalog": lambda t: ["--device", "bad", "--devices", bad_devices(t), *touch(t)],
     "cpus-nan": lambda t: ["--cpus", "nan", *touch(t)],
     "cpus-inf": lambda t: ["--cpus", "inf", *touch(t)],
     "memory-unit": lambda t: ["--memory", "12x", *touch(t)],
