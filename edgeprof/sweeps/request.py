@@ -363,7 +363,6 @@ def execute(
         run_out = req.out
         if samples_needed and req.out is None:
             run_out = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="edgeprof-")))
-        stack.enter_context(_device_named(job.device))
         sweep = run_sweep(
             job.plan,
             backend=req.backend if job.backend is None else job.backend,
