@@ -184,6 +184,20 @@ def parse_duration(text: str | float, what: str = "duration") -> float:
     return value
 
 
+def parse_fraction(text: str, what: str, most: float = 10.0) -> float:
+    """``"10%"`` or ``"0.1"`` → 0.1: a finite share from 0 to ``most``."""
+    t = text.strip()
+    try:
+        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0 or value > most:
+        raise ConfigError(
+            f"invalid {what} {text!r}: expected a share such as 10% or 0.1 (0 to {most:g})"
+        )
+    return value
+
+
 def format_binary(n: float | None, digits: int = 1) -> str:
     """Bytes in binary units (``117.9MiB``), as ``docker stats`` prints memory."""
     return _format(n, 1024, ("B", "KiB", "MiB", "GiB", "TiB"), digits)

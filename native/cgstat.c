@@ -101,6 +101,26 @@ static void parse_blkio(const char *p, const char *end, const cg_file *f, long l
     out[f->slot + 1] = w;
 }
 
+/* memory.pressure (PSI): "some avg10=0.00 avg60=0.00 avg300=0.00 total=N", then "full ...". */
+static void parse_psi(const char *p, const char *end, const cg_file *f, long long *out) {
+    while (p < end) {
+        const char *eol = line_end(p, end);
+        int which = (eol - p > 5 && memcmp(p, "some ", 5) == 0)   ? 0
+                    : (eol - p > 5 && memcmp(p, "full ", 5) == 0) ? 1
+                                                                  : -1;
+        const char *q = p;
+        while (which >= 0 && q < eol) {
+            const char *tok_end = memchr(q, ' ', (size_t)(eol - q));
+            if (!tok_end) tok_end = eol;
+            long long v;
+            if (tok_end - q > 6 && memcmp(q, "total=", 6) == 0 && parse_ll(q + 6, tok_end, &v))
+                out[f->slot + which] = v;
+            q = tok_end + 1;
+        }
+        p = eol + 1;
+    }
+}
+
 int cg_read(const cg_file *files, int nfiles, long long *out, int nout) {
     char buf[BUF_SIZE];
     int rc = 0;
@@ -118,6 +138,7 @@ int cg_read(const cg_file *files, int nfiles, long long *out, int nout) {
         case CG_KV: parse_kv(buf, end, f, out); break;
         case CG_IOSTAT: parse_iostat(buf, end, f, out); break;
         case CG_BLKIO: parse_blkio(buf, end, f, out); break;
+        case CG_PSI: parse_psi(buf, end, f, out); break;
         default: break;
         }
     }

@@ -14,7 +14,8 @@ enum cg_kind {
     CG_INT = 0,    /* one integer (or "max"): out[slot]                                 */
     CG_KV = 1,     /* "key value" lines: out[slot + i] = value of keys[i]               */
     CG_IOSTAT = 2, /* v2 io.stat: out[slot] = sum rbytes=, out[slot + 1] = sum wbytes=  */
-    CG_BLKIO = 3   /* v1 blkio: out[slot] = sum of "<dev> Read N", out[slot + 1] = Write */
+    CG_BLKIO = 3,  /* v1 blkio: out[slot] = sum of "<dev> Read N", out[slot + 1] = Write */
+    CG_PSI = 4     /* pressure: out[slot] = "some ... total=N", out[slot + 1] = "full" one */
 };
 
 typedef struct {

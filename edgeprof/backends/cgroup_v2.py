@@ -30,6 +30,33 @@ THROTTLING = (
     Field("throttled_us", "throttled_usec"),
 )
 """CFS throttling in v2 ``cpu.stat`` (only a group with a quota of its own has any)."""
+MEMORY_STAT = (
+    Field("memory_inactive_file", "inactive_file"),
+    Field("memory_active_file", "active_file"),
+    Field("memory_anon", "anon"),
+    Field("memory_file", "file"),  # tmpfs and shared memory included
+    Field("memory_shmem", "shmem"),
+    Field("memory_kernel", "kernel"),  # Linux ≥ 6.1; before it, the parts that follow
+    Field("memory_slab", "slab"),
+    Field("memory_kernel_stack", "kernel_stack"),
+    Field("memory_pagetables", "pagetables"),
+    Field("memory_percpu", "percpu"),
+    Field("memory_sock", "sock"),
+    Field("refaults_anon", "workingset_refault_anon"),
+    Field("refaults_file", "workingset_refault_file"),
+    Field("major_faults", "pgmajfault"),
+    Field("pages_scanned", "pgscan"),
+    Field("pages_reclaimed", "pgsteal"),
+)
+"""v2 ``memory.stat``: the composition (per sample: the sampler keeps it at the peak) and
+the reclaim counters, in one read of one file."""
+MEMORY_EVENTS = (
+    Field("oom_kills", "oom_kill"),
+    Field("memory_events_high", "high"),
+    Field("memory_events_max", "max"),
+    Field("memory_events_oom", "oom"),
+)
+PRESSURE = (Field("memory_some_us"), Field("memory_full_us"))
 
 
 def counter_sources(group: Path, disable: frozenset[str] = frozenset()) -> list[Source]:
@@ -56,8 +83,9 @@ def counter_sources(group: Path, disable: frozenset[str] = frozenset()) -> list[
         Source(
             group / "memory.peak", Kind.INT, (Field("memory_peak"),), per_sample=False
         ),  # Linux ≥ 5.19
-        Source(group / "memory.stat", Kind.KV, (Field("memory_inactive_file", "inactive_file"),)),
-        Source(group / events, Kind.KV, (Field("oom_kills", "oom_kill"),), per_sample=False),
+        Source(group / "memory.stat", Kind.KV, MEMORY_STAT),
+        Source(group / events, Kind.KV, MEMORY_EVENTS, per_sample=False),
+        Source(group / "memory.pressure", Kind.PSI, PRESSURE, per_sample=False),  # ≥ 4.20
         Source(group / "io.stat", Kind.IOSTAT, (Field("io_read_bytes"), Field("io_write_bytes"))),
         Source(group / "pids.current", Kind.INT, (Field("pids_current"),)),
     ]

@@ -9,6 +9,7 @@ helper (``native/cgstat.c``, built by cffi at install) when it is built, else in
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import errno
 import os
@@ -117,6 +118,20 @@ def parse_io_stat(text: str) -> tuple[int, int]:
     return rbytes, wbytes
 
 
+def parse_psi(text: str) -> tuple[int | None, int | None]:
+    """A pressure file → (``some`` total, ``full`` total) in µs; ``None`` for a missing line
+    (``full`` is absent from the CPU file before Linux 5.13)."""
+    totals: dict[str, int] = {}
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        for field in rest.split():
+            key, _, value = field.partition("=")
+            if key == "total":
+                with contextlib.suppress(ValueError):
+                    totals[kind] = int(value)
+    return totals.get("some"), totals.get("full")
+
+
 def parse_blkio(text: str) -> tuple[int, int]:
     """cgroup v1 ``blkio.*io_service_bytes*`` → (read, write) summed over devices."""
     rbytes = wbytes = 0
@@ -211,6 +226,9 @@ class Kind(enum.IntEnum):
     """cgroup v2 ``io.stat``: rbytes and wbytes summed over devices."""
     BLKIO = 3
     """cgroup v1 ``blkio.*io_service_bytes*``: Read and Write summed over devices."""
+    PSI = 4
+    """A pressure file (``memory.pressure``): the ``total=`` of its ``some`` and ``full``
+    lines (µs)."""
 
 
 @dataclass(frozen=True)
@@ -225,7 +243,8 @@ class Field:
 
 @dataclass(frozen=True)
 class Source:
-    """A counter file and the fields it gives.  ``IOSTAT``/``BLKIO`` give (read, write).
+    """A counter file and the fields it gives.  ``IOSTAT``/``BLKIO`` give (read, write),
+    ``PSI`` (some, full).
 
     ``per_sample=False``: only the final totals need it (high-water mark, OOM count,
     throttling, the user/system split), so the sampling loop does not pay for it.
@@ -393,6 +412,8 @@ class _PythonPlan:
                 raw = [kv.get(f.key or "") for f in src.fields]
             elif src.kind is Kind.IOSTAT:
                 raw = list(parse_io_stat(text))
+            elif src.kind is Kind.PSI:
+                raw = list(parse_psi(text))
             else:
                 raw = list(parse_blkio(text))
             for f, v in zip(src.fields, raw, strict=False):

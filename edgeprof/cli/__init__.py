@@ -10,12 +10,13 @@ invocation) stays cheap.
 
 from __future__ import annotations
 
-from . import calibrate, layers, results, run, tools
+from . import calibrate, fit, layers, results, run, tools
 from .app import EXIT_BUDGET, EXIT_ERROR, EXIT_INTERRUPTED, app, exit_code, main
 
 __all__ = ["EXIT_BUDGET", "EXIT_ERROR", "EXIT_INTERRUPTED", "app", "exit_code", "main"]
 
 app.command(context_settings=run.CONTEXT_SETTINGS)(run.run)
+app.command("fit", context_settings=fit.CONTEXT_SETTINGS)(fit.fit_cmd)
 app.command()(results.compare)
 app.command()(results.report)
 app.command("calibrate")(calibrate.calibrate_cmd)

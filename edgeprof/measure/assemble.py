@@ -23,6 +23,7 @@ from ..model import (
     Termination,
 )
 from ..units import CFS_PERIOD_US
+from .memory import parts_at, pressure, stall_warning
 from .sampler import SeriesStats
 
 
@@ -78,6 +79,11 @@ def build_result(
                 "Docker stats API has none): peak memory is the largest of the samples taken "
                 f"every {interval:g}s"
             )
+    cost = pressure(final)
+    stalled = stall_warning(cost, wall, spec.limits.memory)
+    if stalled is not None:
+        warnings.append(stalled)
+    at_peak = None if stats.at_peak is None else parts_at(stats.at_peak[1], stats.at_peak[0])
     return RunResult(
         edgeprof_version=__version__,
         backend=be.name,
@@ -113,6 +119,10 @@ def build_result(
             oom_kills=oom_kills,
             peak_working_set_bytes=stats.peak_working_set,
             avg_working_set_bytes=stats.avg_working_set(),
+            at_peak=at_peak,
+            peaks=stats.part_peaks.parts(),
+            floor_bytes=stats.part_peaks.floor,
+            pressure=cost,
         ),
         io=IoStats(
             read_bytes=final.io_read_bytes,

@@ -23,6 +23,7 @@ from typing import TypeVar
 from ..backends.base import BatchReader
 from ..errors import EdgeprofError
 from ..model import Counters, Sample
+from .memory import PartPeaks
 
 PEAK_WINDOW_S = 1.0
 """Peak CPU % is taken over 1 s windows, the finest ``docker stats`` reports, so PEAK CPU means
@@ -44,6 +45,10 @@ class SeriesStats:
         self.peak_memory: int | None = None
         self.peak_working_set: int | None = None
         self.peak_pids: int | None = None
+        self.at_peak: tuple[float, Counters] | None = None
+        """The sample of highest usage (its time, its counters): its composition is the
+        result's ``memory.at_peak``."""
+        self.part_peaks = PartPeaks()
         self._mem = _Integral()
         self._ws = _Integral()
         self.last_t = 0.0
@@ -64,6 +69,9 @@ class SeriesStats:
         ws = None
         if c.memory_current is not None:
             ws = max(0, c.memory_current - (c.memory_inactive_file or 0))
+            if self.peak_memory is None or c.memory_current > self.peak_memory:
+                self.at_peak = (t, c)
+            self.part_peaks.add(c, ws)
             self.peak_memory = _max(self.peak_memory, c.memory_current)
             self.peak_working_set = _max(self.peak_working_set, ws)
             self._mem.add(t, c.memory_current)

@@ -13,6 +13,7 @@ from typing import TextIO
 from ..analysis.cells import cells
 from ..model import RunResult
 from ..units import format_binary, format_decimal, format_seconds
+from .memory import composition, cost
 from .phases import render_sections
 from .table import markdown_lines, plain_table
 
@@ -110,8 +111,23 @@ def _notes(results: Sequence[RunResult]) -> str:
         if oom:
             head += f", OOM kills: {oom}"
         out.append(head)
+        if len(runs) == 1:
+            out.extend(_memory_lines(r))
         out.extend(f"  warning: {w}" for w in dict.fromkeys(w for x in runs for w in x.warnings))
     return "\n".join(out) + ("\n" if out else "")
+
+
+def _memory_lines(r: RunResult) -> list[str]:
+    """What the peak was made of; under ``--memory``, what the limit cost."""
+    lines = []
+    made_of = composition(r.memory.at_peak, r.memory.peak_bytes)
+    if made_of is not None:
+        lines.append(f"  memory: {made_of} (at the highest sample)")
+    limit = r.memory.limit_bytes
+    paid = cost(r.memory.pressure)
+    if limit is not None and paid is not None:
+        lines.append(f"  under --memory {format_binary(limit)}: {paid}")
+    return lines
 
 
 def print_table(results: Sequence[RunResult], file: TextIO) -> None:

@@ -66,7 +66,14 @@ COUNTERS = {
     "memory": {
         "memory.usage_in_bytes": "104857600\n",
         "memory.max_usage_in_bytes": "209715200\n",
-        "memory.stat": "cache 5\ninactive_file 1\ntotal_inactive_file 4096\n",
+        # Per-group keys first, then the hierarchical total_ ones the reader takes.
+        "memory.stat": (
+            "cache 5\nrss 6\nshmem 1\ninactive_file 1\npgmajfault 1\n"
+            "total_cache 500\ntotal_rss 600\ntotal_shmem 100\ntotal_mapped_file 50\n"
+            "total_workingset_refault_anon 3\ntotal_workingset_refault_file 4\n"
+            "total_pgmajfault 9\ntotal_inactive_file 4096\ntotal_active_file 300\n"
+        ),
+        "memory.kmem.usage_in_bytes": "65536\n",
         "memory.oom_control": "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
     },
     "blkio": {
@@ -423,6 +430,14 @@ def test_reader_converts_v1_counters(cgfs: FakeCgroupFs, tmp_path: Path, native:
             memory_current=104_857_600,
             memory_peak=209_715_200,  # max_usage_in_bytes: the kernel's high-water mark
             memory_inactive_file=4096,  # total_inactive_file (hierarchical), not inactive_file
+            memory_anon=600,
+            memory_file=500,
+            memory_active_file=300,
+            memory_shmem=100,
+            memory_kernel=65536,
+            refaults_anon=3,
+            refaults_file=4,
+            major_faults=9,
             oom_kills=2,
             io_read_bytes=4196,
             io_write_bytes=8193,

@@ -35,7 +35,17 @@ COUNTERS = {
     ),
     "memory.current": "104857600\n",
     "memory.peak": "209715200\n",
-    "memory.stat": "anon 100\nfile 200\nactive_file 300\ninactive_file 4096\n",
+    # As Linux 6.12 prints it (abridged), every key the reader takes and some it does not.
+    "memory.stat": (
+        "anon 100\nfile 200\nkernel 64\nkernel_stack 16\npagetables 8\nsec_pagetables 0\n"
+        "percpu 4\nsock 2\nvmalloc 0\nshmem 40\nzswap 0\nfile_mapped 30\n"
+        "active_file 300\ninactive_file 4096\nslab 36\nworkingset_refault_anon 5\n"
+        "workingset_refault_file 6\npgscan 70\npgsteal 60\npgfault 900\npgmajfault 7\n"
+    ),
+    "memory.pressure": (
+        "some avg10=0.00 avg60=0.00 avg300=0.00 total=12345\n"
+        "full avg10=0.00 avg60=0.00 avg300=0.00 total=678\n"
+    ),
     "memory.events": "low 0\nhigh 0\nmax 9\noom 3\noom_kill 3\n",
     "memory.events.local": "low 0\nhigh 0\nmax 5\noom 0\noom_kill 0\n",
     "io.stat": (
@@ -311,6 +321,26 @@ def test_reader_maps_the_v2_files(cgfs: FakeCgroupFs, tmp_path: Path, native: bo
             memory_current=104_857_600,
             memory_peak=209_715_200,
             memory_inactive_file=4096,
+            memory_anon=100,
+            memory_file=200,
+            memory_active_file=300,
+            memory_shmem=40,
+            memory_kernel=64,
+            memory_slab=36,
+            memory_kernel_stack=16,
+            memory_pagetables=8,
+            memory_percpu=4,
+            memory_sock=2,
+            refaults_anon=5,
+            refaults_file=6,
+            major_faults=7,
+            pages_scanned=70,
+            pages_reclaimed=60,
+            memory_events_high=0,
+            memory_events_max=5,
+            memory_events_oom=0,
+            memory_some_us=12345,
+            memory_full_us=678,
             oom_kills=0,  # memory.events.local, not the hierarchical memory.events (3)
             io_read_bytes=1024,
             io_write_bytes=24,

@@ -90,10 +90,11 @@ def test_built_helper_exposes_the_header_constants() -> None:
     lib = _cgstat.lib
     assert lib.CG_MISSING == -(2**63) == fs._MISSING
     assert lib.CG_UNLIMITED == -1
-    assert (lib.CG_INT, lib.CG_KV, lib.CG_IOSTAT, lib.CG_BLKIO) == (0, 1, 2, 3)
+    assert (lib.CG_INT, lib.CG_KV, lib.CG_IOSTAT, lib.CG_BLKIO, lib.CG_PSI) == (0, 1, 2, 3, 4)
     assert {k.name: int(k) for k in fs.Kind} == {
         "INT": lib.CG_INT,
         "KV": lib.CG_KV,
         "IOSTAT": lib.CG_IOSTAT,
         "BLKIO": lib.CG_BLKIO,
+        "PSI": lib.CG_PSI,
     }

@@ -115,7 +115,7 @@ def counter_sources(p: Placement, cid: str) -> tuple[list[Source], list[Source]]
             else Source(
                 parent / "memory.events",
                 Kind.KV,
-                (Field("oom_kills", "oom_kill"),),
+                cgroup_v2.MEMORY_EVENTS,
                 per_sample=False,
             )
             for s in outer

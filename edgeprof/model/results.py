@@ -1,4 +1,4 @@
-"""The data edgeprof passes between its layers: frozen dataclasses, base units only.
+"""A run's result and the data that builds it: frozen dataclasses, base units only.
 
 Backends produce :class:`Counters` (raw cumulative kernel counters); the sampler turns them
 into :class:`Sample` rows and statistics; the runner assembles a :class:`RunResult`; reports
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .units import (
+from ..units import (
     check_quota,
     format_binary,
     format_cpuset,
@@ -25,6 +25,7 @@ from .units import (
     parse_memory_limit,
     parse_pids,
 )
+from .memory import MemoryStats
 
 SCHEMA_VERSION = 1
 """Version of the result JSON; bumped on any incompatible change of its keys or units."""
@@ -161,6 +162,29 @@ class Counters(NamedTuple):
     memory_peak: int | None = None
     """The kernel's own high-water mark (v2 ``memory.peak`` ≥ 5.19, v1 ``max_usage_in_bytes``)."""
     memory_inactive_file: int | None = None
+    memory_anon: int | None = None
+    memory_file: int | None = None
+    """Page cache including tmpfs and shared memory (v2 ``file``, v1 ``total_cache``)."""
+    memory_active_file: int | None = None
+    memory_shmem: int | None = None
+    memory_kernel: int | None = None
+    """v2 ``kernel`` (Linux ≥ 6.1? where absent, the parts below), v1 ``kmem.usage``."""
+    memory_slab: int | None = None
+    memory_kernel_stack: int | None = None
+    memory_pagetables: int | None = None
+    memory_percpu: int | None = None
+    memory_sock: int | None = None
+    refaults_anon: int | None = None
+    refaults_file: int | None = None
+    major_faults: int | None = None
+    pages_scanned: int | None = None
+    pages_reclaimed: int | None = None
+    memory_events_high: int | None = None
+    memory_events_max: int | None = None
+    memory_events_oom: int | None = None
+    memory_some_us: int | None = None
+    """cgroup v2 ``memory.pressure``: cumulative µs some / all tasks stalled on memory."""
+    memory_full_us: int | None = None
     oom_kills: int | None = None
     io_read_bytes: int | None = None
     io_write_bytes: int | None = None
@@ -215,20 +239,6 @@ class CpuStats:
     period_s: float | None = None
     """The CFS period the ``cpus`` quota was applied with (``None``: no quota, or a file
     older than the choice of period)."""
-
-
-@dataclass(frozen=True)
-class MemoryStats:
-    peak_bytes: int | None
-    peak_source: str | None
-    """``kernel`` (exact high-water mark) or ``sampled`` (max of the samples: a lower bound)."""
-    avg_bytes: int | None
-    """Time-weighted average of the sampled usage (trapezoidal integral / time)."""
-    limit_bytes: int | None
-    oom_kills: int | None
-    peak_working_set_bytes: int | None
-    """Sampled max of usage − inactive_file, the figure ``docker stats`` calls usage."""
-    avg_working_set_bytes: int | None
 
 
 @dataclass(frozen=True)
@@ -476,7 +486,7 @@ class RunResult:
     def from_dict(cls, d: Mapping[str, Any]) -> RunResult:
         """Read back a result JSON written by :meth:`to_dict` (same schema version)."""
         if d.get("schema_version") != SCHEMA_VERSION:
-            from .errors import ConfigError
+            from ..errors import ConfigError
 
             raise ConfigError(
                 f"unsupported result schema_version {d.get('schema_version')!r} "
@@ -502,7 +512,7 @@ class RunResult:
             signal=d["signal"],
             wall_s=d["wall_s"],
             cpu=CpuStats(**d["cpu"]),
-            memory=MemoryStats(**d["memory"]),
+            memory=MemoryStats.from_dict(d["memory"]),
             io=IoStats(**d["io"]),
             samples=SampleStats(**d["samples"]),
             pids_peak=d.get("pids_peak"),

@@ -1,0 +1,154 @@
+"""``edgeprof fit``: the smallest memory a command runs in at its unlimited speed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .app import EXIT_BUDGET, EXIT_INTERRUPTED, exit_code
+from .options import CpuPeriod, DeviceName, DevicesFile, EnvItems
+
+if TYPE_CHECKING:
+    from ..model import RunResult
+    from ..sweeps.fit import FitOutcome, Probe
+
+CONTEXT_SETTINGS = {"allow_interspersed_args": False}
+
+
+def fit_cmd(
+    command: Annotated[list[str], typer.Argument(help="The command and its arguments.")],
+    backend: Annotated[str, typer.Option(help="auto | cgroup | docker")] = "auto",
+    cpus: Annotated[str | None, typer.Option(help="CPU bandwidth in CPUs for every run.")] = None,
+    cpuset: Annotated[str | None, typer.Option(help="CPUs to run on, e.g. 0-1.")] = None,
+    cpu_period: CpuPeriod = None,
+    device: DeviceName = None,
+    devices: DevicesFile = None,
+    memory: Annotated[
+        str | None,
+        typer.Option(help="The most memory there is (the device's): does it fit in this?"),
+    ] = None,
+    tolerance: Annotated[
+        str, typer.Option(help="How much slower than unlimited still fits, e.g. 10% or 0.1.")
+    ] = "10%",
+    resolution: Annotated[
+        str | None,
+        typer.Option(help="Search to this size, e.g. 4m (default: 2% of the peak, ≥ 1 MiB)."),
+    ] = None,
+    margin: Annotated[
+        str, typer.Option(help="Safety margin added to the answer, e.g. 20%.")
+    ] = "20%",
+    repeat: Annotated[
+        int | None,
+        typer.Option(help="Runs per limit (default: 2 unlimited, 1 per probe, 3 when in doubt)."),
+    ] = None,
+    pids: Annotated[str | None, typer.Option(help="Most processes and threads at once.")] = None,
+    interval: Annotated[str | None, typer.Option(help="Sampling interval in seconds.")] = None,
+    timeout: Annotated[
+        str | None, typer.Option(help="Stop each run after this many seconds.")
+    ] = None,
+    env: EnvItems = None,
+    cwd: Annotated[Path | None, typer.Option(help="Working directory of the workload.")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Write fit.json and every run's files into this directory.")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print fit.json on stdout.")] = False,
+    name: Annotated[str | None, typer.Option(help="Label of the runs.")] = None,
+    cgroup_parent: Annotated[
+        str | None, typer.Option(help="cgroup v2 parent group for the run groups.")
+    ] = None,
+    image: Annotated[
+        str | None, typer.Option(help="Docker backend: the image to run the command in.")
+    ] = None,
+    docker_args: Annotated[
+        str | None, typer.Option(help="Docker backend: -v, -e, --network, --shm-size, -u.")
+    ] = None,
+    model_list: Annotated[
+        str | None,
+        typer.Option("--models", "-m", help="Models a,b,…: one search each, model as last arg."),
+    ] = None,
+    model_file: Annotated[
+        Path | None, typer.Option("--model-file", "-f", help="A file of model names, one a line.")
+    ] = None,
+    as_root: Annotated[bool, typer.Option(help="Under sudo, run the workload as root.")] = False,
+) -> None:
+    """Find the smallest memory limit COMMAND completes in, as fast as without one.
+
+    Bisects between what no limit can reclaim (anonymous + shared + kernel memory of the
+    unlimited run) and the unlimited peak.  Example: edgeprof fit -- python infer.py
+    """
+    from ..report.fit import render_fit
+    from ..storage import write_json_atomic
+    from ..sweeps.fit import FitRequest, fit, open_fit, plan_fit
+    from ..sweeps.request import RunRequest
+    from ..units import parse_fraction
+
+    request = FitRequest(
+        run=RunRequest(
+            command=tuple(command),
+            backend=backend,
+            cpus=(cpus,) if cpus else (),
+            cpuset=(cpuset,) if cpuset else (),
+            memory=(memory,) if memory else (),
+            pids=pids,
+            cpu_period=cpu_period,
+            interval=interval,
+            timeout=timeout,
+            env=tuple(env or ()),
+            cwd=cwd,
+            out=out,
+            name=name,
+            cgroup_parent=cgroup_parent,
+            image=image,
+            docker_args=docker_args,
+            models=model_list,
+            model_file=model_file,
+            as_root=as_root,
+            device=device,
+            devices=devices,
+        ),
+        tolerance=parse_fraction(tolerance, "--tolerance"),
+        resolution=resolution,
+        margin=parse_fraction(margin, "--margin"),
+        repeat=repeat,
+    )
+    job, ceiling = plan_fit(request)
+    for w in job.warnings:
+        print(f"edgeprof: warning: {w}", file=sys.stderr)
+    job = open_fit(job, sys.stderr)
+
+    def progress(label: str, limit: int | None, probe: Probe | None, runs: list[RunResult]) -> None:
+        from ..units import format_binary
+
+        if probe is None:
+            print(f"edgeprof fit: {label}: unlimited, {len(runs)} runs", file=sys.stderr)
+        else:
+            print(
+                f"edgeprof fit: {label}: {format_binary(limit)}: {probe.verdict.reason}",
+                file=sys.stderr,
+            )
+
+    outcomes = fit(job, ceiling, request, on_step=progress)
+    data = [o.to_dict() for o in outcomes]
+    doc = data[0] if len(data) == 1 else {"fits": data}
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(out / "fit.json", doc)
+    if json_out:
+        print(json.dumps(doc, indent=2))
+    else:
+        sys.stdout.write(render_fit(outcomes))
+    raise typer.Exit(fit_exit_code(outcomes))
+
+
+def fit_exit_code(outcomes: list[FitOutcome]) -> int:
+    """0 when every search found an answer; the workload's own code (130: interrupted) when
+    an unlimited run did not complete; 3 when something does not fit its ceiling."""
+    for o in outcomes:
+        if o.stopped is not None:
+            codes = [exit_code(r) for r in o.reference]
+            return next((c for c in codes if c), EXIT_INTERRUPTED)
+    return 0 if all(o.fits for o in outcomes) else EXIT_BUDGET

@@ -1,0 +1,141 @@
+"""A run's memory counters → what its memory was made of, and what its limit cost it.
+
+Raw counters come from the backends (v2 ``memory.stat``, the v1 ``total_`` keys and
+``memory.kmem.usage_in_bytes``, ``memory.events``, ``memory.pressure``); this module does the
+arithmetic once for every backend:
+
+* ``file`` is page cache without tmpfs and shared memory: both kernels count those in
+  ``file`` / ``cache`` although no limit can reclaim them without swap, so they are ``shmem``
+  here, and ``anon + file + shmem + kernel`` adds up to the usage.
+* ``kernel`` is the kernel's own total where it gives one (v2 ``kernel``, v1 kmem) or the sum
+  of its parts (slab, stacks, page tables, per-CPU), plus socket buffers, which v2 charges to
+  the group's usage apart from ``kernel``.
+"""
+
+from __future__ import annotations
+
+from ..model import Counters, MemoryParts, MemoryPressure
+
+STALL_WARN_FRACTION = 0.05
+"""A run under ``--memory`` that spent more than this share of its wall time stalled on
+memory is told that the limit slowed it.  5 %: reading a file through a tight limit costs
+a few tenths of a percent of stall (the kernel drops clean cache without waiting); a limit
+that makes the workload refault its own working set costs tens of percent."""
+
+
+def kernel_bytes(c: Counters) -> int | None:
+    """Kernel memory charged to the group, sockets included; ``None`` where none is known."""
+    if c.memory_kernel is not None:
+        base: int | None = c.memory_kernel
+    else:
+        parts = [
+            v
+            for v in (c.memory_slab, c.memory_kernel_stack, c.memory_pagetables, c.memory_percpu)
+            if v is not None
+        ]
+        base = sum(parts) if parts else None
+    if c.memory_sock is None:
+        return base
+    return (base or 0) + c.memory_sock
+
+
+def split(c: Counters) -> tuple[int, int | None, int | None, int | None] | None:
+    """(anon, file without shmem, shmem, kernel) of one reading, or ``None`` when the
+    backend gives no composition.  Cheap: called on every sample."""
+    if c.memory_anon is None:
+        return None
+    shmem = c.memory_shmem
+    file = None if c.memory_file is None else max(0, c.memory_file - (shmem or 0))
+    return c.memory_anon, file, shmem, kernel_bytes(c)
+
+
+def parts_at(c: Counters, t_s: float | None) -> MemoryParts | None:
+    """The composition of one reading (the sample of highest usage)."""
+    s = split(c)
+    if s is None:
+        return None
+    anon, file, shmem, kernel = s
+    ws = None
+    if c.memory_current is not None:
+        ws = max(0, c.memory_current - (c.memory_inactive_file or 0))
+    return MemoryParts(
+        total=c.memory_current,
+        anon=anon,
+        file=file,
+        shmem=shmem,
+        kernel=kernel,
+        active_file=c.memory_active_file,
+        inactive_file=c.memory_inactive_file,
+        working_set=ws,
+        t_s=t_s,
+    )
+
+
+class PartPeaks:
+    """Each part's highest value over the samples, and the highest unreclaimable sum."""
+
+    __slots__ = ("floor", "values")
+
+    NAMES = ("total", "anon", "file", "shmem", "kernel", "active_file", "inactive_file", "ws")
+
+    def __init__(self) -> None:
+        self.values: list[int | None] = [None] * len(self.NAMES)
+        self.floor: int | None = None
+
+    def add(self, c: Counters, ws: int | None) -> None:
+        s = split(c)
+        if s is None:
+            return
+        anon, file, shmem, kernel = s
+        row = (c.memory_current, anon, file, shmem, kernel, c.memory_active_file,
+               c.memory_inactive_file, ws)  # fmt: skip
+        v = self.values
+        for i, x in enumerate(row):
+            if x is not None and (v[i] is None or x > v[i]):  # type: ignore[operator]
+                v[i] = x
+        floor = anon + (shmem or 0) + (kernel or 0)
+        if self.floor is None or floor > self.floor:
+            self.floor = floor
+
+    def parts(self) -> MemoryParts | None:
+        if self.floor is None:
+            return None
+        total, anon, file, shmem, kernel, active, inactive, ws = self.values
+        return MemoryParts(total, anon, file, shmem, kernel, active, inactive, ws)
+
+
+def pressure(final: Counters) -> MemoryPressure | None:
+    """What the limit cost, from the final counters; ``None`` when the backend has none."""
+
+    def secs(us: int | None) -> float | None:
+        return None if us is None else us / 1e6
+
+    p = MemoryPressure(
+        stall_some_s=secs(final.memory_some_us),
+        stall_full_s=secs(final.memory_full_us),
+        refaults_anon=final.refaults_anon,
+        refaults_file=final.refaults_file,
+        major_faults=final.major_faults,
+        scanned=final.pages_scanned,
+        reclaimed=final.pages_reclaimed,
+        events_high=final.memory_events_high,
+        events_max=final.memory_events_max,
+        events_oom=final.memory_events_oom,
+    )
+    return None if p == MemoryPressure() else p
+
+
+def stall_warning(p: MemoryPressure | None, wall_s: float, limit: int | None) -> str | None:
+    """The warning for a run its memory limit slowed, or ``None``."""
+    if p is None or p.stall_some_s is None or limit is None or wall_s <= 0:
+        return None
+    share = p.stall_some_s / wall_s
+    if share <= STALL_WARN_FRACTION:
+        return None
+    from ..units import format_binary
+
+    return (
+        f"memory stalls took {p.stall_some_s:.3g}s ({100 * share:.0f}% of the wall time) under "
+        f"--memory {format_binary(limit)}: the limit slowed this run; it does not fit "
+        "comfortably (edgeprof fit finds the smallest limit that does not)"
+    )

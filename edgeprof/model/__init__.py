@@ -1,0 +1,52 @@
+"""The data edgeprof passes between its layers: frozen dataclasses, base units only.
+
+Backends produce :class:`Counters` (raw cumulative kernel counters); the sampler turns them
+into :class:`Sample` rows and statistics; the runner assembles a :class:`RunResult`
+(:mod:`.results`), whose memory block (:mod:`.memory`) says what the peak was made of and
+what a limit cost; reports render it.  A value that cannot be measured is ``None`` (``null``
+in JSON), never 0.
+"""
+
+from .memory import MemoryParts, MemoryPressure, MemoryStats
+from .results import (
+    SCHEMA_VERSION,
+    CoreLease,
+    Counters,
+    CpuStats,
+    HostInfo,
+    IoStats,
+    LatencyStats,
+    Limits,
+    Mark,
+    PhaseStats,
+    RunResult,
+    RunSpec,
+    Sample,
+    SampleStats,
+    Termination,
+    Throttling,
+    UserIds,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CoreLease",
+    "Counters",
+    "CpuStats",
+    "HostInfo",
+    "IoStats",
+    "LatencyStats",
+    "Limits",
+    "Mark",
+    "MemoryParts",
+    "MemoryPressure",
+    "MemoryStats",
+    "PhaseStats",
+    "RunResult",
+    "RunSpec",
+    "Sample",
+    "SampleStats",
+    "Termination",
+    "Throttling",
+    "UserIds",
+]

@@ -1,0 +1,121 @@
+"""What a run's memory was made of and what a limit cost it: the ``memory`` block of a result.
+
+The kernel's high-water mark (``peak_bytes``) counts every page charged to the group, page
+cache included, and page cache is what the kernel drops first when a group reaches its limit.
+So the peak answers "how much did it touch", not "how much does it need": the parts below say
+which of it the kernel could have taken back (file cache) and which it could not (anonymous
+memory, shared memory and kernel memory, with swap off as on most boards).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class MemoryParts:
+    """The group's memory split by kind, in bytes; ``None`` where the kernel gives nothing.
+
+    ``anon``: anonymous memory (heaps, arrays, stacks); ``file``: page cache of files, tmpfs
+    and shared memory left out (``active_file`` + ``inactive_file`` on the LRU lists);
+    ``shmem``: tmpfs and shared memory (not reclaimable without swap); ``kernel``: kernel
+    memory charged to the group (slab, page tables, stacks, per-CPU data, sockets);
+    ``working_set``: the total less ``inactive_file``, as ``docker stats`` computes its usage.
+    ``total``: the group's usage at that instant (the parts add up to it within the kernel's
+    per-CPU batching of its statistics).  ``t_s``: when, in the samples' clock (``None`` for
+    :attr:`MemoryStats.peaks`, where each part has its own instant).
+    """
+
+    total: int | None
+    anon: int | None
+    file: int | None
+    shmem: int | None
+    kernel: int | None
+    active_file: int | None = None
+    inactive_file: int | None = None
+    working_set: int | None = None
+    t_s: float | None = None
+
+    @property
+    def unreclaimable(self) -> int | None:
+        """anon + shmem + kernel: what no limit can take back without swap."""
+        if self.anon is None:
+            return None
+        return self.anon + (self.shmem or 0) + (self.kernel or 0)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> MemoryParts | None:
+        if d is None:
+            return None
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclass(frozen=True)
+class MemoryPressure:
+    """What running under its memory limit cost the run (cumulative over the run).
+
+    ``stall_some_s`` / ``stall_full_s``: time some / all of its tasks were stalled waiting
+    for memory (reclaim, refaults, throttling above ``memory.high``): the ``total`` lines of
+    cgroup v2 ``memory.pressure`` (PSI); cgroup v1 has no per-group pressure file (``None``).
+    ``refaults_anon`` / ``refaults_file``: pages read back soon after the kernel evicted them
+    (``workingset_refault_*``: the limit was too tight for the working set);
+    ``major_faults``: page faults that had to read from storage; ``scanned`` / ``reclaimed``:
+    pages the kernel's reclaim looked at and took back (``pgscan`` / ``pgsteal``, cgroup v2
+    only); ``events_high`` / ``events_max`` / ``events_oom``: times the group went over
+    ``memory.high``, reached ``memory.max``, and went out of memory (cgroup v2
+    ``memory.events``; ``None`` on v1).
+    """
+
+    stall_some_s: float | None = None
+    stall_full_s: float | None = None
+    refaults_anon: int | None = None
+    refaults_file: int | None = None
+    major_faults: int | None = None
+    scanned: int | None = None
+    reclaimed: int | None = None
+    events_high: int | None = None
+    events_max: int | None = None
+    events_oom: int | None = None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> MemoryPressure | None:
+        if d is None:
+            return None
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclass(frozen=True)
+class MemoryStats:
+    peak_bytes: int | None
+    peak_source: str | None
+    """``kernel`` (exact high-water mark) or ``sampled`` (max of the samples: a lower bound)."""
+    avg_bytes: int | None
+    """Time-weighted average of the sampled usage (trapezoidal integral / time)."""
+    limit_bytes: int | None
+    oom_kills: int | None
+    peak_working_set_bytes: int | None
+    """Sampled max of usage − inactive_file, the figure ``docker stats`` calls usage."""
+    avg_working_set_bytes: int | None
+    at_peak: MemoryParts | None = None
+    """The composition at the sample of highest usage (``None``: no sample had it)."""
+    peaks: MemoryParts | None = None
+    """Each part's own highest sample over the run (they need not coincide)."""
+    floor_bytes: int | None = None
+    """The highest anon + shmem + kernel of any sample: no memory limit below it can hold the
+    run without swap (where ``edgeprof fit`` starts looking)."""
+    pressure: MemoryPressure | None = None
+    """What the limit cost (``None`` in files written before edgeprof read it)."""
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> MemoryStats:
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in d.items() if k in names}
+        kw["at_peak"] = MemoryParts.from_dict(kw.get("at_peak"))
+        kw["peaks"] = MemoryParts.from_dict(kw.get("peaks"))
+        kw["pressure"] = MemoryPressure.from_dict(kw.get("pressure"))
+        return cls(**kw)

@@ -1,0 +1,272 @@
+"""``edgeprof fit``: the smallest memory limit a command completes in at the unlimited speed.
+
+The runs go through the same stages as ``edgeprof run`` (:mod:`edgeprof.sweeps.request`):
+the request is planned and checked once, then the unlimited reference runs and each probe are
+sweeps of one setting.  The search itself is :func:`edgeprof.analysis.need.search`.
+
+The ceiling is the memory the device has: ``--memory`` if given, else the ``--device``'s;
+the reference runs without it (with every other limit: CPUs, period, processes), since its
+peak and floor bracket the search.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..analysis.need import (
+    DEFAULT_MARGIN,
+    DEFAULT_TOLERANCE,
+    REPEAT_ON_DOUBT,
+    Bounds,
+    Timing,
+    Verdict,
+    bounds,
+    in_doubt,
+    max_probes,
+    median_time,
+    search,
+    spread,
+    verdict,
+    with_margin,
+)
+from ..errors import ConfigError
+from ..model import Limits, RunResult, Termination
+from ..units import parse_size
+from .request import RunJob, RunRequest, check_host, execute, open_backend, plan_run
+
+
+class _Interrupted(Exception):
+    """A probe's run was interrupted (Ctrl-C): the search stops with what it has."""
+
+
+REFERENCE_RUNS = 2
+"""Unlimited runs by default: their median is the speed to keep, their spread the noise."""
+REFERENCE_WARMUP = 1
+"""A discarded unlimited run first: the first run of a script is slower than the next
+(measured: 0.63 s, then 0.45 s, for one that reads a file it evicted itself), and a
+reference that includes it would pass probes 14 % slower than the script's real speed."""
+
+
+@dataclass(frozen=True)
+class FitRequest:
+    run: RunRequest
+    """The command and its setting; ``memory`` (or the device's) is the ceiling."""
+    tolerance: float = DEFAULT_TOLERANCE
+    resolution: str | None = None
+    """A size (``4m``); ``None``: 2 % of the unlimited peak, at least 1 MiB."""
+    margin: float = DEFAULT_MARGIN
+    repeat: int | None = None
+    """Runs per probe and of the reference; ``None``: as the noise needs."""
+
+
+@dataclass(frozen=True)
+class Probe:
+    limit: int
+    runs: tuple[RunResult, ...]
+    verdict: Verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        last = self.runs[-1]
+        p = last.memory.pressure
+        return {
+            "limit_bytes": self.limit,
+            "ok": self.verdict.ok,
+            "verdict": self.verdict.reason,
+            "time_s": median_time(self.runs).seconds,
+            "wall_s": [r.wall_s for r in self.runs],
+            "termination": last.termination.value,
+            "exit_code": last.exit_code,
+            "stall_s": None if p is None else p.stall_some_s,
+            "refaults": None if p is None else _add(p.refaults_anon, p.refaults_file),
+            "major_faults": None if p is None else p.major_faults,
+            "oom_kills": last.memory.oom_kills,
+        }
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    return None if a is None and b is None else (a or 0) + (b or 0)
+
+
+@dataclass(frozen=True)
+class FitOutcome:
+    label: str
+    reference: tuple[RunResult, ...]
+    time: Timing
+    """The reference runs' median time (wall, or latency p50)."""
+    noise: float
+    bounds: Bounds
+    probes: tuple[Probe, ...]
+    answer: int | None
+    """The smallest limit that passed; ``None``: none did, up to the ceiling."""
+    tolerance: float
+    margin: float
+    stopped: str | None = None
+    """Why there was no search (the unlimited run did not complete)."""
+
+    @property
+    def max_probes(self) -> int:
+        return max_probes(self.bounds)
+
+    @property
+    def recommended(self) -> int | None:
+        return None if self.answer is None else with_margin(self.answer, self.margin)
+
+    @property
+    def fits(self) -> bool:
+        return self.answer is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        ref = self.reference[-1]
+        b = self.bounds
+        return {
+            "name": self.label,
+            "command": list(ref.command),
+            "backend": ref.backend,
+            "mechanism": ref.mechanism,
+            "limits": ref.limits.describe(),
+            "device": ref.device,
+            "metric": self.time.metric,
+            "tolerance": self.tolerance,
+            "margin": self.margin,
+            "reference": {
+                "time_s": self.time.seconds,
+                "noise": self.noise,
+                "wall_s": [r.wall_s for r in self.reference],
+                "termination": ref.termination.value,
+                "exit_code": ref.exit_code,
+                "peak_bytes": b.peak,
+                "floor_bytes": b.floor,
+                "at_peak": None
+                if ref.memory.at_peak is None
+                else dataclasses.asdict(ref.memory.at_peak),
+            },
+            "ceiling_bytes": b.ceiling,
+            "resolution_bytes": b.resolution,
+            "max_probes": self.max_probes,
+            "probes": [p.to_dict() for p in self.probes],
+            "min_memory_bytes": self.answer,
+            "recommended_bytes": self.recommended,
+            "stopped": self.stopped,
+        }
+
+
+def plan_fit(req: FitRequest) -> tuple[RunJob, int | None]:
+    """The checked job (its plan at the unlimited setting) and the ceiling."""
+    r = req.run
+    if len(r.cpus) > 1 or len(r.memory) > 1 or len(r.cpuset) > 1:
+        raise ConfigError("edgeprof fit takes one setting: give --cpus, --cpuset and --memory once")
+    if r.repeat != 1 or r.warmup:
+        raise ConfigError("edgeprof fit chooses its own runs: use its --repeat, not run's")
+    if req.repeat is not None and req.repeat < 1:
+        raise ConfigError(f"--repeat {req.repeat}: must be at least 1")
+    if req.resolution is not None:
+        parse_size(req.resolution)
+    job = plan_run(r)
+    (setting,) = job.plan.limits
+    ceiling = setting.memory
+    plan = dataclasses.replace(job.plan, limits=(dataclasses.replace(setting, memory=None),))
+    return dataclasses.replace(job, plan=plan), ceiling
+
+
+def open_fit(job: RunJob, log: TextIO) -> RunJob:
+    """The host checked and the backend opened, as ``edgeprof run`` does."""
+    return open_backend(check_host(job), log)
+
+
+ProbeCallback = Callable[[str, int | None, Probe | None, list[RunResult]], None]
+"""Told of each stage: (model label, limit or None for the reference, the probe, runs)."""
+
+
+def fit(
+    job: RunJob,
+    ceiling: int | None,
+    req: FitRequest,
+    *,
+    on_step: ProbeCallback | None = None,
+) -> list[FitOutcome]:
+    """One search per model (or one for the command)."""
+    models = job.plan.models or (None,)
+    outcomes = []
+    for model in models:
+        mjob = job
+        if model is not None:
+            mjob = dataclasses.replace(job, plan=dataclasses.replace(job.plan, models=(model,)))
+        outcomes.append(_fit_one(mjob, ceiling, req, model, on_step))
+    return outcomes
+
+
+def _fit_one(
+    job: RunJob,
+    ceiling: int | None,
+    req: FitRequest,
+    model: str | None,
+    on_step: ProbeCallback | None,
+) -> FitOutcome:
+    (base,) = job.plan.limits
+    out = job.request.out
+    if out is not None and model is not None:
+        out = out / Path(model).name
+    devnull = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+
+        def runs(limits: Limits, n: int, where: str, warmup: int = 0) -> list[RunResult]:
+            plan = dataclasses.replace(job.plan, limits=(limits,), repeat=n, warmup=warmup)
+            request = dataclasses.replace(job.request, out=None if out is None else out / where)
+            done = execute(
+                dataclasses.replace(job, plan=plan, request=request), workload_stdout=devnull
+            )
+            return done.results
+
+        n_ref = req.repeat or REFERENCE_RUNS
+        reference = runs(base, n_ref, "reference", REFERENCE_WARMUP)
+        label = reference[0].label if reference else (model or "run")
+        if on_step is not None:
+            on_step(label, None, None, reference)
+        b = bounds(
+            reference, ceiling, None if req.resolution is None else parse_size(req.resolution)
+        )
+        time = median_time(reference)
+        noise = spread(reference)
+        bad = next((r for r in reference if r.termination is not Termination.EXITED), None)
+        if bad is not None or not reference:
+            why = "interrupted" if bad is None else bad.termination.value
+            stopped = f"the unlimited run ended: {why}"
+            return FitOutcome(label, tuple(reference), time, noise, b, (), None,
+                              req.tolerance, req.margin, stopped)  # fmt: skip
+        probes: list[Probe] = []
+
+        def probe(limit: int) -> bool:
+            got = runs(
+                dataclasses.replace(base, memory=limit),
+                req.repeat or 1,
+                f"probe-{len(probes) + 1:02d}",
+            )
+            if req.repeat is None and in_doubt(got, time, req.tolerance, noise):
+                got += runs(
+                    dataclasses.replace(base, memory=limit),
+                    REPEAT_ON_DOUBT - 1,
+                    f"probe-{len(probes) + 1:02d}-again",
+                )
+            if not got or any(r.termination is Termination.INTERRUPTED for r in got):
+                raise _Interrupted
+            v = verdict(got, time, reference[-1], req.tolerance)
+            p = Probe(limit, tuple(got), v)
+            probes.append(p)
+            if on_step is not None:
+                on_step(label, limit, p, got)
+            return v.ok
+
+        try:
+            found = search(b, probe)
+        except _Interrupted:
+            return FitOutcome(label, tuple(reference), time, noise, b, tuple(probes), None,
+                              req.tolerance, req.margin, "interrupted")  # fmt: skip
+        return FitOutcome(label, tuple(reference), time, noise, b, tuple(probes), found.answer,
+                          req.tolerance, req.margin)  # fmt: skip
+    finally:
+        os.close(devnull)
