@@ -100,7 +100,9 @@ def bounds(reference: Sequence[RunResult], ceiling: int | None, resolution: int 
     peak = max(floor, _page(peak))
     if resolution is None:
         resolution = max(MIB, _page(int(peak * DEFAULT_RESOLUTION_FRACTION)))
-    return Bounds(floor, peak, ceiling, max(PAGE, resolution))
+    # Whole pages: the midpoints are pages, and a step of a page and a half would cost the
+    # bound one probe.
+    return Bounds(floor, peak, ceiling, max(PAGE, _page(resolution)))
 
 
 def _page(n: int) -> int:
@@ -131,7 +133,7 @@ def verdict(runs: Sequence[RunResult], reference: Timing, ref_end: RunResult,
             return Verdict(False, f"exit {r.exit_code} (unlimited: {ref_end.exit_code})")
     t = median_time(runs).seconds
     slower = t / reference.seconds - 1 if reference.seconds > 0 else 0.0
-    if slower > tolerance:
+    if slower > tolerance + 1e-9:  # exactly at the tolerance fits (1.1 / 1.0 - 1 > 0.1)
         return Verdict(False, f"{100 * slower:+.0f}% slower")
     return Verdict(True, f"fits ({100 * slower:+.0f}%)")
 

@@ -257,6 +257,7 @@ class Source:
 
 
 _COUNTER_FIELDS = frozenset(Counters._fields)
+_PAIRS = frozenset({Kind.IOSTAT, Kind.BLKIO, Kind.PSI})
 _MISSING = -(2**63)  # CG_MISSING
 
 
@@ -275,6 +276,9 @@ class CounterSet:
             for f in src.fields:
                 if f.name not in _COUNTER_FIELDS:
                     raise ValueError(f"{f.name} is not a Counters field")
+            if src.kind in _PAIRS and len(src.fields) != 2:
+                # The native parser writes both values of a pair: one field would overrun.
+                raise ValueError(f"{src.path}: a {src.kind.name} source gives two fields")
             cf = open_optional(src.path)
             if cf is not None:
                 self._open.append((cf, src))

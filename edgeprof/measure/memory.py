@@ -72,17 +72,20 @@ def parts_at(c: Counters, t_s: float | None) -> MemoryParts | None:
 
 
 class PartPeaks:
-    """Each part's highest value over the samples, and the highest unreclaimable sum."""
+    """Each part's highest value over the samples, the highest unreclaimable sum, and the
+    sample whose parts add up highest (``best``: its time and counters)."""
 
-    __slots__ = ("floor", "values")
+    __slots__ = ("_best_sum", "best", "floor", "values")
 
     NAMES = ("total", "anon", "file", "shmem", "kernel", "active_file", "inactive_file", "ws")
 
     def __init__(self) -> None:
         self.values: list[int | None] = [None] * len(self.NAMES)
         self.floor: int | None = None
+        self.best: tuple[float, Counters] | None = None
+        self._best_sum = -1
 
-    def add(self, c: Counters, ws: int | None) -> None:
+    def add(self, t: float, c: Counters, ws: int | None) -> None:
         s = split(c)
         if s is None:
             return
@@ -96,6 +99,9 @@ class PartPeaks:
         floor = anon + (shmem or 0) + (kernel or 0)
         if self.floor is None or floor > self.floor:
             self.floor = floor
+        whole = floor + (file or 0)
+        if whole > self._best_sum:
+            self._best_sum, self.best = whole, (t, c)
 
     def parts(self) -> MemoryParts | None:
         if self.floor is None:

@@ -168,7 +168,8 @@ class Counters(NamedTuple):
     memory_active_file: int | None = None
     memory_shmem: int | None = None
     memory_kernel: int | None = None
-    """v2 ``kernel`` (Linux ≥ 6.1? where absent, the parts below), v1 ``kmem.usage``."""
+    """v2 ``kernel`` (where a kernel lacks the key: the sum of the parts below), v1
+    ``memory.kmem.usage_in_bytes``."""
     memory_slab: int | None = None
     memory_kernel_stack: int | None = None
     memory_pagetables: int | None = None

@@ -33,6 +33,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import IN_CI, require
+from tests.host.memory_workload import DATA_ENV, data_size, write_data_file
 
 from .guest import default_cpus
 from .harness import GUEST_OUT_DIR, REPO_ROOT, VmUnavailable, project_python, run_in_guest
@@ -43,11 +44,13 @@ pytestmark = pytest.mark.vm
 #: 6.12 and sampled on 6.1 (test_phases_kernel.py branches on the release), and the backend's
 #: kernel features (memory.peak, cgroup.kill, the limits) are probed in test_cgroup_kernel.py;
 #: an OOM or a timeout inside a phase stops a per-descriptor window on 6.12 and a sampled
-#: phase on 6.1 (test_phase_termination_kernel.py).
+#: phase on 6.1 (test_phase_termination_kernel.py); ``memory.stat``'s keys differ between
+#: kernels (test_memory_fit_kernel.py).
 KERNEL_FEATURE_TESTS = (
     "tests/host/test_phases_kernel.py",
     "tests/host/test_cgroup_kernel.py",
     "tests/host/test_phase_termination_kernel.py",
+    "tests/host/test_memory_fit_kernel.py",
 )
 
 #: Time budget of a guest run up to its first test: the boot (guest uptime 1.8-4.6 s when
@@ -117,7 +120,11 @@ def test_kernel_tier_passes_on_cgroup_v2(guest: Guest, tmp_path: Path) -> None:
         "tests.vm.guest_probe",
         f"--junitxml={GUEST_OUT_DIR}/junit.xml",
     ]
+    # The memory tests need a file whose reading fills the guest's page cache: the guest's
+    # own /tmp is tmpfs-backed, the host root it reads through 9p (cache=loose) is not.
+    data = write_data_file(tmp_path, data_size(tmp_path))
     env = {
+        DATA_ENV: str(data),
         "EDGEPROF_EXPECT_MECHANISM": "cgroup2",
         "CI": os.environ.get("CI", ""),
         "PYTHONDONTWRITEBYTECODE": "1",

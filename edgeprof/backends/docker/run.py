@@ -19,6 +19,7 @@ from .._process import kill_members, signal_pids
 from ..base import RunHandle
 from ..cgroupfs import CounterSet
 from .cgroups import (
+    COMPOSITION_NAMES,
     Placement,
     counter_sources,
     find_inner,
@@ -204,8 +205,7 @@ class DockerRun(RunHandle):
                 self._net_file = None
         return self._net_last
 
-    def _merge(self, c: Counters) -> Counters:
-        inner = self._inner_now()
+    def _merge(self, c: Counters, inner: Counters) -> Counters:
         rx, tx = self._net_now()
         oom = c.oom_kills
         if self._placement is not None and self._placement.version == 1:
@@ -223,14 +223,20 @@ class DockerRun(RunHandle):
         if not self._exact:
             return self._stats()
         assert self._outer is not None
-        return self._merge(self._outer.sample())
+        inner = self._inner_now()
+        c = self._merge(self._outer.sample(), inner)
+        if inner.memory_anon is None:
+            return c
+        # The composition is the container's own (see cgroups.FLUSH); cheap: a tuple rebuilt.
+        own = {k: v for k in COMPOSITION_NAMES if (v := getattr(inner, k)) is not None}
+        return c._replace(**own)
 
     def counters(self) -> Counters:
         if not self._exact:
             c = self._stats()
         else:
             assert self._outer is not None
-            c = self._merge(self._outer.read())
+            c = self._merge(self._outer.read(), self._inner_now())
         if self._oom_killed():
             # Docker saw the OOM kill (State.OOMKilled); v1 keeps no count outside the
             # container's group, which is gone by now.

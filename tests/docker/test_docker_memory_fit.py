@@ -1,0 +1,66 @@
+"""Memory fidelity through Docker: the composition at the peak read from the containers'
+parent group, and ``edgeprof fit`` with ``--backend docker``, for the kernel tier's script
+(an uncached file read through a bind mount, then anonymous memory held)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgeprof.cli import main
+from tests.host.memory_workload import MIB, READ_AND_HOLD, data_file
+
+HOLD_MIB = 32
+HOLD_S = "0.3"
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Iterator[Path]:
+    yield from data_file(tmp_path)
+
+
+def _docker(docker_daemon: Any, script: Path, data: Path) -> list[str]:
+    return ["--backend", "docker", "--image", docker_daemon.images["python3"],
+            "--docker-args", f"-v {script}:/opt/w.py:ro -v {data}:/data/d.bin:ro --network none",
+            "--interval", "0.01"]  # fmt: skip
+
+
+def test_composition_and_fit_through_docker(
+    docker_daemon: Any,
+    data: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", docker_daemon.host)
+    script = tmp_path / "w.py"
+    script.write_text(READ_AND_HOLD)
+    opts = _docker(docker_daemon, script, data)
+    size = data.stat().st_size
+
+    # The bare interpreter in the same image: its own size bounds the answer.
+    assert main(["run", *opts, "--json", "--", "python3", "/opt/w.py", "-", "0", HOLD_S]) == 0
+    bare = json.loads(capfd.readouterr().out)["memory"]
+    code = main(["run", *opts, "--json", "--",
+                 "python3", "/opt/w.py", "/data/d.bin", str(HOLD_MIB), HOLD_S])  # fmt: skip
+    captured = capfd.readouterr()
+    assert code == 0, captured.err
+    at = json.loads(captured.out)["memory"]["at_peak"]
+    assert size * 0.9 <= at["file"] <= size + 8 * MIB, at
+    assert HOLD_MIB * MIB <= at["anon"] <= HOLD_MIB * MIB + bare["peaks"]["anon"] + 4 * MIB, at
+
+    # See the kernel tier's fit test for the 50 % tolerance.
+    code = main(["fit", *opts, "--json", "--resolution", "4m", "--tolerance", "50%", "--",
+                 "python3", "/opt/w.py", "/data/d.bin", str(HOLD_MIB), HOLD_S])  # fmt: skip
+    captured = capfd.readouterr()
+    assert code == 0, captured.err
+    d = json.loads(captured.out)
+    assert d["backend"] == "docker"
+    answer, peak = d["min_memory_bytes"], d["reference"]["peak_bytes"]
+    assert HOLD_MIB * MIB <= answer <= HOLD_MIB * MIB + bare["peak_bytes"] + 4 * MIB, d
+    assert peak - answer >= size * 0.8, d
+    assert len(d["probes"]) <= d["max_probes"], d

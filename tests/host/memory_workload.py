@@ -1,0 +1,98 @@
+"""Workloads and a data file for the memory-fidelity tests of the kernel and Docker tiers.
+
+The file must live where reading it fills the *page cache* charged to the reader: not tmpfs
+(its pages are shared memory, charged to whoever wrote them) nor an overlay whose upper layer
+is tmpfs (the cgroup v2 guest's root).  The guest is therefore handed a file the host made
+before it booted (``EDGEPROF_TEST_DATA_FILE``, on the host root it reads through 9p with the
+page cache on); elsewhere the first directory on a disk filesystem is used.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from tests.conftest import require
+
+MIB = 1 << 20
+DATA_ENV = "EDGEPROF_TEST_DATA_FILE"
+NO_PAGE_CACHE = ("tmpfs", "ramfs", "overlayfs")
+
+#: Evicts the file (``posix_fadvise(DONTNEED)``: every run reads it from storage, charging
+#: its page cache to the run's group), reads it through, then holds ``MiB`` of anonymous
+#: memory: each page written, so the kernel charges it.  ``hold`` s keep both so that the
+#: sampler sees them together (the kernel's own peak needs no sample; the composition does).
+READ_AND_HOLD = """\
+import os, sys, time
+path, mib, hold = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+if path != "-":
+    fd = os.open(path, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    while os.read(fd, 1 << 20):
+        pass
+    os.close(fd)
+buf = bytearray(mib << 20)
+buf[::4096] = b"\\x01" * len(buf[::4096])
+time.sleep(hold)
+"""
+
+
+def fs_type(path: Path) -> str:
+    return subprocess.run(
+        ["stat", "-f", "-c", "%T", str(path)], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def write_data_file(directory: Path, size: int) -> Path:
+    """``size`` bytes of random data, on storage, not in the page cache."""
+    path = directory / "edgeprof-cached.bin"
+    with open(path, "wb") as f:
+        left = size
+        while left:
+            n = min(left, 4 * MIB)
+            f.write(os.urandom(n))
+            left -= n
+        f.flush()
+        os.fsync(f.fileno())
+    evict(path)
+    return path
+
+
+def evict(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def data_size(directory: Path) -> int:
+    """64 MiB, or an eighth of the free space where there is less (at least 16 MiB)."""
+    free = shutil.disk_usage(directory).free
+    size = min(64 * MIB, free // 8 // MIB * MIB)
+    require(size >= 16 * MIB, f"{directory}: too little free space for a 16 MiB data file")
+    return size
+
+
+def data_file(tmp_path: Path) -> Iterator[Path]:
+    """The file the workloads read (see the module docstring); removed afterwards."""
+    given = os.environ.get(DATA_ENV)
+    if given:
+        path = Path(given)
+        assert path.is_file(), f"{DATA_ENV}={given} does not exist"
+        evict(path)
+        yield path
+        return
+    for d in (tmp_path, Path("/var/tmp")):
+        if fs_type(d) not in NO_PAGE_CACHE and os.access(d, os.W_OK):
+            own = Path(tempfile.mkdtemp(prefix="edgeprof-test-", dir=d))
+            try:
+                yield write_data_file(own, data_size(own))
+            finally:
+                shutil.rmtree(own, ignore_errors=True)
+            return
+    require(False, "no disk filesystem to hold a data file (tmp and /var/tmp are in memory)")

@@ -1,0 +1,501 @@
+"""analysis/need.py: the bisection for the smallest memory limit, its bracket, its verdicts;
+and the fit outcome built on it (sweeps/fit.py, report/fit.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from edgeprof.analysis.need import (
+    MIB,
+    MIN_LIMIT,
+    PAGE,
+    Bounds,
+    Timing,
+    Verdict,
+    bounds,
+    in_doubt,
+    max_probes,
+    median_time,
+    search,
+    spread,
+    timing,
+    verdict,
+    with_margin,
+)
+from edgeprof.model import LatencyStats, MemoryPressure, MemoryStats, RunResult, Termination
+from edgeprof.report.fit import render_fit
+from edgeprof.sweeps.fit import FitOutcome, Probe
+
+from .conftest import make_result
+
+WALL = Timing("wall", 1.0)
+
+
+def mem(
+    peak: int | None = 100 * MIB,
+    floor: int | None = None,
+    working_set: int | None = None,
+    pressure: MemoryPressure | None = None,
+) -> MemoryStats:
+    return MemoryStats(
+        peak_bytes=peak,
+        peak_source="kernel",
+        avg_bytes=None,
+        limit_bytes=None,
+        oom_kills=0,
+        peak_working_set_bytes=working_set,
+        avg_working_set_bytes=None,
+        floor_bytes=floor,
+        pressure=pressure,
+    )
+
+
+def latency(p50: float, count: int = 10) -> LatencyStats:
+    return LatencyStats(
+        count=count, mean_s=p50, p50_s=p50, p90_s=p50, p95_s=p50, p99_s=p50, max_s=p50, per_s=None
+    )
+
+
+def run(
+    wall: float = 1.0,
+    termination: Termination = Termination.EXITED,
+    exit_code: int | None = 0,
+    lat: LatencyStats | None = None,
+    memory: MemoryStats | None = None,
+) -> RunResult:
+    return make_result(
+        wall_s=wall,
+        termination=termination,
+        exit_code=exit_code,
+        latency=lat,
+        memory=memory if memory is not None else mem(),
+    )
+
+
+def needs(need: int) -> tuple[list[int], Callable[[int], bool]]:
+    """A fake probe that passes at ``need`` and above, and the limits it was asked."""
+    asked: list[int] = []
+
+    def probe(limit: int) -> bool:
+        asked.append(limit)
+        return limit >= need
+
+    return asked, probe
+
+
+# -- search ------------------------------------------------------------------------------------
+
+
+@settings(max_examples=500)
+@given(
+    floor_pages=st.integers(MIN_LIMIT // PAGE, 200_000),
+    extra_pages=st.integers(0, 200_000),
+    res_pages=st.integers(1, 5_000),
+    need_at=st.floats(0.0, 1.0),
+)
+def test_search_finds_the_need_within_the_resolution(
+    floor_pages: int, extra_pages: int, res_pages: int, need_at: float
+) -> None:
+    floor = floor_pages * PAGE
+    peak = floor + extra_pages * PAGE
+    b = Bounds(floor, peak, None, res_pages * PAGE)
+    need = floor + int(need_at * (peak - floor))
+    r = search(b, lambda limit: limit >= need)
+    assert r.answer is not None
+    assert r.answer >= need
+    assert r.answer - need <= b.resolution
+    assert len(r.tried) <= max_probes(b)
+    assert all(ok == (limit >= need) for limit, ok in r.tried)
+    assert all(limit % PAGE == 0 and floor <= limit <= peak for limit, _ in r.tried)
+    if floor < peak:
+        assert peak not in [limit for limit, _ in r.tried]
+    # The answer passed (or is the peak, which passes without trying).
+    assert r.answer == peak or (r.answer, True) in r.tried
+
+
+@settings(max_examples=500)
+@given(
+    floor_mib=st.integers(6, 2_000),
+    extra_bytes=st.integers(0, 2_000 * MIB),
+    ceiling_at=st.floats(0.0, 1.0),
+    resolution=st.one_of(st.none(), st.integers(1, 64).map(lambda n: n * PAGE)),
+    need_at=st.floats(0.0, 1.0),
+)
+def test_search_from_measured_bounds_with_a_ceiling(
+    floor_mib: int, extra_bytes: int, ceiling_at: float, resolution: int | None, need_at: float
+) -> None:
+    """Bounds as ``bounds()`` builds them, a ceiling anywhere from the floor to the peak."""
+    ref = [run(memory=mem(peak=floor_mib * MIB + extra_bytes, floor=floor_mib * MIB))]
+    unceiled = bounds(ref, None, resolution)
+    ceiling = unceiled.floor + int(ceiling_at * (unceiled.peak - unceiled.floor))
+    b = bounds(ref, ceiling, resolution)
+    need = b.floor + int(need_at * (b.top - b.floor))
+    r = search(b, lambda limit: limit >= need)
+    assert len(r.tried) <= max_probes(b)
+    assert r.answer is not None
+    assert need <= r.answer <= b.top
+    assert r.answer - need <= b.resolution
+    assert all(limit <= b.top for limit, _ in r.tried)
+
+
+@settings(max_examples=300)
+@given(
+    floor_pages=st.integers(MIN_LIMIT // PAGE, 50_000),
+    extra_pages=st.integers(0, 50_000),
+    res_pages=st.integers(1, 2_000),
+    need=st.integers(0, 400_000 * PAGE),
+    ceiling=st.one_of(st.none(), st.integers(0, 200_000 * PAGE)),
+)
+def test_search_never_makes_more_probes_than_max_probes(
+    floor_pages: int, extra_pages: int, res_pages: int, need: int, ceiling: int | None
+) -> None:
+    """Whatever the need (below the floor, above the peak, above the ceiling)."""
+    floor = floor_pages * PAGE
+    b = Bounds(floor, floor + extra_pages * PAGE, ceiling, res_pages * PAGE)
+    r = search(b, lambda limit: limit >= need)
+    assert 1 <= len(r.tried) <= max_probes(b)
+
+
+def test_search_floor_passing_returns_it_after_one_probe() -> None:
+    b = Bounds(40 * MIB, 100 * MIB, None, MIB)
+    asked, probe = needs(10 * MIB)
+    r = search(b, probe)
+    assert r.answer == 40 * MIB
+    assert r.tried == ((40 * MIB, True),)
+    assert asked == [40 * MIB]
+
+
+def test_search_bisects_as_documented() -> None:
+    """floor 40, peak 104, resolution 8 MiB, need 70 MiB: 40 ✗, 72 ✓, 56 ✗, 64 ✗ → 72."""
+    b = Bounds(40 * MIB, 104 * MIB, None, 8 * MIB)
+    r = search(b, lambda limit: limit >= 70 * MIB)
+    assert r.tried == (
+        (40 * MIB, False),
+        (72 * MIB, True),
+        (56 * MIB, False),
+        (64 * MIB, False),
+    )
+    assert r.answer == 72 * MIB
+    assert max_probes(b) == 4  # ⌈log2(64 / 8)⌉ + 1
+
+
+def test_search_need_above_the_peak_answers_the_peak_without_probing_it() -> None:
+    b = Bounds(40 * MIB, 100 * MIB, None, MIB)
+    r = search(b, lambda limit: False)  # nothing below the peak passes
+    assert r.answer == 100 * MIB
+    assert all(not ok for _, ok in r.tried)
+    assert 100 * MIB not in [limit for limit, _ in r.tried]
+    assert len(r.tried) == max_probes(b) == 7  # ⌈log2(60)⌉ + 1
+    # The last failing probe lies within the resolution of the peak.
+    assert 100 * MIB - max(limit for limit, _ in r.tried) <= MIB
+
+
+def test_search_need_above_the_ceiling_is_one_probe_at_the_ceiling() -> None:
+    b = Bounds(40 * MIB, 100 * MIB, 64 * MIB, MIB)
+    asked, probe = needs(80 * MIB)
+    r = search(b, probe)
+    assert r.answer is None
+    assert r.tried == ((64 * MIB, False),)
+    assert asked == [64 * MIB]
+
+
+def test_search_ceiling_passing_then_bisects_below_it() -> None:
+    b = Bounds(40 * MIB, 100 * MIB, 64 * MIB, 4 * MIB)
+    r = search(b, lambda limit: limit >= 50 * MIB)
+    assert r.tried[0] == (64 * MIB, True)
+    assert 40 * MIB not in [limit for limit, _ in r.tried]  # the floor is not tried
+    assert r.tried == ((64 * MIB, True), (52 * MIB, True), (46 * MIB, False), (49 * MIB, False))
+    assert r.answer == 52 * MIB
+    assert len(r.tried) <= max_probes(b) == 4  # ⌈log2(24 / 4)⌉ + 1
+
+
+def test_search_floor_above_the_ceiling_tries_the_ceiling_rounded_down() -> None:
+    ceiling = 5 * MIB + 100
+    b = Bounds(MIN_LIMIT, 50 * MIB, ceiling, MIB)
+    assert b.top == 5 * MIB
+    r = search(b, lambda limit: limit >= 10 * MIB)
+    assert r.answer is None
+    assert r.tried == ((5 * MIB, False),)
+    assert max_probes(b) == 1
+
+
+@pytest.mark.parametrize("ceiling", [100 * MIB, 100 * MIB + 1, 1 << 40])
+@pytest.mark.parametrize("need", [10 * MIB, 41 * MIB, 77 * MIB, 99 * MIB + 1, 200 * MIB])
+def test_search_ceiling_at_or_above_the_peak_is_no_ceiling(ceiling: int, need: int) -> None:
+    with_ceiling = search(Bounds(40 * MIB, 100 * MIB, ceiling, MIB), lambda x: x >= need)
+    without = search(Bounds(40 * MIB, 100 * MIB, None, MIB), lambda x: x >= need)
+    assert with_ceiling == without
+    assert Bounds(40 * MIB, 100 * MIB, ceiling, MIB).top == 100 * MIB
+
+
+def test_bounds_top() -> None:
+    assert Bounds(6 * MIB, 100 * MIB, None, MIB).top == 100 * MIB
+    assert Bounds(6 * MIB, 100 * MIB, 50 * MIB + 4095, MIB).top == 50 * MIB
+    assert Bounds(6 * MIB, 100 * MIB, 200 * MIB, MIB).top == 100 * MIB
+
+
+def test_max_probes() -> None:
+    assert max_probes(Bounds(40 * MIB, 40 * MIB, None, MIB)) == 1
+    assert max_probes(Bounds(40 * MIB, 41 * MIB, None, MIB)) == 1  # span == resolution
+    assert max_probes(Bounds(40 * MIB, 41 * MIB + PAGE, None, MIB)) == 2
+    assert max_probes(Bounds(40 * MIB, 104 * MIB, None, MIB)) == 7  # log2(64) + 1
+    assert max_probes(Bounds(40 * MIB, 105 * MIB, None, MIB)) == 8
+    assert max_probes(Bounds(40 * MIB, 104 * MIB, 72 * MIB, MIB)) == 6  # log2(32) + 1
+    assert max_probes(Bounds(40 * MIB, 104 * MIB, 8 * MIB, MIB)) == 1  # ceiling below floor
+
+
+def test_max_probes_holds_for_a_resolution_that_is_not_whole_pages() -> None:
+    # Page-rounded midpoints with a step of 2.5 pages once took 15 probes of 14 allowed.
+    b = bounds([run(memory=mem(peak=120 * MIB, floor=50 * MIB))], None, 10 * 1024)
+    assert b.resolution == 3 * PAGE  # rounded up to whole pages
+    r = search(b, lambda limit: limit >= 50 * MIB + 1)
+    assert len(r.tried) <= max_probes(b)
+
+
+# -- bounds ------------------------------------------------------------------------------------
+
+
+def test_bounds_floor_is_the_highest_floor_of_the_runs_page_rounded() -> None:
+    ref = [
+        run(memory=mem(peak=90 * MIB, floor=30 * MIB)),
+        run(memory=mem(peak=100 * MIB, floor=40 * MIB + 1, working_set=95 * MIB)),
+    ]
+    b = bounds(ref, 512 * MIB, None)
+    assert b == Bounds(floor=40 * MIB + PAGE, peak=100 * MIB, ceiling=512 * MIB, resolution=2 * MIB)
+
+
+def test_bounds_floor_falls_back_to_the_working_set() -> None:
+    ref = [
+        run(memory=mem(peak=100 * MIB, working_set=70 * MIB)),
+        run(memory=mem(peak=100 * MIB, working_set=80 * MIB + 5)),
+    ]
+    assert bounds(ref, None, None).floor == 80 * MIB + PAGE
+
+
+def test_bounds_floor_never_below_the_smallest_limit() -> None:
+    b = bounds([run(memory=mem(peak=3 * MIB, floor=1 * MIB))], None, None)
+    assert b == Bounds(floor=MIN_LIMIT, peak=MIN_LIMIT, ceiling=None, resolution=MIB)
+    b = bounds([run(memory=mem(peak=50 * MIB, floor=None, working_set=None))], None, None)
+    assert b.floor == MIN_LIMIT
+
+
+def test_bounds_floor_never_above_the_peak() -> None:
+    b = bounds([run(memory=mem(peak=50 * MIB + 1, floor=60 * MIB))], None, None)
+    assert b.floor == b.peak == 50 * MIB + PAGE
+
+
+def test_bounds_default_resolution_is_2_percent_of_the_peak_page_rounded() -> None:
+    b = bounds([run(memory=mem(peak=300_000_000, floor=10 * MIB))], None, None)
+    assert b.peak == 300_003_328  # 300 MB up to a page
+    # int(300_003_328 * 0.02) = 6_000_066 → 1465 pages
+    assert b.resolution == 6_000_640
+    assert b.resolution % PAGE == 0
+
+
+def test_bounds_default_resolution_is_at_least_1_mib() -> None:
+    assert bounds([run(memory=mem(peak=20 * MIB, floor=8 * MIB))], None, None).resolution == MIB
+
+
+def test_bounds_explicit_resolution_is_kept() -> None:
+    ref = [run(memory=mem(peak=1000 * MIB, floor=8 * MIB))]
+    assert bounds(ref, None, 3 * MIB).resolution == 3 * MIB
+    assert bounds(ref, None, 3 * MIB + 1).resolution == 3 * MIB + PAGE  # whole pages
+    assert bounds(ref, None, 100).resolution == PAGE  # never below a page
+
+
+# -- timing and verdicts -----------------------------------------------------------------------
+
+
+def test_timing_is_wall_without_iterations() -> None:
+    assert timing(run(wall=2.5)) == Timing("wall", 2.5)
+    assert timing(run(wall=2.5, lat=latency(0.01, count=0))) == Timing("wall", 2.5)
+
+
+def test_timing_is_latency_p50_with_iterations() -> None:
+    assert timing(run(wall=2.5, lat=latency(0.01))) == Timing("latency p50", 0.01)
+
+
+def test_median_time_and_spread() -> None:
+    runs = [run(wall=1.2), run(wall=1.0), run(wall=1.5)]
+    assert median_time(runs) == Timing("wall", 1.2)
+    assert spread(runs) == pytest.approx(0.5)
+    assert spread([run(wall=1.0)]) == 0.0
+    assert spread([run(wall=0.0), run(wall=1.0)]) == 0.0
+
+
+def test_verdict_same_exit_within_tolerance_fits() -> None:
+    v = verdict([run(wall=1.05)], WALL, run(wall=1.0), 0.10)
+    assert v == Verdict(True, "fits (+5%)")
+    assert verdict([run(wall=0.9)], WALL, run(), 0.10) == Verdict(True, "fits (-10%)")
+
+
+def test_verdict_matching_nonzero_exit_fits() -> None:
+    v = verdict([run(wall=1.0, exit_code=3)], WALL, run(exit_code=3), 0.10)
+    assert v.ok
+
+
+def test_verdict_oom_fails() -> None:
+    v = verdict([run(termination=Termination.OOM, exit_code=137)], WALL, run(), 0.10)
+    assert v == Verdict(False, "oom")
+
+
+def test_verdict_any_failing_run_fails() -> None:
+    runs = [run(wall=1.0), run(termination=Termination.TIMEOUT, exit_code=None), run(wall=1.0)]
+    assert verdict(runs, WALL, run(), 0.10) == Verdict(False, "timeout")
+
+
+def test_verdict_different_exit_code_fails() -> None:
+    v = verdict([run(wall=1.0, exit_code=1)], WALL, run(exit_code=0), 0.10)
+    assert v == Verdict(False, "exit 1 (unlimited: 0)")
+
+
+def test_verdict_slower_than_tolerance_fails() -> None:
+    v = verdict([run(wall=1.35)], WALL, run(), 0.10)
+    assert v == Verdict(False, "+35% slower")
+
+
+def test_verdict_judges_the_median_of_the_runs() -> None:
+    runs = [run(wall=1.0), run(wall=1.5), run(wall=1.05)]
+    assert verdict(runs, WALL, run(), 0.10) == Verdict(True, "fits (+5%)")
+    runs = [run(wall=1.3), run(wall=1.0), run(wall=1.25)]
+    assert verdict(runs, WALL, run(), 0.10) == Verdict(False, "+25% slower")
+
+
+def test_verdict_uses_latency_p50_rather_than_wall() -> None:
+    ref = Timing("latency p50", 0.010)
+    # Far slower wall (start-up), same per-iteration speed: fits.
+    assert verdict([run(wall=5.0, lat=latency(0.0105))], ref, run(), 0.10).ok
+    # Same wall, slower iterations: does not.
+    v = verdict([run(wall=1.0, lat=latency(0.0135))], ref, run(), 0.10)
+    assert v == Verdict(False, "+35% slower")
+
+
+def test_verdict_zero_reference_time_never_counts_as_slower() -> None:
+    assert verdict([run(wall=3.0)], Timing("wall", 0.0), run(), 0.10) == Verdict(True, "fits (+0%)")
+
+
+# -- in_doubt ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("wall", "doubt"),
+    [(1.1, True), (1.14, True), (1.05, True), (1.2, False), (1.0, False), (1.16, False)],
+)
+def test_in_doubt_within_noise_of_the_threshold(wall: float, doubt: bool) -> None:
+    # threshold 1.1 s, noise 5 %: ± 0.055 s
+    assert in_doubt([run(wall=wall)], WALL, 0.10, 0.05) is doubt
+
+
+def test_in_doubt_only_for_a_single_exited_run() -> None:
+    assert not in_doubt([run(wall=1.1), run(wall=1.1)], WALL, 0.10, 0.05)
+    assert not in_doubt([], WALL, 0.10, 0.05)
+    oom = run(wall=1.1, termination=Termination.OOM, exit_code=137)
+    assert not in_doubt([oom], WALL, 0.10, 0.05)
+
+
+def test_in_doubt_never_without_noise() -> None:
+    assert not in_doubt([run(wall=1.1)], WALL, 0.10, 0.0)
+
+
+def test_in_doubt_uses_latency() -> None:
+    ref = Timing("latency p50", 0.010)
+    assert in_doubt([run(wall=9.0, lat=latency(0.0112))], ref, 0.10, 0.05)
+    assert not in_doubt([run(wall=1.1, lat=latency(0.02))], ref, 0.10, 0.05)
+
+
+# -- with_margin -------------------------------------------------------------------------------
+
+
+def test_with_margin_rounds_up_to_a_page() -> None:
+    assert with_margin(100 * MIB, 0.2) == 120 * MIB
+    assert with_margin(10_000_000, 0.2) == 12_001_280  # 12 000 000 up to 2930 pages
+    assert with_margin(PAGE, 0.0) == PAGE
+    assert with_margin(PAGE + 1, 0.0) == 2 * PAGE
+    assert with_margin(50 * MIB, 0.0) == 50 * MIB
+
+
+# -- the fit outcome ---------------------------------------------------------------------------
+
+
+def test_probe_to_dict() -> None:
+    pressure = MemoryPressure(stall_some_s=0.25, refaults_file=7, major_faults=2)
+    runs = (run(wall=1.2), run(wall=1.0), run(wall=1.1, memory=mem(pressure=pressure)))
+    d = Probe(64 * MIB, runs, Verdict(True, "fits (+10%)")).to_dict()
+    assert d == {
+        "limit_bytes": 64 * MIB,
+        "ok": True,
+        "verdict": "fits (+10%)",
+        "time_s": 1.1,
+        "wall_s": [1.2, 1.0, 1.1],
+        "termination": "exited",
+        "exit_code": 0,
+        "stall_s": 0.25,
+        "refaults": 7,
+        "major_faults": 2,
+        "oom_kills": 0,
+    }
+
+
+def test_probe_to_dict_without_pressure() -> None:
+    d = Probe(64 * MIB, (run(),), Verdict(True, "fits (+0%)")).to_dict()
+    assert (d["stall_s"], d["refaults"], d["major_faults"]) == (None, None, None)
+    d = Probe(
+        64 * MIB,
+        (run(memory=mem(pressure=MemoryPressure(stall_some_s=0.0))),),
+        Verdict(True, "fits (+0%)"),
+    ).to_dict()
+    assert d["refaults"] is None  # neither refault counter known
+
+
+def outcome(answer: int | None, ceiling: int | None = None) -> FitOutcome:
+    ref = (run(wall=1.0, memory=mem(peak=100 * MIB, floor=40 * MIB)),)
+    b = Bounds(40 * MIB, 100 * MIB, ceiling, 2 * MIB)
+    probes = (Probe(40 * MIB, (run(wall=2.0),), Verdict(False, "+100% slower")),)
+    return FitOutcome("infer.py", ref, WALL, 0.0, b, probes, answer, 0.10, 0.20)
+
+
+def test_fit_outcome_recommended_and_max_probes() -> None:
+    o = outcome(50 * MIB)
+    assert o.fits
+    assert o.recommended == 60 * MIB
+    assert o.max_probes == 6  # ⌈log2(60 / 2)⌉ + 1
+    d = o.to_dict()
+    assert d["min_memory_bytes"] == 50 * MIB
+    assert d["recommended_bytes"] == 60 * MIB
+    assert d["max_probes"] == 6
+    assert d["reference"]["floor_bytes"] == 40 * MIB
+    assert d["reference"]["peak_bytes"] == 100 * MIB
+    assert d["resolution_bytes"] == 2 * MIB
+    assert [p["limit_bytes"] for p in d["probes"]] == [40 * MIB]
+
+    none = outcome(None, ceiling=32 * MIB)
+    assert not none.fits
+    assert none.recommended is None
+    assert none.to_dict()["ceiling_bytes"] == 32 * MIB
+
+
+def test_render_fit_answer() -> None:
+    text = render_fit([outcome(50 * MIB)])
+    assert (
+        "searched 40.0MiB (floor: anon + shmem + kernel) to 100.0MiB (peak) to 2.0MiB: "
+        "1 probes (at most 6)" in text
+    )
+    assert (
+        "smallest memory: 50.0MiB (wall within 10% of the unlimited run's; resolution "
+        "2.0MiB)" in text
+    )
+    assert "with a 20% margin: 60.0MiB; the peak, 100.0MiB, is 2.0× the need" in text
+
+
+def test_render_fit_does_not_fit() -> None:
+    text = render_fit([outcome(None, ceiling=32 * MIB)])
+    assert "to 32.0MiB (ceiling)" in text
+    assert (
+        "does not fit in 32.0MiB: nothing up to it completes with wall within 10% of the "
+        "unlimited run's; it needs at least 40.0MiB" in text
+    )
+    assert "smallest memory" not in text

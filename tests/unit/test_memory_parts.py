@@ -1,0 +1,532 @@
+"""What a run's memory was made of and what its limit cost it: measure/memory.py, the
+sampler's peak composition, memory.pressure parsing, the result's memory block and its
+report lines."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from edgeprof.backends import cgroupfs as fs
+from edgeprof.backends.cgroupfs import CounterSet, Field, Kind, Source, parse_psi
+from edgeprof.errors import ConfigError
+from edgeprof.measure.memory import (
+    PartPeaks,
+    kernel_bytes,
+    parts_at,
+    pressure,
+    split,
+    stall_warning,
+)
+from edgeprof.measure.sampler import SeriesStats
+from edgeprof.model import Counters, MemoryParts, MemoryPressure, MemoryStats
+from edgeprof.report.memory import composition, cost
+from edgeprof.units import parse_fraction
+from tests.conftest import require
+
+MIB = 2**20
+
+# -- kernel memory -----------------------------------------------------------------------------
+
+
+def test_kernel_bytes_prefers_the_kernels_total_plus_sockets() -> None:
+    c = Counters(memory_kernel=1000, memory_sock=24, memory_slab=500, memory_pagetables=7)
+    assert kernel_bytes(c) == 1024  # slab and page tables are inside ``kernel``
+
+
+def test_kernel_bytes_total_without_sockets() -> None:
+    assert kernel_bytes(Counters(memory_kernel=1000, memory_slab=500)) == 1000
+
+
+def test_kernel_bytes_zero_total_is_not_missing() -> None:
+    assert kernel_bytes(Counters(memory_kernel=0, memory_slab=500)) == 0
+
+
+def test_kernel_bytes_sums_the_parts_without_a_total() -> None:
+    c = Counters(memory_slab=100, memory_kernel_stack=20, memory_pagetables=3, memory_percpu=4)
+    assert kernel_bytes(c) == 127
+    assert kernel_bytes(c._replace(memory_sock=1000)) == 1127
+    assert kernel_bytes(Counters(memory_slab=100, memory_pagetables=3)) == 103
+
+
+def test_kernel_bytes_sockets_alone() -> None:
+    assert kernel_bytes(Counters(memory_sock=5)) == 5
+
+
+def test_kernel_bytes_none_when_nothing_is_known() -> None:
+    assert kernel_bytes(Counters()) is None
+    assert kernel_bytes(Counters(memory_anon=10, memory_current=20)) is None
+
+
+# -- one reading -------------------------------------------------------------------------------
+
+
+def test_split_takes_shmem_out_of_file() -> None:
+    c = Counters(memory_anon=10, memory_file=100, memory_shmem=30, memory_kernel=5)
+    assert split(c) == (10, 70, 30, 5)
+
+
+def test_split_file_never_negative() -> None:
+    c = Counters(memory_anon=10, memory_file=20, memory_shmem=30)
+    assert split(c) == (10, 0, 30, None)
+
+
+def test_split_without_shmem_or_file() -> None:
+    assert split(Counters(memory_anon=10, memory_file=20)) == (10, 20, None, None)
+    assert split(Counters(memory_anon=10, memory_shmem=3)) == (10, None, 3, None)
+
+
+def test_split_none_without_anon() -> None:
+    assert split(Counters(memory_file=100, memory_shmem=30, memory_kernel=5)) is None
+
+
+def test_parts_at() -> None:
+    c = Counters(
+        memory_current=200,
+        memory_anon=50,
+        memory_file=130,
+        memory_shmem=10,
+        memory_kernel=8,
+        memory_sock=2,
+        memory_active_file=70,
+        memory_inactive_file=60,
+    )
+    assert parts_at(c, 1.25) == MemoryParts(
+        total=200,
+        anon=50,
+        file=120,
+        shmem=10,
+        kernel=10,
+        active_file=70,
+        inactive_file=60,
+        working_set=140,
+        t_s=1.25,
+    )
+
+
+def test_parts_at_working_set_edges() -> None:
+    no_inactive = parts_at(Counters(memory_current=200, memory_anon=50), None)
+    assert no_inactive is not None
+    assert no_inactive.working_set == 200
+    assert no_inactive.t_s is None
+    over = parts_at(Counters(memory_current=50, memory_anon=50, memory_inactive_file=80), 0.0)
+    assert over is not None
+    assert over.working_set == 0
+    no_current = parts_at(Counters(memory_anon=50), 0.0)
+    assert no_current is not None
+    assert (no_current.total, no_current.working_set) == (None, None)
+
+
+def test_parts_at_none_without_anon() -> None:
+    assert parts_at(Counters(memory_current=200, memory_file=100), 1.0) is None
+
+
+def test_unreclaimable() -> None:
+    assert MemoryParts(None, 50, 100, 10, 5).unreclaimable == 65
+    assert MemoryParts(None, 50, 100, None, None).unreclaimable == 50
+    assert MemoryParts(None, None, 100, 10, 5).unreclaimable is None
+
+
+# -- peaks over the samples --------------------------------------------------------------------
+
+
+READINGS = [
+    # anon + shmem + kernel: 60, 50, 70 → the floor is 70; the separate maxima add up to 115.
+    Counters(
+        memory_current=100,
+        memory_anon=50,
+        memory_file=40,
+        memory_shmem=0,
+        memory_kernel=10,
+        memory_active_file=30,
+        memory_inactive_file=10,
+    ),
+    Counters(
+        memory_current=130,
+        memory_anon=20,
+        memory_file=95,
+        memory_shmem=25,
+        memory_kernel=5,
+        memory_active_file=20,
+        memory_inactive_file=50,
+    ),
+    Counters(
+        memory_current=90,
+        memory_anon=30,
+        memory_file=20,
+        memory_shmem=0,
+        memory_kernel=40,
+        memory_active_file=15,
+        memory_inactive_file=5,
+    ),
+]
+
+
+def test_part_peaks_each_part_its_own_maximum() -> None:
+    p = PartPeaks()
+    for t, c, ws in zip((0.0, 0.5, 1.0), READINGS, (90, 80, 85), strict=True):
+        p.add(t, c, ws)
+    assert p.parts() == MemoryParts(
+        total=130,
+        anon=50,
+        file=70,  # 95 − 25 of shmem
+        shmem=25,
+        kernel=40,
+        active_file=30,
+        inactive_file=50,
+        working_set=90,
+        t_s=None,
+    )
+
+
+def test_part_peaks_floor_is_the_highest_sum_not_the_sum_of_maxima() -> None:
+    p = PartPeaks()
+    for t, c in enumerate(READINGS):
+        p.add(float(t), c, None)
+    parts = p.parts()
+    assert parts is not None
+    assert p.floor == 70
+    assert parts.unreclaimable == 115  # what summing the separate maxima would give
+
+
+def test_part_peaks_best_is_the_sample_whose_parts_add_up_highest() -> None:
+    p = PartPeaks()
+    # anon + file + shmem + kernel: 100, 120, 90 (file is counted without its shmem)
+    for t, c in zip((0.0, 0.5, 1.0), READINGS, strict=True):
+        p.add(t, c, None)
+    assert p.best == (0.5, READINGS[1])
+
+
+def test_part_peaks_best_first_of_equal_sums() -> None:
+    p = PartPeaks()
+    first = Counters(memory_current=100, memory_anon=60, memory_file=40)
+    second = Counters(memory_current=120, memory_anon=40, memory_file=60)
+    p.add(1.0, first, None)
+    p.add(2.0, second, None)
+    assert p.best is not None
+    assert p.best[1] is first
+
+
+def test_part_peaks_skip_readings_without_composition() -> None:
+    p = PartPeaks()
+    assert p.parts() is None
+    assert p.floor is None
+    assert p.best is None
+    p.add(0.0, Counters(memory_current=999), 999)
+    assert p.parts() is None
+    assert p.floor is None
+    assert p.best is None
+    only = Counters(memory_current=10, memory_anon=4)
+    p.add(1.0, only, 10)
+    assert p.parts() == MemoryParts(10, 4, None, None, None, None, None, 10)
+    assert p.floor == 4
+    assert p.best == (1.0, only)
+
+
+def test_series_stats_peak_composition() -> None:
+    s = SeriesStats()
+    for t, c in zip((0.0, 0.5, 1.0), READINGS, strict=True):
+        s.add(t, c)
+    assert s.at_peak is not None
+    assert s.at_peak[0] == 0.5
+    assert s.at_peak[1] is READINGS[1]
+    assert s.peak_memory == 130
+    # The sampler hands each sample's working set (usage − inactive_file) to the part peaks.
+    assert s.part_peaks.floor == 70
+    assert s.part_peaks.parts() == dataclasses.replace(
+        MemoryParts(130, 50, 70, 25, 40, 30, 50), working_set=90
+    )
+
+
+def test_series_stats_at_peak_prefers_the_highest_parts_over_the_highest_usage() -> None:
+    """The usage counter and memory.stat can be out of step at one sample: the composition
+    is taken where the parts add up highest, not where the usage counter peaked."""
+    s = SeriesStats()
+    whole = Counters(memory_current=100, memory_anon=60, memory_file=38, memory_kernel=2)
+    torn = Counters(memory_current=105, memory_anon=4, memory_file=38, memory_kernel=2)
+    s.add(0.0, whole)
+    s.add(1.0, torn)
+    s.add(2.0, Counters(memory_current=50, memory_anon=20, memory_file=10))
+    assert s.peak_memory == 105
+    assert s.at_peak == (0.0, whole)
+    assert s.at_peak[1] is whole
+
+
+def test_series_stats_at_peak_without_parts_is_the_highest_usage_first_on_ties() -> None:
+    s = SeriesStats()
+    first = Counters(memory_current=300, memory_inactive_file=1)
+    second = Counters(memory_current=300, memory_inactive_file=2)
+    s.add(0.0, Counters(memory_current=100))
+    s.add(1.0, first)
+    s.add(2.0, second)
+    s.add(3.0, Counters(memory_current=200))
+    s.add(4.0, Counters(cpu_usage_us=5))  # no memory reading
+    assert s.at_peak == (1.0, first)
+    assert s.at_peak[1] is first
+
+
+def test_series_stats_no_memory_no_peak() -> None:
+    s = SeriesStats()
+    s.add(0.0, Counters(cpu_usage_us=1))
+    assert s.at_peak is None
+    assert s.part_peaks.parts() is None
+
+
+# -- what the limit cost -----------------------------------------------------------------------
+
+
+def test_pressure_from_final_counters() -> None:
+    c = Counters(
+        memory_some_us=1_500_000,
+        memory_full_us=250_000,
+        refaults_anon=3,
+        refaults_file=4,
+        major_faults=5,
+        pages_scanned=600,
+        pages_reclaimed=500,
+        memory_events_high=1,
+        memory_events_max=2,
+        memory_events_oom=0,
+    )
+    assert pressure(c) == MemoryPressure(
+        stall_some_s=1.5,
+        stall_full_s=0.25,
+        refaults_anon=3,
+        refaults_file=4,
+        major_faults=5,
+        scanned=600,
+        reclaimed=500,
+        events_high=1,
+        events_max=2,
+        events_oom=0,
+    )
+
+
+def test_pressure_none_when_nothing_is_known() -> None:
+    assert pressure(Counters(memory_current=10, memory_anon=5)) is None
+
+
+def test_pressure_partial() -> None:
+    assert pressure(Counters(major_faults=0)) == MemoryPressure(major_faults=0)
+    assert pressure(Counters(memory_some_us=12)) == MemoryPressure(stall_some_s=12e-6)
+
+
+STALL_MESSAGE = (
+    "memory stalls took 0.3s (30% of the wall time) under --memory 64.0MiB: the limit slowed "
+    "this run; it does not fit comfortably (edgeprof fit finds the smallest limit that does not)"
+)
+
+
+def test_stall_warning_above_5_percent() -> None:
+    w = stall_warning(MemoryPressure(stall_some_s=0.3), 1.0, 64 * MIB)
+    assert w == STALL_MESSAGE
+    assert "the limit slowed this run" in w
+    w = stall_warning(MemoryPressure(stall_some_s=0.051), 1.0, 64 * MIB)
+    assert w is not None
+    assert "the limit slowed this run" in w
+
+
+def test_stall_warning_at_or_below_5_percent() -> None:
+    assert stall_warning(MemoryPressure(stall_some_s=0.05), 1.0, 64 * MIB) is None
+    assert stall_warning(MemoryPressure(stall_some_s=0.01), 1.0, 64 * MIB) is None
+
+
+def test_stall_warning_needs_a_limit_and_a_stall() -> None:
+    assert stall_warning(MemoryPressure(stall_some_s=0.9), 1.0, None) is None
+    assert stall_warning(None, 1.0, 64 * MIB) is None
+    assert stall_warning(MemoryPressure(stall_full_s=0.9), 1.0, 64 * MIB) is None
+    assert stall_warning(MemoryPressure(stall_some_s=0.9), 0.0, 64 * MIB) is None
+
+
+# -- memory.pressure ---------------------------------------------------------------------------
+
+PSI = (
+    "some avg10=0.00 avg60=0.00 avg300=0.00 total=12345\n"
+    "full avg10=0.00 avg60=0.00 avg300=0.00 total=678\n"
+)
+PSI_SOME_ONLY = "some avg10=1.50 avg60=0.20 avg300=0.05 total=9876543210\n"
+
+
+def test_parse_psi() -> None:
+    assert parse_psi(PSI) == (12345, 678)
+
+
+def test_parse_psi_missing_full_line() -> None:
+    assert parse_psi(PSI_SOME_ONLY) == (9876543210, None)
+
+
+def test_parse_psi_nothing() -> None:
+    assert parse_psi("") == (None, None)
+    assert parse_psi("some avg10=0.00 total=x\n") == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (PSI, (12345, 678)),
+        (PSI_SOME_ONLY, (9876543210, None)),
+        (PSI.rstrip("\n"), (12345, 678)),  # no newline at the end
+        ("", (None, None)),
+    ],
+)
+def test_native_psi_reader_agrees(
+    tmp_path: Path, text: str, expected: tuple[int | None, int | None]
+) -> None:
+    require(fs.NATIVE_AVAILABLE, "the native counter reader is not built")
+    path = tmp_path / "memory.pressure"
+    path.write_text(text)
+    src = Source(path, Kind.PSI, (Field("memory_some_us"), Field("memory_full_us")))
+    got = {}
+    for native in (False, True):
+        cs = CounterSet([src], native=native)
+        try:
+            c = cs.read()
+        finally:
+            cs.close()
+        got[native] = c
+        assert (c.memory_some_us, c.memory_full_us) == expected
+    assert got[True] == got[False]
+
+
+# -- parse_fraction ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("10%", 0.1),
+        ("0.25", 0.25),
+        (" 10% ", 0.1),
+        ("0", 0.0),
+        ("0%", 0.0),
+        ("10", 10.0),
+        ("1000%", 10.0),
+        ("2.5%", 0.025),
+    ],
+)
+def test_parse_fraction(text: str, value: float) -> None:
+    assert parse_fraction(text, "tolerance") == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["-1", "-5%", "abc", "nan", "inf", "2000%", "10.5", "", "%"])
+def test_parse_fraction_rejects(text: str) -> None:
+    with pytest.raises(ConfigError, match=r"invalid tolerance"):
+        parse_fraction(text, "tolerance")
+
+
+def test_parse_fraction_most() -> None:
+    assert parse_fraction("100%", "margin", most=1.0) == 1.0
+    with pytest.raises(ConfigError, match=r"invalid margin '2'.*0 to 1\)"):
+        parse_fraction("2", "margin", most=1.0)
+
+
+# -- the result's memory block -----------------------------------------------------------------
+
+
+def full_stats() -> MemoryStats:
+    return MemoryStats(
+        peak_bytes=184 * MIB,
+        peak_source="kernel",
+        avg_bytes=150 * MIB,
+        limit_bytes=None,
+        oom_kills=0,
+        peak_working_set_bytes=100 * MIB,
+        avg_working_set_bytes=90 * MIB,
+        at_peak=MemoryParts(
+            184 * MIB, 56 * MIB, 127 * MIB, 0, MIB, 27 * MIB, 100 * MIB, 84 * MIB, 2.5
+        ),
+        peaks=MemoryParts(
+            184 * MIB, 60 * MIB, 128 * MIB, 2 * MIB, MIB, 28 * MIB, 100 * MIB, 90 * MIB
+        ),
+        floor_bytes=61 * MIB,
+        pressure=MemoryPressure(
+            stall_some_s=0.012,
+            stall_full_s=0.004,
+            refaults_file=3,
+            major_faults=1,
+            reclaimed=1520,
+            events_oom=0,
+        ),
+    )
+
+
+def test_memory_stats_round_trip() -> None:
+    stats = full_stats()
+    assert MemoryStats.from_dict(dataclasses.asdict(stats)) == stats
+    # and through the JSON a result file holds
+    assert MemoryStats.from_dict(json.loads(json.dumps(dataclasses.asdict(stats)))) == stats
+
+
+def test_memory_stats_from_an_older_file() -> None:
+    d = dataclasses.asdict(full_stats())
+    for key in ("at_peak", "peaks", "floor_bytes", "pressure"):
+        del d[key]
+    d["retired_field"] = 1  # a key this version does not know is ignored
+    old = MemoryStats.from_dict(d)
+    assert (old.at_peak, old.peaks, old.floor_bytes, old.pressure) == (None, None, None, None)
+    assert old.peak_bytes == 184 * MIB
+
+
+def test_memory_parts_from_dict_ignores_unknown_keys() -> None:
+    assert MemoryParts.from_dict(
+        {"total": 1, "anon": 2, "file": 3, "shmem": None, "kernel": 4, "swap": 9}
+    ) == MemoryParts(1, 2, 3, None, 4)
+    assert MemoryParts.from_dict(None) is None
+    assert MemoryPressure.from_dict(None) is None
+
+
+# -- report lines ------------------------------------------------------------------------------
+
+PARTS = MemoryParts(total=None, anon=58_405_683, file=128 * MIB, shmem=0, kernel=209_715)
+
+
+def test_composition() -> None:
+    assert composition(PARTS, 193_042_842) == (
+        "peak 184.1MiB = anon 55.7 + file 128.0 + kernel 0.2 MiB"
+    )
+
+
+def test_composition_with_shmem() -> None:
+    parts = dataclasses.replace(PARTS, shmem=3 * MIB // 2)
+    assert composition(parts, 200 * MIB) == (
+        "peak 200.0MiB = anon 55.7 + file 128.0 + shmem 1.5 + kernel 0.2 MiB"
+    )
+
+
+def test_composition_unknown_parts() -> None:
+    parts = MemoryParts(None, 10 * MIB, None, None, None)
+    assert composition(parts, 20 * MIB) == "peak 20.0MiB = anon 10.0 + file n/a + kernel n/a MiB"
+
+
+def test_composition_none() -> None:
+    assert composition(None, 200 * MIB) is None
+    assert composition(PARTS, None) is None
+
+
+def test_cost() -> None:
+    p = MemoryPressure(
+        stall_some_s=0.0123,
+        refaults_anon=1,
+        refaults_file=2,
+        major_faults=3,
+        reclaimed=1520,
+        events_oom=0,
+    )
+    assert cost(p) == (
+        "stalled 0.012s, refaults 3, major faults 3, reclaimed 1520 pages, OOM events 0"
+    )
+
+
+def test_cost_cgroup_v1() -> None:
+    """No stall, reclaim or OOM-event figures on v1: what there is."""
+    p = MemoryPressure(refaults_file=7, major_faults=0)
+    assert cost(p) == "refaults 7, major faults 0"
+
+
+def test_cost_none() -> None:
+    assert cost(None) is None
+    assert cost(MemoryPressure()) is None
+    assert cost(MemoryPressure(stall_full_s=1.0, scanned=5)) is None  # neither is shown
