@@ -18,10 +18,8 @@ from ..model import Counters, MemoryParts, MemoryPressure
 
 STALL_WARN_FRACTION = 0.05
 """A run under ``--memory`` that spent more than this share of its wall time stalled on
-memory is told that the limit slowed it.  5 %: reading a file through a tight limit costs
-a few tenths of a percent of stall (the kernel drops clean cache without waiting); a limit
-that makes the workload refault its own working set costs tens of percent."""
-
+memory is told that the limit slowed it: "a few percent", as the issue words it, chosen
+rather than measured (cgroup v1, where most of edgeprof runs, has no pressure to measure)."""
 
 def kernel_bytes(c: Counters) -> int | None:
     """Kernel memory charged to the group, sockets included; ``None`` where none is known."""

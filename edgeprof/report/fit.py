@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..model import RunResult
 from ..sweeps.fit import FitOutcome, Probe
 from ..units import format_binary
 from .memory import composition
@@ -88,11 +87,3 @@ def _render_one(o: FitOutcome) -> str:
             )
     return "\n".join(lines) + "\n"
 
-
-def reference_line(runs: Sequence[RunResult]) -> str:
-    r = runs[-1]
-    return (
-        f"unlimited run{'s' if len(runs) > 1 else ''}: "
-        + ", ".join(f"{x.wall_s:.3f}s" for x in runs)
-        + f", peak {format_binary(r.memory.peak_bytes)}"
-    )

@@ -4,7 +4,8 @@ The file must live where reading it fills the *page cache* charged to the reader
 (its pages are shared memory, charged to whoever wrote them) nor an overlay whose upper layer
 is tmpfs (the cgroup v2 guest's root).  The guest is therefore handed a file the host made
 before it booted (``EDGEPROF_TEST_DATA_FILE``, on the host root it reads through 9p with the
-page cache on); elsewhere the first directory on a disk filesystem is used.
+page cache on); elsewhere the first of tmp, /var/tmp and the checkout that is on a disk
+filesystem is used.
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ def data_file(tmp_path: Path) -> Iterator[Path]:
         evict(path)
         yield path
         return
-    for d in (tmp_path, Path("/var/tmp")):
+    # The checkout last: a clone lives on a disk even where /tmp and /var/tmp do not.
+    for d in (tmp_path, Path("/var/tmp"), Path(__file__).resolve().parents[2]):
         if fs_type(d) not in NO_PAGE_CACHE and os.access(d, os.W_OK):
             own = Path(tempfile.mkdtemp(prefix="edgeprof-test-", dir=d))
             try:
@@ -95,4 +97,4 @@ def data_file(tmp_path: Path) -> Iterator[Path]:
             finally:
                 shutil.rmtree(own, ignore_errors=True)
             return
-    require(False, "no disk filesystem to hold a data file (tmp and /var/tmp are in memory)")
+    require(False, "no disk filesystem to hold a data file (tmp, /var/tmp, the checkout)")
