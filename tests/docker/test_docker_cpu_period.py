@@ -17,7 +17,7 @@ import edgeprof
 from edgeprof import Limits
 from edgeprof.backends.docker import DockerBackend, parse_docker_args
 from edgeprof.measure.tick import scheduler_hz, steady_iteration_s
-from edgeprof.model import RunResult
+from edgeprof.model import LatencyStats, RunResult
 
 REPO = Path(__file__).resolve().parents[2]
 WORKLOAD = REPO / "tests" / "workloads" / "iterations.py"
@@ -52,29 +52,50 @@ def rig(docker_daemon: Any) -> Any:
     return run, loops, core, run(Limits(cpus=1, cpuset=[core]), loops)
 
 
+def slower_core_misses(u: LatencyStats, r: RunResult, share: float) -> list[str]:
+    """How the run at ``share`` of the core is not a slower core than ``u``'s (none: it is)."""
+    lat = r.latency
+    assert lat is not None
+    t = lat.throttling
+    slower = u.p50_s / share
+    misses = []
+    if not slower * 0.85 <= lat.p50_s <= slower * 1.15:
+        misses.append(f"p50 {lat.p50_s:.4f}s against a slower core's {slower:.4f}s")
+    # The container's tail: 1.12–1.42 in the runs here, 1.66 once in a fresh-clone CI run at a
+    # quarter core (unlimited 1.09; its even-spread p99 matched, so not the stall pattern).
+    if lat.p99_s / lat.p50_s > 2 * max(1.0, u.p99_s / u.p50_s):
+        misses.append(f"p99/p50 {lat.p99_s / lat.p50_s:.2f} (unlimited {u.p99_s / u.p50_s:.2f})")
+    # Spread: no iteration took more than twice its share of the stalls (Docker's period
+    # gives a few iterations the whole 50 ms stall and most none).
+    if t is None or t.throttled <= STEADY_ITERATIONS // 2 or t.distorted:
+        misses.append(f"stalls not spread: {t}")
+    elif t.max_stall_s >= 2 * t.stall_s / t.iterations:
+        misses.append(f"an iteration stalled {t.max_stall_s:.4f}s of {t.stall_s:.4f}s")
+    return misses
+
+
 @pytest.mark.parametrize("share", [0.5, 0.25])
 def test_a_share_of_a_core_through_docker_is_a_slower_core(rig: Any, share: float) -> None:
     """The container's quota has edgeprof's period and every iteration shares the stalls.
 
-    Measured here (docker 20.10, cgroupfs driver, cgroup v1, 250 Hz): median 0.92–0.97 of a
-    slower core's, p99/p50 1.12–1.66 (5 ms iterations: 1.00–1.11 and 1.37–1.49)."""
+    Measured here (docker 20.10, cgroupfs driver, cgroup v1, 250 Hz): median 0.92–1.04 of a
+    slower core's, p99/p50 1.12–1.90 (5 ms iterations: 1.00–1.11 and 1.37–1.49).  A pair of
+    runs is measured twice at most: once in a fresh-clone CI run a quarter core's median was
+    1.25 of a slower core's (its even-spread median 1.10, so the disturbance took CPU time
+    too; the runs here and the same CI run's half core: 0.97–1.04) — something else on a
+    2-core machine's core falls on one run, while a kernel or period that does not spread
+    the stalls fails every run."""
     run, loops, core, short = rig
     loops = round(loops * max(0.005, steady_iteration_s(scheduler_hz())) / short.latency.p50_s)
-    u = run(Limits(cpus=1, cpuset=[core]), loops, STEADY_ITERATIONS).latency
-    r = run(Limits(cpus=share, cpuset=[core]), loops, STEADY_ITERATIONS)
-    lat = r.latency
-    assert r.cpu.period_s == 0.005 and r.cpu.nr_periods > STEADY_ITERATIONS
-    slower = u.p50_s / share
-    assert slower * 0.85 <= lat.p50_s <= slower * 1.15
-    # The container's tail: 1.12–1.42 in the runs here, 1.66 once in a fresh-clone CI run at a
-    # quarter core (unlimited 1.09; its even-spread p99 matched, so not the stall pattern).
-    assert lat.p99_s / lat.p50_s <= 2 * max(1.0, u.p99_s / u.p50_s)
-    t = lat.throttling
-    assert t is not None and t.throttled > STEADY_ITERATIONS // 2
-    # Spread: no iteration took more than twice its share of the stalls (Docker's period
-    # gives a few iterations the whole 50 ms stall and most none).
-    assert t.max_stall_s < 2 * t.stall_s / t.iterations
-    assert not t.distorted
+    for _ in range(2):
+        u = run(Limits(cpus=1, cpuset=[core]), loops, STEADY_ITERATIONS).latency
+        assert u is not None
+        r = run(Limits(cpus=share, cpuset=[core]), loops, STEADY_ITERATIONS)
+        assert r.cpu.period_s == 0.005 and r.cpu.nr_periods > STEADY_ITERATIONS
+        misses = slower_core_misses(u, r, share)
+        if not misses:
+            break
+    assert not misses
 
 
 def test_dockers_own_period_is_reported_as_stalls(rig: Any) -> None:
