@@ -15,7 +15,15 @@ from collections.abc import Callable
 
 from ..errors import BackendUnavailable, ConfigError
 from ..names import check_cgroup_parent
-from .base import Backend, BatchReader, CleanupScope, PeakReset, RunHandle
+from .base import (
+    Backend,
+    BatchReader,
+    CleanupScope,
+    PeakReset,
+    Reclaim,
+    ReclaimReading,
+    RunHandle,
+)
 from .cgroup_v1 import CgroupV1Backend
 from .cgroup_v2 import CgroupV2Backend
 
@@ -34,6 +42,8 @@ __all__ = [
     "CgroupV2Backend",
     "CleanupScope",
     "PeakReset",
+    "Reclaim",
+    "ReclaimReading",
     "RunHandle",
     "backend_names",
     "get_backend",

@@ -18,6 +18,7 @@ from ..model import Counters, RunSpec
 from . import cgroupfs as fs
 from ._peak_reset import FdPeakReset, SharedPeakReset, apply_floor
 from ._process import Process, signal_pids
+from ._reclaim import GroupReclaim
 from .base import BatchReader, RunHandle
 from .cgroupfs import CounterSet
 
@@ -52,15 +53,19 @@ class CgroupRun(RunHandle):
         killer: KillMethod,
         counters: CounterSet,
         peak_reset: FdPeakReset | SharedPeakReset | None = None,
+        reclaim: Callable[[], GroupReclaim] | None = None,
     ) -> None:
         super().__init__()
         self._peak_reset = peak_reset
+        self._reclaim: GroupReclaim | None = None
         self._groups = list(groups)  # deepest first, as rmdir needs
         self._killer = killer
         self._counters = counters
         self._closed = False
         fds = []
         try:
+            if reclaim is not None:  # opened before the spawn: a failure leaves no process
+                self._reclaim = reclaim()
             for f in join_files:
                 fds.append(os.open(f, os.O_WRONLY | os.O_CLOEXEC))
             env = {**os.environ, **spec.env}
@@ -107,6 +112,10 @@ class CgroupRun(RunHandle):
     @property
     def peak_reset(self) -> FdPeakReset | SharedPeakReset | None:
         return self._peak_reset
+
+    @property
+    def reclaim(self) -> GroupReclaim | None:
+        return self._reclaim
 
     def wait(self, timeout: float | None) -> int | None:
         return self._proc.wait(timeout)
@@ -164,5 +173,7 @@ class CgroupRun(RunHandle):
             proc.close()
         if self._peak_reset is not None:  # the phase windows still open, before the group
             self._peak_reset.close()
+        if self._reclaim is not None:
+            self._reclaim.close()
         self._counters.close()
         self.warnings.extend(fs.remove_tree(self._groups))

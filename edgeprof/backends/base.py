@@ -34,6 +34,9 @@ Optional capabilities (override the default where the backend has them):
 * ``RunHandle.peak_reset`` (default None): a :class:`PeakReset` that restarts the kernel's
   memory high-water mark per phase (:mod:`edgeprof.backends._peak_reset`).  A handle whose
   resets lower the run's own mark (cgroup v1) corrects that in its final ``counters()``.
+* ``RunHandle.reclaim`` (default None): a :class:`Reclaim` that squeezes the run's memory
+  while it runs (``RunSpec.reclaim``; :mod:`edgeprof.measure.squeeze` drives it), with
+  ``Backend.reclaim_unavailable()`` saying why not where it cannot (checked before a run).
 * ``RunHandle.warnings``: lines about the run's clean-up, read after ``close()``.
 
 Writing an outside backend: subclass :class:`Backend` and :class:`RunHandle`, set ``name``,
@@ -50,7 +53,7 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, ClassVar, NamedTuple, Protocol, TypeVar
 
 from ..model import Counters, RunSpec
 
@@ -86,6 +89,29 @@ class PeakReset(Protocol):
     def start(self) -> object | None: ...
 
     def stop(self, token: object | None) -> int | None: ...
+
+    def close(self) -> None: ...
+
+
+class ReclaimReading(NamedTuple):
+    """What a squeeze steers by, read at one instant: the group's usage and its page cache
+    (bytes), and its tasks' cumulative memory stall (``some``, µs; ``None``: no PSI)."""
+
+    current: int
+    file: int
+    stall_us: int | None
+
+
+class Reclaim(Protocol):
+    """Proactive reclaim of a run's group: cgroup v2 ``memory.reclaim`` (Linux ≥ 5.19).
+
+    ``reclaim(n)`` asks the kernel to drop ``n`` bytes of the group's memory and returns
+    ``False`` when it could not (``EAGAIN``: nothing more it can drop without swap).  The run
+    handle owns the object and closes it once, before it removes the group."""
+
+    def read(self) -> ReclaimReading: ...
+
+    def reclaim(self, nbytes: int) -> bool: ...
 
     def close(self) -> None: ...
 
@@ -131,6 +157,11 @@ class RunHandle(abc.ABC):
     @property
     def peak_reset(self) -> PeakReset | None:
         """Restarts the kernel's memory high-water mark per phase, or ``None``."""
+        return None
+
+    @property
+    def reclaim(self) -> Reclaim | None:
+        """Proactive reclaim of the run's memory (``RunSpec.reclaim``), or ``None``."""
         return None
 
     def throttled_us(self) -> int | None:
@@ -200,6 +231,10 @@ class Backend(abc.ABC):
     def cleanup_scope(self) -> CleanupScope:
         """Where this backend's dead runs may have left groups or containers."""
         return CleanupScope()
+
+    def reclaim_unavailable(self) -> str | None:
+        """Why runs cannot be squeezed by proactive reclaim here (``None``: they can)."""
+        return f"the {self.name} backend cannot reclaim a run's memory while it runs"
 
     def warnings(self) -> list[str]:
         """Features this backend dropped here (e.g. a controller that is not delegated)."""

@@ -162,7 +162,6 @@ def counter_sources(
         ),
         *at("memory", "memory.stat", Kind.KV, *MEMORY_STAT),
         *at("memory", "memory.kmem.usage_in_bytes", Kind.INT, Field("memory_kernel")),
-
         # The oom_kill line: Linux ≥ 4.13.
         *at(
             "memory",
@@ -222,6 +221,9 @@ class CgroupV1Backend(Backend):
         if text and text.strip():
             return parse_cpuset(text)
         return tuple(sorted(os.sched_getaffinity(0)))
+
+    def reclaim_unavailable(self) -> str | None:
+        return "cgroup v1 has no proactive reclaim (memory.reclaim is cgroup v2, Linux ≥ 5.19)"
 
     def warnings(self) -> list[str]:
         h = self.hierarchies()

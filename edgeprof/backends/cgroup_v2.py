@@ -14,6 +14,7 @@ from . import cgroupfs as fs
 from ._cgroup_common import missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod
 from ._peak_reset import FdPeakReset
+from ._reclaim import GroupReclaim
 from .base import Backend, CleanupScope
 from .cgroupfs import CounterSet, Field, Kind, Source
 
@@ -229,6 +230,17 @@ class CgroupV2Backend(Backend):
     def warnings(self) -> list[str]:
         return list(self._warnings)
 
+    def reclaim_unavailable(self) -> str | None:
+        parent = self.parent()
+        if "memory" not in self._controllers:
+            return f"the memory controller is not delegated to {parent}"
+        if "memory.reclaim" in self._disable or not (parent / "memory.reclaim").exists():
+            return (
+                f"this kernel ({os.uname().release}) has no memory.reclaim "
+                "(cgroup v2, Linux ≥ 5.19)"
+            )
+        return None
+
     def cleanup_scope(self) -> CleanupScope:
         """Run groups live under this hierarchy (collected by :mod:`edgeprof.measure.gc`)."""
         return CleanupScope(cgroup_roots=(self.root,))
@@ -244,6 +256,10 @@ class CgroupV2Backend(Backend):
             raise BackendError(f"cannot create cgroup {group}: {exc.strerror}") from exc
         counters: CounterSet | None = None
         try:
+            if spec.reclaim:
+                why = self.reclaim_unavailable()
+                if why is not None:
+                    raise ConfigError(f"cannot squeeze the run's memory: {why}")
             self._apply_limits(group, spec)
             counters = CounterSet(counter_sources(group, self._disable), native=self._native)
             return CgroupRun(
@@ -255,6 +271,7 @@ class CgroupV2Backend(Backend):
                 peak_reset=(
                     None if "memory.peak" in self._disable else FdPeakReset(group / "memory.peak")
                 ),
+                reclaim=(lambda: GroupReclaim(group)) if spec.reclaim else None,
             )
         except BaseException:
             if counters is not None:
@@ -279,8 +296,9 @@ class CgroupV2Backend(Backend):
             if "memory" not in self._controllers:
                 raise missing_controller("memory", "--memory", where, FIX)
             fs.write(group / "memory.max", str(lim.memory))
-            if (group / "memory.swap.max").exists():
-                fs.write(group / "memory.swap.max", "0")
+        if (lim.memory is not None or spec.reclaim) and (group / "memory.swap.max").exists():
+            # Swap off, as on most boards: a limit or a squeeze takes page cache only.
+            fs.write(group / "memory.swap.max", "0")
         if lim.pids is not None:
             if "pids" not in self._controllers:
                 raise missing_controller("pids", "--pids", where, FIX)

@@ -45,6 +45,14 @@ def fit_cmd(
         int | None,
         typer.Option(help="Runs per limit (default: 2 unlimited, 1 per probe, 3 when in doubt)."),
     ] = None,
+    one_run: Annotated[
+        bool,
+        typer.Option(
+            "--one-run",
+            help="Estimate from one run whose memory is squeezed while it runs "
+            "(cgroup v2, Linux ≥ 5.19) instead of bisecting.",
+        ),
+    ] = False,
     pids: Annotated[str | None, typer.Option(help="Most processes and threads at once.")] = None,
     interval: Annotated[str | None, typer.Option(help="Sampling interval in seconds.")] = None,
     timeout: Annotated[
@@ -78,7 +86,9 @@ def fit_cmd(
     """Find the smallest memory limit COMMAND completes in, as fast as without one.
 
     Bisects between what no limit can reclaim (anonymous + shared + kernel memory of the
-    unlimited run) and the unlimited peak.  Example: edgeprof fit -- python infer.py
+    unlimited run) and the unlimited peak.  With --one-run, one run instead: its memory is
+    reclaimed while it runs until it stalls, and the level it is held at is the estimate.
+    Example: edgeprof fit -- python infer.py
     """
     from ..report.fit import render_fit
     from ..storage import write_json_atomic
@@ -114,17 +124,19 @@ def fit_cmd(
         resolution=resolution,
         margin=parse_fraction(margin, "--margin"),
         repeat=repeat,
+        one_run=one_run,
     )
     job, ceiling = plan_fit(request)
     for w in job.warnings:
         print(f"edgeprof: warning: {w}", file=sys.stderr)
-    job = open_fit(job, sys.stderr)
+    job = open_fit(job, sys.stderr, one_run)
 
     def progress(label: str, limit: int | None, probe: Probe | None, runs: list[RunResult]) -> None:
         from ..units import format_binary
 
         if probe is None:
-            print(f"edgeprof fit: {label}: unlimited, {len(runs)} runs", file=sys.stderr)
+            what = "squeezed, 1 run" if one_run else f"unlimited, {len(runs)} runs"
+            print(f"edgeprof fit: {label}: {what}", file=sys.stderr)
         else:
             print(
                 f"edgeprof fit: {label}: {format_binary(limit)}: {probe.verdict.reason}",

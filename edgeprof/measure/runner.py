@@ -37,6 +37,7 @@ from .gc import collect_before_run
 from .leases import lease_cores
 from .limits import allowed_cpus, cpu_period_us, quota_can_stall, resolve, thread_env
 from .sampler import Sampler, SampleWriter, SeriesStats
+from .squeeze import Squeezer
 
 DEFAULT_INTERVAL_S = 0.1
 MIN_INTERVAL_S = 0.001
@@ -77,6 +78,7 @@ def profile(
     cores_busy: str = "wait",
     on_wait: Callable[[str], None] | None = None,
     device: str | None = None,
+    squeeze: bool = False,
 ) -> RunResult:
     """Run ``command`` under ``limits`` and measure it.
 
@@ -85,6 +87,10 @@ def profile(
     raises :class:`~edgeprof.errors.CoresBusy`.
 
     ``device``: the catalog device the limits came from, recorded in the result.
+
+    ``squeeze``: reclaim the run's memory while it runs and record what it was held at
+    (:mod:`edgeprof.measure.squeeze`, ``result.memory.squeeze``); a backend that cannot
+    raises a :class:`~edgeprof.errors.ConfigError` before anything starts.
 
     ``image``: the container image, for the Docker backend.  ``run_as``: host backends drop
     the workload to this identity before exec (:func:`edgeprof.measure.privilege.workload_user`).
@@ -111,6 +117,10 @@ def profile(
     if not command or not command[0]:
         raise ConfigError("no command given: edgeprof run [OPTIONS] -- COMMAND [ARGS]...")
     be = get_backend(backend, cgroup_parent=cgroup_parent)
+    if squeeze:
+        why = be.reclaim_unavailable()
+        if why is not None:
+            raise ConfigError(f"cannot squeeze the run's memory: {why}")
     # A container's command and working directory live in its image, not on this host.
     on_host = be.runs_on_host
     if on_host:
@@ -145,6 +155,7 @@ def profile(
             cpuset_auto=auto_pinned,
             image=image or be.image,
             run_as=run_as,
+            reclaim=squeeze,
         )
         warnings = list(be.warnings())
         # Remove what runs whose edgeprof died left behind where this backend works.
@@ -236,6 +247,7 @@ def _run(
     stats = SeriesStats() if channel is None else channel.stats()
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
     interrupted = timed_out = False
+    squeezer: Squeezer | None = None
     try:
         with _Interrupts() as interrupts, be.launch(spec) as run:
             sampler = Sampler(
@@ -259,6 +271,11 @@ def _run(
                         run.peak_reset,
                         run.throttled_us if quota_can_stall(spec.limits) else None,
                     )
+                if spec.reclaim:
+                    if run.reclaim is None:
+                        raise ConfigError(f"the {be.name} backend gave the run no reclaim")
+                    squeezer = Squeezer(run.reclaim, run.started)
+                    squeezer.start()
                 sampler.start()
                 try:
                     with interrupts.armed():
@@ -270,6 +287,8 @@ def _run(
                     status = None
             finally:
                 sampler.stop()
+                if squeezer is not None:
+                    squeezer.stop()
                 if channel is not None:
                     channel.stop()
             run.kill()  # orphans and daemons die before the totals are read
@@ -308,6 +327,16 @@ def _run(
         interrupted=interrupted,
         timed_out=timed_out,
     )
+    if squeezer is not None:
+        if squeezer.error is not None:
+            warnings.append(f"the squeeze stopped early: {squeezer.error}")
+        p = result.memory.pressure
+        squeezed = squeezer.result(result.memory.floor_bytes, None if p is None else p.stall_some_s)
+        result = dataclasses.replace(
+            result,
+            memory=dataclasses.replace(result.memory, squeeze=squeezed),
+            warnings=tuple(dict.fromkeys([*result.warnings, *warnings])),
+        )
     if channel is None:
         return result
     phases, latency, marks, more = channel.results(wall, result.termination.value)

@@ -7,7 +7,7 @@ what a limit cost; reports render it.  A value that cannot be measured is ``None
 in JSON), never 0.
 """
 
-from .memory import MemoryParts, MemoryPressure, MemoryStats
+from .memory import MemoryParts, MemoryPressure, MemoryStats, Squeeze
 from .results import (
     SCHEMA_VERSION,
     CoreLease,
@@ -46,6 +46,7 @@ __all__ = [
     "RunSpec",
     "Sample",
     "SampleStats",
+    "Squeeze",
     "Termination",
     "Throttling",
     "UserIds",

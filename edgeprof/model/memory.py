@@ -90,6 +90,39 @@ class MemoryPressure:
 
 
 @dataclass(frozen=True)
+class Squeeze:
+    """A run whose memory was squeezed while it ran (``edgeprof fit --one-run``).
+
+    Every ``interval_s`` edgeprof asked the kernel to reclaim the group's new page cache and
+    a little more (cgroup v2 ``memory.reclaim``), and backed off whenever the group's tasks
+    were stalled on memory for more than ``threshold`` of the interval (``memory.pressure``),
+    as Meta's Senpai sizes containers.  ``held_bytes``: the most memory the group was held at
+    after a reclaim that no stall followed, or the highest anonymous + shared + kernel memory
+    if higher: the estimate of what the run needs.  ``held_t_s``: when (the samples' clock).
+    ``steps``: reclaims asked; ``short``: those the kernel could not complete (nothing more
+    it could drop); ``reclaimed_bytes``: what the group's usage fell by across the reclaims;
+    ``backoffs``: intervals that were stalled; ``stall_s``: the run's total memory stall.
+    """
+
+    held_bytes: int
+    held_t_s: float | None
+    interval_s: float
+    threshold: float
+    steps: int
+    short: int
+    backoffs: int
+    reclaimed_bytes: int
+    stall_s: float | None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> Squeeze | None:
+        if d is None:
+            return None
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclass(frozen=True)
 class MemoryStats:
     peak_bytes: int | None
     peak_source: str | None
@@ -110,6 +143,8 @@ class MemoryStats:
     run without swap (where ``edgeprof fit`` starts looking)."""
     pressure: MemoryPressure | None = None
     """What the limit cost (``None`` in files written before edgeprof read it)."""
+    squeeze: Squeeze | None = None
+    """The run was squeezed by proactive reclaim (``None``: it was not)."""
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> MemoryStats:
@@ -118,4 +153,5 @@ class MemoryStats:
         kw["at_peak"] = MemoryParts.from_dict(kw.get("at_peak"))
         kw["peaks"] = MemoryParts.from_dict(kw.get("peaks"))
         kw["pressure"] = MemoryPressure.from_dict(kw.get("pressure"))
+        kw["squeeze"] = Squeeze.from_dict(kw.get("squeeze"))
         return cls(**kw)

@@ -143,6 +143,10 @@ class RunSpec:
     run_as: UserIds | None = None
     """Host backends: the workload drops to this identity before exec (``None``: keep
     edgeprof's own)."""
+    reclaim: bool = False
+    """The run's memory is squeezed by proactive reclaim (``edgeprof fit --one-run``): the
+    backend gives the handle a :attr:`~edgeprof.backends.base.RunHandle.reclaim` and turns
+    swap off for the group, so only what the kernel can drop is taken."""
 
 
 class Counters(NamedTuple):

@@ -36,6 +36,8 @@ def render_fit(outcomes: Sequence[FitOutcome]) -> str:
 
 
 def _render_one(o: FitOutcome) -> str:
+    if o.method == "one-run":
+        return _render_squeezed(o)
     ref = o.reference[-1] if o.reference else None
     b = o.bounds
     lines = []
@@ -75,15 +77,62 @@ def _render_one(o: FitOutcome) -> str:
             f"{format_binary(b.resolution)})"
         )
         assert o.recommended is not None
-        extra = f"; the peak, {format_binary(b.peak)}, is {b.peak / o.answer:.1f}× the need"
-        lines.append(
-            f"with a {100 * o.margin:.0f}% margin: {format_binary(o.recommended)}"
-            + (extra if b.peak > o.answer else "")
-        )
-        if b.ceiling is not None:
+        lines.extend(_answer_lines(o))
+    return "\n".join(lines) + "\n"
+
+
+def _answer_lines(o: FitOutcome) -> list[str]:
+    """The margin, the peak against the need, and the ceiling: the last lines of both."""
+    b = o.bounds
+    assert o.answer is not None and o.recommended is not None
+    # A squeezed run's own peak is not the unlimited one: no ratio for it.
+    extra = f"; the peak, {format_binary(b.peak)}, is {b.peak / o.answer:.1f}× the need"
+    lines = [
+        f"with a {100 * o.margin:.0f}% margin: {format_binary(o.recommended)}"
+        + (extra if b.peak > o.answer and o.method == "bisection" else "")
+    ]
+    if b.ceiling is not None:
+        if o.fits:
             lines.append(
                 f"fits in {format_binary(b.ceiling)} with "
                 f"{format_binary(b.ceiling - o.answer)} to spare"
             )
-    return "\n".join(lines) + "\n"
+        else:
+            lines.append(
+                f"does not fit in {format_binary(b.ceiling)}: "
+                f"{format_binary(o.answer - b.ceiling)} short"
+            )
+    return lines
 
+
+def _render_squeezed(o: FitOutcome) -> str:
+    """``--one-run``: the squeezed run, what it was held at, and what that cost it."""
+    lines = []
+    r = o.reference[-1] if o.reference else None
+    if r is not None:
+        lines.append(
+            f"{o.label}: {r.backend}/{r.mechanism}, limits: {r.limits.describe()}"
+            + (f", device {r.device}" if r.device else "")
+        )
+        lines.append(
+            f"squeezed run: wall {r.wall_s:.3f}s; "
+            + (composition(r.memory.at_peak, o.bounds.peak) or "")
+        )
+    if o.stopped is not None or r is None:
+        lines.append(f"no estimate: {o.stopped}")
+        return "\n".join(lines) + "\n"
+    q = r.memory.squeeze
+    assert q is not None and o.answer is not None
+    stall = "n/a" if q.stall_s is None else f"{q.stall_s:.3f}s"
+    lines.append(
+        f"reclaimed every {1000 * q.interval_s:.0f} ms while stalls stayed under "
+        f"{100 * q.threshold:g}% of it: {q.steps} reclaims ({q.short} short), "
+        f"{q.backoffs} stalled intervals, memory stall {stall} in all"
+    )
+    when = "" if q.held_t_s is None else f" at {q.held_t_s:.2f}s"
+    lines.append(
+        f"estimated need: {format_binary(o.answer)} (the most it was held at without a "
+        f"stall{when}; one run, not bisected)"
+    )
+    lines.extend(_answer_lines(o))
+    return "\n".join(lines) + "\n"

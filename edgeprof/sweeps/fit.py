@@ -34,7 +34,9 @@ from ..analysis.need import (
     verdict,
     with_margin,
 )
+from ..backends import get_backend
 from ..errors import ConfigError
+from ..measure.squeeze import INTERVAL_S as SQUEEZE_INTERVAL_S
 from ..model import Limits, RunResult, Termination
 from ..units import parse_size
 from .request import RunJob, RunRequest, check_host, execute, open_backend, plan_run
@@ -62,6 +64,9 @@ class FitRequest:
     margin: float = DEFAULT_MARGIN
     repeat: int | None = None
     """Runs per probe and of the reference; ``None``: as the noise needs."""
+    one_run: bool = False
+    """Estimate from one run squeezed by proactive reclaim (:mod:`edgeprof.measure.squeeze`)
+    instead of bisecting with limited runs."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,9 @@ class FitOutcome:
     margin: float
     stopped: str | None = None
     """Why there was no search (the unlimited run did not complete)."""
+    method: str = "bisection"
+    """``bisection`` (limited runs) or ``one-run`` (the reference run was squeezed; its
+    ``memory.squeeze.held_bytes`` is the answer)."""
 
     @property
     def max_probes(self) -> int:
@@ -118,13 +126,18 @@ class FitOutcome:
 
     @property
     def fits(self) -> bool:
-        return self.answer is not None
+        """An answer, within the ceiling (a bisection's always is; a one-run estimate may
+        exceed it)."""
+        ceiling = self.bounds.ceiling
+        return self.answer is not None and (ceiling is None or self.answer <= ceiling)
 
     def to_dict(self) -> dict[str, Any]:
         ref = self.reference[-1]
         b = self.bounds
+        squeeze = ref.memory.squeeze
         return {
             "name": self.label,
+            "method": self.method,
             "command": list(ref.command),
             "backend": ref.backend,
             "mechanism": ref.mechanism,
@@ -151,6 +164,8 @@ class FitOutcome:
             "probes": [p.to_dict() for p in self.probes],
             "min_memory_bytes": self.answer,
             "recommended_bytes": self.recommended,
+            "fits": self.fits,
+            "squeeze": None if squeeze is None else dataclasses.asdict(squeeze),
             "stopped": self.stopped,
         }
 
@@ -166,6 +181,11 @@ def plan_fit(req: FitRequest) -> tuple[RunJob, int | None]:
         raise ConfigError(f"--repeat {req.repeat}: must be at least 1")
     if req.resolution is not None:
         parse_size(req.resolution)
+    if req.one_run and (req.repeat is not None or req.resolution is not None):
+        raise ConfigError("--one-run makes one run: --repeat and --resolution are bisection's")
+    if req.one_run and r.interval is None:
+        # The run's floor (anon + shmem + kernel) is sampled: at the squeeze's own interval.
+        r = dataclasses.replace(r, interval=str(SQUEEZE_INTERVAL_S))
     job = plan_run(r)
     (setting,) = job.plan.limits
     ceiling = setting.memory
@@ -173,9 +193,19 @@ def plan_fit(req: FitRequest) -> tuple[RunJob, int | None]:
     return dataclasses.replace(job, plan=plan), ceiling
 
 
-def open_fit(job: RunJob, log: TextIO) -> RunJob:
-    """The host checked and the backend opened, as ``edgeprof run`` does."""
-    return open_backend(check_host(job), log)
+def open_fit(job: RunJob, log: TextIO, one_run: bool = False) -> RunJob:
+    """The host checked and the backend opened, as ``edgeprof run`` does; with ``one_run``,
+    a backend that cannot squeeze a run is refused here, before any run."""
+    job = open_backend(check_host(job), log)
+    if one_run:
+        be = job.backend or get_backend(
+            job.request.backend, cgroup_parent=job.request.cgroup_parent
+        )
+        why = be.reclaim_unavailable()
+        if why is not None:
+            raise ConfigError(f"--one-run: {why}; without --one-run, fit bisects with limited runs")
+        job = dataclasses.replace(job, backend=be)
+    return job
 
 
 ProbeCallback = Callable[[str, int | None, Probe | None, list[RunResult]], None]
@@ -214,14 +244,20 @@ def _fit_one(
     devnull = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
     try:
 
-        def runs(limits: Limits, n: int, where: str, warmup: int = 0) -> list[RunResult]:
+        def runs(
+            limits: Limits, n: int, where: str, warmup: int = 0, squeeze: bool = False
+        ) -> list[RunResult]:
             plan = dataclasses.replace(job.plan, limits=(limits,), repeat=n, warmup=warmup)
             request = dataclasses.replace(job.request, out=None if out is None else out / where)
             done = execute(
-                dataclasses.replace(job, plan=plan, request=request), workload_stdout=devnull
+                dataclasses.replace(job, plan=plan, request=request),
+                workload_stdout=devnull,
+                squeeze=squeeze,
             )
             return done.results
 
+        if req.one_run:
+            return _one_run(runs(base, 1, "squeezed", squeeze=True), ceiling, req, model, on_step)
         n_ref = req.repeat or REFERENCE_RUNS
         reference = runs(base, n_ref, "reference", REFERENCE_WARMUP)
         label = reference[0].label if reference else (model or "run")
@@ -270,3 +306,25 @@ def _fit_one(
                           req.tolerance, req.margin)  # fmt: skip
     finally:
         os.close(devnull)
+
+
+def _one_run(
+    done: list[RunResult],
+    ceiling: int | None,
+    req: FitRequest,
+    model: str | None,
+    on_step: ProbeCallback | None,
+) -> FitOutcome:
+    """The squeezed run's outcome: its held level is the answer (no probes)."""
+    label = done[0].label if done else (model or "run")
+    if on_step is not None:
+        on_step(label, None, None, done)
+    b = bounds(done, ceiling, None)
+    time = median_time(done) if done else Timing("wall", 0.0)
+    r = done[0] if done else None
+    if r is None or r.termination is not Termination.EXITED or r.memory.squeeze is None:
+        why = "interrupted" if r is None else r.termination.value
+        return FitOutcome(label, tuple(done), time, 0.0, b, (), None, req.tolerance,
+                          req.margin, f"the squeezed run ended: {why}", "one-run")  # fmt: skip
+    return FitOutcome(label, (r,), time, 0.0, b, (), r.memory.squeeze.held_bytes,
+                      req.tolerance, req.margin, None, "one-run")  # fmt: skip

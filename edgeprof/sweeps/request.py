@@ -354,10 +354,12 @@ def execute(
     on_result: Callable[[Step, RunResult], None] | None = None,
     workload_stdout: int | None = None,
     samples_needed: bool = False,
+    squeeze: bool = False,
 ) -> RunOutcome:
     """Stage 4: the sweep.  ``samples_needed``: ``on_result`` reads each run's samples.csv,
     so runs without ``out`` write into a temporary directory (gone on return: the results
-    then name no samples file)."""
+    then name no samples file).  ``squeeze``: each run's memory is squeezed while it runs
+    (``edgeprof fit --one-run``)."""
     req = job.request
     with contextlib.ExitStack() as stack:
         run_out = req.out
@@ -380,6 +382,7 @@ def execute(
                 "run_as": job.run_as,
                 "cores_busy": req.cores_busy,
                 "device": job.device,
+                "squeeze": squeeze,
             },
         )
     results = cell_order(sweep.runs)

@@ -29,3 +29,28 @@ def test_benchmark_quick_mode_prints_every_table(tmp_path: Path) -> None:
     data = json.loads(out.read_text())
     assert set(data["sampling"]["rates"]) == {"100", "1000", "10000"}
     assert data["spike"]["methods"] and data["overhead"]["runs"] > 0
+
+
+def test_fit_benchmark_quick_mode_prints_its_rows(tmp_path: Path) -> None:
+    """Bisection everywhere; the one-run row is the estimate on cgroup v2 with
+    ``memory.reclaim`` and edgeprof's one-line refusal elsewhere."""
+    require(os.geteuid() == 0, "the benchmark creates cgroups: needs root")
+    out = tmp_path / "fit.json"
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/fit_one_run.py", "--quick", "--json", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    [r] = json.loads(out.read_text())["rounds"]
+    assert r["bisection"]["answer_bytes"] >= 16 << 20 and r["bisection"]["runs"] >= 4
+    reclaim = Path("/sys/fs/cgroup/cgroup.controllers").exists() and any(
+        Path("/sys/fs/cgroup").glob("*/memory.reclaim")
+    )
+    if reclaim:
+        assert r["one_run"]["runs"] == 1 and "one-run - bisection" in proc.stdout
+    else:
+        assert "memory.reclaim" in " ".join(r["one_run"]["error"])
+        assert "one-run: not on this kernel" in proc.stdout
