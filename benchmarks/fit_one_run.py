@@ -32,18 +32,10 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 MIB = 1 << 20
 
-SCRIPT = """\
-import os, sys, time
-path, mib = sys.argv[1], int(sys.argv[2])
-fd = os.open(path, os.O_RDONLY)
-os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-while os.read(fd, 1 << 20):
-    pass
-os.close(fd)
-buf = bytearray(mib << 20)
-buf[::4096] = b"\\x01" * len(buf[::4096])
-time.sleep(0.3)
-"""
+sys.path.insert(0, str(REPO))
+from tests.host.memory_workload import READ_AND_HOLD  # noqa: E402  (the tests' own workload)
+
+HOLD_S = "0.3"
 
 
 def fit(args: list[str], script: Path, data: Path, hold: int) -> dict[str, Any]:
@@ -51,7 +43,7 @@ def fit(args: list[str], script: Path, data: Path, hold: int) -> dict[str, Any]:
     t = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "edgeprof", "fit", "--json", *args, "--",
-         sys.executable, str(script), str(data), str(hold)],
+         sys.executable, str(script), str(data), str(hold), HOLD_S],
         cwd=REPO, capture_output=True, text=True, check=False,
     )  # fmt: skip
     wall = time.monotonic() - t
@@ -75,7 +67,7 @@ def fit(args: list[str], script: Path, data: Path, hold: int) -> dict[str, Any]:
 def run_all(a: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="edgeprof-fit-bench-", dir=a.dir) as tmp:
         script = Path(tmp) / "read_and_hold.py"
-        script.write_text(SCRIPT)
+        script.write_text(READ_AND_HOLD)
         data = a.data or Path(tmp) / "model.bin"
         if a.data is None:
             with open(data, "wb") as f:
@@ -145,7 +137,6 @@ def render(res: dict[str, Any]) -> str:
 def in_guest(argv: list[str], a: argparse.Namespace) -> int:
     """Run this script inside the cgroup v2 guest, on a data file made here (the guest's own
     file system is in memory: reading it would fill no page cache)."""
-    sys.path.insert(0, str(REPO))
     from tests.vm.harness import GUEST_OUT_DIR, REPO_ROOT, project_python, run_in_guest
 
     args = [x for x in argv if x != "--vm"]

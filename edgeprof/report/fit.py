@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..model import RunResult
 from ..sweeps.fit import FitOutcome, Probe
 from ..units import format_binary
 from .memory import composition
@@ -35,6 +36,12 @@ def render_fit(outcomes: Sequence[FitOutcome]) -> str:
     return "\n".join(_render_one(o) for o in outcomes)
 
 
+def _title(label: str, r: RunResult) -> str:
+    return f"{label}: {r.backend}/{r.mechanism}, limits: {r.limits.describe()}" + (
+        f", device {r.device}" if r.device else ""
+    )
+
+
 def _render_one(o: FitOutcome) -> str:
     if o.method == "one-run":
         return _render_squeezed(o)
@@ -42,10 +49,7 @@ def _render_one(o: FitOutcome) -> str:
     b = o.bounds
     lines = []
     if ref is not None:
-        lines.append(
-            f"{o.label}: {ref.backend}/{ref.mechanism}, limits: {ref.limits.describe()}"
-            + (f", device {ref.device}" if ref.device else "")
-        )
+        lines.append(_title(o.label, ref))
         lines.append(
             f"unlimited: {o.time.metric} {o.time.seconds:.3f}s ({len(o.reference)} runs, "
             f"spread {100 * o.noise:.0f}%); "
@@ -110,10 +114,7 @@ def _render_squeezed(o: FitOutcome) -> str:
     lines = []
     r = o.reference[-1] if o.reference else None
     if r is not None:
-        lines.append(
-            f"{o.label}: {r.backend}/{r.mechanism}, limits: {r.limits.describe()}"
-            + (f", device {r.device}" if r.device else "")
-        )
+        lines.append(_title(o.label, r))
         lines.append(
             f"squeezed run: wall {r.wall_s:.3f}s; "
             + (composition(r.memory.at_peak, o.bounds.peak) or "")
