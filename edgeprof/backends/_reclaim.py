@@ -46,10 +46,10 @@ class GroupReclaim:
 
     def read(self) -> ReclaimReading:
         stall = None if self._pressure is None else parse_psi(self._pressure.read())[0]
-        # file includes shmem, which no reclaim without swap can drop
         stat = self._stat.read_kv()
-        file = max(0, stat.get("file", 0) - stat.get("shmem", 0))
-        return ReclaimReading(self._current.read_int(), file, stall)
+        return ReclaimReading(
+            self._current.read_int(), stat.get("file", 0), stall, stat.get("shmem", 0)
+        )
 
     def reclaim(self, nbytes: int) -> bool:
         if self._fd is None:

@@ -94,12 +94,19 @@ class PeakReset(Protocol):
 
 
 class ReclaimReading(NamedTuple):
-    """What a squeeze steers by, read at one instant: the group's usage and its page cache
-    (bytes), and its tasks' cumulative memory stall (``some``, µs; ``None``: no PSI)."""
+    """What a squeeze steers by, read at one instant (raw): the group's usage, its page cache
+    and shared memory (``memory.stat`` ``file``, which includes ``shmem``), in bytes, and its
+    tasks' cumulative memory stall (``some``, µs; ``None``: no PSI)."""
 
     current: int
     file: int
     stall_us: int | None
+    shmem: int = 0
+
+    @property
+    def reclaimable(self) -> int:
+        """Page cache less shared memory: what a reclaim without swap can drop."""
+        return max(0, self.file - self.shmem)
 
 
 class Reclaim(Protocol):

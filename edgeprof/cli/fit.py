@@ -10,7 +10,22 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .app import EXIT_BUDGET, EXIT_INTERRUPTED, exit_code
-from .options import CpuPeriod, DeviceName, DevicesFile, EnvItems
+from .options import (
+    AsRoot,
+    BackendName,
+    CgroupParent,
+    CpuPeriod,
+    DeviceName,
+    DevicesFile,
+    DockerArgs,
+    EnvItems,
+    Image,
+    ModelFile,
+    ModelList,
+    Pids,
+    Timeout,
+    WorkDir,
+)
 
 if TYPE_CHECKING:
     from ..model import RunResult
@@ -21,7 +36,7 @@ CONTEXT_SETTINGS = {"allow_interspersed_args": False}
 
 def fit_cmd(
     command: Annotated[list[str], typer.Argument(help="The command and its arguments.")],
-    backend: Annotated[str, typer.Option(help="auto | cgroup | docker")] = "auto",
+    backend: BackendName = "auto",
     cpus: Annotated[str | None, typer.Option(help="CPU bandwidth in CPUs for every run.")] = None,
     cpuset: Annotated[str | None, typer.Option(help="CPUs to run on, e.g. 0-1.")] = None,
     cpu_period: CpuPeriod = None,
@@ -53,35 +68,22 @@ def fit_cmd(
             "(cgroup v2, Linux ≥ 5.19) instead of bisecting.",
         ),
     ] = False,
-    pids: Annotated[str | None, typer.Option(help="Most processes and threads at once.")] = None,
+    pids: Pids = None,
     interval: Annotated[str | None, typer.Option(help="Sampling interval in seconds.")] = None,
-    timeout: Annotated[
-        str | None, typer.Option(help="Stop each run after this many seconds.")
-    ] = None,
+    timeout: Timeout = None,
     env: EnvItems = None,
-    cwd: Annotated[Path | None, typer.Option(help="Working directory of the workload.")] = None,
+    cwd: WorkDir = None,
     out: Annotated[
         Path | None, typer.Option(help="Write fit.json and every run's files into this directory.")
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print fit.json on stdout.")] = False,
     name: Annotated[str | None, typer.Option(help="Label of the runs.")] = None,
-    cgroup_parent: Annotated[
-        str | None, typer.Option(help="cgroup v2 parent group for the run groups.")
-    ] = None,
-    image: Annotated[
-        str | None, typer.Option(help="Docker backend: the image to run the command in.")
-    ] = None,
-    docker_args: Annotated[
-        str | None, typer.Option(help="Docker backend: -v, -e, --network, --shm-size, -u.")
-    ] = None,
-    model_list: Annotated[
-        str | None,
-        typer.Option("--models", "-m", help="Models a,b,…: one search each, model as last arg."),
-    ] = None,
-    model_file: Annotated[
-        Path | None, typer.Option("--model-file", "-f", help="A file of model names, one a line.")
-    ] = None,
-    as_root: Annotated[bool, typer.Option(help="Under sudo, run the workload as root.")] = False,
+    cgroup_parent: CgroupParent = None,
+    image: Image = None,
+    docker_args: DockerArgs = None,
+    model_list: ModelList = None,
+    model_file: ModelFile = None,
+    as_root: AsRoot = False,
 ) -> None:
     """Find the smallest memory limit COMMAND completes in, as fast as without one.
 

@@ -35,3 +35,34 @@ DevicesFile = Annotated[
         help="A device catalog (YAML) merged over the shipped one and $EDGEPROF_DEVICES."
     ),
 ]
+BackendName = Annotated[str, typer.Option("--backend", help="auto | cgroup | docker")]
+Pids = Annotated[
+    str | None,
+    typer.Option(help="Most processes and threads at once, e.g. 64 (fork bombs stop there)."),
+]
+Timeout = Annotated[
+    str | None,
+    typer.Option(help="Stop each run after this many seconds (SIGTERM, then SIGKILL)."),
+]
+WorkDir = Annotated[Path | None, typer.Option("--cwd", help="Working directory of the workload.")]
+CgroupParent = Annotated[
+    str | None, typer.Option(help="cgroup v2 parent group for the run groups.")
+]
+Image = Annotated[
+    str | None, typer.Option(help="Docker backend: the image to run the command in.")
+]
+DockerArgs = Annotated[
+    str | None,
+    typer.Option(help="Docker backend: -v, -e, --network, --shm-size, --privileged, -u."),
+]
+ModelList = Annotated[
+    str | None,
+    typer.Option("--models", "-m", help="Models a,b,…: each is passed as a last argument."),
+]
+ModelFile = Annotated[
+    Path | None, typer.Option("--model-file", "-f", help="A file of model names, one a line.")
+]
+AsRoot = Annotated[
+    bool,
+    typer.Option(help="Under sudo, run the workload as root (default: as the sudo user)."),
+]

@@ -10,7 +10,23 @@ import typer
 
 from ..measure.runner import DEFAULT_INTERVAL_S
 from .app import runs_exit_code
-from .options import CalibrationFile, CpuPeriod, DeviceName, DevicesFile, EnvItems
+from .options import (
+    AsRoot,
+    BackendName,
+    CalibrationFile,
+    CgroupParent,
+    CpuPeriod,
+    DeviceName,
+    DevicesFile,
+    DockerArgs,
+    EnvItems,
+    Image,
+    ModelFile,
+    ModelList,
+    Pids,
+    Timeout,
+    WorkDir,
+)
 
 CONTEXT_SETTINGS = {"allow_interspersed_args": False}
 """Everything after COMMAND is the command's own: ``run -- python x.py --cpus 2``."""
@@ -24,7 +40,7 @@ def run(
             show_default=False,
         ),
     ] = None,
-    backend: Annotated[str, typer.Option(help="auto | cgroup | docker")] = "auto",
+    backend: BackendName = "auto",
     cpus: Annotated[
         list[str] | None,
         typer.Option(help="CPU bandwidth in CPUs, e.g. 1.5; a list 1,2 (or repeated) sweeps."),
@@ -47,20 +63,14 @@ def run(
         list[str] | None,
         typer.Option(help="Memory limit, e.g. 512m (binary units, as Docker); a list sweeps."),
     ] = None,
-    pids: Annotated[
-        str | None,
-        typer.Option(help="Most processes and threads at once, e.g. 64 (fork bombs stop there)."),
-    ] = None,
+    pids: Pids = None,
     interval: Annotated[
         str | None,
         typer.Option(help=f"Sampling interval in seconds (≥ 0.001; default {DEFAULT_INTERVAL_S})."),
     ] = None,
-    timeout: Annotated[
-        str | None,
-        typer.Option(help="Stop the run after this many seconds (SIGTERM, then SIGKILL)."),
-    ] = None,
+    timeout: Timeout = None,
     env: EnvItems = None,
-    cwd: Annotated[Path | None, typer.Option(help="Working directory of the workload.")] = None,
+    cwd: WorkDir = None,
     out: Annotated[
         Path | None, typer.Option(help="Write result.json and samples.csv into this directory.")
     ] = None,
@@ -72,16 +82,9 @@ def run(
     ] = False,
     markdown: Annotated[Path | None, typer.Option(help="Also write a Markdown table here.")] = None,
     name: Annotated[str | None, typer.Option(help="Label of the run in tables.")] = None,
-    cgroup_parent: Annotated[
-        str | None, typer.Option(help="cgroup v2 parent group for the run groups.")
-    ] = None,
-    image: Annotated[
-        str | None, typer.Option(help="Docker backend: the image to run the command in.")
-    ] = None,
-    docker_args: Annotated[
-        str | None,
-        typer.Option(help="Docker backend: -v, -e, --network, --shm-size, --privileged, -u."),
-    ] = None,
+    cgroup_parent: CgroupParent = None,
+    image: Image = None,
+    docker_args: DockerArgs = None,
     base_image: Annotated[
         str | None, typer.Option(help="Docker backend: build an environment FROM this image.")
     ] = None,
@@ -100,13 +103,8 @@ def run(
     dockerfile: Annotated[
         Path | None, typer.Option(help="Environment: your own Dockerfile (supersedes the rest).")
     ] = None,
-    model_list: Annotated[
-        str | None,
-        typer.Option("--models", "-m", help="Models a,b,…: each is passed as a last argument."),
-    ] = None,
-    model_file: Annotated[
-        Path | None, typer.Option("--model-file", "-f", help="A file of model names, one a line.")
-    ] = None,
+    model_list: ModelList = None,
+    model_file: ModelFile = None,
     repeat: Annotated[
         int, typer.Option(help="Runs per model; the comparison shows mean ± sd.")
     ] = 1,
@@ -146,10 +144,7 @@ def run(
         Path | None,
         typer.Option(help="Write PNG charts here (needs the 'plot' extra: matplotlib)."),
     ] = None,
-    as_root: Annotated[
-        bool,
-        typer.Option(help="Under sudo, run the workload as root (default: as the sudo user)."),
-    ] = False,
+    as_root: AsRoot = False,
 ) -> None:
     """Run COMMAND under the limits and report what it used.
 

@@ -76,10 +76,11 @@ class Controller:
             self._pending = None
         if self._backoff > 0:
             self._backoff -= 1
-            self._base_file = r.file
+            self._base_file = r.reclaimable
             return 0
-        grown = max(0, r.file - (r.file if self._base_file is None else self._base_file))
-        probe = PROBE_FRACTION * r.file * max(0.0, 1 - p / self.threshold)
+        cache = r.reclaimable
+        grown = max(0, cache - (cache if self._base_file is None else self._base_file))
+        probe = PROBE_FRACTION * cache * max(0.0, 1 - p / self.threshold)
         n = (grown + int(probe)) // PAGE * PAGE
         if n == 0 and p <= self.threshold:  # nothing left to drop: held where it is
             self._hold(t, r.current)
@@ -97,7 +98,7 @@ class Controller:
         # added while the kernel reclaimed is new cache, asked for next time.  (Based on the
         # reading after, a file streamed during each reclaim kept 14 MiB of cache held in the
         # v2 guest: each step drained the probe's share and the stream refilled it.)
-        self._base_file = max(0, before.file - asked)
+        self._base_file = max(0, before.reclaimable - asked)
         self._pending = (t, r.current)
 
     def end(self) -> None:

@@ -15,6 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 
+def known_fields(cls: Any, d: Mapping[str, Any]) -> dict[str, Any]:
+    """The items of ``d`` that are fields of the dataclass ``cls``: a file written by a
+    newer edgeprof (a key this one does not know) still reads."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
+
+
 @dataclass(frozen=True)
 class MemoryParts:
     """The group's memory split by kind, in bytes; ``None`` where the kernel gives nothing.
@@ -50,8 +57,7 @@ class MemoryParts:
     def from_dict(cls, d: Mapping[str, Any] | None) -> MemoryParts | None:
         if d is None:
             return None
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        return cls(**known_fields(cls, d))
 
 
 @dataclass(frozen=True)
@@ -85,8 +91,7 @@ class MemoryPressure:
     def from_dict(cls, d: Mapping[str, Any] | None) -> MemoryPressure | None:
         if d is None:
             return None
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        return cls(**known_fields(cls, d))
 
 
 @dataclass(frozen=True)
@@ -118,8 +123,7 @@ class Squeeze:
     def from_dict(cls, d: Mapping[str, Any] | None) -> Squeeze | None:
         if d is None:
             return None
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        return cls(**known_fields(cls, d))
 
 
 @dataclass(frozen=True)
@@ -148,8 +152,7 @@ class MemoryStats:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> MemoryStats:
-        names = {f.name for f in dataclasses.fields(cls)}
-        kw = {k: v for k, v in d.items() if k in names}
+        kw = known_fields(cls, d)
         kw["at_peak"] = MemoryParts.from_dict(kw.get("at_peak"))
         kw["peaks"] = MemoryParts.from_dict(kw.get("peaks"))
         kw["pressure"] = MemoryPressure.from_dict(kw.get("pressure"))

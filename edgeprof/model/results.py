@@ -25,7 +25,7 @@ from ..units import (
     parse_memory_limit,
     parse_pids,
 )
-from .memory import MemoryStats
+from .memory import MemoryStats, known_fields
 
 SCHEMA_VERSION = 1
 """Version of the result JSON; bumped on any incompatible change of its keys or units."""
@@ -287,8 +287,7 @@ class Throttling:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Throttling:
-        names = {f.name for f in dataclasses.fields(cls)}
-        kw = {k: v for k, v in d.items() if k in names}
+        kw = known_fields(cls, d)
         kw["distorted"] = tuple(kw.get("distorted") or ())
         return cls(**kw)
 
@@ -321,8 +320,7 @@ class LatencyStats:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LatencyStats:
-        names = {f.name for f in dataclasses.fields(cls)}
-        kw = {k: v for k, v in d.items() if k in names}
+        kw = known_fields(cls, d)
         if kw.get("throttling") is not None:
             kw["throttling"] = Throttling.from_dict(kw["throttling"])
         return cls(**kw)
@@ -361,8 +359,7 @@ class PhaseStats:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PhaseStats:
-        names = {f.name for f in dataclasses.fields(cls)}
-        kw = {k: v for k, v in d.items() if k in names}
+        kw = known_fields(cls, d)
         if kw.get("latency") is not None:
             kw["latency"] = LatencyStats.from_dict(kw["latency"])
         return cls(**kw)

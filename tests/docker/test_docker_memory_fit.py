@@ -64,3 +64,25 @@ def test_composition_and_fit_through_docker(
     assert HOLD_MIB * MIB <= answer <= HOLD_MIB * MIB + bare["peak_bytes"] + 4 * MIB, d
     assert peak - answer >= size * 0.8, d
     assert len(d["probes"]) <= d["max_probes"], d
+
+
+def test_one_run_is_refused_through_docker_before_any_run(
+    docker_daemon: Any,
+    data: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """The Docker backend has no proactive reclaim: one line, exit 2, no container made."""
+    monkeypatch.setenv("DOCKER_HOST", docker_daemon.host)
+    script = tmp_path / "w.py"
+    script.write_text(READ_AND_HOLD)
+    before = docker_daemon.client.containers.list(all=True)
+    out = tmp_path / "fit"
+    code = main(["fit", *_docker(docker_daemon, script, data), "--one-run", "--out", str(out),
+                 "--", "python3", "/opt/w.py", "/data/d.bin", str(HOLD_MIB), HOLD_S])  # fmt: skip
+    err = capfd.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "--one-run: the docker backend cannot reclaim" in err
+    assert docker_daemon.client.containers.list(all=True) == before
+    assert not out.exists()
