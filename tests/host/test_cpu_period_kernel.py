@@ -126,6 +126,10 @@ def test_docker_period_is_a_stalling_full_speed_core_and_is_reported(
     t = r.latency.throttling
     assert t is not None and t.throttled < ITERATIONS // 2
     assert {"p50", "p99"} <= set(t.distorted)
-    assert t.even_p50_s == pytest.approx(unlimited.latency.p50_s / 0.5, rel=0.25)
+    if REAL_TIME:
+        # The even spread is a slower core's median.  Not in the guest: its unlimited median
+        # (a module fixture, measured minutes earlier) and this run's wall time both carry the
+        # emulator's vCPU turns; a fresh-clone CI run's 6.12 guest saw 0.67 of it.
+        assert t.even_p50_s == pytest.approx(unlimited.latency.p50_s / 0.5, rel=0.25)
     [w] = [w for w in r.warnings if "stalls" in w]
     assert w.startswith("latency p50")
