@@ -11,6 +11,7 @@ the ``--max-…`` options of ``run`` and from a YAML budget file::
       mobilenet_v2_1.0.onnx:
         cpu_time: 4s
         latency_p95: 40ms
+        memory_need: 300m # measured by squeezed runs (run --squeeze)
 
 Precedence, per metric: a ``--max-…`` option (what was typed for this run) over the model's
 entry in the file over the file's ``default``.
@@ -129,6 +130,8 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
                     reason = f"no successful run: {_ending(runs[-1])}"
                 elif key == "latency_p95":
                     reason = "the runs reported no per-iteration latency"
+                elif key == "memory_need":
+                    reason = "the runs were not squeezed (--squeeze measures the need)"
                 else:
                     reason = f"the {runs[0].backend} backend did not measure it"
                 checks.append(

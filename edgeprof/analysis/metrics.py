@@ -14,6 +14,7 @@ cpu_time           cpu_s        --max-cpu-…   cpu_time          ``cpu.total_s`
 cpu_pct            cpu_pct      —             avg_cpu           ``cpu.avg_pct``
 peak_memory        peak_bytes   --max-peak-…  peak_mem          ``memory.peak_bytes``
 avg_memory         avg_bytes    --max-avg-…   avg_mem           ``memory.avg_bytes``
+memory_need        —            --max-mem…    —                 ``memory.squeeze.held_bytes``
 latency_p95        —            --max-lat…    —                 ``latency.p95_s``
 latency_p50        —            —             latency           ``latency.p50_s``
 latency_mean       —            —             latency_mean      ``latency.mean_s``
@@ -57,6 +58,13 @@ def _latency(field: str) -> Callable[[RunResult], float | None]:
     return get
 
 
+def _need(r: RunResult) -> float | None:
+    # Only a squeezed run measured what it needs (run --squeeze, fit --one-run); a peak is
+    # not a need, so an unsqueezed run has none rather than its peak.
+    q = r.memory.squeeze
+    return None if q is None else float(q.held_bytes)
+
+
 @dataclass(frozen=True)
 class Metric:
     key: str
@@ -75,6 +83,9 @@ class Metric:
     """The ``--max-…`` budget option (``None``: not budgetable)."""
     calibration: str | None = None
     """The device CSV column stem (``None``: not calibratable)."""
+    rare: bool = False
+    """Measured only when asked for (a squeezed run's need): a table shows its column only
+    when some run has it, rather than a column of n/a."""
 
     def format(self, value: float) -> str:
         """``1.23s``/``12.3ms``, ``117.9MiB``, ``80.0%``."""
@@ -105,6 +116,10 @@ METRICS: tuple[Metric, ...] = (
     Metric(
         "avg_memory", "avg memory", Kind.MEMORY, lambda r: r.memory.avg_bytes,
         stat="avg_bytes", option="--max-avg-memory", calibration="avg_mem",
+    ),
+    Metric(
+        "memory_need", "memory need", Kind.MEMORY, _need, option="--max-memory-need",
+        rare=True,
     ),
     Metric(
         "latency_p95", "latency p95", Kind.TIME, _latency("p95_s"), option="--max-latency-p95",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..errors import ConfigError
 from .app import EXIT_BUDGET, EXIT_INTERRUPTED, exit_code
 from .options import (
     AsRoot,
@@ -68,6 +69,10 @@ def fit_cmd(
             "(cgroup v2, Linux ≥ 5.19) instead of bisecting.",
         ),
     ] = False,
+    max_memory_need: Annotated[
+        str | None,
+        typer.Option(help="Budget: exit 3 when the answer exceeds this size, e.g. 300m."),
+    ] = None,
     pids: Pids = None,
     interval: Annotated[str | None, typer.Option(help="Sampling interval in seconds.")] = None,
     timeout: Timeout = None,
@@ -77,6 +82,10 @@ def fit_cmd(
         Path | None, typer.Option(help="Write fit.json and every run's files into this directory.")
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print fit.json on stdout.")] = False,
+    plot: Annotated[
+        Path | None,
+        typer.Option(help="Draw the curve (time against the limit) in this PNG (matplotlib)."),
+    ] = None,
     name: Annotated[str | None, typer.Option(help="Label of the runs.")] = None,
     cgroup_parent: CgroupParent = None,
     image: Image = None,
@@ -127,8 +136,19 @@ def fit_cmd(
         margin=parse_fraction(margin, "--margin"),
         repeat=repeat,
         one_run=one_run,
+        max_need=max_memory_need,
     )
     job, ceiling = plan_fit(request)
+    if plot is not None:
+        from ..report.plots import _pyplot
+        from ..storage import check_writable
+
+        if one_run and out is None:
+            raise ConfigError(
+                "--plot with --one-run draws the squeezed run's samples: give --out DIR"
+            )
+        _pyplot()  # a missing matplotlib is found before the runs, not after
+        check_writable(plot)
     for w in job.warnings:
         print(f"edgeprof: warning: {w}", file=sys.stderr)
     job = open_fit(job, sys.stderr, one_run)
@@ -151,6 +171,11 @@ def fit_cmd(
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         write_json_atomic(out / "fit.json", doc)
+    if plot is not None:
+        from ..report.plots import plot_fit
+
+        plot_fit(outcomes, plot)
+        print(f"edgeprof fit: plot written to {plot}", file=sys.stderr)
     if json_out:
         print(json.dumps(doc, indent=2))
     else:
@@ -160,9 +185,11 @@ def fit_cmd(
 
 def fit_exit_code(outcomes: list[FitOutcome]) -> int:
     """0 when every search found an answer; the workload's own code (130: interrupted) when
-    an unlimited run did not complete; 3 when something does not fit its ceiling."""
+    an unlimited run did not complete; 3 when something does not fit its ceiling or its
+    answer exceeds ``--max-memory-need``."""
     for o in outcomes:
         if o.stopped is not None:
             codes = [exit_code(r) for r in o.reference]
             return next((c for c in codes if c), EXIT_INTERRUPTED)
-    return 0 if all(o.fits for o in outcomes) else EXIT_BUDGET
+    ok = all(o.fits and o.within_budget is not False for o in outcomes)
+    return 0 if ok else EXIT_BUDGET

@@ -123,6 +123,18 @@ def run(
     max_latency_p95: Annotated[
         str | None, typer.Option(help="Budget: p95 per-iteration latency, e.g. 40ms.")
     ] = None,
+    max_memory_need: Annotated[
+        str | None,
+        typer.Option(help="Budget: the memory a squeezed run needs, e.g. 300m (with --squeeze)."),
+    ] = None,
+    squeeze: Annotated[
+        bool,
+        typer.Option(
+            "--squeeze",
+            help="Measure each run's memory need: reclaim its memory while it runs, until it "
+            "stalls (cgroup v2, Linux ≥ 5.19; the runs are slower).",
+        ),
+    ] = False,
     budgets_file: Annotated[
         Path | None, typer.Option("--budgets", help="Budget file (YAML): per model or default.")
     ] = None,
@@ -187,6 +199,7 @@ def run(
             "peak_memory": max_peak_memory,
             "avg_memory": max_avg_memory,
             "latency_p95": max_latency_p95,
+            "memory_need": max_memory_need,
         },
         budgets_file=budgets_file,
         environment=environment,
@@ -194,6 +207,7 @@ def run(
         cores_busy=cores_busy,
         device=device,
         devices=devices,
+        squeeze=squeeze,
     )
     outputs = RunOutputs(
         markdown=markdown, summary=summary, junit=junit, plots=plots, json_out=json_out

@@ -45,11 +45,17 @@ def render_run_summary(
             else f"**All {len(checks)} budget checks passed**",
             "",
         ]
+    budgeted = {c.metric.key for c in checks}
+    shown = [
+        m
+        for m in METRICS.values()
+        if not m.rare or m.key in budgeted or any(m.get(r) is not None for r in results)
+    ]
     rows = []
     for (label, setting), runs in cells(results).items():
         ok = successful(runs)
         row = [label, setting, f"{len(ok)}/{len(runs)}"]
-        for metric in METRICS.values():
+        for metric in shown:
             values = [v for r in ok if (v := metric.get(r)) is not None]
             row.append(metric.format(statistics.median(values)) if values else "n/a")
         rows.append(row)
@@ -57,7 +63,7 @@ def render_run_summary(
         "Model",
         "Limits",
         "OK runs",
-        *(m.title[0].upper() + m.title[1:] for m in METRICS.values()),
+        *(m.title[0].upper() + m.title[1:] for m in shown),
     ]
     lines += _table(header, rows)
     lines += ["", "Median of the successful runs of each model under each limit setting."]

@@ -33,7 +33,19 @@ def probe_row(p: Probe, reference_s: float) -> list[str]:
 
 
 def render_fit(outcomes: Sequence[FitOutcome]) -> str:
-    return "\n".join(_render_one(o) for o in outcomes)
+    return "\n".join(_render_one(o) + _budget_line(o) for o in outcomes)
+
+
+def _budget_line(o: FitOutcome) -> str:
+    """``budget: memory need 58.0MiB within --max-memory-need 64.0MiB`` (or ``exceeds``)."""
+    ok = o.within_budget
+    if ok is None or o.budget is None:
+        return ""
+    budget = f"--max-memory-need {format_binary(o.budget)}"
+    if o.answer is None:
+        return f"budget: nothing up to the ceiling fits, so over {budget}\n"
+    verb = "within" if ok else "exceeds"
+    return f"budget: memory need {format_binary(o.answer)} {verb} {budget}\n"
 
 
 def _title(label: str, r: RunResult) -> str:

@@ -1,7 +1,9 @@
-"""A run's memory in words: what its peak was made of, and what its limit cost it."""
+"""A run's memory in words: what its peak was made of, what its limit cost it, and
+whether it fits that limit."""
 
 from __future__ import annotations
 
+from ..analysis.headroom import Headroom, LimitFit
 from ..model import MemoryParts, MemoryPressure
 from ..units import format_binary
 
@@ -39,3 +41,34 @@ def cost(p: MemoryPressure | None) -> str | None:
     if p.events_oom is not None:
         parts.append(f"OOM events {p.events_oom}")
     return ", ".join(parts) or None
+
+
+def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
+    """``memory limit 2.0GiB (device rpi4-2gb): fits, peak 184.3MiB, 1.8GiB to spare (91%)``:
+    the run's verdict against its limit (:mod:`edgeprof.analysis.headroom`)."""
+    if f is None:
+        return None
+    head = f"memory limit {format_binary(f.limit)}" + (f" (device {f.device})" if f.device else "")
+    stall = "" if f.stall_share is None else f"stalled {100 * f.stall_share:.1f}% of the wall time"
+    floor = "" if f.used is None else f"anon + shmem + kernel {format_binary(f.used)}"
+    if f.status is Headroom.FITS:
+        assert f.used is not None and f.spare is not None
+        said = (
+            f"fits, peak {format_binary(f.used)}, {format_binary(f.spare)} to spare "
+            f"({100 * f.spare / f.limit:.0f}%)"
+        )
+    elif f.status is Headroom.AT_LIMIT:
+        said = "fits at the limit: the kernel dropped page cache to make room" + (
+            f" without slowing it ({stall})"
+            if stall
+            else " (cgroup v1 has no stall figure: edgeprof fit times the limit)"
+        )
+        if f.used is not None and f.spare is not None:
+            said += f"; {floor} leaves {format_binary(f.spare)}"
+    elif f.status is Headroom.SLOWED:
+        said = f"slowed, {stall}" + (f"; {floor}" if floor else "")
+        said += "; edgeprof fit finds the limit that does not slow it"
+    else:
+        at = "" if f.used is None else f" at a peak of {format_binary(f.used)}"
+        said = f"does not fit: OOM-killed{at}"
+    return f"{head}: {said}" + (f" (the worst of {runs} runs)" if runs > 1 else "")

@@ -1,7 +1,8 @@
 """PNG charts (optional extra ``plot``: ``pip install 'edgeprof[plot]'``, matplotlib).
 
 * a run's CPU % and memory over time, from its ``samples.csv``;
-* a metric per model across limit settings: the median with the min … max range.
+* a metric per model across limit settings: the median with the min … max range;
+* ``edgeprof fit``'s curve: time against the memory limit, per model.
 """
 
 from __future__ import annotations
@@ -9,14 +10,18 @@ from __future__ import annotations
 import csv
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.cells import cell_key
 from ..analysis.compare import summarize_cells
 from ..analysis.metrics import STAT_METRICS, Kind
+from ..analysis.need import median_time
 from ..errors import ConfigError
-from ..model import RunResult
+from ..model import RunResult, Termination
 from ..storage import prepare_out_dir
+
+if TYPE_CHECKING:
+    from ..sweeps.fit import FitOutcome
 
 PLOTTED_METRICS = ("wall_s", "cpu_s", "peak_bytes", "avg_bytes", "cpu_pct")
 
@@ -141,3 +146,74 @@ def write_plots(out: Path, results: Sequence[RunResult], timelines: bool = True)
             if p is not None:
                 written.append(p)
     return written
+
+
+def plot_fit(outcomes: Sequence[FitOutcome], path: Path) -> Path:
+    """``edgeprof fit --plot``: per model, each probe's time against its limit (passed,
+    slower, or ended: OOM at the foot) with the unlimited time, the tolerance, the floor, the
+    peak and the answer; a one-run fit shows its squeezed run's usage over time instead."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(len(outcomes), 1, figsize=(8, 4.5 * len(outcomes)), squeeze=False)
+    for ax, o in zip(axes[:, 0], outcomes, strict=True):
+        if o.method == "one-run":
+            _squeezed_panel(ax, o)
+        else:
+            _curve_panel(ax, o)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _curve_panel(ax: Any, o: FitOutcome) -> None:
+    mib = 2**20
+    b = o.bounds
+    ref = o.time.seconds
+    ok = [(p.limit / mib, median_time(p.runs).seconds) for p in o.probes if p.verdict.ok]
+    slow = [
+        (p.limit / mib, median_time(p.runs).seconds)
+        for p in o.probes
+        if not p.verdict.ok and p.runs[-1].termination is Termination.EXITED
+    ]
+    ended = [p.limit / mib for p in o.probes if p.runs[-1].termination is not Termination.EXITED]
+    if ok:
+        ax.plot(*zip(*ok, strict=True), "o", color="tab:green", label="fits")
+    if slow:
+        ax.plot(*zip(*slow, strict=True), "o", color="tab:orange", label="too slow")
+    if ended:
+        ax.plot(ended, [0.0] * len(ended), "x", color="tab:red", markersize=9, label="OOM / ended")
+    ax.axhline(ref, color="grey", label=f"unlimited {o.time.metric}")
+    ax.axhline(ref * (1 + o.tolerance), color="grey", linestyle="--",
+               label=f"+{100 * o.tolerance:.0f}% tolerance")  # fmt: skip
+    ax.axvline(b.floor / mib, color="tab:purple", linestyle=":", label="floor (anon+shmem+kernel)")
+    ax.axvline(b.peak / mib, color="tab:red", linestyle=":", label="unlimited peak")
+    if b.ceiling is not None:
+        ax.axvline(b.ceiling / mib, color="black", linestyle="-.", label="ceiling")
+    if o.answer is not None:
+        ax.axvline(o.answer / mib, color="tab:green", label="smallest memory")
+    ax.set_xlabel("memory limit (MiB)")
+    ax.set_ylabel(f"{o.time.metric} (s)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"{o.label}: time against the memory limit ({len(o.probes)} probes)")
+
+
+def _squeezed_panel(ax: Any, o: FitOutcome) -> None:
+    mib = 2**20
+    r = o.reference[-1] if o.reference else None
+    if r is not None and r.samples.path is not None and Path(r.samples.path).is_file():
+        s = read_samples(r.samples.path)
+        pts = [
+            (t or 0.0, m / mib)
+            for t, m in zip(s.get("t_s", []), s.get("memory_bytes", []), strict=False)
+            if m is not None
+        ]
+        if pts:
+            ax.plot(*zip(*pts, strict=True), color="tab:blue", label="usage (squeezed)")
+    if o.answer is not None:
+        ax.axhline(o.answer / mib, color="tab:green", label="estimated need")
+    ax.axhline(o.bounds.peak / mib, color="tab:red", linestyle=":", label="peak of the run")
+    ax.set_xlabel("seconds since start")
+    ax.set_ylabel("memory (MiB)")
+    ax.set_title(f"{o.label}: one squeezed run")

@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from ..analysis.cells import cells
+from ..analysis.headroom import worst_fit
 from ..model import RunResult
 from ..units import format_binary, format_decimal, format_seconds
-from .memory import composition, cost
+from .memory import composition, cost, headroom
 from .phases import render_sections
 from .table import markdown_lines, plain_table
 
@@ -113,6 +114,9 @@ def _notes(results: Sequence[RunResult]) -> str:
         out.append(head)
         if len(runs) == 1:
             out.extend(_memory_lines(r))
+        verdict = headroom(*worst_fit(runs))
+        if verdict is not None:
+            out.append(f"  {verdict}")
         out.extend(f"  warning: {w}" for w in dict.fromkeys(w for x in runs for w in x.warnings))
     return "\n".join(out) + ("\n" if out else "")
 
@@ -123,6 +127,13 @@ def _memory_lines(r: RunResult) -> list[str]:
     made_of = composition(r.memory.at_peak, r.memory.peak_bytes)
     if made_of is not None:
         lines.append(f"  memory: {made_of} (at the highest sample)")
+    q = r.memory.squeeze
+    if q is not None:
+        when = "" if q.held_t_s is None else f" at {q.held_t_s:.2f}s"
+        lines.append(
+            f"  memory need: {format_binary(q.held_bytes)} (squeezed: the most it was held "
+            f"at without a stall{when}; {q.steps} reclaims, {q.backoffs} stalled intervals)"
+        )
     limit = r.memory.limit_bytes
     paid = cost(r.memory.pressure)
     if limit is not None and paid is not None:

@@ -34,12 +34,18 @@ from ..analysis.need import (
     verdict,
     with_margin,
 )
-from ..backends import get_backend
 from ..errors import ConfigError
-from ..measure.squeeze import INTERVAL_S as SQUEEZE_INTERVAL_S
 from ..model import Limits, RunResult, Termination
 from ..units import parse_size
-from .request import RunJob, RunRequest, check_host, execute, open_backend, plan_run
+from .request import (
+    RunJob,
+    RunRequest,
+    check_host,
+    execute,
+    open_backend,
+    plan_run,
+    require_reclaim,
+)
 
 
 class _Interrupted(Exception):
@@ -67,6 +73,8 @@ class FitRequest:
     one_run: bool = False
     """Estimate from one run squeezed by proactive reclaim (:mod:`edgeprof.measure.squeeze`)
     instead of bisecting with limited runs."""
+    max_need: str | None = None
+    """``--max-memory-need``: a size the answer must not exceed (a CI gate)."""
 
 
 @dataclass(frozen=True)
@@ -116,9 +124,20 @@ class FitOutcome:
     """``bisection`` (limited runs) or ``one-run`` (the reference run was squeezed; its
     ``memory.squeeze.held_bytes`` is the answer)."""
 
+    budget: int | None = None
+    """``--max-memory-need`` in bytes (``None``: no budget)."""
+
     @property
     def max_probes(self) -> int:
         return max_probes(self.bounds)
+
+    @property
+    def within_budget(self) -> bool | None:
+        """The answer against the budget; ``None`` without a budget or a search (stopped).
+        No answer (nothing fits the ceiling) is over any budget."""
+        if self.budget is None or self.stopped is not None:
+            return None
+        return self.answer is not None and self.answer <= self.budget
 
     @property
     def recommended(self) -> int | None:
@@ -166,6 +185,8 @@ class FitOutcome:
             "recommended_bytes": self.recommended,
             "fits": self.fits,
             "squeeze": None if squeeze is None else dataclasses.asdict(squeeze),
+            "max_memory_need_bytes": self.budget,
+            "within_budget": self.within_budget,
             "stopped": self.stopped,
         }
 
@@ -181,12 +202,11 @@ def plan_fit(req: FitRequest) -> tuple[RunJob, int | None]:
         raise ConfigError(f"--repeat {req.repeat}: must be at least 1")
     if req.resolution is not None:
         parse_size(req.resolution)
+    if req.max_need is not None:
+        parse_size(req.max_need)
     if req.one_run and (req.repeat is not None or req.resolution is not None):
         raise ConfigError("--one-run makes one run: --repeat and --resolution are bisection's")
-    if req.one_run and r.interval is None:
-        # The run's floor (anon + shmem + kernel) is sampled: at the squeeze's own interval.
-        r = dataclasses.replace(r, interval=str(SQUEEZE_INTERVAL_S))
-    job = plan_run(r)
+    job = plan_run(dataclasses.replace(r, squeeze=req.one_run))
     (setting,) = job.plan.limits
     ceiling = setting.memory
     plan = dataclasses.replace(job.plan, limits=(dataclasses.replace(setting, memory=None),))
@@ -196,16 +216,10 @@ def plan_fit(req: FitRequest) -> tuple[RunJob, int | None]:
 def open_fit(job: RunJob, log: TextIO, one_run: bool = False) -> RunJob:
     """The host checked and the backend opened, as ``edgeprof run`` does; with ``one_run``,
     a backend that cannot squeeze a run is refused here, before any run."""
-    job = open_backend(check_host(job), log)
+    job = check_host(job)
     if one_run:
-        be = job.backend or get_backend(
-            job.request.backend, cgroup_parent=job.request.cgroup_parent
-        )
-        why = be.reclaim_unavailable()
-        if why is not None:
-            raise ConfigError(f"--one-run: {why}; without --one-run, fit bisects with limited runs")
-        job = dataclasses.replace(job, backend=be)
-    return job
+        job = require_reclaim(job, "--one-run", "without --one-run, fit bisects with limited runs")
+    return open_backend(job, log)
 
 
 ProbeCallback = Callable[[str, int | None, Probe | None, list[RunResult]], None]
@@ -226,7 +240,10 @@ def fit(
         mjob = job
         if model is not None:
             mjob = dataclasses.replace(job, plan=dataclasses.replace(job.plan, models=(model,)))
-        outcomes.append(_fit_one(mjob, ceiling, req, model, on_step))
+        outcome = _fit_one(mjob, ceiling, req, model, on_step)
+        if req.max_need is not None:
+            outcome = dataclasses.replace(outcome, budget=parse_size(req.max_need))
+        outcomes.append(outcome)
     return outcomes
 
 

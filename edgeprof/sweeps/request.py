@@ -33,6 +33,7 @@ from ..errors import ConfigError, CoresBusy, LimitError
 from ..measure.leases import CORES_BUSY
 from ..measure.privilege import workload_user
 from ..measure.runner import DEFAULT_INTERVAL_S, check_command
+from ..measure.squeeze import INTERVAL_S as SQUEEZE_INTERVAL_S
 from ..model import RunResult, UserIds
 from ..names import check_name
 from ..storage import check_writable
@@ -97,6 +98,9 @@ class RunRequest:
     ``cpus``, ``memory``, ``cpu_period`` given as well replace the device's."""
     devices: Path | None = None
     """``--devices FILE``: a catalog merged over the others."""
+    squeeze: bool = False
+    """``--squeeze``: each run's memory is squeezed by proactive reclaim while it runs, and
+    what it was held at is its measured need (``memory.squeeze``; cgroup v2 only)."""
 
     def docker_environment(self) -> bool:
         """Whether an option describes a Docker environment (image or options)."""
@@ -207,6 +211,9 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     warnings = device_warnings + warnings
     if req.cores_busy not in CORES_BUSY:
         raise ConfigError(f"--cores-busy {req.cores_busy}: expected wait or fail")
+    if req.squeeze and req.interval is None:
+        # A squeezed run's floor (anon + shmem + kernel) is sampled: at the squeeze's pace.
+        req = dataclasses.replace(req, interval=str(SQUEEZE_INTERVAL_S))
     settings = limit_settings(req.cpus, req.cpuset, req.memory)
     if req.pids is not None:  # one process limit for every setting of a sweep
         pids = parse_pids(req.pids)
@@ -229,6 +236,11 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
         name=req.name,
     )
     budgets = budgets_from_options(req.budgets_file, req.budgets)
+    if req.budgets.get("memory_need") is not None and not req.squeeze:
+        raise ConfigError(
+            "--max-memory-need gates the need a squeezed run measures: add --squeeze "
+            "(cgroup v2), or gate a bisection with edgeprof fit --max-memory-need"
+        )
     for path in outputs:
         check_writable(path)
     cal = None if req.calibration is None else load_calibration(req.calibration)
@@ -315,7 +327,25 @@ def check_host(job: RunJob) -> RunJob:
 def open_backend(job: RunJob, log: TextIO) -> RunJob:
     """Stage 3: the Docker backend, its limits checked before its image is built (the build
     and an unchanged environment's reuse are told on ``log``); other backends open in
-    :func:`execute`."""
+    :func:`execute`, unless the runs are squeezed: a backend that cannot squeeze is refused
+    here, before any run."""
+    if job.request.squeeze:
+        job = require_reclaim(job, "--squeeze")
+    return _open_docker(job, log)
+
+
+def require_reclaim(job: RunJob, option: str, hint: str = "") -> RunJob:
+    """The job with its backend opened, refused in one line (``option: why; hint``) when
+    that backend cannot squeeze a run's memory (:meth:`Backend.reclaim_unavailable`)."""
+    req = job.request
+    be = job.backend or get_backend(req.backend, cgroup_parent=req.cgroup_parent)
+    why = be.reclaim_unavailable()
+    if why is not None:
+        raise ConfigError(f"{option}: {why}" + (f"; {hint}" if hint else ""))
+    return dataclasses.replace(job, backend=be)
+
+
+def _open_docker(job: RunJob, log: TextIO) -> RunJob:
     req = job.request
     if req.backend != "docker":
         if req.docker_environment():
@@ -359,8 +389,9 @@ def execute(
     """Stage 4: the sweep.  ``samples_needed``: ``on_result`` reads each run's samples.csv,
     so runs without ``out`` write into a temporary directory (gone on return: the results
     then name no samples file).  ``squeeze``: each run's memory is squeezed while it runs
-    (``edgeprof fit --one-run``)."""
+    (``edgeprof fit --one-run``; ``request.squeeze`` squeezes every run of a sweep)."""
     req = job.request
+    squeeze = squeeze or req.squeeze
     with contextlib.ExitStack() as stack:
         run_out = req.out
         if samples_needed and req.out is None:

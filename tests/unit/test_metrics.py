@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from edgeprof.analysis import budgets, calibration, compare
 from edgeprof.analysis.metrics import (
     BUDGET_METRICS,
@@ -11,22 +13,30 @@ from edgeprof.analysis.metrics import (
     STAT_METRICS,
     Kind,
 )
-from edgeprof.model import LatencyStats
+from edgeprof.model import LatencyStats, Squeeze
 from edgeprof.report import export, plots
 
 from .conftest import make_result
+
+SQUEEZED = Squeeze(
+    held_bytes=58 * 2**20, held_t_s=1.2, interval_s=0.02, threshold=0.01, steps=40, short=2,
+    backoffs=3, reclaimed_bytes=100 * 2**20, stall_s=0.01,
+)  # fmt: skip
 
 
 def test_each_consumer_keeps_its_names_and_order() -> None:
     # These names are interface: sweep.json/cells.csv keys, budget keys and options, and the
     # device CSV's column stems.  Their order is the order of table rows and CSV columns.
     assert list(STAT_METRICS) == ["wall_s", "cpu_s", "cpu_pct", "peak_bytes", "avg_bytes"]
-    assert list(BUDGET_METRICS) == ["wall", "cpu_time", "peak_memory", "avg_memory", "latency_p95"]
+    assert list(BUDGET_METRICS) == [
+        "wall", "cpu_time", "peak_memory", "avg_memory", "memory_need", "latency_p95",
+    ]  # fmt: skip
     assert [m.option for m in BUDGET_METRICS.values()] == [
         "--max-wall",
         "--max-cpu-time",
         "--max-peak-memory",
         "--max-avg-memory",
+        "--max-memory-need",
         "--max-latency-p95",
     ]
     assert list(CALIBRATION_METRICS) == [
@@ -75,11 +85,14 @@ def test_getters_and_formats() -> None:
         "cpu_pct": 80.0,
         "peak_memory": 120 * 2**20,
         "avg_memory": 100 * 2**20,
+        "memory_need": None,  # not squeezed: a peak is not a need
         "latency_p95": 0.015,
         "latency_p50": 0.011,
         "latency_mean": 0.012,
     }
     assert BY_KEY["latency_p95"].get(make_result()) is None
+    squeezed = make_result(memory=dataclasses.replace(r.memory, squeeze=SQUEEZED))
+    assert BY_KEY["memory_need"].get(squeezed) == 58 * 2**20
     assert BY_KEY["wall"].format(1.5) == "1.50s"
     assert BY_KEY["peak_memory"].format(120 * 2**20) == "120.0MiB"
     assert BY_KEY["cpu_pct"].format(80) == "80.0%"

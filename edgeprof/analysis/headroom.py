@@ -1,0 +1,106 @@
+"""Whether a run fits the memory it was given (a ``--device``'s, or ``--memory``), and with
+what margin: the device-language verdict of ``edgeprof run``.
+
+A limited run is itself the evidence; this reads it, it does not predict.  Four outcomes:
+
+* **fits**: the peak stayed below the limit, so nothing was reclaimed to make room; the
+  margin is the limit less the peak;
+* **fits at the limit**: the peak reached the limit and the run still completed without
+  stalling on memory: the kernel dropped page cache the run could spare.  The peak says
+  nothing then (it is the limit); the margin is the limit less what no limit can take back,
+  the anon + shmem + kernel floor;
+* **slowed**: it completed, but stalled on memory (PSI) for more than
+  :data:`~edgeprof.measure.memory.STALL_WARN_FRACTION` of its wall time: it runs in the
+  limit, not comfortably;
+* **does not fit**: the kernel's OOM killer ended it (or one of its processes).
+
+"Reached the limit" is ``memory.events`` ``max`` > 0 (cgroup v2) or a peak within
+:data:`AT_LIMIT_SLACK` of the limit: v1 charges cache up to the limit and then reclaims,
+so a peak that stops a few pages short of it has met it.  cgroup v1 has no stall figure:
+a run that reached its limit there is "fits at the limit" with the stall unknown, and says
+so.  A run that ended otherwise (a timeout, a non-zero exit without an OOM kill, a signal)
+gets no verdict: its memory is not what stopped it, or cannot be told apart from what did.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from ..measure.memory import STALL_WARN_FRACTION
+from ..model import RunResult, Termination
+
+MIB = 1 << 20
+AT_LIMIT_SLACK = 0.01
+"""A peak within 1 % of the limit (at least 1 MiB) has reached it: cgroup v1's
+``max_usage_in_bytes`` under a full page cache stops a few pages short of the limit."""
+
+
+class Headroom(str, enum.Enum):
+    FITS = "fits"
+    AT_LIMIT = "fits at the limit"
+    SLOWED = "slowed"
+    DOES_NOT_FIT = "does not fit"
+
+    @property
+    def ok(self) -> bool:
+        return self in (Headroom.FITS, Headroom.AT_LIMIT)
+
+
+_WORST_FIRST = (Headroom.DOES_NOT_FIT, Headroom.SLOWED, Headroom.AT_LIMIT, Headroom.FITS)
+
+
+@dataclass(frozen=True)
+class LimitFit:
+    """One run (or the worst of a cell's runs) against the memory limit it ran under."""
+
+    status: Headroom
+    limit: int
+    used: int | None
+    """What the margin is taken from: the peak (``FITS``), the anon + shmem + kernel floor
+    (``AT_LIMIT``/``SLOWED``; ``None`` without a composition), or the peak at the OOM."""
+    stall_share: float | None
+    """Memory stall (PSI ``some``) as a share of the wall time; ``None``: not measured."""
+    device: str | None = None
+
+    @property
+    def spare(self) -> int | None:
+        """The limit less ``used`` (never negative), ``None`` when ``used`` is unknown."""
+        return None if self.used is None else max(0, self.limit - self.used)
+
+
+def limit_fit(r: RunResult) -> LimitFit | None:
+    """The verdict for one run, ``None`` without a memory limit or a memory-telling end."""
+    limit = r.memory.limit_bytes
+    if limit is None or limit <= 0:
+        return None
+    p = r.memory.pressure
+    stall = None
+    if p is not None and p.stall_some_s is not None and r.wall_s > 0:
+        stall = p.stall_some_s / r.wall_s
+    if r.termination is Termination.OOM or (r.memory.oom_kills or 0) > 0:
+        return LimitFit(Headroom.DOES_NOT_FIT, limit, r.memory.peak_bytes, stall, r.device)
+    if r.termination is not Termination.EXITED or r.exit_code != 0:
+        return None
+    if stall is not None and stall > STALL_WARN_FRACTION:
+        return LimitFit(Headroom.SLOWED, limit, r.memory.floor_bytes, stall, r.device)
+    peak = r.memory.peak_bytes
+    reached = (p is not None and (p.events_max or 0) > 0) or (
+        peak is not None and peak >= limit - max(MIB, int(AT_LIMIT_SLACK * limit))
+    )
+    if reached or peak is None:
+        return LimitFit(Headroom.AT_LIMIT, limit, r.memory.floor_bytes, stall, r.device)
+    return LimitFit(Headroom.FITS, limit, peak, stall, r.device)
+
+
+def worst_fit(runs: list[RunResult]) -> tuple[LimitFit | None, int]:
+    """The worst verdict of a cell's runs (a gate trusts its worst run), and how many runs
+    had a verdict.  Among equal verdicts, the one with the least to spare."""
+    fits = [f for r in runs if (f := limit_fit(r)) is not None]
+    if not fits:
+        return None, 0
+
+    def badness(f: LimitFit) -> tuple[int, int]:
+        return _WORST_FIRST.index(f.status), -(f.used or 0)
+
+    return min(fits, key=badness), len(fits)

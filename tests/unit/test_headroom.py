@@ -1,0 +1,243 @@
+"""Device language for memory: a limited run's verdict against its limit
+(analysis/headroom.py, its line in the run report), and gating on the measured need
+(``memory_need``: run --squeeze --max-memory-need, fit --max-memory-need, fit --plot)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgeprof.analysis.budgets import Budgets, Status, check_budgets
+from edgeprof.analysis.headroom import Headroom, limit_fit, worst_fit
+from edgeprof.analysis.need import Bounds, Timing, Verdict
+from edgeprof.cli.fit import fit_exit_code
+from edgeprof.errors import ConfigError
+from edgeprof.model import (
+    MemoryParts,
+    MemoryPressure,
+    MemoryStats,
+    RunResult,
+    Squeeze,
+    Termination,
+)
+from edgeprof.report.ci_summary import render_run_summary
+from edgeprof.report.fit import render_fit
+from edgeprof.report.memory import headroom
+from edgeprof.report.results import render_plain
+from edgeprof.sweeps.fit import FitOutcome, Probe
+from edgeprof.sweeps.request import RunRequest, plan_run
+
+from .conftest import make_result
+
+MIB = 1 << 20
+LIMIT = 100 * MIB
+
+
+def limited(
+    peak: int = 60 * MIB,
+    floor: int | None = 40 * MIB,
+    stall: float | None = 0.0,
+    events_max: int | None = 0,
+    wall: float = 2.0,
+    limit: int | None = LIMIT,
+    oom_kills: int = 0,
+    **kw: object,
+) -> RunResult:
+    pressure = None
+    if stall is not None or events_max is not None:
+        pressure = MemoryPressure(stall_some_s=stall, events_max=events_max)
+    memory = MemoryStats(
+        peak_bytes=peak, peak_source="kernel", avg_bytes=peak // 2, limit_bytes=limit,
+        oom_kills=oom_kills, peak_working_set_bytes=None,
+        avg_working_set_bytes=None, floor_bytes=floor, pressure=pressure,
+        at_peak=MemoryParts(
+            total=peak, anon=floor, file=peak - (floor or 0), shmem=0, kernel=0
+        ),
+    )  # fmt: skip
+    return make_result(memory=memory, wall_s=wall, warnings=(), **kw)
+
+
+def test_below_the_limit_fits_with_the_limit_less_the_peak_to_spare() -> None:
+    f = limit_fit(limited(peak=60 * MIB))
+    assert f is not None and f.status is Headroom.FITS and f.status.ok
+    assert (f.used, f.spare) == (60 * MIB, 40 * MIB)
+    assert headroom(f) == "memory limit 100.0MiB: fits, peak 60.0MiB, 40.0MiB to spare (40%)"
+
+
+def test_reaching_the_limit_without_stalls_fits_at_the_limit_counting_from_the_floor() -> None:
+    # cgroup v2 says it met memory.max; the peak is the limit, so the floor is the margin.
+    f = limit_fit(limited(peak=LIMIT, events_max=7, stall=0.01))
+    assert f is not None and f.status is Headroom.AT_LIMIT and f.status.ok
+    assert (f.used, f.spare) == (40 * MIB, 60 * MIB)
+    assert headroom(f) == (
+        "memory limit 100.0MiB: fits at the limit: the kernel dropped page cache to make room "
+        "without slowing it (stalled 0.5% of the wall time); anon + shmem + kernel 40.0MiB "
+        "leaves 60.0MiB"
+    )
+
+
+def test_cgroup_v1_at_the_limit_says_it_has_no_stall_figure() -> None:
+    # v1: no pressure file, no memory.events; a peak a few pages short of the limit met it.
+    f = limit_fit(limited(peak=LIMIT - 12 * 4096, stall=None, events_max=None))
+    assert f is not None and f.status is Headroom.AT_LIMIT and f.stall_share is None
+    text = headroom(f)
+    assert text is not None and "cgroup v1 has no stall figure" in text
+    # 2 MiB short of a 100 MiB limit has not met it (the slack is 1 %, at least 1 MiB).
+    f = limit_fit(limited(peak=LIMIT - 2 * MIB, stall=None, events_max=None))
+    assert f is not None and f.status is Headroom.FITS
+
+
+def test_stalled_more_than_five_percent_is_slowed() -> None:
+    f = limit_fit(limited(peak=LIMIT, stall=0.2, wall=2.0, events_max=3))
+    assert f is not None and f.status is Headroom.SLOWED and not f.status.ok
+    assert f.stall_share == pytest.approx(0.1)
+    text = headroom(f)
+    assert text is not None and text.startswith("memory limit 100.0MiB: slowed, stalled 10.0%")
+    # Exactly at 5 % is not slowed (the run's warning uses the same bound).
+    f = limit_fit(limited(peak=LIMIT, stall=0.1, wall=2.0, events_max=3))
+    assert f is not None and f.status is Headroom.AT_LIMIT
+
+
+def test_an_oom_kill_does_not_fit_even_when_the_main_process_exited() -> None:
+    f = limit_fit(limited(peak=LIMIT, termination=Termination.OOM, exit_code=None))
+    assert f is not None and f.status is Headroom.DOES_NOT_FIT
+    assert headroom(f) == "memory limit 100.0MiB: does not fit: OOM-killed at a peak of 100.0MiB"
+    f = limit_fit(limited(peak=LIMIT, oom_kills=1, exit_code=1))
+    assert f is not None and f.status is Headroom.DOES_NOT_FIT
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"limit": None},
+        {"termination": Termination.TIMEOUT, "exit_code": None},
+        {"exit_code": 1},
+        {"termination": Termination.SIGNALED, "exit_code": None},
+    ],
+)
+def test_no_verdict_without_a_limit_or_for_an_end_memory_did_not_tell(
+    kw: dict[str, Any],
+) -> None:
+    assert limit_fit(limited(**kw)) is None
+    assert headroom(None) is None
+
+
+def test_the_device_is_named_and_a_cell_takes_its_worst_run() -> None:
+    runs = [
+        limited(peak=50 * MIB, device="rpi4-2gb"),
+        limited(peak=70 * MIB, device="rpi4-2gb"),
+        limited(peak=60 * MIB, device="rpi4-2gb"),
+    ]
+    f, n = worst_fit(runs)
+    assert n == 3 and f is not None and f.used == 70 * MIB
+    assert headroom(f, n) == (
+        "memory limit 100.0MiB (device rpi4-2gb): fits, peak 70.0MiB, 30.0MiB to spare (30%) "
+        "(the worst of 3 runs)"
+    )
+    f, _ = worst_fit([*runs, limited(peak=LIMIT, oom_kills=1, exit_code=1)])
+    assert f is not None and f.status is Headroom.DOES_NOT_FIT
+    assert worst_fit([limited(limit=None)]) == (None, 0)
+
+
+def test_the_run_report_prints_the_verdict_under_the_run() -> None:
+    text = render_plain([limited(peak=60 * MIB, device="rpi4-2gb")])
+    assert "\n  memory limit 100.0MiB (device rpi4-2gb): fits, peak 60.0MiB" in text
+    assert "memory limit" not in render_plain([limited(limit=None)])
+
+
+SQUEEZED = Squeeze(
+    held_bytes=58 * MIB, held_t_s=1.25, interval_s=0.02, threshold=0.01, steps=40, short=2,
+    backoffs=3, reclaimed_bytes=100 * MIB, stall_s=0.01,
+)  # fmt: skip
+
+
+def squeezed(need: int = 58 * MIB, **kw: Any) -> RunResult:
+    r = limited(limit=None, **kw)
+    q = dataclasses.replace(SQUEEZED, held_bytes=need)
+    return dataclasses.replace(r, memory=dataclasses.replace(r.memory, squeeze=q))
+
+
+def test_a_squeezed_run_reports_its_need_and_budgets_gate_on_it() -> None:
+    text = render_plain([squeezed()])
+    assert (
+        "  memory need: 58.0MiB (squeezed: the most it was held at without a stall at 1.25s; "
+        "40 reclaims, 3 stalled intervals)" in text
+    )
+    budgets = Budgets(overrides={"memory_need": 64.0 * MIB})
+    (check,) = check_budgets([squeezed(58 * MIB), squeezed(62 * MIB)], budgets)
+    assert check.status is Status.PASS and check.value == 60 * MIB and check.runs == 2
+    (check,) = check_budgets([squeezed(70 * MIB)], budgets)
+    assert check.status is Status.BREACH
+    assert check.describe().startswith("python3 (cpus=1.5, cpuset=0-1, memory=512.0MiB): ")
+    assert "memory need 70.0MiB exceeds the budget 64.0MiB" in check.describe()
+
+
+def test_a_need_budget_on_an_unsqueezed_run_fails_as_not_measured() -> None:
+    (check,) = check_budgets([limited()], Budgets(overrides={"memory_need": 64.0 * MIB}))
+    assert check.status is Status.NOT_MEASURED
+    assert "the runs were not squeezed (--squeeze measures the need)" in check.describe()
+
+
+def test_the_need_column_shows_only_where_a_run_was_squeezed_or_a_budget_asks() -> None:
+    assert "Memory need" not in render_run_summary([limited()], [])
+    assert "| 58.0MiB |" in render_run_summary([squeezed()], [])
+
+
+def test_max_memory_need_without_squeeze_is_refused_before_anything_runs() -> None:
+    req = RunRequest(command=("true",), budgets={"memory_need": "64m"})
+    with pytest.raises(ConfigError, match="--max-memory-need gates the need a squeezed run"):
+        plan_run(req)
+    job = plan_run(dataclasses.replace(req, squeeze=True))
+    assert job.budgets.for_label("true") == {"memory_need": 64 * MIB}
+    # A squeezed run is sampled at the squeeze's pace, for its floor.
+    assert job.request.interval == "0.02"
+
+
+def fit_outcome(answer: int | None, budget: int | None, ceiling: int | None = None) -> FitOutcome:
+    ref = (limited(limit=None, peak=100 * MIB, floor=40 * MIB),)
+    probes = (Probe(50 * MIB, (limited(limit=50 * MIB),), Verdict(True, "fits (+0%)")),)
+    return FitOutcome(
+        "infer.py", ref, Timing("wall", 2.0), 0.0, Bounds(40 * MIB, 100 * MIB, ceiling, 2 * MIB),
+        probes, answer, 0.10, 0.20, budget=budget,
+    )  # fmt: skip
+
+
+def test_fit_gates_its_answer_on_max_memory_need() -> None:
+    within, over = fit_outcome(50 * MIB, 64 * MIB), fit_outcome(50 * MIB, 48 * MIB)
+    assert (within.within_budget, over.within_budget) == (True, False)
+    assert fit_exit_code([within]) == 0 and fit_exit_code([over]) == 3
+    assert "budget: memory need 50.0MiB within --max-memory-need 64.0MiB" in render_fit([within])
+    assert "budget: memory need 50.0MiB exceeds --max-memory-need 48.0MiB" in render_fit([over])
+    d = over.to_dict()
+    assert (d["max_memory_need_bytes"], d["within_budget"]) == (48 * MIB, False)
+    # Nothing fits the ceiling: over any budget.  No budget: no verdict, no line.
+    none = fit_outcome(None, 64 * MIB, ceiling=32 * MIB)
+    assert none.within_budget is False and "nothing up to the ceiling fits" in render_fit([none])
+    free = fit_outcome(50 * MIB, None)
+    assert free.within_budget is None and "budget" not in render_fit([free])
+    assert free.to_dict()["within_budget"] is None
+
+
+def test_fit_plot_draws_the_curve(tmp_path: Path) -> None:
+    from edgeprof.report.plots import plot_fit
+
+    o = fit_outcome(50 * MIB, None, ceiling=90 * MIB)
+    slow = Probe(45 * MIB, (limited(limit=45 * MIB, wall=3.0),), Verdict(False, "+50% slower"))
+    oom = Probe(
+        40 * MIB, (limited(limit=40 * MIB, termination=Termination.OOM, exit_code=None),),
+        Verdict(False, "oom"),
+    )  # fmt: skip
+    o = dataclasses.replace(o, probes=(*o.probes, slow, oom))
+    one = FitOutcome(
+        "squeezed.py", (squeezed(),), Timing("wall", 2.0), 0.0, o.bounds, (), 58 * MIB, 0.1, 0.2,
+        method="one-run",
+    )  # fmt: skip
+    path = plot_fit([o, one], tmp_path / "fit.png")
+    data = path.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    # Two panels, one above the other: taller than wide (8 × 9 inches at 100 dpi).
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert (width, height) == (800, 900)
