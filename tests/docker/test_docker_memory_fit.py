@@ -53,6 +53,19 @@ def test_composition_and_fit_through_docker(
     assert size * 0.9 <= at["file"] <= size + 8 * MIB, at
     assert HOLD_MIB * MIB <= at["anon"] <= HOLD_MIB * MIB + bare["peaks"]["anon"] + 4 * MIB, at
 
+    # Under a limit halfway between the floor and the peak, the run report's verdict: it fits
+    # at the limit (the file's cache dropped), its margin counted from the floor.
+    memory = json.loads(captured.out)["memory"]
+    middle = (memory["floor_bytes"] + (memory["peak_bytes"] - memory["floor_bytes"]) // 2) // MIB
+    code = main(["run", *opts, "--memory", f"{middle}m", "--",
+                 "python3", "/opt/w.py", "/data/d.bin", str(HOLD_MIB), HOLD_S])  # fmt: skip
+    text = capfd.readouterr().out
+    assert code == 0, text
+    (line,) = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("memory limit")]
+    assert line.startswith(f"memory limit {middle}.0MiB: "), line
+    assert "fits at the limit" in line or ": slowed, stalled " in line, line
+    assert "anon + shmem + kernel" in line, line
+
     # See the kernel tier's fit test for the 50 % tolerance.
     code = main(["fit", *opts, "--json", "--resolution", "4m", "--tolerance", "50%", "--",
                  "python3", "/opt/w.py", "/data/d.bin", str(HOLD_MIB), HOLD_S])  # fmt: skip
@@ -73,7 +86,8 @@ def test_one_run_is_refused_through_docker_before_any_run(
     monkeypatch: pytest.MonkeyPatch,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    """The Docker backend has no proactive reclaim: one line, exit 2, no container made."""
+    """The Docker backend has no proactive reclaim: fit --one-run and run --squeeze are one
+    line, exit 2, no container made."""
     monkeypatch.setenv("DOCKER_HOST", docker_daemon.host)
     script = tmp_path / "w.py"
     script.write_text(READ_AND_HOLD)
@@ -84,5 +98,12 @@ def test_one_run_is_refused_through_docker_before_any_run(
     err = capfd.readouterr().err
     assert code == 2 and err.count("\n") == 1, err
     assert "--one-run: the docker backend cannot reclaim" in err
+    assert docker_daemon.client.containers.list(all=True) == before
+    assert not out.exists()
+    code = main(["run", *_docker(docker_daemon, script, data), "--squeeze", "--out", str(out),
+                 "--", "python3", "/opt/w.py", "/data/d.bin", str(HOLD_MIB), HOLD_S])  # fmt: skip
+    err = capfd.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "--squeeze: the docker backend cannot reclaim" in err
     assert docker_daemon.client.containers.list(all=True) == before
     assert not out.exists()

@@ -158,3 +158,74 @@ def test_one_run_estimate_agrees_with_bisection(
     # The bisection's answer is within its resolution above the need; the estimate within as
     # much again of it (measured: 38.0 against 40.0 MiB in the 6.12 guest).
     assert abs(estimate - answer) <= 2 * parse_size(STEP), (estimate, answer, q)
+
+
+def _verdict_line(text: str) -> str:
+    """The run report's ``memory limit …`` line (exactly one for a single run)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("memory limit ")]
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+def test_a_limited_run_says_whether_it_fits_its_limit_and_with_what_margin(
+    mechanism: str, data: Path, script: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The device language of ``run``: under a device's memory, room to spare (by the peak);
+    between the floor and the peak, it fits at the limit (the kernel drops the file's cache;
+    the margin is from the floor); below the floor, it does not fit."""
+    cmd = [sys.executable, str(script), str(data), str(HOLD_MIB), HOLD_S]
+    unlimited = edgeprof.profile(cmd, interval=0.01)
+    peak, floor = unlimited.memory.peak_bytes, unlimited.memory.floor_bytes
+    assert peak is not None and floor is not None and peak - floor >= 0.8 * data.stat().st_size
+
+    board = 2 * peak // MIB
+    catalog = tmp_path / "devices.yml"
+    catalog.write_text(f"devices:\n  test-board:\n    cores: 1\n    memory: {board}m\n")
+    code = main(["run", "--devices", str(catalog), "--device", "test-board", "--interval",
+                 "0.01", "--", *cmd])  # fmt: skip
+    out = capfd.readouterr().out
+    assert code == 0, out
+    line = _verdict_line(out)
+    assert line.startswith(f"memory limit {board}.0MiB (device test-board): fits, peak "), line
+    assert "to spare" in line
+
+    # Halfway between the floor and the peak: the file's cache cannot all stay.
+    middle = (floor + (peak - floor) // 2) // MIB
+    code = main(["run", "--memory", f"{middle}m", "--interval", "0.01", "--", *cmd])
+    out = capfd.readouterr().out
+    assert code == 0, out
+    line = _verdict_line(out)
+    if mechanism == "cgroup1":
+        assert "fits at the limit" in line and "cgroup v1 has no stall figure" in line, line
+    else:  # reclaiming clean cache may stall a TCG guest past 5 %: both verdicts say so
+        assert "fits at the limit" in line or ": slowed, stalled " in line, line
+    assert "anon + shmem + kernel" in line, line
+
+    code = main(["run", "--memory", "32m", "--", sys.executable, str(script), "-", "64", HOLD_S])
+    out = capfd.readouterr().out
+    assert code != 0
+    assert "memory limit 32.0MiB: does not fit: OOM-killed" in _verdict_line(out)
+
+
+def test_squeezed_runs_gate_on_their_memory_need(
+    mechanism: str, data: Path, script: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """``run --squeeze --max-memory-need``: the need a squeezed run measured, gated; cgroup v1
+    has no proactive reclaim and refuses in one line before any run."""
+    cmd = [sys.executable, str(script), str(data), str(HOLD_MIB), HOLD_S]
+    if mechanism == "cgroup1":
+        code = main(["run", "--squeeze", "--max-memory-need", "1g", "--", *cmd])
+        err = capfd.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and "--squeeze: cgroup v1" in err, err
+        return
+    bare = interpreter(script)
+    assert bare.memory.peak_bytes is not None
+    enough = HOLD_MIB * MIB + bare.memory.peak_bytes + 4 * MIB
+    code = main(["run", "--squeeze", "--max-memory-need", f"{enough}b", "--", *cmd])
+    out = capfd.readouterr().out
+    assert code == 0, out
+    assert "memory need: " in out and "1 of 1 checks passed" in out, out
+    code = main(["run", "--squeeze", "--max-memory-need", f"{HOLD_MIB // 2}m", "--", *cmd])
+    out = capfd.readouterr().out
+    assert code == 3, out
+    assert f"exceeds the budget {HOLD_MIB // 2}.0MiB" in out, out

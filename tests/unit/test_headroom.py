@@ -241,3 +241,17 @@ def test_fit_plot_draws_the_curve(tmp_path: Path) -> None:
     # Two panels, one above the other: taller than wide (8 × 9 inches at 100 dpi).
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
     assert (width, height) == (800, 900)
+
+
+def test_compare_holds_squeezed_needs_against_the_baseline() -> None:
+    from edgeprof.analysis.regression import Verdict as ChangeVerdict
+    from edgeprof.analysis.regression import compare_results
+
+    base = [squeezed(n * MIB) for n in (58, 59, 58)]
+    grown = [squeezed(n * MIB) for n in (80, 81, 80)]
+    changes, _ = compare_results(base, grown)
+    (need,) = [c for c in changes if c.metric.key == "memory_need"]
+    assert need.verdict is ChangeVerdict.REGRESSION and need.verdict.fails
+    # Unsqueezed on both sides: no need to compare, and no "not measured" either.
+    changes, _ = compare_results([limited()] * 2, [limited()] * 2)
+    assert "memory_need" not in {c.metric.key for c in changes}
