@@ -109,6 +109,24 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
     return runs
 
 
+def load_fits(path: Path) -> list[dict[str, Any]] | None:
+    """The fits of an ``edgeprof fit`` ``fit.json`` (or of ``fit --out``'s directory, which
+    holds one beside its runs); ``None`` when ``path`` is neither."""
+    file = path / "fit.json" if path.is_dir() else path
+    if not file.is_file():
+        return None
+    try:
+        data = json.loads(file.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read {file}: {exc}") from exc
+    docs = data.get("fits") if isinstance(data, dict) and "fits" in data else [data]
+    if not isinstance(docs, list) or not all(
+        isinstance(d, dict) and "min_memory_bytes" in d and "name" in d for d in docs
+    ):
+        return None
+    return docs
+
+
 def append_locked(path: Path, text: str) -> None:
     """Append ``text`` to ``path`` under an exclusive ``flock``, in one write: concurrent runs
     appending to one summary file never interleave their lines."""

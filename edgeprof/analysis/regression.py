@@ -24,14 +24,15 @@ from __future__ import annotations
 import enum
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ConfigError
 from ..model import RunResult
 from .budgets import METRICS
 from .cells import cells, setting, successful
-from .metrics import Metric, stalled_percentiles
+from .metrics import BY_KEY, Metric, stalled_percentiles
 from .stats import t_cdf, t_quantile
 
 CONFIDENCE = 0.95
@@ -148,6 +149,57 @@ def compare_results(
             if not b:
                 continue  # the baseline never had it: nothing to hold the current run to
             changes.append(_change(label, where, metric, b, c, threshold))
+    return changes, notes
+
+
+def compare_fits(
+    baseline: Sequence[Mapping[str, Any]],
+    current: Sequence[Mapping[str, Any]],
+    threshold: float = 0.05,
+    match_limits: bool = True,
+) -> tuple[list[Change], list[str]]:
+    """Two ``fit.json`` files' answers (the memory need, one per model), as :class:`Change`
+    rows of the ``memory_need`` metric.
+
+    A bisection's answer lies within its resolution above the need, so the resolution plays
+    the part of the confidence interval: a **regression** is a growth larger than the
+    threshold by more than the larger resolution of the two fits.  A fit with no answer
+    (nothing up to its ceiling fitted, or it stopped) is **not measured**, and fails.
+    """
+    metric = BY_KEY["memory_need"]
+
+    def keyed(docs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], Mapping[str, Any]]:
+        return {(str(d["name"]), str(d.get("limits", "")) if match_limits else ""): d
+                for d in docs}  # fmt: skip
+
+    base, cur = keyed(baseline), keyed(current)
+    notes = [f"{_name(k)}: only in the baseline" for k in base if k not in cur]
+    notes += [f"{_name(k)}: new (not in the baseline)" for k in cur if k not in base]
+    common = [k for k in cur if k in base]
+    if not common:
+        raise ConfigError("no fitted model is in both the baseline and the current fit.json")
+    notes.append("memory need: ± the fits' resolution (a bisection's answer is within it)")
+    changes = []
+    for key in common:
+        b, c = base[key].get("min_memory_bytes"), cur[key].get("min_memory_bytes")
+        if b is None:
+            notes.append(f"{_name(key)}: the baseline fit has no answer: nothing to hold to")
+            continue
+        if c is None:
+            why = cur[key].get("stopped") or "nothing up to its ceiling fits"
+            notes.append(f"{_name(key)}: the current fit has no answer ({why})")
+            changes.append(Change(key[0], key[1], metric, (b,), (), Verdict.NOT_MEASURED))
+            continue
+        res = max(int(base[key].get("resolution_bytes") or 0),
+                  int(cur[key].get("resolution_bytes") or 0))  # fmt: skip
+        change, ci = (c - b) / b, res / b
+        if change - ci > threshold:
+            verdict = Verdict.REGRESSION
+        elif change + ci < -threshold:
+            verdict = Verdict.IMPROVEMENT
+        else:
+            verdict = Verdict.NO_CHANGE
+        changes.append(Change(key[0], key[1], metric, (b,), (c,), verdict, change, ci))
     return changes, notes
 
 

@@ -15,7 +15,10 @@ from .options import CalibrationFile
 
 def compare(
     baseline: Annotated[
-        Path, typer.Argument(help="Saved results: result.json, sweep.json or a directory.")
+        Path,
+        typer.Argument(
+            help="Saved results: result.json, sweep.json or a directory; or fit's fit.json."
+        ),
     ],
     current: Annotated[Path, typer.Argument(help="The results to hold against the baseline.")],
     threshold: Annotated[
@@ -33,7 +36,8 @@ def compare(
     """Compare CURRENT with BASELINE per model, limits and metric; exit 3 on a regression.
 
     A regression is a change that is significant (Welch's t, 95 %) and larger than the
-    threshold, so that noise alone does not fail a build.
+    threshold, so that noise alone does not fail a build.  Two fit.json files compare the
+    fitted memory need, with the fits' resolution as its uncertainty.
     """
     from ..report.saved import compare_saved
 

@@ -183,7 +183,8 @@ def _curve_panel(ax: Any, o: FitOutcome) -> None:
     if slow:
         ax.plot(*zip(*slow, strict=True), "o", color="tab:orange", label="too slow")
     if ended:
-        ax.plot(ended, [0.0] * len(ended), "x", color="tab:red", markersize=9, label="OOM / ended")
+        ax.plot(ended, [0.0] * len(ended), "x", color="tab:red", markersize=9, clip_on=False,
+                label="OOM / ended")  # fmt: skip
     ax.axhline(ref, color="grey", label=f"unlimited {o.time.metric}")
     ax.axhline(ref * (1 + o.tolerance), color="grey", linestyle="--",
                label=f"+{100 * o.tolerance:.0f}% tolerance")  # fmt: skip

@@ -11,9 +11,9 @@ from typing import TextIO
 
 from ..analysis.calibration import load_calibration, predict
 from ..analysis.cells import cell_order
-from ..analysis.regression import compare_results, parse_threshold
+from ..analysis.regression import compare_fits, compare_results, parse_threshold
 from ..errors import ConfigError
-from ..storage import check_writable, load_runs, prepare_out_dir
+from ..storage import check_writable, load_fits, load_runs, prepare_out_dir
 from .calibration import render_predictions
 from .ci_summary import change_dicts, render_compare_plain, render_compare_summary, write_summaries
 from .export import write_exports
@@ -38,9 +38,16 @@ def compare_saved(
     for path in (summary, junit):
         if path is not None:
             check_writable(path)
-    changes, notes = compare_results(
-        load_runs([baseline]), load_runs([current]), thr, match_limits=match_limits
-    )
+    base_fits, cur_fits = load_fits(baseline), load_fits(current)
+    if (base_fits is None) != (cur_fits is None):
+        fit_side = baseline if base_fits is not None else current
+        raise ConfigError(f"{fit_side} is edgeprof fit's output: compare it with another fit.json")
+    if base_fits is not None and cur_fits is not None:
+        changes, notes = compare_fits(base_fits, cur_fits, thr, match_limits=match_limits)
+    else:
+        changes, notes = compare_results(
+            load_runs([baseline]), load_runs([current]), thr, match_limits=match_limits
+        )
     if json_out:
         data = {"threshold": thr, "changes": change_dicts(changes, thr), "notes": notes}
         stdout.write(json.dumps(data, indent=2) + "\n")

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -255,3 +256,44 @@ def test_compare_holds_squeezed_needs_against_the_baseline() -> None:
     # Unsqueezed on both sides: no need to compare, and no "not measured" either.
     changes, _ = compare_results([limited()] * 2, [limited()] * 2)
     assert "memory_need" not in {c.metric.key for c in changes}
+
+
+def fit_doc(name: str, need: int | None, resolution: int = 2 * MIB) -> dict[str, Any]:
+    return {"name": name, "limits": "none", "min_memory_bytes": need,
+            "resolution_bytes": resolution, "stopped": None}  # fmt: skip
+
+
+def test_compare_holds_a_fitted_need_against_the_baseline_fit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from edgeprof.analysis.regression import Verdict as ChangeVerdict
+    from edgeprof.analysis.regression import compare_fits
+    from edgeprof.cli import main
+
+    base = [fit_doc("a.onnx", 60 * MIB), fit_doc("b.onnx", 60 * MIB), fit_doc("c.onnx", 60 * MIB)]
+    # +10 % against a 5 % threshold and a 2 MiB (3.3 %) resolution: a regression; +6.7 %
+    # (4 MiB) is not (the resolution could hold it); no answer fails.
+    cur = [fit_doc("a.onnx", 66 * MIB), fit_doc("b.onnx", 64 * MIB), fit_doc("c.onnx", None)]
+    changes, notes = compare_fits(base, cur, 0.05)
+    verdicts = {c.label: c.verdict for c in changes}
+    assert verdicts == {
+        "a.onnx": ChangeVerdict.REGRESSION,
+        "b.onnx": ChangeVerdict.NO_CHANGE,
+        "c.onnx": ChangeVerdict.NOT_MEASURED,
+    }
+    assert any("c.onnx (none): the current fit has no answer" in n for n in notes)
+
+    # Through the CLI: a fit --out directory or its fit.json, exit 3 on the regression.
+    (tmp_path / "base").mkdir()
+    (tmp_path / "base" / "fit.json").write_text(json.dumps({"fits": base[:2]}))
+    (tmp_path / "cur.json").write_text(json.dumps(fit_doc("a.onnx", 61 * MIB)))
+    assert main(["compare", str(tmp_path / "base"), str(tmp_path / "cur.json")]) == 0
+    out = capsys.readouterr().out
+    assert "memory need" in out and "no significant change" in out and "b.onnx" in out
+    (tmp_path / "cur.json").write_text(json.dumps(fit_doc("a.onnx", 70 * MIB)))
+    assert main(["compare", str(tmp_path / "base"), str(tmp_path / "cur.json")]) == 3
+    # A fit against run results is refused in one line.
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps(limited().to_dict()))
+    assert main(["compare", str(tmp_path / "base"), str(result)]) == 2
+    assert "is edgeprof fit's output" in capsys.readouterr().err
