@@ -193,12 +193,7 @@ def compare_fits(
         res = max(int(base[key].get("resolution_bytes") or 0),
                   int(cur[key].get("resolution_bytes") or 0))  # fmt: skip
         change, ci = (c - b) / b, res / b
-        if change - ci > threshold:
-            verdict = Verdict.REGRESSION
-        elif change + ci < -threshold:
-            verdict = Verdict.IMPROVEMENT
-        else:
-            verdict = Verdict.NO_CHANGE
+        verdict = _judge(change, ci, threshold)
         changes.append(Change(key[0], key[1], metric, (b,), (c,), verdict, change, ci))
     return changes, notes
 
@@ -219,13 +214,16 @@ def _change(
         return Change(label, setting, metric, b, c, Verdict.FEW_REPEATS, change)
     half, p = welch_interval(b, c)
     ci = half / mb
+    return Change(label, setting, metric, b, c, _judge(change, ci, threshold), change, ci, p)
+
+
+def _judge(change: float, ci: float, threshold: float) -> Verdict:
+    """The module docstring's rule: the whole interval beyond the threshold, either way."""
     if change - ci > threshold:
-        verdict = Verdict.REGRESSION
-    elif change + ci < -threshold:
-        verdict = Verdict.IMPROVEMENT
-    else:
-        verdict = Verdict.NO_CHANGE
-    return Change(label, setting, metric, b, c, verdict, change, ci, p)
+        return Verdict.REGRESSION
+    if change + ci < -threshold:
+        return Verdict.IMPROVEMENT
+    return Verdict.NO_CHANGE
 
 
 def welch_interval(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
