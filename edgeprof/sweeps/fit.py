@@ -262,19 +262,18 @@ def _fit_one(
     try:
 
         def runs(
-            limits: Limits, n: int, where: str, warmup: int = 0, squeeze: bool = False
+            limits: Limits, n: int, where: str, warmup: int = 0
         ) -> list[RunResult]:
             plan = dataclasses.replace(job.plan, limits=(limits,), repeat=n, warmup=warmup)
             request = dataclasses.replace(job.request, out=None if out is None else out / where)
             done = execute(
                 dataclasses.replace(job, plan=plan, request=request),
                 workload_stdout=devnull,
-                squeeze=squeeze,
             )
             return done.results
 
         if req.one_run:
-            return _one_run(runs(base, 1, "squeezed", squeeze=True), ceiling, req, model, on_step)
+            return _one_run(runs(base, 1, "squeezed"), ceiling, req, model, on_step)
         n_ref = req.repeat or REFERENCE_RUNS
         reference = runs(base, n_ref, "reference", REFERENCE_WARMUP)
         label = reference[0].label if reference else (model or "run")

@@ -384,14 +384,12 @@ def execute(
     on_result: Callable[[Step, RunResult], None] | None = None,
     workload_stdout: int | None = None,
     samples_needed: bool = False,
-    squeeze: bool = False,
 ) -> RunOutcome:
     """Stage 4: the sweep.  ``samples_needed``: ``on_result`` reads each run's samples.csv,
     so runs without ``out`` write into a temporary directory (gone on return: the results
-    then name no samples file).  ``squeeze``: each run's memory is squeezed while it runs
-    (``edgeprof fit --one-run``; ``request.squeeze`` squeezes every run of a sweep)."""
+    then name no samples file).  ``request.squeeze``: each run's memory is squeezed while
+    it runs (``run --squeeze``, ``fit --one-run``)."""
     req = job.request
-    squeeze = squeeze or req.squeeze
     with contextlib.ExitStack() as stack:
         run_out = req.out
         if samples_needed and req.out is None:
@@ -413,7 +411,7 @@ def execute(
                 "run_as": job.run_as,
                 "cores_busy": req.cores_busy,
                 "device": job.device,
-                "squeeze": squeeze,
+                "squeeze": req.squeeze,
             },
         )
     results = cell_order(sweep.runs)

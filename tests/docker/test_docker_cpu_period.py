@@ -17,7 +17,8 @@ import edgeprof
 from edgeprof import Limits
 from edgeprof.backends.docker import DockerBackend, parse_docker_args
 from edgeprof.measure.tick import scheduler_hz, steady_iteration_s
-from edgeprof.model import LatencyStats, RunResult
+from edgeprof.model import RunResult
+from tests.host.slower_core import slower_core_misses
 
 REPO = Path(__file__).resolve().parents[2]
 WORKLOAD = REPO / "tests" / "workloads" / "iterations.py"
@@ -52,28 +53,6 @@ def rig(docker_daemon: Any) -> Any:
     return run, loops, core, run(Limits(cpus=1, cpuset=[core]), loops)
 
 
-def slower_core_misses(u: LatencyStats, r: RunResult, share: float) -> list[str]:
-    """How the run at ``share`` of the core is not a slower core than ``u``'s (none: it is)."""
-    lat = r.latency
-    assert lat is not None
-    t = lat.throttling
-    slower = u.p50_s / share
-    misses = []
-    if not slower * 0.85 <= lat.p50_s <= slower * 1.15:
-        misses.append(f"p50 {lat.p50_s:.4f}s against a slower core's {slower:.4f}s")
-    # The container's tail: 1.12–1.42 in the runs here, 1.66 once in a fresh-clone CI run at a
-    # quarter core (unlimited 1.09; its even-spread p99 matched, so not the stall pattern).
-    if lat.p99_s / lat.p50_s > 2 * max(1.0, u.p99_s / u.p50_s):
-        misses.append(f"p99/p50 {lat.p99_s / lat.p50_s:.2f} (unlimited {u.p99_s / u.p50_s:.2f})")
-    # Spread: no iteration took more than twice its share of the stalls (Docker's period
-    # gives a few iterations the whole 50 ms stall and most none).
-    if t is None or t.throttled <= STEADY_ITERATIONS // 2 or t.distorted:
-        misses.append(f"stalls not spread: {t}")
-    elif t.max_stall_s >= 2 * t.stall_s / t.iterations:
-        misses.append(f"an iteration stalled {t.max_stall_s:.4f}s of {t.stall_s:.4f}s")
-    return misses
-
-
 @pytest.mark.parametrize("share", [0.5, 0.25])
 def test_a_share_of_a_core_through_docker_is_a_slower_core(rig: Any, share: float) -> None:
     """The container's quota has edgeprof's period and every iteration shares the stalls.
@@ -92,7 +71,10 @@ def test_a_share_of_a_core_through_docker_is_a_slower_core(rig: Any, share: floa
         assert u is not None
         r = run(Limits(cpus=share, cpuset=[core]), loops, STEADY_ITERATIONS)
         assert r.cpu.period_s == 0.005 and r.cpu.nr_periods > STEADY_ITERATIONS
-        misses = slower_core_misses(u, r, share)
+        # The container's tail: 1.12–1.42 in the runs here, 1.66 once in a fresh-clone CI run
+        # at a quarter core (unlimited 1.09; its even-spread p99 matched, so not the stall
+        # pattern): twice the unlimited run's.
+        misses = slower_core_misses(u, r, share, iterations=STEADY_ITERATIONS, tail=2.0)
         if not misses:
             break
     assert not misses

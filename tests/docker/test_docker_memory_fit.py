@@ -92,18 +92,13 @@ def test_one_run_is_refused_through_docker_before_any_run(
     script = tmp_path / "w.py"
     script.write_text(READ_AND_HOLD)
     before = docker_daemon.client.containers.list(all=True)
-    out = tmp_path / "fit"
-    code = main(["fit", *_docker(docker_daemon, script, data), "--one-run", "--out", str(out),
-                 "--", "python3", "/opt/w.py", "/data/d.bin", str(HOLD_MIB), HOLD_S])  # fmt: skip
-    err = capfd.readouterr().err
-    assert code == 2 and err.count("\n") == 1, err
-    assert "--one-run: the docker backend cannot reclaim" in err
-    assert docker_daemon.client.containers.list(all=True) == before
-    assert not out.exists()
-    code = main(["run", *_docker(docker_daemon, script, data), "--squeeze", "--out", str(out),
-                 "--", "python3", "/opt/w.py", "/data/d.bin", str(HOLD_MIB), HOLD_S])  # fmt: skip
-    err = capfd.readouterr().err
-    assert code == 2 and err.count("\n") == 1, err
-    assert "--squeeze: the docker backend cannot reclaim" in err
-    assert docker_daemon.client.containers.list(all=True) == before
-    assert not out.exists()
+    out = tmp_path / "out"
+    for command, option in (("fit", "--one-run"), ("run", "--squeeze")):
+        workload = ["python3", "/opt/w.py", "/data/d.bin", str(HOLD_MIB), HOLD_S]
+        code = main([command, *_docker(docker_daemon, script, data), option, "--out", str(out),
+                     "--", *workload])  # fmt: skip
+        err = capfd.readouterr().err
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"{option}: the docker backend cannot reclaim" in err
+        assert docker_daemon.client.containers.list(all=True) == before
+        assert not out.exists()

@@ -126,6 +126,14 @@ def test_no_verdict_without_a_limit_or_for_an_end_memory_did_not_tell(
     assert headroom(None) is None
 
 
+def test_no_verdict_without_a_peak() -> None:
+    r = limited()
+    assert (
+        limit_fit(dataclasses.replace(r, memory=dataclasses.replace(r.memory, peak_bytes=None)))
+        is None
+    )
+
+
 def test_the_device_is_named_and_a_cell_takes_its_worst_run() -> None:
     runs = [
         limited(peak=50 * MIB, device="rpi4-2gb"),
