@@ -21,7 +21,9 @@ The cell's value is the median of its successful runs (one run: its value), so t
 disturbed repeat neither fails a build nor hides a real breach.  A budgeted metric that was
 not measured (no successful run in the cell, or a run without per-iteration latency) *fails*
 its check as "not measured": a gate must not pass silently once a script stops reporting
-what it is gated on.
+what it is gated on.  When no run reported any event, a missing latency's reason is
+:func:`~edgeprof.analysis.instrumentation.no_events`'s (most often an interpreter that could
+not import edgeprof).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ..errors import ConfigError
 from ..model import RunResult, Termination
 from ..units import parse_duration, parse_size
 from .cells import cells, successful
+from .instrumentation import no_events, reported_events
 from .metrics import BUDGET_METRICS, Kind, Metric, stalled_percentiles
 
 METRICS: dict[str, Metric] = BUDGET_METRICS
@@ -129,7 +132,7 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
                 if not ok:
                     reason = f"no successful run: {_ending(runs[-1])}"
                 elif key == "latency_p95":
-                    reason = "the runs reported no per-iteration latency"
+                    reason = _no_latency(runs, results)
                 elif key == "memory_need":
                     reason = "the runs were not squeezed (--squeeze measures the need)"
                 else:
@@ -149,6 +152,15 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
                 )
             )  # fmt: skip
     return checks
+
+
+def _no_latency(runs: Sequence[RunResult], results: Sequence[RunResult]) -> str:
+    """Why a cell has no latency.  No event in any run of the check is most often a workload
+    whose interpreter could not import edgeprof, which :func:`no_events` says with its fix.
+    Once another cell reported one, the interpreter imports it and this model's workload just
+    reports no iterations: the plain reason."""
+    why = None if any(map(reported_events, results)) else no_events(runs)
+    return why or "the runs reported no per-iteration latency"
 
 
 _PERCENTILE_OF = {"latency_p95": "p95"}

@@ -86,6 +86,9 @@ class Metric:
     rare: bool = False
     """Measured only when asked for (a squeezed run's need): a table shows its column only
     when some run has it, rather than a column of n/a."""
+    reported: bool = False
+    """Reported by the workload itself (its iterations, over the events channel): missing
+    everywhere when the workload never reached edgeprof, which is then said."""
 
     def format(self, value: float) -> str:
         """``1.23s``/``12.3ms``, ``117.9MiB``, ``80.0%``."""
@@ -123,10 +126,15 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "latency_p95", "latency p95", Kind.TIME, _latency("p95_s"), option="--max-latency-p95",
+        reported=True,
     ),
-    Metric("latency_p50", "latency p50", Kind.TIME, _latency("p50_s"), calibration="latency"),
+    Metric(
+        "latency_p50", "latency p50", Kind.TIME, _latency("p50_s"), calibration="latency",
+        reported=True,
+    ),
     Metric(
         "latency_mean", "latency mean", Kind.TIME, _latency("mean_s"), calibration="latency_mean",
+        reported=True,
     ),
 )  # fmt: skip
 """Every metric, in table order."""

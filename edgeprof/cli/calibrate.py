@@ -30,21 +30,47 @@ def calibrate_cmd(
     plot: Annotated[
         Path | None, typer.Option(help="Also draw device vs profiler (needs matplotlib).")
     ] = None,
+    family: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="PATTERN=FAMILY: models whose label matches the shell pattern form a family "
+            "(repeatable; the CSV's family column wins). A family with 4 measured models is "
+            "also fitted on its own."
+        ),
+    ] = None,
+    form: Annotated[
+        str,
+        typer.Option(
+            help="auto (the form that predicts held-out models best, the simplest unless "
+            "clearly worse), or force one: line, origin, power."
+        ),
+    ] = "auto",
 ) -> None:
-    """Fit device = a·profiler + b per metric and setting from on-device measurements.
+    """Fit device = a·profiler + b per metric and setting from on-device measurements, and
+    say how far off it predicts models it was not fitted on.
 
     Example: edgeprof calibrate --device pi4 --measurements pi4.csv results/
     """
-    from ..analysis.calibration import calibrate, read_measurements
+    from ..analysis.calibration import FORMS, calibrate, parse_rule, read_measurements
     from ..errors import ConfigError
     from ..report.calibration import plot_calibration, render_calibration
     from ..storage import check_writable, load_runs
 
+    if form != "auto" and form not in FORMS:
+        raise ConfigError(f"--form {form!r}: one of auto, {', '.join(FORMS)}")
+    rules = [parse_rule(r) for r in family or ()]
     target = out if out is not None else Path(f"{_safe_name(device)}.yml")
     check_writable(target)
     if plot is not None:
         check_writable(plot)
-    cal = calibrate(load_runs(results), read_measurements(measurements), device, min_r2=min_r2)
+    cal = calibrate(
+        load_runs(results),
+        read_measurements(measurements),
+        device,
+        min_r2=min_r2,
+        family_rules=rules,
+        form=None if form == "auto" else form,
+    )
     if not cal.fits:
         raise ConfigError(f"{measurements}: no metric could be fitted (no matching models?)")
     sys.stdout.write(render_calibration(cal))

@@ -25,11 +25,20 @@ def gc(
         print(line)
 
 
-def doctor() -> None:
+def doctor(
+    python: Annotated[
+        str | None,
+        typer.Option(
+            "--python",
+            metavar="PATH",
+            help="Also check that this interpreter (the workload's) can import edgeprof.",
+        ),
+    ] = None,
+) -> None:
     """Show what this host offers each backend and how to fix what is missing."""
     from ..measure.doctor import diagnose, render
 
-    sys.stdout.write(render(diagnose()))
+    sys.stdout.write(render(diagnose(python=python)))
 
 
 def bench(

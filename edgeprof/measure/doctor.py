@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +41,10 @@ def _mounts(mountinfo: Path) -> list[str]:
 def diagnose(
     mountinfo: Path = Path("/proc/self/mountinfo"),
     proc_self_cgroup: Path = Path("/proc/self/cgroup"),
+    python: str | None = None,
 ) -> list[Finding]:
+    """What this host offers each backend; with ``python``, also whether that interpreter (the
+    one that will run the workload) can import edgeprof."""
     f: list[Finding] = []
     f.append(
         Finding(
@@ -117,7 +121,69 @@ def diagnose(
         f.append(Finding("auto backend", False, str(exc)))
     f.append(Finding("counter reader", None, fs.READER))
     f.extend(_docker())
+    if python is not None:
+        f.append(workload_python(python))
     return f
+
+
+NOT_FOUND = "not found"
+NOT_EXECUTABLE = "not executable"
+
+
+def interpreter_imports_edgeprof(python: str, timeout: float = 10) -> str | None:
+    """``None`` when ``python -c "import edgeprof"`` works, else why not in one line (the
+    last line of its stderr: ``ModuleNotFoundError: No module named 'edgeprof'``).
+
+    It runs in this process's environment, which a workload inherits (``PYTHONPATH``
+    included), but from ``/``: ``-c`` puts the working directory on ``sys.path``, so from a
+    checkout of edgeprof the import would work where the workload's (whose path holds its
+    script's directory instead) fails.  A relative ``python`` is resolved here first."""
+    program = os.path.abspath(python) if os.sep in python else python
+    try:
+        done = subprocess.run(
+            [program, "-c", "import edgeprof"],
+            cwd="/",
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+        )
+    except FileNotFoundError:
+        return NOT_FOUND
+    except PermissionError:
+        return NOT_EXECUTABLE
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    except subprocess.TimeoutExpired:
+        return f"no answer within {timeout:g}s"
+    if done.returncode == 0:
+        return None
+    lines = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
+    return lines[-1] if lines else f"exit {done.returncode}"
+
+
+def workload_python(python: str) -> Finding:
+    """Whether the workload's interpreter records phases and iterations: a script that falls
+    back to no-ops without edgeprof would otherwise run silently uninstrumented."""
+    why = interpreter_imports_edgeprof(python)
+    if why is None:
+        return Finding("workload python", True, f"{python} imports edgeprof")
+    if why in (NOT_FOUND, NOT_EXECUTABLE):  # a wrong path: installing would not help
+        return Finding(
+            "workload python",
+            False,
+            f"{python}: {why}",
+            "--python takes the interpreter that runs the workload (its command's first word)",
+        )
+    return Finding(
+        "workload python",
+        False,
+        f"{python} cannot import edgeprof ({why}): a workload it runs reports no phases, "
+        "iterations or marks",
+        f"{python} -m pip install edgeprof, or copy edgeprof/workload/instrument.py beside "
+        "the script and `import instrument as edgeprof`",
+    )
 
 
 def _probe_files(parent: Path) -> set[str]:

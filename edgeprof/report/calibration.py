@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..analysis.calibration import (
+    FORM_NAMES,
+    FORMS,
+    UNITS,
+    WITHIN_PCT,
     Calibration,
     MetricFit,
+    Prediction,
     Predictions,
     discordant_pairs,
     format_value,
@@ -30,9 +36,53 @@ def _pm(v: float, se: float | None, fmt: str = "") -> str:
 
 
 def equation(mf: MetricFit) -> str:
+    """The plain line."""
     f = mf.fit
     sign = "−" if f.b < 0 else "+"
     return f"device = {f.a:.4g} × profiler {sign} {format_value(abs(f.b), mf.unit, mf.kind)}"
+
+
+def form_equation(mf: MetricFit) -> str:
+    """The chosen form; a power law in the CSV's unit (``device = c × profiler^k``, both in
+    ms: c carries the unit's scale to the power 1 − k)."""
+    f = mf.choice.fit
+    if f.form == "line":
+        return equation(mf)
+    if f.form == "origin":
+        return f"device = {f.a:.4g} × profiler"
+    scale = UNITS[mf.kind][mf.unit]
+    c = math.exp(f.b) * scale ** (f.a - 1)
+    return f"device = {c:.4g} × profiler^{f.a:.4g} ({unit_label(mf.unit)})"
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.1f} %"
+
+
+def heldout_table(fits: Sequence[MetricFit]) -> list[str]:
+    """Per fit: the form used and its held-out figures, then every form's mean error."""
+    head = ["METRIC", "FIT", "N", "FORM USED", "MEAN |ERROR|", "MEDIAN |ERROR|"]
+    head += [f"WITHIN ±{WITHIN_PCT:g} %", "WORST", *(f.upper() for f in FORMS)]
+    rows = [head]
+    for mf in fits:
+        ho = mf.choice.heldout
+        worst = None if ho is None else ho.worst
+        means = {c.form: None if c.heldout is None else c.heldout.mean_abs_pct
+                 for c in mf.choice.candidates}  # fmt: skip
+        rows.append(
+            [
+                f"{mf.metric} ({unit_label(mf.unit)})",
+                mf.scope,
+                str(mf.fit.n),
+                FORM_NAMES[mf.choice.form],
+                _pct(None if ho is None else ho.mean_abs_pct),
+                _pct(None if ho is None else ho.median_abs_pct),
+                "n/a" if ho is None else f"{ho.within} of {ho.counted}",
+                "n/a" if worst is None else f"{worst[0]} ({worst[1]:+.1f} %)",
+                *(_pct(means.get(f)) for f in FORMS),
+            ]
+        )
+    return _table(rows)
 
 
 def render_calibration(cal: Calibration) -> str:
@@ -51,6 +101,7 @@ def render_calibration(cal: Calibration) -> str:
         rows = [
             [
                 "METRIC",
+                "FIT",
                 "N",
                 "SLOPE a",
                 "INTERCEPT b",
@@ -69,6 +120,7 @@ def render_calibration(cal: Calibration) -> str:
             rows.append(
                 [
                     f"{mf.metric} ({unit_label(mf.unit)})",
+                    mf.scope,
                     str(f.n),
                     _pm(f.a, f.se_a),
                     b,
@@ -80,6 +132,12 @@ def render_calibration(cal: Calibration) -> str:
                 ]
             )
         lines += _table(rows)
+        lines.append("")
+        lines.append(
+            "Held-out accuracy: each model predicted by the fit made without it, its error "
+            "relative to the device's value (ORIGIN, LINE, POWER: each form's mean |error|)"
+        )
+        lines += heldout_table(fits)
         for mf in fits:
             lines.append("")
             lines += _fit_detail(mf)
@@ -95,7 +153,8 @@ def render_calibration(cal: Calibration) -> str:
     lines.append("")
     lines.append(
         "a ± standard error; LOO: each model predicted by the line fitted without it; "
-        "τ, ρ: agreement of the two rankings (1 = same order)"
+        "τ, ρ: agreement of the two rankings (1 = same order); predictions use the form "
+        "that predicts held-out models best (the simplest unless clearly worse)"
     )
     return "\n".join(lines) + "\n"
 
@@ -103,14 +162,18 @@ def render_calibration(cal: Calibration) -> str:
 def _fit_detail(mf: MetricFit) -> list[str]:
     f = mf.fit
     r2 = "n/a" if f.r2 is None else f"{f.r2:.3f}"
-    lines = [f"{mf.metric}: {equation(mf)}   (R² = {r2}, n = {f.n})"]
+    scope = "" if mf.family is None else f" [family {mf.family}]"
+    lines = [f"{mf.metric}{scope}: {equation(mf)}   (R² = {r2}, n = {f.n})"]
+    chosen = mf.choice.fit
+    lines.append(f"  predictions: {form_equation(mf)}   ({mf.choice.reason})")
 
     def v(x: float | None) -> str:
         return format_value(x, mf.unit, mf.kind)
 
-    rows = [
-        ["MODEL", "PROFILER", "DEVICE", "FITTED", "RESIDUAL", "LOO ERROR", "LEVERAGE", "COOK'S D"]
-    ]
+    ho = mf.choice.heldout
+    errors = [None] * f.n if ho is None else list(ho.errors_pct)
+    head = ["MODEL", "PROFILER", "DEVICE", "FITTED", "RESIDUAL", "LOO ERROR", "LEVERAGE"]
+    rows = [[*head, "COOK'S D", f"HELD-OUT ({chosen.form})", "ERROR"]]
     for i in range(f.n):
         rows.append(
             [
@@ -122,6 +185,8 @@ def _fit_detail(mf: MetricFit) -> list[str]:
                 v(f.loo_errors[i]),
                 f"{f.leverage[i]:.2f}",
                 "n/a" if f.cooks_d is None else f"{f.cooks_d[i]:.2f}",
+                v(chosen.heldout[i]) if ho is not None else "n/a",
+                "n/a" if errors[i] is None else f"{errors[i]:+.1f} %",
             ]
         )
     lines += _table(rows, "  ")
@@ -131,49 +196,92 @@ def _fit_detail(mf: MetricFit) -> list[str]:
     return lines
 
 
+def predicted_text(p: Prediction) -> str:
+    """``32.74 ms ± 1.88 ms (±5.7 %)``; a power law's asymmetric interval as
+    ``32.7 ms (28.1 ms–38.0 ms, −14.0 %/+16.2 %)``."""
+
+    def v(x: float) -> str:
+        return format_value(x, p.unit, p.kind)
+
+    pred = v(p.predicted)
+    pct = p.pct
+    if p.low is None or p.high is None:
+        return pred
+    if p.form != "power":
+        hw = p.half_width
+        assert hw is not None
+        return f"{pred} ± {v(hw)}" + ("" if pct is None else f" (±{pct[1]:.1f} %)")
+    span = f"{v(p.low)}–{v(p.high)}"
+    return f"{pred} ({span}" + ("" if pct is None else f", {pct[0]:+.1f} %/{pct[1]:+.1f} %") + ")"
+
+
+def _notes(p: Prediction) -> list[str]:
+    notes = []
+    if p.measured:
+        notes.append("measured on the device: one of the fit's points")
+    if p.extrapolated:
+        lo, hi = p.x_range
+        notes.append(
+            f"extrapolation: profiler range {format_value(lo, p.unit, p.kind)}–"
+            f"{format_value(hi, p.unit, p.kind)}"
+        )
+    if p.family_note:
+        notes.append(p.family_note)
+    if p.low is None:
+        notes.append("no interval: too few points")
+    if p.predicted < 0:
+        notes.append("negative: not a usable value")
+    if p.fit_warnings:
+        notes.append(f"fit has {p.fit_warnings} warning(s)")
+    return notes
+
+
 def render_predictions(preds: Predictions, source: str | None = None) -> str:
-    """Predicted device values beside the profiler's, with prediction intervals."""
+    """Predicted device values beside the profiler's, with prediction intervals in the
+    metric's units and in percent, the fit each came from, and which models to measure on
+    the device next."""
     cal = preds.calibration
     where = f" (calibration {source})" if source else ""
     lines = [
-        f"Predicted on {cal.device}{where}: ± half-width of the "
-        f"{cal.level * 100:g}% prediction interval"
+        f"Predicted on {cal.device}{where}: the {cal.level * 100:g}% prediction interval "
+        "in units and in percent"
     ]
-    rows = [["MODEL", "SETTING", "METRIC", "PROFILER", "PREDICTED ON DEVICE", "NOTE"]]
+    rows = [["MODEL", "SETTING", "METRIC", "PROFILER", "PREDICTED ON DEVICE", "FIT", "NOTE"]]
+    used: set[tuple[str, str, str]] = set()
     for p in preds.items:
-        pred = format_value(p.predicted, p.unit, p.kind)
-        if p.half_width is not None:
-            pred += " ± " + format_value(p.half_width, p.unit, p.kind)
-        notes = []
-        if p.extrapolated:
-            lo, hi = p.x_range
-            notes.append(
-                f"extrapolation: profiler range {format_value(lo, p.unit, p.kind)}–"
-                f"{format_value(hi, p.unit, p.kind)}"
-            )
-        if p.half_width is None:
-            notes.append("no interval: fewer than 3 points")
-        if p.predicted < 0:
-            notes.append("negative: not a usable value")
-        if p.fit_warnings:
-            notes.append(f"fit has {p.fit_warnings} warning(s)")
+        used.add((p.metric, p.setting, p.used))
         rows.append(
             [
                 p.label,
                 p.setting,
                 p.metric,
                 format_value(p.profiler, p.unit, p.kind),
-                pred,
-                "; ".join(notes),
+                predicted_text(p),
+                f"{FORM_NAMES[p.form]}, {p.used}",
+                "; ".join(_notes(p)),
             ]
         )
     if preds.items:
         lines += _table(rows)
     lines += [f"  {u}" for u in preds.uncalibrated]
-    warned = [mf for mf in cal.fits if mf.warnings]
-    for mf in warned:
-        for w in mf.warnings:
-            lines.append(f"  fit warning ({mf.metric} [{mf.setting}]): {w}")
+    for mf in cal.fits:
+        if (mf.metric, mf.setting, mf.scope) in used:
+            scope = "" if mf.family is None else f" {mf.scope}"
+            lines += [
+                f"  fit warning ({mf.metric} [{mf.setting}]{scope}): {w}" for w in mf.warnings
+            ]
+    nxt = preds.measure_next()
+    if len(nxt) > 1 or (nxt and len({p.label for p in preds.items if not p.measured}) == 1):
+        lines.append("")
+        lines.append(
+            f"Measure next on {cal.device}: the least certain predictions (widest interval) "
+            "first, where a device measurement narrows the calibration most"
+        )
+        for label, p in nxt:
+            spread = p.spread_pct
+            assert spread is not None  # measure_next keeps predictions with an interval
+            why = "outside the measured range" if p.extrapolated else "inside the measured range"
+            lines.append(f"  {label}: {p.metric} ±{spread:.0f} %, {why}")
     return "\n".join(lines) + "\n"
 
 

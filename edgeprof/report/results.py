@@ -12,6 +12,7 @@ from typing import TextIO
 
 from ..analysis.cells import cells
 from ..analysis.headroom import worst_fit
+from ..analysis.instrumentation import no_events, runs_python
 from ..model import RunResult
 from ..units import format_binary, format_decimal, format_seconds
 from .memory import composition, cost, headroom
@@ -95,7 +96,8 @@ def render_markdown(results: Sequence[RunResult]) -> str:
 
 
 def _notes(results: Sequence[RunResult]) -> str:
-    """One line per label (how it was measured), then its warnings, each said once."""
+    """One line per label (how it was measured), then its warnings, each said once; last, why
+    no run reported an event, when that is worth saying (:func:`_uninstrumented`)."""
     out: list[str] = []
     for (label, _), runs in cells(results).items():
         r = runs[0]
@@ -118,7 +120,19 @@ def _notes(results: Sequence[RunResult]) -> str:
         if verdict is not None:
             out.append(f"  {verdict}")
         out.extend(f"  warning: {w}" for w in dict.fromkeys(w for x in runs for w in x.warnings))
+    out.extend(_uninstrumented(results))
     return "\n".join(out) + ("\n" if out else "")
+
+
+def _uninstrumented(results: Sequence[RunResult]) -> list[str]:
+    """One note for the whole report when no run reported an event and the workload is
+    Python, where a missing ``import edgeprof`` is the likely cause.  Not per cell: the cause
+    is the interpreter, common to them all.  Not for other commands (``sleep 1``, a binary):
+    most never meant to report anything, and a note under each of their tables is noise."""
+    why = no_events(results)
+    if why is None or not any(runs_python(r.command) for r in results):
+        return []
+    return [f"note: {why}"]
 
 
 def _memory_lines(r: RunResult) -> list[str]:

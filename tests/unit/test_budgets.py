@@ -159,7 +159,8 @@ def test_latency_budget_fails_when_latency_was_not_measured() -> None:
     b = Budgets(overrides={"latency_p95": 0.040})
     missing = check_budgets([run()], b)
     assert [c.status for c in missing] == [Status.NOT_MEASURED]
-    assert missing[0].reason == "the runs reported no per-iteration latency"
+    # No event at all: the reason is why (tests/unit/test_instrumentation.py has the rest).
+    assert missing[0].reason.startswith("no run reported an iteration, a phase or a mark: ")
     measured = check_budgets([run(p95_s=s) for s in (0.030, 0.050, 0.035)], b)
     assert [(c.value, c.status) for c in measured] == [(0.035, Status.PASS)]
     slow = check_budgets([run(p95_s=0.041)], b)

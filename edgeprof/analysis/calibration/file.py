@@ -3,13 +3,16 @@ fitted on, and refitted from them on load, so the file never disagrees with the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
 from ..cells import without_chosen_cores
+from .choice import Candidate, Choice, choose, heldout_warning
+from .families import Families, check_family, parse_rule
 from .fit import DEFAULT_LEVEL, DEFAULT_MIN_R2, LinearFit, fit, fit_warnings
+from .forms import FORMS
 from .speed import ImpliedSpeed, speed_from_dict
 from .units import METRICS, UNITS, base_unit
 
@@ -24,11 +27,40 @@ class MetricFit:
     unit: str
     """The device CSV's unit of the metric: how values are shown."""
     fit: LinearFit
+    """The plain line and its diagnostics (leverage, Cook's distance, rankings)."""
     warnings: tuple[str, ...]
+    choice: Choice
+    """The form predictions use, chosen by held-out error (:mod:`.choice`)."""
+    family: str | None = None
+    """``None``: the pooled fit over every model; else one family's own fit."""
 
     @property
     def kind(self) -> str:
         return METRICS[self.metric].kind
+
+    @property
+    def scope(self) -> str:
+        return "pooled" if self.family is None else f"family {self.family}"
+
+
+def metric_fit(
+    metric: str,
+    setting: str,
+    unit: str,
+    line: LinearFit,
+    min_r2: float,
+    *,
+    family: str | None = None,
+    form: str | None = None,
+) -> MetricFit:
+    """The line's diagnostics, the form chosen by held-out error, and every warning: one
+    place, so a fresh calibration and a loaded file agree."""
+    choice = choose(line.x, line.y, line.labels, form)
+    warns = fit_warnings(line, unit, METRICS[metric].kind, min_r2)
+    held = heldout_warning(choice, line.r2, min_r2)
+    if held is not None:
+        warns.append(held)
+    return MetricFit(metric, setting, unit, line, tuple(warns), choice, family)
 
 
 @dataclass(frozen=True)
@@ -50,9 +82,21 @@ class Calibration:
     speed: ImpliedSpeed | None = None
     """The device in CPUs of the profiling host (:mod:`.speed`); ``None``: no time fit
     implies one, or a file from before it was stored."""
+    families: Families = field(default_factory=Families)
+    form: str | None = None
+    """The form every fit was made to take (``--form``); ``None``: chosen per fit."""
 
     def fits_for(self, setting: str) -> list[MetricFit]:
         return [f for f in self.fits if f.setting == setting]
+
+    def pooled_for(self, setting: str) -> list[MetricFit]:
+        return [f for f in self.fits if f.setting == setting and f.family is None]
+
+    def family_fit(self, metric: str, setting: str, family: str) -> MetricFit | None:
+        return next(
+            (f for f in self.fits if (f.metric, f.setting, f.family) == (metric, setting, family)),
+            None,
+        )
 
     def settings(self) -> list[str]:
         return list(dict.fromkeys(f.setting for f in self.fits))
@@ -73,6 +117,9 @@ class Calibration:
             "unmatched": list(self.unmatched),
             "unmeasured": list(self.unmeasured),
             "skipped": list(self.skipped),
+            "form": self.form or "auto",
+            "family_rules": [str(r) for r in self.families.rules],
+            "families": dict(self.families.named),
             "fits": [_fit_dict(f) for f in self.fits],
             **({} if self.speed is None else {"implied_speed": self.speed.to_dict()}),
         }
@@ -91,10 +138,18 @@ class Calibration:
 
 def _fit_dict(m: MetricFit) -> dict[str, Any]:
     f = m.fit
+    chosen = m.choice.fit
+    held = m.choice.heldout
+    errors = [None] * f.n if held is None else list(held.errors_pct)
     return {
         "metric": m.metric,
         "setting": m.setting,
+        "family": m.family,
         "unit": m.unit,
+        "form": m.choice.form,
+        "form_reason": m.choice.reason,
+        **({} if held is None else held.to_dict()),
+        "forms": [_form_dict(c) for c in m.choice.candidates],
         "base_unit": base_unit(m.kind),
         "n": f.n,
         "a": f.a,
@@ -117,9 +172,24 @@ def _fit_dict(m: MetricFit) -> dict[str, Any]:
                 "leverage": f.leverage[i],
                 "cooks_d": None if f.cooks_d is None else f.cooks_d[i],
                 "loo_error": f.loo_errors[i],
+                "heldout_prediction": chosen.heldout[i],
+                "heldout_pct_error": errors[i],
             }
             for i in range(f.n)
         ],
+    }
+
+
+def _form_dict(c: Candidate) -> dict[str, Any]:
+    if c.fit is None:
+        return {"form": c.form, "fitted": False, "why_not": c.why_not}
+    return {
+        "form": c.form,
+        "fitted": True,
+        "a": c.fit.a,
+        "b": c.fit.b,
+        "residual_se": c.fit.s,
+        **({} if c.heldout is None else c.heldout.to_dict()),
     }
 
 
@@ -135,6 +205,16 @@ def load_calibration(path: Path) -> Calibration:
         raise ConfigError(f"{path} is not an edgeprof calibration ({CALIBRATION_SCHEMA})")
     try:
         min_r2 = float(data.get("min_r2", DEFAULT_MIN_R2))
+        form = str(data.get("form") or "auto")  # absent from older files: chosen per fit
+        if form != "auto" and form not in FORMS:
+            raise ConfigError(f"{path}: unknown form {form!r}")
+        families = Families(
+            tuple(parse_rule(str(r)) for r in data.get("family_rules") or ()),
+            {
+                str(k): check_family(str(v), str(path))
+                for k, v in (data.get("families") or {}).items()
+            },
+        )
         fits = []
         for fd in data["fits"]:
             metric = fd["metric"]
@@ -149,10 +229,20 @@ def load_calibration(path: Path) -> Calibration:
                 )
             except ConfigError as exc:
                 raise ConfigError(f"{path}: {metric} [{fd['setting']}]: {exc}") from None
-            warns = fit_warnings(f, fd["unit"], METRICS[metric].kind, min_r2)
             setting = without_chosen_cores(str(fd["setting"]))  # a file from before leases
-            fits.append(MetricFit(metric, setting, fd["unit"], f, tuple(warns)))
-        by_key = {(m.metric, m.setting): m.fit for m in fits}
+            family = fd.get("family")
+            fits.append(
+                metric_fit(
+                    metric,
+                    setting,
+                    fd["unit"],
+                    f,
+                    min_r2,
+                    family=None if family is None else check_family(str(family), str(path)),
+                    form=None if form == "auto" else form,
+                )
+            )
+        by_key = {(m.metric, m.setting): m.fit for m in fits if m.family is None}
         speed_d = data.get("implied_speed")  # absent from older files
         speed = None if speed_d is None else speed_from_dict(speed_d, by_key)
         return Calibration(
@@ -167,6 +257,8 @@ def load_calibration(path: Path) -> Calibration:
             skipped=tuple(data.get("skipped") or ()),
             matched=int(data.get("matched_rows", 0)),
             speed=speed,
+            families=families,
+            form=None if form == "auto" else form,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{path}: malformed calibration: bad or missing {exc}") from exc

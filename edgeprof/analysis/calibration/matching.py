@@ -12,8 +12,11 @@ from pathlib import Path
 from ...errors import ConfigError
 from ...model import RunResult
 from ..cells import cells_by_setting, successful
-from .file import Calibration, MetricFit
-from .fit import DEFAULT_LEVEL, DEFAULT_MIN_R2, fit, fit_warnings
+from ..instrumentation import no_events
+from .families import MIN_FAMILY_POINTS, Families, FamilyRule, members
+from .file import Calibration, MetricFit, metric_fit
+from .fit import DEFAULT_LEVEL, DEFAULT_MIN_R2, fit
+from .forms import FORMS
 from .measurements import DeviceRow, Measurements
 from .speed import implied_speed
 from .units import METRICS
@@ -95,12 +98,18 @@ def calibrate(
     *,
     min_r2: float = DEFAULT_MIN_R2,
     level: float = DEFAULT_LEVEL,
+    family_rules: Sequence[FamilyRule] = (),
+    form: str | None = None,
 ) -> Calibration:
-    """Match device rows to profiled cells and fit every metric under every setting."""
+    """Match device rows to profiled cells and fit every metric under every setting: one
+    pooled fit over every model, and one per family with :data:`.MIN_FAMILY_POINTS` points.
+    ``form`` makes every fit take that form (:data:`.forms.FORMS`) instead of choosing."""
     if not device.strip():
         raise ConfigError("--device: empty device name")
     if not 0 < level < 1:
         raise ConfigError(f"level {level}: must be between 0 and 1")
+    if form is not None and form not in FORMS:
+        raise ConfigError(f"--form {form!r}: one of auto, {', '.join(FORMS)}")
     cells = cells_of(runs)
     if not cells:
         raise ConfigError("no profiled runs given")
@@ -122,7 +131,11 @@ def calibrate(
         used[key] = row
         pairs.append((row, cell))
     unmeasured = [f"{c.label} [{c.setting}]" for c in cells if (c.label, c.setting) not in used]
-    fits = []
+    families = Families(
+        tuple(family_rules), {c.label: r.family for r, c in pairs if r.family is not None}
+    )
+    silent = no_events(runs)
+    fits: list[MetricFit] = []
     skipped = []
     for setting in dict.fromkeys(c.setting for _, c in pairs):
         for metric, unit in measurements.units.items():
@@ -131,17 +144,28 @@ def calibrate(
                 for r, c in pairs
                 if c.setting == setting and metric in r.values and metric in c.values
             ]
-            try:
-                f = fit([p[1] for p in pts], [p[2] for p in pts], [p[0] for p in pts])
-            except ConfigError as exc:
-                skipped.append(f"{metric} [{setting}]: {exc}")
+            if not pts and METRICS[metric].reported and silent is not None:
+                skipped.append(f"{metric} [{setting}]: {silent}")
                 continue
-            warns = fit_warnings(f, unit, METRICS[metric].kind, min_r2)
-            fits.append(MetricFit(metric, setting, unit, f, tuple(warns)))
+            groups: list[tuple[str | None, list[tuple[str, float, float]]]] = [(None, pts)]
+            by_family = members(families, [p[0] for p in pts])
+            for name, labels in by_family.items():
+                if len(labels) >= MIN_FAMILY_POINTS:
+                    groups.append((name, [p for p in pts if p[0] in labels]))
+            for fam, group in groups:
+                try:
+                    line = fit([p[1] for p in group], [p[2] for p in group], [p[0] for p in group])
+                except ConfigError as exc:
+                    scope = "" if fam is None else f" family {fam}"
+                    skipped.append(f"{metric} [{setting}]{scope}: {exc}")
+                    continue
+                fits.append(metric_fit(metric, setting, unit, line, min_r2, family=fam, form=form))
     setting_cpus = {c.setting: c.cpus for c in cells}
     hosts = [r.host for r in runs]
     speed = implied_speed(
-        {(m.metric, m.setting): m.fit for m in fits}, setting_cpus, hosts[0] if hosts else None
+        {(m.metric, m.setting): m.fit for m in fits if m.family is None},
+        setting_cpus,
+        hosts[0] if hosts else None,
     )
     return Calibration(
         device=device,
@@ -155,4 +179,6 @@ def calibrate(
         skipped=tuple(skipped),
         matched=len(pairs),
         speed=speed,
+        families=families,
+        form=form,
     )

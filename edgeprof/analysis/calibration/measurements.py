@@ -6,6 +6,8 @@ Comma-separated, a header row, ``#`` lines are comments:
   left out (``mobilenet_v2_0.5`` matches runs labelled ``mobilenet_v2_0.5.onnx``);
 * ``cpus``, ``memory`` (optional): the profiler setting the row belongs to (``--cpus`` and
   ``--memory`` of the runs; memory in Docker's spelling, ``1g``);
+* ``family`` (optional): the model's family (``resnet``, ``mobilenet``): a calibration fits
+  each family with enough points on its own as well (:mod:`.families`); an empty cell is none;
 * ``notes`` (optional, ignored);
 * one or more metric columns ``METRIC_UNIT``: the unit is part of the name and required,
   e.g. ``runtime_ms``, ``peak_mem_mb``.  METRIC is one of :data:`.units.METRICS`: ``runtime``
@@ -30,6 +32,7 @@ from .units import METRICS, UNITS
 
 SETTING_COLUMNS = ("cpus", "memory")
 IGNORED_COLUMNS = ("notes",)
+FAMILY_COLUMN = "family"
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class DeviceRow:
     memory: int | None
     values: Mapping[str, float]
     """Metric name → value in the base unit (only the cells that were filled in)."""
+    family: str | None = None
 
     def setting(self) -> str:
         parts = []
@@ -65,7 +69,7 @@ class Measurements:
 def _parse_column(name: str, path: str) -> tuple[str, str] | None:
     """``peak_mem_mb`` → (``peak_mem``, ``mb``); ``None`` for model/setting/ignored columns."""
     key = name.strip().lower()
-    if key in ("model", *SETTING_COLUMNS, *IGNORED_COLUMNS):
+    if key in ("model", FAMILY_COLUMN, *SETTING_COLUMNS, *IGNORED_COLUMNS):
         return None
     if key in METRICS:
         units = ", ".join(f"{key}_{u}" for u in UNITS[METRICS[key].kind])
@@ -81,7 +85,7 @@ def _parse_column(name: str, path: str) -> tuple[str, str] | None:
                 )
             return metric, unit
     raise ConfigError(
-        f"{path}: unknown column {name!r} (expected model, cpus, memory, notes, or "
+        f"{path}: unknown column {name!r} (expected model, cpus, memory, family, notes, or "
         f"METRIC_UNIT with METRIC one of {', '.join(METRICS)}, e.g. runtime_ms, peak_mem_mb)"
     )
 
@@ -122,7 +126,8 @@ def read_measurements(path: Path) -> Measurements:
             f"{p}: no metric column (expected METRIC_UNIT with METRIC one of "
             f"{', '.join(METRICS)}, e.g. runtime_ms, peak_mem_mb)"
         )
-    idx = {name: lowered.index(name) for name in ("model", *SETTING_COLUMNS) if name in lowered}
+    named = ("model", FAMILY_COLUMN, *SETTING_COLUMNS)
+    idx = {name: lowered.index(name) for name in named if name in lowered}
     rows: list[DeviceRow] = []
     seen: dict[tuple[str, float | None, int | None], int] = {}
     for (line, _), rec in zip(numbered[1:], records[1:], strict=True):
@@ -139,6 +144,7 @@ def read_measurements(path: Path) -> Measurements:
                 memory = parse_size(rec[idx["memory"]])
             except ConfigError as exc:
                 raise ConfigError(f"{where}, column memory: {exc}") from None
+        family = (rec[idx[FAMILY_COLUMN]].strip() or None) if FAMILY_COLUMN in idx else None
         values = {}
         for i, (metric, unit) in columns.items():
             v = _number(rec[i], where, header[i])
@@ -151,7 +157,7 @@ def read_measurements(path: Path) -> Measurements:
                 f"{where}: duplicate row for {row.describe()} (first on line {seen[key]})"
             )
         seen[key] = line
-        rows.append(DeviceRow(line, model, cpus, memory, values))
+        rows.append(DeviceRow(line, model, cpus, memory, values, family))
     if not rows:
         raise ConfigError(f"{p}: a header but no rows")
     return Measurements(p, {m: u for m, u in columns.values()}, tuple(rows))

@@ -1,5 +1,7 @@
-"""Applying a calibration: predicted device values for new runs, with prediction intervals,
-extrapolations marked."""
+"""Applying a calibration: predicted device values for new runs, each with its interval in
+the metric's units and in percent, the fit that made it (a family's or the pooled one), and
+what makes it less trustworthy (extrapolation, an unseen family); then which of the
+candidates to measure on the device next."""
 
 from __future__ import annotations
 
@@ -7,7 +9,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ...model import RunResult
-from .file import Calibration
+from .families import MIN_FAMILY_POINTS
+from .file import Calibration, MetricFit
 from .matching import cells_of
 from .units import METRICS
 
@@ -20,16 +23,48 @@ class Prediction:
     unit: str
     profiler: float
     predicted: float
-    half_width: float | None
-    """Half-width of the prediction interval (``None``: a fit with fewer than 3 points)."""
+    low: float | None
+    high: float | None
+    """The prediction interval at the calibration's level (``None``: no residual degrees of
+    freedom); asymmetric for a power law."""
     extrapolated: bool
     x_range: tuple[float, float]
+    form: str = "line"
+    family: str | None = None
+    """The run's family (``None``: it has none)."""
+    used: str = "pooled"
+    """Which fit made the prediction: ``pooled`` or ``family NAME``."""
+    family_note: str = ""
+    """Why the pooled fit predicted a model that has a family (empty: nothing to say)."""
     fit_warnings: int = 0
     runs: int = 1
+    measured: bool = False
+    """The model is one of the fit's own points (not a prediction of an unmeasured model)."""
 
     @property
     def kind(self) -> str:
         return METRICS[self.metric].kind
+
+    @property
+    def half_width(self) -> float | None:
+        """Half the interval's width (the ± of a symmetric interval)."""
+        return None if self.low is None or self.high is None else (self.high - self.low) / 2
+
+    @property
+    def pct(self) -> tuple[float, float] | None:
+        """The interval's ends relative to the prediction, in percent (−12.0, +13.6)."""
+        if self.low is None or self.high is None or self.predicted <= 0:
+            return None
+        return (
+            (self.low - self.predicted) / self.predicted * 100,
+            (self.high - self.predicted) / self.predicted * 100,
+        )
+
+    @property
+    def spread_pct(self) -> float | None:
+        """The interval's larger side in percent: how uncertain the prediction is."""
+        p = self.pct
+        return None if p is None else max(-p[0], p[1])
 
 
 @dataclass(frozen=True)
@@ -39,28 +74,66 @@ class Predictions:
     uncalibrated: list[str] = field(default_factory=list)
     """Cells whose setting the calibration does not cover."""
 
+    def measure_next(self, count: int = 3) -> list[tuple[str, Prediction]]:
+        """The unmeasured models whose device measurement would teach the calibration most:
+        those with the widest relative interval (a model far from the measured range, or
+        one the fit is least sure of), each with its least certain prediction."""
+        worst: dict[str, Prediction] = {}
+        for p in self.items:
+            s = p.spread_pct
+            if p.measured or s is None:
+                continue
+            held = worst.get(p.label)
+            if held is None or s > (held.spread_pct or 0):
+                worst[p.label] = p
+        ranked = sorted(worst.items(), key=lambda kv: -(kv[1].spread_pct or 0))
+        return ranked[:count]
+
+
+def _pick(cal: Calibration, pooled: MetricFit, family: str | None) -> tuple[MetricFit, str]:
+    """The family's own fit when it has one, else the pooled fit and why."""
+    if family is None:
+        return pooled, "no family: pooled fit" if cal.families.all() else ""
+    own = cal.family_fit(pooled.metric, pooled.setting, family)
+    if own is not None:
+        return own, ""
+    n = sum(cal.families.of(label) == family for label in pooled.fit.labels)
+    if n == 0:
+        return pooled, f"family {family} never measured on the device: pooled fit"
+    return pooled, f"family {family}: {n} measured (< {MIN_FAMILY_POINTS}): pooled fit"
+
 
 def predict(calibration: Calibration, runs: Iterable[RunResult]) -> Predictions:
     """Predicted device values for every cell of ``runs`` whose setting was calibrated (the
-    median of a cell's successful runs, as in the fit)."""
+    median of a cell's successful runs, as in the fit), by the chosen form of the run's
+    family fit where there is one, else of the pooled fit."""
     out = Predictions(calibration)
     for cell in cells_of(list(runs)):
         if cell.ok == 0:
             out.uncalibrated.append(f"{cell.label} [{cell.setting}]: every run failed")
             continue
-        fits = calibration.fits_for(cell.setting)
-        if not fits:
+        pooled = calibration.pooled_for(cell.setting)
+        if not pooled:
             known = "; ".join(calibration.settings()) or "none"
             out.uncalibrated.append(
                 f"{cell.label} [{cell.setting}]: no calibration for this setting "
                 f"(calibrated: {known})"
             )
             continue
-        for mf in fits:
-            x = cell.values.get(mf.metric)
+        family = calibration.families.of(cell.label)
+        for base in pooled:
+            x = cell.values.get(base.metric)
             if x is None:
                 continue
-            y, hw = mf.fit.predict(x, calibration.level)
+            mf, note = _pick(calibration, base, family)
+            form = mf.choice.fit
+            got = form.predict(x, calibration.level)
+            if got is None:
+                out.uncalibrated.append(
+                    f"{cell.label} [{cell.setting}] {mf.metric}: profiler value {x:g} ≤ 0, "
+                    f"where the {form.name} has no value"
+                )
+                continue
             lo, hi = mf.fit.x_range
             out.items.append(
                 Prediction(
@@ -69,12 +142,18 @@ def predict(calibration: Calibration, runs: Iterable[RunResult]) -> Predictions:
                     mf.metric,
                     mf.unit,
                     x,
-                    y,
-                    hw,
+                    got[0],
+                    got[1],
+                    got[2],
                     not lo <= x <= hi,
                     (lo, hi),
-                    len(mf.warnings),
-                    cell.ok,
+                    form=form.form,
+                    family=family,
+                    used=mf.scope,
+                    family_note=note,
+                    fit_warnings=len(mf.warnings),
+                    runs=cell.ok,
+                    measured=cell.label in mf.fit.labels,
                 )
             )
     return out

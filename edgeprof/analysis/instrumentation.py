@@ -1,0 +1,89 @@
+"""Why a workload's iterations, phases and marks are missing, said where they are missed.
+
+A Python workload reports to edgeprof by calling ``edgeprof.iteration()``, ``phase()`` or
+``mark()`` (:mod:`edgeprof.workload.instrument`).  Scripts are written to run without
+edgeprof too (``try: from edgeprof import iteration`` / ``except ImportError:`` no-ops), so
+when the interpreter that runs the workload cannot import edgeprof (another virtualenv, the
+system Python, a container image) the script runs silently uninstrumented: every run lacks
+latency and phases, and each place that needs them said only that they were missing (the
+budget check's "the runs reported no per-iteration latency").  :func:`no_events` turns that
+into one sentence naming the likely cause and its fixes, for every such place to use.
+
+Pure: it reads results only.  Whether an interpreter can import edgeprof is probed by
+``edgeprof doctor --python PATH`` (:func:`edgeprof.measure.doctor.interpreter_imports_edgeprof`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import PurePath
+
+from ..model import RunResult
+from .cells import successful
+
+HEAD = "no run reported an iteration, a phase or a mark"
+"""How every sentence of :func:`no_events` starts (tests and callers may look for it)."""
+
+_COPY = "copy edgeprof/workload/instrument.py beside the script and `import instrument as edgeprof`"
+
+
+def reported_events(r: RunResult) -> bool:
+    """Whether the run's workload reported anything through the events channel."""
+    return r.latency is not None or bool(r.phases) or bool(r.marks)
+
+
+def is_python_interpreter(program: str) -> bool:
+    """``python``, ``/usr/bin/python3.11``, ``pypy3``: a program named as a Python interpreter
+    (by its file name only: a wrapper such as ``uv`` or ``env`` is not one)."""
+    name = PurePath(program).name
+    return name.startswith(("python", "pypy"))
+
+
+def runs_python(command: Sequence[str]) -> bool:
+    """A command that runs Python: an interpreter, or a ``.py`` script among its words (an
+    executable script, or one given to a wrapper)."""
+    if command and is_python_interpreter(command[0]):
+        return True
+    return any(word.endswith(".py") for word in command)
+
+
+def no_events(runs: Sequence[RunResult]) -> str | None:
+    """One sentence saying why no run reported an event, with what to do; ``None`` when one
+    did, or when there is nothing to explain.
+
+    Any run with an event shows the channel works, whatever its ending.  The sentence needs
+    at least one successful run (exit 0): a run that crashed, ran out of memory or timed out
+    may have ended before its first event, and its ending is then the thing to say (the
+    callers already say it).  So ``None`` for no runs and for runs that all failed.
+
+    The interpreter is named (with the command that installs edgeprof into it) when every run
+    started the same Python interpreter (``command[0]``); otherwise the sentence names none.
+    """
+    if not runs or any(reported_events(r) for r in runs) or not successful(runs):
+        return None
+    python = _interpreter(runs)
+    if python is None:
+        return (
+            f"{HEAD}: the workload never wrote to edgeprof's events channel; if it calls "
+            f"edgeprof from Python, that interpreter could not import it: install edgeprof "
+            f"there or {_COPY}"
+        )
+    program, where = python
+    return (
+        f"{HEAD}: if the workload calls edgeprof, {where} could not import it; install it "
+        f"({program} -m pip install edgeprof) or {_COPY}"
+    )
+
+
+def _interpreter(runs: Sequence[RunResult]) -> tuple[str, str] | None:
+    """(the program, how to name it) of the one Python interpreter every run started;
+    ``None`` when they started none or several.  In a container the program is the image's
+    (installing edgeprof on this host would not help), so the image is named with it."""
+    programs = {r.command[0] if r.command else "" for r in runs}
+    images = {r.image for r in runs}
+    if len(programs) != 1 or len(images) != 1:
+        return None
+    (program,), (image,) = programs, images
+    if not is_python_interpreter(program):
+        return None
+    return program, program if image is None else f"{program} in the image {image}"

@@ -1,0 +1,153 @@
+"""The calibration's forms, their held-out accuracy and the choice between them
+(edgeprof.analysis.calibration.forms and .choice): hand-computed leave-one-out errors, a
+brute-force refit without each point (by the standard library's own least squares), and
+the choice of the log-space fit when it predicts better held-out."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from edgeprof.analysis.calibration import (
+    FORMS,
+    MIN_HELDOUT,
+    HeldOut,
+    choose,
+    fit_form,
+)
+from edgeprof.analysis.calibration.choice import heldout_warning
+
+approx = pytest.approx
+
+X4 = (1.0, 2.0, 3.0, 4.0)
+Y4 = (3.1, 5.9, 9.2, 11.8)
+
+
+def _brute(form: str, x: list[float], y: list[float], i: int) -> float:
+    """Point i predicted by ``form`` fitted on the others, by statistics.linear_regression."""
+    xs = [v for k, v in enumerate(x) if k != i]
+    ys = [v for k, v in enumerate(y) if k != i]
+    if form == "origin":
+        slope, _ = statistics.linear_regression(xs, ys, proportional=True)
+        return float(slope * x[i])
+    if form == "line":
+        slope, icept = statistics.linear_regression(xs, ys)
+        return float(slope * x[i] + icept)
+    slope, icept = statistics.linear_regression(
+        [math.log(v) for v in xs], [math.log(v) for v in ys]
+    )
+    try:
+        return math.exp(icept + slope * math.log(x[i]))
+    except OverflowError:
+        return math.inf
+
+
+def test_heldout_errors_by_hand() -> None:
+    labels = list("abcd")
+    origin = fit_form("origin", X4, Y4, labels)
+    line = fit_form("line", X4, Y4, labels)
+    assert not isinstance(origin, str) and not isinstance(line, str)
+    # Without a (x = 1): a = (2·5.9 + 3·9.2 + 4·11.8) / (4 + 9 + 16) = 86.6 / 29 → 2.9862,
+    # 3.6707 % under the measured 3.1.
+    assert origin.heldout[0] == approx(86.6 / 29)
+    # The line without a: through (2, 5.9), (3, 9.2), (4, 11.8): slope 2.95, intercept
+    # 8.9667 − 2.95·3 = 0.1167 → 3.0667 at x = 1, 1.0753 % under.
+    assert line.heldout[0] == approx(2.95 + 8.9667 - 2.95 * 3, abs=1e-4)
+    ho = HeldOut(tuple(labels), Y4, line.heldout)
+    errors = ho.errors_pct
+    assert errors[0] == approx(-1.0753, abs=1e-4)
+    assert ho.within == 4 and ho.counted == 4 and ho.within_share == 1.0
+    assert ho.median_abs_pct == approx(statistics.median(abs(e) for e in errors if e is not None))
+    # Without c: the line through (1, 3.1), (2, 5.9), (4, 11.8) has slope 13.567 / 4.667 =
+    # 2.9071 and intercept 0.15: 8.871 at x = 3, 3.571 % under 9.2, the largest error.
+    assert ho.worst is not None and ho.worst[0] == "c"
+    assert ho.worst[1] == approx(-3.5714, abs=1e-4)
+    d = ho.to_dict()
+    assert d["heldout_within_10pct"] == 1.0 and d["heldout_points"] == 4
+
+
+def test_a_family_spanning_20x_chooses_the_power_law_and_says_why() -> None:
+    # Profiler 5–100 ms (a factor of 20), device = 3·x^0.8 with a ±2 % pattern: the line
+    # through the origin and the plain line miss the small models; the power law does not.
+    x = [0.005 * 20 ** (i / 7) for i in range(8)]
+    wiggle = [1.02, 0.98, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01]
+    y = [3 * v**0.8 * w for v, w in zip(x, wiggle, strict=True)]
+    labels = [f"m{i}" for i in range(8)]
+    choice = choose(x, y, labels)
+    assert choice.form == "power"
+    means = {}
+    for c in choice.candidates:
+        assert c.heldout is not None
+        brute = [(_brute(c.form, x, y, i) - y[i]) / y[i] * 100 for i in range(8)]
+        assert c.heldout.errors_pct == approx(tuple(brute))
+        means[c.form] = statistics.fmean(abs(e) for e in brute)
+    assert means["power"] < 3 < means["line"] and means["power"] < means["origin"]
+    assert choice.reason.startswith(f"power law: held-out mean error {means['power']:.1f} %")
+    assert "clearly worse" in choice.reason
+    assert choice.fit.a == approx(0.8, abs=0.03)  # the exponent comes back
+
+
+def test_a_simpler_form_is_kept_unless_clearly_worse() -> None:
+    choice = choose(X4, Y4, list("abcd"))
+    means = {c.form: c.heldout.mean_abs_pct or 0.0 for c in choice.candidates if c.heldout}
+    # Origin 2.9 %, line 2.7 %: the best is the line, but the origin is within 25 % (and
+    # 1 point) of it, and simpler.
+    assert means["line"] < means["origin"] < means["line"] + 1
+    assert choice.form == "origin" and "not clearly worse" in choice.reason
+
+
+def test_without_enough_points_the_line_is_kept() -> None:
+    choice = choose(X4[:3], Y4[:3], list("abc"))
+    assert choice.form == "line" and all(c.heldout is None for c in choice.candidates)
+    assert f"need {MIN_HELDOUT} points" in choice.reason
+
+
+def test_forced_and_impossible_forms() -> None:
+    assert choose(X4, Y4, list("abcd"), "power").form == "power"
+    zero = choose([0.0, 1.0, 2.0, 3.0], [1.0, 2.0, 3.0, 4.0], list("abcd"), "power")
+    assert zero.form == "line" and "no logarithm" in zero.reason
+    power = next(c for c in zero.candidates if c.form == "power")
+    assert power.fit is None and power.why_not == "a value ≤ 0 has no logarithm"
+
+
+def test_the_heldout_warning_contradicts_a_good_r2() -> None:
+    # A line fitted to times spanning 50×: good R², poor held-out accuracy on the small models.
+    x = [0.002 * 50 ** (i / 8) for i in range(9)]
+    y = [0.01 + 2 * v + (0.004 if i % 2 else -0.004) for i, v in enumerate(x)]
+    choice = choose(x, y, [f"m{i}" for i in range(9)], "line")
+    ho = choice.heldout
+    assert ho is not None and ho.within_share is not None and ho.within_share < 0.5
+    text = heldout_warning(choice, 0.986, 0.9)
+    assert text is not None
+    assert text.startswith(f"R² = 0.986, but only {ho.within} of 9 held-out predictions")
+    assert heldout_warning(choice, 0.5, 0.9) is not None
+    assert heldout_warning(choose(X4, Y4, list("abcd")), 0.99, 0.9) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0.001, 1000, allow_nan=False), st.floats(0.001, 1000, allow_nan=False)),
+        min_size=MIN_HELDOUT,
+        max_size=12,
+        unique_by=lambda p: p[0],
+    )
+)
+def test_within_10pct_equals_a_brute_force_refit(points: list[tuple[float, float]]) -> None:
+    x = [p[0] for p in points]
+    y = [p[1] for p in points]
+    if max(x) / min(x) < 1.01:  # nearly one x: any refit is ill-conditioned
+        return
+    for c in choose(x, y, [str(i) for i in range(len(x))]).candidates:
+        assert c.form in FORMS and c.fit is not None and c.heldout is not None
+        brute = [abs(_brute(c.form, x, y, i) - y[i]) / y[i] * 100 for i in range(len(x))]
+        # Points within rounding of the ±10 % edge may fall either way; the rest may not.
+        within = sum(e <= 10 for e in brute)
+        edge = sum(abs(e - 10) < 1e-6 for e in brute)
+        assert abs(c.heldout.within - within) <= edge
+        share = c.heldout.within_share
+        assert share is not None and abs(share - within / len(x)) <= edge / len(x)

@@ -1,0 +1,215 @@
+"""Why a metric is missing: runs that reported no event, said once with its likely cause
+(analysis/instrumentation.py), in budgets and under the results table; and the doctor probe
+of the workload's interpreter."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from edgeprof.analysis.budgets import Budgets, Status, check_budgets
+from edgeprof.analysis.instrumentation import HEAD, is_python_interpreter, no_events, runs_python
+from edgeprof.measure.doctor import diagnose, interpreter_imports_edgeprof, workload_python
+from edgeprof.model import LatencyStats, Mark, PhaseStats, RunResult, Termination
+from edgeprof.report.results import render_markdown, render_plain
+from tests.unit.conftest import make_result
+
+LATENCY = LatencyStats(
+    count=3, mean_s=0.01, p50_s=0.01, p90_s=0.01, p95_s=0.01, p99_s=0.01, max_s=0.01, per_s=None
+)
+PHASE = PhaseStats("load", 1, 0.1, 0.2, 0.1, 50.0, None, None, None)
+
+
+def bare(*command: str, **overrides: object) -> RunResult:
+    """A successful run that reported nothing."""
+    return make_result(command=command, warnings=(), **overrides)
+
+
+# -- no_events -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "reported",
+    [{"latency": LATENCY}, {"phases": (PHASE,)}, {"marks": (Mark("ready", 0.3, None, None),)}],
+)
+def test_any_event_in_any_run_means_nothing_to_explain(reported: dict[str, object]) -> None:
+    assert no_events([bare("python3", "infer.py"), bare("python3", "infer.py", **reported)]) is None
+
+
+def test_nothing_to_explain_without_runs_or_without_a_successful_one() -> None:
+    assert no_events([]) is None
+    failed = [
+        bare("python3", "infer.py", termination=Termination.OOM, exit_code=137),
+        bare("python3", "infer.py", exit_code=1),
+    ]
+    assert no_events(failed) is None
+    assert no_events([*failed, bare("python3", "infer.py")]) is not None
+
+
+def test_the_sentence_names_the_interpreter_and_how_to_install_into_it() -> None:
+    why = no_events([bare("/usr/bin/python3", "infer.py", "m.onnx")] * 2)
+    assert why == (
+        "no run reported an iteration, a phase or a mark: if the workload calls edgeprof, "
+        "/usr/bin/python3 could not import it; install it (/usr/bin/python3 -m pip install "
+        "edgeprof) or copy edgeprof/workload/instrument.py beside the script and "
+        "`import instrument as edgeprof`"
+    )
+    assert "\n" not in why and len(why) < 300 and not why.endswith(".")
+
+
+def test_in_a_container_the_interpreter_is_the_images() -> None:
+    why = no_events([bare("python", "infer.py", image="onnx:1")])
+    assert why is not None
+    assert "python in the image onnx:1 could not import it" in why
+    assert "(python -m pip install edgeprof)" in why
+
+
+@pytest.mark.parametrize(
+    "commands",
+    [
+        [("./infer.py",)],
+        [("uv", "run", "python", "infer.py")],
+        [("python3", "a.py"), ("/opt/venv/bin/python", "a.py")],  # which one is unknown
+    ],
+)
+def test_without_one_known_interpreter_the_sentence_names_none(
+    commands: list[tuple[str, ...]],
+) -> None:
+    why = no_events([bare(*c) for c in commands])
+    assert why is not None and why.startswith(HEAD + ": the workload never wrote to edgeprof's")
+    assert "that interpreter could not import it: install edgeprof there or copy" in why
+    assert "pip" not in why
+
+
+@pytest.mark.parametrize(
+    ("program", "python"),
+    [("python", True), ("/usr/bin/python3.11", True), ("pypy3", True), ("sh", False),
+     ("/opt/ipython", False), ("", False)],
+)  # fmt: skip
+def test_interpreters_are_known_by_their_file_name(program: str, python: bool) -> None:
+    assert is_python_interpreter(program) is python
+
+
+def test_python_commands_are_interpreters_or_scripts() -> None:
+    assert runs_python(("python3", "-m", "serve"))
+    assert runs_python(("./infer.py", "--n", "3"))
+    assert runs_python(("uv", "run", "infer.py"))
+    assert not runs_python(("sleep", "1"))
+    assert not runs_python(())
+
+
+# -- budgets ---------------------------------------------------------------------------------
+
+
+def test_latency_budget_says_why_no_event_came() -> None:
+    checks = check_budgets(
+        [bare("/usr/bin/python3", "infer.py")], Budgets(overrides={"latency_p95": 0.04})
+    )
+    assert [c.status for c in checks] == [Status.NOT_MEASURED]
+    assert checks[0].reason == no_events([bare("/usr/bin/python3", "infer.py")])
+    said = checks[0].describe()
+    assert said.startswith(
+        "python3 (cpus=1.5, cpuset=0-1, memory=512.0MiB): latency p95 not measured "
+        "(no run reported an iteration, a phase or a mark: if the workload calls edgeprof, "
+        "/usr/bin/python3 could not import it;"
+    )
+
+
+def test_latency_budget_keeps_its_reason_when_phases_came_but_no_iteration() -> None:
+    phases_only = bare("python3", "infer.py", phases=(PHASE,))
+    checks = check_budgets([phases_only], Budgets(overrides={"latency_p95": 0.04}))
+    assert checks[0].reason == "the runs reported no per-iteration latency"
+
+
+def test_latency_budget_keeps_its_reason_when_another_cell_reported_events() -> None:
+    """The same interpreter imported edgeprof for the other model: not the cause here."""
+    quiet = bare("python3", "infer.py", name="a.onnx")
+    timed = bare("python3", "infer.py", name="b.onnx", latency=LATENCY)
+    checks = check_budgets([quiet, timed], Budgets(overrides={"latency_p95": 0.04}))
+    assert [(c.label, c.reason) for c in checks] == [
+        ("a.onnx", "the runs reported no per-iteration latency"),
+        ("b.onnx", ""),
+    ]
+
+
+# -- the results table -----------------------------------------------------------------------
+
+
+def test_one_note_per_report_for_a_python_workload() -> None:
+    runs = [bare("python3", "infer.py", name=n) for n in ("a.onnx", "b.onnx", "a.onnx")]
+    text = render_plain(runs)
+    notes = [ln for ln in text.splitlines() if ln.startswith("note: ")]
+    assert notes == [f"note: {no_events(runs)}"]
+    assert notes[0].startswith("note: no run reported an iteration, a phase or a mark: ")
+    assert "python3 could not import it" in notes[0]
+    assert render_markdown(runs).count("note: no run reported") == 1
+
+
+def test_no_note_for_other_commands_or_once_an_event_came() -> None:
+    assert "note:" not in render_plain([bare("sleep", "1")])
+    assert "note:" not in render_plain([bare("python3", "infer.py", latency=LATENCY)])
+    failed = bare("python3", "infer.py", termination=Termination.TIMEOUT, exit_code=None)
+    assert "note:" not in render_plain([failed])
+
+
+# -- doctor ----------------------------------------------------------------------------------
+
+
+def test_the_venvs_interpreter_imports_edgeprof() -> None:
+    assert interpreter_imports_edgeprof(sys.executable) is None
+    finding = workload_python(sys.executable)
+    assert (finding.ok, finding.detail) == (True, f"{sys.executable} imports edgeprof")
+
+
+def without_site(tmp_path: Path) -> str:
+    """An interpreter that cannot import edgeprof: this one without its site-packages and
+    environment (``-S -E``), but with the working directory on its path as ``-c`` has it."""
+    script = tmp_path / "python3"
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S -E "$@"\n')
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_an_interpreter_without_edgeprof_says_why(tmp_path: Path) -> None:
+    python = without_site(tmp_path)
+    why = interpreter_imports_edgeprof(python)
+    assert why == "ModuleNotFoundError: No module named 'edgeprof'"
+    finding = workload_python(python)
+    assert finding.ok is False
+    assert finding.detail.startswith(f"{python} cannot import edgeprof ({why}): ")
+    assert finding.fix is not None
+    assert finding.fix.startswith(f"{python} -m pip install edgeprof, or copy ")
+
+
+def test_the_working_directory_does_not_lend_its_edgeprof(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From a checkout, ``-c`` would import ./edgeprof where the workload's script cannot;
+    a relative path still names the interpreter from here."""
+    (tmp_path / "edgeprof").mkdir()
+    (tmp_path / "edgeprof" / "__init__.py").write_text("")
+    without_site(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert interpreter_imports_edgeprof("./python3") == (
+        "ModuleNotFoundError: No module named 'edgeprof'"
+    )
+
+
+def test_a_missing_or_unrunnable_interpreter(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-such-python")
+    assert interpreter_imports_edgeprof(missing) == "not found"
+    plain = tmp_path / "python"
+    plain.write_text("")
+    assert interpreter_imports_edgeprof(str(plain)) == "not executable"
+    finding = workload_python(missing)
+    assert (finding.ok, finding.detail) == (False, f"{missing}: not found")
+    assert finding.fix is not None and "pip" not in finding.fix
+
+
+def test_doctor_checks_the_interpreter_only_when_asked(tmp_path: Path) -> None:
+    python = without_site(tmp_path)
+    asked = [f for f in diagnose(python=python) if f.topic == "workload python"]
+    assert [f.ok for f in asked] == [False]
+    assert not [f for f in diagnose() if f.topic == "workload python"]
