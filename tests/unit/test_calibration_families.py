@@ -188,3 +188,11 @@ def test_render_shows_the_heldout_table(tmp_path: Path) -> None:
         ln for ln in text.splitlines() if ln.startswith("runtime (ms)  pooled") and "%" in ln
     )
     assert f"{ho.within} of {ho.counted}" in row and f"{ho.mean_abs_pct:.1f} %" in row
+
+
+def test_a_family_of_every_model_is_only_the_pooled_fit(tmp_path: Path) -> None:
+    m = read_measurements(_device_csv(tmp_path, family_column=False))
+    cal = calibrate(_runs(), m, "pi", family_rules=[parse_rule("*=all")])
+    assert [f.scope for f in cal.fits] == ["pooled"]
+    (p,) = predict(cal, [_run("new", 0.3)]).items
+    assert p.family == "all" and p.used == "pooled" and p.family_note == ""

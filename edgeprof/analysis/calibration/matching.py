@@ -150,7 +150,8 @@ def calibrate(
             groups: list[tuple[str | None, list[tuple[str, float, float]]]] = [(None, pts)]
             by_family = members(families, [p[0] for p in pts])
             for name, labels in by_family.items():
-                if len(labels) >= MIN_FAMILY_POINTS:
+                # A family that is every point would repeat the pooled fit.
+                if MIN_FAMILY_POINTS <= len(labels) < len(pts):
                     groups.append((name, [p for p in pts if p[0] in labels]))
             for fam, group in groups:
                 try:

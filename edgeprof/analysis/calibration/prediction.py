@@ -100,6 +100,8 @@ def _pick(cal: Calibration, pooled: MetricFit, family: str | None) -> tuple[Metr
     n = sum(cal.families.of(label) == family for label in pooled.fit.labels)
     if n == 0:
         return pooled, f"family {family} never measured on the device: pooled fit"
+    if n >= MIN_FAMILY_POINTS:  # every measured model is of this family: the pooled fit is its
+        return pooled, ""
     return pooled, f"family {family}: {n} measured (< {MIN_FAMILY_POINTS}): pooled fit"
 
 
