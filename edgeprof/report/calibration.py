@@ -171,7 +171,7 @@ def _fit_detail(mf: MetricFit) -> list[str]:
         return format_value(x, mf.unit, mf.kind)
 
     ho = mf.choice.heldout
-    errors = [None] * f.n if ho is None else list(ho.errors_pct)
+    errors = mf.choice.errors_pct
     head = ["MODEL", "PROFILER", "DEVICE", "FITTED", "RESIDUAL", "LOO ERROR", "LEVERAGE"]
     rows = [[*head, "COOK'S D", f"HELD-OUT ({chosen.form})", "ERROR"]]
     for i in range(f.n):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from .forms import FORM_NAMES, FORMS, FormFit, fit_form
 
@@ -45,7 +46,7 @@ class HeldOut:
     measured: tuple[float, ...]
     predicted: tuple[float | None, ...]
 
-    @property
+    @cached_property
     def errors_pct(self) -> tuple[float | None, ...]:
         """(held-out − measured) / measured, in percent; ``None`` where there is no held-out
         prediction or the measured value is not positive (no relative error)."""
@@ -116,7 +117,6 @@ class Choice:
     candidates: tuple[Candidate, ...]
     form: str
     reason: str
-    forced: bool = False
 
     @property
     def chosen(self) -> Candidate:
@@ -131,6 +131,12 @@ class Choice:
     @property
     def heldout(self) -> HeldOut | None:
         return self.chosen.heldout
+
+    @property
+    def errors_pct(self) -> tuple[float | None, ...]:
+        """The chosen form's held-out error of each point (all ``None``: none held out)."""
+        ho = self.heldout
+        return (None,) * self.fit.n if ho is None else ho.errors_pct
 
 
 def choose(
@@ -151,8 +157,8 @@ def choose(
         picked = next(c for c in cands if c.form == form)
         if picked.fit is None:
             why = f"{FORM_NAMES[form]} asked for, but {picked.why_not}: the line is used"
-            return Choice(tuple(cands), "line", why, forced=True)
-        return Choice(tuple(cands), form, f"{FORM_NAMES[form]} asked for", forced=True)
+            return Choice(tuple(cands), "line", why)
+        return Choice(tuple(cands), form, f"{FORM_NAMES[form]} asked for")
     scored = [
         (c, m) for c in cands if c.heldout is not None and (m := c.heldout.mean_abs_pct) is not None
     ]

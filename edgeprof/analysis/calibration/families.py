@@ -22,7 +22,9 @@ MIN_FAMILY_POINTS = 4
 can be told (:data:`.choice.MIN_HELDOUT`); with fewer, its models use the pooled fit."""
 
 
-def _stem(label: str) -> str:
+def label_stem(label: str) -> str:
+    """A label without its extension (``mobilenet_v2_0.5.onnx`` → ``mobilenet_v2_0.5``): how
+    device CSV rows and family patterns may name a model."""
     return Path(label).stem if "." in label else label
 
 
@@ -33,20 +35,20 @@ class FamilyRule:
 
     def matches(self, label: str) -> bool:
         return fnmatch.fnmatchcase(label, self.pattern) or fnmatch.fnmatchcase(
-            _stem(label), self.pattern
+            label_stem(label), self.pattern
         )
 
     def __str__(self) -> str:
         return f"{self.pattern}={self.family}"
 
 
-def parse_rule(text: str) -> FamilyRule:
-    """``PATTERN=FAMILY`` (``--family 'resnet*=resnet'``)."""
+def parse_rule(text: str, where: str = "--family") -> FamilyRule:
+    """``PATTERN=FAMILY`` (``--family 'resnet*=resnet'``); ``where`` names its source in errors."""
     pattern, sep, family = text.partition("=")
     pattern, family = pattern.strip(), family.strip()
     if not sep or not pattern or not family:
-        raise ConfigError(f"--family {text!r}: expected PATTERN=FAMILY, e.g. 'resnet*=resnet'")
-    check_family(family, f"--family {text!r}")
+        raise ConfigError(f"{where} {text!r}: expected PATTERN=FAMILY, e.g. 'resnet*=resnet'")
+    check_family(family, f"{where} {text!r}")
     return FamilyRule(pattern, family)
 
 
@@ -65,7 +67,7 @@ class Families:
     """Label → family, for the models the device CSV named one for."""
 
     def of(self, label: str) -> str | None:
-        named = self.named.get(label) or self.named.get(_stem(label))
+        named = self.named.get(label) or self.named.get(label_stem(label))
         if named is not None:
             return named
         return next((r.family for r in self.rules if r.matches(label)), None)

@@ -140,7 +140,7 @@ def _fit_dict(m: MetricFit) -> dict[str, Any]:
     f = m.fit
     chosen = m.choice.fit
     held = m.choice.heldout
-    errors = [None] * f.n if held is None else list(held.errors_pct)
+    errors = m.choice.errors_pct
     return {
         "metric": m.metric,
         "setting": m.setting,
@@ -209,7 +209,9 @@ def load_calibration(path: Path) -> Calibration:
         if form != "auto" and form not in FORMS:
             raise ConfigError(f"{path}: unknown form {form!r}")
         families = Families(
-            tuple(parse_rule(str(r)) for r in data.get("family_rules") or ()),
+            tuple(
+                parse_rule(str(r), f"{path}: family rule") for r in data.get("family_rules") or ()
+            ),
             {
                 str(k): check_family(str(v), str(path))
                 for k, v in (data.get("families") or {}).items()

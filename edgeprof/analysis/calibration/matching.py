@@ -7,13 +7,12 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 
 from ...errors import ConfigError
 from ...model import RunResult
 from ..cells import cells_by_setting, successful
 from ..instrumentation import no_events
-from .families import MIN_FAMILY_POINTS, Families, FamilyRule, members
+from .families import MIN_FAMILY_POINTS, Families, FamilyRule, label_stem, members
 from .file import Calibration, MetricFit, metric_fit
 from .fit import DEFAULT_LEVEL, DEFAULT_MIN_R2, fit
 from .forms import FORMS
@@ -53,15 +52,11 @@ def cells_of(runs: Sequence[RunResult]) -> list[Cell]:
     return out
 
 
-def _stem(label: str) -> str:
-    return Path(label).stem if "." in label else label
-
-
 def _match(row: DeviceRow, cells: Sequence[Cell], path: str) -> tuple[Cell | None, str]:
     """The cell a device row belongs to, or ``None`` and why not."""
     named = [c for c in cells if c.label == row.model]
     if not named:
-        named = [c for c in cells if _stem(c.label) == row.model]
+        named = [c for c in cells if label_stem(c.label) == row.model]
         labels = sorted({c.label for c in named})
         if len(labels) > 1:
             raise ConfigError(
