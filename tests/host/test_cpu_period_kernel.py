@@ -106,7 +106,13 @@ def test_docker_period_is_a_stalling_full_speed_core_and_is_reported(
     assert r.latency.p99_s > 4 * r.latency.p50_s
     t = r.latency.throttling
     assert t is not None and t.throttled < ITERATIONS // 2
-    assert {"p50", "p99"} <= set(t.distorted)
+    assert "p50" in t.distorted
+    # On a host whose clock is a CPU's the p99 is a whole stall, unlike either even spread.
+    # In the TCG guest the running times carry the emulator's vCPU turns, which can bring the
+    # proportional spread's p99 within tolerance of the stall (a fresh-clone CI run's 6.12
+    # guest flagged p50, p90 and p95): there, some tail percentile is flagged.
+    tail = ("p99",) if REAL_TIME else ("p90", "p95", "p99")
+    assert any(p in t.distorted for p in tail), t.distorted
     if REAL_TIME:
         # The even spread is a slower core's median.  Not in the guest: its unlimited median
         # (a module fixture, measured minutes earlier) and this run's wall time both carry the
