@@ -26,6 +26,11 @@ class CoresBusy(LimitError):
     (:mod:`edgeprof.measure.leases`)."""
 
 
+class UnsafeOutput(ConfigError):
+    """An output edgeprof would write through a link, or into a file that is not a plain file
+    of its own (a FIFO, a device, a file with other hard links): :mod:`edgeprof.outfiles`."""
+
+
 class BackendUnavailable(EdgeprofError):
     """The backend cannot run here; the message names the fix."""
 

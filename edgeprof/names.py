@@ -34,7 +34,7 @@ def check_name(text: str, what: str) -> str:
     """``text`` if it is acceptable as a model name or run label, else a ConfigError."""
     if not text or not text.strip():
         raise ConfigError(f"{what}: empty name")
-    if any("\udc80" <= c <= "\udcff" for c in text):
+    if any("\ud800" <= c <= "\udfff" for c in text):  # undecodable bytes, lone surrogates
         raise ConfigError(f"{what} {_show(text)}: not valid UTF-8")
     if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text):
         raise ConfigError(f"{what} {_show(text)}: contains a control character")

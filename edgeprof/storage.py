@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from . import outfiles
 from .errors import ConfigError
 from .model import RunResult
+from .model.jsoncheck import shown
 
 
-def prepare_out_dir(path: Path) -> Path:
-    """Create ``path`` if needed and prove it is writable, before anything is started."""
+def prepare_out_dir(path: Path, names: Sequence[str] = ()) -> Path:
+    """Create ``path`` if needed (:func:`edgeprof.outfiles.make_dirs`) and prove it is
+    writable, before anything is started; ``names``, the files that will be written in it,
+    are refused now if a link or anything but a plain file is there."""
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=path, prefix=".edgeprof-probe-")
-        os.close(fd)
+        outfiles.make_dirs(path)
+        for name in names:
+            outfiles.check_target(path / name)
+        probe = path / f".edgeprof-probe-{os.getpid()}"
+        os.close(outfiles.open_file(probe))
         os.unlink(probe)
     except OSError as exc:
         raise ConfigError(f"cannot write to output directory {path}: {exc.strerror}") from exc
@@ -31,6 +36,7 @@ def check_writable(path: Path) -> None:
         raise ConfigError(f"cannot write {path}: it is a directory")
     if not path.parent.is_dir() or not os.access(path.parent, os.W_OK):
         raise ConfigError(f"cannot write {path}: {path.parent} is not a writable directory")
+    outfiles.check_target(path)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -39,18 +45,18 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` through a temporary file and a rename: readers never see half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write ``text`` through a temporary file and a rename (:mod:`edgeprof.outfiles`: never
+    through a link, owned by the sudo user): readers never see half a file."""
+    outfiles.write_atomic(path, text)
+
+
+def write_output(path: Path, data: str | bytes) -> None:
+    """A report, plot or summary file, written as :func:`write_text_atomic` does; a failure
+    is one :class:`ConfigError` line naming the file."""
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+        outfiles.write_atomic(path, data)
+    except OSError as exc:
+        raise outfiles.as_error(path, exc) from exc
 
 
 def write_result(path: Path, result: RunResult) -> None:
@@ -58,14 +64,22 @@ def write_result(path: Path, result: RunResult) -> None:
 
 
 def read_result(path: Path) -> RunResult:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read result {path}: {exc}") from exc
+    """One ``result.json``; anything else is one :class:`ConfigError` line naming the file."""
+    data = _read_json(path, "result ")
     try:
         return RunResult.from_dict(data)
-    except (KeyError, TypeError) as exc:
-        raise ConfigError(f"{path} is not an edgeprof result: missing {exc}") from exc
+    except ConfigError as exc:
+        raise ConfigError(f"{path} is not an edgeprof result: {exc}") from exc
+
+
+def _read_json(path: Path, what: str = "") -> Any:
+    """The JSON in ``path``; every failure (unreadable, not UTF-8, not JSON, nested deeper than
+    Python recurses, a number of 4300+ digits) is a :class:`ConfigError`."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise ConfigError(f"cannot read {what}{path}: {why}") from exc
 
 
 #: ``sweep.json``: every run of a sweep (each a full result dict) plus the per-cell statistics.
@@ -86,10 +100,7 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
                 raise ConfigError(f"{path}: no result.json or sweep.json in it")
             runs.extend(load_runs(files))
             continue
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"cannot read result {path}: {exc}") from exc
+        data = _read_json(path, "result ")
         if isinstance(data, dict) and data.get("schema") == SWEEP_SCHEMA:
             items = data.get("runs")
         elif isinstance(data, list):
@@ -103,9 +114,8 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
                 raise ConfigError(f"{path} is not an edgeprof result or sweep")
             try:
                 runs.append(RunResult.from_dict(item))
-            except (KeyError, TypeError, ValueError) as exc:
-                msg = f"{path} is not an edgeprof result: bad or missing {exc}"
-                raise ConfigError(msg) from exc
+            except ConfigError as exc:  # from_dict says which key, in one line
+                raise ConfigError(f"{path} is not an edgeprof result: {exc}") from exc
     return runs
 
 
@@ -115,27 +125,44 @@ def load_fits(path: Path) -> list[dict[str, Any]] | None:
     file = path / "fit.json" if path.is_dir() else path
     if not file.is_file():
         return None
-    try:
-        data = json.loads(file.read_text())
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read {file}: {exc}") from exc
+    data = _read_json(file)
     docs = data.get("fits") if isinstance(data, dict) and "fits" in data else [data]
     if not isinstance(docs, list) or not all(
         isinstance(d, dict) and "min_memory_bytes" in d and "name" in d for d in docs
     ):
         return None
+    for i, d in enumerate(docs):  # what compare_fits reads: a fit.json in name, wrong inside
+        for key, expected in _FIT_KEYS.items():
+            v = d.get(key)
+            if v is None and key != "name":
+                continue
+            if isinstance(v, bool) or not isinstance(v, int if "bytes" in key else str) or (
+                isinstance(v, int) and v < (1 if key == "min_memory_bytes" else 0)
+            ):
+                raise ConfigError(f"{file}: fit {i + 1}: {key} must be {expected}, got {shown(v)}")
     return docs
+
+
+_FIT_KEYS = {
+    "name": "a string",
+    "limits": "a string or null",
+    "min_memory_bytes": "a number of bytes (at least 1) or null",
+    "resolution_bytes": "a number of bytes or null",
+    "stopped": "a string or null",
+}
+"""What :func:`edgeprof.analysis.regression.compare_fits` reads of each fit."""
 
 
 def append_locked(path: Path, text: str) -> None:
     """Append ``text`` to ``path`` under an exclusive ``flock``, in one write: concurrent runs
-    appending to one summary file never interleave their lines."""
+    appending to one summary file never interleave their lines.  Opened by
+    :func:`edgeprof.outfiles.open_file`: never through a link."""
     import fcntl
 
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = outfiles.open_file(path, append=True)
     except OSError as exc:
-        raise ConfigError(f"cannot write {path}: {exc.strerror}") from exc
+        raise outfiles.as_error(path, exc) from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         data = text.encode()

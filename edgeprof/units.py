@@ -11,10 +11,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from fractions import Fraction
 
 from .errors import ConfigError
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)(i?b)?\s*$", re.IGNORECASE)
+# ASCII digits only (re.ASCII): Python's \d and float() also take '١' or '１', which no
+# kernel file, Docker option or shell script means as a number.
+_SIZE_RE = re.compile(
+    r"^\s*(\d+)(?:\.(\d+))?\s*([bkmgt]?)(i?b)?\s*$", re.IGNORECASE | re.ASCII
+)
 _SIZE_MULT = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 CFS_PERIOD_US = 100_000
@@ -33,18 +38,58 @@ MAX_PERIOD_US = 1_000_000
 MIN_CPUS = 0.01
 """The smallest quota the kernel accepts is 1 ms per period (1000 µs of 100 000 µs)."""
 
+MAX_SIZE = 2**63 - 1
+"""The largest size: what the kernel's ``memory.max`` and Docker's ``Memory`` hold (64-bit
+signed).  A larger one is a typo, and unbounded it printed as ``97656249999999991808.0TiB``."""
+
+MAX_CPU = 65535
+"""The highest CPU number a CPU list may name.  Far above any kernel's CPU count (Linux's
+NR_CPUS is configured in the thousands at most); it bounds the work ``0-N`` costs, and the
+CPUs a host really has are checked against the host (:mod:`edgeprof.measure.limits`)."""
+
+MAX_CPUS = float(MAX_CPU + 1)
+"""The largest CPU count (``--cpus``), on the same grounds as :data:`MAX_CPU`."""
+
+MAX_DURATION_S = 1e9
+"""The longest duration (about 31 years): every wait edgeprof makes on one stays under the
+longest timeout the OS takes (``threading.TIMEOUT_MAX``, about 292 years on Linux), which
+an unbounded ``--timeout`` overflowed."""
+
+_NUMBER_RE = re.compile(r"^\s*(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?\s*$", re.I | re.ASCII)
+"""A plain decimal number (an exponent allowed, as ``repr`` of a float writes one)."""
+
+
+def _shown(text: object) -> str:
+    """``text`` as messages quote it: its repr, cut short (a 5000-digit number is one line
+    of the message, not five thousand characters of it)."""
+    if isinstance(text, int) and text.bit_length() > 128:  # repr() refuses 4300+ digits
+        return f"(an integer of {text.bit_length()} bits)"
+    shown = repr(text)
+    return shown if len(shown) <= 60 else shown[:56] + "...'"
+
 
 def parse_size(text: str) -> int:
-    """``"156m"`` → 163577856.  Raises :class:`ConfigError` with the offending text."""
-    m = _SIZE_RE.match(text)
-    if not m or (m.group(3) and not m.group(2) and m.group(3).lower() == "ib"):
+    """``"156m"`` → 163577856, from 1 byte to :data:`MAX_SIZE`, exact (no float rounding:
+    ``f"{n}b"`` reads back as ``n``).  Raises :class:`ConfigError` with the offending text."""
+    m = _SIZE_RE.match(text) if isinstance(text, str) else None
+    if not m or (m.group(4) and not m.group(3) and m.group(4).lower() == "ib"):
         raise ConfigError(
-            f"invalid size {text!r}: expected a number with an optional unit b, k, m, g or t "
-            "(binary multiples, as Docker's --memory), e.g. 512m or 1.5g"
+            f"invalid size {_shown(text)}: expected a number with an optional unit b, k, m, "
+            "g or t (binary multiples, as Docker's --memory), e.g. 512m or 1.5g"
         )
-    value = float(m.group(1)) * _SIZE_MULT[m.group(2).lower()]
+    whole, frac = m.group(1).lstrip("0"), m.group(2) or ""
+    too_big = f"invalid size {_shown(text)}: must be below 8 EiB (2**63 bytes)"
+    if len(whole) > len(str(MAX_SIZE)):  # before int(): Python refuses 4300+ digits
+        raise ConfigError(too_big)
+    # 40 decimals are exact for every multiple of 2**-40 (the smallest unit fraction of a
+    # byte here), so the floor below is the floor of the number as written.
+    frac = frac[:40]
+    number = int(whole or "0") + Fraction(int(frac or "0"), 10 ** len(frac))
+    value = number * _SIZE_MULT[m.group(3).lower()]
     if value < 1:
-        raise ConfigError(f"invalid size {text!r}: must be at least 1 byte")
+        raise ConfigError(f"invalid size {_shown(text)}: must be at least 1 byte")
+    if value > MAX_SIZE:
+        raise ConfigError(too_big)
     return int(value)
 
 
@@ -52,18 +97,25 @@ def parse_memory_limit(text: str) -> int:
     """A memory limit: a size of at least 6 MiB (Docker's floor; below it nothing starts)."""
     value = parse_size(text)
     if value < 6 * 2**20:
-        raise ConfigError(f"memory limit {text!r} is below the minimum of 6m")
+        raise ConfigError(f"memory limit {_shown(text)} is below the minimum of 6m")
     return value
 
 
 def parse_cpus(text: str | float) -> float:
-    """A CPU count such as ``1.5``: a finite number ≥ 0.01 (upper bound checked per host)."""
+    """A CPU count such as ``1.5``: a number from 0.01 to :data:`MAX_CPUS` (what the host
+    has is checked per host, :mod:`edgeprof.measure.limits`)."""
+    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
+        raise ConfigError(f"invalid CPU count {_shown(text)}: expected a number such as 1.5")
+    if isinstance(text, str) and not _NUMBER_RE.match(text):
+        raise ConfigError(f"invalid CPU count {_shown(text)}: expected a number such as 1.5")
     try:
         value = float(text)
-    except (TypeError, ValueError):
-        raise ConfigError(f"invalid CPU count {text!r}: expected a number such as 1.5") from None
-    if not math.isfinite(value) or value < MIN_CPUS:
-        raise ConfigError(f"invalid CPU count {text!r}: must be at least {MIN_CPUS}")
+    except OverflowError:  # an int beyond a float
+        value = math.inf
+    if not MIN_CPUS <= value <= MAX_CPUS:  # NaN too
+        raise ConfigError(
+            f"invalid CPU count {_shown(text)}: must be from {MIN_CPUS} to {MAX_CPUS:g}"
+        )
     return value
 
 
@@ -73,12 +125,19 @@ MAX_PIDS = 4_194_304
 
 def parse_pids(text: str | int) -> int:
     """A process-count limit (``--pids 64``): an integer from 1 to 4194304."""
-    try:
-        value = int(str(text).strip(), 10)
-    except ValueError:
-        raise ConfigError(f"invalid process limit {text!r}: expected a whole number") from None
+    if isinstance(text, bool) or not isinstance(text, (str, int)):
+        raise ConfigError(f"invalid process limit {_shown(text)}: expected a whole number")
+    if isinstance(text, int):
+        value = text
+    elif not re.fullmatch(r"\s*\d+\s*", text, re.ASCII):  # ASCII: int() also takes '١'
+        raise ConfigError(f"invalid process limit {_shown(text)}: expected a whole number")
+    else:
+        digits = text.strip().lstrip("0")  # int() refuses 4300+ digits: their count first
+        value = int(digits or "0") if len(digits) <= len(str(MAX_PIDS)) else MAX_PIDS + 1
     if not 1 <= value <= MAX_PIDS:
-        raise ConfigError(f"invalid process limit {text!r}: must be between 1 and {MAX_PIDS}")
+        raise ConfigError(
+            f"invalid process limit {_shown(text)}: must be between 1 and {MAX_PIDS}"
+        )
     return value
 
 
@@ -103,15 +162,19 @@ def check_quota(cpus: float, period_us: int) -> None:
         )
 
 
-_PERIOD_RE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(us|µs|ms|s)\s*$")
+_PERIOD_RE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(us|µs|ms|s)\s*$", re.ASCII)
 _PERIOD_MULT = {"us": 1, "µs": 1, "ms": 1000, "s": 1_000_000}
 
 
 def parse_cpu_period(text: str | int) -> int:
     """A CFS period such as ``"2ms"``, ``"500us"`` or ``"0.1s"`` (an int: microseconds) →
     microseconds, within the kernel's 1 ms … 1 s."""
+    if isinstance(text, bool) or not isinstance(text, (int, str)):
+        raise ConfigError(f"invalid CPU period {_shown(text)}: expected a duration such as 2ms")
     if isinstance(text, int):
-        value = float(text)
+        if not MIN_QUOTA_US <= text <= MAX_PERIOD_US:  # compared as ints: no float overflow
+            raise ConfigError(f"invalid CPU period {_shown(text)}: the kernel accepts 1ms to 1s")
+        return text
     else:
         m = _PERIOD_RE.match(text)
         if not m:
@@ -141,13 +204,20 @@ def parse_cpuset(text: str) -> tuple[int, ...]:
     cpus: set[int] = set()
     for part in text.strip().split(","):
         part = part.strip()
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part, re.ASCII)
         if not m:
-            raise ConfigError(f"invalid CPU list {text!r}: expected e.g. 0-1,3")
-        lo = int(m.group(1))
-        hi = int(m.group(2)) if m.group(2) is not None else lo
+            raise ConfigError(f"invalid CPU list {_shown(text)}: expected e.g. 0-1,3")
+        # The digits' count first: int() refuses 4300+ digits, and 0-10**12 would fill memory.
+        lo, hi = (
+            int(g.lstrip("0") or "0") if len(g.lstrip("0")) <= len(str(MAX_CPU)) else MAX_CPU + 1
+            for g in (m.group(1), m.group(2) or m.group(1))
+        )
+        if hi > MAX_CPU or lo > MAX_CPU:
+            raise ConfigError(
+                f"invalid CPU list {_shown(text)}: CPU numbers go from 0 to {MAX_CPU}"
+            )
         if hi < lo:
-            raise ConfigError(f"invalid CPU list {text!r}: range {part} is reversed")
+            raise ConfigError(f"invalid CPU list {_shown(text)}: range {part} is reversed")
         cpus.update(range(lo, hi + 1))
     return tuple(sorted(cpus))
 
@@ -166,22 +236,33 @@ def format_cpuset(cpus: Sequence[int], sep: str = ",") -> str:
     return sep.join(out)
 
 
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m|h)?\s*$")
+_DURATION_RE = re.compile(
+    r"^\s*((?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)\s*(ms|s|m|h)?\s*$", re.ASCII
+)
+"""A number (an exponent allowed: ``repr`` of a float, as a template's interval is passed
+on, may write one) and an optional unit."""
 _DURATION_MULT = {None: 1.0, "s": 1.0, "ms": 1e-3, "m": 60.0, "h": 3600.0}
 
 
 def parse_duration(text: str | float, what: str = "duration") -> float:
-    """``"1.5"``, ``"1.5s"``, ``"250ms"``, ``"2m"`` → seconds (> 0)."""
+    """``"1.5"``, ``"1.5s"``, ``"250ms"``, ``"2m"`` → seconds (> 0, at most
+    :data:`MAX_DURATION_S`)."""
+    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
+        raise ConfigError(f"invalid {what} {_shown(text)}: expected seconds, e.g. 0.1, 2m")
     if isinstance(text, (int, float)):
-        value = float(text)
+        value = text  # compared below as it is: an int beyond a float's range fails float()
     else:
         m = _DURATION_RE.match(text)
         if not m:
-            raise ConfigError(f"invalid {what} {text!r}: expected seconds, e.g. 0.1, 250ms, 2m")
-        value = float(m.group(1)) * _DURATION_MULT[m.group(2)]
-    if not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"invalid {what} {text!r}: must be greater than 0")
-    return value
+            raise ConfigError(
+                f"invalid {what} {_shown(text)}: expected seconds, e.g. 0.1, 250ms, 2m"
+            )
+        value = float(m.group(1)) * _DURATION_MULT[m.group(2)]  # float(): inf, not an error
+    if not value > 0:  # NaN too
+        raise ConfigError(f"invalid {what} {_shown(text)}: must be greater than 0")
+    if value > MAX_DURATION_S:
+        raise ConfigError(f"invalid {what} {_shown(text)}: must be at most {MAX_DURATION_S:g}s")
+    return float(value)
 
 
 def parse_fraction(text: str, what: str, most: float = 10.0) -> float:

@@ -220,7 +220,9 @@ def load_budget_file(path: Path) -> Budgets:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "not valid YAML"
-        raise ConfigError(f"{path}{line}: {problem}") from None
+        raise ConfigError(f"{path}{line}: {' '.join(problem.split())}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not a budget file: nested too deeply") from None
     if root is None:
         raise ConfigError(f"{path}: the budget file is empty")
 
@@ -247,7 +249,10 @@ def load_budget_file(path: Path) -> Budgets:
                 )
             if not isinstance(vnode, yaml.ScalarNode):
                 raise ConfigError(f"{where(vnode)}: {key}: expected a single value")
-            value = yaml.safe_load(yaml.serialize(vnode))
+            try:
+                value = yaml.safe_load(yaml.serialize(vnode))
+            except (yaml.YAMLError, ValueError):  # ValueError: an int() of 4300+ digits
+                value = vnode.value  # the text as written: refused below as a duration or size
             out[key] = parse_budget(metric, value, f"{where(vnode)}: {key}")
         return out
 
@@ -258,7 +263,8 @@ def load_budget_file(path: Path) -> Budgets:
             default = budgets(vnode, "default")
         elif key == "models":
             for name, _, mnode in mapping(vnode, "models"):
-                models[name] = budgets(mnode, f"models: {name}")
+                shown = name if name.isprintable() else repr(name)  # one line, whatever it holds
+                models[name] = budgets(mnode, f"models: {shown}")
         else:
             raise ConfigError(
                 f"{where(knode)}: unknown section {key!r} (expected default or models)"

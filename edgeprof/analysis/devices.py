@@ -55,7 +55,13 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..model import HostInfo, Limits
-from ..units import format_binary, format_period, parse_cpu_period, parse_memory_limit
+from ..units import (
+    MAX_CPUS,
+    format_binary,
+    format_period,
+    parse_cpu_period,
+    parse_memory_limit,
+)
 
 DEVICES_ENV = "EDGEPROF_DEVICES"
 """A user catalog merged over the shipped one (a path)."""
@@ -128,8 +134,10 @@ def parse_catalog(path: Path, text: str | None = None) -> dict[str, Device]:
         data = yaml.safe_load(path.read_text() if text is None else text)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"device catalog {path}: cannot read it: {exc}") from exc
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, ValueError) as exc:  # ValueError: an int() of 4300+ digits
         raise ConfigError(f"device catalog {path}: not YAML: {_one_line(exc)}") from exc
+    except RecursionError as exc:
+        raise ConfigError(f"device catalog {path}: not YAML: nested too deeply") from exc
     if data is None:
         return {}
     if not isinstance(data, dict) or set(data) - {"devices"}:
@@ -161,8 +169,8 @@ def _entry(path: Path, name: object, e: object) -> Device:
         return ConfigError(f"{where}: key {key!r}: {why} (got {e[key]!r})")
 
     cores = e["cores"]
-    if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
-        raise bad("cores", "expected a whole number of cores, at least 1")
+    if isinstance(cores, bool) or not isinstance(cores, int) or not 1 <= cores <= MAX_CPUS:
+        raise bad("cores", f"expected a whole number of cores, from 1 to {MAX_CPUS:g}")
     memory = e["memory"]
     if not isinstance(memory, str | int) or isinstance(memory, bool):
         raise bad("memory", "expected a size such as 4g")
@@ -225,7 +233,8 @@ def find_device(catalog: Mapping[str, Device], name: str) -> Device:
     """The entry called ``name``, else a :class:`ConfigError` listing the known names."""
     if name not in catalog:
         known = ", ".join(sorted(catalog)) or "none"
-        raise ConfigError(f"--device {name}: no such device (known: {known})")
+        shown = name if _NAME.match(name) else repr(name)  # a control character, one line
+        raise ConfigError(f"--device {shown}: no such device (known: {known})")
     return catalog[name]
 
 

@@ -12,6 +12,7 @@ import typer
 from ..errors import ConfigError
 from .app import EXIT_BUDGET, EXIT_INTERRUPTED, exit_code
 from .options import (
+    AllowOverHost,
     AsRoot,
     BackendName,
     CgroupParent,
@@ -93,6 +94,7 @@ def fit_cmd(
     model_list: ModelList = None,
     model_file: ModelFile = None,
     as_root: AsRoot = False,
+    allow_over_host: AllowOverHost = False,
 ) -> None:
     """Find the smallest memory limit COMMAND completes in, as fast as without one.
 
@@ -101,8 +103,9 @@ def fit_cmd(
     reclaimed while it runs until it stalls, and the level it is held at is the estimate.
     Example: edgeprof fit -- python infer.py
     """
+    from ..outfiles import check_target
     from ..report.fit import render_fit
-    from ..storage import write_json_atomic
+    from ..storage import prepare_out_dir, write_output
     from ..sweeps.fit import FitRequest, fit, open_fit, plan_fit
     from ..sweeps.request import RunRequest
     from ..units import parse_fraction
@@ -130,6 +133,7 @@ def fit_cmd(
             as_root=as_root,
             device=device,
             devices=devices,
+            allow_over_host=allow_over_host,
         ),
         tolerance=parse_fraction(tolerance, "--tolerance"),
         resolution=resolution,
@@ -139,6 +143,8 @@ def fit_cmd(
         max_need=max_memory_need,
     )
     job, ceiling = plan_fit(request)
+    if out is not None:
+        check_target(out / "fit.json")  # a link planted there: refused before the runs
     if plot is not None:
         from ..report.plots import _pyplot
         from ..storage import check_writable
@@ -169,8 +175,9 @@ def fit_cmd(
     data = [o.to_dict() for o in outcomes]
     doc = data[0] if len(data) == 1 else {"fits": data}
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(out / "fit.json", doc)
+        write_output(
+            prepare_out_dir(out, ("fit.json",)) / "fit.json", json.dumps(doc, indent=2) + "\n"
+        )
     if plot is not None:
         from ..report.plots import plot_fit
 

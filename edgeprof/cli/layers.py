@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from .app import exit_code
-from .options import CpuPeriod, DeviceName, DevicesFile
+from .options import AllowOverHost, CpuPeriod, DeviceName, DevicesFile
 
 # The library (yaml, the layer results) loads in the commands: `import edgeprof.cli` and the
 # other commands do not pay for it.
@@ -112,6 +112,7 @@ def profile_cmd(
     cgroup_parent: Annotated[
         str | None, typer.Option(help="cgroup v2 parent group for the run group.")
     ] = None,
+    allow_over_host: AllowOverHost = False,
 ) -> None:
     """Profile each layer of the model built by MODULE:FACTORY under the limits.
 
@@ -158,6 +159,7 @@ def profile_cmd(
         cgroup_parent=cgroup_parent,
         device=device,
         env=chosen.env,
+        allow_over_host=allow_over_host,
     )
     if not run.ok:
         print_table([run.result], sys.stdout)

@@ -62,6 +62,14 @@ ModelList = Annotated[
 ModelFile = Annotated[
     Path | None, typer.Option("--model-file", "-f", help="A file of model names, one a line.")
 ]
+AllowOverHost = Annotated[
+    bool,
+    typer.Option(
+        "--allow-over-host",
+        help="Apply limits beyond this host's CPUs or memory (--cpus, --cpuset, --memory) "
+        "instead of refusing them.",
+    ),
+]
 AsRoot = Annotated[
     bool,
     typer.Option(help="Under sudo, run the workload as root (default: as the sudo user)."),

@@ -11,6 +11,7 @@ import typer
 from ..measure.runner import DEFAULT_INTERVAL_S
 from .app import runs_exit_code
 from .options import (
+    AllowOverHost,
     AsRoot,
     BackendName,
     CalibrationFile,
@@ -157,6 +158,7 @@ def run(
         typer.Option(help="Write PNG charts here (needs the 'plot' extra: matplotlib)."),
     ] = None,
     as_root: AsRoot = False,
+    allow_over_host: AllowOverHost = False,
 ) -> None:
     """Run COMMAND under the limits and report what it used.
 
@@ -208,6 +210,7 @@ def run(
         device=device,
         devices=devices,
         squeeze=squeeze,
+        allow_over_host=allow_over_host,
     )
     outputs = RunOutputs(
         markdown=markdown, summary=summary, junit=junit, plots=plots, json_out=json_out

@@ -12,7 +12,7 @@ import typer
 
 from ..measure.runner import DEFAULT_INTERVAL_S
 from .app import exit_code
-from .options import CpuPeriod, DeviceName, DevicesFile, EnvItems
+from .options import AllowOverHost, CpuPeriod, DeviceName, DevicesFile, EnvItems
 
 
 def gc(
@@ -74,6 +74,7 @@ def bench(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print a JSON list of the results on stdout.")
     ] = False,
+    allow_over_host: AllowOverHost = False,
 ) -> None:
     """Latency percentiles and throughput of FUNC per batch size, under the limits.
 
@@ -112,6 +113,7 @@ def bench(
         out_dir=out,
         stdout=sys.stderr.fileno() if json_out else None,
         device=device,
+        allow_over_host=allow_over_host,
     )
     if json_out:
         sys.stdout.write(json.dumps([r.to_dict() for r in results], indent=2) + "\n")

@@ -376,8 +376,10 @@ def run_layers(
     stdout: int | None = None,
     device: str | None = None,
     env: Mapping[str, str] | None = None,
+    allow_over_host: bool = False,
 ) -> LayersRun:
-    """Run the worker under ``limits`` and collect its records.
+    """Run the worker under ``limits`` and collect its records (``allow_over_host``: as
+    :func:`~edgeprof.measure.runner.profile`'s).
 
     ``python``: the interpreter that runs the worker (default: this one; it needs torch).
     ``expect_layers``: the layer count the model must have (a results file being extended).
@@ -421,6 +423,7 @@ def run_layers(
             stdout=stdout,
             device=device,
             env=env,
+            allow_over_host=allow_over_host,
         )
         records = _read_records(out)
     return _collect(result, request, limits, records)

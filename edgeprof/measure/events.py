@@ -10,12 +10,24 @@ can (``RunHandle.peak_reset``).  After the run, :meth:`EventChannel.results` att
 readings to phases (:mod:`edgeprof.measure.phases`).
 
 Memory: nothing is kept until the first event; from then on 24 bytes per reading (an hour at
-the default 100 ms: under 1 MB; at 1 ms, 86 MB) and 24 per iteration.
+the default 100 ms: under 1 MB; at 1 ms, 86 MB), 32 per stored iteration (at the end, while
+:meth:`~EventChannel.results` computes, 220: 22 MB for a full store, measured), and per
+occurrence of a kept phase name 171 (its record and the readings at its two lines; 560 at
+the end).  What the workload names is capped (:data:`MAX_PHASES`, :data:`MAX_MARKS`,
+:data:`MAX_ITERATIONS`): past a cap lines are counted (:class:`~edgeprof.model.EventCounts`,
+``events`` in ``result.json``) and warned about once per kind, not stored.  Measured with
+``edgeprof run --out D -- python flood.py`` on cgroup v1, edgeprof's own high-water mark
+and ``result.json``: 20 000 distinct phases, 98 MB and 7 MB before the caps, 29 MB and
+93 KB with them (28 MB with no events); 50 000 phases, 50 000 marks and 300 000
+iterations, 290 MB, 24 MB and 14 s before, 51 MB, 225 KB and 2.2 s with them (50 MB for
+3 phases, 3 marks and 100 000 iterations).  Repeats of a kept phase name are not capped:
+each is part of the phase's figures.
 """
 
 from __future__ import annotations
 
 import array
+import collections
 import contextlib
 import math
 import os
@@ -28,7 +40,7 @@ from collections.abc import Callable
 
 from ..backends.base import PeakReset
 from ..errors import EdgeprofError
-from ..model import Counters, LatencyStats, Mark, PhaseStats, Sample
+from ..model import Capped, Counters, EventCounts, LatencyStats, Mark, PhaseStats, Sample
 from ..workload.instrument import (
     EVENTS_CONTAINER_PATH,
     FD_ENV,
@@ -36,14 +48,28 @@ from ..workload.instrument import (
     PATH_ENV,
     UNAVAILABLE_ENV,
 )
-from .latency import iteration_stalls, latency_stats, stall_warning
-from .phases import MAX_LINE, Occurrence, ProtocolError, Timeline, parse_line
+from .latency import Tail, iteration_stalls, latency_stats, stall_warning
+from .phases import (
+    MAX_ITERATIONS,
+    MAX_LINE,
+    MAX_MARKS,
+    MAX_PHASES,
+    Occurrence,
+    ProtocolError,
+    Timeline,
+    cap_warnings,
+    parse_line,
+)
 from .sampler import SeriesStats
 
 DOCKER_UNAVAILABLE = (
     "this backend's daemon is not on this host, so no pipe reaches the container; run with "
     "a local daemon or --backend cgroup for phases and latency"
 )
+
+_RECENT = 64
+"""Closed occurrences remembered for iterations past the cap whose line comes after their
+phase's ``end`` line (another thread's, in the same pipe read)."""
 
 
 class EventChannel:
@@ -56,7 +82,14 @@ class EventChannel:
     blocks and the pipe never reports EOF (the thread ends on :meth:`stop`).
     """
 
-    def __init__(self, *, fifo: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        fifo: bool = False,
+        max_phases: int = MAX_PHASES,
+        max_marks: int = MAX_MARKS,
+        max_iterations: int = MAX_ITERATIONS,
+    ) -> None:
         self.fifo: str | None = None
         self._dir: str | None = None
         if fifo:
@@ -95,6 +128,14 @@ class EventChannel:
         self._read_throttled: Callable[[], int | None] | None = None
         self._items_given = False
         self._marks: list[Mark] = []
+        self._caps = (max_phases, max_marks, max_iterations)
+        self._names: set[str] = set()  # kept phase names
+        self._phases_over = self._marks_over = 0
+        self._tail = Tail()  # the iterations past the stored ones
+        self._tails: dict[str, Tail] = {}  # … by kept phase name
+        self._recent: collections.deque[Occurrence] = collections.deque(maxlen=_RECENT)
+        self._open_names: collections.Counter[str] = collections.Counter()
+        self.lines = 0
         self.malformed = 0
         self._first_bad: str | None = None
         self._snapshot_error: str | None = None
@@ -138,6 +179,7 @@ class EventChannel:
             self._thread = None
         with self._lock:
             still_open, self._open = self._open, []
+            self._open_names.clear()
         for occ, token in still_open:  # their ``end`` stays None: cut short
             if self._peaks is not None:
                 occ.kernel_peak = self._peaks.stop(token)
@@ -180,32 +222,39 @@ class EventChannel:
                 return True
             if not data:
                 if self._buf:
-                    self._feed(b"\n")  # a last line without its newline
+                    self.feed(b"\n")  # a last line without its newline
                 return False
-            self._feed(data)
+            self.feed(data)
 
-    def _feed(self, data: bytes) -> None:
+    def feed(self, data: bytes) -> None:
+        """Bytes as read from the pipe, cut anywhere (the reading thread's work, for tests
+        without it).  Never raises for what the workload wrote."""
         now = time.monotonic()
+        if self._discarding:  # the rest of an over-long line, already counted
+            nl = data.find(b"\n")
+            if nl < 0:
+                return
+            data, self._discarding = data[nl + 1 :], False
         buf = self._buf + data
         *lines, rest = buf.split(b"\n")
-        iterations = len(self._it1)
+        stored, over = len(self._it1), self._tail.count
         for raw in lines:
-            if self._discarding:  # the tail of an over-long line
-                self._discarding = False
-                continue
             self._line(raw, now)
-        if len(self._it1) > iterations:
-            self._throttling_reading(len(self._it1) - iterations)
+        if len(self._it1) > stored:
+            # A batch that reached the cap has its reading after lines that are not stored:
+            # its stored iterations get no reading (their stall is unknown).
+            self._throttling_reading(len(self._it1) - stored, self._tail.count == over)
         if len(rest) > MAX_LINE:
-            self._bad(rest[:60], f"line longer than {MAX_LINE} characters")
+            self.lines += 1
+            self._bad(rest, f"line longer than {MAX_LINE} bytes")
             rest, self._discarding = b"", True
         self._buf = rest
 
-    def _throttling_reading(self, new: int) -> None:
+    def _throttling_reading(self, new: int, read: bool = True) -> None:
         """The run's throttled time, after ``new`` iteration lines: the last gets the
         reading, the others NaN (one read per batch; see ``iteration_stalls``)."""
         value = math.nan
-        if self._read_throttled is not None:
+        if read and self._read_throttled is not None:
             try:
                 us = self._read_throttled()
             except EdgeprofError as exc:
@@ -224,6 +273,10 @@ class EventChannel:
             self._first_bad = f"{raw[:60].decode('utf-8', 'replace')!r}: {why}"
 
     def _line(self, raw: bytes, now: float) -> None:
+        self.lines += 1
+        if len(raw) > MAX_LINE:
+            self._bad(raw, f"line longer than {MAX_LINE} bytes")
+            return
         try:
             ev = parse_line(raw.decode("utf-8"), now)
         except UnicodeDecodeError:
@@ -233,19 +286,32 @@ class EventChannel:
             self._bad(raw, str(exc))
             return
         t = ev.t - self._t0
+        max_phases, max_marks, max_iterations = self._caps
         if ev.kind == "iter":
             with self._lock:
-                self._it0.append(ev.t0 - self._t0)
-                self._it1.append(t)
-                self._items.append(ev.items)
+                if len(self._it1) < max_iterations:
+                    self._it0.append(ev.t0 - self._t0)
+                    self._it1.append(t)
+                    self._items.append(ev.items)
+                else:
+                    self._past_the_store(ev.t0 - self._t0, t, ev.items)
                 self._items_given = self._items_given or ev.items_given
             return
+        if ev.kind != "mark" and ev.name not in self._names:
+            if len(self._names) >= max_phases:
+                # Past the cap: a begin is counted; an end is the other half of one (or of
+                # nothing, which cannot be told once names are no longer kept).
+                self._phases_over += ev.kind == "begin"
+                return
+            if ev.kind == "begin":
+                self._names.add(ev.name)
         if ev.kind == "begin":
             token = self._peaks.start() if self._peaks is not None else None
             occ = Occurrence(ev.name, t)
             with self._lock:
                 self._occurrences.append(occ)
                 self._open.append((occ, token))
+                self._open_names[occ.name] += 1
             self._snapshot()
         elif ev.kind == "end":
             with self._lock:
@@ -259,10 +325,15 @@ class EventChannel:
                     return
                 occ, token = self._open.pop(idx)
                 occ.end = max(t, occ.start)
+                self._recent.append(occ)
+                self._open_names[occ.name] -= 1
             if self._peaks is not None:
                 occ.kernel_peak = self._peaks.stop(token)
             self._snapshot()
         else:  # mark
+            if len(self._marks) >= max_marks:
+                self._marks_over += 1  # not even a counter read
+                return
             c = self._snapshot()
             self._marks.append(
                 Mark(
@@ -272,6 +343,20 @@ class EventChannel:
                     None if c is None else c.memory_current,
                 )
             )
+
+    def _past_the_store(self, t0: float, t1: float, items: int) -> None:
+        """An iteration past :data:`MAX_ITERATIONS` (under the lock): into the run's tail
+        and those of the phases open now, or closed after its end (the stored ones are
+        attributed by timestamp after the run; these cannot wait).  One iteration counts
+        once per name, and bounded work: distinct open names, :data:`_RECENT` closed."""
+        self._tail.add(t0, t1, items)
+        names = {name for name, n in self._open_names.items() if n > 0}
+        names.update(o.name for o in self._recent if o.end is not None and o.start <= t1 <= o.end)
+        for name in names:
+            tail = self._tails.get(name)
+            if tail is None:
+                tail = self._tails[name] = Tail()
+            tail.add(t0, t1, items)
 
     def _snapshot(self) -> Counters | None:
         """Read the counters now: a timeline point next to an event."""
@@ -336,8 +421,9 @@ class EventChannel:
             items_given=self._items_given,
             termination=termination,
             stalls=stalls,
+            tails=self._tails,
         )
-        warnings = []
+        warnings = cap_warnings(self.counts())
         if self.malformed:
             warnings.append(
                 f"{self.malformed} malformed event line(s) ignored (first: {self._first_bad})"
@@ -361,7 +447,9 @@ class EventChannel:
                 "phase peaks are sampled (largest sample inside each phase): this kernel "
                 "cannot restart its high-water mark per phase (cgroup v2 needs Linux 6.12)"
             )
-        latency = latency_stats(iterations, items_given=self._items_given, stalls=stalls)
+        latency = latency_stats(
+            iterations, items_given=self._items_given, stalls=stalls, tail=self._tail
+        )
         measured = [("", latency), *((f"phase {p.name!r}: ", p.latency) for p in phases)]
         warnings.extend(
             stall_warning(lat, where)
@@ -369,6 +457,17 @@ class EventChannel:
             if lat is not None and lat.throttling is not None and lat.throttling.distorted
         )
         return phases, latency, tuple(self._marks), warnings
+
+    def counts(self) -> EventCounts:
+        """What the workload sent against what was kept (``events`` in ``result.json``)."""
+        max_phases, max_marks, max_iterations = self._caps
+        return EventCounts(
+            lines=self.lines,
+            malformed=self.malformed,
+            phases=Capped(max_phases, len(self._names), self._phases_over),
+            marks=Capped(max_marks, len(self._marks), self._marks_over),
+            iterations=Capped(max_iterations, len(self._it1), self._tail.count),
+        )
 
 
 class _RecordingStats(SeriesStats):
@@ -382,4 +481,11 @@ class _RecordingStats(SeriesStats):
         return s
 
 
-__all__ = ["DOCKER_UNAVAILABLE", "UNAVAILABLE_ENV", "EventChannel"]
+__all__ = [
+    "DOCKER_UNAVAILABLE",
+    "MAX_ITERATIONS",
+    "MAX_MARKS",
+    "MAX_PHASES",
+    "UNAVAILABLE_ENV",
+    "EventChannel",
+]

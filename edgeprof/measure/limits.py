@@ -5,14 +5,28 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 from collections.abc import Mapping
+from pathlib import Path
 
 from ..backends import Backend
 from ..errors import LimitError
 from ..model import Limits
-from ..units import CFS_PERIOD_US, format_cpuset, format_period, shortest_period_us
+from ..units import (
+    CFS_PERIOD_US,
+    format_binary,
+    format_cpuset,
+    format_period,
+    shortest_period_us,
+)
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+MEMINFO = Path("/proc/meminfo")
+
+OVER_HOST_HINT = "--allow-over-host to run anyway"
+"""How a refusal of a limit beyond the host's names its way out (``run``, ``fit``, ``bench``,
+``layers profile``)."""
 
 
 def own_affinity() -> frozenset[int]:
@@ -43,15 +57,64 @@ def allowed_cpus(backend: Backend) -> tuple[int, ...]:
     return allowed
 
 
-def resolve(limits: Limits, available: tuple[int, ...]) -> tuple[Limits, bool]:
-    """Validate ``limits`` against the CPUs a run may use here.
+def memory_total(meminfo: Path = MEMINFO) -> int | None:
+    """``MemTotal`` of a ``/proc/meminfo`` file, in bytes; ``None`` where it cannot be read."""
+    try:
+        text = meminfo.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+    m = re.search(r"^MemTotal:\s*(\d{1,19})\s*kB\s*$", text, re.MULTILINE | re.ASCII)
+    return None if m is None else int(m.group(1)) * 1024
+
+
+def host_memory(backend: Backend, meminfo: Path = MEMINFO) -> int | None:
+    """The physical memory of the machine ``backend``'s runs use (bytes), ``None`` if unknown.
+
+    A host backend's runs use this machine: its ``MemTotal``.  A Docker daemon may be
+    another machine (``DOCKER_HOST``), so its own figure counts, which the backend already
+    asks the daemon for (``docker info`` ``MemTotal``, beside the ``NCPU`` of
+    :meth:`available_cpus`); for a local daemon it is this machine's.  Any other backend
+    whose workload is not on this host gives none: its limits are not checked against one.
+    """
+    if backend.runs_on_host:
+        return memory_total(meminfo)
+    from ..backends.docker import DockerBackend  # no SDK import: it loads on first use
+
+    if isinstance(backend, DockerBackend):
+        total = backend.info().get("MemTotal")
+        if isinstance(total, int) and not isinstance(total, bool) and total > 0:
+            return total
+    return None
+
+
+def resolve(
+    limits: Limits,
+    available: tuple[int, ...],
+    *,
+    memory: int | None = None,
+    allow_over_host: bool = False,
+) -> tuple[Limits, bool]:
+    """Validate ``limits`` against the CPUs a run may use here and the host's ``memory``
+    (bytes, :func:`host_memory`; ``None``: not checked).
 
     Returns the limits to apply and whether edgeprof chose the cpuset itself: an integer
     ``cpus`` is pinned to that many cores when the host has them, so a
     1-core device is simulated by one core, not by slices of two.  The cores given here are
     the first ones; :mod:`edgeprof.measure.leases` then takes free ones instead.
+
+    ``allow_over_host`` (``--allow-over-host``) lets through a ``cpus`` above the CPUs there
+    are, a ``cpuset`` naming others, and a memory limit above the host's memory: the user
+    knows better than the figures (a CPU outside edgeprof's affinity, a quota meant as no
+    limit); what the kernel refuses then fails the run's launch.  Such a ``cpus`` is not
+    pinned (there are not as many cores to pin it to).
     """
     avail = format_cpuset(available)
+    over_memory = memory is not None and limits.memory is not None and limits.memory > memory
+    if over_memory and not allow_over_host:
+        raise LimitError(
+            f"--memory {format_binary(limits.memory)} exceeds the host's memory, "
+            f"{format_binary(memory)} (MemTotal); {OVER_HOST_HINT}"
+        )
     if limits.cpu_period_us is not None and limits.cpus is None:
         raise LimitError(
             f"--cpu-period {format_period(limits.cpu_period_us)} is the period of a --cpus "
@@ -59,21 +122,25 @@ def resolve(limits: Limits, available: tuple[int, ...]) -> tuple[Limits, bool]:
         )
     if limits.cpuset is not None:
         missing = [c for c in limits.cpuset if c not in available]
-        if missing:
+        if missing and not allow_over_host:
             raise LimitError(
                 f"--cpuset {format_cpuset(limits.cpuset)}: CPU {format_cpuset(missing)} "
-                f"is not available here (available: {avail})"
+                f"is not available here (available: {avail}); {OVER_HOST_HINT}"
             )
     if limits.cpus is not None:
-        bound = len(limits.cpuset) if limits.cpuset is not None else len(available)
-        if limits.cpus > bound:
-            where = (
-                f"the {bound} CPU(s) of --cpuset {format_cpuset(limits.cpuset)}"
-                if limits.cpuset is not None
-                else f"the {bound} CPU(s) available here ({avail})"
+        if limits.cpuset is not None and limits.cpus > len(limits.cpuset):
+            # Not the host's figure: the two options contradict each other anywhere.
+            raise LimitError(
+                f"--cpus {limits.cpus:g} exceeds the {len(limits.cpuset)} CPU(s) of "
+                f"--cpuset {format_cpuset(limits.cpuset)}"
             )
-            raise LimitError(f"--cpus {limits.cpus:g} exceeds {where}")
-        if limits.cpuset is None and limits.cpus == int(limits.cpus):
+        over = limits.cpuset is None and limits.cpus > len(available)
+        if over and not allow_over_host:
+            raise LimitError(
+                f"--cpus {limits.cpus:g} exceeds the {len(available)} CPU(s) available here "
+                f"({avail}); {OVER_HOST_HINT}"
+            )
+        if limits.cpuset is None and limits.cpus == int(limits.cpus) and not over:
             pinned = available[: int(limits.cpus)]
             return dataclasses.replace(limits, cpuset=pinned), True
     return limits, False

@@ -17,16 +17,71 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..model import PhaseStats
-from .latency import latency_stats
+from ..model import EventCounts, PhaseStats
+from ..workload.instrument import MAX_NAME
+from .latency import SKETCH_ALPHA, Tail, latency_stats
 
 MAX_LINE = 4096
-"""Longer lines are malformed (a single ``write()`` of up to 4 KiB is atomic on a pipe)."""
+"""Longer lines (in bytes) are malformed (a single ``write()`` of up to 4 KiB is atomic on a
+pipe)."""
+
+MAX_TIME = 1e10
+"""Larger times are malformed: 317 years of ``CLOCK_MONOTONIC`` (seconds since boot), past
+any uptime, and small enough that sums of durations stay finite (two durations of 1e308
+overflow ``math.fsum``, which would fail the run's result)."""
+
+MAX_ITEMS = 2**63 - 1
+"""Larger ``ITEMS`` are malformed: the runner stores them as signed 64-bit integers."""
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+"""Control characters (C0, DEL, C1) have no place in a name the report prints to a terminal
+(an escape sequence would be the terminal's to act on)."""
 
 KINDS = ("begin", "end", "mark", "iter")
+
+# -- what the runner keeps of it ---------------------------------------------------------------
+
+MAX_PHASES = 256
+"""Distinct phase names kept (the first ones to begin).  A phase is a stage a person reads in
+a table (the bench names 3); a per-layer profile has its own command (``edgeprof layers``).
+Past it a name costs nothing: no counter read, no peak window, no record."""
+MAX_MARKS = 1024
+"""Marks kept (the first ones), each a record in ``result.json``; a mark per step is what
+``iteration`` is for."""
+MAX_ITERATIONS = 100_000
+"""Iterations whose start, end, items and stall are stored (32 bytes each: 3.2 MB); past it
+every iteration is still in the counts, sums, extremes and rates exactly, and in the
+percentiles within :data:`~edgeprof.measure.latency.SKETCH_ALPHA` (the sketch's bound, which
+does not depend on the count); the throttling check covers the stored ones."""
+
+
+def cap_warnings(c: EventCounts) -> list[str]:
+    """One warning per kind that went past its cap: the cap and the exact count past it."""
+    out = []
+    if c.phases.over:
+        out.append(
+            f"the workload named more than {c.phases.cap} distinct phases: the first "
+            f"{c.phases.cap} are kept, {c.phases.over} occurrence(s) of later names were "
+            "counted, not recorded (events.phases in result.json)"
+        )
+    if c.marks.over:
+        out.append(
+            f"the workload sent more than {c.marks.cap} marks: the first {c.marks.cap} "
+            f"are kept, {c.marks.over} later one(s) were counted, not recorded "
+            "(events.marks in result.json)"
+        )
+    if c.iterations.over:
+        out.append(
+            f"the workload reported more than {c.iterations.cap} iterations: "
+            f"{c.iterations.over} past the first {c.iterations.cap} are in the counts, means, "
+            f"extremes and rates exactly, in the percentiles within ±{SKETCH_ALPHA:.0%} "
+            "(a sketch), and not in the throttling check (events.iterations in result.json)"
+        )
+    return out
 
 
 class ProtocolError(ValueError):
@@ -51,10 +106,18 @@ def _time(word: str) -> float:
     try:
         v = float(word)
     except ValueError:
-        raise ProtocolError(f"not a time: {word!r}") from None
-    if not math.isfinite(v) or v < 0:
-        raise ProtocolError(f"not a time: {word!r}")
+        raise ProtocolError(f"not a time: {word[:40]!r}") from None
+    if not math.isfinite(v) or v < 0 or v > MAX_TIME:
+        raise ProtocolError(f"not a time: {word[:40]!r}")
     return v
+
+
+def _name(word: str) -> str:
+    if len(word) > MAX_NAME:
+        raise ProtocolError(f"name longer than {MAX_NAME} characters")
+    if _CONTROL.search(word):
+        raise ProtocolError("name with a control character")
+    return word
 
 
 def parse_line(line: str, now: float) -> Event:
@@ -72,7 +135,7 @@ def parse_line(line: str, now: float) -> Event:
     if kind in ("begin", "end", "mark"):
         if not 1 <= len(args) <= 2:
             raise ProtocolError(f"{kind}: expected NAME [T], got {len(args)} words")
-        return Event(kind, name=args[0], t=_time(args[1]) if len(args) == 2 else now)
+        return Event(kind, name=_name(args[0]), t=_time(args[1]) if len(args) == 2 else now)
     if kind == "iter":
         if not 2 <= len(args) <= 3:
             raise ProtocolError(f"iter: expected T0 T1 [ITEMS], got {len(args)} words")
@@ -85,9 +148,11 @@ def parse_line(line: str, now: float) -> Event:
             try:
                 items = int(args[2])
             except ValueError:
-                raise ProtocolError(f"iter: ITEMS {args[2]!r} is not an integer") from None
+                raise ProtocolError(f"iter: ITEMS {args[2][:40]!r} is not an integer") from None
             if items < 0:
-                raise ProtocolError(f"iter: ITEMS {items} is negative")
+                raise ProtocolError("iter: ITEMS is negative")
+            if items > MAX_ITEMS:
+                raise ProtocolError("iter: ITEMS over 2**63 - 1")
         return Event("iter", t=t1, t0=t0, items=items, items_given=given)
     raise ProtocolError(f"unknown event {kind[:40]!r} (expected one of {', '.join(KINDS)})")
 
@@ -98,7 +163,7 @@ def parse_line(line: str, now: float) -> Event:
 # -- attribution --------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)  # one per begin line of a kept name: no __dict__: 64 bytes, not 352
 class Occurrence:
     """One ``begin`` … ``end`` of a phase, times in seconds since the spawn."""
 
@@ -175,13 +240,15 @@ def phase_stats(
     items_given: bool,
     termination: str | None = None,
     stalls: Sequence[float | None] | None = None,
+    tails: Mapping[str, Tail] | None = None,
 ) -> tuple[PhaseStats, ...]:
     """Merge occurrences by name (in order of first start) and attribute readings and
     iterations (an iteration belongs to every phase open at its end) to each.
 
     An occurrence still open (no ``end`` line) ends at ``run_end`` and its phase records
     ``termination`` as what cut it short.  ``stalls``: per iteration, as for
-    :func:`latency_stats`."""
+    :func:`latency_stats`; ``tails``: by name, the iterations past the stored ones that
+    the runner attributed as their lines arrived."""
     order = sorted(range(len(iterations)), key=lambda i: iterations[i][1])
     iterations = [iterations[i] for i in order]
     stalls_sorted = None if stalls is None else [stalls[i] for i in order]
@@ -245,6 +312,7 @@ def phase_stats(
                     its,
                     items_given=items_given,
                     stalls=None if stalls_sorted is None else its_stalls,
+                    tail=None if tails is None else tails.get(name),
                 ),
             )
         )

@@ -14,8 +14,8 @@ import os
 import pwd
 from collections.abc import Mapping
 
-from ..errors import ConfigError
 from ..model import UserIds
+from ..outfiles import sudo_ids
 
 
 def workload_user(
@@ -29,25 +29,15 @@ def workload_user(
     and ``as_root`` is false.  A malformed ``SUDO_UID``/``SUDO_GID`` is a :class:`ConfigError`:
     guessing an identity would be worse than stopping.
     """
-    env = os.environ if environ is None else environ
-    if as_root or (os.geteuid() if euid is None else euid) != 0:
+    if as_root:
         return None
-    uid_text = env.get("SUDO_UID")
-    if not uid_text:
+    ids = sudo_ids(environ, euid)
+    if ids is None:
         return None
-    gid_text = env.get("SUDO_GID", "")
-    if not uid_text.isdigit() or (gid_text and not gid_text.isdigit()):
-        raise ConfigError(
-            f"SUDO_UID={uid_text!r} SUDO_GID={gid_text!r}: not numeric ids; "
-            "run edgeprof through sudo unchanged, or pass --as-root"
-        )
-    uid = int(uid_text)
-    if uid == 0:
-        return None
+    uid, gid = ids
     try:
-        entry: pwd.struct_passwd | None = pwd.getpwuid(uid)
+        name: str | None = pwd.getpwuid(uid).pw_name
     except KeyError:
-        entry = None
-    gid = int(gid_text) if gid_text else (entry.pw_gid if entry else uid)
-    groups = (gid,) if entry is None else tuple(os.getgrouplist(entry.pw_name, gid))
+        name = None
+    groups = (gid,) if name is None else tuple(os.getgrouplist(name, gid))
     return UserIds(uid=uid, gid=gid, groups=groups)

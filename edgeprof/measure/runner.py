@@ -21,7 +21,7 @@ from pathlib import Path
 from types import FrameType
 
 from ..backends import Backend, RunHandle, get_backend
-from ..errors import ConfigError, EdgeprofError
+from ..errors import ConfigError, EdgeprofError, UnsafeOutput
 from ..model import (
     Limits,
     RunResult,
@@ -35,13 +35,22 @@ from .assemble import build_result
 from .events import DOCKER_UNAVAILABLE, UNAVAILABLE_ENV, EventChannel
 from .gc import collect_before_run
 from .leases import lease_cores
-from .limits import allowed_cpus, cpu_period_us, quota_can_stall, resolve, thread_env
+from .limits import (
+    allowed_cpus,
+    cpu_period_us,
+    host_memory,
+    quota_can_stall,
+    resolve,
+    thread_env,
+)
 from .sampler import Sampler, SampleWriter, SeriesStats
 from .squeeze import Squeezer
 
 DEFAULT_INTERVAL_S = 0.1
 MIN_INTERVAL_S = 0.001
 DEFAULT_KILL_GRACE_S = 2.0
+OUT_FILES = ("result.json", "samples.csv")
+"""The files a run writes in its output directory: refused before the run if a link is there."""
 
 
 class ResultNotSaved(EdgeprofError):
@@ -79,6 +88,7 @@ def profile(
     on_wait: Callable[[str], None] | None = None,
     device: str | None = None,
     squeeze: bool = False,
+    allow_over_host: bool = False,
 ) -> RunResult:
     """Run ``command`` under ``limits`` and measure it.
 
@@ -87,6 +97,9 @@ def profile(
     raises :class:`~edgeprof.errors.CoresBusy`.
 
     ``device``: the catalog device the limits came from, recorded in the result.
+
+    ``allow_over_host``: limits beyond the host's CPUs or memory are applied as asked
+    instead of refused (:func:`edgeprof.measure.limits.resolve`).
 
     ``squeeze``: reclaim the run's memory while it runs and record what it was held at
     (:mod:`edgeprof.measure.squeeze`, ``result.memory.squeeze``); a backend that cannot
@@ -129,7 +142,9 @@ def profile(
     else:
         work_dir = None if cwd is None else Path(cwd)
     allowed = allowed_cpus(be)
-    applied, auto_pinned = resolve(limits, allowed)
+    applied, auto_pinned = resolve(
+        limits, allowed, memory=host_memory(be), allow_over_host=allow_over_host
+    )
     # This block owns the lease: taken before anything exists, released after _run removed
     # the group, on every path.  Ctrl-C stops a wait, holding nothing.
     with _Interrupts() as interrupts:
@@ -143,7 +158,7 @@ def profile(
         if lease is not None:
             applied = dataclasses.replace(applied, cpuset=lease.cores)
         # Last of the checks: it creates the directory, which a rejected input must not leave.
-        out = prepare_out_dir(Path(out_dir)) if out_dir is not None else None
+        out = prepare_out_dir(Path(out_dir), OUT_FILES) if out_dir is not None else None
         spec = RunSpec(
             command=command,
             limits=applied,
@@ -196,10 +211,11 @@ def profile(
     if out is not None:
         try:
             write_result(out / "result.json", result)
-        except OSError as exc:  # the run is over and measured; only the file is missing
+        except (OSError, UnsafeOutput) as exc:  # the run is measured; only the file is missing
+            why = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
             raise ResultNotSaved(
                 f"the run ended ({result.termination.value}) but {out / 'result.json'} could "
-                f"not be written: {exc.strerror or exc}",
+                f"not be written: {why}",
                 result,
             ) from exc
     return result
@@ -350,6 +366,7 @@ def _run(
         phases=phases,
         latency=latency,
         marks=marks,
+        events=channel.counts(),
         warnings=tuple(dict.fromkeys([*result.warnings, *more])),
     )
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from .. import outfiles
 from ..backends.base import BatchReader
 from ..errors import EdgeprofError
 from ..model import Counters, Sample
@@ -163,9 +164,7 @@ class SampleWriter:
 
     def __init__(self, path: Path, flush_s: float = 0.1) -> None:
         self.path = path
-        self._fd: int | None = os.open(
-            path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644
-        )
+        self._fd: int | None = outfiles.open_file(path)  # never through a link
         self._buf = io.StringIO()
         self._w = csv.writer(self._buf)
         self._good = 0

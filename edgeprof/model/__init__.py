@@ -7,6 +7,7 @@ what a limit cost; reports render it.  A value that cannot be measured is ``None
 in JSON), never 0.
 """
 
+from .events import Capped, EventCounts
 from .memory import MemoryParts, MemoryPressure, MemoryStats, Squeeze
 from .results import (
     SCHEMA_VERSION,
@@ -30,9 +31,11 @@ from .results import (
 
 __all__ = [
     "SCHEMA_VERSION",
+    "Capped",
     "CoreLease",
     "Counters",
     "CpuStats",
+    "EventCounts",
     "HostInfo",
     "IoStats",
     "LatencyStats",

@@ -25,6 +25,8 @@ from ..units import (
     parse_memory_limit,
     parse_pids,
 )
+from .events import EventCounts
+from .jsoncheck import cpu_list, from_json, shown
 from .memory import MemoryStats, known_fields
 
 SCHEMA_VERSION = 1
@@ -317,6 +319,10 @@ class LatencyStats:
     throttling: Throttling | None = None
     """Under a ``cpus`` quota where the run's throttled time can be read: how the stalls
     fell on these iterations; ``None`` otherwise."""
+    percentiles_error: float | None = None
+    """``None``: the percentiles are exact.  Past the runner's cap on stored durations
+    (:mod:`edgeprof.measure.events`) they come from a sketch, each within this relative
+    error (0.01: ±1 %) of the exact value; count, mean, min, max and rates stay exact."""
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LatencyStats:
@@ -436,6 +442,9 @@ class RunResult:
     ``cpus`` and no ``cpuset``), on a remote Docker daemon, and in older files."""
     device: str | None = None
     """The catalog device the limits came from (``--device``; ``None``: none, older files)."""
+    events: EventCounts | None = None
+    """What the workload's events channel received and what went past the runner's caps
+    (``None``: no channel, and older files)."""
 
     @property
     def label(self) -> str:
@@ -486,14 +495,20 @@ class RunResult:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RunResult:
-        """Read back a result JSON written by :meth:`to_dict` (same schema version)."""
-        if d.get("schema_version") != SCHEMA_VERSION:
+        """Read back a result JSON written by :meth:`to_dict` (same schema version); any other
+        content is one :class:`~edgeprof.errors.ConfigError` naming the key (:mod:`.jsoncheck`)."""
+        version = d.get("schema_version") if isinstance(d, Mapping) else None
+        if version != SCHEMA_VERSION or isinstance(version, bool):
             from ..errors import ConfigError
 
             raise ConfigError(
-                f"unsupported result schema_version {d.get('schema_version')!r} "
+                f"unsupported result schema_version {shown(version)} "
                 f"(this edgeprof reads {SCHEMA_VERSION})"
             )
+        return from_json(cls, d, cls._from_checked)
+
+    @classmethod
+    def _from_checked(cls, d: Mapping[str, Any]) -> RunResult:
         lim = d["limits"]
         return cls(
             edgeprof_version=d["edgeprof_version"],
@@ -503,7 +518,7 @@ class RunResult:
             command=tuple(d["command"]),
             limits=Limits(
                 cpus=lim["cpus"],
-                cpuset=lim["cpuset"],
+                cpuset=cpu_list(lim["cpuset"], "limits.cpuset"),
                 memory=lim["memory_bytes"],
                 pids=lim.get("pids"),
                 cpu_period_us=lim.get("cpu_period_us"),
@@ -527,4 +542,5 @@ class RunResult:
             marks=tuple(Mark.from_dict(m) for m in d.get("marks") or ()),
             lease=None if d.get("lease") is None else CoreLease.from_dict(d["lease"]),
             device=d.get("device"),
+            events=None if d.get("events") is None else EventCounts.from_dict(d["events"]),
         )

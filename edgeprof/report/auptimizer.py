@@ -18,8 +18,10 @@ import datetime as _dt
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..measure.limits import memory_total
 from ..model import RunResult, Termination
 from ..storage import append_locked, write_text_atomic
+from ..sweeps.envtemplate import model_log_path
 from ..units import format_binary, format_decimal
 from .results import COLUMNS
 from .table import Align, plain_lines
@@ -192,20 +194,9 @@ def run_log(
     return "\n".join(parts)
 
 
-def model_log_path(output_file: Path, stem: str) -> Path:
-    """``<model>_<OUTPUTFILE>`` beside OUTPUTFILE."""
-    return output_file.with_name(f"{stem}_{output_file.name}")
-
-
 def host_memory_bytes() -> int | None:
     """MemTotal of this host: what ``docker stats`` shows as the limit of an unlimited run."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+    return memory_total()
 
 
 class AuptimizerFiles:

@@ -20,6 +20,7 @@ from ..analysis.calibration import (
     unit_label,
 )
 from ..errors import ConfigError
+from .plots import save_figure
 from .table import plain_lines
 
 
@@ -329,8 +330,6 @@ def plot_calibration(cal: Calibration, path: Path) -> None:
         ax.set_visible(False)
     fig.tight_layout()
     try:
-        fig.savefig(path)
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot write plot {path}: {exc}") from exc
+        save_figure(fig, path, dpi=plt.rcParams["figure.dpi"])
     finally:
         plt.close(fig)

@@ -12,9 +12,8 @@ from pathlib import Path
 from ..analysis.budgets import METRICS, BudgetCheck, Status
 from ..analysis.cells import cells, successful
 from ..analysis.regression import Change, Verdict
-from ..errors import ConfigError
 from ..model import RunResult
-from ..storage import append_locked
+from ..storage import append_locked, write_output
 from .table import markdown_lines, plain_table
 
 _MARK = {Status.PASS: "✅ pass", Status.BREACH: "❌ breach", Status.NOT_MEASURED: "❌ not measured"}
@@ -129,10 +128,7 @@ def render_compare_summary(
 def write_summaries(text: str, path: Path | None) -> None:
     """``text`` to ``path`` (replaced) if given, and appended to ``$GITHUB_STEP_SUMMARY``."""
     if path is not None:
-        try:
-            path.write_text(text)
-        except OSError as exc:
-            raise ConfigError(f"cannot write {path}: {exc.strerror}") from exc
+        write_output(path, text)
     step = os.environ.get("GITHUB_STEP_SUMMARY")
     if step:
         append_locked(Path(step), text + "\n")

@@ -8,16 +8,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from ..errors import ConfigError
 from ..model import RunResult
+from ..storage import write_output
 from .summary import markdown_summary
 
 
 def write_file(path: Path, text: str) -> None:
-    try:
-        path.write_text(text)
-    except OSError as exc:
-        raise ConfigError(f"cannot write {path}: {exc.strerror}") from exc
+    write_output(path, text)
 
 
 def write_markdown(path: Path | None, results: Sequence[RunResult]) -> None:

@@ -60,6 +60,10 @@ def _median_of(items: Sequence[_T]) -> _T:
             kw[f.name] = max(known, key=lambda t: len(t.distorted)) if known else None
         elif f.name == "complete":
             kw[f.name] = all(values)
+        elif f.name == "percentiles_error":
+            # A median over runs is no more exact than its least exact run.
+            errors = [v for v in values if v is not None]
+            kw[f.name] = max(errors) if errors else None
         elif all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
             m = statistics.median(values)
             kw[f.name] = type(values[0])(m) if isinstance(values[0], int) else m
@@ -128,13 +132,22 @@ def phase_rows(results: Sequence[RunResult]) -> list[list[str]]:
 
 STALLED = "*"
 STALLED_NOTE = f"{STALLED} measures the CPU quota's stalls, not the workload (see the warnings)"
+SKETCHED = "~"
+
+
+def _sketched_note(error: float) -> str:
+    return (
+        f"{SKETCHED} within ±{error:.0%}: past the iterations edgeprof stores, percentiles "
+        "come from a sketch (see the warnings)"
+    )
 
 
 def _latency_row(label: str, phase: str, s: LatencyStats) -> list[str]:
     distorted = s.throttling.distorted if s.throttling is not None else ()
+    about = SKETCHED if s.percentiles_error is not None else ""
 
     def pct(name: str, v: float) -> str:
-        return _ms(v) + (STALLED if name in distorted else "")
+        return about + _ms(v) + (STALLED if name in distorted else "")
 
     return [
         label,
@@ -168,6 +181,33 @@ def latency_rows(results: Sequence[RunResult]) -> list[list[str]]:
     return rows
 
 
+def _latencies(results: Sequence[RunResult]) -> list[LatencyStats]:
+    return [
+        lat
+        for r in results
+        for lat in (r.latency, *(p.latency for p in r.phases))
+        if lat is not None
+    ]
+
+
+def cap_notes(results: Sequence[RunResult]) -> list[str]:
+    """A line per run whose workload sent phases or marks past edgeprof's caps: what the
+    tables and the file leave out (the counts are ``events`` in the result)."""
+    out = []
+    for r in results:
+        e = r.events
+        if e is None:
+            continue
+        if e.phases.over:
+            out.append(
+                f"{r.label}: {e.phases.over} occurrence(s) of phase names past the first "
+                f"{e.phases.cap} are not in the table"
+            )
+        if e.marks.over:
+            out.append(f"{r.label}: {e.marks.over} mark(s) past the first {e.marks.cap} not kept")
+    return list(dict.fromkeys(out))
+
+
 def _markdown(title: str, columns: Sequence[str], rows: list[list[str]]) -> str:
     return "\n".join([f"**{title}**", "", *markdown_lines(columns, rows)]) + "\n"
 
@@ -180,9 +220,15 @@ def render_sections(results: Sequence[RunResult], *, markdown: bool = False) -> 
     phases = phase_rows(results)
     if phases:
         out.append(fmt("Phases" + how, PHASE_COLUMNS, phases))
+    notes = cap_notes(results)
+    if notes:
+        out.append("".join(n + "\n" for n in notes))
     latency = latency_rows(results)
     if latency:
         out.append(fmt("Latency" + how, LATENCY_COLUMNS, latency))
         if any(cell.endswith(STALLED) for row in latency for cell in row[4:8]):
             out.append(STALLED_NOTE + "\n")
+        errors = [lat.percentiles_error for lat in _latencies(results) if lat.percentiles_error]
+        if errors:
+            out.append(_sketched_note(max(errors)) + "\n")
     return "\n".join(out)

@@ -18,7 +18,7 @@ from ..analysis.metrics import STAT_METRICS, Kind
 from ..analysis.need import median_time
 from ..errors import ConfigError
 from ..model import RunResult, Termination
-from ..storage import prepare_out_dir
+from ..storage import prepare_out_dir, write_output
 
 if TYPE_CHECKING:
     from ..sweeps.fit import FitOutcome
@@ -30,9 +30,7 @@ def _pyplot() -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise ConfigError(
-            "plots need matplotlib: pip install 'edgeprof[plot]'"
-        ) from None
+        raise ConfigError("plots need matplotlib: pip install 'edgeprof[plot]'") from None
     matplotlib.use("Agg")  # files only: never a window, works without a display
     import matplotlib.pyplot as plt
 
@@ -85,7 +83,7 @@ def plot_run(result: RunResult, path: Path) -> Path | None:
     ax_mem.legend(loc="upper right")
     fig.suptitle(f"{result.label} — {result.limits.describe()}")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path)
     plt.close(fig)
     return path
 
@@ -120,7 +118,7 @@ def plot_metric(results: Sequence[RunResult], key: str, path: Path) -> Path | No
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path)
     plt.close(fig)
     return path
 
@@ -128,6 +126,20 @@ def plot_metric(results: Sequence[RunResult], key: str, path: Path) -> Path | No
 def _file_part(text: str) -> str:
     cleaned = "".join(c if c.isalnum() or c in "._-=" else "_" for c in text).lstrip(".")
     return cleaned[:80] or "x"
+
+
+def save_figure(fig: Any, path: Path, dpi: int = 100) -> None:
+    """``fig`` as ``path`` (its suffix names the format), rendered in memory and written by
+    :func:`edgeprof.storage.write_output`: never through a link, owned by the sudo
+    user.  A failure is one :class:`ConfigError` line."""
+    import io
+
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, dpi=dpi, format=path.suffix.lstrip(".") or "png")
+    except ValueError as exc:  # an unknown format: matplotlib's own message
+        raise ConfigError(f"cannot write plot {path}: {exc}") from exc
+    write_output(path, buf.getvalue())
 
 
 def write_plots(out: Path, results: Sequence[RunResult], timelines: bool = True) -> list[Path]:
@@ -162,7 +174,7 @@ def plot_fit(outcomes: Sequence[FitOutcome], path: Path) -> Path:
         ax.grid(alpha=0.3)
         ax.legend(loc="best", fontsize="small")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path)
     plt.close(fig)
     return path
 

@@ -17,8 +17,14 @@ from typing import TextIO
 from ..analysis.budgets import BudgetCheck, Budgets, check_budgets, unused_models
 from ..analysis.calibration import predict
 from ..model import RunResult
-from ..sweeps import envtemplate
-from ..sweeps.request import RunRequest, check_host, execute, open_backend, plan_run
+from ..sweeps.request import (
+    RunRequest,
+    check_host,
+    execute,
+    log_stem,
+    open_backend,
+    plan_run,
+)
 from ..sweeps.sweep import Step
 from .auptimizer import AuptimizerFiles, host_memory_bytes
 from .calibration import render_predictions
@@ -84,8 +90,7 @@ def run_and_report(
         if progress is not None:
             progress.result(step, r)
         if old_files is not None and not step.warmup:
-            stem = envtemplate.model_stem(step.model) if step.model else (step.label or "run")
-            old_files.result(stem, step.model, r, step.round, plan.repeat)
+            old_files.result(log_stem(step), step.model, r, step.round, plan.repeat)
 
     with contextlib.ExitStack() as stack:
         if isinstance(progress, RichProgress):

@@ -88,8 +88,10 @@ def bench(
     stdout: int | None = None,
     python: str = sys.executable,
     device: str | None = None,
+    allow_over_host: bool = False,
 ) -> list[RunResult]:
-    """One run per batch size; stops early when a run is interrupted."""
+    """One run per batch size; stops early when a run is interrupted.  ``allow_over_host``:
+    as :func:`~edgeprof.measure.runner.profile`'s."""
     work_dir = None if cwd is None else Path(cwd)
     _, func = check_target(target, work_dir)
     if not loader.isidentifier():
@@ -132,6 +134,7 @@ def bench(
             name=f"{func} bs={bs}",
             stdout=stdout,
             device=device,
+            allow_over_host=allow_over_host,
         )
         results.append(result)
         if result.termination is Termination.INTERRUPTED:

@@ -108,6 +108,11 @@ def model_stem(model: str) -> str:
     return stem or name
 
 
+def model_log_path(output_file: Path, stem: str) -> Path:
+    """``<model>_<OUTPUTFILE>`` beside OUTPUTFILE: the old profiler's per-model log."""
+    return output_file.with_name(f"{stem}_{output_file.name}")
+
+
 class _OpenQuote(ValueError):
     pass
 
@@ -191,7 +196,11 @@ def read_assignments(path: Path) -> tuple[dict[str, tuple[str, int]], list[str]]
     values: dict[str, tuple[str, int]] = {}
     warnings: list[str] = []
     pending, start = "", 0
-    for number, line in enumerate(text.splitlines(), 1):
+    # Lines end at "\n" only, as the shell reads them (a CR before it is dropped: a file
+    # saved on Windows still reads); splitlines() would also end one inside a quoted value
+    # at U+2028, a form feed or a NEL, and give the value a newline the file does not have.
+    lines = [ln.removesuffix("\r") for ln in text.split("\n")]
+    for number, line in enumerate(lines, 1):
         if not pending:
             start = number
         chunk = pending + line

@@ -36,6 +36,7 @@ from ..measure.runner import DEFAULT_INTERVAL_S, check_command
 from ..measure.squeeze import INTERVAL_S as SQUEEZE_INTERVAL_S
 from ..model import RunResult, UserIds
 from ..names import check_name
+from ..outfiles import check_target, keep_root
 from ..storage import check_writable
 from ..units import parse_cpu_period, parse_pids
 from . import envtemplate
@@ -101,6 +102,9 @@ class RunRequest:
     squeeze: bool = False
     """``--squeeze``: each run's memory is squeezed by proactive reclaim while it runs, and
     what it was held at is its measured need (``memory.squeeze``; cgroup v2 only)."""
+    allow_over_host: bool = False
+    """``--allow-over-host``: limits beyond the host's CPUs or memory are applied, not
+    refused (:func:`edgeprof.measure.limits.resolve`)."""
 
     def docker_environment(self) -> bool:
         """Whether an option describes a Docker environment (image or options)."""
@@ -200,6 +204,11 @@ def _from_template(req: RunRequest) -> tuple[RunRequest, EnvTemplate | None, lis
     return req, tpl, warnings
 
 
+def log_stem(step: Step) -> str:
+    """The name of a step's per-model log of an env.template (``<stem>_<OUTPUTFILE>``)."""
+    return envtemplate.model_stem(step.model) if step.model else (step.label or "run")
+
+
 def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     """Stage 1: the request checked and planned, touching neither the host nor a backend.
 
@@ -234,6 +243,7 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
         repeat=req.repeat,
         warmup=req.warmup,
         name=req.name,
+        allow_over_host=req.allow_over_host,
     )
     budgets = budgets_from_options(req.budgets_file, req.budgets)
     if req.budgets.get("memory_need") is not None and not req.squeeze:
@@ -243,6 +253,10 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
         )
     for path in outputs:
         check_writable(path)
+    if tpl is not None:  # the old profiler's summary and per-model logs, written after runs
+        logs = {envtemplate.model_log_path(tpl.output_file, log_stem(s)) for s in plan.steps()}
+        for f in [tpl.output_file, *sorted(logs)]:
+            check_target(f)
     cal = None if req.calibration is None else load_calibration(req.calibration)
     return RunJob(req, plan, budgets, cal, tpl, tuple(warnings), device=req.device)
 
@@ -313,6 +327,7 @@ def check_host(job: RunJob) -> RunJob:
     and its limits (the backend opened, and kept in the job)."""
     req = job.request
     run_as = workload_user(req.as_root)
+    keep_root(req.as_root)  # outputs belong to whom the workload runs as
     if req.backend == "docker":
         return dataclasses.replace(job, run_as=run_as)
     if req.cwd is None or req.cwd.is_dir():

@@ -20,10 +20,11 @@ from typing import Any
 
 from ..backends import Backend, get_backend
 from ..errors import ConfigError
-from ..measure.limits import allowed_cpus, resolve
-from ..measure.runner import profile
+from ..measure.limits import allowed_cpus, host_memory, resolve
+from ..measure.runner import OUT_FILES, profile
 from ..model import Limits, RunResult, Termination
 from ..names import check_name
+from ..outfiles import check_target
 from ..storage import prepare_out_dir, write_json_atomic
 
 
@@ -56,6 +57,9 @@ class SweepPlan:
     name: str | None = None
     """Label of the runs when there is no model list (``--name``); with models, their label
     is ``name`` if given, else the model's file name."""
+    allow_over_host: bool = False
+    """``--allow-over-host``: limits beyond the host's CPUs or memory are not refused
+    (:func:`edgeprof.measure.limits.resolve`)."""
 
     def __post_init__(self) -> None:
         if self.repeat < 1:
@@ -164,8 +168,9 @@ def check_limits(plan: SweepPlan, backend: Backend) -> None:
     """Every limit setting against this host before the first run: a sweep that would fail on
     its third setting must fail before it starts."""
     available = allowed_cpus(backend)
+    memory = host_memory(backend)
     for lim in plan.limits:
-        resolve(lim, available)
+        resolve(lim, available, memory=memory, allow_over_host=plan.allow_over_host)
 
 
 def run_sweep(
@@ -191,7 +196,10 @@ def run_sweep(
     if out is not None and not plan.is_single:
         # A single run's directory is profile()'s to create, after its cores are leased: one
         # refused for busy cores leaves none behind.
-        prepare_out_dir(out)
+        prepare_out_dir(out, ("sweep.json",))
+        for step in plan.steps():  # a link planted in a run's directory: refused before any run
+            for name in OUT_FILES:
+                check_target(run_dir(out, plan, step) / name)
     opts = dict(profile_options or {})
     result = SweepResult(plan)
     for step in plan.steps():
@@ -204,6 +212,7 @@ def run_sweep(
             backend=be,
             out_dir=None if out is None else run_dir(out, plan, step),
             name=step.label,
+            allow_over_host=plan.allow_over_host,
             **opts,
         )
         (result.warmups if step.warmup else result.runs).append(r)

@@ -32,8 +32,12 @@ languages (words separated by spaces; ``T`` a decimal number of seconds on
     mark NAME [T]           an instant
     iter T0 T1 [ITEMS]      one iteration from T0 to T1, of ITEMS items (default 1)
 
-NAME is any run of non-space characters (at most 200).  The runner ignores a malformed line
-(and says how many it ignored, in the result's warnings); it never stops the run.  From a
+NAME is any run of non-space characters (at most 200, no control characters); a line is at
+most 4096 bytes, a time at most 1e10, ITEMS below 2**63.  The runner ignores a malformed line
+(and says how many it ignored, in the result's warnings); it never stops the run.  It keeps
+the first 256 distinct phase names, the first 1024 marks and the durations of the first
+100 000 iterations (later ones still count in every total, and in the percentiles within
+±1 %); what it leaves out is counted in the result (``events``) and warned about.  From a
 shell: ``echo "begin load" > /proc/self/fd/$EDGEPROF_EVENTS_FD`` (bash also takes
 ``>&"$EDGEPROF_EVENTS_FD"``; dash's ``>&N`` only descriptors 0-9), or in a container
 ``echo "begin load" > "$EDGEPROF_EVENTS"``.

@@ -6,8 +6,9 @@ there and yields a :class:`DockerSession`; nothing global is set (no ``DOCKER_HO
 and everything it made is removed; a leftover fails the session's teardown.
 
 Every test that uses the fixture is also checked for leaks: no container may outlive it, and
-no cgroup directory may appear below this process's own group (in any hierarchy) other than
-the daemon's parent group and the directories on the way to it.
+no cgroup directory of this session's may appear below this process's own group (in any
+hierarchy) other than the daemon's parent group and the directories on the way to it
+(:func:`_groups_below_own` says which are this session's).
 
 If Docker cannot be set up here (no root, no apt-get, no network for the first install), the
 tests skip with the reason, or fail when ``CI=true``: no tier may skip in CI.
@@ -17,11 +18,13 @@ tests skip with the reason, or fail when ``CI=true``: no tier may skip in CI.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from edgeprof.backends import owner
 from tests.conftest import require
 from tests.docker.daemon import (
     TIMINGS,
@@ -73,7 +76,14 @@ def docker_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerSe
 
 
 def _groups_below_own() -> set[Path]:
-    """Every group directory below this process's memory group's path, in every hierarchy."""
+    """Every group directory below this process's memory group's path, in every hierarchy,
+    that this session may have made: one with an edgeprof name on its path (a run's parent,
+    ``edgeprof-<pid>-…``; a daemon's, ``edgeprof-docker-<pid>``; the tests' own
+    ``edgeprof-…``), except those of another live process's run or daemon.
+
+    Our memory group is often the root (a CI runner, a container): what other sessions,
+    daemons and system services create there meanwhile is not ours (tests/host/conftest.py
+    filters the kernel tier's run groups the same way)."""
     mem = own_cgroup("memory")
     found: set[Path] = set()
     for h in cgroup_hierarchies():
@@ -81,8 +91,45 @@ def _groups_below_own() -> set[Path]:
         if d is None or not d.is_dir():
             continue
         for top, dirs, _ in os.walk(d):
-            found.update(Path(top) / x for x in dirs)
+            for x in dirs:
+                g = Path(top) / x
+                names = g.relative_to(d).parts
+                if any(n.startswith("edgeprof") for n in names) and not _foreign(names):
+                    found.add(g)
     return found
+
+
+_DAEMON_PARENT = re.compile(r"^edgeprof-docker-(\d+)(?:-\d+)?$")
+
+
+def _foreign(names: tuple[str, ...]) -> bool:
+    """Whether a group on this path belongs to a live process outside this session: the
+    edgeprof run or the test session whose pid its name carries, alive and neither this
+    process nor one of its descendants."""
+    for n in names:
+        o = owner.owner_of(n)
+        if o is not None:
+            return owner.alive(o) and not _ours(o.pid)
+        m = _DAEMON_PARENT.match(n)
+        if m is not None:
+            return Path(f"/proc/{m.group(1)}").exists() and not _ours(int(m.group(1)))
+    return False
+
+
+def _ours(pid: int) -> bool:
+    """``pid`` is this process or a descendant of it."""
+    me = os.getpid()
+    for _ in range(64):
+        if pid == me:
+            return True
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat.rpartition(")")[2].split()[1])
+        if pid <= 1:
+            return False
+    return False
 
 
 @pytest.fixture(autouse=True)

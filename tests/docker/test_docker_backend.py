@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import os
@@ -10,6 +11,7 @@ import signal
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from edgeprof import Limits, Termination
 from edgeprof.backends.docker import DockerBackend, parse_docker_args
 from edgeprof.backends.docker.image import EnvSpec, ensure_image
 from edgeprof.errors import BackendUnavailable, ConfigError, LaunchError
+from tests.host.slower_core import quota_misses
 
 REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
@@ -46,9 +49,11 @@ def test_environment_is_built_once_then_reused(docker_daemon: Any, tmp_path: Pat
     log = io.StringIO()
     tag, built = ensure_image(docker_daemon.client, spec, log)
     assert built and "Step" in log.getvalue()
-    t = time.monotonic()
-    tag2, built2 = ensure_image(docker_daemon.client, spec, io.StringIO())
-    assert (tag2, built2) == (tag, False) and time.monotonic() - t < 2
+    # The second time nothing is built: no build step is logged (not "it took under 2 s",
+    # which a loaded daemon or disk need not keep).
+    log2 = io.StringIO()
+    tag2, built2 = ensure_image(docker_daemon.client, spec, log2)
+    assert (tag2, built2) == (tag, False) and "Step" not in log2.getvalue()
     (app / "infer.py").write_text("print('changed')\n")  # any change to DIR: a new image
     assert ensure_image(docker_daemon.client, spec, io.StringIO())[0] != tag
     out = tmp_path / "stdout"
@@ -60,7 +65,7 @@ def test_environment_is_built_once_then_reused(docker_daemon: Any, tmp_path: Pat
         )
     assert r.termination is Termination.EXITED and r.exit_code == 0
     assert r.mechanism.startswith("docker+cgroup") and r.image == tag
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60  # the output is pumped by a thread: wait for it
     while "built" not in out.read_text() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert out.read_text() == "model Mobile Net.v2\nbuilt\n\n"
@@ -73,15 +78,17 @@ def test_failing_build_names_the_step(docker_daemon: Any) -> None:
 
 
 def test_cpu_limit_is_held(docker_daemon: Any) -> None:
-    """Half a core is never exceeded; the floor is what an unlimited container got in the same
-    test (a fixed 45 % floor fails on a loaded machine); throttling when the quota was reached."""
+    """Half a core is never exceeded, and the quota is half a core's: the run's CPU time is at
+    least a quota per throttled period (:func:`~tests.host.slower_core.quota_misses`), a floor
+    that holds however much of the machine other tasks take (the floor was what an unlimited
+    container got just before: a load that changed between the two runs failed it).
+    Throttling is reported whenever the quota was what held the run back."""
     be = backend(docker_daemon, docker_daemon.images["python3"])
     spin = ["python3", "-c", "while True: pass"]
-    free = edgeprof.profile(spin, timeout=2, backend=be).cpu.avg_pct
     r = edgeprof.profile(spin, Limits(cpus=0.5), timeout=3, backend=be)
     assert r.termination is Termination.TIMEOUT
-    assert free is not None and r.cpu.avg_pct is not None
-    assert 0.8 * min(50, free) - 2 <= r.cpu.avg_pct <= 55, (r.cpu.avg_pct, free)
+    assert r.cpu.avg_pct is not None and 0 < r.cpu.avg_pct <= 55, r.cpu
+    assert quota_misses(r, 0.5) == [], r.cpu
     if r.cpu.avg_pct >= 45:
         assert r.cpu.nr_throttled and r.cpu.nr_throttled > 10
 
@@ -118,6 +125,9 @@ def test_timeout_of_a_workload_that_ignores_sigterm(docker_daemon: Any) -> None:
 
 
 def test_interrupt_removes_the_container(docker_daemon: Any, tmp_path: Path) -> None:
+    """Ctrl-C once the container has spun 0.25 s of CPU (read from samples.csv as it streams,
+    not after a number of rows that a loaded machine fills with less CPU): the run reports
+    at least that much."""
     env = {**os.environ, "DOCKER_HOST": docker_daemon.host}
     proc = subprocess.Popen(
         [
@@ -142,16 +152,24 @@ def test_interrupt_removes_the_container(docker_daemon: Any, tmp_path: Path) -> 
         cwd=REPO,
         env=env,
     )
-    csv = tmp_path / "samples.csv"
-    deadline = time.monotonic() + 60
-    while not csv.exists() or len(csv.read_text().splitlines()) < 5:
-        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr
-        time.sleep(0.05)
+    seen = _wait_for_cpu(tmp_path / "samples.csv", proc, 0.25)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err.decode()
     result = json.loads(out)
-    assert result["termination"] == "interrupted" and result["cpu"]["total_s"] > 0.2
+    assert result["termination"] == "interrupted" and result["cpu"]["total_s"] >= seen
+
+
+def _wait_for_cpu(csv_path: Path, proc: subprocess.Popen[bytes], cpu_s: float) -> float:
+    """Until a row of the streaming ``csv_path`` shows ``cpu_s`` of CPU time; that figure."""
+    deadline = time.monotonic() + 120
+    while True:
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr
+        if csv_path.exists():
+            for row in csv.DictReader(io.StringIO(csv_path.read_text())):
+                if row["cpu_usage_s"] and float(row["cpu_usage_s"]) >= cpu_s:
+                    return float(row["cpu_usage_s"])
+        time.sleep(0.05)
 
 
 def test_unreachable_daemon_is_backend_unavailable(tmp_path: Path) -> None:
@@ -259,17 +277,66 @@ def test_same_workload_same_figures_on_both_backends(docker_daemon: Any, tmp_pat
     assert {r.memory.peak_source for r, _ in hosts + conts} == {"kernel"}
 
 
-def test_remote_daemons_fall_back_to_the_stats_api(docker_daemon: Any) -> None:
+STATS_WORKLOAD = """
+import os, time
+b = b"x" * (64 << 20)
+while time.process_time() < 1.0:
+    pass
+with open("/data/spun.tmp", "w") as f:
+    f.write(str(time.process_time()))
+os.rename("/data/spun.tmp", "/data/spun")
+deadline = time.monotonic() + 120
+while not os.path.exists("/data/seen") and time.monotonic() < deadline:
+    time.sleep(0.02)
+"""
+
+
+def test_remote_daemons_fall_back_to_the_stats_api(docker_daemon: Any, tmp_path: Path) -> None:
     """Without the kernel's counters the figures are the last stats reading: a stats call
-    takes a good fraction of a second here, so the last ones before the exit are missing."""
-    be = backend(docker_daemon, docker_daemon.images["python3"], mode="stats")
-    code = "import time; b = b'x' * (64 << 20); t = time.time()\nwhile time.time() - t < 3: pass"
-    r = edgeprof.profile(["python3", "-c", code], backend=be)
+    takes a good fraction of a second here, so the last ones before the exit are missing.
+
+    The workload spins to 1 s of its own CPU time (whatever the load), then idles until the
+    test has seen a stats reading with that much in samples.csv: the run's CPU time is then
+    at least what the workload spun and at most that plus its start-up and idling (a 3 s
+    busy loop by the clock gave 1.0-3.5 s of CPU, less on a loaded machine)."""
+    opts = parse_docker_args(f"-v {tmp_path}:/data")
+    be = backend(docker_daemon, docker_daemon.images["python3"], mode="stats", options=opts)
+    out = tmp_path / "out"
+    seen: list[float] = []  # (the spin's CPU time, the reading that showed it)
+
+    def watch() -> None:
+        """Let the workload end once a stats reading shows what it spun (or after 120 s)."""
+        deadline = time.monotonic() + 120
+        try:
+            while not (tmp_path / "spun").exists():
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.05)
+            spun = float((tmp_path / "spun").read_text())
+            while time.monotonic() < deadline:
+                text = (out / "samples.csv").read_text() if (out / "samples.csv").exists() else ""
+                rows = csv.DictReader(io.StringIO(text))
+                cpu = max((float(x["cpu_usage_s"]) for x in rows if x["cpu_usage_s"]), default=0)
+                if cpu >= spun:
+                    seen.extend((spun, cpu))
+                    return
+                time.sleep(0.05)
+        finally:
+            (tmp_path / "seen").touch()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    r = edgeprof.profile(["python3", "-c", STATS_WORKLOAD], backend=be, out_dir=out)
+    watcher.join(10)
+    assert seen, "no stats reading showed the workload's spin"
+    spun, _ = seen
     assert r.mechanism == "docker+stats" and r.termination is Termination.EXITED
     assert r.memory.peak_source == "sampled"
     assert r.memory.peak_bytes and r.memory.peak_bytes >= 64 * MiB
     assert any("stats API" in w for w in r.warnings)
-    assert r.cpu.total_s and 1.0 <= r.cpu.total_s <= 3.5
+    # The interpreter's start-up before the spin is in the container's CPU time and in
+    # ``process_time``; after it only the idle polling (well under 0.5 s) comes on top.
+    assert r.cpu.total_s and spun <= r.cpu.total_s <= spun + 0.5, (r.cpu.total_s, spun)
 
 
 def test_docker_args_reach_the_container(docker_daemon: Any, tmp_path: Path) -> None:

@@ -45,6 +45,15 @@ def wait_for_rows(csv_path: Path, proc: subprocess.Popen[Any], rows: int) -> Non
         time.sleep(0.05)
 
 
+def wait_for_processes(mark: str, proc: subprocess.Popen[Any], n: int) -> None:
+    """Until ``n`` processes carry ``mark``: the workload has started all of them (a shell
+    forks its background job some time after the container's first samples)."""
+    deadline = time.monotonic() + 60
+    while len(marked_processes(mark)) < n:
+        assert proc.poll() is None and time.monotonic() < deadline, "the workload did not start"
+        time.sleep(0.05)
+
+
 def edgeprof_containers(client: Any) -> list[Any]:
     return list(client.containers.list(all=True, filters={"label": "org.edgeprof.managed=1"}))
 
@@ -61,6 +70,7 @@ def test_sigkill_to_edgeprof_then_collection(
     )  # fmt: skip
     proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.DEVNULL)
     wait_for_rows(out / "samples.csv", proc, 5)
+    wait_for_processes(mark, proc, 2)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     [c] = edgeprof_containers(docker_daemon.client)
@@ -96,11 +106,13 @@ def _run_groups() -> list[Path]:
 
 
 def test_fork_bomb_stops_at_the_pids_limit(docker_daemon: Any, tmp_path: Path) -> None:
-    """(busybox sh gives up at the first failed fork, so the bomb is Python's, which retries.)"""
+    """(busybox sh gives up at the first failed fork, so the bomb is Python's, which retries.)
+    The timeout counts from the container's start and must cover the interpreter's start and
+    64 forks under half a core: 6 s, twice the 3 s that sufficed on a quiet machine."""
     mark = uuid.uuid4().hex
     out = tmp_path / "out"
     argv, env = edgeprof_cmd(
-        docker_daemon.host, mark, "--pids", "64", "--cpus", "0.5", "--timeout", "3",
+        docker_daemon.host, mark, "--pids", "64", "--cpus", "0.5", "--timeout", "6",
         "--interval", "0.02", "--out", str(out), "--", "python3", "-c", FORK_BOMB,
         image=docker_daemon.images["python3"],
     )  # fmt: skip
@@ -129,6 +141,7 @@ def test_daemon_killed_mid_run(docker_daemon: Any, tmp_path: Path) -> None:
             argv, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         wait_for_rows(out / "samples.csv", proc, 5)
+        wait_for_processes(mark, proc, 2)
         assert len(marked_processes(mark)) == 2
         os.kill(d2.pid, signal.SIGKILL)
         _, err = proc.communicate(timeout=120)

@@ -59,8 +59,14 @@ def test_wider_model_uses_more_cpu_and_memory(tmp_path: Path) -> None:
             for i in (1, 2)
         ]
 
+    def infer_cpu(r: dict[str, object]) -> float:
+        [infer] = [p for p in r["phases"] if p["name"] == "infer"]  # type: ignore[attr-defined]
+        return float(infer["cpu_s"])
+
     for a, b in zip(results(narrow.name), results(wide.name), strict=True):
         assert a["termination"] == b["termination"] == "exited"
-        assert a["cpu"]["total_s"] < b["cpu"]["total_s"]  # type: ignore[index]
+        # Run by run, the inference's CPU time (infer.py's "infer" phase): the whole run's also
+        # holds the interpreter's and onnxruntime's start-up, the same for both and noisy.
+        assert infer_cpu(a) < infer_cpu(b)
         assert a["memory"]["peak_bytes"] < b["memory"]["peak_bytes"]  # type: ignore[index]
         assert a["memory"]["peak_source"] == "kernel"  # type: ignore[index]

@@ -1,24 +1,119 @@
 """The check shared by the CPU-share tests of the kernel and Docker tiers: a run at a share of
-one core against the unlimited run on that core, judged as a slower core (its median slowed
-by the share, its stalls spread over the iterations rather than a tail of them)."""
+one core, judged as a slower core (its median slowed to the rate its iterations got, its
+stalls spread over the iterations rather than a tail of them).
+
+The slower core's speed is what the run's own iterations got, measured by the workload
+(``tests/workloads/iterations.py``: each iteration's ``process_time`` and wall time), not the
+share: on a loaded machine another task on the pinned core takes part of the quota (measured
+under ``stress-ng --cpu 2`` on 2 cores: 0.41–0.43 of a core at a 0.5 share, 0.21–0.23 at 0.25),
+and a median compared with ``unlimited / share`` then missed by 20 % either way, while the
+median against the rate the run got stayed within 0.94–0.98.  That the quota is the share is
+checked on the run's own counts instead: the iterations never got more than the share, and
+the throttled periods had used their quota (:func:`quota_misses`).
+"""
 
 from __future__ import annotations
 
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
 from edgeprof.model import LatencyStats, RunResult
+
+DOCKER_SHARE = 0.25
+"""A quarter core, not a half: the quota must be what holds the loop back for its stalls to
+show.  Under ``stress-ng --cpu 2`` on 2 cores another task took about half the pinned core,
+so a half-core quota over 100 ms was barely reached (its median 0.52–0.89 of a slower
+core's, p50 no longer flagged), while a quarter core's was every period (0.26–0.45 of it,
+p99 flagged in every run, p50 wherever the loop had the core between the stalls)."""
+
+
+@dataclass(frozen=True)
+class OwnCpu:
+    """What the workload measured of its own reported iterations."""
+
+    p50_s: float
+    """The median iteration's CPU time: its cost on a core of its own."""
+    cpu_s: float
+    """The iterations' CPU time, all of them."""
+    wall_s: float
+    """Their wall time, all of them."""
+
+    @classmethod
+    def read(cls, path: Path) -> OwnCpu:
+        """From iterations.py's RUSAGE_FILE (``iteration_cpu_s``, ``iteration_wall_s``)."""
+        d = json.loads(path.read_text())
+        cpu: list[float] = d["iteration_cpu_s"]
+        wall: list[float] = d["iteration_wall_s"]
+        return cls(statistics.median(cpu), sum(cpu), sum(wall))
+
+    @property
+    def rate(self) -> float:
+        """CPU time over wall time: the share of the core the iterations got."""
+        return self.cpu_s / self.wall_s
+
+    def most_cpu_s(self, share: float, period_s: float) -> float:
+        """The most CPU time a ``share`` quota of ``period_s`` allows in the iterations' wall
+        time: a quota per period they overlap, plus a scheduler tick (100 Hz, the coarsest)
+        that the kernel notices a spent quota late by (it carries the overrun into the next
+        period), and 2 % for the two clocks' readings."""
+        return 1.02 * share * (self.wall_s + period_s) + 0.01
+
+    @property
+    def slower_p50_s(self) -> float:
+        """The median of these iterations on a core slowed evenly to :attr:`rate`."""
+        return self.p50_s / self.rate
+
+
+def quota_misses(r: RunResult, share: float) -> list[str]:
+    """How the run's throttling contradicts a quota of ``share`` of its period (none: it
+    does not).
+
+    A floor on the quota that holds however much of the core other tasks took: a period
+    ends throttled only once the group has spent what it was granted, and an overrun (the
+    kernel notices a spent quota up to a tick late) is taken from the next grants, so the
+    run's CPU time is at least a quota per throttled period (measured here: 0.99 of it at a
+    quarter core, 0.86 at a half).  0.8, not 1: a period timer that fires late counts every
+    period it missed as throttled with a single grant, which a loaded host's timer does now
+    and then; an emulated guest's (TCG: one host thread takes its vCPUs in turn) too often
+    for any floor, so the VM tier does not use it.  A quota half as large fails it."""
+    period, throttled, cpu = r.cpu.period_s, r.cpu.nr_throttled, r.cpu.total_s
+    if period is None or throttled is None or cpu is None:
+        return [f"no quota counters: period {period}, throttled {throttled}, cpu {cpu}"]
+    if cpu < 0.8 * (throttled - 1) * share * period:
+        return [f"{cpu:.3f}s of CPU in {throttled} throttled periods of {share * period:.4f}s"]
+    return []
+
+
+def had_the_core(lat: LatencyStats, own: OwnCpu) -> bool:
+    """Whether the median iteration ran at the core's full speed (within the 25 % by which
+    edgeprof calls a percentile distorted, ``edgeprof.measure.latency.TOLERANCE``).
+
+    Only then is a stalling core's median told from its even spread: edgeprof spreads the
+    stall time it read over the iterations' running time, and a preemption by another task
+    counts as running time (``edgeprof.measure.latency.distortion``).  Under
+    ``stress-ng --cpu 2`` on 2 cores the median of 5 ms iterations ran 1.8 times its CPU time
+    behind a quarter core's 100 ms quota, its even spread was 1.27 of it, and only p90–p99
+    were flagged (on the idle machine: 1.0 times its CPU time, p50 flagged in every run)."""
+    return lat.p50_s <= 1.25 * own.p50_s
 
 
 def slower_core_misses(
     u: LatencyStats,
     r: RunResult,
     share: float,
+    own: OwnCpu,
     *,
     iterations: int,
     p50_high: float = 1.15,
     tail: float = 1.5,
     pattern: bool = True,
 ) -> list[str]:
-    """How the run at ``share`` of the core is not a slower core than ``u``'s (none: it is).
+    """How the run at ``share`` of the core is not a slower core (none: it is).
 
+    ``u``: an unlimited run of the same loop on the same core (its tail is the machine's own
+    noise); ``own``: the limited run's iterations as the workload measured them.
     ``p50_high``: the median's upper bound, as a multiple of a slower core's; ``tail``: the
     most p99/p50 may exceed the unlimited run's by; ``pattern``: whether the tail and the
     spread of each stall are judged at all (not under an emulator, whose vCPU's turns make
@@ -27,10 +122,22 @@ def slower_core_misses(
     lat = r.latency
     assert lat is not None
     t = lat.throttling
-    slower = u.p50_s / share
     misses = []
+    slower = own.slower_p50_s
     if not slower * 0.85 <= lat.p50_s <= slower * p50_high:
-        misses.append(f"p50 {lat.p50_s:.4f}s against a slower core's {slower:.4f}s")
+        misses.append(
+            f"p50 {lat.p50_s:.4f}s against {slower:.4f}s, a core slowed to the run's "
+            f"{own.rate:.3f} ({own.p50_s:.4f}s of CPU)"
+        )
+    # The quota is the share: the iterations never got more than its periods allow, and
+    # the throttled periods had used their quota (quota_misses).
+    period = r.cpu.period_s
+    if period is None:
+        misses.append("no CFS period in the result")
+    elif own.cpu_s > own.most_cpu_s(share, period):
+        misses.append(f"the iterations got {own.rate:.3f} of the core under a {share} share")
+    if pattern:  # not under an emulator, whose period timer fires late (quota_misses)
+        misses += quota_misses(r, share)
     # Most iterations took a share of the stalls (Docker's own period: a few took them all).
     if t is None or t.throttled <= iterations // 2:
         misses.append(f"stalls not spread: {t}")
@@ -39,7 +146,13 @@ def slower_core_misses(
             misses.append(
                 f"p99/p50 {lat.p99_s / lat.p50_s:.2f} (unlimited {u.p99_s / u.p50_s:.2f})"
             )
-        # No iteration took twice its share of the stalls; no percentile is the stall pattern.
-        if t.max_stall_s >= 2 * t.stall_s / t.iterations or t.distorted:
+        # No percentile is the stall pattern; and where the quota alone held the loop back
+        # (it got its share), no iteration took twice its share of the stalls.  Not where
+        # another task took part of the quota: it comes and goes, and the iterations it
+        # slowed were throttled less (under stress-ng --cpu 2 on 2 cores, 0.42 of a core at
+        # a 0.5 share: the longest stall 2.2–2.6 times the mean, p50–p99 still even).
+        if t.distorted or (
+            own.rate >= 0.9 * share and t.max_stall_s >= 2 * t.stall_s / t.iterations
+        ):
             misses.append(f"stalls not spread: {t}")
     return misses

@@ -271,6 +271,14 @@ with open(os.path.join(out, "filler"), "wb", buffering=0) as f:
 """
 
 
+def _complete_rows(out: Path) -> int:
+    """The whole rows of ``out``'s samples.csv so far (edgeprof writes whole rows only)."""
+    try:
+        return max(0, (out / "samples.csv").read_bytes().count(b"\n") - 1)
+    except FileNotFoundError:
+        return 0
+
+
 def _stale_groups_of(pid: int) -> set[Path]:
     return {g for g in run_groups() if g.name.startswith(f"edgeprof-{pid}-")}
 
@@ -302,23 +310,26 @@ def test_sigkill_to_edgeprof_then_collection(
         cwd=REPO,
     )
     deadline = time.monotonic() + 60
-    while not (pidfile.exists() and pidfile.read_text()):
+    # The daemon runs and edgeprof has flushed five rows (not a fixed 0.5 s of sampling).
+    while not (pidfile.exists() and pidfile.read_text()) or _complete_rows(out) < 5:
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.05)
-    time.sleep(0.5)
     # A live run, to prove the collection leaves it alone.
     # (It sleeps long: a slow guest must not see it end on its own before the check; it is
-    # interrupted at the end.)
+    # interrupted at the end.)  Its workload marks that it runs: its wall time starts before.
+    ready = tmp_path / "live.ready"
     live = subprocess.Popen(
-        edgeprof("--out", str(tmp_path / "live"), "--", "sleep", "120", mark=marker),
+        edgeprof("--out", str(tmp_path / "live"), "--", "sh", "-c",
+                 f"touch {ready}; exec sleep 120", mark=marker),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         cwd=REPO,
-    )
-    while not _stale_groups_of(live.pid):
+    )  # fmt: skip
+    while not ready.exists():
         assert time.monotonic() < deadline and live.poll() is None
         time.sleep(0.05)
-    live_seen = time.monotonic()  # its group exists: its workload is about to start or running
+    live_seen = time.monotonic()
+    assert _stale_groups_of(live.pid), "a live run without its group"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     left = _stale_groups_of(proc.pid)
@@ -356,9 +367,11 @@ def test_sigkill_to_edgeprof_then_collection(
     live.send_signal(signal.SIGTERM)
     assert live.wait(60) == 130, live.stderr.read() if live.stderr else ""
     kept = json.loads((tmp_path / "live" / "result.json").read_text())
-    # Its wall time covers at least the span we watched it live (less the spawn, which comes
-    # just after its group appears).  A fixed floor failed when the collection was quick (0.45 s).
-    assert kept["termination"] == "interrupted" and kept["wall_s"] > alive_for - 0.2
+    # Its wall time covers at least the span we watched it live: it starts at the spawn, before
+    # the workload's ready file, and ends after our SIGTERM.  (A fixed floor failed when the
+    # collection was quick, 0.45 s; a 0.2 s allowance for the spawn after the group appears
+    # was a fact about a quiet machine.)
+    assert kept["termination"] == "interrupted" and kept["wall_s"] >= alive_for
     assert marked_processes(marker) == []
 
 

@@ -110,6 +110,10 @@ raise SystemExit(main(sys.argv[1:]))
 
 TARGET = 360_000
 WARM = 20_000
+ENOUGH = 5 * WARM
+"""Samples a host run takes at least, however long that takes (up to HARD_STOP_S)."""
+HARD_STOP_S = 540.0
+"""Past this, a host that has not reached ENOUGH fails (≈ 200 samples/s: a stalled sampler)."""
 FIGURES = Path(os.environ.get("EDGEPROF_LONG_RUN_FIGURES", "/dev/null"))
 """Where the test writes its figures (the closing note quotes them)."""
 
@@ -142,11 +146,20 @@ def test_a_long_run_keeps_edgeprofs_memory_flat(mechanism: str, tmp_path: Path) 
     end = (0, 0)
     t0 = time.monotonic()
     # The VM tier (cgroup v2 under TCG emulation) samples far slower: there the run stops
-    # after 60 s with what it took; on a host the whole hour's worth is required.
+    # after 60 s with what it took.  On a host it stops at the hour's worth, or after 150 s
+    # once it has the samples flatness needs (ENOUGH): a slower or loaded machine takes longer
+    # to reach them and is given the time, up to HARD_STOP_S, rather than failed at 150 s.
     in_vm = os.environ.get("EDGEPROF_EXPECT_MECHANISM") == "cgroup2"
     budget = 60.0 if in_vm else 150.0
+
+    def more() -> bool:
+        elapsed = time.monotonic() - t0
+        if rows >= TARGET or elapsed >= HARD_STOP_S:
+            return False
+        return elapsed < budget or (not in_vm and rows < ENOUGH)
+
     try:
-        while rows < TARGET and time.monotonic() - t0 < budget:
+        while more():
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             if csv_path.exists():
                 with csv_path.open("rb") as f:
@@ -174,7 +187,7 @@ def test_a_long_run_keeps_edgeprofs_memory_flat(mechanism: str, tmp_path: Path) 
     # Flatness needs enough samples after the warm-up to show a leak: a byte per sample over
     # 80 000 is 80 KB, over the whole target 0.3 MiB.
     if not in_vm:
-        assert count >= 5 * WARM, count
+        assert count >= ENOUGH, count
     # Flat: not a MiB more over everything sampled after the warm-up.
     assert end[1] - start[1] < MiB, (start, end)
     assert end[0] - start[0] < MiB, (start, end)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import stat
 import sys
 from pathlib import Path
 
@@ -21,11 +22,20 @@ PY = sys.executable
 REPO = Path(__file__).resolve().parents[2]
 WORKLOAD = REPO / "tests" / "workloads" / "phases.py"
 MiB = 2**20
+CGROUP2_ROOT = Path("/sys/fs/cgroup")
 
 
 def _kernel_resets_peaks(mechanism: str) -> bool:
+    """Whether this kernel can restart a group's high-water mark: always on cgroup v1
+    (``memory.max_usage_in_bytes`` is writable); on cgroup v2 where ``memory.peak`` is
+    writable (Linux 6.12; a kernel whose version says otherwise may carry a backport).
+    Asked of the kernel itself, not of edgeprof: a cgroup file is writable by its owner
+    exactly where the kernel gives it a write handler."""
     if mechanism == "cgroup1":
         return True
+    for d, _, files in os.walk(CGROUP2_ROOT):
+        if "memory.peak" in files:  # not in the root group: any group that has one
+            return bool(os.stat(Path(d) / "memory.peak").st_mode & stat.S_IWUSR)
     major, minor = (int(x) for x in re.findall(r"\d+", platform.release())[:2])
     return (major, minor) >= (6, 12)
 
@@ -66,12 +76,16 @@ def test_allocation_and_busy_loop_land_in_their_phases(mechanism: str, tmp_path:
     assert abs(alloc.cpu_s - own_alloc) <= 0.05 * own_alloc + 0.03, (alloc.cpu_s, own_alloc)
     assert alloc.wall_s >= 0.6
 
-    # Ten 20 ms iterations in the loop phase.
+    # Ten 20 ms sleeps in the loop phase: none shorter than its sleep, the median not far
+    # above it (a late wake-up on a loaded machine delays some, not most: no bound on the
+    # max).  The rate is that of the loop's own span: at most one per mean iteration, and at
+    # least the count over the phase that holds them.
     lat = loop.latency
     assert lat is not None and lat == r.latency
     assert lat.count == 10 and lat.items == 20
-    assert 0.02 <= lat.p50_s <= lat.p95_s <= lat.max_s < 0.2
-    assert lat.per_s is not None and 5 < lat.per_s <= 50
+    assert 0.02 <= lat.p50_s <= lat.p95_s <= lat.max_s and lat.p50_s < 0.1
+    assert lat.per_s is not None
+    assert lat.count / loop.wall_s <= lat.per_s <= 1.001 / lat.mean_s, (lat, loop.wall_s)
     if expected_source == "sampled":
         assert any("phase peaks are sampled" in w for w in r.warnings)
     assert not any("malformed" in w for w in r.warnings)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import statistics
 import subprocess
 from pathlib import Path
 
@@ -26,5 +28,23 @@ def test_make_demo_ranks_the_family_by_width() -> None:
     for model in family:
         for phase in ("load", "infer"):
             assert re.search(rf"^{re.escape(model)}\s+{phase}\s", proc.stdout, re.M), (model, phase)
-    for metric in ("CPU time", "peak memory"):
-        assert ranking_order(proc.stdout, metric) == family, proc.stdout
+    # The whole run's CPU time ranks the narrowest first and the widest last; between them,
+    # adjacent widths differ by about 10 % of it (the interpreter's and onnxruntime's start-up
+    # are most of a run), within what other jobs on the machine move it.  The inference
+    # itself (infer.py's "infer" phase, median of the three runs) ranks every width.
+    cpu_order = ranking_order(proc.stdout, "CPU time")
+    assert sorted(cpu_order) == sorted(family), proc.stdout
+    assert (cpu_order[0], cpu_order[-1]) == (family[0], family[-1]), proc.stdout
+    infer_cpu = [statistics.median(_infer_cpu(REPO / ".demo" / "results" / m)) for m in family]
+    assert infer_cpu == sorted(infer_cpu), dict(zip(family, infer_cpu, strict=True))
+    assert ranking_order(proc.stdout, "peak memory") == family, proc.stdout
+
+
+def _infer_cpu(model_dir: Path) -> list[float]:
+    """The "infer" phase's CPU time of each of the model's runs."""
+    out = []
+    for result in sorted(model_dir.glob("*/result.json")):
+        [infer] = [p for p in json.loads(result.read_text())["phases"] if p["name"] == "infer"]
+        out.append(float(infer["cpu_s"]))
+    assert len(out) == 3, model_dir
+    return out

@@ -212,7 +212,6 @@ class FakeCgroupFs:
             path.write_text(value)
 
 
-
 SEED_COLUMNS = [
     "NAME",
     "AVG CPU %",
@@ -225,6 +224,7 @@ SEED_COLUMNS = [
 ]
 """The columns of the seed's "Final Usage Stats" table, spelled out (not read from edgeprof):
 the reports must keep them first and in this order."""
+
 
 @pytest.fixture(autouse=True)
 def fake_backend() -> Iterator[None]:

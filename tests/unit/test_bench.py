@@ -82,8 +82,23 @@ def test_bench_cli_json_and_errors(
     model_dir: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(model_dir)
-    rc = main(["bench", "tiny_model.py:infer_n", "--loader", "make", "--batch-size", "2",
-               "--iterations", "3", "--warmup", "0", "--backend", "fake", "--json"])
+    rc = main(
+        [
+            "bench",
+            "tiny_model.py:infer_n",
+            "--loader",
+            "make",
+            "--batch-size",
+            "2",
+            "--iterations",
+            "3",
+            "--warmup",
+            "0",
+            "--backend",
+            "fake",
+            "--json",
+        ]
+    )
     out = capfd.readouterr().out
     assert rc == 0
     (d,) = json.loads(out)

@@ -66,6 +66,7 @@ def test_cores_edgeprof_chose_are_not_part_of_the_setting() -> None:
     """Leased cores are whichever were free: rounds of one sweep on cores 0 and 1 are one
     cell; an explicit --cpuset is a setting of its own; old files (no lease) whose cpuset is
     exactly ``cpus`` cores were edgeprof's first-N choice."""
+
     def run(cpus: float, cpuset: tuple[int, ...], lease: CoreLease | None) -> RunResult:
         return make_result(name="a", limits=Limits(cpus=cpus, cpuset=cpuset), lease=lease)
 
@@ -75,7 +76,11 @@ def test_cores_edgeprof_chose_are_not_part_of_the_setting() -> None:
     old = run(2, (0, 1), None)
     old_wider = run(1, (0, 1), None)  # one CPU of quota over two explicit cores
     assert [setting(r) for r in (on0, on1, explicit, old, old_wider)] == [
-        "cpus=1", "cpus=1", "cpus=1, cpuset=3", "cpus=2", "cpus=1, cpuset=0-1",
+        "cpus=1",
+        "cpus=1",
+        "cpus=1, cpuset=3",
+        "cpus=2",
+        "cpus=1, cpuset=0-1",
     ]
     assert list(cells([on0, on1, explicit])) == [("a", "cpus=1"), ("a", "cpus=1, cpuset=3")]
 

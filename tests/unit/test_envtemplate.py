@@ -126,7 +126,7 @@ def test_quoted_value_across_lines_and_continuations(project: Path) -> None:
         (("DIR=app", "DIR=my app"), ":6: DIR: the value holds unquoted spaces"),
         (("DIR=app", 'DIR="app'), ":6: unterminated quote"),
         (("SCRIPT=main.py\n", ""), "required key SCRIPT missing"),
-        (("COMMAND=\"python3 -u\"", "COMMAND="), ":8: required key COMMAND is empty"),
+        (('COMMAND="python3 -u"', "COMMAND="), ":8: required key COMMAND is empty"),
         (("DIR=app", "DIR=nowhere"), ":6: DIR 'nowhere': no such directory"),
         (("SCRIPT=main.py", "SCRIPT=gone.py"), ":7: SCRIPT 'gone.py' not found in DIR"),
         (("DOCKMEMORY=156m", "DOCKMEMORY=abc"), ":13: DOCKMEMORY: invalid size 'abc'"),

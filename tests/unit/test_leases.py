@@ -375,9 +375,7 @@ def all_cores_held() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("all_cores_held")
-def test_cli_fail_is_one_line_and_exit_2(
-    tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_fail_is_one_line_and_exit_2(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     argv = ["run", "--backend", "fake", "--cpus", "1", "--cores-busy", "fail"]
     assert main([*argv, "--out", str(tmp_path / "o"), "--", "true"]) == 2
     out, err = capfd.readouterr()

@@ -143,14 +143,19 @@ def test_every_ending_inside_an_open_phase_is_a_result(
     assert load.wall_s == pytest.approx(r.wall_s - load.start_s)
     # The window was read once, before the group went: the spike the workload left in it.
     assert (load.peak_bytes, load.peak_source) == (SPIKE, "kernel")
-    why = {"oom": "cut short by the OOM kill", "timeout": "cut short by the timeout",
-           "interrupted": "cut short by the interrupt", "signaled": "cut short by a signal",
-           "exited": "still open when the workload exited"}[mode]
+    why = {
+        "oom": "cut short by the OOM kill",
+        "timeout": "cut short by the timeout",
+        "interrupted": "cut short by the interrupt",
+        "signaled": "cut short by a signal",
+        "exited": "still open when the workload exited",
+    }[mode]
     assert any(w.startswith(f"phase(s) load {why} at ") for w in r.warnings), r.warnings
 
     # The usual exit code of that ending, and a whole result file that says the same.
-    expected_code = {"oom": 137, "signaled": 137, "exited": 3, "timeout": 143,
-                     "interrupted": 130}[mode]
+    expected_code = {"oom": 137, "signaled": 137, "exited": 3, "timeout": 143, "interrupted": 130}[
+        mode
+    ]
     assert exit_code(r) == expected_code
     saved = json.loads((tmp_path / "out" / "result.json").read_text())
     assert saved["termination"] == mode
@@ -225,17 +230,25 @@ def test_an_oom_inside_a_phase_on_a_cgroup_tree(
     if version == "v2":
         root, psc = v2_tree(cgfs, tmp_path, overrides={"memory.peak": initial + "\n"})
         be: Backend = CgroupV2Backend(root=root, proc_self_cgroup=psc, euid=0)
-        env = {"ROOT": str(root), "PEAK_FILE": "memory.peak",
-               "OOM_FILE": "memory.events.local", "OOM_TEXT": "oom 1\noom_kill 1\n"}
+        env = {
+            "ROOT": str(root),
+            "PEAK_FILE": "memory.peak",
+            "OOM_FILE": "memory.events.local",
+            "OOM_TEXT": "oom 1\noom_kill 1\n",
+        }
     else:
         host = v1_tree(
-            cgfs, tmp_path,
+            cgfs,
+            tmp_path,
             overrides={"memory": {"memory.max_usage_in_bytes": initial + "\n"}},
         )
         be = host.backend()
-        env = {"ROOT": str(host.mounts["memory"]), "PEAK_FILE": "memory.max_usage_in_bytes",
-               "OOM_FILE": "memory.oom_control",
-               "OOM_TEXT": "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n"}
+        env = {
+            "ROOT": str(host.mounts["memory"]),
+            "PEAK_FILE": "memory.max_usage_in_bytes",
+            "OOM_FILE": "memory.oom_control",
+            "OOM_TEXT": "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n",
+        }
     before = open_fds()
     r = profile(
         ["sh", "-c", TREE_WORKLOAD],

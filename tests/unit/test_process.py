@@ -57,10 +57,11 @@ def test_started_without_joins_is_just_before_the_spawn() -> None:
 
 
 def test_wait_timeout_and_signal_status() -> None:
-    p = spawn(["sleep", "5"])
+    p = spawn(["sleep", "60"])
     t = time.monotonic()
     assert p.wait(0.05) is None
-    assert 0.04 <= time.monotonic() - t < 1.0
+    # Back at its timeout, not at the process's end (a loaded machine may return late).
+    assert 0.04 <= time.monotonic() - t < 30
     assert p.returncode is None
     p.signal(signal.SIGKILL)
     assert p.wait(5) == -signal.SIGKILL

@@ -228,7 +228,14 @@ def test_json_key_order_starts_with_the_version() -> None:
     keys = list(make_result().to_dict())
     assert keys[:2] == ["schema_version", "edgeprof_version"]
     # Fields added after the first schema follow the original keys, in their order.
-    assert keys[keys.index("warnings") + 1 :] == ["phases", "latency", "marks", "lease", "device"]
+    assert keys[keys.index("warnings") + 1 :] == [
+        "phases",
+        "latency",
+        "marks",
+        "lease",
+        "device",
+        "events",
+    ]
 
 
 def test_no_limits_in_json() -> None:
@@ -274,10 +281,10 @@ def test_write_json_atomic_keeps_the_old_file_on_failure(
     path = tmp_path / "r.json"
     write_json_atomic(path, {"a": 1})
 
-    def crash(src: str, dst: str) -> None:
+    def crash(src: str, dst: str, **dir_fds: int) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, "replace", crash)
+    monkeypatch.setattr(os, "rename", crash)
     with pytest.raises(OSError, match="No space"):
         write_json_atomic(path, {"a": 2})
     assert json.loads(path.read_text()) == {"a": 1}  # readers never see half a file

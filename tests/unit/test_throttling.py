@@ -32,9 +32,7 @@ def coarse(
     return [run + s for s in stalls], stalls
 
 
-def fine(
-    n: int = 120, run: float = 5 * MS, share: float = 0.5
-) -> tuple[list[float], list[float]]:
+def fine(n: int = 120, run: float = 5 * MS, share: float = 0.5) -> tuple[list[float], list[float]]:
     """A short period: every iteration stalled by its share, give or take a period's slice."""
     stalls = [run * (1 / share - 1) + (0.3 * MS if i % 7 == 0 else -0.2 * MS) for i in range(n)]
     return [run + s for s in stalls], stalls
@@ -108,7 +106,7 @@ def _feed_iterations(latencies: list[float], throttled_us: list[int]) -> EventCh
     ch._read_throttled = lambda: next(readings)
     t = 100.0
     for lat in latencies:
-        ch._feed(f"iter {t:.6f} {t + lat:.6f}\n".encode())
+        ch.feed(f"iter {t:.6f} {t + lat:.6f}\n".encode())
         t += lat
     ch.close()
     return ch
@@ -132,7 +130,7 @@ def test_the_channel_reads_throttling_per_line_and_warns() -> None:
 
 def test_without_a_reader_no_stall_is_known() -> None:
     ch = EventChannel()
-    ch._feed(b"iter 1.0 1.01\niter 1.01 1.02\n")
+    ch.feed(b"iter 1.0 1.01\niter 1.01 1.02\n")
     ch.close()
     _, latency, _, warnings = ch.results(run_end=10.0)
     assert latency is not None and latency.throttling is None

@@ -33,9 +33,7 @@ def test_the_first_readable_config_wins(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("counted", "hz"), [(24, 250), (101, 1000), (10, 100), (31, 300)])
-def test_without_a_config_the_jiffies_are_counted(
-    tmp_path: Path, counted: int, hz: int
-) -> None:
+def test_without_a_config_the_jiffies_are_counted(tmp_path: Path, counted: int, hz: int) -> None:
     timer_list = tmp_path / "timer_list"
     timer_list.write_text("jiffies: 1000\n")
     now = [50.0]

@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
+from ...storage import write_output
 from ..cells import without_chosen_cores
 from .choice import Candidate, Choice, choose, heldout_warning
 from .families import Families, check_family, parse_rule
 from .fit import DEFAULT_LEVEL, DEFAULT_MIN_R2, LinearFit, fit, fit_warnings
 from .forms import FORMS
+from .measurements import MAX_VALUE
 from .speed import ImpliedSpeed, speed_from_dict
 from .units import METRICS, UNITS, base_unit
 
@@ -128,12 +130,7 @@ class Calibration:
         import yaml
 
         text = yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        try:
-            tmp.write_text(text)
-            tmp.replace(path)
-        except OSError as exc:
-            raise ConfigError(f"cannot write {path}: {exc.strerror}") from exc
+        write_output(path, text)
 
 
 def _fit_dict(m: MetricFit) -> dict[str, Any]:
@@ -199,8 +196,11 @@ def load_calibration(path: Path) -> Calibration:
 
     try:
         data = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read calibration {path}: {exc}") from exc
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError, RecursionError) as exc:
+        # ValueError: an integer of 4300+ digits; RecursionError: nested deeper than Python
+        # recurses.  A YAML error's text spans lines (it draws the spot): one line here.
+        why = "nested too deeply" if isinstance(exc, RecursionError) else _one_line(exc)
+        raise ConfigError(f"cannot read calibration {path}: {why}") from exc
     if not isinstance(data, dict) or data.get("schema") != CALIBRATION_SCHEMA:
         raise ConfigError(f"{path} is not an edgeprof calibration ({CALIBRATION_SCHEMA})")
     try:
@@ -225,12 +225,13 @@ def load_calibration(path: Path) -> Calibration:
             pts = fd["points"]
             try:
                 f = fit(
-                    [float(p["profiler"]) for p in pts],
-                    [float(p["device"]) for p in pts],
+                    [_value(p["profiler"]) for p in pts],
+                    [_value(p["device"]) for p in pts],
                     [str(p["model"]) for p in pts],
                 )
             except ConfigError as exc:
-                raise ConfigError(f"{path}: {metric} [{fd['setting']}]: {exc}") from None
+                shown = " ".join(str(fd["setting"]).split())  # one line, whatever it holds
+                raise ConfigError(f"{path}: {metric} [{shown}]: {exc}") from None
             setting = without_chosen_cores(str(fd["setting"]))  # a file from before leases
             family = fd.get("family")
             fits.append(
@@ -262,5 +263,19 @@ def load_calibration(path: Path) -> Calibration:
             families=families,
             form=None if form == "auto" else form,
         )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ConfigError(f"{path}: malformed calibration: bad or missing {exc}") from exc
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+        raise ConfigError(
+            f"{path}: malformed calibration: bad or missing {_one_line(exc)}"
+        ) from exc
+
+
+def _value(v: object) -> float:
+    """A point's value: a number within the device CSV's bounds (:data:`MAX_VALUE`), so the
+    refit's arithmetic stays finite; a ``ValueError`` (said as malformed) otherwise."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or not abs(v) <= MAX_VALUE:
+        raise ValueError(f"point value {repr(v)[:40]}: expected a number up to {MAX_VALUE:g}")
+    return float(v)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__

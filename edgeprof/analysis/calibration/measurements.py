@@ -22,13 +22,19 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import ConfigError
 from ...units import format_binary, parse_size
-from .units import METRICS, UNITS
+from .units import METRICS, UNITS, base_unit
+
+MAX_VALUE = 1e15
+"""The largest value a device CSV may give, in its metric's base unit (seconds, bytes,
+percent): beyond any device (31 million years, a petabyte), and small enough that a fit's
+sums of squares stay finite (``1e200 ** 2`` overflows)."""
 
 SETTING_COLUMNS = ("cpus", "memory")
 IGNORED_COLUMNS = ("notes",)
@@ -105,7 +111,7 @@ def read_measurements(path: Path) -> Measurements:
     ]
     if not numbered:
         raise ConfigError(f"{p}: empty (expected a header row such as model,runtime_ms)")
-    records = list(csv.reader(ln for _, ln in numbered))
+    records = [_record(ln, f"{p} line {i}") for i, ln in numbered]
     header = [h.strip() for h in records[0]]
     lowered = [h.lower() for h in header]
     dup = next((h for h in lowered if lowered.count(h) > 1), None)
@@ -150,6 +156,12 @@ def read_measurements(path: Path) -> Measurements:
             v = _number(rec[i], where, header[i])
             if v is not None:
                 values[metric] = v * UNITS[METRICS[metric].kind][unit]
+                if values[metric] > MAX_VALUE:
+                    most = f"{MAX_VALUE:g} {base_unit(METRICS[metric].kind)}"
+                    raise ConfigError(
+                        f"{where}, column {header[i]}: {rec[i].strip()[:40]!r} is beyond any "
+                        f"device (more than {most})"
+                    )
         key = (model, cpus, memory)
         if key in seen:
             row = DeviceRow(line, model, cpus, memory, values)
@@ -163,14 +175,27 @@ def read_measurements(path: Path) -> Measurements:
     return Measurements(p, {m: u for m, u in columns.values()}, tuple(rows))
 
 
+def _record(line: str, where: str) -> list[str]:
+    """One line's fields.  Lines are read one at a time (their numbers are the file's), and
+    strictly: a quote left open is this line's error, not a field that swallows the next
+    lines (which left fewer records than lines)."""
+    try:
+        return next(csv.reader([line], strict=True), [])
+    except csv.Error as exc:  # also a field past the csv module's limit of 128 KiB
+        raise ConfigError(f"{where}: not CSV: {exc}") from None
+
+
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?|[+-]?(inf|infinity|nan)", re.I | re.A)
+"""What a spreadsheet writes: ASCII digits (float() would also take '١' or '1_0')."""
+
+
 def _number(text: str, where: str, column: str) -> float | None:
     t = text.strip()
     if not t:
         return None
-    try:
-        v = float(t)
-    except ValueError:
-        raise ConfigError(f"{where}, column {column}: {t!r} is not a number") from None
+    if not _NUMBER.fullmatch(t):
+        raise ConfigError(f"{where}, column {column}: {t[:40]!r} is not a number")
+    v = float(t)
     if not math.isfinite(v) or v < 0:
         raise ConfigError(f"{where}, column {column}: {t!r} must be a finite number ≥ 0")
     return v

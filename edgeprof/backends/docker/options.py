@@ -34,7 +34,10 @@ def parse_docker_args(args: str | Sequence[str]) -> DockerOptions:
     ``--opt=value``).  Anything else is a :class:`ConfigError`: edgeprof never forwards an
     option it does not understand.
     """
-    words = shlex.split(args) if isinstance(args, str) else list(args)
+    try:
+        words = shlex.split(args) if isinstance(args, str) else list(args)
+    except ValueError as exc:  # an unclosed quote
+        raise ConfigError(f"invalid docker options {str(args)[:60]!r}: {exc}") from None
     volumes: list[str] = []
     security: list[str] = []
     env: dict[str, str] = {}

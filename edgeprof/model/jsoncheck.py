@@ -1,0 +1,142 @@
+"""Reading a dataclass back from JSON that anyone may have written: the boundary of result files.
+
+``RunResult.from_dict`` builds frozen dataclasses from a parsed ``result.json``, which a user
+may have edited, truncated or produced with another tool.  Python does not check a
+dataclass's annotations, so a ``"wall_s": "fast"`` would be carried into the reports and fail
+there, far from its cause, and a ``"command": "python"`` would silently become the
+characters ``p, y, t, …``.  :func:`from_json` checks the JSON against the annotations of the
+class first (each known key: lists where tuples are, objects where dataclasses are, numbers,
+strings, an enum's values), then builds it, and turns whatever still goes wrong into one
+:class:`~edgeprof.errors.ConfigError` line naming the key.  Unknown keys are left alone: a
+file written by a newer edgeprof still reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from ..errors import ConfigError
+from ..units import MAX_CPU
+
+T = TypeVar("T")
+
+
+def from_json(cls: type[T], data: object, build: Callable[[Mapping[str, Any]], T]) -> T:
+    """``build(data)``, once ``data`` matches the annotations of the dataclass ``cls``."""
+    check(data, cls, "")
+    assert isinstance(data, Mapping)  # check() refuses anything else for a dataclass
+    try:
+        return build(data)
+    except KeyError as exc:
+        raise ConfigError(f"missing key {_one_line(exc)}") from None
+    except (TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
+        # What the annotations cannot say (a required key's absence inside a
+        # constructor, an int() of NaN): still the file's fault, said in one line.
+        raise ConfigError(f"malformed: {_one_line(exc)}") from None
+
+
+def cpu_list(value: Any, where: str) -> Any:
+    """A JSON CPU list (``[0, 1]``) as CPU numbers, refused unless each is a whole number
+    from 0 to :data:`~edgeprof.units.MAX_CPU` (``int()`` would take ``1.5`` or ``true``);
+    anything else (``None``, the ``"0-1"`` spelling) is left to :class:`Limits`."""
+    if not isinstance(value, list):
+        return value
+    for c in value:
+        if isinstance(c, bool) or not isinstance(c, int) or not 0 <= c <= MAX_CPU:
+            raise ConfigError(f"{where}: expected CPU numbers from 0 to {MAX_CPU}, got {shown(c)}")
+    return tuple(value)
+
+
+def check(value: object, hint: Any, where: str) -> None:
+    """Raise a :class:`ConfigError` naming ``where`` (a dotted key) unless the JSON
+    ``value`` can stand for a ``hint``-typed field."""
+    if hint is Any or hint is object:
+        return
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        args = typing.get_args(hint)
+        if value is None and type(None) in args:
+            return
+        others = [a for a in args if a is not type(None)]
+        for i, arg in enumerate(others):
+            try:
+                check(value, arg, where)
+                return
+            except ConfigError:
+                if i == len(others) - 1:
+                    raise
+        return
+    if origin is tuple or origin is list:
+        if not isinstance(value, list | tuple):
+            raise _bad(where, "a list", value)
+        args = typing.get_args(hint)
+        item = args[0] if args else Any
+        if len(args) > 1 and args[1] is not Ellipsis:
+            if len(value) != len(args):
+                raise _bad(where, f"a list of {len(args)}", value)
+            for i, (v, a) in enumerate(zip(value, args, strict=True)):
+                check(v, a, f"{where}[{i}]")
+            return
+        for i, v in enumerate(value):
+            check(v, item, f"{where}[{i}]")
+        return
+    if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
+        if not isinstance(value, Mapping):
+            raise _bad(where, "an object", value)
+        args = typing.get_args(hint)
+        for k, v in value.items():
+            check(v, args[1] if len(args) == 2 else Any, f"{where}.{k}")
+        return
+    if hint is float or hint is int:
+        if isinstance(value, bool) or not isinstance(value, int if hint is int else int | float):
+            raise _bad(where, "a whole number" if hint is int else "a number", value)
+        if isinstance(value, int) and not -(2**64) < value < 2**64:
+            # The kernel's counters are 64-bit; a larger one overflows a float in the reports.
+            raise _bad(where, "a number within 64 bits", value)
+    elif hint is bool or hint is str:
+        if not isinstance(value, hint):
+            raise _bad(where, "true or false" if hint is bool else "a string", value)
+    elif hint is type(None):
+        if value is not None:
+            raise _bad(where, "null", value)
+    elif isinstance(hint, type) and issubclass(hint, enum.Enum):
+        values = [e.value for e in hint]
+        if isinstance(value, bool | dict | list) or value not in values:
+            raise _bad(where, "one of " + ", ".join(map(str, values)), value)
+    elif isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        if not isinstance(value, Mapping):
+            raise _bad(where, "an object", value)
+        hints = _hints(hint)
+        for f in dataclasses.fields(hint):
+            if f.name in value:
+                check(value[f.name], hints[f.name], f"{where}.{f.name}" if where else f.name)
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _bad(where: str, expected: str, value: object) -> ConfigError:
+    got = f"a {type(value).__name__}" if isinstance(value, list | dict) else shown(value)
+    return ConfigError(f"{where or 'the file'}: expected {expected}, got {got}")
+
+
+def shown(value: object) -> str:
+    """``value`` in a message: its repr, cut short; a list or an object by its kind."""
+    if isinstance(value, list | dict | tuple):
+        return f"a {type(value).__name__}"
+    if isinstance(value, int) and value.bit_length() > 128:  # repr() refuses 4300+ digits
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:56] + "...'"
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__

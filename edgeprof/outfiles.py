@@ -1,0 +1,266 @@
+"""The files and directories edgeprof creates: never through another user's link, owned by
+the person who asked for them.
+
+edgeprof usually runs as root (or under sudo), and its output directory may be writable by
+others (a shared results tree, ``/tmp``).  Whoever can write there could plant a link at a name
+edgeprof writes (``samples.csv`` → ``/etc/passwd``) and have root overwrite the link's target.
+So every output goes through this module:
+
+- A file is opened at its directory's descriptor with ``O_NOFOLLOW`` (new files with
+  ``O_EXCL``, then renamed into place): an existing link, FIFO, device or hard-linked file at
+  its name is an :class:`~edgeprof.errors.UnsafeOutput` error and nothing is written.
+- The directories on the way are walked one component at a time (``openat`` with
+  ``O_PATH | O_NOFOLLOW``), so none can be swapped for a link between a check and a write.  A
+  link on the way is followed only when it belongs to root or to the person running edgeprof
+  (``SUDO_UID`` under sudo): the rule the kernel's ``fs.protected_symlinks`` applies in sticky
+  directories.  A missing directory is created with ``mkdirat``.
+- Under sudo every directory and file created is handed to ``SUDO_UID:SUDO_GID`` with ordinary
+  modes (0755 and 0644, less the umask), so the user who asked can read, upload and remove it;
+  :func:`keep_root` (``--as-root``) keeps root's.
+
+Written over ``os`` calls by hand: the standard library's ``pathlib``/``tempfile`` follow links,
+and no package among our dependencies walks a path by descriptor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import pwd
+import secrets
+import stat
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from pathlib import Path
+
+from .errors import ConfigError, UnsafeOutput
+
+_DIR = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+_MAX_LINKS = 40
+"""Links followed in one walk: the kernel's own limit for one lookup (``MAXSYMLINKS``)."""
+
+_keep_root: ContextVar[bool] = ContextVar("edgeprof_keep_root", default=False)
+
+
+def keep_root(flag: bool = True) -> None:
+    """Outputs created from now on (in this context) stay root's: ``--as-root``."""
+    _keep_root.set(flag)
+
+
+def sudo_ids(
+    environ: Mapping[str, str] | None = None, euid: int | None = None
+) -> tuple[int, int] | None:
+    """``(uid, gid)`` of the user who ran ``sudo edgeprof``; ``None`` unless edgeprof runs as
+    root through sudo for a non-root user.  A missing ``SUDO_GID`` is that user's primary
+    group.  A malformed id is a :class:`ConfigError`: guessing an identity is worse than
+    stopping."""
+    env = os.environ if environ is None else environ
+    if (os.geteuid() if euid is None else euid) != 0:
+        return None
+    uid_text = env.get("SUDO_UID")
+    if not uid_text:
+        return None
+    gid_text = env.get("SUDO_GID", "")
+    ok = uid_text.isascii() and uid_text.isdigit() and len(uid_text) <= 10
+    if not ok or (gid_text and not (gid_text.isascii() and gid_text.isdigit())):
+        raise ConfigError(
+            f"SUDO_UID={uid_text!r} SUDO_GID={gid_text!r}: not numeric ids; "
+            "run edgeprof through sudo unchanged, or pass --as-root"
+        )
+    uid = int(uid_text)
+    if uid == 0:
+        return None
+    if gid_text:
+        return uid, int(gid_text)
+    try:
+        return uid, pwd.getpwuid(uid).pw_gid
+    except KeyError:
+        return uid, uid
+
+
+def owner() -> tuple[int, int] | None:
+    """Whom new outputs are handed to (``None``: keep edgeprof's own identity)."""
+    return None if _keep_root.get() else sudo_ids()
+
+
+def _trusted(uid: int) -> bool:
+    ids = sudo_ids()
+    return uid in (0, os.geteuid()) or (ids is not None and uid == ids[0])
+
+
+def _parts(text: str) -> list[str]:
+    return [p for p in text.split("/") if p not in ("", ".")]
+
+
+def _chown_at(name: str, dir_fd: int) -> None:
+    ids = owner()
+    if ids is not None:
+        os.chown(name, *ids, dir_fd=dir_fd, follow_symlinks=False)
+
+
+def _walk(path: Path, create: bool) -> int:
+    """An ``O_PATH`` descriptor of the directory ``path``, reached one component at a time;
+    missing components are created when ``create``.  Raises :class:`UnsafeOutput` for another
+    user's link on the way, ``OSError`` otherwise."""
+    text = os.fspath(path)
+    fd = os.open("/" if text.startswith("/") else ".", _DIR)
+    todo = _parts(text)
+    links = 0
+    try:
+        while todo:
+            part = todo[0]
+            try:
+                nxt = os.open(part, _DIR | os.O_NOFOLLOW, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):  # another run made it meanwhile
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                    _chown_at(part, fd)
+                continue
+            except OSError as exc:
+                # O_PATH|O_NOFOLLOW|O_DIRECTORY on a link: ENOTDIR (ELOOP on older kernels).
+                if exc.errno not in (errno.ENOTDIR, errno.ELOOP):
+                    raise
+                st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+                if not stat.S_ISLNK(st.st_mode):
+                    raise
+                if not _trusted(st.st_uid):
+                    raise UnsafeOutput(
+                        f"cannot write under {path}: {part} is a link owned by uid "
+                        f"{st.st_uid}; edgeprof follows only root's and your own links"
+                    ) from None
+                links += 1
+                if links > _MAX_LINKS:
+                    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), text) from None
+                target = os.readlink(part, dir_fd=fd)
+                if target.startswith("/"):
+                    os.close(fd)
+                    fd = os.open("/", _DIR)
+                todo[:1] = _parts(target)
+                continue
+            os.close(fd)
+            fd = nxt
+            todo.pop(0)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+@contextlib.contextmanager
+def _directory(path: Path, create: bool = False) -> Iterator[int]:
+    fd = _walk(path, create)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _refuse(path: Path, what: str) -> UnsafeOutput:
+    return UnsafeOutput(f"cannot write {path}: {what}; edgeprof writes only plain files of its own")
+
+
+def _check_name(path: Path, dir_fd: int) -> None:
+    """What is at ``path`` now may be replaced by a rename: anything but a link or a plain
+    file (or nothing) is refused, so a planted link is an error, never silently replaced."""
+    try:
+        st = os.stat(path.name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise _refuse(path, "it is a link")
+    if stat.S_ISDIR(st.st_mode):
+        raise ConfigError(f"cannot write {path}: it is a directory")
+    if not stat.S_ISREG(st.st_mode):
+        raise _refuse(path, "it is not a plain file")
+    if st.st_nlink > 1:
+        raise _refuse(path, f"it has {st.st_nlink} hard links")
+
+
+def make_dirs(path: Path) -> Path:
+    """Create ``path`` and its missing parents (each handed to the sudo user); ``path``."""
+    with _directory(path, create=True):
+        return path
+
+
+def check_target(path: Path) -> None:
+    """Refuse, before any work, a file that could not be written safely later: a link, a FIFO
+    or device at its name, or another user's link on the way.  A directory not made yet is
+    not an error: it is created, by :func:`make_dirs`, when the file is written.  Every
+    refusal is one :class:`ConfigError` line."""
+    try:
+        with _directory(path.parent) as d:
+            _check_name(path, d)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise as_error(path, exc) from exc
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """``data`` to ``path`` through a new file (``O_EXCL``) in the same directory, ``fsync``
+    and a rename: readers never see half a file.  I/O errors are ``OSError`` (the caller says
+    which file failed); the temporary file never stays."""
+    raw = data.encode() if isinstance(data, str) else data
+    with _directory(path.parent) as d:
+        _check_name(path, d)
+        tmp = f".{path.name[:200]}.{secrets.token_hex(4)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(tmp, flags, 0o644, dir_fd=d)
+        try:
+            try:
+                ids = owner()
+                if ids is not None:
+                    os.fchown(fd, *ids)
+                view = memoryview(raw)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            _check_name(path, d)
+            os.rename(tmp, path.name, src_dir_fd=d, dst_dir_fd=d)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp, dir_fd=d)
+            raise
+
+
+def open_file(path: Path, *, append: bool = False) -> int:
+    """A write descriptor of ``path`` (``O_CLOEXEC``), created if missing, emptied unless
+    ``append``; refused (:class:`UnsafeOutput`) when the name is a link, not a plain file,
+    or a file with other hard links (root would write through it into another file)."""
+    with _directory(path.parent) as d:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(path.name, flags | (os.O_APPEND if append else 0), 0o644, dir_fd=d)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _refuse(path, "it is a link") from None
+            if exc.errno == errno.ENXIO:  # a FIFO nobody reads: O_NONBLOCK kept us from hanging
+                raise _refuse(path, "it is not a plain file") from None
+            raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _refuse(path, "it is not a plain file")
+        if st.st_nlink > 1:
+            raise _refuse(path, f"it has {st.st_nlink} hard links")
+        os.set_blocking(fd, True)
+        if not append:
+            os.ftruncate(fd, 0)
+        ids = owner()
+        # A shared summary file that already holds others' lines keeps its owner.
+        if ids is not None and (not append or st.st_size == 0):
+            os.fchown(fd, *ids)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def as_error(path: Path, exc: OSError) -> ConfigError:
+    """An ``OSError`` of writing ``path`` as one line."""
+    return ConfigError(f"cannot write {path}: {exc.strerror or exc}")
