@@ -106,14 +106,16 @@ def cgroup_backend(native: bool) -> CgroupV1Backend | CgroupV2Backend:
 
 
 class EdgeprofRig(Rig):
-    """edgeprof's whole sampling path: read, statistics, CSV row (to /dev/null)."""
+    """edgeprof's whole sampling path: read, statistics, CSV row (to a file in a temporary
+    directory, as a run writes it: edgeprof refuses to write its CSV into a device)."""
 
     def __init__(self, native: bool) -> None:
         self.be = cgroup_backend(native)
 
     def setup(self) -> None:
+        self.tmp = tempfile.TemporaryDirectory(prefix="edgeprof-bench-")
+        self.w = SampleWriter(Path(self.tmp.name) / "samples.csv")
         self.run = self.be.launch(RunSpec(command=("sleep", "600")))
-        self.w = SampleWriter(Path(os.devnull))
 
     def start(self, interval: float) -> None:
         self.s = Sampler(
@@ -133,6 +135,7 @@ class EdgeprofRig(Rig):
     def close(self) -> None:
         self.w.close()
         self.run.close()
+        self.tmp.cleanup()
 
 
 class PsutilRig(Rig):

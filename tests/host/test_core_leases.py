@@ -162,7 +162,7 @@ def test_a_run_under_taskset_pins_that_core(mechanism: str, tmp_path: Path) -> N
         )  # fmt: skip
         assert p.returncode == 2 and p.stderr == (
             f"edgeprof: error: --cpuset {other}: CPU {other} is not available here "
-            f"(available: {k})\n"
+            f"(available: {k}); --allow-over-host to run anyway\n"
         )
         assert not (tmp_path / "x").exists()
 
