@@ -417,6 +417,10 @@ class _Interrupts:
 
     @contextlib.contextmanager
     def armed(self) -> Iterator[None]:
+        # A signal that came while the run was being set up (before the wait) was only
+        # recorded: acting on it now, or the run would go on until the workload ends by itself.
+        if self.received is not None:
+            raise Interrupted(self.received)
         self._armed = True
         try:
             yield
