@@ -11,7 +11,7 @@ from typing import Any
 from . import outfiles
 from .errors import ConfigError
 from .model import RunResult
-from .model.jsoncheck import shown
+from .units import shown
 
 
 def prepare_out_dir(path: Path, names: Sequence[str] = ()) -> Path:

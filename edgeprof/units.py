@@ -59,13 +59,15 @@ _NUMBER_RE = re.compile(r"^\s*(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?\s*$", re.I |
 """A plain decimal number (an exponent allowed, as ``repr`` of a float writes one)."""
 
 
-def _shown(text: object) -> str:
-    """``text`` as messages quote it: its repr, cut short (a 5000-digit number is one line
-    of the message, not five thousand characters of it)."""
-    if isinstance(text, int) and text.bit_length() > 128:  # repr() refuses 4300+ digits
-        return f"(an integer of {text.bit_length()} bits)"
-    shown = repr(text)
-    return shown if len(shown) <= 60 else shown[:56] + "...'"
+def shown(value: object) -> str:
+    """``value`` as messages quote it: its repr, cut short (a 5000-digit number is one line
+    of the message, not five thousand characters of it); a list or an object by its kind."""
+    if isinstance(value, list | dict | tuple):
+        return f"a {type(value).__name__}"
+    if isinstance(value, int) and value.bit_length() > 128:  # repr() refuses 4300+ digits
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:56] + "...'"
 
 
 def parse_size(text: str) -> int:
@@ -74,11 +76,11 @@ def parse_size(text: str) -> int:
     m = _SIZE_RE.match(text) if isinstance(text, str) else None
     if not m or (m.group(4) and not m.group(3) and m.group(4).lower() == "ib"):
         raise ConfigError(
-            f"invalid size {_shown(text)}: expected a number with an optional unit b, k, m, "
+            f"invalid size {shown(text)}: expected a number with an optional unit b, k, m, "
             "g or t (binary multiples, as Docker's --memory), e.g. 512m or 1.5g"
         )
     whole, frac = m.group(1).lstrip("0"), m.group(2) or ""
-    too_big = f"invalid size {_shown(text)}: must be below 8 EiB (2**63 bytes)"
+    too_big = f"invalid size {shown(text)}: must be below 8 EiB (2**63 bytes)"
     if len(whole) > len(str(MAX_SIZE)):  # before int(): Python refuses 4300+ digits
         raise ConfigError(too_big)
     # 40 decimals are exact for every multiple of 2**-40 (the smallest unit fraction of a
@@ -87,7 +89,7 @@ def parse_size(text: str) -> int:
     number = int(whole or "0") + Fraction(int(frac or "0"), 10 ** len(frac))
     value = number * _SIZE_MULT[m.group(3).lower()]
     if value < 1:
-        raise ConfigError(f"invalid size {_shown(text)}: must be at least 1 byte")
+        raise ConfigError(f"invalid size {shown(text)}: must be at least 1 byte")
     if value > MAX_SIZE:
         raise ConfigError(too_big)
     return int(value)
@@ -97,7 +99,7 @@ def parse_memory_limit(text: str) -> int:
     """A memory limit: a size of at least 6 MiB (Docker's floor; below it nothing starts)."""
     value = parse_size(text)
     if value < 6 * 2**20:
-        raise ConfigError(f"memory limit {_shown(text)} is below the minimum of 6m")
+        raise ConfigError(f"memory limit {shown(text)} is below the minimum of 6m")
     return value
 
 
@@ -105,16 +107,16 @@ def parse_cpus(text: str | float) -> float:
     """A CPU count such as ``1.5``: a number from 0.01 to :data:`MAX_CPUS` (what the host
     has is checked per host, :mod:`edgeprof.measure.limits`)."""
     if isinstance(text, bool) or not isinstance(text, (str, int, float)):
-        raise ConfigError(f"invalid CPU count {_shown(text)}: expected a number such as 1.5")
+        raise ConfigError(f"invalid CPU count {shown(text)}: expected a number such as 1.5")
     if isinstance(text, str) and not _NUMBER_RE.match(text):
-        raise ConfigError(f"invalid CPU count {_shown(text)}: expected a number such as 1.5")
+        raise ConfigError(f"invalid CPU count {shown(text)}: expected a number such as 1.5")
     try:
         value = float(text)
     except OverflowError:  # an int beyond a float
         value = math.inf
     if not MIN_CPUS <= value <= MAX_CPUS:  # NaN too
         raise ConfigError(
-            f"invalid CPU count {_shown(text)}: must be from {MIN_CPUS} to {MAX_CPUS:g}"
+            f"invalid CPU count {shown(text)}: must be from {MIN_CPUS} to {MAX_CPUS:g}"
         )
     return value
 
@@ -126,17 +128,17 @@ MAX_PIDS = 4_194_304
 def parse_pids(text: str | int) -> int:
     """A process-count limit (``--pids 64``): an integer from 1 to 4194304."""
     if isinstance(text, bool) or not isinstance(text, (str, int)):
-        raise ConfigError(f"invalid process limit {_shown(text)}: expected a whole number")
+        raise ConfigError(f"invalid process limit {shown(text)}: expected a whole number")
     if isinstance(text, int):
         value = text
     elif not re.fullmatch(r"\s*\d+\s*", text, re.ASCII):  # ASCII: int() also takes '١'
-        raise ConfigError(f"invalid process limit {_shown(text)}: expected a whole number")
+        raise ConfigError(f"invalid process limit {shown(text)}: expected a whole number")
     else:
         digits = text.strip().lstrip("0")  # int() refuses 4300+ digits: their count first
         value = int(digits or "0") if len(digits) <= len(str(MAX_PIDS)) else MAX_PIDS + 1
     if not 1 <= value <= MAX_PIDS:
         raise ConfigError(
-            f"invalid process limit {_shown(text)}: must be between 1 and {MAX_PIDS}"
+            f"invalid process limit {shown(text)}: must be between 1 and {MAX_PIDS}"
         )
     return value
 
@@ -170,10 +172,10 @@ def parse_cpu_period(text: str | int) -> int:
     """A CFS period such as ``"2ms"``, ``"500us"`` or ``"0.1s"`` (an int: microseconds) →
     microseconds, within the kernel's 1 ms … 1 s."""
     if isinstance(text, bool) or not isinstance(text, (int, str)):
-        raise ConfigError(f"invalid CPU period {_shown(text)}: expected a duration such as 2ms")
+        raise ConfigError(f"invalid CPU period {shown(text)}: expected a duration such as 2ms")
     if isinstance(text, int):
         if not MIN_QUOTA_US <= text <= MAX_PERIOD_US:  # compared as ints: no float overflow
-            raise ConfigError(f"invalid CPU period {_shown(text)}: the kernel accepts 1ms to 1s")
+            raise ConfigError(f"invalid CPU period {shown(text)}: the kernel accepts 1ms to 1s")
         return text
     else:
         m = _PERIOD_RE.match(text)
@@ -206,7 +208,7 @@ def parse_cpuset(text: str) -> tuple[int, ...]:
         part = part.strip()
         m = re.fullmatch(r"(\d+)(?:-(\d+))?", part, re.ASCII)
         if not m:
-            raise ConfigError(f"invalid CPU list {_shown(text)}: expected e.g. 0-1,3")
+            raise ConfigError(f"invalid CPU list {shown(text)}: expected e.g. 0-1,3")
         # The digits' count first: int() refuses 4300+ digits, and 0-10**12 would fill memory.
         lo, hi = (
             int(g.lstrip("0") or "0") if len(g.lstrip("0")) <= len(str(MAX_CPU)) else MAX_CPU + 1
@@ -214,10 +216,10 @@ def parse_cpuset(text: str) -> tuple[int, ...]:
         )
         if hi > MAX_CPU or lo > MAX_CPU:
             raise ConfigError(
-                f"invalid CPU list {_shown(text)}: CPU numbers go from 0 to {MAX_CPU}"
+                f"invalid CPU list {shown(text)}: CPU numbers go from 0 to {MAX_CPU}"
             )
         if hi < lo:
-            raise ConfigError(f"invalid CPU list {_shown(text)}: range {part} is reversed")
+            raise ConfigError(f"invalid CPU list {shown(text)}: range {part} is reversed")
         cpus.update(range(lo, hi + 1))
     return tuple(sorted(cpus))
 
@@ -248,20 +250,20 @@ def parse_duration(text: str | float, what: str = "duration") -> float:
     """``"1.5"``, ``"1.5s"``, ``"250ms"``, ``"2m"`` → seconds (> 0, at most
     :data:`MAX_DURATION_S`)."""
     if isinstance(text, bool) or not isinstance(text, (str, int, float)):
-        raise ConfigError(f"invalid {what} {_shown(text)}: expected seconds, e.g. 0.1, 2m")
+        raise ConfigError(f"invalid {what} {shown(text)}: expected seconds, e.g. 0.1, 2m")
     if isinstance(text, (int, float)):
         value = text  # compared below as it is: an int beyond a float's range fails float()
     else:
         m = _DURATION_RE.match(text)
         if not m:
             raise ConfigError(
-                f"invalid {what} {_shown(text)}: expected seconds, e.g. 0.1, 250ms, 2m"
+                f"invalid {what} {shown(text)}: expected seconds, e.g. 0.1, 250ms, 2m"
             )
         value = float(m.group(1)) * _DURATION_MULT[m.group(2)]  # float(): inf, not an error
     if not value > 0:  # NaN too
-        raise ConfigError(f"invalid {what} {_shown(text)}: must be greater than 0")
+        raise ConfigError(f"invalid {what} {shown(text)}: must be greater than 0")
     if value > MAX_DURATION_S:
-        raise ConfigError(f"invalid {what} {_shown(text)}: must be at most {MAX_DURATION_S:g}s")
+        raise ConfigError(f"invalid {what} {shown(text)}: must be at most {MAX_DURATION_S:g}s")
     return float(value)
 
 

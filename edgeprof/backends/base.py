@@ -51,6 +51,7 @@ override only the capabilities it has.  Pass an instance to ``profile(backend=..
 from __future__ import annotations
 
 import abc
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, NamedTuple, Protocol, TypeVar
@@ -61,6 +62,19 @@ if TYPE_CHECKING:  # the Docker SDK is an optional dependency
     from docker import DockerClient
 
 _H = TypeVar("_H", bound="RunHandle")
+
+
+MEMINFO = Path("/proc/meminfo")
+
+
+def meminfo_total(meminfo: Path = MEMINFO) -> int | None:
+    """``MemTotal`` of a ``/proc/meminfo`` file, in bytes; ``None`` where it cannot be read."""
+    try:
+        text = meminfo.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+    m = re.search(r"^MemTotal:\s*(\d{1,19})\s*kB\s*$", text, re.MULTILINE | re.ASCII)
+    return None if m is None else int(m.group(1)) * 1024
 
 
 class BatchReader(Protocol):
@@ -259,6 +273,12 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def available_cpus(self) -> tuple[int, ...]:
         """CPUs a run may be pinned to (validates ``--cpus`` and ``--cpuset``)."""
+
+    def memory_total(self) -> int | None:
+        """Physical memory (bytes) of the machine this backend's runs use, which
+        ``--memory`` is checked against; ``None`` if unknown (then nothing is checked).  A
+        host backend's runs use this machine: its ``MemTotal``."""
+        return meminfo_total() if self.runs_on_host else None
 
     @abc.abstractmethod
     def launch(self, spec: RunSpec) -> RunHandle: ...

@@ -5,9 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import re
 from collections.abc import Mapping
-from pathlib import Path
 
 from ..backends import Backend
 from ..errors import LimitError
@@ -21,8 +19,6 @@ from ..units import (
 )
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
-MEMINFO = Path("/proc/meminfo")
 
 OVER_HOST_HINT = "--allow-over-host to run anyway"
 """How a refusal of a limit beyond the host's names its way out (``run``, ``fit``, ``bench``,
@@ -57,36 +53,6 @@ def allowed_cpus(backend: Backend) -> tuple[int, ...]:
     return allowed
 
 
-def memory_total(meminfo: Path = MEMINFO) -> int | None:
-    """``MemTotal`` of a ``/proc/meminfo`` file, in bytes; ``None`` where it cannot be read."""
-    try:
-        text = meminfo.read_text()
-    except (OSError, UnicodeDecodeError):
-        return None
-    m = re.search(r"^MemTotal:\s*(\d{1,19})\s*kB\s*$", text, re.MULTILINE | re.ASCII)
-    return None if m is None else int(m.group(1)) * 1024
-
-
-def host_memory(backend: Backend, meminfo: Path = MEMINFO) -> int | None:
-    """The physical memory of the machine ``backend``'s runs use (bytes), ``None`` if unknown.
-
-    A host backend's runs use this machine: its ``MemTotal``.  A Docker daemon may be
-    another machine (``DOCKER_HOST``), so its own figure counts, which the backend already
-    asks the daemon for (``docker info`` ``MemTotal``, beside the ``NCPU`` of
-    :meth:`available_cpus`); for a local daemon it is this machine's.  Any other backend
-    whose workload is not on this host gives none: its limits are not checked against one.
-    """
-    if backend.runs_on_host:
-        return memory_total(meminfo)
-    from ..backends.docker import DockerBackend  # no SDK import: it loads on first use
-
-    if isinstance(backend, DockerBackend):
-        total = backend.info().get("MemTotal")
-        if isinstance(total, int) and not isinstance(total, bool) and total > 0:
-            return total
-    return None
-
-
 def resolve(
     limits: Limits,
     available: tuple[int, ...],
@@ -95,7 +61,7 @@ def resolve(
     allow_over_host: bool = False,
 ) -> tuple[Limits, bool]:
     """Validate ``limits`` against the CPUs a run may use here and the host's ``memory``
-    (bytes, :func:`host_memory`; ``None``: not checked).
+    (bytes, :meth:`Backend.memory_total`; ``None``: not checked).
 
     Returns the limits to apply and whether edgeprof chose the cpuset itself: an integer
     ``cpus`` is pinned to that many cores when the host has them, so a

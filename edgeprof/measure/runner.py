@@ -38,7 +38,6 @@ from .leases import lease_cores
 from .limits import (
     allowed_cpus,
     cpu_period_us,
-    host_memory,
     quota_can_stall,
     resolve,
     thread_env,
@@ -143,7 +142,7 @@ def profile(
         work_dir = None if cwd is None else Path(cwd)
     allowed = allowed_cpus(be)
     applied, auto_pinned = resolve(
-        limits, allowed, memory=host_memory(be), allow_over_host=allow_over_host
+        limits, allowed, memory=be.memory_total(), allow_over_host=allow_over_host
     )
     # This block owns the lease: taken before anything exists, released after _run removed
     # the group, on every path.  Ctrl-C stops a wait, holding nothing.

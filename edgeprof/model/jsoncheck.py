@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from ..errors import ConfigError
-from ..units import MAX_CPU
+from ..units import MAX_CPU, shown
 
 T = TypeVar("T")
 
@@ -126,16 +126,6 @@ def _hints(cls: type) -> dict[str, Any]:
 def _bad(where: str, expected: str, value: object) -> ConfigError:
     got = f"a {type(value).__name__}" if isinstance(value, list | dict) else shown(value)
     return ConfigError(f"{where or 'the file'}: expected {expected}, got {got}")
-
-
-def shown(value: object) -> str:
-    """``value`` in a message: its repr, cut short; a list or an object by its kind."""
-    if isinstance(value, list | dict | tuple):
-        return f"a {type(value).__name__}"
-    if isinstance(value, int) and value.bit_length() > 128:  # repr() refuses 4300+ digits
-        return f"an integer of {value.bit_length()} bits"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:56] + "...'"
 
 
 def _one_line(exc: BaseException) -> str:

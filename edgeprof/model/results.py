@@ -24,9 +24,10 @@ from ..units import (
     parse_cpuset,
     parse_memory_limit,
     parse_pids,
+    shown,
 )
 from .events import EventCounts
-from .jsoncheck import cpu_list, from_json, shown
+from .jsoncheck import cpu_list, from_json
 from .memory import MemoryStats, known_fields
 
 SCHEMA_VERSION = 1

@@ -18,7 +18,6 @@ import datetime as _dt
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..measure.limits import memory_total
 from ..model import RunResult, Termination
 from ..storage import append_locked, write_text_atomic
 from ..sweeps.envtemplate import model_log_path
@@ -192,11 +191,6 @@ def run_log(
         "",
     ]
     return "\n".join(parts)
-
-
-def host_memory_bytes() -> int | None:
-    """MemTotal of this host: what ``docker stats`` shows as the limit of an unlimited run."""
-    return memory_total()
 
 
 class AuptimizerFiles:

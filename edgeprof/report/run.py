@@ -16,6 +16,7 @@ from typing import TextIO
 
 from ..analysis.budgets import BudgetCheck, Budgets, check_budgets, unused_models
 from ..analysis.calibration import predict
+from ..backends.base import meminfo_total
 from ..model import RunResult
 from ..sweeps.request import (
     RunRequest,
@@ -26,7 +27,7 @@ from ..sweeps.request import (
     plan_run,
 )
 from ..sweeps.sweep import Step
-from .auptimizer import AuptimizerFiles, host_memory_bytes
+from .auptimizer import AuptimizerFiles
 from .calibration import render_predictions
 from .ci_summary import render_run_summary, write_summaries
 from .export import write_exports
@@ -81,7 +82,7 @@ def run_and_report(
         else:
             progress = PlainProgress(stderr)
     old_files = (
-        AuptimizerFiles(tpl.output_file, tpl.script, host_memory_bytes(), len(plan.limits) > 1)
+        AuptimizerFiles(tpl.output_file, tpl.script, meminfo_total(), len(plan.limits) > 1)
         if tpl is not None
         else None
     )

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..backends import Backend, get_backend
 from ..errors import ConfigError
-from ..measure.limits import allowed_cpus, host_memory, resolve
+from ..measure.limits import allowed_cpus, resolve
 from ..measure.runner import OUT_FILES, profile
 from ..model import Limits, RunResult, Termination
 from ..names import check_name
@@ -168,7 +168,7 @@ def check_limits(plan: SweepPlan, backend: Backend) -> None:
     """Every limit setting against this host before the first run: a sweep that would fail on
     its third setting must fail before it starts."""
     available = allowed_cpus(backend)
-    memory = host_memory(backend)
+    memory = backend.memory_total()
     for lim in plan.limits:
         resolve(lim, available, memory=memory, allow_over_host=plan.allow_over_host)
 

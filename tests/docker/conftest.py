@@ -147,7 +147,7 @@ def _docker_leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
         c.remove(force=True, v=True)
     daemon_dirs = set(session.daemon.group_dirs().values())
     allowed = {a for d in daemon_dirs for a in (d, *d.parents)}
-    new = sorted(g for g in _groups_below_own() - before if g not in allowed)
+    new = sorted(g for g in _groups_below_own() - before if g not in allowed and g.exists())
     assert not names, f"containers left behind: {names}"
     assert not new, f"cgroup directories left behind: {[str(g) for g in new]}"
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require
+from tests.host.test_load import TEMPLATE as LOAD_TEMPLATE
 
 PY = sys.executable
 REPO = Path(__file__).resolve().parents[2]
@@ -77,15 +78,8 @@ def plant(kind: str, at: Path, target: Path) -> None:
         os.mkfifo(at)
 
 
-TEMPLATE = f"""\
-IMAGEREPO=python:3.11-slim
-DIR=app
-SCRIPT=work.py
-COMMAND={PY}
-SAMPLETIME=0.05
-OUTPUTFILE=sum.txt
-DOCFILE=Dockerfile
-"""
+TEMPLATE = LOAD_TEMPLATE.format(python=PY)
+"""The load test's env.template: OUTPUTFILE=summary.txt."""
 
 RAN = "touch ran"
 """The workload: it leaves ``ran`` in its directory, so a refused run shows it never started."""
@@ -169,7 +163,7 @@ END_FILES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
     "bench --out": (lambda b: ["bench", "w.py:f", "--out", "bo", "--iterations", "2"],
                     "bo/bs1/samples.csv"),
     "env.template OUTPUTFILE": (
-        lambda b: ["run", "--backend", "cgroup", "-e", "env.template", "-m", "m1"], "sum.txt"),
+        lambda b: ["run", "--backend", "cgroup", "-e", "env.template", "-m", "m1"], "summary.txt"),
 }  # fmt: skip
 
 
@@ -215,7 +209,7 @@ OWNED: dict[str, tuple[Callable[[Path], list[str]], list[str]]] = {
     "env.template": (
         lambda b: ["run", "--backend", "cgroup", "-e", "env.template", "-m", "m1.onnx,m2.onnx",
                    "--out", "o"],
-        ["o", "sum.txt", "m1_sum.txt", "m2_sum.txt"],
+        ["o", "summary.txt", "m1_summary.txt", "m2_summary.txt"],
     ),
     "calibrate": (_calibrate, ["board.yml", "board.png"]),
     "layers": (
@@ -260,7 +254,7 @@ def _created(base: Path, roots: list[str]) -> list[Path]:
 @pytest.mark.parametrize("case", sorted(OWNED))
 def test_under_sudo_every_output_belongs_to_the_invoking_user(base: Path, case: str) -> None:
     if case == "layers":
-        require(shutil.which("true") is not None and _has_torch(), "edgeprof layers needs torch")
+        require(_has_torch(), "edgeprof layers needs torch")
     cmd, roots = OWNED[case]
     (base / "w.py").write_text(W_PY)
     (base / "app").mkdir()

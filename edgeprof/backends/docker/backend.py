@@ -137,6 +137,13 @@ class DockerBackend(Backend):
     def available_cpus(self) -> tuple[int, ...]:
         return tuple(range(int(self.info().get("NCPU") or os.cpu_count() or 1)))
 
+    def memory_total(self) -> int | None:
+        """The daemon's own ``MemTotal`` (``docker info``, beside ``NCPU``): a remote daemon
+        (``DOCKER_HOST``) is another machine; a local one's is this machine's."""
+        total = self.info().get("MemTotal")
+        ok = isinstance(total, int) and not isinstance(total, bool) and total > 0
+        return total if ok else None
+
     def warnings(self) -> list[str]:
         return list(self._warnings)
 
