@@ -1,6 +1,8 @@
 """Backend registry and auto-detection.
 
-The built-in backends are ``cgroup`` (``auto`` picks it) and ``docker``.  Another backend, one
+The built-in backends are ``cgroup`` (``auto`` picks it), ``docker`` and ``process`` (the
+workload's process tree through psutil, where no cgroup can be created: ``auto`` falls back to
+it with one warning).  Another backend, one
 outside edgeprof or the test suite's scripted one, plugs in with :func:`register_backend`;
 :func:`get_backend`, ``edgeprof.profile(backend=NAME)`` and ``--backend NAME`` then accept it.
 
@@ -26,8 +28,9 @@ from .base import (
 )
 from .cgroup_v1 import CgroupV1Backend
 from .cgroup_v2 import CgroupV2Backend
+from .process import ProcessBackend
 
-NAMES = ("auto", "cgroup", "docker")
+NAMES = ("auto", "cgroup", "docker", "process")
 """The built-in names; :func:`backend_names` adds the registered ones."""
 
 BackendFactory = Callable[[], Backend]
@@ -42,6 +45,7 @@ __all__ = [
     "CgroupV2Backend",
     "CleanupScope",
     "PeakReset",
+    "ProcessBackend",
     "Reclaim",
     "ReclaimReading",
     "RunHandle",
@@ -109,8 +113,23 @@ def get_backend(
     if not isinstance(name, str):
         name.check()
         return name
-    if name in ("auto", "cgroup"):
+    if name == "cgroup":
         return cgroup_backend(cgroup_parent)
+    if name == "auto":
+        try:
+            return cgroup_backend(cgroup_parent)
+        except BackendUnavailable as exc:
+            if cgroup_parent is not None:
+                raise
+            fallback = ProcessBackend(fallback=str(exc))
+            fallback.check()
+            return fallback
+    if name == "process":
+        if cgroup_parent is not None:
+            raise ConfigError("--cgroup-parent applies to the cgroup backend, not to process")
+        tree = ProcessBackend()
+        tree.check()
+        return tree
     if name == "docker":
         from .docker import DockerBackend, DockerOptions, parse_docker_args
 

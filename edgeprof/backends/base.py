@@ -29,6 +29,9 @@ Optional capabilities (override the default where the backend has them):
   hierarchies the backend creates run groups in and the Docker client it uses, for the
   collection of dead runs' leftovers before each run (:mod:`edgeprof.measure.gc` drives it;
   no backend calls back into it).
+* ``Backend.limit_unavailable(limits)`` (default: every limit can be held): why a limit
+  cannot be enforced here, so it is refused before any run instead of faked.
+* ``Backend.peak_source`` (default ``kernel``): what the final ``Counters.memory_peak`` is.
 * ``RunHandle.batch_reader`` (default None): a :class:`BatchReader` whose sampling loop runs
   outside Python.
 * ``RunHandle.peak_reset`` (default None): a :class:`PeakReset` that restarts the kernel's
@@ -56,7 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, NamedTuple, Protocol, TypeVar
 
-from ..model import Counters, RunSpec
+from ..model import Counters, Limits, RunSpec
 
 if TYPE_CHECKING:  # the Docker SDK is an optional dependency
     from docker import DockerClient
@@ -252,6 +255,17 @@ class Backend(abc.ABC):
     def cleanup_scope(self) -> CleanupScope:
         """Where this backend's dead runs may have left groups or containers."""
         return CleanupScope()
+
+    @property
+    def peak_source(self) -> str:
+        """What ``Counters.memory_peak`` is, for ``result.memory.peak_source``: ``kernel``
+        (a group's high-water mark) unless the backend says otherwise."""
+        return "kernel"
+
+    def limit_unavailable(self, limits: Limits) -> str | None:
+        """Why this backend cannot hold ``limits`` as resolved for the host (``None``: it
+        can); checked before any run, so a limit is refused rather than faked."""
+        return None
 
     def reclaim_unavailable(self) -> str | None:
         """Why runs cannot be squeezed by proactive reclaim here (``None``: they can)."""

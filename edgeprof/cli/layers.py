@@ -93,7 +93,7 @@ def profile_cmd(
             "--output", "-o", help="Results file; an existing one is checked, then extended."
         ),
     ] = Path("profiler_results.yml"),
-    backend: Annotated[str, typer.Option(help="auto | cgroup")] = "auto",
+    backend: Annotated[str, typer.Option(help="auto | cgroup | process")] = "auto",
     cpus: Annotated[str | None, typer.Option(help="CPU bandwidth in CPUs, e.g. 1.5.")] = None,
     cpuset: Annotated[str | None, typer.Option(help="CPUs to run on, e.g. 0-1,3.")] = None,
     cpu_period: CpuPeriod = None,

@@ -35,7 +35,9 @@ DevicesFile = Annotated[
         help="A device catalog (YAML) merged over the shipped one and $EDGEPROF_DEVICES."
     ),
 ]
-BackendName = Annotated[str, typer.Option("--backend", help="auto | cgroup | docker")]
+BackendName = Annotated[
+    str, typer.Option("--backend", help="auto | cgroup | docker | process")
+]
 Pids = Annotated[
     str | None,
     typer.Option(help="Most processes and threads at once, e.g. 64 (fork bombs stop there)."),

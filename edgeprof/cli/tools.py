@@ -51,7 +51,7 @@ def bench(
     ] = "load",
     warmup: Annotated[int, typer.Option(help="Untimed calls first.")] = 5,
     iterations: Annotated[int, typer.Option(help="Timed calls per batch size.")] = 50,
-    backend: Annotated[str, typer.Option(help="auto | cgroup")] = "auto",
+    backend: Annotated[str, typer.Option(help="auto | cgroup | process")] = "auto",
     cpus: Annotated[str | None, typer.Option(help="CPU bandwidth in CPUs, e.g. 1.5.")] = None,
     cpuset: Annotated[str | None, typer.Option(help="CPUs to run on, e.g. 0-1,3.")] = None,
     cpu_period: CpuPeriod = None,

@@ -70,7 +70,7 @@ def build_result(
     peak: int | None
     source: str | None
     if final.memory_peak is not None:
-        peak, source = max(final.memory_peak, stats.peak_memory or 0), "kernel"
+        peak, source = max(final.memory_peak, stats.peak_memory or 0), be.peak_source
     else:
         peak, source = stats.peak_memory, "sampled" if stats.peak_memory is not None else None
         if peak is not None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..backends import CgroupV1Backend, CgroupV2Backend, get_backend
 from ..backends import cgroupfs as fs
+from ..backends.cgroup_v2 import FIX as V2_FIX
 from ..errors import EdgeprofError
 from . import tick
 
@@ -116,7 +117,19 @@ def diagnose(
 
     try:
         be = get_backend("auto")
-        f.append(Finding("auto backend", True, f"{be.name} ({be.mechanism})"))
+        if be.name == "process":
+            f.append(
+                Finding(
+                    "auto backend",
+                    False,
+                    "process (no cgroup can be created here): CPU time exact, memory is the "
+                    "process tree's resident set size sampled, cores held by CPU affinity; a "
+                    "CPU share (--cpus 0.5), --memory and --pids are refused",
+                    V2_FIX,
+                )
+            )
+        else:
+            f.append(Finding("auto backend", True, f"{be.name} ({be.mechanism})"))
     except EdgeprofError as exc:
         f.append(Finding("auto backend", False, str(exc)))
     f.append(Finding("counter reader", None, fs.READER))

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import FrameType
 
 from ..backends import Backend, RunHandle, get_backend
-from ..errors import ConfigError, EdgeprofError, UnsafeOutput
+from ..errors import ConfigError, EdgeprofError, LimitError, UnsafeOutput
 from ..model import (
     Limits,
     RunResult,
@@ -144,6 +144,9 @@ def profile(
     applied, auto_pinned = resolve(
         limits, allowed, memory=be.memory_total(), allow_over_host=allow_over_host
     )
+    refused = be.limit_unavailable(applied)
+    if refused is not None:
+        raise LimitError(refused)
     # This block owns the lease: taken before anything exists, released after _run removed
     # the group, on every path.  Ctrl-C stops a wait, holding nothing.
     with _Interrupts() as interrupts:
@@ -238,7 +241,11 @@ def check_command(command: tuple[str, ...], env: Mapping[str, str], cwd: Path | 
         raise ConfigError("the command contains a NUL byte")
     if "/" in prog:
         path = Path(prog) if cwd is None or Path(prog).is_absolute() else cwd / prog
-        if not path.is_file():
+        try:
+            found = path.is_file()
+        except PermissionError:  # a directory on the way this user may not search
+            raise ConfigError(f"command not accessible: {prog} (permission denied)") from None
+        if not found:
             raise ConfigError(f"command not found: {prog}")
         if not os.access(path, os.X_OK):
             raise ConfigError(f"command is not executable: {prog}")

@@ -130,7 +130,10 @@ class Squeeze:
 class MemoryStats:
     peak_bytes: int | None
     peak_source: str | None
-    """``kernel`` (exact high-water mark) or ``sampled`` (max of the samples: a lower bound)."""
+    """``kernel`` (exact high-water mark), ``sampled`` (max of the samples: a lower bound) or
+    ``rss`` (the process backend: the larger of the tree's summed resident set size, sampled,
+    and its largest process's own high-water mark: exact for one process, else a lower
+    bound; RSS leaves out the page cache and kernel memory a cgroup counts)."""
     avg_bytes: int | None
     """Time-weighted average of the sampled usage (trapezoidal integral / time)."""
     limit_bytes: int | None

@@ -47,8 +47,8 @@ def _io(a: int | None, b: int | None) -> str:
 def row(r: RunResult) -> list[str]:
     limit = "no limit" if r.memory.limit_bytes is None else format_binary(r.memory.limit_bytes)
     peak = format_binary(r.memory.peak_bytes)
-    if r.memory.peak_source == "sampled":
-        peak += " (sampled)"
+    if r.memory.peak_source in ("sampled", "rss"):
+        peak += f" ({r.memory.peak_source})"
     end = r.termination.value
     if r.exit_code not in (None, 0):
         end += f" ({r.exit_code})"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import Backend, get_backend
-from ..errors import ConfigError
+from ..errors import ConfigError, LimitError
 from ..measure.limits import allowed_cpus, resolve
 from ..measure.runner import OUT_FILES, profile
 from ..model import Limits, RunResult, Termination
@@ -170,7 +170,10 @@ def check_limits(plan: SweepPlan, backend: Backend) -> None:
     available = allowed_cpus(backend)
     memory = backend.memory_total()
     for lim in plan.limits:
-        resolve(lim, available, memory=memory, allow_over_host=plan.allow_over_host)
+        applied, _ = resolve(lim, available, memory=memory, allow_over_host=plan.allow_over_host)
+        refused = backend.limit_unavailable(applied)
+        if refused is not None:
+            raise LimitError(refused)
 
 
 def run_sweep(

@@ -54,3 +54,21 @@ def test_fit_benchmark_quick_mode_prints_its_rows(tmp_path: Path) -> None:
     else:
         assert "memory.reclaim" in " ".join(r["one_run"]["error"])
         assert "one-run: not on this kernel" in proc.stdout
+
+
+def test_process_backend_benchmark_quick_mode_prints_its_rows(tmp_path: Path) -> None:
+    """Both backends measure every workload (figures not asserted: they are the table's)."""
+    require(os.geteuid() == 0, "the benchmark creates cgroups: needs root")
+    out = tmp_path / "process.json"
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/process_backend.py", "--quick", "--json", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert set(data["medians"]) == {"tree", "hold", "read"}
+    assert set(data["sample_us"]) == {"cgroup", "process"}
+    assert "one sample() of a 2-process tree" in proc.stdout

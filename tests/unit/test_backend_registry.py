@@ -18,8 +18,8 @@ from tests.fakes import FakeBackend
 
 @pytest.mark.usefixtures("no_fake_backend")
 def test_built_in_names_only_by_default() -> None:
-    assert NAMES == backend_names() == ("auto", "cgroup", "docker")
-    with pytest.raises(ConfigError, match=r"choose one of auto, cgroup, docker$"):
+    assert NAMES == backend_names() == ("auto", "cgroup", "docker", "process")
+    with pytest.raises(ConfigError, match=r"choose one of auto, cgroup, docker, process$"):
         get_backend("fake")
 
 
@@ -39,12 +39,12 @@ def test_registered_backend_is_made_checked_and_listed() -> None:
 
     register_backend("mine", factory)
     try:
-        assert backend_names() == ("auto", "cgroup", "docker", "mine")
+        assert backend_names() == ("auto", "cgroup", "docker", "process", "mine")
         be = get_backend("mine")
         assert be is made[0] and made[0].checked == 1
         assert get_backend("mine") is made[1]  # a fresh backend each time
         assert profile(["true"], backend="mine", interval=0.01).backend == "fake"
-        with pytest.raises(ConfigError, match=r"choose one of auto, cgroup, docker, mine$"):
+        with pytest.raises(ConfigError, match=r"one of auto, cgroup, docker, process, mine$"):
             get_backend("nope")
     finally:
         unregister_backend("mine")
@@ -65,7 +65,7 @@ def test_an_unavailable_registered_backend_says_so() -> None:
         unregister_backend("mine")
 
 
-@pytest.mark.parametrize("name", ["", "auto", "cgroup", "docker", "fake"])
+@pytest.mark.parametrize("name", ["", "auto", "cgroup", "docker", "process", "fake"])
 def test_names_cannot_be_taken_twice(name: str) -> None:
     # "fake" is taken by the unit tier's conftest, the others are built in or empty.
     with pytest.raises(ValueError, match="built in or already registered"):

@@ -177,7 +177,9 @@ def test_bad_input_is_one_line_and_exit_2(
 def test_unknown_backend(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--backend", "nope", "--", "true"]) == 2
     _, err = capsys.readouterr()
-    assert err == "edgeprof: error: unknown backend 'nope': choose one of auto, cgroup, docker\n"
+    assert err == (
+        "edgeprof: error: unknown backend 'nope': choose one of auto, cgroup, docker, process\n"
+    )
 
 
 @pytest.mark.usefixtures("no_fake_backend")

@@ -1,0 +1,404 @@
+"""The process backend: where no cgroup can be created, the workload's process tree measured
+through psutil.
+
+Hosts without cgroup rights are common: an ordinary account on a cgroup v1 host, a CI job
+inside an unprivileged container, a cgroup v2 session that was not delegated.  There the
+kernel cannot be asked to count or limit a group, so this backend follows the tree itself:
+
+* **CPU time is exact at the end.**  edgeprof becomes a child subreaper
+  (``PR_SET_CHILD_SUBREAPER``, Linux ≥ 3.4) for the run, so every process of the tree is
+  reaped either by its parent in the tree (its time then sits in that parent's
+  ``cutime``/``cstime``) or by edgeprof: the main process and every orphan are reaped with
+  ``wait4``, whose ``rusage`` holds the process's own time and its reaped descendants'.
+  Their sum is the tree's CPU time, as the scheduler accounted it.  The one exception is a
+  child of a process that ignores ``SIGCHLD`` (the kernel reaps it and adds its time to
+  nobody): that time is only in the samples.
+* **Memory is resident set size, sampled**, summed over the tree at every tick (new
+  children are found at every tick: a scan of ``/proc``'s parent links).  The peak is the
+  larger of that sampled sum and the largest single process's own high-water mark
+  (``ru_maxrss`` from ``wait4``): exact for a one-process workload, a lower bound for a tree
+  whose processes peak together between two samples (``peak_source`` ``rss``).  RSS is not
+  a cgroup's charge: it leaves out the page cache the workload's reads filled and kernel
+  memory, which a cgroup counts.
+* **Limits it can hold**: cores, through the CPU affinity every descendant inherits
+  (``sched_setaffinity`` before exec), so an integer ``--cpus N`` is N whole cores.  It
+  refuses what it cannot enforce instead of faking it: a CPU share (``--cpus 0.5`` needs
+  the CFS bandwidth controller), ``--memory`` (Linux does not enforce ``RLIMIT_RSS``;
+  ``RLIMIT_AS`` caps each process's address space, not the tree's memory: a Python that
+  imports PyTorch maps well over 1 GiB it never touches, so a device-sized limit would kill
+  a script that fits), and ``--pids`` (``RLIMIT_NPROC`` counts every process of the user,
+  not of the run).  The workload may widen its own affinity; a cgroup's cpuset it could not.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import resource
+import signal
+import threading
+import time
+from typing import TYPE_CHECKING, ClassVar
+
+from ..errors import BackendError, BackendUnavailable
+from ..model import Counters, Limits, RunSpec
+from ._process import Process, signal_pids
+from .base import Backend, RunHandle
+
+if TYPE_CHECKING:  # psutil is imported when a process run is launched
+    import psutil
+
+PR_SET_CHILD_SUBREAPER = 36
+"""``<linux/prctl.h>``: orphans of the run are re-parented to edgeprof, not to init."""
+KILL_TIMEOUT_S = 10.0
+INSTALL = "python3 -m pip install psutil"
+
+
+def _psutil() -> object:
+    try:
+        import psutil
+    except ImportError as exc:  # a declared dependency, but an install may have dropped it
+        raise BackendUnavailable(f"the process backend needs psutil: {INSTALL}") from exc
+    return psutil
+
+
+_subreaping = 0
+_subreaping_lock = threading.Lock()
+
+
+def set_subreaper(on: bool) -> bool:
+    """Make this process the child subreaper of its descendants while any run asks (counted:
+    runs in several threads share the process); False where the kernel or the OS has no
+    such thing (then orphans go to init and are lost to the run)."""
+    global _subreaping
+    if os.uname().sysname != "Linux":
+        return False
+    with _subreaping_lock:
+        if (on and _subreaping > 0) or (not on and _subreaping > 1):
+            _subreaping += 1 if on else -1  # already on, or still wanted by another run
+            return True
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        if libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+            return False
+        _subreaping += 1 if on else -1
+        return True
+
+
+def refusal(limits: Limits) -> str | None:
+    """Why the process backend cannot hold ``limits`` (``None``: it can); ``limits`` as
+    resolved, with an integer ``--cpus`` pinned to its cores."""
+    how = "use a cgroup backend (edgeprof doctor says how to get one)"
+    if limits.cpuset is not None and not hasattr(os, "sched_setaffinity"):
+        return f"--cpus/--cpuset: this OS ({os.uname().sysname}) has no CPU affinity; {how}"
+    if limits.cpus is not None and (
+        limits.cpuset is None or limits.cpus != len(limits.cpuset)
+    ):
+        return (
+            f"--cpus {limits.cpus:g}: the process backend holds whole cores (CPU affinity) "
+            f"but not a CPU share, which needs a cgroup's CPU bandwidth controller; give an "
+            f"integer --cpus within the cores here, or {how}"
+        )
+    if limits.memory is not None:
+        return (
+            "--memory: the process backend cannot limit memory: Linux does not enforce "
+            "RLIMIT_RSS, and RLIMIT_AS caps each process's address space, not the run's "
+            "memory (an interpreter with PyTorch maps over 1 GiB it never touches); measure "
+            f"the peak and gate it with --max-memory, or {how}"
+        )
+    if limits.pids is not None:
+        return (
+            "--pids: the process backend cannot limit the run's processes (RLIMIT_NPROC "
+            f"counts every process of the user); {how}"
+        )
+    return None
+
+
+class ProcessBackend(Backend):
+    """Measures the workload's process tree (psutil) where no cgroup can be created.
+
+    ``fallback``: why the cgroup backend could not be used, when ``auto`` chose this one;
+    said once as the run's warning.  ``children_files``: find the tree through the kernel's
+    per-thread children lists (``None``: where this kernel has them), else by scanning every
+    process (tests force the scan)."""
+
+    name: ClassVar[str] = "process"
+
+    def __init__(self, fallback: str | None = None, children_files: bool | None = None) -> None:
+        self._fallback = fallback
+        if children_files is None:
+            children_files = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+        self._children_files = children_files
+
+    @property
+    def mechanism(self) -> str:
+        return "process"
+
+    @property
+    def peak_source(self) -> str:
+        return "rss"
+
+    def check(self) -> None:
+        _psutil()
+        if not hasattr(os, "wait4"):
+            raise BackendUnavailable("the process backend needs a POSIX system (os.wait4)")
+
+    def available_cpus(self) -> tuple[int, ...]:
+        if hasattr(os, "sched_getaffinity"):
+            return tuple(sorted(os.sched_getaffinity(0)))
+        return tuple(range(os.cpu_count() or 1))
+
+    def limit_unavailable(self, limits: Limits) -> str | None:
+        return refusal(limits)
+
+    def warnings(self) -> list[str]:
+        if self._fallback is None:
+            return []
+        return [
+            f"no cgroup can be created here ({self._fallback}): measured with the process "
+            "backend (CPU time exact, memory sampled resident set size, no CPU share or "
+            "memory limit); edgeprof doctor explains"
+        ]
+
+    def launch(self, spec: RunSpec) -> ProcessRun:
+        why = refusal(spec.limits)
+        if why is not None:  # the runner checks first; a direct caller must not get less
+            raise BackendError(why)
+        return ProcessRun(spec, children_files=self._children_files)
+
+
+class ProcessRun(RunHandle):
+    """One run's process tree; see :class:`edgeprof.backends.base.RunHandle`."""
+
+    def __init__(self, spec: RunSpec, children_files: bool = True) -> None:
+        super().__init__()
+        import psutil as ps
+
+        self._ps = ps
+        self._me = os.getpid()
+        self._lock = threading.Lock()  # the sampler thread and the run loop both reap
+        self._closed = False
+        # Children edgeprof had before the run are not the run's.
+        self._foreign = {c.pid for c in ps.Process(self._me).children()}
+        self._subreaper = set_subreaper(True)
+        self._dead_user = self._dead_system = 0.0  # reaped by edgeprof: exact (wait4)
+        self._dead_maxrss = 0
+        self._last_cpu = (0, 0)
+        self._procs: dict[int, psutil.Process] = {}
+        self._proc_children = children_files
+        self._ppids: dict[int, list[int]] = {}
+        try:
+            self._proc = Process(
+                spec.command,
+                env={**os.environ, **spec.env},
+                cwd=spec.cwd,
+                stdout=spec.stdout,
+                stderr=spec.stderr,
+                pass_fds=spec.pass_fds,
+                run_as=spec.run_as,
+                affinity=spec.limits.cpuset,
+                rusage=True,
+            )
+        except BaseException:
+            self._stop_subreaping()
+            raise
+        self.pid = self._proc.pid
+        self.started = self._proc.started
+
+    # -- the tree ----------------------------------------------------------------------------
+
+    def _tree(self) -> list[psutil.Process]:
+        """Every process of the run now: the main process's descendants and the orphans
+        re-parented to edgeprof, with their descendants.
+
+        A parent is always listed before its children: the CPU sum then reads a parent before
+        a child it may reap, so a race can miss a child's time for one tick but never count
+        it twice (in the child and in the parent's ``cutime``)."""
+        ps = self._ps
+        kids = self._children
+        found: list[int] = []
+        todo = [c for c in kids(self._me) if c not in self._foreign]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            todo.extend(kids(pid))
+        procs = {}
+        for pid in found:
+            p = self._procs.get(pid)
+            if p is None:
+                try:
+                    p = ps.Process(pid)
+                except ps.Error:
+                    continue
+            procs[pid] = p
+        self._procs = procs  # kept across ticks: psutil checks a reused pid's start time
+        return list(procs.values())
+
+    def _children(self, pid: int) -> list[int]:
+        """``pid``'s children: the kernel's per-thread lists (``/proc/PID/task/TID/children``,
+        Linux ≥ 3.5 with ``CONFIG_PROC_CHILDREN``), which touch the tree only; else psutil's
+        scan of every process, once per sample (a sample of a two-process tree: 0.22 ms with
+        the lists, 3.3 ms with the scan on a host of 72 processes;
+        benchmarks/process_backend.py)."""
+        if self._proc_children:
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:  # exited
+                return []
+            found: list[int] = []
+            for tid in tids:
+                try:
+                    with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                        found.extend(int(c) for c in f.read().split())
+                except FileNotFoundError:
+                    if pid == self._me:  # no such file on this kernel: scan instead
+                        self._proc_children = False
+                        return self._children(pid)
+                except OSError:
+                    continue
+            return found
+        if pid == self._me:  # the first call of a sample: one scan serves the whole tree
+            self._ppids = {}
+            for p in self._ps.process_iter():
+                try:
+                    self._ppids.setdefault(p.ppid(), []).append(p.pid)
+                except self._ps.Error:
+                    continue
+        return self._ppids.get(pid, [])
+
+    def _reap_orphans(self) -> None:
+        """Reap the run's processes re-parented to edgeprof that have exited, keeping their
+        resource use (the main process is :class:`Process`'s to reap)."""
+        for pid in list(self._procs):
+            if pid == self.pid or pid in self._foreign:
+                continue
+            try:
+                got, _, usage = os.wait4(pid, os.WNOHANG)
+            except ChildProcessError:  # not ours (its parent is in the tree) or gone
+                continue
+            if got == pid:
+                self._add_dead(usage)
+
+    def _add_dead(self, usage: resource.struct_rusage) -> None:
+        self._dead_user += usage.ru_utime
+        self._dead_system += usage.ru_stime
+        self._dead_maxrss = max(self._dead_maxrss, usage.ru_maxrss * 1024)  # KiB on Linux
+
+    def _read(self, final: bool) -> Counters:
+        ps = self._ps
+        with self._lock:
+            self._reap_orphans()
+            user, system = self._dead_user, self._dead_system
+            main = self._proc.rusage  # before the scan: once reaped, it is read from here only
+            if main is not None:
+                user += main.ru_utime
+                system += main.ru_stime
+            rss = shared = threads = 0
+            io_read = io_write = 0
+            io_ok = True
+            for p in self._tree():
+                if main is not None and p.pid == self.pid:
+                    continue  # reaped since the rusage was read: already counted
+                try:
+                    with p.oneshot():
+                        t = p.cpu_times()
+                        m = p.memory_info()
+                        threads += p.num_threads()
+                        try:
+                            io = p.io_counters()
+                            io_read += io.read_bytes
+                            io_write += io.write_bytes
+                        except (ps.AccessDenied, AttributeError):
+                            io_ok = False
+                except ps.Error:  # exited between the scan and the read: its parent has it
+                    continue
+                user += t.user + t.children_user
+                system += t.system + t.children_system
+                rss += m.rss
+                shared += getattr(m, "shared", 0)
+            # A child reaped between its parent's read and its own is missed for a tick: the
+            # cumulative figures never go back.  At the end every process has been reaped
+            # (wait4), and the sum is exact.
+            u_us = max(self._last_cpu[0], round(user * 1e6))
+            s_us = max(self._last_cpu[1], round(system * 1e6))
+            self._last_cpu = (u_us, s_us)
+            peak = None
+            if final:
+                peak = self._dead_maxrss
+                if main is not None:
+                    peak = max(peak, main.ru_maxrss * 1024)
+            return Counters(
+                cpu_usage_us=u_us + s_us,
+                cpu_user_us=u_us,
+                cpu_system_us=s_us,
+                memory_current=rss,
+                memory_peak=peak or None,
+                memory_anon=rss - shared,
+                memory_file=shared,
+                io_read_bytes=io_read if io_ok else None,
+                io_write_bytes=io_write if io_ok else None,
+                pids_current=threads,
+            )
+
+    # -- the contract --------------------------------------------------------------------------
+
+    def sample(self) -> Counters:
+        return self._read(final=False)
+
+    def counters(self) -> Counters:
+        return self._read(final=True)
+
+    def wait(self, timeout: float | None) -> int | None:
+        return self._proc.wait(timeout)
+
+    def _pids(self) -> list[int]:
+        with self._lock:
+            return [p.pid for p in self._tree()]
+
+    def terminate(self) -> None:
+        signal_pids(self._pids(), signal.SIGTERM)
+
+    def kill(self) -> None:
+        """SIGKILL the tree until it is gone; edgeprof reaps what is re-parented to it."""
+        deadline = time.monotonic() + KILL_TIMEOUT_S
+        while True:
+            with self._lock:
+                self._reap_orphans()
+                procs = self._tree()
+            live = [p.pid for p in procs if _running(p)]
+            if self._proc.returncode is None and self.pid not in live:
+                live.append(self.pid)
+            if not procs and self._proc.returncode is not None:
+                return
+            if time.monotonic() > deadline:
+                raise BackendError(f"processes {live} of the run survived SIGKILL")
+            signal_pids(live)
+            if self._proc.returncode is None:
+                self._proc.reap()
+            time.sleep(0.001)
+
+    def _stop_subreaping(self) -> None:
+        if getattr(self, "_subreaper", False):
+            set_subreaper(False)
+            self._subreaper = False
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        proc = getattr(self, "_proc", None)
+        if proc is not None:
+            try:  # an aborted run (exception, Ctrl-C) may still have processes: no leftovers
+                self.kill()
+            except BackendError as exc:
+                self.warnings.append(str(exc))
+            proc.close()
+        self._stop_subreaping()
+
+
+def _running(p: psutil.Process) -> bool:
+    """Alive and not a zombie (a zombie only waits to be reaped)."""
+    try:
+        return bool(p.status() != "zombie")
+    except Exception:  # gone is not running, whatever psutil calls it
+        return False

@@ -1,0 +1,226 @@
+"""The process backend on the real kernel: a workload's process tree followed through psutil.
+
+These runs need no cgroup, so they run as root here like the rest of the tier; the last test
+runs edgeprof as an ordinary user (``nobody``), where ``auto`` must fall back to this backend.
+Left out of the VM tier (``not_in_vm``): nothing here depends on the cgroup version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import edgeprof
+from edgeprof import Limits, Termination
+from edgeprof.backends import ProcessBackend
+from edgeprof.errors import LimitError
+
+from .ordinary_user import NOBODY, AsUser
+
+PY = sys.executable
+WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
+REPO = Path(__file__).resolve().parents[2]
+MiB = 2**20
+pytestmark = pytest.mark.not_in_vm
+
+EXIT_SLACK_S = 0.1
+"""CPU a process spends after it last read its own clock: finishing the interpreter and
+exiting (a few ms each on our hosts; the tree has two)."""
+
+
+def _spawned_pids_gone(pidfile: Path) -> None:
+    """The process whose pid the workload wrote is gone (edgeprof reaped it: no zombie)."""
+    assert not Path(f"/proc/{int(pidfile.read_text())}").exists()
+
+
+def test_cpu_time_of_a_tree_with_an_orphan_is_exact(tmp_path: Path) -> None:
+    """The tree's CPU time is what its processes used, the orphaned grandchild included (it
+    is re-parented to edgeprof and reaped with wait4); the same workload under the cgroup
+    backend in the same test agrees within the processes' exits."""
+    figures = {}
+    for backend in ("process", "cgroup"):
+        out = tmp_path / backend
+        out.mkdir()
+        r = edgeprof.profile(
+            [PY, str(WORKLOADS / "tree_cpu.py"), str(out), "0.4", "0.3"], backend=backend
+        )
+        assert r.termination is Termination.EXITED and r.exit_code == 0, r
+        own = float((out / "main").read_text()) + float((out / "grandchild").read_text())
+        assert r.cpu.total_s is not None
+        assert own <= r.cpu.total_s <= own + EXIT_SLACK_S, (backend, r.cpu, own)
+        figures[backend] = r
+    p = figures["process"]
+    assert p.backend == "process" and p.mechanism == "process"
+    assert p.cpu.user_s is not None and p.cpu.system_s is not None
+    assert p.cpu.user_s + p.cpu.system_s == pytest.approx(p.cpu.total_s)
+    assert figures["cgroup"].cpu.total_s == pytest.approx(p.cpu.total_s, abs=EXIT_SLACK_S)
+
+
+def test_peak_of_one_process_is_its_own_high_water_mark(tmp_path: Path) -> None:
+    """For one process the peak is the kernel's own high-water mark of its resident set
+    (wait4's ru_maxrss), which the workload read (``VmHWM``) just before it exited.  Since
+    Linux 6.2 a process's RSS is a per-CPU counter, and the two marks are taken from its
+    approximate value: they differ by up to one counter batch per CPU (``mm_init`` →
+    ``percpu_counter_batch``: max(32, 2 × CPUs) pages); 112 KiB apart seen here."""
+    hwm = tmp_path / "hwm"
+    r = edgeprof.profile([PY, str(WORKLOADS / "hold_memory.py"), "96", str(hwm)], backend="process")
+    assert r.termination is Termination.EXITED
+    own = int(hwm.read_text())
+    assert own >= 96 * MiB
+    assert r.memory.peak_source == "rss"
+    assert r.memory.peak_bytes is not None
+    cpus = os.cpu_count() or 1
+    batches = cpus * max(32, 2 * cpus) * os.sysconf("SC_PAGE_SIZE")
+    assert abs(r.memory.peak_bytes - own) <= max(MiB, batches), (r.memory.peak_bytes, own)
+
+
+@pytest.mark.parametrize("children_files", [True, False], ids=["children-lists", "scan"])
+def test_a_daemon_that_outlives_the_main_process_is_killed_and_counted(
+    tmp_path: Path, children_files: bool
+) -> None:
+    """A double-forked, setsid grandchild still spinning when the main process exits is
+    found (it is edgeprof's now), killed with the run, and its CPU time is the run's; the
+    tree found through the kernel's children lists or through a scan of every process."""
+    pidfile = tmp_path / "pid"
+    r = edgeprof.profile(
+        [PY, str(WORKLOADS / "daemonize.py"), "cpu=0.3", str(pidfile)],
+        backend=ProcessBackend(children_files=children_files),
+    )
+    assert r.termination is Termination.EXITED
+    assert r.cpu.total_s is not None and r.cpu.total_s >= 0.3, r.cpu
+    _spawned_pids_gone(pidfile)
+
+
+def test_timeout_kills_a_tree_that_ignores_sigterm(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    # The main process ignores SIGTERM; its daemonized grandchild spins: both must go.
+    script = (
+        f"import os, runpy, sys; sys.argv = ['d', 'cpu=0.05', {str(pidfile)!r}]; "
+        f"pid = os.fork()\n"
+        f"if pid == 0: runpy.run_path({str(WORKLOADS / 'daemonize.py')!r}); os._exit(0)\n"
+        f"os.waitpid(pid, 0); runpy.run_path({str(WORKLOADS / 'ignore_term.py')!r})"
+    )
+    r = edgeprof.profile([PY, "-c", script], backend="process", timeout=1, kill_grace=0.2)
+    assert r.termination is Termination.TIMEOUT
+    _spawned_pids_gone(pidfile)
+
+
+def test_whole_cores_are_held_by_affinity_for_every_descendant() -> None:
+    """--cpus 1 pins the run to one core of edgeprof's own (leased), and a grandchild
+    inherits it; the result records the core."""
+    show = "import os; print(sorted(os.sched_getaffinity(0)))"
+    r, out = _profile_output(
+        ["sh", "-c", f"{PY} -c '{show}'; ({PY} -c '{show}') & wait"],
+        Limits(cpus=1),
+    )
+    allowed = sorted(os.sched_getaffinity(0))
+    assert r.limits.cpuset is not None and len(r.limits.cpuset) == 1
+    assert r.limits.cpuset[0] in allowed
+    assert out.split() == [str(list(r.limits.cpuset))] * 2, out
+
+
+@pytest.mark.parametrize(
+    ("limits", "said"),
+    [
+        (Limits(cpus=0.5), "--cpus 0.5: the process backend holds whole cores"),
+        (Limits(memory="256m"), "--memory: the process backend cannot limit memory"),
+        (Limits(pids=64), "--pids: the process backend cannot limit"),
+    ],
+    ids=["cpu-share", "memory", "pids"],
+)
+def test_limits_it_cannot_hold_are_refused_before_anything_starts(
+    tmp_path: Path, limits: Limits, said: str
+) -> None:
+    marker = tmp_path / "ran"
+    with pytest.raises(LimitError, match=said):
+        edgeprof.profile(["touch", str(marker)], limits, backend="process", out_dir=tmp_path / "o")
+    assert not marker.exists()
+    assert not (tmp_path / "o").exists()
+
+
+def test_phases_reach_the_process_backend(tmp_path: Path) -> None:
+    """The events pipe is inherited as with the cgroup backends, and a phase's CPU is the
+    tree's within the kernel tier's bound (test_phases_kernel.py)."""
+    out = tmp_path / "stdout"
+    with open(out, "w") as f:
+        r = edgeprof.profile(
+            [PY, str(WORKLOADS / "phases.py"), "32"],
+            interval=0.02,
+            env={"PYTHONPATH": str(REPO)},
+            stdout=f.fileno(),
+            backend="process",
+        )
+    assert r.termination is Termination.EXITED
+    assert [p.name for p in r.phases][:2] == ["alloc", "busy"]
+    own_busy = float(out.read_text().split("busy_cpu_s=")[1])
+    busy = r.phases[1]
+    assert busy.cpu_s is not None
+    assert abs(busy.cpu_s - own_busy) <= 0.05 * own_busy + 0.02, (busy.cpu_s, own_busy)
+
+
+def _profile_output(command: list[str], limits: Limits) -> tuple[edgeprof.RunResult, str]:
+    with tempfile.TemporaryFile() as f:
+        r = edgeprof.profile(command, limits, backend="process", stdout=f.fileno())
+        f.seek(0)
+        return r, f.read().decode()
+
+
+# -- as an ordinary user -------------------------------------------------------------------------
+
+
+def test_ordinary_user_falls_back_to_the_process_backend() -> None:
+    """As ``nobody`` no cgroup can be created (cgroup v1 has no delegation; an undelegated v2
+    group is not the user's): ``edgeprof run`` with the auto backend measures with the
+    process backend and says why in one warning; the figures are the tree's, and the outputs
+    are the user's.  The cgroup backend asked for by name refuses in one line."""
+    shared = Path(tempfile.mkdtemp(prefix="edgeprof-process-"))
+    try:
+        shared.chmod(0o777)
+        user = AsUser(shared)
+        env = user.env
+        out = shared / "out"
+        workload = str(user.path(WORKLOADS / "tree_cpu.py"))
+        cmd = user.edgeprof(
+            ["run", "--cpus", "1", "--out", str(out), "--",
+             "python3", workload, str(shared), "0.3", "0.2"]
+        )  # fmt: skip
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr + done.stdout
+        warned = [ln for ln in done.stdout.splitlines() if "no cgroup can be created here" in ln]
+        assert len(warned) == 1, done.stdout
+        result = json.loads((out / "result.json").read_text())
+        assert (result["backend"], result["mechanism"]) == ("process", "process")
+        assert result["memory"]["peak_source"] == "rss"
+        own = float((shared / "main").read_text()) + float((shared / "grandchild").read_text())
+        assert own <= result["cpu"]["total_s"] <= own + EXIT_SLACK_S
+        assert (out / "result.json").stat().st_uid == NOBODY
+        assert len(result["limits"]["cpuset"]) == 1
+        for args, said in [
+            (["--cpus", "0.5"], "holds whole cores (CPU affinity) but not a CPU share"),
+            (["--backend", "cgroup"], _no_cgroup_for_users()),
+        ]:
+            refused = subprocess.run(
+                user.edgeprof(["run", *args, "--", "true"]),
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            assert refused.returncode == 2, refused
+            assert refused.stderr.count("\n") == 1 and said in refused.stderr, refused.stderr
+    finally:
+        shutil.rmtree(shared)
+
+
+def _no_cgroup_for_users() -> str:
+    """What the cgroup backend says to an ordinary user here: cgroup v1 has no delegation;
+    on cgroup v2 this test's user was given no group."""
+    if Path("/sys/fs/cgroup/cgroup.controllers").exists():
+        return "is not delegated to this user; run edgeprof as root, or in a delegated scope"
+    return "run edgeprof as root (cgroup v1 has no safe delegation to ordinary users)"

@@ -1,0 +1,83 @@
+"""The process backend's logic: what it refuses, and when ``auto`` falls back to it.  Its
+measurements are the host tier's (tests/host/test_process_backend.py)."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+
+import pytest
+
+import edgeprof.backends as backends
+from edgeprof import Limits
+from edgeprof.backends import ProcessBackend, get_backend
+from edgeprof.backends.process import refusal, set_subreaper
+from edgeprof.errors import BackendUnavailable, ConfigError
+
+
+@pytest.mark.parametrize(
+    ("limits", "refused"),
+    [
+        (Limits(), None),
+        (Limits(cpus=1, cpuset="0"), None),  # an integer --cpus as resolved: pinned
+        (Limits(cpus=2, cpuset="0-1"), None),
+        (Limits(cpuset="1"), None),
+        (Limits(cpus=0.5), "--cpus 0.5: the process backend holds whole cores"),
+        (Limits(cpus=1.5, cpuset="0-1"), "--cpus 1.5"),  # a share of two cores
+        (Limits(cpus=4), "--cpus 4"),  # over the host with --allow-over-host: not pinned
+        (Limits(memory="1g"), "RLIMIT_AS caps each process's address space"),
+        (Limits(pids=10), "RLIMIT_NPROC counts every process of the user"),
+    ],
+)
+def test_it_holds_whole_cores_and_refuses_what_it_cannot_enforce(
+    limits: Limits, refused: str | None
+) -> None:
+    why = refusal(limits)
+    assert ProcessBackend().limit_unavailable(limits) == why
+    if refused is None:
+        assert why is None
+    else:
+        assert why is not None and refused in why and "\n" not in why
+
+
+def test_auto_falls_back_with_one_warning_naming_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_cgroup(parent: str | None = None) -> backends.Backend:
+        raise BackendUnavailable("cannot create groups under /sys/fs/cgroup/memory/x")
+
+    monkeypatch.setattr(backends, "cgroup_backend", no_cgroup)
+    be = get_backend("auto")
+    assert isinstance(be, ProcessBackend)
+    (warning,) = be.warnings()
+    assert warning.startswith("no cgroup can be created here (cannot create groups under")
+    assert "process backend" in warning
+    assert be.peak_source == "rss" and be.mechanism == "process"
+    # Asked for by name, it says nothing; the cgroup backend's failure stays an error.
+    assert get_backend("process").warnings() == []
+    with pytest.raises(BackendUnavailable, match="cannot create groups"):
+        get_backend("cgroup")
+    with pytest.raises(BackendUnavailable):  # a cgroup parent was asked for: no fallback
+        get_backend("auto", cgroup_parent="/mine")
+
+
+def test_process_backend_takes_no_cgroup_parent() -> None:
+    with pytest.raises(ConfigError, match="--cgroup-parent applies to the cgroup backend"):
+        get_backend("process", cgroup_parent="/mine")
+
+
+def _subreaper_now() -> int:
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    flag = ctypes.c_int(-1)
+    assert libc.prctl(37, ctypes.byref(flag), 0, 0, 0) == 0  # PR_GET_CHILD_SUBREAPER
+    return flag.value
+
+
+def test_subreaping_lasts_while_any_run_wants_it() -> None:
+    """Runs in two threads of one process: the first to end must not turn it off under the
+    other (orphans of that one would go to init and be lost to its run)."""
+    assert _subreaper_now() == 0
+    assert set_subreaper(True) and set_subreaper(True)
+    assert _subreaper_now() == 1
+    assert set_subreaper(False)
+    assert _subreaper_now() == 1
+    assert set_subreaper(False)
+    assert _subreaper_now() == 0
