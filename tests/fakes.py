@@ -66,16 +66,7 @@ class FakeRun(RunHandle):
         self._peak_reset = peak_reset
         self._oom_file = oom_file
         self.closed = 0
-        self._proc = Process(
-            spec.command,
-            env={**os.environ, **spec.env},
-            cwd=spec.cwd,
-            stdout=spec.stdout,
-            stderr=spec.stderr,
-            new_session=True,
-            pass_fds=spec.pass_fds,
-            run_as=spec.run_as,
-        )
+        self._proc = Process.for_run(spec, new_session=True)
         self.pid = self._proc.pid
         self.started = self._proc.started
         self.counter_reads = 0

@@ -87,6 +87,8 @@ def cgroup_backend(cgroup_parent: str | None = None) -> Backend:
         v2.check()
         return v2
     except BackendUnavailable as e2:
+        if v2.holds_controllers():
+            raise  # a cgroup v2 host: v1 is no alternative, and naming it only confuses
         v1 = CgroupV1Backend()
         try:
             v1.check()

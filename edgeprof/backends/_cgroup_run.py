@@ -68,17 +68,7 @@ class CgroupRun(RunHandle):
                 self._reclaim = reclaim()
             for f in join_files:
                 fds.append(os.open(f, os.O_WRONLY | os.O_CLOEXEC))
-            env = {**os.environ, **spec.env}
-            self._proc = Process(
-                spec.command,
-                env=env,
-                cwd=spec.cwd,
-                stdout=spec.stdout,
-                stderr=spec.stderr,
-                join_fds=fds,
-                pass_fds=spec.pass_fds,
-                run_as=spec.run_as,
-            )
+            self._proc = Process.for_run(spec, join_fds=fds)
         except OSError as exc:
             self.close()
             raise LaunchError(f"cannot open {exc.filename}: {exc.strerror}") from exc

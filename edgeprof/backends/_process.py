@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..errors import LaunchError
-from ..model import UserIds
+from ..model import RunSpec, UserIds
 from . import cgroupfs as fs
 
 
@@ -110,6 +110,33 @@ class Process:
             self._pidfd: int | None = os.pidfd_open(self.pid)
         except (AttributeError, OSError):  # Linux < 5.3: fall back to Popen's polling wait
             self._pidfd = None
+
+    @classmethod
+    def for_run(
+        cls,
+        spec: RunSpec,
+        *,
+        join_fds: Sequence[int] = (),
+        new_session: bool = False,
+        pin: bool = False,
+        rusage: bool = False,
+    ) -> Process:
+        """The workload of ``spec`` (its command, environment over edgeprof's, directory,
+        output, events descriptors and identity), spawned by a local backend; ``pin``: its
+        cpuset held by CPU affinity (a backend with no cpuset controller)."""
+        return cls(
+            spec.command,
+            env={**os.environ, **spec.env},
+            cwd=spec.cwd,
+            stdout=spec.stdout,
+            stderr=spec.stderr,
+            join_fds=join_fds,
+            new_session=new_session,
+            pass_fds=spec.pass_fds,
+            run_as=spec.run_as,
+            affinity=spec.limits.cpuset if pin else None,
+            rusage=rusage,
+        )
 
     @property
     def returncode(self) -> int | None:

@@ -139,6 +139,12 @@ class CgroupV2Backend(Backend):
             raise BackendUnavailable("this process is not in a cgroup v2 hierarchy")
         return own[""]
 
+    def holds_controllers(self) -> bool:
+        """The unified hierarchy at ``root`` has the CPU and memory controllers: a cgroup v2
+        host, where a failed :meth:`check` is about this process's group, not the host."""
+        text = fs.read_optional(self.root / "cgroup.controllers")
+        return text is not None and all(c in text.split() for c in REQUIRED)
+
     def check(self) -> None:
         if not (self.root / "cgroup.controllers").exists():
             raise BackendUnavailable(

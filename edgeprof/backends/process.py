@@ -188,17 +188,7 @@ class ProcessRun(RunHandle):
         self._proc_children = children_files
         self._ppids: dict[int, list[int]] = {}
         try:
-            self._proc = Process(
-                spec.command,
-                env={**os.environ, **spec.env},
-                cwd=spec.cwd,
-                stdout=spec.stdout,
-                stderr=spec.stderr,
-                pass_fds=spec.pass_fds,
-                run_as=spec.run_as,
-                affinity=spec.limits.cpuset,
-                rusage=True,
-            )
+            self._proc = Process.for_run(spec, pin=True, rusage=True)
         except BaseException:
             self._stop_subreaping()
             raise

@@ -84,13 +84,19 @@ class AsUser:
         this one, or the system's; :func:`tests.conftest.require` fails (CI) or skips."""
         version = f"python{sys.version_info.major}.{sys.version_info.minor}"
         probe = "import os, sys; os.stat(sys.executable); import edgeprof.cli, psutil"
+        why = []
         for cand in (os.path.realpath(sys.executable), shutil.which(version, path="/usr/bin")):
             if cand is None:
                 continue
             tried = subprocess.run(
-                self.command([cand, "-c", probe]), env=self.env, capture_output=True
+                self.command([cand, "-c", probe]), env=self.env, capture_output=True, text=True
             )
             if tried.returncode == 0:
                 return cand
-        require(False, f"no {version} with which uid {self.uid} can import edgeprof")
+            why.append(f"{cand}: {(tried.stderr.strip().splitlines() or ['?'])[-1]}")
+        require(
+            False,
+            f"no {version} with which uid {self.uid} can import edgeprof ({'; '.join(why)}; "
+            f"PYTHONPATH={self.env['PYTHONPATH']})",
+        )
         raise AssertionError("unreachable")

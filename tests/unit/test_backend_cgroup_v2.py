@@ -125,6 +125,18 @@ def test_check_fails_when_cpu_and_memory_are_bound_to_v1(
     (root / "cgroup.controllers").write_text("cpu pids\n")
     with pytest.raises(BackendUnavailable, match="has no memory controller"):
         CgroupV2Backend(root=root, proc_self_cgroup=psc, euid=0).check()
+    # A hybrid host: the auto backend goes on to cgroup v1.
+    assert not CgroupV2Backend(root=root, proc_self_cgroup=psc).holds_controllers()
+
+
+def test_a_v2_host_holds_the_controllers_whatever_this_user_may_do(
+    cgfs: FakeCgroupFs, tmp_path: Path
+) -> None:
+    """On a cgroup v2 host a failed check is about this process's group (not delegated):
+    the auto backend does not go on to name cgroup v1 in its message."""
+    root, psc, own = delegated_user_tree(cgfs, tmp_path, procs="")
+    assert CgroupV2Backend(root=root, proc_self_cgroup=psc, euid=1000).holds_controllers()
+    assert not CgroupV2Backend(root=tmp_path / "nothing").holds_controllers()
 
 
 def test_check_fails_when_not_in_a_v2_hierarchy(cgfs: FakeCgroupFs, tmp_path: Path) -> None:

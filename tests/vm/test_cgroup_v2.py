@@ -4,7 +4,8 @@ Two guests, one per kernel whose features edgeprof tells apart:
 
 * Linux 6.12 (what most current hosts run; ``memory.peak`` resets per file descriptor, so
   phase peaks are the kernel's) with :func:`~tests.vm.guest.default_cpus` vCPUs (8): the
-  whole kernel tier, on a machine larger than the 2-core ones the tests were written on;
+  whole kernel tier, on a machine larger than the 2-core ones the tests were written on,
+  and :data:`GUEST_ONLY_TESTS` (edgeprof as an ordinary user in a delegated subtree);
 * Linux 6.1 (``memory.peak`` read-only: phase peaks fall back to sampling) with 2 vCPUs:
   the tests whose expectations depend on the kernel (:data:`KERNEL_FEATURE_TESTS`).
 
@@ -82,8 +83,12 @@ def _tests(default: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(narrowed) or default
 
 
+#: Tests only a cgroup v2 guest can run, named here (their module names keep the host's
+#: pytest from collecting them): an ordinary user in a delegated subtree.
+GUEST_ONLY_TESTS = ("tests/vm/guest_rootless.py",)
+
 GUESTS = (
-    Guest("6.12", default_cpus(), _tests(("tests/host",))),
+    Guest("6.12", default_cpus(), _tests(("tests/host", *GUEST_ONLY_TESTS))),
     Guest("6.1", 2, _tests(KERNEL_FEATURE_TESTS)),
 )
 
