@@ -12,14 +12,16 @@ kernel cannot be asked to count or limit a group, so this backend follows the tr
   ``wait4``, whose ``rusage`` holds the process's own time and its reaped descendants'.
   Their sum is the tree's CPU time, as the scheduler accounted it.  The one exception is a
   child of a process that ignores ``SIGCHLD`` (the kernel reaps it and adds its time to
-  nobody): that time is only in the samples.
-* **Memory is resident set size, sampled**, summed over the tree at every tick (new
-  children are found at every tick: a scan of ``/proc``'s parent links).  The peak is the
-  larger of that sampled sum and the largest single process's own high-water mark
+  nobody): that time is only in the samples.  The time series reads ``/proc/PID/stat``,
+  whose times are in clock ticks (10 ms per process at ``USER_HZ`` 100).
+* **Memory is resident set size, sampled**, summed over the tree at every tick (the tree is
+  found again at every tick, through the kernel's per-thread children lists).  The peak is
+  the larger of that sampled sum and the largest single process's own high-water mark
   (``ru_maxrss`` from ``wait4``): exact for a one-process workload, a lower bound for a tree
   whose processes peak together between two samples (``peak_source`` ``rss``).  RSS is not
   a cgroup's charge: it leaves out the page cache the workload's reads filled and kernel
-  memory, which a cgroup counts.
+  memory, which a cgroup counts, and a sum over processes counts twice the pages they share
+  (a fork's copy-on-write pages, mapped libraries).
 * **Limits it can hold**: cores, through the CPU affinity every descendant inherits
   (``sched_setaffinity`` before exec), so an integer ``--cpus N`` is N whole cores.  It
   refuses what it cannot enforce instead of faking it: a CPU share (``--cpus 0.5`` needs
@@ -39,10 +41,12 @@ import resource
 import signal
 import threading
 import time
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from ..errors import BackendError, BackendUnavailable
 from ..model import Counters, Limits, RunSpec
+from ..units import format_binary
+from ._own_group import OwnGroup, own_memory_group
 from ._process import Process, signal_pids
 from .base import Backend, RunHandle
 
@@ -120,15 +124,23 @@ class ProcessBackend(Backend):
     ``fallback``: why the cgroup backend could not be used, when ``auto`` chose this one;
     said once as the run's warning.  ``children_files``: find the tree through the kernel's
     per-thread children lists (``None``: where this kernel has them), else by scanning every
-    process (tests force the scan)."""
+    process (tests force the scan).  ``own_group``: the memory group edgeprof runs in, whose
+    OOM kills and limit are read (:mod:`edgeprof.backends._own_group`; ``auto``: found from
+    ``/proc/self``; ``None``: none)."""
 
     name: ClassVar[str] = "process"
 
-    def __init__(self, fallback: str | None = None, children_files: bool | None = None) -> None:
+    def __init__(
+        self,
+        fallback: str | None = None,
+        children_files: bool | None = None,
+        own_group: OwnGroup | Literal["auto"] | None = "auto",
+    ) -> None:
         self._fallback = fallback
         if children_files is None:
             children_files = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
         self._children_files = children_files
+        self._own_group = own_group
 
     @property
     def mechanism(self) -> str:
@@ -164,14 +176,26 @@ class ProcessBackend(Backend):
         why = refusal(spec.limits)
         if why is not None:  # the runner checks first; a direct caller must not get less
             raise BackendError(why)
-        return ProcessRun(spec, children_files=self._children_files)
+        own = own_memory_group() if self._own_group == "auto" else self._own_group
+        return ProcessRun(spec, children_files=self._children_files, own_group=own)
 
 
 class ProcessRun(RunHandle):
     """One run's process tree; see :class:`edgeprof.backends.base.RunHandle`."""
 
-    def __init__(self, spec: RunSpec, children_files: bool = True) -> None:
+    def __init__(
+        self, spec: RunSpec, children_files: bool = True, own_group: OwnGroup | None = None
+    ) -> None:
         super().__init__()
+        self._own_group = own_group
+        self._ooms_before = None if own_group is None else own_group.oom_kills()
+        limit = None if own_group is None else own_group.limit()
+        if own_group is not None and limit is not None:
+            self.warnings.append(
+                f"edgeprof runs in a memory group limited to {format_binary(limit)} "
+                f"({own_group.path}): the run shares that limit with edgeprof and whatever "
+                "else runs there, and an OOM kill by it is reported as the run's"
+            )
         import psutil as ps
 
         self._ps = ps
@@ -227,8 +251,8 @@ class ProcessRun(RunHandle):
     def _children(self, pid: int) -> list[int]:
         """``pid``'s children: the kernel's per-thread lists (``/proc/PID/task/TID/children``,
         Linux ≥ 3.5 with ``CONFIG_PROC_CHILDREN``), which touch the tree only; else psutil's
-        scan of every process, once per sample (a sample of a two-process tree: 0.22 ms with
-        the lists, 3.3 ms with the scan on a host of 72 processes;
+        scan of every process, once per sample (a sample of a two-process tree: about 0.2 ms
+        with the lists, 3.3 ms with the scan on a host of 72 processes;
         benchmarks/process_backend.py)."""
         if self._proc_children:
             try:
@@ -312,11 +336,12 @@ class ProcessRun(RunHandle):
             u_us = max(self._last_cpu[0], round(user * 1e6))
             s_us = max(self._last_cpu[1], round(system * 1e6))
             self._last_cpu = (u_us, s_us)
-            peak = None
+            peak = oom_kills = None
             if final:
                 peak = self._dead_maxrss
                 if main is not None:
                     peak = max(peak, main.ru_maxrss * 1024)
+                oom_kills = self._group_ooms()
             return Counters(
                 cpu_usage_us=u_us + s_us,
                 cpu_user_us=u_us,
@@ -328,7 +353,25 @@ class ProcessRun(RunHandle):
                 io_read_bytes=io_read if io_ok else None,
                 io_write_bytes=io_write if io_ok else None,
                 pids_current=threads,
+                oom_kills=oom_kills,
             )
+
+    def _group_ooms(self) -> int | None:
+        """OOM kills in edgeprof's own memory group during the run, counted as the run's when
+        its main process died of SIGKILL (what an OOM kill sends); otherwise said as a warning,
+        since the group may hold other processes."""
+        if self._own_group is None or self._ooms_before is None:
+            return None
+        now = self._own_group.oom_kills()
+        if now is None:
+            return None
+        ooms = now - self._ooms_before
+        if ooms > 0 and self._proc.returncode != -signal.SIGKILL:
+            self.warnings.append(
+                f"{ooms} OOM kill(s) in the memory group edgeprof runs in "
+                f"({self._own_group.path}) during the run, not of its main process"
+            )
+        return ooms if self._proc.returncode == -signal.SIGKILL else 0
 
     # -- the contract --------------------------------------------------------------------------
 

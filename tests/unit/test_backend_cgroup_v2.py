@@ -134,7 +134,7 @@ def test_a_v2_host_holds_the_controllers_whatever_this_user_may_do(
 ) -> None:
     """On a cgroup v2 host a failed check is about this process's group (not delegated):
     the auto backend does not go on to name cgroup v1 in its message."""
-    root, psc, own = delegated_user_tree(cgfs, tmp_path, procs="")
+    root, psc, _ = delegated_user_tree(cgfs, tmp_path, procs="")
     assert CgroupV2Backend(root=root, proc_self_cgroup=psc, euid=1000).holds_controllers()
     assert not CgroupV2Backend(root=tmp_path / "nothing").holds_controllers()
 

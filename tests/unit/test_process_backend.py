@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+from pathlib import Path
 
 import pytest
 
 import edgeprof.backends as backends
 from edgeprof import Limits
 from edgeprof.backends import ProcessBackend, get_backend
+from edgeprof.backends._own_group import OwnGroup, own_memory_group
 from edgeprof.backends.process import refusal, set_subreaper
 from edgeprof.errors import BackendUnavailable, ConfigError
 
@@ -81,3 +83,40 @@ def test_subreaping_lasts_while_any_run_wants_it() -> None:
     assert _subreaper_now() == 1
     assert set_subreaper(False)
     assert _subreaper_now() == 0
+
+
+def test_own_group_reads_oom_kills_and_limit_of_either_version(tmp_path: Path) -> None:
+    v1 = tmp_path / "v1"
+    v1.mkdir()
+    (v1 / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n")
+    (v1 / "memory.limit_in_bytes").write_text("9223372036854771712\n")  # v1's "no limit"
+    g1 = OwnGroup(v1, v1 / "memory.oom_control", v1 / "memory.limit_in_bytes")
+    assert (g1.oom_kills(), g1.limit()) == (3, None)
+    (v1 / "memory.limit_in_bytes").write_text("201326592\n")
+    assert g1.limit() == 192 * 2**20
+    v2 = tmp_path / "v2"
+    v2.mkdir()
+    (v2 / "memory.events").write_text("low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n")
+    (v2 / "memory.max").write_text("max\n")
+    g2 = OwnGroup(v2, v2 / "memory.events", v2 / "memory.max")
+    assert (g2.oom_kills(), g2.limit()) == (1, None)
+    # A kernel before 4.13 has no oom_kill line in v1's oom_control: nothing to count.
+    (v1 / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\n")
+    assert g1.oom_kills() is None
+    assert OwnGroup(tmp_path, tmp_path / "gone", tmp_path / "gone").oom_kills() is None
+
+
+def test_own_group_is_found_from_mountinfo_and_proc_self_cgroup(tmp_path: Path) -> None:
+    """A container's view (cgroup v2 mounted with its group as the root, ``0::/``)."""
+    mnt = tmp_path / "cgroup"
+    mnt.mkdir()
+    (mnt / "memory.events").write_text("oom_kill 0\n")
+    (mnt / "memory.max").write_text("536870912\n")
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text(f"30 25 0:26 / {mnt} ro,nosuid - cgroup2 cgroup2 ro\n")
+    psc = tmp_path / "cgroup.self"
+    psc.write_text("0::/\n")
+    g = own_memory_group(mountinfo, psc)
+    assert g is not None and g.path == mnt and g.limit() == 512 * 2**20
+    psc.write_text("")  # in no hierarchy at all
+    assert own_memory_group(mountinfo, psc) is None
