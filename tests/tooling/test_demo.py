@@ -28,13 +28,15 @@ def test_make_demo_ranks_the_family_by_width() -> None:
     for model in family:
         for phase in ("load", "infer"):
             assert re.search(rf"^{re.escape(model)}\s+{phase}\s", proc.stdout, re.M), (model, phase)
-    # The whole run's CPU time ranks the narrowest first and the widest last; between them,
-    # adjacent widths differ by about 10 % of it (the interpreter's and onnxruntime's start-up
-    # are most of a run), within what other jobs on the machine move it.  The inference
-    # itself (infer.py's "infer" phase, median of the three runs) ranks every width.
+    # The inference itself (infer.py's "infer" phase, median of the three runs) ranks every
+    # width.  The whole run's CPU time is mostly the interpreter's and onnxruntime's start-up:
+    # adjacent widths differ by about 10 % of it, which other jobs on the machine can move
+    # (a fresh-clone CI beside a qemu guest ranked 0.5 before 0.25, 407 ms against 430 ms,
+    # and said they were within noise).  So the whole run's ranking holds every model and
+    # never puts the widest (1.8x the narrowest) before the narrowest.
     cpu_order = ranking_order(proc.stdout, "CPU time")
     assert sorted(cpu_order) == sorted(family), proc.stdout
-    assert (cpu_order[0], cpu_order[-1]) == (family[0], family[-1]), proc.stdout
+    assert cpu_order.index(family[0]) < cpu_order.index(family[-1]), proc.stdout
     infer_cpu = [statistics.median(_infer_cpu(REPO / ".demo" / "results" / m)) for m in family]
     assert infer_cpu == sorted(infer_cpu), dict(zip(family, infer_cpu, strict=True))
     assert ranking_order(proc.stdout, "peak memory") == family, proc.stdout
