@@ -17,7 +17,7 @@ from ..errors import BackendError, LaunchError
 from ..model import Counters, RunSpec
 from . import cgroupfs as fs
 from ._peak_reset import FdPeakReset, SharedPeakReset, apply_floor
-from ._process import Process, signal_pids
+from ._process import Process, end_workload, signal_pids
 from ._reclaim import GroupReclaim
 from .base import BatchReader, RunHandle
 from .cgroupfs import CounterSet
@@ -149,18 +149,15 @@ class CgroupRun(RunHandle):
         finally:
             fs.write(k.freeze_file, k.freeze_values[1])
 
+    def _kill_leftovers(self) -> None:
+        if self._proc.returncode is None or self.members():
+            self.kill()
+
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        proc = getattr(self, "_proc", None)
-        if proc is not None:
-            try:  # an aborted run (exception, Ctrl-C) may still have processes: no leftovers
-                if proc.returncode is None or self.members():
-                    self.kill()
-            except BackendError as exc:
-                self.warnings.append(str(exc))
-            proc.close()
+        end_workload(getattr(self, "_proc", None), self._kill_leftovers, self.warnings)
         if self._peak_reset is not None:  # the phase windows still open, before the group
             self._peak_reset.close()
         if self._reclaim is not None:

@@ -10,7 +10,6 @@ taken for the run's.
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,8 +67,4 @@ def own_memory_group(
     if "" in h:
         own = h[""].own
         candidates.append(OwnGroup(own, own / "memory.events", own / "memory.max"))
-    for group in candidates:
-        with contextlib.suppress(OSError):
-            if group.oom_kills() is not None:
-                return group
-    return None
+    return next((g for g in candidates if g.oom_kills() is not None), None)

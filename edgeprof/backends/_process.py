@@ -9,10 +9,10 @@ import select
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from ..errors import LaunchError
+from ..errors import BackendError, LaunchError
 from ..model import RunSpec, UserIds
 from . import cgroupfs as fs
 
@@ -198,6 +198,19 @@ class Process:
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
+
+
+def end_workload(proc: Process | None, kill: Callable[[], None], warnings: list[str]) -> None:
+    """The end of a run handle's workload, on every path: ``kill`` what is left of the tree
+    (an aborted run, by an exception or Ctrl-C, may still have processes: no leftovers), a
+    tree that survives it said in ``warnings``, then the main process's descriptor closed."""
+    if proc is None:
+        return
+    try:
+        kill()
+    except BackendError as exc:
+        warnings.append(str(exc))
+    proc.close()
 
 
 def signal_pids(pids: Sequence[int], sig: int = signal.SIGKILL) -> None:

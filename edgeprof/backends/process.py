@@ -47,7 +47,7 @@ from ..errors import BackendError, BackendUnavailable
 from ..model import Counters, Limits, RunSpec
 from ..units import format_binary
 from ._own_group import OwnGroup, own_memory_group
-from ._process import Process, signal_pids
+from ._process import Process, end_workload, signal_pids
 from .base import Backend, RunHandle
 
 if TYPE_CHECKING:  # psutil is imported when a process run is launched
@@ -59,12 +59,11 @@ KILL_TIMEOUT_S = 10.0
 INSTALL = "python3 -m pip install psutil"
 
 
-def _psutil() -> object:
+def _require_psutil() -> None:
     try:
-        import psutil
+        import psutil  # noqa: F401
     except ImportError as exc:  # a declared dependency, but an install may have dropped it
         raise BackendUnavailable(f"the process backend needs psutil: {INSTALL}") from exc
-    return psutil
 
 
 _subreaping = 0
@@ -151,7 +150,7 @@ class ProcessBackend(Backend):
         return "rss"
 
     def check(self) -> None:
-        _psutil()
+        _require_psutil()
         if not hasattr(os, "wait4"):
             raise BackendUnavailable("the process backend needs a POSIX system (os.wait4)")
 
@@ -419,13 +418,7 @@ class ProcessRun(RunHandle):
         if self._closed:
             return
         self._closed = True
-        proc = getattr(self, "_proc", None)
-        if proc is not None:
-            try:  # an aborted run (exception, Ctrl-C) may still have processes: no leftovers
-                self.kill()
-            except BackendError as exc:
-                self.warnings.append(str(exc))
-            proc.close()
+        end_workload(getattr(self, "_proc", None), self.kill, self.warnings)
         self._stop_subreaping()
 
 

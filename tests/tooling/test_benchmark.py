@@ -13,17 +13,24 @@ from tests.conftest import require
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_benchmark_quick_mode_prints_every_table(tmp_path: Path) -> None:
+def quick(script: str, out: Path) -> subprocess.CompletedProcess[str]:
+    """``benchmarks/SCRIPT --quick --json OUT`` as root (the benchmarks create cgroups),
+    checked to have exited 0."""
     require(os.geteuid() == 0, "the benchmark creates cgroups: needs root")
-    out = tmp_path / "bench.json"
     proc = subprocess.run(
-        [sys.executable, "benchmarks/bench.py", "--quick", "--json", str(out)],
+        [sys.executable, f"benchmarks/{script}", "--quick", "--json", str(out)],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_benchmark_quick_mode_prints_every_table(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    proc = quick("bench.py", out)
     for heading in ("1. Sampling cost", "2. Peak of a 200 MiB spike", "3. Wall time"):
         assert heading in proc.stdout
     data = json.loads(out.read_text())
@@ -34,16 +41,8 @@ def test_benchmark_quick_mode_prints_every_table(tmp_path: Path) -> None:
 def test_fit_benchmark_quick_mode_prints_its_rows(tmp_path: Path) -> None:
     """Bisection everywhere; the one-run row is the estimate on cgroup v2 with
     ``memory.reclaim`` and edgeprof's one-line refusal elsewhere."""
-    require(os.geteuid() == 0, "the benchmark creates cgroups: needs root")
     out = tmp_path / "fit.json"
-    proc = subprocess.run(
-        [sys.executable, "benchmarks/fit_one_run.py", "--quick", "--json", str(out)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = quick("fit_one_run.py", out)
     [r] = json.loads(out.read_text())["rounds"]
     assert r["bisection"]["answer_bytes"] >= 16 << 20 and r["bisection"]["runs"] >= 4
     reclaim = Path("/sys/fs/cgroup/cgroup.controllers").exists() and any(
@@ -58,16 +57,8 @@ def test_fit_benchmark_quick_mode_prints_its_rows(tmp_path: Path) -> None:
 
 def test_process_backend_benchmark_quick_mode_prints_its_rows(tmp_path: Path) -> None:
     """Both backends measure every workload (figures not asserted: they are the table's)."""
-    require(os.geteuid() == 0, "the benchmark creates cgroups: needs root")
     out = tmp_path / "process.json"
-    proc = subprocess.run(
-        [sys.executable, "benchmarks/process_backend.py", "--quick", "--json", str(out)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = quick("process_backend.py", out)
     data = json.loads(out.read_text())
     assert set(data["medians"]) == {"tree", "hold", "read"}
     assert set(data["sample_us"]) == {"cgroup", "process"}
