@@ -10,6 +10,12 @@ and a median compared with ``unlimited / share`` then missed by 20 % either way,
 median against the rate the run got stayed within 0.94–0.98.  That the quota is the share is
 checked on the run's own counts instead: the iterations never got more than the share, and
 the throttled periods had used their quota (:func:`quota_misses`).
+
+Two things bound what the percentiles can show, and both are measured in the same run: the
+quota's granularity (an iteration stalls a whole number of times, so the median sits up to
+a stall from the mean: :attr:`OwnCpu.slower_p50_low_s`), and other tasks on the core (where
+the iterations did not get their share, :data:`CONTENDED`, the raw tail holds their turns,
+and the quota's own pattern is judged by edgeprof's attribution of the stalls).
 """
 
 from __future__ import annotations
@@ -29,6 +35,13 @@ core's, p50 no longer flagged), while a quarter core's was every period (0.26–
 p99 flagged in every run, p50 wherever the loop had the core between the stalls)."""
 
 
+CONTENDED = 0.95
+"""Iterations that got less than this of their share did not have the core in all their
+turns: a quota's iterations got 0.999–1.001 of it on the idle host, 0.995–0.998 in the TCG
+guest, and 0.82–0.90 under ``stress-ng --cpu 2`` on 2 cores (the host, and through
+Docker)."""
+
+
 @dataclass(frozen=True)
 class OwnCpu:
     """What the workload measured of its own reported iterations."""
@@ -39,14 +52,20 @@ class OwnCpu:
     """The iterations' CPU time, all of them."""
     wall_s: float
     """Their wall time, all of them."""
+    switches: int = 0
+    """The process's involuntary context switches, all of its life (a throttled task is
+    taken off its core: one per stall, and one per preemption by another task)."""
+    process_cpu_s: float = 0.0
+    """The process's CPU time, all of its life (the switches' span)."""
 
     @classmethod
     def read(cls, path: Path) -> OwnCpu:
-        """From iterations.py's RUSAGE_FILE (``iteration_cpu_s``, ``iteration_wall_s``)."""
+        """From iterations.py's RUSAGE_FILE (``iteration_cpu_s``, ``iteration_wall_s``,
+        ``nivcsw``, ``cpu_s``)."""
         d = json.loads(path.read_text())
         cpu: list[float] = d["iteration_cpu_s"]
         wall: list[float] = d["iteration_wall_s"]
-        return cls(statistics.median(cpu), sum(cpu), sum(wall))
+        return cls(statistics.median(cpu), sum(cpu), sum(wall), d["nivcsw"], d["cpu_s"])
 
     @property
     def rate(self) -> float:
@@ -64,6 +83,32 @@ class OwnCpu:
     def slower_p50_s(self) -> float:
         """The median of these iterations on a core slowed evenly to :attr:`rate`."""
         return self.p50_s / self.rate
+
+    @property
+    def stall_s(self) -> float:
+        """The iterations' mean time off the core per involuntary switch: one stall's length
+        (their switches are the process's in proportion to CPU time, where the process's
+        start and warm-up iterations ran under the same quota).  ``inf`` without a switch."""
+        switches = self.switches * self.cpu_s / self.process_cpu_s if self.process_cpu_s else 0
+        return (self.wall_s - self.cpu_s) / switches if switches else float("inf")
+
+    @property
+    def half_slowed_p50_s(self) -> float:
+        """Halfway from the unslowed median to :attr:`slower_p50_s`: a median under it
+        carries less than half its share of the stalls, as a full-speed core that stalls
+        shows (its median carries none)."""
+        return (self.p50_s + self.slower_p50_s) / 2
+
+    @property
+    def slower_p50_low_s(self) -> float:
+        """The least median a core slowed evenly to :attr:`rate` shows, by the quota's own
+        granularity: it is enforced per tick, so an iteration stalls a whole number of
+        times, the median iteration's number being a whole one and the mean's not; the
+        median is then up to about one stall (:attr:`stall_s`) under the mean.  A quarter
+        core through Docker under ``stress-ng --cpu 2`` once had a median 0.83 of the mean
+        (51 ms iterations); its stalls there measure 9–12 ms.  Never under
+        :attr:`half_slowed_p50_s`."""
+        return max(self.slower_p50_s - self.stall_s, self.half_slowed_p50_s)
 
 
 def quota_misses(r: RunResult, share: float) -> list[str]:
@@ -124,10 +169,15 @@ def slower_core_misses(
     t = lat.throttling
     misses = []
     slower = own.slower_p50_s
-    if not slower * 0.85 <= lat.p50_s <= slower * p50_high:
+    # Under an emulator the median's place within its stalls' granularity is the
+    # emulator's (a TCG guest's medians: 0.84–1.24 of a slower core's; at a quarter core
+    # one was 10.3 ms under a slower core's 62.7, against stalls measured there at 8.5 ms):
+    # asserted there, it carries at least half its share of them.
+    low = min(0.85 * slower, own.slower_p50_low_s) if pattern else own.half_slowed_p50_s
+    if not low <= lat.p50_s <= slower * p50_high:
         misses.append(
             f"p50 {lat.p50_s:.4f}s against {slower:.4f}s, a core slowed to the run's "
-            f"{own.rate:.3f} ({own.p50_s:.4f}s of CPU)"
+            f"{own.rate:.3f} ({own.p50_s:.4f}s of CPU, stalls of {own.stall_s:.4f}s)"
         )
     # The quota is the share: the iterations never got more than its periods allow, and
     # the throttled periods had used their quota (quota_misses).
@@ -142,7 +192,16 @@ def slower_core_misses(
     if t is None or t.throttled <= iterations // 2:
         misses.append(f"stalls not spread: {t}")
     elif pattern:
-        if lat.p99_s / lat.p50_s > tail * max(1.0, u.p99_s / u.p50_s):
+        # The raw tail against the unlimited run's only where the iterations got their
+        # quota: where they did not, another task had the core in their turns, and its
+        # turns are in the percentiles (a throttled core idles most of the time, so the
+        # scheduler moves other tasks onto it; the unlimited run's core is busy and keeps
+        # them away: under stress-ng --cpu 2 a quarter core's iterations got 0.224 of the
+        # core, p99/p50 2.93, while an unlimited run got 0.98, p99/p50 1.08).  There the
+        # quota's own pattern is judged by edgeprof's attribution (``distorted`` below).
+        if own.rate >= CONTENDED * share and lat.p99_s / lat.p50_s > tail * max(
+            1.0, u.p99_s / u.p50_s
+        ):
             misses.append(
                 f"p99/p50 {lat.p99_s / lat.p50_s:.2f} (unlimited {u.p99_s / u.p50_s:.2f})"
             )
@@ -152,7 +211,7 @@ def slower_core_misses(
         # slowed were throttled less (under stress-ng --cpu 2 on 2 cores, 0.42 of a core at
         # a 0.5 share: the longest stall 2.2–2.6 times the mean, p50–p99 still even).
         if t.distorted or (
-            own.rate >= 0.9 * share and t.max_stall_s >= 2 * t.stall_s / t.iterations
+            own.rate >= CONTENDED * share and t.max_stall_s >= 2 * t.stall_s / t.iterations
         ):
             misses.append(f"stalls not spread: {t}")
     return misses
