@@ -85,6 +85,26 @@ def run_name(owner: Owner | None = None) -> str:
     return f"{PREFIX}{o.pid}{start}-{secrets.token_hex(4)}"
 
 
+EVENTS_DIR = re.compile(r"^edgeprof-events-(\d{1,10})-(\d{0,20})-")
+"""A container run's events directory in the temporary directory (the FIFO the workload
+writes): ``edgeprof-events-<pid>-<start>-<random>``.  An edgeprof killed by SIGKILL never
+removes it; its owner in the name lets ``edgeprof gc`` tell a dead run's from a live one's."""
+
+
+def events_dir_prefix(owner: Owner | None = None) -> str:
+    """The prefix for a run's events directory (``tempfile.mkdtemp`` adds the random part)."""
+    o = owner or this_process()
+    return f"edgeprof-events-{o.pid}-{'' if o.start is None else o.start}-"
+
+
+def events_dir_owner(name: str) -> Owner | None:
+    """The owner encoded in an events directory's name, ``None`` if it is not one."""
+    m = EVENTS_DIR.match(name)
+    if m is None:
+        return None
+    return Owner(int(m.group(1)), int(m.group(2)) if m.group(2) else None)
+
+
 def owner_of(name: str) -> Owner | None:
     """The owner encoded in a run's name, ``None`` if ``name`` is not a run name."""
     m = RUN_NAME.match(name)

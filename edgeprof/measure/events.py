@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable
 
 from ..backends.base import PeakReset
+from ..backends.owner import events_dir_prefix
 from ..errors import EdgeprofError
 from ..model import Capped, Counters, EventCounts, LatencyStats, Mark, PhaseStats, Sample
 from ..workload.instrument import (
@@ -93,7 +94,8 @@ class EventChannel:
         self.fifo: str | None = None
         self._dir: str | None = None
         if fifo:
-            self._dir = tempfile.mkdtemp(prefix="edgeprof-events-")
+            # Named after its owner: one that dies by SIGKILL leaves it to `edgeprof gc`.
+            self._dir = tempfile.mkdtemp(prefix=events_dir_prefix())
             self.fifo = os.path.join(self._dir, "events")
             os.mkfifo(self.fifo)
             os.chmod(self.fifo, 0o622)  # any user of the container may write, none read

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -74,6 +76,42 @@ def remove_groups(groups: Iterable[Path], timeout: float = 10.0) -> list[str]:
     return out
 
 
+def stale_event_dirs(tmp: Path | None = None, proc: Path = Path("/proc")) -> list[Path]:
+    """Events directories (a container run's FIFO, :mod:`edgeprof.measure.events`) in the
+    temporary directory whose owning edgeprof is gone.  Only this user's: the temporary
+    directory is everybody's, and a name proves nothing about who made it."""
+    tmp = tmp or Path(tempfile.gettempdir())
+    try:
+        entries = list(os.scandir(tmp))
+    except OSError:
+        return []
+    found = []
+    for e in entries:
+        o = ow.events_dir_owner(e.name)
+        if o is None or ow.alive(o, proc):
+            continue
+        with contextlib.suppress(OSError):
+            st = e.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
+                found.append(Path(e.path))
+    return sorted(found)
+
+
+def remove_event_dirs(dirs: Iterable[Path]) -> list[str]:
+    """Remove each events directory (its FIFO, then itself); a line each.  ``rmdir``, not a
+    tree removal: anything else in it was not edgeprof's, and stays with the directory."""
+    out = []
+    for d in dirs:
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(d / "events")
+            os.rmdir(d)
+            out.append(f"removed events directory {d}")
+        except OSError as exc:
+            out.append(f"cannot remove events directory {d}: {exc.strerror}")
+    return out
+
+
 def _container_is_stale(labels: dict[str, str], host: str, boot: str) -> bool:
     from ..backends.docker.sdk import BOOT_LABEL, HOST_LABEL, OWNER_LABEL
 
@@ -127,6 +165,7 @@ def collect(images: bool = False, client: Any = None) -> list[str]:
 
             out.extend(f"removed image {t}" for t in remove_images(client))
     out.extend(remove_groups(stale_groups()))
+    out.extend(remove_event_dirs(stale_event_dirs()))
     if not out:
         out.append("nothing to remove")
     return out
@@ -143,6 +182,7 @@ def collect_before_run(scope: CleanupScope) -> list[str]:
     try:
         if scope.docker_client is not None:
             out.extend(remove_containers(scope.docker_client))
+            out.extend(remove_event_dirs(stale_event_dirs()))
         out.extend(remove_groups(stale_groups(scope.cgroup_roots)))
     except (OSError, EdgeprofError) as exc:
         out.append(f"could not collect a dead run's leftovers: {exc}")

@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -54,6 +55,11 @@ def wait_for_processes(mark: str, proc: subprocess.Popen[Any], n: int) -> None:
         time.sleep(0.05)
 
 
+def events_dirs(pid: int) -> list[Path]:
+    """The events directories (a container run's FIFO) of the edgeprof with ``pid``."""
+    return list(Path(tempfile.gettempdir()).glob(f"edgeprof-events-{pid}-*"))
+
+
 def edgeprof_containers(client: Any) -> list[Any]:
     return list(client.containers.list(all=True, filters={"label": "org.edgeprof.managed=1"}))
 
@@ -78,6 +84,9 @@ def test_sigkill_to_edgeprof_then_collection(
     assert len(marked_processes(mark)) == 2  # the two sleeps (busybox sh execs the last)
     assert check_samples(out / "samples.csv") >= 5 and temp_files(out) == []
     assert not (out / "result.json").exists()
+    # The dead run's FIFO directory, named after it (the first run of the test as a whole
+    # left two per tier run behind before it was).
+    [fifo_dir] = events_dirs(proc.pid)
 
     if collector == "gc":
         p = subprocess.run(
@@ -86,6 +95,7 @@ def test_sigkill_to_edgeprof_then_collection(
         )  # fmt: skip
         assert p.returncode == 0, p.stderr
         assert f"removed container {c.name}" in p.stdout.splitlines()
+        assert f"removed events directory {fifo_dir}" in p.stdout.splitlines()
     else:
         argv, env = edgeprof_cmd(docker_daemon.host, mark, "--out", str(tmp_path / "n"), "--",
                                  "true")  # fmt: skip
@@ -94,6 +104,7 @@ def test_sigkill_to_edgeprof_then_collection(
         warnings = json.loads((tmp_path / "n" / "result.json").read_text())["warnings"]
         assert f"cleaned up after a dead edgeprof run: removed container {c.name}" in warnings
     assert edgeprof_containers(docker_daemon.client) == []
+    assert events_dirs(proc.pid) == []
     assert marked_processes(mark) == []
     # The parent groups runc made for the dead run (every hierarchy): gone too.
     assert not [g for g in _run_groups() if g.name.startswith(f"edgeprof-{proc.pid}-")]

@@ -67,6 +67,33 @@ def test_stale_groups_are_found_in_every_hierarchy_and_live_ones_kept(tmp_path: 
     assert found[0].name == "0123container"  # deepest first, as rmdir needs
 
 
+def test_a_dead_runs_events_directory_is_collected_and_nothing_else(tmp_path: Path) -> None:
+    """A container run's FIFO directory carries its owner: ``edgeprof gc`` removes a dead
+    run's (its FIFO and itself) and leaves a live run's, a reused pid's owner's name taken
+    by another process, and anything whose name is not an events directory's."""
+    me = owner.this_process()
+    assert owner.events_dir_owner(owner.events_dir_prefix() + "x1y2") == me
+    dead = tmp_path / f"edgeprof-events-{IMPOSSIBLE_PID}-1-abc"
+    live = tmp_path / (owner.events_dir_prefix(me) + "abc")
+    for d in (
+        dead,
+        live,
+        tmp_path / "edgeprof-events-abc",
+        tmp_path / f"edgeprof-{IMPOSSIBLE_PID}-1-0000abcd",
+    ):
+        d.mkdir()
+        os.mkfifo(d / "events")
+    (tmp_path / f"edgeprof-events-{IMPOSSIBLE_PID}-1-file").write_text("not a directory")
+    assert gc.stale_event_dirs(tmp_path) == [dead]
+    assert gc.remove_event_dirs([dead]) == [f"removed events directory {dead}"]
+    assert not dead.exists() and (live / "events").exists()
+    # Something else in it was not edgeprof's: it stays, said in one line.
+    dead.mkdir()
+    (dead / "kept").write_text("")
+    [line] = gc.remove_event_dirs(gc.stale_event_dirs(tmp_path))
+    assert line.startswith(f"cannot remove events directory {dead}: ") and (dead / "kept").exists()
+
+
 @pytest.mark.parametrize(
     ("labels", "stale"),
     [
