@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import platform
 import subprocess
@@ -70,8 +71,10 @@ def diagnose(
     )
 
     v2 = CgroupV2Backend(proc_self_cgroup=proc_self_cgroup)
+    v2_ok = False
     try:
         v2.check()
+        v2_ok = True
         parent = v2.parent()
         f.append(
             Finding(
@@ -88,6 +91,7 @@ def diagnose(
             f.append(Finding(feat, present, why, None if present else "a newer kernel"))
     except EdgeprofError as exc:
         f.append(Finding("cgroup v2", False, str(exc)))
+    v2_at = len(f) - 1
 
     v1 = CgroupV1Backend(mountinfo=mountinfo, proc_self_cgroup=proc_self_cgroup)
     try:
@@ -100,6 +104,8 @@ def diagnose(
                 "run groups under: " + ", ".join(f"{c or 'unified'}={h[c].own}" for c in sorted(h)),
             )
         )
+        if not v2_ok:  # not missing: the cgroup backend uses v1 here
+            f[v2_at] = dataclasses.replace(f[v2_at], ok=None)
         for w in v1.warnings():
             f.append(Finding("cgroup v1", False, w))
         kill = "" in h and "cgroup.kill" in _probe_files(h[""].own)
@@ -113,7 +119,8 @@ def diagnose(
             )
         )
     except EdgeprofError as exc:
-        f.append(Finding("cgroup v1", False, str(exc)))
+        # Not missing where v2 serves: the cgroup backend uses v2 there.
+        f.append(Finding("cgroup v1", None if v2_ok else False, str(exc)))
 
     try:
         be = get_backend("auto")
