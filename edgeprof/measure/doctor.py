@@ -71,10 +71,9 @@ def diagnose(
     )
 
     v2 = CgroupV2Backend(proc_self_cgroup=proc_self_cgroup)
-    v2_ok = False
+    v2_miss: int | None = None  # where its MISS is, to be information if v1 serves
     try:
         v2.check()
-        v2_ok = True
         parent = v2.parent()
         f.append(
             Finding(
@@ -90,8 +89,8 @@ def diagnose(
         for feat, (present, why) in kernel_has.items():
             f.append(Finding(feat, present, why, None if present else "a newer kernel"))
     except EdgeprofError as exc:
+        v2_miss = len(f)
         f.append(Finding("cgroup v2", False, str(exc)))
-    v2_at = len(f) - 1
 
     v1 = CgroupV1Backend(mountinfo=mountinfo, proc_self_cgroup=proc_self_cgroup)
     try:
@@ -104,8 +103,8 @@ def diagnose(
                 "run groups under: " + ", ".join(f"{c or 'unified'}={h[c].own}" for c in sorted(h)),
             )
         )
-        if not v2_ok:  # not missing: the cgroup backend uses v1 here
-            f[v2_at] = dataclasses.replace(f[v2_at], ok=None)
+        if v2_miss is not None:  # not missing: the cgroup backend uses v1 here
+            f[v2_miss] = dataclasses.replace(f[v2_miss], ok=None)
         for w in v1.warnings():
             f.append(Finding("cgroup v1", False, w))
         kill = "" in h and "cgroup.kill" in _probe_files(h[""].own)
@@ -120,7 +119,7 @@ def diagnose(
         )
     except EdgeprofError as exc:
         # Not missing where v2 serves: the cgroup backend uses v2 there.
-        f.append(Finding("cgroup v1", None if v2_ok else False, str(exc)))
+        f.append(Finding("cgroup v1", False if v2_miss is not None else None, str(exc)))
 
     try:
         be = get_backend("auto")

@@ -106,7 +106,7 @@ class OwnCpu:
         times, the median iteration's number being a whole one and the mean's not; the
         median is then up to about one stall (:attr:`stall_s`) under the mean.  A quarter
         core through Docker under ``stress-ng --cpu 2`` once had a median 0.83 of the mean
-        (51 ms iterations); its stalls there measure 9–12 ms.  Never under
+        (51 ms iterations); its stalls there measured 9.0–11.5 ms.  Never under
         :attr:`half_slowed_p50_s`."""
         return max(self.slower_p50_s - self.stall_s, self.half_slowed_p50_s)
 
@@ -197,7 +197,7 @@ def slower_core_misses(
         # turns are in the percentiles (a throttled core idles most of the time, so the
         # scheduler moves other tasks onto it; the unlimited run's core is busy and keeps
         # them away: under stress-ng --cpu 2 a quarter core's iterations got 0.224 of the
-        # core, p99/p50 2.93, while an unlimited run got 0.98, p99/p50 1.08).  There the
+        # core, p99/p50 2.93, while unlimited runs got 0.97–0.99, p99/p50 1.08).  There the
         # quota's own pattern is judged by edgeprof's attribution (``distorted`` below).
         if own.rate >= CONTENDED * share and lat.p99_s / lat.p50_s > tail * max(
             1.0, u.p99_s / u.p50_s
