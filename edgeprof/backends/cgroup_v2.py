@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -15,6 +16,7 @@ from ._cgroup_common import missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod
 from ._peak_reset import FdPeakReset
 from ._reclaim import GroupReclaim
+from ._systemd_scope import process_scope, systemd_manages
 from .base import Backend, CleanupScope
 from .cgroupfs import CounterSet, Field, Kind, Source
 
@@ -25,6 +27,7 @@ FIX = (
     "systemd-run --user --scope -p Delegate=yes edgeprof …"
 )
 SELF_LEAF = "edgeprof-self"
+CGROUP_ROOT = Path("/sys/fs/cgroup")
 THROTTLING = (
     Field("nr_periods", "nr_periods"),
     Field("nr_throttled", "nr_throttled"),
@@ -96,10 +99,16 @@ def counter_sources(group: Path, disable: frozenset[str] = frozenset()) -> list[
 class CgroupV2Backend(Backend):
     """Runs each command in ``<parent>/edgeprof-<pid>-<rand>`` on the unified hierarchy.
 
-    Parent: ``parent`` if given (a cgroup path such as ``/edgeprof``); else, as root, the
-    top-level ``/edgeprof`` group (a root shell's own group usually holds other processes,
-    so the no-internal-process rule would forbid enabling controllers there); else the
-    process's own group when it is delegated to us, after moving edgeprof into a leaf child.
+    Parent: ``parent`` if given (a cgroup path such as ``/edgeprof``); else, as root, a
+    scope systemd delegates to this process where systemd is PID 1 (``delegate``; it owns
+    the tree), or the top-level ``/edgeprof`` group where nothing manages the tree (a root
+    shell's own group usually holds other processes, so the no-internal-process rule would
+    forbid enabling controllers there); else the process's own group when it is delegated
+    to us, after moving edgeprof into a leaf child.
+
+    ``delegate`` returns a delegated group for ``root`` or raises :class:`BackendError`;
+    ``None`` means systemd's scope (:mod:`._systemd_scope`) on the real hierarchy of a host
+    systemd manages, and nothing on any other ``root`` (a test's fake tree).
 
     ``disable`` turns off kernel features (``cgroup.kill``, ``memory.peak``,
     ``cgroup.freeze``) so tests can exercise older kernels' paths on a new one; ``native``
@@ -116,8 +125,12 @@ class CgroupV2Backend(Backend):
         euid: int | None = None,
         disable: frozenset[str] = frozenset(),
         native: bool | None = None,
+        delegate: Callable[[Path], Path] | None = None,
     ) -> None:
         self.root = root
+        if delegate is None and root == CGROUP_ROOT and systemd_manages():
+            delegate = _systemd_delegate
+        self._delegate = delegate
         self._native = native
         self._parent_arg = parent
         self._proc_self_cgroup = proc_self_cgroup
@@ -176,16 +189,29 @@ class CgroupV2Backend(Backend):
             if not parent.is_dir():
                 raise ConfigError(f"--cgroup-parent {self._parent_arg}: no such cgroup {parent}")
         elif self._euid == 0:
-            parent = self.root / "edgeprof"
-            self._enable(self.root, warn=False)
-            try:
-                parent.mkdir(exist_ok=True)
-            except OSError as exc:
-                raise BackendError(f"cannot create {parent}: {exc.strerror}") from exc
+            parent = self._root_parent()
         else:
             parent = self.root / self._own_group().lstrip("/")
             self._move_self_to_leaf(parent)
         self._controllers = self._enable(parent)
+        return parent
+
+    def _root_parent(self) -> Path:
+        if self._delegate is not None:
+            try:
+                return self._delegate(self.root)
+            except BackendError as exc:
+                self._warnings.append(
+                    f"systemd manages this host's cgroups but gave edgeprof no delegated "
+                    f"scope ({exc}); its runs go in {self.root / 'edgeprof'}, which systemd "
+                    "does not know"
+                )
+        parent = self.root / "edgeprof"
+        self._enable(self.root, warn=False)
+        try:
+            parent.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise BackendError(f"cannot create {parent}: {exc.strerror}") from exc
         return parent
 
     def _move_self_to_leaf(self, own: Path) -> None:
@@ -327,3 +353,7 @@ class CgroupV2Backend(Backend):
                 members=procs, freeze_file=group / "cgroup.freeze", frozen_probe=frozen
             )
         return KillMethod(members=procs)
+
+
+def _systemd_delegate(root: Path) -> Path:
+    return process_scope(root).path

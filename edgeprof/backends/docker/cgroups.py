@@ -65,12 +65,12 @@ def place(
     """The parent group ``name`` for a container of a daemon with this cgroup ``version``
     and ``driver`` (``CgroupDriver`` of its info)."""
     if version == 2:
+        if driver == "systemd":  # a slice of its own, which systemd makes for runc
+            path = f"{name}.slice"
+            return Placement(2, path, {"": cgroup_root / path}, (cgroup_root,))
         v2 = cgroup_v2.CgroupV2Backend(root=cgroup_root, proc_self_cgroup=proc_self_cgroup)
         rel = "/" + str(v2.parent().relative_to(cgroup_root)).strip("./")
         path = f"{rel.rstrip('/')}/{name}"
-        if driver == "systemd":
-            path = f"{name}.slice"
-            return Placement(2, path, {"": cgroup_root / path}, (cgroup_root,))
         return Placement(2, path, {"": cgroup_root / path.lstrip("/")}, (cgroup_root,))
     h = cgroup_v1.discover(mountinfo, proc_self_cgroup)
     if "memory" not in h:
