@@ -71,10 +71,11 @@ def main() -> int:
         rc = subprocess.call(cmd, cwd=REPO, env=env)
         rows.append((name, counts(junit), time.monotonic() - t, rc))
 
-    # One row per cgroup v2 guest (vm-guest-6.12.xml, vm-guest-6.1.xml): their tests ran
+    # One row per cgroup v2 guest (vm-guest-6.12.xml, vm-guest-6.1.xml,
+    # vm-guest-6.12-systemd.xml): their tests ran
     # inside the vm tier's, so their time is in its row.
     for guest in sorted(RESULTS.glob("vm-guest-*.xml"), key=lambda p: p.name, reverse=True):
-        kernel = guest.stem.removeprefix("vm-guest-")
+        kernel = guest.stem.removeprefix("vm-guest-").replace("-", " ")
         rows.append((f"vm guest Linux {kernel}", counts(guest), 0.0, 0))
 
     print("\n=== summary: tests run per tier")
@@ -83,7 +84,7 @@ def main() -> int:
     for name, c, secs, rc in rows:
         failed = c["failures"] + c["errors"]
         passed = c["tests"] - failed - c["skipped"]
-        print(f"  {name:22s} {passed:4d} passed {failed:3d} failed {c['skipped']:3d} skipped"
+        print(f"  {name:28s} {passed:4d} passed {failed:3d} failed {c['skipped']:3d} skipped"
               f"  {secs:7.1f}s")
         if rc not in (0,) or failed or c["tests"] == 0 or (IN_CI and c["skipped"]):
             ok = False

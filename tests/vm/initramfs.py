@@ -61,10 +61,43 @@ mount -t tmpfs -o mode=1777 tmpfs "$R/dev/shm"
 mount -t cgroup2 cgroup2 "$R/sys/fs/cgroup" || fail "cannot mount cgroup2"
 # /tmp stays the overlay's: the host's /tmp is readable (a checkout there works) and the
 # guest's writes land in its own RAM upper layer, as everywhere else.
+# /run is the guest's own (a host's /run/systemd/system would say systemd runs here).
+mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs "$R/run" || fail "cannot mount /run"
 mkdir -p "$R@GUEST_OUT_DIR@" "$R@GUEST_HOST_ROOT@"
 mount -t 9p -o "@P9_OPTS@" out "$R@GUEST_OUT_DIR@" || fail "cannot mount the out share"
 mount --bind /lower "$R@GUEST_HOST_ROOT@" || fail "cannot bind the host root"
 [ -f "$R@GUEST_OUT_DIR@/command.sh" ] || fail "no command.sh in the out share"
+if grep -qw edgeprof.init=systemd /proc/cmdline; then
+    # systemd as PID 1: the command is a oneshot service of a target of its own (nothing
+    # else is started but basic.target), and its end powers the guest off.
+    U="$R/etc/systemd/system"
+    O="@GUEST_OUT_DIR@"
+    cat > "$R/etc/edgeprof-vm-command" <<EOS || fail "cannot write the command's service"
+#!/bin/sh
+echo "edgeprof-vm: command started, uptime \$(cut -d' ' -f1 /proc/uptime)" > /dev/console
+/bin/sh $O/command.sh < /dev/null > $O/output.txt 2>&1
+rc=\$?
+echo "\$rc" > $O/exit_code
+echo "edgeprof-vm: command exited with \$rc, uptime \$(cut -d' ' -f1 /proc/uptime)" > /dev/console
+sync
+EOS
+    chmod 755 "$R/etc/edgeprof-vm-command"
+    printf '%s\n' "[Unit]" "After=basic.target dbus.service" "Wants=dbus.service" \
+        "SuccessAction=poweroff-force" "FailureAction=poweroff-force" \
+        "[Service]" "Type=oneshot" "ExecStart=/etc/edgeprof-vm-command" \
+        > "$U/edgeprof-vm.service"
+    printf '%s\n' "[Unit]" "Requires=basic.target edgeprof-vm.service" \
+        "After=basic.target" "AllowIsolate=yes" > "$U/edgeprof-vm.target"
+    # tmpfiles walks the 9p root for minutes under TCG; nothing here needs it.
+    for unit in systemd-tmpfiles-setup.service systemd-tmpfiles-setup-dev.service \
+            systemd-tmpfiles-clean.timer; do
+        ln -sf /dev/null "$U/$unit"
+    done
+    rm -f "$R/.dockerenv"  # else systemd believes it is in a container
+    log "systemd starting, uptime $(up)"
+    umount /lower
+    exec switch_root "$R" /lib/systemd/systemd --unit=edgeprof-vm.target
+fi
 log "command started, uptime $(up)"
 env -i /bin/busybox chroot "$R" /bin/sh "@GUEST_OUT_DIR@/command.sh" \
     < /dev/null > "$R@GUEST_OUT_DIR@/output.txt" 2>&1

@@ -31,6 +31,10 @@ _SANE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _KERNEL_CMDLINE = "console=ttyS0 panic=-1 quiet loglevel=4 rdinit=/init mitigations=off"
 
 
+INITS = {"busybox": "", "systemd": " edgeprof.init=systemd"}
+"""PID 1 of the guest → what the kernel command line says for it (the initramfs reads it)."""
+
+
 def _qemu_opt(value: str) -> str:
     """Escape a value for qemu's comma-separated option syntax."""
     return value.replace(",", ",,")
@@ -57,6 +61,7 @@ def run_in_guest(
     kernel: str | None = None,
     out_dir: Path | None = None,
     assets: VmAssets | None = None,
+    init: str = "busybox",
 ) -> GuestResult:
     """Boot a guest, run ``argv`` in it, power it off and return the result.
 
@@ -73,7 +78,9 @@ def run_in_guest(
     created, which the caller owns and should delete.  ``cpus`` defaults to
     :func:`~tests.vm.guest.default_cpus` (``$EDGEPROF_VM_CPUS``, else 8).  ``assets``
     defaults to :func:`ensure_assets` for the kernel series ``kernel`` (default
-    ``$EDGEPROF_VM_KERNEL``, else 6.12).
+    ``$EDGEPROF_VM_KERNEL``, else 6.12).  ``init="systemd"`` boots the image's systemd as
+    PID 1 (cgroup v2, only ``basic.target`` and D-Bus started) and runs the command as a
+    oneshot service; ``"busybox"`` runs it straight from the initramfs's shell.
 
     Raises :class:`VmUnavailable` if the assets cannot be prepared and :class:`VmError` if
     the guest fails to boot, times out (qemu is then killed) or reports no exit code.
@@ -104,6 +111,8 @@ def run_in_guest(
             raise ValueError(f"invalid environment variable name {key!r}")
         if "\0" in value:
             raise ValueError(f"environment variable {key} contains a NUL byte")
+    if init not in INITS:
+        raise ValueError(f"init must be one of {', '.join(INITS)}, not {init!r}")
     cpus = default_cpus() if cpus is None else cpus
     if cpus < 1 or memory_mb < 256:
         raise ValueError("need at least 1 CPU and 256 MiB of memory")
@@ -144,7 +153,7 @@ def run_in_guest(
         "-initrd",
         str(assets.initrd),
         "-append",
-        _KERNEL_CMDLINE,
+        _KERNEL_CMDLINE + INITS[init],
         "-virtfs",
         "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
         "-virtfs",
