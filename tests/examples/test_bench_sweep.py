@@ -72,12 +72,17 @@ def test_mlp_throughput_rises_with_batch_size() -> None:
     # 1 to 32).  Throughput by the loop's span, and by the median latency (robust to a
     # neighbour's noise spell).  From 8 to 32 the matmuls are compute-bound: the gain there is
     # small and within noise (measured 73.3k against 72.5k items/s), so it must not be lost,
-    # not strictly grow.
+    # not strictly grow; that is judged on the fastest iteration of each, what the machine can
+    # do, because the median of a 4x longer iteration is the one a busy host's turns and the
+    # quota's stalls reach: with a qemu guest beside the run, bs=32's median fell to 0.69 of
+    # bs=8's (61.5k against 88.9k items/s) in a CI run.
     span = [r["latency"]["items_per_s"] for r in runs]
     median = [bs / r["latency"]["p50_s"] for r, bs in zip(runs, (1, 8, 32), strict=True)]
+    best = [bs / r["latency"]["min_s"] for r, bs in zip(runs, (1, 8, 32), strict=True)]
     assert span[2] > 2 * span[0], span
     assert median[0] < median[1] and median[0] < median[2], median
-    assert median[1] > 2 * median[0] and median[2] > 0.8 * median[1], median
+    assert median[1] > 2 * median[0], median
+    assert best[2] > 0.8 * best[1], best
 
 
 def test_bench_an_onnx_model(mobilenet: Path) -> None:

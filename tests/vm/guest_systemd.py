@@ -1,8 +1,10 @@
-"""edgeprof on a host systemd manages: as root, and as a user in the scope systemd delegates.
+"""edgeprof on a host systemd manages: as root, as a user in the scope systemd delegates,
+and through a Docker daemon that uses the systemd cgroup driver.
 
 Runs inside the systemd guest only (test_cgroup_v2.py boots the image's systemd 252 as
 PID 1 for it and names this file; its name keeps the host's pytest from collecting it).
-The tests run as root in a oneshot service of that guest, as a CI job's sudo would.
+The tests run as root in a oneshot service of that guest, as a CI job's sudo would.  The
+guest has no network: Docker and the busybox image's tarball were prepared on the host.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ import json
 import os
 import pwd
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -171,3 +175,87 @@ def test_a_user_runs_in_the_scope_systemd_run_user_delegates(
     missing = {ln.split("'")[1] for ln in done.stdout.splitlines() if "is not delegated" in ln}
     assert missing == {"io", "cpuset"}, done.stdout
     assert gone(scope_dir, m.group(2))
+
+
+BUSYBOX = "edgeprof-test/busybox:latest"
+#: Holds 19 MiB of text in a shell variable, then spins for 2 s of wall time.
+BUSYBOX_SCRIPT = (
+    'x=$(yes | head -c 20000000); timeout 2 sh -c "while :; do :; done"; echo "held ${#x}"'
+)
+
+
+@pytest.fixture(scope="module")
+def systemd_dockerd() -> Iterator[str]:
+    """A private dockerd with the systemd cgroup driver (its containers' groups are systemd
+    units), its layers on the guest's tmpfs (``vfs``: overlay2 cannot stack on the guest's
+    overlay root), the busybox image imported from the host's cached tarball."""
+    import docker
+
+    from tests.docker.daemon_images import ensure_base_images
+
+    require(shutil.which("dockerd") is not None, "dockerd (installed on the host before boot)")
+    state = Path(tempfile.mkdtemp(prefix="edgeprof-dockerd-", dir="/run"))
+    host = f"unix://{state}/docker.sock"
+    with open(state / "dockerd.log", "wb") as log:
+        daemon = subprocess.Popen(
+            ["dockerd", f"--data-root={state}/data", f"--exec-root={state}/exec",
+             f"--host={host}", f"--pidfile={state}/dockerd.pid",
+             "--exec-opt", "native.cgroupdriver=systemd", "--storage-driver=vfs",
+             "--bridge=none", "--iptables=false", "--ip-forward=false", "--ip-masq=false"],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 180  # 1 s in the guest, measured
+        while True:
+            try:  # the client asks the daemon's version as it is made
+                client = docker.DockerClient(base_url=host)
+                break
+            except docker.errors.DockerException:
+                assert daemon.poll() is None, (state / "dockerd.log").read_text()[-3000:]
+                assert time.monotonic() < deadline, (state / "dockerd.log").read_text()[-3000:]
+                time.sleep(0.2)
+        assert client.info()["CgroupDriver"] == "systemd"
+        ensure_base_images(host, names=["busybox"])
+        yield host
+        client.close()
+    finally:
+        daemon.terminate()
+        try:
+            daemon.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def test_docker_with_the_systemd_driver_is_exact_and_leaves_no_slice(
+    systemd_dockerd: str, tmp_path: Path
+) -> None:
+    """A CI runner's Docker uses the systemd cgroup driver: the container goes in a slice of
+    its own that systemd makes for runc, whose kernel counters give the exact totals; the
+    limits hold; and once the run is over, no container, no slice unit and no group is
+    left (systemd removes the slice when edgeprof stops it)."""
+    import docker
+
+    out = tmp_path / "docker"
+    done = subprocess.run(
+        edgeprof(["run", "--backend", "docker", "--image", BUSYBOX, "--cpus", "0.5",
+                  "--memory", "96m", "--out", str(out), "--", "sh", "-c", BUSYBOX_SCRIPT]),
+        env={**os.environ, "DOCKER_HOST": systemd_dockerd},
+        capture_output=True, text=True, timeout=600, cwd=REPO,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "held 19999999" in done.stdout, done.stdout  # $(…) drops the last newline
+    assert "warning" not in done.stdout, done.stdout
+    r = json.loads((out / "result.json").read_text())
+    assert (r["mechanism"], r["termination"]) == ("docker+cgroup2", "exited")
+    assert r["memory"]["peak_source"] == "kernel"
+    assert 19 * MiB <= r["memory"]["peak_bytes"] <= 96 * MiB, r["memory"]
+    assert r["cpu"]["nr_throttled"] > 0 and 0 < r["cpu"]["avg_pct"] <= 55, r["cpu"]
+    assert units("edgeprof_*") == []
+    assert [p.name for p in CGROUP.glob("edgeprof*")] == []
+    client = docker.DockerClient(base_url=systemd_dockerd)
+    try:
+        assert client.containers.list(all=True) == []
+    finally:
+        client.close()

@@ -31,8 +31,10 @@ _SANE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _KERNEL_CMDLINE = "console=ttyS0 panic=-1 quiet loglevel=4 rdinit=/init mitigations=off"
 
 
-INITS = {"busybox": "", "systemd": " edgeprof.init=systemd"}
-"""PID 1 of the guest → what the kernel command line says for it (the initramfs reads it)."""
+INITS = {"busybox": "", "systemd": " edgeprof.init=systemd apparmor=0"}
+"""PID 1 of the guest → what the kernel command line says for it (the initramfs reads it).
+AppArmor off under systemd: Debian's kernel enables it, and dockerd then refuses to start a
+container without ``apparmor_parser`` to load its profile, which our hosts do not install."""
 
 
 def _qemu_opt(value: str) -> str:

@@ -11,6 +11,7 @@ carries (CFS throttling, cgroup v1 OOM kills) is read from that group while it e
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,14 @@ class Placement:
     roots: tuple[Path, ...]
     """Every hierarchy runc creates the parent path in (the devices and named systemd ones
     and, on hybrid hosts, the unified one too, not only those edgeprof reads)."""
+    slice_unit: str | None = None
+    """The systemd driver's parent: a slice systemd makes for runc and removes when it is
+    stopped (:func:`stop_slice`), never a directory edgeprof makes or removes."""
+
+    @property
+    def path(self) -> str:
+        """The parent's path below each root (``/…``): a slice sits at the top."""
+        return f"/{self.slice_unit}" if self.slice_unit else self.cgroup_parent or "/"
 
 
 def place(
@@ -65,9 +74,11 @@ def place(
     """The parent group ``name`` for a container of a daemon with this cgroup ``version``
     and ``driver`` (``CgroupDriver`` of its info)."""
     if version == 2:
-        if driver == "systemd":  # a slice of its own, which systemd makes for runc
-            path = f"{name}.slice"
-            return Placement(2, path, {"": cgroup_root / path}, (cgroup_root,))
+        if driver == "systemd":
+            # A slice of its own at the top, which systemd makes for runc.  Its name has no
+            # "-": systemd reads each one as a level (a-b.slice is a.slice/a-b.slice).
+            unit = name.replace("-", "_") + ".slice"
+            return Placement(2, unit, {"": cgroup_root / unit}, (cgroup_root,), slice_unit=unit)
         v2 = cgroup_v2.CgroupV2Backend(root=cgroup_root, proc_self_cgroup=proc_self_cgroup)
         rel = "/" + str(v2.parent().relative_to(cgroup_root)).strip("./")
         path = f"{rel.rstrip('/')}/{name}"
@@ -92,8 +103,11 @@ def place(
 
 def missing_dirs(p: Placement) -> list[Path]:
     """The directories of the parent path that do not exist yet, in every hierarchy,
-    deepest first (as rmdir needs): runc creates them, and the run removes exactly those."""
-    rel = Path(p.cgroup_parent or "/").relative_to("/")
+    deepest first (as rmdir needs): runc creates them, and the run removes exactly those.
+    None for a slice: systemd makes it and removes it (:func:`stop_slice`)."""
+    if p.slice_unit is not None:
+        return []
+    rel = Path(p.path).relative_to("/")
     missing: list[Path] = []
     for root in p.roots:
         d = root
@@ -106,8 +120,23 @@ def missing_dirs(p: Placement) -> list[Path]:
 
 def parents_everywhere(p: Placement) -> list[Path]:
     """The parent's directory in every hierarchy (where leftover container groups are)."""
-    rel = Path(p.cgroup_parent or "/").relative_to("/")
+    rel = Path(p.path).relative_to("/")
     return [root / rel for root in p.roots]
+
+
+def stop_slice(unit: str, timeout: float = 60.0) -> list[str]:
+    """Stop the systemd driver's slice once its container is gone: systemd then removes its
+    group (it owns it; a rmdir would leave the unit behind).  Warnings, if it could not."""
+    try:
+        done = subprocess.run(
+            ["systemctl", "stop", unit], capture_output=True, text=True, timeout=timeout
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return [f"cannot stop {unit}: {exc}"]
+    if done.returncode != 0:
+        said = done.stderr.strip().splitlines()
+        return [f"cannot stop {unit}: {said[-1] if said else f'exit {done.returncode}'}"]
+    return []
 
 
 def find_inner(parent: Path, cid: str) -> Path | None:

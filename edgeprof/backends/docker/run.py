@@ -25,6 +25,7 @@ from .cgroups import (
     find_inner,
     missing_dirs,
     parents_everywhere,
+    stop_slice,
 )
 from .options import DockerOptions
 from .sdk import daemon_errors, docker_sdk, explain, is_timeout, run_labels
@@ -351,4 +352,8 @@ class DockerRun(RunHandle):
         # A daemon that died mid-run leaves the container running: kill it ourselves, so no
         # process of the run outlives edgeprof whatever happened to dockerd.
         kill_members(inner)
-        self.warnings.extend(fs.remove_tree([*inner, *self._created_dirs], attempts=1000))
+        unit = self._placement.slice_unit if self._placement is not None else None
+        if unit is not None:  # systemd's: stopping the slice removes it, scope and all
+            self.warnings.extend(stop_slice(unit))
+        else:
+            self.warnings.extend(fs.remove_tree([*inner, *self._created_dirs], attempts=1000))
