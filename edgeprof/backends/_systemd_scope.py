@@ -148,6 +148,21 @@ def _placement(holder: subprocess.Popen[bytes], timeout: float) -> str:
     raise BackendError(f"the scope's holder is in no cgroup v2 group: {buf[:200]!r}")
 
 
+def stop_unit(unit: str, timeout: float = 60.0) -> list[str]:
+    """``systemctl stop unit``: systemd then removes the unit's group (it owns it; a rmdir
+    would leave the unit behind).  Warnings, if it could not."""
+    try:
+        done = subprocess.run(
+            ["systemctl", "stop", unit], capture_output=True, text=True, timeout=timeout
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return [f"cannot stop {unit}: {exc}"]
+    if done.returncode != 0:
+        said = done.stderr.strip().splitlines()
+        return [f"cannot stop {unit}: {said[-1] if said else f'exit {done.returncode}'}"]
+    return []
+
+
 _lock = threading.Lock()
 _scopes: dict[Path, Scope] = {}
 

@@ -105,6 +105,22 @@ def events_dir_owner(name: str) -> Owner | None:
     return Owner(int(m.group(1)), int(m.group(2)) if m.group(2) else None)
 
 
+SLICE_NAME = re.compile(r"^edgeprof_(\d{1,10})_(\d{1,20})_([0-9a-f]{8})\.slice$")
+"""A Docker run's parent under the systemd cgroup driver: the run's name as a slice unit,
+``_`` for ``-`` (systemd reads each ``-`` of a slice name as a level of nesting)."""
+
+
+def slice_unit(run: str) -> str:
+    """The slice unit for the run named ``run`` (:func:`run_name`)."""
+    return run.replace("-", "_") + ".slice"
+
+
+def slice_owner(name: str) -> Owner | None:
+    """The owner encoded in a run's slice unit name, ``None`` if it is not one."""
+    m = SLICE_NAME.match(name)
+    return None if m is None else Owner(int(m.group(1)), int(m.group(2)))
+
+
 def owner_of(name: str) -> Owner | None:
     """The owner encoded in a run's name, ``None`` if ``name`` is not a run name."""
     m = RUN_NAME.match(name)

@@ -23,6 +23,7 @@ from typing import Any
 from ..backends import cgroupfs as fs
 from ..backends import owner as ow
 from ..backends._process import kill_members
+from ..backends._systemd_scope import stop_unit
 from ..backends.base import CleanupScope
 from ..backends.cgroup_v1 import cgroup_mounts
 from ..errors import EdgeprofError
@@ -48,6 +49,31 @@ def stale_groups(roots: Iterable[Path] | None = None, proc: Path = Path("/proc")
                     found.extend(Path(t) / x for t, xs, _ in os.walk(group) for x in xs)
             dirs[:] = keep  # never descend into a run group: it holds no other run's group
     return sorted(set(found), key=lambda p: len(p.parts), reverse=True)
+
+
+def stale_slices(roots: Iterable[Path] | None = None, proc: Path = Path("/proc")) -> list[str]:
+    """The systemd cgroup driver's slices (a Docker run's parent, at the top of the unified
+    hierarchy) whose owning edgeprof is gone: its container went with the daemon's clean-up,
+    the slice stays active and empty until it is stopped."""
+    if roots is None:
+        roots = cgroup_mounts(Path("/proc/self/mountinfo"))
+    found = []
+    for root in roots:
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(root):
+                o = ow.slice_owner(entry.name)
+                if o is not None and entry.is_dir() and not ow.alive(o, proc):
+                    found.append(entry.name)
+    return sorted(set(found))
+
+
+def remove_slices(units: Iterable[str]) -> list[str]:
+    """Stop each slice (systemd removes its group); a line per slice."""
+    out = []
+    for unit in units:
+        failed = stop_unit(unit)
+        out.extend(failed or [f"stopped slice {unit}"])
+    return out
 
 
 def _thaw(group: Path) -> None:
@@ -165,6 +191,7 @@ def collect(images: bool = False, client: Any = None) -> list[str]:
 
             out.extend(f"removed image {t}" for t in remove_images(client))
     out.extend(remove_groups(stale_groups()))
+    out.extend(remove_slices(stale_slices()))
     out.extend(remove_event_dirs(stale_event_dirs()))
     if not out:
         out.append("nothing to remove")
@@ -183,6 +210,7 @@ def collect_before_run(scope: CleanupScope) -> list[str]:
         if scope.docker_client is not None:
             out.extend(remove_containers(scope.docker_client))
             out.extend(remove_event_dirs(stale_event_dirs()))
+            out.extend(remove_slices(stale_slices(scope.cgroup_roots)))
         out.extend(remove_groups(stale_groups(scope.cgroup_roots)))
     except (OSError, EdgeprofError) as exc:
         out.append(f"could not collect a dead run's leftovers: {exc}")

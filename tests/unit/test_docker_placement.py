@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from edgeprof.backends._systemd_scope import stop_unit
 from edgeprof.backends.docker import cgroups
 from edgeprof.errors import BackendUnavailable
 
@@ -58,15 +59,15 @@ def test_a_slice_is_stopped_and_a_refusal_is_a_warning(
     exe.write_text(SYSTEMCTL)
     exe.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
-    assert cgroups.stop_slice("edgeprof_1_2_abcdef01.slice") == []
-    assert cgroups.stop_slice("edgeprof_gone.slice") == [
+    assert stop_unit("edgeprof_1_2_abcdef01.slice") == []
+    assert stop_unit("edgeprof_gone.slice") == [
         "cannot stop edgeprof_gone.slice: Failed to stop edgeprof_gone.slice: "
         "Unit edgeprof_gone.slice not loaded."
     ]
     calls = (tmp_path / "systemctl.calls").read_text().splitlines()
     assert calls == ["stop edgeprof_1_2_abcdef01.slice", "stop edgeprof_gone.slice"]
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    assert cgroups.stop_slice("x.slice")[0].startswith("cannot stop x.slice: ")
+    assert stop_unit("x.slice")[0].startswith("cannot stop x.slice: ")
 
 
 def test_cgroupfs_driver_on_v2_nests_under_the_backends_parent(

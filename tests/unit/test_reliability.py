@@ -67,6 +67,31 @@ def test_stale_groups_are_found_in_every_hierarchy_and_live_ones_kept(tmp_path: 
     assert found[0].name == "0123container"  # deepest first, as rmdir needs
 
 
+def test_a_dead_docker_runs_slice_is_stopped_and_a_live_ones_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The systemd cgroup driver's slice (a Docker run's parent) carries its run's name, its
+    "-" as "_": gc stops a dead run's through systemctl (systemd then removes it) and
+    leaves a live run's and systemd's own."""
+    me = owner.this_process()
+    live = owner.slice_unit(owner.run_name(me))
+    assert live.startswith(f"edgeprof_{os.getpid()}_{me.start}_") and live.endswith(".slice")
+    assert owner.slice_owner(live) == me
+    dead = owner.slice_unit(f"edgeprof-{IMPOSSIBLE_PID}-1-0000abcd")
+    root = tmp_path / "cg"
+    for n in (live, dead, "system.slice", "edgeprof.slice", "edgeprof_1_2_3.slice"):
+        (root / n).mkdir(parents=True)
+    (root / "edgeprof_9_9_0000abcd.slice").write_text("")  # a file, not a group
+    assert gc.stale_slices([root]) == [dead]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "systemctl").write_text(f'#!/bin/sh\necho "$@" >> {tmp_path}/calls\n')
+    (bin_dir / "systemctl").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    assert gc.remove_slices([dead]) == [f"stopped slice {dead}"]
+    assert (tmp_path / "calls").read_text() == f"stop {dead}\n"
+
+
 def test_a_dead_runs_events_directory_is_collected_and_nothing_else(tmp_path: Path) -> None:
     """A container run's FIFO directory carries its owner: ``edgeprof gc`` removes a dead
     run's (its FIFO and itself) and leaves a live run's, a reused pid's owner's name taken

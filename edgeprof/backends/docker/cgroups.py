@@ -11,7 +11,6 @@ carries (CFS throttling, cgroup v1 OOM kills) is read from that group while it e
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 from ...errors import BackendUnavailable
 from .. import cgroup_v1, cgroup_v2
 from ..cgroupfs import Field, Kind, Source
+from ..owner import slice_unit
 
 THROTTLING_FIELDS = frozenset({"nr_periods", "nr_throttled", "throttled_us"})
 FLUSH = """The samples' composition comes from the container's own ``memory.stat`` while it
@@ -54,7 +54,8 @@ class Placement:
     and, on hybrid hosts, the unified one too, not only those edgeprof reads)."""
     slice_unit: str | None = None
     """The systemd driver's parent: a slice systemd makes for runc and removes when it is
-    stopped (:func:`stop_slice`), never a directory edgeprof makes or removes."""
+    stopped (:func:`~edgeprof.backends._systemd_scope.stop_unit`), never a directory
+    edgeprof makes or removes."""
 
     @property
     def path(self) -> str:
@@ -77,7 +78,7 @@ def place(
         if driver == "systemd":
             # A slice of its own at the top, which systemd makes for runc.  Its name has no
             # "-": systemd reads each one as a level (a-b.slice is a.slice/a-b.slice).
-            unit = name.replace("-", "_") + ".slice"
+            unit = slice_unit(name)
             return Placement(2, unit, {"": cgroup_root / unit}, (cgroup_root,), slice_unit=unit)
         v2 = cgroup_v2.CgroupV2Backend(root=cgroup_root, proc_self_cgroup=proc_self_cgroup)
         rel = "/" + str(v2.parent().relative_to(cgroup_root)).strip("./")
@@ -104,7 +105,7 @@ def place(
 def missing_dirs(p: Placement) -> list[Path]:
     """The directories of the parent path that do not exist yet, in every hierarchy,
     deepest first (as rmdir needs): runc creates them, and the run removes exactly those.
-    None for a slice: systemd makes it and removes it (:func:`stop_slice`)."""
+    None for a slice: systemd makes it, and removes it when it is stopped."""
     if p.slice_unit is not None:
         return []
     rel = Path(p.path).relative_to("/")
@@ -122,21 +123,6 @@ def parents_everywhere(p: Placement) -> list[Path]:
     """The parent's directory in every hierarchy (where leftover container groups are)."""
     rel = Path(p.path).relative_to("/")
     return [root / rel for root in p.roots]
-
-
-def stop_slice(unit: str, timeout: float = 60.0) -> list[str]:
-    """Stop the systemd driver's slice once its container is gone: systemd then removes its
-    group (it owns it; a rmdir would leave the unit behind).  Warnings, if it could not."""
-    try:
-        done = subprocess.run(
-            ["systemctl", "stop", unit], capture_output=True, text=True, timeout=timeout
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return [f"cannot stop {unit}: {exc}"]
-    if done.returncode != 0:
-        said = done.stderr.strip().splitlines()
-        return [f"cannot stop {unit}: {said[-1] if said else f'exit {done.returncode}'}"]
-    return []
 
 
 def find_inner(parent: Path, cid: str) -> Path | None:

@@ -16,6 +16,7 @@ from ...units import CFS_PERIOD_US, cpu_quota_us, format_cpuset
 from ...workload.instrument import EVENTS_CONTAINER_PATH
 from .. import cgroupfs as fs
 from .._process import kill_members, signal_pids
+from .._systemd_scope import stop_unit
 from ..base import RunHandle
 from ..cgroupfs import CounterSet
 from .cgroups import (
@@ -25,7 +26,6 @@ from .cgroups import (
     find_inner,
     missing_dirs,
     parents_everywhere,
-    stop_slice,
 )
 from .options import DockerOptions
 from .sdk import daemon_errors, docker_sdk, explain, is_timeout, run_labels
@@ -354,6 +354,6 @@ class DockerRun(RunHandle):
         kill_members(inner)
         unit = self._placement.slice_unit if self._placement is not None else None
         if unit is not None:  # systemd's: stopping the slice removes it, scope and all
-            self.warnings.extend(stop_slice(unit))
+            self.warnings.extend(stop_unit(unit))
         else:
             self.warnings.extend(fs.remove_tree([*inner, *self._created_dirs], attempts=1000))
