@@ -8,6 +8,8 @@ the assertions hold for both.
 
 from __future__ import annotations
 
+import bisect
+import csv
 import os
 import platform
 import re
@@ -40,6 +42,26 @@ def _kernel_resets_peaks(mechanism: str) -> bool:
     return (major, minor) >= (6, 12)
 
 
+def edge_cpu(samples: Path, start: float, end: float) -> float:
+    """The CPU time the run gained between the two readings around ``start`` and the two
+    around ``end``: a phase's CPU is interpolated between readings, so its error is at most
+    that much.  Measured, not assumed: in the emulated guest a reading can come 100 ms late
+    (the sampler waits for its vCPU's turn), and the 20 ms interval then says nothing."""
+    with open(samples) as f:
+        rows = [
+            (float(r["t_s"]), float(r["cpu_usage_s"]))
+            for r in csv.DictReader(f)
+            if r["cpu_usage_s"] not in ("", None)
+        ]
+    ts, cpu = [t for t, _ in rows], [c for _, c in rows]
+    gained = 0.0
+    for t in (start, end):
+        i = bisect.bisect_left(ts, t)
+        assert 0 < i < len(ts), (t, ts[:1], ts[-1:])  # a reading on each side
+        gained += cpu[i] - cpu[i - 1]
+    return gained
+
+
 def test_allocation_and_busy_loop_land_in_their_phases(mechanism: str, tmp_path: Path) -> None:
     out = tmp_path / "stdout"
     with open(out, "w") as f:
@@ -49,6 +71,7 @@ def test_allocation_and_busy_loop_land_in_their_phases(mechanism: str, tmp_path:
             interval=0.02,
             env={"PYTHONPATH": str(REPO)},
             stdout=f.fileno(),
+            out_dir=tmp_path / "run",
         )
     assert r.exit_code == 0, r
     own_alloc = float(out.read_text().split("alloc_cpu_s=")[1].split()[0])
@@ -68,12 +91,19 @@ def test_allocation_and_busy_loop_land_in_their_phases(mechanism: str, tmp_path:
     assert r.memory.peak_bytes is not None and r.memory.peak_bytes >= alloc.peak_bytes
     assert r.memory.peak_source == "kernel"
 
-    # The busy loop's CPU is busy's: the kernel's figure against the workload's own.
+    # The busy loop's CPU is busy's: the kernel's figure against the workload's own, within
+    # what the readings around the phase's edges leave open (0.02-0.04 s on our hosts; a
+    # guest's fixed 0.02 s bound failed at 0.069, busy 0.43 s against its own 0.50).
     assert busy.cpu_s is not None and alloc.cpu_s is not None
-    assert abs(busy.cpu_s - own_busy) <= 0.05 * own_busy + 0.02, (busy.cpu_s, own_busy)
+    samples = tmp_path / "run" / "samples.csv"
+    edges = edge_cpu(samples, busy.start_s, busy.start_s + busy.wall_s)
+    assert abs(busy.cpu_s - own_busy) <= 0.05 * own_busy + edges, (busy.cpu_s, own_busy, edges)
     # (No CPU % bound: other jobs may share the pinned core; the loop counts its own CPU.)
     assert busy.cpu_s >= 0.45 and busy.wall_s >= busy.cpu_s - 0.02
-    assert abs(alloc.cpu_s - own_alloc) <= 0.05 * own_alloc + 0.03, (alloc.cpu_s, own_alloc)
+    edges = edge_cpu(samples, alloc.start_s, alloc.start_s + alloc.wall_s)
+    assert abs(alloc.cpu_s - own_alloc) <= 0.05 * own_alloc + 0.01 + edges, (
+        alloc.cpu_s, own_alloc, edges,
+    )  # fmt: skip
     assert alloc.wall_s >= 0.6
 
     # Ten 20 ms sleeps in the loop phase: none shorter than its sleep, the median not far

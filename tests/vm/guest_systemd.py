@@ -251,7 +251,11 @@ def test_docker_with_the_systemd_driver_is_exact_and_leaves_no_slice(
     assert (r["mechanism"], r["termination"]) == ("docker+cgroup2", "exited")
     assert r["memory"]["peak_source"] == "kernel"
     assert 19 * MiB <= r["memory"]["peak_bytes"] <= 96 * MiB, r["memory"]
-    assert r["cpu"]["nr_throttled"] > 0 and 0 < r["cpu"]["avg_pct"] <= 55, r["cpu"]
+    # Throttling is the container's own group's (the slice has no quota): it is found even
+    # where systemd makes the scope after the container's start returned (a CI run saw none).
+    throttled = r["cpu"]["nr_throttled"]
+    assert throttled is not None and throttled > 0, (r["cpu"], done.stdout)
+    assert 0 < r["cpu"]["avg_pct"] <= 55, r["cpu"]
     assert units("edgeprof_*") == []
     assert [p.name for p in CGROUP.glob("edgeprof*")] == []
     client = docker.DockerClient(base_url=systemd_dockerd)

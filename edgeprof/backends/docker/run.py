@@ -64,6 +64,7 @@ class DockerRun(RunHandle):
         self._status: int | None = None
         self._outer: CounterSet | None = None
         self._inner: CounterSet | None = None
+        self._inner_pending = False
         self._inner_last = Counters()
         self._inner_lock = threading.Lock()
         self._stats_last = Counters()
@@ -175,7 +176,10 @@ class DockerRun(RunHandle):
     def _open_counters(self, placement: Placement) -> None:
         outer, inner = counter_sources(placement, self._container.id)
         self._outer = CounterSet(outer, native=self._native)
-        self._inner = CounterSet(inner, native=False)
+        # Not found yet: looked for again at each reading until it is (a systemd driver's
+        # scope is the manager's to create).
+        self._inner = CounterSet(inner, native=False) if inner else None
+        self._inner_pending = not inner
         if self._options.network_mode != "host" and self.pid:
             self._net_file = fs.open_optional(Path(f"/proc/{self.pid}/net/dev"))
 
@@ -186,6 +190,11 @@ class DockerRun(RunHandle):
         the sampler's and the events' threads both read it, and the first to find the group
         gone closes it."""
         with self._inner_lock:
+            if self._inner_pending and self._placement is not None and self._status is None:
+                inner = counter_sources(self._placement, self._container.id)[1]
+                if inner:
+                    self._inner = CounterSet(inner, native=False)
+                    self._inner_pending = False
             if self._inner is not None:
                 try:
                     self._inner_last = self._inner.read()
