@@ -363,6 +363,7 @@ class DockerRun(RunHandle):
         kill_members(inner)
         unit = self._placement.slice_unit if self._placement is not None else None
         if unit is not None:  # systemd's: stopping the slice removes it, scope and all
-            self.warnings.extend(stop_unit(unit))
+            if any(p.is_dir() for p in self._parents_everywhere):  # else it never started
+                self.warnings.extend(stop_unit(unit))
         else:
             self.warnings.extend(fs.remove_tree([*inner, *self._created_dirs], attempts=1000))
