@@ -4,8 +4,8 @@ systemd owns the cgroup tree of a host it manages.  A group another process make
 top (``/edgeprof``) is one systemd does not know; its delegation rules (systemd.io's
 "Control Group APIs and Delegation") allow writing only below a unit with ``Delegate=yes``.
 So root's edgeprof asks systemd for a transient scope with ``Delegate=yes`` and makes its run
-groups inside it: ``systemd-run --scope``, which reaches PID 1 over its private socket as root
-(no D-Bus daemon, no D-Bus library; the same call a user makes by hand).
+groups inside it: ``systemd-run --scope``, the same call a user makes by hand (no D-Bus
+library in edgeprof; systemd-run talks to PID 1 itself).
 
 A scope holds processes, not groups: its first process is a *holder* (``cat`` reading a
 pipe only edgeprof writes to), which edgeprof moves into the scope's leaf ``holder`` so the
