@@ -18,7 +18,12 @@ kernel cannot be asked to count or limit a group, so this backend follows the tr
   found again at every tick, through the kernel's per-thread children lists).  The peak is
   the larger of that sampled sum and the largest single process's own high-water mark
   (``ru_maxrss`` from ``wait4``): exact for a one-process workload, a lower bound for a tree
-  whose processes peak together between two samples (``peak_source`` ``rss``).  RSS is not
+  whose processes peak together between two samples (``peak_source`` ``rss``).  The main
+  process's mark also holds its spawner's: at exec the kernel folds the old address space's
+  high-water mark into the process's (``exec_mmap`` → ``setmax_mm_hiwater_rss``), and after
+  a fork or vfork that space is edgeprof's (``/bin/true`` read 28 MiB, edgeprof's own resident
+  set).  A main-process mark no larger than edgeprof's own is therefore not the workload's,
+  and the peak is then the largest sample (``peak_source`` ``sampled``).  RSS is not
   a cgroup's charge: it leaves out the page cache the workload's reads filled and kernel
   memory, which a cgroup counts, and a sum over processes counts twice the pages they share
   (a fork's copy-on-write pages, mapped libraries).
@@ -94,9 +99,7 @@ def refusal(limits: Limits) -> str | None:
     how = "use a cgroup backend (edgeprof doctor says how to get one)"
     if limits.cpuset is not None and not hasattr(os, "sched_setaffinity"):
         return f"--cpus/--cpuset: this OS ({os.uname().sysname}) has no CPU affinity; {how}"
-    if limits.cpus is not None and (
-        limits.cpuset is None or limits.cpus != len(limits.cpuset)
-    ):
+    if limits.cpus is not None and (limits.cpuset is None or limits.cpus != len(limits.cpuset)):
         return (
             f"--cpus {limits.cpus:g}: the process backend holds whole cores (CPU affinity) "
             f"but not a CPU share, which needs a cgroup's CPU bandwidth controller; give an "
@@ -206,6 +209,8 @@ class ProcessRun(RunHandle):
         self._subreaper = set_subreaper(True)
         self._dead_user = self._dead_system = 0.0  # reaped by edgeprof: exact (wait4)
         self._dead_maxrss = 0
+        self._spawner_hwm: int | None = None
+        self._main_peak_said = False
         self._last_cpu = (0, 0)
         self._procs: dict[int, psutil.Process] = {}
         self._proc_children = children_files
@@ -215,6 +220,9 @@ class ProcessRun(RunHandle):
         except BaseException:
             self._stop_subreaping()
             raise
+        # Read after the spawn returned (the child has exec'd): edgeprof's mark only grows,
+        # so it bounds what exec folded into the main process's.
+        self._spawner_hwm = own_high_water_mark()
         self.pid = self._proc.pid
         self.started = self._proc.started
 
@@ -337,9 +345,9 @@ class ProcessRun(RunHandle):
             self._last_cpu = (u_us, s_us)
             peak = oom_kills = None
             if final:
-                peak = self._dead_maxrss
+                peak = self._dead_maxrss  # orphans were forked in the tree: theirs is real
                 if main is not None:
-                    peak = max(peak, main.ru_maxrss * 1024)
+                    peak = max(peak, self._main_peak(main.ru_maxrss * 1024))
                 oom_kills = self._group_ooms()
             return Counters(
                 cpu_usage_us=u_us + s_us,
@@ -354,6 +362,25 @@ class ProcessRun(RunHandle):
                 pids_current=threads,
                 oom_kills=oom_kills,
             )
+
+    def _main_peak(self, maxrss: int) -> int:
+        """The main process's ``ru_maxrss`` where it is the workload's, else 0.  It is the
+        larger of the workload's mark and the spawner's at exec, and both are read from
+        per-CPU counters since Linux 6.2 (up to one batch per CPU apart): a mark that does
+        not clear edgeprof's own by that much may be edgeprof's."""
+        if self._spawner_hwm is None:
+            return maxrss
+        if maxrss > self._spawner_hwm + rss_counter_slack():
+            return maxrss
+        if not self._main_peak_said:
+            self._main_peak_said = True
+            self.warnings.append(
+                f"the workload's own memory high-water mark (wait4's ru_maxrss, "
+                f"{format_binary(maxrss)}) cannot be told from edgeprof's "
+                f"({format_binary(self._spawner_hwm)}), which the kernel folds into it at "
+                "exec: peak memory is the largest sample"
+            )
+        return 0
 
     def _group_ooms(self) -> int | None:
         """OOM kills in edgeprof's own memory group during the run, counted as the run's when
@@ -428,3 +455,24 @@ def _running(p: psutil.Process) -> bool:
         return bool(p.status() != "zombie")
     except Exception:  # gone is not running, whatever psutil calls it
         return False
+
+
+def own_high_water_mark(status: str = "/proc/self/status") -> int | None:
+    """edgeprof's own resident high-water mark (``VmHWM``, bytes), or None where the kernel
+    does not show it."""
+    try:
+        with open(status, encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def rss_counter_slack(cpus: int | None = None) -> int:
+    """How far two reads of one resident-set counter may differ since Linux 6.2, where it is
+    a per-CPU counter read approximately: one batch per CPU (``mm_init`` →
+    ``percpu_counter_batch``, max(32, 2 × CPUs) pages)."""
+    n = cpus or os.cpu_count() or 1
+    return n * max(32, 2 * n) * os.sysconf("SC_PAGE_SIZE")

@@ -73,7 +73,7 @@ def build_result(
         peak, source = max(final.memory_peak, stats.peak_memory or 0), be.peak_source
     else:
         peak, source = stats.peak_memory, "sampled" if stats.peak_memory is not None else None
-        if peak is not None:
+        if peak is not None and be.peak_source == "kernel":  # else the run handle says why
             warnings.append(
                 "no kernel high-water mark here (cgroup v2 memory.peak needs Linux 5.19; the "
                 "Docker stats API has none): peak memory is the largest of the samples taken "

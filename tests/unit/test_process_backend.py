@@ -13,7 +13,12 @@ import edgeprof.backends as backends
 from edgeprof import Limits
 from edgeprof.backends import ProcessBackend, get_backend
 from edgeprof.backends._own_group import OwnGroup, own_memory_group
-from edgeprof.backends.process import refusal, set_subreaper
+from edgeprof.backends.process import (
+    own_high_water_mark,
+    refusal,
+    rss_counter_slack,
+    set_subreaper,
+)
 from edgeprof.errors import BackendUnavailable, ConfigError
 
 
@@ -120,3 +125,28 @@ def test_own_group_is_found_from_mountinfo_and_proc_self_cgroup(tmp_path: Path) 
     assert g is not None and g.path == mnt and g.limit() == 512 * 2**20
     psc.write_text("")  # in no hierarchy at all
     assert own_memory_group(mountinfo, psc) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "hwm"),
+    [
+        (
+            "Name:\tpython3\nVmPeak:\t  900 kB\nVmHWM:\t   28712 kB\nVmRSS:\t 28000 kB\n",
+            28712 * 1024,
+        ),
+        ("Name:\tpython3\nVmRSS:\t 28000 kB\n", None),  # a kernel thread's shape: no marks
+        ("VmHWM:\tlots kB\n", None),
+    ],
+)
+def test_own_high_water_mark_is_read_from_vmhwm(tmp_path: Path, text: str, hwm: int | None) -> None:
+    status = tmp_path / "status"
+    status.write_text(text)
+    assert own_high_water_mark(str(status)) == hwm
+    assert own_high_water_mark(str(tmp_path / "gone")) is None
+
+
+@pytest.mark.parametrize(("cpus", "pages"), [(1, 32), (2, 64), (16, 16 * 32), (72, 72 * 144)])
+def test_rss_counter_slack_is_one_batch_per_cpu(cpus: int, pages: int) -> None:
+    import os
+
+    assert rss_counter_slack(cpus) == pages * os.sysconf("SC_PAGE_SIZE")
