@@ -28,7 +28,6 @@ import contextlib
 import errno
 import os
 import pwd
-import secrets
 import stat
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
@@ -206,7 +205,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     raw = data.encode() if isinstance(data, str) else data
     with _directory(path.parent) as d:
         _check_name(path, d)
-        tmp = f".{path.name[:200]}.{secrets.token_hex(4)}.tmp"
+        tmp = f".{path.name[:200]}.{os.urandom(4).hex()}.tmp"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(tmp, flags, 0o644, dir_fd=d)
         try:

@@ -13,7 +13,9 @@ The interface (:class:`Backend`, :class:`RunHandle` and their typed capabilities
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendUnavailable, ConfigError
 from ..names import check_cgroup_parent
@@ -26,9 +28,27 @@ from .base import (
     ReclaimReading,
     RunHandle,
 )
-from .cgroup_v1 import CgroupV1Backend
-from .cgroup_v2 import CgroupV2Backend
-from .process import ProcessBackend
+
+if TYPE_CHECKING:
+    from .cgroup_v1 import CgroupV1Backend
+    from .cgroup_v2 import CgroupV2Backend
+    from .process import ProcessBackend
+
+_LAZY = {
+    "CgroupV1Backend": "cgroup_v1",
+    "CgroupV2Backend": "cgroup_v2",
+    "ProcessBackend": "process",
+}
+"""Each built-in backend's module, imported when the backend is first named: a run loads
+the one it uses (the process backend's ctypes alone is ~4 ms of start-up)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
 
 NAMES = ("auto", "cgroup", "docker", "process")
 """The built-in names; :func:`backend_names` adds the registered ones."""
@@ -80,6 +100,9 @@ def backend_names() -> tuple[str, ...]:
 
 def cgroup_backend(cgroup_parent: str | None = None) -> Backend:
     """cgroup v2 if this host has it with controllers, else cgroup v1 (hybrid hosts)."""
+    from .cgroup_v1 import CgroupV1Backend
+    from .cgroup_v2 import CgroupV2Backend
+
     if cgroup_parent is not None:
         check_cgroup_parent(cgroup_parent)
     v2 = CgroupV2Backend(parent=cgroup_parent)
@@ -123,12 +146,16 @@ def get_backend(
         except BackendUnavailable as exc:
             if cgroup_parent is not None:
                 raise
+            from .process import ProcessBackend
+
             fallback = ProcessBackend(fallback=str(exc))
             fallback.check()
             return fallback
     if name == "process":
         if cgroup_parent is not None:
             raise ConfigError("--cgroup-parent applies to the cgroup backend, not to process")
+        from .process import ProcessBackend
+
         tree = ProcessBackend()
         tree.check()
         return tree

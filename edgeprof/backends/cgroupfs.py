@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import errno
+import importlib
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -23,8 +24,9 @@ from ..model import Counters
 
 _READ_SIZE = 65536
 
+_cgstat: Any  # a compiled cffi module: no stub
 try:  # built by setup.py's cffi_modules; absent when the compile failed or was skipped
-    from . import _cgstat  # type: ignore[attr-defined]
+    _cgstat = importlib.import_module(f"{__package__}._cgstat")
 except ImportError:  # pragma: no cover - depends on the installation
     _cgstat = None
 

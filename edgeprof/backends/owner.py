@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,7 +80,7 @@ def run_name(owner: Owner | None = None) -> str:
     """A fresh cgroup / container name for one run: owner pid, start time, random token."""
     o = owner or this_process()
     start = "" if o.start is None else f"-{o.start}"
-    return f"{PREFIX}{o.pid}{start}-{secrets.token_hex(4)}"
+    return f"{PREFIX}{o.pid}{start}-{os.urandom(4).hex()}"
 
 
 EVENTS_DIR = re.compile(r"^edgeprof-events-(\d{1,10})-(\d{0,20})-")
@@ -139,4 +137,4 @@ def boot_id() -> str:
 
 
 def hostname() -> str:
-    return socket.gethostname()
+    return os.uname().nodename  # what gethostname() returns, without importing socket

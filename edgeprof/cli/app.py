@@ -10,20 +10,22 @@ being the more basic failure (the budget checks are still printed and written).
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Sequence
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from .. import __version__
 from ..errors import EdgeprofError
-from ..model import RunResult, Termination
+from . import COMMANDS, EXIT_BUDGET, EXIT_ERROR, EXIT_INTERRUPTED
 
-EXIT_ERROR = 2
-EXIT_BUDGET = 3
-"""A budget breach or a regression: distinct from the workload's failure and from errors."""
-EXIT_INTERRUPTED = 130
+if TYPE_CHECKING:
+    from ..model import RunResult
+
+__all__ = ["EXIT_BUDGET", "EXIT_ERROR", "EXIT_INTERRUPTED", "app", "exit_code", "main"]
 
 # Usage errors derive from click's ClickException, which typer re-exports under no stable
 # name (typer < 0.26 uses click; 0.26+ vendors it): find it through a class typer exports.
@@ -31,7 +33,40 @@ _UsageErrorBase: type[Exception] = next(
     c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"
 )
 
+
+class _LazyGroup(TyperGroup):
+    """edgeprof's commands, each imported and given its parser when it is first looked up
+    (:data:`edgeprof.cli.COMMANDS`): a run builds the ``run`` parser only."""
+
+    # Context and Command are typer's vendored click's (typer._click): no public name.
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self.commands[cmd_name] = _load(cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+def _load(name: str) -> Any:
+    """The click command of ``name``: its module's typer sub-app, or its function made into
+    a one-command app with the module's ``CONTEXT_SETTINGS``."""
+    module_name, attribute = COMMANDS[name]
+    module = importlib.import_module(f"{__package__}.{module_name}")
+    target = getattr(module, attribute)
+    if not isinstance(target, typer.Typer):
+        one = typer.Typer(
+            add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None
+        )
+        one.command(name, context_settings=getattr(module, "CONTEXT_SETTINGS", None))(target)
+        target = one
+    command = typer.main.get_command(target)
+    command.name = name
+    return command
+
+
 app = typer.Typer(
+    cls=_LazyGroup,
     name="edgeprof",
     help="Profile a model script under an edge device's CPU and memory limits.",
     add_completion=False,
@@ -61,6 +96,8 @@ def _root(
 
 def exit_code(result: RunResult) -> int:
     """A run's exit code: the workload's own, 130 when edgeprof was interrupted."""
+    from ..model import Termination  # loaded by then: a result exists
+
     if result.termination is Termination.INTERRUPTED:
         return EXIT_INTERRUPTED
     return 1 if result.exit_code is None else result.exit_code

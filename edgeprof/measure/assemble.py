@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import platform
-import socket
 from pathlib import Path
 
 from .. import __version__
@@ -166,11 +164,12 @@ def host_info() -> HostInfo:
                 if line.startswith("model name"):
                     model = line.split(":", 1)[1].strip()
                     break
+        uname = os.uname()  # what platform.release() and socket.gethostname() read
         _HOST = HostInfo(
-            kernel=platform.release(),
+            kernel=uname.release,
             cpus=os.cpu_count() or 0,
             cpu_model=model,
-            hostname=socket.gethostname(),
+            hostname=uname.nodename,
         )
     return _HOST
 

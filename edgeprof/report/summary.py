@@ -7,14 +7,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TextIO
 
-from ..analysis.compare import summarize_cells
 from ..model import RunResult
-from .comparison import ranking_tables, statistics_tables
 from .results import print_table, render_markdown
 from .table import TextTable
 
 
 def _tables(results: Sequence[RunResult]) -> list[TextTable]:
+    # Only for several runs: a single run's command does not load the statistics.
+    from ..analysis.compare import summarize_cells
+    from .comparison import ranking_tables, statistics_tables
+
     cells = summarize_cells(results)
     repeated = any(len(m.runs) > 1 for ms in cells.values() for m in ms)
     return (statistics_tables(cells) if repeated else []) + ranking_tables(cells)

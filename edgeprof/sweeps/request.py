@@ -23,10 +23,9 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..analysis.budgets import Budgets, budgets_from_options
-from ..analysis.calibration import Calibration, load_calibration
 from ..analysis.cells import cell_order
 from ..backends import Backend, get_backend
 from ..errors import ConfigError, CoresBusy, LimitError
@@ -50,6 +49,9 @@ from .sweep import (
     model_names,
     run_sweep,
 )
+
+if TYPE_CHECKING:
+    from ..analysis.calibration import Calibration
 
 
 @dataclass(frozen=True)
@@ -257,7 +259,11 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
         logs = {envtemplate.model_log_path(tpl.output_file, log_stem(s)) for s in plan.steps()}
         for f in [tpl.output_file, *sorted(logs)]:
             check_target(f)
-    cal = None if req.calibration is None else load_calibration(req.calibration)
+    cal = None
+    if req.calibration is not None:
+        from ..analysis.calibration import load_calibration  # ~16 ms: only when asked for
+
+        cal = load_calibration(req.calibration)
     return RunJob(req, plan, budgets, cal, tpl, tuple(warnings), device=req.device)
 
 

@@ -1,0 +1,79 @@
+"""What a command loads: start-up is the fixed cost of every command, so ``--version`` loads
+no parser and a plain ``run`` none of what only other commands, sweeps, budgets,
+predictions or CI reports use.  Each case runs in a fresh interpreter (``sys.modules`` of
+this one holds everything the suite imported)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+PROBE = """
+import json, sys
+from edgeprof.backends import register_backend
+from tests.fakes import FakeBackend
+register_backend("fake", FakeBackend)
+before = set(sys.modules)
+from edgeprof.cli import main
+rc = main(json.loads(sys.argv[1]))
+print(json.dumps({"rc": rc, "before": sorted(before), "after": sorted(sys.modules)}), file=sys.stderr)
+"""
+
+ONLY_OTHER_COMMANDS = (
+    "edgeprof.cli.calibrate",
+    "edgeprof.cli.fit",
+    "edgeprof.cli.layers",
+    "edgeprof.cli.results",
+    "edgeprof.cli.tools",
+    "edgeprof.analysis.calibration",
+    "edgeprof.report.calibration",
+    "edgeprof.report.junit",
+    "edgeprof.report.ci_summary",
+    "edgeprof.report.export",
+    "edgeprof.report.auptimizer",
+    "edgeprof.analysis.compare",
+    "edgeprof.backends.process",
+    "edgeprof.backends.docker",
+    "yaml",
+    "rich",
+)
+
+
+def _loaded(args: list[str]) -> tuple[int, set[str], set[str]]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    p = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(args)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    report = json.loads(p.stderr.strip().splitlines()[-1])
+    return report["rc"], set(report["before"]), set(report["after"])
+
+
+def test_version_loads_no_parser_and_no_model() -> None:
+    rc, before, after = _loaded(["--version"])
+    assert rc == 0
+    for module in ("typer", "edgeprof.cli.app", "edgeprof.cli.run", "edgeprof.measure.runner"):
+        assert module not in after - before, module
+
+
+@pytest.mark.parametrize("args", [["run", "--backend", "fake", "--", "sleep", "0"]])
+def test_a_plain_run_loads_only_what_it_uses(args: list[str]) -> None:
+    rc, before, after = _loaded(args)
+    assert rc == 0
+    assert "edgeprof.cli.run" in after and "typer" in after  # it did parse and run
+    assert "edgeprof.measure.runner" in after
+    loaded = after - before
+    assert not [m for m in ONLY_OTHER_COMMANDS if m in loaded]
+    assert not [m for m in ONLY_OTHER_COMMANDS if m in before]  # else the test proves nothing
