@@ -1,8 +1,6 @@
 """``edgeprof calibrate``: device measurements against the profiler's
 (:mod:`edgeprof.analysis.calibration`)."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated

@@ -5,8 +5,6 @@ calls :mod:`edgeprof.layers`, renders.
 ``edgeprof layers export models|device-types …`` converts a results file.
 """
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated, Any

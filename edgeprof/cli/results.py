@@ -1,8 +1,6 @@
 """``edgeprof compare`` and ``edgeprof report``: saved results read back
 (:mod:`edgeprof.report.saved`)."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated

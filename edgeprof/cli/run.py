@@ -1,7 +1,5 @@
 """``edgeprof run``: its options, handed to :func:`edgeprof.report.run.run_and_report`."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated

@@ -1,8 +1,6 @@
 """``edgeprof gc``, ``doctor`` and ``bench``: the host's leftovers and readiness, and the
 latency of one inference function."""
 
-from __future__ import annotations
-
 import json
 import sys
 from pathlib import Path
