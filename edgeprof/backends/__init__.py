@@ -43,11 +43,13 @@ _LAZY = {
 the one it uses (the process backend's ctypes alone is ~4 ms of start-up)."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+if not TYPE_CHECKING:  # hidden from mypy, which then sees the real imports above
+
+    def __getattr__(name: str) -> Any:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 
 NAMES = ("auto", "cgroup", "docker", "process")

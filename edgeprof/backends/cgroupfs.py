@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import errno
-import importlib
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -24,9 +23,8 @@ from ..model import Counters
 
 _READ_SIZE = 65536
 
-_cgstat: Any  # a compiled cffi module: no stub
 try:  # built by setup.py's cffi_modules; absent when the compile failed or was skipped
-    _cgstat = importlib.import_module(f"{__package__}._cgstat")
+    from . import _cgstat  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - depends on the installation
     _cgstat = None
 
@@ -388,8 +386,9 @@ class _NativePlan:
 
     def _make(self, buf: Any, base: int) -> Counters:
         values: list[int | None] = [None] * len(Counters._fields)
-        for i, (pos, div) in enumerate(self._index):
-            v = buf[base + i]
+        # One C call unpacks the row (indexing the cdata array per value cost ~3 µs a row).
+        row = _cgstat.ffi.unpack(buf + base, self._nout)
+        for (pos, div), v in zip(self._index, row, strict=True):
             if v != _MISSING:
                 values[pos] = v if div == 1 else v // div
         return Counters._make(values)

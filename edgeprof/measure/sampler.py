@@ -8,8 +8,6 @@ hour at 1 kHz costs the same memory as a second.
 from __future__ import annotations
 
 import contextlib
-import csv
-import io
 import os
 import select
 import signal
@@ -77,17 +75,17 @@ class SeriesStats:
             self._ws.add(t, ws)
         if c.pids_current is not None:
             self.peak_pids = _max(self.peak_pids, c.pids_current)
-        return Sample(
-            t_s=t,
-            cpu_usage_s=None if usage is None else usage / 1e6,
-            cpu_pct=cpu_pct,
-            memory_bytes=c.memory_current,
-            working_set_bytes=ws,
-            io_read_bytes=c.io_read_bytes,
-            io_write_bytes=c.io_write_bytes,
-            net_rx_bytes=c.net_rx_bytes,
-            net_tx_bytes=c.net_tx_bytes,
-            pids=c.pids_current,
+        return Sample(  # positional: Sample's field order
+            t,
+            None if usage is None else usage / 1e6,
+            cpu_pct,
+            c.memory_current,
+            ws,
+            c.io_read_bytes,
+            c.io_write_bytes,
+            c.net_rx_bytes,
+            c.net_tx_bytes,
+            c.pids_current,
         )
 
     def _track_peak_cpu(self, t: float, usage: int) -> None:
@@ -165,15 +163,14 @@ class SampleWriter:
     def __init__(self, path: Path, flush_s: float = 0.1) -> None:
         self.path = path
         self._fd: int | None = outfiles.open_file(path)  # never through a link
-        self._buf = io.StringIO()
-        self._w = csv.writer(self._buf)
+        self._rows: list[str] = []
         self._good = 0
         """Bytes of whole rows on disk."""
         self.rows = 0
         """Data rows on disk."""
         self._pending = 0
         self.error: OSError | None = None
-        self._w.writerow(Sample.columns())
+        self._rows.append(",".join(Sample.columns()))
         self._flush_s = flush_s
         self._flush()
         self._last_flush = time.monotonic()
@@ -181,23 +178,9 @@ class SampleWriter:
     def write(self, s: Sample) -> None:
         if self._fd is None:
             return
-        self._w.writerow(
-            [
-                "" if v is None else _fmt(v)
-                for v in (
-                    s.t_s,
-                    s.cpu_usage_s,
-                    s.cpu_pct,
-                    s.memory_bytes,
-                    s.working_set_bytes,
-                    s.io_read_bytes,
-                    s.io_write_bytes,
-                    s.net_rx_bytes,
-                    s.net_tx_bytes,
-                    s.pids,
-                )
-            ]
-        )
+        # Numbers and empty fields only, so no field needs the csv module's quoting: the
+        # row is joined by hand (6.7 µs a row through csv.writer, ~2 µs this way).
+        self._rows.append(",".join(["" if v is None else _fmt(v) for v in s]))
         self._pending += 1
         now = time.monotonic()
         if now - self._last_flush >= self._flush_s:
@@ -207,9 +190,11 @@ class SampleWriter:
     def _flush(self) -> None:
         if self._fd is None:
             return
-        data = self._buf.getvalue().encode()
-        self._buf.seek(0)
-        self._buf.truncate()
+        if not self._rows:
+            return
+        self._rows.append("")  # the last row's line end
+        data = "\r\n".join(self._rows).encode()  # csv.writer's line end, as before
+        self._rows.clear()
         try:
             done = 0
             while done < len(data):
@@ -235,7 +220,7 @@ class SampleWriter:
 
 
 def _fmt(v: float) -> str:
-    return f"{v:.6f}" if isinstance(v, float) else str(v)
+    return f"{v:.6f}" if type(v) is float else str(v)  # an int (or bool) prints as itself
 
 
 DRAIN_S = 0.05

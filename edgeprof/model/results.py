@@ -201,9 +201,10 @@ class Counters(NamedTuple):
     pids_current: int | None = None
 
 
-@dataclass(frozen=True)
-class Sample:
-    """One row of the time series (also one row of ``samples.csv``)."""
+class Sample(NamedTuple):
+    """One row of the time series (also one row of ``samples.csv``, in this order).  A named
+    tuple, not a dataclass: one is made per sample, and a frozen dataclass took ~2.5 µs to
+    build against ~0.4 µs (at 1 kHz, a quarter of a percent of a core)."""
 
     t_s: float
     """Seconds since the workload was spawned (same monotonic clock as ``wall_s``)."""
@@ -220,7 +221,7 @@ class Sample:
 
     @staticmethod
     def columns() -> list[str]:
-        return [f.name for f in dataclasses.fields(Sample)]
+        return list(Sample._fields)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ register_backend("fake", FakeBackend)
 before = set(sys.modules)
 from edgeprof.cli import main
 rc = main(json.loads(sys.argv[1]))
-print(json.dumps({"rc": rc, "before": sorted(before), "after": sorted(sys.modules)}), file=sys.stderr)
+report = {"rc": rc, "before": sorted(before), "after": sorted(sys.modules)}
+print(json.dumps(report), file=sys.stderr)
 """
 
 ONLY_OTHER_COMMANDS = (

@@ -85,7 +85,9 @@ def test_built_helper_exposes_the_header_constants() -> None:
     side uses: CG_MISSING is the sentinel it compares samples against, ``Kind`` the file
     kinds it passes in."""
     require(fs.NATIVE_AVAILABLE, "the native helper is not built in this installation")
-    lib = fs._cgstat.lib
+    from edgeprof.backends import _cgstat  # type: ignore[attr-defined]
+
+    lib = _cgstat.lib
     assert lib.CG_MISSING == -(2**63) == fs._MISSING
     assert lib.CG_UNLIMITED == -1
     assert (lib.CG_INT, lib.CG_KV, lib.CG_IOSTAT, lib.CG_BLKIO, lib.CG_PSI) == (0, 1, 2, 3, 4)
