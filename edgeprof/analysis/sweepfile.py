@@ -47,12 +47,17 @@ def cell_dicts(results: Sequence[RunResult]) -> list[dict[str, Any]]:
     ]
 
 
-def sweep_dict(runs: Sequence[RunResult], extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def sweep_dict(
+    runs: Sequence[RunResult],
+    extra: Mapping[str, Any] | None = None,
+    run_dicts: Sequence[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """``sweep.json``: :data:`~edgeprof.storage.SWEEP_SCHEMA`, ``extra`` (the sweep's plan),
-    every run's full result and the cell statistics."""
+    every run's full result (``run_dicts``, where the caller made them already) and the cell
+    statistics."""
     return {
         "schema": SWEEP_SCHEMA,
         **(extra or {}),
-        "runs": [r.to_dict() for r in runs],
+        "runs": list(run_dicts) if run_dicts is not None else [r.to_dict() for r in runs],
         "cells": cell_dicts(runs),
     }
