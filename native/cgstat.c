@@ -192,6 +192,10 @@ int cg_sample(const cg_file *files, int nfiles, int nout, long long interval_ns,
             *missed += skipped;
             *due_ns += skipped * interval_ns;
         }
+        /* The next sample is past the hand-over: hand the rows over now rather than wake
+         * once more only to return (at 10 Hz that was every other wake-up, each ~50 us of
+         * CPU on our VMs). */
+        if (*due_ns > until_ns) return n;
     }
     return n;
 }

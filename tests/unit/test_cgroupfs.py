@@ -12,6 +12,7 @@ import pytest
 from edgeprof.backends import cgroupfs as fs
 from edgeprof.errors import BackendError
 from edgeprof.model import Counters
+from tests.conftest import require
 
 from .conftest import READERS
 
@@ -384,6 +385,29 @@ def test_native_sampling_loop(tmp_path: Path) -> None:
         rows, _, stopped, _ = batch.sample_batch(0.005, t + 0.01, t + 60, r)
         assert stopped and rows == []
         assert time.monotonic() - t < 30  # far less than the 60 s it would otherwise take
+    finally:
+        os.close(r)
+        os.close(w)
+        cs.close()
+
+
+def test_native_loop_hands_rows_over_right_after_the_last_tick_before_the_hand_over(
+    tmp_path: Path,
+) -> None:
+    """A tick at ``due``, the next one past ``until``: the loop returns after the read, not
+    at ``until`` (one wake-up a tick at low rates, not two).  5 s is what the wait it no
+    longer makes would take."""
+    require(fs.NATIVE_AVAILABLE, "the native helper is not built in this installation")
+    cs = fs.CounterSet(counter_files(tmp_path), native=True)
+    batch = cs.batch_reader
+    assert batch is not None
+    r, w = os.pipe()
+    try:
+        t = time.monotonic()
+        rows, due, stopped, missed = batch.sample_batch(10.0, t, t + 5.0, r)
+        assert len(rows) == 1 and not stopped and missed == 0
+        assert due == pytest.approx(t + 10.0, abs=1e-6)
+        assert time.monotonic() - t < 5.0
     finally:
         os.close(r)
         os.close(w)
