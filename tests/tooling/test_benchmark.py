@@ -63,3 +63,34 @@ def test_process_backend_benchmark_quick_mode_prints_its_rows(tmp_path: Path) ->
     assert set(data["medians"]) == {"tree", "hold", "read"}
     assert set(data["sample_us"]) == {"cgroup", "process"}
     assert "one sample() of a 2-process tree" in proc.stdout
+
+
+def test_overhead_benchmark_quick_mode_prints_its_tables(tmp_path: Path) -> None:
+    """Start-up beside runexec (installed from PyPI into the benchmark's own venv, here under
+    the test's directory), sampling at three rates beside psutil, and a sweep's per-run
+    overhead and memory (figures not asserted: they are the tables')."""
+    out = tmp_path / "overhead.json"
+    require(os.geteuid() == 0, "the benchmark creates cgroups: needs root")
+    peers = tmp_path / "peers"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "benchmarks/overhead.py",
+            "--quick",
+            "--json",
+            str(out),
+            "--peers",
+            str(peers),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for heading in ("1. Start-up", "2. Sampling, end to end", "3. A sweep of 30 runs"):
+        assert heading in proc.stdout
+    data = json.loads(out.read_text())
+    assert "edgeprof run -- /bin/true" in data["startup"]["mean_s"]
+    assert set(data["sampling"]) == {"10", "100", "1000"}
+    assert data["sweep"]["runs"] == 30 and data["sweep"]["exit_status"] == 0

@@ -1,0 +1,277 @@
+"""What edgeprof costs around the workload, side by side with peers measured in the same run.
+
+1. **Start-up.** Whole commands timed by hyperfine (``-N``, no shell; a timing loop of this
+   script's own where hyperfine is not installed, and the table says which): ``python -c
+   pass`` in edgeprof's interpreter, ``edgeprof --version``, ``edgeprof run -- /bin/true``,
+   BenchExec's ``runexec --no-container -- /bin/true`` (BenchExec from PyPI, in a venv of
+   this benchmark's own under ``--peers DIR``) and ``/usr/bin/time -v /bin/true``.  Bytecode
+   is compiled first: a checkout run with ``PYTHONDONTWRITEBYTECODE`` would otherwise compile
+   every module on every command, which no installed copy does.
+2. **Sampling, end to end.** ``edgeprof run --interval 1/R --out TMP -- sleep D``: the CPU
+   time of every thread of edgeprof's process (the scheduler's ``schedstat``, in ns) over
+   D − 1 s once the workload runs, as a share of one core; at 10, 100 and 1000 Hz.  Beside
+   it, psutil reading one process's CPU times and memory at the same rate (what
+   psutil-based profilers do), measured the same way.
+3. **A sweep of N short runs** in one edgeprof process: ``edgeprof run --repeat N --out TMP
+   -- /bin/true``.  Its wall time against the sum of the workloads' own (``wall_s``), the
+   overhead per run, and edgeprof's resident set after run 10 and after run N (read from
+   ``/proc`` when the progress line of that run appears); beside it, N separate ``runexec``
+   invocations would cost N times its start-up (row 1).
+
+    python benchmarks/overhead.py [--json FILE] [--peers DIR]   # ~3 minutes
+    python benchmarks/overhead.py --quick                        # ~30 s: what CI runs
+
+Needs root (cgroups).  Figures are this machine's, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+PY = sys.executable
+_SCRIPT = Path(PY).parent / "edgeprof"
+EDGEPROF = [str(_SCRIPT)] if _SCRIPT.exists() else [PY, "-m", "edgeprof"]
+"""The console script beside the interpreter, as a user runs it."""
+BENCHEXEC = "benchexec==3.35"
+"""The peer's version, pinned so that its figure means the same thing next time."""
+
+
+def runexec(peers: Path) -> tuple[str | None, str]:
+    """``runexec`` from a venv of the benchmark's own (created on first use), or None and
+    why not."""
+    exe = peers / "bin" / "runexec"
+    if not exe.exists():
+        try:
+            subprocess.run([PY, "-m", "venv", str(peers)], check=True, capture_output=True)
+            subprocess.run(
+                [str(peers / "bin" / "python"), "-m", "pip", "install", "-q", BENCHEXEC],
+                check=True,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            err = getattr(exc, "stderr", "") or str(exc)
+            return None, f"not available: pip install {BENCHEXEC}: {err.strip()[-200:]}"
+    return str(exe), "runexec (BenchExec 3.35, PyPI)"
+
+
+def time_commands(cmds: dict[str, list[str]], runs: int) -> tuple[str, dict[str, float]]:
+    """Mean wall seconds of each command: hyperfine's where it is installed."""
+    hyperfine = shutil.which("hyperfine")
+    if hyperfine is not None:
+        with tempfile.NamedTemporaryFile(suffix=".json") as out:
+            argv = [hyperfine, "-N", "-w", "3", "-r", str(runs), "--export-json", out.name]
+            for name, cmd in cmds.items():
+                argv += ["--command-name", name, " ".join(cmd)]
+            subprocess.run(argv, check=True, capture_output=True)
+            data = json.loads(Path(out.name).read_text())
+        return "hyperfine", {r["command"]: r["mean"] for r in data["results"]}
+    means = {}
+    for name, cmd in cmds.items():
+        for _ in range(3):
+            subprocess.run(cmd, capture_output=True)
+        times = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            subprocess.run(cmd, capture_output=True)
+            times.append(time.perf_counter() - t)
+        means[name] = statistics.mean(times)
+    return "a timing loop (hyperfine is not installed)", means
+
+
+def startup(runs: int, peers: Path) -> dict[str, Any]:
+    compileall.compile_dir(str(REPO / "edgeprof"), quiet=1)
+    cmds = {
+        "python -c pass": [PY, "-c", "pass"],
+        "edgeprof --version": [*EDGEPROF, "--version"],
+        "edgeprof run -- /bin/true": [*EDGEPROF, "run", "--", "/bin/true"],
+    }
+    exe, peer = runexec(peers)
+    if exe is not None:
+        cmds["runexec --no-container -- /bin/true"] = [
+            exe, "--no-container", "--output", "/dev/null", "--", "/bin/true",
+        ]  # fmt: skip
+    if Path("/usr/bin/time").exists():
+        cmds["/usr/bin/time -v /bin/true"] = ["/usr/bin/time", "-v", "/bin/true"]
+    tool, means = time_commands(cmds, runs)
+    print(f"\n1. Start-up (mean of {runs} runs each, {tool}; {peer})\n")
+    print("| command | mean ms | ÷ runexec |")
+    print("|---|---|---|")
+    base = means.get("runexec --no-container -- /bin/true")
+    for name, mean in means.items():
+        ratio = f"{mean / base:.2f}" if base else "n/a"
+        print(f"| `{name}` | {mean * 1e3:.1f} | {ratio} |")
+    return {"tool": tool, "peer": peer, "mean_s": means}
+
+
+def _run_ns(pid: int) -> int:
+    """CPU time of every thread of ``pid`` so far, in ns (``/proc/PID/task/*/schedstat``:
+    the scheduler's own sum, not clock ticks)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, IndexError, ValueError):  # a thread that just ended
+            continue
+    return total
+
+
+def _steady_share(cmd: list[str], window: float, ready: str) -> float:
+    """Percent of one core that ``cmd``'s process uses over ``window`` seconds once it is
+    steady: from when a child named ``ready`` exists (the workload, or the psutil target)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not _has_child(p.pid, ready):
+            time.sleep(0.01)
+        time.sleep(0.2)  # past the spawn's own work
+        t0, c0 = time.monotonic(), _run_ns(p.pid)
+        time.sleep(window)
+        used, elapsed = _run_ns(p.pid) - c0, time.monotonic() - t0
+    finally:
+        p.wait()
+    return 100 * used / 1e9 / elapsed
+
+
+def _has_child(pid: int, name: str) -> bool:
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            kids = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for kid in kids:
+            try:
+                if Path(f"/proc/{kid}/comm").read_text().strip() == name:
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+PSUTIL_LOOP = """
+import subprocess, sys, time, psutil
+rate, seconds = float(sys.argv[1]), float(sys.argv[2])
+with subprocess.Popen(["sleep", str(seconds)]) as child:
+    target = psutil.Process(child.pid)
+    due = time.monotonic()
+    while child.poll() is None:
+        with target.oneshot():
+            target.cpu_times(); target.memory_info()
+        due += 1 / rate
+        time.sleep(max(0.0, due - time.monotonic()))
+"""
+
+
+def sampling(seconds: float) -> dict[str, Any]:
+    window = seconds - 1.0
+    print(f"\n2. Sampling, end to end (the whole process over {window:g} s of a sleep)\n")
+    print("| rate | edgeprof | psutil loop | ÷ psutil |")
+    print("|---|---|---|---|")
+    rows = {}
+    for rate in (10, 100, 1000):
+        with tempfile.TemporaryDirectory() as tmp:
+            cmd = [*EDGEPROF, "run", "--interval", str(1 / rate), "--out", f"{tmp}/r"]
+            ours = _steady_share([*cmd, "--", "sleep", str(seconds)], window, "sleep")
+        loop = [PY, "-c", PSUTIL_LOOP, str(rate), str(seconds)]
+        theirs = _steady_share(loop, window, "sleep")
+        ratio = f"{ours / theirs:.2f}" if theirs > 0 else "n/a"
+        print(f"| {rate} Hz | {ours:.2f} % | {theirs:.2f} % | {ratio} |")
+        rows[str(rate)] = {"edgeprof_pct": ours, "psutil_pct": theirs}
+    return rows
+
+
+def _rss_kib(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(ln.split()[1]) for ln in f if ln.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        return None
+
+
+def _mib(kib: int | None) -> str:
+    return "n/a" if kib is None else f"{kib / 1024:.1f} MiB"
+
+
+def sweep(n: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "sweep"
+        cmd = [*EDGEPROF, "run", "--repeat", str(n), "--out", str(out), "--", "/bin/true"]
+        t0 = time.monotonic()
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        rss: dict[int, int | None] = {}
+
+        def progress() -> None:  # "edgeprof: [k/n] run …": the k-th run has ended
+            assert p.stderr is not None
+            for line in p.stderr:
+                if line.startswith("edgeprof: ["):
+                    k = int(line.split("[", 1)[1].split("/", 1)[0])
+                    if k in (10, n):
+                        rss[k] = _rss_kib(p.pid)
+
+        reader = threading.Thread(target=progress)
+        reader.start()
+        _, status, usage = os.wait4(p.pid, 0)
+        reader.join()
+        wall = time.monotonic() - t0
+        runs = json.loads((out / "sweep.json").read_text())["runs"]
+    own = sum(r["wall_s"] for r in runs)
+    per_run_ms = (wall - own) / n * 1e3
+    print(f"\n3. A sweep of {n} runs of /bin/true in one edgeprof process\n")
+    print("| wall s | workloads' own s | overhead per run ms | RSS after run 10 | after run N |")
+    print("|---|---|---|---|---|")
+    r10, rn = rss.get(10), rss.get(n)
+    print(f"| {wall:.1f} | {own:.2f} | {per_run_ms:.1f} | {_mib(r10)} | {_mib(rn)} |")
+    return {
+        "runs": n,
+        "exit_status": status,
+        "wall_s": wall,
+        "own_s": own,
+        "per_run_ms": per_run_ms,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "rss_kib": {"10": r10, "n": rn},
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="few runs, short: CI's mode")
+    ap.add_argument("--json", type=Path, help="write the figures here")
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    ap.add_argument("--peers", type=Path, default=cache / "edgeprof-bench" / "peers")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        print("benchmarks/overhead.py creates cgroups: run it as root", file=sys.stderr)
+        return 2
+    u = os.uname()
+    print(f"{u.sysname} {u.release}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
+    figures = {
+        "startup": startup(5 if a.quick else 20, a.peers),
+        "sampling": sampling(2.0 if a.quick else 11.0),
+        "sweep": sweep(30 if a.quick else 1000),
+    }
+    if a.json is not None:
+        a.json.write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
