@@ -30,6 +30,7 @@ import argparse
 import compileall
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -95,7 +96,9 @@ def time_commands(cmds: dict[str, list[str]], runs: int) -> tuple[str, dict[str,
 
 
 def startup(runs: int, peers: Path) -> dict[str, Any]:
-    compileall.compile_dir(str(REPO / "edgeprof"), quiet=1)
+    for path in {str(REPO), *os.environ.get("PYTHONPATH", "").split(os.pathsep)} - {""}:
+        if Path(path, "edgeprof").is_dir():
+            compileall.compile_dir(str(Path(path, "edgeprof")), quiet=1)
     cmds = {
         "python -c pass": [PY, "-c", "pass"],
         "edgeprof --version": [*EDGEPROF, "--version"],
@@ -257,7 +260,15 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="write the figures here")
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
     ap.add_argument("--peers", type=Path, default=cache / "edgeprof-bench" / "peers")
+    ap.add_argument("--sweep-runs", type=int, help="runs in the sweep (default 1000; quick 30)")
+    ap.add_argument(
+        "--edgeprof",
+        help="the edgeprof command to measure, e.g. 'python -m edgeprof' with another "
+        "checkout on PYTHONPATH (default: the console script beside this interpreter)",
+    )
     a = ap.parse_args()
+    if a.edgeprof:
+        EDGEPROF[:] = shlex.split(a.edgeprof)
     if os.geteuid() != 0:
         print("benchmarks/overhead.py creates cgroups: run it as root", file=sys.stderr)
         return 2
@@ -266,7 +277,7 @@ def main() -> int:
     figures = {
         "startup": startup(5 if a.quick else 20, a.peers),
         "sampling": sampling(2.0 if a.quick else 11.0),
-        "sweep": sweep(30 if a.quick else 1000),
+        "sweep": sweep(a.sweep_runs or (30 if a.quick else 1000)),
     }
     if a.json is not None:
         a.json.write_text(json.dumps(figures, indent=2) + "\n")
