@@ -181,3 +181,34 @@ def test_cli_bad_sweeps_start_nothing(
     err = capfd.readouterr().err
     assert err.startswith("edgeprof: error:") and message in err and err.count("\n") == 1
     assert not out.exists()
+
+
+def test_sweep_json_is_a_checkpoint_written_at_a_bounded_rate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sweep.json`` holds every run, so rewriting it after each one made a sweep quadratic.
+    It is written after the first run (an early interruption keeps a file), then at most once
+    per ``MIN_GAP_S`` of the sweep's own time, and after the last run with every run in it.
+    The bound on writes is derived from the sweep's measured duration."""
+    import time
+
+    from edgeprof import storage
+    from edgeprof.sweeps import sweep as sweep_module
+
+    written: list[int] = []
+    real_write = storage.write_json_atomic
+
+    def counting_write(path: Path, data: dict[str, object]) -> None:
+        written.append(len(data["runs"]))  # type: ignore[arg-type]
+        real_write(path, data)
+
+    monkeypatch.setattr(sweep_module, "write_json_atomic", counting_write)
+    plan = SweepPlan(("true",), repeat=40)
+    start = time.monotonic()
+    run_sweep(plan, backend=FakeBackend(linear()), out=tmp_path / "out")
+    took = time.monotonic() - start
+    gap = sweep_module._Checkpoint.MIN_GAP_S
+    assert written[0] == 1 and written[-1] == 40
+    assert len(written) <= 2 + took / gap, (written, took)
+    data = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert len(data["runs"]) == 40 and data["cells"][0]["runs"] == 40
