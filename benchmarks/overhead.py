@@ -15,8 +15,9 @@
 3. **A sweep of N short runs** in one edgeprof process: ``edgeprof run --repeat N --out TMP
    -- /bin/true``.  Its wall time against the sum of the workloads' own (``wall_s``), the
    overhead per run, and edgeprof's resident set after run 10 and after run N (read from
-   ``/proc`` when the progress line of that run appears); beside it, N separate ``runexec``
-   invocations would cost N times its start-up (row 1).
+   ``/proc`` when the progress line of that run appears); then the same sweep with its
+   progress on a pseudo-terminal (the rich display), whose cost is the difference.  Beside
+   it, N separate ``runexec`` invocations would cost N times its start-up (row 1).
 
     python benchmarks/overhead.py [--json FILE] [--peers DIR]   # ~3 minutes
     python benchmarks/overhead.py --quick                        # ~30 s: what CI runs
@@ -28,8 +29,10 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import contextlib
 import json
 import os
+import pty
 import shlex
 import shutil
 import statistics
@@ -214,21 +217,35 @@ def _mib(kib: int | None) -> str:
     return "n/a" if kib is None else f"{kib / 1024:.1f} MiB"
 
 
-def sweep(n: int) -> dict[str, Any]:
+def _sweep_once(n: int, tty: bool) -> dict[str, Any]:
+    """One sweep of ``n`` runs of ``/bin/true``; its progress goes to a pipe (plain lines,
+    which tell when runs 10 and ``n`` end) or to a pseudo-terminal (the rich display)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "sweep"
         cmd = [*EDGEPROF, "run", "--repeat", str(n), "--out", str(out), "--", "/bin/true"]
-        t0 = time.monotonic()
-        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         rss: dict[int, int | None] = {}
+        t0 = time.monotonic()
+        if tty:
+            master, terminal = pty.openpty()
+            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=terminal)
+            os.close(terminal)
 
-        def progress() -> None:  # "edgeprof: [k/n] run …": the k-th run has ended
-            assert p.stderr is not None
-            for line in p.stderr:
-                if line.startswith("edgeprof: ["):
-                    k = int(line.split("[", 1)[1].split("/", 1)[0])
-                    if k in (10, n):
-                        rss[k] = _rss_kib(p.pid)
+            def progress() -> None:  # drain the display, or edgeprof blocks on a full pty
+                with contextlib.suppress(OSError):  # EIO once edgeprof has closed it
+                    while os.read(master, 65536):
+                        pass
+                os.close(master)
+
+        else:
+            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+            def progress() -> None:  # "edgeprof: [k/n] run …": the k-th run has ended
+                assert p.stderr is not None
+                for line in p.stderr:
+                    if line.startswith(b"edgeprof: ["):
+                        k = int(line.split(b"[", 1)[1].split(b"/", 1)[0])
+                        if k in (10, n):
+                            rss[k] = _rss_kib(p.pid)
 
         reader = threading.Thread(target=progress)
         reader.start()
@@ -237,21 +254,31 @@ def sweep(n: int) -> dict[str, Any]:
         wall = time.monotonic() - t0
         runs = json.loads((out / "sweep.json").read_text())["runs"]
     own = sum(r["wall_s"] for r in runs)
-    per_run_ms = (wall - own) / n * 1e3
-    print(f"\n3. A sweep of {n} runs of /bin/true in one edgeprof process\n")
-    print("| wall s | workloads' own s | overhead per run ms | RSS after run 10 | after run N |")
-    print("|---|---|---|---|---|")
-    r10, rn = rss.get(10), rss.get(n)
-    print(f"| {wall:.1f} | {own:.2f} | {per_run_ms:.1f} | {_mib(r10)} | {_mib(rn)} |")
     return {
         "runs": n,
         "exit_status": status,
         "wall_s": wall,
         "own_s": own,
-        "per_run_ms": per_run_ms,
+        "per_run_ms": (wall - own) / n * 1e3,
         "cpu_s": usage.ru_utime + usage.ru_stime,
-        "rss_kib": {"10": r10, "n": rn},
+        "rss_kib": {"10": rss.get(10), "n": rss.get(n)},
     }
+
+
+def sweep(n: int) -> dict[str, Any]:
+    plain, tty = _sweep_once(n, tty=False), _sweep_once(n, tty=True)
+    print(f"\n3. A sweep of {n} runs of /bin/true in one edgeprof process\n")
+    print(
+        "| progress to | wall s | workloads' own s | overhead per run ms | RSS after run 10 → N |"
+    )
+    print("|---|---|---|---|---|")
+    for name, r in (("a pipe (plain lines)", plain), ("a terminal (rich)", tty)):
+        rss = r["rss_kib"]
+        memory = "n/a" if rss["10"] is None else f"{_mib(rss['10'])} → {_mib(rss['n'])}"
+        print(
+            f"| {name} | {r['wall_s']:.1f} | {r['own_s']:.2f} | {r['per_run_ms']:.1f} | {memory} |"
+        )
+    return {**plain, "tty": tty}
 
 
 def main() -> int:

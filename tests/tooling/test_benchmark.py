@@ -94,3 +94,4 @@ def test_overhead_benchmark_quick_mode_prints_its_tables(tmp_path: Path) -> None
     assert "edgeprof run -- /bin/true" in data["startup"]["mean_s"]
     assert set(data["sampling"]) == {"10", "100", "1000"}
     assert data["sweep"]["runs"] == 30 and data["sweep"]["exit_status"] == 0
+    assert data["sweep"]["tty"]["exit_status"] == 0
