@@ -12,6 +12,7 @@ callbacks (the CLI renders a progress bar and a live table with them).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -127,9 +128,9 @@ class _Checkpoint:
     dict again and encoded it).  Each run's dict is made once here, and the file is rewritten
     after a run only once :data:`MIN_GAP_S` has passed since the last write *and* ten times
     that write's own duration: at most ~10 % of the wall time goes to it however long the
-    sweep.  The last write, after the last run or an interruption, is unconditional.  What a
-    SIGKILL loses is at most that gap's runs from ``sweep.json``; their ``result.json`` are on
-    disk."""
+    sweep.  :meth:`close` writes what is still unsaved, after the last run, an interruption or
+    an error.  What a SIGKILL loses is at most that gap's runs from ``sweep.json``; their
+    ``result.json`` are on disk."""
 
     MIN_GAP_S = 1.0
 
@@ -138,15 +139,26 @@ class _Checkpoint:
         self._result = result
         self._dicts: list[dict[str, Any]] = []
         self._next = 0.0  # monotonic time after which a write is due
+        self._unsaved = False
 
-    def add(self, r: RunResult, warmup: bool, *, last: bool) -> None:
+    def add(self, r: RunResult, warmup: bool) -> None:
         if not warmup:
             self._dicts.append(r.to_dict())
-        now = time.monotonic()
-        if last or now >= self._next:
-            write_json_atomic(self._path, self._result.to_dict(self._dicts))
-            took = time.monotonic() - now
-            self._next = now + took + max(self.MIN_GAP_S, 10 * took)
+        self._unsaved = True
+        if time.monotonic() >= self._next:
+            self._write()
+
+    def close(self) -> None:
+        """The last write: every run, after the last one, an interruption or an error."""
+        if self._unsaved:
+            self._write()
+
+    def _write(self) -> None:
+        start = time.monotonic()
+        write_json_atomic(self._path, self._result.to_dict(self._dicts))
+        self._unsaved = False
+        took = time.monotonic() - start
+        self._next = start + took + max(self.MIN_GAP_S, 10 * took)
 
 
 def limit_settings(
@@ -223,7 +235,8 @@ def run_sweep(
 
     With ``out``, each run writes its ``result.json`` and ``samples.csv`` under :func:`run_dir`
     and, for anything more than a single run, ``OUT/sweep.json`` is rewritten (atomically)
-    as the sweep goes (:class:`_Checkpoint`: at least once a second) and after its last run,
+    as the sweep goes (:class:`_Checkpoint`: at most once a second and ~10 % of the time) and
+    after its last run, an interruption or an error,
     so an interrupted sweep keeps what it measured.
     An interrupted run ends the sweep (``interrupted`` is set); other failures are results.
     """
@@ -238,30 +251,37 @@ def run_sweep(
                 check_target(run_dir(out, plan, step) / name)
     opts = dict(profile_options or {})
     result = SweepResult(plan)
-    steps = plan.steps()
     checkpoint = None if out is None or plan.is_single else _Checkpoint(out / "sweep.json", result)
-    for i, step in enumerate(steps):
-        if on_start is not None:
-            on_start(step)
-        command = [*plan.command, step.model] if step.model is not None else list(plan.command)
-        r = profile(
-            command,
-            step.limits,
-            backend=be,
-            out_dir=None if out is None else run_dir(out, plan, step),
-            name=step.label,
-            allow_over_host=plan.allow_over_host,
-            **opts,
-        )
-        (result.warmups if step.warmup else result.runs).append(r)
-        if on_result is not None:
-            on_result(step, r)
-        if r.termination is Termination.INTERRUPTED:
-            result.interrupted = True
+    try:
+        for step in plan.steps():
+            if on_start is not None:
+                on_start(step)
+            command = [*plan.command, step.model] if step.model is not None else [*plan.command]
+            r = profile(
+                command,
+                step.limits,
+                backend=be,
+                out_dir=None if out is None else run_dir(out, plan, step),
+                name=step.label,
+                allow_over_host=plan.allow_over_host,
+                **opts,
+            )
+            (result.warmups if step.warmup else result.runs).append(r)
+            if on_result is not None:
+                on_result(step, r)
+            if r.termination is Termination.INTERRUPTED:
+                result.interrupted = True
+            if checkpoint is not None:
+                checkpoint.add(r, step.warmup)
+            if result.interrupted:
+                break
+    except BaseException:
         if checkpoint is not None:
-            checkpoint.add(r, step.warmup, last=result.interrupted or i == len(steps) - 1)
-        if result.interrupted:
-            break
+            with contextlib.suppress(OSError):  # the error under way is the one to report
+                checkpoint.close()
+        raise
+    if checkpoint is not None:
+        checkpoint.close()
     return result
 
 

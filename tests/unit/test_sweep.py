@@ -10,10 +10,10 @@ import pytest
 from edgeprof.analysis.cells import cell_order
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError, LimitError
-from edgeprof.model import Limits, RunResult
+from edgeprof.model import Limits, RunResult, RunSpec
 from edgeprof.storage import SWEEP_SCHEMA, load_runs
 from edgeprof.sweeps.sweep import Step, SweepPlan, limit_settings, run_dir, run_sweep
-from tests.fakes import FakeBackend, linear
+from tests.fakes import FakeBackend, FakeRun, linear
 
 
 def test_limit_lists_are_the_product_in_the_order_given() -> None:
@@ -212,3 +212,23 @@ def test_sweep_json_is_a_checkpoint_written_at_a_bounded_rate(
     assert len(written) <= 2 + took / gap, (written, took)
     data = json.loads((tmp_path / "out" / "sweep.json").read_text())
     assert len(data["runs"]) == 40 and data["cells"][0]["runs"] == 40
+
+
+def test_a_sweep_that_fails_midway_leaves_sweep_json_with_every_finished_run(
+    tmp_path: Path,
+) -> None:
+    """The backend fails on the fourth launch (an edgeprof error, not a result): the sweep
+    raises it, and ``sweep.json`` still holds the three runs that finished, though the
+    checkpoint had written only the first."""
+    from edgeprof.errors import BackendError
+
+    class FailsOnFourth(FakeBackend):
+        def launch(self, spec: RunSpec) -> FakeRun:
+            if len(self.runs) == 3:
+                raise BackendError("the fourth launch fails")
+            return super().launch(spec)
+
+    with pytest.raises(BackendError, match="fourth launch"):
+        run_sweep(SweepPlan(("true",), repeat=6), backend=FailsOnFourth(linear()), out=tmp_path)
+    data = json.loads((tmp_path / "sweep.json").read_text())
+    assert len(data["runs"]) == 3
