@@ -315,6 +315,7 @@ class ProcessRun(RunHandle):
                 user += main.ru_utime
                 system += main.ru_stime
             rss = shared = threads = 0
+            seen = False  # a process of the run read this time: else its memory is unknown
             io_read = io_write = 0
             io_ok = True
             for p in self._tree():
@@ -336,6 +337,7 @@ class ProcessRun(RunHandle):
                 user += t.user + t.children_user
                 system += t.system + t.children_system
                 rss += m.rss
+                seen = True
                 shared += getattr(m, "shared", 0)
             # A child reaped between its parent's read and its own is missed for a tick: the
             # cumulative figures never go back.  At the end every process has been reaped
@@ -353,10 +355,12 @@ class ProcessRun(RunHandle):
                 cpu_usage_us=u_us + s_us,
                 cpu_user_us=u_us,
                 cpu_system_us=s_us,
-                memory_current=rss,
+                # An empty tree (the run has ended, or had not been seen yet) is no reading:
+                # 0 would be reported as the peak of a run that ended before its first sample.
+                memory_current=rss if seen else None,
                 memory_peak=peak or None,
-                memory_anon=rss - shared,
-                memory_file=shared,
+                memory_anon=rss - shared if seen else None,
+                memory_file=shared if seen else None,
                 io_read_bytes=io_read if io_ok else None,
                 io_write_bytes=io_write if io_ok else None,
                 pids_current=threads,
@@ -378,7 +382,7 @@ class ProcessRun(RunHandle):
                 f"the workload's own memory high-water mark (wait4's ru_maxrss, "
                 f"{format_binary(maxrss)}) cannot be told from edgeprof's "
                 f"({format_binary(self._spawner_hwm)}), which the kernel folds into it at "
-                "exec: peak memory is the largest sample"
+                "exec: peak memory is the largest sample of its resident set, if one saw it"
             )
         return 0
 
