@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from edgeprof.backends import cgroupfs as fs
+from edgeprof.backends.base import BatchReader
 from edgeprof.errors import BackendError
 from edgeprof.model import Counters
 from tests.conftest import require
@@ -353,6 +356,21 @@ def test_counter_set_native_unavailable(tmp_path: Path, monkeypatch: pytest.Monk
     assert fs.CounterSet([]).native is False  # default: Python when the helper is absent
 
 
+@contextlib.contextmanager
+def _native_batch(tmp_path: Path) -> Iterator[tuple[BatchReader, int, int]]:
+    """The native batch reader over the test's counter files, and a stop pipe (read, write)."""
+    cs = fs.CounterSet(counter_files(tmp_path), native=True)
+    batch = cs.batch_reader
+    assert batch is not None
+    r, w = os.pipe()
+    try:
+        yield batch, r, w
+    finally:
+        os.close(r)
+        os.close(w)
+        cs.close()
+
+
 def test_native_sampling_loop(tmp_path: Path) -> None:
     """cg_sample: samples on the grid in C until ``until``, or at once when stop_fd is ready.
 
@@ -363,11 +381,7 @@ def test_native_sampling_loop(tmp_path: Path) -> None:
         assert cs.batch_reader is None
         cs.close()
         return
-    cs = fs.CounterSet(counter_files(tmp_path), native=True)
-    batch = cs.batch_reader
-    assert batch is not None
-    r, w = os.pipe()
-    try:
+    with _native_batch(tmp_path) as (batch, r, w):
         t = time.monotonic()
         rows, due, stopped, missed = batch.sample_batch(0.005, t, t + 0.05, r)
         assert not stopped
@@ -385,10 +399,6 @@ def test_native_sampling_loop(tmp_path: Path) -> None:
         rows, _, stopped, _ = batch.sample_batch(0.005, t + 0.01, t + 60, r)
         assert stopped and rows == []
         assert time.monotonic() - t < 30  # far less than the 60 s it would otherwise take
-    finally:
-        os.close(r)
-        os.close(w)
-        cs.close()
 
 
 def test_native_loop_hands_rows_over_right_after_the_last_tick_before_the_hand_over(
@@ -398,20 +408,12 @@ def test_native_loop_hands_rows_over_right_after_the_last_tick_before_the_hand_o
     at ``until`` (one wake-up a tick at low rates, not two).  5 s is what the wait it no
     longer makes would take."""
     require(fs.NATIVE_AVAILABLE, "the native helper is not built in this installation")
-    cs = fs.CounterSet(counter_files(tmp_path), native=True)
-    batch = cs.batch_reader
-    assert batch is not None
-    r, w = os.pipe()
-    try:
+    with _native_batch(tmp_path) as (batch, r, _):
         t = time.monotonic()
         rows, due, stopped, missed = batch.sample_batch(10.0, t, t + 5.0, r)
         assert len(rows) == 1 and not stopped and missed == 0
         assert due == pytest.approx(t + 10.0, abs=1e-6)
         assert time.monotonic() - t < 5.0
-    finally:
-        os.close(r)
-        os.close(w)
-        cs.close()
 
 
 def test_python_reader_has_no_batch_loop(tmp_path: Path) -> None:
