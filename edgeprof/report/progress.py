@@ -5,6 +5,7 @@ callbacks.  Plain lines for pipes and CI logs; a rich progress bar with a live t
 from __future__ import annotations
 
 import time
+from collections import deque
 from typing import TYPE_CHECKING, TextIO
 
 from ..model import RunResult
@@ -74,8 +75,11 @@ class RichProgress:
             console=self._console,
         )
         self._task = self._progress.add_task("starting", total=total)
-        self._rows: list[tuple[str, ...]] = []
-        self._group = Group(self._progress, self._table())
+        # Only the latest rows, and the table built when the display refreshes (4 a second),
+        # not per run: rebuilt after each run, it cost a 1 000-run sweep of /bin/true ~4.5 ms
+        # a run (19.1 against 14.6 ms of overhead per run with plain lines).
+        self._rows: deque[tuple[str, ...]] = deque(maxlen=self.MAX_ROWS)
+        self._group = Group(self._progress, _LatestRuns(self._rows))
         self._live = Live(
             self._group,
             console=self._console,
@@ -83,16 +87,6 @@ class RichProgress:
             redirect_stdout=False,
             redirect_stderr=False,
         )
-
-    def _table(self) -> Table:
-        from rich.table import Table
-
-        table = Table(box=None, pad_edge=False)
-        for c in ("#", "MODEL", "LIMITS", "RUN", "WALL", "CPU TIME", "PEAK MEM", "END"):
-            table.add_column(c, justify="right" if c in ("#", "WALL", "CPU TIME") else "left")
-        for row in self._rows[-self.MAX_ROWS :]:
-            table.add_row(*row)
-        return table
 
     def __enter__(self) -> RichProgress:
         self._live.__enter__()
@@ -119,4 +113,20 @@ class RichProgress:
             )
         )
         self._progress.advance(self._task)
-        self._group.renderables[1] = self._table()
+
+
+class _LatestRuns:
+    """The live table of the latest runs, made when rich renders it."""
+
+    def __init__(self, rows: deque[tuple[str, ...]]) -> None:
+        self._rows = rows
+
+    def __rich__(self) -> Table:
+        from rich.table import Table
+
+        table = Table(box=None, pad_edge=False)
+        for c in ("#", "MODEL", "LIMITS", "RUN", "WALL", "CPU TIME", "PEAK MEM", "END"):
+            table.add_column(c, justify="right" if c in ("#", "WALL", "CPU TIME") else "left")
+        for row in list(self._rows):  # a copy: the sweep appends while rich renders
+            table.add_row(*row)
+        return table
