@@ -386,9 +386,8 @@ class _NativePlan:
 
     def _make(self, buf: Any, base: int) -> Counters:
         values: list[int | None] = [None] * len(Counters._fields)
-        # One C call unpacks the row (indexing the cdata array per value cost ~3 µs a row).
-        row = _cgstat.ffi.unpack(buf + base, self._nout)
-        for (pos, div), v in zip(self._index, row, strict=True):
+        for i, (pos, div) in enumerate(self._index):
+            v = buf[base + i]
             if v != _MISSING:
                 values[pos] = v if div == 1 else v // div
         return Counters._make(values)
