@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from edgeprof.cli import main
-from tests.host.memory_workload import MIB, READ_AND_HOLD, data_file
+from tests.host.memory_workload import MEMORY_ONLY_TOLERANCE, MIB, READ_AND_HOLD, data_file
 
 HOLD_MIB = 32
 HOLD_S = "0.3"
@@ -66,8 +66,8 @@ def test_composition_and_fit_through_docker(
     assert "fits at the limit" in line or ": slowed, stalled " in line, line
     assert "anon + shmem + kernel" in line, line
 
-    # See the kernel tier's fit test for the 50 % tolerance.
-    code = main(["fit", *opts, "--json", "--resolution", "4m", "--tolerance", "50%", "--",
+    code = main(["fit", *opts, "--json", "--resolution", "4m",
+                 "--tolerance", MEMORY_ONLY_TOLERANCE, "--",
                  "python3", "/opt/w.py", "/data/d.bin", str(HOLD_MIB), HOLD_S])  # fmt: skip
     captured = capfd.readouterr()
     assert code == 0, captured.err

@@ -19,6 +19,13 @@ from pathlib import Path
 
 from tests.conftest import require
 
+MEMORY_ONLY_TOLERANCE = "1000%"
+"""``fit --tolerance`` for the tests that judge its memory answer, not its speed verdict (that
+has its own unit tests): a probe must be 11× slower than the unlimited run to fail.  These
+runs hold memory for 0.3 s, and on a busy host a TCG guest's run times swing by more than
+50 %: with 50 %, one fresh-clone CI answered 56.1 MiB in the 6.1 guest (its bound: 41.2) and
+66.1 MiB in the 6.12 one (the one-run estimate: 38.3), where the two CI runs before it, on
+the same code, passed."""
 MIB = 1 << 20
 DATA_ENV = "EDGEPROF_TEST_DATA_FILE"
 NO_PAGE_CACHE = ("tmpfs", "ramfs", "overlayfs")
