@@ -13,16 +13,18 @@ from tests.conftest import require
 REPO = Path(__file__).resolve().parents[2]
 
 
-def quick(script: str, out: Path) -> subprocess.CompletedProcess[str]:
-    """``benchmarks/SCRIPT --quick --json OUT`` as root (the benchmarks create cgroups),
-    checked to have exited 0."""
+def quick(
+    script: str, out: Path, *extra: str, timeout: int = 300
+) -> subprocess.CompletedProcess[str]:
+    """``benchmarks/SCRIPT --quick --json OUT EXTRA…`` as root (the benchmarks create
+    cgroups), checked to have exited 0."""
     require(os.geteuid() == 0, "the benchmark creates cgroups: needs root")
     proc = subprocess.run(
-        [sys.executable, f"benchmarks/{script}", "--quick", "--json", str(out)],
+        [sys.executable, f"benchmarks/{script}", "--quick", "--json", str(out), *extra],
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
     )
     assert proc.returncode == 0, proc.stderr
     return proc
@@ -70,24 +72,7 @@ def test_overhead_benchmark_quick_mode_prints_its_tables(tmp_path: Path) -> None
     the test's directory), sampling at three rates beside psutil, and a sweep's per-run
     overhead and memory (figures not asserted: they are the tables')."""
     out = tmp_path / "overhead.json"
-    require(os.geteuid() == 0, "the benchmark creates cgroups: needs root")
-    peers = tmp_path / "peers"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "benchmarks/overhead.py",
-            "--quick",
-            "--json",
-            str(out),
-            "--peers",
-            str(peers),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = quick("overhead.py", out, "--peers", str(tmp_path / "peers"), timeout=900)
     for heading in ("1. Start-up", "2. Sampling, end to end", "3. A sweep of 30 runs"):
         assert heading in proc.stdout
     data = json.loads(out.read_text())
