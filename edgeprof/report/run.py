@@ -32,9 +32,9 @@ if TYPE_CHECKING:
     from ..analysis.budgets import BudgetCheck, Budgets
     from ..model import RunResult
 
-# What only some runs use (a sweep's progress and exports, an env.template's files,
-# predictions, budgets, CI summaries) is imported where it is used: a plain run then loads
-# none of it (~40 ms of imports on our 2-core host, against ~100 ms for the whole command).
+# What only some runs use (a sweep's exports, an env.template's files, predictions, budget
+# checks, CI summaries, JUnit) is imported where it is used: a plain run loads none of it
+# (this module's imports, under python -X importtime here: 49.7 ms before, 20.3 ms after).
 
 
 @dataclass(frozen=True)
