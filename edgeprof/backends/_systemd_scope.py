@@ -34,8 +34,13 @@ from .owner import this_process
 HOLDER_LEAF = "holder"
 START_TIMEOUT_S = 60.0
 """systemd answers in milliseconds on a host; a TCG-emulated guest booting took 1-2 s."""
-_HOLD = "cat /proc/self/cgroup && exec cat >/dev/null"
-"""The holder: says where systemd put it, then waits for edgeprof's end (end-of-file)."""
+HOLD_SCRIPT = 'while IFS= read -r l; do echo "$l"; done </proc/self/cgroup && exec cat >/dev/null'
+"""The holder: says where systemd put it, then waits for edgeprof's end (end-of-file).
+
+It forks nothing: a child that printed the placement (``cat /proc/self/cgroup``) can still
+be in the scope's group, exiting, when edgeprof moves the holder out and enables the
+controllers, which the kernel then refuses (``EBUSY``: the group still has tasks); a busy
+emulated guest hit that in CI.  The shell's builtins read the file; ``exec`` replaces it."""
 
 
 def systemd_manages(run_dir: Path = Path("/run/systemd/system")) -> bool:
@@ -76,7 +81,7 @@ def holder_command(systemd_run: str, unit: str) -> list[str]:
     return [
         systemd_run, "--scope", "--quiet", "--collect", f"--unit={unit}",
         "--description=edgeprof runs", "-p", "Delegate=yes", "--",
-        "/bin/sh", "-c", _HOLD,
+        "/bin/sh", "-c", HOLD_SCRIPT,
     ]  # fmt: skip
 
 

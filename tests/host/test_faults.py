@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from edgeprof.backends import get_backend, owner
+from edgeprof.backends._systemd_scope import HOLD_SCRIPT, parse_placement
 from edgeprof.measure import gc
 from edgeprof.model import Sample
 
@@ -191,6 +192,26 @@ def test_fork_bomb_stops_at_the_pids_limit(mechanism: str, tmp_path: Path, marke
     # The bomb reached the limit and never passed it (pids_peak is sampled every 20 ms).
     assert 48 <= r["pids_peak"] <= 64
     assert "processes: peak" in p.stdout and "of 64" in p.stdout
+    assert marked_processes(marker) == []
+
+
+def test_the_systemd_scopes_holder_forks_nothing(
+    mechanism: str, tmp_path: Path, marker: str
+) -> None:
+    """The holder that keeps root's systemd scope says its group and waits with no child
+    process: a child still exiting in the scope's group makes the kernel refuse its
+    controllers (EBUSY).  Under a limit of one process, a fork fails and the script too."""
+    out = tmp_path / "out"
+    p = subprocess.run(
+        edgeprof("--pids", "1", "--out", str(out), "--", "/bin/sh", "-c", HOLD_SCRIPT, mark=marker),
+        stdin=subprocess.DEVNULL,  # end-of-file: the holder's cue to end
+        capture_output=True, text=True, cwd=REPO, timeout=120,
+    )  # fmt: skip
+    r = check_result(out)
+    assert p.returncode == 0 and r["termination"] == "exited", p.stdout + p.stderr
+    assert r["limits"]["pids"] == 1
+    placement = [ln for ln in p.stdout.splitlines() if parse_placement(ln) is not None]
+    assert len(placement) == 1, p.stdout  # the unified hierarchy's line, as /proc says it
     assert marked_processes(marker) == []
 
 
