@@ -1,7 +1,7 @@
 """edgeprof's error tree.
 
 Everything edgeprof raises on purpose derives from :class:`EdgeprofError`; dependencies'
-errors (``OSError`` from cgroupfs, the Docker SDK's errors) are translated at the backend
+errors (``OSError`` from cgroupfs, the Docker daemon's) are translated at the backend
 boundary with ``raise ... from exc``.  A workload that is OOM-killed, times out or exits
 non-zero is *not* an error: it is a :class:`~edgeprof.model.RunResult` with a termination.
 """

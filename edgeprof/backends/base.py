@@ -57,12 +57,9 @@ import abc
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, NamedTuple, Protocol, TypeVar
+from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
 from ..model import Counters, Limits, RunSpec
-
-if TYPE_CHECKING:  # the Docker SDK is an optional dependency
-    from docker import DockerClient
 
 _H = TypeVar("_H", bound="RunHandle")
 
@@ -140,6 +137,15 @@ class Reclaim(Protocol):
     def close(self) -> None: ...
 
 
+class ContainerDaemon(Protocol):
+    """What collecting a dead run's containers needs of a Docker daemon's client
+    (:class:`edgeprof.backends.docker.Engine`; a protocol, so this module needs no Docker)."""
+
+    def containers(self, label: str) -> list[dict[str, Any]]: ...
+
+    def remove(self, cid: str) -> None: ...
+
+
 @dataclass(frozen=True)
 class CleanupScope:
     """What a backend's runs leave behind when their edgeprof dies, for the collection
@@ -150,7 +156,7 @@ class CleanupScope:
     Empty (the default): nothing to collect."""
 
     cgroup_roots: tuple[Path, ...] = ()
-    docker_client: DockerClient | None = None
+    docker_client: ContainerDaemon | None = None
 
     @property
     def empty(self) -> bool:

@@ -249,7 +249,7 @@ def render(findings: list[Finding]) -> str:
 
 
 def _docker() -> list[Finding]:
-    from ..backends.docker import DockerBackend
+    from ..backends.docker import DaemonError, DockerBackend
 
     be = DockerBackend()
     try:
@@ -257,7 +257,10 @@ def _docker() -> list[Finding]:
         info = be.info()
     except EdgeprofError as exc:
         return [Finding("docker", False, str(exc))]
-    version = be.client.version()
+    try:
+        version = be.client.version()
+    except DaemonError as exc:
+        return [Finding("docker", False, f"the Docker daemon does not answer: {exc}")]
     exact = be.mechanism != "docker+stats"
     return [
         Finding(

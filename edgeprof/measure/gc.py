@@ -18,15 +18,18 @@ import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..backends import cgroupfs as fs
 from ..backends import owner as ow
 from ..backends._process import kill_members
 from ..backends._systemd_scope import stop_unit
-from ..backends.base import CleanupScope
+from ..backends.base import CleanupScope, ContainerDaemon
 from ..backends.cgroup_v1 import cgroup_mounts
-from ..errors import EdgeprofError
+from ..errors import BackendError, EdgeprofError
+
+if TYPE_CHECKING:  # the Docker backend is imported only where a daemon is used
+    from ..backends.docker.engine import Engine
 
 
 def stale_groups(roots: Iterable[Path] | None = None, proc: Path = Path("/proc")) -> list[Path]:
@@ -139,7 +142,7 @@ def remove_event_dirs(dirs: Iterable[Path]) -> list[str]:
 
 
 def _container_is_stale(labels: dict[str, str], host: str, boot: str) -> bool:
-    from ..backends.docker.sdk import BOOT_LABEL, HOST_LABEL, OWNER_LABEL
+    from ..backends.docker.daemon import BOOT_LABEL, HOST_LABEL, OWNER_LABEL
 
     if labels.get(HOST_LABEL, host) != host:
         return False  # another machine's run (a shared daemon): not ours to judge
@@ -149,37 +152,39 @@ def _container_is_stale(labels: dict[str, str], host: str, boot: str) -> bool:
     return owner is None or not ow.alive(owner)
 
 
-def stale_containers(client: Any) -> list[Any]:
+def stale_containers(client: ContainerDaemon) -> list[dict[str, Any]]:
     """edgeprof's containers on ``client``'s daemon whose owner is gone."""
-    from ..backends.docker.sdk import MANAGED_LABEL
+    from ..backends.docker.daemon import MANAGED_LABEL, explain
+    from ..backends.docker.engine import DaemonError
 
     host, boot = ow.hostname(), ow.boot_id()
-    return [
-        c
-        for c in client.containers.list(all=True, filters={"label": f"{MANAGED_LABEL}=1"})
-        if _container_is_stale(dict(c.labels), host, boot)
-    ]
+    try:
+        listed = client.containers(f"{MANAGED_LABEL}=1")
+    except DaemonError as exc:
+        raise BackendError(f"cannot list the Docker daemon's containers: {explain(exc)}") from exc
+    return [c for c in listed if _container_is_stale(dict(c.get("Labels") or {}), host, boot)]
 
 
-def remove_containers(client: Any) -> list[str]:
-    from ..backends.docker.sdk import daemon_errors, explain
+def remove_containers(client: ContainerDaemon) -> list[str]:
+    from ..backends.docker.daemon import explain
+    from ..backends.docker.engine import DaemonError
 
-    failed = daemon_errors()
     out = []
     for c in stale_containers(client):
+        name = str((c.get("Names") or [c["Id"]])[0]).lstrip("/")
         try:
-            c.remove(force=True, v=True)
-            out.append(f"removed container {c.name}")
-        except failed as exc:  # report, go on with the rest
-            out.append(f"cannot remove container {c.name}: {explain(exc)}")
+            client.remove(c["Id"])
+            out.append(f"removed container {name}")
+        except DaemonError as exc:  # report, go on with the rest
+            out.append(f"cannot remove container {name}: {explain(exc)}")
     return out
 
 
-def collect(images: bool = False, client: Any = None) -> list[str]:
+def collect(images: bool = False, client: Engine | None = None) -> list[str]:
     """Remove stale containers and groups (and edgeprof's images); a line per action."""
     out: list[str] = []
     try:
-        from ..backends.docker.sdk import make_client
+        from ..backends.docker.daemon import make_client
 
         client = client or make_client()
     except EdgeprofError as exc:

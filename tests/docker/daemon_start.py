@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING
 if TYPE_CHECKING:
     import docker
 
+from edgeprof.backends.docker.engine import Engine
 from tests.docker.daemon_common import (
     SBIN_PATH,
     DockerUnavailable,
@@ -307,8 +308,14 @@ class DockerSession:
     """``{"busybox": "edgeprof-test/busybox:latest",
     "python3": "edgeprof-test/python3:bookworm"}``"""
     client: docker.DockerClient
+    """The Docker SDK's client, for the tests' own checks (an independent view)."""
     daemon: PrivateDaemon
     """cgroup parent, data root, logs (``daemon.log_tail()``), ``group_dirs()``."""
+
+    @property
+    def engine(self) -> Engine:
+        """edgeprof's own client of the daemon, for the backend under test."""
+        return Engine(self.host)
 
 
 def _spawn(argv: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:

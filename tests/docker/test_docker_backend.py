@@ -32,7 +32,7 @@ SPIKE = "import time; b = b'\\x01' * (200 << 20); time.sleep(0.02); del b; time.
 
 
 def backend(d: Any, image: str, **kw: Any) -> DockerBackend:
-    be = DockerBackend(image, client=d.client, **kw)
+    be = DockerBackend(image, client=d.engine, **kw)
     be.check()
     return be
 
@@ -47,15 +47,15 @@ def test_environment_is_built_once_then_reused(docker_daemon: Any, tmp_path: Pat
         base_image=docker_daemon.images["python3"], directory=app, prerun=("echo built > m",)
     )
     log = io.StringIO()
-    tag, built = ensure_image(docker_daemon.client, spec, log)
+    tag, built = ensure_image(docker_daemon.engine, spec, log)
     assert built and "Step" in log.getvalue()
     # The second time nothing is built: no build step is logged (not "it took under 2 s",
     # which a loaded daemon or disk need not keep).
     log2 = io.StringIO()
-    tag2, built2 = ensure_image(docker_daemon.client, spec, log2)
+    tag2, built2 = ensure_image(docker_daemon.engine, spec, log2)
     assert (tag2, built2) == (tag, False) and "Step" not in log2.getvalue()
     (app / "infer.py").write_text("print('changed')\n")  # any change to DIR: a new image
-    assert ensure_image(docker_daemon.client, spec, io.StringIO())[0] != tag
+    assert ensure_image(docker_daemon.engine, spec, io.StringIO())[0] != tag
     out = tmp_path / "stdout"
     with out.open("w") as f:
         r = edgeprof.profile(
@@ -74,7 +74,7 @@ def test_environment_is_built_once_then_reused(docker_daemon: Any, tmp_path: Pat
 def test_failing_build_names_the_step(docker_daemon: Any) -> None:
     spec = EnvSpec(base_image=docker_daemon.images["busybox"], prerun=("echo ok", "exit 3"))
     with pytest.raises(LaunchError, match=r"Step 4/\d+ : RUN exit 3"):
-        ensure_image(docker_daemon.client, spec, io.StringIO())
+        ensure_image(docker_daemon.engine, spec, io.StringIO())
 
 
 def test_cpu_limit_is_held(docker_daemon: Any) -> None:
@@ -341,7 +341,7 @@ def test_remote_daemons_fall_back_to_the_stats_api(docker_daemon: Any, tmp_path:
 
 def test_docker_args_reach_the_container(docker_daemon: Any, tmp_path: Path) -> None:
     opts = parse_docker_args(f"-v {tmp_path}:/data -e GREETING=hi --network none --shm-size 8m")
-    be = DockerBackend(docker_daemon.images["busybox"], client=docker_daemon.client, options=opts)
+    be = DockerBackend(docker_daemon.images["busybox"], client=docker_daemon.engine, options=opts)
     be.check()
     r = edgeprof.profile(
         ["sh", "-c", "echo $GREETING > /data/out; df -k /dev/shm | tail -1 > /data/shm; sleep 0.3"],
@@ -377,7 +377,7 @@ def test_phases_reach_edgeprof_from_a_container(docker_daemon: Any) -> None:
     before = set(Path(tempfile.gettempdir()).glob("edgeprof-events-*"))
     client_file = REPO / "edgeprof" / "workload" / "instrument.py"
     opts = parse_docker_args(f"-v {client_file}:/opt/edgeprof/instrument.py:ro")
-    be = DockerBackend(docker_daemon.images["python3"], client=docker_daemon.client, options=opts)
+    be = DockerBackend(docker_daemon.images["python3"], client=docker_daemon.engine, options=opts)
     be.check()
     r = edgeprof.profile(["python3", "-c", PHASED], interval=0.05, backend=be)
     assert r.exit_code == 0
@@ -390,7 +390,7 @@ def test_phases_reach_edgeprof_from_a_container(docker_daemon: Any) -> None:
     assert r.latency is not None and r.latency.count == 5 and r.latency.items == 15
     assert 0.02 <= r.latency.p50_s < 0.2
     # A shell in busybox through the same path, with the line protocol.
-    sh = DockerBackend(docker_daemon.images["busybox"], client=docker_daemon.client)
+    sh = DockerBackend(docker_daemon.images["busybox"], client=docker_daemon.engine)
     sh.check()
     r = edgeprof.profile(
         ["sh", "-c", 'echo "begin setup" > $EDGEPROF_EVENTS; sleep 0.2; '

@@ -39,7 +39,7 @@ def rig(docker_daemon: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
         f"-v {WORKLOAD}:/opt/ep/iterations.py:ro -v {CLIENT}:/opt/ep/edgeprof.py:ro "
         f"-v {out}:/out -e PYTHONPATH=/opt/ep --network none"
     )
-    be = DockerBackend(docker_daemon.images["python3"], client=docker_daemon.client, options=opts)
+    be = DockerBackend(docker_daemon.images["python3"], client=docker_daemon.engine, options=opts)
     be.check()
     core = sorted(os.sched_getaffinity(0))[-1]
 

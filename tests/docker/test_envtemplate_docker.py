@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from edgeprof.backends.docker.sdk import MANAGED_LABEL
+from edgeprof.backends.docker.daemon import MANAGED_LABEL
 from edgeprof.cli import main
 
 TEMPLATE = """\

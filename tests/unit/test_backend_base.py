@@ -13,7 +13,6 @@ from edgeprof.backends.base import Backend, CleanupScope, RunHandle
 from edgeprof.measure import gc
 from edgeprof.measure.runner import profile
 from edgeprof.model import Counters, RunSpec
-from tests.conftest import require_module
 from tests.fakes import FakeBackend, FakeRun
 
 
@@ -151,18 +150,3 @@ def test_stats_reply_to_counters() -> None:
         pids_current=3,
     )
 
-
-def test_daemon_errors_cover_what_the_sdk_does_not_wrap() -> None:
-    require_module("docker", "docker")
-    import requests
-
-    from edgeprof.backends.docker.sdk import daemon_errors, is_timeout
-
-    lost = requests.exceptions.ConnectionError("Connection aborted.")
-    slow = requests.exceptions.ConnectionError(
-        "UnixHTTPConnectionPool(host='localhost', port=None): Read timed out."
-    )
-    assert isinstance(lost, daemon_errors()) and isinstance(slow, daemon_errors())
-    assert is_timeout(requests.exceptions.ReadTimeout()) and is_timeout(slow)
-    assert not is_timeout(lost)
-    assert not isinstance(ValueError(), daemon_errors())  # a bug is not a lost daemon

@@ -1,38 +1,37 @@
-"""The Docker backend (an optional dependency: ``pip install 'edgeprof[docker]'``).
+"""The Docker backend: runs in containers of a Docker daemon, local or remote.
 
 Modules: :mod:`.backend` (:class:`DockerBackend`), :mod:`.run` (:class:`DockerRun`, one
 container), :mod:`.cgroups` (exact mode's parent groups and counter files), :mod:`.stats`
 (the stats API and ``/proc`` network counters), :mod:`.options` (``--docker-args``),
-:mod:`.sdk` (the SDK's import, client, errors and edgeprof's labels), :mod:`.image` (images
-built from environment descriptions).
+:mod:`.engine` (the Engine API client), :mod:`.daemon` (a pinged client, its errors'
+wording, edgeprof's labels), :mod:`.image` (images built from environment descriptions).
 """
 
 from __future__ import annotations
 
 from .backend import DockerBackend
-from .options import DockerOptions, parse_docker_args
-from .run import DockerRun
-from .sdk import (
+from .daemon import (
     BOOT_LABEL,
     HOST_LABEL,
-    INSTALL_FIX,
     MANAGED_LABEL,
     OWNER_LABEL,
-    docker_sdk,
     explain,
     make_client,
 )
+from .engine import DaemonError, Engine
+from .options import DockerOptions, parse_docker_args
+from .run import DockerRun
 
 __all__ = [
     "BOOT_LABEL",
     "HOST_LABEL",
-    "INSTALL_FIX",
     "MANAGED_LABEL",
     "OWNER_LABEL",
+    "DaemonError",
     "DockerBackend",
     "DockerOptions",
     "DockerRun",
-    "docker_sdk",
+    "Engine",
     "explain",
     "make_client",
     "parse_docker_args",

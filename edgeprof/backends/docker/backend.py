@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from ...errors import BackendUnavailable, ConfigError
 from ...model import RunSpec
@@ -25,12 +25,10 @@ from .._cgroup_common import run_group_name
 from ..base import Backend, CleanupScope
 from ..cgroup_v1 import cgroup_mounts
 from .cgroups import Placement, place
+from .daemon import make_client
+from .engine import DaemonError, Engine
 from .options import DockerOptions
 from .run import DockerRun
-from .sdk import docker_sdk, make_client
-
-if TYPE_CHECKING:  # the SDK is an optional dependency: imported lazily
-    import docker
 
 
 class DockerBackend(Backend):
@@ -44,7 +42,7 @@ class DockerBackend(Backend):
         self,
         image: str | None = None,
         *,
-        client: docker.DockerClient | None = None,
+        client: Engine | None = None,
         base_url: str | None = None,
         options: DockerOptions | None = None,
         mode: str = "auto",
@@ -71,7 +69,7 @@ class DockerBackend(Backend):
     # -- discovery ---------------------------------------------------------------------------
 
     @property
-    def client(self) -> docker.DockerClient:
+    def client(self) -> Engine:
         if self._client is None:
             self._client = make_client(self._base_url)
         return self._client
@@ -79,8 +77,8 @@ class DockerBackend(Backend):
     def info(self) -> dict[str, Any]:
         if self._info is None:
             try:
-                self._info = dict(self.client.info())
-            except docker_sdk().errors.DockerException as exc:
+                self._info = self.client.info()
+            except DaemonError as exc:
                 raise BackendUnavailable(f"the Docker daemon does not answer: {exc}") from exc
         return self._info
 
@@ -99,8 +97,7 @@ class DockerBackend(Backend):
             )
 
     def _local_socket(self) -> bool:
-        url = str(getattr(getattr(self.client, "api", None), "base_url", ""))
-        return url.startswith("http+docker://") or "localhost" in url
+        return self.client.local
 
     def _is_local(self, info: Mapping[str, Any]) -> bool:
         return (

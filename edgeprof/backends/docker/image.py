@@ -21,10 +21,11 @@ import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-from ...errors import ConfigError, LaunchError
-from .sdk import MANAGED_LABEL, docker_sdk, explain
+from ...errors import BackendError, ConfigError, LaunchError
+from .daemon import MANAGED_LABEL, explain
+from .engine import DaemonError, Engine, NotFound
 
 IMAGE_REPO = "edgeprof-env"
 HASH_LABEL = "org.edgeprof.env-hash"
@@ -142,7 +143,7 @@ def _context_tar(spec: EnvSpec) -> io.BytesIO:
     return buf
 
 
-def ensure_image(client: Any, spec: EnvSpec, log: TextIO) -> tuple[str, bool]:
+def ensure_image(client: Engine, spec: EnvSpec, log: TextIO) -> tuple[str, bool]:
     """The image for ``spec``: (tag, built).  Builds only when no image has this tag.
 
     The build streams to ``log`` (so the failing step's output is the last thing there); a
@@ -151,27 +152,23 @@ def ensure_image(client: Any, spec: EnvSpec, log: TextIO) -> tuple[str, bool]:
     """
     spec.validate()
     tag = image_tag(spec)
-    sdk = docker_sdk()
     try:
-        client.images.get(tag)
+        client.image(tag)
         return tag, False
-    except sdk.errors.ImageNotFound:
+    except NotFound:
         pass
-    except sdk.errors.DockerException as exc:
+    except DaemonError as exc:
         raise LaunchError(f"cannot query images: {explain(exc)}") from exc
     step, error = "", None
     try:
-        stream = client.api.build(
-            fileobj=_context_tar(spec),
-            custom_context=True,
-            tag=tag,
-            rm=True,
-            forcerm=True,
-            decode=True,
-            network_mode="host",
-            labels={MANAGED_LABEL: "1", HASH_LABEL: content_hash(spec)},
-        )
-        for chunk in stream:
+        query = {
+            "t": tag,
+            "rm": True,
+            "forcerm": True,
+            "networkmode": "host",
+            "labels": {MANAGED_LABEL: "1", HASH_LABEL: content_hash(spec)},
+        }
+        for chunk in client.build(_context_tar(spec).getvalue(), query):
             text = chunk.get("stream") or ""
             if text:
                 log.write(text)
@@ -181,18 +178,24 @@ def ensure_image(client: Any, spec: EnvSpec, log: TextIO) -> tuple[str, bool]:
                         step = line.strip()
             if "error" in chunk:
                 error = chunk.get("error") or json.dumps(chunk.get("errorDetail"))
-    except sdk.errors.DockerException as exc:
+    except DaemonError as exc:
         error = explain(exc)
     if error is not None:
         raise LaunchError(f"image build failed at {step or 'the first step'}: {str(error).strip()}")
     return tag, True
 
 
-def remove_images(client: Any) -> list[str]:
+def remove_images(client: Engine) -> list[str]:
     """Remove every image edgeprof built (``edgeprof gc --images``); returns their tags."""
     removed: list[str] = []
-    for image in client.images.list(filters={"label": f"{MANAGED_LABEL}=1"}):
-        tags = image.tags or [image.id]
-        client.images.remove(image.id, force=True)
-        removed.extend(tags)
+    for image in client.images(f"{MANAGED_LABEL}=1"):
+        tags = [t for t in image.get("RepoTags") or () if t != "<none>:<none>"]
+        try:
+            client.remove_image(str(image["Id"]))
+        except NotFound:  # gone meanwhile
+            continue
+        except DaemonError as exc:
+            what = tags or image["Id"]
+            raise BackendError(f"cannot remove image {what}: {explain(exc)}") from exc
+        removed.extend(tags or [str(image["Id"])])
     return removed

@@ -8,7 +8,7 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...errors import BackendError, ConfigError, LaunchError
 from ...model import Counters, RunSpec
@@ -27,12 +27,10 @@ from .cgroups import (
     missing_dirs,
     parents_everywhere,
 )
+from .daemon import explain, run_labels
+from .engine import DaemonError, Engine, NotFound
 from .options import DockerOptions
-from .sdk import daemon_errors, docker_sdk, explain, is_timeout, run_labels
 from .stats import parse_net_dev, stats_counters
-
-if TYPE_CHECKING:  # the SDK is an optional dependency: imported lazily
-    import docker
 
 
 class DockerRun(RunHandle):
@@ -44,7 +42,7 @@ class DockerRun(RunHandle):
 
     def __init__(
         self,
-        client: docker.DockerClient,
+        client: Engine,
         spec: RunSpec,
         image: str,
         *,
@@ -59,7 +57,6 @@ class DockerRun(RunHandle):
         self._placement = placement
         self._exact = placement is not None
         self._native = native
-        self._sdk = docker_sdk()
         self._closed = False
         self._status: int | None = None
         self._outer: CounterSet | None = None
@@ -80,78 +77,78 @@ class DockerRun(RunHandle):
             # The container's own groups: runc removes them when the container goes, but not
             # always before Docker's remove call returns; whatever is left then is ours.
             self._parents_everywhere = parents_everywhere(placement)
-        self._container = self._create(spec, image)
+        self._cid = ""  # none yet: close() then has no container to remove
+        self._cid = self._create(spec, image)
         self._out_thread = self._attach(spec)
         self.started = time.monotonic()
         try:
-            self._container.start()
-            self._container.reload()
-        except self._sdk.errors.DockerException as exc:
+            self._client.start(self._cid)
+            state = self._client.inspect(self._cid).get("State") or {}
+        except DaemonError as exc:
             self.close()
             raise LaunchError(f"the container did not start: {explain(exc)}") from exc
-        self.pid = int(self._container.attrs["State"].get("Pid") or 0)
+        self.pid = int(state.get("Pid") or 0)
         if placement is not None:
             self._open_counters(placement)
 
     # -- set-up ------------------------------------------------------------------------------
 
-    def _create(self, spec: RunSpec, image: str) -> Any:
+    def _create(self, spec: RunSpec, image: str) -> str:
+        """The container, created (not started): the Engine API's ``ContainerConfig`` with
+        its ``HostConfig``, as ``docker create`` sends them."""
         lim = spec.limits
         o = self._options
-        kwargs: dict[str, Any] = {
-            "image": image,
-            "command": list(spec.command),
-            "name": self._name,
-            "detach": True,
-            "environment": {**o.environment, **spec.env},
-            "labels": run_labels(),
-            "privileged": o.privileged,
-            "volumes": list(o.volumes),
-        }
+        binds = list(o.volumes)
         if spec.events_fifo is not None:
-            kwargs["volumes"].append(f"{spec.events_fifo}:{EVENTS_CONTAINER_PATH}")
+            binds.append(f"{spec.events_fifo}:{EVENTS_CONTAINER_PATH}")
+        host: dict[str, Any] = {"Binds": binds, "Privileged": o.privileged}
+        config: dict[str, Any] = {
+            "Image": image,
+            "Cmd": list(spec.command),
+            "Env": [f"{k}={v}" for k, v in {**o.environment, **spec.env}.items()],
+            "Labels": run_labels(),
+            "HostConfig": host,
+        }
         if spec.cwd is not None:
-            kwargs["working_dir"] = str(spec.cwd)
-        if o.network_mode:
-            kwargs["network_mode"] = o.network_mode
-        if o.shm_size:
-            kwargs["shm_size"] = o.shm_size
+            config["WorkingDir"] = str(spec.cwd)
         if o.user:
-            kwargs["user"] = o.user
+            config["User"] = o.user
+        if o.network_mode:
+            host["NetworkMode"] = o.network_mode
+        if o.shm_size:
+            host["ShmSize"] = o.shm_size
         if o.security_opt:
-            kwargs["security_opt"] = list(o.security_opt)
+            host["SecurityOpt"] = list(o.security_opt)
         if self._placement is not None and self._placement.cgroup_parent:
-            kwargs["cgroup_parent"] = self._placement.cgroup_parent
+            host["CgroupParent"] = self._placement.cgroup_parent
         # The quota as Docker's --cpu-period/--cpu-quota (its --cpus is the same quota at a
         # fixed 100 ms period, which is the artefact the runner's period choice avoids).
         if lim.cpus is not None:
             period = spec.cpu_period_us or CFS_PERIOD_US
-            kwargs["cpu_period"] = period
-            kwargs["cpu_quota"] = cpu_quota_us(lim.cpus, period)
+            host["CpuPeriod"] = period
+            host["CpuQuota"] = cpu_quota_us(lim.cpus, period)
         if lim.cpuset is not None:
-            kwargs["cpuset_cpus"] = format_cpuset(lim.cpuset)
+            host["CpusetCpus"] = format_cpuset(lim.cpuset)
         if lim.memory is not None:
-            kwargs["mem_limit"] = lim.memory
-            kwargs["memswap_limit"] = lim.memory  # memory+swap = memory: no swap
+            host["Memory"] = lim.memory
+            host["MemorySwap"] = lim.memory  # memory+swap = memory: no swap
         if lim.pids is not None:
-            kwargs["pids_limit"] = lim.pids
+            host["PidsLimit"] = lim.pids
         try:
-            return self._client.containers.create(**kwargs)
-        except self._sdk.errors.ImageNotFound as exc:
+            return self._client.create(self._name, config)
+        except NotFound as exc:
             raise ConfigError(
                 f"image {image!r} is not on the Docker daemon; build it (an environment "
                 "description, or docker build) or load it first"
             ) from exc
-        except self._sdk.errors.DockerException as exc:
+        except DaemonError as exc:
             raise LaunchError(f"cannot create the container: {explain(exc)}") from exc
 
     def _attach(self, spec: RunSpec) -> threading.Thread:
         """Stream the container's stdout/stderr to the run's descriptors as it goes."""
         try:
-            stream = self._container.attach(
-                stdout=True, stderr=True, stream=True, demux=True, logs=True
-            )
-        except self._sdk.errors.DockerException as exc:
+            stream = self._client.attach(self._cid)
+        except DaemonError as exc:
             self._remove()
             raise LaunchError(f"cannot attach to the container: {explain(exc)}") from exc
         out_fd = 1 if spec.stdout is None else spec.stdout
@@ -161,11 +158,8 @@ class DockerRun(RunHandle):
             # Leave SIGINT/SIGTERM to the main thread (see Sampler._run).
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
             try:
-                for out, err in stream:
-                    if out:
-                        os.write(out_fd, out)
-                    if err:
-                        os.write(err_fd, err)
+                for kind, data in stream:
+                    os.write(err_fd if kind == 2 else out_fd, data)
             except Exception:  # broad on purpose: any end of the stream ends the pump quietly
                 pass
 
@@ -174,7 +168,7 @@ class DockerRun(RunHandle):
         return t
 
     def _open_counters(self, placement: Placement) -> None:
-        outer, inner = counter_sources(placement, self._container.id)
+        outer, inner = counter_sources(placement, self._cid)
         self._outer = CounterSet(outer, native=self._native)
         # Not found yet: looked for again at each reading until it is (a systemd driver's
         # scope is the manager's to create).
@@ -191,7 +185,7 @@ class DockerRun(RunHandle):
         gone closes it."""
         with self._inner_lock:
             if self._inner_pending and self._placement is not None and self._status is None:
-                inner = counter_sources(self._placement, self._container.id)[1]
+                inner = counter_sources(self._placement, self._cid)[1]
                 if inner:
                     self._inner = CounterSet(inner, native=False)
                     self._inner_pending = False
@@ -257,16 +251,16 @@ class DockerRun(RunHandle):
 
     def _oom_killed(self) -> bool:
         try:
-            self._container.reload()
-        except daemon_errors():
+            state = self._client.inspect(self._cid).get("State") or {}
+        except DaemonError:
             return False
-        return bool(self._container.attrs["State"].get("OOMKilled"))
+        return bool(state.get("OOMKilled"))
 
     def _stats(self) -> Counters:
         """One reading of the Docker stats API (remote daemons)."""
         try:
-            s = self._client.api.stats(self._container.id, stream=False, one_shot=True)
-        except self._sdk.errors.DockerException:
+            s = self._client.stats(self._cid)
+        except DaemonError:
             return self._stats_last
         c = stats_counters(s)
         if c is not None:  # None: the container is gone, keep the last reading
@@ -283,14 +277,13 @@ class DockerRun(RunHandle):
             # Short API waits, so Ctrl-C (a signal handled between calls) is never blocked.
             step = 1.0 if deadline is None else max(0.0, min(1.0, deadline - time.monotonic()))
             try:
-                res = self._container.wait(timeout=max(step, 0.001))
-                code = int(res.get("StatusCode", -1))
+                code = self._client.wait(self._cid, timeout=max(step, 0.001))
+            except DaemonError as exc:
+                raise BackendError(f"lost the Docker daemon while waiting: {exc}") from exc
+            if code is not None:
                 # Docker reports death by signal N as 128+N, as a shell does.
                 self._status = -(code - 128) if 128 < code <= 128 + 64 else code
                 return self._status
-            except daemon_errors() as exc:  # requests' timeouts too: the SDK does not wrap them
-                if not is_timeout(exc):
-                    raise BackendError(f"lost the Docker daemon while waiting: {exc}") from exc
             if deadline is not None and time.monotonic() >= deadline:
                 return None
 
@@ -298,7 +291,7 @@ class DockerRun(RunHandle):
         if self._placement is None:
             return []
         for d in self._placement.parent_dirs.values():
-            inner = find_inner(d, self._container.id)
+            inner = find_inner(d, self._cid)
             if inner is not None:
                 text = fs.read_optional(inner / "cgroup.procs")
                 return fs.parse_pids(text or "")
@@ -309,31 +302,32 @@ class DockerRun(RunHandle):
         if pids:
             signal_pids(pids, signal.SIGTERM)  # every process, as the cgroup backend does
             return
-        with contextlib.suppress(self._sdk.errors.DockerException):
-            self._container.kill(signal="SIGTERM")
+        with contextlib.suppress(DaemonError):
+            self._client.kill(self._cid, "SIGTERM")
 
     def kill(self) -> None:
         """SIGKILL the container's init: the kernel then kills its whole PID namespace."""
         if self._status is not None:
             return  # init has exited, and with it every process of its PID namespace
         try:
-            self._container.reload()
-            if self._container.attrs["State"].get("Running"):
-                self._container.kill()
-        except self._sdk.errors.NotFound:
+            if (self._client.inspect(self._cid).get("State") or {}).get("Running"):
+                self._client.kill(self._cid)
+        except NotFound:
             return
-        except daemon_errors() as exc:  # a daemon gone: requests' errors, unwrapped
+        except DaemonError as exc:
             if "is not running" not in str(exc):
                 raise BackendError(f"cannot kill the container: {explain(exc)}") from exc
         if self._status is None:
             self.wait(30)
 
     def _remove(self) -> None:
+        if not self._cid:
+            return
         try:
-            self._container.remove(force=True, v=True)
-        except self._sdk.errors.NotFound:
+            self._client.remove(self._cid)
+        except NotFound:
             pass
-        except daemon_errors() as exc:  # a daemon gone: requests' errors, unwrapped
+        except DaemonError as exc:
             self.warnings.append(f"cannot remove container {self._name}: {explain(exc)}")
 
     def close(self) -> None:
@@ -350,8 +344,7 @@ class DockerRun(RunHandle):
             self._out_thread.join(timeout=5)
         # The parent groups (and the directories runc made on the way) outlive the
         # container: remove exactly those, deepest first, after any container group left.
-        container = getattr(self, "_container", None)  # None when the create call failed
-        cid = str(container.id) if container is not None else ""
+        cid = self._cid
         inner = [
             p / n
             for p in self._parents_everywhere

@@ -1,0 +1,50 @@
+"""The Docker daemon at edgeprof's boundary: a pinged client, what its errors say, our labels.
+
+The client is :mod:`.engine` (the Engine API on the standard library).  Its errors
+(:class:`~.engine.DaemonError`) are caught here and in the modules beside this one, and
+become :mod:`edgeprof.errors` types: nothing above the Docker backend sees them.
+"""
+
+from __future__ import annotations
+
+from ...errors import BackendUnavailable
+from .. import owner
+from .engine import DaemonError, Engine
+
+MANAGED_LABEL = "org.edgeprof.managed"
+"""On every container and image edgeprof creates (``1``)."""
+OWNER_LABEL = "org.edgeprof.owner"
+"""``<pid>:<process start time>``: lets ``edgeprof gc`` tell a dead run's container."""
+HOST_LABEL = "org.edgeprof.host"
+"""The owner's host name: a shared daemon's containers of other hosts are never collected."""
+BOOT_LABEL = "org.edgeprof.boot"
+"""The owner's boot id: a container that outlived a reboot of its host has no owner."""
+
+
+def run_labels() -> dict[str, str]:
+    """The labels of a run's container: managed, and its owner (this process)."""
+    return {
+        MANAGED_LABEL: "1",
+        OWNER_LABEL: owner.this_process().token(),
+        HOST_LABEL: owner.hostname(),
+        BOOT_LABEL: owner.boot_id(),
+    }
+
+
+def make_client(base_url: str | None = None) -> Engine:
+    """A client for ``base_url`` (else ``DOCKER_HOST``, else the local socket), pinged."""
+    try:
+        engine = Engine(base_url)
+        engine.ping()
+    except DaemonError as exc:
+        raise BackendUnavailable(
+            f"cannot reach the Docker daemon ({exc}); start dockerd, "
+            "or point DOCKER_HOST at a running daemon"
+        ) from exc
+    return engine
+
+
+def explain(exc: BaseException) -> str:
+    """The first line of what the Docker daemon said (or of the exception)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
