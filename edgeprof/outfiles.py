@@ -29,7 +29,7 @@ import errno
 import os
 import pwd
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import Path
 
@@ -198,11 +198,13 @@ def check_target(path: Path) -> None:
         raise as_error(path, exc) from exc
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """``data`` to ``path`` through a new file (``O_EXCL``) in the same directory, ``fsync``
-    and a rename: readers never see half a file.  I/O errors are ``OSError`` (the caller says
-    which file failed); the temporary file never stays."""
-    raw = data.encode() if isinstance(data, str) else data
+def write_atomic(path: Path, data: str | bytes | Iterable[bytes]) -> None:
+    """``data`` (or its pieces, in order) to ``path`` through a new file (``O_EXCL``) in the
+    same directory, ``fsync`` and a rename: readers never see half a file.  I/O errors are
+    ``OSError`` (the caller says which file failed); the temporary file never stays."""
+    pieces = (
+        [data.encode()] if isinstance(data, str) else [data] if isinstance(data, bytes) else data
+    )
     with _directory(path.parent) as d:
         _check_name(path, d)
         tmp = f".{path.name[:200]}.{os.urandom(4).hex()}.tmp"
@@ -213,9 +215,10 @@ def write_atomic(path: Path, data: str | bytes) -> None:
                 ids = owner()
                 if ids is not None:
                     os.fchown(fd, *ids)
-                view = memoryview(raw)
-                while view:
-                    view = view[os.write(fd, view) :]
+                for piece in pieces:
+                    view = memoryview(piece)
+                    while view:
+                        view = view[os.write(fd, view) :]
                 os.fsync(fd)
             finally:
                 os.close(fd)

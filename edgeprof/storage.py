@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +44,10 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(data, indent=2) + "\n")
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` through a temporary file and a rename (:mod:`edgeprof.outfiles`: never
-    through a link, owned by the sudo user): readers never see half a file."""
+def write_text_atomic(path: Path, text: str | Iterable[bytes]) -> None:
+    """Write ``text`` (or its encoded pieces, in order) through a temporary file and a rename
+    (:mod:`edgeprof.outfiles`: never through a link, owned by the sudo user): readers never
+    see half a file."""
     outfiles.write_atomic(path, text)
 
 
@@ -136,8 +137,10 @@ def load_fits(path: Path) -> list[dict[str, Any]] | None:
             v = d.get(key)
             if v is None and key != "name":
                 continue
-            if isinstance(v, bool) or not isinstance(v, int if "bytes" in key else str) or (
-                isinstance(v, int) and v < (1 if key == "min_memory_bytes" else 0)
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, int if "bytes" in key else str)
+                or (isinstance(v, int) and v < (1 if key == "min_memory_bytes" else 0))
             ):
                 raise ConfigError(f"{file}: fit {i + 1}: {key} must be {expected}, got {shown(v)}")
     return docs

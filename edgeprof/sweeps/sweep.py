@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from ..measure.runner import OUT_FILES, profile
 from ..model import Limits, RunResult, Termination
 from ..names import check_name
 from ..outfiles import check_target
-from ..storage import prepare_out_dir, write_json_atomic
+from ..storage import prepare_out_dir, write_text_atomic
 
 
 @dataclass(frozen=True)
@@ -125,37 +126,61 @@ class _Checkpoint:
 
     The file holds every run so far, so writing it after each run made a sweep quadratic: 100
     one-millisecond runs spent 5.1 s of 13.6 s there (each write turned every result into a
-    dict again and encoded it).  Each run's dict is made once here, and the file is rewritten
-    after a run only once :data:`MIN_GAP_S` has passed since the last write *and* ten times
-    that write's own duration: at most ~10 % of the wall time goes to it however long the
-    sweep.  :meth:`close` writes what is still unsaved, after the last run, an interruption or
-    an error.  What a SIGKILL loses is at most that gap's runs from ``sweep.json``; their
-    ``result.json`` are on disk."""
+    dict again and encoded it).  Each run is encoded once here, into a spool (an unnamed
+    temporary file, so nothing is left behind however the sweep ends), and the file is
+    rewritten from it after a run only once :data:`MIN_GAP_S` has passed since the last
+    write *and* ten times that write's own duration: at most ~10 % of the wall time goes to
+    it however long the sweep.  Memory: the encoded runs live in the spool, not here (their
+    dicts took ~3.4 KiB a run).  :meth:`close` writes what is still unsaved, after the last
+    run, an interruption or an error.  What a SIGKILL loses is at most that gap's runs from
+    ``sweep.json``; their ``result.json`` are on disk."""
 
     MIN_GAP_S = 1.0
+    _RUNS = b'\n  "runs": [],\n'
+    """Where the runs go in ``sweep.json`` as :func:`json.dumps` lays it out (indent 2)."""
 
     def __init__(self, path: Path, result: SweepResult) -> None:
+        import tempfile  # sweeps to a directory only
+
         self._path = path
         self._result = result
-        self._dicts: list[dict[str, Any]] = []
+        self._spool = tempfile.TemporaryFile()  # noqa: SIM115 (close() closes it, on every path)
+        self._count = 0
         self._next = 0.0  # monotonic time after which a write is due
         self._unsaved = False
 
     def add(self, r: RunResult, warmup: bool) -> None:
         if not warmup:
-            self._dicts.append(r.to_dict())
+            text = json.dumps(r.to_dict(), indent=2).replace("\n", "\n    ")
+            self._spool.write(((",\n    " if self._count else "    ") + text).encode())
+            self._count += 1
         self._unsaved = True
         if time.monotonic() >= self._next:
             self._write()
 
     def close(self) -> None:
         """The last write: every run, after the last one, an interruption or an error."""
-        if self._unsaved:
-            self._write()
+        try:
+            if self._unsaved:
+                self._write()
+        finally:
+            self._spool.close()
+
+    def _pieces(self) -> Iterator[bytes]:
+        """``sweep.json``: the sweep's own fields, then the spool's runs, then the cells."""
+        text = (json.dumps(self._result.to_dict([]), indent=2) + "\n").encode()
+        head, marker, tail = text.partition(self._RUNS)
+        assert marker, "sweep.json's runs are not where they are expected"
+        yield head + b'\n  "runs": [\n'
+        self._spool.flush()
+        self._spool.seek(0)
+        while block := self._spool.read(1 << 16):
+            yield block
+        yield b"\n  ],\n" + tail
 
     def _write(self) -> None:
         start = time.monotonic()
-        write_json_atomic(self._path, self._result.to_dict(self._dicts))
+        write_text_atomic(self._path, self._pieces())
         self._unsaved = False
         took = time.monotonic() - start
         self._next = start + took + max(self.MIN_GAP_S, 10 * took)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -196,22 +197,27 @@ def test_sweep_json_is_a_checkpoint_written_at_a_bounded_rate(
     from edgeprof.sweeps import sweep as sweep_module
 
     written: list[int] = []
-    real_write = storage.write_json_atomic
+    real_write = storage.write_text_atomic
 
-    def counting_write(path: Path, data: dict[str, object]) -> None:
-        written.append(len(data["runs"]))  # type: ignore[arg-type]
-        real_write(path, data)
+    def counting_write(path: Path, pieces: Iterable[bytes]) -> None:
+        text = b"".join(pieces)
+        written.append(len(json.loads(text)["runs"]))
+        real_write(path, [text])
 
-    monkeypatch.setattr(sweep_module, "write_json_atomic", counting_write)
+    monkeypatch.setattr(sweep_module, "write_text_atomic", counting_write)
     plan = SweepPlan(("true",), repeat=40)
     start = time.monotonic()
-    run_sweep(plan, backend=FakeBackend(linear()), out=tmp_path / "out")
+    result = run_sweep(plan, backend=FakeBackend(linear()), out=tmp_path / "out")
     took = time.monotonic() - start
     gap = sweep_module._Checkpoint.MIN_GAP_S
     assert written[0] == 1 and written[-1] == 40
     assert len(written) <= 2 + took / gap, (written, took)
-    data = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    text = (tmp_path / "out" / "sweep.json").read_text()
+    data = json.loads(text)
     assert len(data["runs"]) == 40 and data["cells"][0]["runs"] == 40
+    # The runs come from the checkpoint's spool, encoded one by one as they finished; the
+    # file is what encoding the whole sweep at once gives, to the byte.
+    assert text == json.dumps(result.to_dict(), indent=2) + "\n"
 
 
 def test_a_sweep_that_fails_midway_leaves_sweep_json_with_every_finished_run(
