@@ -292,3 +292,14 @@ def test_a_tls_daemon_is_spoken_to_with_the_cert_paths_client_certificate(
             Engine(f"tcp://127.0.0.1:{port}", timeout=10).info()
     finally:
         server.close()
+
+
+def test_a_garbled_stream_is_the_daemons_error_not_a_crash(daemon: StartDaemon) -> None:
+    engine, _ = daemon(lambda r: chunked([b'{"stream": "ok"}\n', b"<html>proxy error</html>\n"]))
+    stream = engine.build(b"TAR", {"t": "img:1"})
+    assert next(stream) == {"stream": "ok"}
+    with pytest.raises(DaemonError, match="not a JSON message"):
+        next(stream)
+    engine2, _ = daemon(lambda r: [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"])
+    with pytest.raises(DaemonError, match="not an HTTP chunk header"):
+        engine2.info()

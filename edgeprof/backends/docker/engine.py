@@ -175,7 +175,7 @@ class _Response:
         """The body, as it arrives."""
         r = self.reader
         if self.headers.get("transfer-encoding", "").lower() == "chunked":
-            while size := int(r.line().split(b";")[0], 16):
+            while size := _chunk_size(r.line()):
                 yield r.exact(size)
                 r.line()
             return
@@ -204,9 +204,23 @@ def _json_lines(chunks: Iterator[bytes]) -> Iterator[dict[str, Any]]:
         *lines, pending = pending.split(b"\n")
         for line in lines:
             if line.strip():
-                yield json.loads(line)
+                yield _message(line)
     if pending.strip():
-        yield json.loads(pending)
+        yield _message(pending)
+
+
+def _message(line: bytes) -> dict[str, Any]:
+    try:
+        return dict(json.loads(line))
+    except (ValueError, TypeError):
+        raise DaemonError(f"not a JSON message from the daemon: {line[:80]!r}") from None
+
+
+def _chunk_size(line: bytes) -> int:
+    try:
+        return int(line.split(b";")[0], 16)
+    except ValueError:
+        raise DaemonError(f"not an HTTP chunk header: {line[:40]!r}") from None
 
 
 def _frames(chunks: Iterator[bytes]) -> Iterator[tuple[int, bytes]]:
@@ -263,9 +277,12 @@ class Engine:
             resp = _Response(sock)
             if resp.status >= 400:
                 raise _error(resp)
-        except BrokenPipeError as exc:
+        except TimeoutError as exc:  # sending: reads raise CallTimeout themselves
             sock.close()
-            raise Unreachable(f"lost the Docker daemon: {exc}") from exc
+            raise CallTimeout("the Docker daemon did not take the request in time") from exc
+        except OSError as exc:  # a reset or a broken pipe while sending
+            sock.close()
+            raise Unreachable(f"lost the Docker daemon: {exc.strerror or exc}") from exc
         except BaseException:
             sock.close()
             raise
