@@ -35,6 +35,9 @@ def make_client(base_url: str | None = None) -> Engine:
     """A client for ``base_url`` (else ``DOCKER_HOST``, else the local socket), pinged."""
     try:
         engine = Engine(base_url)
+    except DaemonError as exc:  # an address edgeprof cannot speak to: it says what to do
+        raise BackendUnavailable(f"Docker daemon address {exc}") from exc
+    try:
         engine.ping()
     except DaemonError as exc:
         raise BackendUnavailable(
