@@ -149,4 +149,3 @@ def test_stats_reply_to_counters() -> None:
         net_tx_bytes=8,
         pids_current=3,
     )
-
