@@ -78,3 +78,22 @@ def test_a_plain_run_loads_only_what_it_uses(args: list[str]) -> None:
     loaded = after - before
     assert not [m for m in ONLY_OTHER_COMMANDS if m in loaded]
     assert not [m for m in ONLY_OTHER_COMMANDS if m in before]  # else the test proves nothing
+
+
+def test_the_docker_backend_loads_no_http_library() -> None:
+    """The Docker backend speaks the Engine API on ``socket`` alone: the SDK's stack
+    (requests, urllib3, http.client with the email package) took 88 ms to import."""
+    probe = (
+        "import sys; before = set(sys.modules)\n"
+        "from edgeprof.backends.docker import DockerBackend, Engine\n"
+        "import edgeprof.backends.docker.image, edgeprof.measure.gc\n"
+        "print(' '.join(sorted(set(sys.modules) - before)))\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    loaded = set(p.stdout.split())
+    assert "edgeprof.backends.docker.engine" in loaded  # it did load the backend
+    heavy = ("docker", "requests", "urllib3", "http.client", "email", "ssl")
+    assert not [m for m in heavy if m in loaded], sorted(loaded)
