@@ -121,7 +121,7 @@ def image_tag(spec: EnvSpec) -> str:
     return f"{IMAGE_REPO}:{content_hash(spec)[:16]}"
 
 
-def _context_tar(spec: EnvSpec) -> io.BytesIO:
+def _context_tar(spec: EnvSpec) -> bytes:
     """The build context in memory, with fixed owners and times (deterministic)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
@@ -139,8 +139,7 @@ def _context_tar(spec: EnvSpec) -> io.BytesIO:
                     tar.addfile(info, f)
             else:
                 tar.addfile(info)
-    buf.seek(0)
-    return buf
+    return buf.getvalue()
 
 
 def ensure_image(client: Engine, spec: EnvSpec, log: TextIO) -> tuple[str, bool]:
@@ -168,7 +167,7 @@ def ensure_image(client: Engine, spec: EnvSpec, log: TextIO) -> tuple[str, bool]
             "networkmode": "host",
             "labels": {MANAGED_LABEL: "1", HASH_LABEL: content_hash(spec)},
         }
-        for chunk in client.build(_context_tar(spec).getvalue(), query):
+        for chunk in client.build(_context_tar(spec), query):
             text = chunk.get("stream") or ""
             if text:
                 log.write(text)

@@ -77,7 +77,6 @@ class DockerRun(RunHandle):
             # The container's own groups: runc removes them when the container goes, but not
             # always before Docker's remove call returns; whatever is left then is ours.
             self._parents_everywhere = parents_everywhere(placement)
-        self._cid = ""  # none yet: close() then has no container to remove
         self._cid = self._create(spec, image)
         self._out_thread = self._attach(spec)
         self.started = time.monotonic()
@@ -321,8 +320,6 @@ class DockerRun(RunHandle):
             self.wait(30)
 
     def _remove(self) -> None:
-        if not self._cid:
-            return
         try:
             self._client.remove(self._cid)
         except NotFound:
@@ -349,7 +346,7 @@ class DockerRun(RunHandle):
             p / n
             for p in self._parents_everywhere
             for n in (cid, f"docker-{cid}.scope")
-            if cid and (p / n).is_dir()
+            if (p / n).is_dir()
         ]
         # A daemon that died mid-run leaves the container running: kill it ourselves, so no
         # process of the run outlives edgeprof whatever happened to dockerd.
