@@ -23,7 +23,6 @@ from edgeprof.backends.docker.engine import (
     NotFound,
     Unreachable,
 )
-from tests.conftest import require
 
 
 @dataclass
@@ -238,30 +237,8 @@ def test_build_sends_the_tar_and_yields_each_progress_message(daemon: StartDaemo
 # -- TLS -------------------------------------------------------------------------------------
 
 
-def _certificates(d: Path) -> None:
-    """A CA, a server certificate for 127.0.0.1 and a client certificate, as a daemon started
-    with --tlsverify and its client's DOCKER_CERT_PATH hold them (openssl's command line)."""
-    import shutil
-    import subprocess
-
-    openssl = shutil.which("openssl")
-    require(openssl is not None, "openssl is not installed (Debian: openssl)")
-    assert openssl is not None
-
-    def run(*args: str) -> None:
-        subprocess.run([openssl, *args], cwd=d, check=True, capture_output=True)
-
-    (d / "server.ext").write_text("subjectAltName=IP:127.0.0.1\n")
-    (d / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
-    key = ["-newkey", "rsa:2048", "-nodes"]
-    run("req", "-x509", *key, "-keyout", "ca-key.pem", "-out", "ca.pem", "-days", "1",
-        "-subj", "/CN=edgeprof-test-ca")  # fmt: skip
-    for name, ext in (("server", "server.ext"), ("client", "client.ext")):
-        keyfile = "key.pem" if name == "client" else f"{name}-key.pem"
-        run("req", *key, "-keyout", keyfile, "-out", f"{name}.csr", "-subj", f"/CN={name}")
-        run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem",
-            "-CAcreateserial", "-days", "1", "-extfile", ext,
-            "-out", "cert.pem" if name == "client" else f"{name}.pem")  # fmt: skip
+TLS_DIR = Path(__file__).resolve().parent / "tls"
+"""A test CA, a server certificate for 127.0.0.1 and a client's (see its README.md)."""
 
 
 def test_a_tls_daemon_is_spoken_to_with_the_cert_paths_client_certificate(
@@ -271,9 +248,8 @@ def test_a_tls_daemon_is_spoken_to_with_the_cert_paths_client_certificate(
     certificate is checked against ca.pem, and the client shows cert.pem (the daemon asks)."""
     import ssl
 
-    _certificates(tmp_path)
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(tmp_path / "ca.pem"))
-    ctx.load_cert_chain(tmp_path / "server.pem", tmp_path / "server-key.pem")
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(TLS_DIR / "ca.pem"))
+    ctx.load_cert_chain(TLS_DIR / "server.pem", TLS_DIR / "server-key.pem")
     ctx.verify_mode = ssl.CERT_REQUIRED
     server = ctx.wrap_socket(socket.create_server(("127.0.0.1", 0)), server_side=True)
     fake = FakeDaemon(tmp_path / "unused", lambda r: respond(200, b'{"NCPU": 3}'))
@@ -281,9 +257,9 @@ def test_a_tls_daemon_is_spoken_to_with_the_cert_paths_client_certificate(
     port = server.getsockname()[1]
     try:
         monkeypatch.setenv("DOCKER_TLS_VERIFY", "1")
-        monkeypatch.setenv("DOCKER_CERT_PATH", str(tmp_path))
+        monkeypatch.setenv("DOCKER_CERT_PATH", str(TLS_DIR))
         engine = Engine(f"tcp://127.0.0.1:{port}", timeout=10)
-        assert engine.address.tls_dir == str(tmp_path) and engine.local  # the loopback
+        assert engine.address.tls_dir == str(TLS_DIR) and engine.local  # the loopback
         assert engine.info() == {"NCPU": 3}
         assert fake.requests[0].path == "/info"
         # Without DOCKER_TLS_VERIFY the client speaks plain HTTP: the TLS daemon drops it.
