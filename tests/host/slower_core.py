@@ -210,8 +210,19 @@ def slower_core_misses(
         # another task took part of the quota: it comes and goes, and the iterations it
         # slowed were throttled less (under stress-ng --cpu 2 on 2 cores, 0.42 of a core at
         # a 0.5 share: the longest stall 2.2–2.6 times the mean, p50–p99 still even).
-        if t.distorted or (
-            own.rate >= CONTENDED * share and t.max_stall_s >= 2 * t.stall_s / t.iterations
+        # There the tail holds that task's turns, which no spread of the stalls accounts
+        # for, so only the median is judged: in a fresh-clone CI run under
+        # ``stress-ng --cpu 1``, a quarter core's iterations ran 11–22 ms for 5 ms of CPU
+        # (the even-spread p50 44.7 ms, p95 87.5 ms) and edgeprof flagged p99 alone, in
+        # both tries; a period that does not spread the stalls distorts the median of a
+        # loop that has the core between them (``test_dockers_own_period_is_reported``).
+        contended = own.rate < CONTENDED * share
+        distorted = [p for p in t.distorted if p == "p50" or not contended]
+        if distorted or (
+            not contended and t.max_stall_s >= 2 * t.stall_s / t.iterations
         ):
-            misses.append(f"stalls not spread: {t}")
+            misses.append(
+                f"stalls not spread: {t}; measured p50 {lat.p50_s:.4f}s p95 {lat.p95_s:.4f}s "
+                f"p99 {lat.p99_s:.4f}s; the iterations got {own.rate:.3f} of the core"
+            )
     return misses
