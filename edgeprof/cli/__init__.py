@@ -7,7 +7,9 @@ Start-up is the fixed cost of every command, so nothing loads before it is neede
 ~40 ms of a ~60 ms ``--version`` on our 2-core host, against 24 ms for ``python -c pass``),
 and :mod:`~edgeprof.cli.app` imports a command's module, and builds its parser, only when
 that command runs (building all twelve parsers took 57 ms: typer evaluates every
-annotation).  :data:`COMMANDS` is the table, in the order ``--help`` lists them.
+annotation).  A plain ``run`` command line does without typer altogether
+(:mod:`~edgeprof.cli.runargs`: typer took 40–65 ms of a ~240 ms ``run -- /bin/true``).
+:data:`COMMANDS` is the table, in the order ``--help`` lists them.
 """
 
 from __future__ import annotations
@@ -44,6 +46,15 @@ def main(argv: list[str] | None = None) -> int:
     if args == ["--version"]:  # the app's eager option prints the same line
         print(f"edgeprof {__version__}")
         return 0
+    if args[:1] == ["run"]:
+        from .runargs import parse
+
+        params = parse(args[1:])
+        if params is not None:  # a plain command line: no parser to build (runargs)
+            from .outcome import guarded
+            from .runargs import execute
+
+            return guarded(lambda: execute(params))
     from .app import main as app_main
 
     return app_main(args)

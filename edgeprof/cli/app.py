@@ -1,31 +1,30 @@
-"""The typer app, the entry point, and the one place that maps outcomes to exit codes.
-
-Exit codes: the workload's own (128+N when killed by signal N, as a shell reports it);
-130 when edgeprof itself was interrupted; 2 for edgeprof's own errors (the tree of
-:mod:`edgeprof.errors`: bad input, backend unavailable) and usage errors, printed as one line
-``edgeprof: error: …`` on stderr; 3 for a budget breach (``run``) or a regression
-(``compare``) when nothing else failed: an interruption or a failed workload takes precedence,
-being the more basic failure (the budget checks are still printed and written).
+"""The typer app and its entry point: usage errors as one line, exit 2; every other outcome
+is mapped to its exit code by :mod:`edgeprof.cli.outcome`, the one place that does.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
 from .. import __version__
-from ..errors import EdgeprofError
 from . import COMMANDS, EXIT_BUDGET, EXIT_ERROR, EXIT_INTERRUPTED
+from .outcome import exit_code, guarded, runs_exit_code
 
-if TYPE_CHECKING:
-    from ..model import RunResult
-
-__all__ = ["EXIT_BUDGET", "EXIT_ERROR", "EXIT_INTERRUPTED", "app", "exit_code", "main"]
+__all__ = [
+    "EXIT_BUDGET",
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "app",
+    "exit_code",
+    "main",
+    "runs_exit_code",
+]
 
 # Usage errors derive from click's ClickException, which typer re-exports under no stable
 # name (typer < 0.26 uses click; 0.26+ vendors it): find it through a class typer exports.
@@ -94,25 +93,24 @@ def _root(
     """edgeprof: exact CPU, memory and I/O of a command under device limits."""
 
 
-def exit_code(result: RunResult) -> int:
-    """A run's exit code: the workload's own, 130 when edgeprof was interrupted."""
-    from ..model import Termination  # loaded by then: a result exists
-
-    if result.termination is Termination.INTERRUPTED:
-        return EXIT_INTERRUPTED
-    return 1 if result.exit_code is None else result.exit_code
-
-
-def runs_exit_code(results: Sequence[RunResult], breached: bool = False) -> int:
-    """The first failed run's code; else 3 for a breached budget (or a regression); else 0.
-    No result at all: the sweep was interrupted before its first measured run (130)."""
-    if not results:
-        return EXIT_INTERRUPTED
-    return next((c for c in map(exit_code, results) if c), EXIT_BUDGET if breached else 0)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point: every edgeprof error and usage error is one line on stderr, exit 2."""
+    return guarded(lambda: _main(argv))
+
+
+COMPLETE_VAR = "_EDGEPROF_COMPLETE"
+"""Shell completion: ``_EDGEPROF_COMPLETE=source_bash edgeprof`` (or ``source_zsh``,
+``source_fish``) prints the script a shell sources; the script then calls edgeprof with
+``complete_bash`` (…) and the words typed so far (typer's order of the words, not click's)."""
+
+
+def _main(argv: list[str] | None) -> int:
+    if COMPLETE_VAR in os.environ:
+        # typer registers its shells' completion classes only for an app that adds its
+        # --install-completion options (add_completion), which edgeprof leaves off.
+        from typer._completion_classes import completion_init  # typer.completion uses it
+
+        completion_init()
     try:
         rc = app(args=argv, prog_name="edgeprof", standalone_mode=False)
     except typer.Exit as exc:
@@ -125,10 +123,5 @@ def main(argv: list[str] | None = None) -> int:
             print(f"edgeprof: error: {message}", file=sys.stderr)
         return EXIT_ERROR
     except typer.Abort:
-        return EXIT_INTERRUPTED
-    except EdgeprofError as exc:
-        print(f"edgeprof: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     return rc if isinstance(rc, int) else 0

@@ -1,13 +1,12 @@
-"""``edgeprof run``: its options, handed to :func:`edgeprof.report.run.run_and_report`."""
+"""``edgeprof run``: its options, for help and errors; a plain command line is read without
+typer (:mod:`edgeprof.cli.runargs`), and both end in :func:`~edgeprof.cli.runargs.execute`."""
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ..measure.runner import DEFAULT_INTERVAL_S
-from .app import runs_exit_code
 from .options import (
     AllowOverHost,
     AsRoot,
@@ -162,56 +161,7 @@ def run(
 
     Example: edgeprof run --cpus 1.5 --memory 512m -- python infer.py model.onnx
     """
-    from ..report.run import RunOutputs, run_and_report
-    from ..sweeps.request import RunRequest
+    params = dict(locals())  # first: every parameter, nothing else
+    from .runargs import execute
 
-    request = RunRequest(
-        command=tuple(command or ()),
-        backend=backend,
-        cpus=tuple(cpus or ()),
-        cpuset=tuple(cpuset or ()),
-        memory=tuple(memory or ()),
-        pids=pids,
-        cpu_period=cpu_period,
-        interval=interval,
-        timeout=timeout,
-        env=tuple(env or ()),
-        cwd=cwd,
-        out=out,
-        name=name,
-        cgroup_parent=cgroup_parent,
-        image=image,
-        docker_args=docker_args,
-        base_image=base_image,
-        apt=tuple(apt or ()),
-        pip=tuple(pip or ()),
-        prerun=tuple(prerun or ()),
-        env_dir=env_dir,
-        dockerfile=dockerfile,
-        models=model_list,
-        model_file=model_file,
-        repeat=repeat,
-        warmup=warmup,
-        calibration=calibration,
-        budgets={
-            "wall": max_wall,
-            "cpu_time": max_cpu_time,
-            "peak_memory": max_peak_memory,
-            "avg_memory": max_avg_memory,
-            "latency_p95": max_latency_p95,
-            "memory_need": max_memory_need,
-        },
-        budgets_file=budgets_file,
-        environment=environment,
-        as_root=as_root,
-        cores_busy=cores_busy,
-        device=device,
-        devices=devices,
-        squeeze=squeeze,
-        allow_over_host=allow_over_host,
-    )
-    outputs = RunOutputs(
-        markdown=markdown, summary=summary, junit=junit, plots=plots, json_out=json_out
-    )
-    report = run_and_report(request, outputs, sys.stdout, sys.stderr)
-    raise typer.Exit(runs_exit_code(report.results, report.breached))
+    raise typer.Exit(execute(params))

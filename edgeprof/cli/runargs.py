@@ -1,0 +1,210 @@
+"""``edgeprof run`` without typer: its arguments read from a table, and the run itself.
+
+Start-up is the fixed cost of every run: importing typer (and its click) took 40–65 ms of a
+~240 ms ``edgeprof run -- /bin/true`` on our 2-core host.  So :func:`edgeprof.cli.main`
+first tries :func:`parse`, which reads the plain forms (``--opt value``, ``--opt=value``,
+the short options as separate words, flags, ``--``) and gives up on anything else: help,
+an unknown or misspelt option, ``-Evalue``, a missing value, a value that is not a number.
+Then the typer command (:mod:`edgeprof.cli.run`) parses the same words, and prints its help
+or its error exactly as before.  Both paths end in :func:`execute`.
+
+:data:`OPTIONS` restates the typer command's options; a unit test checks the two against
+each other (names, kinds, defaults) and that both parse generated command lines alike.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+Kind = Literal["str", "path", "int", "list", "flag", "no-flag"]
+
+OPTIONS: dict[str, tuple[str, Kind]] = {
+    "--backend": ("backend", "str"),
+    "--cpus": ("cpus", "list"),
+    "--cpuset": ("cpuset", "list"),
+    "--cpu-period": ("cpu_period", "str"),
+    "--device": ("device", "str"),
+    "--devices": ("devices", "path"),
+    "--cores-busy": ("cores_busy", "str"),
+    "--memory": ("memory", "list"),
+    "--pids": ("pids", "str"),
+    "--interval": ("interval", "str"),
+    "--timeout": ("timeout", "str"),
+    "--env": ("env", "list"),
+    "-E": ("env", "list"),
+    "--cwd": ("cwd", "path"),
+    "--out": ("out", "path"),
+    "--json": ("json_out", "flag"),
+    "--markdown": ("markdown", "path"),
+    "--name": ("name", "str"),
+    "--cgroup-parent": ("cgroup_parent", "str"),
+    "--image": ("image", "str"),
+    "--docker-args": ("docker_args", "str"),
+    "--base-image": ("base_image", "str"),
+    "--apt": ("apt", "list"),
+    "--pip": ("pip", "list"),
+    "--prerun": ("prerun", "list"),
+    "--dir": ("env_dir", "path"),
+    "--dockerfile": ("dockerfile", "path"),
+    "--models": ("model_list", "str"),
+    "-m": ("model_list", "str"),
+    "--model-file": ("model_file", "path"),
+    "-f": ("model_file", "path"),
+    "--repeat": ("repeat", "int"),
+    "--warmup": ("warmup", "int"),
+    "--calibration": ("calibration", "path"),
+    "--max-wall": ("max_wall", "str"),
+    "--max-cpu-time": ("max_cpu_time", "str"),
+    "--max-peak-memory": ("max_peak_memory", "str"),
+    "--max-avg-memory": ("max_avg_memory", "str"),
+    "--max-latency-p95": ("max_latency_p95", "str"),
+    "--max-memory-need": ("max_memory_need", "str"),
+    "--squeeze": ("squeeze", "flag"),
+    "--budgets": ("budgets_file", "path"),
+    "--summary": ("summary", "path"),
+    "--junit": ("junit", "path"),
+    "--environment": ("environment", "path"),
+    "-e": ("environment", "path"),
+    "--plots": ("plots", "path"),
+    "--as-root": ("as_root", "flag"),
+    "--no-as-root": ("as_root", "no-flag"),
+    "--allow-over-host": ("allow_over_host", "flag"),
+}
+"""Every option of ``run`` → (its parameter, how its value is read)."""
+
+DEFAULTS: dict[str, Any] = {
+    **{param: None for param, _ in OPTIONS.values()},
+    "command": None,
+    "backend": "auto",
+    "cores_busy": "wait",
+    "repeat": 1,
+    "warmup": 0,
+    **{param: False for param, kind in OPTIONS.values() if kind in ("flag", "no-flag")},
+}
+"""Each parameter's value when its option is not given (the typer command's defaults)."""
+
+_NOT_PLAIN = object()
+
+
+def parse(argv: Sequence[str]) -> dict[str, Any] | None:
+    """The parameters ``run``'s typer command would give for ``argv`` (the words after
+    ``run``), or ``None`` where it must parse them itself.
+
+    As click parses them with ``allow_interspersed_args`` off: options until ``--`` or the
+    first word that is not one, and every word after that is the command's; an option's
+    value is the next word whatever it starts with; a repeated option keeps its last value,
+    a list option every value."""
+    params: dict[str, Any] = {}
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            i += 1
+            break
+        if not word.startswith("-") or word == "-":
+            break
+        name, eq, value = word.partition("=") if word.startswith("--") else (word, "", "")
+        spec = OPTIONS.get(name)
+        if spec is None:
+            return None
+        param, kind = spec
+        if kind in ("flag", "no-flag"):
+            if eq:
+                return None
+            params[param] = kind == "flag"
+            i += 1
+            continue
+        if not eq:
+            if i + 1 >= len(argv):
+                return None
+            value = argv[i + 1]
+            i += 1
+        i += 1
+        converted = _convert(kind, value)
+        if converted is _NOT_PLAIN:
+            return None
+        if kind == "list":
+            params.setdefault(param, []).append(converted)
+        else:
+            params[param] = converted
+    if i < len(argv):
+        params["command"] = list(argv[i:])
+    return params
+
+
+def _convert(kind: Kind, value: str) -> object:
+    if kind == "int":
+        try:
+            return int(value)
+        except ValueError:
+            return _NOT_PLAIN  # typer says why
+    if kind == "path":
+        return Path(value) if value else _NOT_PLAIN  # "" is no path: typer's to judge
+    return value
+
+
+def execute(params: Mapping[str, Any]) -> int:
+    """Run as ``params`` say (any not given take :data:`DEFAULTS`) and report; the exit
+    code (:func:`edgeprof.cli.outcome.runs_exit_code`)."""
+    from ..report.run import RunOutputs, run_and_report
+    from ..sweeps.request import RunRequest
+    from .outcome import runs_exit_code
+
+    p = {**DEFAULTS, **params}
+    request = RunRequest(
+        command=tuple(p["command"] or ()),
+        backend=p["backend"],
+        cpus=tuple(p["cpus"] or ()),
+        cpuset=tuple(p["cpuset"] or ()),
+        memory=tuple(p["memory"] or ()),
+        pids=p["pids"],
+        cpu_period=p["cpu_period"],
+        interval=p["interval"],
+        timeout=p["timeout"],
+        env=tuple(p["env"] or ()),
+        cwd=p["cwd"],
+        out=p["out"],
+        name=p["name"],
+        cgroup_parent=p["cgroup_parent"],
+        image=p["image"],
+        docker_args=p["docker_args"],
+        base_image=p["base_image"],
+        apt=tuple(p["apt"] or ()),
+        pip=tuple(p["pip"] or ()),
+        prerun=tuple(p["prerun"] or ()),
+        env_dir=p["env_dir"],
+        dockerfile=p["dockerfile"],
+        models=p["model_list"],
+        model_file=p["model_file"],
+        repeat=p["repeat"],
+        warmup=p["warmup"],
+        calibration=p["calibration"],
+        budgets={
+            "wall": p["max_wall"],
+            "cpu_time": p["max_cpu_time"],
+            "peak_memory": p["max_peak_memory"],
+            "avg_memory": p["max_avg_memory"],
+            "latency_p95": p["max_latency_p95"],
+            "memory_need": p["max_memory_need"],
+        },
+        budgets_file=p["budgets_file"],
+        environment=p["environment"],
+        as_root=p["as_root"],
+        cores_busy=p["cores_busy"],
+        device=p["device"],
+        devices=p["devices"],
+        squeeze=p["squeeze"],
+        allow_over_host=p["allow_over_host"],
+    )
+    outputs = RunOutputs(
+        markdown=p["markdown"],
+        summary=p["summary"],
+        junit=p["junit"],
+        plots=p["plots"],
+        json_out=p["json_out"],
+    )
+    report = run_and_report(request, outputs, sys.stdout, sys.stderr)
+    return runs_exit_code(report.results, report.breached)

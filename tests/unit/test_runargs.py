@@ -1,0 +1,170 @@
+"""``run``'s own parser (``edgeprof.cli.runargs``) against the typer command it stands in
+for: the same options, kinds and defaults, the same parameters for every command line it
+reads, and typer's own help and errors for every one it gives up on; and shell completion,
+which only the typer app gives."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from edgeprof.cli import app as cli_app
+from edgeprof.cli import main, runargs
+from edgeprof.cli.runargs import DEFAULTS, OPTIONS, parse
+
+from .fuzz_strategies import fuzz
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _kind(p: Any) -> str:
+    if getattr(p, "multiple", False):
+        return "list"
+    if getattr(p, "is_flag", False):
+        return "flag"
+    return {"IntParamType": "int", "TyperPath": "path"}.get(type(p.type).__name__, "str")
+
+
+def test_the_table_is_the_typer_commands_options() -> None:
+    command = cli_app._load("run")
+    table: dict[str, tuple[str, str]] = {}
+    defaults: dict[str, Any] = {}
+    for p in command.params:
+        defaults[p.name] = p.default
+        if p.param_type_name == "argument":
+            assert p.name == "command" and p.nargs == -1
+            continue
+        kind = _kind(p)
+        table.update({opt: (p.name, kind) for opt in p.opts})
+        table.update({opt: (p.name, "no-flag") for opt in p.secondary_opts})
+    assert table == OPTIONS
+    assert defaults == DEFAULTS
+    # Everything after COMMAND is the command's own, in both parsers.
+    assert command.context_settings["allow_interspersed_args"] is False
+
+
+def _typer_params(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any] | int:
+    """The parameters the typer command hands on for ``run ARGV`` (or its exit code)."""
+    got: dict[str, Any] = {}
+
+    def capture(params: dict[str, Any]) -> int:
+        got.update(params)
+        return 0
+
+    monkeypatch.setattr(runargs, "execute", capture)
+    rc = cli_app.main(["run", *argv])
+    return got if got else rc
+
+
+def _normal(params: dict[str, Any]) -> dict[str, Any]:
+    """None and an empty list mean the same to execute() (``tuple(x or ())``)."""
+    out = {**DEFAULTS, **params}
+    return {k: (v or None) if isinstance(v, list) or v is None else v for k, v in out.items()}
+
+
+_VALUE = st.text(alphabet="ab1-=. /", max_size=6)
+
+
+@st.composite
+def _command_lines(draw: st.DrawFn) -> list[str]:
+    words: list[str] = []
+    for name in draw(st.lists(st.sampled_from(sorted(OPTIONS)), max_size=6)):
+        kind = OPTIONS[name][1]
+        if kind in ("flag", "no-flag"):
+            words.append(name)
+            continue
+        value = str(draw(st.integers(-3, 30))) if kind == "int" else draw(_VALUE)
+        if name.startswith("--") and draw(st.booleans()):
+            words.append(f"{name}={value}")
+        else:
+            words += [name, value]
+    if draw(st.booleans()):
+        words.append("--")
+    return words + draw(st.lists(st.sampled_from(["python", "-c", "--cpus", "x.py", "--"])))
+
+
+@fuzz(150)
+@given(_command_lines())
+def test_both_parsers_read_a_command_line_alike(argv: list[str]) -> None:
+    mp = pytest.MonkeyPatch()
+    try:
+        ours = parse(argv)
+        theirs = _typer_params(argv, mp)
+    finally:
+        mp.undo()
+    if ours is None:  # given up: typer's to read, and it is the only one that did
+        return
+    assert isinstance(theirs, dict), (argv, theirs)
+    assert _normal(ours) == _normal(theirs), argv
+
+
+def test_the_plain_forms_and_the_command_after_them() -> None:
+    argv = ["--cpus", "1", "--cpus=2", "-E", "A=1", "--json", "--out", "o", "-m", "a,b"]
+    argv += ["--repeat=3", "--as-root", "--no-as-root", "python", "x.py", "--cpus", "9"]
+    assert parse(argv) == {
+        "cpus": ["1", "2"],
+        "env": ["A=1"],
+        "json_out": True,
+        "out": Path("o"),
+        "model_list": "a,b",
+        "repeat": 3,
+        "as_root": False,
+        "command": ["python", "x.py", "--cpus", "9"],
+    }
+    assert parse(["--name", "--", "--", "true"]) == {"name": "--", "command": ["true"]}
+    assert parse([]) == {}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--repeat", "x"], "'x' is not a valid int"),
+        (["--no-such", "true"], "No such option: --no-such"),
+        (["--cpus"], "Option '--cpus' requires an argument"),
+        (["--json=1", "true"], "Option '--json' does not take a value"),
+    ],
+)
+def test_what_it_gives_up_on_typer_refuses_as_before(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert parse(argv) is None
+    assert main(["run", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("edgeprof: error: ") and message in err and err.count("\n") == 1
+
+
+def test_help_is_typers(capsys: pytest.CaptureFixture[str]) -> None:
+    assert parse(["--help"]) is None
+    assert main(["run", "--help"]) == 0
+    assert "--max-memory-need" in capsys.readouterr().out
+
+
+def _complete(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "edgeprof"],
+        env={**os.environ, "PYTHONPATH": str(REPO), **env},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_shell_completion_scripts_and_words() -> None:
+    """What README's completion lines rely on: the script, and words completed by it."""
+    for shell, mark in (("bash", "complete -o default -F"), ("zsh", "#compdef edgeprof")):
+        p = _complete({"_EDGEPROF_COMPLETE": f"source_{shell}"})
+        assert p.returncode == 0 and mark in p.stdout, p.stderr
+    words = {"_EDGEPROF_COMPLETE": "complete_bash", "COMP_CWORD": "1"}
+    p = _complete({**words, "COMP_WORDS": "edgeprof ru"})
+    assert p.returncode == 0 and p.stdout.split() == ["run"], p.stderr
+    p = _complete({**words, "COMP_WORDS": "edgeprof run --max-p", "COMP_CWORD": "2"})
+    assert p.stdout.split() == ["--max-peak-memory"], p.stderr
