@@ -1,7 +1,10 @@
-"""Installation: a failed compile of the native helper still gives a working edgeprof."""
+"""Installation as a user gets it: the sdist builds a wheel with the compiled helper, and that
+wheel installs into a clean venv (not editable) and runs; a failed compile of the helper
+still gives a working edgeprof, which says it reads counters in pure Python."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -10,19 +13,78 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
+import edgeprof
+from tests.conftest import require
+
 REPO = Path(__file__).resolve().parents[2]
+PIP = [sys.executable, "-m", "pip"]
 
 
-def test_install_without_a_compiler_falls_back_to_pure_python(tmp_path: Path) -> None:
-    # Build from a copy so that no build/ or egg-info of the checkout takes part.
+def _source_copy(tmp_path: Path) -> Path:
+    """The checkout's files, without a build/, egg-info, venv or compiled helper of its own."""
     src = tmp_path / "src"
     shutil.copytree(
         REPO,
         src,
         ignore=shutil.ignore_patterns(
-            ".venv", ".git", "build", "*.egg-info", "__pycache__", "*.so", ".test-results"
+            ".venv", ".git", "build", "*.egg-info", "__pycache__", "*.so", ".test-results",
+            ".demo", ".mypy_cache", ".ruff_cache",
         ),
+    )  # fmt: skip
+    return src
+
+
+def _run(argv: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    p = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
+    assert p.returncode == 0, (argv, p.stdout[-2000:], p.stderr[-2000:])
+    return p
+
+
+def test_the_sdist_builds_a_wheel_that_runs_from_a_clean_venv(tmp_path: Path) -> None:
+    require(os.geteuid() == 0, "the installed edgeprof measures a run in real cgroups: root")
+    src, dist, wheels = _source_copy(tmp_path), tmp_path / "dist", tmp_path / "wheels"
+    # The sdist as a release builds it: setuptools' PEP 517 hook, in the source tree.
+    build = "import sys; from setuptools import build_meta as b; print(b.build_sdist(sys.argv[1]))"
+    sdist = dist / _run([sys.executable, "-c", build, str(dist)], cwd=src).stdout.split()[-1]
+    assert sdist.name == f"edgeprof-{edgeprof.__version__}.tar.gz"
+    # The wheel from the sdist alone: what it lacks (the helper's C source), the wheel lacks.
+    _run([*PIP, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(sdist)])
+    (wheel,) = wheels.glob("edgeprof-*.whl")
+    assert wheel.name.startswith(f"edgeprof-{edgeprof.__version__}-")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert [n for n in names if n.startswith("edgeprof/backends/_cgstat") and n.endswith(".so")]
+    assert "edgeprof/devices.yml" in names
+    assert not [n for n in names if n.startswith(("tests/", "native/", "benchmarks/"))]
+    # A clean venv: the wheel and its declared dependencies only (from the index).
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    py = str(venv / "bin" / "python")
+    _run([*PIP, "--python", py, "install", "-q", "--retries", "5", str(wheel)])
+    where = tmp_path / "elsewhere"  # not the checkout: nothing of it on the path
+    where.mkdir()
+    version = _run([str(venv / "bin" / "edgeprof"), "--version"], cwd=where).stdout
+    assert version == f"edgeprof {edgeprof.__version__}\n"
+    code = (
+        "import edgeprof, importlib.metadata as m; print(edgeprof.__file__, m.version('edgeprof'))"
     )
+    file, meta = _run([py, "-c", code], cwd=where).stdout.split()
+    assert Path(file).is_relative_to(venv) and Path(file).parent.parent.name == "site-packages"
+    assert meta == edgeprof.__version__
+    doctor = subprocess.run(
+        [py, "-m", "edgeprof", "doctor"], cwd=where, capture_output=True, text=True, timeout=120
+    )
+    assert "counter reader: native helper" in doctor.stdout, doctor.stdout
+    out = tmp_path / "out"
+    run = _run([py, "-m", "edgeprof", "run", "--out", str(out), "--", "/bin/true"], cwd=where)
+    result = json.loads((out / "result.json").read_text())
+    assert result["exit_code"] == 0 and result["edgeprof_version"] == edgeprof.__version__, (
+        run.stdout
+    )
+
+
+def test_install_without_a_compiler_falls_back_to_pure_python(tmp_path: Path) -> None:
+    # Build from a copy so that no build/ or egg-info of the checkout takes part.
+    src = _source_copy(tmp_path)
     wheels = tmp_path / "wheels"
     env = {**os.environ, "CC": "/bin/false"}  # every compile fails
     subprocess.run(
@@ -80,6 +142,15 @@ def test_install_without_a_compiler_falls_back_to_pure_python(tmp_path: Path) ->
         cwd=tmp_path,
     ).stdout.split()
     assert out == [str(target / "edgeprof" / "__init__.py"), "False", "exited"]
+    doctor = subprocess.run(
+        [sys.executable, "-S", "-m", "edgeprof", "doctor"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(map(str, path[:2]))},
+        cwd=tmp_path,
+    )
+    assert "counter reader: pure-Python os.pread (native helper not built)" in doctor.stdout
 
 
 def test_native_helper_is_built_in_the_test_install() -> None:
