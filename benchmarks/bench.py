@@ -3,7 +3,8 @@
 1. Sampling cost: CPU share of one core and cost per sample at 100 Hz, 1 kHz and 10 kHz for
    edgeprof's native sampling loop, its pure-Python fallback, psutil on the process tree, and
    the Docker stats API when a daemon is reachable; plus the floor (timer wake-ups alone, in
-   C) and the cost of one read of a run's counters.
+   C), the cost of one read of a run's counters, and the native loop's cost at 1 kHz with
+   no file, each per-sample file alone and all of them (the kernel's part of sampling).
 2. Peak memory of a short spike (200 MiB held 20 ms): edgeprof at its default interval
    against RSS sampling at 1 s, 100 ms and 10 ms and against ``/usr/bin/time -v``.
 3. Wall-time overhead of ``edgeprof run`` over the bare command.
@@ -218,6 +219,43 @@ def read_cost(native: bool, n: int) -> dict[str, float]:
         return out
 
 
+def _loop_cost(plan: Any, hz: float, dur: float) -> float:
+    """µs of CPU per sample of ``plan``'s native loop at ``hz``, run for ``dur`` s in a
+    thread of its own (so that its ``thread_time`` is the loop's alone)."""
+    got: list[float] = []
+    r, w = os.pipe()
+
+    def loop() -> None:
+        cpu, start = time.thread_time(), time.monotonic()
+        due, n = start, 0
+        while time.monotonic() - start < dur:
+            rows, due, _, _ = plan.sample_batch(1 / hz, due, time.monotonic() + 0.05, r)
+            n += len(rows)
+        got.append(1e6 * (time.thread_time() - cpu) / max(1, n))
+
+    t = threading.Thread(target=loop)
+    t.start()
+    t.join()
+    os.close(r)
+    os.close(w)
+    return got[0]
+
+
+def per_file_cost(dur: float, hz: float = 1000.0) -> dict[str, float]:
+    """µs of the sampling thread's CPU per sample at ``hz`` in the native loop (its
+    ``thread_time``), reading no file, each per-sample file of a run's group alone, and all
+    of them: where the end-to-end cost of sampling goes, the kernel's part (the timer
+    wake-up, each file's read) apart from edgeprof's Python (rows, statistics, CSV)."""
+    be = cgroup_backend(True)
+    with be.launch(RunSpec(command=("sleep", "600"))) as run:
+        sampled = [(cf, src) for cf, src in run._counters._open if src.per_sample]
+        sets: dict[str, list[Any]] = {"no file (timer wake-ups)": []} | {
+            src.path.name: [(cf, src)] for cf, src in sampled
+        }
+        sets["all per-sample files"] = sampled
+        return {name: _loop_cost(fs._NativePlan(files), hz, dur) for name, files in sets.items()}
+
+
 def bench_sampling(quick: bool) -> dict[str, Any]:
     dur = 0.4 if quick else 3.0
     nat = fs.NATIVE_AVAILABLE
@@ -236,7 +274,8 @@ def bench_sampling(quick: bool) -> dict[str, Any]:
         }
         for hz in (100, 1000, 10000)
     }
-    return {"read": read, "rates": rates}
+    per_file = per_file_cost(0.3 if quick else 2.0) if nat else {}
+    return {"read": read, "rates": rates, "per_file_1khz": per_file}
 
 
 def rss_peak(argv: list[str], interval: float) -> int:
@@ -361,6 +400,12 @@ def show(res: dict[str, Any]) -> None:
                 f"   {hz:>6}Hz  {name:26s} {m['share_pct']:7.2f} {m['us_per_sample']:10.1f}"
                 f" {m['samples']:5d}/{m['expected']:<5d}  {ratio:8.2f}"
             )
+    if res["sampling"]["per_file_1khz"]:
+        print(
+            "\n   The native loop alone at 1 kHz, by file read (µs of its thread's CPU a sample):"
+        )
+        for k, v in res["sampling"]["per_file_1khz"].items():
+            print(f"   {k:44s} {v:6.1f}")
     s = res["spike"]
     print(
         f"\n2. Peak of a 200 MiB spike held 20 ms ({s['runs']} runs per method). True peak: the"

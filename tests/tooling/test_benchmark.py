@@ -38,6 +38,9 @@ def test_benchmark_quick_mode_prints_every_table(tmp_path: Path) -> None:
     data = json.loads(out.read_text())
     assert set(data["sampling"]["rates"]) == {"100", "1000", "10000"}
     assert data["spike"]["methods"] and data["overhead"]["runs"] > 0
+    per_file = data["sampling"]["per_file_1khz"]
+    assert {"no file (timer wake-ups)", "all per-sample files"} < set(per_file)
+    assert all(us > 0 for us in per_file.values())
 
 
 def test_fit_benchmark_quick_mode_prints_its_rows(tmp_path: Path) -> None:
