@@ -39,9 +39,10 @@ test: setup
 	$(PY) tests/run_tiers.py
 
 lint: setup
-	$(VENV)/bin/ruff check edgeprof tests examples benchmarks native
+	$(VENV)/bin/ruff check edgeprof tests examples benchmarks native docs
 	$(VENV)/bin/mypy  # pyproject's [tool.mypy] files: the package, tests, benchmarks
 	$(VENV)/bin/lint-imports  # pyproject's [tool.importlinter]: the layers, no cycles
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict -d .test-results/site
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache .demo .test-results

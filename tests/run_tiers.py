@@ -1,6 +1,7 @@
 """Run every test tier and say how many tests ran in each (``make test`` calls this).
 
-Tiers: static (ruff; mypy --strict over the package, tests and benchmarks), unit (fake
+Tiers: static (ruff; mypy --strict over the package, tests and benchmarks; the import
+contracts; the documentation site, built strictly), unit (fake
 cgroupfs trees, scripted backend), host (the real kernel's cgroups here: v1 hybrid on our
 machines), vm (cgroup v2 in throwaway qemu guests, Linux 6.12 and 6.1; each guest's counts
 are read back from its JUnit file), docker (a private, real dockerd started by the tier's
@@ -45,17 +46,24 @@ def main() -> int:
     RESULTS.mkdir(exist_ok=True)
     for old in RESULTS.glob("*.xml"):
         old.unlink()
-    env = {**os.environ, "EDGEPROF_RESULTS_DIR": str(RESULTS), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, "EDGEPROF_RESULTS_DIR": str(RESULTS), "PYTHONDONTWRITEBYTECODE": "1",
+           "NO_MKDOCS_2_WARNING": "1"}  # Material's banner about its successor, every build
     rows: list[tuple[str, dict[str, int], float, int]] = []
 
     t = time.monotonic()
     static_rc = 0
-    lint = [PY, "-m", "ruff", "check", "edgeprof", "tests", "examples", "benchmarks", "native"]
+    lint = [PY, "-m", "ruff", "check", "edgeprof", "tests", "examples", "benchmarks", "native",
+            "docs"]
     # No arguments: pyproject's [tool.mypy] files, the package and the tests, their harnesses,
     # benchmarks and the native build script, all --strict.
     # The layering and no import cycles: pyproject's [tool.importlinter] contracts.
     contracts = [str(Path(PY).parent / "lint-imports"), "--no-cache"]
-    static = [lint, [PY, "-m", "mypy"], contracts]
+    # The documentation site, strictly: a broken link, anchor or snippet, or a page left out
+    # of the navigation, fails it (mkdocs.yml's validation); its CLI page runs every --help.
+    # Not --quiet: mkdocs 1.6 then counts no warning, and --strict passes a broken link.
+    site = [PY, "-m", "mkdocs", "build", "--strict", "-d",
+            str(RESULTS / "site")]
+    static = [lint, [PY, "-m", "mypy"], contracts, site]
     for cmd in static:
         print("$", " ".join(Path(c).name if i == 0 else c for i, c in enumerate(cmd)), flush=True)
         static_rc |= subprocess.call(cmd, cwd=REPO, env=env)

@@ -136,7 +136,7 @@ def test_delegated_subtree_holds_limits_and_peak(user: AsUser) -> None:
 
 def test_undelegated_group_is_refused_in_one_line(user: AsUser) -> None:
     """A group the user was put in but not given (root's): one line, exit 2, the fix named
-    (README shows it), nothing created."""
+    (docs/backends.md shows it), nothing created."""
     with delegated(["cpu", "memory"], to_user=False) as group:
         done = edgeprof_in(group, user, ["run", "--backend", "cgroup", "--", "true"])
         assert done.returncode == 2, done
@@ -148,7 +148,7 @@ def test_undelegated_group_is_refused_in_one_line(user: AsUser) -> None:
 
 def test_partly_delegated_group_warns_and_refuses_the_missing_limit(user: AsUser) -> None:
     """Controllers the parent did not enable are said once each as a warning, and a limit
-    that needs one is refused in one line before the run (README shows both)."""
+    that needs one is refused in one line before the run (docs/backends.md shows both)."""
     with delegated(["cpu", "pids"]) as group:
         ok = edgeprof_in(group, user, ["run", "--cpus", "0.5", "--", "true"])
         assert ok.returncode == 0, ok.stderr

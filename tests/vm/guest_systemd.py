@@ -146,7 +146,7 @@ def user_manager() -> Iterator[int]:
 def test_a_user_runs_in_the_scope_systemd_run_user_delegates(
     user_manager: int, tmp_path: Path
 ) -> None:
-    """README's path for a workstation: `systemd-run --user --scope -p Delegate=yes
+    """docs/backends.md's path for a workstation: `systemd-run --user --scope -p Delegate=yes
     edgeprof …`.  Debian's user@.service delegates cpu, memory and pids to the user: the CPU
     and memory limits hold with the kernel's peak, io and cpuset are said to be missing,
     and the scope is gone when edgeprof is."""
