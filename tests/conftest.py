@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -28,6 +31,63 @@ def isolated_core_leases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("EDGEPROF_LEASE_DIR", str(directory))
         yield directory
+
+
+RESULT_SCHEMA = Path(__file__).resolve().parents[1] / "edgeprof" / "result.schema.json"
+
+
+@functools.cache
+def _result_validator() -> Any:
+    import jsonschema
+
+    schema = json.loads(RESULT_SCHEMA.read_text())
+    return jsonschema.Draft202012Validator(schema, format_checker=None)
+
+
+def schema_errors(path: Path) -> list[str]:
+    """How ``path`` (a result.json, or a sweep.json and its runs) breaks the published
+    schema; none for a file that is not edgeprof's (no ``schema_version`` 1 in it)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []  # a test's own garbage, or a file cut short on purpose
+    if not isinstance(data, dict):
+        return []
+    runs = (
+        [data]
+        if path.name == "result.json"
+        else [*data.get("runs", []), *data.get("warmup_runs", [])]
+    )
+    errors = []
+    for i, run in enumerate(runs):
+        if not isinstance(run, dict) or run.get("schema_version") != 1:
+            continue
+        for e in _result_validator().iter_errors(run):
+            where = "/".join(map(str, e.absolute_path))
+            errors.append(f"{path} (run {i}) at /{where}: {e.message[:200]}")
+    return errors
+
+
+@pytest.fixture(autouse=True)
+def results_match_the_schema(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every result.json and sweep.json a test leaves in its ``tmp_path`` holds to the
+    published schema (edgeprof/result.schema.json): whatever the run, the backend or the
+    tier.  A test that plants a malformed result on purpose is marked ``invalid_results``."""
+    wanted = "tmp_path" in request.fixturenames
+    skip = request.node.get_closest_marker("invalid_results") is not None
+    # Asked for now, so that it is torn down after this check, not before.
+    tmp: Path | None = request.getfixturevalue("tmp_path") if wanted and not skip else None
+    yield
+    if tmp is None:
+        return
+    errors = [
+        e
+        for name in ("result.json", "sweep.json")
+        for p in tmp.rglob(name)
+        for e in schema_errors(p)
+    ]
+    if errors:
+        pytest.fail("results that break edgeprof/result.schema.json:\n" + "\n".join(errors[:10]))
 
 
 def require(ok: bool, reason: str) -> None:

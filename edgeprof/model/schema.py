@@ -1,0 +1,165 @@
+"""The JSON Schema of ``result.json``, made from the model itself: each key's type from the
+dataclass field's annotation, its description from the field's docstring, so the published
+schema (``edgeprof/result.schema.json``, package data) cannot describe another model than the
+one that writes the files.  A unit test holds the file to this function's output, and the
+test suite validates every result it writes against the file.
+
+    python -m edgeprof.model.schema > edgeprof/result.schema.json
+
+Keys added after schema version 1 was first published have defaults in the model and are
+not required (older files lack them); every object is closed (``additionalProperties``).
+Whole-number fields are bounded to 64 bits, as the reader bounds them; the reader also
+refuses a whole number beyond 64 bits where any number is allowed, which a JSON Schema
+cannot single out (its ``integer`` is any number without a fraction).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import enum
+import inspect
+import json
+import re
+import sys
+import types
+import typing
+from typing import Any
+
+from ..units import MAX_CPU, MAX_CPUS, MAX_PERIOD_US, MAX_PIDS, MAX_SIZE, MIN_CPUS, MIN_QUOTA_US
+from .results import SCHEMA_VERSION, RunResult
+
+__all__ = ["result_schema"]
+
+SCHEMA_ID = "https://edgeprof.invalid/result.schema.json"
+"""No host serves it yet: the file ships in the package and in the documentation."""
+
+_SIMPLE: dict[object, str] = {bool: "boolean", int: "integer", float: "number", str: "string"}
+
+LIMITS = {
+    "type": "object",
+    "description": "The limits as asked. A --cpus quota of under 1 ms per CFS period is "
+    "refused as well, which the schema does not express.",
+    "properties": {
+        "cpus": {
+            "type": ["number", "null"],
+            "minimum": MIN_CPUS,
+            "maximum": MAX_CPUS,
+            "description": "CPU bandwidth in CPUs.",
+        },
+        "cpuset": {
+            "type": ["array", "null"],
+            "items": {"type": "integer", "minimum": 0, "maximum": MAX_CPU},
+            "description": "The CPUs the run was pinned to.",
+        },
+        "memory_bytes": {
+            "type": ["integer", "null"],
+            "minimum": 6 * 2**20,
+            "maximum": MAX_SIZE,
+            "description": "The memory limit (at least 6 MiB).",
+        },
+        "pids": {
+            "type": ["integer", "null"],
+            "minimum": 1,
+            "maximum": MAX_PIDS,
+            "description": "The most processes and threads at once.",
+        },
+        "cpu_period_us": {
+            "type": ["integer", "null"],
+            "minimum": MIN_QUOTA_US,
+            "maximum": MAX_PERIOD_US,
+            "description": "The CFS period as asked (null: edgeprof's choice).",
+        },
+    },
+    "required": ["cpus", "cpuset", "memory_bytes"],
+    "additionalProperties": False,
+}
+
+
+def result_schema() -> dict[str, Any]:
+    """The schema of :meth:`RunResult.to_dict` (draft 2020-12)."""
+    defs: dict[str, Any] = {}
+    top = _object(RunResult, defs)
+    top["properties"]["limits"] = LIMITS  # to_dict's own shape of Limits
+    del defs["Limits"]
+    top["properties"]["schema_version"] = {"const": SCHEMA_VERSION}
+    top["required"].insert(0, "schema_version")  # every file has it: the reader's first check
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": f"edgeprof result (schema_version {SCHEMA_VERSION})",
+        **top,
+        "$defs": dict(sorted(defs.items())),
+    }
+
+
+def _object(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+    docs = _field_docs(cls)
+    props: dict[str, Any] = {}
+    required = []
+    for f in dataclasses.fields(cls):
+        schema = _schema(hints[f.name], defs)
+        if f.name in docs:
+            schema = {"description": docs[f.name], **schema}
+        props[f.name] = schema
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            required.append(f.name)
+    out: dict[str, Any] = {"type": "object"}
+    doc = inspect.getdoc(cls)
+    if doc and not doc.startswith(f"{cls.__name__}("):  # not dataclass's generated signature
+        out["description"] = _text(doc.split("\n\n")[0])
+    return {**out, "properties": props, "required": required, "additionalProperties": False}
+
+
+def _schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        (inner,) = [a for a in args if a is not type(None)]
+        schema = _schema(inner, defs)
+        if "type" not in schema:  # a reference
+            return {"anyOf": [schema, {"type": "null"}]}
+        return {**schema, "type": [schema["type"], "null"]}
+    if origin in (tuple, list):
+        return {"type": "array", "items": _schema(args[0], defs)}
+    if tp is int:  # the reader's bound (edgeprof.model.jsoncheck): the kernel's are 64-bit
+        return {"type": "integer", "exclusiveMinimum": -(2**64), "exclusiveMaximum": 2**64}
+    if tp in _SIMPLE:
+        return {"type": _SIMPLE[tp]}
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return {"type": "string", "enum": [m.value for m in tp]}
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        if tp.__name__ not in defs:
+            defs[tp.__name__] = {}  # a placeholder while its own fields are made
+            defs[tp.__name__] = _object(tp, defs)
+        return {"$ref": f"#/$defs/{tp.__name__}"}
+    raise TypeError(f"no JSON Schema for {tp!r}")
+
+
+def _field_docs(cls: type) -> dict[str, str]:
+    """{field: its docstring}: the string literal after a field's annotation in the class
+    body (Python keeps it nowhere at run time)."""
+    body = ast.parse(inspect.getsource(cls)).body[0]
+    assert isinstance(body, ast.ClassDef)
+    out = {}
+    for a, b in zip(body.body, body.body[1:], strict=False):
+        if (
+            isinstance(a, ast.AnnAssign)
+            and isinstance(a.target, ast.Name)
+            and isinstance(b, ast.Expr)
+            and isinstance(b.value, ast.Constant)
+            and isinstance(b.value.value, str)
+        ):
+            out[a.target.id] = _text(b.value.value)
+    return out
+
+
+def _text(doc: str) -> str:
+    """One line of plain text: reST's double backquotes and roles made Markdown's."""
+    text = " ".join(doc.split())
+    text = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", text)
+    return text.replace("``", "`")
+
+
+if __name__ == "__main__":
+    print(json.dumps(result_schema(), indent=2, ensure_ascii=False))

@@ -1,0 +1,76 @@
+"""The published schema of result.json (``edgeprof/result.schema.json``): made from the model,
+and in agreement with the reader (``RunResult.from_dict``) on every document the fuzzer
+makes from a full result.  That every result the suite writes holds to it is the autouse
+``results_match_the_schema`` check of ``tests/conftest.py``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+from hypothesis import given
+
+from edgeprof.model import RunResult
+from edgeprof.model.schema import result_schema
+from tests.conftest import RESULT_SCHEMA
+
+from .fuzz_strategies import Refused, accepted, fuzz, mutated
+from .test_fuzz_files import RESULT
+
+VALIDATOR = jsonschema.Draft202012Validator(json.loads(RESULT_SCHEMA.read_text()))
+
+
+def test_the_published_schema_is_the_models() -> None:
+    published = json.loads(RESULT_SCHEMA.read_text())
+    jsonschema.Draft202012Validator.check_schema(published)
+    assert published == result_schema(), (
+        "edgeprof/result.schema.json is out of date: "
+        "python -m edgeprof.model.schema > edgeprof/result.schema.json"
+    )
+    # Descriptions come from the fields' docstrings, as the docs show them.
+    cpu = published["$defs"]["CpuStats"]["properties"]["avg_pct"]["description"]
+    assert cpu.startswith("100·total CPU time / wall time")
+
+
+def test_a_full_result_holds_to_it_and_a_wrong_one_does_not() -> None:
+    assert not list(VALIDATOR.iter_errors(RESULT))
+    for key, value in (("wall_s", "fast"), ("termination", "crashed"), ("extra", 1)):
+        assert list(VALIDATOR.iter_errors({**RESULT, key: value})), key
+    phase = {**RESULT["phases"][0], "latency": {**RESULT["latency"], "p50_s": None}}
+    assert list(VALIDATOR.iter_errors({**RESULT, "phases": [phase]}))
+    missing = {k: v for k, v in RESULT.items() if k != "memory"}
+    assert list(VALIDATOR.iter_errors(missing))
+
+
+@fuzz(300)
+@given(mutated(RESULT))
+def test_the_schema_and_the_reader_agree(doc: Any) -> None:
+    """What the schema allows, edgeprof reads; and what edgeprof reads, it writes back
+    within the schema."""
+    valid = not list(VALIDATOR.iter_errors(doc))
+    got = accepted(RunResult.from_dict, doc)
+    # Two differences, documented in the schema: a whole number beyond 64 bits where a
+    # number is expected, which the reader refuses and a JSON Schema cannot single out (its
+    # "integer" is any number without a fraction); and a quota under 1 ms per period.
+    if valid and not _huge_int(doc) and not _quota_under_1ms(doc):
+        assert not isinstance(got, Refused), got.message
+    if not isinstance(got, Refused):
+        assert not list(VALIDATOR.iter_errors(got.to_dict()))
+
+
+def _huge_int(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(map(_huge_int, value.values()))
+    if isinstance(value, list):
+        return any(map(_huge_int, value))
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**64
+
+
+def _quota_under_1ms(doc: Any) -> bool:
+    lim = doc.get("limits") if isinstance(doc, dict) else None
+    if not isinstance(lim, dict):
+        return False
+    cpus, period = lim.get("cpus"), lim.get("cpu_period_us")
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (cpus, period))
+    return numbers and cpus * period < 1000  # type: ignore[operator]
