@@ -1,0 +1,220 @@
+"""The CI step: the one script behind the GitHub Action (``action.yml``) and the GitLab CI
+template (``integrations/gitlab-ci.yml``), run as ``python -m edgeprof.cli.ci``.
+
+It profiles a command (or an Auptimizer ``env.template``) under the limits and budgets the
+job gives, compares the results with a baseline when the job has one, and leaves the
+Markdown summaries and JUnit files where the CI publishes them.  Inputs are environment
+variables, as both CIs pass them (an action's inputs, a job's ``variables``):
+
+- ``EDGEPROF_CI_COMMAND``: the workload, split as a shell would split it (no shell runs it);
+  or ``EDGEPROF_CI_TEMPLATE``: an ``env.template``.  One of the two.
+- ``EDGEPROF_CI_ARGS``: options of ``edgeprof run`` (``--cpus 1 --memory 1g --repeat 5
+  --budgets budgets.yml``), split the same way.
+- ``EDGEPROF_CI_OUT``: the results directory (``edgeprof-results``).
+- ``EDGEPROF_CI_BASELINE``: a baseline's results directory; compared when it holds results.
+  On GitLab, in a pipeline that is not the default branch's, the step first fetches it: the
+  results directory of the last successful job of the same name on the default branch
+  (``EDGEPROF_CI_BASELINE_JOB`` names another), through the job-artifacts API with the job's
+  own token.  On GitHub a step before this one restores it (``actions/cache``,
+  ``actions/download-artifact``).
+- ``EDGEPROF_CI_THRESHOLD``: ``compare``'s threshold (``5%``).
+- ``EDGEPROF_CI_SUDO``: ``auto`` (through ``sudo -n`` when not root and sudo asks no
+  password: the cgroup backend needs root, which hosted runners give that way), ``always``
+  or ``never``.
+
+In the results directory: ``summary.md`` and ``junit.xml`` (the run and its budgets),
+``compare.md`` and ``compare.xml`` (against the baseline).  On GitHub, edgeprof appends both
+summaries to ``$GITHUB_STEP_SUMMARY`` itself, and this step writes ``results``,
+``exit-code``, ``compared`` to ``$GITHUB_OUTPUT``; on GitLab it prints the summaries into the
+job's log (the template declares the files as artifacts and JUnit reports).  The exit code:
+the run's when it failed (the workload's, 3 for a breached budget), else the comparison's
+(3 for a regression), else 0; 2 for a bad input here, with one line.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ConfigError
+from . import EXIT_ERROR
+
+Runner = Callable[[Sequence[str]], int]
+
+SUMMARY, JUNIT = "summary.md", "junit.xml"
+COMPARE_SUMMARY, COMPARE_JUNIT = "compare.md", "compare.xml"
+
+
+@dataclass(frozen=True)
+class Step:
+    """What the job asked for (:meth:`from_env`)."""
+
+    command: tuple[str, ...]
+    template: Path | None
+    args: tuple[str, ...]
+    out: Path
+    baseline: Path | None
+    threshold: str
+    sudo: str
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Step:
+        def get(name: str) -> str:
+            return env.get(f"EDGEPROF_CI_{name}", "").strip()
+
+        command, template = _split(get("COMMAND"), "COMMAND"), get("TEMPLATE")
+        if bool(command) == bool(template):
+            raise ConfigError(
+                "set EDGEPROF_CI_COMMAND (the workload) or EDGEPROF_CI_TEMPLATE (an "
+                "env.template), one of the two"
+            )
+        sudo = get("SUDO") or "auto"
+        if sudo not in ("auto", "always", "never"):
+            raise ConfigError(f"EDGEPROF_CI_SUDO={sudo!r}: auto, always or never")
+        args = _split(get("ARGS"), "ARGS")
+        taken = {"--out", "--summary", "--junit", "-e", "--environment", "--"}
+        clash = [a for a in args if a.split("=", 1)[0] in taken]
+        if clash:
+            raise ConfigError(
+                f"EDGEPROF_CI_ARGS: {clash[0]} is the CI step's own (EDGEPROF_CI_OUT, "
+                "EDGEPROF_CI_TEMPLATE, EDGEPROF_CI_COMMAND)"
+            )
+        return cls(
+            command=command,
+            template=Path(template) if template else None,
+            args=args,
+            out=Path(get("OUT") or "edgeprof-results"),
+            baseline=Path(get("BASELINE")) if get("BASELINE") else None,
+            threshold=get("THRESHOLD") or "5%",
+            sudo=sudo,
+        )
+
+    def run_argv(self) -> list[str]:
+        argv = ["run", *self.args, "--out", str(self.out)]
+        argv += ["--summary", str(self.out / SUMMARY), "--junit", str(self.out / JUNIT)]
+        if self.template is not None:
+            return [*argv, "-e", str(self.template)]
+        return [*argv, "--", *self.command]
+
+    def compare_argv(self) -> list[str] | None:
+        """``compare BASELINE OUT …``, or ``None`` when there is no baseline to compare."""
+        if self.baseline is None or not _has_results(self.baseline):
+            return None
+        return [
+            "compare", str(self.baseline), str(self.out), "--threshold", self.threshold,
+            "--summary", str(self.out / COMPARE_SUMMARY),
+            "--junit", str(self.out / COMPARE_JUNIT),
+        ]  # fmt: skip
+
+
+def _split(text: str, name: str) -> tuple[str, ...]:
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as exc:  # an unclosed quote
+        raise ConfigError(f"EDGEPROF_CI_{name}: {exc}") from exc
+
+
+def _has_results(directory: Path) -> bool:
+    return directory.is_dir() and any(
+        next(directory.rglob(name), None) is not None for name in ("sweep.json", "result.json")
+    )
+
+
+def edgeprof_argv(sudo: str, env: Mapping[str, str]) -> list[str]:
+    """This interpreter's edgeprof, through ``sudo -n`` where ``sudo`` asks for it (the
+    workload's ``PATH`` kept: sudo resets it)."""
+    me = [sys.executable, "-m", "edgeprof"]
+    if sudo == "never" or os.geteuid() == 0:
+        return me
+    through = ["sudo", "-n", "-E", "env", f"PATH={env.get('PATH', os.defpath)}", *me]
+    if sudo == "always":
+        return through
+    if shutil.which("sudo") is None:
+        return me
+    ok = subprocess.run(["sudo", "-n", "true"], capture_output=True, check=False).returncode == 0
+    return through if ok else me
+
+
+def fetch_gitlab_baseline(step: Step, env: Mapping[str, str]) -> str | None:
+    """On GitLab, off the default branch: the default branch's last results (the artifacts
+    of the job of this name, their ``EDGEPROF_CI_OUT`` directory) into the baseline
+    directory.  What it did, in a line for the log; ``None`` where it does not apply."""
+    branch, default = env.get("CI_COMMIT_BRANCH"), env.get("CI_DEFAULT_BRANCH")
+    if env.get("GITLAB_CI") != "true" or step.baseline is None or _has_results(step.baseline):
+        return None
+    if default is None or (branch == default and not env.get("CI_MERGE_REQUEST_IID")):
+        return None  # the default branch makes the baseline; it compares with none
+    import io
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+    import zipfile
+
+    job = env.get("EDGEPROF_CI_BASELINE_JOB") or env.get("CI_JOB_NAME", "")
+    url = (
+        f"{env.get('CI_API_V4_URL', '')}/projects/{env.get('CI_PROJECT_ID', '')}/jobs/artifacts/"
+        f"{urllib.parse.quote(default, safe='')}/download?job={urllib.parse.quote(job)}"
+    )
+    request = urllib.request.Request(url, headers={"JOB-TOKEN": env.get("CI_JOB_TOKEN", "")})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            archive = zipfile.ZipFile(io.BytesIO(response.read()))
+    except (urllib.error.URLError, OSError, zipfile.BadZipFile) as exc:
+        return f"no baseline from {default} (job {job}): {exc}"
+    prefix = step.out.as_posix().strip("/") + "/"
+    members = [m for m in archive.infolist() if m.filename.startswith(prefix)]
+    for m in members:
+        relative = Path(m.filename[len(prefix) :])
+        if m.is_dir() or ".." in relative.parts or relative.is_absolute():
+            continue  # nothing outside the baseline directory
+        target = step.baseline / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(archive.read(m))
+    return f"baseline: {len(members)} file(s) of {default}'s job {job} in {step.baseline}"
+
+
+def run_step(step: Step, env: Mapping[str, str], runner: Runner) -> int:
+    """The step: profile, compare, publish; its exit code (see the module's docstring)."""
+    fetched = fetch_gitlab_baseline(step, env)
+    if fetched is not None:
+        print(f"edgeprof ci: {fetched}", flush=True)
+    edgeprof = edgeprof_argv(step.sudo, env)
+    step.out.mkdir(parents=True, exist_ok=True)  # the summaries go in it: it must exist first
+    run_rc = runner([*edgeprof, *step.run_argv()])
+    compare = step.compare_argv()
+    compare_rc = None if compare is None else runner([*edgeprof, *compare])
+    rc = run_rc or compare_rc or 0
+    _publish(step, env, rc, compare_rc is not None)
+    return rc
+
+
+def _publish(step: Step, env: Mapping[str, str], rc: int, compared: bool) -> None:
+    outputs = env.get("GITHUB_OUTPUT")
+    if outputs:  # the step's outputs, for the job's later steps
+        with open(outputs, "a", encoding="utf-8") as f:
+            f.write(f"results={step.out}\nexit-code={rc}\ncompared={str(compared).lower()}\n")
+    if env.get("GITLAB_CI") == "true":  # no step summary there: the job's log shows them
+        for name in (SUMMARY, COMPARE_SUMMARY):
+            path = step.out / name
+            if path.is_file():
+                print(f"\n--- {path}\n{path.read_text(encoding='utf-8')}", flush=True)
+
+
+def main(env: Mapping[str, str] | None = None, runner: Runner | None = None) -> int:
+    env = os.environ if env is None else env
+    try:
+        step = Step.from_env(env)
+    except ConfigError as exc:
+        print(f"edgeprof ci: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    return run_step(step, env, runner or (lambda argv: subprocess.call(list(argv))))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

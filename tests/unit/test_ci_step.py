@@ -1,0 +1,173 @@
+"""The CI step's logic (edgeprof.cli.ci) with the CIs' environment simulated and a recording
+runner: its inputs, the commands it runs, the exit code it chooses, what it publishes.  The
+host tier runs the same step for real (tests/tooling/test_ci_step.py)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from edgeprof.cli import ci
+
+
+class Recorder:
+    """Records each edgeprof command line; answers with the codes given, in turn."""
+
+    def __init__(self, *codes: int) -> None:
+        self.codes = list(codes)
+        self.calls: list[list[str]] = []
+
+    def __call__(self, argv: Sequence[str]) -> int:
+        self.calls.append(list(argv))
+        return self.codes.pop(0)
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {"PATH": "/usr/bin:/bin", "EDGEPROF_CI_OUT": str(tmp_path / "out"), **extra}
+
+
+def test_a_command_with_options_is_one_run_and_no_baseline_no_compare(tmp_path: Path) -> None:
+    env = _env(
+        tmp_path,
+        EDGEPROF_CI_COMMAND="python infer.py --model 'a b.onnx'",
+        EDGEPROF_CI_ARGS="--cpus 1 --memory 1g --repeat 5",
+        EDGEPROF_CI_SUDO="never",
+    )
+    rec = Recorder(0)
+    assert ci.main(env, rec) == 0
+    (call,) = rec.calls
+    out = tmp_path / "out"
+    assert call == [
+        sys.executable, "-m", "edgeprof", "run", "--cpus", "1", "--memory", "1g", "--repeat",
+        "5", "--out", str(out), "--summary", str(out / "summary.md"), "--junit",
+        str(out / "junit.xml"), "--", "python", "infer.py", "--model", "a b.onnx",
+    ]  # fmt: skip
+
+
+def test_a_template_runs_with_e(tmp_path: Path) -> None:
+    rec = Recorder(0)
+    env = _env(tmp_path, EDGEPROF_CI_TEMPLATE="env.template", EDGEPROF_CI_SUDO="never")
+    assert ci.main(env, rec) == 0
+    assert rec.calls[0][-2:] == ["-e", "env.template"]
+    assert "--" not in rec.calls[0]
+
+
+@pytest.mark.parametrize(
+    ("run_rc", "compare_rc", "rc"), [(0, 0, 0), (0, 3, 3), (3, 0, 3), (1, 3, 1), (3, 3, 3)]
+)
+def test_the_exit_code_is_the_runs_else_the_comparisons(
+    tmp_path: Path, run_rc: int, compare_rc: int, rc: int
+) -> None:
+    baseline = tmp_path / "base" / "m" / "1"
+    baseline.mkdir(parents=True)
+    (baseline / "result.json").write_text("{}")
+    outputs = tmp_path / "github_output"
+    env = _env(
+        tmp_path,
+        EDGEPROF_CI_COMMAND="true",
+        EDGEPROF_CI_BASELINE=str(tmp_path / "base"),
+        EDGEPROF_CI_THRESHOLD="10%",
+        EDGEPROF_CI_SUDO="never",
+        GITHUB_OUTPUT=str(outputs),
+    )
+    rec = Recorder(run_rc, compare_rc)
+    assert ci.main(env, rec) == rc
+    compare = rec.calls[1][3:]
+    out = tmp_path / "out"
+    assert compare == [
+        "compare", str(tmp_path / "base"), str(out), "--threshold", "10%",
+        "--summary", str(out / "compare.md"), "--junit", str(out / "compare.xml"),
+    ]  # fmt: skip
+    assert outputs.read_text() == f"results={out}\nexit-code={rc}\ncompared=true\n"
+
+
+def test_an_empty_baseline_directory_is_no_baseline(tmp_path: Path) -> None:
+    (tmp_path / "base").mkdir()
+    env = _env(tmp_path, EDGEPROF_CI_COMMAND="true", EDGEPROF_CI_BASELINE=str(tmp_path / "base"))
+    rec = Recorder(0)
+    assert ci.main({**env, "EDGEPROF_CI_SUDO": "never"}, rec) == 0
+    assert len(rec.calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({}, "set EDGEPROF_CI_COMMAND (the workload) or EDGEPROF_CI_TEMPLATE"),
+        ({"EDGEPROF_CI_COMMAND": "a", "EDGEPROF_CI_TEMPLATE": "t"}, "one of the two"),
+        ({"EDGEPROF_CI_COMMAND": "python 'x"}, "EDGEPROF_CI_COMMAND: No closing quotation"),
+        ({"EDGEPROF_CI_COMMAND": "a", "EDGEPROF_CI_ARGS": "--out=x"}, "--out=x is the CI step"),
+        ({"EDGEPROF_CI_COMMAND": "a", "EDGEPROF_CI_SUDO": "maybe"}, "auto, always or never"),
+    ],
+)
+def test_bad_inputs_are_one_line_and_run_nothing(
+    tmp_path: Path, extra: dict[str, str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rec = Recorder()
+    assert ci.main(_env(tmp_path, **extra), rec) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("edgeprof ci: error: ") and message in err and err.count("\n") == 1
+    assert rec.calls == []
+
+
+def test_sudo_keeps_the_path_the_workload_is_found_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    argv = ci.edgeprof_argv("always", {"PATH": "/venv/bin:/usr/bin"})
+    assert argv == [
+        "sudo", "-n", "-E", "env", "PATH=/venv/bin:/usr/bin", sys.executable, "-m", "edgeprof"
+    ]  # fmt: skip
+    assert ci.edgeprof_argv("never", {}) == [sys.executable, "-m", "edgeprof"]
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    assert ci.edgeprof_argv("always", {}) == [sys.executable, "-m", "edgeprof"]  # root already
+
+
+def test_gitlab_prints_the_summaries_into_the_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+
+    def runner(argv: Sequence[str]) -> int:
+        out.mkdir(exist_ok=True)
+        (out / "summary.md").write_text("## edgeprof\n\n**all 2 budget checks passed**\n")
+        return 0
+
+    env = _env(tmp_path, EDGEPROF_CI_COMMAND="true", EDGEPROF_CI_SUDO="never", GITLAB_CI="true")
+    env["CI_COMMIT_BRANCH"] = env["CI_DEFAULT_BRANCH"] = "main"  # the default branch: no fetch
+    assert ci.main(env, runner) == 0
+    assert f"--- {out / 'summary.md'}\n## edgeprof\n" in capsys.readouterr().out
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_action_passes_every_input_to_the_step_as_its_variable() -> None:
+    import yaml
+
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    steps = action["runs"]["steps"]
+    assert action["runs"]["using"] == "composite"
+    (profile,) = [s for s in steps if s.get("id") == "profile"]
+    assert profile["run"] == '"$RUNNER_TEMP/edgeprof-venv/bin/python" -m edgeprof.cli.ci'
+    passed = profile["env"]
+    for name in action["inputs"]:
+        if name == "python":  # the install step's
+            continue
+        assert passed[f"EDGEPROF_CI_{name.upper()}"] == "${{ inputs." + name + " }}"
+    # No input is pasted into a script's text (an input could then run shell code).
+    assert not [s for s in steps if "${{ inputs." in s.get("run", "")]
+    assert set(action["outputs"]) == {"results", "exit-code", "compared"}
+
+
+def test_the_gitlab_template_runs_the_step_and_reports_its_files() -> None:
+    import yaml
+
+    job = yaml.safe_load((REPO / "integrations" / "gitlab-ci.yml").read_text())[".edgeprof"]
+    assert job["script"] == ["/tmp/edgeprof-venv/bin/python -m edgeprof.cli.ci"]
+    out = "$EDGEPROF_CI_OUT"
+    assert job["artifacts"]["reports"]["junit"] == [
+        f"{out}/{ci.JUNIT}",
+        f"{out}/{ci.COMPARE_JUNIT}",
+    ]
+    assert job["artifacts"]["when"] == "always"  # a failed gate still publishes its files
