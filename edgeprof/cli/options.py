@@ -31,13 +31,9 @@ DeviceName = Annotated[
 ]
 DevicesFile = Annotated[
     Path | None,
-    typer.Option(
-        help="A device catalog (YAML) merged over the shipped one and $EDGEPROF_DEVICES."
-    ),
+    typer.Option(help="A device catalog (YAML) merged over the shipped one and $EDGEPROF_DEVICES."),
 ]
-BackendName = Annotated[
-    str, typer.Option("--backend", help="auto | cgroup | docker | process")
-]
+BackendName = Annotated[str, typer.Option("--backend", help="auto | cgroup | docker | process")]
 Pids = Annotated[
     str | None,
     typer.Option(help="Most processes and threads at once, e.g. 64 (fork bombs stop there)."),
@@ -50,9 +46,7 @@ WorkDir = Annotated[Path | None, typer.Option("--cwd", help="Working directory o
 CgroupParent = Annotated[
     str | None, typer.Option(help="cgroup v2 parent group for the run groups.")
 ]
-Image = Annotated[
-    str | None, typer.Option(help="Docker backend: the image to run the command in.")
-]
+Image = Annotated[str | None, typer.Option(help="Docker backend: the image to run the command in.")]
 DockerArgs = Annotated[
     str | None,
     typer.Option(help="Docker backend: -v, -e, --network, --shm-size, --privileged, -u."),
@@ -75,4 +69,8 @@ AllowOverHost = Annotated[
 AsRoot = Annotated[
     bool,
     typer.Option(help="Under sudo, run the workload as root (default: as the sudo user)."),
+]
+HtmlReport = Annotated[
+    Path | None,
+    typer.Option("--html", help="Write a self-contained HTML report here: the tables and charts."),
 ]

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from .app import EXIT_BUDGET
-from .options import CalibrationFile
+from .options import CalibrationFile, HtmlReport
 
 
 def compare(
@@ -30,6 +30,7 @@ def compare(
     junit: Annotated[
         Path | None, typer.Option(help="Write JUnit XML here: one test case per metric.")
     ] = None,
+    html: HtmlReport = None,
 ) -> None:
     """Compare CURRENT with BASELINE per model, limits and metric; exit 3 on a regression.
 
@@ -48,6 +49,7 @@ def compare(
         json_out=json_out,
         summary=summary,
         junit=junit,
+        html=html,
     )
     raise typer.Exit(EXIT_BUDGET if regressed else 0)
 
@@ -66,6 +68,7 @@ def report(
     markdown: Annotated[Path | None, typer.Option(help="Write the Markdown report here.")] = None,
     plots: Annotated[Path | None, typer.Option(help="Write PNG charts here.")] = None,
     calibration: CalibrationFile = None,
+    html: HtmlReport = None,
 ) -> None:
     """Re-render tables, statistics, rankings and plots from saved results."""
     from ..report.saved import rerender
@@ -78,4 +81,5 @@ def report(
         markdown=markdown,
         plots=plots,
         calibration=calibration,
+        html=html,
     )

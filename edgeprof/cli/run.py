@@ -18,6 +18,7 @@ from .options import (
     DevicesFile,
     DockerArgs,
     EnvItems,
+    HtmlReport,
     Image,
     ModelFile,
     ModelList,
@@ -154,6 +155,7 @@ def run(
         Path | None,
         typer.Option(help="Write PNG charts here (needs the 'plot' extra: matplotlib)."),
     ] = None,
+    html: HtmlReport = None,
     as_root: AsRoot = False,
     allow_over_host: AllowOverHost = False,
 ) -> None:

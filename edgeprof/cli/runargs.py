@@ -69,6 +69,7 @@ OPTIONS: dict[str, tuple[str, Kind]] = {
     "--environment": ("environment", "path"),
     "-e": ("environment", "path"),
     "--plots": ("plots", "path"),
+    "--html": ("html", "path"),
     "--as-root": ("as_root", "flag"),
     "--no-as-root": ("as_root", "no-flag"),
     "--allow-over-host": ("allow_over_host", "flag"),
@@ -204,6 +205,7 @@ def execute(params: Mapping[str, Any]) -> int:
         summary=p["summary"],
         junit=p["junit"],
         plots=p["plots"],
+        html=p["html"],
         json_out=p["json_out"],
     )
     report = run_and_report(request, outputs, sys.stdout, sys.stderr)

@@ -17,6 +17,13 @@ from ..storage import append_locked, write_output
 from .table import markdown_lines, plain_table
 
 _MARK = {Status.PASS: "✅ pass", Status.BREACH: "❌ breach", Status.NOT_MEASURED: "❌ not measured"}
+_VERDICT_WORD = {
+    Verdict.REGRESSION: "regression",
+    Verdict.IMPROVEMENT: "improvement",
+    Verdict.NO_CHANGE: "no significant change",
+    Verdict.FEW_REPEATS: "not enough repeats",
+    Verdict.NOT_MEASURED: "not measured",
+}
 _VERDICT_MARK = {
     Verdict.REGRESSION: "❌ regression",
     Verdict.IMPROVEMENT: "✅ improvement",
@@ -29,6 +36,29 @@ _VERDICT_MARK = {
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     # A CI page's cells hold messages: a line break would end the table row.
     return markdown_lines(header, [[c.replace("\n", " ") for c in r] for r in rows])
+
+
+BUDGET_COLUMNS = ("Model", "Limits", "Metric", "Value", "Budget", "Result")
+COMPARE_COLUMNS = ("Model", "Limits", "Metric", "Baseline", "Current", "Change", "Verdict")
+
+
+def budget_rows(checks: Sequence[BudgetCheck], emoji: bool = True) -> list[list[str]]:
+    """A row per budget check (this summary's; the HTML report's without the emoji, which
+    a browser without an emoji font draws as empty boxes)."""
+    return [
+        [c.label, c.setting, c.metric.title, c.value_text, c.metric.format(c.budget),
+         _MARK[c.status] if emoji else c.status.value.replace("_", " ")]
+        for c in checks
+    ]  # fmt: skip
+
+
+def compare_rows(changes: Sequence[Change], emoji: bool = True) -> list[list[str]]:
+    """A row per compared metric (this summary's and the HTML report's, as above)."""
+    return [
+        [c.label, c.setting, c.metric.title, c.stat_text(c.base), c.stat_text(c.current),
+         c.change_text(), _VERDICT_MARK[c.verdict] if emoji else _VERDICT_WORD[c.verdict]]
+        for c in changes
+    ]  # fmt: skip
 
 
 def render_run_summary(
@@ -68,20 +98,7 @@ def render_run_summary(
     lines += ["", "Median of the successful runs of each model under each limit setting."]
     if checks:
         lines += ["", "### Budgets", ""]
-        lines += _table(
-            ["Model", "Limits", "Metric", "Value", "Budget", "Result"],
-            [
-                [
-                    c.label,
-                    c.setting,
-                    c.metric.title,
-                    c.value_text,
-                    c.metric.format(c.budget),
-                    _MARK[c.status],
-                ]
-                for c in checks
-            ],
-        )
+        lines += _table(BUDGET_COLUMNS, budget_rows(checks))
         reasons = [c for c in checks if c.status is Status.NOT_MEASURED]
         if reasons:
             lines += [""] + [f"- {c.describe()}" for c in reasons]
@@ -105,21 +122,7 @@ def render_compare_summary(
         f"(threshold {threshold * 100:g}%; change of the mean ± its 95% interval, Welch's t)",
         "",
     ]
-    lines += _table(
-        ["Model", "Limits", "Metric", "Baseline", "Current", "Change", "Verdict"],
-        [
-            [
-                c.label,
-                c.setting,
-                c.metric.title,
-                c.stat_text(c.base),
-                c.stat_text(c.current),
-                c.change_text(),
-                _VERDICT_MARK[c.verdict],
-            ]
-            for c in changes
-        ],
-    )
+    lines += _table(COMPARE_COLUMNS, compare_rows(changes))
     if notes:
         lines += [""] + [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"

@@ -45,6 +45,8 @@ class RunOutputs:
     summary: Path | None = None
     junit: Path | None = None
     plots: Path | None = None
+    html: Path | None = None
+    """The self-contained HTML report (:mod:`edgeprof.report.html`)."""
     json_out: bool = False
     """The result JSON on stdout: the workload's stdout and the predictions go to stderr."""
 
@@ -64,7 +66,8 @@ def run_and_report(
     request: RunRequest, outputs: RunOutputs, stdout: TextIO, stderr: TextIO
 ) -> RunReport:
     """Run ``request`` and render it; every bad input is refused before the first run."""
-    files = [p for p in (outputs.markdown, outputs.summary, outputs.junit) if p is not None]
+    named = (outputs.markdown, outputs.summary, outputs.junit, outputs.html)
+    files = [p for p in named if p is not None]
     job = plan_run(request, files)
     if outputs.plots is not None:
         from .plots import _pyplot
@@ -127,13 +130,20 @@ def run_and_report(
     else:
         print_summary(results, stdout)
     sink = stderr if outputs.json_out else stdout  # never into the JSON on stdout
+    predictions = None
     if job.calibration is not None:
         from ..analysis.calibration import predict
         from .calibration import render_predictions
 
-        text = render_predictions(predict(job.calibration, results), str(job.request.calibration))
-        sink.write("\n" + text)
+        predictions = render_predictions(
+            predict(job.calibration, results), str(job.request.calibration)
+        )
+        sink.write("\n" + predictions)
     checks = gate_run(results, job.budgets, outputs.summary, outputs.junit, sink, stderr)
+    if outputs.html is not None:
+        from .html import render_html
+
+        write_file(outputs.html, render_html(results, checks=checks, predictions=predictions))
     return RunReport(results, checks)
 
 

@@ -13,6 +13,7 @@ from ..analysis.calibration import load_calibration, predict
 from ..analysis.cells import cell_order
 from ..analysis.regression import compare_fits, compare_results, parse_threshold
 from ..errors import ConfigError
+from ..model import RunResult
 from ..storage import check_writable, load_fits, load_runs, prepare_out_dir
 from .calibration import render_predictions
 from .ci_summary import change_dicts, render_compare_plain, render_compare_summary, write_summaries
@@ -32,21 +33,25 @@ def compare_saved(
     json_out: bool = False,
     summary: Path | None = None,
     junit: Path | None = None,
+    html: Path | None = None,
 ) -> bool:
-    """Print (and write) the verdicts per model, limits and metric; true on a regression."""
+    """Print (and write) the verdicts per model, limits and metric; true on a regression.
+    The HTML report shows the current results with the verdicts."""
     thr = parse_threshold(threshold)
-    for path in (summary, junit):
+    for path in (summary, junit, html):
         if path is not None:
             check_writable(path)
     base_fits, cur_fits = load_fits(baseline), load_fits(current)
+    current_runs: list[RunResult] = []
     if (base_fits is None) != (cur_fits is None):
         fit_side = baseline if base_fits is not None else current
         raise ConfigError(f"{fit_side} is edgeprof fit's output: compare it with another fit.json")
     if base_fits is not None and cur_fits is not None:
         changes, notes = compare_fits(base_fits, cur_fits, thr, match_limits=match_limits)
     else:
+        current_runs = load_runs([current])
         changes, notes = compare_results(
-            load_runs([baseline]), load_runs([current]), thr, match_limits=match_limits
+            load_runs([baseline]), current_runs, thr, match_limits=match_limits
         )
     if json_out:
         data = {"threshold": thr, "changes": change_dicts(changes, thr), "notes": notes}
@@ -57,6 +62,12 @@ def compare_saved(
         write_summaries(render_compare_summary(changes, thr, notes), summary)
     if junit is not None:
         write_file(junit, render_junit("edgeprof compare", compare_cases(changes, thr)))
+    if html is not None:
+        from .html import Comparison, render_html
+
+        runs = cell_order(current_runs)  # none for two fit.json
+        title = f"edgeprof compare: {current} against {baseline}"
+        write_file(html, render_html(runs, title=title, comparison=Comparison(changes, thr, notes)))
     return any(c.verdict.fails for c in changes)
 
 
@@ -69,14 +80,16 @@ def rerender(
     markdown: Path | None = None,
     plots: Path | None = None,
     calibration: Path | None = None,
+    html: Path | None = None,
 ) -> None:
     """The tables of the runs in ``paths`` on ``stdout``; the files asked for."""
     runs = cell_order(load_runs(list(paths)))
     if not runs:
         raise ConfigError("no runs in " + ", ".join(map(str, paths)))
     cal = None if calibration is None else load_calibration(calibration)
-    if markdown is not None:
-        check_writable(markdown)
+    for path in (markdown, html):
+        if path is not None:
+            check_writable(path)
     if plots is not None:
         from .plots import _pyplot
 
@@ -87,5 +100,11 @@ def rerender(
     if plots is not None:
         write_plot_files(plots, runs, stderr)
     print_summary(runs, stdout)
+    predictions = None
     if cal is not None:
-        stdout.write("\n" + render_predictions(predict(cal, runs), str(calibration)))
+        predictions = render_predictions(predict(cal, runs), str(calibration))
+        stdout.write("\n" + predictions)
+    if html is not None:
+        from .html import render_html
+
+        write_file(html, render_html(runs, predictions=predictions))

@@ -12,7 +12,8 @@ from .results import print_table, render_markdown
 from .table import TextTable
 
 
-def _tables(results: Sequence[RunResult]) -> list[TextTable]:
+def summary_tables(results: Sequence[RunResult]) -> list[TextTable]:
+    """Per limit setting: the statistics (when a cell has repeats) and the rankings."""
     # Only for several runs: a single run's command does not load the statistics.
     from ..analysis.compare import summarize_cells
     from .comparison import ranking_tables, statistics_tables
@@ -27,7 +28,7 @@ def print_summary(results: Sequence[RunResult], file: TextIO) -> None:
     print_table(results, file)
     if len(results) < 2:
         return
-    for table in _tables(results):
+    for table in summary_tables(results):
         file.write("\n" + table.plain())
 
 
@@ -35,4 +36,4 @@ def markdown_summary(results: Sequence[RunResult]) -> str:
     text = render_markdown(results)
     if len(results) < 2:
         return text
-    return text + "".join("\n" + t.markdown() for t in _tables(results))
+    return text + "".join("\n" + t.markdown() for t in summary_tables(results))

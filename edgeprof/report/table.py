@@ -1,4 +1,4 @@
-"""Plain-text and Markdown tables: the one renderer of every text table edgeprof writes (on a
+"""Plain-text, Markdown and HTML tables: the one renderer of every text table edgeprof writes (on a
 terminal, the results table is drawn by rich instead: :func:`edgeprof.report.results.print_table`).
 
 Plain text is the layout of ``docker stats`` and the older profiler's files: columns as wide
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from html import escape
 from typing import Literal
 
 Align = Literal["left", "right"]
@@ -91,3 +92,33 @@ class TextTable:
         if self.notes:
             lines += [""] + [f"- {n.strip()}" for n in self.notes]
         return "\n".join(lines) + "\n"
+
+    def html(self) -> str:
+        """A ``<section>``: the title as a heading, the table (numbers right-aligned where a
+        column holds nothing else), the notes as a list."""
+        header, body = self.rows[0], self.rows[1:]
+        numeric = [
+            bool(body) and all(_numeric(r[i]) for r in body if r[i]) for i in range(len(header))
+        ]
+
+        def cell(tag: str, text: str, i: int) -> str:
+            cls = ' class="num"' if numeric[i] else ""
+            return f"<{tag}{cls}>{escape(text)}</{tag}>"
+
+        out = [f"<section><h3>{escape(self.title)}</h3><table><thead><tr>"]
+        out += [cell("th", h, i) for i, h in enumerate(header)]
+        out.append("</tr></thead><tbody>")
+        for r in body:
+            out.append("<tr>" + "".join(cell("td", c, i) for i, c in enumerate(r)) + "</tr>")
+        out.append("</tbody></table>")
+        if self.notes:
+            out.append('<ul class="notes">')
+            out += [f"<li>{escape(n.strip())}</li>" for n in self.notes]
+            out.append("</ul>")
+        return "".join(out) + "</section>\n"
+
+
+def _numeric(text: str) -> bool:
+    """A figure: starts with a digit or a sign and a digit (``12.5ms``, ``-3%``, ``1.2 ± 0.1×``)."""
+    t = text.lstrip("+-−")
+    return bool(t) and (t[0].isdigit() or t.startswith("n/a"))

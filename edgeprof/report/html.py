@@ -1,0 +1,211 @@
+"""The HTML report: one self-contained page (``run --html``, ``report --html``, ``compare
+--html``) with what the terminal shows, as tables, and charts.
+
+Nothing is fetched from elsewhere: the style is inline, the charts are inline SVG
+(:mod:`.svg`), there is no script.  The tables are the terminal's own
+(:class:`~edgeprof.report.table.TextTable`, rendered as HTML), so the page and the terminal
+never disagree: the results, phases and latency, statistics, rankings with their "within
+noise" marks, budget checks and compare verdicts; the charts are a bar chart per ranking
+(median, mean ± standard deviation as the error bar) and each run's CPU and memory over time
+(from its ``samples.csv``, where it is on disk).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+
+from .. import __version__
+from ..analysis.budgets import BudgetCheck
+from ..analysis.compare import RANKED_METRICS, format_stat, rank, summarize_cells
+from ..analysis.metrics import STAT_METRICS
+from ..analysis.regression import Change
+from ..model import RunResult
+from . import svg
+from .ci_summary import BUDGET_COLUMNS, COMPARE_COLUMNS, budget_rows, compare_rows
+from .phases import LATENCY_COLUMNS, PHASE_COLUMNS, aggregated, latency_rows, phase_rows
+from .results import COLUMNS, row
+from .summary import summary_tables
+from .table import TextTable
+
+MAX_TIMELINES = 12
+"""Runs drawn over time, at most: the first run of each model and setting, then the rest."""
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px;
+       color: #1b1b1b; padding: 0 1rem; }
+h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { margin-top: 2.2rem; }
+h3 { font-size: 1rem; margin: 1.4rem 0 .4rem; }
+.meta { color: #555; margin-top: 0; }
+.verdict { display: inline-block; padding: .3rem .7rem; border-radius: 4px; font-weight: 600;
+           margin: .2rem .4rem .2rem 0; }
+.pass { background: #e3f3e7; color: #1e6b35; } .fail { background: #fbe4e4; color: #9c1c1c; }
+table { border-collapse: collapse; font-size: .85rem; margin: .3rem 0; }
+th, td { border-bottom: 1px solid #e2e2e2; padding: .25rem .6rem; text-align: left;
+         white-space: nowrap; }
+th { background: #f4f6f8; } td.num, th.num { text-align: right; }
+ul.notes { color: #444; font-size: .85rem; margin: .3rem 0 0; }
+figure { margin: .6rem 0 1.2rem; } pre { font-size: .8rem; background: #f4f6f8; padding: .6rem;
+       overflow-x: auto; }
+"""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``compare``'s verdicts for the page."""
+
+    changes: Sequence[Change]
+    threshold: float
+    notes: Sequence[str] = ()
+
+
+def render_html(
+    results: Sequence[RunResult],
+    *,
+    title: str = "edgeprof report",
+    checks: Sequence[BudgetCheck] = (),
+    comparison: Comparison | None = None,
+    predictions: str | None = None,
+) -> str:
+    """The page for ``results`` (in the order given), with the budget checks, the
+    comparison and the calibrated predictions (their text) where given."""
+    body = [f"<h1>{escape(title)}</h1>", _meta(results), _verdicts(checks, comparison)]
+    body.append("<h2>Results</h2>")
+    body.append(TextTable("Every run", [list(COLUMNS), *map(row, results)]).html())
+    how = " (median over each model's runs)" if aggregated(results) else ""
+    for name, columns, rows in (
+        ("Phases", PHASE_COLUMNS, phase_rows(results)),
+        ("Latency", LATENCY_COLUMNS, latency_rows(results)),
+    ):
+        if rows:
+            body.append(TextTable(name + how, [list(columns), *rows]).html())
+    if len(results) > 1:
+        body.append("<h2>Statistics and rankings</h2>")
+        charts = _ranking_charts(results)  # each after its ranking table
+        body += [t.html() + charts.get(t.title, "") for t in summary_tables(results)]
+    if checks:
+        body.append("<h2>Budgets</h2>")
+        body.append(
+            TextTable(
+                "Budget checks", [list(BUDGET_COLUMNS), *budget_rows(checks, emoji=False)]
+            ).html()
+        )
+    if comparison is not None:
+        body.append("<h2>Compared with the baseline</h2>")
+        note = f"threshold {comparison.threshold * 100:g}%; change of the mean ± its 95% interval"
+        rows = [list(COMPARE_COLUMNS), *compare_rows(comparison.changes, emoji=False)]
+        table = TextTable(f"Verdicts ({note}, Welch's t)", rows, list(comparison.notes))
+        body.append(table.html())
+    if predictions:
+        body.append("<h2>Predicted on the device</h2>")
+        body.append(f"<pre>{escape(predictions)}</pre>")
+    body.append("<h2>Over time</h2>")
+    body += _timelines(results) or [
+        '<p class="meta">No time series: the runs\' samples.csv files are not on disk '
+        "(a run keeps them with --out).</p>"
+    ]
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head>\n<body>\n"
+        + "\n".join(body)
+        + "\n</body></html>\n"
+    )
+
+
+def _meta(results: Sequence[RunResult]) -> str:
+    hosts = sorted(
+        {f"{r.host.hostname}: {r.host.cpus} CPUs, Linux {r.host.kernel}" for r in results}
+    )
+    backends = sorted({f"{r.backend}/{r.mechanism}" for r in results})
+    when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    text = (
+        f"{len(results)} run(s) · {'; '.join(hosts)} · {', '.join(backends)} · "
+        f"edgeprof {__version__} · made {when}"
+    )
+    return f'<p class="meta">{escape(text)}</p>'
+
+
+def _verdicts(checks: Sequence[BudgetCheck], comparison: Comparison | None) -> str:
+    out = []
+    if checks:
+        failed = sum(not c.ok for c in checks)
+        text = (
+            f"{failed} of {len(checks)} budget checks failed"
+            if failed
+            else f"All {len(checks)} budget checks passed"
+        )
+        out.append(f'<span class="verdict {"fail" if failed else "pass"}">{escape(text)}</span>')
+    if comparison is not None:
+        bad = sum(c.verdict.fails for c in comparison.changes)
+        text = f"{bad} regression(s) against the baseline" if bad else "No regression"
+        out.append(f'<span class="verdict {"fail" if bad else "pass"}">{escape(text)}</span>')
+    return f"<p>{''.join(out)}</p>" if out else ""
+
+
+def _ranking_charts(results: Sequence[RunResult]) -> dict[str, str]:
+    """A bar chart of each ranking, by the title of its table
+    (:func:`edgeprof.report.comparison.ranking_tables`)."""
+    out = {}
+    for setting, summaries in summarize_cells(results).items():
+        for key in RANKED_METRICS:
+            ranks = rank(summaries, key)
+            if len(ranks) < 2:
+                continue
+            metric = STAT_METRICS[key]
+            bars = [
+                svg.Bar(
+                    label=r.name,
+                    value=r.median,
+                    low=r.stat.mean - r.stat.sd,
+                    high=r.stat.mean + r.stat.sd,
+                    note="≈ previous: within noise" if r.within_noise else "",
+                    within_noise=r.within_noise,
+                )
+                for r in ranks
+            ]
+            title = f"{metric.title} under {setting}: median, mean ± sd"
+            chart = svg.bars(title, bars, functools.partial(format_stat, key))
+            out[f"Ranking by {metric.title} under {setting} (smallest first)"] = (
+                f"<figure>{chart}</figure>"
+            )
+    return out
+
+
+def _timelines(results: Sequence[RunResult]) -> list[str]:
+    """CPU % and memory over time, one line per run whose samples.csv is on disk."""
+    from .plots import read_samples
+
+    settings = {r.limits.describe() for r in results}
+    firsts: dict[str, RunResult] = {}
+    for r in results:  # named by the model, and by the setting where there are several
+        firsts.setdefault(
+            r.label if len(settings) == 1 else f"{r.label} [{r.limits.describe()}]", r
+        )
+    chosen = list(firsts.items())[:MAX_TIMELINES]
+    cpu, memory = [], []
+    for label, r in chosen:
+        path = r.samples.path
+        if path is None or not Path(path).is_file():
+            continue
+        try:
+            cols = read_samples(path)
+        except (OSError, ValueError):
+            continue  # a file cut short or edited: the tables still stand
+        t = cols.get("t_s", [])
+        cpu.append(svg.Series(label, _points(t, cols.get("cpu_pct", []))))
+        mib = [None if v is None else v / 2**20 for v in cols.get("memory_bytes", [])]
+        memory.append(svg.Series(label, _points(t, mib)))
+    if not cpu:
+        return []
+    return [
+        f"<figure>{svg.lines('CPU % of one core', cpu, 'seconds', lambda v: f'{v:.0f}%')}</figure>",
+        f"<figure>{svg.lines('Memory', memory, 'seconds', lambda v: f'{v:.0f} MiB')}</figure>",
+    ]
+
+
+def _points(t: Sequence[float | None], v: Sequence[float | None]) -> list[tuple[float, float]]:
+    return [(x, y) for x, y in zip(t, v, strict=False) if x is not None and y is not None]

@@ -1,0 +1,39 @@
+"""The HTML report's content from results (the browser's view is the host tier's
+tests/tooling/test_html_report.py): the same tables as the terminal, escaped, one file."""
+
+from __future__ import annotations
+
+import re
+
+from edgeprof.report.html import render_html
+from edgeprof.report.svg import Bar, bars
+from edgeprof.report.table import TextTable
+
+from .conftest import make_result
+
+
+def test_names_are_text_never_markup() -> None:
+    hostile = "<script>alert(1)</script>"
+    page = render_html([make_result(name=hostile), make_result(name="b&c")], title=hostile)
+    assert "<script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "b&amp;c" in page
+    chart = bars("t", [Bar(label=hostile, value=1.0, low=0.5, high=1.5)], str)
+    assert "<script>" not in chart and "&lt;script&gt;" in chart
+
+
+def test_the_tables_are_the_terminals() -> None:
+    runs = [make_result(name="a"), make_result(name="b", wall_s=3.0)]
+    page = render_html(runs)
+    # The rankings' titles and notes, as the terminal prints them.
+    assert (
+        "Ranking by wall time under cpus=1.5, cpuset=0-1, memory=512.0MiB (smallest first)" in page
+    )
+    assert page.count("<svg") >= 2  # a chart per ranking (no samples on disk: no timelines)
+    assert "No time series" in page
+
+
+def test_html_table_cells_align_numbers_right() -> None:
+    t = TextTable("T", [["NAME", "WALL"], ["x", "12.5ms"], ["y", "n/a"]], ["a note"])
+    html = t.html()
+    assert re.search(r'<th>NAME</th><th class="num">WALL</th>', html)
+    assert '<td class="num">12.5ms</td>' in html and "<li>a note</li>" in html
