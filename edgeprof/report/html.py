@@ -21,8 +21,9 @@ from pathlib import Path
 
 from .. import __version__
 from ..analysis.budgets import BudgetCheck
+from ..analysis.calibration import Calibration
 from ..analysis.compare import RANKED_METRICS, format_stat, rank, summarize_cells
-from ..analysis.metrics import STAT_METRICS
+from ..analysis.metrics import CALIBRATION_METRICS, STAT_METRICS
 from ..analysis.regression import Change
 from ..model import RunResult
 from . import svg
@@ -70,9 +71,11 @@ def render_html(
     checks: Sequence[BudgetCheck] = (),
     comparison: Comparison | None = None,
     predictions: str | None = None,
+    calibration: Calibration | None = None,
 ) -> str:
     """The page for ``results`` (in the order given), with the budget checks, the
-    comparison and the calibrated predictions (their text) where given."""
+    comparison, and the calibrated predictions (their text, and each fit's chart) where
+    given."""
     body = [f"<h1>{escape(title)}</h1>", _meta(results), _verdicts(checks, comparison)]
     body.append("<h2>Results</h2>")
     body.append(TextTable("Every run", [list(COLUMNS), *map(row, results)]).html())
@@ -103,6 +106,8 @@ def render_html(
     if predictions:
         body.append("<h2>Predicted on the device</h2>")
         body.append(f"<pre>{escape(predictions)}</pre>")
+    if calibration is not None:
+        body += _calibration_charts(calibration)
     body.append("<h2>Over time</h2>")
     body += _timelines(results) or [
         '<p class="meta">No time series: the runs\' samples.csv files are not on disk '
@@ -172,6 +177,23 @@ def _ranking_charts(results: Sequence[RunResult]) -> dict[str, str]:
             out[f"Ranking by {metric.title} under {setting} (smallest first)"] = (
                 f"<figure>{chart}</figure>"
             )
+    return out
+
+
+def _calibration_charts(cal: Calibration) -> list[str]:
+    """Each fit: the device's measurements against the profiler's, and the form that
+    predictions use."""
+    out = []
+    for m in cal.fits:
+        line = m.fit
+        points = list(zip(line.x, line.y, line.labels, strict=True))
+        title = (
+            f"{m.metric} on {cal.device} against the profiler under {m.setting} "
+            f"({m.scope}; predictions: {m.choice.form})"
+        )
+        fmt = CALIBRATION_METRICS[m.metric].format
+        chart = svg.scatter(title, points, m.choice.fit.value, "profiler", "device", fmt)
+        out.append(f"<figure>{chart}</figure>")
     return out
 
 

@@ -143,7 +143,10 @@ def run_and_report(
     if outputs.html is not None:
         from .html import render_html
 
-        write_file(outputs.html, render_html(results, checks=checks, predictions=predictions))
+        page = render_html(
+            results, checks=checks, predictions=predictions, calibration=job.calibration
+        )
+        write_file(outputs.html, page)
     return RunReport(results, checks)
 
 

@@ -107,4 +107,4 @@ def rerender(
     if html is not None:
         from .html import render_html
 
-        write_file(html, render_html(runs, predictions=predictions))
+        write_file(html, render_html(runs, predictions=predictions, calibration=cal))

@@ -1,4 +1,5 @@
-"""Inline SVG charts for the HTML report: bars with error bars, and time series.
+"""Inline SVG charts for the HTML report: bars with error bars, time series, and a scatter
+with a fitted curve.
 
 Written by hand, a few primitives: the page must be one self-contained file that fetches
 nothing (no chart library from a CDN), and matplotlib's SVG of the same chart is an optional
@@ -112,12 +113,59 @@ def lines(
     return "".join(parts) + "</svg>"
 
 
+def scatter(
+    title: str,
+    points: Sequence[tuple[float, float, str]],
+    curve: Callable[[float], float | None],
+    x_label: str,
+    y_label: str,
+    fmt: Callable[[float], str],
+) -> str:
+    """Labelled points (x, y, label) and ``curve`` drawn across their x range, from 0."""
+    left, right, top_pad, height = 90, 30, 36, 300
+    x_max = _nice(max((x for x, _, _ in points), default=1.0) * 1.05)
+    ys = [y for _, y, _ in points]
+    on_curve = [curve(x_max * k / 40) for k in range(41)]
+    y_max = _nice(max([*ys, *(y for y in on_curve if y is not None)], default=1.0) * 1.05)
+    plot_w, plot_h = WIDTH - left - right, height - top_pad - 40
+
+    def px(x: float) -> float:
+        return left + x / x_max * plot_w
+
+    def py(y: float) -> float:
+        return top_pad + plot_h - max(0.0, min(y, y_max)) / y_max * plot_h
+
+    parts = [_open(title, height), _text(8, 18, title, weight="bold")]
+    for k in range(5):
+        v = y_max * k / 4
+        parts.append(
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{py(v):.1f}" y2="{py(v):.1f}" '
+            'stroke="#ddd"/>'
+        )
+        parts.append(_text(left - 6, py(v) + 4, fmt(v), anchor="end", size=11))
+        parts.append(
+            _text(px(x_max * k / 4), height - 22, fmt(x_max * k / 4), anchor="middle", size=11)
+        )
+    parts.append(_text(left + plot_w, height - 6, x_label, anchor="end"))
+    parts.append(_text(12, top_pad - 8, y_label))
+    d = " ".join(
+        f"{px(x_max * k / 40):.1f},{py(y):.1f}" for k, y in enumerate(on_curve) if y is not None
+    )
+    parts.append(f'<polyline points="{d}" fill="none" stroke="{PALETTE[1]}" stroke-width="1.6"/>')
+    for x, y, label in points:
+        parts.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="4" fill="{PALETTE[0]}"/>')
+        parts.append(_text(px(x) + 6, py(y) - 6, _clip(label, 20), size=11))
+    return "".join(parts) + "</svg>"
+
+
 def _nice(v: float) -> float:
-    """A round axis top at or above ``v``: 1, 2 or 5 times a power of ten."""
+    """A round axis top at or above ``v``: 1, 1.2, 1.5, 2 … 8 times a power of ten."""
     if v <= 0 or not math.isfinite(v):
         return 1.0
     e = 10.0 ** math.floor(math.log10(v))
-    return next(m * e for m in (1.0, 2.0, 5.0, 10.0) if m * e >= v)
+    return next(
+        m * e for m in (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0) if m * e >= v
+    )
 
 
 def _open(title: str, height: int) -> str:

@@ -37,3 +37,13 @@ def test_html_table_cells_align_numbers_right() -> None:
     html = t.html()
     assert re.search(r'<th>NAME</th><th class="num">WALL</th>', html)
     assert '<td class="num">12.5ms</td>' in html and "<li>a note</li>" in html
+
+
+def test_a_calibration_chart_draws_each_point_and_the_curve() -> None:
+    from edgeprof.report.svg import scatter
+
+    points = [(0.1, 0.2, "a"), (0.2, 0.41, "b"), (0.4, 0.79, "c<d")]
+    chart = scatter("fit", points, lambda x: None if x <= 0 else 2 * x, "profiler", "device", str)
+    assert chart.count("<circle") == 3 and "c&lt;d" in chart
+    (curve,) = re.findall(r'<polyline points="([^"]+)"', chart)
+    assert len(curve.split()) == 40  # x = 0 has no value (a power law there): left out
