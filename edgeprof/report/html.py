@@ -78,7 +78,8 @@ def render_html(
     given."""
     body = [f"<h1>{escape(title)}</h1>", _meta(results), _verdicts(checks, comparison)]
     body.append("<h2>Results</h2>")
-    body.append(TextTable("Every run", [list(COLUMNS), *map(row, results)]).html())
+    warnings = list(dict.fromkeys(f"{r.label}: {w}" for r in results for w in r.warnings))
+    body.append(TextTable("Every run", [list(COLUMNS), *map(row, results)], warnings).html())
     how = " (median over each model's runs)" if aggregated(results) else ""
     for name, columns, rows in (
         ("Phases", PHASE_COLUMNS, phase_rows(results)),
