@@ -46,6 +46,11 @@ def _x(f: float | None, sd: float | None, n: int) -> str:
     return f"{f:.2f}×" if n < 2 or sd is None else f"{f:.2f} ± {sd:.2f}×"
 
 
+def ranking_title(metric_title: str, setting: str) -> str:
+    """A ranking table's title (the HTML report puts each ranking's chart after it)."""
+    return f"Ranking by {metric_title} under {setting} (smallest first)"
+
+
 def ranking_tables(
     cells: Mapping[str, Sequence[ModelSummary]], metrics: Sequence[str] = RANKED_METRICS
 ) -> list[TextTable]:
@@ -88,7 +93,5 @@ def ranking_tables(
                     f" less {title} than {second.name}"
                     + (" (within noise)" if second.within_noise else "")
                 )
-            out.append(
-                TextTable(f"Ranking by {title} under {setting} (smallest first)", rows, notes)
-            )
+            out.append(TextTable(ranking_title(title, setting), rows, notes))
     return out

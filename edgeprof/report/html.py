@@ -28,6 +28,7 @@ from ..analysis.regression import Change
 from ..model import RunResult
 from . import svg
 from .ci_summary import BUDGET_COLUMNS, COMPARE_COLUMNS, budget_rows, compare_rows
+from .comparison import ranking_title
 from .phases import LATENCY_COLUMNS, PHASE_COLUMNS, aggregated, latency_rows, phase_rows
 from .results import COLUMNS, row
 from .summary import summary_tables
@@ -175,9 +176,7 @@ def _ranking_charts(results: Sequence[RunResult]) -> dict[str, str]:
             ]
             title = f"{metric.title} under {setting}: median, mean ± sd"
             chart = svg.bars(title, bars, functools.partial(format_stat, key))
-            out[f"Ranking by {metric.title} under {setting} (smallest first)"] = (
-                f"<figure>{chart}</figure>"
-            )
+            out[ranking_title(metric.title, setting)] = f"<figure>{chart}</figure>"
     return out
 
 

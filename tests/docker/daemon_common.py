@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
+from tests.apt import SBIN_PATH as SBIN_PATH  # re-exported: the tiers share one PATH
+
 log = logging.getLogger("edgeprof.tests.docker")
 
 #: Seconds spent in each set-up step of this process (install, build, start, import, stop):
 #: the fixture prints them, and the README's table comes from them.
 TIMINGS: dict[str, float] = {}
-
-SBIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 class DockerUnavailable(RuntimeError):

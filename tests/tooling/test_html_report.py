@@ -26,12 +26,11 @@ def chromium() -> str:
     found = shutil.which("chromium")
     if found is None:
         require(os.geteuid() == 0, "headless Chromium is not installed and we are not root")
-        from tests.docker.daemon_common import DockerUnavailable
-        from tests.docker.daemon_install import _apt_install
+        from tests.apt import AptUnavailable, apt_install
 
         try:
-            _apt_install("chromium")
-        except DockerUnavailable as exc:
+            apt_install("chromium")
+        except AptUnavailable as exc:
             require(False, f"cannot install Debian's chromium: {exc}")
         found = shutil.which("chromium")
     assert found is not None

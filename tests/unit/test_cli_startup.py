@@ -1,5 +1,5 @@
 """What a command loads: start-up is the fixed cost of every command, so ``--version`` loads
-no parser and a plain ``run`` neither typer nor none of what only other commands, sweeps,
+no parser and a plain ``run`` neither typer nor anything only other commands, sweeps,
 budgets, predictions or CI reports use.  Each case runs in a fresh interpreter (``sys.modules`` of
 this one holds everything the suite imported)."""
 
