@@ -18,7 +18,9 @@ entry in the file over the file's ``default``.
 
 What is checked: each *cell* (one model under one limit setting) once per budgeted metric.
 The cell's value is the median of its successful runs (one run: its value), so that one
-disturbed repeat neither fails a build nor hides a real breach.  A budgeted metric that was
+disturbed repeat neither fails a build nor hides a real breach.  When the budget lies within
+the 95 % interval of the runs' mean (the test of :mod:`edgeprof.analysis.difference`, against
+a constant), the check says so: it could turn over on a re-run.  A budgeted metric that was
 not measured (no successful run in the cell, or a run without per-iteration latency) *fails*
 its check as "not measured": a gate must not pass silently once a script stops reporting
 what it is gated on.  When no run reported any event, a missing latency's reason is
@@ -38,6 +40,7 @@ from ..errors import ConfigError
 from ..model import RunResult, Termination
 from ..units import parse_duration, parse_size
 from .cells import cells, successful
+from .difference import difference
 from .instrumentation import no_events, reported_events
 from .metrics import BUDGET_METRICS, Kind, Metric, stalled_percentiles
 
@@ -145,13 +148,27 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
                 continue
             value = statistics.median(values)
             status = Status.PASS if value <= budget else Status.BREACH
+            caveats = [_stall_caveat(key, ok), _noise_caveat(metric, values, budget)]
             checks.append(
                 BudgetCheck(
                     label, setting, metric, budget, value, len(values), status,
-                    caveat=_stall_caveat(key, ok),
+                    caveat="; ".join(c for c in caveats if c),
                 )
             )  # fmt: skip
     return checks
+
+
+def _noise_caveat(metric: Metric, values: Sequence[float], budget: float) -> str:
+    """The budget inside the 95 % interval of the runs' mean (:mod:`.difference`): the runs
+    do not tell whether the model is within it, and a re-run may turn the check over."""
+    d = difference(values, budget)
+    if d.half is None or d.separated:
+        return ""
+    mean = d.base
+    return (
+        f"the budget lies within the 95% interval of the mean ({metric.format(mean)} ± "
+        f"{metric.format(d.half)}): a re-run could turn the check; more repeats decide it"
+    )
 
 
 def _no_latency(runs: Sequence[RunResult], results: Sequence[RunResult]) -> str:

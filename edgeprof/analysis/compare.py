@@ -3,7 +3,8 @@
 Choosing between models under a device's limits is the point of profiling on the developer
 machine.  One run is one sample of a noisy quantity, so each model runs several times and the
 comparison shows the median, the mean with the standard deviation and the spread; the ranking
-is by the median, and says when two neighbours are closer than their noise.
+is by the median, and says when two neighbours are not told apart by the test of
+:mod:`edgeprof.analysis.difference`.
 """
 
 from __future__ import annotations
@@ -15,15 +16,9 @@ from dataclasses import dataclass, field
 
 from ..model import RunResult, Termination
 from .cells import cells_by_setting, group_by, successful
+from .difference import difference
 from .metrics import STAT_METRICS, Kind, stalled_percentiles
-
-OUTLIER_Z = 3.5
-"""Modified z-score above which a run is an outlier (Iglewicz & Hoaglin's rule:
-0.6745·|x − median| / MAD > 3.5)."""
-
-OUTLIER_MIN_REL = 0.02
-"""…and more than 2 % off the median: a kernel peak that repeats to the page (MAD of a few
-KiB) would otherwise call a 0.3 MiB difference an outlier."""
+from .outliers import outliers
 
 SLOW_FIRST_FACTOR = 1.2
 """A cell's first measured run this much slower (wall time) than the median of the others is
@@ -67,18 +62,8 @@ class Stat:
         return statistics.median(abs(v - self.median) for v in self.values)
 
     def outliers(self) -> list[int]:
-        """Indexes (in run order) of the values whose modified z-score exceeds
-        :data:`OUTLIER_Z` and that are more than :data:`OUTLIER_MIN_REL` off the median;
-        none below three values or when half the values are equal (MAD 0)."""
-        mad = self.mad
-        if self.n < 3 or mad == 0:
-            return []
-        return [
-            i
-            for i, v in enumerate(self.values)
-            if 0.6745 * abs(v - self.median) / mad > OUTLIER_Z
-            and abs(v - self.median) > OUTLIER_MIN_REL * abs(self.median)
-        ]
+        """Indexes (in run order) of the outliers: :func:`edgeprof.analysis.outliers.outliers`."""
+        return outliers(self.values)
 
 
 @dataclass(frozen=True)
@@ -104,7 +89,7 @@ class ModelSummary:
         return value if isinstance(value, Stat) else None
 
     def warnings(self) -> list[str]:
-        """Failed runs, outliers by the median-absolute-deviation rule, a slow first run."""
+        """Failed runs, outliers (:mod:`edgeprof.analysis.outliers`), a slow first run."""
         out = [
             f"run {self.runs.index(r) + 1} ended {r.termination.value}"
             + (f" (exit {r.exit_code})" if r.exit_code else "")
@@ -116,9 +101,14 @@ class ModelSummary:
             if s is None:
                 continue
             for i in s.outliers():
+                v = s.values[i]
+                off = abs(v - s.median) / abs(s.median) * 100
                 out.append(
-                    f"run {i + 1} is an outlier in {metric.title}: {format_stat(key, s.values[i])} "
-                    f"against a median of {format_stat(key, s.median)}"
+                    f"run {i + 1} is an outlier in {metric.title}: {format_stat(key, v)}, "
+                    f"{off:.0f}% {'above' if v > s.median else 'below'} the median "
+                    f"{format_stat(key, s.median)}; the median and the rankings discount it, "
+                    "the mean ± sd do not (re-run the cell, add repeats, or measure on a "
+                    "quieter machine)"
                 )
         stalled = stalled_percentiles(self.runs)
         if stalled:
@@ -179,12 +169,6 @@ def _values(runs: Sequence[RunResult], get: Callable[[RunResult], float | None])
     return [float(v) for r in runs if (v := get(r)) is not None]
 
 
-def _overlaps(a: Stat, b: Stat) -> bool:
-    """Closer than their noise: the means differ by no more than the combined two-sigma
-    (equal means count: two identical figures are not an order)."""
-    return abs(b.mean - a.mean) <= 2 * math.hypot(a.sd, b.sd)
-
-
 CLOSE_MEMORY_BYTES = 10 * 2**20
 """Memory figures closer than this may rank the other way on the device (the seeds saw
 orderings flip at ~10 MB apart), whatever the noise here."""
@@ -207,9 +191,13 @@ class Rank:
     """Median over the previous (next better) model's median."""
     step_sd: float | None
     within_noise: bool
-    """Closer to the previous model than twice their combined run-to-run σ."""
+    """Not different from the previous model at 95 % (:mod:`edgeprof.analysis.difference`):
+    the interval of the difference of their means includes 0."""
     close_memory: bool
     """A memory figure less than :data:`CLOSE_MEMORY_BYTES` from the previous model's."""
+    tested: bool = True
+    """Whether the step from the previous model was tested (2 runs or more on each side);
+    the first model's is."""
 
 
 def _ratio(a: Stat, b: Stat) -> tuple[float | None, float | None]:
@@ -242,13 +230,20 @@ def rank(summaries: Sequence[ModelSummary], key: str) -> list[Rank]:
                 factor_sd=factor_sd,
                 step=step,
                 step_sd=step_sd,
-                within_noise=prev is not None and _overlaps(prev, s),
+                within_noise=prev is not None and _same(prev, s),
                 close_memory=prev is not None
                 and STAT_METRICS[key].kind is Kind.MEMORY
                 and abs(s.median - prev.median) < CLOSE_MEMORY_BYTES,
+                tested=prev is None or difference(prev.values, s.values).tested,
             )
         )
     return out
+
+
+def _same(a: Stat, b: Stat) -> bool:
+    """Not told apart: tested, and not different at 95 % (:mod:`.difference`)."""
+    d = difference(a.values, b.values)
+    return d.tested and not d.separated
 
 
 RANKED_METRICS = tuple(k for k, m in STAT_METRICS.items() if m.smaller_is_better)

@@ -2,7 +2,8 @@
 
 The test suits the few repeats a CI job can afford (3 to 10): Welch's t (unequal variances,
 no normality of the *difference* assumed beyond the t approximation) gives a 95 % confidence
-interval of the difference of the means.  The verdict combines it with a threshold so that
+interval of the difference of the means, the same test rankings and budgets use
+(:mod:`edgeprof.analysis.difference`).  The verdict combines it with a threshold so that
 noise alone does not fail a build:
 
 * **regression**: the whole interval lies above ``+threshold`` of the baseline mean — the
@@ -32,10 +33,8 @@ from ..errors import ConfigError
 from ..model import RunResult
 from .budgets import METRICS
 from .cells import cells, setting, successful
+from .difference import difference
 from .metrics import BY_KEY, Metric, stalled_percentiles
-from .stats import t_cdf, t_quantile
-
-CONFIDENCE = 0.95
 
 
 class Verdict(str, enum.Enum):
@@ -212,9 +211,12 @@ def _change(
     change = (mc - mb) / mb if mb > 0 else None
     if len(b) < 2 or len(c) < 2 or change is None:
         return Change(label, setting, metric, b, c, Verdict.FEW_REPEATS, change)
-    half, p = welch_interval(b, c)
-    ci = half / mb
-    return Change(label, setting, metric, b, c, _judge(change, ci, threshold), change, ci, p)
+    d = difference(b, c)
+    assert d.half is not None  # two values on each side
+    ci = d.half / mb
+    return Change(
+        label, setting, metric, b, c, _judge(change, ci, threshold), change, ci, d.p_value
+    )
 
 
 def _judge(change: float, ci: float, threshold: float) -> Verdict:
@@ -224,23 +226,6 @@ def _judge(change: float, ci: float, threshold: float) -> Verdict:
     if change + ci < -threshold:
         return Verdict.IMPROVEMENT
     return Verdict.NO_CHANGE
-
-
-def welch_interval(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
-    """Welch's t-test of mean(b) − mean(a): the half-width of its 95 % confidence interval
-    and the two-sided p-value.  Both samples need ≥ 2 values.  Zero variance on both sides:
-    the interval is 0 and p is 0 when the means differ, 1 when they do not."""
-    na, nb = len(a), len(b)
-    va, vb = statistics.variance(a) / na, statistics.variance(b) / nb
-    diff = statistics.fmean(b) - statistics.fmean(a)
-    se2 = va + vb
-    if se2 == 0:
-        return 0.0, (0.0 if diff != 0 else 1.0)
-    df = se2**2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
-    se = math.sqrt(se2)
-    t = abs(diff) / se
-    p = 2 * (1 - t_cdf(t, df))
-    return t_quantile(0.5 + CONFIDENCE / 2, df) * se, min(1.0, max(0.0, p))
 
 
 def _keyed(

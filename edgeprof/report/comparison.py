@@ -56,7 +56,8 @@ def ranking_tables(
 ) -> list[TextTable]:
     """A table per limit setting and metric: models smallest first by median, their factor
     relative to the first and to the previous one (± from the standard errors of the
-    means), and ≈ where two neighbours are within noise (or, for memory, < 10 MiB apart)."""
+    means), and ≈ where two neighbours are not different at 95 % (or, for memory, < 10 MiB
+    apart)."""
     out = []
     for setting, summaries in cells.items():
         for key in metrics:
@@ -92,6 +93,11 @@ def ranking_tables(
                     f"{first.name} {verb} {_x(second.factor, second.factor_sd, second.stat.n)}"
                     f" less {title} than {second.name}"
                     + (" (within noise)" if second.within_noise else "")
+                )
+            if not all(r.tested for r in ranks):
+                notes.append(
+                    "a model with 1 successful run: its step from the previous one is not "
+                    "tested (--repeat 3 or more, or --repeat auto)"
                 )
             out.append(TextTable(ranking_title(title, setting), rows, notes))
     return out

@@ -52,7 +52,7 @@ def test_factor_and_its_uncertainty_hand_computed() -> None:
     assert math.isclose(big.factor, 2.0)
     expected = 2 * math.hypot(0.4 / math.sqrt(3) / 2, 0.1 / math.sqrt(3) / 1)
     assert math.isclose(big.factor_sd, expected)
-    # 1.0 apart against 2·√(0.1² + 0.4²) = 0.82: not within noise
+    # 1.0 apart; Welch: se = √(0.01/3 + 0.16/3) = 0.238, df 2.25, 95 % half-width 0.93
     assert not big.within_noise and not big.close_memory
     peak = rank(summarize(runs), "peak_bytes")[1]
     assert peak.factor == pytest.approx(1.21) and peak.factor_sd == 0.0

@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from edgeprof.analysis.regression import Verdict, compare_results, parse_threshold, welch_interval
+from edgeprof.analysis.difference import difference
+from edgeprof.analysis.regression import Verdict, compare_results, parse_threshold
 from edgeprof.analysis.stats import t_quantile
 from edgeprof.errors import ConfigError
 from edgeprof.model import RunResult, Termination
@@ -34,12 +35,16 @@ def test_t_quantiles_match_the_table(df: float, expected: float) -> None:
 
 def test_welch_hand_computed() -> None:
     # diff 3, se = sqrt(1/3 + 1/3), df = 4: t = 3.674, p = 0.0213 (scipy.stats.ttest_ind).
-    half, p = welch_interval([1, 2, 3], [4, 5, 6])
+    d = difference([1, 2, 3], [4, 5, 6])
+    half, p = d.half, d.p_value
+    assert half is not None and p is not None
     assert math.isclose(half, 2.7764 * math.sqrt(2 / 3), rel_tol=1e-4)
     assert math.isclose(p, 0.02131, abs_tol=1e-4)
     # Unequal variances and sizes: se² = 5/12 + 37/36, Welch–Satterthwaite df = 7.752,
     # t = 3.0509; the p-value checked against a Simpson integral of the t density.
-    half, p = welch_interval([10, 11, 12, 13], [11, 14, 16, 17, 18, 15])
+    d = difference([10, 11, 12, 13], [11, 14, 16, 17, 18, 15])
+    half, p = d.half, d.p_value
+    assert half is not None and p is not None
     se = math.sqrt(5 / 12 + 37 / 36)
     df = se**4 / ((5 / 12) ** 2 / 3 + (37 / 36) ** 2 / 5)
     t = (15 + 1 / 6 - 11.5) / se

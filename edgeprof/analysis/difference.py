@@ -1,0 +1,118 @@
+"""The one test of "different" that rankings, ``compare``, budgets and ``--repeat auto`` share.
+
+Two cells differ in a metric when the 95 % confidence interval of the difference of their
+means, by Welch's t (unequal variances; Welch–Satterthwaite degrees of freedom), excludes 0.
+A budget is a cell compared with a constant: the same interval with the constant's side
+taking no variance, which is the one-sample t interval (``n − 1`` degrees of freedom).
+
+Assumptions, which the docs repeat: the runs of a cell are independent draws from one
+distribution (rounds interleave the cells, so a slow drift of the machine falls on every cell
+alike), and the mean of a few runs is near enough normal for the t approximation.  The
+mean, not the median that rankings sort by, is tested: a t interval of the median needs many
+more runs than a sweep makes.  With fewer than 2 runs on a side there is no variance to test
+against, and no verdict (:attr:`Difference.tested` is false).
+
+Two cells are *equivalent* at a precision ``p`` when the whole interval lies within
+``±p`` of the first cell's mean: the difference is, with 95 % confidence, smaller than ``p``.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .stats import t_cdf, t_quantile
+
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Difference:
+    """``mean(b) − mean(a)`` with the half-width of its 95 % interval."""
+
+    diff: float
+    half: float | None
+    """``None``: untested (fewer than 2 values on a side)."""
+    p_value: float | None
+    base: float
+    """``mean(a)``: what relative figures are relative to."""
+
+    @property
+    def tested(self) -> bool:
+        return self.half is not None
+
+    @property
+    def separated(self) -> bool:
+        """Different at 95 %: the interval excludes 0 (equal means never are)."""
+        return self.half is not None and abs(self.diff) > self.half
+
+    def within(self, precision: float) -> bool:
+        """Equivalent: the whole interval lies within ``±precision × mean(a)``."""
+        return self.half is not None and abs(self.diff) + self.half <= precision * abs(self.base)
+
+
+def difference(a: Sequence[float], b: Sequence[float] | float) -> Difference:
+    """Welch's test of ``mean(b) − mean(a)``; ``b`` a number: the one-sample test against it.
+    Zero variance on both sides: the interval is 0 and p is 0 when the means differ, 1 when
+    they do not."""
+    ma = statistics.fmean(a) if a else math.nan
+    if isinstance(b, (int, float)):
+        mb, nb, vb = float(b), math.inf, 0.0
+    else:
+        mb = statistics.fmean(b) if b else math.nan
+        nb = len(b)
+        vb = statistics.variance(b) / nb if nb >= 2 else math.nan
+    diff = mb - ma
+    na = len(a)
+    if na < 2 or nb < 2:
+        return Difference(diff, None, None, ma)
+    va = statistics.variance(a) / na
+    se2 = va + vb
+    if se2 == 0:
+        return Difference(diff, 0.0, 0.0 if diff != 0 else 1.0, ma)
+    df = se2**2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
+    se = math.sqrt(se2)
+    p = 2 * (1 - t_cdf(abs(diff) / se, df))
+    return Difference(diff, t_quantile(0.5 + CONFIDENCE / 2, df) * se, min(1.0, max(0.0, p)), ma)
+
+
+def runs_to_resolve(
+    a: Sequence[float], b: Sequence[float], precision: float, limit: int = 1000
+) -> int | None:
+    """How many runs per side (in all, at least the current ones) would resolve ``a`` against
+    ``b`` at the noise measured so far: separate them, or show them equivalent at
+    ``precision``.  Each side's standard deviation and the difference are taken as measured,
+    and a side grows to ``n`` runs only where it has fewer.  ``None``: not within ``limit``
+    runs (the difference sits at the precision), or no noise measured yet (a side with
+    fewer than 2 runs)."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    sa, sb = statistics.stdev(a), statistics.stdev(b)
+    ma, mb = statistics.fmean(a), statistics.fmean(b)
+    gap = max(abs(mb - ma), abs(precision * ma) - abs(mb - ma))  # to separation or to equivalence
+
+    def enough(n: int) -> bool:
+        na, nb = max(n, len(a)), max(n, len(b))
+        va, vb = sa * sa / na, sb * sb / nb
+        se2 = va + vb
+        if se2 == 0:
+            return gap > 0
+        df = se2**2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
+        return t_quantile(0.5 + CONFIDENCE / 2, df) * math.sqrt(se2) < gap
+
+    # The interval narrows as n grows (both its standard error and its t shrink): the
+    # smallest n is found by doubling, then halving, in ~2·log2(n) evaluations.
+    lo = max(len(a), len(b))
+    if enough(lo):
+        return lo
+    hi = lo
+    while not enough(hi):
+        if hi >= limit:
+            return None
+        lo, hi = hi, min(2 * hi, limit)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough(mid) else (mid, hi)
+    return hi

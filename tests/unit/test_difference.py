@@ -1,0 +1,116 @@
+"""The one test of "different": Welch's interval, its one-sample form for budgets, the
+equivalence at a precision, the runs that would resolve a pair, and that rankings,
+``compare`` and budget checks all judge by it."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from edgeprof.analysis.budgets import Budgets, check_budgets
+from edgeprof.analysis.compare import rank, summarize
+from edgeprof.analysis.difference import difference, runs_to_resolve
+from edgeprof.analysis.regression import Verdict, compare_results
+from edgeprof.analysis.stats import t_quantile
+from tests.unit.conftest import make_result
+
+
+def test_one_sample_is_welch_against_a_constant() -> None:
+    """A budget is a side without variance: n − 1 degrees of freedom, se = s/√n."""
+    values = [1.0, 1.2, 0.9, 1.1]
+    d = difference(values, 1.3)
+    se = statistics.stdev(values) / 2
+    assert d.half == pytest.approx(t_quantile(0.975, 3) * se)
+    assert d.diff == pytest.approx(1.3 - 1.05)
+    assert d.tested and d.separated  # t = 0.25 / 0.0645 = 3.87 > 3.18
+    welch = difference(values, [1.3, 1.3])  # two copies: the same variance-free side
+    assert welch.half == pytest.approx(d.half) and welch.p_value == pytest.approx(d.p_value)
+
+
+def test_untested_with_one_run_and_exact_with_no_variance() -> None:
+    assert not difference([1.0], [2.0, 2.1]).tested
+    assert not difference([1.0], [2.0]).separated
+    same = difference([5.0, 5.0], [5.0, 5.0])
+    assert same.tested and not same.separated and same.within(0.0)
+    apart = difference([5.0, 5.0], [6.0, 6.0])
+    assert apart.separated and apart.p_value == 0.0
+
+
+def test_equivalence_is_the_whole_interval_inside_the_precision() -> None:
+    a, b = [100.0, 101.0, 99.0], [100.5, 101.5, 99.5]
+    d = difference(a, b)
+    assert not d.separated
+    assert d.half is not None
+    assert d.within((0.5 + d.half) / 100 + 1e-9)
+    assert not d.within((0.5 + d.half) / 100 - 1e-6)
+
+
+def _sample(mean: float, sd: float, n: int) -> list[float]:
+    """``n`` values with exactly this sample mean and standard deviation."""
+    z = [i - (n - 1) / 2 for i in range(n)]
+    scale = sd / statistics.stdev(z)
+    return [mean + scale * v for v in z]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    gap=st.floats(0.001, 0.3),
+    sd_a=st.floats(0.005, 0.2),
+    sd_b=st.floats(0.005, 0.2),
+    precision=st.floats(0.01, 0.1),
+)
+def test_runs_to_resolve_is_the_smallest_n_that_resolves(
+    gap: float, sd_a: float, sd_b: float, precision: float
+) -> None:
+    """Runs with the noise measured so far, grown to the predicted n, resolve the pair;
+    one run fewer does not."""
+    a, b = _sample(1.0, sd_a, 3), _sample(1.0 + gap, sd_b, 3)
+    n = runs_to_resolve(a, b, precision)
+    if n is None:
+        return  # more than 1000 runs: a difference at the precision itself
+
+    def resolved(k: int) -> bool:
+        d = difference(_sample(1.0, sd_a, k), _sample(1.0 + gap, sd_b, k))
+        return d.separated or d.within(precision)
+
+    assert resolved(n)
+    if n > 3:
+        assert not resolved(n - 1)
+
+
+def _cell(name: str, values: Sequence[float]) -> list:  # type: ignore[type-arg]
+    return [make_result(name=name, wall_s=v) for v in values]
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ([1.0, 1.1, 0.9], [1.3, 1.4, 1.2]),  # separated
+        ([1.0, 1.1, 0.9], [1.05, 1.15, 0.95]),  # not
+        ([1.0, 1.02, 0.98, 1.01], [1.1, 1.5, 0.8]),  # unequal noise
+    ],
+)
+def test_rankings_compare_and_budgets_judge_by_the_same_test(
+    a: list[float], b: list[float]
+) -> None:
+    d = difference(a, b)
+    runs = _cell("a", a) + _cell("b", b)
+    second = rank(summarize(runs), "wall_s")[1]
+    assert second.within_noise is (not d.separated)
+    changes, _ = compare_results(
+        [make_result(name="m", wall_s=v) for v in a],
+        [make_result(name="m", wall_s=v) for v in b],
+        threshold=0.0,
+    )
+    wall = next(c for c in changes if c.metric.key == "wall")
+    assert (wall.verdict is not Verdict.NO_CHANGE) is d.separated
+    budget = statistics.fmean(b) - d.diff / 2  # half way between the two means
+    (check,) = check_budgets(_cell("b", b), Budgets(default={"wall": budget}))
+    one = difference(b, budget)
+    assert ("95% interval" in check.caveat) is (not one.separated)
+    assert math.isclose(one.diff, budget - statistics.fmean(b))
