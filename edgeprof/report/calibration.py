@@ -32,6 +32,12 @@ def _num(v: float | None, digits: int = 3) -> str:
     return "n/a" if v is None else f"{v:.{digits}f}"
 
 
+def _signed(v: float | None) -> str:
+    """A studentized residual: its sign says whether the device value lies above the line
+    (``+inf`` when the other points lie on it exactly)."""
+    return "n/a" if v is None else f"{v:+.2f}"
+
+
 def _pm(v: float, se: float | None, fmt: str = "") -> str:
     return f"{v:.4g}" if se is None else f"{v:.4g} ± {se:.2g}"
 
@@ -154,6 +160,9 @@ def render_calibration(cal: Calibration) -> str:
     lines.append("")
     lines.append(
         "a ± standard error; LOO: each model predicted by the line fitted without it; "
+        "t: a model's externally studentized residual, its distance from the line of the "
+        "other points in standard errors (beyond the Bonferroni limit a warning names it an "
+        "outlier); "
         "τ, ρ: agreement of the two rankings (1 = same order); predictions use the form "
         "that predicts held-out models best (the simplest unless clearly worse)"
     )
@@ -174,7 +183,7 @@ def _fit_detail(mf: MetricFit) -> list[str]:
     ho = mf.choice.heldout
     errors = mf.choice.errors_pct
     head = ["MODEL", "PROFILER", "DEVICE", "FITTED", "RESIDUAL", "LOO ERROR", "LEVERAGE"]
-    rows = [[*head, "COOK'S D", f"HELD-OUT ({chosen.form})", "ERROR"]]
+    rows = [[*head, "COOK'S D", "t", f"HELD-OUT ({chosen.form})", "ERROR"]]
     for i in range(f.n):
         rows.append(
             [
@@ -186,6 +195,7 @@ def _fit_detail(mf: MetricFit) -> list[str]:
                 v(f.loo_errors[i]),
                 f"{f.leverage[i]:.2f}",
                 "n/a" if f.cooks_d is None else f"{f.cooks_d[i]:.2f}",
+                _signed(f.studentized[i]),
                 v(chosen.heldout[i]) if ho is not None else "n/a",
                 "n/a" if errors[i] is None else f"{errors[i]:+.1f} %",
             ]

@@ -26,7 +26,7 @@ from edgeprof.report.calibration import render_calibration, render_predictions
 from tests.conftest import require
 
 from .conftest import make_result
-from .test_calibration_fit import INCEPTION_LIKE
+from .test_calibration_fit import INCEPTION_LIKE, SCATTER, SIX
 
 approx = pytest.approx
 
@@ -465,6 +465,42 @@ def test_calibrate_prints_the_influence_warning(tmp_path: Path) -> None:
     summary, _ = [ln for ln in text.splitlines() if ln.startswith("runtime (ms)")]
     assert summary.split()[-1] == "1"  # one warning
     assert "  warning: inception_v3 dominates the fit (leverage 0.99 > 0.67" in text
+
+
+def test_cli_calibrate_names_a_corrupted_row_as_an_outlier(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Six models on a line with ±1 % scatter; resnet50's device value typed three times too
+    # large.  It sits inside the range, so leverage and Cook's distance do not name it.
+    models = {name: (x, 0) for name, x in SIX.items()}
+    results = _results_file(tmp_path, models)
+    rows = "".join(
+        f"{name},{(1.9 * x + 0.004) * (1 + d) * (3 if name == 'resnet50' else 1) * 1000:.3f}\n"
+        for (name, x), d in zip(SIX.items(), SCATTER, strict=True)
+    )
+    csv_path = _csv(tmp_path, "model,runtime_ms\n" + rows)
+    out = tmp_path / "dev.yml"
+    rc = main(["calibrate", "--device", "dev", "--measurements", str(csv_path),
+               "--out", str(out), str(results)])  # fmt: skip
+    o, err = capsys.readouterr()
+    assert rc == 0 and err == ""
+    (w,) = [ln for ln in o.splitlines() if "off the line of the other points" in ln]
+    assert w.startswith("  warning: resnet50 lies ")
+    assert "standard errors off the line of the other points" in w
+    assert "the limit for 6 points is 6.2" in w and w.endswith(
+        "check its row in the device measurements"
+    )
+    warned = [ln for ln in o.splitlines() if ln.startswith("  warning: ")]
+    assert not [ln for ln in warned for name in SIX if name != "resnet50" and name in ln]
+    # The point table shows every model's t (fifth cell from the right: the held-out
+    # prediction and its error are two words each); only resnet50's is beyond the limit.
+    ts = {ln.split()[0]: float(ln.split()[-5]) for ln in o.splitlines()
+          if ln.strip() and ln.split()[0] in SIX}  # fmt: skip
+    assert len(ts) == 6 and ts["resnet50"] > 6.2
+    assert all(abs(t) < 6.2 for k, t in ts.items() if k != "resnet50")
+    # The file keeps the points; the warning comes back when it is loaded.
+    (loaded,) = load_calibration(out).fits
+    assert any(x.startswith("resnet50 lies ") for x in loaded.warnings)
 
 
 def test_cli_report_with_a_calibration(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

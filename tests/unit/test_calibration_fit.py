@@ -19,14 +19,19 @@ import math
 import random
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from edgeprof.analysis.calibration import (
+    LinearFit,
     fit,
     fit_warnings,
     format_value,
     kendall_tau,
+    leverage_limit,
     spearman_rho,
 )
+from edgeprof.analysis.calibration.fit import OUTLIER_LEVEL, outlier_limit
 from edgeprof.analysis.stats import t_critical
 from edgeprof.errors import ConfigError
 
@@ -205,3 +210,165 @@ def test_format_value_units() -> None:
     assert format_value(2**20, "mib", "memory") == "1 MiB"
     assert format_value(85.0, "pct", "percent") == "85%"
     assert format_value(None, "s", "time") == "n/a"
+
+
+# -- outliers: the externally studentized residual ------------------------------------------
+
+
+def _outlier_warnings(warns: list[str]) -> list[str]:
+    return [w for w in warns if "off the line of the other points" in w]
+
+
+@settings(derandomize=True, database=None, deadline=None, max_examples=200)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 100), st.floats(0.001, 1000, allow_nan=False)),
+        min_size=4,
+        max_size=12,
+        unique_by=lambda p: p[0],
+    )
+)
+def test_studentized_residual_is_the_leave_one_out_prediction_error_in_its_se(
+    points: list[tuple[int, float]],
+) -> None:
+    # The definition tᵢ = eᵢ / (s₍ᵢ₎·√(1 − hᵢ)) against its meaning: the distance of point i
+    # from the line fitted without it, over that line's prediction standard error at xᵢ.
+    x = [float(p[0]) for p in points]
+    y = [p[1] for p in points]
+    f = fit(x, y)
+    n = f.n
+    for i in range(n):
+        rest = f.without(i)
+        assert rest is not None and rest.s is not None  # ≥ 3 distinct x remain
+        # Others (nearly) on a line: t is ±∞ or 0 by rule, not a ratio to compare.
+        assume(rest.s > 1e-4 * max(abs(v) for v in y))
+        xs = rest.x
+        mean = sum(xs) / (n - 1)
+        sxx = sum((v - mean) ** 2 for v in xs)
+        se = rest.s * math.sqrt(1 + 1 / (n - 1) + (x[i] - mean) ** 2 / sxx)
+        direct = (y[i] - (rest.a * x[i] + rest.b)) / se
+        t = f.studentized[i]
+        assert t is not None
+        # abs: a point right on the others' line has t ≈ 0, whose relative error is rounding.
+        assert t == approx(direct, rel=1e-9, abs=1e-9), (i, t, direct)
+
+
+def test_studentized_residual_on_exact_lines() -> None:
+    x = [0.6, 0.68, 0.93, 1.08, 1.5, 1.9, 2.2]
+    y = [3.2 * v + 0.15 for v in x]
+    f = fit(x, y)
+    assert f.studentized == (0.0,) * 7 and f.outliers() == ()
+    y[2] -= 0.3  # the others still lie on their line exactly
+    g = fit(x, y, [f"m{i}" for i in range(7)])
+    assert g.studentized[2] == -math.inf
+    assert all(t is not None and math.isfinite(t) for k, t in enumerate(g.studentized) if k != 2)
+    assert g.outliers() == (2,)
+    (w,) = _outlier_warnings(fit_warnings(g, "s", "time"))
+    assert w.startswith(
+        "m2 lies off the line of the other points, which lie on it exactly (externally "
+        "studentized residual -inf; the limit for 7 points is 5.1): without it a = 3.2, "
+        "b = 0.15 s, R² = 1.000 (with it"
+    )
+
+
+def test_outlier_limit_is_the_bonferroni_t_quantile() -> None:
+    assert OUTLIER_LEVEL == 0.05
+    # One degree of freedom is Cauchy's: P(|T| < t) = 2/π·atan(t), so t = tan(π/2·level).
+    assert outlier_limit(4) == approx(math.tan(math.pi / 2 * (1 - 0.05 / 4)), rel=1e-9)
+    assert outlier_limit(6) == approx(t_critical(1 - 0.05 / 6, 3))
+    assert outlier_limit(6) == approx(6.2315, rel=1e-4)  # scipy.stats.t.ppf(1 − 0.05/12, 3)
+    assert outlier_limit(20) == approx(3.5429, rel=1e-4)  # scipy.stats.t.ppf(1 − 0.05/40, 17)
+    assert outlier_limit(3) == math.inf
+
+
+# Six models, device ≈ 1.9·profiler + 4 ms with ±1 % scatter (fixed, so the test cannot flip).
+SIX = {
+    "mobilenet_v2": 0.012,
+    "squeezenet": 0.020,
+    "resnet18": 0.031,
+    "resnet50": 0.045,
+    "efficientnet_b0": 0.060,
+    "inception_v3": 0.082,
+}
+SCATTER = (0.008, -0.005, 0.003, -0.009, 0.006, -0.002)
+
+
+def _six(corrupt: str | None = None) -> LinearFit:
+    y = [
+        (1.9 * x + 0.004) * (1 + d) * (3 if name == corrupt else 1)
+        for (name, x), d in zip(SIX.items(), SCATTER, strict=True)
+    ]
+    return fit(list(SIX.values()), y, list(SIX))
+
+
+def test_one_corrupted_row_of_six_is_named_and_only_it() -> None:
+    clean = _six()
+    assert clean.outliers() == ()
+    assert _outlier_warnings(fit_warnings(clean, "ms", "time")) == []
+    assert max(abs(t) for t in clean.studentized if t is not None) < outlier_limit(6)
+
+    f = _six(corrupt="resnet50")
+    i = f.labels.index("resnet50")
+    # Inside the range: the old warnings do not see it (leverage low; Cook's D from 10 on).
+    assert f.leverage[i] < leverage_limit(6)
+    assert not [w for w in fit_warnings(f, "ms", "time") if "dominates" in w]
+    assert f.outliers() == (i,)
+    t = f.studentized[i]
+    assert t is not None and t > outlier_limit(6)
+    warns = fit_warnings(f, "ms", "time")
+    (w,) = _outlier_warnings(warns)
+    rest = f.without(i)
+    assert rest is not None and rest.r2 is not None and f.r2 is not None
+    assert w == (
+        f"resnet50 lies {t:.1f} standard errors off the line of the other points (externally "
+        f"studentized residual +{t:.1f}; the limit for 6 points is 6.2): without it "
+        f"a = {rest.a:.4g}, b = {format_value(rest.b, 'ms', 'time')}, R² = {rest.r2:.3f} "
+        f"(with it a = {f.a:.4g}, b = {format_value(f.b, 'ms', 'time')}, R² = {f.r2:.3f}): "
+        "re-measure it on the device and with the profiler, or check its row in the device "
+        "measurements"
+    )
+    assert rest.a == approx(1.9, rel=0.02) and rest.r2 > 0.999 and f.r2 < 0.6
+    others = [name for name in SIX if name != "resnet50"]
+    assert not [w for w in warns for name in others if name in w]
+
+
+def test_an_outlier_that_also_dominates_gets_one_sentence() -> None:
+    names = list(INCEPTION_LIKE)
+    y = [v[1] * (3 if k == "inception_v3" else 1) for k, v in INCEPTION_LIKE.items()]
+    f = fit([v[0] for v in INCEPTION_LIKE.values()], y, names)
+    assert f.outliers() == (names.index("inception_v3"),)
+    warns = fit_warnings(f, "ms", "time")
+    (w,) = [w for w in warns if "inception_v3" in w]
+    assert w.startswith("inception_v3 dominates the fit (leverage 0.99 > 0.67")
+    assert "; it also lies " in w and " standard errors off the line of the other points" in w
+    assert w.count("without it") == 1
+    assert w.endswith(
+        ": re-measure it on the device and with the profiler, or check its row in the device "
+        "measurements, and measure models between it and the others"
+    )
+
+
+@pytest.mark.parametrize("n", [4, 6, 10, 20])
+def test_outlier_false_alarms_stay_at_the_family_wise_level(n: int) -> None:
+    # Data that are a line plus independent normal scatter: by Bonferroni at most
+    # OUTLIER_LEVEL of the fits may name any point (the rate the docs state), and since each
+    # tᵢ follows Student's t with n − 3 degrees of freedom exactly, the rate is close to it
+    # (overlaps are rare) — a limit set too high would pass the first check alone.
+    rng = random.Random(n)
+    sets = 2000
+    flagged = 0
+    for _ in range(sets):
+        x = [rng.uniform(0.01, 1.0) for _ in range(n)]
+        f = fit(x, [1.7 * v + 0.05 + rng.gauss(0, 0.02) for v in x])
+        flagged += bool(f.outliers())
+    rate = flagged / sets
+    se = math.sqrt(OUTLIER_LEVEL * (1 - OUTLIER_LEVEL) / sets)
+    assert rate <= OUTLIER_LEVEL + 3 * se, rate
+    assert rate >= OUTLIER_LEVEL - 4 * se, rate
+
+
+def test_no_studentized_residual_from_three_points() -> None:
+    f = fit([1.0, 2.0, 3.0], [2.0, 4.0, 30.0], ["a", "b", "c"])
+    assert f.studentized == (None, None, None)
+    assert f.outliers() == ()
+    assert _outlier_warnings(fit_warnings(f, "s", "time")) == []

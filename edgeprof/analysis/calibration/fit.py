@@ -1,10 +1,12 @@
 """The calibration line and its diagnostics: ``device = a·profiler + b`` by ordinary least
-squares, with standard errors, R², residuals, leverage and Cook's distance of every point, the
-leave-one-out prediction error, Kendall's τ-b and Spearman's ρ between the two rankings, and
-the warnings that say when a fit should not be trusted for numbers."""
+squares, with standard errors, R², residuals, leverage, Cook's distance and the externally
+studentized residual of every point, the leave-one-out prediction error, Kendall's τ-b and
+Spearman's ρ between the two rankings, and the warnings that say when a fit should not be
+trusted for numbers."""
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Sequence
@@ -25,6 +27,16 @@ conventional cut, Cook & Weisberg 1982)."""
 COOKS_MIN_N = 10
 """Below this many points Cook's distance is not a warning of its own (see
 :func:`fit_warnings`)."""
+OUTLIER_LEVEL = 0.05
+"""Family-wise false-alarm rate of the outlier test: on data that do lie on a line with
+independent normal scatter, at most this share of fits names any point an outlier, whatever
+n.  Leverage and Cook's distance look at where a point sits along x and at how far it moves
+the line; a point measured wrong in the middle of the range does neither much, so the test
+asks the direct question, how far the point lies off the line of the others, in units of their
+scatter (:attr:`LinearFit.studentized`, :func:`outlier_limit`)."""
+OUTLIER_MIN_N = 4
+"""Fewest points for a studentized residual: without the point, n − 1 ≥ 3 are left, so that
+the line of the others has n − 3 ≥ 1 residual degrees of freedom to measure its scatter."""
 
 
 @dataclass(frozen=True)
@@ -33,8 +45,9 @@ class LinearFit:
 
     Values that need more points than there are are ``None``: standard errors, the residual
     standard error, Cook's distance and intervals need n ≥ 3 (a line through two points has
-    no residual degrees of freedom); a leave-one-out error is ``None`` for a point without
-    which no line can be drawn (leverage 1).
+    no residual degrees of freedom), studentized residuals n ≥ 4; a leave-one-out error or
+    studentized residual is ``None`` for a point without which no line can be drawn
+    (leverage 1).
     """
 
     x: tuple[float, ...]
@@ -53,6 +66,17 @@ class LinearFit:
     """y − fitted."""
     leverage: tuple[float, ...]
     cooks_d: tuple[float, ...] | None
+    studentized: tuple[float | None, ...]
+    """Externally studentized residual of every point, tᵢ = eᵢ / (s₍ᵢ₎·√(1 − hᵢ)), where
+    s₍ᵢ₎² = (SSE − eᵢ²/(1 − hᵢ)) / (n − 3) is the residual variance of the fit without point
+    i.  The same number is the point's distance from the line of the other points divided by
+    the standard error of that line's prediction at xᵢ, so a bad point does not hide itself by
+    inflating the scatter it is measured against (the internally studentized residual's
+    flaw), and with normal scatter it follows Student's t with n − 3 degrees of freedom, which
+    gives the test an exact false-alarm rate (:func:`outlier_limit`).  ``None`` below
+    :data:`OUTLIER_MIN_N` points and for a point of leverage within rounding of 1; ±∞ when
+    the other points lie on their line exactly (up to rounding) and this one does not; 0 when
+    all of them do."""
     loo_errors: tuple[float | None, ...]
     """y_i minus the prediction of a line fitted without point i: e_i / (1 − h_i)."""
     loo_rmse: float | None
@@ -81,6 +105,13 @@ class LinearFit:
             return y, None
         se = self.s * math.sqrt(1 + 1 / self.n + (x - self.x_mean) ** 2 / self.sxx)
         return y, t_critical(level, self.dof) * se
+
+    def outliers(self) -> tuple[int, ...]:
+        """Indexes of the points whose |studentized residual| exceeds :func:`outlier_limit`,
+        the largest first (ties in index order)."""
+        limit = outlier_limit(self.n)
+        hits = [(abs(t), i) for i, t in enumerate(self.studentized) if t is not None]
+        return tuple(i for t, i in sorted(hits, key=lambda p: (-p[0], p[1])) if t > limit)
 
     def without(self, i: int) -> LinearFit | None:
         """The fit without point ``i`` (``None`` when the rest cannot make a line)."""
@@ -118,11 +149,14 @@ def fit(x: Sequence[float], y: Sequence[float], labels: Sequence[str] | None = N
     res = tuple(v - f for v, f in zip(ys, fitted, strict=True))
     sse = sum(e * e for e in res)
     lev = tuple(1 / n + (u - mx) ** 2 / sxx for u in xs)
+    # Rounding noise on the scale of the y values: a residual variance below its square is
+    # an exact line, and a residual below it is no distance from one.
+    tol = 1e-12 * max(abs(v) for v in ys)
     s = se_a = se_b = None
     cooks: tuple[float, ...] | None = None
     if n >= 3:
         s2 = sse / (n - 2)
-        if s2 <= (1e-12 * max(abs(v) for v in ys)) ** 2:
+        if s2 <= tol**2:
             s2 = 0.0  # rounding noise of an exact line: no scatter to compare influence with
         s = math.sqrt(s2)
         se_a = s / math.sqrt(sxx)
@@ -153,6 +187,7 @@ def fit(x: Sequence[float], y: Sequence[float], labels: Sequence[str] | None = N
         residuals=res,
         leverage=lev,
         cooks_d=cooks,
+        studentized=_studentized(xs, ys, res, lev, sse, tol),
         loo_errors=loo,
         loo_rmse=loo_rmse,
         tau=kendall_tau(xs, ys),
@@ -160,6 +195,66 @@ def fit(x: Sequence[float], y: Sequence[float], labels: Sequence[str] | None = N
         x_mean=mx,
         sxx=sxx,
     )
+
+
+def _studentized(
+    xs: tuple[float, ...],
+    ys: tuple[float, ...],
+    res: tuple[float, ...],
+    lev: tuple[float, ...],
+    sse: float,
+    tol: float,
+) -> tuple[float | None, ...]:
+    """Every point's externally studentized residual (see :attr:`LinearFit.studentized`).
+
+    The SSE of the fit without point i is SSE − eᵢ²/(1 − hᵢ), which needs no refit; but when
+    point i carries nearly all of SSE (an outlier among points close to a line: the case the
+    test exists for) that subtraction cancels to rounding noise of SSE, so it is then
+    recomputed from the other points directly.  ``tol`` is the rounding noise of the y
+    values: a scatter below it is none."""
+    n = len(xs)
+    if n < OUTLIER_MIN_N:
+        return (None,) * n
+    out: list[float | None] = []
+    for i, (e, h) in enumerate(zip(res, lev, strict=True)):
+        if 1 - h < 1e-9:  # the other points share one x: no line without this one
+            out.append(None)
+            continue
+        sse_i = sse - e * e / (1 - h)
+        if sse_i < 1e-4 * sse:  # cancelled: fewer than ~12 significant digits left
+            sse_i = _sse_without(xs, ys, i)
+        s2_i = sse_i / (n - 3)
+        if s2_i <= tol**2:
+            out.append(0.0 if abs(e) <= tol else math.copysign(math.inf, e))
+        else:
+            out.append(e / math.sqrt(s2_i * (1 - h)))
+    return tuple(out)
+
+
+def _sse_without(xs: Sequence[float], ys: Sequence[float], i: int) -> float:
+    """The residual sum of squares of the least-squares line through every point but i,
+    from centred values (so that rounding stays on the scale of the residuals)."""
+    x = [v for k, v in enumerate(xs) if k != i]
+    y = [v for k, v in enumerate(ys) if k != i]
+    mx, my = statistics.fmean(x), statistics.fmean(y)
+    sxx = sum((u - mx) ** 2 for u in x)
+    a = sum((u - mx) * (v - my) for u, v in zip(x, y, strict=True)) / sxx if sxx else 0.0
+    return sum(((v - my) - a * (u - mx)) ** 2 for u, v in zip(x, y, strict=True))
+
+
+@functools.cache
+def outlier_limit(n: int) -> float:
+    """The |studentized residual| above which one of ``n`` points is an outlier: Student's t
+    with n − 3 degrees of freedom at the two-sided level 1 − :data:`OUTLIER_LEVEL`/n.
+
+    Each point is tested, so n tests; Bonferroni's division by n keeps the chance that any of
+    them fires on well-behaved data at most :data:`OUTLIER_LEVEL` (6.2 for 6 points, 4.0 for
+    10, 3.5 for 20; 50.9 for 4, where one degree of freedom is a Cauchy distribution's wide
+    tails).  ``math.inf`` below :data:`OUTLIER_MIN_N` points: no test.  Cached per n: the
+    quantile is found by bisection."""
+    if n < OUTLIER_MIN_N:
+        return math.inf
+    return t_critical(1 - OUTLIER_LEVEL / n, n - 3)
 
 
 def leverage_limit(n: int) -> float:
@@ -174,10 +269,17 @@ def fit_warnings(
     kind: str,
     min_r2: float = DEFAULT_MIN_R2,
 ) -> list[str]:
-    """Why ``f`` should not be trusted for numbers, each as one sentence (empty: none)."""
+    """Why ``f`` should not be trusted for numbers, each as one sentence (empty: none).
+
+    One sentence per point that needs one, outliers first (largest |t| first), then in the
+    fit's order: a point that is an outlier and also dominates the fit or is influential gets
+    one sentence that says both, so that the fit without it is given once."""
 
     def fmt(v: float) -> str:
         return format_value(v, unit, kind)
+
+    def r2_text(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.3f}"
 
     out = []
     if f.n < 3:
@@ -190,12 +292,16 @@ def fit_warnings(
     # leverage (2.3 for any evenly spread 4 points, whatever the data), so its usual cut
     # "D > 1" is only applied from COOKS_MIN_N points on; the table shows it always.
     d_limit = MAX_COOKS_D if f.n >= COOKS_MIN_N else math.inf
-    for i in range(f.n):
+    outliers = f.outliers()
+    t_limit = outlier_limit(f.n)
+    for i in (*outliers, *(k for k in range(f.n) if k not in outliers)):
         h = f.leverage[i]
         d = f.cooks_d[i] if f.cooks_d is not None else None
         high_h = f.n >= 3 and h > limit
         high_d = d is not None and d > d_limit
-        if not (high_h or high_d):
+        t = f.studentized[i]
+        off = i in outliers
+        if not (high_h or high_d or off):
             continue
         why = []
         if high_h:
@@ -203,21 +309,42 @@ def fit_warnings(
         if d is not None:
             why.append(f"Cook's distance {d:.2f}" + (f" > {d_limit:g}" if high_d else ""))
         rest = f.without(i)
+        # An outlier's sentence adds R²: how much of the scatter this one point makes.
         moved = (
-            f"; without it a = {rest.a:.4g}, b = {fmt(rest.b)} (with it a = {f.a:.4g}, "
-            f"b = {fmt(f.b)})"
+            f"without it a = {rest.a:.4g}, b = {fmt(rest.b)}"
+            + (f", R² = {r2_text(rest.r2)}" if off else "")
+            + f" (with it a = {f.a:.4g}, b = {fmt(f.b)}"
+            + (f", R² = {r2_text(f.r2)}" if off else "")
+            + ")"
             if rest is not None
-            else "; the other points alone cannot make a line"
+            else "the other points alone cannot make a line"
         )
+        lies = ""
+        if off:
+            assert t is not None  # outliers() only names points with a studentized residual
+            where = (
+                "off the line of the other points, which lie on it exactly"
+                if math.isinf(t)
+                else f"{abs(t):.1f} standard errors off the line of the other points"
+            )
+            lies = (
+                f"lies {where} (externally studentized residual {t:+.1f}; the limit for "
+                f"{f.n} points is {t_limit:.1f})"
+            )
+        redo = (
+            "re-measure it on the device and with the profiler, or check its row in the device "
+            "measurements"
+        )
+        also = f"; it also {lies}" if off else ""
         if high_h:
-            out.append(
-                f"{f.labels[i]} dominates the fit ({', '.join(why)}){moved}: "
-                "measure models between it and the others"
-            )
+            between = "measure models between it and the others"
+            todo = f"{redo}, and {between}" if off else between
+            out.append(f"{f.labels[i]} dominates the fit ({', '.join(why)}); {moved}{also}: {todo}")
+        elif high_d:
+            todo = redo if off else "check its measurements"
+            out.append(f"{f.labels[i]} is influential ({', '.join(why)}); {moved}{also}: {todo}")
         else:
-            out.append(
-                f"{f.labels[i]} is influential ({', '.join(why)}){moved}: check its measurements"
-            )
+            out.append(f"{f.labels[i]} {lies}: {moved}: {redo}")
     lo, hi = f.x_range
     for x in (lo, hi):
         y = f.a * x + f.b
