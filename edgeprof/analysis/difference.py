@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from .stats import t_cdf, t_quantile
 
 CONFIDENCE = 0.95
+DEFAULT_TARGET = 0.05
+"""The precision below which two cells are as good as equal unless told otherwise
+(``--repeat auto``'s ``--target``): 5 %, the threshold ``compare`` uses by default too."""
 
 
 @dataclass(frozen=True)

@@ -105,8 +105,25 @@ def run(
     model_list: ModelList = None,
     model_file: ModelFile = None,
     repeat: Annotated[
-        int, typer.Option(help="Runs per model; the comparison shows mean ± sd.")
-    ] = 1,
+        str,
+        typer.Option(
+            help="Runs per model (the comparison shows mean ± sd), or auto: rounds until "
+            "every ranking's neighbours are told apart or shown within --target."
+        ),
+    ] = "1",
+    min_runs: Annotated[
+        int | None, typer.Option(help="--repeat auto: runs every model makes (default 3).")
+    ] = None,
+    max_runs: Annotated[
+        int | None, typer.Option(help="--repeat auto: the most runs a model makes (default 10).")
+    ] = None,
+    target: Annotated[
+        str | None,
+        typer.Option(
+            help="--repeat auto: precision, e.g. 5% (default): neighbours whose difference "
+            "is within it at 95 % are resolved as equivalent."
+        ),
+    ] = None,
     warmup: Annotated[
         int, typer.Option(help="Discarded runs per model and setting, before the measured ones.")
     ] = 0,

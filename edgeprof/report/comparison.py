@@ -3,10 +3,14 @@ the rankings by each metric (the numbers are :mod:`edgeprof.analysis.compare`'s)
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 
-from ..analysis.compare import RANKED_METRICS, ModelSummary, format_stat, rank
+from ..analysis.cells import cells, successful
+from ..analysis.compare import RANKED_METRICS, ModelSummary, Rank, format_stat, rank
+from ..analysis.difference import DEFAULT_TARGET, runs_to_resolve
 from ..analysis.metrics import STAT_METRICS, Kind
+from ..model import RunResult
 from .table import TextTable
 
 
@@ -44,6 +48,19 @@ def _x(f: float | None, sd: float | None, n: int) -> str:
     if f is None:
         return "n/a"
     return f"{f:.2f}×" if n < 2 or sd is None else f"{f:.2f} ± {sd:.2f}×"
+
+
+def _runs_to_tell(prev: Rank, r: Rank) -> str:
+    """How many runs would tell two neighbours apart, or show them within the default
+    precision, at the noise measured (:func:`edgeprof.analysis.difference.runs_to_resolve`)."""
+    n = runs_to_resolve(prev.stat.values, r.stat.values, DEFAULT_TARGET)
+    pair = f"{prev.name} ≈ {r.name}"
+    if n is None:
+        return f"{pair}: more than 1000 runs each would be needed to tell them apart"
+    return (
+        f"{pair}: ~{n} runs each would tell them apart or show them within "
+        f"{DEFAULT_TARGET * 100:g}% at the noise measured (--repeat auto runs until they do)"
+    )
 
 
 def ranking_title(metric_title: str, setting: str) -> str:
@@ -94,6 +111,9 @@ def ranking_tables(
                     f" less {title} than {second.name}"
                     + (" (within noise)" if second.within_noise else "")
                 )
+            for before, r in itertools.pairwise(ranks):
+                if r.within_noise:
+                    notes.append(_runs_to_tell(before, r))
             if not all(r.tested for r in ranks):
                 notes.append(
                     "a model with 1 successful run: its step from the previous one is not "
@@ -101,3 +121,46 @@ def ranking_tables(
                 )
             out.append(TextTable(ranking_title(title, setting), rows, notes))
     return out
+
+
+def repeats_table(
+    runs: Sequence[RunResult], min_runs: int, max_runs: int, target: float
+) -> TextTable:
+    """What ``--repeat auto`` did: each cell's runs, and its neighbour pairs' resolution
+    (:mod:`edgeprof.analysis.repeats`), the unresolved ones with the runs that would
+    resolve them at the noise measured."""
+    from ..analysis.repeats import Resolution, neighbour_pairs
+
+    rows = [["MODEL", "SETTING", "RUNS", "SUCCESSFUL"]]
+    for (label, setting), group in cells(runs).items():
+        rows.append([label, setting, str(len(group)), str(len(successful(group)))])
+    pairs = neighbour_pairs(runs, target)
+    count = {how: sum(p.resolution is how for p in pairs) for how in Resolution}
+    notes = [
+        f"{len(pairs) - count[Resolution.UNRESOLVED]} of {len(pairs)} ranking neighbour pairs "
+        f"resolved: {count[Resolution.DIFFERENT]} different at 95%, "
+        f"{count[Resolution.EQUIVALENT]} within ±{target * 100:g}%"
+    ]
+    for p in pairs:
+        if p.resolution is not Resolution.UNRESOLVED:
+            continue
+        metric = STAT_METRICS[p.metric]
+        d = p.difference
+        change = f"{d.diff / d.base * 100:+.1f}%" if d.base else metric.format(d.diff)
+        if d.half is not None and d.base:
+            change += f" ± {d.half / d.base * 100:.1f}%"
+        need = (
+            f"~{p.runs_needed} runs each would resolve it at the noise measured"
+            if p.runs_needed is not None
+            else "no number of runs up to 1000 would, at the noise measured"
+        )
+        notes.append(
+            f"unresolved: {p.first} ≈ {p.second} in {metric.title} under {p.setting}: "
+            f"{change} after {p.runs[0]} and {p.runs[1]} runs; {need}"
+            + (f" (--max-runs {max_runs} stopped it)" if p.runs_needed is not None else "")
+        )
+    title = (
+        f"Repeats (--repeat auto: {min_runs} to {max_runs} runs a model, "
+        f"precision ±{target * 100:g}%)"
+    )
+    return TextTable(title, rows, notes)

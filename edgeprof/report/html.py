@@ -73,10 +73,11 @@ def render_html(
     comparison: Comparison | None = None,
     predictions: str | None = None,
     calibration: Calibration | None = None,
+    extra: Sequence[TextTable] = (),
 ) -> str:
     """The page for ``results`` (in the order given), with the budget checks, the
     comparison, and the calibrated predictions (their text, and each fit's chart) where
-    given."""
+    given; ``extra`` tables after the rankings (``--repeat auto``'s)."""
     body = [f"<h1>{escape(title)}</h1>", _meta(results), _verdicts(checks, comparison)]
     body.append("<h2>Results</h2>")
     warnings = list(dict.fromkeys(f"{r.label}: {w}" for r in results for w in r.warnings))
@@ -92,6 +93,7 @@ def render_html(
         body.append("<h2>Statistics and rankings</h2>")
         charts = _ranking_charts(results)  # each after its ranking table
         body += [t.html() + charts.get(t.title, "") for t in summary_tables(results)]
+    body += [t.html() for t in extra]
     if checks:
         body.append("<h2>Budgets</h2>")
         body.append(

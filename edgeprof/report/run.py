@@ -130,6 +130,13 @@ def run_and_report(
     else:
         print_summary(results, stdout)
     sink = stderr if outputs.json_out else stdout  # never into the JSON on stdout
+    repeats = []
+    if plan.auto is not None:
+        from .comparison import repeats_table
+
+        auto = plan.auto
+        repeats.append(repeats_table(results, auto.min_runs, auto.max_runs, auto.target))
+        sink.write("\n" + repeats[0].plain())
     predictions = None
     if job.calibration is not None:
         from ..analysis.calibration import predict
@@ -144,7 +151,11 @@ def run_and_report(
         from .html import render_html
 
         page = render_html(
-            results, checks=checks, predictions=predictions, calibration=job.calibration
+            results,
+            checks=checks,
+            predictions=predictions,
+            calibration=job.calibration,
+            extra=repeats,
         )
         write_file(outputs.html, page)
     return RunReport(results, checks)

@@ -37,10 +37,11 @@ from ..model import RunResult, UserIds
 from ..names import check_name
 from ..outfiles import check_target, keep_root
 from ..storage import check_writable
-from ..units import parse_cpu_period, parse_pids
+from ..units import parse_cpu_period, parse_fraction, parse_pids
 from . import envtemplate
 from .envtemplate import EnvTemplate
 from .sweep import (
+    AutoRepeat,
     Step,
     SweepPlan,
     SweepResult,
@@ -85,7 +86,12 @@ class RunRequest:
     models: str | None = None
     """``a,b,…``: each model is passed to the command as one last argument."""
     model_file: Path | None = None
-    repeat: int = 1
+    repeat: int | str = 1
+    """Measured runs per cell, or ``"auto"`` (:class:`~edgeprof.sweeps.sweep.AutoRepeat`)."""
+    min_runs: int | None = None
+    max_runs: int | None = None
+    target: str | None = None
+    """``--repeat auto``'s bounds and precision (``5%``), as given."""
     warmup: int = 0
     calibration: Path | None = None
     budgets: Mapping[str, str | None] = field(default_factory=dict)
@@ -238,14 +244,16 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
         settings = tuple(dataclasses.replace(s, cpu_period_us=period) for s in settings)
     if req.name is not None:
         check_name(req.name, "--name")
+    repeat, auto = _repeats(req)
     plan = SweepPlan(
         command=req.command,
         models=tuple(model_names(req.models, req.model_file)),
         limits=settings,
-        repeat=req.repeat,
+        repeat=repeat,
         warmup=req.warmup,
         name=req.name,
         allow_over_host=req.allow_over_host,
+        auto=auto,
     )
     budgets = budgets_from_options(req.budgets_file, req.budgets)
     if req.budgets.get("memory_need") is not None and not req.squeeze:
@@ -265,6 +273,28 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
 
         cal = load_calibration(req.calibration)
     return RunJob(req, plan, budgets, cal, tpl, tuple(warnings), device=req.device)
+
+
+def _repeats(req: RunRequest) -> tuple[int, AutoRepeat | None]:
+    """``--repeat N``, or ``--repeat auto`` with its bounds and precision."""
+    if isinstance(req.repeat, str) and req.repeat.strip().lower() == "auto":
+        default = AutoRepeat()
+        auto = AutoRepeat(
+            min_runs=default.min_runs if req.min_runs is None else req.min_runs,
+            max_runs=default.max_runs if req.max_runs is None else req.max_runs,
+            target=default.target
+            if req.target is None
+            else parse_fraction(req.target, "--target", 1),
+        )
+        return auto.max_runs, auto
+    given = [n for n, v in (("--min-runs", req.min_runs), ("--max-runs", req.max_runs),
+                            ("--target", req.target)) if v is not None]  # fmt: skip
+    if given:
+        raise ConfigError(f"{given[0]} goes with --repeat auto")
+    try:
+        return int(req.repeat), None
+    except ValueError:
+        raise ConfigError(f"--repeat {req.repeat}: expected a number of runs or auto") from None
 
 
 def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:

@@ -13,6 +13,7 @@ callbacks (the CLI renders a progress bar and a live table with them).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
 import time
@@ -21,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..analysis.cells import CellKey, cell_key
+from ..analysis.difference import DEFAULT_TARGET
 from ..backends import Backend, get_backend
 from ..errors import ConfigError, LimitError
 from ..measure.limits import allowed_cpus, resolve
@@ -48,6 +51,31 @@ class Step:
 
 
 @dataclass(frozen=True)
+class AutoRepeat:
+    """``--repeat auto``: measured rounds go on, past ``min_runs``, only for the cells of
+    ranking neighbours not yet resolved (:mod:`edgeprof.analysis.repeats`), up to
+    ``max_runs`` rounds."""
+
+    min_runs: int = 3
+    max_runs: int = 10
+    target: float = DEFAULT_TARGET
+    """Precision: neighbours whose difference is, at 95 %, within this fraction of the
+    better one's mean are resolved as equivalent."""
+
+    def __post_init__(self) -> None:
+        if self.min_runs < 2:
+            raise ConfigError(
+                f"--min-runs {self.min_runs}: must be at least 2 (one run has no noise to test)"
+            )
+        if self.max_runs < self.min_runs:
+            raise ConfigError(
+                f"--max-runs {self.max_runs}: must be at least --min-runs ({self.min_runs})"
+            )
+        if not 0 < self.target < 1:
+            raise ConfigError(f"--target {self.target * 100:g}%: must be between 0% and 100%")
+
+
+@dataclass(frozen=True)
 class SweepPlan:
     """What a sweep runs: ``command`` (+ each model as one last argument) × ``limits``, with
     ``warmup`` discarded and ``repeat`` measured rounds."""
@@ -63,8 +91,12 @@ class SweepPlan:
     allow_over_host: bool = False
     """``--allow-over-host``: limits beyond the host's CPUs or memory are not refused
     (:func:`edgeprof.measure.limits.resolve`)."""
+    auto: AutoRepeat | None = None
+    """``--repeat auto``: ``repeat`` is then ``auto.max_runs``, the most rounds it may run."""
 
     def __post_init__(self) -> None:
+        if self.auto is not None and self.repeat != self.auto.max_runs:
+            raise ValueError("an automatic plan repeats up to auto.max_runs")
         if self.repeat < 1:
             raise ConfigError(f"--repeat {self.repeat}: must be at least 1")
         if self.warmup < 0:
@@ -79,13 +111,20 @@ class SweepPlan:
     @property
     def is_single(self) -> bool:
         """One run only: its files go straight into ``--out``, as a plain ``run`` writes."""
-        return not self.models and len(self.limits) == 1 and self.repeat == 1 and not self.warmup
+        return (
+            not self.models
+            and len(self.limits) == 1
+            and self.repeat == 1
+            and not self.warmup
+            and self.auto is None
+        )
 
     def label(self, model: str | None) -> str | None:
         return self.name if model is None else (self.name or Path(model).name)
 
     def steps(self) -> list[Step]:
-        """Every run in execution order: rounds outermost, then limit settings, then models."""
+        """Every run in execution order: rounds outermost, then limit settings, then models
+        (with ``auto``, every run it may make: :func:`run_sweep` skips the resolved)."""
         models: list[str | None] = [*self.models] if self.models else [None]
         rounds = [(True, k + 1) for k in range(self.warmup)]
         rounds += [(False, k + 1) for k in range(self.repeat)]
@@ -113,7 +152,8 @@ class SweepResult:
             "command": list(self.plan.command),
             "models": list(self.plan.models),
             "limits": [lim.describe() for lim in self.plan.limits],
-            "repeat": self.plan.repeat,
+            "repeat": self.plan.repeat if self.plan.auto is None else "auto",
+            **({} if self.plan.auto is None else {"auto": dataclasses.asdict(self.plan.auto)}),
             "warmup": self.plan.warmup,
             "interrupted": self.interrupted,
             "warmup_runs": [r.to_dict() for r in self.warmups],
@@ -277,8 +317,18 @@ def run_sweep(
     opts = dict(profile_options or {})
     result = SweepResult(plan)
     checkpoint = None if out is None or plan.is_single else _Checkpoint(out / "sweep.json", result)
+    cell_of: dict[tuple[str | None, Limits], CellKey] = {}  # a step's cell, from its runs
+    pending: set[CellKey] = set()  # --repeat auto: the cells the current round runs
+    judged = 0  # the round ``pending`` was worked out for
     try:
         for step in plan.steps():
+            if plan.auto is not None and not step.warmup and step.round > plan.auto.min_runs:
+                if step.round != judged:
+                    pending, judged = _pending(result.runs, plan.auto.target), step.round
+                if not pending:
+                    break
+                if cell_of.get((step.label, step.limits)) not in pending:
+                    continue
             if on_start is not None:
                 on_start(step)
             command = [*plan.command, step.model] if step.model is not None else [*plan.command]
@@ -292,6 +342,7 @@ def run_sweep(
                 **opts,
             )
             (result.warmups if step.warmup else result.runs).append(r)
+            cell_of.setdefault((step.label, step.limits), cell_key(r))
             if on_result is not None:
                 on_result(step, r)
             if r.termination is Termination.INTERRUPTED:
@@ -308,6 +359,13 @@ def run_sweep(
     if checkpoint is not None:
         checkpoint.close()
     return result
+
+
+def _pending(runs: Sequence[RunResult], target: float) -> set[CellKey]:
+    """The cells ``--repeat auto`` runs another round of."""
+    from ..analysis.repeats import neighbour_pairs, pending_cells  # statistics: only with auto
+
+    return pending_cells(neighbour_pairs(runs, target))
 
 
 def model_names(models: str | None, model_file: Path | None) -> list[str]:

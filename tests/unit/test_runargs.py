@@ -114,7 +114,7 @@ def test_the_plain_forms_and_the_command_after_them() -> None:
         "json_out": True,
         "out": Path("o"),
         "model_list": "a,b",
-        "repeat": 3,
+        "repeat": "3",
         "as_root": False,
         "command": ["python", "x.py", "--cpus", "9"],
     }
@@ -125,7 +125,7 @@ def test_the_plain_forms_and_the_command_after_them() -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--repeat", "x"], "'x' is not a valid int"),
+        (["--warmup", "x"], "'x' is not a valid int"),
         (["--no-such", "true"], "No such option: --no-such"),
         (["--cpus"], "Option '--cpus' requires an argument"),
         (["--json=1", "true"], "Option '--json' does not take a value"),

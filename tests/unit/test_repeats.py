@@ -1,0 +1,113 @@
+"""``--repeat auto``: which neighbour pairs are resolved, which cells run another round, the
+sweep loop that follows that, its options, and its report."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from edgeprof.analysis.cells import CellKey
+from edgeprof.analysis.repeats import Resolution, neighbour_pairs, pending_cells
+from edgeprof.cli import main
+from edgeprof.errors import ConfigError
+from edgeprof.model import Limits, RunResult
+from edgeprof.report.comparison import repeats_table
+from edgeprof.sweeps import sweep as sweep_module
+from edgeprof.sweeps.request import RunRequest, plan_run
+from edgeprof.sweeps.sweep import AutoRepeat, SweepPlan, run_sweep
+from tests.fakes import FakeBackend, linear
+from tests.unit.conftest import make_result
+
+
+def _cell(name: str, walls: Sequence[float]) -> list[RunResult]:
+    return [make_result(name=name, wall_s=w, limits=Limits(cpus=1)) for w in walls]
+
+
+def test_pairs_are_different_equivalent_or_unresolved() -> None:
+    runs = (
+        _cell("fast", [1.0, 1.01, 0.99])
+        + _cell("twin", [1.002, 1.012, 0.992])  # within 5 % of fast, surely
+        + _cell("noisy", [1.5, 2.5, 1.1])  # not told apart from slow yet
+        + _cell("slow", [2.0, 2.02, 1.98])
+    )
+    wall = [p for p in neighbour_pairs(runs, 0.05) if p.metric == "wall_s"]
+    assert [(p.first, p.second, p.resolution) for p in wall] == [
+        ("fast", "twin", Resolution.EQUIVALENT),
+        ("twin", "noisy", Resolution.UNRESOLVED),
+        ("noisy", "slow", Resolution.UNRESOLVED),
+    ]
+    assert wall[0].runs_needed is None and wall[1].runs == (3, 3)
+    # Welch's interval of twin vs noisy, at the noise measured, narrows below the
+    # difference at some n: the estimate is a number of runs, more than the 3 made.
+    assert wall[1].runs_needed is not None and wall[1].runs_needed > 3
+    pending = pending_cells(wall)
+    assert pending == {("twin", "cpus=1"), ("noisy", "cpus=1"), ("slow", "cpus=1")}
+    far = _cell("fast", [1.0, 1.01, 0.99]) + _cell("slow", [2.0, 2.02, 1.98])
+    assert [p.resolution for p in neighbour_pairs(far, 0.05) if p.metric == "wall_s"] == [
+        Resolution.DIFFERENT
+    ]
+
+
+def test_the_report_names_the_open_pairs_and_the_runs_that_would_close_them() -> None:
+    runs = _cell("a", [1.0, 1.2, 0.8]) + _cell("b", [1.1, 0.9, 1.3])
+    table = repeats_table(runs, 3, 3, 0.01).plain()
+    assert table.startswith("Repeats (--repeat auto: 3 to 3 runs a model, precision ±1%)")
+    assert "unresolved: a ≈ b in wall time under cpus=1: +10.0% ± " in table
+    assert "after 3 and 3 runs; ~" in table and "(--max-runs 3 stopped it)" in table
+
+
+def test_the_loop_runs_only_the_pending_cells_and_stops_when_none_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rounds 1–3 run every cell; the statistics (scripted here) keep m2 open for round 4
+    and nothing after it, so round 5 never starts."""
+    judged: list[int] = []
+
+    def pending(runs: Sequence[RunResult], target: float) -> set[CellKey]:
+        judged.append(len(runs))
+        return {("m2", "cpus=1")} if len(judged) == 1 else set()
+
+    monkeypatch.setattr(sweep_module, "_pending", pending)
+    auto = AutoRepeat(min_runs=3, max_runs=6, target=0.05)
+    plan = SweepPlan(
+        ("true",), models=("m1", "m2"), limits=(Limits(cpus=1),), repeat=6, auto=auto
+    )
+    result = run_sweep(plan, backend=FakeBackend(linear()), out=tmp_path / "out")
+    assert [r.label for r in result.runs] == ["m1", "m2"] * 3 + ["m2"]
+    assert judged == [6, 7]  # once before round 4, once before round 5
+    data = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert data["repeat"] == "auto" and data["auto"]["max_runs"] == 6
+    assert [c["runs"] for c in data["cells"]] == [3, 4]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"repeat": "auto", "min_runs": 1}, "--min-runs 1: must be at least 2"),
+        ({"repeat": "auto", "min_runs": 5, "max_runs": 4}, "--max-runs 4: must be at least"),
+        ({"repeat": "auto", "target": "0%"}, "--target 0%: must be between"),
+        ({"repeat": "auto", "target": "abc"}, "invalid --target 'abc'"),
+        ({"repeat": 3, "min_runs": 2}, "--min-runs goes with --repeat auto"),
+        ({"repeat": "3", "target": "5%"}, "--target goes with --repeat auto"),
+        ({"repeat": "often"}, "--repeat often: expected a number of runs or auto"),
+    ],
+)
+def test_bad_repeat_options_are_refused(fields: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        plan_run(RunRequest(command=("true",), models="a,b", **fields))  # type: ignore[arg-type]
+
+
+def test_auto_defaults_and_the_cli_refusal(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    plan = plan_run(RunRequest(command=("true",), models="a,b", repeat="auto")).plan
+    assert plan.auto == AutoRepeat(3, 10, 0.05) and plan.repeat == 10 and not plan.is_single
+    out = tmp_path / "out"
+    argv = ["run", "--backend", "fake", "--min-runs", "2", "--out", str(out), "--", "true"]
+    assert main(argv) == 2
+    err = capfd.readouterr().err
+    assert err == "edgeprof: error: --min-runs goes with --repeat auto\n"
+    assert not out.exists()
