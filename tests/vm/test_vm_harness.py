@@ -134,3 +134,45 @@ def test_exit_code_and_output_come_back(boot: Boot) -> None:
     assert "marker on stderr" in result.output
     assert "edgeprof-vm: command exited with 3" in result.boot_log
     assert read(result, "pwned.txt").strip() == "no"
+
+
+PANIC_LOG = "[    2.3] traps: double fault\n[    2.3] Kernel panic - not syncing: Fatal exception\n"
+
+
+@pytest.mark.parametrize(
+    ("boot_log", "again"),
+    [
+        (PANIC_LOG, True),
+        ("edgeprof-vm: command started, uptime 3.1\n" + PANIC_LOG, False),  # it ran: a result
+        ("[    9.0] Run /init as init process\n", False),  # no panic: a plain failure
+    ],
+)
+def test_a_guest_kernel_that_died_before_the_command_boots_once_more(
+    boot_log: str, again: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a guest whose kernel died before the command started is booted again, once:
+    nothing ran, so nothing is run twice."""
+    from . import launch
+    from .guest import GuestResult, VmAssets, VmError
+
+    tries: list[int] = []
+    ok = GuestResult(0, "", tmp_path, "", None, 1.0)
+
+    def once(argv: object, console: Path, out_dir: Path, timeout: float) -> GuestResult:
+        tries.append(1)
+        if len(tries) == 1:
+            raise VmError("the guest reported no exit code (boot failure?)", boot_log)
+        return ok
+
+    monkeypatch.setattr(launch, "_launch", once)
+    assets = VmAssets(Path("/q"), Path("/k"), Path("/i"), "6.12.0", "6.12", (), ())
+
+    def run() -> GuestResult:
+        return launch.run_in_guest(["true"], cwd=Path("/"), out_dir=tmp_path, assets=assets)
+
+    if again:
+        assert run() is ok and len(tries) == 2
+    else:
+        with pytest.raises(VmError):
+            run()
+        assert len(tries) == 1
