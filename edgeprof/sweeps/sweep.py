@@ -329,6 +329,8 @@ def run_sweep(
                     break
                 if cell_of.get((step.label, step.limits)) not in pending:
                     continue
+                # Counted without the skipped steps: the progress reads [k/most] with no gaps.
+                step = dataclasses.replace(step, index=len(result.runs) + len(result.warmups) + 1)
             if on_start is not None:
                 on_start(step)
             command = [*plan.command, step.model] if step.model is not None else [*plan.command]

@@ -322,6 +322,9 @@ def test_fail_leaves_nothing_and_wait_waits(tmp_path: Path) -> None:
 def test_ctrl_c_while_waiting_leaves_nothing(tmp_path: Path, isolated_core_leases: Path) -> None:
     be = FakeBackend(cpus=(0, 1))
     blocker = acquire((1,), 1, sleep=no_sleep)
+    # What was there before, not Python's default: a suite started in the background by a
+    # non-interactive shell (`make test &`) inherits SIGINT ignored, and keeps it so.
+    before = signal.getsignal(signal.SIGINT)
 
     def on_wait(message: str) -> None:
         os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, while the runner guards the wait
@@ -330,7 +333,7 @@ def test_ctrl_c_while_waiting_leaves_nothing(tmp_path: Path, isolated_core_lease
         profile(["true"], Limits(cpuset="0-1"), backend=be, on_wait=on_wait, out_dir=tmp_path / "o")
     assert not (tmp_path / "o").exists() and be.runs == []
     assert held(isolated_core_leases, range(2)) == {1}
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
+    assert signal.getsignal(signal.SIGINT) is before  # handlers restored
     blocker.close()
 
 

@@ -75,8 +75,17 @@ def test_the_loop_runs_only_the_pending_cells_and_stops_when_none_is(
     plan = SweepPlan(
         ("true",), models=("m1", "m2"), limits=(Limits(cpus=1),), repeat=6, auto=auto
     )
-    result = run_sweep(plan, backend=FakeBackend(linear()), out=tmp_path / "out")
+    started: list[tuple[int, int, str | None]] = []
+    result = run_sweep(
+        plan,
+        backend=FakeBackend(linear()),
+        out=tmp_path / "out",
+        on_start=lambda s: started.append((s.index, s.total, s.label)),
+    )
     assert [r.label for r in result.runs] == ["m1", "m2"] * 3 + ["m2"]
+    # The progress counts the runs made, without gaps, against the most there could be.
+    assert [(i, t) for i, t, _ in started] == [(i, 12) for i in range(1, 8)]
+    assert started[-1][2] == "m2"
     assert judged == [6, 7]  # once before round 4, once before round 5
     data = json.loads((tmp_path / "out" / "sweep.json").read_text())
     assert data["repeat"] == "auto" and data["auto"]["max_runs"] == 6
