@@ -120,3 +120,12 @@ def test_auto_defaults_and_the_cli_refusal(
     err = capfd.readouterr().err
     assert err == "edgeprof: error: --min-runs goes with --repeat auto\n"
     assert not out.exists()
+
+
+def test_one_model_alone_makes_the_fewest_runs(tmp_path: Path) -> None:
+    """No neighbours, nothing to resolve: ``--min-runs`` runs, then the sweep ends."""
+    auto = AutoRepeat(min_runs=2, max_runs=5)
+    plan = SweepPlan(("true",), repeat=5, auto=auto)
+    assert not plan.is_single
+    result = run_sweep(plan, backend=FakeBackend(linear()), out=tmp_path / "out")
+    assert len(result.runs) == 2
