@@ -61,19 +61,24 @@ def compare_rows(changes: Sequence[Change], emoji: bool = True) -> list[list[str
     ]  # fmt: skip
 
 
+def budget_verdict(checks: Sequence[BudgetCheck]) -> str:
+    """``2 of 8 budget checks failed``, ``All 8 budget checks passed``, ``The budget check
+    passed`` (one check)."""
+    failed = sum(not c.ok for c in checks)
+    if failed:
+        return f"{failed} of {len(checks)} budget check{'s' if len(checks) > 1 else ''} failed"
+    return (
+        "The budget check passed" if len(checks) == 1 else f"All {len(checks)} budget checks passed"
+    )
+
+
 def render_run_summary(
     results: Sequence[RunResult], checks: Sequence[BudgetCheck], title: str = "edgeprof"
 ) -> str:
     """The cells (median of the successful runs per metric) and, if any, the budget checks."""
-    failed = [c for c in checks if not c.ok]
     lines = [f"## {title}", ""]
     if checks:
-        lines += [
-            f"**{len(failed)} of {len(checks)} budget checks failed**"
-            if failed
-            else f"**All {len(checks)} budget checks passed**",
-            "",
-        ]
+        lines += [f"**{budget_verdict(checks)}**", ""]
     budgeted = {c.metric.key for c in checks}
     shown = [
         m

@@ -27,7 +27,13 @@ from ..analysis.metrics import CALIBRATION_METRICS, STAT_METRICS
 from ..analysis.regression import Change
 from ..model import RunResult
 from . import svg
-from .ci_summary import BUDGET_COLUMNS, COMPARE_COLUMNS, budget_rows, compare_rows
+from .ci_summary import (
+    BUDGET_COLUMNS,
+    COMPARE_COLUMNS,
+    budget_rows,
+    budget_verdict,
+    compare_rows,
+)
 from .comparison import ranking_title
 from .phases import LATENCY_COLUMNS, PHASE_COLUMNS, aggregated, latency_rows, phase_rows
 from .results import COLUMNS, row
@@ -142,11 +148,7 @@ def _verdicts(checks: Sequence[BudgetCheck], comparison: Comparison | None) -> s
     out = []
     if checks:
         failed = sum(not c.ok for c in checks)
-        text = (
-            f"{failed} of {len(checks)} budget checks failed"
-            if failed
-            else f"All {len(checks)} budget checks passed"
-        )
+        text = budget_verdict(checks)
         out.append(f'<span class="verdict {"fail" if failed else "pass"}">{escape(text)}</span>')
     if comparison is not None:
         bad = sum(c.verdict.fails for c in comparison.changes)

@@ -146,3 +146,22 @@ def test_summaries_go_to_the_file_and_append_to_the_step_summary(
     monkeypatch.delenv("GITHUB_STEP_SUMMARY")
     write_summaries("## three\n", None)
     assert step.read_text().count("##") == 2
+
+
+@pytest.mark.parametrize(
+    ("walls", "budget", "verdict"),
+    [
+        ([1.0], 2.0, "The budget check passed"),
+        ([1.0], 0.5, "1 of 1 budget check failed"),
+        ([1.0, 3.0], 2.0, "1 of 2 budget checks failed"),
+        ([1.0, 1.5], 2.0, "All 2 budget checks passed"),
+    ],
+)
+def test_the_budget_verdict_counts_in_words(
+    walls: list[float], budget: float, verdict: str
+) -> None:
+    from edgeprof.report.ci_summary import budget_verdict
+    from tests.unit.conftest import make_result
+
+    runs = [make_result(name=f"m{i}", wall_s=w) for i, w in enumerate(walls)]
+    assert budget_verdict(check_budgets(runs, Budgets(default={"wall": budget}))) == verdict
