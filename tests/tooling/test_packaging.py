@@ -55,6 +55,7 @@ def test_the_sdist_builds_a_wheel_that_runs_from_a_clean_venv(tmp_path: Path) ->
     assert [n for n in names if n.startswith("edgeprof/backends/_cgstat") and n.endswith(".so")]
     assert {"edgeprof/devices.yml", "edgeprof/result.schema.json"} <= set(names)
     assert not [n for n in names if n.startswith(("tests/", "native/", "benchmarks/"))]
+    assert [n for n in names if n.endswith(".dist-info/licenses/LICENSE")], names
     # A clean venv: the wheel and its declared dependencies only (from the index).
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
