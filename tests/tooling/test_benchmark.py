@@ -83,3 +83,20 @@ def test_overhead_benchmark_quick_mode_prints_its_tables(tmp_path: Path) -> None
     assert set(data["sampling"]) == {"10", "100", "1000"}
     assert data["sweep"]["runs"] == 30 and data["sweep"]["exit_status"] == 0
     assert data["sweep"]["tty"]["exit_status"] == 0
+
+
+def test_outlier_rule_benchmark_quick_mode(tmp_path: Path) -> None:
+    """Pure arithmetic, seeded: it runs anywhere, and its rows cover every size."""
+    out = tmp_path / "outliers.json"
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/outlier_rule.py", "--quick", "--json", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "FOUND 1.5x AMONG 2 %" in proc.stdout
+    sizes = json.loads(out.read_text())["sizes"]
+    assert set(sizes) == {"3", "4", "5", "6", "8", "10", "20", "40"}
+    assert all(0 <= v <= 1 for row in sizes.values() for v in row.values())
