@@ -120,6 +120,27 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
     return runs
 
 
+def load_auto_repeat(path: Path) -> tuple[int, int, float] | None:
+    """``--repeat auto``'s (min runs, max runs, target) of the sweep in ``path`` (a
+    ``sweep.json`` or a directory holding one); ``None`` for anything else.  A malformed
+    ``auto`` is a :class:`ConfigError`."""
+    sweep = path / "sweep.json" if path.is_dir() else path
+    if not sweep.is_file():
+        return None
+    data = _read_json(sweep, "sweep ")
+    if not isinstance(data, dict) or data.get("schema") != SWEEP_SCHEMA or "auto" not in data:
+        return None
+    auto = data["auto"]
+    try:
+        lo, hi, target = auto["min_runs"], auto["max_runs"], auto["target"]
+    except (TypeError, KeyError):
+        lo = hi = target = None
+    numbers = [isinstance(v, int) and not isinstance(v, bool) for v in (lo, hi)]
+    if not all(numbers) or not isinstance(target, (int, float)) or isinstance(target, bool):
+        raise ConfigError(f"{sweep}: 'auto' is not --repeat auto's min_runs, max_runs, target")
+    return lo, hi, float(target)
+
+
 def load_fits(path: Path) -> list[dict[str, Any]] | None:
     """The fits of an ``edgeprof fit`` ``fit.json`` (or of ``fit --out``'s directory, which
     holds one beside its runs); ``None`` when ``path`` is neither."""

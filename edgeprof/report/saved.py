@@ -14,9 +14,10 @@ from ..analysis.cells import cell_order
 from ..analysis.regression import compare_fits, compare_results, parse_threshold
 from ..errors import ConfigError
 from ..model import RunResult
-from ..storage import check_writable, load_fits, load_runs, prepare_out_dir
+from ..storage import check_writable, load_auto_repeat, load_fits, load_runs, prepare_out_dir
 from .calibration import render_predictions
 from .ci_summary import change_dicts, render_compare_plain, render_compare_summary, write_summaries
+from .comparison import repeats_table
 from .export import write_exports
 from .files import write_file, write_markdown, write_plot_files
 from .junit import compare_cases, render_junit
@@ -100,6 +101,11 @@ def rerender(
     if plots is not None:
         write_plot_files(plots, runs, stderr)
     print_summary(runs, stdout)
+    # One sweep made with --repeat auto: what it resolved, as the run printed it.
+    auto = load_auto_repeat(paths[0]) if len(paths) == 1 else None
+    repeats = [] if auto is None else [repeats_table(runs, *auto)]
+    for table in repeats:
+        stdout.write("\n" + table.plain())
     predictions = None
     if cal is not None:
         predictions = render_predictions(predict(cal, runs), str(calibration))
@@ -107,4 +113,5 @@ def rerender(
     if html is not None:
         from .html import render_html
 
-        write_file(html, render_html(runs, predictions=predictions, calibration=cal))
+        page = render_html(runs, predictions=predictions, calibration=cal, extra=repeats)
+        write_file(html, page)

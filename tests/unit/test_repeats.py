@@ -129,3 +129,22 @@ def test_one_model_alone_makes_the_fewest_runs(tmp_path: Path) -> None:
     assert not plan.is_single
     result = run_sweep(plan, backend=FakeBackend(linear()), out=tmp_path / "out")
     assert len(result.runs) == 2
+
+
+def test_report_prints_an_auto_sweeps_repeats_again(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    plan = SweepPlan(("true",), models=("m1", "m2"), repeat=4, auto=AutoRepeat(2, 4, 0.5))
+    run_sweep(plan, backend=FakeBackend(linear()), out=out)
+    capfd.readouterr()
+    assert main(["report", str(out)]) == 0
+    text = capfd.readouterr().out
+    assert "Repeats (--repeat auto: 2 to 4 runs a model, precision ±50%)" in text
+    assert "ranking neighbour pairs resolved" in text
+    data = json.loads((out / "sweep.json").read_text())
+    data["auto"] = {"min_runs": "2"}
+    (out / "sweep.json").write_text(json.dumps(data))
+    assert main(["report", str(out)]) == 2
+    err = capfd.readouterr().err
+    assert "'auto' is not --repeat auto's min_runs, max_runs, target" in err
