@@ -66,14 +66,14 @@ def write_result(path: Path, result: RunResult) -> None:
 
 def read_result(path: Path) -> RunResult:
     """One ``result.json``; anything else is one :class:`ConfigError` line naming the file."""
-    data = _read_json(path, "result ")
+    data = read_json(path, "result ")
     try:
         return RunResult.from_dict(data)
     except ConfigError as exc:
         raise ConfigError(f"{path} is not an edgeprof result: {exc}") from exc
 
 
-def _read_json(path: Path, what: str = "") -> Any:
+def read_json(path: Path, what: str = "") -> Any:
     """The JSON in ``path``; every failure (unreadable, not UTF-8, not JSON, nested deeper than
     Python recurses, a number of 4300+ digits) is a :class:`ConfigError`."""
     try:
@@ -101,7 +101,7 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
                 raise ConfigError(f"{path}: no result.json or sweep.json in it")
             runs.extend(load_runs(files))
             continue
-        data = _read_json(path, "result ")
+        data = read_json(path, "result ")
         if isinstance(data, dict) and data.get("schema") == SWEEP_SCHEMA:
             items = data.get("runs")
         elif isinstance(data, list):
@@ -127,7 +127,7 @@ def load_auto_repeat(path: Path) -> tuple[int, int, float] | None:
     sweep = path / "sweep.json" if path.is_dir() else path
     if not sweep.is_file():
         return None
-    data = _read_json(sweep, "sweep ")
+    data = read_json(sweep, "sweep ")
     if not isinstance(data, dict) or data.get("schema") != SWEEP_SCHEMA or "auto" not in data:
         return None
     auto = data["auto"]
@@ -147,7 +147,7 @@ def load_fits(path: Path) -> list[dict[str, Any]] | None:
     file = path / "fit.json" if path.is_dir() else path
     if not file.is_file():
         return None
-    data = _read_json(file)
+    data = read_json(file)
     docs = data.get("fits") if isinstance(data, dict) and "fits" in data else [data]
     if not isinstance(docs, list) or not all(
         isinstance(d, dict) and "min_memory_bytes" in d and "name" in d for d in docs

@@ -34,6 +34,7 @@ from ..model import RunResult
 from .budgets import METRICS
 from .cells import cells, setting, successful
 from .difference import difference
+from .hosts import describe, kinds
 from .metrics import BY_KEY, Metric, stalled_percentiles
 
 
@@ -120,6 +121,15 @@ def compare_results(
     base_cells, cur_cells = _keyed(baseline, match_limits), _keyed(current, match_limits)
     notes = [f"{_name(k)}: only in the baseline" for k in base_cells if k not in cur_cells]
     notes += [f"{_name(k)}: new (not in the baseline)" for k in cur_cells if k not in base_cells]
+    base_hosts, cur_hosts = kinds(baseline), kinds(current)
+    if base_hosts.keys() != cur_hosts.keys():
+        notes.append(
+            "the baseline and the current results ran on different hosts ("
+            + "; ".join(describe(r) for r in base_hosts.values())
+            + " → "
+            + "; ".join(describe(r) for r in cur_hosts.values())
+            + "): a change may be the host's, not the model's"
+        )
     common = [k for k in cur_cells if k in base_cells]
     if not common:
         raise ConfigError(

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fit": ("fit", "fit_cmd"),
     "compare": ("results", "compare"),
     "report": ("results", "report"),
+    "merge": ("results", "merge"),
     "calibrate": ("calibrate", "calibrate_cmd"),
     "gc": ("tools", "gc"),
     "doctor": ("tools", "doctor"),

@@ -83,3 +83,25 @@ def report(
         calibration=calibration,
         html=html,
     )
+
+
+def merge(
+    shards: Annotated[
+        list[Path],
+        typer.Argument(
+            help="The shards' directories (or sweep.json files), every part once.",
+            show_default=False,
+        ),
+    ],
+    out: Annotated[Path, typer.Option(help="Write the merged sweep.json and its exports here.")],
+    html: HtmlReport = None,
+) -> None:
+    """Join the parts of a sweep run with --shard I/N into the sweep they split.
+
+    The merged sweep.json, runs.csv, cells.csv and report.md are those of the unsplit sweep;
+    report, compare and the budget files read it as any sweep.  Shards of different plans,
+    a shard missing, given twice or unfinished are refused.
+    """
+    from ..report.saved import merge_saved
+
+    merge_saved(shards, out, sys.stdout, html=html)

@@ -127,6 +127,13 @@ def run(
     warmup: Annotated[
         int, typer.Option(help="Discarded runs per model and setting, before the measured ones.")
     ] = 0,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            help="Run part I of N of the sweep, e.g. 2/3: the measured rounds I, I+N, … "
+            "(every warm-up); edgeprof merge joins the parts."
+        ),
+    ] = None,
     calibration: CalibrationFile = None,
     max_wall: Annotated[str | None, typer.Option(help="Budget: wall time, e.g. 10s.")] = None,
     max_cpu_time: Annotated[str | None, typer.Option(help="Budget: CPU time, e.g. 2.5s.")] = None,

@@ -58,6 +58,7 @@ OPTIONS: dict[str, tuple[str, Kind]] = {
     "--max-runs": ("max_runs", "int"),
     "--target": ("target", "str"),
     "--warmup": ("warmup", "int"),
+    "--shard": ("shard", "str"),
     "--calibration": ("calibration", "path"),
     "--max-wall": ("max_wall", "str"),
     "--max-cpu-time": ("max_cpu_time", "str"),
@@ -188,6 +189,7 @@ def execute(params: Mapping[str, Any]) -> int:
         max_runs=p["max_runs"],
         target=p["target"],
         warmup=p["warmup"],
+        shard=p["shard"],
         calibration=p["calibration"],
         budgets={
             "wall": p["max_wall"],

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from ..analysis.cells import cells, successful
 from ..analysis.compare import RANKED_METRICS, ModelSummary, Rank, format_stat, rank
 from ..analysis.difference import DEFAULT_TARGET, runs_to_resolve
+from ..analysis.hosts import mixed_hosts_note
 from ..analysis.metrics import STAT_METRICS, Kind
 from ..model import RunResult
 from .table import TextTable
@@ -114,6 +115,9 @@ def ranking_tables(
             for before, r in itertools.pairwise(ranks):
                 if r.within_noise:
                     notes.append(_runs_to_tell(before, r))
+            mixed = mixed_hosts_note({m.name: m.runs for m in summaries})
+            if mixed is not None:
+                notes.append(mixed)
             if not all(r.tested for r in ranks):
                 notes.append(
                     "a model with 1 successful run: its step from the previous one is not "

@@ -14,7 +14,14 @@ from ..analysis.cells import cell_order
 from ..analysis.regression import compare_fits, compare_results, parse_threshold
 from ..errors import ConfigError
 from ..model import RunResult
-from ..storage import check_writable, load_auto_repeat, load_fits, load_runs, prepare_out_dir
+from ..storage import (
+    check_writable,
+    load_auto_repeat,
+    load_fits,
+    load_runs,
+    prepare_out_dir,
+    write_json_atomic,
+)
 from .calibration import render_predictions
 from .ci_summary import change_dicts, render_compare_plain, render_compare_summary, write_summaries
 from .comparison import repeats_table
@@ -115,3 +122,34 @@ def rerender(
 
         page = render_html(runs, predictions=predictions, calibration=cal, extra=repeats)
         write_file(html, page)
+
+
+def merge_saved(
+    paths: Sequence[Path], out: Path, stdout: TextIO, *, html: Path | None = None
+) -> None:
+    """Join the shards in ``paths`` into one sweep in ``out`` (``sweep.json`` and the
+    exports, as a sweep writes them) and print its tables, with what the shards' hosts
+    make of them (:mod:`edgeprof.sweeps.merge`)."""
+    from ..analysis.hosts import shard_notes
+    from ..analysis.sweepfile import sweep_dict
+    from ..sweeps.merge import merge_shards
+
+    merged = merge_shards(paths)
+    if html is not None:
+        check_writable(html)
+    target = prepare_out_dir(out, ("sweep.json",))
+    write_json_atomic(
+        target / "sweep.json", sweep_dict(merged.runs, merged.extra(), merged.run_dicts)
+    )
+    write_exports(target, merged.runs, sweep_json=False)
+    count = merged.shards[0].count
+    stdout.write(f"edgeprof: merged {count} shards ({len(merged.runs)} runs) into {target}\n")
+    names = [f"shard {s.index}/{s.count}" for s in merged.shards]
+    for note in shard_notes(list(zip(names, merged.by_shard, strict=True))):
+        stdout.write(f"edgeprof: note: {note}\n")
+    runs = cell_order(merged.runs)
+    print_summary(runs, stdout)
+    if html is not None:
+        from .html import render_html
+
+        write_file(html, render_html(runs, title=f"edgeprof merge: {target}"))

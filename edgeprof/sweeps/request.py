@@ -93,6 +93,8 @@ class RunRequest:
     target: str | None = None
     """``--repeat auto``'s bounds and precision (``5%``), as given."""
     warmup: int = 0
+    shard: str | None = None
+    """``--shard I/N``: this machine's part of the sweep (:attr:`SweepPlan.shard`)."""
     calibration: Path | None = None
     budgets: Mapping[str, str | None] = field(default_factory=dict)
     """Budget options by metric (``wall``, ``cpu_time``, …), ``None`` where not given."""
@@ -254,6 +256,7 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
         name=req.name,
         allow_over_host=req.allow_over_host,
         auto=auto,
+        shard=None if req.shard is None else parse_shard(req.shard),
     )
     budgets = budgets_from_options(req.budgets_file, req.budgets)
     if req.budgets.get("memory_need") is not None and not req.squeeze:
@@ -273,6 +276,17 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
 
         cal = load_calibration(req.calibration)
     return RunJob(req, plan, budgets, cal, tpl, tuple(warnings), device=req.device)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"2/3"`` → (2, 3); the range is :class:`SweepPlan`'s to check."""
+    index, slash, count = text.strip().partition("/")
+    try:
+        if not slash:
+            raise ValueError
+        return int(index), int(count)
+    except ValueError:
+        raise ConfigError(f"--shard {text}: expected I/N, e.g. 2/3") from None
 
 
 def _repeats(req: RunRequest) -> tuple[int, AutoRepeat | None]:

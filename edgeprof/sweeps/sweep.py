@@ -93,10 +93,27 @@ class SweepPlan:
     (:func:`edgeprof.measure.limits.resolve`)."""
     auto: AutoRepeat | None = None
     """``--repeat auto``: ``repeat`` is then ``auto.max_runs``, the most rounds it may run."""
+    shard: tuple[int, int] | None = None
+    """``--shard I/N``: this part runs the measured rounds I, I + N, I + 2N … (and every
+    warm-up round): every shard measures every model, so each host is a block of the design
+    and rankings compare like with like (:mod:`edgeprof.sweeps.merge`)."""
 
     def __post_init__(self) -> None:
         if self.auto is not None and self.repeat != self.auto.max_runs:
             raise ValueError("an automatic plan repeats up to auto.max_runs")
+        if self.shard is not None:
+            index, count = self.shard
+            if not 1 <= index <= count:
+                raise ConfigError(f"--shard {index}/{count}: expected I/N with 1 ≤ I ≤ N")
+            if self.auto is not None:
+                raise ConfigError(
+                    "--shard splits a fixed number of rounds: give --repeat N, not auto"
+                )
+            if count > self.repeat:
+                raise ConfigError(
+                    f"--shard {index}/{count} with --repeat {self.repeat}: a shard is a set "
+                    f"of rounds, so --repeat must be at least {count}"
+                )
         if self.repeat < 1:
             raise ConfigError(f"--repeat {self.repeat}: must be at least 1")
         if self.warmup < 0:
@@ -117,7 +134,16 @@ class SweepPlan:
             and self.repeat == 1
             and not self.warmup
             and self.auto is None
+            and self.shard is None
         )
+
+    def rounds(self) -> list[int]:
+        """The measured rounds this plan runs (1-based): all, or its shard's."""
+        every = range(1, self.repeat + 1)
+        if self.shard is None:
+            return list(every)
+        index, count = self.shard
+        return [k for k in every if (k - 1) % count == index - 1]
 
     def label(self, model: str | None) -> str | None:
         return self.name if model is None else (self.name or Path(model).name)
@@ -127,7 +153,7 @@ class SweepPlan:
         (with ``auto``, every run it may make: :func:`run_sweep` skips the resolved)."""
         models: list[str | None] = [*self.models] if self.models else [None]
         rounds = [(True, k + 1) for k in range(self.warmup)]
-        rounds += [(False, k + 1) for k in range(self.repeat)]
+        rounds += [(False, k) for k in self.rounds()]
         order = list(itertools.product(rounds, self.limits, models))
         return [
             Step(i + 1, len(order), model, self.label(model), lim, rnd, warm)
@@ -154,11 +180,18 @@ class SweepResult:
             "limits": [lim.describe() for lim in self.plan.limits],
             "repeat": self.plan.repeat if self.plan.auto is None else "auto",
             **({} if self.plan.auto is None else {"auto": dataclasses.asdict(self.plan.auto)}),
+            **({} if self.plan.shard is None else {"shard": self._shard()}),
             "warmup": self.plan.warmup,
             "interrupted": self.interrupted,
             "warmup_runs": [r.to_dict() for r in self.warmups],
         }
         return sweep_dict(self.runs, extra, run_dicts)
+
+
+    def _shard(self) -> dict[str, Any]:
+        assert self.plan.shard is not None
+        index, count = self.plan.shard
+        return {"index": index, "count": count, "rounds": self.plan.rounds()}
 
 
 class _Checkpoint:

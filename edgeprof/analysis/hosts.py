@@ -1,0 +1,100 @@
+"""Which host measured a run, and when figures from different hosts may be compared.
+
+A run's *host kind* is what makes its figures this machine's: the CPU model and feature
+flags, the cores, the memory, the kernel, the cgroup mechanism and edgeprof's version (the
+host name is not part of it: two identical CI runners are one kind).  The speed probe
+(:attr:`~edgeprof.model.HostInfo.speed`) is compared apart, with a tolerance: one host's
+speed drifts.
+
+The rule: a ranking is made of models measured alike.  When every model of a ranking was
+measured on the same kinds of host (a sweep split by rounds with ``--shard``: each host a
+block of the design), the ranking stands and the notes say the absolute figures mix hosts.
+When the models' hosts differ (model A only on one kind, B only on another), the ranking
+compares the hosts as much as the models, and says so.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+
+from ..model import RunResult
+from ..units import format_binary
+
+HostKind = tuple[object, ...]
+
+SPEED_SPREAD = 0.10
+"""Speed probes further apart than this (max / min − 1) are said: more than a probe's own
+noise of a few per cent."""
+
+
+def host_kind(r: RunResult) -> HostKind:
+    h = r.host
+    return (h.cpu_model, h.cpu_flags, h.cpus, h.memory_bytes, h.kernel, r.mechanism,
+            r.edgeprof_version)  # fmt: skip
+
+
+def describe(r: RunResult) -> str:
+    """``Intel Xeon, 2 CPUs, 23.6GiB, Linux 6.18.4, cgroup1, edgeprof 0.9.0``."""
+    h = r.host
+    memory = "" if h.memory_bytes is None else f", {format_binary(h.memory_bytes)}"
+    return (
+        f"{h.cpu_model or 'unknown CPU'}, {h.cpus} CPUs{memory}, Linux {h.kernel}, "
+        f"{r.mechanism}, edgeprof {r.edgeprof_version}"
+    )
+
+
+def kinds(runs: Iterable[RunResult]) -> dict[HostKind, RunResult]:
+    """Each host kind among ``runs`` → its first run (to describe it), in first-seen order."""
+    out: dict[HostKind, RunResult] = {}
+    for r in runs:
+        out.setdefault(host_kind(r), r)
+    return out
+
+
+def mixed_hosts_note(by_model: Mapping[str, Sequence[RunResult]]) -> str | None:
+    """A ranking's note when its models were not all measured on the same kinds of host."""
+    sets = {name: frozenset(kinds(runs)) for name, runs in by_model.items()}
+    if len(set(sets.values())) <= 1:
+        return None
+    every = kinds(r for runs in by_model.values() for r in runs)
+    names = {k: f"host {i + 1}" for i, k in enumerate(every)}
+    where = "; ".join(
+        f"{name} on {', '.join(names[k] for k in every if k in s)}" for name, s in sets.items()
+    )
+    hosts = "; ".join(f"{names[k]}: {describe(r)}" for k, r in every.items())
+    return (
+        f"the models were measured on different hosts ({where}; {hosts}): this ranking "
+        "compares the hosts as much as the models; measure every model on every host "
+        "(run --shard I/N splits the rounds so that each host does)"
+    )
+
+
+def shard_notes(shards: Sequence[tuple[str, Sequence[RunResult]]]) -> list[str]:
+    """What a merge says of its shards' hosts: their kinds, and their speed probes."""
+    notes = []
+    every = kinds(r for _, runs in shards for r in runs)
+    if len(every) > 1:
+        parts = []
+        for k, r in every.items():
+            named = [name for name, runs in shards if any(host_kind(x) == k for x in runs)]
+            parts.append(f"{describe(r)} ({', '.join(named)})")
+        notes.append(
+            f"the shards ran on {len(every)} kinds of host: {'; '.join(parts)}. Every shard "
+            "measured every model, so the rankings compare like with like; the absolute "
+            "figures are a mix of the hosts"
+        )
+    speeds = [
+        (name, statistics.median(s))
+        for name, runs in shards
+        if (s := [r.host.speed for r in runs if r.host.speed is not None])
+    ]
+    if len(speeds) > 1:
+        lo, hi = min(v for _, v in speeds), max(v for _, v in speeds)
+        if lo > 0 and hi / lo - 1 > SPEED_SPREAD:
+            each = ", ".join(f"{name} {v:g}" for name, v in speeds)
+            notes.append(
+                f"the hosts' speed probes differ by {(hi / lo - 1) * 100:.0f}% across the "
+                f"shards ({each} M loops/s): the absolute figures mix faster and slower hosts"
+            )
+    return notes

@@ -1,0 +1,133 @@
+"""Shards of one sweep joined back into it: ``edgeprof merge``.
+
+A sweep split with ``--shard I/N`` runs, on each machine, the measured rounds I, I + N …
+of the same plan (and every warm-up round).  Rounds, not models, are what is split: every
+shard measures every model, so each host is a block of the design, and a ranking compares
+models measured alike on every host (a slower host slows them all).  Merging puts the rounds
+back in order, so the merged ``sweep.json`` holds the runs, cells and statistics an unsplit
+sweep of the same plan would have, in the same order.
+
+Refused, each as one error naming the files: a sweep that is not a shard; shards of
+different plans (command, models, limits, repeats, warm-ups, shard count); a shard missing
+or given twice; a shard that did not finish.  Shards from different kinds of host are
+merged and said (:func:`edgeprof.analysis.hosts.host_notes`): the blocked design keeps the
+rankings comparable, the absolute figures are a mix of the hosts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..model import RunResult
+from ..storage import SWEEP_SCHEMA, read_json
+
+PLAN_KEYS = ("command", "models", "limits", "repeat", "warmup")
+"""What shards of one sweep share (``sweep.json``'s keys)."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    path: Path
+    index: int
+    count: int
+    rounds: tuple[int, ...]
+    data: Mapping[str, Any]
+    """The shard's whole ``sweep.json``."""
+
+
+@dataclass(frozen=True)
+class Merged:
+    plan: dict[str, Any]
+    """The plan's keys (:data:`PLAN_KEYS`) as the shards recorded them."""
+    runs: list[RunResult]
+    run_dicts: list[dict[str, Any]]
+    warmup_runs: list[dict[str, Any]]
+    shards: list[Shard]
+    by_shard: list[list[RunResult]]
+    """Each shard's runs (in the order of :attr:`shards`)."""
+
+    def extra(self) -> dict[str, Any]:
+        """The merged ``sweep.json``'s own keys: the plan, and where each round came from."""
+        return {
+            **self.plan,
+            "interrupted": False,
+            "warmup_runs": self.warmup_runs,
+            "shards": [
+                {"index": s.index, "count": s.count, "rounds": list(s.rounds), "path": str(s.path)}
+                for s in self.shards
+            ],
+        }
+
+
+def read_shard(path: Path) -> Shard:
+    """The shard in ``path`` (a ``sweep.json`` or a directory holding one)."""
+    sweep = path / "sweep.json" if path.is_dir() else path
+    data = read_json(sweep, "sweep ")
+    if not isinstance(data, dict) or data.get("schema") != SWEEP_SCHEMA:
+        raise ConfigError(f"{sweep} is not an edgeprof sweep.json")
+    shard = data.get("shard")
+    if shard is None:
+        raise ConfigError(f"{sweep} is a whole sweep, not a shard (run --shard I/N)")
+    try:
+        index, count, rounds = int(shard["index"]), int(shard["count"]), shard["rounds"]
+        rounds = tuple(int(k) for k in rounds)
+    except (TypeError, KeyError, ValueError):
+        raise ConfigError(f"{sweep}: 'shard' is not index, count and rounds") from None
+    if any(k not in data for k in PLAN_KEYS) or not isinstance(data.get("runs"), list):
+        raise ConfigError(f"{sweep}: not a sweep.json of this edgeprof (no plan or runs)")
+    return Shard(sweep, index, count, rounds, data)
+
+
+def merge_shards(paths: Sequence[Path]) -> Merged:
+    """Every shard of one sweep, checked (module docstring) and merged in round order."""
+    shards = sorted((read_shard(p) for p in paths), key=lambda s: s.index)
+    first = shards[0]
+    for s in shards[1:]:
+        for key in ("count", *PLAN_KEYS):
+            mine = s.count if key == "count" else s.data[key]
+            theirs = first.count if key == "count" else first.data[key]
+            if mine != theirs:
+                raise ConfigError(
+                    f"{s.path} and {first.path} are shards of different sweeps: "
+                    f"their {key} differ ({theirs!r}, {mine!r})"
+                )
+    count = first.count
+    seen: dict[int, Path] = {}
+    for s in shards:
+        if s.index in seen:
+            raise ConfigError(f"shard {s.index}/{count} given twice: {seen[s.index]} and {s.path}")
+        seen[s.index] = s.path
+    missing = [i for i in range(1, count + 1) if i not in seen]
+    if missing:
+        have = ", ".join(f"{i}/{count}" for i in sorted(seen))
+        want = ", ".join(f"{i}/{count}" for i in missing)
+        raise ConfigError(f"shard {want} missing (given: {have})")
+    cells = len(first.data["limits"]) * max(1, len(first.data["models"]))
+    blocks: dict[int, list[tuple[dict[str, Any], RunResult]]] = {}
+    by_shard = []
+    for s in shards:
+        dicts = s.data["runs"]
+        if s.data.get("interrupted") or len(dicts) != cells * len(s.rounds):
+            raise ConfigError(
+                f"{s.path}: shard {s.index}/{count} did not finish ({len(dicts)} of "
+                f"{cells * len(s.rounds)} runs): run it again before merging"
+            )
+        try:
+            runs = [RunResult.from_dict(d) for d in dicts]
+        except ConfigError as exc:
+            raise ConfigError(f"{s.path}: {exc}") from exc
+        by_shard.append(runs)
+        for k, rnd in enumerate(s.rounds):
+            part = slice(k * cells, (k + 1) * cells)
+            blocks[rnd] = list(zip(dicts[part], runs[part], strict=True))
+    rounds = range(1, int(first.data["repeat"]) + 1)
+    if sorted(blocks) != list(rounds):
+        raise ConfigError(f"the shards' rounds are not 1 … {first.data['repeat']}")
+    ordered = [pair for rnd in rounds for pair in blocks[rnd]]
+    warmups = [d for s in shards for d in s.data.get("warmup_runs") or ()]
+    plan = {k: first.data[k] for k in PLAN_KEYS}
+    return Merged(plan, [r for _, r in ordered], [d for d, _ in ordered], warmups, shards, by_shard)

@@ -1,0 +1,161 @@
+"""``--shard I/N`` and ``edgeprof merge``: the rounds each shard runs, a split sweep merged
+back into the unsplit one, every refusal, and what rankings and ``compare`` say of results
+from different hosts."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from edgeprof.analysis.compare import summarize_cells
+from edgeprof.analysis.hosts import mixed_hosts_note, shard_notes
+from edgeprof.analysis.regression import compare_results
+from edgeprof.cli import main
+from edgeprof.errors import ConfigError
+from edgeprof.model import HostInfo, RunResult
+from edgeprof.report.comparison import ranking_tables
+from edgeprof.sweeps.merge import merge_shards
+from edgeprof.sweeps.sweep import SweepPlan, limit_settings, run_sweep
+from tests.fakes import FakeBackend, linear
+from tests.unit.conftest import make_result
+
+PLAN = SweepPlan(
+    ("true",), models=("m1", "m2"), limits=limit_settings(["1,2"]), repeat=5, warmup=1
+)
+
+
+def _sweep(out: Path, shard: tuple[int, int] | None = None) -> None:
+    plan = dataclasses.replace(PLAN, shard=shard)
+    run_sweep(plan, backend=FakeBackend(linear()), out=out, profile_options={"interval": 0.01})
+
+
+def _cells(path: Path) -> list[tuple[str, str, int]]:
+    data = json.loads((path / "sweep.json").read_text())
+    return [(c["label"], c["limits"], c["runs"]) for c in data["cells"]]
+
+
+def test_a_shard_runs_its_rounds_and_every_warmup() -> None:
+    plan = dataclasses.replace(PLAN, shard=(2, 3))
+    assert plan.rounds() == [2, 5] and not plan.is_single
+    steps = plan.steps()
+    assert [(s.round, s.warmup) for s in steps][::4] == [(1, True), (2, False), (5, False)]
+    assert len(steps) == 12  # 1 warm-up round and 2 measured, 4 cells each
+
+
+def test_three_shards_merged_equal_the_unsplit_sweep(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    _sweep(tmp_path / "whole")
+    for i in (1, 2, 3):
+        _sweep(tmp_path / f"s{i}", (i, 3))
+    shard = json.loads((tmp_path / "s3" / "sweep.json").read_text())["shard"]
+    assert shard == {"index": 3, "count": 3, "rounds": [3]}
+    capfd.readouterr()
+    shards = [str(tmp_path / f"s{i}") for i in (3, 1, 2)]  # any order
+    assert main(["merge", *shards, "--out", str(tmp_path / "merged")]) == 0
+    out = capfd.readouterr().out
+    assert out.startswith(f"edgeprof: merged 3 shards (20 runs) into {tmp_path / 'merged'}")
+    assert _cells(tmp_path / "merged") == _cells(tmp_path / "whole")
+    whole = json.loads((tmp_path / "whole" / "sweep.json").read_text())
+    merged = json.loads((tmp_path / "merged" / "sweep.json").read_text())
+    assert [(r["name"], r["limits"]["cpus"]) for r in merged["runs"]] == [
+        (r["name"], r["limits"]["cpus"]) for r in whole["runs"]
+    ]
+    assert {k: merged[k] for k in ("command", "models", "limits", "repeat", "warmup")} == {
+        k: whole[k] for k in ("command", "models", "limits", "repeat", "warmup")
+    }
+    assert [s["rounds"] for s in merged["shards"]] == [[1, 4], [2, 5], [3]]
+    assert len(merged["warmup_runs"]) == 3 * 4  # each shard warmed every cell up
+    for name in ("runs.csv", "cells.csv", "report.md"):
+        assert (tmp_path / "merged" / name).is_file()
+    # The merged sweep is a sweep: report reads it (its rounds 1 … 5 in order).
+    assert main(["report", str(tmp_path / "merged")]) == 0
+
+
+def test_what_merge_refuses(tmp_path: Path) -> None:
+    for i in (1, 2):
+        _sweep(tmp_path / f"s{i}", (i, 2))
+    _sweep(tmp_path / "whole")
+    s1, s2 = tmp_path / "s1", tmp_path / "s2"
+    with pytest.raises(ConfigError, match=r"shard 2/2 missing \(given: 1/2\)"):
+        merge_shards([s1])
+    with pytest.raises(ConfigError, match="shard 1/2 given twice"):
+        merge_shards([s1, s1, s2])
+    with pytest.raises(ConfigError, match="is a whole sweep, not a shard"):
+        merge_shards([s1, tmp_path / "whole"])
+    data = json.loads((s2 / "sweep.json").read_text())
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "sweep.json").write_text(json.dumps({**data, "models": ["m1", "m3"]}))
+    with pytest.raises(ConfigError, match="shards of different sweeps: their models differ"):
+        merge_shards([s1, other])
+    (other / "sweep.json").write_text(json.dumps({**data, "runs": data["runs"][:-1]}))
+    with pytest.raises(ConfigError, match=r"did not finish \(7 of 8 runs\)"):
+        merge_shards([s1, other])
+    (other / "sweep.json").write_text(json.dumps({**data, "interrupted": True}))
+    with pytest.raises(ConfigError, match="did not finish"):
+        merge_shards([s1, other])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--shard", "4/3"], "--shard 4/3: expected I/N with 1 ≤ I ≤ N"),
+        (["--shard", "2"], "--shard 2: expected I/N, e.g. 2/3"),
+        (["--shard", "1/4"], "--shard 1/4 with --repeat 3: a shard is a set of rounds"),
+        (["--shard", "1/2", "--repeat", "auto"], "--shard splits a fixed number of rounds"),
+    ],
+)
+def test_bad_shards_start_nothing(
+    argv: list[str], message: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    args = ["run", "--backend", "fake", "--repeat", "3", *argv, "--out", str(out), "--", "true"]
+    assert main(args) == 2
+    err = capfd.readouterr().err
+    assert err.startswith("edgeprof: error:") and message in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+def _on(host: HostInfo, name: str, wall: float) -> RunResult:
+    return make_result(name=name, wall_s=wall, host=host)
+
+
+HOST_A = HostInfo("6.1.0", 4, "CPU A", "a1", 8 << 30, "aaaaaaaaaaaa", 20.0)
+HOST_A2 = dataclasses.replace(HOST_A, hostname="a2", speed=20.4)  # same kind, another runner
+HOST_B = HostInfo("6.12.0", 16, "CPU B", "b1", 64 << 30, "bbbbbbbbbbbb", 30.0)
+
+
+def test_a_ranking_of_models_measured_on_different_hosts_says_so() -> None:
+    split = [_on(HOST_A, "m1", 1.0), _on(HOST_A, "m1", 1.1), _on(HOST_B, "m2", 0.9)]
+    split.append(_on(HOST_B, "m2", 0.95))
+    note = mixed_hosts_note({"m1": split[:2], "m2": split[2:]})
+    assert note is not None and note.startswith(
+        "the models were measured on different hosts (m1 on host 1; m2 on host 2; "
+        "host 1: CPU A, 4 CPUs, 8.0GiB, Linux 6.1.0"
+    )
+    text = ranking_tables(summarize_cells(split))[0].plain()
+    assert "this ranking compares the hosts as much as the models" in text
+    # Blocked: every model on both hosts; or two runners of one kind: nothing to say.
+    blocked = [*split, _on(HOST_B, "m1", 0.7), _on(HOST_A, "m2", 1.2)]
+    assert "different hosts" not in ranking_tables(summarize_cells(blocked))[0].plain()
+    alike = [_on(HOST_A, "m1", 1.0), _on(HOST_A2, "m2", 1.2)]
+    assert mixed_hosts_note({"m1": alike[:1], "m2": alike[1:]}) is None
+
+
+def test_compare_and_merge_say_when_hosts_differ() -> None:
+    base = [_on(HOST_A, "m", w) for w in (1.0, 1.1, 0.9)]
+    cur = [_on(HOST_B, "m", w) for w in (1.0, 1.1, 0.9)]
+    _, notes = compare_results(base, cur)
+    assert any(n.startswith("the baseline and the current results ran on different hosts")
+               for n in notes)  # fmt: skip
+    _, same = compare_results(base, [_on(HOST_A2, "m", w) for w in (1.0, 1.1, 0.9)])
+    assert not any("different hosts" in n for n in same)
+    notes = shard_notes([("shard 1/2", base), ("shard 2/2", cur)])
+    assert notes[0].startswith("the shards ran on 2 kinds of host: CPU A")
+    assert "(shard 1/2); CPU B" in notes[0]
+    assert notes[1].startswith("the hosts' speed probes differ by 50% across the shards")
+    assert shard_notes([("shard 1/2", base), ("shard 2/2", [_on(HOST_A2, "m", 1.0)])]) == []
