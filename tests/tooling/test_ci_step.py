@@ -58,7 +58,7 @@ def test_github_a_run_then_a_compare_with_its_baseline(tmp_path: Path) -> None:
     assert outputs.read_text() == "results=base\nexit-code=0\ncompared=false\n"
     assert (tmp_path / "base" / "sweep.json").is_file()
     assert all(_cases(tmp_path / "base" / "junit.xml").values())
-    assert "**All 1 budget checks passed**" in (tmp_path / "base" / "summary.md").read_text()
+    assert "**The budget check passed**" in (tmp_path / "base" / "summary.md").read_text()
     # The second run is held to a budget it breaches, and compared with the first.
     args = github["EDGEPROF_CI_ARGS"].replace("--max-peak-memory 1g", "--max-peak-memory 6m")
     second = step(
@@ -79,9 +79,9 @@ def test_github_a_run_then_a_compare_with_its_baseline(tmp_path: Path) -> None:
     heads = [ln for ln in published.splitlines() if ln.startswith(("## ", "**"))]
     assert heads == [
         "## edgeprof",
-        "**All 1 budget checks passed**",
+        "**The budget check passed**",
         "## edgeprof",
-        "**1 of 1 budget checks failed**",
+        "**1 of 1 budget check failed**",
         "## edgeprof compare",
         heads[-1],  # the comparison's verdict: whatever the noise of two runs gave
     ]
