@@ -44,10 +44,6 @@ def test_a_sweep_split_three_ways_and_merged_equals_the_unsplit_one(
     assert {r["mechanism"] for r in merged["runs"]} == {mechanism}
     # One host measured every shard: no note on host kinds (its speed may drift, and is said).
     assert "kinds of host" not in stdout
-    for cell in merged["cells"]:  # the same work, measured alike: big is ~3× small's CPU
+    for cell in merged["cells"]:  # each cell's statistics over its 3 rounds, from 3 machines' parts
         assert cell["stats"]["cpu_s"]["n"] == 3
-    small, big = (
-        next(c for c in merged["cells"] if c["label"] == name)["stats"] for name in ("small", "big")
-    )
-    assert big["cpu_s"]["median"] > 2 * small["cpu_s"]["median"]
     assert "Ranking by CPU time under cpus=1" in stdout
