@@ -120,16 +120,26 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
     return runs
 
 
-def load_auto_repeat(path: Path) -> tuple[int, int, float] | None:
-    """``--repeat auto``'s (min runs, max runs, target) of the sweep in ``path`` (a
-    ``sweep.json`` or a directory holding one); ``None`` for anything else.  A malformed
-    ``auto`` is a :class:`ConfigError`."""
+def read_sweep(path: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The ``sweep.json`` at ``path`` (the file, or a directory holding it) and its content;
+    ``None`` when there is no such file or it is not a sweep (a result, a list)."""
     sweep = path / "sweep.json" if path.is_dir() else path
     if not sweep.is_file():
         return None
     data = read_json(sweep, "sweep ")
-    if not isinstance(data, dict) or data.get("schema") != SWEEP_SCHEMA or "auto" not in data:
+    if not isinstance(data, dict) or data.get("schema") != SWEEP_SCHEMA:
         return None
+    return sweep, data
+
+
+def load_auto_repeat(path: Path) -> tuple[int, int, float] | None:
+    """``--repeat auto``'s (min runs, max runs, target) of the sweep in ``path`` (a
+    ``sweep.json`` or a directory holding one); ``None`` for anything else.  A malformed
+    ``auto`` is a :class:`ConfigError`."""
+    found = read_sweep(path)
+    if found is None or "auto" not in found[1]:
+        return None
+    sweep, data = found
     auto = data["auto"]
     try:
         lo, hi, target = auto["min_runs"], auto["max_runs"], auto["target"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ..model import RunResult, Termination
 from .cells import cells_by_setting, group_by, successful
-from .difference import difference
+from .difference import Difference, difference
 from .metrics import STAT_METRICS, Kind, stalled_percentiles
 from .outliers import outliers
 
@@ -190,14 +190,24 @@ class Rank:
     step: float | None
     """Median over the previous (next better) model's median."""
     step_sd: float | None
-    within_noise: bool
-    """Not different from the previous model at 95 % (:mod:`edgeprof.analysis.difference`):
-    the interval of the difference of their means includes 0."""
     close_memory: bool
     """A memory figure less than :data:`CLOSE_MEMORY_BYTES` from the previous model's."""
-    tested: bool = True
-    """Whether the step from the previous model was tested (2 runs or more on each side);
-    the first model's is."""
+    from_previous: Difference | None = None
+    """The test of the step from the previous model (:mod:`edgeprof.analysis.difference`);
+    ``None`` for the first."""
+
+    @property
+    def within_noise(self) -> bool:
+        """Not different from the previous model at 95 %: tested, and the interval of the
+        difference of their means includes 0."""
+        d = self.from_previous
+        return d is not None and d.tested and not d.separated
+
+    @property
+    def tested(self) -> bool:
+        """Whether the step from the previous model was tested (2 runs or more on each
+        side); the first model's is."""
+        return self.from_previous is None or self.from_previous.tested
 
 
 def _ratio(a: Stat, b: Stat) -> tuple[float | None, float | None]:
@@ -230,20 +240,13 @@ def rank(summaries: Sequence[ModelSummary], key: str) -> list[Rank]:
                 factor_sd=factor_sd,
                 step=step,
                 step_sd=step_sd,
-                within_noise=prev is not None and _same(prev, s),
                 close_memory=prev is not None
                 and STAT_METRICS[key].kind is Kind.MEMORY
                 and abs(s.median - prev.median) < CLOSE_MEMORY_BYTES,
-                tested=prev is None or difference(prev.values, s.values).tested,
+                from_previous=None if prev is None else difference(prev.values, s.values),
             )
         )
     return out
-
-
-def _same(a: Stat, b: Stat) -> bool:
-    """Not told apart: tested, and not different at 95 % (:mod:`.difference`)."""
-    d = difference(a.values, b.values)
-    return d.tested and not d.separated
 
 
 RANKED_METRICS = tuple(k for k, m in STAT_METRICS.items() if m.smaller_is_better)

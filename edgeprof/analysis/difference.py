@@ -72,13 +72,18 @@ def difference(a: Sequence[float], b: Sequence[float] | float) -> Difference:
     if na < 2 or nb < 2:
         return Difference(diff, None, None, ma)
     va = statistics.variance(a) / na
-    se2 = va + vb
-    if se2 == 0:
+    if va + vb == 0:
         return Difference(diff, 0.0, 0.0 if diff != 0 else 1.0, ma)
-    df = se2**2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
-    se = math.sqrt(se2)
+    se, df = _welch(va, na, vb, nb)
     p = 2 * (1 - t_cdf(abs(diff) / se, df))
     return Difference(diff, t_quantile(0.5 + CONFIDENCE / 2, df) * se, min(1.0, max(0.0, p)), ma)
+
+
+def _welch(va: float, na: float, vb: float, nb: float) -> tuple[float, float]:
+    """The standard error of the difference and its Welch–Satterthwaite degrees of freedom,
+    from each side's squared standard error (``variance / n``) and size; not both 0."""
+    se2 = va + vb
+    return math.sqrt(se2), se2**2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
 
 
 def runs_to_resolve(
@@ -99,11 +104,10 @@ def runs_to_resolve(
     def enough(n: int) -> bool:
         na, nb = max(n, len(a)), max(n, len(b))
         va, vb = sa * sa / na, sb * sb / nb
-        se2 = va + vb
-        if se2 == 0:
+        if va + vb == 0:
             return gap > 0
-        df = se2**2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
-        return t_quantile(0.5 + CONFIDENCE / 2, df) * math.sqrt(se2) < gap
+        se, df = _welch(va, na, vb, nb)
+        return t_quantile(0.5 + CONFIDENCE / 2, df) * se < gap
 
     # The interval narrows as n grows (both its standard error and its t shrink): the
     # smallest n is found by doubling, then halving, in ~2·log2(n) evaluations.

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ..model import RunResult
 from .cells import CellKey, cells_by_setting
 from .compare import RANKED_METRICS, rank, summarize
-from .difference import Difference, difference, runs_to_resolve
+from .difference import Difference, runs_to_resolve
 
 
 class Resolution(str, enum.Enum):
@@ -60,7 +60,8 @@ def neighbour_pairs(
             ranked = rank(summaries, key)
             for prev, cur in itertools.pairwise(ranked):
                 a, b = prev.stat.values, cur.stat.values
-                d = difference(a, b)
+                d = cur.from_previous
+                assert d is not None  # every rank but the first has a step
                 if d.separated:
                     how = Resolution.DIFFERENT
                 elif d.within(target):

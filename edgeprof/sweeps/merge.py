@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..model import RunResult
-from ..storage import SWEEP_SCHEMA, read_json
+from ..storage import read_sweep
 
 PLAN_KEYS = ("command", "models", "limits", "repeat", "warmup")
 """What shards of one sweep share (``sweep.json``'s keys)."""
@@ -65,10 +65,10 @@ class Merged:
 
 def read_shard(path: Path) -> Shard:
     """The shard in ``path`` (a ``sweep.json`` or a directory holding one)."""
-    sweep = path / "sweep.json" if path.is_dir() else path
-    data = read_json(sweep, "sweep ")
-    if not isinstance(data, dict) or data.get("schema") != SWEEP_SCHEMA:
-        raise ConfigError(f"{sweep} is not an edgeprof sweep.json")
+    found = read_sweep(path)
+    if found is None:
+        raise ConfigError(f"{path}: no edgeprof sweep.json there")
+    sweep, data = found
     shard = data.get("shard")
     if shard is None:
         raise ConfigError(f"{sweep} is a whole sweep, not a shard (run --shard I/N)")

@@ -71,13 +71,14 @@ def test_runs_to_resolve_is_the_smallest_n_that_resolves(
     one run fewer does not."""
     a, b = _sample(1.0, sd_a, 3), _sample(1.0 + gap, sd_b, 3)
     n = runs_to_resolve(a, b, precision)
-    if n is None:
-        return  # more than 1000 runs: a difference at the precision itself
 
     def resolved(k: int) -> bool:
         d = difference(_sample(1.0, sd_a, k), _sample(1.0 + gap, sd_b, k))
         return d.separated or d.within(precision)
 
+    if n is None:  # beyond the estimate's limit: a difference at the precision itself
+        assert not resolved(1000)
+        return
     assert resolved(n)
     if n > 3:
         assert not resolved(n - 1)
