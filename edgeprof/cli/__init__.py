@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("results", "compare"),
     "report": ("results", "report"),
     "merge": ("results", "merge"),
+    "recipe": ("recipe", "recipe"),
     "calibrate": ("calibrate", "calibrate_cmd"),
     "gc": ("tools", "gc"),
     "doctor": ("tools", "doctor"),

@@ -74,3 +74,26 @@ HtmlReport = Annotated[
     Path | None,
     typer.Option("--html", help="Write a self-contained HTML report here: the tables and charts."),
 ]
+
+# The budgets: `run` checks its runs against them, `merge` the merged sweep.
+MaxWall = Annotated[str | None, typer.Option(help="Budget: wall time, e.g. 10s.")]
+MaxCpuTime = Annotated[str | None, typer.Option(help="Budget: CPU time, e.g. 2.5s.")]
+MaxPeakMemory = Annotated[str | None, typer.Option(help="Budget: peak memory, e.g. 512m.")]
+MaxAvgMemory = Annotated[str | None, typer.Option(help="Budget: average memory, e.g. 256m.")]
+MaxLatencyP95 = Annotated[
+    str | None, typer.Option(help="Budget: p95 per-iteration latency, e.g. 40ms.")
+]
+MaxMemoryNeed = Annotated[
+    str | None,
+    typer.Option(help="Budget: the memory a squeezed run needs, e.g. 300m (with --squeeze)."),
+]
+BudgetsFile = Annotated[
+    Path | None, typer.Option("--budgets", help="Budget file (YAML): per model or default.")
+]
+SummaryFile = Annotated[
+    Path | None, typer.Option("--summary", help="Write a Markdown summary here (CI pages).")
+]
+JunitFile = Annotated[
+    Path | None,
+    typer.Option("--junit", help="Write JUnit XML here: one test case per budget check."),
+]

@@ -8,7 +8,19 @@ from typing import Annotated
 import typer
 
 from .app import EXIT_BUDGET
-from .options import CalibrationFile, HtmlReport
+from .options import (
+    BudgetsFile,
+    CalibrationFile,
+    HtmlReport,
+    JunitFile,
+    MaxAvgMemory,
+    MaxCpuTime,
+    MaxLatencyP95,
+    MaxMemoryNeed,
+    MaxPeakMemory,
+    MaxWall,
+    SummaryFile,
+)
 
 
 def compare(
@@ -95,13 +107,43 @@ def merge(
     ],
     out: Annotated[Path, typer.Option(help="Write the merged sweep.json and its exports here.")],
     html: HtmlReport = None,
+    max_wall: MaxWall = None,
+    max_cpu_time: MaxCpuTime = None,
+    max_peak_memory: MaxPeakMemory = None,
+    max_avg_memory: MaxAvgMemory = None,
+    max_latency_p95: MaxLatencyP95 = None,
+    max_memory_need: MaxMemoryNeed = None,
+    budgets_file: BudgetsFile = None,
+    summary: SummaryFile = None,
+    junit: JunitFile = None,
 ) -> None:
     """Join the parts of a sweep run with --shard I/N into the sweep they split.
 
     The merged sweep.json, runs.csv, cells.csv and report.md are those of the unsplit sweep;
     report, compare and the budget files read it as any sweep.  Shards of different plans,
-    a shard missing, given twice or unfinished are refused.
+    a shard missing, given twice or unfinished are refused.  Budgets are checked on the
+    merged sweep, as run checks them (exit 3 on a breach); a failed run in a shard is the
+    exit code, as run's.
     """
+    from ..analysis.budgets import budgets_from_options
     from ..report.saved import merge_saved
+    from .outcome import runs_exit_code
 
-    merge_saved(shards, out, sys.stdout, html=html)
+    budgets = budgets_from_options(
+        budgets_file,
+        {
+            "wall": max_wall,
+            "cpu_time": max_cpu_time,
+            "peak_memory": max_peak_memory,
+            "avg_memory": max_avg_memory,
+            "latency_p95": max_latency_p95,
+            "memory_need": max_memory_need,
+        },
+    )
+    runs, checks = merge_saved(
+        shards, out, sys.stdout, html=html, budgets=budgets, summary=summary, junit=junit
+    )
+    breached = any(not c.ok for c in checks)
+    code = runs_exit_code(runs, breached)
+    if code:
+        raise typer.Exit(code)

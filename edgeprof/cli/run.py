@@ -11,6 +11,7 @@ from .options import (
     AllowOverHost,
     AsRoot,
     BackendName,
+    BudgetsFile,
     CalibrationFile,
     CgroupParent,
     CpuPeriod,
@@ -20,9 +21,17 @@ from .options import (
     EnvItems,
     HtmlReport,
     Image,
+    JunitFile,
+    MaxAvgMemory,
+    MaxCpuTime,
+    MaxLatencyP95,
+    MaxMemoryNeed,
+    MaxPeakMemory,
+    MaxWall,
     ModelFile,
     ModelList,
     Pids,
+    SummaryFile,
     Timeout,
     WorkDir,
 )
@@ -135,21 +144,12 @@ def run(
         ),
     ] = None,
     calibration: CalibrationFile = None,
-    max_wall: Annotated[str | None, typer.Option(help="Budget: wall time, e.g. 10s.")] = None,
-    max_cpu_time: Annotated[str | None, typer.Option(help="Budget: CPU time, e.g. 2.5s.")] = None,
-    max_peak_memory: Annotated[
-        str | None, typer.Option(help="Budget: peak memory, e.g. 512m.")
-    ] = None,
-    max_avg_memory: Annotated[
-        str | None, typer.Option(help="Budget: average memory, e.g. 256m.")
-    ] = None,
-    max_latency_p95: Annotated[
-        str | None, typer.Option(help="Budget: p95 per-iteration latency, e.g. 40ms.")
-    ] = None,
-    max_memory_need: Annotated[
-        str | None,
-        typer.Option(help="Budget: the memory a squeezed run needs, e.g. 300m (with --squeeze)."),
-    ] = None,
+    max_wall: MaxWall = None,
+    max_cpu_time: MaxCpuTime = None,
+    max_peak_memory: MaxPeakMemory = None,
+    max_avg_memory: MaxAvgMemory = None,
+    max_latency_p95: MaxLatencyP95 = None,
+    max_memory_need: MaxMemoryNeed = None,
     squeeze: Annotated[
         bool,
         typer.Option(
@@ -158,15 +158,9 @@ def run(
             "stalls (cgroup v2, Linux ≥ 5.19; the runs are slower).",
         ),
     ] = False,
-    budgets_file: Annotated[
-        Path | None, typer.Option("--budgets", help="Budget file (YAML): per model or default.")
-    ] = None,
-    summary: Annotated[
-        Path | None, typer.Option(help="Write a Markdown summary here (CI pages).")
-    ] = None,
-    junit: Annotated[
-        Path | None, typer.Option(help="Write JUnit XML here: one test case per budget check.")
-    ] = None,
+    budgets_file: BudgetsFile = None,
+    summary: SummaryFile = None,
+    junit: JunitFile = None,
     environment: Annotated[
         Path | None,
         typer.Option(

@@ -17,7 +17,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from ..sweeps.request import RunRequest
 
 Kind = Literal["str", "path", "int", "list", "flag", "no-flag"]
 
@@ -151,15 +154,12 @@ def _convert(kind: Kind, value: str) -> object:
     return value
 
 
-def execute(params: Mapping[str, Any]) -> int:
-    """Run as ``params`` say (any not given take :data:`DEFAULTS`) and report; the exit
-    code (:func:`edgeprof.cli.outcome.runs_exit_code`)."""
-    from ..report.run import RunOutputs, run_and_report
+def run_request(params: Mapping[str, Any]) -> RunRequest:
+    """The request ``params`` make (any not given take :data:`DEFAULTS`); unchecked."""
     from ..sweeps.request import RunRequest
-    from .outcome import runs_exit_code
 
     p = {**DEFAULTS, **params}
-    request = RunRequest(
+    return RunRequest(
         command=tuple(p["command"] or ()),
         backend=p["backend"],
         cpus=tuple(p["cpus"] or ()),
@@ -208,6 +208,16 @@ def execute(params: Mapping[str, Any]) -> int:
         squeeze=p["squeeze"],
         allow_over_host=p["allow_over_host"],
     )
+
+
+def execute(params: Mapping[str, Any]) -> int:
+    """Run as ``params`` say (any not given take :data:`DEFAULTS`) and report; the exit
+    code (:func:`edgeprof.cli.outcome.runs_exit_code`)."""
+    from ..report.run import RunOutputs, run_and_report
+    from .outcome import runs_exit_code
+
+    p = {**DEFAULTS, **params}
+    request = run_request(p)
     outputs = RunOutputs(
         markdown=p["markdown"],
         summary=p["summary"],

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from ..analysis.budgets import BudgetCheck, Budgets
 from ..analysis.calibration import load_calibration, predict
 from ..analysis.cells import cell_order
 from ..analysis.regression import compare_fits, compare_results, parse_threshold
@@ -125,18 +127,28 @@ def rerender(
 
 
 def merge_saved(
-    paths: Sequence[Path], out: Path, stdout: TextIO, *, html: Path | None = None
-) -> None:
+    paths: Sequence[Path],
+    out: Path,
+    stdout: TextIO,
+    *,
+    html: Path | None = None,
+    budgets: Budgets | None = None,
+    summary: Path | None = None,
+    junit: Path | None = None,
+) -> tuple[list[RunResult], list[BudgetCheck]]:
     """Join the shards in ``paths`` into one sweep in ``out`` (``sweep.json`` and the
     exports, as a sweep writes them) and print its tables, with what the shards' hosts
-    make of them (:mod:`edgeprof.sweeps.merge`)."""
+    make of them (:mod:`edgeprof.sweeps.merge`); then check ``budgets`` on the merged
+    sweep, as ``run`` checks its own.  The merged runs and the budget checks."""
     from ..analysis.hosts import shard_notes
     from ..analysis.sweepfile import sweep_dict
     from ..sweeps.merge import merge_shards
+    from .run import gate_run
 
+    for path in (html, summary, junit):
+        if path is not None:
+            check_writable(path)
     merged = merge_shards(paths)
-    if html is not None:
-        check_writable(html)
     target = prepare_out_dir(out, ("sweep.json",))
     write_json_atomic(
         target / "sweep.json", sweep_dict(merged.runs, merged.extra(), merged.run_dicts)
@@ -149,7 +161,9 @@ def merge_saved(
         stdout.write(f"edgeprof: note: {note}\n")
     runs = cell_order(merged.runs)
     print_summary(runs, stdout)
+    checks = gate_run(runs, budgets or Budgets(), summary, junit, stdout, sys.stderr)
     if html is not None:
         from .html import render_html
 
         write_file(html, render_html(runs, title=f"edgeprof merge: {target}"))
+    return runs, checks

@@ -75,6 +75,33 @@ def test_three_shards_merged_equal_the_unsplit_sweep(
     assert main(["report", str(tmp_path / "merged")]) == 0
 
 
+def test_merge_checks_budgets_on_the_merged_sweep(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The gate of a split sweep is the merge's: budgets on the merged cells' medians, the
+    CI summary and JUnit files, exit 3 on a breach; a bad budget writes nothing."""
+    for i in (1, 2):
+        _sweep(tmp_path / f"s{i}", (i, 2))
+    parts = [str(tmp_path / "s1"), str(tmp_path / "s2")]
+    budgets = tmp_path / "budgets.yml"
+    budgets.write_text("default:\n  peak_memory: 1t\n")
+    ok = main(["merge", *parts, "--out", str(tmp_path / "ok"), "--budgets", str(budgets)])
+    assert ok == 0
+    assert "Budgets (" in capfd.readouterr().out
+    junit = tmp_path / "gate.xml"
+    breach = main(
+        ["merge", *parts, "--out", str(tmp_path / "bad"), "--max-wall", "1ms",
+         "--junit", str(junit), "--summary", str(tmp_path / "gate.md")]
+    )
+    out = capfd.readouterr().out
+    assert breach == 3
+    assert "Budgets (command line): 0 of 4 checks passed" in out  # 2 models x 2 settings
+    assert junit.read_text().count("<failure") == 4
+    assert "budget check" in (tmp_path / "gate.md").read_text()
+    assert main(["merge", *parts, "--out", str(tmp_path / "never"), "--max-wall", "soon"]) == 2
+    assert not (tmp_path / "never").exists()
+
+
 def test_what_merge_refuses(tmp_path: Path) -> None:
     for i in (1, 2):
         _sweep(tmp_path / f"s{i}", (i, 2))

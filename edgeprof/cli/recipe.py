@@ -1,0 +1,255 @@
+"""``edgeprof recipe``: the files that run a sweep's parts on a GitHub Actions matrix, a
+Kubernetes indexed Job or a Slurm job array, and merge them (:mod:`edgeprof.sweeps.recipes`).
+
+The words after ``--`` are ``edgeprof run``'s options and command, checked here as ``run``
+checks them (a bad limit or budget is refused now, not on the cluster).  Each part's
+engine sets ``--shard`` and ``--out``; the budgets and the CI files move to ``merge``, which
+gates the merged sweep.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .. import __version__
+from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from ..sweeps.recipes import Renderer
+
+ENGINES = ("github", "k8s", "slurm")
+
+_GATE = frozenset(
+    {
+        "max_wall",
+        "max_cpu_time",
+        "max_peak_memory",
+        "max_avg_memory",
+        "max_latency_p95",
+        "max_memory_need",
+        "budgets_file",
+        "summary",
+        "junit",
+        "html",
+    }
+)
+"""``run``'s options that ``merge`` takes over: the gate is the merged sweep's."""
+
+_REFUSED = {
+    "shard": "the recipe gives each part its --shard",
+    "out": "the recipe puts each part's results where its engine collects them",
+    "json_out": "a part's own output: merge writes the sweep's (edgeprof report renders it)",
+    "markdown": "a part's own report: merge writes the sweep's report.md",
+    "plots": "a part's own charts: run edgeprof report --plots on the merged sweep",
+    "cpuset": "it names cores of one machine; each part gets its cores from its engine: "
+    "give --cpus",
+}
+"""``run``'s options a part cannot take, and why."""
+
+_ENGINE_OPTIONS = {
+    "github": ("runs_on", "install", "python", "baseline"),
+    "k8s": ("image", "name", "claim", "namespace"),
+    "slurm": ("results", "partition", "time"),
+}
+
+
+def recipe(
+    engine: Annotated[str, typer.Argument(help="github | k8s | slurm", show_default=False)],
+    shards: Annotated[int, typer.Option(help="How many parts the sweep is split into.")],
+    out: Annotated[Path, typer.Option(help="Write the recipe's files in this directory.")],
+    run_args: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="After --: edgeprof run's options, then -- and the workload.",
+            show_default=False,
+        ),
+    ] = None,
+    part_cpus: Annotated[
+        int | None,
+        typer.Option(
+            help="Whole CPUs per part (default: the largest --cpus, plus 1 for edgeprof)."
+        ),
+    ] = None,
+    part_memory: Annotated[
+        str | None,
+        typer.Option(help="Memory per part (default: the largest --memory, plus 256 MiB)."),
+    ] = None,
+    edgeprof: Annotated[
+        str, typer.Option(help="k8s, slurm: the edgeprof executable where the parts run.")
+    ] = "edgeprof",
+    runs_on: Annotated[str | None, typer.Option(help="github: the runners' label.")] = None,
+    install: Annotated[
+        str | None, typer.Option(help="github: pip's requirement for edgeprof.")
+    ] = None,
+    python: Annotated[
+        str | None, typer.Option(help="github: the interpreter edgeprof is installed for.")
+    ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(help="github: a baseline's results in the repository, to compare with."),
+    ] = None,
+    image: Annotated[
+        str | None, typer.Option(help="k8s: an image with edgeprof, the workload and its models.")
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="k8s: the Job's name.")] = None,
+    claim: Annotated[
+        str | None, typer.Option(help="k8s: the results' volume claim (ReadWriteMany).")
+    ] = None,
+    namespace: Annotated[str | None, typer.Option(help="k8s: the namespace.")] = None,
+    results: Annotated[
+        str | None,
+        typer.Option(help="slurm: the parts' directory, relative to where jobs are submitted."),
+    ] = None,
+    partition: Annotated[str | None, typer.Option(help="slurm: the partition.")] = None,
+    time: Annotated[str | None, typer.Option(help="slurm: a part's time limit.")] = None,
+) -> None:
+    """Write the files that run a sweep in parts on GITHUB Actions, K8S or SLURM.
+
+    Example: edgeprof recipe slurm --shards 4 --out recipe -- --cpus 1 --memory 1g
+    --repeat 8 -m a.onnx,b.onnx -- python infer.py
+    """
+    given = {
+        "runs_on": runs_on,
+        "install": install,
+        "python": python,
+        "baseline": baseline,
+        "image": image,
+        "name": name,
+        "claim": claim,
+        "namespace": namespace,
+        "results": results,
+        "partition": partition,
+        "time": time,
+    }
+    files, steps = render_recipe(
+        engine, shards, list(run_args or ()), given, part_cpus, part_memory, edgeprof
+    )
+    from ..storage import prepare_out_dir, write_output
+
+    target = prepare_out_dir(out, sorted(files))
+    for file_name, text in files.items():
+        path = target / file_name
+        write_output(path, text)
+        if text.startswith("#!"):
+            path.chmod(0o755)
+    print(f"edgeprof: wrote {', '.join(str(target / f) for f in files)}")
+    for step in steps:
+        print(f"  then: {step.format(out=target)}")
+
+
+def render_recipe(
+    engine: str,
+    shards: int,
+    run_args: Sequence[str],
+    given: dict[str, str | None],
+    part_cpus: int | None = None,
+    part_memory: str | None = None,
+    edgeprof: str = "edgeprof",
+) -> tuple[dict[str, str], list[str]]:
+    """The recipe's files and the steps that start it, for ``run_args`` checked as
+    ``edgeprof run`` checks them.  Raises :class:`ConfigError`."""
+    from ..sweeps.recipes import Sweep, part_resources
+    from ..sweeps.request import plan_run
+    from ..units import parse_memory_limit
+    from .runargs import parse, run_request
+
+    if engine not in ENGINES:
+        raise ConfigError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
+    for option, value in given.items():
+        if value is not None and option not in _ENGINE_OPTIONS[engine]:
+            flag = "--" + option.replace("_", "-")
+            raise ConfigError(f"{flag} is not an option of the {engine} recipe")
+    if shards < 1:
+        raise ConfigError(f"--shards {shards}: expected 1 or more parts")
+    options, command, gate = _split(run_args)
+    params = parse([*options, *gate, "--", *command])
+    if params is None:
+        raise ConfigError(
+            f"edgeprof run cannot read the options {shlex.join(options + gate)}: "
+            "edgeprof run --help lists them"
+        )
+    job = plan_run(run_request({**params, "shard": f"1/{shards}"}))
+    memory = None if part_memory is None else parse_memory_limit(part_memory)
+    cpus, memory = part_resources(job.plan.limits, part_cpus, memory)
+    origin = (
+        f"edgeprof recipe {engine} --shards {shards} -- {shlex.join(run_args)}"
+        f"  (edgeprof {__version__})"
+    )
+    sweep = Sweep(
+        parts=shards,
+        options=tuple(options),
+        command=tuple(command),
+        gate=tuple(gate),
+        cpus=cpus,
+        memory=memory,
+        edgeprof=edgeprof,
+        origin=origin,
+    )
+    defaults = {
+        "github": {
+            "runs_on": "ubuntu-24.04",
+            "install": f"edgeprof=={__version__}",
+            "python": "python3",
+            "baseline": "",
+        },
+        "k8s": {
+            "image": "",
+            "name": "edgeprof-sweep",
+            "claim": "edgeprof-results",
+            "namespace": "",
+        },
+        "slurm": {"results": "edgeprof-parts", "partition": "", "time": ""},
+    }[engine]
+    chosen = {k: (given.get(k) or v) for k, v in defaults.items()}
+    if engine == "k8s" and not chosen["image"]:
+        raise ConfigError(
+            "the k8s recipe needs --image: one with edgeprof, the workload and its models"
+        )
+    renderer = _renderer(engine)
+    return renderer(sweep, {k.replace("_", "-"): v for k, v in chosen.items()})
+
+
+def _renderer(engine: str) -> Renderer:
+    from ..sweeps.recipes import github, kubernetes, slurm
+
+    return {"github": github.render, "k8s": kubernetes.render, "slurm": slurm.render}[engine]
+
+
+def _split(argv: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
+    """``run``'s words → (a part's options, the workload, the options ``merge`` takes)."""
+    from .runargs import OPTIONS
+
+    options: list[str] = []
+    gate: list[str] = []
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            i += 1
+            break
+        if not word.startswith("-") or word == "-":
+            break
+        name, eq, _ = word.partition("=") if word.startswith("--") else (word, "", "")
+        spec = OPTIONS.get(name)
+        if spec is None:
+            raise ConfigError(f"{name} is not an option of edgeprof run (edgeprof run --help)")
+        param, kind = spec
+        if param in _REFUSED:
+            raise ConfigError(f"{name} in a recipe: {_REFUSED[param]}")
+        width = 1 if kind in ("flag", "no-flag") or eq else 2
+        if i + width > len(argv):
+            raise ConfigError(f"{name} needs a value")
+        (gate if param in _GATE else options).extend(argv[i : i + width])
+        i += width
+    command = list(argv[i:])
+    if not command:
+        raise ConfigError(
+            "no workload: give edgeprof run's options, then -- and the command, e.g. "
+            "-- --cpus 1 --memory 1g --repeat 6 -- python infer.py"
+        )
+    return options, command, gate

@@ -1,0 +1,135 @@
+"""Recipes: the files an existing engine needs to run a sweep's parts on many machines (a
+GitHub Actions matrix, a Kubernetes indexed Job, a Slurm job array) and merge them.
+
+Every engine runs the same two commands: ``edgeprof run … --shard I/N --out PART`` once per
+part, then ``edgeprof merge PART… --out SWEEP`` with the sweep's budgets, so the gate is the
+merged sweep's (:mod:`edgeprof.sweeps.merge`).  Only how ``I`` reaches the command and
+how the parts come back differ: that, and the resources a part asks for, are each engine's
+module.  A recipe is text rendered from a checked plan; nothing here starts anything.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import ConfigError
+from ...model import Limits
+from ...units import format_binary
+
+PART_CPU_MARGIN = 1
+"""Whole CPUs a part asks for beyond the sweep's largest ``--cpus``: edgeprof's own process
+(the runner, the sampler) runs beside the pinned cores, never on the workload's time."""
+
+PART_MEMORY_MARGIN = 256 << 20
+"""Memory a part asks for beyond the sweep's largest ``--memory``: edgeprof's own process
+(the CLI's resident set was 22–28 MiB on our hosts) and the page cache of its files, which
+the run's group does not hold."""
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A sweep to split, as a recipe renders it.
+
+    ``options`` are ``edgeprof run``'s options without those a part's engine sets
+    (``--shard``, ``--out``); ``command`` the workload; ``gate`` the options ``merge`` takes
+    over (budgets, the CI summary and JUnit files, the HTML report)."""
+
+    parts: int
+    options: tuple[str, ...]
+    command: tuple[str, ...]
+    gate: tuple[str, ...]
+    cpus: int
+    """Whole CPUs one part asks its engine for."""
+    memory: int
+    """Bytes of memory one part asks its engine for."""
+    edgeprof: str = "edgeprof"
+    """The edgeprof executable on the machines that run the parts."""
+    origin: str = ""
+    """The ``edgeprof recipe`` command line that rendered the recipe, for its header."""
+
+    def part_line(self, var: str, out_prefix: str, executable: str | None = None) -> str:
+        """Part ``$var``'s command as a shell line: its results in ``out_prefix`` followed by
+        the part's index.  ``executable``: shell text for edgeprof (default: the quoted
+        :attr:`edgeprof`)."""
+        index = f'"${{{var}}}"'
+        words = [
+            executable or shlex.quote(self.edgeprof),
+            "run --shard",
+            f"{index}/{self.parts}",
+            "--out",
+            shlex.quote(out_prefix) + index,
+            shell_words(self.options),
+            "--",
+            shell_words(self.command),
+        ]
+        return " ".join(w for w in words if w)
+
+    def merge_command(self, part_dirs: Sequence[str], out: str) -> list[str]:
+        return [self.edgeprof, "merge", *part_dirs, "--out", out, *self.gate]
+
+    def describe(self) -> str:
+        """One line for a recipe's header: what each part asks for."""
+        return f"{self.parts} parts, each {self.cpus} CPUs and {format_binary(self.memory)}"
+
+    @property
+    def memory_mib(self) -> int:
+        """The part's memory in whole MiB, rounded up: the unit both Kubernetes (``Mi``) and
+        Slurm (``--mem``) take."""
+        return -(-self.memory // (1 << 20))
+
+
+def part_resources(
+    limits: Sequence[Limits], cpus: int | None = None, memory: int | None = None
+) -> tuple[int, int]:
+    """The whole CPUs and the memory one part asks for: given, else the largest limit of the
+    sweep's settings plus edgeprof's margins.  Each setting must limit what is not given:
+    a part sized for an unlimited run would take whatever the engine gives it."""
+    if cpus is None:
+        wanted = [s.cpus for s in limits]
+        if any(c is None for c in wanted):
+            raise ConfigError(
+                "a setting of the sweep has no --cpus: say how many CPUs a part gets with "
+                "--part-cpus N"
+            )
+        cpus = math.ceil(max(c for c in wanted if c is not None)) + PART_CPU_MARGIN
+    if memory is None:
+        sizes = [s.memory for s in limits]
+        if any(m is None for m in sizes):
+            raise ConfigError(
+                "a setting of the sweep has no --memory: say how much memory a part gets "
+                "with --part-memory SIZE"
+            )
+        memory = max(m for m in sizes if m is not None) + PART_MEMORY_MARGIN
+    if cpus < 1:
+        raise ConfigError(f"--part-cpus {cpus}: a part needs at least one CPU")
+    return cpus, memory
+
+
+def dump_yaml(doc: Mapping[str, Any]) -> str:
+    """``doc`` as block YAML, in its own key order, with no anchors: a step or a size used
+    twice is written twice, as a reader of the file (and not every engine reads anchors)
+    expects."""
+    import yaml
+
+    class _Plain(yaml.SafeDumper):
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+    return yaml.dump(dict(doc), Dumper=_Plain, sort_keys=False, width=1 << 20)
+
+
+def shell_words(words: Sequence[str]) -> str:
+    """``words`` as one shell command line (each word quoted where it must be)."""
+    return " ".join(shlex.quote(w) for w in words)
+
+
+Files = dict[str, str]
+"""A recipe: file name → text."""
+
+Renderer = Callable[[Sweep, Mapping[str, str]], tuple[Files, list[str]]]
+"""An engine's: the sweep and its options (``--image`` …) → the files and the lines that
+say how to start them (``{out}`` in a line: the directory the files are written in)."""

@@ -1,0 +1,103 @@
+"""The GitHub Actions recipe: one workflow, the parts as a matrix, a merge job that gates.
+
+Each matrix entry runs its part on its own runner and uploads the part's directory as an
+artifact; the merge job (``needs`` every part, and runs even when one failed, because a
+failed workload is a result and ``merge`` refuses what is missing) downloads them, merges
+them with the sweep's budgets (exit 3 on a breach fails the job) and, given a baseline,
+compares.  The part index reaches the script through ``env``, never pasted into its text,
+as action.yml passes its inputs.  Hosted runners give root through ``sudo`` without a
+password, which the cgroup backend needs; edgeprof runs the workload as the runner's user.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from . import Files, Sweep, dump_yaml, shell_words
+
+WORKFLOW = "edgeprof-sweep.yml"
+ARTIFACT = "edgeprof-part-"
+VENV = '"$RUNNER_TEMP/edgeprof"'
+
+
+def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
+    """``options``: ``runs-on``, ``install`` (pip's requirement for edgeprof), ``python``,
+    ``baseline`` (a results directory in the repository, or empty)."""
+    n = sweep.parts
+    edgeprof = f"{VENV}/bin/edgeprof"
+    install = {
+        "name": "Install edgeprof",
+        "run": f"{shell_words([options['python']])} -m venv {VENV} && "
+        f"{VENV}/bin/python -m pip install -q {shell_words([options['install']])}",
+    }
+    setup = [{"uses": "actions/checkout@v4"}, install]
+    # The matrix value reaches the script as $PART: quoted by the shell, never by us.
+    part_line = sweep.part_line("PART", "part-", executable=edgeprof)
+    part_job = {
+        "name": f"part ${{{{ matrix.part }}}} of {n}",
+        "runs-on": options["runs-on"],
+        "strategy": {"fail-fast": False, "matrix": {"part": list(range(1, n + 1))}},
+        "steps": [
+            *setup,
+            {
+                "name": "Run the part (root for the cgroup backend; the workload runs as you)",
+                "env": {"PART": "${{ matrix.part }}"},
+                "run": f"sudo {part_line}",
+            },
+            {
+                "uses": "actions/upload-artifact@v4",
+                "if": "always()",
+                "with": {
+                    "name": f"{ARTIFACT}${{{{ matrix.part }}}}",
+                    "path": "part-${{ matrix.part }}",
+                },
+            },
+        ],
+    }
+    parts = [f"parts/{ARTIFACT}{i}" for i in range(1, n + 1)]
+    merge_steps = [
+        *setup,
+        {
+            "uses": "actions/download-artifact@v4",
+            "with": {"pattern": f"{ARTIFACT}*", "path": "parts"},
+        },
+        {
+            "name": "Merge the parts; check the budgets",
+            "run": f"{edgeprof} {shell_words(sweep.merge_command(parts, 'sweep')[1:])}",
+        },
+    ]
+    if options.get("baseline"):
+        merge_steps.append(
+            {
+                "name": "Compare with the baseline",
+                "if": "!cancelled()",
+                "env": {"BASELINE": options["baseline"]},
+                "run": f'{edgeprof} compare "$BASELINE" sweep',
+            }
+        )
+    merge_steps.append(
+        {
+            "uses": "actions/upload-artifact@v4",
+            "if": "!cancelled()",
+            "with": {"name": "edgeprof-sweep", "path": "sweep"},
+        }
+    )
+    workflow = {
+        "name": "edgeprof sweep",
+        "on": {"workflow_dispatch": {}, "pull_request": {}},
+        "permissions": {"contents": "read"},
+        "jobs": {
+            "part": part_job,
+            "merge": {
+                "needs": "part",
+                "if": "!cancelled()",
+                "runs-on": options["runs-on"],
+                "steps": merge_steps,
+            },
+        },
+    }
+    header = f"# {sweep.origin}\n# {sweep.describe()}: one runner each, merged by the last job.\n"
+    text = header + dump_yaml(workflow)
+    return {WORKFLOW: text}, [
+        f"copy {{out}}/{WORKFLOW} into .github/workflows/ of the repository that holds the workload",
+    ]

@@ -1,0 +1,125 @@
+"""The Kubernetes recipe: an indexed Job runs the parts, a second Job merges them.
+
+- ``completionMode: Indexed``: part ``JOB_COMPLETION_INDEX + 1`` of N, each pod once.
+- Guaranteed QoS, whole CPUs (requests equal to limits): the kubelet's static CPU manager
+  then gives the pod exclusive cores, so no other pod's work lands on a measured core; the
+  part's pinned runs take their cores from that set (edgeprof honours its affinity).
+- The pod is privileged, so that edgeprof creates the run groups that enforce each
+  setting's limits, below the pod's own group (never outside it).  On cgroup v2 the
+  container's group is its namespace's root, which holds the container's processes; the
+  no-internal-process rule forbids giving controllers to its children until they leave it,
+  so the part's shell first moves itself into a leaf (``/sys/fs/cgroup/edgeprof-self``,
+  still inside the pod's group), then becomes edgeprof.  An unprivileged pod cannot create
+  groups: edgeprof would measure in the process backend, under the pod's own limits.
+- ``podFailurePolicy``: a pod disrupted (a node drained or lost) runs its part again and
+  is not counted; a part that exits non-zero (a failed workload is a result, bad input an
+  error) is not retried: its results are already in the volume, and ``merge`` says what
+  is missing.
+- Results go to a ``ReadWriteMany`` volume claim every pod mounts at :data:`RESULTS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from . import Files, Sweep, dump_yaml, shell_words
+
+RESULTS = "/results"
+PARTS_FILE, MERGE_FILE = "parts.yaml", "merge.yaml"
+
+_LEAF = (
+    # cgroup v2 only (a v1 node has no cgroup.controllers there): see the module docstring.
+    "if [ -f /sys/fs/cgroup/cgroup.controllers ]; then "
+    "mkdir -p /sys/fs/cgroup/edgeprof-self && echo $$ > /sys/fs/cgroup/edgeprof-self/cgroup.procs; "
+    "fi"
+)
+
+
+def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
+    """``options``: ``image`` (with edgeprof, the workload and its models), ``name`` (the
+    Job's), ``claim`` (the results' volume claim), ``namespace`` (or empty)."""
+    name, image, claim = options["name"], options["image"], options["claim"]
+    metadata: dict[str, Any] = {"name": name, "labels": {"app.kubernetes.io/name": "edgeprof"}}
+    if options.get("namespace"):
+        metadata["namespace"] = options["namespace"]
+    volume = {"name": "results", "persistentVolumeClaim": {"claimName": claim}}
+    mount = {"name": "results", "mountPath": RESULTS}
+    size = {"cpu": str(sweep.cpus), "memory": f"{sweep.memory_mib}Mi"}
+    script = (
+        f"{_LEAF}; part=$((JOB_COMPLETION_INDEX + 1)); "
+        f"exec {sweep.part_line('part', f'{RESULTS}/part-')}"
+    )
+    parts = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": metadata,
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": sweep.parts,
+            "parallelism": sweep.parts,
+            "backoffLimitPerIndex": 0,
+            "podFailurePolicy": {
+                "rules": [
+                    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+                    {"action": "FailIndex", "onExitCodes": {"operator": "NotIn", "values": [0]}},
+                ]
+            },
+            "template": {
+                "metadata": {"labels": {"app.kubernetes.io/name": "edgeprof"}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "part",
+                            "image": image,
+                            "command": ["sh", "-c", script],
+                            "resources": {"requests": size, "limits": size},
+                            "securityContext": {"privileged": True},
+                            "volumeMounts": [mount],
+                        }
+                    ],
+                    "volumes": [volume],
+                },
+            },
+        },
+    }
+    part_dirs = [f"{RESULTS}/part-{i}" for i in range(1, sweep.parts + 1)]
+    merge_meta = {**metadata, "name": f"{name}-merge"}
+    merge = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": merge_meta,
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"labels": {"app.kubernetes.io/name": "edgeprof"}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "merge",
+                            "image": image,
+                            "command": sweep.merge_command(part_dirs, f"{RESULTS}/sweep"),
+                            "volumeMounts": [mount],
+                        }
+                    ],
+                    "volumes": [volume],
+                },
+            },
+        },
+    }
+    head = f"# {sweep.origin}\n"
+    files = {
+        PARTS_FILE: head + f"# {sweep.describe()}\n" + dump_yaml(parts),
+        MERGE_FILE: head
+        + "# after every part has ended: merge, check the budgets\n"
+        + dump_yaml(merge),
+    }
+    ns = f" -n {shell_words([options['namespace']])}" if options.get("namespace") else ""
+    return files, [
+        f"kubectl{ns} apply -f {{out}}/{PARTS_FILE}   # needs the volume claim {claim} (ReadWriteMany)",
+        f"kubectl{ns} wait --for=condition=Complete job/{name} --timeout=24h   # or Failed: "
+        "a part's workload failed (a result: merge anyway)",
+        f"kubectl{ns} apply -f {{out}}/{MERGE_FILE} && kubectl{ns} logs -f job/{name}-merge",
+    ]

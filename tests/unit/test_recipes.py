@@ -1,0 +1,207 @@
+"""``edgeprof recipe``: the files of each engine, run as the engine would run them (with a
+stand-in ``edgeprof`` that records its words), the Kubernetes manifests validated by the
+official client's models, and every refusal."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from edgeprof.cli import main
+from edgeprof.cli.recipe import render_recipe
+from edgeprof.errors import ConfigError
+
+# A command with every kind of word a shell could misread.
+COMMAND = ["python3", "infer.py", "it's a model", "$HOME", "a;b", "*"]
+OPTIONS = ["--cpus", "1,2", "--memory", "512m", "--repeat", "6", "-m", "a.onnx,b c.onnx"]
+GATE = ["--max-wall", "10s", "--junit", "gate.xml"]
+RUN_ARGS = [*OPTIONS, "--max-wall", "10s", "--junit", "gate.xml", "--", *COMMAND]
+
+
+def _recorder(bin_dir: Path, log: Path) -> None:
+    """``edgeprof`` (and ``sudo``, ``sbatch``) that append their words to ``log`` as JSON."""
+    bin_dir.mkdir(exist_ok=True)
+    for name in ("edgeprof", "sudo"):
+        tool = bin_dir / name
+        tool.write_text(
+            "#!/usr/bin/env python3\nimport json, sys\n"
+            f"with open({str(log)!r}, 'a') as f:\n"
+            "    f.write(json.dumps(sys.argv) + '\\n')\n"
+            + ("import os; os.execvp(sys.argv[1], sys.argv[1:])\n" if name == "sudo" else "")
+        )
+        tool.chmod(0o755)
+
+
+def _words(log: Path) -> list[list[str]]:
+    return [json.loads(line)[1:] for line in log.read_text().splitlines()]
+
+
+def _part(i: int, n: int, out: str) -> list[str]:
+    return ["run", "--shard", f"{i}/{n}", "--out", out, *OPTIONS, "--", *COMMAND]
+
+
+def _render(engine: str, shards: int = 3, **given: str) -> dict[str, str]:
+    files, _ = render_recipe(engine, shards, RUN_ARGS, dict(given))
+    return files
+
+
+def test_slurm_array_runs_each_part_and_the_merge_takes_the_gate(tmp_path: Path) -> None:
+    files = _render("slurm")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    part = files["part.sbatch"]
+    assert "#SBATCH --array=1-3\n" in part
+    assert "#SBATCH --cpus-per-task=3\n" in part  # the largest --cpus, 2, and one for edgeprof
+    assert "#SBATCH --mem=768M\n" in part  # 512 MiB and edgeprof's 256
+    log, bin_dir = tmp_path / "log", tmp_path / "bin"
+    _recorder(bin_dir, log)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    for i in (1, 2, 3):
+        run = {**env, "SLURM_ARRAY_TASK_ID": str(i)}
+        subprocess.run(["bash", tmp_path / "part.sbatch"], env=run, check=True, cwd=tmp_path)
+    subprocess.run(["bash", tmp_path / "merge.sbatch"], env=env, check=True, cwd=tmp_path)
+    parts = [f"edgeprof-parts/part-{i}" for i in (1, 2, 3)]
+    assert _words(log) == [
+        *[_part(i, 3, f"edgeprof-parts/part-{i}") for i in (1, 2, 3)],
+        ["merge", *parts, "--out", "edgeprof-parts/sweep", *GATE],
+    ]
+    # submit.sh: the array, then the merge after it whatever its tasks' exit codes.
+    sbatch = bin_dir / "sbatch"
+    sbatch.write_text(f'#!/bin/sh\necho "$*" >> {tmp_path / "sbatch.log"}\necho 41\\;c1\n')
+    sbatch.chmod(0o755)
+    subprocess.run(["sh", tmp_path / "submit.sh"], env=env, check=True, cwd=tmp_path)
+    assert (tmp_path / "sbatch.log").read_text().splitlines() == [
+        f"--parsable {tmp_path}/part.sbatch",
+        f"--parsable --dependency=afterany:41 {tmp_path}/merge.sbatch",
+    ]
+    assert (tmp_path / "edgeprof-parts").is_dir()  # made for the logs, which Slurm does not
+
+
+def test_github_matrix_parts_and_the_merge_job(tmp_path: Path) -> None:
+    workflow = yaml.safe_load(_render("github", runs_on="self-hosted")["edgeprof-sweep.yml"])
+    part, merge = workflow["jobs"]["part"], workflow["jobs"]["merge"]
+    assert part["strategy"]["matrix"] == {"part": [1, 2, 3]}
+    assert part["strategy"]["fail-fast"] is False and part["runs-on"] == "self-hosted"
+    assert merge["needs"] == "part" and merge["if"] == "!cancelled()"
+    # No expression is pasted into a script's text: the matrix value comes through env.
+    for job in (part, merge):
+        assert not [s for s in job["steps"] if "${{" in s.get("run", "")]
+    log, bin_dir = tmp_path / "log", tmp_path / "bin"
+    _recorder(bin_dir, log)
+    temp = tmp_path / "runner"
+    (temp / "edgeprof" / "bin").mkdir(parents=True)
+    (temp / "edgeprof" / "bin" / "edgeprof").symlink_to(bin_dir / "edgeprof")
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "RUNNER_TEMP": str(temp)}
+    (run_part,) = [s for s in part["steps"] if "--shard" in s.get("run", "")]
+    assert run_part["env"] == {"PART": "${{ matrix.part }}"}
+    for i in (1, 2, 3):
+        subprocess.run(["bash", "-c", run_part["run"]], env={**env, "PART": str(i)}, check=True)
+    (run_merge,) = [s for s in merge["steps"] if "merge" in s.get("run", "")]
+    subprocess.run(["bash", "-c", run_merge["run"]], env=env, check=True)
+    words = _words(log)
+    parts = [f"parts/edgeprof-part-{i}" for i in (1, 2, 3)]
+    assert words[-1] == ["merge", *parts, "--out", "sweep", *GATE]
+    runs = [w for w in words if w[:1] != ["merge"]]
+    # sudo, then edgeprof under it: each part as root (the cgroup backend), nothing else.
+    assert runs[1::2] == [_part(i, 3, f"part-{i}") for i in (1, 2, 3)]
+    uploads = [s for s in part["steps"] if s.get("uses", "").startswith("actions/upload")]
+    assert uploads[0]["with"]["path"] == "part-${{ matrix.part }}"
+    assert uploads[0]["if"] == "always()"  # a part whose workload failed is still a result
+
+
+def _roundtrip(doc: dict[str, Any], kind: str) -> dict[str, Any]:
+    """``doc`` read by the Kubernetes client's models and written back: a misspelt or unknown
+    field is dropped, a missing required one raises, a wrong type fails."""
+    from kubernetes import client
+
+    api = client.ApiClient()
+    obj = api.deserialize(json.dumps(doc), kind, "application/json")
+    back: dict[str, Any] = api.sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
+    return back
+
+
+def test_kubernetes_manifests_validate_against_the_api_models(tmp_path: Path) -> None:
+    files = _render("k8s", image="registry.example/edgeprof:1", namespace="perf")
+    parts = yaml.safe_load(files["parts.yaml"])
+    merge = yaml.safe_load(files["merge.yaml"])
+    for doc in (parts, merge):
+        assert _roundtrip(doc, "V1Job") == doc
+    spec = parts["spec"]
+    assert (spec["completionMode"], spec["completions"], spec["parallelism"]) == ("Indexed", 3, 3)
+    (container,) = spec["template"]["spec"]["containers"]
+    # Guaranteed QoS with whole CPUs: what the static CPU manager gives exclusive cores.
+    assert container["resources"]["requests"] == container["resources"]["limits"]
+    assert container["resources"]["limits"] == {"cpu": "3", "memory": "768Mi"}
+    assert container["securityContext"] == {"privileged": True}
+    assert parts["metadata"]["namespace"] == merge["metadata"]["namespace"] == "perf"
+    # The pod's script, run as the kubelet runs it: index 1 is part 2 of 3.
+    log, bin_dir = tmp_path / "log", tmp_path / "bin"
+    _recorder(bin_dir, log)
+    fake_cgroup = tmp_path / "cgroup"  # not the host's: this test moves no process
+    fake_cgroup.mkdir()
+    (fake_cgroup / "cgroup.controllers").write_text("cpu memory\n")
+    shell, flag, script = container["command"]
+    script = script.replace("/sys/fs/cgroup", str(fake_cgroup))
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "JOB_COMPLETION_INDEX": "1"}
+    subprocess.run([shell, flag, script], env=env, check=True)
+    assert _words(log) == [_part(2, 3, "/results/part-2")]
+    # The shell left the namespace's root group for a leaf before becoming edgeprof.
+    assert (fake_cgroup / "edgeprof-self" / "cgroup.procs").read_text().strip().isdigit()
+    (merger,) = merge["spec"]["template"]["spec"]["containers"]
+    results = [f"/results/part-{i}" for i in (1, 2, 3)]
+    assert merger["command"] == ["edgeprof", "merge", *results, "--out", "/results/sweep", *GATE]
+
+
+def test_the_model_round_trip_catches_a_misspelt_field() -> None:
+    doc = yaml.safe_load(_render("k8s", image="x")["parts.yaml"])
+    doc["spec"]["completionsMode"] = doc["spec"].pop("completionMode")
+    assert _roundtrip(doc, "V1Job") != doc
+    del doc["spec"]["template"]["spec"]["containers"][0]["name"]
+    with pytest.raises(ValueError, match="name"):
+        _roundtrip(doc, "V1Job")
+
+
+@pytest.mark.parametrize(
+    ("engine", "args", "given", "error"),
+    [
+        ("github", ["--shard", "1/2", "--", "x"], {}, "--shard in a recipe"),
+        ("github", ["--out", "d", "--", "x"], {}, "--out in a recipe"),
+        ("slurm", ["--cpuset", "0", "--memory", "1g", "--", "x"], {}, "--cpuset in a recipe"),
+        ("slurm", ["--plots", "p", "--", "x"], {}, "--plots in a recipe"),
+        ("slurm", ["--cpus", "1", "--memory", "1g"], {}, "no workload"),
+        ("slurm", ["--cpus", "1", "--memory", "1g", "--repeat", "2", "--", "x"], {}, "--repeat 2"),
+        ("slurm", ["--cpus", "1", "--memory", "1g", "--repeat", "auto", "--", "x"], {}, "auto"),
+        ("slurm", ["--memory", "1g", "--repeat", "3", "--", "x"], {}, "--part-cpus"),
+        ("slurm", ["--cpus", "1", "--repeat", "3", "--", "x"], {}, "--part-memory"),
+        ("slurm", ["--cpus", "x", "--memory", "1g", "--repeat", "3", "--", "x"], {}, "CPU count"),
+        ("slurm", ["--frobnicate", "--", "x"], {}, "--frobnicate is not an option"),
+        ("k8s", ["--cpus", "1", "--memory", "1g", "--repeat", "3", "--", "x"], {}, "--image"),
+        ("slurm", ["--cpus", "1", "--repeat", "3", "--", "x"], {"image": "i"}, "--image is not"),
+        ("nomad", ["--", "x"], {}, "unknown engine"),
+    ],
+)
+def test_bad_recipes_are_refused(
+    engine: str, args: list[str], given: dict[str, str], error: str
+) -> None:
+    with pytest.raises(ConfigError, match=error.replace("-", r"\-")):
+        render_recipe(engine, 3, args, dict(given))
+
+
+def test_the_command_writes_the_files_or_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "recipe"
+    args = ["recipe", "slurm", "--shards", "2", "--out", str(out), "--"]
+    assert main([*args, "--cpus", "1", "--repeat", "3", "--", "x"]) == 2
+    assert "--part-memory" in capsys.readouterr().err and not out.exists()
+    assert main([*args, "--cpus", "1", "--memory", "1g", "--repeat", "4", "--", "x"]) == 0
+    printed = capsys.readouterr().out
+    assert f"then: sh {out}/submit.sh" in printed
+    assert sorted(p.name for p in out.iterdir()) == ["merge.sbatch", "part.sbatch", "submit.sh"]
+    assert os.access(out / "submit.sh", os.X_OK)
