@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml setup.py native/cgstat.c native/cgstat.h nati
 	# PyTorch first and exactly this version: our machines hold its CPU wheel, and any
 	# other version (asked for by a range) would pull a CUDA build of several GB.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[test,docker,examples,plot,torch]'
+	$(PY) -m pip install -q -e '.[test,docker,examples,plot,torch,ray]'
 	touch $@
 
 setup: $(VENV)/.installed

@@ -5,7 +5,9 @@ contracts; the documentation site, built strictly), unit (fake
 cgroupfs trees, scripted backend), host (the real kernel's cgroups here: v1 hybrid on our
 machines), vm (cgroup v2 in throwaway qemu guests, Linux 6.12 and 6.1; each guest's counts
 are read back from its JUnit file), docker (a private, real dockerd started by the tier's
-fixture).  In CI (CI=true) a skipped test anywhere fails the run: no tier may skip there.
+fixture), slurm (a private single-node Slurm cluster, slurmctld + slurmd, started by the tier's
+fixture), ray (a local multi-node Ray cluster, ray.cluster_utils.Cluster, for the Ray
+executor).  In CI (CI=true) a skipped test anywhere fails the run: no tier may skip there.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ TIERS = [
     ("host", ["tests/host", "tests/tooling", "tests/examples"]),
     ("vm", ["tests/vm"]),
     ("docker", ["tests/docker"]),
+    ("slurm", ["tests/slurm"]),
+    ("ray", ["tests/ray_tier"]),
 ]
 
 

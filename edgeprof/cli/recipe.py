@@ -24,33 +24,6 @@ if TYPE_CHECKING:
 
 ENGINES = ("github", "k8s", "slurm")
 
-_GATE = frozenset(
-    {
-        "max_wall",
-        "max_cpu_time",
-        "max_peak_memory",
-        "max_avg_memory",
-        "max_latency_p95",
-        "max_memory_need",
-        "budgets_file",
-        "summary",
-        "junit",
-        "html",
-    }
-)
-"""``run``'s options that ``merge`` takes over: the gate is the merged sweep's."""
-
-_REFUSED = {
-    "shard": "the recipe gives each part its --shard",
-    "out": "the recipe puts each part's results where its engine collects them",
-    "json_out": "a part's own output: merge writes the sweep's (edgeprof report renders it)",
-    "markdown": "a part's own report: merge writes the sweep's report.md",
-    "plots": "a part's own charts: run edgeprof report --plots on the merged sweep",
-    "cpuset": "it names cores of one machine; each part gets its cores from its engine: "
-    "give --cpus",
-}
-"""``run``'s options a part cannot take, and why."""
-
 _ENGINE_OPTIONS = {
     "github": ("runs_on", "install", "python", "baseline"),
     "k8s": ("image", "name", "claim", "namespace"),
@@ -156,7 +129,7 @@ def render_recipe(
     from ..sweeps.recipes import Sweep, part_resources
     from ..sweeps.request import plan_run
     from ..units import parse_memory_limit
-    from .runargs import parse, run_request
+    from .runargs import parse, run_request, split_for_parts
 
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
@@ -166,7 +139,7 @@ def render_recipe(
             raise ConfigError(f"{flag} is not an option of the {engine} recipe")
     if shards < 1:
         raise ConfigError(f"--shards {shards}: expected 1 or more parts")
-    options, command, gate = _split(run_args)
+    options, command, gate = split_for_parts(run_args)
     params = parse([*options, *gate, "--", *command])
     if params is None:
         raise ConfigError(
@@ -218,38 +191,3 @@ def _renderer(engine: str) -> Renderer:
     from ..sweeps.recipes import github, kubernetes, slurm
 
     return {"github": github.render, "k8s": kubernetes.render, "slurm": slurm.render}[engine]
-
-
-def _split(argv: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
-    """``run``'s words → (a part's options, the workload, the options ``merge`` takes)."""
-    from .runargs import OPTIONS
-
-    options: list[str] = []
-    gate: list[str] = []
-    i = 0
-    while i < len(argv):
-        word = argv[i]
-        if word == "--":
-            i += 1
-            break
-        if not word.startswith("-") or word == "-":
-            break
-        name, eq, _ = word.partition("=") if word.startswith("--") else (word, "", "")
-        spec = OPTIONS.get(name)
-        if spec is None:
-            raise ConfigError(f"{name} is not an option of edgeprof run (edgeprof run --help)")
-        param, kind = spec
-        if param in _REFUSED:
-            raise ConfigError(f"{name} in a recipe: {_REFUSED[param]}")
-        width = 1 if kind in ("flag", "no-flag") or eq else 2
-        if i + width > len(argv):
-            raise ConfigError(f"{name} needs a value")
-        (gate if param in _GATE else options).extend(argv[i : i + width])
-        i += width
-    command = list(argv[i:])
-    if not command:
-        raise ConfigError(
-            "no workload: give edgeprof run's options, then -- and the command, e.g. "
-            "-- --cpus 1 --memory 1g --repeat 6 -- python infer.py"
-        )
-    return options, command, gate

@@ -176,6 +176,13 @@ def run(
     html: HtmlReport = None,
     as_root: AsRoot = False,
     allow_over_host: AllowOverHost = False,
+    executor: Annotated[
+        str | None,
+        typer.Option(
+            help="ray or ray=ADDRESS: each round of the sweep is a task on a Ray cluster's "
+            "measuring nodes (the edgeprof_slot resource); the rounds are merged here.",
+        ),
+    ] = None,
 ) -> None:
     """Run COMMAND under the limits and report what it used.
 

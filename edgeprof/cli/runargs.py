@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..errors import ConfigError
+
 if TYPE_CHECKING:
     from ..sweeps.request import RunRequest
 
@@ -80,6 +82,7 @@ OPTIONS: dict[str, tuple[str, Kind]] = {
     "--as-root": ("as_root", "flag"),
     "--no-as-root": ("as_root", "no-flag"),
     "--allow-over-host": ("allow_over_host", "flag"),
+    "--executor": ("executor", "str"),
 }
 """Every option of ``run`` → (its parameter, how its value is read)."""
 
@@ -95,6 +98,33 @@ DEFAULTS: dict[str, Any] = {
 """Each parameter's value when its option is not given (the typer command's defaults)."""
 
 _NOT_PLAIN = object()
+
+GATE = frozenset(
+    {
+        "max_wall",
+        "max_cpu_time",
+        "max_peak_memory",
+        "max_avg_memory",
+        "max_latency_p95",
+        "max_memory_need",
+        "budgets_file",
+        "summary",
+        "junit",
+        "html",
+    }
+)
+"""``run``'s options that ``merge`` takes over: the gate is the merged sweep's."""
+
+REFUSED_IN_PARTS = {
+    "shard": "each part is given its --shard",
+    "out": "each part's results go where its engine collects them",
+    "json_out": "a part's own output: merge writes the sweep's (edgeprof report renders it)",
+    "markdown": "a part's own report: merge writes the sweep's report.md",
+    "plots": "a part's own charts: run edgeprof report --plots on the merged sweep",
+    "cpuset": "it names cores of one machine; each part gets its cores from its engine: "
+    "give --cpus",
+}
+"""``run``'s options a part cannot take, and why."""
 
 
 def parse(argv: Sequence[str]) -> dict[str, Any] | None:
@@ -141,6 +171,28 @@ def parse(argv: Sequence[str]) -> dict[str, Any] | None:
     if i < len(argv):
         params["command"] = list(argv[i:])
     return params
+
+
+def to_words(params: Mapping[str, Any]) -> list[str]:
+    """The command line that :func:`parse` reads back as ``params``: each parameter that is
+    not its default, under its first (long) option, then ``--`` and the command."""
+    words: list[str] = []
+    done: set[str] = set()
+    for name, (param, kind) in OPTIONS.items():
+        if param in done:
+            continue
+        done.add(param)
+        value = params.get(param, DEFAULTS[param])
+        if value == DEFAULTS[param] or value is None or value == []:
+            continue
+        if kind in ("flag", "no-flag"):
+            words.append(name)  # True: the default of every flag is False
+        elif kind == "list":
+            for item in value:
+                words += [name, str(item)]
+        else:
+            words += [name, str(value)]
+    return [*words, "--", *(params.get("command") or ())]
 
 
 def _convert(kind: Kind, value: str) -> object:
@@ -218,6 +270,8 @@ def execute(params: Mapping[str, Any]) -> int:
 
     p = {**DEFAULTS, **params}
     request = run_request(p)
+    if p["executor"] is not None:
+        return _on_executor(p)
     outputs = RunOutputs(
         markdown=p["markdown"],
         summary=p["summary"],
@@ -228,3 +282,53 @@ def execute(params: Mapping[str, Any]) -> int:
     )
     report = run_and_report(request, outputs, sys.stdout, sys.stderr)
     return runs_exit_code(report.results, report.breached)
+
+
+def _on_executor(p: Mapping[str, Any]) -> int:
+    """``--executor``: the sweep's rounds as parts on a cluster, merged into ``--out``."""
+    from ..report.distributed import run_on_executor
+    from ..report.run import RunOutputs
+    from .outcome import runs_exit_code
+
+    for name, (param, _) in OPTIONS.items():
+        if param in REFUSED_IN_PARTS and param != "out" and p[param] not in (None, False, []):
+            raise ConfigError(f"{name} with --executor: {REFUSED_IN_PARTS[param]}")
+    part = {k: v for k, v in p.items() if k not in GATE | {"executor", "out"}}
+    outputs = RunOutputs(summary=p["summary"], junit=p["junit"], html=p["html"])
+    runs, breached = run_on_executor(
+        p["executor"], run_request(p), to_words(part), outputs, sys.stdout, sys.stderr
+    )
+    return runs_exit_code(runs, breached)
+
+
+def split_for_parts(argv: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
+    """``run``'s words → (a part's options, the workload, the options ``merge`` takes)."""
+    options: list[str] = []
+    gate: list[str] = []
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            i += 1
+            break
+        if not word.startswith("-") or word == "-":
+            break
+        name, eq, _ = word.partition("=") if word.startswith("--") else (word, "", "")
+        spec = OPTIONS.get(name)
+        if spec is None:
+            raise ConfigError(f"{name} is not an option of edgeprof run (edgeprof run --help)")
+        param, kind = spec
+        if param in REFUSED_IN_PARTS:
+            raise ConfigError(f"{name} in a part of a sweep: {REFUSED_IN_PARTS[param]}")
+        width = 1 if kind in ("flag", "no-flag") or eq else 2
+        if i + width > len(argv):
+            raise ConfigError(f"{name} needs a value")
+        (gate if param in GATE else options).extend(argv[i : i + width])
+        i += width
+    command = list(argv[i:])
+    if not command:
+        raise ConfigError(
+            "no workload: give edgeprof run's options, then -- and the command, e.g. "
+            "-- --cpus 1 --memory 1g --repeat 6 -- python infer.py"
+        )
+    return options, command, gate

@@ -75,7 +75,10 @@ def test_slurm_array_runs_each_part_and_the_merge_takes_the_gate(tmp_path: Path)
     sbatch = bin_dir / "sbatch"
     sbatch.write_text(f'#!/bin/sh\necho "$*" >> {tmp_path / "sbatch.log"}\necho 41\\;c1\n')
     sbatch.chmod(0o755)
-    subprocess.run(["sh", tmp_path / "submit.sh"], env=env, check=True, cwd=tmp_path)
+    submitted = subprocess.run(
+        ["sh", tmp_path / "submit.sh"], env=env, check=True, cwd=tmp_path, capture_output=True
+    )
+    assert submitted.stdout.split() == [b"41", b"41;c1"]  # the array's id, then the merge's
     assert (tmp_path / "sbatch.log").read_text().splitlines() == [
         f"--parsable {tmp_path}/part.sbatch",
         f"--parsable --dependency=afterany:41 {tmp_path}/merge.sbatch",
@@ -170,10 +173,15 @@ def test_the_model_round_trip_catches_a_misspelt_field() -> None:
 @pytest.mark.parametrize(
     ("engine", "args", "given", "error"),
     [
-        ("github", ["--shard", "1/2", "--", "x"], {}, "--shard in a recipe"),
-        ("github", ["--out", "d", "--", "x"], {}, "--out in a recipe"),
-        ("slurm", ["--cpuset", "0", "--memory", "1g", "--", "x"], {}, "--cpuset in a recipe"),
-        ("slurm", ["--plots", "p", "--", "x"], {}, "--plots in a recipe"),
+        ("github", ["--shard", "1/2", "--", "x"], {}, "--shard in a part of a sweep"),
+        ("github", ["--out", "d", "--", "x"], {}, "--out in a part of a sweep"),
+        (
+            "slurm",
+            ["--cpuset", "0", "--memory", "1g", "--", "x"],
+            {},
+            "--cpuset in a part of a sweep",
+        ),
+        ("slurm", ["--plots", "p", "--", "x"], {}, "--plots in a part of a sweep"),
         ("slurm", ["--cpus", "1", "--memory", "1g"], {}, "no workload"),
         ("slurm", ["--cpus", "1", "--memory", "1g", "--repeat", "2", "--", "x"], {}, "--repeat 2"),
         ("slurm", ["--cpus", "1", "--memory", "1g", "--repeat", "auto", "--", "x"], {}, "auto"),

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from edgeprof.cli import app as cli_app
 from edgeprof.cli import main, runargs
-from edgeprof.cli.runargs import DEFAULTS, OPTIONS, parse
+from edgeprof.cli.runargs import DEFAULTS, OPTIONS, parse, to_words
 
 from .fuzz_strategies import fuzz
 
@@ -168,3 +168,14 @@ def test_shell_completion_scripts_and_words() -> None:
     assert p.returncode == 0 and p.stdout.split() == ["run"], p.stderr
     p = _complete({**words, "COMP_WORDS": "edgeprof run --max-p", "COMP_CWORD": "2"})
     assert p.stdout.split() == ["--max-peak-memory"], p.stderr
+
+
+@given(_command_lines())
+def test_to_words_writes_the_command_line_parse_reads_back(argv: list[str]) -> None:
+    """What the Ray executor hands each part: the same parameters, whatever the form."""
+    params = parse(argv)
+    if params is None:
+        return
+    params.setdefault("command", ["python3", "-c", "pass"])
+    again = parse(to_words(params))
+    assert again is not None and _normal(again) == _normal(params)

@@ -99,5 +99,5 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
     header = f"# {sweep.origin}\n# {sweep.describe()}: one runner each, merged by the last job.\n"
     text = header + dump_yaml(workflow)
     return {WORKFLOW: text}, [
-        f"copy {{out}}/{WORKFLOW} into .github/workflows/ of the repository that holds the workload",
+        f"copy {{out}}/{WORKFLOW} into .github/workflows/ of the workload's repository",
     ]

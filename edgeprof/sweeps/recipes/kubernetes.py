@@ -118,7 +118,7 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
     }
     ns = f" -n {shell_words([options['namespace']])}" if options.get("namespace") else ""
     return files, [
-        f"kubectl{ns} apply -f {{out}}/{PARTS_FILE}   # needs the volume claim {claim} (ReadWriteMany)",
+        f"kubectl{ns} apply -f {{out}}/{PARTS_FILE}   # needs the claim {claim} (ReadWriteMany)",
         f"kubectl{ns} wait --for=condition=Complete job/{name} --timeout=24h   # or Failed: "
         "a part's workload failed (a result: merge anyway)",
         f"kubectl{ns} apply -f {{out}}/{MERGE_FILE} && kubectl{ns} logs -f job/{name}-merge",

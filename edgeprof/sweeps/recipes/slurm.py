@@ -58,6 +58,7 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
         f"mkdir -p {shlex.quote(results)}\n"
         f'parts=$(sbatch --parsable "$here/{PART_FILE}")\n'
         "parts=${parts%%;*}  # --parsable prints ID;CLUSTER on a federation\n"
+        'echo "$parts"  # the job ids, one a line: the parts\' array, then the merge\n'
         f'sbatch --parsable --dependency=afterany:"$parts" "$here/{MERGE_FILE}"\n'
     )
     return {PART_FILE: part, MERGE_FILE: merge, SUBMIT_FILE: submit}, [

@@ -1,0 +1,80 @@
+"""``edgeprof run --executor ray[=ADDRESS]``: the sweep's rounds run as parts on a cluster
+(:mod:`edgeprof.sweeps.on_ray`), written back under ``OUT/parts/`` and merged into ``OUT``
+with the budgets and reports of the run (:func:`edgeprof.report.saved.merge_saved`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from ..errors import ConfigError
+from ..model import RunResult
+from ..storage import prepare_out_dir
+from ..sweeps.request import RunRequest, plan_run
+from .run import RunOutputs
+
+EXECUTORS = ("ray",)
+
+
+def parse_executor(text: str) -> tuple[str, str]:
+    """``ray`` or ``ray=ADDRESS`` → (name, address or "")."""
+    name, _, address = text.partition("=")
+    if name.strip() not in EXECUTORS:
+        raise ConfigError(f"--executor {text}: expected ray or ray=ADDRESS")
+    return name.strip(), address.strip()
+
+
+def run_on_executor(
+    executor: str,
+    request: RunRequest,
+    part_words: Sequence[str],
+    outputs: RunOutputs,
+    stdout: TextIO,
+    stderr: TextIO = sys.stderr,
+) -> tuple[list[RunResult], bool]:
+    """Run ``request``'s sweep on ``executor``, one part per round (each runs
+    ``edgeprof run --shard I/N PART_WORDS``), merge the parts into ``request.out``; the
+    merged runs and whether a budget was breached."""
+    _, address = parse_executor(executor)
+    if request.out is None:
+        raise ConfigError("--executor needs --out DIR: the parts and the merged sweep go there")
+    if request.repeat == "auto" or str(request.repeat).strip().lower() == "auto":
+        raise ConfigError("--executor splits a fixed number of rounds: give --repeat N, not auto")
+    count = int(request.repeat)
+    job = plan_run(dataclasses.replace(request, shard=f"1/{count}"))  # checks as a part would
+    settings = job.plan.limits
+    cpus = [s.cpus for s in settings if s.cpus is not None]
+    memory = [s.memory for s in settings if s.memory is not None]
+    from ..sweeps.on_ray import RayTarget, connect, run_parts
+
+    target = RayTarget(
+        cpus=float(math.ceil(max(cpus))) if len(cpus) == len(settings) else 1.0,
+        memory=max(memory) if memory and len(memory) == len(settings) else None,
+    )
+    ray = connect(address or None)  # before anything is written: no cluster changes nothing
+    try:
+        out = prepare_out_dir(request.out, ("sweep.json",))
+    except BaseException:
+        ray.shutdown()
+        raise
+
+    def progress(line: str) -> None:
+        print(f"edgeprof: {line}", file=stderr, flush=True)
+
+    stage = out / "parts"
+    parts = run_parts(ray, target, count, part_words, stage, progress)
+    from .saved import merge_saved
+
+    runs, checks = merge_saved(
+        [stage / f"part-{p.index}" for p in parts],
+        out,
+        stdout,
+        html=outputs.html,
+        budgets=job.budgets,
+        summary=outputs.summary,
+        junit=outputs.junit,
+    )
+    return runs, any(not c.ok for c in checks)

@@ -1,0 +1,301 @@
+"""The Ray executor: each round of a sweep is a Ray task on a measuring node.
+
+``edgeprof run --executor ray[=ADDRESS] …`` splits the sweep by rounds, as ``--shard`` does
+(:mod:`edgeprof.sweeps.merge`: every part measures every model, so each node is a block of
+the design), and submits part *I* of *N* (``N`` = the rounds) as a task that runs
+``edgeprof run --shard I/N`` on its node, with the cgroup backend of that node, in a
+fresh process.  The driver writes each part's files back under ``OUT/parts/`` and merges
+them: the output is the unsplit sweep's.
+
+- **A measuring slot per task.**  A task asks for one unit of the custom resource
+  :data:`SLOT` and for the CPUs and memory of the sweep's largest setting.  A node offers
+  as many slots as runs it can measure at once (``ray start --resources
+  '{"edgeprof_slot": 1}'``); the head, or any node without the resource, runs none.  On
+  the node, the part's pinned runs still lease their cores (:mod:`edgeprof.measure.leases`).
+- **Progress streams back** through a queue the driver reads while it waits: each line the
+  part prints on stderr, tagged with its part and node.
+- **A node lost mid-part** (its raylet or worker died: Ray's system errors) runs the part
+  again on another node, up to :data:`ATTEMPTS` times, and says so.  Ray's own task retries
+  are off, so that every retry is said.  A workload's failure is not a loss: the part ends,
+  its results say how the run failed, and the merge reports it.  A part that ends without
+  results (edgeprof refused its input, or its node cannot run it) is an error naming the
+  node and the part's last line.
+- The part's process gets SIGTERM when its worker dies (``PR_SET_PDEATHSIG``) or its
+  node's raylet does, which ends its run as interrupted and removes its groups, so a lost
+  node leaves no run behind.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, EdgeprofError
+
+SLOT = "edgeprof_slot"
+"""The custom resource a measuring node offers, one unit per run it measures at once."""
+
+PLACEMENT = "placement.json"
+"""In the parts' directory: where each part ran, and in how many tries."""
+
+ATTEMPTS = 3
+"""Tries per part when nodes are lost under it."""
+
+FORWARDED_ENV = ("EDGEPROF_LEASE_DIR",)
+"""The driver's settings a part's edgeprof also gets (a shared lease directory)."""
+
+PROBE_TIMEOUT_S = 5.0
+"""How long the cluster's address may take to accept a connection."""
+
+NODE_CHECK_S = 0.2
+"""How often a part checks that its node's raylet is alive."""
+
+_PR_SET_PDEATHSIG = 1
+
+
+class RayUnavailable(EdgeprofError):
+    """No Ray here, or no cluster to run on."""
+
+
+@dataclass(frozen=True)
+class PartResult:
+    """What a task brings back: the part's files, and where and how it ran."""
+
+    index: int
+    node_id: str
+    hostname: str
+    exit_code: int
+    files: dict[str, bytes]
+    """The part's output directory: relative path → content."""
+    last_line: str
+    tries: int = 1
+    """Set by the driver: 1, or more when nodes were lost under the part."""
+
+
+def _die_with_parent() -> None:
+    """In the part's process before exec: SIGTERM when the Ray worker that started it dies."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def _end_with_node(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM the part when this worker's raylet (its parent) is gone: the node is lost,
+    and a worker blocked in the task outlives its raylet (measured: a run held 60 s on a
+    node removed from a ``Cluster``)."""
+    raylet = os.getppid()
+    while proc.poll() is None:
+        if os.getppid() != raylet:
+            proc.terminate()
+            return
+        time.sleep(NODE_CHECK_S)
+
+
+def run_part(
+    index: int,
+    count: int,
+    words: Sequence[str],
+    cwd: str,
+    env: Mapping[str, str],
+    queue: Any,
+) -> PartResult:
+    """The task: ``edgeprof run --shard index/count WORDS`` on this node, its stderr lines
+    put on ``queue`` as they come; its output directory read back and removed."""
+    import ray
+
+    node_id = ray.get_runtime_context().get_node_id()
+    host = socket.gethostname()
+    if not Path(cwd).is_dir():
+        return PartResult(index, node_id, host, 2, {}, f"{cwd}: no such directory on {host}")
+    scratch = Path(tempfile.mkdtemp(prefix=f"edgeprof-part-{index}-"))
+    out = scratch / "part"
+    argv = [sys.executable, "-m", "edgeprof", "run", "--shard", f"{index}/{count}",
+            "--out", str(out), *words]  # fmt: skip
+    last = ""
+    try:
+        with subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env={**os.environ, **env},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,  # the tables: the driver prints the merged sweep's
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=_die_with_parent,
+        ) as proc:
+            assert proc.stderr is not None
+            threading.Thread(target=_end_with_node, args=(proc,), daemon=True).start()
+            for line in proc.stderr:
+                last = line.rstrip("\n") or last
+                queue.put((index, host, line.rstrip("\n")))
+            code = proc.wait()
+        files = {
+            str(p.relative_to(out)): p.read_bytes()
+            for p in sorted(out.rglob("*"))
+            if p.is_file() and not p.is_symlink()
+        }
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return PartResult(index, node_id, host, code, files, last)
+
+
+@dataclass(frozen=True)
+class RayTarget:
+    """What each part asks for."""
+
+    cpus: float
+    memory: int | None
+
+
+def connect(address: str | None) -> Any:
+    """``ray`` connected to the cluster at ``address`` (``None``: ``$RAY_ADDRESS``, else a
+    cluster started on this machine with ``ray start``), never a new local one."""
+    try:
+        import ray
+    except ImportError:
+        raise RayUnavailable("--executor ray needs Ray: pip install 'edgeprof[ray]'") from None
+    target = address or os.environ.get("RAY_ADDRESS") or "auto"
+    _probe(target)
+    try:
+        ray.init(address=target, log_to_driver=False, logging_level=logging.ERROR,
+                 configure_logging=True)  # fmt: skip
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise RayUnavailable(
+            f"no Ray cluster at {target}: {str(exc).splitlines()[0]}; start one (ray start "
+            "--head) or give --executor ray=ADDRESS"
+        ) from None
+    slots = ray.cluster_resources().get(SLOT, 0)  # type: ignore[no-untyped-call]
+    if slots < 1:
+        ray.shutdown()
+        raise RayUnavailable(
+            f"the Ray cluster at {target} has no measuring node: start them with "
+            f"ray start --address=… --resources='{{\"{SLOT}\": 1}}'"
+        )
+    return ray
+
+
+def _probe(target: str) -> None:
+    """A ``HOST:PORT`` (or ``ray://HOST:PORT``) nobody listens on is said now: ``ray.init``
+    retries it for minutes (measured: still retrying after 2 min)."""
+    hostport = target.removeprefix("ray://")
+    host, colon, port = hostport.rpartition(":")
+    if target == "auto" or not colon or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S).close()
+    except OSError as exc:
+        raise RayUnavailable(
+            f"no Ray cluster at {target}: {exc.strerror or exc}; start one (ray start "
+            "--head) or give --executor ray=ADDRESS"
+        ) from None
+
+
+def run_parts(
+    ray: Any,
+    target: RayTarget,
+    count: int,
+    words: Sequence[str],
+    stage: Path,
+    progress: Callable[[str], None],
+) -> list[PartResult]:
+    """Run parts 1 … ``count`` on the cluster ``ray`` is connected to (:func:`connect`);
+    each part's files written under ``stage/part-I``.  The parts' results, in order; the
+    connection is closed at the end."""
+    from ray.util.queue import Empty, Queue
+
+    try:
+        queue = Queue()
+        task = ray.remote(run_part).options(
+            num_cpus=target.cpus,
+            resources={SLOT: 1},
+            max_retries=0,
+            **({} if target.memory is None else {"memory": target.memory}),
+        )
+        env = {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}
+        cwd = os.getcwd()
+
+        def submit(i: int) -> Any:
+            return task.remote(i, count, list(words), cwd, env, queue)
+
+        pending = {submit(i): (i, 1) for i in range(1, count + 1)}
+        done: dict[int, PartResult] = {}
+        progress(f"{count} parts on {int(ray.cluster_resources()[SLOT])} measuring slots")
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.2)
+            _drain(queue, Empty, progress)
+            for ref in ready:
+                i, attempt = pending.pop(ref)
+                try:
+                    result: PartResult = ray.get(ref)
+                except ray.exceptions.RayTaskError as exc:  # our own code failed there
+                    raise EdgeprofError(f"part {i}/{count} failed on its node: {exc}") from exc
+                except ray.exceptions.RayError as exc:
+                    if attempt >= ATTEMPTS:
+                        raise EdgeprofError(
+                            f"part {i}/{count} was lost {attempt} times with its node "
+                            f"({type(exc).__name__}): giving up"
+                        ) from exc
+                    progress(
+                        f"part {i}/{count} was lost with its node ({type(exc).__name__}): "
+                        f"running it again (try {attempt + 1} of {ATTEMPTS})"
+                    )
+                    pending[submit(i)] = (i, attempt + 1)
+                    continue
+                if not result.files:
+                    raise ConfigError(
+                        f"part {i}/{count} on {result.hostname} wrote no results "
+                        f"(exit {result.exit_code}): {result.last_line}"
+                    )
+                _write(stage / f"part-{i}", result.files)
+                done[i] = dataclasses.replace(result, files={}, tries=attempt)
+                progress(f"part {i}/{count} done on {result.hostname} (node {result.node_id[:8]})")
+        _drain(queue, Empty, progress)
+        parts = [done[i] for i in sorted(done)]
+        placement = [
+            {"part": r.index, "node_id": r.node_id, "hostname": r.hostname, "tries": r.tries,
+             "exit_code": r.exit_code}
+            for r in parts
+        ]  # fmt: skip
+        from ..storage import write_json_atomic
+
+        write_json_atomic(stage / PLACEMENT, placement)
+        return parts
+    except KeyboardInterrupt:
+        for ref in list(locals().get("pending", {})):
+            ray.cancel(ref, force=True)  # its worker dies: the part's edgeprof gets SIGTERM
+        raise
+    finally:
+        ray.shutdown()
+
+
+def _drain(queue: Any, empty: type[Exception], progress: Callable[[str], None]) -> None:
+    while True:
+        try:
+            index, host, line = queue.get_nowait()
+        except empty:
+            return
+        progress(f"part {index} on {host}: {line.removeprefix('edgeprof: ')}")
+
+
+def _write(directory: Path, files: Mapping[str, bytes]) -> None:
+    from ..outfiles import make_dirs, write_atomic
+
+    for rel, data in files.items():
+        if Path(rel).is_absolute() or ".." in Path(rel).parts:
+            raise ConfigError(f"a part sent back a file outside its directory: {rel}")
+        path = directory / rel
+        make_dirs(path.parent)
+        write_atomic(path, data)

@@ -1,0 +1,51 @@
+"""``run --executor``: what is refused before any cluster is asked, each as one line and
+exit 2, with nothing written; and the part's command line, which is the run's own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from edgeprof.cli import main
+from edgeprof.cli.runargs import GATE, parse, to_words
+
+BASE = ["--cpus", "1", "--memory", "256m", "--repeat", "2"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "error"),
+    [
+        (["--executor", "spark"], "--executor spark: expected ray or ray=ADDRESS"),
+        (["--executor", "ray", "--shard", "1/2"], "--shard with --executor"),
+        (["--executor", "ray", "--cpuset", "0"], "--cpuset with --executor"),
+        (["--executor", "ray", "--plots", "p"], "--plots with --executor"),
+        (["--executor", "ray", "--repeat", "auto"], "not auto"),
+        (["--executor", "ray=127.0.0.1:1"], "no Ray cluster at 127.0.0.1:1"),
+    ],
+)
+def test_refused_before_anything_is_written(
+    extra: list[str], error: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert main(["run", *BASE, *extra, "--out", str(out), "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and error in err, err
+    assert not out.exists()
+
+
+def test_an_executor_needs_an_out_directory(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", *BASE, "--executor", "ray", "--", "true"]) == 2
+    assert "--executor needs --out DIR" in capsys.readouterr().err
+
+
+def test_a_part_gets_the_runs_options_without_the_gate() -> None:
+    argv = [*BASE, "--max-wall", "2s", "--junit", "j.xml", "--name", "a b", "--executor",
+            "ray", "--out", "o", "--", "python3", "x.py"]  # fmt: skip
+    params = parse(argv)
+    assert params is not None
+    part = {k: v for k, v in params.items() if k not in GATE | {"executor", "out"}}
+    words = to_words(part)
+    assert parse(words) == part
+    assert words[-3:] == ["--", "python3", "x.py"] and "--max-wall" not in words
+    assert "--junit" not in words and "--executor" not in words and "--out" not in words
