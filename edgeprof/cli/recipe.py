@@ -55,12 +55,16 @@ def recipe(
     edgeprof: Annotated[
         str, typer.Option(help="k8s, slurm: the edgeprof executable where the parts run.")
     ] = "edgeprof",
-    runs_on: Annotated[str | None, typer.Option(help="github: the runners' label.")] = None,
+    runs_on: Annotated[
+        str | None, typer.Option(help="github: the runners' label (default: ubuntu-24.04).")
+    ] = None,
     install: Annotated[
-        str | None, typer.Option(help="github: pip's requirement for edgeprof.")
+        str | None,
+        typer.Option(help="github: pip's requirement for edgeprof (default: this version)."),
     ] = None,
     python: Annotated[
-        str | None, typer.Option(help="github: the interpreter edgeprof is installed for.")
+        str | None,
+        typer.Option(help="github: the interpreter edgeprof is installed for (default: python3)."),
     ] = None,
     baseline: Annotated[
         str | None,
@@ -69,14 +73,22 @@ def recipe(
     image: Annotated[
         str | None, typer.Option(help="k8s: an image with edgeprof, the workload and its models.")
     ] = None,
-    name: Annotated[str | None, typer.Option(help="k8s: the Job's name.")] = None,
+    name: Annotated[
+        str | None, typer.Option(help="k8s: the Job's name (default: edgeprof-sweep).")
+    ] = None,
     claim: Annotated[
-        str | None, typer.Option(help="k8s: the results' volume claim (ReadWriteMany).")
+        str | None,
+        typer.Option(
+            help="k8s: the results' volume claim, ReadWriteMany (default: edgeprof-results)."
+        ),
     ] = None,
     namespace: Annotated[str | None, typer.Option(help="k8s: the namespace.")] = None,
     results: Annotated[
         str | None,
-        typer.Option(help="slurm: the parts' directory, relative to where jobs are submitted."),
+        typer.Option(
+            help="slurm: the parts' directory, relative to where jobs are submitted "
+            "(default: edgeprof-parts)."
+        ),
     ] = None,
     partition: Annotated[str | None, typer.Option(help="slurm: the partition.")] = None,
     time: Annotated[str | None, typer.Option(help="slurm: a part's time limit.")] = None,
@@ -141,11 +153,7 @@ def render_recipe(
         raise ConfigError(f"--shards {shards}: expected 1 or more parts")
     options, command, gate = split_for_parts(run_args)
     params = parse([*options, *gate, "--", *command])
-    if params is None:
-        raise ConfigError(
-            f"edgeprof run cannot read the options {shlex.join(options + gate)}: "
-            "edgeprof run --help lists them"
-        )
+    assert params is not None  # split_for_parts read them
     job = plan_run(run_request({**params, "shard": f"1/{shards}"}))
     memory = None if part_memory is None else parse_memory_limit(part_memory)
     cpus, memory = part_resources(job.plan.limits, part_cpus, memory)

@@ -128,18 +128,9 @@ def merge(
     from ..analysis.budgets import budgets_from_options
     from ..report.saved import merge_saved
     from .outcome import runs_exit_code
+    from .runargs import budget_values
 
-    budgets = budgets_from_options(
-        budgets_file,
-        {
-            "wall": max_wall,
-            "cpu_time": max_cpu_time,
-            "peak_memory": max_peak_memory,
-            "avg_memory": max_avg_memory,
-            "latency_p95": max_latency_p95,
-            "memory_need": max_memory_need,
-        },
-    )
+    budgets = budgets_from_options(budgets_file, budget_values(locals()))
     runs, checks = merge_saved(
         shards, out, sys.stdout, html=html, budgets=budgets, summary=summary, junit=junit
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -99,20 +100,17 @@ DEFAULTS: dict[str, Any] = {
 
 _NOT_PLAIN = object()
 
-GATE = frozenset(
-    {
-        "max_wall",
-        "max_cpu_time",
-        "max_peak_memory",
-        "max_avg_memory",
-        "max_latency_p95",
-        "max_memory_need",
-        "budgets_file",
-        "summary",
-        "junit",
-        "html",
-    }
-)
+BUDGET_PARAMS = {
+    "wall": "max_wall",
+    "cpu_time": "max_cpu_time",
+    "peak_memory": "max_peak_memory",
+    "avg_memory": "max_avg_memory",
+    "latency_p95": "max_latency_p95",
+    "memory_need": "max_memory_need",
+}
+"""Budget metric → the parameter of its ``--max-…`` option (``run``'s and ``merge``'s)."""
+
+GATE = frozenset({*BUDGET_PARAMS.values(), "budgets_file", "summary", "junit", "html"})
 """``run``'s options that ``merge`` takes over: the gate is the merged sweep's."""
 
 REFUSED_IN_PARTS = {
@@ -135,7 +133,41 @@ def parse(argv: Sequence[str]) -> dict[str, Any] | None:
     first word that is not one, and every word after that is the command's; an option's
     value is the next word whatever it starts with; a repeated option keeps its last value,
     a list option every value."""
+    scanned = _scan(argv)
+    if scanned is None:
+        return None
+    options, command = scanned
     params: dict[str, Any] = {}
+    for option in options:
+        if option.kind in ("flag", "no-flag"):
+            params[option.param] = option.kind == "flag"
+            continue
+        converted = _convert(option.kind, option.value)
+        if converted is _NOT_PLAIN:
+            return None
+        if option.kind == "list":
+            params.setdefault(option.param, []).append(converted)
+        else:
+            params[option.param] = converted
+    if command:
+        params["command"] = command
+    return params
+
+
+@dataclass(frozen=True)
+class _Option:
+    param: str
+    kind: Kind
+    value: str
+    """The value as given; ``""`` for a flag."""
+    words: list[str]
+    """The words it took: the option (``--opt=value``), or the option and its value."""
+
+
+def _scan(argv: Sequence[str]) -> tuple[list[_Option], list[str]] | None:
+    """``argv``'s options in their plain forms and the command after them; ``None`` at the
+    first word of another form (an unknown option, ``--flag=x``, a missing value)."""
+    options: list[_Option] = []
     i = 0
     while i < len(argv):
         word = argv[i]
@@ -149,28 +181,14 @@ def parse(argv: Sequence[str]) -> dict[str, Any] | None:
         if spec is None:
             return None
         param, kind = spec
-        if kind in ("flag", "no-flag"):
-            if eq:
-                return None
-            params[param] = kind == "flag"
-            i += 1
-            continue
-        if not eq:
-            if i + 1 >= len(argv):
-                return None
-            value = argv[i + 1]
-            i += 1
-        i += 1
-        converted = _convert(kind, value)
-        if converted is _NOT_PLAIN:
+        width = 1 if eq or kind in ("flag", "no-flag") else 2
+        if (eq and kind in ("flag", "no-flag")) or i + width > len(argv):
             return None
-        if kind == "list":
-            params.setdefault(param, []).append(converted)
-        else:
-            params[param] = converted
-    if i < len(argv):
-        params["command"] = list(argv[i:])
-    return params
+        if width == 2:
+            value = argv[i + 1]
+        options.append(_Option(param, kind, value, list(argv[i : i + width])))
+        i += width
+    return options, list(argv[i:])
 
 
 def to_words(params: Mapping[str, Any]) -> list[str]:
@@ -243,14 +261,7 @@ def run_request(params: Mapping[str, Any]) -> RunRequest:
         warmup=p["warmup"],
         shard=p["shard"],
         calibration=p["calibration"],
-        budgets={
-            "wall": p["max_wall"],
-            "cpu_time": p["max_cpu_time"],
-            "peak_memory": p["max_peak_memory"],
-            "avg_memory": p["max_avg_memory"],
-            "latency_p95": p["max_latency_p95"],
-            "memory_need": p["max_memory_need"],
-        },
+        budgets=budget_values(p),
         budgets_file=p["budgets_file"],
         environment=p["environment"],
         as_root=p["as_root"],
@@ -260,6 +271,11 @@ def run_request(params: Mapping[str, Any]) -> RunRequest:
         squeeze=p["squeeze"],
         allow_over_host=p["allow_over_host"],
     )
+
+
+def budget_values(params: Mapping[str, Any]) -> dict[str, str | None]:
+    """The ``--max-…`` options' values by metric (``None`` where not given)."""
+    return {metric: params.get(param) for metric, param in BUDGET_PARAMS.items()}
 
 
 def execute(params: Mapping[str, Any]) -> int:
@@ -303,29 +319,22 @@ def _on_executor(p: Mapping[str, Any]) -> int:
 
 def split_for_parts(argv: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
     """``run``'s words → (a part's options, the workload, the options ``merge`` takes)."""
+    scanned = _scan(argv)
+    if scanned is None or parse(argv) is None:
+        raise ConfigError(
+            f"edgeprof run cannot read the options of {' '.join(argv)!r}: "
+            "edgeprof run --help lists them"
+        )
+    found, command = scanned
     options: list[str] = []
     gate: list[str] = []
-    i = 0
-    while i < len(argv):
-        word = argv[i]
-        if word == "--":
-            i += 1
-            break
-        if not word.startswith("-") or word == "-":
-            break
-        name, eq, _ = word.partition("=") if word.startswith("--") else (word, "", "")
-        spec = OPTIONS.get(name)
-        if spec is None:
-            raise ConfigError(f"{name} is not an option of edgeprof run (edgeprof run --help)")
-        param, kind = spec
-        if param in REFUSED_IN_PARTS:
-            raise ConfigError(f"{name} in a part of a sweep: {REFUSED_IN_PARTS[param]}")
-        width = 1 if kind in ("flag", "no-flag") or eq else 2
-        if i + width > len(argv):
-            raise ConfigError(f"{name} needs a value")
-        (gate if param in GATE else options).extend(argv[i : i + width])
-        i += width
-    command = list(argv[i:])
+    for option in found:
+        if option.param in REFUSED_IN_PARTS:
+            raise ConfigError(
+                f"{option.words[0].partition('=')[0]} in a part of a sweep: "
+                f"{REFUSED_IN_PARTS[option.param]}"
+            )
+        (gate if option.param in GATE else options).extend(option.words)
     if not command:
         raise ConfigError(
             "no workload: give edgeprof run's options, then -- and the command, e.g. "

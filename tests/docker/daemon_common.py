@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import logging
 import os
 import shutil
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import ParamSpec, TypeVar
 
 from tests.apt import SBIN_PATH as SBIN_PATH  # re-exported: the tiers share one PATH
+from tests.timing import timer
 
 log = logging.getLogger("edgeprof.tests.docker")
 
@@ -32,26 +30,7 @@ class DockerUnavailable(RuntimeError):
     The fixture skips on a developer laptop and fails in CI (``CI=true``)."""
 
 
-_P = ParamSpec("_P")
-
-_R = TypeVar("_R")
-
-
-def _timed(key: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
-    """Add the decorated call's duration to ``TIMINGS[key]``."""
-
-    def wrap(fn: Callable[_P, _R]) -> Callable[_P, _R]:
-        @functools.wraps(fn)
-        def inner(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-            t = time.monotonic()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                TIMINGS[key] = TIMINGS.get(key, 0.0) + time.monotonic() - t
-
-        return inner
-
-    return wrap
+_timed = timer(TIMINGS)
 
 
 def default_cache_dir() -> Path:
@@ -59,14 +38,6 @@ def default_cache_dir() -> Path:
     shared data root live there between test sessions."""
     env = os.environ.get("EDGEPROF_DOCKER_CACHE")
     return Path(env) if env else Path.home() / ".cache" / "edgeprof" / "docker"
-
-
-def _tail(path: Path, lines: int = 25) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return f"({path} unreadable)"
-    return "\n".join(text.splitlines()[-lines:])
 
 
 def _which(name: str) -> Path | None:

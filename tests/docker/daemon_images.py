@@ -27,13 +27,13 @@ from tests.docker.daemon_common import (
     TIMINGS,
     DockerUnavailable,
     _flock,
-    _tail,
     _timed,
     _which,
     default_cache_dir,
 )
 from tests.docker.daemon_host import _safe_rmtree, _unmount_under
 from tests.docker.daemon_install import _apt_install
+from tests.timing import tail as _tail
 
 BUSYBOX_IMAGE = "edgeprof-test/busybox:latest"
 

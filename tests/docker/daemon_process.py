@@ -20,7 +20,6 @@ from typing import IO
 
 from tests.docker.daemon_common import (
     TIMINGS,
-    _tail,
     log,
 )
 from tests.docker.daemon_host import (
@@ -36,6 +35,7 @@ from tests.docker.daemon_host import (
     cgroup_hierarchies,
 )
 from tests.docker.daemon_images import _SPECS
+from tests.timing import tail as _tail
 
 #: Host-wide directories dockerd / containerd create whatever their flags say: the plugin
 #: socket directory of dockerd, and containerd 1.6's shim socket directory (shim sockets are

@@ -25,7 +25,6 @@ from edgeprof.backends.docker.engine import Engine
 from tests.docker.daemon_common import (
     SBIN_PATH,
     DockerUnavailable,
-    _tail,
     _timed,
     _which,
     default_cache_dir,
@@ -40,6 +39,7 @@ from tests.docker.daemon_host import (
 )
 from tests.docker.daemon_install import ensure_docker_installed
 from tests.docker.daemon_process import HOST_DIRS, SOCKET_PATH_MAX, PrivateDaemon
+from tests.timing import tail as _tail
 
 
 def _run_dir_for(state_dir: Path) -> Path:

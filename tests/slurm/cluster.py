@@ -26,324 +26,43 @@ them (:func:`reap_stale_clusters`).
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
-import errno
-import functools
 import json
 import os
-import re
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
-from tests.apt import SBIN_PATH, AptUnavailable, apt_install
-
-#: Seconds spent in each set-up step of this process (install, start, stop): the fixture
-#: prints them at the end of the session.
-TIMINGS: dict[str, float] = {}
-
-#: Binaries the tier runs: the two daemons, the step daemon slurmd execs, the clients.
-BINARIES = ("slurmctld", "slurmd", "slurmstepd", "sbatch", "squeue", "scontrol", "sinfo", "scancel")
-#: Debian packages that hold them (munge comes along as a dependency; it is never started).
-PACKAGES = ("slurmctld", "slurmd", "slurm-client")
-
-#: Job states after which a job never runs again (JobRequeue=0, so no requeue either).
-FINAL_STATES = frozenset(
-    {
-        "COMPLETED",
-        "FAILED",
-        "CANCELLED",
-        "TIMEOUT",
-        "NODE_FAIL",
-        "OUT_OF_MEMORY",
-        "BOOT_FAIL",
-        "DEADLINE",
-        "PREEMPTED",
-    }
+from tests.apt import SBIN_PATH
+from tests.slurm.conf import CGROUP_CONF, slurm_conf
+from tests.slurm.host import (
+    FINAL_STATES,
+    SOCKET_PATH_MAX,
+    SlurmError,
+    SlurmUnavailable,
+    ancestors,
+    cgroup_mountpoints,
+    clean_env,
+    die_with_parent,
+    dirs_below,
+    free_ports,
+    kill_pids,
+    node_hardware,
+    pid_alive,
+    procs_in,
+    reap_stale_clusters,
+    rmdir_all,
+    thaw,
+    timed,
+    which,
 )
-
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-NODE_NAME = re.compile(r"^edgeprof-(\d+)-[0-9a-f]{6}$")
-SOCKET_PATH_MAX = 100  # sun_path is 108 bytes; slurmstepd's socket is <spool>/<node>_<job>.<step>
-PR_SET_PDEATHSIG = 1
-
-
-class SlurmUnavailable(RuntimeError):
-    """Slurm cannot be set up here (not root, no apt-get, install failed, no cgroup v1).
-
-    The fixture skips on a developer laptop and fails in CI (``CI=true``)."""
-
-
-class SlurmError(RuntimeError):
-    """The cluster misbehaved: it did not come up, a job did not finish, a leftover remains.
-
-    Always a failure, in CI or not."""
-
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def _timed(key: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
-    """Add the decorated call's duration to ``TIMINGS[key]``."""
-
-    def wrap(fn: Callable[_P, _R]) -> Callable[_P, _R]:
-        @functools.wraps(fn)
-        def inner(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-            t = time.monotonic()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                TIMINGS[key] = TIMINGS.get(key, 0.0) + time.monotonic() - t
-
-        return inner
-
-    return wrap
-
-
-def _which(name: str) -> Path | None:
-    found = shutil.which(name, path=os.environ.get("PATH", "") + ":" + SBIN_PATH)
-    return Path(found) if found else None
-
-
-def _tail(path: Path, lines: int = 25) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return f"({path} unreadable)"
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def _die_with_parent() -> None:
-    """``preexec_fn`` of the daemons: SIGTERM them if the test process dies without stop()."""
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-
-
-# ---------------------------------------------------------------------------------------------
-# Install and host checks
-
-
-@_timed("install")
-def ensure_slurm_installed() -> None:
-    """Install Debian's ``slurmctld``, ``slurmd`` and ``slurm-client`` when a binary of
-    :data:`BINARIES` is missing (root only; no service is started: :mod:`tests.apt`)."""
-    if any(_which(b) is None for b in BINARIES):
-        try:
-            apt_install(*PACKAGES)
-        except AptUnavailable as exc:
-            raise SlurmUnavailable(str(exc)) from exc
-    missing = [b for b in BINARIES if _which(b) is None]
-    if missing:
-        raise SlurmUnavailable(f"installed {' '.join(PACKAGES)} but still missing: {missing}")
-
-
-def cgroup_v1_here() -> bool:
-    """Whether this host's cgroups are v1 (hybrid included), cpuset and freezer mounted: the
-    configuration below uses Slurm's cgroup/v1 plugin (on a pure v2 host 22.05's cgroup/v2
-    wants systemd's dbus for slurmd's scope)."""
-    return not (CGROUP_ROOT / "cgroup.controllers").exists() and all(
-        (CGROUP_ROOT / c / "tasks").exists() for c in ("cpuset", "freezer")
-    )
-
-
-def cgroup_mountpoints() -> list[Path]:
-    """Mount point of every cgroup hierarchy (v1 controllers, named, cgroup2), each once."""
-    seen: set[Path] = set()
-    out: list[Path] = []
-    for line in Path("/proc/self/mounts").read_text().splitlines():
-        parts = line.split()
-        if len(parts) < 3 or parts[2] not in ("cgroup", "cgroup2"):
-            continue
-        mp = Path(parts[1].replace("\\040", " "))
-        if mp not in seen:
-            seen.add(mp)
-            out.append(mp)
-    return out
-
-
-def node_hardware() -> dict[str, int]:
-    """The node line ``slurmd -C`` prints (what slurmd itself detects, through hwloc):
-    ``CPUs``, ``Boards``, ``SocketsPerBoard``, ``CoresPerSocket``, ``ThreadsPerCore``.
-    ``RealMemory`` is left out on purpose (see :func:`_slurm_conf`)."""
-    env = _clean_env(os.environ)
-    env["SLURM_CONF"] = "/nonexistent/edgeprof-slurm.conf"  # never /etc/slurm's
-    r = subprocess.run(
-        [str(_which("slurmd") or "slurmd"), "-C"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    line = next((ln for ln in r.stdout.splitlines() if ln.startswith("NodeName=")), None)
-    if r.returncode != 0 or line is None:
-        raise SlurmError(f"slurmd -C failed ({r.returncode}): {r.stdout}{r.stderr}")
-    fields = dict(tok.split("=", 1) for tok in line.split() if "=" in tok)
-    keys = ("CPUs", "Boards", "SocketsPerBoard", "CoresPerSocket", "ThreadsPerCore")
-    try:
-        return {k: int(fields[k]) for k in keys}
-    except (KeyError, ValueError) as exc:
-        raise SlurmError(f"slurmd -C printed no usable node line: {line!r}") from exc
-
-
-def _half_memory_mib() -> int:
-    """Half of this host's ``MemTotal``, in MiB: the node's ``RealMemory``."""
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemTotal:"):
-            return int(line.split()[1]) // 2048
-    raise SlurmError("no MemTotal in /proc/meminfo")
-
-
-def _free_ports(n: int) -> list[int]:
-    """``n`` distinct TCP ports that are free now (bound to port 0, then released)."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def _clean_env(base: Mapping[str, str]) -> dict[str, str]:
-    """``base`` without the variables Slurm's commands read as options or context
-    (``SLURM_*``, ``SBATCH_*``, ``SQUEUE_*``…: a suite run inside a Slurm job must not leak
-    its job into ours)."""
-    prefixes = (
-        "SLURM_",
-        "SBATCH_",
-        "SALLOC_",
-        "SRUN_",
-        "SQUEUE_",
-        "SINFO_",
-        "SCONTROL_",
-        "SCANCEL_",
-    )
-    return {k: v for k, v in base.items() if not k.startswith(prefixes)}
-
-
-# ---------------------------------------------------------------------------------------------
-# Processes and cgroups, by pid and by exact path
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
-def _ancestors() -> set[int]:
-    """This process and its ancestors: never ours to kill."""
-    out: set[int] = set()
-    pid = os.getpid()
-    while pid > 0 and pid not in out:
-        out.add(pid)
-        try:
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    return out
-
-
-def _procs_in(dirs: Iterable[Path]) -> set[int]:
-    pids: set[int] = set()
-    for d in dirs:
-        with contextlib.suppress(OSError):
-            pids.update(int(x) for x in (d / "cgroup.procs").read_text().split())
-    return pids
-
-
-def _thaw(dirs: Iterable[Path]) -> None:
-    """Thaw every frozen freezer group (a frozen task does not die of SIGKILL)."""
-    for d in dirs:
-        state = d / "freezer.state"
-        with contextlib.suppress(OSError):
-            if state.read_text().strip() != "THAWED":
-                state.write_text("THAWED")
-
-
-def _kill_pids(pids: Iterable[int], timeout: float = 10.0) -> set[int]:
-    """SIGKILL each pid; return those still alive after ``timeout``."""
-    pids = set(pids)
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + timeout
-    while True:
-        alive = {p for p in pids if _pid_alive(p)}
-        if not alive or time.monotonic() > deadline:
-            return alive
-        time.sleep(0.05)
-
-
-def _dirs_below(roots: Iterable[Path]) -> list[Path]:
-    """Every directory at and below each root that exists, deepest first."""
-    found: list[Path] = []
-    for root in roots:
-        if not root.is_dir():
-            continue
-        found.append(root)
-        for top, dirs, _ in os.walk(root):
-            found.extend(Path(top) / d for d in dirs)
-    return sorted(found, key=lambda p: len(p.parts), reverse=True)
-
-
-def _rmdir_all(dirs: list[Path], timeout: float = 10.0) -> list[str]:
-    """rmdir each (deepest first), retrying while the kernel still tears a dying task down;
-    return ``"<path>: <error>"`` for each that stays."""
-    deadline = time.monotonic() + timeout
-    failed: list[str] = []
-    for d in dirs:
-        while True:
-            try:
-                d.rmdir()
-                break
-            except FileNotFoundError:
-                break
-            except OSError as exc:
-                if exc.errno != errno.EBUSY or time.monotonic() > deadline:
-                    failed.append(f"{d}: {exc.strerror}")
-                    break
-                time.sleep(0.05)
-    return failed
-
-
-def reap_stale_clusters() -> list[Path]:
-    """Remove the cgroup directories of clusters whose session died before its stop: a
-    ``slurm_edgeprof-<pid>-<hex>`` directory whose pid is gone.  Processes still in them (a
-    daemonised slurmstepd, a job) are killed by pid first.  Returns what was removed."""
-    stale: list[Path] = []
-    for mp in cgroup_mountpoints():
-        with contextlib.suppress(OSError):
-            for d in mp.iterdir():
-                m = NODE_NAME.match(d.name.removeprefix("slurm_"))
-                if d.name.startswith("slurm_") and m and not _pid_alive(int(m.group(1))):
-                    stale.append(d)
-    if not stale:
-        return []
-    dirs = _dirs_below(stale)
-    _thaw(dirs)
-    _kill_pids(_procs_in(dirs) - _ancestors())
-    failed = _rmdir_all(dirs)
-    if failed:
-        raise SlurmError("cannot remove a dead session's Slurm cgroups:\n" + "\n".join(failed))
-    return dirs
-
+from tests.timing import tail as _tail
 
 # ---------------------------------------------------------------------------------------------
 # The cluster
@@ -396,7 +115,7 @@ class SlurmCluster:
         ``SLURM_*``/``SBATCH_*``, ``SLURM_CONF`` set, and a ``PATH`` with this interpreter's
         bin directory first (so a job finds the venv's ``edgeprof``) and the sbin
         directories last.  ``sbatch`` exports it into the job (``--export=ALL``)."""
-        env = _clean_env(os.environ)
+        env = clean_env(os.environ)
         path = [
             str(Path(sys.executable).parent),
             *env.get("PATH", "").split(":"),
@@ -526,7 +245,7 @@ class SlurmCluster:
     def cgroup_dirs(self) -> list[Path]:
         """Every cgroup directory this cluster's Slurm (and what ran in its jobs) has now,
         deepest first."""
-        return _dirs_below(self.cgroup_roots())
+        return dirs_below(self.cgroup_roots())
 
     def job_cgroup_dirs(self) -> list[Path]:
         """The ``job_<id>`` directories (and below) that exist now: none once every job has
@@ -563,7 +282,7 @@ class SlurmCluster:
         ``SLURM_CONF`` (the daemons, slurmscriptd, every slurmstepd, the jobs' processes) or
         that sits in one of our cgroups; never this process or an ancestor."""
         marker = f"SLURM_CONF={self.conf}".encode()
-        found = _procs_in(self.cgroup_dirs())
+        found = procs_in(self.cgroup_dirs())
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
@@ -573,9 +292,9 @@ class SlurmCluster:
                 continue
             if marker in environ.split(b"\0"):
                 found.add(int(entry.name))
-        return {p for p in found - _ancestors() if _pid_alive(p)}
+        return {p for p in found - ancestors() if pid_alive(p)}
 
-    @_timed("stop")
+    @timed("stop")
     def stop(self) -> None:
         """Cancel what runs, stop the daemons, kill the rest, remove our cgroups; raise
         :class:`SlurmError` naming whatever could not be cleaned up."""
@@ -603,17 +322,17 @@ class SlurmCluster:
                         os.killpg(proc.pid, signal.SIGKILL)  # its own group: it is alive
                     with contextlib.suppress(subprocess.TimeoutExpired):
                         proc.wait(timeout=10)
-        _thaw(self.cgroup_dirs())
+        thaw(self.cgroup_dirs())
         left = self._processes()
         if left:
             described = [f"{p} {_cmdline(p)}" for p in sorted(left)]
-            still = _kill_pids(left)
+            still = kill_pids(left)
             problems.append(
                 "processes outlived the daemons (killed): "
                 + ", ".join(described)
                 + (f"; still alive: {sorted(still)}" if still else "")
             )
-        failed = _rmdir_all(self.cgroup_dirs())
+        failed = rmdir_all(self.cgroup_dirs())
         if failed:
             problems.append("cgroup directories that cannot be removed:\n  " + "\n  ".join(failed))
         remaining = [str(d) for d in self.cgroup_dirs()]
@@ -651,87 +370,7 @@ def _result(record: Mapping[str, Any]) -> JobResult:
     )
 
 
-def _slurm_conf(
-    *,
-    cluster: str,
-    node: str,
-    partition: str,
-    host: str,
-    hw: Mapping[str, int],
-    ctld_port: int,
-    slurmd_port: int,
-    d: Path,
-) -> str:
-    """The cluster's ``slurm.conf``.  Notes on the choices:
-
-    * ``auth/none`` + ``cred/none``: no munged to run.  Anyone who can reach the two ports
-      can act as any user for the session's lifetime (Slurm has no listen-address option).
-    * ``SlurmctldHost`` must be this host's short name (slurmctld refuses to run elsewhere);
-      ``(127.0.0.1)`` and ``NodeAddr=127.0.0.1`` keep DNS out of it.
-    * The node line is ``slurmd -C``'s, with ``RealMemory`` half of this host's memory:
-      memory is not scheduled (``CR_Core``) nor constrained, but a job's ``--mem`` (the
-      Slurm recipe asks for one) is refused above ``RealMemory``; and a ``RealMemory``
-      above what slurmd later finds (a ballooned VM) would drain the node.
-    * ``MinJobAge=300``: finished jobs stay in the controller for :meth:`SlurmCluster.wait`
-      (there is no accounting database, so ``sacct`` knows nothing).
-    * ``batch_sched_delay=0``: a batch job is scheduled at its next scheduler pass (≈1 s)
-      instead of up to 3 s later (the default; measured: 3.0 s → 1.0 s a job).
-    * ``JobRequeue=0``: a job's final state is final.  ``KillWait=5``: a cancelled job gets
-      SIGKILL 5 s after SIGTERM, so a stop is quick.
-    * ``PlugStackConfig`` and ``MailProg`` point at our own empty file and ``/bin/true``:
-      nothing in ``/etc/slurm`` is read.
-    """
-    node_hw = " ".join(
-        f"{k}={hw[k]}"
-        for k in ("CPUs", "Boards", "SocketsPerBoard", "CoresPerSocket", "ThreadsPerCore")
-    )
-    node_hw += f" RealMemory={_half_memory_mib()}"
-    return f"""\
-# edgeprof slurm tier: a private single-node cluster (tests/slurm/cluster.py)
-ClusterName={cluster}
-SlurmctldHost={host}(127.0.0.1)
-SlurmctldPort={ctld_port}
-SlurmdPort={slurmd_port}
-AuthType=auth/none
-CredType=cred/none
-SlurmUser=root
-SlurmdUser=root
-StateSaveLocation={d}/state
-SlurmdSpoolDir={d}/spool
-SlurmctldPidFile={d}/slurmctld.pid
-SlurmdPidFile={d}/slurmd.pid
-SlurmctldLogFile={d}/slurmctld.log
-SlurmdLogFile={d}/slurmd.log
-PlugStackConfig={d}/plugstack.conf
-MailProg=/bin/true
-MpiDefault=none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-TaskPlugin=task/cgroup,task/affinity
-ProctrackType=proctrack/cgroup
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-MinJobAge=300
-SchedulerParameters=batch_sched_delay=0
-JobRequeue=0
-KillWait=5
-ReturnToService=2
-NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 {node_hw} State=UNKNOWN
-PartitionName={partition} Nodes={node} Default=YES MaxTime=INFINITE State=UP
-"""
-
-
-CGROUP_CONF = """\
-# edgeprof slurm tier: cores constrained (cpuset), memory not
-CgroupPlugin=cgroup/v1
-ConstrainCores=yes
-ConstrainRAMSpace=no
-ConstrainSwapSpace=no
-ConstrainDevices=no
-"""
-
-
-@_timed("start")
+@timed("start")
 def start_cluster(state_dir: Path, timeout: float = 60.0) -> SlurmCluster:
     """Start a private cluster in ``state_dir`` and wait until its node is idle
     (:class:`SlurmError`, with the daemons' log tails, if it is not within ``timeout``)."""
@@ -747,7 +386,7 @@ def start_cluster(state_dir: Path, timeout: float = 60.0) -> SlurmCluster:
                 cluster.stop()
             except SlurmError as stop_exc:
                 raise SlurmError(f"{exc}\n... and its stop failed too: {stop_exc}") from exc
-            # Another process took a port between _free_ports and the daemon's bind: retry.
+            # Another process took a port between free_ports and the daemon's bind: retry.
             if not ("Address already in use" in str(exc) and attempt < 2):
                 raise
     raise AssertionError("unreachable")
@@ -762,10 +401,10 @@ def _launch(d: Path, hw: Mapping[str, int]) -> SlurmCluster:
     if len(str(d / "spool" / f"{node}_4294967295.4294967295")) > SOCKET_PATH_MAX:
         raise SlurmUnavailable(f"{d} is too long a path for slurmstepd's sockets")
     host = socket.gethostname().split(".")[0]
-    ctld_port, slurmd_port = _free_ports(2)
+    ctld_port, slurmd_port = free_ports(2)
     conf = d / "slurm.conf"
     conf.write_text(
-        _slurm_conf(
+        slurm_conf(
             cluster=node,
             node=node,
             partition="edgeprof",
@@ -806,7 +445,7 @@ def _launch(d: Path, hw: Mapping[str, int]) -> SlurmCluster:
 
 
 def _spawn(cmd: list[str], out: Path, env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
-    binary = _which(cmd[0])
+    binary = which(cmd[0])
     if binary is None:
         raise SlurmUnavailable(f"{cmd[0]} not found")
     with out.open("wb") as f:
@@ -818,7 +457,7 @@ def _spawn(cmd: list[str], out: Path, env: dict[str, str], cwd: Path) -> subproc
             env=env,
             cwd=cwd,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
 
 

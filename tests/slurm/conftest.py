@@ -22,14 +22,8 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import require
-from tests.slurm.cluster import (
-    TIMINGS,
-    SlurmCluster,
-    SlurmUnavailable,
-    cgroup_v1_here,
-    ensure_slurm_installed,
-    start_cluster,
-)
+from tests.slurm.cluster import SlurmCluster, start_cluster
+from tests.slurm.host import TIMINGS, SlurmUnavailable, cgroup_v1_here, ensure_slurm_installed
 
 
 @pytest.fixture(scope="session")

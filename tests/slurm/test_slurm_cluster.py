@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.slurm.cluster import CGROUP_ROOT, SlurmCluster, cgroup_mountpoints
+from tests.slurm.cluster import SlurmCluster
+from tests.slurm.host import CGROUP_ROOT, cgroup_mountpoints
 
 #: Each task writes its allowed CPUs, says it started, and waits (bounded) until every task of
 #: the array has started: it exits 0 only if all N ran at the same time.

@@ -118,6 +118,20 @@ def test_github_matrix_parts_and_the_merge_job(tmp_path: Path) -> None:
     assert uploads[0]["if"] == "always()"  # a part whose workload failed is still a result
 
 
+def test_github_compares_with_a_baseline_when_given() -> None:
+    merge = yaml.safe_load(_render("github", baseline="perf/base")["edgeprof-sweep.yml"])["jobs"][
+        "merge"
+    ]
+    (compare,) = [s for s in merge["steps"] if "compare" in s.get("run", "")]
+    assert compare["env"] == {"BASELINE": "perf/base"}  # not pasted into the script
+    assert compare["run"].endswith('compare "$BASELINE" sweep')
+    assert compare["if"] == "!cancelled()"  # a breached budget still gets its comparison
+    names = [s.get("name", s.get("uses")) for s in merge["steps"]]
+    assert names.index(compare["name"]) == names.index("Merge the parts; check the budgets") + 1
+    no_baseline = yaml.safe_load(_render("github")["edgeprof-sweep.yml"])["jobs"]["merge"]
+    assert not [s for s in no_baseline["steps"] if "compare" in s.get("run", "")]
+
+
 def _roundtrip(doc: dict[str, Any], kind: str) -> dict[str, Any]:
     """``doc`` read by the Kubernetes client's models and written back: a misspelt or unknown
     field is dropped, a missing required one raises, a wrong type fails."""
@@ -188,7 +202,7 @@ def test_the_model_round_trip_catches_a_misspelt_field() -> None:
         ("slurm", ["--memory", "1g", "--repeat", "3", "--", "x"], {}, "--part-cpus"),
         ("slurm", ["--cpus", "1", "--repeat", "3", "--", "x"], {}, "--part-memory"),
         ("slurm", ["--cpus", "x", "--memory", "1g", "--repeat", "3", "--", "x"], {}, "CPU count"),
-        ("slurm", ["--frobnicate", "--", "x"], {}, "--frobnicate is not an option"),
+        ("slurm", ["--frobnicate", "--", "x"], {}, "cannot read the options of"),
         ("k8s", ["--cpus", "1", "--memory", "1g", "--repeat", "3", "--", "x"], {}, "--image"),
         ("slurm", ["--cpus", "1", "--repeat", "3", "--", "x"], {"image": "i"}, "--image is not"),
         ("nomad", ["--", "x"], {}, "unknown engine"),
