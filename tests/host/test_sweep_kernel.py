@@ -44,8 +44,11 @@ def test_sweep_two_models_two_cpu_settings_three_repeats(
         assert small["wall_s"]["n"] == big["wall_s"]["n"] == 3
         # 64 vs 16 MiB touched: the kernel's peaks are at least 40 MiB apart.
         assert big["peak_bytes"]["median"] - small["peak_bytes"]["median"] > 40 * MiB
-        # Three times the work: CPU time (the kernel's accounting, not the clock) over 2×.
-        assert big["cpu_s"]["median"] > 2 * small["cpu_s"]["median"]
+        # Three times the work: every big run used more CPU time (the kernel's accounting,
+        # not the clock) than every small one.  Not a ratio: the interpreter's start-up is
+        # in both, and a loaded host's speed drifts between runs (a fresh-clone CI beside a
+        # TCG guest measured small 0.12-0.19 s, big 0.34-0.49 s: medians 1.98x apart).
+        assert big["cpu_s"]["min"] > small["cpu_s"]["max"], (small["cpu_s"], big["cpu_s"])
     for r in data["runs"]:
         assert r["termination"] == "exited" and r["exit_code"] == 0
         # The limit holds on every run: never more than its CPUs (+10 % for sampling edges).

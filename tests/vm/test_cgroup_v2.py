@@ -96,8 +96,9 @@ def _tests(default: tuple[str, ...]) -> tuple[str, ...]:
 
 
 #: Tests only a cgroup v2 guest can run, named here (their module names keep the host's
-#: pytest from collecting them): an ordinary user in a delegated subtree.
-GUEST_ONLY_TESTS = ("tests/vm/guest_rootless.py",)
+#: pytest from collecting them): an ordinary user in a delegated subtree; the Kubernetes
+#: recipe's part in a privileged pod's cgroup namespace.
+GUEST_ONLY_TESTS = ("tests/vm/guest_rootless.py", "tests/vm/guest_pod.py")
 
 #: Tests for a host systemd manages (systemd is PID 1): root's runs in a scope it delegates,
 #: a user's in `systemd-run --user --scope`, Docker with the systemd cgroup driver.
