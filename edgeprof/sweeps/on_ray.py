@@ -82,6 +82,8 @@ class PartResult:
     files: dict[str, bytes]
     """The part's output directory: relative path → content."""
     last_line: str
+    lost: bool = False
+    """The node's raylet went away under the part: its results are not the part's."""
     tries: int = 1
     """Set by the driver: 1, or more when nodes were lost under the part."""
 
@@ -92,13 +94,14 @@ def _die_with_parent() -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
-def _end_with_node(proc: subprocess.Popen[str]) -> None:
+def _end_with_node(proc: subprocess.Popen[str], lost: threading.Event) -> None:
     """SIGTERM the part when this worker's raylet (its parent) is gone: the node is lost,
     and a worker blocked in the task outlives its raylet (measured: a run held 60 s on a
     node removed from a ``Cluster``)."""
     raylet = os.getppid()
     while proc.poll() is None:
         if os.getppid() != raylet:
+            lost.set()
             proc.terminate()
             return
         time.sleep(NODE_CHECK_S)
@@ -137,7 +140,8 @@ def run_part(
             preexec_fn=_die_with_parent,
         ) as proc:
             assert proc.stderr is not None
-            threading.Thread(target=_end_with_node, args=(proc,), daemon=True).start()
+            lost = threading.Event()
+            threading.Thread(target=_end_with_node, args=(proc, lost), daemon=True).start()
             for line in proc.stderr:
                 last = line.rstrip("\n") or last
                 queue.put((index, host, line.rstrip("\n")))
@@ -149,7 +153,7 @@ def run_part(
         }
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return PartResult(index, node_id, host, code, files, last)
+    return PartResult(index, node_id, host, code, files, last, lost=lost.is_set())
 
 
 @dataclass(frozen=True)
@@ -216,21 +220,23 @@ def run_parts(
     connection is closed at the end."""
     from ray.util.queue import Empty, Queue
 
+    pending: dict[Any, tuple[int, int]] = {}
     try:
         queue = Queue()
         task = ray.remote(run_part).options(
             num_cpus=target.cpus,
             resources={SLOT: 1},
-            max_retries=0,
+            max_retries=0,  # every retry is ours, and said
             **({} if target.memory is None else {"memory": target.memory}),
         )
         env = {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}
         cwd = os.getcwd()
 
-        def submit(i: int) -> Any:
-            return task.remote(i, count, list(words), cwd, env, queue)
+        def submit(i: int, attempt: int) -> None:
+            pending[task.remote(i, count, list(words), cwd, env, queue)] = (i, attempt)
 
-        pending = {submit(i): (i, 1) for i in range(1, count + 1)}
+        for i in range(1, count + 1):
+            submit(i, 1)
         done: dict[int, PartResult] = {}
         progress(f"{count} parts on {int(ray.cluster_resources()[SLOT])} measuring slots")
         while pending:
@@ -239,20 +245,23 @@ def run_parts(
             for ref in ready:
                 i, attempt = pending.pop(ref)
                 try:
-                    result: PartResult = ray.get(ref)
+                    result: PartResult | None = ray.get(ref)
+                    lost = None if result is None or not result.lost else "its raylet ended"
                 except ray.exceptions.RayTaskError as exc:  # our own code failed there
                     raise EdgeprofError(f"part {i}/{count} failed on its node: {exc}") from exc
-                except ray.exceptions.RayError as exc:
+                except ray.exceptions.RayError as exc:  # the node, its worker or its store
+                    result, lost = None, type(exc).__name__
+                if lost is not None or result is None:
                     if attempt >= ATTEMPTS:
                         raise EdgeprofError(
                             f"part {i}/{count} was lost {attempt} times with its node "
-                            f"({type(exc).__name__}): giving up"
-                        ) from exc
+                            f"({lost}): giving up"
+                        )
                     progress(
-                        f"part {i}/{count} was lost with its node ({type(exc).__name__}): "
+                        f"part {i}/{count} was lost with its node ({lost}): "
                         f"running it again (try {attempt + 1} of {ATTEMPTS})"
                     )
-                    pending[submit(i)] = (i, attempt + 1)
+                    submit(i, attempt + 1)
                     continue
                 if not result.files:
                     raise ConfigError(
@@ -273,8 +282,8 @@ def run_parts(
 
         write_json_atomic(stage / PLACEMENT, placement)
         return parts
-    except KeyboardInterrupt:
-        for ref in list(locals().get("pending", {})):
+    except BaseException:
+        for ref in pending:  # an error or Ctrl-C: no part goes on measuring
             ray.cancel(ref, force=True)  # its worker dies: the part's edgeprof gets SIGTERM
         raise
     finally:
