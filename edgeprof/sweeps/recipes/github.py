@@ -6,7 +6,8 @@ failed workload is a result and ``merge`` refuses what is missing) downloads the
 them with the sweep's budgets (exit 3 on a breach fails the job) and, given a baseline,
 compares.  The part index reaches the script through ``env``, never pasted into its text,
 as action.yml passes its inputs.  Hosted runners give root through ``sudo`` without a
-password, which the cgroup backend needs; edgeprof runs the workload as the runner's user.
+password, which the cgroup backend needs; edgeprof runs the workload as the runner's user,
+with edgeprof's venv first on ``PATH`` (where the workload's own set-up steps install).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from . import Files, Sweep, dump_yaml, shell_words
 
 WORKFLOW = "edgeprof-sweep.yml"
 ARTIFACT = "edgeprof-part-"
-VENV = '"$RUNNER_TEMP/edgeprof"'
+VENV_DIR = "$RUNNER_TEMP/edgeprof"
+VENV = f'"{VENV_DIR}"'
 
 
 def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
@@ -31,8 +33,12 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
         f"{VENV}/bin/python -m pip install -q {shell_words([options['install']])}",
     }
     setup = [{"uses": "actions/checkout@v4"}, install]
-    # The matrix value reaches the script as $PART: quoted by the shell, never by us.
-    part_line = sweep.part_line("PART", "part-", executable=edgeprof)
+    # The matrix value reaches the script as $PART: quoted by the shell, never by us.  sudo
+    # resets PATH (secure_path): env puts the venv first again, so edgeprof and a workload's
+    # `python` are the venv's, where the workload's own set-up steps install its packages.
+    part_line = sweep.part_line(
+        "PART", "part-", executable=f'env "PATH={VENV_DIR}/bin:$PATH" edgeprof'
+    )
     part_job = {
         "name": f"part ${{{{ matrix.part }}}} of {n}",
         "runs-on": options["runs-on"],
