@@ -45,31 +45,37 @@ def ray_cluster() -> Iterator[Any]:
     except ImportError as exc:
         require(False, f"Ray is missing ({exc}): pip install '.[ray]'")
         raise
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no network here, and none asked
     # A short private directory: Ray's Unix sockets live below it (108 bytes at most).
     temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
-    cluster: Any = Cluster(
-        initialize_head=True,
-        head_node_args={
-            "num_cpus": 0,
-            "include_dashboard": False,
-            "temp_dir": temp,
-            # A lost node is noticed in ~1.5 s instead of Ray's default ~15 s.
-            "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3},
-        },
-    )
+    cluster: Any = None
     started: set[int] = set()
     try:
-        for _ in range(2):
-            cluster.add_node(**NODE)
-        cluster.wait_for_nodes()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("RAY_USAGE_STATS_ENABLED", "0")  # no network here, and none asked
+            cluster = Cluster(
+                initialize_head=True,
+                head_node_args={
+                    "num_cpus": 0,
+                    "include_dashboard": False,
+                    "temp_dir": temp,
+                    # A lost node is noticed in ~1.5 s instead of Ray's default ~15 s.
+                    "_system_config": {
+                        "health_check_period_ms": 500,
+                        "health_check_failure_threshold": 3,
+                    },
+                },
+            )
+            for _ in range(2):
+                cluster.add_node(**NODE)
+            cluster.wait_for_nodes()
         yield cluster
     finally:
-        for node in cluster.list_all_nodes():
-            started |= node_pids(node)
-        cluster.shutdown()
+        if cluster is not None:
+            for node in cluster.list_all_nodes():
+                started |= node_pids(node)
+            cluster.shutdown()
         _, alive = psutil.wait_procs([p for p in map(_proc, started) if p is not None], timeout=30)
-        shutil.rmtree(temp, ignore_errors=True)
+        shutil.rmtree(temp, ignore_errors=True)  # also when the cluster did not come up
         assert not alive, f"Ray processes outlived the session: {alive}"
 
 
