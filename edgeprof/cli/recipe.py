@@ -22,13 +22,8 @@ from ..errors import ConfigError
 if TYPE_CHECKING:
     from ..sweeps.recipes import Renderer
 
-ENGINES = ("github", "k8s", "slurm")
-
-_ENGINE_OPTIONS = {
-    "github": ("runs_on", "install", "python", "baseline"),
-    "k8s": ("image", "name", "claim", "namespace"),
-    "slurm": ("results", "partition", "time"),
-}
+ENGINES = {"github": "github", "k8s": "kubernetes", "slurm": "slurm"}
+"""Engine → its module in :mod:`edgeprof.sweeps.recipes` (``render``, ``OPTIONS``)."""
 
 
 def recipe(
@@ -138,22 +133,24 @@ def render_recipe(
 ) -> tuple[dict[str, str], list[str]]:
     """The recipe's files and the steps that start it, for ``run_args`` checked as
     ``edgeprof run`` checks them.  Raises :class:`ConfigError`."""
+    import importlib
+
     from ..sweeps.recipes import Sweep, part_resources
     from ..sweeps.request import plan_run
     from ..units import parse_memory_limit
-    from .runargs import parse, run_request, split_for_parts
+    from .runargs import run_request, split_for_parts
 
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
+    module = importlib.import_module(f"..sweeps.recipes.{ENGINES[engine]}", __package__)
+    defaults: dict[str, str] = module.OPTIONS
     for option, value in given.items():
-        if value is not None and option not in _ENGINE_OPTIONS[engine]:
+        if value is not None and option not in defaults:
             flag = "--" + option.replace("_", "-")
             raise ConfigError(f"{flag} is not an option of the {engine} recipe")
     if shards < 1:
         raise ConfigError(f"--shards {shards}: expected 1 or more parts")
-    options, command, gate = split_for_parts(run_args)
-    params = parse([*options, *gate, "--", *command])
-    assert params is not None  # split_for_parts read them
+    options, command, gate, params = split_for_parts(run_args)
     job = plan_run(run_request({**params, "shard": f"1/{shards}"}))
     memory = None if part_memory is None else parse_memory_limit(part_memory)
     cpus, memory = part_resources(job.plan.limits, part_cpus, memory)
@@ -171,31 +168,6 @@ def render_recipe(
         edgeprof=edgeprof,
         origin=origin,
     )
-    defaults = {
-        "github": {
-            "runs_on": "ubuntu-24.04",
-            "install": f"edgeprof=={__version__}",
-            "python": "python3",
-            "baseline": "",
-        },
-        "k8s": {
-            "image": "",
-            "name": "edgeprof-sweep",
-            "claim": "edgeprof-results",
-            "namespace": "",
-        },
-        "slurm": {"results": "edgeprof-parts", "partition": "", "time": ""},
-    }[engine]
     chosen = {k: (given.get(k) or v) for k, v in defaults.items()}
-    if engine == "k8s" and not chosen["image"]:
-        raise ConfigError(
-            "the k8s recipe needs --image: one with edgeprof, the workload and its models"
-        )
-    renderer = _renderer(engine)
-    return renderer(sweep, {k.replace("_", "-"): v for k, v in chosen.items()})
-
-
-def _renderer(engine: str) -> Renderer:
-    from ..sweeps.recipes import github, kubernetes, slurm
-
-    return {"github": github.render, "k8s": kubernetes.render, "slurm": slurm.render}[engine]
+    render: Renderer = module.render
+    return render(sweep, chosen)

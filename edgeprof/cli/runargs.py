@@ -317,10 +317,13 @@ def _on_executor(p: Mapping[str, Any]) -> int:
     return runs_exit_code(runs, breached)
 
 
-def split_for_parts(argv: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
-    """``run``'s words → (a part's options, the workload, the options ``merge`` takes)."""
-    scanned = _scan(argv)
-    if scanned is None or parse(argv) is None:
+def split_for_parts(
+    argv: Sequence[str],
+) -> tuple[list[str], list[str], list[str], dict[str, Any]]:
+    """``run``'s words → (a part's options, the workload, the options ``merge`` takes, and
+    the parameters of them all, as :func:`parse` reads them)."""
+    scanned, params = _scan(argv), parse(argv)
+    if scanned is None or params is None:
         raise ConfigError(
             f"edgeprof run cannot read the options of {' '.join(argv)!r}: "
             "edgeprof run --help lists them"
@@ -340,4 +343,4 @@ def split_for_parts(argv: Sequence[str]) -> tuple[list[str], list[str], list[str
             "no workload: give edgeprof run's options, then -- and the command, e.g. "
             "-- --cpus 1 --memory 1g --repeat 6 -- python infer.py"
         )
-    return options, command, gate
+    return options, command, gate, params

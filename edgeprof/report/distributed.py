@@ -4,8 +4,6 @@ with the budgets and reports of the run (:func:`edgeprof.report.saved.merge_save
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -41,19 +39,15 @@ def run_on_executor(
     _, address = parse_executor(executor)
     if request.out is None:
         raise ConfigError("--executor needs --out DIR: the parts and the merged sweep go there")
-    if request.repeat == "auto" or str(request.repeat).strip().lower() == "auto":
+    job = plan_run(request)
+    if job.plan.auto is not None:
         raise ConfigError("--executor splits a fixed number of rounds: give --repeat N, not auto")
-    count = int(request.repeat)
-    job = plan_run(dataclasses.replace(request, shard=f"1/{count}"))  # checks as a part would
-    settings = job.plan.limits
-    cpus = [s.cpus for s in settings if s.cpus is not None]
-    memory = [s.memory for s in settings if s.memory is not None]
+    count = job.plan.repeat
     from ..sweeps.on_ray import RayTarget, connect, run_parts
+    from ..sweeps.recipes import largest_limits
 
-    target = RayTarget(
-        cpus=float(math.ceil(max(cpus))) if len(cpus) == len(settings) else 1.0,
-        memory=max(memory) if memory and len(memory) == len(settings) else None,
-    )
+    cpus, memory = largest_limits(job.plan.limits)
+    target = RayTarget(cpus=float(cpus or 1), memory=memory)
     ray = connect(address or None)  # before anything is written: no cluster changes nothing
     try:
         out = prepare_out_dir(request.out, ("sweep.json",))

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tests.apt import SBIN_PATH as SBIN_PATH  # re-exported: the tiers share one PATH
-from tests.timing import timer
+from tests.daemon_tools import timer
 
 log = logging.getLogger("edgeprof.tests.docker")
 

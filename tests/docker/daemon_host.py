@@ -1,8 +1,8 @@
 """The host state a private Docker daemon touches: mounts, cgroup hierarchies, processes.
 
 Reading ``/proc/self/mountinfo`` and ``/proc/<pid>/cgroup``, lazy unmounts, an ``rm -rf`` that
-never crosses a mount, cgroup directories removed with retries, and ``PR_SET_PDEATHSIG`` for
-the daemons we start.
+never crosses a mount, cgroup directories removed with retries.  The daemons themselves are
+started by :func:`tests.daemon_tools.spawn_daemon` (``PR_SET_PDEATHSIG``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import ctypes.util
 import errno
 import os
 import shutil
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,16 +26,9 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 MNT_DETACH = 2
 
-PR_SET_PDEATHSIG = 1
-
 
 def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-
-
-def _die_with_parent() -> None:
-    """``preexec_fn`` of the daemons: SIGTERM them if the test process dies without stop()."""
-    _libc().prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def _unescape_mount(field_: str) -> str:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import docker
 
+from tests.daemon_tools import tail as _tail
 from tests.docker.daemon_common import (
     SBIN_PATH,
     TIMINGS,
@@ -33,7 +34,6 @@ from tests.docker.daemon_common import (
 )
 from tests.docker.daemon_host import _safe_rmtree, _unmount_under
 from tests.docker.daemon_install import _apt_install
-from tests.timing import tail as _tail
 
 BUSYBOX_IMAGE = "edgeprof-test/busybox:latest"
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from tests.daemon_tools import tail as _tail
 from tests.docker.daemon_common import (
     TIMINGS,
     log,
@@ -35,7 +36,6 @@ from tests.docker.daemon_host import (
     cgroup_hierarchies,
 )
 from tests.docker.daemon_images import _SPECS
-from tests.timing import tail as _tail
 
 #: Host-wide directories dockerd / containerd create whatever their flags say: the plugin
 #: socket directory of dockerd, and containerd 1.6's shim socket directory (shim sockets are

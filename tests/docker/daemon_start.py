@@ -11,7 +11,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -22,6 +21,8 @@ if TYPE_CHECKING:
     import docker
 
 from edgeprof.backends.docker.engine import Engine
+from tests.daemon_tools import spawn_daemon
+from tests.daemon_tools import tail as _tail
 from tests.docker.daemon_common import (
     SBIN_PATH,
     DockerUnavailable,
@@ -31,7 +32,6 @@ from tests.docker.daemon_common import (
     log,
 )
 from tests.docker.daemon_host import (
-    _die_with_parent,
     _start_time,
     cgroup_hierarchies,
     own_cgroup,
@@ -39,7 +39,6 @@ from tests.docker.daemon_host import (
 )
 from tests.docker.daemon_install import ensure_docker_installed
 from tests.docker.daemon_process import HOST_DIRS, SOCKET_PATH_MAX, PrivateDaemon
-from tests.timing import tail as _tail
 
 
 def _run_dir_for(state_dir: Path) -> Path:
@@ -227,7 +226,7 @@ def start_daemon(
     try:
         daemon._write_record(registry)  # before anything starts
         c_argv = [str(containerd), "--config", str(state_dir / "containerd.toml")]
-        c_proc = _spawn(c_argv, c_log, env)
+        c_proc = spawn_daemon(c_argv, c_log, env)
         daemon._containerd = c_proc
         daemon.containerd_pid = c_proc.pid
         deadline = time.monotonic() + timeout
@@ -261,7 +260,7 @@ def start_daemon(
             "--ip-forward=false",
             "--ip-masq=false",
         ]
-        d_proc = _spawn(args, d_log, env)
+        d_proc = spawn_daemon(args, d_log, env)
         daemon._dockerd = d_proc
         daemon.pid = d_proc.pid
         while not _ping(host):
@@ -318,15 +317,3 @@ class DockerSession:
         return Engine(self.host)
 
 
-def _spawn(argv: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """A daemon of the tier: its own session, output appended to ``log``, killed with us."""
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )

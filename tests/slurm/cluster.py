@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.apt import SBIN_PATH
+from tests.daemon_tools import spawn_daemon
+from tests.daemon_tools import tail as _tail
 from tests.slurm.conf import CGROUP_CONF, slurm_conf
 from tests.slurm.host import (
     FINAL_STATES,
@@ -49,7 +51,6 @@ from tests.slurm.host import (
     ancestors,
     cgroup_mountpoints,
     clean_env,
-    die_with_parent,
     dirs_below,
     free_ports,
     kill_pids,
@@ -62,7 +63,6 @@ from tests.slurm.host import (
     timed,
     which,
 )
-from tests.timing import tail as _tail
 
 # ---------------------------------------------------------------------------------------------
 # The cluster
@@ -448,17 +448,7 @@ def _spawn(cmd: list[str], out: Path, env: dict[str, str], cwd: Path) -> subproc
     binary = which(cmd[0])
     if binary is None:
         raise SlurmUnavailable(f"{cmd[0]} not found")
-    with out.open("wb") as f:
-        return subprocess.Popen(
-            [str(binary), *cmd[1:]],
-            stdin=subprocess.DEVNULL,
-            stdout=f,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=cwd,
-            start_new_session=True,
-            preexec_fn=die_with_parent,
-        )
+    return spawn_daemon([str(binary), *cmd[1:]], out, env, cwd)
 
 
 def _wait_ready(cluster: SlurmCluster, timeout: float) -> None:

@@ -4,8 +4,6 @@ removing what a cluster left (processes by pid, cgroup directories by path)."""
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import errno
 import os
 import re
@@ -18,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from tests.apt import SBIN_PATH, AptUnavailable, apt_install
-from tests.timing import timer
+from tests.daemon_tools import timer
 
 #: Seconds spent in each set-up step of this process (install, start, stop): the fixture
 #: prints them at the end of the session.
@@ -47,7 +45,6 @@ FINAL_STATES = frozenset(
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 NODE_NAME = re.compile(r"^edgeprof-(\d+)-[0-9a-f]{6}$")
 SOCKET_PATH_MAX = 100  # sun_path is 108 bytes; slurmstepd's socket is <spool>/<node>_<job>.<step>
-PR_SET_PDEATHSIG = 1
 
 
 class SlurmUnavailable(RuntimeError):
@@ -68,12 +65,6 @@ timed = timer(TIMINGS)
 def which(name: str) -> Path | None:
     found = shutil.which(name, path=os.environ.get("PATH", "") + ":" + SBIN_PATH)
     return Path(found) if found else None
-
-
-def die_with_parent() -> None:
-    """``preexec_fn`` of the daemons: SIGTERM them if the test process dies without stop()."""
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -62,9 +62,9 @@ class Sweep:
             f"{index}/{self.parts}",
             "--out",
             shlex.quote(out_prefix) + index,
-            shell_words(self.options),
+            shlex.join(self.options),
             "--",
-            shell_words(self.command),
+            shlex.join(self.command),
         ]
         return " ".join(w for w in words if w)
 
@@ -82,28 +82,39 @@ class Sweep:
         return -(-self.memory // (1 << 20))
 
 
+def largest_limits(limits: Sequence[Limits]) -> tuple[int | None, int | None]:
+    """The whole CPUs (``--cpus`` rounded up) and the memory of the sweep's largest setting;
+    ``None`` for a resource some setting leaves unlimited: what one part must be given, at
+    the least, to run every setting."""
+    cpus = [s.cpus for s in limits]
+    memory = [s.memory for s in limits]
+    return (
+        None if None in cpus else math.ceil(max(c for c in cpus if c is not None)),
+        None if None in memory else max(m for m in memory if m is not None),
+    )
+
+
 def part_resources(
     limits: Sequence[Limits], cpus: int | None = None, memory: int | None = None
 ) -> tuple[int, int]:
     """The whole CPUs and the memory one part asks for: given, else the largest limit of the
     sweep's settings plus edgeprof's margins.  Each setting must limit what is not given:
     a part sized for an unlimited run would take whatever the engine gives it."""
+    most_cpus, most_memory = largest_limits(limits)
     if cpus is None:
-        wanted = [s.cpus for s in limits]
-        if any(c is None for c in wanted):
+        if most_cpus is None:
             raise ConfigError(
                 "a setting of the sweep has no --cpus: say how many CPUs a part gets with "
                 "--part-cpus N"
             )
-        cpus = math.ceil(max(c for c in wanted if c is not None)) + PART_CPU_MARGIN
+        cpus = most_cpus + PART_CPU_MARGIN
     if memory is None:
-        sizes = [s.memory for s in limits]
-        if any(m is None for m in sizes):
+        if most_memory is None:
             raise ConfigError(
                 "a setting of the sweep has no --memory: say how much memory a part gets "
                 "with --part-memory SIZE"
             )
-        memory = max(m for m in sizes if m is not None) + PART_MEMORY_MARGIN
+        memory = most_memory + PART_MEMORY_MARGIN
     if cpus < 1:
         raise ConfigError(f"--part-cpus {cpus}: a part needs at least one CPU")
     return cpus, memory
@@ -122,14 +133,11 @@ def dump_yaml(doc: Mapping[str, Any]) -> str:
     return yaml.dump(dict(doc), Dumper=_Plain, sort_keys=False, width=1 << 20)
 
 
-def shell_words(words: Sequence[str]) -> str:
-    """``words`` as one shell command line (each word quoted where it must be)."""
-    return " ".join(shlex.quote(w) for w in words)
-
-
 Files = dict[str, str]
 """A recipe: file name → text."""
 
 Renderer = Callable[[Sweep, Mapping[str, str]], tuple[Files, list[str]]]
 """An engine's: the sweep and its options (``--image`` …) → the files and the lines that
-say how to start them (``{out}`` in a line: the directory the files are written in)."""
+say how to start them (``{out}`` in a line: the directory the files are written in).  Each
+engine's module has its ``render`` and its ``OPTIONS``: every option it takes, with its
+default."""

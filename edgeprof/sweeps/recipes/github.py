@@ -12,25 +12,35 @@ with edgeprof's venv first on ``PATH`` (where the workload's own set-up steps in
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 
-from . import Files, Sweep, dump_yaml, shell_words
+from ... import __version__
+from . import Files, Sweep, dump_yaml
 
 WORKFLOW = "edgeprof-sweep.yml"
 ARTIFACT = "edgeprof-part-"
 VENV_DIR = "$RUNNER_TEMP/edgeprof"
 VENV = f'"{VENV_DIR}"'
 
+OPTIONS = {
+    "runs_on": "ubuntu-24.04",
+    "install": f"edgeprof=={__version__}",
+    "python": "python3",
+    "baseline": "",
+}
+"""``edgeprof recipe github``'s options and their defaults."""
+
 
 def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
-    """``options``: ``runs-on``, ``install`` (pip's requirement for edgeprof), ``python``,
-    ``baseline`` (a results directory in the repository, or empty)."""
+    """``options`` (:data:`OPTIONS`): ``runs_on``, ``install`` (pip's requirement for
+    edgeprof), ``python``, ``baseline`` (a results directory in the repository, or empty)."""
     n = sweep.parts
     edgeprof = f"{VENV}/bin/edgeprof"
     install = {
         "name": "Install edgeprof",
-        "run": f"{shell_words([options['python']])} -m venv {VENV} && "
-        f"{VENV}/bin/python -m pip install -q {shell_words([options['install']])}",
+        "run": f"{shlex.join([options['python']])} -m venv {VENV} && "
+        f"{VENV}/bin/python -m pip install -q {shlex.join([options['install']])}",
     }
     setup = [{"uses": "actions/checkout@v4"}, install]
     # The matrix value reaches the script as $PART: quoted by the shell, never by us.  sudo
@@ -41,7 +51,7 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
     )
     part_job = {
         "name": f"part ${{{{ matrix.part }}}} of {n}",
-        "runs-on": options["runs-on"],
+        "runs-on": options["runs_on"],
         "strategy": {"fail-fast": False, "matrix": {"part": list(range(1, n + 1))}},
         "steps": [
             *setup,
@@ -69,7 +79,7 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
         },
         {
             "name": "Merge the parts; check the budgets",
-            "run": f"{edgeprof} {shell_words(sweep.merge_command(parts, 'sweep')[1:])}",
+            "run": f"{edgeprof} {shlex.join(sweep.merge_command(parts, 'sweep')[1:])}",
         },
     ]
     if options.get("baseline"):
@@ -97,7 +107,7 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
             "merge": {
                 "needs": "part",
                 "if": "!cancelled()",
-                "runs-on": options["runs-on"],
+                "runs-on": options["runs_on"],
                 "steps": merge_steps,
             },
         },

@@ -20,13 +20,18 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from . import Files, Sweep, dump_yaml, shell_words
+from ...errors import ConfigError
+from . import Files, Sweep, dump_yaml
 
 RESULTS = "/results"
 PARTS_FILE, MERGE_FILE = "parts.yaml", "merge.yaml"
+
+OPTIONS = {"image": "", "name": "edgeprof-sweep", "claim": "edgeprof-results", "namespace": ""}
+"""``edgeprof recipe k8s``'s options and their defaults (``image`` has none: it is needed)."""
 
 _LEAF = (
     # cgroup v2 only (a v1 node has no cgroup.controllers there): see the module docstring.
@@ -37,9 +42,13 @@ _LEAF = (
 
 
 def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
-    """``options``: ``image`` (with edgeprof, the workload and its models), ``name`` (the
-    Job's), ``claim`` (the results' volume claim), ``namespace`` (or empty)."""
+    """``options`` (:data:`OPTIONS`): ``image`` (with edgeprof, the workload and its
+    models), ``name`` (the Job's), ``claim`` (the results' volume claim), ``namespace``."""
     name, image, claim = options["name"], options["image"], options["claim"]
+    if not image:
+        raise ConfigError(
+            "the k8s recipe needs --image: one with edgeprof, the workload and its models"
+        )
     metadata: dict[str, Any] = {"name": name, "labels": {"app.kubernetes.io/name": "edgeprof"}}
     if options.get("namespace"):
         metadata["namespace"] = options["namespace"]
@@ -116,7 +125,7 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
         + "# after every part has ended: merge, check the budgets\n"
         + dump_yaml(merge),
     }
-    ns = f" -n {shell_words([options['namespace']])}" if options.get("namespace") else ""
+    ns = f" -n {shlex.join([options['namespace']])}" if options.get("namespace") else ""
     return files, [
         f"kubectl{ns} apply -f {{out}}/{PARTS_FILE}   # needs the claim {claim} (ReadWriteMany)",
         f"kubectl{ns} wait --for=condition=Complete job/{name} --timeout=24h   # or Failed: "

@@ -14,14 +14,17 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
-from . import Files, Sweep, shell_words
+from . import Files, Sweep
 
 PART_FILE, MERGE_FILE, SUBMIT_FILE = "part.sbatch", "merge.sbatch", "submit.sh"
 
+OPTIONS = {"results": "edgeprof-parts", "partition": "", "time": ""}
+"""``edgeprof recipe slurm``'s options and their defaults."""
+
 
 def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
-    """``options``: ``results`` (the parts' and the merged sweep's directory, relative to
-    where the jobs are submitted), ``partition`` and ``time`` (or empty)."""
+    """``options`` (:data:`OPTIONS`): ``results`` (the parts' and the merged sweep's
+    directory, relative to where the jobs are submitted), ``partition`` and ``time``."""
     results = options["results"].rstrip("/") or "."
     extra = [f"#SBATCH --partition={options['partition']}"] if options.get("partition") else []
     if options.get("time"):
@@ -47,7 +50,7 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
         + "#SBATCH --cpus-per-task=1\n"
         + f"#SBATCH --output={results}/merge.log\n"
         + "".join(line + "\n" for line in extra)
-        + f"exec {shell_words(sweep.merge_command(parts, f'{results}/sweep'))}\n"
+        + f"exec {shlex.join(sweep.merge_command(parts, f'{results}/sweep'))}\n"
     )
     submit = (
         "#!/bin/sh\n"
