@@ -267,6 +267,37 @@ def parse_duration(text: str | float, what: str = "duration") -> float:
     return float(value)
 
 
+_ENERGY_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(mJ|J|kJ|Wh)?\s*$")
+_ENERGY_MULT = {None: 1.0, "mJ": 1e-3, "J": 1.0, "kJ": 1e3, "Wh": 3600.0}
+
+
+def parse_energy(text: str | float, what: str = "energy") -> float:
+    """``"12.5"``, ``"12.5J"``, ``"800mJ"``, ``"1.2kJ"``, ``"0.5Wh"`` → joules (> 0, finite)."""
+    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
+        raise ConfigError(f"invalid {what} {shown(text)}: expected joules, e.g. 12.5J, 800mJ")
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        m = _ENERGY_RE.match(text)
+        if not m:
+            raise ConfigError(f"invalid {what} {shown(text)}: expected joules, e.g. 12.5J, 800mJ")
+        value = float(m.group(1)) * _ENERGY_MULT[m.group(2)]
+    if not (value > 0 and math.isfinite(value)):
+        raise ConfigError(f"invalid {what} {shown(text)}: must be a finite number above 0")
+    return value
+
+
+def format_energy(j: float | None) -> str:
+    """``0.0123`` → ``12.3mJ``; ``75.2`` → ``75.20J``; ``12345`` → ``12.35kJ``."""
+    if j is None:
+        return "n/a"
+    if abs(j) < 1:
+        return f"{j * 1000:.1f}mJ"
+    if abs(j) >= 1000:
+        return f"{j / 1000:.2f}kJ"
+    return f"{j:.2f}J"
+
+
 def parse_fraction(text: str, what: str, most: float = 10.0) -> float:
     """``"10%"`` or ``"0.1"`` → 0.1: a finite share from 0 to ``most``."""
     t = text.strip()

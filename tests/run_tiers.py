@@ -7,7 +7,12 @@ machines), vm (cgroup v2 in throwaway qemu guests, Linux 6.12 and 6.1; each gues
 are read back from its JUnit file), docker (a private, real dockerd started by the tier's
 fixture), slurm (a private single-node Slurm cluster, slurmctld + slurmd, started by the tier's
 fixture), ray (a local multi-node Ray cluster, ray.cluster_utils.Cluster, for the Ray
-executor).  In CI (CI=true) a skipped test anywhere fails the run: no tier may skip there.
+executor), gpu (CUDA workloads measured over NVML, compared with nvidia-smi).  In CI (CI=true)
+a skipped test anywhere fails the run: no tier may skip there.
+
+The gpu tier is the one tier that may not run: only where NVML lists a GPU (:func:`gpu_absent`
+asks the venv's interpreter).  Elsewhere it says why in one line and its row reads "did not
+run": not passed, not skipped, not failed, and the run does not fail for it, in CI neither.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / ".test-results"
@@ -27,11 +33,101 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 TIERS = [
     ("unit", ["tests/unit"]),
     ("host", ["tests/host", "tests/tooling", "tests/examples"]),
+    ("gpu", ["tests/gpu"]),
     ("vm", ["tests/vm"]),
     ("docker", ["tests/docker"]),
     ("slurm", ["tests/slurm"]),
     ("ray", ["tests/ray_tier"]),
 ]
+
+
+MAY_NOT_RUN = {"gpu"}
+"""Tiers that need hardware a host may lack: they do not run there, and say so."""
+
+GPU_PROBE = """
+import pynvml
+pynvml.nvmlInit()
+try:
+    print(pynvml.nvmlDeviceGetCount())
+finally:
+    pynvml.nvmlShutdown()
+"""
+
+
+KERNEL_GPUS = Path("/proc/driver/nvidia/gpus")
+"""One directory per GPU the NVIDIA kernel driver bound (its PCI address)."""
+
+
+def gpu_absent(python: str = PY, timeout: float = 120, kernel: Path = KERNEL_GPUS) -> str | None:
+    """``None`` where this host has a GPU for the tier, else why not, in one line.
+
+    NVML is asked in a child of the venv's interpreter (the one the tier's tests and
+    workloads run), so that a crash in the driver's library, or its seconds of start-up on a
+    many-GPU host (no persistence daemon: every GPU is woken), stay out of this process.
+    Where NVML cannot be asked but the kernel driver lists GPUs (no bindings in the venv, a
+    broken library), the GPU is there: the tier runs, and its conftest fails in CI (skips
+    elsewhere) saying what is missing, rather than the run passing without it."""
+    try:
+        done = subprocess.run([python, "-c", GPU_PROBE], capture_output=True, text=True,
+                              errors="replace", timeout=timeout, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        why = str(exc)
+    else:
+        lines = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
+        count = done.stdout.strip()
+        if done.returncode != 0:
+            why = lines[-1] if lines else f"exit {done.returncode}"
+        elif not count.isdigit():
+            why = f"device count {count!r}"
+        else:
+            return None if int(count) > 0 else "no NVIDIA GPU here (NVML lists none)"
+    try:
+        bound = any(kernel.iterdir())
+    except OSError:
+        bound = False
+    return None if bound else f"no NVIDIA GPU here (NVML: {why})"
+
+
+class Row(NamedTuple):
+    name: str
+    counts: dict[str, int] | None
+    """``None``: the tier did not run (``why``)."""
+    secs: float
+    rc: int
+    why: str | None = None
+
+
+def summary(rows: list[Row], in_ci: bool = IN_CI) -> tuple[list[str], bool]:
+    """The summary's lines, and whether the run passed: every tier that ran ran tests and
+    none failed (nor, in CI, skipped); a tier of :data:`MAY_NOT_RUN` that did not run
+    counts for nothing, any other that did not run fails the run."""
+    lines = ["", "=== summary: tests run per tier"]
+    ok = True
+    total = {"passed": 0, "failed": 0, "skipped": 0}
+    not_run = []
+    for name, c, secs, rc, why in rows:
+        if c is None:
+            lines.append(f"  {name:28s} did not run: {why}")
+            not_run.append(name)
+            ok = ok and name in MAY_NOT_RUN
+            continue
+        failed = c["failures"] + c["errors"]
+        passed = c["tests"] - failed - c["skipped"]
+        lines.append(f"  {name:28s} {passed:4d} passed {failed:3d} failed {c['skipped']:3d} "
+                     f"skipped  {secs:7.1f}s")
+        if rc not in (0,) or failed or c["tests"] == 0 or (in_ci and c["skipped"]):
+            ok = False
+        if not name.startswith("vm guest"):
+            total["passed"] += passed
+            total["failed"] += failed
+            total["skipped"] += c["skipped"]
+    if in_ci and total["skipped"]:
+        lines.append("CI=true: a tier skipped tests, which CI does not allow")
+    last = f"{total['passed']} passed, {total['failed']} failed, {total['skipped']} skipped"
+    if not_run:
+        last += f"; did not run: {', '.join(not_run)}"
+    lines.append(last)
+    return lines, ok
 
 
 def counts(junit: Path) -> dict[str, int]:
@@ -52,7 +148,7 @@ def main() -> int:
         old.unlink()
     env = {**os.environ, "EDGEPROF_RESULTS_DIR": str(RESULTS), "PYTHONDONTWRITEBYTECODE": "1",
            "NO_MKDOCS_2_WARNING": "1"}  # Material's banner about its successor, every build
-    rows: list[tuple[str, dict[str, int], float, int]] = []
+    rows: list[Row] = []
 
     t = time.monotonic()
     static_rc = 0
@@ -71,42 +167,32 @@ def main() -> int:
     for cmd in static:
         print("$", " ".join(Path(c).name if i == 0 else c for i, c in enumerate(cmd)), flush=True)
         static_rc |= subprocess.call(cmd, cwd=REPO, env=env)
-    rows.append(("static", {"tests": len(static), "failures": int(static_rc != 0), "errors": 0,
-                            "skipped": 0}, time.monotonic() - t, static_rc))
+    rows.append(Row("static", {"tests": len(static), "failures": int(static_rc != 0),
+                               "errors": 0, "skipped": 0}, time.monotonic() - t, static_rc))
 
     for name, paths in TIERS:
+        why = gpu_absent() if name == "gpu" else None
+        if why is not None:
+            print(f"\n=== tier {name}: did not run: {why}", flush=True)
+            rows.append(Row(name, None, 0.0, 0, why))
+            continue
         junit = RESULTS / f"{name}.xml"
         cmd = [PY, "-m", "pytest", *paths, "-q", "-rfEs", "-p", "no:cacheprovider",
                f"--junitxml={junit}"]
         print(f"\n=== tier {name}: {' '.join(cmd[2:])}", flush=True)
         t = time.monotonic()
         rc = subprocess.call(cmd, cwd=REPO, env=env)
-        rows.append((name, counts(junit), time.monotonic() - t, rc))
+        rows.append(Row(name, counts(junit), time.monotonic() - t, rc))
 
     # One row per cgroup v2 guest (vm-guest-6.12.xml, vm-guest-6.1.xml,
     # vm-guest-6.12-systemd.xml): their tests ran
     # inside the vm tier's, so their time is in its row.
     for guest in sorted(RESULTS.glob("vm-guest-*.xml"), key=lambda p: p.name, reverse=True):
         kernel = guest.stem.removeprefix("vm-guest-").replace("-", " ")
-        rows.append((f"vm guest Linux {kernel}", counts(guest), 0.0, 0))
+        rows.append(Row(f"vm guest Linux {kernel}", counts(guest), 0.0, 0))
 
-    print("\n=== summary: tests run per tier")
-    ok = True
-    total = {"passed": 0, "failed": 0, "skipped": 0}
-    for name, c, secs, rc in rows:
-        failed = c["failures"] + c["errors"]
-        passed = c["tests"] - failed - c["skipped"]
-        print(f"  {name:28s} {passed:4d} passed {failed:3d} failed {c['skipped']:3d} skipped"
-              f"  {secs:7.1f}s")
-        if rc not in (0,) or failed or c["tests"] == 0 or (IN_CI and c["skipped"]):
-            ok = False
-        if not name.startswith("vm guest"):
-            total["passed"] += passed
-            total["failed"] += failed
-            total["skipped"] += c["skipped"]
-    if IN_CI and total["skipped"]:
-        print("CI=true: a tier skipped tests, which CI does not allow")
-    print(f"{total['passed']} passed, {total['failed']} failed, {total['skipped']} skipped")
+    lines, ok = summary(rows)
+    print("\n".join(lines))
     return 0 if ok else 1
 
 

@@ -3,7 +3,8 @@
 A budget is an upper bound on one metric (:data:`METRICS`) for one model.  Budgets come from
 the ``--max-…`` options of ``run`` and from a YAML budget file::
 
-    # budgets.yml: every key optional; times as 2.5 / 250ms / 2m, sizes as 512m / 1.5g
+    # budgets.yml: every key optional; times as 2.5 / 250ms / 2m, sizes as 512m / 1.5g,
+    # energy as 12.5J / 800mJ
     default:              # every model
       wall: 10s
       peak_memory: 512m
@@ -12,6 +13,8 @@ the ``--max-…`` options of ``run`` and from a YAML budget file::
         cpu_time: 4s
         latency_p95: 40ms
         memory_need: 300m # measured by squeezed runs (run --squeeze)
+        gpu_memory: 2g    # the run's own processes on its GPUs (over NVML)
+        energy: 50J       # its GPUs' energy over the run
 
 Precedence, per metric: a ``--max-…`` option (what was typed for this run) over the model's
 entry in the file over the file's ``default``.
@@ -38,7 +41,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..model import RunResult, Termination
-from ..units import parse_duration, parse_size
+from ..units import parse_duration, parse_energy, parse_size
 from .cells import cells, successful
 from .difference import difference
 from .instrumentation import no_events, reported_events
@@ -52,11 +55,16 @@ def parse_budget(metric: Metric, value: object, where: str) -> float:
     """A budget value: ``2.5``/``250ms``/``2m`` for times, ``512m``/``1.5g`` for sizes."""
     is_size = metric.kind is Kind.MEMORY
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        kind = "size such as 512m" if is_size else "duration such as 2.5s or 250ms"
+        kind = {
+            Kind.MEMORY: "size such as 512m",
+            Kind.ENERGY: "energy such as 12.5J or 800mJ",
+        }.get(metric.kind, "duration such as 2.5s or 250ms")
         raise ConfigError(f"{where}: expected a {kind}, got {value!r}")
     try:
         if is_size:
             return float(parse_size(str(value)))
+        if metric.kind is Kind.ENERGY:
+            return parse_energy(value, what=metric.title)
         return parse_duration(value, what=metric.title)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None

@@ -78,6 +78,10 @@ class ModelSummary:
     """Median of each statistic: what rankings sort by (one odd run cannot reorder them)."""
     cpu_pct: Stat | None = None
     setting: str = ""
+    gpu_peak_bytes: Stat | None = None
+    gpu_util_pct: Stat | None = None
+    energy_j: Stat | None = None
+    energy_per_item_j: Stat | None = None
     """``Limits.describe()`` of the runs (a summary is one cell: one model, one setting)."""
 
     @property
@@ -142,6 +146,10 @@ def summarize(results: Sequence[RunResult], setting: str = "") -> list[ModelSumm
                 peak_bytes=Stat.of(values["peak_bytes"]),
                 avg_bytes=Stat.of(values["avg_bytes"]),
                 cpu_pct=Stat.of(values["cpu_pct"]),
+                gpu_peak_bytes=Stat.of(values["gpu_peak_bytes"]),
+                gpu_util_pct=Stat.of(values["gpu_util_pct"]),
+                energy_j=Stat.of(values["energy_j"]),
+                energy_per_item_j=Stat.of(values["energy_per_item_j"]),
                 medians={k: statistics.median(v) for k, v in values.items() if v},
                 setting=setting,
             )

@@ -18,6 +18,10 @@ memory_need        —            --max-mem…    —                 ``memory.s
 latency_p95        —            --max-lat…    —                 ``latency.p95_s``
 latency_p50        —            —             latency           ``latency.p50_s``
 latency_mean       —            —             latency_mean      ``latency.mean_s``
+gpu_memory         gpu_peak_…   --max-gpu-…   —                 ``gpu.memory_peak_bytes``
+gpu_util           gpu_util_…   —             —                 mean over ``gpu.devices``
+energy             energy_j     --max-energy  —                 ``gpu.energy_j``
+energy_per_item    energy_pe…   —             —                 ``gpu.energy_per_item_j``
 =================  ===========  ============  ================  ==============
 
 * ``stat``: the per-cell statistics (comparison tables, rankings, ``sweep.json`` ``cells``,
@@ -38,7 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..model import RunResult
-from ..units import format_binary, format_seconds
+from ..units import format_binary, format_energy, format_seconds
 
 
 class Kind(str, enum.Enum):
@@ -48,6 +52,8 @@ class Kind(str, enum.Enum):
     TIME = "time"
     MEMORY = "memory"
     PERCENT = "percent"
+    ENERGY = "energy"
+    """Joules (the GPUs': :class:`edgeprof.model.GpuStats`); not a device CSV family."""
 
 
 def _latency(field: str) -> Callable[[RunResult], float | None]:
@@ -56,6 +62,23 @@ def _latency(field: str) -> Callable[[RunResult], float | None]:
         return None if r.latency is None else float(getattr(r.latency, field))
 
     return get
+
+
+def _gpu(field: str) -> Callable[[RunResult], float | None]:
+    def get(r: RunResult) -> float | None:
+        # None without a GPU block (no GPU, no NVML): "not measured", never 0.
+        v = None if r.gpu is None else getattr(r.gpu, field)
+        return None if v is None else float(v)
+
+    return get
+
+
+def _gpu_util(r: RunResult) -> float | None:
+    """The mean of the run's GPUs' average utilisation (one GPU: its own)."""
+    if r.gpu is None:
+        return None
+    values = [d.utilization_avg_pct for d in r.gpu.devices if d.utilization_avg_pct is not None]
+    return sum(values) / len(values) if values else None
 
 
 def _need(r: RunResult) -> float | None:
@@ -91,11 +114,13 @@ class Metric:
     everywhere when the workload never reached edgeprof, which is then said."""
 
     def format(self, value: float) -> str:
-        """``1.23s``/``12.3ms``, ``117.9MiB``, ``80.0%``."""
+        """``1.23s``/``12.3ms``, ``117.9MiB``, ``80.0%``, ``12.50J``."""
         if self.kind is Kind.MEMORY:
             return format_binary(value)
         if self.kind is Kind.PERCENT:
             return f"{value:.1f}%"
+        if self.kind is Kind.ENERGY:
+            return format_energy(value)
         return format_seconds(value)
 
 
@@ -135,6 +160,22 @@ METRICS: tuple[Metric, ...] = (
     Metric(
         "latency_mean", "latency mean", Kind.TIME, _latency("mean_s"), calibration="latency_mean",
         reported=True,
+    ),
+    Metric(
+        "gpu_memory", "GPU memory", Kind.MEMORY, _gpu("memory_peak_bytes"),
+        stat="gpu_peak_bytes", option="--max-gpu-memory", rare=True,
+    ),
+    Metric(
+        "gpu_util", "GPU util", Kind.PERCENT, _gpu_util, smaller_is_better=False,
+        stat="gpu_util_pct", rare=True,
+    ),
+    Metric(
+        "energy", "GPU energy", Kind.ENERGY, _gpu("energy_j"), stat="energy_j",
+        option="--max-energy", rare=True,
+    ),
+    Metric(
+        "energy_per_item", "GPU energy per item", Kind.ENERGY, _gpu("energy_per_item_j"),
+        stat="energy_per_item_j", rare=True, reported=True,
     ),
 )  # fmt: skip
 """Every metric, in table order."""

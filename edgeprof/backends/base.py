@@ -194,6 +194,12 @@ class RunHandle(abc.ABC):
         """Proactive reclaim of the run's memory (``RunSpec.reclaim``), or ``None``."""
         return None
 
+    def members(self) -> list[int] | None:
+        """The pids of the run's processes now, as this host's initial PID namespace numbers
+        them (NVML's per-process GPU figures are matched to them), or ``None`` where the
+        backend cannot list them."""
+        return None
+
     def throttled_us(self) -> int | None:
         """The run's cumulative CFS throttled time now (µs), as cheaply as it can be read,
         or ``None`` where it cannot.  Read by the events thread at each reported iteration,

@@ -418,6 +418,9 @@ class ProcessRun(RunHandle):
         with self._lock:
             return [p.pid for p in self._tree()]
 
+    def members(self) -> list[int]:
+        return self._pids()
+
     def terminate(self) -> None:
         signal_pids(self._pids(), signal.SIGTERM)
 

@@ -66,6 +66,14 @@ AllowOverHost = Annotated[
         "instead of refusing them.",
     ),
 ]
+Gpus = Annotated[
+    str | None,
+    typer.Option(
+        help="GPUs the run may use and that are measured: all, none, a count (2: the first "
+        "two) or indices/UUIDs (0,2). Default: the workload sees what it would, and every "
+        "GPU is measured where NVML is installed (the gpu extra).",
+    ),
+]
 AsRoot = Annotated[
     bool,
     typer.Option(help="Under sudo, run the workload as root (default: as the sudo user)."),
@@ -86,6 +94,13 @@ MaxLatencyP95 = Annotated[
 MaxMemoryNeed = Annotated[
     str | None,
     typer.Option(help="Budget: the memory a squeezed run needs, e.g. 300m (with --squeeze)."),
+]
+MaxGpuMemory = Annotated[
+    str | None,
+    typer.Option(help="Budget: the run's peak memory on its GPUs, e.g. 2g (over NVML)."),
+]
+MaxEnergy = Annotated[
+    str | None, typer.Option(help="Budget: its GPUs' energy over the run, e.g. 50J or 800mJ.")
 ]
 BudgetsFile = Annotated[
     Path | None, typer.Option("--budgets", help="Budget file (YAML): per model or default.")

@@ -19,11 +19,14 @@ from .options import (
     DevicesFile,
     DockerArgs,
     EnvItems,
+    Gpus,
     HtmlReport,
     Image,
     JunitFile,
     MaxAvgMemory,
     MaxCpuTime,
+    MaxEnergy,
+    MaxGpuMemory,
     MaxLatencyP95,
     MaxMemoryNeed,
     MaxPeakMemory,
@@ -72,6 +75,7 @@ def run(
         typer.Option(help="Memory limit, e.g. 512m (binary units, as Docker); a list sweeps."),
     ] = None,
     pids: Pids = None,
+    gpus: Gpus = None,
     interval: Annotated[
         str | None,
         typer.Option(help=f"Sampling interval in seconds (≥ 0.001; default {DEFAULT_INTERVAL_S})."),
@@ -150,6 +154,8 @@ def run(
     max_avg_memory: MaxAvgMemory = None,
     max_latency_p95: MaxLatencyP95 = None,
     max_memory_need: MaxMemoryNeed = None,
+    max_gpu_memory: MaxGpuMemory = None,
+    max_energy: MaxEnergy = None,
     squeeze: Annotated[
         bool,
         typer.Option(

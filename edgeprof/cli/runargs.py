@@ -37,6 +37,7 @@ OPTIONS: dict[str, tuple[str, Kind]] = {
     "--cores-busy": ("cores_busy", "str"),
     "--memory": ("memory", "list"),
     "--pids": ("pids", "str"),
+    "--gpus": ("gpus", "str"),
     "--interval": ("interval", "str"),
     "--timeout": ("timeout", "str"),
     "--env": ("env", "list"),
@@ -72,6 +73,8 @@ OPTIONS: dict[str, tuple[str, Kind]] = {
     "--max-avg-memory": ("max_avg_memory", "str"),
     "--max-latency-p95": ("max_latency_p95", "str"),
     "--max-memory-need": ("max_memory_need", "str"),
+    "--max-gpu-memory": ("max_gpu_memory", "str"),
+    "--max-energy": ("max_energy", "str"),
     "--squeeze": ("squeeze", "flag"),
     "--budgets": ("budgets_file", "path"),
     "--summary": ("summary", "path"),
@@ -107,6 +110,8 @@ BUDGET_PARAMS = {
     "avg_memory": "max_avg_memory",
     "latency_p95": "max_latency_p95",
     "memory_need": "max_memory_need",
+    "gpu_memory": "max_gpu_memory",
+    "energy": "max_energy",
 }
 """Budget metric → the parameter of its ``--max-…`` option (``run``'s and ``merge``'s)."""
 
@@ -236,6 +241,7 @@ def run_request(params: Mapping[str, Any]) -> RunRequest:
         cpuset=tuple(p["cpuset"] or ()),
         memory=tuple(p["memory"] or ()),
         pids=p["pids"],
+        gpus=p["gpus"],
         cpu_period=p["cpu_period"],
         interval=p["interval"],
         timeout=p["timeout"],

@@ -10,7 +10,7 @@ import typer
 
 from ..measure.runner import DEFAULT_INTERVAL_S
 from .app import exit_code
-from .options import AllowOverHost, CpuPeriod, DeviceName, DevicesFile, EnvItems
+from .options import AllowOverHost, CpuPeriod, DeviceName, DevicesFile, EnvItems, Gpus
 
 
 def gc(
@@ -73,12 +73,14 @@ def bench(
         bool, typer.Option("--json", help="Print a JSON list of the results on stdout.")
     ] = False,
     allow_over_host: AllowOverHost = False,
+    gpus: Gpus = None,
 ) -> None:
     """Latency percentiles and throughput of FUNC per batch size, under the limits.
 
     Example: edgeprof bench models.py:infer --batch-size 1,8,32 --cpus 1 --memory 1g
     """
     from ..analysis.devices import device_limits
+    from ..report.bench import render_bench
     from ..report.results import print_table
     from ..sweeps.bench import bench as run_bench
     from ..sweeps.bench import parse_batch_sizes
@@ -112,11 +114,13 @@ def bench(
         stdout=sys.stderr.fileno() if json_out else None,
         device=device,
         allow_over_host=allow_over_host,
+        gpus=gpus,
     )
     if json_out:
         sys.stdout.write(json.dumps([r.to_dict() for r in results], indent=2) + "\n")
     else:
         print_table(results, sys.stdout)
+        sys.stdout.write("\n" + render_bench(results))
     raise typer.Exit(next((c for c in map(exit_code, results) if c), 0))
 
 

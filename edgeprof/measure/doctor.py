@@ -6,14 +6,18 @@ import dataclasses
 import os
 import platform
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..backends import CgroupV1Backend, CgroupV2Backend, get_backend
 from ..backends import cgroupfs as fs
 from ..backends.cgroup_v2 import FIX as V2_FIX
-from ..errors import EdgeprofError
+from ..backends.nvml import GpuInfo, Nvml, NvmlUnavailable
+from ..errors import BackendError, EdgeprofError
+from ..units import format_binary
 from . import tick
+from .gpu import nested_pid_namespace
 
 
 @dataclass(frozen=True)
@@ -140,6 +144,7 @@ def diagnose(
         f.append(Finding("auto backend", False, str(exc)))
     f.append(Finding("counter reader", None, fs.READER))
     f.extend(_docker())
+    f.extend(gpu_findings())
     if python is not None:
         f.append(workload_python(python))
     return f
@@ -236,6 +241,79 @@ def _kernel_features_v2(parent: Path) -> dict[str, tuple[bool, str]]:
             else "no cgroup.kill (Linux < 5.14): freezer + SIGKILL instead",
         ),
     }
+
+
+GPU_READINGS = (
+    ("processes", "per-process memory"),
+    ("energy", "energy counter"),
+    ("power", "power"),
+    ("clocks", "clocks"),
+    ("temperature", "temperature"),
+    ("reasons", "throttle reasons"),
+)
+""":meth:`Nvml.supported`'s names as ``doctor`` says them; utilisation, per process or
+device-wide only, goes second."""
+
+GPU_LOST_FIX = "see nvidia-smi and the kernel log (Xid errors): the GPU may need a reset"
+NESTED_PID_NS = (
+    "edgeprof runs in a nested PID namespace, where NVML's pids are not the ones it sees: "
+    "a run's GPU memory is the device's used memory above its level at the start, another "
+    "job's on the same GPU included (result.gpu.devices[].memory_source: device)"
+)
+
+
+def gpu_findings(
+    open_nvml: Callable[[], Nvml] = Nvml,
+    nested: Callable[[], bool] = nested_pid_namespace,
+) -> list[Finding]:
+    """One finding per GPU NVML lists: what it is and what a run can measure on it.  No
+    NVML, no driver or no GPU is information, never missing: most hosts have none, and a
+    run then simply has no ``gpu`` block."""
+    try:
+        nvml = open_nvml()
+    except NvmlUnavailable as exc:
+        return [Finding("gpu", None, f"not measured (a run's result has no gpu block): {exc}")]
+    with nvml:
+        try:
+            gpus = nvml.devices()
+        except NvmlUnavailable as exc:
+            return [Finding("gpu", None, f"not measured: {exc}")]
+        except Exception as exc:  # pynvml's NVMLError (not importable here) or a lost GPU
+            return [Finding("gpu", False, f"NVML started but cannot list the GPUs: {exc}")]
+        driver = nvml.driver()
+        if not gpus:
+            return [Finding("gpu", None, f"NVML (driver {driver or '?'}) lists no GPU")]
+        found = [_gpu_finding(nvml, g, driver) for g in gpus]
+    if nested():
+        found.append(Finding("gpu memory", None, NESTED_PID_NS))
+    return found
+
+
+def _gpu_finding(nvml: Nvml, gpu: GpuInfo, driver: str | None) -> Finding:
+    """What one GPU offers, from one reading: a call the GPU does not support (or does not
+    permit) shows up in :meth:`Nvml.supported` only once it has been asked."""
+    topic = f"gpu {gpu.number}"
+    what = f"{gpu.name} ({gpu.uuid}), {format_binary(gpu.memory_total)}, driver {driver or '?'}"
+    try:
+        reading = nvml.read(gpu.number)
+    except BackendError as exc:  # fell off the bus
+        return Finding(topic, False, f"{what}: cannot be read: {exc}", GPU_LOST_FIX)
+    except Exception as exc:  # pynvml's NVMLError: an answer doctor cannot place
+        return Finding(topic, False, f"{what}: cannot be read: {exc}")
+    can = nvml.supported(gpu.number)
+    if reading.process_util is not None:
+        util = ("per-process utilisation", True)
+    else:  # the driver gives no per-process samples here: only the device's figure
+        util = ("utilisation (device-wide only)" if can["utilization"] else "utilisation",
+                can["utilization"])  # fmt: skip
+    readings = [(GPU_READINGS[0][1], can["processes"]), util]
+    readings += [(label, can[name]) for name, label in GPU_READINGS[1:]]
+    have = [label for label, ok in readings if ok]
+    lack = [label for label, ok in readings if not ok]
+    detail = f"{what}; measures {', '.join(have) or 'nothing'}"
+    if lack:
+        detail += f"; not given: {', '.join(lack)}"
+    return Finding(topic, True, detail)
 
 
 def render(findings: list[Finding]) -> str:

@@ -460,6 +460,11 @@ class EventChannel:
         )
         return phases, latency, tuple(self._marks), warnings
 
+    def spans(self) -> tuple[list[Occurrence], list[tuple[float, float, int]]]:
+        """(phase occurrences, stored iterations as (start, end, items)), for the GPUs'
+        share of each (:mod:`edgeprof.measure.gpu`); read after the run."""
+        return list(self._occurrences), list(zip(self._it0, self._it1, self._items, strict=True))
+
     def counts(self) -> EventCounts:
         """What the workload sent against what was kept (``events`` in ``result.json``)."""
         max_phases, max_marks, max_iterations = self._caps

@@ -199,13 +199,13 @@ class Timeline:
     def cpu_at(self, t: float) -> float | None:
         """The CPU counter at ``t``, interpolated linearly between the neighbouring readings
         (the nearest reading outside their range)."""
-        return _interpolate(*self._series("cpu"), t)
+        return interpolate(*self._series("cpu"), t)
 
     def memory_in(self, a: float, b: float) -> tuple[int | None, float | None]:
         """(largest reading, time integral in byte·s) of memory over ``[a, b]``: trapezoids
         between readings, the value at ``a`` and ``b`` interpolated."""
         ts, ms = self._series("mem")
-        va, vb = _interpolate(ts, ms, a), _interpolate(ts, ms, b)
+        va, vb = interpolate(ts, ms, a), interpolate(ts, ms, b)
         if va is None or vb is None or b < a:
             return None, None
         lo, hi = bisect.bisect_right(ts, a), bisect.bisect_left(ts, b)
@@ -219,7 +219,7 @@ class Timeline:
         return round(peak), area
 
 
-def _interpolate(ts: list[float], vs: list[float], t: float) -> float | None:
+def interpolate(ts: list[float], vs: list[float], t: float) -> float | None:
     if not ts:
         return None
     i = bisect.bisect_left(ts, t)

@@ -34,6 +34,7 @@ from ..units import parse_duration
 from .assemble import build_result
 from .events import DOCKER_UNAVAILABLE, UNAVAILABLE_ENV, EventChannel
 from .gc import collect_before_run
+from .gpu import GpuWatch, check_selection, open_watch, visible_devices
 from .leases import lease_cores
 from .limits import (
     allowed_cpus,
@@ -48,7 +49,7 @@ from .squeeze import Squeezer
 DEFAULT_INTERVAL_S = 0.1
 MIN_INTERVAL_S = 0.001
 DEFAULT_KILL_GRACE_S = 2.0
-OUT_FILES = ("result.json", "samples.csv")
+OUT_FILES = ("result.json", "samples.csv", "gpu.csv")
 """The files a run writes in its output directory: refused before the run if a link is there."""
 
 
@@ -88,6 +89,7 @@ def profile(
     device: str | None = None,
     squeeze: bool = False,
     allow_over_host: bool = False,
+    gpus: str | None = None,
 ) -> RunResult:
     """Run ``command`` under ``limits`` and measure it.
 
@@ -103,6 +105,10 @@ def profile(
     ``squeeze``: reclaim the run's memory while it runs and record what it was held at
     (:mod:`edgeprof.measure.squeeze`, ``result.memory.squeeze``); a backend that cannot
     raises a :class:`~edgeprof.errors.ConfigError` before anything starts.
+
+    ``gpus``: the GPUs the run may use (``all``, ``none``, a count, indices or UUIDs;
+    :mod:`edgeprof.measure.gpu`); ``None``: the workload sees what it would, and every GPU
+    NVML lists is measured (none where NVML is missing: ``result.gpu`` is ``None``).
 
     ``image``: the container image, for the Docker backend.  ``run_as``: host backends drop
     the workload to this identity before exec (:func:`edgeprof.measure.privilege.workload_user`).
@@ -128,6 +134,7 @@ def profile(
         check_env(k, v)
     if not command or not command[0]:
         raise ConfigError("no command given: edgeprof run [OPTIONS] -- COMMAND [ARGS]...")
+    selection = None if gpus is None else check_selection(gpus)
     be = get_backend(backend, cgroup_parent=cgroup_parent)
     if squeeze:
         why = be.reclaim_unavailable()
@@ -147,80 +154,100 @@ def profile(
     refused = be.limit_unavailable(applied)
     if refused is not None:
         raise LimitError(refused)
-    # This block owns the lease: taken before anything exists, released after _run removed
-    # the group, on every path.  Ctrl-C stops a wait, holding nothing.
-    with _Interrupts() as interrupts:
-        try:
-            lease = lease_cores(
-                be, applied, allowed if auto_pinned else None, cores_busy, on_wait, interrupts
-            )
-        except Interrupted:
-            raise KeyboardInterrupt from None
+    # NVML reads this host's GPUs: a container's too when its daemon is this host's.
+    local = on_host or be.accepts_events_fifo
+    if selection not in (None, "none") and not local:
+        raise ConfigError(f"--gpus {selection}: the {be.name} backend's runs are not on this host")
+    watch = open_watch(selection) if local else None
     try:
-        if lease is not None:
-            applied = dataclasses.replace(applied, cpuset=lease.cores)
-        # Last of the checks: it creates the directory, which a rejected input must not leave.
-        out = prepare_out_dir(Path(out_dir), OUT_FILES) if out_dir is not None else None
-        spec = RunSpec(
-            command=command,
-            limits=applied,
-            cpu_period_us=cpu_period_us(applied),
-            env={**thread_env(applied, os.environ if on_host else {}, user_env), **user_env},
-            cwd=work_dir,
-            stdout=stdout,
-            stderr=stderr,
-            cpuset_auto=auto_pinned,
-            image=image or be.image,
-            run_as=run_as,
-            reclaim=squeeze,
-        )
-        warnings = list(be.warnings())
-        # Remove what runs whose edgeprof died left behind where this backend works.
-        warnings.extend(
-            f"cleaned up after a dead edgeprof run: {m}"
-            for m in collect_before_run(be.cleanup_scope())
-        )
-        # The workload's events pipe (edgeprof.phase/iteration/mark): an inherited descriptor for
-        # a child of this process, a bind-mounted FIFO for a container of a local daemon.
-        channel: EventChannel | None = None
-        if on_host:
-            channel = EventChannel()
-        elif be.accepts_events_fifo:
-            channel = EventChannel(fifo=True)
-        if channel is not None:
-            spec = dataclasses.replace(
-                spec,
-                env={**spec.env, **channel.env},
-                pass_fds=channel.pass_fds,
-                events_fifo=channel.fifo,
-            )
-        else:
-            spec = dataclasses.replace(spec, env={**spec.env, UNAVAILABLE_ENV: DOCKER_UNAVAILABLE})
+        gpu_ids: tuple[str, ...] | None = None
+        if selection is not None:
+            chosen = [] if watch is None else watch.gpus
+            gpu_ids = tuple(g.uuid for g in chosen)
+            if on_host:
+                user_env = {**visible_devices(selection, chosen), **user_env}
+        # This block owns the lease: taken before anything exists, released after _run removed
+        # the group, on every path.  Ctrl-C stops a wait, holding nothing.
+        with _Interrupts() as interrupts:
+            try:
+                lease = lease_cores(
+                    be, applied, allowed if auto_pinned else None, cores_busy, on_wait, interrupts
+                )
+            except Interrupted:
+                raise KeyboardInterrupt from None
         try:
-            result = _run(
-                be, spec, interval_s, timeout_s, kill_grace, out, name, warnings, channel=channel
+            if lease is not None:
+                applied = dataclasses.replace(applied, cpuset=lease.cores)
+            # Last of the checks: it creates the directory, which a rejected input must not leave.
+            out = prepare_out_dir(Path(out_dir), OUT_FILES) if out_dir is not None else None
+            spec = RunSpec(
+                command=command,
+                limits=applied,
+                cpu_period_us=cpu_period_us(applied),
+                env={**thread_env(applied, os.environ if on_host else {}, user_env), **user_env},
+                cwd=work_dir,
+                stdout=stdout,
+                stderr=stderr,
+                cpuset_auto=auto_pinned,
+                image=image or be.image,
+                run_as=run_as,
+                reclaim=squeeze,
+                gpus=gpu_ids,
             )
-        finally:
+            warnings = list(be.warnings())
+            # Remove what runs whose edgeprof died left behind where this backend works.
+            warnings.extend(
+                f"cleaned up after a dead edgeprof run: {m}"
+                for m in collect_before_run(be.cleanup_scope())
+            )
+            # The workload's events pipe (edgeprof.phase/iteration/mark): an inherited
+            # descriptor for a child of this process, a bind-mounted FIFO for a container of
+            # a local daemon.
+            channel: EventChannel | None = None
+            if on_host:
+                channel = EventChannel()
+            elif be.accepts_events_fifo:
+                channel = EventChannel(fifo=True)
             if channel is not None:
-                channel.close()
-    finally:
+                spec = dataclasses.replace(
+                    spec,
+                    env={**spec.env, **channel.env},
+                    pass_fds=channel.pass_fds,
+                    events_fifo=channel.fifo,
+                )
+            else:
+                spec = dataclasses.replace(
+                    spec, env={**spec.env, UNAVAILABLE_ENV: DOCKER_UNAVAILABLE}
+                )
+            try:
+                result = _run(
+                    be, spec, interval_s, timeout_s, kill_grace, out, name, warnings,
+                    channel=channel, gpu=watch,
+                )  # fmt: skip
+            finally:
+                if channel is not None:
+                    channel.close()
+        finally:
+            if lease is not None:
+                lease.close()
         if lease is not None:
-            lease.close()
-    if lease is not None:
-        result = dataclasses.replace(result, lease=lease.record(chosen=auto_pinned))
-    if device is not None:
-        result = dataclasses.replace(result, device=device)
-    if out is not None:
-        try:
-            write_result(out / "result.json", result)
-        except (OSError, UnsafeOutput) as exc:  # the run is measured; only the file is missing
-            why = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
-            raise ResultNotSaved(
-                f"the run ended ({result.termination.value}) but {out / 'result.json'} could "
-                f"not be written: {why}",
-                result,
-            ) from exc
-    return result
+            result = dataclasses.replace(result, lease=lease.record(chosen=auto_pinned))
+        if device is not None:
+            result = dataclasses.replace(result, device=device)
+        if out is not None:
+            try:
+                write_result(out / "result.json", result)
+            except (OSError, UnsafeOutput) as exc:  # the run is measured; only the file is missing
+                why = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+                raise ResultNotSaved(
+                    f"the run ended ({result.termination.value}) but {out / 'result.json'} could "
+                    f"not be written: {why}",
+                    result,
+                ) from exc
+        return result
+    finally:
+        if watch is not None:
+            watch.close()
 
 
 def _check_cwd(cwd: str | Path | None) -> Path | None:
@@ -264,6 +291,7 @@ def _run(
     warnings: list[str],
     *,
     channel: EventChannel | None = None,
+    gpu: GpuWatch | None = None,
 ) -> RunResult:
     writer = SampleWriter(out / "samples.csv") if out is not None else None
     stats = SeriesStats() if channel is None else channel.stats()
@@ -299,6 +327,8 @@ def _run(
                     squeezer = Squeezer(run.reclaim, run.started)
                     squeezer.start()
                 sampler.start()
+                if gpu is not None:
+                    gpu.start(run.started, run.members, interval, out)
                 try:
                     with interrupts.armed():
                         status, timed_out = _wait(run, timeout, kill_grace)
@@ -309,6 +339,8 @@ def _run(
                     status = None
             finally:
                 sampler.stop()
+                if gpu is not None:
+                    gpu.stop()  # its last reading while the group still lists the run's pids
                 if squeezer is not None:
                     squeezer.stop()
                 if channel is not None:
@@ -364,6 +396,8 @@ def _run(
             memory=dataclasses.replace(result.memory, squeeze=squeezed),
             warnings=tuple(dict.fromkeys([*result.warnings, *warnings])),
         )
+    if gpu is not None:
+        result = _with_gpu(result, gpu, channel, wall, out, warnings)
     if channel is None:
         return result
     phases, latency, marks, more = channel.results(wall, result.termination.value)
@@ -374,6 +408,31 @@ def _run(
         marks=marks,
         events=channel.counts(),
         warnings=tuple(dict.fromkeys([*result.warnings, *more])),
+    )
+
+
+def _with_gpu(
+    result: RunResult,
+    gpu: GpuWatch,
+    channel: EventChannel | None,
+    wall: float,
+    out: Path | None,
+    warnings: list[str],
+) -> RunResult:
+    """``result`` with its ``gpu`` block, and what the GPUs' sampling had to say."""
+    occurrences, iterations = channel.spans() if channel is not None else ([], [])
+    stats = gpu.result(occurrences, iterations, wall, out)
+    more = []
+    if gpu.error is not None:
+        more.append(f"GPU sampling stopped early: {gpu.error}")
+    if any(d.memory_source == "device" for d in stats.devices):
+        more.append(
+            "GPU memory is the device's used memory above its level at the start (anything "
+            "else on the GPU counts too): the driver's pids could not be matched to the run's "
+            "(edgeprof in a PID namespace of its own, or a backend that cannot list them)"
+        )
+    return dataclasses.replace(
+        result, gpu=stats, warnings=tuple(dict.fromkeys([*result.warnings, *warnings, *more]))
     )
 
 

@@ -14,7 +14,7 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -160,7 +160,9 @@ class SampleWriter:
     says what happened, and the runner turns it into a warning.
     """
 
-    def __init__(self, path: Path, flush_s: float = 0.1) -> None:
+    def __init__(
+        self, path: Path, flush_s: float = 0.1, columns: Sequence[str] | None = None
+    ) -> None:
         self.path = path
         self._fd: int | None = outfiles.open_file(path)  # never through a link
         self._rows: list[str] = []
@@ -170,12 +172,13 @@ class SampleWriter:
         """Data rows on disk."""
         self._pending = 0
         self.error: OSError | None = None
-        self._rows.append(",".join(Sample.columns()))
+        self._rows.append(",".join(Sample.columns() if columns is None else columns))
         self._flush_s = flush_s
         self._flush()
         self._last_flush = time.monotonic()
 
-    def write(self, s: Sample) -> None:
+    def write(self, s: Sequence[object]) -> None:
+        """One row: numbers, ``None`` (an empty field), or text without commas or quotes."""
         if self._fd is None:
             return
         # Numbers and empty fields only, so no field needs the csv module's quoting: the
@@ -219,7 +222,7 @@ class SampleWriter:
         self._close_fd()
 
 
-def _fmt(v: float) -> str:
+def _fmt(v: object) -> str:
     return f"{v:.6f}" if type(v) is float else str(v)  # an int (or bool) prints as itself
 
 

@@ -8,6 +8,7 @@ in JSON), never 0.
 """
 
 from .events import Capped, EventCounts
+from .gpu import GpuDevice, GpuPhase, GpuStats
 from .memory import MemoryParts, MemoryPressure, MemoryStats, Squeeze
 from .results import (
     SCHEMA_VERSION,
@@ -36,6 +37,9 @@ __all__ = [
     "Counters",
     "CpuStats",
     "EventCounts",
+    "GpuDevice",
+    "GpuPhase",
+    "GpuStats",
     "HostInfo",
     "IoStats",
     "LatencyStats",

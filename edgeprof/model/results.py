@@ -27,6 +27,7 @@ from ..units import (
     shown,
 )
 from .events import EventCounts
+from .gpu import GpuStats
 from .jsoncheck import cpu_list, from_json
 from .memory import MemoryStats, known_fields
 
@@ -146,6 +147,11 @@ class RunSpec:
     run_as: UserIds | None = None
     """Host backends: the workload drops to this identity before exec (``None``: keep
     edgeprof's own)."""
+    gpus: tuple[str, ...] | None = None
+    """The UUIDs of the GPUs ``--gpus`` gave the run (``None``: not asked; a host backend's
+    workload then sees what it would, a container none).  Host backends show the workload
+    only these (``CUDA_VISIBLE_DEVICES``, set by the runner); the Docker backend asks the
+    daemon for them."""
     reclaim: bool = False
     """The run's memory is squeezed by proactive reclaim (``edgeprof fit --one-run``): the
     backend gives the handle a :attr:`~edgeprof.backends.base.RunHandle.reclaim` and turns
@@ -457,6 +463,9 @@ class RunResult:
     events: EventCounts | None = None
     """What the workload's events channel received and what went past the runner's caps
     (``None``: no channel, and older files)."""
+    gpu: GpuStats | None = None
+    """The GPUs the run could see, over NVML (:mod:`.gpu`); ``None``: no GPU, no NVML, or
+    ``--gpus none``, and older files."""
 
     @property
     def label(self) -> str:
@@ -555,4 +564,5 @@ class RunResult:
             lease=None if d.get("lease") is None else CoreLease.from_dict(d["lease"]),
             device=d.get("device"),
             events=None if d.get("events") is None else EventCounts.from_dict(d["events"]),
+            gpu=None if d.get("gpu") is None else GpuStats.from_dict(d["gpu"]),
         )

@@ -45,9 +45,14 @@ RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {
     "net_tx_bytes": lambda r: r.io.net_tx_bytes,
     "pids_peak": lambda r: r.pids_peak,
     "samples": lambda r: r.samples.count,
+    "gpu_peak_bytes": STAT_METRICS["gpu_peak_bytes"].get,
+    "gpu_util_pct": STAT_METRICS["gpu_util_pct"].get,
+    "energy_j": STAT_METRICS["energy_j"].get,
+    "energy_per_item_j": STAT_METRICS["energy_per_item_j"].get,
     "command": lambda r: shlex.join(r.command),
 }
-"""Columns of ``runs.csv``: base units (seconds, bytes, percent of one CPU); empty = n/a."""
+"""Columns of ``runs.csv``: base units (seconds, bytes, percent of one CPU, joules); empty =
+n/a (the GPU columns of a run that saw no GPU)."""
 
 STAT_FIELDS = ("n", "mean", "sd", "median", "min", "max", "mad")
 

@@ -23,7 +23,11 @@ from ..storage import prepare_out_dir, write_output
 if TYPE_CHECKING:
     from ..sweeps.fit import FitOutcome
 
-PLOTTED_METRICS = ("wall_s", "cpu_s", "peak_bytes", "avg_bytes", "cpu_pct")
+PLOTTED_METRICS = (
+    "wall_s", "cpu_s", "peak_bytes", "avg_bytes", "cpu_pct",
+    "gpu_peak_bytes", "gpu_util_pct", "energy_j", "energy_per_item_j",
+)  # fmt: skip
+"""A chart each, when some run has the figure (the GPU ones: runs that saw a GPU)."""
 
 
 def _pyplot() -> Any:
@@ -42,7 +46,9 @@ def _scale(key: str) -> tuple[float, str]:
     if kind is Kind.MEMORY:
         return 2**20, "MiB"
     if kind is Kind.PERCENT:
-        return 1.0, "% of one CPU"
+        return 1.0, "% of one CPU" if key == "cpu_pct" else "%"
+    if kind is Kind.ENERGY:
+        return 1.0, "J"
     return 1.0, "s"
 
 

@@ -15,6 +15,7 @@ from ..analysis.headroom import worst_fit
 from ..analysis.instrumentation import no_events, runs_python
 from ..model import RunResult
 from ..units import format_binary, format_decimal, format_seconds
+from .gpu import render_gpu
 from .memory import composition, cost, headroom
 from .phases import render_sections
 from .table import markdown_lines, plain_table
@@ -79,8 +80,15 @@ def render_plain(results: Sequence[RunResult]) -> str:
 
 
 def _sections(results: Sequence[RunResult], *, markdown: bool = False) -> str:
-    """The phases and latency tables, after a blank line, when a run has them."""
-    text = render_sections(results, markdown=markdown)
+    """The phases, latency and GPU tables, after a blank line, when a run has them."""
+    text = "\n".join(
+        t
+        for t in (
+            render_sections(results, markdown=markdown),
+            render_gpu(results, markdown=markdown),
+        )
+        if t
+    )
     return "\n" + text if text else ""
 
 

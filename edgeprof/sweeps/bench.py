@@ -89,9 +89,10 @@ def bench(
     python: str = sys.executable,
     device: str | None = None,
     allow_over_host: bool = False,
+    gpus: str | None = None,
 ) -> list[RunResult]:
-    """One run per batch size; stops early when a run is interrupted.  ``allow_over_host``:
-    as :func:`~edgeprof.measure.runner.profile`'s."""
+    """One run per batch size; stops early when a run is interrupted.  ``allow_over_host``
+    and ``gpus``: as :func:`~edgeprof.measure.runner.profile`'s."""
     work_dir = None if cwd is None else Path(cwd)
     _, func = check_target(target, work_dir)
     if not loader.isidentifier():
@@ -135,6 +136,7 @@ def bench(
             stdout=stdout,
             device=device,
             allow_over_host=allow_over_host,
+            gpus=gpus,
         )
         results.append(result)
         if result.termination is Termination.INTERRUPTED:

@@ -29,6 +29,7 @@ from ..analysis.budgets import Budgets, budgets_from_options
 from ..analysis.cells import cell_order
 from ..backends import Backend, get_backend
 from ..errors import ConfigError, CoresBusy, LimitError
+from ..measure.gpu import check_gpus, check_selection
 from ..measure.leases import CORES_BUSY
 from ..measure.privilege import workload_user
 from ..measure.runner import DEFAULT_INTERVAL_S, check_command
@@ -113,6 +114,9 @@ class RunRequest:
     """``--squeeze``: each run's memory is squeezed by proactive reclaim while it runs, and
     what it was held at is its measured need (``memory.squeeze``; cgroup v2 only)."""
     allow_over_host: bool = False
+    gpus: str | None = None
+    """``--gpus``: the GPUs each run may use and that are measured
+    (:func:`edgeprof.measure.runner.profile`)."""
     """``--allow-over-host``: limits beyond the host's CPUs or memory are applied, not
     refused (:func:`edgeprof.measure.limits.resolve`)."""
 
@@ -246,6 +250,8 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
         settings = tuple(dataclasses.replace(s, cpu_period_us=period) for s in settings)
     if req.name is not None:
         check_name(req.name, "--name")
+    if req.gpus is not None:
+        req = dataclasses.replace(req, gpus=check_selection(req.gpus))
     repeat, auto = _repeats(req)
     plan = SweepPlan(
         command=req.command,
@@ -378,6 +384,8 @@ def check_host(job: RunJob) -> RunJob:
     req = job.request
     run_as = workload_user(req.as_root)
     keep_root(req.as_root)  # outputs belong to whom the workload runs as
+    if req.gpus not in (None, "none"):
+        check_gpus(req.gpus)  # NVML and the GPUs named: before any run (each run opens its own)
     if req.backend == "docker":
         return dataclasses.replace(job, run_as=run_as)
     if req.cwd is None or req.cwd.is_dir():
@@ -477,6 +485,7 @@ def execute(
                 "cores_busy": req.cores_busy,
                 "device": job.device,
                 "squeeze": req.squeeze,
+                "gpus": req.gpus,
             },
         )
     results = cell_order(sweep.runs)

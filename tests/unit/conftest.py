@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.backends import _cgroup_run, register_backend, unregister_backend
+from edgeprof.backends import _cgroup_run, nvml, register_backend, unregister_backend
 from edgeprof.backends import cgroupfs as fs
 from edgeprof.errors import BackendError
 from edgeprof.measure import limits
@@ -240,6 +240,13 @@ def any_affinity(monkeypatch: pytest.MonkeyPatch) -> None:
     """edgeprof's own affinity allows every CPU: a fake backend's CPU list is then the
     allowed set, whatever machine (or ``taskset``) the unit tier runs on."""
     monkeypatch.setattr(limits, "own_affinity", lambda: frozenset(range(4096)))
+
+
+@pytest.fixture(autouse=True)
+def no_gpu_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No NVIDIA driver, whatever host the unit tier runs on: a run has no ``gpu`` block
+    unless a test plugs in the NVML double (``tests/nvml_double.py``)."""
+    monkeypatch.setattr(nvml, "DRIVER_FILES", ())
 
 
 @pytest.fixture

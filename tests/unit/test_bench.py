@@ -134,3 +134,41 @@ def test_bench_with_a_device(
     assert d["limits"]["memory_bytes"] == 96 << 20
     assert main(["bench", "tiny_model:infer", "--backend", "fake", "--device", "nope"]) == 2
     assert "--device nope: no such device" in capfd.readouterr().err
+
+
+def test_bench_table_has_mlmodelcis_indicators_per_batch_size(
+    model_dir: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Throughput, p50/p95/p99, GPU memory and utilisation per batch size (MLModelCI's
+    table), with the GPU's figures from NVML (the double here: the scripted backend cannot
+    list pids, so the memory is the device's rise) and "no GPU" where there is none."""
+    from edgeprof.backends import nvml
+    from tests.nvml_double import FakeGpu, MiB, NvmlDouble
+
+    monkeypatch.chdir(model_dir)
+    argv = ["bench", "tiny_model:infer", "--batch-size", "1,4", "--iterations", "3",
+            "--warmup", "0", "--backend", "fake"]  # fmt: skip
+    assert main(argv) == 0
+    out = capfd.readouterr().out
+    lines = out[out.index("Per batch size") :].splitlines()
+    assert lines[1].split() == ["NAME", "ITEMS/S", "P50", "P95", "P99", "GPU", "MEMORY",
+                                "GPU", "UTIL", "ENERGY/ITEM"]  # fmt: skip
+    assert [line.split()[:2] for line in lines[3:5]] == [["infer", "bs=1"], ["infer", "bs=4"]]
+    assert all(line.endswith("no GPU") for line in lines[3:5])
+
+    gpu = FakeGpu("GPU-a", util=55)
+
+    def busy(g: FakeGpu) -> None:
+        g.used += 64 * MiB
+        g.energy_mj += 1000
+
+    lib = NvmlDouble([gpu])
+    lib.on_read = busy
+    monkeypatch.setattr(nvml, "load", lambda *a, **k: lib)
+    assert main(argv) == 0
+    out = capfd.readouterr().out
+    rows = out[out.index("Per batch size") :].splitlines()[3:5]
+    for row in rows:
+        cells = row.split()
+        assert cells[-3].endswith("MiB") and cells[-3] != "0B"
+        assert cells[-2] == "55.0%" and cells[-1].endswith("J")

@@ -27,9 +27,13 @@ SQUEEZED = Squeeze(
 def test_each_consumer_keeps_its_names_and_order() -> None:
     # These names are interface: sweep.json/cells.csv keys, budget keys and options, and the
     # device CSV's column stems.  Their order is the order of table rows and CSV columns.
-    assert list(STAT_METRICS) == ["wall_s", "cpu_s", "cpu_pct", "peak_bytes", "avg_bytes"]
+    assert list(STAT_METRICS) == [
+        "wall_s", "cpu_s", "cpu_pct", "peak_bytes", "avg_bytes", "gpu_peak_bytes",
+        "gpu_util_pct", "energy_j", "energy_per_item_j",
+    ]  # fmt: skip
     assert list(BUDGET_METRICS) == [
         "wall", "cpu_time", "peak_memory", "avg_memory", "memory_need", "latency_p95",
+        "gpu_memory", "energy",
     ]  # fmt: skip
     assert [m.option for m in BUDGET_METRICS.values()] == [
         "--max-wall",
@@ -38,6 +42,8 @@ def test_each_consumer_keeps_its_names_and_order() -> None:
         "--max-avg-memory",
         "--max-memory-need",
         "--max-latency-p95",
+        "--max-gpu-memory",
+        "--max-energy",
     ]
     assert list(CALIBRATION_METRICS) == [
         "runtime",
@@ -89,6 +95,10 @@ def test_getters_and_formats() -> None:
         "latency_p95": 0.015,
         "latency_p50": 0.011,
         "latency_mean": 0.012,
+        "gpu_memory": None,  # no GPU: not measured, never 0
+        "gpu_util": None,
+        "energy": None,
+        "energy_per_item": None,
     }
     assert BY_KEY["latency_p95"].get(make_result()) is None
     squeezed = make_result(memory=dataclasses.replace(r.memory, squeeze=SQUEEZED))
@@ -96,4 +106,6 @@ def test_getters_and_formats() -> None:
     assert BY_KEY["wall"].format(1.5) == "1.50s"
     assert BY_KEY["peak_memory"].format(120 * 2**20) == "120.0MiB"
     assert BY_KEY["cpu_pct"].format(80) == "80.0%"
+    assert BY_KEY["energy"].format(12.5) == "12.50J"
+    assert BY_KEY["energy"].format(0.0123) == "12.3mJ"
     assert {m.kind for m in METRICS} == set(Kind)

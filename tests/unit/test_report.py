@@ -235,6 +235,7 @@ def test_json_key_order_starts_with_the_version() -> None:
         "lease",
         "device",
         "events",
+        "gpu",
     ]
 
 

@@ -189,10 +189,25 @@ def test_avg_cpu_from_the_scripted_rate() -> None:
     assert r.cpu.peak_window_s == 1.0
 
 
-def test_peak_cpu_over_full_windows() -> None:
-    r = profile(["sleep", "1.2"], backend=fake(script=linear(cpu_pct=150.0)), interval=0.02)
-    assert r.cpu.peak_pct is not None
-    assert r.cpu.peak_pct == pytest.approx(150.0, abs=3)
+def test_peak_cpu_over_full_windows(tmp_path: Path) -> None:
+    """The peak is the highest rate over any full 1 s window of the samples: recomputed here
+    from samples.csv, which holds the same readings.  Not compared with the script's 150 %
+    to a few percent: a sample is stamped at its read's midpoint, and a sampler thread held
+    off the CPU mid-read (seen: 153.5 % in a loaded unit tier) moves a window's rate by
+    the delay over the window, which is the scheduler's, not the arithmetic's."""
+    r = profile(["sleep", "1.2"], backend=fake(script=linear(cpu_pct=150.0)), interval=0.02,
+                out_dir=tmp_path)  # fmt: skip
+    with open(tmp_path / "samples.csv") as f:
+        rows = [(float(x["t_s"]), float(x["cpu_usage_s"])) for x in csv.DictReader(f)]
+    expected = max(
+        100 * (u1 - u0) / (t1 - t0)
+        for i, (t1, u1) in enumerate(rows)
+        for t0, u0 in [max((x for x in rows[:i] if t1 - x[0] >= 1.0), default=(t1, u1))]
+        if t1 - t0 >= 1.0
+    )
+    assert r.cpu.avg_pct is not None  # the peak is never below the run's exact average
+    assert r.cpu.peak_pct == pytest.approx(max(expected, r.cpu.avg_pct), rel=1e-6)
+    assert r.cpu.peak_pct == pytest.approx(150.0, rel=0.25)  # the script's rate, roughly
     assert r.cpu.avg_pct == pytest.approx(150.0, abs=5)
 
 

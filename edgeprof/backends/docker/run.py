@@ -85,7 +85,7 @@ class DockerRun(RunHandle):
             state = self._client.inspect(self._cid).get("State") or {}
         except DaemonError as exc:
             self.close()
-            raise LaunchError(f"the container did not start: {explain(exc)}") from exc
+            raise LaunchError(f"the container did not start: {_start_error(exc)}") from exc
         self.pid = int(state.get("Pid") or 0)
         if placement is not None:
             self._open_counters(placement)
@@ -133,6 +133,12 @@ class DockerRun(RunHandle):
             host["MemorySwap"] = lim.memory  # memory+swap = memory: no swap
         if lim.pids is not None:
             host["PidsLimit"] = lim.pids
+        if spec.gpus:
+            # docker run --gpus device=UUID,…: the daemon hands the request to the NVIDIA
+            # Container Toolkit's hook, which mounts the devices and the driver's libraries.
+            host["DeviceRequests"] = [
+                {"Driver": "", "Count": 0, "DeviceIDs": list(spec.gpus), "Capabilities": [["gpu"]]}
+            ]
         try:
             return self._client.create(self._name, config)
         except NotFound as exc:
@@ -141,7 +147,7 @@ class DockerRun(RunHandle):
                 "description, or docker build) or load it first"
             ) from exc
         except DaemonError as exc:
-            raise LaunchError(f"cannot create the container: {explain(exc)}") from exc
+            raise LaunchError(f"cannot create the container: {_start_error(exc)}") from exc
 
     def _attach(self, spec: RunSpec) -> threading.Thread:
         """Stream the container's stdout/stderr to the run's descriptors as it goes."""
@@ -296,6 +302,9 @@ class DockerRun(RunHandle):
                 return fs.parse_pids(text or "")
         return []
 
+    def members(self) -> list[int]:
+        return self._group_pids()
+
     def terminate(self) -> None:
         pids = self._group_pids()
         if pids:
@@ -357,3 +366,14 @@ class DockerRun(RunHandle):
                 self.warnings.extend(stop_unit(unit))
         else:
             self.warnings.extend(fs.remove_tree([*inner, *self._created_dirs], attempts=1000))
+
+
+def _start_error(exc: DaemonError) -> str:
+    """What the daemon said, or, for a GPU request it has no driver for, what is missing."""
+    text = explain(exc)
+    if "could not select device driver" in text:
+        return (
+            f"{text}: --gpus in a container needs the NVIDIA Container Toolkit on the Docker "
+            "host (nvidia-container-toolkit, then nvidia-ctk runtime configure --runtime=docker)"
+        )
+    return text

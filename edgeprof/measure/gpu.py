@@ -1,0 +1,492 @@
+"""A run's GPUs: which ones it may use (``--gpus``), their sampling thread, and the
+arithmetic from NVML's raw readings (:mod:`edgeprof.backends.nvml`) to the result's ``gpu``
+block (:class:`edgeprof.model.GpuStats`).
+
+The run's memory on a GPU is the sum of NVML's per-process figures for the pids that were in
+the run's group when (or before) it was read, so another job on the same GPU is not counted.
+NVML reports pids as the initial PID namespace numbers them; an edgeprof inside a PID
+namespace of its own (a container) sees other numbers for the same processes, so there the
+run's memory is the device's used memory above its level at the start, and the result says
+``memory_source: device``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+import select
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ..backends.nvml import GpuInfo, Nvml, NvmlUnavailable, Reading, reason_names
+from ..errors import ConfigError, EdgeprofError
+from ..model import GpuDevice, GpuPhase, GpuStats
+from .phases import Occurrence, interpolate
+from .sampler import SampleWriter
+
+MIN_INTERVAL_S = 0.01
+"""GPUs are read no more often than this: each read is ~10 NVML calls, and the driver
+refreshes utilisation once per sample period, between 1/6 s and 1 s by NVML's documentation
+(``nvmlDeviceGetUtilizationRates``)."""
+
+COLUMNS = (
+    "t_s",
+    "gpu",
+    "memory_bytes",
+    "device_memory_bytes",
+    "util_pct",
+    "memory_util_pct",
+    "power_w",
+    "energy_j",
+    "sm_clock_mhz",
+    "memory_clock_mhz",
+    "temperature_c",
+    "throttle",
+)
+"""``gpu.csv``: one row per GPU per sample.  ``memory_bytes``: the run's (see the module's
+docstring); ``energy_j``: since the run's start; ``throttle``: the reasons, ``|``-joined."""
+
+SELECTION_HELP = (
+    "all, none, a count (2: the first two), or GPUs by index or UUID (device=1, 0,2, GPU-…)"
+)
+_ID = r"(?:\d+|(?:GPU|MIG)-[\w/-]+)"
+_SELECTION = re.compile(rf"all|none|\d+|(?:device=)?{_ID}(?:,{_ID})*")
+"""A GPU is named by NVML's index or its UUID (``GPU-…``, or ``MIG-…`` for a MIG slice)."""
+
+PID_NS = Path("/proc/self/ns/pid")
+INIT_PID_NS_INO = 0xEFFFFFFC
+"""The initial PID namespace's inode number (``PROC_PID_INIT_INO``, ``include/linux/
+proc_ns.h``): fixed by the kernel, so any other number is a namespace below it."""
+
+
+def check_selection(text: str) -> str:
+    """``--gpus`` as given, checked for its form (the GPUs themselves at the run)."""
+    t = text.strip()
+    if not _SELECTION.fullmatch(t):
+        raise ConfigError(f"--gpus {text!r}: expected {SELECTION_HELP}")
+    return t
+
+
+def select_gpus(text: str | None, gpus: Sequence[GpuInfo]) -> list[GpuInfo]:
+    """The GPUs ``--gpus`` names among those NVML lists (``None``: every one)."""
+    if text is None or text == "all":
+        return list(gpus)
+    if text == "none":
+        return []
+    if text.isdigit():  # a count, as docker run --gpus 2
+        n = int(text)
+        if not 1 <= n <= len(gpus):
+            raise ConfigError(
+                f"--gpus {text}: a count of GPUs (this host has {len(gpus)}); one GPU by its "
+                f"index is device={text}"
+            )
+        return list(gpus[:n])
+    chosen: list[GpuInfo] = []
+    for word in text.removeprefix("device=").split(","):
+        found = [g for g in gpus if (word.isdigit() and g.number == int(word)) or g.uuid == word]
+        if not found:
+            known = ", ".join(f"{g.number} ({g.uuid})" for g in gpus) or "none"
+            raise ConfigError(f"--gpus: no GPU {word!r} here (GPUs: {known})")
+        if found[0] not in chosen:
+            chosen.append(found[0])
+    return chosen
+
+
+def visible_devices(text: str | None, chosen: Sequence[GpuInfo]) -> dict[str, str]:
+    """The environment that shows the workload only the chosen GPUs (CUDA numbers them from
+    0 in this order); nothing without ``--gpus``, so the workload sees what it would."""
+    if text is None:
+        return {}
+    return {"CUDA_VISIBLE_DEVICES": ",".join(g.uuid for g in chosen)}
+
+
+def nested_pid_namespace(ns: Path = PID_NS) -> bool:
+    """edgeprof runs in a PID namespace below the initial one (a container), where NVML's
+    pids (the initial namespace's) are not the ones ``cgroup.procs`` shows.  Asked of the
+    namespace's inode, not of ``NSpid``: a container mounts its own ``/proc``, whose
+    ``NSpid`` then lists one number, as on the host (seen with ``unshare --mount-proc``)."""
+    try:
+        return os.stat(ns).st_ino != INIT_PID_NS_INO
+    except OSError:
+        return False
+
+
+class _Device:
+    """Running aggregates of one GPU over a run."""
+
+    def __init__(self, info: GpuInfo, by_process: bool) -> None:
+        self.info = info
+        self.by_process = by_process
+        self.first: Reading | None = None
+        self.last: Reading | None = None
+        self.memory_peak: int | None = None
+        self.mem_base: int | None = None
+        self.util_area = 0.0
+        self.util_span = 0.0
+        self.util_peak: int | None = None
+        self.memutil_area = 0.0
+        self.proc_util: dict[int, int] = {}
+        """SM % of the run's processes per driver timestamp (summed over its pids)."""
+        self.proc_util_supported = True
+        self.power_sum = 0.0
+        self.power_n = 0
+        self.power_peak: int | None = None
+        self.sm_min: int | None = None
+        self.sm_max: int | None = None
+        self.memclk_max: int | None = None
+        self.temp_max: int | None = None
+        self.reasons = 0
+        self.pids: set[int] = set()
+
+    def add(self, r: Reading, run_pids: set[int]) -> int | None:
+        """Fold one reading in; returns the run's memory on this GPU then."""
+        prev, self.last = self.last, r
+        if self.first is None:
+            self.first = r
+            self.mem_base = r.memory_used
+        mine: int | None
+        if self.by_process and (
+            r.processes is None or any(used is None for pid, used in r.processes if pid in run_pids)
+        ):
+            # No process list on this GPU, or one without the run's memory (MIG without
+            # the rights, WDDM): the device's rise is all that can be said.
+            self.by_process = False
+        if self.by_process:
+            ours = [(pid, used) for pid, used in r.processes or () if pid in run_pids]
+            self.pids.update(pid for pid, _ in ours)
+            mine = sum(used for _, used in ours if used is not None)
+        elif r.memory_used is not None and self.mem_base is not None:
+            mine = max(0, r.memory_used - self.mem_base)
+        else:
+            mine = None
+        if mine is not None:
+            self.memory_peak = mine if self.memory_peak is None else max(self.memory_peak, mine)
+        if prev is not None and r.util_gpu is not None:
+            dt = r.t - prev.t
+            self.util_area += dt * r.util_gpu
+            self.memutil_area += dt * (r.util_memory or 0)
+            self.util_span += dt
+        if r.util_gpu is not None:
+            self.util_peak = _max(self.util_peak, r.util_gpu)
+        if r.process_util is None:
+            self.proc_util_supported = False
+        elif self.by_process:
+            for pid, ts, sm in r.process_util:
+                if pid in run_pids:
+                    self.proc_util[ts] = self.proc_util.get(ts, 0) + sm
+        if r.power_mw is not None:
+            self.power_sum += r.power_mw
+            self.power_n += 1
+            self.power_peak = _max(self.power_peak, r.power_mw)
+        if r.sm_clock_mhz is not None:
+            self.sm_min = (
+                r.sm_clock_mhz if self.sm_min is None else min(self.sm_min, r.sm_clock_mhz)
+            )
+            self.sm_max = _max(self.sm_max, r.sm_clock_mhz)
+        if r.memory_clock_mhz is not None:
+            self.memclk_max = _max(self.memclk_max, r.memory_clock_mhz)
+        if r.temperature_c is not None:
+            self.temp_max = _max(self.temp_max, r.temperature_c)
+        if r.reasons is not None:
+            self.reasons |= r.reasons
+        return mine
+
+    def energy_mj(self) -> int | None:
+        if self.first is None or self.last is None:
+            return None
+        a, b = self.first.energy_mj, self.last.energy_mj
+        return None if a is None or b is None else max(0, b - a)
+
+    def result(self) -> GpuDevice:
+        info = self.info
+        energy = self.energy_mj()
+        # The mean of the power readings, not energy over time: the two clocks differ (the
+        # driver averages power over its own window), and an average above the peak reading
+        # would read as an error.
+        power_avg = self.power_sum / self.power_n / 1000.0 if self.power_n else None
+        by_proc = self.by_process and self.proc_util_supported
+        if by_proc:
+            values = list(self.proc_util.values())
+            util_avg: float | None = sum(values) / len(values) if values else 0.0
+            util_peak: float | None = max(values) if values else 0.0
+        else:
+            util_avg = self.util_area / self.util_span if self.util_span > 0 else None
+            util_peak = self.util_peak
+        return GpuDevice(
+            index=info.number,
+            uuid=info.uuid,
+            name=info.name,
+            memory_total_bytes=info.memory_total,
+            memory_peak_bytes=self.memory_peak,
+            memory_source="processes" if self.by_process else "device",
+            utilization_avg_pct=util_avg,
+            utilization_peak_pct=None if util_peak is None else float(util_peak),
+            utilization_source=None if util_avg is None else ("processes" if by_proc else "device"),
+            memory_utilization_avg_pct=(
+                self.memutil_area / self.util_span if self.util_span > 0 else None
+            ),
+            energy_j=None if energy is None else energy / 1000.0,
+            power_avg_w=power_avg,
+            power_peak_w=None if self.power_peak is None else self.power_peak / 1000.0,
+            sm_clock_min_mhz=self.sm_min,
+            sm_clock_max_mhz=self.sm_max,
+            memory_clock_max_mhz=self.memclk_max,
+            temperature_peak_c=self.temp_max,
+            throttle_reasons=reason_names(self.reasons),
+            processes=len(self.pids),
+        )
+
+
+def _max(a: int | None, b: int) -> int:
+    return b if a is None or b > a else a
+
+
+class GpuWatch:
+    """The GPUs of one run: owns the NVML session (closed once by :meth:`close`) and the
+    sampling thread (:meth:`start` … :meth:`stop`).
+
+    ``members``: the run's pids now (``None``: the backend cannot list them; then, as in a
+    nested PID namespace, the device's memory is what counts)."""
+
+    def __init__(self, nvml: Nvml, gpus: Sequence[GpuInfo], selection: str | None) -> None:
+        self._nvml = nvml
+        self.gpus = list(gpus)
+        self.selection = selection
+        self.driver = nvml.driver()
+        self._devices: list[_Device] = []
+        self._pids: set[int] = set()
+        self._members: Callable[[], list[int] | None] = lambda: None
+        self._t0 = 0.0
+        self.interval = MIN_INTERVAL_S
+        self._writer: SampleWriter | None = None
+        self._wake_r, self._wake_w = os.pipe()
+        self._thread: threading.Thread | None = None
+        self._running = False
+        self.error: EdgeprofError | None = None
+        self.samples = 0
+        self._t: list[float] = []
+        self._energy: list[float] = []
+        self._energy_known = True
+        self._memory: list[float] = []
+
+    def close(self) -> None:
+        self.stop()
+        if self._wake_r >= 0:
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+            self._wake_r = self._wake_w = -1
+        self._nvml.close()
+
+    def start(
+        self,
+        t0: float,
+        members: Callable[[], list[int] | None],
+        interval: float,
+        out: Path | None,
+        by_process: bool | None = None,
+        thread: bool = True,
+    ) -> None:
+        """Take the first reading and start sampling every ``interval`` (no more often than
+        :data:`MIN_INTERVAL_S`).  ``by_process``: match the run's pids (default: where the
+        backend lists them, and not from a nested PID namespace); ``thread=False``: the
+        caller calls :meth:`sample` (tests)."""
+        self._t0 = t0
+        self._members = members
+        self.interval = max(interval, MIN_INTERVAL_S)
+        if by_process is None:
+            listed = None
+            with contextlib.suppress(OSError, EdgeprofError):
+                listed = members()
+            by_process = listed is not None and not nested_pid_namespace()
+        self._devices = [_Device(g, by_process) for g in self.gpus]
+        if out is not None:
+            self._writer = SampleWriter(out / "gpu.csv", columns=COLUMNS)
+        self._running = True
+        self.sample()  # the state at the start, before the thread's first tick
+        if thread:
+            self._thread = threading.Thread(target=self._run, name="edgeprof-gpu", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the thread after one last reading (the state at the end).  Idempotent."""
+        if not self._running:
+            return
+        self._running = False
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            os.write(self._wake_w, b"x")
+            thread.join()
+        if self.error is None:
+            try:
+                self.sample()
+            except EdgeprofError as exc:
+                self.error = exc
+        if self._writer is not None:
+            self._writer.close()
+
+    def _run(self) -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        due = time.monotonic()
+        try:
+            while True:
+                due += self.interval
+                wait = due - time.monotonic()
+                if wait < 0:  # fell behind: stay on the grid
+                    due += math.ceil(-wait / self.interval) * self.interval
+                    wait = due - time.monotonic()
+                if select.select([self._wake_r], [], [], max(0.0, wait))[0]:
+                    return
+                self.sample()
+        except EdgeprofError as exc:
+            self.error = exc
+        except Exception as exc:  # a bug must not vanish with the thread: report it
+            self.error = EdgeprofError(f"{type(exc).__name__}: {exc}")
+
+    def sample(self) -> None:
+        pids = None
+        with contextlib.suppress(OSError, EdgeprofError):  # a group going: the pids seen stand
+            pids = self._members()
+        if pids is not None:
+            self._pids.update(pids)
+        memory = 0
+        energy = 0
+        t = 0.0
+        for d in self._devices:
+            r = self._nvml.read(d.info.number)
+            t = r.t - self._t0
+            mine = d.add(r, self._pids)
+            memory += mine or 0
+            if r.energy_mj is None or d.first is None or d.first.energy_mj is None:
+                self._energy_known = False
+            else:
+                energy += r.energy_mj - d.first.energy_mj
+            if self._writer is not None:
+                self._writer.write(_row(t, r, mine, d))
+        self.samples += 1
+        self._t.append(t)
+        self._memory.append(float(memory))
+        self._energy.append(energy / 1000.0)
+
+    def result(
+        self,
+        occurrences: Sequence[Occurrence] = (),
+        iterations: Sequence[tuple[float, float, int]] = (),
+        run_end: float | None = None,
+        out: Path | None = None,
+    ) -> GpuStats:
+        devices = tuple(d.result() for d in self._devices)
+        energies = [d.energy_j for d in devices]
+        energy = None if not devices or None in energies else math.fsum(e or 0.0 for e in energies)
+        per_it = per_item = None
+        phases: tuple[GpuPhase, ...] = ()
+        if self._t:
+            end = run_end if run_end is not None else self._t[-1]
+            phases = self._phases(occurrences, end)
+            if iterations and self._energy_known and energy is not None:
+                inside = math.fsum(max(0.0, self._e(b) - self._e(a)) for a, b, _ in iterations)
+                per_it = inside / len(iterations)
+                items = sum(n for _, _, n in iterations)
+                per_item = inside / items if items else None
+        peak = max(self._memory) if self._memory and self._devices else None
+        return GpuStats(
+            driver=self.driver,
+            selection=self.selection,
+            devices=devices,
+            memory_peak_bytes=None if peak is None else int(peak),
+            energy_j=energy,
+            samples=self.samples,
+            interval_s=self.interval,
+            energy_per_iteration_j=per_it,
+            energy_per_item_j=per_item,
+            phases=phases,
+            path=None if out is None else str(out / "gpu.csv"),
+        )
+
+    def _e(self, t: float) -> float:
+        return interpolate(self._t, self._energy, t) or 0.0
+
+    def _phases(self, occurrences: Sequence[Occurrence], run_end: float) -> tuple[GpuPhase, ...]:
+        by_name: dict[str, list[Occurrence]] = {}
+        for o in sorted(occurrences, key=lambda o: o.start):
+            by_name.setdefault(o.name, []).append(o)
+        out = []
+        for name, occs in by_name.items():
+            energy = 0.0
+            peak: float | None = None
+            for o in occs:
+                end = run_end if o.end is None else o.end
+                energy += max(0.0, self._e(end) - self._e(o.start))
+                inside = [
+                    m for t, m in zip(self._t, self._memory, strict=True) if o.start <= t <= end
+                ]
+                if inside:
+                    peak = max(inside) if peak is None else max(peak, *inside)
+            out.append(
+                GpuPhase(
+                    name,
+                    energy if self._energy_known and self._devices else None,
+                    None if peak is None else int(peak),
+                )
+            )
+        return tuple(out)
+
+
+def _row(t: float, r: Reading, mine: int | None, d: _Device) -> tuple[object, ...]:
+    first = d.first
+    energy = (
+        None
+        if first is None or first.energy_mj is None or r.energy_mj is None
+        else (r.energy_mj - first.energy_mj) / 1000.0
+    )
+    return (
+        t,
+        r.gpu,
+        mine,
+        r.memory_used,
+        r.util_gpu,
+        r.util_memory,
+        None if r.power_mw is None else r.power_mw / 1000.0,
+        energy,
+        r.sm_clock_mhz,
+        r.memory_clock_mhz,
+        r.temperature_c,
+        "|".join(reason_names(r.reasons or 0)),
+    )
+
+
+def open_watch(selection: str | None, *, lib_loader: Callable[[], Nvml] = Nvml) -> GpuWatch | None:
+    """The run's GPUs, or ``None``: without ``--gpus``, none where NVML is unavailable or
+    lists no GPU (a CPU host: nothing to say); with ``--gpus``, that is a ConfigError naming
+    why, and ``--gpus none`` measures nothing."""
+    if selection == "none":
+        return None
+    try:
+        nvml = lib_loader()
+    except NvmlUnavailable as exc:
+        if selection is None:
+            return None
+        raise ConfigError(f"--gpus {selection}: {exc}") from None
+    try:
+        gpus = nvml.devices()
+        if not gpus:
+            if selection is None:
+                nvml.close()
+                return None
+            raise ConfigError(f"--gpus {selection}: NVML lists no GPU on this host")
+        return GpuWatch(nvml, select_gpus(selection, gpus), selection)
+    except BaseException:
+        nvml.close()
+        raise
+
+
+def check_gpus(selection: str) -> None:
+    """``--gpus`` checked against this host's GPUs (NVML opened and closed): a ConfigError
+    line where it names what is not here."""
+    watch = open_watch(selection)
+    if watch is not None:
+        watch.close()

@@ -1,0 +1,111 @@
+"""What a run did on the GPUs it could see: the ``gpu`` block of a result (``null`` without one).
+
+Read over NVML by :mod:`edgeprof.measure.gpu`: the driver's own counters, sampled at the run's
+interval (no faster than :data:`edgeprof.measure.gpu.sampler.MIN_INTERVAL_S`) and read once
+more at the run's start and end.  Memory is the run's own: NVML's per-process list matched to
+the pids in the run's group, so another job on the same GPU is not counted.  Where the pids
+cannot be matched (edgeprof in a PID namespace of its own sees other numbers than the driver
+reports) it is the device's used memory above its level at the start, and ``memory_source``
+says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .memory import known_fields
+
+MEMORY_SOURCES = ("processes", "device")
+"""``processes``: the run's own processes on NVML's list; ``device``: the device's used memory
+above its level at the run's start (anything else on the GPU counts too)."""
+
+UTILIZATION_SOURCES = ("processes", "device")
+"""``processes``: NVML's per-process samples of the run's pids; ``device``: the device's
+utilisation, whoever used it (the driver gave no per-process samples)."""
+
+
+@dataclass(frozen=True)
+class GpuDevice:
+    """One GPU over one run.
+
+    ``utilization_*``: percent of the time a kernel ran on the GPU (NVML's ``gpu``/``smUtil``),
+    averaged over the samples (per process: over the driver's samples of the run's pids, i.e.
+    while it held the GPU; device-wide: over time).  ``energy_j``: the driver's cumulative
+    energy counter at the end less at the start (``None`` where the GPU has none, before
+    Volta).  ``power_*``: board power samples (W).  ``throttle_reasons``: every reason the
+    driver gave for holding the clocks down while the run ran (``sw_power_cap``,
+    ``hw_thermal``…), idle left out.
+    """
+
+    index: int
+    """NVML's index (the order ``nvidia-smi`` lists)."""
+    uuid: str
+    name: str
+    memory_total_bytes: int | None
+    memory_peak_bytes: int | None
+    memory_source: str
+    utilization_avg_pct: float | None
+    utilization_peak_pct: float | None
+    utilization_source: str | None
+    memory_utilization_avg_pct: float | None
+    energy_j: float | None
+    power_avg_w: float | None
+    power_peak_w: float | None
+    sm_clock_min_mhz: int | None
+    sm_clock_max_mhz: int | None
+    memory_clock_max_mhz: int | None
+    temperature_peak_c: int | None
+    throttle_reasons: tuple[str, ...] = ()
+    processes: int = 0
+    """Distinct pids of the run seen on this GPU."""
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> GpuDevice:
+        kw = known_fields(cls, d)
+        kw["throttle_reasons"] = tuple(kw.get("throttle_reasons") or ())
+        return cls(**kw)
+
+
+@dataclass(frozen=True)
+class GpuPhase:
+    """A phase's share of the GPUs (phases of the same name merged, as in ``phases``)."""
+
+    name: str
+    energy_j: float | None
+    memory_peak_bytes: int | None
+    """Largest sample of the run's GPU memory inside the phase (a lower bound: sampled)."""
+
+
+@dataclass(frozen=True)
+class GpuStats:
+    """The run's GPUs (:class:`GpuDevice`) and what adds up over them.
+
+    ``memory_peak_bytes``: the largest sample of the run's memory summed over its GPUs;
+    ``energy_j``: the energy of every GPU the run could see, over the run.
+    ``energy_per_iteration_j`` / ``energy_per_item_j``: the energy inside the reported
+    iterations (the counter interpolated at each one's start and end) over their count /
+    their items (a batch's inferences); ``None`` without iterations or energy.
+    """
+
+    driver: str | None
+    selection: str | None
+    """What ``--gpus`` asked for (``None``: every GPU NVML lists, none hidden from the run)."""
+    devices: tuple[GpuDevice, ...]
+    memory_peak_bytes: int | None
+    energy_j: float | None
+    samples: int
+    interval_s: float
+    energy_per_iteration_j: float | None = None
+    energy_per_item_j: float | None = None
+    phases: tuple[GpuPhase, ...] = ()
+    path: str | None = None
+    """``gpu.csv`` beside ``result.json`` (one row per GPU per sample), or ``None``."""
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> GpuStats:
+        kw = known_fields(cls, d)
+        kw["devices"] = tuple(GpuDevice.from_dict(x) for x in kw.get("devices") or ())
+        kw["phases"] = tuple(GpuPhase(**known_fields(GpuPhase, p)) for p in kw.get("phases") or ())
+        return cls(**kw)

@@ -1,0 +1,41 @@
+"""``edgeprof bench``'s own table: one row per batch size with the indicators MLModelCI's
+profiler reports (peak throughput, p50/p95/p99 latency, GPU memory and utilisation), and
+the energy per item where the GPU has an energy counter."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..analysis.metrics import BY_KEY
+from ..model import RunResult
+from ..units import format_binary, format_energy, format_seconds
+from .table import plain_table
+
+COLUMNS = ("NAME", "ITEMS/S", "P50", "P95", "P99", "GPU MEMORY", "GPU UTIL", "ENERGY/ITEM")
+
+
+def bench_rows(results: Sequence[RunResult]) -> list[list[str]]:
+    rows = []
+    for r in results:
+        lat = r.latency
+        util = BY_KEY["gpu_util"].get(r)
+        g = r.gpu
+        rows.append(
+            [
+                r.label,
+                "n/a" if lat is None or lat.items_per_s is None else f"{lat.items_per_s:.1f}",
+                "n/a" if lat is None else format_seconds(lat.p50_s),
+                "n/a" if lat is None else format_seconds(lat.p95_s),
+                "n/a" if lat is None else format_seconds(lat.p99_s),
+                "no GPU" if g is None else format_binary(g.memory_peak_bytes),
+                "no GPU" if g is None else "n/a" if util is None else f"{util:.1f}%",
+                "no GPU" if g is None else format_energy(g.energy_per_item_j),
+            ]
+        )
+    return rows
+
+
+def render_bench(results: Sequence[RunResult]) -> str:
+    """The table (plain text); ITEMS/S is the timed calls' throughput, the peak over the
+    batch sizes is the largest row."""
+    return plain_table("Per batch size", COLUMNS, bench_rows(results))

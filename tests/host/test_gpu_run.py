@@ -1,0 +1,142 @@
+"""A real run on the real kernel with the NVML double standing in for the driver: the GPU
+figures are matched to the pids the kernel's group lists, so the run's process counts and
+another process on the same GPU (this test's own, outside the run) does not.  The driver's
+numbers are the double's; what is real is the run, its group, its pids and the runner's
+plumbing from them to ``result.gpu``, ``gpu.csv`` and the report.  The same checks against a
+real GPU are the gpu tier's (``tests/gpu``)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import edgeprof
+from edgeprof.backends import nvml
+from edgeprof.errors import ConfigError
+from edgeprof.report.results import render_plain
+from tests.nvml_double import FakeGpu, MiB, NvmlDouble
+
+PY = sys.executable
+REPO = Path(__file__).resolve().parents[2]
+
+# The workload reports its pid (the double then lists it on the GPU), its view of the GPUs,
+# one phase and two iterations; it waits for nothing.
+WORKLOAD = """
+import os, sys
+sys.path.insert(0, {repo!r})
+import edgeprof
+with open({pidfile!r}, "w") as f:
+    f.write(str(os.getpid()))
+with open({envfile!r}, "w") as f:
+    f.write(os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>"))
+with edgeprof.phase("infer"):
+    for _ in range(2):
+        with edgeprof.iteration(items=4):
+            sum(range(200_000))
+"""
+
+
+def _double(pidfile: Path) -> NvmlDouble:
+    other = os.getpid()  # another job on the same GPU: this test process, not in the run
+
+    def processes() -> dict[int, int | None]:
+        procs: dict[int, int | None] = {other: 4096 * MiB}
+        if pidfile.exists() and pidfile.read_text():
+            procs[int(pidfile.read_text())] = 256 * MiB
+        return procs
+
+    lib = NvmlDouble([FakeGpu("GPU-0000", processes=processes), FakeGpu("GPU-1111", minor=1)])
+
+    def tick(g: FakeGpu) -> None:  # the counter moves at every read, as a busy GPU's does
+        g.energy_mj += 250
+
+    lib.on_read = tick
+    return lib
+
+
+def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpus: str | None) -> edgeprof.RunResult:
+    pidfile, envfile = tmp_path / "pid", tmp_path / "env"
+    script = tmp_path / "work.py"
+    script.write_text(WORKLOAD.format(repo=str(REPO), pidfile=str(pidfile), envfile=str(envfile)))
+    lib = _double(pidfile)
+    monkeypatch.setattr(nvml, "load", lambda *a, **k: lib)
+    result = edgeprof.profile([PY, str(script)], gpus=gpus, out_dir=tmp_path / "out",
+                              interval=0.02)  # fmt: skip
+    assert lib.initialised == 0, "the NVML session was not closed"
+    return result
+
+
+def test_a_run_counts_its_own_gpu_memory_not_another_processs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r = _run(tmp_path, monkeypatch, gpus=None)
+    assert r.exit_code == 0, r.warnings
+    g = r.gpu
+    assert g is not None and [d.uuid for d in g.devices] == ["GPU-0000", "GPU-1111"]
+    first, second = g.devices
+    assert first.memory_source == "processes" and first.processes == 1
+    assert first.memory_peak_bytes == 256 * MiB  # the 4 GiB of the other process not counted
+    assert second.memory_peak_bytes == 0 and second.processes == 0
+    assert g.memory_peak_bytes == 256 * MiB
+    # Energy: every read moved each counter 0.25 J; the run's is the end less the start.
+    assert g.energy_j is not None and g.energy_j > 0
+    assert first.energy_j == pytest.approx(0.25 * (g.samples - 1))
+    assert g.energy_j == pytest.approx(2 * 0.25 * (g.samples - 1))
+    assert g.energy_per_iteration_j is not None and 0 < g.energy_per_iteration_j * 2 <= g.energy_j
+    assert g.energy_per_item_j == pytest.approx(g.energy_per_iteration_j / 4)
+    assert [p.name for p in g.phases] == ["infer"]
+    assert (tmp_path / "env").read_text() == "<unset>"  # not asked: the environment as it was
+    # The files: result.json carries the block, gpu.csv a row per GPU per sample.
+    saved = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert saved["gpu"]["memory_peak_bytes"] == 256 * MiB
+    rows = list(csv.DictReader((tmp_path / "out" / "gpu.csv").open()))
+    assert len(rows) == 2 * g.samples
+    assert max(int(x["memory_bytes"]) for x in rows if x["gpu"] == "0") == 256 * MiB
+    text = render_plain([r])
+    assert "GPU" in text and "256.0MiB" in text and "0: NVIDIA H100 80GB HBM3" in text
+
+
+def test_gpus_shows_the_workload_only_the_chosen_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r = _run(tmp_path, monkeypatch, gpus="1")
+    assert (tmp_path / "env").read_text() == "GPU-0000"  # "1": a count, the first one
+    assert r.gpu is not None and [d.uuid for d in r.gpu.devices] == ["GPU-0000"]
+    assert r.gpu.selection == "1"
+
+
+def test_gpus_none_hides_them_and_measures_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r = _run(tmp_path, monkeypatch, gpus="none")
+    assert (tmp_path / "env").read_text() == ""
+    assert r.gpu is None
+
+
+def test_a_gpu_this_host_lacks_is_refused_before_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ConfigError, match="no GPU '5'"):
+        _run(tmp_path, monkeypatch, gpus="0,5")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "pid").exists()
+
+
+def test_a_container_like_pid_namespace_is_seen_though_its_nspid_has_one_number() -> None:
+    """``unshare --pid --mount-proc``, as a container runtime sets one up: the driver's pids
+    are the host's there, so GPU memory must fall back to the device's figure."""
+    code = (
+        f"import sys; sys.path.insert(0, {str(REPO)!r}); "
+        "from edgeprof.measure.gpu import nested_pid_namespace; "
+        "print(nested_pid_namespace(), open('/proc/self/status').read().count('NSpid:\\t1\\n'))"
+    )
+    out = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", PY, "-c", code],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout.split()  # fmt: skip
+    assert out == ["True", "1"]
