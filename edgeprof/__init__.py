@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .workload.instrument import active, iteration, mark, phase
+from .workload.instrument import active, iteration, limit_gpu_memory, mark, phase
 
 __version__ = "0.1.0"
 
@@ -76,6 +76,7 @@ __all__ = [
     "__version__",
     "active",
     "iteration",
+    "limit_gpu_memory",
     "mark",
     "phase",
     "profile",

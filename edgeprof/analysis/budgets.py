@@ -146,6 +146,8 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
                     reason = _no_latency(runs, results)
                 elif key == "memory_need":
                     reason = "the runs were not squeezed (--squeeze measures the need)"
+                elif key in ("gpu_memory", "energy"):
+                    reason = _no_gpu(ok)
                 else:
                     reason = f"the {runs[0].backend} backend did not measure it"
                 checks.append(
@@ -177,6 +179,14 @@ def _noise_caveat(metric: Metric, values: Sequence[float], budget: float) -> str
         f"the budget lies within the 95% interval of the mean ({metric.format(mean)} ± "
         f"{metric.format(d.half)}): a re-run could turn the check; more repeats decide it"
     )
+
+
+def _no_gpu(runs: Sequence[RunResult]) -> str:
+    """Why a cell has no GPU figure: no GPU was measured (no NVIDIA driver or bindings here,
+    ``--gpus none``), or the GPU has no energy counter."""
+    if all(r.gpu is None for r in runs):
+        return "no GPU was measured (edgeprof doctor lists the GPUs it can read)"
+    return "the GPU does not give it (edgeprof doctor says what each GPU gives)"
 
 
 def _no_latency(runs: Sequence[RunResult], results: Sequence[RunResult]) -> str:

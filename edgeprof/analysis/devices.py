@@ -19,6 +19,8 @@ the one shipped in the package (``edgeprof/devices.yml``), ``$EDGEPROF_DEVICES``
         share: 1.4            # optional: CPUs of this host (``--cpus``); OR neither
         calibration: rpi4.yml # optional: a calibration file, relative to this catalog
         cpu_period: 2ms       # optional: ``--cpu-period``
+        gpu_memory: 2g        # optional: the GPU's memory (``--gpu-memory``)
+        unified_memory: true  # optional: CPU and GPU share ``memory`` (Jetson-class boards)
         description: ...      # optional
         source: https://...   # optional: where the figures came from
 
@@ -77,6 +79,8 @@ _KEYS = (
     "speed",
     "calibration",
     "cpu_period",
+    "gpu_memory",
+    "unified_memory",
     "description",
     "source",
 )
@@ -98,6 +102,10 @@ class Device:
     cpu_period_us: int | None = None
     description: str | None = None
     source: str | None = None
+    gpu_memory: int | None = None
+    """Bytes of GPU memory (a discrete GPU's), held against the run's GPU peak."""
+    unified_memory: bool = False
+    """CPU and GPU share :attr:`memory`: host and GPU peaks are held to it together."""
 
 
 def builtin_catalog() -> Path:
@@ -171,13 +179,8 @@ def _entry(path: Path, name: object, e: object) -> Device:
     cores = e["cores"]
     if isinstance(cores, bool) or not isinstance(cores, int) or not 1 <= cores <= MAX_CPUS:
         raise bad("cores", f"expected a whole number of cores, from 1 to {MAX_CPUS:g}")
-    memory = e["memory"]
-    if not isinstance(memory, str | int) or isinstance(memory, bool):
-        raise bad("memory", "expected a size such as 4g")
-    try:
-        mem = parse_memory_limit(memory if isinstance(memory, str) else f"{memory}b")
-    except ConfigError as exc:
-        raise bad("memory", str(exc)) from None
+    mem = _size(e, "memory", bad)
+    assert mem is not None  # a required key
     if "share" in e and "speed" in e:
         raise ConfigError(f"{where}: give 'share' or 'speed', not both")
     share = _positive(e, "share", bad)
@@ -200,6 +203,12 @@ def _entry(path: Path, name: object, e: object) -> Device:
             period_us = parse_cpu_period(period)
         except ConfigError as exc:
             raise bad("cpu_period", str(exc)) from None
+    gpu_memory = _size(e, "gpu_memory", bad)
+    unified = e.get("unified_memory", False)
+    if not isinstance(unified, bool):
+        raise bad("unified_memory", "expected true or false")
+    if unified and gpu_memory is not None:
+        raise bad("gpu_memory", "a unified memory is 'memory' itself: give one or the other")
     text: dict[str, str | None] = {}
     for key in ("description", "source"):
         v = e.get(key)
@@ -217,7 +226,23 @@ def _entry(path: Path, name: object, e: object) -> Device:
         cpu_period_us=period_us,
         description=text["description"],
         source=text["source"],
+        gpu_memory=gpu_memory,
+        unified_memory=unified,
     )
+
+
+def _size(e: Mapping[str, Any], key: str, bad: Any) -> int | None:
+    """A size key (Docker's rules, binary multiples; a bare number is bytes), ``None``
+    where the entry has none."""
+    v = e.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, str | int) or isinstance(v, bool):
+        raise bad(key, "expected a size such as 4g")
+    try:
+        return parse_memory_limit(v if isinstance(v, str) else f"{v}b")
+    except ConfigError as exc:
+        raise bad(key, str(exc)) from None
 
 
 def _positive(e: Mapping[str, Any], key: str, bad: Any) -> float | None:
@@ -353,7 +378,9 @@ def catalog_rows(catalog: Mapping[str, Device]) -> list[list[str]]:
         [
             d.name,
             str(d.cores),
-            format_binary(d.memory),
+            format_binary(d.memory)
+            + (" shared with the GPU" if d.unified_memory else "")
+            + ("" if d.gpu_memory is None else f", GPU {format_binary(d.gpu_memory)}"),
             describe_speed(d),
             "auto" if d.cpu_period_us is None else format_period(d.cpu_period_us),
             "-" if d.calibration is None else str(d.calibration),
@@ -372,6 +399,8 @@ def catalog_json(catalog: Mapping[str, Device]) -> list[dict[str, Any]]:
             "share": d.share,
             "speed": d.speed,
             "cpu_period_us": d.cpu_period_us,
+            "gpu_memory_bytes": d.gpu_memory,
+            "unified_memory": d.unified_memory,
             "calibration": None if d.calibration is None else str(d.calibration),
             "description": d.description,
             "source": d.source,

@@ -74,6 +74,13 @@ Gpus = Annotated[
         "GPU is measured where NVML is installed (the gpu extra).",
     ),
 ]
+GpuMemory = Annotated[
+    str | None,
+    typer.Option(
+        help="The device's GPU memory, e.g. 2g: the run's GPU memory peak is held to it "
+        "(exit 3 when over), and a PyTorch workload caps its own allocations to it.",
+    ),
+]
 AsRoot = Annotated[
     bool,
     typer.Option(help="Under sudo, run the workload as root (default: as the sudo user)."),

@@ -135,7 +135,7 @@ def render_recipe(
     ``edgeprof run`` checks them.  Raises :class:`ConfigError`."""
     import importlib
 
-    from ..sweeps.recipes import Sweep, part_resources
+    from ..sweeps.recipes import Sweep, part_gpus, part_resources
     from ..sweeps.request import plan_run
     from ..units import parse_memory_limit
     from .runargs import run_request, split_for_parts
@@ -167,6 +167,7 @@ def render_recipe(
         memory=memory,
         edgeprof=edgeprof,
         origin=origin,
+        gpus=part_gpus(job.request.gpus),
     )
     chosen = {k: (given.get(k) or v) for k, v in defaults.items()}
     render: Renderer = module.render

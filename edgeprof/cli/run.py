@@ -19,6 +19,7 @@ from .options import (
     DevicesFile,
     DockerArgs,
     EnvItems,
+    GpuMemory,
     Gpus,
     HtmlReport,
     Image,
@@ -76,6 +77,7 @@ def run(
     ] = None,
     pids: Pids = None,
     gpus: Gpus = None,
+    gpu_memory: GpuMemory = None,
     interval: Annotated[
         str | None,
         typer.Option(help=f"Sampling interval in seconds (≥ 0.001; default {DEFAULT_INTERVAL_S})."),

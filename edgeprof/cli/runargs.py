@@ -38,6 +38,7 @@ OPTIONS: dict[str, tuple[str, Kind]] = {
     "--memory": ("memory", "list"),
     "--pids": ("pids", "str"),
     "--gpus": ("gpus", "str"),
+    "--gpu-memory": ("gpu_memory", "str"),
     "--interval": ("interval", "str"),
     "--timeout": ("timeout", "str"),
     "--env": ("env", "list"),
@@ -242,6 +243,7 @@ def run_request(params: Mapping[str, Any]) -> RunRequest:
         memory=tuple(p["memory"] or ()),
         pids=p["pids"],
         gpus=p["gpus"],
+        gpu_memory=p["gpu_memory"],
         cpu_period=p["cpu_period"],
         interval=p["interval"],
         timeout=p["timeout"],
@@ -280,8 +282,12 @@ def run_request(params: Mapping[str, Any]) -> RunRequest:
 
 
 def budget_values(params: Mapping[str, Any]) -> dict[str, str | None]:
-    """The ``--max-…`` options' values by metric (``None`` where not given)."""
-    return {metric: params.get(param) for metric, param in BUDGET_PARAMS.items()}
+    """The ``--max-…`` options' values by metric (``None`` where not given); ``--gpu-memory``
+    is the GPU memory budget where ``--max-gpu-memory`` is not given."""
+    values = {metric: params.get(param) for metric, param in BUDGET_PARAMS.items()}
+    if values["gpu_memory"] is None and params.get("gpu_memory") is not None:
+        values["gpu_memory"] = params["gpu_memory"]
+    return values
 
 
 def execute(params: Mapping[str, Any]) -> int:

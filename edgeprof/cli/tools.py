@@ -10,7 +10,7 @@ import typer
 
 from ..measure.runner import DEFAULT_INTERVAL_S
 from .app import exit_code
-from .options import AllowOverHost, CpuPeriod, DeviceName, DevicesFile, EnvItems, Gpus
+from .options import AllowOverHost, CpuPeriod, DeviceName, DevicesFile, EnvItems, GpuMemory, Gpus
 
 
 def gc(
@@ -74,6 +74,7 @@ def bench(
     ] = False,
     allow_over_host: AllowOverHost = False,
     gpus: Gpus = None,
+    gpu_memory: GpuMemory = None,
 ) -> None:
     """Latency percentiles and throughput of FUNC per batch size, under the limits.
 
@@ -115,6 +116,7 @@ def bench(
         device=device,
         allow_over_host=allow_over_host,
         gpus=gpus,
+        gpu_memory=gpu_memory,
     )
     if json_out:
         sys.stdout.write(json.dumps([r.to_dict() for r in results], indent=2) + "\n")

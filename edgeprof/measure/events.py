@@ -45,6 +45,7 @@ from ..model import Capped, Counters, EventCounts, LatencyStats, Mark, PhaseStat
 from ..workload.instrument import (
     EVENTS_CONTAINER_PATH,
     FD_ENV,
+    GPU_CAPPED_MARK,
     INODE_ENV,
     PATH_ENV,
     UNAVAILABLE_ENV,
@@ -122,6 +123,8 @@ class EventChannel:
         self._cpu = array.array("d")
         self._mem = array.array("d")
         self._occurrences: list[Occurrence] = []
+        self.gpu_capped = 0
+        """Processes that capped their GPU memory (:data:`GPU_CAPPED_MARK`)."""
         self._open: list[tuple[Occurrence, object | None]] = []
         self._it0 = array.array("d")
         self._it1 = array.array("d")
@@ -332,6 +335,8 @@ class EventChannel:
             if self._peaks is not None:
                 occ.kernel_peak = self._peaks.stop(token)
             self._snapshot()
+        elif ev.name == GPU_CAPPED_MARK:  # a process capped its GPU memory: not a user mark
+            self.gpu_capped += 1
         else:  # mark
             if len(self._marks) >= max_marks:
                 self._marks_over += 1  # not even a counter read

@@ -1,6 +1,6 @@
-"""A run's GPUs: which ones it may use (``--gpus``), their sampling thread, and the
-arithmetic from NVML's raw readings (:mod:`edgeprof.backends.nvml`) to the result's ``gpu``
-block (:class:`edgeprof.model.GpuStats`).
+"""A run's GPUs: their sampling thread, and the arithmetic from NVML's raw readings
+(:mod:`edgeprof.backends.nvml`) to the result's ``gpu`` block (:class:`edgeprof.model.GpuStats`);
+which GPUs a run may use is :mod:`edgeprof.measure.gpu_select`'s.
 
 The run's memory on a GPU is the sum of NVML's per-process figures for the pids that were in
 the run's group when (or before) it was read, so another job on the same GPU is not counted.
@@ -13,9 +13,9 @@ run's memory is the device's used memory above its level at the start, and the r
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
-import re
 import select
 import signal
 import threading
@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..backends.nvml import GpuInfo, Nvml, NvmlUnavailable, Reading, reason_names
-from ..errors import ConfigError, EdgeprofError
+from ..backends.nvml import GpuInfo, Nvml, Reading, reason_names
+from ..errors import EdgeprofError
 from ..model import GpuDevice, GpuPhase, GpuStats
 from .phases import Occurrence, interpolate
 from .sampler import SampleWriter
@@ -51,58 +51,10 @@ COLUMNS = (
 """``gpu.csv``: one row per GPU per sample.  ``memory_bytes``: the run's (see the module's
 docstring); ``energy_j``: since the run's start; ``throttle``: the reasons, ``|``-joined."""
 
-SELECTION_HELP = (
-    "all, none, a count (2: the first two), or GPUs by index or UUID (device=1, 0,2, GPU-…)"
-)
-_ID = r"(?:\d+|(?:GPU|MIG)-[\w/-]+)"
-_SELECTION = re.compile(rf"all|none|\d+|(?:device=)?{_ID}(?:,{_ID})*")
-"""A GPU is named by NVML's index or its UUID (``GPU-…``, or ``MIG-…`` for a MIG slice)."""
-
 PID_NS = Path("/proc/self/ns/pid")
 INIT_PID_NS_INO = 0xEFFFFFFC
 """The initial PID namespace's inode number (``PROC_PID_INIT_INO``, ``include/linux/
 proc_ns.h``): fixed by the kernel, so any other number is a namespace below it."""
-
-
-def check_selection(text: str) -> str:
-    """``--gpus`` as given, checked for its form (the GPUs themselves at the run)."""
-    t = text.strip()
-    if not _SELECTION.fullmatch(t):
-        raise ConfigError(f"--gpus {text!r}: expected {SELECTION_HELP}")
-    return t
-
-
-def select_gpus(text: str | None, gpus: Sequence[GpuInfo]) -> list[GpuInfo]:
-    """The GPUs ``--gpus`` names among those NVML lists (``None``: every one)."""
-    if text is None or text == "all":
-        return list(gpus)
-    if text == "none":
-        return []
-    if text.isdigit():  # a count, as docker run --gpus 2
-        n = int(text)
-        if not 1 <= n <= len(gpus):
-            raise ConfigError(
-                f"--gpus {text}: a count of GPUs (this host has {len(gpus)}); one GPU by its "
-                f"index is device={text}"
-            )
-        return list(gpus[:n])
-    chosen: list[GpuInfo] = []
-    for word in text.removeprefix("device=").split(","):
-        found = [g for g in gpus if (word.isdigit() and g.number == int(word)) or g.uuid == word]
-        if not found:
-            known = ", ".join(f"{g.number} ({g.uuid})" for g in gpus) or "none"
-            raise ConfigError(f"--gpus: no GPU {word!r} here (GPUs: {known})")
-        if found[0] not in chosen:
-            chosen.append(found[0])
-    return chosen
-
-
-def visible_devices(text: str | None, chosen: Sequence[GpuInfo]) -> dict[str, str]:
-    """The environment that shows the workload only the chosen GPUs (CUDA numbers them from
-    0 in this order); nothing without ``--gpus``, so the workload sees what it would."""
-    if text is None:
-        return {}
-    return {"CUDA_VISIBLE_DEVICES": ",".join(g.uuid for g in chosen)}
 
 
 def nested_pid_namespace(ns: Path = PID_NS) -> bool:
@@ -267,6 +219,9 @@ class GpuWatch:
         self._wake_r, self._wake_w = os.pipe()
         self._thread: threading.Thread | None = None
         self._running = False
+        self.limit: int | None = None
+        """The device's GPU memory the run is held to (``profile(gpu_memory=…)``)."""
+        self.unified = False
         self.error: EdgeprofError | None = None
         self.samples = 0
         self._t: list[float] = []
@@ -307,7 +262,11 @@ class GpuWatch:
         if out is not None:
             self._writer = SampleWriter(out / "gpu.csv", columns=COLUMNS)
         self._running = True
-        self.sample()  # the state at the start, before the thread's first tick
+        try:
+            self.sample()  # the state at the start, before the thread's first tick
+        except EdgeprofError as exc:  # a GPU lost at the start: the run goes on without it
+            self.error = exc
+            return
         if thread:
             self._thread = threading.Thread(target=self._run, name="edgeprof-gpu", daemon=True)
             self._thread.start()
@@ -407,6 +366,41 @@ class GpuWatch:
             path=None if out is None else str(out / "gpu.csv"),
         )
 
+    def finish(
+        self,
+        occurrences: Sequence[Occurrence],
+        iterations: Sequence[tuple[float, float, int]],
+        run_end: float,
+        out: Path | None,
+        *,
+        capped: bool,
+    ) -> tuple[GpuStats, list[str]]:
+        """The run's ``gpu`` block, with its limit (``capped``: the workload said it capped
+        its GPU memory), and what the sampling has to say (warnings)."""
+        stats = dataclasses.replace(
+            self.result(occurrences, iterations, run_end, out),
+            memory_limit_bytes=self.limit,
+            memory_limit_enforced=capped,
+            unified_memory=self.unified,
+        )
+        said = []
+        if self.error is not None:
+            said.append(f"GPU sampling stopped early: {self.error}")
+        w = self._writer
+        if w is not None and w.error is not None:
+            said.append(
+                f"{w.path} stops after {w.rows} rows: {w.error.strerror or w.error}; the "
+                "GPU figures cover every reading"
+            )
+        if any(d.memory_source == "device" for d in stats.devices):
+            said.append(
+                "GPU memory is the device's used memory above its level at the start "
+                "(anything else on the GPU counts too): the driver's pids could not be "
+                "matched to the run's (edgeprof in a PID namespace of its own, a backend "
+                "that cannot list them, or a GPU that gives no per-process memory)"
+            )
+        return stats, said
+
     def _e(self, t: float) -> float:
         return interpolate(self._t, self._energy, t) or 0.0
 
@@ -457,36 +451,3 @@ def _row(t: float, r: Reading, mine: int | None, d: _Device) -> tuple[object, ..
         r.temperature_c,
         "|".join(reason_names(r.reasons or 0)),
     )
-
-
-def open_watch(selection: str | None, *, lib_loader: Callable[[], Nvml] = Nvml) -> GpuWatch | None:
-    """The run's GPUs, or ``None``: without ``--gpus``, none where NVML is unavailable or
-    lists no GPU (a CPU host: nothing to say); with ``--gpus``, that is a ConfigError naming
-    why, and ``--gpus none`` measures nothing."""
-    if selection == "none":
-        return None
-    try:
-        nvml = lib_loader()
-    except NvmlUnavailable as exc:
-        if selection is None:
-            return None
-        raise ConfigError(f"--gpus {selection}: {exc}") from None
-    try:
-        gpus = nvml.devices()
-        if not gpus:
-            if selection is None:
-                nvml.close()
-                return None
-            raise ConfigError(f"--gpus {selection}: NVML lists no GPU on this host")
-        return GpuWatch(nvml, select_gpus(selection, gpus), selection)
-    except BaseException:
-        nvml.close()
-        raise
-
-
-def check_gpus(selection: str) -> None:
-    """``--gpus`` checked against this host's GPUs (NVML opened and closed): a ConfigError
-    line where it names what is not here."""
-    watch = open_watch(selection)
-    if watch is not None:
-        watch.close()

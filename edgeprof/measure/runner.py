@@ -30,11 +30,13 @@ from ..model import (
 )
 from ..names import check_env
 from ..storage import prepare_out_dir, write_result
-from ..units import parse_duration
+from ..units import parse_duration, parse_memory_limit
+from ..workload.instrument import GPU_MEMORY_ENV
 from .assemble import build_result
 from .events import DOCKER_UNAVAILABLE, UNAVAILABLE_ENV, EventChannel
 from .gc import collect_before_run
-from .gpu import GpuWatch, check_selection, open_watch, visible_devices
+from .gpu import GpuWatch
+from .gpu_select import check_selection, open_watch, visible_devices
 from .leases import lease_cores
 from .limits import (
     allowed_cpus,
@@ -90,6 +92,8 @@ def profile(
     squeeze: bool = False,
     allow_over_host: bool = False,
     gpus: str | None = None,
+    gpu_memory: int | str | None = None,
+    unified_memory: bool = False,
 ) -> RunResult:
     """Run ``command`` under ``limits`` and measure it.
 
@@ -109,6 +113,11 @@ def profile(
     ``gpus``: the GPUs the run may use (``all``, ``none``, a count, indices or UUIDs;
     :mod:`edgeprof.measure.gpu`); ``None``: the workload sees what it would, and every GPU
     NVML lists is measured (none where NVML is missing: ``result.gpu`` is ``None``).
+    ``gpu_memory``: the device's GPU memory, held against the run's GPU memory peak
+    (``result.gpu.memory_limit_bytes``) and, where the workload is PyTorch, capped in its own
+    processes (:func:`edgeprof.workload.instrument.limit_gpu_memory`).  ``unified_memory``:
+    the device's CPU and GPU share one memory (the ``memory`` limit): the run fits when its
+    host and GPU peaks together do.
 
     ``image``: the container image, for the Docker backend.  ``run_as``: host backends drop
     the workload to this identity before exec (:func:`edgeprof.measure.privilege.workload_user`).
@@ -135,6 +144,9 @@ def profile(
     if not command or not command[0]:
         raise ConfigError("no command given: edgeprof run [OPTIONS] -- COMMAND [ARGS]...")
     selection = None if gpus is None else check_selection(gpus)
+    gpu_limit = None if gpu_memory is None else parse_memory_limit(str(gpu_memory))
+    if gpu_limit is not None and not unified_memory:
+        user_env = {GPU_MEMORY_ENV: str(gpu_limit), **user_env}
     be = get_backend(backend, cgroup_parent=cgroup_parent)
     if squeeze:
         why = be.reclaim_unavailable()
@@ -220,6 +232,9 @@ def profile(
                     spec, env={**spec.env, UNAVAILABLE_ENV: DOCKER_UNAVAILABLE}
                 )
             try:
+                if watch is not None:
+                    watch.limit = applied.memory if unified_memory else gpu_limit
+                    watch.unified = unified_memory
                 result = _run(
                     be, spec, interval_s, timeout_s, kill_grace, out, name, warnings,
                     channel=channel, gpu=watch,
@@ -397,7 +412,14 @@ def _run(
             warnings=tuple(dict.fromkeys([*result.warnings, *warnings])),
         )
     if gpu is not None:
-        result = _with_gpu(result, gpu, channel, wall, out, warnings)
+        occurrences, iterations = channel.spans() if channel is not None else ([], [])
+        capped = channel is not None and channel.gpu_capped > 0
+        gpu_stats, more = gpu.finish(occurrences, iterations, wall, out, capped=capped)
+        result = dataclasses.replace(
+            result,
+            gpu=gpu_stats,
+            warnings=tuple(dict.fromkeys([*result.warnings, *warnings, *more])),
+        )
     if channel is None:
         return result
     phases, latency, marks, more = channel.results(wall, result.termination.value)
@@ -408,31 +430,6 @@ def _run(
         marks=marks,
         events=channel.counts(),
         warnings=tuple(dict.fromkeys([*result.warnings, *more])),
-    )
-
-
-def _with_gpu(
-    result: RunResult,
-    gpu: GpuWatch,
-    channel: EventChannel | None,
-    wall: float,
-    out: Path | None,
-    warnings: list[str],
-) -> RunResult:
-    """``result`` with its ``gpu`` block, and what the GPUs' sampling had to say."""
-    occurrences, iterations = channel.spans() if channel is not None else ([], [])
-    stats = gpu.result(occurrences, iterations, wall, out)
-    more = []
-    if gpu.error is not None:
-        more.append(f"GPU sampling stopped early: {gpu.error}")
-    if any(d.memory_source == "device" for d in stats.devices):
-        more.append(
-            "GPU memory is the device's used memory above its level at the start (anything "
-            "else on the GPU counts too): the driver's pids could not be matched to the run's "
-            "(edgeprof in a PID namespace of its own, or a backend that cannot list them)"
-        )
-    return dataclasses.replace(
-        result, gpu=stats, warnings=tuple(dict.fromkeys([*result.warnings, *warnings, *more]))
     )
 
 

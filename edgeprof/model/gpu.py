@@ -102,6 +102,17 @@ class GpuStats:
     phases: tuple[GpuPhase, ...] = ()
     path: str | None = None
     """``gpu.csv`` beside ``result.json`` (one row per GPU per sample), or ``None``."""
+    memory_limit_bytes: int | None = None
+    """The device's GPU memory (``--gpu-memory``, a device's ``gpu_memory``): the run's GPU
+    memory peak is held to it (``None``: none given).  With :attr:`unified_memory` it is the
+    device's one memory, which the run's host and GPU memory share."""
+    memory_limit_enforced: bool = False
+    """The workload's PyTorch capped its own allocations to the limit (a per-process memory
+    fraction, set by :mod:`edgeprof.workload.instrument`); otherwise the limit was only
+    checked against the measured peak."""
+    unified_memory: bool = False
+    """The device shares one memory between CPU and GPU (Jetson-class boards): the run fits
+    when its host peak and GPU peak together fit :attr:`memory_limit_bytes`."""
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> GpuStats:

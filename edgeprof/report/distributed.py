@@ -44,10 +44,10 @@ def run_on_executor(
         raise ConfigError("--executor splits a fixed number of rounds: give --repeat N, not auto")
     count = job.plan.repeat
     from ..sweeps.on_ray import RayTarget, connect, run_parts
-    from ..sweeps.recipes import largest_limits
+    from ..sweeps.recipes import largest_limits, part_gpus
 
     cpus, memory = largest_limits(job.plan.limits)
-    target = RayTarget(cpus=float(cpus or 1), memory=memory)
+    target = RayTarget(cpus=float(cpus or 1), memory=memory, gpus=part_gpus(job.request.gpus))
     ray = connect(address or None)  # before anything is written: no cluster changes nothing
     try:
         out = prepare_out_dir(request.out, ("sweep.json",))

@@ -35,6 +35,8 @@ from .ci_summary import (
     compare_rows,
 )
 from .comparison import ranking_title
+from .gpu import GPU_COLUMNS, gpu_notes, gpu_phase_rows, gpu_rows
+from .gpu import PHASE_COLUMNS as GPU_PHASE_COLUMNS
 from .phases import LATENCY_COLUMNS, PHASE_COLUMNS, aggregated, latency_rows, phase_rows
 from .results import COLUMNS, row
 from .summary import summary_tables
@@ -95,6 +97,12 @@ def render_html(
     ):
         if rows:
             body.append(TextTable(name + how, [list(columns), *rows]).html())
+    gpu = gpu_rows(results)
+    if gpu:  # the run saw a GPU
+        body.append(TextTable("GPU", [list(GPU_COLUMNS), *gpu], gpu_notes(results)).html())
+        by_phase = gpu_phase_rows(results)
+        if by_phase:
+            body.append(TextTable("GPU by phase", [list(GPU_PHASE_COLUMNS), *by_phase]).html())
     if len(results) > 1:
         body.append("<h2>Statistics and rankings</h2>")
         charts = _ranking_charts(results)  # each after its ranking table

@@ -3,7 +3,7 @@ whether it fits that limit."""
 
 from __future__ import annotations
 
-from ..analysis.headroom import Headroom, LimitFit
+from ..analysis.headroom import GpuFit, Headroom, LimitFit
 from ..model import MemoryParts, MemoryPressure
 from ..units import format_binary
 
@@ -41,6 +41,31 @@ def cost(p: MemoryPressure | None) -> str | None:
     if p.events_oom is not None:
         parts.append(f"OOM events {p.events_oom}")
     return ", ".join(parts) or None
+
+
+def gpu_headroom(f: GpuFit | None) -> str | None:
+    """``GPU memory 2.0GiB: fits, peak 1.3GiB, 716.8MiB to spare (enforced in-process)``, or
+    on a device with one memory for CPU and GPU, their sum against it."""
+    if f is None:
+        return None
+    device = f" (device {f.device})" if f.device else ""
+    if f.unified:
+        head = f"memory {format_binary(f.limit)} shared by CPU and GPU{device}"
+        parts = f"host {format_binary(f.host)} + GPU {format_binary(f.gpu)}"
+        amount = f"{parts} = {format_binary(f.used)}"
+    else:
+        head = f"GPU memory {format_binary(f.limit)}{device}"
+        amount = f"peak {format_binary(f.used)}"
+    how = (
+        "enforced in-process by PyTorch's per-process memory fraction"
+        if f.enforced
+        else "checked against the measured peak, not enforced"
+    )
+    if f.fits:
+        said = f"fits, {amount}, {format_binary(f.limit - f.used)} to spare"
+    else:
+        said = f"does not fit: {amount}, {format_binary(f.used - f.limit)} over"
+    return f"{head}: {said} ({how})"
 
 
 def headroom(f: LimitFit | None, runs: int = 1) -> str | None:

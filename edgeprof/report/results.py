@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from ..analysis.cells import cells
-from ..analysis.headroom import worst_fit
+from ..analysis.headroom import worst_fit, worst_gpu_fit
 from ..analysis.instrumentation import no_events, runs_python
 from ..model import RunResult
 from ..units import format_binary, format_decimal, format_seconds
 from .gpu import render_gpu
-from .memory import composition, cost, headroom
+from .memory import composition, cost, gpu_headroom, headroom
 from .phases import render_sections
 from .table import markdown_lines, plain_table
 
@@ -124,9 +124,9 @@ def _notes(results: Sequence[RunResult]) -> str:
         out.append(head)
         if len(runs) == 1:
             out.extend(_memory_lines(r))
-        verdict = headroom(*worst_fit(runs))
-        if verdict is not None:
-            out.append(f"  {verdict}")
+        for verdict in (headroom(*worst_fit(runs)), gpu_headroom(worst_gpu_fit(runs))):
+            if verdict is not None:
+                out.append(f"  {verdict}")
         out.extend(f"  warning: {w}" for w in dict.fromkeys(w for x in runs for w in x.warnings))
     out.extend(_uninstrumented(results))
     return "\n".join(out) + ("\n" if out else "")

@@ -90,9 +90,10 @@ def bench(
     device: str | None = None,
     allow_over_host: bool = False,
     gpus: str | None = None,
+    gpu_memory: str | None = None,
 ) -> list[RunResult]:
-    """One run per batch size; stops early when a run is interrupted.  ``allow_over_host``
-    and ``gpus``: as :func:`~edgeprof.measure.runner.profile`'s."""
+    """One run per batch size; stops early when a run is interrupted.  ``allow_over_host``,
+    ``gpus`` and ``gpu_memory``: as :func:`~edgeprof.measure.runner.profile`'s."""
     work_dir = None if cwd is None else Path(cwd)
     _, func = check_target(target, work_dir)
     if not loader.isidentifier():
@@ -137,6 +138,7 @@ def bench(
             device=device,
             allow_over_host=allow_over_host,
             gpus=gpus,
+            gpu_memory=gpu_memory,
         )
         results.append(result)
         if result.termination is Termination.INTERRUPTED:

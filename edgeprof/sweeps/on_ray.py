@@ -162,6 +162,8 @@ class RayTarget:
 
     cpus: float
     memory: int | None
+    gpus: int = 0
+    """``--gpus N``: Ray gives each part N GPUs of its node (``CUDA_VISIBLE_DEVICES``)."""
 
 
 def connect(address: str | None) -> Any:
@@ -225,6 +227,7 @@ def run_parts(
         queue = Queue()
         task = ray.remote(run_part).options(
             num_cpus=target.cpus,
+            num_gpus=target.gpus,
             resources={SLOT: 1},
             max_retries=0,  # every retry is ours, and said
             **({} if target.memory is None else {"memory": target.memory}),

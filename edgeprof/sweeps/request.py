@@ -29,7 +29,7 @@ from ..analysis.budgets import Budgets, budgets_from_options
 from ..analysis.cells import cell_order
 from ..backends import Backend, get_backend
 from ..errors import ConfigError, CoresBusy, LimitError
-from ..measure.gpu import check_gpus, check_selection
+from ..measure.gpu_select import check_gpus, check_selection
 from ..measure.leases import CORES_BUSY
 from ..measure.privilege import workload_user
 from ..measure.runner import DEFAULT_INTERVAL_S, check_command
@@ -38,7 +38,7 @@ from ..model import RunResult, UserIds
 from ..names import check_name
 from ..outfiles import check_target, keep_root
 from ..storage import check_writable
-from ..units import parse_cpu_period, parse_fraction, parse_pids
+from ..units import parse_cpu_period, parse_fraction, parse_memory_limit, parse_pids
 from . import envtemplate
 from .envtemplate import EnvTemplate
 from .sweep import (
@@ -117,6 +117,10 @@ class RunRequest:
     gpus: str | None = None
     """``--gpus``: the GPUs each run may use and that are measured
     (:func:`edgeprof.measure.runner.profile`)."""
+    gpu_memory: str | None = None
+    """``--gpu-memory`` (or the device's ``gpu_memory``): the device's GPU memory."""
+    unified_memory: bool = False
+    """The device's CPU and GPU share its memory (a device's ``unified_memory``)."""
     """``--allow-over-host``: limits beyond the host's CPUs or memory are applied, not
     refused (:func:`edgeprof.measure.limits.resolve`)."""
 
@@ -252,6 +256,8 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
         check_name(req.name, "--name")
     if req.gpus is not None:
         req = dataclasses.replace(req, gpus=check_selection(req.gpus))
+    if req.gpu_memory is not None:
+        parse_memory_limit(req.gpu_memory)  # a bad size: one line before anything
     repeat, auto = _repeats(req)
     plan = SweepPlan(
         command=req.command,
@@ -330,6 +336,11 @@ def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:
 
     setting = resolve_device(req.device, req.devices, host_info())
     dev = setting.device
+    if dev.unified_memory and req.gpu_memory is not None:
+        raise ConfigError(
+            f"--gpu-memory with --device {dev.name}: its CPU and GPU share one memory, "
+            "which --memory sets"
+        )
     warnings = list(setting.warnings)
     warnings += overridden_notes(
         setting, cpus=req.cpus, memory=req.memory, cpu_period=req.cpu_period
@@ -360,6 +371,8 @@ def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:
         cpu_period=req.cpu_period or (None if period is None else f"{period}us"),
         calibration=calibration,
         env=(*req.env, *threads),
+        gpu_memory=req.gpu_memory or (None if dev.gpu_memory is None else f"{dev.gpu_memory}b"),
+        unified_memory=dev.unified_memory,
     )
     return req, warnings
 
@@ -486,6 +499,8 @@ def execute(
                 "device": job.device,
                 "squeeze": req.squeeze,
                 "gpus": req.gpus,
+                "gpu_memory": req.gpu_memory,
+                "unified_memory": req.unified_memory,
             },
         )
     results = cell_order(sweep.runs)

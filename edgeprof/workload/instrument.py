@@ -60,8 +60,14 @@ EVENTS_CONTAINER_PATH = "/run/edgeprof/events"
 UNAVAILABLE_ENV = "EDGEPROF_EVENTS_UNAVAILABLE"
 """Set by a backend that cannot pass the channel (Docker): its value says why."""
 MAX_NAME = 200
+GPU_MEMORY_ENV = "EDGEPROF_GPU_MEMORY"
+"""Bytes: the device's GPU memory (``--gpu-memory``), to which a PyTorch workload caps its
+own CUDA allocations (:func:`limit_gpu_memory`)."""
+GPU_CAPPED_MARK = "edgeprof.gpu-memory-capped"
+"""The mark a process sends once it capped itself: the runner counts it (the result says the
+limit was enforced) and keeps it out of the marks."""
 
-__all__ = ["active", "iteration", "mark", "phase"]
+__all__ = ["active", "iteration", "limit_gpu_memory", "mark", "phase"]
 
 
 class _Channel:
@@ -131,6 +137,58 @@ _channel = _Channel()
 os.register_at_fork(after_in_child=_channel.forget)  # cheaper than getpid() on every event
 
 
+class _GpuCap:
+    """Caps PyTorch's CUDA allocator to ``$EDGEPROF_GPU_MEMORY`` once CUDA is in use.
+
+    Asked at every phase and iteration boundary until done, and never before the workload
+    initialised CUDA itself: capping calls into the driver, which would give a CPU-only
+    script a CUDA context (hundreds of MiB on the GPU) it never asked for.  Nothing is
+    imported: a workload without ``torch`` loaded is left alone."""
+
+    def __init__(self) -> None:
+        self.pending = True
+
+    def forget(self) -> None:
+        self.pending = True  # a forked child is a process of its own: it caps itself
+
+    def check(self, force: bool = False) -> bool:
+        if not self.pending:
+            return False
+        raw = os.environ.get(GPU_MEMORY_ENV)
+        torch = sys.modules.get("torch")
+        if raw is None:
+            self.pending = False
+            return False
+        if torch is None:
+            return False
+        try:
+            cuda = torch.cuda
+            if not (cuda.is_initialized() or (force and cuda.is_available())):
+                return False
+            limit = int(raw)
+            for i in range(cuda.device_count()):
+                total = cuda.get_device_properties(i).total_memory
+                cuda.set_per_process_memory_fraction(min(1.0, limit / total), i)
+        except Exception:  # broad on purpose: the workload must not fail for it; only checked
+            self.pending = False
+            return False
+        self.pending = False
+        mark(GPU_CAPPED_MARK)
+        return True
+
+
+_gpu_cap = _GpuCap()
+os.register_at_fork(after_in_child=_gpu_cap.forget)
+
+
+def limit_gpu_memory() -> bool:
+    """Cap this process's PyTorch CUDA allocations to the device's GPU memory now (under
+    ``edgeprof run --gpu-memory``; a per-process memory fraction of each visible GPU), rather
+    than at the next phase or iteration.  Returns whether it did: not under ``--gpu-memory``,
+    without PyTorch loaded or CUDA available, or once done, it does nothing."""
+    return _gpu_cap.check(force=True)
+
+
 def _name(name: str) -> str:
     cleaned = "_".join(str(name).split())[:MAX_NAME]
     return cleaned or "_"
@@ -156,6 +214,8 @@ class phase(ContextDecorator):
         self.name = _name(name)
 
     def __enter__(self) -> phase:
+        if _gpu_cap.pending:
+            _gpu_cap.check()
         if _channel.ready():
             _channel.send(f"begin {self.name} {time.monotonic():.9f}\n")
         return self
@@ -168,6 +228,8 @@ class phase(ContextDecorator):
     ) -> None:
         if _channel.ready():
             _channel.send(f"end {self.name} {time.monotonic():.9f}\n")
+        if _gpu_cap.pending:  # a "load" phase that moved the model to the GPU: capped now
+            _gpu_cap.check()
 
 
 class iteration(ContextDecorator):
@@ -179,6 +241,8 @@ class iteration(ContextDecorator):
         self._t0 = 0.0
 
     def __enter__(self) -> iteration:
+        if _gpu_cap.pending:
+            _gpu_cap.check()
         self._t0 = time.monotonic()
         return self
 

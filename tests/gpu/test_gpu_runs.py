@@ -191,3 +191,15 @@ def test_a_selection_shows_the_workload_only_the_chosen_gpu(
     gpu = json.loads((out / "result.json").read_text())["gpu"]
     assert gpu["selection"] == selection
     assert [d["uuid"] for d in gpu["devices"]] == [chosen.uuid]
+
+
+def test_gpu_memory_is_enforced_in_a_pytorch_workload(gpu_host: GpuHost, tmp_path: Path) -> None:
+    """``gpu_memory="256m"``: the workload client caps PyTorch's allocator once CUDA is in use,
+    so a 1 GiB allocation fails in the workload (as on a 256 MiB device), and the result says
+    the limit was enforced."""
+    out = tmp_path / "run"
+    r = edgeprof.profile([PY, str(HERE / "cuda_cap.py")], gpus="1", gpu_memory="256m",
+                         out_dir=out, interval=INTERVAL_S, timeout=300)  # fmt: skip
+    assert (r.termination, r.exit_code) == (Termination.EXITED, 0), r.warnings
+    assert r.gpu is not None and r.gpu.memory_limit_bytes == 256 * MiB
+    assert r.gpu.memory_limit_enforced

@@ -60,14 +60,41 @@ def _double(pidfile: Path) -> NvmlDouble:
     return lib
 
 
-def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpus: str | None) -> edgeprof.RunResult:
+# A stand-in for PyTorch's CUDA module, enough for the workload client's cap: CUDA in use,
+# one 80 GiB GPU, and the fractions it is asked to cap each GPU at written to a file.
+FAKE_TORCH = """
+import os
+class _Props:
+    total_memory = 80 * 1024 ** 3
+class cuda:
+    @staticmethod
+    def is_initialized(): return True
+    @staticmethod
+    def is_available(): return True
+    @staticmethod
+    def device_count(): return 1
+    @staticmethod
+    def get_device_properties(i): return _Props()
+    @staticmethod
+    def set_per_process_memory_fraction(f, i):
+        with open(os.environ["FRACTIONS"], "a") as out:
+            out.write(f"{i} {f!r}\\n")
+"""
+
+
+def _run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpus: str | None, **kw: object
+) -> edgeprof.RunResult:
     pidfile, envfile = tmp_path / "pid", tmp_path / "env"
     script = tmp_path / "work.py"
-    script.write_text(WORKLOAD.format(repo=str(REPO), pidfile=str(pidfile), envfile=str(envfile)))
+    (tmp_path / "torch.py").write_text(FAKE_TORCH)
+    code = WORKLOAD.format(repo=str(REPO), pidfile=str(pidfile), envfile=str(envfile))
+    script.write_text("import torch\n" + code)  # torch: the stand-in beside the script
     lib = _double(pidfile)
     monkeypatch.setattr(nvml, "load", lambda *a, **k: lib)
     result = edgeprof.profile([PY, str(script)], gpus=gpus, out_dir=tmp_path / "out",
-                              interval=0.02)  # fmt: skip
+                              interval=0.02, env={"FRACTIONS": str(tmp_path / "fractions")},
+                              **kw)  # type: ignore[arg-type]  # fmt: skip
     assert lib.initialised == 0, "the NVML session was not closed"
     return result
 
@@ -140,3 +167,42 @@ def test_a_container_like_pid_namespace_is_seen_though_its_nspid_has_one_number(
         capture_output=True, text=True, check=True, timeout=60,
     ).stdout.split()  # fmt: skip
     assert out == ["True", "1"]
+
+
+def test_gpu_memory_is_enforced_in_process_and_held_to_the_peak(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r = _run(tmp_path, monkeypatch, gpus=None, gpu_memory="1g")
+    g = r.gpu
+    assert g is not None and g.memory_limit_bytes == 1024 * MiB
+    # The workload's PyTorch was asked to cap GPU 0 at 1 GiB of its 80, once, and said so.
+    assert (tmp_path / "fractions").read_text().split() == ["0", repr(1 / 80)]
+    assert g.memory_limit_enforced and not g.unified_memory
+    assert [m.name for m in r.marks] == []  # the client's mark is the runner's, not the user's
+    text = render_plain([r])
+    assert "GPU memory 1.0GiB: fits, peak 256.0MiB, 768.0MiB to spare (enforced in-process" in text
+
+
+def test_gpu_memory_over_the_limit_does_not_fit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r = _run(tmp_path, monkeypatch, gpus=None, gpu_memory="128m")
+    assert "GPU memory 128.0MiB: does not fit: peak 256.0MiB, 128.0MiB over" in render_plain([r])
+
+
+def test_unified_memory_holds_host_and_gpu_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A device whose CPU and GPU share 200 MiB: the host side alone fits well under it, the
+    GPU's 256 MiB with it does not; nothing is capped in-process (one memory cannot be split
+    per process)."""
+    r = _run(tmp_path, monkeypatch, gpus=None, unified_memory=True,
+             limits=edgeprof.Limits(memory="200m"))  # fmt: skip
+    assert r.exit_code == 0 and r.memory.peak_bytes is not None
+    assert r.memory.peak_bytes < 100 * MiB
+    g = r.gpu
+    assert g is not None and g.unified_memory and g.memory_limit_bytes == 200 * MiB
+    assert not g.memory_limit_enforced and not (tmp_path / "fractions").exists()
+    text = render_plain([r])
+    assert "memory 200.0MiB shared by CPU and GPU: does not fit: host " in text
+    assert "+ GPU 256.0MiB = " in text

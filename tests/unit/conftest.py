@@ -247,6 +247,7 @@ def no_gpu_driver(monkeypatch: pytest.MonkeyPatch) -> None:
     """No NVIDIA driver, whatever host the unit tier runs on: a run has no ``gpu`` block
     unless a test plugs in the NVML double (``tests/nvml_double.py``)."""
     monkeypatch.setattr(nvml, "DRIVER_FILES", ())
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
 
 
 @pytest.fixture

@@ -90,7 +90,18 @@ def test_entry_keys_parsed(tmp_path: Path) -> None:
     assert (d.cores, d.memory, d.share, d.speed) == (4, int(1.5 * GIB), 1.25, None)
     assert d.calibration == tmp_path / "cal" / "b.yml"  # relative to the catalog
     assert (d.cpu_period_us, d.description, d.source) == (10_000, "a board", "vendor page")
+    assert (d.gpu_memory, d.unified_memory) == (None, False)
     assert parse_catalog(tmp_path / "e.yml", "") == {}
+    gpu = _catalog(
+        tmp_path,
+        "  g:\n    cores: 6\n    memory: 8g\n    gpu_memory: 4g\n"
+        "  u:\n    cores: 6\n    memory: 8g\n    unified_memory: true\n",
+        "g.yml",
+    )
+    cat = parse_catalog(gpu)
+    assert (cat["g"].gpu_memory, cat["g"].unified_memory) == (4 * GIB, False)
+    assert (cat["u"].gpu_memory, cat["u"].unified_memory) == (None, True)
+    assert parse_catalog(builtin_catalog())["jetson-nano"].unified_memory
 
 
 @pytest.mark.parametrize(
@@ -120,6 +131,12 @@ def test_entry_keys_parsed(tmp_path: Path) -> None:
         ("    cores: 4\n    memory: 1g\n    source: 5\n", "device 'x': key 'source': expected"),
         ("    cores: 4\n    memory: 1g\n    calibration: 3\n", "device 'x': key 'calibration'"),
         ("    - 4\n", "device 'x': expected a mapping"),
+        ("    cores: 4\n    memory: 1g\n    gpu_memory: lots\n", "key 'gpu_memory': invalid"),
+        ("    cores: 4\n    memory: 1g\n    unified_memory: 1\n", "expected true or false"),
+        (
+            "    cores: 4\n    memory: 1g\n    unified_memory: true\n    gpu_memory: 1g\n",
+            "a unified memory is 'memory' itself",
+        ),
     ],
 )
 def test_bad_entries_name_file_entry_and_key(tmp_path: Path, entry: str, message: str) -> None:
@@ -366,3 +383,17 @@ def test_result_device_round_trips_and_older_files_load() -> None:
     d = make_result().to_dict()
     del d["device"]
     assert RunResult.from_dict(d).device is None
+
+
+def test_a_devices_gpu_memory_reaches_the_runs_and_a_unified_one_refuses_another(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from edgeprof.sweeps.request import RunRequest, plan_run
+
+    cat = _catalog(tmp_path, "  g:\n    cores: 1\n    memory: 1g\n    gpu_memory: 2g\n")
+    job = plan_run(RunRequest(command=("true",), device="g", devices=cat))
+    assert (job.request.gpu_memory, job.request.unified_memory) == (f"{2 * GIB}b", False)
+    job = plan_run(RunRequest(command=("true",), device="jetson-nano"))
+    assert (job.request.gpu_memory, job.request.unified_memory) == (None, True)
+    assert main([*RUN, "--device", "jetson-nano", "--gpu-memory", "1g", "--", "true"]) == 2
+    assert "its CPU and GPU share one memory, which --memory sets" in capsys.readouterr().err

@@ -13,11 +13,10 @@ import pytest
 
 from edgeprof.backends.nvml import GpuInfo, Nvml
 from edgeprof.errors import ConfigError
-from edgeprof.measure.gpu import (
-    COLUMNS,
-    GpuWatch,
+from edgeprof.measure.gpu import COLUMNS, GpuWatch, nested_pid_namespace
+from edgeprof.measure.gpu_select import (
     check_selection,
-    nested_pid_namespace,
+    inherited,
     open_watch,
     select_gpus,
     visible_devices,
@@ -46,7 +45,7 @@ def test_selections(text: str | None, numbers: list[int]) -> None:
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("4", "has 3"), ("0", "one GPU by its index is device=0"), ("7", "has 3"),
+    [("4", "3 visible here"), ("0", "one GPU by its index is device=0"), ("7", "3 visible here"),
      ("0,9", "no GPU '9'"), ("device=5", "no GPU '5'"),
      ("GPU-zzzz", r"GPUs: 0 \(GPU-aaaa\)")],
 )  # fmt: skip
@@ -232,11 +231,11 @@ def test_open_watch_without_gpus_or_nvml_is_none_and_asked_for_is_one_line() -> 
     empty = NvmlDouble([])
     assert open_watch(None, lib_loader=lambda: Nvml(empty)) is None
     assert empty.initialised == 0  # opened and closed: nothing held
-    with pytest.raises(ConfigError, match="lists no GPU"):
+    with pytest.raises(ConfigError, match="no GPU is visible here"):
         open_watch("1", lib_loader=lambda: Nvml(empty))
     assert empty.initialised == 0
     two = NvmlDouble([FakeGpu("GPU-a"), FakeGpu("GPU-b")])
-    with pytest.raises(ConfigError, match="this host has 2"):
+    with pytest.raises(ConfigError, match="2 visible here"):
         open_watch("3", lib_loader=lambda: Nvml(two))
     assert two.initialised == 0
     assert open_watch("none", lib_loader=lambda: Nvml(two)) is None
@@ -286,3 +285,58 @@ def test_a_gpu_without_graphics_processes_still_lists_compute_ones() -> None:
     w.stop()
     (d,) = w.result().devices
     assert d.memory_source == "processes" and d.memory_peak_bytes == 10 * MiB
+
+
+@pytest.mark.parametrize(
+    ("listed", "numbers"),
+    [(None, [0, 1, 2]), ("", []), ("2", [2]), ("2,0", [2, 0]), ("GPU-bbbb", [1]),
+     ("GPU-cc", [2]), ("1,9,2", [1]), ("1,1", [1])],
+)  # fmt: skip
+def test_the_gpus_edgeprof_was_given_are_its_cuda_visible_devices(
+    listed: str | None, numbers: list[int]
+) -> None:
+    """A Ray task or a Slurm job given GPU 2 has CUDA_VISIBLE_DEVICES=2: its runs measure and
+    choose among that GPU, not NVML's first (NVML ignores the variable); CUDA stops at the
+    first entry that names no GPU, and so does this."""
+    env = {} if listed is None else {"CUDA_VISIBLE_DEVICES": listed}
+    assert [g.number for g in inherited(GPUS, env)] == numbers
+
+
+def test_a_count_is_taken_among_the_inherited_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    lib = NvmlDouble([FakeGpu("GPU-a"), FakeGpu("GPU-b"), FakeGpu("GPU-c")])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")
+    w = open_watch("1", lib_loader=lambda: Nvml(lib))
+    assert w is not None and [g.uuid for g in w.gpus] == ["GPU-c"]
+    w.close()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert open_watch(None, lib_loader=lambda: Nvml(lib)) is None
+    with pytest.raises(ConfigError, match="CUDA_VISIBLE_DEVICES=''"):
+        open_watch("1", lib_loader=lambda: Nvml(lib))
+    assert lib.initialised == 0
+
+
+def test_a_gpu_lost_mid_run_ends_its_sampling_not_the_run() -> None:
+    g = FakeGpu("GPU-a", processes={4001: 64 * MiB})
+    w = _watch(NvmlDouble([g]))
+    w.start(0.0, lambda: RUN_PIDS, 0.01, None, by_process=True, thread=False)
+    g.lost = True
+    w.stop()  # the last reading fails: said, not raised
+    stats, said = w.finish([], [], 1.0, None, capped=False)
+    assert stats.memory_peak_bytes == 64 * MiB  # what was read before stands
+    assert said == ["GPU sampling stopped early: NVML: the GPU fell off the bus (NVML error 15)"]
+    w.close()
+
+
+def test_a_gpu_lost_before_the_first_reading_leaves_no_figures_and_a_warning() -> None:
+    g = FakeGpu("GPU-a", lost=False)
+    lib = NvmlDouble([g])
+    w = _watch(lib)
+    g.lost = True
+    w.start(0.0, lambda: RUN_PIDS, 0.01, None, by_process=True, thread=False)
+    w.stop()
+    stats, said = w.finish([], [], 1.0, None, capped=False)
+    (d,) = stats.devices
+    assert (d.memory_peak_bytes, d.energy_j, stats.energy_j) == (None, None, None)
+    assert said and said[0].startswith("GPU sampling stopped early")
+    w.close()
+    assert lib.initialised == 0

@@ -48,3 +48,26 @@ def test_a_calibration_chart_draws_each_point_and_the_curve() -> None:
     assert chart.count("<circle") == 3 and "c&lt;d" in chart
     (curve,) = re.findall(r'<polyline points="([^"]+)"', chart)
     assert len(curve.split()) == 40  # x = 0 has no value (a power law there): left out
+
+
+def test_a_run_that_saw_a_gpu_has_its_gpu_tables_and_one_without_none() -> None:
+    from edgeprof.model import GpuDevice, GpuPhase, GpuStats
+
+    device = GpuDevice(
+        index=0, uuid="GPU-a", name="NVIDIA H100", memory_total_bytes=80 * 2**30,
+        memory_peak_bytes=3 * 2**30, memory_source="processes", utilization_avg_pct=71.5,
+        utilization_peak_pct=99.0, utilization_source="processes",
+        memory_utilization_avg_pct=20.0, energy_j=412.5, power_avg_w=310.0, power_peak_w=402.0,
+        sm_clock_min_mhz=1410, sm_clock_max_mhz=1980, memory_clock_max_mhz=2619,
+        temperature_peak_c=64, throttle_reasons=("sw_power_cap",), processes=1,
+    )  # fmt: skip
+    gpu = GpuStats(driver="550.54.15", selection="all", devices=(device,),
+                   memory_peak_bytes=3 * 2**30, energy_j=412.5, samples=12, interval_s=0.1,
+                   energy_per_iteration_j=2.5, energy_per_item_j=0.3125,
+                   phases=(GpuPhase("infer", 400.0, 3 * 2**30),))  # fmt: skip
+    page = render_html([make_result(name="cuda", gpu=gpu)])
+    for text in ("0: NVIDIA H100", "3.0GiB", "71.5% / 99%", "412.50J", "310W / 402W",
+                 "1410–1980 MHz", "64°C", "sw_power_cap", "2.50J of GPU energy per iteration",
+                 "312.5mJ per item", "GPU by phase", "400.00J"):  # fmt: skip
+        assert text in page, text
+    assert "NVIDIA" not in render_html([make_result(name="cpu")])

@@ -206,6 +206,18 @@ def test_the_model_round_trip_catches_a_misspelt_field() -> None:
         ("k8s", ["--cpus", "1", "--memory", "1g", "--repeat", "3", "--", "x"], {}, "--image"),
         ("slurm", ["--cpus", "1", "--repeat", "3", "--", "x"], {"image": "i"}, "--image is not"),
         ("nomad", ["--", "x"], {}, "unknown engine"),
+        (
+            "slurm",
+            ["--cpus", "1", "--memory", "1g", "--repeat", "3", "--gpus", "all", "--", "x"],
+            {},
+            "--gpus N",
+        ),
+        (
+            "k8s",
+            ["--cpus", "1", "--memory", "1g", "--repeat", "3", "--gpus", "0,1", "--", "x"],
+            {"image": "i"},
+            "names one machine's GPUs",
+        ),
     ],
 )
 def test_bad_recipes_are_refused(
@@ -227,3 +239,21 @@ def test_the_command_writes_the_files_or_nothing(
     assert f"then: sh {out}/submit.sh" in printed
     assert sorted(p.name for p in out.iterdir()) == ["merge.sbatch", "part.sbatch", "submit.sh"]
     assert os.access(out / "submit.sh", os.X_OK)
+
+
+def test_a_part_asks_its_engine_for_its_gpus() -> None:
+    """``--gpus 2``: each part asks for two GPUs of its own (the NVIDIA device plugin's
+    resource on Kubernetes, a generic resource on Slurm) and measures them."""
+    args = ["--cpus", "1", "--memory", "1g", "--repeat", "2", "--gpus", "2", "--", "x"]
+    files, _ = render_recipe("k8s", 2, args, {"image": "i"})
+    parts = yaml.safe_load(files["parts.yaml"])
+    assert _roundtrip(parts, "V1Job") == parts
+    (container,) = parts["spec"]["template"]["spec"]["containers"]
+    assert container["resources"]["limits"] == {"cpu": "2", "memory": "1280Mi",
+                                                "nvidia.com/gpu": "2"}  # fmt: skip
+    assert "--gpus 2" in container["command"][2]
+    files, _ = render_recipe("slurm", 2, args, {})
+    assert "#SBATCH --gres=gpu:2\n" in files["part.sbatch"]
+    assert "each 2 CPUs and 1.2GiB and 2 GPU(s)" in files["part.sbatch"]
+    files, _ = render_recipe("slurm", 2, [*args[:-4], "--", "x"], {})
+    assert "--gres" not in files["part.sbatch"]

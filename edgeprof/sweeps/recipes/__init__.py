@@ -48,6 +48,8 @@ class Sweep:
     """Bytes of memory one part asks its engine for."""
     edgeprof: str = "edgeprof"
     """The edgeprof executable on the machines that run the parts."""
+    gpus: int = 0
+    """GPUs one part asks its engine for (``--gpus N``)."""
     origin: str = ""
     """The ``edgeprof recipe`` command line that rendered the recipe, for its header."""
 
@@ -73,7 +75,10 @@ class Sweep:
 
     def describe(self) -> str:
         """One line for a recipe's header: what each part asks for."""
-        return f"{self.parts} parts, each {self.cpus} CPUs and {format_binary(self.memory)}"
+        gpus = f" and {self.gpus} GPU(s)" if self.gpus else ""
+        return (
+            f"{self.parts} parts, each {self.cpus} CPUs and {format_binary(self.memory)}{gpus}"
+        )
 
     @property
     def memory_mib(self) -> int:
@@ -118,6 +123,20 @@ def part_resources(
     if cpus < 1:
         raise ConfigError(f"--part-cpus {cpus}: a part needs at least one CPU")
     return cpus, memory
+
+
+def part_gpus(selection: str | None) -> int:
+    """The GPUs one part asks for: ``--gpus N`` (a count: the engine gives each part its own
+    N, which the part sees as its first N); none without ``--gpus`` or with ``none``.  ``all``
+    and GPUs by index or UUID name one machine's GPUs, not an amount to ask for."""
+    if selection is None or selection == "none":
+        return 0
+    if selection.isdigit():
+        return int(selection)
+    raise ConfigError(
+        f"--gpus {selection} in a part: it names one machine's GPUs; each part gets its GPUs "
+        "from its engine: give --gpus N"
+    )
 
 
 def dump_yaml(doc: Mapping[str, Any]) -> str:

@@ -55,6 +55,8 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
     volume = {"name": "results", "persistentVolumeClaim": {"claimName": claim}}
     mount = {"name": "results", "mountPath": RESULTS}
     size = {"cpu": str(sweep.cpus), "memory": f"{sweep.memory_mib}Mi"}
+    if sweep.gpus:  # the NVIDIA device plugin's resource: the part's GPUs, its own
+        size["nvidia.com/gpu"] = str(sweep.gpus)
     script = (
         f"{_LEAF}; part=$((JOB_COMPLETION_INDEX + 1)); "
         f"exec {sweep.part_line('part', f'{RESULTS}/part-')}"

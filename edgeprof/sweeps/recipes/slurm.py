@@ -38,6 +38,7 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
         + "#SBATCH --ntasks=1\n"
         + f"#SBATCH --cpus-per-task={sweep.cpus}\n"
         + f"#SBATCH --mem={sweep.memory_mib}M\n"
+        + (f"#SBATCH --gres=gpu:{sweep.gpus}\n" if sweep.gpus else "")
         + f"#SBATCH --output={results}/part-%a.log\n"
         + "".join(line + "\n" for line in extra)
         + f"exec {sweep.part_line('SLURM_ARRAY_TASK_ID', f'{results}/part-')}\n"

@@ -1,0 +1,117 @@
+"""Which GPUs a run may use (``--gpus``): the selection's form, the GPUs it names among
+those edgeprof was given, the workload's view of them, and the run's
+:class:`~edgeprof.measure.gpu.GpuWatch` opened on them."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+from ..backends.nvml import GpuInfo, Nvml, NvmlUnavailable
+from ..errors import ConfigError
+from .gpu import GpuWatch
+
+SELECTION_HELP = (
+    "all, none, a count (2: the first two), or GPUs by index or UUID (device=1, 0,2, GPU-…)"
+)
+_ID = r"(?:\d+|(?:GPU|MIG)-[\w/-]+)"
+_SELECTION = re.compile(rf"all|none|\d+|(?:device=)?{_ID}(?:,{_ID})*")
+"""A GPU is named by NVML's index or its UUID (``GPU-…``, or ``MIG-…`` for a MIG slice)."""
+
+
+def check_selection(text: str) -> str:
+    """``--gpus`` as given, checked for its form (the GPUs themselves at the run)."""
+    t = text.strip()
+    if not _SELECTION.fullmatch(t):
+        raise ConfigError(f"--gpus {text!r}: expected {SELECTION_HELP}")
+    return t
+
+
+def select_gpus(text: str | None, gpus: Sequence[GpuInfo]) -> list[GpuInfo]:
+    """The GPUs ``--gpus`` names among ``gpus`` (``None``: every one)."""
+    if text is None or text == "all":
+        return list(gpus)
+    if text == "none":
+        return []
+    if text.isdigit():  # a count, as docker run --gpus 2
+        n = int(text)
+        if not 1 <= n <= len(gpus):
+            raise ConfigError(
+                f"--gpus {text}: a count of GPUs ({len(gpus)} visible here); one GPU by its "
+                f"index is device={text}"
+            )
+        return list(gpus[:n])
+    chosen: list[GpuInfo] = []
+    for word in text.removeprefix("device=").split(","):
+        found = [g for g in gpus if (word.isdigit() and g.number == int(word)) or g.uuid == word]
+        if not found:
+            known = ", ".join(f"{g.number} ({g.uuid})" for g in gpus) or "none"
+            raise ConfigError(f"--gpus: no GPU {word!r} here (GPUs: {known})")
+        if found[0] not in chosen:
+            chosen.append(found[0])
+    return chosen
+
+
+def visible_devices(text: str | None, chosen: Sequence[GpuInfo]) -> dict[str, str]:
+    """The environment that shows the workload only the chosen GPUs (CUDA numbers them from
+    0 in this order); nothing without ``--gpus``, so the workload sees what it would."""
+    if text is None:
+        return {}
+    return {"CUDA_VISIBLE_DEVICES": ",".join(g.uuid for g in chosen)}
+
+
+def inherited(gpus: Sequence[GpuInfo], environ: Mapping[str, str]) -> list[GpuInfo]:
+    """The GPUs edgeprof itself was given: those its ``CUDA_VISIBLE_DEVICES`` names (a Ray
+    task's, a Slurm job's), in that order, up to the first entry that names none (where CUDA
+    stops too); every GPU NVML lists without the variable.  NVML ignores the variable, so
+    without this a part given GPU 3 would measure GPU 0.  An index counts in NVML's order
+    (PCI bus order), which is CUDA's where ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` or the GPUs are
+    alike; a UUID is exact."""
+    listed = environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is None:
+        return list(gpus)
+    out: list[GpuInfo] = []
+    for word in (w.strip() for w in listed.split(",")):
+        found = [g for g in gpus if str(g.number) == word or g.uuid == word or
+                 (word.startswith(("GPU-", "MIG-")) and g.uuid.startswith(word))]  # fmt: skip
+        if not found:
+            break
+        if found[0] not in out:
+            out.append(found[0])
+    return out
+
+
+def open_watch(selection: str | None, *, lib_loader: Callable[[], Nvml] = Nvml) -> GpuWatch | None:
+    """The run's GPUs, or ``None``: without ``--gpus``, none where NVML is unavailable or
+    lists no GPU (a CPU host: nothing to say); with ``--gpus``, that is a ConfigError naming
+    why, and ``--gpus none`` measures nothing."""
+    if selection == "none":
+        return None
+    try:
+        nvml = lib_loader()
+    except NvmlUnavailable as exc:
+        if selection is None:
+            return None
+        raise ConfigError(f"--gpus {selection}: {exc}") from None
+    try:
+        gpus = inherited(nvml.devices(), os.environ)
+        if not gpus:
+            if selection is None:
+                nvml.close()
+                return None
+            given = os.environ.get("CUDA_VISIBLE_DEVICES")
+            where = "" if given is None else f" (this process's CUDA_VISIBLE_DEVICES={given!r})"
+            raise ConfigError(f"--gpus {selection}: no GPU is visible here{where}")
+        return GpuWatch(nvml, select_gpus(selection, gpus), selection)
+    except BaseException:
+        nvml.close()
+        raise
+
+
+def check_gpus(selection: str) -> None:
+    """``--gpus`` checked against this host's GPUs (NVML opened and closed): a ConfigError
+    line where it names what is not here."""
+    watch = open_watch(selection)
+    if watch is not None:
+        watch.close()
