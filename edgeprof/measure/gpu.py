@@ -12,6 +12,8 @@ run's memory is the device's used memory above its level at the start, and the r
 
 from __future__ import annotations
 
+import array
+import collections
 import contextlib
 import dataclasses
 import math
@@ -33,6 +35,16 @@ MIN_INTERVAL_S = 0.01
 """GPUs are read no more often than this: each read is ~10 NVML calls, and the driver
 refreshes utilisation once per sample period, between 1/6 s and 1 s by NVML's documentation
 (``nvmlDeviceGetUtilizationRates``)."""
+
+SAMPLE_COLUMNS = ("gpu_memory_bytes", "gpu_util_pct", "gpu_power_w", "gpu_energy_j")
+"""Appended to ``samples.csv`` when a run measures GPUs: the GPUs' last reading at or before
+the row's time (their own grid is :data:`MIN_INTERVAL_S` or coarser), summed over them
+(the run's memory, power, energy since the start) or, for utilisation, their device-wide
+mean.  ``gpu.csv`` has each GPU's readings."""
+
+RECENT = 256
+"""Readings kept for :meth:`GpuWatch.at`: the cgroup sampler's rows lag the present by at
+most :data:`edgeprof.measure.sampler.DRAIN_S` (its native loop's batches), a few readings."""
 
 COLUMNS = (
     "t_s",
@@ -224,10 +236,16 @@ class GpuWatch:
         self.unified = False
         self.error: EdgeprofError | None = None
         self.samples = 0
-        self._t: list[float] = []
-        self._energy: list[float] = []
+        # Every reading's time, the run's memory and energy: 8 bytes each (an hour read every
+        # 10 ms is 8.6 MB), for the phases' and iterations' shares after the run.
+        self._t = array.array("d")
+        self._energy = array.array("d")
         self._energy_known = True
-        self._memory: list[float] = []
+        self._memory = array.array("d")
+        self._recent: collections.deque[tuple[float, tuple[object, ...]]] = collections.deque(
+            maxlen=RECENT
+        )
+        self._recent_lock = threading.Lock()
 
     def close(self) -> None:
         self.stop()
@@ -314,6 +332,8 @@ class GpuWatch:
             self._pids.update(pids)
         memory = 0
         energy = 0
+        power: int | None = None
+        utils: list[int] = []
         t = 0.0
         for d in self._devices:
             r = self._nvml.read(d.info.number)
@@ -324,12 +344,31 @@ class GpuWatch:
                 self._energy_known = False
             else:
                 energy += r.energy_mj - d.first.energy_mj
+            if r.power_mw is not None:
+                power = (power or 0) + r.power_mw
+            if r.util_gpu is not None:
+                utils.append(r.util_gpu)
             if self._writer is not None:
                 self._writer.write(_row(t, r, mine, d))
         self.samples += 1
         self._t.append(t)
         self._memory.append(float(memory))
         self._energy.append(energy / 1000.0)
+        totals = (
+            memory,
+            sum(utils) / len(utils) if utils else None,
+            None if power is None else power / 1000.0,
+            energy / 1000.0 if self._energy_known else None,
+        )
+        with self._recent_lock:
+            self._recent.append((t, totals))
+
+    def at(self, t: float) -> tuple[object, ...]:
+        """:data:`SAMPLE_COLUMNS` for a ``samples.csv`` row at ``t`` (seconds since the
+        spawn): the last reading at or before it, empty before the first."""
+        with self._recent_lock:
+            found = next((v for when, v in reversed(self._recent) if when <= t), None)
+        return (None,) * len(SAMPLE_COLUMNS) if found is None else found
 
     def result(
         self,

@@ -219,7 +219,7 @@ class Timeline:
         return round(peak), area
 
 
-def interpolate(ts: list[float], vs: list[float], t: float) -> float | None:
+def interpolate(ts: Sequence[float], vs: Sequence[float], t: float) -> float | None:
     if not ts:
         return None
     i = bisect.bisect_left(ts, t)

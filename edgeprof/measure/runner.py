@@ -26,6 +26,7 @@ from ..model import (
     Limits,
     RunResult,
     RunSpec,
+    Sample,
     UserIds,
 )
 from ..names import check_env
@@ -35,6 +36,7 @@ from ..workload.instrument import GPU_MEMORY_ENV
 from .assemble import build_result
 from .events import DOCKER_UNAVAILABLE, UNAVAILABLE_ENV, EventChannel
 from .gc import collect_before_run
+from .gpu import SAMPLE_COLUMNS as GPU_SAMPLE_COLUMNS
 from .gpu import GpuWatch
 from .gpu_select import check_selection, open_watch, visible_devices
 from .leases import lease_cores
@@ -308,7 +310,8 @@ def _run(
     channel: EventChannel | None = None,
     gpu: GpuWatch | None = None,
 ) -> RunResult:
-    writer = SampleWriter(out / "samples.csv") if out is not None else None
+    columns = Sample.columns() + (list(GPU_SAMPLE_COLUMNS) if gpu is not None else [])
+    writer = SampleWriter(out / "samples.csv", columns=columns) if out is not None else None
     stats = SeriesStats() if channel is None else channel.stats()
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
     interrupted = timed_out = False
@@ -322,6 +325,7 @@ def _run(
                 stats=stats,
                 writer=writer,
                 batch=run.batch_reader,  # a sampling loop outside Python, if any
+                extra=None if gpu is None else gpu.at,
             )
             # The order of the ending is fixed, whatever ends the run: the sampler and the
             # events channel stop (the channel reads the phase windows still open while the

@@ -248,6 +248,7 @@ class Sampler:
         writer: SampleWriter | None = None,
         clock: Callable[[], float] = time.monotonic,
         batch: BatchReader | None = None,
+        extra: Callable[[float], Sequence[object]] | None = None,
     ) -> None:
         self._read = read
         self._batch = batch
@@ -256,6 +257,8 @@ class Sampler:
         self.stats = stats
         self._writer = writer
         self._clock = clock
+        self._extra = extra
+        """More columns for a row at a time (the GPUs' last reading), after Sample's."""
         # A pipe, not a threading.Event: select() with a timeout costs ~30 µs of CPU per
         # wakeup here against ~38 µs for Event.wait (measured at 1 kHz), and stop() still
         # wakes the thread at once.
@@ -277,7 +280,7 @@ class Sampler:
     def _add(self, t: float, c: Counters) -> None:
         s = self.stats.add(t - self._t0, c)
         if self._writer is not None:
-            self._writer.write(s)
+            self._writer.write(s if self._extra is None else (*s, *self._extra(s.t_s)))
 
     def _run_batch(self, batch: BatchReader) -> None:
         due = self._clock()

@@ -125,6 +125,13 @@ def test_a_run_counts_its_own_gpu_memory_not_another_processs(
     rows = list(csv.DictReader((tmp_path / "out" / "gpu.csv").open()))
     assert len(rows) == 2 * g.samples
     assert max(int(x["memory_bytes"]) for x in rows if x["gpu"] == "0") == 256 * MiB
+    # samples.csv: each row carries the GPUs' last reading at or before it.
+    samples = list(csv.DictReader((tmp_path / "out" / "samples.csv").open()))
+    assert list(samples[0])[-4:] == ["gpu_memory_bytes", "gpu_util_pct", "gpu_power_w",
+                                     "gpu_energy_j"]  # fmt: skip
+    held = [int(x["gpu_memory_bytes"]) for x in samples if x["gpu_memory_bytes"]]
+    assert held and max(held) == 256 * MiB
+    assert all(float(x["gpu_power_w"]) == 140.0 for x in samples if x["gpu_power_w"])
     text = render_plain([r])
     assert "GPU" in text and "256.0MiB" in text and "0: NVIDIA H100 80GB HBM3" in text
 

@@ -5,6 +5,7 @@ block's round trip through ``result.json``."""
 
 from __future__ import annotations
 
+import array
 import csv
 import json
 from pathlib import Path
@@ -203,7 +204,7 @@ def test_energy_per_phase_and_iteration_add_up_within_the_runs() -> None:
         g.energy_mj = 1_000_000 + joules * 1000
         w.sample()
     w.stop()
-    w._t[:] = [0.0, 1.0, 2.0, 3.0, 3.0]
+    w._t[:] = array.array("d", [0.0, 1.0, 2.0, 3.0, 3.0])
     its = [(0.5, 1.5, 4), (1.5, 2.5, 4)]
     stats = w.result(
         [Occurrence("load", 0.0, 1.0), Occurrence("infer", 1.0, 3.0), Occurrence("infer", 2.5)],
