@@ -107,16 +107,23 @@ def _answer_lines(o: FitOutcome) -> list[str]:
         f"with a {100 * o.margin:.0f}% margin: {format_binary(o.recommended)}"
         + (extra if b.peak > o.answer and o.method == "bisection" else "")
     ]
+    need = o.device_need
+    assert need is not None
+    if o.gpu_bytes is not None:
+        lines.append(
+            f"with its GPU's {format_binary(o.gpu_bytes)} in the same memory (unified): "
+            f"{format_binary(need)}"
+        )
     if b.ceiling is not None:
         if o.fits:
             lines.append(
                 f"fits in {format_binary(b.ceiling)} with "
-                f"{format_binary(b.ceiling - o.answer)} to spare"
+                f"{format_binary(b.ceiling - need)} to spare"
             )
         else:
             lines.append(
                 f"does not fit in {format_binary(b.ceiling)}: "
-                f"{format_binary(o.answer - b.ceiling)} short"
+                f"{format_binary(need - b.ceiling)} short"
             )
     return lines
 

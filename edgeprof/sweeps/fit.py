@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
+import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -126,6 +127,16 @@ class FitOutcome:
 
     budget: int | None = None
     """``--max-memory-need`` in bytes (``None``: no budget)."""
+    gpu_bytes: int | None = None
+    """On a device whose CPU and GPU share one memory (``unified_memory``), the reference
+    runs' GPU peak (median), which the device's memory holds beside the answer; ``None``
+    elsewhere."""
+
+    @property
+    def device_need(self) -> int | None:
+        """What the device's memory must hold: the answer, and the GPU's share of a unified
+        memory."""
+        return None if self.answer is None else self.answer + (self.gpu_bytes or 0)
 
     @property
     def max_probes(self) -> int:
@@ -148,7 +159,8 @@ class FitOutcome:
         """An answer, within the ceiling (a bisection's always is; a one-run estimate may
         exceed it)."""
         ceiling = self.bounds.ceiling
-        return self.answer is not None and (ceiling is None or self.answer <= ceiling)
+        need = self.device_need
+        return need is not None and (ceiling is None or need <= ceiling)
 
     def to_dict(self) -> dict[str, Any]:
         ref = self.reference[-1]
@@ -186,6 +198,7 @@ class FitOutcome:
             "fits": self.fits,
             "squeeze": None if squeeze is None else dataclasses.asdict(squeeze),
             "max_memory_need_bytes": self.budget,
+            "gpu_bytes": self.gpu_bytes,
             "within_budget": self.within_budget,
             "stopped": self.stopped,
         }
@@ -241,10 +254,18 @@ def fit(
         if model is not None:
             mjob = dataclasses.replace(job, plan=dataclasses.replace(job.plan, models=(model,)))
         outcome = _fit_one(mjob, ceiling, req, model, on_step)
+        if job.request.unified_memory:
+            outcome = dataclasses.replace(outcome, gpu_bytes=_gpu_peak(outcome.reference))
         if req.max_need is not None:
             outcome = dataclasses.replace(outcome, budget=parse_size(req.max_need))
         outcomes.append(outcome)
     return outcomes
+
+
+def _gpu_peak(runs: Sequence[RunResult]) -> int | None:
+    """The median GPU peak of ``runs`` (``None``: no GPU measured)."""
+    peaks = [r.gpu.memory_peak_bytes for r in runs if r.gpu and r.gpu.memory_peak_bytes is not None]
+    return None if not peaks else int(statistics.median(peaks))
 
 
 def _fit_one(
@@ -261,9 +282,7 @@ def _fit_one(
     devnull = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
     try:
 
-        def runs(
-            limits: Limits, n: int, where: str, warmup: int = 0
-        ) -> list[RunResult]:
+        def runs(limits: Limits, n: int, where: str, warmup: int = 0) -> list[RunResult]:
             plan = dataclasses.replace(job.plan, limits=(limits,), repeat=n, warmup=warmup)
             request = dataclasses.replace(job.request, out=None if out is None else out / where)
             done = execute(

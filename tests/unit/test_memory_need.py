@@ -3,6 +3,7 @@ and the fit outcome built on it (sweeps/fit.py, report/fit.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import pytest
@@ -499,3 +500,16 @@ def test_render_fit_does_not_fit() -> None:
         "unlimited run's; it needs at least 40.0MiB" in text
     )
     assert "smallest memory" not in text
+
+
+def test_on_a_unified_device_the_gpus_share_counts_against_the_memory() -> None:
+    """A Jetson-class device: the host needs 50 MiB, its GPU held 30 MiB of the same memory;
+    under a 64 MiB ceiling the host alone would fit, the two do not."""
+    o = dataclasses.replace(outcome(50 * MIB, ceiling=64 * MIB), gpu_bytes=30 * MIB)
+    assert o.device_need == 80 * MIB and not o.fits
+    assert o.to_dict()["gpu_bytes"] == 30 * MIB
+    text = render_fit([o])
+    assert "with its GPU's 30.0MiB in the same memory (unified): 80.0MiB" in text
+    assert "does not fit in 64.0MiB: 16.0MiB short" in text
+    fits = dataclasses.replace(outcome(50 * MIB, ceiling=96 * MIB), gpu_bytes=30 * MIB)
+    assert fits.fits and "fits in 96.0MiB with 16.0MiB to spare" in render_fit([fits])
