@@ -264,6 +264,12 @@ class Backend(abc.ABC):
         a pinned run leases its cores here first."""
         return self.runs_on_host
 
+    @property
+    def denies_devices(self) -> bool:
+        """The backend denies the run the device files of ``RunSpec.denied_devices`` (cgroup
+        v1's devices controller; cgroup v2 would need a BPF program)."""
+        return False
+
     def cleanup_scope(self) -> CleanupScope:
         """Where this backend's dead runs may have left groups or containers."""
         return CleanupScope()

@@ -60,8 +60,11 @@ class Hierarchy:
     """This process's group in the hierarchy, as a directory."""
 
 
-def discover(mountinfo: Path, proc_self_cgroup: Path) -> dict[str, Hierarchy]:
-    """{controller (or ``""`` for unified): hierarchy} for the hierarchies we are in."""
+def discover(
+    mountinfo: Path, proc_self_cgroup: Path, controllers: tuple[str, ...] = USED
+) -> dict[str, Hierarchy]:
+    """{controller (or ``""`` for unified): hierarchy} for the hierarchies of ``controllers``
+    we are in."""
     own = fs.own_cgroups(proc_self_cgroup)
     found: dict[str, Hierarchy] = {}
     for line in fs.read_text(mountinfo).splitlines():
@@ -75,7 +78,7 @@ def discover(mountinfo: Path, proc_self_cgroup: Path) -> dict[str, Hierarchy]:
             ctrls = frozenset([UNIFIED])
         elif fstype == "cgroup":
             opts = rfields[2].split(",")
-            ctrls = frozenset(o for o in opts if o in USED)
+            ctrls = frozenset(o for o in opts if o in controllers)
             if not ctrls:
                 continue
             keys = [k for k in own if k and ctrls <= set(k.split(","))]
@@ -203,7 +206,8 @@ class CgroupV1Backend(Backend):
 
     def hierarchies(self) -> dict[str, Hierarchy]:
         if self._h is None:
-            self._h = discover(self._mountinfo, self._proc_self_cgroup)
+            # devices: for a run denied some (--gpus), and only then (launch).
+            self._h = discover(self._mountinfo, self._proc_self_cgroup, (*USED, "devices"))
         return self._h
 
     def check(self) -> None:
@@ -221,6 +225,10 @@ class CgroupV1Backend(Backend):
         if text and text.strip():
             return parse_cpuset(text)
         return tuple(sorted(os.sched_getaffinity(0)))
+
+    @property
+    def denies_devices(self) -> bool:
+        return "devices" in self.hierarchies()
 
     def reclaim_unavailable(self) -> str | None:
         return "cgroup v1 has no proactive reclaim (memory.reclaim is cgroup v2, Linux ≥ 5.19)"
@@ -245,7 +253,10 @@ class CgroupV1Backend(Backend):
     def launch(self, spec: RunSpec) -> CgroupRun:
         h = self.hierarchies()
         name = run_group_name()
-        keys = [k for k in (*USED, UNIFIED) if k in h]
+        # The devices hierarchy only for a run denied some (--gpus): every other run is spared
+        # a group in it.
+        wanted = (*USED, *(("devices",) if spec.denied_devices else ()), UNIFIED)
+        keys = [k for k in wanted if k in h]
         if UNIFIED in h and "cgroup.kill" in self._disable:
             keys.remove(UNIFIED)
         dirs: dict[str, Path] = {}
@@ -303,6 +314,9 @@ class CgroupV1Backend(Backend):
             fs.write(dirs["pids"] / "pids.max", str(lim.pids))
         if "blkio" in dirs:
             self._enable_blkio_accounting(dirs["blkio"])
+        if "devices" in dirs:
+            for rule in spec.denied_devices:
+                fs.write(dirs["devices"] / "devices.deny", f"{rule} rwm")
         if lim.memory is not None:
             mem = dirs["memory"]
             fs.write(mem / "memory.limit_in_bytes", str(lim.memory))

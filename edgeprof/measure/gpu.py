@@ -217,9 +217,17 @@ class GpuWatch:
     ``members``: the run's pids now (``None``: the backend cannot list them; then, as in a
     nested PID namespace, the device's memory is what counts)."""
 
-    def __init__(self, nvml: Nvml, gpus: Sequence[GpuInfo], selection: str | None) -> None:
+    def __init__(
+        self,
+        nvml: Nvml,
+        gpus: Sequence[GpuInfo],
+        selection: str | None,
+        others: Sequence[GpuInfo] = (),
+    ) -> None:
         self._nvml = nvml
         self.gpus = list(gpus)
+        self.others = list(others)
+        """The GPUs of this host the run was not given (their device files are denied it)."""
         self.selection = selection
         self.driver = nvml.driver()
         self._devices: list[_Device] = []

@@ -53,6 +53,22 @@ def select_gpus(text: str | None, gpus: Sequence[GpuInfo]) -> list[GpuInfo]:
     return chosen
 
 
+NVIDIA_MAJOR = 195
+"""The character-device major of ``/dev/nvidia<minor>`` and ``/dev/nvidiactl`` (the driver's
+``NV_MAJOR_DEVICE_NUMBER``)."""
+
+
+def denied_devices(text: str | None, others: Sequence[GpuInfo]) -> tuple[str, ...]:
+    """The device files a run with ``--gpus text`` may not open, as the kernel's device rules
+    (``c MAJOR:MINOR``): the GPUs not chosen; with ``none`` every NVIDIA device (so CUDA
+    cannot start at all).  Nothing without ``--gpus``."""
+    if text is None:
+        return ()
+    if text == "none":
+        return (f"c {NVIDIA_MAJOR}:*",)
+    return tuple(f"c {NVIDIA_MAJOR}:{g.minor}" for g in others if g.minor is not None)
+
+
 def visible_devices(text: str | None, chosen: Sequence[GpuInfo]) -> dict[str, str]:
     """The environment that shows the workload only the chosen GPUs (CUDA numbers them from
     0 in this order); nothing without ``--gpus``, so the workload sees what it would."""
@@ -82,6 +98,30 @@ def inherited(gpus: Sequence[GpuInfo], environ: Mapping[str, str]) -> list[GpuIn
     return out
 
 
+def given_gpus(
+    selection: str | None, watch: GpuWatch | None, on_host: bool
+) -> tuple[dict[str, str], tuple[str, ...] | None, tuple[str, ...]]:
+    """What a run is given of ``--gpus``: its environment (a host backend's workload), the
+    chosen GPUs' UUIDs (``None``: not asked; the Docker backend requests them) and the device
+    rules it is denied (a host backend's)."""
+    if selection is None:
+        return {}, None, ()
+    chosen = [] if watch is None else watch.gpus
+    ids = tuple(g.uuid for g in chosen)
+    if not on_host:
+        return {}, ids, ()
+    denied = denied_devices(selection, [] if watch is None else watch.others)
+    return visible_devices(selection, chosen), ids, denied
+
+
+def undenied_warning(selection: str, backend: str) -> str:
+    return (
+        f"the GPUs --gpus {selection} did not choose are hidden from CUDA only "
+        f"(CUDA_VISIBLE_DEVICES): the {backend} backend cannot deny their device files here "
+        "(cgroup v1's devices controller does; cgroup v2 would need a BPF program)"
+    )
+
+
 def open_watch(selection: str | None, *, lib_loader: Callable[[], Nvml] = Nvml) -> GpuWatch | None:
     """The run's GPUs, or ``None``: without ``--gpus``, none where NVML is unavailable or
     lists no GPU (a CPU host: nothing to say); with ``--gpus``, that is a ConfigError naming
@@ -95,7 +135,8 @@ def open_watch(selection: str | None, *, lib_loader: Callable[[], Nvml] = Nvml) 
             return None
         raise ConfigError(f"--gpus {selection}: {exc}") from None
     try:
-        gpus = inherited(nvml.devices(), os.environ)
+        listed = nvml.devices()
+        gpus = inherited(listed, os.environ)
         if not gpus:
             if selection is None:
                 nvml.close()
@@ -103,7 +144,8 @@ def open_watch(selection: str | None, *, lib_loader: Callable[[], Nvml] = Nvml) 
             given = os.environ.get("CUDA_VISIBLE_DEVICES")
             where = "" if given is None else f" (this process's CUDA_VISIBLE_DEVICES={given!r})"
             raise ConfigError(f"--gpus {selection}: no GPU is visible here{where}")
-        return GpuWatch(nvml, select_gpus(selection, gpus), selection)
+        chosen = select_gpus(selection, gpus)
+        return GpuWatch(nvml, chosen, selection, others=[g for g in listed if g not in chosen])
     except BaseException:
         nvml.close()
         raise

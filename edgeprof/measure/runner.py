@@ -38,7 +38,7 @@ from .events import DOCKER_UNAVAILABLE, UNAVAILABLE_ENV, EventChannel
 from .gc import collect_before_run
 from .gpu import SAMPLE_COLUMNS as GPU_SAMPLE_COLUMNS
 from .gpu import GpuWatch
-from .gpu_select import check_selection, open_watch, visible_devices
+from .gpu_select import check_selection, given_gpus, open_watch, undenied_warning
 from .leases import lease_cores
 from .limits import (
     allowed_cpus,
@@ -174,12 +174,8 @@ def profile(
         raise ConfigError(f"--gpus {selection}: the {be.name} backend's runs are not on this host")
     watch = open_watch(selection) if local else None
     try:
-        gpu_ids: tuple[str, ...] | None = None
-        if selection is not None:
-            chosen = [] if watch is None else watch.gpus
-            gpu_ids = tuple(g.uuid for g in chosen)
-            if on_host:
-                user_env = {**visible_devices(selection, chosen), **user_env}
+        gpu_env, gpu_ids, denied = given_gpus(selection, watch, on_host)
+        user_env = {**gpu_env, **user_env}
         # This block owns the lease: taken before anything exists, released after _run removed
         # the group, on every path.  Ctrl-C stops a wait, holding nothing.
         with _Interrupts() as interrupts:
@@ -207,8 +203,11 @@ def profile(
                 run_as=run_as,
                 reclaim=squeeze,
                 gpus=gpu_ids,
+                denied_devices=denied,
             )
             warnings = list(be.warnings())
+            if denied and not be.denies_devices:
+                warnings.append(undenied_warning(str(selection), be.name))
             # Remove what runs whose edgeprof died left behind where this backend works.
             warnings.extend(
                 f"cleaned up after a dead edgeprof run: {m}"

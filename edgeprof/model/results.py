@@ -147,6 +147,10 @@ class RunSpec:
     run_as: UserIds | None = None
     """Host backends: the workload drops to this identity before exec (``None``: keep
     edgeprof's own)."""
+    denied_devices: tuple[str, ...] = ()
+    """Device files the run may not open, as the kernel's rules (``c 195:1``, ``c 195:*``):
+    the GPUs ``--gpus`` did not choose.  A backend that can deny them does
+    (:attr:`edgeprof.backends.base.Backend.denies_devices`)."""
     gpus: tuple[str, ...] | None = None
     """The UUIDs of the GPUs ``--gpus`` gave the run (``None``: not asked; a host backend's
     workload then sees what it would, a container none).  Host backends show the workload

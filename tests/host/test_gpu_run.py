@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -64,6 +65,7 @@ def _double(pidfile: Path) -> NvmlDouble:
 # one 80 GiB GPU, and the fractions it is asked to cap each GPU at written to a file.
 FAKE_TORCH = """
 import os
+import stat
 class _Props:
     total_memory = 80 * 1024 ** 3
 class cuda:
@@ -213,3 +215,47 @@ def test_unified_memory_holds_host_and_gpu_together(
     text = render_plain([r])
     assert "memory 200.0MiB shared by CPU and GPU: does not fit: host " in text
     assert "+ GPU 256.0MiB = " in text
+
+
+OPENER = """
+import errno, os, sys
+out = []
+for path in sys.argv[2:]:
+    try:
+        os.close(os.open(path, os.O_RDWR))
+        out.append("opened")
+    except OSError as exc:
+        out.append(errno.errorcode[exc.errno])
+open(sys.argv[1], "w").write(" ".join(out))
+"""
+
+
+def test_a_gpu_not_chosen_cannot_be_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mechanism: str
+) -> None:
+    """Device nodes as the driver makes them (character major 195, the GPU's minor), two GPUs,
+    ``--gpus device=0``: the workload may open GPU 0's (no driver is behind it here: ENXIO)
+    and, on cgroup v1, is denied GPU 1's by the devices controller (EPERM).  cgroup v2 has no
+    devices file (a BPF program would be needed): there CUDA_VISIBLE_DEVICES alone hides it,
+    and the run says so."""
+    nodes = []
+    for minor in (0, 1):
+        node = tmp_path / f"nvidia{minor}"
+        os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(195, minor))
+        nodes.append(str(node))
+    lib = NvmlDouble([FakeGpu("GPU-0000", minor=0), FakeGpu("GPU-1111", minor=1)])
+    monkeypatch.setattr(nvml, "load", lambda *a, **k: lib)
+    seen = tmp_path / "seen"
+    r = edgeprof.profile([PY, "-c", OPENER, str(seen), *nodes], gpus="device=0")
+    assert r.exit_code == 0, r.warnings
+    allowed, other = seen.read_text().split()
+    undenied = [w for w in r.warnings if "cannot deny their device files" in w]
+    if mechanism == "cgroup1":
+        assert (other, undenied) == ("EPERM", [])
+        assert allowed != "EPERM"
+    else:
+        assert other == allowed and undenied  # not denied, and said
+    # --gpus none: every NVIDIA device denied, so CUDA could not start at all.
+    r = edgeprof.profile([PY, "-c", OPENER, str(seen), *nodes], gpus="none")
+    if mechanism == "cgroup1":
+        assert seen.read_text().split() == ["EPERM", "EPERM"]

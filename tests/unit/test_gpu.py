@@ -17,6 +17,7 @@ from edgeprof.errors import ConfigError
 from edgeprof.measure.gpu import COLUMNS, GpuWatch, nested_pid_namespace
 from edgeprof.measure.gpu_select import (
     check_selection,
+    given_gpus,
     inherited,
     open_watch,
     select_gpus,
@@ -341,3 +342,24 @@ def test_a_gpu_lost_before_the_first_reading_leaves_no_figures_and_a_warning() -
     assert said and said[0].startswith("GPU sampling stopped early")
     w.close()
     assert lib.initialised == 0
+
+
+def test_what_a_run_is_given_of_its_gpus() -> None:
+    lib = NvmlDouble([FakeGpu("GPU-a", minor=0), FakeGpu("GPU-b", minor=1)])
+    w = open_watch("device=1", lib_loader=lambda: Nvml(lib))
+    assert w is not None
+    # A host backend's workload: the chosen GPU's UUID, and the other GPU's device denied.
+    assert given_gpus("device=1", w, on_host=True) == (
+        {"CUDA_VISIBLE_DEVICES": "GPU-b"},
+        ("GPU-b",),
+        ("c 195:0",),
+    )
+    # A container: the daemon is asked for the GPU; its devices are the daemon's to give.
+    assert given_gpus("device=1", w, on_host=False) == ({}, ("GPU-b",), ())
+    w.close()
+    assert given_gpus(None, None, on_host=True) == ({}, None, ())
+    assert given_gpus("none", None, on_host=True) == (
+        {"CUDA_VISIBLE_DEVICES": ""},
+        (),
+        ("c 195:*",),
+    )
