@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -14,6 +14,7 @@ from ..units import CFS_PERIOD_US, cpu_quota_us, format_cpuset, parse_cpuset
 from . import cgroupfs as fs
 from ._cgroup_common import missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod
+from ._device_filter import deny_devices
 from ._peak_reset import FdPeakReset
 from ._reclaim import GroupReclaim
 from ._systemd_scope import process_scope, systemd_manages
@@ -262,6 +263,10 @@ class CgroupV2Backend(Backend):
     def warnings(self) -> list[str]:
         return list(self._warnings)
 
+    @property
+    def denies_devices(self) -> bool:
+        return True  # by a BPF program (_device_filter); a refusal is the run's warning
+
     def reclaim_unavailable(self) -> str | None:
         parent = self.parent()
         if "memory" not in self._controllers:
@@ -293,8 +298,9 @@ class CgroupV2Backend(Backend):
                 if why is not None:
                     raise ConfigError(f"cannot squeeze the run's memory: {why}")
             self._apply_limits(group, spec)
+            refused = _deny_devices(group, spec.denied_devices)  # before any process joins
             counters = CounterSet(counter_sources(group, self._disable), native=self._native)
-            return CgroupRun(
+            run = CgroupRun(
                 spec,
                 groups=[group],
                 join_files=[group / "cgroup.procs"],
@@ -305,6 +311,9 @@ class CgroupV2Backend(Backend):
                 ),
                 reclaim=(lambda: GroupReclaim(group)) if spec.reclaim else None,
             )
+            if refused is not None:
+                run.warnings.append(refused)
+            return run
         except BaseException:
             if counters is not None:
                 counters.close()
@@ -357,3 +366,18 @@ class CgroupV2Backend(Backend):
 
 def _systemd_delegate(root: Path) -> Path:
     return process_scope(root).path
+
+
+def _deny_devices(group: Path, rules: Sequence[str]) -> str | None:
+    """Deny ``group`` the device files of ``rules``; what went wrong, as the run's warning."""
+    if not rules:
+        return None
+    try:
+        deny_devices(group, rules)
+    except OSError as exc:
+        return (
+            f"the run may open the device files it was to be denied ({', '.join(rules)}): "
+            f"the kernel refused their BPF device filter ({exc.strerror or exc}); the GPUs "
+            "not chosen are hidden from CUDA only (CUDA_VISIBLE_DEVICES)"
+        )
+    return None

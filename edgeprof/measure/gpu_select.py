@@ -118,7 +118,7 @@ def undenied_warning(selection: str, backend: str) -> str:
     return (
         f"the GPUs --gpus {selection} did not choose are hidden from CUDA only "
         f"(CUDA_VISIBLE_DEVICES): the {backend} backend cannot deny their device files here "
-        "(cgroup v1's devices controller does; cgroup v2 would need a BPF program)"
+        "(cgroup v1's devices controller and cgroup v2's BPF device filter do)"
     )
 
 

@@ -21,6 +21,7 @@ import edgeprof
 from edgeprof.backends import nvml
 from edgeprof.errors import ConfigError
 from edgeprof.report.results import render_plain
+from tests.conftest import require
 from tests.nvml_double import FakeGpu, MiB, NvmlDouble
 
 PY = sys.executable
@@ -230,32 +231,55 @@ open(sys.argv[1], "w").write(" ".join(out))
 """
 
 
-def test_a_gpu_not_chosen_cannot_be_opened(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mechanism: str
-) -> None:
-    """Device nodes as the driver makes them (character major 195, the GPU's minor), two GPUs,
-    ``--gpus device=0``: the workload may open GPU 0's (no driver is behind it here: ENXIO)
-    and, on cgroup v1, is denied GPU 1's by the devices controller (EPERM).  cgroup v2 has no
-    devices file (a BPF program would be needed): there CUDA_VISIBLE_DEVICES alone hides it,
-    and the run says so."""
+def _device_nodes(tmp_path: Path) -> list[str]:
+    """Device nodes as the NVIDIA driver makes them: character major 195, minors 0 and 1."""
     nodes = []
     for minor in (0, 1):
         node = tmp_path / f"nvidia{minor}"
         os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(195, minor))
         nodes.append(str(node))
+    return nodes
+
+
+def test_a_gpu_not_chosen_cannot_be_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two GPUs, ``--gpus device=0``: the workload may open GPU 0's device file (no driver is
+    behind it here: ENXIO) and is denied GPU 1's (EPERM): cgroup v1's devices controller, or
+    on cgroup v2 the BPF device filter attached to the run's group."""
+    nodes = _device_nodes(tmp_path)
     lib = NvmlDouble([FakeGpu("GPU-0000", minor=0), FakeGpu("GPU-1111", minor=1)])
     monkeypatch.setattr(nvml, "load", lambda *a, **k: lib)
     seen = tmp_path / "seen"
     r = edgeprof.profile([PY, "-c", OPENER, str(seen), *nodes], gpus="device=0")
     assert r.exit_code == 0, r.warnings
-    allowed, other = seen.read_text().split()
-    undenied = [w for w in r.warnings if "cannot deny their device files" in w]
-    if mechanism == "cgroup1":
-        assert (other, undenied) == ("EPERM", [])
-        assert allowed != "EPERM"
-    else:
-        assert other == allowed and undenied  # not denied, and said
+    assert seen.read_text().split() == ["ENXIO", "EPERM"], r.warnings
+    assert not [w for w in r.warnings if "device files" in w]
     # --gpus none: every NVIDIA device denied, so CUDA could not start at all.
     r = edgeprof.profile([PY, "-c", OPENER, str(seen), *nodes], gpus="none")
-    if mechanism == "cgroup1":
-        assert seen.read_text().split() == ["EPERM", "EPERM"]
+    assert seen.read_text().split() == ["EPERM", "EPERM"]
+
+
+def test_the_bpf_device_filter_on_this_kernels_cgroup_v2_hierarchy(tmp_path: Path) -> None:
+    """The cgroup v2 filter by itself, on this host's v2 hierarchy (the unified one beside
+    v1's on a hybrid host): a process that joined the group is denied what the rule names."""
+    from edgeprof.backends._device_filter import deny_devices
+
+    mounts = [
+        line.split(" - ")[0].split()[4]
+        for line in Path("/proc/self/mountinfo").read_text().splitlines()
+        if " - cgroup2 " in line
+    ]
+    require(bool(mounts), "no cgroup v2 hierarchy is mounted here")
+    own = Path("/proc/self/cgroup").read_text().split("0::", 1)[1].splitlines()[0]
+    group = Path(mounts[0] + own.rstrip("/")) / f"edgeprof-test-bpf-{os.getpid()}"
+    group.mkdir()
+    try:
+        deny_devices(group, ["c 195:1"])
+        nodes = _device_nodes(tmp_path)
+        # The child joins the v2 group itself (only that hierarchy: its memory group stays).
+        join = f"open({str(group / 'cgroup.procs')!r}, 'w').write(str(__import__('os').getpid()))"
+        seen = tmp_path / "seen"
+        subprocess.run([PY, "-c", join + "\n" + OPENER, str(seen), *nodes], check=True,
+                       timeout=60)  # fmt: skip
+        assert seen.read_text().split() == ["ENXIO", "EPERM"]
+    finally:
+        group.rmdir()
