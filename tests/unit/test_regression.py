@@ -181,3 +181,25 @@ def test_threshold(text: str, value: float) -> None:
 def test_bad_threshold(text: str) -> None:
     with pytest.raises(ConfigError, match="--threshold"):
         parse_threshold(text)
+
+
+def test_gpu_memory_and_energy_are_compared_where_runs_measured_them() -> None:
+    """The budgeted GPU metrics take part in compare like the others: 30 % more energy over
+    five repeats each is a regression; runs without a GPU have no GPU changes at all."""
+    import dataclasses
+
+    from edgeprof.model import GpuStats
+
+    def gpu_run(joules: float) -> RunResult:
+        stats = GpuStats(driver=None, selection=None, devices=(), memory_peak_bytes=2**30,
+                         energy_j=joules, samples=10, interval_s=0.1)  # fmt: skip
+        return dataclasses.replace(run(wall=1.0), gpu=stats)
+
+    base = [gpu_run(j) for j in (10.0, 10.2, 9.8, 10.1, 9.9)]
+    cur = [gpu_run(1.3 * j) for j in (10.0, 10.2, 9.8, 10.1, 9.9)]
+    changes, _ = compare_results(base, cur, 0.05)
+    by_key = {c.metric.key: c for c in changes}
+    assert by_key["energy"].verdict is Verdict.REGRESSION
+    assert by_key["gpu_memory"].verdict is not Verdict.REGRESSION
+    plain, _ = compare_results(walls(BASE), walls(BASE), 0.05)
+    assert not {"energy", "gpu_memory"} & {c.metric.key for c in plain}
