@@ -175,9 +175,11 @@ class _Device:
         power_avg = self.power_sum / self.power_n / 1000.0 if self.power_n else None
         by_proc = self.by_process and self.proc_util_supported
         if by_proc:
+            # No sample of the run's pids: n/a, not 0 (the driver samples every 1/6 s to 1 s,
+            # and a short run may fall between two).
             values = list(self.proc_util.values())
-            util_avg: float | None = sum(values) / len(values) if values else 0.0
-            util_peak: float | None = max(values) if values else 0.0
+            util_avg: float | None = sum(values) / len(values) if values else None
+            util_peak: float | None = max(values) if values else None
         else:
             util_avg = self.util_area / self.util_span if self.util_span > 0 else None
             util_peak = self.util_peak
