@@ -15,6 +15,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -52,6 +53,12 @@ def ray_cluster() -> Iterator[Any]:
     try:
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("RAY_USAGE_STATS_ENABLED", "0")  # no network here, and none asked
+            # Ray writes the head's address to $RAY_TMPDIR/ray/ray_current_cluster (default
+            # /tmp/ray/…) whatever temp_dir says, and creates no directory for it: on a
+            # machine where Ray never ran, /tmp/ray is missing and the head does not start
+            # (seen in a fresh-clone CI run).  Inside our own directory, removed with it.
+            (Path(temp) / "ray").mkdir()
+            mp.setenv("RAY_TMPDIR", temp)
             cluster = Cluster(
                 initialize_head=True,
                 head_node_args={
