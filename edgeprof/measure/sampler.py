@@ -32,6 +32,11 @@ its end and 50 ms at the next one's start, 100 % over 100 ms.  ``samples.csv`` k
 fine-grained series."""
 
 
+WINDOW_POINTS = 2000
+"""Left ends of peak windows kept per window (:meth:`SeriesStats._track_peak_cpu`): one per
+0.5 ms of a 1 s window, so a 1 ms grid keeps every sample."""
+
+
 class SeriesStats:
     """Streaming aggregates over samples."""
 
@@ -90,8 +95,15 @@ class SeriesStats:
 
     def _track_peak_cpu(self, t: float, usage: int) -> None:
         w = self._window
-        w.append((t, usage))
-        # Keep the newest sample that is still a full window before t at the left end.
+        # Left ends are kept at most WINDOW_POINTS to a window: the deque's size (and
+        # edgeprof's memory) does not follow the sampling rate (a 1 s window held 10 000
+        # points at 10 kHz, 1.2 MB; a rate that rose during a run grew it: seen as 1 MiB
+        # more VmHWM in the long-run test).  A window then runs up to 1/WINDOW_POINTS
+        # longer than asked, which moves its rate by as much at most; the right end is
+        # always the sample itself.
+        if not w or t - w[-1][0] >= self.peak_window_s / WINDOW_POINTS:
+            w.append((t, usage))
+        # Keep the newest kept sample that is still a full window before t at the left end.
         while len(w) >= 2 and t - w[1][0] >= self.peak_window_s:
             w.popleft()
         t0, u0 = w[0]

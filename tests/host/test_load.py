@@ -114,6 +114,8 @@ ENOUGH = 5 * WARM
 """Samples a host run takes at least, however long that takes (up to HARD_STOP_S)."""
 HARD_STOP_S = 540.0
 """Past this, a host that has not reached ENOUGH fails (≈ 200 samples/s: a stalled sampler)."""
+LEAK_BYTES = 16
+"""``sys.getsizeof(object())`` on 64-bit CPython: nothing leaked per sample is smaller."""
 FIGURES = Path(os.environ.get("EDGEPROF_LONG_RUN_FIGURES", "/dev/null"))
 """Where the test writes its figures (the closing note quotes them)."""
 
@@ -143,6 +145,7 @@ def test_a_long_run_keeps_edgeprofs_memory_flat(mechanism: str, tmp_path: Path) 
     csv_path = out / "samples.csv"
     rows = offset = 0
     start: tuple[int, int] | None = None
+    warm_rows = 0
     end = (0, 0)
     t0 = time.monotonic()
     # The VM tier (cgroup v2 under TCG emulation) samples far slower: there the run stops
@@ -169,6 +172,7 @@ def test_a_long_run_keeps_edgeprofs_memory_flat(mechanism: str, tmp_path: Path) 
                 rows += chunk.count(b"\n")
             if start is None and rows > (WARM // 10 if in_vm else WARM):
                 start = _status(proc.pid)
+                warm_rows = rows
             end = _status(proc.pid)
             time.sleep(0.25)
     finally:
@@ -188,6 +192,12 @@ def test_a_long_run_keeps_edgeprofs_memory_flat(mechanism: str, tmp_path: Path) 
     # 80 000 is 80 KB, over the whole target 0.3 MiB.
     if not in_vm:
         assert count >= ENOUGH, count
-    # Flat: not a MiB more over everything sampled after the warm-up.
-    assert end[1] - start[1] < MiB, (start, end)
-    assert end[0] - start[0] < MiB, (start, end)
+    # Flat: no more than a leak could hide in.  Any object kept per sample costs at least
+    # LEAK_BYTES (the smallest Python object); half of that per sample taken after the
+    # warm-up, and never under a MiB, is what the allocator may add once for the run's
+    # largest transient buffers (glibc raises its mmap threshold after a large free, and
+    # the heap keeps what later lands there: seen as +1.03 MiB of VmHWM once, in a run that
+    # had reached the full 360 000 samples).
+    allowed = max(MiB, LEAK_BYTES // 2 * (count - warm_rows))
+    assert end[1] - start[1] < allowed, (start, end, allowed)
+    assert end[0] - start[0] < allowed, (start, end, allowed)
