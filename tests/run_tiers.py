@@ -184,8 +184,8 @@ def main() -> int:
         rc = subprocess.call(cmd, cwd=REPO, env=env)
         rows.append(Row(name, counts(junit), time.monotonic() - t, rc))
 
-    # One row per cgroup v2 guest (vm-guest-6.12.xml, vm-guest-6.1.xml,
-    # vm-guest-6.12-systemd.xml): their tests ran
+    # One row per cgroup v2 guest (vm-guest-6.12-part-1.xml, vm-guest-6.1.xml,
+    # vm-guest-6.12-systemd.xml, ...): their tests ran
     # inside the vm tier's, so their time is in its row.
     for guest in sorted(RESULTS.glob("vm-guest-*.xml"), key=lambda p: p.name, reverse=True):
         kernel = guest.stem.removeprefix("vm-guest-").replace("-", " ")

@@ -10,6 +10,7 @@ import re
 import shlex
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -64,6 +65,8 @@ def run_in_guest(
     out_dir: Path | None = None,
     assets: VmAssets | None = None,
     init: str = "busybox",
+    cancel: threading.Event | None = None,
+    host_cpu: int | None = None,
 ) -> GuestResult:
     """Boot a guest, run ``argv`` in it, power it off and return the result.
 
@@ -83,6 +86,10 @@ def run_in_guest(
     ``$EDGEPROF_VM_KERNEL``, else 6.12).  ``init="systemd"`` boots the image's systemd as
     PID 1 (cgroup v2, only ``basic.target`` and D-Bus started) and runs the command as a
     oneshot service; ``"busybox"`` runs it straight from the initramfs's shell.
+    ``cancel``, set from another thread, kills qemu within a second (a caller that runs
+    guests in worker threads, which an interrupt does not reach, stops them with it).
+    ``host_cpu`` pins qemu, every thread of it, to that host CPU (``taskset``), so that
+    guests side by side do not take turns on each other's core.
 
     Raises :class:`VmUnavailable` if the assets cannot be prepared and :class:`VmError` if
     the guest fails to boot, times out (qemu is then killed) or reports no exit code.
@@ -129,7 +136,9 @@ def run_in_guest(
     (out_dir / "command.sh").write_text(_command_script(argv, cwd, guest_env))
     console = out_dir / "console.log"
 
+    pinned = [] if host_cpu is None else ["taskset", "--cpu-list", str(host_cpu)]
     qemu_argv = [
+        *pinned,
         str(assets.qemu),
         "-accel",
         _tcg_accel(cpus),
@@ -162,7 +171,7 @@ def run_in_guest(
         f"local,path={_qemu_opt(str(out_dir))},mount_tag=out,security_model=none",
     ]
     try:
-        return _launch(qemu_argv, console, out_dir, timeout)
+        return _launch(qemu_argv, console, out_dir, timeout, cancel)
     except VmError as exc:
         if not _died_before_the_command(exc.boot_log):
             raise
@@ -172,7 +181,7 @@ def run_in_guest(
         # __kmalloc_cache_node at boot (qemu 7.2's emulation, not anything edgeprof ran).
         for stale in ("exit_code", "output.txt", "console.log"):
             (out_dir / stale).unlink(missing_ok=True)
-        return _launch(qemu_argv, console, out_dir, timeout)
+        return _launch(qemu_argv, console, out_dir, timeout, cancel)
 
 
 _GUEST_KERNEL_DIED = re.compile(r"Kernel panic|double fault|Oops|BUG: ")
@@ -185,7 +194,13 @@ def _died_before_the_command(boot_log: str) -> bool:
     )
 
 
-def _launch(qemu_argv: Sequence[str], console: Path, out_dir: Path, timeout: float) -> GuestResult:
+def _launch(
+    qemu_argv: Sequence[str],
+    console: Path,
+    out_dir: Path,
+    timeout: float,
+    cancel: threading.Event | None = None,
+) -> GuestResult:
     """Run qemu once: the guest's exit code and output, or :class:`VmError`."""
     started = time.monotonic()
     proc = subprocess.Popen(
@@ -198,12 +213,13 @@ def _launch(qemu_argv: Sequence[str], console: Path, out_dir: Path, timeout: flo
         start_new_session=True,
     )
     try:
-        qemu_output, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+        qemu_output = _wait(proc, started + timeout, cancel)
+    except (subprocess.TimeoutExpired, _Cancelled) as stop:
         proc.kill()
         qemu_output, _ = proc.communicate()
+        why = "was cancelled" if isinstance(stop, _Cancelled) else f"timed out after {timeout:g} s"
         raise VmError(
-            f"guest timed out after {timeout:g} s (qemu killed)",
+            f"guest {why} (qemu killed)",
             _boot_log(console, qemu_output),
             _read(out_dir / "output.txt"),
         ) from None
@@ -229,6 +245,24 @@ def _launch(qemu_argv: Sequence[str], console: Path, out_dir: Path, timeout: flo
         boot_seconds=float(match.group(1)) if match else None,
         wall_seconds=wall,
     )
+
+
+class _Cancelled(Exception):
+    """``cancel`` was set while qemu ran."""
+
+
+def _wait(proc: subprocess.Popen[str], deadline: float, cancel: threading.Event | None) -> str:
+    """qemu's output once it exits; :class:`subprocess.TimeoutExpired` at ``deadline``,
+    :class:`_Cancelled` once ``cancel`` is set (looked at every second)."""
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            return proc.communicate(timeout=max(0.0, min(left, 1.0)))[0]
+        except subprocess.TimeoutExpired:
+            if cancel is not None and cancel.is_set():
+                raise _Cancelled from None
+            if left <= 1.0:
+                raise
 
 
 def _tcg_accel(cpus: int) -> str:

@@ -158,7 +158,9 @@ def test_a_guest_kernel_that_died_before_the_command_boots_once_more(
     tries: list[int] = []
     ok = GuestResult(0, "", tmp_path, "", None, 1.0)
 
-    def once(argv: object, console: Path, out_dir: Path, timeout: float) -> GuestResult:
+    def once(
+        argv: object, console: Path, out_dir: Path, timeout: float, cancel: object = None
+    ) -> GuestResult:
         tries.append(1)
         if len(tries) == 1:
             raise VmError("the guest reported no exit code (boot failure?)", boot_log)

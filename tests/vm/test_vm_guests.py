@@ -1,0 +1,74 @@
+"""The vm tier's guests without a boot: which tests each runs, and a guest stopped at once."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from . import launch
+from .guest import REPO_ROOT, VmError
+from .test_cgroup_v2 import (
+    FIRST_PART,
+    GUEST_ONLY_TESTS,
+    PYTEST_SELECTION,
+    SYSTEMD_TESTS,
+    guests,
+)
+
+pytestmark = pytest.mark.vm
+
+
+def node_ids(selection: tuple[str, ...]) -> list[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+         *selection],
+        cwd=REPO_ROOT, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return [line for line in proc.stdout.splitlines() if "::" in line]
+
+
+def test_the_two_parts_run_the_kernel_tier_once_between_them() -> None:
+    part_1, part_2 = (g for g in guests(()) if g.part)
+    first, second = node_ids(part_1.selection), node_ids(part_2.selection)
+    whole = node_ids(("tests/host", *GUEST_ONLY_TESTS, *PYTEST_SELECTION))
+    assert first and second
+    assert sorted(first + second) == sorted(whole)  # none twice, none left out
+    assert {n.split("::")[0] for n in first} == set(FIRST_PART)
+    assert (part_1.kernel, part_1.cpus, part_1.init) == (part_2.kernel, part_2.cpus, "busybox")
+    assert part_1.label != part_2.label  # each part's JUnit file is its own
+
+
+def test_a_narrowed_tier_runs_the_given_tests_in_one_guest_per_kernel_and_init() -> None:
+    given = ("tests/host/test_device_kernel.py",)
+    chosen = guests(given)
+    assert [(g.kernel, g.init) for g in chosen] == [
+        ("6.12", "busybox"), ("6.1", "busybox"), ("6.12", "systemd"),
+    ]  # fmt: skip
+    assert all(g.tests == given and not g.ignore and not g.part for g in chosen)
+    assert guests(())[-1].tests == SYSTEMD_TESTS
+
+
+def test_a_cancelled_guest_is_killed_and_says_so(tmp_path: Path) -> None:
+    """A guest in a worker thread is out of an interrupt's reach: ``cancel`` stops it."""
+    cancel = threading.Event()
+    pid_file = tmp_path / "pid"
+    stand_in = ["sh", "-c", f'echo $$ > {pid_file}; exec sleep 600']  # a qemu that never ends
+    stopper = threading.Timer(0.5, cancel.set)
+    stopper.start()
+    started = time.monotonic()
+    with pytest.raises(VmError, match="was cancelled"):
+        launch._launch(stand_in, tmp_path / "console.log", tmp_path, 600.0, cancel)
+    stopper.join()
+    assert time.monotonic() - started < 300  # long before its time-out: it was the cancel
+    pid = int(pid_file.read_text())
+    assert not Path(f"/proc/{pid}").exists()  # killed and reaped
+
+
+def test_a_guest_past_its_time_out_is_killed(tmp_path: Path) -> None:
+    with pytest.raises(VmError, match=r"timed out after 0\.5 s"):
+        launch._launch(["sleep", "600"], tmp_path / "console.log", tmp_path, 0.5)
