@@ -311,6 +311,10 @@ def _run(
 ) -> RunResult:
     columns = Sample.columns() + (list(GPU_SAMPLE_COLUMNS) if gpu is not None else [])
     writer = SampleWriter(out / "samples.csv", columns=columns) if out is not None else None
+    if out is not None and gpu is None:
+        # An earlier run's readings would sit beside this run's files as if they were its own
+        # (prepare_out_dir refused a link there: this removes a plain file or nothing).
+        (out / "gpu.csv").unlink(missing_ok=True)
     stats = SeriesStats() if channel is None else channel.stats()
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
     interrupted = timed_out = False

@@ -363,3 +363,23 @@ def test_what_a_run_is_given_of_its_gpus() -> None:
         (),
         ("c 195:*",),
     )
+
+
+def test_a_run_without_a_gpu_leaves_no_earlier_runs_gpu_csv(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same output directory, a GPU run then a run on a host without one: the second
+    run's directory holds no ``gpu.csv`` that ``result.json`` does not name."""
+    import edgeprof
+    from edgeprof.backends import nvml as nvml_module
+
+    out = tmp_path / "out"
+    lib = NvmlDouble([FakeGpu("GPU-a")])
+    with monkeypatch.context() as m:
+        m.setattr(nvml_module, "load", lambda *a, **k: lib)
+        first = edgeprof.profile(["true"], backend="fake", interval=0.01, out_dir=out)
+    assert first.gpu is not None and first.gpu.path == str(out / "gpu.csv")
+    assert (out / "gpu.csv").is_file()
+    second = edgeprof.profile(["true"], backend="fake", interval=0.01, out_dir=out)
+    assert second.gpu is None
+    assert sorted(p.name for p in out.iterdir()) == ["result.json", "samples.csv"]
