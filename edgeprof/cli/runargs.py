@@ -350,6 +350,10 @@ def split_for_parts(
                 f"{REFUSED_IN_PARTS[option.param]}"
             )
         (gate if option.param in GATE else options).extend(option.words)
+    implied = budget_values(params)["gpu_memory"]
+    if implied is not None and params.get("max_gpu_memory") is None:
+        # --gpu-memory is also run's GPU memory budget (budget_values): merge gates on it.
+        gate.extend(["--max-gpu-memory", implied])
     if not command:
         raise ConfigError(
             "no workload: give edgeprof run's options, then -- and the command, e.g. "

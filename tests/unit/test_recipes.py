@@ -257,3 +257,20 @@ def test_a_part_asks_its_engine_for_its_gpus() -> None:
     assert "each 2 CPUs and 1.2GiB and 2 GPU(s)" in files["part.sbatch"]
     files, _ = render_recipe("slurm", 2, [*args[:-4], "--", "x"], {})
     assert "--gres" not in files["part.sbatch"]
+
+
+def test_gpu_memory_is_the_merges_gpu_memory_budget_unless_one_is_given() -> None:
+    """``run --gpu-memory 256m`` fails a peak over it (the implied budget): the merge of its
+    parts does too, and an explicit ``--max-gpu-memory`` wins over it, as in ``run``."""
+
+    def merge_words(args: list[str]) -> list[str]:
+        files, _ = render_recipe("slurm", 2, args, {})
+        assert "--max-gpu-memory" not in files["part.sbatch"].split("exec ", 1)[1]
+        (line,) = [ln for ln in files["merge.sbatch"].splitlines() if ln.startswith("exec ")]
+        return line.split()[line.split().index("--out") + 2 :]
+
+    base = ["--cpus", "1", "--memory", "1g", "--repeat", "2", "--gpus", "1"]
+    assert merge_words([*base, "--gpu-memory", "256m", "--", "x"]) == ["--max-gpu-memory", "256m"]
+    given = [*base, "--gpu-memory", "256m", "--max-gpu-memory", "1g", "--", "x"]
+    assert merge_words(given) == ["--max-gpu-memory", "1g"]
+    assert merge_words([*base, "--", "x"]) == []
