@@ -134,8 +134,8 @@ def test_a_run_counts_its_own_gpu_memory_not_another_processs(
                                      "gpu_energy_j"]  # fmt: skip
     # Which GPU reading a row falls after is the scheduler's (the GPUs' last reading, the
     # one with the run's 256 MiB, may come after the sampler's last row), so the rows hold
-    # some of the readings: at least the last row (the GPUs were read before the wait), and
-    # nothing but what the GPUs were read at.
+    # some of the readings (at least one: the GPUs were read before the wait), and nothing
+    # but what the GPUs were read at.
     held = [int(x["gpu_memory_bytes"]) for x in samples if x["gpu_memory_bytes"]]
     assert held and set(held) <= {0, 256 * MiB}, held
     assert all(float(x["gpu_power_w"]) == 140.0 for x in samples if x["gpu_power_w"])

@@ -129,10 +129,10 @@ SYSTEMD_TESTS = ("tests/vm/guest_systemd.py",)
 
 #: The 6.12 × 8 guest's first part; the second runs the rest of tests/host (a new file lands
 #: there) and :data:`GUEST_ONLY_TESTS`.  A guest is one host thread (single-threaded TCG):
-#: the whole kernel tier in one guest took 987 s of a 1570 s tier on one of our 2 cores
+#: the whole kernel tier in one guest took 987 s of a 1648 s tier on one of our 2 cores
 #: while the other idled.  These four files took 399 s of those 987 (the guest's JUnit
-#: times), the rest 555 s, and the 6.1 guest 383 s: the parts then pair with the 6.1 and
-#: systemd guests into about 800 s a core.
+#: times), the rest 555 s; side by side with the 6.1 and systemd guests the tier took
+#: 562-643 s (three runs).
 FIRST_PART = (
     "tests/host/test_faults.py",
     "tests/host/test_core_leases.py",
@@ -170,14 +170,14 @@ PYTEST_SELECTION = ("-m", "not not_in_vm")
 GUESTS = guests()
 
 
-def collected(selection: tuple[str, ...]) -> int:
-    """Return how many tests pytest collects with ``selection`` here (≈ 0.3 s on the host)."""
+def node_ids(selection: tuple[str, ...]) -> list[str]:
+    """The tests pytest collects with ``selection`` here (≈ 0.3 s on the host)."""
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
          *selection],
         cwd=REPO_ROOT, capture_output=True, text=True, check=False,
     )  # fmt: skip
-    return sum(1 for line in proc.stdout.splitlines() if "::" in line)
+    return [line for line in proc.stdout.splitlines() if "::" in line]
 
 
 def _prepare_docker_for_the_guest() -> None:
@@ -200,9 +200,7 @@ def _prepare_docker_for_the_guest() -> None:
 class Booked:
     """A guest's run, prepared on the test's thread and started on a worker's."""
 
-    guest: Guest
     n_tests: int
-    timeout: float
     run: Future[GuestResult]
 
 
@@ -263,7 +261,7 @@ def _book(
                 cores.put(core)
 
         run = pool.submit(on_a_core)
-    return Booked(guest, n_tests, timeout, run)
+    return Booked(n_tests, run)
 
 
 @pytest.fixture(scope="module")
@@ -272,7 +270,7 @@ def booked(
 ) -> Iterator[dict[str, Booked]]:
     """The selected guests, run side by side, as many at once as this host has cores, each
     pinned to a core of its own while it runs: a guest is one host thread (single-threaded
-    TCG), and one at a time left our second core idle for the tier's 27 minutes.  Unpinned,
+    TCG), and one at a time left our second core idle for the tier's 1648 s.  Unpinned,
     two guests' qemus took turns on each other's core, and two tests of a quota's CPU share
     failed in one of them (36.8 % of a core at a half-core quota, where the floor was 38 %).
     The longest budget starts first."""
@@ -290,13 +288,13 @@ def booked(
     shared = tmp_path_factory.mktemp("vm-data")
     data = write_data_file(shared, data_size(shared))
     cancel = threading.Event()
+    host_cores = sorted(os.sched_getaffinity(0))[: max(1, len(chosen))]
     cores: queue.SimpleQueue[int] = queue.SimpleQueue()
-    for core in sorted(os.sched_getaffinity(0))[: max(1, len(chosen))]:
+    for core in host_cores:
         cores.put(core)
-    workers = cores.qsize()
-    with ThreadPoolExecutor(workers, thread_name_prefix="vm-guest") as pool:
+    with ThreadPoolExecutor(len(host_cores), thread_name_prefix="vm-guest") as pool:
         try:
-            n_tests = {g.id: collected(g.selection) for g in chosen}
+            n_tests = {g.id: len(node_ids(g.selection)) for g in chosen}
             runs = {}
             for g in sorted(chosen, key=lambda g: _budget(g, n_tests[g.id]), reverse=True):
                 out = tmp_path_factory.mktemp(g.id) / "out"
@@ -317,7 +315,7 @@ def test_kernel_tier_passes_on_cgroup_v2(guest: Guest, booked: dict[str, Booked]
     except VmUnavailable as exc:
         require(False, f"cannot set up the cgroup v2 VM: {exc}")
         raise
-    timeout = run.timeout
+    timeout = _budget(guest, run.n_tests)
     print(result.output[-6000:])
 
     probe_file = result.out_dir / "guest.json"

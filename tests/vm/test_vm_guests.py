@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -11,25 +9,17 @@ from pathlib import Path
 import pytest
 
 from . import launch
-from .guest import REPO_ROOT, VmError
+from .guest import VmError
 from .test_cgroup_v2 import (
     FIRST_PART,
     GUEST_ONLY_TESTS,
     PYTEST_SELECTION,
     SYSTEMD_TESTS,
     guests,
+    node_ids,
 )
 
 pytestmark = pytest.mark.vm
-
-
-def node_ids(selection: tuple[str, ...]) -> list[str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         *selection],
-        cwd=REPO_ROOT, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return [line for line in proc.stdout.splitlines() if "::" in line]
 
 
 def test_the_two_parts_run_the_kernel_tier_once_between_them() -> None:
