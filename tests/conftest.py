@@ -15,6 +15,11 @@ import pytest
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
+HANG_S = 600.0
+"""The backstop of a wait that ends on an event (a file written, a process ended): it bounds
+a hang, never a speed.  Three edgeprof runs starting at once in a TCG guest, its host core
+shared with stress-ng, took over 60 s to reach their workloads."""
+
 # The suite runs its workloads as root and has them write into root's temporary directories.
 # Under `sudo make test`, edgeprof would drop them to the sudo user (edgeprof.measure.privilege):
 # the tests that check that drop set SUDO_UID themselves.

@@ -26,6 +26,7 @@ import pytest
 from edgeprof.backends import get_backend
 from edgeprof.measure.limits import allowed_cpus
 from edgeprof.units import format_cpuset
+from tests.conftest import HANG_S
 
 from .conftest import run_groups
 
@@ -34,7 +35,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 GATED = """
 import json, os, sys, time
-ready, go = sys.argv[1], sys.argv[2]
+ready, go, hold_s = sys.argv[1], sys.argv[2], float(sys.argv[3])
 fds = []
 for fd in os.listdir("/proc/self/fd"):
     try:
@@ -44,11 +45,14 @@ for fd in os.listdir("/proc/self/fd"):
 with open(ready + ".tmp", "w") as f:
     json.dump({"cpus": sorted(os.sched_getaffinity(0)), "fds": fds}, f)
 os.rename(ready + ".tmp", ready)
-deadline = time.monotonic() + 120
+deadline = time.monotonic() + hold_s
 while not os.path.exists(go) and time.monotonic() < deadline:
     time.sleep(0.01)
 """
-"""Reports its affinity and descriptors, then holds its core until ``go`` exists."""
+"""Reports its affinity and descriptors, then holds its core until ``go`` exists (the ``go``
+fixture makes it at every test's end; :data:`HOLD_S` bounds a test that never ends)."""
+HOLD_S = 4 * HANG_S
+"""Outlasts the test's waits for each of up to three runs' ready files, and the run after."""
 
 
 def allowed() -> tuple[int, ...]:
@@ -67,7 +71,7 @@ class Gated:
         self.ready = tmp / f"{name}.ready"
         self.proc = subprocess.Popen(
             [*prefix, *edgeprof(*opts, "--out", str(self.out), "--", PY, "-c", GATED,
-                                str(self.ready), str(go))],
+                                str(self.ready), str(go), str(HOLD_S))],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -75,18 +79,20 @@ class Gated:
         )  # fmt: skip
 
     def seen(self) -> dict[str, Any]:
-        """What the workload reported once it runs (edgeprof has leased and launched)."""
-        deadline = time.monotonic() + 60
+        """What the workload reported once it runs (edgeprof has leased and launched): waits
+        for its ready file or edgeprof's end, :data:`~tests.conftest.HANG_S` at most."""
+        deadline = time.monotonic() + HANG_S
         while not self.ready.exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                _, err = self.proc.communicate()
+                self.proc.send_signal(signal.SIGINT)  # a no-op once it ended; else it reports
+                _, err = self.proc.communicate(timeout=HANG_S)
                 pytest.fail(f"the run never started its workload: {err}")
             time.sleep(0.01)
         data: dict[str, Any] = json.loads(self.ready.read_text())
         return data
 
     def result(self) -> dict[str, Any]:
-        _, err = self.proc.communicate(timeout=120)
+        _, err = self.proc.communicate(timeout=HANG_S)
         assert self.proc.returncode == 0, err
         data: dict[str, Any] = json.loads((self.out / "result.json").read_text())
         return data
@@ -127,7 +133,7 @@ def test_concurrent_runs_take_different_cores(
     if n == len(cores):
         p = subprocess.run(
             edgeprof("--cpus", "1", "--cores-busy", "fail", "--", "true"),
-            capture_output=True, text=True, cwd=REPO, timeout=60,
+            capture_output=True, text=True, cwd=REPO, timeout=HANG_S,
         )  # fmt: skip
         assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
         assert p.stderr.startswith("edgeprof: error: cores busy: ")
@@ -147,7 +153,7 @@ def test_a_run_under_taskset_pins_that_core(mechanism: str, tmp_path: Path) -> N
     code = "import os; print('affinity', sorted(os.sched_getaffinity(0)))"
     p = subprocess.run(
         [*taskset, *edgeprof("--cpus", "1", "--json", "--", PY, "-c", code)],
-        capture_output=True, text=True, cwd=REPO, timeout=60,
+        capture_output=True, text=True, cwd=REPO, timeout=HANG_S,
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
@@ -158,7 +164,7 @@ def test_a_run_under_taskset_pins_that_core(mechanism: str, tmp_path: Path) -> N
         p = subprocess.run(
             [*taskset, *edgeprof("--cpuset", str(other), "--out", str(tmp_path / "x"), "--",
                                  "true")],
-            capture_output=True, text=True, cwd=REPO, timeout=60,
+            capture_output=True, text=True, cwd=REPO, timeout=HANG_S,
         )  # fmt: skip
         assert p.returncode == 2 and p.stderr == (
             f"edgeprof: error: --cpuset {other}: CPU {other} is not available here "
@@ -182,7 +188,7 @@ def test_busy_cores_fail_wait_or_are_interrupted(
     refused = tmp_path / "refused"
     p = subprocess.run(
         edgeprof("--cpus", "1", "--cores-busy", "fail", "--out", str(refused), "--", "true"),
-        capture_output=True, text=True, cwd=REPO, timeout=60,
+        capture_output=True, text=True, cwd=REPO, timeout=HANG_S,
     )  # fmt: skip
     assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
     assert p.stderr.startswith(
@@ -191,7 +197,7 @@ def test_busy_cores_fail_wait_or_are_interrupted(
     )
     p = subprocess.run(
         edgeprof("--cpuset", str(cores[-1]), "--cores-busy", "fail", "--", "true"),
-        capture_output=True, text=True, cwd=REPO, timeout=60,
+        capture_output=True, text=True, cwd=REPO, timeout=HANG_S,
     )  # fmt: skip
     assert p.returncode == 2 and f"needs core {cores[-1]}: core {cores[-1]} is held" in p.stderr
 
@@ -202,7 +208,7 @@ def test_busy_cores_fail_wait_or_are_interrupted(
     )  # fmt: skip
     assert f"held by pid {holder.proc.pid}" in waiting_line(waiter)
     waiter.send_signal(signal.SIGINT)
-    assert waiter.wait(60) == 130
+    assert waiter.wait(HANG_S) == 130
     assert not refused.exists() and not interrupted.exists()
     assert run_groups() == groups  # only the holder's
 
@@ -214,7 +220,7 @@ def test_busy_cores_fail_wait_or_are_interrupted(
     waiting_line(waiter)
     go.touch()  # the holder's workload ends, its edgeprof releases the cores
     assert holder.result()["lease"]["cores"] == list(cores)
-    _, err = waiter.communicate(timeout=60)
+    _, err = waiter.communicate(timeout=HANG_S)
     assert waiter.returncode == 0, err
     assert "edgeprof: leased core " in err
     lease = json.loads((waited / "result.json").read_text())["lease"]
@@ -231,12 +237,12 @@ def test_a_killed_edgeprofs_cores_are_free_at_once(
     holder = Gated(tmp_path, "holder", go, "--cpus", str(len(cores)))
     holder.seen()
     holder.proc.send_signal(signal.SIGKILL)
-    holder.proc.wait(60)  # not communicate(): its orphaned workload holds the stderr pipe
+    holder.proc.wait(HANG_S)  # not communicate(): its orphaned workload holds the stderr pipe
     nxt = tmp_path / "next"
     p = subprocess.run(
         edgeprof("--cpus", str(len(cores)), "--cores-busy", "fail", "--out", str(nxt), "--",
                  "true"),
-        capture_output=True, text=True, cwd=REPO, timeout=60,
+        capture_output=True, text=True, cwd=REPO, timeout=HANG_S,
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
     r = json.loads((nxt / "result.json").read_text())

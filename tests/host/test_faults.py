@@ -30,6 +30,7 @@ from edgeprof.backends import get_backend, owner
 from edgeprof.backends._systemd_scope import HOLD_SCRIPT, parse_placement
 from edgeprof.measure import gc
 from edgeprof.model import Sample
+from tests.conftest import HANG_S
 
 from .conftest import run_groups
 
@@ -109,7 +110,7 @@ def test_oom_kill(mechanism: str, tmp_path: Path, marker: str) -> None:
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=120,
+        timeout=HANG_S,
     )
     assert p.returncode == 137, p.stderr
     r = check_result(out)
@@ -139,7 +140,7 @@ def test_timeout_of_a_workload_that_traps_sigterm(
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=120,
+        timeout=HANG_S,
     )
     assert p.returncode == 137, p.stderr  # SIGKILL after the 2 s grace
     r = check_result(out)
@@ -183,7 +184,7 @@ def test_fork_bomb_stops_at_the_pids_limit(mechanism: str, tmp_path: Path, marke
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=120,
+        timeout=HANG_S,
     )
     r = check_result(out)
     assert r["termination"] == "timeout", p.stderr
@@ -205,7 +206,7 @@ def test_the_systemd_scopes_holder_forks_nothing(
     p = subprocess.run(
         edgeprof("--pids", "1", "--out", str(out), "--", "/bin/sh", "-c", HOLD_SCRIPT, mark=marker),
         stdin=subprocess.DEVNULL,  # end-of-file: the holder's cue to end
-        capture_output=True, text=True, cwd=REPO, timeout=120,
+        capture_output=True, text=True, cwd=REPO, timeout=HANG_S,
     )  # fmt: skip
     r = check_result(out)
     assert p.returncode == 0 and r["termination"] == "exited", p.stdout + p.stderr
@@ -231,7 +232,7 @@ def test_a_gigabyte_to_stdout(mechanism: str, tmp_path: Path, marker: str) -> No
     while chunk := proc.stdout.read(1 << 20):
         total += len(chunk)
         tail = (tail + chunk)[-4096:]
-    assert proc.wait(120) == 0, proc.stderr.read() if proc.stderr else ""
+    assert proc.wait(HANG_S) == 0, proc.stderr.read() if proc.stderr else ""
     r = check_result(out)
     assert r["termination"] == "exited"
     assert total > 2**30 and b"head" in tail  # the gigabyte, then edgeprof's table
@@ -252,13 +253,13 @@ def test_full_disk_for_out(mechanism: str, tmp_path: Path, marker: str) -> None:
         p = subprocess.run(
             edgeprof(
                 "--interval", "0.001", "--out", str(out), "--",
-                PY, "-c", FILL_AFTER_ROWS, str(out), "50",
+                PY, "-c", FILL_AFTER_ROWS, str(out), "50", str(HANG_S),
                 mark=marker,
             ),
             capture_output=True,
             text=True,
             cwd=REPO,
-            timeout=120,
+            timeout=HANG_S,
         )
         assert p.returncode == 2, p.stderr
         assert p.stderr.count("\n") == 1 and "result.json could not be written" in p.stderr
@@ -274,7 +275,7 @@ def test_full_disk_for_out(mechanism: str, tmp_path: Path, marker: str) -> None:
 FILL_AFTER_ROWS = """
 import os, sys, time
 out, rows = sys.argv[1], int(sys.argv[2])
-deadline = time.monotonic() + 60
+deadline = time.monotonic() + float(sys.argv[3])
 while time.monotonic() < deadline:
     try:
         with open(os.path.join(out, "samples.csv"), "rb") as f:
@@ -330,7 +331,7 @@ def test_sigkill_to_edgeprof_then_collection(
         stderr=subprocess.DEVNULL,
         cwd=REPO,
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG_S
     # The daemon runs and edgeprof has flushed five rows (not a fixed 0.5 s of sampling).
     while not (pidfile.exists() and pidfile.read_text()) or _complete_rows(out) < 5:
         assert time.monotonic() < deadline and proc.poll() is None
@@ -341,7 +342,7 @@ def test_sigkill_to_edgeprof_then_collection(
     ready = tmp_path / "live.ready"
     live = subprocess.Popen(
         edgeprof("--out", str(tmp_path / "live"), "--", "sh", "-c",
-                 f"touch {ready}; exec sleep 120", mark=marker),
+                 f"touch {ready}; exec sleep {HANG_S:.0f}", mark=marker),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         cwd=REPO,
@@ -362,7 +363,7 @@ def test_sigkill_to_edgeprof_then_collection(
     still = {str(g) for g in left if g.exists()}
     if collector == "gc":
         p = subprocess.run(
-            [PY, "-m", "edgeprof", "gc"], capture_output=True, text=True, cwd=REPO, timeout=60
+            [PY, "-m", "edgeprof", "gc"], capture_output=True, text=True, cwd=REPO, timeout=HANG_S
         )
         assert p.returncode == 0, p.stderr
         removed = {line.removeprefix("removed cgroup ") for line in p.stdout.splitlines()}
@@ -373,7 +374,7 @@ def test_sigkill_to_edgeprof_then_collection(
             capture_output=True,
             text=True,
             cwd=REPO,
-            timeout=60,
+            timeout=HANG_S,
         )
         assert p.returncode == 0, p.stderr
         warnings = check_result(nxt)["warnings"]
@@ -386,7 +387,7 @@ def test_sigkill_to_edgeprof_then_collection(
     assert live.poll() is None and _stale_groups_of(live.pid), "a live run was collected"
     alive_for = time.monotonic() - live_seen
     live.send_signal(signal.SIGTERM)
-    assert live.wait(60) == 130, live.stderr.read() if live.stderr else ""
+    assert live.wait(HANG_S) == 130, live.stderr.read() if live.stderr else ""
     kept = json.loads((tmp_path / "live" / "result.json").read_text())
     # Its wall time covers at least the span we watched it live: it starts at the spawn, before
     # the workload's ready file, and ends after our SIGTERM.  (A fixed floor failed when the

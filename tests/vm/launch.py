@@ -6,6 +6,8 @@ back the same way.  qemu is killed on a time-out or an interrupt: it never outli
 
 from __future__ import annotations
 
+import math
+import os
 import re
 import shlex
 import subprocess
@@ -14,6 +16,8 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from edgeprof.backends.cgroupfs import own_cgroups
 
 from .assets import ensure_assets
 from .guest import (
@@ -294,3 +298,53 @@ def _boot_log(console: Path, qemu_output: str) -> str:
     if qemu_output.strip():
         text += "\n--- qemu ---\n" + qemu_output
     return text
+
+
+def host_cores(
+    guests: int,
+    proc_self_cgroup: Path = Path("/proc/self/cgroup"),
+    cgroup_root: Path = Path("/sys/fs/cgroup"),
+) -> list[int]:
+    """The host cores that many guests run on at once, one each: this process's affinity,
+    as many as its CPU quota gives whole CPUs of time (at least one).  A CI container may
+    list 16 cores and have 2 CPUs' time: four pinned guests there would take turns, as two
+    unpinned ones did here when a CPU-share test failed."""
+    cores = sorted(os.sched_getaffinity(0))
+    quota = cpu_quota(proc_self_cgroup, cgroup_root)
+    room = len(cores) if quota is None else max(1, math.floor(quota))
+    return cores[: max(1, min(guests, room))]
+
+
+def cpu_quota(proc_self_cgroup: Path, cgroup_root: Path) -> float | None:
+    """CPUs' worth of time this process's groups allow: the least quota / period from its
+    group up to the hierarchy's root (v2 ``cpu.max``; v1 ``cpu.cfs_quota_us`` over
+    ``cpu.cfs_period_us``), ``None`` where none is set."""
+    found = []
+    for key, path in own_cgroups(proc_self_cgroup).items():
+        if key == "":
+            top = cgroup_root
+        elif "cpu" in key.split(","):
+            top = cgroup_root / key
+        else:
+            continue
+        group = top / path.lstrip("/")
+        for d in (group, *group.parents):
+            if (share := _quota_share(d, v2=key == "")) is not None:
+                found.append(share)
+            if d == top or not d.is_relative_to(top):
+                break
+    return min(found, default=None)
+
+
+def _quota_share(group: Path, v2: bool) -> float | None:
+    """One group's quota / period; ``None`` for no limit (``max``, ``-1``) or no such files
+    (a v2 hierarchy without the cpu controller, the root group)."""
+    try:
+        if v2:
+            quota, period = (group / "cpu.max").read_text().split()
+        else:
+            quota = (group / "cpu.cfs_quota_us").read_text().strip()
+            period = (group / "cpu.cfs_period_us").read_text().strip()
+        return None if quota in ("max", "-1") else int(quota) / int(period)
+    except (OSError, ValueError, ZeroDivisionError):
+        return None

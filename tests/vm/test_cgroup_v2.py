@@ -55,6 +55,7 @@ from .harness import (
     project_python,
     run_in_guest,
 )
+from .launch import host_cores
 
 pytestmark = pytest.mark.vm
 
@@ -268,8 +269,9 @@ def _book(
 def booked(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Booked]]:
-    """The selected guests, run side by side, as many at once as this host has cores, each
-    pinned to a core of its own while it runs: a guest is one host thread (single-threaded
+    """The selected guests, run side by side, as many at once as this host has cores and
+    CPU time for (:func:`~tests.vm.launch.host_cores`), each pinned to a core of its own
+    while it runs: a guest is one host thread (single-threaded
     TCG), and one at a time left our second core idle for the tier's 1648 s.  Unpinned,
     two guests' qemus took turns on each other's core, and two tests of a quota's CPU share
     failed in one of them (36.8 % of a core at a half-core quota, where the floor was 38 %).
@@ -288,11 +290,11 @@ def booked(
     shared = tmp_path_factory.mktemp("vm-data")
     data = write_data_file(shared, data_size(shared))
     cancel = threading.Event()
-    host_cores = sorted(os.sched_getaffinity(0))[: max(1, len(chosen))]
+    at_once = host_cores(len(chosen))
     cores: queue.SimpleQueue[int] = queue.SimpleQueue()
-    for core in host_cores:
+    for core in at_once:
         cores.put(core)
-    with ThreadPoolExecutor(len(host_cores), thread_name_prefix="vm-guest") as pool:
+    with ThreadPoolExecutor(len(at_once), thread_name_prefix="vm-guest") as pool:
         try:
             n_tests = {g.id: len(node_ids(g.selection)) for g in chosen}
             runs = {}
@@ -329,6 +331,7 @@ def test_kernel_tier_passes_on_cgroup_v2(guest: Guest, booked: dict[str, Booked]
     assert junit.exists(), f"pytest wrote no JUnit file in the guest:\n{result.output[-3000:]}"
     results_dir = os.environ.get("EDGEPROF_RESULTS_DIR")
     if results_dir:
+        Path(results_dir).mkdir(parents=True, exist_ok=True)
         shutil.copy(junit, Path(results_dir) / f"vm-guest-{guest.label}.xml")
     suite = ET.parse(junit).getroot()
     suite = suite if suite.tag == "testsuite" else next(suite.iter("testsuite"))

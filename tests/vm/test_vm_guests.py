@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -62,3 +63,37 @@ def test_a_cancelled_guest_is_killed_and_says_so(tmp_path: Path) -> None:
 def test_a_guest_past_its_time_out_is_killed(tmp_path: Path) -> None:
     with pytest.raises(VmError, match=r"timed out after 0\.5 s"):
         launch._launch(["sleep", "600"], tmp_path / "console.log", tmp_path, 0.5)
+
+
+def _tree(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+def test_guests_at_once_are_bounded_by_the_cpu_quota_as_well_as_the_affinity(
+    tmp_path: Path,
+) -> None:
+    """A container listing many cores but given less CPU time runs fewer guests at once."""
+    affinity = sorted(os.sched_getaffinity(0))
+    v2, v1, none = tmp_path / "v2", tmp_path / "v1", tmp_path / "none"
+    _tree(v2, {
+        "proc": "0::/ci/job\n",
+        "fs/ci/cpu.max": "150000 100000\n",  # the container's: 1.5 CPUs
+        "fs/ci/job/cpu.max": "max 100000\n",  # its own group: no limit of its own
+    })  # fmt: skip
+    _tree(v1, {
+        "proc": "5:cpu,cpuacct:/docker/abc\n4:memory:/docker/abc\n0::/docker/abc\n",
+        "fs/cpu,cpuacct/docker/abc/cpu.cfs_quota_us": "350000\n",
+        "fs/cpu,cpuacct/docker/abc/cpu.cfs_period_us": "100000\n",
+        "fs/cpu,cpuacct/docker/cpu.cfs_quota_us": "-1\n",
+        "fs/cpu,cpuacct/docker/cpu.cfs_period_us": "100000\n",
+    })  # fmt: skip
+    _tree(none, {"proc": "0::/\n", "fs/cgroup.controllers": "cpu memory\n"})
+    assert launch.cpu_quota(v2 / "proc", v2 / "fs") == 1.5
+    assert launch.cpu_quota(v1 / "proc", v1 / "fs") == 3.5
+    assert launch.cpu_quota(none / "proc", none / "fs") is None
+    assert launch.host_cores(4, v2 / "proc", v2 / "fs") == affinity[:1]  # 1.5 CPUs: one guest
+    assert launch.host_cores(4, none / "proc", none / "fs") == affinity[:4]
+    assert launch.host_cores(1, none / "proc", none / "fs") == affinity[:1]
+    assert launch.host_cores(4, v1 / "proc", v1 / "fs") == affinity[: min(3, len(affinity))]
