@@ -23,6 +23,7 @@ from edgeprof import Limits, Termination
 from edgeprof.backends.docker import DockerBackend, parse_docker_args
 from edgeprof.backends.docker.image import EnvSpec, ensure_image
 from edgeprof.errors import BackendUnavailable, ConfigError, LaunchError
+from tests.conftest import HANG_S
 from tests.host.slower_core import quota_misses
 
 REPO = Path(__file__).resolve().parents[2]
@@ -65,7 +66,7 @@ def test_environment_is_built_once_then_reused(docker_daemon: Any, tmp_path: Pat
         )
     assert r.termination is Termination.EXITED and r.exit_code == 0
     assert r.mechanism.startswith("docker+cgroup") and r.image == tag
-    deadline = time.monotonic() + 60  # the output is pumped by a thread: wait for it
+    deadline = time.monotonic() + HANG_S  # the output is pumped by a thread: wait for it
     while "built" not in out.read_text() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert out.read_text() == "model Mobile Net.v2\nbuilt\n\n"

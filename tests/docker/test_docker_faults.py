@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import HANG_S
 from tests.docker.daemon import BUSYBOX_IMAGE, ensure_base_images, start_daemon
 from tests.host.test_faults import FORK_BOMB, check_samples, marked_processes, temp_files
 
@@ -40,7 +41,7 @@ def edgeprof_cmd(
 
 
 def wait_for_rows(csv_path: Path, proc: subprocess.Popen[Any], rows: int) -> None:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG_S
     while not (csv_path.exists() and len(csv_path.read_bytes().splitlines()) > rows):
         assert proc.poll() is None and time.monotonic() < deadline, "the run did not start"
         time.sleep(0.05)
@@ -49,7 +50,7 @@ def wait_for_rows(csv_path: Path, proc: subprocess.Popen[Any], rows: int) -> Non
 def wait_for_processes(mark: str, proc: subprocess.Popen[Any], n: int) -> None:
     """Until ``n`` processes carry ``mark``: the workload has started all of them (a shell
     forks its background job some time after the container's first samples)."""
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG_S
     while len(marked_processes(mark)) < n:
         assert proc.poll() is None and time.monotonic() < deadline, "the workload did not start"
         time.sleep(0.05)

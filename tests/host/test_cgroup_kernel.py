@@ -20,6 +20,7 @@ import pytest
 
 import edgeprof
 from edgeprof import Limits, Termination
+from tests.conftest import HANG_S
 
 from .conftest import backend_for
 from .slower_core import quota_misses
@@ -202,20 +203,20 @@ def test_samples_stream_to_disk_during_the_run(mechanism: str, tmp_path: Path) -
     go = tmp_path / "go"
     wait_for_go = (
         "import os, sys, time\n"
-        "deadline = time.monotonic() + 120\n"
+        "deadline = time.monotonic() + float(sys.argv[2])\n"
         "while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:\n"
         "    time.sleep(0.01)\n"
     )
     out = tmp_path / "out"
     proc = subprocess.Popen(
         [PY, "-m", "edgeprof", "run", "--interval", "0.01", "--out", str(out), "--",
-         PY, "-c", wait_for_go, str(go)],
+         PY, "-c", wait_for_go, str(go), str(2 * HANG_S)],
         stdout=subprocess.DEVNULL,
         cwd=REPO,
     )  # fmt: skip
     try:
         csv_path = out / "samples.csv"
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HANG_S
         rows_mid_run = 0
         while time.monotonic() < deadline and proc.poll() is None:
             if csv_path.exists():
@@ -227,7 +228,7 @@ def test_samples_stream_to_disk_during_the_run(mechanism: str, tmp_path: Path) -
         assert rows_mid_run >= 20
     finally:
         go.touch()
-    assert proc.wait(60) == 0
+    assert proc.wait(HANG_S) == 0
     result = json.loads((out / "result.json").read_text())
     assert result["samples"]["count"] == len(csv_path.read_text().splitlines()) - 1
 
@@ -263,7 +264,7 @@ def test_interrupt_kills_the_tree_and_still_reports(
     )
     # Interrupt once the grandchild has spun 0.15 s of its own CPU (its marker file), not
     # after a fixed sleep that a loaded machine may not fill.
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG_S
     while not Path(f"{pidfile}.spun").exists():
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.05)
