@@ -2,9 +2,9 @@
 
 Backends produce :class:`Counters` (raw cumulative kernel counters); the sampler turns them
 into :class:`Sample` rows and statistics; the runner assembles a :class:`RunResult`
-(:mod:`.results`), whose memory block (:mod:`.memory`) says what the peak was made of and
-what a limit cost; reports render it.  A value that cannot be measured is ``None`` (``null``
-in JSON), never 0.
+(:mod:`.results`; what the run was asked is :mod:`.spec`), whose memory block
+(:mod:`.memory`) says what the peak was made of and what a limit cost; reports render it.
+A value that cannot be measured is ``None`` (``null`` in JSON), never 0.
 """
 
 from .events import Capped, EventCounts
@@ -18,17 +18,15 @@ from .results import (
     HostInfo,
     IoStats,
     LatencyStats,
-    Limits,
     Mark,
     PhaseStats,
     RunResult,
-    RunSpec,
     Sample,
     SampleStats,
     Termination,
     Throttling,
-    UserIds,
 )
+from .spec import Limits, RunSpec, UserIds
 
 __all__ = [
     "SCHEMA_VERSION",
