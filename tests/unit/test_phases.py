@@ -1,31 +1,26 @@
-"""Phases, iterations and marks: the workload's client, the line protocol, percentiles, the
-attribution arithmetic, the runner's events pipe (fake backend) and the result/report."""
+"""Phases, iterations and marks: percentiles, the attribution arithmetic, the runner's events
+pipe (fake backend) and the result/report.  The workload's client and the line protocol are
+tests/unit/test_phase_client.py."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
 from edgeprof import profile
 from edgeprof.backends._peak_reset import SharedPeakReset
-from edgeprof.measure.events import EventChannel
 from edgeprof.measure.latency import latency_stats, percentile
 from edgeprof.measure.phases import (
     Occurrence,
-    ProtocolError,
     Timeline,
-    parse_line,
     phase_stats,
 )
-from edgeprof.model import Counters, LatencyStats, Mark, PhaseStats, RunResult
+from edgeprof.model import LatencyStats, Mark, PhaseStats, RunResult
 from edgeprof.report.results import render_markdown, render_plain
 from tests.conftest import require_module
 from tests.fakes import FakeBackend, linear
@@ -34,213 +29,6 @@ from .conftest import make_result
 
 REPO = Path(__file__).resolve().parents[2]
 MiB = 2**20
-
-
-def _python(code: str, env: dict[str, str], **kw: object) -> subprocess.CompletedProcess[str]:
-    proc: subprocess.CompletedProcess[str] = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        env={**env, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=30,
-        **kw,  # type: ignore[call-overload]
-    )
-    return proc
-
-
-# -- the client ------------------------------------------------------------------------------
-
-USE_API = """
-    import sys, edgeprof
-    with edgeprof.phase("load"):
-        x = 1
-    @edgeprof.phase("decorated")
-    def f():
-        return 2
-    for _ in range(3):
-        with edgeprof.iteration(items=8):
-            f()
-    edgeprof.mark("done")
-    print("active", edgeprof.active())
-    heavy = [m for m in ("typer", "rich", "psutil", "edgeprof.measure.runner", "edgeprof.model")
-             if m in sys.modules]
-    print("heavy", heavy)
-"""
-
-
-def _clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("EDGEPROF_EVENTS")}
-
-
-def test_the_api_is_a_silent_no_op_outside_edgeprof() -> None:
-    proc = _python(USE_API, _clean_env())
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "active False\nheavy []\n"
-    assert proc.stderr == ""
-
-
-def test_the_api_ignores_a_descriptor_that_is_not_its_pipe(tmp_path: Path) -> None:
-    """A grandchild inherits the variable but not the pipe: fd 3 is then some other file,
-    which must stay untouched."""
-    victim = tmp_path / "victim"
-    victim.write_text("keep\n")
-    with open(victim, "a") as f:
-        env = {**_clean_env(), "EDGEPROF_EVENTS_FD": str(f.fileno())}
-        proc = _python(USE_API, env, pass_fds=(f.fileno(),))
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("active False")
-    assert victim.read_text() == "keep\n"
-    # A pipe, but not the one named by the inode: ignored as well.
-    r, w = os.pipe()
-    try:
-        env = {**_clean_env(), "EDGEPROF_EVENTS_FD": str(w), "EDGEPROF_EVENTS_INODE": "1"}
-        proc = _python(USE_API, env, pass_fds=(w,))
-        os.set_blocking(r, False)
-        with pytest.raises(BlockingIOError):
-            os.read(r, 100)
-    finally:
-        os.close(r)
-        os.close(w)
-    assert proc.stdout.startswith("active False")
-
-
-def test_the_api_writes_protocol_lines_to_its_pipe() -> None:
-    r, w = os.pipe()
-    try:
-        env = {
-            **_clean_env(),
-            "EDGEPROF_EVENTS_FD": str(w),
-            "EDGEPROF_EVENTS_INODE": str(os.fstat(w).st_ino),
-        }
-        before = time.monotonic()
-        proc = _python(USE_API, env, pass_fds=(w,))
-        after = time.monotonic()
-        os.close(w)
-        w = -1
-        data = b""
-        while chunk := os.read(r, 65536):
-            data += chunk
-    finally:
-        os.close(r)
-        if w >= 0:
-            os.close(w)
-    assert proc.stdout.startswith("active True"), proc.stderr
-    lines = data.decode().splitlines()
-    kinds = [
-        ln.split()[0] + (" " + ln.split()[1] if ln.split()[0] != "iter" else "") for ln in lines
-    ]
-    assert kinds == [
-        "begin load",
-        "end load",
-        "begin decorated",
-        "end decorated",
-        "iter",
-        "begin decorated",
-        "end decorated",
-        "iter",
-        "begin decorated",
-        "end decorated",
-        "iter",
-        "mark done",
-    ]
-    events = [parse_line(ln, 0.0) for ln in lines]
-    # The sampler's clock: CLOCK_MONOTONIC, comparable across processes.
-    assert all(before <= e.t <= after for e in events)
-    iters = [e for e in events if e.kind == "iter"]
-    assert all(e.items == 8 and e.items_given and e.t0 <= e.t for e in iters)
-
-
-def test_the_docker_case_warns_once_and_runs_on() -> None:
-    env = {**_clean_env(), "EDGEPROF_EVENTS_UNAVAILABLE": "docker backend: no pipe"}
-    proc = _python(USE_API, env)
-    assert proc.returncode == 0
-    assert proc.stderr == (
-        "edgeprof: phases, iterations and marks are not recorded: docker backend: no pipe\n"
-    )
-
-
-# -- the line protocol ------------------------------------------------------------------------
-
-
-def test_protocol_lines() -> None:
-    assert parse_line("begin load 12.5", 0) == parse_line("begin  load\t12.5", 0)
-    e = parse_line("begin load 12.5", 99.0)
-    assert (e.kind, e.name, e.t) == ("begin", "load", 12.5)
-    assert parse_line("end load", 99.0).t == 99.0  # no time: when the runner read it
-    assert parse_line("mark x 1", 0).kind == "mark"
-    it = parse_line("iter 1.0 1.25 32", 0)
-    assert (it.t0, it.t, it.items, it.items_given) == (1.0, 1.25, 32, True)
-    assert parse_line("iter 1 2", 0).items_given is False
-
-
-@pytest.mark.parametrize(
-    "line",
-    [
-        "",
-        "   ",
-        "begin",
-        "begin a b c",
-        "begin load soon",
-        "begin load nan",
-        "begin load -1",
-        "begin load inf",
-        "iter 1",
-        "iter 2 1",
-        "iter 1 2 many",
-        "iter 1 2 -3",
-        "iter 1 2 3 4",
-        "start load 1",
-        "x" * 5000,
-    ],
-)
-def test_malformed_lines_raise_protocol_errors(line: str) -> None:
-    with pytest.raises(ProtocolError):
-        parse_line(line, 0.0)
-
-
-def _channel_run(payload: bytes, read: object = None) -> EventChannel:
-    ch = EventChannel()
-    w = os.dup(ch.pass_fds[0])
-    t0 = time.monotonic()
-    ch.start(t0, read or (lambda: Counters(cpu_usage_us=0, memory_current=0)))  # type: ignore[arg-type]
-    try:
-        os.write(w, payload)
-    finally:
-        os.close(w)
-    deadline = time.monotonic() + 5
-    while ch._thread is not None and ch._thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.01)  # the thread ends at EOF: every line has been read
-    ch.stop()
-    ch.close()
-    return ch
-
-
-def test_the_runner_ignores_malformed_lines_with_one_warning_and_keeps_the_rest() -> None:
-    now = time.monotonic()
-    good = f"begin load {now}\nend load {now + 0.5}\n".encode()
-    junk = (
-        b"garbage\n"
-        b"\xff\xfe not utf-8\n"
-        b"end never-begun\n"
-        b"iter 3 1\n"
-        + b"y" * 10_000
-        + b"\n"  # over-long, then a good line after it
-        + f"iter {now} {now + 0.01} 4\n".encode()
-        + f"mark m {now}\n".encode()
-        + b"begin unterminated"  # no newline before EOF: still read
-    )
-    ch = _channel_run(good + junk)
-    phases, latency, marks, warnings = ch.results(run_end=5.0)
-    assert ch.malformed == 5
-    assert [w for w in warnings if "malformed" in w] == [
-        "5 malformed event line(s) ignored (first: 'garbage': unknown event 'garbage' "
-        "(expected one of begin, end, mark, iter))"
-    ]
-    assert [p.name for p in phases] == ["load", "unterminated"]
-    assert phases[0].complete and not phases[1].complete
-    assert any("unterminated still open" in w for w in warnings)
-    assert latency is not None and latency.count == 1 and latency.items == 4
-    assert [m.name for m in marks] == ["m"]
 
 
 # -- percentiles and latency ------------------------------------------------------------------
@@ -478,66 +266,6 @@ def test_tables_show_phases_and_latency() -> None:
     assert "**Phases**" in md and "| python3 | infer | 50 | 4.00ms |" in md
     plain = render_plain([make_result()])
     assert "Phases" not in plain and "Latency" not in plain
-
-
-def test_a_forked_child_reports_through_the_inherited_pipe() -> None:
-    r, w = os.pipe()
-    code = """
-        import os, edgeprof
-        edgeprof.mark("parent")
-        pid = os.fork()
-        if pid == 0:
-            edgeprof.mark("child")
-            os._exit(0)
-        os.waitpid(pid, 0)
-    """
-    try:
-        env = {
-            **_clean_env(),
-            "EDGEPROF_EVENTS_FD": str(w),
-            "EDGEPROF_EVENTS_INODE": str(os.fstat(w).st_ino),
-        }
-        proc = _python(code, env, pass_fds=(w,))
-        os.close(w)
-        w = -1
-        data = b""
-        while chunk := os.read(r, 65536):
-            data += chunk
-    finally:
-        os.close(r)
-        if w >= 0:
-            os.close(w)
-    assert proc.returncode == 0, proc.stderr
-    assert [ln.split()[1] for ln in data.decode().splitlines()] == ["parent", "child"]
-
-
-def test_the_fifo_channel_for_containers(tmp_path: Path) -> None:
-    """What a container gets: a FIFO named in EDGEPROF_EVENTS (here written from this host)."""
-    ch = EventChannel(fifo=True)
-    assert ch.fifo is not None and ch.pass_fds == ()
-    assert ch.env == {"EDGEPROF_EVENTS": "/run/edgeprof/events"}
-    ch.start(time.monotonic(), lambda: Counters(cpu_usage_us=0, memory_current=0))
-    try:
-        proc = _python(USE_API, {**_clean_env(), "EDGEPROF_EVENTS": ch.fifo})
-        assert proc.stdout.startswith("active True"), proc.stderr
-        deadline = time.monotonic() + 5
-        while not ch._marks and time.monotonic() < deadline:
-            time.sleep(0.01)  # the reader never sees EOF on a FIFO it holds open itself
-    finally:
-        ch.stop()
-        directory = os.path.dirname(ch.fifo)
-        ch.close()
-    phases, latency, marks, _ = ch.results(run_end=10.0)
-    assert [p.name for p in phases] == ["load", "decorated"]
-    assert latency is not None and latency.count == 3 and [m.name for m in marks] == ["done"]
-    assert not os.path.exists(directory)  # the FIFO and its directory are removed
-    # Not under edgeprof: a FIFO without a reader, or a regular file, is left alone.
-    os.mkfifo(tmp_path / "fifo")
-    (tmp_path / "file").write_text("keep\n")
-    for name in ("fifo", "file"):
-        proc = _python(USE_API, {**_clean_env(), "EDGEPROF_EVENTS": str(tmp_path / name)})
-        assert proc.stdout.startswith("active False"), proc.stderr
-    assert (tmp_path / "file").read_text() == "keep\n"
 
 
 def test_repeats_show_one_row_per_phase_with_the_medians_of_the_runs() -> None:
