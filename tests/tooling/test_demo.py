@@ -28,8 +28,7 @@ def test_make_demo_ranks_the_family_by_width() -> None:
     for model in family:
         for phase in ("load", "infer"):
             assert re.search(rf"^{re.escape(model)}\s+{phase}\s", proc.stdout, re.M), (model, phase)
-    # The inference itself (infer.py's "infer" phase, median of the three runs) ranks every
-    # width.  The whole run's CPU time is mostly the interpreter's and onnxruntime's start-up:
+    # The whole run's CPU time is mostly the interpreter's and onnxruntime's start-up:
     # adjacent widths differ by about 10 % of it, which other jobs on the machine can move
     # (a fresh-clone CI beside a qemu guest ranked 0.5 before 0.25, 407 ms against 430 ms,
     # and said they were within noise).  So the whole run's ranking holds every model and
@@ -37,8 +36,17 @@ def test_make_demo_ranks_the_family_by_width() -> None:
     cpu_order = ranking_order(proc.stdout, "CPU time")
     assert sorted(cpu_order) == sorted(family), proc.stdout
     assert cpu_order.index(family[0]) < cpu_order.index(family[-1]), proc.stdout
+    # The inference itself (infer.py's "infer" phase, median of the three runs) grows with
+    # the width, but not at every step: at 0.25 and 0.5 the 50 inferences are mostly
+    # onnxruntime's per-operator overhead (the same depth of graph), and a quiet fresh-clone
+    # CI measured 212 ms against 211 ms, with each model's three runs spread over
+    # 176–240 ms and 192–316 ms.  Two widths apart the phase differs 1.7x or more (212 ms
+    # against 368 ms, 211 ms against 456 ms), beyond that spread: those pairs are held, and
+    # the narrowest against the widest.
     infer_cpu = [statistics.median(_infer_cpu(REPO / ".demo" / "results" / m)) for m in family]
-    assert infer_cpu == sorted(infer_cpu), dict(zip(family, infer_cpu, strict=True))
+    by_width = dict(zip(family, infer_cpu, strict=True))
+    assert all(a < b for a, b in zip(infer_cpu[:-2], infer_cpu[2:], strict=True)), by_width
+    assert infer_cpu[0] < infer_cpu[-1], by_width
     assert ranking_order(proc.stdout, "peak memory") == family, proc.stdout
 
 
