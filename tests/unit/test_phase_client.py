@@ -89,7 +89,9 @@ def test_the_api_ignores_a_descriptor_that_is_not_its_pipe(tmp_path: Path) -> No
     assert proc.stdout.startswith("active False")
 
 
-def test_the_api_writes_protocol_lines_to_its_pipe() -> None:
+def _through_a_pipe(code: str) -> tuple[subprocess.CompletedProcess[str], bytes]:
+    """Run ``code`` with an events pipe as the runner passes it (the write end inherited,
+    named with its inode); returns the process and all it wrote to the pipe."""
     r, w = os.pipe()
     try:
         env = {
@@ -97,9 +99,7 @@ def test_the_api_writes_protocol_lines_to_its_pipe() -> None:
             "EDGEPROF_EVENTS_FD": str(w),
             "EDGEPROF_EVENTS_INODE": str(os.fstat(w).st_ino),
         }
-        before = time.monotonic()
-        proc = _python(USE_API, env, pass_fds=(w,))
-        after = time.monotonic()
+        proc = _python(code, env, pass_fds=(w,))
         os.close(w)
         w = -1
         data = b""
@@ -109,6 +109,13 @@ def test_the_api_writes_protocol_lines_to_its_pipe() -> None:
         os.close(r)
         if w >= 0:
             os.close(w)
+    return proc, data
+
+
+def test_the_api_writes_protocol_lines_to_its_pipe() -> None:
+    before = time.monotonic()
+    proc, data = _through_a_pipe(USE_API)
+    after = time.monotonic()
     assert proc.stdout.startswith("active True"), proc.stderr
     lines = data.decode().splitlines()
     kinds = [
@@ -228,9 +235,7 @@ def test_the_runner_ignores_malformed_lines_with_one_warning_and_keeps_the_rest(
     assert [m.name for m in marks] == ["m"]
 
 
-
 def test_a_forked_child_reports_through_the_inherited_pipe() -> None:
-    r, w = os.pipe()
     code = """
         import os, edgeprof
         edgeprof.mark("parent")
@@ -240,22 +245,7 @@ def test_a_forked_child_reports_through_the_inherited_pipe() -> None:
             os._exit(0)
         os.waitpid(pid, 0)
     """
-    try:
-        env = {
-            **_clean_env(),
-            "EDGEPROF_EVENTS_FD": str(w),
-            "EDGEPROF_EVENTS_INODE": str(os.fstat(w).st_ino),
-        }
-        proc = _python(code, env, pass_fds=(w,))
-        os.close(w)
-        w = -1
-        data = b""
-        while chunk := os.read(r, 65536):
-            data += chunk
-    finally:
-        os.close(r)
-        if w >= 0:
-            os.close(w)
+    proc, data = _through_a_pipe(code)
     assert proc.returncode == 0, proc.stderr
     assert [ln.split()[1] for ln in data.decode().splitlines()] == ["parent", "child"]
 
