@@ -13,7 +13,11 @@ them: the output is the unsplit sweep's.
   '{"edgeprof_slot": 1}'``); the head, or any node without the resource, runs none.  On
   the node, the part's pinned runs still lease their cores (:mod:`edgeprof.measure.leases`).
 - **Progress streams back** through a queue the driver reads while it waits: each line the
-  part prints on stderr, tagged with its part and node.
+  part prints on stderr, tagged with its part and node.  The queue's actor lives on the
+  driver's node, which the sweep cannot outlive anyway: on a measuring node, losing that
+  node ended the whole sweep (measured: ``ActorDiedError`` from the driver's read, in the
+  ray tier's lost-node test).  Should it die all the same, the lines are lost, said once,
+  and the parts go on.
 - **A node lost mid-part** (its raylet or worker died: Ray's system errors) runs the part
   again on another node, up to :data:`ATTEMPTS` times, and says so.  Ray's own task retries
   are off, so that every retry is said.  A workload's failure is not a loss: the part ends,
@@ -107,6 +111,20 @@ def _end_with_node(proc: subprocess.Popen[str], lost: threading.Event) -> None:
         time.sleep(NODE_CHECK_S)
 
 
+def _put(queue: Any, item: tuple[int, str, str]) -> Any:
+    """``queue`` after putting ``item`` on it, or ``None`` once the queue's actor is gone:
+    the progress lines are lost, the part is not (its stderr is still read to the end)."""
+    import ray
+
+    if queue is None:
+        return None
+    try:
+        queue.put(item)
+    except ray.exceptions.RayActorError:
+        return None
+    return queue
+
+
 def run_part(
     index: int,
     count: int,
@@ -144,7 +162,7 @@ def run_part(
             threading.Thread(target=_end_with_node, args=(proc, lost), daemon=True).start()
             for line in proc.stderr:
                 last = line.rstrip("\n") or last
-                queue.put((index, host, line.rstrip("\n")))
+                queue = _put(queue, (index, host, line.rstrip("\n")))
             code = proc.wait()
         files = {
             str(p.relative_to(out)): p.read_bytes()
@@ -224,7 +242,7 @@ def run_parts(
 
     pending: dict[Any, tuple[int, int]] = {}
     try:
-        queue = Queue()
+        queue: Any = Queue(actor_options=_beside_the_driver(ray))
         task = ray.remote(run_part).options(
             num_cpus=target.cpus,
             num_gpus=target.gpus,
@@ -244,7 +262,7 @@ def run_parts(
         progress(f"{count} parts on {int(ray.cluster_resources()[SLOT])} measuring slots")
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.2)
-            _drain(queue, Empty, progress)
+            queue = _drain(queue, Empty, progress)
             for ref in ready:
                 i, attempt = pending.pop(ref)
                 try:
@@ -293,13 +311,29 @@ def run_parts(
         ray.shutdown()
 
 
-def _drain(queue: Any, empty: type[Exception], progress: Callable[[str], None]) -> None:
-    while True:
+def _beside_the_driver(ray: Any) -> dict[str, Any]:
+    """The progress queue's actor options: on the driver's node (a hard affinity), taking
+    no CPU, so that a head with ``num_cpus=0`` holds it and no measuring slot's CPU goes."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    node = ray.get_runtime_context().get_node_id()
+    return {"num_cpus": 0, "scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=False)}
+
+
+def _drain(queue: Any, empty: type[Exception], progress: Callable[[str], None]) -> Any:
+    """Print the lines waiting on ``queue``; ``queue``, or ``None`` once its actor is gone."""
+    import ray
+
+    while queue is not None:
         try:
             index, host, line = queue.get_nowait()
         except empty:
-            return
+            return queue
+        except ray.exceptions.RayActorError as exc:
+            progress(f"the parts' progress lines are lost from here on ({type(exc).__name__})")
+            return None
         progress(f"part {index} on {host}: {line.removeprefix('edgeprof: ')}")
+    return None
 
 
 def _write(directory: Path, files: Mapping[str, bytes]) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from edgeprof.cli import main
 from edgeprof.cli.runargs import GATE, parse, to_words
+from tests.conftest import require_module
 
 BASE = ["--cpus", "1", "--memory", "256m", "--repeat", "2"]
 
@@ -50,3 +51,37 @@ def test_a_part_gets_the_runs_options_without_the_gate() -> None:
     assert parse(words) == part
     assert words[-3:] == ["--", "python3", "x.py"] and "--max-wall" not in words
     assert "--junit" not in words and "--executor" not in words and "--out" not in words
+
+
+class _DeadQueue:
+    """A progress queue whose actor died (its node was lost): every call raises Ray's own
+    error for that."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def get_nowait(self) -> tuple[int, str, str]:
+        return self._died()
+
+    def put(self, item: tuple[int, str, str]) -> None:
+        self._died()
+
+    def _died(self) -> tuple[int, str, str]:
+        import ray.exceptions
+
+        self.calls += 1
+        raise ray.exceptions.ActorDiedError()
+
+
+def test_a_lost_progress_queue_is_said_once_and_the_parts_go_on() -> None:
+    require_module("ray", "ray")
+    from edgeprof.sweeps.on_ray import _drain, _put
+
+    lines: list[str] = []
+    queue = _DeadQueue()
+    assert _drain(queue, LookupError, lines.append) is None
+    assert _drain(None, LookupError, lines.append) is None  # asks no dead actor again
+    assert lines == ["the parts' progress lines are lost from here on (ActorDiedError)"]
+    assert _put(queue, (1, "node", "line")) is None
+    assert _put(None, (1, "node", "line")) is None
+    assert queue.calls == 2
