@@ -125,7 +125,7 @@ def test_nodes_lost_under_their_parts_run_them_again_elsewhere(
 ) -> None:
     """Last in the file: it replaces both measuring nodes while each holds a part.  With
     every node but the head lost, whatever the driver placed on a measuring node is lost
-    too (its progress queue was, 1 run in 3 in the busy-machine CI: a crash)."""
+    too (its progress queue was, once, in a busy-machine CI run: a crash)."""
     markers, go = tmp_path / "started", tmp_path / "go"
     markers.mkdir()
     # Each run says it started, then holds until the test says go (the backstop at most).
