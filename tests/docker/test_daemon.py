@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import HANG_S
 from tests.docker import daemon_images
 from tests.docker.daemon import (
     BUSYBOX_IMAGE,
@@ -282,7 +283,7 @@ def test_a_crashed_session_is_reaped_by_the_next(
         proc.kill()
         proc.wait()
     dockerd, containerd, container = info["pids"]
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + HANG_S
     while _alive(containerd) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(containerd), "no PR_SET_PDEATHSIG?"

@@ -91,7 +91,7 @@ def test_cpu_limit_is_held(docker_daemon: Any) -> None:
     assert r.cpu.avg_pct is not None and 0 < r.cpu.avg_pct <= 55, r.cpu
     assert quota_misses(r, 0.5) == [], r.cpu
     if r.cpu.avg_pct >= 45:
-        assert r.cpu.nr_throttled and r.cpu.nr_throttled > 10
+        assert r.cpu.nr_throttled, r.cpu  # how many: a steady neighbour sets that
 
 
 def test_short_spike_peak_is_exact(docker_daemon: Any) -> None:
@@ -155,7 +155,7 @@ def test_interrupt_removes_the_container(docker_daemon: Any, tmp_path: Path) -> 
     )
     seen = _wait_for_cpu(tmp_path / "samples.csv", proc, 0.25)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 130, err.decode()
     result = json.loads(out)
     assert result["termination"] == "interrupted" and result["cpu"]["total_s"] >= seen

@@ -78,11 +78,13 @@ def test_mlp_throughput_rises_with_batch_size() -> None:
     # bs=8's (61.5k against 88.9k items/s) in a CI run.  So from 1 to 8: under stress-ng
     # --cpu 1, bs=8's median gained only 1.98x over bs=1's (28.8k against 14.6k items/s) in a
     # fresh-clone CI run, so the 2x is judged on the fastest iterations; the medians keep the
-    # order.
+    # order.  The loop's span only keeps the order from 1 to 32: bs=1's ~14 ms loop can fit
+    # a quiet slice that bs=32's ~100 ms does not.
     span = [r["latency"]["items_per_s"] for r in runs]
     median = [bs / r["latency"]["p50_s"] for r, bs in zip(runs, (1, 8, 32), strict=True)]
     best = [bs / r["latency"]["min_s"] for r, bs in zip(runs, (1, 8, 32), strict=True)]
-    assert span[2] > 2 * span[0], span
+    assert span[2] > span[0], span
+    assert best[2] > 2 * best[0], best
     assert median[0] < median[1] and median[0] < median[2], median
     assert best[1] > 2 * best[0], best
     assert best[2] > 0.8 * best[1], best
@@ -99,10 +101,11 @@ def test_bench_an_onnx_model(mobilenet: Path) -> None:
         assert lat["count"] == 5 and lat["items"] == 5 * bs
         load, _warmup, infer = r["phases"]
         # The latencies are the infer phase's iterations: three of the five are at least the
-        # median and all fit in the phase, and the five together are most of it.  (A fixed
-        # floor of 1 ms failed on a quick machine: p50 0.95 ms.)
+        # median and all fit in the phase, as do the five together.  (A fixed floor of 1 ms
+        # failed on a quick machine: p50 0.95 ms.  "Most of the phase" is not held: five
+        # ~1 ms iterations, and one preemption between two of them is the phase's half.)
         assert 0 < 3 * lat["p50_s"] <= infer["wall_s"], (lat, infer)
-        assert lat["count"] * lat["max_s"] >= 0.5 * infer["wall_s"], (lat, infer)
+        assert lat["count"] * lat["mean_s"] <= infer["wall_s"] + 1e-6, (lat, infer)
         assert load["peak_bytes"] > 10 * 2**20 and load["cpu_s"] > 0
         assert infer["latency"] == lat
 

@@ -59,7 +59,7 @@ def test_cpu_limit_is_held_and_throttling_reported(mechanism: str) -> None:
     assert 2.9 <= r.wall_s <= 4
     assert r.cpu.peak_pct is not None and r.cpu.peak_pct <= 60
     if r.cpu.avg_pct >= 45:  # the quota was what held it back
-        assert r.cpu.nr_throttled and r.cpu.nr_throttled > 10
+        assert r.cpu.nr_throttled, r.cpu  # how many: a steady neighbour sets that
         assert r.cpu.throttled_s and r.cpu.throttled_s > 0
 
 
@@ -271,7 +271,7 @@ def test_interrupt_kills_the_tree_and_still_reports(
     for sig in sigs:  # a burst: impatient Ctrl-C, then a kill from a supervisor
         proc.send_signal(sig)
     try:
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=HANG_S)
     except subprocess.TimeoutExpired:
         proc.kill()  # edgeprof hung: leave nothing behind, then fail
         proc.wait()
@@ -303,7 +303,7 @@ def test_bad_limits_start_nothing(mechanism: str, args: list[str], tmp_path: Pat
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=60,
+        timeout=HANG_S,
     )
     assert proc.returncode == 2
     assert proc.stderr.startswith("edgeprof: error:") and proc.stderr.count("\n") == 1

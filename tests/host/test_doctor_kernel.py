@@ -9,6 +9,7 @@ import sys
 
 from edgeprof.backends import get_backend
 from edgeprof.measure.doctor import Finding, diagnose
+from tests.conftest import HANG_S
 
 
 def test_the_version_in_use_is_ok_and_the_other_is_not_missing() -> None:
@@ -27,7 +28,7 @@ def test_the_version_in_use_is_ok_and_the_other_is_not_missing() -> None:
     )
     # The command prints them so.
     p = subprocess.run(
-        [sys.executable, "-m", "edgeprof", "doctor"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "edgeprof", "doctor"], capture_output=True, text=True, timeout=HANG_S
     )
     lines = p.stdout.splitlines()
     assert any(line.startswith(f"[ok  ] {used}: ") for line in lines), p.stdout

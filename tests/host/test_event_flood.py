@@ -26,6 +26,7 @@ import pytest
 from edgeprof.measure.events import MAX_ITERATIONS, MAX_MARKS, MAX_PHASES
 from edgeprof.model import LatencyStats, Mark, PhaseStats, Throttling
 from edgeprof.workload.instrument import MAX_NAME
+from tests.conftest import HANG_S
 from tests.host.test_load import PY, REPO, _status
 
 # Orchestration, not cgroup mechanics: the v2 guest leaves it out (see pyproject's markers).
@@ -93,7 +94,7 @@ def _run(tmp_path: Path, name: str, counts: tuple[int, int, int]) -> tuple[int, 
         assert rc == b"0", proc.stderr.read() if proc.stderr else rc
         hwm = _status(proc.pid)[1]
     finally:
-        _, err = proc.communicate(b"", timeout=60)
+        _, err = proc.communicate(b"", timeout=HANG_S)
     assert proc.returncode == 0, err.decode()
     return hwm, out / "result.json"
 

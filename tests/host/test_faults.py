@@ -122,7 +122,6 @@ def test_timeout_of_a_workload_that_traps_sigterm(
     mechanism: str, tmp_path: Path, marker: str
 ) -> None:
     out = tmp_path / "out"
-    t = time.monotonic()
     p = subprocess.run(
         edgeprof(
             "--cpus",
@@ -145,7 +144,9 @@ def test_timeout_of_a_workload_that_traps_sigterm(
     assert p.returncode == 137, p.stderr  # SIGKILL after the 2 s grace
     r = check_result(out)
     assert r["termination"] == "timeout" and r["signal"] == signal.SIGKILL
-    assert 2.9 <= r["wall_s"] <= 5 and time.monotonic() - t < 30
+    # The run's own wall time bounds the kill; edgeprof's start-up is not timed (it took
+    # over 60 s in a loaded emulated guest), and HANG_S bounds a hang.
+    assert 2.9 <= r["wall_s"] <= 5
     assert marked_processes(marker) == []
 
 

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import HANG_S
+
 # Orchestration, not cgroup mechanics: the v2 guest leaves it out (see pyproject's markers).
 pytestmark = pytest.mark.not_in_vm
 
@@ -177,7 +179,7 @@ def test_a_long_run_keeps_edgeprofs_memory_flat(mechanism: str, tmp_path: Path) 
             time.sleep(0.25)
     finally:
         stop.touch()
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 0, err.decode()
     result = json.loads((out / "result.json").read_text())
     count = result["samples"]["count"]

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import HANG_S
+
 PY = sys.executable
 REPO = Path(__file__).resolve().parents[2]
 
@@ -42,7 +44,7 @@ def _check(ids: Path, as_root: bool) -> None:
         [PY, "-m", "edgeprof", "run", "--json", *(["--as-root"] if as_root else []),
          "--", "sh", "-c", script],
         env={**os.environ, "SUDO_UID": "65534", "SUDO_GID": "65534", "SUDO_USER": "nobody"},
-        capture_output=True, text=True, cwd=REPO, timeout=60,
+        capture_output=True, text=True, cwd=REPO, timeout=HANG_S,
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
     uid, gid, groups = ids.read_text().splitlines()

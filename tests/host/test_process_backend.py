@@ -24,6 +24,7 @@ from edgeprof.backends.process import own_high_water_mark, rss_counter_slack
 from edgeprof.errors import LimitError
 
 from .ordinary_user import NOBODY, AsUser
+from .test_phases_kernel import edge_cpu
 
 PY = sys.executable
 WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
@@ -186,13 +187,19 @@ def test_phases_reach_the_process_backend(tmp_path: Path) -> None:
             env={"PYTHONPATH": str(REPO)},
             stdout=f.fileno(),
             backend="process",
+            out_dir=tmp_path / "run",
         )
     assert r.termination is Termination.EXITED
     assert [p.name for p in r.phases][:2] == ["alloc", "busy"]
     own_busy = float(out.read_text().split("busy_cpu_s=")[1])
     busy = r.phases[1]
     assert busy.cpu_s is not None
-    assert abs(busy.cpu_s - own_busy) <= 0.05 * own_busy + 0.02, (busy.cpu_s, own_busy)
+    # What the readings around the edges leave open, as measured; plus /proc's 10 ms tick
+    # at each of the two edges (a fixed 0.02 s alone fails on one late reading).
+    edges = edge_cpu(tmp_path / "run" / "samples.csv", busy.start_s, busy.start_s + busy.wall_s)
+    assert abs(busy.cpu_s - own_busy) <= 0.05 * own_busy + 0.02 + edges, (
+        busy.cpu_s, own_busy, edges,
+    )  # fmt: skip
 
 
 def _profile_output(command: list[str], limits: Limits) -> tuple[edgeprof.RunResult, str]:
