@@ -86,13 +86,15 @@ class SweepPlan:
     repeat: int = 1
     warmup: int = 0
     name: str | None = None
-    """Label of the runs when there is no model list (``--name``); with models, their label
-    is ``name`` if given, else the model's file name."""
+    """Label of the runs (``--name``): of the command's, or of its one model's; several
+    models are labelled by :func:`model_labels`."""
     allow_over_host: bool = False
     """``--allow-over-host``: limits beyond the host's CPUs or memory are not refused
     (:func:`edgeprof.measure.limits.resolve`)."""
     auto: AutoRepeat | None = None
     """``--repeat auto``: ``repeat`` is then ``auto.max_runs``, the most rounds it may run."""
+    _labels: dict[str, str] = field(init=False, repr=False, compare=False, default_factory=dict)
+    """Each model's label (:func:`model_labels`), made once the models are checked."""
     shard: tuple[int, int] | None = None
     """``--shard I/N``: this part runs the measured rounds I, I + N, I + 2N … (and every
     warm-up round): every shard measures every model, so each host is a block of the design
@@ -124,6 +126,15 @@ class SweepPlan:
         dup = next((d for d in described if described.count(d) > 1), None)
         if dup is not None:
             raise ConfigError(f"the limit setting {dup!r} is listed twice")
+        if self.name is not None and len(self.models) > 1:
+            # One label for every model made them one model's repeats, each run's files
+            # over the last's.
+            raise ConfigError(
+                f"--name {self.name} with {len(self.models)} models: each model is labelled "
+                "by its file name (by as much of its path as tells it apart)"
+            )
+        labels = dict(zip(self.models, model_labels(self.models), strict=True))
+        object.__setattr__(self, "_labels", labels)  # frozen: set once, here
 
     @property
     def is_single(self) -> bool:
@@ -146,7 +157,7 @@ class SweepPlan:
         return [k for k in every if (k - 1) % count == index - 1]
 
     def label(self, model: str | None) -> str | None:
-        return self.name if model is None else (self.name or Path(model).name)
+        return self.name if model is None else (self.name or self._labels[model])
 
     def steps(self) -> list[Step]:
         """Every run in execution order: rounds outermost, then limit settings, then models
@@ -186,7 +197,6 @@ class SweepResult:
             "warmup_runs": [r.to_dict() for r in self.warmups],
         }
         return sweep_dict(self.runs, extra, run_dicts)
-
 
     def _shard(self) -> dict[str, Any]:
         assert self.plan.shard is not None
@@ -401,6 +411,35 @@ def _pending(runs: Sequence[RunResult], target: float) -> set[CellKey]:
     from ..analysis.repeats import neighbour_pairs, pending_cells  # statistics: only with auto
 
     return pending_cells(neighbour_pairs(runs, target))
+
+
+def model_labels(models: Sequence[str]) -> list[str]:
+    """Each model's label: its file name, or as many of its path's last parts as tell it
+    apart from the others (``fp32/model.onnx``, ``int8/model.onnx``: one file name made them
+    one model's repeats).  A model listed twice, or labels that would share a run directory,
+    are refused."""
+    dup = next((m for m in models if models.count(m) > 1), None)
+    if dup is not None:
+        raise ConfigError(f"the model {dup!r} is listed twice")
+    parts = [Path(m).parts or (m,) for m in models]
+    depth = [1] * len(models)
+    while True:
+        labels = ["/".join(p[-d:]) for p, d in zip(parts, depth, strict=True)]
+        clash = [
+            i for i, lab in enumerate(labels) if labels.count(lab) > 1 and depth[i] < len(parts[i])
+        ]
+        if not clash:
+            break
+        for i in clash:
+            depth[i] += 1
+    dirs = [safe_dir(lab) for lab in labels]
+    same = next((lab for lab, d in zip(labels, dirs, strict=True) if dirs.count(d) > 1), None)
+    if same is not None:
+        raise ConfigError(
+            f"the model {same!r} and another would share the run directory "
+            f"{safe_dir(same)!r}: rename one"
+        )
+    return labels
 
 
 def model_names(models: str | None, model_file: Path | None) -> list[str]:

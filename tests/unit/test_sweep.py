@@ -13,7 +13,14 @@ from edgeprof.cli import main
 from edgeprof.errors import ConfigError, LimitError
 from edgeprof.model import Limits, RunResult, RunSpec
 from edgeprof.storage import SWEEP_SCHEMA, load_runs
-from edgeprof.sweeps.sweep import Step, SweepPlan, limit_settings, run_dir, run_sweep
+from edgeprof.sweeps.sweep import (
+    Step,
+    SweepPlan,
+    limit_settings,
+    model_labels,
+    run_dir,
+    run_sweep,
+)
 from tests.fakes import FakeBackend, FakeRun, linear
 
 
@@ -86,6 +93,53 @@ def test_steps_interleave_models_round_by_round() -> None:
 def test_bad_plans(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         SweepPlan(("true",), **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("models", "labels"),
+    [
+        (("a", "dir/b.onnx"), ["a", "b.onnx"]),
+        (("fp32/model.onnx", "int8/model.onnx"), ["fp32/model.onnx", "int8/model.onnx"]),
+        (("x/fp32/m", "y/fp32/m", "int8/m"), ["x/fp32/m", "y/fp32/m", "int8/m"]),
+        (("/abs/m", "m"), ["abs/m", "m"]),
+    ],
+)
+def test_models_sharing_a_file_name_keep_their_own_labels(
+    models: tuple[str, ...], labels: list[str]
+) -> None:
+    """One file name made two models one model's repeats, each run's files over the last's."""
+    assert model_labels(models) == labels
+    plan = SweepPlan(("infer",), models=models)
+    assert [s.label for s in plan.steps()] == labels
+    dirs = {run_dir(Path("/o"), plan, s) for s in plan.steps()}
+    assert len(dirs) == len(models)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"models": ("a", "b"), "name": "x"}, "--name x with 2 models"),
+        ({"models": ("a", "b", "a")}, "the model 'a' is listed twice"),
+        ({"models": ("d/m", "e/m", "d_m")}, "would share the run directory 'd_m'"),
+    ],
+)
+def test_models_that_would_share_a_label_are_refused(
+    kwargs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        SweepPlan(("true",), **kwargs)  # type: ignore[arg-type]
+
+
+def test_two_models_of_one_file_name_run_and_report_apart(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    argv = ["run", "--backend", "fake", "--interval", "0.01", "-m", "a/m.onnx,b/m.onnx"]
+    assert main([*argv, "--out", str(out), "--", "true"]) == 0
+    runs = load_runs([out])
+    assert sorted((r.name, r.command[-1]) for r in runs) == [
+        ("a/m.onnx", "a/m.onnx"), ("b/m.onnx", "b/m.onnx"),
+    ]  # fmt: skip
+    assert (out / "a_m.onnx" / "1" / "result.json").is_file()
+    assert (out / "b_m.onnx" / "1" / "result.json").is_file()
 
 
 def test_sweep_runs_every_cell_and_saves_sweep_json(tmp_path: Path) -> None:
