@@ -134,3 +134,29 @@ def apply_floor(c: Counters, floor: int | None) -> Counters:
     if floor is None or c.memory_peak is None:
         return c
     return c._replace(memory_peak=max(c.memory_peak, floor))
+
+
+def sampled_phase_peaks(mechanism: str | None, reset_given: bool) -> str:
+    """The run's warning when its phase peaks are sampled (the largest sample inside each
+    phase, a lower bound), with the true reason: ``mechanism`` is the backend's
+    (``Backend.mechanism``), ``reset_given`` whether its run handle had a :class:`PeakReset`
+    (one that the kernel then refused).  Only a cgroup's mark can be restarted: the process
+    backend has none, and the docker backend does not restart its container's."""
+    why = "this backend cannot restart a memory high-water mark per phase"
+    if mechanism == "process":
+        why = (
+            "the process backend has no kernel high-water mark to restart per phase (it "
+            "samples resident set size; a cgroup backend has one)"
+        )
+    elif mechanism is not None and mechanism.startswith("docker"):
+        why = (
+            f"the docker backend ({mechanism}) does not restart the container's high-water "
+            "mark per phase (--backend cgroup does)"
+        )
+    elif mechanism == "cgroup1":
+        why = "the kernel refused to reset this group's memory.max_usage_in_bytes"
+    elif mechanism == "cgroup2" or reset_given:
+        why = (
+            "this kernel cannot restart its high-water mark per phase (cgroup v2 needs Linux 6.12)"
+        )
+    return f"phase peaks are sampled (largest sample inside each phase): {why}"

@@ -80,6 +80,11 @@ def build_result(
                 "Docker stats API has none): peak memory is the largest of the samples taken "
                 f"every {interval:g}s"
             )
+    if stats.peak_memory is not None and stats.avg_memory() is None:
+        warnings.append(
+            f"avg memory: n/a, the run ended before its second reading (every {interval:g}s): "
+            f"--interval {interval / 10:g} reads a short run finer"
+        )
     cost = pressure(final)
     stalled = stall_warning(cost, wall, spec.limits.memory)
     if stalled is not None:

@@ -38,6 +38,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from ..backends._peak_reset import sampled_phase_peaks
 from ..backends.base import PeakReset
 from ..backends.owner import events_dir_prefix
 from ..errors import EdgeprofError
@@ -114,6 +115,7 @@ class EventChannel:
         self._t0 = 0.0
         self._read: Callable[[], Counters] | None = None
         self._peaks: PeakReset | None = None
+        self._mechanism: str | None = None
         self._buf = b""
         self._discarding = False
         self.recording = False
@@ -157,14 +159,16 @@ class EventChannel:
         read: Callable[[], Counters],
         peaks: PeakReset | None = None,
         throttled: Callable[[], int | None] | None = None,
+        mechanism: str | None = None,
     ) -> None:
         """The workload is spawned (at monotonic ``t0``): close our copy of the write end
         (so the pipe reports EOF once every writer is gone) and start reading.
 
         ``throttled``: reads the run's cumulative CFS throttled µs; given under a ``cpus``
         quota, it is read once per batch of iteration lines (one ``cpu.stat`` read, ~10 µs)
-        so that each stall can be put on the iterations it lengthened."""
-        self._t0, self._read, self._peaks = t0, read, peaks
+        so that each stall can be put on the iterations it lengthened.  ``mechanism``: the
+        backend's (``Backend.mechanism``), for why phase peaks are sampled if they are."""
+        self._t0, self._read, self._peaks, self._mechanism = t0, read, peaks, mechanism
         self._read_throttled = throttled
         if self._w >= 0:
             os.close(self._w)
@@ -450,10 +454,7 @@ class EventChannel:
                 "counted to the end of the run"
             )
         if phases and any(p.peak_source == "sampled" for p in phases):
-            warnings.append(
-                "phase peaks are sampled (largest sample inside each phase): this kernel "
-                "cannot restart its high-water mark per phase (cgroup v2 needs Linux 6.12)"
-            )
+            warnings.append(sampled_phase_peaks(self._mechanism, self._peaks is not None))
         latency = latency_stats(
             iterations, items_given=self._items_given, stalls=stalls, tail=self._tail
         )
@@ -487,8 +488,8 @@ class _RecordingStats(SeriesStats):
         super().__init__()
         self._channel = channel
 
-    def add(self, t: float, c: Counters) -> Sample:
-        s = super().add(t, c)
+    def add(self, t: float, c: Counters, final: bool = False) -> Sample:
+        s = super().add(t, c, final)
         self._channel.record(t, s.cpu_usage_s, c.memory_current)
         return s
 

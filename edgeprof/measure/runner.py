@@ -342,6 +342,7 @@ def _run(
                         run.counters,
                         run.peak_reset,
                         run.throttled_us if quota_can_stall(spec.limits) else None,
+                        mechanism=be.mechanism,
                     )
                 if spec.reclaim:
                     if run.reclaim is None:

@@ -32,6 +32,12 @@ its end and 50 ms at the next one's start, 100 % over 100 ms.  ``samples.csv`` k
 fine-grained series."""
 
 
+MIN_AVG_SAMPLES = 3
+"""Readings an average memory needs: the first (the workload starting) and the last (after
+its exit) say nothing of the memory it ran in, so a run over before its second reading has
+none (measured: 776 KiB for a script that ran in 49 MiB, its two readings 2 MB and 0.4 MB)."""
+
+
 WINDOW_POINTS = 2000
 """Left ends of peak windows kept per window (:meth:`SeriesStats._track_peak_cpu`): one per
 0.5 ms of a 1 s window, so a 1 ms grid keeps every sample."""
@@ -55,7 +61,8 @@ class SeriesStats:
         self._ws = _Integral()
         self.last_t = 0.0
 
-    def add(self, t: float, c: Counters) -> Sample:
+    def add(self, t: float, c: Counters, final: bool = False) -> Sample:
+        """``final``: the reading after the main process exited (:meth:`Sampler.stop`)."""
         self.count += 1
         self.last_t = t
         usage = c.cpu_usage_us
@@ -76,8 +83,8 @@ class SeriesStats:
             self.part_peaks.add(t, c, ws)
             self.peak_memory = _max(self.peak_memory, c.memory_current)
             self.peak_working_set = _max(self.peak_working_set, ws)
-            self._mem.add(t, c.memory_current)
-            self._ws.add(t, ws)
+            self._mem.add(t, c.memory_current, held=final)
+            self._ws.add(t, ws, held=final)
         if c.pids_current is not None:
             self.peak_pids = _max(self.peak_pids, c.pids_current)
         return Sample(  # positional: Sample's field order
@@ -127,10 +134,12 @@ class SeriesStats:
         return self.peak_cpu_pct
 
     def avg_memory(self) -> int | None:
-        return self._mem.average()
+        """Time-weighted over the run; ``None`` without a reading between the first and the
+        last (:data:`MIN_AVG_SAMPLES`)."""
+        return self._mem.average() if self.count >= MIN_AVG_SAMPLES else None
 
     def avg_working_set(self) -> int | None:
-        return self._ws.average()
+        return self._ws.average() if self.count >= MIN_AVG_SAMPLES else None
 
 
 class _Integral:
@@ -141,9 +150,15 @@ class _Integral:
         self.first_t: float | None = None
         self.last: tuple[float, int] | None = None
 
-    def add(self, t: float, v: int) -> None:
+    def add(self, t: float, v: int, held: bool = False) -> None:
+        """``held``: ``v`` was read after the run, so the last value held until ``t`` (the
+        reading after the main process's exit has its memory freed: as a trapezoid's end it
+        pulled the last interval's memory halfway down)."""
         if self.last is None:
             self.first_t = t
+        elif held:
+            self.area += (t - self.last[0]) * self.last[1]
+            v = self.last[1]
         else:
             self.area += (t - self.last[0]) * (v + self.last[1]) / 2
         self.last = (t, v)
@@ -283,14 +298,14 @@ class Sampler:
     def start(self) -> None:
         self._thread.start()
 
-    def sample(self) -> None:
+    def sample(self, final: bool = False) -> None:
         before = self._clock()
         c = self._read()
         # The counters describe some instant inside the read: stamp them with its midpoint.
-        self._add((before + self._clock()) / 2, c)
+        self._add((before + self._clock()) / 2, c, final)
 
-    def _add(self, t: float, c: Counters) -> None:
-        s = self.stats.add(t - self._t0, c)
+    def _add(self, t: float, c: Counters, final: bool = False) -> None:
+        s = self.stats.add(t - self._t0, c, final)
         if self._writer is not None:
             self._writer.write(s if self._extra is None else (*s, *self._extra(s.t_s)))
 
@@ -314,7 +329,7 @@ class Sampler:
         try:
             if self._batch is not None:
                 self._run_batch(self._batch)
-                self.sample()  # the last sample: the state at the main process's exit
+                self.sample(final=True)  # the last sample: the state at the main process's exit
                 return
             due = self._clock()
             while True:
@@ -327,7 +342,7 @@ class Sampler:
                     due += skipped * self.interval
                 if select.select([self._wake_r], [], [], due - now)[0]:
                     break
-            self.sample()  # the last sample: the state at the main process's exit
+            self.sample(final=True)  # the last sample: the state at the main process's exit
         except EdgeprofError as exc:
             self.error = exc
         except Exception as exc:  # a bug must not vanish with the thread: report it

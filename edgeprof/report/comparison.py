@@ -119,8 +119,8 @@ def ranking_tables(
             if mixed is not None:
                 notes.append(mixed)
             if not all(r.tested for r in ranks):
-                notes.append(
-                    "a model with 1 successful run: its step from the previous one is not "
+                notes.append(  # one successful run, or one with the figure (avg memory)
+                    f"a model with 1 figure of {title}: its step from the previous one is not "
                     "tested (--repeat 3 or more, or --repeat auto)"
                 )
             out.append(TextTable(ranking_title(title, setting), rows, notes))

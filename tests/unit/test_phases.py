@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from edgeprof import profile
-from edgeprof.backends._peak_reset import SharedPeakReset
+from edgeprof.backends._peak_reset import SharedPeakReset, sampled_phase_peaks
 from edgeprof.measure.latency import latency_stats, percentile
 from edgeprof.measure.phases import (
     Occurrence,
@@ -180,11 +180,52 @@ def test_runner_attributes_scripted_counters_to_phases(tmp_path: Path) -> None:
     assert any("phase peaks are sampled" in w for w in r.warnings)
 
 
+class _ProcessLikeBackend(FakeBackend):
+    """The fake backend under the process backend's mechanism (no run group, no mark)."""
+
+    @property
+    def mechanism(self) -> str:
+        return "process"
+
+
+def test_sampled_phase_peaks_are_warned_about_with_the_backends_reason() -> None:
+    """The process backend's phase peaks were put down to the kernel (Linux 6.12), on 6.18."""
+    be = _ProcessLikeBackend(linear(memory_bytes=MiB))
+    script = "import edgeprof\nwith edgeprof.phase('p'):\n    pass\n"
+    r = profile([sys.executable, "-c", script], backend=be, env={"PYTHONPATH": str(REPO)})
+    (warning,) = [w for w in r.warnings if "phase peaks are sampled" in w]
+    assert "the process backend has no kernel high-water mark" in warning, warning
+    assert "kernel cannot" not in warning and "6.12" not in warning
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "reset_given", "reason"),
+    [
+        ("process", False, "the process backend has no kernel high-water mark"),
+        ("docker+cgroup2", False, "the docker backend (docker+cgroup2) does not restart"),
+        ("docker+stats", False, "the docker backend (docker+stats) does not restart"),
+        ("cgroup2", True, "this kernel cannot restart its high-water mark per phase (cgroup v2"),
+        ("cgroup2", False, "(cgroup v2 needs Linux 6.12)"),  # memory.peak absent: < 5.19
+        ("cgroup1", True, "the kernel refused to reset this group's memory.max_usage_in_bytes"),
+        ("fake", False, "this backend cannot restart a memory high-water mark per phase"),
+        (None, False, "this backend cannot restart"),
+    ],
+)
+def test_the_reason_phase_peaks_are_sampled(
+    mechanism: str | None, reset_given: bool, reason: str
+) -> None:
+    warning = sampled_phase_peaks(mechanism, reset_given)
+    assert warning.startswith("phase peaks are sampled (largest sample inside each phase): ")
+    assert reason in warning, warning
+
+
 def test_a_run_without_events_has_no_phases_and_no_extra_warnings() -> None:
     be = FakeBackend(linear(peak_bytes=MiB))
     r = profile([sys.executable, "-c", "pass"], backend=be, env={"PYTHONPATH": str(REPO)})
     assert r.phases == () and r.latency is None and r.marks == ()
-    assert r.warnings == ("fake backend: counters are scripted, not measured",)
+    # (A run this short may end before its second reading: its average memory says so.)
+    others = [w for w in r.warnings if not w.startswith("avg memory: n/a")]
+    assert others == ["fake backend: counters are scripted, not measured"]
 
 
 def test_a_shell_workload_uses_the_line_protocol() -> None:

@@ -224,10 +224,12 @@ def test_peak_cpu_over_full_windows(tmp_path: Path) -> None:
 
 def test_peak_memory_sampled_when_the_kernel_has_none() -> None:
     be = fake(script=linear(memory_bytes=10 * MiB, peak_bytes=None))
-    r = profile(["true"], backend=be, interval=0.01)
+    r = profile(["sleep", "0.1"], backend=be, interval=0.01)
     assert r.memory.peak_source == "sampled"
     assert r.memory.peak_bytes == 10 * MiB
-    assert r.memory.avg_bytes == 10 * MiB
+    # An average needs a reading between the first and the last; however many the sampler
+    # got, the figure is the one its count allows.
+    assert r.memory.avg_bytes == (10 * MiB if r.samples.count >= 3 else None)
     assert any("memory.peak" in w and "0.01s" in w for w in r.warnings)
 
 

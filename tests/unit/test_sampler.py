@@ -14,6 +14,7 @@ import pytest
 from edgeprof.errors import BackendError
 from edgeprof.measure.sampler import PEAK_WINDOW_S, Sampler, SampleWriter, SeriesStats
 from edgeprof.model import Counters, Sample
+from tests.conftest import HANG_S
 
 
 def feed(stats: SeriesStats, rows: list[tuple[float, Counters]]) -> list[Sample]:
@@ -144,12 +145,58 @@ def test_average_weights_by_time_not_by_sample_count() -> None:
     assert s.avg_memory() == 1
 
 
-def test_single_sample_average_is_its_value() -> None:
+def test_an_average_needs_a_reading_between_the_first_and_the_last() -> None:
+    """The first reading is the workload starting, the last one after its exit: a run over
+    before its second reading has no average memory (its two readings, 2 MB and 0.4 MB, made
+    776 KiB of a script that ran in 49 MiB)."""
     s = SeriesStats()
     s.add(0.5, Counters(memory_current=1234, memory_inactive_file=None))
+    assert s.avg_memory() is None and s.avg_working_set() is None
+    s.add(0.6, Counters(memory_current=1234, memory_inactive_file=None), final=True)
+    assert s.avg_memory() is None
+    s = SeriesStats()
+    for t in (0.5, 0.6):
+        s.add(t, Counters(memory_current=1234, memory_inactive_file=None))
+    s.add(0.7, Counters(memory_current=1234, memory_inactive_file=None), final=True)
     assert s.avg_memory() == 1234
     assert s.avg_working_set() == 1234  # no inactive_file: the whole usage
     assert s.cpu_peak_pct() is None
+
+
+def test_the_reading_after_the_exit_holds_the_last_value_to_its_time() -> None:
+    """The last reading comes after the main process exited, its memory freed: the memory
+    the run had is the reading before it, until the exit (a trapezoid to the freed value
+    made this run's average 667)."""
+    s = SeriesStats()
+    feed(s, [(0.0, Counters(memory_current=0)), (1.0, Counters(memory_current=1000)),
+             (2.0, Counters(memory_current=1000))])  # fmt: skip
+    s.add(3.0, Counters(memory_current=0, memory_inactive_file=0), final=True)
+    # (0.5 + 1 + 1) / 3 of 1000: a ramp up, then held through the exit.
+    assert s.avg_memory() == 833
+    assert s.avg_working_set() == 833
+    assert s.peak_memory == 1000 and s.count == 4
+
+
+def test_the_sampler_takes_its_last_reading_as_the_final_one() -> None:
+    class Recording(SeriesStats):
+        def __init__(self) -> None:
+            super().__init__()
+            self.finals: list[bool] = []
+
+        def add(self, t: float, c: Counters, final: bool = False) -> Sample:
+            self.finals.append(final)
+            return super().add(t, c, final)
+
+    stats = Recording()
+    sp = Sampler(Counters, interval=0.001, t0=time.monotonic(), stats=stats)
+    sp.start()
+    deadline = time.monotonic() + HANG_S
+    while stats.count < 3 and sp.error is None:  # on the grid, whatever ticks it gets
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+    sp.stop()
+    assert sp.error is None
+    assert stats.finals == [False] * (len(stats.finals) - 1) + [True]
 
 
 def test_none_fields_stay_none() -> None:
