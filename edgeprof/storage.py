@@ -30,6 +30,18 @@ def prepare_out_dir(path: Path, names: Sequence[str] = ()) -> Path:
     return path
 
 
+def check_out_dir(path: Path) -> None:
+    """A directory written at the end (``--plots``) can be: refused before the work, and
+    nothing made yet (a later refusal must leave no directory behind)."""
+    existing = next(p for p in (path, *path.parents) if p.exists())  # "." or "/" at last
+    if existing != path and not existing.is_dir():
+        raise ConfigError(f"cannot write to output directory {path}: {existing} is not a directory")
+    if existing == path and not path.is_dir():
+        raise ConfigError(f"cannot write to output directory {path}: Not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"cannot write to output directory {path}: {existing} is not writable")
+
+
 def check_writable(path: Path) -> None:
     """A file written at the end (a report, a calibration) can be: refused before the work."""
     if path.is_dir():

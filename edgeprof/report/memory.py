@@ -12,16 +12,32 @@ def _mib(n: int | None) -> str:
     return "n/a" if n is None else f"{n / 2**20:.1f}"
 
 
+SAMPLED_SLACK = 4 << 20
+"""How far below the peak the highest sample may be and still be the peak's make-up (or
+5 % of it): the kernel's per-CPU batching of ``memory.stat`` (64 pages a CPU, 4 MiB on 16)."""
+
+
 def composition(parts: MemoryParts | None, peak: int | None) -> str | None:
     """``peak 184.1MiB = anon 55.7 + file 128.0 + kernel 0.2 MiB`` (shmem when there is
-    any), the parts as at the sample of highest usage; ``None`` without a composition."""
+    any), the parts as at the sample of highest usage; ``None`` without a composition.
+    Where that sample is well below the peak (a peak reached between samples: a short run,
+    an OOM kill), not an equation that does not hold: ``peak 64.0MiB, reached between
+    samples; 0.6MiB = anon 0.5 + …``."""
     if parts is None or peak is None:
         return None
     terms = [f"anon {_mib(parts.anon)}", f"file {_mib(parts.file)}"]
     if parts.shmem:
         terms.append(f"shmem {_mib(parts.shmem)}")
     terms.append(f"kernel {_mib(parts.kernel)}")
-    return f"peak {format_binary(peak)} = " + " + ".join(terms) + " MiB"
+    made_of = " + ".join(terms) + " MiB"
+    known = (parts.anon, parts.file, parts.shmem or 0, parts.kernel)
+    sampled = parts.total
+    if sampled is None and None not in known:
+        sampled = sum(n for n in known if n is not None)
+    if sampled is None or peak - sampled <= max(peak // 20, SAMPLED_SLACK):
+        return f"peak {format_binary(peak)} = {made_of}"
+    between = f"peak {format_binary(peak)}, reached between samples"
+    return f"{between}; {format_binary(sampled)} = {made_of}"
 
 
 def cost(p: MemoryPressure | None) -> str | None:

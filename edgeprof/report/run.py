@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ..backends.base import meminfo_total
+from ..storage import check_out_dir
 from ..sweeps.request import (
     RunRequest,
     check_host,
@@ -73,6 +74,7 @@ def run_and_report(
         from .plots import _pyplot
 
         _pyplot()  # a missing matplotlib is found before the runs, not after
+        check_out_dir(outputs.plots)  # and a directory they cannot be written to
     job = check_host(job)
     for w in job.warnings:
         print(f"edgeprof: warning: {w}", file=stderr)

@@ -491,9 +491,22 @@ def test_composition() -> None:
 
 def test_composition_with_shmem() -> None:
     parts = dataclasses.replace(PARTS, shmem=3 * MIB // 2)
-    assert composition(parts, 200 * MIB) == (
-        "peak 200.0MiB = anon 55.7 + file 128.0 + shmem 1.5 + kernel 0.2 MiB"
+    assert composition(parts, 186 * MIB) == (
+        "peak 186.0MiB = anon 55.7 + file 128.0 + shmem 1.5 + kernel 0.2 MiB"
     )
+
+
+@pytest.mark.parametrize("total", [None, 600 * 1024])
+def test_a_peak_between_samples_is_no_equation(total: int | None) -> None:
+    """An OOM kill at 64 MiB whose highest sample held 0.6 MiB: "peak 64.0MiB = anon 0.5 +
+    file 0.0 + kernel 0.1 MiB" was false."""
+    parts = MemoryParts(total, anon=512 * 1024, file=0, shmem=0, kernel=88 * 1024)
+    assert composition(parts, 64 * MIB) == (
+        "peak 64.0MiB, reached between samples; 600.0KiB = anon 0.5 + file 0.0 + kernel 0.1 MiB"
+    )
+    # Within the kernel's batching of its statistics, the sample is the peak's make-up.
+    near = MemoryParts(62 * MIB, anon=60 * MIB, file=0, shmem=0, kernel=2 * MIB)
+    assert composition(near, 64 * MIB) == "peak 64.0MiB = anon 60.0 + file 0.0 + kernel 2.0 MiB"
 
 
 def test_composition_unknown_parts() -> None:

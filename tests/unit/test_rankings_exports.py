@@ -156,6 +156,25 @@ def test_plots_are_pngs(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> No
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
 
 
+@pytest.mark.parametrize("where", ["a-file", "a-file/below"])
+def test_plots_that_cannot_be_written_are_refused_before_the_run(
+    where: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Found after the run, the workload's time was spent for nothing (and no table)."""
+    require_module("matplotlib", "plot")
+    (tmp_path / "a-file").write_text("")
+    marker = tmp_path / "ran"
+    argv = ["run", "--backend", "fake", "--plots", str(tmp_path / where), "--", "touch",
+            str(marker)]  # fmt: skip
+    assert main(argv) == 2
+    err = capfd.readouterr().err
+    assert err.startswith("edgeprof: error: cannot write to output directory") and (
+        err.count("\n") == 1
+    )
+    assert not marker.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
 def test_progress_renderers() -> None:
     plan = SweepPlan(("x",), models=("m",), repeat=2, warmup=1)
     steps = plan.steps()
