@@ -192,8 +192,10 @@ def fit_cmd(
 
 def fit_exit_code(outcomes: list[FitOutcome]) -> int:
     """0 when every search found an answer; the workload's own code (130: interrupted) when
-    an unlimited run did not complete; 3 when something does not fit its ceiling or its
-    answer exceeds ``--max-memory-need``."""
+    an unlimited run did not succeed (an OOM kill, a timeout, a signal, or an exit with a
+    non-zero code: ``fit -- false`` exits 1, as ``run -- false`` does); 3 when something
+    does not fit its ceiling or its answer exceeds ``--max-memory-need``.  The workload's
+    failure takes precedence over a budget, as in :mod:`edgeprof.cli.outcome`."""
     for o in outcomes:
         if o.stopped is not None:
             codes = [exit_code(r) for r in o.reference]

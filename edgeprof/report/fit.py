@@ -9,6 +9,7 @@ from ..model import RunResult
 from ..sweeps.fit import FitOutcome, Probe
 from ..units import format_binary
 from .memory import composition
+from .results import end_cell
 from .table import plain_table
 
 CURVE = ("LIMIT", "TIME (s)", "VS UNLIMITED", "STALL", "REFAULTS", "MAJ FAULTS", "END", "VERDICT")
@@ -23,11 +24,11 @@ def probe_row(p: Probe, reference_s: float) -> list[str]:
     return [
         format_binary(p.limit),
         f"{t['time_s']:.3f}" + (f" ({len(p.runs)} runs)" if len(p.runs) > 1 else ""),
-        rel if last.termination.value == "exited" else "-",
+        rel if last.termination.value == "exited" and not last.exit_code else "-",
         stall,
         "n/a" if pressure is None or t["refaults"] is None else str(t["refaults"]),
         "n/a" if t["major_faults"] is None else str(t["major_faults"]),
-        last.termination.value,
+        end_cell(last),
         p.verdict.reason,
     ]
 
@@ -65,7 +66,7 @@ def _render_one(o: FitOutcome) -> str:
         lines.append(
             f"unlimited: {o.time.metric} {o.time.seconds:.3f}s ({len(o.reference)} runs, "
             f"spread {100 * o.noise:.0f}%); "
-            + (composition(ref.memory.at_peak, b.peak) or f"peak {format_binary(b.peak)}")
+            + (composition(ref.memory.at_peak, _measured(o)) or f"peak {format_binary(b.peak)}")
         )
     if o.stopped is not None:
         lines.append(f"no search: {o.stopped}")
@@ -128,6 +129,13 @@ def _answer_lines(o: FitOutcome) -> list[str]:
     return lines
 
 
+def _measured(o: FitOutcome) -> int | None:
+    """The unlimited runs' peak as measured (the search's top is at least its smallest
+    limit: "peak 6.0MiB = anon 0.0 + …" was ``true``'s 144 KiB)."""
+    peaks = [r.memory.peak_bytes for r in o.reference if r.memory.peak_bytes is not None]
+    return max(peaks) if peaks else None
+
+
 def _render_squeezed(o: FitOutcome) -> str:
     """``--one-run``: the squeezed run, what it was held at, and what that cost it."""
     lines = []
@@ -136,7 +144,7 @@ def _render_squeezed(o: FitOutcome) -> str:
         lines.append(_title(o.label, r))
         lines.append(
             f"squeezed run: wall {r.wall_s:.3f}s; "
-            + (composition(r.memory.at_peak, o.bounds.peak) or "")
+            + (composition(r.memory.at_peak, _measured(o)) or "")
         )
     if o.stopped is not None or r is None:
         lines.append(f"no estimate: {o.stopped}")

@@ -8,6 +8,7 @@ same layout; edgeprof's own columns follow.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import PurePath
 from typing import TextIO
 
 from ..analysis.cells import cells
@@ -45,14 +46,21 @@ def _io(a: int | None, b: int | None) -> str:
     return f"{format_decimal(a)} / {format_decimal(b)}"
 
 
+def end_cell(r: RunResult) -> str:
+    """The END column: how the run ended, with its exit code when not 0 (``exited (1)``,
+    ``oom``): the results table's and ``edgeprof fit``'s curve's."""
+    end = r.termination.value
+    if r.exit_code not in (None, 0):
+        end += f" ({r.exit_code})"
+    return end
+
+
 def row(r: RunResult) -> list[str]:
     limit = "no limit" if r.memory.limit_bytes is None else format_binary(r.memory.limit_bytes)
     peak = format_binary(r.memory.peak_bytes)
     if r.memory.peak_source in ("sampled", "rss"):
         peak += f" ({r.memory.peak_source})"
-    end = r.termination.value
-    if r.exit_code not in (None, 0):
-        end += f" ({r.exit_code})"
+    end = end_cell(r)
     throttled = (
         "n/a"
         if r.cpu.throttled_s is None
@@ -136,11 +144,25 @@ def _uninstrumented(results: Sequence[RunResult]) -> list[str]:
     """One note for the whole report when no run reported an event and the workload is
     Python, where a missing ``import edgeprof`` is the likely cause.  Not per cell: the cause
     is the interpreter, common to them all.  Not for other commands (``sleep 1``, a binary):
-    most never meant to report anything, and a note under each of their tables is noise."""
-    why = no_events(results)
-    if why is None or not any(runs_python(r.command) for r in results):
+    most never meant to report anything, and a note under each of their tables is noise.
+    Not for ``edgeprof layers``' worker either: it never imports edgeprof, by design."""
+    runs = [r for r in results if not _layer_worker(r.command)]
+    why = no_events(runs)
+    if why is None or not any(runs_python(r.command) for r in runs):
         return []
     return [f"note: {why}"]
+
+
+def _layer_worker(command: Sequence[str]) -> bool:
+    """Whether ``command`` runs ``edgeprof layers``' worker (``PYTHON …/edgeprof/workload/
+    layers.py SPEC``, :mod:`edgeprof.workload.layers`), which reports no iteration, phase or
+    mark: it times each layer itself, and imports nothing of edgeprof so that any Python with
+    torch can run it.  Told by the path's tail, so results read back from elsewhere match."""
+    return len(command) > 1 and PurePath(command[1]).parts[-3:] == (
+        "edgeprof",
+        "workload",
+        "layers.py",
+    )
 
 
 def _memory_lines(r: RunResult) -> list[str]:

@@ -117,6 +117,14 @@ class _OpenQuote(ValueError):
     pass
 
 
+class _Operator(ValueError):
+    """An unquoted control operator (``char``), which the shell would have acted on."""
+
+    def __init__(self, char: str) -> None:
+        super().__init__(f"unquoted {char!r}: quote the value (it is read as data)")
+        self.char = char
+
+
 _OPERATORS = ";&|<>()"
 _DQ_ESCAPES = '\\"$`\n'
 
@@ -168,7 +176,7 @@ def shell_words(line: str) -> list[str]:
                     word.append(d)
                     i += 1
         elif c in _OPERATORS and not (c == "(" and "".join(word).endswith("$")):
-            raise ValueError(f"unquoted {c!r}: quote the value (it is read as data)")
+            raise _Operator(c)
         elif c == "$" and line.startswith("$(", i):
             end = line.find(")", i)
             if end < 0:
@@ -276,6 +284,15 @@ def parse(path: Path, cwd: Path | None = None) -> EnvTemplate:
         raise ConfigError(f"{at('SCRIPT')}: SCRIPT {script!r} not found in DIR {directory}")
     try:
         command = tuple(shell_words(get("COMMAND")))
+    except _Operator as exc:
+        # The value itself was quoted (the file's line parsed): what is refused is the
+        # operator inside it, which the old profiler's shell would have acted on.
+        raise ConfigError(
+            f"{at('COMMAND')}: COMMAND: {exc.char!r} refused: COMMAND is run without a shell "
+            f"(its words, then SCRIPT), so the {exc.char!r} would be an argument, not the "
+            "shell's operator; put the commands in a shell script and name it in SCRIPT, "
+            "with COMMAND=sh"
+        ) from exc
     except ValueError as exc:
         raise ConfigError(f"{at('COMMAND')}: COMMAND: {exc}") from exc
     try:

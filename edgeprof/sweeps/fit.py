@@ -16,7 +16,6 @@ import os
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TextIO
 
 from ..analysis.need import (
@@ -47,6 +46,7 @@ from .request import (
     plan_run,
     require_reclaim,
 )
+from .sweep import safe_dir
 
 
 class _Interrupted(Exception):
@@ -235,6 +235,29 @@ def open_fit(job: RunJob, log: TextIO, one_run: bool = False) -> RunJob:
     return open_backend(job, log)
 
 
+def succeeded(r: RunResult) -> bool:
+    """The run exited by itself with code 0: the only unlimited run a search starts from.
+
+    A command that fails without a limit (``false``, a script whose import fails, a
+    ``sys.exit("…")``) has no memory it "fits" in: bisecting it would answer the size of a
+    failure, with exit 0.  A failed probe (a limited run) is judged by
+    :func:`~edgeprof.analysis.need.verdict`: with the unlimited run at 0, any other exit
+    does not fit (see :func:`fit`)."""
+    return r.termination is Termination.EXITED and r.exit_code == 0
+
+
+def failed(r: RunResult, which: str = "unlimited") -> str:
+    """Why there is no search, in one line: ``the unlimited run exited with code 1: …`` (the
+    workload's own code, as the exit status of ``fit`` then is), or ``… ended: oom``."""
+    if r.termination is not Termination.EXITED:
+        return f"the {which} run ended: {r.termination.value}"
+    code = "no code" if r.exit_code is None else f"code {r.exit_code}"
+    return (
+        f"the {which} run exited with {code}: the command fails without a memory limit, "
+        "so there is no limit it fits in"
+    )
+
+
 ProbeCallback = Callable[[str, int | None, Probe | None, list[RunResult]], None]
 """Told of each stage: (model label, limit or None for the reference, the probe, runs)."""
 
@@ -246,13 +269,24 @@ def fit(
     *,
     on_step: ProbeCallback | None = None,
 ) -> list[FitOutcome]:
-    """One search per model (or one for the command)."""
+    """One search per model (or one for the command).
+
+    The search needs an unlimited run that succeeds (exit 0, :func:`succeeded`); one that
+    fails is the answer (``stopped``), and ``edgeprof fit`` exits with its code.  A *limited*
+    run (a probe) that exits non-zero where the unlimited one exited 0 does not fit at that
+    limit, whether or not the kernel counted an OOM kill: a Python ``MemoryError`` caught
+    and turned into ``exit 1``, a runtime that checks its cgroup limit and refuses to start,
+    or a library that fails to map a file are all the workload failing under that limit,
+    and a limit the workload fails under cannot be recommended.  The unlimited run succeeded,
+    so the limit is what changed."""
     models = job.plan.models or (None,)
     outcomes = []
     for model in models:
         mjob = job
         if model is not None:
-            mjob = dataclasses.replace(job, plan=dataclasses.replace(job.plan, models=(model,)))
+            # One model's plan keeps the label the whole list gave it (fp32/m.onnx, int8/m.onnx).
+            one = dataclasses.replace(job.plan, models=(model,), name=job.plan.label(model))
+            mjob = dataclasses.replace(job, plan=one)
         outcome = _fit_one(mjob, ceiling, req, model, on_step)
         if job.request.unified_memory:
             outcome = dataclasses.replace(outcome, gpu_bytes=_gpu_peak(outcome.reference))
@@ -278,7 +312,7 @@ def _fit_one(
     (base,) = job.plan.limits
     out = job.request.out
     if out is not None and model is not None:
-        out = out / Path(model).name
+        out = out / safe_dir(job.plan.label(model) or "model")
     devnull = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
     try:
 
@@ -303,10 +337,9 @@ def _fit_one(
         )
         time = median_time(reference)
         noise = spread(reference)
-        bad = next((r for r in reference if r.termination is not Termination.EXITED), None)
+        bad = next((r for r in reference if not succeeded(r)), None)
         if bad is not None or not reference:
-            why = "interrupted" if bad is None else bad.termination.value
-            stopped = f"the unlimited run ended: {why}"
+            stopped = "the unlimited run ended: interrupted" if bad is None else failed(bad)
             return FitOutcome(label, tuple(reference), time, noise, b, (), None,
                               req.tolerance, req.margin, stopped)  # fmt: skip
         probes: list[Probe] = []
@@ -317,7 +350,9 @@ def _fit_one(
                 req.repeat or 1,
                 f"probe-{len(probes) + 1:02d}",
             )
-            if req.repeat is None and in_doubt(got, time, req.tolerance, noise):
+            # A failed run is not in doubt: more runs cannot make its limit fit.
+            doubt = all(map(succeeded, got)) and in_doubt(got, time, req.tolerance, noise)
+            if req.repeat is None and doubt:
                 got += runs(
                     dataclasses.replace(base, memory=limit),
                     REPEAT_ON_DOUBT - 1,
@@ -357,9 +392,12 @@ def _one_run(
     b = bounds(done, ceiling, None)
     time = median_time(done) if done else Timing("wall", 0.0)
     r = done[0] if done else None
-    if r is None or r.termination is not Termination.EXITED or r.memory.squeeze is None:
-        why = "interrupted" if r is None else r.termination.value
+    if r is None or not succeeded(r) or r.memory.squeeze is None:
+        if r is None:
+            why = "the squeezed run ended: interrupted"
+        else:
+            why = "the squeezed run ended: exited" if succeeded(r) else failed(r, "squeezed")
         return FitOutcome(label, tuple(done), time, 0.0, b, (), None, req.tolerance,
-                          req.margin, f"the squeezed run ended: {why}", "one-run")  # fmt: skip
+                          req.margin, why, "one-run")  # fmt: skip
     return FitOutcome(label, (r,), time, 0.0, b, (), r.memory.squeeze.held_bytes,
                       req.tolerance, req.margin, None, "one-run")  # fmt: skip

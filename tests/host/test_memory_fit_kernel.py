@@ -125,6 +125,32 @@ def test_fit_says_a_script_does_not_fit_below_its_anonymous_memory(
     assert "does not fit in 32.0MiB" in text and "it needs at least" in text
 
 
+@pytest.mark.parametrize(
+    ("command", "code"),
+    [
+        (["false"], 1),
+        # Holds 30 MiB, then fails as a script with a missing import does.
+        ([sys.executable, "-c", "import sys; x = bytearray(30 * 2**20); sys.exit('nope')"], 1),
+    ],
+)
+def test_fit_of_a_command_that_fails_without_a_limit_is_no_answer(
+    mechanism: str, command: list[str], code: int, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A command that fails unlimited fits in no memory: no probe, one line, its exit code."""
+    rc = main(["fit", "--json", "--", *command])
+    captured = capfd.readouterr()
+    assert rc == code, captured.err
+    d = json.loads(captured.out)
+    assert (d["min_memory_bytes"], d["probes"], d["reference"]["exit_code"]) == (None, [], code)
+    assert d["stopped"].startswith(f"the unlimited run exited with code {code}: "), d
+    rc = main(["fit", "--", *command])
+    out = capfd.readouterr().out
+    assert rc == code and "smallest memory" not in out
+    assert [ln for ln in out.splitlines() if ln.startswith("no search: ")] == [
+        f"no search: {d['stopped']}"
+    ], out
+
+
 def test_one_run_estimate_agrees_with_bisection(
     mechanism: str, data: Path, script: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:

@@ -144,6 +144,22 @@ def test_bad_templates_name_file_and_line(
     assert str(err.value).startswith(str(path)) and message in str(err.value), str(err.value)
 
 
+@pytest.mark.parametrize("op", [";", "&", "|", ">", "("])
+def test_an_operator_inside_a_quoted_command_is_refused_for_what_it_is(
+    project: Path, op: str
+) -> None:
+    """The value is quoted (so "quote the value" would be wrong advice); COMMAND's own words
+    are run without a shell, so the operator is refused, named, with the way to chain."""
+    command = f'COMMAND="python3{op} rm -rf /"'
+    path = write(project, ALL_KEYS.replace('COMMAND="python3 -u"', command))
+    with pytest.raises(ConfigError) as err:
+        parse(path, cwd=project)
+    message = str(err.value)
+    assert message.startswith(f"{path}:8: COMMAND: {op!r} refused: "), message
+    assert "run without a shell" in message and "shell script" in message
+    assert "quote the value" not in message
+
+
 @pytest.mark.parametrize(
     "model, stem",
     [

@@ -11,6 +11,7 @@ import pytest
 
 from edgeprof.analysis.budgets import Budgets, Status, check_budgets
 from edgeprof.analysis.instrumentation import HEAD, is_python_interpreter, no_events, runs_python
+from edgeprof.layers.run import WORKER
 from edgeprof.measure.doctor import diagnose, interpreter_imports_edgeprof, workload_python
 from edgeprof.model import LatencyStats, Mark, PhaseStats, RunResult, Termination
 from edgeprof.report.results import render_markdown, render_plain
@@ -152,6 +153,18 @@ def test_no_note_for_other_commands_or_once_an_event_came() -> None:
     assert "note:" not in render_plain([bare("python3", "infer.py", latency=LATENCY)])
     failed = bare("python3", "infer.py", termination=Termination.TIMEOUT, exit_code=None)
     assert "note:" not in render_plain([failed])
+
+
+def test_no_note_for_edgeprof_layers_worker() -> None:
+    """``edgeprof layers`` ran its own worker in edgeprof's venv and was told to install
+    edgeprof there: the worker times each layer itself and never imports edgeprof."""
+    worker = str(WORKER)
+    assert "note:" not in render_plain([bare(sys.executable, worker, "/tmp/x/spec.json")])
+    # Read back from another install (another prefix, another interpreter): the same worker.
+    elsewhere = "/opt/other/lib/python3.12/site-packages/edgeprof/workload/layers.py"
+    assert "note:" not in render_plain([bare("/usr/bin/python3", elsewhere, "spec.json")])
+    # A user's script of the same name elsewhere is still a workload that may call edgeprof.
+    assert "note: no run reported" in render_plain([bare("python3", "my/layers.py")])
 
 
 # -- doctor ----------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import re
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from edgeprof.backends.process import (
     rss_counter_slack,
     set_subreaper,
 )
+from edgeprof.cli.runargs import OPTIONS
 from edgeprof.errors import BackendUnavailable, ConfigError
 
 
@@ -45,6 +47,21 @@ def test_it_holds_whole_cores_and_refuses_what_it_cannot_enforce(
         assert why is None
     else:
         assert why is not None and refused in why and "\n" not in why
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [Limits(cpus=0.5), Limits(memory="1g"), Limits(pids=10)],
+    ids=["cpus", "memory", "pids"],
+)
+def test_a_refusal_names_only_options_that_exist(limits: Limits) -> None:
+    """The memory refusal once sent the user to a ``--max-memory`` that ``run`` lacks."""
+    why = refusal(limits)
+    assert why is not None
+    named = set(re.findall(r"--[a-z][a-z-]*[a-z]", why))
+    assert named and named <= set(OPTIONS)
+    if limits.memory is not None:
+        assert "--max-peak-memory" in named
 
 
 def test_auto_falls_back_with_one_warning_naming_why(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,161 @@
+"""``edgeprof fit`` of a workload that fails: a command that exits non-zero without a limit
+has no memory it fits in (no search, ``fit`` exits with its code, as ``run`` does), and one
+that exits non-zero only under a tight limit does not fit at that limit (with no OOM kill).
+
+On the scripted backend: its runs are real processes, so their exit codes are real."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from edgeprof.analysis.need import Verdict
+from edgeprof.backends import register_backend, unregister_backend
+from edgeprof.cli import main
+from edgeprof.cli.fit import fit_exit_code
+from edgeprof.model import RunSpec, Termination
+from edgeprof.report.fit import CURVE, probe_row
+from edgeprof.report.results import row
+from edgeprof.sweeps.fit import FitRequest, Probe, _one_run
+from edgeprof.sweeps.request import RunRequest
+from tests.fakes import FakeBackend, FakeRun, linear
+
+from .conftest import make_result
+
+MIB = 1 << 20
+NO_SEARCH = "no search: the unlimited run exited with code {}: the command fails without a "
+
+
+def _fit(capfd: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["fit", *args])
+    out, err = capfd.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(("command", "code"), [(["false"], 1), (["sh", "-c", "exit 5"], 5)])
+def test_a_command_that_fails_unlimited_is_not_fitted(
+    capfd: pytest.CaptureFixture[str], command: list[str], code: int
+) -> None:
+    rc, out, err = _fit(capfd, "--backend", "fake", "--", *command)
+    assert rc == code, (out, err)
+    assert NO_SEARCH.format(code) in out
+    assert [line for line in out.splitlines() if line.startswith("no search:")] == [
+        NO_SEARCH.format(code) + "memory limit, so there is no limit it fits in"
+    ]
+    assert "smallest memory" not in out and "margin" not in out and "LIMIT" not in out
+    assert "edgeprof fit: false: 6.0MiB" not in err  # no probe was made
+
+
+def test_a_failing_command_in_json_and_out(
+    capfd: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    rc, out, _ = _fit(capfd, "--backend", "fake", "--json", "--out", str(tmp_path / "f"),
+                      "--", "false")  # fmt: skip
+    assert rc == 1
+    doc = json.loads(out)
+    assert doc == json.loads((tmp_path / "f" / "fit.json").read_text())
+    assert doc["stopped"].startswith("the unlimited run exited with code 1: ")
+    assert (doc["min_memory_bytes"], doc["recommended_bytes"], doc["fits"]) == (None, None, False)
+    assert doc["probes"] == []
+    assert (doc["reference"]["termination"], doc["reference"]["exit_code"]) == ("exited", 1)
+
+
+def test_the_workloads_failure_takes_precedence_over_a_budget(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    rc, out, _ = _fit(capfd, "--backend", "fake", "--max-memory-need", "1g", "--", "false")
+    assert rc == 1 and "budget" not in out
+
+
+class LimitSeen(FakeBackend):
+    """The scripted backend, with the run's memory limit in the workload's environment
+    (``FAKE_MEMORY_LIMIT``, bytes; empty: none) and a 64 MiB peak over an 8 MiB floor."""
+
+    def __init__(self) -> None:
+        super().__init__(linear(memory_bytes=8 * MIB, peak_bytes=64 * MIB))
+
+    def launch(self, spec: RunSpec) -> FakeRun:
+        limit = spec.limits.memory
+        env = {**spec.env, "FAKE_MEMORY_LIMIT": "" if limit is None else str(limit)}
+        return super().launch(dataclasses.replace(spec, env=env))
+
+
+@pytest.fixture
+def limit_seen() -> Iterator[str]:
+    register_backend("fake-limit-seen", LimitSeen)
+    yield "fake-limit-seen"
+    unregister_backend("fake-limit-seen")
+
+
+NEEDS_32M = f'sleep 0.05; [ -z "$FAKE_MEMORY_LIMIT" ] || [ "$FAKE_MEMORY_LIMIT" -ge {32 * MIB} ]'
+"""Exits 1 under a limit below 32 MiB: as a script that catches ``MemoryError`` does, with no
+OOM kill; without a limit it succeeds."""
+
+
+def test_an_exit_under_a_tight_limit_does_not_fit_there(
+    capfd: pytest.CaptureFixture[str], limit_seen: str
+) -> None:
+    rc, out, err = _fit(capfd, "--backend", limit_seen, "--json", "--tolerance", "1000%",
+                        "--", "sh", "-c", NEEDS_32M)  # fmt: skip
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["stopped"] is None
+    answer = doc["min_memory_bytes"]
+    assert 32 * MIB <= answer <= 32 * MIB + doc["resolution_bytes"]
+    failing = [p for p in doc["probes"] if p["limit_bytes"] < 32 * MIB]
+    assert failing  # the floor (8 MiB) at least
+    for p in failing:
+        assert not p["ok"] and p["verdict"] == "exit 1 (unlimited: 0)", p
+        assert (p["termination"], p["exit_code"], p["oom_kills"]) == ("exited", 1, 0)
+        assert len(p["wall_s"]) == 1  # a failed run is not repeated "in doubt"
+    assert all(p["ok"] for p in doc["probes"] if p["limit_bytes"] >= 32 * MIB)
+
+
+def test_the_curve_shows_a_probes_exit_code_as_run_does(
+    capfd: pytest.CaptureFixture[str], limit_seen: str
+) -> None:
+    rc, out, _ = _fit(capfd, "--backend", limit_seen, "--tolerance", "1000%",
+                      "--", "sh", "-c", NEEDS_32M)  # fmt: skip
+    assert rc == 0
+    floor = next(line for line in out.splitlines() if line.startswith("8.0MiB "))
+    assert "exited (1)" in floor and "exit 1 (unlimited: 0)" in floor
+    assert "smallest memory: 32.5MiB" in out
+
+
+def test_probe_row_end_is_the_results_tables() -> None:
+    from edgeprof.report.results import end_cell
+
+    for r in (
+        make_result(exit_code=1),
+        make_result(exit_code=0),
+        make_result(termination=Termination.OOM, exit_code=137),
+    ):
+        cells = probe_row(Probe(16 * MIB, (r,), Verdict(False, "x")), 1.5)
+        assert cells[CURVE.index("END")] == end_cell(r) == row(r)[-1]
+    failed_row = probe_row(Probe(16 * MIB, (make_result(exit_code=1),), Verdict(False, "x")), 1.5)
+    assert failed_row[CURVE.index("END")] == "exited (1)"
+    assert failed_row[CURVE.index("VS UNLIMITED")] == "-"  # a failure's time is no speed
+
+
+def test_succeeded_and_failed() -> None:
+    from edgeprof.sweeps.fit import failed, succeeded
+
+    assert succeeded(make_result())
+    assert not succeeded(make_result(exit_code=1))
+    assert not succeeded(make_result(exit_code=None))
+    assert not succeeded(make_result(termination=Termination.OOM, exit_code=137))
+    assert failed(make_result(exit_code=2)).startswith("the unlimited run exited with code 2: ")
+    oom = make_result(termination=Termination.OOM, exit_code=137)
+    assert failed(oom) == "the unlimited run ended: oom"
+
+
+def test_a_squeezed_run_that_fails_gives_no_estimate() -> None:
+    req = FitRequest(run=RunRequest(command=("false",)), one_run=True)
+    o = _one_run([make_result(exit_code=1)], None, req, None, None)
+    assert o.answer is None and o.stopped is not None
+    assert o.stopped.startswith("the squeezed run exited with code 1: ")
+    assert fit_exit_code([o]) == 1
