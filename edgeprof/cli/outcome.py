@@ -24,12 +24,20 @@ if TYPE_CHECKING:
 __all__ = ["exit_code", "guarded", "runs_exit_code"]
 
 
+OOM_KILLED = 137
+"""128 + SIGKILL: the OOM killer's status, as a shell reports it."""
+
+
 def exit_code(result: RunResult) -> int:
-    """A run's exit code: the workload's own, 130 when edgeprof was interrupted."""
+    """A run's exit code: the workload's own, 130 when edgeprof was interrupted, and 137
+    for an OOM kill also when the process killed was a child and the main one exited 0:
+    the run does not fit (its report says so), so a CI gate must not pass it."""
     from ..model import Termination  # loaded by then: a result exists
 
     if result.termination is Termination.INTERRUPTED:
         return EXIT_INTERRUPTED
+    if result.termination is Termination.OOM and not result.exit_code:
+        return OOM_KILLED
     return 1 if result.exit_code is None else result.exit_code
 
 

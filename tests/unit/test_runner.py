@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from edgeprof.backends import get_backend
+from edgeprof.cli.outcome import exit_code, runs_exit_code
 from edgeprof.errors import BackendError, BackendUnavailable, ConfigError, LimitError
 from edgeprof.measure.limits import THREAD_VARS
 from edgeprof.measure.runner import profile
@@ -105,6 +106,9 @@ def test_oom_kill_counter_means_oom_whatever_the_exit() -> None:
     assert r.termination is Termination.OOM
     assert r.exit_code == 0
     assert r.memory.oom_kills == 1
+    # A child killed, the main process at 0: edgeprof's own status is the OOM kill's, so a
+    # CI gate does not pass a run whose report says it does not fit.
+    assert exit_code(r) == 137 and runs_exit_code([r]) == 137
     r = profile(["sh", "-c", "kill -KILL $$"], backend=fake(script=oom_script), interval=0.01)
     assert r.termination is Termination.OOM  # exit 137 is the OOM kill's signal, not "signaled"
     assert r.exit_code == 137
