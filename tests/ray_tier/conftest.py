@@ -28,6 +28,13 @@ NODE: dict[str, Any] = {"num_cpus": 1, "resources": {SLOT: 1}}
 """A measuring node: one slot, and one logical CPU for the part's task (``--cpus 1``)."""
 
 
+def add_measuring_node(cluster: Any) -> Any:
+    """A measuring node whose processes' temporary directory is the cluster's own: a part's
+    scratch directory on a node removed under it (its worker killed before its clean-up)
+    goes with the cluster's directory, not into /tmp."""
+    return cluster.add_node(**NODE, env_vars={"TMPDIR": cluster.edgeprof_tmp})
+
+
 def node_pids(node: Any) -> set[int]:
     """The processes Ray started for ``node`` (raylet, stores, …), as Ray recorded them."""
     return {
@@ -72,8 +79,10 @@ def ray_cluster() -> Iterator[Any]:
                     },
                 },
             )
+            cluster.edgeprof_tmp = str(Path(temp) / "parts")
+            Path(cluster.edgeprof_tmp).mkdir()
             for _ in range(2):
-                cluster.add_node(**NODE)
+                add_measuring_node(cluster)
             cluster.wait_for_nodes()
         yield cluster
     finally:

@@ -18,7 +18,7 @@ import psutil
 from edgeprof.cli import main
 from tests.conftest import HANG_S
 from tests.docker.daemon_host import cgroup_hierarchies, own_cgroup
-from tests.ray_tier.conftest import NODE, node_pids
+from tests.ray_tier.conftest import add_measuring_node, node_pids
 
 WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
 PLAN = ["--backend", "cgroup", "--cpus", "1", "--memory", "256m", "--repeat", "4"]
@@ -154,8 +154,12 @@ def test_nodes_lost_under_their_parts_run_them_again_elsewhere(
         part_edgeprofs = [
             next(p for p in v.parents() if "edgeprof" in " ".join(p.cmdline())) for v in victims
         ]
+        # Their scratch directories are the nodes' temporary ones (the cluster's): a lost
+        # node's worker dies before its clean-up, and /tmp kept one per lost part.
+        outs = [Path(p.cmdline()[p.cmdline().index("--out") + 1]) for p in part_edgeprofs]
+        assert all(o.is_relative_to(ray_cluster.edgeprof_tmp) for o in outs), outs
         for _ in old:  # the parts' second tries need somewhere to run
-            ray_cluster.add_node(**NODE)
+            add_measuring_node(ray_cluster)
         ray_cluster.wait_for_nodes()
         for node in old:
             ray_cluster.remove_node(node, allow_graceful=False)
@@ -174,7 +178,7 @@ def test_nodes_lost_under_their_parts_run_them_again_elsewhere(
             driver.kill()
             driver.communicate()
         for _ in range(len(old) - len(ray_cluster.worker_nodes)):
-            ray_cluster.add_node(**NODE)  # a later test's cluster has two measuring nodes
+            add_measuring_node(ray_cluster)  # a later test's cluster has two measuring nodes
     assert driver.returncode == 0, stderr
     assert stderr.count("was lost with its node") == 2, stderr
     assert stderr.count("running it again (try 2 of 3)") == 2, stderr
