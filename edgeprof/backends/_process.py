@@ -6,6 +6,7 @@ import contextlib
 import os
 import resource
 import select
+import shutil
 import signal
 import subprocess
 import time
@@ -84,7 +85,7 @@ class Process:
             )
             spawned = True
         except FileNotFoundError as exc:
-            raise LaunchError(f"command not found: {command[0]}") from exc
+            raise LaunchError(_not_found(command[0], env, cwd)) from exc
         except PermissionError as exc:
             raise LaunchError(f"permission denied: {command[0]}") from exc
         except subprocess.SubprocessError as exc:
@@ -236,3 +237,16 @@ def kill_members(groups: Sequence[Path], timeout: float = 10.0) -> None:
             return
         signal_pids(sorted(pids))
         time.sleep(0.005)
+
+
+def _not_found(prog: str, env: Mapping[str, str], cwd: str | Path | None) -> str:
+    """Why exec said ENOENT: the program is missing, or it is there and its ``#!``
+    interpreter is not (the kernel reports both alike)."""
+    if "/" in prog:
+        found: str | None = str(Path(cwd or ".") / prog)
+    else:
+        found = shutil.which(prog, path=env.get("PATH", os.defpath))
+    if found is not None and os.path.isfile(found):
+        return f"cannot start {prog}: the interpreter its #! line names was not found"
+    return f"command not found: {prog}"
+

@@ -289,7 +289,8 @@ def check_command(command: tuple[str, ...], env: Mapping[str, str], cwd: Path | 
         except PermissionError:  # a directory on the way this user may not search
             raise ConfigError(f"command not accessible: {prog} (permission denied)") from None
         if not found:
-            raise ConfigError(f"command not found: {prog}")
+            what = "is a directory" if path.is_dir() else "not found"
+            raise ConfigError(f"command {what}: {prog}")
         if not os.access(path, os.X_OK):
             raise ConfigError(f"command is not executable: {prog}")
     elif shutil.which(prog, path=env.get("PATH", os.defpath)) is None:

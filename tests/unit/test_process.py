@@ -86,6 +86,11 @@ def test_command_not_found_and_not_executable(tmp_path: Path) -> None:
     script.chmod(0o644)  # no x bit at all: even root may not exec it
     with pytest.raises(LaunchError, match="permission denied"):
         spawn([str(script)])
+    # There, but its #! interpreter is not: exec's ENOENT is not "command not found".
+    script.write_text("#!/nonexistent/interpreter\n")
+    script.chmod(0o755)
+    with pytest.raises(LaunchError, match="the interpreter its #! line names was not found"):
+        spawn([str(script)])
 
 
 def test_failed_join_is_a_launch_error_without_fd_leak() -> None:

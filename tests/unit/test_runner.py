@@ -387,6 +387,7 @@ def test_cwd_and_relative_command(tmp_path: Path) -> None:
         (["edgeprof-no-such-command-xyz"], {}, "command not found"),
         (["/nonexistent/prog"], {}, "command not found"),
         (["./nope.sh"], {}, "command not found"),
+        (["/"], {}, "command is a directory: /"),  # not "not found": it is there
         (["true"], {"interval": 0.0001}, "below the minimum of 1ms"),
         (["true"], {"interval": "0"}, "invalid sampling interval"),
         (["true"], {"interval": "fast"}, "invalid sampling interval"),
