@@ -5,6 +5,7 @@ docker tier."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -81,8 +82,11 @@ class FakeDaemon:
             if not pieces:
                 self._held.append(conn)
                 continue
-            for piece in pieces:
-                conn.sendall(piece)
+            # A client may hang up before the reply's end (it read what it needed, or gave
+            # up): as a daemon, go on serving (a BrokenPipeError here killed the thread).
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                for piece in pieces:
+                    conn.sendall(piece)
             conn.close()
 
 
