@@ -136,8 +136,10 @@ def repeats_table(
     from ..analysis.repeats import Resolution, neighbour_pairs
 
     rows = [["MODEL", "SETTING", "RUNS", "SUCCESSFUL"]]
+    done: dict[tuple[str, str], int] = {}
     for (label, setting), group in cells(runs).items():
-        rows.append([label, setting, str(len(group)), str(len(successful(group)))])
+        done[label, setting] = len(successful(group))
+        rows.append([label, setting, str(len(group)), str(done[label, setting])])
     pairs = neighbour_pairs(runs, target)
     count = {how: sum(p.resolution is how for p in pairs) for how in Resolution}
     notes = [
@@ -158,9 +160,14 @@ def repeats_table(
             if p.runs_needed is not None
             else "no number of runs up to 1000 would, at the noise measured"
         )
+        # A run may lack a metric's figure (average memory of a run over before its
+        # second reading): then the counts are of the runs that have one.
+        had = p.runs != (done.get((p.first, p.setting)), done.get((p.second, p.setting)))
         notes.append(
             f"unresolved: {p.first} ≈ {p.second} in {metric.title} under {p.setting}: "
-            f"{change} after {p.runs[0]} and {p.runs[1]} runs; {need}"
+            f"{change} after {p.runs[0]} and {p.runs[1]} runs"
+            + (f" with {metric.title}" if had else "")
+            + f"; {need}"
             + (f" (--max-runs {max_runs} stopped it)" if p.runs_needed is not None else "")
         )
     title = (

@@ -53,6 +53,9 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [
             sys.executable, "-m", "edgeprof", "run", "--cpus", "1", "--memory", "256m",
             "--repeat", "2", "--out", str(tmp / "sweep"), "-m", "2,32",
+            # Runs of ~0.1 s: read every 10 ms, each has an average memory (a run over
+            # before its second reading has none, and its ranking no chart).
+            "--interval", "0.01",
             "--max-peak-memory", "60m", "--html", str(html),
             "--", sys.executable, str(WORKLOAD), "--iterations", "5", "--batch",
         ],

@@ -3,6 +3,7 @@ sweep loop that follows that, its options, and its report."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -57,6 +58,23 @@ def test_the_report_names_the_open_pairs_and_the_runs_that_would_close_them() ->
     assert table.startswith("Repeats (--repeat auto: 3 to 3 runs a model, precision ±1%)")
     assert "unresolved: a ≈ b in wall time under cpus=1: +10.0% ± " in table
     assert "after 3 and 3 runs; ~" in table and "(--max-runs 3 stopped it)" in table
+
+
+def test_counts_are_of_the_runs_with_a_figure_where_some_have_none() -> None:
+    """Average memory is n/a for a run over before its second reading: the note's counts
+    are then of the runs that have it, and it says so."""
+
+    def run(name: str, avg: int | None, wall: float) -> RunResult:
+        r = make_result(name=name, wall_s=wall, limits=Limits(cpus=1))
+        return dataclasses.replace(r, memory=dataclasses.replace(r.memory, avg_bytes=avg))
+
+    mib = 2**20
+    runs = [run("a", 10 * mib, 1.0), run("a", 14 * mib, 1.0), run("a", 12 * mib, 1.0)]
+    runs += [run("b", 11 * mib, 2.0), run("b", 15 * mib, 2.0), run("b", None, 2.0)]
+    table = repeats_table(runs, 3, 3, 0.01).plain()
+    assert "in avg memory under cpus=1: " in table
+    assert "after 3 and 2 runs with avg memory; " in table
+    assert "in wall time" not in table  # every run has a wall time: told apart
 
 
 def test_the_loop_runs_only_the_pending_cells_and_stops_when_none_is(
