@@ -148,6 +148,11 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
                     reason = "the runs were not squeezed (--squeeze measures the need)"
                 elif key in ("gpu_memory", "energy"):
                     reason = _no_gpu(ok)
+                elif key == "avg_memory" and any(r.memory.peak_bytes is not None for r in ok):
+                    reason = (
+                        "the runs ended before their second reading (every "
+                        f"{ok[0].samples.interval_s:g}s): --interval reads them finer"
+                    )
                 else:
                     reason = f"the {runs[0].backend} backend did not measure it"
                 checks.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -153,6 +154,16 @@ def test_failed_runs_do_not_count_and_a_cell_without_success_is_not_measured() -
     ]
     assert not checks[1].ok
     assert "wall time not measured (no successful run: oom); budget 2.00s" in checks[1].describe()
+
+
+def test_an_average_memory_budget_on_runs_too_short_for_one_says_why() -> None:
+    short = run()
+    short = dataclasses.replace(short, memory=dataclasses.replace(short.memory, avg_bytes=None))
+    (check,) = check_budgets([short], Budgets(default={"avg_memory": 100 * MIB}))
+    assert check.status is Status.NOT_MEASURED and not check.ok
+    assert check.reason == (
+        "the runs ended before their second reading (every 0.1s): --interval reads them finer"
+    )
 
 
 def test_latency_budget_fails_when_latency_was_not_measured() -> None:
