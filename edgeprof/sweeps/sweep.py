@@ -424,7 +424,7 @@ def model_labels(models: Sequence[str]) -> list[str]:
     parts = [Path(m).parts or (m,) for m in models]
     depth = [1] * len(models)
     while True:
-        labels = ["/".join(p[-d:]) for p, d in zip(parts, depth, strict=True)]
+        labels = [str(Path(*p[-d:])) for p, d in zip(parts, depth, strict=True)]
         clash = [
             i for i, lab in enumerate(labels) if labels.count(lab) > 1 and depth[i] < len(parts[i])
         ]

@@ -102,6 +102,7 @@ def test_bad_plans(kwargs: dict[str, object], message: str) -> None:
         (("fp32/model.onnx", "int8/model.onnx"), ["fp32/model.onnx", "int8/model.onnx"]),
         (("x/fp32/m", "y/fp32/m", "int8/m"), ["x/fp32/m", "y/fp32/m", "int8/m"]),
         (("/abs/m", "m"), ["abs/m", "m"]),
+        (("/x/m", "x/m"), ["/x/m", "x/m"]),  # the whole path, its root once
     ],
 )
 def test_models_sharing_a_file_name_keep_their_own_labels(
