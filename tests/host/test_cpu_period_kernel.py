@@ -127,7 +127,11 @@ def test_docker_period_is_a_stalling_full_speed_core_and_is_reported(
     assert r.latency.p99_s > 4 * r.latency.p50_s
     assert own.cpu_s <= own.most_cpu_s(DOCKER_SHARE, 0.1), own
     t = r.latency.throttling
-    assert t is not None and t.throttled < ITERATIONS // 2
+    # On a host whose clock is a CPU's, a minority: a quota of iterations, then one stalled.
+    # In the TCG guest the events thread reads late, in batches, and a batch's stall is
+    # shared by its iterations (edgeprof.measure.latency.iteration_stalls): a busy host's
+    # 6.12 guest flagged 78 of 149 in a fresh-clone CI run.  Some still ran unstalled.
+    assert t is not None and t.throttled < (ITERATIONS // 2 if REAL_TIME else t.iterations), t
     # The median is flagged where the loop had the core between the stalls (had_the_core).
     if had_the_core(r.latency, own):
         assert "p50" in t.distorted, (t, r.latency, own)
