@@ -147,8 +147,8 @@ def test_average_weights_by_time_not_by_sample_count() -> None:
 
 def test_an_average_needs_a_reading_between_the_first_and_the_last() -> None:
     """The first reading is the workload starting, the last one after its exit: a run over
-    before its second reading has no average memory (its two readings, 2 MB and 0.4 MB, made
-    776 KiB of a script that ran in 49 MiB)."""
+    before its second reading has no average memory (a reviewer's run got 776 KiB for a
+    script that averaged 21.0 MiB read every 1 ms)."""
     s = SeriesStats()
     s.add(0.5, Counters(memory_current=1234, memory_inactive_file=None))
     assert s.avg_memory() is None and s.avg_working_set() is None
