@@ -34,6 +34,9 @@ def test_repeat_auto_stops_early_on_clear_differences_and_runs_on_close_ones(
             "run", "--backend", "cgroup", "--cpus", "1", "--repeat", "auto",
             "--min-runs", str(MIN_RUNS), "--max-runs", str(MAX_RUNS), "--target", "1%",
             "--warmup", "1", "-m", "a,b,far", "--out", str(out),
+            # ~0.1 s runs read every 10 ms: each has an average memory (at 0.1 s most had
+            # none, and far's pair in it stayed open to --max-runs on a busy machine).
+            "--interval", "0.01",
             "--", sys.executable, str(WORKLOAD), str(counters),
         ]
     )  # fmt: skip
