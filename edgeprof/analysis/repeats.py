@@ -6,6 +6,11 @@ by the test of :mod:`edgeprof.analysis.difference`: different at 95 %, or equiva
 target precision (the whole interval of the difference within ``±target`` of the faster
 one's mean).  A pair that is neither names both its cells for another round; the estimate
 of the runs that would resolve it assumes the noise and the difference measured so far.
+
+A metric some runs lack (average memory of a run over before its second reading) leaves a
+pair *unmeasured* once a side has it in fewer than 2 runs and in fewer than half of its
+successful ones: more rounds of the same runs would not measure it, and an open pair had
+repeated the sweep to ``--max-runs`` for nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..model import RunResult
-from .cells import CellKey, cells_by_setting
+from .cells import CellKey, cells_by_setting, successful
 from .compare import RANKED_METRICS, rank, summarize
 from .difference import Difference, runs_to_resolve
 
@@ -25,6 +30,8 @@ class Resolution(str, enum.Enum):
     DIFFERENT = "different"
     EQUIVALENT = "equivalent"
     UNRESOLVED = "unresolved"
+    UNMEASURED = "unmeasured"
+    """A side's runs mostly lack the metric: more rounds would not test it (see above)."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +44,7 @@ class Pair:
     first: str
     second: str
     runs: tuple[int, int]
-    """Successful runs of each."""
+    """The successful runs of each that have the metric's figure."""
     difference: Difference
     resolution: Resolution
     runs_needed: int | None
@@ -56,25 +63,29 @@ def neighbour_pairs(
     out = []
     for setting, by_label in cells_by_setting(runs).items():
         summaries = summarize([r for group in by_label.values() for r in group], setting)
+        done = {label: len(successful(group)) for label, group in by_label.items()}
         for key in metrics:
             ranked = rank(summaries, key)
             for prev, cur in itertools.pairwise(ranked):
                 a, b = prev.stat.values, cur.stat.values
                 d = cur.from_previous
                 assert d is not None  # every rank but the first has a step
-                if d.separated:
+                if any(
+                    len(v) < 2 and done[n] > 2 * len(v) for v, n in ((a, prev.name), (b, cur.name))
+                ):
+                    how = Resolution.UNMEASURED
+                elif d.separated:
                     how = Resolution.DIFFERENT
                 elif d.within(target):
                     how = Resolution.EQUIVALENT
                 else:
                     how = Resolution.UNRESOLVED
                 need = runs_to_resolve(a, b, target) if how is Resolution.UNRESOLVED else None
-                out.append(
-                    Pair(setting, key, prev.name, cur.name, (len(a), len(b)), d, how, need)
-                )
+                out.append(Pair(setting, key, prev.name, cur.name, (len(a), len(b)), d, how, need))
     return out
 
 
 def pending_cells(pairs: Iterable[Pair]) -> set[CellKey]:
-    """The cells of the unresolved pairs: those another round should run."""
+    """The cells of the unresolved pairs: those another round should run (an unmeasured pair
+    names none)."""
     return {c for p in pairs if p.resolution is Resolution.UNRESOLVED for c in p.cells}

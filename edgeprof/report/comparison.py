@@ -142,15 +142,36 @@ def repeats_table(
         rows.append([label, setting, str(len(group)), str(done[label, setting])])
     pairs = neighbour_pairs(runs, target)
     count = {how: sum(p.resolution is how for p in pairs) for how in Resolution}
+    resolved = count[Resolution.DIFFERENT] + count[Resolution.EQUIVALENT]
     notes = [
-        f"{len(pairs) - count[Resolution.UNRESOLVED]} of {len(pairs)} ranking neighbour pairs "
+        f"{resolved} of {len(pairs)} ranking neighbour pairs "
         f"resolved: {count[Resolution.DIFFERENT]} different at 95%, "
         f"{count[Resolution.EQUIVALENT]} within ±{target * 100:g}%"
+        + (
+            f"; {count[Resolution.UNMEASURED]} left out, a side's runs mostly without the figure"
+            if count[Resolution.UNMEASURED]
+            else ""
+        )
     ]
     for p in pairs:
+        metric = STAT_METRICS[p.metric]
+        if p.resolution is Resolution.UNMEASURED:
+            sides = zip((p.first, p.second), p.runs, strict=True)
+            notes.append(
+                f"left out: {p.first} vs {p.second} in {metric.title} under {p.setting}: "
+                + ", ".join(
+                    f"{n} has it in {k} of {done.get((n, p.setting))} runs" for n, k in sides
+                )
+                + (
+                    " (a run over before its second reading has none: a shorter --interval "
+                    "reads more)"
+                    if p.metric == "avg_bytes"
+                    else ""
+                )
+            )
+            continue
         if p.resolution is not Resolution.UNRESOLVED:
             continue
-        metric = STAT_METRICS[p.metric]
         d = p.difference
         change = f"{d.diff / d.base * 100:+.1f}%" if d.base else metric.format(d.diff)
         if d.half is not None and d.base:

@@ -77,6 +77,36 @@ def test_counts_are_of_the_runs_with_a_figure_where_some_have_none() -> None:
     assert "in wall time" not in table  # every run has a wall time: told apart
 
 
+def test_a_pair_whose_side_mostly_lacks_the_figure_is_left_out_not_rerun() -> None:
+    """A cell of short runs has average memory in 1 of its 3 runs: another round of the same
+    runs would not measure it, so its pair names no cell to rerun (it had repeated the sweep
+    to ``--max-runs``), and the report says why it is left out.  With 1 figure of 2 runs,
+    one more round may give the second figure, and the pair stays open."""
+
+    def run(name: str, avg: int | None, wall: float) -> RunResult:
+        r = make_result(name=name, wall_s=wall, limits=Limits(cpus=1))
+        return dataclasses.replace(r, memory=dataclasses.replace(r.memory, avg_bytes=avg))
+
+    mib = 2**20
+    long = [run("long", (10 + i) * mib, 1.0 + i / 100) for i in range(3)]
+    short = [run("short", 12 * mib, 2.0), run("short", None, 2.01), run("short", None, 1.99)]
+    avg = [p for p in neighbour_pairs(long + short, 0.05) if p.metric == "avg_bytes"]
+    assert [(p.resolution, p.runs, p.runs_needed) for p in avg] == [
+        (Resolution.UNMEASURED, (3, 1), None)
+    ]
+    assert pending_cells(avg) == set()
+    table = repeats_table(long + short, 3, 10, 0.05).plain()
+    assert "; 1 left out, a side's runs mostly without the figure" in table
+    assert (
+        "left out: long vs short in avg memory under cpus=1: long has it in 3 of 3 runs, "
+        "short has it in 1 of 3 runs (a run over before its second reading" in table
+    )
+    two = long[:2] + short[:2]
+    (open_pair,) = [p for p in neighbour_pairs(two, 0.05) if p.metric == "avg_bytes"]
+    assert open_pair.resolution is Resolution.UNRESOLVED
+    assert pending_cells([open_pair]) == {("long", "cpus=1"), ("short", "cpus=1")}
+
+
 def test_the_loop_runs_only_the_pending_cells_and_stops_when_none_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
