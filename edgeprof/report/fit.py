@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..analysis.need import MIN_LIMIT, PAGE
 from ..model import RunResult
 from ..sweeps.fit import FitOutcome, Probe
 from ..units import format_binary
@@ -60,20 +61,28 @@ def _render_one(o: FitOutcome) -> str:
         return _render_squeezed(o)
     ref = o.reference[-1] if o.reference else None
     b = o.bounds
+    measured = _measured(o)
     lines = []
     if ref is not None:
         lines.append(_title(o.label, ref))
         lines.append(
             f"unlimited: {o.time.metric} {o.time.seconds:.3f}s ({len(o.reference)} runs, "
             f"spread {100 * o.noise:.0f}%); "
-            + (composition(ref.memory.at_peak, _measured(o)) or f"peak {format_binary(b.peak)}")
+            + (
+                composition(ref.memory.at_peak, measured)
+                or f"peak {format_binary(b.peak if measured is None else measured)}"
+            )
         )
     if o.stopped is not None:
         lines.append(f"no search: {o.stopped}")
         return "\n".join(lines) + "\n"
+    least = "the least limit edgeprof sets"
+    raised = measured is not None and measured < b.peak - PAGE  # lifted to the least limit
     lines.append(
-        f"searched {format_binary(b.floor)} (floor: anon + shmem + kernel) to "
-        f"{format_binary(b.top)} ({'ceiling' if b.top < b.peak else 'peak'}) "
+        f"searched {format_binary(b.floor)} "
+        f"({least if b.floor == MIN_LIMIT else 'floor: anon + shmem + kernel'}) to "
+        f"{format_binary(b.top)} "
+        f"({'ceiling' if b.top < b.peak else least if raised else 'peak'}) "
         f"to {format_binary(b.resolution)}: {len(o.probes)} probes (at most {o.max_probes})"
     )
     rows = [probe_row(p, o.time.seconds) for p in sorted(o.probes, key=lambda p: p.limit)]

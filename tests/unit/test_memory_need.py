@@ -492,6 +492,22 @@ def test_render_fit_answer() -> None:
     assert "with a 20% margin: 60.0MiB; the peak, 100.0MiB, is 2.0× the need" in text
 
 
+def test_a_workload_below_the_least_limit_is_searched_from_that_limit_and_says_so() -> None:
+    """``true`` peaks at ~144 KiB: the bracket is lifted to the least limit edgeprof sets,
+    and the line names it as that, not as the workload's floor or peak."""
+    ref = (run(wall=0.01, memory=mem(peak=144 * 1024, floor=100 * 1024)),)
+    b = bounds(ref, None, None)
+    assert (b.floor, b.top) == (MIN_LIMIT, MIN_LIMIT)
+    probes = (Probe(MIN_LIMIT, (run(wall=0.01),), Verdict(True, "fits (+0%)")),)
+    o = FitOutcome("true", ref, WALL, 0.0, b, probes, MIN_LIMIT, 0.10, 0.20)
+    text = render_fit([o])
+    assert (
+        "searched 6.0MiB (the least limit edgeprof sets) to 6.0MiB (the least limit edgeprof "
+        "sets) to 1.0MiB: 1 probes (at most 1)" in text
+    )
+    assert "(1 runs, spread 0%); peak 144.0KiB\n" in text
+
+
 def test_render_fit_does_not_fit() -> None:
     text = render_fit([outcome(None, ceiling=32 * MIB)])
     assert "to 32.0MiB (ceiling)" in text
