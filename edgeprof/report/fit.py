@@ -98,9 +98,20 @@ def _render_one(o: FitOutcome) -> str:
             "kernel memory, which no limit can reclaim without swap)"
         )
     else:
+        # The search takes the peak as passing (a limit there reclaims nothing): a failed
+        # probe at it (floor = peak, as for a run below the least limit) was the run's own
+        # variation, and "within 10%" would contradict the table above.
+        failed = next((p for p in o.probes if p.limit == o.answer and not p.verdict.ok), None)
         lines.append(
-            f"smallest memory: {format_binary(o.answer)} ({what}; resolution "
-            f"{format_binary(b.resolution)})"
+            f"smallest memory: {format_binary(o.answer)} ("
+            + (
+                f"{what}"
+                if failed is None
+                else "no less than the unlimited run's peak, so the probe's "
+                f"{failed.verdict.reason!r} is the run's own variation (spread "
+                f"{100 * o.noise:.0f}%)"
+            )
+            + f"; resolution {format_binary(b.resolution)})"
         )
         assert o.recommended is not None
         lines.extend(_answer_lines(o))

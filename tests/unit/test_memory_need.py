@@ -506,6 +506,15 @@ def test_a_workload_below_the_least_limit_is_searched_from_that_limit_and_says_s
         "sets) to 1.0MiB: 1 probes (at most 1)" in text
     )
     assert "(1 runs, spread 0%); peak 144.0KiB\n" in text
+    assert "smallest memory: 6.0MiB (wall within 10% of the unlimited run's; resolution" in text
+    # A 4 ms run's probe at that limit came out slower: the peak is the answer all the same
+    # (no limit above the run's peak reclaims anything), and the line does not claim it fit.
+    slow = (Probe(MIN_LIMIT, (run(wall=0.015),), Verdict(False, "+50% slower")),)
+    text = render_fit([dataclasses.replace(o, probes=slow, noise=1.1)])
+    assert (
+        "smallest memory: 6.0MiB (no less than the unlimited run's peak, so the probe's "
+        "'+50% slower' is the run's own variation (spread 110%); resolution 1.0MiB)" in text
+    )
 
 
 def test_render_fit_does_not_fit() -> None:
