@@ -170,7 +170,10 @@ def load_fits(path: Path) -> list[dict[str, Any]] | None:
     if not file.is_file():
         return None
     data = read_json(file)
-    docs = data.get("fits") if isinstance(data, dict) and "fits" in data else [data]
+    # Several models' fits are {"fits": [...]}; one model's fit.json is the fit itself, whose
+    # "fits" is its verdict (a bool): only a list is the several-models form.
+    several = isinstance(data, dict) and isinstance(data.get("fits"), list)
+    docs = data["fits"] if several else [data]
     if not isinstance(docs, list) or not all(
         isinstance(d, dict) and "min_memory_bytes" in d and "name" in d for d in docs
     ):

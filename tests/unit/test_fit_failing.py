@@ -159,3 +159,28 @@ def test_a_squeezed_run_that_fails_gives_no_estimate() -> None:
     assert o.answer is None and o.stopped is not None
     assert o.stopped.startswith("the squeezed run exited with code 1: ")
     assert fit_exit_code([o]) == 1
+
+
+def test_two_one_model_fits_compare_by_their_need(
+    capfd: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A one-model ``fit.json`` is the fit itself, its ``fits`` the verdict (a bool): compare
+    reads it as a fit, by the file or by its ``--out`` directory (it had refused the file as
+    "not an edgeprof result" and compared the directory's unlimited runs instead)."""
+    for name in ("base", "cur"):
+        rc, out, err = _fit(capfd, "--backend", "fake", "--out", str(tmp_path / name), "--", "true")
+        assert rc == 0, (out, err)
+        assert isinstance(json.loads((tmp_path / name / "fit.json").read_text())["fits"], bool)
+    for base, cur in [("base/fit.json", "cur/fit.json"), ("base", "cur")]:
+        rc, out, err = _fit_compare(capfd, tmp_path / base, tmp_path / cur)
+        assert rc == 0, (out, err)
+        assert "memory need" in out and "true" in out
+        assert "wall time" not in out  # the fits' needs, not the unlimited runs
+
+
+def _fit_compare(
+    capfd: pytest.CaptureFixture[str], base: Path, cur: Path
+) -> tuple[int, str, str]:
+    code = main(["compare", str(base), str(cur)])
+    out, err = capfd.readouterr()
+    return code, out, err
