@@ -53,9 +53,16 @@ def _x(f: float | None, sd: float | None, n: int) -> str:
 
 def _runs_to_tell(prev: Rank, r: Rank) -> str:
     """How many runs would tell two neighbours apart, or show them within the default
-    precision, at the noise measured (:func:`edgeprof.analysis.difference.runs_to_resolve`)."""
-    n = runs_to_resolve(prev.stat.values, r.stat.values, DEFAULT_TARGET)
+    precision, at the noise measured (:func:`edgeprof.analysis.difference.runs_to_resolve`);
+    or that they are within it already (``--repeat auto`` counts such a pair resolved)."""
     pair = f"{prev.name} ≈ {r.name}"
+    d = r.from_previous
+    if d is not None and d.within(DEFAULT_TARGET):  # already resolved: no runs to ask for
+        return (
+            f"{pair}: the same within {DEFAULT_TARGET * 100:g}% (the 95% interval of the "
+            "difference lies inside it)"
+        )
+    n = runs_to_resolve(prev.stat.values, r.stat.values, DEFAULT_TARGET)
     if n is None:
         return f"{pair}: more than 1000 runs each would be needed to tell them apart"
     return (

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from edgeprof.analysis.cells import CellKey
+from edgeprof.analysis.compare import summarize_cells
 from edgeprof.analysis.repeats import Resolution, neighbour_pairs, pending_cells
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.model import Limits, RunResult
-from edgeprof.report.comparison import repeats_table
+from edgeprof.report.comparison import ranking_tables, repeats_table
 from edgeprof.sweeps import sweep as sweep_module
 from edgeprof.sweeps.request import RunRequest, plan_run
 from edgeprof.sweeps.sweep import AutoRepeat, SweepPlan, run_sweep
@@ -105,6 +106,24 @@ def test_a_pair_whose_side_mostly_lacks_the_figure_is_left_out_not_rerun() -> No
     (open_pair,) = [p for p in neighbour_pairs(two, 0.05) if p.metric == "avg_bytes"]
     assert open_pair.resolution is Resolution.UNRESOLVED
     assert pending_cells([open_pair]) == {("long", "cpus=1"), ("short", "cpus=1")}
+
+
+def test_the_rankings_note_asks_for_runs_only_where_a_pair_is_not_resolved() -> None:
+    """Under each ranking, a ≈ pair gets the runs that would resolve it; one already within
+    the 5 % precision is said to be the same (``--repeat auto`` counts it resolved, and the
+    note had asked for more runs of it all the same)."""
+    runs = (
+        _cell("fast", [1.0, 1.01, 0.99])
+        + _cell("twin", [1.002, 1.012, 0.992])
+        + _cell("noisy", [1.5, 2.5, 1.1])
+    )
+    (wall,) = [
+        t.plain() for t in ranking_tables(summarize_cells(runs)) if "by wall time" in t.title
+    ]
+    assert "fast ≈ twin: the same within 5% (the 95% interval of the difference" in wall
+    assert "fast ≈ twin: ~" not in wall
+    notes = [ln for ln in wall.splitlines() if ln.startswith("twin ≈ noisy: ~")]
+    assert len(notes) == 1 and "runs each would tell them apart or show them within 5%" in notes[0]
 
 
 def test_the_loop_runs_only_the_pending_cells_and_stops_when_none_is(
