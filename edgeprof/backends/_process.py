@@ -214,6 +214,21 @@ def end_workload(proc: Process | None, kill: Callable[[], None], warnings: list[
     proc.close()
 
 
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT})
+"""What stops edgeprof with a result and no leftovers: Ctrl-C, a kill, a closed terminal
+(SIGHUP), Ctrl-\\.  Left at their default, SIGHUP and SIGQUIT had ended edgeprof mid-run
+with the workload still running under init, 8 groups left behind and no ``result.json``."""
+
+
+def leave_stops_to_main_thread() -> None:
+    """Block :data:`STOP_SIGNALS` in the calling (helper) thread.  The kernel hands a
+    process's signal to any thread that does not block it, and Python runs its handler only
+    in the main thread: delivered to a helper thread, it would not wake the main thread
+    from its wait on the workload (seen: SIGINT, SIGINT, SIGTERM in a burst left edgeprof
+    waiting)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+
+
 def signal_pids(pids: Sequence[int], sig: int = signal.SIGKILL) -> None:
     """Signal each pid; never 0, 1, negative or edgeprof itself (a corrupt list is no licence
     to signal a process group or init)."""

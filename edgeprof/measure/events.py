@@ -32,13 +32,13 @@ import contextlib
 import math
 import os
 import select
-import signal
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 
 from ..backends._peak_reset import sampled_phase_peaks
+from ..backends._process import leave_stops_to_main_thread
 from ..backends.base import PeakReset
 from ..backends.owner import events_dir_prefix
 from ..errors import EdgeprofError
@@ -209,8 +209,7 @@ class EventChannel:
     # -- the reading thread --------------------------------------------------------------
 
     def _run(self) -> None:
-        # As the sampler's thread: signals to edgeprof must reach the main thread.
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        leave_stops_to_main_thread()
         try:
             while True:
                 ready = select.select([self._r, self._stop_r], [], [])[0]

@@ -19,12 +19,12 @@ import dataclasses
 import math
 import os
 import select
-import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..backends._process import leave_stops_to_main_thread
 from ..backends.nvml import GpuInfo, Nvml, Reading, reason_names
 from ..errors import EdgeprofError
 from ..model import GpuDevice, GpuPhase, GpuStats
@@ -317,7 +317,7 @@ class GpuWatch:
             self._writer.close()
 
     def _run(self) -> None:
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        leave_stops_to_main_thread()
         due = time.monotonic()
         try:
             while True:

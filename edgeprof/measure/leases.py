@@ -253,7 +253,7 @@ def acquire(
 
 
 class Interrupts(Protocol):
-    """The runner's SIGINT/SIGTERM guard: signals are recorded in ``received``, and raise
+    """The runner's stop-signal guard: signals are recorded in ``received``, and raise
     only inside ``armed()``."""
 
     received: int | None

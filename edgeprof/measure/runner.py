@@ -8,17 +8,13 @@ kill; samples give the time series, averages and the sampled peaks.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime as _dt
 import os
 import shutil
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import FrameType
 
 from ..backends import Backend, RunHandle, get_backend
 from ..errors import ConfigError, EdgeprofError, LimitError, UnsafeOutput
@@ -27,6 +23,7 @@ from ..model import (
     RunResult,
     RunSpec,
     Sample,
+    Termination,
     UserIds,
 )
 from ..names import check_env
@@ -39,6 +36,7 @@ from .gc import collect_before_run
 from .gpu import SAMPLE_COLUMNS as GPU_SAMPLE_COLUMNS
 from .gpu import GpuWatch
 from .gpu_select import check_selection, given_gpus, open_watch, undenied_warning
+from .interrupts import Interrupted, SignalGuard
 from .leases import lease_cores
 from .limits import (
     allowed_cpus,
@@ -65,10 +63,6 @@ class ResultNotSaved(EdgeprofError):
     def __init__(self, message: str, result: RunResult) -> None:
         super().__init__(message)
         self.result = result
-
-
-class Interrupted(BaseException):
-    """SIGINT or SIGTERM to edgeprof during a run: the run ends as ``interrupted``."""
 
 
 def profile(
@@ -176,94 +170,110 @@ def profile(
     try:
         gpu_env, gpu_ids, denied = given_gpus(selection, watch, on_host)
         user_env = {**gpu_env, **user_env}
-        # This block owns the lease: taken before anything exists, released after _run removed
-        # the group, on every path.  Ctrl-C stops a wait, holding nothing.
-        with _Interrupts() as interrupts:
+        # One guard from the lease to the result file: a signal outside the wait on the
+        # workload (a second Ctrl-C while the result is built and written) is recorded, not
+        # raised, so it cannot lose result.json (seen: SIGINT twice 5–20 ms apart left only
+        # samples.csv).  This block owns the lease: taken before anything exists, released
+        # after _run removed the group, on every path.  Ctrl-C stops a wait, holding nothing.
+        with SignalGuard() as interrupts:
             try:
                 lease = lease_cores(
                     be, applied, allowed if auto_pinned else None, cores_busy, on_wait, interrupts
                 )
             except Interrupted:
                 raise KeyboardInterrupt from None
-        try:
-            if lease is not None:
-                applied = dataclasses.replace(applied, cpuset=lease.cores)
-            # Last of the checks: it creates the directory, which a rejected input must not leave.
-            out = prepare_out_dir(Path(out_dir), OUT_FILES) if out_dir is not None else None
-            spec = RunSpec(
-                command=command,
-                limits=applied,
-                cpu_period_us=cpu_period_us(applied),
-                env={**thread_env(applied, os.environ if on_host else {}, user_env), **user_env},
-                cwd=work_dir,
-                stdout=stdout,
-                stderr=stderr,
-                cpuset_auto=auto_pinned,
-                image=image or be.image,
-                run_as=run_as,
-                reclaim=squeeze,
-                gpus=gpu_ids,
-                denied_devices=denied,
-            )
-            warnings = list(be.warnings())
-            if denied and not be.denies_devices:
-                warnings.append(undenied_warning(str(selection), be.name))
-            # Remove what runs whose edgeprof died left behind where this backend works.
-            warnings.extend(
-                f"cleaned up after a dead edgeprof run: {m}"
-                for m in collect_before_run(be.cleanup_scope())
-            )
-            # The workload's events pipe (edgeprof.phase/iteration/mark): an inherited
-            # descriptor for a child of this process, a bind-mounted FIFO for a container of
-            # a local daemon.
-            channel: EventChannel | None = None
-            if on_host:
-                channel = EventChannel()
-            elif be.accepts_events_fifo:
-                channel = EventChannel(fifo=True)
-            if channel is not None:
-                spec = dataclasses.replace(
-                    spec,
-                    env={**spec.env, **channel.env},
-                    pass_fds=channel.pass_fds,
-                    events_fifo=channel.fifo,
-                )
-            else:
-                spec = dataclasses.replace(
-                    spec, env={**spec.env, UNAVAILABLE_ENV: DOCKER_UNAVAILABLE}
-                )
             try:
-                if watch is not None:
-                    watch.limit = applied.memory if unified_memory else gpu_limit
-                    watch.unified = unified_memory
-                result = _run(
-                    be, spec, interval_s, timeout_s, kill_grace, out, name, warnings,
-                    channel=channel, gpu=watch,
-                )  # fmt: skip
-            finally:
+                if lease is not None:
+                    applied = dataclasses.replace(applied, cpuset=lease.cores)
+                # Last of the checks: it creates the directory, which a rejected input must
+                # not leave.
+                out = prepare_out_dir(Path(out_dir), OUT_FILES) if out_dir is not None else None
+                spec = RunSpec(
+                    command=command,
+                    limits=applied,
+                    cpu_period_us=cpu_period_us(applied),
+                    env={
+                        **thread_env(applied, os.environ if on_host else {}, user_env),
+                        **user_env,
+                    },
+                    cwd=work_dir,
+                    stdout=stdout,
+                    stderr=stderr,
+                    cpuset_auto=auto_pinned,
+                    image=image or be.image,
+                    run_as=run_as,
+                    reclaim=squeeze,
+                    gpus=gpu_ids,
+                    denied_devices=denied,
+                )
+                warnings = list(be.warnings())
+                if denied and not be.denies_devices:
+                    warnings.append(undenied_warning(str(selection), be.name))
+                # Remove what runs whose edgeprof died left behind where this backend works.
+                warnings.extend(
+                    f"cleaned up after a dead edgeprof run: {m}"
+                    for m in collect_before_run(be.cleanup_scope())
+                )
+                # The workload's events pipe (edgeprof.phase/iteration/mark): an inherited
+                # descriptor for a child of this process, a bind-mounted FIFO for a container of
+                # a local daemon.
+                channel: EventChannel | None = None
+                if on_host:
+                    channel = EventChannel()
+                elif be.accepts_events_fifo:
+                    channel = EventChannel(fifo=True)
                 if channel is not None:
-                    channel.close()
-        finally:
+                    spec = dataclasses.replace(
+                        spec,
+                        env={**spec.env, **channel.env},
+                        pass_fds=channel.pass_fds,
+                        events_fifo=channel.fifo,
+                    )
+                else:
+                    spec = dataclasses.replace(
+                        spec, env={**spec.env, UNAVAILABLE_ENV: DOCKER_UNAVAILABLE}
+                    )
+                try:
+                    if watch is not None:
+                        watch.limit = applied.memory if unified_memory else gpu_limit
+                        watch.unified = unified_memory
+                    result = _run(
+                        be, spec, interval_s, timeout_s, kill_grace, out, name, warnings,
+                        interrupts, channel=channel, gpu=watch,
+                    )  # fmt: skip
+                finally:
+                    if channel is not None:
+                        channel.close()
+            finally:
+                if lease is not None:
+                    lease.close()
             if lease is not None:
-                lease.close()
-        if lease is not None:
-            result = dataclasses.replace(result, lease=lease.record(chosen=auto_pinned))
-        if device is not None:
-            result = dataclasses.replace(result, device=device)
-        if out is not None:
-            try:
-                write_result(out / "result.json", result)
-            except (OSError, UnsafeOutput) as exc:  # the run is measured; only the file is missing
-                why = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
-                raise ResultNotSaved(
-                    f"the run ended ({result.termination.value}) but {out / 'result.json'} could "
-                    f"not be written: {why}",
-                    result,
-                ) from exc
+                result = dataclasses.replace(result, lease=lease.record(chosen=auto_pinned))
+            if device is not None:
+                result = dataclasses.replace(result, device=device)
+            if out is not None:
+                _save(out / "result.json", result)
+        if interrupts.received is not None and result.termination != Termination.INTERRUPTED:
+            # Stopped after the workload had ended: its result stands (and is written), and
+            # edgeprof stops as asked rather than go on to a sweep's next run.
+            raise KeyboardInterrupt
         return result
     finally:
         if watch is not None:
             watch.close()
+
+
+def _save(path: Path, result: RunResult) -> None:
+    """``result.json``; a failure to write it is :class:`ResultNotSaved`, which carries the
+    measured run (only the file is missing)."""
+    try:
+        write_result(path, result)
+    except (OSError, UnsafeOutput) as exc:
+        why = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+        raise ResultNotSaved(
+            f"the run ended ({result.termination.value}) but {path} could not be written: {why}",
+            result,
+        ) from exc
 
 
 def _check_cwd(cwd: str | Path | None) -> Path | None:
@@ -306,6 +316,7 @@ def _run(
     out: Path | None,
     name: str | None,
     warnings: list[str],
+    interrupts: SignalGuard,
     *,
     channel: EventChannel | None = None,
     gpu: GpuWatch | None = None,
@@ -321,7 +332,7 @@ def _run(
     interrupted = timed_out = False
     squeezer: Squeezer | None = None
     try:
-        with _Interrupts() as interrupts, be.launch(spec) as run:
+        with be.launch(spec) as run:
             sampler = Sampler(
                 run.sample,
                 interval=interval,
@@ -455,45 +466,3 @@ def _wait(run: RunHandle, timeout: float | None, grace: float) -> tuple[int | No
         run.kill()
         status = run.wait(None)
     return status, True
-
-
-class _Interrupts:
-    """SIGINT and SIGTERM to edgeprof during a run (main thread only).
-
-    While :meth:`armed` (waiting for the workload) the first signal raises
-    :class:`Interrupted`; outside it, and for any further signal, it is only recorded, so a
-    second Ctrl-C cannot cut the clean-up short and leave a group or a process behind.
-    """
-
-    def __init__(self) -> None:
-        self._armed = False
-        self.received: int | None = None
-        self._previous: dict[int, object] = {}
-
-    def __enter__(self) -> _Interrupts:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._previous[sig] = signal.signal(sig, self._handler)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, previous in self._previous.items():
-            signal.signal(sig, previous)  # type: ignore[arg-type]
-
-    def _handler(self, signum: int, frame: FrameType | None) -> None:
-        self.received = signum
-        if self._armed:
-            self._armed = False
-            raise Interrupted(signum)
-
-    @contextlib.contextmanager
-    def armed(self) -> Iterator[None]:
-        # A signal that came while the run was being set up (before the wait) was only
-        # recorded: acting on it now, or the run would go on until the workload ends by itself.
-        if self.received is not None:
-            raise Interrupted(self.received)
-        self._armed = True
-        try:
-            yield
-        finally:
-            self._armed = False

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import signal
 import threading
 import time
 from collections import deque
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from .. import outfiles
+from ..backends._process import leave_stops_to_main_thread
 from ..backends.base import BatchReader
 from ..errors import EdgeprofError
 from ..model import Counters, Sample
@@ -322,11 +322,7 @@ class Sampler:
                 break
 
     def _run(self) -> None:
-        # Signals to edgeprof must reach the main thread: the kernel hands a process-directed
-        # signal to any thread that does not block it, and a Python handler only runs in the
-        # main thread — blocked in poll() on the workload, it would never wake (seen: SIGINT,
-        # SIGINT, SIGTERM in a burst left edgeprof waiting).
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        leave_stops_to_main_thread()
         try:
             if self._batch is not None:
                 self._run_batch(self._batch)

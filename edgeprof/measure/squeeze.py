@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 import time
 
+from ..backends._process import leave_stops_to_main_thread
 from ..backends.base import Reclaim, ReclaimReading
 from ..errors import EdgeprofError
 from ..model import Squeeze
@@ -141,6 +142,7 @@ class Squeezer:
         self.controller.end()
 
     def _loop(self) -> None:
+        leave_stops_to_main_thread()
         c = self.controller
         due = time.monotonic()
         try:

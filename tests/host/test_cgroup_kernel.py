@@ -235,8 +235,13 @@ def test_samples_stream_to_disk_during_the_run(mechanism: str, tmp_path: Path) -
 
 @pytest.mark.parametrize(
     "sigs",
-    [[signal.SIGINT], [signal.SIGTERM], [signal.SIGINT, signal.SIGINT, signal.SIGTERM]],
-    ids=["SIGINT", "SIGTERM", "burst"],
+    [
+        [signal.SIGINT],
+        [signal.SIGTERM],
+        [signal.SIGHUP],  # a closed terminal: it had left the workload running, 8 groups
+        [signal.SIGINT, signal.SIGINT, signal.SIGTERM],
+    ],
+    ids=["SIGINT", "SIGTERM", "SIGHUP", "burst"],
 )
 def test_interrupt_kills_the_tree_and_still_reports(
     mechanism: str, tmp_path: Path, sigs: list[signal.Signals]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from edgeprof.backends import get_backend
 from edgeprof.cli.outcome import exit_code, runs_exit_code
 from edgeprof.errors import BackendError, BackendUnavailable, ConfigError, LimitError
 from edgeprof.measure.limits import THREAD_VARS
+from edgeprof.measure import runner
 from edgeprof.measure.runner import profile
 from edgeprof.model import Counters, Limits, RunResult, RunSpec, Sample, Termination
 from tests.fakes import FakeBackend, FakeRun, linear
@@ -126,17 +128,39 @@ def test_oom_takes_precedence_over_timeout() -> None:
     assert r.termination is Termination.OOM
 
 
-def test_workload_sigterm_to_edgeprof_interrupts_the_run() -> None:
+@pytest.mark.parametrize("sig", ["TERM", "HUP", "QUIT", "INT"])
+def test_workload_sigterm_to_edgeprof_interrupts_the_run(sig: str) -> None:
     # The workload signals its parent (this process) while edgeprof waits: the run ends as
     # "interrupted" and the rest of the workload is killed.  The handler is installed for
-    # the whole run, so the signal can never reach pytest's default handler.
+    # the whole run, so the signal can never reach pytest's default handler.  A closed
+    # terminal's SIGHUP and Ctrl-\'s SIGQUIT had ended edgeprof with the workload running.
     t = time.monotonic()
     r = profile(
-        ["sh", "-c", f"sleep 0.2; kill -TERM $PPID; sleep {SLEEP_S}"], backend=fake(), interval=0.01
+        ["sh", "-c", f"sleep 0.2; kill -{sig} $PPID; sleep {SLEEP_S}"], backend=fake(), interval=0.01
     )
     assert time.monotonic() - t < SLEEP_S / 2
     assert r.termination is Termination.INTERRUPTED
     assert r.signal == 9 and r.exit_code == 137  # killed by edgeprof's clean-up
+
+
+def test_a_signal_while_the_result_is_written_still_leaves_it_then_stops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second Ctrl-C 5–20 ms after the first landed while the result was being written
+    and lost ``result.json``: from the lease to that file the signal is only recorded, the
+    file is written, and edgeprof stops after it (no sweep goes on to its next run)."""
+    real_write = runner.write_result
+
+    def write_after_a_signal(path: Path, result: RunResult) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        real_write(path, result)
+
+    monkeypatch.setattr(runner, "write_result", write_after_a_signal)
+    with pytest.raises(KeyboardInterrupt):
+        profile(["true"], backend=fake(), interval=0.01, out_dir=tmp_path / "out")
+    saved = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert (saved["termination"], saved["exit_code"]) == ("exited", 0)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
 
 
 class InterruptingBackend(FakeBackend):

@@ -15,7 +15,7 @@ from ...model import Counters, RunSpec
 from ...units import CFS_PERIOD_US, cpu_quota_us, format_cpuset
 from ...workload.instrument import EVENTS_CONTAINER_PATH
 from .. import cgroupfs as fs
-from .._process import kill_members, signal_pids
+from .._process import kill_members, leave_stops_to_main_thread, signal_pids
 from .._systemd_scope import stop_unit
 from ..base import RunHandle
 from ..cgroupfs import CounterSet
@@ -160,8 +160,7 @@ class DockerRun(RunHandle):
         err_fd = 2 if spec.stderr is None else spec.stderr
 
         def pump() -> None:
-            # Leave SIGINT/SIGTERM to the main thread (see Sampler._run).
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+            leave_stops_to_main_thread()
             try:
                 for kind, data in stream:
                     os.write(err_fd if kind == 2 else out_fd, data)
