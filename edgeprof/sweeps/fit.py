@@ -163,8 +163,17 @@ class FitOutcome:
         return need is not None and (ceiling is None or need <= ceiling)
 
     def to_dict(self) -> dict[str, Any]:
-        ref = self.reference[-1]
         b = self.bounds
+        if not self.reference:  # interrupted before its first run ended: nothing measured
+            return {"name": self.label, "method": self.method, "command": None,
+                    "backend": None, "mechanism": None, "limits": None, "device": None,
+                    "metric": self.time.metric, "tolerance": self.tolerance,
+                    "margin": self.margin, "reference": None, "ceiling_bytes": b.ceiling,
+                    "resolution_bytes": None, "max_probes": 0, "probes": [],
+                    "min_memory_bytes": None, "recommended_bytes": None, "fits": False,
+                    "squeeze": None, "max_memory_need_bytes": self.budget, "gpu_bytes": None,
+                    "within_budget": None, "stopped": self.stopped}  # fmt: skip
+        ref = self.reference[-1]
         squeeze = ref.memory.squeeze
         return {
             "name": self.label,
@@ -335,7 +344,8 @@ def _fit_one(
         b = bounds(
             reference, ceiling, None if req.resolution is None else parse_size(req.resolution)
         )
-        time = median_time(reference)
+        # No reference at all: interrupted in its warm-up (median_time had raised IndexError).
+        time = median_time(reference) if reference else Timing("wall", 0.0)
         noise = spread(reference)
         bad = next((r for r in reference if not succeeded(r)), None)
         if bad is not None or not reference:

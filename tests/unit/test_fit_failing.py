@@ -184,3 +184,25 @@ def _fit_compare(
     code = main(["compare", str(base), str(cur)])
     out, err = capfd.readouterr()
     return code, out, err
+
+
+def test_a_fit_interrupted_before_its_first_unlimited_run_ends_as_interrupted(
+    capfd: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C in the reference's warm-up leaves no unlimited run: fit says it was interrupted
+    and exits 130, with its fit.json (it had ended in an IndexError traceback)."""
+    import edgeprof.sweeps.fit as fit_module
+    from edgeprof.sweeps.request import RunJob, RunOutcome
+    from edgeprof.sweeps.sweep import SweepResult
+
+    def interrupted(job: RunJob, **kw: object) -> RunOutcome:
+        return RunOutcome(SweepResult(job.plan, interrupted=True), [])
+
+    monkeypatch.setattr(fit_module, "execute", interrupted)
+    rc, out, err = _fit(capfd, "--backend", "fake", "--out", str(tmp_path / "f"), "--", "true")
+    assert rc == 130, (out, err)
+    assert "no search: the unlimited run ended: interrupted" in out
+    doc = json.loads((tmp_path / "f" / "fit.json").read_text())
+    assert (doc["stopped"], doc["reference"], doc["probes"]) == (
+        "the unlimited run ended: interrupted", None, []
+    )
