@@ -14,8 +14,8 @@ import pytest
 from edgeprof.backends import get_backend
 from edgeprof.cli.outcome import exit_code, runs_exit_code
 from edgeprof.errors import BackendError, BackendUnavailable, ConfigError, LimitError
-from edgeprof.measure.limits import THREAD_VARS
 from edgeprof.measure import runner
+from edgeprof.measure.limits import THREAD_VARS
 from edgeprof.measure.runner import profile
 from edgeprof.model import Counters, Limits, RunResult, RunSpec, Sample, Termination
 from tests.fakes import FakeBackend, FakeRun, linear
@@ -135,9 +135,8 @@ def test_workload_sigterm_to_edgeprof_interrupts_the_run(sig: str) -> None:
     # the whole run, so the signal can never reach pytest's default handler.  A closed
     # terminal's SIGHUP and Ctrl-\'s SIGQUIT had ended edgeprof with the workload running.
     t = time.monotonic()
-    r = profile(
-        ["sh", "-c", f"sleep 0.2; kill -{sig} $PPID; sleep {SLEEP_S}"], backend=fake(), interval=0.01
-    )
+    script = f"sleep 0.2; kill -{sig} $PPID; sleep {SLEEP_S}"
+    r = profile(["sh", "-c", script], backend=fake(), interval=0.01)
     assert time.monotonic() - t < SLEEP_S / 2
     assert r.termination is Termination.INTERRUPTED
     assert r.signal == 9 and r.exit_code == 137  # killed by edgeprof's clean-up
@@ -149,7 +148,7 @@ def test_a_signal_while_the_result_is_written_still_leaves_it_then_stops(
     """A second Ctrl-C 5–20 ms after the first landed while the result was being written
     and lost ``result.json``: from the lease to that file the signal is only recorded, the
     file is written, and edgeprof stops after it (no sweep goes on to its next run)."""
-    real_write = runner.write_result
+    from edgeprof.storage import write_result as real_write
 
     def write_after_a_signal(path: Path, result: RunResult) -> None:
         os.kill(os.getpid(), signal.SIGINT)
