@@ -111,7 +111,9 @@ class CgroupRun(RunHandle):
         return self._proc.wait(timeout)
 
     def members(self) -> list[int]:
-        return fs.parse_pids(fs.read_text(self._killer.members))
+        # With the groups under the run's: a process the workload moved into a group of its
+        # own is still the run's, to signal and to kill.
+        return fs.procs_under(self._killer.members)
 
     def terminate(self) -> None:
         signal_pids(self.members(), signal.SIGTERM)

@@ -192,15 +192,31 @@ def own_cgroups(proc_self_cgroup: Path = Path("/proc/self/cgroup")) -> dict[str,
     return out
 
 
+def subgroups(group: Path) -> list[Path]:
+    """The groups under ``group``, deepest first: a workload running as root may make its
+    own (one that did, and moved itself there, had left 16 directories behind and held
+    each removal for its full retry time, 9 s in all)."""
+    return [Path(root) / name for root, dirs, _ in os.walk(group, topdown=False) for name in dirs]
+
+
+def procs_under(procs: Path) -> list[int]:
+    """The pids of a ``cgroup.procs`` file's group and of every group under it."""
+    pids = parse_pids(read_text(procs))
+    for sub in subgroups(procs.parent):
+        pids.extend(parse_pids(read_optional(sub / procs.name) or ""))
+    return pids
+
+
 def remove_tree(dirs: Iterable[Path], attempts: int = 200) -> list[str]:
-    """rmdir each group (deepest first), retrying while exiting tasks still pin it.
+    """rmdir each group (deepest first) with the groups under it, retrying while exiting
+    tasks still pin one.
 
     Returns a message per group that could not be removed (empty list on success).
     """
     import time
 
     failures = []
-    for d in dirs:
+    for d in (g for top in dirs for g in [*subgroups(top), top]):
         for i in range(attempts):
             try:
                 os.rmdir(d)

@@ -127,6 +127,21 @@ def test_freezer_path_kills_the_tree_without_cgroup_kill(
     assert _gone(int(pidfile.read_text()))
 
 
+@pytest.mark.parametrize("disabled", [(), ("cgroup.kill",)], ids=["cgroup.kill", "freezer"])
+def test_groups_the_workload_made_under_its_own_are_killed_and_removed(
+    make_backend: type, tmp_path: Path, disabled: tuple[str, ...]
+) -> None:
+    """A root workload made a group under each of its run's groups and moved a child there:
+    the child is still the run's (killed), and its groups go with the run's (16 had been left
+    behind, each removal retried for its full second)."""
+    pidfile = tmp_path / "child.pid"
+    be = backend_for(make_backend, *disabled)
+    r = edgeprof.profile([PY, str(WORKLOADS / "own_subgroup.py"), str(pidfile)], backend=be)
+    assert (r.termination, r.exit_code) == (Termination.EXITED, 0), r.warnings
+    assert _gone(int(pidfile.read_text()))
+    assert not [w for w in r.warnings if "cannot remove cgroup" in w]
+
+
 def test_sampled_peak_when_the_kernel_has_no_high_water_mark(make_backend: type) -> None:
     peak_file = (
         "memory.peak"

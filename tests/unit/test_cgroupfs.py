@@ -214,10 +214,29 @@ def test_remove_tree_deepest_first(tmp_path: Path) -> None:
     assert not a.exists()
 
 
+def test_remove_tree_takes_the_groups_a_workload_made_under_its_own(tmp_path: Path) -> None:
+    """A workload running as root made ``child/grandchild`` under its run's group, and put a
+    process there: the removal takes them too (they had been left behind), and the run's
+    members include that process (to be killed with the rest)."""
+    top = tmp_path / "edgeprof-1-2-abc"
+    deep = top / "child" / "grandchild"
+    deep.mkdir(parents=True)
+    (top / "other").mkdir()
+    (top / "cgroup.procs").write_text("10\n")
+    (deep / "cgroup.procs").write_text("12\n13\n")
+    assert fs.subgroups(top)[0] == deep  # deepest first, as rmdir needs
+    assert set(fs.subgroups(top)) == {deep, deep.parent, top / "other"}
+    assert sorted(fs.procs_under(top / "cgroup.procs")) == [10, 12, 13]
+    for f in (top / "cgroup.procs", deep / "cgroup.procs"):
+        f.unlink()  # a real group's files go with it; a plain directory's do not
+    assert fs.remove_tree([top]) == []
+    assert not top.exists()
+
+
 def test_remove_tree_reports_what_it_cannot_remove(tmp_path: Path) -> None:
     d = tmp_path / "busy"
     d.mkdir()
-    (d / "child").mkdir()
+    (d / "a-file").write_text("")  # rmdir: not empty
     msgs = fs.remove_tree([d])
     assert len(msgs) == 1
     assert str(d) in msgs[0]
