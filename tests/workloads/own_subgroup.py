@@ -43,7 +43,7 @@ def main() -> None:
         own = group / "own"
         own.mkdir()
         for name in ("cpuset.cpus", "cpuset.mems"):  # a v1 cpuset takes no process without
-            if (group / name).exists():
+            if (own / name).exists():  # (v2 lists them only where the parent enables cpuset)
                 (own / name).write_text((group / name).read_text())
         (own / "cgroup.procs").write_text(str(child))
     Path(sys.argv[1]).write_text(str(child))
