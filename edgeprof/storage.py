@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -22,12 +23,19 @@ def prepare_out_dir(path: Path, names: Sequence[str] = ()) -> Path:
         outfiles.make_dirs(path)
         for name in names:
             outfiles.check_target(path / name)
-        probe = path / f".edgeprof-probe-{os.getpid()}"
-        os.close(outfiles.open_file(probe))
-        os.unlink(probe)
+        _probe(path)
     except OSError as exc:
         raise ConfigError(f"cannot write to output directory {path}: {exc.strerror}") from exc
     return path
+
+
+def _probe(directory: Path) -> None:
+    """Create a file in ``directory`` and remove it: the one proof that it takes new files.
+    ``os.access`` is no proof for root, who passes it everywhere: ``--summary /proc/version``
+    passed it, the run was made and written, and then its summary failed (ENOENT)."""
+    probe = directory / f".edgeprof-probe-{os.getpid()}"
+    os.close(outfiles.open_file(probe))
+    os.unlink(probe)
 
 
 def check_out_dir(path: Path) -> None:
@@ -40,15 +48,39 @@ def check_out_dir(path: Path) -> None:
         raise ConfigError(f"cannot write to output directory {path}: Not a directory")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise ConfigError(f"cannot write to output directory {path}: {existing} is not writable")
+    try:
+        _probe(existing)  # root passes os.access even where nothing can be made (/proc)
+    except OSError as exc:
+        raise ConfigError(f"cannot write to output directory {path}: {exc.strerror}") from exc
 
 
-def check_writable(path: Path) -> None:
-    """A file written at the end (a report, a calibration) can be: refused before the work."""
+def check_writable(path: Path, out: Path | None = None) -> None:
+    """A file written at the end (a report, a calibration) can be: refused before the work.
+    ``out``: the output directory the work makes first (``run --out``), so that a file in it,
+    or in a directory on its way, can be written once it exists (``--markdown o/t.md --out
+    o`` was refused as "o is not a writable directory" while ``o`` was not made yet)."""
     if path.is_dir():
         raise ConfigError(f"cannot write {path}: it is a directory")
-    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK):
-        raise ConfigError(f"cannot write {path}: {path.parent} is not a writable directory")
+    parent = path.parent
+    if not parent.is_dir():
+        if out is not None and _made_with(parent, out):
+            check_out_dir(out)
+            return
+        why = "is not a directory" if parent.exists() else "does not exist"
+        raise ConfigError(f"cannot write {path}: {parent} {why}")
+    if not os.access(parent, os.W_OK):
+        raise ConfigError(f"cannot write {path}: {parent} is not a writable directory")
     outfiles.check_target(path)
+    try:
+        _probe(parent)
+    except OSError as exc:
+        raise outfiles.as_error(path, exc) from exc
+
+
+def _made_with(directory: Path, out: Path) -> bool:
+    """Whether making ``out`` (with its missing parents) makes ``directory``."""
+    made = Path(os.path.abspath(out))
+    return Path(os.path.abspath(directory)) in (made, *made.parents)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -87,12 +119,30 @@ def read_result(path: Path) -> RunResult:
 
 def read_json(path: Path, what: str = "") -> Any:
     """The JSON in ``path``; every failure (unreadable, not UTF-8, not JSON, nested deeper than
-    Python recurses, a number of 4300+ digits) is a :class:`ConfigError`."""
+    Python recurses, a number of 4300+ digits, ``NaN`` or ``Infinity``) is a
+    :class:`ConfigError`."""
     try:
-        return json.loads(path.read_text())
+        return json.loads(path.read_text(), parse_constant=_no_constant, parse_float=_finite)
     except (OSError, ValueError, RecursionError) as exc:
         why = "nested too deeply" if isinstance(exc, RecursionError) else exc
         raise ConfigError(f"cannot read {what}{path}: {why}") from exc
+
+
+def _no_constant(name: str) -> Any:
+    """``NaN``, ``Infinity`` and ``-Infinity`` are not JSON, though Python's reader takes them
+    (and edgeprof never writes one): refused here, the boundary, where the file is named.
+    Read as numbers they crashed ``report`` and ``compare`` far from it (a ``sweep.json``
+    run's ``wall_s: NaN``: ``statistics.stdev``'s AttributeError; ``-Infinity``: ``math
+    domain error``), after ``report --out`` had made its directory."""
+    raise ValueError(f"{name} is not a finite number")
+
+
+def _finite(text: str) -> float:
+    """A JSON number too large for a float (``1e999``) reads as infinity: refused as well."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} is not a finite number")
+    return value
 
 
 #: ``sweep.json``: every run of a sweep (each a full result dict) plus the per-cell statistics.

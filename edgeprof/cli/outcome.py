@@ -7,13 +7,22 @@ Exit codes: the workload's own (128+N when killed by signal N, as a shell report
 ``edgeprof: error: …`` on stderr; 3 for a budget breach (``run``) or a regression
 (``compare``) when nothing else failed: an interruption or a failed workload takes precedence,
 being the more basic failure (the budget checks are still printed and written).
+
+Standard output that goes away is an outcome too (:class:`_Stdout`): a reader that leaves
+(``edgeprof run … | head -1``: a broken pipe) changes nothing, the command finishes and
+exits with its own code; any other failure to write it (``>/dev/full``) is one error line,
+exit 2; a closed one (``>&-``) is written nowhere.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import io
+import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from ..errors import EdgeprofError
 from . import EXIT_BUDGET, EXIT_ERROR, EXIT_INTERRUPTED
@@ -51,11 +60,84 @@ def runs_exit_code(results: Sequence[RunResult], breached: bool = False) -> int:
 
 def guarded(command: Callable[[], int]) -> int:
     """``command``'s exit code; edgeprof's errors as one line on stderr (2), an interruption
-    of edgeprof itself as 130."""
+    of edgeprof itself as 130; standard output as :class:`_Stdout` makes it."""
+    out = _Stdout(sys.stdout)
+    saved, sys.stdout = sys.stdout, cast(TextIO, out)
     try:
-        return command()
+        try:
+            code = command()
+        finally:
+            out.flush()  # what is still buffered fails here, not at the interpreter's exit
     except EdgeprofError as exc:
         print(f"edgeprof: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    finally:
+        sys.stdout = saved
+    if out.failure is not None:
+        why = out.failure.strerror or out.failure
+        print(f"edgeprof: error: cannot write to standard output: {why}", file=sys.stderr)
+        return EXIT_ERROR
+    return code
+
+
+class _Stdout:
+    """``sys.stdout`` while a command runs.
+
+    A broken pipe is the reader leaving (``edgeprof run … | head -1``), not a failure of the
+    command: its result files are written, and a CI gate that pipes the table must pass or
+    fail on the workload, not on the pager.  So the rest of the output is dropped and the
+    command runs to its end (its exit code, its JUnit and summary files).  Measured before:
+    ``run … | true`` exited 1 with a BrokenPipeError traceback, although the workload exited
+    0.  Any other error (``>/dev/full``: ENOSPC, a traceback and exit 1 before) drops the
+    rest too and makes the exit 2, one line.  A closed standard output (``>&-``: Python's
+    ``sys.stdout`` is then ``None``, and ``run`` failed on ``None.isatty()``) is not a
+    terminal and takes nothing.
+
+    Once a write has failed, the descriptor is pointed at ``/dev/null``, as Python's docs on
+    SIGPIPE advise: whatever the interpreter still holds is flushed there at exit, not into
+    a second error ("Exception ignored … BrokenPipeError", exit 120).  CPython 3.11 here
+    drops a buffer whose flush failed, so this is for the interpreters that keep it."""
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self._stream = stream
+        self._dropped = stream is None
+        self.failure: OSError | None = None
+        """The first error other than a broken pipe."""
+
+    def write(self, text: str) -> int:
+        if not self._dropped:
+            try:
+                cast(TextIO, self._stream).write(text)
+            except OSError as exc:
+                self._drop(exc)
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._dropped:
+            try:
+                cast(TextIO, self._stream).flush()
+            except OSError as exc:
+                self._drop(exc)
+
+    def isatty(self) -> bool:
+        return self._stream is not None and not self._dropped and self._stream.isatty()
+
+    def fileno(self) -> int:
+        if self._stream is None:
+            raise io.UnsupportedOperation("standard output is closed")
+        return self._stream.fileno()
+
+    def __getattr__(self, name: str) -> Any:  # encoding, errors, buffer …: the stream's
+        return getattr(self._stream, name)
+
+    def _drop(self, exc: OSError) -> None:
+        self._dropped = True
+        if exc.errno != errno.EPIPE and self.failure is None:
+            self.failure = exc
+        with contextlib.suppress(AttributeError, OSError, ValueError):  # no descriptor: none
+            fd = cast(TextIO, self._stream).fileno()
+            null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+            os.dup2(null, fd)
+            os.close(null)

@@ -44,6 +44,14 @@ CONTEXT_SETTINGS = {"allow_interspersed_args": False}
 """Everything after COMMAND is the command's own: ``run -- python x.py --cpus 2``."""
 
 
+def _directory(text: str) -> Path:
+    """``--out``: an empty name is refused, not read as ``Path("")``, which is ``.``: ``--out
+    ""`` wrote result.json and samples.csv into the current directory, exit 0."""
+    if not text:
+        raise typer.BadParameter("an empty name is no directory (--out . is this one)")
+    return Path(text)
+
+
 def run(
     command: Annotated[
         list[str] | None,
@@ -86,7 +94,10 @@ def run(
     env: EnvItems = None,
     cwd: WorkDir = None,
     out: Annotated[
-        Path | None, typer.Option(help="Write result.json and samples.csv into this directory.")
+        Path | None,
+        typer.Option(
+            help="Write result.json and samples.csv into this directory.", parser=_directory
+        ),
     ] = None,
     json_out: Annotated[
         bool,

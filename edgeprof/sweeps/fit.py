@@ -40,6 +40,7 @@ from ..units import parse_size
 from .request import (
     RunJob,
     RunRequest,
+    check_count,
     check_host,
     execute,
     open_backend,
@@ -222,6 +223,8 @@ def plan_fit(req: FitRequest) -> tuple[RunJob, int | None]:
         raise ConfigError("edgeprof fit chooses its own runs: use its --repeat, not run's")
     if req.repeat is not None and req.repeat < 1:
         raise ConfigError(f"--repeat {req.repeat}: must be at least 1")
+    if req.repeat is not None:
+        check_count(req.repeat, "--repeat")
     if req.resolution is not None:
         parse_size(req.resolution)
     if req.max_need is not None:

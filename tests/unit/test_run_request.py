@@ -68,7 +68,7 @@ def test_bad_requests_are_refused_by_the_plan(request_: RunRequest, message: str
 
 
 def test_outputs_that_cannot_be_written_are_refused_first(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="is not a writable directory"):
+    with pytest.raises(ConfigError, match="missing does not exist"):
         plan_run(RunRequest(command=("true",)), [tmp_path / "missing" / "x.md"])
     with pytest.raises(ConfigError, match="it is a directory"):
         plan_run(RunRequest(command=("true",)), [tmp_path])

@@ -29,6 +29,8 @@ def _kind(p: Any) -> str:
         return "list"
     if getattr(p, "is_flag", False):
         return "flag"
+    if getattr(getattr(p.type, "func", None), "__name__", "") == "_directory":
+        return "path"  # --out: read as a path by edgeprof.cli.run._directory, "" refused
     return {"IntParamType": "int", "TyperPath": "path"}.get(type(p.type).__name__, "str")
 
 

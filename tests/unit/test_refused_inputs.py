@@ -1,0 +1,243 @@
+"""Bad input found by an audit of the CLI, each refused in one line (exit 2) before anything
+is made or run: non-finite numbers in result files, absurd run counts, output files that
+cannot be written (``--summary /proc/version``), empty ``--out``/``--interval``/``--timeout``.
+
+Every workload here leaves a ``ran`` marker, so that "nothing ran" is seen, not assumed."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from edgeprof.cli import main
+from edgeprof.errors import ConfigError
+from edgeprof.storage import read_json
+from edgeprof.sweeps.request import MAX_RUNS, RunRequest, plan_run
+
+from .conftest import make_result
+
+WORKLOAD = ["--", "sh", "-c", "touch ran"]
+
+
+def _sweep(path: Path, wall: str | None = None) -> Path:
+    """A ``sweep.json`` of three runs; ``wall``: the first run's ``wall_s`` as JSON text."""
+    runs = [make_result(wall_s=1.5 + 0.01 * i).to_dict() for i in range(3)]
+    text = json.dumps({"schema": "edgeprof-sweep/1", "runs": runs})
+    if wall is not None:
+        text = text.replace('"wall_s": 1.5,', f'"wall_s": {wall},', 1)
+    path.mkdir()
+    (path / "sweep.json").write_text(text)
+    return path
+
+
+def _only(capsys: pytest.CaptureFixture[str]) -> str:
+    """stderr, which must be one line."""
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    return err
+
+
+# -- A: NaN and infinities in result files --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("wall", "name"),
+    [("NaN", "NaN"), ("Infinity", "Infinity"), ("-Infinity", "-Infinity"), ("1e999", "1e999")],
+)
+@pytest.mark.parametrize("command", ["report", "compare", "report --out"])
+def test_a_result_file_with_a_non_finite_number_is_refused_by_name(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    wall: str,
+    name: str,
+    command: str,
+) -> None:
+    """Measured before: exit 1, ``AttributeError: 'float' object has no attribute
+    'numerator'`` (``statistics.stdev``) or ``ValueError: math domain error``, and
+    ``report --out R`` left an empty ``R``."""
+    monkeypatch.chdir(tmp_path)
+    _sweep(Path("base"))
+    _sweep(Path("bad"), wall)
+    args = {
+        "report": ["report", "bad"],
+        "compare": ["compare", "base", "bad"],
+        "report --out": ["report", "bad", "--out", "R"],
+    }[command]
+    assert main(args) == 2
+    line = f"edgeprof: error: cannot read result bad/sweep.json: {name} is not a finite number\n"
+    assert _only(capsys) == line
+    assert sorted(os.listdir()) == ["bad", "base"]
+
+
+def test_read_json_takes_finite_numbers_only(tmp_path: Path) -> None:
+    f = tmp_path / "r.json"
+    f.write_text('{"a": [1.5, -2e300, 0]}')
+    assert read_json(f) == {"a": [1.5, -2e300, 0]}
+    f.write_text('{"a": [1.5, NaN]}')
+    with pytest.raises(ConfigError, match=r"r\.json: NaN is not a finite number$"):
+        read_json(f)
+
+
+# -- B: absurd run counts --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "line"),
+    [
+        (["--repeat", "99999999999"], "--repeat 99999999999: must be at most 100000"),
+        (["--warmup", "99999999999"], "--warmup 99999999999: must be at most 100000"),
+        (
+            ["--repeat", "auto", "--max-runs", "99999999999"],
+            "--max-runs 99999999999: must be at most 100000",
+        ),
+    ],
+)
+def test_absurd_counts_are_refused_before_anything_is_made(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    options: list[str],
+    line: str,
+) -> None:
+    """Measured before: ``--repeat 99999999999``: a MemoryError traceback making the sweep's
+    rounds, and an empty ``badout`` left."""
+    monkeypatch.chdir(tmp_path)
+    args = ["run", "--backend", "fake", *options, "--out", "badout", *WORKLOAD]
+    assert main(args) == 2
+    assert _only(capsys) == f"edgeprof: error: {line}\n"
+    assert os.listdir() == []
+
+
+def test_fits_absurd_repeat_is_refused_before_anything_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fit's own ``--repeat``: a MemoryError traceback before, and ``badout/reference``
+    left."""
+    monkeypatch.chdir(tmp_path)
+    args = ["fit", "--backend", "fake", "--repeat", "99999999999", "--out", "badout", *WORKLOAD]
+    assert main(args) == 2
+    assert _only(capsys) == "edgeprof: error: --repeat 99999999999: must be at most 100000\n"
+    assert os.listdir() == []
+
+
+def test_a_recipe_with_absurd_shards_is_refused_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Measured before: over 60 s and 3.9 GB.  A part is a set of rounds, so the bound on
+    ``--repeat`` bounds the parts."""
+    monkeypatch.chdir(tmp_path)
+    run = ["--cpus", "1", "--memory", "1g", "--repeat", "99999999999"]
+    args = ["recipe", "slurm", "--shards", "99999999999", "--out", "r", "--", *run, *WORKLOAD]
+    assert main(args) == 2
+    assert _only(capsys) == "edgeprof: error: --repeat 99999999999: must be at most 100000\n"
+    assert os.listdir() == []
+
+
+def test_the_bound_itself_is_a_plan() -> None:
+    job = plan_run(RunRequest(command=("true",), repeat=MAX_RUNS, warmup=MAX_RUNS))
+    assert job.plan.repeat == job.plan.warmup == MAX_RUNS
+    with pytest.raises(ConfigError, match=f"--repeat {MAX_RUNS + 1}: must be at most"):
+        plan_run(RunRequest(command=("true",), repeat=MAX_RUNS + 1))
+
+
+# -- D: end-of-run files checked before the run ----------------------------------------------
+
+
+@pytest.mark.parametrize("option", ["--summary", "--markdown", "--junit", "--html"])
+def test_an_end_of_run_file_that_cannot_be_made_is_refused_before_the_run(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    option: str,
+) -> None:
+    """``/proc`` takes no new file, yet root passes ``os.access`` there.  Measured before (as
+    root): the workload ran, ``badout`` was written, then exit 2 with ``cannot write
+    /proc/version: No such file or directory``."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--backend", "fake", option, "/proc/version", "--out", "badout",
+                 *WORKLOAD]) == 2  # fmt: skip
+    why = "No such file or directory" if os.geteuid() == 0 else "/proc is not a writable directory"
+    assert _only(capsys) == f"edgeprof: error: cannot write /proc/version: {why}\n"
+    assert os.listdir() == []
+
+
+def test_plots_where_nothing_can_be_made_are_refused_before_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("matplotlib")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--backend", "fake", "--plots", "/proc/p", *WORKLOAD]) == 2
+    why = "No such file or directory" if os.geteuid() == 0 else "/proc is not writable"
+    assert _only(capsys) == f"edgeprof: error: cannot write to output directory /proc/p: {why}\n"
+    assert os.listdir() == []
+
+
+@pytest.mark.parametrize("out", ["badout", "a/badout"])
+def test_a_file_in_the_out_directory_the_run_makes_is_accepted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, out: str
+) -> None:
+    """Measured before: ``--markdown badout/t.md --out badout`` was refused as "badout is not
+    a writable directory" while ``badout`` was not made yet."""
+    monkeypatch.chdir(tmp_path)
+    md = str(Path(out).parent / "t.md") if "/" in out else f"{out}/t.md"
+    assert main(["run", "--backend", "fake", "--markdown", md, "--out", out, *WORKLOAD]) == 0
+    assert Path(md).read_text().startswith("|") and (Path(out) / "result.json").is_file()
+
+
+def test_a_file_in_a_directory_nothing_makes_says_it_does_not_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = ["run", "--backend", "fake", "--markdown", "o/x/t.md", "--out", "o", *WORKLOAD]
+    assert main(args) == 2
+    assert _only(capsys) == "edgeprof: error: cannot write o/x/t.md: o/x does not exist\n"
+    assert os.listdir() == []
+
+
+# -- E: empty values ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "line"),
+    [
+        ("--out", "Invalid value for '--out': an empty name is no directory (--out . is this one)"),
+        ("--interval", "invalid sampling interval '': expected seconds, e.g. 0.1, 250ms, 2m"),
+        ("--timeout", "invalid timeout '': expected seconds, e.g. 0.1, 250ms, 2m"),
+    ],
+)
+def test_an_empty_value_is_refused(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    option: str,
+    line: str,
+) -> None:
+    """Measured before: ``--out ""`` wrote result.json and samples.csv into the current
+    directory, exit 0; ``--interval ""`` ran at the default interval."""
+    monkeypatch.chdir(tmp_path)
+    for args in ([option, ""], [f"{option}="]):
+        assert main(["run", "--backend", "fake", *args, *WORKLOAD]) == 2
+        assert _only(capsys) == f"edgeprof: error: {line}\n"
+        assert os.listdir() == []
+
+
+@pytest.mark.parametrize("field", ["interval", "timeout"])
+def test_the_plan_refuses_an_empty_time_before_a_template_fills_it(
+    tmp_path: Path, field: str
+) -> None:
+    """An env.template's SAMPLETIME stood in for ``--interval ""``: refused first."""
+    template = tmp_path / "env.template"
+    template.write_text("SCRIPT=infer.py\nSAMPLETIME=0.5\n")
+    for request in (RunRequest(command=("true",)), RunRequest(environment=template)):
+        empty = (
+            dataclasses.replace(request, interval="")
+            if field == "interval"
+            else (dataclasses.replace(request, timeout=""))
+        )
+        with pytest.raises(ConfigError, match="''"):
+            plan_run(empty)
