@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 from ..analysis.metrics import STAT_METRICS
 from ..analysis.sweepfile import cell_dicts, sweep_dict
 from ..model import RunResult
-from ..storage import write_json_atomic, write_text_atomic
+from ..storage import write_output
 from .summary import markdown_summary
 
 RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {
@@ -93,14 +94,14 @@ def write_exports(out: Path, runs: Sequence[RunResult], sweep_json: bool = True)
     """``sweep.json`` (unless the sweep wrote its own), ``runs.csv``, ``cells.csv`` and
     ``report.md`` in ``out``; returns the paths written."""
     written = []
-    if sweep_json:
-        write_json_atomic(out / "sweep.json", sweep_dict(runs))
+    if sweep_json:  # each file a ConfigError line when it cannot be written (a full disk)
+        write_output(out / "sweep.json", json.dumps(sweep_dict(runs), indent=2) + "\n")
         written.append(out / "sweep.json")
     for name, text in (
         ("runs.csv", runs_csv(runs)),
         ("cells.csv", cells_csv(runs)),
         ("report.md", markdown_summary(runs)),
     ):
-        write_text_atomic(out / name, text)
+        write_output(out / name, text)
         written.append(out / name)
     return written

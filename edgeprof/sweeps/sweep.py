@@ -263,7 +263,13 @@ class _Checkpoint:
 
     def _write(self) -> None:
         start = time.monotonic()
-        write_text_atomic(self._path, self._pieces())
+        try:
+            write_text_atomic(self._path, self._pieces())
+        except OSError as exc:  # a full disk: one line, not a traceback from the sweep's loop
+            raise ConfigError(
+                f"cannot write {self._path}: {exc.strerror or exc}; each finished run's "
+                "result.json is in its own directory"
+            ) from exc
         self._unsaved = False
         took = time.monotonic() - start
         self._next = start + took + max(self.MIN_GAP_S, 10 * took)
@@ -398,7 +404,8 @@ def run_sweep(
                 break
     except BaseException:
         if checkpoint is not None:
-            with contextlib.suppress(OSError):  # the error under way is the one to report
+            # The error under way is the one to report.
+            with contextlib.suppress(OSError, ConfigError):
                 checkpoint.close()
         raise
     if checkpoint is not None:

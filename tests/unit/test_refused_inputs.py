@@ -241,3 +241,50 @@ def test_the_plan_refuses_an_empty_time_before_a_template_fills_it(
         )
         with pytest.raises(ConfigError, match="''"):
             plan_run(empty)
+
+
+def test_a_full_disk_under_a_sweep_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """sweep.json on a full disk (a 28 KiB tmpfs): an OSError traceback from the sweep's
+    loop before; now one line, exit 2, and each run's result.json where it was written."""
+    import errno
+
+    from edgeprof.sweeps import sweep as sweep_module
+
+    def full(path: Path, pieces: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(sweep_module, "write_text_atomic", full)
+    out = tmp_path / "o"
+    assert main(["run", "--backend", "fake", "-m", "a,b", "--out", str(out), *WORKLOAD]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == (
+        f"edgeprof: error: cannot write {out / 'sweep.json'}: No space left on device; each "
+        "finished run's result.json is in its own directory"
+    )
+    assert [ln for ln in err if "error" in ln or "Traceback" in ln] == err[-1:]
+    assert (out / "a" / "1" / "result.json").is_file()
+
+
+def test_report_out_on_a_full_disk_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``report SWEEP --out R`` on a full disk (an 8 KiB tmpfs): an OSError traceback
+    before; now one line naming the file, exit 2."""
+    import errno
+
+    from edgeprof import outfiles
+
+    sweep = tmp_path / "s"
+    assert main(["run", "--backend", "fake", "-m", "a,b", "--out", str(sweep), *WORKLOAD]) == 0
+    capsys.readouterr()
+
+    def full(path: Path, data: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(outfiles, "write_atomic", full)
+    out = tmp_path / "r"
+    assert main(["report", str(sweep), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"edgeprof: error: cannot write {out / 'sweep.json'}: No space left on device\n"
