@@ -8,6 +8,7 @@ kill; samples give the time series, averages and the sampled peaks.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as _dt
 import os
@@ -17,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ..backends import Backend, RunHandle, get_backend
-from ..errors import ConfigError, EdgeprofError, LimitError, UnsafeOutput
+from ..errors import ConfigError, EdgeprofError, LaunchError, LimitError, UnsafeOutput
 from ..model import (
     Limits,
     RunResult,
@@ -186,7 +187,8 @@ def profile(
                 if lease is not None:
                     applied = dataclasses.replace(applied, cpuset=lease.cores)
                 # Last of the checks: it creates the directory, which a rejected input must
-                # not leave.
+                # not leave (nor a workload that cannot start: removed below).
+                made = [] if out_dir is None else _missing(Path(out_dir))
                 out = prepare_out_dir(Path(out_dir), OUT_FILES) if out_dir is not None else None
                 spec = RunSpec(
                     command=command,
@@ -241,6 +243,11 @@ def profile(
                         be, spec, interval_s, timeout_s, kill_grace, out, name, warnings,
                         interrupts, channel=channel, gpu=watch,
                     )  # fmt: skip
+                except LaunchError:
+                    for d in made:  # the deepest first; only while empty
+                        with contextlib.suppress(OSError):
+                            d.rmdir()
+                    raise
                 finally:
                     if channel is not None:
                         channel.close()
@@ -261,6 +268,17 @@ def profile(
     finally:
         if watch is not None:
             watch.close()
+
+
+def _missing(path: Path) -> list[Path]:
+    """``path`` and its parents that do not exist yet, the deepest first: what making it
+    makes."""
+    out = []
+    for p in (path.absolute(), *path.absolute().parents):
+        if p.exists():
+            break
+        out.append(p)
+    return out
 
 
 def _save(path: Path, result: RunResult) -> None:
@@ -322,17 +340,23 @@ def _run(
     gpu: GpuWatch | None = None,
 ) -> RunResult:
     columns = Sample.columns() + (list(GPU_SAMPLE_COLUMNS) if gpu is not None else [])
-    writer = SampleWriter(out / "samples.csv", columns=columns) if out is not None else None
-    if out is not None and gpu is None:
-        # An earlier run's readings would sit beside this run's files as if they were its own
-        # (prepare_out_dir refused a link there: this removes a plain file or nothing).
-        (out / "gpu.csv").unlink(missing_ok=True)
+    writer: SampleWriter | None = None
     stats = SeriesStats() if channel is None else channel.stats()
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
     interrupted = timed_out = False
     squeezer: Squeezer | None = None
     try:
         with be.launch(spec) as run:
+            # The files are made once the workload has started: one that cannot (the
+            # interpreter its #! line names is missing) had left a header-only samples.csv
+            # beside an earlier run's result.json.
+            if out is not None:
+                writer = SampleWriter(out / "samples.csv", columns=columns)
+                if gpu is None:
+                    # An earlier run's readings would sit beside this run's files as if they
+                    # were its own (prepare_out_dir refused a link there: this removes a
+                    # plain file or nothing).
+                    (out / "gpu.csv").unlink(missing_ok=True)
             sampler = Sampler(
                 run.sample,
                 interval=interval,

@@ -13,7 +13,13 @@ import pytest
 
 from edgeprof.backends import get_backend
 from edgeprof.cli.outcome import exit_code, runs_exit_code
-from edgeprof.errors import BackendError, BackendUnavailable, ConfigError, LimitError
+from edgeprof.errors import (
+    BackendError,
+    BackendUnavailable,
+    ConfigError,
+    LaunchError,
+    LimitError,
+)
 from edgeprof.measure import runner
 from edgeprof.measure.limits import THREAD_VARS
 from edgeprof.measure.runner import profile
@@ -493,3 +499,22 @@ def test_peak_cpu_is_never_below_the_exact_average() -> None:
     assert _peak_pct(43.3, 43.5) == 43.5  # sampled windows vs the exact whole-run average
     assert _peak_pct(120.0, 43.5) == 120.0
     assert _peak_pct(None, 43.5) == 43.5 and _peak_pct(None, None) is None
+
+
+def test_a_workload_that_cannot_start_changes_no_file(tmp_path: Path) -> None:
+    """The interpreter its #! line names is missing: one error, and the output directory
+    left as it was (it had got a header-only samples.csv beside an earlier run's
+    result.json), or not made at all."""
+    script = tmp_path / "bad"
+    script.write_text("#!/nonexistent/interp\n")
+    script.chmod(0o755)
+    new = tmp_path / "new" / "o"
+    with pytest.raises(LaunchError, match="the interpreter its #! line names was not found"):
+        profile([str(script)], backend=fake(), interval=0.01, out_dir=new)
+    assert not (tmp_path / "new").exists()
+    old = tmp_path / "old"
+    profile(["true"], backend=fake(), interval=0.01, out_dir=old)
+    before = {p.name: p.read_bytes() for p in old.iterdir()}
+    with pytest.raises(LaunchError):
+        profile([str(script)], backend=fake(), interval=0.01, out_dir=old)
+    assert {p.name: p.read_bytes() for p in old.iterdir()} == before
