@@ -29,6 +29,40 @@ def prepare_out_dir(path: Path, names: Sequence[str] = ()) -> Path:
     return path
 
 
+class DirLock:
+    """An exclusive hold on an output directory while a run or a sweep writes it: a second
+    edgeprof given the same ``--out`` meanwhile is refused in one line.  Two runs into one
+    directory had both exited 0, one's ``result.json`` beside a ``samples.csv`` holding the
+    other's rows, then a blank line, then its own.
+
+    ``flock`` on the directory's own descriptor (``O_CLOEXEC``, never the workload's): no
+    lock file is left behind, and the kernel drops the hold with the descriptor, so a
+    SIGKILLed edgeprof holds nothing."""
+
+    def __init__(self, directory: Path) -> None:
+        import fcntl  # POSIX only, as the rest of the output code
+
+        self._fd: int | None = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.close()
+            raise ConfigError(
+                f"{directory} is being written by another edgeprof run: give each run its own --out"
+            ) from None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> DirLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def _probe(directory: Path) -> None:
     """Create a file in ``directory`` and remove it: the one proof that it takes new files.
     ``os.access`` is no proof for root, who passes it everywhere: ``--summary /proc/version``

@@ -28,7 +28,7 @@ from ..model import (
     UserIds,
 )
 from ..names import check_env
-from ..storage import prepare_out_dir, write_result
+from ..storage import DirLock, prepare_out_dir, write_result
 from ..units import parse_duration, parse_memory_limit
 from ..workload.instrument import GPU_MEMORY_ENV
 from .assemble import build_result
@@ -176,7 +176,8 @@ def profile(
         # raised, so it cannot lose result.json (seen: SIGINT twice 5–20 ms apart left only
         # samples.csv).  This block owns the lease: taken before anything exists, released
         # after _run removed the group, on every path.  Ctrl-C stops a wait, holding nothing.
-        with SignalGuard() as interrupts:
+        # The output directory's hold (DirLock) lasts to its result.json.
+        with SignalGuard() as interrupts, contextlib.ExitStack() as holds:
             try:
                 lease = lease_cores(
                     be, applied, allowed if auto_pinned else None, cores_busy, on_wait, interrupts
@@ -190,6 +191,8 @@ def profile(
                 # not leave (nor a workload that cannot start: removed below).
                 made = [] if out_dir is None else _missing(Path(out_dir))
                 out = prepare_out_dir(Path(out_dir), OUT_FILES) if out_dir is not None else None
+                if out is not None:
+                    holds.enter_context(DirLock(out))
                 spec = RunSpec(
                     command=command,
                     limits=applied,

@@ -31,7 +31,7 @@ from ..measure.runner import OUT_FILES, profile
 from ..model import Limits, RunResult, Termination
 from ..names import check_name
 from ..outfiles import check_target
-from ..storage import prepare_out_dir, write_text_atomic
+from ..storage import DirLock, prepare_out_dir, write_text_atomic
 
 
 @dataclass(frozen=True)
@@ -363,6 +363,21 @@ def run_sweep(
         for step in plan.steps():  # a link planted in a run's directory: refused before any run
             for name in OUT_FILES:
                 check_target(run_dir(out, plan, step) / name)
+    if out is None or plan.is_single:
+        return _sweep(plan, be, out, on_start, on_result, profile_options)
+    with DirLock(out):  # sweep.json is this sweep's alone
+        return _sweep(plan, be, out, on_start, on_result, profile_options)
+
+
+def _sweep(
+    plan: SweepPlan,
+    be: Backend,
+    out: Path | None,
+    on_start: Callable[[Step], None] | None,
+    on_result: Callable[[Step, RunResult], None] | None,
+    profile_options: Mapping[str, Any] | None,
+) -> SweepResult:
+    """:func:`run_sweep`'s loop, once its directory is checked and held."""
     opts = dict(profile_options or {})
     result = SweepResult(plan)
     checkpoint = None if out is None or plan.is_single else _Checkpoint(out / "sweep.json", result)

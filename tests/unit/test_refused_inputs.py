@@ -288,3 +288,23 @@ def test_report_out_on_a_full_disk_is_one_line(
     assert main(["report", str(sweep), "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert err == f"edgeprof: error: cannot write {out / 'sweep.json'}: No space left on device\n"
+
+
+def test_a_second_run_into_an_out_directory_being_written_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two runs given one --out at once had both exited 0, one's result.json beside a
+    samples.csv of the other's rows, a blank line, then its own.  While a run (or a sweep)
+    holds the directory, another is one line, exit 2, and writes nothing there."""
+    from edgeprof.storage import DirLock
+
+    out = tmp_path / "same"
+    out.mkdir()
+    for args in (["run"], ["run", "-m", "a,b"]):
+        with DirLock(out):  # what the first edgeprof holds while it writes
+            assert main([*args, "--backend", "fake", "--out", str(out), *WORKLOAD]) == 2
+        line = f"edgeprof: error: {out} is being written by another edgeprof run: give each "
+        assert capsys.readouterr().err == line + "run its own --out\n"
+        assert os.listdir(out) == []
+    assert main(["run", "--backend", "fake", "--out", str(out), *WORKLOAD]) == 0  # released
+    assert sorted(os.listdir(out)) == ["result.json", "samples.csv"]
