@@ -256,6 +256,7 @@ def test_a_full_disk_under_a_sweep_is_one_line(
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(sweep_module, "write_text_atomic", full)
+    monkeypatch.chdir(tmp_path)  # the workload's marker
     out = tmp_path / "o"
     assert main(["run", "--backend", "fake", "-m", "a,b", "--out", str(out), *WORKLOAD]) == 2
     err = capsys.readouterr().err.splitlines()
@@ -276,6 +277,7 @@ def test_report_out_on_a_full_disk_is_one_line(
 
     from edgeprof import outfiles
 
+    monkeypatch.chdir(tmp_path)  # the workload's marker
     sweep = tmp_path / "s"
     assert main(["run", "--backend", "fake", "-m", "a,b", "--out", str(sweep), *WORKLOAD]) == 0
     capsys.readouterr()
@@ -291,13 +293,14 @@ def test_report_out_on_a_full_disk_is_one_line(
 
 
 def test_a_second_run_into_an_out_directory_being_written_is_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Two runs given one --out at once had both exited 0, one's result.json beside a
     samples.csv of the other's rows, a blank line, then its own.  While a run (or a sweep)
     holds the directory, another is one line, exit 2, and writes nothing there."""
     from edgeprof.storage import DirLock
 
+    monkeypatch.chdir(tmp_path)
     out = tmp_path / "same"
     out.mkdir()
     for args in (["run"], ["run", "-m", "a,b"]):
@@ -305,6 +308,6 @@ def test_a_second_run_into_an_out_directory_being_written_is_refused(
             assert main([*args, "--backend", "fake", "--out", str(out), *WORKLOAD]) == 2
         line = f"edgeprof: error: {out} is being written by another edgeprof run: give each "
         assert capsys.readouterr().err == line + "run its own --out\n"
-        assert os.listdir(out) == []
+        assert os.listdir(out) == [] and not Path("ran").exists()
     assert main(["run", "--backend", "fake", "--out", str(out), *WORKLOAD]) == 0  # released
     assert sorted(os.listdir(out)) == ["result.json", "samples.csv"]
