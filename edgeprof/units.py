@@ -80,6 +80,9 @@ def parse_size(text: str) -> int:
             "g or t (binary multiples, as Docker's --memory), e.g. 512m or 1.5g"
         )
     whole, frac = m.group(1).lstrip("0"), m.group(2) or ""
+    if frac.strip("0") and m.group(3).lower() in ("", "b"):
+        # "--max-peak-memory 1.5" had become a 1-byte budget: a unit was surely meant.
+        raise ConfigError(f"invalid size {shown(text)}: a byte has no fraction (1.5m? 1.5g?)")
     too_big = f"invalid size {shown(text)}: must be below 8 EiB (2**63 bytes)"
     if len(whole) > len(str(MAX_SIZE)):  # before int(): Python refuses 4300+ digits
         raise ConfigError(too_big)

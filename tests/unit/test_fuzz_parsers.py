@@ -18,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from edgeprof.backends.docker import DockerOptions, parse_docker_args
+from edgeprof.errors import ConfigError
 from edgeprof.model import Limits
 from edgeprof.names import check_name
 from edgeprof.sweeps import envtemplate
@@ -87,7 +88,10 @@ def test_sizes_round_trip_exactly(n: int, power: int) -> None:
     if whole:
         unit = "bkmgt"[power]
         assert parse_size(f"{whole}{unit}") == whole << (10 * power)
-        if (2 * whole + 1) << (10 * power) <= 2 * MAX_SIZE:  # half a unit more: the floor
+        if not power:  # a fraction of a byte is refused: "1.5" was a 1-byte budget
+            with pytest.raises(ConfigError, match="a byte has no fraction"):
+                parse_size(f"{whole}.5{unit}")
+        elif (2 * whole + 1) << (10 * power) <= 2 * MAX_SIZE:  # half a unit more: the floor
             assert parse_size(f"{whole}.5{unit}") == (2 * whole + 1) << (10 * power) >> 1
 
 
