@@ -71,6 +71,19 @@ def test_bad_budget_is_an_error_before_anything_runs(
     assert not marker.exists()
 
 
+def test_a_budget_file_that_names_only_a_model_that_did_not_run_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No check at all (its one model a typo): the warning had been printed only beside
+    checks, so such a gate passed in silence."""
+    budgets = tmp_path / "budgets.yml"
+    budgets.write_text("models:\n  typo:\n    wall: 1s\n")
+    assert main([*RUN, "--budgets", str(budgets), "-m", "a,b", "--", "true"]) == 0
+    out, err = capsys.readouterr()
+    assert "Budgets (" not in out
+    assert f"edgeprof: warning: {budgets} budgets typo, which did not run" in err
+
+
 def test_budget_file_summary_junit_and_step_summary(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
