@@ -40,13 +40,13 @@ from ..units import parse_size
 from .request import (
     RunJob,
     RunRequest,
-    check_count,
     check_host,
     execute,
     open_backend,
     plan_run,
     require_reclaim,
 )
+from .run_options import check_count
 from .sweep import safe_dir
 
 

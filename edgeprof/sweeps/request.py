@@ -32,7 +32,7 @@ from ..errors import ConfigError, CoresBusy, LimitError
 from ..measure.gpu_select import check_gpus, check_selection
 from ..measure.leases import CORES_BUSY
 from ..measure.privilege import workload_user
-from ..measure.runner import DEFAULT_INTERVAL_S, MIN_INTERVAL_S, check_command
+from ..measure.runner import DEFAULT_INTERVAL_S, check_command
 from ..measure.squeeze import INTERVAL_S as SQUEEZE_INTERVAL_S
 from ..model import RunResult, UserIds
 from ..names import check_name
@@ -40,15 +40,13 @@ from ..outfiles import check_target, keep_root
 from ..storage import check_writable
 from ..units import (
     parse_cpu_period,
-    parse_duration,
-    parse_fraction,
     parse_memory_limit,
     parse_pids,
 )
 from . import envtemplate
 from .envtemplate import EnvTemplate
+from .run_options import check_count, check_times, parse_shard, repeats
 from .sweep import (
-    AutoRepeat,
     Step,
     SweepPlan,
     SweepResult,
@@ -239,7 +237,8 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     ``outputs`` are the files the caller writes after the run: one that cannot be written is
     refused now, not after the runs.
     """
-    _check_times(request)  # before a template's SAMPLETIME takes the place of ""
+    # Before a template's SAMPLETIME takes the place of "".
+    check_times(request.interval, request.timeout)
     req, device_warnings = _with_device(request)
     req, tpl, warnings = _from_template(req)
     warnings = device_warnings + warnings
@@ -265,7 +264,7 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
         req = dataclasses.replace(req, gpus=check_selection(req.gpus))
     if req.gpu_memory is not None:
         parse_memory_limit(req.gpu_memory)  # a bad size: one line before anything
-    repeat, auto = _repeats(req)
+    repeat, auto = repeats(req.repeat, req.min_runs, req.max_runs, req.target)
     plan = SweepPlan(
         command=req.command,
         models=tuple(model_names(req.models, req.model_file)),
@@ -295,70 +294,6 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
 
         cal = load_calibration(req.calibration)
     return RunJob(req, plan, budgets, cal, tpl, tuple(warnings), device=req.device)
-
-
-MAX_RUNS = 100_000
-"""The most runs per cell that ``--repeat``, ``--warmup`` and ``--max-runs`` may ask for,
-and so the most parts a sweep splits into (``--shard I/N``, ``recipe --shards``: a part is
-a set of rounds).  Far above any real use: a run of ``/bin/true`` costs ~0.24 s here, so
-100 000 runs of one cell take ~7 hours.  A sweep's plan (one step per run) is made before
-anything starts: 100 000 measured and 100 000 warm-up rounds of one cell took 0.8 s and
-93 MB here, while ``--repeat 99999999999`` died of a MemoryError (after making ``--out``)
-and ``recipe --shards 99999999999`` ran past 60 s and 3.9 GB."""
-
-
-def check_count(value: int, option: str) -> int:
-    """``value`` if it is at most :data:`MAX_RUNS`; a :class:`ConfigError` naming ``option``
-    otherwise, before anything is made (the least is each option's: :class:`SweepPlan`)."""
-    if value > MAX_RUNS:
-        raise ConfigError(f"{option} {value}: must be at most {MAX_RUNS}")
-    return value
-
-
-def _check_times(req: RunRequest) -> None:
-    """``--interval`` and ``--timeout`` as the runner reads them, refused now: an empty
-    ``--interval ""`` was taken for no option (the default interval), while ``--timeout ""``
-    was refused."""
-    if req.interval is not None:
-        interval = parse_duration(req.interval, "sampling interval")
-        if interval < MIN_INTERVAL_S:
-            raise ConfigError(f"sampling interval {interval:g}s is below the minimum of 1ms")
-    if req.timeout is not None:
-        parse_duration(req.timeout, "timeout")
-
-
-def parse_shard(text: str) -> tuple[int, int]:
-    """``"2/3"`` → (2, 3); the range is :class:`SweepPlan`'s to check."""
-    index, slash, count = text.strip().partition("/")
-    try:
-        if not slash:
-            raise ValueError
-        return int(index), int(count)
-    except ValueError:
-        raise ConfigError(f"--shard {text}: expected I/N, e.g. 2/3") from None
-
-
-def _repeats(req: RunRequest) -> tuple[int, AutoRepeat | None]:
-    """``--repeat N``, or ``--repeat auto`` with its bounds and precision."""
-    if isinstance(req.repeat, str) and req.repeat.strip().lower() == "auto":
-        default = AutoRepeat()
-        auto = AutoRepeat(
-            min_runs=default.min_runs if req.min_runs is None else req.min_runs,
-            max_runs=default.max_runs if req.max_runs is None else req.max_runs,
-            target=default.target
-            if req.target is None
-            else parse_fraction(req.target, "--target", 1),
-        )
-        return check_count(auto.max_runs, "--max-runs"), auto
-    given = [n for n, v in (("--min-runs", req.min_runs), ("--max-runs", req.max_runs),
-                            ("--target", req.target)) if v is not None]  # fmt: skip
-    if given:
-        raise ConfigError(f"{given[0]} goes with --repeat auto")
-    try:
-        repeat = int(req.repeat)
-    except ValueError:
-        raise ConfigError(f"--repeat {req.repeat}: expected a number of runs or auto") from None
-    return check_count(repeat, "--repeat"), None
 
 
 def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:

@@ -16,7 +16,8 @@ import pytest
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.storage import read_json
-from edgeprof.sweeps.request import MAX_RUNS, RunRequest, plan_run
+from edgeprof.sweeps.request import RunRequest, plan_run
+from edgeprof.sweeps.run_options import MAX_RUNS
 
 from .conftest import make_result
 
