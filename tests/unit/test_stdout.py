@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from edgeprof.cli import main
+from tests.conftest import require
 
 REPO = Path(__file__).resolve().parents[2]
 FULL = "edgeprof: error: cannot write to standard output: No space left on device\n"
@@ -78,10 +79,15 @@ def test_a_closed_standard_output_takes_nothing(
     assert capsys.readouterr().err == "" and sys.stdout is None
 
 
-def _cli(args: list[str], stdout: Any, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    launcher = REPO / "tests" / "fake_edgeprof.py"  # edgeprof's CLI with the fake registered
+LAUNCHER = REPO / "tests" / "fake_edgeprof.py"  # edgeprof's CLI with the fake registered
+
+
+def _cli(
+    args: list[str], stdout: Any, tmp_path: Path, argv: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``edgeprof ARGS`` through the launcher, or ``argv`` as given (a shell around it)."""
     return subprocess.run(
-        [sys.executable, str(launcher), *args],
+        argv or [sys.executable, str(LAUNCHER), *args],
         stdout=stdout,
         stderr=subprocess.PIPE,
         text=True,
@@ -106,8 +112,8 @@ def test_a_closed_pipe_keeps_the_exit_code_and_says_nothing(tmp_path: Path, code
     assert (tmp_path / "p" / "result.json").is_file()
 
 
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
 def test_dev_full_is_one_line(tmp_path: Path) -> None:
+    require(os.path.exists("/dev/full"), "no /dev/full")
     with open("/dev/full", "w") as full:
         done = _cli(_run(0), full, tmp_path)
     assert (done.returncode, done.stderr) == (2, FULL)
@@ -115,14 +121,6 @@ def test_dev_full_is_one_line(tmp_path: Path) -> None:
 
 def test_a_closed_descriptor_takes_nothing(tmp_path: Path) -> None:
     r"""``edgeprof devices >&-``: the CLI's descriptor 1 is closed."""
-    launcher = REPO / "tests" / "fake_edgeprof.py"
-    done = subprocess.run(
-        ["sh", "-c", '"$0" "$1" devices >&-; echo "rc=$?" >&2', sys.executable, str(launcher)],
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=120,
-        check=False,
-    )
+    shell = ["sh", "-c", '"$0" "$1" devices >&-; echo "rc=$?" >&2', sys.executable, str(LAUNCHER)]
+    done = _cli([], None, tmp_path, argv=shell)
     assert done.stderr == "rc=0\n"
