@@ -46,8 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: every edgeprof error and usage error is one line on stderr, exit 2."""
     args = sys.argv[1:] if argv is None else list(argv)
     if args == ["--version"]:  # the app's eager option prints the same line
-        print(f"edgeprof {__version__}")
-        return 0
+        from .outcome import guarded  # its standard output too: ">/dev/full" is one line
+
+        return guarded(lambda: print(f"edgeprof {__version__}") or 0)
     if args[:1] == ["run"]:
         from .runargs import parse
 

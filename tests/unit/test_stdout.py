@@ -116,7 +116,9 @@ def test_dev_full_is_one_line(tmp_path: Path) -> None:
     require(os.path.exists("/dev/full"), "no /dev/full")
     with open("/dev/full", "w") as full:
         done = _cli(_run(0), full, tmp_path)
+        version = _cli(["--version"], full, tmp_path)  # answered before typer: a traceback
     assert (done.returncode, done.stderr) == (2, FULL)
+    assert (version.returncode, version.stderr) == (2, FULL)
 
 
 def test_a_closed_descriptor_takes_nothing(tmp_path: Path) -> None:
