@@ -39,7 +39,11 @@ class SignalGuard:
     def __enter__(self) -> SignalGuard:
         if threading.current_thread() is threading.main_thread():
             for sig in sorted(STOP_SIGNALS):
-                self._previous[sig] = signal.signal(sig, self._handler)
+                # An ignored signal stays ignored: nohup's SIGHUP, the SIGINT a
+                # non-interactive shell's background job ignores (taken over, a run under
+                # nohup would have ended at logout, and a background job at Ctrl-C).
+                if signal.getsignal(sig) is not signal.SIG_IGN:
+                    self._previous[sig] = signal.signal(sig, self._handler)
         return self
 
     def __exit__(self, *exc: object) -> None:

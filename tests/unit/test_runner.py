@@ -518,3 +518,16 @@ def test_a_workload_that_cannot_start_changes_no_file(tmp_path: Path) -> None:
     with pytest.raises(LaunchError):
         profile([str(script)], backend=fake(), interval=0.01, out_dir=old)
     assert {p.name: p.read_bytes() for p in old.iterdir()} == before
+
+
+def test_an_ignored_stop_signal_stays_ignored() -> None:
+    """Under nohup SIGHUP is ignored, and a non-interactive shell's background job ignores
+    SIGINT: a run there must not end at logout or at the terminal's Ctrl-C."""
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        script = "sleep 0.2; kill -HUP $PPID; sleep 0.3"
+        r = profile(["sh", "-c", script], backend=fake(), interval=0.01)
+        assert (r.termination, r.exit_code) == (Termination.EXITED, 0)
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
