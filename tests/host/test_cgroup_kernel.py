@@ -281,6 +281,9 @@ def test_interrupt_kills_the_tree_and_still_reports(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=REPO,
+        # Signals this suite's caller ignores (nohup's SIGHUP) stay ignored in edgeprof, as
+        # they should: set to their default for the edgeprof under test.
+        preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL) for s in set(sigs)] and None,
     )
     # Interrupt once the grandchild has spun 0.15 s of its own CPU (its marker file), not
     # after a fixed sleep that a loaded machine may not fill.
