@@ -288,6 +288,10 @@ class DeviceSetting:
         return {v: str(self.device.cores) for v in THREAD_VARS}
 
 
+LEAST_CPUS = 0.01
+"""The smallest ``--cpus`` (:func:`edgeprof.units.parse_cpus`): a slower device is run at it."""
+
+
 def share_of(cores: int, speed: float) -> tuple[float, bool]:
     """The ``--cpus`` of ``cores`` device cores at ``speed`` (a host core = 1): ``cores ×
     speed``, capped at ``cores`` (a faster core cannot be emulated); and whether it was
@@ -295,7 +299,7 @@ def share_of(cores: int, speed: float) -> tuple[float, bool]:
     wanted = cores * speed
     if wanted > cores:
         return float(cores), True
-    return max(round(wanted, 3), 0.01), False
+    return max(round(wanted, 3), LEAST_CPUS), False
 
 
 def device_setting(device: Device, host: HostInfo | None = None) -> DeviceSetting:
@@ -313,6 +317,12 @@ def device_setting(device: Device, host: HostInfo | None = None) -> DeviceSettin
     elif isinstance(device.speed, float):
         cpus, capped = share_of(cores, device.speed)
         how = "speed"
+        if cores * device.speed < LEAST_CPUS:
+            warnings.append(
+                f"{name}: {cores} cores at speed {device.speed:g} are "
+                f"{cores * device.speed:.3g} CPUs, below the least share edgeprof sets "
+                f"({LEAST_CPUS:g}): the run is faster than the device"
+            )
     elif device.speed == CALIBRATED:
         assert device.calibration is not None  # the parser requires it
         cpus, capped, warn = _calibrated_share(device, device.calibration, host)
@@ -357,7 +367,12 @@ def _calibrated_share(
         )
     share = cal.speed.host_cpus
     capped = share > device.cores
-    return (float(device.cores) if capped else max(round(share, 3), 0.01)), capped, warnings
+    if share < LEAST_CPUS:
+        warnings.append(
+            f"{device.name}: calibration {path} implies {share:.3g} CPUs, below the least share "
+            f"edgeprof sets ({LEAST_CPUS:g}): the run is faster than the device"
+        )
+    return (float(device.cores) if capped else max(round(share, 3), LEAST_CPUS)), capped, warnings
 
 
 def describe_speed(device: Device) -> str:
