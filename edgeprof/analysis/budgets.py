@@ -276,6 +276,8 @@ def load_budget_file(path: Path) -> Budgets:
         for k, v in node.value:
             if not isinstance(k, yaml.ScalarNode):
                 raise ConfigError(f"{where(k)}: a key must be plain text")
+            if any(str(k.value) == seen for seen, _, _ in out):  # YAML keeps the last, silently
+                raise ConfigError(f"{where(k)}: {what}: the key {k.value!r} is given twice")
             out.append((str(k.value), k, v))
         return out
 

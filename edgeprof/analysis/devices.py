@@ -138,8 +138,10 @@ def parse_catalog(path: Path, text: str | None = None) -> dict[str, Device]:
     type or size is a :class:`ConfigError` naming the file, the entry and the key."""
     import yaml
 
+    from ..yamlfile import safe_load as strict_yaml
+
     try:
-        data = yaml.safe_load(path.read_text() if text is None else text)
+        data = strict_yaml(path.read_text() if text is None else text)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"device catalog {path}: cannot read it: {exc}") from exc
     except (yaml.YAMLError, ValueError) as exc:  # ValueError: an int() of 4300+ digits

@@ -39,6 +39,7 @@ from .. import storage as files
 from ..errors import ConfigError
 from ..measure.latency import percentile
 from ..units import format_cpuset
+from ..yamlfile import safe_load as strict_yaml
 
 SCHEMA = "edgeprof-layers/1"
 GRANULARITIES = ("children", "blocks", "leaves")
@@ -274,7 +275,7 @@ def load(path: Path) -> LayerResults:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from exc
     try:
-        data = yaml.safe_load(text)
+        data = strict_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""

@@ -352,3 +352,29 @@ def test_device_names(name: str) -> None:
     got = accepted(resolve_device, name, None, HOST, environ={})
     if not isinstance(got, Refused):
         assert got.device.name == name and got.memory == got.device.memory
+
+
+TWICE = [
+    ("budgets.yml", "default:\n  wall: 1s\n  wall: 10s\n", ":3: default: the key 'wall'"),
+    ("budgets.yml", "models:\n  a: {wall: 1s}\n  a: {wall: 9s}\n", ":3: models: the key 'a'"),
+    ("devices.yml", "devices:\n  b: {cores: 1, memory: 1g}\n  b: {cores: 2, memory: 1g}\n",
+     "the key 'b'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "text", "line"), TWICE)
+def test_a_key_given_twice_in_a_yaml_file_is_refused(
+    tmp_path: Path, name: str, text: str, line: str
+) -> None:
+    """PyYAML keeps the last of a key given twice in silence: a budget of 1 s then 10 s gated
+    on 10 s. Refused by name and line."""
+    from edgeprof.analysis.budgets import load_budget_file
+    from edgeprof.analysis.devices import parse_catalog
+    from edgeprof.errors import ConfigError
+
+    path = tmp_path / name
+    path.write_text(text)
+    load = load_budget_file if name == "budgets.yml" else parse_catalog
+    with pytest.raises(ConfigError) as info:
+        load(path)
+    assert line + " is given twice" in str(info.value) and "\n" not in str(info.value)

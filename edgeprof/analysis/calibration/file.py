@@ -194,8 +194,10 @@ def load_calibration(path: Path) -> Calibration:
     """Read a calibration file; each fit is recomputed from its points."""
     import yaml
 
+    from ...yamlfile import safe_load as strict_yaml
+
     try:
-        data = yaml.safe_load(path.read_text())
+        data = strict_yaml(path.read_text())
     except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError, RecursionError) as exc:
         # ValueError: an integer of 4300+ digits; RecursionError: nested deeper than Python
         # recurses.  A YAML error's text spans lines (it draws the spot): one line here.
