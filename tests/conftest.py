@@ -6,6 +6,7 @@ import functools
 import importlib
 import json
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -19,6 +20,15 @@ HANG_S = 600.0
 """The backstop of a wait that ends on an event (a file written, a process ended): it bounds
 a hang, never a speed.  Three edgeprof runs starting at once in a TCG guest, its host core
 shared with stress-ng, took over 60 s to reach their workloads."""
+
+# The suite's Ctrl-C tests are a user's Ctrl-C at a terminal.  A suite started in the
+# background of a non-interactive shell (`.ci/run &`, a CI runner's step) inherits SIGINT and
+# SIGQUIT ignored, and edgeprof rightly leaves an ignored stop signal ignored, as Python
+# does: the dispositions a foreground process has, for this process and the edgeprof
+# processes it starts (a handler becomes the default across exec; "ignored" would be kept).
+for _sig in (signal.SIGINT, signal.SIGQUIT):
+    if signal.getsignal(_sig) is signal.SIG_IGN:
+        signal.signal(_sig, signal.default_int_handler if _sig == signal.SIGINT else signal.SIG_DFL)
 
 # The suite runs its workloads as root and has them write into root's temporary directories.
 # Under `sudo make test`, edgeprof would drop them to the sudo user (edgeprof.measure.privilege):
