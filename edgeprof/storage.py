@@ -138,6 +138,12 @@ def write_output(path: Path, data: str | bytes) -> None:
         raise outfiles.as_error(path, exc) from exc
 
 
+def write_json_output(path: Path, data: Any) -> None:
+    """:func:`write_json_atomic` for a report's file: a failure is one :class:`ConfigError`
+    line naming it (:func:`write_output`)."""
+    write_output(path, json.dumps(data, indent=2) + "\n")
+
+
 def write_result(path: Path, result: RunResult) -> None:
     write_json_atomic(path, result.to_dict())
 

@@ -58,6 +58,9 @@ def timing(r: RunResult) -> Timing:
 
 
 def median_time(runs: Sequence[RunResult]) -> Timing:
+    """The runs' median time; no runs (a fit interrupted in its first warm-up): 0 s of wall."""
+    if not runs:
+        return Timing("wall", 0.0)
     metric = timing(runs[0]).metric
     return Timing(metric, statistics.median(timing(r).seconds for r in runs))
 

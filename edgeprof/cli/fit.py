@@ -105,7 +105,7 @@ def fit_cmd(
     """
     from ..outfiles import check_target
     from ..report.fit import render_fit
-    from ..storage import prepare_out_dir, write_output
+    from ..storage import prepare_out_dir, write_json_output
     from ..sweeps.fit import FitRequest, fit, open_fit, plan_fit
     from ..sweeps.request import RunRequest
     from ..units import parse_fraction
@@ -175,9 +175,7 @@ def fit_cmd(
     data = [o.to_dict() for o in outcomes]
     doc = data[0] if len(data) == 1 else {"fits": data}
     if out is not None:
-        write_output(
-            prepare_out_dir(out, ("fit.json",)) / "fit.json", json.dumps(doc, indent=2) + "\n"
-        )
+        write_json_output(prepare_out_dir(out, ("fit.json",)) / "fit.json", doc)
     if plot is not None:
         from ..report.plots import plot_fit
 

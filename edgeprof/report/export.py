@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 from ..analysis.metrics import STAT_METRICS
 from ..analysis.sweepfile import cell_dicts, sweep_dict
 from ..model import RunResult
-from ..storage import write_output
+from ..storage import write_json_output, write_output
 from .summary import markdown_summary
 
 RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {
@@ -95,7 +94,7 @@ def write_exports(out: Path, runs: Sequence[RunResult], sweep_json: bool = True)
     ``report.md`` in ``out``; returns the paths written."""
     written = []
     if sweep_json:  # each file a ConfigError line when it cannot be written (a full disk)
-        write_output(out / "sweep.json", json.dumps(sweep_dict(runs), indent=2) + "\n")
+        write_json_output(out / "sweep.json", sweep_dict(runs))
         written.append(out / "sweep.json")
     for name, text in (
         ("runs.csv", runs_csv(runs)),

@@ -22,7 +22,7 @@ from ..storage import (
     load_fits,
     load_runs,
     prepare_out_dir,
-    write_output,
+    write_json_output,
 )
 from .calibration import render_predictions
 from .ci_summary import change_dicts, render_compare_plain, render_compare_summary, write_summaries
@@ -150,8 +150,9 @@ def merge_saved(
             check_writable(path)
     merged = merge_shards(paths)
     target = prepare_out_dir(out, ("sweep.json",))
-    merged_dict = sweep_dict(merged.runs, merged.extra(), merged.run_dicts)
-    write_output(target / "sweep.json", json.dumps(merged_dict, indent=2) + "\n")
+    write_json_output(
+        target / "sweep.json", sweep_dict(merged.runs, merged.extra(), merged.run_dicts)
+    )
     write_exports(target, merged.runs, sweep_json=False)
     count = merged.shards[0].count
     stdout.write(f"edgeprof: merged {count} shards ({len(merged.runs)} runs) into {target}\n")

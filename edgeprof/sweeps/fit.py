@@ -165,29 +165,24 @@ class FitOutcome:
 
     def to_dict(self) -> dict[str, Any]:
         b = self.bounds
-        if not self.reference:  # interrupted before its first run ended: nothing measured
-            return {"name": self.label, "method": self.method, "command": None,
-                    "backend": None, "mechanism": None, "limits": None, "device": None,
-                    "metric": self.time.metric, "tolerance": self.tolerance,
-                    "margin": self.margin, "reference": None, "ceiling_bytes": b.ceiling,
-                    "resolution_bytes": None, "max_probes": 0, "probes": [],
-                    "min_memory_bytes": None, "recommended_bytes": None, "fits": False,
-                    "squeeze": None, "max_memory_need_bytes": self.budget, "gpu_bytes": None,
-                    "within_budget": None, "stopped": self.stopped}  # fmt: skip
-        ref = self.reference[-1]
-        squeeze = ref.memory.squeeze
+        # No reference: interrupted before its first run ended, so nothing of a run to give.
+        ref = self.reference[-1] if self.reference else None
+        squeeze = None if ref is None else ref.memory.squeeze
+        at_peak = None if ref is None else ref.memory.at_peak
         return {
             "name": self.label,
             "method": self.method,
-            "command": list(ref.command),
-            "backend": ref.backend,
-            "mechanism": ref.mechanism,
-            "limits": ref.limits.describe(),
-            "device": ref.device,
+            "command": None if ref is None else list(ref.command),
+            "backend": None if ref is None else ref.backend,
+            "mechanism": None if ref is None else ref.mechanism,
+            "limits": None if ref is None else ref.limits.describe(),
+            "device": None if ref is None else ref.device,
             "metric": self.time.metric,
             "tolerance": self.tolerance,
             "margin": self.margin,
-            "reference": {
+            "reference": None
+            if ref is None
+            else {
                 "time_s": self.time.seconds,
                 "noise": self.noise,
                 "wall_s": [r.wall_s for r in self.reference],
@@ -195,9 +190,7 @@ class FitOutcome:
                 "exit_code": ref.exit_code,
                 "peak_bytes": b.peak,
                 "floor_bytes": b.floor,
-                "at_peak": None
-                if ref.memory.at_peak is None
-                else dataclasses.asdict(ref.memory.at_peak),
+                "at_peak": None if at_peak is None else dataclasses.asdict(at_peak),
             },
             "ceiling_bytes": b.ceiling,
             "resolution_bytes": b.resolution,
@@ -347,8 +340,7 @@ def _fit_one(
         b = bounds(
             reference, ceiling, None if req.resolution is None else parse_size(req.resolution)
         )
-        # No reference at all: interrupted in its warm-up (median_time had raised IndexError).
-        time = median_time(reference) if reference else Timing("wall", 0.0)
+        time = median_time(reference)
         noise = spread(reference)
         bad = next((r for r in reference if not succeeded(r)), None)
         if bad is not None or not reference:
@@ -403,7 +395,7 @@ def _one_run(
     if on_step is not None:
         on_step(label, None, None, done)
     b = bounds(done, ceiling, None)
-    time = median_time(done) if done else Timing("wall", 0.0)
+    time = median_time(done)
     r = done[0] if done else None
     if r is None or not succeeded(r) or r.memory.squeeze is None:
         if r is None:
