@@ -131,10 +131,7 @@ def profile(
     """
     limits = limits or Limits()
     command = tuple(command)
-    interval_s = parse_duration(interval, "sampling interval")
-    if interval_s < MIN_INTERVAL_S:
-        raise ConfigError(f"sampling interval {interval_s:g}s is below the minimum of 1ms")
-    timeout_s = None if timeout is None else parse_duration(timeout, "timeout")
+    interval_s, timeout_s = parse_times(interval, timeout)
     user_env = dict(env or {})
     for k, v in user_env.items():
         check_env(k, v)
@@ -271,6 +268,19 @@ def profile(
     finally:
         if watch is not None:
             watch.close()
+
+
+def parse_times(
+    interval: float | str | None, timeout: float | str | None
+) -> tuple[float, float | None]:
+    """The sampling interval (``None``: the default) and the timeout, in seconds; either one
+    unreadable (``""`` too) or an interval under 1 ms is a :class:`ConfigError`."""
+    seconds = (
+        DEFAULT_INTERVAL_S if interval is None else parse_duration(interval, "sampling interval")
+    )
+    if seconds < MIN_INTERVAL_S:
+        raise ConfigError(f"sampling interval {seconds:g}s is below the minimum of 1ms")
+    return seconds, None if timeout is None else parse_duration(timeout, "timeout")
 
 
 def _missing(path: Path) -> list[Path]:

@@ -32,7 +32,7 @@ from ..errors import ConfigError, CoresBusy, LimitError
 from ..measure.gpu_select import check_gpus, check_selection
 from ..measure.leases import CORES_BUSY
 from ..measure.privilege import workload_user
-from ..measure.runner import DEFAULT_INTERVAL_S, check_command
+from ..measure.runner import DEFAULT_INTERVAL_S, check_command, parse_times
 from ..measure.squeeze import INTERVAL_S as SQUEEZE_INTERVAL_S
 from ..model import RunResult, UserIds
 from ..names import check_name
@@ -45,7 +45,7 @@ from ..units import (
 )
 from . import envtemplate
 from .envtemplate import EnvTemplate
-from .run_options import check_count, check_times, parse_shard, repeats
+from .run_options import check_count, parse_shard, repeats
 from .sweep import (
     Step,
     SweepPlan,
@@ -237,8 +237,8 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     ``outputs`` are the files the caller writes after the run: one that cannot be written is
     refused now, not after the runs.
     """
-    # Before a template's SAMPLETIME takes the place of "".
-    check_times(request.interval, request.timeout)
+    # The runner's reading of them, before a template's SAMPLETIME takes the place of "".
+    parse_times(request.interval, request.timeout)
     req, device_warnings = _with_device(request)
     req, tpl, warnings = _from_template(req)
     warnings = device_warnings + warnings

@@ -1,12 +1,10 @@
-"""The counts and times of a run request, checked before anything is made: how many runs
-(``--repeat N`` or ``auto`` with its bounds, ``--warmup``), which part (``--shard I/N``),
-and the sampling interval and timeout as the runner reads them."""
+"""The counts of a run request, checked before anything is made: how many runs (``--repeat
+N`` or ``auto`` with its bounds, ``--warmup``) and which part (``--shard I/N``)."""
 
 from __future__ import annotations
 
 from ..errors import ConfigError
-from ..measure.runner import MIN_INTERVAL_S
-from ..units import parse_duration, parse_fraction
+from ..units import parse_fraction
 from .sweep import AutoRepeat
 
 MAX_RUNS = 100_000
@@ -25,18 +23,6 @@ def check_count(value: int, option: str) -> int:
     if value > MAX_RUNS:
         raise ConfigError(f"{option} {value}: must be at most {MAX_RUNS}")
     return value
-
-
-def check_times(interval: str | float | None, timeout: str | float | None) -> None:
-    """``--interval`` and ``--timeout`` as the runner reads them, refused now: an empty
-    ``--interval ""`` was taken for no option (the default interval), while ``--timeout ""``
-    was refused."""
-    if interval is not None:
-        seconds = parse_duration(interval, "sampling interval")
-        if seconds < MIN_INTERVAL_S:
-            raise ConfigError(f"sampling interval {seconds:g}s is below the minimum of 1ms")
-    if timeout is not None:
-        parse_duration(timeout, "timeout")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
