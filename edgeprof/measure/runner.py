@@ -171,9 +171,9 @@ def profile(
         # One guard from the lease to the result file: a signal outside the wait on the
         # workload (a second Ctrl-C while the result is built and written) is recorded, not
         # raised, so it cannot lose result.json (seen: SIGINT twice 5–20 ms apart left only
-        # samples.csv).  This block owns the lease: taken before anything exists, released
-        # after _run removed the group, on every path.  Ctrl-C stops a wait, holding nothing.
-        # The output directory's hold (DirLock) lasts to its result.json.
+        # samples.csv).  This block owns the lease and the output directory's hold (DirLock):
+        # taken before anything exists, released once the group is gone and result.json
+        # written, on every path.  Ctrl-C stops a wait for cores, holding nothing.
         with SignalGuard() as interrupts, contextlib.ExitStack() as holds:
             try:
                 lease = lease_cores(
@@ -181,79 +181,76 @@ def profile(
                 )
             except Interrupted:
                 raise KeyboardInterrupt from None
+            if lease is not None:
+                holds.callback(lease.close)  # after the group is gone, on every path
+                applied = dataclasses.replace(applied, cpuset=lease.cores)
+            # Last of the checks: it creates the directory, which a rejected input must
+            # not leave (nor a workload that cannot start: removed below).
+            made = [] if out_dir is None else _missing(Path(out_dir))
+            out = prepare_out_dir(Path(out_dir), OUT_FILES) if out_dir is not None else None
+            if out is not None:
+                holds.enter_context(DirLock(out))
+            spec = RunSpec(
+                command=command,
+                limits=applied,
+                cpu_period_us=cpu_period_us(applied),
+                env={
+                    **thread_env(applied, os.environ if on_host else {}, user_env),
+                    **user_env,
+                },
+                cwd=work_dir,
+                stdout=stdout,
+                stderr=stderr,
+                cpuset_auto=auto_pinned,
+                image=image or be.image,
+                run_as=run_as,
+                reclaim=squeeze,
+                gpus=gpu_ids,
+                denied_devices=denied,
+            )
+            warnings = list(be.warnings())
+            if denied and not be.denies_devices:
+                warnings.append(undenied_warning(str(selection), be.name))
+            # Remove what runs whose edgeprof died left behind where this backend works.
+            warnings.extend(
+                f"cleaned up after a dead edgeprof run: {m}"
+                for m in collect_before_run(be.cleanup_scope())
+            )
+            # The workload's events pipe (edgeprof.phase/iteration/mark): an inherited
+            # descriptor for a child of this process, a bind-mounted FIFO for a container of
+            # a local daemon.
+            channel: EventChannel | None = None
+            if on_host:
+                channel = EventChannel()
+            elif be.accepts_events_fifo:
+                channel = EventChannel(fifo=True)
+            if channel is not None:
+                spec = dataclasses.replace(
+                    spec,
+                    env={**spec.env, **channel.env},
+                    pass_fds=channel.pass_fds,
+                    events_fifo=channel.fifo,
+                )
+            else:
+                spec = dataclasses.replace(
+                    spec, env={**spec.env, UNAVAILABLE_ENV: DOCKER_UNAVAILABLE}
+                )
             try:
-                if lease is not None:
-                    applied = dataclasses.replace(applied, cpuset=lease.cores)
-                # Last of the checks: it creates the directory, which a rejected input must
-                # not leave (nor a workload that cannot start: removed below).
-                made = [] if out_dir is None else _missing(Path(out_dir))
-                out = prepare_out_dir(Path(out_dir), OUT_FILES) if out_dir is not None else None
-                if out is not None:
-                    holds.enter_context(DirLock(out))
-                spec = RunSpec(
-                    command=command,
-                    limits=applied,
-                    cpu_period_us=cpu_period_us(applied),
-                    env={
-                        **thread_env(applied, os.environ if on_host else {}, user_env),
-                        **user_env,
-                    },
-                    cwd=work_dir,
-                    stdout=stdout,
-                    stderr=stderr,
-                    cpuset_auto=auto_pinned,
-                    image=image or be.image,
-                    run_as=run_as,
-                    reclaim=squeeze,
-                    gpus=gpu_ids,
-                    denied_devices=denied,
-                )
-                warnings = list(be.warnings())
-                if denied and not be.denies_devices:
-                    warnings.append(undenied_warning(str(selection), be.name))
-                # Remove what runs whose edgeprof died left behind where this backend works.
-                warnings.extend(
-                    f"cleaned up after a dead edgeprof run: {m}"
-                    for m in collect_before_run(be.cleanup_scope())
-                )
-                # The workload's events pipe (edgeprof.phase/iteration/mark): an inherited
-                # descriptor for a child of this process, a bind-mounted FIFO for a container of
-                # a local daemon.
-                channel: EventChannel | None = None
-                if on_host:
-                    channel = EventChannel()
-                elif be.accepts_events_fifo:
-                    channel = EventChannel(fifo=True)
-                if channel is not None:
-                    spec = dataclasses.replace(
-                        spec,
-                        env={**spec.env, **channel.env},
-                        pass_fds=channel.pass_fds,
-                        events_fifo=channel.fifo,
-                    )
-                else:
-                    spec = dataclasses.replace(
-                        spec, env={**spec.env, UNAVAILABLE_ENV: DOCKER_UNAVAILABLE}
-                    )
-                try:
-                    if watch is not None:
-                        watch.limit = applied.memory if unified_memory else gpu_limit
-                        watch.unified = unified_memory
-                    result = _run(
-                        be, spec, interval_s, timeout_s, kill_grace, out, name, warnings,
-                        interrupts, channel=channel, gpu=watch,
-                    )  # fmt: skip
-                except LaunchError:
-                    for d in made:  # the deepest first; only while empty
-                        with contextlib.suppress(OSError):
-                            d.rmdir()
-                    raise
-                finally:
-                    if channel is not None:
-                        channel.close()
+                if watch is not None:
+                    watch.limit = applied.memory if unified_memory else gpu_limit
+                    watch.unified = unified_memory
+                result = _run(
+                    be, spec, interval_s, timeout_s, kill_grace, out, name, warnings,
+                    interrupts, channel=channel, gpu=watch,
+                )  # fmt: skip
+            except LaunchError:
+                for d in made:  # the deepest first; only while empty
+                    with contextlib.suppress(OSError):
+                        d.rmdir()
+                raise
             finally:
-                if lease is not None:
-                    lease.close()
+                if channel is not None:
+                    channel.close()
             if lease is not None:
                 result = dataclasses.replace(result, lease=lease.record(chosen=auto_pinned))
             if device is not None:
