@@ -294,6 +294,17 @@ LEAST_CPUS = 0.01
 """The smallest ``--cpus`` (:func:`edgeprof.units.parse_cpus`): a slower device is run at it."""
 
 
+def _below_least(what: str, cpus: float) -> list[str]:
+    """A device slower than :data:`LEAST_CPUS` runs at it: faster than the device, said
+    (``speed: 0.0001`` was raised to 0.01 in silence)."""
+    if cpus >= LEAST_CPUS:
+        return []
+    return [
+        f"{what} {cpus:.3g} CPUs, below the least share edgeprof sets ({LEAST_CPUS:g}): the "
+        "run is faster than the device"
+    ]
+
+
 def share_of(cores: int, speed: float) -> tuple[float, bool]:
     """The ``--cpus`` of ``cores`` device cores at ``speed`` (a host core = 1): ``cores ×
     speed``, capped at ``cores`` (a faster core cannot be emulated); and whether it was
@@ -319,12 +330,9 @@ def device_setting(device: Device, host: HostInfo | None = None) -> DeviceSettin
     elif isinstance(device.speed, float):
         cpus, capped = share_of(cores, device.speed)
         how = "speed"
-        if cores * device.speed < LEAST_CPUS:
-            warnings.append(
-                f"{name}: {cores} cores at speed {device.speed:g} are "
-                f"{cores * device.speed:.3g} CPUs, below the least share edgeprof sets "
-                f"({LEAST_CPUS:g}): the run is faster than the device"
-            )
+        warnings += _below_least(
+            f"{name}: {cores} cores at speed {device.speed:g} are", cores * device.speed
+        )
     elif device.speed == CALIBRATED:
         assert device.calibration is not None  # the parser requires it
         cpus, capped, warn = _calibrated_share(device, device.calibration, host)
@@ -369,11 +377,7 @@ def _calibrated_share(
         )
     share = cal.speed.host_cpus
     capped = share > device.cores
-    if share < LEAST_CPUS:
-        warnings.append(
-            f"{device.name}: calibration {path} implies {share:.3g} CPUs, below the least share "
-            f"edgeprof sets ({LEAST_CPUS:g}): the run is faster than the device"
-        )
+    warnings += _below_least(f"{device.name}: calibration {path} implies", share)
     return (float(device.cores) if capped else max(round(share, 3), LEAST_CPUS)), capped, warnings
 
 
