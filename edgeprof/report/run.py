@@ -174,7 +174,7 @@ def gate_run(
     """The budget checks of a run: printed on ``sink``, and written to the CI summaries."""
     checks = []
     if budgets:
-        from ..analysis.budgets import check_budgets
+        from ..analysis.budgets import check_budgets, unused_models
 
         checks = check_budgets(results, budgets)
     if checks:
@@ -184,8 +184,6 @@ def gate_run(
         for c in checks:
             sink.write(f"  {'ok  ' if c.ok else 'FAIL'}  {c.describe()}\n")
     if budgets:  # with no check at all too: a file naming only a typo had passed in silence
-        from ..analysis.budgets import unused_models
-
         for model in unused_models(results, budgets):
             print(
                 f"edgeprof: warning: {budgets.source} budgets {model}, which did not run",
