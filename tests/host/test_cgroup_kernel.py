@@ -248,6 +248,13 @@ def test_samples_stream_to_disk_during_the_run(mechanism: str, tmp_path: Path) -
     assert result["samples"]["count"] == len(csv_path.read_text().splitlines()) - 1
 
 
+def _defaults(sigs: list[signal.Signals]) -> None:
+    """In the edgeprof under test, before its exec: ``sigs`` at their default.  A signal the
+    suite's caller ignores (nohup's SIGHUP) stays ignored in edgeprof, as it should."""
+    for sig in sigs:
+        signal.signal(sig, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(
     "sigs",
     [
@@ -281,9 +288,7 @@ def test_interrupt_kills_the_tree_and_still_reports(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=REPO,
-        # Signals this suite's caller ignores (nohup's SIGHUP) stay ignored in edgeprof, as
-        # they should: set to their default for the edgeprof under test.
-        preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL) for s in set(sigs)] and None,
+        preexec_fn=lambda: _defaults(sigs),
     )
     # Interrupt once the grandchild has spun 0.15 s of its own CPU (its marker file), not
     # after a fixed sleep that a loaded machine may not fill.
