@@ -88,12 +88,13 @@ def test_allocation_and_busy_loop_land_in_their_phases(mechanism: str, tmp_path:
     if expected_source == "kernel":
         assert busy.peak_bytes < alloc.peak_bytes - 100 * MiB
     else:
-        # A sampled peak is one reading, and the one at busy's start can still carry the
-        # tail of alloc's free (6.1 guest: 58 MiB at busy's first reading, its average
-        # 6.7 MiB): the average says whose the block is, the peak only that it fell.
+        # A sampled peak is one reading, stamped with its read's midpoint: a read held up
+        # across the free can carry part or all of alloc's block into busy (6.1 guest:
+        # 58 MiB at busy's first reading, its average 6.7 MiB).  The average says whose
+        # the block is; the peak only that busy never held more than alloc.
         assert busy.avg_bytes is not None and alloc.avg_bytes is not None
         assert busy.avg_bytes < alloc.avg_bytes - 100 * MiB
-        assert busy.peak_bytes < alloc.peak_bytes
+        assert busy.peak_bytes <= alloc.peak_bytes
     assert alloc.avg_bytes is not None and alloc.avg_bytes >= 100 * MiB
     # Resets for phases never lower the run's own peak.
     assert r.memory.peak_bytes is not None and r.memory.peak_bytes >= alloc.peak_bytes

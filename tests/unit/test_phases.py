@@ -114,6 +114,20 @@ def test_phase_attribution_by_timestamp() -> None:
     assert a.complete and b.complete
 
 
+def test_a_kernel_peak_is_not_raised_to_a_reading_stamped_inside() -> None:
+    """A reading stamped just inside a phase can have been read before its start (the stamp
+    is the read's midpoint): where the kernel kept the phase's mark, that mark is the peak."""
+    tl = Timeline(
+        t=[0.0, 1.0, 1.01, 2.0], cpu=[0.0] * 4, mem=[134 * MiB, 134 * MiB, 134 * MiB, 12 * MiB]
+    )
+    (kernel,) = phase_stats(
+        [Occurrence("busy", 1.0, 2.0, kernel_peak=13 * MiB)], tl, [], run_end=2.0, items_given=False
+    )
+    assert (kernel.peak_bytes, kernel.peak_source) == (13 * MiB, "kernel")
+    (sampled,) = phase_stats([Occurrence("busy", 1.0, 2.0)], tl, [], run_end=2.0, items_given=False)
+    assert (sampled.peak_bytes, sampled.peak_source) == (134 * MiB, "sampled")
+
+
 def test_shared_peak_reset_keeps_the_run_peak_and_nested_windows(tmp_path: Path) -> None:
     """cgroup v1's one mark: each reset reads it first (here a plain file stands for it)."""
     f = tmp_path / "memory.max_usage_in_bytes"
