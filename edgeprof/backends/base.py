@@ -67,13 +67,25 @@ _H = TypeVar("_H", bound="RunHandle")
 MEMINFO = Path("/proc/meminfo")
 
 
-def meminfo_total(meminfo: Path = MEMINFO) -> int | None:
-    """``MemTotal`` of a ``/proc/meminfo`` file, in bytes; ``None`` where it cannot be read."""
+def meminfo_total(meminfo: Path | None = None) -> int | None:
+    """``MemTotal`` of a ``/proc/meminfo`` file (:data:`MEMINFO`), in bytes; ``None`` where
+    it cannot be read."""
+    return _meminfo("MemTotal", MEMINFO if meminfo is None else meminfo)
+
+
+def meminfo_available(meminfo: Path | None = None) -> int | None:
+    """``MemAvailable`` of a ``/proc/meminfo`` file (:data:`MEMINFO`), in bytes: the kernel's
+    estimate of what can be allocated now without swapping; ``None`` where it cannot be
+    read."""
+    return _meminfo("MemAvailable", MEMINFO if meminfo is None else meminfo)
+
+
+def _meminfo(key: str, meminfo: Path) -> int | None:
     try:
         text = meminfo.read_text()
     except (OSError, UnicodeDecodeError):
         return None
-    m = re.search(r"^MemTotal:\s*(\d{1,19})\s*kB\s*$", text, re.MULTILINE | re.ASCII)
+    m = re.search(rf"^{key}:\s*(\d{{1,19}})\s*kB\s*$", text, re.MULTILINE | re.ASCII)
     return None if m is None else int(m.group(1)) * 1024
 
 
@@ -311,6 +323,11 @@ class Backend(abc.ABC):
         ``--memory`` is checked against; ``None`` if unknown (then nothing is checked).  A
         host backend's runs use this machine: its ``MemTotal``."""
         return meminfo_total() if self.runs_on_host else None
+
+    def memory_available(self) -> int | None:
+        """Memory (bytes) the machine of this backend's runs can give a run now without
+        swapping (``MemAvailable``); ``None`` if unknown.  A host backend's: this one's."""
+        return meminfo_available() if self.runs_on_host else None
 
     @abc.abstractmethod
     def launch(self, spec: RunSpec) -> RunHandle: ...

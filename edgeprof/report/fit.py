@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ..analysis.need import MIN_LIMIT, PAGE
 from ..model import RunResult
-from ..sweeps.fit import FitOutcome, Probe
+from ..sweeps.fit import FitOutcome, Probe, setting
 from ..units import format_binary
 from .memory import composition
 from .results import end_cell
@@ -51,7 +51,7 @@ def _budget_line(o: FitOutcome) -> str:
 
 
 def _title(label: str, r: RunResult) -> str:
-    return f"{label}: {r.backend}/{r.mechanism}, limits: {r.limits.describe()}" + (
+    return f"{label}: {r.backend}/{r.mechanism}, limits: {setting(r).describe()}" + (
         f", device {r.device}" if r.device else ""
     )
 

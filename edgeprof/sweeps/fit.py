@@ -6,7 +6,9 @@ sweeps of one setting.  The search itself is :func:`edgeprof.analysis.need.searc
 
 The ceiling is the memory the device has: ``--memory`` if given, else the ``--device``'s;
 the reference runs without it (with every other limit: CPUs, period, processes), since its
-peak and floor bracket the search.
+peak and floor bracket the search.  It is held only to what the host can give it
+(:func:`reference_cap`), so a command that outgrows the host is a result, not the host's OOM
+killer's choice of a victim.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any, TextIO
 from ..analysis.need import (
     DEFAULT_MARGIN,
     DEFAULT_TOLERANCE,
+    MIN_LIMIT,
     REPEAT_ON_DOUBT,
     Bounds,
     Timing,
@@ -36,7 +39,7 @@ from ..analysis.need import (
 )
 from ..errors import ConfigError
 from ..model import Limits, RunResult, Termination
-from ..units import parse_size
+from ..units import format_binary, parse_size
 from .request import (
     RunJob,
     RunRequest,
@@ -132,6 +135,8 @@ class FitOutcome:
     """On a device whose CPU and GPU share one memory (``unified_memory``), the reference
     runs' GPU peak (median), which the device's memory holds beside the answer; ``None``
     elsewhere."""
+    reference_cap: int | None = None
+    """The reference runs' memory limit (:func:`reference_cap`); ``None``: none was set."""
 
     @property
     def device_need(self) -> int | None:
@@ -175,7 +180,7 @@ class FitOutcome:
             "command": None if ref is None else list(ref.command),
             "backend": None if ref is None else ref.backend,
             "mechanism": None if ref is None else ref.mechanism,
-            "limits": None if ref is None else ref.limits.describe(),
+            "limits": None if ref is None else setting(ref).describe(),
             "device": None if ref is None else ref.device,
             "metric": self.time.metric,
             "tolerance": self.tolerance,
@@ -190,6 +195,7 @@ class FitOutcome:
                 "exit_code": ref.exit_code,
                 "peak_bytes": b.peak,
                 "floor_bytes": b.floor,
+                "memory_cap_bytes": self.reference_cap,
                 "at_peak": None if at_peak is None else dataclasses.asdict(at_peak),
             },
             "ceiling_bytes": b.ceiling,
@@ -240,6 +246,27 @@ def open_fit(job: RunJob, log: TextIO, one_run: bool = False) -> RunJob:
     return open_backend(job, log)
 
 
+def reference_cap(job: RunJob) -> int | None:
+    """The memory limit of the reference runs: what the machine of the runs can give now
+    (``MemAvailable``).  Past it, the kernel's OOM killer would pick a victim among all the
+    host's processes (any of them: edgeprof, a shell, a CI runner); at it, a command that
+    outgrows the host is OOM-killed in its own group and the search stops with that answer.
+    Below it nothing changes: ``MemAvailable`` counts the page cache the kernel could drop
+    anyway.  ``None`` where the backend sets no memory limit (the process backend), the
+    figure is unknown (a remote Docker daemon), or below the least limit edgeprof sets."""
+    be = job.backend
+    cap = None if be is None else be.memory_available()
+    if be is None or cap is None or cap < MIN_LIMIT:
+        return None
+    return None if be.limit_unavailable(Limits(memory=cap)) is not None else cap
+
+
+def setting(r: RunResult) -> Limits:
+    """``r``'s limits without a memory limit: the setting a reference run was made at,
+    without its :func:`reference_cap`."""
+    return dataclasses.replace(r.limits, memory=None)
+
+
 def succeeded(r: RunResult) -> bool:
     """The run exited by itself with code 0: the only unlimited run a search starts from.
 
@@ -251,9 +278,17 @@ def succeeded(r: RunResult) -> bool:
     return r.termination is Termination.EXITED and r.exit_code == 0
 
 
-def failed(r: RunResult, which: str = "unlimited") -> str:
+def failed(r: RunResult, which: str = "unlimited", cap: int | None = None) -> str:
     """Why there is no search, in one line: ``the unlimited run exited with code 1: …`` (the
-    workload's own code, as the exit status of ``fit`` then is), or ``… ended: oom``."""
+    workload's own code, as the exit status of ``fit`` then is), or ``… ended: oom``; an
+    OOM kill at ``cap``, the reference's :func:`reference_cap`, says that this machine has
+    too little."""
+    if r.termination is Termination.OOM and cap is not None and r.limits.memory == cap:
+        return (
+            f"the {which} run was OOM-killed at {format_binary(cap)}, all the memory this "
+            "host had available (MemAvailable) when it started: the command needs more "
+            "than this machine can give"
+        )
     if r.termination is not Termination.EXITED:
         return f"the {which} run ended: {r.termination.value}"
     code = "no code" if r.exit_code is None else f"code {r.exit_code}"
@@ -314,7 +349,9 @@ def _fit_one(
     model: str | None,
     on_step: ProbeCallback | None,
 ) -> FitOutcome:
-    (base,) = job.plan.limits
+    (setting_,) = job.plan.limits
+    cap = reference_cap(job)
+    base = setting_ if cap is None else dataclasses.replace(setting_, memory=cap)
     out = job.request.out
     if out is not None and model is not None:
         out = out / safe_dir(job.plan.label(model) or "model")
@@ -331,7 +368,10 @@ def _fit_one(
             return done.results
 
         if req.one_run:
-            return _one_run(runs(base, 1, "squeezed"), ceiling, req, model, on_step)
+            done = runs(base, 1, "squeezed")
+            return dataclasses.replace(
+                _one_run(done, ceiling, req, model, on_step, cap), reference_cap=cap
+            )
         n_ref = req.repeat or REFERENCE_RUNS
         reference = runs(base, n_ref, "reference", REFERENCE_WARMUP)
         label = reference[0].label if reference else (model or "run")
@@ -344,14 +384,15 @@ def _fit_one(
         noise = spread(reference)
         bad = next((r for r in reference if not succeeded(r)), None)
         if bad is not None or not reference:
-            stopped = "the unlimited run ended: interrupted" if bad is None else failed(bad)
+            stopped = "the unlimited run ended: interrupted" if bad is None else failed(
+                bad, cap=cap)  # fmt: skip
             return FitOutcome(label, tuple(reference), time, noise, b, (), None,
-                              req.tolerance, req.margin, stopped)  # fmt: skip
+                              req.tolerance, req.margin, stopped, reference_cap=cap)  # fmt: skip
         probes: list[Probe] = []
 
         def probe(limit: int) -> bool:
             got = runs(
-                dataclasses.replace(base, memory=limit),
+                dataclasses.replace(setting_, memory=limit),
                 req.repeat or 1,
                 f"probe-{len(probes) + 1:02d}",
             )
@@ -359,7 +400,7 @@ def _fit_one(
             doubt = all(map(succeeded, got)) and in_doubt(got, time, req.tolerance, noise)
             if req.repeat is None and doubt:
                 got += runs(
-                    dataclasses.replace(base, memory=limit),
+                    dataclasses.replace(setting_, memory=limit),
                     REPEAT_ON_DOUBT - 1,
                     f"probe-{len(probes) + 1:02d}-again",
                 )
@@ -376,9 +417,10 @@ def _fit_one(
             found = search(b, probe)
         except _Interrupted:
             return FitOutcome(label, tuple(reference), time, noise, b, tuple(probes), None,
-                              req.tolerance, req.margin, "interrupted")  # fmt: skip
+                              req.tolerance, req.margin, "interrupted",
+                              reference_cap=cap)  # fmt: skip
         return FitOutcome(label, tuple(reference), time, noise, b, tuple(probes), found.answer,
-                          req.tolerance, req.margin)  # fmt: skip
+                          req.tolerance, req.margin, reference_cap=cap)  # fmt: skip
     finally:
         os.close(devnull)
 
@@ -389,6 +431,7 @@ def _one_run(
     req: FitRequest,
     model: str | None,
     on_step: ProbeCallback | None,
+    cap: int | None = None,
 ) -> FitOutcome:
     """The squeezed run's outcome: its held level is the answer (no probes)."""
     label = done[0].label if done else (model or "run")
@@ -401,7 +444,9 @@ def _one_run(
         if r is None:
             why = "the squeezed run ended: interrupted"
         else:
-            why = "the squeezed run ended: exited" if succeeded(r) else failed(r, "squeezed")
+            why = (
+                "the squeezed run ended: exited" if succeeded(r) else failed(r, "squeezed", cap)
+            )
         return FitOutcome(label, tuple(done), time, 0.0, b, (), None, req.tolerance,
                           req.margin, why, "one-run")  # fmt: skip
     return FitOutcome(label, (r,), time, 0.0, b, (), r.memory.squeeze.held_bytes,

@@ -254,3 +254,40 @@ def test_squeezed_runs_gate_on_their_memory_need(
     out = capfd.readouterr().out
     assert code == 3, out
     assert f"exceeds the budget {HOLD_MIB // 2}.0MiB" in out, out
+
+
+def test_fit_holds_its_unlimited_run_to_what_the_host_has_available(
+    mechanism: str, script: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """A command that outgrows the host is OOM-killed in its own group, not by the host's
+    OOM killer: the reference runs are limited to ``MemAvailable``.  The host's figure is
+    replaced by a small one (its ``MemTotal`` kept); the kernel does the rest."""
+    from edgeprof.backends import base
+
+    available = 48 * MIB
+    total = base.meminfo_total()
+    assert total is not None
+    fake = tmp_path / "meminfo"
+    fake.write_text(f"MemTotal: {total // 1024} kB\nMemAvailable: {available // 1024} kB\n")
+    monkeypatch.setattr(base, "MEMINFO", fake)
+    hold = 2 * available // MIB  # held twice over: no slack of the kernel's can fit it
+    code = main(["fit", "--memory", "1g", "--json", "--interval", "0.01", "--",
+                 sys.executable, str(script), "-", str(hold), HOLD_S])  # fmt: skip
+    captured = capfd.readouterr()
+    assert code == 137, captured.err  # the workload's own end, as run reports it
+    d = json.loads(captured.out)
+    assert d["reference"]["memory_cap_bytes"] == available
+    assert d["reference"]["termination"] == "oom" and d["probes"] == []
+    assert d["limits"] == "none"  # the setting: the cap is not the device's limit
+    assert d["stopped"].startswith("the unlimited run was OOM-killed at 48.0MiB, all the ")
+    # With the host's own figure the same command is searched, under a cap far above it.
+    monkeypatch.undo()
+    code = main(["fit", "--json", "--interval", "0.01", "--",
+                 sys.executable, str(script), "-", "8", HOLD_S])  # fmt: skip
+    captured = capfd.readouterr()
+    assert code == 0, captured.err
+    d = json.loads(captured.out)
+    cap = d["reference"]["memory_cap_bytes"]
+    assert cap is not None and cap > d["reference"]["peak_bytes"]
+    assert d["stopped"] is None and d["min_memory_bytes"] is not None

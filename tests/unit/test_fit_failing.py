@@ -206,3 +206,38 @@ def test_a_fit_interrupted_before_its_first_unlimited_run_ends_as_interrupted(
     assert (doc["stopped"], doc["reference"], doc["probes"]) == (
         "the unlimited run ended: interrupted", None, []
     )
+
+
+def test_the_reference_is_capped_where_the_backend_holds_a_memory_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``MemAvailable`` of the runs' machine, where the backend can hold a memory limit: not
+    on the process backend (it cannot), nor where the figure is unknown."""
+    from edgeprof.backends import base
+    from edgeprof.backends.process import ProcessBackend
+    from edgeprof.sweeps.fit import reference_cap
+    from edgeprof.sweeps.request import RunJob
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:  8000000 kB\nMemFree:  1 kB\nMemAvailable:    50000 kB\n")
+    monkeypatch.setattr(base, "MEMINFO", meminfo)
+    job = RunJob(RunRequest(command=("true",)), plan=None, budgets=None)  # type: ignore[arg-type]
+    assert reference_cap(job) is None  # no backend yet
+    assert reference_cap(dataclasses.replace(job, backend=FakeBackend())) == 50000 * 1024
+    assert reference_cap(dataclasses.replace(job, backend=ProcessBackend())) is None
+    meminfo.write_text("MemTotal:  8000000 kB\nMemAvailable:    5000 kB\n")  # under 6 MiB
+    assert reference_cap(dataclasses.replace(job, backend=FakeBackend())) is None
+    meminfo.write_text("MemTotal:  8000000 kB\n")  # a kernel before 3.14 has no MemAvailable
+    assert reference_cap(dataclasses.replace(job, backend=FakeBackend())) is None
+
+
+def test_an_oom_kill_at_the_cap_says_the_host_is_too_small() -> None:
+    from edgeprof.model import Limits
+    from edgeprof.sweeps.fit import failed
+
+    cap = 48 * MIB
+    oom = make_result(termination=Termination.OOM, exit_code=137, limits=Limits(memory=cap))
+    assert failed(oom, cap=cap).startswith("the unlimited run was OOM-killed at 48.0MiB, all ")
+    assert failed(oom) == "the unlimited run ended: oom"  # no cap: nothing to say of the host
+    timeout = make_result(termination=Termination.TIMEOUT, limits=Limits(memory=cap))
+    assert failed(timeout, cap=cap) == "the unlimited run ended: timeout"

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from ...errors import BackendUnavailable, ConfigError
 from ...model import RunSpec
 from .._cgroup_common import run_group_name
-from ..base import Backend, CleanupScope
+from ..base import Backend, CleanupScope, meminfo_available
 from ..cgroup_v1 import cgroup_mounts
 from .cgroups import Placement, place
 from .daemon import make_client
@@ -140,6 +140,11 @@ class DockerBackend(Backend):
         total = self.info().get("MemTotal")
         ok = isinstance(total, int) and not isinstance(total, bool) and total > 0
         return total if ok else None
+
+    def memory_available(self) -> int | None:
+        """A local daemon's containers use this machine's memory; a remote one's is
+        unknown (``docker info`` has no ``MemAvailable``)."""
+        return meminfo_available() if self._local_socket() else None
 
     def warnings(self) -> list[str]:
         return list(self._warnings)
