@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import errno
 import os
 import select
 import threading
@@ -295,6 +296,42 @@ def test_sample_writer_flushes_during_the_run(tmp_path: Path) -> None:
     w.write(SeriesStats().add(0.0, Counters(memory_current=1)))
     assert len(path.read_text().splitlines()) == 2  # visible before close: a crash keeps it
     w.close()
+
+
+def test_a_full_disk_keeps_every_whole_row_a_partial_write_put_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flush that runs out of space part-way has written whole rows a reader may have seen:
+    the file is cut at the last of them, not back to where the flush began."""
+    samples = [SeriesStats().add(i * 0.1, Counters(memory_current=4096 * i)) for i in range(20)]
+    whole = SampleWriter(tmp_path / "whole.csv")
+    for s in samples:
+        whole.write(s)
+    whole.close()
+    full = (tmp_path / "whole.csv").read_bytes()
+
+    header = len(full.split(b"\r\n", 1)[0]) + 2
+    w = SampleWriter(tmp_path / "s.csv", flush_s=3600.0)  # the header now, the rows at close
+    room = [150]
+    real = os.write
+
+    def write(fd: int, data: bytes) -> int:  # the disk as a tmpfs fills: what fits, then ENOSPC
+        n = min(len(data), room[0])
+        if n == 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        room[0] -= n
+        return real(fd, data[:n])
+
+    for s in samples:
+        w.write(s)
+    monkeypatch.setattr(os, "write", write)
+    w.close()
+    monkeypatch.undo()
+    got = (tmp_path / "s.csv").read_bytes()
+    cut = full.rfind(b"\r\n", 0, header + 150) + 2
+    assert got == full[:cut] and got.endswith(b"\r\n")
+    assert w.rows == got.count(b"\r\n") - 1 >= 2  # the header is no row
+    assert w.error is not None and w.error.errno == errno.ENOSPC
 
 
 def test_sampler_sample_stamps_the_midpoint_of_the_read() -> None:
