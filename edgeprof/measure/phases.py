@@ -247,9 +247,9 @@ def phase_stats(
     iterations (an iteration belongs to every phase open at its end) to each.
 
     An occurrence still open (no ``end`` line) ends at ``run_end`` and its phase records
-    ``termination`` as what cut it short.  ``stalls``: per iteration, as for
-    :func:`latency_stats`; ``tails``: by name, the iterations past the stored ones that
-    the runner attributed as their lines arrived."""
+    ``termination`` as what cut it short; times past ``run_end`` count at it.  ``stalls``:
+    per iteration, as for :func:`latency_stats`; ``tails``: by name, the iterations past
+    the stored ones that the runner attributed as their lines arrived."""
     order = sorted(range(len(iterations)), key=lambda i: iterations[i][1])
     iterations = [iterations[i] for i in order]
     stalls_sorted = None if stalls is None else [stalls[i] for i in order]
@@ -267,14 +267,18 @@ def phase_stats(
         its: list[tuple[float, float, int]] = []
         its_stalls: list[float | None] = []
         for o in occs:
-            end = run_end if o.end is None else o.end
-            wall += end - o.start
-            ca, cb = timeline.cpu_at(o.start), timeline.cpu_at(end)
+            # No phase outlasts its run: an untimed line is stamped as edgeprof reads it,
+            # which can be after the main process's exit (a busy CI machine: a shell's
+            # "end" line made a 0.210 s phase of a 0.209 s run).
+            start = min(o.start, run_end)
+            end = run_end if o.end is None else min(o.end, run_end)
+            wall += end - start
+            ca, cb = timeline.cpu_at(start), timeline.cpu_at(end)
             if ca is None or cb is None:
                 cpu_known = False
             else:
                 cpu += max(0.0, cb - ca)
-            peak, integral = timeline.memory_in(o.start, end)
+            peak, integral = timeline.memory_in(start, end)
             if integral is None:
                 mem_known = False
             else:
@@ -286,7 +290,8 @@ def phase_stats(
             else:
                 kernel_peak = o.kernel_peak if kernel_peak is None else max(
                     kernel_peak, o.kernel_peak)
-            inside = slice(bisect.bisect_left(ends, o.start), bisect.bisect_right(ends, end))
+            last = run_end if o.end is None else o.end  # its iterations, as their lines say
+            inside = slice(bisect.bisect_left(ends, o.start), bisect.bisect_right(ends, last))
             its.extend(iterations[inside])
             if stalls_sorted is not None:
                 its_stalls.extend(stalls_sorted[inside])
@@ -306,7 +311,7 @@ def phase_stats(
             PhaseStats(
                 name=name,
                 count=len(occs),
-                start_s=occs[0].start,
+                start_s=min(occs[0].start, run_end),
                 wall_s=wall,
                 cpu_s=cpu if cpu_known else None,
                 cpu_pct=(100.0 * cpu / wall if wall > 0 else None) if cpu_known else None,

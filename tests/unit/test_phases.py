@@ -114,6 +114,19 @@ def test_phase_attribution_by_timestamp() -> None:
     assert a.complete and b.complete
 
 
+def test_no_phase_outlasts_its_run() -> None:
+    """An untimed ``end`` read after the main process exited is stamped past the run's end:
+    the phase ends with the run (its CPU and memory too), its iterations stay its own."""
+    tl = Timeline(t=[0.0, 1.0, 2.0], cpu=[0.0, 1.0, 2.0], mem=[MiB, MiB, MiB])
+    late, after = phase_stats(
+        [Occurrence("late", 1.0, 2.5), Occurrence("after", 2.2, 2.4)],
+        tl, [(1.5, 1.9, 1)], run_end=2.0, items_given=False,
+    )  # fmt: skip
+    assert (late.start_s, late.wall_s, late.cpu_s) == pytest.approx((1.0, 1.0, 1.0))
+    assert late.latency is not None and late.latency.count == 1
+    assert (after.start_s, after.wall_s) == pytest.approx((2.0, 0.0))
+
+
 def test_a_kernel_peak_is_not_raised_to_a_reading_stamped_inside() -> None:
     """A reading stamped just inside a phase can have been read before its start (the stamp
     is the read's midpoint): where the kernel kept the phase's mark, that mark is the peak."""
