@@ -363,6 +363,7 @@ with edgeprof.phase("alloc"):
     b = bytearray(96 << 20)
     time.sleep(0.5)
     del b
+    time.sleep(0.2)  # the free well inside alloc: a reading's stamp is its read's midpoint
 with edgeprof.phase("loop"):
     for _ in range(5):
         with edgeprof.iteration(items=3):
