@@ -59,7 +59,7 @@ from .phases import (
     MAX_PHASES,
     Occurrence,
     ProtocolError,
-    Timeline,
+    Recorder,
     cap_warnings,
     parse_line,
 )
@@ -118,12 +118,7 @@ class EventChannel:
         self._mechanism: str | None = None
         self._buf = b""
         self._discarding = False
-        self.recording = False
-        self._pending: tuple[float, float | None, int | None] | None = None
-        # Compact columns (NaN: not measured): 24 bytes a reading.
-        self._t = array.array("d")
-        self._cpu = array.array("d")
-        self._mem = array.array("d")
+        self._timeline = Recorder()
         self._occurrences: list[Occurrence] = []
         self.gpu_capped = 0
         """Processes that capped their GPU memory (:data:`GPU_CAPPED_MARK`)."""
@@ -387,21 +382,12 @@ class EventChannel:
     def record(self, t: float, cpu_s: float | None, memory: int | None) -> None:
         """A reading at ``t`` s since the spawn (from the sampler thread or a snapshot)."""
         with self._lock:
-            if not self.recording:
-                if self._read is None or not (self._occurrences or self._marks):
-                    # Nothing to attribute yet: keep only the latest reading, the left
-                    # neighbour of the first phase's start.
-                    self._pending = (t, cpu_s, memory)
-                    return
-                self.recording = True
-                if self._pending is not None:
-                    self._append(*self._pending)
-            self._append(t, cpu_s, memory)
-
-    def _append(self, t: float, cpu_s: float | None, memory: int | None) -> None:
-        self._t.append(t)
-        self._cpu.append(math.nan if cpu_s is None else cpu_s)
-        self._mem.append(math.nan if memory is None else float(memory))
+            first = None
+            if not self._timeline.recording and self._read is not None:
+                # Kept from the first event on: before it there is nothing to attribute.
+                starts = [o.start for o in self._occurrences] + [m.t_s for m in self._marks]
+                first = min(starts, default=None)
+            self._timeline.add(t, cpu_s, memory, first)
 
     # -- after the run -----------------------------------------------------------------
 
@@ -418,11 +404,7 @@ class EventChannel:
             not math.isnan(x) for x in self._throttled
         ):
             stalls = iteration_stalls([t1 - t0 for t0, t1, _ in iterations], self._throttled)
-        timeline = Timeline(
-            list(self._t),
-            [None if math.isnan(c) else c for c in self._cpu],
-            [None if math.isnan(m) else int(m) for m in self._mem],
-        )
+        timeline = self._timeline.timeline()
         phases = phase_stats(
             self._occurrences,
             timeline,

@@ -14,7 +14,9 @@ inside it.
 
 from __future__ import annotations
 
+import array
 import bisect
+import collections
 import itertools
 import math
 import re
@@ -218,6 +220,58 @@ class Timeline:
         # The peak is a reading, never an interpolation, unless no reading fell inside.
         peak = max(m for _, m in inside) if inside else max(series[0][1], series[-1][1])
         return round(peak), area
+
+
+PENDING_READINGS = 4096
+"""Readings kept before the first event: its line may be read this long after its time (4 s
+at 1 kHz), and the left edge of the first phase is among them."""
+
+
+class Recorder:
+    """The readings of a run with events, as they arrive, for a :class:`Timeline`.
+
+    None are kept until the first event (a run without phases or marks stores nothing),
+    except the latest :data:`PENDING_READINGS`; from the event on, every one, in compact
+    columns (NaN: not measured; 24 bytes a reading).  Not thread-safe: the caller locks."""
+
+    def __init__(self) -> None:
+        self.recording = False
+        self._pending: collections.deque[tuple[float, float | None, int | None]] = (
+            collections.deque(maxlen=PENDING_READINGS)
+        )
+        self._t = array.array("d")
+        self._cpu = array.array("d")
+        self._mem = array.array("d")
+
+    def add(self, t: float, cpu_s: float | None, memory: int | None, first: float | None) -> None:
+        """A reading; ``first``: the time of the first event, ``None`` while there is none."""
+        if not self.recording:
+            if first is None:
+                self._pending.append((t, cpu_s, memory))
+                return
+            self.recording = True
+            # From the last reading at or before the first event on: the sampler hands its
+            # rows over in batches, so rows stamped after a phase's start can come before its
+            # line is read, and the reading before that start is the phase's left edge (kept
+            # alone, the latest row cost a first phase the CPU between its start and that row).
+            kept = sorted(self._pending, key=lambda r: r[0])
+            edge = max((i for i, r in enumerate(kept) if r[0] <= first), default=0)
+            for r in kept[edge:]:
+                self._append(*r)
+            self._pending.clear()
+        self._append(t, cpu_s, memory)
+
+    def _append(self, t: float, cpu_s: float | None, memory: int | None) -> None:
+        self._t.append(t)
+        self._cpu.append(math.nan if cpu_s is None else cpu_s)
+        self._mem.append(math.nan if memory is None else float(memory))
+
+    def timeline(self) -> Timeline:
+        return Timeline(
+            list(self._t),
+            [None if math.isnan(c) else c for c in self._cpu],
+            [None if math.isnan(m) else int(m) for m in self._mem],
+        )
 
 
 def interpolate(ts: Sequence[float], vs: Sequence[float], t: float) -> float | None:

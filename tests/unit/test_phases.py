@@ -9,19 +9,21 @@ import dataclasses
 import json
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 from edgeprof import profile
 from edgeprof.backends._peak_reset import SharedPeakReset, sampled_phase_peaks
+from edgeprof.measure.events import EventChannel
 from edgeprof.measure.latency import latency_stats, percentile
 from edgeprof.measure.phases import (
     Occurrence,
     Timeline,
     phase_stats,
 )
-from edgeprof.model import LatencyStats, Mark, PhaseStats, RunResult
+from edgeprof.model import Counters, LatencyStats, Mark, PhaseStats, RunResult
 from edgeprof.report.results import render_markdown, render_plain
 from tests.conftest import require_module
 from tests.fakes import FakeBackend, linear
@@ -112,6 +114,22 @@ def test_phase_attribution_by_timestamp() -> None:
     assert b.avg_bytes == round(175 * MiB / 1.5)
     assert open_.complete is False and open_.wall_s == pytest.approx(0.5)
     assert a.complete and b.complete
+
+
+def test_the_first_phase_keeps_the_reading_before_its_start() -> None:
+    """The sampler hands its rows over in batches: rows stamped after the first phase's start
+    can come before its begin line is read.  The reading before that start is still its
+    left edge (only the latest reading was kept: the phase lost its CPU up to that row)."""
+    ch = EventChannel()
+    t0 = time.monotonic() - 1.0  # the run started a second ago; CPU grows 1 s a second
+    ch._t0 = t0
+    ch._read = lambda: Counters(cpu_usage_us=int((time.monotonic() - t0) * 1e6))
+    for t in (0.5, 0.9, 0.95, 0.99):  # a batch of rows, all before the lines are read
+        ch.record(t, t, None)
+    ch.feed(f"begin a {t0 + 0.92}\nend a {t0 + 0.99}\n".encode())
+    ch.close()
+    (a,) = ch.results(run_end=2.0)[0]
+    assert a.cpu_s == pytest.approx(0.07, abs=1e-6)
 
 
 def test_no_phase_outlasts_its_run() -> None:
