@@ -399,5 +399,8 @@ def test_phases_reach_edgeprof_from_a_container(docker_daemon: Any) -> None:
          'echo "end setup" > $EDGEPROF_EVENTS'],
         backend=sh,
     )
-    assert [p.name for p in r.phases] == ["setup"] and r.phases[0].wall_s >= 0.15
+    # Untimed lines are stamped as edgeprof reads them: a "begin" written as the container
+    # starts waits for the reader, which starts once the daemon has answered, so only the
+    # run's own length bounds the phase (as for a host run's shell workload).
+    assert [p.name for p in r.phases] == ["setup"] and 0 < r.phases[0].wall_s <= r.wall_s
     assert set(Path(tempfile.gettempdir()).glob("edgeprof-events-*")) == before

@@ -220,4 +220,5 @@ def test_run_e_json_names_no_deleted_samples_file(
     end: the JSON must not point at it."""
     assert main(["run", "--backend", "fake", "-e", "env.template", "--json"]) == 0
     data = json.loads(capfd.readouterr().out)
-    assert data["samples"]["path"] is None and data["samples"]["count"] >= 3
+    # At least the first and the last reading (how many between: the machine's load).
+    assert data["samples"]["path"] is None and data["samples"]["count"] >= 2

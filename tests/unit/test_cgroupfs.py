@@ -419,7 +419,9 @@ def test_native_sampling_loop(tmp_path: Path) -> None:
         (tmp_path / "memory.current").write_text("7\n")
         os.write(w, b"x")  # stop: the loop returns without waiting for ``until``
         t = time.monotonic()
-        rows, _, stopped, _ = batch.sample_batch(0.005, t + 0.01, t + 60, r)
+        # The first tick far ahead: a tick already due is read before the stop is looked at
+        # (10 ms ahead was past by the time a held-up call reached the loop: one row).
+        rows, _, stopped, _ = batch.sample_batch(0.005, t + 10, t + 60, r)
         assert stopped and rows == []
         assert time.monotonic() - t < 30  # far less than the 60 s it would otherwise take
 

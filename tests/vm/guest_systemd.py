@@ -80,6 +80,15 @@ def edgeprof(args: list[str]) -> list[str]:
     return [sys.executable, "-m", "edgeprof", *args]
 
 
+def unexpected_warnings(stdout: str) -> list[str]:
+    """The report's warnings, less the one this emulated guest's timing may give: a sampler
+    held up past a tenth of its ticks is told, and says nothing of delegation or clean-up."""
+    return [
+        line for line in stdout.splitlines()
+        if "warning" in line and "the sampler fell behind" not in line
+    ]  # fmt: skip
+
+
 def test_root_runs_in_a_scope_systemd_delegates(tmp_path: Path) -> None:
     """As root, edgeprof asks systemd for a scope with Delegate=yes and runs below it: the
     limits hold, the peak is the kernel's, nothing is written at the top of systemd's tree,
@@ -91,7 +100,7 @@ def test_root_runs_in_a_scope_systemd_delegates(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=600, cwd=REPO,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr + done.stdout
-    assert "warning" not in done.stdout, done.stdout
+    assert unexpected_warnings(done.stdout) == [], done.stdout
     group = group_of(done.stdout)
     m = ROOT_GROUP.match(group)
     assert m, group
@@ -246,7 +255,7 @@ def test_docker_with_the_systemd_driver_is_exact_and_leaves_no_slice(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr + done.stdout
     assert "held 19999999" in done.stdout, done.stdout  # $(…) drops the last newline
-    assert "warning" not in done.stdout, done.stdout
+    assert unexpected_warnings(done.stdout) == [], done.stdout
     r = json.loads((out / "result.json").read_text())
     assert (r["mechanism"], r["termination"]) == ("docker+cgroup2", "exited")
     assert r["memory"]["peak_source"] == "kernel"
