@@ -70,10 +70,15 @@ class FakeRun(RunHandle):
         self.pid = self._proc.pid
         self.started = self._proc.started
         self.counter_reads = 0
+        self._ended: float | None = None
+        """When ``wait`` first saw the main process end: the script stops there, as a group's
+        counters stop with its processes (they kept growing while the runner joined its
+        threads before the last read, which a loaded machine made 40 ms and more)."""
 
     def counters(self) -> Counters:
         self.counter_reads += 1
-        c = self._script(time.monotonic() - self.started)
+        now = time.monotonic() if self._ended is None else self._ended
+        c = self._script(now - self.started)
         if self._oom_file is not None and self._oom_file.exists():
             c = c._replace(oom_kills=1)
         return c
@@ -86,7 +91,10 @@ class FakeRun(RunHandle):
         return self.counters()
 
     def wait(self, timeout: float | None) -> int | None:
-        return self._proc.wait(timeout)
+        status = self._proc.wait(timeout)
+        if status is not None and self._ended is None:
+            self._ended = time.monotonic()
+        return status
 
     def _signal_group(self, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError):
