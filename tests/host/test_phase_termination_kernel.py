@@ -51,8 +51,9 @@ def test_an_oom_kill_inside_a_phase_is_a_result(tmp_path: Path) -> None:
     [load] = r["phases"]
     assert load["name"] == "load" and load["complete"] is False
     assert load["cut_short_by"] == "oom"
-    # The phase reached the limit; the run's peak never below the phase's.
-    assert load["peak_bytes"] >= 90 * MiB
+    # The phase held its 80 MiB (a sampled peak may miss the last climb to the limit); the
+    # run's peak never below the phase's.
+    assert load["peak_bytes"] >= 80 * MiB
     assert r["memory"]["peak_bytes"] >= load["peak_bytes"]
     assert "cut short by the OOM kill" in "\n".join(r["warnings"])
 

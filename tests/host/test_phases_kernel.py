@@ -91,9 +91,10 @@ def test_allocation_and_busy_loop_land_in_their_phases(mechanism: str, tmp_path:
         # A sampled peak is one reading, stamped with its read's midpoint: a read held up
         # across the free can carry part or all of alloc's block into busy (6.1 guest:
         # 58 MiB at busy's first reading, its average 6.7 MiB).  The average says whose
-        # the block is; the peak only that busy never held more than alloc.
+        # the block is, by half the block: alloc's holds it ~4/5 of the phase in a slow
+        # guest (touching takes a fifth), busy's may carry a held-up reading's share.
         assert busy.avg_bytes is not None and alloc.avg_bytes is not None
-        assert busy.avg_bytes < alloc.avg_bytes - 100 * MiB
+        assert busy.avg_bytes < alloc.avg_bytes - 64 * MiB
         assert busy.peak_bytes <= alloc.peak_bytes
     assert alloc.avg_bytes is not None and alloc.avg_bytes >= 100 * MiB
     # Resets for phases never lower the run's own peak.
