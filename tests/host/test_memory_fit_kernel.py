@@ -281,9 +281,10 @@ def test_fit_holds_its_unlimited_run_to_what_the_host_has_available(
     assert d["reference"]["termination"] == "oom" and d["probes"] == []
     assert d["limits"] == "none"  # the setting: the cap is not the device's limit
     assert d["stopped"].startswith("the unlimited run was OOM-killed at 48.0MiB, all the ")
-    # With the host's own figure the same command is searched, under a cap far above it.
+    # With the host's own figure the same command is searched, under a cap far above it
+    # (one probe is enough to show it: the resolution spans the whole bracket).
     monkeypatch.undo()
-    code = main(["fit", "--json", "--interval", "0.01", "--",
+    code = main(["fit", "--json", "--interval", "0.01", "--resolution", "1g", "--",
                  sys.executable, str(script), "-", "8", HOLD_S])  # fmt: skip
     captured = capfd.readouterr()
     assert code == 0, captured.err
