@@ -46,7 +46,10 @@ def test_cpu_limit_is_held_and_throttling_reported(mechanism: str) -> None:
     timeout plus the SIGTERM of a spinner that does not catch it."""
     spin = [PY, "-c", "while True: pass"]
     # The cgroup v2 guest (TCG) runs nothing else, and its period timer fires late too often
-    # for quota_misses' floor: there the floor is an unlimited spinner's share, just before.
+    # for quota_misses' floor: there the floor is an unlimited spinner's share, just before,
+    # less what the guest loses when the host holds qemu up for more than a 5 ms period (the
+    # timer counts every missed period throttled but refills one quota: 36.8 % was seen).
+    # 60 % of half a core still tells it from a quarter of one (at most 27.5 %).
     free = None if REAL_TIME else edgeprof.profile(spin, timeout=1).cpu.avg_pct
     r = edgeprof.profile(spin, Limits(cpus=0.5), timeout=3)
     assert r.mechanism == mechanism
@@ -55,7 +58,7 @@ def test_cpu_limit_is_held_and_throttling_reported(mechanism: str) -> None:
     if REAL_TIME:
         assert quota_misses(r, 0.5) == [], r.cpu
     else:
-        assert free is not None and 0.8 * min(50, free) - 2 <= r.cpu.avg_pct, (r.cpu, free)
+        assert free is not None and 0.6 * min(50, free) <= r.cpu.avg_pct, (r.cpu, free)
     assert 2.9 <= r.wall_s <= 4
     assert r.cpu.peak_pct is not None and r.cpu.peak_pct <= 60
     if r.cpu.avg_pct >= 45:  # the quota was what held it back
