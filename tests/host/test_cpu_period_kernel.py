@@ -128,9 +128,10 @@ def test_docker_period_is_a_stalling_full_speed_core_and_is_reported(
     assert own.cpu_s <= own.most_cpu_s(DOCKER_SHARE, 0.1), own
     t = r.latency.throttling
     # On a host whose clock is a CPU's, a minority: a quota of iterations, then one stalled.
-    # In the TCG guest the events thread reads late, in batches, and a batch's stall is
-    # shared by its iterations (edgeprof.measure.latency.iteration_stalls): a busy host's
-    # 6.12 guest flagged 78 of 149 in a fresh-clone CI run.  Some still ran unstalled.
+    # In the TCG guest the events thread reads late, in batches (a batch's stall goes to
+    # the iterations longer than its shortest, edgeprof.measure.latency.iteration_stalls,
+    # and the emulator's vCPU turns lengthen some too): a busy host's 6.12 guest flagged
+    # 78 of 149 in a fresh-clone CI run.  Some still ran unstalled.
     assert t is not None and t.throttled < (ITERATIONS // 2 if REAL_TIME else t.iterations), t
     assert t.stall_s > 0, t
     if REAL_TIME:
@@ -144,12 +145,11 @@ def test_docker_period_is_a_stalling_full_speed_core_and_is_reported(
         # iteration takes at most its own latency of it (edgeprof.measure.latency), so at a
         # 75 ms stall the spread's median was 0.5–0.85 of a slower core's.
         assert r.latency.p50_s < t.even_p50_s <= 1.15 * own.slower_p50_s, (t, own)
-    # Not in the TCG guest: there the events thread reads the lines late and in batches, a
-    # batch's stall is shared by its iterations in proportion to their latency (short ones
-    # take part of a long one's stall), and the running times carry the emulator's vCPU
-    # turns.  Which percentiles come out flagged then depends on the batching: busy
-    # fresh-clone CI runs' 6.12 guests flagged p50, p90 and p95; p50 alone; and none, with
-    # 129 of 149 iterations counted stalled.
+    # Not in the TCG guest: there the events thread reads the lines late and in batches,
+    # and the running times carry the emulator's vCPU turns.  Which percentiles came out
+    # flagged depended on the batching (busy fresh-clone CI runs' 6.12 guests, while a
+    # batch's stall was shared in proportion to latency: p50, p90 and p95; p50 alone; and
+    # none, with 129 of 149 iterations counted stalled).
     if t.distorted:
         # One warning, naming the flagged percentiles.
         [w] = [w for w in r.warnings if "stalls" in w]
