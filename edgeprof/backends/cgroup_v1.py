@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from ..errors import BackendError, BackendUnavailable
 from ..model import RunSpec
-from ..units import CFS_PERIOD_US, cpu_quota_us, format_cpuset, parse_cpuset
+from ..units import cpu_quota_us, format_cpuset, parse_cpuset
 from . import cgroupfs as fs
 from ._cgroup_common import missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod
@@ -305,7 +305,7 @@ class CgroupV1Backend(Backend):
         if lim.cpus is not None:
             if "cpu" not in dirs:
                 raise missing_controller("cpu", "--cpus", "this host's cgroup v1 mounts", FIX)
-            period = spec.cpu_period_us or CFS_PERIOD_US
+            period = spec.period_us
             fs.write(dirs["cpu"] / "cpu.cfs_period_us", str(period))
             fs.write(dirs["cpu"] / "cpu.cfs_quota_us", str(cpu_quota_us(lim.cpus, period)))
         if lim.pids is not None:

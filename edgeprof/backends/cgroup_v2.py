@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from ..errors import BackendError, BackendUnavailable, ConfigError
 from ..model import RunSpec
-from ..units import CFS_PERIOD_US, cpu_quota_us, format_cpuset, parse_cpuset
+from ..units import cpu_quota_us, format_cpuset, parse_cpuset
 from . import cgroupfs as fs
 from ._cgroup_common import missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod
@@ -326,7 +326,7 @@ class CgroupV2Backend(Backend):
         if lim.cpus is not None:
             if "cpu" not in self._controllers:
                 raise missing_controller("cpu", "--cpus", where, FIX)
-            period = spec.cpu_period_us or CFS_PERIOD_US
+            period = spec.period_us
             fs.write(group / "cpu.max", f"{cpu_quota_us(lim.cpus, period)} {period}")
         if lim.cpuset is not None:
             if "cpuset" in self._controllers:

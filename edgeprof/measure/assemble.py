@@ -23,7 +23,6 @@ from ..model import (
     SampleStats,
     Termination,
 )
-from ..units import CFS_PERIOD_US
 from .memory import parts_at, pressure, stall_warning
 from .sampler import SeriesStats
 
@@ -113,9 +112,7 @@ def build_result(
             throttled_s=secs(final.throttled_us),
             nr_throttled=final.nr_throttled,
             nr_periods=final.nr_periods,
-            period_s=None
-            if spec.limits.cpus is None
-            else (spec.cpu_period_us or CFS_PERIOD_US) / 1e6,
+            period_s=None if spec.limits.cpus is None else spec.period_us / 1e6,
         ),
         memory=MemoryStats(
             peak_bytes=peak,

@@ -249,26 +249,21 @@ def _with_tail(
     )
 
 
-def iteration_stalls(latencies: Sequence[float], readings: Sequence[float]) -> list[float | None]:
+def iteration_stalls(
+    latencies: Sequence[float], readings: Sequence[float], *, period_s: float
+) -> list[float | None]:
     """Each iteration's stall in seconds, ``None`` where it cannot be told.
 
     ``latencies``: the iterations in the order their lines arrived; ``readings``: the run's
     cumulative throttled seconds read when each line arrived, NaN for a line that arrived in
-    the same read as a later one (the events thread reads once per batch).
+    the same read as a later one (the events thread reads once per batch); ``period_s``:
+    the quota's CFS period.
 
     The stall between two readings belongs to the iterations whose lines came between
     them (a batch: the lines one read found), never more than an iteration's own latency
-    (a gap between iterations may be stalled too, and is not theirs).  Within a batch it
-    goes first to each iteration's latency in excess of the batch's shortest, in
-    proportion to that excess, and what is left in equal shares: a CFS stall is one
-    block inside the iteration it fell in (throttled until the period's refill), so that
-    iteration is longer than its batch-mates by the stall, and a stall spread over every
-    iteration (a short period) lengthens them all alike.  Shared in proportion to latency
-    instead, a 75 ms stall in a batch of five lines (four 5 ms iterations) left its
-    iteration 15 ms of running time; over a run the evenly-stalled p99 then matched the
-    measured one and the stall pattern went unflagged (Docker's 100 ms period at a
-    quarter core, a loaded 2-core host whose events thread read 3–7 lines at a time).
-    The iterations before the first reading have no reading at their start: unknown.
+    (a gap between iterations may be stalled too, and is not theirs).  How a batch shares
+    it depends on the period (:func:`_batch_shares`).  The iterations before the first
+    reading have no reading at their start: unknown.
     """
     out: list[float | None] = [None] * len(latencies)
     prev: float | None = None
@@ -280,20 +275,40 @@ def iteration_stalls(latencies: Sequence[float], readings: Sequence[float]) -> l
         if math.isnan(th):
             continue
         if prev is not None:
-            shares = _batch_shares([latencies[j] for j in pending], max(0.0, th - prev))
+            batch = [latencies[j] for j in pending]
+            shares = _batch_shares(batch, max(0.0, th - prev), period_s)
             for j, share in zip(pending, shares, strict=True):
                 out[j] = share
         prev, pending = th, []
     return out
 
 
-def _batch_shares(latencies: Sequence[float], delta: float) -> list[float]:
-    """``delta`` seconds of stall over one batch's iterations (:func:`iteration_stalls`)."""
+def _batch_shares(latencies: Sequence[float], delta: float, period_s: float) -> list[float]:
+    """``delta`` seconds of stall over one batch's iterations.
+
+    A stall is one block, from the moment the quota ran out to the period's refill, inside
+    the iteration that was running (a throttled task cannot end its iteration).  Where
+    every iteration of the batch lasted a period or more, each spans the refills and takes
+    about one stall per period it spans: the stall goes in proportion to latency.  Where
+    one lasted less, a stall falls whole inside one iteration, which is then longer than
+    its batch-mates by the stall: it goes first to the latency each has beyond the batch's
+    shortest, in proportion to that, and what is left in equal shares.  Either rule alone
+    was wrong in the other case (``tests/unit/test_throttling.py`` simulates a hungry task
+    under CFS and reads its lines 2–8 at a time).  In proportion to latency, a 75 ms stall
+    in a batch of five lines (four 5 ms iterations) left its iteration 20 ms of running
+    time, and Docker's 100 ms period went unflagged, as in a CI run on a loaded host (p99
+    unflagged, 41 of 119 iterations counted throttled).  By the excess alone, iterations
+    of varied work under a short period had their differences in work taken for stalls,
+    and tail percentiles flagged.
+    """
+    if min(latencies) >= period_s:
+        span = sum(latencies)
+        return [min(delta * lat / span, lat) for lat in latencies]
     base = min(latencies)
     excess = [lat - base for lat in latencies]
     total = sum(excess)
     if total >= delta - 1e-9:  # a nanosecond, the lines' resolution: not float rounding's rest
-        return [delta * e / total if total > 0 else 0.0 for e in excess]
+        return [min(delta * e / total, e) if total > 0 else 0.0 for e in excess]
     rest = (delta - total) / len(latencies)
     return [min(e + rest, lat) for e, lat in zip(excess, latencies, strict=True)]
 

@@ -389,6 +389,7 @@ def _run(
                         run.peak_reset,
                         run.throttled_us if quota_can_stall(spec.limits) else None,
                         mechanism=be.mechanism,
+                        period_s=spec.period_us / 1e6,
                     )
                 if spec.reclaim:
                     if run.reclaim is None:

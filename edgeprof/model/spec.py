@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..units import (
+    CFS_PERIOD_US,
     check_quota,
     format_binary,
     format_cpuset,
@@ -136,3 +137,8 @@ class RunSpec:
     """The run's memory is squeezed by proactive reclaim (``edgeprof fit --one-run``): the
     backend gives the handle a :attr:`~edgeprof.backends.base.RunHandle.reclaim` and turns
     swap off for the group, so only what the kernel can drop is taken."""
+
+    @property
+    def period_us(self) -> int:
+        """The CFS period the quota is applied with (Docker's 100 ms where none was chosen)."""
+        return self.cpu_period_us or CFS_PERIOD_US

@@ -4,7 +4,9 @@ warning, the table's marks, budgets and comparisons that repeat it."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
+import random
 
 import pytest
 from hypothesis import given
@@ -41,34 +43,47 @@ def fine(n: int = 120, run: float = 5 * MS, share: float = 0.5) -> tuple[list[fl
 def test_readings_at_each_line_give_each_iteration_its_own_stall() -> None:
     lat = [0.010, 0.060, 0.010]
     # Cumulative throttled time when each line arrived: the first has no reading before it.
-    assert iteration_stalls(lat, [0.002, 0.052, 0.052]) == [None, pytest.approx(0.050), 0.0]
+    out = iteration_stalls(lat, [0.002, 0.052, 0.052], period_s=0.1)
+    assert out == [None, pytest.approx(0.050), 0.0]
 
 
 def test_a_batch_gives_its_stall_to_the_longer_iterations_and_never_beyond_one() -> None:
     lat = [0.010, 0.010, 0.030, 0.004]
     # Lines 2 and 3 arrived in one read: the 20 ms between readings is what line 3 lasted
     # beyond line 2, so it is line 3's stall.
-    out = iteration_stalls(lat, [0.0, NAN, 0.020, 0.100])
+    out = iteration_stalls(lat, [0.0, NAN, 0.020, 0.100], period_s=0.1)
     assert out[0] is None
     assert out[1] == 0.0 and out[2] == pytest.approx(0.020)
     assert out[3] == 0.004  # 80 ms of stall, but the iteration lasted 4 ms: the rest was a gap
 
 
 def test_a_batch_shares_the_stall_beyond_its_excess_evenly() -> None:
-    # 8 ms over 10 and 12 ms: the 2 ms excess, then 3 ms each.
-    out = iteration_stalls([0.005, 0.010, 0.012], [0.0, NAN, 0.008])
+    # A 100 ms period, iterations shorter than it: 8 ms over 10 and 12 ms is the 2 ms
+    # excess, then 3 ms each.
+    out = iteration_stalls([0.005, 0.010, 0.012], [0.0, NAN, 0.008], period_s=0.1)
     assert out[1:] == [pytest.approx(0.003), pytest.approx(0.005)]
     # 15 ms over 10, 20 and 30 ms: less than the 30 ms excess, so in proportion to it.
-    out = iteration_stalls([0.005, 0.010, 0.020, 0.030], [0.0, NAN, NAN, 0.015])
+    out = iteration_stalls([0.005, 0.010, 0.020, 0.030], [0.0, NAN, NAN, 0.015], period_s=0.1)
     assert out[1:] == [0.0, pytest.approx(0.005), pytest.approx(0.010)]
+
+
+def test_iterations_spanning_periods_share_a_batch_stall_by_latency() -> None:
+    # A 5 ms period, iterations of 20 and 40 ms: each took a stall in every period it
+    # spanned, so 45 ms goes 1:2.
+    out = iteration_stalls([0.02, 0.02, 0.04], [0.0, NAN, 0.045], period_s=0.005)
+    assert out[1:] == [pytest.approx(0.015), pytest.approx(0.030)]
 
 
 @given(
     lat=st.lists(st.floats(0.0, 0.1), min_size=1, max_size=20),
     delta=st.floats(0.0, 1.0),
+    period=st.floats(0.001, 1.0),
 )
-def test_a_batch_shares_its_whole_stall_up_to_its_latency(lat: list[float], delta: float) -> None:
-    out = iteration_stalls([0.001, *lat], [0.0] + [NAN] * (len(lat) - 1) + [delta])
+def test_a_batch_shares_its_whole_stall_up_to_its_latency(
+    lat: list[float], delta: float, period: float
+) -> None:
+    readings = [0.0] + [NAN] * (len(lat) - 1) + [delta]
+    out = iteration_stalls([0.001, *lat], readings, period_s=period)
     shares = [s for s in out[1:] if s is not None]
     assert len(shares) == len(lat)
     assert all(0 <= s <= x for s, x in zip(shares, lat, strict=True))
@@ -86,21 +101,93 @@ def test_stalls_read_in_batches_are_still_told_from_a_slower_core(batch: int) ->
         return [sum(stalls[: i + 1]) if i % batch == batch - 1 else NAN for i in range(120)]
 
     lat, stalls = coarse(every=5, stall=75 * MS)
-    t = distortion(lat, iteration_stalls(lat, read(stalls)))
+    t = distortion(lat, iteration_stalls(lat, read(stalls), period_s=0.1))
     assert t is not None and t.distorted == ("p50", "p90", "p95", "p99")
     assert t.throttled <= 24 and t.even_p99_s == pytest.approx(0.020, rel=0.05)
     lat, stalls = fine(share=0.25)
-    t = distortion(lat, iteration_stalls(lat, read(stalls)))
+    t = distortion(lat, iteration_stalls(lat, read(stalls), period_s=0.005))
     assert t is not None and t.distorted == () and t.throttled == t.iterations
 
 
 def test_lines_after_the_last_reading_stay_unknown() -> None:
-    assert iteration_stalls([0.01, 0.01, 0.01], [0.0, 0.001, NAN]) == [None, 0.001, None]
+    out = iteration_stalls([0.01, 0.01, 0.01], [0.0, 0.001, NAN], period_s=0.1)
+    assert out == [None, 0.001, None]
 
 
 def test_mismatched_readings_are_refused() -> None:
     with pytest.raises(ValueError):
-        iteration_stalls([0.01], [])
+        iteration_stalls([0.01], [], period_s=0.1)
+
+
+def hungry_under_cfs(
+    work: list[float], period: float, share: float
+) -> tuple[list[float], list[float]]:
+    """(latencies, stalls) of iterations of ``work`` seconds of CPU each, run back to back
+    by one task under a ``share`` quota per ``period``: it runs until the period's quota is
+    spent, then stalls to the period's end (a 20 µs gap between iterations, which can be
+    stalled too)."""
+    quota = share * period
+    t = used = 0.0
+    end = period
+    lat: list[float] = []
+    stalls: list[float] = []
+
+    def run(need: float) -> float:
+        nonlocal t, used, end
+        stalled = 0.0
+        while need > 1e-15:
+            if t >= end - 1e-15:
+                while t >= end - 1e-15:
+                    end += period
+                used = 0.0
+            step = min(quota - used, end - t, need)
+            if step <= 1e-15:
+                stalled, t = stalled + end - t, end
+                continue
+            t, used, need = t + step, used + step, need - step
+        return stalled
+
+    for w in work:
+        t0 = t
+        stalls.append(run(w))
+        lat.append(t - t0)
+        run(20e-6)
+    return lat, stalls
+
+
+@pytest.mark.parametrize(
+    ("period", "share", "work"),
+    [
+        (0.1, 0.25, (0.005, 0.005)),  # Docker's period: every percentile measures stalls
+        (0.1, 0.5, (0.005, 0.005)),
+        (0.005, 0.25, (0.005, 0.040)),  # edgeprof's: iterations of varied work, spread
+        (0.005, 0.25, (0.001, 0.050)),
+        (0.005, 0.5, (0.0005, 0.005)),
+        (0.01, 0.1, (0.001, 0.030)),
+        (0.1, 0.25, (0.050, 0.500)),
+        (0.02, 0.5, (0.002, 0.020)),
+    ],
+)
+def test_batches_of_lines_flag_what_each_line_read_alone_would(
+    period: float, share: float, work: tuple[float, float]
+) -> None:
+    """A hungry task under CFS: the percentiles flagged with the stalls read 2–8 lines at
+    a time are those flagged with each iteration's own stall.  Sharing every batch in
+    proportion to latency failed the first two; by the excess over the batch's shortest
+    alone, the third, sixth and seventh."""
+    rng = random.Random(1)
+    lat, stalls = hungry_under_cfs([rng.uniform(*work) for _ in range(200)], period, share)
+    for batch in (2, 3, 5, 8):
+        cumulative = itertools.accumulate(stalls)
+        readings = [c if i % batch == batch - 1 else NAN for i, c in enumerate(cumulative)]
+        shared = iteration_stalls(lat, readings, period_s=period)
+        # The same iterations, each with its own stall (those before the first reading and
+        # after the last are unknown in both).
+        known = [s if x is not None else None for s, x in zip(stalls, shared, strict=True)]
+        exact = distortion(lat, known)
+        t = distortion(lat, shared)
+        assert t is not None and exact is not None
+        assert t.distorted == exact.distorted, (batch, t, exact)
 
 
 def test_stalls_taken_by_a_few_iterations_distort_every_percentile() -> None:

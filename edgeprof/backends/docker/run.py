@@ -12,7 +12,7 @@ from typing import Any
 
 from ...errors import BackendError, ConfigError, LaunchError
 from ...model import Counters, RunSpec
-from ...units import CFS_PERIOD_US, cpu_quota_us, format_cpuset
+from ...units import cpu_quota_us, format_cpuset
 from ...workload.instrument import EVENTS_CONTAINER_PATH
 from .. import cgroupfs as fs
 from .._process import kill_members, leave_stops_to_main_thread, signal_pids
@@ -123,7 +123,7 @@ class DockerRun(RunHandle):
         # The quota as Docker's --cpu-period/--cpu-quota (its --cpus is the same quota at a
         # fixed 100 ms period, which is the artefact the runner's period choice avoids).
         if lim.cpus is not None:
-            period = spec.cpu_period_us or CFS_PERIOD_US
+            period = spec.period_us
             host["CpuPeriod"] = period
             host["CpuQuota"] = cpu_quota_us(lim.cpus, period)
         if lim.cpuset is not None:
