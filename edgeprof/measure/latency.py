@@ -301,10 +301,10 @@ def _batch_shares(latencies: Sequence[float], delta: float, period_s: float) -> 
     of varied work under a short period had their differences in work taken for stalls,
     and tail percentiles flagged.
     """
-    if min(latencies) >= period_s:
+    base = min(latencies)
+    if base >= period_s:
         span = sum(latencies)
         return [min(delta * lat / span, lat) for lat in latencies]
-    base = min(latencies)
     excess = [lat - base for lat in latencies]
     total = sum(excess)
     if total >= delta - 1e-9:  # a nanosecond, the lines' resolution: not float rounding's rest

@@ -226,12 +226,9 @@ def test_samples_stream_to_disk_during_the_run(mechanism: str, tmp_path: Path) -
         "    time.sleep(0.01)\n"
     )
     out = tmp_path / "out"
-    proc = subprocess.Popen(
-        [PY, "-m", "edgeprof", "run", "--interval", "0.01", "--out", str(out), "--",
-         PY, "-c", wait_for_go, str(go), str(2 * HANG_S)],
-        stdout=subprocess.DEVNULL,
-        cwd=REPO,
-    )  # fmt: skip
+    edgeprof_run = [PY, "-m", "edgeprof", "run", "--interval", "0.01", "--out", str(out)]
+    workload = [PY, "-c", wait_for_go, str(go), str(2 * HANG_S)]
+    proc = subprocess.Popen([*edgeprof_run, "--", *workload], stdout=subprocess.DEVNULL, cwd=REPO)
     try:
         csv_path = out / "samples.csv"
         deadline = time.monotonic() + HANG_S

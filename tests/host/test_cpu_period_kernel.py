@@ -105,9 +105,14 @@ def test_a_share_of_one_core_is_a_slower_core(
         assert unlimited.latency is not None
         # The guest's medians were 0.95–1.24 of a slower core's (its vCPU's turns again).
         misses = slower_core_misses(
-            unlimited.latency, r, share, own, iterations=STEADY_ITERATIONS,
-            p50_high=1.15 if REAL_TIME else 1.35, pattern=REAL_TIME,
-        )  # fmt: skip
+            unlimited.latency,
+            r,
+            share,
+            own,
+            iterations=STEADY_ITERATIONS,
+            p50_high=1.15 if REAL_TIME else 1.35,
+            pattern=REAL_TIME,
+        )
         if not misses:
             break
     assert not misses
