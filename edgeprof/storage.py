@@ -6,6 +6,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -204,22 +205,58 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
             runs.extend(load_runs(files))
             continue
         data = read_json(path, "result ")
+        one = False  # a result.json, whose files are beside it
         if isinstance(data, dict) and data.get("schema") == SWEEP_SCHEMA:
             items = data.get("runs")
         elif isinstance(data, list):
             items = data
         else:
-            items = [data]
+            items, one = [data], True
         if not isinstance(items, list):
             raise ConfigError(f"{path} is not an edgeprof result or sweep")
         for item in items:
             if not isinstance(item, dict):
                 raise ConfigError(f"{path} is not an edgeprof result or sweep")
             try:
-                runs.append(RunResult.from_dict(item))
+                run = RunResult.from_dict(item)
             except ConfigError as exc:  # from_dict says which key, in one line
                 raise ConfigError(f"{path} is not an edgeprof result: {exc}") from exc
+            runs.append(_found_files(run, path.parent, beside=one))
     return runs
+
+
+def _found_files(run: RunResult, base: Path, *, beside: bool) -> RunResult:
+    """``run`` with its ``samples.csv`` and ``gpu.csv`` where they are now, seen from the file
+    it was read from (in ``base``).
+
+    A run records them as its ``--out`` was given, relative to the directory edgeprof ran
+    in: read from another directory, or after the results were moved (a downloaded CI
+    artifact), the recorded path names nothing, and ``report`` had silently drawn no
+    timeline.  A ``result.json``'s files are beside it (``beside``); a sweep's (or a list's)
+    are under its directory at the recorded path's tail, tried longest first (the run
+    directory ``sweep/2/1/`` of ``sweep/sweep.json`` is ``2/1/``).  Where none is there, the
+    recorded path stays."""
+    samples = _found(run.samples.path, base, beside)
+    gpu = None if run.gpu is None else _found(run.gpu.path, base, beside)
+    if samples == run.samples.path and (run.gpu is None or gpu == run.gpu.path):
+        return run
+    return replace(
+        run,
+        samples=replace(run.samples, path=samples),
+        gpu=None if run.gpu is None else replace(run.gpu, path=gpu),
+    )
+
+
+def _found(recorded: str | None, base: Path, beside: bool) -> str | None:
+    if recorded is None:
+        return None
+    parts = Path(recorded).parts
+    parts = parts[1:] if Path(recorded).is_absolute() else parts
+    for i in range(len(parts) - 1 if beside else 0, len(parts)):
+        candidate = base.joinpath(*parts[i:])
+        if candidate.is_file():
+            return str(candidate)
+    return recorded
 
 
 def read_sweep(path: Path) -> tuple[Path, dict[str, Any]] | None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from edgeprof.errors import ConfigError
-from edgeprof.model import Limits
+from edgeprof.model import GpuStats, Limits
 from edgeprof.storage import SWEEP_SCHEMA, load_runs, write_result
 
 from .conftest import make_result
@@ -37,6 +38,51 @@ def test_load_runs_reads_every_form(tmp_path: Path) -> None:
     got = load_runs(paths)
     assert [r.name for r in got] == ["a", "b", "c", "c", "b"]
     assert got[0] == a
+
+
+def test_a_runs_files_are_found_from_where_its_result_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sweep run with ``--out sweep`` in one directory, read from another after a move:
+    its samples.csv and gpu.csv are found under the files read, not at the recorded path
+    relative to the directory of the read (where another run's files may lie)."""
+    run_dir = tmp_path / "moved" / "sweep" / "2" / "1"
+    run_dir.mkdir(parents=True)
+    for name in ("samples.csv", "gpu.csv"):
+        (run_dir / name).write_text("t_s\n")
+    r = make_result(name="2")
+    gpu = GpuStats(
+        driver=None,
+        selection=None,
+        devices=(),
+        memory_peak_bytes=None,
+        energy_j=None,
+        samples=0,
+        interval_s=0.1,
+        path="sweep/2/1/gpu.csv",
+    )
+    r = replace(r, samples=replace(r.samples, path="sweep/2/1/samples.csv"), gpu=gpu)
+    write_result(run_dir / "result.json", r)
+    sweep = tmp_path / "moved" / "sweep" / "sweep.json"
+    sweep.write_text(json.dumps({"schema": SWEEP_SCHEMA, "runs": [r.to_dict()], "cells": []}))
+    decoy = tmp_path / "elsewhere" / "sweep" / "2" / "1"
+    decoy.mkdir(parents=True)
+    (decoy / "samples.csv").write_text("t_s\n")  # another run's, at the recorded path
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    for read in (sweep.parent, run_dir / "result.json", tmp_path / "moved"):
+        [got] = load_runs([read])
+        assert got.samples.path is not None and got.gpu is not None and got.gpu.path
+        assert Path(got.samples.path).resolve() == run_dir / "samples.csv", read
+        assert Path(got.gpu.path).resolve() == run_dir / "gpu.csv", read
+    # An absolute path recorded before the move; a run whose files are gone keeps its own.
+    moved = replace(r, samples=replace(r.samples, path="/old/sweep/2/1/samples.csv"))
+    gone = replace(r, name="3", samples=replace(r.samples, path="sweep/3/1/samples.csv"))
+    sweep.write_text(
+        json.dumps({"schema": SWEEP_SCHEMA, "runs": [moved.to_dict(), gone.to_dict()]})
+    )
+    a, b = load_runs([sweep])
+    assert a.samples.path == str(run_dir / "samples.csv")
+    assert b.samples.path == "sweep/3/1/samples.csv"
 
 
 @pytest.mark.parametrize(
