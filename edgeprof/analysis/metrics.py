@@ -41,7 +41,7 @@ import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..model import RunResult
+from ..model import PERCENTILES, RunResult
 from ..units import format_binary, format_energy, format_seconds
 
 
@@ -201,4 +201,4 @@ def stalled_percentiles(runs: Sequence[RunResult]) -> tuple[str, ...]:
     for r in runs:
         if r.latency is not None and r.latency.throttling is not None:
             names.update(dict.fromkeys(r.latency.throttling.distorted))
-    return tuple(p for p in ("p50", "p90", "p95", "p99") if p in names)
+    return tuple(p for p in PERCENTILES if p in names)

@@ -54,6 +54,8 @@ def calibrate_cmd(
     from ..report.calibration import plot_calibration, render_calibration
     from ..storage import check_writable, load_runs
 
+    if not 0 <= min_r2 <= 1:  # also NaN
+        raise ConfigError(f"--min-r2 {min_r2:g}: expected an R² from 0 to 1")
     if form != "auto" and form not in FORMS:
         raise ConfigError(f"--form {form!r}: one of auto, {', '.join(FORMS)}")
     rules = [parse_rule(r) for r in family or ()]

@@ -127,6 +127,8 @@ REFUSED_IN_PARTS = {
     "plots": "a part's own charts: run edgeprof report --plots on the merged sweep",
     "cpuset": "it names cores of one machine; each part gets its cores from its engine: "
     "give --cpus",
+    "executor": "the recipe's engine runs each part; --executor runs a whole sweep and "
+    "takes no --shard",
 }
 """``run``'s options a part cannot take, and why."""
 
@@ -319,7 +321,8 @@ def _on_executor(p: Mapping[str, Any]) -> int:
     from .outcome import runs_exit_code
 
     for name, (param, _) in OPTIONS.items():
-        if param in REFUSED_IN_PARTS and param != "out" and p[param] not in (None, False, []):
+        refused = param in REFUSED_IN_PARTS and param not in ("out", "executor")
+        if refused and p[param] not in (None, False, []):
             raise ConfigError(f"{name} with --executor: {REFUSED_IN_PARTS[param]}")
     part = {k: v for k, v in p.items() if k not in GATE | {"executor", "out"}}
     outputs = RunOutputs(summary=p["summary"], junit=p["junit"], html=p["html"])

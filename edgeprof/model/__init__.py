@@ -11,6 +11,7 @@ from .events import Capped, EventCounts
 from .gpu import GpuDevice, GpuPhase, GpuStats
 from .memory import MemoryParts, MemoryPressure, MemoryStats, Squeeze
 from .results import (
+    PERCENTILES,
     SCHEMA_VERSION,
     CoreLease,
     Counters,
@@ -29,6 +30,7 @@ from .results import (
 from .spec import Limits, RunSpec, UserIds
 
 __all__ = [
+    "PERCENTILES",
     "SCHEMA_VERSION",
     "Capped",
     "CoreLease",

@@ -160,6 +160,10 @@ class SampleStats:
     path: str | None
 
 
+PERCENTILES = ("p50", "p90", "p95", "p99")
+"""The latency percentiles a result reports, in order (:class:`LatencyStats`)."""
+
+
 @dataclass(frozen=True)
 class Throttling:
     """How a ``cpus`` quota's stalls fell on the reported iterations

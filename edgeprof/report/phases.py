@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from ..analysis.cells import cells
-from ..model import LatencyStats, PhaseStats, RunResult
+from ..model import PERCENTILES, LatencyStats, PhaseStats, RunResult
 from ..units import format_binary, format_seconds
 from .table import markdown_lines, plain_table
 
@@ -55,9 +55,18 @@ def _median_of(items: Sequence[_T]) -> _T:
             lats = [v for v in values if v is not None]
             kw[f.name] = _median_of(lats) if len(lats) == len(values) else None
         elif f.name == "throttling":
-            # The worst run's: a percentile that measured stalls in one run is suspect in all.
+            # The worst run's, flagging every percentile any run's measured stalls: one that
+            # did in one run is suspect in all (as the run's warning names them).
             known = [v for v in values if v is not None]
-            kw[f.name] = max(known, key=lambda t: len(t.distorted)) if known else None
+            flagged = {p for t in known for p in t.distorted}
+            kw[f.name] = (
+                dataclasses.replace(
+                    max(known, key=lambda t: len(t.distorted)),
+                    distorted=tuple(p for p in PERCENTILES if p in flagged),
+                )
+                if known
+                else None
+            )
         elif f.name == "complete":
             kw[f.name] = all(values)
         elif f.name == "percentiles_error":

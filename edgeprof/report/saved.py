@@ -149,6 +149,15 @@ def merge_saved(
         if path is not None:
             check_writable(path)
     merged = merge_shards(paths)
+    written = out / "sweep.json"
+    for s in merged.shards:
+        # Overwritten, the shard's own sweep.json became the merged (whole) sweep: a second
+        # merge of the same parts was then refused ("a whole sweep, not a shard").
+        if written.exists() and os.path.samefile(written, s.path):
+            raise ConfigError(
+                f"--out {out} holds shard {s.index}/{s.count} ({s.path}): the merged sweep.json "
+                "would replace it; give a directory of its own"
+            )
     target = prepare_out_dir(out, ("sweep.json",))
     write_json_output(
         target / "sweep.json", sweep_dict(merged.runs, merged.extra(), merged.run_dicts)

@@ -92,7 +92,7 @@ def merge_shards(paths: Sequence[Path]) -> Merged:
             theirs = first.count if key == "count" else first.data[key]
             if mine != theirs:
                 raise ConfigError(
-                    f"{s.path} and {first.path} are shards of different sweeps: "
+                    f"{first.path} and {s.path} are shards of different sweeps: "
                     f"their {key} differ ({theirs!r}, {mine!r})"
                 )
     count = first.count

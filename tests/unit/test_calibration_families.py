@@ -170,6 +170,9 @@ def test_cli_family_and_form_options(tmp_path: Path, capsys: pytest.CaptureFixtu
     for bad, message in [
         (["--form", "cubic"], "--form 'cubic': one of auto, origin, line, power"),
         (["--family", "fast_*"], "expected PATTERN=FAMILY"),
+        (["--min-r2", "2"], "--min-r2 2: expected an R² from 0 to 1"),
+        (["--min-r2", "-0.5"], "--min-r2 -0.5: expected an R² from 0 to 1"),
+        (["--min-r2", "nan"], "--min-r2 nan: expected an R² from 0 to 1"),
     ]:
         assert main([*args, *bad, str(results)]) == 2
         assert message in capsys.readouterr().err

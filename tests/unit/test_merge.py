@@ -117,14 +117,33 @@ def test_what_merge_refuses(tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
     (other / "sweep.json").write_text(json.dumps({**data, "models": ["m1", "m3"]}))
-    with pytest.raises(ConfigError, match="shards of different sweeps: their models differ"):
+    # Each value beside its own shard: s1's models first, as s1 is named first.
+    with pytest.raises(ConfigError, match="shards of different sweeps: their models differ") as e:
         merge_shards([s1, other])
+    assert str(e.value).startswith(f"{s1 / 'sweep.json'} and {other / 'sweep.json'} ")
+    assert str(e.value).endswith(f"({data['models']!r}, ['m1', 'm3'])")
     (other / "sweep.json").write_text(json.dumps({**data, "runs": data["runs"][:-1]}))
     with pytest.raises(ConfigError, match=r"did not finish \(7 of 8 runs\)"):
         merge_shards([s1, other])
     (other / "sweep.json").write_text(json.dumps({**data, "interrupted": True}))
     with pytest.raises(ConfigError, match="did not finish"):
         merge_shards([s1, other])
+
+
+def test_merge_into_a_shard_of_its_own_is_refused(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """``--out`` at a shard's directory (or its sweep.json's, through another path) would
+    replace that shard with the merged sweep: refused, the shard left as it was."""
+    for i in (1, 2):
+        _sweep(tmp_path / f"s{i}", (i, 2))
+    before = (tmp_path / "s2" / "sweep.json").read_bytes()
+    for out in (tmp_path / "s2", tmp_path / "s1" / ".." / "s2"):
+        assert main(["merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(out)]) == 2
+        err = capfd.readouterr().err
+        assert f"--out {out} holds shard 2/2" in err and err.count("\n") == 1, err
+    assert (tmp_path / "s2" / "sweep.json").read_bytes() == before
+    assert merge_shards([tmp_path / "s1", tmp_path / "s2"]).shards[1].index == 2
 
 
 @pytest.mark.parametrize(

@@ -196,6 +196,12 @@ def test_the_model_round_trip_catches_a_misspelt_field() -> None:
             "--cpuset in a part of a sweep",
         ),
         ("slurm", ["--plots", "p", "--", "x"], {}, "--plots in a part of a sweep"),
+        (
+            "slurm",
+            ["--cpus", "1", "--memory", "1g", "--repeat", "3", "--executor", "ray", "--", "x"],
+            {},
+            "--executor in a part of a sweep",
+        ),
         ("slurm", ["--cpus", "1", "--memory", "1g"], {}, "no workload"),
         ("slurm", ["--cpus", "1", "--memory", "1g", "--repeat", "2", "--", "x"], {}, "--repeat 2"),
         ("slurm", ["--cpus", "1", "--memory", "1g", "--repeat", "auto", "--", "x"], {}, "auto"),

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from edgeprof.analysis.budgets import Budgets, check_budgets
 from edgeprof.analysis.compare import summarize
+from edgeprof.analysis.metrics import stalled_percentiles
 from edgeprof.analysis.regression import compare_results
 from edgeprof.measure.events import EventChannel
 from edgeprof.measure.latency import distortion, iteration_stalls, latency_stats
@@ -277,6 +278,20 @@ def test_the_table_marks_the_percentiles_that_measured_stalls() -> None:
     assert row.count("*") == 4
     assert STALLED_NOTE in text
     assert "*" not in render_sections([_with_latency(*fine())])
+
+
+def test_a_cells_median_marks_every_percentile_a_run_flagged() -> None:
+    """As the runs' warning names them (:func:`stalled_percentiles`): a sweep's two runs that
+    flagged p95 and p90 had their median row starring the first run's set alone."""
+    runs = []
+    for flagged in (("p50", "p95", "p99"), ("p50", "p90", "p99")):
+        r = _with_latency(*coarse())
+        assert r.latency is not None and r.latency.throttling is not None
+        t = dataclasses.replace(r.latency.throttling, distorted=flagged)
+        runs.append(dataclasses.replace(r, latency=dataclasses.replace(r.latency, throttling=t)))
+    assert stalled_percentiles(runs) == ("p50", "p90", "p95", "p99")
+    [row] = [line for line in render_sections(runs).splitlines() if "(all)" in line]
+    assert row.count("*") == 4, row
 
 
 def test_budgets_and_comparisons_say_so() -> None:
