@@ -125,6 +125,14 @@ def ranking_tables(
             mixed = mixed_hosts_note({m.name: m.runs for m in summaries})
             if mixed is not None:
                 notes.append(mixed)
+            unranked = [
+                m.name for m in summaries if m.stat(key) is None and len(m.failures) < len(m.runs)
+            ]
+            if unranked:  # a run too short for an average memory (see the warnings)
+                notes.append(
+                    f"not ranked, no figure of {title} in their runs: {', '.join(unranked)} "
+                    "(see the warnings)"
+                )
             if not all(r.tested for r in ranks):
                 notes.append(  # one successful run, or one with the figure (avg memory)
                     f"a model with 1 figure of {title}: its step from the previous one is not "

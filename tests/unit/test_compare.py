@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -49,6 +50,27 @@ def test_summaries_rank_by_mean_and_list_failures() -> None:
         "Ranking by avg memory",
     ]
     assert all(r.termination is Termination.EXITED for r in results)
+
+
+def test_a_model_without_the_figure_is_named_under_its_ranking() -> None:
+    """Runs too short for an average memory: the model was missing from that ranking
+    without a word.  A failed model is not named (its warnings say why it is left out)."""
+    short = [
+        dataclasses.replace(r, memory=dataclasses.replace(r.memory, avg_bytes=None))
+        for r in _runs("short", 30, 20 << 20)
+    ]
+    be = FakeBackend(linear(cpu_pct=50, memory_bytes=1))
+    failed = [profile(["sh", "-c", "exit 3"], backend=be, name="failed")]
+    runs = _runs("a", 20, 10 << 20) + _runs("b", 80, 50 << 20) + short + failed
+    notes = {
+        t.plain().splitlines()[0].split(" under ")[0]: t.notes
+        for t in ranking_tables(summarize_cells(runs))
+    }
+    unranked = {title: [n for n in ns if n.startswith("not ranked")] for title, ns in notes.items()}
+    assert unranked.pop("Ranking by avg memory") == [
+        "not ranked, no figure of avg memory in their runs: short (see the warnings)"
+    ]
+    assert unranked and not any(unranked.values())
 
 
 def test_close_neighbours_are_marked_as_within_noise() -> None:
