@@ -186,6 +186,8 @@ def _entry(path: Path, name: object, e: object) -> Device:
     if "share" in e and "speed" in e:
         raise ConfigError(f"{where}: give 'share' or 'speed', not both")
     share = _positive(e, "share", bad)
+    if share is not None and share < LEAST_CPUS:  # as --cpus refuses it, but named here
+        raise bad("share", f"expected CPUs as --cpus takes them, at least {LEAST_CPUS:g}")
     speed: float | str | None
     if e.get("speed") == CALIBRATED:
         if "calibration" not in e:

@@ -17,6 +17,9 @@ from ..errors import BackendError, LaunchError
 from ..model import RunSpec, UserIds
 from . import cgroupfs as fs
 
+_POLL_MAX_MS = 2**31 - 1
+"""The longest ``poll()`` wait: its timeout is a C ``int`` of milliseconds."""
+
 
 class Process:
     """The workload's main process.
@@ -150,10 +153,15 @@ class Process:
         if self._pidfd is not None:
             poller = select.poll()
             poller.register(self._pidfd, select.POLLIN)
-            ms = None if timeout is None else max(0, int(timeout * 1000))
-            if not poller.poll(ms):
-                return None
-            return self._reap()
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while True:
+                left = None if deadline is None else max(0, deadline - time.monotonic())
+                # poll() takes a C int of ms: a --timeout over 24.8 days raised OverflowError.
+                ms = None if left is None else min(_POLL_MAX_MS, int(left * 1000))
+                if poller.poll(ms):
+                    return self._reap()
+                if ms is not None and ms < _POLL_MAX_MS:
+                    return None
         if self._wait4:
             deadline = None if timeout is None else time.monotonic() + timeout
             while not self._exited():

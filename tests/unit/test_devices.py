@@ -120,6 +120,10 @@ def test_entry_keys_parsed(tmp_path: Path) -> None:
         ("    cores: 4\n    memory: 1g\n    speed: fast\n", "device 'x': key 'speed': expected"),
         ("    cores: 4\n    memory: 1g\n    share: .nan\n", "device 'x': key 'share': expected"),
         (
+            "    cores: 2\n    memory: 1g\n    share: 0.004\n",
+            "key 'share': expected CPUs as --cpus takes them, at least 0.01 (got 0.004)",
+        ),
+        (
             "    cores: 4\n    memory: 1g\n    share: 1\n    speed: 0.5\n",
             "device 'x': give 'share' or 'speed', not both",
         ),

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import re
+import signal
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ import edgeprof.backends as backends
 from edgeprof import Limits
 from edgeprof.backends import ProcessBackend, get_backend
 from edgeprof.backends._own_group import OwnGroup, own_memory_group
+from edgeprof.backends._process import Process
 from edgeprof.backends.process import (
     own_high_water_mark,
     refusal,
@@ -167,3 +170,16 @@ def test_rss_counter_slack_is_one_batch_per_cpu(cpus: int, pages: int) -> None:
     import os
 
     assert rss_counter_slack(cpus) == pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_a_wait_longer_than_poll_takes_still_waits() -> None:
+    """``--timeout 1e9`` (the parser's limit) once raised poll()'s OverflowError, a traceback
+    after the workload had started: a wait beyond 2**31 ms is taken in parts."""
+    done = Process(["true"], env=os.environ, cwd=None, stdout=None, stderr=None)
+    assert done.wait(1e9) == 0
+    slow = Process(["sleep", "30"], env=os.environ, cwd=None, stdout=None, stderr=None)
+    try:
+        assert slow.wait(0.05) is None
+    finally:
+        os.kill(slow.pid, signal.SIGKILL)
+        assert slow.wait(1e9) == -signal.SIGKILL
