@@ -45,8 +45,9 @@ def parse_batch_sizes(text: str) -> tuple[int, ...]:
     return tuple(dict.fromkeys(sizes))
 
 
-def check_target(target: str, cwd: Path | None) -> tuple[str, str]:
-    """``MODULE:FUNC`` or ``FILE.py:FUNC`` → (module, func), found without importing it."""
+def check_target(target: str, cwd: Path | None, loader: str = "load") -> tuple[str, str]:
+    """``MODULE:FUNC`` or ``FILE.py:FUNC`` → (module, func), found without importing it; a
+    FUNC or ``loader`` its source surely lacks (:func:`_unbound`) is refused."""
     module, sep, func = target.rpartition(":")
     if not sep or not module or not func.isidentifier():
         raise ConfigError(f"bench target {target!r}: expected MODULE:FUNC or FILE.py:FUNC")
@@ -54,21 +55,59 @@ def check_target(target: str, cwd: Path | None) -> tuple[str, str]:
         path = Path(module) if cwd is None or Path(module).is_absolute() else cwd / module
         if not path.is_file():
             raise ConfigError(f"bench target {target!r}: no file {path}")
+        _check_names(target, path, func, loader)
         return module, func
     top = module.split(".")[0]
     base = str(cwd) if cwd is not None else "."
     sys.path.insert(0, base)
     try:
-        found = importlib.util.find_spec(top) is not None
+        spec = importlib.util.find_spec(top)
     except (ImportError, ValueError):
-        found = False
+        spec = None
     finally:
         sys.path.remove(base)
-    if not found:
+    if spec is None:
         raise ConfigError(
             f"bench target {target!r}: module {top!r} is not importable from {base}"
         )
+    if module == top and spec.origin is not None and spec.origin.endswith(".py"):
+        _check_names(target, Path(spec.origin), func, loader)
     return module, func
+
+
+def _check_names(target: str, path: Path, func: str, loader: str) -> None:
+    """A misspelt FUNC or loader had every batch size's run load the model, then fail in
+    the workload (exit 1, one message a batch size): refused before any run."""
+    for name, role in ((func, "inference function"), (loader, "loader (--loader)")):
+        if name in _unbound(path, (func, loader)):
+            raise ConfigError(f"bench target {target!r}: {path} defines no {role} {name!r}")
+
+
+_DYNAMIC = ("import *", "globals", "vars(", "exec", "setattr", "__dict__", "sys.modules")
+"""Ways a module can bind a name that its symbol table does not show."""
+
+
+def _unbound(path: Path, names: Sequence[str]) -> list[str]:
+    """``names`` that ``path``'s source surely binds nowhere at its top level (a ``def``, a
+    class, an assignment, an import, a function's ``global``), from its symbol table
+    (``symtable``: the compiler's own, nothing is run).  None where it cannot be sure: a
+    source that does not compile (the run reports it), a module ``__getattr__``, or a way in
+    :data:`_DYNAMIC`."""
+    import symtable
+
+    try:
+        source = path.read_text()
+        table = symtable.symtable(source, str(path), "exec")
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return []
+    bound = {
+        s.get_name()
+        for s in table.get_symbols()
+        if s.is_assigned() or s.is_imported() or s.is_namespace() or s.is_declared_global()
+    }
+    if "__getattr__" in bound or any(way in source for way in _DYNAMIC):
+        return []
+    return [n for n in names if n not in bound]
 
 
 def bench(
@@ -95,9 +134,9 @@ def bench(
     """One run per batch size; stops early when a run is interrupted.  ``allow_over_host``,
     ``gpus`` and ``gpu_memory``: as :func:`~edgeprof.measure.runner.profile`'s."""
     work_dir = None if cwd is None else Path(cwd)
-    _, func = check_target(target, work_dir)
     if not loader.isidentifier():
         raise ConfigError(f"--loader {loader!r}: not a Python name")
+    _, func = check_target(target, work_dir, loader)
     if iterations < 1 or warmup < 0:
         raise ConfigError("--iterations must be at least 1 and --warmup at least 0")
     if not batch_sizes:

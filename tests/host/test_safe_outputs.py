@@ -176,7 +176,7 @@ def test_a_link_at_any_file_edgeprof_names_is_refused_before_the_work(
     base: Path, case: str
 ) -> None:
     cmd, name = END_FILES[case]
-    (base / "w.py").write_text("def f(batch):\n    open('ran', 'w').close()\n")
+    (base / "w.py").write_text("load = int\ndef f(batch):\n    open('ran', 'w').close()\n")
     (base / "app").mkdir()
     (base / "app" / "work.py").write_text("open('../ran', 'w').close()\n")
     (base / "env.template").write_text(TEMPLATE)

@@ -57,6 +57,33 @@ def test_targets_are_checked_without_importing(model_dir: Path) -> None:
         check_target("missing.py:infer", model_dir)
 
 
+def test_a_name_the_source_lacks_is_refused_before_any_run(
+    model_dir: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A misspelt FUNC had each batch size load the model and fail in the workload (exit 1,
+    the message once a batch size); the source's symbol table says so first."""
+    tiny = model_dir / "tiny_model.py"
+    for target in ("tiny_model:nosuch", "tiny_model.py:nosuch"):
+        with pytest.raises(ConfigError, match=f"{tiny} defines no inference function 'nosuch'"):
+            check_target(target, model_dir)
+    with pytest.raises(ConfigError, match=r"defines no loader \(--loader\) 'build'"):
+        check_target("tiny_model:infer", model_dir, loader="build")
+    assert check_target("tiny_model:infer_n", model_dir, loader="make")[1] == "infer_n"
+    argv = ["bench", "tiny_model.py:nosuch", "--backend", "fake", "--batch-size", "1,8"]
+    assert main([*argv, "--cwd", str(model_dir)]) == 2
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1 and "defines no inference function 'nosuch'" in err, err
+    # Bound some other way (an import, a function's global), or a way the table cannot see:
+    # not refused, the run says.
+    other = "from tiny_model import infer as run, load\ndef setup():\n    global late\n"
+    (model_dir / "other.py").write_text(other)
+    assert check_target("other.py:run", model_dir) == ("other.py", "run")
+    assert check_target("other.py:late", model_dir) == ("other.py", "late")
+    for dynamic in ("from tiny_model import *", "globals()['x'] = 1", "def __getattr__(n): ..."):
+        (model_dir / "dyn.py").write_text(dynamic + "\n")
+        assert check_target("dyn.py:anything", model_dir, loader="any") == ("dyn.py", "anything")
+
+
 def test_bench_runs_one_profiled_run_per_batch_size(model_dir: Path) -> None:
     be = FakeBackend()
     results = bench(
@@ -112,7 +139,11 @@ def test_bench_cli_json_and_errors(
 
 
 def test_a_missing_function_is_a_failed_run_not_a_crash(model_dir: Path) -> None:
-    (r,) = bench("tiny_model:nope", (1,), backend=FakeBackend(), cwd=model_dir)
+    """Where the source may bind names its symbol table does not show (here globals()), the
+    check lets it through and the workload says so."""
+    source = (model_dir / "tiny_model.py").read_text()
+    (model_dir / "dyn_model.py").write_text(source + "\nglobals()\n")
+    (r,) = bench("dyn_model:nope", (1,), backend=FakeBackend(), cwd=model_dir)
     assert r.exit_code not in (0, None)
     assert [p.name for p in r.phases] == ["load"] and r.phases[0].complete
 
