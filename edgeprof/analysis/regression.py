@@ -132,12 +132,17 @@ def compare_results(
         )
     common = [k for k in cur_cells if k in base_cells]
     if not common:
+        shared = {k[0] for k in base_cells} & {k[0] for k in cur_cells}
         raise ConfigError(
             "no model/limits cell is in both the baseline and the current results"
             + (
                 " (use --ignore-limits to pair models measured under different limits)"
-                if match_limits
-                else ""
+                if shared and match_limits
+                else ": their models differ ("
+                + ", ".join(sorted({k[0] for k in base_cells}))
+                + " → "
+                + ", ".join(sorted({k[0] for k in cur_cells}))
+                + ")"
             )
         )
     changes = []

@@ -167,6 +167,12 @@ def test_compare_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "no model/limits cell is in both" in capsys.readouterr().err
     assert main(["compare", str(a), str(b), "--ignore-limits"]) == 0
     capsys.readouterr()
+    # Other models altogether: --ignore-limits would not pair them, and is not suggested.
+    c = _save(tmp_path / "c.json", [run(name="other.onnx", cpus=0.5)] * 2)
+    assert main(["compare", str(a), str(c)]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith("results: their models differ (m.onnx → other.onnx)\n"), err
+    assert "--ignore-limits" not in err
     assert main(["compare", str(a), str(tmp_path / "missing.json")]) == 2
     assert main(["compare", str(a), str(b), "--threshold", "x"]) == 2
     assert "--threshold 'x'" in capsys.readouterr().err
