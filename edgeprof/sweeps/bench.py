@@ -78,8 +78,9 @@ def check_target(target: str, cwd: Path | None, loader: str = "load") -> tuple[s
 def _check_names(target: str, path: Path, func: str, loader: str) -> None:
     """A misspelt FUNC or loader had every batch size's run load the model, then fail in
     the workload (exit 1, one message a batch size): refused before any run."""
+    missing = _unbound(path, (func, loader))
     for name, role in ((func, "inference function"), (loader, "loader (--loader)")):
-        if name in _unbound(path, (func, loader)):
+        if name in missing:
             raise ConfigError(f"bench target {target!r}: {path} defines no {role} {name!r}")
 
 
