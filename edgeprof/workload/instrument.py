@@ -208,7 +208,8 @@ def mark(name: str) -> None:
 class phase(ContextDecorator):
     """``with edgeprof.phase("load"):`` (or ``@edgeprof.phase("load")``): CPU time, memory
     and wall time between entry and exit are reported as the phase ``name``.  Phases may nest
-    and repeat (repeats are merged by name)."""
+    and repeat (repeats are merged by name; a phase nested in itself, as a recursive function
+    under ``@phase``, counts its time once)."""
 
     def __init__(self, name: str) -> None:
         self.name = _name(name)
