@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..model import EventCounts, PhaseStats
-from ..workload.instrument import MAX_NAME
+from ..workload.instrument import MAX_ITEMS, MAX_NAME
 from .latency import SKETCH_ALPHA, Tail, latency_stats
 
 MAX_LINE = 4096
@@ -36,8 +36,6 @@ MAX_TIME = 1e10
 any uptime, and small enough that sums of durations stay finite (two durations of 1e308
 overflow ``math.fsum``, which would fail the run's result)."""
 
-MAX_ITEMS = 2**63 - 1
-"""Larger ``ITEMS`` are malformed: the runner stores them as signed 64-bit integers."""
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 """Control characters (C0, DEL, C1) have no place in a name the report prints to a terminal
