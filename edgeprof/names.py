@@ -25,7 +25,7 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 CGROUP_PATH = re.compile(r"^[A-Za-z0-9_./@:-]+$")
 
 
-def _show(text: str) -> str:
+def _show(text: object) -> str:
     shown = ascii(text)
     return shown if len(shown) <= 60 else shown[:57] + "...'"
 
@@ -57,8 +57,10 @@ def check_name(text: str, what: str) -> str:
 
 def check_env(key: str, value: str) -> None:
     """An environment variable for the workload: a plain name, a value without NUL."""
-    if not ENV_NAME.match(key):
+    if not isinstance(key, str) or not ENV_NAME.match(key):
         raise ConfigError(f"invalid environment variable name {_show(key)}")
+    if not isinstance(value, str):  # env={"A": 1} had raised a bare TypeError
+        raise ConfigError(f"environment variable {key}: the value {_show(value)} is not a string")
     if "\0" in value:
         raise ConfigError(f"environment variable {key}: the value contains a NUL byte")
 

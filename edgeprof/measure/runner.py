@@ -73,7 +73,7 @@ def profile(
     backend: str | Backend = "auto",
     interval: float | str = DEFAULT_INTERVAL_S,
     timeout: float | str | None = None,
-    kill_grace: float = DEFAULT_KILL_GRACE_S,
+    kill_grace: float | str = DEFAULT_KILL_GRACE_S,
     env: Mapping[str, str] | None = None,
     cwd: str | Path | None = None,
     out_dir: str | Path | None = None,
@@ -132,6 +132,7 @@ def profile(
     limits = limits or Limits()
     command = tuple(command)
     interval_s, timeout_s = parse_times(interval, timeout)
+    grace_s = parse_duration(kill_grace, "kill grace")  # "2s" had failed only at the timeout
     user_env = dict(env or {})
     for k, v in user_env.items():
         check_env(k, v)
@@ -240,7 +241,7 @@ def profile(
                     watch.limit = applied.memory if unified_memory else gpu_limit
                     watch.unified = unified_memory
                 result = _run(
-                    be, spec, interval_s, timeout_s, kill_grace, out, name, warnings,
+                    be, spec, interval_s, timeout_s, grace_s, out, name, warnings,
                     interrupts, channel=channel, gpu=watch,
                 )  # fmt: skip
             except LaunchError:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from ..errors import ConfigError
 from ..units import (
     CFS_PERIOD_US,
     check_quota,
@@ -19,6 +20,7 @@ from ..units import (
     parse_cpuset,
     parse_memory_limit,
     parse_pids,
+    shown,
 )
 
 
@@ -55,13 +57,29 @@ class Limits:
         object.__setattr__(self, "cpu_period_us", period)
         if isinstance(cpuset, str):
             cpuset_t: tuple[int, ...] | None = parse_cpuset(cpuset)
+        elif cpuset is not None:
+            # Through the CLI's parser, so that the library refuses what --cpuset does: an
+            # empty list had reached the core lease ("cannot lease 0 of the cores ").
+            cores = list(cpuset)
+            if not cores:
+                raise ConfigError("invalid CPU list: empty (expected CPU numbers, e.g. [0, 1])")
+            for c in cores:
+                if isinstance(c, bool) or not isinstance(c, int):
+                    raise ConfigError(f"invalid CPU list: {shown(c)} is not a CPU number")
+            cpuset_t = parse_cpuset(",".join(map(str, cores)))
         else:
-            cpuset_t = None if cpuset is None else tuple(sorted(set(int(c) for c in cpuset)))
+            cpuset_t = None
         object.__setattr__(self, "cpuset", cpuset_t)
         if isinstance(memory, str):
             memory = parse_memory_limit(memory)
         elif memory is not None:
-            memory = parse_memory_limit(f"{int(memory)}b")
+            whole = isinstance(memory, int) or (isinstance(memory, float) and memory.is_integer())
+            if isinstance(memory, bool) or not whole:  # NaN had raised a bare ValueError
+                raise ConfigError(
+                    f"invalid memory limit {shown(memory)}: expected bytes (a whole number) or "
+                    "a size such as 512m"
+                )
+            memory = parse_memory_limit(str(int(memory)))
         object.__setattr__(self, "memory", memory)
         object.__setattr__(self, "pids", None if pids is None else parse_pids(pids))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from edgeprof.errors import ConfigError
@@ -220,6 +222,28 @@ def test_limits_normalises_user_spellings() -> None:
         Limits(cpus="0")
     with pytest.raises(ConfigError):
         Limits(cpuset="3-1")
+    assert Limits(memory=64 * MiB).memory == Limits(memory=float(64 * MiB)).memory == 64 * MiB
+
+
+@pytest.mark.parametrize(
+    ("limits", "message"),
+    [
+        ({"cpuset": []}, "invalid CPU list: empty"),
+        ({"cpuset": [0, True]}, "invalid CPU list: True is not a CPU number"),
+        ({"cpuset": [-1]}, "invalid CPU list '-1'"),
+        ({"memory": math.nan}, "invalid memory limit nan: expected bytes"),
+        ({"memory": 1.5}, "invalid memory limit 1.5: expected bytes"),
+        ({"memory": 0}, "invalid size '0': must be at least 1 byte"),
+    ],
+)
+def test_the_librarys_limits_are_refused_as_the_options_are(
+    limits: dict[str, object], message: str
+) -> None:
+    """Each had passed the constructor: an empty cpuset failed at the core lease ("cannot
+    lease 0 of the cores "), NaN memory raised a bare ValueError, 0 said "'0b'"."""
+    with pytest.raises(ConfigError) as info:
+        Limits(**limits)  # type: ignore[arg-type]
+    assert str(info.value).startswith(message), info.value
 
 
 @pytest.mark.parametrize(
