@@ -46,7 +46,7 @@ class Limits:
         self,
         cpus: float | str | None = None,
         cpuset: str | Sequence[int] | None = None,
-        memory: int | str | None = None,
+        memory: float | str | None = None,
         pids: int | str | None = None,
         cpu_period_us: int | str | None = None,
     ) -> None:
