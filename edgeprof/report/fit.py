@@ -69,7 +69,7 @@ def _render_one(o: FitOutcome) -> str:
             f"unlimited: {o.time.metric} {o.time.seconds:.3f}s ({len(o.reference)} runs, "
             f"spread {100 * o.noise:.0f}%); "
             + (
-                composition(ref.memory.at_peak, measured)
+                composition(ref.memory.at_peak, measured, ref.host.cpus)
                 or f"peak {format_binary(b.peak if measured is None else measured)}"
             )
         )
@@ -164,7 +164,7 @@ def _render_squeezed(o: FitOutcome) -> str:
         lines.append(_title(o.label, r))
         lines.append(
             f"squeezed run: wall {r.wall_s:.3f}s; "
-            + (composition(r.memory.at_peak, _measured(o)) or "")
+            + (composition(r.memory.at_peak, _measured(o), r.host.cpus) or "")
         )
     if o.stopped is not None or r is None:
         lines.append(f"no estimate: {o.stopped}")

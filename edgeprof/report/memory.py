@@ -12,12 +12,14 @@ def _mib(n: int | None) -> str:
     return "n/a" if n is None else f"{n / 2**20:.1f}"
 
 
-SAMPLED_SLACK = 4 << 20
-"""How far below the peak the highest sample may be and still be the peak's make-up (or
-5 % of it): the kernel's per-CPU batching of ``memory.stat`` (64 pages a CPU, 4 MiB on 16)."""
+BATCH_PER_CPU = 64 * 4096
+"""How far below the peak the highest sample may be, per CPU of the host, and still be the
+peak's make-up (or 5 % of it): the kernel's per-CPU batching of ``memory.stat``
+(``MEMCG_CHARGE_BATCH``, 64 pages a CPU: 4 MiB on 16 CPUs, 512 KiB on 2, where a 4 MiB
+allowance had printed ``peak 4.7MiB = anon 1.3 + file 0.0 + kernel 0.1 MiB``)."""
 
 
-def composition(parts: MemoryParts | None, peak: int | None) -> str | None:
+def composition(parts: MemoryParts | None, peak: int | None, cpus: int = 1) -> str | None:
     """``peak 184.1MiB = anon 55.7 + file 128.0 + kernel 0.2 MiB`` (shmem when there is
     any), the parts as at the sample of highest usage; ``None`` without a composition.
     Where that sample is well below the peak (a peak reached between samples: a short run,
@@ -34,7 +36,7 @@ def composition(parts: MemoryParts | None, peak: int | None) -> str | None:
     sampled = parts.total
     if sampled is None and None not in known:
         sampled = sum(n for n in known if n is not None)
-    if sampled is None or peak - sampled <= max(peak // 20, SAMPLED_SLACK):
+    if sampled is None or peak - sampled <= max(peak // 20, BATCH_PER_CPU * max(1, cpus)):
         return f"peak {format_binary(peak)} = {made_of}"
     between = f"peak {format_binary(peak)}, reached between samples"
     return f"{between}; {format_binary(sampled)} = {made_of}"

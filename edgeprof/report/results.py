@@ -168,7 +168,7 @@ def _layer_worker(command: Sequence[str]) -> bool:
 def _memory_lines(r: RunResult) -> list[str]:
     """What the peak was made of; under ``--memory``, what the limit cost."""
     lines = []
-    made_of = composition(r.memory.at_peak, r.memory.peak_bytes)
+    made_of = composition(r.memory.at_peak, r.memory.peak_bytes, r.host.cpus)
     if made_of is not None:
         lines.append(f"  memory: {made_of} (at the highest sample)")
     q = r.memory.squeeze
