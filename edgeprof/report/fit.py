@@ -61,7 +61,7 @@ def _render_one(o: FitOutcome) -> str:
         return _render_squeezed(o)
     ref = o.reference[-1] if o.reference else None
     b = o.bounds
-    measured = _measured(o)
+    measured = o.measured_peak
     lines = []
     if ref is not None:
         lines.append(_title(o.label, ref))
@@ -149,13 +149,6 @@ def _answer_lines(o: FitOutcome) -> list[str]:
     return lines
 
 
-def _measured(o: FitOutcome) -> int | None:
-    """The unlimited runs' peak as measured (the search's top is at least its smallest
-    limit: "peak 6.0MiB = anon 0.0 + …" was ``true``'s 144 KiB)."""
-    peaks = [r.memory.peak_bytes for r in o.reference if r.memory.peak_bytes is not None]
-    return max(peaks) if peaks else None
-
-
 def _render_squeezed(o: FitOutcome) -> str:
     """``--one-run``: the squeezed run, what it was held at, and what that cost it."""
     lines = []
@@ -164,7 +157,7 @@ def _render_squeezed(o: FitOutcome) -> str:
         lines.append(_title(o.label, r))
         lines.append(
             f"squeezed run: wall {r.wall_s:.3f}s; "
-            + (composition(r.memory.at_peak, _measured(o), r.host.cpus) or "")
+            + (composition(r.memory.at_peak, o.measured_peak, r.host.cpus) or "")
         )
     if o.stopped is not None or r is None:
         lines.append(f"no estimate: {o.stopped}")

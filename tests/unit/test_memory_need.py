@@ -470,6 +470,7 @@ def test_fit_outcome_recommended_and_max_probes() -> None:
     assert d["max_probes"] == 6
     assert d["reference"]["floor_bytes"] == 40 * MIB
     assert d["reference"]["peak_bytes"] == 100 * MIB
+    assert d["bracket_bytes"] == [40 * MIB, 100 * MIB]
     assert d["resolution_bytes"] == 2 * MIB
     assert [p["limit_bytes"] for p in d["probes"]] == [40 * MIB]
 
@@ -477,6 +478,17 @@ def test_fit_outcome_recommended_and_max_probes() -> None:
     assert not none.fits
     assert none.recommended is None
     assert none.to_dict()["ceiling_bytes"] == 32 * MIB
+
+
+def test_fit_json_gives_the_reference_as_measured_and_the_bracket_apart() -> None:
+    """A 5.0 MiB peak with a 2.2 MiB floor: the search starts at the 6 MiB least limit,
+    and fit.json had called that bracket the reference's peak and floor."""
+    ref = (run(wall=1.0, memory=mem(peak=5 * MIB, floor=2_306_867)),)
+    b = bounds(ref, None, None)
+    o = FitOutcome("x", ref, WALL, 0.0, b, (), None, 0.10, 0.20)
+    d = o.to_dict()
+    assert (d["reference"]["peak_bytes"], d["reference"]["floor_bytes"]) == (5 * MIB, 2_306_867)
+    assert d["bracket_bytes"] == [6 * MIB, 6 * MIB]
 
 
 def test_render_fit_answer() -> None:
