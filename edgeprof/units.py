@@ -98,11 +98,17 @@ def parse_size(text: str) -> int:
     return int(value)
 
 
-def parse_memory_limit(text: str) -> int:
-    """A memory limit: a size of at least 6 MiB (Docker's floor; below it nothing starts)."""
-    value = parse_size(text)
-    if value < 6 * 2**20:
-        raise ConfigError(f"memory limit {shown(text)} is below the minimum of 6m")
+def parse_memory_limit(text: str, option: str | None = None) -> int:
+    """A memory limit: a size of at least 6 MiB (Docker's floor; below it nothing starts).
+    ``option``: the option it came from, named in the error."""
+    try:
+        value = parse_size(text)
+        if value < 6 * 2**20:
+            raise ConfigError(f"memory limit {shown(text)} is below the minimum of 6m")
+    except ConfigError as exc:
+        if option is None:
+            raise
+        raise ConfigError(f"{option}: {exc}") from None
     return value
 
 

@@ -469,6 +469,23 @@ class DeviceLimits:
     """The user's environment with the device's thread-pool sizes added."""
     warnings: tuple[str, ...]
     calibration: Path | None
+    gpu_memory: str | None = None
+    """``--gpu-memory``, else the device's ``gpu_memory``."""
+    unified_memory: bool = False
+    """The device's CPU and GPU share its ``memory`` (as :func:`run`'s device does)."""
+
+
+def device_gpu_memory(dev: Device, gpu_memory: str | None) -> str | None:
+    """``--gpu-memory`` on ``dev``, else the device's own ``gpu_memory``; refused where the
+    device's CPU and GPU share one memory (``--memory`` sets it)."""
+    if dev.unified_memory and gpu_memory is not None:
+        raise ConfigError(
+            f"--gpu-memory with --device {dev.name}: its CPU and GPU share one memory, "
+            "which --memory sets"
+        )
+    if gpu_memory is None and dev.gpu_memory is not None:
+        return f"{dev.gpu_memory}b"
+    return gpu_memory
 
 
 def device_limits(
@@ -481,6 +498,7 @@ def device_limits(
     cpu_period: str | None = None,
     env: Mapping[str, str] | None = None,
     on_host: bool = True,
+    gpu_memory: str | None = None,
 ) -> DeviceLimits:
     """One setting (``bench``, ``layers profile``): the options, with ``--device``'s values
     where the option was not given.  Without a device, the options as they are."""
@@ -489,10 +507,12 @@ def device_limits(
         if catalog is not None:
             raise ConfigError(f"--devices {catalog} is a catalog for --device: give --device")
         lim = Limits(cpus=cpus, cpuset=cpuset, memory=memory, cpu_period_us=cpu_period)
-        return DeviceLimits(lim, user_env, (), None)
+        return DeviceLimits(lim, user_env, (), None, gpu_memory)
     from ..measure.assemble import host_info
 
     setting = resolve_device(name, catalog, host_info())
+    dev = setting.device
+    gpu_memory = device_gpu_memory(dev, gpu_memory)
     notes = overridden(setting, cpus=cpus, memory=memory, cpu_period=cpu_period)
     lim = Limits(
         cpus=cpus if cpus is not None else setting.cpus,
@@ -503,4 +523,11 @@ def device_limits(
     taken = set(user_env) | (set(os.environ) if on_host else set())
     if cpus is None:
         user_env.update({k: v for k, v in setting.thread_env.items() if k not in taken})
-    return DeviceLimits(lim, user_env, (*setting.warnings, *notes), setting.device.calibration)
+    return DeviceLimits(
+        lim,
+        user_env,
+        (*setting.warnings, *notes),
+        dev.calibration,
+        gpu_memory,
+        dev.unified_memory,
+    )

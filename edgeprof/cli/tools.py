@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from ..measure.runner import DEFAULT_INTERVAL_S
-from .app import exit_code
 from .options import AllowOverHost, CpuPeriod, DeviceName, DevicesFile, EnvItems, GpuMemory, Gpus
 
 
@@ -80,14 +79,20 @@ def bench(
 
     Example: edgeprof bench models.py:infer --batch-size 1,8,32 --cpus 1 --memory 1g
     """
+    from ..analysis.budgets import budgets_from_options, check_budgets
     from ..analysis.devices import device_limits
     from ..report.bench import render_bench
     from ..report.results import print_table
+    from ..report.run import gate_run
     from ..sweeps.bench import bench as run_bench
     from ..sweeps.bench import parse_batch_sizes
     from ..sweeps.request import parse_env
+    from ..units import parse_memory_limit
+    from .outcome import runs_exit_code
 
     sizes = parse_batch_sizes(batch_size)
+    if gpu_memory is not None:
+        parse_memory_limit(gpu_memory, "--gpu-memory")  # before it is read as a budget
     chosen = device_limits(
         device,
         devices,
@@ -96,7 +101,10 @@ def bench(
         memory=memory,
         cpu_period=cpu_period,
         env=parse_env(env or []),
+        gpu_memory=gpu_memory,
     )
+    # --gpu-memory is a budget, as run's: exit 3 over it, or where no GPU was measured.
+    budgets = budgets_from_options(None, {"gpu_memory": gpu_memory})
     for w in chosen.warnings:
         print(f"edgeprof: warning: {w}", file=sys.stderr)
     results = run_bench(
@@ -116,14 +124,18 @@ def bench(
         device=device,
         allow_over_host=allow_over_host,
         gpus=gpus,
-        gpu_memory=gpu_memory,
+        gpu_memory=chosen.gpu_memory,
+        unified_memory=chosen.unified_memory,
     )
     if json_out:
         sys.stdout.write(json.dumps([r.to_dict() for r in results], indent=2) + "\n")
+        checks = check_budgets(results, budgets) if budgets else []
     else:
         print_table(results, sys.stdout)
         sys.stdout.write("\n" + render_bench(results))
-    raise typer.Exit(next((c for c in map(exit_code, results) if c), 0))
+        checks = gate_run(results, budgets, None, None, sys.stdout, sys.stderr)
+    breached = any(not c.ok for c in checks)
+    raise typer.Exit(runs_exit_code(results, breached))
 
 
 def devices(

@@ -131,9 +131,11 @@ def bench(
     allow_over_host: bool = False,
     gpus: str | None = None,
     gpu_memory: str | None = None,
+    unified_memory: bool = False,
 ) -> list[RunResult]:
     """One run per batch size; stops early when a run is interrupted.  ``allow_over_host``,
-    ``gpus`` and ``gpu_memory``: as :func:`~edgeprof.measure.runner.profile`'s."""
+    ``gpus``, ``gpu_memory`` and ``unified_memory``: as
+    :func:`~edgeprof.measure.runner.profile`'s."""
     work_dir = None if cwd is None else Path(cwd)
     if not loader.isidentifier():
         raise ConfigError(f"--loader {loader!r}: not a Python name")
@@ -179,6 +181,7 @@ def bench(
             allow_over_host=allow_over_host,
             gpus=gpus,
             gpu_memory=gpu_memory,
+            unified_memory=unified_memory,
         )
         results.append(result)
         if result.termination is Termination.INTERRUPTED:

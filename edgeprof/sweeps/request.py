@@ -263,7 +263,7 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     if req.gpus is not None:
         req = dataclasses.replace(req, gpus=check_selection(req.gpus))
     if req.gpu_memory is not None:
-        parse_memory_limit(req.gpu_memory)  # a bad size: one line before anything
+        parse_memory_limit(req.gpu_memory, "--gpu-memory")  # a bad size: one line, at once
     repeat, auto = repeats(req.repeat, req.min_runs, req.max_runs, req.target)
     plan = SweepPlan(
         command=req.command,
@@ -303,17 +303,13 @@ def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:
         if req.devices is not None:
             raise ConfigError(f"--devices {req.devices} is a catalog for --device: give --device")
         return req, []
-    from ..analysis.devices import CALIBRATED, resolve_device
+    from ..analysis.devices import CALIBRATED, device_gpu_memory, resolve_device
     from ..analysis.devices import overridden as overridden_notes
     from ..measure.assemble import host_info
 
     setting = resolve_device(req.device, req.devices, host_info())
     dev = setting.device
-    if dev.unified_memory and req.gpu_memory is not None:
-        raise ConfigError(
-            f"--gpu-memory with --device {dev.name}: its CPU and GPU share one memory, "
-            "which --memory sets"
-        )
+    gpu_memory = device_gpu_memory(dev, req.gpu_memory)
     warnings = list(setting.warnings)
     warnings += overridden_notes(
         setting, cpus=req.cpus, memory=req.memory, cpu_period=req.cpu_period
@@ -344,7 +340,7 @@ def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:
         cpu_period=req.cpu_period or (None if period is None else f"{period}us"),
         calibration=calibration,
         env=(*req.env, *threads),
-        gpu_memory=req.gpu_memory or (None if dev.gpu_memory is None else f"{dev.gpu_memory}b"),
+        gpu_memory=gpu_memory,
         unified_memory=dev.unified_memory,
     )
     return req, warnings

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from edgeprof.analysis.devices import device_limits
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.sweeps.bench import bench, check_target, parse_batch_sizes
@@ -203,3 +204,44 @@ def test_bench_table_has_mlmodelcis_indicators_per_batch_size(
         cells = row.split()
         assert cells[-3].endswith("MiB") and cells[-3] != "0B"
         assert cells[-2] == "55.0%" and cells[-1].endswith("J")
+
+
+def test_gpu_memory_is_a_budget_as_in_run(
+    model_dir: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """``--gpu-memory`` had only printed its verdict: a bench over it, or with no GPU
+    measured, exited 0 where run exits 3."""
+    fake = ["--backend", "fake", "--iterations", "2", "--warmup", "0", "--cwd", str(model_dir)]
+    argv = ["bench", "tiny_model:infer", *fake, "--gpu-memory", "2g"]
+    assert main(argv) == 3
+    out = capfd.readouterr().out
+    assert "Budgets (command line): 0 of 1 checks passed" in out
+    assert "GPU memory not measured (no GPU was measured" in out
+    assert main([*argv, "--json"]) == 3
+    assert json.loads(capfd.readouterr().out)[0]["gpu"] is None
+    assert main([*argv[:-1], "lots"]) == 2
+    assert "edgeprof: error: --gpu-memory: invalid size 'lots'" in capfd.readouterr().err
+
+
+def test_a_devices_gpu_memory_and_unified_memory_reach_the_runs(
+    model_dir: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """As in run: a device's ``gpu_memory`` is the runs' (not a budget), a unified one holds
+    host and GPU to its memory, and refuses --gpu-memory."""
+    cat = model_dir / "devices.yml"
+    cat.write_text(
+        "devices:\n"
+        "  board:\n    cores: 1\n    memory: 96m\n    gpu_memory: 64m\n"
+        "  nano:\n    cores: 1\n    memory: 96m\n    unified_memory: true\n"
+    )
+    board = device_limits("board", cat)
+    assert (board.gpu_memory, board.unified_memory) == (f"{64 << 20}b", False)
+    nano = device_limits("nano", cat)
+    assert (nano.gpu_memory, nano.unified_memory) == (None, True)
+    fake = ["--backend", "fake", "--iterations", "1", "--warmup", "0", "--cwd", str(model_dir)]
+    argv = ["bench", "tiny_model:infer", *fake, "--devices", str(cat), "--json"]
+    assert main([*argv, "--device", "board"]) == 0  # a device's GPU memory is no budget
+    capfd.readouterr()
+    assert main([*argv, "--device", "nano", "--gpu-memory", "1g"]) == 2
+    err = capfd.readouterr().err
+    assert "--gpu-memory with --device nano: its CPU and GPU share one memory" in err
