@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from edgeprof import __version__
 from edgeprof.cli import main
 from edgeprof.cli.recipe import render_recipe
 from edgeprof.errors import ConfigError
@@ -224,6 +225,18 @@ def test_the_model_round_trip_catches_a_misspelt_field() -> None:
             {"image": "i"},
             "names one machine's GPUs",
         ),
+        (
+            "slurm",
+            ["--cpus", "1", "--memory", "1g", "--repeat", "3", "--gpus", "0", "--", "x"],
+            {},
+            "--gpus 0 in a part: give a count of 1 or more, or --gpus none",
+        ),
+        (
+            "github",
+            ["--cpus", "1", "--memory", "1g", "--repeat", "3", "--gpus", "2", "--", "x"],
+            {},
+            "--gpus 2: GitHub's hosted runner ubuntu-24.04 has no GPU",
+        ),
     ],
 )
 def test_bad_recipes_are_refused(
@@ -263,6 +276,12 @@ def test_a_part_asks_its_engine_for_its_gpus() -> None:
     assert "each 2 CPUs and 1.2GiB and 2 GPU(s)" in files["part.sbatch"]
     files, _ = render_recipe("slurm", 2, [*args[:-4], "--", "x"], {})
     assert "--gres" not in files["part.sbatch"]
+    # GitHub: a runner with GPUs by its label; NVML's bindings with edgeprof.
+    files, _ = render_recipe("github", 2, args, {"runs_on": "gpu-runner"})
+    jobs = yaml.safe_load(files["edgeprof-sweep.yml"])["jobs"]
+    assert jobs["part"]["runs-on"] == "gpu-runner"
+    install = jobs["part"]["steps"][1]["run"]
+    assert install.endswith(f"pip install -q 'edgeprof[gpu]=={__version__}'"), install
 
 
 def test_gpu_memory_is_the_merges_gpu_memory_budget_unless_one_is_given() -> None:

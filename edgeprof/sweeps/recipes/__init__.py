@@ -132,6 +132,8 @@ def part_gpus(selection: str | None) -> int:
     if selection is None or selection == "none":
         return 0
     if selection.isdigit():
+        if int(selection) == 0:  # every part's run refuses it: a count of no GPU
+            raise ConfigError("--gpus 0 in a part: give a count of 1 or more, or --gpus none")
         return int(selection)
     raise ConfigError(
         f"--gpus {selection} in a part: it names one machine's GPUs; each part gets its GPUs "

@@ -16,6 +16,7 @@ import shlex
 from collections.abc import Mapping
 
 from ... import __version__
+from ...errors import ConfigError
 from . import Files, Sweep, dump_yaml
 
 WORKFLOW = "edgeprof-sweep.yml"
@@ -37,10 +38,21 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
     edgeprof), ``python``, ``baseline`` (a results directory in the repository, or empty)."""
     n = sweep.parts
     edgeprof = f"{VENV}/bin/edgeprof"
+    requirement = options["install"]
+    if sweep.gpus:
+        # Each part's --gpus N must find N GPUs and NVML on its runner: a hosted one has
+        # neither, and the recipe had written a workflow whose every part was refused.
+        if options["runs_on"] == OPTIONS["runs_on"]:
+            raise ConfigError(
+                f"--gpus {sweep.gpus}: GitHub's hosted runner {OPTIONS['runs_on']} has no "
+                "GPU; give --runs-on the label of a runner with GPUs"
+            )
+        if requirement == OPTIONS["install"]:
+            requirement = f"edgeprof[gpu]=={__version__}"
     install = {
         "name": "Install edgeprof",
         "run": f"{shlex.join([options['python']])} -m venv {VENV} && "
-        f"{VENV}/bin/python -m pip install -q {shlex.join([options['install']])}",
+        f"{VENV}/bin/python -m pip install -q {shlex.join([requirement])}",
     }
     setup = [{"uses": "actions/checkout@v4"}, install]
     # The matrix value reaches the script as $PART: quoted by the shell, never by us.  sudo
