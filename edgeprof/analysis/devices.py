@@ -128,8 +128,15 @@ def catalog_paths(option: Path | None, environ: Mapping[str, str] | None = None)
 def load_catalog(paths: Sequence[Path]) -> dict[str, Device]:
     """Every catalog read and merged, later over earlier (whole entries)."""
     merged: dict[str, Device] = {}
+    from_env = os.environ.get(DEVICES_ENV)
     for path in paths:
-        merged.update(parse_catalog(path))
+        try:
+            merged.update(parse_catalog(path))
+        except ConfigError as exc:
+            if from_env is None or path != Path(from_env):
+                raise
+            # A path the user set once in a shell's profile, not on this command line.
+            raise ConfigError(f"{exc} (${DEVICES_ENV} names it)") from exc
     return merged
 
 

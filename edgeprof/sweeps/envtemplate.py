@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..measure.runner import MIN_INTERVAL_S
 from ..model import Limits
 from ..units import parse_duration
 
@@ -299,8 +300,10 @@ def parse(path: Path, cwd: Path | None = None) -> EnvTemplate:
         interval = parse_duration(get("SAMPLETIME").strip(), "SAMPLETIME")
     except ConfigError as exc:
         raise ConfigError(f"{at('SAMPLETIME')}: {exc}") from exc
-    if interval <= 0:
-        raise ConfigError(f"{at('SAMPLETIME')}: SAMPLETIME must be more than 0 seconds")
+    if interval < MIN_INTERVAL_S:  # else refused by the runner, without the file's line
+        raise ConfigError(
+            f"{at('SAMPLETIME')}: SAMPLETIME {interval:g}s is below the minimum of 1ms"
+        )
 
     def limit(key: str) -> str | None:
         return get(key).strip() or None

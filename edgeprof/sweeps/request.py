@@ -161,6 +161,9 @@ class RunJob:
     (ready, its image built)."""
     device: str | None = None
     """The catalog device of the limits, recorded in each result."""
+    limits_from: tuple[tuple[str, str], ...] = ()
+    """(option, where its value came from) for the limits an ``env.template`` gave, for an
+    error on this host to name the template's line rather than an option nobody typed."""
 
 
 @dataclass(frozen=True)
@@ -240,7 +243,9 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     # The runner's reading of them, before a template's SAMPLETIME takes the place of "".
     parse_times(request.interval, request.timeout)
     req, device_warnings = _with_device(request)
+    given = req
     req, tpl, warnings = _from_template(req)
+    limits_from = () if tpl is None else _template_limits(given, tpl)
     warnings = device_warnings + warnings
     if req.cores_busy not in CORES_BUSY:
         raise ConfigError(f"--cores-busy {req.cores_busy}: expected wait or fail")
@@ -293,7 +298,21 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
         from ..analysis.calibration import load_calibration  # ~16 ms: only when asked for
 
         cal = load_calibration(req.calibration)
-    return RunJob(req, plan, budgets, cal, tpl, tuple(warnings), device=req.device)
+    return RunJob(
+        req, plan, budgets, cal, tpl, tuple(warnings), device=req.device, limits_from=limits_from
+    )
+
+
+def _template_limits(given: RunRequest, tpl: EnvTemplate) -> tuple[tuple[str, str], ...]:
+    """The limits the template gave (no option overrode them), and their lines."""
+    named = []
+    for option, key, value, typed in (
+        ("--cpus", "DOCKCPUS", tpl.limits.cpus, given.cpus),
+        ("--memory", "DOCKMEMORY", tpl.limits.memory, given.memory),
+    ):
+        if value is not None and not typed:
+            named.append((option, f"{tpl.path}:{tpl.lines.get(key, '?')}: {key}"))
+    return tuple(named)
 
 
 def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:
@@ -347,17 +366,21 @@ def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:
 
 
 @contextlib.contextmanager
-def _device_named(device: str | None) -> Iterator[None]:
-    """A limit this host cannot honour names the device it came from (a 4-core board's
-    ``--cpus 4`` on a 2-core host is the device's, not an option the user typed)."""
+def _device_named(job: RunJob) -> Iterator[None]:
+    """A limit this host cannot honour names the device or the template line it came from
+    (a 4-core board's ``--cpus 4`` on a 2-core host is the device's, and a template's
+    ``DOCKCPUS=4`` its line's, not an option the user typed)."""
     try:
         yield
     except CoresBusy:
         raise  # the cores exist; other runs hold them
     except LimitError as exc:
-        if device is None:
+        if job.device is not None:
+            raise LimitError(f"--device {job.device}: {exc}") from exc
+        origin = next((o for opt, o in job.limits_from if str(exc).startswith(f"{opt} ")), None)
+        if origin is None:
             raise
-        raise LimitError(f"--device {device}: {exc}") from exc
+        raise LimitError(f"{origin}: {exc}") from exc
 
 
 def check_host(job: RunJob) -> RunJob:
@@ -374,7 +397,7 @@ def check_host(job: RunJob) -> RunJob:
         # A missing program is a bad input: refused before any warning is said (one line).
         check_command(job.plan.command, {**os.environ, **parse_env(req.env)}, req.cwd)
     be = get_backend(req.backend, cgroup_parent=req.cgroup_parent)
-    with _device_named(job.device):
+    with _device_named(job):
         check_limits(job.plan, be)  # so is a limit this host cannot honour
     return dataclasses.replace(job, run_as=run_as, backend=be)
 
@@ -409,7 +432,7 @@ def _open_docker(job: RunJob, log: TextIO) -> RunJob:
             )
         return job
     be = get_backend("docker", image=req.image, docker_args=req.docker_args)
-    with _device_named(job.device):
+    with _device_named(job):
         check_limits(job.plan, be)
     image = req.image
     if req.base_image or req.dockerfile:

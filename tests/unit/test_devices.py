@@ -80,6 +80,20 @@ def test_catalogs_merge_shipped_then_environment_then_option(tmp_path: Path) -> 
     assert catalog_paths(None, {}) == [builtin_catalog()]
 
 
+def test_a_bad_catalog_from_the_environment_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A path set in a shell's profile, not on the command line: the error says where from."""
+    monkeypatch.setenv(DEVICES_ENV, str(tmp_path / "nope.yml"))
+    with pytest.raises(ConfigError, match=r"nope\.yml: cannot read it: .* \(\$EDGEPROF_DEVICES"):
+        load_catalog(catalog_paths(None))
+    good = _catalog(tmp_path, "  a:\n    cores: 1\n    memory: 64m\n")
+    monkeypatch.setenv(DEVICES_ENV, str(good))
+    with pytest.raises(ConfigError) as info:
+        load_catalog(catalog_paths(tmp_path / "typo.yml"))
+    assert "typo.yml: cannot read it" in str(info.value) and "$" not in str(info.value)
+
+
 def test_entry_keys_parsed(tmp_path: Path) -> None:
     p = _catalog(
         tmp_path,

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.sweeps.envtemplate import KEYS, model_stem, parse, read_assignments, shell_words
 
@@ -132,6 +133,7 @@ def test_quoted_value_across_lines_and_continuations(project: Path) -> None:
         (("DOCKMEMORY=156m", "DOCKMEMORY=abc"), ":13: DOCKMEMORY: invalid size 'abc'"),
         (("DOCKCPUS=2.5", "DOCKCPUS=-2"), ":12: DOCKCPUS: invalid CPU count '-2'"),
         (("SAMPLETIME=0.5", "SAMPLETIME=soon"), ":9: invalid SAMPLETIME 'soon'"),
+        (("SAMPLETIME=0.5", "SAMPLETIME=0.0001"), ":9: SAMPLETIME 0.0001s is below the minimum"),
         (("DOCK_ARGS=", 'DOCKER_ARGS="-v /a:/a"\nDOCK_ARGS='), "DOCK_ARGS and DOCKER_ARGS"),
     ],
 )
@@ -172,3 +174,20 @@ def test_an_operator_inside_a_quoted_command_is_refused_for_what_it_is(
 )
 def test_model_stem(model: str, stem: str) -> None:
     assert model_stem(model) == stem
+
+
+def test_a_templates_limit_this_host_cannot_give_names_its_line(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``DOCKCPUS=4`` on a 2-core host had said "--cpus 4 exceeds …", an option nobody typed;
+    a --cpus given over the template is the user's own, and named as typed."""
+    monkeypatch.chdir(project)
+    path = write(project, ALL_KEYS.replace("DOCKCPUS=2.5", "DOCKCPUS=4096"))
+    run = ["run", "-e", str(path), "--backend", "fake", "-m", "a"]
+    assert main(run) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"edgeprof: error: {path}:12: DOCKCPUS: --cpus 4096 exceeds the ")
+    assert main([*run[:-2], "--cpus", "4096", "-m", "a"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("edgeprof: error: --cpus 4096 exceeds the "), line
+    assert not (project / "out.txt").exists()
