@@ -3,20 +3,13 @@ whether it fits that limit."""
 
 from __future__ import annotations
 
-from ..analysis.headroom import GpuFit, Headroom, LimitFit
+from ..analysis.headroom import GpuFit, Headroom, LimitFit, between_samples, sampled_total
 from ..model import MemoryParts, MemoryPressure
 from ..units import format_binary
 
 
 def _mib(n: int | None) -> str:
     return "n/a" if n is None else f"{n / 2**20:.1f}"
-
-
-BATCH_PER_CPU = 64 * 4096
-"""How far below the peak the highest sample may be, per CPU of the host, and still be the
-peak's make-up (or 5 % of it): the kernel's per-CPU batching of ``memory.stat``
-(``MEMCG_CHARGE_BATCH``, 64 pages a CPU: 4 MiB on 16 CPUs, 512 KiB on 2, where a 4 MiB
-allowance had printed ``peak 4.7MiB = anon 1.3 + file 0.0 + kernel 0.1 MiB``)."""
 
 
 def composition(parts: MemoryParts | None, peak: int | None, cpus: int = 1) -> str | None:
@@ -32,11 +25,8 @@ def composition(parts: MemoryParts | None, peak: int | None, cpus: int = 1) -> s
         terms.append(f"shmem {_mib(parts.shmem)}")
     terms.append(f"kernel {_mib(parts.kernel)}")
     made_of = " + ".join(terms) + " MiB"
-    known = (parts.anon, parts.file, parts.shmem or 0, parts.kernel)
-    sampled = parts.total
-    if sampled is None and None not in known:
-        sampled = sum(n for n in known if n is not None)
-    if sampled is None or peak - sampled <= max(peak // 20, BATCH_PER_CPU * max(1, cpus)):
+    sampled = sampled_total(parts)
+    if sampled is None or not between_samples(parts, peak, cpus):
         return f"peak {format_binary(peak)} = {made_of}"
     between = f"peak {format_binary(peak)}, reached between samples"
     return f"{between}; {format_binary(sampled)} = {made_of}"
@@ -107,11 +97,18 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
             else " (cgroup v1 has no stall figure: edgeprof fit times the limit)"
         )
         if f.used is not None and f.spare is not None:
-            said += f"; {floor} leaves {format_binary(f.spare)}"
+            said += f"; {floor} leaves {format_binary(f.spare)}{_missed(f)}"
     elif f.status is Headroom.SLOWED:
-        said = f"slowed, {stall}" + (f"; {floor}" if floor else "")
+        said = f"slowed, {stall}" + (f"; {floor}{_missed(f)}" if floor else "")
         said += "; edgeprof fit finds the limit that does not slow it"
     else:
         at = "" if f.used is None else f" at a peak of {format_binary(f.used)}"
         said = f"does not fit: OOM-killed{at}"
     return f"{head}: {said}" + (f" (the worst of {runs} runs)" if runs > 1 else "")
+
+
+def _missed(f: LimitFit) -> str:
+    """What a floor read at samples that all missed the peak is worth."""
+    if not f.floor_between:
+        return ""
+    return " (read at samples that missed the peak: the run may have held more; --interval finer)"

@@ -80,6 +80,25 @@ def test_reaching_the_limit_without_stalls_fits_at_the_limit_counting_from_the_f
     )
 
 
+def test_a_floor_read_at_samples_that_missed_the_peak_says_so() -> None:
+    """A 64 MiB file read, then 24 MiB held, under 50 MiB at 0.1 s: the samples missed the
+    peak and their floors were 5.9, 8.0 and 18.0 MiB; the margin from them was stated as
+    fact ("anon + shmem + kernel 5.8MiB leaves 44.2MiB")."""
+    r = limited(peak=50 * MIB, limit=50 * MIB, floor=6 * MIB, events_max=None, stall=None)
+    missed = dataclasses.replace(
+        r.memory, at_peak=MemoryParts(total=8 * MIB, anon=6 * MIB, file=2 * MIB, shmem=0, kernel=0)
+    )
+    f = limit_fit(dataclasses.replace(r, memory=missed))
+    assert f is not None and f.status is Headroom.AT_LIMIT and f.floor_between
+    text = headroom(f)
+    assert text is not None and text.endswith(
+        "anon + shmem + kernel 6.0MiB leaves 44.0MiB (read at samples that missed the peak: the "
+        "run may have held more; --interval finer)"
+    )
+    f = limit_fit(r)  # its highest sample was the peak: the floor is the run's
+    assert f is not None and not f.floor_between and "missed" not in (headroom(f) or "")
+
+
 def test_cgroup_v1_at_the_limit_says_it_has_no_stall_figure() -> None:
     # v1: no pressure file, no memory.events; a peak a few pages short of the limit met it.
     f = limit_fit(limited(peak=LIMIT - 12 * 4096, stall=None, events_max=None))
