@@ -25,6 +25,7 @@ from ..backends import Backend
 from ..errors import ConfigError
 from ..measure.runner import profile
 from ..model import Limits, RunResult, Termination
+from ..pysource import module_file, unbound
 from ..units import format_binary
 from .results import (
     DTYPES,
@@ -120,9 +121,12 @@ def make_request(
         raise ConfigError(
             f"{factory!r}: expected MODULE:FACTORY, e.g. mypkg.models:build or models.py:build"
         )
-    module = factory.rpartition(":")[0]
+    module, _, attr = factory.rpartition(":")
     if (module.endswith(".py") or "/" in module) and not Path(module).is_file():
         raise ConfigError(f"{factory!r}: no such file {module}")
+    source = module_file(module, Path.cwd())  # the worker imports from the working directory
+    if source is not None and unbound(source, (attr,)):
+        raise ConfigError(f"{factory!r}: {source} defines no {attr!r}")
     if not input_shapes:
         raise ConfigError("--input-shape is required, e.g. --input-shape 3,224,224")
     shapes = tuple(parse_shape(s) for s in input_shapes)

@@ -17,6 +17,7 @@ from ..backends import Backend
 from ..errors import ConfigError
 from ..measure.runner import profile
 from ..model import Limits, RunResult, Termination
+from ..pysource import module_file, unbound
 
 DEFAULT_WARMUP = 5
 DEFAULT_ITERATIONS = 50
@@ -47,7 +48,8 @@ def parse_batch_sizes(text: str) -> tuple[int, ...]:
 
 def check_target(target: str, cwd: Path | None, loader: str = "load") -> tuple[str, str]:
     """``MODULE:FUNC`` or ``FILE.py:FUNC`` → (module, func), found without importing it; a
-    FUNC or ``loader`` its source surely lacks (:func:`_unbound`) is refused."""
+    FUNC or ``loader`` its source surely lacks (:func:`edgeprof.pysource.unbound`) is
+    refused."""
     module, sep, func = target.rpartition(":")
     if not sep or not module or not func.isidentifier():
         raise ConfigError(f"bench target {target!r}: expected MODULE:FUNC or FILE.py:FUNC")
@@ -70,45 +72,19 @@ def check_target(target: str, cwd: Path | None, loader: str = "load") -> tuple[s
         raise ConfigError(
             f"bench target {target!r}: module {top!r} is not importable from {base}"
         )
-    if module == top and spec.origin is not None and spec.origin.endswith(".py"):
-        _check_names(target, Path(spec.origin), func, loader)
+    source = module_file(module, Path(base))
+    if source is not None:
+        _check_names(target, source, func, loader)
     return module, func
 
 
 def _check_names(target: str, path: Path, func: str, loader: str) -> None:
     """A misspelt FUNC or loader had every batch size's run load the model, then fail in
     the workload (exit 1, one message a batch size): refused before any run."""
-    missing = _unbound(path, (func, loader))
+    missing = unbound(path, (func, loader))
     for name, role in ((func, "inference function"), (loader, "loader (--loader)")):
         if name in missing:
             raise ConfigError(f"bench target {target!r}: {path} defines no {role} {name!r}")
-
-
-_DYNAMIC = ("import *", "globals", "vars(", "exec", "setattr", "__dict__", "sys.modules")
-"""Ways a module can bind a name that its symbol table does not show."""
-
-
-def _unbound(path: Path, names: Sequence[str]) -> list[str]:
-    """``names`` that ``path``'s source surely binds nowhere at its top level (a ``def``, a
-    class, an assignment, an import, a function's ``global``), from its symbol table
-    (``symtable``: the compiler's own, nothing is run).  None where it cannot be sure: a
-    source that does not compile (the run reports it), a module ``__getattr__``, or a way in
-    :data:`_DYNAMIC`."""
-    import symtable
-
-    try:
-        source = path.read_text()
-        table = symtable.symtable(source, str(path), "exec")
-    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
-        return []
-    bound = {
-        s.get_name()
-        for s in table.get_symbols()
-        if s.is_assigned() or s.is_imported() or s.is_namespace() or s.is_declared_global()
-    }
-    if "__getattr__" in bound or any(way in source for way in _DYNAMIC):
-        return []
-    return [n for n in names if n not in bound]
 
 
 def bench(

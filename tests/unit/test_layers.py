@@ -471,3 +471,21 @@ def test_edgeprof_and_its_cli_do_not_import_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout == "False\n"
+
+
+def test_a_factory_its_module_surely_lacks_is_refused_before_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``models:nope`` had run the worker for seconds, printed the table and exited 3: the
+    module's source, found under the working directory as the worker imports it, says so."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "models.py").write_text("import torch\ndef build():\n    pass\n")
+    for factory in ("pkg.models:nope", "pkg/models.py:nope"):
+        with pytest.raises(ConfigError, match=r"defines no 'nope'"):
+            request(factory=factory)
+    assert request(factory="pkg.models:build").factory == "pkg.models:build"
+    assert request(factory="pkg.models:torch").factory == "pkg.models:torch"  # imported: bound
+    # Not a file under the working directory (an installed package): the worker says.
+    assert request(factory="somewhere.else:build").factory == "somewhere.else:build"
