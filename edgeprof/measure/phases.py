@@ -292,7 +292,7 @@ def interpolate(ts: Sequence[float], vs: Sequence[float], t: float) -> float | N
     return vs[i - 1] if xb == xa else vs[i - 1] + (vs[i] - vs[i - 1]) * (t - xa) / (xb - xa)
 
 
-def _spans(
+def occurrence_spans(
     occs: Sequence[Occurrence], run_end: float
 ) -> list[tuple[float, float, float, float, list[int | None]]]:
     """A phase's stretches of time, its occurrences (sorted by start) joined where they
@@ -351,7 +351,7 @@ def phase_stats(
         kernel_all = True
         its: list[tuple[float, float, int]] = []
         its_stalls: list[float | None] = []
-        for start, end, first, last, marks in _spans(occs, run_end):
+        for start, end, first, last, marks in occurrence_spans(occs, run_end):
             wall += end - start
             ca, cb = timeline.cpu_at(start), timeline.cpu_at(end)
             if ca is None or cb is None:

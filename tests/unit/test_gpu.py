@@ -219,8 +219,48 @@ def test_energy_per_phase_and_iteration_add_up_within_the_runs() -> None:
     assert 20.0 * len(its) <= stats.energy_j
     load, infer = stats.phases
     assert load.name == "load" and load.energy_j == pytest.approx(10.0)
-    # 1→3 s: 50 J, and the second occurrence (2.5 s, still open) to the run's end: 15 J.
-    assert infer.name == "infer" and infer.energy_j == pytest.approx(65.0)
+    # 1→3 s: 50 J; the second occurrence (2.5 s, still open) overlaps it: its time, and
+    # energy, are the first's already.
+    assert infer.name == "infer" and infer.energy_j == pytest.approx(50.0)
+
+
+def test_a_phase_nested_in_itself_or_open_in_threads_counts_its_energy_once() -> None:
+    """As its CPU time: three levels of a recursive phase (or three threads in one) had
+    three times the energy, more than the run's."""
+    g = FakeGpu("GPU-a")
+    w = _watch(NvmlDouble([g]))
+    w.start(0.0, lambda: RUN_PIDS, 0.01, None, by_process=True, thread=False)
+    for joules in (10, 20, 30):
+        g.energy_mj = 1_000_000 + joules * 1000
+        w.sample()
+    w.stop()
+    w._t[:] = array.array("d", [0.0, 1.0, 2.0, 3.0, 3.0])
+    nested = [Occurrence("step", 0.0, 3.0), Occurrence("step", 0.5, 2.5)]
+    nested.append(Occurrence("step", 1.0, 2.0))
+    (step,) = w.result(nested, run_end=3.0).phases
+    assert step.energy_j == pytest.approx(30.0)  # the run's, once
+
+
+def test_energy_after_the_gpu_was_lost_is_unknown_not_nothing() -> None:
+    """Held at the last reading, the energy past it counted as 0 J: a run lost at 0.45 s of
+    0.85 s passed a 40 J budget on 30.5 J of some 127 J."""
+    g = FakeGpu("GPU-a")
+    w = _watch(NvmlDouble([g]))
+    w.start(0.0, lambda: RUN_PIDS, 0.01, None, by_process=True, thread=False)
+    g.energy_mj += 10_000
+    w.sample()
+    g.lost = True
+    w.stop()
+    w._t[:] = array.array("d", [0.0, 1.0])
+    phases = [Occurrence("load", 0.0, 0.5), Occurrence("infer", 0.5, 2.0)]
+    stats, said = w.finish(phases, [(1.0, 2.0, 1)], 2.0, None, capped=False)
+    assert stats.energy_j is None and stats.devices[0].energy_j is None
+    assert stats.energy_per_iteration_j is None
+    load, infer = stats.phases
+    assert load.energy_j == pytest.approx(5.0)  # before the last reading: known
+    assert infer.energy_j is None
+    assert said == ["GPU sampling stopped early: NVML: the GPU fell off the bus (NVML error 15)"]
+    w.close()
 
 
 def test_open_watch_without_gpus_or_nvml_is_none_and_asked_for_is_one_line() -> None:

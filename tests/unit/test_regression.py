@@ -191,8 +191,16 @@ def test_gpu_memory_and_energy_are_compared_where_runs_measured_them() -> None:
     from edgeprof.model import GpuStats
 
     def gpu_run(joules: float) -> RunResult:
-        stats = GpuStats(driver=None, selection=None, devices=(), memory_peak_bytes=2**30,
-                         energy_j=joules, samples=10, interval_s=0.1)  # fmt: skip
+        stats = GpuStats(
+            driver=None,
+            selection=None,
+            devices=(),
+            memory_peak_bytes=2**30,
+            energy_j=joules,
+            samples=10,
+            interval_s=0.1,
+            energy_per_item_j=joules / 100,
+        )
         return dataclasses.replace(run(wall=1.0), gpu=stats)
 
     base = [gpu_run(j) for j in (10.0, 10.2, 9.8, 10.1, 9.9)]
@@ -200,6 +208,9 @@ def test_gpu_memory_and_energy_are_compared_where_runs_measured_them() -> None:
     changes, _ = compare_results(base, cur, 0.05)
     by_key = {c.metric.key: c for c in changes}
     assert by_key["energy"].verdict is Verdict.REGRESSION
+    # Energy per item too, though it has no budget: it had been left out of compare.
+    assert by_key["energy_per_item"].verdict is Verdict.REGRESSION
     assert by_key["gpu_memory"].verdict is not Verdict.REGRESSION
+    assert "gpu_util" not in by_key  # a lower share is no goal
     plain, _ = compare_results(walls(BASE), walls(BASE), 0.05)
-    assert not {"energy", "gpu_memory"} & {c.metric.key for c in plain}
+    assert not {"energy", "energy_per_item", "gpu_memory"} & {c.metric.key for c in plain}
