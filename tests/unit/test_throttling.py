@@ -19,6 +19,7 @@ from edgeprof.analysis.regression import compare_results
 from edgeprof.measure.events import EventChannel
 from edgeprof.measure.latency import distortion, iteration_stalls, latency_stats
 from edgeprof.model import LatencyStats, RunResult
+from edgeprof.report.ci_summary import render_run_summary
 from edgeprof.report.phases import STALLED_NOTE, render_sections
 
 from .conftest import make_result
@@ -108,6 +109,19 @@ def test_stalls_read_in_batches_are_still_told_from_a_slower_core(batch: int) ->
     lat, stalls = fine(share=0.25)
     t = distortion(lat, iteration_stalls(lat, read(stalls), period_s=0.005))
     assert t is not None and t.distorted == () and t.throttled == t.iterations
+
+
+def test_a_percentile_is_flagged_as_the_table_shows_it() -> None:
+    """The table's percentiles are over every iteration, the first (its stall unknown) too.
+    60 iterations of 5 ms, every tenth stalled 50 ms: over all 60 p90 is 10.0 ms, against an
+    even spread of 10.08 ms; over the 59 known ones it is 15 ms.  p90 was starred, within
+    1 % of its spread."""
+    lat = [5 * MS + (50 * MS if i % 10 == 3 else 0.0) for i in range(60)]
+    stalls: list[float | None] = [None, *(x - 5 * MS for x in lat[1:])]
+    t = distortion(lat, stalls)
+    assert t is not None and t.distorted == ("p50", "p95", "p99")
+    table = latency_stats([(0.0, x, 1) for x in lat], stalls=stalls)
+    assert table is not None and table.p90_s == pytest.approx(0.010)
 
 
 def test_lines_after_the_last_reading_stay_unknown() -> None:
@@ -301,6 +315,10 @@ def test_budgets_and_comparisons_say_so() -> None:
     assert checks[0].describe().endswith("(see the warnings; --cpu-period)")
     clean = check_budgets([_with_latency(*fine())], Budgets(default={"latency_p95": 0.1}))
     assert clean[0].caveat == "" and ";" not in clean[0].describe()
+    # The run's CI summary says it too (it had said it only of checks not measured).
+    summary_md = render_run_summary([stalled], checks)
+    assert "p95 measures the CPU quota's stalls" in summary_md
+    assert "stalls" not in render_run_summary([_with_latency(*fine())], clean)
     [summary] = summarize([stalled])
     assert any("measure the CPU quota's stalls" in w for w in summary.warnings())
     _, notes = compare_results([_with_latency(*fine())], [stalled])
