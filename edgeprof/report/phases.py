@@ -12,7 +12,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from ..analysis.cells import cells
+from ..analysis.cells import cells, setting
 from ..model import PERCENTILES, LatencyStats, PhaseStats, RunResult
 from ..units import format_binary, format_seconds
 from .table import markdown_lines, plain_table
@@ -84,7 +84,22 @@ def _median_of(items: Sequence[_T]) -> _T:
 
 
 def _cells(results: Sequence[RunResult]) -> list[tuple[str, list[RunResult]]]:
-    return [(label, runs) for (label, _), runs in cells(results).items()]
+    several = _several_settings(results)
+    return [
+        (f"{label} ({where})" if several else label, runs)
+        for (label, where), runs in cells(results).items()
+    ]
+
+
+def _several_settings(results: Sequence[RunResult]) -> bool:
+    """Whether the rows need their setting named: a sweep over ``--cpus 0.5,1`` had two
+    ``python  infer`` rows that nothing told apart."""
+    return len({setting(r) for r in results}) > 1
+
+
+def _run_units(results: Sequence[RunResult]) -> list[tuple[str, RunResult]]:
+    several = _several_settings(results)
+    return [(f"{r.label} ({setting(r)})" if several else r.label, r) for r in results]
 
 
 def _cell_phases(runs: Sequence[RunResult]) -> list[PhaseStats]:
@@ -118,7 +133,7 @@ def phase_rows(results: Sequence[RunResult]) -> list[list[str]]:
     if aggregated(results):
         units = [(label, _cell_phases(runs)) for label, runs in _cells(results)]
     else:
-        units = [(r.label, list(r.phases)) for r in results]
+        units = [(label, list(r.phases)) for label, r in _run_units(results)]
     for label, phases in units:
         for p in phases:
             peak = format_binary(p.peak_bytes)
@@ -180,7 +195,7 @@ def latency_rows(results: Sequence[RunResult]) -> list[list[str]]:
     if aggregated(results):
         units = [(lb, _cell_phases(runs), _cell_latency(runs)) for lb, runs in _cells(results)]
     else:
-        units = [(r.label, list(r.phases), r.latency) for r in results]
+        units = [(label, list(r.phases), r.latency) for label, r in _run_units(results)]
     for label, phases, latency in units:
         per_phase = [(p.name, p.latency) for p in phases if p.latency is not None]
         for name, lat in per_phase:

@@ -18,7 +18,7 @@ from edgeprof.analysis.metrics import stalled_percentiles
 from edgeprof.analysis.regression import compare_results
 from edgeprof.measure.events import EventChannel
 from edgeprof.measure.latency import distortion, iteration_stalls, latency_stats
-from edgeprof.model import LatencyStats, RunResult
+from edgeprof.model import LatencyStats, Limits, RunResult
 from edgeprof.report.ci_summary import render_run_summary
 from edgeprof.report.phases import STALLED_NOTE, render_sections
 
@@ -292,6 +292,23 @@ def test_the_table_marks_the_percentiles_that_measured_stalls() -> None:
     assert row.count("*") == 4
     assert STALLED_NOTE in text
     assert "*" not in render_sections([_with_latency(*fine())])
+
+
+@pytest.mark.parametrize("repeat", [1, 2])
+def test_rows_of_several_settings_name_theirs(repeat: int) -> None:
+    """A sweep over --cpus 0.5,1: two ``python  (all)`` rows that nothing told apart."""
+    runs = [
+        _with_latency(*pattern(), name="python", limits=Limits(cpus=cpus, memory="1g"))
+        for cpus, pattern in ((0.5, coarse), (1, fine))
+        for _ in range(repeat)
+    ]
+    rows = [line for line in render_sections(runs).splitlines() if "(all)" in line]
+    assert [row.split("  ")[0] for row in rows] == [
+        "python (cpus=0.5, memory=1.0GiB)",
+        "python (cpus=1, memory=1.0GiB)",
+    ]
+    one = render_sections(runs[:repeat])  # one setting: the label alone
+    assert [ln.split("  ")[0] for ln in one.splitlines() if "(all)" in ln] == ["python"]
 
 
 def test_a_cells_median_marks_every_percentile_a_run_flagged() -> None:
