@@ -144,10 +144,18 @@ def _meta(results: Sequence[RunResult]) -> str:
         {f"{r.host.hostname}: {r.host.cpus} CPUs, Linux {r.host.kernel}" for r in results}
     )
     backends = sorted({f"{r.backend}/{r.mechanism}" for r in results})
+    # The limits (and device) the runs had: the text report's "limits:" line, which the
+    # page had left out.
+    limits = list(
+        dict.fromkeys(
+            (f"device {r.device}, " if r.device else "") + f"limits: {r.limits.describe()}"
+            for r in results
+        )
+    )
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     text = (
-        f"{len(results)} run(s) · {'; '.join(hosts)} · {', '.join(backends)} · "
-        f"edgeprof {__version__} · made {when}"
+        f"{len(results)} run(s) · {'; '.join(limits)} · {'; '.join(hosts)} · "
+        f"{', '.join(backends)} · edgeprof {__version__} · made {when}"
     )
     return f'<p class="meta">{escape(text)}</p>'
 

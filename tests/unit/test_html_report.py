@@ -33,6 +33,13 @@ def test_the_tables_are_the_terminals() -> None:
     assert "No time series" in page
 
 
+def test_the_page_says_the_limits_and_the_device_the_runs_had() -> None:
+    """As the text report's "limits:" line: the page had left them out."""
+    page = render_html([make_result(name="a", device="rpi4-2gb"), make_result(name="b")])
+    assert "device rpi4-2gb, limits: cpus=1.5, cpuset=0-1, memory=512.0MiB" in page
+    assert page.count("limits: cpus=1.5, cpuset=0-1, memory=512.0MiB") == 2
+
+
 def test_html_table_cells_align_numbers_right() -> None:
     t = TextTable("T", [["NAME", "WALL"], ["x", "12.5ms"], ["y", "n/a"]], ["a note"])
     html = t.html()
