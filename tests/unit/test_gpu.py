@@ -194,18 +194,25 @@ def test_a_gpu_without_an_energy_counter_leaves_energy_unknown_not_zero() -> Non
     assert stats.devices[0].power_avg_w == 70.0  # from the power samples instead
 
 
-def test_energy_per_phase_and_iteration_add_up_within_the_runs() -> None:
-    """The counter is interpolated at each boundary: iterations that tile part of the run
-    sum to the energy over that part, never more than the run's."""
+def _gridded(*joules: int) -> GpuWatch:
+    """A watch of one GPU read at the start and after each of ``joules`` (its energy since
+    the start), its readings' times replaced by a known grid: 0, 1, 2, … s (the last
+    reading, at stop, at the grid's end again)."""
     g = FakeGpu("GPU-a")
     w = _watch(NvmlDouble([g]))
     w.start(0.0, lambda: RUN_PIDS, 0.01, None, by_process=True, thread=False)
-    # Replace the readings' times with a known grid: energy 0, 10, 30, 60 J at 0, 1, 2, 3 s.
-    for joules in (10, 30, 60):
-        g.energy_mj = 1_000_000 + joules * 1000
+    for j in joules:
+        g.energy_mj = 1_000_000 + j * 1000
         w.sample()
     w.stop()
-    w._t[:] = array.array("d", [0.0, 1.0, 2.0, 3.0, 3.0])
+    w._t[:] = array.array("d", [*map(float, range(len(joules) + 1)), float(len(joules))])
+    return w
+
+
+def test_energy_per_phase_and_iteration_add_up_within_the_runs() -> None:
+    """The counter is interpolated at each boundary: iterations that tile part of the run
+    sum to the energy over that part, never more than the run's."""
+    w = _gridded(10, 30, 60)  # energy 0, 10, 30, 60 J at 0, 1, 2, 3 s
     its = [(0.5, 1.5, 4), (1.5, 2.5, 4)]
     stats = w.result(
         [Occurrence("load", 0.0, 1.0), Occurrence("infer", 1.0, 3.0), Occurrence("infer", 2.5)],
@@ -227,14 +234,7 @@ def test_energy_per_phase_and_iteration_add_up_within_the_runs() -> None:
 def test_a_phase_nested_in_itself_or_open_in_threads_counts_its_energy_once() -> None:
     """As its CPU time: three levels of a recursive phase (or three threads in one) had
     three times the energy, more than the run's."""
-    g = FakeGpu("GPU-a")
-    w = _watch(NvmlDouble([g]))
-    w.start(0.0, lambda: RUN_PIDS, 0.01, None, by_process=True, thread=False)
-    for joules in (10, 20, 30):
-        g.energy_mj = 1_000_000 + joules * 1000
-        w.sample()
-    w.stop()
-    w._t[:] = array.array("d", [0.0, 1.0, 2.0, 3.0, 3.0])
+    w = _gridded(10, 20, 30)
     nested = [Occurrence("step", 0.0, 3.0), Occurrence("step", 0.5, 2.5)]
     nested.append(Occurrence("step", 1.0, 2.0))
     (step,) = w.result(nested, run_end=3.0).phases
