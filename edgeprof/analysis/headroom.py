@@ -41,7 +41,8 @@ BATCH_PER_CPU = 64 * 4096
 """How far below the peak the highest sample may be, per CPU of the host, and still be the
 peak's make-up (or 5 % of it): the kernel's per-CPU batching of ``memory.stat``
 (``MEMCG_CHARGE_BATCH``, 64 pages a CPU: 4 MiB on 16 CPUs, 512 KiB on 2, where a 4 MiB
-allowance had printed ``peak 4.7MiB = anon 1.3 + file 0.0 + kernel 0.1 MiB``)."""
+allowance had printed ``peak 4.7MiB = anon 1.3 + file 0.0 + kernel 0.1 MiB`` for a short
+Python run, in a tester's report)."""
 
 
 def sampled_total(parts: MemoryParts | None) -> int | None:
@@ -92,7 +93,7 @@ class LimitFit:
     floor_between: bool = False
     """The floor (``AT_LIMIT``/``SLOWED``) was read at samples that all missed the peak: the
     run may have held more than it (a 64 MiB read then 24 MiB held, under 50 MiB: floors of
-    5.9, 8.0 and 18.0 MiB in three runs at 0.1 s)."""
+    5.9, 8.0 and 18.0 MiB in a tester's three runs at 0.1 s)."""
 
     @property
     def spare(self) -> int | None:

@@ -129,7 +129,7 @@ def bench(
     )
     if json_out:
         sys.stdout.write(json.dumps([r.to_dict() for r in results], indent=2) + "\n")
-        checks = check_budgets(results, budgets) if budgets else []
+        checks = check_budgets(results, budgets) if budgets else []  # stdout is the JSON
     else:
         print_table(results, sys.stdout)
         sys.stdout.write("\n" + render_bench(results))

@@ -390,7 +390,7 @@ class GpuWatch:
         devices = tuple(d.result() for d in self._devices)
         if self.error is not None:
             # Readings stopped before the run (a GPU lost): the energy since is unknown, not
-            # 0 (a run lost at 0.45 s of 0.85 s passed a 40 J budget on 30.5 J of ~127).
+            # 0 (with the NVML double, a run lost at 0.45 s of 0.85 s passed a 40 J budget).
             devices = tuple(dataclasses.replace(d, energy_j=None) for d in devices)
         energies = [d.energy_j for d in devices]
         energy = None if not devices or None in energies else math.fsum(e or 0.0 for e in energies)

@@ -336,7 +336,7 @@ def distortion(latencies: Sequence[float], stalls: Sequence[float | None]) -> Th
     # The table's percentiles are over every iteration, the first (no reading at its start)
     # and lines after the last reading too: a percentile is flagged where it, as well as the
     # known iterations' own, is off both spreads.  Judged on the known ones alone, a table's
-    # p90 of 10.1 ms was starred within 1 % of its even spread (59 of 60 iterations of 5 or
+    # p90 of 10.0 ms was starred within 1 % of its even spread (59 of 60 iterations of 5 or
     # 55 ms: the one left out had moved their p90 to 15 ms).
     table = sorted(latencies)
     distorted = []

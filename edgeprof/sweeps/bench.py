@@ -54,9 +54,9 @@ def check_target(target: str, cwd: Path | None, loader: str = "load") -> tuple[s
     if not sep or not module or not func.isidentifier():
         raise ConfigError(f"bench target {target!r}: expected MODULE:FUNC or FILE.py:FUNC")
     if module.endswith(".py") or "/" in module:
-        path = Path(module) if cwd is None or Path(module).is_absolute() else cwd / module
-        if not path.is_file():
-            raise ConfigError(f"bench target {target!r}: no file {path}")
+        path = module_file(module, cwd or Path("."))
+        if path is None:
+            raise ConfigError(f"bench target {target!r}: no file {(cwd or Path('.')) / module}")
         _check_names(target, path, func, loader)
         return module, func
     top = module.split(".")[0]

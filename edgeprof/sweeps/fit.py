@@ -207,7 +207,7 @@ class FitOutcome:
                 "termination": ref.termination.value,
                 "exit_code": ref.exit_code,
                 # As measured: the search's bracket (below) is in pages, at least 6 MiB
-                # (fit.json said a 5.0 MiB peak was 6291456 bytes).
+                # (fit.json said `true`'s 282624-byte peak was 6291456 bytes).
                 "peak_bytes": self.measured_peak,
                 "floor_bytes": self.measured_floor,
                 "memory_cap_bytes": self.reference_cap,

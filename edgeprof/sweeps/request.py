@@ -366,7 +366,7 @@ def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:
 
 
 @contextlib.contextmanager
-def _device_named(job: RunJob) -> Iterator[None]:
+def _limits_named(job: RunJob) -> Iterator[None]:
     """A limit this host cannot honour names the device or the template line it came from
     (a 4-core board's ``--cpus 4`` on a 2-core host is the device's, and a template's
     ``DOCKCPUS=4`` its line's, not an option the user typed)."""
@@ -397,7 +397,7 @@ def check_host(job: RunJob) -> RunJob:
         # A missing program is a bad input: refused before any warning is said (one line).
         check_command(job.plan.command, {**os.environ, **parse_env(req.env)}, req.cwd)
     be = get_backend(req.backend, cgroup_parent=req.cgroup_parent)
-    with _device_named(job):
+    with _limits_named(job):
         check_limits(job.plan, be)  # so is a limit this host cannot honour
     return dataclasses.replace(job, run_as=run_as, backend=be)
 
@@ -432,7 +432,7 @@ def _open_docker(job: RunJob, log: TextIO) -> RunJob:
             )
         return job
     be = get_backend("docker", image=req.image, docker_args=req.docker_args)
-    with _device_named(job):
+    with _limits_named(job):
         check_limits(job.plan, be)
     image = req.image
     if req.base_image or req.dockerfile:
