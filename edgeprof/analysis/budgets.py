@@ -33,6 +33,7 @@ not import edgeprof).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import statistics
 from collections.abc import Mapping, Sequence
@@ -110,6 +111,10 @@ class BudgetCheck:
     """Why the value is missing (``NOT_MEASURED``)."""
     caveat: str = ""
     """What makes the value doubtful though measured (a percentile that measured stalls)."""
+    failed_value: float | None = None
+    """Where no run of the cell succeeded: the last run's figure, shown and never judged (an
+    OOM-killed run's peak is the limit's, not the model's), so the check does not call
+    "not measured" a figure the table beside it shows."""
 
     @property
     def ok(self) -> bool:
@@ -117,12 +122,22 @@ class BudgetCheck:
 
     @property
     def value_text(self) -> str:
-        return "not measured" if self.value is None else self.metric.format(self.value)
+        if self.value is not None:
+            return self.metric.format(self.value)
+        if self.failed_value is not None:
+            return f"{self.metric.format(self.failed_value)}, failed run"
+        return "not measured"
 
     def describe(self) -> str:
         """``mobilenet (cpus=1): CPU time 2.31s exceeds the budget 2.00s (median of 3 runs)``."""
         cell = f"{self.label} ({self.setting})"
         budget = self.metric.format(self.budget)
+        if self.value is None and self.failed_value is not None:
+            seen = self.metric.format(self.failed_value)
+            return (
+                f"{cell}: {self.metric.title} not judged ({self.reason}, which read {seen}); "
+                f"budget {budget}"
+            )
         if self.value is None:
             return f"{cell}: {self.metric.title} not measured ({self.reason}); budget {budget}"
         verb = "within" if self.ok else "exceeds"
@@ -140,8 +155,10 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
             metric = METRICS[key]
             values = [v for r in ok if (v := metric.get(r)) is not None]
             if not values:
+                failed_value = None
                 if not ok:
                     reason = f"no successful run: {_ending(runs[-1])}"
+                    failed_value = metric.get(runs[-1])
                 elif key == "latency_p95":
                     reason = _no_latency(runs, results)
                 elif key == "memory_need":
@@ -155,11 +172,8 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
                     )
                 else:
                     reason = f"the {runs[0].backend} backend did not measure it"
-                checks.append(
-                    BudgetCheck(
-                        label, setting, metric, budget, None, 0, Status.NOT_MEASURED, reason
-                    )
-                )
+                lost = BudgetCheck(label, setting, metric, budget, None, 0, Status.NOT_MEASURED)
+                checks.append(dataclasses.replace(lost, reason=reason, failed_value=failed_value))
                 continue
             value = statistics.median(values)
             status = Status.PASS if value <= budget else Status.BREACH

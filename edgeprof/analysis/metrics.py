@@ -66,9 +66,10 @@ def _latency(field: str) -> Callable[[RunResult], float | None]:
 
 def _gpu(field: str) -> Callable[[RunResult], float | None]:
     def get(r: RunResult) -> float | None:
-        # None without a GPU block (no GPU, no NVML): "not measured", never 0.
-        v = None if r.gpu is None else getattr(r.gpu, field)
-        return None if v is None else float(v)
+        # None without a GPU block (no GPU, no NVML): "not measured", never 0.  Bytes stay
+        # an int: runs.csv wrote a GPU peak as 1073741824.0 beside an integer host peak.
+        v: float | None = None if r.gpu is None else getattr(r.gpu, field)
+        return v
 
     return get
 

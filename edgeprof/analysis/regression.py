@@ -17,7 +17,10 @@ noise alone does not fail a build:
 Two verdicts say that no test was possible: **not enough repeats** (fewer than 2 successful
 runs on a side: no variance to test against; it does not fail, and says to repeat) and
 **not measured** (the baseline has the metric, the current cell has no value, e.g. every run
-failed or latency is no longer reported; it fails, as a missing budget value does).
+failed or latency is no longer reported; it fails, as a missing budget value does).  A cell
+missing from the current results altogether is the same case, every metric of it not
+measured, unless the comparison allows it (``--allow-missing``: a model dropped on purpose,
+or a part of a sweep held to the whole).
 """
 
 from __future__ import annotations
@@ -116,15 +119,19 @@ def compare_results(
     current: Sequence[RunResult],
     threshold: float = 0.05,
     match_limits: bool = True,
+    allow_missing: bool = False,
 ) -> tuple[list[Change], list[str]]:
     """Every metric of every cell found in both, and notes on cells found in only one.
 
     ``match_limits=False`` pairs cells by model label alone (the same models measured under
     different limits, e.g. two devices); each side must then hold one setting per label.
-    Raises :class:`ConfigError` when no cell is in both (comparing nothing must not pass).
+    A cell only in the baseline has its metrics not measured (they fail), or with
+    ``allow_missing`` a note only.  Raises :class:`ConfigError` when no cell is in both
+    (comparing nothing must not pass).
     """
     base_cells, cur_cells = _keyed(baseline, match_limits), _keyed(current, match_limits)
-    notes = [f"{_name(k)}: only in the baseline" for k in base_cells if k not in cur_cells]
+    missing = [k for k in base_cells if k not in cur_cells]
+    notes = [_missing_note(k, allow_missing) for k in missing]
     notes += [f"{_name(k)}: new (not in the baseline)" for k in cur_cells if k not in base_cells]
     base_hosts, cur_hosts = kinds(baseline), kinds(current)
     if base_hosts.keys() != cur_hosts.keys():
@@ -168,7 +175,21 @@ def compare_results(
             if not b:
                 continue  # the baseline never had it: nothing to hold the current run to
             changes.append(_change(label, where, metric, b, c, threshold))
+    for key in [] if allow_missing else missing:
+        b_ok = successful(base_cells[key])
+        for metric in COMPARED:
+            if b := tuple(v for r in b_ok if (v := metric.get(r)) is not None):
+                changes.append(Change(key[0], key[1], metric, b, (), Verdict.NOT_MEASURED))
     return changes, notes
+
+
+def _missing_note(key: tuple[str, str], allowed: bool) -> str:
+    if allowed:
+        return f"{_name(key)}: only in the baseline (allowed: --allow-missing)"
+    return (
+        f"{_name(key)}: only in the baseline: not in the current results, so not measured "
+        "(--allow-missing passes a model dropped on purpose)"
+    )
 
 
 def compare_fits(
@@ -176,6 +197,7 @@ def compare_fits(
     current: Sequence[Mapping[str, Any]],
     threshold: float = 0.05,
     match_limits: bool = True,
+    allow_missing: bool = False,
 ) -> tuple[list[Change], list[str]]:
     """Two ``fit.json`` files' answers (the memory need, one per model), as :class:`Change`
     rows of the ``memory_need`` metric.
@@ -192,13 +214,18 @@ def compare_fits(
                 for d in docs}  # fmt: skip
 
     base, cur = keyed(baseline), keyed(current)
-    notes = [f"{_name(k)}: only in the baseline" for k in base if k not in cur]
+    missing = [k for k in base if k not in cur]
+    notes = [_missing_note(k, allow_missing) for k in missing]
     notes += [f"{_name(k)}: new (not in the baseline)" for k in cur if k not in base]
     common = [k for k in cur if k in base]
     if not common:
         raise ConfigError("no fitted model is in both the baseline and the current fit.json")
+    changes = [
+        Change(k[0], k[1], metric, (b,), (), Verdict.NOT_MEASURED)
+        for k in ([] if allow_missing else missing)
+        if (b := base[k].get("min_memory_bytes")) is not None
+    ]
     notes.append("memory need: ± the fits' resolution (a bisection's answer is within it)")
-    changes = []
     for key in common:
         b, c = base[key].get("min_memory_bytes"), cur[key].get("min_memory_bytes")
         if b is None:

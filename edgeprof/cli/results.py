@@ -39,6 +39,14 @@ def compare(
     ignore_limits: Annotated[
         bool, typer.Option(help="Pair models measured under different limit settings.")
     ] = False,
+    allow_missing: Annotated[
+        bool,
+        typer.Option(
+            "--allow-missing",
+            help="A model (or limit setting) of the baseline missing from CURRENT is noted, "
+            "not failed as not measured.",
+        ),
+    ] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the verdicts as JSON.")] = False,
     summary: Annotated[Path | None, typer.Option(help="Write a Markdown summary here.")] = None,
     junit: Annotated[
@@ -60,6 +68,7 @@ def compare(
         threshold,
         sys.stdout,
         match_limits=not ignore_limits,
+        allow_missing=allow_missing,
         json_out=json_out,
         summary=summary,
         junit=junit,

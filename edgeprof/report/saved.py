@@ -40,6 +40,7 @@ def compare_saved(
     stdout: TextIO,
     *,
     match_limits: bool = True,
+    allow_missing: bool = False,
     json_out: bool = False,
     summary: Path | None = None,
     junit: Path | None = None,
@@ -57,11 +58,17 @@ def compare_saved(
         fit_side = baseline if base_fits is not None else current
         raise ConfigError(f"{fit_side} is edgeprof fit's output: compare it with another fit.json")
     if base_fits is not None and cur_fits is not None:
-        changes, notes = compare_fits(base_fits, cur_fits, thr, match_limits=match_limits)
+        changes, notes = compare_fits(
+            base_fits, cur_fits, thr, match_limits=match_limits, allow_missing=allow_missing
+        )
     else:
         current_runs = load_runs([current])
         changes, notes = compare_results(
-            load_runs([baseline]), current_runs, thr, match_limits=match_limits
+            load_runs([baseline]),
+            current_runs,
+            thr,
+            match_limits=match_limits,
+            allow_missing=allow_missing,
         )
     if json_out:
         data = {"threshold": thr, "changes": change_dicts(changes, thr), "notes": notes}

@@ -141,7 +141,7 @@ def test_per_model_budgets_apply_to_their_model_only() -> None:
     assert unused_models(results, b) == ["typo"]
 
 
-def test_failed_runs_do_not_count_and_a_cell_without_success_is_not_measured() -> None:
+def test_failed_runs_do_not_count_and_a_cell_without_success_is_not_judged() -> None:
     results = [
         run(name="a", wall=9.0, exit_code=1),
         run(name="a", wall=1.0),
@@ -153,7 +153,10 @@ def test_failed_runs_do_not_count_and_a_cell_without_success_is_not_measured() -
         ("b", None, Status.NOT_MEASURED),
     ]
     assert not checks[1].ok
-    assert "wall time not measured (no successful run: oom); budget 2.00s" in checks[1].describe()
+    # The failed run's figure is shown, not called "not measured" beside a table showing it.
+    said = "wall time not judged (no successful run: oom, which read 1.00s); budget 2.00s"
+    assert said in checks[1].describe()
+    assert checks[1].value_text == "1.00s, failed run" and checks[0].value_text == "1.00s"
 
 
 def test_an_average_memory_budget_on_runs_too_short_for_one_says_why() -> None:

@@ -118,6 +118,22 @@ def test_csv_and_sweep_json_exports(tmp_path: Path) -> None:
     assert [r.label for r in load_runs([path])] == ["a", "a", "a", "b"]
 
 
+
+def test_runs_csv_writes_bytes_as_integers() -> None:
+    import dataclasses
+
+    from edgeprof.model import GpuStats
+
+    gpu = GpuStats(
+        driver=None, selection=None, devices=(), memory_peak_bytes=2**30 + 1, energy_j=12.5,
+        samples=10, interval_s=0.1, energy_per_item_j=0.125,
+    )
+    runs = [dataclasses.replace(_run("a", 1.0, 100), gpu=gpu), _run("b", 1.0, 100)]
+    rows = list(csv.DictReader(io.StringIO(runs_csv(runs))))
+    # A GPU peak had come out as 1073741825.0 beside the host peak's integer.
+    assert rows[0]["gpu_peak_bytes"] == str(2**30 + 1) and rows[0]["energy_j"] == "12.5"
+    assert rows[1]["gpu_peak_bytes"] == "" and rows[1]["peak_bytes"] == str(100 * MiB)
+
 def test_report_rerenders_saved_results(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "sweep"
     argv = ["run", "--backend", "fake", "--interval", "0.01", "--repeat", "2", "-m", "a,b",

@@ -151,13 +151,25 @@ def test_metric_absent_from_the_baseline_is_skipped_and_lost_latency_fails() -> 
 def test_cells_are_matched_by_model_and_limits() -> None:
     base = walls(BASE, name="a") + walls(BASE, name="gone")
     cur = walls(BASE, name="a") + walls(BASE, name="new") + walls(BASE, name="a", cpus=0.5)
-    changes, notes = compare_results(base, cur)
+    changes, notes = compare_results(base, cur, allow_missing=True)
     assert {(c.label, c.setting) for c in changes} == {("a", "cpus=1, memory=1.0GiB")}
     assert notes == [
-        "gone (cpus=1, memory=1.0GiB): only in the baseline",
+        "gone (cpus=1, memory=1.0GiB): only in the baseline (allowed: --allow-missing)",
         "new (cpus=1, memory=1.0GiB): new (not in the baseline)",
         "a (cpus=0.5, memory=1.0GiB): new (not in the baseline)",
     ]
+
+
+def test_a_cell_missing_from_the_current_results_fails_as_not_measured() -> None:
+    # A model dropped from the sweep had passed the gate with a note.
+    base = walls(BASE, name="a") + walls(BASE, name="gone")
+    changes, notes = compare_results(base, walls(BASE, name="a"))
+    gone = [c for c in changes if c.label == "gone"]
+    assert [c.metric.key for c in gone] == ["wall", "cpu_time", "peak_memory", "avg_memory"]
+    assert all(c.verdict is Verdict.NOT_MEASURED and c.current == () for c in gone)
+    assert all(c.verdict.fails for c in gone)
+    assert not any(c.verdict.fails for c in changes if c.label == "a")
+    assert notes[0].startswith("gone (cpus=1, memory=1.0GiB): only in the baseline: not in ")
 
 
 def test_nothing_in_common_is_an_error_and_ignore_limits_pairs_by_model() -> None:
