@@ -37,10 +37,15 @@ def select_gpus(text: str | None, gpus: Sequence[GpuInfo]) -> list[GpuInfo]:
     if text.isdigit():  # a count, as docker run --gpus 2
         n = int(text)
         if not 1 <= n <= len(gpus):
-            raise ConfigError(
-                f"--gpus {text}: a count of GPUs ({len(gpus)} visible here); one GPU by its "
-                f"index is device={text}"
+            # Suggest an index that is here: under an inherited CUDA_VISIBLE_DEVICES=1 the
+            # hint device=0 named a GPU the next try refused.
+            numbers = [g.number for g in gpus]
+            hint = (
+                f"one GPU by its index is device={text}"
+                if n in numbers
+                else "one GPU by its index is " + " or ".join(f"device={i}" for i in numbers)
             )
+            raise ConfigError(f"--gpus {text}: a count of GPUs ({len(gpus)} visible here); {hint}")
         return list(gpus[:n])
     chosen: list[GpuInfo] = []
     for word in text.removeprefix("device=").split(","):

@@ -357,6 +357,16 @@ def test_a_count_is_taken_among_the_inherited_gpus(monkeypatch: pytest.MonkeyPat
     assert lib.initialised == 0
 
 
+def test_a_count_of_zero_suggests_an_index_that_is_there() -> None:
+    # Given GPU 1 only (CUDA_VISIBLE_DEVICES=1), --gpus 0 had suggested device=0, which the
+    # next try refused.
+    given = inherited(GPUS, {"CUDA_VISIBLE_DEVICES": "1,2"})
+    hint = r"2 visible here\); one GPU by its index is device=1 or device=2$"
+    with pytest.raises(ConfigError, match=hint):
+        select_gpus("0", given)
+    assert [g.number for g in select_gpus("device=1", given)] == [1]
+
+
 def test_a_gpu_lost_mid_run_ends_its_sampling_not_the_run() -> None:
     g = FakeGpu("GPU-a", processes={4001: 64 * MiB})
     w = _watch(NvmlDouble([g]))
