@@ -41,9 +41,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..model import RunResult, Termination
+from ..model import RunResult
 from ..units import parse_duration, parse_energy, parse_size
-from .cells import cells, successful
+from .cells import cells, ending, successful
 from .difference import difference
 from .instrumentation import no_events, reported_events
 from .metrics import BUDGET_METRICS, Kind, Metric, stalled_percentiles
@@ -157,7 +157,7 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
             if not values:
                 failed_value = None
                 if not ok:
-                    reason = f"no successful run: {_ending(runs[-1])}"
+                    reason = f"no successful run: {ending(runs[-1])}"
                     failed_value = metric.get(runs[-1])
                 elif key == "latency_p95":
                     reason = _no_latency(runs, results)
@@ -237,12 +237,6 @@ def unused_models(results: Sequence[RunResult], budgets: Budgets) -> list[str]:
     """Models the budget file names that did not run (a typo would else go unnoticed)."""
     labels = {r.label for r in results}
     return [m for m in budgets.models if m not in labels]
-
-
-def _ending(r: RunResult) -> str:
-    if r.termination is Termination.EXITED:
-        return f"exit {r.exit_code}"
-    return str(r.termination.value)
 
 
 def budgets_from_options(file: Path | None, options: Mapping[str, str | None]) -> Budgets:

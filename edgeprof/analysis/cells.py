@@ -95,3 +95,10 @@ def cell_order(runs: Sequence[RunResult]) -> list[RunResult]:
 def successful(runs: Sequence[RunResult]) -> list[RunResult]:
     """The runs that exited 0: the only ones whose figures describe the model's work."""
     return [r for r in runs if r.termination is Termination.EXITED and not r.exit_code]
+
+
+def ending(r: RunResult) -> str:
+    """How a run ended, in a word or two: ``exit 1``, ``oom``, ``timeout``."""
+    if r.termination is Termination.EXITED:
+        return f"exit {r.exit_code}"
+    return str(r.termination.value)

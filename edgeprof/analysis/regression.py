@@ -35,7 +35,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..model import RunResult
 from .budgets import METRICS
-from .cells import cells, setting, successful
+from .cells import cells, ending, setting, successful
 from .difference import difference
 from .hosts import describe, kinds
 from .metrics import BY_KEY, Metric, stalled_percentiles
@@ -110,7 +110,7 @@ def parse_threshold(text: str) -> float:
     except ValueError:
         raise ConfigError(f"--threshold {text!r}: expected a percentage such as 5%") from None
     if not math.isfinite(value) or value < 0 or value >= 1000:
-        raise ConfigError(f"--threshold {text!r}: must be between 0% and 1000%")
+        raise ConfigError(f"--threshold {text!r}: must be from 0% up to, not including, 1000%")
     return value / 100
 
 
@@ -158,6 +158,7 @@ def compare_results(
             )
         )
     changes = []
+    failed: list[str] = []  # the common cells whose baseline has no successful run
     for key in common:
         b_runs, c_runs = base_cells[key], cur_cells[key]
         label, where = key[0], _setting(b_runs, c_runs)
@@ -169,6 +170,12 @@ def compare_results(
                     "patterns"
                 )
         b_ok, c_ok = successful(b_runs), successful(c_runs)
+        if not b_ok:
+            failed.append(f"{_name(key)}: {ending(b_runs[-1])}")
+            notes.append(
+                f"{_name(key)}: no successful run in the baseline (the last: "
+                f"{ending(b_runs[-1])}): nothing to hold the current runs to"
+            )
         for metric in COMPARED:
             b = tuple(v for r in b_ok if (v := metric.get(r)) is not None)
             c = tuple(v for r in c_ok if (v := metric.get(r)) is not None)
@@ -180,6 +187,14 @@ def compare_results(
         for metric in COMPARED:
             if b := tuple(v for r in b_ok if (v := metric.get(r)) is not None):
                 changes.append(Change(key[0], key[1], metric, b, (), Verdict.NOT_MEASURED))
+    if not changes:
+        # Every baseline run failed: an empty table and exit 0 let any current result (a
+        # crash too) pass the gate.
+        raise ConfigError(
+            "nothing to compare: every baseline run of the cells both hold failed ("
+            + "; ".join(failed)
+            + ")"
+        )
     return changes, notes
 
 

@@ -56,7 +56,7 @@ def compare(
 ) -> None:
     """Compare CURRENT with BASELINE per model, limits and metric; exit 3 on a regression.
 
-    A regression is a change that is significant (Welch's t, 95 %) and larger than the
+    A regression is a change whose whole 95 % interval (Welch's t) lies above the
     threshold, so that noise alone does not fail a build.  Two fit.json files compare the
     fitted memory need, with the fits' resolution as its uncertainty.
     """

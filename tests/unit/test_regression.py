@@ -139,6 +139,19 @@ def test_current_cell_without_success_is_not_measured_and_fails() -> None:
     assert all(c.verdict.fails for c in changes)
 
 
+def test_a_baseline_whose_runs_all_failed_is_said_and_alone_compares_nothing() -> None:
+    failed = [run(exit_code=1) for _ in range(3)]
+    # It had compared nothing, printed an empty table and passed any current result.
+    said = r"nothing to compare: every baseline run .* failed \(m.onnx \(cpus=1, .*\): exit 1\)$"
+    with pytest.raises(ConfigError, match=said):
+        compare_results(failed, walls(BASE))
+    changes, notes = compare_results(
+        failed + walls(BASE, name="b"), walls(BASE) + walls(BASE, name="b")
+    )
+    assert {c.label for c in changes} == {"b"}
+    assert any("no successful run in the baseline" in n for n in notes)
+
+
 def test_metric_absent_from_the_baseline_is_skipped_and_lost_latency_fails() -> None:
     changes, _ = compare_results(walls(BASE), walls(BASE))
     assert [c.metric.key for c in changes] == ["wall", "cpu_time", "peak_memory", "avg_memory"]
