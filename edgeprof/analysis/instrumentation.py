@@ -15,6 +15,8 @@ Pure: it reads results only.  Whether an interpreter can import edgeprof is prob
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Sequence
 from pathlib import PurePath
 
@@ -69,6 +71,8 @@ def no_events(runs: Sequence[RunResult]) -> str | None:
             f"there or {_COPY}"
         )
     program, where = python
+    if _edgeprofs_own(program, runs[0].image):
+        return None  # it imports edgeprof: a script that calls none of it, not a failed import
     return (
         f"{HEAD}: if the workload calls edgeprof, {where} could not import it; install it "
         f"({program} -m pip install edgeprof) or {_COPY}"
@@ -87,3 +91,13 @@ def _interpreter(runs: Sequence[RunResult]) -> tuple[str, str] | None:
     if not is_python_interpreter(program):
         return None
     return program, program if image is None else f"{program} in the image {image}"
+
+
+def _edgeprofs_own(program: str, image: str | None) -> bool:
+    """Whether ``program`` is an interpreter of the environment edgeprof runs in (in the
+    directory of ``sys.executable``: its virtual environment), which imports edgeprof.  The
+    note had told every run of a script that never calls edgeprof, under edgeprof's own
+    ``.venv/bin/python``, that this interpreter "could not import it"."""
+    if image is not None or not os.path.isabs(program):  # a bare name: whichever PATH finds
+        return False
+    return os.path.dirname(program) == os.path.dirname(sys.executable)

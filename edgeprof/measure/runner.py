@@ -14,7 +14,7 @@ import datetime as _dt
 import os
 import shutil
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ..backends import Backend, RunHandle, get_backend
@@ -64,6 +64,23 @@ class ResultNotSaved(EdgeprofError):
     def __init__(self, message: str, result: RunResult) -> None:
         super().__init__(message)
         self.result = result
+
+
+def _arguments(command: object) -> tuple[str, ...]:
+    """The command as a tuple of strings.  A string had been split into its characters
+    (``"python3 x.py"`` ran ``p``), and a number among the arguments raised a TypeError."""
+    if isinstance(command, (str, bytes)):
+        raise ConfigError(
+            f"command {command!r}: expected a list of arguments (shlex.split makes one of "
+            "a shell-like string)"
+        )
+    if not isinstance(command, Iterable):
+        raise ConfigError(f"command {command!r}: expected a list of arguments")
+    args = tuple(command)
+    for a in args:
+        if not isinstance(a, str):
+            raise ConfigError(f"command {list(args)!r}: argument {a!r} is not a string")
+    return args
 
 
 def profile(
@@ -130,7 +147,14 @@ def profile(
     ``termination == "interrupted"``.
     """
     limits = limits or Limits()
-    command = tuple(command)
+    command = _arguments(command)
+    for what, fd in (("stdout", stdout), ("stderr", stderr)):
+        # subprocess.PIPE (-1) was taken, and nothing read the pipe: the workload blocked.
+        if fd is not None and (isinstance(fd, bool) or not isinstance(fd, int) or fd < 0):
+            raise ConfigError(
+                f"{what}={fd!r}: expected an open file descriptor (os.open, f.fileno()) or "
+                "None; edgeprof does not capture the workload's output"
+            )
     interval_s, timeout_s = parse_times(interval, timeout)
     grace_s = parse_duration(kill_grace, "kill grace")  # "2s" had failed only at the timeout
     user_env = dict(env or {})

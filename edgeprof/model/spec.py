@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -60,6 +60,11 @@ class Limits:
         elif cpuset is not None:
             # Through the CLI's parser, so that the library refuses what --cpuset does: an
             # empty list had reached the core lease ("cannot lease 0 of the cores ").
+            if not isinstance(cpuset, Iterable):  # cpuset=1 had raised a bare TypeError
+                raise ConfigError(
+                    f"invalid CPU list: {shown(cpuset)} (expected CPU numbers, e.g. [0, 1] or "
+                    '"0-1")'
+                )
             cores = list(cpuset)
             if not cores:
                 raise ConfigError("invalid CPU list: empty (expected CPU numbers, e.g. [0, 1])")

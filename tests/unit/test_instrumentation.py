@@ -60,6 +60,18 @@ def test_the_sentence_names_the_interpreter_and_how_to_install_into_it() -> None
     assert "\n" not in why and len(why) < 300 and not why.endswith(".")
 
 
+def test_edgeprofs_own_interpreter_is_not_said_to_fail_the_import(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every run of a script that calls no edgeprof under edgeprof's own .venv/bin/python
+    # had been told that this interpreter "could not import it".
+    monkeypatch.setattr(sys, "executable", "/opt/ep/bin/python")
+    assert no_events([bare("/opt/ep/bin/python3", "plain.py")]) is None
+    assert no_events([bare("/opt/other/bin/python3", "plain.py")]) is not None
+    assert no_events([bare("/opt/ep/bin/python3", "plain.py", image="onnx:1")]) is not None
+    assert no_events([bare("python3", "plain.py")]) is not None  # whichever PATH finds
+
+
 def test_in_a_container_the_interpreter_is_the_images() -> None:
     why = no_events([bare("python", "infer.py", image="onnx:1")])
     assert why is not None

@@ -429,6 +429,13 @@ def test_cwd_and_relative_command(tmp_path: Path) -> None:
         (["true"], {"kill_grace": -1}, "invalid kill grace -1: must be greater than 0"),
         (["true"], {"cwd": "/nonexistent/dir"}, "--cwd /nonexistent/dir: no such directory"),
         (["true", "a\0b"], {}, "NUL byte"),
+        # A string had been split into characters ("command not found: p"), a number had
+        # raised a TypeError, and subprocess.PIPE had blocked the workload on a pipe nobody read.
+        ("python3 x.py", {}, "command 'python3 x.py': expected a list of arguments"),
+        (None, {}, "command None: expected a list of arguments"),
+        (["sleep", 0.1], {}, r"argument 0.1 is not a string"),
+        (["true"], {"stdout": -1}, "stdout=-1: expected an open file descriptor"),
+        (["true"], {"stderr": "x"}, "stderr='x': expected an open file descriptor"),
     ],
 )
 def test_bad_input_raises_before_launch(

@@ -231,6 +231,7 @@ def test_limits_normalises_user_spellings() -> None:
         ({"cpuset": []}, "invalid CPU list: empty"),
         ({"cpuset": [0, True]}, "invalid CPU list: True is not a CPU number"),
         ({"cpuset": [-1]}, "invalid CPU list '-1'"),
+        ({"cpuset": 1}, "invalid CPU list: 1 (expected CPU numbers"),  # had been a TypeError
         ({"memory": math.nan}, "invalid memory limit nan: expected bytes"),
         ({"memory": 1.5}, "invalid memory limit 1.5: expected bytes"),
         ({"memory": 0}, "invalid size '0': must be at least 1 byte"),
