@@ -64,6 +64,17 @@ class DirLock:
         self.close()
 
 
+def missing_dirs(path: Path) -> list[Path]:
+    """``path`` and its parents that do not exist yet, the deepest first: what making it
+    makes, and what to remove (each only while empty) when nothing could start there."""
+    out = []
+    for p in (path.absolute(), *path.absolute().parents):
+        if p.exists():
+            break
+        out.append(p)
+    return out
+
+
 def _probe(directory: Path) -> None:
     """Create a file in ``directory`` and remove it: the one proof that it takes new files.
     ``os.access`` is no proof for root, who passes it everywhere: ``--summary /proc/version``
@@ -288,6 +299,23 @@ def load_auto_repeat(path: Path) -> tuple[int, int, float] | None:
     if not all(numbers) or not isinstance(target, (int, float)) or isinstance(target, bool):
         raise ConfigError(f"{sweep}: 'auto' is not --repeat auto's min_runs, max_runs, target")
     return lo, hi, float(target)
+
+
+def sweep_stopped(path: Path) -> str | None:
+    """Why the sweep in ``path`` (a ``sweep.json`` or a directory holding one) ended before
+    its plan did, as a sentence; ``None`` for a sweep that ran its plan, or no sweep."""
+    found = read_sweep(path)
+    if found is None:
+        return None
+    sweep, data = found
+    why = data.get("stopped")
+    if not isinstance(why, str):  # files from before the key: only an interruption was kept
+        why = "interrupted" if data.get("interrupted") is True else None
+    if why is None:
+        return None
+    runs = data.get("runs")
+    n = len(runs) if isinstance(runs, list) else 0
+    return f"{sweep}: the sweep stopped after {n} run(s), before its plan was done ({why})"
 
 
 def load_fits(path: Path) -> list[dict[str, Any]] | None:

@@ -28,7 +28,7 @@ from ..model import (
     UserIds,
 )
 from ..names import check_env
-from ..storage import DirLock, prepare_out_dir, write_result
+from ..storage import DirLock, missing_dirs, prepare_out_dir, write_result
 from ..units import parse_duration, parse_memory_limit
 from ..workload.instrument import GPU_MEMORY_ENV
 from .assemble import build_result
@@ -155,6 +155,12 @@ def profile(
                 f"{what}={fd!r}: expected an open file descriptor (os.open, f.fileno()) or "
                 "None; edgeprof does not capture the workload's output"
             )
+    if out_dir is not None and (Path(out_dir) / "sweep.json").exists():
+        # report and compare read a directory through its sweep.json: this run's result.json
+        # beside it was never shown (an older sweep's rows were, without a word).
+        raise ConfigError(
+            f"--out {out_dir} holds a sweep (sweep.json): give this run a directory of its own"
+        )
     interval_s, timeout_s = parse_times(interval, timeout)
     grace_s = parse_duration(kill_grace, "kill grace")  # "2s" had failed only at the timeout
     user_env = dict(env or {})
@@ -211,7 +217,7 @@ def profile(
                 applied = dataclasses.replace(applied, cpuset=lease.cores)
             # Last of the checks: it creates the directory, which a rejected input must
             # not leave (nor a workload that cannot start: removed below).
-            made = [] if out_dir is None else _missing(Path(out_dir))
+            made = [] if out_dir is None else missing_dirs(Path(out_dir))
             out = prepare_out_dir(Path(out_dir), OUT_FILES) if out_dir is not None else None
             if out is not None:
                 holds.enter_context(DirLock(out))
@@ -303,17 +309,6 @@ def parse_times(
     if seconds < MIN_INTERVAL_S:
         raise ConfigError(f"sampling interval {seconds:g}s is below the minimum of 1ms")
     return seconds, None if timeout is None else parse_duration(timeout, "timeout")
-
-
-def _missing(path: Path) -> list[Path]:
-    """``path`` and its parents that do not exist yet, the deepest first: what making it
-    makes."""
-    out = []
-    for p in (path.absolute(), *path.absolute().parents):
-        if p.exists():
-            break
-        out.append(p)
-    return out
 
 
 def _save(path: Path, result: RunResult) -> None:

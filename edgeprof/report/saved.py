@@ -22,6 +22,7 @@ from ..storage import (
     load_fits,
     load_runs,
     prepare_out_dir,
+    sweep_stopped,
     write_json_output,
 )
 from .calibration import render_predictions
@@ -117,6 +118,8 @@ def rerender(
     if plots is not None:
         write_plot_files(plots, runs, stderr)
     print_summary(runs, stdout)
+    stopped = [why for p in paths if (why := sweep_stopped(p)) is not None]
+    stdout.writelines(f"note: {why}\n" for why in stopped)
     # One sweep made with --repeat auto: what it resolved, as the run printed it.
     auto = load_auto_repeat(paths[0]) if len(paths) == 1 else None
     repeats = [] if auto is None else [repeats_table(runs, *auto)]

@@ -31,7 +31,7 @@ from ..measure.runner import OUT_FILES, profile
 from ..model import Limits, RunResult, Termination
 from ..names import check_name
 from ..outfiles import check_target
-from ..storage import DirLock, prepare_out_dir, write_text_atomic
+from ..storage import DirLock, missing_dirs, prepare_out_dir, write_text_atomic
 
 
 @dataclass(frozen=True)
@@ -179,6 +179,9 @@ class SweepResult:
     """The measured runs, in execution order."""
     warmups: list[RunResult] = field(default_factory=list)
     interrupted: bool = False
+    stopped: str | None = None
+    """Why the sweep ended before its plan did (``interrupted``, or the error that stopped
+    it); ``None`` for one that ran its plan."""
 
     def to_dict(self, run_dicts: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
         """``sweep.json``: :data:`~edgeprof.storage.SWEEP_SCHEMA`; ``run_dicts``: the runs'
@@ -194,6 +197,7 @@ class SweepResult:
             **({} if self.plan.shard is None else {"shard": self._shard()}),
             "warmup": self.plan.warmup,
             "interrupted": self.interrupted,
+            "stopped": self.stopped,
             "warmup_runs": [r.to_dict() for r in self.warmups],
         }
         return sweep_dict(self.runs, extra, run_dicts)
@@ -244,8 +248,8 @@ class _Checkpoint:
     def close(self) -> None:
         """The last write: every run, after the last one, an interruption or an error."""
         try:
-            if self._unsaved:
-                self._write()
+            if self._unsaved or (self._result.stopped is not None and self._count):
+                self._write()  # a sweep that stopped says so, though its runs are all saved
         finally:
             self._spool.close()
 
@@ -356,17 +360,23 @@ def run_sweep(
     """
     be = get_backend(backend, cgroup_parent=cgroup_parent)
     check_limits(plan, be)
-    if out is not None and not plan.is_single:
+    if out is None or plan.is_single:
         # A single run's directory is profile()'s to create, after its cores are leased: one
         # refused for busy cores leaves none behind.
-        prepare_out_dir(out, ("sweep.json",))
+        return _sweep(plan, be, out, on_start, on_result, profile_options)
+    made = missing_dirs(out)
+    prepare_out_dir(out, ("sweep.json",))
+    try:
         for step in plan.steps():  # a link planted in a run's directory: refused before any run
             for name in OUT_FILES:
                 check_target(run_dir(out, plan, step) / name)
-    if out is None or plan.is_single:
-        return _sweep(plan, be, out, on_start, on_result, profile_options)
-    with DirLock(out):  # sweep.json is this sweep's alone
-        return _sweep(plan, be, out, on_start, on_result, profile_options)
+        with DirLock(out):  # sweep.json is this sweep's alone
+            return _sweep(plan, be, out, on_start, on_result, profile_options)
+    except BaseException:
+        for d in made:  # a first run that could not start: no file, as for a single run
+            with contextlib.suppress(OSError):
+                d.rmdir()  # the deepest first; only while empty
+        raise
 
 
 def _sweep(
@@ -412,12 +422,16 @@ def _sweep(
             if on_result is not None:
                 on_result(step, r)
             if r.termination is Termination.INTERRUPTED:
-                result.interrupted = True
+                result.interrupted, result.stopped = True, "interrupted"
             if checkpoint is not None:
                 checkpoint.add(r, step.warmup)
             if result.interrupted:
                 break
-    except BaseException:
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):  # stopped outside a run's wait (its lease)
+            result.interrupted, result.stopped = True, "interrupted"
+        else:
+            result.stopped = f"error: {exc}"
         if checkpoint is not None:
             # The error under way is the one to report.
             with contextlib.suppress(OSError, ConfigError):

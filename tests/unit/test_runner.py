@@ -449,6 +449,15 @@ def test_bad_input_raises_before_launch(
     assert not out.exists()  # validated before the output directory is made
 
 
+def test_a_run_into_a_sweeps_directory_is_refused(tmp_path: Path) -> None:
+    # report read the directory through the older sweep.json: this run was never shown.
+    (tmp_path / "sweep.json").write_text("{}")
+    be = fake()
+    with pytest.raises(ConfigError, match=r"holds a sweep \(sweep.json\): give this run"):
+        profile(["true"], backend=be, out_dir=tmp_path)
+    assert be.runs == [] and sorted(p.name for p in tmp_path.iterdir()) == ["sweep.json"]
+
+
 def test_command_not_executable(tmp_path: Path) -> None:
     f = tmp_path / "data.txt"
     f.write_text("x")

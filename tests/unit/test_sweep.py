@@ -12,7 +12,7 @@ from edgeprof.analysis.cells import cell_order
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError, LimitError
 from edgeprof.model import Limits, RunResult, RunSpec
-from edgeprof.storage import SWEEP_SCHEMA, load_runs
+from edgeprof.storage import SWEEP_SCHEMA, load_runs, sweep_stopped
 from edgeprof.sweeps.sweep import (
     Step,
     SweepPlan,
@@ -175,6 +175,7 @@ def test_sweep_runs_every_cell_and_saves_sweep_json(tmp_path: Path) -> None:
     assert len(sweep.warmups) == 4 and len(sweep.runs) == 12 and not sweep.interrupted
     data = json.loads((tmp_path / "out" / "sweep.json").read_text())
     assert data["schema"] == SWEEP_SCHEMA and data["repeat"] == 3 and data["warmup"] == 1
+    assert data["stopped"] is None and sweep_stopped(tmp_path / "out") is None
     assert [(c["label"], c["limits"], c["runs"]) for c in data["cells"]] == [
         ("m1", "cpus=1", 3),
         ("m2", "cpus=1", 3),
@@ -293,3 +294,28 @@ def test_a_sweep_that_fails_midway_leaves_sweep_json_with_every_finished_run(
         run_sweep(SweepPlan(("true",), repeat=6), backend=FailsOnFourth(linear()), out=tmp_path)
     data = json.loads((tmp_path / "sweep.json").read_text())
     assert len(data["runs"]) == 3
+    # It had said nothing of stopping (interrupted: false, repeat 6, 3 runs).
+    assert data["stopped"] == "error: the fourth launch fails" and not data["interrupted"]
+    assert sweep_stopped(tmp_path) == (
+        f"{tmp_path / 'sweep.json'}: the sweep stopped after 3 run(s), before its plan was "
+        "done (error: the fourth launch fails)"
+    )
+
+
+def test_a_sweep_whose_first_run_cannot_start_leaves_no_directory(tmp_path: Path) -> None:
+    from edgeprof.errors import LaunchError
+
+    class NeverStarts(FakeBackend):
+        def launch(self, spec: RunSpec) -> FakeRun:
+            raise LaunchError("cannot start")
+
+    out = tmp_path / "a" / "b"
+    with pytest.raises(LaunchError):
+        run_sweep(SweepPlan(("true",), repeat=2), backend=NeverStarts(linear()), out=out)
+    assert list(tmp_path.iterdir()) == []  # an empty directory had been left
+    (tmp_path / "kept").mkdir()  # one that was there stays
+    with pytest.raises(LaunchError):
+        run_sweep(
+            SweepPlan(("true",), repeat=2), backend=NeverStarts(linear()), out=tmp_path / "kept"
+        )
+    assert (tmp_path / "kept").is_dir()
