@@ -11,8 +11,10 @@ noise alone does not fail a build:
   point estimate above the threshold: on a shared runner that rule failed an unchanged sweep
   at +14 % ± 14 % CPU time);
 * **improvement**: the whole interval lies below ``−threshold``;
-* **no significant change**: everything else — an interval that reaches back inside the
-  threshold (noise, or a change too small to matter).
+* **not beyond the threshold**: everything else — an interval that reaches back inside the
+  threshold (noise, or a change too small to matter).  Not "no significant change": a
+  +8 % ± 4 % change is significant (its interval excludes 0) but not shown beyond a 5 %
+  threshold, and had been labelled so.
 
 Two verdicts say that no test was possible: **not enough repeats** (fewer than 2 successful
 runs on a side: no variance to test against; it does not fail, and says to repeat) and
@@ -49,7 +51,7 @@ budget was needed for it to be compared).  Not GPU utilisation: a lower share is
 class Verdict(str, enum.Enum):
     REGRESSION = "regression"
     IMPROVEMENT = "improvement"
-    NO_CHANGE = "no significant change"
+    NO_CHANGE = "not beyond the threshold"
     FEW_REPEATS = "not enough repeats"
     NOT_MEASURED = "not measured"
 

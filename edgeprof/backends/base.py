@@ -265,6 +265,10 @@ class Backend(abc.ABC):
     image: str | None = None
     """The default container image (backends that run images)."""
 
+    applies_quota: ClassVar[bool] = True
+    """A ``cpus`` limit is a CFS quota (with its period); False where it is whole cores only
+    (the process backend's affinity), so a result records no period it never had."""
+
     @property
     def accepts_events_fifo(self) -> bool:
         """A FIFO on this host can be bind-mounted into the workload's container."""

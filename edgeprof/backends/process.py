@@ -131,6 +131,7 @@ class ProcessBackend(Backend):
     ``/proc/self``; ``None``: none)."""
 
     name: ClassVar[str] = "process"
+    applies_quota: ClassVar[bool] = False
 
     def __init__(
         self,

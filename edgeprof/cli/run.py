@@ -96,7 +96,9 @@ def run(
     out: Annotated[
         Path | None,
         typer.Option(
-            help="Write result.json and samples.csv into this directory.", parser=_directory
+            help="Write result.json and samples.csv into this directory.",
+            parser=_directory,
+            metavar="<path>",
         ),
     ] = None,
     json_out: Annotated[

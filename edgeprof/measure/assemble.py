@@ -112,7 +112,9 @@ def build_result(
             throttled_s=secs(final.throttled_us),
             nr_throttled=final.nr_throttled,
             nr_periods=final.nr_periods,
-            period_s=None if spec.limits.cpus is None else spec.period_us / 1e6,
+            period_s=(
+                spec.period_us / 1e6 if spec.limits.cpus is not None and be.applies_quota else None
+            ),
         ),
         memory=MemoryStats(
             peak_bytes=peak,

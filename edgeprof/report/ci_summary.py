@@ -20,14 +20,14 @@ _MARK = {Status.PASS: "✅ pass", Status.BREACH: "❌ breach", Status.NOT_MEASUR
 _VERDICT_WORD = {
     Verdict.REGRESSION: "regression",
     Verdict.IMPROVEMENT: "improvement",
-    Verdict.NO_CHANGE: "no significant change",
+    Verdict.NO_CHANGE: "not beyond the threshold",
     Verdict.FEW_REPEATS: "not enough repeats",
     Verdict.NOT_MEASURED: "not measured",
 }
 _VERDICT_MARK = {
     Verdict.REGRESSION: "❌ regression",
     Verdict.IMPROVEMENT: "✅ improvement",
-    Verdict.NO_CHANGE: "no significant change",
+    Verdict.NO_CHANGE: "not beyond the threshold",
     Verdict.FEW_REPEATS: "⚠️ not enough repeats",
     Verdict.NOT_MEASURED: "❌ not measured",
 }

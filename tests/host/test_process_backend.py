@@ -155,6 +155,7 @@ def test_whole_cores_are_held_by_affinity_for_every_descendant() -> None:
     assert r.limits.cpuset is not None and len(r.limits.cpuset) == 1
     assert r.limits.cpuset[0] in allowed
     assert out.split() == [str(list(r.limits.cpuset))] * 2, out
+    assert r.cpu.period_s is None  # no quota, so no CFS period (0.1 had been recorded)
 
 
 @pytest.mark.parametrize(

@@ -190,6 +190,18 @@ def test_help_offers_only_the_built_in_backends(capsys: pytest.CaptureFixture[st
         assert "auto | cgroup" in out and "fake" not in out, argv
 
 
+def test_help_shows_no_internal_names(capsys: pytest.CaptureFixture[str]) -> None:
+    """``run --help`` had shown ``--out <_directory>``, its parser function's name."""
+    from edgeprof.cli import COMMANDS
+
+    commands = [[c] for c in COMMANDS if c != "layers"] + [["layers", "profile"]]
+    for argv in commands:
+        assert main([*argv, "--help"]) == 0
+        out = capsys.readouterr().out
+        assert "<_" not in out, argv
+        assert "--out " not in out or "--out <path>" in out, argv
+
+
 def test_error_messages_name_the_problem(capsys: pytest.CaptureFixture[str]) -> None:
     main([*RUN, "--memory", "12x", "--", "true"])
     assert "'12x'" in capsys.readouterr().err
