@@ -56,7 +56,8 @@ def test_a_template_runs_with_e(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("run_rc", "compare_rc", "rc"), [(0, 0, 0), (0, 3, 3), (3, 0, 3), (1, 3, 1), (3, 3, 3)]
+    ("run_rc", "compare_rc", "rc"),
+    [(0, 0, 0), (0, 3, 3), (3, 0, 3), (1, 3, 1), (3, 3, 3), (0, 2, 2)],
 )
 def test_the_exit_code_is_the_runs_else_the_comparisons(
     tmp_path: Path, run_rc: int, compare_rc: int, rc: int
@@ -81,7 +82,8 @@ def test_the_exit_code_is_the_runs_else_the_comparisons(
         "compare", str(tmp_path / "base"), str(out), "--threshold", "10%",
         "--summary", str(out / "compare.md"), "--junit", str(out / "compare.xml"),
     ]  # fmt: skip
-    assert outputs.read_text() == f"results={out}\nexit-code={rc}\ncompared=true\n"
+    compared = "false" if compare_rc == 2 else "true"  # compare's own error reached no verdict
+    assert outputs.read_text() == f"results={out}\nexit-code={rc}\ncompared={compared}\n"
 
 
 def test_an_empty_baseline_directory_is_no_baseline(tmp_path: Path) -> None:
@@ -100,6 +102,8 @@ def test_an_empty_baseline_directory_is_no_baseline(tmp_path: Path) -> None:
         ({"EDGEPROF_CI_COMMAND": "python 'x"}, "EDGEPROF_CI_COMMAND: No closing quotation"),
         ({"EDGEPROF_CI_COMMAND": "a", "EDGEPROF_CI_ARGS": "--out=x"}, "--out=x is the CI step"),
         ({"EDGEPROF_CI_COMMAND": "a", "EDGEPROF_CI_SUDO": "maybe"}, "auto, always or never"),
+        # Had been found by compare after the whole profiling run (or never, with no baseline).
+        ({"EDGEPROF_CI_COMMAND": "a", "EDGEPROF_CI_THRESHOLD": "5pc"}, "THRESHOLD: --threshold"),
     ],
 )
 def test_bad_inputs_are_one_line_and_run_nothing(
