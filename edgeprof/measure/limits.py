@@ -166,3 +166,47 @@ def thread_env(
     if n is None:
         return {}
     return {v: str(n) for v in THREAD_VARS if v not in inherited and v not in user}
+
+
+def faster_than_device(
+    cores: int, cpus: float, tasks: int | None, throttled: int | None
+) -> str | None:
+    """Why a device run (``cores`` emulated by a quota of ``cpus``) was allowed to go faster
+    than the device, as a warning; ``None`` where the measurements show no such thing.
+
+    A quota is one number for the group: it slows a task only once the group's share of a
+    period is spent.  Two measured signs that the quota did not hold the run's tasks to a
+    device core (``cpus / cores`` of a host core):
+
+    * ``throttled`` (periods the group was stalled in) is 0: the quota never slowed it;
+    * ``tasks`` (the samples' largest ``pids.current``: processes and threads) is under the
+      device's cores: the quota allowed each running task at least ``min(1, cpus / tasks)``
+      of a host core.
+
+    The average CPU use against the quota is no sign: on a busy host other jobs keep a run
+    under its share (4 processes under a 1.2-CPU quota used 0.85 CPU here while the suite
+    ran).  A single-threaded loop under a 4-core board at speed 0.3 (1.2 CPUs) ran at a full
+    host core, 3.3 times a board core (a tester's measurement); a board whose cores × speed
+    is a whole number is pinned to that many cores, where one thread runs at full speed too.
+    A sampled peak can miss a short-lived task, so the bound holds for what was seen; extra
+    tasks at start-up (a shell, a version manager's shim) only hide the sign."""
+    per_core = cpus / cores
+    if per_core >= 1:
+        return None
+    why = []
+    if throttled == 0:
+        why.append("the quota never stalled it")
+    if tasks is not None and 1 <= tasks < cores and min(1.0, cpus / tasks) > per_core * 1.01:
+        least = min(1.0, cpus / tasks)
+        why.append(
+            f"the samples saw at most {tasks} task(s) (processes and threads) against its "
+            f"{cores} cores, and a share of {cpus:g} CPU(s) allowed each running task at "
+            f"least {least:.3g} of a host core"
+        )
+    if not why:
+        return None
+    return (
+        f"this run can be faster than the device, whose cores each do {per_core:.3g} of a host "
+        f"core's work: {'; '.join(why)} (a quota is one number for the group, not a speed "
+        "per core)"
+    )

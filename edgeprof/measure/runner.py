@@ -42,6 +42,7 @@ from .leases import lease_cores
 from .limits import (
     allowed_cpus,
     cpu_period_us,
+    faster_than_device,
     quota_can_stall,
     resolve,
     thread_env,
@@ -103,6 +104,7 @@ def profile(
     cores_busy: str = "wait",
     on_wait: Callable[[str], None] | None = None,
     device: str | None = None,
+    device_cores: int | None = None,
     squeeze: bool = False,
     allow_over_host: bool = False,
     gpus: str | None = None,
@@ -115,7 +117,9 @@ def profile(
     ``cores_busy="wait"`` waits (``on_wait`` is told why; default: stderr) and ``"fail"``
     raises :class:`~edgeprof.errors.CoresBusy`.
 
-    ``device``: the catalog device the limits came from, recorded in the result.
+    ``device``: the catalog device the limits came from, recorded in the result;
+    ``device_cores``: its cores, for the warning of a run faster than them
+    (:func:`~edgeprof.measure.limits.faster_than_device`).
 
     ``allow_over_host``: limits beyond the host's CPUs or memory are applied as asked
     instead of refused (:func:`edgeprof.measure.limits.resolve`).
@@ -286,6 +290,12 @@ def profile(
                 result = dataclasses.replace(result, lease=lease.record(chosen=auto_pinned))
             if device is not None:
                 result = dataclasses.replace(result, device=device)
+            if device_cores is not None and applied.cpus is not None:
+                # Whole cores pinned stall nothing: there the cores, not a quota, slow it.
+                stalls = result.cpu.nr_throttled if quota_can_stall(applied) else None
+                faster = faster_than_device(device_cores, applied.cpus, result.pids_peak, stalls)
+                if faster is not None:
+                    result = dataclasses.replace(result, warnings=(*result.warnings, faster))
             if out is not None:
                 _save(out / "result.json", result)
         if interrupts.received is not None and result.termination != Termination.INTERRUPTED:

@@ -11,10 +11,10 @@ from .table import plain_table
 HEADER = ["device", "cores", "memory", "speed", "cpu period", "calibration", "source"]
 
 NOTES = (
-    "speed: a device core against one of this host's; 'needs calibration': unknown (a spec "
-    "sheet gives none),",
-    "so --device runs its cores at this host's speed until you measure the board and run "
-    "edgeprof calibrate.",
+    "speed: a device core against one of this host's, as one quota of cores × speed CPUs: it "
+    "holds for work that keeps every core busy;",
+    "'needs calibration': unknown (a spec sheet gives none), so --device runs its cores at "
+    "this host's speed until you measure the board and run edgeprof calibrate.",
 )
 
 

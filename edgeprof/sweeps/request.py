@@ -118,6 +118,8 @@ class RunRequest:
     """``--squeeze``: each run's memory is squeezed by proactive reclaim while it runs, and
     what it was held at is its measured need (``memory.squeeze``; cgroup v2 only)."""
     allow_over_host: bool = False
+    """``--allow-over-host``: limits beyond the host's CPUs or memory are applied, not
+    refused (:func:`edgeprof.measure.limits.resolve`)."""
     gpus: str | None = None
     """``--gpus``: the GPUs each run may use and that are measured
     (:func:`edgeprof.measure.runner.profile`)."""
@@ -125,8 +127,8 @@ class RunRequest:
     """``--gpu-memory`` (or the device's ``gpu_memory``): the device's GPU memory."""
     unified_memory: bool = False
     """The device's CPU and GPU share its memory (a device's ``unified_memory``)."""
-    """``--allow-over-host``: limits beyond the host's CPUs or memory are applied, not
-    refused (:func:`edgeprof.measure.limits.resolve`)."""
+    device_cores: int | None = None
+    """The device's cores (set from the catalog), for the runs' fewer-tasks warning."""
 
     def docker_environment(self) -> bool:
         """Whether an option describes a Docker environment (image or options)."""
@@ -329,7 +331,8 @@ def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:
     setting = resolve_device(req.device, req.devices, host_info())
     dev = setting.device
     gpu_memory = device_gpu_memory(dev, req.gpu_memory)
-    warnings = list(setting.warnings)
+    # With --cpus the device's speed is not emulated: its notes would describe another run.
+    warnings = [] if req.cpus else list(setting.warnings)
     warnings += overridden_notes(
         setting, cpus=req.cpus, memory=req.memory, cpu_period=req.cpu_period
     )
@@ -361,6 +364,7 @@ def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:
         env=(*req.env, *threads),
         gpu_memory=gpu_memory,
         unified_memory=dev.unified_memory,
+        device_cores=dev.cores,
     )
     return req, warnings
 
@@ -489,6 +493,7 @@ def execute(
                 "run_as": job.run_as,
                 "cores_busy": req.cores_busy,
                 "device": job.device,
+                "device_cores": req.device_cores,
                 "squeeze": req.squeeze,
                 "gpus": req.gpus,
                 "gpu_memory": req.gpu_memory,

@@ -9,6 +9,7 @@ from edgeprof.measure.limits import (
     FRACTIONAL_PERIOD_US,
     THREAD_VARS,
     cpu_period_us,
+    faster_than_device,
     resolve,
     thread_env,
 )
@@ -159,3 +160,44 @@ def test_quota_under_a_millisecond_is_refused_naming_the_period(
 def test_cpu_period_is_part_of_the_label_only_when_asked() -> None:
     assert Limits(cpus=0.5).describe() == "cpus=0.5"
     assert Limits(cpus=0.5, cpu_period_us=20_000).describe() == "cpus=0.5, cpu-period=20ms"
+
+
+# -- a device run that the quota let go faster than the device ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cores", "cpus", "tasks", "throttled", "said"),
+    [
+        # One thread under a 4-core board at speed 0.3 (1.2 CPUs): a full host core each.
+        (4, 1.2, 1, 5, ["at most 1 task(s)", "at least 1 of a host core"]),
+        # Two under it: 0.6 each, still twice a board core.
+        (4, 1.2, 2, 5, ["at most 2 task(s)", "at least 0.6 of a host core"]),
+        # Never stalled: nothing held its tasks to the board's speed, whatever their number.
+        (4, 1.2, 8, 0, ["the quota never stalled it"]),
+        (4, 1.2, 1, 0, ["the quota never stalled it", "at most 1 task(s)"]),
+        # A whole-number share pinned to a core (4 × 0.25): no stall is expected there.
+        (4, 1.0, 1, None, ["at most 1 task(s)", "each do 0.25 of a host core"]),
+    ],
+)
+def test_a_device_run_allowed_to_go_faster_than_the_device_is_said(
+    cores: int, cpus: float, tasks: int, throttled: int | None, said: list[str]
+) -> None:
+    w = faster_than_device(cores, cpus, tasks, throttled)
+    assert w is not None and w.startswith("this run can be faster than the device")
+    assert all(s in w for s in said), w
+
+
+@pytest.mark.parametrize(
+    ("cores", "cpus", "tasks", "throttled"),
+    [
+        (4, 1.2, 4, 9),  # as many tasks as cores, stalled: each held to its share
+        (4, 1.0, 5, None),  # 5 tasks on one pinned core: 0.2 each, under a board core
+        (4, 1.2, None, None),  # nothing measured: nothing claimed
+        (2, 2.0, 1, 0),  # a device as fast as the host: nothing to emulate
+        (1, 0.5, 1, 12),  # one core at half speed, stalled: as the device
+    ],
+)
+def test_a_device_run_held_to_the_device_says_nothing(
+    cores: int, cpus: float, tasks: int | None, throttled: int | None
+) -> None:
+    assert faster_than_device(cores, cpus, tasks, throttled) is None
