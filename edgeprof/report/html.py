@@ -38,7 +38,8 @@ from .comparison import ranking_title
 from .gpu import GPU_COLUMNS, gpu_notes, gpu_phase_rows, gpu_rows
 from .gpu import PHASE_COLUMNS as GPU_PHASE_COLUMNS
 from .phases import LATENCY_COLUMNS, PHASE_COLUMNS, aggregated, latency_rows, phase_rows
-from .results import COLUMNS, row
+from .results import COLUMNS
+from .results import rows as run_rows
 from .summary import summary_tables
 from .table import TextTable
 
@@ -89,7 +90,7 @@ def render_html(
     body = [f"<h1>{escape(title)}</h1>", _meta(results), _verdicts(checks, comparison)]
     body.append("<h2>Results</h2>")
     warnings = list(dict.fromkeys(f"{r.label}: {w}" for r in results for w in r.warnings))
-    body.append(TextTable("Every run", [list(COLUMNS), *map(row, results)], warnings).html())
+    body.append(TextTable("Every run", [list(COLUMNS), *run_rows(results)], warnings).html())
     how = " (median over each model's runs)" if aggregated(results) else ""
     for name, columns, rows in (
         ("Phases", PHASE_COLUMNS, phase_rows(results)),

@@ -97,7 +97,9 @@ def _several_settings(results: Sequence[RunResult]) -> bool:
     return len({setting(r) for r in results}) > 1
 
 
-def _run_units(results: Sequence[RunResult]) -> list[tuple[str, RunResult]]:
+def named_runs(results: Sequence[RunResult]) -> list[tuple[str, RunResult]]:
+    """Each run with the name its row shows: its label, and its setting where the runs have
+    several (every table of runs, the results table too)."""
     several = _several_settings(results)
     return [(f"{r.label} ({setting(r)})" if several else r.label, r) for r in results]
 
@@ -133,7 +135,7 @@ def phase_rows(results: Sequence[RunResult]) -> list[list[str]]:
     if aggregated(results):
         units = [(label, _cell_phases(runs)) for label, runs in _cells(results)]
     else:
-        units = [(label, list(r.phases)) for label, r in _run_units(results)]
+        units = [(label, list(r.phases)) for label, r in named_runs(results)]
     for label, phases in units:
         for p in phases:
             peak = format_binary(p.peak_bytes)
@@ -195,7 +197,7 @@ def latency_rows(results: Sequence[RunResult]) -> list[list[str]]:
     if aggregated(results):
         units = [(lb, _cell_phases(runs), _cell_latency(runs)) for lb, runs in _cells(results)]
     else:
-        units = [(label, list(r.phases), r.latency) for label, r in _run_units(results)]
+        units = [(label, list(r.phases), r.latency) for label, r in named_runs(results)]
     for label, phases, latency in units:
         per_phase = [(p.name, p.latency) for p in phases if p.latency is not None]
         for name, lat in per_phase:

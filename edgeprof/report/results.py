@@ -18,7 +18,7 @@ from ..model import RunResult
 from ..units import format_binary, format_decimal, format_seconds
 from .gpu import render_gpu
 from .memory import composition, cost, gpu_headroom, headroom
-from .phases import render_sections
+from .phases import named_runs, render_sections
 from .table import markdown_lines, plain_table
 
 COLUMNS = (
@@ -55,7 +55,8 @@ def end_cell(r: RunResult) -> str:
     return end
 
 
-def row(r: RunResult) -> list[str]:
+def row(r: RunResult, name: str | None = None) -> list[str]:
+    """The results table's row of ``r``, named ``name`` (default: its label)."""
     limit = "no limit" if r.memory.limit_bytes is None else format_binary(r.memory.limit_bytes)
     peak = format_binary(r.memory.peak_bytes)
     if r.memory.peak_source in ("sampled", "rss"):
@@ -67,7 +68,7 @@ def row(r: RunResult) -> list[str]:
         else (f"{format_seconds(r.cpu.throttled_s)} ×{r.cpu.nr_throttled}")
     )
     return [
-        r.label,
+        r.label if name is None else name,
         _pct(r.cpu.avg_pct),
         _pct(r.cpu.peak_pct),
         f"{format_binary(r.memory.avg_bytes)} / {limit}",
@@ -81,9 +82,15 @@ def row(r: RunResult) -> list[str]:
     ]
 
 
+def rows(results: Sequence[RunResult]) -> list[list[str]]:
+    """Every run's row; where the runs have several settings, each name carries its own (two
+    ``python3`` rows of ``--cpus 0.5,1`` had only the footnotes to tell them apart)."""
+    return [row(r, name) for name, r in named_runs(results)]
+
+
 def render_plain(results: Sequence[RunResult]) -> str:
     """Fixed-width text, as the older profiler printed it (for pipes, logs and CI)."""
-    table = plain_table("Final Usage Stats", COLUMNS, [row(r) for r in results])
+    table = plain_table("Final Usage Stats", COLUMNS, rows(results))
     return table + _notes(results) + _sections(results)
 
 
@@ -101,7 +108,7 @@ def _sections(results: Sequence[RunResult], *, markdown: bool = False) -> str:
 
 
 def render_markdown(results: Sequence[RunResult]) -> str:
-    lines = markdown_lines(COLUMNS, [row(r) for r in results])
+    lines = markdown_lines(COLUMNS, rows(results))
     notes = _notes(results)
     return (
         "\n".join(lines)
@@ -196,8 +203,8 @@ def print_table(results: Sequence[RunResult], file: TextIO) -> None:
     table = Table(title="Final Usage Stats", title_justify="left")
     for i, c in enumerate(COLUMNS):
         table.add_column(c, justify="left" if i == 0 or c == "END" else "right")
-    for r in results:
-        table.add_row(*row(r))
+    for cells_of_run in rows(results):
+        table.add_row(*cells_of_run)
     console = Console(file=file)
     console.print(table)
     console.print(_notes(results), end="", highlight=False, markup=False)

@@ -41,6 +41,21 @@ def test_plain_table_has_the_seed_columns_first() -> None:
     assert header == list(COLUMNS)
 
 
+def test_rows_of_several_settings_name_theirs() -> None:
+    """A sweep over ``--cpus 0.5,1``: two ``python3`` rows, told apart by footnotes only."""
+    from edgeprof.model import Limits
+
+    runs = [make_result(limits=Limits(cpus=c, memory="512m")) for c in (0.5, 1)]
+    _, rows = plain_rows(render_plain(runs))
+    assert [r["NAME"] for r in rows] == [
+        "python3 (cpus=0.5, memory=512.0MiB)",
+        "python3 (cpus=1, memory=512.0MiB)",
+    ]
+    assert "| python3 (cpus=1, memory=512.0MiB) |" in render_markdown(runs)
+    _, one = plain_rows(render_plain(runs[:1] * 2))  # one setting: the label alone
+    assert [r["NAME"] for r in one] == ["python3", "python3"]
+
+
 def test_plain_table_values() -> None:
     _, rows = plain_rows(render_plain([make_result(name="resnet")]))
     assert rows == [
