@@ -8,7 +8,11 @@ one row per model (the "Final Usage Stats" columns).  Without a model list the s
 *is* ``OUTPUTFILE``.  edgeprof writes the same layout, with its own (exact) figures, and fixes
 the old defects: I/O in decimal units as Docker prints them (the old summary printed 1024
 multiples labelled ``kB``), a row for every model even when one failed (its STATUS column
-says why), appends under a lock (:func:`~edgeprof.storage.append_locked`).
+says why), appends under a lock (:func:`~edgeprof.storage.append_locked`), and a name of its
+own for each model: ``<model>`` is the file name without its extension, as before, unless
+two models would share it (``m.onnx`` and ``m.tflite``, whose runs the old profiler merged
+into one log and two rows of one name): those keep their extension, or more of their path
+(:func:`~edgeprof.sweeps.envtemplate.log_names` has the rule).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 
 from ..model import RunResult, Termination
 from ..storage import append_locked, write_text_atomic
-from ..sweeps.envtemplate import model_log_path
+from ..sweeps.envtemplate import log_names, model_log_path
 from ..units import format_binary, format_decimal
 from .results import COLUMNS
 from .table import Align, plain_lines
@@ -160,10 +164,12 @@ def sample_rows(r: RunResult, name: str, host_memory: int | None) -> list[list[s
                     name,
                     "--" if cpu is None else f"{cpu:.2f}%",
                     f"{format_binary(mem)} / {format_binary(limit)}".replace("n/a", "--"),
-                    "--" if rx is None and tx is None else f"{format_decimal(rx)} / "
-                    f"{format_decimal(tx)}",
-                    "--" if rd is None and wr is None else f"{format_decimal(rd)} / "
-                    f"{format_decimal(wr)}",
+                    "--"
+                    if rx is None and tx is None
+                    else f"{format_decimal(rx)} / {format_decimal(tx)}",
+                    "--"
+                    if rd is None and wr is None
+                    else f"{format_decimal(rd)} / {format_decimal(wr)}",
                     str(round(t0 + t * 1000)),
                 ]
             )
@@ -198,18 +204,26 @@ class AuptimizerFiles:
     ``on_result`` and call :meth:`finish` at the end (also after a failure or an interrupt:
     the summary then holds the runs that finished).
 
-    With models, each model's log ``<model>_<OUTPUTFILE>`` is rewritten after each of its
+    With models, each model's log ``<name>_<OUTPUTFILE>`` is rewritten after each of its
     runs (this invocation's runs, one section each) and the summary block is appended to
     ``OUTPUTFILE`` by :meth:`finish`; without, each run's section is appended to OUTPUTFILE.
+    A model's name is :func:`~edgeprof.sweeps.envtemplate.log_names`' over the sweep's
+    ``models``, fixed before the first run so that no log ever holds two models' runs.
     """
 
     def __init__(
-        self, output_file: Path, script: str, host_memory: int | None, several_settings: bool
+        self,
+        output_file: Path,
+        script: str,
+        host_memory: int | None,
+        several_settings: bool,
+        models: Sequence[str] = (),
     ) -> None:
         self.output_file = output_file
         self.script = script
         self.host_memory = host_memory
         self.several_settings = several_settings
+        self.names = log_names(models)
         self.named: list[tuple[str, RunResult]] = []
         self._logs: dict[str, list[str]] = {}
 
@@ -221,9 +235,13 @@ class AuptimizerFiles:
             name += f" #{round_}"
         return name
 
-    def result(
-        self, stem: str, model: str | None, r: RunResult, round_: int, repeat: int
-    ) -> None:
+    def result(self, stem: str, model: str | None, r: RunResult, round_: int, repeat: int) -> None:
+        """Record a run and write its section.  ``stem`` names a run without a model; a
+        model's name is :attr:`names`' (a model the sweep did not list is a ValueError)."""
+        if model is not None:
+            if model not in self.names:
+                raise ValueError(f"{model!r} is not one of the sweep's models")
+            stem = self.names[model]
         name = self.row_name(stem, r, round_, repeat)
         self.named.append((name, r))
         section = run_log(r, name, self.script, self.host_memory, model)

@@ -89,7 +89,9 @@ def run_and_report(
     if tpl is not None:
         from .auptimizer import AuptimizerFiles
     old_files = (
-        AuptimizerFiles(tpl.output_file, tpl.script, meminfo_total(), len(plan.limits) > 1)
+        AuptimizerFiles(
+            tpl.output_file, tpl.script, meminfo_total(), len(plan.limits) > 1, plan.models
+        )
         if tpl is not None
         else None
     )

@@ -3,7 +3,9 @@
 Auptimizer's Profiler ``source``-d this file in bash.  edgeprof parses the same shell
 assignment syntax — ``KEY=value``, single and double quotes, backslash escapes, ``#``
 comments, an optional ``export`` — and never runs it: ``$(…)``, backticks, ``$VAR`` and ``;``
-stay literal text of the value.  Unknown keys are reported (by name and line) and ignored.
+stay literal text of the value, with a warning naming the key and line (and an error about
+such a value says so too: the run stops before the warnings are shown).  Unknown keys are
+reported (by name and line) and ignored.
 
 Keys (the seeds' documentation): IMAGEREPO, APTREQUIREMENTS, PIPREQUIREMENTS, PRERUN, DIR,
 SCRIPT, COMMAND, SAMPLETIME, OUTPUTFILE, DOCFILE, DOCKCPUS, DOCKMEMORY, DOCK_ARGS (also
@@ -12,14 +14,20 @@ spelled DOCKER_ARGS, as the old profiler's own script read it).
 Paths are relative to the directory edgeprof is started in (the old profiler's rule); SCRIPT
 is relative to DIR.  DOCFILE names a Dockerfile: when that file exists it supersedes the
 image variables (IMAGEREPO, APTREQUIREMENTS, PIPREQUIREMENTS, PRERUN), as before, and
-IMAGEREPO may then be left out.
+IMAGEREPO may then be left out.  DOCFILE itself may be left out (on any backend): the old
+profiler wrote its generated Dockerfile there, edgeprof never writes it.
+
+Each model's name in the old files is :func:`log_names`' (the old name unless two models
+would share it).
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ..errors import ConfigError
 from ..measure.runner import MIN_INTERVAL_S
@@ -42,7 +50,12 @@ KEYS = (
     "DOCK_ARGS",
     "DOCKER_ARGS",
 )
-REQUIRED = ("IMAGEREPO", "DIR", "SCRIPT", "COMMAND", "SAMPLETIME", "OUTPUTFILE", "DOCFILE")
+# DOCFILE is not among them, though the seeds' documentation lists it: the old profiler wrote
+# the Dockerfile it generated there, edgeprof never does (the image is built from the keys and
+# tagged by content) and reads it only when the file exists, so an absent DOCFILE means the
+# same as an empty one (always accepted) or one naming no file, on every backend.
+REQUIRED = ("IMAGEREPO", "DIR", "SCRIPT", "COMMAND", "SAMPLETIME", "OUTPUTFILE")
+KEPT_AS_TEXT = "$ and ` are kept as text, never expanded"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -66,6 +79,20 @@ class EnvTemplate:
     docker_args: str | None
     warnings: tuple[str, ...] = ()
     lines: dict[str, int] = field(default_factory=dict, compare=False)
+    docker_args_keys: tuple[str, ...] = ()
+    """The keys that gave ``docker_args`` as the template spelled them (DOCK_ARGS,
+    DOCKER_ARGS, or both when both hold it), for messages to name what the file says."""
+    unexpanded: frozenset[str] = frozenset()
+    """The keys whose value holds a ``$`` or a backtick (kept as text)."""
+
+    def error(self, key: str, message: str) -> ConfigError:
+        """An error about ``key``'s value found after parsing (a COMMAND not found on this
+        host): ``file:line: KEY: message``, as :func:`parse`'s own, and when the value holds
+        a ``$`` or a backtick, the reminder that it was not expanded (the warning saying so is
+        never shown: the run stops first)."""
+        line = self.lines.get(key)
+        where = f"{self.path}:{line}" if line is not None else str(self.path)
+        return ConfigError(f"{where}: {key}: {message}{_unexpanded_note(key in self.unexpanded)}")
 
     def argv(self, model: str | None = None) -> list[str]:
         """The workload: COMMAND's words, SCRIPT, then the model as one more argument."""
@@ -81,7 +108,7 @@ class EnvTemplate:
                 ("PIPREQUIREMENTS", self.pip),
                 ("PRERUN", self.prerun),
                 ("DOCFILE", self.dockerfile),
-                ("DOCK_ARGS", self.docker_args),
+                (", ".join(self.docker_args_keys) or "DOCK_ARGS", self.docker_args),
             )
             if v
         ]
@@ -107,6 +134,44 @@ def model_stem(model: str) -> str:
     name = model.rstrip("/").rsplit("/", 1)[-1]
     stem = re.sub(r"\.[A-Za-z][A-Za-z0-9]{0,7}$", "", name)
     return stem or name
+
+
+def log_names(models: Sequence[str]) -> dict[str, str]:
+    """Each model's name in the old files: its summary row and its ``<name>_<OUTPUTFILE>`` log.
+
+    A model's name is its :func:`model_stem` (the old profiler's) when no other model of
+    ``models`` has that stem.  Models whose stems agree (``m.onnx`` and ``m.tflite``;
+    ``m.v1`` and ``m.v2``), which the old profiler merged into one log and two rows of one
+    name, are named by their file name, extension kept (``m.onnx``, ``m.tflite``); where
+    those agree too (``fp32/m.onnx``, ``int8/m.onnx``), by as many of their path's last parts
+    as tell them apart, joined by ``_`` (``fp32_m.onnx``).  A name still shared (one path
+    written two ways, or a name made to look like another's) gets the model's 1-based
+    position in ``models`` (``m.onnx~2``).  Distinct models always get distinct names; a
+    model listed twice is one model."""
+    order = list(dict.fromkeys(models))
+    # A name is a file-name prefix: no part may hold a "/" (the root "/" or "//" is dropped).
+    parts = {m: [p for p in PurePosixPath(m).parts if "/" not in p] for m in order}
+    depth = dict.fromkeys(order, 0)  # 0: the stem; n: the path's last n parts
+
+    def named() -> dict[str, str]:
+        return {
+            m: "_".join(parts[m][-depth[m] :]) if depth[m] and parts[m] else model_stem(m)
+            for m in order
+        }
+
+    def shared(names: dict[str, str]) -> list[str]:
+        count = Counter(names.values())
+        return [m for m in order if count[names[m]] > 1]
+
+    names = named()
+    while grow := [m for m in shared(names) if depth[m] < len(parts[m])]:
+        for m in grow:
+            depth[m] += 1
+        names = named()
+    while clash := shared(names):  # each pass makes the names longer: it ends
+        for m in clash:
+            names[m] += f"~{order.index(m) + 1}"
+    return names
 
 
 def model_log_path(output_file: Path, stem: str) -> Path:
@@ -233,20 +298,26 @@ def read_assignments(path: Path) -> tuple[dict[str, tuple[str, int]], list[str]]
         if not sep or not _NAME.fullmatch(key):
             raise ConfigError(f"{where}: expected KEY=value, got {chunk.strip()!r}")
         if len(words) > 1:
-            raise ConfigError(
-                f"{where}: {key}: the value holds unquoted spaces: write {key}=\"…\""
-            )
+            raise ConfigError(f'{where}: {key}: the value holds unquoted spaces: write {key}="…"')
         if key not in KEYS:
             warnings.append(f"{where}: unknown key {key} ignored")
             continue
         if key in values:
             warnings.append(f"{where}: {key} set again (line {values[key][1]}): the last wins")
-        if "$" in value or "`" in value:
-            warnings.append(f"{where}: {key}: $ and ` are kept as text, never expanded")
+        if _has_expansion(value):
+            warnings.append(f"{where}: {key}: {KEPT_AS_TEXT}")
         values[key] = (value, start)
     if pending:
         raise ConfigError(f"{path}:{start}: unterminated quote")
     return values, warnings
+
+
+def _has_expansion(value: str) -> bool:
+    return "$" in value or "`" in value
+
+
+def _unexpanded_note(has: bool) -> str:
+    return f" ({KEPT_AS_TEXT}: the file is read as data, not sourced)" if has else ""
 
 
 def parse(path: Path, cwd: Path | None = None) -> EnvTemplate:
@@ -261,6 +332,11 @@ def parse(path: Path, cwd: Path | None = None) -> EnvTemplate:
     def at(key: str) -> str:
         return f"{path}:{values[key][1]}" if key in values else str(path)
 
+    def fail(key: str, message: str) -> ConfigError:
+        """``file:line: message`` about ``key``'s value; an error about a ``$VAR`` kept as
+        text says so, since the warning that would have said it is not shown."""
+        return ConfigError(f"{at(key)}: {message}{_unexpanded_note(_has_expansion(get(key)))}")
+
     docfile_value = get("DOCFILE")
     dockerfile = None
     if docfile_value:
@@ -269,41 +345,41 @@ def parse(path: Path, cwd: Path | None = None) -> EnvTemplate:
             dockerfile = candidate
     required = [k for k in REQUIRED if not (k == "IMAGEREPO" and dockerfile is not None)]
     missing = [k for k in required if k not in values]
-    if missing:
-        raise ConfigError(f"{path}: required key {', '.join(missing)} missing")
-    empty = [k for k in required if k != "DOCFILE" and not get(k).strip()]
+    if missing:  # a key not in the file has no line: the file is named
+        keys = "keys" if len(missing) > 1 else "key"
+        raise ConfigError(f"{path}: required {keys} {', '.join(missing)} missing")
+    empty = [k for k in required if not get(k).strip()]
     if empty:
         raise ConfigError(f"{at(empty[0])}: required key {empty[0]} is empty")
 
     directory = base / get("DIR")
     if not directory.is_dir():
-        raise ConfigError(f"{at('DIR')}: DIR {get('DIR')!r}: no such directory")
+        raise fail("DIR", f"DIR {get('DIR')!r}: no such directory")
     script = get("SCRIPT")
     if Path(script).is_absolute() or ".." in Path(script).parts:
-        raise ConfigError(f"{at('SCRIPT')}: SCRIPT {script!r}: must name a file inside DIR")
+        raise fail("SCRIPT", f"SCRIPT {script!r}: must name a file inside DIR")
     if not (directory / script).is_file():
-        raise ConfigError(f"{at('SCRIPT')}: SCRIPT {script!r} not found in DIR {directory}")
+        raise fail("SCRIPT", f"SCRIPT {script!r} not found in DIR {directory}")
     try:
         command = tuple(shell_words(get("COMMAND")))
     except _Operator as exc:
         # The value itself was quoted (the file's line parsed): what is refused is the
         # operator inside it, which the old profiler's shell would have acted on.
-        raise ConfigError(
-            f"{at('COMMAND')}: COMMAND: {exc.char!r} refused: COMMAND is run without a shell "
+        raise fail(
+            "COMMAND",
+            f"COMMAND: {exc.char!r} refused: COMMAND is run without a shell "
             f"(its words, then SCRIPT), so the {exc.char!r} would be an argument, not the "
             "shell's operator; put the commands in a shell script and name it in SCRIPT, "
-            "with COMMAND=sh"
+            "with COMMAND=sh",
         ) from exc
     except ValueError as exc:
-        raise ConfigError(f"{at('COMMAND')}: COMMAND: {exc}") from exc
+        raise fail("COMMAND", f"COMMAND: {exc}") from exc
     try:
         interval = parse_duration(get("SAMPLETIME").strip(), "SAMPLETIME")
     except ConfigError as exc:
-        raise ConfigError(f"{at('SAMPLETIME')}: {exc}") from exc
+        raise fail("SAMPLETIME", str(exc)) from exc
     if interval < MIN_INTERVAL_S:  # else refused by the runner, without the file's line
-        raise ConfigError(
-            f"{at('SAMPLETIME')}: SAMPLETIME {interval:g}s is below the minimum of 1ms"
-        )
+        raise fail("SAMPLETIME", f"SAMPLETIME {interval:g}s is below the minimum of 1ms")
 
     def limit(key: str) -> str | None:
         return get(key).strip() or None
@@ -311,11 +387,11 @@ def parse(path: Path, cwd: Path | None = None) -> EnvTemplate:
     try:
         cpus = Limits(cpus=limit("DOCKCPUS"))
     except ConfigError as exc:
-        raise ConfigError(f"{at('DOCKCPUS')}: DOCKCPUS: {exc}") from exc
+        raise fail("DOCKCPUS", f"DOCKCPUS: {exc}") from exc
     try:
         memory = Limits(memory=limit("DOCKMEMORY"))
     except ConfigError as exc:
-        raise ConfigError(f"{at('DOCKMEMORY')}: DOCKMEMORY: {exc}") from exc
+        raise fail("DOCKMEMORY", f"DOCKMEMORY: {exc}") from exc
 
     dock, docker = get("DOCK_ARGS").strip(), get("DOCKER_ARGS").strip()
     if dock and docker and dock != docker:
@@ -324,7 +400,7 @@ def parse(path: Path, cwd: Path | None = None) -> EnvTemplate:
         )
     output = get("OUTPUTFILE").strip()
     if "/" in output.rstrip("/") and not (base / output).parent.is_dir():
-        raise ConfigError(f"{at('OUTPUTFILE')}: OUTPUTFILE {output!r}: no such directory")
+        raise fail("OUTPUTFILE", f"OUTPUTFILE {output!r}: no such directory")
     return EnvTemplate(
         path=path,
         base_image=get("IMAGEREPO").strip() or None,
@@ -341,4 +417,6 @@ def parse(path: Path, cwd: Path | None = None) -> EnvTemplate:
         docker_args=dock or docker or None,
         warnings=tuple(warnings),
         lines={k: v[1] for k, v in values.items()},
+        docker_args_keys=tuple(k for k, v in (("DOCK_ARGS", dock), ("DOCKER_ARGS", docker)) if v),
+        unexpanded=frozenset(k for k, (v, _) in values.items() if _has_expansion(v)),
     )

@@ -292,7 +292,9 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     for path in outputs:
         check_writable(path, req.out)
     if tpl is not None:  # the old profiler's summary and per-model logs, written after runs
-        logs = {envtemplate.model_log_path(tpl.output_file, log_stem(s)) for s in plan.steps()}
+        names = envtemplate.log_names(plan.models)  # as the files will be named
+        stems = names.values() if names else {log_stem(s) for s in plan.steps()}
+        logs = {envtemplate.model_log_path(tpl.output_file, n) for n in stems}
         for f in [tpl.output_file, *sorted(logs)]:
             check_target(f)
     cal = None
@@ -399,7 +401,12 @@ def check_host(job: RunJob) -> RunJob:
         return dataclasses.replace(job, run_as=run_as)
     if req.cwd is None or req.cwd.is_dir():
         # A missing program is a bad input: refused before any warning is said (one line).
-        check_command(job.plan.command, {**os.environ, **parse_env(req.env)}, req.cwd)
+        try:
+            check_command(job.plan.command, {**os.environ, **parse_env(req.env)}, req.cwd)
+        except ConfigError as exc:
+            if job.template is None:
+                raise
+            raise job.template.error("COMMAND", str(exc)) from exc  # the template's line
     be = get_backend(req.backend, cgroup_parent=req.cgroup_parent)
     with _limits_named(job):
         check_limits(job.plan, be)  # so is a limit this host cannot honour

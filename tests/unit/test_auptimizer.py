@@ -13,7 +13,14 @@ import pytest
 
 from edgeprof.cli import main
 from edgeprof.model import MemoryStats, SampleStats, Termination
-from edgeprof.report.auptimizer import HEADERS, run_log, summary_block, table
+from edgeprof.report.auptimizer import (
+    HEADERS,
+    AuptimizerFiles,
+    run_log,
+    summary_block,
+    table,
+)
+from edgeprof.sweeps.envtemplate import KEPT_AS_TEXT
 from tests.unit.conftest import make_result
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -222,3 +229,110 @@ def test_run_e_json_names_no_deleted_samples_file(
     data = json.loads(capfd.readouterr().out)
     # At least the first and the last reading (how many between: the machine's load).
     assert data["samples"]["path"] is None and data["samples"]["count"] >= 2
+
+
+def _summary_names(project: Path) -> list[str]:
+    """The row names of the last summary block of out.txt (names without spaces)."""
+    block = (project / "out.txt").read_text().split("Usage stats for Experiment ran on : ")[-1]
+    return [ln.split()[0] for ln in block.splitlines()[3:] if ln.strip()]
+
+
+@pytest.mark.parametrize(
+    "models, names",
+    [
+        ("model.onnx,model.tflite", ["model.onnx", "model.tflite"]),
+        ("m.v1,m.v2", ["m.v1", "m.v2"]),
+        ("fp32/m.onnx,int8/m.onnx", ["fp32_m.onnx", "int8_m.onnx"]),
+    ],
+)
+def test_models_with_one_stem_get_a_row_and_a_log_each(
+    project: Path, models: str, names: list[str]
+) -> None:
+    """``-m model.onnx,model.tflite`` (the old profiler's main use: one model's two builds)
+    had written one ``model_out.txt`` holding both runs and two summary rows named
+    ``model``."""
+    assert main(["run", "--backend", "fake", "-e", "env.template", "-m", models]) == 0
+    assert _summary_names(project) == names
+    for model, name in zip(models.split(","), names, strict=True):
+        log = (project / f"{name}_out.txt").read_text()
+        assert log.count("Profiling script") == 1, log
+        assert log.startswith(f"Profiling script: main.sh {model}\n")
+        rows = [ln.split()[0] for ln in log.splitlines()[3:] if ln.startswith(name)]
+        assert rows, log
+    stems = {"model_out.txt", "m_out.txt"}
+    assert not any((project / f).exists() for f in stems)
+    assert sorted(p.name for p in project.glob("*_out.txt")) == sorted(
+        f"{n}_out.txt" for n in names
+    )
+
+
+def test_models_with_distinct_stems_keep_the_old_names(project: Path) -> None:
+    assert main(["run", "--backend", "fake", "-e", "env.template", "-m", "a.onnx,b.tflite"]) == 0
+    assert _summary_names(project) == ["a", "b"]
+    assert (project / "a_out.txt").exists() and (project / "b_out.txt").exists()
+
+
+def test_files_told_the_models_name_them_at_once(tmp_path: Path) -> None:
+    out = tmp_path / "out.txt"
+    files = AuptimizerFiles(out, "infer.py", None, False, models=["m.onnx", "m.tflite"])
+    files.result("m", "m.onnx", make_result(), 1, 1)
+    assert [p.name for p in tmp_path.iterdir()] == ["m.onnx_out.txt"]
+    files.result("m", "m.tflite", make_result(), 1, 1)
+    files.finish(with_models=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "m.onnx_out.txt",
+        "m.tflite_out.txt",
+        "out.txt",
+    ]
+    assert [n for n, _ in files.named] == ["m.onnx", "m.tflite"]
+
+
+def test_files_refuse_a_model_the_sweep_did_not_list(tmp_path: Path) -> None:
+    files = AuptimizerFiles(tmp_path / "out.txt", "infer.py", None, False, models=["m.onnx"])
+    with pytest.raises(ValueError, match=r"'m\.tflite' is not one of the sweep's models"):
+        files.result("m", "m.tflite", make_result(), 1, 1)
+
+
+def test_a_host_run_names_docker_args_as_the_template_spells_it(
+    project: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The warning had said "DOCK_ARGS not applied" of a template that said DOCKER_ARGS."""
+    text = TEMPLATE.replace("DOCKER_ARGS=", 'DOCKER_ARGS="--privileged"')
+    (project / "env.template").write_text(text)
+    assert main(["run", "--backend", "fake", "-e", "env.template"]) == 0
+    err = capfd.readouterr().err
+    assert "IMAGEREPO, PIPREQUIREMENTS, DOCKER_ARGS not applied" in err, err
+    assert "DOCK_ARGS" not in err.replace("DOCKER_ARGS", "")
+
+
+def test_a_host_run_needs_no_docfile(project: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    (project / "env.template").write_text(TEMPLATE.replace("DOCFILE=Dockerfile\n", ""))
+    assert main(["run", "--backend", "fake", "-e", "env.template", "-m", "a"]) == 0
+    assert "DOCFILE" not in capfd.readouterr().err
+    assert (project / "a_out.txt").exists()
+
+
+def test_a_dir_kept_as_text_is_refused_with_the_reason(
+    project: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    (project / "env.template").write_text(TEMPLATE.replace("DIR=app", "DIR=$HOME"))
+    assert main(["run", "--backend", "fake", "-e", "env.template"]) == 2
+    (line,) = capfd.readouterr().err.splitlines()
+    assert line == (
+        "edgeprof: error: env.template:3: DIR '$HOME': no such directory "
+        f"({KEPT_AS_TEXT}: the file is read as data, not sourced)"
+    )
+
+
+def test_a_command_not_found_names_the_template_line(
+    project: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """``COMMAND=$PY`` had said only "command not found: $PY": no file, no line, and not the
+    warning that ``$PY`` was never expanded."""
+    (project / "env.template").write_text(TEMPLATE.replace("COMMAND=sh", "COMMAND=$PY"))
+    assert main(["run", "--backend", "fake", "-e", "env.template"]) == 2
+    (line,) = capfd.readouterr().err.splitlines()
+    assert line == (
+        "edgeprof: error: env.template:5: COMMAND: command not found: $PY "
+        f"({KEPT_AS_TEXT}: the file is read as data, not sourced)"
+    )

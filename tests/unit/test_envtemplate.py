@@ -8,7 +8,15 @@ import pytest
 
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
-from edgeprof.sweeps.envtemplate import KEYS, model_stem, parse, read_assignments, shell_words
+from edgeprof.sweeps.envtemplate import (
+    KEPT_AS_TEXT,
+    KEYS,
+    log_names,
+    model_stem,
+    parse,
+    read_assignments,
+    shell_words,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -191,3 +199,102 @@ def test_a_templates_limit_this_host_cannot_give_names_its_line(
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("edgeprof: error: --cpus 4096 exceeds the "), line
     assert not (project / "out.txt").exists()
+
+
+@pytest.mark.parametrize(
+    "models, names",
+    [
+        # No two stems alike: the old profiler's names, for tools that read its files.
+        (["a.tflite", "b.onnx", "mobilenet_v1_0.75_224"], ["a", "b", "mobilenet_v1_0.75_224"]),
+        # One model's two builds: the old profiler merged them (one log, two rows "model").
+        (["model.onnx", "model.tflite"], ["model.onnx", "model.tflite"]),
+        (["m.v1", "m.v2", "other.onnx"], ["m.v1", "m.v2", "other"]),
+        (["fp32/m.onnx", "int8/m.onnx"], ["fp32_m.onnx", "int8_m.onnx"]),
+        (["m.onnx", "q/m.onnx"], ["m.onnx", "q_m.onnx"]),
+        # A widened name meeting another model's stem widens that one too.
+        (["x.onnx", "x.tflite", "x.onnx.q"], ["x.onnx", "x.tflite", "x.onnx.q"]),
+        # One path written two ways: nothing in the path tells them apart but the list.
+        (["a//m.onnx", "a/m.onnx"], ["a_m.onnx~1", "a_m.onnx~2"]),
+    ],
+)
+def test_log_names_are_the_old_ones_unless_two_models_would_share_one(
+    models: list[str], names: list[str]
+) -> None:
+    assert [log_names(models)[m] for m in models] == names
+
+
+def test_a_warning_names_the_docker_args_key_the_template_used(project: Path) -> None:
+    """``DOCKER_ARGS=...`` on a host backend had been reported as "DOCK_ARGS not applied"."""
+    docker = parse(write(project, ALL_KEYS.replace("DOCK_ARGS=", "DOCKER_ARGS=")), cwd=project)
+    (warning,) = docker.host_warnings()
+    assert "PRERUN, DOCKER_ARGS not applied" in warning, warning
+    dock = parse(write(project, ALL_KEYS), cwd=project)
+    assert "PRERUN, DOCK_ARGS not applied" in dock.host_warnings()[0]
+    both = ALL_KEYS + 'DOCKER_ARGS="--privileged -v /data:/data"\n'
+    (warning,) = parse(write(project, both), cwd=project).host_warnings()
+    assert "PRERUN, DOCK_ARGS, DOCKER_ARGS not applied" in warning, warning
+
+
+@pytest.mark.parametrize(
+    "edit, line, message",
+    [
+        (("DIR=app", "DIR=$HOME"), 6, "DIR '$HOME': no such directory"),
+        (("SCRIPT=main.py", "SCRIPT=$S"), 7, "SCRIPT '$S' not found in DIR"),
+        (("SAMPLETIME=0.5", "SAMPLETIME=$T"), 9, "invalid SAMPLETIME '$T'"),
+        (("DOCKCPUS=2.5", "DOCKCPUS=`nproc`"), 12, "DOCKCPUS: invalid CPU count '`nproc`'"),
+        (("DOCKMEMORY=156m", "DOCKMEMORY=${MEM}"), 13, "DOCKMEMORY: invalid size"),
+        (("OUTPUTFILE=out.txt", "OUTPUTFILE=$D/out.txt"), 10, "OUTPUTFILE '$D/out.txt': no such"),
+    ],
+)
+def test_an_error_about_an_unexpanded_value_says_it_was_not_expanded(
+    project: Path, edit: tuple[str, str], line: int, message: str
+) -> None:
+    """The warning that ``$`` stays text is said only once the input is good: an error about
+    such a value (``DIR=$HOME``: no such directory) had left it out."""
+    path = write(project, ALL_KEYS.replace(*edit))
+    with pytest.raises(ConfigError) as err:
+        parse(path, cwd=project)
+    text = str(err.value)
+    assert text.startswith(f"{path}:{line}: ") and message in text, text
+    assert text.endswith(f"({KEPT_AS_TEXT}: the file is read as data, not sourced)"), text
+
+
+def test_an_error_about_a_plain_value_has_no_expansion_note(project: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse(write(project, ALL_KEYS.replace("DIR=app", "DIR=nowhere")), cwd=project)
+    assert str(err.value) == f"{project / 'env.template'}:6: DIR 'nowhere': no such directory"
+
+
+def test_a_later_error_about_a_key_names_its_line_and_the_expansion(project: Path) -> None:
+    """What is found after parsing (``COMMAND=$PY`` not found on this host) is said as the
+    template's own errors are, ``file:line: KEY: ...``, with the warning it would have had."""
+    path = write(project, ALL_KEYS.replace('COMMAND="python3 -u"', "COMMAND=$PY"))
+    tpl = parse(path, cwd=project)
+    assert f"{path}:8: COMMAND: {KEPT_AS_TEXT}" in tpl.warnings
+    assert str(tpl.error("COMMAND", "command not found: $PY")) == (
+        f"{path}:8: COMMAND: command not found: $PY "
+        f"({KEPT_AS_TEXT}: the file is read as data, not sourced)"
+    )
+    plain = parse(write(project, ALL_KEYS), cwd=project)
+    assert str(plain.error("COMMAND", "command not found: python3")) == (
+        f"{path}:8: COMMAND: command not found: python3"
+    )
+    assert str(plain.error("DOCK_ARGS", "x")) == f"{path}:14: DOCK_ARGS: x"
+    assert str(plain.error("DOCKER_ARGS", "x")) == f"{path}: DOCKER_ARGS: x"  # not in the file
+
+
+def test_docfile_may_be_left_out(project: Path) -> None:
+    """DOCFILE is where the old profiler wrote the Dockerfile it generated: edgeprof never
+    writes it and an empty one was accepted, so a template without it is as good."""
+    tpl = parse(write(project, ALL_KEYS.replace("DOCFILE=Dockerfile\n", "")), cwd=project)
+    assert tpl.dockerfile is None and tpl.base_image == "python:3.11-slim"
+    assert "DOCFILE" not in tpl.lines and tpl.warnings == ()
+
+
+def test_missing_keys_are_named_with_the_file(project: Path) -> None:
+    text = ALL_KEYS.replace("SCRIPT=main.py\n", "").replace('COMMAND="python3 -u"\n', "")
+    path = write(project, text.replace("DOCFILE=Dockerfile\n", ""))
+    with pytest.raises(ConfigError) as err:
+        parse(path, cwd=project)
+    # A key that is not in the file has no line: the file is named.
+    assert str(err.value) == f"{path}: required keys SCRIPT, COMMAND missing"
