@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import resource
 import select
@@ -19,6 +20,10 @@ from . import cgroupfs as fs
 
 _POLL_MAX_MS = 2**31 - 1
 """The longest ``poll()`` wait: its timeout is a C ``int`` of milliseconds."""
+
+
+_PR_SET_PDEATHSIG = 1
+"""``<linux/prctl.h>``: the signal a process gets when the thread that forked it exits."""
 
 
 class Process:
@@ -46,8 +51,16 @@ class Process:
         run_as: UserIds | None = None,
         affinity: Sequence[int] | None = None,
         rusage: bool = False,
+        die_with_parent: bool = False,
     ) -> None:
         fds = tuple(join_fds)
+        # SIGKILL to the workload when edgeprof is gone (PR_SET_PDEATHSIG): a backend with no
+        # group to kill later had left a SIGKILLed edgeprof's workload running under init.
+        # Set last (a change of identity clears it), and checked against a parent that died
+        # before it was set.  The signal is tied to the thread that spawns: profile() runs
+        # the whole run in that thread.
+        prctl = ctypes.CDLL(None, use_errno=True).prctl if die_with_parent else None
+        parent = os.getpid()
         cores = None if affinity is None else frozenset(affinity)
         self.rusage: resource.struct_rusage | None = None
         """With ``rusage``: the main process's own and its reaped descendants' resource use,
@@ -68,6 +81,10 @@ class Process:
                 os.setgroups(run_as.groups)
                 os.setgid(run_as.gid)
                 os.setuid(run_as.uid)
+            if prctl is not None:
+                prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+                if os.getppid() != parent:
+                    os._exit(1)  # edgeprof died before: nothing would end this process
             if fds:
                 os.write(stamp_w, b"%d" % time.monotonic_ns())
 
@@ -81,7 +98,9 @@ class Process:
                 stdin=None,
                 stdout=stdout,
                 stderr=stderr,
-                preexec_fn=join if fds or run_as is not None or cores is not None else None,
+                preexec_fn=join
+                if fds or run_as is not None or cores is not None or prctl is not None
+                else None,
                 pass_fds=((stamp_w,) if fds else ()) + tuple(pass_fds),
                 start_new_session=new_session,
                 close_fds=True,
@@ -124,6 +143,7 @@ class Process:
         new_session: bool = False,
         pin: bool = False,
         rusage: bool = False,
+        die_with_parent: bool = False,
     ) -> Process:
         """The workload of ``spec`` (its command, environment over edgeprof's, directory,
         output, events descriptors and identity), spawned by a local backend; ``pin``: its
@@ -140,6 +160,7 @@ class Process:
             run_as=spec.run_as,
             affinity=spec.limits.cpuset if pin else None,
             rusage=rusage,
+            die_with_parent=die_with_parent,
         )
 
     @property

@@ -217,7 +217,7 @@ class ProcessRun(RunHandle):
         self._proc_children = children_files
         self._ppids: dict[int, list[int]] = {}
         try:
-            self._proc = Process.for_run(spec, pin=True, rusage=True)
+            self._proc = Process.for_run(spec, pin=True, rusage=True, die_with_parent=True)
         except BaseException:
             self._stop_subreaping()
             raise

@@ -129,6 +129,39 @@ def test_a_daemon_that_outlives_the_main_process_is_killed_and_counted(
     _spawned_pids_gone(pidfile)
 
 
+def test_the_workload_dies_with_a_killed_edgeprof(tmp_path: Path) -> None:
+    """SIGKILL to edgeprof (no clean-up of its own can run) had left the process backend's
+    workload running under init: it gets SIGKILL from the kernel (PR_SET_PDEATHSIG)."""
+    import signal
+    import time
+
+    ready = tmp_path / "ready"
+    code = f"import os, time; open({str(ready)!r}, 'w').write(str(os.getpid())); time.sleep(600)"
+    cmd = [PY, "-m", "edgeprof", "run", "--backend", "process", "--", PY, "-c", code]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    ep = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pid = None
+    try:
+        deadline = time.monotonic() + 120  # the workload's start, on a loaded host too
+        while not (ready.exists() and ready.read_text()) and ep.poll() is None:
+            assert time.monotonic() < deadline, "the workload never started"
+            time.sleep(0.01)
+        pid = int(ready.read_text())
+        ep.send_signal(signal.SIGKILL)
+        ep.wait()
+        while Path(f"/proc/{pid}").exists():  # gone: killed, and reaped by init
+            state = Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1]
+            if state == "Z":
+                break
+            assert time.monotonic() < deadline, f"the workload {pid} outlived edgeprof"
+            time.sleep(0.01)
+    finally:
+        ep.kill()
+        ep.wait()
+        if pid is not None and Path(f"/proc/{pid}").exists():  # a failed check leaves none
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_timeout_kills_a_tree_that_ignores_sigterm(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     # The main process ignores SIGTERM; its daemonized grandchild spins: both must go.
