@@ -72,7 +72,7 @@ def calibrate_cmd(
         form=None if form == "auto" else form,
     )
     if not cal.fits:
-        raise ConfigError(f"{measurements}: no metric could be fitted (no matching models?)")
+        raise ConfigError(f"{measurements}: {cal.why_no_fit()}")
     sys.stdout.write(render_calibration(cal))
     if plot is not None:
         plot_calibration(cal, plot)

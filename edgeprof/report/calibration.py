@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..analysis.calibration import (
@@ -36,6 +36,12 @@ def _signed(v: float | None) -> str:
     """A studentized residual: its sign says whether the device value lies above the line
     (``+inf`` when the other points lie on it exactly)."""
     return "n/a" if v is None else f"{v:+.2f}"
+
+
+def _over(fmt: Callable[[float | None], str], v: float | None) -> str:
+    """A prediction error in the metric's unit, signed as the held-out ``+2.3 %`` beside it
+    (``+12.35 ms``: the prediction is over), so the two columns read alike."""
+    return fmt(v) if v is None or not v > 0 or math.isinf(v) else "+" + fmt(v)
 
 
 def _pm(v: float, se: float | None, fmt: str = "") -> str:
@@ -142,7 +148,8 @@ def render_calibration(cal: Calibration) -> str:
         lines.append("")
         lines.append(
             "Held-out accuracy: each model predicted by the fit made without it, its error "
-            "relative to the device's value (ORIGIN, LINE, POWER: each form's mean |error|)"
+            "(prediction − device) relative to the device's value (ORIGIN, LINE, POWER: each "
+            "form's mean |error|)"
         )
         lines += heldout_table(fits)
         for mf in fits:
@@ -160,6 +167,8 @@ def render_calibration(cal: Calibration) -> str:
     lines.append("")
     lines.append(
         "a ± standard error; LOO: each model predicted by the line fitted without it; "
+        "ERROR, LOO ERROR and WORST are prediction − device (+: the prediction is over the "
+        "device's value), RESIDUAL and t device − line (+: the device is above the line); "
         "t: a model's externally studentized residual, its distance from the line of the "
         "other points in standard errors (beyond the Bonferroni limit a warning names it an "
         "outlier); "
@@ -192,7 +201,7 @@ def _fit_detail(mf: MetricFit) -> list[str]:
                 v(f.y[i]),
                 v(f.fitted[i]),
                 v(f.residuals[i]),
-                v(f.loo_errors[i]),
+                _over(v, f.loo_prediction_errors[i]),
                 f"{f.leverage[i]:.2f}",
                 "n/a" if f.cooks_d is None else f"{f.cooks_d[i]:.2f}",
                 _signed(f.studentized[i]),

@@ -3,12 +3,16 @@ fitted on, and refitted from them on load, so the file never disagrees with the 
 
 from __future__ import annotations
 
+import datetime
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
 from ...storage import write_output
+from ...units import shown
 from ..cells import without_chosen_cores
 from .choice import Candidate, Choice, choose, heldout_warning
 from .families import Families, check_family, parse_rule
@@ -103,6 +107,22 @@ class Calibration:
     def settings(self) -> list[str]:
         return list(dict.fromkeys(f.setting for f in self.fits))
 
+    def why_no_fit(self, most: int = 3) -> str:
+        """Why nothing was fitted, in one line: the device rows that matched no run, or each
+        metric's reason (:attr:`skipped`), the first ``most`` of them.  Said from what the
+        calibration recorded, never guessed: a metric whose models matched but whose
+        profiled values were all alike used to be reported as "no matching models"."""
+
+        def first(items: tuple[str, ...]) -> str:
+            more = len(items) - most
+            return "; ".join(items[:most]) + (f"; and {more} more" if more > 0 else "")
+
+        if self.matched == 0:
+            return f"no device row matched a profiled run ({first(self.unmatched)})"
+        if self.skipped:
+            return f"no metric could be fitted: {first(self.skipped)}"
+        return "no metric could be fitted"  # not reached: every unfitted pair is in skipped
+
     # -- the YAML file ----------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
@@ -168,7 +188,7 @@ def _fit_dict(m: MetricFit) -> dict[str, Any]:
                 "residual": f.residuals[i],
                 "leverage": f.leverage[i],
                 "cooks_d": None if f.cooks_d is None else f.cooks_d[i],
-                "loo_error": f.loo_errors[i],
+                "loo_error": f.loo_prediction_errors[i],  # prediction − device, as below
                 "heldout_prediction": chosen.heldout[i],
                 "heldout_pct_error": errors[i],
             }
@@ -191,7 +211,9 @@ def _form_dict(c: Candidate) -> dict[str, Any]:
 
 
 def load_calibration(path: Path) -> Calibration:
-    """Read a calibration file; each fit is recomputed from its points."""
+    """Read a calibration file; each fit is recomputed from its points.  Anything wrong with
+    the file is one :class:`ConfigError` line naming it, and the key and what it should hold
+    where the shape is wrong (:class:`_Fields`)."""
     import yaml
 
     from ...yamlfile import safe_load as strict_yaml
@@ -206,77 +228,254 @@ def load_calibration(path: Path) -> Calibration:
     if not isinstance(data, dict) or data.get("schema") != CALIBRATION_SCHEMA:
         raise ConfigError(f"{path} is not an edgeprof calibration ({CALIBRATION_SCHEMA})")
     try:
-        min_r2 = float(data.get("min_r2", DEFAULT_MIN_R2))
-        form = str(data.get("form") or "auto")  # absent from older files: chosen per fit
-        if form != "auto" and form not in FORMS:
-            raise ConfigError(f"{path}: unknown form {form!r}")
-        families = Families(
-            tuple(
-                parse_rule(str(r), f"{path}: family rule") for r in data.get("family_rules") or ()
-            ),
-            {
-                str(k): check_family(str(v), str(path))
-                for k, v in (data.get("families") or {}).items()
-            },
-        )
-        fits = []
-        for fd in data["fits"]:
-            metric = fd["metric"]
-            if metric not in METRICS or fd["unit"] not in UNITS[METRICS[metric].kind]:
-                raise ConfigError(f"{path}: unknown metric or unit {metric!r} {fd['unit']!r}")
-            pts = fd["points"]
-            try:
-                f = fit(
-                    [_value(p["profiler"]) for p in pts],
-                    [_value(p["device"]) for p in pts],
-                    [str(p["model"]) for p in pts],
-                )
-            except ConfigError as exc:
-                shown = " ".join(str(fd["setting"]).split())  # one line, whatever it holds
-                raise ConfigError(f"{path}: {metric} [{shown}]: {exc}") from None
-            setting = without_chosen_cores(str(fd["setting"]))  # a file from before leases
-            family = fd.get("family")
-            fits.append(
-                metric_fit(
-                    metric,
-                    setting,
-                    fd["unit"],
-                    f,
-                    min_r2,
-                    family=None if family is None else check_family(str(family), str(path)),
-                    form=None if form == "auto" else form,
-                )
-            )
-        by_key = {(m.metric, m.setting): m.fit for m in fits if m.family is None}
-        speed_d = data.get("implied_speed")  # absent from older files
-        speed = None if speed_d is None else speed_from_dict(speed_d, by_key)
-        return Calibration(
-            device=str(data["device"]),
-            source=str(data.get("source", "")),
-            fits=tuple(fits),
-            min_r2=min_r2,
-            level=float(data.get("level", DEFAULT_LEVEL)),
-            created_at=str(data.get("created_at", "")),
-            unmatched=tuple(data.get("unmatched") or ()),
-            unmeasured=tuple(data.get("unmeasured") or ()),
-            skipped=tuple(data.get("skipped") or ()),
-            matched=int(data.get("matched_rows", 0)),
-            speed=speed,
-            families=families,
-            form=None if form == "auto" else form,
-        )
+        return _calibration(_Fields(path, data))
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-        raise ConfigError(
-            f"{path}: malformed calibration: bad or missing {_one_line(exc)}"
-        ) from exc
+        # Not reached: _Fields checks every value before it is used.  Kept so that a shape
+        # it misses is still one line naming the file, not a traceback.
+        raise ConfigError(f"{path}: malformed calibration: {_one_line(exc)}") from exc
 
 
-def _value(v: object) -> float:
-    """A point's value: a number within the device CSV's bounds (:data:`MAX_VALUE`), so the
-    refit's arithmetic stays finite; a ``ValueError`` (said as malformed) otherwise."""
-    if isinstance(v, bool) or not isinstance(v, int | float) or not abs(v) <= MAX_VALUE:
-        raise ValueError(f"point value {repr(v)[:40]}: expected a number up to {MAX_VALUE:g}")
-    return float(v)
+def _calibration(doc: _Fields) -> Calibration:
+    path = doc.path
+    min_r2 = doc.number("min_r2", "an R² from 0 to 1", lambda v: 0 <= v <= 1, DEFAULT_MIN_R2)
+    level = doc.number("level", "a level between 0 and 1", lambda v: 0 < v < 1, DEFAULT_LEVEL)
+    form = doc.get("form", "", None)
+    if form is None:  # absent from older files: chosen per fit
+        form = "auto"
+    if not isinstance(form, str) or (form != "auto" and form not in FORMS):
+        raise doc.bad("form", f"one of auto, {', '.join(FORMS)}", form)
+    families = Families(
+        tuple(
+            parse_rule(r, f"{path}: {doc.key('family_rules')}[{i}]")
+            for i, r in enumerate(doc.texts("family_rules", "a list of PATTERN=FAMILY rules"))
+        ),
+        {
+            label: check_family(family, f"{path}: {doc.key('families')}.{label}")
+            for label, family in doc.text_map("families", "a mapping of model label: family")
+        },
+    )
+    fits = [_metric_fit(fd, min_r2, form) for fd in doc.records("fits", "a list of fits")]
+    by_key = {(m.metric, m.setting): m.fit for m in fits if m.family is None}
+    speed_d = doc.record("implied_speed", "the implied speed (metric, setting, setting_cpus)")
+    return Calibration(
+        device=doc.text("device"),
+        source=doc.text("source", ""),
+        fits=tuple(fits),
+        min_r2=min_r2,
+        level=level,
+        created_at=doc.text("created_at", ""),
+        unmatched=tuple(doc.texts("unmatched", "a list of lines")),
+        unmeasured=tuple(doc.texts("unmeasured", "a list of lines")),
+        skipped=tuple(doc.texts("skipped", "a list of lines")),
+        matched=doc.count("matched_rows"),
+        speed=None if speed_d is None else _speed(speed_d, by_key),
+        families=families,
+        form=None if form == "auto" else form,
+    )
+
+
+def _metric_fit(fd: _Fields, min_r2: float, form: str) -> MetricFit:
+    path = fd.path
+    known = f"a metric: one of {', '.join(METRICS)}"
+    metric = fd.text("metric", expected=known)
+    if metric not in METRICS:
+        raise fd.bad("metric", known, metric)
+    units = f"a unit of {metric}: one of {', '.join(UNITS[METRICS[metric].kind])}"
+    unit = fd.text("unit", expected=units)
+    if unit not in UNITS[METRICS[metric].kind]:
+        raise fd.bad("unit", units, unit)
+    setting = fd.text("setting", expected="a profiler setting such as 'cpus=1, memory=1.0GiB'")
+    pts = fd.records("points", "a list of points (model, profiler, device)")
+    xs = [p.value("profiler") for p in pts]
+    ys = [p.value("device") for p in pts]
+    labels = [p.text("model") for p in pts]
+    try:
+        f = fit(xs, ys, labels)
+    except ConfigError as exc:
+        shown_setting = " ".join(setting.split())  # one line, whatever it holds
+        raise ConfigError(f"{path}: {metric} [{shown_setting}]: {exc}") from None
+    family = fd.optional_text("family")
+    if family is not None:
+        check_family(family, f"{path}: {fd.key('family')}")
+    return metric_fit(
+        metric,
+        without_chosen_cores(setting),  # a file from before leases
+        unit,
+        f,
+        min_r2,
+        family=family,
+        form=None if form == "auto" else form,
+    )
+
+
+def _speed(d: _Fields, fits: Mapping[tuple[str, str], LinearFit]) -> ImpliedSpeed | None:
+    host = d.record("host", "a mapping of cpu_model and kernel")
+    cpu_model = None if host is None else host.optional_text("cpu_model")
+    kernel = None if host is None else host.optional_text("kernel")
+    clean = {
+        "metric": d.text("metric"),
+        "setting": d.text("setting"),
+        "setting_cpus": d.number("setting_cpus", "a CPU count above 0", lambda v: v > 0),
+        "host": {"cpu_model": cpu_model, "kernel": kernel},
+    }
+    return speed_from_dict(clean, fits)
+
+
+class _Required:
+    """The default of a key that must be there."""
+
+
+_REQUIRED = _Required()
+
+
+class _Fields:
+    """One mapping of a calibration file, read key by key with the type each key needs.
+
+    YAML gives whatever the text says: a number where a mapping is, a list where a number
+    is.  Used as they came, these surfaced as Python's own words ("'int' object is not
+    iterable"); here each is checked as it is read, and a wrong or missing one is a
+    :class:`ConfigError` naming the file, the key's path (``fits[0].points[2].profiler``)
+    and what it should hold."""
+
+    def __init__(self, path: Path, data: Mapping[Any, Any], where: str = "") -> None:
+        self.path = path
+        self.data = data
+        self.where = where
+
+    def key(self, name: str) -> str:
+        return f"{self.where}.{name}" if self.where else name
+
+    def bad(self, name: str, expected: str, value: object) -> ConfigError:
+        # As YAML spells them: the file says null and true, not Python's None and True.
+        got = "null" if value is None else str(value).lower() if isinstance(value, bool) else None
+        return ConfigError(
+            f"{self.path}: malformed calibration: {self.key(name)}: expected {expected}, "
+            f"got {got or shown(value)}"
+        )
+
+    def get(self, name: str, expected: str, default: object = _REQUIRED) -> Any:
+        """The raw value, or ``default`` when the key is absent (an error if required)."""
+        if name in self.data:
+            return self.data[name]
+        if isinstance(default, _Required):
+            raise ConfigError(
+                f"{self.path}: malformed calibration: {self.key(name)} is missing "
+                f"(expected {expected})"
+            )
+        return default
+
+    def text(
+        self, name: str, default: str | _Required = _REQUIRED, expected: str = "a string"
+    ) -> str:
+        """A string; a number is taken as its text (YAML reads an unquoted ``2`` as one: a
+        model labelled 2), a date as its ISO text (an unquoted ``created_at``)."""
+        v = self.get(name, expected, default)
+        t = _as_text(v)
+        if t is None:
+            raise self.bad(name, expected, v)
+        return t
+
+    def optional_text(self, name: str) -> str | None:
+        """:meth:`text`, or ``None`` when the key is absent or ``null``."""
+        return None if self.get(name, "", None) is None else self.text(name)
+
+    def number(
+        self,
+        name: str,
+        expected: str,
+        ok: Callable[[float], bool],
+        default: float | _Required = _REQUIRED,
+    ) -> float:
+        v = self.get(name, expected, default)
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise self.bad(name, expected, v)
+        try:
+            f = float(v)
+        except OverflowError:  # an integer beyond any float
+            raise self.bad(name, expected, v) from None
+        if not math.isfinite(f) or not ok(f):
+            raise self.bad(name, expected, v)
+        return f
+
+    def value(self, name: str) -> float:
+        """A point's value: a number within the device CSV's bounds (:data:`MAX_VALUE`), so
+        the refit's arithmetic stays finite."""
+        return self.number(name, f"a number up to {MAX_VALUE:g}", lambda v: abs(v) <= MAX_VALUE)
+
+    def count(self, name: str) -> int:
+        v = self.get(name, "a whole number", 0)
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**63:
+            raise self.bad(name, "a whole number ≥ 0", v)
+        return v
+
+    def _list(self, name: str, expected: str) -> list[Any]:
+        """A list; absent or ``null``: empty."""
+        v = self.get(name, expected, None)
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            raise self.bad(name, expected, v)
+        return v
+
+    def texts(self, name: str, expected: str) -> list[str]:
+        """A list of strings (a string given alone would be read as its characters)."""
+        out = []
+        for i, v in enumerate(self._list(name, expected)):
+            t = _as_text(v)
+            if t is None:
+                raise self.bad(f"{name}[{i}]", "a string", v)
+            out.append(t)
+        return out
+
+    def text_map(self, name: str, expected: str) -> list[tuple[str, str]]:
+        """A mapping of strings to strings, as pairs; absent or ``null``: empty."""
+        v = self.get(name, expected, None)
+        if v is None:
+            return []
+        if not isinstance(v, Mapping):
+            raise self.bad(name, expected, v)
+        out = []
+        for k, item in v.items():
+            label, family = _as_text(k), _as_text(item)
+            if label is None:
+                raise self.bad(name, expected, k)
+            if family is None:
+                raise self.bad(f"{name}.{label}", "a string", item)
+            out.append((label, family))
+        return out
+
+    def record(self, name: str, expected: str) -> _Fields | None:
+        """A nested mapping; absent or ``null``: ``None``."""
+        v = self.get(name, expected, None)
+        if v is None:
+            return None
+        if not isinstance(v, Mapping):
+            raise self.bad(name, expected, v)
+        return _Fields(self.path, v, self.key(name))
+
+    def records(self, name: str, expected: str) -> list[_Fields]:
+        """A required list of mappings."""
+        v = self.get(name, expected)
+        if not isinstance(v, list):
+            raise self.bad(name, expected, v)
+        out = []
+        for i, item in enumerate(v):
+            if not isinstance(item, Mapping):
+                raise self.bad(f"{name}[{i}]", "a mapping (key: value lines)", item)
+            out.append(_Fields(self.path, item, f"{self.key(name)}[{i}]"))
+        return out
+
+
+def _as_text(v: object) -> str | None:
+    """A YAML scalar as text (see :meth:`_Fields.text`); ``None``: not one (a list, a
+    mapping, ``null``, true or false)."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, datetime.date):
+        return v.isoformat()
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return str(v)
+    return None
 
 
 def _one_line(exc: BaseException) -> str:

@@ -94,6 +94,16 @@ class LinearFit:
         return self.n - 2
 
     @property
+    def loo_prediction_errors(self) -> tuple[float | None, ...]:
+        """Each point's leave-one-out prediction minus its measured value (the negated
+        :attr:`loo_errors`): positive when the line fitted without the point predicts too
+        much.  What reports and files show as the "LOO error", in the sign of the held-out
+        percentages (:attr:`.choice.HeldOut.errors_pct`), so that the two errors of one point
+        never disagree in sign; :attr:`loo_errors` keeps the residual's sign the formulas
+        use."""
+        return tuple(None if e is None else -e for e in self.loo_errors)
+
+    @property
     def x_range(self) -> tuple[float, float]:
         return min(self.x), max(self.x)
 

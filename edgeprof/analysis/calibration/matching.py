@@ -18,7 +18,7 @@ from .fit import DEFAULT_LEVEL, DEFAULT_MIN_R2, fit
 from .forms import FORMS
 from .measurements import DeviceRow, Measurements
 from .speed import implied_speed
-from .units import METRICS
+from .units import METRICS, format_value
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,45 @@ def _match(row: DeviceRow, cells: Sequence[Cell], path: str) -> tuple[Cell | Non
     return cell, ""
 
 
+def _names(labels: Sequence[str], most: int = 3) -> str:
+    """``a, b, c and 4 more``: labels in a one-line message, however many there are."""
+    shown = ", ".join(labels[:most])
+    return shown if len(labels) <= most else f"{shown} and {len(labels) - most} more"
+
+
+def _unfittable(
+    metric: str, unit: str, pts: Sequence[tuple[str, float, float]], unprofiled: Sequence[str]
+) -> str | None:
+    """Why no line can be drawn through ``pts`` (label, profiler, device), in the user's
+    terms, or ``None`` when one can.  Each case :func:`.fit.fit` refuses is named here, with
+    what the data hold: "no matching models" was said for all of them, also when the models
+    matched and only their profiled values were all alike.  ``unprofiled``: the models with a
+    device value but no profiled one (dropped from ``pts``)."""
+    title = METRICS[metric].title
+    missing = f"; {_names(unprofiled)}: no profiled {title}" if unprofiled else ""
+    if not pts and not unprofiled:
+        return f"no matched device row under this setting has a {metric}_{unit} value"
+    if not pts:
+        n = len(unprofiled)
+        return (
+            f"the profiler recorded no {title} for the {n} model(s) measured on the device "
+            f"({_names(unprofiled)})"
+        )
+    if len(pts) == 1:
+        return (
+            f"only one model ({pts[0][0]}) has both a device and a profiled value: a line "
+            f"needs at least two{missing}"
+        )
+    xs = {p[1] for p in pts}
+    if len(xs) == 1:
+        shown = format_value(pts[0][1], unit, METRICS[metric].kind)
+        return (
+            f"the profiled values do not vary (all {shown}): a line needs at least two "
+            f"different ones{missing}"
+        )
+    return None
+
+
 def calibrate(
     runs: Sequence[RunResult],
     measurements: Measurements,
@@ -134,14 +173,16 @@ def calibrate(
     skipped = []
     for setting in dict.fromkeys(c.setting for _, c in pairs):
         for metric, unit in measurements.units.items():
+            measured = [(r, c) for r, c in pairs if c.setting == setting and metric in r.values]
             pts = [
                 (c.label, c.values[metric], r.values[metric])
-                for r, c in pairs
-                if c.setting == setting and metric in r.values and metric in c.values
+                for r, c in measured
+                if metric in c.values
             ]
             if not pts and METRICS[metric].reported and silent is not None:
                 skipped.append(f"{metric} [{setting}]: {silent}")
                 continue
+            unprofiled = [c.label for r, c in measured if metric not in c.values]
             groups: list[tuple[str | None, list[tuple[str, float, float]]]] = [(None, pts)]
             by_family = members(families, [p[0] for p in pts])
             for name, labels in by_family.items():
@@ -149,10 +190,14 @@ def calibrate(
                 if MIN_FAMILY_POINTS <= len(labels) < len(pts):
                     groups.append((name, [p for p in pts if p[0] in labels]))
             for fam, group in groups:
+                scope = "" if fam is None else f" family {fam}"
+                reason = _unfittable(metric, unit, group, unprofiled if fam is None else [])
+                if reason is not None:
+                    skipped.append(f"{metric} [{setting}]{scope}: {reason}")
+                    continue
                 try:
                     line = fit([p[1] for p in group], [p[2] for p in group], [p[0] for p in group])
-                except ConfigError as exc:
-                    scope = "" if fam is None else f" family {fam}"
+                except ConfigError as exc:  # _unfittable names every case fit() refuses
                     skipped.append(f"{metric} [{setting}]{scope}: {exc}")
                     continue
                 fits.append(metric_fit(metric, setting, unit, line, min_r2, family=fam, form=form))
