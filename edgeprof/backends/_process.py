@@ -291,6 +291,28 @@ def _not_found(prog: str, env: Mapping[str, str], cwd: str | Path | None) -> str
     else:
         found = shutil.which(prog, path=env.get("PATH", os.defpath))
     if found is not None and os.path.isfile(found):
-        return f"cannot start {prog}: the interpreter its #! line names was not found"
+        return f"cannot start {prog}: {_missing_interpreter(found)}"
     return f"command not found: {prog}"
+
+
+def _missing_interpreter(path: str) -> str:
+    """The ``#!`` line's interpreter that exec did not find, named; a line ending in a
+    carriage return (a script saved with Windows line ends: ``/bin/sh\r``, which looks
+    right in every editor) says so."""
+    try:
+        with open(path, "rb") as f:
+            line = f.readline(256)
+    except OSError:
+        line = b""
+    words = line[2:].split() if line.startswith(b"#!") else []
+    if not words:
+        return "the interpreter its #! line names was not found"
+    interpreter = line[2:].lstrip().split(b" ")[0].rstrip(b"\n")
+    name = words[0].decode("utf-8", "replace")
+    if interpreter.endswith(b"\r"):
+        return (
+            f"its #! line ends in a carriage return (Windows line ends): there is no "
+            f"interpreter {name!r} + '\\r' (dos2unix, or save it with LF line ends)"
+        )
+    return f"the interpreter its #! line names ({name}) was not found"
 

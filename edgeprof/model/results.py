@@ -134,7 +134,8 @@ class CpuStats:
     avg_pct: float | None
     """100·total CPU time / wall time: percent of one CPU (0 … N·100, as ``docker stats``)."""
     peak_pct: float | None
-    """Highest CPU % over any window of ``peak_window_s`` (one CFS period by default)."""
+    """Highest CPU % over any window of ``peak_window_s`` (1 s, ``docker stats``' finest: a run
+    shorter than that reports its average)."""
     peak_window_s: float | None
     throttled_s: float | None
     nr_throttled: int | None
