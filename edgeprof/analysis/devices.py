@@ -56,13 +56,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..model import HostInfo, Limits
+from ..model import HostInfo
 from ..units import (
     MAX_CPUS,
+    MIN_QUOTA_US,
     format_binary,
     format_period,
     parse_cpu_period,
     parse_memory_limit,
+    shortest_period_us,
 )
 
 DEVICES_ENV = "EDGEPROF_DEVICES"
@@ -214,6 +216,18 @@ def _entry(path: Path, name: object, e: object) -> Device:
             period_us = parse_cpu_period(period)
         except ConfigError as exc:
             raise bad("cpu_period", str(exc)) from None
+    cpus = share if share is not None else None
+    if isinstance(speed, float):
+        cpus = share_of(cores, speed)[0]
+    if period_us is not None and cpus is not None and cpus * period_us < MIN_QUOTA_US - 1e-6:
+        # Refused here, naming the entry: at the run it had named a --cpus and a
+        # --cpu-period nobody typed.
+        raise bad(
+            "cpu_period",
+            f"a share of {cpus:g} CPUs makes a quota of {cpus * period_us / 1000:g}ms per "
+            f"period, under the kernel's 1ms: give at least "
+            f"{format_period(shortest_period_us(cpus))}",
+        )
     gpu_memory = _size(e, "gpu_memory", bad)
     unified = e.get("unified_memory", False)
     if not isinstance(unified, bool):
@@ -448,93 +462,3 @@ def resolve_device(
 ) -> DeviceSetting:
     """``--device NAME`` (with ``--devices FILE``): the merged catalogs' entry, as limits."""
     return device_setting(find_device(load_catalog(catalog_paths(option, environ)), name), host)
-
-
-def overridden(setting: DeviceSetting, **given: object) -> list[str]:
-    """The notes of explicit options that replace a device's values (``cpus=("2",)`` …):
-    ``--cpus 2 replaces rpi4-4gb's 4``."""
-    own = {
-        "cpus": f"{setting.cpus:g}",
-        "memory": format_binary(setting.memory),
-        "cpu_period": None
-        if setting.cpu_period_us is None
-        else format_period(setting.cpu_period_us),
-    }
-    notes = []
-    for key, value in given.items():
-        if value and own.get(key) is not None:
-            shown = ",".join(value) if isinstance(value, tuple | list) else str(value)
-            option = "--" + key.replace("_", "-")
-            notes.append(f"{option} {shown} replaces {setting.device.name}'s {own[key]}")
-    return notes
-
-
-@dataclass(frozen=True)
-class DeviceLimits:
-    limits: Limits
-    env: dict[str, str]
-    """The user's environment with the device's thread-pool sizes added."""
-    warnings: tuple[str, ...]
-    calibration: Path | None
-    gpu_memory: str | None = None
-    """``--gpu-memory``, else the device's ``gpu_memory``."""
-    unified_memory: bool = False
-    """The device's CPU and GPU share its ``memory`` (as :func:`run`'s device does)."""
-
-
-def device_gpu_memory(dev: Device, gpu_memory: str | None) -> str | None:
-    """``--gpu-memory`` on ``dev``, else the device's own ``gpu_memory``; refused where the
-    device's CPU and GPU share one memory (``--memory`` sets it)."""
-    if dev.unified_memory and gpu_memory is not None:
-        raise ConfigError(
-            f"--gpu-memory with --device {dev.name}: its CPU and GPU share one memory, "
-            "which --memory sets"
-        )
-    if gpu_memory is None and dev.gpu_memory is not None:
-        return f"{dev.gpu_memory}b"
-    return gpu_memory
-
-
-def device_limits(
-    name: str | None,
-    catalog: Path | None,
-    *,
-    cpus: str | None = None,
-    cpuset: str | None = None,
-    memory: str | None = None,
-    cpu_period: str | None = None,
-    env: Mapping[str, str] | None = None,
-    on_host: bool = True,
-    gpu_memory: str | None = None,
-) -> DeviceLimits:
-    """One setting (``bench``, ``layers profile``): the options, with ``--device``'s values
-    where the option was not given.  Without a device, the options as they are."""
-    user_env = dict(env or {})
-    if name is None:
-        if catalog is not None:
-            raise ConfigError(f"--devices {catalog} is a catalog for --device: give --device")
-        lim = Limits(cpus=cpus, cpuset=cpuset, memory=memory, cpu_period_us=cpu_period)
-        return DeviceLimits(lim, user_env, (), None, gpu_memory)
-    from ..measure.assemble import host_info
-
-    setting = resolve_device(name, catalog, host_info())
-    dev = setting.device
-    gpu_memory = device_gpu_memory(dev, gpu_memory)
-    notes = overridden(setting, cpus=cpus, memory=memory, cpu_period=cpu_period)
-    lim = Limits(
-        cpus=cpus if cpus is not None else setting.cpus,
-        cpuset=cpuset,
-        memory=memory if memory is not None else setting.memory,
-        cpu_period_us=cpu_period if cpu_period is not None else setting.cpu_period_us,
-    )
-    taken = set(user_env) | (set(os.environ) if on_host else set())
-    if cpus is None:
-        user_env.update({k: v for k, v in setting.thread_env.items() if k not in taken})
-    return DeviceLimits(
-        lim,
-        user_env,
-        (*setting.warnings, *notes),
-        dev.calibration,
-        gpu_memory,
-        dev.unified_memory,
-    )

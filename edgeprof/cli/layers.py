@@ -117,7 +117,7 @@ def profile_cmd(
     Example: edgeprof layers mymodels:vit --input-shape 3,224,224 --batch-size 8 --cpus 1
     --memory 1g -o profiler_results.yml
     """
-    from ..analysis.devices import device_limits
+    from ..analysis.device_limits import device_limits
     from ..layers.results import LayerResults, layer_ranges, load, merge, save
     from ..layers.run import check_extendable, make_request, run_layers
     from ..report.layers import render_layers

@@ -80,7 +80,7 @@ def bench(
     Example: edgeprof bench models.py:infer --batch-size 1,8,32 --cpus 1 --memory 1g
     """
     from ..analysis.budgets import budgets_from_options, check_budgets
-    from ..analysis.devices import device_limits
+    from ..analysis.device_limits import device_limits
     from ..report.bench import render_bench
     from ..report.results import print_table
     from ..report.run import gate_run
@@ -122,6 +122,7 @@ def bench(
         out_dir=out,
         stdout=sys.stderr.fileno() if json_out else None,
         device=device,
+        device_cores=chosen.cores,
         allow_over_host=allow_over_host,
         gpus=gpus,
         gpu_memory=chosen.gpu_memory,

@@ -104,13 +104,14 @@ def bench(
     stdout: int | None = None,
     python: str = sys.executable,
     device: str | None = None,
+    device_cores: int | None = None,
     allow_over_host: bool = False,
     gpus: str | None = None,
     gpu_memory: str | None = None,
     unified_memory: bool = False,
 ) -> list[RunResult]:
-    """One run per batch size; stops early when a run is interrupted.  ``allow_over_host``,
-    ``gpus``, ``gpu_memory`` and ``unified_memory``: as
+    """One run per batch size; stops early when a run is interrupted.  ``device_cores``,
+    ``allow_over_host``, ``gpus``, ``gpu_memory`` and ``unified_memory``: as
     :func:`~edgeprof.measure.runner.profile`'s."""
     work_dir = None if cwd is None else Path(cwd)
     if not loader.isidentifier():
@@ -154,6 +155,7 @@ def bench(
             name=f"{func} bs={bs}",
             stdout=stdout,
             device=device,
+            device_cores=device_cores,
             allow_over_host=allow_over_host,
             gpus=gpus,
             gpu_memory=gpu_memory,

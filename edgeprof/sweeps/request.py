@@ -320,55 +320,37 @@ def _template_limits(given: RunRequest, tpl: EnvTemplate) -> tuple[tuple[str, st
 
 
 def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:
-    """The request with its device's limits where the user gave none, its calibration (for
-    the predictions) where none was given, and thread pools of the device's size."""
+    """The request with its device's values where the user gave none
+    (:func:`edgeprof.analysis.device_limits.run_device`), and what to say about them."""
     if req.device is None:
         if req.devices is not None:
             raise ConfigError(f"--devices {req.devices} is a catalog for --device: give --device")
         return req, []
-    from ..analysis.devices import CALIBRATED, device_gpu_memory, resolve_device
-    from ..analysis.devices import overridden as overridden_notes
-    from ..measure.assemble import host_info
+    from ..analysis.device_limits import run_device
 
-    setting = resolve_device(req.device, req.devices, host_info())
-    dev = setting.device
-    gpu_memory = device_gpu_memory(dev, req.gpu_memory)
-    # With --cpus the device's speed is not emulated: its notes would describe another run.
-    warnings = [] if req.cpus else list(setting.warnings)
-    warnings += overridden_notes(
-        setting, cpus=req.cpus, memory=req.memory, cpu_period=req.cpu_period
+    d = run_device(
+        req.device,
+        req.devices,
+        cpus=req.cpus,
+        memory=req.memory,
+        cpu_period=req.cpu_period,
+        calibration=req.calibration,
+        env=req.env,
+        gpu_memory=req.gpu_memory,
+        on_host=req.backend != "docker",
     )
-    period = setting.cpu_period_us
-    calibration = req.calibration
-    if calibration is None and dev.calibration is not None:
-        if dev.speed == CALIBRATED and not req.cpus:
-            # The fits hold for the setting they were profiled under, not for this share:
-            # applied here, they would count the device's slowness twice.
-            warnings.append(
-                f"{dev.name}: the run emulates the speed its calibration implies, so the "
-                "calibration's predictions are not made (give --cpus of the calibrated "
-                "setting, or --calibration, for them)"
-            )
-        else:
-            calibration = dev.calibration
-    given = {item.partition("=")[0] for item in req.env}
-    if req.backend != "docker":
-        given |= set(os.environ)  # an exported pool size is the user's choice, as in a run
-    threads = tuple(f"{k}={v}" for k, v in setting.thread_env.items() if k not in given)
-    if req.cpus:
-        threads = ()  # the user's share, not the device's: the runner sizes the pools
     req = dataclasses.replace(
         req,
-        cpus=req.cpus or (f"{setting.cpus:g}",),
-        memory=req.memory or (f"{setting.memory}b",),
-        cpu_period=req.cpu_period or (None if period is None else f"{period}us"),
-        calibration=calibration,
-        env=(*req.env, *threads),
-        gpu_memory=gpu_memory,
-        unified_memory=dev.unified_memory,
-        device_cores=dev.cores,
+        cpus=d.cpus,
+        memory=d.memory,
+        cpu_period=d.cpu_period,
+        calibration=d.calibration,
+        env=d.env,
+        gpu_memory=d.gpu_memory,
+        unified_memory=d.unified_memory,
+        device_cores=d.cores,
     )
-    return req, warnings
+    return req, list(d.warnings)
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.analysis.devices import device_limits
+from edgeprof.analysis.device_limits import device_limits
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.sweeps.bench import bench, check_target, parse_batch_sizes

@@ -146,6 +146,16 @@ def test_entry_keys_parsed(tmp_path: Path) -> None:
             "device 'x': key 'speed': 'calibration' needs a calibration file",
         ),
         ("    cores: 4\n    memory: 1g\n    cpu_period: 1us\n", "device 'x': key 'cpu_period'"),
+        # Had passed here, and at the run named a --cpus and --cpu-period nobody typed.
+        (
+            "    cores: 1\n    memory: 1g\n    speed: 0.5\n    cpu_period: 1ms\n",
+            "key 'cpu_period': a share of 0.5 CPUs makes a quota of 0.5ms per period, under "
+            "the kernel's 1ms: give at least 2ms",
+        ),
+        (
+            "    cores: 2\n    memory: 1g\n    share: 0.1\n    cpu_period: 5ms\n",
+            "a share of 0.1 CPUs makes a quota of 0.5ms",
+        ),
         ("    cores: 4\n    memory: 1g\n    source: 5\n", "device 'x': key 'source': expected"),
         ("    cores: 4\n    memory: 1g\n    calibration: 3\n", "device 'x': key 'calibration'"),
         ("    - 4\n", "device 'x': expected a mapping"),

@@ -1,0 +1,178 @@
+"""A catalog device's values as one run's limits and options (``bench``, ``layers profile``;
+``run`` plans its sweep in :mod:`edgeprof.sweeps.device_request`): the options given win, and
+each value they replace is said."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..model import Limits
+from ..units import format_binary, format_period
+from .devices import CALIBRATED, Device, DeviceSetting, resolve_device
+
+
+def overridden(setting: DeviceSetting, **given: object) -> list[str]:
+    """The notes of explicit options that replace a device's values (``cpus=("2",)`` …):
+    ``--cpus 2 replaces rpi4-4gb's 4``."""
+    own = {
+        "cpus": f"{setting.cpus:g}",
+        "memory": format_binary(setting.memory),
+        "cpu_period": None
+        if setting.cpu_period_us is None
+        else format_period(setting.cpu_period_us),
+    }
+    notes = []
+    for key, value in given.items():
+        if value and own.get(key) is not None:
+            shown = ",".join(value) if isinstance(value, tuple | list) else str(value)
+            option = "--" + key.replace("_", "-")
+            notes.append(f"{option} {shown} replaces {setting.device.name}'s {own[key]}")
+    return notes
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    limits: Limits
+    env: dict[str, str]
+    """The user's environment with the device's thread-pool sizes added."""
+    warnings: tuple[str, ...]
+    calibration: Path | None
+    gpu_memory: str | None = None
+    """``--gpu-memory``, else the device's ``gpu_memory``."""
+    unified_memory: bool = False
+    """The device's CPU and GPU share its ``memory`` (as :func:`run`'s device does)."""
+    cores: int | None = None
+    """The device's cores, for the runs' faster-than-the-device warning."""
+
+
+def device_gpu_memory(dev: Device, gpu_memory: str | None) -> str | None:
+    """``--gpu-memory`` on ``dev``, else the device's own ``gpu_memory``; refused where the
+    device's CPU and GPU share one memory (``--memory`` sets it)."""
+    if dev.unified_memory and gpu_memory is not None:
+        raise ConfigError(
+            f"--gpu-memory with --device {dev.name}: its CPU and GPU share one memory, "
+            "which --memory sets"
+        )
+    if gpu_memory is None and dev.gpu_memory is not None:
+        return f"{dev.gpu_memory}b"
+    return gpu_memory
+
+
+def device_limits(
+    name: str | None,
+    catalog: Path | None,
+    *,
+    cpus: str | None = None,
+    cpuset: str | None = None,
+    memory: str | None = None,
+    cpu_period: str | None = None,
+    env: Mapping[str, str] | None = None,
+    on_host: bool = True,
+    gpu_memory: str | None = None,
+) -> DeviceLimits:
+    """One setting (``bench``, ``layers profile``): the options, with ``--device``'s values
+    where the option was not given.  Without a device, the options as they are."""
+    user_env = dict(env or {})
+    if name is None:
+        if catalog is not None:
+            raise ConfigError(f"--devices {catalog} is a catalog for --device: give --device")
+        lim = Limits(cpus=cpus, cpuset=cpuset, memory=memory, cpu_period_us=cpu_period)
+        return DeviceLimits(lim, user_env, (), None, gpu_memory)
+    from ..measure.assemble import host_info
+
+    setting = resolve_device(name, catalog, host_info())
+    dev = setting.device
+    gpu_memory = device_gpu_memory(dev, gpu_memory)
+    notes = overridden(setting, cpus=cpus, memory=memory, cpu_period=cpu_period)
+    lim = Limits(
+        cpus=cpus if cpus is not None else setting.cpus,
+        cpuset=cpuset,
+        memory=memory if memory is not None else setting.memory,
+        cpu_period_us=cpu_period if cpu_period is not None else setting.cpu_period_us,
+    )
+    taken = set(user_env) | (set(os.environ) if on_host else set())
+    if cpus is None:
+        user_env.update({k: v for k, v in setting.thread_env.items() if k not in taken})
+    # With --cpus the device's speed is not emulated: its notes would describe another run.
+    said = () if cpus is not None else setting.warnings
+    return DeviceLimits(
+        lim,
+        user_env,
+        (*said, *notes),
+        dev.calibration,
+        gpu_memory,
+        dev.unified_memory,
+        dev.cores,
+    )
+
+
+@dataclass(frozen=True)
+class RunDevice:
+    """``run``'s options with a device's values where the user gave none (a sweep's lists)."""
+
+    cpus: tuple[str, ...]
+    memory: tuple[str, ...]
+    cpu_period: str | None
+    calibration: Path | None
+    """The device's calibration, for the predictions, where none was given."""
+    env: tuple[str, ...]
+    """``KEY=VALUE`` items with thread pools of the device's size added."""
+    gpu_memory: str | None
+    unified_memory: bool
+    cores: int
+    warnings: tuple[str, ...]
+
+
+def run_device(
+    name: str,
+    catalog: Path | None,
+    *,
+    cpus: tuple[str, ...],
+    memory: tuple[str, ...],
+    cpu_period: str | None,
+    calibration: Path | None,
+    env: Sequence[str],
+    gpu_memory: str | None,
+    on_host: bool,
+) -> RunDevice:
+    """``--device NAME`` on ``run``'s options (``cpus`` and ``memory`` may be sweeps' lists)."""
+    from ..measure.assemble import host_info
+
+    setting = resolve_device(name, catalog, host_info())
+    dev = setting.device
+    # With --cpus the device's speed is not emulated: its notes would describe another run.
+    warnings = [] if cpus else list(setting.warnings)
+    warnings += overridden(setting, cpus=cpus, memory=memory, cpu_period=cpu_period)
+    if calibration is None and dev.calibration is not None:
+        if dev.speed == CALIBRATED and not cpus:
+            # The fits hold for the setting they were profiled under, not for this share:
+            # applied here, they would count the device's slowness twice.
+            warnings.append(
+                f"{dev.name}: the run emulates the speed its calibration implies, so the "
+                "calibration's predictions are not made (give --cpus of the calibrated "
+                "setting, or --calibration, for them)"
+            )
+        else:
+            calibration = dev.calibration
+    given = {item.partition("=")[0] for item in env}
+    if on_host:
+        given |= set(os.environ)  # an exported pool size is the user's choice, as in a run
+    threads = tuple(f"{k}={v}" for k, v in setting.thread_env.items() if k not in given)
+    if cpus:
+        threads = ()  # the user's share, not the device's: the runner sizes the pools
+    period = setting.cpu_period_us
+    return RunDevice(
+        cpus=cpus or (f"{setting.cpus:g}",),
+        memory=memory or (f"{setting.memory}b",),
+        cpu_period=cpu_period or (None if period is None else f"{period}us"),
+        calibration=calibration,
+        env=(*env, *threads),
+        gpu_memory=device_gpu_memory(dev, gpu_memory),
+        unified_memory=dev.unified_memory,
+        cores=dev.cores,
+        warnings=tuple(warnings),
+    )
