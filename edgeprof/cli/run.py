@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..measure.runner import DEFAULT_INTERVAL_S
+from ..measure.inputs import DEFAULT_INTERVAL_S
 from .options import (
     AllowOverHost,
     AsRoot,

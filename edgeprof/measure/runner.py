@@ -12,9 +12,8 @@ import contextlib
 import dataclasses
 import datetime as _dt
 import os
-import shutil
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ..backends import Backend, RunHandle, get_backend
@@ -37,6 +36,15 @@ from .gc import collect_before_run
 from .gpu import SAMPLE_COLUMNS as GPU_SAMPLE_COLUMNS
 from .gpu import GpuWatch
 from .gpu_select import check_selection, given_gpus, open_watch, undenied_warning
+from .inputs import (
+    DEFAULT_INTERVAL_S,
+    check_command,
+    check_cwd,
+    check_not_a_sweep,
+    check_output_fds,
+    command_args,
+    parse_times,
+)
 from .interrupts import Interrupted, SignalGuard
 from .leases import lease_cores
 from .limits import (
@@ -50,8 +58,6 @@ from .limits import (
 from .sampler import Sampler, SampleWriter, SeriesStats
 from .squeeze import Squeezer
 
-DEFAULT_INTERVAL_S = 0.1
-MIN_INTERVAL_S = 0.001
 DEFAULT_KILL_GRACE_S = 2.0
 OUT_FILES = ("result.json", "samples.csv", "gpu.csv")
 """The files a run writes in its output directory: refused before the run if a link is there."""
@@ -65,23 +71,6 @@ class ResultNotSaved(EdgeprofError):
     def __init__(self, message: str, result: RunResult) -> None:
         super().__init__(message)
         self.result = result
-
-
-def _arguments(command: object) -> tuple[str, ...]:
-    """The command as a tuple of strings.  A string had been split into its characters
-    (``"python3 x.py"`` ran ``p``), and a number among the arguments raised a TypeError."""
-    if isinstance(command, (str, bytes)):
-        raise ConfigError(
-            f"command {command!r}: expected a list of arguments (shlex.split makes one of "
-            "a shell-like string)"
-        )
-    if not isinstance(command, Iterable):
-        raise ConfigError(f"command {command!r}: expected a list of arguments")
-    args = tuple(command)
-    for a in args:
-        if not isinstance(a, str):
-            raise ConfigError(f"command {list(args)!r}: argument {a!r} is not a string")
-    return args
 
 
 def profile(
@@ -151,20 +140,9 @@ def profile(
     ``termination == "interrupted"``.
     """
     limits = limits or Limits()
-    command = _arguments(command)
-    for what, fd in (("stdout", stdout), ("stderr", stderr)):
-        # subprocess.PIPE (-1) was taken, and nothing read the pipe: the workload blocked.
-        if fd is not None and (isinstance(fd, bool) or not isinstance(fd, int) or fd < 0):
-            raise ConfigError(
-                f"{what}={fd!r}: expected an open file descriptor (os.open, f.fileno()) or "
-                "None; edgeprof does not capture the workload's output"
-            )
-    if out_dir is not None and (Path(out_dir) / "sweep.json").exists():
-        # report and compare read a directory through its sweep.json: this run's result.json
-        # beside it was never shown (an older sweep's rows were, without a word).
-        raise ConfigError(
-            f"--out {out_dir} holds a sweep (sweep.json): give this run a directory of its own"
-        )
+    command = command_args(command)
+    check_output_fds(stdout, stderr)
+    check_not_a_sweep(out_dir)
     interval_s, timeout_s = parse_times(interval, timeout)
     grace_s = parse_duration(kill_grace, "kill grace")  # "2s" had failed only at the timeout
     user_env = dict(env or {})
@@ -184,7 +162,7 @@ def profile(
     # A container's command and working directory live in its image, not on this host.
     on_host = be.runs_on_host
     if on_host:
-        work_dir = _check_cwd(cwd)
+        work_dir = check_cwd(cwd)
         check_command(command, {**os.environ, **user_env}, work_dir)
     else:
         work_dir = None if cwd is None else Path(cwd)
@@ -308,19 +286,6 @@ def profile(
             watch.close()
 
 
-def parse_times(
-    interval: float | str | None, timeout: float | str | None
-) -> tuple[float, float | None]:
-    """The sampling interval (``None``: the default) and the timeout, in seconds; either one
-    unreadable (``""`` too) or an interval under 1 ms is a :class:`ConfigError`."""
-    seconds = (
-        DEFAULT_INTERVAL_S if interval is None else parse_duration(interval, "sampling interval")
-    )
-    if seconds < MIN_INTERVAL_S:
-        raise ConfigError(f"sampling interval {seconds:g}s is below the minimum of 1ms")
-    return seconds, None if timeout is None else parse_duration(timeout, "timeout")
-
-
 def _save(path: Path, result: RunResult) -> None:
     """``result.json``; a failure to write it is :class:`ResultNotSaved`, which carries the
     measured run (only the file is missing)."""
@@ -332,37 +297,6 @@ def _save(path: Path, result: RunResult) -> None:
             f"the run ended ({result.termination.value}) but {path} could not be written: {why}",
             result,
         ) from exc
-
-
-def _check_cwd(cwd: str | Path | None) -> Path | None:
-    if cwd is None:
-        return None
-    p = Path(cwd)
-    if not p.is_dir():
-        raise ConfigError(f"--cwd {cwd}: no such directory")
-    return p
-
-
-def check_command(command: tuple[str, ...], env: Mapping[str, str], cwd: Path | None) -> None:
-    """The program exists and is executable here (host backends), else a ConfigError."""
-    if not command or not command[0]:
-        raise ConfigError("no command given: edgeprof run [OPTIONS] -- COMMAND [ARGS]...")
-    prog = command[0]
-    if "\0" in "".join(command):
-        raise ConfigError("the command contains a NUL byte")
-    if "/" in prog:
-        path = Path(prog) if cwd is None or Path(prog).is_absolute() else cwd / prog
-        try:
-            found = path.is_file()
-        except PermissionError:  # a directory on the way this user may not search
-            raise ConfigError(f"command not accessible: {prog} (permission denied)") from None
-        if not found:
-            what = "is a directory" if path.is_dir() else "not found"
-            raise ConfigError(f"command {what}: {prog}")
-        if not os.access(path, os.X_OK):
-            raise ConfigError(f"command is not executable: {prog}")
-    elif shutil.which(prog, path=env.get("PATH", os.defpath)) is None:
-        raise ConfigError(f"command not found: {prog}")
 
 
 def _run(

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ..errors import ConfigError
-from ..measure.runner import MIN_INTERVAL_S
+from ..measure.inputs import MIN_INTERVAL_S
 from ..model import Limits
 from ..units import parse_duration
 

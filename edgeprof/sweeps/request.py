@@ -30,9 +30,9 @@ from ..analysis.cells import cell_order
 from ..backends import Backend, get_backend
 from ..errors import ConfigError, CoresBusy, LimitError
 from ..measure.gpu_select import check_gpus, check_selection
+from ..measure.inputs import DEFAULT_INTERVAL_S, check_command, parse_times
 from ..measure.leases import CORES_BUSY
 from ..measure.privilege import workload_user
-from ..measure.runner import DEFAULT_INTERVAL_S, check_command, parse_times
 from ..measure.squeeze import INTERVAL_S as SQUEEZE_INTERVAL_S
 from ..model import RunResult, UserIds
 from ..names import check_name

@@ -104,8 +104,8 @@ def _status(pid: int) -> tuple[int, int]:
 
 LONG_RUN = """
 import sys
-import edgeprof.measure.runner
-edgeprof.measure.runner.MIN_INTERVAL_S = 1e-5
+import edgeprof.measure.inputs
+edgeprof.measure.inputs.MIN_INTERVAL_S = 1e-5
 from edgeprof.cli import main
 raise SystemExit(main(sys.argv[1:]))
 """

@@ -1,0 +1,101 @@
+"""A run's inputs checked before anything starts: the command, its working directory, the
+output descriptors and directory, and the sampling interval and timeout.  Each bad one is a
+:class:`~edgeprof.errors.ConfigError` naming it (:func:`edgeprof.measure.runner.profile`
+calls them first; ``run``'s request calls some before any run of a sweep)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..units import parse_duration
+
+DEFAULT_INTERVAL_S = 0.1
+MIN_INTERVAL_S = 0.001
+
+
+def command_args(command: object) -> tuple[str, ...]:
+    """The command as a tuple of strings.  A string had been split into its characters
+    (``"python3 x.py"`` ran ``p``), and a number among the arguments raised a TypeError."""
+    if isinstance(command, (str, bytes)):
+        raise ConfigError(
+            f"command {command!r}: expected a list of arguments (shlex.split makes one of "
+            "a shell-like string)"
+        )
+    if not isinstance(command, Iterable):
+        raise ConfigError(f"command {command!r}: expected a list of arguments")
+    args = tuple(command)
+    for a in args:
+        if not isinstance(a, str):
+            raise ConfigError(f"command {list(args)!r}: argument {a!r} is not a string")
+    return args
+
+
+def check_output_fds(stdout: object, stderr: object) -> None:
+    """The workload's output descriptors: ``None`` (edgeprof's own) or an open descriptor.
+    ``subprocess.PIPE`` (-1) had been taken, and nothing read the pipe: the workload
+    blocked on it."""
+    for what, fd in (("stdout", stdout), ("stderr", stderr)):
+        if fd is not None and (isinstance(fd, bool) or not isinstance(fd, int) or fd < 0):
+            raise ConfigError(
+                f"{what}={fd!r}: expected an open file descriptor (os.open, f.fileno()) or "
+                "None; edgeprof does not capture the workload's output"
+            )
+
+
+def check_not_a_sweep(out_dir: str | Path | None) -> None:
+    """A single run's ``--out`` holds no sweep: report and compare read a directory through
+    its ``sweep.json``, so this run's ``result.json`` beside it was never shown (an older
+    sweep's rows were, without a word)."""
+    if out_dir is not None and (Path(out_dir) / "sweep.json").exists():
+        raise ConfigError(
+            f"--out {out_dir} holds a sweep (sweep.json): give this run a directory of its own"
+        )
+
+
+def parse_times(
+    interval: float | str | None, timeout: float | str | None
+) -> tuple[float, float | None]:
+    """The sampling interval (``None``: the default) and the timeout, in seconds; either one
+    unreadable (``""`` too) or an interval under 1 ms is a :class:`ConfigError`."""
+    seconds = (
+        DEFAULT_INTERVAL_S if interval is None else parse_duration(interval, "sampling interval")
+    )
+    if seconds < MIN_INTERVAL_S:
+        raise ConfigError(f"sampling interval {seconds:g}s is below the minimum of 1ms")
+    return seconds, None if timeout is None else parse_duration(timeout, "timeout")
+
+
+def check_cwd(cwd: str | Path | None) -> Path | None:
+    """The workload's working directory (``--cwd``), which must exist."""
+    if cwd is None:
+        return None
+    p = Path(cwd)
+    if not p.is_dir():
+        raise ConfigError(f"--cwd {cwd}: no such directory")
+    return p
+
+
+def check_command(command: tuple[str, ...], env: Mapping[str, str], cwd: Path | None) -> None:
+    """The program exists and is executable here (host backends), else a ConfigError."""
+    if not command or not command[0]:
+        raise ConfigError("no command given: edgeprof run [OPTIONS] -- COMMAND [ARGS]...")
+    prog = command[0]
+    if "\0" in "".join(command):
+        raise ConfigError("the command contains a NUL byte")
+    if "/" in prog:
+        path = Path(prog) if cwd is None or Path(prog).is_absolute() else cwd / prog
+        try:
+            found = path.is_file()
+        except PermissionError:  # a directory on the way this user may not search
+            raise ConfigError(f"command not accessible: {prog} (permission denied)") from None
+        if not found:
+            what = "is a directory" if path.is_dir() else "not found"
+            raise ConfigError(f"command {what}: {prog}")
+        if not os.access(path, os.X_OK):
+            raise ConfigError(f"command is not executable: {prog}")
+    elif shutil.which(prog, path=env.get("PATH", os.defpath)) is None:
+        raise ConfigError(f"command not found: {prog}")
