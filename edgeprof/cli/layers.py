@@ -146,7 +146,7 @@ def profile_cmd(
     existing: LayerResults | None = None
     if output.exists():
         existing = load(output)
-        check_extendable(existing, request, limits)
+        check_extendable(existing, request, limits, where=str(output))
     run = run_layers(
         request,
         limits,

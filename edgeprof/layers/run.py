@@ -185,10 +185,13 @@ def describe_request(request: LayersRequest, limits: Limits) -> dict[str, Any]:
     }
 
 
-def check_extendable(existing: LayerResults, request: LayersRequest, limits: Limits) -> None:
-    """Refuse, before anything runs, to extend a results file made of another model, dtype,
-    batch size, split, input or device, or one that already holds the requested layers."""
-    src = "the results file"
+def check_extendable(
+    existing: LayerResults, request: LayersRequest, limits: Limits, where: str = "the results file"
+) -> None:
+    """Refuse, before anything runs, to extend a results file (named ``where``: "the results
+    file has batch size 4" had named none) made of another model, dtype, batch size, split,
+    input or device, or one that already holds the requested layers."""
+    src = where
     if existing.model_name != request.name:
         raise ConfigError(
             f"{src} is for model {existing.model_name!r}, not {request.name!r} (--model-name)"

@@ -157,7 +157,7 @@ def test_vit_in_two_layer_ranges_then_export(tmp_path: Path) -> None:
     again = layers(*vit("-l", "2", "-o", str(out)))
     assert again.returncode == 2 and again.stdout == ""
     assert again.stderr == (
-        "edgeprof: error: the results file already holds layers 2-5 (missing: none); "
+        f"edgeprof: error: {out} already holds layers 2-5 (missing: none); "
         "choose --layer-start/--layer-end or another -o\n")
     models, types = tmp_path / "models.yml", tmp_path / "device_types.yml"
     assert layers("export", "models", "-i", str(out), "-o", str(models)).returncode == 0

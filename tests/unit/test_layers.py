@@ -404,7 +404,7 @@ def test_cli_rejects_a_results_file_of_another_batch_size(
     )
     out, err = capsys.readouterr()
     assert rc == 2 and out == ""
-    assert err == "edgeprof: error: the results file has batch size 4, not 8\n"
+    assert err == f"edgeprof: error: {path} has batch size 4, not 8\n"
     assert path.read_text() == before
 
 
