@@ -123,9 +123,11 @@ def require_module(name: str, extra: str) -> ModuleType:
 
 
 def ranking_order(text: str, metric: str) -> list[str]:
-    """The models of the first ``Ranking by <metric> under …`` table in ``text``, in order."""
+    """The models of the first ``Ranking by <metric> under …`` (or ``… with no limits``)
+    table in ``text``, in order."""
     lines = text.splitlines()
-    start = next(i for i, ln in enumerate(lines) if ln.startswith(f"Ranking by {metric} under "))
+    heads = (f"Ranking by {metric} under ", f"Ranking by {metric} with no limits")
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(heads))
     order = []
     for ln in lines[start + 3 :]:
         parts = ln.split()

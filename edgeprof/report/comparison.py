@@ -41,7 +41,7 @@ def statistics_tables(cells: Mapping[str, Sequence[ModelSummary]]) -> list[TextT
                 first = False
             notes += [f"  warning: {m.name}: {w}" for w in m.warnings()]
         if len(rows) > 1:
-            out.append(TextTable(f"Statistics under {setting}", rows, notes))
+            out.append(TextTable(f"Statistics {under(setting)}", rows, notes))
     return out
 
 
@@ -71,9 +71,15 @@ def _runs_to_tell(prev: Rank, r: Rank) -> str:
     )
 
 
+def under(setting: str) -> str:
+    """``under cpus=1, memory=1.0GiB``, or ``with no limits`` for the setting of none (a
+    heading had read "Statistics under none")."""
+    return "with no limits" if setting == "none" else f"under {setting}"
+
+
 def ranking_title(metric_title: str, setting: str) -> str:
     """A ranking table's title (the HTML report puts each ranking's chart after it)."""
-    return f"Ranking by {metric_title} under {setting} (smallest first)"
+    return f"Ranking by {metric_title} {under(setting)} (smallest first)"
 
 
 def ranking_tables(
@@ -173,7 +179,7 @@ def repeats_table(
         if p.resolution is Resolution.UNMEASURED:
             sides = zip((p.first, p.second), p.runs, strict=True)
             notes.append(
-                f"left out: {p.first} vs {p.second} in {metric.title} under {p.setting}: "
+                f"left out: {p.first} vs {p.second} in {metric.title} {under(p.setting)}: "
                 + ", ".join(
                     f"{n} has it in {k} of {done.get((n, p.setting))} runs" for n, k in sides
                 )
@@ -200,7 +206,7 @@ def repeats_table(
         # second reading): then the counts are of the runs that have one.
         had = p.runs != (done.get((p.first, p.setting)), done.get((p.second, p.setting)))
         notes.append(
-            f"unresolved: {p.first} ≈ {p.second} in {metric.title} under {p.setting}: "
+            f"unresolved: {p.first} ≈ {p.second} in {metric.title} {under(p.setting)}: "
             f"{change} after {p.runs[0]} and {p.runs[1]} runs"
             + (f" with {metric.title}" if had else "")
             + f"; {need}"

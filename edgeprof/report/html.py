@@ -34,7 +34,7 @@ from .ci_summary import (
     budget_verdict,
     compare_rows,
 )
-from .comparison import ranking_title
+from .comparison import ranking_title, under
 from .gpu import GPU_COLUMNS, gpu_notes, gpu_phase_rows, gpu_rows
 from .gpu import PHASE_COLUMNS as GPU_PHASE_COLUMNS
 from .phases import LATENCY_COLUMNS, PHASE_COLUMNS, aggregated, latency_rows, phase_rows
@@ -195,7 +195,7 @@ def _ranking_charts(results: Sequence[RunResult]) -> dict[str, str]:
                 )
                 for r in ranks
             ]
-            title = f"{metric.title} under {setting}: median, mean ± sd"
+            title = f"{metric.title} {under(setting)}: median, mean ± sd"
             chart = svg.bars(title, bars, functools.partial(format_stat, key))
             out[ranking_title(metric.title, setting)] = f"<figure>{chart}</figure>"
     return out
