@@ -369,9 +369,18 @@ def stall_warning(lat: LatencyStats, where: str = "") -> str:
     assert t is not None and t.distorted
     return (
         f"{where}latency {', '.join(t.distorted)} measure the CPU quota's stalls, not the "
-        f"workload: {t.throttled} of {t.iterations} iterations were throttled (up to "
+        f"workload: {t.throttled} of {_known(t.iterations, lat.count)} were throttled (up to "
         f"{t.max_stall_s * 1000:.1f}ms each); with the stalls spread evenly, as on a slower "
         f"core, p50 would be {t.even_p50_s * 1000:.2f}ms and p99 {t.even_p99_s * 1000:.2f}ms. "
         "A CFS period well under one iteration spreads them (--cpu-period; the kernel's "
         "shortest quota is 1ms)"
     )
+
+
+def _known(known: int, count: int) -> str:
+    """``59 iterations``, or ``59 iterations with a known stall (of 60)`` where some have
+    none (the first has no reading at its start): "6 of 59" had read as a miscount of a
+    run of 60."""
+    if known >= count:
+        return f"{known} iterations"
+    return f"the {known} iterations with a known stall (of {count})"
