@@ -100,3 +100,15 @@ def test_outlier_rule_benchmark_quick_mode(tmp_path: Path) -> None:
     sizes = json.loads(out.read_text())["sizes"]
     assert set(sizes) == {"3", "4", "5", "6", "8", "10", "20", "40"}
     assert all(0 <= v <= 1 for row in sizes.values() for v in row.values())
+
+
+def test_events_benchmark_quick_mode_prints_its_tables(tmp_path: Path) -> None:
+    """The loop bare and under edgeprof, the pipe peer, and the stalls under a quota (figures
+    not asserted: they are the tables')."""
+    out = tmp_path / "events.json"
+    proc = quick("events.py", out)
+    assert "1. Per-iteration cost" in proc.stdout and "2. Stalls outside" in proc.stdout
+    data = json.loads(out.read_text())
+    assert [r["work_us"] for r in data["cost"]] == [0, 100, 8000]
+    assert all(r["send_median_us"] > 0 and r["pipe_peer_us"] > 0 for r in data["cost"])
+    assert all(r["throttled_s"] > 0 for r in data["stalls"])  # the quota did stall the loop
