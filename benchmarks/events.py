@@ -18,8 +18,8 @@ Each event is one ``write()`` of a line to a pipe that edgeprof's events thread 
    stall), their time against the run's throttled time, and the share of the loop's time
    spent in writes (what a stall falling anywhere at random would hit in proportion).
 
-    python benchmarks/events.py [--json FILE]      # ~1 minute
-    python benchmarks/events.py --quick            # ~15 s: what CI runs
+    python benchmarks/events.py [--json FILE]      # ~25 s
+    python benchmarks/events.py --quick            # ~5 s: what CI runs
 
 Needs root (cgroups).  Figures are this machine's, never asserted.
 """

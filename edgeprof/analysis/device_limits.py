@@ -97,8 +97,7 @@ def device_limits(
     taken = set(user_env) | (set(os.environ) if on_host else set())
     if cpus is None:
         user_env.update({k: v for k, v in setting.thread_env.items() if k not in taken})
-    # With --cpus the device's speed is not emulated: its notes would describe another run.
-    said = () if cpus is not None else setting.warnings
+    said = setting.said_with(cpus is not None)
     return DeviceLimits(
         lim,
         user_env,
@@ -144,8 +143,7 @@ def run_device(
 
     setting = resolve_device(name, catalog, host_info())
     dev = setting.device
-    # With --cpus the device's speed is not emulated: its notes would describe another run.
-    warnings = [] if cpus else list(setting.warnings)
+    warnings = list(setting.said_with(bool(cpus)))
     warnings += overridden(setting, cpus=cpus, memory=memory, cpu_period=cpu_period)
     if calibration is None and dev.calibration is not None:
         if dev.speed == CALIBRATED and not cpus:

@@ -302,6 +302,14 @@ class DeviceSetting:
     """How the CPU share was found: ``share``, ``speed``, a calibration file, or ``none``."""
     warnings: tuple[str, ...] = ()
 
+    def said_with(self, cpus_given: bool) -> tuple[str, ...]:
+        """The warnings for a run that gives its own ``--cpus`` or not: with it, the notes on
+        the device's share describe another run and go; a calibration learned on another
+        CPU model still matters where that calibration makes the predictions."""
+        if not cpus_given:
+            return self.warnings
+        return tuple(w for w in self.warnings if _LEARNED_ELSEWHERE in w)
+
     @property
     def thread_env(self) -> dict[str, str]:
         """Thread pools sized to the device's cores where the share is under them (see the
@@ -312,6 +320,9 @@ class DeviceSetting:
 
         return {v: str(self.device.cores) for v in THREAD_VARS}
 
+
+_LEARNED_ELSEWHERE = "was learned on a"
+"""The words of the one device warning about its calibration rather than its share."""
 
 LEAST_CPUS = 0.01
 """The smallest ``--cpus`` (:func:`edgeprof.units.parse_cpus`): a slower device is run at it."""
@@ -395,7 +406,7 @@ def _calibrated_share(
     learned = cal.speed.host_model
     if host is not None and learned is not None and host.cpu_model != learned:
         warnings.append(
-            f"{device.name}: calibration {path} was learned on a {learned}, this host is a "
+            f"{device.name}: calibration {path} {_LEARNED_ELSEWHERE} {learned}, this host is a "
             f"{host.cpu_model or 'CPU of unknown model'}: its speed does not transfer"
         )
     share = cal.speed.host_cpus

@@ -9,7 +9,9 @@ latency and phases, and each place that needs them said only that they were miss
 budget check's "the runs reported no per-iteration latency").  :func:`no_events` turns that
 into one sentence naming the likely cause and its fixes, for every such place to use.
 
-Pure: it reads results only.  Whether an interpreter can import edgeprof is probed by
+Pure but for one thing: it reads results, and whether a run's interpreter is the virtual
+environment's that edgeprof itself runs in (``sys.executable``: it imports edgeprof, so a run
+that reported nothing called none of it).  Whether an interpreter can import edgeprof is probed by
 ``edgeprof doctor --python PATH`` (:func:`edgeprof.measure.doctor.interpreter_imports_edgeprof`).
 """
 
@@ -100,4 +102,7 @@ def _edgeprofs_own(program: str, image: str | None) -> bool:
     ``.venv/bin/python``, that this interpreter "could not import it"."""
     if image is not None or not os.path.isabs(program):  # a bare name: whichever PATH finds
         return False
-    return os.path.dirname(program) == os.path.dirname(sys.executable)
+    # Only in a virtual environment is every bin/python* the same interpreter with the same
+    # packages: /usr/bin/python3.9 beside the /usr/bin/python3 edgeprof runs in is another.
+    in_venv = sys.prefix != sys.base_prefix
+    return in_venv and os.path.dirname(program) == os.path.dirname(sys.executable)

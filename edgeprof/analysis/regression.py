@@ -186,9 +186,10 @@ def compare_results(
             changes.append(_change(label, where, metric, b, c, threshold))
     for key in [] if allow_missing else missing:
         b_ok = successful(base_cells[key])
+        where = setting(base_cells[key][0])  # the key's is "" under --ignore-limits
         for metric in COMPARED:
             if b := tuple(v for r in b_ok if (v := metric.get(r)) is not None):
-                changes.append(Change(key[0], key[1], metric, b, (), Verdict.NOT_MEASURED))
+                changes.append(Change(key[0], where, metric, b, (), Verdict.NOT_MEASURED))
     if not changes:
         # Every baseline run failed: an empty table and exit 0 let any current result (a
         # crash too) pass the gate.
@@ -238,7 +239,7 @@ def compare_fits(
     if not common:
         raise ConfigError("no fitted model is in both the baseline and the current fit.json")
     changes = [
-        Change(k[0], k[1], metric, (b,), (), Verdict.NOT_MEASURED)
+        Change(k[0], str(base[k].get("limits", "")), metric, (b,), (), Verdict.NOT_MEASURED)
         for k in ([] if allow_missing else missing)
         if (b := base[k].get("min_memory_bytes")) is not None
     ]

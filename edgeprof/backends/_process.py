@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import re
 import resource
 import select
 import shutil
@@ -297,22 +298,23 @@ def _not_found(prog: str, env: Mapping[str, str], cwd: str | Path | None) -> str
 
 def _missing_interpreter(path: str) -> str:
     """The ``#!`` line's interpreter that exec did not find, named; a line ending in a
-    carriage return (a script saved with Windows line ends: ``/bin/sh\r``, which looks
+    carriage return (a script saved with Windows line ends: ``/bin/sh\\r``, which looks
     right in every editor) says so."""
     try:
         with open(path, "rb") as f:
-            line = f.readline(256)
+            line = f.readline(256).rstrip(b"\n")
     except OSError:
         line = b""
-    words = line[2:].split() if line.startswith(b"#!") else []
-    if not words:
+    # The kernel splits the line at the first blank or tab (load_script).
+    words = re.split(rb"[ \t]", line[2:].lstrip(b" \t"), maxsplit=1) if line[:2] == b"#!" else []
+    interpreter = os.fsdecode(words[0]) if words and words[0] else None
+    if interpreter is None:
         return "the interpreter its #! line names was not found"
-    interpreter = line[2:].lstrip().split(b" ")[0].rstrip(b"\n")
-    name = words[0].decode("utf-8", "replace")
-    if interpreter.endswith(b"\r"):
+    if interpreter.endswith("\r") and os.path.exists(interpreter[:-1]):
         return (
             f"its #! line ends in a carriage return (Windows line ends): there is no "
-            f"interpreter {name!r} + '\\r' (dos2unix, or save it with LF line ends)"
+            f"interpreter {interpreter[:-1]!r} + '\\r' (dos2unix, or save it with LF line ends)"
         )
-    return f"the interpreter its #! line names ({name}) was not found"
-
+    if os.path.exists(interpreter):  # there: exec's ENOENT was its own loader's
+        return f"its #! interpreter {interpreter} could not be started (a file it needs is missing)"
+    return f"the interpreter its #! line names ({interpreter!r}) was not found"

@@ -158,6 +158,7 @@ def profile_cmd(
         device=device,
         env=chosen.env,
         allow_over_host=allow_over_host,
+        device_cores=chosen.cores,
     )
     if not run.ok:
         print_table([run.result], sys.stdout)

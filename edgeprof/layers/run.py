@@ -384,9 +384,10 @@ def run_layers(
     device: str | None = None,
     env: Mapping[str, str] | None = None,
     allow_over_host: bool = False,
+    device_cores: int | None = None,
 ) -> LayersRun:
-    """Run the worker under ``limits`` and collect its records (``allow_over_host``: as
-    :func:`~edgeprof.measure.runner.profile`'s).
+    """Run the worker under ``limits`` and collect its records (``allow_over_host`` and
+    ``device_cores``: as :func:`~edgeprof.measure.runner.profile`'s).
 
     ``python``: the interpreter that runs the worker (default: this one; it needs torch).
     ``expect_layers``: the layer count the model must have (a results file being extended).
@@ -429,6 +430,7 @@ def run_layers(
             cgroup_parent=cgroup_parent,
             stdout=stdout,
             device=device,
+            device_cores=device_cores,
             env=env,
             allow_over_host=allow_over_host,
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -35,14 +36,16 @@ def command_args(command: object) -> tuple[str, ...]:
 
 
 def check_output_fds(stdout: object, stderr: object) -> None:
-    """The workload's output descriptors: ``None`` (edgeprof's own) or an open descriptor.
-    ``subprocess.PIPE`` (-1) had been taken, and nothing read the pipe: the workload
-    blocked on it."""
+    """The workload's output descriptors: ``None`` (edgeprof's own), an open descriptor, or
+    ``subprocess.DEVNULL``.  ``subprocess.PIPE`` (-1) had been taken, and nothing read the
+    pipe: the workload blocked on it."""
     for what, fd in (("stdout", stdout), ("stderr", stderr)):
-        if fd is not None and (isinstance(fd, bool) or not isinstance(fd, int) or fd < 0):
+        if fd is None or fd == subprocess.DEVNULL:
+            continue
+        if isinstance(fd, bool) or not isinstance(fd, int) or fd < 0:
             raise ConfigError(
-                f"{what}={fd!r}: expected an open file descriptor (os.open, f.fileno()) or "
-                "None; edgeprof does not capture the workload's output"
+                f"{what}={fd!r}: expected an open file descriptor (os.open, f.fileno()), "
+                "subprocess.DEVNULL or None; edgeprof does not capture the workload's output"
             )
 
 

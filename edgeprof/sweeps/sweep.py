@@ -235,6 +235,7 @@ class _Checkpoint:
         self._count = 0
         self._next = 0.0  # monotonic time after which a write is due
         self._unsaved = False
+        self._written = False  # sweep.json exists: a stop must then be said in it
 
     def add(self, r: RunResult, warmup: bool) -> None:
         if not warmup:
@@ -248,7 +249,7 @@ class _Checkpoint:
     def close(self) -> None:
         """The last write: every run, after the last one, an interruption or an error."""
         try:
-            if self._unsaved or (self._result.stopped is not None and self._count):
+            if self._unsaved or (self._result.stopped is not None and self._written):
                 self._write()  # a sweep that stopped says so, though its runs are all saved
         finally:
             self._spool.close()
@@ -275,6 +276,7 @@ class _Checkpoint:
                 "result.json is in its own directory"
             ) from exc
         self._unsaved = False
+        self._written = True
         took = time.monotonic() - start
         self._next = start + took + max(self.MIN_GAP_S, 10 * took)
 
@@ -366,17 +368,19 @@ def run_sweep(
         return _sweep(plan, be, out, on_start, on_result, profile_options)
     made = missing_dirs(out)
     prepare_out_dir(out, ("sweep.json",))
-    try:
-        for step in plan.steps():  # a link planted in a run's directory: refused before any run
-            for name in OUT_FILES:
-                check_target(run_dir(out, plan, step) / name)
-        with DirLock(out):  # sweep.json is this sweep's alone
+    # sweep.json is this sweep's alone.  Refused (another sweep holds the directory), it
+    # removes nothing: the directory, made a moment ago, may be the other sweep's already.
+    with DirLock(out):
+        try:
+            for step in plan.steps():  # a link planted in a run's directory: before any run
+                for name in OUT_FILES:
+                    check_target(run_dir(out, plan, step) / name)
             return _sweep(plan, be, out, on_start, on_result, profile_options)
-    except BaseException:
-        for d in made:  # a first run that could not start: no file, as for a single run
-            with contextlib.suppress(OSError):
-                d.rmdir()  # the deepest first; only while empty
-        raise
+        except BaseException:
+            for d in made:  # a first run that could not start: no file, as for a single run
+                with contextlib.suppress(OSError):
+                    d.rmdir()  # the deepest first; only while empty
+            raise
 
 
 def _sweep(

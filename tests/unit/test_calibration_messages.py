@@ -202,8 +202,8 @@ def test_loo_and_heldout_errors_have_one_sign(tmp_path: Path) -> None:
     cal.save(tmp_path / "c.yml")
     points = yaml.safe_load((tmp_path / "c.yml").read_text())["fits"][0]["points"]
     for p in points:
-        assert p["loo_error"] == approx(p["heldout_prediction"] - p["device"])
-        assert p["heldout_pct_error"] == approx(p["loo_error"] / p["device"] * 100)
+        assert p["loo_prediction_error"] == approx(p["heldout_prediction"] - p["device"])
+        assert p["heldout_pct_error"] == approx(p["loo_prediction_error"] / p["device"] * 100)
 
 
 # -- malformed calibration files --------------------------------------------------------------

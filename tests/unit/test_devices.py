@@ -290,8 +290,14 @@ def test_a_device_takes_its_calibrated_speed(tmp_path: Path) -> None:
     assert s.cpus == pytest.approx(round(1 / 2.94, 3)) and s.speed_from.endswith("phone.yml")
     assert s.warnings == ()
     other = dataclasses.replace(HOST, cpu_model="Other CPU")
-    (w,) = resolve_device("phone", p, other, {}).warnings
+    elsewhere = resolve_device("phone", p, other, {})
+    (w,) = elsewhere.warnings
     assert "learned on a Test CPU, this host is a Other CPU" in w
+    # With --cpus the share's notes go, this one stays: the calibration still predicts.
+    assert elsewhere.said_with(cpus_given=True) == (w,)
+    entry = "  slow:\n    cores: 2\n    memory: 1g\n    speed: 0.001\n"
+    slow = resolve_device("slow", _catalog(tmp_path, entry), HOST, {})
+    assert slow.warnings and slow.said_with(cpus_given=True) == ()
 
 
 # -- the command line -------------------------------------------------------------------------

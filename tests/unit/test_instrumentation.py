@@ -66,10 +66,17 @@ def test_edgeprofs_own_interpreter_is_not_said_to_fail_the_import(
     # Every run of a script that calls no edgeprof under edgeprof's own .venv/bin/python
     # had been told that this interpreter "could not import it".
     monkeypatch.setattr(sys, "executable", "/opt/ep/bin/python")
+    monkeypatch.setattr(sys, "prefix", "/opt/ep")
+    monkeypatch.setattr(sys, "base_prefix", "/usr")
     assert no_events([bare("/opt/ep/bin/python3", "plain.py")]) is None
     assert no_events([bare("/opt/other/bin/python3", "plain.py")]) is not None
     assert no_events([bare("/opt/ep/bin/python3", "plain.py", image="onnx:1")]) is not None
     assert no_events([bare("python3", "plain.py")]) is not None  # whichever PATH finds
+    # Not a virtual environment: /usr/bin/python3.9 beside edgeprof's /usr/bin/python3 may
+    # lack edgeprof.
+    monkeypatch.setattr(sys, "executable", "/usr/bin/python3")
+    monkeypatch.setattr(sys, "prefix", "/usr")
+    assert no_events([bare("/usr/bin/python3.9", "plain.py")]) is not None
 
 
 def test_in_a_container_the_interpreter_is_the_images() -> None:

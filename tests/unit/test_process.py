@@ -89,11 +89,16 @@ def test_command_not_found_and_not_executable(tmp_path: Path) -> None:
     # There, but its #! interpreter is not: exec's ENOENT is not "command not found".
     script.write_text("#!/nonexistent/interpreter\n")
     script.chmod(0o755)
-    with pytest.raises(LaunchError, match=r"#! line names \(/nonexistent/interpreter\) was not"):
+    with pytest.raises(LaunchError, match=r"#! line names \('/nonexistent/interpreter'\) was not"):
         spawn([str(script)])
     # A script saved with Windows line ends: "/bin/sh\r" looks right in every editor.
     script.write_bytes(b"#!/bin/sh\r\necho hi\r\n")
     with pytest.raises(LaunchError, match=r"ends in a carriage return .* '/bin/sh' \+ '\\r'"):
+        spawn([str(script)])
+    # A tab ends the name as a blank does (the kernel's rule): the missing one is named, and
+    # the carriage return after the argument is not blamed.
+    script.write_bytes(b"#!/missing/interp\t-e\r\n")
+    with pytest.raises(LaunchError, match=r"line names \('/missing/interp'\) was not found"):
         spawn([str(script)])
 
 

@@ -183,6 +183,9 @@ def test_a_cell_missing_from_the_current_results_fails_as_not_measured() -> None
     assert all(c.verdict.fails for c in gone)
     assert not any(c.verdict.fails for c in changes if c.label == "a")
     assert notes[0].startswith("gone (cpus=1, memory=1.0GiB): only in the baseline: not in ")
+    # Paired by model alone, the row still names the setting the baseline measured it under.
+    changes, _ = compare_results(base, walls(BASE, name="a"), match_limits=False)
+    assert {c.setting for c in changes if c.label == "gone"} == {"cpus=1, memory=1.0GiB"}
 
 
 def test_nothing_in_common_is_an_error_and_ignore_limits_pairs_by_model() -> None:

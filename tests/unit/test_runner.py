@@ -435,6 +435,7 @@ def test_cwd_and_relative_command(tmp_path: Path) -> None:
         (None, {}, "command None: expected a list of arguments"),
         (["sleep", 0.1], {}, r"argument 0.1 is not a string"),
         (["true"], {"stdout": -1}, "stdout=-1: expected an open file descriptor"),
+        (["true"], {"stderr": -2}, "stderr=-2: expected an open file descriptor"),
         (["true"], {"stderr": "x"}, "stderr='x': expected an open file descriptor"),
     ],
 )
@@ -447,6 +448,14 @@ def test_bad_input_raises_before_launch(
         profile(command, backend=be, out_dir=out, **kw)  # type: ignore[arg-type]
     assert be.runs == []
     assert not out.exists()  # validated before the output directory is made
+
+
+def test_devnull_silences_the_workload(capfd: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+
+    null = subprocess.DEVNULL
+    r = profile(["sh", "-c", "echo out; echo err >&2"], backend=fake(), stdout=null, stderr=null)
+    assert r.exit_code == 0 and capfd.readouterr() == ("", "")
 
 
 def test_a_run_into_a_sweeps_directory_is_refused(tmp_path: Path) -> None:
@@ -529,7 +538,7 @@ def test_a_workload_that_cannot_start_changes_no_file(tmp_path: Path) -> None:
     script.write_text("#!/nonexistent/interp\n")
     script.chmod(0o755)
     new = tmp_path / "new" / "o"
-    with pytest.raises(LaunchError, match=r"the interpreter its #! line names \(/nonexist"):
+    with pytest.raises(LaunchError, match=r"the interpreter its #! line names \('/nonexist"):
         profile([str(script)], backend=fake(), interval=0.01, out_dir=new)
     assert not (tmp_path / "new").exists()
     old = tmp_path / "old"

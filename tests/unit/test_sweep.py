@@ -302,6 +302,25 @@ def test_a_sweep_that_fails_midway_leaves_sweep_json_with_every_finished_run(
     )
 
 
+def test_a_sweep_that_fails_after_its_warmup_says_it_stopped(tmp_path: Path) -> None:
+    """The warm-up's checkpoint had written sweep.json; a failure before the first measured
+    run left it saying nothing of the stop."""
+    from edgeprof.errors import LaunchError
+
+    class FailsOnSecond(FakeBackend):
+        def launch(self, spec: RunSpec) -> FakeRun:
+            if len(self.runs) == 1:
+                raise LaunchError("the second launch fails")
+            return super().launch(spec)
+
+    plan = SweepPlan(("true",), repeat=2, warmup=1)
+    with pytest.raises(LaunchError):
+        run_sweep(plan, backend=FailsOnSecond(linear()), out=tmp_path)
+    data = json.loads((tmp_path / "sweep.json").read_text())
+    assert data["runs"] == [] and len(data["warmup_runs"]) == 1
+    assert data["stopped"] == "error: the second launch fails"
+
+
 def test_a_sweep_whose_first_run_cannot_start_leaves_no_directory(tmp_path: Path) -> None:
     from edgeprof.errors import LaunchError
 

@@ -188,7 +188,7 @@ def _fit_dict(m: MetricFit) -> dict[str, Any]:
                 "residual": f.residuals[i],
                 "leverage": f.leverage[i],
                 "cooks_d": None if f.cooks_d is None else f.cooks_d[i],
-                "loo_error": f.loo_prediction_errors[i],  # prediction − device, as below
+                "loo_prediction_error": f.loo_prediction_errors[i],  # renamed with its sign
                 "heldout_prediction": chosen.heldout[i],
                 "heldout_pct_error": errors[i],
             }

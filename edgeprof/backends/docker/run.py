@@ -163,7 +163,9 @@ class DockerRun(RunHandle):
             leave_stops_to_main_thread()
             try:
                 for kind, data in stream:
-                    os.write(err_fd if kind == 2 else out_fd, data)
+                    fd = err_fd if kind == 2 else out_fd
+                    if fd >= 0:  # subprocess.DEVNULL (-3): read, and dropped
+                        os.write(fd, data)
             except Exception:  # broad on purpose: any end of the stream ends the pump quietly
                 pass
 
