@@ -301,6 +301,9 @@ class DeviceSetting:
     speed_from: str
     """How the CPU share was found: ``share``, ``speed``, a calibration file, or ``none``."""
     warnings: tuple[str, ...] = ()
+    calibration_note: str | None = None
+    """The one of ``warnings`` that is about the device's calibration, not its share: learned
+    on another CPU model than this host's."""
 
     def said_with(self, cpus_given: bool) -> tuple[str, ...]:
         """The warnings for a run that gives its own ``--cpus`` or not: with it, the notes on
@@ -308,7 +311,7 @@ class DeviceSetting:
         CPU model still matters where that calibration makes the predictions."""
         if not cpus_given:
             return self.warnings
-        return tuple(w for w in self.warnings if _LEARNED_ELSEWHERE in w)
+        return () if self.calibration_note is None else (self.calibration_note,)
 
     @property
     def thread_env(self) -> dict[str, str]:
@@ -320,9 +323,6 @@ class DeviceSetting:
 
         return {v: str(self.device.cores) for v in THREAD_VARS}
 
-
-_LEARNED_ELSEWHERE = "was learned on a"
-"""The words of the one device warning about its calibration rather than its share."""
 
 LEAST_CPUS = 0.01
 """The smallest ``--cpus`` (:func:`edgeprof.units.parse_cpus`): a slower device is run at it."""
@@ -353,6 +353,7 @@ def device_setting(device: Device, host: HostInfo | None = None) -> DeviceSettin
     """The device's limits on this host (``host``: this host, for the calibration check)."""
     name, cores = device.name, device.cores
     warnings: list[str] = []
+    note: str | None = None  # a calibration learned on another CPU model
     faster = (
         f"{name}: its cores are faster than this host's, which cannot be emulated (a quota "
         f"only takes time away): running them at this host's speed, an upper bound on the "
@@ -369,8 +370,8 @@ def device_setting(device: Device, host: HostInfo | None = None) -> DeviceSettin
         )
     elif device.speed == CALIBRATED:
         assert device.calibration is not None  # the parser requires it
-        cpus, capped, warn = _calibrated_share(device, device.calibration, host)
-        warnings += warn
+        cpus, capped, warn, note = _calibrated_share(device, device.calibration, host)
+        warnings += [*([] if note is None else [note]), *warn]
         how = str(device.calibration)
     else:
         if device.calibration is None:
@@ -388,12 +389,14 @@ def device_setting(device: Device, host: HostInfo | None = None) -> DeviceSettin
     if capped:
         warnings.append(faster)
     return DeviceSetting(device, cpus, device.memory, device.cpu_period_us,
-                         False, how, tuple(warnings))  # fmt: skip
+                         False, how, tuple(warnings), note)  # fmt: skip
 
 
 def _calibrated_share(
     device: Device, path: Path, host: HostInfo | None
-) -> tuple[float, bool, list[str]]:
+) -> tuple[float, bool, list[str], str | None]:
+    """The share a calibration implies, whether it was capped, notes on it, and the note of
+    a calibration learned on another CPU model."""
     from .calibration import load_calibration
 
     cal = load_calibration(path)
@@ -402,17 +405,18 @@ def _calibrated_share(
             f"device catalog {device.catalog}: device {device.name!r}: key 'speed': "
             f"calibration {path} implies no speed (no positive time fit under a cpus setting)"
         )
-    warnings = []
+    note = None
     learned = cal.speed.host_model
     if host is not None and learned is not None and host.cpu_model != learned:
-        warnings.append(
-            f"{device.name}: calibration {path} {_LEARNED_ELSEWHERE} {learned}, this host is a "
+        note = (
+            f"{device.name}: calibration {path} was learned on a {learned}, this host is a "
             f"{host.cpu_model or 'CPU of unknown model'}: its speed does not transfer"
         )
     share = cal.speed.host_cpus
     capped = share > device.cores
-    warnings += _below_least(f"{device.name}: calibration {path} implies", share)
-    return (float(device.cores) if capped else max(round(share, 3), LEAST_CPUS)), capped, warnings
+    warnings = _below_least(f"{device.name}: calibration {path} implies", share)
+    cpus = float(device.cores) if capped else max(round(share, 3), LEAST_CPUS)
+    return cpus, capped, warnings, note
 
 
 def describe_speed(device: Device) -> str:

@@ -57,6 +57,12 @@ def test_read_measurements_units_and_settings(tmp_path: Path) -> None:
     assert r2.describe() == "a (cpus=2, memory=2.0GiB)"
 
 
+def calibrate_argv(csv_path: Path, out: Path, results: Path, device: str = "d") -> list[str]:
+    """``edgeprof calibrate`` of ``results`` against ``csv_path``, written to ``out``."""
+    args = ["--device", device, "--measurements", str(csv_path), "--out", str(out)]
+    return ["calibrate", *args, str(results)]
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -99,18 +105,7 @@ def test_csv_errors_are_one_clear_line(
     csv_path = _csv(tmp_path, text)
     results = _results_file(tmp_path, {"a": (1.0, 0), "b": (2.0, 0)})
     out = tmp_path / "dev.yml"
-    rc = main(
-        [
-            "calibrate",
-            "--device",
-            "d",
-            "--measurements",
-            str(csv_path),
-            "--out",
-            str(out),
-            str(results),
-        ]
-    )
+    rc = main(calibrate_argv(csv_path, out, results))
     o, err = capsys.readouterr()
     assert rc == 2
     assert err.startswith(f"edgeprof: error: {tmp_path}/{message}"), err

@@ -19,7 +19,7 @@ from edgeprof.errors import ConfigError
 from edgeprof.model import LatencyStats, Mark, RunResult
 from edgeprof.report.calibration import render_calibration
 
-from .test_calibration import _calibration, _csv, _run
+from .test_calibration import _calibration, _csv, _run, calibrate_argv
 
 approx = pytest.approx
 
@@ -31,18 +31,7 @@ def _calibrate_cli(tmp_path: Path, runs: list[RunResult], csv_text: str) -> tupl
     results.write_text(json.dumps([r.to_dict() for r in runs]))
     csv_path = _csv(tmp_path, csv_text, "eq.csv")
     out = tmp_path / "eq.yml"
-    rc = main(
-        [
-            "calibrate",
-            "--device",
-            "d",
-            "--measurements",
-            str(csv_path),
-            "--out",
-            str(out),
-            str(results),
-        ]
-    )
+    rc = main(calibrate_argv(csv_path, out, results))
     assert not out.exists() or rc == 0
     return rc, str(csv_path), str(out)
 
