@@ -59,6 +59,11 @@ _NUMBER_RE = re.compile(r"^\s*(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?\s*$", re.I |
 """A plain decimal number (an exponent allowed, as ``repr`` of a float writes one)."""
 
 
+def counted(n: int, noun: str) -> str:
+    """``1 run``, ``2 runs``: a count and its noun (plural by an ``s``)."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def shown(value: object) -> str:
     """``value`` as messages quote it: its repr, cut short (a 5000-digit number is one line
     of the message, not five thousand characters of it); a list or an object by its kind."""

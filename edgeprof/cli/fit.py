@@ -160,10 +160,10 @@ def fit_cmd(
     job = open_fit(job, sys.stderr, one_run)
 
     def progress(label: str, limit: int | None, probe: Probe | None, runs: list[RunResult]) -> None:
-        from ..units import format_binary
+        from ..units import counted, format_binary
 
         if probe is None:
-            what = "squeezed, 1 run" if one_run else f"unlimited, {len(runs)} runs"
+            what = "squeezed, 1 run" if one_run else f"unlimited, {counted(len(runs), 'run')}"
             print(f"edgeprof fit: {label}: {what}", file=sys.stderr)
         else:
             print(

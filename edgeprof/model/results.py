@@ -354,6 +354,14 @@ class RunResult:
     def label(self) -> str:
         return self.name or (Path(self.command[0]).name if self.command else "?")
 
+    @property
+    def end(self) -> str:
+        """How the run ended, with its exit code when not 0: ``exited (1)``, ``oom``."""
+        end = self.termination.value
+        if self.exit_code not in (None, 0):
+            end += f" ({self.exit_code})"
+        return end
+
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["termination"] = self.termination.value

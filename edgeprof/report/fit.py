@@ -8,9 +8,8 @@ from collections.abc import Sequence
 from ..analysis.need import MIN_LIMIT, PAGE
 from ..model import RunResult
 from ..sweeps.fit import FitOutcome, Probe, setting
-from ..units import format_binary
+from ..units import counted, format_binary
 from .memory import composition
-from .results import end_cell
 from .table import plain_table
 
 CURVE = ("LIMIT", "TIME (s)", "VS UNLIMITED", "STALL", "REFAULTS", "MAJ FAULTS", "END", "VERDICT")
@@ -29,7 +28,7 @@ def probe_row(p: Probe, reference_s: float) -> list[str]:
         stall,
         "n/a" if pressure is None or t["refaults"] is None else str(t["refaults"]),
         "n/a" if t["major_faults"] is None else str(t["major_faults"]),
-        end_cell(last),
+        last.end,
         p.verdict.reason,
     ]
 
@@ -66,8 +65,8 @@ def _render_one(o: FitOutcome) -> str:
     if ref is not None:
         lines.append(_title(o.label, ref))
         lines.append(
-            f"unlimited: {o.time.metric} {o.time.seconds:.3f}s ({len(o.reference)} runs, "
-            f"spread {100 * o.noise:.0f}%); "
+            f"unlimited: {o.time.metric} {o.time.seconds:.3f}s ({counted(len(o.reference), 'run')}"
+            + (f", spread {100 * o.noise:.0f}%); " if len(o.reference) > 1 else "); ")
             + (
                 composition(ref.memory.at_peak, measured, ref.host.cpus)
                 or f"peak {format_binary(b.peak if measured is None else measured)}"
@@ -82,8 +81,9 @@ def _render_one(o: FitOutcome) -> str:
         f"searched {format_binary(b.floor)} "
         f"({least if b.floor == MIN_LIMIT else 'floor: anon + shmem + kernel'}) to "
         f"{format_binary(b.top)} "
-        f"({'ceiling' if b.top < b.peak else least if raised else 'peak'}) "
-        f"to {format_binary(b.resolution)}: {len(o.probes)} probes (at most {o.max_probes})"
+        f"({'ceiling' if b.top < b.peak else least if raised else 'peak'}), "
+        f"resolution {format_binary(b.resolution)}: {counted(len(o.probes), 'probe')} "
+        f"(at most {o.max_probes})"
     )
     rows = [probe_row(p, o.time.seconds) for p in sorted(o.probes, key=lambda p: p.limit)]
     lines.append("")

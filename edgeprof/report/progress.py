@@ -24,10 +24,9 @@ def step_title(step: Step) -> str:
 
 
 def outcome(r: RunResult) -> str:
-    end = r.termination.value + (f" ({r.exit_code})" if r.exit_code else "")
     return (
         f"{format_seconds(r.wall_s)} wall, {format_seconds(r.cpu.total_s)} CPU, "
-        f"peak {format_binary(r.memory.peak_bytes)}, {end}"
+        f"peak {format_binary(r.memory.peak_bytes)}, {r.end}"
     )
 
 

@@ -46,22 +46,13 @@ def _io(a: int | None, b: int | None) -> str:
     return f"{format_decimal(a)} / {format_decimal(b)}"
 
 
-def end_cell(r: RunResult) -> str:
-    """The END column: how the run ended, with its exit code when not 0 (``exited (1)``,
-    ``oom``): the results table's and ``edgeprof fit``'s curve's."""
-    end = r.termination.value
-    if r.exit_code not in (None, 0):
-        end += f" ({r.exit_code})"
-    return end
-
-
 def row(r: RunResult, name: str | None = None) -> list[str]:
     """The results table's row of ``r``, named ``name`` (default: its label)."""
     limit = "no limit" if r.memory.limit_bytes is None else format_binary(r.memory.limit_bytes)
     peak = format_binary(r.memory.peak_bytes)
     if r.memory.peak_source in ("sampled", "rss"):
         peak += f" ({r.memory.peak_source})"
-    end = end_cell(r)
+    end = r.end
     throttled = (
         "n/a"
         if r.cpu.throttled_s is None

@@ -374,13 +374,19 @@ def _fit_one(
     devnull = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
     try:
 
-        def runs(limits: Limits, n: int, where: str, warmup: int = 0) -> list[RunResult]:
-            plan = dataclasses.replace(job.plan, limits=(limits,), repeat=n, warmup=warmup)
+        def runs(
+            limits: Limits, n: int, where: str, warmup: int = 0, stop_on_failure: bool = False
+        ) -> list[RunResult]:
+            plan = dataclasses.replace(
+                job.plan, limits=(limits,), repeat=n, warmup=warmup, stop_on_failure=stop_on_failure
+            )
             request = dataclasses.replace(job.request, out=None if out is None else out / where)
             done = execute(
                 dataclasses.replace(job, plan=plan, request=request),
                 workload_stdout=devnull,
             )
+            if not done.results and done.sweep.stopped is not None and done.sweep.warmups:
+                return done.sweep.warmups[-1:]  # the warm-up failed: the run that says why
             return done.results
 
         if req.one_run:
@@ -389,7 +395,8 @@ def _fit_one(
                 _one_run(done, ceiling, req, model, on_step, cap), reference_cap=cap
             )
         n_ref = req.repeat or REFERENCE_RUNS
-        reference = runs(base, n_ref, "reference", REFERENCE_WARMUP)
+        # Stopped at a failure: a command that fails without a limit fails in each run.
+        reference = runs(base, n_ref, "reference", REFERENCE_WARMUP, stop_on_failure=True)
         label = reference[0].label if reference else (model or "run")
         if on_step is not None:
             on_step(label, None, None, reference)

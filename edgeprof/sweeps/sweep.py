@@ -99,6 +99,9 @@ class SweepPlan:
     """``--shard I/N``: this part runs the measured rounds I, I + N, I + 2N … (and every
     warm-up round): every shard measures every model, so each host is a block of the design
     and rankings compare like with like (:mod:`edgeprof.sweeps.merge`)."""
+    stop_on_failure: bool = False
+    """A run that does not exit 0 by itself ends the sweep (``fit``'s unlimited runs: a
+    command that fails without a limit fails in each, so the rest would only repeat it)."""
 
     def __post_init__(self) -> None:
         if self.auto is not None and self.repeat != self.auto.max_runs:
@@ -427,9 +430,13 @@ def _sweep(
                 on_result(step, r)
             if r.termination is Termination.INTERRUPTED:
                 result.interrupted, result.stopped = True, "interrupted"
+            elif plan.stop_on_failure and not (
+                r.termination is Termination.EXITED and r.exit_code == 0
+            ):
+                result.stopped = f"a run failed: {r.end}"
             if checkpoint is not None:
                 checkpoint.add(r, step.warmup)
-            if result.interrupted:
+            if result.stopped is not None:
                 break
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):  # stopped outside a run's wait (its lease)

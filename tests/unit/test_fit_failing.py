@@ -48,6 +48,24 @@ def test_a_command_that_fails_unlimited_is_not_fitted(
     ]
     assert "smallest memory" not in out and "margin" not in out and "LIMIT" not in out
     assert "edgeprof fit: false: 6.0MiB" not in err  # no probe was made
+    # The failed warm-up ended the unlimited runs: the rest would only repeat it.
+    assert "(1 run); " in out and f"{command[0]}: unlimited, 1 run\n" in err
+
+
+def test_the_unlimited_runs_stop_at_their_first_failure(
+    capfd: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    count = tmp_path / "count"
+    # Succeeds once (the warm-up), then fails: the second measured run is never made.
+    script = f"n=$(cat {count} 2>/dev/null || echo 0); echo $((n + 1)) > {count}; [ $n -lt 1 ]"
+    out_dir = tmp_path / "f"
+    rc, out, _ = _fit(capfd, "--backend", "fake", "--out", str(out_dir), "--", "sh", "-c", script)
+    assert rc == 1
+    assert count.read_text() == "2\n"
+    assert NO_SEARCH.format(1) in out
+    sweep = json.loads((out_dir / "reference" / "sweep.json").read_text())
+    assert sweep["stopped"] == "a run failed: exited (1)"
+    assert len(sweep["runs"]) == 1 and len(sweep["warmup_runs"]) == 1
 
 
 def test_a_failing_command_in_json_and_out(
@@ -127,15 +145,14 @@ def test_the_curve_shows_a_probes_exit_code_as_run_does(
 
 
 def test_probe_row_end_is_the_results_tables() -> None:
-    from edgeprof.report.results import end_cell
-
-    for r in (
-        make_result(exit_code=1),
-        make_result(exit_code=0),
-        make_result(termination=Termination.OOM, exit_code=137),
+    for r, end in (
+        (make_result(exit_code=1), "exited (1)"),
+        (make_result(exit_code=0), "exited"),
+        (make_result(termination=Termination.OOM, exit_code=137), "oom (137)"),
     ):
         cells = probe_row(Probe(16 * MIB, (r,), Verdict(False, "x")), 1.5)
-        assert cells[CURVE.index("END")] == end_cell(r) == row(r)[-1]
+        assert r.end == end
+        assert cells[CURVE.index("END")] == r.end == row(r)[-1]
     failed_row = probe_row(Probe(16 * MIB, (make_result(exit_code=1),), Verdict(False, "x")), 1.5)
     assert failed_row[CURVE.index("END")] == "exited (1)"
     assert failed_row[CURVE.index("VS UNLIMITED")] == "-"  # a failure's time is no speed

@@ -494,8 +494,8 @@ def test_fit_json_gives_the_reference_as_measured_and_the_bracket_apart() -> Non
 def test_render_fit_answer() -> None:
     text = render_fit([outcome(50 * MIB)])
     assert (
-        "searched 40.0MiB (floor: anon + shmem + kernel) to 100.0MiB (peak) to 2.0MiB: "
-        "1 probes (at most 6)" in text
+        "searched 40.0MiB (floor: anon + shmem + kernel) to 100.0MiB (peak), resolution 2.0MiB: "
+        "1 probe (at most 6)" in text
     )
     assert (
         "smallest memory: 50.0MiB (wall within 10% of the unlimited run's; resolution "
@@ -515,9 +515,9 @@ def test_a_workload_below_the_least_limit_is_searched_from_that_limit_and_says_s
     text = render_fit([o])
     assert (
         "searched 6.0MiB (the least limit edgeprof sets) to 6.0MiB (the least limit edgeprof "
-        "sets) to 1.0MiB: 1 probes (at most 1)" in text
+        "sets), resolution 1.0MiB: 1 probe (at most 1)" in text
     )
-    assert "(1 runs, spread 0%); peak 144.0KiB\n" in text
+    assert "(1 run); peak 144.0KiB\n" in text
     assert "smallest memory: 6.0MiB (wall within 10% of the unlimited run's; resolution" in text
     # A 4 ms run's probe at that limit came out slower: the peak is the answer all the same
     # (no limit above the run's peak reclaims anything), and the line does not claim it fit.
