@@ -10,6 +10,7 @@ them into :class:`~edgeprof.layers.results.LayerResults`.
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.util
 import json
 import re
@@ -244,6 +245,32 @@ def check_torch(python: str | None) -> None:
         )
 
 
+def check_importable(
+    factory: str, python: str | None, cwd: Path, env: Mapping[str, str] | None
+) -> None:
+    """A dotted module that neither the working directory, ``PYTHONPATH`` nor this Python
+    can find is refused before the run, which would import torch (seconds) first.  Only
+    for this interpreter, and only the top-level package: finding a submodule imports its
+    parents, the user's code."""
+    module = factory.rpartition(":")[0]
+    if python is not None or module.endswith(".py") or "/" in module:
+        return
+    import importlib.machinery
+    import os
+
+    top = module.partition(".")[0]
+    pythonpath = (env or {}).get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    where = [str(cwd), *(p for p in pythonpath.split(os.pathsep) if p)]
+    if importlib.machinery.PathFinder.find_spec(top, where) is not None:
+        return
+    with contextlib.suppress(ImportError, ValueError):
+        if importlib.util.find_spec(top) is not None:
+            return
+    raise ConfigError(
+        f"{factory!r}: no module named {top!r} in {cwd}, PYTHONPATH or {sys.executable}'s path"
+    )
+
+
 @dataclass(frozen=True)
 class LayersRun:
     """The outcome: the whole run's :class:`RunResult` and what the worker reported."""
@@ -396,6 +423,7 @@ def run_layers(
     """
     limits = limits or Limits()
     check_torch(python)
+    check_importable(request.factory, python, Path.cwd() if cwd is None else Path(cwd), env)
     if getattr(backend, "name", backend) == "docker":
         raise ConfigError(
             "edgeprof layers runs its worker from this host's edgeprof: --backend docker is "

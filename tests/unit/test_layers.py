@@ -18,6 +18,7 @@ from edgeprof.layers.run import (
     LayersRequest,
     _collect,
     check_extendable,
+    check_importable,
     make_request,
     parse_factory_args,
 )
@@ -336,6 +337,22 @@ def test_bad_requests(kw: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError) as e:
         request(**kw)
     assert message in str(e.value)
+
+
+def test_a_module_nobody_can_import_is_refused_before_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    with pytest.raises(ConfigError, match=r"'nomod\.sub:f': no module named 'nomod' in "):
+        check_importable("nomod.sub:f", None, tmp_path, None)
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "nomod.py").write_text("def f(): pass\n")
+    check_importable("nomod:f", None, tmp_path, {"PYTHONPATH": str(lib)})  # the workload's
+    check_importable("lib.nomod:f", None, tmp_path, None)  # a package in the directory
+    check_importable("json:loads", None, tmp_path, None)  # installed here
+    check_importable("nomod:f", "/opt/other/python", tmp_path, None)  # another Python: unknown
+    check_importable("nomod.py:f", None, tmp_path, None)  # a file: make_request checks it
 
 
 def test_factory_args_are_literals_or_strings() -> None:
