@@ -17,7 +17,7 @@ from ..backends.nvml import GpuInfo, Nvml, NvmlUnavailable
 from ..errors import BackendError, EdgeprofError
 from ..units import format_binary
 from . import tick
-from .gpu import nested_pid_namespace
+from .gpu_device import nested_pid_namespace
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """What a run did on the GPUs it could see: the ``gpu`` block of a result (``null`` without one).
 
 Read over NVML by :mod:`edgeprof.measure.gpu`: the driver's own counters, sampled at the run's
-interval (no faster than :data:`edgeprof.measure.gpu.sampler.MIN_INTERVAL_S`) and read once
+interval (no faster than :data:`edgeprof.measure.gpu.MIN_INTERVAL_S`) and read once
 more at the run's start and end.  Memory is the run's own: NVML's per-process list matched to
 the pids in the run's group, so another job on the same GPU is not counted.  Where the pids
 cannot be matched (edgeprof in a PID namespace of its own sees other numbers than the driver

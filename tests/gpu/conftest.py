@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from edgeprof.backends.nvml import GpuInfo, Nvml, NvmlUnavailable
-from edgeprof.measure.gpu import nested_pid_namespace
+from edgeprof.measure.gpu_device import nested_pid_namespace
 from tests.conftest import require
 from tests.run_tiers import gpu_absent
 

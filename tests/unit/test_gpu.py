@@ -14,7 +14,8 @@ import pytest
 
 from edgeprof.backends.nvml import GpuInfo, Nvml
 from edgeprof.errors import ConfigError
-from edgeprof.measure.gpu import COLUMNS, GpuWatch, nested_pid_namespace
+from edgeprof.measure.gpu import GpuWatch
+from edgeprof.measure.gpu_device import COLUMNS, nested_pid_namespace
 from edgeprof.measure.gpu_select import (
     check_selection,
     given_gpus,
