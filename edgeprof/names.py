@@ -1,12 +1,13 @@
 """Names that come from users — model names, run labels, environment variables, cgroup
 paths — and what edgeprof accepts in them.
 
-None of them is ever given to a shell (a model name reaches the workload as one argument)
-or used as a path without cleaning (:func:`edgeprof.cli._safe_dir`).  Still, a model list is
-input from a file that may come from anywhere, and a name with shell syntax, a control
-character, a ``..`` component or undecodable bytes in it is far more likely an attack or a
-mistake than a model: edgeprof refuses it with one line naming it, before anything starts,
-rather than carry it into tables, CSV files, directory names and the workload's argv.
+None of them is ever given to a shell (a model name reaches the workload as one argument) or
+used as a path without cleaning (:func:`edgeprof.sweeps.labels.safe_dir`). Still, a model
+list is input from a file that may come from anywhere, and a name with shell syntax, a
+control character, a ``..`` component or undecodable bytes in it is far more likely an
+attack or a mistake than a model: edgeprof refuses it with one line naming it, before
+anything starts, rather than carry it into tables, CSV files, directory names and the
+workload's argv.
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ from ..analysis.need import (
 from ..errors import ConfigError
 from ..model import Limits, RunResult, Termination
 from ..units import format_binary, parse_size
+from .labels import safe_dir
 from .request import (
     RunJob,
     RunRequest,
@@ -50,7 +51,6 @@ from .request import (
     require_reclaim,
 )
 from .run_options import check_count
-from .sweep import safe_dir
 
 
 class _Interrupted(Exception):

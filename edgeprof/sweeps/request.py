@@ -45,16 +45,9 @@ from ..units import (
 )
 from . import envtemplate
 from .envtemplate import EnvTemplate
+from .labels import limit_settings, model_names
 from .run_options import check_count, parse_shard, repeats
-from .sweep import (
-    Step,
-    SweepPlan,
-    SweepResult,
-    check_limits,
-    limit_settings,
-    model_names,
-    run_sweep,
-)
+from .sweep import Step, SweepPlan, SweepResult, check_limits, run_sweep
 
 if TYPE_CHECKING:
     from ..analysis.calibration import Calibration

@@ -22,8 +22,8 @@ from edgeprof.errors import ConfigError
 from edgeprof.model import Limits
 from edgeprof.names import check_name
 from edgeprof.sweeps import envtemplate
+from edgeprof.sweeps.labels import model_names
 from edgeprof.sweeps.request import RunRequest, parse_env, plan_run
-from edgeprof.sweeps.sweep import model_names
 from edgeprof.units import (
     MAX_CPU,
     MAX_CPUS,

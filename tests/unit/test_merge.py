@@ -17,8 +17,9 @@ from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.model import HostInfo, RunResult
 from edgeprof.report.comparison import ranking_tables
+from edgeprof.sweeps.labels import limit_settings
 from edgeprof.sweeps.merge import merge_shards
-from edgeprof.sweeps.sweep import SweepPlan, limit_settings, run_sweep
+from edgeprof.sweeps.sweep import SweepPlan, run_sweep
 from tests.fakes import FakeBackend, linear
 from tests.unit.conftest import make_result
 

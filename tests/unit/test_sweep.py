@@ -13,14 +13,8 @@ from edgeprof.cli import main
 from edgeprof.errors import ConfigError, LimitError
 from edgeprof.model import Limits, RunResult, RunSpec
 from edgeprof.storage import SWEEP_SCHEMA, load_runs, sweep_stopped
-from edgeprof.sweeps.sweep import (
-    Step,
-    SweepPlan,
-    limit_settings,
-    model_labels,
-    run_dir,
-    run_sweep,
-)
+from edgeprof.sweeps.labels import limit_settings, model_labels
+from edgeprof.sweeps.sweep import Step, SweepPlan, run_dir, run_sweep
 from tests.fakes import FakeBackend, FakeRun, linear
 
 

@@ -1,0 +1,98 @@
+"""A sweep's models and limit settings as the command line lists them, and the labels and
+directory names its runs get from them."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..model import Limits
+from ..names import check_name
+
+
+def limit_settings(
+    cpus: Sequence[str] = (), cpuset: Sequence[str] = (), memory: Sequence[str] = ()
+) -> tuple[Limits, ...]:
+    """Every combination of the listed values (cpus outermost), in the order given.
+
+    ``cpus`` and ``memory`` items may each hold a comma-separated list (``"1,2"``); a
+    ``cpuset`` item is one setting (its commas are part of the CPU list: ``"0-1,3"``).
+    """
+    cpus_v = _split(cpus, "--cpus")
+    mem_v = _split(memory, "--memory")
+    sets_v: list[str | None] = [s.strip() for s in cpuset] or [None]
+    for s in sets_v:
+        if s == "":
+            raise ConfigError("--cpuset: empty CPU list")
+    return tuple(
+        Limits(cpus=c, cpuset=s, memory=m)
+        for c, s, m in itertools.product(cpus_v or [None], sets_v, mem_v or [None])
+    )
+
+
+def _split(items: Sequence[str], option: str) -> list[str | None]:
+    out: list[str | None] = []
+    for item in items:
+        parts = [p.strip() for p in item.split(",")]
+        if not all(parts):
+            raise ConfigError(f"{option} {item!r}: empty value in the list")
+        out.extend(parts)
+    return out
+
+
+def safe_dir(label: str) -> str:
+    """A label as one directory name: never a path, never hidden."""
+    cleaned = "".join(c if c.isalnum() or c in "._-=" else "_" for c in label).lstrip(".")
+    return cleaned[:100] or "model"
+
+
+def model_labels(models: Sequence[str]) -> list[str]:
+    """Each model's label: its file name, or as many of its path's last parts as tell it
+    apart from the others (``fp32/model.onnx``, ``int8/model.onnx``: one file name made them
+    one model's repeats).  A model listed twice, or labels that would share a run directory,
+    are refused."""
+    dup = next((m for m in models if models.count(m) > 1), None)
+    if dup is not None:
+        raise ConfigError(f"the model {dup!r} is listed twice")
+    parts = [Path(m).parts or (m,) for m in models]
+    depth = [1] * len(models)
+    while True:
+        labels = [str(Path(*p[-d:])) for p, d in zip(parts, depth, strict=True)]
+        clash = [
+            i for i, lab in enumerate(labels) if labels.count(lab) > 1 and depth[i] < len(parts[i])
+        ]
+        if not clash:
+            break
+        for i in clash:
+            depth[i] += 1
+    dirs = [safe_dir(lab) for lab in labels]
+    same = next((lab for lab, d in zip(labels, dirs, strict=True) if dirs.count(d) > 1), None)
+    if same is not None:
+        raise ConfigError(
+            f"the model {same!r} and another would share the run directory "
+            f"{safe_dir(same)!r}: rename one"
+        )
+    return labels
+
+
+def model_names(models: str | None, model_file: Path | None) -> list[str]:
+    """``-m a,b`` or ``-f models.txt`` (one name a line; blank lines and # comments skipped)."""
+    if models and model_file:
+        raise ConfigError("give models with -m or -f, not both")
+    if model_file is not None:
+        try:
+            lines = model_file.read_text().splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read model file {model_file}: {exc}") from exc
+        names = [ln.strip() for ln in lines if ln.strip() and not ln.strip().startswith("#")]
+        if not names:
+            raise ConfigError(f"model file {model_file} lists no model")
+        return [check_name(n, f"model in {model_file}") for n in names]
+    if models is None:
+        return []
+    names = [m.strip() for m in models.split(",")]
+    if not all(names):
+        raise ConfigError(f"-m {models!r}: empty model name in the list")
+    return [check_name(n, "model") for n in names]
