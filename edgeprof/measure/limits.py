@@ -112,6 +112,26 @@ def resolve(
     return limits, False
 
 
+def over_host(limits: Limits, available: tuple[int, ...], memory: int | None) -> list[str]:
+    """What ``--allow-over-host`` let through, as the run's warnings: the report's
+    ``cpus=4`` on a 2-CPU host is a quota the host cannot fill, so its figures are this
+    host's, not those of a device of that size."""
+    out = []
+    if limits.cpus is not None and limits.cpuset is None and limits.cpus > len(available):
+        out.append(
+            f"--cpus {limits.cpus:g} is more than the {len(available)} CPU(s) this run may use "
+            f"({format_cpuset(available)}): it had at most {len(available)}, whatever the "
+            "quota (--allow-over-host)"
+        )
+    if memory is not None and limits.memory is not None and limits.memory > memory:
+        out.append(
+            f"--memory {format_binary(limits.memory)} is more than this host's "
+            f"{format_binary(memory)} (MemTotal): the host's memory, not the limit, bounded "
+            "the run (--allow-over-host)"
+        )
+    return out
+
+
 FRACTIONAL_PERIOD_US = 5000
 """The CFS period for a quota that can bind, unless asked otherwise (``--cpu-period``).
 

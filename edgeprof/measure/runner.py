@@ -51,6 +51,7 @@ from .limits import (
     allowed_cpus,
     cpu_period_us,
     faster_than_device,
+    over_host,
     quota_can_stall,
     resolve,
     thread_env,
@@ -221,7 +222,7 @@ def profile(
                 gpus=gpu_ids,
                 denied_devices=denied,
             )
-            warnings = list(be.warnings())
+            warnings = [*be.warnings(), *over_host(applied, allowed, be.memory_total())]
             if denied and not be.denies_devices:
                 warnings.append(undenied_warning(str(selection), be.name))
             # Remove what runs whose edgeprof died left behind where this backend works.

@@ -135,6 +135,14 @@ def test_limits_beyond_the_host_need_allow_over_host(
     assert (result.limits.cpus, result.limits.memory) == (asked.cpus, asked.memory)
     if option == "--cpus":
         assert result.limits.cpuset is None and result.lease is None  # not pinned: no cores
+    # What the host could not give is said with the run, not only at the refusal.
+    said = {
+        "--memory": f"--memory {format_binary(mem + 2**20)} is more than this host's "
+        f"{format_binary(mem)} (MemTotal)",
+        "--cpus": "--cpus 3 is more than the 2 CPU(s) this run may use (0-1): it had at most 2",
+    }
+    over = [w for w in result.warnings if "(--allow-over-host)" in w]
+    assert [w.startswith(said[option]) for w in over] == ([True] if option in said else [])
 
 
 def test_fit_takes_allow_over_host(capfd: pytest.CaptureFixture[str]) -> None:
