@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def step_title(step: Step) -> str:
-    what = step.label or "run"
+    what = step.name
     kind = f"warm-up {step.round}" if step.warmup else f"run {step.round}"
     return f"{what} [{step.limits.describe()}] {kind}"
 
@@ -97,17 +97,16 @@ class RichProgress:
         self._progress.update(self._task, description=step_title(step))
 
     def result(self, step: Step, r: RunResult) -> None:
-        end = r.termination.value + (f" ({r.exit_code})" if r.exit_code else "")
         self._rows.append(
             (
                 str(step.index),
-                step.label or "run",
+                step.name,
                 step.limits.describe(),
                 f"warm-up {step.round}" if step.warmup else str(step.round),
                 format_seconds(r.wall_s),
                 format_seconds(r.cpu.total_s),
                 format_binary(r.memory.peak_bytes),
-                end,
+                r.end,
             )
         )
         self._progress.advance(self._task)

@@ -48,6 +48,14 @@ class Step:
     round: int
     """1-based round among the warm-up rounds (``warmup``) or among the measured ones."""
     warmup: bool
+    program: str = "run"
+    """The command's file name: what a run without a model or ``--name`` is called, as its
+    result's :attr:`~edgeprof.model.RunResult.label` calls it."""
+
+    @property
+    def name(self) -> str:
+        """The run as progress lines name it: its label, else its program."""
+        return self.label or self.program
 
 
 @dataclass(frozen=True)
@@ -169,8 +177,9 @@ class SweepPlan:
         rounds = [(True, k + 1) for k in range(self.warmup)]
         rounds += [(False, k) for k in self.rounds()]
         order = list(itertools.product(rounds, self.limits, models))
+        program = Path(self.command[0]).name if self.command else "run"
         return [
-            Step(i + 1, len(order), model, self.label(model), lim, rnd, warm)
+            Step(i + 1, len(order), model, self.label(model), lim, rnd, warm, program)
             for i, ((warm, rnd), lim, model) in enumerate(order)
         ]
 

@@ -210,3 +210,13 @@ def test_progress_renderers() -> None:
             rich.result(s, r)
     text = tty.getvalue()
     assert "3/3" in text and "warm-up 1" in text and "10.0MiB" in text
+
+
+def test_a_run_without_a_model_is_named_by_its_program() -> None:
+    """As its result's label names it, in the tables after: not "run", beside "run 1"."""
+    (step,) = SweepPlan(("/usr/bin/python3", "x.py"), repeat=2).steps()[1:]
+    plain = io.StringIO()
+    PlainProgress(plain).result(step, _run("python3", 1.0, 10))
+    assert plain.getvalue().startswith("edgeprof: [2/2] python3 [none] run 2: ")
+    named = SweepPlan(("/usr/bin/python3",), repeat=2, name="mine").steps()[0]
+    assert named.name == "mine"
