@@ -94,7 +94,7 @@ def cell_order(runs: Sequence[RunResult]) -> list[RunResult]:
 
 def successful(runs: Sequence[RunResult]) -> list[RunResult]:
     """The runs that exited 0: the only ones whose figures describe the model's work."""
-    return [r for r in runs if r.termination is Termination.EXITED and not r.exit_code]
+    return [r for r in runs if r.succeeded]
 
 
 def ending(r: RunResult) -> str:

@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..model import RunResult, Termination
+from ..model import RunResult
 from .cells import cells_by_setting, group_by, successful
 from .difference import Difference, difference
 from .metrics import STAT_METRICS, Kind, stalled_percentiles
@@ -86,7 +86,7 @@ class ModelSummary:
 
     @property
     def failures(self) -> list[RunResult]:
-        return [r for r in self.runs if r.termination is not Termination.EXITED or r.exit_code]
+        return [r for r in self.runs if not r.succeeded]
 
     def stat(self, key: str) -> Stat | None:
         value = getattr(self, key)

@@ -355,6 +355,12 @@ class RunResult:
         return self.name or (Path(self.command[0]).name if self.command else "?")
 
     @property
+    def succeeded(self) -> bool:
+        """The run exited by itself with code 0: the only kind whose figures describe the
+        workload's whole work."""
+        return self.termination is Termination.EXITED and not self.exit_code
+
+    @property
     def end(self) -> str:
         """How the run ended, with its exit code when not 0: ``exited (1)``, ``oom``."""
         end = self.termination.value

@@ -12,7 +12,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from ..analysis.cells import cells, setting
+from ..analysis.cells import cells, setting, successful
 from ..model import PERCENTILES, LatencyStats, PhaseStats, RunResult
 from ..units import format_binary, format_seconds
 from .table import markdown_lines, plain_table
@@ -84,9 +84,12 @@ def _median_of(items: Sequence[_T]) -> _T:
 
 
 def _cells(results: Sequence[RunResult]) -> list[tuple[str, list[RunResult]]]:
+    """Each cell's name and the runs its medians are over: those that succeeded, as the
+    statistics', else (none did) all, whose phases then show where they were cut short
+    (a Ctrl-C'd run's partial ``load`` had halved the cell's median)."""
     several = _several_settings(results)
     return [
-        (f"{label} ({where})" if several else label, runs)
+        (f"{label} ({where})" if several else label, successful(runs) or runs)
         for (label, where), runs in cells(results).items()
     ]
 
@@ -120,7 +123,7 @@ def _cell_latency(runs: Sequence[RunResult]) -> LatencyStats | None:
 
 def aggregated(results: Sequence[RunResult]) -> bool:
     """True when some cell has several runs: the sections then show medians per cell."""
-    return any(len(runs) > 1 for _, runs in _cells(results))
+    return any(len(runs) > 1 for runs in cells(results).values())
 
 
 def _phase_name(p: PhaseStats) -> str:

@@ -291,7 +291,7 @@ def succeeded(r: RunResult) -> bool:
     failure, with exit 0.  A failed probe (a limited run) is judged by
     :func:`~edgeprof.analysis.need.verdict`: with the unlimited run at 0, any other exit
     does not fit (see :func:`fit`)."""
-    return r.termination is Termination.EXITED and r.exit_code == 0
+    return r.succeeded
 
 
 def failed(r: RunResult, which: str = "unlimited", cap: int | None = None) -> str:

@@ -403,9 +403,7 @@ def _sweep(
                 on_result(step, r)
             if r.termination is Termination.INTERRUPTED:
                 result.interrupted, result.stopped = True, "interrupted"
-            elif plan.stop_on_failure and not (
-                r.termination is Termination.EXITED and r.exit_code == 0
-            ):
+            elif plan.stop_on_failure and not r.succeeded:
                 result.stopped = f"a run failed: {r.end}"
             if checkpoint is not None:
                 checkpoint.add(r, step.warmup)

@@ -26,7 +26,7 @@ from edgeprof.measure.phases import (
     interpolate,
     phase_stats,
 )
-from edgeprof.model import Counters, LatencyStats, Mark, PhaseStats, RunResult
+from edgeprof.model import Counters, LatencyStats, Mark, PhaseStats, RunResult, Termination
 from edgeprof.report.results import render_markdown, render_plain
 from tests.conftest import require_module
 from tests.fakes import FakeBackend, linear
@@ -443,3 +443,20 @@ def test_repeats_show_one_row_per_phase_with_the_medians_of_the_runs() -> None:
     assert lines[i + 3].split()[6] == "80.0MiB"
     j = lines.index("Latency (median over each model's runs)")
     assert lines[j + 3].split()[6] == "10.00ms" and len(lines) == j + 4
+    # A run cut short (Ctrl-C, OOM, an exit code) is no figure of the model's phases, as it
+    # is none of its statistics: the medians stay the successful runs'.
+    cut = dataclasses.replace(
+        runs[0],
+        termination=Termination.INTERRUPTED,
+        phases=tuple(dataclasses.replace(p, wall_s=0.001) for p in runs[0].phases),
+    )
+    lines = render_plain([*runs, cut]).splitlines()
+    i = lines.index("Phases (median over each model's runs)")
+    assert [ln.split()[:4] for ln in lines[i + 3 : i + 5]] == [
+        ["python3", "load", "1", "500.0ms"],
+        ["python3", "infer", "1", "420.0ms"],
+    ]
+    # A cell with no successful run shows its runs' phases: how far they got.
+    lines = render_plain([cut, dataclasses.replace(cut, exit_code=1)]).splitlines()
+    i = lines.index("Phases (median over each model's runs)")
+    assert lines[i + 3].split()[:4] == ["python3", "load", "1", "1.0ms"]
