@@ -358,7 +358,7 @@ class RunResult:
     def succeeded(self) -> bool:
         """The run exited by itself with code 0: the only kind whose figures describe the
         workload's whole work."""
-        return self.termination is Termination.EXITED and not self.exit_code
+        return self.termination is Termination.EXITED and self.exit_code == 0
 
     @property
     def end(self) -> str:
