@@ -110,6 +110,22 @@ def test_cgroup_v1_at_the_limit_says_it_has_no_stall_figure() -> None:
     assert f is not None and f.status is Headroom.FITS
 
 
+def test_near_the_limit_with_no_page_cache_is_the_runs_own_peak() -> None:
+    """92 MiB of anon under 100 MiB on v1 peaked at 99.4 MiB, as under 1 GiB, with no page
+    cache at any sample: "the kernel dropped page cache" was said of nothing dropped."""
+    r = limited(peak=LIMIT - MIB // 2, floor=LIMIT - MIB // 2, stall=None, events_max=None)
+    none = MemoryParts(
+        total=r.memory.peak_bytes, anon=r.memory.floor_bytes, file=0, shmem=0, kernel=0
+    )
+    f = limit_fit(dataclasses.replace(r, memory=dataclasses.replace(r.memory, peaks=none)))
+    assert f is not None and f.status is Headroom.FITS and f.spare == MIB // 2
+    assert headroom(f) == "memory limit 100.0MiB: fits, peak 99.5MiB, 512.0KiB to spare (0%)"
+    # Some cache at a sample: there was something to drop, and the limit may have dropped it.
+    some = dataclasses.replace(none, file=2 * MIB)
+    f = limit_fit(dataclasses.replace(r, memory=dataclasses.replace(r.memory, peaks=some)))
+    assert f is not None and f.status is Headroom.AT_LIMIT
+
+
 def test_stalled_more_than_five_percent_is_slowed() -> None:
     f = limit_fit(limited(peak=LIMIT, stall=0.2, wall=2.0, events_max=3))
     assert f is not None and f.status is Headroom.SLOWED and not f.status.ok
