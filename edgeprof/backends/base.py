@@ -80,6 +80,22 @@ def meminfo_available(meminfo: Path | None = None) -> int | None:
     return _meminfo("MemAvailable", MEMINFO if meminfo is None else meminfo)
 
 
+@dataclass(frozen=True)
+class Ceiling:
+    """A memory limit on a group a run is made under (``group``): the run, inside it, cannot
+    have more, whatever ``MemTotal`` says: a CI container's ``--memory``, a Slurm job's
+    group, a systemd slice's ``MemoryMax``."""
+
+    group: Path
+    limit: int
+    room: int | None
+    """``limit`` less the group's usage when read (``None``: its usage was unreadable)."""
+
+    @property
+    def source(self) -> str:
+        return f"the memory limit of {self.group}"
+
+
 def _meminfo(key: str, meminfo: Path) -> int | None:
     try:
         text = meminfo.read_text()
@@ -332,6 +348,11 @@ class Backend(abc.ABC):
         """Memory (bytes) the machine of this backend's runs can give a run now without
         swapping (``MemAvailable``); ``None`` if unknown.  A host backend's: this one's."""
         return meminfo_available() if self.runs_on_host else None
+
+    def memory_ceilings(self) -> list[Ceiling]:
+        """The memory limits of the groups this backend's runs are made under, nearest
+        first (:func:`~edgeprof.backends._cgroup_common.ceilings`); none by default."""
+        return []
 
     @abc.abstractmethod
     def launch(self, spec: RunSpec) -> RunHandle: ...

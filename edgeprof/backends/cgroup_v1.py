@@ -18,10 +18,10 @@ from ..errors import BackendError, BackendUnavailable
 from ..model import RunSpec
 from ..units import cpu_quota_us, format_cpuset, parse_cpuset
 from . import cgroupfs as fs
-from ._cgroup_common import missing_controller, run_group_name
+from ._cgroup_common import ceilings, missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod
 from ._peak_reset import SharedPeakReset
-from .base import Backend, CleanupScope
+from .base import Backend, Ceiling, CleanupScope
 from .cgroupfs import CounterSet, Field, Kind, Source
 
 USED = ("memory", "cpuacct", "cpu", "cpuset", "blkio", "pids", "freezer")
@@ -229,6 +229,13 @@ class CgroupV1Backend(Backend):
     @property
     def denies_devices(self) -> bool:
         return "devices" in self.hierarchies()
+
+    def memory_ceilings(self) -> list[Ceiling]:
+        """Run groups are made in this process's memory group: its limit and its ancestors'."""
+        h = self.hierarchies().get("memory")
+        if h is None:
+            return []
+        return ceilings(h.own, h.mountpoint, "memory.limit_in_bytes", "memory.usage_in_bytes")
 
     def reclaim_unavailable(self) -> str | None:
         return "cgroup v1 has no proactive reclaim (memory.reclaim is cgroup v2, Linux ≥ 5.19)"

@@ -12,13 +12,13 @@ from ..errors import BackendError, BackendUnavailable, ConfigError
 from ..model import RunSpec
 from ..units import cpu_quota_us, format_cpuset, parse_cpuset
 from . import cgroupfs as fs
-from ._cgroup_common import missing_controller, run_group_name
+from ._cgroup_common import ceilings, missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod
 from ._device_filter import deny_devices
 from ._peak_reset import FdPeakReset
 from ._reclaim import GroupReclaim
 from ._systemd_scope import process_scope, systemd_manages
-from .base import Backend, CleanupScope
+from .base import Backend, Ceiling, CleanupScope
 from .cgroupfs import CounterSet, Field, Kind, Source
 
 WANTED = ("cpu", "memory", "io", "pids", "cpuset")
@@ -177,6 +177,24 @@ class CgroupV2Backend(Backend):
             own = self.root / self._own_group().lstrip("/")
             if not os.access(own / "cgroup.procs", os.W_OK) or not os.access(own, os.W_OK):
                 raise BackendUnavailable(f"cgroup {own} is not delegated to this user; {FIX}")
+
+    def memory_ceilings(self) -> list[Ceiling]:
+        """The limits above the run groups' parent: asked before it is prepared (which may
+        create it and move edgeprof), so of the group it will be.  Root's own ``edgeprof``
+        group (or systemd's scope) is under the root, whose limits are the host's, unless
+        already prepared; a user's is its own group."""
+        if self._parent is not None:
+            start = self._parent
+        elif self._parent_arg is not None:
+            start = self.root / self._parent_arg.strip("/")
+        elif self._euid == 0:
+            return []
+        else:
+            try:
+                start = self.root / self._own_group().lstrip("/")
+            except BackendUnavailable:
+                return []
+        return ceilings(start, self.root, "memory.max", "memory.current")
 
     def parent(self) -> Path:
         """The parent of the run groups, prepared on first use (controllers enabled)."""

@@ -53,15 +53,28 @@ def allowed_cpus(backend: Backend) -> tuple[int, ...]:
     return allowed
 
 
+def host_memory(backend: Backend) -> tuple[int | None, str]:
+    """The most memory a run may be given here and where that figure comes from: the
+    machine's ``MemTotal``, or a lower limit of a group the runs are made under (a CI
+    container's ``--memory``: a run there was OOM-killed at 284 MiB under ``--memory 1g``,
+    blamed on the 1 GiB)."""
+    total, source = backend.memory_total(), "MemTotal"
+    for c in backend.memory_ceilings():
+        if total is None or c.limit < total:
+            total, source = c.limit, c.source
+    return total, source
+
+
 def resolve(
     limits: Limits,
     available: tuple[int, ...],
     *,
     memory: int | None = None,
     allow_over_host: bool = False,
+    memory_source: str = "MemTotal",
 ) -> tuple[Limits, bool]:
     """Validate ``limits`` against the CPUs a run may use here and the host's ``memory``
-    (bytes, :meth:`Backend.memory_total`; ``None``: not checked).
+    (bytes, :func:`host_memory`, named by ``memory_source``; ``None``: not checked).
 
     Returns the limits to apply and whether edgeprof chose the cpuset itself: an integer
     ``cpus`` is pinned to that many cores when the host has them, so a
@@ -78,8 +91,8 @@ def resolve(
     over_memory = memory is not None and limits.memory is not None and limits.memory > memory
     if over_memory and not allow_over_host:
         raise LimitError(
-            f"--memory {format_binary(limits.memory)} exceeds the host's memory, "
-            f"{format_binary(memory)} (MemTotal); {OVER_HOST_HINT}"
+            f"--memory {format_binary(limits.memory)} exceeds the memory a run may have "
+            f"here, {format_binary(memory)} ({memory_source}); {OVER_HOST_HINT}"
         )
     if limits.cpu_period_us is not None and limits.cpus is None:
         raise LimitError(
@@ -112,7 +125,12 @@ def resolve(
     return limits, False
 
 
-def over_host(limits: Limits, available: tuple[int, ...], memory: int | None) -> list[str]:
+def over_host(
+    limits: Limits,
+    available: tuple[int, ...],
+    memory: int | None,
+    memory_source: str = "MemTotal",
+) -> list[str]:
     """What ``--allow-over-host`` let through, as the run's warnings: the report's
     ``cpus=4`` on a 2-CPU host is a quota the host cannot fill, so its figures are this
     host's, not those of a device of that size."""
@@ -125,9 +143,9 @@ def over_host(limits: Limits, available: tuple[int, ...], memory: int | None) ->
         )
     if memory is not None and limits.memory is not None and limits.memory > memory:
         out.append(
-            f"--memory {format_binary(limits.memory)} is more than this host's "
-            f"{format_binary(memory)} (MemTotal): the host's memory, not the limit, bounded "
-            "the run (--allow-over-host)"
+            f"--memory {format_binary(limits.memory)} is more than the "
+            f"{format_binary(memory)} a run may have here ({memory_source}): that, not the "
+            "limit, bounded the run (--allow-over-host)"
         )
     return out
 

@@ -51,6 +51,7 @@ from .limits import (
     allowed_cpus,
     cpu_period_us,
     faster_than_device,
+    host_memory,
     over_host,
     quota_can_stall,
     resolve,
@@ -168,8 +169,9 @@ def profile(
     else:
         work_dir = None if cwd is None else Path(cwd)
     allowed = allowed_cpus(be)
+    memory, source = host_memory(be)
     applied, auto_pinned = resolve(
-        limits, allowed, memory=be.memory_total(), allow_over_host=allow_over_host
+        limits, allowed, memory=memory, allow_over_host=allow_over_host, memory_source=source
     )
     refused = be.limit_unavailable(applied)
     if refused is not None:
@@ -222,7 +224,7 @@ def profile(
                 gpus=gpu_ids,
                 denied_devices=denied,
             )
-            warnings = [*be.warnings(), *over_host(applied, allowed, be.memory_total())]
+            warnings = [*be.warnings(), *over_host(applied, allowed, memory, source)]
             if denied and not be.denies_devices:
                 warnings.append(undenied_warning(str(selection), be.name))
             # Remove what runs whose edgeprof died left behind where this backend works.

@@ -18,7 +18,7 @@ import os
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 from ..analysis.need import (
     DEFAULT_MARGIN,
@@ -262,19 +262,37 @@ def open_fit(job: RunJob, log: TextIO, one_run: bool = False) -> RunJob:
     return open_backend(job, log)
 
 
-def reference_cap(job: RunJob) -> int | None:
+class Cap(NamedTuple):
+    """The reference runs' memory limit, and what it is, for a message."""
+
+    bytes: int
+    source: str
+
+
+def reference_cap(job: RunJob) -> Cap | None:
     """The memory limit of the reference runs: what the machine of the runs can give now
-    (``MemAvailable``).  Past it, the kernel's OOM killer would pick a victim among all the
-    host's processes (any of them: edgeprof, a shell, a CI runner); at it, a command that
-    outgrows the host is OOM-killed in its own group and the search stops with that answer.
-    Below it nothing changes: ``MemAvailable`` counts the page cache the kernel could drop
-    anyway.  ``None`` where the backend sets no memory limit (the process backend), the
-    figure is unknown (a remote Docker daemon), or below the least limit edgeprof sets."""
+    (``MemAvailable``), or less where a group the runs are made under has less room under
+    its limit (a CI container's).  Past it, the kernel's OOM killer would pick a victim
+    among all the host's processes (any of them: edgeprof, a shell, a CI runner), or the
+    enclosing group's; at it, a command that outgrows the host is OOM-killed in its own
+    group and the search stops with that answer.  Below it nothing changes:
+    ``MemAvailable`` counts the page cache the kernel could drop anyway.  ``None`` where the
+    backend sets no memory limit (the process backend), the figure is unknown (a remote
+    Docker daemon), or below the least limit edgeprof sets."""
     be = job.backend
-    cap = None if be is None else be.memory_available()
-    if be is None or cap is None or cap < MIN_LIMIT:
+    if be is None:
         return None
-    return None if be.limit_unavailable(Limits(memory=cap)) is not None else cap
+    available = be.memory_available()
+    cap = None if available is None else Cap(available, AVAILABLE)
+    for c in be.memory_ceilings():
+        if c.room is not None and (cap is None or c.room < cap.bytes):
+            cap = Cap(c.room, f"all the room left under {c.source} ({format_binary(c.limit)})")
+    if cap is None or cap.bytes < MIN_LIMIT:
+        return None
+    return None if be.limit_unavailable(Limits(memory=cap.bytes)) is not None else cap
+
+
+AVAILABLE = "all the memory this host had available (MemAvailable)"
 
 
 def setting(r: RunResult) -> Limits:
@@ -294,16 +312,15 @@ def succeeded(r: RunResult) -> bool:
     return r.succeeded
 
 
-def failed(r: RunResult, which: str = "unlimited", cap: int | None = None) -> str:
+def failed(r: RunResult, which: str = "unlimited", cap: Cap | None = None) -> str:
     """Why there is no search, in one line: ``the unlimited run exited with code 1: …`` (the
     workload's own code, as the exit status of ``fit`` then is), or ``… ended: oom``; an
     OOM kill at ``cap``, the reference's :func:`reference_cap`, says that this machine has
     too little."""
-    if r.termination is Termination.OOM and cap is not None and r.limits.memory == cap:
+    if r.termination is Termination.OOM and cap is not None and r.limits.memory == cap.bytes:
         return (
-            f"the {which} run was OOM-killed at {format_binary(cap)}, all the memory this "
-            "host had available (MemAvailable) when it started: the command needs more "
-            "than this machine can give"
+            f"the {which} run was OOM-killed at {format_binary(cap.bytes)}, {cap.source} "
+            "when it started: the command needs more than it can have here"
         )
     if r.termination is not Termination.EXITED:
         return f"the {which} run ended: {r.termination.value}"
@@ -366,7 +383,8 @@ def _fit_one(
     on_step: ProbeCallback | None,
 ) -> FitOutcome:
     (setting_,) = job.plan.limits
-    cap = reference_cap(job)
+    capped = reference_cap(job)
+    cap = None if capped is None else capped.bytes
     base = setting_ if cap is None else dataclasses.replace(setting_, memory=cap)
     out = job.request.out
     if out is not None and model is not None:
@@ -392,7 +410,7 @@ def _fit_one(
         if req.one_run:
             done = runs(base, 1, "squeezed")
             return dataclasses.replace(
-                _one_run(done, ceiling, req, model, on_step, cap), reference_cap=cap
+                _one_run(done, ceiling, req, model, on_step, capped), reference_cap=cap
             )
         n_ref = req.repeat or REFERENCE_RUNS
         # Stopped at a failure: a command that fails without a limit fails in each run.
@@ -408,7 +426,7 @@ def _fit_one(
         bad = next((r for r in reference if not succeeded(r)), None)
         if bad is not None or not reference:
             stopped = "the unlimited run ended: interrupted" if bad is None else failed(
-                bad, cap=cap)  # fmt: skip
+                bad, cap=capped)  # fmt: skip
             return FitOutcome(label, tuple(reference), time, noise, b, (), None,
                               req.tolerance, req.margin, stopped, reference_cap=cap)  # fmt: skip
         probes: list[Probe] = []
@@ -454,7 +472,7 @@ def _one_run(
     req: FitRequest,
     model: str | None,
     on_step: ProbeCallback | None,
-    cap: int | None = None,
+    cap: Cap | None = None,
 ) -> FitOutcome:
     """The squeezed run's outcome: its held level is the answer (no probes)."""
     label = done[0].label if done else (model or "run")

@@ -26,7 +26,7 @@ from ..analysis.cells import CellKey, cell_key
 from ..analysis.difference import DEFAULT_TARGET
 from ..backends import Backend, get_backend
 from ..errors import ConfigError, LimitError
-from ..measure.limits import allowed_cpus, resolve
+from ..measure.limits import allowed_cpus, host_memory, resolve
 from ..measure.runner import OUT_FILES, profile
 from ..model import Limits, RunResult, Termination
 from ..outfiles import check_target
@@ -308,9 +308,15 @@ def check_limits(plan: SweepPlan, backend: Backend) -> None:
     """Every limit setting against this host before the first run: a sweep that would fail on
     its third setting must fail before it starts."""
     available = allowed_cpus(backend)
-    memory = backend.memory_total()
+    memory, source = host_memory(backend)
     for lim in plan.limits:
-        applied, _ = resolve(lim, available, memory=memory, allow_over_host=plan.allow_over_host)
+        applied, _ = resolve(
+            lim,
+            available,
+            memory=memory,
+            allow_over_host=plan.allow_over_host,
+            memory_source=source,
+        )
         refused = backend.limit_unavailable(applied)
         if refused is not None:
             raise LimitError(refused)

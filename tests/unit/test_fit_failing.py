@@ -232,7 +232,8 @@ def test_the_reference_is_capped_where_the_backend_holds_a_memory_limit(
     on the process backend (it cannot), nor where the figure is unknown."""
     from edgeprof.backends import base
     from edgeprof.backends.process import ProcessBackend
-    from edgeprof.sweeps.fit import reference_cap
+    from edgeprof.backends.base import Ceiling
+    from edgeprof.sweeps.fit import AVAILABLE, reference_cap
     from edgeprof.sweeps.request import RunJob
 
     meminfo = tmp_path / "meminfo"
@@ -240,7 +241,15 @@ def test_the_reference_is_capped_where_the_backend_holds_a_memory_limit(
     monkeypatch.setattr(base, "MEMINFO", meminfo)
     job = RunJob(RunRequest(command=("true",)), plan=None, budgets=None)  # type: ignore[arg-type]
     assert reference_cap(job) is None  # no backend yet
-    assert reference_cap(dataclasses.replace(job, backend=FakeBackend())) == 50000 * 1024
+    fake = FakeBackend()
+    assert reference_cap(dataclasses.replace(job, backend=fake)) == (50000 * 1024, AVAILABLE)
+    # A group the runs are made under with less room (a CI container's --memory): its room.
+    group = Path("/sys/fs/cgroup/memory/ci")
+    monkeypatch.setattr(fake, "memory_ceilings", lambda: [Ceiling(group, 40 * MIB, 30 * MIB)])
+    assert reference_cap(dataclasses.replace(job, backend=fake)) == (
+        30 * MIB,
+        f"all the room left under the memory limit of {group} (40.0MiB)",
+    )
     assert reference_cap(dataclasses.replace(job, backend=ProcessBackend())) is None
     meminfo.write_text("MemTotal:  8000000 kB\nMemAvailable:    5000 kB\n")  # under 6 MiB
     assert reference_cap(dataclasses.replace(job, backend=FakeBackend())) is None
@@ -250,11 +259,14 @@ def test_the_reference_is_capped_where_the_backend_holds_a_memory_limit(
 
 def test_an_oom_kill_at_the_cap_says_the_host_is_too_small() -> None:
     from edgeprof.model import Limits
-    from edgeprof.sweeps.fit import failed
+    from edgeprof.sweeps.fit import Cap, failed
 
-    cap = 48 * MIB
-    oom = make_result(termination=Termination.OOM, exit_code=137, limits=Limits(memory=cap))
-    assert failed(oom, cap=cap).startswith("the unlimited run was OOM-killed at 48.0MiB, all ")
+    cap = Cap(48 * MIB, "all the room left under the memory limit of /g (64.0MiB)")
+    oom = make_result(termination=Termination.OOM, exit_code=137, limits=Limits(memory=cap.bytes))
+    assert failed(oom, cap=cap) == (
+        "the unlimited run was OOM-killed at 48.0MiB, all the room left under the memory "
+        "limit of /g (64.0MiB) when it started: the command needs more than it can have here"
+    )
     assert failed(oom) == "the unlimited run ended: oom"  # no cap: nothing to say of the host
-    timeout = make_result(termination=Termination.TIMEOUT, limits=Limits(memory=cap))
+    timeout = make_result(termination=Termination.TIMEOUT, limits=Limits(memory=cap.bytes))
     assert failed(timeout, cap=cap) == "the unlimited run ended: timeout"

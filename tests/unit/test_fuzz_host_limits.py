@@ -137,8 +137,8 @@ def test_limits_beyond_the_host_need_allow_over_host(
         assert result.limits.cpuset is None and result.lease is None  # not pinned: no cores
     # What the host could not give is said with the run, not only at the refusal.
     said = {
-        "--memory": f"--memory {format_binary(mem + 2**20)} is more than this host's "
-        f"{format_binary(mem)} (MemTotal)",
+        "--memory": f"--memory {format_binary(mem + 2**20)} is more than the "
+        f"{format_binary(mem)} a run may have here (MemTotal)",
         "--cpus": "--cpus 3 is more than the 2 CPU(s) this run may use (0-1): it had at most 2",
     }
     over = [w for w in result.warnings if "(--allow-over-host)" in w]

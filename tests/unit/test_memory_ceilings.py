@@ -1,0 +1,89 @@
+"""The memory limits of the groups runs are made under (a CI container's ``--memory``, a
+Slurm job's group): read from fake v1 and v2 trees, and what ``run`` and ``fit`` make of
+them.  The kernel's own, under a real limit: ``tests/host/test_memory_ceiling.py``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from edgeprof.backends._cgroup_common import NO_LIMIT, ceilings
+from edgeprof.backends.base import Ceiling
+from edgeprof.cli import main
+from edgeprof.errors import LimitError
+from edgeprof.measure.limits import host_memory, resolve
+from edgeprof.model import Limits
+from tests.fakes import FakeBackend
+
+MIB = 1 << 20
+
+
+def _group(path: Path, limit: str, usage: str | None, v1: bool = True) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    (path / ("memory.limit_in_bytes" if v1 else "memory.max")).write_text(limit + "\n")
+    if usage is not None:
+        (path / ("memory.usage_in_bytes" if v1 else "memory.current")).write_text(usage + "\n")
+
+
+def test_v1_every_limited_ancestor_below_the_mount_nearest_first(tmp_path: Path) -> None:
+    top = tmp_path / "memory"
+    _group(top, "9223372036854771712", "5000000000")  # the root's files: the host's
+    _group(top / "ci", str(300 * MIB), str(100 * MIB))
+    _group(top / "ci" / "job", str(NO_LIMIT + 4096), str(90 * MIB))  # v1's "no limit"
+    _group(top / "ci" / "job" / "me", str(500 * MIB), None)  # usage unreadable: no room
+    got = ceilings(top / "ci" / "job" / "me", top, "memory.limit_in_bytes", "memory.usage_in_bytes")
+    assert got == [
+        Ceiling(top / "ci" / "job" / "me", 500 * MIB, None),
+        Ceiling(top / "ci", 300 * MIB, 200 * MIB),
+    ]
+
+
+def test_v2_max_is_no_limit_and_usage_over_the_limit_leaves_no_room(tmp_path: Path) -> None:
+    top = tmp_path / "unified"
+    _group(top / "a", "max", "1", v1=False)
+    _group(top / "a" / "b", str(64 * MIB), str(70 * MIB), v1=False)
+    assert ceilings(top / "a" / "b", top, "memory.max", "memory.current") == [
+        Ceiling(top / "a" / "b", 64 * MIB, 0)
+    ]
+    assert ceilings(top, top, "memory.max", "memory.current") == []  # the root is the host
+    assert ceilings(tmp_path / "elsewhere", top, "memory.max", "memory.current") == []
+
+
+def test_the_least_of_memtotal_and_the_limits_is_what_a_run_may_have(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    be = FakeBackend()
+    total = be.memory_total()
+    assert total is not None
+    assert host_memory(be) == (total, "MemTotal")
+    group = Path("/sys/fs/cgroup/memory/ci")
+    monkeypatch.setattr(be, "memory_ceilings", lambda: [Ceiling(group, 300 * MIB, 10)])
+    memory, source = host_memory(be)
+    assert (memory, source) == (300 * MIB, f"the memory limit of {group}")
+    with pytest.raises(LimitError) as e:
+        resolve(Limits(memory="1g"), (0, 1), memory=memory, memory_source=source)
+    assert str(e.value) == (
+        f"--memory 1.0GiB exceeds the memory a run may have here, 300.0MiB (the memory limit "
+        f"of {group}); --allow-over-host to run anyway"
+    )
+    big = Ceiling(group, total + MIB, 10)  # above MemTotal: MemTotal is the figure
+    monkeypatch.setattr(be, "memory_ceilings", lambda: [big])
+    assert host_memory(be) == (total, "MemTotal")
+
+
+def test_run_refuses_a_limit_over_the_enclosing_one_before_anything_runs(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    group = Path("/sys/fs/cgroup/memory/ci")
+    monkeypatch.setattr(
+        FakeBackend, "memory_ceilings", lambda self: [Ceiling(group, 300 * MIB, 10)]
+    )
+    out = tmp_path / "out"
+    argv = ["run", "--backend", "fake", "--memory", "1g", "--out", str(out), "--", "true"]
+    assert main(argv) == 2
+    assert capfd.readouterr().err == (
+        f"edgeprof: error: --memory 1.0GiB exceeds the memory a run may have here, 300.0MiB "
+        f"(the memory limit of {group}); --allow-over-host to run anyway\n"
+    )
+    assert not out.exists()
