@@ -12,12 +12,14 @@ from pathlib import Path
 
 from ..backends import CgroupV1Backend, CgroupV2Backend, get_backend
 from ..backends import cgroupfs as fs
+from ..backends.base import Backend
 from ..backends.cgroup_v2 import FIX as V2_FIX
 from ..backends.nvml import GpuInfo, Nvml, NvmlUnavailable
 from ..errors import BackendError, EdgeprofError
 from ..units import format_binary
 from . import tick
 from .gpu_device import nested_pid_namespace
+from .limits import host_memory
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,7 @@ def diagnose(
             )
         else:
             f.append(Finding("auto backend", True, f"{be.name} ({be.mechanism})"))
+        f.extend(memory_ceiling(be))
     except EdgeprofError as exc:
         f.append(Finding("auto backend", False, str(exc)))
     f.append(Finding("counter reader", None, fs.READER))
@@ -152,6 +155,16 @@ def diagnose(
 
 NOT_FOUND = "not found"
 NOT_EXECUTABLE = "not executable"
+
+
+def memory_ceiling(be: Backend) -> list[Finding]:
+    """The memory a run may have when a group above the runs limits it below ``MemTotal``:
+    a larger ``--memory`` is refused, and ``fit``'s unlimited runs are held to its room."""
+    memory, source = host_memory(be)
+    if source == "MemTotal":
+        return []
+    detail = f"a run may have at most {format_binary(memory)} here: {source}"
+    return [Finding("memory ceiling", None, detail + " (a larger --memory is refused)")]
 
 
 def interpreter_imports_edgeprof(python: str, timeout: float = 10) -> str | None:

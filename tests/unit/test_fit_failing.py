@@ -231,8 +231,8 @@ def test_the_reference_is_capped_where_the_backend_holds_a_memory_limit(
     """``MemAvailable`` of the runs' machine, where the backend can hold a memory limit: not
     on the process backend (it cannot), nor where the figure is unknown."""
     from edgeprof.backends import base
-    from edgeprof.backends.process import ProcessBackend
     from edgeprof.backends.base import Ceiling
+    from edgeprof.backends.process import ProcessBackend
     from edgeprof.sweeps.fit import AVAILABLE, reference_cap
     from edgeprof.sweeps.request import RunJob
 

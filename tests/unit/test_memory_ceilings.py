@@ -87,3 +87,18 @@ def test_run_refuses_a_limit_over_the_enclosing_one_before_anything_runs(
         f"(the memory limit of {group}); --allow-over-host to run anyway\n"
     )
     assert not out.exists()
+
+
+def test_doctor_names_the_ceiling_only_where_there_is_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from edgeprof.measure.doctor import memory_ceiling
+
+    be = FakeBackend()
+    assert memory_ceiling(be) == []
+    group = Path("/sys/fs/cgroup/memory/ci")
+    monkeypatch.setattr(be, "memory_ceilings", lambda: [Ceiling(group, 300 * MIB, 10)])
+    (finding,) = memory_ceiling(be)
+    assert (finding.topic, finding.ok) == ("memory ceiling", None)
+    assert finding.detail == (
+        f"a run may have at most 300.0MiB here: the memory limit of {group} (a larger "
+        "--memory is refused)"
+    )
