@@ -46,7 +46,8 @@ class DeviceLimits:
     unified_memory: bool = False
     """The device's CPU and GPU share its ``memory`` (as :func:`run`'s device does)."""
     cores: int | None = None
-    """The device's cores, for the runs' faster-than-the-device warning."""
+    """The device's cores, for the runs' faster-than-the-device warning; ``None`` under the
+    user's ``--cpus``, a share that says nothing of the device's speed per core."""
 
 
 def device_gpu_memory(dev: Device, gpu_memory: str | None) -> str | None:
@@ -105,7 +106,7 @@ def device_limits(
         dev.calibration,
         gpu_memory,
         dev.unified_memory,
-        dev.cores,
+        dev.cores if cpus is None else None,
     )
 
 
@@ -122,7 +123,8 @@ class RunDevice:
     """``KEY=VALUE`` items with thread pools of the device's size added."""
     gpu_memory: str | None
     unified_memory: bool
-    cores: int
+    cores: int | None
+    """As :attr:`DeviceLimits.cores`."""
     warnings: tuple[str, ...]
 
 
@@ -171,6 +173,6 @@ def run_device(
         env=(*env, *threads),
         gpu_memory=device_gpu_memory(dev, gpu_memory),
         unified_memory=dev.unified_memory,
-        cores=dev.cores,
+        cores=None if cpus else dev.cores,
         warnings=tuple(warnings),
     )

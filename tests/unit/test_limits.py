@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from edgeprof.errors import ConfigError, LimitError
@@ -185,6 +187,33 @@ def test_a_device_run_allowed_to_go_faster_than_the_device_is_said(
     w = faster_than_device(cores, cpus, tasks, throttled)
     assert w is not None and w.startswith("this run can be faster than the device")
     assert all(s in w for s in said), w
+
+
+def test_a_devices_cores_are_judged_only_under_its_own_share(tmp_path: Path) -> None:
+    """Under the user's ``--cpus`` the share says nothing of the device's speed per core: the
+    warning had made one up (0.125 of a host core for a 4-core board under ``--cpus 0.5``)."""
+    from edgeprof.analysis.device_limits import device_limits, run_device
+
+    cat = tmp_path / "devices.yml"
+    cat.write_text("devices:\n  board:\n    cores: 4\n    memory: 96m\n    speed: 0.3\n")
+    assert device_limits("board", cat).cores == 4
+    assert device_limits("board", cat, cpus="0.5").cores is None
+
+    def cores(*cpus: str) -> int | None:
+        return run_device(
+            "board",
+            cat,
+            cpus=cpus,
+            memory=(),
+            cpu_period=None,
+            calibration=None,
+            env=(),
+            gpu_memory=None,
+            on_host=True,
+        ).cores
+
+    assert cores() == 4
+    assert cores("0.5", "1") is None
 
 
 @pytest.mark.parametrize(
