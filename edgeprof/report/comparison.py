@@ -205,12 +205,19 @@ def repeats_table(
         # A run may lack a metric's figure (average memory of a run over before its
         # second reading): then the counts are of the runs that have one.
         had = p.runs != (done.get((p.first, p.setting)), done.get((p.second, p.setting)))
+        # --max-runs stopped it only where a side reached it: else the sweep ended first.
+        capped = any((done.get((n, p.setting)) or 0) >= max_runs for n in (p.first, p.second))
+        stop = (
+            f"--max-runs {max_runs} stopped it"
+            if capped
+            else f"the sweep ended before --max-runs {max_runs}"
+        )
         notes.append(
             f"unresolved: {p.first} ≈ {p.second} in {metric.title} {under(p.setting)}: "
             f"{change} after {p.runs[0]} and {p.runs[1]} runs"
             + (f" with {metric.title}" if had else "")
             + f"; {need}"
-            + (f" (--max-runs {max_runs} stopped it)" if p.runs_needed is not None else "")
+            + (f" ({stop})" if p.runs_needed is not None else "")
         )
     title = (
         f"Repeats (--repeat auto: {min_runs} to {max_runs} runs a model, "

@@ -59,6 +59,9 @@ def test_the_report_names_the_open_pairs_and_the_runs_that_would_close_them() ->
     assert table.startswith("Repeats (--repeat auto: 3 to 3 runs a model, precision ±1%)")
     assert "unresolved: a ≈ b in wall time under cpus=1: +10.0% ± " in table
     assert "after 3 and 3 runs; ~" in table and "(--max-runs 3 stopped it)" in table
+    # Interrupted after 3 of up to 10 runs: --max-runs did not stop it.
+    table = repeats_table(runs, 3, 10, 0.01).plain()
+    assert "(the sweep ended before --max-runs 10)" in table and "stopped it" not in table
 
 
 def test_counts_are_of_the_runs_with_a_figure_where_some_have_none() -> None:
