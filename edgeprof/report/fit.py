@@ -77,14 +77,16 @@ def _render_one(o: FitOutcome) -> str:
         return "\n".join(lines) + "\n"
     least = "the least limit edgeprof sets"
     raised = measured is not None and measured < b.peak - PAGE  # lifted to the least limit
-    lines.append(
-        f"searched {format_binary(b.floor)} "
-        f"({least if b.floor == MIN_LIMIT else 'floor: anon + shmem + kernel'}) to "
-        f"{format_binary(b.top)} "
-        f"({'ceiling' if b.top < b.peak else least if raised else 'peak'}), "
-        f"resolution {format_binary(b.resolution)}: {counted(len(o.probes), 'probe')} "
-        f"(at most {o.max_probes})"
-    )
+    low_is = least if b.floor == MIN_LIMIT else "floor: anon + shmem + kernel"
+    high_is = "ceiling" if b.top < b.peak else least if raised else "peak"
+    low, high = f"{format_binary(b.floor)} ({low_is})", f"{format_binary(b.top)} ({high_is})"
+    probes = f"{counted(len(o.probes), 'probe')} (at most {o.max_probes})"
+    if b.floor > b.top:  # nothing between: the ceiling is below what no limit can reclaim
+        lines.append(f"searched only {high}: the {low} is above it; {probes}")
+    else:
+        lines.append(
+            f"searched {low} to {high}, resolution {format_binary(b.resolution)}: {probes}"
+        )
     rows = [probe_row(p, o.time.seconds) for p in sorted(o.probes, key=lambda p: p.limit)]
     lines.append("")
     lines.append(plain_table(None, CURVE, rows).rstrip("\n"))
@@ -102,16 +104,25 @@ def _render_one(o: FitOutcome) -> str:
         # probe at it (floor = peak, as for a run below the least limit) was the run's own
         # variation, and "within 10%" would contradict the table above.
         failed = next((p for p in o.probes if p.limit == o.answer and not p.verdict.ok), None)
-        lines.append(
-            f"smallest memory: {format_binary(o.answer)} ("
-            + (
-                f"{what}"
-                if failed is None
-                else "no less than the unlimited run's peak, so the probe's "
+        unprobed = o.answer == b.top and all(p.limit != o.answer for p in o.probes)
+        if failed is not None:
+            why = (
+                "no less than the unlimited run's peak, so the probe's "
                 f"{failed.verdict.reason!r} is the run's own variation (spread "
                 f"{100 * o.noise:.0f}%)"
             )
-            + f"; resolution {format_binary(b.resolution)})"
+        elif unprobed:
+            # Never run at this limit: the unlimited run's peak, which a limit there
+            # cannot reclaim from; "within 10%" would claim a run that was not made.
+            tried = any(p.limit < o.answer for p in o.probes)
+            why = "the unlimited run's peak, not probed" + (
+                ": each limit below it that was tried failed" if tried else ""
+            )
+        else:
+            why = what
+        lines.append(
+            f"smallest memory: {format_binary(o.answer)} ({why}; "
+            f"resolution {format_binary(b.resolution)})"
         )
         assert o.recommended is not None
         lines.extend(_answer_lines(o))

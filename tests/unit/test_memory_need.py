@@ -502,6 +502,12 @@ def test_render_fit_answer() -> None:
         "2.0MiB)" in text
     )
     assert "with a 20% margin: 60.0MiB; the peak, 100.0MiB, is 2.0× the need" in text
+    # Every probe failed: the answer is the peak, which no run was made at.
+    text = render_fit([outcome(100 * MIB)])
+    assert (
+        "smallest memory: 100.0MiB (the unlimited run's peak, not probed: each limit below it "
+        "that was tried failed; resolution 2.0MiB)" in text
+    )
 
 
 def test_a_workload_below_the_least_limit_is_searched_from_that_limit_and_says_so() -> None:
@@ -531,7 +537,10 @@ def test_a_workload_below_the_least_limit_is_searched_from_that_limit_and_says_s
 
 def test_render_fit_does_not_fit() -> None:
     text = render_fit([outcome(None, ceiling=32 * MIB)])
-    assert "to 32.0MiB (ceiling)" in text
+    assert (
+        "searched only 32.0MiB (ceiling): the 40.0MiB (floor: anon + shmem + kernel) is above "
+        "it; 1 probe (at most 1)\n" in text
+    )
     assert (
         "does not fit in 32.0MiB: nothing up to it completes with wall within 10% of the "
         "unlimited run's; it needs at least 40.0MiB" in text
