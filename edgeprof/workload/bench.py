@@ -26,9 +26,13 @@ from .instrument import iteration, phase
 
 
 def import_target(module: str) -> ModuleType:
-    """``pkg.mod`` from ``sys.path``, or a ``.py`` file by path."""
+    """``pkg.mod`` from ``sys.path``, or a ``.py`` file by path (its directory first on
+    ``sys.path``, as Python runs a script)."""
     if module.endswith(".py") or "/" in module:
         path = Path(module)
+        # Its directory first on sys.path, as `python DIR/FILE.py` puts it: the file's own
+        # imports of the modules beside it resolve (they had failed, ModuleNotFoundError).
+        sys.path.insert(0, str(path.resolve().parent))
         spec = importlib.util.spec_from_file_location(path.stem, path)
         if spec is None or spec.loader is None:
             raise ImportError(f"cannot load {module}")

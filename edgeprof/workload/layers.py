@@ -49,10 +49,14 @@ class ModelError(Exception):
 
 def load_factory(spec: str) -> Callable[..., Any]:
     """``package.module:factory`` (imported with the working directory on ``sys.path``, as
-    ``python -m`` does) or ``path/to/file.py:factory``."""
+    ``python -m`` does) or ``path/to/file.py:factory`` (its directory first on ``sys.path``,
+    as ``python path/to/file.py`` does)."""
     module_name, _, attr = spec.rpartition(":")
     try:
         if module_name.endswith(".py") or os.sep in module_name:
+            # Its directory first on sys.path, as `python DIR/FILE.py` puts it (the modules
+            # beside it had not been found).
+            sys.path.insert(0, os.path.dirname(os.path.abspath(module_name)))
             loader_spec = importlib.util.spec_from_file_location("_edgeprof_model", module_name)
             if loader_spec is None or loader_spec.loader is None:
                 raise ModelError(f"cannot load {module_name}")

@@ -106,6 +106,20 @@ def test_bench_runs_one_profiled_run_per_batch_size(model_dir: Path) -> None:
     assert len(be.runs) == 2
 
 
+def test_a_file_target_imports_the_modules_beside_it(model_dir: Path) -> None:
+    """As ``python pkg/m.py`` would: ``pkg/m.py``'s ``import helpers`` finds ``pkg/helpers.py``
+    (it had failed with ModuleNotFoundError, the working directory being pkg's parent)."""
+    pkg = model_dir / "pkg"
+    pkg.mkdir()
+    (pkg / "helpers.py").write_text("def load(bs):\n    return bs\n")
+    (pkg / "m.py").write_text("from helpers import load\n\ndef infer(bs):\n    pass\n")
+    (r,) = bench(
+        "pkg/m.py:infer", (2,), warmup=0, iterations=1, backend=FakeBackend(), cwd=model_dir,
+        interval=0.01,
+    )
+    assert r.exit_code == 0 and r.latency is not None and r.latency.items == 2
+
+
 def test_bench_cli_json_and_errors(
     model_dir: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,6 +5,7 @@ one-line account of a failed run, and the CLI's refusals (nothing started, nothi
 from __future__ import annotations
 
 import copy
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -506,3 +507,19 @@ def test_a_factory_its_module_surely_lacks_is_refused_before_the_run(
     assert request(factory="pkg.models:torch").factory == "pkg.models:torch"  # imported: bound
     # Not a file under the working directory (an installed package): the worker says.
     assert request(factory="somewhere.else:build").factory == "somewhere.else:build"
+
+
+def test_a_file_factory_imports_the_modules_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As ``python pkg/lm.py`` would (the worker's ``cannot import pkg/lm.py:
+    ModuleNotFoundError`` had stopped such a model)."""
+    from edgeprof.workload.layers import load_factory
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "blocks_beside.py").write_text("def build():\n    return 'model'\n")
+    (pkg / "lm.py").write_text("from blocks_beside import build\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the worker's insertion, undone after
+    assert load_factory("pkg/lm.py:build")() == "model"
