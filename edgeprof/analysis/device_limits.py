@@ -63,6 +63,24 @@ def device_gpu_memory(dev: Device, gpu_memory: str | None) -> str | None:
     return gpu_memory
 
 
+def device_calibration(
+    dev: Device, cpus_given: bool, calibration: Path | None
+) -> tuple[Path | None, list[str]]:
+    """The calibration whose predictions a device's runs get (``--calibration``, else the
+    device's), and why none where the device has one but it does not apply."""
+    if calibration is not None or dev.calibration is None:
+        return calibration, []
+    if dev.speed == CALIBRATED and not cpus_given:
+        # The fits hold for the setting they were profiled under, not for this share:
+        # applied here, they would count the device's slowness twice.
+        return None, [
+            f"{dev.name}: the run emulates the speed its calibration implies, so the "
+            "calibration's predictions are not made (give --cpus of the calibrated "
+            "setting, or --calibration, for them)"
+        ]
+    return dev.calibration, []
+
+
 def device_limits(
     name: str | None,
     catalog: Path | None,
@@ -99,11 +117,12 @@ def device_limits(
     if cpus is None:
         user_env.update({k: v for k, v in setting.thread_env.items() if k not in taken})
     said = setting.said_with(cpus is not None)
+    calibration, why = device_calibration(dev, cpus is not None, None)
     return DeviceLimits(
         lim,
         user_env,
-        (*said, *notes),
-        dev.calibration,
+        (*said, *notes, *why),
+        calibration,
         gpu_memory,
         dev.unified_memory,
         dev.cores if cpus is None else None,
@@ -147,17 +166,8 @@ def run_device(
     dev = setting.device
     warnings = list(setting.said_with(bool(cpus)))
     warnings += overridden(setting, cpus=cpus, memory=memory, cpu_period=cpu_period)
-    if calibration is None and dev.calibration is not None:
-        if dev.speed == CALIBRATED and not cpus:
-            # The fits hold for the setting they were profiled under, not for this share:
-            # applied here, they would count the device's slowness twice.
-            warnings.append(
-                f"{dev.name}: the run emulates the speed its calibration implies, so the "
-                "calibration's predictions are not made (give --cpus of the calibrated "
-                "setting, or --calibration, for them)"
-            )
-        else:
-            calibration = dev.calibration
+    calibration, why = device_calibration(dev, bool(cpus), calibration)
+    warnings += why
     given = {item.partition("=")[0] for item in env}
     if on_host:
         given |= set(os.environ)  # an exported pool size is the user's choice, as in a run

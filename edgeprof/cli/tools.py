@@ -9,7 +9,16 @@ from typing import Annotated
 import typer
 
 from ..measure.inputs import DEFAULT_INTERVAL_S
-from .options import AllowOverHost, CpuPeriod, DeviceName, DevicesFile, EnvItems, GpuMemory, Gpus
+from .options import (
+    AllowOverHost,
+    CalibrationFile,
+    CpuPeriod,
+    DeviceName,
+    DevicesFile,
+    EnvItems,
+    GpuMemory,
+    Gpus,
+)
 
 
 def gc(
@@ -74,6 +83,7 @@ def bench(
     allow_over_host: AllowOverHost = False,
     gpus: Gpus = None,
     gpu_memory: GpuMemory = None,
+    calibration: CalibrationFile = None,
 ) -> None:
     """Latency percentiles and throughput of FUNC per batch size, under the limits.
 
@@ -105,6 +115,12 @@ def bench(
     )
     # --gpu-memory is a budget, as run's: exit 3 over it, or where no GPU was measured.
     budgets = budgets_from_options(None, {"gpu_memory": gpu_memory})
+    cal_path = calibration or chosen.calibration  # the device's had been dropped in silence
+    cal = None
+    if cal_path is not None:
+        from ..analysis.calibration import load_calibration
+
+        cal = load_calibration(cal_path)  # a bad file refused before any run
     for w in chosen.warnings:
         print(f"edgeprof: warning: {w}", file=sys.stderr)
     results = run_bench(
@@ -134,6 +150,13 @@ def bench(
     else:
         print_table(results, sys.stdout)
         sys.stdout.write("\n" + render_bench(results))
+    if cal is not None:  # as run's: on stderr beside --json's result on stdout
+        from ..analysis.calibration import predict
+        from ..report.calibration import render_predictions
+
+        sink = sys.stderr if json_out else sys.stdout
+        sink.write("\n" + render_predictions(predict(cal, results), str(cal_path)))
+    if not json_out:
         checks = gate_run(results, budgets, None, None, sys.stdout, sys.stderr)
     breached = any(not c.ok for c in checks)
     raise typer.Exit(runs_exit_code(results, breached))

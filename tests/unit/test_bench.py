@@ -259,3 +259,38 @@ def test_a_devices_gpu_memory_and_unified_memory_reach_the_runs(
     assert main([*argv, "--device", "nano", "--gpu-memory", "1g"]) == 2
     err = capfd.readouterr().err
     assert "--gpu-memory with --device nano: its CPU and GPU share one memory" in err
+
+
+def test_bench_predicts_with_a_calibration_and_with_a_devices(
+    model_dir: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """As run does: ``--calibration``, or the ``--device``'s own (its warning said it
+    predicted the device's values, and no prediction was printed)."""
+    fake = ["--backend", "fake", "--iterations", "2", "--warmup", "0", "--cwd", str(model_dir)]
+    argv = ["bench", "tiny_model:infer", "--batch-size", "1,2,4", *fake]
+    assert main([*argv, "--cpus", "1", "--out", str(model_dir / "res")]) == 0
+    csv_path = model_dir / "dev.csv"
+    csv_path.write_text("model,runtime_ms\ninfer bs=1,400\ninfer bs=2,500\ninfer bs=4,700\n")
+    cal = model_dir / "dev.yml"
+    cmd = ["calibrate", "--device", "dev", "--measurements", str(csv_path), "--out", str(cal)]
+    assert main([*cmd, str(model_dir / "res")]) == 0
+    capfd.readouterr()
+    assert main([*argv, "--cpus", "1", "--calibration", str(cal)]) == 0
+    out = capfd.readouterr().out
+    assert f"Predicted on dev (calibration {cal})" in out
+    rows = [ln for ln in out.splitlines() if ln.startswith("infer bs=") and "runtime" in ln]
+    assert len(rows) == 3
+    cat = model_dir / "devices.yml"
+    cat.write_text(f"devices:\n  board:\n    cores: 1\n    memory: 1g\n    calibration: {cal}\n")
+    assert main([*argv, "--devices", str(cat), "--device", "board"]) == 0
+    assert f"Predicted on dev (calibration {cal})" in capfd.readouterr().out
+    # A board whose speed its calibration sets: the predictions would count it twice.
+    from edgeprof.analysis.device_limits import device_calibration
+    from edgeprof.analysis.devices import CALIBRATED, Device
+
+    dev = Device("board", 1, 1 << 30, cat, speed=CALIBRATED, calibration=cal)
+    none, (why,) = device_calibration(dev, False, None)
+    assert none is None and "calibration's predictions are not made" in why
+    assert device_calibration(dev, True, None) == (cal, [])  # under the user's --cpus
+    assert device_calibration(dev, False, csv_path) == (csv_path, [])  # --calibration given
+    assert main([*argv, "--calibration", str(model_dir / "nope.yml")]) == 2  # before any run
