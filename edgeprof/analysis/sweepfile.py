@@ -22,7 +22,7 @@ def _stat_dict(s: Stat | None) -> dict[str, Any] | None:
     return {
         "n": s.n,
         "mean": s.mean,
-        "sd": s.sd,
+        "sd": s.sd if s.n > 1 else None,  # one value has no spread to tell: not "0"
         "median": s.median,
         "min": s.min,
         "max": s.max,

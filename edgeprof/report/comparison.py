@@ -33,7 +33,9 @@ def statistics_tables(cells: Mapping[str, Sequence[ModelSummary]]) -> list[TextT
                         m.name if first else "",
                         metric.title,
                         str(s.n),
-                        f"{format_stat(key, s.mean)} ± {format_stat(key, s.sd)}",
+                        format_stat(key, s.mean)  # one value: no spread, not "± 0"
+                        if s.n == 1
+                        else f"{format_stat(key, s.mean)} ± {format_stat(key, s.sd)}",
                         format_stat(key, s.median),
                         f"{format_stat(key, s.min)} … {format_stat(key, s.max)}",
                     ]

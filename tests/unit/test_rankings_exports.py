@@ -14,7 +14,7 @@ from edgeprof.analysis.compare import rank, summarize, summarize_cells
 from edgeprof.analysis.sweepfile import sweep_dict
 from edgeprof.cli import main
 from edgeprof.model import CpuStats, Limits, MemoryStats, RunResult
-from edgeprof.report.comparison import ranking_tables
+from edgeprof.report.comparison import ranking_tables, statistics_tables
 from edgeprof.report.export import cells_csv, runs_csv
 from edgeprof.report.progress import PlainProgress, RichProgress
 from edgeprof.storage import SWEEP_SCHEMA, load_runs
@@ -111,6 +111,11 @@ def test_csv_and_sweep_json_exports(tmp_path: Path) -> None:
     assert math.isclose(float(cells[0]["cpu_s_mean"]), 1.0)
     assert math.isclose(float(cells[0]["cpu_s_sd"]), 0.1)
     assert float(cells[0]["cpu_s_median"]) == 1.0 and float(cells[0]["cpu_s_max"]) == 1.1
+    assert cells[1]["cpu_s_sd"] == ""  # one value has no spread: not 0, which reads "no noise"
+    table = statistics_tables(summarize_cells(runs))[0].plain()
+    (b_row,) = [ln for ln in table.splitlines() if ln.startswith("b ")]
+    assert "±" not in b_row and "2.00s" in b_row
+    assert "1.00s ± 100.0ms" in table
     data = sweep_dict(runs)
     assert data["schema"] == SWEEP_SCHEMA and len(data["runs"]) == 4 and len(data["cells"]) == 2
     path = tmp_path / "s.json"
