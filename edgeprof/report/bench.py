@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 from ..analysis.metrics import BY_KEY
 from ..model import RunResult
-from ..units import format_binary, format_energy, format_seconds
+from ..units import format_binary, format_energy
+from .phases import latency_notes, percentile_cell
 from .table import plain_table
 
 COLUMNS = ("NAME", "ITEMS/S", "P50", "P95", "P99", "GPU MEMORY", "GPU UTIL", "ENERGY/ITEM")
@@ -24,9 +25,11 @@ def bench_rows(results: Sequence[RunResult]) -> list[list[str]]:
             [
                 r.label,
                 "n/a" if lat is None or lat.items_per_s is None else f"{lat.items_per_s:.1f}",
-                "n/a" if lat is None else format_seconds(lat.p50_s),
-                "n/a" if lat is None else format_seconds(lat.p95_s),
-                "n/a" if lat is None else format_seconds(lat.p99_s),
+                # As the latency table shows them: to 0.01 ms, with its marks (a stall's
+                # p99 had lost its "*" here, the table a batch size is chosen by).
+                "n/a" if lat is None else percentile_cell(lat, "p50"),
+                "n/a" if lat is None else percentile_cell(lat, "p95"),
+                "n/a" if lat is None else percentile_cell(lat, "p99"),
                 "no GPU" if g is None else format_binary(g.memory_peak_bytes),
                 "no GPU" if g is None else "n/a" if util is None else f"{util:.1f}%",
                 "no GPU" if g is None else format_energy(g.energy_per_item_j),
@@ -38,4 +41,8 @@ def bench_rows(results: Sequence[RunResult]) -> list[list[str]]:
 def render_bench(results: Sequence[RunResult]) -> str:
     """The table (plain text); ITEMS/S is the timed calls' throughput, the peak over the
     batch sizes is the largest row."""
-    return plain_table("Per batch size", COLUMNS, bench_rows(results))
+    rows = bench_rows(results)
+    table = plain_table("Per batch size", COLUMNS, rows)
+    stats = [r.latency for r in results if r.latency is not None]
+    notes = latency_notes([cell for row in rows for cell in row[2:5]], stats)
+    return table + "".join(n + "\n" for n in notes)

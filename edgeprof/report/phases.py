@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 from ..analysis.cells import cells, setting, successful
@@ -171,22 +171,35 @@ def _sketched_note(error: float) -> str:
     )
 
 
-def _latency_row(label: str, phase: str, s: LatencyStats) -> list[str]:
+def percentile_cell(s: LatencyStats, name: str) -> str:
+    """A percentile (``p50``…) as every latency table shows it: in ms, ``*`` where it
+    measures the quota's stalls, ``~`` where a sketch gave it (the notes below say so)."""
     distorted = s.throttling.distorted if s.throttling is not None else ()
     about = SKETCHED if s.percentiles_error is not None else ""
+    return about + _ms(getattr(s, f"{name}_s")) + (STALLED if name in distorted else "")
 
-    def pct(name: str, v: float) -> str:
-        return about + _ms(v) + (STALLED if name in distorted else "")
 
+def latency_notes(cells: Iterable[str], stats: Sequence[LatencyStats]) -> list[str]:
+    """The notes under a table of ``cells`` that :func:`percentile_cell` made of ``stats``:
+    one per mark shown."""
+    shown = list(cells)
+    notes = [STALLED_NOTE] if any(c.endswith(STALLED) for c in shown) else []
+    errors = [s.percentiles_error for s in stats if s.percentiles_error]
+    if errors and any(c.startswith(SKETCHED) for c in shown):
+        notes.append(_sketched_note(max(errors)))
+    return notes
+
+
+def _latency_row(label: str, phase: str, s: LatencyStats) -> list[str]:
     return [
         label,
         phase,
         str(s.count),
         _ms(s.mean_s),
-        pct("p50", s.p50_s),
-        pct("p90", s.p90_s),
-        pct("p95", s.p95_s),
-        pct("p99", s.p99_s),
+        percentile_cell(s, "p50"),
+        percentile_cell(s, "p90"),
+        percentile_cell(s, "p95"),
+        percentile_cell(s, "p99"),
         _ms(s.max_s),
         _rate(s.per_s),
         _rate(s.items_per_s),
@@ -255,9 +268,6 @@ def render_sections(results: Sequence[RunResult], *, markdown: bool = False) -> 
     latency = latency_rows(results)
     if latency:
         out.append(fmt("Latency" + how, LATENCY_COLUMNS, latency))
-        if any(cell.endswith(STALLED) for row in latency for cell in row[4:8]):
-            out.append(STALLED_NOTE + "\n")
-        errors = [lat.percentiles_error for lat in _latencies(results) if lat.percentiles_error]
-        if errors:
-            out.append(_sketched_note(max(errors)) + "\n")
+        cells = [cell for row in latency for cell in row[4:8]]
+        out.extend(n + "\n" for n in latency_notes(cells, _latencies(results)))
     return "\n".join(out)

@@ -3,6 +3,7 @@ backend (the worker, the phases and the per-batch-size latency)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 from pathlib import Path
@@ -294,3 +295,24 @@ def test_bench_predicts_with_a_calibration_and_with_a_devices(
     assert device_calibration(dev, True, None) == (cal, [])  # under the user's --cpus
     assert device_calibration(dev, False, csv_path) == (csv_path, [])  # --calibration given
     assert main([*argv, "--calibration", str(model_dir / "nope.yml")]) == 2  # before any run
+
+
+def test_the_per_batch_size_table_keeps_the_latency_tables_marks() -> None:
+    """A p99 that measures the quota's stalls is starred there as in the latency table, and
+    to the same 0.01 ms (0.16 ms had read 0.2)."""
+    from edgeprof.model import LatencyStats, Throttling
+    from edgeprof.report.bench import render_bench
+
+    from .conftest import make_result
+
+    stalled = Throttling(10, 3, 0.02, 0.0002, 0.0002, 0.0002, 0.0002, ("p99",))
+    lat = LatencyStats(
+        10, 0.001, 0.00016, 0.0002, 0.0003, 0.007, 0.008, 900.0,
+        items=10, items_per_s=900.0, throttling=stalled,
+    )
+    text = render_bench([make_result(name="infer bs=1", latency=lat)])
+    (row,) = [ln for ln in text.splitlines() if ln.startswith("infer bs=1")]
+    assert row.split()[2:6] == ["900.0", "0.16ms", "0.30ms", "7.00ms*"]
+    assert text.endswith("* measures the CPU quota's stalls, not the workload (see the warnings)\n")
+    clean = dataclasses.replace(lat, throttling=None)
+    assert "*" not in render_bench([make_result(name="infer bs=1", latency=clean)])
