@@ -8,7 +8,8 @@ back in order, so the merged ``sweep.json`` holds the runs, cells and statistics
 sweep of the same plan would have, in the same order.
 
 Refused, each as one error naming the files: a sweep that is not a shard; shards of
-different plans (command, models, limits, repeats, warm-ups, shard count); a shard missing
+different plans (command, models, limits, repeats, warm-ups, shard count, the runs' sampling
+interval; not ``--env`` or ``--timeout``, which no result records); a shard missing
 or given twice; a shard that did not finish.  Shards from different kinds of host are
 merged and said (:func:`edgeprof.analysis.hosts.host_notes`): the blocked design keeps the
 rankings comparable, the absolute figures are a mix of the hosts.
@@ -124,6 +125,15 @@ def merge_shards(paths: Sequence[Path]) -> Merged:
         for k, rnd in enumerate(s.rounds):
             part = slice(k * cells, (k + 1) * cells)
             blocks[rnd] = list(zip(dicts[part], runs[part], strict=True))
+    # Not in the plan's keys, but in every run: a shard sampled at another interval measured
+    # other figures (a short run's average memory is n/a at 0.1 s, a figure at 0.01 s).
+    intervals = [{r.samples.interval_s for r in runs} for runs in by_shard]
+    for s, seen_here in zip(shards[1:], intervals[1:], strict=True):
+        if seen_here != intervals[0]:
+            raise ConfigError(
+                f"{first.path} and {s.path} are shards of different sweeps: their sampling "
+                f"intervals differ ({_seconds(intervals[0])}, {_seconds(seen_here)}: --interval)"
+            )
     rounds = range(1, int(first.data["repeat"]) + 1)
     if sorted(blocks) != list(rounds):
         raise ConfigError(f"the shards' rounds are not 1 … {first.data['repeat']}")
@@ -131,3 +141,7 @@ def merge_shards(paths: Sequence[Path]) -> Merged:
     warmups = [d for s in shards for d in s.data.get("warmup_runs") or ()]
     plan = {k: first.data[k] for k in PLAN_KEYS}
     return Merged(plan, [r for _, r in ordered], [d for d, _ in ordered], warmups, shards, by_shard)
+
+
+def _seconds(values: set[float]) -> str:
+    return " and ".join(f"{v:g} s" for v in sorted(values))

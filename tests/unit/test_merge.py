@@ -129,6 +129,11 @@ def test_what_merge_refuses(tmp_path: Path) -> None:
     (other / "sweep.json").write_text(json.dumps({**data, "interrupted": True}))
     with pytest.raises(ConfigError, match="did not finish"):
         merge_shards([s1, other])
+    # Sampled at another --interval: other figures (a short run's average memory).
+    coarse = [{**r, "samples": {**r["samples"], "interval_s": 0.1}} for r in data["runs"]]
+    (other / "sweep.json").write_text(json.dumps({**data, "runs": coarse}))
+    with pytest.raises(ConfigError, match=r"their sampling intervals differ \(0.01 s, 0.1 s: --"):
+        merge_shards([s1, other])
 
 
 def test_merge_into_a_shard_of_its_own_is_refused(
