@@ -314,8 +314,12 @@ def sweep_stopped(path: Path) -> str | None:
     if why is None:
         return None
     runs = data.get("runs")
-    n = len(runs) if isinstance(runs, list) else 0
-    return f"{sweep}: the sweep stopped after {n} run(s), before its plan was done ({why})"
+    return f"{sweep}: {stopped_sentence(len(runs) if isinstance(runs, list) else 0, why)}"
+
+
+def stopped_sentence(runs: int, why: str) -> str:
+    """A sweep that ended before its plan, in the words every report uses."""
+    return f"the sweep stopped after {runs} run(s), before its plan was done ({why})"
 
 
 def load_fits(path: Path) -> list[dict[str, Any]] | None:

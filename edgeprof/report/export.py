@@ -13,6 +13,7 @@ from ..analysis.sweepfile import cell_dicts, sweep_dict
 from ..model import RunResult
 from ..storage import write_json_output, write_output
 from .summary import markdown_summary
+from .table import TextTable
 
 RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {
     "label": lambda r: r.label,
@@ -89,9 +90,16 @@ def cells_csv(runs: Sequence[RunResult]) -> str:
     return _csv(header, rows)
 
 
-def write_exports(out: Path, runs: Sequence[RunResult], sweep_json: bool = True) -> list[Path]:
+def write_exports(
+    out: Path,
+    runs: Sequence[RunResult],
+    sweep_json: bool = True,
+    extra: Sequence[TextTable] = (),
+    notes: Sequence[str] = (),
+) -> list[Path]:
     """``sweep.json`` (unless the sweep wrote its own), ``runs.csv``, ``cells.csv`` and
-    ``report.md`` in ``out``; returns the paths written."""
+    ``report.md`` (with ``extra`` tables and ``notes``, as :func:`markdown_summary`) in
+    ``out``; returns the paths written."""
     written = []
     if sweep_json:  # each file a ConfigError line when it cannot be written (a full disk)
         write_json_output(out / "sweep.json", sweep_dict(runs))
@@ -99,7 +107,7 @@ def write_exports(out: Path, runs: Sequence[RunResult], sweep_json: bool = True)
     for name, text in (
         ("runs.csv", runs_csv(runs)),
         ("cells.csv", cells_csv(runs)),
-        ("report.md", markdown_summary(runs)),
+        ("report.md", markdown_summary(runs, extra, notes)),
     ):
         write_output(out / name, text)
         written.append(out / name)

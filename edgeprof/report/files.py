@@ -11,16 +11,22 @@ from typing import TextIO
 from ..model import RunResult
 from ..storage import write_output
 from .summary import markdown_summary
+from .table import TextTable
 
 
 def write_file(path: Path, text: str) -> None:
     write_output(path, text)
 
 
-def write_markdown(path: Path | None, results: Sequence[RunResult]) -> None:
+def write_markdown(
+    path: Path | None,
+    results: Sequence[RunResult],
+    extra: Sequence[TextTable] = (),
+    notes: Sequence[str] = (),
+) -> None:
     """The Markdown tables of ``results`` (nothing when ``path`` is None)."""
     if path is not None:
-        write_file(path, markdown_summary(results))
+        write_file(path, markdown_summary(results, extra, notes))
 
 
 def write_plot_files(

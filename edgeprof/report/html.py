@@ -83,10 +83,12 @@ def render_html(
     predictions: str | None = None,
     calibration: Calibration | None = None,
     extra: Sequence[TextTable] = (),
+    notes: Sequence[str] = (),
 ) -> str:
     """The page for ``results`` (in the order given), with the budget checks, the
     comparison, and the calibrated predictions (their text, and each fit's chart) where
-    given; ``extra`` tables after the rankings (``--repeat auto``'s)."""
+    given; ``extra`` tables after the rankings (``--repeat auto``'s), ``notes`` under them
+    (a sweep that stopped early)."""
     body = [f"<h1>{escape(title)}</h1>", _meta(results), _verdicts(checks, comparison)]
     body.append("<h2>Results</h2>")
     warnings = list(dict.fromkeys(f"{r.label}: {w}" for r in results for w in r.warnings))
@@ -109,6 +111,7 @@ def render_html(
         charts = _ranking_charts(results)  # each after its ranking table
         body += [t.html() + charts.get(t.title, "") for t in summary_tables(results)]
     body += [t.html() for t in extra]
+    body += [f"<p class=\"notes\">note: {escape(n)}</p>" for n in notes]
     if checks:
         body.append("<h2>Budgets</h2>")
         body.append(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ..backends.base import meminfo_total
-from ..storage import check_out_dir
+from ..storage import check_out_dir, stopped_sentence
 from ..sweeps.request import (
     RunRequest,
     check_host,
@@ -120,11 +120,20 @@ def run_and_report(
     if not results:
         return RunReport(results)
     out = job.request.out
+    repeats = []
+    if plan.auto is not None:
+        from .comparison import repeats_table
+
+        auto = plan.auto
+        repeats.append(repeats_table(results, auto.min_runs, auto.max_runs, auto.target))
+    why = outcome.sweep.stopped
+    stopped = [] if why is None or plan.is_single else [stopped_sentence(len(results), why)]
     if out is not None and not plan.is_single:
         from .export import write_exports
 
-        write_exports(out, results, sweep_json=False)  # run_sweep wrote sweep.json
-    write_markdown(outputs.markdown, results)
+        # run_sweep wrote sweep.json; report.md as the terminal shows the sweep
+        write_exports(out, results, sweep_json=False, extra=repeats, notes=stopped)
+    write_markdown(outputs.markdown, results, repeats, stopped)
     if outputs.plots is not None:  # timelines need the runs' samples.csv
         write_plot_files(outputs.plots, results, stderr, timelines=out is not None)
     if outputs.json_out:
@@ -134,13 +143,9 @@ def run_and_report(
     else:
         print_summary(results, stdout)
     sink = stderr if outputs.json_out else stdout  # never into the JSON on stdout
-    repeats = []
-    if plan.auto is not None:
-        from .comparison import repeats_table
-
-        auto = plan.auto
-        repeats.append(repeats_table(results, auto.min_runs, auto.max_runs, auto.target))
-        sink.write("\n" + repeats[0].plain())
+    for table in repeats:
+        sink.write("\n" + table.plain())
+    sink.writelines(f"note: {n}\n" for n in stopped)
     predictions = None
     if job.calibration is not None:
         from ..analysis.calibration import predict
@@ -160,6 +165,7 @@ def run_and_report(
             predictions=predictions,
             calibration=job.calibration,
             extra=repeats,
+            notes=stopped,
         )
         write_file(outputs.html, page)
     return RunReport(results, checks)

@@ -112,17 +112,17 @@ def rerender(
         from .plots import _pyplot
 
         _pyplot()  # a missing matplotlib is found before any file is written
-    if out is not None:
-        write_exports(prepare_out_dir(out), runs)
-    write_markdown(markdown, runs)
-    if plots is not None:
-        write_plot_files(plots, runs, stderr)
-    print_summary(runs, stdout)
     stopped = [why for p in paths if (why := sweep_stopped(p)) is not None]
-    stdout.writelines(f"note: {why}\n" for why in stopped)
     # One sweep made with --repeat auto: what it resolved, as the run printed it.
     auto = load_auto_repeat(paths[0]) if len(paths) == 1 else None
     repeats = [] if auto is None else [repeats_table(runs, *auto)]
+    if out is not None:  # report.md as the terminal shows it: the repeats, the early stop
+        write_exports(prepare_out_dir(out), runs, extra=repeats, notes=stopped)
+    write_markdown(markdown, runs, repeats, stopped)
+    if plots is not None:
+        write_plot_files(plots, runs, stderr)
+    print_summary(runs, stdout)
+    stdout.writelines(f"note: {why}\n" for why in stopped)
     for table in repeats:
         stdout.write("\n" + table.plain())
     predictions = None
@@ -132,7 +132,9 @@ def rerender(
     if html is not None:
         from .html import render_html
 
-        page = render_html(runs, predictions=predictions, calibration=cal, extra=repeats)
+        page = render_html(
+            runs, predictions=predictions, calibration=cal, extra=repeats, notes=stopped
+        )
         write_file(html, page)
 
 

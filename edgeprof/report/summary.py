@@ -32,8 +32,13 @@ def print_summary(results: Sequence[RunResult], file: TextIO) -> None:
         file.write("\n" + table.plain())
 
 
-def markdown_summary(results: Sequence[RunResult]) -> str:
+def markdown_summary(
+    results: Sequence[RunResult], extra: Sequence[TextTable] = (), notes: Sequence[str] = ()
+) -> str:
+    """As the terminal shows them: ``extra`` tables after the rankings (``--repeat
+    auto``'s), and ``notes`` (a sweep that stopped early) last."""
     text = render_markdown(results)
-    if len(results) < 2:
-        return text
-    return text + "".join("\n" + t.markdown() for t in summary_tables(results))
+    if len(results) > 1:
+        text += "".join("\n" + t.markdown() for t in summary_tables(results))
+    text += "".join("\n" + t.markdown() for t in extra)
+    return text + "".join(f"\n> note: {n}\n" for n in notes)

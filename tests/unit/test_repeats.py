@@ -212,6 +212,16 @@ def test_report_prints_an_auto_sweeps_repeats_again(
     text = capfd.readouterr().out
     assert "Repeats (--repeat auto: 2 to 4 runs a model, precision ±50%)" in text
     assert "ranking neighbour pairs resolved" in text
+    # And in the files: report.md, --markdown (they had left the table out).
+    md = tmp_path / "r.md"
+    assert main(["report", str(out), "--out", str(tmp_path / "files"), "--markdown", str(md)]) == 0
+    for written in (tmp_path / "files" / "report.md", md):
+        assert "Repeats (--repeat auto: 2 to 4 runs a model, precision ±50%)" in written.read_text()
+    capfd.readouterr()
+    live = tmp_path / "live"
+    argv = ["run", "--backend", "fake", "--repeat", "auto", "--min-runs", "2", "--max-runs", "3"]
+    assert main([*argv, "-m", "m1,m2", "--out", str(live), "--", "true"]) == 0
+    assert "Repeats (--repeat auto: 2 to 3 runs" in (live / "report.md").read_text()
     data = json.loads((out / "sweep.json").read_text())
     data["auto"] = {"min_runs": "2"}
     (out / "sweep.json").write_text(json.dumps(data))

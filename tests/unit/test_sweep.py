@@ -294,6 +294,13 @@ def test_a_sweep_that_fails_midway_leaves_sweep_json_with_every_finished_run(
         f"{tmp_path / 'sweep.json'}: the sweep stopped after 3 run(s), before its plan was "
         "done (error: the fourth launch fails)"
     )
+    # Every report of it says so, not only the terminal: report.md, --markdown and --html.
+    files = tmp_path / "files"
+    argv = ["report", str(tmp_path), "--out", str(files), "--markdown", str(tmp_path / "r.md")]
+    assert main([*argv, "--html", str(tmp_path / "r.html")]) == 0
+    note = "the sweep stopped after 3 run(s), before its plan was done (error: the fourth launch"
+    for written in (files / "report.md", tmp_path / "r.md", tmp_path / "r.html"):
+        assert note in written.read_text(), written
 
 
 def test_a_sweep_that_fails_after_its_warmup_says_it_stopped(tmp_path: Path) -> None:
