@@ -236,6 +236,9 @@ class _Checkpoint:
 
     MIN_GAP_S = 1.0
     _RUNS = b'\n  "runs": [],\n'
+    UNFINISHED = "unfinished: edgeprof had not ended the sweep (still running, or killed)"
+    """``stopped`` until :meth:`close` writes the sweep's own: a SIGKILL's file had read as a
+    finished sweep (``stopped: null``, 1 run of a plan of 4)."""
     """Where the runs go in ``sweep.json`` as :func:`json.dumps` lays it out (indent 2)."""
 
     def __init__(self, path: Path, result: SweepResult) -> None:
@@ -248,6 +251,7 @@ class _Checkpoint:
         self._next = 0.0  # monotonic time after which a write is due
         self._unsaved = False
         self._written = False  # sweep.json exists: a stop must then be said in it
+        self._closing = False
 
     def add(self, r: RunResult, warmup: bool) -> None:
         if not warmup:
@@ -260,15 +264,19 @@ class _Checkpoint:
 
     def close(self) -> None:
         """The last write: every run, after the last one, an interruption or an error."""
+        self._closing = True
         try:
-            if self._unsaved or (self._result.stopped is not None and self._written):
-                self._write()  # a sweep that stopped says so, though its runs are all saved
+            if self._unsaved or self._written:
+                self._write()  # its own ``stopped`` replaces UNFINISHED, though no run is new
         finally:
             self._spool.close()
 
     def _pieces(self) -> Iterator[bytes]:
         """``sweep.json``: the sweep's own fields, then the spool's runs, then the cells."""
-        text = (json.dumps(self._result.to_dict([]), indent=2) + "\n").encode()
+        data = self._result.to_dict([])
+        if not self._closing and data["stopped"] is None:
+            data["stopped"] = self.UNFINISHED
+        text = (json.dumps(data, indent=2) + "\n").encode()
         head, marker, tail = text.partition(self._RUNS)
         assert marker, "sweep.json's runs are not where they are expected"
         yield head + b'\n  "runs": [\n'

@@ -14,7 +14,7 @@ from edgeprof.errors import ConfigError, LimitError
 from edgeprof.model import Limits, RunResult, RunSpec
 from edgeprof.storage import SWEEP_SCHEMA, load_runs, sweep_stopped
 from edgeprof.sweeps.labels import limit_settings, model_labels
-from edgeprof.sweeps.sweep import Step, SweepPlan, run_dir, run_sweep
+from edgeprof.sweeps.sweep import Step, SweepPlan, _Checkpoint, run_dir, run_sweep
 from tests.fakes import FakeBackend, FakeRun, linear
 
 
@@ -301,6 +301,22 @@ def test_a_sweep_that_fails_midway_leaves_sweep_json_with_every_finished_run(
     note = "the sweep stopped after 3 run(s), before its plan was done (error: the fourth launch"
     for written in (files / "report.md", tmp_path / "r.md", tmp_path / "r.html"):
         assert note in written.read_text(), written
+
+
+def test_sweep_json_written_during_the_sweep_says_it_is_unfinished(tmp_path: Path) -> None:
+    """What a SIGKILL leaves is the last checkpoint: it had read as a finished sweep."""
+    seen: list[object] = []
+
+    def peek(step: Step, r: RunResult) -> None:
+        path = tmp_path / "sweep.json"
+        if path.exists():
+            seen.append(json.loads(path.read_text())["stopped"])
+
+    plan = SweepPlan(("true",), repeat=3)
+    run_sweep(plan, backend=FakeBackend(linear()), out=tmp_path, on_result=peek)
+    assert seen and set(seen) == {_Checkpoint.UNFINISHED}
+    assert json.loads((tmp_path / "sweep.json").read_text())["stopped"] is None
+    assert sweep_stopped(tmp_path) is None
 
 
 def test_a_sweep_that_fails_after_its_warmup_says_it_stopped(tmp_path: Path) -> None:
