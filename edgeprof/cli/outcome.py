@@ -69,6 +69,7 @@ def guarded(command: Callable[[], int]) -> int:
         finally:
             out.flush()  # what is still buffered fails here, not at the interpreter's exit
     except EdgeprofError as exc:
+        _show_measured(exc)
         print(f"edgeprof: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
@@ -80,6 +81,18 @@ def guarded(command: Callable[[], int]) -> int:
         print(f"edgeprof: error: cannot write to standard output: {why}", file=sys.stderr)
         return EXIT_ERROR
     return code
+
+
+def _show_measured(exc: EdgeprofError) -> None:
+    """A run measured whose ``result.json`` could not be written (a full disk): its figures
+    on stderr above the error, not lost with the file (and the error path only: imported
+    here)."""
+    from ..measure.runner import ResultNotSaved
+
+    if isinstance(exc, ResultNotSaved):
+        from ..report.results import print_table
+
+        print_table([exc.result], sys.stderr)
 
 
 class _Stdout:

@@ -128,14 +128,8 @@ def run_and_report(
         repeats.append(repeats_table(results, auto.min_runs, auto.max_runs, auto.target))
     why = outcome.sweep.stopped
     stopped = [] if why is None or plan.is_single else [stopped_sentence(len(results), why)]
-    if out is not None and not plan.is_single:
-        from .export import write_exports
-
-        # run_sweep wrote sweep.json; report.md as the terminal shows the sweep
-        write_exports(out, results, sweep_json=False, extra=repeats, notes=stopped)
-    write_markdown(outputs.markdown, results, repeats, stopped)
-    if outputs.plots is not None:  # timelines need the runs' samples.csv
-        write_plot_files(outputs.plots, results, stderr, timelines=out is not None)
+    # The tables first, the files after: a file that cannot be written (a full disk) is
+    # then one error line under the figures, not in their place.
     if outputs.json_out:
         several = len(results) > 1
         data = [r.to_dict() for r in results] if several else results[0].to_dict()
@@ -146,6 +140,14 @@ def run_and_report(
     for table in repeats:
         sink.write("\n" + table.plain())
     sink.writelines(f"note: {n}\n" for n in stopped)
+    if out is not None and not plan.is_single:
+        from .export import write_exports
+
+        # run_sweep wrote sweep.json; report.md as the terminal shows the sweep
+        write_exports(out, results, sweep_json=False, extra=repeats, notes=stopped)
+    write_markdown(outputs.markdown, results, repeats, stopped)
+    if outputs.plots is not None:  # timelines need the runs' samples.csv
+        write_plot_files(outputs.plots, results, stderr, timelines=out is not None)
     predictions = None
     if job.calibration is not None:
         from ..analysis.calibration import predict

@@ -115,7 +115,10 @@ def test_a_link_planted_during_the_run_is_not_written_through(base: Path) -> Non
     v = victim(base)
     script = f"mkdir -p o && ln -s {v} o/result.json"
     p = ep("run", "--out", "o", "--", "sh", "-c", script, cwd=base)
-    one_error(p, "could not be written", "it is a link", "(exited)")
+    *table, error = p.stderr.splitlines()  # the measured run's figures, then the error
+    assert p.returncode == 2 and table[0] == "Final Usage Stats", p.stderr
+    assert error.startswith("edgeprof: error: ") and "could not be written" in error
+    assert "it is a link" in error and "(exited)" in error
     assert v.read_text() == PRECIOUS
     assert (base / "o" / "result.json").is_symlink()
     assert [c.name for c in (base / "o").iterdir() if c.name.endswith(".tmp")] == []

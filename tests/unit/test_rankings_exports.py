@@ -225,3 +225,22 @@ def test_a_run_without_a_model_is_named_by_its_program() -> None:
     assert plain.getvalue().startswith("edgeprof: [2/2] python3 [none] run 2: ")
     named = SweepPlan(("/usr/bin/python3",), repeat=2, name="mine").steps()[0]
     assert named.name == "mine"
+
+
+def test_a_report_file_that_cannot_be_written_leaves_the_tables_shown(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk under --markdown: the tables had not been printed at all (exit 2, one
+    error line); they come first now, the error under them."""
+    from edgeprof.errors import ConfigError
+    from edgeprof.report import run as report_run
+
+    def full(*args: object) -> None:
+        raise ConfigError("cannot write r.md: No space left on device")
+
+    monkeypatch.setattr(report_run, "write_markdown", full)
+    argv = ["run", "--backend", "fake", "--markdown", str(tmp_path / "r.md"), "--", "true"]
+    assert main(argv) == 2
+    out, err = capfd.readouterr()
+    assert out.startswith("Final Usage Stats") and "true" in out
+    assert err == "edgeprof: error: cannot write r.md: No space left on device\n"
