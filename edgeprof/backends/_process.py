@@ -82,12 +82,15 @@ class Process:
                 os.setgroups(run_as.groups)
                 os.setgid(run_as.gid)
                 os.setuid(run_as.uid)
+                if cwd is not None:  # as the user: a directory barred to it stays barred
+                    os.chdir(cwd)
             if prctl is not None:
                 prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
                 if os.getppid() != parent:
                     os._exit(1)  # edgeprof died before: nothing would end this process
             if fds:
                 os.write(stamp_w, b"%d" % time.monotonic_ns())
+                os.close(stamp_w)  # the workload inherits no end of edgeprof's pipe
 
         before = time.monotonic()
         spawned = False
@@ -95,7 +98,7 @@ class Process:
             self._popen = subprocess.Popen(
                 list(command),
                 env=dict(env),
-                cwd=cwd,
+                cwd=cwd if run_as is None else None,  # else entered as the user, in join()
                 stdin=None,
                 stdout=stdout,
                 stderr=stderr,
@@ -112,8 +115,10 @@ class Process:
         except PermissionError as exc:
             raise LaunchError(f"permission denied: {command[0]}") from exc
         except subprocess.SubprocessError as exc:
-            # The pre-exec join failed: the kernel refused to move the child into the group.
-            raise LaunchError(f"could not start {command[0]} inside its cgroup: {exc}") from exc
+            # The pre-exec join failed: the kernel refused to move the child into the group,
+            # or (run as a user) the identity or --cwd as that user.
+            where = "inside its cgroup" if run_as is None else f"as user {run_as.uid}"
+            raise LaunchError(f"could not start {command[0]} {where}: {exc}") from exc
         except OSError as exc:
             raise LaunchError(f"could not start {command[0]}: {exc.strerror}") from exc
         finally:

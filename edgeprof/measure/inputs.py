@@ -8,10 +8,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..model import UserIds
 from ..units import parse_duration
 
 DEFAULT_INTERVAL_S = 0.1
@@ -72,14 +73,46 @@ def parse_times(
     return seconds, None if timeout is None else parse_duration(timeout, "timeout")
 
 
-def check_cwd(cwd: str | Path | None) -> Path | None:
-    """The workload's working directory (``--cwd``), which must exist."""
+def check_cwd(cwd: str | Path | None, run_as: UserIds | None = None) -> Path | None:
+    """The workload's working directory (``--cwd``), which must exist, and which the user
+    the workload runs as (``run_as``: sudo's) can enter: the backend changes into it as
+    root, before it drops to that user, so a directory the user may not search had been a
+    way to read what only root could (seen: a file under a root-only 0700 directory)."""
     if cwd is None:
         return None
     p = Path(cwd)
     if not p.is_dir():
         raise ConfigError(f"--cwd {cwd}: no such directory")
+    if run_as is not None:
+        barred = first_barred(p.resolve(), run_as)
+        if barred is not None:
+            raise ConfigError(
+                f"--cwd {cwd}: user {run_as.uid}, whom the workload runs as, cannot enter "
+                f"{barred}"
+            )
     return p
+
+
+def first_barred(
+    path: Path, user: UserIds, stat: Callable[[Path], os.stat_result] = os.stat
+) -> Path | None:
+    """The first directory on ``path`` (from ``/``) that ``user`` may not search (execute
+    permission by the mode bits: owner, then group, then others; ACLs are not read), or
+    ``None`` where every one lets it through.  Root passes every directory."""
+    if user.uid == 0:
+        return None
+    groups = {user.gid, *user.groups}
+    for d in (*reversed(path.parents), path):
+        st = stat(d)
+        if st.st_uid == user.uid:
+            bit = st.st_mode & 0o100
+        elif st.st_gid in groups:
+            bit = st.st_mode & 0o010
+        else:
+            bit = st.st_mode & 0o001
+        if not bit:
+            return d
+    return None
 
 
 def check_command(command: tuple[str, ...], env: Mapping[str, str], cwd: Path | None) -> None:

@@ -164,7 +164,7 @@ def profile(
     # A container's command and working directory live in its image, not on this host.
     on_host = be.runs_on_host
     if on_host:
-        work_dir = check_cwd(cwd)
+        work_dir = check_cwd(cwd, run_as)
         check_command(command, {**os.environ, **user_env}, work_dir)
     else:
         work_dir = None if cwd is None else Path(cwd)

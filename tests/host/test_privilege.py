@@ -55,3 +55,38 @@ def _check(ids: Path, as_root: bool) -> None:
         assert "0" not in groups.split()  # root's supplementary groups are gone too
     r = json.loads(p.stdout)
     assert r["termination"] == "exited" and r["cpu"]["total_s"] > 0.2
+
+
+def test_the_workload_enters_cwd_as_its_user(mechanism: str) -> None:
+    """The backend had changed into --cwd as root, before dropping to the user: a file under
+    a root-only (0700) directory was read by nobody.  Refused before anything runs now; a
+    directory the user can enter works as before, and the workload starts in it."""
+    top = Path(tempfile.mkdtemp(prefix="edgeprof-privilege-"))
+    try:
+        top.chmod(0o755)
+        priv = top / "priv"
+        (priv / "inner").mkdir(parents=True)
+        priv.chmod(0o700)
+        (priv / "inner" / "secret.txt").write_text("TOPSECRET\n")
+        open_dir = top / "open"
+        open_dir.mkdir()
+        sudo = {**os.environ, "SUDO_UID": "65534", "SUDO_GID": "65534", "SUDO_USER": "nobody"}
+
+        def run(cwd: Path) -> subprocess.CompletedProcess[str]:
+            script = "pwd; cat secret.txt 2>/dev/null || true"
+            argv = [PY, "-m", "edgeprof", "run", "--cwd", str(cwd), "--", "sh", "-c", script]
+            return subprocess.run(
+                argv, env=sudo, capture_output=True, text=True, cwd=REPO, timeout=HANG_S
+            )
+
+        p = run(priv / "inner")
+        assert p.returncode == 2 and "TOPSECRET" not in p.stdout, p.stdout
+        assert p.stderr == (
+            f"edgeprof: error: --cwd {priv / 'inner'}: user 65534, whom the workload runs as, "
+            f"cannot enter {priv}\n"
+        )
+        p = run(open_dir)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.splitlines()[0] == str(open_dir)
+    finally:
+        shutil.rmtree(top)

@@ -1,0 +1,39 @@
+"""The run's input checks (:mod:`edgeprof.measure.inputs`) that need no process: whether
+the user a workload runs as (sudo's) may enter ``--cwd``, read from the mode bits."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from edgeprof.measure.inputs import first_barred
+from edgeprof.model import UserIds
+
+NOBODY = UserIds(65534, 65534, (100,))
+
+
+def _stat(modes: dict[str, tuple[int, int, int]]) -> Callable[[Path], os.stat_result]:
+    def stat(p: Path) -> os.stat_result:
+        mode, uid, gid = modes.get(str(p), (0o755, 0, 0))
+        return os.stat_result((0o040000 | mode, 0, 0, 2, uid, gid, 0, 0, 0, 0))
+
+    return stat
+
+
+def test_the_first_directory_the_user_cannot_search_is_named() -> None:
+    path = Path("/srv/priv/inner")
+    assert first_barred(path, NOBODY, _stat({})) is None  # 0755 all the way
+    barred = _stat({"/srv/priv": (0o700, 0, 0)})
+    assert first_barred(path, NOBODY, barred) == Path("/srv/priv")
+    assert first_barred(path, UserIds(0, 0, ()), barred) is None  # root passes every one
+
+
+def test_owner_then_group_then_others_as_the_kernel_reads_them() -> None:
+    path = Path("/d")
+    mine = _stat({"/d": (0o070, 65534, 0)})  # the owner's bits count, though the group's allow
+    assert first_barred(path, NOBODY, mine) == path
+    group = _stat({"/d": (0o710, 0, 100)})  # a supplementary group
+    assert first_barred(path, NOBODY, group) is None
+    others = _stat({"/d": (0o701, 0, 0)})
+    assert first_barred(path, NOBODY, others) is None
