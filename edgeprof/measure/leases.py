@@ -134,23 +134,33 @@ def _try_lock(directory: Path, core: int) -> int | None:
     path = directory / f"cpu{core}"
     flags = os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
     try:
-        fd = os.open(path, os.O_RDWR | flags, 0o644)
-        writable = True
-    except PermissionError:  # a shared directory's file of another user: flock needs no write
-        fd = os.open(path, os.O_RDONLY | flags)
-        writable = False
+        try:
+            fd = os.open(path, os.O_RDWR | flags, 0o644)
+            writable = True
+        except PermissionError:  # a shared directory's file of another user: flock needs no
+            fd = os.open(path, os.O_RDONLY | flags)  # write
+            writable = False
+    except OSError as exc:  # a read-only or full file system, /proc: one line, not a traceback
+        raise _unusable(path, exc) from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
         os.close(fd)
         if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
             return None
-        raise
+        raise _unusable(path, exc) from exc
     if writable:
         with contextlib.suppress(OSError):
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
+
+
+def _unusable(path: Path, exc: OSError) -> ConfigError:
+    return ConfigError(
+        f"cannot lock the core lease file {path}: {exc.strerror or exc} (set {LEASE_DIR_ENV} "
+        "to a writable directory)"
+    )
 
 
 def holder(directory: Path, core: int) -> int | None:

@@ -82,6 +82,20 @@ def test_a_default_directory_of_another_user_is_refused(
         acquire((0,), 1, sleep=no_sleep)
 
 
+def test_a_lease_directory_that_takes_no_file_is_one_line(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``/proc/1`` takes no file (nor a read-only or full file system): a traceback, exit 1,
+    had said so."""
+    monkeypatch.setenv("EDGEPROF_LEASE_DIR", "/proc/1")
+    with pytest.raises(ConfigError, match=r"^cannot lock the core lease file /proc/1/cpu0: "):
+        acquire((0,), 1, sleep=no_sleep)
+    assert main(["run", "--backend", "fake", "--cpus", "1", "--", "true"]) == 2
+    err = capfd.readouterr().err
+    assert err.startswith("edgeprof: error: cannot lock the core lease file /proc/1/cpu0: ")
+    assert err.endswith("(set EDGEPROF_LEASE_DIR to a writable directory)\n")
+
+
 # -- choosing and holding ---------------------------------------------------------------------
 
 
