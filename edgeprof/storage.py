@@ -169,15 +169,34 @@ def read_result(path: Path) -> RunResult:
         raise ConfigError(f"{path} is not an edgeprof result: {exc}") from exc
 
 
+MAX_INPUT_BYTES = 64 << 20
+"""The most a configuration file (a device catalog, an env.template, a model list, budgets,
+a calibration, a layers profile) may hold: far past any written by hand or by edgeprof."""
+MAX_JSON_BYTES = 512 << 20
+"""The most a results file may hold (a sweep.json of 100 000 runs is ~350 MB)."""
+
+
+def read_capped(path: Path, limit: int = MAX_INPUT_BYTES) -> str:
+    """``path``'s text, refused past ``limit`` bytes: ``/dev/zero`` or a 3 GB sparse file had
+    been read whole, until a MemoryError.  A pipe (``-f <(…)``) is read as a file is.
+    ``OSError`` and ``UnicodeDecodeError`` as :meth:`Path.read_text` raises them."""
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ConfigError(f"{path}: more than {limit >> 20} MiB, not a file edgeprof reads")
+    return data.decode()
+
+
 def read_json(path: Path, what: str = "") -> Any:
     """The JSON in ``path``; every failure (unreadable, not UTF-8, not JSON, nested deeper than
     Python recurses, a number of 4300+ digits, ``NaN`` or ``Infinity``) is a
     :class:`ConfigError`."""
     try:
-        return json.loads(path.read_text(), parse_constant=_no_constant, parse_float=_finite)
-    except (OSError, ValueError, RecursionError) as exc:
-        why = "nested too deeply" if isinstance(exc, RecursionError) else exc
-        raise ConfigError(f"cannot read {what}{path}: {why}") from exc
+        text = read_capped(path, MAX_JSON_BYTES)
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except (OSError, ValueError, RecursionError, MemoryError) as exc:
+        why = {RecursionError: "nested too deeply", MemoryError: "too large for this memory"}
+        raise ConfigError(f"cannot read {what}{path}: {why.get(type(exc), exc)}") from exc
 
 
 def _no_constant(name: str) -> Any:

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..model import RunResult
+from ..storage import read_capped
 from ..units import parse_duration, parse_energy, parse_size
 from .cells import cells, ending, successful
 from .difference import difference
@@ -259,7 +260,7 @@ def load_budget_file(path: Path) -> Budgets:
     import yaml
 
     try:
-        text = path.read_text()
+        text = read_capped(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read budget file {path}: {exc}") from exc
     try:

@@ -57,6 +57,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..model import HostInfo
+from ..storage import read_capped
 from ..units import (
     MAX_CPUS,
     MIN_QUOTA_US,
@@ -150,7 +151,7 @@ def parse_catalog(path: Path, text: str | None = None) -> dict[str, Device]:
     from ..yamlfile import safe_load as strict_yaml
 
     try:
-        data = strict_yaml(path.read_text() if text is None else text)
+        data = strict_yaml(read_capped(path) if text is None else text)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"device catalog {path}: cannot read it: {exc}") from exc
     except (yaml.YAMLError, ValueError) as exc:  # ValueError: an int() of 4300+ digits

@@ -21,7 +21,7 @@ import errno
 import io
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from ..errors import EdgeprofError
@@ -126,6 +126,10 @@ class _Stdout:
             except OSError as exc:
                 self._drop(exc)
         return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:  # each through write(): the stream's own would bypass the drop
+            self.write(line)
 
     def flush(self) -> None:
         if not self._dropped:

@@ -38,6 +38,7 @@ import yaml
 from .. import storage as files
 from ..errors import ConfigError
 from ..measure.latency import percentile
+from ..storage import read_capped
 from ..units import format_cpuset
 from ..yamlfile import safe_load as strict_yaml
 
@@ -271,7 +272,7 @@ def from_dict(data: object, source: str) -> LayerResults:
 
 def load(path: Path) -> LayerResults:
     try:
-        text = path.read_text()
+        text = read_capped(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from exc
     try:

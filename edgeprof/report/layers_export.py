@@ -34,6 +34,7 @@ import yaml
 
 from ..errors import ConfigError
 from ..layers.results import MB, LayerResults, dump_yaml, write_text_atomic
+from ..storage import read_capped
 from ..yamlfile import safe_load as strict_yaml
 
 
@@ -63,7 +64,7 @@ def _load_mapping(path: Path, what: str) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        data = strict_yaml(path.read_text())
+        data = strict_yaml(read_capped(path))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read {what} {path}: {exc}") from exc
     if data is None:

@@ -32,6 +32,7 @@ from pathlib import Path, PurePosixPath
 from ..errors import ConfigError
 from ..measure.inputs import MIN_INTERVAL_S
 from ..model import Limits
+from ..storage import read_capped
 from ..units import parse_duration
 
 KEYS = (
@@ -264,7 +265,7 @@ def read_assignments(path: Path) -> tuple[dict[str, tuple[str, int]], list[str]]
     :class:`ConfigError` naming ``path:line``.
     """
     try:
-        text = path.read_text()
+        text = read_capped(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read environment file {path}: {exc}") from exc
     values: dict[str, tuple[str, int]] = {}

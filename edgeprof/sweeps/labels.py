@@ -10,6 +10,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..model import Limits
 from ..names import check_name
+from ..storage import read_capped
 
 
 def limit_settings(
@@ -83,7 +84,7 @@ def model_names(models: str | None, model_file: Path | None) -> list[str]:
         raise ConfigError("give models with -m or -f, not both")
     if model_file is not None:
         try:
-            lines = model_file.read_text().splitlines()
+            lines = read_capped(model_file).splitlines()
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read model file {model_file}: {exc}") from exc
         names = [ln.strip() for ln in lines if ln.strip() and not ln.strip().startswith("#")]

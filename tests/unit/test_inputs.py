@@ -1,5 +1,6 @@
-"""The run's input checks (:mod:`edgeprof.measure.inputs`) that need no process: whether
-the user a workload runs as (sudo's) may enter ``--cwd``, read from the mode bits."""
+"""Input checks that need no process: whether the user a workload runs as (sudo's) may
+enter ``--cwd``, read from the mode bits (:mod:`edgeprof.measure.inputs`); input files of
+no end refused at a bound (:func:`edgeprof.storage.read_capped`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from edgeprof import storage
+from edgeprof.cli import main
 from edgeprof.measure.inputs import first_barred
 from edgeprof.model import UserIds
 
@@ -37,3 +42,27 @@ def test_owner_then_group_then_others_as_the_kernel_reads_them() -> None:
     assert first_barred(path, NOBODY, group) is None
     others = _stat({"/d": (0o701, 0, 0)})
     assert first_barred(path, NOBODY, others) is None
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["devices", "--devices", "/dev/zero"],
+        ["run", "--backend", "fake", "-f", "/dev/zero", "--", "true"],
+        ["run", "--backend", "fake", "-e", "/dev/zero"],
+        ["run", "--backend", "fake", "--budgets", "/dev/zero", "--", "true"],
+        ["report", "/dev/zero"],
+        ["compare", "/dev/zero", "/dev/zero"],
+    ],
+    ids=["catalog", "models", "env.template", "budgets", "report", "compare"],
+)
+def test_an_endless_input_file_is_one_line_not_all_the_memory(
+    argv: list[str], capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``/dev/zero`` (or a 3 GB sparse file) had been read whole: memory grew until a
+    MemoryError traceback.  Results files are held to a larger bound than configuration."""
+    monkeypatch.setattr(storage, "MAX_JSON_BYTES", 1 << 20)  # the test's, not 512 MiB
+    assert main(argv) == 2
+    err = capfd.readouterr().err
+    assert err.startswith("edgeprof: error: /dev/zero: more than ") and err.count("\n") == 1, err
+    assert "MiB, not a file edgeprof reads" in err

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
-from ...storage import write_output
+from ...storage import read_capped, write_output
 from ...units import shown
 from ..cells import without_chosen_cores
 from .choice import Candidate, Choice, choose, heldout_warning
@@ -219,7 +219,7 @@ def load_calibration(path: Path) -> Calibration:
     from ...yamlfile import safe_load as strict_yaml
 
     try:
-        data = strict_yaml(path.read_text())
+        data = strict_yaml(read_capped(path))
     except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError, RecursionError) as exc:
         # ValueError: an integer of 4300+ digits; RecursionError: nested deeper than Python
         # recurses.  A YAML error's text spans lines (it draws the spot): one line here.
