@@ -262,8 +262,9 @@ def _defaults(sigs: list[signal.Signals]) -> None:
         [signal.SIGTERM],
         [signal.SIGHUP],  # a closed terminal: it had left the workload running, 8 groups
         [signal.SIGINT, signal.SIGINT, signal.SIGTERM],
+        [signal.SIGUSR1],  # a script's own signal: it had ended edgeprof as SIGKILL would
     ],
-    ids=["SIGINT", "SIGTERM", "SIGHUP", "burst"],
+    ids=["SIGINT", "SIGTERM", "SIGHUP", "burst", "SIGUSR1"],
 )
 def test_interrupt_kills_the_tree_and_still_reports(
     mechanism: str, tmp_path: Path, sigs: list[signal.Signals]
