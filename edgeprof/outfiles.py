@@ -47,6 +47,11 @@ def keep_root(flag: bool = True) -> None:
     _keep_root.set(flag)
 
 
+ID_NONE = (1 << 32) - 1
+"""``(uid_t) -1``: no id, which setuid(2) and setgid(2) refuse (it had passed as digits and
+failed in the child as "could not start … inside its cgroup")."""
+
+
 def sudo_ids(
     environ: Mapping[str, str] | None = None, euid: int | None = None
 ) -> tuple[int, int] | None:
@@ -61,11 +66,14 @@ def sudo_ids(
     if not uid_text:
         return None
     gid_text = env.get("SUDO_GID", "")
-    ok = uid_text.isascii() and uid_text.isdigit() and len(uid_text) <= 10
-    if not ok or (gid_text and not (gid_text.isascii() and gid_text.isdigit())):
+
+    def an_id(text: str) -> bool:  # (uid_t)-1, 4294967295, is "no id" to setuid(2)
+        return text.isascii() and text.isdigit() and len(text) <= 10 and int(text) < ID_NONE
+
+    if not an_id(uid_text) or (gid_text and not an_id(gid_text)):
         raise ConfigError(
-            f"SUDO_UID={uid_text!r} SUDO_GID={gid_text!r}: not numeric ids; "
-            "run edgeprof through sudo unchanged, or pass --as-root"
+            f"SUDO_UID={uid_text!r} SUDO_GID={gid_text!r}: not user and group ids (0 to "
+            f"{ID_NONE - 1}); run edgeprof through sudo unchanged, or pass --as-root"
         )
     uid = int(uid_text)
     if uid == 0:

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..model import UserIds
-from ..units import parse_duration
+from ..model import Limits, UserIds
+from ..units import parse_duration, shown
 
 DEFAULT_INTERVAL_S = 0.1
 MIN_INTERVAL_S = 0.001
@@ -34,6 +34,19 @@ def command_args(command: object) -> tuple[str, ...]:
         if not isinstance(a, str):
             raise ConfigError(f"command {list(args)!r}: argument {a!r} is not a string")
     return args
+
+
+def check_limits_given(limits: object) -> Limits:
+    """The run's limits: a :class:`~edgeprof.model.Limits`, or ``None`` for none.  A dict
+    (``{"cpus": 1}``) had failed as ``AttributeError: 'dict' object has no attribute …``."""
+    if limits is None:
+        return Limits()
+    if not isinstance(limits, Limits):
+        raise ConfigError(
+            f"limits: expected edgeprof.Limits (Limits(cpus=1, memory='512m')) or None, not "
+            f"{shown(limits)}"
+        )
+    return limits
 
 
 def check_output_fds(stdout: object, stderr: object) -> None:

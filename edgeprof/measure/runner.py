@@ -26,7 +26,7 @@ from ..model import (
     Termination,
     UserIds,
 )
-from ..names import check_env
+from ..names import check_env, check_name
 from ..storage import DirLock, missing_dirs, prepare_out_dir, write_result
 from ..units import parse_duration, parse_memory_limit
 from ..workload.instrument import GPU_MEMORY_ENV
@@ -40,6 +40,7 @@ from .inputs import (
     DEFAULT_INTERVAL_S,
     check_command,
     check_cwd,
+    check_limits_given,
     check_not_a_sweep,
     check_output_fds,
     command_args,
@@ -141,7 +142,9 @@ def profile(
     Ctrl-C or SIGTERM to edgeprof kills the workload and returns a result with
     ``termination == "interrupted"``.
     """
-    limits = limits or Limits()
+    limits = check_limits_given(limits)
+    if name is not None:
+        check_name(name, "name")  # as the CLI's --name: it had taken a newline
     command = command_args(command)
     check_output_fds(stdout, stderr)
     check_not_a_sweep(out_dir)

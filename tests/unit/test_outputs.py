@@ -99,10 +99,12 @@ def test_sudo_ids(env: dict[str, str], euid: int, ids: tuple[int, int] | None) -
     assert outfiles.sudo_ids(env, euid) == ids
 
 
-@pytest.mark.parametrize("uid", ["-1", "10a", "١٠٠٠", "9" * 30, " 1000"])
+@pytest.mark.parametrize("uid", ["-1", "10a", "١٠٠٠", "9" * 30, " 1000", "4294967295"])
 def test_a_malformed_sudo_uid_is_an_error(uid: str) -> None:
-    with pytest.raises(ConfigError, match="not numeric ids"):
+    with pytest.raises(ConfigError, match=r"not user and group ids \(0 to 4294967294\)"):
         outfiles.sudo_ids({"SUDO_UID": uid}, 0)
+    with pytest.raises(ConfigError, match="not user and group ids"):  # the group's the same
+        outfiles.sudo_ids({"SUDO_UID": "1000", "SUDO_GID": uid}, 0)
 
 
 def test_keep_root_hands_nothing_over(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -437,6 +437,9 @@ def test_cwd_and_relative_command(tmp_path: Path) -> None:
         (["true"], {"stdout": -1}, "stdout=-1: expected an open file descriptor"),
         (["true"], {"stderr": -2}, "stderr=-2: expected an open file descriptor"),
         (["true"], {"stderr": "x"}, "stderr='x': expected an open file descriptor"),
+        # An AttributeError on a dict of limits; a name with a newline, which --name refuses.
+        (["true"], {"limits": {"cpus": 1}}, r"limits: expected edgeprof.Limits \(Limits\("),
+        (["true"], {"name": "a\nb"}, r"name 'a\\nb': contains a control character"),
     ],
 )
 def test_bad_input_raises_before_launch(
