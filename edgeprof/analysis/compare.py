@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..model import RunResult
-from .cells import cells_by_setting, group_by, successful
+from .cells import cells_by_setting, ending, group_by, successful
 from .difference import Difference, difference
 from .metrics import STAT_METRICS, Kind, stalled_percentiles
 from .outliers import outliers
@@ -95,9 +95,7 @@ class ModelSummary:
     def warnings(self) -> list[str]:
         """Failed runs, outliers (:mod:`edgeprof.analysis.outliers`), a slow first run."""
         out = [
-            f"run {self.runs.index(r) + 1} ended {r.termination.value}"
-            + (f" (exit {r.exit_code})" if r.exit_code else "")
-            + ": left out of the statistics"
+            f"run {self.runs.index(r) + 1} failed ({ending(r)}): left out of the statistics"
             for r in self.failures
         ]
         for key, metric in STAT_METRICS.items():

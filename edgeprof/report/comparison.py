@@ -47,6 +47,13 @@ def statistics_tables(cells: Mapping[str, Sequence[ModelSummary]]) -> list[TextT
     return out
 
 
+def _close(r: Rank) -> list[str]:
+    """Why ``r`` is not told apart from the model before it (the table's NOTE)."""
+    return (["within noise"] if r.within_noise else []) + (
+        ["< 10 MiB apart, may flip on the device"] if r.close_memory else []
+    )
+
+
 def _x(f: float | None, sd: float | None, n: int) -> str:
     if f is None:
         return "n/a"
@@ -102,9 +109,7 @@ def ranking_tables(
             rows = [["#", "MODEL", "MEDIAN", "MEAN ± SD", "× FIRST", "× PREVIOUS", "NOTE"]]
             for r in ranks:
                 prev = ranks[r.position - 2].name if r.position > 1 else ""
-                why = (["within noise"] if r.within_noise else []) + (
-                    ["< 10 MiB apart, may flip on the device"] if r.close_memory else []
-                )
+                why = _close(r)
                 rows.append(
                     [
                         str(r.position),
@@ -125,7 +130,8 @@ def ranking_tables(
                 notes.append(
                     f"{first.name} {verb} {_x(second.factor, second.factor_sd, second.stat.n)}"
                     f" less {title} than {second.name}"
-                    + (" (within noise)" if second.within_noise else "")
+                    # as the table says: a ratio of 1.00× was stated bare beside "≈ … apart"
+                    + (f" ({'; '.join(close)})" if (close := _close(second)) else "")
                 )
             for before, r in itertools.pairwise(ranks):
                 if r.within_noise:

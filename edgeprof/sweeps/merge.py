@@ -94,7 +94,8 @@ def merge_shards(paths: Sequence[Path]) -> Merged:
             if mine != theirs:
                 raise ConfigError(
                     f"{first.path} and {s.path} are shards of different sweeps: "
-                    f"their {key} differ ({theirs!r}, {mine!r})"
+                    f"their {key} {'differ' if key in ('models', 'limits') else 'differs'} "
+                    f"({theirs!r}, {mine!r})"
                 )
     count = first.count
     seen: dict[int, Path] = {}

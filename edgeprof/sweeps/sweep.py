@@ -80,7 +80,7 @@ class AutoRepeat:
                 f"--max-runs {self.max_runs}: must be at least --min-runs ({self.min_runs})"
             )
         if not 0 < self.target < 1:
-            raise ConfigError(f"--target {self.target * 100:g}%: must be between 0% and 100%")
+            raise ConfigError(f"--target {self.target * 100:g}%: must be above 0% and below 100%")
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ def test_summaries_rank_by_mean_and_list_failures() -> None:
     assert len(big.runs) == 3 and len(big.failures) == 1 and big.cpu_s and big.cpu_s.n == 2
     assert [r.name for r in rank(sums, "cpu_s")] == ["small", "big"]
     assert [r.name for r in rank(sums, "peak_bytes")] == ["small", "big"]
-    assert big.warnings()[0] == "run 3 ended exited (exit 3): left out of the statistics"
+    assert big.warnings()[0] == "run 3 failed (exit 3): left out of the statistics"
     titles = [t.plain().splitlines()[0] for t in ranking_tables(summarize_cells(results))]
     assert [re.split(" under | with no limits", t)[0] for t in titles] == [
         "Ranking by wall time",

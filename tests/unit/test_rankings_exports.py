@@ -86,6 +86,9 @@ def test_within_noise_and_ten_mib_flags() -> None:
     tables = {t.title.split(" under")[0]: t.plain() for t in ranking_tables(summarize_cells(runs))}
     assert "≈ a: within noise" in tables["Ranking by CPU time"]
     assert "≈ a: < 10 MiB apart, may flip on the device" in tables["Ranking by peak memory"]
+    # The note under it says so too: "1.08× less" had stood bare beside the table's "≈".
+    note = "a used 1.08 ± 0.00× less peak memory than b (< 10 MiB apart, may flip on the device)"
+    assert note in tables["Ranking by peak memory"]
 
 
 def test_rankings_are_per_limit_setting() -> None:

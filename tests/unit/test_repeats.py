@@ -167,7 +167,7 @@ def test_the_loop_runs_only_the_pending_cells_and_stops_when_none_is(
     [
         ({"repeat": "auto", "min_runs": 1}, "--min-runs 1: must be at least 2"),
         ({"repeat": "auto", "min_runs": 5, "max_runs": 4}, "--max-runs 4: must be at least"),
-        ({"repeat": "auto", "target": "0%"}, "--target 0%: must be between"),
+        ({"repeat": "auto", "target": "0%"}, "--target 0%: must be above 0% and below 100%"),
         ({"repeat": "auto", "target": "abc"}, "invalid --target 'abc'"),
         ({"repeat": 3, "min_runs": 2}, "--min-runs goes with --repeat auto"),
         ({"repeat": "3", "target": "5%"}, "--target goes with --repeat auto"),
