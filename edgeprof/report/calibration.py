@@ -107,6 +107,7 @@ def render_calibration(cal: Calibration) -> str:
     lines += [f"  unmatched {u}" for u in cal.unmatched]
     lines += [f"  profiled, not measured on the device: {u}" for u in cal.unmeasured]
     lines += [f"  not fitted: {s}" for s in cal.skipped]
+    lines += [f"  left out: {s}" for s in cal.left_out]
     for setting in cal.settings():
         fits = cal.fits_for(setting)
         lines.append("")

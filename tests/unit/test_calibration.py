@@ -326,6 +326,32 @@ def test_metric_table_reads_every_profiler_figure() -> None:
     assert METRICS["latency"].get(make_result()) is None
 
 
+def test_a_p50_that_measured_the_quotas_stalls_is_left_out_and_said(tmp_path: Path) -> None:
+    """--cpus 0.5 at a 100 ms period gave full-speed p50s for some batch sizes, starred as
+    stalls; fitted as points, they made the implied speed half the device's."""
+    from edgeprof.model import Throttling
+
+    def run(label: str, p50: float, stalled: bool) -> RunResult:
+        t = Throttling(20, 5, 0.1, 0.05, p50, p50, p50, ("p50",) if stalled else ())
+        lat = LatencyStats(20, p50, p50, p50, p50, p50, p50, 1 / p50, throttling=t)
+        return _run(label, 1.0, cpus=0.5, latency=lat)
+
+    runs = [run("a", 0.010, False), run("b", 0.020, True)]
+    runs += [run("c", 0.030, False), run("d", 0.040, False)]
+    csv_path = _csv(tmp_path, "model,latency_ms\na,20\nb,40\nc,60\nd,80\n")
+    cal = calibrate(runs, read_measurements(csv_path), "pi")
+    (line,) = [f for f in cal.fits if f.metric == "latency"]
+    assert line.fit.labels == ("a", "c", "d")  # b's stalled p50 is no point
+    assert cal.left_out == (
+        "latency [cpus=0.5, memory=1.0GiB]: b: its p50 measures the CPU quota's stalls, not the "
+        "workload (profile it with a shorter --cpu-period or longer iterations)",
+    )
+    assert "  left out: latency [cpus=0.5, memory=1.0GiB]: b: its p50" in render_calibration(cal)
+    out = tmp_path / "pi.yml"
+    cal.save(out)
+    assert load_calibration(out).left_out == cal.left_out  # kept in the file
+
+
 def test_latency_columns(tmp_path: Path) -> None:
     m = read_measurements(_csv(tmp_path, "model,latency_ms,latency_mean_us\na,12.5,13000\n"))
     assert m.units == {"latency": "ms", "latency_mean": "us"}

@@ -84,6 +84,9 @@ class Calibration:
     """Profiled cells without a device row."""
     skipped: tuple[str, ...] = ()
     """(metric, setting) pairs that could not be fitted, with the reason."""
+    left_out: tuple[str, ...] = ()
+    """Profiled points kept out of a fit, with the reason (a p50 that measured a CPU quota's
+    stalls, not the workload)."""
     matched: int = 0
     speed: ImpliedSpeed | None = None
     """The device in CPUs of the profiling host (:mod:`.speed`); ``None``: no time fit
@@ -139,6 +142,7 @@ class Calibration:
             "unmatched": list(self.unmatched),
             "unmeasured": list(self.unmeasured),
             "skipped": list(self.skipped),
+            "left_out": list(self.left_out),
             "form": self.form or "auto",
             "family_rules": [str(r) for r in self.families.rules],
             "families": dict(self.families.named),
@@ -267,6 +271,7 @@ def _calibration(doc: _Fields) -> Calibration:
         unmatched=tuple(doc.texts("unmatched", "a list of lines")),
         unmeasured=tuple(doc.texts("unmeasured", "a list of lines")),
         skipped=tuple(doc.texts("skipped", "a list of lines")),
+        left_out=tuple(doc.texts("left_out", "a list of lines")),
         matched=doc.count("matched_rows"),
         speed=None if speed_d is None else _speed(speed_d, by_key),
         families=families,

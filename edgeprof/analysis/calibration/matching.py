@@ -12,6 +12,7 @@ from ...errors import ConfigError
 from ...model import RunResult
 from ..cells import cells_by_setting, successful
 from ..instrumentation import no_events
+from ..metrics import stalled_percentiles
 from .families import MIN_FAMILY_POINTS, Families, FamilyRule, label_stem, members
 from .file import Calibration, MetricFit, metric_fit
 from .fit import DEFAULT_LEVEL, DEFAULT_MIN_R2, fit
@@ -33,6 +34,15 @@ class Cell:
     """Metric name → median over the successful runs (base unit)."""
     cpus: float | None = None
     memory: int | None = None
+    stalled: tuple[str, ...] = ()
+    """The latency percentiles that measured a CPU quota's stalls in its runs
+    (:func:`~edgeprof.analysis.metrics.stalled_percentiles`)."""
+
+
+STALL_PERCENTILE = {"latency": "p50"}
+"""The calibration metrics that are a latency percentile, and which: one that measured the
+quota's stalls is no point of the device's speed (a tester's --cpus 0.5 at a 100 ms period
+gave full-speed p50s, and a slope that made the implied speed half the device's)."""
 
 
 def cells_of(runs: Sequence[RunResult]) -> list[Cell]:
@@ -48,7 +58,10 @@ def cells_of(runs: Sequence[RunResult]) -> list[Cell]:
                 if vs:
                     values[name] = statistics.median(vs)
             lim = group[0].limits
-            out.append(Cell(label, setting, len(group), len(ok), values, lim.cpus, lim.memory))
+            stalled = stalled_percentiles(ok)
+            out.append(
+                Cell(label, setting, len(group), len(ok), values, lim.cpus, lim.memory, stalled)
+            )
     return out
 
 
@@ -171,9 +184,19 @@ def calibrate(
     silent = no_events(runs)
     fits: list[MetricFit] = []
     skipped = []
+    left_out = []
     for setting in dict.fromkeys(c.setting for _, c in pairs):
         for metric, unit in measurements.units.items():
             measured = [(r, c) for r, c in pairs if c.setting == setting and metric in r.values]
+            stall = STALL_PERCENTILE.get(metric)
+            for _, c in measured:
+                if stall is not None and stall in c.stalled and metric in c.values:
+                    left_out.append(
+                        f"{metric} [{setting}]: {c.label}: its {stall} measures the CPU quota's "
+                        "stalls, not the workload (profile it with a shorter --cpu-period or "
+                        "longer iterations)"
+                    )
+            measured = [(r, c) for r, c in measured if stall is None or stall not in c.stalled]
             pts = [
                 (c.label, c.values[metric], r.values[metric])
                 for r, c in measured
@@ -218,6 +241,7 @@ def calibrate(
         unmatched=tuple(unmatched),
         unmeasured=tuple(unmeasured),
         skipped=tuple(skipped),
+        left_out=tuple(left_out),
         matched=len(pairs),
         speed=speed,
         families=families,
