@@ -28,9 +28,18 @@ def probe_row(p: Probe, reference_s: float) -> list[str]:
         stall,
         "n/a" if pressure is None or t["refaults"] is None else str(t["refaults"]),
         "n/a" if t["major_faults"] is None else str(t["major_faults"]),
-        last.end,
+        _ends(p.runs),
         p.verdict.reason,
     ]
+
+
+def _ends(runs: Sequence[RunResult]) -> str:
+    """How the probe's runs ended: the one end they share, or the failure and how many of
+    them had it (an OOM kill in 1 of 3 had read as the last run's plain ``oom``)."""
+    bad = [r for r in runs if not r.succeeded]
+    if not bad or (len(bad) == len(runs) and len({r.end for r in runs}) == 1):
+        return runs[-1].end
+    return f"{bad[0].end} in {len(bad)} of {len(runs)}"
 
 
 def render_fit(outcomes: Sequence[FitOutcome]) -> str:

@@ -153,6 +153,13 @@ def test_probe_row_end_is_the_results_tables() -> None:
         cells = probe_row(Probe(16 * MIB, (r,), Verdict(False, "x")), 1.5)
         assert r.end == end
         assert cells[CURVE.index("END")] == r.end == row(r)[-1]
+    # One OOM kill of three runs: said with its count, not as the last run's plain end.
+    oom = make_result(termination=Termination.OOM, exit_code=137)
+    mixed = (make_result(exit_code=0), oom, make_result(exit_code=0))
+    cells = probe_row(Probe(16 * MIB, mixed, Verdict(False, "oom")), 1.5)
+    assert cells[CURVE.index("END")] == "oom (137) in 1 of 3"
+    cells = probe_row(Probe(16 * MIB, (oom, oom), Verdict(False, "oom")), 1.5)
+    assert cells[CURVE.index("END")] == "oom (137)"  # every run the same: the end alone
     failed_row = probe_row(Probe(16 * MIB, (make_result(exit_code=1),), Verdict(False, "x")), 1.5)
     assert failed_row[CURVE.index("END")] == "exited (1)"
     assert failed_row[CURVE.index("VS UNLIMITED")] == "-"  # a failure's time is no speed
