@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 
-from ..analysis.cells import cells, successful
+from ..analysis.cells import cells, ending, successful
 from ..analysis.compare import RANKED_METRICS, ModelSummary, Rank, format_stat, rank
 from ..analysis.difference import DEFAULT_TARGET, runs_to_resolve
 from ..analysis.hosts import mixed_hosts_note
@@ -45,6 +45,10 @@ def statistics_tables(cells: Mapping[str, Sequence[ModelSummary]]) -> list[TextT
         if len(rows) > 1:
             out.append(TextTable(f"Statistics {under(setting)}", rows, notes))
     return out
+
+
+def _all_failed(m: ModelSummary) -> bool:
+    return bool(m.runs) and len(m.failures) == len(m.runs)
 
 
 def _close(r: Rank) -> list[str]:
@@ -147,10 +151,26 @@ def ranking_tables(
                     f"not ranked, no figure of {title} in their runs: {', '.join(unranked)} "
                     "(see the warnings)"
                 )
-            if not all(r.tested for r in ranks):
-                notes.append(  # one successful run, or one with the figure (avg memory)
+            failed = [f"{m.name} ({ending(m.runs[0])})" for m in summaries if _all_failed(m)]
+            if failed:  # said nowhere but in each run's warning before
+                notes.append(f"not ranked, every run failed: {', '.join(failed)}")
+            untested = [r for r in ranks if not r.tested]
+            if untested:
+                # One figure of several successful runs: they were too short for it (average
+                # memory needs two readings), and more repeats would not give one.
+                by_name = {m.name: m for m in summaries}
+                short = any(
+                    len(by_name[r.name].runs) - len(by_name[r.name].failures) > r.stat.n
+                    for r in untested
+                )
+                how = (
+                    "a finer --interval: runs shorter than two readings have none"
+                    if short
+                    else "--repeat 3 or more, or --repeat auto"
+                )
+                notes.append(
                     f"a model with 1 figure of {title}: its step from the previous one is not "
-                    "tested (--repeat 3 or more, or --repeat auto)"
+                    f"tested ({how})"
                 )
             out.append(TextTable(ranking_title(title, setting), rows, notes))
     return out

@@ -247,3 +247,29 @@ def test_a_report_file_that_cannot_be_written_leaves_the_tables_shown(
     out, err = capfd.readouterr()
     assert out.startswith("Final Usage Stats") and "true" in out
     assert err == "edgeprof: error: cannot write r.md: No space left on device\n"
+
+
+def test_what_a_ranking_leaves_out_is_said_with_its_cause() -> None:
+    """A model whose every run failed was in no ranking and no note; a model with one average
+    memory among three successful runs was told to add repeats, which would not give more."""
+    import dataclasses
+
+    runs = [_run("a", c, 100) for c in (1.0, 1.1, 0.9)]
+    runs += [_run("b", c, 120) for c in (2.0, 2.1, 1.9)]
+    runs += [dataclasses.replace(_run("c", 0.5, 90), exit_code=3) for _ in range(3)]
+    tables = {t.title.split(" under")[0]: t.plain() for t in ranking_tables(summarize_cells(runs))}
+    assert "not ranked, every run failed: c (exit 3)" in tables["Ranking by CPU time"]
+    short = [
+        dataclasses.replace(r, memory=dataclasses.replace(r.memory, avg_bytes=None))
+        if r.label == "b" and i % 3
+        else r
+        for i, r in enumerate(runs[:6])
+    ]
+    text = {t.title.split(" under")[0]: t.plain() for t in ranking_tables(summarize_cells(short))}
+    assert (
+        "a model with 1 figure of avg memory: its step from the previous one is not tested (a "
+        "finer --interval: runs shorter than two readings have none)"
+    ) in text["Ranking by avg memory"]
+    one = runs[:1] + runs[3:4]  # one run each: repeats are what would test the step
+    text = {t.title.split(" under")[0]: t.plain() for t in ranking_tables(summarize_cells(one))}
+    assert "(--repeat 3 or more, or --repeat auto)" in text["Ranking by CPU time"]
