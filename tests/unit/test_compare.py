@@ -55,7 +55,8 @@ def test_summaries_rank_by_mean_and_list_failures() -> None:
 
 def test_a_model_without_the_figure_is_named_under_its_ranking() -> None:
     """Runs too short for an average memory: the model was missing from that ranking
-    without a word.  A failed model is not named (its warnings say why it is left out)."""
+    without a word.  A model whose every run failed is named under each ranking, with how
+    its runs ended (only its runs' warnings had said it, far from the rankings)."""
     short = [
         dataclasses.replace(r, memory=dataclasses.replace(r.memory, avg_bytes=None))
         for r in _runs("short", 30, 20 << 20)
@@ -69,9 +70,12 @@ def test_a_model_without_the_figure_is_named_under_its_ranking() -> None:
     }
     unranked = {title: [n for n in ns if n.startswith("not ranked")] for title, ns in notes.items()}
     assert unranked.pop("Ranking by avg memory") == [
-        "not ranked, no figure of avg memory in their runs: short (see the warnings)"
+        "not ranked, no figure of avg memory in their runs: short (see the warnings)",
+        "not ranked, every run failed: failed (exit 3)",
     ]
-    assert unranked and not any(unranked.values())
+    assert unranked and all(
+        ns == ["not ranked, every run failed: failed (exit 3)"] for ns in unranked.values()
+    )
 
 
 def test_close_neighbours_are_marked_as_within_noise() -> None:
