@@ -404,6 +404,7 @@ def phase_stats(
                     items_given=items_given,
                     stalls=None if stalls_sorted is None else its_stalls,
                     tail=None if tails is None else tails.get(name),
+                    within_s=wall,
                 ),
             )
         )

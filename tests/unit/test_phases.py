@@ -341,6 +341,27 @@ def test_a_shell_workload_uses_the_line_protocol() -> None:
     assert any("1 malformed event line(s) ignored" in w for w in r.warnings)
 
 
+def test_a_phases_rate_is_over_its_own_time_not_the_phases_between() -> None:
+    """10 × (20 ms in ``pre``, then one 5 ms iteration in ``infer``): infer's rate had been
+    counted over the whole loop, ``pre`` included (43 it/s for a phase doing ~195)."""
+    import sys
+
+    script = (
+        "import time, edgeprof\n"
+        "for _ in range(10):\n"
+        "    with edgeprof.phase('pre'):\n"
+        "        time.sleep(0.02)\n"
+        "    with edgeprof.phase('infer'), edgeprof.iteration():\n"
+        "        time.sleep(0.005)\n"
+    )
+    r = profile([sys.executable, "-c", script], backend=FakeBackend(), interval=0.02)
+    infer = next(p for p in r.phases if p.name == "infer")
+    assert infer.latency is not None and infer.latency.count == 10
+    assert infer.latency.per_s == pytest.approx(10 / infer.wall_s)  # its own 10 occurrences
+    assert r.latency is not None and r.latency.per_s is not None
+    assert r.latency.per_s < infer.latency.per_s  # the run's loop rate counts pre's time
+
+
 # -- the result file and the report ------------------------------------------------------------
 
 
