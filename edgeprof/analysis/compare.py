@@ -14,6 +14,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ..measure.latency import stalled_words
 from ..model import RunResult
 from .cells import cells_by_setting, ending, group_by, successful
 from .difference import Difference, difference
@@ -115,7 +116,7 @@ class ModelSummary:
         stalled = stalled_percentiles(self.runs)
         if stalled:
             out.append(
-                f"latency {', '.join(stalled)} measure the CPU quota's stalls, not the "
+                f"{stalled_words(stalled)} the CPU quota's stalls, not the "
                 "workload (a CFS period longer than an iteration; --cpu-period)"
             )
         wall = self.wall_s

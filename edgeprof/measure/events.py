@@ -447,7 +447,15 @@ class EventChannel:
         latency = latency_stats(
             iterations, items_given=self._items_given, stalls=stalls, tail=self._tail
         )
-        measured = [("", latency), *((f"phase {p.name!r}: ", p.latency) for p in phases)]
+        # The run's own only where no phase holds all its iterations (as the latency table's
+        # "(all)" row): the same warning had been printed twice, for the run and its phase.
+        whole = latency is not None and any(
+            p.latency is not None and p.latency.count == latency.count for p in phases
+        )
+        measured = [
+            *([] if whole else [("", latency)]),
+            *((f"phase {p.name!r}: ", p.latency) for p in phases),
+        ]
         warnings.extend(
             stall_warning(lat, where)
             for where, lat in measured

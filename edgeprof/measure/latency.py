@@ -379,13 +379,18 @@ def stall_warning(lat: LatencyStats, where: str = "") -> str:
     t = lat.throttling
     assert t is not None and t.distorted
     return (
-        f"{where}latency {', '.join(t.distorted)} measure the CPU quota's stalls, not the "
+        f"{where}{stalled_words(t.distorted)} the CPU quota's stalls, not the "
         f"workload: {t.throttled} of {_known(t.iterations, lat.count)} were throttled (up to "
         f"{t.max_stall_s * 1000:.1f}ms each); with the stalls spread evenly, as on a slower "
         f"core, p50 would be {t.even_p50_s * 1000:.2f}ms and p99 {t.even_p99_s * 1000:.2f}ms. "
         "A CFS period well under one iteration spreads them (--cpu-period; the kernel's "
         "shortest quota is 1ms)"
     )
+
+
+def stalled_words(names: Sequence[str]) -> str:
+    """``latency p50 measures``, ``latency p50, p99 measure``."""
+    return f"latency {', '.join(names)} {'measures' if len(names) == 1 else 'measure'}"
 
 
 def _known(known: int, count: int) -> str:

@@ -359,6 +359,7 @@ def test_a_phases_rate_is_over_its_own_time_not_the_phases_between() -> None:
     assert infer.latency is not None and infer.latency.count == 10
     assert infer.latency.per_s == pytest.approx(10 / infer.wall_s)  # its own 10 occurrences
     assert r.latency is not None and r.latency.per_s is not None
+    assert infer.latency.per_s is not None
     assert r.latency.per_s < infer.latency.per_s  # the run's loop rate counts pre's time
 
 

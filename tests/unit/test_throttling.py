@@ -272,6 +272,29 @@ def test_the_channel_reads_throttling_per_line_and_warns() -> None:
     assert "p50 would be 11.41ms and p99 11.41ms" in w
 
 
+def test_a_phase_holding_every_iteration_is_warned_about_once() -> None:
+    """As the latency table shows no "(all)" row then: the warning had come twice, for the
+    run and for the phase, word for word."""
+    lat, stalls = coarse(n=40, every=8)
+    cumulative = [round(sum(stalls[: i + 1]) * 1e6) for i in range(len(stalls))]
+    ch = EventChannel()
+    readings = iter(cumulative)  # one reading after each iteration's line, as above
+    ch._read_throttled = lambda: next(readings)
+    t = 100.0
+    ch.feed(f"begin infer {t:.6f}\n".encode())
+    for x in lat:
+        ch.feed(f"iter {t:.6f} {t + x:.6f}\n".encode())
+        t += x
+    ch.feed(f"end infer {t:.6f}\n".encode())
+    ch.close()
+    phases, latency, _, warnings = ch.results(run_end=t + 1)
+    assert [p.name for p in phases] == ["infer"] and latency is not None
+    assert phases[0].latency is not None and phases[0].latency.count == latency.count == 40
+    assert [w[:41] for w in warnings if "stalls" in w] == [
+        "phase 'infer': latency p50, p90, p95, p99"
+    ]
+
+
 def test_without_a_reader_no_stall_is_known() -> None:
     ch = EventChannel()
     ch.feed(b"iter 1.0 1.01\niter 1.01 1.02\n")
