@@ -151,6 +151,18 @@ def render_recipe(
     if shards < 1:
         raise ConfigError(f"--shards {shards}: expected 1 or more parts")
     options, command, gate, params = split_for_parts(run_args)
+    # The parts' --shard is the recipe's: refused in its words, not an option never given.
+    repeat = str(params.get("repeat") or "1")
+    if repeat == "auto":
+        raise ConfigError(
+            f"--shards {shards} with --repeat auto: the parts split a fixed number of rounds: "
+            "give --repeat N"
+        )
+    if repeat.isdigit() and int(repeat) < shards:
+        raise ConfigError(
+            f"--shards {shards} with --repeat {repeat}: each part runs a set of the rounds, so "
+            f"give at least --repeat {shards}"
+        )
     job = plan_run(run_request({**params, "shard": f"1/{shards}"}))
     memory = None if part_memory is None else parse_memory_limit(part_memory)
     cpus, memory = part_resources(job.plan.limits, part_cpus, memory)

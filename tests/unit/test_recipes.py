@@ -237,6 +237,20 @@ def test_the_model_round_trip_catches_a_misspelt_field() -> None:
             {},
             "--gpus 2: GitHub's hosted runner ubuntu-24.04 has no GPU",
         ),
+        # In the recipe's words: "--shard 1/3 with --repeat 2" named an option never given.
+        (
+            "github",
+            ["--cpus", "1", "--repeat", "2", "--", "x"],
+            {},
+            "--shards 3 with --repeat 2: each part runs a set of the rounds, so give at least "
+            "--repeat 3",
+        ),
+        (
+            "github",
+            ["--cpus", "1", "--repeat", "auto", "--", "x"],
+            {},
+            "--shards 3 with --repeat auto: the parts split a fixed number of rounds",
+        ),
     ],
 )
 def test_bad_recipes_are_refused(
