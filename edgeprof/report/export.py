@@ -5,8 +5,9 @@ from __future__ import annotations
 import csv
 import io
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..analysis.metrics import STAT_METRICS
 from ..analysis.sweepfile import cell_dicts, sweep_dict
@@ -96,13 +97,14 @@ def write_exports(
     sweep_json: bool = True,
     extra: Sequence[TextTable] = (),
     notes: Sequence[str] = (),
+    plan: Mapping[str, Any] | None = None,
 ) -> list[Path]:
-    """``sweep.json`` (unless the sweep wrote its own), ``runs.csv``, ``cells.csv`` and
-    ``report.md`` (with ``extra`` tables and ``notes``, as :func:`markdown_summary`) in
-    ``out``; returns the paths written."""
+    """``sweep.json`` (unless the sweep wrote its own; with ``plan``, the sweep's own keys),
+    ``runs.csv``, ``cells.csv`` and ``report.md`` (with ``extra`` tables and ``notes``, as
+    :func:`markdown_summary`) in ``out``; returns the paths written."""
     written = []
     if sweep_json:  # each file a ConfigError line when it cannot be written (a full disk)
-        write_json_output(out / "sweep.json", sweep_dict(runs))
+        write_json_output(out / "sweep.json", sweep_dict(runs, plan))
         written.append(out / "sweep.json")
     for name, text in (
         ("runs.csv", runs_csv(runs)),

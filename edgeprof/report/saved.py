@@ -22,6 +22,7 @@ from ..storage import (
     load_fits,
     load_runs,
     prepare_out_dir,
+    read_sweep,
     sweep_stopped,
     write_json_output,
 )
@@ -117,7 +118,15 @@ def rerender(
     auto = load_auto_repeat(paths[0]) if len(paths) == 1 else None
     repeats = [] if auto is None else [repeats_table(runs, *auto)]
     if out is not None:  # report.md as the terminal shows it: the repeats, the early stop
-        write_exports(prepare_out_dir(out), runs, extra=repeats, notes=stopped)
+        # One sweep's own keys (its plan, --repeat auto, warm-ups, why it stopped) kept: the
+        # copy had held only the runs, and `report` of it lost the repeats and the stop.
+        found = read_sweep(paths[0]) if len(paths) == 1 else None
+        plan = (
+            None
+            if found is None
+            else {k: v for k, v in found[1].items() if k not in ("schema", "runs", "cells")}
+        )
+        write_exports(prepare_out_dir(out), runs, extra=repeats, notes=stopped, plan=plan)
     write_markdown(markdown, runs, repeats, stopped)
     if plots is not None:
         write_plot_files(plots, runs, stderr)

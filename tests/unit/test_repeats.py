@@ -218,6 +218,9 @@ def test_report_prints_an_auto_sweeps_repeats_again(
     for written in (tmp_path / "files" / "report.md", md):
         assert "Repeats (--repeat auto: 2 to 4 runs a model, precision ±50%)" in written.read_text()
     capfd.readouterr()
+    assert main(["report", str(tmp_path / "files")]) == 0  # the copy keeps the sweep's plan
+    assert "Repeats (--repeat auto: 2 to 4 runs a model" in capfd.readouterr().out
+    capfd.readouterr()
     live = tmp_path / "live"
     argv = ["run", "--backend", "fake", "--repeat", "auto", "--min-runs", "2", "--max-runs", "3"]
     assert main([*argv, "-m", "m1,m2", "--out", str(live), "--", "true"]) == 0

@@ -301,6 +301,8 @@ def test_a_sweep_that_fails_midway_leaves_sweep_json_with_every_finished_run(
     note = "the sweep stopped after 3 run(s), before its plan was done (error: the fourth launch"
     for written in (files / "report.md", tmp_path / "r.md", tmp_path / "r.html"):
         assert note in written.read_text(), written
+    copy = json.loads((files / "sweep.json").read_text())  # the sweep's own keys kept
+    assert (copy["repeat"], copy["stopped"]) == (6, "error: the fourth launch fails")
 
 
 def test_sweep_json_written_during_the_sweep_says_it_is_unfinished(tmp_path: Path) -> None:
