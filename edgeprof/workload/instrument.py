@@ -22,7 +22,8 @@ grandchild that inherited the variable but not the descriptor writes nothing to 
 reuses that number).  In a container (Docker backend, local daemon) no descriptor can be
 inherited: a FIFO is bind-mounted at ``/run/edgeprof/events`` and named in
 ``EDGEPROF_EVENTS``.  Each event is one line, written with one ``write()`` (atomic below 4 KiB,
-so threads and child processes may share the pipe).  Timestamps are ``time.monotonic()``
+so threads and child processes may share the pipe; a child started by spawn or forkserver
+opens it again through its parent, :func:`_from_ancestor`).  Timestamps are ``time.monotonic()``
 (``CLOCK_MONOTONIC``), the clock of the sampler.  The line protocol, for workloads in other
 languages (words separated by spaces; ``T`` a decimal number of seconds on
 ``CLOCK_MONOTONIC``; a missing ``T`` means "when the runner reads the line")::
@@ -105,13 +106,13 @@ class _Channel:
             return
         try:
             fd = int(raw)
-            st = os.fstat(fd)
-        except (ValueError, OSError):
+        except ValueError:
             return
         inode = os.environ.get(INODE_ENV)
-        if not stat.S_ISFIFO(st.st_mode) or (inode is not None and inode != str(st.st_ino)):
-            return
-        self.fd = fd
+        if _is_pipe(fd, inode):
+            self.fd = fd
+        elif inode is not None:  # inherited the variable, not the descriptor
+            self.fd = _from_ancestor(fd, inode)
 
     def _open_path(self, path: str) -> None:
         try:
@@ -138,6 +139,45 @@ class _Channel:
             os.write(self.fd, line.encode("utf-8", "replace"))
         except OSError:  # the runner is gone (EPIPE) or the descriptor was closed
             self.fd = None
+
+
+def _is_pipe(fd: int, inode: str | None) -> bool:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return False
+    return stat.S_ISFIFO(st.st_mode) and (inode is None or inode == str(st.st_ino))
+
+
+def _from_ancestor(fd: int, inode: str, most: int = 8) -> int | None:
+    """The runner's pipe, opened again through an ancestor that holds it.
+
+    A ``multiprocessing`` child started by spawn or forkserver (Python 3.14's default on
+    Linux) inherits the environment but not the descriptor: its events had been dropped in
+    silence.  ``/proc/PID/fd/N`` of a pipe opens that pipe again; the inode says it is the
+    runner's, not what the ancestor now keeps at that number."""
+    pid = os.getppid()
+    for _ in range(most):
+        if pid <= 1:
+            return None
+        link = f"/proc/{pid}/fd/{fd}"
+        try:  # what the link names, before anything is opened (a device's open can act)
+            st = os.stat(link)
+            if stat.S_ISFIFO(st.st_mode) and str(st.st_ino) == inode:
+                # non-blocking: opened as a FIFO is, it would wait for a reader otherwise
+                new = os.open(link, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+                if _is_pipe(new, inode):
+                    os.set_blocking(new, True)
+                    return new
+                os.close(new)
+        except OSError:
+            pass
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                pid = int(f.read().rpartition(b")")[2].split()[1])  # after the name: ppid
+        except (OSError, ValueError, IndexError):
+            return None
+    return None
 
 
 _channel = _Channel()

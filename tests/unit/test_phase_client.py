@@ -250,6 +250,30 @@ def test_a_forked_child_reports_through_the_inherited_pipe() -> None:
     assert [ln.split()[1] for ln in data.decode().splitlines()] == ["parent", "child"]
 
 
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_a_spawned_child_reports_through_its_parents_pipe(tmp_path: Path, method: str) -> None:
+    """A multiprocessing child started by spawn or forkserver (Python 3.14's default) has
+    the variables but not the descriptor: its events had been dropped in silence."""
+    script = tmp_path / "spawner.py"
+    script.write_text(
+        textwrap.dedent(f"""
+        import multiprocessing as mp, edgeprof
+        def child():
+            edgeprof.mark("child")
+        if __name__ == "__main__":
+            mp.set_start_method({method!r})
+            edgeprof.mark("parent")
+            p = mp.Process(target=child)
+            p.start()
+            p.join()
+        """)
+    )
+    run = f"import runpy; runpy.run_path({str(script)!r}, run_name='__main__')"
+    proc, data = _through_a_pipe(run)
+    assert proc.returncode == 0, proc.stderr
+    assert [ln.split()[1] for ln in data.decode().splitlines()] == ["parent", "child"]
+
+
 def test_the_fifo_channel_for_containers(tmp_path: Path) -> None:
     """What a container gets: a FIFO named in EDGEPROF_EVENTS (here written from this host)."""
     ch = EventChannel(fifo=True)
