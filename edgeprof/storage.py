@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -220,6 +221,10 @@ def _finite(text: str) -> float:
 SWEEP_SCHEMA = "edgeprof-sweep/1"
 
 
+WARMUP_DIR = re.compile(r"^warmup-\d+$")
+"""A sweep's warm-up run's directory (:func:`edgeprof.sweeps.sweep.run_dir`)."""
+
+
 def load_runs(paths: list[Path]) -> list[RunResult]:
     """Every run in ``paths``: a ``result.json``, a ``sweep.json`` (key ``runs``), a JSON list
     of results (``run --json`` with several runs), or a directory searched recursively (a
@@ -229,7 +234,11 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
     for path in paths:
         if path.is_dir():
             sweep = path / "sweep.json"
-            files = [sweep] if sweep.exists() else sorted(path.rglob("result.json"))
+            # Warm-ups are no measured run (a fit's unlimited runs keep theirs in warmup-1/:
+            # `report` of its directory had counted it among them).
+            found = [] if sweep.exists() else sorted(path.rglob("result.json"))
+            measured = [p for p in found if not WARMUP_DIR.match(p.parent.name)]
+            files = [sweep] if sweep.exists() else measured
             if not files:
                 raise ConfigError(f"{path}: no result.json or sweep.json in it")
             runs.extend(load_runs(files))

@@ -34,6 +34,9 @@ def test_load_runs_reads_every_form(tmp_path: Path) -> None:
     nested = tmp_path / "runs" / "m" / "1"
     nested.mkdir(parents=True)
     write_result(nested / "result.json", b)
+    warm = tmp_path / "runs" / "m" / "warmup-1"  # a warm-up (a fit's): no measured run
+    warm.mkdir()
+    write_result(warm / "result.json", a)
     paths = [tmp_path / "one.json", tmp_path / "list.json", sweep.parent, tmp_path / "runs"]
     got = load_runs(paths)
     assert [r.name for r in got] == ["a", "b", "c", "c", "b"]
