@@ -316,3 +316,28 @@ def test_the_per_batch_size_table_keeps_the_latency_tables_marks() -> None:
     assert text.endswith("* measures the CPU quota's stalls, not the workload (see the warnings)\n")
     clean = dataclasses.replace(lat, throttling=None)
     assert "*" not in render_bench([make_result(name="infer bs=1", latency=clean)])
+
+
+def test_the_first_batch_sizes_page_cache_is_said() -> None:
+    """Its run read the imports' files, the later runs found them cached: its peak was the
+    largest for no reason of its batch size."""
+    from edgeprof.model import MemoryParts, RunResult
+    from edgeprof.report.bench import first_reads_note
+
+    from .conftest import make_result
+
+    mib = 1 << 20
+
+    def run(bs: int, file: int) -> RunResult:
+        r = make_result(name=f"infer bs={bs}")
+        parts = MemoryParts(total=None, anon=100 * mib, file=file * mib, shmem=0, kernel=mib)
+        return dataclasses.replace(r, memory=dataclasses.replace(r.memory, peaks=parts))
+
+    note = first_reads_note([run(8, 302), run(1, 4), run(32, 6)])
+    assert note == (
+        "infer bs=8 ran first: its peak memory counts 302.0MiB of page cache (the files it "
+        "read, which the later batch sizes found cached, at most 6.0MiB): compare their "
+        "anonymous memory, not their peaks"
+    )
+    assert first_reads_note([run(8, 20), run(1, 10)]) is None  # within 16 MiB
+    assert first_reads_note([run(8, 302)]) is None  # one batch size: nothing to compare
