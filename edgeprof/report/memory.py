@@ -3,7 +3,14 @@ whether it fits that limit."""
 
 from __future__ import annotations
 
-from ..analysis.headroom import GpuFit, Headroom, LimitFit, between_samples, sampled_total
+from ..analysis.headroom import (
+    GpuFit,
+    Headroom,
+    LimitFit,
+    between_samples,
+    sampled_total,
+    unattributed,
+)
 from ..model import MemoryParts, MemoryPressure
 from ..units import format_binary
 
@@ -25,6 +32,9 @@ def composition(parts: MemoryParts | None, peak: int | None, cpus: int = 1) -> s
         terms.append(f"shmem {_mib(parts.shmem)}")
     terms.append(f"kernel {_mib(parts.kernel)}")
     made_of = " + ".join(terms) + " MiB"
+    gap = unattributed(parts, cpus)
+    if gap is not None:  # the stat file lagged the usage: said, not an equation off by it
+        made_of += f" + {format_binary(gap)} not yet in memory.stat"
     sampled = sampled_total(parts)
     if sampled is None or not between_samples(parts, peak, cpus):
         return f"peak {format_binary(peak)} = {made_of}"

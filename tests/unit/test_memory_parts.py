@@ -509,6 +509,21 @@ def test_a_peak_between_samples_is_no_equation(total: int | None) -> None:
     assert composition(near, 64 * MIB) == "peak 64.0MiB = anon 60.0 + file 0.0 + kernel 2.0 MiB"
 
 
+def test_usage_the_stat_file_had_not_counted_yet_is_said() -> None:
+    """The sample's usage 190.9 MiB, its parts 169.4 MiB (memory.stat lagged the counter):
+    printed as an equation, it was off by 21.5 MiB."""
+    parts = MemoryParts(
+        round(190.9 * MIB), anon=round(169.0 * MIB), file=0, shmem=0, kernel=round(0.4 * MIB)
+    )
+    assert composition(parts, round(190.9 * MIB)) == (
+        "peak 190.9MiB = anon 169.0 + file 0.0 + kernel 0.4 MiB + 21.5MiB not yet in memory.stat"
+    )
+    within = dataclasses.replace(parts, total=round(169.6 * MIB))  # the batching: no term
+    assert composition(within, round(169.6 * MIB)) == (
+        "peak 169.6MiB = anon 169.0 + file 0.0 + kernel 0.4 MiB"
+    )
+
+
 def test_the_batching_allowed_is_the_hosts_64_pages_a_cpu() -> None:
     """A 0.05 s Python run on 2 CPUs: 4.7 MiB peak, 1.4 MiB at its highest sample.  Taken as
     the peak's make-up under a 16-CPU allowance (4 MiB), it printed an equation 3.3 MiB
