@@ -24,7 +24,7 @@ from ..sweeps.request import (
     open_backend,
     plan_run,
 )
-from ..sweeps.sweep import Step
+from ..sweeps.sweep import Step, stale_runs
 from .files import write_file, write_markdown, write_plot_files
 from .progress import PlainProgress, RichProgress
 from .summary import print_summary
@@ -80,6 +80,17 @@ def run_and_report(
         print(f"edgeprof: warning: {w}", file=stderr)
     job = open_backend(job, stderr)
     plan, tpl = job.plan, job.template
+    given = job.request.out
+    stale = [] if given is None else stale_runs(given, plan)
+    if given is not None and stale:
+        shown = ", ".join(str((p / "result.json").relative_to(given)) for p in stale[:4])
+        more = f" and {len(stale) - 4} more" if len(stale) > 4 else ""
+        print(
+            f"edgeprof: warning: {given} holds {len(stale)} run(s) this sweep does "
+            f"not write ({shown}{more}): they stay, outside its sweep.json (give another "
+            "--out, or remove them)",
+            file=stderr,
+        )
     progress: PlainProgress | RichProgress | None = None
     if not plan.is_single:
         if stderr.isatty() and not outputs.json_out:

@@ -312,6 +312,16 @@ def run_dir(out: Path, plan: SweepPlan, step: Step) -> Path:
     return d / (f"warmup-{step.round}" if step.warmup else str(step.round))
 
 
+def stale_runs(out: Path, plan: SweepPlan) -> list[Path]:
+    """Run directories in ``out`` this sweep will not write (an earlier sweep's other models,
+    settings or rounds, or an earlier single run's files): ``report`` reads ``sweep.json``
+    only, so they are no part of this sweep, but they had stayed beside it unsaid."""
+    if plan.is_single or not out.is_dir():
+        return []
+    planned = {run_dir(out, plan, step) for step in plan.steps()}
+    return sorted({p.parent for p in out.rglob("result.json")} - planned)
+
+
 def check_limits(plan: SweepPlan, backend: Backend) -> None:
     """Every limit setting against this host before the first run: a sweep that would fail on
     its third setting must fail before it starts."""

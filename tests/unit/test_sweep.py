@@ -357,3 +357,23 @@ def test_a_sweep_whose_first_run_cannot_start_leaves_no_directory(tmp_path: Path
             SweepPlan(("true",), repeat=2), backend=NeverStarts(linear()), out=tmp_path / "kept"
         )
     assert (tmp_path / "kept").is_dir()
+
+
+def test_a_sweep_into_a_directory_of_other_runs_says_they_stay(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """An earlier sweep's other model, and an earlier single run, stayed beside the new
+    sweep.json unsaid (report reads sweep.json only)."""
+    out = tmp_path / "out"
+    fake = ["run", "--backend", "fake", "--out", str(out)]
+    assert main([*fake, "-m", "a,b", "--", "true"]) == 0
+    capfd.readouterr()
+    assert main([*fake, "-m", "a", "--", "true"]) == 0
+    err = capfd.readouterr().err
+    assert (
+        f"edgeprof: warning: {out} holds 1 run(s) this sweep does not write (b/1/result.json): "
+        "they stay, outside its sweep.json (give another --out, or remove them)"
+    ) in err
+    assert [r.label for r in load_runs([out])] == ["a"]  # the report is this sweep's
+    assert main([*fake, "-m", "a,b", "--", "true"]) == 0  # the plan writes them all again
+    assert "this sweep does not write" not in capfd.readouterr().err
