@@ -235,7 +235,13 @@ class CgroupV1Backend(Backend):
         h = self.hierarchies().get("memory")
         if h is None:
             return []
-        return ceilings(h.own, h.mountpoint, "memory.limit_in_bytes", "memory.usage_in_bytes")
+        return ceilings(
+            h.own,
+            h.mountpoint,
+            "memory.limit_in_bytes",
+            "memory.usage_in_bytes",
+            "total_inactive_file",
+        )
 
     def reclaim_unavailable(self) -> str | None:
         return "cgroup v1 has no proactive reclaim (memory.reclaim is cgroup v2, Linux ≥ 5.19)"

@@ -180,21 +180,21 @@ class CgroupV2Backend(Backend):
 
     def memory_ceilings(self) -> list[Ceiling]:
         """The limits above the run groups' parent: asked before it is prepared (which may
-        create it and move edgeprof), so of the group it will be.  Root's own ``edgeprof``
-        group (or systemd's scope) is under the root, whose limits are the host's, unless
-        already prepared; a user's is its own group."""
+        create it and move edgeprof), so of the group it will be: root's ``edgeprof`` group
+        is under the root (a container's own group, in its cgroup namespace), a user's is its
+        own group."""
         if self._parent is not None:
             start = self._parent
         elif self._parent_arg is not None:
             start = self.root / self._parent_arg.strip("/")
         elif self._euid == 0:
-            return []
+            start = self.root  # its edgeprof group's only ancestor (a container's own group)
         else:
             try:
                 start = self.root / self._own_group().lstrip("/")
             except BackendUnavailable:
                 return []
-        return ceilings(start, self.root, "memory.max", "memory.current")
+        return ceilings(start, self.root, "memory.max", "memory.current", "inactive_file")
 
     def parent(self) -> Path:
         """The parent of the run groups, prepared on first use (controllers enabled)."""

@@ -365,7 +365,9 @@ def _profile_layer(
         "shape_in": shapes(inputs, torch),
         "shape_out": shapes(output, torch),
         "param_bytes": state_bytes(layer),
-        "output_bytes": sum(t.untyped_storage().nbytes() for t in outs),
+        # The outputs' own data, what the next stage receives: a view's storage is its
+        # base's (x[:, -1] of a 4×10×64 tensor had counted 10 KiB for its 1 KiB).
+        "output_bytes": sum(t.numel() * t.element_size() for t in outs),
         "alloc_peak_bytes": alloc_peak,
         "rss_peak_bytes": rss_peak if rss.resettable else None,
         "rss_growth_bytes": (

@@ -5,6 +5,7 @@ one-line account of a failed run, and the CLI's refusals (nothing started, nothi
 from __future__ import annotations
 
 import copy
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from edgeprof.layers.run import (
 )
 from edgeprof.model import Limits, MemoryStats, Termination
 from edgeprof.report import layers_export as export
+from tests.conftest import require
 from tests.unit.conftest import make_result
 
 # A results file as PipeEdge's profiler writes it (the seed's example, three layers).
@@ -523,3 +525,24 @@ def test_a_file_factory_imports_the_modules_beside_it(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))  # the worker's insertion, undone after
     assert load_factory("pkg/lm.py:build")() == "model"
+
+
+def test_a_views_output_bytes_are_its_own_elements() -> None:
+    """``x[:, -1]`` of a 4×10×64 float32 tensor is 1 KiB of data on its base's 10 KiB
+    storage: output_bytes had counted the storage (10 KiB) while the layer allocated
+    nothing."""
+    require(importlib.util.find_spec("torch") is not None, "needs torch (the CPU wheel)")
+    import torch
+
+    from edgeprof.workload import layers as worker
+
+    class Pick(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x[:, -1]
+
+    x = torch.randn(4, 10, 64)
+    with torch.inference_mode():
+        rec = worker._profile_layer(
+            torch, 1, "pick", Pick(), x, 1, 0, worker._Rss(), worker._allocation_tracker(torch)
+        )
+    assert (rec["output_bytes"], rec["alloc_peak_bytes"]) == (4 * 64 * 4, 0)

@@ -19,35 +19,57 @@ from tests.fakes import FakeBackend
 MIB = 1 << 20
 
 
-def _group(path: Path, limit: str, usage: str | None, v1: bool = True) -> None:
+def _group(
+    path: Path, limit: str, usage: str | None, v1: bool = True, cache: int | None = None
+) -> None:
     path.mkdir(parents=True, exist_ok=True)
     (path / ("memory.limit_in_bytes" if v1 else "memory.max")).write_text(limit + "\n")
     if usage is not None:
         (path / ("memory.usage_in_bytes" if v1 else "memory.current")).write_text(usage + "\n")
+    if cache is not None:
+        key = "total_inactive_file" if v1 else "inactive_file"
+        (path / "memory.stat").write_text(f"cache 1\n{key} {cache}\nrss 2\n")
 
 
-def test_v1_every_limited_ancestor_below_the_mount_nearest_first(tmp_path: Path) -> None:
+V1 = ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
+V2 = ("memory.max", "memory.current", "inactive_file")
+
+
+def test_v1_every_limited_group_up_to_the_mount_nearest_first(tmp_path: Path) -> None:
     top = tmp_path / "memory"
-    _group(top, "9223372036854771712", "5000000000")  # the root's files: the host's
+    _group(top, "9223372036854771712", "5000000000")  # a host's root: no limit
     _group(top / "ci", str(300 * MIB), str(100 * MIB))
     _group(top / "ci" / "job", str(NO_LIMIT + 4096), str(90 * MIB))  # v1's "no limit"
     _group(top / "ci" / "job" / "me", str(500 * MIB), None)  # usage unreadable: no room
-    got = ceilings(top / "ci" / "job" / "me", top, "memory.limit_in_bytes", "memory.usage_in_bytes")
+    got = ceilings(top / "ci" / "job" / "me", top, *V1)
     assert got == [
         Ceiling(top / "ci" / "job" / "me", 500 * MIB, None),
         Ceiling(top / "ci", 300 * MIB, 200 * MIB),
     ]
 
 
+def test_a_containers_own_group_is_its_mount_and_counts(tmp_path: Path) -> None:
+    """In a container, the hierarchy's mount is the container's group: its limit is the
+    container's --memory (leaving the mount out had found nothing there)."""
+    top = tmp_path / "memory"
+    _group(top, str(300 * MIB), str(100 * MIB))
+    assert ceilings(top, top, *V1) == [Ceiling(top, 300 * MIB, 200 * MIB)]
+
+
+def test_the_room_leaves_out_the_inactive_page_cache(tmp_path: Path) -> None:
+    """400 MiB of cache in a 500 MiB group had left a run 73 MiB of room."""
+    top = tmp_path / "memory"
+    _group(top / "g", str(500 * MIB), str(420 * MIB), cache=400 * MIB)
+    assert ceilings(top / "g", top, *V1) == [Ceiling(top / "g", 500 * MIB, 480 * MIB)]
+
+
 def test_v2_max_is_no_limit_and_usage_over_the_limit_leaves_no_room(tmp_path: Path) -> None:
     top = tmp_path / "unified"
     _group(top / "a", "max", "1", v1=False)
-    _group(top / "a" / "b", str(64 * MIB), str(70 * MIB), v1=False)
-    assert ceilings(top / "a" / "b", top, "memory.max", "memory.current") == [
-        Ceiling(top / "a" / "b", 64 * MIB, 0)
-    ]
-    assert ceilings(top, top, "memory.max", "memory.current") == []  # the root is the host
-    assert ceilings(tmp_path / "elsewhere", top, "memory.max", "memory.current") == []
+    _group(top / "a" / "b", str(64 * MIB), str(70 * MIB), v1=False, cache=MIB)
+    assert ceilings(top / "a" / "b", top, *V2) == [Ceiling(top / "a" / "b", 64 * MIB, 0)]
+    assert ceilings(top, top, *V2) == []  # a host's root has no memory.max
+    assert ceilings(tmp_path / "elsewhere", top, *V2) == []
 
 
 def test_the_least_of_memtotal_and_the_limits_is_what_a_run_may_have(
