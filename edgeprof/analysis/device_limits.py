@@ -92,6 +92,7 @@ def device_limits(
     env: Mapping[str, str] | None = None,
     on_host: bool = True,
     gpu_memory: str | None = None,
+    calibration: Path | None = None,
 ) -> DeviceLimits:
     """One setting (``bench``, ``layers profile``): the options, with ``--device``'s values
     where the option was not given.  Without a device, the options as they are."""
@@ -100,7 +101,7 @@ def device_limits(
         if catalog is not None:
             raise ConfigError(f"--devices {catalog} is a catalog for --device: give --device")
         lim = Limits(cpus=cpus, cpuset=cpuset, memory=memory, cpu_period_us=cpu_period)
-        return DeviceLimits(lim, user_env, (), None, gpu_memory)
+        return DeviceLimits(lim, user_env, (), calibration, gpu_memory)
     from ..measure.assemble import host_info
 
     setting = resolve_device(name, catalog, host_info())
@@ -117,7 +118,7 @@ def device_limits(
     if cpus is None:
         user_env.update({k: v for k, v in setting.thread_env.items() if k not in taken})
     said = setting.said_with(cpus is not None)
-    calibration, why = device_calibration(dev, cpus is not None, None)
+    calibration, why = device_calibration(dev, cpus is not None, calibration)
     return DeviceLimits(
         lim,
         user_env,

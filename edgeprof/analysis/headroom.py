@@ -32,6 +32,7 @@ from ..measure.memory import STALL_WARN_FRACTION
 from ..model import MemoryParts, RunResult, Termination
 
 MIB = 1 << 20
+PAGE = 4096
 AT_LIMIT_SLACK = 0.01
 """A peak within 1 % of the limit (at least 1 MiB) has reached it: cgroup v1 has no
 ``memory.events``, and its page counter charges in per-CPU batches, so the peak that met
@@ -138,8 +139,10 @@ def limit_fit(r: RunResult) -> LimitFit | None:
     # is the run's own (seen: 99.4 MiB of anon under 100 MiB, as under 1 GiB), and the
     # margin is what it left.
     cache = None if r.memory.peaks is None else r.memory.peaks.file
-    reached = (p is not None and (p.events_max or 0) > 0) or (
-        peak >= limit - slack and (cache is None or cache >= slack)
+    reached = (
+        (p is not None and (p.events_max or 0) > 0)
+        or peak >= limit - PAGE  # at the limit to the page: met it, whatever the samples saw
+        or (peak >= limit - slack and (cache is None or cache >= slack))
     )
     if reached:
         return LimitFit(Headroom.AT_LIMIT, limit, r.memory.floor_bytes, stall, r.device, between)

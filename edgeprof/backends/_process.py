@@ -249,20 +249,12 @@ def end_workload(proc: Process | None, kill: Callable[[], None], warnings: list[
     proc.close()
 
 
-STOP_SIGNALS = frozenset(
-    {
-        signal.SIGINT,
-        signal.SIGTERM,
-        signal.SIGHUP,
-        signal.SIGQUIT,
-        signal.SIGUSR1,
-        signal.SIGUSR2,
-        signal.SIGALRM,
-    }
-)
+HARD_STOPS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT})
+STOP_SIGNALS = HARD_STOPS | {signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM}
 """What stops edgeprof with a result and no leftovers: Ctrl-C, a kill, a closed terminal
 (SIGHUP), Ctrl-\\, and the other signals whose default ends a process and that a script
-may send (USR1, USR2, ALRM).  Left at their default, SIGHUP and SIGQUIT had ended edgeprof
+may send (USR1, USR2, ALRM, and those only at their default: a caller's own handler keeps
+them).  Left at their default, SIGHUP and SIGQUIT had ended edgeprof
 mid-run with the workload still running under init, 8 groups left behind and no
 ``result.json``; SIGUSR1 and SIGALRM later did the same."""
 

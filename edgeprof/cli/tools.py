@@ -112,10 +112,11 @@ def bench(
         cpu_period=cpu_period,
         env=parse_env(env or []),
         gpu_memory=gpu_memory,
+        calibration=calibration,
     )
     # --gpu-memory is a budget, as run's: exit 3 over it, or where no GPU was measured.
     budgets = budgets_from_options(None, {"gpu_memory": gpu_memory})
-    cal_path = calibration or chosen.calibration  # the device's had been dropped in silence
+    cal_path = chosen.calibration  # --calibration, else the device's (dropped in silence before)
     cal = None
     if cal_path is not None:
         from ..analysis.calibration import load_calibration

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-from ..backends._process import STOP_SIGNALS
+from ..backends._process import HARD_STOPS, STOP_SIGNALS
 
 
 class Interrupted(BaseException):
@@ -42,7 +42,10 @@ class SignalGuard:
                 # An ignored signal stays ignored: nohup's SIGHUP, the SIGINT a
                 # non-interactive shell's background job ignores (taken over, a run under
                 # nohup would have ended at logout, and a background job at Ctrl-C).
-                if signal.getsignal(sig) is not signal.SIG_IGN:
+                now = signal.getsignal(sig)
+                # USR1, USR2, ALRM only at their default (which ends the process): a caller's
+                # own handler (signal.alarm, pytest-timeout) keeps them.
+                if now is not signal.SIG_IGN and (sig in HARD_STOPS or now is signal.SIG_DFL):
                     self._previous[sig] = signal.signal(sig, self._handler)
         return self
 

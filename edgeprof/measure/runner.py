@@ -26,7 +26,7 @@ from ..model import (
     Termination,
     UserIds,
 )
-from ..names import check_env, check_name
+from ..names import check_env
 from ..storage import DirLock, missing_dirs, prepare_out_dir, write_result
 from ..units import parse_duration, parse_memory_limit
 from ..workload.instrument import GPU_MEMORY_ENV
@@ -143,8 +143,10 @@ def profile(
     ``termination == "interrupted"``.
     """
     limits = check_limits_given(limits)
-    if name is not None:
-        check_name(name, "name")  # as the CLI's --name: it had taken a newline
+    if name is not None and any(ord(c) < 32 or 127 <= ord(c) < 160 for c in name):
+        # A label is a table cell and a CSV field: a newline breaks both.  Not the CLI's
+        # whole --name rule: layers labels its runs with the factory ('../net.py:build').
+        raise ConfigError(f"name {name!r}: contains a control character")
     command = command_args(command)
     check_output_fds(stdout, stderr)
     check_not_a_sweep(out_dir)

@@ -36,10 +36,11 @@ def probe_row(p: Probe, reference_s: float) -> list[str]:
 def _ends(runs: Sequence[RunResult]) -> str:
     """How the probe's runs ended: the one end they share, or the failure and how many of
     them had it (an OOM kill in 1 of 3 had read as the last run's plain ``oom``)."""
-    bad = [r for r in runs if not r.succeeded]
-    if not bad or (len(bad) == len(runs) and len({r.end for r in runs}) == 1):
+    ends = [r.end for r in runs if not r.succeeded]
+    if not ends or (len(ends) == len(runs) and len(set(ends)) == 1):
         return runs[-1].end
-    return f"{bad[0].end} in {len(bad)} of {len(runs)}"
+    counts = {e: ends.count(e) for e in ends}  # each end with its own count, first seen first
+    return ", ".join(f"{e} in {k} of {len(runs)}" for e, k in counts.items())
 
 
 def render_fit(outcomes: Sequence[FitOutcome]) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..analysis.cells import CellKey, cell_key
+from ..analysis.cells import CellKey, cell_key, ending
 from ..analysis.difference import DEFAULT_TARGET
 from ..backends import Backend, get_backend
 from ..errors import ConfigError, LimitError
@@ -236,10 +236,10 @@ class _Checkpoint:
 
     MIN_GAP_S = 1.0
     _RUNS = b'\n  "runs": [],\n'
+    """Where the runs go in ``sweep.json`` as :func:`json.dumps` lays it out (indent 2)."""
     UNFINISHED = "unfinished: edgeprof had not ended the sweep (still running, or killed)"
     """``stopped`` until :meth:`close` writes the sweep's own: a SIGKILL's file had read as a
     finished sweep (``stopped: null``, 1 run of a plan of 4)."""
-    """Where the runs go in ``sweep.json`` as :func:`json.dumps` lays it out (indent 2)."""
 
     def __init__(self, path: Path, result: SweepResult) -> None:
         import tempfile  # sweeps to a directory only
@@ -428,7 +428,7 @@ def _sweep(
             if r.termination is Termination.INTERRUPTED:
                 result.interrupted, result.stopped = True, "interrupted"
             elif plan.stop_on_failure and not r.succeeded:
-                result.stopped = f"a run failed: {r.end}"
+                result.stopped = f"a run failed ({ending(r)})"
             if checkpoint is not None:
                 checkpoint.add(r, step.warmup)
             if result.stopped is not None:

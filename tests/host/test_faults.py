@@ -187,6 +187,7 @@ def test_fork_bomb_stops_at_the_pids_limit(mechanism: str, tmp_path: Path, marke
         cwd=REPO,
         timeout=HANG_S,
     )
+    assert (out / "result.json").exists(), (p.returncode, p.stderr)
     r = check_result(out)
     assert r["termination"] == "timeout", p.stderr
     assert p.returncode in (128 + signal.SIGTERM, 128 + signal.SIGKILL)

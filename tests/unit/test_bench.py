@@ -285,6 +285,9 @@ def test_bench_predicts_with_a_calibration_and_with_a_devices(
     cat.write_text(f"devices:\n  board:\n    cores: 1\n    memory: 1g\n    calibration: {cal}\n")
     assert main([*argv, "--devices", str(cat), "--device", "board"]) == 0
     assert f"Predicted on dev (calibration {cal})" in capfd.readouterr().out
+    # --calibration is the one the device's runs get: the device's own gives way to it.
+    assert device_limits("board", cat, calibration=csv_path).calibration == csv_path
+    assert device_limits("board", cat).calibration == cal
     # A board whose speed its calibration sets: the predictions would count it twice.
     from edgeprof.analysis.device_limits import device_calibration
     from edgeprof.analysis.devices import CALIBRATED, Device

@@ -64,7 +64,7 @@ def test_the_unlimited_runs_stop_at_their_first_failure(
     assert count.read_text() == "2\n"
     assert NO_SEARCH.format(1) in out
     sweep = json.loads((out_dir / "reference" / "sweep.json").read_text())
-    assert sweep["stopped"] == "a run failed: exited (1)"
+    assert sweep["stopped"] == "a run failed (exit 1)"
     assert len(sweep["runs"]) == 1 and len(sweep["warmup_runs"]) == 1
 
 
@@ -160,6 +160,9 @@ def test_probe_row_end_is_the_results_tables() -> None:
     assert cells[CURVE.index("END")] == "oom (137) in 1 of 3"
     cells = probe_row(Probe(16 * MIB, (oom, oom), Verdict(False, "oom")), 1.5)
     assert cells[CURVE.index("END")] == "oom (137)"  # every run the same: the end alone
+    timeout = make_result(termination=Termination.TIMEOUT, exit_code=143)
+    cells = probe_row(Probe(16 * MIB, (oom, timeout, oom), Verdict(False, "oom")), 1.5)
+    assert cells[CURVE.index("END")] == "oom (137) in 2 of 3, timeout (143) in 1 of 3"
     failed_row = probe_row(Probe(16 * MIB, (make_result(exit_code=1),), Verdict(False, "x")), 1.5)
     assert failed_row[CURVE.index("END")] == "exited (1)"
     assert failed_row[CURVE.index("VS UNLIMITED")] == "-"  # a failure's time is no speed

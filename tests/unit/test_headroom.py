@@ -120,6 +120,10 @@ def test_near_the_limit_with_no_page_cache_is_the_runs_own_peak() -> None:
     f = limit_fit(dataclasses.replace(r, memory=dataclasses.replace(r.memory, peaks=none)))
     assert f is not None and f.status is Headroom.FITS and f.spare == MIB // 2
     assert headroom(f) == "memory limit 100.0MiB: fits, peak 99.5MiB, 512.0KiB to spare (0%)"
+    # At the limit to the page: met it, whatever cache the samples saw.
+    at = dataclasses.replace(r.memory, peak_bytes=LIMIT, peaks=none)
+    f = limit_fit(dataclasses.replace(r, memory=at))
+    assert f is not None and f.status is Headroom.AT_LIMIT
     # Some cache at a sample: there was something to drop, and the limit may have dropped it.
     some = dataclasses.replace(none, file=2 * MIB)
     f = limit_fit(dataclasses.replace(r, memory=dataclasses.replace(r.memory, peaks=some)))

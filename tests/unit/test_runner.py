@@ -440,6 +440,7 @@ def test_cwd_and_relative_command(tmp_path: Path) -> None:
         # An AttributeError on a dict of limits; a name with a newline, which --name refuses.
         (["true"], {"limits": {"cpus": 1}}, r"limits: expected edgeprof.Limits \(Limits\("),
         (["true"], {"name": "a\nb"}, r"name 'a\\nb': contains a control character"),
+        # (a '..' in a name is no control character: layers names runs by their factory)
     ],
 )
 def test_bad_input_raises_before_launch(
@@ -563,3 +564,32 @@ def test_an_ignored_stop_signal_stays_ignored() -> None:
         assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGHUP, previous)
+
+
+def test_a_label_with_path_parts_is_taken() -> None:
+    """``layers profile ../models/net.py:build`` labels its run by the factory: the whole
+    --name rule had refused it ("contains a '..' component"); only control characters are
+    refused here, which break a table's row and a CSV field."""
+    r = profile(["true"], backend=fake(), name="../models/net.py:build")
+    assert r.label == "../models/net.py:build"
+
+
+def test_a_callers_own_alarm_handler_is_kept_during_a_run() -> None:
+    """SIGUSR1, SIGUSR2 and SIGALRM stop a run only where they would end edgeprof: a
+    library caller's signal.alarm() handler (pytest-timeout's) must still be the one run."""
+    import signal
+
+    from edgeprof.measure.interrupts import SignalGuard
+
+    def mine(signum: int, frame: object) -> None:
+        pass
+
+    before = signal.signal(signal.SIGALRM, mine)
+    try:
+        with SignalGuard():
+            assert signal.getsignal(signal.SIGALRM) is mine
+            assert signal.getsignal(signal.SIGUSR1) is not signal.SIG_DFL  # taken at default
+            assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+        assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL  # given back
+    finally:
+        signal.signal(signal.SIGALRM, before)
