@@ -117,7 +117,7 @@ class Process:
         except subprocess.SubprocessError as exc:
             # The pre-exec join failed: the kernel refused to move the child into the group,
             # or (run as a user) the identity or --cwd as that user.
-            where = "inside its cgroup" if run_as is None else f"as user {run_as.uid}"
+            where = "inside its cgroup" + ("" if run_as is None else f" as user {run_as.uid}")
             raise LaunchError(f"could not start {command[0]} {where}: {exc}") from exc
         except OSError as exc:
             raise LaunchError(f"could not start {command[0]}: {exc.strerror}") from exc

@@ -88,5 +88,16 @@ def test_the_workload_enters_cwd_as_its_user(mechanism: str) -> None:
         p = run(open_dir)
         assert p.returncode == 0, p.stderr
         assert p.stdout.splitlines()[0] == str(open_dir)
+        # Behind the check, the child itself enters it as the user: the kernel refuses.
+        from edgeprof.backends._process import Process
+        from edgeprof.errors import LaunchError
+        from edgeprof.model import UserIds
+
+        nobody = UserIds(65534, 65534, (65534,))
+        with pytest.raises(LaunchError, match="as user 65534"):
+            Process(["true"], env={}, cwd=priv / "inner", stdout=None, stderr=None, run_as=nobody)
+        done = Process(["true"], env={}, cwd=open_dir, stdout=None, stderr=None, run_as=nobody)
+        assert done.wait(HANG_S) == 0
+        done.close()
     finally:
         shutil.rmtree(top)

@@ -1,6 +1,7 @@
-"""Input checks that need no process: whether the user a workload runs as (sudo's) may
-enter ``--cwd``, read from the mode bits (:mod:`edgeprof.measure.inputs`); input files of
-no end refused at a bound (:func:`edgeprof.storage.read_capped`)."""
+"""Input checks that need no process: where the mode bits say the user a workload runs as
+(sudo's) is barred from ``--cwd`` (the error names it; whether it may enter is the kernel's
+answer, ``tests/host/test_privilege.py``); input files of no end refused at a bound
+(:func:`edgeprof.storage.read_capped`)."""
 
 from __future__ import annotations
 
