@@ -117,6 +117,16 @@ def rerender(
     # One sweep made with --repeat auto: what it resolved, as the run printed it.
     auto = load_auto_repeat(paths[0]) if len(paths) == 1 else None
     repeats = [] if auto is None else [repeats_table(runs, *auto)]
+    # The tables first, the files after (as run's): a file that cannot be written is then
+    # one error line under the figures, not in their place.
+    print_summary(runs, stdout)
+    for table in repeats:
+        stdout.write("\n" + table.plain())
+    stdout.writelines(f"note: {why}\n" for why in stopped)
+    predictions = None
+    if cal is not None:
+        predictions = render_predictions(predict(cal, runs), str(calibration))
+        stdout.write("\n" + predictions)
     if out is not None:  # report.md as the terminal shows it: the repeats, the early stop
         # One sweep's own keys (its plan, --repeat auto, warm-ups, why it stopped) kept: the
         # copy had held only the runs, and `report` of it lost the repeats and the stop.
@@ -130,14 +140,6 @@ def rerender(
     write_markdown(markdown, runs, repeats, stopped)
     if plots is not None:
         write_plot_files(plots, runs, stderr)
-    print_summary(runs, stdout)
-    stdout.writelines(f"note: {why}\n" for why in stopped)
-    for table in repeats:
-        stdout.write("\n" + table.plain())
-    predictions = None
-    if cal is not None:
-        predictions = render_predictions(predict(cal, runs), str(calibration))
-        stdout.write("\n" + predictions)
     if html is not None:
         from .html import render_html
 
