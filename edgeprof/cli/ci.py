@@ -197,9 +197,13 @@ def run_step(step: Step, env: Mapping[str, str], runner: Runner) -> int:
     if fetched is not None:
         print(f"edgeprof ci: {fetched}", flush=True)
     edgeprof = edgeprof_argv(step.sudo, env)
+    made = not step.out.exists()
     step.out.mkdir(parents=True, exist_ok=True)  # the summaries go in it: it must exist first
     run_rc = runner([*edgeprof, *step.run_argv()])
-    compare = step.compare_argv()
+    if run_rc == EXIT_ERROR and made and not any(step.out.iterdir()):
+        step.out.rmdir()  # input run refused: nothing created, as run itself promises
+    # Refused input ran nothing: no comparison of results that are not there.
+    compare = None if run_rc == EXIT_ERROR else step.compare_argv()
     compare_rc = None if compare is None else runner([*edgeprof, *compare])
     rc = run_rc or compare_rc or 0
     # compared: a verdict was reached (0 or 3); an error of compare's own (2) reached none.

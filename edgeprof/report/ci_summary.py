@@ -119,9 +119,12 @@ def render_compare_summary(
     regressions = sum(c.verdict is Verdict.REGRESSION for c in changes)
     improvements = sum(c.verdict is Verdict.IMPROVEMENT for c in changes)
     lost = sum(c.verdict is Verdict.NOT_MEASURED for c in changes)
+    few = sum(c.verdict is Verdict.FEW_REPEATS for c in changes)
     head = f"**{regressions} regression{'s' if regressions != 1 else ''}, "
     head += f"{improvements} improvement{'s' if improvements != 1 else ''}"
-    head += f", {lost} not measured**" if lost else "**"
+    head += f", {lost} not measured" if lost else ""
+    # "0 regressions" over metrics none of which was tested had read as a pass.
+    head += f", {few} not tested (not enough repeats)**" if few else "**"
     lines = [
         "## edgeprof compare",
         "",

@@ -205,9 +205,13 @@ def gate_run(
         for c in checks:
             sink.write(f"  {'ok  ' if c.ok else 'FAIL'}  {c.describe()}\n")
     if budgets:  # with no check at all too: a file naming only a typo had passed in silence
+        labels = ", ".join(dict.fromkeys(r.label for r in results))
         for model in unused_models(results, budgets):
+            # "which did not run" had been said of a model keyed by its -m path, which ran.
             print(
-                f"edgeprof: warning: {budgets.source} budgets {model}, which did not run",
+                f"edgeprof: warning: {budgets.source} budgets {model}, but no run is "
+                f"labelled so (the runs: {labels}; a model is labelled by its file name): "
+                "its budget is held to nothing",
                 file=stderr,
             )
     if summary is not None or os.environ.get("GITHUB_STEP_SUMMARY"):

@@ -165,3 +165,13 @@ def test_the_budget_verdict_counts_in_words(
 
     runs = [make_result(name=f"m{i}", wall_s=w) for i, w in enumerate(walls)]
     assert budget_verdict(check_budgets(runs, Budgets(default={"wall": budget}))) == verdict
+
+
+def test_a_compare_of_nothing_tested_does_not_read_as_a_pass() -> None:
+    """One run a side: every metric "not enough repeats"; the headline had read
+    "**0 regressions, 0 improvements**", as a pass would."""
+    base = [run("a.onnx", 1.0)]
+    ch, notes = compare_results(base, [run("a.onnx", 1.1)], 0.05)
+    head = render_compare_summary(ch, 0.05, notes).splitlines()[2]
+    assert head.startswith("**0 regressions, 0 improvements, ")
+    assert head.endswith(" not tested (not enough repeats)**")

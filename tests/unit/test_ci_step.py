@@ -86,6 +86,22 @@ def test_the_exit_code_is_the_runs_else_the_comparisons(
     assert outputs.read_text() == f"results={out}\nexit-code={rc}\ncompared={compared}\n"
 
 
+def test_a_refused_run_leaves_no_results_directory_and_compares_nothing(tmp_path: Path) -> None:
+    """``--cpus abc``: run refused it (exit 2), and the step had left its empty results
+    directory behind and compared the nothing in it."""
+    (tmp_path / "base" / "m").mkdir(parents=True)
+    (tmp_path / "base" / "m" / "result.json").write_text("{}")
+    env = _env(
+        tmp_path,
+        EDGEPROF_CI_COMMAND="true",
+        EDGEPROF_CI_BASELINE=str(tmp_path / "base"),
+        EDGEPROF_CI_SUDO="never",
+    )
+    rec = Recorder(2)
+    assert ci.main(env, rec) == 2
+    assert len(rec.calls) == 1 and not (tmp_path / "out").exists()
+
+
 def test_an_empty_baseline_directory_is_no_baseline(tmp_path: Path) -> None:
     (tmp_path / "base").mkdir()
     env = _env(tmp_path, EDGEPROF_CI_COMMAND="true", EDGEPROF_CI_BASELINE=str(tmp_path / "base"))

@@ -83,7 +83,10 @@ def test_a_budget_file_that_names_only_a_model_that_did_not_run_says_so(
     assert main([*RUN, "--budgets", str(budgets), "-m", "a,b", "--", "true"]) == 0
     out, err = capsys.readouterr()
     assert "Budgets (" not in out
-    assert f"edgeprof: warning: {budgets} budgets typo, which did not run" in err
+    assert (
+        f"edgeprof: warning: {budgets} budgets typo, but no run is labelled so (the runs: a, "
+        "b; a model is labelled by its file name): its budget is held to nothing"
+    ) in err
 
 
 def test_budget_file_summary_junit_and_step_summary(
@@ -100,7 +103,7 @@ def test_budget_file_summary_junit_and_step_summary(
     assert main([*args, "-m", "a,b", "--", "sh", "-c", "sleep 0.02"]) == 3
     out, err = capsys.readouterr()
     assert f"Budgets ({budgets}): 1 of 2 checks passed" in out
-    assert f"edgeprof: warning: {budgets} budgets typo, which did not run" in err
+    assert f"edgeprof: warning: {budgets} budgets typo, but no run is labelled so" in err
     text = summary.read_text()
     assert text.startswith("## edgeprof\n\n**1 of 2 budget checks failed**\n")
     assert "| b | none | wall time |" in text and "❌ breach" in text
