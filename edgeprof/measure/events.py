@@ -449,13 +449,10 @@ class EventChannel:
         )
         # The run's own only where no phase holds all its iterations (as the latency table's
         # "(all)" row): the same warning had been printed twice, for the run and its phase.
-        whole = latency is not None and any(
-            p.latency is not None and p.latency.count == latency.count for p in phases
-        )
-        measured = [
-            *([] if whole else [("", latency)]),
-            *((f"phase {p.name!r}: ", p.latency) for p in phases),
-        ]
+        counts = {p.latency.count for p in phases if p.latency is not None}
+        measured = [(f"phase {p.name!r}: ", p.latency) for p in phases]
+        if latency is not None and latency.count not in counts:
+            measured.insert(0, ("", latency))
         warnings.extend(
             stall_warning(lat, where)
             for where, lat in measured
