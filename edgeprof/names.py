@@ -31,13 +31,19 @@ def _show(text: object) -> str:
     return shown if len(shown) <= 60 else shown[:57] + "...'"
 
 
+def has_control(text: str) -> bool:
+    """A C0 or C1 control character (a newline, an escape): it breaks a table's row, a CSV
+    field and a terminal's line."""
+    return any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text)
+
+
 def check_name(text: str, what: str) -> str:
     """``text`` if it is acceptable as a model name or run label, else a ConfigError."""
     if not text or not text.strip():
         raise ConfigError(f"{what}: empty name")
     if any("\ud800" <= c <= "\udfff" for c in text):  # undecodable bytes, lone surrogates
         raise ConfigError(f"{what} {_show(text)}: not valid UTF-8")
-    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text):
+    if has_control(text):
         raise ConfigError(f"{what} {_show(text)}: contains a control character")
     size = len(text.encode())
     if size > MAX_NAME_BYTES or any(

@@ -57,13 +57,19 @@ def sampled_total(parts: MemoryParts | None) -> int | None:
     return parts.total
 
 
+def _batching(total: int, cpus: int) -> int:
+    """How far a reading of ``memory.stat`` may lag its group's usage of ``total`` bytes:
+    the kernel's per-CPU batching (:data:`BATCH_PER_CPU`), or 5 % of it."""
+    return max(total // 20, BATCH_PER_CPU * max(1, cpus))
+
+
 def between_samples(parts: MemoryParts | None, peak: int | None, cpus: int) -> bool:
     """The peak was reached (and left) between two samples: the highest sample lies well
     below it, more than the kernel's batching of its statistics allows."""
     sampled = sampled_total(parts)
     if sampled is None or peak is None:
         return False
-    return peak - sampled > max(peak // 20, BATCH_PER_CPU * max(1, cpus))
+    return peak - sampled > _batching(peak, cpus)
 
 
 def unattributed(parts: MemoryParts | None, cpus: int) -> int | None:
@@ -75,7 +81,7 @@ def unattributed(parts: MemoryParts | None, cpus: int) -> int | None:
         return None
     made = (parts.anon or 0) + (parts.file or 0) + (parts.shmem or 0) + (parts.kernel or 0)
     gap = parts.total - made
-    return gap if gap > max(parts.total // 20, BATCH_PER_CPU * max(1, cpus)) else None
+    return gap if gap > _batching(parts.total, cpus) else None
 
 
 class Headroom(str, enum.Enum):

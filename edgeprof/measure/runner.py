@@ -26,7 +26,7 @@ from ..model import (
     Termination,
     UserIds,
 )
-from ..names import check_env
+from ..names import check_env, has_control
 from ..storage import DirLock, missing_dirs, prepare_out_dir, write_result
 from ..units import parse_duration, parse_memory_limit
 from ..workload.instrument import GPU_MEMORY_ENV
@@ -143,7 +143,7 @@ def profile(
     ``termination == "interrupted"``.
     """
     limits = check_limits_given(limits)
-    if name is not None and any(ord(c) < 32 or 127 <= ord(c) < 160 for c in name):
+    if name is not None and has_control(name):
         # A label is a table cell and a CSV field: a newline breaks both.  Not the CLI's
         # whole --name rule: layers labels its runs with the factory ('../net.py:build').
         raise ConfigError(f"name {name!r}: contains a control character")
