@@ -274,7 +274,12 @@ def iteration_stalls(
     them (a batch: the lines one read found), never more than an iteration's own latency
     (a gap between iterations may be stalled too, and is not theirs).  How a batch shares
     it depends on the period (:func:`_batch_shares`).  The iterations before the first
-    reading have no reading at their start: unknown.
+    reading have no reading at their start: unknown.  So are a batch's whose reading
+    would leave them no running time: the counter then holds stall that was not theirs
+    (between them, or on another CPU: the kernel adds each CPU's throttled time, so a
+    multi-threaded workload's can exceed the wall time), and how much was theirs cannot be
+    told.  Given all of it, each ran for no time and the even spreads a slower core would
+    show were 0 ms (a tester's ``even_p50_s: 0.0``).
     """
     out: list[float | None] = [None] * len(latencies)
     prev: float | None = None
@@ -294,8 +299,11 @@ def iteration_stalls(
     return out
 
 
-def _batch_shares(latencies: Sequence[float], delta: float, period_s: float) -> list[float]:
-    """``delta`` seconds of stall over one batch's iterations.
+def _batch_shares(
+    latencies: Sequence[float], delta: float, period_s: float
+) -> list[float] | list[None]:
+    """``delta`` seconds of stall over one batch's iterations; unknown (``None`` each) where
+    ``delta`` covers their whole time (see :func:`iteration_stalls`).
 
     A stall is one block, from the moment the quota ran out to the period's refill, inside
     the iteration that was running (a throttled task cannot end its iteration).  Where
@@ -312,16 +320,18 @@ def _batch_shares(latencies: Sequence[float], delta: float, period_s: float) -> 
     of varied work under a short period had their differences in work taken for stalls,
     and tail percentiles flagged.
     """
+    if delta > 0 and delta >= math.fsum(latencies):
+        return [None] * len(latencies)
     base = min(latencies)
     if base >= period_s:
         span = sum(latencies)
-        return [min(delta * lat / span, lat) for lat in latencies]
+        return [delta * lat / span for lat in latencies]
     excess = [lat - base for lat in latencies]
     total = sum(excess)
     if total >= delta - 1e-9:  # a nanosecond, the lines' resolution: not float rounding's rest
         return [min(delta * e / total, e) if total > 0 else 0.0 for e in excess]
-    rest = (delta - total) / len(latencies)
-    return [min(e + rest, lat) for e, lat in zip(excess, latencies, strict=True)]
+    rest = (delta - total) / len(latencies)  # under the shortest: delta < the batch's time
+    return [e + rest for e in excess]
 
 
 def distortion(latencies: Sequence[float], stalls: Sequence[float | None]) -> Throttling | None:
