@@ -26,6 +26,7 @@ from ..storage import (
     sweep_stopped,
     write_json_output,
 )
+from ..units import format_binary
 from .calibration import render_predictions
 from .ci_summary import change_dicts, render_compare_plain, render_compare_summary, write_summaries
 from .comparison import repeats_table
@@ -102,6 +103,13 @@ def rerender(
     html: Path | None = None,
 ) -> None:
     """The tables of the runs in ``paths`` on ``stdout``; the files asked for."""
+    fits = {p: docs for p in paths if (docs := _fits(p)) is not None}
+    for p in fits:
+        if not p.is_dir():  # the answer alone has no runs to show
+            raise ConfigError(
+                f"{p} is edgeprof fit's answer, not runs: report reads the runs of fit --out's "
+                "directory; compare reads two fit.json"
+            )
     runs = cell_order(load_runs(list(paths)))
     if not runs:
         raise ConfigError("no runs in " + ", ".join(map(str, paths)))
@@ -114,6 +122,7 @@ def rerender(
 
         _pyplot()  # a missing matplotlib is found before any file is written
     stopped = [why for p in paths if (why := sweep_stopped(p)) is not None]
+    stopped += [fit_note(p, d) for p, docs in fits.items() for d in docs]
     # One sweep made with --repeat auto: what it resolved, as the run printed it.
     auto = load_auto_repeat(paths[0]) if len(paths) == 1 else None
     repeats = [] if auto is None else [repeats_table(runs, *auto)]
@@ -199,3 +208,34 @@ def merge_saved(
 
         write_file(html, render_html(runs, title=f"edgeprof merge: {target}"))
     return runs, checks
+
+
+def _fits(path: Path) -> list[dict[str, object]] | None:
+    """The fits ``path`` holds, ``None`` where it holds none or cannot be read as one: the
+    runs' reader then says what is wrong with it, in its own words."""
+    try:
+        return load_fits(path)
+    except ConfigError:
+        return None
+
+
+def fit_note(path: Path, doc: dict[str, object]) -> str:
+    """What the runs of a fit's directory are: its unlimited runs ran under the cap fit sets
+    (what the host had available), which their rows show as a memory limit, and the answer
+    the probes found (``report`` of a fit's directory had shown the cap as if a device's)."""
+    ref = doc.get("reference")
+    cap = ref.get("memory_cap_bytes") if isinstance(ref, dict) else None
+    answer, extra = doc.get("min_memory_bytes"), doc.get("recommended_bytes")
+    said = (
+        f"smallest memory {format_binary(answer)}"
+        + (f" ({format_binary(extra)} with its margin)" if isinstance(extra, int) else "")
+        if isinstance(answer, int)
+        else f"no answer ({doc.get('stopped') or 'nothing up to the ceiling fits'})"
+    )
+    capped = (
+        f"; its unlimited runs are the rows at memory={format_binary(cap)}, the cap fit sets "
+        "(the room this host had), not a device's limit"
+        if isinstance(cap, int)
+        else ""
+    )
+    return f"{path} is edgeprof fit's {doc.get('name')}: {said}{capped}"

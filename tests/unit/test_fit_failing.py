@@ -22,6 +22,7 @@ from edgeprof.report.fit import CURVE, probe_row
 from edgeprof.report.results import row
 from edgeprof.sweeps.fit import FitRequest, Probe, _one_run
 from edgeprof.sweeps.request import RunRequest
+from edgeprof.units import format_binary
 from tests.fakes import FakeBackend, FakeRun, linear
 
 from .conftest import make_result
@@ -280,3 +281,32 @@ def test_an_oom_kill_at_the_cap_says_the_host_is_too_small() -> None:
     assert failed(oom) == "the unlimited run ended: oom"  # no cap: nothing to say of the host
     timeout = make_result(termination=Termination.TIMEOUT, limits=Limits(memory=cap.bytes))
     assert failed(timeout, cap=cap) == "the unlimited run ended: timeout"
+
+
+def test_report_of_a_fit_says_what_its_runs_are(
+    capfd: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The unlimited runs ran under the cap fit sets, which their rows show as a memory
+    limit: the report says so, with the answer; the answer alone has no runs to show."""
+    out_dir = tmp_path / "f"
+    rc, _, _ = _fit(capfd, "--backend", "fake", "--out", str(out_dir), "--", "true")
+    assert rc == 0
+    doc = json.loads((out_dir / "fit.json").read_text())
+    cap, answer = doc["reference"]["memory_cap_bytes"], doc["min_memory_bytes"]
+    assert isinstance(cap, int) and isinstance(answer, int)
+    assert main(["report", str(out_dir)]) == 0
+    out, _ = capfd.readouterr()
+    notes = [line for line in out.splitlines() if line.startswith(f"note: {out_dir} ")]
+    assert notes == [
+        f"note: {out_dir} is edgeprof fit's true: smallest memory {format_binary(answer)} "
+        f"({format_binary(doc['recommended_bytes'])} with its margin); its unlimited runs are "
+        f"the rows at memory={format_binary(cap)}, the cap fit sets (the room this host had), "
+        "not a device's limit"
+    ]
+    assert f"true (memory={format_binary(cap)})" in out  # the rows the note explains
+    assert main(["report", str(out_dir / "fit.json")]) == 2
+    _, err = capfd.readouterr()
+    assert err.strip() == (
+        f"edgeprof: error: {out_dir / 'fit.json'} is edgeprof fit's answer, not runs: report "
+        "reads the runs of fit --out's directory; compare reads two fit.json"
+    )
