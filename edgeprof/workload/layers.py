@@ -114,9 +114,18 @@ def _tensors(value: Any, torch: Any) -> list[Any]:
     return []
 
 
-def shapes(value: Any, torch: Any) -> list[list[int]]:
-    """Shapes of the tensors in ``value`` without the batch dimension (PipeEdge's rule)."""
-    return [list(t.shape[1:]) for t in _tensors(value, torch)]
+def shapes(value: Any, torch: Any, batch: int) -> list[list[int]]:
+    """Shapes of the tensors in ``value`` without the batch dimension: the first of
+    ``batch``'s size, dim 0 as in PipeEdge's rule where it is, else the next (an LSTM's
+    output is (seq, batch, hidden) and its h and c (layers, batch, hidden): dim 0 alone had
+    shown ``[1, 32]`` for a (2, 1, 32) h at batch 1); a tensor with none is shown whole."""
+    out = []
+    for t in _tensors(value, torch):
+        dims = list(t.shape)
+        if batch in dims:
+            del dims[dims.index(batch)]
+        out.append(dims)
+    return out
 
 
 def call(layer: Any, inputs: Any) -> Any:
@@ -288,7 +297,7 @@ def profile(spec: dict[str, Any], out: TextIO) -> None:
                     inputs = call(layer, inputs)  # only to reach the range's input
                     continue
                 record = _profile_layer(
-                    torch, i, name, layer, inputs, iterations, warmup, rss, tracker_cls
+                    torch, i, name, layer, inputs, iterations, warmup, rss, tracker_cls, batch
                 )
             except Exception as exc:
                 hint = (
@@ -336,6 +345,7 @@ def _profile_layer(
     warmup: int,
     rss: _Rss,
     tracker_cls: Any,
+    batch: int,
 ) -> dict[str, Any]:
     for _ in range(warmup):
         call(layer, inputs)
@@ -362,8 +372,8 @@ def _profile_layer(
         "layer": index,
         "name": name,
         "type": type(layer).__name__,
-        "shape_in": shapes(inputs, torch),
-        "shape_out": shapes(output, torch),
+        "shape_in": shapes(inputs, torch, batch),
+        "shape_out": shapes(output, torch, batch),
         "param_bytes": state_bytes(layer),
         # The outputs' own data, what the next stage receives: a view's storage is its
         # base's (x[:, -1] of a 4×10×64 tensor had counted 10 KiB for its 1 KiB).

@@ -543,6 +543,27 @@ def test_a_views_output_bytes_are_its_own_elements() -> None:
     x = torch.randn(4, 10, 64)
     with torch.inference_mode():
         rec = worker._profile_layer(
-            torch, 1, "pick", Pick(), x, 1, 0, worker._Rss(), worker._allocation_tracker(torch)
+            torch, 1, "pick", Pick(), x, 1, 0, worker._Rss(), worker._allocation_tracker(torch), 4
         )
     assert (rec["output_bytes"], rec["alloc_peak_bytes"]) == (4 * 64 * 4, 0)
+
+
+def test_shapes_leave_out_the_batch_wherever_it_is() -> None:
+    """Dim 0 is the batch of a plain layer's tensors, but an LSTM's output is (seq, batch,
+    hidden) and its h and c (layers, batch, hidden): dim 0 alone had shown a (2, 1, 32) h
+    at batch 1 as ``[1, 32]``."""
+    require(importlib.util.find_spec("torch") is not None, "needs torch (the CPU wheel)")
+    import torch
+
+    from edgeprof.workload import layers as worker
+
+    lstm = torch.nn.LSTM(input_size=8, hidden_size=32, num_layers=2)
+    x = torch.randn(5, 1, 8)  # (seq, batch, features): the module's own layout
+    with torch.inference_mode():
+        rec = worker._profile_layer(
+            torch, 1, "lstm", lstm, x, 1, 0, worker._Rss(), worker._allocation_tracker(torch), 1
+        )
+    assert rec["shape_in"] == [[5, 8]]
+    assert rec["shape_out"] == [[5, 32], [2, 32], [2, 32]]
+    assert worker.shapes(torch.zeros(4, 3, 4), torch, 4) == [[3, 4]]  # dim 0 first
+    assert worker.shapes(torch.zeros(()), torch, 4) == [[]]  # no batch: shown whole
