@@ -2,10 +2,12 @@
 
 Raw readings below, arithmetic above (:mod:`edgeprof.measure.gpu`), as for the cgroup files:
 a :class:`Reading` holds what the driver said at one instant, in its own units (mJ, mW, MHz),
-and ``None`` for a call this GPU does not support.  NVML's errors are translated here: a
-missing library or driver is :class:`NvmlUnavailable` (the run goes on without a ``gpu``
-block; ``--gpus`` and ``doctor`` say why), a GPU lost mid-run a
-:class:`~edgeprof.errors.BackendError`.
+and ``None`` for a call this GPU does not support or that failed this once (``failed`` names
+those: one error must not change how a whole run is measured).  NVML's errors are translated
+here: a missing library or driver is :class:`NvmlUnavailable` (the run goes on without a
+``gpu`` block; ``--gpus`` and ``doctor`` say why), a GPU lost mid-run a
+:class:`~edgeprof.errors.BackendError`; a GPU this process may not open, or lost, when they
+are listed is left out (:attr:`Nvml.skipped`), as NVML counts GPUs it then refuses.
 
 Only queries: no call here sets a clock, a power limit, persistence, MIG or ECC mode, or
 resets a GPU (``tests/unit/test_nvml.py`` checks every ``nvml*`` name this module uses
@@ -38,13 +40,28 @@ THROTTLE_REASONS: tuple[tuple[int, str], ...] = (
     (0x0000000000000100, "display_clocks"),
 )
 """NVML's clock event reasons (``nvmlClocksEventReason*``, ``nvml.h``), by bit; bit 0 (the
-GPU is idle) is no reason a run was slowed and is left out."""
+GPU is idle) is no reason a run was slowed and is left out.  A bit a newer driver adds is
+shown by its value (:func:`reason_names`), not dropped."""
 
 _NOT_SUPPORTED = 3  # NVML_ERROR_NOT_SUPPORTED
 _NO_PERMISSION = 4  # NVML_ERROR_NO_PERMISSION
 _NOT_FOUND = 6  # NVML_ERROR_NOT_FOUND: "no data" for the sample queries
+_FUNCTION_NOT_FOUND = 13  # the bindings have the call, this driver's library lacks it
 _GPU_IS_LOST = 15
-_UNAVAILABLE = {9, 12, 18}  # DRIVER_NOT_LOADED, LIBRARY_NOT_FOUND, FUNCTION_NOT_FOUND
+_UNAVAILABLE = {9, 12, 18}  # DRIVER_NOT_LOADED, LIBRARY_NOT_FOUND, LIB_RM_VERSION_MISMATCH
+_UNSUPPORTED = {_NOT_SUPPORTED, _NO_PERMISSION, _FUNCTION_NOT_FOUND}
+"""Answers that stand for the whole run: the call is not asked again."""
+LOST = "it fell off the bus"
+_SKIPPED = {_NO_PERMISSION: "this process may not open it", _GPU_IS_LOST: LOST}
+"""Why a GPU NVML counts is left out when they are listed: ``nvmlDeviceGetCount_v2`` counts
+GPUs whose handle the caller is then refused (NVML's documentation of it), as under a job
+scheduler's device rules."""
+_REASON_CALLS = {
+    "reasons_event": "nvmlDeviceGetCurrentClocksEventReasons",
+    "reasons_throttle": "nvmlDeviceGetCurrentClocksThrottleReasons",
+}
+PID_MAX = 1 << 22
+"""``PID_MAX_LIMIT`` on 64-bit Linux: a larger pid in a process list is a misread structure."""
 
 
 class NvmlUnavailable(EdgeprofError):
@@ -84,6 +101,9 @@ class Reading(NamedTuple):
     memory_clock_mhz: int | None
     temperature_c: int | None
     reasons: int | None
+    failed: frozenset[str] = frozenset()
+    """The calls that failed this once (an error other than "not supported"): their fields
+    are ``None`` for this reading only."""
 
 
 _T = TypeVar("_T")
@@ -130,8 +150,12 @@ class Nvml:
             raise NvmlUnavailable(f"NVML did not start: {exc}") from None
         self._open = True
         self._handles: dict[int, Any] = {}
+        self._totals: dict[int, int | None] = {}
         self._unsupported: set[tuple[int, str]] = set()
+        self._failed: set[str] = set()
         self._last_util_us: dict[int, int] = {}
+        self.skipped: list[tuple[int, str]] = []
+        """GPUs NVML counts but that could not be listed: (index, why)."""
 
     def __enter__(self) -> Nvml:
         return self
@@ -171,45 +195,68 @@ class Nvml:
 
     def _devices(self) -> list[GpuInfo]:
         out = []
+        self.skipped = []
         for i in range(self._call(self._lib.nvmlDeviceGetCount)):
-            h = self._call(self._lib.nvmlDeviceGetHandleByIndex, i)
-            self._handles[i] = h
-            uuid = self._call(self._lib.nvmlDeviceGetUUID, h)
-            name = self._call(self._lib.nvmlDeviceGetName, h)
-            minor = self._optional(i, "minor", self._lib.nvmlDeviceGetMinorNumber, h)
-            mem = self._optional(i, "memory", self._lib.nvmlDeviceGetMemoryInfo, h)
-            out.append(
-                GpuInfo(
-                    i,
-                    uuid.decode() if isinstance(uuid, bytes) else str(uuid),
-                    name.decode() if isinstance(name, bytes) else str(name),
-                    minor,
-                    None if mem is None else int(mem.total),
-                )
-            )
+            try:
+                out.append(self._device(i))
+            except BackendError:  # lost: _call's translation of GPU_IS_LOST
+                self.skipped.append((i, _SKIPPED[_GPU_IS_LOST]))
+            except self._error as exc:
+                if _code(exc) != _NO_PERMISSION:
+                    raise
+                self.skipped.append((i, _SKIPPED[_NO_PERMISSION]))
         return out
+
+    def _device(self, i: int) -> GpuInfo:
+        h = self._call(self._lib.nvmlDeviceGetHandleByIndex, i)
+        self._handles[i] = h
+        uuid = self._call(self._lib.nvmlDeviceGetUUID, h)
+        name = self._call(self._lib.nvmlDeviceGetName, h)
+        minor = self._optional(i, "minor", self._lib.nvmlDeviceGetMinorNumber, h)
+        mem = self._optional(i, "memory", self._lib.nvmlDeviceGetMemoryInfo, h)
+        self._totals[i] = None if mem is None else int(mem.total)
+        return GpuInfo(
+            i,
+            uuid.decode() if isinstance(uuid, bytes) else str(uuid),
+            name.decode() if isinstance(name, bytes) else str(name),
+            minor,
+            self._totals[i],
+        )
 
     def _optional(self, index: int, what: str, fn: Callable[..., _T], *args: Any) -> _T | None:
         """``fn(*args)``, or ``None`` where this GPU does not support it (asked once: a GPU
-        that said "not supported" is not asked again) or did not permit it."""
+        that said "not supported" is not asked again), did not permit it, or failed this
+        once (named in the reading's ``failed``; the next reading asks again)."""
         if (index, what) in self._unsupported:
             return None
         try:
             return self._call(fn, *args)
+        except EdgeprofError:  # lost, or NVML gone: _call's, for the caller
+            raise
         except self._error as exc:
-            if _code(exc) in (_NOT_SUPPORTED, _NO_PERMISSION):
+            if _code(exc) in _UNSUPPORTED:
                 self._unsupported.add((index, what))
-            return None  # any other answer: this reading lacks it, the next one asks again
+            else:
+                self._failed.add(what)
+            return None
+        except Exception:
+            # Not the bindings' NVMLError: their own check that the driver has the call's
+            # version (pynvml's NVMLLibraryMismatchError), which no later reading changes.
+            self._unsupported.add((index, what))
+            return None
 
     def supported(self, index: int) -> dict[str, bool]:
         """What could be read from GPU ``index`` in the reads so far (for ``doctor``)."""
         names = ("processes", "graphics", "utilization", "process_utilization", "energy", "power",
-                 "clocks", "temperature", "reasons")  # fmt: skip
-        return {n: (index, n) not in self._unsupported for n in names}
+                 "sm_clock", "memory_clock", "temperature", "reasons")  # fmt: skip
+        can = {n: (index, n) not in self._unsupported for n in names}
+        can["clocks"] = can.pop("sm_clock") and can.pop("memory_clock")
+        return can
 
     def read(self, index: int) -> Reading:
         h = self._handles[index]
         lib = self._lib
+        self._failed = set()
         before = time.monotonic()
         # Compute processes are the run's CUDA contexts; graphics ones are asked apart (a GPU
         # may give one list and not the other), and without the compute list there is none.
@@ -217,20 +264,19 @@ class Nvml:
         graphics = self._optional(index, "graphics", lib.nvmlDeviceGetGraphicsRunningProcesses, h)
         procs = None
         if compute is not None:
-            procs = tuple(
-                (int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory))
-                for p in (*compute, *(graphics or ()))
-            )
+            procs = self._processes(index, (*compute, *(graphics or ())))
         mem = self._optional(index, "memory", lib.nvmlDeviceGetMemoryInfo, h)
         util = self._optional(index, "utilization", lib.nvmlDeviceGetUtilizationRates, h)
         energy = self._optional(index, "energy", lib.nvmlDeviceGetTotalEnergyConsumption, h)
         power = self._optional(index, "power", lib.nvmlDeviceGetPowerUsage, h)
-        sm = self._optional(index, "clocks", lib.nvmlDeviceGetClockInfo, h, lib.NVML_CLOCK_SM)
-        memclk = self._optional(index, "clocks", lib.nvmlDeviceGetClockInfo, h, lib.NVML_CLOCK_MEM)
+        clock = lib.nvmlDeviceGetClockInfo
+        sm = self._optional(index, "sm_clock", clock, h, lib.NVML_CLOCK_SM)
+        memclk = self._optional(index, "memory_clock", clock, h, lib.NVML_CLOCK_MEM)
         temp = self._optional(
             index, "temperature", lib.nvmlDeviceGetTemperature, h, lib.NVML_TEMPERATURE_GPU
         )
-        reasons = self._optional(index, "reasons", _reasons_fn(lib), h)
+        reasons = self._reasons(index, h)
+        util_samples = self._process_util(index, h)
         t = (before + time.monotonic()) / 2
         return Reading(
             t,
@@ -239,14 +285,50 @@ class Nvml:
             None if mem is None else int(mem.used),
             None if util is None else int(util.gpu),
             None if util is None else int(util.memory),
-            self._process_util(index, h),
+            util_samples,
             None if energy is None else int(energy),
             None if power is None else int(power),
             sm,
             memclk,
             temp,
             reasons,
+            frozenset(self._failed),
         )
+
+    def _processes(
+        self, index: int, listed: Sequence[Any]
+    ) -> tuple[tuple[int, int | None], ...] | None:
+        """(pid, bytes) of the listed processes; ``None`` (for the run) where an entry cannot
+        be one: bindings newer than the driver read its structures with another layout
+        (R535 grew the process struct without a new version), giving pids past the
+        kernel's and sizes past the GPU's."""
+        total = self._totals.get(index)
+        out = tuple(
+            (int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory))
+            for p in listed
+        )
+        if any(
+            not 0 < pid <= PID_MAX or (used is not None and total is not None and used > total)
+            for pid, used in out
+        ):
+            self._unsupported.add((index, "processes"))
+            return None
+        return out
+
+    def _reasons(self, index: int, h: Any) -> int | None:
+        """The clock event reasons.  The call was renamed in driver 535; bindings from then
+        on have the new name, which an older driver's library lacks (FUNCTION_NOT_FOUND),
+        and the old name then still answers.  ``reasons`` is unsupported once neither is."""
+        for what in ("reasons_event", "reasons_throttle"):
+            fn = getattr(self._lib, _REASON_CALLS[what], None)
+            if fn is None:
+                self._unsupported.add((index, what))
+                continue
+            value: int | None = self._optional(index, what, fn, h)
+            if (index, what) not in self._unsupported:
+                return value  # an answer, or a failure of this reading only
+        self._unsupported.add((index, "reasons"))
+        return None
 
     def _process_util(self, index: int, h: Any) -> tuple[tuple[int, int, int], ...] | None:
         """Per-process samples newer than the last ones seen.  NVML answers "not found" (and
@@ -257,11 +339,21 @@ class Nvml:
         last = self._last_util_us.get(index, 0)
         try:
             samples: Sequence[Any] = self._call(self._lib.nvmlDeviceGetProcessUtilization, h, last)
+        except EdgeprofError:
+            raise
         except self._error as exc:
             if _code(exc) in (0, _NOT_FOUND):
                 return ()
-            if _code(exc) in (_NOT_SUPPORTED, _NO_PERMISSION):
+            if _code(exc) in _UNSUPPORTED:
                 self._unsupported.add((index, "process_utilization"))
+                return None
+            # Failed this once (pynvml sizes its buffer by a first call, so a sample that
+            # arrives between its two calls is INSUFFICIENT_SIZE): the samples since
+            # ``last`` are asked again at the next reading.
+            self._failed.add("process_utilization")
+            return ()
+        except Exception:  # the bindings' own mismatch check (see _optional)
+            self._unsupported.add((index, "process_utilization"))
             return None
         out = tuple((int(s.pid), int(s.timeStamp), int(s.smUtil)) for s in samples)
         if out:
@@ -269,13 +361,14 @@ class Nvml:
         return out
 
 
-def _reasons_fn(lib: ModuleType) -> Callable[..., int]:
-    # Renamed in driver 535 (clock "event" reasons); the old name stays for older bindings.
-    fn = getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None)
-    if fn is None:
-        fn = lib.nvmlDeviceGetCurrentClocksThrottleReasons
-    return fn  # type: ignore[no-any-return]
-
-
 def reason_names(mask: int) -> tuple[str, ...]:
-    return tuple(name for bit, name in THROTTLE_REASONS if mask & bit)
+    """The reasons in ``mask``; a bit without a name here by its value (``0x400``)."""
+    known = 0x1  # idle: no reason a run was slowed
+    names = []
+    for bit, name in THROTTLE_REASONS:
+        known |= bit
+        if mask & bit:
+            names.append(name)
+    rest = mask & ~known
+    names += [hex(1 << b) for b in range(rest.bit_length()) if rest >> b & 1]
+    return tuple(names)

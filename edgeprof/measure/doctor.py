@@ -14,7 +14,7 @@ from ..backends import CgroupV1Backend, CgroupV2Backend, get_backend
 from ..backends import cgroupfs as fs
 from ..backends.base import Backend
 from ..backends.cgroup_v2 import FIX as V2_FIX
-from ..backends.nvml import GpuInfo, Nvml, NvmlUnavailable
+from ..backends.nvml import LOST, GpuInfo, Nvml, NvmlUnavailable
 from ..errors import BackendError, EdgeprofError
 from ..units import format_binary
 from . import tick
@@ -294,9 +294,12 @@ def gpu_findings(
         except Exception as exc:  # pynvml's NVMLError (not importable here) or a lost GPU
             return [Finding("gpu", False, f"NVML started but cannot list the GPUs: {exc}")]
         driver = nvml.driver()
-        if not gpus:
+        if not gpus and not nvml.skipped:
             return [Finding("gpu", None, f"NVML (driver {driver or '?'}) lists no GPU")]
         found = [_gpu_finding(nvml, g, driver) for g in gpus]
+        for i, why in nvml.skipped:
+            fix = GPU_LOST_FIX if why == LOST else None
+            found.append(Finding(f"gpu {i}", False, f"not measured: {why}", fix))
     if nested():
         found.append(Finding("gpu memory", None, NESTED_PID_NS))
     return found

@@ -80,7 +80,6 @@ class GpuWatch:
         # 10 ms is 8.6 MB), for the phases' and iterations' shares after the run.
         self._t = array.array("d")
         self._energy = array.array("d")
-        self._energy_known = True
         self._memory = array.array("d")
         self._recent: collections.deque[tuple[float, tuple[object, ...]]] = collections.deque(
             maxlen=RECENT
@@ -172,6 +171,7 @@ class GpuWatch:
             self._pids.update(pids)
         memory = 0
         energy = 0
+        known = True
         power: int | None = None
         utils: list[int] = []
         t = 0.0
@@ -180,10 +180,13 @@ class GpuWatch:
             t = r.t - self._t0
             mine = d.add(r, self._pids)
             memory += mine or 0
-            if r.energy_mj is None or d.first is None or d.first.energy_mj is None:
-                self._energy_known = False
+            # Since the GPU's first reading that had the counter, up to its latest: a reading
+            # that failed holds the one before (one failed read had made the run's, its
+            # phases' and its iterations' energy unknown).
+            if d.energy_first is None or d.energy_last is None:
+                known = False
             else:
-                energy += r.energy_mj - d.first.energy_mj
+                energy += d.energy_last - d.energy_first
             if r.power_mw is not None:
                 power = (power or 0) + r.power_mw
             if r.util_gpu is not None:
@@ -198,7 +201,7 @@ class GpuWatch:
             memory,
             sum(utils) / len(utils) if utils else None,
             None if power is None else power / 1000.0,
-            energy / 1000.0 if self._energy_known else None,
+            energy / 1000.0 if known else None,
         )
         with self._recent_lock:
             self._recent.append((t, totals))
@@ -229,7 +232,7 @@ class GpuWatch:
         if self._t:
             end = run_end if run_end is not None else self._t[-1]
             phases = self._phases(occurrences, end)
-            if iterations and self._energy_known and energy is not None:
+            if iterations and energy is not None:
                 inside = math.fsum(max(0.0, self._e(b) - self._e(a)) for a, b, _ in iterations)
                 per_it = inside / len(iterations)
                 items = sum(n for _, _, n in iterations)
@@ -266,7 +269,7 @@ class GpuWatch:
             memory_limit_enforced=capped,
             unified_memory=self.unified,
         )
-        said = []
+        said = [f"GPU {i} is not measured: {why}" for i, why in self._nvml.skipped]
         if self.error is not None:
             said.append(f"GPU sampling stopped early: {self.error}")
         w = self._writer
@@ -283,6 +286,10 @@ class GpuWatch:
                 "that cannot list them, or a GPU that gives no per-process memory)"
             )
         return stats, said
+
+    def _energy_known(self) -> bool:
+        """Every GPU gave its energy counter in two readings or more."""
+        return bool(self._devices) and all(d.energy_mj() is not None for d in self._devices)
 
     def _e(self, t: float) -> float:
         return interpolate(self._t, self._energy, t) or 0.0
@@ -310,7 +317,7 @@ class GpuWatch:
             out.append(
                 GpuPhase(
                     name,
-                    energy if self._energy_known and self._devices else None,
+                    energy if self._energy_known() else None,
                     None if peak is None else int(peak),
                 )
             )

@@ -8,6 +8,10 @@ NVML reports pids as the initial PID namespace numbers them; an edgeprof inside 
 namespace of its own (a container) sees other numbers for the same processes, so there the
 run's memory is the device's used memory above its level at the start, and the result says
 ``memory_source: device``.
+
+A call that failed for one reading (:attr:`~edgeprof.backends.nvml.Reading.failed`) leaves
+that reading out of its figure; only a GPU that does not give a figure at all changes where
+it comes from.
 """
 
 from __future__ import annotations
@@ -68,7 +72,14 @@ class Device:
         self.memutil_area = 0.0
         self.proc_util: dict[int, int] = {}
         """SM % of the run's processes per driver timestamp (summed over its pids)."""
+        self.proc_util_all = 0
+        """SM % of every process's samples, summed: the run's share of the GPU's work is its
+        samples' sum over this."""
         self.proc_util_supported = True
+        self.energy_first: int | None = None
+        self.energy_last: int | None = None
+        """The first and the latest energy readings the driver gave (mJ)."""
+        self.energy_n = 0
         self.power_sum = 0.0
         self.power_n = 0
         self.power_peak: int | None = None
@@ -86,13 +97,21 @@ class Device:
             self.first = r
             self.mem_base = r.memory_used
         mine: int | None
-        if self.by_process and (
+        if r.energy_mj is not None:
+            if self.energy_first is None:
+                self.energy_first = r.energy_mj
+            self.energy_last = r.energy_mj
+            self.energy_n += 1
+        lost = "processes" in r.failed  # this reading only: the next one has the list again
+        if self.by_process and not lost and (
             r.processes is None or any(used is None for pid, used in r.processes if pid in run_pids)
         ):
             # No process list on this GPU, or one without the run's memory (MIG without
             # the rights, WDDM): the device's rise is all that can be said.
             self.by_process = False
-        if self.by_process:
+        if self.by_process and lost:
+            mine = None
+        elif self.by_process:
             ours = [(pid, used) for pid, used in r.processes or () if pid in run_pids]
             self.pids.update(pid for pid, _ in ours)
             mine = sum(used for _, used in ours if used is not None)
@@ -113,6 +132,7 @@ class Device:
             self.proc_util_supported = False
         elif self.by_process:
             for pid, ts, sm in r.process_util:
+                self.proc_util_all += sm
                 if pid in run_pids:
                     self.proc_util[ts] = self.proc_util.get(ts, 0) + sm
         if r.power_mw is not None:
@@ -133,10 +153,10 @@ class Device:
         return mine
 
     def energy_mj(self) -> int | None:
-        if self.first is None or self.last is None:
-            return None
-        a, b = self.first.energy_mj, self.last.energy_mj
-        return None if a is None or b is None else max(0, b - a)
+        """Between the first and the latest readings that had the counter (a reading that
+        failed is left out); ``None`` until two readings gave it."""
+        a, b = self.energy_first, self.energy_last
+        return None if a is None or b is None or self.energy_n < 2 else max(0, b - a)
 
     def result(self) -> GpuDevice:
         info = self.info
@@ -146,14 +166,26 @@ class Device:
         # would read as an error.
         power_avg = self.power_sum / self.power_n / 1000.0 if self.power_n else None
         by_proc = self.by_process and self.proc_util_supported
+        device_avg = self.util_area / self.util_span if self.util_span > 0 else None
         if by_proc:
-            # No sample of the run's pids: n/a, not 0 (the driver samples every 1/6 s to 1 s,
-            # and a short run may fall between two).
+            # The driver gives a process a sample only for a period it was busy in (NVML's
+            # nvmlDeviceGetProcessUtilization), so the samples' mean leaves the idle periods
+            # out: a run busy in 1 of 10 had averaged 100 %.  The device's time-weighted
+            # figure counts them; the run's share of every process's samples takes another
+            # job's work out of it.  No sample of any process: n/a, not 0 (the driver
+            # samples every 1/6 s to 1 s, and a short run may fall between two).
             values = list(self.proc_util.values())
-            util_avg: float | None = sum(values) / len(values) if values else None
+            mine = sum(values)
+            util_avg: float | None
+            if not self.proc_util_all:
+                util_avg = None
+            elif device_avg is not None:
+                util_avg = device_avg * mine / self.proc_util_all
+            else:  # no device-wide figure on this GPU: the busy periods' mean, all there is
+                util_avg = mine / len(values) if values else 0.0
             util_peak: float | None = max(values) if values else None
         else:
-            util_avg = self.util_area / self.util_span if self.util_span > 0 else None
+            util_avg = device_avg
             util_peak = self.util_peak
         return GpuDevice(
             index=info.number,
@@ -181,12 +213,8 @@ class Device:
 
     def row(self, t: float, r: Reading, mine: int | None) -> tuple[object, ...]:
         """``r`` as a :data:`COLUMNS` row of ``gpu.csv`` (``mine``: the run's memory then)."""
-        first = self.first
-        energy = (
-            None
-            if first is None or first.energy_mj is None or r.energy_mj is None
-            else (r.energy_mj - first.energy_mj) / 1000.0
-        )
+        base = self.energy_first
+        energy = None if base is None or r.energy_mj is None else (r.energy_mj - base) / 1000.0
         return (
             t,
             r.gpu,

@@ -15,14 +15,20 @@ from .gpu import GpuWatch
 SELECTION_HELP = (
     "all, none, a count (2: the first two), or GPUs by index or UUID (device=1, 0,2, GPU-…)"
 )
-_ID = r"(?:\d+|(?:GPU|MIG)-[\w/-]+)"
+_ID = r"(?:\d+|GPU-[\w/-]+)"
 _SELECTION = re.compile(rf"all|none|\d+|(?:device=)?{_ID}(?:,{_ID})*")
-"""A GPU is named by NVML's index or its UUID (``GPU-…``, or ``MIG-…`` for a MIG slice)."""
+"""A GPU is named by NVML's index or its UUID (``GPU-…``)."""
+MIG_REFUSED = (
+    "a MIG slice (MIG-…) cannot be measured: NVML lists whole GPUs, and gives a slice "
+    "neither utilisation nor per-process samples; name its GPU (GPU-… or an index)"
+)
 
 
 def check_selection(text: str) -> str:
     """``--gpus`` as given, checked for its form (the GPUs themselves at the run)."""
     t = text.strip()
+    if "MIG-" in t:
+        raise ConfigError(f"--gpus {text!r}: {MIG_REFUSED}")
     if not _SELECTION.fullmatch(t):
         raise ConfigError(f"--gpus {text!r}: expected {SELECTION_HELP}")
     return t

@@ -147,7 +147,9 @@ def test_utilisation_per_process_where_the_driver_gives_it() -> None:
     w.stop()
     (d,) = w.result().devices
     assert d.utilization_source == "processes"
-    assert d.utilization_avg_pct == pytest.approx(60.0)  # (50 + 70) / 2
+    # The device's 90 % over the run, times the run's share of every process's samples
+    # (120 of 160); its peak, the busiest period's sum.
+    assert d.utilization_avg_pct == pytest.approx(90.0 * 120 / 160)
     assert d.utilization_peak_pct == 70.0
 
 
