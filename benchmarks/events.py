@@ -11,12 +11,14 @@ Each event is one ``write()`` of a line to a pipe that edgeprof's events thread 
    to a pipe whose reader, another process, sleeps in ``poll`` between lines, as edgeprof's
    does.  With iterations faster than the reader, it never sleeps and a write wakes no one;
    with slow ones, each write wakes it, which costs what waking a process costs here.
-2. **Stalls outside the iterations.** The same loop of 8 ms iterations under ``--cpus 0.5``
-   (edgeprof's 5 ms period): the kernel stalls the group at the first accounting point
-   after its quota is spent (a tick, or a switch), wherever the code is.  A stall that
-   falls in the write belongs to no iteration.  Counted: writes that took over 1 ms (a
-   stall), their time against the run's throttled time, and the share of the loop's time
-   spent in writes (what a stall falling anywhere at random would hit in proportion).
+2. **Stalls outside the iterations.** The same loop of 8 ms and of 1 ms iterations under
+   ``--cpus 0.5`` (edgeprof's 5 ms period): the kernel stalls the group at the first
+   accounting point after its quota is spent (a tick, a switch, a wake-up it makes),
+   wherever the code is.  A stall that falls in the write belongs to no iteration (under a
+   quota edgeprof's reader polls the pipe, so that a write wakes no one).  Counted: writes
+   that took over 1 ms (a stall), their time against the run's throttled time, and the
+   share of the loop's time spent in writes (what a stall falling anywhere at random would
+   hit in proportion).
 
     python benchmarks/events.py [--json FILE]      # ~25 s
     python benchmarks/events.py --quick            # ~5 s: what CI runs
@@ -128,14 +130,15 @@ def per_iteration(tmp: Path, sizes: list[tuple[float, int]]) -> list[dict[str, A
     return rows
 
 
-def stalls(tmp: Path, n: int, rounds: int) -> list[dict[str, Any]]:
+def stalls(tmp: Path, n: int, rounds: int, work_us: float) -> list[dict[str, Any]]:
     rows = []
     for _ in range(rounds):
-        d = loop(tmp, n, 8000, "--cpus", "0.5", "--interval", "0.1")
+        d = loop(tmp, n, work_us, "--cpus", "0.5", "--interval", "0.1")
         sends = d["sends"]
         stalled = [s for s in sends if s > 0.001]
         rows.append(
             {
+                "work_us": work_us,
                 "iterations": n,
                 "stalled_sends": len(stalled),
                 "stall_in_sends_s": sum(stalled),
@@ -159,7 +162,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="edgeprof-events-") as d:
         tmp = Path(d)
         cost = per_iteration(tmp, sizes)
-        stall = stalls(tmp, 20 if q else 200, 1 if q else 4)
+        stall = stalls(tmp, 20 if q else 200, 1 if q else 4, 8000)
+        stall += stalls(tmp, 100 if q else 1000, 1 if q else 4, 1000)
     print("1. Per-iteration cost (µs per iteration of the loop; the write: median µs)")
     print(
         f"{'work':>8}  {'iters':>6}  {'bare':>9}  {'edgeprof':>9}  {'+/it':>7}  "
@@ -171,14 +175,15 @@ def main() -> None:
             f"{r['edgeprof_us']:>9.1f}  {r['edgeprof_us'] - r['bare_us']:>+7.1f}  "
             f"{r['send_median_us']:>7.1f}  {r['pipe_peer_us']:>9.1f}"
         )
-    print("\n2. Stalls outside the iterations: 8 ms iterations under --cpus 0.5 (5 ms period)")
+    print("\n2. Stalls outside the iterations: under --cpus 0.5 (5 ms period)")
     print(
-        f"{'iters':>6}  {'stalled writes':>14}  {'their stall':>11}  {'throttled':>9}  "
-        f"{'time in writes':>14}"
+        f"{'work':>8}  {'iters':>6}  {'stalled writes':>14}  {'their stall':>11}  "
+        f"{'throttled':>9}  {'time in writes':>14}"
     )
     for r in stall:
         print(
-            f"{r['iterations']:>6}  {r['stalled_sends']:>14}  {r['stall_in_sends_s'] * 1e3:>9.1f}ms"
+            f"{r['work_us']:>6g}µs  {r['iterations']:>6}  {r['stalled_sends']:>14}  "
+            f"{r['stall_in_sends_s'] * 1e3:>9.1f}ms"
             f"  {r['throttled_s']:>8.2f}s  {r['send_share'] * 100:>13.2f}%"
         )
     if args.json is not None:

@@ -161,3 +161,41 @@ def test_docker_period_is_a_stalling_full_speed_core_and_is_reported(
         assert w.startswith(f"latency {', '.join(t.distorted)} measure"), w
     else:
         assert not [w for w in r.warnings if "stalls" in w], r.warnings
+
+
+#: Iterations and nothing else: no system call between them (iterations.py's own
+#: ``process_time()`` reads the task's runtime, which charges the group and enforces a spent
+#: quota right there, between two iterations).
+BARE_LOOP = """
+import sys, edgeprof
+loops, count = int(sys.argv[1]), int(sys.argv[2])
+for _ in range(count):
+    with edgeprof.iteration():
+        x = 0
+        for i in range(loops):
+            x += i * i
+"""
+
+
+def test_a_quotas_stalls_fall_inside_the_iterations_that_ran_out_of_it(
+    base: tuple[int, Measured],
+) -> None:
+    """Iterations of about 1 ms of CPU time (under a tick) at a quarter core: a stall falls
+    where the quota ran out, inside an iteration, so the loop's time is the iterations'.
+    While the events reader waited on the pipe, each line woke it, the wake-up charged the
+    group its runtime, and a spent quota was enforced in the line's write, after the
+    iteration's end: 0.52–0.79 of such a loop's time was inside its iterations (at 0.2 and
+    0.5 of a core), and the median barely moved from the unlimited run's.  A quarter core,
+    so that the quota binds even where another task shares the core
+    (:data:`~tests.host.slower_core.DOCKER_SHARE`)."""
+    loops, _ = base
+    count = 200
+    cmd = [sys.executable, "-c", BARE_LOOP, str(max(200, loops // 5)), str(count)]
+    r = edgeprof.profile(cmd, Limits(cpus=DOCKER_SHARE, cpuset=[core()]))
+    lat = r.latency
+    assert r.exit_code == 0 and lat is not None and lat.count == count, r
+    assert lat.per_s is not None and r.cpu.throttled_s is not None
+    span = count / lat.per_s
+    assert r.cpu.throttled_s > 0.3 * span, (r.cpu, lat)  # the quota held the loop back
+    inside = lat.mean_s * count / span
+    assert inside > (0.9 if REAL_TIME else 0.8), (inside, lat, r.cpu)
