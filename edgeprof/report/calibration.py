@@ -159,11 +159,22 @@ def render_calibration(cal: Calibration) -> str:
     if cal.speed is not None:
         sp = cal.speed
         lines.append("")
+        used = (
+            f"cpus {sp.setting_cpus:g}"
+            if sp.used_cpus is None
+            else f"{sp.used_cpus:.3g} CPU{'' if sp.used_cpus == 1 else 's'} used"
+        )
+        shape = (
+            "power law: the device is not one factor slower on these workloads, this is "
+            "its slope at the margin"
+            if sp.form == "power"
+            else FORM_NAMES[sp.form]
+        )
         lines.append(
             f"Implied speed: the device ≈ {sp.host_cpus:.3g} CPUs of the profiling host "
             f"({sp.host_model or 'CPU model unknown'}) for these workloads: {sp.metric} "
-            f"[{sp.setting}], cpus {sp.setting_cpus:g} / slope {sp.slope:.3g} "
-            "(a device entry with 'speed: calibration' runs at that share)"
+            f"[{sp.setting}], {used} / slope {sp.slope:.3g} ({shape}; a device entry with "
+            "'speed: calibration' runs at that share)"
         )
     lines.append("")
     lines.append(
@@ -285,6 +296,8 @@ def render_predictions(preds: Predictions, source: str | None = None) -> str:
     if preds.items:
         lines += _table(rows)
     lines += [f"  {u}" for u in preds.uncalibrated]
+    if preds.other_host is not None:
+        lines.append(f"  warning: {preds.other_host}")
     for mf in cal.fits:
         if (mf.metric, mf.setting, mf.scope) in used:
             scope = "" if mf.family is None else f" {mf.scope}"

@@ -127,10 +127,12 @@ def _run(
     base = make_result(
         name=label, wall_s=wall, limits=Limits(cpus=cpus, memory=memory), warnings=()
     )
+    # A CPU-bound workload that used its setting's CPUs at its busiest second.
+    busiest = dataclasses.replace(base.cpu, peak_pct=100.0 * (cpus or 1.0))
     return dataclasses.replace(
         base,
         memory=dataclasses.replace(base.memory, peak_bytes=peak),
-        **kw,  # type: ignore[arg-type]
+        **{"cpu": busiest, **kw},  # type: ignore[arg-type]
     )
 
 
@@ -273,6 +275,24 @@ def test_file_round_trip_and_predictions(tmp_path: Path) -> None:
     )
     (big,) = [ln for ln in text.splitlines() if ln.startswith("big ") and "runtime" in ln]
     assert "extrapolation: profiler range 1000 ms–4000 ms" in big
+    assert preds.other_host is None and "warning" not in text
+
+
+def test_predictions_for_runs_on_another_cpu_model_say_they_do_not_transfer(
+    tmp_path: Path,
+) -> None:
+    """The check `speed: calibration` had: `--calibration` on runs from another host's CPU
+    printed its predictions without a word (a tester's Xeon-edited file)."""
+    back = _calibration(tmp_path)
+    run = _run("new", 2.5)
+    assert run.host is not None
+    elsewhere = dataclasses.replace(run, host=dataclasses.replace(run.host, cpu_model="Xeon"))
+    preds = predict(back, [elsewhere])
+    assert preds.other_host == (
+        "the calibration was learned on a Test CPU, these runs were profiled on a Xeon: its "
+        "predictions do not transfer (calibrate on this host)"
+    )
+    assert f"  warning: {preds.other_host}" in render_predictions(preds, "phone.yml")
 
 
 def test_render_calibration_table(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from edgeprof.analysis.calibration import calibrate, load_calibration, read_measurements
-from edgeprof.analysis.calibration.speed import implied_speed
+from edgeprof.analysis.calibration.speed import Slope, implied_speed
 from edgeprof.analysis.devices import (
     DEVICES_ENV,
     builtin_catalog,
@@ -28,7 +28,7 @@ from edgeprof.measure.limits import THREAD_VARS
 from edgeprof.model import HostInfo, Limits, RunResult
 from edgeprof.storage import read_result
 
-from .test_calibration import _calibration, _run
+from .test_calibration import _calibration, _csv, _run
 
 RUN = ["run", "--backend", "fake", "--interval", "0.01"]
 GIB = 2**30
@@ -249,8 +249,13 @@ def test_calibration_stores_the_speed_it_implies(tmp_path: Path) -> None:
     cal = _calibration(tmp_path)  # runtime = 2.94 × profiler + 0.15 s, under cpus=1
     assert cal.speed is not None
     assert (cal.speed.metric, cal.speed.setting_cpus) == ("runtime", 1.0)
-    assert cal.speed.slope == pytest.approx(2.94)
-    assert cal.speed.host_cpus == pytest.approx(1 / 2.94)
+    # The slope of the form the predictions use, the line through the origin here (2.99),
+    # so that the file says one speed: the line's 2.94 had implied 0.34 CPUs while the
+    # predictions used 2.99× (a tester's 3.199 against 2.897).
+    [runtime] = [f for f in cal.fits if f.metric == "runtime"]
+    assert (runtime.choice.form, cal.speed.form) == ("origin", "origin")
+    assert cal.speed.slope == pytest.approx(runtime.choice.fit.a) == pytest.approx(89.7 / 30)
+    assert cal.speed.host_cpus == pytest.approx(30 / 89.7)
     assert cal.speed.host_model == "Test CPU"
     path = tmp_path / "phone.yml"
     cal.save(path)
@@ -263,16 +268,43 @@ def test_calibration_stores_the_speed_it_implies(tmp_path: Path) -> None:
     from edgeprof.report.calibration import render_calibration
 
     assert (
-        "Implied speed: the device ≈ 0.34 CPUs of the profiling host (Test CPU) for these "
-        "workloads: runtime [cpus=1, memory=1.0GiB], cpus 1 / slope 2.94"
+        "Implied speed: the device ≈ 0.334 CPUs of the profiling host (Test CPU) for these "
+        "workloads: runtime [cpus=1, memory=1.0GiB], 1 CPU used / slope 2.99 (line through "
+        "the origin; a device entry"
     ) in render_calibration(cal)
+
+
+def test_the_speed_counts_the_cpus_the_workloads_used_not_the_settings(
+    tmp_path: Path,
+) -> None:
+    """Single-threaded workloads profiled under ``cpus=2`` used one CPU: the device is
+    ``1 / slope`` CPUs of this host, not ``2 / slope`` (a tester's same models gave 0.504
+    CPUs profiled under cpus 1 and 0.993 under cpus 2)."""
+    runs = [
+        _run(f"m{i}", x, cpus=2.0, cpu=dataclasses.replace(_run("m", 1.0).cpu, peak_pct=p))
+        for i, (x, p) in enumerate([(1.0, 99.0), (2.0, 100.0), (3.0, 101.0), (4.0, 100.0)])
+    ]
+    m = read_measurements(
+        _csv(tmp_path, "model,runtime_ms\nm0,2000\nm1,4000\nm2,6000\nm3,8000\n")
+    )
+    sp = calibrate(runs, m, "phone").speed
+    assert sp is not None and (sp.setting_cpus, sp.used_cpus) == (2.0, 1.0)
+    assert sp.host_cpus == pytest.approx(0.5)
+    path = tmp_path / "phone.yml"
+    calibrate(runs, m, "phone").save(path)
+    assert load_calibration(path).speed == sp
+    # Never more than the setting's: a busiest second past the quota is the sampling's.
+    over = [dataclasses.replace(r, cpu=dataclasses.replace(r.cpu, peak_pct=230.0)) for r in runs]
+    sp = calibrate(over, m, "phone").speed
+    assert sp is not None and sp.used_cpus == 2.0 and sp.host_cpus == pytest.approx(1.0)
 
 
 def test_latency_is_preferred_and_a_falling_fit_implies_nothing() -> None:
     from edgeprof.analysis.calibration import fit
 
-    up = fit([1.0, 2.0, 3.0], [2.0, 4.0, 6.0], ["a", "b", "c"])
-    down = fit([1.0, 2.0, 3.0], [6.0, 4.0, 2.0], ["a", "b", "c"])
+    line_up = fit([1.0, 2.0, 3.0], [2.0, 4.0, 6.0], ["a", "b", "c"])
+    line_down = fit([1.0, 2.0, 3.0], [6.0, 4.0, 2.0], ["a", "b", "c"])
+    up, down = (Slope(f.a, "line", f.r2) for f in (line_up, line_down))
     s = implied_speed({("runtime", "s1"): up, ("latency", "s2"): up}, {"s1": 1.0, "s2": 2.0}, HOST)
     assert s is not None and s.metric == "latency" and s.host_cpus == pytest.approx(1.0)
     assert implied_speed({("runtime", "s1"): down}, {"s1": 1.0}, HOST) is None
@@ -287,7 +319,7 @@ def test_a_device_takes_its_calibrated_speed(tmp_path: Path) -> None:
         "    speed: calibration\n",
     )
     s = resolve_device("phone", p, HOST, {})
-    assert s.cpus == pytest.approx(round(1 / 2.94, 3)) and s.speed_from.endswith("phone.yml")
+    assert s.cpus == pytest.approx(round(30 / 89.7, 3)) and s.speed_from.endswith("phone.yml")
     assert s.warnings == ()
     other = dataclasses.replace(HOST, cpu_model="Other CPU")
     elsewhere = resolve_device("phone", p, other, {})

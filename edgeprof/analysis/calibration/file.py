@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from .families import Families, check_family, parse_rule
 from .fit import DEFAULT_LEVEL, DEFAULT_MIN_R2, LinearFit, fit, fit_warnings
 from .forms import FORMS
 from .measurements import MAX_VALUE
-from .speed import ImpliedSpeed, speed_from_dict
+from .speed import ImpliedSpeed, Slope, speed_from_dict
 from .units import METRICS, UNITS, base_unit
 
 CALIBRATION_SCHEMA = "edgeprof-calibration/1"
@@ -259,7 +259,7 @@ def _calibration(doc: _Fields) -> Calibration:
         },
     )
     fits = [_metric_fit(fd, min_r2, form) for fd in doc.records("fits", "a list of fits")]
-    by_key = {(m.metric, m.setting): m.fit for m in fits if m.family is None}
+    by_key = slopes(fits)
     speed_d = doc.record("implied_speed", "the implied speed (metric, setting, setting_cpus)")
     return Calibration(
         device=doc.text("device"),
@@ -313,7 +313,7 @@ def _metric_fit(fd: _Fields, min_r2: float, form: str) -> MetricFit:
     )
 
 
-def _speed(d: _Fields, fits: Mapping[tuple[str, str], LinearFit]) -> ImpliedSpeed | None:
+def _speed(d: _Fields, fits: Mapping[tuple[str, str], Slope]) -> ImpliedSpeed | None:
     host = d.record("host", "a mapping of cpu_model and kernel")
     cpu_model = None if host is None else host.optional_text("cpu_model")
     kernel = None if host is None else host.optional_text("kernel")
@@ -321,9 +321,26 @@ def _speed(d: _Fields, fits: Mapping[tuple[str, str], LinearFit]) -> ImpliedSpee
         "metric": d.text("metric"),
         "setting": d.text("setting"),
         "setting_cpus": d.number("setting_cpus", "a CPU count above 0", lambda v: v > 0),
+        # Absent from files made before it was recorded: the setting's CPUs, as then.
+        "used_cpus": None
+        if d.get("used_cpus", "a CPU count above 0", None) is None
+        else d.number("used_cpus", "a CPU count above 0", lambda v: v > 0),
         "host": {"cpu_model": cpu_model, "kernel": kernel},
     }
     return speed_from_dict(clean, fits)
+
+
+def slopes(fits: Sequence[MetricFit]) -> dict[tuple[str, str], Slope]:
+    """The pooled fits' slopes for :func:`.speed.implied_speed`: the form predictions use,
+    where it is the line through the origin or the line; the line's where it is the power
+    law (whose exponent, not a slope, is its own)."""
+    out = {}
+    for m in fits:
+        if m.family is None:
+            form = m.choice.form
+            a = m.choice.fit.a if form == "origin" else m.fit.a
+            out[(m.metric, m.setting)] = Slope(a, form, m.fit.r2)
+    return out
 
 
 class _Required:

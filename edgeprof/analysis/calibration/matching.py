@@ -14,11 +14,11 @@ from ..cells import cells_by_setting, successful
 from ..instrumentation import no_events
 from ..metrics import stalled_percentiles
 from .families import MIN_FAMILY_POINTS, Families, FamilyRule, label_stem, members
-from .file import Calibration, MetricFit, metric_fit
+from .file import Calibration, MetricFit, metric_fit, slopes
 from .fit import DEFAULT_LEVEL, DEFAULT_MIN_R2, fit
 from .forms import FORMS
 from .measurements import DeviceRow, Measurements
-from .speed import implied_speed
+from .speed import implied_speed, used_cpus
 from .units import METRICS, format_value
 
 
@@ -226,10 +226,20 @@ def calibrate(
                 fits.append(metric_fit(metric, setting, unit, line, min_r2, family=fam, form=form))
     setting_cpus = {c.setting: c.cpus for c in cells}
     hosts = [r.host for r in runs]
+    busiest = {
+        setting: [
+            r.cpu.peak_pct
+            for g in by_label.values()
+            for r in successful(g)
+            if r.cpu.peak_pct is not None
+        ]
+        for setting, by_label in cells_by_setting(runs).items()
+    }
     speed = implied_speed(
-        {(m.metric, m.setting): m.fit for m in fits if m.family is None},
+        slopes(fits),
         setting_cpus,
         hosts[0] if hosts else None,
+        {s: used_cpus(busiest.get(s, []), cpus) for s, cpus in setting_cpus.items()},
     )
     return Calibration(
         device=device,

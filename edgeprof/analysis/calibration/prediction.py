@@ -73,6 +73,9 @@ class Predictions:
     items: list[Prediction] = field(default_factory=list)
     uncalibrated: list[str] = field(default_factory=list)
     """Cells whose setting the calibration does not cover."""
+    other_host: str | None = None
+    """The runs were profiled on another CPU model than the calibration's: why its
+    predictions do not transfer (``None``: the same, or not known)."""
 
     def measure_next(self, count: int = 3) -> list[tuple[str, Prediction]]:
         """The unmeasured models whose device measurement would teach the calibration most:
@@ -109,8 +112,20 @@ def predict(calibration: Calibration, runs: Iterable[RunResult]) -> Predictions:
     """Predicted device values for every cell of ``runs`` whose setting was calibrated (the
     median of a cell's successful runs, as in the fit), by the chosen form of the run's
     family fit where there is one, else of the pooled fit."""
-    out = Predictions(calibration)
-    for cell in cells_of(list(runs)):
+    runs = list(runs)
+    learned = None if calibration.speed is None else calibration.speed.host_model
+    models = {r.host.cpu_model for r in runs if r.host is not None and r.host.cpu_model}
+    other = sorted(models - {learned}) if learned is not None else []
+    out = Predictions(
+        calibration,
+        other_host=(
+            f"the calibration was learned on a {learned}, these runs were profiled on a "
+            f"{' and a '.join(other)}: its predictions do not transfer (calibrate on this host)"
+            if other
+            else None
+        ),
+    )
+    for cell in cells_of(runs):
         if cell.ok == 0:
             out.uncalibrated.append(f"{cell.label} [{cell.setting}]: every run failed")
             continue

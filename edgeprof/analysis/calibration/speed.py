@@ -17,6 +17,17 @@ would not depend on the thread count): the device CSV rarely has CPU time (its t
 latency), and it includes the device's own kernel and runtime overheads; the wall-clock
 ratio is what the emulation has to reproduce.
 
+Which CPUs: those the workloads used, not the setting's.  A single-threaded workload
+profiled under ``cpus=2`` used one: ``2 / a`` made the device twice as fast as it is (a
+tester's same models gave 0.504 CPUs profiled under ``cpus 1`` and 0.993 under ``cpus 2``).
+So ``k`` is the CPUs the setting's runs had at their busiest second (their median CPU %
+over its 1 s window), never more than the setting's.
+
+Which slope: that of the form the predictions use (:mod:`.choice`), so that a calibration
+says one speed: the line through the origin's where it was chosen (a constant factor, which
+is what a CPU share reproduces), else the line's, at the margin; a power law's exponent
+says no one speed fits the workloads, which the report says.
+
 Which fit: the per-iteration latency (the inference itself, free of start-up), else its
 mean, else the whole run's wall time; among a metric's fits (one per setting) the one with
 the highest R².  A fit with ``a ≤ 0`` implies no speed (the device is not slower on the
@@ -26,15 +37,24 @@ larger workloads: nothing to scale).  The host the runs were profiled on is reco
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...model import HostInfo
-from .fit import LinearFit
 
 SPEED_METRICS = ("latency", "latency_mean", "runtime")
 """Device CSV metric stems a speed may come from, most preferred first."""
+
+
+class Slope(NamedTuple):
+    """What a speed needs of one fit: the slope of the form predictions use, that form, and
+    the line's R² (which fit of a metric is best)."""
+
+    a: float
+    form: str
+    r2: float | None
 
 
 @dataclass(frozen=True)
@@ -47,17 +67,29 @@ class ImpliedSpeed:
     """``a`` of the fit: device seconds per profiler second."""
     host_model: str | None
     host_kernel: str | None
+    used_cpus: float | None = None
+    """The CPUs the setting's runs used (see the module docstring); ``None``: not known (a
+    file from before it was recorded): the setting's."""
+    form: str = "line"
+    """The form the slope is of (:data:`.forms.FORMS`)."""
+
+    @property
+    def cpus(self) -> float:
+        """``k``: the CPUs the fitted workloads had."""
+        return self.setting_cpus if self.used_cpus is None else self.used_cpus
 
     @property
     def host_cpus(self) -> float:
         """The device in CPUs of the profiling host, for the fitted workloads: ``k / a``."""
-        return self.setting_cpus / self.slope
+        return self.cpus / self.slope
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "metric": self.metric,
             "setting": self.setting,
             "setting_cpus": self.setting_cpus,
+            "used_cpus": self.used_cpus,
+            "form": self.form,
             "slope": self.slope,
             "host_cpus": self.host_cpus,
             "host": {"cpu_model": self.host_model, "kernel": self.host_kernel},
@@ -65,13 +97,15 @@ class ImpliedSpeed:
 
 
 def implied_speed(
-    fits: Mapping[tuple[str, str], LinearFit],
+    fits: Mapping[tuple[str, str], Slope],
     setting_cpus: Mapping[str, float | None],
     host: HostInfo | None,
+    used_cpus: Mapping[str, float | None] | None = None,
 ) -> ImpliedSpeed | None:
     """The speed of the best fit (see the module docstring) or ``None``.
 
-    ``fits``: (metric stem, setting) → fit; ``setting_cpus``: setting → its ``cpus``."""
+    ``fits``: (metric stem, setting) → its slope; ``setting_cpus``: setting → its ``cpus``;
+    ``used_cpus``: setting → the CPUs its runs used (:func:`used_cpus`)."""
     for metric in SPEED_METRICS:
         usable = [
             (setting, f)
@@ -83,6 +117,7 @@ def implied_speed(
         setting, best = max(usable, key=lambda sf: -1.0 if sf[1].r2 is None else sf[1].r2)
         cpus = setting_cpus[setting]
         assert cpus is not None  # filtered above
+        used = None if used_cpus is None else used_cpus.get(setting)
         return ImpliedSpeed(
             metric,
             setting,
@@ -90,12 +125,23 @@ def implied_speed(
             best.a,
             None if host is None else host.cpu_model,
             None if host is None else host.kernel,
+            None if used is None else min(used, cpus),
+            best.form,
         )
     return None
 
 
+def used_cpus(peaks_pct: Sequence[float], setting_cpus: float | None) -> float | None:
+    """The CPUs a setting's runs used: the median of their busiest second's CPU %, never
+    more than the setting's; ``None`` without a figure."""
+    if not peaks_pct:
+        return None
+    used = statistics.median(peaks_pct) / 100.0
+    return used if setting_cpus is None else min(used, setting_cpus)
+
+
 def speed_from_dict(
-    d: Mapping[str, Any], fits: Mapping[tuple[str, str], LinearFit]
+    d: Mapping[str, Any], fits: Mapping[tuple[str, str], Slope]
 ) -> ImpliedSpeed | None:
     """Read back :meth:`ImpliedSpeed.to_dict`; the slope is the refitted one (the file never
     disagrees with the arithmetic), ``None`` when its fit is gone or no longer positive."""
@@ -105,6 +151,7 @@ def speed_from_dict(
         return None
     host = d.get("host") or {}
     model, kernel = host.get("cpu_model"), host.get("kernel")
+    used = d.get("used_cpus")
     return ImpliedSpeed(
         metric,
         setting,
@@ -112,4 +159,6 @@ def speed_from_dict(
         f.a,
         None if model is None else str(model),
         None if kernel is None else str(kernel),
+        None if used is None else float(used),
+        f.form,
     )
