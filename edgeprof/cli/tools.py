@@ -42,8 +42,17 @@ def doctor(
     ] = None,
 ) -> None:
     """Show what this host offers each backend and how to fix what is missing."""
-    from ..measure.doctor import diagnose, render
+    import os
 
+    from ..errors import ConfigError
+    from ..measure.doctor import diagnose, render
+    from ..measure.inputs import check_command
+
+    if python is not None:  # a wrong path is a usage error, as `run -- /nonexistent` is
+        try:
+            check_command((python,), os.environ, None)
+        except ConfigError as exc:
+            raise ConfigError(f"--python: {exc}") from None
     sys.stdout.write(render(diagnose(python=python)))
 
 

@@ -173,6 +173,23 @@ def test_bad_input_is_one_line_and_exit_2(
     assert not marker.exists(), "the workload ran despite the bad input"
 
 
+@pytest.mark.parametrize("what", ["missing", "plain file"])
+def test_doctor_refuses_a_python_that_cannot_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, what: str
+) -> None:
+    """A wrong ``--python`` path is a usage error (one line, exit 2), as ``run -- /nonexistent``
+    is, before any of the host's checks; an interpreter that runs but lacks edgeprof is a
+    finding of the report (exit 0, tests/unit/test_instrumentation.py)."""
+    python = tmp_path / "python"
+    if what == "plain file":
+        python.write_text("")
+    assert main(["doctor", "--python", str(python)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    why = "not found" if what == "missing" else "is not executable"
+    assert err == f"edgeprof: error: --python: command {why}: {python}\n"
+
+
 @pytest.mark.usefixtures("no_fake_backend")
 def test_unknown_backend(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--backend", "nope", "--", "true"]) == 2
