@@ -61,6 +61,7 @@ from ..storage import read_capped
 from ..units import (
     MAX_CPUS,
     MIN_QUOTA_US,
+    counted,
     format_binary,
     format_period,
     parse_cpu_period,
@@ -377,12 +378,13 @@ def device_setting(device: Device, host: HostInfo | None = None) -> DeviceSettin
     else:
         if device.calibration is None:
             warnings.append(
-                f"{name}: no speed known (a spec sheet gives none): its {cores} cores run at "
-                "this host's speed; measure it and run edgeprof calibrate for its speed"
+                f"{name}: no speed known (a spec sheet gives none): its {counted(cores, 'core')} "
+                "run at this host's speed; measure it and run edgeprof calibrate for its speed"
             )
         else:
             warnings.append(
-                f"{name}: its {cores} cores run at this host's speed; its calibration predicts "
+                f"{name}: its {counted(cores, 'core')} run at this host's speed; its calibration "
+                "predicts "
                 "the device's values ('speed: calibration' in the entry emulates its speed)"
             )
         return DeviceSetting(device, float(cores), device.memory, device.cpu_period_us, True,

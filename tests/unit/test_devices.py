@@ -355,6 +355,14 @@ def test_run_with_a_device_applies_and_records_it(
     assert "true: fake/fake, device tiny, limits: cpus=2, " in captured.out
 
 
+def test_a_one_core_device_is_one_core(tmp_path: Path) -> None:
+    """The warning had read "its 1 cores run at this host's speed"."""
+    cat = parse_catalog(_catalog(tmp_path, "  one:\n    cores: 1\n    memory: 64m\n"))
+    assert "one: no speed known (a spec sheet gives none): its 1 core run at" in (
+        device_setting(cat["one"]).warnings[0]
+    )
+
+
 def test_a_device_share_and_explicit_options(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
