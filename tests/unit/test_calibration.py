@@ -182,6 +182,8 @@ def test_matching_by_label_stem_setting_and_median(tmp_path: Path) -> None:
         "line 8: m5 (cpus=1): every profiled run of it failed (cpus=1, memory=1.0GiB)",
     )
     assert "m4.onnx [cpus=1, memory=1.0GiB]" in cal.unmeasured
+    # m5 has its device row, named above: not also "profiled, not measured on the device".
+    assert not [u for u in cal.unmeasured if u.startswith("m5.onnx ")]
     (one,) = cal.fits
     assert one.setting == "cpus=1, memory=1.0GiB" and one.fit.labels == (
         "m1.onnx",

@@ -66,7 +66,8 @@ def cells_of(runs: Sequence[RunResult]) -> list[Cell]:
 
 
 def _match(row: DeviceRow, cells: Sequence[Cell], path: str) -> tuple[Cell | None, str]:
-    """The cell a device row belongs to, or ``None`` and why not."""
+    """The cell a device row belongs to, or why not: with ``None``, or with the cell where
+    every run of it failed."""
     named = [c for c in cells if c.label == row.model]
     if not named:
         named = [c for c in cells if label_stem(c.label) == row.model]
@@ -94,8 +95,8 @@ def _match(row: DeviceRow, cells: Sequence[Cell], path: str) -> tuple[Cell | Non
             f"settings ({settings}): add a cpus or memory column to tell them apart"
         )
     cell = hits[0]
-    if cell.ok == 0:
-        return None, f"every profiled run of it failed ({cell.setting})"
+    if cell.ok == 0:  # the cell, with why it is no point
+        return cell, f"every profiled run of it failed ({cell.setting})"
     return cell, ""
 
 
@@ -163,10 +164,13 @@ def calibrate(
     unmatched = []
     pairs: list[tuple[DeviceRow, Cell]] = []
     used: dict[tuple[str, str], DeviceRow] = {}
+    failed = set()
     for row in measurements.rows:
         cell, why = _match(row, cells, measurements.path)
-        if cell is None:
+        if cell is None or why:
             unmatched.append(f"line {row.line}: {row.describe()}: {why}")
+            if cell is not None:
+                failed.add((cell.label, cell.setting))
             continue
         key = (cell.label, cell.setting)
         if key in used:
@@ -177,7 +181,13 @@ def calibrate(
             )
         used[key] = row
         pairs.append((row, cell))
-    unmeasured = [f"{c.label} [{c.setting}]" for c in cells if (c.label, c.setting) not in used]
+    # A row of a model whose every run failed is named among the unmatched (why its device
+    # value is no point); "profiled, not measured on the device" contradicted it.
+    unmeasured = [
+        f"{c.label} [{c.setting}]"
+        for c in cells
+        if (c.label, c.setting) not in used and (c.label, c.setting) not in failed
+    ]
     families = Families(
         tuple(family_rules), {c.label: r.family for r, c in pairs if r.family is not None}
     )
