@@ -268,7 +268,8 @@ def test_file_round_trip_and_predictions(tmp_path: Path) -> None:
     assert outside.half_width is not None and outside.half_width > inside.half_width
     assert preds.uncalibrated == [
         "other [cpus=2, memory=1.0GiB]: no calibration for this setting "
-        "(calibrated: cpus=1, memory=1.0GiB)"
+        "(calibrated: cpus=1, memory=1.0GiB; a fit holds under the limits it was profiled "
+        "with, CPUs and memory alike)"
     ]
     text = render_predictions(preds, "phone.yml")
     assert text.startswith(

@@ -134,7 +134,8 @@ def predict(calibration: Calibration, runs: Iterable[RunResult]) -> Predictions:
             known = "; ".join(calibration.settings()) or "none"
             out.uncalibrated.append(
                 f"{cell.label} [{cell.setting}]: no calibration for this setting "
-                f"(calibrated: {known})"
+                f"(calibrated: {known}; a fit holds under the limits it was profiled with, "
+                "CPUs and memory alike)"
             )
             continue
         family = calibration.families.of(cell.label)
