@@ -131,10 +131,12 @@ def render_html(
     if calibration is not None:
         body += _calibration_charts(calibration)
     body.append("<h2>Over time</h2>")
-    body += _timelines(results) or [
+    timelines, left_out = _timelines(results)
+    body += timelines or [
         '<p class="meta">No time series: the runs\' samples.csv files are not on disk '
         "(a run keeps them with --out).</p>"
     ]
+    body += [f'<p class="notes">note: {escape(n)}</p>' for n in left_out]
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title><style>{STYLE}</style></head>\n<body>\n"
@@ -221,8 +223,9 @@ def _calibration_charts(cal: Calibration) -> list[str]:
     return out
 
 
-def _timelines(results: Sequence[RunResult]) -> list[str]:
-    """CPU % and memory over time, one line per run whose samples.csv is on disk."""
+def _timelines(results: Sequence[RunResult]) -> tuple[list[str], list[str]]:
+    """CPU % and memory over time, one line per run whose samples.csv is on disk; and a note
+    for each run whose file could not be read as a table (it is left out)."""
     from .plots import read_samples
 
     settings = {r.limits.describe() for r in results}
@@ -232,25 +235,26 @@ def _timelines(results: Sequence[RunResult]) -> list[str]:
             r.label if len(settings) == 1 else f"{r.label} [{r.limits.describe()}]", r
         )
     chosen = list(firsts.items())[:MAX_TIMELINES]
-    cpu, memory = [], []
+    cpu, memory, notes = [], [], []
     for label, r in chosen:
         path = r.samples.path
         if path is None or not Path(path).is_file():
             continue
         try:
             cols = read_samples(path)
-        except (OSError, ValueError):
-            continue  # a file cut short or edited: the tables still stand
+        except (OSError, ValueError) as exc:  # a file cut short or edited: the tables stand
+            notes.append(f"{label}: timeline left out, {path} is unreadable ({exc})")
+            continue
         t = cols.get("t_s", [])
         cpu.append(svg.Series(label, _points(t, cols.get("cpu_pct", []))))
         mib = [None if v is None else v / 2**20 for v in cols.get("memory_bytes", [])]
         memory.append(svg.Series(label, _points(t, mib)))
     if not cpu:
-        return []
+        return [], notes
     return [
         f"<figure>{svg.lines('CPU % of one core', cpu, 'seconds', lambda v: f'{v:.0f}%')}</figure>",
         f"<figure>{svg.lines('Memory', memory, 'seconds', lambda v: f'{v:.0f} MiB')}</figure>",
-    ]
+    ], notes
 
 
 def _points(t: Sequence[float | None], v: Sequence[float | None]) -> list[tuple[float, float]]:

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,12 +54,32 @@ def _scale(key: str) -> tuple[float, str]:
 
 
 def read_samples(path: str | Path) -> dict[str, list[float | None]]:
+    """A run's ``samples.csv`` by column.  An empty cell, and a value that is not finite
+    (``inf``, ``nan``: no counter gives one), is ``None``: never drawn.  A file that is not
+    such a table (a row with more fields than the header, a field past the csv module's
+    limit, a value that is not a number) raises ``ValueError`` naming the line."""
     cols: dict[str, list[float | None]] = {}
     with open(path, newline="") as f:
-        for rec in csv.DictReader(f):
-            for k, v in rec.items():
-                cols.setdefault(k, []).append(float(v) if v not in ("", None) else None)
+        reader = csv.DictReader(f)
+        try:
+            for rec in reader:
+                if None in rec:  # DictReader puts a row's extra fields under the key None
+                    raise ValueError(f"line {reader.line_num}: more fields than the header")
+                for k, v in rec.items():
+                    cols.setdefault(k, []).append(_number(v, reader.line_num))
+        except csv.Error as exc:  # a field past the csv module's limit, a NUL byte
+            raise ValueError(f"line {reader.line_num}: {exc}") from exc
     return cols
+
+
+def _number(v: str | None, line: int) -> float | None:
+    if v in ("", None):
+        return None
+    try:
+        x = float(v)
+    except ValueError:
+        raise ValueError(f"line {line}: {v[:40]!r} is not a number") from None
+    return x if math.isfinite(x) else None
 
 
 def plot_run(result: RunResult, path: Path) -> Path | None:
@@ -66,7 +87,10 @@ def plot_run(result: RunResult, path: Path) -> Path | None:
     if result.samples.path is None or not Path(result.samples.path).is_file():
         return None
     plt = _pyplot()
-    s = read_samples(result.samples.path)
+    try:
+        s = read_samples(result.samples.path)
+    except ValueError:
+        return None  # a file cut short or edited: its timeline is left out, the rest stands
     t = [x or 0.0 for x in s.get("t_s", [])]
     fig, (ax_cpu, ax_mem) = plt.subplots(2, 1, sharex=True, figsize=(8, 5))
     cpu = s.get("cpu_pct", [])
@@ -222,7 +246,10 @@ def _squeezed_panel(ax: Any, o: FitOutcome) -> None:
     mib = 2**20
     r = o.reference[-1] if o.reference else None
     if r is not None and r.samples.path is not None and Path(r.samples.path).is_file():
-        s = read_samples(r.samples.path)
+        try:
+            s = read_samples(r.samples.path)
+        except ValueError:
+            s = {}  # a file edited since: the panel keeps its lines without the usage
         pts = [
             (t or 0.0, m / mib)
             for t, m in zip(s.get("t_s", []), s.get("memory_bytes", []), strict=False)

@@ -73,7 +73,12 @@ def lines(
     *,
     y_floor: float = 0.0,
 ) -> str:
-    """Lines on shared axes (x from 0), the legend under the title."""
+    """Lines on shared axes (x from 0), the legend under the title.  A point that is not
+    finite is left out (a gap), so no coordinate is ever a nan or an inf."""
+    series = [
+        Series(s.label, [(x, y) for x, y in s.points if math.isfinite(x) and math.isfinite(y)])
+        for s in series
+    ]
     legend_rows = (len(series) + 3) // 4
     left, right, top_pad = 80, 20, 36 + 14 * legend_rows
     height = top_pad + 212
@@ -97,7 +102,7 @@ def lines(
         parts.append(f'<rect x="{x}" y="{y - 9}" width="12" height="4" fill="{colour}"/>')
         parts.append(_text(x + 16, y - 4, _clip(s.label, 22), size=11))
     for k in range(5):  # y grid and its labels
-        v = y_max * k / 4
+        v = y_max / 4 * k  # divided first: y_max * k may pass the largest float
         parts.append(
             f'<line x1="{left}" x2="{left + plot_w}" y1="{py(v):.1f}" y2="{py(v):.1f}" '
             'stroke="#ddd"/>'
@@ -163,9 +168,10 @@ def _nice(v: float) -> float:
     if v <= 0 or not math.isfinite(v):
         return 1.0
     e = 10.0 ** math.floor(math.log10(v))
-    return next(
-        m * e for m in (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0) if m * e >= v
-    )
+    steps = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
+    # Near the largest float the round top overflows to inf (and 0 × inf is a nan
+    # coordinate): ``v`` itself is the top there.
+    return next((m * e for m in steps if v <= m * e < math.inf), v)
 
 
 def _open(title: str, height: int) -> str:

@@ -4,7 +4,9 @@ tests/tooling/test_html_report.py): the same tables as the terminal, escaped, on
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+from edgeprof.model import RunResult, SampleStats
 from edgeprof.report.html import render_html
 from edgeprof.report.svg import Bar, bars
 from edgeprof.report.table import TextTable
@@ -78,3 +80,34 @@ def test_a_run_that_saw_a_gpu_has_its_gpu_tables_and_one_without_none() -> None:
                  "312.5mJ per item", "GPU by phase", "400.00J"):  # fmt: skip
         assert text in page, text
     assert "NVIDIA" not in render_html([make_result(name="cpu")])
+
+
+def _run_with_samples(tmp_path: Path, name: str, body: str) -> RunResult:
+    path = tmp_path / f"{name}.csv"
+    path.write_text("t_s,cpu_pct,memory_bytes\n" + body)
+    return make_result(name=name, samples=SampleStats(count=3, interval_s=0.1, path=str(path)))
+
+
+def test_a_corrupt_samples_csv_leaves_its_timeline_out_with_a_note(tmp_path: Path) -> None:
+    """A row with an extra field, a field past the csv module's limit, a word: that run's
+    timeline is left out and said; the readable run is still drawn."""
+    good = _run_with_samples(tmp_path, "good", "0.1,50,1048576\n0.2,60,2097152\n")
+    extra = _run_with_samples(tmp_path, "extra", "0.1,50,1048576,9\n")
+    huge = _run_with_samples(tmp_path, "huge", "0.1,50," + "1" * 200_000 + "\n")
+    word = _run_with_samples(tmp_path, "word", "0.1,fifty,1\n")
+    page = render_html([good, extra, huge, word])
+    assert page.count("<polyline") == 2  # the good run's CPU and memory lines
+    assert "extra: timeline left out" in page and "line 2: more fields than the header" in page
+    assert "huge: timeline left out" in page and "field larger than field limit" in page
+    assert "word: timeline left out" in page and "&#x27;fifty&#x27; is not a number" in page
+
+
+def test_non_finite_samples_are_never_drawn(tmp_path: Path) -> None:
+    run = _run_with_samples(
+        tmp_path, "a", "0.1,inf,1048576\n0.2,nan,-inf\n0.3,1.7e308,1e308\n0.4,50,2097152\n"
+    )
+    page = render_html([run])
+    coords = " ".join(re.findall(r'(?:points|x1|x2|y1|y2|x|y)="([^"]*)"', page))
+    assert "nan" not in coords and "inf" not in coords
+    (cpu, memory) = re.findall(r'<polyline points="([^"]+)"', page)
+    assert len(cpu.split()) == 2 and len(memory.split()) == 3  # inf, nan and -inf left out
