@@ -286,11 +286,19 @@ def _change(
 
 def _judge(change: float, ci: float, threshold: float) -> Verdict:
     """The module docstring's rule: the whole interval beyond the threshold, either way."""
-    if change - ci > threshold:
+    if _beyond(change - ci, threshold):
         return Verdict.REGRESSION
-    if change + ci < -threshold:
+    if _beyond(-(change + ci), threshold):
         return Verdict.IMPROVEMENT
     return Verdict.NO_CHANGE
+
+
+def _beyond(bound: float, threshold: float) -> bool:
+    """``bound`` above ``threshold`` by more than float rounding.  A change computed as
+    (mc − mb) / mb lands a few ulps either side of the threshold it equals (2.00 s → 2.10 s
+    is 0.05000000000000004, 3.00 s → 3.15 s is 0.04999999999999997): a change equal to the
+    threshold is not beyond it, whichever way it rounded."""
+    return bound > threshold and not math.isclose(bound, threshold, rel_tol=1e-9, abs_tol=1e-12)
 
 
 def _keyed(

@@ -242,3 +242,14 @@ def test_gpu_memory_and_energy_are_compared_where_runs_measured_them() -> None:
     assert "gpu_util" not in by_key  # a lower share is no goal
     plain, _ = compare_results(walls(BASE), walls(BASE), 0.05)
     assert not {"energy", "energy_per_item", "gpu_memory"} & {c.metric.key for c in plain}
+
+
+@pytest.mark.parametrize(("base", "cur"), [(2.00, 2.10), (3.00, 3.15), (0.20, 0.21), (7.0, 6.65)])
+def test_a_change_equal_to_the_threshold_is_not_beyond_it(base: float, cur: float) -> None:
+    """+5 % (or −5 %) exactly, at a 5 % threshold: the same verdict whichever way the
+    division rounded (2.00 → 2.10 had been a regression and 3.00 → 3.15 not)."""
+    c = wall_verdict(walls([base] * 3), walls([cur] * 3), threshold=0.05)
+    assert c.change is not None and math.isclose(abs(c.change), 0.05) and c.ci == 0
+    assert c.verdict is Verdict.NO_CHANGE
+    beyond = wall_verdict(walls([base] * 3), walls([cur + (cur - base) * 0.01] * 3))
+    assert beyond.verdict is (Verdict.REGRESSION if cur > base else Verdict.IMPROVEMENT)
