@@ -16,6 +16,10 @@ noise alone does not fail a build:
   +8 % ± 4 % change is significant (its interval excludes 0) but not shown beyond a 5 %
   threshold, and had been labelled so.
 
+A baseline of 0 (every run) has no relative change: 0 against 0 is not beyond the threshold
+(+0 %), and a growth from 0 that the test shows is a regression whatever the threshold (its
+change reads "from 0").
+
 Two verdicts say that no test was possible: **not enough repeats** (fewer than 2 successful
 runs on a side: no variance to test against; it does not fail, and says to repeat) and
 **not measured** (the baseline has the metric, the current cell has no value, e.g. every run
@@ -31,14 +35,14 @@ import enum
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import ConfigError
 from ..model import RunResult
 from .budgets import METRICS
 from .cells import cells, ending, setting, successful
-from .difference import difference
+from .difference import Difference, difference
 from .hosts import describe, kinds
 from .metrics import BY_KEY, Metric, stalled_percentiles
 
@@ -88,7 +92,8 @@ class Change:
     def change_text(self) -> str:
         """``+12.3% ± 4.1%`` (± the 95 % interval), ``+12.3%`` when untested, ``n/a``."""
         if self.change is None:
-            return "n/a"
+            # Against a baseline of 0 no percentage exists: say so, not "n/a".
+            return "from 0" if self.base_mean == 0 and self.current else "n/a"
         text = f"{self.change * 100:+.1f}%"
         if self.ci is not None:
             text += f" ± {self.ci * 100:.1f}%"
@@ -274,14 +279,29 @@ def _change(
         return Change(label, setting, metric, b, c, Verdict.NOT_MEASURED)
     mb, mc = statistics.fmean(b), statistics.fmean(c)
     change = (mc - mb) / mb if mb > 0 else None
-    if len(b) < 2 or len(c) < 2 or change is None:
+    if len(b) < 2 or len(c) < 2:
         return Change(label, setting, metric, b, c, Verdict.FEW_REPEATS, change)
     d = difference(b, c)
     assert d.half is not None  # two values on each side
+    if change is None:
+        return _from_zero(Change(label, setting, metric, b, c, Verdict.NO_CHANGE), d)
     ci = d.half / mb
     return Change(
         label, setting, metric, b, c, _judge(change, ci, threshold), change, ci, d.p_value
     )
+
+
+def _from_zero(row: Change, d: Difference) -> Change:
+    """A baseline of 0 (every run: a CPU time or a GPU memory of nothing) has no relative
+    change to hold to a threshold.  Still 0 is no change; a growth the test shows (its
+    interval excludes 0) is beyond every threshold, infinitely many percent of nothing, and
+    so a regression: a model that starts using the GPU must not pass a gate on a label.  A
+    growth the test does not show is not beyond the threshold, as any other."""
+    if d.diff == 0 and d.half == 0:
+        return replace(row, change=0.0, ci=0.0, p_value=d.p_value)
+    shown = d.separated and d.diff > 0
+    verdict = Verdict.REGRESSION if shown else Verdict.NO_CHANGE
+    return replace(row, verdict=verdict, p_value=d.p_value)
 
 
 def _judge(change: float, ci: float, threshold: float) -> Verdict:

@@ -253,3 +253,25 @@ def test_a_change_equal_to_the_threshold_is_not_beyond_it(base: float, cur: floa
     assert c.verdict is Verdict.NO_CHANGE
     beyond = wall_verdict(walls([base] * 3), walls([cur + (cur - base) * 0.01] * 3))
     assert beyond.verdict is (Verdict.REGRESSION if cur > base else Verdict.IMPROVEMENT)
+
+
+def cpu_verdict(base: list[float], cur: list[float]):  # type: ignore[no-untyped-def]
+    changes, _ = compare_results([run(cpu=v) for v in base], [run(cpu=v) for v in cur])
+    return next(c for c in changes if c.metric.key == "cpu_time")
+
+
+def test_a_zero_baseline_has_a_verdict_not_too_few_repeats() -> None:
+    """CPU time 0.0 on both sides with 3 repeats each had been "not enough repeats"."""
+    same = cpu_verdict([0.0] * 3, [0.0] * 3)
+    assert (
+        same.verdict is Verdict.NO_CHANGE
+        and same.change == 0
+        and same.change_text() == "+0.0% ± 0.0%"
+    )
+    grew = cpu_verdict([0.0] * 3, [0.2, 0.21, 0.19])  # shown: beyond any threshold
+    assert grew.verdict is Verdict.REGRESSION and grew.verdict.fails
+    assert grew.change is None and grew.change_text() == "from 0"
+    noisy = cpu_verdict([0.0] * 3, [0.0, 0.0, 0.3])  # not shown by the test
+    assert noisy.verdict is Verdict.NO_CHANGE and noisy.change_text() == "from 0"
+    single = cpu_verdict([0.0], [0.2, 0.2])  # one run is still too few to test
+    assert single.verdict is Verdict.FEW_REPEATS and single.change_text() == "from 0"
