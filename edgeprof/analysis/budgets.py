@@ -124,15 +124,22 @@ class BudgetCheck:
     @property
     def value_text(self) -> str:
         if self.value is not None:
-            return self.metric.format(self.value)
+            return self.metric.format_apart(self.value, self.budget)
         if self.failed_value is not None:
             return f"{self.metric.format(self.failed_value)}, failed run"
         return "not measured"
 
+    @property
+    def budget_text(self) -> str:
+        """The budget, with the digits that tell it from the value (:attr:`value_text`)."""
+        if self.value is None:
+            return self.metric.format(self.budget)
+        return self.metric.format_apart(self.budget, self.value)
+
     def describe(self) -> str:
         """``mobilenet (cpus=1): CPU time 2.31s exceeds the budget 2.00s (median of 3 runs)``."""
         cell = f"{self.label} ({self.setting})"
-        budget = self.metric.format(self.budget)
+        budget = self.budget_text
         if self.value is None and self.failed_value is not None:
             seen = self.metric.format(self.failed_value)
             return (

@@ -124,6 +124,32 @@ class Metric:
             return format_energy(value)
         return format_seconds(value)
 
+    def format_apart(self, value: float, other: float) -> str:
+        """``value`` as :meth:`format` writes it, with more digits where that reads the same
+        as ``other`` though the two differ: a budget breach must not read "26.2MiB exceeds
+        the budget 26.2MiB".  Symmetric: ``other`` written so takes the same digits."""
+        text = self.format(value)
+        if value == other or text != self.format(other):
+            return text
+        for digits in range(2, 16):
+            if (mine := self._digits(value, digits)) != self._digits(other, digits):
+                return mine
+        return text  # apart by less than any shown digit (a fraction of a byte)
+
+    def _digits(self, v: float, digits: int) -> str:
+        """:meth:`format`'s units with ``digits`` decimals (one more where it shows two)."""
+        if self.kind is Kind.MEMORY:
+            return format_binary(v, digits)
+        if self.kind is Kind.PERCENT:
+            return f"{v:.{digits}f}%"
+        if self.kind is Kind.ENERGY:
+            if abs(v) < 1:
+                return f"{v * 1000:.{digits}f}mJ"
+            if abs(v) >= 1000:
+                return f"{v / 1000:.{digits + 1}f}kJ"
+            return f"{v:.{digits + 1}f}J"
+        return f"{v * 1000:.{digits}f}ms" if v < 1 else f"{v:.{digits + 1}f}s"
+
 
 METRICS: tuple[Metric, ...] = (
     Metric(

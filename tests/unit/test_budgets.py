@@ -179,3 +179,20 @@ def test_latency_budget_fails_when_latency_was_not_measured() -> None:
     assert [(c.value, c.status) for c in measured] == [(0.035, Status.PASS)]
     slow = check_budgets([run(p95_s=0.041)], b)
     assert slow[0].status is Status.BREACH
+
+
+def test_a_breach_by_less_than_a_shown_digit_shows_the_digits_that_differ() -> None:
+    """26.2 MiB over a 26.2 MiB budget had read "peak memory 26.2MiB exceeds the budget
+    26.2MiB": both figures take the digits that tell them apart, and only where needed."""
+    peak = 26.2 * MIB + 20 * 1024  # 20 KiB over: 26.22 MiB
+    checks = check_budgets(
+        [run(peak_mib=peak / MIB, wall=1.204)],
+        Budgets(default={"peak_memory": 26.2 * MIB, "wall": 1.2, "cpu_time": 2.0}),
+    )
+    by_key = {c.metric.key: c for c in checks}
+    assert by_key["peak_memory"].describe().endswith(
+        "peak memory 26.22MiB exceeds the budget 26.20MiB (1 run)"
+    )
+    assert "wall time 1.204s exceeds the budget 1.200s" in by_key["wall"].describe()
+    assert "CPU time 800.0ms within the budget 2.00s" in by_key["cpu_time"].describe()
+    assert METRICS["peak_memory"].format_apart(100.0, 100.4) == "100B"  # no digit to show
