@@ -23,17 +23,19 @@ if TYPE_CHECKING:
         BackendError,
         BackendUnavailable,
         ConfigError,
+        CoresBusy,
         EdgeprofError,
         LaunchError,
         LimitError,
     )
-    from .measure.runner import profile
+    from .measure.runner import ResultNotSaved, profile
     from .model import Counters, Limits, RunResult, RunSpec, Sample, Termination
 
 _LAZY = {
     "BackendError": "errors",
     "BackendUnavailable": "errors",
     "ConfigError": "errors",
+    "CoresBusy": "errors",
     "EdgeprofError": "errors",
     "LaunchError": "errors",
     "LimitError": "errors",
@@ -43,6 +45,7 @@ _LAZY = {
     "RunSpec": "model",
     "Sample": "model",
     "Termination": "model",
+    "ResultNotSaved": "measure.runner",
     "profile": "measure.runner",
 }
 
@@ -64,11 +67,13 @@ __all__ = [
     "BackendError",
     "BackendUnavailable",
     "ConfigError",
+    "CoresBusy",
     "Counters",
     "EdgeprofError",
     "LaunchError",
     "LimitError",
     "Limits",
+    "ResultNotSaved",
     "RunResult",
     "RunSpec",
     "Sample",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendUnavailable, ConfigError
 from ..names import check_cgroup_parent
+from ..units import shown
 from .base import (
     Backend,
     BatchReader,
@@ -138,6 +139,11 @@ def get_backend(
     An object that already implements :class:`Backend` is checked and returned as is.
     """
     if not isinstance(name, str):
+        if not isinstance(name, Backend):  # backend=3 had failed as an AttributeError
+            raise ConfigError(
+                f"backend: expected a name ({', '.join(backend_names())}) or a Backend, not "
+                f"{shown(name)}"
+            )
         name.check()
         return name
     if name == "cgroup":

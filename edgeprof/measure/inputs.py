@@ -36,6 +36,54 @@ def command_args(command: object) -> tuple[str, ...]:
     return args
 
 
+def check_arg_types(
+    *,
+    strings: Mapping[str, object],
+    paths: Mapping[str, object],
+    env: object,
+    run_as: object,
+    device_cores: object,
+) -> None:
+    """The library's arguments of the wrong type, each refused in one line before anything
+    starts: a number as ``name`` had failed as a TypeError in the name check, a ``bytes``
+    path or a number as ``out_dir`` as a TypeError, a plain tuple as ``run_as`` as an
+    AttributeError at the launch (after the run's group existed), and ``device_cores="x"``
+    was kept.  ``strings`` and ``paths`` map each argument's name to its value; ``None`` is
+    always allowed (not given)."""
+    for what, v in strings.items():
+        if v is not None and not isinstance(v, str):
+            raise ConfigError(f"{what}: expected a string or None, not {shown(v)}")
+    for what, v in paths.items():
+        path_like = isinstance(v, os.PathLike) and isinstance(os.fspath(v), str)
+        if v is not None and not (isinstance(v, str) or path_like):
+            raise ConfigError(
+                f"{what}: expected a path (a str or a pathlib.Path) or None, not {shown(v)}"
+            )
+    if env is not None and not isinstance(env, Mapping):
+        raise ConfigError(f"env: expected a mapping of names to values or None, not {shown(env)}")
+    if device_cores is not None and (not _whole(device_cores) or device_cores == 0):
+        raise ConfigError(
+            f"device_cores: expected a whole number of cores, 1 or more, or None, not "
+            f"{shown(device_cores)}"
+        )
+    if run_as is not None and not (
+        isinstance(run_as, UserIds)
+        and _whole(run_as.uid)
+        and _whole(run_as.gid)
+        and isinstance(run_as.groups, tuple)
+        and all(_whole(g) for g in run_as.groups)
+    ):
+        raise ConfigError(
+            "run_as: expected edgeprof.model.UserIds(uid, gid, groups) of whole numbers or "
+            f"None, not {shown(run_as)}"
+        )
+
+
+def _whole(v: object) -> bool:
+    """A non-negative int, not a bool (``True`` is an int to Python, never a count here)."""
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
 def check_limits_given(limits: object) -> Limits:
     """The run's limits: a :class:`~edgeprof.model.Limits`, or ``None`` for none.  A dict
     (``{"cpus": 1}``) had failed as ``AttributeError: 'dict' object has no attribute …``."""

@@ -28,7 +28,7 @@ from ..model import (
 )
 from ..names import check_env, has_control
 from ..storage import DirLock, missing_dirs, prepare_out_dir, write_result
-from ..units import parse_duration, parse_memory_limit
+from ..units import format_binary, parse_duration, parse_memory_limit
 from ..workload.instrument import GPU_MEMORY_ENV
 from .assemble import build_result
 from .events import DOCKER_UNAVAILABLE, UNAVAILABLE_ENV, EventChannel
@@ -38,6 +38,7 @@ from .gpu import GpuWatch
 from .gpu_select import check_selection, given_gpus, open_watch, undenied_warning
 from .inputs import (
     DEFAULT_INTERVAL_S,
+    check_arg_types,
     check_command,
     check_cwd,
     check_limits_given,
@@ -143,6 +144,10 @@ def profile(
     ``termination == "interrupted"``.
     """
     limits = check_limits_given(limits)
+    strings = {"name": name, "image": image, "device": device, "gpus": gpus}
+    strings.update(cgroup_parent=cgroup_parent, cores_busy=cores_busy)
+    paths = {"cwd": cwd, "out_dir": out_dir}
+    check_arg_types(strings=strings, paths=paths, env=env, run_as=run_as, device_cores=device_cores)
     if name is not None and has_control(name):
         # A label is a table cell and a CSV field: a newline breaks both.  Not the CLI's
         # whole --name rule: layers labels its runs with the factory ('../net.py:build').
@@ -162,6 +167,11 @@ def profile(
     if gpu_limit is not None and not unified_memory:
         user_env = {GPU_MEMORY_ENV: str(gpu_limit), **user_env}
     be = get_backend(backend, cgroup_parent=cgroup_parent)
+    if image is not None and be.runs_on_host:  # as the CLI's --image without --backend docker
+        raise ConfigError(
+            f"image {image!r} needs backend='docker': the {be.name} backend runs the command "
+            "on this host, and the result would name an image it never ran in"
+        )
     if squeeze:
         why = be.reclaim_unavailable()
         if why is not None:
@@ -272,6 +282,14 @@ def profile(
             finally:
                 if channel is not None:
                     channel.close()
+            if gpu_limit is not None and result.gpu is None:
+                # The CLI holds --gpu-memory as a budget and fails its gate here (exit 3); a
+                # library caller has no gate, so the lost limit is said in the result.
+                lost = (
+                    f"gpu_memory {format_binary(gpu_limit)}: no GPU was measured (edgeprof "
+                    "doctor lists the GPUs it can read), so the run was not held to it"
+                )
+                result = dataclasses.replace(result, warnings=(*result.warnings, lost))
             if lease is not None:
                 result = dataclasses.replace(result, lease=lease.record(chosen=auto_pinned))
             if device is not None:
