@@ -247,6 +247,13 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
         one = False  # a result.json, whose files are beside it
         if isinstance(data, dict) and data.get("schema") == SWEEP_SCHEMA:
             items = data.get("runs")
+        elif isinstance(data, dict) and "schema" in data and "schema_version" not in data:
+            # A sweep's file by its key (a result has schema_version): another sweep schema
+            # had been read as a result, "unsupported result schema_version None".
+            raise ConfigError(
+                f"{path}: unsupported sweep schema {shown(data['schema'])} "
+                f"(this edgeprof reads {SWEEP_SCHEMA})"
+            )
         elif isinstance(data, list):
             items = data
         else:

@@ -120,3 +120,14 @@ def test_append_locked_never_interleaves(tmp_path: Path) -> None:
         p.join()
     lines = path.read_text().splitlines()
     assert len(lines) == 80 and all(len(set(ln)) == 1 for ln in lines)
+
+
+@pytest.mark.parametrize("schema", ["edgeprof-sweep/2", 7])
+def test_a_sweep_of_another_schema_is_named_as_a_sweep(tmp_path: Path, schema: object) -> None:
+    """It had read "is not an edgeprof result: unsupported result schema_version None"."""
+    runs = [make_result().to_dict()]
+    (tmp_path / "sweep.json").write_text(json.dumps({"schema": schema, "runs": runs}))
+    want = f"unsupported sweep schema {schema!r} \\(this edgeprof reads {SWEEP_SCHEMA}\\)$"
+    for given in (tmp_path, tmp_path / "sweep.json"):
+        with pytest.raises(ConfigError, match=want):
+            load_runs([given])
