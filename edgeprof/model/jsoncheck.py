@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -25,6 +26,28 @@ from ..errors import ConfigError
 from ..units import MAX_CPU, shown
 
 T = TypeVar("T")
+
+NON_NEGATIVE = frozenset(
+    {"wall_s", "user_s", "system_s", "total_s", "count", "pids_peak", "oom_kills"}
+)
+"""Fields no measurement makes negative, besides every ``*_bytes``: a hand-edited
+``"peak_bytes": -5`` had been shown as "PEAK MEM -5B".  The schema says the same
+(:mod:`.schema`)."""
+
+
+NO_CONTROL = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
+"""A run's ``name`` has no C0 or C1 control character (a newline breaks a table's row and a
+CSV field; no edgeprof writes one: :func:`edgeprof.names.has_control`, which this layer may
+not import).  A JSON Schema ``pattern``, and the reader's own (:func:`control_free`)."""
+
+
+def control_free(text: str) -> bool:
+    return re.fullmatch(NO_CONTROL, text) is not None  # Python reads its \\u escapes
+
+
+def non_negative(field: str) -> bool:
+    """Whether a result's ``field`` is refused below 0 (:data:`NON_NEGATIVE`)."""
+    return field.endswith("_bytes") or field in NON_NEGATIVE
 
 
 def from_json(cls: type[T], data: object, build: Callable[[Mapping[str, Any]], T]) -> T:
@@ -115,7 +138,11 @@ def check(value: object, hint: Any, where: str) -> None:
         hints = _hints(hint)
         for f in dataclasses.fields(hint):
             if f.name in value:
-                check(value[f.name], hints[f.name], f"{where}.{f.name}" if where else f.name)
+                at = f"{where}.{f.name}" if where else f.name
+                check(value[f.name], hints[f.name], at)
+                v = value[f.name]
+                if non_negative(f.name) and isinstance(v, int | float) and v < 0:
+                    raise _bad(at, "a number of 0 or more", v)
 
 
 @functools.cache

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from ..units import shown
 from .events import EventCounts
 from .gpu import GpuStats
-from .jsoncheck import cpu_list, from_json
+from .jsoncheck import control_free, cpu_list, from_json
 from .memory import MemoryStats, known_fields
 from .spec import Limits
 
@@ -423,6 +423,13 @@ class RunResult:
                 f"unsupported result schema_version {shown(version)} "
                 f"(this edgeprof reads {SCHEMA_VERSION})"
             )
+        name = d.get("name")
+        if isinstance(name, str) and not control_free(name):
+            from ..errors import ConfigError
+
+            # A label is a table's cell and a CSV field: a newline breaks both, and no
+            # edgeprof writes one (profile and --name refuse it).
+            raise ConfigError(f"name: expected no control characters, got {shown(name)}")
         return from_json(cls, d, cls._from_checked)
 
     @classmethod

@@ -27,6 +27,7 @@ import typing
 from typing import Any
 
 from ..units import MAX_CPU, MAX_CPUS, MAX_PERIOD_US, MAX_PIDS, MAX_SIZE, MIN_CPUS, MIN_QUOTA_US
+from .jsoncheck import NO_CONTROL, non_negative
 from .results import SCHEMA_VERSION, RunResult
 
 __all__ = ["result_schema"]
@@ -81,6 +82,7 @@ def result_schema() -> dict[str, Any]:
     defs: dict[str, Any] = {}
     top = _object(RunResult, defs)
     top["properties"]["limits"] = LIMITS  # to_dict's own shape of Limits
+    top["properties"]["name"]["pattern"] = NO_CONTROL  # a label: no newline, as the reader
     del defs["Limits"]
     top["properties"]["schema_version"] = {"const": SCHEMA_VERSION}
     top["required"].insert(0, "schema_version")  # every file has it: the reader's first check
@@ -100,6 +102,9 @@ def _object(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
     required = []
     for f in dataclasses.fields(cls):
         schema = _schema(hints[f.name], defs)
+        if non_negative(f.name):  # the reader's rule (jsoncheck.NON_NEGATIVE)
+            schema = {k: v for k, v in schema.items() if k != "exclusiveMinimum"}
+            schema["minimum"] = 0
         if f.name in docs:
             schema = {"description": docs[f.name], **schema}
         props[f.name] = schema

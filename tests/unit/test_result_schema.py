@@ -9,8 +9,10 @@ import json
 from typing import Any
 
 import jsonschema
+import pytest
 from hypothesis import given
 
+from edgeprof.errors import ConfigError
 from edgeprof.model import RunResult
 from edgeprof.model.schema import result_schema
 from tests.conftest import RESULT_SCHEMA
@@ -74,3 +76,27 @@ def _quota_under_1ms(doc: Any) -> bool:
     cpus, period = lim.get("cpus"), lim.get("cpu_period_us")
     numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (cpus, period))
     return numbers and cpus * period < 1000  # type: ignore[operator]
+
+
+def test_negative_sizes_and_times_and_a_name_with_a_newline_are_refused_by_both() -> None:
+    """Hand-edited values the reader had taken: "PEAK MEM -5B", a table broken by a name's
+    newline.  Each is one line naming the key, and the schema refuses it too."""
+    cases = [
+        ({**RESULT, "wall_s": -1.0}, "wall_s: expected a number of 0 or more, got -1.0"),
+        (
+            {**RESULT, "memory": {**RESULT["memory"], "peak_bytes": -5}},
+            "memory.peak_bytes: expected a number of 0 or more, got -5",
+        ),
+        (
+            {**RESULT, "io": {**RESULT["io"], "read_bytes": -1}},
+            "io.read_bytes: expected a number of 0 or more, got -1",
+        ),
+        ({**RESULT, "name": "a\nb"}, r"name: expected no control characters, got 'a\nb'"),
+    ]
+    for doc, message in cases:
+        with pytest.raises(ConfigError) as exc:
+            RunResult.from_dict(doc)
+        assert str(exc.value) == message
+        assert list(VALIDATOR.iter_errors(doc)), message
+    zero = {**RESULT, "wall_s": 0.0, "memory": {**RESULT["memory"], "peak_bytes": 0}}
+    assert RunResult.from_dict(zero).memory.peak_bytes == 0  # 0 is a value, not an error
