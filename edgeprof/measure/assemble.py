@@ -23,6 +23,7 @@ from ..model import (
     SampleStats,
     Termination,
 )
+from .inputs import MIN_INTERVAL_S
 from .memory import parts_at, pressure, stall_warning
 from .sampler import SeriesStats
 
@@ -82,7 +83,7 @@ def build_result(
     if stats.peak_memory is not None and stats.avg_memory() is None:
         warnings.append(
             f"avg memory: n/a, the run ended before its second reading (every {interval:g}s): "
-            f"--interval {interval / 10:g} reads a short run finer"
+            f"--interval {finer_interval(interval, wall):g} reads a short run finer"
         )
     cost = pressure(final)
     stalled = stall_warning(cost, wall, spec.limits.memory)
@@ -223,3 +224,21 @@ def _peak_pct(window_peak: float | None, avg_pct: float | None) -> float | None:
     if window_peak is None or avg_pct is None:
         return avg_pct if window_peak is None else window_peak
     return max(window_peak, avg_pct)
+
+
+FINER_SAMPLES = 10
+"""Readings the suggested interval gives a run as short as the one that had too few."""
+
+
+def finer_interval(interval: float, wall: float) -> float:
+    """An interval that reads a run of ``wall`` seconds :data:`FINER_SAMPLES` times: 1, 2 or
+    5 × a power of ten at or under ``wall / FINER_SAMPLES``, never over a tenth of
+    ``interval`` nor under the minimum.  A tenth of the interval alone had been suggested
+    whatever the wall time ("--interval 1" for a 0.4 s run sampled every 10 s)."""
+    want = min(interval / 10, wall / FINER_SAMPLES)
+    if want <= MIN_INTERVAL_S:
+        return MIN_INTERVAL_S
+    e = 10.0 ** math.floor(math.log10(want))
+    step = max(m for m in (1, 2, 5) if m * e <= want * (1 + 1e-9))
+    return max(MIN_INTERVAL_S, round(step * e, 12))
+
