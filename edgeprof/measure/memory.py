@@ -48,7 +48,7 @@ def split(c: Counters) -> tuple[int, int | None, int | None, int | None] | None:
 
 
 def parts_at(c: Counters, t_s: float | None) -> MemoryParts | None:
-    """The composition of one reading (the sample of highest usage)."""
+    """The composition of one reading (:attr:`.sampler.SeriesStats.at_peak`'s)."""
     s = split(c)
     if s is None:
         return None

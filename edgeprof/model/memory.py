@@ -142,7 +142,9 @@ class MemoryStats:
     """Sampled max of usage − inactive_file, the figure ``docker stats`` calls usage."""
     avg_working_set_bytes: int | None
     at_peak: MemoryParts | None = None
-    """The composition at the sample of highest usage (``None``: no sample had it)."""
+    """The composition at the sample whose parts add up highest (``None``: no sample had
+    it); the sample of highest usage where the backend gives no parts.  Not always the one
+    of highest usage: the kernel updates the usage counter and ``memory.stat`` apart."""
     peaks: MemoryParts | None = None
     """Each part's own highest sample over the run (they need not coincide)."""
     floor_bytes: int | None = None

@@ -21,7 +21,8 @@ def _mib(n: int | None) -> str:
 
 def composition(parts: MemoryParts | None, peak: int | None, cpus: int = 1) -> str | None:
     """``peak 184.1MiB = anon 55.7 + file 128.0 + kernel 0.2 MiB`` (shmem when there is
-    any), the parts as at the sample of highest usage; ``None`` without a composition.
+    any), the parts as at the sample whose parts add up highest (``MemoryStats.at_peak``);
+    ``None`` without a composition.
     Where that sample is well below the peak (a peak reached between samples: a short run,
     an OOM kill), not an equation that does not hold: ``peak 64.0MiB, reached between
     samples; 0.6MiB = anon 0.5 + …``."""

@@ -168,7 +168,7 @@ def _memory_lines(r: RunResult) -> list[str]:
     lines = []
     made_of = composition(r.memory.at_peak, r.memory.peak_bytes, r.host.cpus)
     if made_of is not None:
-        lines.append(f"  memory: {made_of} (at the highest sample)")
+        lines.append(f"  memory: {made_of} (at the sample whose parts add up highest)")
     q = r.memory.squeeze
     if q is not None:
         when = "" if q.held_t_s is None else f" at {q.held_t_s:.2f}s"

@@ -3,9 +3,15 @@ sample its memory's composition is from, and the durations every option reads al
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from edgeprof.measure.assemble import finer_interval
+from edgeprof.model import MemoryParts
+from edgeprof.report.results import render_plain
+
+from .conftest import make_result
 
 
 @pytest.mark.parametrize(
@@ -26,3 +32,14 @@ def test_a_short_run_is_pointed_to_an_interval_that_reads_it_several_times(
     got = finer_interval(interval, wall)
     assert got == suggested
     assert got <= interval / 10 and (wall / got >= 10 or got == 0.001)
+
+
+def test_the_composition_names_the_sample_it_is_from() -> None:
+    """It is the sample whose parts add up highest (SeriesStats.at_peak), which need not be
+    the sample of highest usage: the line had said "at the highest sample"."""
+    parts = MemoryParts(total=None, anon=55 * 2**20, file=64 * 2**20, shmem=0, kernel=2**20)
+    r = make_result(memory=dataclasses.replace(make_result().memory, at_peak=parts))
+    text = render_plain([r])
+    assert "memory: peak 120.0MiB = anon 55.0 + file 64.0 + kernel 1.0 MiB " in text
+    assert "(at the sample whose parts add up highest)" in text
+    assert "at the highest sample" not in text
