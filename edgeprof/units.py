@@ -253,15 +253,16 @@ def format_cpuset(cpus: Sequence[int], sep: str = ",") -> str:
 
 
 _DURATION_RE = re.compile(
-    r"^\s*((?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)\s*(ms|s|m|h)?\s*$", re.ASCII
+    r"^\s*((?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)\s*(us|ms|s|m|h)?\s*$", re.ASCII
 )
 """A number (an exponent allowed: ``repr`` of a float, as a template's interval is passed
-on, may write one) and an optional unit."""
-_DURATION_MULT = {None: 1.0, "s": 1.0, "ms": 1e-3, "m": 60.0, "h": 3600.0}
+on, may write one) and an optional unit; ``us`` as ``--cpu-period`` takes it (``--max-wall
+1000000us`` had been refused)."""
+_DURATION_MULT = {None: 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "m": 60.0, "h": 3600.0}
 
 
 def parse_duration(text: str | float, what: str = "duration") -> float:
-    """``"1.5"``, ``"1.5s"``, ``"250ms"``, ``"2m"`` → seconds (> 0, at most
+    """``"1.5"``, ``"1.5s"``, ``"250ms"``, ``"500us"``, ``"2m"`` → seconds (> 0, at most
     :data:`MAX_DURATION_S`)."""
     if isinstance(text, bool) or not isinstance(text, (str, int, float)):
         raise ConfigError(f"invalid {what} {shown(text)}: expected seconds, e.g. 0.1, 2m")

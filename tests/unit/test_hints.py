@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 
+from edgeprof.analysis.budgets import budgets_from_options
 from edgeprof.measure.assemble import finer_interval
 from edgeprof.model import MemoryParts
 from edgeprof.report.results import render_plain
@@ -43,3 +44,9 @@ def test_the_composition_names_the_sample_it_is_from() -> None:
     assert "memory: peak 120.0MiB = anon 55.0 + file 64.0 + kernel 1.0 MiB " in text
     assert "(at the sample whose parts add up highest)" in text
     assert "at the highest sample" not in text
+
+
+def test_a_time_budget_reads_microseconds_as_cpu_period_does() -> None:
+    """``--max-wall 1000000us`` had been refused while ``--cpu-period 100000us`` was read."""
+    budgets = budgets_from_options(None, {"wall": "1000000us", "cpu_time": "2500us"})
+    assert budgets.overrides == {"wall": 1.0, "cpu_time": 0.0025}

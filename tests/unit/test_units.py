@@ -153,6 +153,8 @@ def test_cpuset_round_trip(text: str) -> None:
         ("250ms", 0.25),
         ("2m", 120.0),
         ("1h", 3600.0),
+        ("1000000us", 1.0),  # us, as --cpu-period reads it
+        ("2500us", 0.0025),
         (".5", 0.5),
         (0.1, 0.1),
         (3, 3.0),
