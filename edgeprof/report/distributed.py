@@ -43,12 +43,13 @@ def run_on_executor(
     if job.plan.auto is not None:
         raise ConfigError("--executor splits a fixed number of rounds: give --repeat N, not auto")
     count = job.plan.repeat
-    from ..sweeps.on_ray import RayTarget, connect, run_parts
+    from ..sweeps.on_ray import RayTarget, check_fits, connect, run_parts
     from ..sweeps.recipes import largest_limits, part_gpus
 
     cpus, memory = largest_limits(job.plan.limits)
     target = RayTarget(cpus=float(cpus or 1), memory=memory, gpus=part_gpus(job.request.gpus))
     ray = connect(address or None)  # before anything is written: no cluster changes nothing
+    check_fits(ray, target)  # and no part waits for a node that cannot take it
     try:
         out = prepare_out_dir(request.out, ("sweep.json",))
     except BaseException:

@@ -12,6 +12,8 @@ them: the output is the unsplit sweep's.
   as many slots as runs it can measure at once (``ray start --resources
   '{"edgeprof_slot": 1}'``); the head, or any node without the resource, runs none.  On
   the node, the part's pinned runs still lease their cores (:mod:`edgeprof.measure.leases`).
+  A part no measuring node can take is refused before any is submitted (:func:`check_fits`):
+  Ray would queue it until such a node joins.
 - **Progress streams back** through a queue the driver reads while it waits: each line the
   part prints on stderr, tagged with its part and node.  The queue's actor lives on the
   driver's node, which the sweep cannot outlive anyway: on a measuring node, losing that
@@ -209,6 +211,46 @@ def connect(address: str | None) -> Any:
             f"ray start --address=… --resources='{{\"{SLOT}\": 1}}'"
         )
     return ray
+
+
+def check_fits(ray: Any, target: RayTarget) -> None:
+    """Refuse, before any part is submitted, a sweep whose part no measuring node can take:
+    Ray queues a task no node can hold and waits for a node that never comes (a ``--cpus 2``
+    part on a cluster of 1-CPU nodes had waited without a word).  The connection is closed
+    with the refusal."""
+    why = no_node_fits(target, ray.nodes())
+    if why is not None:
+        ray.shutdown()
+        raise ConfigError(why)
+
+
+def no_node_fits(target: RayTarget, nodes: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why no alive measuring node in ``nodes`` (``ray.nodes()``: ``Alive``, ``Resources``
+    as totals, memory in bytes) has what one part asks for, in one line; ``None`` when one
+    has."""
+    from ..units import format_binary
+
+    asked = {"CPU": target.cpus, "memory": target.memory or 0, "GPU": target.gpus}
+    offers = []
+    for node in nodes:
+        have = node.get("Resources") or {}
+        if not node.get("Alive") or have.get(SLOT, 0) < 1:
+            continue
+        if all(have.get(k, 0) >= v for k, v in asked.items()):
+            return None
+        gpus = f", {have.get('GPU', 0):g} GPU" if target.gpus else ""
+        offers.append(
+            f"{node.get('NodeManagerHostname', '?')}: {have.get('CPU', 0):g} CPU, "
+            f"{format_binary(have.get('memory', 0))}{gpus}"
+        )
+    need = [f"{target.cpus:g} CPU"]
+    need += [] if target.memory is None else [format_binary(target.memory)]
+    need += [f"{target.gpus} GPU"] if target.gpus else []
+    return (
+        f"no measuring node can take a part: each asks for {', '.join(need)} and a slot; the "
+        f"measuring nodes offer {'; '.join(offers) or 'nothing'} (start larger nodes, or "
+        "lower --cpus, --memory or --gpus)"
+    )
 
 
 def _probe(target: str) -> None:

@@ -101,6 +101,18 @@ def test_a_failed_workload_is_a_result_not_a_lost_part(ray_cluster: Any, tmp_pat
     ]  # fmt: skip
 
 
+def test_a_part_no_node_can_take_is_refused_not_queued(ray_cluster: Any, tmp_path: Path) -> None:
+    out = tmp_path / "ray"
+    # Each measuring node has one CPU: Ray had queued the parts and waited without a word.
+    done = _edgeprof("run", "--executor", f"ray={ray_cluster.address}", "--cpus", "2",
+                     "--repeat", "2", "--out", str(out), "--", sys.executable, "-c",
+                     "pass")  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "no measuring node can take a part: each asks for 2 CPU and a slot" in done.stderr
+    assert not out.exists()
+
+
 def _groups_of(pid: int) -> list[Path]:
     """Run groups of edgeprof process ``pid`` below our own group, in every hierarchy."""
     mem = own_cgroup("memory")

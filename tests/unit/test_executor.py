@@ -4,12 +4,16 @@ exit 2, with nothing written; and the part's command line, which is the run's ow
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from edgeprof.cli import main
 from edgeprof.cli.runargs import GATE, parse, to_words
 from tests.conftest import require_module
+
+Node = dict[str, Any]
+"""A node as ``ray.nodes()`` lists it."""
 
 BASE = ["--cpus", "1", "--memory", "256m", "--repeat", "2"]
 
@@ -85,3 +89,64 @@ def test_a_lost_progress_queue_is_said_once_and_the_parts_go_on() -> None:
     assert _put(queue, (1, "node", "line")) is None
     assert _put(None, (1, "node", "line")) is None
     assert queue.calls == 2
+
+
+def _node(host: str, cpus: float, memory: int, slot: float = 1, alive: bool = True) -> Node:
+    resources = {"CPU": cpus, "memory": memory, **({"edgeprof_slot": slot} if slot else {})}
+    return {"NodeManagerHostname": host, "Alive": alive, "Resources": resources}
+
+
+def test_a_part_no_measuring_node_can_take_is_named_with_what_the_nodes_offer() -> None:
+    from edgeprof.sweeps.on_ray import RayTarget, no_node_fits
+
+    nodes = [
+        _node("head", 8, 16 << 30, slot=0),  # no slot: measures nothing, however large
+        _node("gone", 8, 16 << 30, alive=False),
+        _node("n1", 1, 2 << 30),
+        _node("n2", 1, 4 << 30),
+    ]
+    why = no_node_fits(RayTarget(cpus=2, memory=1 << 30), nodes)
+    assert why == (
+        "no measuring node can take a part: each asks for 2 CPU, 1.0GiB and a slot; the "
+        "measuring nodes offer n1: 1 CPU, 2.0GiB; n2: 1 CPU, 4.0GiB (start larger nodes, "
+        "or lower --cpus, --memory or --gpus)"
+    )
+    why = no_node_fits(RayTarget(cpus=1, memory=8 << 30), nodes)
+    assert why is not None and "asks for 1 CPU, 8.0GiB" in why
+    assert no_node_fits(RayTarget(cpus=1, memory=3 << 30), nodes) is None  # n2 takes it
+    assert no_node_fits(RayTarget(cpus=1, memory=None, gpus=1), nodes) is not None
+
+
+class _FakeRay:
+    """A connected cluster of one measuring node with one CPU."""
+
+    def __init__(self) -> None:
+        self.shut = False
+
+    def nodes(self) -> list[Node]:
+        return [_node("n1", 1, 4 << 30)]
+
+    def shutdown(self) -> None:
+        self.shut = True
+
+
+def test_a_sweep_no_node_can_take_is_refused_before_any_part_is_submitted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_module("ray", "ray")
+    from edgeprof.sweeps import on_ray
+
+    ray = _FakeRay()
+    monkeypatch.setattr(on_ray, "connect", lambda address: ray)
+
+    def submitted(*args: object) -> None:
+        raise AssertionError("a part was submitted")
+
+    monkeypatch.setattr(on_ray, "run_parts", submitted)
+    out = tmp_path / "out"
+    argv = ["run", "--cpus", "2", "--repeat", "2", "--executor", "ray", "--out", str(out)]
+    assert main([*argv, "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no measuring node can take a part" in err, err
+    assert "asks for 2 CPU" in err and "n1: 1 CPU, 4.0GiB" in err
+    assert ray.shut and not out.exists()
