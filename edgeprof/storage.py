@@ -260,6 +260,7 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
             items, one = [data], True
         if not isinstance(items, list):
             raise ConfigError(f"{path} is not an edgeprof result or sweep")
+        bases = [path.parent] if one else [path.parent, *_shard_dirs(data, path.parent)]
         for item in items:
             if not isinstance(item, dict):
                 raise ConfigError(f"{path} is not an edgeprof result or sweep")
@@ -267,23 +268,24 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
                 run = RunResult.from_dict(item)
             except ConfigError as exc:  # from_dict says which key, in one line
                 raise ConfigError(f"{path} is not an edgeprof result: {exc}") from exc
-            runs.append(_found_files(run, path.parent, beside=one))
+            runs.append(_found_files(run, bases, beside=one))
     return runs
 
 
-def _found_files(run: RunResult, base: Path, *, beside: bool) -> RunResult:
+def _found_files(run: RunResult, bases: Sequence[Path], *, beside: bool) -> RunResult:
     """``run`` with its ``samples.csv`` and ``gpu.csv`` where they are now, seen from the file
-    it was read from (in ``base``).
+    it was read from (in ``bases[0]``).
 
     A run records them as its ``--out`` was given, relative to the directory edgeprof ran
     in: read from another directory, or after the results were moved (a downloaded CI
     artifact), the recorded path names nothing, and ``report`` had silently drawn no
     timeline.  A ``result.json``'s files are beside it (``beside``); a sweep's (or a list's)
     are under its directory at the recorded path's tail, tried longest first (the run
-    directory ``sweep/2/1/`` of ``sweep/sweep.json`` is ``2/1/``).  Where none is there, the
-    recorded path stays."""
-    samples = _found(run.samples.path, base, beside)
-    gpu = None if run.gpu is None else _found(run.gpu.path, base, beside)
+    directory ``sweep/2/1/`` of ``sweep/sweep.json`` is ``2/1/``).  A merged sweep's runs
+    are in its shards' directories (the other ``bases``): a part records its node's scratch
+    directory, which is gone.  Where none is there, the recorded path stays."""
+    samples = _found(run.samples.path, bases, beside)
+    gpu = None if run.gpu is None else _found(run.gpu.path, bases, beside)
     if samples == run.samples.path and (run.gpu is None or gpu == run.gpu.path):
         return run
     return replace(
@@ -293,16 +295,36 @@ def _found_files(run: RunResult, base: Path, *, beside: bool) -> RunResult:
     )
 
 
-def _found(recorded: str | None, base: Path, beside: bool) -> str | None:
+def _found(recorded: str | None, bases: Sequence[Path], beside: bool) -> str | None:
     if recorded is None:
         return None
     parts = Path(recorded).parts
     parts = parts[1:] if Path(recorded).is_absolute() else parts
-    for i in range(len(parts) - 1 if beside else 0, len(parts)):
-        candidate = base.joinpath(*parts[i:])
-        if candidate.is_file():
-            return str(candidate)
+    for base in bases:
+        for i in range(len(parts) - 1 if beside else 0, len(parts)):
+            candidate = base.joinpath(*parts[i:])
+            if candidate.is_file():
+                return str(candidate)
     return recorded
+
+
+def _shard_dirs(sweep: Any, base: Path) -> list[Path]:
+    """Where a merged sweep's (in ``base``) shards may be now: each shard's directory as
+    recorded (relative to where ``merge`` ran), and the tails of that path under ``base``
+    (``run --executor``'s ``OUT/parts/part-I``) and beside it (a recipe's ``parts/…``
+    next to the merged ``sweep/``)."""
+    shards = sweep.get("shards") if isinstance(sweep, dict) else None
+    dirs: list[Path] = []
+    for shard in shards if isinstance(shards, list) else ():
+        recorded = shard.get("path") if isinstance(shard, dict) else None
+        if not isinstance(recorded, str):
+            continue
+        where = Path(recorded).parent
+        parts = where.parts[1:] if where.is_absolute() else where.parts
+        tails = [Path(*parts[i:]) for i in range(len(parts))]
+        found = [where, *(base / t for t in tails), *(base.parent / t for t in tails)]
+        dirs += [d for d in dict.fromkeys(found) if d.is_dir()]
+    return dirs
 
 
 def read_sweep(path: Path) -> tuple[Path, dict[str, Any]] | None:

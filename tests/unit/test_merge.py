@@ -17,6 +17,7 @@ from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.model import HostInfo, RunResult
 from edgeprof.report.comparison import ranking_tables
+from edgeprof.storage import load_runs
 from edgeprof.sweeps.labels import limit_settings
 from edgeprof.sweeps.merge import merge_shards
 from edgeprof.sweeps.sweep import SweepPlan, run_sweep
@@ -211,3 +212,37 @@ def test_compare_and_merge_say_when_hosts_differ() -> None:
     assert "(shard 1/2); CPU B" in notes[0]
     assert notes[1].startswith("the hosts' speed probes differ by 50% across the shards")
     assert shard_notes([("shard 1/2", base), ("shard 2/2", [_on(HOST_A2, "m", 1.0)])]) == []
+
+
+@pytest.mark.parametrize(
+    ("parts", "merged"),
+    [
+        ("out/parts/part-{i}", "out"),  # run --executor ray's layout
+        ("parts/edgeprof-part-{i}", "sweep"),  # the GitHub recipe's merge job's
+    ],
+)
+def test_a_merged_sweeps_runs_find_their_samples_in_the_shards(
+    parts: str, merged: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each part recorded its own scratch directory (a Ray node's, a runner's), gone by the
+    merge: the runs' samples.csv are found in the shards' directories, each its own run's
+    (``report --html`` had drawn no time series)."""
+    work = tmp_path / "work"
+    for i in (1, 2):
+        _sweep(tmp_path / f"scratch-{i}", (i, 2))
+        (work / parts.format(i=i)).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f"scratch-{i}").rename(work / parts.format(i=i))
+    monkeypatch.chdir(work)
+    given = [parts.format(i=i) for i in (1, 2)]
+    assert main(["merge", *given, "--out", merged]) == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    runs = load_runs([work / merged])
+    assert len(runs) == 20
+    for run in runs:
+        assert run.samples.path is not None and Path(run.samples.path).is_file(), run
+        beside = json.loads((Path(run.samples.path).parent / "result.json").read_text())
+        assert beside["started_at"] == run.started_at
+    assert main(["report", str(work / merged), "--html", str(tmp_path / "r.html")]) == 0
+    assert "samples.csv files are not on disk" not in (tmp_path / "r.html").read_text()
