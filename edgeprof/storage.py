@@ -283,9 +283,11 @@ def _found_files(run: RunResult, bases: Sequence[Path], *, beside: bool) -> RunR
     are under its directory at the recorded path's tail, tried longest first (the run
     directory ``sweep/2/1/`` of ``sweep/sweep.json`` is ``2/1/``).  A merged sweep's runs
     are in its shards' directories (the other ``bases``): a part records its node's scratch
-    directory, which is gone.  Where none is there, the recorded path stays."""
-    samples = _found(run.samples.path, bases, beside)
-    gpu = None if run.gpu is None else _found(run.gpu.path, bases, beside)
+    directory, which is gone.  A file whose directory holds another run's ``result.json``
+    (an earlier sweep's, in the directory a merge wrote over) is not this run's.  Where none
+    is there, the recorded path stays."""
+    samples = _found(run.samples.path, bases, beside, run.started_at)
+    gpu = None if run.gpu is None else _found(run.gpu.path, bases, beside, run.started_at)
     if samples == run.samples.path and (run.gpu is None or gpu == run.gpu.path):
         return run
     return replace(
@@ -295,7 +297,7 @@ def _found_files(run: RunResult, bases: Sequence[Path], *, beside: bool) -> RunR
     )
 
 
-def _found(recorded: str | None, bases: Sequence[Path], beside: bool) -> str | None:
+def _found(recorded: str | None, bases: Sequence[Path], beside: bool, started: str) -> str | None:
     if recorded is None:
         return None
     parts = Path(recorded).parts
@@ -303,9 +305,19 @@ def _found(recorded: str | None, bases: Sequence[Path], beside: bool) -> str | N
     for base in bases:
         for i in range(len(parts) - 1 if beside else 0, len(parts)):
             candidate = base.joinpath(*parts[i:])
-            if candidate.is_file():
+            if candidate.is_file() and (beside or _started_at(candidate.parent) in (None, started)):
                 return str(candidate)
     return recorded
+
+
+def _started_at(directory: Path) -> str | None:
+    """When the run whose ``result.json`` is in ``directory`` started; ``None`` where there is
+    none, or it cannot be read as one."""
+    try:
+        data = read_json(directory / "result.json")
+    except ConfigError:
+        return None
+    return data.get("started_at") if isinstance(data, dict) else None
 
 
 def _shard_dirs(sweep: Any, base: Path) -> list[Path]:

@@ -71,5 +71,6 @@ def run_on_executor(
         budgets=job.budgets,
         summary=outputs.summary,
         junit=outputs.junit,
+        over_a_sweep=True,
     )
     return runs, any(not c.ok for c in checks)

@@ -167,11 +167,14 @@ def merge_saved(
     budgets: Budgets | None = None,
     summary: Path | None = None,
     junit: Path | None = None,
+    over_a_sweep: bool = False,
 ) -> tuple[list[RunResult], list[BudgetCheck]]:
     """Join the shards in ``paths`` into one sweep in ``out`` (``sweep.json`` and the
     exports, as a sweep writes them) and print its tables, with what the shards' hosts
     make of them (:mod:`edgeprof.sweeps.merge`); then check ``budgets`` on the merged
-    sweep, as ``run`` checks its own.  The merged runs and the budget checks."""
+    sweep, as ``run`` checks its own.  The merged runs and the budget checks.
+    ``over_a_sweep``: ``out`` may hold a sweep that is not a merged one (``run --executor``
+    replaces it, as a local sweep does, and has said what stays of it)."""
     from ..analysis.hosts import shard_notes
     from ..analysis.sweepfile import sweep_dict
     from ..sweeps.merge import merge_shards
@@ -190,6 +193,14 @@ def merge_saved(
                 f"--out {out} holds shard {s.index}/{s.count} ({s.path}): the merged sweep.json "
                 "would replace it; give a directory of its own"
             )
+    held = read_sweep(out) if out.is_dir() and not over_a_sweep else None
+    if held is not None and "shards" not in held[1]:
+        # Replaced, the sweep's own runs stayed beside the merged sweep.json, unsaid.
+        what = "a shard" if "shard" in held[1] else "a sweep"
+        raise ConfigError(
+            f"--out {out} holds {what} of its own ({held[0]}): the merged sweep.json would "
+            "replace it; give a directory of its own"
+        )
     target = prepare_out_dir(out, ("sweep.json",))
     write_json_output(
         target / "sweep.json", sweep_dict(merged.runs, merged.extra(), merged.run_dicts)

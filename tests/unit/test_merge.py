@@ -246,3 +246,42 @@ def test_a_merged_sweeps_runs_find_their_samples_in_the_shards(
         assert beside["started_at"] == run.started_at
     assert main(["report", str(work / merged), "--html", str(tmp_path / "r.html")]) == 0
     assert "samples.csv files are not on disk" not in (tmp_path / "r.html").read_text()
+
+
+def test_merge_over_a_sweep_of_its_own_is_refused(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The merged sweep.json had replaced a whole sweep's in silence, beside its runs."""
+    for i in (1, 2):
+        _sweep(tmp_path / f"s{i}", (i, 2))
+    _sweep(tmp_path / "whole")
+    before = (tmp_path / "whole" / "sweep.json").read_bytes()
+    parts = [str(tmp_path / "s1"), str(tmp_path / "s2")]
+    assert main(["merge", *parts, "--out", str(tmp_path / "whole")]) == 2
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1, err
+    assert f"--out {tmp_path / 'whole'} holds a sweep of its own" in err
+    assert (tmp_path / "whole" / "sweep.json").read_bytes() == before
+    # A merged sweep is merged again in place (the same parts, run again).
+    assert main(["merge", *parts, "--out", str(tmp_path / "m")]) == 0
+    assert main(["merge", *parts, "--out", str(tmp_path / "m")]) == 0
+
+
+def test_a_merged_run_never_takes_another_runs_samples(tmp_path: Path) -> None:
+    """A merged sweep.json over another sweep's runs (as an earlier merge wrote it), its
+    shards gone: the tails of its runs' recorded paths name the other sweep's files, which
+    a result.json beside them says are another run's."""
+    for i in (1, 2):
+        _sweep(tmp_path / f"s{i}", (i, 2))
+    _sweep(tmp_path / "whole")
+    parts = [str(tmp_path / "s1"), str(tmp_path / "s2")]
+    assert main(["merge", *parts, "--out", str(tmp_path / "m")]) == 0
+    (tmp_path / "whole" / "sweep.json").write_bytes((tmp_path / "m" / "sweep.json").read_bytes())
+    for i in (1, 2):
+        (tmp_path / f"s{i}").rename(tmp_path / f"gone-{i}")
+    runs = load_runs([tmp_path / "whole"])
+    assert len(runs) == 20
+    for run in runs:
+        assert run.samples.path is not None  # the recorded path, in a shard gone
+        recorded = Path(run.samples.path).relative_to(tmp_path)
+        assert recorded.parts[0] in ("s1", "s2"), recorded
