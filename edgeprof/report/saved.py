@@ -182,7 +182,7 @@ def merge_saved(
 
     for path in (html, summary, junit):
         if path is not None:
-            check_writable(path)
+            check_writable(path, out)  # a recipe's merge writes them into --out, made later
     merged = merge_shards(paths)
     written = out / "sweep.json"
     for s in merged.shards:

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from edgeprof.cli import main
+from edgeprof.storage import load_runs
 from tests.conftest import require
 
 WORKLOAD = Path(__file__).resolve().parent.parent / "workloads" / "two_models.py"
@@ -98,6 +99,10 @@ def test_the_github_recipe_runs_its_matrix_and_the_merge_gates(tmp_path: Path) -
     sweep = json.loads((merge_dir / "sweep" / "sweep.json").read_text())
     assert [(c["label"], c["runs"]) for c in sweep["cells"]] == [("small", 3), ("big", 3)]
     assert [s["rounds"] for s in sweep["shards"]] == [[1], [2], [3]]
-    cases = ET.parse(merge_dir / "gate.xml").getroot().iter("testcase")
+    # The gate's files are in the uploaded sweep (they had stayed on the merge's runner).
+    cases = ET.parse(store / "edgeprof-sweep" / "gate.xml").getroot().iter("testcase")
     assert [c.find("failure") for c in cases] == [None, None]  # peak memory of both cells
     assert (store / "edgeprof-sweep" / "sweep.json").is_file()
+    # Every artifact downloaded side by side: the merged runs' series are in the parts'.
+    runs = load_runs([store / "edgeprof-sweep"])
+    assert len(runs) == 6 and all(r.samples.path and Path(r.samples.path).is_file() for r in runs)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -110,13 +111,58 @@ def test_github_matrix_parts_and_the_merge_job(tmp_path: Path) -> None:
     subprocess.run(["bash", "-c", run_merge["run"]], env=env, check=True)
     words = _words(log)
     parts = [f"parts/edgeprof-part-{i}" for i in (1, 2, 3)]
-    assert words[-1] == ["merge", *parts, "--out", "sweep", *GATE]
+    assert words[-1] == ["merge", *parts, "--out", "sweep", *GATE[:-1], "sweep/gate.xml"]
     runs = [w for w in words if w[:1] != ["merge"]]
     # sudo, then edgeprof under it: each part as root (the cgroup backend), nothing else.
     assert runs[1::2] == [_part(i, 3, f"part-{i}") for i in (1, 2, 3)]
     uploads = [s for s in part["steps"] if s.get("uses", "").startswith("actions/upload")]
     assert uploads[0]["with"]["path"] == "part-${{ matrix.part }}"
     assert uploads[0]["if"] == "always()"  # a part whose workload failed is still a result
+
+
+def _merge_words(engine: str, gate: list[str]) -> list[str]:
+    args = [*OPTIONS, *gate, "--", *COMMAND]
+    files, _ = render_recipe(engine, 2, args, {"image": "x"} if engine == "k8s" else {})
+    if engine == "github":
+        merge = yaml.safe_load(files["edgeprof-sweep.yml"])["jobs"]["merge"]
+        (step,) = [s for s in merge["steps"] if " merge " in s.get("run", "")]
+        words: list[str] = shlex.split(step["run"])[1:]
+        return words
+    job = yaml.safe_load(files["merge.yaml"])
+    words = job["spec"]["template"]["spec"]["containers"][0]["command"][1:]
+    return words
+
+
+@pytest.mark.parametrize(("engine", "out"), [("github", "sweep"), ("k8s", "/results/sweep")])
+def test_the_merges_report_files_land_where_the_engine_keeps_them(engine: str, out: str) -> None:
+    """GitHub uploads sweep/ only, Kubernetes keeps only the volume: the merge had written
+    --html, --summary and --junit into its runner's or container's working directory."""
+    gate = ["--html", "report.html", "--summary=ci/summary.md", "--junit", "/tmp/j.xml"]
+    words = _merge_words(engine, gate)
+    at = words.index("--out")
+    assert words[at:] == ["--out", out, "--html", f"{out}/report.html", "--summary",
+                          f"{out}/summary.md", "--junit", f"{out}/j.xml"]  # fmt: skip
+    with pytest.raises(ConfigError, match=r"--summary report.md: .* as merge's own report.md"):
+        _merge_words(engine, ["--summary", "report.md"])
+    with pytest.raises(ConfigError, match=r"--junit b/r.xml: .* as r.xml, as --html's file"):
+        _merge_words(engine, ["--html", "a/r.xml", "--junit", "b/r.xml"])
+    # Slurm's merge runs in the shared directory it was submitted from: the files stay there.
+    slurm = render_recipe("slurm", 2, [*OPTIONS, *gate, "--", *COMMAND], {})[0]["merge.sbatch"]
+    assert shlex.join(gate[:2]) in slurm
+
+
+def test_a_merge_writes_its_report_files_into_the_out_it_makes(tmp_path: Path) -> None:
+    """``merge --out sweep --html sweep/report.html``, the recipes' merge: ``sweep`` is made
+    by the merge, so the file's directory is not there when it is checked."""
+    for i in (1, 2):
+        out = tmp_path / f"part-{i}"
+        argv = ["run", "--backend", "fake", "--repeat", "2", "--shard", f"{i}/2"]
+        assert main([*argv, "--out", str(out), "--", "true"]) == 0
+    sweep = tmp_path / "sweep"
+    parts = [str(tmp_path / "part-1"), str(tmp_path / "part-2")]
+    argv = ["merge", *parts, "--out", str(sweep), "--html", str(sweep / "report.html")]
+    assert main([*argv, "--junit", str(sweep / "j.xml")]) == 0
+    assert (sweep / "report.html").is_file() and (sweep / "j.xml").is_file()
 
 
 def test_github_compares_with_a_baseline_when_given() -> None:
@@ -173,7 +219,8 @@ def test_kubernetes_manifests_validate_against_the_api_models(tmp_path: Path) ->
     assert (fake_cgroup / "edgeprof-self" / "cgroup.procs").read_text().strip().isdigit()
     (merger,) = merge["spec"]["template"]["spec"]["containers"]
     results = [f"/results/part-{i}" for i in (1, 2, 3)]
-    assert merger["command"] == ["edgeprof", "merge", *results, "--out", "/results/sweep", *GATE]
+    gate = [*GATE[:-1], "/results/sweep/gate.xml"]  # on the volume, not in the container
+    assert merger["command"] == ["edgeprof", "merge", *results, "--out", "/results/sweep", *gate]
 
 
 def test_the_model_round_trip_catches_a_misspelt_field() -> None:

@@ -14,6 +14,7 @@ import math
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from ...errors import ConfigError
@@ -70,21 +71,56 @@ class Sweep:
         ]
         return " ".join(w for w in words if w)
 
-    def merge_command(self, part_dirs: Sequence[str], out: str) -> list[str]:
-        return [self.edgeprof, "merge", *part_dirs, "--out", out, *self.gate]
+    def merge_command(
+        self, part_dirs: Sequence[str], out: str, *, files_in_out: bool = False
+    ) -> list[str]:
+        """``merge``'s words.  ``files_in_out``: the gate's files (``--html``, ``--summary``,
+        ``--junit``) are written into ``out`` under their own names, for an engine that
+        keeps only ``out`` (an uploaded artifact, a volume): written where they were named,
+        they had stayed on the merge job's runner or in its container."""
+        gate = _files_into(self.gate, out) if files_in_out else list(self.gate)
+        return [self.edgeprof, "merge", *part_dirs, "--out", out, *gate]
 
     def describe(self) -> str:
         """One line for a recipe's header: what each part asks for."""
         gpus = f" and {self.gpus} GPU(s)" if self.gpus else ""
-        return (
-            f"{self.parts} parts, each {self.cpus} CPUs and {format_binary(self.memory)}{gpus}"
-        )
+        return f"{self.parts} parts, each {self.cpus} CPUs and {format_binary(self.memory)}{gpus}"
 
     @property
     def memory_mib(self) -> int:
         """The part's memory in whole MiB, rounded up: the unit both Kubernetes (``Mi``) and
         Slurm (``--mem``) take."""
         return -(-self.memory // (1 << 20))
+
+
+GATE_FILES = ("--html", "--summary", "--junit")
+"""The gate's options that name a file ``merge`` writes."""
+
+MERGE_WRITES = ("sweep.json", "runs.csv", "cells.csv", "report.md")
+"""The files ``merge`` writes in its ``--out`` (:func:`edgeprof.report.saved.merge_saved`)."""
+
+
+def _files_into(gate: Sequence[str], out: str) -> list[str]:
+    """``gate`` with each file of :data:`GATE_FILES` moved into the directory ``out``."""
+    words: list[str] = []
+    named: dict[str, str] = {}
+    rest = iter(gate)
+    for word in rest:
+        option, eq, value = word.partition("=")
+        if option not in GATE_FILES:
+            words.append(word)
+            continue
+        given = value if eq else next(rest, "")
+        name = PurePosixPath(given).name
+        if name in MERGE_WRITES or name in named:
+            clash = f"{named[name]}'s file" if name in named else f"merge's own {name}"
+            raise ConfigError(
+                f"{option} {given}: it goes into the merged sweep's directory as {name}, as "
+                f"{clash} does: name it otherwise"
+            )
+        named[name] = option
+        words += [option, f"{out}/{name}"]
+    return words
 
 
 def largest_limits(limits: Sequence[Limits]) -> tuple[int | None, int | None]:

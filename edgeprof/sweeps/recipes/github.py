@@ -3,9 +3,10 @@
 Each matrix entry runs its part on its own runner and uploads the part's directory as an
 artifact; the merge job (``needs`` every part, and runs even when one failed, because a
 failed workload is a result and ``merge`` refuses what is missing) downloads them, merges
-them with the sweep's budgets (exit 3 on a breach fails the job) and, given a baseline,
-compares.  The part index reaches the script through ``env``, never pasted into its text,
-as action.yml passes its inputs.  Hosted runners give root through ``sudo`` without a
+them with the sweep's budgets (exit 3 on a breach fails the job; its report files go into
+``sweep/``, the one directory it uploads) and, given a baseline, compares.  The part index
+reaches the script through ``env``, never pasted into its text, as action.yml passes its
+inputs.  Hosted runners give root through ``sudo`` without a
 password, which the cgroup backend needs; edgeprof runs the workload as the runner's user,
 with edgeprof's venv first on ``PATH`` (where the workload's own set-up steps install).
 """
@@ -83,6 +84,8 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
         ],
     }
     parts = [f"parts/{ARTIFACT}{i}" for i in range(1, n + 1)]
+    # The report files go into sweep/, the one directory the job uploads.
+    merge = shlex.join(sweep.merge_command(parts, "sweep", files_in_out=True)[1:])
     merge_steps = [
         *setup,
         {
@@ -91,7 +94,7 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
         },
         {
             "name": "Merge the parts; check the budgets",
-            "run": f"{edgeprof} {shlex.join(sweep.merge_command(parts, 'sweep')[1:])}",
+            "run": f"{edgeprof} {merge}",
         },
     ]
     if options.get("baseline"):

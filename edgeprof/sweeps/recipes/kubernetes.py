@@ -15,7 +15,8 @@
   is not counted; a part that exits non-zero (a failed workload is a result, bad input an
   error) is not retried: its results are already in the volume, and ``merge`` says what
   is missing.
-- Results go to a ``ReadWriteMany`` volume claim every pod mounts at :data:`RESULTS`.
+- Results go to a ``ReadWriteMany`` volume claim every pod mounts at :data:`RESULTS`, the
+  merge's report files too (the container's own directory is gone with it).
 """
 
 from __future__ import annotations
@@ -111,7 +112,9 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
                         {
                             "name": "merge",
                             "image": image,
-                            "command": sweep.merge_command(part_dirs, f"{RESULTS}/sweep"),
+                            "command": sweep.merge_command(
+                                part_dirs, f"{RESULTS}/sweep", files_in_out=True
+                            ),
                             "volumeMounts": [mount],
                         }
                     ],
