@@ -10,9 +10,10 @@ sweep of the same plan would have, in the same order.
 Refused, each as one error naming the files: a sweep that is not a shard; shards of
 different plans (command, models, limits, repeats, warm-ups, shard count, the runs' sampling
 interval; not ``--env`` or ``--timeout``, which no result records); a shard missing
-or given twice; a shard that did not finish.  Shards from different kinds of host are
-merged and said (:func:`edgeprof.analysis.hosts.host_notes`): the blocked design keeps the
-rankings comparable, the absolute figures are a mix of the hosts.
+or given twice; a shard that did not finish; shards measured by different backends or
+cgroup versions (a process tree's RSS is not a group's charge).  Shards from different kinds
+of host are merged and said (:func:`edgeprof.analysis.hosts.host_notes`): the blocked design
+keeps the rankings comparable, the absolute figures are a mix of the hosts.
 """
 
 from __future__ import annotations
@@ -135,6 +136,17 @@ def merge_shards(paths: Sequence[Path]) -> Merged:
                 f"{first.path} and {s.path} are shards of different sweeps: their sampling "
                 f"intervals differ ({_seconds(intervals[0])}, {_seconds(seen_here)}: --interval)"
             )
+    # Nor is the measuring method: the process backend's peak is a process tree's RSS, the
+    # cgroup backends' the group's charge; merged, a cell's median had mixed the two under
+    # one backend's name, said only as "2 kinds of host".
+    methods = [{(r.backend, r.mechanism) for r in runs} for runs in by_shard]
+    for s, method in zip(shards[1:], methods[1:], strict=True):
+        if method != methods[0]:
+            raise ConfigError(
+                f"{first.path} and {s.path} were measured differently: with the "
+                f"{_methods(methods[0])} and the {_methods(method)}; merge parts measured "
+                "one way (each part's --backend, on hosts with the same cgroup version)"
+            )
     rounds = range(1, int(first.data["repeat"]) + 1)
     if sorted(blocks) != list(rounds):
         raise ConfigError(f"the shards' rounds are not 1 … {first.data['repeat']}")
@@ -142,6 +154,11 @@ def merge_shards(paths: Sequence[Path]) -> Merged:
     warmups = [d for s in shards for d in s.data.get("warmup_runs") or ()]
     plan = {k: first.data[k] for k in PLAN_KEYS}
     return Merged(plan, [r for _, r in ordered], [d for d, _ in ordered], warmups, shards, by_shard)
+
+
+def _methods(values: set[tuple[str, str]]) -> str:
+    """``cgroup backend (cgroup2)``, ``process backend``: one shard's way of measuring."""
+    return " and ".join(f"{b} backend" + ("" if b == m else f" ({m})") for b, m in sorted(values))
 
 
 def _seconds(values: set[float]) -> str:

@@ -285,3 +285,24 @@ def test_a_merged_run_never_takes_another_runs_samples(tmp_path: Path) -> None:
         assert run.samples.path is not None  # the recorded path, in a shard gone
         recorded = Path(run.samples.path).relative_to(tmp_path)
         assert recorded.parts[0] in ("s1", "s2"), recorded
+
+
+def test_shards_measured_by_different_backends_are_refused(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A cgroup part and a process part had merged as "2 kinds of host", one backend named,
+    the peak a mix of a group's charge and a process tree's RSS."""
+    for i in (1, 2):
+        _sweep(tmp_path / f"s{i}", (i, 2))
+    data = json.loads((tmp_path / "s2" / "sweep.json").read_text())
+    for mechanism in ("process", "cgroup1"):
+        backend = "process" if mechanism == "process" else data["runs"][0]["backend"]
+        runs = [{**r, "backend": backend, "mechanism": mechanism} for r in data["runs"]]
+        (tmp_path / "s2" / "sweep.json").write_text(json.dumps({**data, "runs": runs}))
+        out = tmp_path / f"m-{mechanism}"
+        assert main(["merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(out)]) == 2
+        err = capfd.readouterr().err
+        assert err.count("\n") == 1 and "were measured differently: with the fake backend" in err
+        assert (f"and the {mechanism} backend;" if mechanism == "process"
+                else "and the fake backend (cgroup1);") in err, err  # fmt: skip
+        assert not out.exists()
