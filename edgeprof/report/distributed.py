@@ -60,6 +60,12 @@ def run_on_executor(
         print(f"edgeprof: {line}", file=stderr, flush=True)
 
     stage = out / "parts"
+    from ..sweeps.sweep import stale_part_runs
+    from .run import stale_warning
+
+    stale = stale_part_runs(out, job.plan, stage)
+    if stale:  # as a local sweep says it (an earlier, larger sweep's parts/part-5 …)
+        progress(f"warning: {stale_warning(out, stale)}")
     parts = run_parts(ray, target, count, part_words, stage, progress)
     from .saved import merge_saved
 

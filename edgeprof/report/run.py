@@ -63,6 +63,16 @@ class RunReport:
         return any(not c.ok for c in self.checks)
 
 
+def stale_warning(out: Path, stale: Sequence[Path]) -> str:
+    """What a sweep says of the run directories in ``out`` it will not write."""
+    shown = ", ".join(str((p / "result.json").relative_to(out)) for p in stale[:4])
+    more = f" and {len(stale) - 4} more" if len(stale) > 4 else ""
+    return (
+        f"{out} holds {len(stale)} run(s) this sweep does not write ({shown}{more}): they "
+        "stay, outside its sweep.json (give another --out, or remove them)"
+    )
+
+
 def run_and_report(
     request: RunRequest, outputs: RunOutputs, stdout: TextIO, stderr: TextIO
 ) -> RunReport:
@@ -83,14 +93,7 @@ def run_and_report(
     given = job.request.out
     stale = [] if given is None else stale_runs(given, plan)
     if given is not None and stale:
-        shown = ", ".join(str((p / "result.json").relative_to(given)) for p in stale[:4])
-        more = f" and {len(stale) - 4} more" if len(stale) > 4 else ""
-        print(
-            f"edgeprof: warning: {given} holds {len(stale)} run(s) this sweep does "
-            f"not write ({shown}{more}): they stay, outside its sweep.json (give another "
-            "--out, or remove them)",
-            file=stderr,
-        )
+        print(f"edgeprof: warning: {stale_warning(given, stale)}", file=stderr)
     progress: PlainProgress | RichProgress | None = None
     if not plan.is_single:
         if stderr.isatty() and not outputs.json_out:

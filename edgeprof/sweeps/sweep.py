@@ -322,6 +322,20 @@ def stale_runs(out: Path, plan: SweepPlan) -> list[Path]:
     return sorted({p.parent for p in out.rglob("result.json")} - planned)
 
 
+def stale_part_runs(out: Path, plan: SweepPlan, stage: Path) -> list[Path]:
+    """:func:`stale_runs` of ``run --executor``, which writes part I of N (N: the plan's
+    rounds) in ``stage/part-I`` and the merged sweep in ``out``: an earlier, larger sweep's
+    ``part-5`` had stayed unsaid, and a later ``merge parts/part-*`` was refused."""
+    if not out.is_dir():
+        return []
+    count = plan.repeat
+    planned = set()
+    for i in range(1, count + 1):
+        part = dataclasses.replace(plan, shard=(i, count))
+        planned |= {run_dir(stage / f"part-{i}", part, step) for step in part.steps()}
+    return sorted({p.parent for p in out.rglob("result.json")} - planned)
+
+
 def check_limits(plan: SweepPlan, backend: Backend) -> None:
     """Every limit setting against this host before the first run: a sweep that would fail on
     its third setting must fail before it starts."""

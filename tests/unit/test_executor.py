@@ -10,6 +10,7 @@ import pytest
 
 from edgeprof.cli import main
 from edgeprof.cli.runargs import GATE, parse, to_words
+from edgeprof.errors import ConfigError
 from tests.conftest import require_module
 
 Node = dict[str, Any]
@@ -150,3 +151,35 @@ def test_a_sweep_no_node_can_take_is_refused_before_any_part_is_submitted(
     assert err.count("\n") == 1 and "no measuring node can take a part" in err, err
     assert "asks for 2 CPU" in err and "n1: 1 CPU, 4.0GiB" in err
     assert ray.shut and not out.exists()
+
+
+def test_runs_an_executor_sweep_will_not_write_are_said_before_its_parts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An earlier sweep of three rounds left parts/part-3: a sweep of two into the same
+    --out says so, as a local sweep says its stale runs (it had stayed unsaid)."""
+    require_module("ray", "ray")
+    from edgeprof.sweeps import on_ray
+
+    out = tmp_path / "out"
+    for i in (1, 2, 3):
+        part = ["run", "--backend", "fake", "--repeat", "3", "--shard", f"{i}/3"]
+        assert main([*part, "--out", str(out / "parts" / f"part-{i}"), "--", "true"]) == 0
+    monkeypatch.setattr(on_ray, "connect", lambda address: _FakeRay())
+
+    def no_parts(*args: object) -> None:
+        raise ConfigError("no parts in this test")
+
+    monkeypatch.setattr(on_ray, "run_parts", no_parts)
+    capsys.readouterr()
+    argv = ["run", "--backend", "fake", "--executor", "ray", "--out", str(out), "--", "true"]
+    assert main([*argv[:3], "--repeat", "2", *argv[3:]]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"edgeprof: warning: {out} holds 1 run(s) this sweep does not write "
+        "(parts/part-3/run/3/result.json): they stay, outside its sweep.json (give another "
+        "--out, or remove them)",
+        "edgeprof: error: no parts in this test",
+    ]
+    assert main([*argv[:3], "--repeat", "3", *argv[3:]]) == 2  # the same sweep again
+    assert "warning" not in capsys.readouterr().err
