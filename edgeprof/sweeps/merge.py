@@ -114,9 +114,14 @@ def merge_shards(paths: Sequence[Path]) -> Merged:
     by_shard = []
     for s in shards:
         dicts = s.data["runs"]
-        if s.data.get("interrupted") or len(dicts) != cells * len(s.rounds):
+        # A run cut short by the interruption is in the file, but not finished: counted, it
+        # had made "6 of 6 runs" of a shard whose sixth was interrupted.
+        finished = sum(
+            1 for d in dicts if not isinstance(d, dict) or d.get("termination") != "interrupted"
+        )
+        if s.data.get("interrupted") or finished != len(dicts) or finished != cells * len(s.rounds):
             raise ConfigError(
-                f"{s.path}: shard {s.index}/{count} did not finish ({len(dicts)} of "
+                f"{s.path}: shard {s.index}/{count} did not finish ({finished} of "
                 f"{cells * len(s.rounds)} runs): run it again before merging"
             )
         try:

@@ -130,6 +130,14 @@ def test_what_merge_refuses(tmp_path: Path) -> None:
     (other / "sweep.json").write_text(json.dumps({**data, "interrupted": True}))
     with pytest.raises(ConfigError, match="did not finish"):
         merge_shards([s1, other])
+    # Its last run interrupted: in the file, not finished ("8 of 8 runs" had been said).
+    cut = [*data["runs"][:-1], {**data["runs"][-1], "termination": "interrupted"}]
+    for interrupted in (True, False):
+        (other / "sweep.json").write_text(
+            json.dumps({**data, "runs": cut, "interrupted": interrupted})
+        )
+        with pytest.raises(ConfigError, match=r"did not finish \(7 of 8 runs\)"):
+            merge_shards([s1, other])
     # Sampled at another --interval: other figures (a short run's average memory).
     coarse = [{**r, "samples": {**r["samples"], "interval_s": 0.1}} for r in data["runs"]]
     (other / "sweep.json").write_text(json.dumps({**data, "runs": coarse}))
