@@ -84,6 +84,9 @@ class ModelSummary:
     energy_j: Stat | None = None
     energy_per_item_j: Stat | None = None
     """``Limits.describe()`` of the runs (a summary is one cell: one model, one setting)."""
+    warmup: int | None = None
+    """The warm-up runs before each cell's measured ones (``--warmup``); ``None``: unknown
+    (runs read without their sweep's plan)."""
 
     @property
     def failures(self) -> list[RunResult]:
@@ -125,13 +128,27 @@ class ModelSummary:
             if rest > 0 and wall.values[0] > SLOW_FIRST_FACTOR * rest:
                 out.append(
                     f"the first run took {wall.values[0] / rest:.2f}× the median wall time of "
-                    "the others (cold caches?): consider --warmup 1"
+                    f"the others (cold caches?): {self._warm_up_advice()}"
                 )
         return out
 
+    def _warm_up_advice(self) -> str:
+        # "consider --warmup 1" had been said after --warmup 1 as well.
+        if self.warmup == 0:
+            return "consider --warmup 1"
+        if self.warmup is None:
+            return "warm-up runs (--warmup N) leave such a run out; after warm-ups, a larger N"
+        return (
+            f"the {self.warmup} warm-up run(s) before it did not remove it: consider "
+            f"--warmup {self.warmup + 1} or more"
+        )
 
-def summarize(results: Sequence[RunResult], setting: str = "") -> list[ModelSummary]:
-    """Group results by label (in first-seen order); statistics over the successful runs."""
+
+def summarize(
+    results: Sequence[RunResult], setting: str = "", warmup: int | None = None
+) -> list[ModelSummary]:
+    """Group results by label (in first-seen order); statistics over the successful runs.
+    ``warmup``: the warm-up runs each cell had (:attr:`ModelSummary.warmup`)."""
     out = []
     for name, runs in group_by(results, lambda r: r.label).items():
         ok = successful(runs)
@@ -151,16 +168,19 @@ def summarize(results: Sequence[RunResult], setting: str = "") -> list[ModelSumm
                 energy_per_item_j=Stat.of(values["energy_per_item_j"]),
                 medians={k: statistics.median(v) for k, v in values.items() if v},
                 setting=setting,
+                warmup=warmup,
             )
         )
     return out
 
 
-def summarize_cells(results: Sequence[RunResult]) -> dict[str, list[ModelSummary]]:
+def summarize_cells(
+    results: Sequence[RunResult], warmup: int | None = None
+) -> dict[str, list[ModelSummary]]:
     """Limit setting (``Limits.describe()``) → the summaries of its cells, both in first-seen
     order."""
     return {
-        setting: summarize([r for runs in by_label.values() for r in runs], setting)
+        setting: summarize([r for runs in by_label.values() for r in runs], setting, warmup)
         for setting, by_label in cells_by_setting(results).items()
     }
 

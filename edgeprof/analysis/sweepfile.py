@@ -31,7 +31,7 @@ def _stat_dict(s: Stat | None) -> dict[str, Any] | None:
     }
 
 
-def cell_dicts(results: Sequence[RunResult]) -> list[dict[str, Any]]:
+def cell_dicts(results: Sequence[RunResult], warmup: int | None = None) -> list[dict[str, Any]]:
     """The ``cells`` of ``sweep.json``: per cell, its run count and each metric's statistics."""
     return [
         {
@@ -42,7 +42,7 @@ def cell_dicts(results: Sequence[RunResult]) -> list[dict[str, Any]]:
             "stats": {k: _stat_dict(m.stat(k)) for k in STAT_METRICS},
             "warnings": m.warnings(),
         }
-        for setting, summaries in summarize_cells(results).items()
+        for setting, summaries in summarize_cells(results, warmup).items()
         for m in summaries
     ]
 
@@ -59,5 +59,12 @@ def sweep_dict(
         "schema": SWEEP_SCHEMA,
         **(extra or {}),
         "runs": list(run_dicts) if run_dicts is not None else [r.to_dict() for r in runs],
-        "cells": cell_dicts(runs),
+        "cells": cell_dicts(runs, warmup_of(extra)),
     }
+
+
+def warmup_of(plan: Mapping[str, Any] | None) -> int | None:
+    """A sweep's ``warmup`` (its plan's keys, as ``sweep.json`` holds them); ``None`` where
+    it is not known."""
+    value = None if plan is None else plan.get("warmup")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.metrics import STAT_METRICS
-from ..analysis.sweepfile import cell_dicts, sweep_dict
+from ..analysis.sweepfile import cell_dicts, sweep_dict, warmup_of
 from ..model import RunResult
 from ..storage import write_json_output, write_output
 from .summary import markdown_summary
@@ -109,7 +109,7 @@ def write_exports(
     for name, text in (
         ("runs.csv", runs_csv(runs)),
         ("cells.csv", cells_csv(runs)),
-        ("report.md", markdown_summary(runs, extra, notes)),
+        ("report.md", markdown_summary(runs, extra, notes, warmup_of(plan))),
     ):
         write_output(out / name, text)
         written.append(out / name)

@@ -149,7 +149,7 @@ def run_and_report(
         data = [r.to_dict() for r in results] if several else results[0].to_dict()
         stdout.write(json.dumps(data, indent=2) + "\n")
     else:
-        print_summary(results, stdout)
+        print_summary(results, stdout, plan.warmup)
     sink = stderr if outputs.json_out else stdout  # never into the JSON on stdout
     for table in repeats:
         sink.write("\n" + table.plain())
@@ -158,7 +158,8 @@ def run_and_report(
         from .export import write_exports
 
         # run_sweep wrote sweep.json; report.md as the terminal shows the sweep
-        write_exports(out, results, sweep_json=False, extra=repeats, notes=stopped)
+        warmup = {"warmup": plan.warmup}  # report.md's advice on a slow first run
+        write_exports(out, results, sweep_json=False, extra=repeats, notes=stopped, plan=warmup)
     write_markdown(outputs.markdown, results, repeats, stopped)
     if outputs.plots is not None:  # timelines need the runs' samples.csv
         write_plot_files(outputs.plots, results, stderr, timelines=out is not None)

@@ -14,6 +14,7 @@ from ..analysis.budgets import BudgetCheck, Budgets
 from ..analysis.calibration import load_calibration, predict
 from ..analysis.cells import cell_order
 from ..analysis.regression import compare_fits, compare_results, parse_threshold
+from ..analysis.sweepfile import warmup_of
 from ..errors import ConfigError
 from ..model import RunResult
 from ..storage import (
@@ -128,7 +129,8 @@ def rerender(
     repeats = [] if auto is None else [repeats_table(runs, *auto)]
     # The tables first, the files after (as run's): a file that cannot be written is then
     # one error line under the figures, not in their place.
-    print_summary(runs, stdout)
+    found = read_sweep(paths[0]) if len(paths) == 1 else None
+    print_summary(runs, stdout, None if found is None else warmup_of(found[1]))
     for table in repeats:
         stdout.write("\n" + table.plain())
     stdout.writelines(f"note: {why}\n" for why in stopped)
@@ -139,7 +141,6 @@ def rerender(
     if out is not None:  # report.md as the terminal shows it: the repeats, the early stop
         # One sweep's own keys (its plan, --repeat auto, warm-ups, why it stopped) kept: the
         # copy had held only the runs, and `report` of it lost the repeats and the stop.
-        found = read_sweep(paths[0]) if len(paths) == 1 else None
         plan = (
             None
             if found is None
@@ -205,14 +206,14 @@ def merge_saved(
     write_json_output(
         target / "sweep.json", sweep_dict(merged.runs, merged.extra(), merged.run_dicts)
     )
-    write_exports(target, merged.runs, sweep_json=False)
+    write_exports(target, merged.runs, sweep_json=False, plan=merged.plan)
     count = merged.shards[0].count
     stdout.write(f"edgeprof: merged {count} shards ({len(merged.runs)} runs) into {target}\n")
     names = [f"shard {s.index}/{s.count}" for s in merged.shards]
     for note in shard_notes(list(zip(names, merged.by_shard, strict=True))):
         stdout.write(f"edgeprof: note: {note}\n")
     runs = cell_order(merged.runs)
-    print_summary(runs, stdout)
+    print_summary(runs, stdout, warmup_of(merged.plan))
     checks = gate_run(runs, budgets or Budgets(), summary, junit, stdout, sys.stderr)
     if html is not None:
         from .html import render_html

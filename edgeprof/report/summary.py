@@ -12,33 +12,38 @@ from .results import print_table, render_markdown
 from .table import TextTable
 
 
-def summary_tables(results: Sequence[RunResult]) -> list[TextTable]:
-    """Per limit setting: the statistics (when a cell has repeats) and the rankings."""
+def summary_tables(results: Sequence[RunResult], warmup: int | None = None) -> list[TextTable]:
+    """Per limit setting: the statistics (when a cell has repeats) and the rankings;
+    ``warmup``: the sweep's warm-up runs per cell, ``None`` where unknown (what the
+    statistics' slow-first-run warning advises)."""
     # Only for several runs: a single run's command does not load the statistics.
     from ..analysis.compare import summarize_cells
     from .comparison import ranking_tables, statistics_tables
 
-    cells = summarize_cells(results)
+    cells = summarize_cells(results, warmup)
     repeated = any(len(m.runs) > 1 for ms in cells.values() for m in ms)
     return (statistics_tables(cells) if repeated else []) + ranking_tables(cells)
 
 
-def print_summary(results: Sequence[RunResult], file: TextIO) -> None:
+def print_summary(results: Sequence[RunResult], file: TextIO, warmup: int | None = None) -> None:
     """The results table; for more than one run, the statistics and rankings."""
     print_table(results, file)
     if len(results) < 2:
         return
-    for table in summary_tables(results):
+    for table in summary_tables(results, warmup):
         file.write("\n" + table.plain())
 
 
 def markdown_summary(
-    results: Sequence[RunResult], extra: Sequence[TextTable] = (), notes: Sequence[str] = ()
+    results: Sequence[RunResult],
+    extra: Sequence[TextTable] = (),
+    notes: Sequence[str] = (),
+    warmup: int | None = None,
 ) -> str:
     """As the terminal shows them: ``extra`` tables after the rankings (``--repeat
     auto``'s), and ``notes`` (a sweep that stopped early) last."""
     text = render_markdown(results)
     if len(results) > 1:
-        text += "".join("\n" + t.markdown() for t in summary_tables(results))
+        text += "".join("\n" + t.markdown() for t in summary_tables(results, warmup))
     text += "".join("\n" + t.markdown() for t in extra)
     return text + "".join(f"\n> note: {n}\n" for n in notes)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
+from pathlib import Path
 
 import pytest
 
@@ -185,3 +187,35 @@ def test_cell_warnings_name_the_outlier_and_a_slow_first_run() -> None:
     assert "the first run took 1.98× the median wall time of the others" in "\n".join(warnings)
     calm = summarize([make_result(wall_s=w, name="m") for w in (1.0, 1.1, 0.9)])[0]
     assert calm.warnings() == []
+
+
+def _slow_first(warnings: list[str]) -> str:
+    (said,) = [w for w in warnings if w.startswith("the first run took")]
+    return said.partition("(cold caches?): ")[2]
+
+
+def test_a_slow_first_run_after_a_warm_up_is_not_told_to_warm_up(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """"consider --warmup 1" had been said of a sweep run with --warmup 1."""
+    from edgeprof.storage import SWEEP_SCHEMA
+    from tests.unit.conftest import make_result
+
+    runs = [make_result(wall_s=w, name="m") for w in (1.4, 1.0, 1.05, 0.95)]
+    said = {n: _slow_first(summarize(runs, warmup=n)[0].warnings()) for n in (0, 1, 2, None)}
+    assert said == {
+        0: "consider --warmup 1",
+        1: "the 1 warm-up run(s) before it did not remove it: consider --warmup 2 or more",
+        2: "the 2 warm-up run(s) before it did not remove it: consider --warmup 3 or more",
+        None: "warm-up runs (--warmup N) leave such a run out; after warm-ups, a larger N",
+    }
+    # From the sweep's own plan: report of a sweep.json made with --warmup 1.
+    doc = {"schema": SWEEP_SCHEMA, "warmup": 1, "runs": [r.to_dict() for r in runs]}
+    (tmp_path / "sweep.json").write_text(json.dumps(doc))
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "again")]) == 0
+    out = capsys.readouterr().out
+    assert "the 1 warm-up run(s) before it did not remove it" in out
+    assert "consider --warmup 1" not in out
+    again = json.loads((tmp_path / "again" / "sweep.json").read_text())
+    assert "did not remove it" in again["cells"][0]["warnings"][-1]
+    assert "did not remove it" in (tmp_path / "again" / "report.md").read_text()
