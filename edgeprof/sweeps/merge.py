@@ -10,8 +10,9 @@ sweep of the same plan would have, in the same order.
 Refused, each as one error naming the files: a sweep that is not a shard; shards of
 different plans (command, models, limits, repeats, warm-ups, shard count, the runs' sampling
 interval; not ``--env`` or ``--timeout``, which no result records); a shard missing
-or given twice; a shard that did not finish; shards measured by different backends or
-cgroup versions (a process tree's RSS is not a group's charge).  Shards from different kinds
+or given twice; a shard that did not finish; shards measured by different backends (a
+process tree's RSS is not a group's charge; cgroup v1 and v2 hosts both charge a group, and
+a cluster may hold both: a host note, below).  Shards from different kinds
 of host are merged and said (:func:`edgeprof.analysis.hosts.host_notes`): the blocked design
 keeps the rankings comparable, the absolute figures are a mix of the hosts.
 """
@@ -144,13 +145,13 @@ def merge_shards(paths: Sequence[Path]) -> Merged:
     # Nor is the measuring method: the process backend's peak is a process tree's RSS, the
     # cgroup backends' the group's charge; merged, a cell's median had mixed the two under
     # one backend's name, said only as "2 kinds of host".
-    methods = [{(r.backend, r.mechanism) for r in runs} for runs in by_shard]
+    methods = [{r.backend for r in runs} for runs in by_shard]
     for s, method in zip(shards[1:], methods[1:], strict=True):
         if method != methods[0]:
             raise ConfigError(
                 f"{first.path} and {s.path} were measured differently: with the "
                 f"{_methods(methods[0])} and the {_methods(method)}; merge parts measured "
-                "one way (each part's --backend, on hosts with the same cgroup version)"
+                "one way (each part's --backend)"
             )
     rounds = range(1, int(first.data["repeat"]) + 1)
     if sorted(blocks) != list(rounds):
@@ -161,9 +162,9 @@ def merge_shards(paths: Sequence[Path]) -> Merged:
     return Merged(plan, [r for _, r in ordered], [d for d, _ in ordered], warmups, shards, by_shard)
 
 
-def _methods(values: set[tuple[str, str]]) -> str:
-    """``cgroup backend (cgroup2)``, ``process backend``: one shard's way of measuring."""
-    return " and ".join(f"{b} backend" + ("" if b == m else f" ({m})") for b, m in sorted(values))
+def _methods(values: set[str]) -> str:
+    """``cgroup backend``, ``process backend``: one shard's way of measuring."""
+    return " and ".join(f"{b} backend" for b in sorted(values))
 
 
 def _seconds(values: set[float]) -> str:
