@@ -15,13 +15,10 @@ the default 100 ms: under 1 MB; at 1 ms, 86 MB), 32 per stored iteration (at the
 occurrence of a kept phase name 171 (its record and the readings at its two lines; 560 at
 the end).  What the workload names is capped (:data:`MAX_PHASES`, :data:`MAX_MARKS`,
 :data:`MAX_ITERATIONS`): past a cap lines are counted (:class:`~edgeprof.model.EventCounts`,
-``events`` in ``result.json``) and warned about once per kind, not stored.  Measured with
-``edgeprof run --out D -- python flood.py`` on cgroup v1, edgeprof's own high-water mark
-and ``result.json``: 20 000 distinct phases, 98 MB and 7 MB before the caps, 29 MB and
-93 KB with them (28 MB with no events); 50 000 phases, 50 000 marks and 300 000
-iterations, 290 MB, 24 MB and 14 s before, 51 MB, 225 KB and 2.2 s with them (50 MB for
-3 phases, 3 marks and 100 000 iterations).  Repeats of a kept phase name are not capped:
-each is part of the phase's figures.
+``events`` in ``result.json``) and warned about once per kind, not stored: 50 000 phases,
+50 000 marks and 300 000 iterations took edgeprof to 290 MB and a 24 MB ``result.json``
+before the caps, 51 MB and 225 KB with them (cgroup v1; docs/reliability.md has the rest).
+Repeats of a kept phase name are not capped: each is part of the phase's figures.
 """
 
 from __future__ import annotations
