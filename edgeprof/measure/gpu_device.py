@@ -89,12 +89,15 @@ class Device:
         self.temp_max: int | None = None
         self.reasons = 0
         self.pids: set[int] = set()
+        self.mine: int | None = None
+        """The run's memory on this GPU at the latest reading."""
 
     def add(self, r: Reading, run_pids: set[int]) -> int | None:
         """Fold one reading in; returns the run's memory on this GPU then."""
         prev, self.last = self.last, r
         if self.first is None:
             self.first = r
+        if self.mem_base is None:  # the first reading that had it (one may have failed)
             self.mem_base = r.memory_used
         mine: int | None
         if r.energy_mj is not None:
@@ -110,7 +113,7 @@ class Device:
             # the rights, WDDM): the device's rise is all that can be said.
             self.by_process = False
         if self.by_process and lost:
-            mine = None
+            mine = self.mine  # as at the reading before: the series holds no false 0
         elif self.by_process:
             ours = [(pid, used) for pid, used in r.processes or () if pid in run_pids]
             self.pids.update(pid for pid, _ in ours)
@@ -121,6 +124,7 @@ class Device:
             mine = None
         if mine is not None:
             self.memory_peak = mine if self.memory_peak is None else max(self.memory_peak, mine)
+        self.mine = mine
         if prev is not None and r.util_gpu is not None:
             dt = r.t - prev.t
             self.util_area += dt * r.util_gpu
@@ -130,7 +134,9 @@ class Device:
             self.util_peak = _max(self.util_peak, r.util_gpu)
         if r.process_util is None:
             self.proc_util_supported = False
-        elif self.by_process:
+        elif self.by_process and prev is not None:
+            # Not the first reading's: asked for every sample the driver still holds, it
+            # has other processes' from before the run, which would shrink the run's share.
             for pid, ts, sm in r.process_util:
                 self.proc_util_all += sm
                 if pid in run_pids:

@@ -215,3 +215,47 @@ def test_a_reason_this_reader_has_no_name_for_is_shown_by_its_bit() -> None:
 def test_a_mig_slice_is_refused_by_its_form_with_why(given: str) -> None:
     with pytest.raises(ConfigError, match=r"a MIG slice .* cannot be measured"):
         check_selection(given)
+
+
+def test_samples_from_before_the_run_do_not_shrink_its_share() -> None:
+    """The first reading asks for every sample the driver still holds: another job's busy
+    samples from before the run had counted against the run's share (a review's case:
+    models run back to back on one GPU)."""
+    g = FakeGpu("GPU-a", util=80, process_samples=[(OTHER, 5, 100), (OTHER, 6, 100)])
+    w = _watch(NvmlDouble([g]))
+    w.start(0.0, lambda: RUN, 0.01, None, by_process=True, thread=False)
+    g.process_samples += [(4001, 10, 80), (4001, 20, 80)]
+    w.sample()
+    w.stop()
+    (d,) = w.result().devices
+    w.close()
+    assert d.utilization_avg_pct == pytest.approx(80.0)  # the run alone since it started
+
+
+def test_a_failed_first_memory_reading_keeps_the_devices_rise() -> None:
+    """The base of the device-wide figure is the first reading that had it."""
+    g = FakeGpu("GPU-a", used=1000 * MiB)
+    lib = NvmlDouble([g])
+    _flaky(lib, "nvmlDeviceGetMemoryInfo", 999, {2})  # call 1 lists the GPU, 2 is the start
+    w = _watch(lib)
+    w.start(0.0, lambda: RUN, 0.01, None, by_process=False, thread=False)
+    w.sample()  # the base: 1000 MiB
+    g.used += 250 * MiB
+    w.stop()
+    (d,) = w.result().devices
+    w.close()
+    assert (d.memory_source, d.memory_peak_bytes) == ("device", 250 * MiB)
+
+
+def test_a_failed_process_list_holds_the_runs_memory_in_the_series() -> None:
+    """A reading without the list had put 0 in the run's memory series (samples.csv, the
+    phases' GPU peaks): it holds the reading before."""
+    g = FakeGpu("GPU-a", processes={4001: 300 * MiB})
+    lib = NvmlDouble([g])
+    _flaky(lib, "nvmlDeviceGetComputeRunningProcesses", 999, {2})
+    w = _watch(lib)
+    w.start(0.0, lambda: RUN, 0.01, None, by_process=True, thread=False)
+    w.sample()  # the failed reading
+    w.stop()
+    w.close()
+    assert list(w._memory) == [300 * MiB] * 3
