@@ -212,15 +212,15 @@ class EventChannel:
     def _run(self) -> None:
         leave_stops_to_main_thread()
         try:
-            if self._read_throttled is not None:
-                self._poll()
-                return
             while True:
                 ready = select.select([self._r, self._stop_r], [], [])[0]
                 if self._r in ready and not self._drain():
                     break  # EOF: every writer is gone
                 if self._stop_r in ready:
                     self._drain()
+                    break
+                if self._read_throttled is not None:  # lines come: poll from now on
+                    self._poll()
                     break
         except Exception as exc:
             self._snapshot_error = f"{type(exc).__name__}: {exc}"
@@ -232,7 +232,10 @@ class EventChannel:
         wake-up path): a quota that ran out was then enforced right after the line's end
         time, in the gap before the next iteration, not inside the iteration that used it.
         Seen under --cpus 0.5 with 2 ms iterations: half the stall time fell in the
-        instrument's line write, and the latency percentiles missed it."""
+        instrument's line write, and the latency percentiles missed it.  Until the first
+        line the pipe is waited on (one wake-up): a workload that reports nothing costs
+        no polling (1 000 wake-ups a second: 0.04 s of CPU a second in a reviewer's snippet on
+        this loaded host)."""
         while not select.select([self._stop_r], [], [], POLL_S)[0]:
             if not self._drain():
                 return  # EOF: every writer is gone

@@ -7,6 +7,8 @@ import dataclasses
 import itertools
 import math
 import random
+import types
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -18,7 +20,7 @@ from edgeprof.analysis.metrics import stalled_percentiles
 from edgeprof.analysis.regression import compare_results
 from edgeprof.measure.events import EventChannel
 from edgeprof.measure.latency import distortion, iteration_stalls, latency_stats
-from edgeprof.model import LatencyStats, Limits, RunResult
+from edgeprof.model import Counters, LatencyStats, Limits, RunResult
 from edgeprof.report.ci_summary import render_run_summary
 from edgeprof.report.phases import STALLED_NOTE, render_sections
 
@@ -395,3 +397,49 @@ def test_throttling_round_trips_through_the_result_json() -> None:
     assert back.latency == r.latency
     assert isinstance(back.latency, LatencyStats) and back.latency.throttling is not None
     assert back.latency.throttling.distorted == ("p50", "p90", "p95", "p99")
+
+
+def test_under_a_quota_the_reader_polls_once_lines_come_and_reads_every_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under a quota the events thread reads the pipe on a timer (a reader woken by each
+    line made the write the point where a spent quota was enforced, after the iteration's
+    end); before the first line it waits on the pipe, so a run that reports nothing is not
+    polled at all.  Every line is read, up to the writer's end."""
+    import os
+    import select
+    import threading
+    import time
+
+    from edgeprof.measure import events
+
+    polls = threading.Event()
+    calls = {"timed": 0}
+    real = select.select
+
+    def counted(r: Any, w: Any, x: Any, timeout: float | None = None) -> Any:
+        if timeout is not None:
+            calls["timed"] += 1
+            polls.set()
+        return real(r, w, x, timeout)
+
+    monkeypatch.setattr(events, "select", types.SimpleNamespace(select=counted))
+    ch = EventChannel()
+    writer = os.dup(ch._w)  # the workload's copy; start() closes the channel's own
+    throttled = itertools.count(0, 1000)
+    ch.start(time.monotonic(), Counters, throttled=lambda: next(throttled))
+    try:
+        time.sleep(0.05)  # idle: any time at all, no poll may happen in it
+        assert calls["timed"] == 0
+        t = 100.0
+        for i in range(50):
+            os.write(writer, f"iter {t + i * 0.01:.6f} {t + i * 0.01 + 0.005:.6f}\n".encode())
+            if i == 0:
+                assert polls.wait(10), "the reader never started polling"
+    finally:
+        os.close(writer)  # EOF: the thread ends
+        ch.stop()
+    _, latency, _, _ = ch.results(run_end=101.0)
+    ch.close()
+    assert latency is not None and latency.count == 50
+    assert latency.throttling is not None and latency.throttling.stall_s > 0
