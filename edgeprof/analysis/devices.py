@@ -418,6 +418,14 @@ def _calibrated_share(
     share = cal.speed.host_cpus
     capped = share > device.cores
     warnings = _below_least(f"{device.name}: calibration {path} implies", share)
+    if cal.speed.used_cpus is None and cal.speed.setting_cpus > 1:
+        # A file from before the CPUs the runs used were recorded: its speed takes them
+        # to have used every CPU of the setting, twice the truth for one thread of two.
+        warnings.append(
+            f"{device.name}: calibration {path} records no CPUs its runs used: its speed "
+            f"assumes all {cal.speed.setting_cpus:g} CPUs of its setting; run edgeprof "
+            "calibrate again for the speed of the CPUs they used"
+        )
     cpus = float(device.cores) if capped else max(round(share, 3), LEAST_CPUS)
     return cpus, capped, warnings, note
 

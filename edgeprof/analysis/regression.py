@@ -93,7 +93,8 @@ class Change:
         """``+12.3% ± 4.1%`` (± the 95 % interval), ``+12.3%`` when untested, ``n/a``."""
         if self.change is None:
             # Against a baseline of 0 no percentage exists: say so, not "n/a".
-            return "from 0" if self.base_mean == 0 and self.current else "n/a"
+            grew = self.base_mean == 0 and (self.current_mean or 0) > 0
+            return "from 0" if grew else "n/a"
         text = f"{self.change * 100:+.1f}%"
         if self.ci is not None:
             text += f" ± {self.ci * 100:.1f}%"

@@ -297,6 +297,43 @@ def test_the_speed_counts_the_cpus_the_workloads_used_not_the_settings(
     over = [dataclasses.replace(r, cpu=dataclasses.replace(r.cpu, peak_pct=230.0)) for r in runs]
     sp = calibrate(over, m, "phone").speed
     assert sp is not None and sp.used_cpus == 2.0 and sp.host_cpus == pytest.approx(1.0)
+    # Runs shorter than the peak's 1 s window have their average there, start-up and all:
+    # not a figure of the CPUs used (then unknown: the setting's, as the report says).
+    short = [dataclasses.replace(r, wall_s=r.wall_s / 5) for r in runs]  # 0.2 to 0.8 s
+    sp = calibrate(short, m, "phone").speed
+    assert sp is not None and sp.used_cpus is None and sp.cpus == 2.0
+
+
+def test_a_calibration_file_from_before_the_speeds_form_keeps_its_speed_and_says_so(
+    tmp_path: Path,
+) -> None:
+    """A file without ``form`` keeps the line's slope it was made with (a device's speed
+    must not move with edgeprof's version), and one without ``used_cpus`` under a setting of
+    several CPUs is warned about where a device takes its speed."""
+    import yaml
+
+    runs = [
+        _run(f"m{i}", x, cpus=2.0, cpu=dataclasses.replace(_run("m", 1.0).cpu, peak_pct=100.0))
+        for i, x in enumerate([1.0, 2.0, 3.0, 4.0])
+    ]
+    rows = "model,runtime_ms\nm0,3100\nm1,5900\nm2,9200\nm3,11800\n"
+    m = read_measurements(_csv(tmp_path, rows))
+    path = tmp_path / "phone.yml"
+    calibrate(runs, m, "phone").save(path)
+    doc = yaml.safe_load(path.read_text())
+    for key in ("form", "used_cpus"):
+        del doc["implied_speed"][key]
+    path.write_text(yaml.safe_dump(doc))
+    sp = load_calibration(path).speed
+    assert sp is not None and (sp.form, sp.used_cpus) == ("line", None)
+    assert sp.slope == pytest.approx(2.94) and sp.host_cpus == pytest.approx(2 / 2.94)
+    entry = "  phone:\n    cores: 2\n    memory: 1g\n    calibration: phone.yml\n"
+    cat = _catalog(tmp_path, entry + "    speed: calibration\n")
+    s = resolve_device("phone", cat, HOST, {})
+    assert [w for w in s.warnings if "records no CPUs its runs used" in w] == [
+        f"phone: calibration {path} records no CPUs its runs used: its speed assumes all 2 "
+        "CPUs of its setting; run edgeprof calibrate again for the speed of the CPUs they used"
+    ]
 
 
 def test_latency_is_preferred_and_a_falling_fit_implies_nothing() -> None:
@@ -304,7 +341,7 @@ def test_latency_is_preferred_and_a_falling_fit_implies_nothing() -> None:
 
     line_up = fit([1.0, 2.0, 3.0], [2.0, 4.0, 6.0], ["a", "b", "c"])
     line_down = fit([1.0, 2.0, 3.0], [6.0, 4.0, 2.0], ["a", "b", "c"])
-    up, down = (Slope(f.a, "line", f.r2) for f in (line_up, line_down))
+    up, down = (Slope(f.a, "line", f.r2, f.a) for f in (line_up, line_down))
     s = implied_speed({("runtime", "s1"): up, ("latency", "s2"): up}, {"s1": 1.0, "s2": 2.0}, HOST)
     assert s is not None and s.metric == "latency" and s.host_cpus == pytest.approx(1.0)
     assert implied_speed({("runtime", "s1"): down}, {"s1": 1.0}, HOST) is None

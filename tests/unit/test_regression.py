@@ -275,3 +275,5 @@ def test_a_zero_baseline_has_a_verdict_not_too_few_repeats() -> None:
     assert noisy.verdict is Verdict.NO_CHANGE and noisy.change_text() == "from 0"
     single = cpu_verdict([0.0], [0.2, 0.2])  # one run is still too few to test
     assert single.verdict is Verdict.FEW_REPEATS and single.change_text() == "from 0"
+    still = cpu_verdict([0.0], [0.0])  # too few, and no growth to speak of
+    assert still.verdict is Verdict.FEW_REPEATS and still.change_text() == "n/a"

@@ -325,6 +325,7 @@ def _speed(d: _Fields, fits: Mapping[tuple[str, str], Slope]) -> ImpliedSpeed | 
         "used_cpus": None
         if d.get("used_cpus", "a CPU count above 0", None) is None
         else d.number("used_cpus", "a CPU count above 0", lambda v: v > 0),
+        "form": d.optional_text("form"),
         "host": {"cpu_model": cpu_model, "kernel": kernel},
     }
     return speed_from_dict(clean, fits)
@@ -339,7 +340,7 @@ def slopes(fits: Sequence[MetricFit]) -> dict[tuple[str, str], Slope]:
         if m.family is None:
             form = m.choice.form
             a = m.choice.fit.a if form == "origin" else m.fit.a
-            out[(m.metric, m.setting)] = Slope(a, form, m.fit.r2)
+            out[(m.metric, m.setting)] = Slope(a, form, m.fit.r2, m.fit.a)
     return out
 
 

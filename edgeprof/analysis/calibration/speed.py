@@ -55,6 +55,8 @@ class Slope(NamedTuple):
     a: float
     form: str
     r2: float | None
+    line_a: float
+    """The line's slope: what a file from before ``form`` was recorded used."""
 
 
 @dataclass(frozen=True)
@@ -152,13 +154,16 @@ def speed_from_dict(
     host = d.get("host") or {}
     model, kernel = host.get("cpu_model"), host.get("kernel")
     used = d.get("used_cpus")
+    # A file from before the form was recorded keeps the speed it was made with (the
+    # line's slope): a speed that changed with edgeprof's version would change a device's.
+    old = d.get("form") is None
     return ImpliedSpeed(
         metric,
         setting,
         float(d["setting_cpus"]),
-        f.a,
+        f.line_a if old else f.a,
         None if model is None else str(model),
         None if kernel is None else str(kernel),
         None if used is None else float(used),
-        f.form,
+        "line" if old else f.form,
     )
