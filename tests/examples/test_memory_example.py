@@ -40,7 +40,7 @@ def model(tmp_path: Path) -> Iterator[Path]:
         made = subprocess.run(
             [sys.executable, str(SCRIPT), "--create", str(FILE_MIB), str(path)],
             capture_output=True, text=True, timeout=60, check=True,
-        )  # fmt: skip
+        )
         assert made.stdout == f"{path}: {FILE_MIB} MiB\n"
         assert path.stat().st_size == FILE_MIB * MIB
         yield path
@@ -54,7 +54,7 @@ def run(model: Path, *limits: str) -> subprocess.CompletedProcess[str]:
          "--", sys.executable, str(SCRIPT), str(model), str(HOLD_MIB), "--hold", "0"],
         capture_output=True, text=True, timeout=120, cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
+    )
 
 
 def test_the_peak_holds_the_file_and_the_arrays_and_a_limit_takes_the_cache(model: Path) -> None:
@@ -82,6 +82,6 @@ def test_usage_errors(tmp_path: Path) -> None:
         r = subprocess.run(
             [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60,
             cwd=tmp_path,
-        )  # fmt: skip
+        )
         assert r.returncode == 2 and "error:" in r.stderr, (args, r.stderr)
     assert not (tmp_path / "f").exists()

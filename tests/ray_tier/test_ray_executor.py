@@ -106,7 +106,7 @@ def test_a_part_no_node_can_take_is_refused_not_queued(ray_cluster: Any, tmp_pat
     # Each measuring node has one CPU: Ray had queued the parts and waited without a word.
     done = _edgeprof("run", "--executor", f"ray={ray_cluster.address}", "--cpus", "2",
                      "--repeat", "2", "--out", str(out), "--", sys.executable, "-c",
-                     "pass")  # fmt: skip
+                     "pass")
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
     assert "no measuring node can take a part: each asks for 2 CPU and a slot" in done.stderr

@@ -141,7 +141,7 @@ def test_the_merges_report_files_land_where_the_engine_keeps_them(engine: str, o
     words = _merge_words(engine, gate)
     at = words.index("--out")
     assert words[at:] == ["--out", out, "--html", f"{out}/report.html", "--summary",
-                          f"{out}/summary.md", "--junit", f"{out}/j.xml"]  # fmt: skip
+                          f"{out}/summary.md", "--junit", f"{out}/j.xml"]
     with pytest.raises(ConfigError, match=r"--summary report.md: .* as merge's own report.md"):
         _merge_words(engine, ["--summary", "report.md"])
     with pytest.raises(ConfigError, match=r"--junit b/r.xml: .* as r.xml, as --html's file"):
