@@ -130,6 +130,7 @@ class EventChannel:
         self._throttled = array.array("d")  # seconds, at each iteration line (NaN: none)
         self._read_throttled: Callable[[], int | None] | None = None
         self._period_s = CFS_PERIOD_US / 1e6  # the quota's period (start): the kernel's default
+        self._share: float | None = None  # the quota in CPUs (start)
         self._items_given = False
         self._marks: list[Mark] = []
         self._caps = (max_phases, max_marks, max_iterations)
@@ -158,6 +159,7 @@ class EventChannel:
         throttled: Callable[[], int | None] | None = None,
         mechanism: str | None = None,
         period_s: float | None = None,
+        share: float | None = None,
     ) -> None:
         """The workload is spawned (at monotonic ``t0``): close our copy of the write end
         (so the pipe reports EOF once every writer is gone) and start reading.
@@ -165,12 +167,14 @@ class EventChannel:
         ``throttled``: reads the run's cumulative CFS throttled µs; given under a ``cpus``
         quota, it is read once per batch of iteration lines (one ``cpu.stat`` read, ~10 µs)
         so that each stall can be put on the iterations it lengthened (``period_s``: the
-        quota's CFS period, which tells how).  ``mechanism``: the backend's
+        quota's CFS period, which tells how; ``share``: the quota in CPUs, which bounds
+        them).  ``mechanism``: the backend's
         (``Backend.mechanism``), for why phase peaks are sampled if they are."""
         self._t0, self._read, self._peaks, self._mechanism = t0, read, peaks, mechanism
         self._read_throttled = throttled
         if period_s is not None:
             self._period_s = period_s
+        self._share = share
         if self._w >= 0:
             os.close(self._w)
             self._w = -1
@@ -429,7 +433,10 @@ class EventChannel:
             not math.isnan(x) for x in self._throttled
         ):
             stalls = iteration_stalls(
-                [t1 - t0 for t0, t1, _ in iterations], self._throttled, period_s=self._period_s
+                [t1 - t0 for t0, t1, _ in iterations],
+                self._throttled,
+                period_s=self._period_s,
+                share=self._share,
             )
         timeline = self._timeline.timeline()
         phases = phase_stats(

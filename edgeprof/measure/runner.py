@@ -380,6 +380,7 @@ def _run(
                         run.throttled_us if quota_can_stall(spec.limits) else None,
                         mechanism=be.mechanism,
                         period_s=spec.period_us / 1e6,
+                        share=spec.limits.cpus,
                     )
                 if spec.reclaim:
                     if run.reclaim is None:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import os
 import random
+import time
 import types
 from typing import Any
 
@@ -19,7 +21,7 @@ from edgeprof.analysis.compare import summarize
 from edgeprof.analysis.metrics import stalled_percentiles
 from edgeprof.analysis.regression import compare_results
 from edgeprof.measure.events import EventChannel
-from edgeprof.measure.latency import distortion, iteration_stalls, latency_stats
+from edgeprof.measure.latency import distortion, iteration_stalls, latency_stats, stall_bound
 from edgeprof.model import Counters, LatencyStats, Limits, RunResult
 from edgeprof.report.ci_summary import render_run_summary
 from edgeprof.report.phases import STALLED_NOTE, render_sections
@@ -114,6 +116,36 @@ def test_a_reading_beyond_the_iterations_time_leaves_a_slower_cores_spread_posit
     t = distortion(lat, out)
     assert t is not None and t.iterations == 10 and t.stall_s == pytest.approx(0.050)
     assert t.even_p50_s > 0.020 and t.even_p99_s > 0.020
+
+
+def test_a_reading_beyond_what_a_quota_allows_gives_the_iteration_only_that() -> None:
+    """One 20 ms iteration under half a CPU with a 5 ms period ran at least 7.5 ms: a
+    reading of 19.9 ms held stall from the gap before it, and the iteration gets 12.5 ms
+    (without the quota's share, all of it: 0.1 ms of running time)."""
+    lat, readings = [0.001, 0.020], [0.0, 0.0199]
+    assert iteration_stalls(lat, readings, period_s=0.005)[1] == pytest.approx(0.0199)
+    out = iteration_stalls(lat, readings, period_s=0.005, share=0.5)
+    assert out[1] == pytest.approx(0.0125)
+    t = distortion(lat[1:], out[1:])
+    assert t is not None and t.even_p50_s == pytest.approx(0.020)
+    # Within the bound, or under a whole CPU (several threads may stall), nothing changes.
+    assert iteration_stalls(lat, [0.0, 0.010], period_s=0.005, share=0.5)[1] == 0.010
+    assert iteration_stalls(lat, readings, period_s=0.005, share=1.5)[1] == 0.0199
+
+
+@given(
+    work=st.lists(st.floats(0.0002, 0.2), min_size=1, max_size=30),
+    period=st.floats(0.001, 0.1),
+    share=st.floats(0.05, 0.95),
+)
+def test_no_iteration_of_a_task_under_cfs_stalls_beyond_the_bound(
+    work: list[float], period: float, share: float
+) -> None:
+    """The bound holds for every iteration of the CFS model below, whatever the quota's
+    state when it began (so capping a reading at it never takes a real stall away)."""
+    lat, stalls = hungry_under_cfs(work, period, share)
+    for x, s in zip(lat, stalls, strict=True):
+        assert s <= stall_bound(x, share, period) + 1e-9
 
 
 @pytest.mark.parametrize("batch", [1, 2, 3, 5, 7, 12])
@@ -220,6 +252,8 @@ def test_batches_of_lines_flag_what_each_line_read_alone_would(
         cumulative = itertools.accumulate(stalls)
         readings = [c if i % batch == batch - 1 else NAN for i, c in enumerate(cumulative)]
         shared = iteration_stalls(lat, readings, period_s=period)
+        # The quota's bound takes nothing from a real stall.
+        assert iteration_stalls(lat, readings, period_s=period, share=share) == shared
         # The same iterations, each with its own stall (those before the first reading and
         # after the last are unknown in both).
         known = [s if x is not None else None for s, x in zip(stalls, shared, strict=True)]
@@ -406,10 +440,8 @@ def test_under_a_quota_the_reader_polls_once_lines_come_and_reads_every_one(
     line made the write the point where a spent quota was enforced, after the iteration's
     end); before the first line it waits on the pipe, so a run that reports nothing is not
     polled at all.  Every line is read, up to the writer's end."""
-    import os
     import select
     import threading
-    import time
 
     from edgeprof.measure import events
 
@@ -443,3 +475,26 @@ def test_under_a_quota_the_reader_polls_once_lines_come_and_reads_every_one(
     ch.close()
     assert latency is not None and latency.count == 50
     assert latency.throttling is not None and latency.throttling.stall_s > 0
+
+
+def test_the_channel_bounds_a_reading_by_the_quota_it_was_started_with() -> None:
+    """start()'s ``share`` and ``period_s`` reach the stall split: a reading of 19.9 ms over
+    a 20 ms iteration under half a CPU with a 5 ms period is 12.5 ms of it."""
+    ch = EventChannel()
+    writer = os.dup(ch._w)  # the workload's copy; start() closes the channel's own
+    throttled = iter([0, 19_900])
+    ch.start(
+        time.monotonic(), Counters, throttled=lambda: next(throttled), period_s=0.005, share=0.5
+    )
+    try:
+        os.write(writer, b"iter 100.000000 100.001000\n")
+        while len(ch._throttled) < 1:  # one line per read: the next is a batch of its own
+            time.sleep(0.001)
+        os.write(writer, b"iter 100.001000 100.021000\n")
+    finally:
+        os.close(writer)  # EOF: the thread ends
+        ch.stop()
+    _, latency, _, _ = ch.results(run_end=101.0)
+    ch.close()
+    assert latency is not None and latency.throttling is not None
+    assert latency.throttling.stall_s == pytest.approx(0.0125)
