@@ -35,5 +35,7 @@ def write_plot_files(
     """The PNG charts (matplotlib loads here, only when asked for); their count on ``log``."""
     from .plots import write_plots
 
-    written = write_plots(out, results, timelines=timelines)
+    written, notes = write_plots(out, results, timelines=timelines)
+    for note in notes:
+        print(f"edgeprof: note: {note}", file=log)
     print(f"edgeprof: {len(written)} plot(s) written to {out}", file=log)

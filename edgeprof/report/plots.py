@@ -83,14 +83,12 @@ def _number(v: str | None, line: int) -> float | None:
 
 
 def plot_run(result: RunResult, path: Path) -> Path | None:
-    """CPU % and memory over time of one run; ``None`` when its samples are not on disk."""
+    """CPU % and memory over time of one run; ``None`` when its samples are not on disk.
+    A file cut short or edited raises ``ValueError`` (or ``OSError``) naming why."""
     if result.samples.path is None or not Path(result.samples.path).is_file():
         return None
     plt = _pyplot()
-    try:
-        s = read_samples(result.samples.path)
-    except ValueError:
-        return None  # a file cut short or edited: its timeline is left out, the rest stands
+    s = read_samples(result.samples.path)
     t = [x or 0.0 for x in s.get("t_s", [])]
     fig, (ax_cpu, ax_mem) = plt.subplots(2, 1, sharex=True, figsize=(8, 5))
     cpu = s.get("cpu_pct", [])
@@ -172,22 +170,31 @@ def save_figure(fig: Any, path: Path, dpi: int = 100) -> None:
     write_output(path, buf.getvalue())
 
 
-def write_plots(out: Path, results: Sequence[RunResult], timelines: bool = True) -> list[Path]:
+def write_plots(
+    out: Path, results: Sequence[RunResult], timelines: bool = True
+) -> tuple[list[Path], list[str]]:
     """``<metric>.png`` per metric and ``timeline-<label>-<setting>-<n>.png`` per run whose
-    samples are on disk, in ``out``; returns the files written."""
+    samples are on disk, in ``out``; returns the files written, and a note per run whose
+    samples could not be read as a table (its timeline is left out, the rest stands: the
+    HTML report says the same)."""
     _pyplot()  # a missing matplotlib is bad input: say so before writing anything
     prepare_out_dir(out)
     written = [p for key in PLOTTED_METRICS if (p := plot_metric(results, key, out / f"{key}.png"))]
+    notes: list[str] = []
     if timelines:
         counts: dict[tuple[str, str], int] = {}
         for r in results:
             cell = cell_key(r)
             counts[cell] = counts.get(cell, 0) + 1
             name = f"timeline-{_file_part(cell[0])}-{_file_part(cell[1])}-run{counts[cell]}.png"
-            p = plot_run(r, out / name)
+            try:
+                p = plot_run(r, out / name)
+            except (OSError, ValueError) as exc:
+                notes.append(f"{name}: left out, {r.samples.path} is unreadable ({exc})")
+                continue
             if p is not None:
                 written.append(p)
-    return written
+    return written, notes
 
 
 def plot_fit(outcomes: Sequence[FitOutcome], path: Path) -> Path:

@@ -180,6 +180,28 @@ def test_plots_are_pngs(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> No
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
 
 
+def test_report_plots_say_which_timeline_a_corrupt_samples_csv_left_out(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """As the HTML report does: the run whose samples.csv is not a table is named, with
+    why; the other run's timeline and the metric charts are drawn."""
+    require_module("matplotlib", "plot")
+    out = tmp_path / "sweep"
+    argv = ["run", "--backend", "fake", "--interval", "0.01", "-m", "a,b", "--out", str(out),
+            "--", "sh", "-c", "sleep 0.1", "sh"]  # fmt: skip
+    assert main(argv) == 0
+    bad = out / "b" / "1" / "samples.csv"
+    bad.write_text("t_s,cpu_pct,memory_bytes\n0.1,fifty,1\n")
+    capfd.readouterr()
+    assert main(["report", str(out), "--plots", str(tmp_path / "plots")]) == 0
+    err = capfd.readouterr().err
+    note = f"timeline-b-none-run1.png: left out, {bad} is unreadable (line 2: 'fifty' is not"
+    assert f"edgeprof: note: {note} a number)\n" in err
+    pngs = {p.name for p in (tmp_path / "plots").iterdir()}
+    assert {"timeline-a-none-run1.png", "cpu_s.png"} <= pngs
+    assert "timeline-b-none-run1.png" not in pngs
+
+
 @pytest.mark.parametrize("where", ["a-file", "a-file/below"])
 def test_plots_that_cannot_be_written_are_refused_before_the_run(
     where: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
