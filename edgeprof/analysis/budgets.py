@@ -47,7 +47,7 @@ from ..units import parse_duration, parse_energy, parse_size
 from .cells import cells, ending, successful
 from .difference import difference
 from .instrumentation import no_events, reported_events
-from .metrics import BUDGET_METRICS, Kind, Metric, stalled_percentiles
+from .metrics import BUDGET_METRICS, Kind, Metric, same_figure, stalled_percentiles
 
 METRICS: dict[str, Metric] = BUDGET_METRICS
 """Every gated metric by budget key, in table order; larger is worse for all of them."""
@@ -184,7 +184,8 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
                 checks.append(dataclasses.replace(lost, reason=reason, failed_value=failed_value))
                 continue
             value = statistics.median(values)
-            status = Status.PASS if value <= budget else Status.BREACH
+            within = value <= budget or same_figure(value, budget)
+            status = Status.PASS if within else Status.BREACH
             caveats = [_stall_caveat(key, ok), _noise_caveat(metric, values, budget)]
             checks.append(
                 BudgetCheck(

@@ -38,6 +38,7 @@ The order of :data:`METRICS` is the order of every table and file column built f
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -54,6 +55,12 @@ class Kind(str, enum.Enum):
     PERCENT = "percent"
     ENERGY = "energy"
     """Joules (the GPUs': :class:`edgeprof.model.GpuStats`); not a device CSV family."""
+
+
+def same_figure(a: float, b: float) -> bool:
+    """Equal but for float rounding: the median of 0.2 s and 0.4 s, 0.30000000000000004,
+    is a budget of 0.3 s, neither over it nor to be written apart from it."""
+    return a == b or math.isclose(a, b, rel_tol=1e-9)
 
 
 def _latency(field: str) -> Callable[[RunResult], float | None]:
@@ -129,7 +136,7 @@ class Metric:
         as ``other`` though the two differ: a budget breach must not read "26.2MiB exceeds
         the budget 26.2MiB".  Symmetric: ``other`` written so takes the same digits."""
         text = self.format(value)
-        if value == other or text != self.format(other):
+        if same_figure(value, other) or text != self.format(other):
             return text
         for digits in range(2, 16):
             if (mine := self._digits(value, digits)) != self._digits(other, digits):

@@ -134,6 +134,15 @@ def test_value_equal_to_budget_passes_and_metrics_are_in_table_order() -> None:
     assert checks[2].describe().endswith("avg memory 90.0MiB exceeds the budget 80.0MiB (1 run)")
 
 
+def test_a_median_equal_to_the_budget_but_for_float_rounding_passes() -> None:
+    # (0.2 + 0.4) / 2 is 0.30000000000000004: a run of exactly the budget is within it.
+    [check] = check_budgets([run(wall=0.2), run(wall=0.4)], Budgets(default={"wall": 0.3}))
+    assert check.value == 0.30000000000000004 and check.status is Status.PASS
+    assert check.describe().startswith("m.onnx (cpus=1, memory=1.0GiB): wall time 300.0ms within")
+    [check] = check_budgets([run(wall=0.2), run(wall=0.4002)], Budgets(default={"wall": 0.3}))
+    assert check.status is Status.BREACH  # a tenth of a millisecond over is over
+
+
 def test_per_model_budgets_apply_to_their_model_only() -> None:
     results = [run(name="a", wall=2.0), run(name="b", wall=2.0)]
     b = Budgets(default={"wall": 3.0}, models={"b": {"wall": 1.0}, "typo": {"wall": 1.0}})
