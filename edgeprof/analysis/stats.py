@@ -18,19 +18,34 @@ def t_cdf(t: float, df: float) -> float:
 
 
 def t_quantile(q: float, df: float) -> float:
-    """The ``q`` quantile (0.5 < q < 1) of Student's t, by bisection on :func:`t_cdf`."""
+    """The ``q`` quantile (0.5 < q < 1) of Student's t: Newton's method on :func:`t_cdf` from
+    the Cornish-Fisher expansion around the normal quantile, kept inside a bracket that
+    bisects where a step would leave it.  Bisection alone took ~54 evaluations of the
+    incomplete beta per quantile, and the rankings of a 400-run sweep ask for ~1 000 (at
+    Welch's fractional degrees of freedom, so a cache would not help): its ``edgeprof
+    report`` took 2.9 s with bisection, 1.9 s with this, the same output to the byte."""
     lo, hi = 0.0, 1.0
     while t_cdf(hi, df) < q:
-        hi *= 2
+        lo, hi = hi, hi * 2
+    z = statistics.NormalDist().inv_cdf(q)
+    t = z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df * df)
+    if not lo < t < hi:
+        t = (lo + hi) / 2
+    log_norm = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
     for _ in range(200):
-        mid = (lo + hi) / 2
-        if t_cdf(mid, df) < q:
-            lo = mid
+        f = t_cdf(t, df) - q
+        if f < 0:
+            lo = t
         else:
-            hi = mid
-        if hi - lo < 1e-14 * hi:
-            break
-    return (lo + hi) / 2
+            hi = t
+        density = math.exp(log_norm - (df + 1) / 2 * math.log1p(t * t / df))
+        new = t - f / density if density > 0 else (lo + hi) / 2
+        if not lo < new < hi:
+            new = (lo + hi) / 2
+        if abs(new - t) <= 1e-14 * new or hi - lo < 1e-14 * hi:
+            return new
+        t = new
+    return t
 
 
 def _betainc(a: float, b: float, x: float) -> float:
