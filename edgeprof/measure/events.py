@@ -59,6 +59,7 @@ from .phases import (
     ProtocolError,
     Recorder,
     cap_warnings,
+    off_clock,
     parse_line,
 )
 from .sampler import SeriesStats
@@ -316,6 +317,10 @@ class EventChannel:
             return
         except ProtocolError as exc:
             self._bad(raw, str(exc))
+            return
+        off = off_clock(ev, now, self._t0)
+        if off is not None:
+            self._bad(raw, off)
             return
         t = ev.t - self._t0
         max_phases, max_marks, max_iterations = self._caps

@@ -36,6 +36,13 @@ MAX_TIME = 1e10
 any uptime, and small enough that sums of durations stay finite (two durations of 1e308
 overflow ``math.fsum``, which would fail the run's result)."""
 
+CLOCK_SLACK_S = 1.0
+"""How far an event's time may lie after the moment its line was read, or before the run
+began, and still be the run's ``CLOCK_MONOTONIC``: neither can happen on that clock (a line
+is written after its stamp, by a process the run started), so this only absorbs the
+stamp's printed rounding and the spawn's own time; a wall-clock stamp (``time.time()``) is
+~1.7e9 s ahead of it, and a made-up one (``iter 1 2``) hours behind."""
+
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 """Control characters (C0, DEL, C1) have no place in a name the report prints to a terminal
@@ -155,6 +162,20 @@ def parse_line(line: str, now: float) -> Event:
                 raise ProtocolError("iter: ITEMS over 2**63 - 1")
         return Event("iter", t=t1, t0=t0, items=items, items_given=given)
     raise ProtocolError(f"unknown event {kind[:40]!r} (expected one of {', '.join(KINDS)})")
+
+
+def off_clock(ev: Event, now: float, start: float) -> str | None:
+    """Why ``ev`` (a line read at monotonic ``now``, in a run spawned at ``start``) cannot be
+    stamped with the run's ``CLOCK_MONOTONIC``, or ``None``.  Taken as they were, such
+    stamps put a phase at the run's end with 0 ms of wall time and a latency of 1 000 ms
+    with no word (a tester's ``time.time()`` and ``iter 1 2 3``)."""
+    hint = "the protocol's times are CLOCK_MONOTONIC (time.monotonic()), the run's clock"
+    if ev.t > now + CLOCK_SLACK_S:
+        return f"{ev.kind}: time {ev.t:.3f} is after the line was read ({now:.3f}): {hint}"
+    first = ev.t0 if ev.kind == "iter" else ev.t
+    if first < start - CLOCK_SLACK_S:
+        return f"{ev.kind}: time {first:.3f} is before the run began ({start:.3f}): {hint}"
+    return None
 
 
 # -- statistics ---------------------------------------------------------------------------

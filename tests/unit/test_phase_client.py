@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from edgeprof.measure.events import EventChannel
-from edgeprof.measure.phases import ProtocolError, parse_line
+from edgeprof.measure.phases import ProtocolError, off_clock, parse_line
 from edgeprof.model import Counters
 from tests.conftest import HANG_S
 
@@ -233,6 +233,34 @@ def test_the_runner_ignores_malformed_lines_with_one_warning_and_keeps_the_rest(
     assert any("unterminated still open" in w for w in warnings)
     assert latency is not None and latency.count == 1 and latency.items == 4
     assert [m.name for m in marks] == ["m"]
+
+
+def test_stamps_off_the_runs_clock_are_malformed_and_say_which_clock() -> None:
+    """A wall-clock stamp (time.time(), ~1.7e9 s ahead of CLOCK_MONOTONIC) had put a phase
+    at the run's end with 0 ms of wall time, and ``iter 1 2 3`` (hours before the run) a
+    latency of 1 000 ms, with no word (a tester's)."""
+    now = time.monotonic()
+    wall = time.time()
+    payload = (
+        f"begin a {wall:.6f}\n"
+        f"iter {wall:.6f} {wall + 0.01:.6f} 1\n"
+        f"end a {wall + 0.02:.6f}\n"
+        "iter 1 2 3\n"
+        f"mark early {now - 3600:.6f}\n"
+        f"iter {now:.6f} {now + 0.01:.6f}\n"  # on the clock: kept
+    ).encode()
+    ch = _channel_run(payload)
+    phases, latency, marks, warnings = ch.results(run_end=5.0)
+    assert ch.malformed == 5 and phases == () and marks == ()
+    assert latency is not None and latency.count == 1
+    [w] = [w for w in warnings if "malformed" in w]
+    assert w.startswith(f"5 malformed event line(s) ignored (first: 'begin a {wall:.6f}': begin: ")
+    assert "is after the line was read" in w
+    assert w.endswith("times are CLOCK_MONOTONIC (time.monotonic()), the run's clock)")
+    assert off_clock(parse_line("iter 1 2 3", now), now, now - 0.5) == (
+        f"iter: time 1.000 is before the run began ({now - 0.5:.3f}): the protocol's times are "
+        "CLOCK_MONOTONIC (time.monotonic()), the run's clock"
+    )
 
 
 def test_a_forked_child_reports_through_the_inherited_pipe() -> None:

@@ -459,11 +459,11 @@ def test_under_a_quota_the_reader_polls_once_lines_come_and_reads_every_one(
     ch = EventChannel()
     writer = os.dup(ch._w)  # the workload's copy; start() closes the channel's own
     throttled = itertools.count(0, 1000)
-    ch.start(time.monotonic(), Counters, throttled=lambda: next(throttled))
+    t = time.monotonic()  # stamps on the run's clock, as the protocol's are
+    ch.start(t, Counters, throttled=lambda: next(throttled))
     try:
         time.sleep(0.05)  # idle: any time at all, no poll may happen in it
         assert calls["timed"] == 0
-        t = 100.0
         for i in range(50):
             os.write(writer, f"iter {t + i * 0.01:.6f} {t + i * 0.01 + 0.005:.6f}\n".encode())
             if i == 0:
@@ -483,14 +483,15 @@ def test_the_channel_bounds_a_reading_by_the_quota_it_was_started_with() -> None
     ch = EventChannel()
     writer = os.dup(ch._w)  # the workload's copy; start() closes the channel's own
     throttled = iter([0, 19_900])
-    ch.start(
-        time.monotonic(), Counters, throttled=lambda: next(throttled), period_s=0.005, share=0.5
-    )
+    t0 = time.monotonic()  # stamps on the run's clock, as the protocol's are
+    ch.start(t0, Counters, throttled=lambda: next(throttled), period_s=0.005, share=0.5)
     try:
-        os.write(writer, b"iter 100.000000 100.001000\n")
+        os.write(writer, f"iter {t0:.6f} {t0 + 0.001:.6f}\n".encode())
+        deadline = time.monotonic() + 30
         while len(ch._throttled) < 1:  # one line per read: the next is a batch of its own
+            assert time.monotonic() < deadline, "the first line was never read"
             time.sleep(0.001)
-        os.write(writer, b"iter 100.001000 100.021000\n")
+        os.write(writer, f"iter {t0 + 0.001:.6f} {t0 + 0.021:.6f}\n".encode())
     finally:
         os.close(writer)  # EOF: the thread ends
         ch.stop()
