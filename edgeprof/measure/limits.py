@@ -150,6 +150,27 @@ def over_host(
     return out
 
 
+def outer_room(limits: Limits, backend: Backend) -> list[str]:
+    """A ``--memory`` above the room an enclosing group leaves (its limit less what its
+    processes, edgeprof's own among them, use now: :class:`~edgeprof.backends.base.Ceiling`),
+    as the run's warning: the kernel then OOM-kills the run below its limit, and a verdict
+    read alone blames the limit.  Seen: ``--memory 298m`` in a 300 MiB group, OOM-killed
+    at a peak of 286.1 MiB and called "does not fit" (a tester's); `fit` already caps its
+    search at the room (``sweeps/fit.py``)."""
+    want = limits.memory
+    if want is None:
+        return []
+    for c in backend.memory_ceilings():
+        if c.room is not None and c.room < want <= c.limit:
+            return [
+                f"--memory {format_binary(want)} is more than the {format_binary(c.room)} left "
+                f"under {c.source} ({format_binary(c.limit)}, less what its processes use, "
+                "edgeprof's own among them): an OOM kill below the limit can be that group's, "
+                "not this limit's"
+            ]
+    return []
+
+
 FRACTIONAL_PERIOD_US = 5000
 """The CFS period for a quota that can bind, unless asked otherwise (``--cpu-period``).
 

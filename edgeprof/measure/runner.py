@@ -54,6 +54,7 @@ from .limits import (
     cpu_period_us,
     faster_than_device,
     host_memory,
+    outer_room,
     over_host,
     quota_can_stall,
     resolve,
@@ -239,7 +240,11 @@ def profile(
                 gpus=gpu_ids,
                 denied_devices=denied,
             )
-            warnings = [*be.warnings(), *over_host(applied, allowed, memory, source)]
+            warnings = [
+                *be.warnings(),
+                *over_host(applied, allowed, memory, source),
+                *outer_room(applied, be),
+            ]
             if denied and not be.denies_devices:
                 warnings.append(undenied_warning(str(selection), be.name))
             # Remove what runs whose edgeprof died left behind where this backend works.

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from edgeprof import profile
 from edgeprof.backends._cgroup_common import NO_LIMIT, ceilings
 from edgeprof.backends.base import Ceiling
 from edgeprof.cli import main
@@ -109,6 +110,28 @@ def test_run_refuses_a_limit_over_the_enclosing_one_before_anything_runs(
         f"(the memory limit of {group}); --allow-over-host to run anyway\n"
     )
     assert not out.exists()
+
+
+def test_a_limit_above_the_room_an_enclosing_group_leaves_is_warned_about(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside a 300 MiB group whose processes use 14 MiB, ``--memory 298m`` is OOM-killed by
+    that group at 286 MiB: the run says so, so that its "does not fit" is not read as the
+    limit's (a tester's ``run --memory 298m`` in a 300 MiB group)."""
+    group = Path("/sys/fs/cgroup/memory/ci")
+    room = 286 * MIB
+    monkeypatch.setattr(
+        FakeBackend, "memory_ceilings", lambda self: [Ceiling(group, 300 * MIB, room)]
+    )
+    r = profile(["true"], backend="fake", limits=Limits(memory="298m"))
+    assert (
+        f"--memory 298.0MiB is more than the 286.0MiB left under the memory limit of {group} "
+        "(300.0MiB, less what its processes use, edgeprof's own among them): an OOM kill below "
+        "the limit can be that group's, not this limit's"
+    ) in r.warnings
+    for fits in ("286m", "200m"):  # within the room: nothing to say
+        r = profile(["true"], backend="fake", limits=Limits(memory=fits))
+        assert not any("left under" in w for w in r.warnings)
 
 
 def test_doctor_names_the_ceiling_only_where_there_is_one(monkeypatch: pytest.MonkeyPatch) -> None:
