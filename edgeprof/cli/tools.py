@@ -66,6 +66,10 @@ def bench(
     ] = "load",
     warmup: Annotated[int, typer.Option(help="Untimed calls first.")] = 5,
     iterations: Annotated[int, typer.Option(help="Timed calls per batch size.")] = 50,
+    repeat: Annotated[
+        int,
+        typer.Option(help="Runs per batch size (compare judges a change from 2 or more)."),
+    ] = 1,
     backend: Annotated[str, typer.Option(help="auto | cgroup | process")] = "auto",
     cpus: Annotated[str | None, typer.Option(help="CPU bandwidth in CPUs, e.g. 1.5.")] = None,
     cpuset: Annotated[str | None, typer.Option(help="CPUs to run on, e.g. 0-1,3.")] = None,
@@ -84,7 +88,8 @@ def bench(
         Path | None, typer.Option(help="Working directory (MODULE is imported from it).")
     ] = None,
     out: Annotated[
-        Path | None, typer.Option(help="Write DIR/bs<N>/result.json and samples.csv.")
+        Path | None,
+        typer.Option(help="Write DIR/bs<N>/ (DIR/bs<N>/<run>/ with --repeat) result files."),
     ] = None,
     json_out: Annotated[
         bool, typer.Option("--json", help="Print a JSON list of the results on stdout.")
@@ -140,6 +145,7 @@ def bench(
         loader=loader,
         warmup=warmup,
         iterations=iterations,
+        repeat=repeat,
         backend=backend,
         interval=interval,
         timeout=timeout,

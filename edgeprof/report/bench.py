@@ -17,13 +17,16 @@ COLUMNS = ("NAME", "ITEMS/S", "P50", "P95", "P99", "GPU MEMORY", "GPU UTIL", "EN
 
 def bench_rows(results: Sequence[RunResult]) -> list[list[str]]:
     rows = []
+    repeated = len({r.label for r in results}) < len(results)  # --repeat: runs numbered
+    seen: dict[str, int] = {}
     for r in results:
+        seen[r.label] = seen.get(r.label, 0) + 1
         lat = r.latency
         util = BY_KEY["gpu_util"].get(r)
         g = r.gpu
         rows.append(
             [
-                r.label,
+                f"{r.label} run {seen[r.label]}" if repeated else r.label,
                 "n/a" if lat is None or lat.items_per_s is None else f"{lat.items_per_s:.1f}",
                 # As the latency table shows them: to 0.01 ms, with its marks (a stall's
                 # p99 had lost its "*" here, the table a batch size is chosen by).

@@ -95,6 +95,7 @@ def bench(
     loader: str = "load",
     warmup: int = DEFAULT_WARMUP,
     iterations: int = DEFAULT_ITERATIONS,
+    repeat: int = 1,
     backend: str | Backend = "auto",
     interval: float | str = 0.1,
     timeout: float | str | None = None,
@@ -110,15 +111,19 @@ def bench(
     gpu_memory: str | None = None,
     unified_memory: bool = False,
 ) -> list[RunResult]:
-    """One run per batch size; stops early when a run is interrupted.  ``device_cores``,
-    ``allow_over_host``, ``gpus``, ``gpu_memory`` and ``unified_memory``: as
-    :func:`~edgeprof.measure.runner.profile`'s."""
+    """``repeat`` runs per batch size (in ``out_dir``'s ``bs<N>/``, or ``bs<N>/<k>/`` with
+    several); stops early when a run is interrupted.  One run a batch size cannot be judged
+    by ``compare``, which needs the noise of two or more (a tester's 2× slower function
+    passed as "not enough repeats").  ``device_cores``, ``allow_over_host``, ``gpus``,
+    ``gpu_memory`` and ``unified_memory``: as :func:`~edgeprof.measure.runner.profile`'s."""
     work_dir = None if cwd is None else Path(cwd)
     if not loader.isidentifier():
         raise ConfigError(f"--loader {loader!r}: not a Python name")
     _, func = check_target(target, work_dir, loader)
     if iterations < 1 or warmup < 0:
         raise ConfigError("--iterations must be at least 1 and --warmup at least 0")
+    if repeat < 1:
+        raise ConfigError(f"--repeat {repeat}: must be at least 1")
     if not batch_sizes:
         raise ConfigError("--batch-size: no batch size given")
     if backend == "docker":
@@ -127,8 +132,10 @@ def bench(
             "iterations cannot leave a container"
         )
     root = str(Path(__file__).resolve().parent.parent)
-    results = []
-    for bs in batch_sizes:
+    results: list[RunResult] = []
+    runs = [(bs, k) for bs in batch_sizes for k in range(1, repeat + 1)]
+    for bs, k in runs:
+        where = Path(f"bs{bs}") if repeat == 1 else Path(f"bs{bs}") / str(k)
         command = [
             python,
             "-c",
@@ -151,7 +158,7 @@ def bench(
             timeout=timeout,
             env=env,
             cwd=work_dir,
-            out_dir=None if out_dir is None else Path(out_dir) / f"bs{bs}",
+            out_dir=None if out_dir is None else Path(out_dir) / where,
             name=f"{func} bs={bs}",
             stdout=stdout,
             device=device,

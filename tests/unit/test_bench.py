@@ -344,3 +344,30 @@ def test_the_first_batch_sizes_page_cache_is_said() -> None:
     )
     assert first_reads_note([run(8, 20), run(1, 10)]) is None  # within 16 MiB
     assert first_reads_note([run(8, 302)]) is None  # one batch size: nothing to compare
+
+
+def test_repeated_bench_runs_are_judged_by_compare(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """One run a batch size had ``compare`` answer "not enough repeats" for a function doing
+    twice the work (exit 0: a tester's); with ``--repeat`` it is a latency regression.  The
+    calls sleep 1 ms and 300 ms: a loaded host lengthens the first, never to the second."""
+    fast, slow = tmp_path / "fast", tmp_path / "slow"
+    for where, ms in ((fast, 1), (slow, 300)):
+        where.mkdir()
+        body = f"def infer(bs):\n    time.sleep({ms} / 1000)\n"
+        (where / "m.py").write_text("import time\ndef load(bs):\n    return bs\n" + body)
+        argv = ["bench", "m:infer", "--iterations", "3", "--warmup", "0", "--repeat", "3",
+                "--backend", "fake", "--cwd", str(where), "--out", str(where / "out")]
+        assert main(argv) == 0
+    out = capfd.readouterr().out
+    rows = out[out.rindex("Per batch size") :].splitlines()[3:6]
+    assert [r.split()[:4] for r in rows] == [["infer", "bs=1", "run", str(k)] for k in (1, 2, 3)]
+    found = sorted(str(p.relative_to(fast / "out")) for p in (fast / "out").rglob("result.json"))
+    assert found == [f"bs1/{k}/result.json" for k in (1, 2, 3)]
+    assert main(["compare", str(fast / "out"), str(slow / "out")]) == 3
+    out = capfd.readouterr().out
+    [p95] = [line for line in out.splitlines() if "infer bs=1" in line and "latency p95" in line]
+    assert "regression" in p95 and "(n=3)" in p95
+    assert main(["bench", "m:infer", "--repeat", "0", "--backend", "fake", "--cwd", str(fast)]) == 2
+    assert "--repeat 0: must be at least 1" in capfd.readouterr().err
