@@ -59,7 +59,10 @@ def compare_saved(
     base_fits, cur_fits = load_fits(baseline), load_fits(current)
     current_runs: list[RunResult] = []
     if (base_fits is None) != (cur_fits is None):
-        fit_side = baseline if base_fits is not None else current
+        fit_side, other = (baseline, current) if base_fits is not None else (current, baseline)
+        # The other side is read first: a missing or malformed path is its own error (the one
+        # two ordinary runs give), not blamed on the valid fit.json beside it.
+        load_runs([other])
         raise ConfigError(f"{fit_side} is edgeprof fit's output: compare it with another fit.json")
     if base_fits is not None and cur_fits is not None:
         changes, notes = compare_fits(

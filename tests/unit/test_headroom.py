@@ -347,3 +347,26 @@ def test_compare_holds_a_fitted_need_against_the_baseline_fit(
     result.write_text(json.dumps(limited().to_dict()))
     assert main(["compare", str(tmp_path / "base"), str(result)]) == 2
     assert "is edgeprof fit's output" in capsys.readouterr().err
+
+
+def test_compare_of_a_fit_blames_the_other_path_when_it_is_missing_or_empty(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A missing or empty path beside a valid fit.json had been reported as "<fit.json> is
+    edgeprof fit's output": the error is the one two ordinary runs give for that path."""
+    from edgeprof.cli import main
+
+    fit = tmp_path / "fit.json"
+    fit.write_text(json.dumps(fit_doc("a.onnx", 60 * MIB)))
+    missing, empty = tmp_path / "nonexistent", tmp_path / "empty.json"
+    empty.write_text("{}")
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps(limited().to_dict()))
+    for bad in (missing, empty):
+        for pair in ((fit, bad), (bad, fit)):
+            assert main(["compare", *map(str, pair)]) == 2
+            err = capsys.readouterr().err
+            assert main(["compare", str(result), str(bad)]) == 2
+            plain = capsys.readouterr().err
+            assert err.count("\n") == 1 and err == plain, (pair, err, plain)
+            assert str(bad) in err and "fit's output" not in err
