@@ -7,6 +7,7 @@ groups made here.  Orders are first-seen, so tables follow the order the runs we
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
@@ -102,3 +103,10 @@ def ending(r: RunResult) -> str:
     if r.termination is Termination.EXITED:
         return f"exit {r.exit_code}"
     return str(r.termination.value)
+
+
+def endings(runs: Sequence[RunResult]) -> str:
+    """How ``runs`` ended, each ending once with its count, in first-seen order:
+    ``oom``, ``oom ×3``, ``oom ×2, exit 1``."""
+    counts = Counter(ending(r) for r in runs)
+    return ", ".join(e if n == 1 else f"{e} ×{n}" for e, n in counts.items())

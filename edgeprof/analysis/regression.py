@@ -41,7 +41,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..model import RunResult
 from .budgets import METRICS
-from .cells import cells, ending, setting, successful
+from .cells import cells, ending, endings, setting, successful
 from .difference import Difference, difference
 from .hosts import describe, kinds
 from .metrics import BY_KEY, Metric, stalled_percentiles
@@ -181,8 +181,15 @@ def compare_results(
         if not b_ok:
             failed.append(f"{_name(key)}: {ending(b_runs[-1])}")
             notes.append(
-                f"{_name(key)}: no successful run in the baseline (the last: "
-                f"{ending(b_runs[-1])}): nothing to hold the current runs to"
+                f"{_name(key)}: no successful run in the baseline ({endings(b_runs)}): "
+                "nothing to hold the current runs to"
+            )
+        elif not c_ok:
+            # Every row reads "not measured"; this says why (an OOM under a smaller limit is
+            # the usual cause), as a budget's "not judged (no successful run: oom)" does.
+            notes.append(
+                f"{_name(key)}: no successful run in the current results ({endings(c_runs)}): "
+                "its metrics are not measured"
             )
         for metric in COMPARED:
             b = tuple(v for r in b_ok if (v := metric.get(r)) is not None)

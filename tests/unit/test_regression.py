@@ -144,9 +144,15 @@ def test_single_runs_cannot_be_tested_and_do_not_fail() -> None:
 
 def test_current_cell_without_success_is_not_measured_and_fails() -> None:
     cur = [run(termination=Termination.OOM, exit_code=137), run(exit_code=1)]
-    changes, _ = compare_results(walls(BASE), cur)
+    changes, notes = compare_results(walls(BASE), cur)
     assert {c.verdict for c in changes} == {Verdict.NOT_MEASURED}
     assert all(c.verdict.fails for c in changes)
+    # Why every row is "not measured": said once, with how the runs ended.
+    said = "no successful run in the current results (oom, exit 1): its metrics are not measured"
+    cell = "m.onnx (cpus=1, memory=1.0GiB)"
+    assert [n for n in notes if "no successful run" in n] == [f"{cell}: {said}"]
+    _, notes = compare_results(walls(BASE), [run(termination=Termination.OOM)] * 3)
+    assert any("no successful run in the current results (oom ×3)" in n for n in notes)
 
 
 def test_a_baseline_whose_runs_all_failed_is_said_and_alone_compares_nothing() -> None:
@@ -159,7 +165,7 @@ def test_a_baseline_whose_runs_all_failed_is_said_and_alone_compares_nothing() -
         failed + walls(BASE, name="b"), walls(BASE) + walls(BASE, name="b")
     )
     assert {c.label for c in changes} == {"b"}
-    assert any("no successful run in the baseline" in n for n in notes)
+    assert any("no successful run in the baseline (exit 1 ×3): nothing" in n for n in notes)
 
 
 def test_metric_absent_from_the_baseline_is_skipped_and_lost_latency_fails() -> None:
