@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from fractions import Fraction
 
 from .errors import ConfigError
@@ -78,6 +79,15 @@ def shown(value: object) -> str:
 def parse_size(text: str) -> int:
     """``"156m"`` → 163577856, from 1 byte to :data:`MAX_SIZE`, exact (no float rounding:
     ``f"{n}b"`` reads back as ``n``).  Raises :class:`ConfigError` with the offending text."""
+    value = _size_bytes(text)
+    if value < 1:
+        raise ConfigError(f"invalid size {shown(text)}: must be at least 1 byte")
+    return value
+
+
+def _size_bytes(text: str) -> int:
+    """:func:`parse_size` but for its minimum (0 reads as 0: a minimum of its own is the
+    caller's to name)."""
     m = _SIZE_RE.match(text) if isinstance(text, str) else None
     if not m or (m.group(4) and not m.group(3) and m.group(4).lower() == "ib"):
         raise ConfigError(
@@ -96,8 +106,6 @@ def parse_size(text: str) -> int:
     frac = frac[:40]
     number = int(whole or "0") + Fraction(int(frac or "0"), 10 ** len(frac))
     value = number * _SIZE_MULT[m.group(3).lower()]
-    if value < 1:
-        raise ConfigError(f"invalid size {shown(text)}: must be at least 1 byte")
     if value > MAX_SIZE:
         raise ConfigError(too_big)
     return int(value)
@@ -105,9 +113,10 @@ def parse_size(text: str) -> int:
 
 def parse_memory_limit(text: str, option: str | None = None) -> int:
     """A memory limit: a size of at least 6 MiB (Docker's floor; below it nothing starts).
-    ``option``: the option it came from, named in the error."""
+    ``option``: the option it came from, named in the error.  ``0`` is below that minimum
+    too (it had been "must be at least 1 byte", not the limit's real floor)."""
     try:
-        value = parse_size(text)
+        value = _size_bytes(text)
         if value < 6 * 2**20:
             raise ConfigError(f"memory limit {shown(text)} is below the minimum of 6m")
     except ConfigError as exc:
@@ -115,6 +124,17 @@ def parse_memory_limit(text: str, option: str | None = None) -> int:
             raise
         raise ConfigError(f"{option}: {exc}") from None
     return value
+
+
+@contextmanager
+def named(option: str) -> Iterator[None]:
+    """A :class:`ConfigError` raised inside, prefixed by the ``option`` its value came from
+    (``--timeout: invalid timeout '0': …``): the value alone did not say which of a
+    command's sizes or durations was wrong."""
+    try:
+        yield
+    except ConfigError as exc:
+        raise ConfigError(f"{option}: {exc}") from None
 
 
 def parse_cpus(text: str | float) -> float:

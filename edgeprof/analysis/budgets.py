@@ -3,7 +3,8 @@
 A budget is an upper bound on one metric (:data:`METRICS`) for one model.  Budgets come from
 the ``--max-…`` options of ``run`` and from a YAML budget file::
 
-    # budgets.yml: every key optional; times as 2.5 / 250ms / 2m, sizes as 512m / 1.5g,
+    # budgets.yml: every key optional; times as 2.5 / 250ms / 2m, sizes as 512m / 1.5g
+    # (with their unit: a bare number is refused),
     # energy as 12.5J / 800mJ
     default:              # every model
       wall: 10s
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,7 +45,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..model import RunResult
 from ..storage import read_capped
-from ..units import parse_duration, parse_energy, parse_size
+from ..units import parse_duration, parse_energy, parse_size, shown
 from .cells import cells, ending, successful
 from .difference import difference
 from .instrumentation import no_events, reported_events
@@ -51,6 +53,10 @@ from .metrics import BUDGET_METRICS, Kind, Metric, same_figure, stalled_percenti
 
 METRICS: dict[str, Metric] = BUDGET_METRICS
 """Every gated metric by budget key, in table order; larger is worse for all of them."""
+
+
+_BARE_NUMBER = re.compile(r"^\s*[\d.]+\s*$", re.ASCII)
+"""A size without its unit: a memory budget of so many bytes is almost surely a slip."""
 
 
 def parse_budget(metric: Metric, value: object, where: str) -> float:
@@ -62,6 +68,14 @@ def parse_budget(metric: Metric, value: object, where: str) -> float:
             Kind.ENERGY: "energy such as 12.5J or 800mJ",
         }.get(metric.kind, "duration such as 2.5s or 250ms")
         raise ConfigError(f"{where}: expected a {kind}, got {value!r}")
+    if is_size and _BARE_NUMBER.match(str(value)):
+        # `peak_memory: 12` had been a budget of 12 bytes, failed by every run ("exceeds the
+        # budget 12B"): a size is written with its unit, as the budget file's comment shows.
+        whole = "." not in str(value)  # 1.5b is refused: a byte has no fraction
+        raise ConfigError(
+            f"{where}: {shown(value)} has no unit (it would be {value} bytes): write a size "
+            f"such as {value}m" + (f", or {value}b for bytes" if whole else "")
+        )
     try:
         if is_size:
             return float(parse_size(str(value)))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..model import Limits
-from ..units import format_binary, format_period
+from ..units import format_binary, format_period, parse_memory_limit
 from .devices import CALIBRATED, Device, DeviceSetting, resolve_device
 
 
@@ -97,6 +97,8 @@ def device_limits(
     """One setting (``bench``, ``layers profile``): the options, with ``--device``'s values
     where the option was not given.  Without a device, the options as they are."""
     user_env = dict(env or {})
+    if memory is not None:
+        parse_memory_limit(memory, "--memory")  # Limits' own error names no option
     if name is None:
         if catalog is not None:
             raise ConfigError(f"--devices {catalog} is a catalog for --device: give --device")

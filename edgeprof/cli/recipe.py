@@ -164,7 +164,7 @@ def render_recipe(
             f"give at least --repeat {shards}"
         )
     job = plan_run(run_request({**params, "shard": f"1/{shards}"}))
-    memory = None if part_memory is None else parse_memory_limit(part_memory)
+    memory = None if part_memory is None else parse_memory_limit(part_memory, "--part-memory")
     cpus, memory = part_resources(job.plan.limits, part_cpus, memory)
     origin = (
         f"edgeprof recipe {engine} --shards {shards} -- {shlex.join(run_args)}"

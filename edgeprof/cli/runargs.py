@@ -288,7 +288,9 @@ def budget_values(params: Mapping[str, Any]) -> dict[str, str | None]:
     is the GPU memory budget where ``--max-gpu-memory`` is not given."""
     values = {metric: params.get(param) for metric, param in BUDGET_PARAMS.items()}
     if values["gpu_memory"] is None and params.get("gpu_memory") is not None:
-        values["gpu_memory"] = params["gpu_memory"]
+        gpu = str(params["gpu_memory"]).strip()
+        # A limit may be bare bytes, which a budget refuses as a unit left out: said as bytes.
+        values["gpu_memory"] = f"{gpu}b" if gpu.isascii() and gpu.isdigit() else gpu
     return values
 
 

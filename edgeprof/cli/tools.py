@@ -105,18 +105,25 @@ def bench(
     """
     from ..analysis.budgets import budgets_from_options, check_budgets
     from ..analysis.device_limits import device_limits
+    from ..measure.inputs import parse_times
     from ..report.bench import render_bench
     from ..report.results import print_table
     from ..report.run import gate_run
     from ..sweeps.bench import bench as run_bench
     from ..sweeps.bench import parse_batch_sizes
     from ..sweeps.request import parse_env
-    from ..units import parse_memory_limit
+    from ..units import named, parse_memory_limit
     from .outcome import runs_exit_code
 
     sizes = parse_batch_sizes(batch_size)
+    with named("--interval"):  # the runner's errors name no option
+        parse_times(interval, None)
+    with named("--timeout"):
+        parse_times(None, timeout)
     if gpu_memory is not None:
         parse_memory_limit(gpu_memory, "--gpu-memory")  # before it is read as a budget
+        if gpu_memory.strip().isdigit():  # bare bytes: a budget refuses a unit left out
+            gpu_memory = f"{gpu_memory.strip()}b"
     chosen = device_limits(
         device,
         devices,

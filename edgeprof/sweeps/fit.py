@@ -39,7 +39,7 @@ from ..analysis.need import (
 )
 from ..errors import ConfigError
 from ..model import Limits, RunResult, Termination
-from ..units import format_binary, parse_size
+from ..units import format_binary, named, parse_size
 from .labels import safe_dir
 from .request import (
     RunJob,
@@ -241,9 +241,11 @@ def plan_fit(req: FitRequest) -> tuple[RunJob, int | None]:
     if req.repeat is not None:
         check_count(req.repeat, "--repeat")
     if req.resolution is not None:
-        parse_size(req.resolution)
+        with named("--resolution"):
+            parse_size(req.resolution)
     if req.max_need is not None:
-        parse_size(req.max_need)
+        with named("--max-memory-need"):
+            parse_size(req.max_need)
     if req.one_run and (req.repeat is not None or req.resolution is not None):
         raise ConfigError("--one-run makes one run: --repeat and --resolution are bisection's")
     job = plan_run(dataclasses.replace(r, squeeze=req.one_run))

@@ -11,6 +11,7 @@ from ..errors import ConfigError
 from ..model import Limits
 from ..names import check_name
 from ..storage import read_capped
+from ..units import parse_memory_limit
 
 
 def limit_settings(
@@ -27,9 +28,11 @@ def limit_settings(
     for s in sets_v:
         if s == "":
             raise ConfigError("--cpuset: empty CPU list")
+    # Read here, where the option is known: a bad size had said "invalid size '0'" alone.
+    sizes = [None if m is None else parse_memory_limit(m, "--memory") for m in mem_v]
     return tuple(
         Limits(cpus=c, cpuset=s, memory=m)
-        for c, s, m in itertools.product(cpus_v or [None], sets_v, mem_v or [None])
+        for c, s, m in itertools.product(cpus_v or [None], sets_v, sizes or [None])
     )
 
 

@@ -39,6 +39,7 @@ from ..names import check_name
 from ..outfiles import check_target, keep_root
 from ..storage import check_writable
 from ..units import (
+    named,
     parse_cpu_period,
     parse_memory_limit,
     parse_pids,
@@ -236,7 +237,10 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     refused now, not after the runs.
     """
     # The runner's reading of them, before a template's SAMPLETIME takes the place of "".
-    parse_times(request.interval, request.timeout)
+    with named("--interval"):
+        parse_times(request.interval, None)
+    with named("--timeout"):
+        parse_times(None, request.timeout)
     req, device_warnings = _with_device(request)
     given = req
     req, tpl, warnings = _from_template(req)

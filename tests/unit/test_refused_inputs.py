@@ -212,8 +212,11 @@ def test_a_file_in_a_directory_nothing_makes_says_it_does_not_exist(
     ("option", "line"),
     [
         ("--out", "Invalid value for '--out': an empty name is no directory (--out . is this one)"),
-        ("--interval", "invalid sampling interval '': expected seconds, e.g. 0.1, 250ms, 2m"),
-        ("--timeout", "invalid timeout '': expected seconds, e.g. 0.1, 250ms, 2m"),
+        (
+            "--interval",
+            "--interval: invalid sampling interval '': expected seconds, e.g. 0.1, 250ms, 2m",
+        ),
+        ("--timeout", "--timeout: invalid timeout '': expected seconds, e.g. 0.1, 250ms, 2m"),
     ],
 )
 def test_an_empty_value_is_refused(
@@ -230,6 +233,84 @@ def test_an_empty_value_is_refused(
         assert main(["run", "--backend", "fake", *args, *WORKLOAD]) == 2
         assert _only(capsys) == f"edgeprof: error: {line}\n"
         assert os.listdir() == []
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        # Each had said "invalid size '0': must be at least 1 byte", naming neither the option
+        # nor, for a memory limit, its real minimum.
+        (["run", "--memory", "0"], "--memory: memory limit '0' is below the minimum of 6m"),
+        (["run", "--memory", "1k"], "--memory: memory limit '1k' is below the minimum of 6m"),
+        (["run", "--memory", "1g,0"], "--memory: memory limit '0' is below the minimum of 6m"),
+        (["fit", "--memory", "0"], "--memory: memory limit '0' is below the minimum of 6m"),
+        (["fit", "--resolution", "0"], "--resolution: invalid size '0': must be at least 1 byte"),
+        (
+            ["fit", "--max-memory-need", "0"],
+            "--max-memory-need: invalid size '0': must be at least 1 byte",
+        ),
+        (["run", "--timeout", "0"], "--timeout: invalid timeout '0': must be greater than 0"),
+        (["fit", "--timeout", "0"], "--timeout: invalid timeout '0': must be greater than 0"),
+        (
+            ["run", "--interval", "0"],
+            "--interval: invalid sampling interval '0': must be greater than 0",
+        ),
+        (
+            ["run", "--interval", "0.0001"],
+            "--interval: sampling interval 0.0001s is below the minimum of 1ms",
+        ),
+        # A memory budget without its unit had been so many bytes, failed by every run.
+        (
+            ["run", "--max-peak-memory", "12"],
+            "--max-peak-memory: '12' has no unit (it would be 12 bytes): write a size such as "
+            "12m, or 12b for bytes",
+        ),
+    ],
+)
+def test_a_bad_size_or_time_names_its_option(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    line: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main([args[0], "--backend", "fake", *args[1:], *WORKLOAD]) == 2
+    assert _only(capsys) == f"edgeprof: error: {line}\n"
+    assert os.listdir() == []
+
+
+def test_bench_names_the_option_of_a_bad_size_or_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for option, line in (
+        ("--memory", "--memory: memory limit '0' is below the minimum of 6m"),
+        ("--timeout", "--timeout: invalid timeout '0': must be greater than 0"),
+        ("--interval", "--interval: invalid sampling interval '0': must be greater than 0"),
+    ):
+        assert main(["bench", option, "0", "nowhere:infer"]) == 2
+        assert _only(capsys) == f"edgeprof: error: {line}\n"
+
+
+@pytest.mark.parametrize("value", ["12", "1.5", "'12'"])
+def test_a_memory_budget_without_its_unit_is_refused(tmp_path: Path, value: str) -> None:
+    """``peak_memory: 12`` had been a 12-byte budget ("FAIL … exceeds the budget 12B");
+    ``12b`` still is one, written on purpose."""
+    from edgeprof.analysis.budgets import load_budget_file
+
+    f = tmp_path / "b.yml"
+    f.write_text(f"default:\n  wall: 1s\n  peak_memory: {value}\n")
+    with pytest.raises(ConfigError) as info:
+        load_budget_file(f)
+    number = value.strip("'")
+    bytes_too = "" if "." in number else f", or {number}b for bytes"
+    assert str(info.value) == (
+        f"{f}:3: peak_memory: {value} has no unit (it would be {number} bytes): write a size "
+        f"such as {number}m{bytes_too}"
+    )
+    f.write_text("default:\n  peak_memory: 12b\n")
+    assert load_budget_file(f).default == {"peak_memory": 12.0}
 
 
 @pytest.mark.parametrize("field", ["interval", "timeout"])
@@ -317,3 +398,14 @@ def test_a_second_run_into_an_out_directory_being_written_is_refused(
         assert os.listdir(out) == [] and not Path("ran").exists()
     assert main(["run", "--backend", "fake", "--out", str(out), *WORKLOAD]) == 0  # released
     assert sorted(os.listdir(out)) == ["result.json", "samples.csv"]
+
+
+def test_a_gpu_memory_limit_in_bare_bytes_stays_its_budget() -> None:
+    """``--gpu-memory`` is a limit (bare bytes allowed, as ``--memory``) and, without
+    ``--max-gpu-memory``, the GPU memory budget: its bytes are not a unit left out."""
+    from edgeprof.analysis.budgets import budgets_from_options
+    from edgeprof.cli.runargs import budget_values
+
+    for given, budget in (("8000000000", 8_000_000_000.0), ("256m", 256.0 * 2**20)):
+        values = budget_values({"gpu_memory": given})
+        assert budgets_from_options(None, values).overrides == {"gpu_memory": budget}

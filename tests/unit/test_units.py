@@ -236,7 +236,7 @@ def test_limits_normalises_user_spellings() -> None:
         ({"cpuset": 1}, "invalid CPU list: 1 (expected CPU numbers"),  # had been a TypeError
         ({"memory": math.nan}, "invalid memory limit nan: expected bytes"),
         ({"memory": 1.5}, "invalid memory limit 1.5: expected bytes"),
-        ({"memory": 0}, "invalid size '0': must be at least 1 byte"),
+        ({"memory": 0}, "memory limit '0' is below the minimum of 6m"),
     ],
 )
 def test_the_librarys_limits_are_refused_as_the_options_are(
