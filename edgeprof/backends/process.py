@@ -26,7 +26,9 @@ kernel cannot be asked to count or limit a group, so this backend follows the tr
   and the peak is then the largest sample (``peak_source`` ``sampled``).  RSS is not
   a cgroup's charge: it leaves out the page cache the workload's reads filled and kernel
   memory, which a cgroup counts, and a sum over processes counts twice the pages they share
-  (a fork's copy-on-write pages, mapped libraries).
+  (a fork's copy-on-write pages, mapped libraries, shared memory).  Its composition is the
+  kernel's per-process split (``statm``'s resident and shared pages, ``RssShmem`` of
+  ``/proc/PID/status``): shared memory is ``shmem``, which no limit can reclaim, not ``file``.
 * **Limits it can hold**: cores, through the CPU affinity every descendant inherits
   (``sched_setaffinity`` before exec), so an integer ``--cpus N`` is N whole cores.  It
   refuses what it cannot enforce instead of faking it: a CPU share (``--cpus 0.5`` needs
@@ -315,7 +317,8 @@ class ProcessRun(RunHandle):
             if main is not None:
                 user += main.ru_utime
                 system += main.ru_stime
-            rss = shared = threads = 0
+            rss = shared = shmem = threads = 0
+            shmem_seen = False
             seen = False  # a process of the run read this time: else its memory is unknown
             io_read = io_write = 0
             io_ok = True
@@ -340,6 +343,11 @@ class ProcessRun(RunHandle):
                 rss += m.rss
                 seen = True
                 shared += getattr(m, "shared", 0)
+                # statm's "shared" is RssFile + RssShmem: the shared memory (a /dev/shm
+                # mapping: 100 MiB read as file) is no cache a limit can drop.
+                if (sh := status_bytes("RssShmem:", f"/proc/{p.pid}/status")) is not None:
+                    shmem += sh
+                    shmem_seen = True
             # A child reaped between its parent's read and its own is missed for a tick: the
             # cumulative figures never go back.  At the end every process has been reaped
             # (wait4), and the sum is exact.
@@ -361,7 +369,8 @@ class ProcessRun(RunHandle):
                 memory_current=rss if seen else None,
                 memory_peak=peak or None,
                 memory_anon=rss - shared if seen else None,
-                memory_file=shared if seen else None,
+                memory_file=shared if seen else None,  # shmem included, as a cgroup's file
+                memory_shmem=shmem if shmem_seen else None,
                 io_read_bytes=io_read if io_ok else None,
                 io_write_bytes=io_write if io_ok else None,
                 pids_current=threads,
@@ -468,11 +477,17 @@ def _running(p: psutil.Process) -> bool:
 def own_high_water_mark(status: str = "/proc/self/status") -> int | None:
     """edgeprof's own resident high-water mark (``VmHWM``, bytes), or None where the kernel
     does not show it."""
+    return status_bytes("VmHWM:", status)
+
+
+def status_bytes(key: str, status: str) -> int | None:
+    """The ``key`` line of a ``/proc/PID/status`` (kB there), in bytes; None where the file
+    or the line is missing (``RssShmem`` is Linux ≥ 4.5)."""
     try:
         with open(status, encoding="ascii", errors="replace") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024  # kB
+                if line.startswith(key):
+                    return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         return None
     return None

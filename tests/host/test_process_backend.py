@@ -93,6 +93,45 @@ def test_peak_of_one_process_is_its_own_high_water_mark(tmp_path: Path) -> None:
     )
 
 
+def test_shared_memory_is_shmem_and_in_the_floor(tmp_path: Path) -> None:
+    """A /dev/shm mapping is shared memory, which no limit reclaims without swap: it had been
+    read as ``file`` (statm's "shared" is RssFile + RssShmem) and left out of the floor
+    (``memory: peak 114.1MiB = anon 7.4 + file 106.7``, floor 7.4 MiB, for 100 MiB written).
+    Its size is the workload's own ``RssShmem``, within a counter batch per CPU."""
+    from edgeprof.measure.memory import PartPeaks, split
+    from edgeprof.model import RunSpec
+
+    path = Path(f"/dev/shm/edgeprof-test-{os.getpid()}")
+    out_r, out_w = os.pipe()
+    hold_r, hold_w = os.pipe()
+    command = (PY, str(WORKLOADS / "hold_shm.py"), str(path), "64", str(hold_r))
+    spec = RunSpec(command=command, stdout=out_w, pass_fds=(hold_r,))
+    try:
+        with ProcessBackend().launch(spec) as run:
+            os.close(out_w)
+            os.close(hold_r)
+            with os.fdopen(out_r) as said:
+                own = int(said.readline())  # the workload has written every page
+            c = run.sample()
+            os.close(hold_w)
+            assert run.wait(60) == 0
+    finally:
+        path.unlink(missing_ok=True)
+    assert own >= 64 * MiB
+    assert c.memory_shmem is not None and c.memory_file is not None
+    assert abs(c.memory_shmem - own) <= max(MiB, rss_counter_slack()), (c, own)
+    parts = split(c)
+    assert parts is not None
+    anon, file, shmem, _ = parts
+    assert shmem == c.memory_shmem
+    # The file cache left is the interpreter's mapped files, not the 64 MiB.
+    assert file is not None and file < 32 * MiB, c
+    peaks = PartPeaks()
+    peaks.add(0.0, c, None)
+    assert peaks.floor is not None
+    assert abs(peaks.floor - (anon + own)) <= max(MiB, rss_counter_slack()), (peaks.floor, c)
+
+
 def test_a_workload_smaller_than_edgeprof_is_not_given_edgeprofs_peak(tmp_path: Path) -> None:
     """Workloads far smaller than a spawner that holds 64 MiB more than it ever did: wait4's
     mark is the spawner's, not theirs, so it is not reported, and a warning says why.  A
