@@ -129,8 +129,14 @@ def ranking_tables(
                 )
             notes = []
             first, second = ranks[0], ranks[1]
-            if second.factor is not None and metric.smaller_is_better:
-                verb = "took" if metric.kind is Kind.TIME else "used"
+            verb = "took" if metric.kind is Kind.TIME else "used"
+            if second.median == first.median and metric.smaller_is_better:
+                # "150 used 1.00 ± 0.00× less peak memory than 300" had said a tie as a lead.
+                notes.append(
+                    f"{first.name} and {second.name} {verb} the same {title} (median "
+                    f"{format_stat(key, first.median)})"
+                )
+            elif second.factor is not None and metric.smaller_is_better:
                 notes.append(
                     f"{first.name} {verb} {_x(second.factor, second.factor_sd, second.stat.n)}"
                     f" less {title} than {second.name}"

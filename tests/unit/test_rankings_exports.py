@@ -295,3 +295,15 @@ def test_what_a_ranking_leaves_out_is_said_with_its_cause() -> None:
     one = runs[:1] + runs[3:4]  # one run each: repeats are what would test the step
     text = {t.title.split(" under")[0]: t.plain() for t in ranking_tables(summarize_cells(one))}
     assert "(--repeat 3 or more, or --repeat auto)" in text["Ranking by CPU time"]
+
+
+def test_equal_medians_are_said_the_same_not_one_times_less() -> None:
+    """Two models with the same median had read "150 used 1.00 ± 0.00× less peak memory
+    than 300"; the note says they used the same, and a lead still reads as one."""
+    runs = [_run("150", c, 100) for c in (1.0, 1.0, 1.2)]
+    runs += [_run("300", c, 100) for c in (1.0, 1.1, 1.0)]
+    tables = {t.title.split(" under")[0]: t.plain() for t in ranking_tables(summarize_cells(runs))}
+    peak = tables["Ranking by peak memory"]
+    assert "150 and 300 used the same peak memory (median 100.0MiB)" in peak, peak
+    assert "× less peak memory" not in peak
+    assert "150 and 300 took the same CPU time (median 1.00s)" in tables["Ranking by CPU time"]
