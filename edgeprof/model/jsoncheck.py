@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from ..errors import ConfigError
-from ..units import MAX_CPU, shown
+from ..units import MAX_CPU, MAX_DURATION_S, shown
 
 T = TypeVar("T")
 
@@ -45,9 +45,21 @@ def control_free(text: str) -> bool:
     return re.fullmatch(NO_CONTROL, text) is not None  # Python reads its \\u escapes
 
 
+MAX_SECONDS = MAX_DURATION_S * (MAX_CPU + 1)
+"""The most seconds a figure of a run can hold: a CPU time over the longest wait edgeprof
+makes, on every CPU there can be.  A hand-edited ``"wall_s": 1e308`` had been read, printed
+by ``compare`` as a 309-digit number of seconds, and overflowed to ``inf`` in milliseconds."""
+
+
 def non_negative(field: str) -> bool:
     """Whether a result's ``field`` is refused below 0 (:data:`NON_NEGATIVE`)."""
     return field.endswith("_bytes") or field in NON_NEGATIVE
+
+
+def seconds(field: str) -> bool:
+    """Whether a result's ``field`` is a number of seconds, refused above :data:`MAX_SECONDS`
+    (``items_per_s`` and the like are rates, not seconds)."""
+    return field.endswith("_s") and not field.endswith("per_s")
 
 
 def from_json(cls: type[T], data: object, build: Callable[[Mapping[str, Any]], T]) -> T:
@@ -143,6 +155,8 @@ def check(value: object, hint: Any, where: str) -> None:
                 v = value[f.name]
                 if non_negative(f.name) and isinstance(v, int | float) and v < 0:
                     raise _bad(at, "a number of 0 or more", v)
+                if seconds(f.name) and isinstance(v, int | float) and v > MAX_SECONDS:
+                    raise _bad(at, f"seconds up to {MAX_SECONDS:g}", v)
 
 
 @functools.cache

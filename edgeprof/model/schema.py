@@ -27,7 +27,7 @@ import typing
 from typing import Any
 
 from ..units import MAX_CPU, MAX_CPUS, MAX_PERIOD_US, MAX_PIDS, MAX_SIZE, MIN_CPUS, MIN_QUOTA_US
-from .jsoncheck import NO_CONTROL, non_negative
+from .jsoncheck import MAX_SECONDS, NO_CONTROL, non_negative, seconds
 from .results import SCHEMA_VERSION, RunResult
 
 __all__ = ["result_schema"]
@@ -105,6 +105,8 @@ def _object(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
         if non_negative(f.name):  # the reader's rule (jsoncheck.NON_NEGATIVE)
             schema = {k: v for k, v in schema.items() if k != "exclusiveMinimum"}
             schema["minimum"] = 0
+        if seconds(f.name):  # the reader's rule (jsoncheck.MAX_SECONDS)
+            schema["maximum"] = MAX_SECONDS
         if f.name in docs:
             schema = {"description": docs[f.name], **schema}
         props[f.name] = schema

@@ -80,6 +80,30 @@ def test_a_result_file_with_a_non_finite_number_is_refused_by_name(
     shutil.rmtree("bad")
 
 
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_a_result_file_with_an_absurd_time_is_refused_by_name(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+) -> None:
+    """``"wall_s": 1e308`` is finite, but no run's: compare had printed it as a 309-digit
+    number of seconds, and the results table's milliseconds as ``inf``."""
+    monkeypatch.chdir(tmp_path)
+    _sweep(Path("base"))
+    _sweep(Path("bad"), "1e308")
+    assert main(["report", "bad"] if command == "report" else ["compare", "base", "bad"]) == 2
+    assert _only(capsys) == (
+        "edgeprof: error: bad/sweep.json is not an edgeprof result: wall_s: "
+        "expected seconds up to 6.5536e+13, got 1e+308\n"
+    )
+    # The bound itself is a time a result may hold (a CPU time on every CPU for 31 years).
+    _sweep(Path("edge"), "65536000000000.0")
+    assert main(["compare", "base", "edge"]) == 0
+    capsys.readouterr()
+    shutil.rmtree("bad")
+
+
 def test_read_json_takes_finite_numbers_only(tmp_path: Path) -> None:
     f = tmp_path / "r.json"
     f.write_text('{"a": [1.5, -2e300, 0]}')
