@@ -212,16 +212,28 @@ class Rank:
     factor: float | None
     """Median over the first's median (``None`` when that is 0): the ratio of the figures the
     ranking sorts by, so it is never below 1 (a ratio of means could be: one slow run)."""
-    factor_sd: float | None
-    """Uncertainty of ``factor`` from the relative standard errors of the two means (σ/√n)."""
     step: float | None
     """Median over the previous (next better) model's median."""
-    step_sd: float | None
     close_memory: bool
     """A memory figure less than :data:`CLOSE_MEMORY_BYTES` from the previous model's."""
     from_previous: Difference | None = None
     """The test of the step from the previous model (:mod:`edgeprof.analysis.difference`);
     ``None`` for the first."""
+    from_first: Difference | None = None
+    """The same test against the first model; ``None`` for the first."""
+
+    @property
+    def factor_interval(self) -> tuple[float, float] | None:
+        """The 95 % interval of the ratio of means to the first's
+        (:meth:`~edgeprof.analysis.difference.Difference.ratio_interval`); ``None``:
+        untested, or the first."""
+        return None if self.from_first is None else self.from_first.ratio_interval()
+
+    @property
+    def step_interval(self) -> tuple[float, float] | None:
+        """The 95 % interval of the ratio of means to the previous model's: it covers 1
+        exactly when :attr:`within_noise` (the same Welch interval)."""
+        return None if self.from_previous is None else self.from_previous.ratio_interval()
 
     @property
     def within_noise(self) -> bool:
@@ -237,40 +249,32 @@ class Rank:
         return self.from_previous is None or self.from_previous.tested
 
 
-def _ratio(a: Stat, b: Stat) -> tuple[float | None, float | None]:
-    """``a.median / b.median`` and its uncertainty from the relative standard errors of both
-    means (σ/√n/mean)."""
-    if b.median == 0 or b.mean == 0:
-        return None, None
-    f = a.median / b.median
-    rel_a = a.sd / math.sqrt(a.n) / a.mean if a.mean else 0.0
-    rel_b = b.sd / math.sqrt(b.n) / b.mean
-    return f, abs(f) * math.hypot(rel_a, rel_b)
+def _ratio(a: Stat, b: Stat) -> float | None:
+    """``a.median / b.median``; ``None`` when that is 0."""
+    return None if b.median == 0 else a.median / b.median
 
 
 def rank(summaries: Sequence[ModelSummary], key: str) -> list[Rank]:
-    """:func:`ranking` with relative factors, their uncertainty and the noise flags."""
+    """:func:`ranking` with relative factors, the tests against the first and the previous
+    model and the noise flags."""
     ranked = [(m, s) for m in summaries if (s := m.stat(key)) is not None]
     ranked.sort(key=lambda x: x[0].medians[key])
     out: list[Rank] = []
     for i, (m, s) in enumerate(ranked):
         first, prev = ranked[0][1], ranked[i - 1][1] if i else None
-        factor, factor_sd = _ratio(s, first)
-        step, step_sd = _ratio(s, prev) if prev is not None else (None, None)
         out.append(
             Rank(
                 position=i + 1,
                 name=m.name,
                 stat=s,
                 median=m.medians[key],
-                factor=factor,
-                factor_sd=factor_sd,
-                step=step,
-                step_sd=step_sd,
+                factor=_ratio(s, first),
+                step=_ratio(s, prev) if prev is not None else None,
                 close_memory=prev is not None
                 and STAT_METRICS[key].kind is Kind.MEMORY
                 and abs(s.median - prev.median) < CLOSE_MEMORY_BYTES,
                 from_previous=None if prev is None else difference(prev.values, s.values),
+                from_first=None if prev is None else difference(first.values, s.values),
             )
         )
     return out

@@ -40,6 +40,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 BUDGET_COLUMNS = ("Model", "Limits", "Metric", "Value", "Budget", "Result")
 COMPARE_COLUMNS = ("Model", "Limits", "Metric", "Baseline", "Current", "Change", "Verdict")
+COMPARE_LEGEND = "baseline, current: mean ± SD; change of the mean ± its 95% interval, Welch's t"
+"""What each ± of the verdict table is (the baseline's ± had been unlabelled)."""
 
 
 def budget_rows(checks: Sequence[BudgetCheck], emoji: bool = True) -> list[list[str]]:
@@ -129,7 +131,7 @@ def render_compare_summary(
         "## edgeprof compare",
         "",
         head,
-        f"(threshold {threshold * 100:g}%; change of the mean ± its 95% interval, Welch's t)",
+        f"(threshold {threshold * 100:g}%; {COMPARE_LEGEND})",
         "",
     ]
     lines += _table(COMPARE_COLUMNS, compare_rows(changes))
@@ -164,10 +166,7 @@ def render_compare_plain(
         ]
         for c in changes
     ]
-    title = (
-        f"Compare (threshold {threshold * 100:g}%; change of the mean ± its 95% interval, "
-        "Welch's t)"
-    )
+    title = f"Compare (threshold {threshold * 100:g}%; {COMPARE_LEGEND})"
     return plain_table(title, header, rows, [f"  {n}" for n in notes])
 
 

@@ -58,10 +58,32 @@ def _close(r: Rank) -> list[str]:
     )
 
 
-def _x(f: float | None, sd: float | None, n: int) -> str:
+def _bounds(interval: tuple[float, float]) -> tuple[str, str]:
+    """An interval's bounds to 2 decimals, or more where 2 would round a bound that excludes
+    1 to "1.00" (the interval would seem to cover 1 while the test separated them)."""
+    lo, hi = interval
+    for digits in range(2, 7):
+        a, b = f"{lo:.{digits}f}", f"{hi:.{digits}f}"
+        if (lo <= 1 <= hi) or (float(a) != 1 and float(b) != 1):
+            break
+    return a, b
+
+
+def _x(f: float | None, interval: tuple[float, float] | None) -> str:
+    """A factor and, where tested, the 95 % interval of the ratio of means in brackets."""
     if f is None:
         return "n/a"
-    return f"{f:.2f}×" if n < 2 or sd is None else f"{f:.2f} ± {sd:.2f}×"
+    if interval is None:
+        return f"{f:.2f}×"
+    lo, hi = _bounds(interval)
+    return f"{f:.2f}× [{lo}, {hi}]"
+
+
+RANKING_LEGEND = (
+    "× FIRST, × PREVIOUS: the ratio of the medians [the 95% interval of the ratio of the "
+    "means, Welch's t: it covers 1 exactly where ≈ says within noise]; MEAN ± SD: one "
+    "standard deviation"
+)
 
 
 def _runs_to_tell(prev: Rank, r: Rank) -> str:
@@ -99,9 +121,9 @@ def ranking_tables(
     cells: Mapping[str, Sequence[ModelSummary]], metrics: Sequence[str] = RANKED_METRICS
 ) -> list[TextTable]:
     """A table per limit setting and metric: models smallest first by median, their factor
-    relative to the first and to the previous one (± from the standard errors of the
-    means), and ≈ where two neighbours are not different at 95 % (or, for memory, < 10 MiB
-    apart)."""
+    relative to the first and to the previous one with the 95 % interval of the ratio of their
+    means (the Welch interval behind ≈), and ≈ where two neighbours are not different at
+    95 % (or, for memory, < 10 MiB apart)."""
     out = []
     for setting, summaries in cells.items():
         for key in metrics:
@@ -110,7 +132,9 @@ def ranking_tables(
                 continue
             metric = STAT_METRICS[key]
             title = metric.title
-            rows = [["#", "MODEL", "MEDIAN", "MEAN ± SD", "× FIRST", "× PREVIOUS", "NOTE"]]
+            rows = [
+                ["#", "MODEL", "MEDIAN", "MEAN ± SD", "× FIRST [95%]", "× PREVIOUS [95%]", "NOTE"]
+            ]
             for r in ranks:
                 prev = ranks[r.position - 2].name if r.position > 1 else ""
                 why = _close(r)
@@ -122,8 +146,8 @@ def ranking_tables(
                         format_stat(key, r.stat.mean)
                         if r.stat.n == 1
                         else f"{format_stat(key, r.stat.mean)} ± {format_stat(key, r.stat.sd)}",
-                        "1" if r.position == 1 else _x(r.factor, r.factor_sd, r.stat.n),
-                        "" if r.position == 1 else _x(r.step, r.step_sd, r.stat.n),
+                        "1" if r.position == 1 else _x(r.factor, r.factor_interval),
+                        "" if r.position == 1 else _x(r.step, r.step_interval),
                         f"≈ {prev}: {', '.join(why)}" if why else "",
                     ]
                 )
@@ -137,12 +161,16 @@ def ranking_tables(
                     f"{format_stat(key, first.median)})"
                 )
             elif second.factor is not None and metric.smaller_is_better:
+                # as the table says: a ratio of 1.00× was stated bare beside "≈ … apart"
+                why = _close(second)
+                if (interval := second.factor_interval) is not None:
+                    lo, hi = _bounds(interval)
+                    why.insert(0, f"95% interval of the ratio of means {lo} to {hi}×")
                 notes.append(
-                    f"{first.name} {verb} {_x(second.factor, second.factor_sd, second.stat.n)}"
-                    f" less {title} than {second.name}"
-                    # as the table says: a ratio of 1.00× was stated bare beside "≈ … apart"
-                    + (f" ({'; '.join(close)})" if (close := _close(second)) else "")
+                    f"{first.name} {verb} {second.factor:.2f}× less {title} than {second.name}"
+                    + (f" ({'; '.join(why)})" if why else "")
                 )
+            notes.append(RANKING_LEGEND)
             for before, r in itertools.pairwise(ranks):
                 if r.within_noise:
                     notes.append(_runs_to_tell(before, r))
@@ -230,7 +258,7 @@ def repeats_table(
         d = p.difference
         change = f"{d.diff / d.base * 100:+.1f}%" if d.base else metric.format(d.diff)
         if d.half is not None and d.base:
-            change += f" ± {d.half / d.base * 100:.1f}%"
+            change += f" ± {d.half / d.base * 100:.1f}% (95% interval)"
         need = (
             f"~{p.runs_needed} runs each would resolve it at the noise measured"
             if p.runs_needed is not None

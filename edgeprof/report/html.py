@@ -30,6 +30,7 @@ from . import svg
 from .ci_summary import (
     BUDGET_COLUMNS,
     COMPARE_COLUMNS,
+    COMPARE_LEGEND,
     budget_rows,
     budget_verdict,
     compare_rows,
@@ -121,9 +122,9 @@ def render_html(
         )
     if comparison is not None:
         body.append("<h2>Compared with the baseline</h2>")
-        note = f"threshold {comparison.threshold * 100:g}%; change of the mean ± its 95% interval"
+        note = f"threshold {comparison.threshold * 100:g}%; {COMPARE_LEGEND}"
         rows = [list(COMPARE_COLUMNS), *compare_rows(comparison.changes, emoji=False)]
-        table = TextTable(f"Verdicts ({note}, Welch's t)", rows, list(comparison.notes))
+        table = TextTable(f"Verdicts ({note})", rows, list(comparison.notes))
         body.append(table.html())
     if predictions:
         body.append("<h2>Predicted on the device</h2>")

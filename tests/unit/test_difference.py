@@ -5,6 +5,7 @@ equivalence at a precision, the runs that would resolve a pair, and that ranking
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections.abc import Sequence
 
@@ -13,10 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgeprof.analysis.budgets import Budgets, check_budgets
-from edgeprof.analysis.compare import rank, summarize
+from edgeprof.analysis.compare import rank, summarize, summarize_cells
 from edgeprof.analysis.difference import difference, runs_to_resolve
 from edgeprof.analysis.regression import Verdict, compare_results
 from edgeprof.analysis.stats import t_quantile
+from edgeprof.report.comparison import ranking_tables
 from tests.unit.conftest import make_result
 
 
@@ -115,3 +117,57 @@ def test_rankings_compare_and_budgets_judge_by_the_same_test(
     one = difference(b, budget)
     assert ("95% interval" in check.caveat) is (not one.separated)
     assert math.isclose(one.diff, budget - statistics.fmean(b))
+
+
+_times = st.lists(
+    st.floats(0.001, 100.0, allow_nan=False, allow_infinity=False), min_size=1, max_size=8
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=_times, b=_times)
+def test_a_ranking_interval_covers_1_exactly_when_within_noise(
+    a: list[float], b: list[float]
+) -> None:
+    """The ± a ranking showed had been one standard error of a ratio of medians: "1.32 ±
+    0.05×" beside "≈ within noise" (at ~1 degree of freedom the 95 % t is ~12).  Its interval
+    is now the Welch interval behind the ≈, so the two never disagree; in the table and the
+    sentence under it as well."""
+    ranks = rank(summarize(_cell("a", a) + _cell("b", b)), "wall_s")
+    second = ranks[1]
+    if len(a) < 2 or len(b) < 2:  # untested: no interval and no verdict
+        assert second.step_interval is None and not second.within_noise
+        return
+    interval = second.step_interval
+    assert interval is not None and interval == second.factor_interval
+    lo, hi = interval
+    assert (lo <= 1 <= hi) is second.within_noise
+    # The ratio of means is its centre (the factor shown is the ratio of medians).
+    means = statistics.fmean(second.stat.values) / statistics.fmean(ranks[0].stat.values)
+    assert lo <= means * (1 + 1e-12) and means <= hi * (1 + 1e-12)
+    table = ranking_tables(summarize_cells(_cell("a", a) + _cell("b", b)))[0].plain()
+    shown = re.search(r"× \[(-?[\d.]+), (-?[\d.]+)\]  ", table)
+    assert shown is not None
+    assert (float(shown[1]) <= 1 <= float(shown[2])) is second.within_noise
+    assert ("within noise" in table.splitlines()[4]) is second.within_noise
+
+
+def test_the_testers_example_reads_within_noise_in_its_interval() -> None:
+    """A = 1.00/1.02/1.04 s, B = 1.30/1.40 s: Welch's se 0.0513 s at 1.11 degrees of
+    freedom, 95 % t 10.12, so the difference 0.33 s ± 0.520 s; over A's mean 1.02 s the
+    ratio of means 1.32 lies in [0.814, 1.833] (it had read "1.32 ± 0.05×")."""
+    runs = _cell("A", [1.00, 1.02, 1.04]) + _cell("B", [1.30, 1.40])
+    second = rank(summarize(runs), "wall_s")[1]
+    assert second.step_interval == pytest.approx((1 - 0.1897 / 1.02, 1 + 0.8495 / 1.02), abs=1e-3)
+    text = ranking_tables(summarize_cells(runs))[0].plain()
+    row = (
+        "2  B      1.35s   1.35s ± 70.7ms  1.32× [0.81, 1.83]  1.32× [0.81, 1.83]  "
+        "≈ A: within noise"
+    )
+    assert row in text
+    assert (
+        "A took 1.32× less wall time than B (95% interval of the ratio of means 0.81 to 1.83×; "
+        "within noise)"
+    ) in text
+    assert "× FIRST, × PREVIOUS: the ratio of the medians [the 95% interval" in text
+    assert "MEAN ± SD: one standard deviation" in text

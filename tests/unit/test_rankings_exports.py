@@ -47,18 +47,18 @@ def test_factor_and_its_uncertainty_hand_computed() -> None:
     runs += [_run("big", c, 121) for c in (2.0, 2.4, 1.6)]
     small, big = rank(summarize(runs), "cpu_s")
     assert (small.name, big.name) == ("small", "big")
-    # means 1.0 and 2.0, sd 0.1 and 0.4, n 3: f = 2, σ_f = 2·√((0.4/√3/2)² + (0.1/√3/1)²)
-    assert big.factor is not None and big.factor_sd is not None
-    assert math.isclose(big.factor, 2.0)
-    expected = 2 * math.hypot(0.4 / math.sqrt(3) / 2, 0.1 / math.sqrt(3) / 1)
-    assert math.isclose(big.factor_sd, expected)
-    # 1.0 apart; Welch: se = √(0.01/3 + 0.16/3) = 0.238, df 2.25, 95 % half-width 0.93
+    # means 1.0 and 2.0, sd 0.1 and 0.4, n 3: f = 2; 1.0 apart; Welch: se = √(0.01/3 +
+    # 0.16/3) = 0.238 at 2.25 degrees of freedom, 95 % t 3.88, half-width 0.923; over the
+    # first's mean 1.0 the ratio of means lies in 2 ± 0.923
+    assert big.factor is not None and math.isclose(big.factor, 2.0)
+    assert big.factor_interval == pytest.approx((1.077, 2.923), abs=1e-3)
     assert not big.within_noise and not big.close_memory
     peak = rank(summarize(runs), "peak_bytes")[1]
-    assert peak.factor == pytest.approx(1.21) and peak.factor_sd == 0.0
+    assert peak.factor == pytest.approx(1.21)
+    assert peak.factor_interval == pytest.approx((1.21, 1.21))  # no variance: no width
     text = ranking_tables(summarize_cells(runs))[2].plain()
     assert text.startswith("Ranking by peak memory under cpus=1 (smallest first)")
-    assert "small used 1.21 ± 0.00× less peak memory than big" in text
+    assert "small used 1.21× less peak memory than big (95% interval of the ratio" in text
 
 
 def test_factors_follow_the_order_of_the_medians() -> None:
@@ -71,8 +71,12 @@ def test_factors_follow_the_order_of_the_medians() -> None:
     assert second.factor == pytest.approx(1.1) and second.step == pytest.approx(1.1)
     assert second.within_noise  # the means are closer than their noise
     text = ranking_tables(summarize_cells(runs))[1].plain()
-    # a: σ = √(1/3), relative standard error σ/√3/(4/3) = 0.25; b: 0. So ± 1.1·0.25 = 0.275
-    assert "a took 1.10 ± 0.28× less CPU time than b (within noise)" in text
+    # a: σ = √(1/3), se 1/3 at 2 degrees of freedom (b: none), 95 % t 4.30, half-width
+    # 1.434 around −0.233; over a's mean 4/3 the ratio of means lies in [−0.25, 1.90]
+    assert (
+        "a took 1.10× less CPU time than b (95% interval of the ratio of means -0.25 to "
+        "1.90×; within noise)"
+    ) in text
 
 
 def test_within_noise_and_ten_mib_flags() -> None:
@@ -87,7 +91,10 @@ def test_within_noise_and_ten_mib_flags() -> None:
     assert "≈ a: within noise" in tables["Ranking by CPU time"]
     assert "≈ a: < 10 MiB apart, may flip on the device" in tables["Ranking by peak memory"]
     # The note under it says so too: "1.08× less" had stood bare beside the table's "≈".
-    note = "a used 1.08 ± 0.00× less peak memory than b (< 10 MiB apart, may flip on the device)"
+    note = (
+        "a used 1.08× less peak memory than b (95% interval of the ratio of means 1.08 to "
+        "1.08×; < 10 MiB apart, may flip on the device)"
+    )
     assert note in tables["Ranking by peak memory"]
 
 
