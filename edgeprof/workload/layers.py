@@ -391,9 +391,14 @@ def _profile_layer(
 
 
 def _check_chain(torch: Any, reference: Any, chained: Any, granularity: str, out: TextIO) -> None:
+    """Warn where the chained layers do not give the model's own output, and where that
+    output holds NaN or infinite values.  NaN compares equal to NaN here: a Sequential
+    whose output was NaN had been called "not a chain" (``allclose`` without
+    ``equal_nan`` is false for any NaN)."""
     ref, got = _tensors(reference, torch), _tensors(chained, torch)
     same = len(ref) == len(got) and all(
-        a.shape == b.shape and torch.allclose(a.float(), b.float(), rtol=1e-3, atol=1e-4)
+        a.shape == b.shape
+        and torch.allclose(a.float(), b.float(), rtol=1e-3, atol=1e-4, equal_nan=True)
         for a, b in zip(ref, got, strict=True)
     )
     if not same:
@@ -405,6 +410,20 @@ def _check_chain(torch: Any, reference: Any, chained: Any, granularity: str, out
                     f"the layers chained one after the other (granularity {granularity}) do not "
                     "give the model's own output: its forward is not a chain of these modules "
                     "(try another --granularity, or build the model as an nn.Sequential)"
+                ),
+            },
+        )
+    if any(
+        (t.is_floating_point() or t.is_complex()) and not bool(torch.isfinite(t).all())
+        for t in ref
+    ):
+        _emit(
+            out,
+            {
+                "kind": "warning",
+                "message": (
+                    "the model's output holds NaN or infinite values: the layers were timed "
+                    "computing them (check the weights, the input and --dtype)"
                 ),
             },
         )

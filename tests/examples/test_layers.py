@@ -223,3 +223,26 @@ def test_a_file_factory_whose_forward_is_not_the_chain_gets_a_warning(tmp_path: 
     assert [(e.extra["name"], e.shape_in, e.shape_out) for e in res.profile_data] == [
         ("a", [[8]], [[8]]), ("b", [[8]], [[8]])]
     assert res.meta["runs"][0]["warnings"][0].startswith("the layers chained")  # type: ignore[index]
+
+
+def test_a_sequential_whose_output_is_nan_is_a_chain_with_a_nan_warning(tmp_path: Path) -> None:
+    """NaN ≠ NaN had made a plain Sequential "not a chain of these modules"; its output's
+    NaN is what deserves the warning."""
+    model = tmp_path / "nan.py"
+    model.write_text(
+        "import torch\n"
+        "class Nan(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x * float('nan')\n"
+        "def build():\n"
+        "    return torch.nn.Sequential(torch.nn.Linear(8, 8), Nan(), torch.nn.ReLU())\n"
+    )
+    out = tmp_path / "n.yml"
+    r = layers(f"{model}:build", "--input-shape", "8", "--batch-size", "2", "--iterations",
+               "1", "--warmup", "0", "--memory", "1g", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == (
+        "edgeprof: warning: the model's output holds NaN or infinite values: the layers were "
+        "timed computing them (check the weights, the input and --dtype)\n")
+    res = results.load(out)
+    assert len(res.profile_data) == 3
