@@ -80,7 +80,9 @@ class TimeStats:
     iterations: int
     median: float
     mean: float
-    sd: float
+    sd: float | None
+    """Sample standard deviation; ``None`` for one iteration (one sample has no spread: a
+    single timed iteration had written ``sd: 0.0``)."""
     min: float
     p90: float
     p95: float
@@ -96,7 +98,7 @@ class TimeStats:
             iterations=len(ordered),
             median=statistics.median(ordered),
             mean=statistics.fmean(ordered),
-            sd=statistics.stdev(ordered) if len(ordered) > 1 else 0.0,
+            sd=statistics.stdev(ordered) if len(ordered) > 1 else None,
             min=ordered[0],
             p90=percentile(ordered, 90),
             p95=percentile(ordered, 95),

@@ -246,3 +246,6 @@ def test_a_sequential_whose_output_is_nan_is_a_chain_with_a_nan_warning(tmp_path
         "timed computing them (check the weights, the input and --dtype)\n")
     res = results.load(out)
     assert len(res.profile_data) == 3
+    # One timed iteration has no spread: `sd: null`, not 0.0 (and the table was printed).
+    assert [e.extra["time_stats"]["sd"] for e in res.profile_data] == [None] * 3
+    assert "Layers of " in r.stdout
