@@ -119,6 +119,8 @@ def test_a_file_target_imports_the_modules_beside_it(model_dir: Path) -> None:
         interval=0.01,
     )
     assert r.exit_code == 0 and r.latency is not None and r.latency.items == 2
+    # --warmup 0: no warm-up phase (an empty one had been reported, 6 µs at 92 % CPU)
+    assert [p.name for p in r.phases] == ["load", "infer"]
 
 
 def test_bench_cli_json_and_errors(
