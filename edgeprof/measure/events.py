@@ -49,7 +49,7 @@ from ..workload.instrument import (
     PATH_ENV,
     UNAVAILABLE_ENV,
 )
-from .latency import Tail, iteration_stalls, latency_stats, stall_warning
+from .latency import Iteration, Tail, iteration_stalls, latency_stats, stall_warning
 from .phases import (
     MAX_ITERATIONS,
     MAX_LINE,
@@ -127,12 +127,11 @@ class EventChannel:
         self._open: list[tuple[Occurrence, object | None]] = []
         self._it0 = array.array("d")
         self._it1 = array.array("d")
-        self._items = array.array("q")
+        self._items = array.array("q")  # -1: the line gave no ITEMS (counted as 1 where counted)
         self._throttled = array.array("d")  # seconds, at each iteration line (NaN: none)
         self._read_throttled: Callable[[], int | None] | None = None
         self._period_s = CFS_PERIOD_US / 1e6  # the quota's period (start): the kernel's default
         self._share: float | None = None  # the quota in CPUs (start)
-        self._items_given = False
         self._marks: list[Mark] = []
         self._caps = (max_phases, max_marks, max_iterations)
         self._names: set[str] = set()  # kept phase names
@@ -329,10 +328,9 @@ class EventChannel:
                 if len(self._it1) < max_iterations:
                     self._it0.append(ev.t0 - self._t0)
                     self._it1.append(t)
-                    self._items.append(ev.items)
+                    self._items.append(ev.items if ev.items_given else -1)
                 else:
-                    self._past_the_store(ev.t0 - self._t0, t, ev.items)
-                self._items_given = self._items_given or ev.items_given
+                    self._past_the_store(ev.t0 - self._t0, t, ev.items if ev.items_given else None)
             return
         if ev.kind != "mark" and ev.name not in self._names:
             if len(self._names) >= max_phases:
@@ -383,7 +381,7 @@ class EventChannel:
                 )
             )
 
-    def _past_the_store(self, t0: float, t1: float, items: int) -> None:
+    def _past_the_store(self, t0: float, t1: float, items: int | None) -> None:
         """An iteration past :data:`MAX_ITERATIONS` (under the lock): into the run's tail
         and those of the phases open now, or closed after its end (the stored ones are
         attributed by timestamp after the run; these cannot wait).  One iteration counts
@@ -432,7 +430,10 @@ class EventChannel:
         ``termination``: how the run ended, recorded on the phases it cut short."""
         from .phases import phase_stats
 
-        iterations = list(zip(self._it0, self._it1, self._items, strict=True))
+        iterations: list[Iteration] = [
+            (t0, t1, None if n < 0 else n)
+            for t0, t1, n in zip(self._it0, self._it1, self._items, strict=True)
+        ]
         stalls = None
         if len(self._throttled) == len(iterations) and any(
             not math.isnan(x) for x in self._throttled
@@ -449,7 +450,6 @@ class EventChannel:
             timeline,
             iterations,
             run_end=run_end,
-            items_given=self._items_given,
             termination=termination,
             stalls=stalls,
             tails=self._tails,
@@ -475,9 +475,7 @@ class EventChannel:
             )
         if phases and any(p.peak_source == "sampled" for p in phases):
             warnings.append(sampled_phase_peaks(self._mechanism, self._peaks is not None))
-        latency = latency_stats(
-            iterations, items_given=self._items_given, stalls=stalls, tail=self._tail
-        )
+        latency = latency_stats(iterations, stalls=stalls, tail=self._tail)
         # The run's own only where no phase holds all its iterations (as the latency table's
         # "(all)" row): the same warning had been printed twice, for the run and its phase.
         counts = {p.latency.count for p in phases if p.latency is not None}
@@ -494,7 +492,8 @@ class EventChannel:
     def spans(self) -> tuple[list[Occurrence], list[tuple[float, float, int]]]:
         """(phase occurrences, stored iterations as (start, end, items)), for the GPUs'
         share of each (:mod:`edgeprof.measure.gpu`); read after the run."""
-        return list(self._occurrences), list(zip(self._it0, self._it1, self._items, strict=True))
+        its = zip(self._it0, self._it1, self._items, strict=True)
+        return list(self._occurrences), [(t0, t1, 1 if n < 0 else n) for t0, t1, n in its]
 
     def counts(self) -> EventCounts:
         """What the workload sent against what was kept (``events`` in ``result.json``)."""

@@ -36,6 +36,16 @@ than this fraction.  Chosen from ``benchmarks/cpu_period.py`` on this project's 
 with edgeprof's default period the largest deviation over the three shares was below it,
 with Docker's 100 ms every percentile was off by 50 % or more."""
 
+Iteration = tuple[float, float, "int | None"]
+"""``(start, end, items)``; items ``None``: the ``iter`` line gave no ITEMS.
+
+The rule for items (docs/phases.md): a set of iterations (a phase's, or the run's) has an
+item count and items/s only when at least one of its lines gave ITEMS; there a line without
+ITEMS counts 1 (the protocol's default).  A phase none of whose lines gave ITEMS has none,
+whatever another phase gave (its items/s had equalled its it/s: the run-wide flag counted
+its lines as 1 each, while a run without ITEMS anywhere had none)."""
+
+
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0))
 
 
@@ -150,6 +160,9 @@ class Tail:
 
     count: int = 0
     items: int = 0
+    """A line without ITEMS counts 1 (see :data:`Iteration`)."""
+    items_given: bool = False
+    """Whether any of these lines gave ITEMS."""
     first: float = math.inf
     """Earliest start."""
     last: float = -math.inf
@@ -158,10 +171,11 @@ class Tail:
     _sum: float = 0.0
     _carry: float = 0.0  # Neumaier's compensation: the sum is as exact as math.fsum's
 
-    def add(self, t0: float, t1: float, items: int) -> None:
+    def add(self, t0: float, t1: float, items: int | None) -> None:
         d = t1 - t0
         self.count += 1
-        self.items += items
+        self.items += 1 if items is None else items
+        self.items_given = self.items_given or items is not None
         self.first = min(self.first, t0)
         self.last = max(self.last, t1)
         self.sketch.add(d)
@@ -175,19 +189,18 @@ class Tail:
 
 
 def latency_stats(
-    iterations: Sequence[tuple[float, float, int]],
+    iterations: Sequence[Iteration],
     *,
-    items_given: bool = True,
     stalls: Sequence[float | None] | None = None,
     tail: Tail | None = None,
     within_s: float | None = None,
 ) -> LatencyStats | None:
     """Latency of iterations given as ``(start, end, items)``; ``None`` for none.
 
-    Throughput is over the span from the first start to the last end.  ``items_given``:
-    whether item counts are meaningful (all ones from a workload that gave none are not).
-    ``stalls``: each iteration's CFS stall (:mod:`edgeprof.measure.throttling`), or ``None``
-    where the run's throttled time could not be read.  ``tail``: iterations past the stored
+    Throughput is over the span from the first start to the last end; items and items/s
+    only where a line gave ITEMS (:data:`Iteration`).  ``stalls``: each iteration's CFS
+    stall (:mod:`edgeprof.measure.throttling`), or ``None`` where the run's throttled time
+    could not be read.  ``tail``: iterations past the stored
     ones; with any, the percentiles come from its sketch (``percentiles_error``) and the
     throttling covers the stored iterations only.  ``within_s``: the time the iterations'
     phase lasted (over its occurrences): the span is held to it, as a phase's iterations
@@ -195,9 +208,7 @@ def latency_stats(
     (10 × a 5 ms iteration, each after 20 ms in another phase: 43 it/s for a 195 it/s phase).
     """
     if tail is not None and tail.count:
-        return _with_tail(
-            iterations, tail, items_given=items_given, stalls=stalls, within_s=within_s
-        )
+        return _with_tail(iterations, tail, stalls=stalls, within_s=within_s)
     if not iterations:
         return None
     throttling = None
@@ -208,7 +219,7 @@ def latency_stats(
     if within_s is not None:
         span = min(span, within_s)
     n = len(durations)
-    items = sum(i for _, _, i in iterations)
+    items, items_given = _items(iterations)
     return LatencyStats(
         count=n,
         mean_s=math.fsum(durations) / n,
@@ -225,11 +236,17 @@ def latency_stats(
     )
 
 
+def _items(iterations: Sequence[Iteration]) -> tuple[int, bool]:
+    """The items of ``iterations`` (a line without ITEMS counts 1), and whether any line
+    gave ITEMS."""
+    given = [i for _, _, i in iterations if i is not None]
+    return sum(given) + len(iterations) - len(given), bool(given)
+
+
 def _with_tail(
-    iterations: Sequence[tuple[float, float, int]],
+    iterations: Sequence[Iteration],
     tail: Tail,
     *,
-    items_given: bool,
     stalls: Sequence[float | None] | None,
     within_s: float | None = None,
 ) -> LatencyStats:
@@ -242,7 +259,8 @@ def _with_tail(
     span = max([tail.last, *(t1 for _, t1, _ in iterations)]) - first
     if within_s is not None:
         span = min(span, within_s)
-    items = tail.items + sum(i for _, _, i in iterations)
+    items, items_given = _items(iterations)
+    items, items_given = items + tail.items, items_given or tail.items_given
     return LatencyStats(
         count=n,
         mean_s=math.fsum([*durations, tail.total]) / n,

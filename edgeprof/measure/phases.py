@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from ..model import EventCounts, PhaseStats
 from ..workload.instrument import MAX_ITEMS, MAX_NAME
-from .latency import SKETCH_ALPHA, Tail, latency_stats
+from .latency import SKETCH_ALPHA, Iteration, Tail, latency_stats
 
 MAX_LINE = 4096
 """Longer lines (in bytes) are malformed (a single ``write()`` of up to 4 KiB is atomic on a
@@ -341,10 +341,9 @@ def occurrence_spans(
 def phase_stats(
     occurrences: Sequence[Occurrence],
     timeline: Timeline,
-    iterations: Sequence[tuple[float, float, int]],
+    iterations: Sequence[Iteration],
     *,
     run_end: float,
-    items_given: bool,
     termination: str | None = None,
     stalls: Sequence[float | None] | None = None,
     tails: Mapping[str, Tail] | None = None,
@@ -370,7 +369,7 @@ def phase_stats(
         sampled_peak: int | None = None
         kernel_peak: int | None = None
         kernel_all = True
-        its: list[tuple[float, float, int]] = []
+        its: list[Iteration] = []
         its_stalls: list[float | None] = []
         for start, end, first, last, marks in occurrence_spans(occs, run_end):
             wall += end - start
@@ -422,7 +421,6 @@ def phase_stats(
                 cut_short_by=None if complete else termination,
                 latency=latency_stats(
                     its,
-                    items_given=items_given,
                     stalls=None if stalls_sorted is None else its_stalls,
                     tail=None if tails is None else tails.get(name),
                     within_s=wall,

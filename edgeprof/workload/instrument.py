@@ -31,7 +31,9 @@ languages (words separated by spaces; ``T`` a decimal number of seconds on
     begin NAME [T]          a phase NAME starts
     end NAME [T]            the innermost open phase NAME ends
     mark NAME [T]           an instant
-    iter T0 T1 [ITEMS]      one iteration from T0 to T1, of ITEMS items (default 1)
+    iter T0 T1 [ITEMS]      one iteration from T0 to T1, of ITEMS items (default 1 where
+                            other iterations of its phase give ITEMS; a phase where none
+                            does has no item count)
 
 NAME is any run of non-space characters (at most 200, no control characters); a line is at
 most 4096 bytes, a time at most 1e10, ITEMS below 2**63.  The runner ignores a malformed line

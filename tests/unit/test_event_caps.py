@@ -354,3 +354,20 @@ def test_the_runner_puts_the_counts_and_the_warnings_in_the_result() -> None:
     assert sum("distinct phases" in w for w in r.warnings) == 1
     assert sum("1024 marks" in w for w in r.warnings) == 1
     assert RunResult.from_dict(json.loads(json.dumps(r.to_dict()))).events == r.events
+
+
+@pytest.mark.parametrize("cap", [100, 1])  # stored, and (past the first) in the tails
+def test_items_are_counted_per_phase_only_where_its_lines_gave_them(cap: int) -> None:
+    """Phase a's lines give no ITEMS, b's give 8: a has no items/s (it had had 2 items and
+    items/s equal to its it/s, counted 1 each because b gave ITEMS); b has 24.  The run's
+    iterations, some with ITEMS, count a's as 1 each (the protocol's default), 26."""
+    ch = EventChannel(max_iterations=cap)
+    a_lines = [f"begin a {T}", f"iter {T} {T + 0.01}", f"iter {T + 0.01} {T + 0.02}"]
+    b_lines = [f"iter {T + 0.1 + k / 10} {T + 0.15 + k / 10} 8" for k in range(3)]
+    _feed(ch, [*a_lines, f"end a {T + 0.02}", f"begin b {T + 0.1}", *b_lines, f"end b {T + 0.4}"])
+    (a, b), lat, _, _ = ch.results(run_end=1e6)
+    assert a.latency is not None and a.latency.count == 2
+    assert a.latency.items is None and a.latency.items_per_s is None
+    assert b.latency is not None and b.latency.items == 24
+    assert b.latency.items_per_s == pytest.approx(24 / 0.25)  # over the span 0.1 … 0.35 s
+    assert lat is not None and lat.items == 26

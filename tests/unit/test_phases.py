@@ -79,7 +79,11 @@ def test_latency_stats_by_hand() -> None:
     assert s.max_s == pytest.approx(0.04) and s.min_s == pytest.approx(0.01)
     assert s.per_s == pytest.approx(4.0)  # 4 iterations over the 1 s span
     assert s.items == 32 and s.items_per_s == pytest.approx(32.0)
-    assert latency_stats(its, items_given=False).items_per_s is None  # type: ignore[union-attr]
+    no_items = latency_stats([(a, b, None) for a, b, _ in its])  # no line gave ITEMS
+    assert no_items is not None and no_items.items is None and no_items.items_per_s is None
+    # A line without ITEMS among lines with it counts 1 (the protocol's default)
+    mixed = latency_stats([*its[:3], (its[3][0], its[3][1], None)])
+    assert mixed is not None and mixed.items == 25
     assert latency_stats([]) is None
 
 
@@ -127,7 +131,7 @@ def test_a_phase_nested_in_itself_counts_its_time_once() -> None:
         Occurrence("solve", 2.0, 2.5, kernel_peak=MiB),
     ]
     its = [(0.4, 0.5, 1), (0.7, 0.75, 1), (2.1, 2.2, 1)]
-    (p,) = phase_stats(occ, tl, its, run_end=3.0, items_given=False)
+    (p,) = phase_stats(occ, tl, its, run_end=3.0)
     assert p.count == 4
     assert (p.wall_s, p.cpu_s, p.cpu_pct) == pytest.approx((1.5, 1.5, 100.0))
     assert p.latency is not None and p.latency.count == 3  # each iteration once
@@ -148,7 +152,7 @@ def test_phase_attribution_by_timestamp() -> None:
         Occurrence("open", 3.5, None),
     ]
     its = [(0.6, 0.7, 1), (1.0, 1.2, 1), (3.0, 3.1, 1), (3.6, 3.9, 1)]
-    a, b, open_ = phase_stats(occ, tl, its, run_end=4.0, items_given=False)
+    a, b, open_ = phase_stats(occ, tl, its, run_end=4.0)
     # a: [0.5, 1.5] has 1.0 s CPU; [3, 3.5] none.  Wall 1.5 s.
     assert a.count == 2
     assert (a.wall_s, a.cpu_s) == pytest.approx((1.5, 1.0))
@@ -191,7 +195,7 @@ def test_no_phase_outlasts_its_run() -> None:
     tl = Timeline(t=[0.0, 1.0, 2.0], cpu=[0.0, 1.0, 2.0], mem=[MiB, MiB, MiB])
     late, after = phase_stats(
         [Occurrence("late", 1.0, 2.5), Occurrence("after", 2.2, 2.4)],
-        tl, [(1.5, 1.9, 1)], run_end=2.0, items_given=False,
+        tl, [(1.5, 1.9, 1)], run_end=2.0,
     )  # fmt: skip
     assert (late.start_s, late.wall_s, late.cpu_s) == pytest.approx((1.0, 1.0, 1.0))
     assert late.latency is not None and late.latency.count == 1
@@ -205,10 +209,10 @@ def test_a_kernel_peak_is_not_raised_to_a_reading_stamped_inside() -> None:
         t=[0.0, 1.0, 1.01, 2.0], cpu=[0.0] * 4, mem=[134 * MiB, 134 * MiB, 134 * MiB, 12 * MiB]
     )
     (kernel,) = phase_stats(
-        [Occurrence("busy", 1.0, 2.0, kernel_peak=13 * MiB)], tl, [], run_end=2.0, items_given=False
+        [Occurrence("busy", 1.0, 2.0, kernel_peak=13 * MiB)], tl, [], run_end=2.0
     )
     assert (kernel.peak_bytes, kernel.peak_source) == (13 * MiB, "kernel")
-    (sampled,) = phase_stats([Occurrence("busy", 1.0, 2.0)], tl, [], run_end=2.0, items_given=False)
+    (sampled,) = phase_stats([Occurrence("busy", 1.0, 2.0)], tl, [], run_end=2.0)
     assert (sampled.peak_bytes, sampled.peak_source) == (134 * MiB, "sampled")
 
 
