@@ -5,16 +5,36 @@ from __future__ import annotations
 import csv
 import io
 import shlex
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..analysis.cells import cells, successful
 from ..analysis.metrics import STAT_METRICS
 from ..analysis.sweepfile import cell_dicts, sweep_dict, warmup_of
-from ..model import RunResult
+from ..model import LatencyStats, RunResult
 from ..storage import write_json_output, write_output
 from .summary import markdown_summary
 from .table import TextTable
+
+LATENCY_COLUMNS: dict[str, Callable[[LatencyStats], float | None]] = {
+    "latency_p50_s": lambda lat: lat.p50_s,
+    "latency_p95_s": lambda lat: lat.p95_s,
+    "latency_p99_s": lambda lat: lat.p99_s,
+    "it_per_s": lambda lat: lat.per_s,
+    "items_per_s": lambda lat: lat.items_per_s,
+}
+"""The run's own latency (all its iterations, ``result.json``'s ``latency``) in both CSVs:
+empty where the workload reported no iterations (and ``items_per_s`` where none gave
+ITEMS); a cell's is the median over its successful runs that have it (the CSVs had carried
+no latency at all)."""
+
+
+def _latency(key: str) -> Callable[[RunResult], float | None]:
+    get = LATENCY_COLUMNS[key]
+    return lambda r: None if r.latency is None else get(r.latency)
+
 
 RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {
     "label": lambda r: r.label,
@@ -51,6 +71,7 @@ RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {
     "gpu_util_pct": STAT_METRICS["gpu_util_pct"].get,
     "energy_j": STAT_METRICS["energy_j"].get,
     "energy_per_item_j": STAT_METRICS["energy_per_item_j"].get,
+    **{key: _latency(key) for key in LATENCY_COLUMNS},
     "command": lambda r: shlex.join(r.command),
 }
 """Columns of ``runs.csv``: base units (seconds, bytes, percent of one CPU, joules); empty =
@@ -72,13 +93,20 @@ def runs_csv(runs: Sequence[RunResult]) -> str:
     return _csv(list(RUN_COLUMNS), [[get(r) for get in RUN_COLUMNS.values()] for r in runs])
 
 
+def _median(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
 def cells_csv(runs: Sequence[RunResult]) -> str:
     """A row per cell: label, limits, runs, ok, then ``<metric>_<n|mean|sd|…>`` and the
-    outlier count of each metric, and the cell's warnings (`` | ``-separated)."""
+    outlier count of each metric, the latency columns (:data:`LATENCY_COLUMNS`, medians),
+    and the cell's warnings (`` | ``-separated)."""
     header = ["label", "limits", "runs", "ok"]
     for key in STAT_METRICS:
         header += [f"{key}_{f}" for f in STAT_FIELDS] + [f"{key}_outliers"]
-    header.append("warnings")
+    header += [*LATENCY_COLUMNS, "warnings"]
+    by_cell = cells(runs)
     rows = []
     for c in cell_dicts(runs):
         row: list[object] = [c["label"], c["limits"], c["runs"], c["ok"]]
@@ -86,6 +114,8 @@ def cells_csv(runs: Sequence[RunResult]) -> str:
             st = c["stats"][key]
             row += [None if st is None else st[f] for f in STAT_FIELDS]
             row.append(None if st is None else len(st["outliers"]))
+        ok = successful(by_cell[c["label"], c["limits"]])
+        row += [_median([_latency(key)(r) for r in ok]) for key in LATENCY_COLUMNS]
         row.append(" | ".join(c["warnings"]))
         rows.append(row)
     return _csv(header, rows)

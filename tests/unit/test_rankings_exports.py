@@ -134,6 +134,36 @@ def test_csv_and_sweep_json_exports(tmp_path: Path) -> None:
 
 
 
+def test_csvs_carry_the_runs_latency_and_its_cell_medians() -> None:
+    """runs.csv and cells.csv had no latency: p50/p95/p99, it/s and items/s of the run's own
+    iterations, empty where a run had none (and items/s where no line gave ITEMS)."""
+    import dataclasses
+
+    from edgeprof.model import LatencyStats
+
+    def lat(p50: float, items_per_s: float | None) -> LatencyStats:
+        return LatencyStats(
+            count=10, mean_s=p50, p50_s=p50, p90_s=2 * p50, p95_s=3 * p50, p99_s=4 * p50,
+            max_s=5 * p50, per_s=1 / p50, items_per_s=items_per_s,
+            items=None if items_per_s is None else 80,
+        )
+
+    runs = [dataclasses.replace(_run("a", 1.0, 100), latency=lat(p, 8 / p)) for p in (0.01, 0.03)]
+    runs += [dataclasses.replace(_run("a", 1.0, 100), latency=lat(0.02, None))]
+    runs += [_run("b", 1.0, 100)]  # no iterations reported
+    rows = list(csv.DictReader(io.StringIO(runs_csv(runs))))
+    assert float(rows[0]["latency_p50_s"]) == 0.01 and float(rows[0]["latency_p99_s"]) == 0.04
+    assert float(rows[0]["it_per_s"]) == 100.0 and float(rows[0]["items_per_s"]) == 800.0
+    assert rows[2]["items_per_s"] == "" and float(rows[2]["latency_p95_s"]) == 0.06
+    assert [rows[3][k] for k in ("latency_p50_s", "it_per_s", "items_per_s")] == ["", "", ""]
+    a, b = csv.DictReader(io.StringIO(cells_csv(runs)))
+    # medians over a's three runs (items/s over the two that have it)
+    assert float(a["latency_p50_s"]) == 0.02 and float(a["latency_p95_s"]) == 0.06
+    assert float(a["it_per_s"]) == 50.0 and float(a["items_per_s"]) == (800 + 8 / 0.03) / 2
+    assert (b["latency_p50_s"], b["items_per_s"]) == ("", "")
+    assert list(a)[-1] == "warnings"
+
+
 def test_runs_csv_writes_bytes_as_integers() -> None:
     import dataclasses
 
