@@ -63,7 +63,9 @@ class Difference:
         lo, hi = (self.diff - self.half) / self.base, (self.diff + self.half) / self.base
         if self.base < 0:
             lo, hi = hi, lo
-        lo, hi = 1 + lo, 1 + hi
+        # Every ranked figure is a time, a size or a share, never negative: nor is their
+        # ratio, whatever the noise (an interval of [-0.25, 1.90] had been shown).
+        lo, hi = max(0.0, 1 + lo), 1 + hi
         # A separated interval clears 1 by less than 1's float resolution at worst: rounding
         # must not put 1 back inside it.
         if self.separated and self.diff / self.base > 0:

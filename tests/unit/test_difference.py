@@ -142,6 +142,7 @@ def test_a_ranking_interval_covers_1_exactly_when_within_noise(
     assert interval is not None and interval == second.factor_interval
     lo, hi = interval
     assert (lo <= 1 <= hi) is second.within_noise
+    assert lo >= 0  # a ratio of figures that are never negative
     # The ratio of means is its centre (the factor shown is the ratio of medians).
     means = statistics.fmean(second.stat.values) / statistics.fmean(ranks[0].stat.values)
     assert lo <= means * (1 + 1e-12) and means <= hi * (1 + 1e-12)
