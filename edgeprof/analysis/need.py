@@ -16,7 +16,8 @@ A probe passes when the run ends as the unlimited one did (same exit status) and
 tolerance of the unlimited run's.  The first probe is the floor (a script whose memory is
 all its own finishes at once) or, with a ceiling below the peak, the ceiling (a script that
 cannot fit it finishes at once); then bisection to the resolution.  So at most
-⌈log2(range / resolution)⌉ + 1 probes: :func:`max_probes`.
+⌈log2(range / resolution)⌉ + 1 probes: :func:`max_probes`; one more where a probe failed
+for a reason other than memory, since the peak is then tried rather than assumed.
 """
 
 from __future__ import annotations
@@ -124,6 +125,11 @@ class Verdict:
     ok: bool
     reason: str
     """``fits``, ``oom``, ``timeout``, ``exit 1 (unlimited: 0)``, ``+35% slower``…"""
+    memory: bool = True
+    """A failure for want of memory (an OOM kill, or slower than the tolerance), which a
+    limit at the unlimited peak cures; ``False``: it failed otherwise (an exit code, a
+    signal, a timeout), which the peak need not cure (a script that refuses a limit under
+    100 MiB exited 1 at every probe below its 27 MiB peak, and at the peak too)."""
 
 
 def verdict(runs: Sequence[RunResult], reference: Timing, ref_end: RunResult,
@@ -131,9 +137,9 @@ def verdict(runs: Sequence[RunResult], reference: Timing, ref_end: RunResult,
     """Whether ``runs`` (one limit) did what the unlimited run did, in time."""
     for r in runs:
         if r.termination is not Termination.EXITED:
-            return Verdict(False, r.termination.value)
+            return Verdict(False, r.termination.value, r.termination is Termination.OOM)
         if r.exit_code != ref_end.exit_code:
-            return Verdict(False, f"exit {r.exit_code} (unlimited: {ref_end.exit_code})")
+            return Verdict(False, f"exit {r.exit_code} (unlimited: {ref_end.exit_code})", False)
     t = median_time(runs).seconds
     slower = t / reference.seconds - 1 if reference.seconds > 0 else 0.0
     if slower > tolerance + 1e-9:  # exactly at the tolerance fits (1.1 / 1.0 - 1 > 0.1)
@@ -159,15 +165,24 @@ class SearchResult:
     """(limit, passed), in the order tried."""
 
 
-def search(b: Bounds, probe: Callable[[int], bool]) -> SearchResult:
+def search(b: Bounds, probe: Callable[[int], bool | Verdict]) -> SearchResult:
     """Bisect for the smallest passing limit in [floor, top], to ``b.resolution``.
 
-    ``probe(limit)`` runs the workload under ``limit`` and says whether it passed.
+    ``probe(limit)`` runs the workload under ``limit`` and says whether it passed (its
+    :class:`Verdict`, or just ``True``/``False``: a failure then counts as for memory).
+    The peak is taken as passing without a run only while every failure was for want of
+    memory: after one that was not (:attr:`Verdict.memory`), the answer is probed before it
+    is given, and ``None`` where it fails too.
     """
     tried: list[tuple[int, bool]] = []
+    otherwise = False  # a probe failed for a reason other than memory
 
     def attempt(limit: int) -> bool:
-        ok = probe(limit)
+        nonlocal otherwise
+        got = probe(limit)
+        ok = got if isinstance(got, bool) else got.ok
+        if isinstance(got, Verdict) and not got.ok and not got.memory:
+            otherwise = True
         tried.append((limit, ok))
         return ok
 
@@ -189,6 +204,8 @@ def search(b: Bounds, probe: Callable[[int], bool]) -> SearchResult:
             hi = mid
         else:
             lo = mid
+    if otherwise and all(limit != hi for limit, _ in tried) and not attempt(hi):
+        return SearchResult(None, tuple(tried))
     return SearchResult(hi, tuple(tried))
 
 

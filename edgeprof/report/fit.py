@@ -102,7 +102,15 @@ def _render_one(o: FitOutcome) -> str:
     lines.append(plain_table(None, CURVE, rows).rstrip("\n"))
     lines.append("")
     what = f"{o.time.metric} within {100 * o.tolerance:.0f}% of the unlimited run's"
-    if o.answer is None:
+    other = o.failed_otherwise
+    if other is not None:
+        top = "the unlimited run's peak" if other.limit == b.peak else "the ceiling"
+        lines.append(
+            f"no memory limit found: the command fails under a limit for a reason other than "
+            f"memory: at {format_binary(other.limit)} ({top}) it ended {other.verdict.reason}, "
+            "where a limit takes nothing from it; without a limit it succeeds"
+        )
+    elif o.answer is None:
         assert b.ceiling is not None
         lines.append(
             f"does not fit in {format_binary(b.ceiling)}: nothing up to it completes with "

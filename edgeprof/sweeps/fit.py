@@ -145,8 +145,24 @@ class FitOutcome:
         return None if self.answer is None else self.answer + (self.gpu_bytes or 0)
 
     @property
+    def failed_otherwise(self) -> Probe | None:
+        """Without an answer, the probe at the top of the search when it failed for a reason
+        other than memory (:attr:`Verdict.memory`: an exit code, a signal, a timeout): the
+        command fails under a limit even where the limit takes nothing from it."""
+        if self.answer is not None or self.stopped is not None:
+            return None
+        top = [p for p in self.probes if p.limit == self.bounds.top]
+        return next((p for p in top if not p.verdict.ok and not p.verdict.memory), None)
+
+    @property
     def max_probes(self) -> int:
-        return max_probes(self.bounds)
+        """The search's bound, one more where a probe failed for a reason other than memory
+        and there was no ceiling below the peak: the peak is then probed, not assumed."""
+        b = self.bounds
+        checked = b.top == b.peak and any(
+            not p.verdict.ok and not p.verdict.memory for p in self.probes
+        )
+        return max_probes(b) + checked
 
     @property
     def within_budget(self) -> bool | None:
@@ -433,7 +449,7 @@ def _fit_one(
                               req.tolerance, req.margin, stopped, reference_cap=cap)  # fmt: skip
         probes: list[Probe] = []
 
-        def probe(limit: int) -> bool:
+        def probe(limit: int) -> Verdict:
             got = runs(
                 dataclasses.replace(setting_, memory=limit),
                 req.repeat or 1,
@@ -454,7 +470,7 @@ def _fit_one(
             probes.append(p)
             if on_step is not None:
                 on_step(label, limit, p, got)
-            return v.ok
+            return v
 
         try:
             found = search(b, probe)

@@ -134,6 +134,34 @@ def test_an_exit_under_a_tight_limit_does_not_fit_there(
     assert all(p["ok"] for p in doc["probes"] if p["limit_bytes"] >= 32 * MIB)
 
 
+REFUSES_A_SMALL_LIMIT = (
+    f'sleep 0.05; [ -z "$FAKE_MEMORY_LIMIT" ] || [ "$FAKE_MEMORY_LIMIT" -ge {100 * MIB} ]'
+)
+"""Exits 1 under a limit below 100 MiB, whatever it uses (a 64 MiB peak), as a script that
+reads its limit and refuses a small one does; without a limit it succeeds."""
+
+
+def test_a_command_that_fails_under_any_limit_has_no_answer(
+    capfd: pytest.CaptureFixture[str], limit_seen: str, tmp_path: Path
+) -> None:
+    """The peak is probed after a failure other than an OOM kill; it had been answered
+    untried ("smallest memory: 27.1MiB (the unlimited run's peak, not probed …)", exit 0)."""
+    rc, out, err = _fit(capfd, "--backend", limit_seen, "--out", str(tmp_path / "f"),
+                        "--", "sh", "-c", REFUSES_A_SMALL_LIMIT)  # fmt: skip
+    assert rc == 3, (out, err)
+    doc = json.loads((tmp_path / "f" / "fit.json").read_text())
+    assert (doc["min_memory_bytes"], doc["fits"]) == (None, False)
+    top = doc["probes"][-1]
+    assert (top["limit_bytes"], top["verdict"]) == (64 * MIB, "exit 1 (unlimited: 0)")
+    assert all(not p["ok"] for p in doc["probes"])
+    assert len(doc["probes"]) == doc["max_probes"]
+    assert "smallest memory" not in out
+    assert (
+        "no memory limit found: the command fails under a limit for a reason other than "
+        "memory: at 64.0MiB (the unlimited run's peak) it ended exit 1 (unlimited: 0)"
+    ) in out
+
+
 def test_the_curve_shows_a_probes_exit_code_as_run_does(
     capfd: pytest.CaptureFixture[str], limit_seen: str
 ) -> None:

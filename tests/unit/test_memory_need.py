@@ -195,6 +195,23 @@ def test_search_need_above_the_peak_answers_the_peak_without_probing_it() -> Non
     assert 100 * MIB - max(limit for limit, _ in r.tried) <= MIB
 
 
+def test_search_after_a_failure_other_than_memory_probes_the_peak_before_answering_it() -> None:
+    """A script that refuses any limit under 100 MiB exits 1 at every probe: the peak is
+    tried, and its failure is no answer (it had answered the untried peak)."""
+    b = Bounds(40 * MIB, 100 * MIB, None, MIB)
+    refuses = Verdict(False, "exit 1 (unlimited: 0)", memory=False)
+    r = search(b, lambda limit: refuses)
+    assert r.answer is None
+    assert r.tried[-1] == (100 * MIB, False)
+    assert len(r.tried) == max_probes(b) + 1 == 8
+    # The peak passing is the answer, now measured.
+    r = search(b, lambda limit: Verdict(True, "fits (+0%)") if limit == 100 * MIB else refuses)
+    assert (r.answer, r.tried[-1]) == (100 * MIB, (100 * MIB, True))
+    # OOM kills below it: the peak is still taken without a run.
+    r = search(b, lambda limit: Verdict(False, "oom"))
+    assert r.answer == 100 * MIB and 100 * MIB not in [limit for limit, _ in r.tried]
+
+
 def test_search_need_above_the_ceiling_is_one_probe_at_the_ceiling() -> None:
     b = Bounds(40 * MIB, 100 * MIB, 64 * MIB, MIB)
     asked, probe = needs(80 * MIB)
@@ -346,12 +363,12 @@ def test_verdict_oom_fails() -> None:
 
 def test_verdict_any_failing_run_fails() -> None:
     runs = [run(wall=1.0), run(termination=Termination.TIMEOUT, exit_code=None), run(wall=1.0)]
-    assert verdict(runs, WALL, run(), 0.10) == Verdict(False, "timeout")
+    assert verdict(runs, WALL, run(), 0.10) == Verdict(False, "timeout", memory=False)
 
 
 def test_verdict_different_exit_code_fails() -> None:
     v = verdict([run(wall=1.0, exit_code=1)], WALL, run(exit_code=0), 0.10)
-    assert v == Verdict(False, "exit 1 (unlimited: 0)")
+    assert v == Verdict(False, "exit 1 (unlimited: 0)", memory=False)
 
 
 def test_verdict_slower_than_tolerance_fails() -> None:
