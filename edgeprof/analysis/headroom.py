@@ -114,6 +114,11 @@ class LimitFit:
     """The floor (``AT_LIMIT``/``SLOWED``) was read at samples that all missed the peak: the
     run may have held more than it (a 64 MiB read then 24 MiB held, under 50 MiB: floors of
     5.9, 8.0 and 18.0 MiB in a tester's three runs at 0.1 s)."""
+    cache: bool | None = None
+    """At the limit: whether a sample held page cache to drop (at least the slack of
+    :data:`AT_LIMIT_SLACK`); ``False``: none at any sample, so the peak met the limit with
+    what the run itself held (150 MiB of anon under 158 MiB, ``file`` 0 at every sample, had
+    read "the kernel dropped page cache to make room"); ``None``: not known."""
 
     @property
     def spare(self) -> int | None:
@@ -151,7 +156,9 @@ def limit_fit(r: RunResult) -> LimitFit | None:
         or (peak >= limit - slack and (cache is None or cache >= slack))
     )
     if reached:
-        return LimitFit(Headroom.AT_LIMIT, limit, r.memory.floor_bytes, stall, r.device, between)
+        had = None if cache is None else cache >= slack
+        return LimitFit(Headroom.AT_LIMIT, limit, r.memory.floor_bytes, stall, r.device,
+                        between, had)  # fmt: skip
     return LimitFit(Headroom.FITS, limit, peak, stall, r.device)
 
 

@@ -102,11 +102,15 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
             f"({100 * f.spare / f.limit:.0f}%)"
         )
     elif f.status is Headroom.AT_LIMIT:
-        said = "fits at the limit: the kernel dropped page cache to make room" + (
-            f" without slowing it ({stall})"
-            if stall
-            else " (cgroup v1 has no stall figure: edgeprof fit times the limit)"
-        )
+        no_stall = " (cgroup v1 has no stall figure: edgeprof fit times the limit)"
+        if f.cache is False:  # nothing to drop: the run's own memory met the limit
+            said = "fits at the edge: its peak met the limit with no page cache at any sample" + (
+                f" ({stall})" if stall else no_stall
+            )
+        else:
+            said = "fits at the limit: the kernel dropped page cache to make room" + (
+                f" without slowing it ({stall})" if stall else no_stall
+            )
         if f.used is not None and f.spare is not None:
             said += f"; {floor} leaves {format_binary(f.spare)}{_missed(f)}"
     elif f.status is Headroom.SLOWED:

@@ -123,11 +123,20 @@ def test_near_the_limit_with_no_page_cache_is_the_runs_own_peak() -> None:
     # At the limit to the page: met it, whatever cache the samples saw.
     at = dataclasses.replace(r.memory, peak_bytes=LIMIT, peaks=none)
     f = limit_fit(dataclasses.replace(r, memory=at))
-    assert f is not None and f.status is Headroom.AT_LIMIT
+    assert f is not None and f.status is Headroom.AT_LIMIT and f.cache is False
+    # No page cache was there to drop: not said to have been dropped (150 MiB of anon
+    # under 158 MiB had read "the kernel dropped page cache to make room").
+    assert headroom(f) == (
+        "memory limit 100.0MiB: fits at the edge: its peak met the limit with no page cache "
+        "at any sample (cgroup v1 has no stall figure: edgeprof fit times the limit); "
+        "anon + shmem + kernel 99.5MiB leaves 512.0KiB"
+    )
     # Some cache at a sample: there was something to drop, and the limit may have dropped it.
     some = dataclasses.replace(none, file=2 * MIB)
     f = limit_fit(dataclasses.replace(r, memory=dataclasses.replace(r.memory, peaks=some)))
-    assert f is not None and f.status is Headroom.AT_LIMIT
+    assert f is not None and f.status is Headroom.AT_LIMIT and f.cache is True
+    text = headroom(f)
+    assert text is not None and "the kernel dropped page cache to make room" in text
 
 
 def test_stalled_more_than_five_percent_is_slowed() -> None:
