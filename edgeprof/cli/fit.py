@@ -157,7 +157,7 @@ def fit_cmd(
         check_writable(plot)
     for w in job.warnings:
         print(f"edgeprof: warning: {w}", file=sys.stderr)
-    job = open_fit(job, sys.stderr, one_run)
+    job = open_fit(job, sys.stderr, one_run, ceiling)
 
     def progress(label: str, limit: int | None, probe: Probe | None, runs: list[RunResult]) -> None:
         from ..units import counted, format_binary

@@ -9,7 +9,7 @@ from ..analysis.need import MIN_LIMIT, PAGE
 from ..model import RunResult
 from ..sweeps.fit import FitOutcome, Probe, setting
 from ..units import counted, format_binary
-from .memory import composition
+from .memory import composition, spare
 from .table import plain_table
 
 CURVE = ("LIMIT", "TIME (s)", "VS UNLIMITED", "STALL", "REFAULTS", "MAJ FAULTS", "END", "VERDICT")
@@ -167,8 +167,7 @@ def _answer_lines(o: FitOutcome) -> list[str]:
     if b.ceiling is not None:
         if o.fits:
             lines.append(
-                f"fits in {format_binary(b.ceiling)} with "
-                f"{format_binary(b.ceiling - need)} to spare"
+                f"fits in {format_binary(b.ceiling)} with {spare(b.ceiling, need)} to spare"
             )
         else:
             lines.append(

@@ -87,6 +87,21 @@ def gpu_headroom(f: GpuFit | None) -> str | None:
     return f"{head}: {said} ({how})"
 
 
+def spare(whole: int, used: int) -> str:
+    """``whole - used`` in binary units, or ``all but USED`` where rounding would print it as
+    ``whole`` itself (``fits in 100.0GiB with 100.0GiB to spare`` for a 20 MiB need)."""
+    rest = format_binary(whole - used)
+    if used > 0 and rest == format_binary(whole):
+        return f"all but {format_binary(used)}"
+    return rest
+
+
+def _share(part: int, whole: int) -> str:
+    """``40%``; ``>99%`` where a part short of the whole would round to 100 %."""
+    pct = 100 * part / whole
+    return ">99%" if part < whole and round(pct) >= 100 else f"{pct:.0f}%"
+
+
 def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
     """``memory limit 2.0GiB (device rpi4-2gb): fits, peak 184.3MiB, 1.8GiB to spare (91%)``:
     the run's verdict against its limit (:mod:`edgeprof.analysis.headroom`)."""
@@ -98,8 +113,8 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
     if f.status is Headroom.FITS:
         assert f.used is not None and f.spare is not None
         said = (
-            f"fits, peak {format_binary(f.used)}, {format_binary(f.spare)} to spare "
-            f"({100 * f.spare / f.limit:.0f}%)"
+            f"fits, peak {format_binary(f.used)}, {spare(f.limit, f.used)} to spare "
+            f"({_share(f.spare, f.limit)})"
         )
     elif f.status is Headroom.AT_LIMIT:
         no_stall = " (cgroup v1 has no stall figure: edgeprof fit times the limit)"

@@ -45,6 +45,7 @@ from .request import (
     RunJob,
     RunRequest,
     check_host,
+    check_setting,
     execute,
     open_backend,
     plan_run,
@@ -271,13 +272,32 @@ def plan_fit(req: FitRequest) -> tuple[RunJob, int | None]:
     return dataclasses.replace(job, plan=plan), ceiling
 
 
-def open_fit(job: RunJob, log: TextIO, one_run: bool = False) -> RunJob:
+def open_fit(
+    job: RunJob, log: TextIO, one_run: bool = False, ceiling: int | None = None
+) -> RunJob:
     """The host checked and the backend opened, as ``edgeprof run`` does; with ``one_run``,
-    a backend that cannot squeeze a run is refused here, before any run."""
+    a backend that cannot squeeze a run is refused here, before any run.
+
+    So is, before any run, a backend that cannot set a memory limit (the process backend:
+    its unlimited runs had all been made, then the first probe was refused, with a
+    ``--memory`` never given), and a ceiling ``run --memory`` would refuse (more than the
+    host's memory, without ``--allow-over-host``: ``fit --memory 100g`` had said "fits in
+    100.0GiB" on a 23.5 GiB host)."""
     job = check_host(job)
     if one_run:
         job = require_reclaim(job, "--one-run", "without --one-run, fit bisects with limited runs")
-    return open_backend(job, log)
+    job = open_backend(job, log)
+    assert job.backend is not None  # a host backend opened by check_host, Docker's here
+    why = job.backend.limit_unavailable(Limits(memory=MIN_LIMIT))
+    if why is not None:
+        # "the process backend cannot limit memory: …", without the option fit was not given
+        why = why.removeprefix("--memory: ")
+        raise ConfigError(f"edgeprof fit searches with memory limits: {why}")
+    if ceiling is not None:
+        (unlimited,) = job.plan.limits
+        at = dataclasses.replace(unlimited, memory=ceiling)
+        check_setting(job, dataclasses.replace(job.plan, limits=(at,)))
+    return job
 
 
 class Cap(NamedTuple):

@@ -392,6 +392,16 @@ def check_host(job: RunJob) -> RunJob:
     return dataclasses.replace(job, run_as=run_as, backend=be)
 
 
+def check_setting(job: RunJob, plan: SweepPlan) -> None:
+    """``plan``'s limit settings against the job's opened backend, as :func:`check_host`
+    checks the job's own (a refusal names the device or template line a limit came from):
+    ``fit`` checks its ceiling, which none of its reference runs is given, so as ``run``
+    would refuse it."""
+    assert job.backend is not None
+    with _limits_named(job):
+        check_limits(plan, job.backend)
+
+
 def open_backend(job: RunJob, log: TextIO) -> RunJob:
     """Stage 3: the Docker backend, its limits checked before its image is built (the build
     and an unchanged environment's reuse are told on ``log``); other backends open in

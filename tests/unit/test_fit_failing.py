@@ -338,3 +338,42 @@ def test_report_of_a_fit_says_what_its_runs_are(
         f"edgeprof: error: {out_dir / 'fit.json'} is edgeprof fit's answer, not runs: report "
         "reads the runs of fit --out's directory; compare reads two fit.json"
     )
+
+
+def test_a_backend_that_cannot_limit_memory_is_refused_before_any_run(
+    capfd: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The process backend: its unlimited runs had all been made, then the first probe was
+    refused as "--memory: …" (never given), exit 2, leaving DIR/reference and no fit.json."""
+    out = tmp_path / "f"
+    rc, stdout, err = _fit(capfd, "--backend", "process", "--out", str(out), "--", "true")
+    assert rc == 2 and stdout == ""
+    assert err.startswith(
+        "edgeprof: error: edgeprof fit searches with memory limits: the process backend "
+        "cannot limit memory: "
+    )
+    assert err.count("\n") == 1 and "unlimited" not in err
+    assert not out.exists()
+
+
+def test_a_ceiling_over_the_hosts_memory_is_refused_as_run_refuses_it(
+    capfd: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``fit --memory 100g`` on a 23.5 GiB host had said "fits in 100.0GiB with 100.0GiB to
+    spare"; ``run --memory 100g`` refuses it, and so does fit now (--allow-over-host lets it
+    through, and the spare reads as what it is)."""
+    monkeypatch.setattr(FakeBackend, "memory_total", lambda self: 300 * MIB)
+    out = tmp_path / "f"
+    rc, stdout, err = _fit(capfd, "--backend", "fake", "--memory", "1g", "--out", str(out),
+                           "--", "true")  # fmt: skip
+    assert (rc, stdout) == (2, "")
+    assert err.endswith(
+        "edgeprof: error: --memory 1.0GiB exceeds the memory a run may have here, 300.0MiB "
+        "(MemTotal); --allow-over-host to run anyway\n"
+    )
+    assert not out.exists()
+    rc, stdout, err = _fit(capfd, "--backend", "fake", "--memory", "100g", "--allow-over-host",
+                           "--", "true")  # fmt: skip
+    assert rc == 0, err
+    # true's 6 MiB (the least limit edgeprof sets) in 100 GiB: 99.99 GiB would print 100.0GiB.
+    assert stdout.splitlines()[-1] == "fits in 100.0GiB with all but 6.0MiB to spare"

@@ -66,6 +66,11 @@ def test_below_the_limit_fits_with_the_limit_less_the_peak_to_spare() -> None:
     assert f is not None and f.status is Headroom.FITS and f.status.ok
     assert (f.used, f.spare) == (60 * MIB, 40 * MIB)
     assert headroom(f) == "memory limit 100.0MiB: fits, peak 60.0MiB, 40.0MiB to spare (40%)"
+    # Rounding never reads as "all of it": 100 GiB less 20 MiB is not 100.0GiB (100%).
+    f = limit_fit(limited(peak=20 * MIB, floor=10 * MIB, limit=100 << 30))
+    assert headroom(f) == (
+        "memory limit 100.0GiB: fits, peak 20.0MiB, all but 20.0MiB to spare (>99%)"
+    )
 
 
 def test_reaching_the_limit_without_stalls_fits_at_the_limit_counting_from_the_floor() -> None:
