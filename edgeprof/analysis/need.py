@@ -72,6 +72,20 @@ def spread(runs: Sequence[RunResult]) -> float:
     return 0.0 if len(times) < 2 or min(times) <= 0 else (max(times) - min(times)) / min(times)
 
 
+def noise_warning(noise: float, tolerance: float) -> str | None:
+    """What a reference spread wider than the tolerance does to the search, and what to do
+    about it (``None``: it does not).  The verdicts allow for the spread only near the
+    threshold (:func:`in_doubt`): with a spread of 90 % against a 10 % tolerance, a probe's
+    time says more about the run than about its limit."""
+    if noise <= tolerance + 1e-9:
+        return None
+    return (
+        f"the unlimited runs' times spread {100 * noise:.0f}%, more than the "
+        f"{100 * tolerance:.0f}% tolerance: a probe's verdict may be that noise, not its "
+        "limit; give more reference runs (--repeat N), a quieter host, or a larger --tolerance"
+    )
+
+
 @dataclass(frozen=True)
 class Bounds:
     floor: int

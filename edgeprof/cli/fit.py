@@ -160,11 +160,15 @@ def fit_cmd(
     job = open_fit(job, sys.stderr, one_run, ceiling)
 
     def progress(label: str, limit: int | None, probe: Probe | None, runs: list[RunResult]) -> None:
+        from ..analysis.need import noise_warning, spread
         from ..units import counted, format_binary
 
         if probe is None:
             what = "squeezed, 1 run" if one_run else f"unlimited, {counted(len(runs), 'run')}"
             print(f"edgeprof fit: {label}: {what}", file=sys.stderr)
+            noisy = None if one_run else noise_warning(spread(runs), request.tolerance)
+            if noisy is not None and all(r.succeeded for r in runs):  # else no search follows
+                print(f"edgeprof: warning: {label}: {noisy}", file=sys.stderr)
         else:
             print(
                 f"edgeprof fit: {label}: {format_binary(limit)}: {probe.verdict.reason}",

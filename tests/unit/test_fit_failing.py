@@ -377,3 +377,35 @@ def test_a_ceiling_over_the_hosts_memory_is_refused_as_run_refuses_it(
     assert rc == 0, err
     # true's 6 MiB (the least limit edgeprof sets) in 100 GiB: 99.99 GiB would print 100.0GiB.
     assert stdout.splitlines()[-1] == "fits in 100.0GiB with all but 6.0MiB to spare"
+
+
+def test_a_reference_spread_wider_than_the_tolerance_is_warned_of(
+    capfd: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``unlimited: wall 0.470s (2 runs, spread 90%)`` under a 10 % tolerance had gone on
+    silently.  The second measured run (after the warm-up and the first) is the slow one."""
+    count = tmp_path / "count"
+    slow_second = (
+        f'n=$(cat {count} 2>/dev/null || echo 0); echo $((n + 1)) > {count}; '
+        'if [ "$n" -eq 2 ]; then sleep 0.3; else sleep 0.01; fi'
+    )
+    out = tmp_path / "f"
+    rc, _, err = _fit(capfd, "--backend", "fake", "--out", str(out), "--",
+                      "sh", "-c", slow_second)  # fmt: skip
+    assert rc == 0, err
+    walls = json.loads((out / "fit.json").read_text())["reference"]["wall_s"]
+    noise = (max(walls) - min(walls)) / min(walls)
+    assert noise > 0.10
+    warning = (
+        f"edgeprof: warning: sh: the unlimited runs' times spread {100 * noise:.0f}%, more than "
+        "the 10% tolerance: a probe's verdict may be that noise, not its limit; give more "
+        "reference runs (--repeat N), a quieter host, or a larger --tolerance\n"
+    )
+    assert warning in err
+    # Said once, before the first probe.
+    assert err.index(warning) < err.index("edgeprof fit: sh: 6.0MiB")
+    # Within the tolerance: not said (runs of 0.1 s spread 1000 % only past 1.1 s).
+    rc, stdout, err = _fit(capfd, "--backend", "fake", "--tolerance", "1000%",
+                      "--json", "--", "sleep", "0.1")  # fmt: skip
+    walls = json.loads(stdout)["reference"]["wall_s"]
+    assert rc == 0 and max(walls) < 11 * min(walls) and "spread" not in err, err
