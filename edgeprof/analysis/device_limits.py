@@ -148,6 +148,10 @@ class RunDevice:
     cores: int | None
     """As :attr:`DeviceLimits.cores`."""
     warnings: tuple[str, ...]
+    replaced: tuple[str, ...] = ()
+    """The options that replaced the device's values (``--memory``, ``--cpus``,
+    ``--cpu-period``), recorded in each result: a verdict against the limit names its
+    source (``--memory 30m`` on a 2 GiB board had read "memory limit 30.0MiB (device …)")."""
 
 
 def run_device(
@@ -188,4 +192,9 @@ def run_device(
         unified_memory=dev.unified_memory,
         cores=None if cpus else dev.cores,
         warnings=tuple(warnings),
+        replaced=tuple(
+            "--" + key.replace("_", "-")
+            for key, given in (("cpus", cpus), ("memory", memory), ("cpu_period", cpu_period))
+            if given
+        ),
     )

@@ -25,6 +25,7 @@ gets no verdict: its memory is not what stopped it, or cannot be told apart from
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass
 
@@ -119,6 +120,9 @@ class LimitFit:
     :data:`AT_LIMIT_SLACK`); ``False``: none at any sample, so the peak met the limit with
     what the run itself held (150 MiB of anon under 158 MiB, ``file`` 0 at every sample, had
     read "the kernel dropped page cache to make room"); ``None``: not known."""
+    replaced: bool = False
+    """``--memory`` replaced the ``device``'s memory: the limit is the option's, not the
+    device's."""
 
     @property
     def spare(self) -> int | None:
@@ -128,6 +132,13 @@ class LimitFit:
 
 def limit_fit(r: RunResult) -> LimitFit | None:
     """The verdict for one run, ``None`` without a memory limit or a memory-telling end."""
+    f = _limit_fit(r)
+    if f is not None and r.device is not None and "--memory" in r.device_replaced:
+        return dataclasses.replace(f, replaced=True)
+    return f
+
+
+def _limit_fit(r: RunResult) -> LimitFit | None:
     limit = r.memory.limit_bytes
     if limit is None or limit <= 0:
         return None

@@ -99,6 +99,7 @@ def profile(
     on_wait: Callable[[str], None] | None = None,
     device: str | None = None,
     device_cores: int | None = None,
+    device_replaced: tuple[str, ...] = (),
     squeeze: bool = False,
     allow_over_host: bool = False,
     gpus: str | None = None,
@@ -113,7 +114,8 @@ def profile(
 
     ``device``: the catalog device the limits came from, recorded in the result;
     ``device_cores``: its cores, for the warning of a run faster than them
-    (:func:`~edgeprof.measure.limits.faster_than_device`).
+    (:func:`~edgeprof.measure.limits.faster_than_device`); ``device_replaced``: the options
+    that replaced its values (``--memory``), recorded in the result.
 
     ``allow_over_host``: limits beyond the host's CPUs or memory are applied as asked
     instead of refused (:func:`edgeprof.measure.limits.resolve`).
@@ -298,7 +300,8 @@ def profile(
             if lease is not None:
                 result = dataclasses.replace(result, lease=lease.record(chosen=auto_pinned))
             if device is not None:
-                result = dataclasses.replace(result, device=device)
+                replaced = tuple(str(o) for o in device_replaced)
+                result = dataclasses.replace(result, device=device, device_replaced=replaced)
             if device_cores is not None and applied.cpus is not None:
                 # Whole cores pinned stall nothing: there the cores, not a quota, slow it.
                 stalls = result.cpu.nr_throttled if quota_can_stall(applied) else None

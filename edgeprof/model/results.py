@@ -343,6 +343,9 @@ class RunResult:
     ``cpus`` and no ``cpuset``), on a remote Docker daemon, and in older files."""
     device: str | None = None
     """The catalog device the limits came from (``--device``; ``None``: none, older files)."""
+    device_replaced: tuple[str, ...] = ()
+    """The options that replaced the ``device``'s values (``--memory``, ``--cpus``,
+    ``--cpu-period``); empty: none, and older files (and then not written)."""
     events: EventCounts | None = None
     """What the workload's events channel received and what went past the runner's caps
     (``None``: no channel, and older files)."""
@@ -380,6 +383,11 @@ class RunResult:
             "cpu_period_us": self.limits.cpu_period_us,
         }
         d["warnings"] = list(self.warnings)
+        d["device_replaced"] = list(self.device_replaced)
+        if not self.device_replaced:
+            # Written only where an option replaced a device's value: a result without one
+            # reads as before (older files have none), and so does its JSON.
+            del d["device_replaced"]
         order = [
             "schema_version",
             "edgeprof_version",
@@ -467,6 +475,7 @@ class RunResult:
             marks=tuple(Mark.from_dict(m) for m in d.get("marks") or ()),
             lease=None if d.get("lease") is None else CoreLease.from_dict(d["lease"]),
             device=d.get("device"),
+            device_replaced=tuple(d.get("device_replaced") or ()),
             events=None if d.get("events") is None else EventCounts.from_dict(d["events"]),
             gpu=None if d.get("gpu") is None else GpuStats.from_dict(d["gpu"]),
         )

@@ -107,7 +107,12 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
     the run's verdict against its limit (:mod:`edgeprof.analysis.headroom`)."""
     if f is None:
         return None
-    head = f"memory limit {format_binary(f.limit)}" + (f" (device {f.device})" if f.device else "")
+    source = ""
+    if f.device and f.replaced:  # the option's limit, not the device's
+        source = f" (--memory, replacing device {f.device}'s)"
+    elif f.device:
+        source = f" (device {f.device})"
+    head = f"memory limit {format_binary(f.limit)}{source}"
     stall = "" if f.stall_share is None else f"stalled {100 * f.stall_share:.1f}% of the wall time"
     floor = "" if f.used is None else f"anon + shmem + kernel {format_binary(f.used)}"
     if f.status is Headroom.FITS:

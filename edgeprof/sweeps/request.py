@@ -123,6 +123,8 @@ class RunRequest:
     """The device's CPU and GPU share its memory (a device's ``unified_memory``)."""
     device_cores: int | None = None
     """The device's cores (set from the catalog), for the runs' fewer-tasks warning."""
+    device_replaced: tuple[str, ...] = ()
+    """The options that replaced the device's values (set from the catalog)."""
 
     def docker_environment(self) -> bool:
         """Whether an option describes a Docker environment (image or options)."""
@@ -346,6 +348,7 @@ def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:
         gpu_memory=d.gpu_memory,
         unified_memory=d.unified_memory,
         device_cores=d.cores,
+        device_replaced=d.replaced,
     )
     return req, list(d.warnings)
 
@@ -490,6 +493,7 @@ def execute(
                 "cores_busy": req.cores_busy,
                 "device": job.device,
                 "device_cores": req.device_cores,
+                "device_replaced": req.device_replaced,
                 "squeeze": req.squeeze,
                 "gpus": req.gpus,
                 "gpu_memory": req.gpu_memory,

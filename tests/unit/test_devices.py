@@ -22,10 +22,12 @@ from edgeprof.analysis.devices import (
     resolve_device,
     share_of,
 )
+from edgeprof.analysis.headroom import limit_fit
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.measure.limits import THREAD_VARS
 from edgeprof.model import HostInfo, Limits, RunResult
+from edgeprof.report.memory import headroom
 from edgeprof.storage import read_result
 
 from .test_calibration import _calibration, _csv, _run
@@ -419,6 +421,19 @@ def test_a_device_share_and_explicit_options(
     assert (d["limits"]["cpus"], d["limits"]["memory_bytes"]) == (1.0, 128 << 20)
     assert "--memory 128m replaces tiny's 64.0MiB" in err
     assert "--cpus 1 replaces tiny's 0.5" in err
+    # Recorded, so the memory verdict names --memory as its limit's source, not the device
+    # (it had read "memory limit 30.0MiB (device rpi4-2gb): does not fit …").
+    assert (d["device"], d["device_replaced"]) == ("tiny", ["--cpus", "--memory"])
+    r = RunResult.from_dict(d)
+    verdict = headroom(limit_fit(r))
+    assert verdict is not None
+    assert verdict.startswith("memory limit 128.0MiB (--memory, replacing device tiny's): ")
+    assert main([*RUN, "--json", "--device", "tiny", "--devices", str(cat), "--cpus", "1",
+                 "--", "true"]) == 0  # fmt: skip
+    d = json.loads(capfd.readouterr().out)
+    assert d["device_replaced"] == ["--cpus"]
+    verdict = headroom(limit_fit(RunResult.from_dict(d)))
+    assert verdict is not None and verdict.startswith("memory limit 64.0MiB (device tiny): ")
 
 
 def test_run_with_a_calibrated_device_predicts(
