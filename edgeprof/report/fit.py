@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from ..analysis.need import MIN_LIMIT, PAGE
 from ..model import RunResult
-from ..sweeps.fit import FitOutcome, Probe, setting
+from ..sweeps.fit import FitOutcome, Probe
+from ..sweeps.fit_reference import setting
 from ..units import counted, format_binary
 from .memory import composition, spare
 from .table import plain_table
@@ -82,7 +83,7 @@ def _render_one(o: FitOutcome) -> str:
                 or f"peak {format_binary(b.peak if measured is None else measured)}"
             )
         )
-    if o.stopped is not None:
+    if o.stopped is not None and not o.probes:
         lines.append(f"no search: {o.stopped}")
         return "\n".join(lines) + "\n"
     least = "the least limit edgeprof sets"
@@ -103,7 +104,9 @@ def _render_one(o: FitOutcome) -> str:
     lines.append("")
     what = f"{o.time.metric} within {100 * o.tolerance:.0f}% of the unlimited run's"
     other = o.failed_otherwise
-    if other is not None:
+    if o.stopped is not None:  # interrupted after some probes: what they showed
+        lines.append(o.stopped)
+    elif other is not None:
         top = "the unlimited run's peak" if other.limit == b.peak else "the ceiling"
         lines.append(
             f"no memory limit found: the command fails under a limit for a reason other than "

@@ -18,7 +18,7 @@ import os
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, TextIO
+from typing import Any, TextIO
 
 from ..analysis.need import (
     DEFAULT_MARGIN,
@@ -39,7 +39,8 @@ from ..analysis.need import (
 )
 from ..errors import ConfigError
 from ..model import Limits, RunResult, Termination
-from ..units import format_binary, named, parse_size
+from ..units import named, parse_size
+from .fit_reference import Cap, failed, interrupted_after, reference_cap, setting, succeeded
 from .labels import safe_dir
 from .request import (
     RunJob,
@@ -300,75 +301,6 @@ def open_fit(
     return job
 
 
-class Cap(NamedTuple):
-    """The reference runs' memory limit, and what it is, for a message."""
-
-    bytes: int
-    source: str
-
-
-def reference_cap(job: RunJob) -> Cap | None:
-    """The memory limit of the reference runs: what the machine of the runs can give now
-    (``MemAvailable``), or less where a group the runs are made under has less room under
-    its limit (a CI container's).  Past it, the kernel's OOM killer would pick a victim
-    among all the host's processes (any of them: edgeprof, a shell, a CI runner), or the
-    enclosing group's; at it, a command that outgrows the host is OOM-killed in its own
-    group and the search stops with that answer.  Below it nothing changes:
-    ``MemAvailable`` counts the page cache the kernel could drop anyway.  ``None`` where the
-    backend sets no memory limit (the process backend), the figure is unknown (a remote
-    Docker daemon), or below the least limit edgeprof sets."""
-    be = job.backend
-    if be is None:
-        return None
-    available = be.memory_available()
-    cap = None if available is None else Cap(available, AVAILABLE)
-    for c in be.memory_ceilings():
-        if c.room is not None and (cap is None or c.room < cap.bytes):
-            cap = Cap(c.room, f"all the room left under {c.source} ({format_binary(c.limit)})")
-    if cap is None or cap.bytes < MIN_LIMIT:
-        return None
-    return None if be.limit_unavailable(Limits(memory=cap.bytes)) is not None else cap
-
-
-AVAILABLE = "all the memory this host had available (MemAvailable)"
-
-
-def setting(r: RunResult) -> Limits:
-    """``r``'s limits without a memory limit: the setting a reference run was made at,
-    without its :func:`reference_cap`."""
-    return dataclasses.replace(r.limits, memory=None)
-
-
-def succeeded(r: RunResult) -> bool:
-    """The run exited by itself with code 0: the only unlimited run a search starts from.
-
-    A command that fails without a limit (``false``, a script whose import fails, a
-    ``sys.exit("…")``) has no memory it "fits" in: bisecting it would answer the size of a
-    failure, with exit 0.  A failed probe (a limited run) is judged by
-    :func:`~edgeprof.analysis.need.verdict`: with the unlimited run at 0, any other exit
-    does not fit (see :func:`fit`)."""
-    return r.succeeded
-
-
-def failed(r: RunResult, which: str = "unlimited", cap: Cap | None = None) -> str:
-    """Why there is no search, in one line: ``the unlimited run exited with code 1: …`` (the
-    workload's own code, as the exit status of ``fit`` then is), or ``… ended: oom``; an
-    OOM kill at ``cap``, the reference's :func:`reference_cap`, says that this machine has
-    too little."""
-    if r.termination is Termination.OOM and cap is not None and r.limits.memory == cap.bytes:
-        return (
-            f"the {which} run was OOM-killed at {format_binary(cap.bytes)}, {cap.source} "
-            "when it started: the command needs more than it can have here"
-        )
-    if r.termination is not Termination.EXITED:
-        return f"the {which} run ended: {r.termination.value}"
-    code = "no code" if r.exit_code is None else f"code {r.exit_code}"
-    return (
-        f"the {which} run exited with {code}: the command fails without a memory limit, "
-        "so there is no limit it fits in"
-    )
-
-
 ProbeCallback = Callable[[str, int | None, Probe | None, list[RunResult]], None]
 """Told of each stage: (model label, limit or None for the reference, the probe, runs)."""
 
@@ -495,9 +427,9 @@ def _fit_one(
         try:
             found = search(b, probe)
         except _Interrupted:
+            why = interrupted_after([(p.limit, p.verdict) for p in probes])
             return FitOutcome(label, tuple(reference), time, noise, b, tuple(probes), None,
-                              req.tolerance, req.margin, "interrupted",
-                              reference_cap=cap)  # fmt: skip
+                              req.tolerance, req.margin, why, reference_cap=cap)  # fmt: skip
         return FitOutcome(label, tuple(reference), time, noise, b, tuple(probes), found.answer,
                           req.tolerance, req.margin, reference_cap=cap)  # fmt: skip
     finally:

@@ -10,6 +10,7 @@ import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +30,7 @@ from .conftest import make_result
 
 MIB = 1 << 20
 NO_SEARCH = "no search: the unlimited run exited with code {}: the command fails without a "
+FAILS = ": the command fails without a memory limit, so there is no limit it fits in"
 
 
 def _fit(capfd: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -198,7 +200,7 @@ def test_probe_row_end_is_the_results_tables() -> None:
 
 
 def test_succeeded_and_failed() -> None:
-    from edgeprof.sweeps.fit import failed, succeeded
+    from edgeprof.sweeps.fit_reference import failed, succeeded
 
     assert succeeded(make_result())
     assert not succeeded(make_result(exit_code=1))
@@ -206,7 +208,10 @@ def test_succeeded_and_failed() -> None:
     assert not succeeded(make_result(termination=Termination.OOM, exit_code=137))
     assert failed(make_result(exit_code=2)).startswith("the unlimited run exited with code 2: ")
     oom = make_result(termination=Termination.OOM, exit_code=137)
-    assert failed(oom) == "the unlimited run ended: oom"
+    assert failed(oom) == "the unlimited run was OOM-killed" + FAILS
+    # The signal by its name, and why no limit fits (it had read "ended: signaled").
+    segv = make_result(termination=Termination.SIGNALED, exit_code=None, signal=11)
+    assert failed(segv) == "the unlimited run was killed by SIGSEGV" + FAILS
 
 
 def test_a_squeezed_run_that_fails_gives_no_estimate() -> None:
@@ -272,7 +277,7 @@ def test_the_reference_is_capped_where_the_backend_holds_a_memory_limit(
     from edgeprof.backends import base
     from edgeprof.backends.base import Ceiling
     from edgeprof.backends.process import ProcessBackend
-    from edgeprof.sweeps.fit import AVAILABLE, reference_cap
+    from edgeprof.sweeps.fit_reference import AVAILABLE, reference_cap
     from edgeprof.sweeps.request import RunJob
 
     meminfo = tmp_path / "meminfo"
@@ -298,7 +303,7 @@ def test_the_reference_is_capped_where_the_backend_holds_a_memory_limit(
 
 def test_an_oom_kill_at_the_cap_says_the_host_is_too_small() -> None:
     from edgeprof.model import Limits
-    from edgeprof.sweeps.fit import Cap, failed
+    from edgeprof.sweeps.fit_reference import Cap, failed
 
     cap = Cap(48 * MIB, "all the room left under the memory limit of /g (64.0MiB)")
     oom = make_result(termination=Termination.OOM, exit_code=137, limits=Limits(memory=cap.bytes))
@@ -306,9 +311,9 @@ def test_an_oom_kill_at_the_cap_says_the_host_is_too_small() -> None:
         "the unlimited run was OOM-killed at 48.0MiB, all the room left under the memory "
         "limit of /g (64.0MiB) when it started: the command needs more than it can have here"
     )
-    assert failed(oom) == "the unlimited run ended: oom"  # no cap: nothing to say of the host
+    assert failed(oom) == "the unlimited run was OOM-killed" + FAILS  # no cap: nothing of the host
     timeout = make_result(termination=Termination.TIMEOUT, limits=Limits(memory=cap.bytes))
-    assert failed(timeout, cap=cap) == "the unlimited run ended: timeout"
+    assert failed(timeout, cap=cap) == "the unlimited run timed out" + FAILS
 
 
 def test_report_of_a_fit_says_what_its_runs_are(
@@ -409,3 +414,49 @@ def test_a_reference_spread_wider_than_the_tolerance_is_warned_of(
                       "--json", "--", "sleep", "0.1")  # fmt: skip
     walls = json.loads(stdout)["reference"]["wall_s"]
     assert rc == 0 and max(walls) < 11 * min(walls) and "spread" not in err, err
+
+
+def test_a_command_killed_by_a_signal_unlimited_names_the_signal(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    rc, out, err = _fit(capfd, "--backend", "fake", "--", "sh", "-c", "kill -SEGV $$")
+    assert rc == 128 + 11, (out, err)
+    assert "no search: the unlimited run was killed by SIGSEGV" + FAILS + "\n" in out
+
+
+def test_a_search_interrupted_after_its_probes_says_what_they_showed(
+    capfd: pytest.CaptureFixture[str], limit_seen: str, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C in the third probe: fit had said "no search: interrupted" with 2 probes in
+    fit.json."""
+    import edgeprof.sweeps.fit as fit_module
+    from edgeprof.sweeps.request import RunJob, RunOutcome, execute
+    from edgeprof.sweeps.sweep import SweepResult
+
+    calls = 0
+
+    def interrupted_third_probe(job: RunJob, **kw: Any) -> RunOutcome:
+        nonlocal calls
+        calls += 1
+        if calls == 4:  # the reference, two probes, then Ctrl-C
+            return RunOutcome(SweepResult(job.plan, interrupted=True), [])
+        return execute(job, **kw)
+
+    monkeypatch.setattr(fit_module, "execute", interrupted_third_probe)
+    out = tmp_path / "f"
+    rc, stdout, err = _fit(capfd, "--backend", limit_seen, "--tolerance", "1000%", "--out",
+                           str(out), "--", "sh", "-c", NEEDS_32M)  # fmt: skip
+    assert rc == 130, (stdout, err)
+    doc = json.loads((out / "fit.json").read_text())
+    first, second = doc["probes"]
+    assert (first["limit_bytes"], first["ok"]) == (8 * MIB, False)  # the floor: exit 1
+    assert second["ok"] and second["limit_bytes"] >= 32 * MIB
+    said = (
+        f"the search was interrupted after 2 probes: it fits in "
+        f"{format_binary(second['limit_bytes'])}, not in 8.0MiB (exit 1 (unlimited: 0)); "
+        "no answer"
+    )
+    assert doc["stopped"] == said
+    assert stdout.splitlines()[-1] == said and "no search" not in stdout
+    assert "8.0MiB " in stdout  # the curve of the probes made
