@@ -104,6 +104,31 @@ def test_a_floor_read_at_samples_that_missed_the_peak_says_so() -> None:
     assert f is not None and not f.floor_between and "missed" not in (headroom(f) or "")
 
 
+def test_a_floor_whose_peak_page_cache_hid_says_the_run_may_have_held_more() -> None:
+    """A 128 MiB read, then an 80 MiB heap for 10 ms, under 100 MiB: page cache filled the
+    gap to the kernel's peak (the highest sample 98.75 MiB of 100), so the samples were not
+    "between" by the batching allowance, and "anon + shmem + kernel 68.7MiB leaves 31.3MiB"
+    had no caveat, where the run needs ~88 MiB."""
+    r = limited(peak=LIMIT, floor=74 * MIB, events_max=None, stall=None)
+    parts = MemoryParts(total=LIMIT - 5 * MIB // 4, anon=28 * MIB, file=70 * MIB, shmem=0,
+                        kernel=MIB // 2)  # fmt: skip
+    f = limit_fit(dataclasses.replace(r, memory=dataclasses.replace(r.memory, at_peak=parts)))
+    assert f is not None and f.status is Headroom.AT_LIMIT and f.floor_between
+    text = headroom(f)
+    assert text is not None and text.endswith(
+        "anon + shmem + kernel 74.0MiB leaves 26.0MiB (read at samples that missed the peak: "
+        "the run may have held more; --interval finer)"
+    )
+    # A sample at the peak to the page: its split is the peak's, and the floor is said as is.
+    at = dataclasses.replace(parts, total=LIMIT - 4096)
+    f = limit_fit(dataclasses.replace(r, memory=dataclasses.replace(r.memory, at_peak=at)))
+    assert f is not None and not f.floor_between
+    # No page cache at the highest sample: nothing hid a spike (the gap would be the total's).
+    bare = dataclasses.replace(parts, file=0)
+    f = limit_fit(dataclasses.replace(r, memory=dataclasses.replace(r.memory, at_peak=bare)))
+    assert f is not None and not f.floor_between
+
+
 def test_cgroup_v1_at_the_limit_says_it_has_no_stall_figure() -> None:
     # v1: no pressure file, no memory.events; a peak a few pages short of the limit met it.
     f = limit_fit(limited(peak=LIMIT - 12 * 4096, stall=None, events_max=None))
