@@ -103,15 +103,16 @@ def _render_one(o: FitOutcome) -> str:
     lines.append(plain_table(None, CURVE, rows).rstrip("\n"))
     lines.append("")
     what = f"{o.time.metric} within {100 * o.tolerance:.0f}% of the unlimited run's"
-    other = o.failed_otherwise
+    at_peak = o.failed_at_peak
     if o.stopped is not None:  # interrupted after some probes: what they showed
         lines.append(o.stopped)
-    elif other is not None:
-        top = "the unlimited run's peak" if other.limit == b.peak else "the ceiling"
+    elif at_peak is not None:
+        other = "" if at_peak.verdict.memory else " for a reason other than memory"
         lines.append(
-            f"no memory limit found: the command fails under a limit for a reason other than "
-            f"memory: at {format_binary(other.limit)} ({top}) it ended {other.verdict.reason}, "
-            "where a limit takes nothing from it; without a limit it succeeds"
+            f"no memory limit found: the command fails under a limit{other}: at "
+            f"{format_binary(at_peak.limit)} (the unlimited run's peak) it ended "
+            f"{at_peak.verdict.reason}, where a limit takes nothing from it; without a limit "
+            "it succeeds"
         )
     elif o.answer is None:
         assert b.ceiling is not None

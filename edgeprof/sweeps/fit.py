@@ -147,14 +147,16 @@ class FitOutcome:
         return None if self.answer is None else self.answer + (self.gpu_bytes or 0)
 
     @property
-    def failed_otherwise(self) -> Probe | None:
-        """Without an answer, the probe at the top of the search when it failed for a reason
-        other than memory (:attr:`Verdict.memory`: an exit code, a signal, a timeout): the
-        command fails under a limit even where the limit takes nothing from it."""
-        if self.answer is not None or self.stopped is not None:
+    def failed_at_peak(self) -> Probe | None:
+        """Without an answer and no ceiling below the peak, the probe at the unlimited peak,
+        which failed: the search probes it only after a failure other than memory
+        (:attr:`Verdict.memory`: an exit code, a signal, a timeout), and then the command
+        fails under a limit even where the limit takes nothing from it.  (At a ceiling below
+        the peak a failure is the ceiling's: it does not fit there.)"""
+        b = self.bounds
+        if self.answer is not None or self.stopped is not None or b.top != b.peak:
             return None
-        top = [p for p in self.probes if p.limit == self.bounds.top]
-        return next((p for p in top if not p.verdict.ok and not p.verdict.memory), None)
+        return next((p for p in self.probes if p.limit == b.peak and not p.verdict.ok), None)
 
     @property
     def max_probes(self) -> int:

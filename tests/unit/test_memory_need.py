@@ -576,3 +576,25 @@ def test_on_a_unified_device_the_gpus_share_counts_against_the_memory() -> None:
     assert "does not fit in 64.0MiB: 16.0MiB short" in text
     fits = dataclasses.replace(outcome(50 * MIB, ceiling=96 * MIB), gpu_bytes=30 * MIB)
     assert fits.fits and "fits in 96.0MiB with 16.0MiB to spare" in render_fit([fits])
+
+
+def test_render_fit_of_a_peak_that_fails_after_failures_other_than_memory() -> None:
+    """The peak is probed after an exit 1 below it; an OOM kill there is said as what it
+    is, with no ceiling to fail against (it had been an AssertionError)."""
+    base = outcome(None)
+    refused = Probe(40 * MIB, (run(exit_code=1),), Verdict(False, "exit 1 (unlimited: 0)", False))
+    oom = Probe(100 * MIB, (run(termination=Termination.OOM, exit_code=137),),
+                Verdict(False, "oom"))  # fmt: skip
+    o = dataclasses.replace(base, probes=(refused, oom))
+    assert o.failed_at_peak == oom and not o.fits
+    assert o.max_probes == max_probes(o.bounds) + 1  # the peak, probed after the exit 1
+    text = render_fit([o])
+    assert (
+        "no memory limit found: the command fails under a limit: at 100.0MiB (the unlimited "
+        "run's peak) it ended oom, where a limit takes nothing from it; without a limit it "
+        "succeeds\n"
+    ) in text
+    # With a ceiling below the peak, a failure at it is the ceiling's: it does not fit there.
+    capped = dataclasses.replace(o, bounds=dataclasses.replace(o.bounds, ceiling=64 * MIB))
+    assert capped.failed_at_peak is None
+    assert "does not fit in 64.0MiB" in render_fit([capped])
