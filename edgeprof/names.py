@@ -37,6 +37,17 @@ def has_control(text: str) -> bool:
     return any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text)
 
 
+def printable(text: str) -> str:
+    """``text`` with each control character written as ``repr`` writes it (``\\x1b``,
+    ``\\n``): for labels edgeprof derives from what a workload chose, such as its program's
+    file name, which may hold anything but ``/`` and NUL.  A program linked as
+    ``ESC]0;PWN BEL ESC[31mpy<newline>X`` had retitled and coloured the terminal and split the
+    results table's row; the escaped name still tells the runs apart."""
+    if not has_control(text):
+        return text
+    return "".join(repr(c)[1:-1] if has_control(c) else c for c in text)
+
+
 def check_name(text: str, what: str) -> str:
     """``text`` if it is acceptable as a model name or run label, else a ConfigError."""
     if not text or not text.strip():

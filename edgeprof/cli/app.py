@@ -13,6 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 from .. import __version__
+from ..names import printable
 from . import COMMANDS, EXIT_BUDGET, EXIT_ERROR, EXIT_INTERRUPTED
 from .outcome import exit_code, guarded, runs_exit_code
 
@@ -120,7 +121,7 @@ def _main(argv: list[str] | None) -> int:
         if "\n" in message:  # no arguments at all: the help text
             print(message, file=sys.stderr)
         else:
-            print(f"edgeprof: error: {message}", file=sys.stderr)
+            print(f"edgeprof: error: {printable(message)}", file=sys.stderr)
         return EXIT_ERROR
     except typer.Abort:
         return EXIT_INTERRUPTED

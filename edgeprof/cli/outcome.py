@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from ..errors import EdgeprofError
+from ..names import printable
 from . import EXIT_BUDGET, EXIT_ERROR, EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
@@ -70,7 +71,9 @@ def guarded(command: Callable[[], int]) -> int:
             out.flush()  # what is still buffered fails here, not at the interpreter's exit
     except EdgeprofError as exc:
         _show_measured(exc)
-        print(f"edgeprof: error: {exc}", file=sys.stderr)
+        # printable: a message quotes what it was given (a program's name, a file's key), and
+        # an escape or a newline there would reach the terminal raw or split the one line.
+        print(f"edgeprof: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

@@ -36,9 +36,18 @@ NON_NEGATIVE = frozenset(
 
 
 NO_CONTROL = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
-"""A run's ``name`` has no C0 or C1 control character (a newline breaks a table's row and a
-CSV field; no edgeprof writes one: :func:`edgeprof.names.has_control`, which this layer may
-not import).  A JSON Schema ``pattern``, and the reader's own (:func:`control_free`)."""
+"""No string of a file has a C0 or C1 control character: every one is shown somewhere (a
+label, a phase's row, a warning line, a Markdown cell), and a newline breaks a table's row and
+a CSV field while an escape reaches the terminal (``ESC]0;…BEL`` retitles it, ``ESC[41m``
+colours it).  No edgeprof writes one (:func:`edgeprof.names.has_control` at every name it
+takes).  A JSON Schema ``pattern``, and the reader's own (:func:`control_free`).  The
+exception is :data:`ARGV`."""
+
+ARGV = frozenset({"command"})
+"""Keys whose strings are the workload's own argv, read back as they ran: an argument may hold
+a newline (``python3 -c "import x<newline>x.run()"``) and a program's file name anything but
+``/`` and NUL.  They are displayed only through :func:`edgeprof.names.printable` (a run's
+label is its program's escaped file name), so they take any text."""
 
 
 def control_free(text: str) -> bool:
@@ -88,9 +97,10 @@ def cpu_list(value: Any, where: str) -> Any:
     return tuple(value)
 
 
-def check(value: object, hint: Any, where: str) -> None:
+def check(value: object, hint: Any, where: str, argv: bool = False) -> None:
     """Raise a :class:`ConfigError` naming ``where`` (a dotted key) unless the JSON
-    ``value`` can stand for a ``hint``-typed field."""
+    ``value`` can stand for a ``hint``-typed field; a string with a control character only
+    under an :data:`ARGV` key (``argv``)."""
     if hint is Any or hint is object:
         return
     origin = typing.get_origin(hint)
@@ -101,7 +111,7 @@ def check(value: object, hint: Any, where: str) -> None:
         others = [a for a in args if a is not type(None)]
         for i, arg in enumerate(others):
             try:
-                check(value, arg, where)
+                check(value, arg, where, argv)
                 return
             except ConfigError:
                 if i == len(others) - 1:
@@ -116,17 +126,17 @@ def check(value: object, hint: Any, where: str) -> None:
             if len(value) != len(args):
                 raise _bad(where, f"a list of {len(args)}", value)
             for i, (v, a) in enumerate(zip(value, args, strict=True)):
-                check(v, a, f"{where}[{i}]")
+                check(v, a, f"{where}[{i}]", argv)
             return
         for i, v in enumerate(value):
-            check(v, item, f"{where}[{i}]")
+            check(v, item, f"{where}[{i}]", argv)
         return
     if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
         if not isinstance(value, Mapping):
             raise _bad(where, "an object", value)
         args = typing.get_args(hint)
         for k, v in value.items():
-            check(v, args[1] if len(args) == 2 else Any, f"{where}.{k}")
+            check(v, args[1] if len(args) == 2 else Any, f"{where}.{k}", argv)
         return
     if hint is float or hint is int:
         if isinstance(value, bool) or not isinstance(value, int if hint is int else int | float):
@@ -137,6 +147,8 @@ def check(value: object, hint: Any, where: str) -> None:
     elif hint is bool or hint is str:
         if not isinstance(value, hint):
             raise _bad(where, "true or false" if hint is bool else "a string", value)
+        if isinstance(value, str) and not argv and not control_free(value):
+            raise _bad(where, "no control characters", value)
     elif hint is type(None):
         if value is not None:
             raise _bad(where, "null", value)
@@ -151,7 +163,7 @@ def check(value: object, hint: Any, where: str) -> None:
         for f in dataclasses.fields(hint):
             if f.name in value:
                 at = f"{where}.{f.name}" if where else f.name
-                check(value[f.name], hints[f.name], at)
+                check(value[f.name], hints[f.name], at, f.name in ARGV)
                 v = value[f.name]
                 if non_negative(f.name) and isinstance(v, int | float) and v < 0:
                     raise _bad(at, "a number of 0 or more", v)

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..names import printable
 from ..units import shown
 from .events import EventCounts
 from .gpu import GpuStats
-from .jsoncheck import control_free, cpu_list, from_json
+from .jsoncheck import cpu_list, from_json
 from .memory import MemoryStats, known_fields
 from .spec import Limits
 
@@ -355,7 +356,9 @@ class RunResult:
 
     @property
     def label(self) -> str:
-        return self.name or (Path(self.command[0]).name if self.command else "?")
+        """``name``, else the program's file name, its control characters escaped (a file
+        name may hold them; ``name`` may not: :mod:`.jsoncheck`)."""
+        return self.name or (printable(Path(self.command[0]).name) if self.command else "?")
 
     @property
     def succeeded(self) -> bool:
@@ -431,13 +434,6 @@ class RunResult:
                 f"unsupported result schema_version {shown(version)} "
                 f"(this edgeprof reads {SCHEMA_VERSION})"
             )
-        name = d.get("name")
-        if isinstance(name, str) and not control_free(name):
-            from ..errors import ConfigError
-
-            # A label is a table's cell and a CSV field: a newline breaks both, and no
-            # edgeprof writes one (profile and --name refuse it).
-            raise ConfigError(f"name: expected no control characters, got {shown(name)}")
         return from_json(cls, d, cls._from_checked)
 
     @classmethod

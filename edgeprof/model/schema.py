@@ -27,7 +27,7 @@ import typing
 from typing import Any
 
 from ..units import MAX_CPU, MAX_CPUS, MAX_PERIOD_US, MAX_PIDS, MAX_SIZE, MIN_CPUS, MIN_QUOTA_US
-from .jsoncheck import MAX_SECONDS, NO_CONTROL, non_negative, seconds
+from .jsoncheck import ARGV, MAX_SECONDS, NO_CONTROL, non_negative, seconds
 from .results import SCHEMA_VERSION, RunResult
 
 __all__ = ["result_schema"]
@@ -82,7 +82,6 @@ def result_schema() -> dict[str, Any]:
     defs: dict[str, Any] = {}
     top = _object(RunResult, defs)
     top["properties"]["limits"] = LIMITS  # to_dict's own shape of Limits
-    top["properties"]["name"]["pattern"] = NO_CONTROL  # a label: no newline, as the reader
     del defs["Limits"]
     top["properties"]["schema_version"] = {"const": SCHEMA_VERSION}
     top["required"].insert(0, "schema_version")  # every file has it: the reader's first check
@@ -101,7 +100,7 @@ def _object(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
     props: dict[str, Any] = {}
     required = []
     for f in dataclasses.fields(cls):
-        schema = _schema(hints[f.name], defs)
+        schema = _schema(hints[f.name], defs, f.name in ARGV)
         if non_negative(f.name):  # the reader's rule (jsoncheck.NON_NEGATIVE)
             schema = {k: v for k, v in schema.items() if k != "exclusiveMinimum"}
             schema["minimum"] = 0
@@ -119,18 +118,22 @@ def _object(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
     return {**out, "properties": props, "required": required, "additionalProperties": False}
 
 
-def _schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
+def _schema(tp: Any, defs: dict[str, Any], argv: bool = False) -> dict[str, Any]:
+    """``argv``: a string may hold control characters (:data:`.jsoncheck.ARGV`); no other
+    may, as the reader (:data:`.jsoncheck.NO_CONTROL`)."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
         (inner,) = [a for a in args if a is not type(None)]
-        schema = _schema(inner, defs)
+        schema = _schema(inner, defs, argv)
         if "type" not in schema:  # a reference
             return {"anyOf": [schema, {"type": "null"}]}
         return {**schema, "type": [schema["type"], "null"]}
     if origin in (tuple, list):
-        return {"type": "array", "items": _schema(args[0], defs)}
+        return {"type": "array", "items": _schema(args[0], defs, argv)}
     if tp is int:  # the reader's bound (edgeprof.model.jsoncheck): the kernel's are 64-bit
         return {"type": "integer", "exclusiveMinimum": -(2**64), "exclusiveMaximum": 2**64}
+    if tp is str and not argv:
+        return {"type": "string", "pattern": NO_CONTROL}
     if tp in _SIMPLE:
         return {"type": _SIMPLE[tp]}
     if isinstance(tp, type) and issubclass(tp, enum.Enum):

@@ -29,6 +29,7 @@ from ..errors import ConfigError, LimitError
 from ..measure.limits import allowed_cpus, host_memory, resolve
 from ..measure.runner import OUT_FILES, profile
 from ..model import Limits, RunResult, Termination
+from ..names import printable
 from ..outfiles import check_target
 from ..storage import DirLock, missing_dirs, prepare_out_dir, write_text_atomic
 from .labels import model_labels, safe_dir
@@ -177,7 +178,7 @@ class SweepPlan:
         rounds = [(True, k + 1) for k in range(self.warmup)]
         rounds += [(False, k) for k in self.rounds()]
         order = list(itertools.product(rounds, self.limits, models))
-        program = Path(self.command[0]).name if self.command else "run"
+        program = printable(Path(self.command[0]).name) if self.command else "run"
         return [
             Step(i + 1, len(order), model, self.label(model), lim, rnd, warm, program)
             for i, ((warm, rnd), lim, model) in enumerate(order)

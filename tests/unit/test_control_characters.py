@@ -1,0 +1,151 @@
+"""No control character from a workload or a result file reaches the terminal or a report
+file raw: a program's file name is shown escaped, a result file's string with one is refused
+by key, and an error line quotes what it was given on one line (``docs/reliability.md``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from edgeprof.cli import main
+from edgeprof.errors import ConfigError
+from edgeprof.model import RunResult
+from tests.unit.conftest import make_result
+
+from .test_fuzz_files import RESULT
+from .test_merge import _sweep
+
+PROGRAM = "\x1b]0;PWN\x07\x1b[31mpy\nX<b>"
+"""The tester's program name: an OSC title change, a colour, a newline, HTML."""
+ESCAPED = "\\x1b]0;PWN\\x07\\x1b[31mpy\\nX<b>"
+INJECTED = "\x1b]0;HACKED\x07\x1b[41mX\n|x|"
+INJECTED_SHOWN = "'\\x1b]0;HACKED\\x07\\x1b[41mX\\n|x|'"
+
+
+def _no_control(text: str) -> None:
+    raw = [c for c in text if (ord(c) < 32 and c != "\n") or 127 <= ord(c) < 160]
+    assert raw == [], text
+
+
+def test_a_programs_file_name_is_its_label_escaped() -> None:
+    r = make_result(command=(f"/opt/{PROGRAM}", "-c", "print(1)\nprint(2)"))
+    assert r.label == ESCAPED
+    assert make_result(command=("/usr/bin/python3",)).label == "python3"  # the plain name as is
+
+
+def test_a_live_runs_label_is_escaped_in_every_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Measured before: the NAME cell was the raw ``ESC]0;PWN BEL ESC[31mpy``, a newline and
+    ``X<b>``, on the terminal, in ``report`` and in ``report --markdown``."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "w").mkdir()
+    program = tmp_path / "w" / PROGRAM
+    program.symlink_to(sys.executable)
+    argv = ["run", "--backend", "fake", "--out", "o", "--", str(program), "-c", "print(1)"]
+    assert main(argv) == 0
+    assert main(["report", "o"]) == 0
+    assert main(["report", "--markdown", "o.md", "o"]) == 0
+    out = capfd.readouterr().out
+    _no_control(out)
+    _no_control(Path("o.md").read_text())
+    rows = [line for line in out.splitlines() if line.startswith(ESCAPED + " ")]
+    assert len(rows) == 3  # the run's table and both reports', one whole row each
+    assert f"| {ESCAPED} |" in Path("o.md").read_text()
+    # The file keeps the argv as it ran; reading it back shows the same label.
+    data = json.loads(Path("o/result.json").read_text())
+    assert data["command"][0] == str(program)
+    assert RunResult.from_dict(data).label == ESCAPED
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "where"),
+    [
+        ("warnings", [INJECTED], "warnings[0]"),
+        ("phases", [{**RESULT["phases"][0], "name": INJECTED}], "phases[0].name"),
+        ("marks", [{**RESULT["marks"][0], "name": INJECTED}], "marks[0].name"),
+        ("name", INJECTED, "name"),
+        ("image", INJECTED, "image"),
+    ],
+)
+def test_a_result_files_control_character_is_refused_by_key(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], key: str, value: object, where: str
+) -> None:
+    """Measured before: ``report`` of such a file printed 3 raw ESC sequences and a PHASE
+    column broken by the newline; only ``name`` was checked."""
+    (tmp_path / "h").mkdir()
+    path = tmp_path / "h" / "result.json"
+    path.write_text(json.dumps({**RESULT, key: value}))
+    with pytest.raises(ConfigError) as exc:
+        RunResult.from_dict({**RESULT, key: value})
+    assert str(exc.value) == f"{where}: expected no control characters, got {INJECTED_SHOWN}"
+    markdown = ["report", "--markdown", str(tmp_path / "m.md"), str(path)]
+    for argv in (["report", str(tmp_path / "h")], markdown):
+        assert main(argv) == 2
+        err = capfd.readouterr().err
+        assert err == (
+            f"edgeprof: error: {path} is not an edgeprof result: {where}: expected no "
+            f"control characters, got {INJECTED_SHOWN}\n"
+        )
+    path.unlink()  # not edgeprof's: the suite's schema check reads what a test leaves
+
+
+def test_the_workloads_argv_keeps_its_newlines() -> None:
+    """A ``-c`` script of several lines is an argument as it ran, shown nowhere raw."""
+    doc = {**RESULT, "command": ["python3", "-c", "import os\nprint(1)\x1b"]}
+    assert RunResult.from_dict(doc).command[2] == "import os\nprint(1)\x1b"
+
+
+def test_compares_error_is_one_line_without_escapes(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Measured before: ``…their models differ (python3 → <ESC>]0;HACKED<BEL><ESC>[41mX``,
+    then ``|x|)`` on a second line."""
+    for name, program in (("r1", "python3"), ("h1", f"/usr/bin/{INJECTED}")):
+        (tmp_path / name).mkdir()
+        doc = {**RESULT, "name": None, "command": [program, "x.py"]}
+        (tmp_path / name / "r.json").write_text(json.dumps(doc))
+    assert main(["compare", str(tmp_path / "r1" / "r.json"), str(tmp_path / "h1" / "r.json")]) == 2
+    err = capfd.readouterr().err
+    _no_control(err)
+    assert err.count("\n") == 1
+    assert err.endswith(
+        "their models differ (python3 → \\x1b]0;HACKED\\x07\\x1b[41mX\\n|x|)\n"
+    ), err
+
+
+def test_an_error_line_quoting_a_program_stays_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--backend", "fake", "--", f"/nonexistent/{INJECTED}"]) == 2
+    assert capfd.readouterr().err == (
+        "edgeprof: error: command not found: /nonexistent/\\x1b]0;HACKED\\x07\\x1b[41mX\\n|x|\n"
+    )
+
+
+def test_merge_refuses_an_edited_shards_control_characters(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Measured before: ``merge`` with a shard whose run had an injected warning printed 12
+    raw ESC sequences (the merged report's notes and tables)."""
+    for i in (1, 2):
+        _sweep(tmp_path / f"s{i}", (i, 2))
+    sweep = tmp_path / "s2" / "sweep.json"
+    data = json.loads(sweep.read_text())
+    data["runs"][0]["warnings"] = [INJECTED]
+    sweep.write_text(json.dumps(data))
+    capfd.readouterr()
+    shards = [str(tmp_path / "s1"), str(tmp_path / "s2")]
+    assert main(["merge", *shards, "--out", str(tmp_path / "m")]) == 2
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert err == (
+        f"edgeprof: error: {sweep}: warnings[0]: expected no control characters, "
+        f"got {INJECTED_SHOWN}\n"
+    )
+    assert not (tmp_path / "m").exists()
+    sweep.unlink()  # not edgeprof's: the suite's schema check reads what a test leaves
