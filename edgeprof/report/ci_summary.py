@@ -14,7 +14,7 @@ from ..analysis.cells import cells, successful
 from ..analysis.regression import Change, Verdict
 from ..model import RunResult
 from ..storage import append_locked, write_output
-from .table import markdown_lines, plain_table
+from .table import markdown_lines, markdown_text, plain_table
 
 _MARK = {Status.PASS: "✅ pass", Status.BREACH: "❌ breach", Status.NOT_MEASURED: "❌ not measured"}
 _VERDICT_WORD = {
@@ -34,8 +34,9 @@ _VERDICT_MARK = {
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    # A CI page's cells hold messages: a line break would end the table row.
-    return markdown_lines(header, [[c.replace("\n", " ") for c in r] for r in rows])
+    # A CI page's cells hold messages: a line break, which would end the table row, is a
+    # space (markdown_text).
+    return markdown_lines(header, rows)
 
 
 BUDGET_COLUMNS = ("Model", "Limits", "Metric", "Value", "Budget", "Result")
@@ -110,7 +111,7 @@ def render_run_summary(
         # measured the CPU quota's stalls: said in the text and JUnit, not here before).
         reasons = [c for c in checks if c.status is Status.NOT_MEASURED or c.caveat]
         if reasons:
-            lines += [""] + [f"- {c.describe()}" for c in reasons]
+            lines += [""] + [f"- {markdown_text(c.describe())}" for c in reasons]
     return "\n".join(lines) + "\n"
 
 
@@ -136,7 +137,7 @@ def render_compare_summary(
     ]
     lines += _table(COMPARE_COLUMNS, compare_rows(changes))
     if notes:
-        lines += [""] + [f"- {n}" for n in notes]
+        lines += [""] + [f"- {markdown_text(n)}" for n in notes]
     return "\n".join(lines) + "\n"
 
 

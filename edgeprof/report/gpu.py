@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 from ..model import GpuDevice, RunResult
 from ..units import format_binary, format_energy
-from .table import markdown_lines, plain_table
+from .table import markdown_lines, markdown_text, plain_table
 
 GPU_COLUMNS = (
     "NAME",
@@ -104,7 +104,8 @@ def render_gpu(results: Sequence[RunResult], *, markdown: bool = False) -> str:
     out = [fmt("GPU", GPU_COLUMNS, rows)]
     notes = gpu_notes(results)
     if notes:
-        out.append("".join(n + "\n" for n in notes))
+        line = markdown_text if markdown else str
+        out.append("".join(line(n) + "\n" for n in notes))
     phases = gpu_phase_rows(results)
     if phases:
         out.append(fmt("GPU by phase", PHASE_COLUMNS, phases))
@@ -112,4 +113,4 @@ def render_gpu(results: Sequence[RunResult], *, markdown: bool = False) -> str:
 
 
 def _markdown(title: str, columns: Sequence[str], rows: list[list[str]]) -> str:
-    return "\n".join([f"**{title}**", "", *markdown_lines(columns, rows)]) + "\n"
+    return "\n".join([f"**{markdown_text(title)}**", "", *markdown_lines(columns, rows)]) + "\n"

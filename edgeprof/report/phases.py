@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from ..analysis.cells import cells, setting, successful
 from ..model import PERCENTILES, LatencyStats, PhaseStats, RunResult
 from ..units import format_binary, format_seconds
-from .table import markdown_lines, plain_table
+from .table import markdown_lines, markdown_text, plain_table
 
 PHASE_COLUMNS = ("NAME", "PHASE", "N", "WALL", "CPU TIME", "CPU %", "PEAK MEM", "AVG MEM")
 LATENCY_COLUMNS = (
@@ -251,12 +251,13 @@ def cap_notes(results: Sequence[RunResult]) -> list[str]:
 
 
 def _markdown(title: str, columns: Sequence[str], rows: list[list[str]]) -> str:
-    return "\n".join([f"**{title}**", "", *markdown_lines(columns, rows)]) + "\n"
+    return "\n".join([f"**{markdown_text(title)}**", "", *markdown_lines(columns, rows)]) + "\n"
 
 
 def render_sections(results: Sequence[RunResult], *, markdown: bool = False) -> str:
     """``Phases`` and ``Latency`` tables, each only when some run has rows for it."""
     fmt = _markdown if markdown else plain_table
+    line = markdown_text if markdown else str  # a note names a phase the workload chose
     how = " (median over each model's runs)" if aggregated(results) else ""
     out = []
     phases = phase_rows(results)
@@ -264,10 +265,10 @@ def render_sections(results: Sequence[RunResult], *, markdown: bool = False) -> 
         out.append(fmt("Phases" + how, PHASE_COLUMNS, phases))
     notes = cap_notes(results)
     if notes:
-        out.append("".join(n + "\n" for n in notes))
+        out.append("".join(line(n) + "\n" for n in notes))
     latency = latency_rows(results)
     if latency:
         out.append(fmt("Latency" + how, LATENCY_COLUMNS, latency))
         cells = [cell for row in latency for cell in row[4:8]]
-        out.extend(n + "\n" for n in latency_notes(cells, _latencies(results)))
+        out.extend(line(n) + "\n" for n in latency_notes(cells, _latencies(results)))
     return "\n".join(out)

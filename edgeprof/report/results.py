@@ -19,7 +19,7 @@ from ..units import format_binary, format_decimal, format_seconds
 from .gpu import render_gpu
 from .memory import composition, cost, gpu_headroom, headroom
 from .phases import named_runs, render_sections
-from .table import markdown_lines, plain_table
+from .table import markdown_lines, markdown_text, plain_table
 
 COLUMNS = (
     "NAME",
@@ -100,7 +100,7 @@ def _sections(results: Sequence[RunResult], *, markdown: bool = False) -> str:
 
 def render_markdown(results: Sequence[RunResult]) -> str:
     lines = markdown_lines(COLUMNS, rows(results))
-    notes = _notes(results)
+    notes = "".join(markdown_text(n) + "\n" for n in _notes(results).splitlines())
     return (
         "\n".join(lines)
         + "\n"

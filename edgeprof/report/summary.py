@@ -9,7 +9,7 @@ from typing import TextIO
 
 from ..model import RunResult
 from .results import print_table, render_markdown
-from .table import TextTable
+from .table import TextTable, markdown_text
 
 
 def summary_tables(results: Sequence[RunResult], warmup: int | None = None) -> list[TextTable]:
@@ -46,4 +46,4 @@ def markdown_summary(
     if len(results) > 1:
         text += "".join("\n" + t.markdown() for t in summary_tables(results, warmup))
     text += "".join("\n" + t.markdown() for t in extra)
-    return text + "".join(f"\n> note: {n}\n" for n in notes)
+    return text + "".join(f"\n> note: {markdown_text(n)}\n" for n in notes)

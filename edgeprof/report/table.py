@@ -66,11 +66,33 @@ def plain_table(
     return "\n".join(lines) + "\n"
 
 
+_MARKDOWN_ESCAPES = {
+    **{c: "\\" + c for c in "\\`*_[]~|"},
+    "<": "&lt;",
+    ">": "&gt;",
+    "&": "&amp;",
+    "\n": " ",
+}
+_MARKDOWN_TABLE = str.maketrans(_MARKDOWN_ESCAPES)
+
+
+def markdown_text(text: str) -> str:
+    """``text`` as Markdown shows it literally: the one escape of every text edgeprof puts in
+    a Markdown file (a cell, a note, a title).  These files become CI pages (a GitHub step
+    summary renders inline HTML and links), and a cell holds what a workload chose: a phase
+    named ``<h1>X</h1><img src="https://…">`` had put a heading and a tracking image on the
+    page, and a ``[x](javascript:alert(1))`` a link.  HTML's ``<``, ``>`` and ``&`` become
+    entities; the marks of code, emphasis, links, strikethrough and a table's cell (`` ` * _
+    [ ] ~ |``) and the backslash that would escape them are backslash-escaped (CommonMark
+    takes any ASCII punctuation so); a line break, which ends a table's row, is a space."""
+    return text.translate(_MARKDOWN_TABLE)
+
+
 def markdown_lines(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """A Markdown (GFM) table; a ``|`` in a cell is escaped."""
+    """A Markdown (GFM) table, every cell through :func:`markdown_text`."""
 
     def cells(r: Sequence[str]) -> str:
-        return "| " + " | ".join(c.replace("|", "\\|") for c in r) + " |"
+        return "| " + " | ".join(map(markdown_text, r)) + " |"
 
     return [cells(header), "|" + "---|" * len(header), *(cells(r) for r in rows)]
 
@@ -88,9 +110,10 @@ class TextTable:
         return plain_table(self.title, self.rows[0], self.rows[1:], self.notes)
 
     def markdown(self) -> str:
-        lines = [f"#### {self.title}", "", *markdown_lines(self.rows[0], self.rows[1:])]
+        title = markdown_text(self.title)
+        lines = [f"#### {title}", "", *markdown_lines(self.rows[0], self.rows[1:])]
         if self.notes:
-            lines += [""] + [f"- {n.strip()}" for n in self.notes]
+            lines += [""] + [f"- {markdown_text(n.strip())}" for n in self.notes]
         return "\n".join(lines) + "\n"
 
     def html(self) -> str:

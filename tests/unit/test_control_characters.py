@@ -1,6 +1,8 @@
 """No control character from a workload or a result file reaches the terminal or a report
 file raw: a program's file name is shown escaped, a result file's string with one is refused
-by key, and an error line quotes what it was given on one line (``docs/reliability.md``)."""
+by key, and an error line quotes what it was given on one line (``docs/reliability.md``).
+And a Markdown file shows what a workload named literally: no HTML, link or emphasis of its
+own."""
 
 from __future__ import annotations
 
@@ -13,7 +15,10 @@ import pytest
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.model import RunResult
+from edgeprof.report.ci_summary import render_run_summary
+from edgeprof.report.table import TextTable, markdown_text
 from tests.unit.conftest import make_result
+from tests.unit.test_event_caps import REPO
 
 from .test_fuzz_files import RESULT
 from .test_merge import _sweep
@@ -54,7 +59,9 @@ def test_a_live_runs_label_is_escaped_in_every_report(
     _no_control(Path("o.md").read_text())
     rows = [line for line in out.splitlines() if line.startswith(ESCAPED + " ")]
     assert len(rows) == 3  # the run's table and both reports', one whole row each
-    assert f"| {ESCAPED} |" in Path("o.md").read_text()
+    # The escaped label shown literally: its backslashes, its [ and its <b> escaped.
+    cell = "\\\\x1b\\]0;PWN\\\\x07\\\\x1b\\[31mpy\\\\nX&lt;b&gt;"
+    assert f"| {cell} |" in Path("o.md").read_text()
     # The file keeps the argv as it ran; reading it back shows the same label.
     data = json.loads(Path("o/result.json").read_text())
     assert data["command"][0] == str(program)
@@ -149,3 +156,61 @@ def test_merge_refuses_an_edited_shards_control_characters(
     )
     assert not (tmp_path / "m").exists()
     sweep.unlink()  # not edgeprof's: the suite's schema check reads what a test leaves
+
+
+# -- Markdown: what a workload named shows literally ------------------------------------------
+
+TRACKER = '<h1>X</h1><img src="https://example.invalid/t.png">'
+TRACKER_SHOWN = '&lt;h1&gt;X&lt;/h1&gt;&lt;img src="https://example.invalid/t.png"&gt;'
+SCRIPT = "<script>alert(1)</script>"
+LINK = "[x](javascript:alert(1))"
+
+
+def test_markdown_text_shows_html_links_and_emphasis_literally() -> None:
+    assert markdown_text(TRACKER) == TRACKER_SHOWN
+    assert markdown_text(SCRIPT) == "&lt;script&gt;alert(1)&lt;/script&gt;"
+    assert markdown_text(LINK) == "\\[x\\](javascript:alert(1))"
+    assert markdown_text("*b* _i_ `c` ~s~ a|b \\ &amp;") == (
+        "\\*b\\* \\_i\\_ \\`c\\` \\~s\\~ a\\|b \\\\ &amp;amp;"
+    )
+    assert markdown_text("mobilenet-v2.onnx 12.5ms ±1%") == "mobilenet-v2.onnx 12.5ms ±1%"
+
+
+def test_a_live_runs_phase_names_are_literal_in_its_markdown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Measured before: ``run --markdown run.md`` of a workload whose phase was named
+    ``<h1>X</h1><img src=…>`` had the raw heading and image in a cell (only ``|`` was
+    escaped); these files become GitHub step summaries."""
+    monkeypatch.chdir(tmp_path)
+    Path("evil.py").write_text(f"import edgeprof\nwith edgeprof.phase({TRACKER!r}):\n    pass\n")
+    argv = ["run", "--backend", "fake", "--env", f"PYTHONPATH={REPO}", "--markdown", "run.md",
+            "--out", "evil", "--", sys.executable, "evil.py"]  # fmt: skip
+    assert main(argv) == 0
+    md = Path("run.md").read_text()
+    # The runner makes a phase name's blanks underscores, escaped here in turn.
+    assert "| " + TRACKER_SHOWN.replace(" ", "\\_") + " |" in md
+    assert "<" not in md and ">" not in md
+
+
+def test_reports_markdown_escapes_a_result_files_phase_names(tmp_path: Path) -> None:
+    """Measured before: ``report --markdown`` passed ``<script>…</script>`` and
+    ``[x](javascript:alert(1))`` through as HTML and a link."""
+    phases = [{**RESULT["phases"][0], "name": n} for n in (SCRIPT, LINK)]
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "result.json").write_text(json.dumps({**RESULT, "phases": phases}))
+    assert main(["report", "--markdown", str(tmp_path / "r.md"), str(tmp_path / "r")]) == 0
+    md = (tmp_path / "r.md").read_text()
+    assert "| &lt;script&gt;alert(1)&lt;/script&gt; |" in md
+    assert "| \\[x\\](javascript:alert(1)) |" in md
+    assert "<" not in md and "](" not in md.replace("\\](", "")
+
+
+def test_a_ci_summarys_labels_and_notes_are_literal() -> None:
+    r = make_result(name=None, command=("/opt/<img src=x onerror=alert(1)>", "infer.py"))
+    text = render_run_summary([r], [])
+    assert "| &lt;img src=x onerror=alert(1)&gt; |" in text and "<" not in text
+    table = TextTable("*T*", [["A"], ["[a](b)"]], notes=["<i>n</i>"])
+    assert table.markdown() == (
+        "#### \\*T\\*\n\n| A |\n|---|\n| \\[a\\](b) |\n\n- &lt;i&gt;n&lt;/i&gt;\n"
+    )

@@ -151,7 +151,7 @@ def test_markdown_is_a_pipe_table() -> None:
         assert len(unescaped) == len(COLUMNS) + 1
     assert body[0].startswith("| a\\|b | 80.0% | 120.0% | 100.0MiB / 512.0MiB |")
     assert lines[4] == ""  # the table ends before the notes
-    assert "a|b: cgroup/cgroup2" in text
+    assert "a\\|b: cgroup/cgroup2" in text  # a note's text is escaped as a cell's
 
 
 def test_print_table_plain_when_not_a_terminal() -> None:
