@@ -32,6 +32,7 @@ from pathlib import Path, PurePosixPath
 from ..errors import ConfigError
 from ..measure.inputs import MIN_INTERVAL_S
 from ..model import Limits
+from ..names import has_control
 from ..storage import read_capped
 from ..units import parse_duration
 
@@ -357,6 +358,8 @@ def parse(path: Path, cwd: Path | None = None) -> EnvTemplate:
     if not directory.is_dir():
         raise fail("DIR", f"DIR {get('DIR')!r}: no such directory")
     script = get("SCRIPT")
+    if has_control(script):  # it had been refused later as "--name", not named as SCRIPT
+        raise fail("SCRIPT", f"SCRIPT {script!r}: contains a control character")
     if Path(script).is_absolute() or ".." in Path(script).parts:
         raise fail("SCRIPT", f"SCRIPT {script!r}: must name a file inside DIR")
     if not (directory / script).is_file():
@@ -400,6 +403,21 @@ def parse(path: Path, cwd: Path | None = None) -> EnvTemplate:
             f"{at('DOCKER_ARGS')}: DOCK_ARGS and DOCKER_ARGS are both set and differ: keep one"
         )
     output = get("OUTPUTFILE").strip()
+    if has_control(output):
+        raise fail("OUTPUTFILE", f"OUTPUTFILE {output!r}: contains a control character")
+    if (
+        PurePosixPath(output).is_absolute()
+        or ".." in PurePosixPath(output).parts
+        or PurePosixPath(output).name in ("", ".")
+        or output.endswith("/")
+    ):
+        # A colleague's template is not trusted with a path (docs/reliability.md): an
+        # absolute or ../ OUTPUTFILE had a summary appended to any file the user could write.
+        raise fail(
+            "OUTPUTFILE",
+            f"OUTPUTFILE {output!r}: must name a file inside the directory edgeprof is "
+            "started in (the old profiler's: a file name, as out.txt)",
+        )
     if "/" in output.rstrip("/") and not (base / output).parent.is_dir():
         raise fail("OUTPUTFILE", f"OUTPUTFILE {output!r}: no such directory")
     return EnvTemplate(

@@ -77,7 +77,7 @@ GOOD_TEMPLATE = {
     "SCRIPT": "main.sh",
     "COMMAND": "sh",
     "SAMPLETIME": "0.05",
-    "OUTPUTFILE": "{t}/out.txt",
+    "OUTPUTFILE": "out.txt",
     "DOCFILE": "Dockerfile",
 }
 
@@ -171,6 +171,11 @@ CASES: dict[str, Case] = {
     "template-command-backticks": template(COMMAND="`touch {t}/pwned`"),
     "template-script-dotdot": template(SCRIPT="../../../etc/passwd"),
     "template-script-absolute": template(SCRIPT="/bin/sh"),
+    # Measured before: an absolute OUTPUTFILE had a summary appended to an existing 0600
+    # file, a ../ one written outside, and one with an escape made `o\x1b[31m.txt`.
+    "template-outputfile-absolute": template(OUTPUTFILE="{t}/pwned"),
+    "template-outputfile-dotdot": template(OUTPUTFILE="../pwned"),
+    "template-outputfile-control": template(OUTPUTFILE="o\x1b[31m.txt"),
     "template-cpus-word": template(DOCKCPUS="lots"),
     "template-memory-unit": template(DOCKMEMORY="12x"),
     "template-missing-key": template(raw=b"DIR=app\nSCRIPT=main.sh\n"),

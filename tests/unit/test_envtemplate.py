@@ -143,6 +143,19 @@ def test_quoted_value_across_lines_and_continuations(project: Path) -> None:
         (("SAMPLETIME=0.5", "SAMPLETIME=soon"), ":9: invalid SAMPLETIME 'soon'"),
         (("SAMPLETIME=0.5", "SAMPLETIME=0.0001"), ":9: SAMPLETIME 0.0001s is below the minimum"),
         (("DOCK_ARGS=", 'DOCKER_ARGS="-v /a:/a"\nDOCK_ARGS='), "DOCK_ARGS and DOCKER_ARGS"),
+        (("SCRIPT=main.py", "SCRIPT='m\x1b.py'"), ":7: SCRIPT 'm\\x1b.py': contains a control"),
+        *(
+            (
+                ("OUTPUTFILE=out.txt", f"OUTPUTFILE={bad}"),
+                f":10: OUTPUTFILE {bad!r}: must name a file inside the directory edgeprof is "
+                "started in",
+            )
+            for bad in ("/tmp/victim", "../../../../tmp/pwned6.txt", "logs/../../x", "logs/", ".")
+        ),
+        (
+            ("OUTPUTFILE=out.txt", "OUTPUTFILE='o\x1b[31m.txt'"),
+            ":10: OUTPUTFILE 'o\\x1b[31m.txt': contains a control character",
+        ),
     ],
 )
 def test_bad_templates_name_file_and_line(
@@ -298,3 +311,31 @@ def test_missing_keys_are_named_with_the_file(project: Path) -> None:
         parse(path, cwd=project)
     # A key that is not in the file has no line: the file is named.
     assert str(err.value) == f"{path}: required keys SCRIPT, COMMAND missing"
+
+
+def test_outputfile_is_confined_and_checked_before_anything_runs(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The tester's case: an absolute OUTPUTFILE naming an existing 0600 file had
+    "Profiling script: …" appended to it; a ``../`` one was written outside the directory."""
+    monkeypatch.chdir(project)
+    victim = project / "victim4"
+    victim.write_text("secret\n")
+    victim.chmod(0o600)
+    (project / "app" / "main.py").write_text(f"open({str(project / 'ran')!r}, 'w').close()\n")
+    for bad in (str(victim), "../pwned6.txt"):
+        write(project, ALL_KEYS.replace("OUTPUTFILE=out.txt", f"OUTPUTFILE={bad}"))
+        assert main(["run", "--backend", "fake", "-e", "env.template", "--out", "o"]) == 2
+        out, err = capfd.readouterr()
+        assert out == "" and err == (
+            f"edgeprof: error: env.template:10: OUTPUTFILE {bad!r}: must name a file inside "
+            "the directory edgeprof is started in (the old profiler's: a file name, as out.txt)\n"
+        )
+    assert victim.read_text() == "secret\n"
+    assert sorted(p.name for p in project.iterdir()) == ["app", "env.template", "victim4"]
+    assert not (project.parent / "pwned6.txt").exists()
+    # A name inside it, in a subdirectory too, is the old profiler's and still works.
+    (project / "logs").mkdir()
+    assert parse(write(project, ALL_KEYS.replace("out.txt", "logs/out.txt"))).output_file == (
+        project / "logs" / "out.txt"
+    )
