@@ -14,6 +14,7 @@ from ..analysis.cells import cells, successful
 from ..analysis.metrics import STAT_METRICS
 from ..analysis.sweepfile import cell_dicts, sweep_dict, warmup_of
 from ..model import LatencyStats, RunResult
+from ..names import printable
 from ..storage import write_json_output, write_output
 from .summary import markdown_summary
 from .table import TextTable
@@ -72,7 +73,7 @@ RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {
     "energy_j": STAT_METRICS["energy_j"].get,
     "energy_per_item_j": STAT_METRICS["energy_per_item_j"].get,
     **{key: _latency(key) for key in LATENCY_COLUMNS},
-    "command": lambda r: shlex.join(r.command),
+    "command": lambda r: printable(shlex.join(r.command)),
 }
 """Columns of ``runs.csv``: base units (seconds, bytes, percent of one CPU, joules); empty =
 n/a (the GPU columns of a run that saw no GPU)."""
@@ -80,12 +81,24 @@ n/a (the GPU columns of a run that saw no GPU)."""
 STAT_FIELDS = ("n", "mean", "sd", "median", "min", "max", "mad")
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""What makes a spreadsheet read a text cell as a formula (OWASP's list for CSV injection):
+a label ``=1+2`` had been computed, and ``=HYPERLINK(…)`` would have been a link."""
+
+
+def text_cell(text: str) -> str:
+    """A text cell of a CSV file, prefixed with ``'`` where a spreadsheet would read it as a
+    formula (:data:`FORMULA_START`): the prefix makes it text and is not shown.  Numbers are
+    never passed here, so ``-1.5`` stays a number."""
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
 def _csv(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(header)
     for row in rows:
-        w.writerow(["" if v is None else v for v in row])
+        w.writerow(["" if v is None else text_cell(v) if isinstance(v, str) else v for v in row])
     return buf.getvalue()
 
 

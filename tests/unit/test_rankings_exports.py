@@ -15,7 +15,7 @@ from edgeprof.analysis.sweepfile import sweep_dict
 from edgeprof.cli import main
 from edgeprof.model import CpuStats, Limits, MemoryStats, RunResult
 from edgeprof.report.comparison import ranking_tables, statistics_tables
-from edgeprof.report.export import cells_csv, runs_csv
+from edgeprof.report.export import cells_csv, runs_csv, text_cell
 from edgeprof.report.progress import PlainProgress, RichProgress
 from edgeprof.storage import SWEEP_SCHEMA, load_runs
 from edgeprof.sweeps.sweep import SweepPlan
@@ -345,3 +345,22 @@ def test_equal_medians_are_said_the_same_not_one_times_less() -> None:
     assert "150 and 300 used the same peak memory (median 100.0MiB)" in peak, peak
     assert "× less peak memory" not in peak
     assert "150 and 300 took the same CPU time (median 1.00s)" in tables["Ranking by CPU time"]
+
+
+@pytest.mark.parametrize("label", ["=1+2", "+1", "-1", "@x"])
+def test_a_csv_text_cell_a_spreadsheet_would_compute_is_prefixed(label: str) -> None:
+    """Measured before: ``runs.csv`` and ``cells.csv`` had the label ``=1+2`` as is, which a
+    spreadsheet computes (OWASP's CSV injection); the ``'`` makes it text.  Numbers stay
+    numbers, a negative one included."""
+    import dataclasses
+
+    r = make_result(name=label, command=("=1+2", "a"))
+    runs = [dataclasses.replace(r, cpu=dataclasses.replace(r.cpu, user_s=-0.5))]
+    runs_rows = list(csv.DictReader(io.StringIO(runs_csv(runs))))
+    cells_rows = list(csv.DictReader(io.StringIO(cells_csv(runs))))
+    assert runs_rows[0]["label"] == cells_rows[0]["label"] == "'" + label
+    assert runs_rows[0]["command"] == "'=1+2 a"
+    assert runs_rows[0]["cpu_user_s"] == "-0.5"  # a number: no prefix
+    assert runs_rows[0]["wall_s"] == "1.5" and runs_rows[0]["limits"] == r.limits.describe()
+    # A tab or a carriage return first, OWASP's other two (no label holds one: jsoncheck).
+    assert [text_cell(t) for t in ("\t=1", "\r=1", "a=1", "")] == ["'\t=1", "'\r=1", "a=1", ""]
