@@ -50,6 +50,12 @@ a newline (``python3 -c "import x<newline>x.run()"``) and a program's file name 
 label is its program's escaped file name), so they take any text."""
 
 
+READ_WITHOUT = {"Mark": frozenset({"cpu_s", "memory_bytes"})}
+"""Fields without a default that the reader still takes absent (``Mark.from_dict`` reads them
+with ``get``: marks written before they were recorded), by class name (this module may not
+import the model it checks).  Every other field without a default is a required key."""
+
+
 def control_free(text: str) -> bool:
     return re.fullmatch(NO_CONTROL, text) is not None  # Python reads its \\u escapes
 
@@ -159,6 +165,21 @@ def check(value: object, hint: Any, where: str, argv: bool = False) -> None:
     elif isinstance(hint, type) and dataclasses.is_dataclass(hint):
         if not isinstance(value, Mapping):
             raise _bad(where, "an object", value)
+        optional = READ_WITHOUT.get(hint.__name__, frozenset())
+        missing = [
+            f.name
+            for f in dataclasses.fields(hint)
+            if f.default is dataclasses.MISSING
+            and f.default_factory is dataclasses.MISSING
+            and f.name not in value
+            and f.name not in optional
+        ]
+        if missing:
+            # Said here, by key: the constructor's TypeError had reached the user as
+            # "malformed: PhaseStats.__init__() missing 8 required positional arguments…".
+            keys = ", ".join(map(repr, missing))
+            s = "s" if len(missing) > 1 else ""
+            raise ConfigError(f"{where + ': ' if where else ''}missing key{s} {keys}")
         hints = _hints(hint)
         for f in dataclasses.fields(hint):
             if f.name in value:

@@ -27,6 +27,7 @@ from edgeprof.analysis.calibration import calibrate, load_calibration, predict, 
 from edgeprof.analysis.devices import device_setting, parse_catalog, resolve_device
 from edgeprof.analysis.metrics import Kind
 from edgeprof.analysis.regression import compare_fits, compare_results
+from edgeprof.errors import ConfigError
 from edgeprof.model import CoreLease, LatencyStats, Limits, Mark, PhaseStats, RunResult
 from edgeprof.report.calibration import render_calibration, render_predictions
 from edgeprof.report.saved import rerender
@@ -118,6 +119,39 @@ def test_a_result_of_wrong_types_is_refused_by_key(key: str, value: Any, message
     """Not coerced: ``"python3"`` was read as the command ``p y t h o n 3``."""
     got = accepted(RunResult.from_dict, {**RESULT, key: value})
     assert isinstance(got, Refused) and message in got.message
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        (
+            "phases",
+            [{"name": "load"}],
+            "phases[0]: missing keys 'count', 'start_s', 'wall_s', 'cpu_s', 'cpu_pct', "
+            "'peak_bytes', 'peak_source', 'avg_bytes'",
+        ),
+        (
+            "cpu",
+            {k: v for k, v in RESULT["cpu"].items() if k != "user_s"},
+            "cpu: missing key 'user_s'",
+        ),
+        ("marks", [{"name": "m"}], "marks[0]: missing key 't_s'"),
+        (
+            "memory",
+            {**RESULT["memory"], "at_peak": {"total": 1, "anon": 1}},
+            "memory.at_peak: missing keys 'file', 'shmem', 'kernel'",
+        ),
+    ],
+)
+def test_a_missing_key_is_named_where_it_is_missing(key: str, value: Any, message: str) -> None:
+    """Measured before: a hand-edited phase gave ``malformed: PhaseStats.__init__() missing 8
+    required positional arguments: …``, the constructor's words, not the file's."""
+    with pytest.raises(ConfigError) as exc:
+        RunResult.from_dict({**RESULT, key: value})
+    assert str(exc.value) == message
+    # A mark written before its CPU time and memory were recorded still reads.
+    old = RunResult.from_dict({**RESULT, "marks": [{"name": "m", "t_s": 0.5}]})
+    assert old.marks[0].cpu_s is None and old.marks[0].memory_bytes is None
 
 
 @fuzz(80)
