@@ -31,7 +31,9 @@ class KillMethod:
 
     ``kill_file``: ``cgroup.kill`` (cgroup v2 core file, Linux ≥ 5.14; on hybrid hosts it
     works in the controller-less unified hierarchy too).  Otherwise freeze the group so
-    nothing can fork while we read the member list, SIGKILL everyone, thaw.
+    nothing can fork while we read the member list, SIGKILL everyone, thaw.  Either way the
+    run's groups and those under them are thawed after the SIGKILL
+    (:func:`~edgeprof.backends.cgroupfs.thaw_tree`): the workload may have frozen them.
     """
 
     members: Path
@@ -124,6 +126,9 @@ class CgroupRun(RunHandle):
         if k.kill_file is not None:
             fs.write(k.kill_file, "1")
         while True:
+            # After the SIGKILL: a process the workload froze dies as it thaws, before it
+            # runs a line of its own (it cannot freeze anything again).
+            self._thaw()
             pids = self.members()
             if not pids:
                 break
@@ -133,6 +138,10 @@ class CgroupRun(RunHandle):
                 self._kill_frozen(pids)
             time.sleep(0.001)
         self._proc.reap()
+
+    def _thaw(self) -> None:
+        for group in self._groups:
+            fs.thaw_tree(group)
 
     def _kill_frozen(self, pids: list[int]) -> None:
         k = self._killer

@@ -199,6 +199,33 @@ def subgroups(group: Path) -> list[Path]:
     return [Path(root) / name for root, dirs, _ in os.walk(group, topdown=False) for name in dirs]
 
 
+FREEZE_FILES = (("freezer.state", "THAWED"), ("cgroup.freeze", "0"))
+"""Each freezer's control file and the value that thaws it: cgroup v1's freezer hierarchy,
+and cgroup v2's core ``cgroup.freeze`` (in the unified group of a hybrid host too)."""
+
+
+def thaw_tree(group: Path) -> None:
+    """Thaw ``group`` and every group under it, parents first (in v1, a child reads
+    ``FROZEN`` while its parent is).
+
+    A frozen process cannot die of SIGKILL: the signal stays pending until a thaw.  A
+    workload running as root may freeze its own group or one it made under it: with only
+    ``cgroup.kill`` written, such a run had ended in "processes … survived SIGKILL" after
+    the 10 s kill timeout, its processes in D state and its 8 groups left frozen (Linux
+    6.18, cgroup v1 hybrid).  A group that went away or refuses is left to the caller's
+    member check."""
+    for root, _, _ in os.walk(group):
+        for name, thawed in FREEZE_FILES:
+            f = Path(root) / name
+            try:
+                if f.read_text().strip() == thawed:
+                    continue
+            except OSError:  # no such freezer here, or the group went away
+                continue
+            with contextlib.suppress(BackendError):
+                write(f, thawed)
+
+
 def procs_under(procs: Path) -> list[int]:
     """The pids of a ``cgroup.procs`` file's group and of every group under it."""
     pids = parse_pids(read_text(procs))

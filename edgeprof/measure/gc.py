@@ -81,12 +81,9 @@ def remove_slices(units: Iterable[str]) -> list[str]:
 
 def _thaw(group: Path) -> None:
     """A frozen process cannot die of SIGKILL: an edgeprof killed between the freeze and the
-    thaw of its kill sequence leaves the group frozen."""
-    with contextlib.suppress(EdgeprofError):
-        if (group / "freezer.state").exists():
-            fs.write(group / "freezer.state", "THAWED")
-        if (group / "cgroup.freeze").exists():
-            fs.write(group / "cgroup.freeze", "0")
+    thaw of its kill sequence leaves the group frozen, and a workload may have frozen its
+    group or one under it (:func:`~edgeprof.backends.cgroupfs.thaw_tree`)."""
+    fs.thaw_tree(group)
 
 
 def remove_groups(groups: Iterable[Path], timeout: float = 10.0) -> list[str]:
