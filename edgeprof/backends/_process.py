@@ -250,13 +250,28 @@ def end_workload(proc: Process | None, kill: Callable[[], None], warnings: list[
 
 
 HARD_STOPS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT})
-STOP_SIGNALS = HARD_STOPS | {signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM}
-"""What stops edgeprof with a result and no leftovers: Ctrl-C, a kill, a closed terminal
-(SIGHUP), Ctrl-\\, and the other signals whose default ends a process and that a script
-may send (USR1, USR2, ALRM, and those only at their default: a caller's own handler keeps
-them).  Left at their default, SIGHUP and SIGQUIT had ended edgeprof
-mid-run with the workload still running under init, 8 groups left behind and no
-``result.json``; SIGUSR1 and SIGALRM later did the same."""
+_UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
+_NOT_ENDING = {signal.SIGCHLD, signal.SIGCONT, signal.SIGURG, signal.SIGWINCH}  # default: none
+_JOB_CONTROL = {signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU}  # default: stop (the shell's)
+_FAULTS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGTRAP}
+_FAULTS |= {signal.SIGSYS, signal.SIGABRT}
+"""A fault of edgeprof's own (faulthandler's): a handler that returns re-runs the faulting
+instruction (SIGSYS: seccomp's), and abort()'s SIGABRT ends the process after its handler
+anyway."""
+_OWN_OUTPUT = {signal.SIGPIPE}
+"""Python ignores it; a closed pipe is an EPIPE that :mod:`edgeprof.cli.outcome` handles
+(``edgeprof run … | head -1``)."""
+NOT_STOPS = frozenset(_UNCATCHABLE | _NOT_ENDING | _JOB_CONTROL | _FAULTS | _OWN_OUTPUT)
+STOP_SIGNALS = frozenset(signal.valid_signals()) - NOT_STOPS
+"""What stops edgeprof with a result and no leftovers: every signal whose default action
+ends a process and that edgeprof can catch (signal(7)) — Ctrl-C, a kill, a closed terminal
+(SIGHUP), Ctrl-\\, RLIMIT_CPU's SIGXCPU (``ulimit -t`` in a CI job), the timers' SIGALRM,
+SIGVTALRM and SIGPROF, SIGUSR1/2, SIGIO, SIGPWR, SIGSTKFLT and the real-time signals — all
+but :data:`HARD_STOPS` only at their default (a caller's own handler keeps them; SIGXFSZ,
+which Python ignores, stays ignored).  Left at their default, SIGHUP and SIGQUIT had ended
+edgeprof mid-run with the workload still running under init, 8 groups left behind and no
+``result.json``; SIGUSR1 and SIGALRM later did the same, and then SIGXCPU (exit 152) and
+SIGVTALRM (154), a daemon the workload started running on until a later ``gc``."""
 
 
 def leave_stops_to_main_thread() -> None:

@@ -43,8 +43,9 @@ class SignalGuard:
                 # non-interactive shell's background job ignores (taken over, a run under
                 # nohup would have ended at logout, and a background job at Ctrl-C).
                 now = signal.getsignal(sig)
-                # USR1, USR2, ALRM only at their default (which ends the process): a caller's
-                # own handler (signal.alarm, pytest-timeout) keeps them.
+                # All but HARD_STOPS only at their default (which ends the process): a
+                # caller's own handler (signal.alarm, pytest-timeout, a profiler's SIGPROF)
+                # keeps them.
                 if now is not signal.SIG_IGN and (sig in HARD_STOPS or now is signal.SIG_DFL):
                     self._previous[sig] = signal.signal(sig, self._handler)
         return self

@@ -248,7 +248,7 @@ def test_samples_stream_to_disk_during_the_run(mechanism: str, tmp_path: Path) -
     assert result["samples"]["count"] == len(csv_path.read_text().splitlines()) - 1
 
 
-def _defaults(sigs: list[signal.Signals]) -> None:
+def _defaults(sigs: list[int]) -> None:
     """In the edgeprof under test, before its exec: ``sigs`` at their default.  A signal the
     suite's caller ignores (nohup's SIGHUP) stays ignored in edgeprof, as it should."""
     for sig in sigs:
@@ -263,11 +263,16 @@ def _defaults(sigs: list[signal.Signals]) -> None:
         [signal.SIGHUP],  # a closed terminal: it had left the workload running, 8 groups
         [signal.SIGINT, signal.SIGINT, signal.SIGTERM],
         [signal.SIGUSR1],  # a script's own signal: it had ended edgeprof as SIGKILL would
+        # RLIMIT_CPU's (`ulimit -t` in a CI job), a timer's, a real-time one: each had ended
+        # edgeprof at once (exit 152, 154), the workload and its daemon left running.
+        [signal.SIGXCPU],
+        [signal.SIGVTALRM],
+        [signal.SIGRTMIN + 3],
     ],
-    ids=["SIGINT", "SIGTERM", "SIGHUP", "burst", "SIGUSR1"],
+    ids=["SIGINT", "SIGTERM", "SIGHUP", "burst", "SIGUSR1", "SIGXCPU", "SIGVTALRM", "SIGRTMIN+3"],
 )
 def test_interrupt_kills_the_tree_and_still_reports(
-    mechanism: str, tmp_path: Path, sigs: list[signal.Signals]
+    mechanism: str, tmp_path: Path, sigs: list[int]
 ) -> None:
     pidfile = tmp_path / "grandchild.pid"
     proc = subprocess.Popen(
