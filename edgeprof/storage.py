@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -178,14 +180,52 @@ MAX_JSON_BYTES = 512 << 20
 
 
 def read_capped(path: Path, limit: int = MAX_INPUT_BYTES) -> str:
-    """``path``'s text, refused past ``limit`` bytes: ``/dev/zero`` or a 3 GB sparse file had
-    been read whole, until a MemoryError.  A pipe (``-f <(…)``) is read as a file is.
-    ``OSError`` and ``UnicodeDecodeError`` as :meth:`Path.read_text` raises them."""
-    with open(path, "rb") as f:
+    """``path``'s text, refused past ``limit`` bytes: a 3 GB sparse file had been read whole,
+    until a MemoryError.  Only a regular file, or a pipe already open (``-f <(…)``,
+    ``/dev/stdin``), is read (:func:`input_kind`).  ``OSError`` and ``UnicodeDecodeError`` as
+    :meth:`Path.read_text` raises them."""
+    refused = input_kind(os.stat(path))
+    if refused is not None:
+        raise ConfigError(f"{path}: {refused}, not a file edgeprof reads")
+    # Non-blocking, in case the name now stands for a FIFO: its open would wait for a writer.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb") as f:
+        refused = input_kind(os.fstat(fd))  # the file opened, not the one looked at
+        if refused is not None:
+            raise ConfigError(f"{path}: {refused}, not a file edgeprof reads")
+        os.set_blocking(fd, True)  # a pipe's writer may not have written yet
         data = f.read(limit + 1)
     if len(data) > limit:
         raise ConfigError(f"{path}: more than {limit >> 20} MiB, not a file edgeprof reads")
     return data.decode()
+
+
+def input_kind(st: os.stat_result) -> str | None:
+    """Why a file of this status is not read as input, or None for a regular file and an
+    anonymous pipe (process substitution's ``/dev/fd/63``, a piped ``/dev/stdin``: their
+    writer is there).  A named FIFO had hung ``report``, ``compare``, ``--budgets`` and
+    ``-f`` forever (its open waits for a writer that never comes), ``/dev/zero`` had been
+    read for 512 MiB (548 MB of memory, 2.5 s) before it was refused, a terminal waits for
+    a user.  A pipe is anonymous when it lives in the kernel's pipefs, as :func:`os.pipe`'s
+    do; a named FIFO lives on its file system's device."""
+    mode = st.st_mode
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return None if st.st_dev == _pipefs_device() else "a FIFO (named pipe)"
+    kinds = {stat.S_ISDIR: "a directory", stat.S_ISCHR: "a character device"}
+    kinds |= {stat.S_ISBLK: "a block device", stat.S_ISSOCK: "a socket"}
+    return next((why for test, why in kinds.items() if test(mode)), "not a regular file")
+
+
+@functools.cache
+def _pipefs_device() -> int:
+    r, w = os.pipe()
+    try:
+        return os.fstat(r).st_dev
+    finally:
+        os.close(r)
+        os.close(w)
 
 
 def read_json(path: Path, what: str = "") -> Any:

@@ -5,8 +5,10 @@ answer, ``tests/host/test_privilege.py``); input files of no end refused at a bo
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -45,25 +47,89 @@ def test_owner_then_group_then_others_as_the_kernel_reads_them() -> None:
     assert first_barred(path, NOBODY, others) is None
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["devices", "--devices", "/dev/zero"],
-        ["run", "--backend", "fake", "-f", "/dev/zero", "--", "true"],
-        ["run", "--backend", "fake", "-e", "/dev/zero"],
-        ["run", "--backend", "fake", "--budgets", "/dev/zero", "--", "true"],
-        ["report", "/dev/zero"],
-        ["compare", "/dev/zero", "/dev/zero"],
-    ],
-    ids=["catalog", "models", "env.template", "budgets", "report", "compare"],
-)
+READERS = {
+    "catalog": ["devices", "--devices", "{}"],
+    "models": ["run", "--backend", "fake", "-f", "{}", "--", "true"],
+    "env.template": ["run", "--backend", "fake", "-e", "{}"],
+    "budgets": ["run", "--backend", "fake", "--budgets", "{}", "--", "true"],
+    "report": ["report", "{}"],
+    "compare": ["compare", "{}", "{}"],
+    "calibration": ["run", "--backend", "fake", "--calibration", "{}", "--", "true"],
+}
+"""Every command that reads a file the user names, with ``{}`` for the file."""
+
+
+def _argv(kind: str, path: Path) -> list[str]:
+    return [str(path) if a == "{}" else a for a in READERS[kind]]
+
+
+@pytest.mark.parametrize("kind", READERS)
 def test_an_endless_input_file_is_one_line_not_all_the_memory(
-    argv: list[str], capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    kind: str, tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``/dev/zero`` (or a 3 GB sparse file) had been read whole: memory grew until a
-    MemoryError traceback.  Results files are held to a larger bound than configuration."""
+    """A sparse file past the bound (a 3 GB one had been read whole: memory grew until a
+    MemoryError traceback).  Results files are held to a larger bound than configuration."""
     monkeypatch.setattr(storage, "MAX_JSON_BYTES", 1 << 20)  # the test's, not 512 MiB
-    assert main(argv) == 2
+    big = tmp_path / "big"
+    with big.open("wb") as f:
+        f.truncate(storage.MAX_INPUT_BYTES + 1)  # sparse: no disk, no time
+    assert main(_argv(kind, big)) == 2
     err = capfd.readouterr().err
-    assert err.startswith("edgeprof: error: /dev/zero: more than ") and err.count("\n") == 1, err
+    assert err.startswith(f"edgeprof: error: {big}: more than ") and err.count("\n") == 1, err
     assert "MiB, not a file edgeprof reads" in err
+
+
+@contextlib.contextmanager
+def _fifo(tmp_path: Path) -> Iterator[Path]:
+    """A named FIFO, with a writer that opens it and closes it: on the old code, which
+    opened the FIFO to read and waited for a writer forever, that ends the wait (the test
+    fails instead of hanging).  Nothing opens it to read now: the test's own open, held
+    until the writer is through (it may not have reached its open yet), releases it."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: os.close(os.open(fifo, os.O_WRONLY)), daemon=True)
+    writer.start()
+    try:
+        yield fifo
+    finally:
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        writer.join()
+        os.close(reader)
+
+
+@pytest.mark.parametrize("kind", READERS)
+def test_a_fifo_or_a_device_as_input_is_refused_before_it_is_read(
+    kind: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A named FIFO had hung every reader forever (its open waits for a writer), and
+    ``/dev/zero`` as ``result.json`` had been read for 512 MiB (548 MB of memory, 2.5 s)
+    before it was refused."""
+    with _fifo(tmp_path) as fifo:
+        assert main(_argv(kind, fifo)) == 2
+    err = capfd.readouterr().err
+    assert err == f"edgeprof: error: {fifo}: a FIFO (named pipe), not a file edgeprof reads\n"
+    assert main(_argv(kind, Path("/dev/zero"))) == 2
+    err = capfd.readouterr().err
+    assert err == "edgeprof: error: /dev/zero: a character device, not a file edgeprof reads\n"
+
+
+def test_a_fifo_as_device_measurements_is_refused(tmp_path: Path) -> None:
+    """``calibrate --measurements`` reads through the same check (it had read the file whole,
+    with no bound and no check of its kind: ``/dev/zero`` until the memory ran out)."""
+    from edgeprof.analysis.calibration import read_measurements
+    from edgeprof.errors import ConfigError
+
+    with _fifo(tmp_path) as fifo, pytest.raises(ConfigError, match=r": a FIFO \(named pipe\), "):
+        read_measurements(fifo)
+
+
+def test_a_pipe_already_open_is_read_as_a_file_is() -> None:
+    """``-f <(printf …)`` (``/dev/fd/63``) and a piped ``/dev/stdin`` are pipes too, of the
+    kernel's pipefs: their writer is there, so they are read."""
+    r, w = os.pipe()
+    try:
+        os.write(w, b"a\nb\n")
+        os.close(w)
+        assert storage.read_capped(Path(f"/proc/self/fd/{r}")) == "a\nb\n"
+    finally:
+        os.close(r)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import ConfigError
+from ...storage import read_capped
 from ...units import format_binary, parse_size
 from .units import METRICS, UNITS, base_unit
 
@@ -101,7 +102,7 @@ def read_measurements(path: Path) -> Measurements:
     :class:`ConfigError` naming the file, and the line where there is one."""
     p = str(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_capped(path).removeprefix("\ufeff")  # a spreadsheet's byte-order mark
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read measurements {p}: {exc}") from exc
     numbered = [
