@@ -192,11 +192,38 @@ def make_dirs(path: Path) -> Path:
         return path
 
 
+KERNEL_TREES = (Path("/proc"), Path("/sys"))
+"""The kernel's own files: a write there is a setting (``/sys/kernel/mm/…``) or is refused
+only once the run is over (``/proc/self/attr/current``: EINVAL from the append, after the
+workload had run; root passes every check of the directory there)."""
+
+
+def check_name_text(path: Path, action: str = "write") -> None:
+    """Refuse a name no file system takes, as one :class:`ConfigError`: a NUL (Python's
+    ValueError "embedded null byte" had been a traceback), a part over 255 bytes
+    (``NAME_MAX``: ``--out`` of 300 characters had been ENAMETOOLONG's traceback), or a path
+    over 4095 bytes (``PATH_MAX``)."""
+    text = os.fsencode(path)
+    if b"\0" in text:
+        raise ConfigError(f"cannot {action} {path!r}: the name holds a NUL byte")
+    if len(text) >= 4096 or any(len(part) > 255 for part in text.split(b"/")):
+        raise ConfigError(
+            f"cannot {action} {path}: a name over 255 bytes, or a path over 4095, is longer "
+            "than a file system takes"
+        )
+
+
 def check_target(path: Path) -> None:
-    """Refuse, before any work, a file that could not be written safely later: a link, a FIFO
-    or device at its name, or another user's link on the way.  A directory not made yet is
+    """Refuse, before any work, a file that could not be written safely later: a name no
+    file system takes, a file of the kernel's (:data:`KERNEL_TREES`), a link, a FIFO or
+    device at its name, or another user's link on the way.  A directory not made yet is
     not an error: it is created, by :func:`make_dirs`, when the file is written.  Every
     refusal is one :class:`ConfigError` line."""
+    check_name_text(path)
+    real = Path(os.path.realpath(path))
+    for tree in KERNEL_TREES:
+        if real == tree or tree in real.parents:
+            raise ConfigError(f"cannot write {path}: {tree} holds the kernel's files, not outputs")
     try:
         with _directory(path.parent) as d:
             _check_name(path, d)

@@ -108,6 +108,7 @@ def check_writable(path: Path, out: Path | None = None) -> None:
     ``out``: the output directory the work makes first (``run --out``), so that a file in it,
     or in a directory on its way, can be written once it exists (``--markdown o/t.md --out
     o`` was refused as "o is not a writable directory" while ``o`` was not made yet)."""
+    outfiles.check_name_text(path)  # before is_dir(): ENAMETOOLONG had been a traceback
     if path.is_dir():
         raise ConfigError(f"cannot write {path}: it is a directory")
     parent = path.parent
@@ -272,6 +273,7 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
     Order is kept: file order as given, sorted paths inside a directory."""
     runs: list[RunResult] = []
     for path in paths:
+        outfiles.check_name_text(path, "read")  # before is_dir(): ENAMETOOLONG's traceback
         if path.is_dir():
             sweep = path / "sweep.json"
             # Warm-ups are no measured run (a fit's unlimited runs keep theirs in warmup-1/:
@@ -434,6 +436,7 @@ def stopped_sentence(runs: int, why: str) -> str:
 def load_fits(path: Path) -> list[dict[str, Any]] | None:
     """The fits of an ``edgeprof fit`` ``fit.json`` (or of ``fit --out``'s directory, which
     holds one beside its runs); ``None`` when ``path`` is neither."""
+    outfiles.check_name_text(path, "read")  # before is_dir(): ENAMETOOLONG's traceback
     file = path / "fit.json" if path.is_dir() else path
     if not file.is_file():
         return None

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..model import Limits, UserIds
+from ..outfiles import check_name_text
 from ..units import parse_duration, shown
 
 DEFAULT_INTERVAL_S = 0.1
@@ -115,7 +116,10 @@ def check_not_a_sweep(out_dir: str | Path | None) -> None:
     """A single run's ``--out`` holds no sweep: report and compare read a directory through
     its ``sweep.json``, so this run's ``result.json`` beside it was never shown (an older
     sweep's rows were, without a word)."""
-    if out_dir is not None and (Path(out_dir) / "sweep.json").exists():
+    if out_dir is None:
+        return
+    check_name_text(Path(out_dir))  # a name too long for exists(): ENAMETOOLONG's traceback
+    if (Path(out_dir) / "sweep.json").exists():
         raise ConfigError(
             f"--out {out_dir} holds a sweep (sweep.json): give this run a directory of its own"
         )

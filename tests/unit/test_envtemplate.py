@@ -339,3 +339,33 @@ def test_outputfile_is_confined_and_checked_before_anything_runs(
     assert parse(write(project, ALL_KEYS.replace("out.txt", "logs/out.txt"))).output_file == (
         project / "logs" / "out.txt"
     )
+
+
+@pytest.mark.parametrize(
+    "output, why",
+    [
+        ("o\0.txt", "contains a control character"),
+        ("x" * 300 + ".txt", "a name over 255 bytes, or a path over 4095, is longer than"),
+        ("/proc/self/attr/current", "must name a file inside the directory"),
+        ("/sys/kernel/mm/transparent_hugepage/enabled", "must name a file inside the directory"),
+    ],
+    ids=["NUL", "too-long", "proc", "sys"],
+)
+def test_an_outputfile_no_run_could_write_is_one_line_before_the_run(
+    project: Path,
+    output: str,
+    why: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A NUL (ValueError "embedded null byte"), a name over 255 bytes (ENAMETOOLONG) had been
+    tracebacks, exit 1; a file of the kernel's was refused only after the workload had run
+    (``/proc/self/attr/current``: EINVAL from the append; root passes every check of the
+    directory there).  OUTPUTFILE's confinement to the start directory now refuses the
+    kernel's files and the NUL first; the length check is the outputs' own."""
+    monkeypatch.chdir(project)
+    path = write(project, ALL_KEYS.replace("OUTPUTFILE=out.txt", f"OUTPUTFILE={output}"))
+    assert main(["run", "-e", str(path), "--backend", "fake", "-m", "a"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("edgeprof: error: ") and why in line, line
+    assert not (project / "a_out.txt").exists()  # no per-model log: no run

@@ -133,3 +133,28 @@ def test_a_pipe_already_open_is_read_as_a_file_is() -> None:
         assert storage.read_capped(Path(f"/proc/self/fd/{r}")) == "a\nb\n"
     finally:
         os.close(r)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--backend", "fake", "--out", "{}", "--", "true"],
+        ["run", "--backend", "fake", "--markdown", "{}", "--", "true"],
+        ["report", "{}"],
+    ],
+    ids=["--out", "--markdown", "report"],
+)
+def test_an_output_name_too_long_is_one_line(
+    argv: list[str], tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A 300-byte name had been ENAMETOOLONG's traceback (exit 1) from ``stat``, as an
+    output (``--out``, ``--markdown``; ``report --html`` goes through the same check) and as
+    an input."""
+    long = tmp_path / ("x" * 300)
+    assert main([str(long) if a == "{}" else a for a in argv]) == 2
+    (line,) = capfd.readouterr().err.splitlines()
+    action = "read" if argv[0] == "report" else "write"
+    assert line == (
+        f"edgeprof: error: cannot {action} {long}: a name over 255 bytes, or a path over 4095, "
+        "is longer than a file system takes"
+    )

@@ -191,7 +191,9 @@ def test_an_end_of_run_file_that_cannot_be_made_is_refused_before_the_run(
     monkeypatch.chdir(tmp_path)
     assert main(["run", "--backend", "fake", option, "/proc/version", "--out", "badout",
                  *WORKLOAD]) == 2  # fmt: skip
-    why = "No such file or directory" if os.geteuid() == 0 else "/proc is not a writable directory"
+    # Root is told the tree is the kernel's (outfiles.KERNEL_TREES), before any probe.
+    root = "/proc holds the kernel's files, not outputs"
+    why = root if os.geteuid() == 0 else "/proc is not a writable directory"
     assert _only(capsys) == f"edgeprof: error: cannot write /proc/version: {why}\n"
     assert os.listdir() == []
 
