@@ -132,6 +132,11 @@ def run_and_report(
                 old_files.finish(with_models=bool(plan.models))
     results = outcome.results
     if not results:
+        # Stopped in a warm-up: no table, but the same note as after a measured run (it had
+        # ended on the warm-up's progress line alone, exit 130).
+        if outcome.sweep.stopped is not None and not plan.is_single:
+            sink = stderr if outputs.json_out else stdout
+            sink.write(f"note: {stopped_sentence(0, outcome.sweep.stopped)}\n")
         return RunReport(results)
     out = job.request.out
     repeats = []

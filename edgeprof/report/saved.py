@@ -116,6 +116,10 @@ def rerender(
             )
     runs = cell_order(load_runs(list(paths)))
     if not runs:
+        # A sweep stopped in a warm-up left its sweep.json: why it has no run, not just none.
+        stopped = [why for p in paths if (why := sweep_stopped(p)) is not None]
+        if stopped:
+            raise ConfigError(f"{stopped[0]}: no measured run to report")
         raise ConfigError("no runs in " + ", ".join(map(str, paths)))
     cal = None if calibration is None else load_calibration(calibration)
     for path in (markdown, html):

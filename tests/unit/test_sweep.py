@@ -377,3 +377,27 @@ def test_a_sweep_into_a_directory_of_other_runs_says_they_stay(
     assert [r.label for r in load_runs([out])] == ["a"]  # the report is this sweep's
     assert main([*fake, "-m", "a,b", "--", "true"]) == 0  # the plan writes them all again
     assert "this sweep does not write" not in capfd.readouterr().err
+
+
+def test_report_of_a_sweep_stopped_before_any_measured_run_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Stopped in its warm-up (Ctrl-C there, or an error as here), a sweep leaves a
+    ``sweep.json`` with no run: ``report`` had said only "no runs in …"."""
+    from edgeprof.errors import BackendError
+
+    class FailsAfterWarmup(FakeBackend):
+        def launch(self, spec: RunSpec) -> FakeRun:
+            if self.runs:  # the warm-up ran
+                raise BackendError("the first measured launch fails")
+            return super().launch(spec)
+
+    plan = SweepPlan(("true",), repeat=2, warmup=1)
+    with pytest.raises(BackendError):
+        run_sweep(plan, backend=FailsAfterWarmup(linear()), out=tmp_path)
+    assert main(["report", str(tmp_path)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (
+        f"edgeprof: error: {tmp_path / 'sweep.json'}: the sweep stopped after 0 run(s), before "
+        "its plan was done (error: the first measured launch fails): no measured run to report"
+    )
