@@ -218,6 +218,8 @@ def search(b: Bounds, probe: Callable[[int], bool | Verdict]) -> SearchResult:
             hi = mid
         else:
             lo = mid
+    if otherwise and (hi, False) in tried:  # a floor at the peak: its one probe failed so
+        return SearchResult(None, tuple(tried))
     if otherwise and all(limit != hi for limit, _ in tried) and not attempt(hi):
         return SearchResult(None, tuple(tried))
     return SearchResult(hi, tuple(tried))

@@ -210,6 +210,14 @@ def test_search_after_a_failure_other_than_memory_probes_the_peak_before_answeri
     # OOM kills below it: the peak is still taken without a run.
     r = search(b, lambda limit: Verdict(False, "oom"))
     assert r.answer == 100 * MIB and 100 * MIB not in [limit for limit, _ in r.tried]
+    # A floor at the peak (no page cache, or both under the 6 MiB minimum): its one probe
+    # is the peak, and a failure other than memory's there is no answer either (a
+    # reviewer's: "fits in 27.0MiB"); one for memory is the peak's to cure, as above.
+    at_peak = Bounds(27 * MIB, 27 * MIB, None, MIB)
+    r = search(at_peak, lambda limit: refuses)
+    assert (r.answer, r.tried) == (None, ((27 * MIB, False),))
+    r = search(at_peak, lambda limit: Verdict(False, "+18% slower"))
+    assert (r.answer, r.tried) == (27 * MIB, ((27 * MIB, False),))
 
 
 def test_search_need_above_the_ceiling_is_one_probe_at_the_ceiling() -> None:
