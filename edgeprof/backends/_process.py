@@ -261,17 +261,27 @@ anyway."""
 _OWN_OUTPUT = {signal.SIGPIPE}
 """Python ignores it; a closed pipe is an EPIPE that :mod:`edgeprof.cli.outcome` handles
 (``edgeprof run … | head -1``)."""
-NOT_STOPS = frozenset(_UNCATCHABLE | _NOT_ENDING | _JOB_CONTROL | _FAULTS | _OWN_OUTPUT)
+_RUNTIMES = {signal.SIGPROF, signal.SIGVTALRM, *range(signal.SIGRTMIN, signal.SIGRTMAX + 1)}
+"""Sampling profilers' timers and runtimes' real-time signals, the ones a C library of the
+calling process handles with ``sigaction``: ``signal.getsignal`` then still reads
+``SIG_DFL`` (Python's own table), and a guard taking one over restores the default after
+the run, so that the next one kills the library's caller (a reviewer showed it with
+SIGPWR set to ignored through libc: "Power failure" after one ``profile()``).  No one
+sends these to edgeprof from outside.  The signals kept (SIGXCPU, SIGPWR, SIGIO, …) have
+the same blind spot, for a library that would handle one of them in C."""
+NOT_STOPS = frozenset(
+    _UNCATCHABLE | _NOT_ENDING | _JOB_CONTROL | _FAULTS | _OWN_OUTPUT | _RUNTIMES
+)
 STOP_SIGNALS = frozenset(signal.valid_signals()) - NOT_STOPS
 """What stops edgeprof with a result and no leftovers: every signal whose default action
-ends a process and that edgeprof can catch (signal(7)) — Ctrl-C, a kill, a closed terminal
-(SIGHUP), Ctrl-\\, RLIMIT_CPU's SIGXCPU (``ulimit -t`` in a CI job), the timers' SIGALRM,
-SIGVTALRM and SIGPROF, SIGUSR1/2, SIGIO, SIGPWR, SIGSTKFLT and the real-time signals — all
-but :data:`HARD_STOPS` only at their default (a caller's own handler keeps them; SIGXFSZ,
-which Python ignores, stays ignored).  Left at their default, SIGHUP and SIGQUIT had ended
-edgeprof mid-run with the workload still running under init, 8 groups left behind and no
-``result.json``; SIGUSR1 and SIGALRM later did the same, and then SIGXCPU (exit 152) and
-SIGVTALRM (154), a daemon the workload started running on until a later ``gc``."""
+ends a process, that edgeprof can catch (signal(7)) and that is sent from outside —
+Ctrl-C, a kill, a closed terminal (SIGHUP), Ctrl-\\, RLIMIT_CPU's SIGXCPU (``ulimit -t`` in
+a CI job), SIGALRM, SIGUSR1/2, SIGIO, SIGPWR and SIGSTKFLT — all but :data:`HARD_STOPS` only
+at their default (a caller's own handler keeps them; SIGXFSZ, which Python ignores, stays
+ignored).  Left at their default, SIGHUP and SIGQUIT had ended edgeprof mid-run with the
+workload still running under init, 8 groups left behind and no ``result.json``; SIGUSR1
+and SIGALRM later did the same, and then SIGXCPU (exit 152), a daemon the workload started
+running on until a later ``gc``."""
 
 
 def leave_stops_to_main_thread() -> None:

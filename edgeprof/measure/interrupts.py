@@ -46,7 +46,11 @@ class SignalGuard:
                 # All but HARD_STOPS only at their default (which ends the process): a
                 # caller's own handler (signal.alarm, pytest-timeout, a profiler's SIGPROF)
                 # keeps them.
-                if now is not signal.SIG_IGN and (sig in HARD_STOPS or now is signal.SIG_DFL):
+                # A handler set outside Python (getsignal's None) is its owner's: it could
+                # not be put back after the run.
+                if now is None or now is signal.SIG_IGN:
+                    continue
+                if sig in HARD_STOPS or now is signal.SIG_DFL:
                     self._previous[sig] = signal.signal(sig, self._handler)
         return self
 

@@ -263,13 +263,12 @@ def _defaults(sigs: list[int]) -> None:
         [signal.SIGHUP],  # a closed terminal: it had left the workload running, 8 groups
         [signal.SIGINT, signal.SIGINT, signal.SIGTERM],
         [signal.SIGUSR1],  # a script's own signal: it had ended edgeprof as SIGKILL would
-        # RLIMIT_CPU's (`ulimit -t` in a CI job), a timer's, a real-time one: each had ended
-        # edgeprof at once (exit 152, 154), the workload and its daemon left running.
+        # RLIMIT_CPU's (`ulimit -t` in a CI job), a UPS daemon's: each had ended edgeprof at
+        # once (exit 152), the workload and its daemon left running.
         [signal.SIGXCPU],
-        [signal.SIGVTALRM],
-        [signal.SIGRTMIN + 3],
+        [signal.SIGPWR],
     ],
-    ids=["SIGINT", "SIGTERM", "SIGHUP", "burst", "SIGUSR1", "SIGXCPU", "SIGVTALRM", "SIGRTMIN+3"],
+    ids=["SIGINT", "SIGTERM", "SIGHUP", "burst", "SIGUSR1", "SIGXCPU", "SIGPWR"],
 )
 def test_interrupt_kills_the_tree_and_still_reports(
     mechanism: str, tmp_path: Path, sigs: list[int]

@@ -593,3 +593,20 @@ def test_a_callers_own_alarm_handler_is_kept_during_a_run() -> None:
         assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL  # given back
     finally:
         signal.signal(signal.SIGALRM, before)
+
+
+def test_profilers_and_runtimes_signals_are_never_taken_over() -> None:
+    """SIGPROF, SIGVTALRM and the real-time signals are what C libraries (profilers,
+    runtimes) handle with sigaction, which Python's getsignal cannot see: taken over at
+    "default" and given back as the default, their handler was lost (a reviewer's)."""
+    import signal
+
+    from edgeprof.measure.interrupts import SignalGuard
+
+    left = (signal.SIGPROF, signal.SIGVTALRM, signal.SIGRTMIN, signal.SIGRTMAX)
+    assert all(signal.getsignal(s) is signal.SIG_DFL for s in left)
+    with SignalGuard():
+        assert all(signal.getsignal(s) is signal.SIG_DFL for s in left)
+        assert signal.getsignal(signal.SIGXCPU) is not signal.SIG_DFL  # `ulimit -t`'s: taken
+    assert signal.getsignal(signal.SIGXCPU) is signal.SIG_DFL
+
