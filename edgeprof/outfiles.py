@@ -34,6 +34,7 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from .errors import ConfigError, UnsafeOutput
+from .names import has_control, printable
 
 _DIR = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
 _MAX_LINKS = 40
@@ -202,10 +203,17 @@ def check_name_text(path: Path, action: str = "write") -> None:
     """Refuse a name no file system takes, as one :class:`ConfigError`: a NUL (Python's
     ValueError "embedded null byte" had been a traceback), a part over 255 bytes
     (``NAME_MAX``: ``--out`` of 300 characters had been ENAMETOOLONG's traceback), or a path
-    over 4095 bytes (``PATH_MAX``)."""
+    over 4095 bytes (``PATH_MAX``), or a control character (a tab, a newline, an escape)."""
     text = os.fsencode(path)
     if b"\0" in text:
         raise ConfigError(f"cannot {action} {path!r}: the name holds a NUL byte")
+    if has_control(os.fsdecode(text)):
+        # The result files record their files' paths, and a result's strings are read
+        # back only without control characters: ``--out $'o\tx'`` had written a result
+        # that ``report`` then refused (a reviewer's).
+        raise ConfigError(
+            f"cannot {action} {printable(str(path))}: the name holds a control character"
+        )
     if len(text) >= 4096 or any(len(part) > 255 for part in text.split(b"/")):
         raise ConfigError(
             f"cannot {action} {path}: a name over 255 bytes, or a path over 4095, is longer "

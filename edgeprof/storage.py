@@ -23,6 +23,7 @@ def prepare_out_dir(path: Path, names: Sequence[str] = ()) -> Path:
     """Create ``path`` if needed (:func:`edgeprof.outfiles.make_dirs`) and prove it is
     writable, before anything is started; ``names``, the files that will be written in it,
     are refused now if a link or anything but a plain file is there."""
+    outfiles.check_name_text(path)  # every output directory: run's, a sweep's, fit's, bench's
     try:
         outfiles.make_dirs(path)
         for name in names:

@@ -158,3 +158,30 @@ def test_an_output_name_too_long_is_one_line(
         f"edgeprof: error: cannot {action} {long}: a name over 255 bytes, or a path over 4095, "
         "is longer than a file system takes"
     )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--backend", "fake", "--out", "{}", "--", "true"],
+        ["run", "--backend", "fake", "-m", "a,b", "--out", "{}", "--", "true"],
+        ["bench", "m:infer", "--backend", "fake", "--out", "{}"],
+        ["run", "--backend", "fake", "--markdown", "{}", "--", "true"],
+    ],
+    ids=["run --out", "sweep --out", "bench --out", "--markdown"],
+)
+def test_an_output_name_with_a_control_character_is_refused_before_anything_runs(
+    argv: list[str], tmp_path: Path, capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A result records its files' paths, and a result's strings are read back only
+    without control characters: ``--out $'o\\tx'`` had written a result.json that
+    ``report`` then refused (a reviewer's).  Refused in one line, nothing made."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.py").write_text("def load(bs):\n    return bs\ndef infer(bs):\n    pass\n")
+    name = "o\tx"
+    assert main([name if a == "{}" else a for a in argv]) == 2
+    (line,) = capfd.readouterr().err.splitlines()
+    assert line.startswith("edgeprof: error: cannot write o\\tx")
+    assert line.endswith(": the name holds a control character")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
