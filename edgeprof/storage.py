@@ -279,7 +279,7 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
             sweep = path / "sweep.json"
             # Warm-ups are no measured run (a fit's unlimited runs keep theirs in warmup-1/:
             # `report` of its directory had counted it among them).
-            found = [] if sweep.exists() else sorted(path.rglob("result.json"))
+            found = [] if sweep.exists() else sorted(path.rglob("result.json"), key=_natural)
             measured = [p for p in found if not WARMUP_DIR.match(p.parent.name)]
             files = [sweep] if sweep.exists() else measured
             if not files:
@@ -313,6 +313,16 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
                 raise ConfigError(f"{path} is not an edgeprof result: {exc}") from exc
             runs.append(_found_files(run, bases, beside=one))
     return runs
+
+
+def _natural(path: Path) -> list[tuple[str, int, int]]:
+    """A path's sort key with its numbered parts in number order: ``bench --repeat 10``'s
+    ``bs1/10/`` had come before ``bs1/2/``, and ``bs10/`` before ``bs2/`` (a reviewer's)."""
+    key = []
+    for part in path.parts:
+        m = re.fullmatch(r"(\D*)(\d{1,18})", part)
+        key.append((m[1], 0, int(m[2])) if m else (part, 1, 0))
+    return key
 
 
 def _found_files(run: RunResult, bases: Sequence[Path], *, beside: bool) -> RunResult:

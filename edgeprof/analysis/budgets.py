@@ -55,7 +55,7 @@ METRICS: dict[str, Metric] = BUDGET_METRICS
 """Every gated metric by budget key, in table order; larger is worse for all of them."""
 
 
-_BARE_NUMBER = re.compile(r"^\s*[\d.]+\s*$", re.ASCII)
+_BARE_NUMBER = re.compile(r"\d*\.?\d+|\d+\.", re.ASCII)
 """A size without its unit: a memory budget of so many bytes is almost surely a slip."""
 
 
@@ -68,14 +68,16 @@ def parse_budget(metric: Metric, value: object, where: str) -> float:
             Kind.ENERGY: "energy such as 12.5J or 800mJ",
         }.get(metric.kind, "duration such as 2.5s or 250ms")
         raise ConfigError(f"{where}: expected a {kind}, got {value!r}")
-    if is_size and _BARE_NUMBER.match(str(value)):
+    number = str(value).strip()
+    if is_size and _BARE_NUMBER.fullmatch(number):
         # `peak_memory: 12` had been a budget of 12 bytes, failed by every run ("exceeds the
         # budget 12B"): a size is written with its unit, as the budget file's comment shows.
-        whole = "." not in str(value)  # 1.5b is refused: a byte has no fraction
-        raise ConfigError(
-            f"{where}: {shown(value)} has no unit (it would be {value} bytes): write a size "
-            f"such as {value}m" + (f", or {value}b for bytes" if whole else "")
+        # The suggestion only where it is a size (no "0m" for 0; no "1.5b": a byte is whole).
+        whole = "." not in number
+        hint = "" if float(number) == 0 else f": write a size such as {number}m" + (
+            f", or {number}b for bytes" if whole else ""
         )
+        raise ConfigError(f"{where}: {shown(value)} has no unit (it would be {number} bytes){hint}")
     try:
         if is_size:
             return float(parse_size(str(value)))

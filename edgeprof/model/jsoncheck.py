@@ -50,10 +50,14 @@ a newline (``python3 -c "import x<newline>x.run()"``) and a program's file name 
 label is its program's escaped file name), so they take any text."""
 
 
-READ_WITHOUT = {"Mark": frozenset({"cpu_s", "memory_bytes"})}
+READ_WITHOUT = {
+    "Mark": frozenset({"cpu_s", "memory_bytes"}),
+    "GpuStats": frozenset({"devices"}),
+}
 """Fields without a default that the reader still takes absent (``Mark.from_dict`` reads them
-with ``get``: marks written before they were recorded), by class name (this module may not
-import the model it checks).  Every other field without a default is a required key."""
+with ``get``: marks written before they were recorded; ``GpuStats.from_dict`` a run's GPUs
+as ``()``), by class name (this module may not import the model it checks).  Every other
+field without a default is a required key."""
 
 
 def control_free(text: str) -> bool:

@@ -80,9 +80,9 @@ def _x(f: float | None, interval: tuple[float, float] | None) -> str:
 
 
 RANKING_LEGEND = (
-    "× FIRST, × PREVIOUS: the ratio of the medians [the 95% interval of the ratio of the "
-    "means, Welch's t: it covers 1 exactly where ≈ says within noise]; MEAN ± SD: one "
-    "standard deviation"
+    "× FIRST, × PREVIOUS: the ratio of the medians [the 95% interval of the difference of "
+    "the means (Welch's t) over the first's mean: it covers 1 exactly where ≈ says within "
+    "noise]; MEAN ± SD: one standard deviation"
 )
 
 

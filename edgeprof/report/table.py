@@ -76,7 +76,7 @@ _MARKDOWN_ESCAPES = {
 _MARKDOWN_TABLE = str.maketrans(_MARKDOWN_ESCAPES)
 
 
-def markdown_text(text: str) -> str:
+def markdown_text(text: str, *, block: bool = True) -> str:
     """``text`` as Markdown shows it literally: the one escape of every text edgeprof puts in
     a Markdown file (a cell, a note, a title).  These files become CI pages (a GitHub step
     summary renders inline HTML and links), and a cell holds what a workload chose: a phase
@@ -84,15 +84,30 @@ def markdown_text(text: str) -> str:
     page, and a ``[x](javascript:alert(1))`` a link.  HTML's ``<``, ``>`` and ``&`` become
     entities; the marks of code, emphasis, links, strikethrough and a table's cell (`` ` * _
     [ ] ~ |``) and the backslash that would escape them are backslash-escaped (CommonMark
-    takes any ASCII punctuation so); a line break, which ends a table's row, is a space."""
-    return text.translate(_MARKDOWN_TABLE)
+    takes any ASCII punctuation so); a line break, which ends a table's row, is a space.  A
+    line's first mark of a block (a heading's ``#``, a quote's ``>``, a list's ``-``, ``+``
+    or ``1.``, a setext ``=``) is escaped too (``block``): a note that starts with a model's
+    label is a line, or a list item, of its own; a table's cell (``block=False``) is inline
+    text, where ``-0.5`` and ``1.50s`` stay as they are.  GitHub still links a bare
+    ``https://…`` it finds in the text."""
+    out = text.translate(_MARKDOWN_TABLE)
+    if not block:
+        return out
+    body = out.lstrip(" ")
+    lead = out[: len(out) - len(body)]
+    if body[:1] in ("#", ">", "+", "=", "-"):
+        return f"{lead}\\{body}"
+    digits = len(body) - len(body.lstrip("0123456789"))
+    if digits and body[digits : digits + 1] in (".", ")"):  # an ordered list's "1." or "1)"
+        return f"{lead}{body[:digits]}\\{body[digits:]}"
+    return out
 
 
 def markdown_lines(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     """A Markdown (GFM) table, every cell through :func:`markdown_text`."""
 
     def cells(r: Sequence[str]) -> str:
-        return "| " + " | ".join(map(markdown_text, r)) + " |"
+        return "| " + " | ".join(markdown_text(c, block=False) for c in r) + " |"
 
     return [cells(header), "|" + "---|" * len(header), *(cells(r) for r in rows)]
 

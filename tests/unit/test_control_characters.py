@@ -214,3 +214,17 @@ def test_a_ci_summarys_labels_and_notes_are_literal() -> None:
     assert table.markdown() == (
         "#### \\*T\\*\n\n| A |\n|---|\n| \\[a\\](b) |\n\n- &lt;i&gt;n&lt;/i&gt;\n"
     )
+
+
+def test_a_markdown_lines_first_block_mark_is_escaped_but_not_a_cells() -> None:
+    """A note (a line, or a list item) that starts with ``#``, ``>``, ``-``, ``+``, ``=`` or
+    ``1.`` had still become a heading, a quote or a list (a reviewer's); a table's cell is
+    inline text, where a number keeps its sign and its point."""
+    assert [markdown_text(t) for t in ("# x", "- a", "+ b", "=== ", "1. one", "12) two")] == [
+        "\\# x", "\\- a", "\\+ b", "\\=== ", "1\\. one", "12\\) two"
+    ]
+    assert markdown_text("> q") == "&gt; q" and markdown_text("  # sp") == "  \\# sp"
+    assert markdown_text("plain 1. not first") == "plain 1. not first"
+    assert [markdown_text(t, block=False) for t in ("-0.5", "1.50s", "# x")] == [
+        "-0.5", "1.50s", "# x"
+    ]

@@ -339,6 +339,28 @@ def test_a_memory_budget_without_its_unit_is_refused(tmp_path: Path, value: str)
     assert load_budget_file(f).default == {"peak_memory": 12.0}
 
 
+def test_a_bare_number_budgets_message_suggests_only_sizes() -> None:
+    """A reviewer's: "0" had been told to write "0m, or 0b" (both refused), "." to write
+    ".m", " 12 " to write " 12 m"."""
+    from edgeprof.analysis.budgets import METRICS, parse_budget
+
+    cases = {
+        "0": "'0' has no unit (it would be 0 bytes)",
+        " 12 ": "' 12 ' has no unit (it would be 12 bytes): write a size such as 12m, or 12b",
+    }
+    for value, said in cases.items():
+        with pytest.raises(ConfigError) as info:
+            parse_budget(METRICS["peak_memory"], value, "where")
+        assert str(info.value).startswith(f"where: {said}")
+    assert str(info.value).endswith("12b for bytes")
+    with pytest.raises(ConfigError) as info:
+        parse_budget(METRICS["peak_memory"], ".", "where")
+    assert "has no unit" not in str(info.value)  # not a number: refused as any bad size
+    with pytest.raises(ConfigError) as info:
+        parse_budget(METRICS["peak_memory"], "0", "where")
+    assert str(info.value) == "where: '0' has no unit (it would be 0 bytes)"
+
+
 @pytest.mark.parametrize("field", ["interval", "timeout"])
 def test_the_plan_refuses_an_empty_time_before_a_template_fills_it(
     tmp_path: Path, field: str
