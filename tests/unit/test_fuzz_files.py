@@ -152,6 +152,10 @@ def test_a_missing_key_is_named_where_it_is_missing(key: str, value: Any, messag
     # A mark written before its CPU time and memory were recorded still reads.
     old = RunResult.from_dict({**RESULT, "marks": [{"name": "m", "t_s": 0.5}]})
     assert old.marks[0].cpu_s is None and old.marks[0].memory_bytes is None
+    # So does a run's GPU record without its devices' list (read as none: a reviewer's).
+    gpu = {"driver": None, "selection": None, "memory_peak_bytes": 1, "energy_j": None,
+           "samples": 1, "interval_s": 0.1}
+    assert RunResult.from_dict({**RESULT, "gpu": gpu}).gpu.devices == ()  # type: ignore[union-attr]
 
 
 @fuzz(80)
