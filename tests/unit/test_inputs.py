@@ -165,7 +165,7 @@ def test_an_output_name_too_long_is_one_line(
     [
         ["run", "--backend", "fake", "--out", "{}", "--", "true"],
         ["run", "--backend", "fake", "-m", "a,b", "--out", "{}", "--", "true"],
-        ["bench", "m:infer", "--backend", "fake", "--out", "{}"],
+        ["bench", "m:infer", "--backend", "fake", "--cwd", "{cwd}", "--out", "{}"],
         ["run", "--backend", "fake", "--markdown", "{}", "--", "true"],
     ],
     ids=["run --out", "sweep --out", "bench --out", "--markdown"],
@@ -180,7 +180,8 @@ def test_an_output_name_with_a_control_character_is_refused_before_anything_runs
     monkeypatch.chdir(tmp_path)
     (tmp_path / "m.py").write_text("def load(bs):\n    return bs\ndef infer(bs):\n    pass\n")
     name = "o\tx"
-    assert main([name if a == "{}" else a for a in argv]) == 2
+    given = {"{}": name, "{cwd}": str(tmp_path)}  # --cwd: a module found by its directory
+    assert main([given.get(a, a) for a in argv]) == 2
     (line,) = capfd.readouterr().err.splitlines()
     assert line.startswith("edgeprof: error: cannot write o\\tx")
     assert line.endswith(": the name holds a control character")
