@@ -93,10 +93,13 @@ def test_a_workload_that_freezes_its_own_group_is_still_killed(
             proc.kill()
             proc.wait()
     result = json.loads((out / "result.json").read_text())
-    # The timeout's SIGTERM, at its default action, is fatal when sent (the kernel marks the
-    # exit then, frozen or not): the main process's status is SIGTERM's, 128 + 15.
-    expected = {"interrupt": (130, "interrupted"), "timeout": (143, "timeout")}[end]
-    assert (proc.returncode, result["termination"]) == expected, err.decode()
+    # The main process dies of the group's signals once thawed: the timeout's SIGTERM (fatal
+    # at its default action when sent, 143) or the grace period's SIGKILL (137), whichever
+    # the kernel took first (137 in a fresh clone's CI run on a loaded host, 143 here idle).
+    # The termination is the run's own account: timeout.
+    expected = {"interrupt": ({130}, "interrupted"), "timeout": ({137, 143}, "timeout")}[end]
+    assert proc.returncode in expected[0], err.decode()
+    assert result["termination"] == expected[1], err.decode()
     assert _gone(int(main_pid)) and _gone(int(child_pid))
     assert not group.exists()
     assert "survived" not in err.decode()
