@@ -184,7 +184,7 @@ def _limit_fit(r: RunResult) -> LimitFit | None:
     if reached:
         had = None if cache is None else cache >= slack
         return LimitFit(Headroom.AT_LIMIT, limit, r.memory.floor_bytes, stall, r.device,
-                        between, had)  # fmt: skip
+                        between, had)
     return LimitFit(Headroom.FITS, limit, peak, stall, r.device)
 
 

@@ -431,7 +431,7 @@ def _fit_one(
         except _Interrupted:
             why = interrupted_after([(p.limit, p.verdict) for p in probes])
             return FitOutcome(label, tuple(reference), time, noise, b, tuple(probes), None,
-                              req.tolerance, req.margin, why, reference_cap=cap)  # fmt: skip
+                              req.tolerance, req.margin, why, reference_cap=cap)
         return FitOutcome(label, tuple(reference), time, noise, b, tuple(probes), found.answer,
                           req.tolerance, req.margin, reference_cap=cap)  # fmt: skip
     finally:

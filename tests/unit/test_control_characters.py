@@ -185,7 +185,7 @@ def test_a_live_runs_phase_names_are_literal_in_its_markdown(
     monkeypatch.chdir(tmp_path)
     Path("evil.py").write_text(f"import edgeprof\nwith edgeprof.phase({TRACKER!r}):\n    pass\n")
     argv = ["run", "--backend", "fake", "--env", f"PYTHONPATH={REPO}", "--markdown", "run.md",
-            "--out", "evil", "--", sys.executable, "evil.py"]  # fmt: skip
+            "--out", "evil", "--", sys.executable, "evil.py"]
     assert main(argv) == 0
     md = Path("run.md").read_text()
     # The runner makes a phase name's blanks underscores, escaped here in turn.

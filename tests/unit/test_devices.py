@@ -429,7 +429,7 @@ def test_a_device_share_and_explicit_options(
     assert verdict is not None
     assert verdict.startswith("memory limit 128.0MiB (--memory, replacing device tiny's): ")
     assert main([*RUN, "--json", "--device", "tiny", "--devices", str(cat), "--cpus", "1",
-                 "--", "true"]) == 0  # fmt: skip
+                 "--", "true"]) == 0
     d = json.loads(capfd.readouterr().out)
     assert d["device_replaced"] == ["--cpus"]
     verdict = headroom(limit_fit(RunResult.from_dict(d)))

@@ -149,7 +149,7 @@ def test_a_command_that_fails_under_any_limit_has_no_answer(
     """The peak is probed after a failure other than an OOM kill; it had been answered
     untried ("smallest memory: 27.1MiB (the unlimited run's peak, not probed …)", exit 0)."""
     rc, out, err = _fit(capfd, "--backend", limit_seen, "--out", str(tmp_path / "f"),
-                        "--", "sh", "-c", REFUSES_A_SMALL_LIMIT)  # fmt: skip
+                        "--", "sh", "-c", REFUSES_A_SMALL_LIMIT)
     assert rc == 3, (out, err)
     doc = json.loads((tmp_path / "f" / "fit.json").read_text())
     assert (doc["min_memory_bytes"], doc["fits"]) == (None, False)
@@ -370,7 +370,7 @@ def test_a_ceiling_over_the_hosts_memory_is_refused_as_run_refuses_it(
     monkeypatch.setattr(FakeBackend, "memory_total", lambda self: 300 * MIB)
     out = tmp_path / "f"
     rc, stdout, err = _fit(capfd, "--backend", "fake", "--memory", "1g", "--out", str(out),
-                           "--", "true")  # fmt: skip
+                           "--", "true")
     assert (rc, stdout) == (2, "")
     assert err.endswith(
         "edgeprof: error: --memory 1.0GiB exceeds the memory a run may have here, 300.0MiB "
@@ -378,7 +378,7 @@ def test_a_ceiling_over_the_hosts_memory_is_refused_as_run_refuses_it(
     )
     assert not out.exists()
     rc, stdout, err = _fit(capfd, "--backend", "fake", "--memory", "100g", "--allow-over-host",
-                           "--", "true")  # fmt: skip
+                           "--", "true")
     assert rc == 0, err
     # true's 6 MiB (the least limit edgeprof sets) in 100 GiB: 99.99 GiB would print 100.0GiB.
     assert stdout.splitlines()[-1] == "fits in 100.0GiB with all but 6.0MiB to spare"
@@ -396,7 +396,7 @@ def test_a_reference_spread_wider_than_the_tolerance_is_warned_of(
     )
     out = tmp_path / "f"
     rc, _, err = _fit(capfd, "--backend", "fake", "--out", str(out), "--",
-                      "sh", "-c", slow_second)  # fmt: skip
+                      "sh", "-c", slow_second)
     assert rc == 0, err
     walls = json.loads((out / "fit.json").read_text())["reference"]["wall_s"]
     noise = (max(walls) - min(walls)) / min(walls)
@@ -411,7 +411,7 @@ def test_a_reference_spread_wider_than_the_tolerance_is_warned_of(
     assert err.index(warning) < err.index("edgeprof fit: sh: 6.0MiB")
     # Within the tolerance: not said (runs of 0.1 s spread 1000 % only past 1.1 s).
     rc, stdout, err = _fit(capfd, "--backend", "fake", "--tolerance", "1000%",
-                      "--json", "--", "sleep", "0.1")  # fmt: skip
+                      "--json", "--", "sleep", "0.1")
     walls = json.loads(stdout)["reference"]["wall_s"]
     assert rc == 0 and max(walls) < 11 * min(walls) and "spread" not in err, err
 
@@ -446,7 +446,7 @@ def test_a_search_interrupted_after_its_probes_says_what_they_showed(
     monkeypatch.setattr(fit_module, "execute", interrupted_third_probe)
     out = tmp_path / "f"
     rc, stdout, err = _fit(capfd, "--backend", limit_seen, "--tolerance", "1000%", "--out",
-                           str(out), "--", "sh", "-c", NEEDS_32M)  # fmt: skip
+                           str(out), "--", "sh", "-c", NEEDS_32M)
     assert rc == 130, (stdout, err)
     doc = json.loads((out / "fit.json").read_text())
     first, second = doc["probes"]

@@ -111,7 +111,7 @@ def test_a_floor_whose_peak_page_cache_hid_says_the_run_may_have_held_more() -> 
     had no caveat, where the run needs ~88 MiB."""
     r = limited(peak=LIMIT, floor=74 * MIB, events_max=None, stall=None)
     parts = MemoryParts(total=LIMIT - 5 * MIB // 4, anon=28 * MIB, file=70 * MIB, shmem=0,
-                        kernel=MIB // 2)  # fmt: skip
+                        kernel=MIB // 2)
     f = limit_fit(dataclasses.replace(r, memory=dataclasses.replace(r.memory, at_peak=parts)))
     assert f is not None and f.status is Headroom.AT_LIMIT and f.floor_between
     text = headroom(f)

@@ -592,7 +592,7 @@ def test_render_fit_of_a_peak_that_fails_after_failures_other_than_memory() -> N
     base = outcome(None)
     refused = Probe(40 * MIB, (run(exit_code=1),), Verdict(False, "exit 1 (unlimited: 0)", False))
     oom = Probe(100 * MIB, (run(termination=Termination.OOM, exit_code=137),),
-                Verdict(False, "oom"))  # fmt: skip
+                Verdict(False, "oom"))
     o = dataclasses.replace(base, probes=(refused, oom))
     assert o.failed_at_peak == oom and not o.fits
     assert o.max_probes == max_probes(o.bounds) + 1  # the peak, probed after the exit 1

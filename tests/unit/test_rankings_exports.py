@@ -226,7 +226,7 @@ def test_report_plots_say_which_timeline_a_corrupt_samples_csv_left_out(
     require_module("matplotlib", "plot")
     out = tmp_path / "sweep"
     argv = ["run", "--backend", "fake", "--interval", "0.01", "-m", "a,b", "--out", str(out),
-            "--", "sh", "-c", "sleep 0.1", "sh"]  # fmt: skip
+            "--", "sh", "-c", "sleep 0.1", "sh"]
     assert main(argv) == 0
     bad = out / "b" / "1" / "samples.csv"
     bad.write_text("t_s,cpu_pct,memory_bytes\n0.1,fifty,1\n")
