@@ -129,8 +129,16 @@ def test_docker_period_is_a_stalling_full_speed_core_and_is_reported(
     # then a whole stall of ~75 ms), well under an evenly slowed core's median; the tail is
     # a stall.
     assert r.latency.p50_s < 0.75 * own.slower_p50_s, (r.latency, own)
-    assert r.latency.p99_s > 4 * r.latency.p50_s
     assert own.cpu_s <= own.most_cpu_s(DOCKER_SHARE, 0.1), own
+    assert r.cpu.throttled_s is not None and r.cpu.throttled_s > 0, r.cpu  # the quota held
+    if REAL_TIME:
+        # The tail is a stall where the clock is a CPU's.  Not asserted in the TCG guest:
+        # there a busy fresh-clone CI run's p99 was 2.4 of its p50 (6.4 ms: no 75 ms stall
+        # in the slowest two iterations), while the run was throttled.  A likely place for
+        # the stalls (not measured there): iterations.py reads its own CPU time between
+        # iterations, a system call that charges the group and can enforce a spent quota
+        # right there, outside the iterations (BARE_LOOP's docstring).
+        assert r.latency.p99_s > 4 * r.latency.p50_s
     t = r.latency.throttling
     # On a host whose clock is a CPU's, a minority: a quota of iterations, then one stalled.
     # In the TCG guest the events thread reads late, in batches (a batch's stall goes to
@@ -138,8 +146,8 @@ def test_docker_period_is_a_stalling_full_speed_core_and_is_reported(
     # and the emulator's vCPU turns lengthen some too): a busy host's 6.12 guest flagged
     # 78 of 149 in a fresh-clone CI run.  Some still ran unstalled.
     assert t is not None and t.throttled < (ITERATIONS // 2 if REAL_TIME else t.iterations), t
-    assert t.stall_s > 0, t
     if REAL_TIME:
+        assert t.stall_s > 0, t
         # The median is flagged where the loop had the core between the stalls
         # (had_the_core); the p99 is a whole stall, unlike either even spread.
         if had_the_core(r.latency, own):

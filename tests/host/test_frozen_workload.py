@@ -44,14 +44,6 @@ def _frozen(group: Path) -> bool:
     return "frozen 1" in (group / "cgroup.events").read_text().splitlines()
 
 
-def _wait_for(what: str, ready: object, proc: subprocess.Popen[bytes] | None = None) -> None:
-    deadline = time.monotonic() + HANG_S
-    while not ready():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"never {what}"
-        assert proc is None or proc.poll() is None, f"edgeprof ended before {what}"
-        time.sleep(0.02)
-
-
 @pytest.fixture
 def collect() -> Iterator[list[Path]]:
     """Groups a failed run may have left frozen: thawed and emptied through ``edgeprof gc``
@@ -62,36 +54,70 @@ def collect() -> Iterator[list[Path]]:
         subprocess.run([PY, "-m", "edgeprof", "gc"], cwd=REPO, capture_output=True, check=False)
 
 
+def _start(cmd: list[str], report: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [*cmd, PY, str(WORKLOAD), "self", str(report)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _wait_for_the_freeze(report: Path, proc: subprocess.Popen[bytes]) -> Path | None:
+    """The run's group once its child has reported it and the group reads frozen; ``None``
+    if edgeprof ended first."""
+    deadline = time.monotonic() + HANG_S
+    while proc.poll() is None:
+        assert time.monotonic() < deadline, "the workload never froze its group"
+        if report.exists():
+            group = Path(report.read_text().split(maxsplit=2)[2])
+            try:
+                if _frozen(group):
+                    return group
+            except FileNotFoundError:  # edgeprof has just removed it: its end is next
+                pass
+        time.sleep(0.02)
+    return None
+
+
 @pytest.mark.parametrize("end", ["interrupt", "timeout"])
 def test_a_workload_that_freezes_its_own_group_is_still_killed(
     mechanism: str, tmp_path: Path, end: str, collect: list[Path]
 ) -> None:
     """The run's group frozen by its own child, main process included: Ctrl-C (once the
     group reads frozen) ends the run as ``interrupted``, exit 130; a timeout (its SIGTERM
-    cannot reach a frozen process) as ``timeout`` after the grace period."""
+    cannot reach a frozen process) as ``timeout`` after the grace period.
+
+    The timeout must outlast the workload's start (edgeprof's, then Python's, then the fork
+    and the write): 5 s does here, but the emulated cgroup v2 guest of a busy fresh-clone CI
+    run timed out before the child had written its report.  A run that timed out before the
+    freeze tested nothing, so it is run again with twice the timeout."""
     report = tmp_path / "frozen"
-    out = tmp_path / "out"
-    timeout = ["--timeout", "5"] if end == "timeout" else []
-    cmd = [PY, "-m", "edgeprof", "run", *timeout, "--out", str(out), "--"]
-    proc = subprocess.Popen(
-        [*cmd, PY, str(WORKLOAD), "self", str(report)],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        _wait_for("the child wrote its report", report.exists, proc)
-        main_pid, child_pid, name = report.read_text().split(maxsplit=2)
-        group = Path(name)
-        collect.append(group)
-        _wait_for("the group was frozen", lambda: _frozen(group), proc)
-        if end == "interrupt":
-            proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=HANG_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    for timeout_s in (5, 10, 20, 40, 80):
+        out = tmp_path / f"out{timeout_s}"
+        timeout = ["--timeout", str(timeout_s)] if end == "timeout" else []
+        proc = _start([PY, "-m", "edgeprof", "run", *timeout, "--out", str(out), "--"], report)
+        try:
+            group = _wait_for_the_freeze(report, proc)
+            if group is None and end == "timeout":
+                _, err = proc.communicate()
+                early = json.loads((out / "result.json").read_text())
+                assert early["termination"] == "timeout", err.decode()
+                report.unlink(missing_ok=True)
+                continue  # timed out before the freeze: again, with a longer timeout
+            assert group is not None, f"edgeprof ended before the freeze: {proc.returncode}"
+            collect.append(group)
+            main_pid, child_pid, _ = report.read_text().split(maxsplit=2)
+            if end == "interrupt":
+                proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=HANG_S)
+            break
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    else:
+        pytest.fail("every timeout ran out before the workload froze its group")
     result = json.loads((out / "result.json").read_text())
     # The main process dies of the group's signals once thawed: the timeout's SIGTERM (fatal
     # at its default action when sent, 143) or the grace period's SIGKILL (137), whichever

@@ -21,7 +21,7 @@ import edgeprof
 from edgeprof.backends import nvml
 from edgeprof.errors import ConfigError
 from edgeprof.report.results import render_plain
-from tests.conftest import require
+from tests.conftest import HANG_S, require
 from tests.nvml_double import FakeGpu, MiB, NvmlDouble
 
 PY = sys.executable
@@ -178,7 +178,7 @@ def test_a_container_like_pid_namespace_is_seen_though_its_nspid_has_one_number(
     )
     out = subprocess.run(
         ["unshare", "--pid", "--fork", "--mount-proc", PY, "-c", code],
-        capture_output=True, text=True, check=True, timeout=60,
+        capture_output=True, text=True, check=True, timeout=HANG_S,
     ).stdout.split()  # fmt: skip
     assert out == ["True", "1"]
 
@@ -283,7 +283,7 @@ def test_the_bpf_device_filter_on_this_kernels_cgroup_v2_hierarchy(tmp_path: Pat
         join = f"open({str(group / 'cgroup.procs')!r}, 'w').write(str(__import__('os').getpid()))"
         seen = tmp_path / "seen"
         subprocess.run([PY, "-c", join + "\n" + OPENER, str(seen), *nodes], check=True,
-                       timeout=60)  # fmt: skip
+                       timeout=HANG_S)  # fmt: skip
         assert seen.read_text().split() == ["ENXIO", "EPERM"]
     finally:
         group.rmdir()

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from edgeprof.backends import cgroupfs as fs
+from tests.conftest import HANG_S
 
 from .conftest import CGROUP_ROOT
 
@@ -57,7 +58,7 @@ def limited(mechanism: str) -> Iterator[tuple[Path, list[str], list[str]]]:
 
 
 def _edgeprof(cmd: list[str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=HANG_S)
 
 
 def test_run_refuses_a_limit_over_the_groups_and_names_it(

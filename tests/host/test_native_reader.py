@@ -7,7 +7,7 @@ import sys
 from edgeprof.backends import cgroupfs as fs
 from edgeprof.backends import get_backend
 from edgeprof.model import RunSpec
-from tests.conftest import require
+from tests.conftest import HANG_S, require
 
 
 def test_native_and_python_readers_agree_on_a_real_group(mechanism: str) -> None:
@@ -15,7 +15,7 @@ def test_native_and_python_readers_agree_on_a_real_group(mechanism: str) -> None
     be = get_backend("cgroup")
     code = "b = b'x' * (32 << 20); open('/dev/null', 'w').write('y' * 1000); sum(range(10**6))"
     with be.launch(RunSpec(command=(sys.executable, "-c", code))) as run:
-        assert run.wait(60) == 0
+        assert run.wait(HANG_S) == 0
         run.kill()  # nothing left running (the kernel may still free a page: below)
         sources = run._counters.sources  # type: ignore[attr-defined]
         native, python = fs.CounterSet(sources, native=True), fs.CounterSet(sources, native=False)

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from edgeprof.backends._own_group import own_memory_group
+from tests.conftest import HANG_S
 
 PY = sys.executable
 WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
@@ -69,7 +70,7 @@ def test_an_oom_kill_by_the_group_edgeprof_runs_in_is_the_runs(tmp_path: Path) -
                  PY, "-m", "edgeprof", "run", "--backend", "process", "--out", str(out), "--",
                  PY, str(WORKLOADS / "hold_memory.py"), str(mib), str(tmp_path / f"{name}.hwm")],
                 cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
-                capture_output=True, text=True, timeout=300,
+                capture_output=True, text=True, timeout=HANG_S,
             )  # fmt: skip
             runs[name] = (done, json.loads((out / "result.json").read_text()))
     done, r = runs["fits"]
