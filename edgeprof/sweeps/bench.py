@@ -87,6 +87,32 @@ def _check_names(target: str, path: Path, func: str, loader: str) -> None:
             raise ConfigError(f"bench target {target!r}: {path} defines no {role} {name!r}")
 
 
+def run_dir(batch_size: int, k: int, repeat: int) -> Path:
+    """Where run ``k`` of a batch size writes in a bench's ``--out``: ``bs<N>/``, or
+    ``bs<N>/<k>/`` with ``--repeat``."""
+    return Path(f"bs{batch_size}") if repeat == 1 else Path(f"bs{batch_size}") / str(k)
+
+
+def refuse_other_runs(out: Path, planned: Sequence[Path]) -> None:
+    """Refuse an ``--out`` holding runs this bench will not write (an earlier bench's other
+    batch sizes, or its ``bs1/`` beside ``--repeat``'s ``bs1/<k>/``).  A bench writes no
+    manifest: ``report`` and ``compare`` read every ``result.json`` under its directory, so
+    an earlier one-run ``bs1/result.json`` was read as a fourth run of ``--repeat 3``.  (A
+    sweep only warns: its ``sweep.json`` names its runs.)"""
+    if not out.is_dir():
+        return
+    want = {out / p for p in planned}
+    other = sorted({p.parent for p in out.rglob("result.json")} - want, key=str)
+    if other:
+        shown = ", ".join(str((p / "result.json").relative_to(out)) for p in other[:4])
+        more = f" and {len(other) - 4} more" if len(other) > 4 else ""
+        raise ConfigError(
+            f"--out {out} holds {len(other)} run(s) this bench does not write ({shown}{more}): "
+            "report and compare would read them as this bench's; give another --out, or "
+            "remove them"
+        )
+
+
 def bench(
     target: str,
     batch_sizes: Sequence[int] = (1,),
@@ -131,11 +157,13 @@ def bench(
             "edgeprof bench runs the model on this host (--backend cgroup): the phases and "
             "iterations cannot leave a container"
         )
+    runs = [(bs, k) for bs in batch_sizes for k in range(1, repeat + 1)]
+    if out_dir is not None:
+        refuse_other_runs(Path(out_dir), [run_dir(bs, k, repeat) for bs, k in runs])
     root = str(Path(__file__).resolve().parent.parent)
     results: list[RunResult] = []
-    runs = [(bs, k) for bs in batch_sizes for k in range(1, repeat + 1)]
     for bs, k in runs:
-        where = Path(f"bs{bs}") if repeat == 1 else Path(f"bs{bs}") / str(k)
+        where = run_dir(bs, k, repeat)
         command = [
             python,
             "-c",

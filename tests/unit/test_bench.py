@@ -373,3 +373,34 @@ def test_repeated_bench_runs_are_judged_by_compare(
     assert "regression" in p95 and "(n=3)" in p95
     assert main(["bench", "m:infer", "--repeat", "0", "--backend", "fake", "--cwd", str(fast)]) == 2
     assert "--repeat 0: must be at least 1" in capfd.readouterr().err
+
+
+def test_a_bench_refuses_an_out_holding_runs_it_would_not_write(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """``compare`` and ``report`` read every run under a bench's ``--out``: an earlier
+    one-run ``bs1/result.json`` had been read as a fourth run of ``--repeat 3``.  A bench
+    whose runs would sit beside others is refused before it runs; one that writes the same
+    runs again, or more of them, is not."""
+    (tmp_path / "m.py").write_text("def load(bs):\n    return bs\ndef infer(bs):\n    pass\n")
+    out = tmp_path / "out"
+
+    def bench_main(*args: str) -> int:
+        base = ["bench", "m:infer", "--iterations", "2", "--warmup", "0", "--backend", "fake"]
+        return main([*base, "--cwd", str(tmp_path), "--out", str(out), *args])
+
+    def runs() -> list[str]:
+        return sorted(str(p.relative_to(out)) for p in out.rglob("result.json"))
+
+    assert bench_main() == 0
+    assert bench_main() == 0  # the same run again
+    assert bench_main("--batch-size", "1,8") == 0  # and one more beside it
+    assert runs() == ["bs1/result.json", "bs8/result.json"]
+    capfd.readouterr()
+    assert bench_main("--repeat", "3") == 2
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1 and f"--out {out} holds 2 run(s) this bench does not write" in err
+    assert "(bs1/result.json, bs8/result.json)" in err
+    assert bench_main("--batch-size", "8") == 2
+    assert "holds 1 run(s) this bench does not write (bs1/result.json)" in capfd.readouterr().err
+    assert runs() == ["bs1/result.json", "bs8/result.json"]  # nothing ran
