@@ -1,20 +1,23 @@
 """Booting a guest under qemu (TCG) and running one command in it.
 
 The command goes in as a shell script through the out share; its output and exit code come
-back the same way.  qemu is killed on a time-out or an interrupt: it never outlives the call.
+back the same way.  qemu is killed on a time-out or an interrupt, and dies with the thread
+that started it: it never outlives the call.
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import re
 import shlex
+import signal
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from edgeprof.backends.cgroupfs import own_cgroups
@@ -215,6 +218,7 @@ def _launch(
         text=True,
         errors="replace",
         start_new_session=True,
+        preexec_fn=_die_with_this_thread(),
     )
     try:
         qemu_output = _wait(proc, started + timeout, cancel)
@@ -249,6 +253,27 @@ def _launch(
         boot_seconds=float(match.group(1)) if match else None,
         wall_seconds=wall,
     )
+
+
+_PR_SET_PDEATHSIG = 1
+"""``<linux/prctl.h>``: the signal a process gets when the thread that forked it exits."""
+
+
+def _die_with_this_thread() -> Callable[[], None]:
+    """qemu's pre-exec hook: SIGKILL once the thread that starts it is gone.  qemu runs in a
+    session of its own (a terminal's Ctrl-C is the harness's to handle), so a tier stopped
+    by SIGTERM or SIGKILL (a CI job's timeout, ``kill`` of ``make test``) had left its
+    guests running under init, a host CPU each, until their own timeouts.  The thread waits
+    in :func:`_launch` until qemu has exited, so it never ends first by itself."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+
+    def hook() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)  # the harness died before: nothing would end this process
+
+    return hook
 
 
 class _Cancelled(Exception):
