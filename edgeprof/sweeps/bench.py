@@ -24,10 +24,12 @@ DEFAULT_ITERATIONS = 50
 
 # The worker must be this edgeprof, whatever the workload's sys.path holds; the working
 # directory stays first on the path (python -c puts it there), so MODULE is found from it.
-_BOOT = (
-    "import sys; sys.path.insert(1, {root!r}); "
-    "from edgeprof.workload.bench import main; sys.exit(main())"
-)
+# The directory that holds the package, not the package's own: given that, a worker had
+# imported whichever edgeprof its interpreter had installed (a tester's second clone's
+# bench ran /work/main's worker).
+PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+ON_PATH = f"import sys; sys.path.insert(1, {PACKAGE_PARENT!r}); "
+_BOOT = ON_PATH + "from edgeprof.workload.bench import main; sys.exit(main())"
 
 
 def parse_batch_sizes(text: str) -> tuple[int, ...]:
@@ -160,14 +162,13 @@ def bench(
     runs = [(bs, k) for bs in batch_sizes for k in range(1, repeat + 1)]
     if out_dir is not None:
         refuse_other_runs(Path(out_dir), [run_dir(bs, k, repeat) for bs, k in runs])
-    root = str(Path(__file__).resolve().parent.parent)
     results: list[RunResult] = []
     for bs, k in runs:
         where = run_dir(bs, k, repeat)
         command = [
             python,
             "-c",
-            _BOOT.format(root=root),
+            _BOOT,
             target,
             "--batch-size",
             str(bs),

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+import edgeprof
 from edgeprof.analysis.device_limits import device_limits
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
-from edgeprof.sweeps.bench import bench, check_target, parse_batch_sizes
+from edgeprof.sweeps.bench import ON_PATH, bench, check_target, parse_batch_sizes
 from tests.fakes import FakeBackend
 
 MODEL = """
@@ -404,3 +407,16 @@ def test_a_bench_refuses_an_out_holding_runs_it_would_not_write(
     assert bench_main("--batch-size", "8") == 2
     assert "holds 1 run(s) this bench does not write (bs1/result.json)" in capfd.readouterr().err
     assert runs() == ["bs1/result.json", "bs8/result.json"]  # nothing ran
+
+
+def test_the_worker_imports_this_edgeprof(tmp_path: Path) -> None:
+    """The worker's path names the directory holding this package: with no site packages
+    (``-S``: no installed edgeprof to fall back on), from another directory, the worker
+    imports this very package (it had named the package's own directory, and an installed
+    edgeprof was imported instead)."""
+    code = ON_PATH + "import edgeprof; print(edgeprof.__file__)"
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == edgeprof.__file__
