@@ -243,14 +243,26 @@ def test_peak_cpu_over_full_windows(tmp_path: Path) -> None:
                 out_dir=tmp_path)  # fmt: skip
     with open(tmp_path / "samples.csv") as f:
         rows = [(float(x["t_s"]), float(x["cpu_usage_s"])) for x in csv.DictReader(f)]
-    expected = max(
-        100 * (u1 - u0) / (t1 - t0)
-        for i, (t1, u1) in enumerate(rows)
-        for t0, u0 in [max((x for x in rows[:i] if t1 - x[0] >= 1.0), default=(t1, u1))]
-        if t1 - t0 >= 1.0
-    )
-    assert r.cpu.avg_pct is not None  # the peak is never below the run's exact average
-    assert r.cpu.peak_pct == pytest.approx(max(expected, r.cpu.avg_pct), rel=1e-6)
+
+    def rate(i: int, full: float) -> float | None:
+        """The rate of the window ending at row ``i`` (None: no window is full there)."""
+        t1, u1 = rows[i]
+        t0, u0 = max((x for x in rows[:i] if t1 - x[0] >= full), default=(t1, u1))
+        return 100 * (u1 - u0) / (t1 - t0) if t1 - t0 >= full else None
+
+    # The CSV's stamps are rounded to the µs: a window within a µs of 1 s may be full or not
+    # in it (a loaded unit tier's: 150.0013 % read, 150.0008 % recomputed), so each window
+    # end's rate is one of the two counted either way.
+    ends = [
+        [v for v in (rate(i, 1.0 - 2e-6), rate(i, 1.0 + 2e-6)) if v is not None]
+        for i in range(len(rows))
+    ]
+    assert r.cpu.avg_pct is not None and r.cpu.peak_pct is not None
+    # The peak is never below the run's exact average.
+    low = max([min(e) for e in ends if e] + [r.cpu.avg_pct])
+    high = max([max(e) for e in ends if e] + [r.cpu.avg_pct])
+    # A µs of rounding at either end of a 1 s window moves its rate by up to 1e-6 of it.
+    assert low * (1 - 3e-6) <= r.cpu.peak_pct <= high * (1 + 3e-6), (r.cpu, low, high)
     assert r.cpu.peak_pct == pytest.approx(150.0, rel=0.25)  # the script's rate, roughly
     assert r.cpu.avg_pct == pytest.approx(150.0, abs=5)
 
