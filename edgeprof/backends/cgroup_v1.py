@@ -155,6 +155,9 @@ def counter_sources(
             *THROTTLING,
             per_sample=False,
         ),
+        # PSI follows a task's group on the unified hierarchy (the kernel's task_dfl_cgroup),
+        # which a hybrid host's runs have: their time waiting for a CPU, no v1 file has it.
+        *at(UNIFIED, "cpu.pressure", Kind.PSI, *fs.CPU_PRESSURE, per_sample=False),
         *at("memory", "memory.usage_in_bytes", Kind.INT, Field("memory_current")),
         *at(
             "memory",

@@ -284,6 +284,11 @@ class Field:
     divisor: int = 1
 
 
+CPU_PRESSURE = (Field("cpu_some_us"), Field("cpu_full_us"))
+"""``cpu.pressure``'s fields, on either version (a hybrid host's runs read their unified
+group's)."""
+
+
 @dataclass(frozen=True)
 class Source:
     """A counter file and the fields it gives.  ``IOSTAT``/``BLKIO`` give (read, write),

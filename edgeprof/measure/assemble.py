@@ -7,6 +7,7 @@ import contextlib
 import math
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from .. import __version__
@@ -23,6 +24,7 @@ from ..model import (
     SampleStats,
     Termination,
 )
+from .contention import contention_warning
 from .inputs import MIN_INTERVAL_S
 from .memory import parts_at, pressure, stall_warning
 from .sampler import SeriesStats
@@ -43,7 +45,11 @@ def build_result(
     *,
     interrupted: bool,
     timed_out: bool,
+    others_s: float | None = None,
+    cpus: Sequence[int] = (),
 ) -> RunResult:
+    """``others_s``: other tasks' CPU time on the run's ``cpus`` while it ran
+    (:class:`~edgeprof.measure.contention.HostCpus`)."""
     sig = -status if status is not None and status < 0 else None
     exit_code = None if status is None else (128 + sig if sig is not None else status)
     oom_kills = final.oom_kills
@@ -85,6 +91,11 @@ def build_result(
             f"avg memory: n/a, the run ended before its second reading (every {interval:g}s): "
             f"--interval {finer_interval(interval, wall):g} reads a short run finer"
         )
+    waited = contention_warning(
+        wall, secs(final.cpu_some_us), secs(final.throttled_us), others_s, cpus
+    )
+    if waited is not None:
+        warnings.append(waited)
     cost = pressure(final)
     stalled = stall_warning(cost, wall, spec.limits.memory)
     if stalled is not None:
@@ -116,6 +127,8 @@ def build_result(
             period_s=(
                 spec.period_us / 1e6 if spec.limits.cpus is not None and be.applies_quota else None
             ),
+            wait_s=secs(final.cpu_some_us),
+            others_s=others_s,
         ),
         memory=MemoryStats(
             peak_bytes=peak,

@@ -362,3 +362,23 @@ class Sampler:
                 self._thread.join()
             os.close(self._wake_r)
             os.close(self._wake_w)
+
+    def warnings(self, wall: float) -> list[str]:
+        """What the run's warnings say of its sampling, once stopped: a ``samples.csv`` cut
+        short, a sampler that stopped early or fell behind over ``wall`` seconds."""
+        said = []
+        w = self._writer
+        if w is not None and w.error is not None:
+            said.append(
+                f"{w.path} stops after {w.rows} of the samples: "
+                f"{w.error.strerror or w.error}; the statistics cover them all"
+            )
+        if self.error is not None:
+            said.append(f"sampling stopped early: {self.error}")
+        expected = wall / self.interval
+        if self.missed > max(2, 0.1 * expected):
+            said.append(
+                f"the sampler fell behind: {self.missed} of ~{expected:.0f} samples missed "
+                f"at a {self.interval:g}s interval; averages and sampled peaks are coarser"
+            )
+        return said

@@ -28,7 +28,10 @@ from ..units import MAX_CPU, MAX_DURATION_S, shown
 T = TypeVar("T")
 
 NON_NEGATIVE = frozenset(
-    {"wall_s", "user_s", "system_s", "total_s", "count", "pids_peak", "oom_kills"}
+    {
+        *("wall_s", "user_s", "system_s", "total_s", "wait_s", "others_s"),
+        *("count", "pids_peak", "oom_kills"),
+    }
 )
 """Fields no measurement makes negative, besides every ``*_bytes``: a hand-edited
 ``"peak_bytes": -5`` had been shown as "PEAK MEM -5B".  The schema says the same

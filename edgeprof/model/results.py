@@ -84,6 +84,10 @@ class Counters(NamedTuple):
     net_rx_bytes: int | None = None
     net_tx_bytes: int | None = None
     pids_current: int | None = None
+    cpu_some_us: int | None = None
+    """``cpu.pressure`` (PSI, the group's on the unified hierarchy): cumulative µs some / all
+    of its tasks were runnable but not running (waiting for a CPU, or held by the quota)."""
+    cpu_full_us: int | None = None
 
 
 class Sample(NamedTuple):
@@ -144,6 +148,15 @@ class CpuStats:
     period_s: float | None = None
     """The CFS period the ``cpus`` quota was applied with (``None``: no quota, or a file
     older than the choice of period)."""
+    wait_s: float | None = None
+    """Time some task of the run was runnable but not running (``cpu.pressure``'s ``some``):
+    waiting for a CPU another task held, or held back by the quota (the kernel counts a
+    throttled task as waiting).  ``None`` without a per-group pressure file (cgroup v1 with
+    no unified hierarchy, the process backend, Docker on cgroup v1)."""
+    others_s: float | None = None
+    """CPU time other tasks took on the CPUs the run could use while it ran: the host's busy
+    time there (``/proc/stat``) less the run's and edgeprof's own.  ``None`` where the run's
+    host is not this one (a remote Docker daemon)."""
 
 
 @dataclass(frozen=True)
