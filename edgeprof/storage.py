@@ -234,12 +234,36 @@ def read_json(path: Path, what: str = "") -> Any:
     """The JSON in ``path``; every failure (unreadable, not UTF-8, not JSON, nested deeper than
     Python recurses, a number of 4300+ digits, ``NaN`` or ``Infinity``) is a
     :class:`ConfigError`."""
+    text = ""
     try:
         text = read_capped(path, MAX_JSON_BYTES)
         return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except (OSError, ValueError, RecursionError, MemoryError) as exc:
+        if isinstance(exc, json.JSONDecodeError) and (note := layers_profile_note(path, text)):
+            raise ConfigError(note) from exc
         why = {RecursionError: "nested too deeply", MemoryError: "too large for this memory"}
         raise ConfigError(f"cannot read {what}{path}: {why.get(type(exc), exc)}") from exc
+
+
+_LAYERS_KEYS = re.compile(r"^(batch_size|model_name|profile_data):", re.MULTILINE)
+
+
+def layers_profile_note(path: Path, text: str | None = None) -> str | None:
+    """The line saying that ``path`` (holding ``text``) is a per-layer profile, YAML with its
+    three top-level keys, or ``None``: read as JSON, it had been ``cannot read result vit.yml:
+    Expecting value: line 1 column 1 (char 0)``, and ``report DIR`` skipped it silently."""
+    if text is None:
+        try:
+            text = read_capped(path) if path.suffix in (".yml", ".yaml") else ""
+        except (OSError, UnicodeDecodeError, ConfigError):
+            text = ""
+    if len(set(_LAYERS_KEYS.findall(text[: 1 << 20]))) < 3:
+        return None
+    return (
+        f"{path} is a per-layer profile from `edgeprof layers`, not a run result: "
+        f"`edgeprof layers export models|device-types -i {path}` reads it (report and compare "
+        "read result.json and sweep.json)"
+    )
 
 
 def _no_constant(name: str) -> Any:
@@ -283,7 +307,11 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
             measured = [p for p in found if not WARMUP_DIR.match(p.parent.name)]
             files = [sweep] if sweep.exists() else measured
             if not files:
-                raise ConfigError(f"{path}: no result.json or sweep.json in it")
+                notes = (layers_profile_note(p) for p in sorted(path.glob("*.y*ml"))[:100])
+                note = next((n for n in notes if n), None)
+                raise ConfigError(
+                    f"{path}: no result.json or sweep.json in it" + (f"; {note}" if note else "")
+                )
             runs.extend(load_runs(files))
             continue
         data = read_json(path, "result ")

@@ -185,11 +185,12 @@ def summarize_cells(
     }
 
 
-def format_stat(key: str, v: float) -> str:
-    """A value of the statistic ``key`` (:data:`STAT_METRICS`) for tables and messages."""
+def format_stat(key: str, v: float, like: float | None = None) -> str:
+    """A value of the statistic ``key`` (:data:`STAT_METRICS`) for tables and messages;
+    ``like``: the mean a deviation ``v`` is shown beside (:meth:`Metric.format`)."""
     metric = STAT_METRICS[key]
     # The statistics have always shown whole bytes (a mean or median may be fractional).
-    return metric.format(int(v) if metric.kind is Kind.MEMORY else v)
+    return metric.format(int(v) if metric.kind is Kind.MEMORY else v, like)
 
 
 def _values(runs: Sequence[RunResult], get: Callable[[RunResult], float | None]) -> list[float]:

@@ -121,15 +121,16 @@ class Metric:
     """Reported by the workload itself (its iterations, over the events channel): missing
     everywhere when the workload never reached edgeprof, which is then said."""
 
-    def format(self, value: float) -> str:
-        """``1.23s``/``12.3ms``, ``117.9MiB``, ``80.0%``, ``12.50J``."""
+    def format(self, value: float, like: float | None = None) -> str:
+        """``1.23s``/``12.3ms``/``7.6µs``, ``117.9MiB``, ``80.0%``, ``12.50J``; ``like``: the
+        mean a deviation ``value`` is shown beside (:func:`~edgeprof.units.format_seconds`)."""
         if self.kind is Kind.MEMORY:
             return format_binary(value)
         if self.kind is Kind.PERCENT:
             return f"{value:.1f}%"
         if self.kind is Kind.ENERGY:
             return format_energy(value)
-        return format_seconds(value)
+        return format_seconds(value, like=like)
 
     def format_apart(self, value: float, other: float) -> str:
         """``value`` as :meth:`format` writes it, with more digits where that reads the same
@@ -155,7 +156,7 @@ class Metric:
             if abs(v) >= 1000:
                 return f"{v / 1000:.{digits + 1}f}kJ"
             return f"{v:.{digits + 1}f}J"
-        return f"{v * 1000:.{digits}f}ms" if v < 1 else f"{v:.{digits + 1}f}s"
+        return format_seconds(v, digits)
 
 
 METRICS: tuple[Metric, ...] = (

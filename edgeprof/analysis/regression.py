@@ -104,10 +104,11 @@ class Change:
         """``1.23s ± 0.04s (n=5)``: mean ± sample standard deviation."""
         if not values:
             return "n/a"
-        mean = self.metric.format(statistics.fmean(values))
+        avg = statistics.fmean(values)
+        mean = self.metric.format(avg)
         if len(values) == 1:
             return f"{mean} (n=1)"
-        return f"{mean} ± {self.metric.format(statistics.stdev(values))} (n={len(values)})"
+        return f"{mean} ± {self.metric.format(statistics.stdev(values), avg)} (n={len(values)})"
 
 
 def parse_threshold(text: str) -> float:

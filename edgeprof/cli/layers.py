@@ -119,7 +119,7 @@ def profile_cmd(
     """
     from ..analysis.device_limits import device_limits
     from ..layers.results import LayerResults, layer_ranges, load, merge, save
-    from ..layers.run import check_extendable, make_request, run_layers
+    from ..layers.run import check_extendable, completes, make_request, run_layers
     from ..report.layers import render_layers
     from ..report.results import print_table
     from ..storage import check_writable
@@ -153,6 +153,7 @@ def profile_cmd(
         backend=backend,
         python=python,
         expect_layers=None if existing is None else existing.layers,
+        check_whole=existing is not None and completes(existing, request),
         timeout=timeout,
         cgroup_parent=cgroup_parent,
         device=device,
@@ -180,6 +181,22 @@ def profile_cmd(
 
 
 _INPUT: Any = typer.Option("--input", "-i", help="The profiler results file to convert.")
+_ALLOW_NOT_CHAIN: Any = typer.Option(
+    help="Export a profile whose layers, chained, did not give the model's own output."
+)
+
+
+def _checked(input_file: Path, allow_not_chain: bool) -> Any:
+    """The results in ``input_file``, refused where its layers are not the model's chain; a
+    file never checked against the whole model is exported with a warning."""
+    from ..layers.results import load
+    from ..report.layers_export import check_chain
+
+    results = load(input_file)
+    warning = check_chain(results, str(input_file), allow=allow_not_chain)
+    if warning is not None:
+        print(f"edgeprof: warning: {warning}", file=sys.stderr)
+    return results
 
 
 @export_app.command(name="models")
@@ -189,13 +206,13 @@ def export_models_cmd(
         "models.yml"
     ),
     overwrite: Annotated[bool, typer.Option(help="Replace the model's existing entry.")] = False,
+    allow_not_chain: Annotated[bool, _ALLOW_NOT_CHAIN] = False,
 ) -> None:
     """Write the model's layers, memory and input/output sizes into models.yml."""
-    from ..layers.results import load
     from ..report.layers_export import export_models
     from ..storage import check_writable
 
-    results = load(input_file)
+    results = _checked(input_file, allow_not_chain)
     check_writable(output)
     print(export_models(results, output, source=str(input_file), overwrite=overwrite))
 
@@ -221,13 +238,13 @@ def export_device_types_cmd(
     overwrite: Annotated[
         bool, typer.Option(help="Replace an existing profile (same batch size and dtype).")
     ] = False,
+    allow_not_chain: Annotated[bool, _ALLOW_NOT_CHAIN] = False,
 ) -> None:
     """Add the model's per-layer times to DEVICE_TYPE in device_types.yml."""
-    from ..layers.results import load
     from ..report.layers_export import export_device_types
     from ..storage import check_writable
 
-    results = load(input_file)
+    results = _checked(input_file, allow_not_chain)
     check_writable(output)
     print(
         export_device_types(

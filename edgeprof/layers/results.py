@@ -62,7 +62,9 @@ UNITS: dict[str, str] = {
     ),
     "rss_peak_bytes": (
         "bytes: the worker process's resident-set high-water mark (VmHWM, reset before the "
-        "layer through /proc/self/clear_refs) during one forward of the layer"
+        "layer through /proc/self/clear_refs) during one forward of the layer; it counts the "
+        "shared libraries' file pages (torch's), which the kernel charges to whichever cgroup "
+        "read them first: not comparable with the memory limit or the run's peak_bytes"
     ),
     "rss_growth_bytes": (
         "bytes: rss_peak_bytes minus the resident set just before the layer; a lower bound "
@@ -340,6 +342,37 @@ def merge(existing: LayerResults, new: LayerResults) -> LayerResults:
             sorted([*existing.profile_data, *new.profile_data], key=lambda e: e.layer)
         ),
         meta=meta,
+    )
+
+
+NOT_A_CHAIN = "do not give the model's own output"
+"""The phrase of the worker's warning where the chained layers differ from the model (files
+written before ``chain_check`` existed say it only so)."""
+
+
+def chain_check(results: LayerResults) -> tuple[str, str]:
+    """Whether the file's layers, chained, were found to give the model's own output:
+    ``("different", why)``, ``("same", "")``, ``("unchecked", why)`` (no run of the file
+    checked it), or ``("unknown", "")`` for a file PipeEdge wrote (no runs recorded)."""
+    if results.meta is None:
+        return "unknown", ""
+    runs = [r for r in results.meta.get("runs") or [] if isinstance(r, Mapping)]
+    for r in runs:
+        warned = any(NOT_A_CHAIN in str(w) for w in r.get("warnings") or [])
+        if r.get("chain_check") == "different" or warned:
+            span = list(dict.fromkeys(map(str, r.get("layers") or ["?"])))
+            return "different", (
+                f"its run of layer{'s' if len(span) > 1 else ''} {'-'.join(span)} found that "
+                f"the layers chained {NOT_A_CHAIN}: its forward is not a chain of these modules"
+            )
+    for r in runs:
+        # Before chain_check was recorded, a run of layers 1-N checked silently.
+        full = r.get("layers") == [1, results.layers] and "chain_check" not in r
+        if r.get("chain_check") == "same" or full:
+            return "same", ""
+    return "unchecked", (
+        "no run of it checked the layers chained against the whole model (the run that "
+        "completes a file checks it since this edgeprof; profile it again to check)"
     )
 
 

@@ -44,6 +44,15 @@ WORKER = Path(__file__).resolve().parent.parent / "workload" / "layers.py"
 
 _FACTORY_RE = re.compile(r"^[^:]+:[A-Za-z_][A-Za-z0-9_]*$")
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_MODEL_FILES = {
+    ".onnx": "an ONNX",
+    ".tflite": "a TensorFlow Lite",
+    ".pt": "a saved PyTorch",
+    ".pth": "a saved PyTorch",
+    ".pb": "a TensorFlow",
+}
+"""Model files a user may name as the MODULE (``mlp.onnx:x`` had been "no module named
+'mlp'": the dotted name's first part)."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +132,14 @@ def make_request(
             f"{factory!r}: expected MODULE:FACTORY, e.g. mypkg.models:build or models.py:build"
         )
     module, _, attr = factory.rpartition(":")
+    kind = _MODEL_FILES.get(Path(module).suffix.lower())
+    if kind is not None:
+        raise ConfigError(
+            f"{factory!r}: edgeprof layers profiles the layers of a PyTorch module that a Python "
+            f"factory builds (MODULE:FACTORY, e.g. models.py:build); {module} is {kind} file, "
+            "not one: time the whole model with `edgeprof run -- python infer.py "
+            f"{module}` or `edgeprof bench infer.py:FUNC` (a script or function that loads it)"
+        )
     if (module.endswith(".py") or "/" in module) and not Path(module).is_file():
         raise ConfigError(f"{factory!r}: no such file {module}")
     source = module_file(module, Path.cwd())  # the worker imports from the working directory
@@ -235,6 +252,14 @@ def check_extendable(
         )
 
 
+def completes(existing: LayerResults, request: LayersRequest) -> bool:
+    """Whether the request's range fills the last gap of ``existing`` (then the run checks the
+    whole model: a file of ranges none of which reached both ends had never been checked)."""
+    end = request.layer_end if request.layer_end is not None else existing.layers
+    have = {*existing.covered, *range(request.layer_start, end + 1)}
+    return have == set(range(1, existing.layers + 1))
+
+
 def check_torch(python: str | None) -> None:
     """PyTorch is an optional extra: without it nothing starts, and the message says how to
     install it (only checkable for this interpreter)."""
@@ -289,6 +314,9 @@ class LayersRun:
     """Seconds the worker spent in the profiling loop (after imports and the model build)."""
     checking: bool = False
     """The worker had finished the layers and was running the whole model to check the split."""
+    chain: str | None = None
+    """The check against the whole model: ``same``, ``different`` (the layers chained do
+    not give the model's output), ``unchecked`` (the model failed), ``None`` (not run)."""
 
     @property
     def ok(self) -> bool:
@@ -384,6 +412,7 @@ class LayersRun:
             "peak_bytes": r.memory.peak_bytes,
             "peak_source": r.memory.peak_source,
             "model_param_bytes": self.model.get("param_bytes"),
+            "chain_check": self.chain,
             "warnings": [*self.warnings, *r.warnings],
         }
         meta = {**describe_request(self.request, self.limits), "runs": [run_info]}
@@ -404,6 +433,7 @@ def run_layers(
     backend: str | Backend = "auto",
     python: str | None = None,
     expect_layers: int | None = None,
+    check_whole: bool = False,
     timeout: float | str | None = None,
     cwd: str | Path | None = None,
     cgroup_parent: str | None = None,
@@ -418,6 +448,8 @@ def run_layers(
 
     ``python``: the interpreter that runs the worker (default: this one; it needs torch).
     ``expect_layers``: the layer count the model must have (a results file being extended).
+    ``check_whole``: this range completes the file being extended, so the worker checks the
+    whole model even where the range ends before the last layer (:func:`completes`).
     A model failure, an OOM kill or a timeout is a result: see :attr:`LayersRun.ok` and
     :meth:`LayersRun.failure`.
     """
@@ -443,6 +475,7 @@ def run_layers(
             "layer_start": request.layer_start,
             "layer_end": request.layer_end,
             "expect_layers": expect_layers,
+            "check_whole": check_whole,
             "seed": request.seed,
             "out": str(out),
         }
@@ -496,4 +529,5 @@ def _collect(
         error=error,
         profile_s=None if done is None else float(done["profile_s"]),
         checking=any(r.get("kind") == "stage" and r.get("stage") == "check" for r in records),
+        chain=next((str(r["chain"]) for r in records if r.get("kind") == "check"), None),
     )

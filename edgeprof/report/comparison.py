@@ -35,7 +35,7 @@ def statistics_tables(cells: Mapping[str, Sequence[ModelSummary]]) -> list[TextT
                         str(s.n),
                         format_stat(key, s.mean)  # one value: no spread, not "± 0"
                         if s.n == 1
-                        else f"{format_stat(key, s.mean)} ± {format_stat(key, s.sd)}",
+                        else f"{format_stat(key, s.mean)} ± {format_stat(key, s.sd, s.mean)}",
                         format_stat(key, s.median),
                         f"{format_stat(key, s.min)} … {format_stat(key, s.max)}",
                     ]
@@ -145,7 +145,8 @@ def ranking_tables(
                         format_stat(key, r.median),
                         format_stat(key, r.stat.mean)
                         if r.stat.n == 1
-                        else f"{format_stat(key, r.stat.mean)} ± {format_stat(key, r.stat.sd)}",
+                        else f"{format_stat(key, r.stat.mean)} ± "
+                        f"{format_stat(key, r.stat.sd, r.stat.mean)}",
                         "1" if r.position == 1 else _x(r.factor, r.factor_interval),
                         "" if r.position == 1 else _x(r.step, r.step_interval),
                         f"≈ {prev}: {', '.join(why)}" if why else "",

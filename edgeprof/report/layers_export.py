@@ -21,7 +21,8 @@
 
 Both files are extended when they exist: an entry already there is kept (an error) unless
 ``overwrite``; a device type's memory and bandwidth are never changed, since the timings
-already recorded for it depend on them.  Only a complete profile (layers 1…N) is exported.
+already recorded for it depend on them.  Only a complete profile (layers 1…N) is exported,
+and not one whose layers, chained, did not give the model's own output (:func:`check_chain`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
-from ..layers.results import MB, LayerResults, dump_yaml, write_text_atomic
+from ..layers.results import MB, LayerResults, chain_check, dump_yaml, write_text_atomic
 from ..storage import read_capped
 from ..yamlfile import safe_load as strict_yaml
 
@@ -45,6 +46,26 @@ def _require_complete(results: LayerResults, source: str) -> None:
             f"{results.layers}: profile layers {results.missing_text()} first "
             "(edgeprof layers … --layer-start/--layer-end, same -o)"
         )
+
+
+def check_chain(results: LayerResults, source: str, *, allow: bool = False) -> str | None:
+    """Refuse a profile whose layers, chained, did not give the model's own output: the
+    scheduler would split a model that is not these layers one after the other (such a file
+    had been exported silently, rc 0).  ``allow`` (``--allow-not-chain``) exports it anyway.
+    Returns a warning for a file no run of which checked it (``None`` otherwise)."""
+    if not results.complete:
+        return None  # refused for that first (_require_complete)
+    status, why = chain_check(results)
+    if status == "different" and not allow:
+        raise ConfigError(
+            f"{source}: {why}; the scheduler would split the model wrongly (try another "
+            "--granularity, or --allow-not-chain to export it anyway)"
+        )
+    if status == "different":
+        return f"{source}: {why}; exported anyway (--allow-not-chain)"
+    if status == "unchecked":
+        return f"{source}: {why}"
+    return None
 
 
 def _elements(shapes: list[list[int]]) -> int:

@@ -13,6 +13,7 @@ known, so an OOM kill or a timeout still leaves every layer finished before it:
      "param_bytes": ..., "output_bytes": ..., "alloc_peak_bytes": ..., "rss_peak_bytes": ...,
      "rss_growth_bytes": ..., "times_s": [...]}
     {"kind": "stage", "stage": "check"}     (the whole model once, to check the split)
+    {"kind": "check", "chain": "same" | "different" | "unchecked"}
     {"kind": "warning", "message": ...}
     {"kind": "done", "profile_s": ...} | {"kind": "error", "message": ..., "layer": i | null}
 
@@ -27,7 +28,9 @@ import importlib.util
 import json
 import os
 import sys
+import sysconfig
 import time
+import traceback
 import weakref
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -73,6 +76,33 @@ def load_factory(spec: str) -> Callable[..., Any]:
     if not callable(factory):
         raise ModelError(f"{module_name} has no callable {attr!r}")
     return factory  # type: ignore[no-any-return]
+
+
+def user_frame(exc: BaseException) -> str:
+    """`` (at models.py:12)``: :func:`user_line` in parentheses; empty where there is none."""
+    where = user_line(exc)
+    return f" (at {where})" if where else ""
+
+
+def user_line(exc: BaseException) -> str:
+    """``models.py:12``: the innermost frame of the traceback that is the user's code, not
+    torch's, the standard library's or this worker's (``factory(): RuntimeError: boom`` had
+    named no line to look at); empty where there is none."""
+    skip = [os.path.dirname(os.path.abspath(__file__))]
+    skip += [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+    torch_file = getattr(sys.modules.get("torch"), "__file__", None)
+    if isinstance(torch_file, str):  # torch's own package, wherever it is installed
+        skip.append(os.path.dirname(os.path.dirname(os.path.abspath(torch_file))))
+    where = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        path = os.path.abspath(frame.filename)
+        if frame.filename.startswith("<") or any(
+            path.startswith(d.rstrip(os.sep) + os.sep) for d in skip if d
+        ):
+            continue
+        rel = os.path.relpath(path)
+        where = f"{path if rel.startswith('..') else rel}:{frame.lineno}"
+    return where
 
 
 def split_layers(torch: Any, model: Any, granularity: str) -> list[tuple[str, Any]]:
@@ -247,7 +277,9 @@ def profile(spec: dict[str, Any], out: TextIO) -> None:
     try:
         model = factory(**spec.get("factory_kwargs", {}))
     except Exception as exc:
-        raise ModelError(f"{spec['factory']}(): {type(exc).__name__}: {exc}") from exc
+        raise ModelError(
+            f"{spec['factory']}(): {type(exc).__name__}: {exc}{user_frame(exc)}"
+        ) from exc
     if not isinstance(model, torch.nn.Module):
         raise ModelError(
             f"{spec['factory']}() returned {type(model).__name__}, not a torch.nn.Module"
@@ -300,39 +332,78 @@ def profile(spec: dict[str, Any], out: TextIO) -> None:
                     torch, i, name, layer, inputs, iterations, warmup, rss, tracker_cls, batch
                 )
             except Exception as exc:
-                hint = (
-                    f" (its input was layer {i - 1}'s output: is the model's forward a chain "
-                    "of these modules? try another --granularity)"
-                    if i > 1
-                    else ""
-                )
                 raise ModelError(
                     f"layer {i} ({name}: {type(layer).__name__}) failed: "
-                    f"{type(exc).__name__}: {exc}{hint}",
+                    f"{type(exc).__name__}: {exc}{user_frame(exc)}{_why(model, first, i)}",
                     layer=i,
                 ) from exc
             inputs = record.pop("_output")
             _emit(out, record)
         profile_s = time.perf_counter() - t_profile
-        if start == 1 and end == n:
+        # The whole model is checked by the run whose range reaches the last layer, or
+        # completes the file being extended (the parent's ``check_whole``): a file made of
+        # ranges 1-2 and 3 had never been checked, and a forward that is not a chain of
+        # these modules reached the scheduler's files.
+        if end == n or spec.get("check_whole"):
             # The whole forward once, after the profile (so that it disturbs none of it): the
             # chained layers must give what the model gives, else the split does not
             # describe the model (a forward that is not a chain of these modules).
             _emit(out, {"kind": "stage", "stage": "check"})
-            try:
-                reference = call(model, first)
-            except Exception as exc:
-                _emit(
-                    out,
-                    {
-                        "kind": "warning",
-                        "message": f"model(input) failed, the split was not checked against "
-                        f"it: {type(exc).__name__}: {exc}",
-                    },
-                )
-            else:
-                _check_chain(torch, reference, inputs, spec["granularity"], out)
+            _check_whole(torch, model, layers, first, inputs, end, spec["granularity"], out)
     _emit(out, {"kind": "done", "profile_s": profile_s})
+
+
+def _why(model: Any, first: Any, i: int) -> str:
+    """Why layer ``i`` may have failed: the whole model run on the same input says whether
+    the model itself fails (then the split is not the cause: ``bad_forward`` had been told
+    to try another --granularity) or runs (then layer ``i``'s input, the chained output of
+    the layers before it, is not what the model gives it)."""
+    try:
+        call(model, first)
+    except Exception as exc:
+        return (
+            f"; the whole model fails on this input too ({type(exc).__name__}"
+            + (f" at {user_line(exc)}" if user_line(exc) else "")
+            + "):"
+            " the model itself fails, not the split (check its forward, the --input-shape and "
+            "--dtype)"
+        )
+    if i == 1:
+        return "; the whole model runs on this input, but its first layer alone does not"
+    return (
+        f"; the whole model runs on this input, but layer {i} fails on layer {i - 1}'s output:"
+        " the model's forward is not a chain of these modules (try another --granularity)"
+    )
+
+
+def _check_whole(
+    torch: Any,
+    model: Any,
+    layers: list[tuple[str, Any]],
+    first: Any,
+    chained: Any,
+    end: int,
+    granularity: str,
+    out: TextIO,
+) -> None:
+    """Run the layers after ``end`` (unprofiled) to the model's end, then the whole model on
+    the first input, and compare; a ``check`` record says the outcome."""
+    try:
+        for _name, layer in layers[end:]:
+            chained = call(layer, chained)
+        reference = call(model, first)
+    except Exception as exc:
+        _emit(
+            out,
+            {
+                "kind": "warning",
+                "message": f"model(input) failed, the split was not checked against "
+                f"it: {type(exc).__name__}: {exc}{user_frame(exc)}",
+            },
+        )
+        _emit(out, {"kind": "check", "chain": "unchecked"})
+        return
+    _check_chain(torch, reference, chained, granularity, out)
 
 
 def _profile_layer(
@@ -401,6 +472,7 @@ def _check_chain(torch: Any, reference: Any, chained: Any, granularity: str, out
         and torch.allclose(a.float(), b.float(), rtol=1e-3, atol=1e-4, equal_nan=True)
         for a, b in zip(ref, got, strict=True)
     )
+    _emit(out, {"kind": "check", "chain": "same" if same else "different"})
     if not same:
         _emit(
             out,
