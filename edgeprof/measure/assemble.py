@@ -7,7 +7,6 @@ import contextlib
 import math
 import os
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 from .. import __version__
@@ -45,11 +44,7 @@ def build_result(
     *,
     interrupted: bool,
     timed_out: bool,
-    others_s: float | None = None,
-    cpus: Sequence[int] = (),
 ) -> RunResult:
-    """``others_s``: other tasks' CPU time on the run's ``cpus`` while it ran
-    (:class:`~edgeprof.measure.contention.HostCpus`)."""
     sig = -status if status is not None and status < 0 else None
     exit_code = None if status is None else (128 + sig if sig is not None else status)
     oom_kills = final.oom_kills
@@ -92,7 +87,7 @@ def build_result(
             f"--interval {finer_interval(interval, wall):g} reads a short run finer"
         )
     waited = contention_warning(
-        wall, secs(final.cpu_some_us), secs(final.throttled_us), others_s, cpus
+        wall, secs(final.cpu_full_us), secs(final.throttled_us), spec.limits.cpuset
     )
     if waited is not None:
         warnings.append(waited)
@@ -128,7 +123,7 @@ def build_result(
                 spec.period_us / 1e6 if spec.limits.cpus is not None and be.applies_quota else None
             ),
             wait_s=secs(final.cpu_some_us),
-            others_s=others_s,
+            held_s=secs(final.cpu_full_us),
         ),
         memory=MemoryStats(
             peak_bytes=peak,

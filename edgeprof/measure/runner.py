@@ -31,7 +31,6 @@ from ..storage import DirLock, missing_dirs, prepare_out_dir, write_result
 from ..units import format_binary, parse_duration, parse_memory_limit
 from ..workload.instrument import GPU_MEMORY_ENV
 from .assemble import build_result
-from .contention import HostCpus
 from .events import DOCKER_UNAVAILABLE, UNAVAILABLE_ENV, EventChannel
 from .gc import collect_before_run
 from .gpu import SAMPLE_COLUMNS as GPU_SAMPLE_COLUMNS
@@ -281,7 +280,6 @@ def profile(
                 result = _run(
                     be, spec, interval_s, timeout_s, grace_s, out, name, warnings,
                     interrupts, channel=channel, gpu=watch,
-                    cpus=(applied.cpuset or allowed) if local else None,
                 )  # fmt: skip
             except LaunchError:
                 for d in made:  # the deepest first; only while empty
@@ -348,10 +346,7 @@ def _run(
     *,
     channel: EventChannel | None = None,
     gpu: GpuWatch | None = None,
-    cpus: Sequence[int] | None = None,
 ) -> RunResult:
-    """One run; ``cpus``: the CPUs it may use, where they are this host's (what other tasks
-    took of them is measured: :mod:`edgeprof.measure.contention`)."""
     columns = Sample.columns() + (list(GPU_SAMPLE_COLUMNS) if gpu is not None else [])
     writer: SampleWriter | None = None
     stats = SeriesStats() if channel is None else channel.stats()
@@ -360,7 +355,6 @@ def _run(
     squeezer: Squeezer | None = None
     try:
         with be.launch(spec) as run:
-            host = None if cpus is None else HostCpus(cpus)
             # The files are made once the workload has started: one that cannot (the
             # interpreter its #! line names is missing) had left a header-only samples.csv
             # beside an earlier run's result.json.
@@ -413,8 +407,6 @@ def _run(
                     wall = time.monotonic() - run.started
                     status = None
             finally:
-                if host is not None:
-                    host.stop()
                 sampler.stop()
                 if gpu is not None:
                     gpu.stop()  # its last reading while the group still lists the run's pids
@@ -426,8 +418,6 @@ def _run(
             if status is None:
                 status = run.wait(None)
             final = run.counters()  # the handle corrects its peak for per-phase resets
-            run_cpu_s = None if final.cpu_usage_us is None else final.cpu_usage_us / 1e6
-            others_s = None if host is None else host.others_s(run_cpu_s)
         warnings.extend(run.warnings)
     finally:
         if writer is not None:
@@ -447,8 +437,6 @@ def _run(
         warnings,
         interrupted=interrupted,
         timed_out=timed_out,
-        others_s=others_s,
-        cpus=cpus or (),
     )
     if squeezer is not None:
         if squeezer.error is not None:

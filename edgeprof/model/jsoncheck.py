@@ -29,7 +29,7 @@ T = TypeVar("T")
 
 NON_NEGATIVE = frozenset(
     {
-        *("wall_s", "user_s", "system_s", "total_s", "wait_s", "others_s"),
+        *("wall_s", "user_s", "system_s", "total_s", "wait_s", "held_s"),
         *("count", "pids_peak", "oom_kills"),
     }
 )

@@ -150,13 +150,13 @@ class CpuStats:
     older than the choice of period)."""
     wait_s: float | None = None
     """Time some task of the run was runnable but not running (``cpu.pressure``'s ``some``):
-    waiting for a CPU another task held, or held back by the quota (the kernel counts a
-    throttled task as waiting).  ``None`` without a per-group pressure file (cgroup v1 with
-    no unified hierarchy, the process backend, Docker on cgroup v1)."""
-    others_s: float | None = None
-    """CPU time other tasks took on the CPUs the run could use while it ran: the host's busy
-    time there (``/proc/stat``) less the run's and edgeprof's own.  ``None`` where the run's
-    host is not this one (a remote Docker daemon)."""
+    waiting for a CPU another task held, its own threads waiting for each other, or held
+    back by the quota.  ``None`` without a per-group pressure file (the process backend,
+    Docker on cgroup v1, a kernel without PSI)."""
+    held_s: float | None = None
+    """Time none of the run's tasks was running while one could (``cpu.pressure``'s
+    ``full``): the quota's stalls (``throttled_s``) and other tasks holding its CPUs, not
+    its own threads waiting for each other.  ``None`` as :attr:`wait_s`."""
 
 
 @dataclass(frozen=True)
