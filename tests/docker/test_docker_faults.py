@@ -126,6 +126,7 @@ def test_fork_bomb_stops_at_the_pids_limit(docker_daemon: Any, tmp_path: Path) -
     argv, env = edgeprof_cmd(
         docker_daemon.host, mark, "--pids", "64", "--cpus", "0.5", "--timeout", "6",
         "--interval", "0.02", "--out", str(out), "--", "python3", "-c", FORK_BOMB,
+        "/tmp/reached",  # the bomb's sign that it met the limit, in the container: unread
         image=docker_daemon.images["python3"],
     )  # fmt: skip
     p = subprocess.run(argv, env=env, cwd=REPO, capture_output=True, text=True, timeout=120)
