@@ -203,6 +203,15 @@ class RunHandle(abc.ABC):
         self.warnings: list[str] = []
         """What went wrong while releasing the run (a group that would not go); read after
         :meth:`close`."""
+        self.ended: float | None = None
+        """``time.monotonic()`` of the main process's exit where the backend knows it more
+        closely than its reap (Docker's ``State.FinishedAt``; its wait API answers later);
+        ``None``: the wall time ends at the reap.  Set by :meth:`wait`."""
+        self.before_start: tuple[float, Counters] | None = None
+        """(``time.monotonic()``, raw counters) of the run's group read as soon as it could
+        be after ``started``, where the group held work that is not the workload's before it
+        (Docker: runc init's set-up, in the container's group before it execs the
+        workload); ``None``: the group began empty."""
 
     # -- optional capabilities ---------------------------------------------------------------
 

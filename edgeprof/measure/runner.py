@@ -401,7 +401,7 @@ def _run(
                 try:
                     with interrupts.armed():
                         status, timed_out = _wait(run, timeout, kill_grace)
-                    wall = time.monotonic() - run.started
+                    wall = (time.monotonic() if run.ended is None else run.ended) - run.started
                 except (KeyboardInterrupt, Interrupted):
                     interrupted = True
                     wall = time.monotonic() - run.started
@@ -437,6 +437,9 @@ def _run(
         warnings,
         interrupted=interrupted,
         timed_out=timed_out,
+        before=None
+        if run.before_start is None
+        else (run.before_start[0] - run.started, run.before_start[1]),
     )
     if squeezer is not None:
         if squeezer.error is not None:

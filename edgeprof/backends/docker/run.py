@@ -27,6 +27,7 @@ from .cgroups import (
     missing_dirs,
     parents_everywhere,
 )
+from .clock import engine_time, on_monotonic, span
 from .daemon import explain, run_labels
 from .engine import DaemonError, Engine, NotFound
 from .options import DockerOptions
@@ -79,13 +80,22 @@ class DockerRun(RunHandle):
             self._parents_everywhere = parents_everywhere(placement)
         self._cid = self._create(spec, image)
         self._out_thread = self._attach(spec)
-        self.started = time.monotonic()
+        called = time.monotonic()
         try:
             self._client.start(self._cid)
+            returned = time.monotonic()
+            if placement is not None:
+                # At once: what the group used before the workload (runc init), plus the
+                # workload's first moments since StartedAt (docs/method.md says how much).
+                self._open_outer(placement)
             state = self._client.inspect(self._cid).get("State") or {}
         except DaemonError as exc:
             self.close()
             raise LaunchError(f"the container did not start: {_start_error(exc)}") from exc
+        # The workload's start, not the start call's (clock.py): on a daemon elsewhere the
+        # start call's return, its wall time then being the daemon's own span.
+        started = on_monotonic(engine_time(state.get("StartedAt")), called, returned)
+        self.started = returned if started is None or not self._exact else started
         self.pid = int(state.get("Pid") or 0)
         if placement is not None:
             self._open_counters(placement)
@@ -173,9 +183,15 @@ class DockerRun(RunHandle):
         t.start()
         return t
 
+    def _open_outer(self, placement: Placement) -> None:
+        self._outer = CounterSet(counter_sources(placement, self._cid)[0], native=self._native)
+        try:
+            self.before_start = (time.monotonic(), self._outer.read())
+        except BackendError:
+            self.before_start = None
+
     def _open_counters(self, placement: Placement) -> None:
-        outer, inner = counter_sources(placement, self._cid)
-        self._outer = CounterSet(outer, native=self._native)
+        inner = counter_sources(placement, self._cid)[1]
         # Not found yet: looked for again at each reading until it is (a systemd driver's
         # scope is the manager's to create).
         self._inner = CounterSet(inner, native=False) if inner else None
@@ -289,9 +305,22 @@ class DockerRun(RunHandle):
             if code is not None:
                 # Docker reports death by signal N as 128+N, as a shell does.
                 self._status = -(code - 128) if 128 < code <= 128 + 64 else code
+                self._note_end()
                 return self._status
             if deadline is not None and time.monotonic() >= deadline:
                 return None
+
+    def _note_end(self) -> None:
+        """``ended`` from the container's ``State.FinishedAt`` (clock.py)."""
+        now = time.monotonic()
+        try:
+            state = self._client.inspect(self._cid).get("State") or {}
+        except DaemonError:
+            return
+        if self._exact:
+            self.ended = on_monotonic(engine_time(state.get("FinishedAt")), self.started, now)
+        elif (s := span(state)) is not None:
+            self.ended = min(self.started + s, now)
 
     def _group_pids(self) -> list[int]:
         if self._placement is None:

@@ -1,0 +1,92 @@
+"""A container's start-up left out of its run's figures: the workload's own start and end
+(``RunHandle.ended``, Docker's ``State.StartedAt``/``FinishedAt``) and the CPU its group
+had used before the workload (``RunHandle.before_start``, runc init's)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import edgeprof
+from edgeprof.backends.docker.clock import engine_time, on_monotonic, span
+from edgeprof.model import Counters, RunSpec
+from tests.fakes import FakeBackend, FakeRun, Script
+
+MiB = 2**20
+
+
+def constant(cpu_us: int, peak: int) -> Script:
+    def script(t: float) -> Counters:
+        return Counters(
+            cpu_usage_us=cpu_us,
+            cpu_user_us=cpu_us * 3 // 4,
+            cpu_system_us=cpu_us // 4,
+            memory_current=MiB,
+            memory_peak=peak,
+            oom_kills=0,
+        )
+
+    return script
+
+
+class SetupRun(FakeRun):
+    """Reports the workload's end 0.25 s after ``started`` (as Docker's FinishedAt would)."""
+
+    def wait(self, timeout: float | None) -> int | None:
+        status = super().wait(timeout)
+        if status is not None:
+            self.ended = self.started + 0.25
+        return status
+
+
+class SetupBackend(FakeBackend):
+    def __init__(self, script: Script, before: Counters) -> None:
+        super().__init__(script)
+        self.before = before
+
+    def launch(self, spec: RunSpec) -> FakeRun:
+        run = SetupRun(spec, self.script)
+        run.before_start = (run.started + 0.006, self.before)
+        self.runs.append(run)
+        return run
+
+
+def test_wall_time_ends_where_the_backend_saw_the_workload_end() -> None:
+    before = Counters(cpu_usage_us=40_000, cpu_user_us=30_000, cpu_system_us=10_000)
+    be = SetupBackend(constant(100_000, 8 * MiB), before)
+    r = edgeprof.profile([sys.executable, "-c", "import time; time.sleep(0.4)"], backend=be)
+    assert r.wall_s == 0.25  # not the 0.4 s and more until the reap
+    assert r.cpu.total_s is not None and abs(r.cpu.total_s - 0.060) < 1e-9
+    assert r.cpu.user_s is not None and abs(r.cpu.user_s - 0.045) < 1e-9
+    assert r.cpu.avg_pct is not None and abs(r.cpu.avg_pct - 24.0) < 1e-6
+    (line,) = [w for w in r.warnings if w.startswith("CPU time leaves out")]
+    assert "40.0 ms" in line and "6 ms after the workload started" in line
+    assert not any("set-up's" in w for w in r.warnings)  # the workload's peak is above it
+
+
+def test_a_peak_no_higher_than_the_setup_s_is_named() -> None:
+    before = Counters(cpu_usage_us=1_000, memory_peak=4 * MiB)
+    be = SetupBackend(constant(100_000, 4 * MiB), before)
+    r = edgeprof.profile([sys.executable, "-c", "pass"], backend=be)
+    assert r.memory.peak_bytes == 4 * MiB
+    assert any(w.startswith("peak memory 4.0MiB is the container's set-up's") for w in r.warnings)
+    # 1 ms of 99 ms: below 5 %, not worth a line
+    assert not any(w.startswith("CPU time leaves out") for w in r.warnings)
+
+
+def test_engine_times() -> None:
+    assert engine_time("0001-01-01T00:00:00Z") is None
+    assert engine_time(None) is None and engine_time("yesterday") is None
+    assert engine_time("1970-01-01T00:00:01.5Z") == 1.5
+    assert abs((engine_time("1970-01-01T01:00:01.000000001+01:00") or 0) - 1.000000001) < 1e-12
+    state = {
+        "StartedAt": "2026-11-29T21:40:01.123456789Z",
+        "FinishedAt": "2026-11-29T21:40:01.623456789Z",
+    }
+    s = span(state)
+    assert s is not None and abs(s - 0.5) < 1e-6
+    assert span({"StartedAt": state["FinishedAt"], "FinishedAt": state["StartedAt"]}) is None
+    now = time.monotonic()
+    m = on_monotonic(time.time() - 10, now - 1, now + 100)
+    assert m == now - 1  # kept within the call that saw it
+    assert on_monotonic(None, 0, 1) is None
