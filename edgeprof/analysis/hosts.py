@@ -70,6 +70,50 @@ def mixed_hosts_note(by_model: Mapping[str, Sequence[RunResult]]) -> str | None:
     )
 
 
+def machine(r: RunResult) -> HostKind:
+    """The machine of a run's host kind, without how edgeprof measured on it."""
+    h = r.host
+    return (h.cpu_model, h.cpu_flags, h.cpus, h.memory_bytes, h.kernel)
+
+
+BACKEND_DIFFERENCE = (
+    "a Docker run's command is the image's (its interpreter and libraries, not this host's), "
+    "its peak memory includes runc init's set-up (about 4 MiB) and its wall time starts at "
+    "the container's StartedAt (docs/method.md); the cgroup and process backends run this "
+    "host's command from the moment it is in its group (the process backend holds cpus as "
+    "whole cores, not a quota): a change may be the backends', not the model's"
+)
+
+
+def sides_note(base: Sequence[RunResult], cur: Sequence[RunResult]) -> str | None:
+    """What ``compare`` says when its two sides were not measured alike: on different
+    machines, or on the same machine by different backends or edgeprof versions."""
+    b, c = kinds(base), kinds(cur)
+    if b.keys() == c.keys():
+        return None
+    if {machine(r) for r in b.values()} != {machine(r) for r in c.values()}:
+        return (
+            "the baseline and the current results ran on different hosts ("
+            + "; ".join(describe(r) for r in b.values())
+            + " → "
+            + "; ".join(describe(r) for r in c.values())
+            + "): a change may be the host's, not the model's"
+        )
+    how = ", ".join(dict.fromkeys(f"{r.backend} ({r.mechanism})" for r in b.values()))
+    now = ", ".join(dict.fromkeys(f"{r.backend} ({r.mechanism})" for r in c.values()))
+    if how != now:
+        return (
+            f"the baseline and the current results ran on the same host by different backends "
+            f"({how} → {now}): {BACKEND_DIFFERENCE}"
+        )
+    was = ", ".join(dict.fromkeys(r.edgeprof_version for r in b.values()))
+    is_ = ", ".join(dict.fromkeys(r.edgeprof_version for r in c.values()))
+    return (
+        f"the baseline and the current results ran on the same host by different edgeprof "
+        f"versions ({was} → {is_}): a change may be how it measures, not the model's"
+    )
+
+
 def shard_notes(shards: Sequence[tuple[str, Sequence[RunResult]]]) -> list[str]:
     """What a merge says of its shards' hosts: their kinds, and their speed probes."""
     notes = []

@@ -43,7 +43,7 @@ from ..model import RunResult
 from .budgets import METRICS
 from .cells import cells, ending, endings, setting, successful
 from .difference import Difference, difference
-from .hosts import describe, kinds
+from .hosts import sides_note
 from .metrics import BY_KEY, Metric, stalled_percentiles
 
 COMPARED: tuple[Metric, ...] = (*METRICS.values(), BY_KEY["energy_per_item"])
@@ -142,15 +142,8 @@ def compare_results(
     missing = [k for k in base_cells if k not in cur_cells]
     notes = [_missing_note(k, allow_missing) for k in missing]
     notes += [f"{_name(k)}: new (not in the baseline)" for k in cur_cells if k not in base_cells]
-    base_hosts, cur_hosts = kinds(baseline), kinds(current)
-    if base_hosts.keys() != cur_hosts.keys():
-        notes.append(
-            "the baseline and the current results ran on different hosts ("
-            + "; ".join(describe(r) for r in base_hosts.values())
-            + " → "
-            + "; ".join(describe(r) for r in cur_hosts.values())
-            + "): a change may be the host's, not the model's"
-        )
+    if (sides := sides_note(baseline, current)) is not None:
+        notes.append(sides)
     common = [k for k in cur_cells if k in base_cells]
     if not common:
         shared = {k[0] for k in base_cells} & {k[0] for k in cur_cells}

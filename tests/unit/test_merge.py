@@ -317,3 +317,26 @@ def test_shards_measured_by_different_backends_are_refused(
     out = tmp_path / "m-cgroup1"
     assert main(["merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(out)]) == 0
     assert out.exists()
+
+
+def test_compare_of_two_backends_on_one_host_names_the_backends() -> None:
+    """A Docker sweep against a cgroup sweep of the same machine: the old note called them
+    different hosts (they differ only in ``mechanism``)."""
+    base = [_on(HOST_A, "m", w) for w in (1.0, 1.1, 0.9)]
+    cur = [
+        dataclasses.replace(r, backend="docker", mechanism="docker+cgroup1")
+        for r in (_on(HOST_A, "m", w) for w in (1.0, 1.1, 0.9))
+    ]
+    changes, notes = compare_results(base, cur)
+    assert changes  # the verdicts stand, with the note beside them
+    assert not any("different hosts" in n for n in notes)
+    (note,) = [n for n in notes if n.startswith("the baseline and the current")]
+    assert note.startswith(
+        f"the baseline and the current results ran on the same host by different backends "
+        f"({base[0].backend} ({base[0].mechanism}) → docker (docker+cgroup1)): a Docker run's "
+        "command is the image's"
+    )
+    assert note.endswith("a change may be the backends', not the model's")
+    newer = [dataclasses.replace(r, edgeprof_version="99.0") for r in base]
+    (note,) = [n for n in compare_results(base, newer)[1] if n.startswith("the baseline")]
+    assert "same host by different edgeprof versions" in note and "→ 99.0)" in note
