@@ -211,6 +211,13 @@ def _from_template(req: RunRequest) -> tuple[RunRequest, EnvTemplate | None, lis
         backend=backend,
     )
     if backend == "docker":
+        if not req.docker_args and tpl.docker_args:
+            from ..backends.docker.options import parse_docker_args
+
+            try:  # refused here, where the message can name the file's line and key
+                parse_docker_args(tpl.docker_args)
+            except ConfigError as exc:
+                raise tpl.error(tpl.docker_args_keys[-1], str(exc)) from exc
         req = dataclasses.replace(
             req,
             docker_args=req.docker_args or tpl.docker_args,
@@ -365,10 +372,17 @@ def _limits_named(job: RunJob) -> Iterator[None]:
     except LimitError as exc:
         if job.device is not None:
             raise LimitError(f"--device {job.device}: {exc}") from exc
-        origin = next((o for opt, o in job.limits_from if str(exc).startswith(f"{opt} ")), None)
+        # "--cpus 4: …", "--cpus/--cpuset: …" and "--memory: the process backend cannot …"
+        origin = next((o for opt, o in job.limits_from if _names(str(exc), opt)), None)
         if origin is None:
             raise
         raise LimitError(f"{origin}: {exc}") from exc
+
+
+def _names(message: str, option: str) -> bool:
+    """``message`` is about ``option``: it starts with the option then a space, a colon or
+    a slash (a refusal of two options at once)."""
+    return message.startswith(option) and message[len(option) : len(option) + 1] in (" ", ":", "/")
 
 
 def check_host(job: RunJob) -> RunJob:

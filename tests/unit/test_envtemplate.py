@@ -369,3 +369,50 @@ def test_an_outputfile_no_run_could_write_is_one_line_before_the_run(
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("edgeprof: error: ") and why in line, line
     assert not (project / "a_out.txt").exists()  # no per-model log: no run
+
+
+def test_a_limit_the_process_backend_refuses_names_the_template_line(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``DOCKMEMORY`` on ``--backend process`` had said "--memory: the process backend
+    cannot limit memory", an option nobody typed."""
+    monkeypatch.chdir(project)
+    path = write(project, ALL_KEYS.replace("DOCKCPUS=2.5\n", ""))
+    assert main(["run", "-e", str(path), "--backend", "process", "-m", "a"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(
+        f"edgeprof: error: {path}:12: DOCKMEMORY: --memory: the process backend cannot limit "
+    ), line
+    assert not (project / "out.txt").exists()
+
+
+@pytest.mark.parametrize(
+    "args, hint",
+    [
+        ("--cpus 0.5", "edgeprof sets the container's limits itself, from --cpus"),
+        ("-m 100m", "(an env.template's DOCKCPUS and DOCKMEMORY)"),
+        ("--rm", "edgeprof creates, names, attaches to and removes each run's container"),
+        ("--name x", "edgeprof creates, names, attaches to and removes each run's container"),
+        ("--foo", "is not supported by edgeprof (supported: --env"),
+    ],
+)
+def test_an_unsupported_docker_args_option_names_the_line_and_what_to_do(
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    args: str,
+    hint: str,
+) -> None:
+    """``DOCKER_ARGS="--cpus 0.5"`` had said "docker option '--cpus' is not supported by
+    edgeprof (supported: …)": no line, no key, no word of DOCKCPUS."""
+    monkeypatch.chdir(project)
+    text = ALL_KEYS.replace('DOCK_ARGS="--privileged -v /data:/data"', f'DOCKER_ARGS="{args}"')
+    path = write(project, text)
+    assert main(["run", "-e", str(path), "-m", "a"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    word = args.split()[0]
+    assert line.startswith(
+        f"edgeprof: error: {path}:14: DOCKER_ARGS: docker option '{word}' is not supported"
+    ), line
+    assert hint in line
+    assert not (project / "out.txt").exists()

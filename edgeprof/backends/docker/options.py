@@ -64,8 +64,9 @@ def parse_docker_args(args: str | Sequence[str]) -> DockerOptions:
             continue
         if name not in takes_value:
             raise ConfigError(
-                f"docker option {word!r} is not supported by edgeprof "
-                f"(supported: {', '.join(sorted(set(takes_value)))}, --privileged)"
+                f"docker option {word!r} is not supported by edgeprof"
+                + _hint(name)
+                + f" (supported: {', '.join(sorted(set(takes_value)))}, --privileged)"
             )
         if eq:
             value = inline
@@ -96,3 +97,53 @@ def parse_docker_args(args: str | Sequence[str]) -> DockerOptions:
     return DockerOptions(
         volumes=tuple(volumes), environment=env, security_opt=tuple(security), **opts
     )
+
+
+LIMIT_OPTIONS = frozenset(
+    [
+        "--cpus",
+        "-m",
+        "--memory",
+        "--memory-swap",
+        "--memory-reservation",
+        "--cpu-quota",
+        "--cpu-period",
+        "--cpu-shares",
+        "-c",
+        "--cpuset-cpus",
+        "--pids-limit",
+        "--gpus",
+    ]
+)
+"""``docker run``'s options for what edgeprof itself sets on each run's container."""
+
+OWN_OPTIONS = frozenset(
+    [
+        "--rm",
+        "--name",
+        "-d",
+        "--detach",
+        "-i",
+        "-t",
+        "-it",
+        "--interactive",
+        "--tty",
+        "--init",
+        "--cidfile",
+        "--cgroup-parent",
+    ]
+)
+"""``docker run``'s options for the container's life, which edgeprof runs itself."""
+
+
+def _hint(name: str) -> str:
+    """What to do instead of an option edgeprof does not forward, where there is one (the old
+    profiler's users put limits and ``--rm`` in DOCK_ARGS)."""
+    if name in LIMIT_OPTIONS:
+        return (
+            ": edgeprof sets the container's limits itself, from --cpus, --cpuset, --memory, "
+            "--pids and --gpus (an env.template's DOCKCPUS and DOCKMEMORY)"
+        )
+    if name in OWN_OPTIONS:
+        return ": edgeprof creates, names, attaches to and removes each run's container itself"
+    return ""
