@@ -9,18 +9,21 @@ latency and phases, and each place that needs them said only that they were miss
 budget check's "the runs reported no per-iteration latency").  :func:`no_events` turns that
 into one sentence naming the likely cause and its fixes, for every such place to use.
 
-Pure but for one thing: it reads results, and whether a run's interpreter is the virtual
+Pure but for two things: it reads results, and whether a run's interpreter is the virtual
 environment's that edgeprof itself runs in (``sys.executable``: it imports edgeprof, so a run
-that reported nothing called none of it).  Whether an interpreter can import edgeprof is probed by
-``edgeprof doctor --python PATH`` (:func:`edgeprof.measure.doctor.interpreter_imports_edgeprof`).
+that reported nothing called none of it); and :func:`never_calls_edgeprof` reads a
+workload's Python sources, where this host has them.  Whether an interpreter can import
+edgeprof is probed by ``edgeprof doctor --python PATH``
+(:func:`edgeprof.measure.doctor.interpreter_imports_edgeprof`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Sequence
-from pathlib import PurePath
+from pathlib import Path, PurePath
 
 from ..model import RunResult
 from .cells import successful
@@ -106,3 +109,38 @@ def _edgeprofs_own(program: str, image: str | None) -> bool:
     # packages: /usr/bin/python3.9 beside the /usr/bin/python3 edgeprof runs in is another.
     in_venv = sys.prefix != sys.base_prefix
     return in_venv and os.path.dirname(program) == os.path.dirname(sys.executable)
+
+
+_CALLS = re.compile(rb"\b(?:edgeprof|instrument)\b")
+"""A sign a source may report to edgeprof: it names the package, or the module copied beside
+a script (``import instrument as edgeprof``)."""
+
+SOURCES_READ = 200
+"""At most this many ``.py`` files beside a script are read, 1 MiB of each."""
+
+
+def never_calls_edgeprof(command: Sequence[str], cwd: Path) -> bool:
+    """Whether the workload's sources show it never meant to report anything: its one
+    script (the command's ``.py`` word) is a file here (from ``cwd``), and neither it nor any
+    ``.py`` file beside it names edgeprof or ``instrument``.  ``False`` wherever that cannot
+    be told (a module run with ``-m``, a script only in an image): the note is kept.
+
+    Why: every Docker and host run of an env.template's plain script (``COMMAND=python3``,
+    ``SCRIPT=infer.py``, no edgeprof in it) printed that its interpreter "could not import"
+    edgeprof, a cause it never had."""
+    scripts = [w for w in command if w.endswith(".py")]
+    if len(scripts) != 1:
+        return False
+    path = Path(scripts[0])
+    path = path if path.is_absolute() else cwd / path
+    try:
+        if not path.is_file():
+            return False
+        beside = sorted(p for p in path.parent.glob("*.py") if p != path)[: SOURCES_READ - 1]
+        for f in (path, *beside):
+            with f.open("rb") as src:
+                if _CALLS.search(src.read(1 << 20)):
+                    return False
+    except OSError:
+        return False
+    return True

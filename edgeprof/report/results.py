@@ -8,12 +8,12 @@ same layout; edgeprof's own columns follow.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import TextIO
 
 from ..analysis.cells import cells
 from ..analysis.headroom import worst_fit, worst_gpu_fit
-from ..analysis.instrumentation import no_events, runs_python
+from ..analysis.instrumentation import never_calls_edgeprof, no_events, runs_python
 from ..model import RunResult
 from ..units import format_binary, format_decimal, format_seconds
 from .gpu import render_gpu
@@ -148,6 +148,8 @@ def _uninstrumented(results: Sequence[RunResult]) -> list[str]:
     why = no_events(runs)
     if why is None or not any(runs_python(r.command) for r in runs):
         return []
+    if all(never_calls_edgeprof(r.command, Path.cwd()) for r in runs):
+        return []  # its sources never name edgeprof: it had nothing to report
     return [f"note: {why}"]
 
 

@@ -245,3 +245,23 @@ def test_doctor_checks_the_interpreter_only_when_asked(tmp_path: Path) -> None:
     asked = [f for f in diagnose(python=python) if f.topic == "workload python"]
     assert [f.ok for f in asked] == [False]
     assert not [f for f in diagnose() if f.topic == "workload python"]
+
+
+def test_no_note_when_the_script_here_never_names_edgeprof(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An env.template's plain script (``python3 infer.py MODEL``, no edgeprof in it) was told
+    at every run that python3 "could not import" edgeprof."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "infer.py").write_text("import sys\nprint(sys.argv)\n")
+    plain = [bare("python3", "infer.py", "small.bin")]
+    assert "note:" not in render_plain(plain)
+    # A module beside it that reports (the copied instrument.py, or an import of edgeprof):
+    # the script may have tried, and the note stands.
+    (tmp_path / "helpers.py").write_text("from edgeprof import iteration\n")
+    assert "note: no run reported" in render_plain(plain)
+    (tmp_path / "helpers.py").unlink()
+    (tmp_path / "infer.py").write_text("import instrument as edgeprof\n")
+    assert "note: no run reported" in render_plain(plain)
+    # Not here (a script only in an image): nothing tells, the note stands.
+    assert "note: no run reported" in render_plain([bare("python3", "/app/other.py")])
