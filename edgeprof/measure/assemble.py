@@ -93,7 +93,8 @@ def build_result(
         )
     if stats.peak_memory is not None and stats.avg_memory() is None:
         warnings.append(
-            f"avg memory: n/a, the run ended before its second reading (every {interval:g}s): "
+            f"avg memory: n/a, none of its {_samples(stats.count)} (every {interval:g}s) fell "
+            "while it ran: they are its start and the reading after its exit; "
             f"--interval {finer_interval(interval, wall):g} reads a short run finer"
         )
     waited = contention_warning(
@@ -179,6 +180,12 @@ def _pids_peak(sampled: int | None, limit: int | None) -> int | None:
 
 
 _HOST: HostInfo | None = None
+
+
+def _samples(n: int) -> str:
+    """``2 samples``, ``1 sample``: as the run's heading counts them.  The heading said
+    "2 samples" beside a warning that the run "ended before its second reading"."""
+    return f"{n} sample" if n == 1 else f"{n} samples"
 
 
 SETUP_SHARE = 0.05

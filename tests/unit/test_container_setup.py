@@ -90,3 +90,16 @@ def test_engine_times() -> None:
     m = on_monotonic(time.time() - 10, now - 1, now + 100)
     assert m == now - 1  # kept within the call that saw it
     assert on_monotonic(None, 0, 1) is None
+
+
+def test_a_run_too_short_for_an_average_counts_its_samples_as_its_heading_does() -> None:
+    """ "2 samples every 0.1s" had been followed by "avg memory: n/a, the run ended before its
+    second reading": the two are its start and the reading after its exit."""
+    r = edgeprof.profile([sys.executable, "-c", "pass"], backend=FakeBackend(), interval=60.0)
+    assert r.samples.count == 2 and r.memory.avg_bytes is None
+    (line,) = [w for w in r.warnings if w.startswith("avg memory: n/a")]
+    assert line.startswith(
+        "avg memory: n/a, none of its 2 samples (every 60s) fell while it ran: they are its "
+        "start and the reading after its exit; --interval "
+    ), line
+    assert "second reading" not in line
