@@ -47,8 +47,10 @@ def build_result(
     timed_out: bool,
     before: tuple[float, Counters] | None = None,
 ) -> RunResult:
-    if before is not None:
-        final = _less_setup(final, before, spec.limits.cpus, warnings)
+    # ``before``: a container's group read just after its start (runc init's set-up in
+    # it).  Its CPU is not subtracted: the reading comes after StartedAt, and subtracting it
+    # took the workload's own first milliseconds too (a busy loop lost 42 ms, a fresh
+    # clone's docker tier); only its memory mark is used, to name a set-up-only peak.
     sig = -status if status is not None and status < 0 else None
     exit_code = None if status is None else (128 + sig if sig is not None else status)
     oom_kills = final.oom_kills
@@ -186,45 +188,6 @@ def _samples(n: int) -> str:
     """``2 samples``, ``1 sample``: as the run's heading counts them.  The heading said
     "2 samples" beside a warning that the run "ended before its second reading"."""
     return f"{n} sample" if n == 1 else f"{n} samples"
-
-
-SETUP_SHARE = 0.05
-"""Start-up CPU left out of a run's CPU time is named in its warnings when it is at least
-this share of what is left (below it the figure moves no ranking)."""
-
-
-def _less_setup(
-    final: Counters, before: tuple[float, Counters], cpus: float | None, warnings: list[str]
-) -> Counters:
-    """``final`` less the CPU its group had used at the first reading after the workload
-    started (``before``: seconds after ``started``, counters): a container's runc init runs
-    in the container's group before it execs the workload, and its CPU is not the
-    workload's.  Measured on this project's docker tier (cgroup v1, busybox ``true``, 1 CPU):
-    37.5–46.7 ms in the group, against 2.7–5.2 ms for ``/bin/true`` on the cgroup backend.
-    The reading comes 4.5–15 ms after ``State.StartedAt`` (same tier): the workload's CPU in
-    that window is left out with it, which the warning bounds."""
-    lag, then = before
-    total = final.cpu_usage_us
-    setup = then.cpu_usage_us
-    if total is None or setup is None or setup <= 0:
-        return final
-
-    def less(now: int | None, old: int | None) -> int | None:
-        return now if now is None or old is None else max(0, now - old)
-
-    left = max(0, total - setup)
-    if setup >= SETUP_SHARE * left:
-        share = f"{cpus:g} CPU" if cpus is not None else "its CPUs"
-        warnings.append(
-            f"CPU time leaves out {setup / 1e3:.1f} ms its group used before edgeprof's first "
-            f"reading, {lag * 1e3:.0f} ms after the workload started: the container's set-up "
-            f"(runc init) and at most those {lag * 1e3:.0f} ms × {share} of the workload's"
-        )
-    return final._replace(
-        cpu_usage_us=left,
-        cpu_user_us=less(final.cpu_user_us, then.cpu_user_us),
-        cpu_system_us=less(final.cpu_system_us, then.cpu_system_us),
-    )
 
 
 def host_info() -> HostInfo:

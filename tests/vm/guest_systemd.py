@@ -80,15 +80,9 @@ def edgeprof(args: list[str]) -> list[str]:
     return [sys.executable, "-m", "edgeprof", *args]
 
 
-EMULATOR_WARNINGS = (
-    "the sampler fell behind",
-    # A container's runc init used 957.6 ms of CPU in this TCG guest (40-50 ms on the
-    # docker tier's host), over 5 % of an 18 s run: the CPU time left out is said.
-    "CPU time leaves out",
-)
+EMULATOR_WARNINGS = ("the sampler fell behind",)
 """Warnings this emulated guest's timing may give, which say nothing of delegation or
-clean-up: a sampler held up past a tenth of its ticks, a container's set-up slow enough
-to be material."""
+clean-up: a sampler held up past a tenth of its ticks."""
 
 
 def unexpected_warnings(stdout: str) -> list[str]:
