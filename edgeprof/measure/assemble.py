@@ -45,7 +45,7 @@ def build_result(
     *,
     interrupted: bool,
     timed_out: bool,
-    before: tuple[float, Counters] | None = None,
+    before: Counters | None = None,
 ) -> RunResult:
     # ``before``: a container's group read just after its start (runc init's set-up in
     # it).  Its CPU is not subtracted: the reading comes after StartedAt, and subtracting it
@@ -87,7 +87,7 @@ def build_result(
                 "Docker stats API has none): peak memory is the largest of the samples taken "
                 f"every {interval:g}s"
             )
-    setup_peak = None if before is None else before[1].memory_peak
+    setup_peak = None if before is None else before.memory_peak
     if setup_peak is not None and peak is not None and peak <= setup_peak:
         warnings.append(
             f"peak memory {format_binary(peak)} is the container's set-up's (runc init, in "

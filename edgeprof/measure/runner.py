@@ -437,9 +437,7 @@ def _run(
         warnings,
         interrupted=interrupted,
         timed_out=timed_out,
-        before=None
-        if run.before_start is None
-        else (run.before_start[0] - run.started, run.before_start[1]),
+        before=None if run.before_start is None else run.before_start[1],
     )
     if squeezer is not None:
         if squeezer.error is not None:
