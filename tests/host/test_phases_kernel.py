@@ -75,7 +75,8 @@ def test_allocation_and_busy_loop_land_in_their_phases(mechanism: str, tmp_path:
         )
     assert r.exit_code == 0, r
     own_alloc = float(out.read_text().split("alloc_cpu_s=")[1].split()[0])
-    own_busy = float(out.read_text().split("busy_cpu_s=")[1])
+    own_busy = float(out.read_text().split("busy_cpu_s=")[1].split()[0])
+    own_sixth = float(out.read_text().split("loop_sixth_s=")[1])
     alloc, busy, loop = r.phases
     assert (alloc.name, busy.name, loop.name) == ("alloc", "busy", "loop")
     assert all(p.complete and p.count == 1 for p in r.phases)
@@ -117,14 +118,17 @@ def test_allocation_and_busy_loop_land_in_their_phases(mechanism: str, tmp_path:
     )  # fmt: skip
     assert alloc.wall_s >= 0.6
 
-    # Ten 20 ms sleeps in the loop phase: none shorter than its sleep, the median not far
-    # above it (a late wake-up on a loaded machine delays some, not most: no bound on the
-    # max).  The rate is that of the loop's own span: at most one per mean iteration, and at
-    # least the count over the phase that holds them.
+    # Ten 20 ms sleeps in the loop phase: none shorter than its sleep, the median no longer
+    # than the workload's own sixth-shortest iteration, timed around edgeprof's (a median of
+    # ten lies between the fifth and sixth; a fixed 0.1 s would fail a host that wakes
+    # sleepers late, and says nothing of edgeprof).  The rate is that of the loop's own
+    # span: at most one per mean iteration, and at least the count over the phase that
+    # holds them.
     lat = loop.latency
     assert lat is not None and lat == r.latency
     assert lat.count == 10 and lat.items == 20
-    assert 0.02 <= lat.p50_s <= lat.p95_s <= lat.max_s and lat.p50_s < 0.1
+    assert 0.02 <= lat.p50_s <= lat.p95_s <= lat.max_s
+    assert lat.p50_s <= own_sixth, (lat, own_sixth)
     assert lat.per_s is not None
     assert lat.count / loop.wall_s <= lat.per_s <= 1.001 / lat.mean_s, (lat, loop.wall_s)
     if expected_source == "sampled":
