@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from ..errors import BackendError, BackendUnavailable
 from ..model import RunSpec
-from ..units import cpu_quota_us, format_cpuset, parse_cpuset
+from ..units import cpu_quota_us, parse_cpuset
 from . import cgroupfs as fs
 from ._cgroup_common import ceilings, missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod
@@ -309,12 +309,11 @@ class CgroupV1Backend(Backend):
         if "cpuset" in dirs:
             # v1 starts a cpuset group empty: it must get CPUs and memory nodes before a task.
             parent = dirs["cpuset"].parent
-            cpus = (
-                format_cpuset(lim.cpuset)
-                if lim.cpuset is not None
-                else fs.read_text(parent / "cpuset.cpus").strip()
-            )
-            fs.write(dirs["cpuset"] / "cpuset.cpus", cpus)
+            parent_cpus = fs.read_text(parent / "cpuset.cpus").strip()
+            if lim.cpuset is not None:
+                fs.write_cpuset(dirs["cpuset"] / "cpuset.cpus", lim.cpuset, parent_cpus)
+            else:
+                fs.write(dirs["cpuset"] / "cpuset.cpus", parent_cpus)
             fs.write(dirs["cpuset"] / "cpuset.mems", fs.read_text(parent / "cpuset.mems").strip())
         elif lim.cpuset is not None and not spec.cpuset_auto:
             raise missing_controller("cpuset", "--cpuset", "this host's cgroup v1 mounts", FIX)

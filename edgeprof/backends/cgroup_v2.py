@@ -349,7 +349,8 @@ class CgroupV2Backend(Backend):
             fs.write(group / "cpu.max", f"{cpu_quota_us(lim.cpus, period)} {period}")
         if lim.cpuset is not None:
             if "cpuset" in self._controllers:
-                fs.write(group / "cpuset.cpus", format_cpuset(lim.cpuset))
+                parent_cpus = format_cpuset(self.available_cpus())
+                fs.write_cpuset(group / "cpuset.cpus", lim.cpuset, parent_cpus)
             elif not spec.cpuset_auto:
                 raise missing_controller("cpuset", "--cpuset", where, FIX)
         if lim.memory is not None:

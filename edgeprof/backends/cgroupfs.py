@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import BackendError
 from ..model import Counters
+from ..units import format_cpuset
 
 _READ_SIZE = 65536
 
@@ -160,6 +161,22 @@ def write(path: Path, value: str) -> None:
             os.close(fd)
     except OSError as exc:
         raise BackendError(f"cannot write {value!r} to {path}: {exc.strerror}") from exc
+
+
+def write_cpuset(path: Path, cpus: Sequence[int], parent_cpus: str) -> None:
+    """Write ``--cpuset``'s CPUs to a run group's ``cpuset.cpus``, saying which option the
+    kernel refused: under ``--allow-over-host`` the CPUs are not checked first, and a CPU
+    past the kernel's possible ones is ``cpulist_parse``'s ERANGE, which alone read
+    "cannot write '5' to …/cpuset.cpus: Numerical result out of range"."""
+    value = format_cpuset(cpus)
+    try:
+        write(path, value)
+    except BackendError as exc:
+        why = exc.__cause__.strerror if isinstance(exc.__cause__, OSError) else str(exc)
+        raise BackendError(
+            f"--cpuset {value}: the kernel refused these CPUs for the run's group ({why}); "
+            f"its parent group has CPUs {parent_cpus or 'none'}"
+        ) from exc
 
 
 def read_text(path: Path) -> str:

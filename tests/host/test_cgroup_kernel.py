@@ -348,3 +348,22 @@ def test_bad_limits_start_nothing(mechanism: str, args: list[str], tmp_path: Pat
     assert proc.returncode == 2
     assert proc.stderr.startswith("edgeprof: error:") and proc.stderr.count("\n") == 1
     assert not marker.exists()
+
+
+def test_a_cpuset_the_kernel_refuses_names_the_option(mechanism: str, tmp_path: Path) -> None:
+    """``--allow-over-host`` lets a ``--cpuset`` through unchecked; a CPU the kernel cannot
+    give the run's group (past every CPU it could have, whatever the host's size) is then
+    the kernel's refusal, said of ``--cpuset``, with the CPUs the group could have had: not
+    a control file's path and ``Numerical result out of range`` alone."""
+    possible = Path("/sys/devices/system/cpu/possible").read_text().strip()
+    past = max(int(part.split("-")[-1]) for part in possible.split(",")) + 1
+    marker = tmp_path / "ran"
+    args = ["--cpuset", str(past), "--allow-over-host", "--", "touch", str(marker)]
+    cmd = [PY, "-m", "edgeprof", "run", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=HANG_S)
+    assert proc.returncode == 2 and not marker.exists(), proc.stderr
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(
+        f"edgeprof: error: --cpuset {past}: the kernel refused these CPUs for the run's group ("
+    ), proc.stderr
+    assert "its parent group has CPUs " in proc.stderr and "cpuset.cpus" not in proc.stderr
