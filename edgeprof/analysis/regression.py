@@ -45,6 +45,7 @@ from .cells import cells, ending, endings, setting, successful
 from .difference import Difference, difference
 from .hosts import sides_note
 from .metrics import BY_KEY, Metric, stalled_percentiles
+from .targets import check_targets, differing
 
 COMPARED: tuple[Metric, ...] = (*METRICS.values(), BY_KEY["energy_per_item"])
 """What ``compare`` holds the current runs to: the budgetable metrics, and the energy per
@@ -129,11 +130,14 @@ def compare_results(
     threshold: float = 0.05,
     match_limits: bool = True,
     allow_missing: bool = False,
+    match_targets: bool = True,
 ) -> tuple[list[Change], list[str]]:
     """Every metric of every cell found in both, and notes on cells found in only one.
 
     ``match_limits=False`` pairs cells by model label alone (the same models measured under
     different limits, e.g. two devices); each side must then hold one setting per label.
+    A cell whose sides bench different targets is refused, or with ``match_targets=False``
+    paired and noted (:mod:`edgeprof.analysis.targets`).
     A cell only in the baseline has its metrics not measured (they fail), or with
     ``allow_missing`` a note only.  Raises :class:`ConfigError` when no cell is in both
     (comparing nothing must not pass).
@@ -159,6 +163,9 @@ def compare_results(
                 + ")"
             )
         )
+    found = differing({_name(k): (base_cells[k], cur_cells[k]) for k in common})
+    if (across := check_targets(found, ignore=not match_targets)) is not None:
+        notes.append(across)
     changes = []
     failed: list[str] = []  # the common cells whose baseline has no successful run
     for key in common:

@@ -39,6 +39,14 @@ def compare(
     ignore_limits: Annotated[
         bool, typer.Option(help="Pair models measured under different limit settings.")
     ] = False,
+    ignore_target: Annotated[
+        bool,
+        typer.Option(
+            "--ignore-target",
+            help="Pair bench runs of different targets (FILE.py:FUNC, loader): e.g. a model "
+            "file against its rewrite under another name.",
+        ),
+    ] = False,
     allow_missing: Annotated[
         bool,
         typer.Option(
@@ -69,6 +77,7 @@ def compare(
         sys.stdout,
         match_limits=not ignore_limits,
         allow_missing=allow_missing,
+        match_targets=not ignore_target,
         json_out=json_out,
         summary=summary,
         junit=junit,

@@ -105,6 +105,7 @@ def profile(
     gpus: str | None = None,
     gpu_memory: int | str | None = None,
     unified_memory: bool = False,
+    target: str | None = None,
 ) -> RunResult:
     """Run ``command`` under ``limits`` and measure it.
 
@@ -115,7 +116,8 @@ def profile(
     ``device``: the catalog device the limits came from, recorded in the result;
     ``device_cores``: its cores, for the warning of a run faster than them
     (:func:`~edgeprof.measure.limits.faster_than_device`); ``device_replaced``: the options
-    that replaced its values (``--memory``), recorded in the result.
+    that replaced its values (``--memory``), recorded in the result.  ``target``: what a
+    bench measured (:attr:`RunResult.target`), recorded in the result.
 
     ``allow_over_host``: limits beyond the host's CPUs or memory are applied as asked
     instead of refused (:func:`edgeprof.measure.limits.resolve`).
@@ -147,14 +149,15 @@ def profile(
     ``termination == "interrupted"``.
     """
     limits = check_limits_given(limits)
-    strings = {"name": name, "image": image, "device": device, "gpus": gpus}
+    strings = {"name": name, "image": image, "device": device, "gpus": gpus, "target": target}
     strings.update(cgroup_parent=cgroup_parent, cores_busy=cores_busy)
     paths = {"cwd": cwd, "out_dir": out_dir}
     check_arg_types(strings=strings, paths=paths, env=env, run_as=run_as, device_cores=device_cores)
-    if name is not None and has_control(name):
-        # A label is a table cell and a CSV field: a newline breaks both.  Not the CLI's
-        # whole --name rule: layers labels its runs with the factory ('../net.py:build').
-        raise ConfigError(f"name {name!r}: contains a control character")
+    for what, text in (("name", name), ("target", target)):
+        if text is not None and has_control(text):
+            # A label is a table cell and a CSV field: a newline breaks both.  Not the CLI's
+            # whole --name rule: layers labels its runs with the factory ('../net.py:build').
+            raise ConfigError(f"{what} {text!r}: contains a control character")
     command = command_args(command)
     check_output_fds(stdout, stderr)
     check_not_a_sweep(out_dir)
@@ -302,6 +305,8 @@ def profile(
             if device is not None:
                 replaced = tuple(str(o) for o in device_replaced)
                 result = dataclasses.replace(result, device=device, device_replaced=replaced)
+            if target is not None:
+                result = dataclasses.replace(result, target=target)
             if device_cores is not None and applied.cpus is not None:
                 # Whole cores pinned stall nothing: there the cores, not a quota, slow it.
                 stalls = result.cpu.nr_throttled if quota_can_stall(applied) else None

@@ -366,6 +366,11 @@ class RunResult:
     gpu: GpuStats | None = None
     """The GPUs the run could see, over NVML (:mod:`.gpu`); ``None``: no GPU, no NVML, or
     ``--gpus none``, and older files."""
+    target: str | None = None
+    """What an ``edgeprof bench`` run measured: its ``FILE.py:FUNC`` or ``MODULE:FUNC`` and
+    loader, as ``models/a.py:infer, loader load``.  The label (``infer bs=8``) names neither,
+    and ``compare`` pairs runs by label: two files' ``infer`` had been held to each other
+    (+5251 %).  ``None``: not a bench's run, and older files."""
 
     @property
     def label(self) -> str:
@@ -487,4 +492,5 @@ class RunResult:
             device_replaced=tuple(d.get("device_replaced") or ()),
             events=None if d.get("events") is None else EventCounts.from_dict(d["events"]),
             gpu=None if d.get("gpu") is None else GpuStats.from_dict(d["gpu"]),
+            target=d.get("target"),
         )

@@ -19,6 +19,7 @@ from ..errors import ConfigError
 from ..model import RunResult
 from ..storage import (
     check_writable,
+    layers_profile_note,
     load_auto_repeat,
     load_fits,
     load_runs,
@@ -45,6 +46,7 @@ def compare_saved(
     *,
     match_limits: bool = True,
     allow_missing: bool = False,
+    match_targets: bool = True,
     json_out: bool = False,
     summary: Path | None = None,
     junit: Path | None = None,
@@ -76,6 +78,7 @@ def compare_saved(
             thr,
             match_limits=match_limits,
             allow_missing=allow_missing,
+            match_targets=match_targets,
         )
     if json_out:
         data = {"threshold": thr, "changes": change_dicts(changes, thr), "notes": notes}
@@ -121,6 +124,8 @@ def rerender(
         if stopped:
             raise ConfigError(f"{stopped[0]}: no measured run to report")
         raise ConfigError("no runs in " + ", ".join(map(str, paths)))
+    if (skipped := skipped_profiles(paths)) is not None:
+        print(f"edgeprof: note: {skipped}", file=stderr)
     cal = None if calibration is None else load_calibration(calibration)
     for path in (markdown, html):
         if path is not None:
@@ -227,6 +232,29 @@ def merge_saved(
 
         write_file(html, render_html(runs, title=f"edgeprof merge: {target}"))
     return runs, checks
+
+
+def skipped_profiles(paths: Sequence[Path]) -> str | None:
+    """The line naming the per-layer profiles (``edgeprof layers``' YAML) in the directories
+    of ``paths``, which ``report`` does not read: beside result files they had been skipped
+    in silence (a directory of profiles alone is an error that names them)."""
+    found = [
+        p
+        for d in paths
+        if d.is_dir()
+        for p in sorted(d.rglob("*.y*ml"))[:100]
+        if layers_profile_note(p) is not None
+    ]
+    if not found:
+        return None
+    if len(found) == 1:
+        return f"skipped a per-layer profile: {layers_profile_note(found[0])}"
+    names = ", ".join(map(str, found[:4]))
+    names += f" and {len(found) - 4} more" if len(found) > 4 else ""
+    return (
+        f"skipped {len(found)} per-layer profiles from `edgeprof layers`, not run results "
+        f"({names}): `edgeprof layers export models|device-types -i FILE` reads each"
+    )
 
 
 def _fits(path: Path) -> list[dict[str, object]] | None:

@@ -17,12 +17,18 @@ def summary_tables(results: Sequence[RunResult], warmup: int | None = None) -> l
     ``warmup``: the sweep's warm-up runs per cell, ``None`` where unknown (what the
     statistics' slow-first-run warning advises)."""
     # Only for several runs: a single run's command does not load the statistics.
-    from ..analysis.compare import summarize_cells
+    from ..analysis.compare import RANKED_METRICS, summarize_cells
+    from .bench_ranking import TIME_RANKINGS, bench_rankings, is_bench
     from .comparison import ranking_tables, statistics_tables
 
     cells = summarize_cells(results, warmup)
     repeated = any(len(m.runs) > 1 for ms in cells.values() for m in ms)
-    return (statistics_tables(cells) if repeated else []) + ranking_tables(cells)
+    stats = statistics_tables(cells) if repeated else []
+    if results and all(is_bench(r) for r in results):
+        # A bench's batch sizes by its infer phase: its whole runs' times count the load.
+        kept = tuple(k for k in RANKED_METRICS if k not in TIME_RANKINGS)
+        return stats + bench_rankings(results) + ranking_tables(cells, kept)
+    return stats + ranking_tables(cells)
 
 
 def print_summary(results: Sequence[RunResult], file: TextIO, warmup: int | None = None) -> None:

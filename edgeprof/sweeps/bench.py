@@ -2,13 +2,15 @@
 
 Each batch size is one profiled run of :mod:`edgeprof.workload.bench` (a fresh process, so the
 peak memory of one batch size is not the high-water mark of another), named
-``FUNC bs=N``; its phases are ``load``, ``warmup`` and ``infer``, and its latency is that of
-the ``infer`` iterations.
+``FUNC bs=N`` (its target, file or module, function and loader, is in
+:attr:`~edgeprof.model.RunResult.target`); its phases are ``load``, ``warmup`` and
+``infer``, and its latency is that of the ``infer`` iterations.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -80,6 +82,14 @@ def check_target(target: str, cwd: Path | None, loader: str = "load") -> tuple[s
     return module, func
 
 
+def target_identity(module: str, func: str, loader: str) -> str:
+    """What :attr:`RunResult.target` records: ``models/a.py:infer, loader load`` (a file's
+    path as given, normalised: ``./a.py`` is ``a.py``), or ``pkg.mod:infer, loader load``."""
+    if module.endswith(".py") or "/" in module:
+        module = os.path.normpath(module)
+    return f"{module}:{func}, loader {loader}"
+
+
 def _check_names(target: str, path: Path, func: str, loader: str) -> None:
     """A misspelt FUNC or loader had every batch size's run load the model, then fail in
     the workload (exit 1, one message a batch size): refused before any run."""
@@ -147,7 +157,8 @@ def bench(
     work_dir = None if cwd is None else Path(cwd)
     if not loader.isidentifier():
         raise ConfigError(f"--loader {loader!r}: not a Python name")
-    _, func = check_target(target, work_dir, loader)
+    module, func = check_target(target, work_dir, loader)
+    identity = target_identity(module, func, loader)
     if iterations < 1 or warmup < 0:
         raise ConfigError("--iterations must be at least 1 and --warmup at least 0")
     if repeat < 1:
@@ -189,6 +200,7 @@ def bench(
             cwd=work_dir,
             out_dir=None if out_dir is None else Path(out_dir) / where,
             name=f"{func} bs={bs}",
+            target=identity,
             stdout=stdout,
             device=device,
             device_cores=device_cores,

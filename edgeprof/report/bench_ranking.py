@@ -1,0 +1,96 @@
+"""The ranking of a bench's batch sizes: by the ``infer`` phase, the one a bench measures.
+
+A bench's run is its ``load``, ``warmup`` and ``infer`` phases; its wall and CPU time are
+those of the whole run, load included, and a batch size of 8 does eight times the work of
+one.  ``report`` of a bench's directory had ranked its batch sizes by those (``infer bs=1
+took 2.06× less wall time than infer bs=8``), which says nothing of which batch size serves
+best.  A bench's runs are ranked here by the throughput of their timed calls (items/s,
+largest first, the bench table's ITEMS/S), with their p50 and p95 beside it; the whole-run
+time rankings are left out, the memory rankings stay (the model stays loaded while it
+infers).
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Sequence
+
+from ..analysis.cells import cells_by_setting, successful
+from ..analysis.difference import difference
+from ..model import LatencyStats, RunResult
+from .comparison import under
+from .table import TextTable
+
+PHASE = "infer"
+"""The phase a bench times (:mod:`edgeprof.workload.bench`)."""
+
+TIME_RANKINGS = ("wall_s", "cpu_s")
+"""The whole-run rankings a bench's report leaves out: they count the load."""
+
+_LABEL = re.compile(r"[A-Za-z_]\w* bs=\d+")
+
+
+def is_bench(r: RunResult) -> bool:
+    """A bench's run: its target recorded, or (a file from before targets) a ``FUNC bs=N``
+    label with an ``infer`` phase."""
+    if r.target is not None:
+        return True
+    return _LABEL.fullmatch(r.label) is not None and any(p.name == PHASE for p in r.phases)
+
+
+def infer_latency(r: RunResult) -> LatencyStats | None:
+    """The ``infer`` phase's iterations (the run's own where the phase has none)."""
+    for p in r.phases:
+        if p.name == PHASE and p.latency is not None:
+            return p.latency
+    return r.latency
+
+
+def _ms(values: Sequence[float]) -> str:
+    return f"{statistics.median(values) * 1000:.2f}ms" if values else "n/a"
+
+
+def bench_rankings(results: Sequence[RunResult]) -> list[TextTable]:
+    """Per limit setting with two batch sizes or more: the ranking by the ``infer`` phase's
+    items/s (median over each batch size's successful runs), ≈ where a step is within noise
+    (Welch's t at 95 %, :mod:`edgeprof.analysis.difference`)."""
+    out = []
+    for setting, by_label in cells_by_setting(results).items():
+        rows = []
+        for label, runs in by_label.items():
+            lat = [s for r in successful(runs) if (s := infer_latency(r)) is not None]
+            rate = [s.items_per_s for s in lat if s.items_per_s is not None]
+            if rate:
+                rows.append((label, rate, [s.p50_s for s in lat], [s.p95_s for s in lat]))
+        if len(rows) < 2:
+            continue
+        rows.sort(key=lambda row: -statistics.median(row[1]))
+        best = statistics.median(rows[0][1])
+        table = [["#", "NAME", "ITEMS/S", "× FIRST", "P50", "P95", "NOTE"]]
+        for i, (label, rate, p50, p95) in enumerate(rows):
+            note = ""
+            if i:
+                d = difference(rows[i - 1][1], rate)
+                if d.tested and not d.separated:
+                    note = f"≈ {rows[i - 1][0]}: within noise"
+            mid = statistics.median(rate)
+            table.append(
+                [
+                    str(i + 1),
+                    label,
+                    f"{mid:.1f}",
+                    "1" if i == 0 else f"{mid / best:.2f}×",
+                    _ms(p50),
+                    _ms(p95),
+                    note,
+                ]
+            )
+        notes = [
+            f"ranked by the {PHASE} phase (the timed calls; load and warm-up left out): "
+            "ITEMS/S, P50, P95 are the medians over each batch size's runs; the wall- and "
+            "CPU-time rankings of whole runs, load included, are not shown for a bench"
+        ]
+        title = f"Ranking by {PHASE} throughput {under(setting)} (largest first)"
+        out.append(TextTable(title, table, notes))
+    return out
