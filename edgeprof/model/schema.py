@@ -50,6 +50,8 @@ LIMITS = {
         },
         "cpuset": {
             "type": ["array", "null"],
+            # The reader refuses an empty list ("invalid CPU list: empty"): null is no pinning.
+            "minItems": 1,
             "items": {"type": "integer", "minimum": 0, "maximum": MAX_CPU},
             "description": "The CPUs the run was pinned to.",
         },

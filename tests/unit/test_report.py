@@ -251,6 +251,7 @@ def test_json_key_order_starts_with_the_version() -> None:
         "device",
         "events",
         "gpu",
+        "target",
     ]
 
 
