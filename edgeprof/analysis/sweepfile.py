@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..model import RunResult
-from ..storage import SWEEP_SCHEMA
+from ..resultfiles import SWEEP_SCHEMA
 from .compare import Stat, summarize_cells
 from .metrics import STAT_METRICS
 
@@ -52,7 +52,7 @@ def sweep_dict(
     extra: Mapping[str, Any] | None = None,
     run_dicts: Sequence[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """``sweep.json``: :data:`~edgeprof.storage.SWEEP_SCHEMA`, ``extra`` (the sweep's plan),
+    """``sweep.json``: :data:`~edgeprof.resultfiles.SWEEP_SCHEMA`, ``extra`` (the sweep's plan),
     every run's full result (``run_dicts``, where the caller made them already) and the cell
     statistics."""
     return {

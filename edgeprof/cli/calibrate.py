@@ -52,7 +52,8 @@ def calibrate_cmd(
     from ..analysis.calibration import FORMS, calibrate, parse_rule, read_measurements
     from ..errors import ConfigError
     from ..report.calibration import plot_calibration, render_calibration
-    from ..storage import check_writable, load_runs
+    from ..resultfiles import load_runs
+    from ..storage import check_writable
 
     if not 0 <= min_r2 <= 1:  # also NaN
         raise ConfigError(f"--min-r2 {min_r2:g}: expected an R² from 0 to 1")

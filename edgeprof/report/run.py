@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ..backends.base import meminfo_total
-from ..storage import check_out_dir, stopped_sentence
+from ..resultfiles import stopped_sentence
+from ..storage import check_out_dir
 from ..sweeps.request import (
     RunRequest,
     check_host,

@@ -17,17 +17,8 @@ from ..analysis.regression import compare_fits, compare_results, parse_threshold
 from ..analysis.sweepfile import warmup_of
 from ..errors import ConfigError
 from ..model import RunResult
-from ..storage import (
-    check_writable,
-    layers_profile_note,
-    load_auto_repeat,
-    load_fits,
-    load_runs,
-    prepare_out_dir,
-    read_sweep,
-    sweep_stopped,
-    write_json_output,
-)
+from ..resultfiles import load_auto_repeat, load_fits, load_runs, read_sweep, sweep_stopped
+from ..storage import check_writable, layers_profile_note, prepare_out_dir, write_json_output
 from ..units import format_binary
 from .calibration import render_predictions
 from .ci_summary import change_dicts, render_compare_plain, render_compare_summary, write_summaries

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..model import RunResult
-from ..storage import read_sweep
+from ..resultfiles import read_sweep
 
 PLAN_KEYS = ("command", "models", "limits", "repeat", "warmup")
 """What shards of one sweep share (``sweep.json``'s keys)."""

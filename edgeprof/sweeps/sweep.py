@@ -197,7 +197,7 @@ class SweepResult:
     it); ``None`` for one that ran its plan."""
 
     def to_dict(self, run_dicts: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
-        """``sweep.json``: :data:`~edgeprof.storage.SWEEP_SCHEMA`; ``run_dicts``: the runs'
+        """``sweep.json``: :data:`~edgeprof.resultfiles.SWEEP_SCHEMA`; ``run_dicts``: the runs'
         ``to_dict()`` made already (:class:`_Checkpoint` keeps them)."""
         from ..analysis.sweepfile import sweep_dict
 

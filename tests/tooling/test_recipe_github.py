@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from edgeprof.cli import main
-from edgeprof.storage import load_runs
+from edgeprof.resultfiles import load_runs
 from tests.conftest import require
 
 WORKLOAD = Path(__file__).resolve().parent.parent / "workloads" / "two_models.py"

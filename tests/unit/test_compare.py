@@ -198,7 +198,7 @@ def test_a_slow_first_run_after_a_warm_up_is_not_told_to_warm_up(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """"consider --warmup 1" had been said of a sweep run with --warmup 1."""
-    from edgeprof.storage import SWEEP_SCHEMA
+    from edgeprof.resultfiles import SWEEP_SCHEMA
     from tests.unit.conftest import make_result
 
     runs = [make_result(wall_s=w, name="m") for w in (1.4, 1.0, 1.05, 0.95)]

@@ -32,7 +32,8 @@ from edgeprof.model import CoreLease, LatencyStats, Limits, Mark, PhaseStats, Ru
 from edgeprof.report.calibration import render_calibration, render_predictions
 from edgeprof.report.saved import rerender
 from edgeprof.report.summary import print_summary
-from edgeprof.storage import load_fits, load_runs, read_result
+from edgeprof.resultfiles import load_fits, load_runs
+from edgeprof.storage import read_result
 
 from .conftest import make_result
 from .fuzz_strategies import (

@@ -191,7 +191,8 @@ def test_an_output_name_with_a_control_character_is_refused_before_anything_runs
 def test_run_directories_are_read_in_number_order(tmp_path: Path) -> None:
     """``bench --repeat 10`` writes ``bs1/1/`` … ``bs1/10/``, read back without a sweep.json:
     sorted as strings, run 10 came second and ``bs10`` before ``bs2`` (a reviewer's)."""
-    from edgeprof.storage import load_runs, write_result
+    from edgeprof.resultfiles import load_runs
+    from edgeprof.storage import write_result
     from tests.unit.conftest import make_result
 
     order = [(bs, k) for bs in (1, 2, 10) for k in (1, 2, 10)]

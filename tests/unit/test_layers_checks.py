@@ -21,7 +21,7 @@ from edgeprof.layers import results
 from edgeprof.layers.run import _collect, make_request
 from edgeprof.model import Limits
 from edgeprof.report.layers import render_layers
-from edgeprof.storage import load_runs
+from edgeprof.resultfiles import load_runs
 from edgeprof.units import format_seconds
 from tests.conftest import require
 from tests.unit.conftest import make_result

@@ -17,7 +17,7 @@ from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.model import HostInfo, RunResult
 from edgeprof.report.comparison import ranking_tables
-from edgeprof.storage import load_runs
+from edgeprof.resultfiles import load_runs
 from edgeprof.sweeps.labels import limit_settings
 from edgeprof.sweeps.merge import merge_shards
 from edgeprof.sweeps.sweep import SweepPlan, run_sweep

@@ -10,7 +10,8 @@ import pytest
 
 from edgeprof.errors import ConfigError
 from edgeprof.model import GpuStats, Limits
-from edgeprof.storage import SWEEP_SCHEMA, load_runs, write_result
+from edgeprof.resultfiles import SWEEP_SCHEMA, load_runs
+from edgeprof.storage import write_result
 
 from .conftest import make_result
 

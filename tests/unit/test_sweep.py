@@ -12,7 +12,7 @@ from edgeprof.analysis.cells import cell_order
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError, LimitError
 from edgeprof.model import Limits, RunResult, RunSpec
-from edgeprof.storage import SWEEP_SCHEMA, load_runs, sweep_stopped
+from edgeprof.resultfiles import SWEEP_SCHEMA, load_runs, sweep_stopped
 from edgeprof.sweeps.labels import limit_settings, model_labels
 from edgeprof.sweeps.sweep import Step, SweepPlan, _Checkpoint, run_dir, run_sweep
 from tests.fakes import FakeBackend, FakeRun, linear

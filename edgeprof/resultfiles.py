@@ -1,0 +1,245 @@
+"""Reading results back: the runs of result files, sweeps and directories (each run's sample
+files found where they are now), a sweep's ``--repeat auto`` and why it stopped, and a fit's
+``fit.json``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from . import outfiles
+from .errors import ConfigError
+from .model import RunResult
+from .storage import layers_profile_note, read_json
+from .units import shown
+
+#: ``sweep.json``: every run of a sweep (each a full result dict) plus the per-cell statistics.
+SWEEP_SCHEMA = "edgeprof-sweep/1"
+
+
+WARMUP_DIR = re.compile(r"^warmup-\d+$")
+"""A sweep's warm-up run's directory (:func:`edgeprof.sweeps.sweep.run_dir`)."""
+
+
+def load_runs(paths: list[Path]) -> list[RunResult]:
+    """Every run in ``paths``: a ``result.json``, a ``sweep.json`` (key ``runs``), a JSON list
+    of results (``run --json`` with several runs), or a directory searched recursively (a
+    directory holding a ``sweep.json`` is read through it, not through its run files).
+    Order is kept: file order as given, sorted paths inside a directory."""
+    runs: list[RunResult] = []
+    for path in paths:
+        outfiles.check_name_text(path, "read")  # before is_dir(): ENAMETOOLONG's traceback
+        if path.is_dir():
+            sweep = path / "sweep.json"
+            # Warm-ups are no measured run (a fit's unlimited runs keep theirs in warmup-1/:
+            # `report` of its directory had counted it among them).
+            found = [] if sweep.exists() else sorted(path.rglob("result.json"), key=_natural)
+            measured = [p for p in found if not WARMUP_DIR.match(p.parent.name)]
+            files = [sweep] if sweep.exists() else measured
+            if not files:
+                notes = (layers_profile_note(p) for p in sorted(path.glob("*.y*ml"))[:100])
+                note = next((n for n in notes if n), None)
+                raise ConfigError(
+                    f"{path}: no result.json or sweep.json in it" + (f"; {note}" if note else "")
+                )
+            runs.extend(load_runs(files))
+            continue
+        data = read_json(path, "result ")
+        one = False  # a result.json, whose files are beside it
+        if isinstance(data, dict) and data.get("schema") == SWEEP_SCHEMA:
+            items = data.get("runs")
+        elif isinstance(data, dict) and "schema" in data and "schema_version" not in data:
+            # A sweep's file by its key (a result has schema_version): another sweep schema
+            # had been read as a result, "unsupported result schema_version None".
+            raise ConfigError(
+                f"{path}: unsupported sweep schema {shown(data['schema'])} "
+                f"(this edgeprof reads {SWEEP_SCHEMA})"
+            )
+        elif isinstance(data, list):
+            items = data
+        else:
+            items, one = [data], True
+        if not isinstance(items, list):
+            raise ConfigError(f"{path} is not an edgeprof result or sweep")
+        bases = [path.parent] if one else [path.parent, *_shard_dirs(data, path.parent)]
+        for item in items:
+            if not isinstance(item, dict):
+                raise ConfigError(f"{path} is not an edgeprof result or sweep")
+            try:
+                run = RunResult.from_dict(item)
+            except ConfigError as exc:  # from_dict says which key, in one line
+                raise ConfigError(f"{path} is not an edgeprof result: {exc}") from exc
+            runs.append(_found_files(run, bases, beside=one))
+    return runs
+
+
+def _natural(path: Path) -> list[tuple[str, int, int]]:
+    """A path's sort key with its numbered parts in number order: ``bench --repeat 10``'s
+    ``bs1/10/`` had come before ``bs1/2/``, and ``bs10/`` before ``bs2/`` (a reviewer's)."""
+    key = []
+    for part in path.parts:
+        m = re.fullmatch(r"(\D*)(\d{1,18})", part)
+        key.append((m[1], 0, int(m[2])) if m else (part, 1, 0))
+    return key
+
+
+def _found_files(run: RunResult, bases: Sequence[Path], *, beside: bool) -> RunResult:
+    """``run`` with its ``samples.csv`` and ``gpu.csv`` where they are now, seen from the file
+    it was read from (in ``bases[0]``).
+
+    A run records them as its ``--out`` was given, relative to the directory edgeprof ran
+    in: read from another directory, or after the results were moved (a downloaded CI
+    artifact), the recorded path names nothing, and ``report`` had silently drawn no
+    timeline.  A ``result.json``'s files are beside it (``beside``); a sweep's (or a list's)
+    are under its directory at the recorded path's tail, tried longest first (the run
+    directory ``sweep/2/1/`` of ``sweep/sweep.json`` is ``2/1/``).  A merged sweep's runs
+    are in its shards' directories (the other ``bases``): a part records its node's scratch
+    directory, which is gone.  A file whose directory holds another run's ``result.json``
+    (an earlier sweep's, in the directory a merge wrote over) is not this run's.  Where none
+    is there, the recorded path stays."""
+    samples = _found(run.samples.path, bases, beside, run.started_at)
+    gpu = None if run.gpu is None else _found(run.gpu.path, bases, beside, run.started_at)
+    if samples == run.samples.path and (run.gpu is None or gpu == run.gpu.path):
+        return run
+    return replace(
+        run,
+        samples=replace(run.samples, path=samples),
+        gpu=None if run.gpu is None else replace(run.gpu, path=gpu),
+    )
+
+
+def _found(recorded: str | None, bases: Sequence[Path], beside: bool, started: str) -> str | None:
+    if recorded is None:
+        return None
+    parts = Path(recorded).parts
+    parts = parts[1:] if Path(recorded).is_absolute() else parts
+    for base in bases:
+        for i in range(len(parts) - 1 if beside else 0, len(parts)):
+            candidate = base.joinpath(*parts[i:])
+            if candidate.is_file() and (beside or _started_at(candidate.parent) in (None, started)):
+                return str(candidate)
+    return recorded
+
+
+def _started_at(directory: Path) -> str | None:
+    """When the run whose ``result.json`` is in ``directory`` started; ``None`` where there is
+    none, or it cannot be read as one."""
+    try:
+        data = read_json(directory / "result.json")
+    except ConfigError:
+        return None
+    return data.get("started_at") if isinstance(data, dict) else None
+
+
+def _shard_dirs(sweep: Any, base: Path) -> list[Path]:
+    """Where a merged sweep's (in ``base``) shards may be now: each shard's directory as
+    recorded (relative to where ``merge`` ran), and the tails of that path under ``base``
+    (``run --executor``'s ``OUT/parts/part-I``) and beside it (a recipe's ``parts/…``
+    next to the merged ``sweep/``)."""
+    shards = sweep.get("shards") if isinstance(sweep, dict) else None
+    dirs: list[Path] = []
+    for shard in shards if isinstance(shards, list) else ():
+        recorded = shard.get("path") if isinstance(shard, dict) else None
+        if not isinstance(recorded, str):
+            continue
+        where = Path(recorded).parent
+        parts = where.parts[1:] if where.is_absolute() else where.parts
+        tails = [Path(*parts[i:]) for i in range(len(parts))]
+        found = [where, *(base / t for t in tails), *(base.parent / t for t in tails)]
+        dirs += [d for d in dict.fromkeys(found) if d.is_dir()]
+    return dirs
+
+
+def read_sweep(path: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The ``sweep.json`` at ``path`` (the file, or a directory holding it) and its content;
+    ``None`` when there is no such file or it is not a sweep (a result, a list)."""
+    sweep = path / "sweep.json" if path.is_dir() else path
+    if not sweep.is_file():
+        return None
+    data = read_json(sweep, "sweep ")
+    if not isinstance(data, dict) or data.get("schema") != SWEEP_SCHEMA:
+        return None
+    return sweep, data
+
+
+def load_auto_repeat(path: Path) -> tuple[int, int, float] | None:
+    """``--repeat auto``'s (min runs, max runs, target) of the sweep in ``path`` (a
+    ``sweep.json`` or a directory holding one); ``None`` for anything else.  A malformed
+    ``auto`` is a :class:`ConfigError`."""
+    found = read_sweep(path)
+    if found is None or "auto" not in found[1]:
+        return None
+    sweep, data = found
+    auto = data["auto"]
+    try:
+        lo, hi, target = auto["min_runs"], auto["max_runs"], auto["target"]
+    except (TypeError, KeyError):
+        lo = hi = target = None
+    numbers = [isinstance(v, int) and not isinstance(v, bool) for v in (lo, hi)]
+    if not all(numbers) or not isinstance(target, (int, float)) or isinstance(target, bool):
+        raise ConfigError(f"{sweep}: 'auto' is not --repeat auto's min_runs, max_runs, target")
+    return lo, hi, float(target)
+
+
+def sweep_stopped(path: Path) -> str | None:
+    """Why the sweep in ``path`` (a ``sweep.json`` or a directory holding one) ended before
+    its plan did, as a sentence; ``None`` for a sweep that ran its plan, or no sweep."""
+    found = read_sweep(path)
+    if found is None:
+        return None
+    sweep, data = found
+    why = data.get("stopped")
+    if not isinstance(why, str):  # files from before the key: only an interruption was kept
+        why = "interrupted" if data.get("interrupted") is True else None
+    if why is None:
+        return None
+    runs = data.get("runs")
+    return f"{sweep}: {stopped_sentence(len(runs) if isinstance(runs, list) else 0, why)}"
+
+
+def stopped_sentence(runs: int, why: str) -> str:
+    """A sweep that ended before its plan, in the words every report uses."""
+    return f"the sweep stopped after {runs} run(s), before its plan was done ({why})"
+
+
+def load_fits(path: Path) -> list[dict[str, Any]] | None:
+    """The fits of an ``edgeprof fit`` ``fit.json`` (or of ``fit --out``'s directory, which
+    holds one beside its runs); ``None`` when ``path`` is neither."""
+    outfiles.check_name_text(path, "read")  # before is_dir(): ENAMETOOLONG's traceback
+    file = path / "fit.json" if path.is_dir() else path
+    if not file.is_file():
+        return None
+    data = read_json(file)
+    # Several models' fits are {"fits": [...]}; one model's fit.json is the fit itself, whose
+    # "fits" is its verdict (a bool): only a list is the several-models form.
+    several = isinstance(data, dict) and isinstance(data.get("fits"), list)
+    docs = data["fits"] if several else [data]
+    if not isinstance(docs, list) or not all(
+        isinstance(d, dict) and "min_memory_bytes" in d and "name" in d for d in docs
+    ):
+        return None
+    for i, d in enumerate(docs):  # what compare_fits reads: a fit.json in name, wrong inside
+        for key, expected in _FIT_KEYS.items():
+            v = d.get(key)
+            if v is None and key != "name":
+                continue
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, int if "bytes" in key else str)
+                or (isinstance(v, int) and v < (1 if key == "min_memory_bytes" else 0))
+            ):
+                raise ConfigError(f"{file}: fit {i + 1}: {key} must be {expected}, got {shown(v)}")
+    return docs
+
+
+_FIT_KEYS = {
+    "name": "a string",
+    "limits": "a string or null",
+    "min_memory_bytes": "a number of bytes (at least 1) or null",
+    "resolution_bytes": "a number of bytes or null",
+    "stopped": "a string or null",
+}
+"""What :func:`edgeprof.analysis.regression.compare_fits` reads of each fit."""
