@@ -118,8 +118,9 @@ def profile_cmd(
     --memory 1g -o profiler_results.yml
     """
     from ..analysis.device_limits import device_limits
+    from ..layers.request import check_extendable, completes, make_request
     from ..layers.results import LayerResults, layer_ranges, load, merge, save
-    from ..layers.run import check_extendable, completes, make_request, run_layers
+    from ..layers.run import run_layers
     from ..report.layers import render_layers
     from ..report.results import print_table
     from ..storage import check_writable

@@ -10,8 +10,9 @@ does, in the limited run.
 
 from __future__ import annotations
 
+from .request import LayersRequest, make_request
 from .results import LayerEntry, LayerResults, TimeStats, load, merge, save
-from .run import LayersRequest, LayersRun, make_request, run_layers
+from .run import LayersRun, run_layers
 
 __all__ = [
     "LayerEntry",

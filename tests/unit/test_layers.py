@@ -16,14 +16,14 @@ import yaml
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.layers import results
-from edgeprof.layers.run import (
+from edgeprof.layers.request import (
     LayersRequest,
-    _collect,
     check_extendable,
     check_importable,
     make_request,
     parse_factory_args,
 )
+from edgeprof.layers.run import _collect
 from edgeprof.model import Limits, MemoryStats, Termination
 from edgeprof.report import layers_export as export
 from tests.conftest import require

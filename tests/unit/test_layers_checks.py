@@ -18,7 +18,8 @@ from edgeprof.analysis.metrics import METRICS
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.layers import results
-from edgeprof.layers.run import _collect, make_request
+from edgeprof.layers.request import make_request
+from edgeprof.layers.run import _collect
 from edgeprof.model import Limits
 from edgeprof.report.layers import render_layers
 from edgeprof.resultfiles import load_runs
@@ -138,7 +139,7 @@ def test_a_range_reaching_the_last_layer_checks_the_whole_model(worker: Any) -> 
 
 
 def test_the_parent_asks_for_the_check_when_the_range_fills_the_last_gap() -> None:
-    from edgeprof.layers.run import completes
+    from edgeprof.layers.request import completes
 
     limits = Limits()
     recs = [MODEL, layer_record(1, [0.1]), layer_record(2, [0.1]), {"kind": "done", "profile_s": 1}]
