@@ -4,9 +4,11 @@
 
 Self-contained on purpose: standard library and torch only, never ``import edgeprof``, so the
 measured process holds nothing but the interpreter, torch and the user's model, and any Python
-with torch can run it (``--python``).  The parent (:mod:`edgeprof.layers.run`) writes SPEC.json
-and reads the JSON-lines file named in it; each line is written and flushed as soon as it is
-known, so an OOM kill or a timeout still leaves every layer finished before it:
+with torch can run it (``--python``); its two modules beside it (the user's code:
+:mod:`.user_code`; a layer's memory: :mod:`.layer_memory`) are loaded by their path.  The
+parent (:mod:`edgeprof.layers.run`) writes SPEC.json and reads the JSON-lines file named in
+it; each line is written and flushed as soon as it is known, so an OOM kill or a timeout
+still leaves every layer finished before it:
 
     {"kind": "model", "layers": N, "names": [...], "types": [...], "torch": ..., "threads": ...}
     {"kind": "layer", "layer": i, "name": ..., "type": ..., "shape_in": ..., "shape_out": ...,
@@ -28,81 +30,43 @@ import importlib.util
 import json
 import os
 import sys
-import sysconfig
 import time
-import traceback
-import weakref
-from collections.abc import Callable
-from typing import Any, TextIO
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TextIO
+
+
+def _sibling(name: str) -> ModuleType:
+    """The worker's module ``name`` beside this file, loaded by its path: run as a script (the
+    parent's way), this file has no package to import it from, and the script's directory is
+    not on ``sys.path`` under ``python -P`` or ``PYTHONSAFEPATH``."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_edgeprof_worker_{name}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+if TYPE_CHECKING or __package__:
+    from .layer_memory import Rss, allocation_tracker, state_bytes
+    from .user_code import ModelError, load_factory, user_frame, user_line
+else:  # run as a script: SPEC.json's worker
+    _memory, _user = _sibling("layer_memory"), _sibling("user_code")
+    Rss, allocation_tracker, state_bytes = (
+        _memory.Rss,
+        _memory.allocation_tracker,
+        _memory.state_bytes,
+    )
+    ModelError, load_factory = _user.ModelError, _user.load_factory
+    user_frame, user_line = _user.user_frame, _user.user_line
 
 EXIT_MODEL_ERROR = 3
 
 # Modules that only group other modules and have no forward of their own (children and
 # blocks granularity replace them by their items); Sequential is expanded by "blocks" only.
 _CONTAINERS = ("ModuleList", "ModuleDict")
-
-
-class ModelError(Exception):
-    """The user's model or factory failed: one line for the report, no traceback."""
-
-    def __init__(self, message: str, layer: int | None = None) -> None:
-        super().__init__(message)
-        self.layer = layer
-
-
-def load_factory(spec: str) -> Callable[..., Any]:
-    """``package.module:factory`` (imported with the working directory on ``sys.path``, as
-    ``python -m`` does) or ``path/to/file.py:factory`` (its directory first on ``sys.path``,
-    as ``python path/to/file.py`` does)."""
-    module_name, _, attr = spec.rpartition(":")
-    try:
-        if module_name.endswith(".py") or os.sep in module_name:
-            # Its directory first on sys.path, as `python DIR/FILE.py` puts it (the modules
-            # beside it had not been found).
-            sys.path.insert(0, os.path.dirname(os.path.abspath(module_name)))
-            loader_spec = importlib.util.spec_from_file_location("_edgeprof_model", module_name)
-            if loader_spec is None or loader_spec.loader is None:
-                raise ModelError(f"cannot load {module_name}")
-            module = importlib.util.module_from_spec(loader_spec)
-            sys.modules["_edgeprof_model"] = module
-            loader_spec.loader.exec_module(module)
-        else:
-            module = importlib.import_module(module_name)
-    except ModelError:
-        raise
-    except Exception as exc:
-        raise ModelError(f"cannot import {module_name}: {type(exc).__name__}: {exc}") from exc
-    factory = getattr(module, attr, None)
-    if not callable(factory):
-        raise ModelError(f"{module_name} has no callable {attr!r}")
-    return factory  # type: ignore[no-any-return]
-
-
-def user_frame(exc: BaseException) -> str:
-    """`` (at models.py:12)``: :func:`user_line` in parentheses; empty where there is none."""
-    where = user_line(exc)
-    return f" (at {where})" if where else ""
-
-
-def user_line(exc: BaseException) -> str:
-    """``models.py:12``: the innermost frame of the traceback that is the user's code, not
-    torch's, the standard library's or this worker's (``factory(): RuntimeError: boom`` had
-    named no line to look at); empty where there is none."""
-    skip = [os.path.dirname(os.path.abspath(__file__))]
-    skip += [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")]
-    torch_file = getattr(sys.modules.get("torch"), "__file__", None)
-    if isinstance(torch_file, str):  # torch's own package, wherever it is installed
-        skip.append(os.path.dirname(os.path.dirname(os.path.abspath(torch_file))))
-    where = ""
-    for frame in traceback.extract_tb(exc.__traceback__):
-        path = os.path.abspath(frame.filename)
-        if frame.filename.startswith("<") or any(
-            path.startswith(d.rstrip(os.sep) + os.sep) for d in skip if d
-        ):
-            continue
-        rel = os.path.relpath(path)
-        where = f"{path if rel.startswith('..') else rel}:{frame.lineno}"
-    return where
 
 
 def split_layers(torch: Any, model: Any, granularity: str) -> list[tuple[str, Any]]:
@@ -160,96 +124,6 @@ def shapes(value: Any, torch: Any, batch: int) -> list[list[int]]:
 
 def call(layer: Any, inputs: Any) -> Any:
     return layer(*inputs) if isinstance(inputs, tuple) else layer(inputs)
-
-
-def state_bytes(module: Any) -> int:
-    """Bytes of the module's parameters and buffers (each storage counted once)."""
-    seen: set[int] = set()
-    total = 0
-    for t in [*module.parameters(), *module.buffers()]:
-        ptr = t.untyped_storage().data_ptr()
-        if ptr not in seen:
-            seen.add(ptr)
-            total += t.untyped_storage().nbytes()
-    return total
-
-
-class _Rss:
-    """The process's resident set and its high-water mark (``VmHWM``), which Linux lets a
-    process reset for itself by writing 5 to ``/proc/self/clear_refs`` (Linux ≥ 4.0)."""
-
-    def __init__(self) -> None:
-        self.resettable = True
-
-    def reset_peak(self) -> None:
-        if self.resettable:
-            try:
-                with open("/proc/self/clear_refs", "w") as f:
-                    f.write("5")
-            except OSError:
-                self.resettable = False
-
-    @staticmethod
-    def read() -> tuple[int | None, int | None]:
-        """(current, peak) in bytes."""
-        cur = peak = None
-        try:
-            with open("/proc/self/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        cur = int(line.split()[1]) * 1024
-                    elif line.startswith("VmHWM:"):
-                        peak = int(line.split()[1]) * 1024
-        except OSError:
-            pass
-        return cur, peak
-
-
-def _allocation_tracker(torch: Any) -> Any:
-    """A dispatch mode that counts the bytes of every tensor storage an operator creates while
-    it is active, minus those freed since (a weakref finalizer per storage), and keeps the peak
-    of that sum: the layer's peak tensor memory as the allocator hands it out, outputs
-    included, inputs and weights excluded (they existed before)."""
-    dispatch: Any = importlib.import_module("torch.utils._python_dispatch")
-    tree_flatten = importlib.import_module("torch.utils._pytree").tree_flatten
-
-    class Tracker(dispatch.TorchDispatchMode):  # type: ignore[misc]
-        @classmethod
-        def _should_skip_dynamo(cls) -> bool:
-            # Else torch wraps __torch_dispatch__ in torch._disable_dynamo, whose first call
-            # imports torch._dynamo: seconds of CPU and tens of MB inside the measured run,
-            # for a compiler this worker never uses.
-            return False
-
-        def __init__(self, existing: list[Any]) -> None:
-            super().__init__()
-            self.known = {t.untyped_storage().data_ptr() for t in existing}
-            self.live = 0
-            self.peak = 0
-
-        def _freed(self, ptr: int, n: int) -> None:
-            self.live -= n
-            self.known.discard(ptr)
-
-        def __torch_dispatch__(
-            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
-        ) -> Any:
-            out = func(*args, **(kwargs or {}))
-            for t in tree_flatten(out)[0]:
-                if not isinstance(t, torch.Tensor):
-                    continue
-                storage = t.untyped_storage()
-                ptr = storage.data_ptr()
-                if ptr in self.known or storage.nbytes() == 0:
-                    continue  # a view, an in-place result or an input: no new memory
-                self.known.add(ptr)
-                n = storage.nbytes()
-                self.live += n
-                self.peak = max(self.peak, self.live)
-                weakref.finalize(storage, self._freed, ptr, n)
-            return out
-
-    return Tracker
 
 
 def _emit(out: TextIO, record: dict[str, Any]) -> None:
@@ -316,8 +190,8 @@ def profile(spec: dict[str, Any], out: TextIO) -> None:
     if len(inputs) == 1:
         inputs = inputs[0]
     iterations, warmup = int(spec["iterations"]), int(spec["warmup"])
-    rss = _Rss()
-    tracker_cls = _allocation_tracker(torch)
+    rss = Rss()
+    tracker_cls = allocation_tracker(torch)
     t_profile = time.perf_counter()
     first = inputs
     with torch.inference_mode():
@@ -414,7 +288,7 @@ def _profile_layer(
     inputs: Any,
     iterations: int,
     warmup: int,
-    rss: _Rss,
+    rss: Rss,
     tracker_cls: Any,
     batch: int,
 ) -> dict[str, Any]:

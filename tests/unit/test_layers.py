@@ -518,7 +518,7 @@ def test_a_file_factory_imports_the_modules_beside_it(
 ) -> None:
     """As ``python pkg/lm.py`` would (the worker's ``cannot import pkg/lm.py:
     ModuleNotFoundError`` had stopped such a model)."""
-    from edgeprof.workload.layers import load_factory
+    from edgeprof.workload.user_code import load_factory
 
     pkg = tmp_path / "pkg"
     pkg.mkdir()
@@ -536,6 +536,7 @@ def test_a_views_output_bytes_are_its_own_elements() -> None:
     require(importlib.util.find_spec("torch") is not None, "needs torch (the CPU wheel)")
     import torch
 
+    from edgeprof.workload import layer_memory as memory
     from edgeprof.workload import layers as worker
 
     class Pick(torch.nn.Module):
@@ -545,7 +546,7 @@ def test_a_views_output_bytes_are_its_own_elements() -> None:
     x = torch.randn(4, 10, 64)
     with torch.inference_mode():
         rec = worker._profile_layer(
-            torch, 1, "pick", Pick(), x, 1, 0, worker._Rss(), worker._allocation_tracker(torch), 4
+            torch, 1, "pick", Pick(), x, 1, 0, memory.Rss(), memory.allocation_tracker(torch), 4
         )
     assert (rec["output_bytes"], rec["alloc_peak_bytes"]) == (4 * 64 * 4, 0)
 
@@ -557,13 +558,14 @@ def test_shapes_leave_out_the_batch_wherever_it_is() -> None:
     require(importlib.util.find_spec("torch") is not None, "needs torch (the CPU wheel)")
     import torch
 
+    from edgeprof.workload import layer_memory as memory
     from edgeprof.workload import layers as worker
 
     lstm = torch.nn.LSTM(input_size=8, hidden_size=32, num_layers=2)
     x = torch.randn(5, 1, 8)  # (seq, batch, features): the module's own layout
     with torch.inference_mode():
         rec = worker._profile_layer(
-            torch, 1, "lstm", lstm, x, 1, 0, worker._Rss(), worker._allocation_tracker(torch), 1
+            torch, 1, "lstm", lstm, x, 1, 0, memory.Rss(), memory.allocation_tracker(torch), 1
         )
     assert rec["shape_in"] == [[5, 8]]
     assert rec["shape_out"] == [[5, 32], [2, 32], [2, 32]]
