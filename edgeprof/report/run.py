@@ -17,14 +17,8 @@ from typing import TYPE_CHECKING, TextIO
 from ..backends.base import meminfo_total
 from ..resultfiles import stopped_sentence
 from ..storage import check_out_dir
-from ..sweeps.request import (
-    RunRequest,
-    check_host,
-    execute,
-    log_stem,
-    open_backend,
-    plan_run,
-)
+from ..sweeps.host_checks import check_host, open_backend
+from ..sweeps.request import RunRequest, execute, log_stem, plan_run
 from ..sweeps.sweep import Step, stale_runs
 from .files import write_file, write_markdown, write_plot_files
 from .progress import PlainProgress, RichProgress

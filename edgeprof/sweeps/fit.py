@@ -41,17 +41,9 @@ from ..errors import ConfigError
 from ..model import Limits, RunResult, Termination
 from ..units import named, parse_size
 from .fit_reference import Cap, failed, interrupted_after, reference_cap, setting, succeeded
+from .host_checks import check_host, check_setting, open_backend, require_reclaim
 from .labels import safe_dir
-from .request import (
-    RunJob,
-    RunRequest,
-    check_host,
-    check_setting,
-    execute,
-    open_backend,
-    plan_run,
-    require_reclaim,
-)
+from .request import RunJob, RunRequest, execute, plan_run
 from .run_options import check_count
 
 

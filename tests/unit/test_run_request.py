@@ -9,14 +9,8 @@ import pytest
 
 from edgeprof.errors import ConfigError
 from edgeprof.model import Limits, RunResult
-from edgeprof.sweeps.request import (
-    RunRequest,
-    check_host,
-    execute,
-    open_backend,
-    parse_env,
-    plan_run,
-)
+from edgeprof.sweeps.host_checks import check_host, open_backend
+from edgeprof.sweeps.request import RunRequest, execute, parse_env, plan_run
 from edgeprof.sweeps.sweep import Step
 
 TEMPLATE = """\
