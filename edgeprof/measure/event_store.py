@@ -1,0 +1,343 @@
+"""What the workload's event lines become on the runner's side: parsed, capped, stored, and
+attributed to phases after the run (:mod:`edgeprof.measure.phases`).  The reading of the pipe
+is :class:`~edgeprof.measure.events.EventChannel`'s, which is one of these.
+
+Memory: nothing is kept until the first event; from then on 24 bytes per reading (an hour at
+the default 100 ms: under 1 MB; at 1 ms, 86 MB), 32 per stored iteration (at the end, while
+:meth:`~EventStore.results` computes, 220: 22 MB for a full store, measured), and per
+occurrence of a kept phase name 171 (its record and the readings at its two lines; 560 at
+the end).  What the workload names is capped (:data:`MAX_PHASES`, :data:`MAX_MARKS`,
+:data:`MAX_ITERATIONS`): past a cap lines are counted (:class:`~edgeprof.model.EventCounts`,
+``events`` in ``result.json``) and warned about once per kind, not stored: 50 000 phases,
+50 000 marks and 300 000 iterations took edgeprof to 290 MB and a 24 MB ``result.json``
+before the caps, 51 MB and 225 KB with them (cgroup v1; docs/reliability.md has the rest).
+Repeats of a kept phase name are not capped: each is part of the phase's figures.
+"""
+
+from __future__ import annotations
+
+import array
+import collections
+import math
+import threading
+import time
+from collections.abc import Callable
+
+from ..backends._peak_reset import sampled_phase_peaks
+from ..backends.base import PeakReset
+from ..errors import EdgeprofError
+from ..model import Capped, Counters, EventCounts, LatencyStats, Mark, PhaseStats
+from ..units import CFS_PERIOD_US
+from ..workload.instrument import GPU_CAPPED_MARK
+from .latency import Iteration, Tail, iteration_stalls, latency_stats, stall_warning
+from .phases import (
+    MAX_ITERATIONS,
+    MAX_LINE,
+    MAX_MARKS,
+    MAX_PHASES,
+    Occurrence,
+    ProtocolError,
+    Recorder,
+    cap_warnings,
+    off_clock,
+    parse_line,
+)
+
+_RECENT = 64
+"""Closed occurrences remembered for iterations past the cap whose line comes after their
+phase's ``end`` line (another thread's, in the same pipe read)."""
+
+
+class EventStore:
+    """One run's events as its lines arrive (:meth:`feed`, on the reading thread) and what
+    they come to after the run (:meth:`results`); the counters' readings next to them
+    (:meth:`record`).  The caps: ``max_phases``, ``max_marks``, ``max_iterations``."""
+
+    def __init__(
+        self,
+        *,
+        max_phases: int = MAX_PHASES,
+        max_marks: int = MAX_MARKS,
+        max_iterations: int = MAX_ITERATIONS,
+    ) -> None:
+        self._lock = threading.Lock()
+        self._t0 = 0.0
+        self._read: Callable[[], Counters] | None = None
+        self._peaks: PeakReset | None = None
+        self._mechanism: str | None = None
+        self._buf = b""
+        self._discarding = False
+        self._timeline = Recorder()
+        self._occurrences: list[Occurrence] = []
+        self.gpu_capped = 0
+        """Processes that capped their GPU memory (:data:`GPU_CAPPED_MARK`)."""
+        self._open: list[tuple[Occurrence, object | None]] = []
+        self._it0 = array.array("d")
+        self._it1 = array.array("d")
+        self._items = array.array("q")  # -1: the line gave no ITEMS (counted as 1 where counted)
+        self._throttled = array.array("d")  # seconds, at each iteration line (NaN: none)
+        self._read_throttled: Callable[[], int | None] | None = None
+        self._period_s = CFS_PERIOD_US / 1e6  # the quota's period (start): the kernel's default
+        self._share: float | None = None  # the quota in CPUs (start)
+        self._marks: list[Mark] = []
+        self._caps = (max_phases, max_marks, max_iterations)
+        self._names: set[str] = set()  # kept phase names
+        self._phases_over = self._marks_over = 0
+        self._tail = Tail()  # the iterations past the stored ones
+        self._tails: dict[str, Tail] = {}  # … by kept phase name
+        self._recent: collections.deque[Occurrence] = collections.deque(maxlen=_RECENT)
+        self._open_names: collections.Counter[str] = collections.Counter()
+        self.lines = 0
+        self.malformed = 0
+        self._first_bad: str | None = None
+        self._snapshot_error: str | None = None
+
+    # -- the lines ---------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> None:
+        """Bytes as read from the pipe, cut anywhere (the reading thread's work, for tests
+        without it).  Never raises for what the workload wrote."""
+        now = time.monotonic()
+        if self._discarding:  # the rest of an over-long line, already counted
+            nl = data.find(b"\n")
+            if nl < 0:
+                return
+            data, self._discarding = data[nl + 1 :], False
+        buf = self._buf + data
+        *lines, rest = buf.split(b"\n")
+        stored, over = len(self._it1), self._tail.count
+        for raw in lines:
+            self._line(raw, now)
+        if len(self._it1) > stored:
+            # A batch that reached the cap has its reading after lines that are not stored:
+            # its stored iterations get no reading (their stall is unknown).
+            self._throttling_reading(len(self._it1) - stored, self._tail.count == over)
+        if len(rest) > MAX_LINE:
+            self.lines += 1
+            self._bad(rest, f"line longer than {MAX_LINE} bytes")
+            rest, self._discarding = b"", True
+        self._buf = rest
+
+    def _throttling_reading(self, new: int, read: bool = True) -> None:
+        """The run's throttled time, after ``new`` iteration lines: the last gets the
+        reading, the others NaN (one read per batch; see ``iteration_stalls``)."""
+        value = math.nan
+        if read and self._read_throttled is not None:
+            try:
+                us = self._read_throttled()
+            except EdgeprofError as exc:
+                self._snapshot_error = str(exc)
+                us = None
+            if us is None:
+                self._read_throttled = None  # not readable here: no stall is known
+            else:
+                value = us / 1e6
+        with self._lock:
+            self._throttled.extend([math.nan] * (new - 1) + [value])
+
+    def _bad(self, raw: bytes, why: str) -> None:
+        self.malformed += 1
+        if self._first_bad is None:
+            self._first_bad = f"{raw[:60].decode('utf-8', 'replace')!r}: {why}"
+
+    def _line(self, raw: bytes, now: float) -> None:
+        self.lines += 1
+        if len(raw) > MAX_LINE:
+            self._bad(raw, f"line longer than {MAX_LINE} bytes")
+            return
+        try:
+            ev = parse_line(raw.decode("utf-8"), now)
+        except UnicodeDecodeError:
+            self._bad(raw, "not UTF-8")
+            return
+        except ProtocolError as exc:
+            self._bad(raw, str(exc))
+            return
+        off = off_clock(ev, now, self._t0)
+        if off is not None:
+            self._bad(raw, off)
+            return
+        t = ev.t - self._t0
+        max_phases, max_marks, max_iterations = self._caps
+        if ev.kind == "iter":
+            with self._lock:
+                if len(self._it1) < max_iterations:
+                    self._it0.append(ev.t0 - self._t0)
+                    self._it1.append(t)
+                    self._items.append(ev.items if ev.items_given else -1)
+                else:
+                    self._past_the_store(ev.t0 - self._t0, t, ev.items if ev.items_given else None)
+            return
+        if ev.kind != "mark" and ev.name not in self._names:
+            if len(self._names) >= max_phases:
+                # Past the cap: a begin is counted; an end is the other half of one (or of
+                # nothing, which cannot be told once names are no longer kept).
+                self._phases_over += ev.kind == "begin"
+                return
+            if ev.kind == "begin":
+                self._names.add(ev.name)
+        if ev.kind == "begin":
+            token = self._peaks.start() if self._peaks is not None else None
+            occ = Occurrence(ev.name, t)
+            with self._lock:
+                self._occurrences.append(occ)
+                self._open.append((occ, token))
+                self._open_names[occ.name] += 1
+            self._snapshot()
+        elif ev.kind == "end":
+            with self._lock:
+                idx = next(
+                    (i for i in range(len(self._open) - 1, -1, -1)
+                     if self._open[i][0].name == ev.name),
+                    None,
+                )
+                if idx is None:
+                    self._bad(raw, f"end of phase {ev.name!r}, which is not open")
+                    return
+                occ, token = self._open.pop(idx)
+                occ.end = max(t, occ.start)
+                self._recent.append(occ)
+                self._open_names[occ.name] -= 1
+            if self._peaks is not None:
+                occ.kernel_peak = self._peaks.stop(token)
+            self._snapshot()
+        elif ev.name == GPU_CAPPED_MARK:  # a process capped its GPU memory: not a user mark
+            self.gpu_capped += 1
+        else:  # mark
+            if len(self._marks) >= max_marks:
+                self._marks_over += 1  # not even a counter read
+                return
+            c = self._snapshot()
+            self._marks.append(
+                Mark(
+                    ev.name,
+                    t,
+                    None if c is None or c.cpu_usage_us is None else c.cpu_usage_us / 1e6,
+                    None if c is None else c.memory_current,
+                )
+            )
+
+    def _past_the_store(self, t0: float, t1: float, items: int | None) -> None:
+        """An iteration past :data:`MAX_ITERATIONS` (under the lock): into the run's tail
+        and those of the phases open now, or closed after its end (the stored ones are
+        attributed by timestamp after the run; these cannot wait).  One iteration counts
+        once per name, and bounded work: distinct open names, :data:`_RECENT` closed."""
+        self._tail.add(t0, t1, items)
+        names = {name for name, n in self._open_names.items() if n > 0}
+        names.update(o.name for o in self._recent if o.end is not None and o.start <= t1 <= o.end)
+        for name in names:
+            tail = self._tails.get(name)
+            if tail is None:
+                tail = self._tails[name] = Tail()
+            tail.add(t0, t1, items)
+
+    def _snapshot(self) -> Counters | None:
+        """Read the counters now: a timeline point next to an event."""
+        if self._read is None:
+            return None
+        before = time.monotonic()
+        try:
+            c = self._read()
+        except EdgeprofError as exc:
+            self._snapshot_error = str(exc)
+            return None
+        t = (before + time.monotonic()) / 2 - self._t0
+        self.record(t, None if c.cpu_usage_us is None else c.cpu_usage_us / 1e6, c.memory_current)
+        return c
+
+    # -- the timeline ------------------------------------------------------------------
+
+    def record(self, t: float, cpu_s: float | None, memory: int | None) -> None:
+        """A reading at ``t`` s since the spawn (from the sampler thread or a snapshot)."""
+        with self._lock:
+            first = None
+            if not self._timeline.recording and self._read is not None:
+                # Kept from the first event on: before it there is nothing to attribute.
+                starts = [o.start for o in self._occurrences] + [m.t_s for m in self._marks]
+                first = min(starts, default=None)
+            self._timeline.add(t, cpu_s, memory, first)
+
+    # -- after the run -----------------------------------------------------------------
+
+    def results(
+        self, run_end: float, termination: str | None = None
+    ) -> tuple[tuple[PhaseStats, ...], LatencyStats | None, tuple[Mark, ...], list[str]]:
+        """(phases, latency of every iteration, marks, warnings); ``run_end``: the wall time;
+        ``termination``: how the run ended, recorded on the phases it cut short."""
+        from .phases import phase_stats
+
+        iterations: list[Iteration] = [
+            (t0, t1, None if n < 0 else n)
+            for t0, t1, n in zip(self._it0, self._it1, self._items, strict=True)
+        ]
+        stalls = None
+        if len(self._throttled) == len(iterations) and any(
+            not math.isnan(x) for x in self._throttled
+        ):
+            stalls = iteration_stalls(
+                [t1 - t0 for t0, t1, _ in iterations],
+                self._throttled,
+                period_s=self._period_s,
+                share=self._share,
+            )
+        timeline = self._timeline.timeline()
+        phases = phase_stats(
+            self._occurrences,
+            timeline,
+            iterations,
+            run_end=run_end,
+            termination=termination,
+            stalls=stalls,
+            tails=self._tails,
+        )
+        warnings = cap_warnings(self.counts())
+        if self.malformed:
+            warnings.append(
+                f"{self.malformed} malformed event line(s) ignored (first: {self._first_bad})"
+            )
+        if self._snapshot_error is not None:
+            warnings.append(f"events: {self._snapshot_error}")
+        unfinished = [p.name for p in phases if not p.complete]
+        if unfinished:
+            why = {
+                "oom": "cut short by the OOM kill",
+                "timeout": "cut short by the timeout",
+                "interrupted": "cut short by the interrupt",
+                "signaled": "cut short by a signal",
+            }.get(termination or "", "still open when the workload exited")
+            warnings.append(
+                f"phase(s) {', '.join(unfinished)} {why} at {run_end:.3f}s: "
+                "counted to the end of the run"
+            )
+        if phases and any(p.peak_source == "sampled" for p in phases):
+            warnings.append(sampled_phase_peaks(self._mechanism, self._peaks is not None))
+        latency = latency_stats(iterations, stalls=stalls, tail=self._tail)
+        # The run's own only where no phase holds all its iterations (as the latency table's
+        # "(all)" row): the same warning had been printed twice, for the run and its phase.
+        counts = {p.latency.count for p in phases if p.latency is not None}
+        measured = [(f"phase {p.name!r}: ", p.latency) for p in phases]
+        if latency is not None and latency.count not in counts:
+            measured.insert(0, ("", latency))
+        warnings.extend(
+            stall_warning(lat, where)
+            for where, lat in measured
+            if lat is not None and lat.throttling is not None and lat.throttling.distorted
+        )
+        return phases, latency, tuple(self._marks), warnings
+
+    def spans(self) -> tuple[list[Occurrence], list[tuple[float, float, int]]]:
+        """(phase occurrences, stored iterations as (start, end, items)), for the GPUs'
+        share of each (:mod:`edgeprof.measure.gpu`); read after the run."""
+        its = zip(self._it0, self._it1, self._items, strict=True)
+        return list(self._occurrences), [(t0, t1, 1 if n < 0 else n) for t0, t1, n in its]
+
+    def counts(self) -> EventCounts:
+        """What the workload sent against what was kept (``events`` in ``result.json``)."""
+        max_phases, max_marks, max_iterations = self._caps
+        return EventCounts(
+            lines=self.lines,
+            malformed=self.malformed,
+            phases=Capped(max_phases, len(self._names), self._phases_over),
+            marks=Capped(max_marks, len(self._marks), self._marks_over),
+            iterations=Capped(max_iterations, len(self._it1), self._tail.count),
+        )
