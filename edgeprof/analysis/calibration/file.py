@@ -3,22 +3,19 @@ fitted on, and refitted from them on load, so the file never disagrees with the 
 
 from __future__ import annotations
 
-import datetime
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
 from ...storage import read_capped, write_output
-from ...units import shown
 from ..cells import without_chosen_cores
 from .choice import Candidate, Choice, choose, heldout_warning
 from .families import Families, check_family, parse_rule
+from .fields import Fields
 from .fit import DEFAULT_LEVEL, DEFAULT_MIN_R2, LinearFit, fit, fit_warnings
 from .forms import FORMS
-from .measurements import MAX_VALUE
 from .speed import ImpliedSpeed, Slope, speed_from_dict
 from .units import METRICS, UNITS, base_unit
 
@@ -217,7 +214,7 @@ def _form_dict(c: Candidate) -> dict[str, Any]:
 def load_calibration(path: Path) -> Calibration:
     """Read a calibration file; each fit is recomputed from its points.  Anything wrong with
     the file is one :class:`ConfigError` line naming it, and the key and what it should hold
-    where the shape is wrong (:class:`_Fields`)."""
+    where the shape is wrong (:class:`~.fields.Fields`)."""
     import yaml
 
     from ...yamlfile import safe_load as strict_yaml
@@ -232,14 +229,14 @@ def load_calibration(path: Path) -> Calibration:
     if not isinstance(data, dict) or data.get("schema") != CALIBRATION_SCHEMA:
         raise ConfigError(f"{path} is not an edgeprof calibration ({CALIBRATION_SCHEMA})")
     try:
-        return _calibration(_Fields(path, data))
+        return _calibration(Fields(path, data))
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-        # Not reached: _Fields checks every value before it is used.  Kept so that a shape
+        # Not reached: Fields checks every value before it is used.  Kept so that a shape
         # it misses is still one line naming the file, not a traceback.
         raise ConfigError(f"{path}: malformed calibration: {_one_line(exc)}") from exc
 
 
-def _calibration(doc: _Fields) -> Calibration:
+def _calibration(doc: Fields) -> Calibration:
     path = doc.path
     min_r2 = doc.number("min_r2", "an R² from 0 to 1", lambda v: 0 <= v <= 1, DEFAULT_MIN_R2)
     level = doc.number("level", "a level between 0 and 1", lambda v: 0 < v < 1, DEFAULT_LEVEL)
@@ -279,7 +276,7 @@ def _calibration(doc: _Fields) -> Calibration:
     )
 
 
-def _metric_fit(fd: _Fields, min_r2: float, form: str) -> MetricFit:
+def _metric_fit(fd: Fields, min_r2: float, form: str) -> MetricFit:
     path = fd.path
     known = f"a metric: one of {', '.join(METRICS)}"
     metric = fd.text("metric", expected=known)
@@ -313,7 +310,7 @@ def _metric_fit(fd: _Fields, min_r2: float, form: str) -> MetricFit:
     )
 
 
-def _speed(d: _Fields, fits: Mapping[tuple[str, str], Slope]) -> ImpliedSpeed | None:
+def _speed(d: Fields, fits: Mapping[tuple[str, str], Slope]) -> ImpliedSpeed | None:
     host = d.record("host", "a mapping of cpu_model and kernel")
     cpu_model = None if host is None else host.optional_text("cpu_model")
     kernel = None if host is None else host.optional_text("kernel")
@@ -342,163 +339,6 @@ def slopes(fits: Sequence[MetricFit]) -> dict[tuple[str, str], Slope]:
             a = m.choice.fit.a if form == "origin" else m.fit.a
             out[(m.metric, m.setting)] = Slope(a, form, m.fit.r2, m.fit.a)
     return out
-
-
-class _Required:
-    """The default of a key that must be there."""
-
-
-_REQUIRED = _Required()
-
-
-class _Fields:
-    """One mapping of a calibration file, read key by key with the type each key needs.
-
-    YAML gives whatever the text says: a number where a mapping is, a list where a number
-    is.  Used as they came, these surfaced as Python's own words ("'int' object is not
-    iterable"); here each is checked as it is read, and a wrong or missing one is a
-    :class:`ConfigError` naming the file, the key's path (``fits[0].points[2].profiler``)
-    and what it should hold."""
-
-    def __init__(self, path: Path, data: Mapping[Any, Any], where: str = "") -> None:
-        self.path = path
-        self.data = data
-        self.where = where
-
-    def key(self, name: str) -> str:
-        return f"{self.where}.{name}" if self.where else name
-
-    def bad(self, name: str, expected: str, value: object) -> ConfigError:
-        # As YAML spells them: the file says null and true, not Python's None and True.
-        got = "null" if value is None else str(value).lower() if isinstance(value, bool) else None
-        return ConfigError(
-            f"{self.path}: malformed calibration: {self.key(name)}: expected {expected}, "
-            f"got {got or shown(value)}"
-        )
-
-    def get(self, name: str, expected: str, default: object = _REQUIRED) -> Any:
-        """The raw value, or ``default`` when the key is absent (an error if required)."""
-        if name in self.data:
-            return self.data[name]
-        if isinstance(default, _Required):
-            raise ConfigError(
-                f"{self.path}: malformed calibration: {self.key(name)} is missing "
-                f"(expected {expected})"
-            )
-        return default
-
-    def text(
-        self, name: str, default: str | _Required = _REQUIRED, expected: str = "a string"
-    ) -> str:
-        """A string; a number is taken as its text (YAML reads an unquoted ``2`` as one: a
-        model labelled 2), a date as its ISO text (an unquoted ``created_at``)."""
-        v = self.get(name, expected, default)
-        t = _as_text(v)
-        if t is None:
-            raise self.bad(name, expected, v)
-        return t
-
-    def optional_text(self, name: str) -> str | None:
-        """:meth:`text`, or ``None`` when the key is absent or ``null``."""
-        return None if self.get(name, "", None) is None else self.text(name)
-
-    def number(
-        self,
-        name: str,
-        expected: str,
-        ok: Callable[[float], bool],
-        default: float | _Required = _REQUIRED,
-    ) -> float:
-        v = self.get(name, expected, default)
-        if isinstance(v, bool) or not isinstance(v, int | float):
-            raise self.bad(name, expected, v)
-        try:
-            f = float(v)
-        except OverflowError:  # an integer beyond any float
-            raise self.bad(name, expected, v) from None
-        if not math.isfinite(f) or not ok(f):
-            raise self.bad(name, expected, v)
-        return f
-
-    def value(self, name: str) -> float:
-        """A point's value: a number within the device CSV's bounds (:data:`MAX_VALUE`), so
-        the refit's arithmetic stays finite."""
-        return self.number(name, f"a number up to {MAX_VALUE:g}", lambda v: abs(v) <= MAX_VALUE)
-
-    def count(self, name: str) -> int:
-        v = self.get(name, "a whole number", 0)
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**63:
-            raise self.bad(name, "a whole number ≥ 0", v)
-        return v
-
-    def _list(self, name: str, expected: str) -> list[Any]:
-        """A list; absent or ``null``: empty."""
-        v = self.get(name, expected, None)
-        if v is None:
-            return []
-        if not isinstance(v, list):
-            raise self.bad(name, expected, v)
-        return v
-
-    def texts(self, name: str, expected: str) -> list[str]:
-        """A list of strings (a string given alone would be read as its characters)."""
-        out = []
-        for i, v in enumerate(self._list(name, expected)):
-            t = _as_text(v)
-            if t is None:
-                raise self.bad(f"{name}[{i}]", "a string", v)
-            out.append(t)
-        return out
-
-    def text_map(self, name: str, expected: str) -> list[tuple[str, str]]:
-        """A mapping of strings to strings, as pairs; absent or ``null``: empty."""
-        v = self.get(name, expected, None)
-        if v is None:
-            return []
-        if not isinstance(v, Mapping):
-            raise self.bad(name, expected, v)
-        out = []
-        for k, item in v.items():
-            label, family = _as_text(k), _as_text(item)
-            if label is None:
-                raise self.bad(name, expected, k)
-            if family is None:
-                raise self.bad(f"{name}.{label}", "a string", item)
-            out.append((label, family))
-        return out
-
-    def record(self, name: str, expected: str) -> _Fields | None:
-        """A nested mapping; absent or ``null``: ``None``."""
-        v = self.get(name, expected, None)
-        if v is None:
-            return None
-        if not isinstance(v, Mapping):
-            raise self.bad(name, expected, v)
-        return _Fields(self.path, v, self.key(name))
-
-    def records(self, name: str, expected: str) -> list[_Fields]:
-        """A required list of mappings."""
-        v = self.get(name, expected)
-        if not isinstance(v, list):
-            raise self.bad(name, expected, v)
-        out = []
-        for i, item in enumerate(v):
-            if not isinstance(item, Mapping):
-                raise self.bad(f"{name}[{i}]", "a mapping (key: value lines)", item)
-            out.append(_Fields(self.path, item, f"{self.key(name)}[{i}]"))
-        return out
-
-
-def _as_text(v: object) -> str | None:
-    """A YAML scalar as text (see :meth:`_Fields.text`); ``None``: not one (a list, a
-    mapping, ``null``, true or false)."""
-    if isinstance(v, str):
-        return v
-    if isinstance(v, datetime.date):
-        return v.isoformat()
-    if isinstance(v, int | float) and not isinstance(v, bool):
-        return str(v)
-    return None
 
 
 def _one_line(exc: BaseException) -> str:
