@@ -20,7 +20,7 @@ import pytest
 import edgeprof
 from edgeprof import Limits, Termination
 from edgeprof.backends import ProcessBackend
-from edgeprof.backends.process import own_high_water_mark, rss_counter_slack
+from edgeprof.backends._process_run import own_high_water_mark, rss_counter_slack
 from edgeprof.errors import LimitError
 
 from .ordinary_user import NOBODY, AsUser

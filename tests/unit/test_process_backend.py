@@ -17,12 +17,8 @@ from edgeprof import Limits
 from edgeprof.backends import ProcessBackend, get_backend
 from edgeprof.backends._own_group import OwnGroup, own_memory_group
 from edgeprof.backends._process import Process
-from edgeprof.backends.process import (
-    own_high_water_mark,
-    refusal,
-    rss_counter_slack,
-    set_subreaper,
-)
+from edgeprof.backends._process_run import own_high_water_mark, rss_counter_slack, set_subreaper
+from edgeprof.backends.process import refusal
 from edgeprof.cli.runargs import OPTIONS
 from edgeprof.errors import BackendUnavailable, ConfigError
 

@@ -1,0 +1,391 @@
+"""One process backend run (:class:`ProcessRun`): the workload's process tree followed and
+measured through psutil (:mod:`edgeprof.backends.process` holds the backend).
+
+* **CPU time is exact at the end.**  edgeprof becomes a child subreaper
+  (``PR_SET_CHILD_SUBREAPER``, Linux ≥ 3.4) for the run, so every process of the tree is
+  reaped either by its parent in the tree (its time then sits in that parent's
+  ``cutime``/``cstime``) or by edgeprof: the main process and every orphan are reaped with
+  ``wait4``, whose ``rusage`` holds the process's own time and its reaped descendants'.
+  Their sum is the tree's CPU time, as the scheduler accounted it.  The one exception is a
+  child of a process that ignores ``SIGCHLD`` (the kernel reaps it and adds its time to
+  nobody): that time is only in the samples.  The time series reads ``/proc/PID/stat``,
+  whose times are in clock ticks (10 ms per process at ``USER_HZ`` 100).
+* **Memory is resident set size, sampled**, summed over the tree at every tick (the tree is
+  found again at every tick, through the kernel's per-thread children lists).  The peak is
+  the larger of that sampled sum and the largest single process's own high-water mark
+  (``ru_maxrss`` from ``wait4``): exact for a one-process workload, a lower bound for a tree
+  whose processes peak together between two samples (``peak_source`` ``rss``).  The main
+  process's mark also holds its spawner's: at exec the kernel folds the old address space's
+  high-water mark into the process's (``exec_mmap`` → ``setmax_mm_hiwater_rss``), and after
+  a fork or vfork that space is edgeprof's (``/bin/true`` read 28 MiB, edgeprof's own resident
+  set).  A main-process mark no larger than edgeprof's own is therefore not the workload's,
+  and the peak is then the largest sample (``peak_source`` ``sampled``).  RSS is not
+  a cgroup's charge: it leaves out the page cache the workload's reads filled and kernel
+  memory, which a cgroup counts, and a sum over processes counts twice the pages they share
+  (a fork's copy-on-write pages, mapped libraries, shared memory).  Its composition is the
+  kernel's per-process split (``statm``'s resident and shared pages, ``RssShmem`` of
+  ``/proc/PID/status``): shared memory is ``shmem``, which no limit can reclaim, not ``file``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import resource
+import signal
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from ..errors import BackendError
+from ..model import Counters, RunSpec
+from ..units import format_binary
+from ._own_group import OwnGroup
+from ._process import Process, end_workload, signal_pids
+from .base import RunHandle
+
+if TYPE_CHECKING:  # psutil is imported when a process run is launched
+    import psutil
+
+PR_SET_CHILD_SUBREAPER = 36
+"""``<linux/prctl.h>``: orphans of the run are re-parented to edgeprof, not to init."""
+KILL_TIMEOUT_S = 10.0
+
+
+_subreaping = 0
+_subreaping_lock = threading.Lock()
+
+
+def set_subreaper(on: bool) -> bool:
+    """Make this process the child subreaper of its descendants while any run asks (counted:
+    runs in several threads share the process); False where the kernel or the OS has no
+    such thing (then orphans go to init and are lost to the run)."""
+    global _subreaping
+    if os.uname().sysname != "Linux":
+        return False
+    with _subreaping_lock:
+        if (on and _subreaping > 0) or (not on and _subreaping > 1):
+            _subreaping += 1 if on else -1  # already on, or still wanted by another run
+            return True
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        if libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+            return False
+        _subreaping += 1 if on else -1
+        return True
+
+
+class ProcessRun(RunHandle):
+    """One run's process tree; see :class:`edgeprof.backends.base.RunHandle`."""
+
+    def __init__(
+        self, spec: RunSpec, children_files: bool = True, own_group: OwnGroup | None = None
+    ) -> None:
+        super().__init__()
+        self._own_group = own_group
+        self._ooms_before = None if own_group is None else own_group.oom_kills()
+        limit = None if own_group is None else own_group.limit()
+        if own_group is not None and limit is not None:
+            self.warnings.append(
+                f"edgeprof runs in a memory group limited to {format_binary(limit)} "
+                f"({own_group.path}): the run shares that limit with edgeprof and whatever "
+                "else runs there, and an OOM kill by it is reported as the run's"
+            )
+        import psutil as ps
+
+        self._ps = ps
+        self._me = os.getpid()
+        self._lock = threading.Lock()  # the sampler thread and the run loop both reap
+        self._closed = False
+        # Children edgeprof had before the run are not the run's.
+        self._foreign = {c.pid for c in ps.Process(self._me).children()}
+        self._subreaper = set_subreaper(True)
+        self._dead_user = self._dead_system = 0.0  # reaped by edgeprof: exact (wait4)
+        self._dead_maxrss = 0
+        self._spawner_hwm: int | None = None
+        self._main_peak_said = False
+        self._last_cpu = (0, 0)
+        self._procs: dict[int, psutil.Process] = {}
+        self._proc_children = children_files
+        self._ppids: dict[int, list[int]] = {}
+        try:
+            self._proc = Process.for_run(spec, pin=True, rusage=True, die_with_parent=True)
+        except BaseException:
+            self._stop_subreaping()
+            raise
+        # Read after the spawn returned (the child has exec'd): edgeprof's mark only grows,
+        # so it bounds what exec folded into the main process's.
+        self._spawner_hwm = own_high_water_mark()
+        self.pid = self._proc.pid
+        self.started = self._proc.started
+
+    # -- the tree ----------------------------------------------------------------------------
+
+    def _tree(self) -> list[psutil.Process]:
+        """Every process of the run now: the main process's descendants and the orphans
+        re-parented to edgeprof, with their descendants.
+
+        A parent is always listed before its children: the CPU sum then reads a parent before
+        a child it may reap, so a race can miss a child's time for one tick but never count
+        it twice (in the child and in the parent's ``cutime``)."""
+        ps = self._ps
+        kids = self._children
+        found: list[int] = []
+        todo = [c for c in kids(self._me) if c not in self._foreign]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            todo.extend(kids(pid))
+        procs = {}
+        for pid in found:
+            p = self._procs.get(pid)
+            if p is None:
+                try:
+                    p = ps.Process(pid)
+                except ps.Error:
+                    continue
+            procs[pid] = p
+        self._procs = procs  # kept across ticks: psutil checks a reused pid's start time
+        return list(procs.values())
+
+    def _children(self, pid: int) -> list[int]:
+        """``pid``'s children: the kernel's per-thread lists (``/proc/PID/task/TID/children``,
+        Linux ≥ 3.5 with ``CONFIG_PROC_CHILDREN``), which touch the tree only; else psutil's
+        scan of every process, once per sample (a sample of a two-process tree: about 0.2 ms
+        with the lists, 3.3 ms with the scan on a host of 72 processes;
+        benchmarks/process_backend.py)."""
+        if self._proc_children:
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:  # exited
+                return []
+            found: list[int] = []
+            for tid in tids:
+                try:
+                    with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                        found.extend(int(c) for c in f.read().split())
+                except FileNotFoundError:
+                    if pid == self._me:  # no such file on this kernel: scan instead
+                        self._proc_children = False
+                        return self._children(pid)
+                except OSError:
+                    continue
+            return found
+        if pid == self._me:  # the first call of a sample: one scan serves the whole tree
+            self._ppids = {}
+            for p in self._ps.process_iter():
+                try:
+                    self._ppids.setdefault(p.ppid(), []).append(p.pid)
+                except self._ps.Error:
+                    continue
+        return self._ppids.get(pid, [])
+
+    def _reap_orphans(self) -> None:
+        """Reap the run's processes re-parented to edgeprof that have exited, keeping their
+        resource use (the main process is :class:`Process`'s to reap)."""
+        for pid in list(self._procs):
+            if pid == self.pid or pid in self._foreign:
+                continue
+            try:
+                got, _, usage = os.wait4(pid, os.WNOHANG)
+            except ChildProcessError:  # not ours (its parent is in the tree) or gone
+                continue
+            if got == pid:
+                self._add_dead(usage)
+
+    def _add_dead(self, usage: resource.struct_rusage) -> None:
+        self._dead_user += usage.ru_utime
+        self._dead_system += usage.ru_stime
+        self._dead_maxrss = max(self._dead_maxrss, usage.ru_maxrss * 1024)  # KiB on Linux
+
+    def _read(self, final: bool) -> Counters:
+        ps = self._ps
+        with self._lock:
+            self._reap_orphans()
+            user, system = self._dead_user, self._dead_system
+            main = self._proc.rusage  # before the scan: once reaped, it is read from here only
+            if main is not None:
+                user += main.ru_utime
+                system += main.ru_stime
+            rss = shared = shmem = threads = 0
+            shmem_seen = False
+            seen = False  # a process of the run read this time: else its memory is unknown
+            io_read = io_write = 0
+            io_ok = True
+            for p in self._tree():
+                if main is not None and p.pid == self.pid:
+                    continue  # reaped since the rusage was read: already counted
+                try:
+                    with p.oneshot():
+                        t = p.cpu_times()
+                        m = p.memory_info()
+                        threads += p.num_threads()
+                        try:
+                            io = p.io_counters()
+                            io_read += io.read_bytes
+                            io_write += io.write_bytes
+                        except (ps.AccessDenied, AttributeError):
+                            io_ok = False
+                except ps.Error:  # exited between the scan and the read: its parent has it
+                    continue
+                user += t.user + t.children_user
+                system += t.system + t.children_system
+                rss += m.rss
+                seen = True
+                shared += getattr(m, "shared", 0)
+                # statm's "shared" is RssFile + RssShmem: the shared memory (a /dev/shm
+                # mapping: 100 MiB read as file) is no cache a limit can drop.
+                if (sh := status_bytes("RssShmem:", f"/proc/{p.pid}/status")) is not None:
+                    shmem += sh
+                    shmem_seen = True
+            # A child reaped between its parent's read and its own is missed for a tick: the
+            # cumulative figures never go back.  At the end every process has been reaped
+            # (wait4), and the sum is exact.
+            u_us = max(self._last_cpu[0], round(user * 1e6))
+            s_us = max(self._last_cpu[1], round(system * 1e6))
+            self._last_cpu = (u_us, s_us)
+            peak = oom_kills = None
+            if final:
+                peak = self._dead_maxrss  # orphans were forked in the tree: theirs is real
+                if main is not None:
+                    peak = max(peak, self._main_peak(main.ru_maxrss * 1024))
+                oom_kills = self._group_ooms()
+            return Counters(
+                cpu_usage_us=u_us + s_us,
+                cpu_user_us=u_us,
+                cpu_system_us=s_us,
+                # An empty tree (the run has ended, or had not been seen yet) is no reading:
+                # 0 would be reported as the peak of a run that ended before its first sample.
+                memory_current=rss if seen else None,
+                memory_peak=peak or None,
+                memory_anon=rss - shared if seen else None,
+                memory_file=shared if seen else None,  # shmem included, as a cgroup's file
+                memory_shmem=shmem if shmem_seen else None,
+                io_read_bytes=io_read if io_ok else None,
+                io_write_bytes=io_write if io_ok else None,
+                pids_current=threads,
+                oom_kills=oom_kills,
+            )
+
+    def _main_peak(self, maxrss: int) -> int:
+        """The main process's ``ru_maxrss`` where it is the workload's, else 0.  It is the
+        larger of the workload's mark and the spawner's at exec, and both are read from
+        per-CPU counters since Linux 6.2 (up to one batch per CPU apart): a mark that does
+        not clear edgeprof's own by that much may be edgeprof's."""
+        if self._spawner_hwm is None:
+            return maxrss
+        if maxrss > self._spawner_hwm + rss_counter_slack():
+            return maxrss
+        if not self._main_peak_said:
+            self._main_peak_said = True
+            self.warnings.append(
+                f"the workload's own memory high-water mark (wait4's ru_maxrss, "
+                f"{format_binary(maxrss)}) cannot be told from edgeprof's "
+                f"({format_binary(self._spawner_hwm)}), which the kernel folds into it at "
+                "exec: peak memory is the largest sample of its resident set, if one saw it"
+            )
+        return 0
+
+    def _group_ooms(self) -> int | None:
+        """OOM kills in edgeprof's own memory group during the run, counted as the run's when
+        its main process died of SIGKILL (what an OOM kill sends); otherwise said as a warning,
+        since the group may hold other processes."""
+        if self._own_group is None or self._ooms_before is None:
+            return None
+        now = self._own_group.oom_kills()
+        if now is None:
+            return None
+        ooms = now - self._ooms_before
+        if ooms > 0 and self._proc.returncode != -signal.SIGKILL:
+            self.warnings.append(
+                f"{ooms} OOM kill(s) in the memory group edgeprof runs in "
+                f"({self._own_group.path}) during the run, not of its main process"
+            )
+        return ooms if self._proc.returncode == -signal.SIGKILL else 0
+
+    # -- the contract --------------------------------------------------------------------------
+
+    def sample(self) -> Counters:
+        return self._read(final=False)
+
+    def counters(self) -> Counters:
+        return self._read(final=True)
+
+    def wait(self, timeout: float | None) -> int | None:
+        return self._proc.wait(timeout)
+
+    def _pids(self) -> list[int]:
+        with self._lock:
+            return [p.pid for p in self._tree()]
+
+    def members(self) -> list[int]:
+        return self._pids()
+
+    def terminate(self) -> None:
+        signal_pids(self._pids(), signal.SIGTERM)
+
+    def kill(self) -> None:
+        """SIGKILL the tree until it is gone; edgeprof reaps what is re-parented to it."""
+        deadline = time.monotonic() + KILL_TIMEOUT_S
+        while True:
+            with self._lock:
+                self._reap_orphans()
+                procs = self._tree()
+            live = [p.pid for p in procs if _running(p)]
+            if self._proc.returncode is None and self.pid not in live:
+                live.append(self.pid)
+            if not procs and self._proc.returncode is not None:
+                return
+            if time.monotonic() > deadline:
+                raise BackendError(f"processes {live} of the run survived SIGKILL")
+            signal_pids(live)
+            if self._proc.returncode is None:
+                self._proc.reap()
+            time.sleep(0.001)
+
+    def _stop_subreaping(self) -> None:
+        if getattr(self, "_subreaper", False):
+            set_subreaper(False)
+            self._subreaper = False
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        end_workload(getattr(self, "_proc", None), self.kill, self.warnings)
+        self._stop_subreaping()
+
+
+def _running(p: psutil.Process) -> bool:
+    """Alive and not a zombie (a zombie only waits to be reaped)."""
+    try:
+        return bool(p.status() != "zombie")
+    except Exception:  # gone is not running, whatever psutil calls it
+        return False
+
+
+def own_high_water_mark(status: str = "/proc/self/status") -> int | None:
+    """edgeprof's own resident high-water mark (``VmHWM``, bytes), or None where the kernel
+    does not show it."""
+    return status_bytes("VmHWM:", status)
+
+
+def status_bytes(key: str, status: str) -> int | None:
+    """The ``key`` line of a ``/proc/PID/status`` (kB there), in bytes; None where the file
+    or the line is missing (``RssShmem`` is Linux ≥ 4.5)."""
+    try:
+        with open(status, encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith(key):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def rss_counter_slack(cpus: int | None = None) -> int:
+    """How far two reads of one resident-set counter may differ since Linux 6.2, where it is
+    a per-CPU counter read approximately: one batch per CPU (``mm_init`` →
+    ``percpu_counter_batch``, max(32, 2 × CPUs) pages)."""
+    n = cpus or os.cpu_count() or 1
+    return n * max(32, 2 * n) * os.sysconf("SC_PAGE_SIZE")
