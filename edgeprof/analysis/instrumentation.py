@@ -119,28 +119,82 @@ SOURCES_READ = 200
 """At most this many ``.py`` files beside a script are read, 1 MiB of each."""
 
 
+_OPTION_ARGS = frozenset({"-W", "-X", "--check-hash-based-pycs"})
+"""The interpreter's options that take the next word as their argument."""
+
+
+def _code_or_module(command: Sequence[str]) -> tuple[str, str] | None:
+    """``("-c", CODE)`` or ``("-m", MODULE)`` where ``command`` is a Python interpreter run
+    with either (after its other options: ``python3 -u -c CODE``, ``python3 -ucCODE``);
+    ``None`` for a script or anything else."""
+    if not command or not is_python_interpreter(command[0]):
+        return None
+    words = iter(command[1:])
+    for word in words:
+        if word in _OPTION_ARGS:
+            next(words, None)
+            continue
+        if not word.startswith("-") or word in ("-", "--"):
+            return None  # a script (or stdin) comes first: not -c/-m
+        if word.startswith("--"):
+            continue
+        flags = word[1:]
+        for i, flag in enumerate(flags):
+            if flag in "cm":
+                arg = flags[i + 1 :] or next(words, None)
+                return None if arg is None else ("-" + flag, arg)
+            if flag in "WX":  # its argument is the rest of the word
+                break
+    return None
+
+
+def _module_file(module: str, cwd: Path) -> Path | None:
+    """The file ``python -m MODULE`` runs when it lies here (``sys.path[0]`` is the working
+    directory under ``-m``): ``a/b.py`` or the package's ``a/b/__main__.py``."""
+    base = cwd.joinpath(*module.split("."))
+    for path in (base.with_name(base.name + ".py"), base / "__main__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _names_edgeprof(path: Path | None, folder: Path) -> bool:
+    """Whether ``path`` or a ``.py`` file in ``folder`` (beside it) names edgeprof or
+    ``instrument``."""
+    first = () if path is None else (path,)
+    beside = sorted(p for p in folder.glob("*.py") if p != path)[: SOURCES_READ - len(first)]
+    for f in (*first, *beside):
+        with f.open("rb") as src:
+            if _CALLS.search(src.read(1 << 20)):
+                return True
+    return False
+
+
 def never_calls_edgeprof(command: Sequence[str], cwd: Path) -> bool:
     """Whether the workload's sources show it never meant to report anything: its one
     script (the command's ``.py`` word) is a file here (from ``cwd``), and neither it nor any
-    ``.py`` file beside it names edgeprof or ``instrument``.  ``False`` wherever that cannot
-    be told (a module run with ``-m``, a script only in an image): the note is kept.
+    ``.py`` file beside it names edgeprof or ``instrument``.  The same for the code of
+    ``python -c CODE`` (what it may import first is the ``.py`` files of ``cwd``) and for
+    ``python -m MODULE`` where the module is a file here.  ``False`` wherever that cannot be
+    told (an installed module run with ``-m``, a script only in an image): the note is kept.
 
     Why: every Docker and host run of an env.template's plain script (``COMMAND=python3``,
     ``SCRIPT=infer.py``, no edgeprof in it) printed that its interpreter "could not import"
-    edgeprof, a cause it never had."""
-    scripts = [w for w in command if w.endswith(".py")]
-    if len(scripts) != 1:
-        return False
-    path = Path(scripts[0])
-    path = path if path.is_absolute() else cwd / path
+    edgeprof, a cause it never had; so did ``run -- python3 -c pass``."""
+    given = _code_or_module(command)
     try:
-        if not path.is_file():
+        if given is not None and given[0] == "-c":
+            if _CALLS.search(given[1].encode()):
+                return False
+            return not _names_edgeprof(None, cwd)
+        if given is not None:
+            module = _module_file(given[1], cwd)
+            return module is not None and not _names_edgeprof(module, module.parent)
+        scripts = [w for w in command if w.endswith(".py")]
+        if len(scripts) != 1:
             return False
-        beside = sorted(p for p in path.parent.glob("*.py") if p != path)[: SOURCES_READ - 1]
-        for f in (path, *beside):
-            with f.open("rb") as src:
-                if _CALLS.search(src.read(1 << 20)):
-                    return False
+        path = Path(scripts[0])
+        path = path if path.is_absolute() else cwd / path
+        return path.is_file() and not _names_edgeprof(path, path.parent)
     except OSError:
         return False
-    return True

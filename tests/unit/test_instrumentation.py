@@ -265,3 +265,34 @@ def test_no_note_when_the_script_here_never_names_edgeprof(
     assert "note: no run reported" in render_plain(plain)
     # Not here (a script only in an image): nothing tells, the note stands.
     assert "note: no run reported" in render_plain([bare("python3", "/app/other.py")])
+
+
+def test_no_note_when_the_code_or_module_given_never_names_edgeprof(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run -- python3 -c pass`` ended with "python3 could not import it", though the code
+    it ran never names edgeprof: ``-c CODE`` and ``-m MODULE`` (a file here) follow the
+    script's rule."""
+    monkeypatch.chdir(tmp_path)
+    for command in (
+        ("python3", "-c", "pass"),
+        ("python3", "-u", "-X", "dev", "-c", "import sys"),
+        ("python3", "-uc", "pass"),
+        ("python3", "-cpass"),
+    ):
+        assert "note:" not in render_plain([bare(*command)]), command
+    # The code names it, or a module here that it may import does: the note stands.
+    assert "note: no run reported" in render_plain([bare("python3", "-c", "import edgeprof")])
+    (tmp_path / "helpers.py").write_text("import instrument as edgeprof\n")
+    assert "note: no run reported" in render_plain([bare("python3", "-c", "import helpers")])
+    (tmp_path / "helpers.py").unlink()
+    # -m: the module's file here decides; one not here (installed, stdlib) cannot be told.
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "infer.py").write_text("print('plain')\n")
+    assert "note:" not in render_plain([bare("python3", "-m", "pkg.infer")])
+    (tmp_path / "pkg" / "util.py").write_text("from edgeprof import mark\n")
+    assert "note: no run reported" in render_plain([bare("python3", "-m", "pkg.infer")])
+    assert "note: no run reported" in render_plain([bare("python3", "-m", "http.server")])
+    # A script given before -c-looking words is still the script.
+    assert "note: no run reported" in render_plain([bare("python3", "/app/x.py", "-c", "pass")])
