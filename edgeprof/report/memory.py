@@ -23,9 +23,10 @@ def composition(parts: MemoryParts | None, peak: int | None, cpus: int = 1) -> s
     """``peak 184.1MiB = anon 55.7 + file 128.0 + kernel 0.2 MiB`` (shmem when there is
     any), the parts as at the sample whose parts add up highest (``MemoryStats.at_peak``);
     ``None`` without a composition.
-    Where that sample is well below the peak (a peak reached between samples: a short run,
-    an OOM kill), not an equation that does not hold: ``peak 64.0MiB, reached between
-    samples; 0.6MiB = anon 0.5 + …``."""
+    Where that sample's usage is further from the kernel's peak than the kernel's batching
+    of its counters allows (:func:`~edgeprof.analysis.headroom.batching`: a peak reached
+    between samples, an OOM kill), both are said, not an equation that does not hold:
+    ``peak 262.3MiB (the kernel's); at the highest sample 250.1MiB = anon 249.4 + …``."""
     if parts is None or peak is None:
         return None
     terms = [f"anon {_mib(parts.anon)}", f"file {_mib(parts.file)}"]
@@ -39,8 +40,8 @@ def composition(parts: MemoryParts | None, peak: int | None, cpus: int = 1) -> s
     sampled = sampled_total(parts)
     if sampled is None or not between_samples(parts, peak, cpus):
         return f"peak {format_binary(peak)} = {made_of}"
-    between = f"peak {format_binary(peak)}, reached between samples"
-    return f"{between}; {format_binary(sampled)} = {made_of}"
+    kernels = f"peak {format_binary(peak)} (the kernel's)"
+    return f"{kernels}; at the highest sample {format_binary(sampled)} = {made_of}"
 
 
 def cost(p: MemoryPressure | None) -> str | None:

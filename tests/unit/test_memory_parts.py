@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from edgeprof.analysis import headroom
 from edgeprof.backends import cgroupfs as fs
 from edgeprof.backends.cgroupfs import CounterSet, Field, Kind, Source, parse_psi
 from edgeprof.errors import ConfigError
@@ -502,11 +503,35 @@ def test_a_peak_between_samples_is_no_equation(total: int | None) -> None:
     file 0.0 + kernel 0.1 MiB" was false."""
     parts = MemoryParts(total, anon=512 * 1024, file=0, shmem=0, kernel=88 * 1024)
     assert composition(parts, 64 * MIB) == (
-        "peak 64.0MiB, reached between samples; 600.0KiB = anon 0.5 + file 0.0 + kernel 0.1 MiB"
+        "peak 64.0MiB (the kernel's); at the highest sample 600.0KiB = anon 0.5 + file 0.0 + "
+        "kernel 0.1 MiB"
     )
-    # Within the kernel's batching of its statistics, the sample is the peak's make-up.
-    near = MemoryParts(62 * MIB, anon=60 * MIB, file=0, shmem=0, kernel=2 * MIB)
-    assert composition(near, 64 * MIB) == "peak 64.0MiB = anon 60.0 + file 0.0 + kernel 2.0 MiB"
+    # Within the kernel's batching of its counters (768 KiB a CPU), the sample is the peak's
+    # make-up.
+    near = MemoryParts(63 * MIB + 320 * 1024, anon=61 * MIB, file=0, shmem=0, kernel=2 * MIB)
+    assert composition(near, 64 * MIB) == "peak 64.0MiB = anon 61.0 + file 0.0 + kernel 2.0 MiB"
+
+
+@pytest.mark.parametrize(
+    ("peak", "anon", "kernel"),
+    [(262.3, 249.4, 0.7), (150.0, 144.2, 0.8)],
+)
+def test_a_peak_the_parts_do_not_add_up_to_is_said_as_the_kernels(
+    peak: float, anon: float, kernel: float
+) -> None:
+    """A tester's ``peak 262.3MiB = anon 249.4 + file 0.0 + kernel 0.7 MiB`` (a sum of 250.1)
+    and, OOM-killed under 150 MiB, ``peak 150.0MiB = anon 144.2 + file 0.0 + kernel 0.8
+    MiB``: under 5 % of the peak apart, both had printed as equations on a 2-CPU host, where
+    the kernel's batching allows 1.5 MiB."""
+    parts = MemoryParts(None, anon=round(anon * MIB), file=0, shmem=0, kernel=round(kernel * MIB))
+    total = f"{anon + kernel:.1f}MiB"
+    assert composition(parts, round(peak * MIB), cpus=2) == (
+        f"peak {peak:.1f}MiB (the kernel's); at the highest sample {total} = "
+        f"anon {anon:.1f} + file 0.0 + kernel {kernel:.1f} MiB"
+    )
+    # The bound is the host's 3 batches of 64 pages a CPU: 12 MiB on 16 CPUs, 24 on 32.
+    assert headroom.batching(2) == 1536 * 1024 and headroom.batching(16) == 12 * MIB
+    assert composition(parts, round(peak * MIB), cpus=32).startswith(f"peak {peak:.1f}MiB = ")
 
 
 def test_usage_the_stat_file_had_not_counted_yet_is_said() -> None:
@@ -530,7 +555,8 @@ def test_the_batching_allowed_is_the_hosts_64_pages_a_cpu() -> None:
     short."""
     parts = MemoryParts(1_462_272, anon=1_331_200, file=0, shmem=0, kernel=131_072)
     assert composition(parts, 4_960_256, cpus=2) == (
-        "peak 4.7MiB, reached between samples; 1.4MiB = anon 1.3 + file 0.0 + kernel 0.1 MiB"
+        "peak 4.7MiB (the kernel's); at the highest sample 1.4MiB = anon 1.3 + file 0.0 + "
+        "kernel 0.1 MiB"
     )
     assert composition(parts, 4_960_256, cpus=16) == (
         "peak 4.7MiB = anon 1.3 + file 0.0 + kernel 0.1 MiB"
