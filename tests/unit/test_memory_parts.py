@@ -531,7 +531,8 @@ def test_a_peak_the_parts_do_not_add_up_to_is_said_as_the_kernels(
     )
     # The bound is the host's 3 batches of 64 pages a CPU: 12 MiB on 16 CPUs, 24 on 32.
     assert headroom.batching(2) == 1536 * 1024 and headroom.batching(16) == 12 * MIB
-    assert composition(parts, round(peak * MIB), cpus=32).startswith(f"peak {peak:.1f}MiB = ")
+    wide = composition(parts, round(peak * MIB), cpus=32)
+    assert wide is not None and wide.startswith(f"peak {peak:.1f}MiB = "), wide
 
 
 def test_usage_the_stat_file_had_not_counted_yet_is_said() -> None:
