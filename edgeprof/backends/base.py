@@ -40,6 +40,8 @@ Optional capabilities (override the default where the backend has them):
 * ``RunHandle.reclaim`` (default None): a :class:`Reclaim` that squeezes the run's memory
   while it runs (``RunSpec.reclaim``; :mod:`edgeprof.measure.squeeze` drives it), with
   ``Backend.reclaim_unavailable()`` saying why not where it cannot (checked before a run).
+* ``RunHandle.task_times()`` (default: per-thread CPU time from ``/proc`` for the pids of
+  ``members()``): override where the run's processes are not this host's to read.
 * ``RunHandle.warnings``: lines about the run's clean-up, read after ``close()``.
 
 Writing an outside backend: subclass :class:`Backend` and :class:`RunHandle`, set ``name``,
@@ -60,6 +62,7 @@ from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
 from ..model import Counters, Limits, RunSpec
+from ._tasks import task_cpu_ns
 
 _H = TypeVar("_H", bound="RunHandle")
 
@@ -236,6 +239,15 @@ class RunHandle(abc.ABC):
         them (NVML's per-process GPU figures are matched to them), or ``None`` where the
         backend cannot list them."""
         return None
+
+    def task_times(self) -> dict[int, int] | None:
+        """CPU time (ns) each of the run's threads has used so far, by thread id
+        (:func:`~edgeprof.backends._tasks.task_cpu_ns` over :meth:`members`), or ``None``
+        where the backend cannot list the run's processes on this host (a remote Docker
+        daemon).  Read by the sampler once in a while, not at every sample: a
+        many-threaded run costs a file read per thread."""
+        pids = self.members()
+        return task_cpu_ns(pids) or None if pids else None
 
     def throttled_us(self) -> int | None:
         """The run's cumulative CFS throttled time now (µs), as cheaply as it can be read,

@@ -137,6 +137,7 @@ def build_result(
             ),
             wait_s=secs(final.cpu_some_us),
             held_s=secs(final.cpu_full_us),
+            task_peak_pct=stats.peak_task_pct,
         ),
         memory=MemoryStats(
             peak_bytes=peak,

@@ -157,6 +157,12 @@ class CpuStats:
     """Time none of the run's tasks was running while one could (``cpu.pressure``'s
     ``full``): the quota's stalls (``throttled_s``) and other tasks holding its CPUs, not
     its own threads waiting for each other.  ``None`` as :attr:`wait_s`."""
+    task_peak_pct: float | None = None
+    """The busiest single task's (thread's) CPU % of one host core over a window of
+    ``peak_window_s`` (a run shorter than that: over its span), from each thread's CPU time
+    read every 0.5 s: how fast one task was allowed to run.  Read for a run under a ``cpus``
+    quota only; ``None`` without one, where the run's threads cannot be read from this host,
+    or in a file older than the figure."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from edgeprof.measure.limits import (
     resolve,
     thread_env,
 )
-from edgeprof.model import Limits
+from edgeprof.model import CpuStats, Limits
 from edgeprof.units import CFS_PERIOD_US, MIN_QUOTA_US
 
 FOUR = (0, 1, 2, 3)
@@ -230,3 +230,37 @@ def test_a_device_run_held_to_the_device_says_nothing(
     cores: int, cpus: float, tasks: int | None, throttled: int | None
 ) -> None:
     assert faster_than_device(cores, cpus, tasks, throttled) is None
+
+
+def _cpu(task_peak_pct: float | None, period_s: float | None = 0.005) -> CpuStats:
+    return CpuStats(
+        user_s=1.0,
+        system_s=0.0,
+        total_s=1.0,
+        avg_pct=50.0,
+        peak_pct=50.0,
+        peak_window_s=1.0,
+        throttled_s=0.5,
+        nr_throttled=100,
+        nr_periods=200,
+        period_s=period_s,
+        task_peak_pct=task_peak_pct,
+    )
+
+
+def test_an_idle_thread_does_not_hide_a_busy_task_faster_than_a_device_core() -> None:
+    """A user's report: ``import numpy`` starts an idle OpenBLAS thread, so a single busy loop
+    under a 2-core board at speed 0.25 (0.5 CPUs) showed 2 tasks and no warning, while its
+    thread ran at 0.41 of a host core.  The busiest thread's CPU time decides where it was
+    read; the count of tasks that exist only where it was not."""
+    w = faster_than_device(2, 0.5, 2, 100, _cpu(41.0))
+    assert w is not None
+    assert "one of its tasks ran at 0.41 of a host core over 1s" in w and "task(s)" not in w
+    assert faster_than_device(2, 0.5, 2, 100, _cpu(None)) is None  # the count alone: 2 tasks
+    # Two busy tasks, each held to a board core (0.25; a period's quota over the window,
+    # 0.5 × 5 ms / 1 s, and 5 % are within measurement): nothing said.
+    assert faster_than_device(2, 0.5, 2, 100, _cpu(25.0 * 1.05 + 0.24)) is None
+    assert faster_than_device(2, 0.5, 2, 100, _cpu(25.0 * 1.05 + 0.26)) is not None
+    # One task that stayed at a board core's speed, with one thread: the count says nothing
+    # once the threads' times were read.
+    assert faster_than_device(2, 0.5, 1, 100, _cpu(20.0)) is None
