@@ -38,8 +38,8 @@ from .ci_summary import (
 from .comparison import ranking_title, under
 from .gpu import GPU_COLUMNS, gpu_notes, gpu_phase_rows, gpu_rows
 from .gpu import PHASE_COLUMNS as GPU_PHASE_COLUMNS
-from .phases import LATENCY_COLUMNS, PHASE_COLUMNS, aggregated, latency_rows, phase_rows
-from .results import COLUMNS
+from .phases import aggregated, section_tables
+from .results import COLUMNS, note_lines
 from .results import rows as run_rows
 from .summary import summary_tables
 from .table import TextTable
@@ -92,15 +92,18 @@ def render_html(
     (a sweep that stopped early)."""
     body = [f"<h1>{escape(title)}</h1>", _meta(results), _verdicts(checks, comparison)]
     body.append("<h2>Results</h2>")
-    warnings = list(dict.fromkeys(f"{r.label}: {w}" for r in results for w in r.warnings))
-    body.append(TextTable("Every run", [list(COLUMNS), *run_rows(results)], warnings).html())
+    # The text report's lines under its table, each naming its run: the memory verdicts and
+    # composition as well as the warnings (the page had shown only the warnings); the heads'
+    # limits are in the header.
+    notes_of = [
+        n.text if n.label is None else f"{n.label}: {n.text}"
+        for n in note_lines(results)
+        if not n.head
+    ]
+    body.append(TextTable("Every run", [list(COLUMNS), *run_rows(results)], notes_of).html())
     how = " (median over each model's runs)" if aggregated(results) else ""
-    for name, columns, rows in (
-        ("Phases", PHASE_COLUMNS, phase_rows(results)),
-        ("Latency", LATENCY_COLUMNS, latency_rows(results)),
-    ):
-        if rows:
-            body.append(TextTable(name + how, [list(columns), *rows]).html())
+    for name, columns, rows, below in section_tables(results):
+        body.append(TextTable(name + how, [list(columns), *rows], below).html())
     gpu = gpu_rows(results)
     if gpu:  # the run saw a GPU
         body.append(TextTable("GPU", [list(GPU_COLUMNS), *gpu], gpu_notes(results)).html())

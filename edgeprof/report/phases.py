@@ -1,4 +1,4 @@
-"""The phases and latency sections of the tables (runs whose workload used
+"""The phases, marks and latency sections of the tables (runs whose workload used
 :mod:`edgeprof.workload.instrument`); empty for runs without phases or iterations.
 
 With repeats, a model under one limit setting (a cell) is one row per phase: each figure is
@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 from ..analysis.cells import cells, setting, successful
-from ..model import PERCENTILES, LatencyStats, PhaseStats, RunResult
+from ..model import PERCENTILES, LatencyStats, Mark, PhaseStats, RunResult
 from ..units import format_binary, format_seconds
 from .table import markdown_lines, markdown_text, plain_table
 
@@ -250,25 +250,113 @@ def cap_notes(results: Sequence[RunResult]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+# -- marks: each edgeprof.mark(name), the run's time, CPU time and memory then ----------
+
+MARK_COLUMNS = ("NAME", "MARK", "AT", "CPU TIME", "MEMORY")
+MAX_MARK_ROWS = 20
+"""Rows per run (or cell): a workload that marks every batch would bury the tables; the rest
+are in ``result.json``, and a note says how many."""
+
+
+def _median(values: Sequence[float | int | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if len(known) == len(values) and known else None
+
+
+def _cell_marks(runs: Sequence[RunResult]) -> list[tuple[str, float, float | None, float | None]]:
+    """Each mark occurrence of the first run that every run has: (name, medians)."""
+    def nth(r: RunResult) -> dict[tuple[str, int], Mark]:
+        seen: dict[str, int] = {}
+        out = {}
+        for m in r.marks:
+            k = seen.get(m.name, 0)
+            seen[m.name] = k + 1
+            out[(m.name, k)] = m
+        return out
+
+    by_run = [nth(r) for r in runs]
+    rows = []
+    for key in by_run[0]:
+        ms = [d[key] for d in by_run if key in d]
+        if len(ms) != len(by_run):
+            continue
+        rows.append(
+            (
+                key[0],
+                float(statistics.median(m.t_s for m in ms)),
+                _median([m.cpu_s for m in ms]),
+                _median([m.memory_bytes for m in ms]),
+            )
+        )
+    return rows
+
+
+def mark_rows(results: Sequence[RunResult]) -> tuple[list[list[str]], list[str]]:
+    """The rows, and a note per run (or cell) whose marks past :data:`MAX_MARK_ROWS` are left
+    out."""
+    if aggregated(results):
+        units = [(label, _cell_marks(runs)) for label, runs in _cells(results)]
+    else:
+        units = [
+            (label, [(m.name, m.t_s, m.cpu_s, m.memory_bytes) for m in r.marks])
+            for label, r in named_runs(results)
+        ]
+    rows, notes = [], []
+    for label, marks in units:
+        for name, t, cpu, mem in marks[:MAX_MARK_ROWS]:
+            rows.append(
+                [
+                    label,
+                    name,
+                    format_seconds(t),
+                    format_seconds(cpu),
+                    "n/a" if mem is None else format_binary(int(mem)),
+                ]
+            )
+        if len(marks) > MAX_MARK_ROWS:
+            notes.append(
+                f"{label}: {len(marks) - MAX_MARK_ROWS} more mark(s) in result.json, past the "
+                f"first {MAX_MARK_ROWS}"
+            )
+    return rows, notes
+
+
+
+
 def _markdown(title: str, columns: Sequence[str], rows: list[list[str]]) -> str:
     return "\n".join([f"**{markdown_text(title)}**", "", *markdown_lines(columns, rows)]) + "\n"
 
 
+def section_tables(
+    results: Sequence[RunResult],
+) -> list[tuple[str, Sequence[str], list[list[str]], list[str]]]:
+    """The ``Phases``, ``Marks`` and ``Latency`` tables, each only when some run has rows for
+    it: (title, columns, rows, the notes under it).  Every report renders these, so the
+    page and the Markdown say what the text says (the page had left out the latency
+    table's ``*`` legend)."""
+    out: list[tuple[str, Sequence[str], list[list[str]], list[str]]] = []
+    capped = cap_notes(results)  # past a cap there were phases, or marks
+    phases = phase_rows(results)
+    if phases:
+        out.append(("Phases", PHASE_COLUMNS, phases, capped))
+    marks, left_out = mark_rows(results)
+    if marks:
+        out.append(("Marks", MARK_COLUMNS, marks, left_out if phases else capped + left_out))
+    latency = latency_rows(results)
+    if latency:
+        cells = [cell for row in latency for cell in row[4:8]]
+        out.append(("Latency", LATENCY_COLUMNS, latency, latency_notes(cells, _latencies(results))))
+    return out
+
+
 def render_sections(results: Sequence[RunResult], *, markdown: bool = False) -> str:
-    """``Phases`` and ``Latency`` tables, each only when some run has rows for it."""
+    """The :func:`section_tables`, with their notes below each."""
     fmt = _markdown if markdown else plain_table
     line = markdown_text if markdown else str  # a note names a phase the workload chose
     how = " (median over each model's runs)" if aggregated(results) else ""
     out = []
-    phases = phase_rows(results)
-    if phases:
-        out.append(fmt("Phases" + how, PHASE_COLUMNS, phases))
-    notes = cap_notes(results)
-    if notes:
-        out.append("".join(line(n) + "\n" for n in notes))
-    latency = latency_rows(results)
-    if latency:
-        out.append(fmt("Latency" + how, LATENCY_COLUMNS, latency))
-        cells = [cell for row in latency for cell in row[4:8]]
-        out.extend(line(n) + "\n" for n in latency_notes(cells, _latencies(results)))
+    for title, columns, rows, notes in section_tables(results):
+        out.append(fmt(title + how, columns, rows))
+        if notes:
+            out.append("".join(line(n) + "\n" for n in notes))
     return "\n".join(out)

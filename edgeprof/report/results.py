@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path, PurePath
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 from ..analysis.cells import cells
 from ..analysis.headroom import worst_fit, worst_gpu_fit
@@ -109,10 +109,21 @@ def render_markdown(results: Sequence[RunResult]) -> str:
     )
 
 
-def _notes(results: Sequence[RunResult]) -> str:
-    """One line per label (how it was measured), then its warnings, each said once; last, why
-    no run reported an event, when that is worth saying (:func:`_uninstrumented`)."""
-    out: list[str] = []
+class NoteLine(NamedTuple):
+    label: str | None
+    """The run (or cell) a line under a head is about; ``None``: a head, or a report's note."""
+    text: str
+    head: bool = False
+    """How the label was measured (backend, limits, samples): the page's header says it."""
+
+
+def note_lines(results: Sequence[RunResult]) -> list[NoteLine]:
+    """The lines under the results table: per label, a head line (how it was measured), then
+    the lines about it: what its memory was made of and cost, its limits' verdicts, its
+    warnings, each said once; last, why no run reported an event, when that is worth saying
+    (:func:`_uninstrumented`).  The text indents a label's lines under its head; the page
+    names the label on each."""
+    out: list[NoteLine] = []
     for (label, _), runs in cells(results).items():
         r = runs[0]
         device = f"device {r.device}, " if r.device else ""
@@ -127,14 +138,20 @@ def _notes(results: Sequence[RunResult]) -> str:
         oom = sum(x.memory.oom_kills or 0 for x in runs)
         if oom:
             head += f", OOM kills: {oom}"
-        out.append(head)
-        if len(runs) == 1:
-            out.extend(_memory_lines(r))
+        out.append(NoteLine(None, head, head=True))
+        lines = _memory_lines(r) if len(runs) == 1 else []
         for verdict in (headroom(*worst_fit(runs)), gpu_headroom(worst_gpu_fit(runs))):
             if verdict is not None:
-                out.append(f"  {verdict}")
-        out.extend(f"  warning: {w}" for w in dict.fromkeys(w for x in runs for w in x.warnings))
-    out.extend(_uninstrumented(results))
+                lines.append(verdict)
+        lines.extend(f"warning: {w}" for w in dict.fromkeys(w for x in runs for w in x.warnings))
+        out.extend(NoteLine(label, line) for line in lines)
+    out.extend(NoteLine(None, n) for n in _uninstrumented(results))
+    return out
+
+
+def _notes(results: Sequence[RunResult]) -> str:
+    """:func:`note_lines` as text."""
+    out = [n.text if n.label is None else f"  {n.text}" for n in note_lines(results)]
     return "\n".join(out) + ("\n" if out else "")
 
 
@@ -170,18 +187,18 @@ def _memory_lines(r: RunResult) -> list[str]:
     lines = []
     made_of = composition(r.memory.at_peak, r.memory.peak_bytes, r.host.cpus)
     if made_of is not None:
-        lines.append(f"  memory: {made_of} (at the sample whose parts add up highest)")
+        lines.append(f"memory: {made_of} (at the sample whose parts add up highest)")
     q = r.memory.squeeze
     if q is not None:
         when = "" if q.held_t_s is None else f" at {q.held_t_s:.2f}s"
         lines.append(
-            f"  memory need: {format_binary(q.held_bytes)} (squeezed: the most it was held "
+            f"memory need: {format_binary(q.held_bytes)} (squeezed: the most it was held "
             f"at without a stall{when}; {q.steps} reclaims, {q.backoffs} stalled intervals)"
         )
     limit = r.memory.limit_bytes
     paid = cost(r.memory.pressure)
     if limit is not None and paid is not None:
-        lines.append(f"  under --memory {format_binary(limit)}: {paid}")
+        lines.append(f"under --memory {format_binary(limit)}: {paid}")
     return lines
 
 

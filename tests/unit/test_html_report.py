@@ -31,7 +31,8 @@ def test_the_tables_are_the_terminals() -> None:
         "Ranking by wall time under cpus=1.5, cpuset=0-1, memory=512.0MiB (smallest first)" in page
     )
     assert page.count("<svg") >= 2  # a chart per ranking (no samples on disk: no timelines)
-    assert page.count("<li>a: a warning</li>") == 1  # each run's warnings, under the runs
+    # each run's warnings, under the runs, as the text says them
+    assert page.count("<li>a: warning: a warning</li>") == 1
     assert "No time series" in page
 
 
