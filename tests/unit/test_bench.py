@@ -307,7 +307,8 @@ def test_bench_predicts_with_a_calibration_and_with_a_devices(
 
 def test_the_per_batch_size_table_keeps_the_latency_tables_marks() -> None:
     """A p99 that measures the quota's stalls is starred there as in the latency table, and
-    to the same 0.01 ms (0.16 ms had read 0.2)."""
+    to the same two decimals of the same unit (0.16 ms had read 0.2; under a millisecond, in
+    µs)."""
     from edgeprof.model import LatencyStats, Throttling
     from edgeprof.report.bench import render_bench
 
@@ -320,7 +321,7 @@ def test_the_per_batch_size_table_keeps_the_latency_tables_marks() -> None:
     )
     text = render_bench([make_result(name="infer bs=1", latency=lat)])
     (row,) = [ln for ln in text.splitlines() if ln.startswith("infer bs=1")]
-    assert row.split()[2:6] == ["900.0", "0.16ms", "0.30ms", "7.00ms*"]
+    assert row.split()[2:6] == ["900.0", "160.00µs", "300.00µs", "7.00ms*"]
     assert text.endswith("* measures the CPU quota's stalls, not the workload (see the warnings)\n")
     clean = dataclasses.replace(lat, throttling=None)
     assert "*" not in render_bench([make_result(name="infer bs=1", latency=clean)])

@@ -85,3 +85,24 @@ def test_the_page_carries_the_memory_verdict_and_composition_of_the_text() -> No
     page = render_html([r])
     for line in (verdict, cost, "warning: a warning"):
         assert f"python3: {line}".replace("'", "&#x27;") in page, line
+
+
+def test_microsecond_latencies_keep_their_digits_in_every_table() -> None:
+    """A 150 000-iteration run whose p50 was 3.4 µs printed ``0.00ms``/``0.03ms`` at a fixed
+    0.01 ms; the tables now pick the unit as the layers table does."""
+    from edgeprof.report.bench import render_bench
+
+    us = 1e-6
+    s = latency_stats([(0.0, x * us, 1) for x in [3.4] * 90 + [30.0] * 10])
+    assert s is not None and s.p50_s == 3.4 * us
+    r = dataclasses.replace(make_result(), latency=s)
+    [row] = [ln.split() for ln in render_sections([r]).splitlines() if "(all)" in ln]
+    assert row[3:9] == ["6.06µs", "3.40µs", "6.06µs", "30.00µs", "30.00µs", "30.00µs"]
+    assert "| 3.40µs |" in render_markdown([r]) and "<td class=\"num\">3.40µs</td>" in render_html(
+        [r]
+    )
+    assert "3.40µs" in render_bench([r])
+    slow = latency_stats([(0.0, x, 1) for x in (0.00597, 0.0062, 1.5)])
+    assert slow is not None
+    text = render_sections([dataclasses.replace(make_result(), latency=slow)])
+    assert "6.20ms" in text and "1.500s" in text  # milliseconds as before, to 0.01 ms
