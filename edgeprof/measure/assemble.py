@@ -26,6 +26,7 @@ from ..model import (
 from ..units import format_binary
 from .contention import contention_warning
 from .inputs import MIN_INTERVAL_S
+from .limits import quota_can_stall
 from .memory import parts_at, pressure, stall_warning
 from .sampler import SeriesStats
 
@@ -46,6 +47,7 @@ def build_result(
     interrupted: bool,
     timed_out: bool,
     before: Counters | None = None,
+    device: str | None = None,
 ) -> RunResult:
     # ``before``: a container's group read just after its start (runc init's set-up in
     # it).  Its CPU is not subtracted: the reading comes after StartedAt, and subtracting it
@@ -100,7 +102,13 @@ def build_result(
             f"--interval {finer_interval(interval, wall):g} reads a short run finer"
         )
     waited = contention_warning(
-        wall, secs(final.cpu_full_us), secs(final.throttled_us), spec.limits.cpuset
+        wall,
+        secs(final.cpu_full_us),
+        secs(final.throttled_us),
+        spec.limits.cpuset,
+        quota=quota_can_stall(spec.limits) and be.applies_quota,
+        limited=spec.limits.cpus is not None or spec.limits.cpuset is not None,
+        device=device,
     )
     if waited is not None:
         warnings.append(waited)

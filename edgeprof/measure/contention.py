@@ -41,19 +41,36 @@ def held_by_others(held_s: float | None, throttled_s: float | None) -> float | N
 
 
 def contention_warning(
-    wall_s: float, held_s: float | None, throttled_s: float | None, cpuset: Sequence[int] | None
+    wall_s: float,
+    held_s: float | None,
+    throttled_s: float | None,
+    cpuset: Sequence[int] | None,
+    *,
+    quota: bool = True,
+    limited: bool = True,
+    device: str | None = None,
 ) -> str | None:
     """The run's warning when other tasks held it off its CPUs for a tenth of its time or
-    more; ``None`` otherwise, or where it cannot be told."""
+    more; ``None`` otherwise, or where it cannot be told.  Worded by what the run had:
+    ``quota`` (a ``cpus`` quota: the held time is beyond its stalls), ``limited`` (CPU
+    limits), ``device`` (the board its limits emulate).  A plain run on a busy host had been
+    told of "the quota's stalls" and "the device's" times (a user's ``edgeprof run --
+    python x.py``)."""
     others = held_by_others(held_s, throttled_s)
     if others is None or wall_s <= 0 or others < max(MIN_HELD_S, HELD_SHARE * wall_s):
         return None
     where = "its CPUs"
     if cpuset:
         where = f"its CPU{'s' if len(cpuset) > 1 else ''} {format_cpuset(sorted(cpuset))}"
+    beyond = " beyond the quota's stalls" if quota else ""
+    if device is not None:
+        than = f"device {device}'s"
+    elif limited:
+        than = "its limits alone make them"
+    else:
+        than = "on an idle host"
     return (
         f"other tasks on this host held the run off {where} for {others:.2f}s "
-        f"({others / wall_s:.0%} of its wall time) beyond the quota's stalls: its times "
-        "are slower than the device's (run it on an idle host, or on --cpuset CPUs nothing "
-        "else uses)"
+        f"({others / wall_s:.0%} of its wall time){beyond}: its times are slower than {than} "
+        "(run it on an idle host, or on --cpuset CPUs nothing else uses)"
     )

@@ -282,7 +282,7 @@ def profile(
                     watch.unified = unified_memory
                 result = _run(
                     be, spec, interval_s, timeout_s, grace_s, out, name, warnings,
-                    interrupts, channel=channel, gpu=watch,
+                    interrupts, channel=channel, gpu=watch, device=device,
                 )  # fmt: skip
             except LaunchError:
                 for d in made:  # the deepest first; only while empty
@@ -353,6 +353,7 @@ def _run(
     *,
     channel: EventChannel | None = None,
     gpu: GpuWatch | None = None,
+    device: str | None = None,
 ) -> RunResult:
     columns = Sample.columns() + (list(GPU_SAMPLE_COLUMNS) if gpu is not None else [])
     writer: SampleWriter | None = None
@@ -448,6 +449,7 @@ def _run(
         interrupted=interrupted,
         timed_out=timed_out,
         before=None if run.before_start is None else run.before_start[1],
+        device=device,
     )
     if squeezer is not None:
         if squeezer.error is not None:

@@ -143,9 +143,27 @@ def note_lines(results: Sequence[RunResult]) -> list[NoteLine]:
         for verdict in (headroom(*worst_fit(runs)), gpu_headroom(worst_gpu_fit(runs))):
             if verdict is not None:
                 lines.append(verdict)
-        lines.extend(f"warning: {w}" for w in dict.fromkeys(w for x in runs for w in x.warnings))
+        lines.extend(_warnings(runs))
         out.extend(NoteLine(label, line) for line in lines)
     out.extend(NoteLine(None, n) for n in _uninstrumented(results))
+    return out
+
+
+def _warnings(runs: Sequence[RunResult]) -> list[str]:
+    """A cell's warnings, each said once; of several runs (``--repeat N``), each names the
+    runs it is about, by their place in the cell (the sweep's ``run K``), unless every run
+    had it: a held-off warning of one run in five had read as the cell's."""
+    by_text: dict[str, list[int]] = {}
+    for k, x in enumerate(runs, 1):
+        for w in dict.fromkeys(x.warnings):
+            by_text.setdefault(w, []).append(k)
+    out = []
+    for w, ks in by_text.items():
+        if len(runs) == 1 or len(ks) == len(runs):
+            out.append(f"warning: {w}")
+        else:
+            which = f"run {ks[0]}" if len(ks) == 1 else "runs " + ", ".join(map(str, ks))
+            out.append(f"warning ({which}): {w}")
     return out
 
 
