@@ -21,7 +21,13 @@ from edgeprof.analysis.compare import summarize
 from edgeprof.analysis.metrics import stalled_percentiles
 from edgeprof.analysis.regression import compare_results
 from edgeprof.measure.events import EventChannel
-from edgeprof.measure.latency import distortion, iteration_stalls, latency_stats, stall_bound
+from edgeprof.measure.latency import (
+    distortion,
+    iteration_stalls,
+    latency_stats,
+    percentile,
+    stall_bound,
+)
 from edgeprof.model import Counters, LatencyStats, Limits, RunResult
 from edgeprof.report.ci_summary import render_run_summary
 from edgeprof.report.phases import STALLED_NOTE, render_sections
@@ -289,6 +295,19 @@ def test_no_stall_no_distortion_and_no_reading_no_record() -> None:
     t = distortion([0.005] * 10, [0.0] * 10)
     assert t is not None and (t.throttled, t.stall_s, t.distorted) == (0, 0.0, ())
     assert distortion([0.005] * 3, [None] * 3) is None
+
+
+def test_without_a_stall_the_even_spreads_are_the_tables_percentiles() -> None:
+    """60 iterations under ``--cpus 0.5 --cpu-period 100ms`` that never stalled: the first has
+    no reading at its start, and the even p50 (0.009896 s) over the 59 others was not the
+    table's p50 (0.00946 s) over all 60.  With nothing to spread, they are the table's."""
+    lat = [0.0080] + [0.0094 + 0.0001 * (i % 11) for i in range(59)]
+    s = latency_stats([(0.0, x, 1) for x in lat], stalls=[None] + [0.0] * 59)
+    assert s is not None and s.throttling is not None
+    t = s.throttling
+    assert (t.iterations, t.throttled, t.stall_s, t.distorted) == (59, 0, 0.0, ())
+    assert (t.even_p50_s, t.even_p95_s, t.even_p99_s) == (s.p50_s, s.p95_s, s.p99_s)
+    assert s.p50_s != percentile(sorted(lat[1:]), 50)  # the 59 alone would differ
 
 
 @given(
