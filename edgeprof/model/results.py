@@ -265,6 +265,8 @@ class PhaseStats:
 
     name: str
     count: int
+    """Occurrences: the times the phase was entered, one entered again while open (a
+    recursive decorated function) included; its times count such nested spans once."""
     start_s: float
     """Start of the first occurrence, seconds since the spawn (the samples' ``t_s`` clock)."""
     wall_s: float

@@ -486,3 +486,17 @@ def test_repeats_show_one_row_per_phase_with_the_medians_of_the_runs() -> None:
     lines = render_plain([cut, dataclasses.replace(cut, exit_code=1)]).splitlines()
     i = lines.index("Phases (median over each model's runs)")
     assert lines[i + 3].split()[:4] == ["python3", "load", "1", "1.0ms"]
+
+
+def test_a_phase_entered_again_while_open_counts_each_entry_and_its_time_once() -> None:
+    """docs/phases.md: a recursive ``@edgeprof.phase("rec")`` four calls deep shows N 4 (the
+    entries) and the outermost call's wall time, not the sum of the nested spans."""
+    ch = EventChannel()
+    ch.feed(
+        b"begin rec 1.0\nbegin rec 1.1\nbegin rec 1.2\nbegin rec 1.3\n"
+        b"end rec 1.35\nend rec 1.4\nend rec 1.5\nend rec 1.8\n"
+    )
+    ch.close()
+    (rec,) = ch.results(run_end=5.0)[0]
+    assert rec.count == 4
+    assert rec.wall_s == pytest.approx(0.8)
