@@ -16,10 +16,11 @@ from pathlib import Path
 from ..errors import BackendError, LaunchError
 from ..model import Counters, RunSpec
 from . import cgroupfs as fs
+from ._mapped import read_mapped
 from ._peak_reset import FdPeakReset, SharedPeakReset, apply_floor
 from ._process import Process, end_workload, signal_pids
 from ._reclaim import GroupReclaim
-from .base import BatchReader, RunHandle
+from .base import BatchReader, MappedReading, RunHandle
 from .cgroupfs import CounterSet
 
 KILL_TIMEOUT_S = 10.0
@@ -56,8 +57,12 @@ class CgroupRun(RunHandle):
         counters: CounterSet,
         peak_reset: FdPeakReset | SharedPeakReset | None = None,
         reclaim: Callable[[], GroupReclaim] | None = None,
+        mapped_stat: tuple[Path, str] | None = None,
     ) -> None:
+        """``mapped_stat``: the group's ``memory.stat`` and its mapped-file key, for
+        :meth:`mapped_files`."""
         super().__init__()
+        self._mapped_stat = mapped_stat
         self._peak_reset = peak_reset
         self._reclaim: GroupReclaim | None = None
         self._groups = list(groups)  # deepest first, as rmdir needs
@@ -91,6 +96,11 @@ class CgroupRun(RunHandle):
 
     def sample(self) -> Counters:
         return self._counters.sample()
+
+    def mapped_files(self) -> MappedReading | None:
+        if self._mapped_stat is None:
+            return None
+        return read_mapped(self.members, *self._mapped_stat)
 
     def throttled_us(self) -> int | None:
         if not self._counters.has_throttling:

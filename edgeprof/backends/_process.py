@@ -352,3 +352,16 @@ def _missing_interpreter(path: str) -> str:
     if os.path.exists(interpreter):  # there: exec's ENOENT was its own loader's
         return f"its #! interpreter {interpreter} could not be started (a file it needs is missing)"
     return f"the interpreter its #! line names ({interpreter!r}) was not found"
+
+
+def status_bytes(key: str, status: str) -> int | None:
+    """The ``key`` line of a ``/proc/PID/status`` (kB there), in bytes; None where the file
+    or the line is missing (``RssShmem`` is Linux ≥ 4.5)."""
+    try:
+        with open(status, encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith(key):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None

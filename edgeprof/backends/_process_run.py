@@ -42,7 +42,7 @@ from ..errors import BackendError
 from ..model import Counters, RunSpec
 from ..units import format_binary
 from ._own_group import OwnGroup
-from ._process import Process, end_workload, signal_pids
+from ._process import Process, end_workload, signal_pids, status_bytes
 from .base import RunHandle
 
 if TYPE_CHECKING:  # psutil is imported when a process run is launched
@@ -368,19 +368,6 @@ def own_high_water_mark(status: str = "/proc/self/status") -> int | None:
     """edgeprof's own resident high-water mark (``VmHWM``, bytes), or None where the kernel
     does not show it."""
     return status_bytes("VmHWM:", status)
-
-
-def status_bytes(key: str, status: str) -> int | None:
-    """The ``key`` line of a ``/proc/PID/status`` (kB there), in bytes; None where the file
-    or the line is missing (``RssShmem`` is Linux ≥ 4.5)."""
-    try:
-        with open(status, encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith(key):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 def rss_counter_slack(cpus: int | None = None) -> int:

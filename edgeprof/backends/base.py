@@ -42,6 +42,9 @@ Optional capabilities (override the default where the backend has them):
   ``Backend.reclaim_unavailable()`` saying why not where it cannot (checked before a run).
 * ``RunHandle.task_times()`` (default: per-thread CPU time from ``/proc`` for the pids of
   ``members()``): override where the run's processes are not this host's to read.
+* ``RunHandle.mapped_files()`` (default None): a :class:`MappedReading` of the run's
+  mapped files against its group's charge (:mod:`edgeprof.backends._mapped`), read by the
+  sampler at a coarse cadence.
 * ``RunHandle.warnings``: lines about the run's clean-up, read after ``close()``.
 
 Writing an outside backend: subclass :class:`Backend` and :class:`RunHandle`, set ``name``,
@@ -154,6 +157,18 @@ class ReclaimReading(NamedTuple):
         return max(0, self.file - self.shmem)
 
 
+class MappedReading(NamedTuple):
+    """One reading, in bytes.  ``rss_file``: Σ ``RssFile`` over the ``read`` processes
+    (a page mapped by several counts once per process); ``group_mapped``: the group's own
+    mapped file pages (v1 ``total_mapped_file``, v2 ``file_mapped``); ``listed``: the
+    processes the group had (``read < listed``: the reading was cut short)."""
+
+    rss_file: int
+    group_mapped: int
+    read: int
+    listed: int
+
+
 class Reclaim(Protocol):
     """Proactive reclaim of a run's group: cgroup v2 ``memory.reclaim`` (Linux ≥ 5.19).
 
@@ -248,6 +263,13 @@ class RunHandle(abc.ABC):
         many-threaded run costs a file read per thread."""
         pids = self.members()
         return task_cpu_ns(pids) or None if pids else None
+
+    def mapped_files(self) -> MappedReading | None:
+        """The run's file-backed resident pages against those its group was charged for,
+        read now (:mod:`edgeprof.backends._mapped`), or ``None`` where the backend has no
+        group of its own to compare (the process backend's peak is resident set size,
+        which counts mapped files whoever's cache holds them) or cannot read it now."""
+        return None
 
     def throttled_us(self) -> int | None:
         """The run's cumulative CFS throttled time now (µs), as cheaply as it can be read,

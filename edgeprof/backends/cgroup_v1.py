@@ -297,6 +297,7 @@ class CgroupV1Backend(Backend):
                 killer=self._kill_method(dirs),
                 counters=counters,
                 peak_reset=SharedPeakReset(dirs["memory"] / "memory.max_usage_in_bytes"),
+                mapped_stat=(dirs["memory"] / "memory.stat", "total_mapped_file"),
             )
         except BaseException:
             if counters is not None:

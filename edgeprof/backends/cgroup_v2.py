@@ -329,6 +329,7 @@ class CgroupV2Backend(Backend):
                     None if "memory.peak" in self._disable else FdPeakReset(group / "memory.peak")
                 ),
                 reclaim=(lambda: GroupReclaim(group)) if spec.reclaim else None,
+                mapped_stat=(group / "memory.stat", "file_mapped"),
             )
             if refused is not None:
                 run.warnings.append(refused)

@@ -15,9 +15,10 @@ from ...model import Counters, RunSpec
 from ...units import cpu_quota_us, format_cpuset
 from ...workload.instrument import EVENTS_CONTAINER_PATH
 from .. import cgroupfs as fs
+from .._mapped import read_mapped
 from .._process import kill_members, leave_stops_to_main_thread, signal_pids
 from .._systemd_scope import stop_unit
-from ..base import RunHandle
+from ..base import MappedReading, RunHandle
 from ..cgroupfs import CounterSet
 from .cgroups import (
     COMPOSITION_NAMES,
@@ -334,6 +335,19 @@ class DockerRun(RunHandle):
 
     def members(self) -> list[int]:
         return self._group_pids()
+
+    def mapped_files(self) -> MappedReading | None:
+        # The container's own group, read from the host: its pids are the host's, as
+        # /proc here numbers them (None where the daemon's groups are not visible here).
+        p = self._placement
+        if p is None:
+            return None
+        hierarchy, key = ("", "file_mapped") if p.version == 2 else ("memory", "total_mapped_file")
+        parent = p.parent_dirs.get(hierarchy)
+        inner = None if parent is None else find_inner(parent, self._cid)
+        if inner is None:
+            return None
+        return read_mapped(self._group_pids, inner / "memory.stat", key)
 
     def terminate(self) -> None:
         pids = self._group_pids()
