@@ -159,6 +159,7 @@ def build_result(
             peaks=stats.part_peaks.parts(),
             floor_bytes=stats.part_peaks.floor,
             pressure=cost,
+            mapped_elsewhere_bytes=None if stats.mapped is None else stats.mapped.elsewhere,
         ),
         io=IoStats(
             read_bytes=final.io_read_bytes,

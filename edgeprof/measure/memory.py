@@ -14,6 +14,10 @@ arithmetic once for every backend:
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
+from ..backends.base import MappedReading
 from ..model import Counters, MemoryParts, MemoryPressure
 
 STALL_WARN_FRACTION = 0.05
@@ -143,3 +147,56 @@ def stall_warning(p: MemoryPressure | None, wall_s: float, limit: int | None) ->
         f"--memory {format_binary(limit)}: the limit slowed this run; it does not fit "
         "comfortably (edgeprof fit finds the smallest limit that does not)"
     )
+
+
+MAPPED_PERIOD_S = 0.25
+"""How often the run's mapped files are read (:class:`MappedTracker`), and never more often
+than the samples: a reading costs ~68 µs a process (``/proc/PID/status`` of a torch
+process), too much for every sample at 1 kHz, and the libraries it looks for are mapped
+once, at import, and stay."""
+
+
+class MappedTracker:
+    """``mapped_elsewhere_bytes``: the most the run's processes had of files mapped whose
+    pages its group was not charged for, over coarse readings
+    (:meth:`~edgeprof.backends.base.RunHandle.mapped_files`): the max of Σ ``RssFile`` less
+    the group's mapped file bytes, floored at 0.  Those pages were in the page cache before
+    the run, charged to the group that read them first (shared libraries), so no peak of
+    the group counts them; on a device they are the run's own.
+
+    An upper bound where several processes map the same file (Σ ``RssFile`` counts a shared
+    page once per process, the group once); a lower bound of that where a reading was cut
+    short (:data:`edgeprof.backends._mapped.MAX_PROCESSES`).  ``None`` when no reading was
+    had (a backend without a group, a run over before the first), never 0 for that."""
+
+    def __init__(
+        self,
+        read: Callable[[], MappedReading | None],
+        period_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._read = read
+        self._period = max(MAPPED_PERIOD_S, period_s)
+        self._clock = clock
+        self._last: float | None = None
+        self.elsewhere: int | None = None
+        self.readings = 0
+        self.cut_short = 0
+        """Readings that left processes out (more than the cap, or out of time)."""
+
+    def tick(self) -> None:
+        """Read if a period has passed since the last reading (called at every sample)."""
+        now = self._clock()
+        if self._last is not None and now - self._last < self._period:
+            return
+        self._last = now
+        r = self._read()
+        if r is not None:
+            self.add(r)
+
+    def add(self, r: MappedReading) -> None:
+        self.readings += 1
+        if r.read < r.listed:
+            self.cut_short += 1
+        gap = max(0, r.rss_file - r.group_mapped)
+        self.elsewhere = gap if self.elsewhere is None else max(self.elsewhere, gap)

@@ -60,6 +60,7 @@ from .limits import (
     resolve,
     thread_env,
 )
+from .memory import MappedTracker
 from .sampler import Sampler, SampleWriter, SeriesStats
 from .squeeze import Squeezer
 
@@ -385,6 +386,7 @@ def _run(
                 # read per thread (1.4 ms of CPU for a torch process's 67 threads here).
                 tasks=run.task_times if spec.limits.cpus is not None else None,
             )
+            stats.mapped = MappedTracker(run.mapped_files, interval)
             # The order of the ending is fixed, whatever ends the run: the sampler and the
             # events channel stop (the channel reads the phase windows still open while the
             # group exists), the group is killed, its totals read, then the handle closes

@@ -22,7 +22,7 @@ from ..backends._process import leave_stops_to_main_thread
 from ..backends.base import BatchReader
 from ..errors import EdgeprofError
 from ..model import Counters, Sample
-from .memory import PartPeaks
+from .memory import MappedTracker, PartPeaks
 
 PEAK_WINDOW_S = 1.0
 """Peak CPU % is taken over 1 s windows, the finest ``docker stats`` reports, so PEAK CPU means
@@ -71,6 +71,8 @@ class SeriesStats:
         self._full_window = False
         self._at_peak_usage: tuple[float, Counters] | None = None
         self.part_peaks = PartPeaks()
+        self.mapped: MappedTracker | None = None
+        """The run's mapped files against its group's charge, read at the samples."""
         self._mem = _Integral()
         self._ws = _Integral()
         self.last_t = 0.0
@@ -373,6 +375,8 @@ class Sampler:
 
     def _add(self, t: float, c: Counters, final: bool = False) -> None:
         s = self.stats.add(t - self._t0, c, final)
+        if self.stats.mapped is not None and not final:  # after the exit: nothing to read
+            self.stats.mapped.tick()  # at its own, coarser cadence
         if self._writer is not None:
             self._writer.write(s if self._extra is None else (*s, *self._extra(s.t_s)))
 
