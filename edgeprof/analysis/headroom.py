@@ -59,6 +59,15 @@ one instant, per CPU of the host, with nothing reached between them:
 5 % had let ``peak 262.3MiB = anon 249.4 + file 0.0 + kernel 0.7 MiB`` (a sum of 250.1)
 pass as an equation, in a tester's report."""
 
+MAPPED_ELSEWHERE_MIN = 8 * MIB
+"""The least ``memory.mapped_elsewhere_bytes`` worth saying (:func:`mapped_elsewhere`), or
+twice the kernel's batching (:data:`BATCH_PER_CPU` a CPU) where that is more: the figure is
+the difference of two batched counters (the group's statistics, and each process's resident
+set counters, read per CPU since Linux 6.2).  8 MiB clears what every Python run maps of
+cached code, the interpreter and libc (``RssFile`` 5.8–6.0 MiB for ``python3 -S``, 6.0 MiB
+for this venv's interpreter, measured here), so a plain script is not told of it; torch's
+libraries are ~80 MiB (a tester's ``RssFile``)."""
+
 
 def sampled_total(parts: MemoryParts | None) -> int | None:
     """The highest sample's usage (its parts' sum where the usage was not read)."""
@@ -149,6 +158,19 @@ class LimitFit:
     replaced: bool = False
     """``--memory`` replaced the ``device``'s memory: the limit is the option's, not the
     device's."""
+    elsewhere: int | None = None
+    """Files the run had mapped that were cached before it, charged to other groups
+    (:func:`mapped_elsewhere`): its own memory on a device, in no peak here."""
+
+    @property
+    def warm_only(self) -> bool:
+        """It fits here only because of ``elsewhere``: peak + those exceed the limit."""
+        return (
+            self.status is Headroom.FITS
+            and self.elsewhere is not None
+            and self.used is not None
+            and self.used + self.elsewhere > self.limit
+        )
 
     @property
     def spare(self) -> int | None:
@@ -160,8 +182,18 @@ def limit_fit(r: RunResult) -> LimitFit | None:
     """The verdict for one run, ``None`` without a memory limit or a memory-telling end."""
     f = _limit_fit(r)
     if f is not None and r.device is not None and "--memory" in r.device_replaced:
-        return dataclasses.replace(f, replaced=True)
+        f = dataclasses.replace(f, replaced=True)
+    if f is not None and f.status is not Headroom.DOES_NOT_FIT:
+        f = dataclasses.replace(f, elsewhere=mapped_elsewhere(r))
     return f
+
+
+def mapped_elsewhere(r: RunResult) -> int | None:
+    """``memory.mapped_elsewhere_bytes`` where it is worth saying
+    (:data:`MAPPED_ELSEWHERE_MIN`), else ``None``."""
+    m = r.memory.mapped_elsewhere_bytes
+    least = max(MAPPED_ELSEWHERE_MIN, 2 * BATCH_PER_CPU * max(1, r.host.cpus))
+    return m if m is not None and m >= least else None
 
 
 def _limit_fit(r: RunResult) -> LimitFit | None:
@@ -208,7 +240,8 @@ def worst_fit(runs: list[RunResult]) -> tuple[LimitFit | None, int]:
         return None, 0
 
     def badness(f: LimitFit) -> tuple[int, int]:
-        return _WORST_FIRST.index(f.status), -(f.used or 0)
+        # Files mapped from others' cache are the run's own on a device: they count.
+        return _WORST_FIRST.index(f.status), -(f.used or 0) - (f.elsewhere or 0)
 
     return min(fits, key=badness), len(fits)
 

@@ -29,6 +29,22 @@ def composition(parts: MemoryParts | None, peak: int | None, cpus: int = 1) -> s
     ``peak 262.3MiB (the kernel's); at the highest sample 250.1MiB = anon 249.4 + …``."""
     if parts is None or peak is None:
         return None
+    return _composition(parts, peak, cpus)
+
+
+def not_in_peak(elsewhere: int | None) -> str:
+    """What the memory line adds of files the run mapped that were cached before it,
+    charged to other groups (:func:`~edgeprof.analysis.headroom.mapped_elsewhere`): in no
+    peak here, its own memory on a device; ``""`` for ``None``."""
+    if elsewhere is None:
+        return ""
+    return (
+        f"; not in it: {format_binary(elsewhere)} of files it mapped that were cached before "
+        "it, charged to other groups (e.g. shared libraries), its own memory on a device"
+    )
+
+
+def _composition(parts: MemoryParts, peak: int, cpus: int) -> str:
     terms = [f"anon {_mib(parts.anon)}", f"file {_mib(parts.file)}"]
     if parts.shmem:
         terms.append(f"shmem {_mib(parts.shmem)}")
@@ -116,12 +132,27 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
     head = f"memory limit {format_binary(f.limit)}{source}"
     stall = "" if f.stall_share is None else f"stalled {100 * f.stall_share:.1f}% of the wall time"
     floor = "" if f.used is None else f"anon + shmem + kernel {format_binary(f.used)}"
-    if f.status is Headroom.FITS:
+    if f.warm_only:
+        assert f.used is not None and f.elsewhere is not None
+        whole = f.used + f.elsewhere
+        said = (
+            f"fits here only because {format_binary(f.elsewhere)} of the files it mapped were "
+            "cached before it, charged to other groups (e.g. shared libraries): "
+            f"peak {format_binary(f.used)} + those = {format_binary(whole)}, "
+            f"{format_binary(whole - f.limit)} over the limit; on a device they are its own"
+        )
+    elif f.status is Headroom.FITS:
         assert f.used is not None and f.spare is not None
         said = (
             f"fits, peak {format_binary(f.used)}, {spare(f.limit, f.used)} to spare "
             f"({_share(f.spare, f.limit)})"
         )
+        if f.elsewhere is not None:
+            said += (
+                f"; it also mapped {format_binary(f.elsewhere)} of files cached before it, "
+                "charged to other groups (e.g. shared libraries): its own on a device, "
+                f"which leaves {format_binary(f.spare - f.elsewhere)}"
+            )
     elif f.status is Headroom.AT_LIMIT:
         no_stall = " (cgroup v1 has no stall figure: edgeprof fit times the limit)"
         if f.cache is False:  # nothing to drop: the run's own memory met the limit
@@ -140,6 +171,11 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
     else:
         at = "" if f.used is None else f" at a peak of {format_binary(f.used)}"
         said = f"does not fit: OOM-killed{at}"
+    if f.elsewhere is not None and f.status in (Headroom.AT_LIMIT, Headroom.SLOWED):
+        said += (
+            f"; it also mapped {format_binary(f.elsewhere)} of files cached before it, "
+            "charged to other groups (e.g. shared libraries): its own on a device"
+        )
     return f"{head}: {said}" + (f" (the worst of {runs} runs)" if runs > 1 else "")
 
 

@@ -12,12 +12,12 @@ from pathlib import Path, PurePath
 from typing import NamedTuple, TextIO
 
 from ..analysis.cells import cells
-from ..analysis.headroom import worst_fit, worst_gpu_fit
+from ..analysis.headroom import mapped_elsewhere, worst_fit, worst_gpu_fit
 from ..analysis.instrumentation import never_calls_edgeprof, no_events, runs_python
 from ..model import RunResult
 from ..units import format_binary, format_decimal, format_seconds
 from .gpu import render_gpu
-from .memory import composition, cost, gpu_headroom, headroom
+from .memory import composition, cost, gpu_headroom, headroom, not_in_peak
 from .phases import named_runs, render_sections
 from .table import markdown_lines, markdown_text, plain_table
 
@@ -205,7 +205,10 @@ def _memory_lines(r: RunResult) -> list[str]:
     lines = []
     made_of = composition(r.memory.at_peak, r.memory.peak_bytes, r.host.cpus)
     if made_of is not None:
-        lines.append(f"memory: {made_of} (at the sample whose parts add up highest)")
+        lines.append(
+            f"memory: {made_of} (at the sample whose parts add up highest)"
+            + not_in_peak(mapped_elsewhere(r))
+        )
     q = r.memory.squeeze
     if q is not None:
         when = "" if q.held_t_s is None else f" at {q.held_t_s:.2f}s"

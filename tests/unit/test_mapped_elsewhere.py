@@ -1,0 +1,154 @@
+"""Files a run mapped from page cache charged to other groups (shared libraries): the raw
+reading (backends/_mapped.py), its arithmetic (measure/memory.MappedTracker), and what the
+memory line and the limit verdict say of it (analysis/headroom.py, report/memory.py).
+
+The case: torch's libraries (80 MiB of ``RssFile``) were cached by another group, so a run
+under ``--memory 256m`` peaked at 184.7 MiB and was told "fits, 71.3MiB to spare" while its
+processes' resident set was over the limit."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from edgeprof.analysis.headroom import Headroom, limit_fit, mapped_elsewhere
+from edgeprof.backends import _mapped
+from edgeprof.backends.base import MappedReading
+from edgeprof.measure.memory import MAPPED_PERIOD_S, MappedTracker
+from edgeprof.model import MemoryStats, RunResult
+from edgeprof.report.memory import headroom
+from edgeprof.report.results import render_plain
+
+from .test_headroom import limited
+
+MIB = 1 << 20
+
+
+def test_tracker_keeps_the_most_rss_file_beyond_the_group_and_reads_at_a_coarse_cadence() -> None:
+    now = [0.0]
+    readings = iter(
+        [
+            MappedReading(rss_file=10 * MIB, group_mapped=12 * MIB, read=1, listed=1),  # < 0
+            MappedReading(rss_file=90 * MIB, group_mapped=10 * MIB, read=2, listed=2),
+            MappedReading(rss_file=50 * MIB, group_mapped=10 * MIB, read=1, listed=3),
+        ]
+    )
+    calls = []
+
+    def read() -> MappedReading | None:
+        calls.append(now[0])
+        return next(readings)
+
+    t = MappedTracker(read, period_s=0.001, clock=lambda: now[0])
+    assert t.elsewhere is None  # not measured: not 0
+    t.tick()
+    assert t.elsewhere == 0  # floored: the group had more mapped than the processes
+    for step in range(1, 30):  # a sample every 10 ms: at most one reading a period
+        now[0] = step / 100
+        t.tick()
+    assert calls == [0.0, 0.25]  # MAPPED_PERIOD_S, not the 1 ms samples
+    assert MAPPED_PERIOD_S == 0.25
+    assert t.elsewhere == 80 * MIB
+    now[0] = 0.6
+    t.tick()
+    assert t.elsewhere == 80 * MIB and t.readings == 3 and t.cut_short == 1  # the max
+    # Samples rarer than the period: one reading per sample, no more.
+    assert MappedTracker(read, period_s=2.0)._period == 2.0
+
+
+def test_a_tracker_without_readings_leaves_the_figure_unmeasured() -> None:
+    t = MappedTracker(lambda: None, period_s=0.1)
+    t.tick()
+    assert t.elsewhere is None and t.readings == 0
+
+
+def _proc(tmp: Path, rss_kb: dict[int, int]) -> Path:
+    for pid, kb in rss_kb.items():
+        (tmp / str(pid)).mkdir()
+        (tmp / str(pid) / "status").write_text(f"Name:\tx\nRssAnon:\t 1 kB\nRssFile:\t{kb} kB\n")
+    return tmp
+
+
+def test_read_mapped_sums_rss_file_and_reads_the_groups_own_mapped_bytes(tmp_path: Path) -> None:
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    _proc(proc, {11: 81920, 12: 2048})
+    stat = tmp_path / "memory.stat"
+    stat.write_text("cache 1000\ntotal_mapped_file 299008\ntotal_rss 5\n")
+    r = _mapped.read_mapped(lambda: [11, 12, 13], stat, "total_mapped_file", proc=proc)
+    # 13 exited between the listing and its read: not counted, not an error.
+    assert r == MappedReading(rss_file=(81920 + 2048) * 1024, group_mapped=299008, read=2,
+                              listed=3)  # fmt: skip
+    # A stat file without the key (an old kernel), or a group gone: no reading.
+    assert _mapped.read_mapped(lambda: [11], stat, "file_mapped", proc=proc) is None
+    assert _mapped.read_mapped(lambda: [11], tmp_path / "gone", "file_mapped", proc=proc) is None
+    assert _mapped.read_mapped(lambda: [13], stat, "total_mapped_file", proc=proc) is None
+
+
+def test_read_mapped_reads_at_most_the_cap_of_processes(tmp_path: Path) -> None:
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    n = _mapped.MAX_PROCESSES + 8
+    _proc(proc, {pid: 4 for pid in range(1, n + 1)})
+    stat = tmp_path / "memory.stat"
+    stat.write_text("file_mapped 0\n")
+    r = _mapped.read_mapped(lambda: list(range(1, n + 1)), stat, "file_mapped", proc=proc)
+    assert r is not None and (r.read, r.listed) == (_mapped.MAX_PROCESSES, n)
+    # Out of time after the first process: the rest are skipped.
+    ticks = iter(range(100))
+    r = _mapped.read_mapped(
+        lambda: list(range(1, n + 1)), stat, "file_mapped", proc=proc,
+        clock=lambda: float(next(ticks)),
+    )  # fmt: skip
+    assert r is not None and r.read == 1
+
+
+def _torch_run(elsewhere: int | None, peak: int = round(184.7 * MIB)) -> RunResult:
+    r = limited(peak=peak, floor=round(180.1 * MIB), limit=256 * MIB)
+    mem: MemoryStats = dataclasses.replace(r.memory, mapped_elsewhere_bytes=elsewhere)
+    return dataclasses.replace(r, memory=mem)
+
+
+def test_a_run_that_fits_only_because_its_libraries_were_cached_elsewhere_is_told_so() -> None:
+    r = _torch_run(round(79.8 * MIB))
+    f = limit_fit(r)
+    assert f is not None and f.status is Headroom.FITS and f.warm_only
+    assert f.elsewhere == round(79.8 * MIB)
+    assert headroom(f) == (
+        "memory limit 256.0MiB: fits here only because 79.8MiB of the files it mapped were "
+        "cached before it, charged to other groups (e.g. shared libraries): peak 184.7MiB + "
+        "those = 264.5MiB, 8.5MiB over the limit; on a device they are its own"
+    )
+    text = render_plain([r])
+    assert "fits, peak" not in text
+    assert (
+        "(at the sample whose parts add up highest); not in it: 79.8MiB of files it mapped "
+        "that were cached before it, charged to other groups (e.g. shared libraries), its "
+        "own memory on a device"
+    ) in text
+
+
+def test_files_mapped_elsewhere_within_the_limit_leave_less_to_spare() -> None:
+    f = limit_fit(_torch_run(40 * MIB))
+    assert f is not None and not f.warm_only
+    assert headroom(f) == (
+        "memory limit 256.0MiB: fits, peak 184.7MiB, 71.3MiB to spare (28%); it also mapped "
+        "40.0MiB of files cached before it, charged to other groups (e.g. shared libraries): "
+        "its own on a device, which leaves 31.3MiB"
+    )
+
+
+def test_a_few_mib_mapped_elsewhere_is_not_said_and_unmeasured_is_not_zero() -> None:
+    # A bare interpreter maps ~6 MiB of cached code: below the threshold, the old line.
+    for small in (None, 0, 6 * MIB):
+        r = _torch_run(small)
+        assert mapped_elsewhere(r) is None
+        assert headroom(limit_fit(r)) == (
+            "memory limit 256.0MiB: fits, peak 184.7MiB, 71.3MiB to spare (28%)"
+        )
+        assert "not in it" not in render_plain([r])
+    # The threshold follows the kernel's batching on a large host (2 × 64 pages a CPU).
+    big = dataclasses.replace(
+        _torch_run(20 * MIB), host=dataclasses.replace(_torch_run(0).host, cpus=64)
+    )
+    assert mapped_elsewhere(big) is None and mapped_elsewhere(_torch_run(20 * MIB)) == 20 * MIB
