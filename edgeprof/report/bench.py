@@ -28,7 +28,7 @@ def bench_rows(results: Sequence[RunResult]) -> list[list[str]]:
             [
                 f"{r.label} run {seen[r.label]}" if repeated else r.label,
                 "n/a" if lat is None or lat.items_per_s is None else f"{lat.items_per_s:.1f}",
-                # As the latency table shows them: to 0.01 ms, with its marks (a stall's
+                # As the latency table shows them (format_seconds), with its marks (a stall's
                 # p99 had lost its "*" here, the table a batch size is chosen by).
                 "n/a" if lat is None else percentile_cell(lat, "p50"),
                 "n/a" if lat is None else percentile_cell(lat, "p95"),

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from ..analysis.cells import cells_by_setting, successful
 from ..analysis.difference import difference
 from ..model import LatencyStats, RunResult
+from ..units import format_seconds
 from .comparison import under
 from .table import TextTable
 
@@ -48,7 +49,8 @@ def infer_latency(r: RunResult) -> LatencyStats | None:
 
 
 def _ms(values: Sequence[float]) -> str:
-    return f"{statistics.median(values) * 1000:.2f}ms" if values else "n/a"
+    """The median, as the latency table shows a latency (µs under a millisecond)."""
+    return format_seconds(statistics.median(values), digits=2) if values else "n/a"
 
 
 def bench_rankings(results: Sequence[RunResult]) -> list[TextTable]:
