@@ -126,6 +126,32 @@ def parse_memory_limit(text: str, option: str | None = None) -> int:
     return value
 
 
+_BARE_NUMBER = re.compile(r"\d*\.?\d+|\d+\.", re.ASCII)
+"""A size without its unit: a memory size of so many bytes is almost surely a slip."""
+
+
+def require_unit(value: object) -> None:
+    """Refuse a size written without its unit (``12``, ``1.5``): a budget of ``12`` had been
+    12 bytes, failed by every run, and ``fit --resolution 4`` had searched to 4 bytes
+    (``resolution 4.0KiB: 16 probes``).  The suggestion only where it is a size (no ``0m``
+    for 0; no ``1.5b``: a byte is whole)."""
+    number = str(value).strip()
+    if not _BARE_NUMBER.fullmatch(number):
+        return
+    whole = "." not in number
+    hint = "" if float(number) == 0 else f": write a size such as {number}m" + (
+        f", or {number}b for bytes" if whole else ""
+    )
+    raise ConfigError(f"{shown(value)} has no unit (it would be {number} bytes){hint}")
+
+
+def parse_unit_size(text: str) -> int:
+    """:func:`parse_size` of a size that must carry its unit (:func:`require_unit`)."""
+    value = parse_size(text)  # "0" is refused as below 1 byte, with or without a unit
+    require_unit(text)
+    return value
+
+
 @contextmanager
 def named(option: str) -> Iterator[None]:
     """A :class:`ConfigError` raised inside, prefixed by the ``option`` its value came from

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +44,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..model import RunResult
 from ..storage import read_capped
-from ..units import parse_duration, parse_energy, parse_size, shown
+from ..units import named, parse_duration, parse_energy, parse_size, require_unit
 from .cells import cells, ending, successful
 from .difference import difference
 from .instrumentation import no_events, reported_events
@@ -53,10 +52,6 @@ from .metrics import BUDGET_METRICS, Kind, Metric, same_figure, stalled_percenti
 
 METRICS: dict[str, Metric] = BUDGET_METRICS
 """Every gated metric by budget key, in table order; larger is worse for all of them."""
-
-
-_BARE_NUMBER = re.compile(r"\d*\.?\d+|\d+\.", re.ASCII)
-"""A size without its unit: a memory budget of so many bytes is almost surely a slip."""
 
 
 def parse_budget(metric: Metric, value: object, where: str) -> float:
@@ -68,16 +63,11 @@ def parse_budget(metric: Metric, value: object, where: str) -> float:
             Kind.ENERGY: "energy such as 12.5J or 800mJ",
         }.get(metric.kind, "duration such as 2.5s or 250ms")
         raise ConfigError(f"{where}: expected a {kind}, got {value!r}")
-    number = str(value).strip()
-    if is_size and _BARE_NUMBER.fullmatch(number):
+    if is_size:
         # `peak_memory: 12` had been a budget of 12 bytes, failed by every run ("exceeds the
         # budget 12B"): a size is written with its unit, as the budget file's comment shows.
-        # The suggestion only where it is a size (no "0m" for 0; no "1.5b": a byte is whole).
-        whole = "." not in number
-        hint = "" if float(number) == 0 else f": write a size such as {number}m" + (
-            f", or {number}b for bytes" if whole else ""
-        )
-        raise ConfigError(f"{where}: {shown(value)} has no unit (it would be {number} bytes){hint}")
+        with named(where):
+            require_unit(value)
     try:
         if is_size:
             return float(parse_size(str(value)))

@@ -39,7 +39,7 @@ from ..analysis.need import (
 )
 from ..errors import ConfigError
 from ..model import Limits, RunResult, Termination
-from ..units import named, parse_size
+from ..units import named, parse_size, parse_unit_size
 from .fit_reference import Cap, failed, interrupted_after, reference_cap, setting, succeeded
 from .host_checks import check_host, check_setting, open_backend, require_reclaim
 from .labels import safe_dir
@@ -254,10 +254,10 @@ def plan_fit(req: FitRequest) -> tuple[RunJob, int | None]:
         check_count(req.repeat, "--repeat")
     if req.resolution is not None:
         with named("--resolution"):
-            parse_size(req.resolution)
+            parse_unit_size(req.resolution)
     if req.max_need is not None:
         with named("--max-memory-need"):
-            parse_size(req.max_need)
+            parse_unit_size(req.max_need)
     if req.one_run and (req.repeat is not None or req.resolution is not None):
         raise ConfigError("--one-run makes one run: --repeat and --resolution are bisection's")
     job = plan_run(dataclasses.replace(r, squeeze=req.one_run))

@@ -291,6 +291,18 @@ def test_an_empty_value_is_refused(
             "--max-peak-memory: '12' has no unit (it would be 12 bytes): write a size such as "
             "12m, or 12b for bytes",
         ),
+        # fit's sizes too: `fit --resolution 4` had searched to 4 bytes ("resolution 4.0KiB:
+        # 16 probes"), and a bare --max-memory-need was a budget of so many bytes.
+        (
+            ["fit", "--resolution", "4"],
+            "--resolution: '4' has no unit (it would be 4 bytes): write a size such as 4m, or "
+            "4b for bytes",
+        ),
+        (
+            ["fit", "--max-memory-need", "300"],
+            "--max-memory-need: '300' has no unit (it would be 300 bytes): write a size such "
+            "as 300m, or 300b for bytes",
+        ),
     ],
 )
 def test_a_bad_size_or_time_names_its_option(
