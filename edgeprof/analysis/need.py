@@ -28,6 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..model import RunResult, Termination
+from ..units import format_binary
+from .headroom import AT_LIMIT_SLACK, Headroom, limit_fit
 
 PAGE = 4096
 MIB = 1 << 20
@@ -93,15 +95,41 @@ class Bounds:
     ceiling: int | None
     """The most the device has (``--memory`` or the device's), ``None``: no ceiling."""
     resolution: int
+    allowance: int = 0
+    """Room a limit must leave above the floor (:func:`allowance`): a limit closer to what
+    no limit can reclaim is met by the run's own memory, and the next run, holding a little
+    more, is OOM-killed there."""
+
+    @property
+    def low(self) -> int:
+        """The first limit worth asking for: the floor and the allowance above it."""
+        return self.floor + self.allowance
 
     @property
     def top(self) -> int:
-        """The highest limit worth asking for: the peak, or a ceiling below it."""
-        return self.peak if self.ceiling is None else min(self.peak, self.ceiling // PAGE * PAGE)
+        """The highest limit worth asking for: the peak (or the floor and its allowance,
+        where that is more), or a ceiling below it."""
+        top = max(self.peak, self.low)
+        return top if self.ceiling is None else min(top, self.ceiling // PAGE * PAGE)
+
+    @property
+    def top_passes(self) -> bool:
+        """Whether a limit at the top passes without a run: the unlimited peak, with at least
+        the allowance above the floor, so what a limit there takes back is page cache.  A
+        peak that is the run's own memory (a floor within the allowance of it) is no such
+        limit: ``model.py`` (anon 179.3 of a 180.5 MiB peak) was OOM-killed at 180.3 MiB in
+        two runs of two."""
+        return self.top == self.peak and self.peak >= self.low
 
 
-def bounds(reference: Sequence[RunResult], ceiling: int | None, resolution: int | None) -> Bounds:
-    """The search's bracket from the unlimited runs."""
+def bounds(
+    reference: Sequence[RunResult],
+    ceiling: int | None,
+    resolution: int | None,
+    warmups: Sequence[RunResult] = (),
+) -> Bounds:
+    """The search's bracket from the unlimited runs (``warmups``: their discarded warm-ups,
+    whose memory counts towards the :func:`allowance`)."""
     peaks = [r.memory.peak_bytes for r in reference if r.memory.peak_bytes is not None]
     peak = max(peaks) if peaks else 0
     floors = [r.memory.floor_bytes for r in reference if r.memory.floor_bytes is not None]
@@ -120,7 +148,22 @@ def bounds(reference: Sequence[RunResult], ceiling: int | None, resolution: int 
         resolution = max(MIB, _page(int(peak * DEFAULT_RESOLUTION_FRACTION)))
     # Whole pages: the midpoints are pages, and a step of a page and a half would cost the
     # bound one probe.
-    return Bounds(floor, peak, ceiling, max(PAGE, _page(resolution)))
+    return Bounds(floor, peak, ceiling, max(PAGE, _page(resolution)),
+                  allowance([*warmups, *reference], floor))
+
+
+def allowance(reference: Sequence[RunResult], floor: int) -> int:
+    """The room a limit must leave above the floor to be an answer: the larger of the
+    kernel's charging slack (:data:`~edgeprof.analysis.headroom.AT_LIMIT_SLACK`, 1 % and at
+    least 1 MiB: a run whose peak comes that close has met its limit) and the spread of the
+    unlimited runs' floors (max − min: what one run holds more than another).
+
+    Measured: ``read_and_hold.py model.bin 48`` (floor 55.7 MiB, three unlimited floors
+    within 16 KiB of each other) was OOM-killed in 5 of 9 runs at its floor, the answer one
+    passing probe there had given."""
+    floors = [r.memory.floor_bytes for r in reference if r.memory.floor_bytes is not None]
+    spread = max(floors) - min(floors) if floors else 0
+    return _page(max(MIB, int(AT_LIMIT_SLACK * floor), spread))
 
 
 def _page(n: int) -> int:
@@ -129,8 +172,9 @@ def _page(n: int) -> int:
 
 
 def max_probes(b: Bounds) -> int:
-    """⌈log2(range / resolution)⌉ + 1: the most limited runs (probes) the search makes."""
-    span = max(0, b.top - b.floor)
+    """⌈log2(range / resolution)⌉ + 1: the most limited runs (probes) the bisection makes
+    (a pass its confirmation overturns, and a top that fails, add to them: :func:`search`)."""
+    span = max(0, b.top - b.low)
     return (math.ceil(math.log2(span / b.resolution)) if span > b.resolution else 0) + 1
 
 
@@ -147,18 +191,59 @@ class Verdict:
 
 
 def verdict(runs: Sequence[RunResult], reference: Timing, ref_end: RunResult,
-            tolerance: float) -> Verdict:  # fmt: skip
-    """Whether ``runs`` (one limit) did what the unlimited run did, in time."""
+            tolerance: float, room: int = 0) -> Verdict:  # fmt: skip
+    """Whether ``runs`` (one limit) did what the unlimited run did, in time, each with
+    ``room`` (the :attr:`Bounds.allowance`) to spare (:func:`at_the_edge`)."""
     for r in runs:
         if r.termination is not Termination.EXITED:
             return Verdict(False, r.termination.value, r.termination is Termination.OOM)
         if r.exit_code != ref_end.exit_code:
             return Verdict(False, f"exit {r.exit_code} (unlimited: {ref_end.exit_code})", False)
+    for r in runs:
+        edge = at_the_edge(r, room)
+        if edge is not None:
+            return Verdict(False, edge)
     t = median_time(runs).seconds
     slower = t / reference.seconds - 1 if reference.seconds > 0 else 0.0
-    if slower > tolerance + 1e-9:  # exactly at the tolerance fits (1.1 / 1.0 - 1 > 0.1)
+    if slower > tolerance + 1e-9 and not all(map(untouched, runs)):
+        # exactly at the tolerance fits (1.1 / 1.0 - 1 > 0.1)
         return Verdict(False, f"{100 * slower:+.0f}% slower")
+    if slower > tolerance + 1e-9:
+        return Verdict(True, f"fits ({100 * slower:+.0f}%, limit not reached)")
     return Verdict(True, f"fits ({100 * slower:+.0f}%)")
+
+
+def untouched(r: RunResult) -> bool:
+    """The run never reached its limit (:func:`~edgeprof.analysis.headroom.limit_fit`'s
+    ``fits``: the peak stayed below it, so nothing was reclaimed to make room), and the limit
+    cannot have slowed it: a slower time there is the host's (``true`` under 7 MiB, its peak
+    0 B, had been "+48% slower", on a 7 ms run)."""
+    f = limit_fit(r)
+    return f is not None and f.status is Headroom.FITS
+
+
+def at_the_edge(r: RunResult, room: int) -> str | None:
+    """Why a run that completed under its limit is no answer (``None``: it is one): the run
+    report's own verdict (:func:`~edgeprof.analysis.headroom.limit_fit`) that its peak met
+    the limit with no page cache to drop, or one whose anon + shmem + kernel memory left
+    less than ``room`` under the limit.  Either way the run's own memory filled the limit,
+    and a run holding a little more is OOM-killed there: ``model.py 1024`` passed one probe
+    at 180.3 MiB ("fits at the edge … leaves 108.0KiB"), then was OOM-killed in two runs of
+    two at that limit."""
+    f = limit_fit(r)
+    if f is None or f.status is Headroom.DOES_NOT_FIT:
+        return None
+    # What the limit leaves over what no limit takes back: the report's own figure at the
+    # limit; below it (``fits``, where the report's is the limit less the peak), the same
+    # taken from the run's floor.
+    floor = r.memory.floor_bytes
+    spare = f.spare if f.status is not Headroom.FITS or floor is None else f.limit - floor
+    left = "" if spare is None else f", leaves {format_binary(max(0, spare))}"
+    if f.status is Headroom.AT_LIMIT and f.cache is False:
+        return f"at the edge: no page cache{left}"
+    if spare is not None and spare < room:
+        return f"at the edge{left}"
+    return None
 
 
 def in_doubt(runs: Sequence[RunResult], reference: Timing, tolerance: float,
@@ -179,50 +264,101 @@ class SearchResult:
     """(limit, passed), in the order tried."""
 
 
-def search(b: Bounds, probe: Callable[[int], bool | Verdict]) -> SearchResult:
-    """Bisect for the smallest passing limit in [floor, top], to ``b.resolution``.
+MAX_RAISES = 4
+"""Probes above a top that failed for memory before the search gives up: the step is the
+allowance (or the resolution) and doubles each time, so 15 of them above it in all."""
+
+
+def search(
+    b: Bounds,
+    probe: Callable[[int], bool | Verdict],
+    confirm: Callable[[int], bool | Verdict] | None = None,
+) -> SearchResult:
+    """Bisect for the smallest passing limit in [low, top], to ``b.resolution``.
 
     ``probe(limit)`` runs the workload under ``limit`` and says whether it passed (its
     :class:`Verdict`, or just ``True``/``False``: a failure then counts as for memory).
-    The peak is taken as passing without a run only while every failure was for want of
-    memory: after one that was not (:attr:`Verdict.memory`), the answer is probed before it
-    is given, and ``None`` where it fails too.
+    ``confirm(limit)``, where given, repeats a passing limit before it is the answer: one run
+    is one draw of the run-to-run variation, and a pass that the repeats do not confirm is a
+    failure, after which the search goes on above it.
+
+    The top is taken as passing without a run only where it is the unlimited peak with the
+    allowance above the floor (:attr:`Bounds.top_passes`) and every failure was for want
+    of memory: after one that was not (:attr:`Verdict.memory`), the answer is probed before
+    it is given, and ``None`` where it fails too.  A top that is probed and fails for memory
+    is no answer either: limits above it are tried (:data:`MAX_RAISES`), up to the ceiling.
     """
     tried: list[tuple[int, bool]] = []
     otherwise = False  # a probe failed for a reason other than memory
+    passed: set[int] = set()
 
-    def attempt(limit: int) -> bool:
+    def judged(got: bool | Verdict, limit: int) -> bool:
         nonlocal otherwise
-        got = probe(limit)
         ok = got if isinstance(got, bool) else got.ok
         if isinstance(got, Verdict) and not got.ok and not got.memory:
             otherwise = True
         tried.append((limit, ok))
+        if ok:
+            passed.add(limit)
+        else:
+            passed.discard(limit)
         return ok
 
-    if b.ceiling is not None and b.ceiling < b.peak:
+    def attempt(limit: int) -> bool:
+        return judged(probe(limit), limit)
+
+    def confirmed(limit: int) -> bool:
+        return confirm is None or judged(confirm(limit), limit)
+
+    top = b.top
+    if b.ceiling is not None and b.ceiling < max(b.peak, b.low):
         # Tried even when the floor is above it: "does not fit" is shown by a run, not
         # assumed from the floor.
-        if not attempt(b.top):
+        if not attempt(top):
             return SearchResult(None, tuple(tried))
-        lo, hi = b.floor, b.top  # the floor is not tried: bisection ends within a step of it
+        lo, hi = b.low, top  # the low end is not tried: bisection ends within a step of it
+    elif attempt(b.low):
+        lo = hi = b.low
     else:
-        if attempt(b.floor):
-            return SearchResult(b.floor, tuple(tried))
-        lo, hi = b.floor, b.peak  # the peak passes without trying: nothing is reclaimed
-    while hi - lo > b.resolution:
-        mid = _page((lo + hi) // 2)
-        if mid >= hi:
-            break
-        if attempt(mid):
-            hi = mid
-        else:
-            lo = mid
-    if otherwise and (hi, False) in tried:  # a floor at the peak: its one probe failed so
-        return SearchResult(None, tuple(tried))
-    if otherwise and all(limit != hi for limit, _ in tried) and not attempt(hi):
-        return SearchResult(None, tuple(tried))
-    return SearchResult(hi, tuple(tried))
+        lo, hi = b.low, top
+    raises = 0
+    step = max(b.allowance, b.resolution)
+    while True:
+        while hi - lo > b.resolution:
+            mid = _page((lo + hi) // 2)
+            if mid >= hi:
+                break
+            if attempt(mid):
+                hi = mid
+            else:
+                lo = mid
+        if hi in passed:
+            if confirmed(hi):
+                return SearchResult(hi, tuple(tried))
+            lo = hi
+            hi = min((p for p in passed if p > lo), default=top)
+            continue
+        if hi == top and b.top_passes and not otherwise and (top, False) not in tried:
+            return SearchResult(top, tuple(tried))  # the peak passes without trying
+        if otherwise and (hi, False) in tried:  # a floor at the peak: its one probe failed
+            return SearchResult(None, tuple(tried))
+        if (hi, False) not in tried and hi not in passed:
+            if attempt(hi):
+                continue  # confirmed above
+            if otherwise:
+                return SearchResult(None, tuple(tried))
+        # The top failed for memory: the runs hold more than the unlimited ones showed.
+        up = _page(hi + step)
+        ceiling = None if b.ceiling is None else b.ceiling // PAGE * PAGE
+        if raises >= MAX_RAISES or (ceiling is not None and up > ceiling) or otherwise:
+            return SearchResult(None, tuple(tried))
+        raises += 1
+        step *= 2
+        lo, hi = hi, up
+        top = up
+        if attempt(up):
+            continue
+        lo = up
 
 
 def with_margin(answer: int, margin: float) -> int:

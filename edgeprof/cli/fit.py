@@ -170,8 +170,10 @@ def fit_cmd(
             if noisy is not None and all(r.succeeded for r in runs):  # else no search follows
                 print(f"edgeprof: warning: {label}: {noisy}", file=sys.stderr)
         else:
+            n = len(probe.runs)  # a confirmation's runs join the probe's first
             print(
-                f"edgeprof fit: {label}: {format_binary(limit)}: {probe.verdict.reason}",
+                f"edgeprof fit: {label}: {format_binary(limit)}: {probe.verdict.reason}"
+                + (f" ({n} runs)" if n > 1 else ""),
                 file=sys.stderr,
             )
 

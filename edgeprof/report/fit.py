@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..analysis.need import MIN_LIMIT, PAGE
+from ..analysis.need import MIN_LIMIT, PAGE, untouched
 from ..model import RunResult
 from ..sweeps.fit import FitOutcome, Probe
 from ..sweeps.fit_reference import setting
@@ -90,10 +90,18 @@ def _render_one(o: FitOutcome) -> str:
     raised = measured is not None and measured < b.peak - PAGE  # lifted to the least limit
     low_is = least if b.floor == MIN_LIMIT else "floor: anon + shmem + kernel"
     high_is = "ceiling" if b.top < b.peak else least if raised else "peak"
-    low, high = f"{format_binary(b.floor)} ({low_is})", f"{format_binary(b.top)} ({high_is})"
-    probes = f"{counted(len(o.probes), 'probe')} (at most {o.max_probes})"
-    if b.floor > b.top:  # nothing between: the ceiling is below what no limit can reclaim
+    if b.allowance:
+        low_is += f" {format_binary(b.floor)} + {format_binary(b.allowance)} of room"
+    high_is = "above the peak" if b.top > b.peak else high_is
+    low, high = f"{format_binary(b.low)} ({low_is})", f"{format_binary(b.top)} ({high_is})"
+    probes = f"{counted(len(o.probes), 'probe')} (at most {o.max_probes}"
+    beyond = len(o.probes) - o.max_probes
+    probes += f" to bisect, {beyond} more above a limit that failed)" if beyond > 0 else ")"
+    if b.low > b.top:  # nothing between: the ceiling is below what no limit can reclaim
         lines.append(f"searched only {high}: the {low} is above it; {probes}")
+    elif b.low >= b.peak:  # the run's memory is all its own: the first limit is past its peak
+        peak_is = least if raised else "the peak"
+        lines.append(f"searched from {low}, above {peak_is} ({format_binary(b.peak)}): {probes}")
     else:
         lines.append(
             f"searched {low} to {high}, resolution {format_binary(b.resolution)}: {probes}"
@@ -110,9 +118,17 @@ def _render_one(o: FitOutcome) -> str:
         other = "" if at_peak.verdict.memory else " for a reason other than memory"
         lines.append(
             f"no memory limit found: the command fails under a limit{other}: at "
-            f"{format_binary(at_peak.limit)} (the unlimited run's peak) it ended "
+            f"{format_binary(at_peak.limit)} ({'' if at_peak.limit == b.peak else 'above '}"
+            f"the unlimited run's peak) it ended "
             f"{at_peak.verdict.reason}, where a limit takes nothing from it; without a limit "
             "it succeeds"
+        )
+    elif o.answer is None and (b.ceiling is None or max(p.limit for p in o.probes) < b.ceiling):
+        top = max(p.limit for p in o.probes)
+        lines.append(
+            f"no memory limit found: each limit up to {format_binary(top)} failed (the "
+            "table); the runs hold more than the unlimited ones showed, so no limit their "
+            "peak suggests is one they run in"
         )
     elif o.answer is None:
         assert b.ceiling is not None
@@ -122,18 +138,9 @@ def _render_one(o: FitOutcome) -> str:
             "kernel memory, which no limit can reclaim without swap)"
         )
     else:
-        # The search takes the peak as passing (a limit there reclaims nothing): a failed
-        # probe at it (floor = peak, as for a run below the least limit) was the run's own
-        # variation, and "within 10%" would contradict the table above.
-        failed = next((p for p in o.probes if p.limit == o.answer and not p.verdict.ok), None)
         unprobed = o.answer == b.top and all(p.limit != o.answer for p in o.probes)
-        if failed is not None:
-            why = (
-                "no less than the unlimited run's peak, so the probe's "
-                f"{failed.verdict.reason!r} is the run's own variation (spread "
-                f"{100 * o.noise:.0f}%)"
-            )
-        elif unprobed:
+        answer = next((p for p in o.probes if p.limit == o.answer), None)
+        if unprobed:
             # Never run at this limit: the unlimited run's peak, which a limit there
             # cannot reclaim from; "within 10%" would claim a run that was not made.
             tried = any(p.limit < o.answer for p in o.probes)
@@ -142,6 +149,15 @@ def _render_one(o: FitOutcome) -> str:
             )
         else:
             why = what
+            if answer is not None and all(map(untouched, answer.runs)):
+                # Its time was not the limit's to judge: "wall within 10%" beside "+38%"
+                # had contradicted the table.
+                why = "its peak stayed below the limit, so nothing was reclaimed"
+            if answer is not None and len(answer.runs) > 1:
+                why += f" in each of {len(answer.runs)} runs"
+            if b.allowance:
+                room = format_binary(b.allowance)
+                why += f", each with {room} of room over anon + shmem + kernel"
         lines.append(
             f"smallest memory: {format_binary(o.answer)} ({why}; "
             f"resolution {format_binary(b.resolution)})"

@@ -17,7 +17,7 @@ import pytest
 
 import edgeprof
 from edgeprof.cli import main
-from edgeprof.model import RunResult
+from edgeprof.model import Limits, RunResult
 from edgeprof.units import parse_size
 
 from .memory_workload import MEMORY_ONLY_TOLERANCE, MIB, READ_AND_HOLD, data_file
@@ -296,3 +296,31 @@ def test_fit_holds_its_unlimited_run_to_what_the_host_has_available(
     cap = d["reference"]["memory_cap_bytes"]
     assert cap is not None and cap > d["reference"]["peak_bytes"]
     assert d["stopped"] is None and d["min_memory_bytes"] is not None
+
+
+RELIABLE_RUNS = 5
+
+
+def test_fits_answer_is_a_limit_the_script_runs_in_every_time(
+    script: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A script whose memory is all its own (anonymous, no file read): the old fit probed
+    its floor, passed one run there and answered it, where the next runs could be
+    OOM-killed (``model.py 1024``: 2 of 2 at its answer; ``read_and_hold.py … 48``: 5 of 9).
+    The answer now leaves room over the floor the unlimited runs measured, was passed by
+    each of its probe's runs, and a run made at it :data:`RELIABLE_RUNS` times passes each
+    time."""
+    hold = 48
+    command = [sys.executable, str(script), "-", str(hold), HOLD_S]
+    fit = ["fit", "--json", "--tolerance", MEMORY_ONLY_TOLERANCE, "--interval", "0.01"]
+    code = main([*fit, "--", *command])
+    captured = capfd.readouterr()
+    assert code == 0, captured.err
+    d = json.loads(captured.out)
+    answer, floor = d["min_memory_bytes"], d["reference"]["floor_bytes"]
+    assert answer - floor >= MIB, d  # the kernel's slack at least (need.allowance)
+    (at,) = [p for p in d["probes"] if p["limit_bytes"] == answer]
+    assert at["ok"] and len(at["wall_s"]) >= 3, at  # confirmed, not one run
+    for _ in range(RELIABLE_RUNS):
+        r = edgeprof.profile(command, Limits(memory=answer), interval=0.01)
+        assert (r.termination.value, r.exit_code, r.memory.oom_kills) == ("exited", 0, 0), r

@@ -1,0 +1,187 @@
+"""``edgeprof fit``'s answer is a limit the command runs in reliably, not one it passed once
+at the edge: ``fit -- python model.py 1024`` had answered its floor, 180.3 MiB, after one
+probe there, and two runs of two were OOM-killed at that limit.
+
+A limit must leave room over what no limit can reclaim (:func:`need.allowance`), a run whose
+peak met its limit with its own memory does not fit (the run report's "at the edge"), and
+the answer is confirmed by more runs before it is given."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from edgeprof.analysis.need import (
+    MIB,
+    PAGE,
+    REPEAT_ON_DOUBT,
+    Bounds,
+    Timing,
+    Verdict,
+    allowance,
+    bounds,
+    search,
+    verdict,
+)
+from edgeprof.backends import register_backend, unregister_backend
+from edgeprof.cli import main
+from edgeprof.model import Counters, MemoryParts, RunResult, RunSpec
+from tests.fakes import FakeBackend, FakeRun, Script
+
+from .test_memory_need import mem, run
+
+OWN = 100 * MIB
+"""The fake workload's memory, all its own (anon): no limit can take any of it back."""
+
+
+def test_the_allowance_is_the_charging_slack_or_the_spread_of_the_floors() -> None:
+    # 1 % of the floor, at least 1 MiB: the slack within which a peak has met its limit.
+    assert allowance([run(memory=mem(floor=OWN))], OWN) == MIB
+    assert allowance([run(memory=mem(floor=400 * MIB))], 400 * MIB) == 4 * MIB
+    # The unlimited runs' floors 3 MiB apart: a limit must leave that.
+    runs = [run(memory=mem(floor=OWN)), run(memory=mem(floor=OWN + 3 * MIB))]
+    assert allowance(runs, OWN + 3 * MIB) == 3 * MIB
+
+
+def test_a_peak_that_is_the_runs_own_memory_is_no_answer_without_a_probe() -> None:
+    """model.py: anon 179.3 MiB of a 180.5 MiB peak.  The old search answered the peak
+    unprobed (or the floor after one pass); the first limit is now the floor and its room,
+    above the peak, and it is probed."""
+    b = bounds([run(memory=mem(peak=int(180.5 * MIB), floor=int(180.2 * MIB)))], None, None)
+    assert b.allowance == _page(int(0.01 * b.floor))
+    assert b.low == b.floor + b.allowance > b.peak
+    assert b.top == b.low and not b.top_passes
+    asked: list[int] = []
+
+    def probe(limit: int) -> bool:
+        asked.append(limit)
+        return limit >= b.peak + MIB  # a run a little over the unlimited peak OOMs
+    r = search(b, probe)
+    assert r.answer == b.low and asked == [b.low]
+
+
+def test_a_top_that_fails_for_memory_is_raised_not_assumed() -> None:
+    """The top itself fails (the runs hold more than the unlimited ones showed): limits
+    above it are tried, each step twice the last, until one passes."""
+    b = Bounds(OWN, OWN, None, MIB, allowance=MIB)
+    need = OWN + 5 * MIB
+    r = search(b, lambda limit: limit >= need)
+    assert r.answer is not None and need <= r.answer <= need + b.resolution
+    assert r.tried[:3] == ((OWN + MIB, False), (OWN + 2 * MIB, False), (OWN + 4 * MIB, False))
+    # Nothing passes up to the ceiling: no answer, not the unlimited peak.
+    capped = dataclasses.replace(b, ceiling=OWN + 8 * MIB)
+    assert search(capped, lambda limit: False).answer is None
+
+
+def test_a_pass_the_confirmation_overturns_is_no_answer() -> None:
+    """One run passed at the low end; its repeats were OOM-killed: the search goes on above
+    it and answers a limit whose repeats passed too."""
+    b = Bounds(40 * MIB, 104 * MIB, None, 8 * MIB, allowance=MIB)
+    flaky = {b.low}  # passes once, fails its confirmation
+    confirmed: list[int] = []
+
+    def confirm(limit: int) -> Verdict:
+        confirmed.append(limit)
+        return Verdict(limit not in flaky and limit >= 70 * MIB, "oom")
+
+    r = search(b, lambda limit: limit in flaky or limit >= 70 * MIB, confirm)
+    assert confirmed[0] == b.low and r.tried[:2] == ((b.low, True), (b.low, False))
+    assert r.answer is not None and 70 * MIB <= r.answer <= 70 * MIB + b.resolution
+    assert confirmed[-1] == r.answer and (r.answer, True) == r.tried[-1]
+
+
+def _edge_run(limit: int, peak: int, floor: int, file: int = 0) -> RunResult:
+    memory = dataclasses.replace(
+        mem(peak=peak, floor=floor),
+        limit_bytes=limit,
+        peaks=MemoryParts(total=peak, anon=floor, file=file, shmem=0, kernel=0),
+    )
+    return run(memory=memory)
+
+
+def test_a_run_whose_own_memory_met_the_limit_does_not_fit() -> None:
+    """The run report said "fits at the edge: its peak met the limit with no page cache …
+    leaves 108.0KiB" while fit's table said "fits (-5%)"."""
+    ref = run()
+    limit = 189087744  # model.py's answer, 180.3 MiB
+    edge = _edge_run(limit, limit, limit - 108 * 1024)
+    v = verdict([edge], Timing("wall", 1.0), ref, 0.10)
+    assert (v.ok, v.memory) == (False, True)
+    assert v.reason == "at the edge: no page cache, leaves 108.0KiB"
+    # Page cache dropped to make room (at the limit), but anon + shmem + kernel left less
+    # than the room the fit asks: at the edge too; with the room, it fits.
+    cached = _edge_run(limit, limit, limit - 512 * 1024, file=64 * MIB)
+    v = verdict([cached], Timing("wall", 1.0), ref, 0.10, MIB)
+    assert (v.ok, v.reason) == (False, "at the edge, leaves 512.0KiB")
+    assert verdict([cached], Timing("wall", 1.0), ref, 0.10, 256 * 1024).ok
+
+
+def _page(n: int) -> int:
+    return -(-n // PAGE) * PAGE
+
+
+# -- the fit, on the scripted backend ------------------------------------------------------
+
+
+def own_memory(limit: int | None) -> Script:
+    """:data:`OWN` of anon, peak and all; under a limit below it, the limit is the peak."""
+    peak = OWN if limit is None else min(OWN, limit)
+
+    def script(t: float) -> Counters:
+        return Counters(
+            cpu_usage_us=int(t * 1e6),
+            memory_current=peak,
+            memory_peak=peak,
+            memory_anon=peak,
+            memory_file=0,
+            memory_shmem=0,
+            memory_kernel=0,
+            memory_inactive_file=0,
+            oom_kills=0,
+            pids_current=1,
+        )
+
+    return script
+
+
+class OwnMemory(FakeBackend):
+    def launch(self, spec: RunSpec) -> FakeRun:
+        self.script = own_memory(spec.limits.memory)
+        return super().launch(spec)
+
+
+@pytest.fixture
+def own() -> Iterator[str]:
+    register_backend("fake-own-memory", OwnMemory)
+    yield "fake-own-memory"
+    unregister_backend("fake-own-memory")
+
+
+def _fit(capfd: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, object], str]:
+    code = main(["fit", "--json", *args])
+    out, err = capfd.readouterr()
+    return code, json.loads(out), err
+
+
+def test_fit_answers_a_limit_with_room_confirmed_by_repeats(
+    capfd: pytest.CaptureFixture[str], own: str
+) -> None:
+    """All of the run's memory is its own: the old fit probed its floor (the peak), passed
+    one run there and answered it.  Now the first limit leaves the allowance, and the
+    answer's probe has :data:`REPEAT_ON_DOUBT` runs."""
+    rc, doc, err = _fit(capfd, "--backend", own, "--tolerance", "1000%", "--", "sleep", "0.05")
+    assert rc == 0, err
+    probes: list[dict[str, object]] = doc["probes"]  # type: ignore[assignment]
+    answer = doc["min_memory_bytes"]
+    assert isinstance(answer, int)
+    assert answer >= OWN + MIB  # the floor and the room over it
+    (at,) = [p for p in probes if p["limit_bytes"] == answer]
+    assert at["ok"] and len(at["wall_s"]) == REPEAT_ON_DOUBT  # type: ignore[arg-type]
+    assert all(p["limit_bytes"] != OWN for p in probes)
+    recommended = doc["recommended_bytes"]
+    assert isinstance(recommended, int) and recommended >= answer * 1.2
+
+
