@@ -31,7 +31,7 @@ from .options import (
 
 if TYPE_CHECKING:
     from ..model import RunResult
-    from ..sweeps.fit import FitOutcome, Probe
+    from ..sweeps.fit_outcome import FitOutcome, Probe
 
 CONTEXT_SETTINGS = {"allow_interspersed_args": False}
 

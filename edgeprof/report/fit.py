@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ..analysis.need import MIN_LIMIT, PAGE, untouched
 from ..model import RunResult
-from ..sweeps.fit import FitOutcome, Probe
+from ..sweeps.fit_outcome import FitOutcome, Probe
 from ..sweeps.fit_reference import setting
 from ..units import counted, format_binary
 from .memory import composition, spare
@@ -45,7 +45,14 @@ def _ends(runs: Sequence[RunResult]) -> str:
 
 
 def render_fit(outcomes: Sequence[FitOutcome]) -> str:
-    return "\n".join(_render_one(o) + _budget_line(o) for o in outcomes)
+    return "\n".join(_render_one(o) + _budget_line(o) + _contention(o) for o in outcomes)
+
+
+def _contention(o: FitOutcome) -> str:
+    """``warning: other tasks on this host held 4 of its 6 runs off their CPUs …``: as a
+    plain ``run`` warns of it (fit had said nothing)."""
+    said = o.contention
+    return "" if said is None else f"warning: {said}\n"
 
 
 def _budget_line(o: FitOutcome) -> str:
@@ -153,11 +160,13 @@ def _render_one(o: FitOutcome) -> str:
                 # Its time was not the limit's to judge: "wall within 10%" beside "+38%"
                 # had contradicted the table.
                 why = "its peak stayed below the limit, so nothing was reclaimed"
-            if answer is not None and len(answer.runs) > 1:
-                why += f" in each of {len(answer.runs)} runs"
+            n = 1 if answer is None else len(answer.runs)
+            if n > 1:
+                why += f" (the median of {n} runs)" if why == what else f" in each of {n} runs"
             if b.allowance:
                 room = format_binary(b.allowance)
-                why += f", each with {room} of room over anon + shmem + kernel"
+                each = "each run" if n > 1 else "the run"
+                why += f", {each} with {room} of room over anon + shmem + kernel"
         lines.append(
             f"smallest memory: {format_binary(o.answer)} ({why}; "
             f"resolution {format_binary(b.resolution)})"

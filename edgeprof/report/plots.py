@@ -22,7 +22,7 @@ from ..model import RunResult, Termination
 from ..storage import prepare_out_dir, write_output
 
 if TYPE_CHECKING:
-    from ..sweeps.fit import FitOutcome
+    from ..sweeps.fit_outcome import FitOutcome
 
 PLOTTED_METRICS = (
     "wall_s", "cpu_s", "peak_bytes", "avg_bytes", "cpu_pct",

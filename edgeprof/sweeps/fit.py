@@ -18,29 +18,27 @@ import os
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TextIO
 
 from ..analysis.need import (
     DEFAULT_MARGIN,
     DEFAULT_TOLERANCE,
     MIN_LIMIT,
     REPEAT_ON_DOUBT,
-    Bounds,
-    Timing,
     Verdict,
     bounds,
     in_doubt,
-    max_probes,
     median_time,
     search,
     spread,
+    stall,
     verdict,
-    with_margin,
 )
 from ..errors import ConfigError
 from ..model import Limits, RunResult, Termination
 from ..units import named, parse_size, parse_unit_size
-from .fit_reference import Cap, failed, interrupted_after, reference_cap, setting, succeeded
+from .fit_outcome import FitOutcome, Probe
+from .fit_reference import Cap, failed, interrupted_after, reference_cap, succeeded
 from .host_checks import check_host, check_setting, open_backend, require_reclaim
 from .labels import safe_dir
 from .request import RunJob, RunRequest, execute, plan_run
@@ -74,177 +72,6 @@ class FitRequest:
     instead of bisecting with limited runs."""
     max_need: str | None = None
     """``--max-memory-need``: a size the answer must not exceed (a CI gate)."""
-
-
-@dataclass(frozen=True)
-class Probe:
-    limit: int
-    runs: tuple[RunResult, ...]
-    verdict: Verdict
-
-    def to_dict(self) -> dict[str, Any]:
-        last = self.runs[-1]
-        p = last.memory.pressure
-        return {
-            "limit_bytes": self.limit,
-            "ok": self.verdict.ok,
-            "verdict": self.verdict.reason,
-            "time_s": median_time(self.runs).seconds,
-            "wall_s": [r.wall_s for r in self.runs],
-            "termination": last.termination.value,
-            "exit_code": last.exit_code,
-            "stall_s": None if p is None else p.stall_some_s,
-            "refaults": None if p is None else _add(p.refaults_anon, p.refaults_file),
-            "major_faults": None if p is None else p.major_faults,
-            "oom_kills": last.memory.oom_kills,
-        }
-
-
-def _add(a: int | None, b: int | None) -> int | None:
-    return None if a is None and b is None else (a or 0) + (b or 0)
-
-
-@dataclass(frozen=True)
-class FitOutcome:
-    label: str
-    reference: tuple[RunResult, ...]
-    time: Timing
-    """The reference runs' median time (wall, or latency p50)."""
-    noise: float
-    bounds: Bounds
-    probes: tuple[Probe, ...]
-    answer: int | None
-    """The smallest limit that passed; ``None``: none did, up to the ceiling."""
-    tolerance: float
-    margin: float
-    stopped: str | None = None
-    """Why there was no search (the unlimited run did not complete)."""
-    method: str = "bisection"
-    """``bisection`` (limited runs) or ``one-run`` (the reference run was squeezed; its
-    ``memory.squeeze.held_bytes`` is the answer)."""
-
-    budget: int | None = None
-    """``--max-memory-need`` in bytes (``None``: no budget)."""
-    gpu_bytes: int | None = None
-    """On a device whose CPU and GPU share one memory (``unified_memory``), the reference
-    runs' GPU peak (median), which the device's memory holds beside the answer; ``None``
-    elsewhere."""
-    reference_cap: int | None = None
-    """The reference runs' memory limit (:func:`reference_cap`); ``None``: none was set."""
-
-    @property
-    def device_need(self) -> int | None:
-        """What the device's memory must hold: the answer, and the GPU's share of a unified
-        memory."""
-        return None if self.answer is None else self.answer + (self.gpu_bytes or 0)
-
-    @property
-    def failed_at_peak(self) -> Probe | None:
-        """Without an answer and no ceiling below the peak, the probe at the unlimited peak,
-        which failed: the search probes it only after a failure other than memory
-        (:attr:`Verdict.memory`: an exit code, a signal, a timeout), and then the command
-        fails under a limit even where the limit takes nothing from it.  (At a ceiling below
-        the peak a failure is the ceiling's: it does not fit there.)"""
-        b = self.bounds
-        if self.answer is not None or self.stopped is not None or b.top < b.peak:
-            return None
-        # Above the peak (a floor and its room past it): a failure for memory there moved
-        # the search higher (need.search), so only another's is the top's to say.
-        return next(
-            (p for p in self.probes if p.limit == b.top and not p.verdict.ok
-             and (b.top == b.peak or not p.verdict.memory)),
-            None,
-        )
-
-    @property
-    def max_probes(self) -> int:
-        """The search's bound, one more where a probe failed for a reason other than memory
-        and there was no ceiling below the peak: the peak is then probed, not assumed."""
-        b = self.bounds
-        checked = b.top == b.peak and any(
-            not p.verdict.ok and not p.verdict.memory for p in self.probes
-        )
-        return max_probes(b) + checked
-
-    @property
-    def within_budget(self) -> bool | None:
-        """The answer against the budget; ``None`` without a budget or a search (stopped).
-        No answer (nothing fits the ceiling) is over any budget."""
-        if self.budget is None or self.stopped is not None:
-            return None
-        return self.answer is not None and self.answer <= self.budget
-
-    @property
-    def recommended(self) -> int | None:
-        return None if self.answer is None else with_margin(self.answer, self.margin)
-
-    @property
-    def fits(self) -> bool:
-        """An answer, within the ceiling (a bisection's always is; a one-run estimate may
-        exceed it)."""
-        ceiling = self.bounds.ceiling
-        need = self.device_need
-        return need is not None and (ceiling is None or need <= ceiling)
-
-    @property
-    def measured_peak(self) -> int | None:
-        """The unlimited runs' peak as measured (the search's top is at least its smallest
-        limit: "peak 6.0MiB = anon 0.0 + …" was ``true``'s 144 KiB)."""
-        peaks = [r.memory.peak_bytes for r in self.reference if r.memory.peak_bytes is not None]
-        return max(peaks) if peaks else None
-
-    @property
-    def measured_floor(self) -> int | None:
-        """The unlimited runs' floor as measured (anon + shmem + kernel at its highest)."""
-        floors = [r.memory.floor_bytes for r in self.reference if r.memory.floor_bytes is not None]
-        return max(floors) if floors else None
-
-    def to_dict(self) -> dict[str, Any]:
-        b = self.bounds
-        # No reference: interrupted before its first run ended, so nothing of a run to give.
-        ref = self.reference[-1] if self.reference else None
-        squeeze = None if ref is None else ref.memory.squeeze
-        at_peak = None if ref is None else ref.memory.at_peak
-        return {
-            "name": self.label,
-            "method": self.method,
-            "command": None if ref is None else list(ref.command),
-            "backend": None if ref is None else ref.backend,
-            "mechanism": None if ref is None else ref.mechanism,
-            "limits": None if ref is None else setting(ref).describe(),
-            "device": None if ref is None else ref.device,
-            "metric": self.time.metric,
-            "tolerance": self.tolerance,
-            "margin": self.margin,
-            "reference": None
-            if ref is None
-            else {
-                "time_s": self.time.seconds,
-                "noise": self.noise,
-                "wall_s": [r.wall_s for r in self.reference],
-                "termination": ref.termination.value,
-                "exit_code": ref.exit_code,
-                # As measured: the search's bracket (below) is in pages, at least 6 MiB
-                # (fit.json said `true`'s 282624-byte peak was 6291456 bytes).
-                "peak_bytes": self.measured_peak,
-                "floor_bytes": self.measured_floor,
-                "memory_cap_bytes": self.reference_cap,
-                "at_peak": None if at_peak is None else dataclasses.asdict(at_peak),
-            },
-            "bracket_bytes": [b.floor, b.peak],
-            "ceiling_bytes": b.ceiling,
-            "resolution_bytes": b.resolution,
-            "max_probes": self.max_probes,
-            "probes": [p.to_dict() for p in self.probes],
-            "min_memory_bytes": self.answer,
-            "recommended_bytes": self.recommended,
-            "fits": self.fits,
-            "squeeze": None if squeeze is None else dataclasses.asdict(squeeze),
-            "max_memory_need_bytes": self.budget,
-            "gpu_bytes": self.gpu_bytes,
-            "within_budget": self.within_budget,
-            "stopped": self.stopped,
-        }
 
 
 def plan_fit(req: FitRequest) -> tuple[RunJob, int | None]:
@@ -399,6 +226,7 @@ def _fit_one(
         )
         time = median_time(reference)
         noise = spread(reference)
+        ref_stall = stall(reference)  # what a probe's memory stalls are judged against
         bad = next((r for r in reference if not succeeded(r)), None)
         if bad is not None or not reference:
             stopped = "the unlimited run ended: interrupted" if bad is None else failed(
@@ -423,7 +251,7 @@ def _fit_one(
                 )
             if not got or any(r.termination is Termination.INTERRUPTED for r in got):
                 raise _Interrupted
-            v = verdict(got, time, reference[-1], req.tolerance, b.allowance)
+            v = verdict(got, time, reference[-1], req.tolerance, b.allowance, ref_stall)
             p = Probe(limit, tuple(got), v)
             probes.append(p)
             if on_step is not None:
@@ -444,7 +272,7 @@ def _fit_one(
             if not got or any(r.termination is Termination.INTERRUPTED for r in got):
                 raise _Interrupted
             both = (*p.runs, *got)
-            v = verdict(both, time, reference[-1], req.tolerance, b.allowance)
+            v = verdict(both, time, reference[-1], req.tolerance, b.allowance, ref_stall)
             probes[i] = Probe(limit, both, v)
             if on_step is not None:
                 on_step(label, limit, probes[i], list(got))

@@ -21,7 +21,8 @@ from edgeprof.cli.fit import fit_exit_code
 from edgeprof.model import RunSpec, Termination
 from edgeprof.report.fit import CURVE, probe_row
 from edgeprof.report.results import row
-from edgeprof.sweeps.fit import FitRequest, Probe, _one_run
+from edgeprof.sweeps.fit import FitRequest, _one_run
+from edgeprof.sweeps.fit_outcome import Probe
 from edgeprof.sweeps.request import RunRequest
 from edgeprof.units import format_binary
 from tests.fakes import FakeBackend, FakeRun, linear

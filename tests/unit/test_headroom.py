@@ -28,7 +28,7 @@ from edgeprof.report.ci_summary import render_run_summary
 from edgeprof.report.fit import render_fit
 from edgeprof.report.memory import headroom
 from edgeprof.report.results import render_plain
-from edgeprof.sweeps.fit import FitOutcome, Probe
+from edgeprof.sweeps.fit_outcome import FitOutcome, Probe
 from edgeprof.sweeps.request import RunRequest, plan_run
 
 from .conftest import make_result

@@ -30,7 +30,7 @@ from edgeprof.analysis.need import (
 )
 from edgeprof.model import LatencyStats, MemoryPressure, MemoryStats, RunResult, Termination
 from edgeprof.report.fit import render_fit
-from edgeprof.sweeps.fit import FitOutcome, Probe
+from edgeprof.sweeps.fit_outcome import FitOutcome, Probe
 
 from .conftest import make_result
 
@@ -572,7 +572,7 @@ def test_a_workload_below_the_least_limit_is_searched_from_that_limit_and_says_s
     )
     assert "(1 run); peak 144.0KiB\n" in text
     assert (
-        "smallest memory: 7.0MiB (wall within 10% of the unlimited run's, each with 1.0MiB "
+        "smallest memory: 7.0MiB (wall within 10% of the unlimited run's, the run with 1.0MiB "
         "of room over anon + shmem + kernel; resolution" in text
     )
 

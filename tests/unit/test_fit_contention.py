@@ -1,0 +1,148 @@
+"""``edgeprof fit``'s verdicts are the memory limit's, not the host's: a fit of
+``read_and_hold.py model.bin 48`` answered 55.7, 170.0 and 55.7 MiB in three invocations on a
+host where other tasks held its runs off their CPUs (``cpu.held_s`` 0.25 to 0.41 s of 1.1 s):
+probes judged "+25 %" slower on their wall time, for CPU the limit does not take.
+
+A probe is judged by its wall time less the time other tasks held it off its CPUs, where the
+kernel says (cgroup v2 ``memory.pressure``) only by the slowdown its memory stalls account
+for, and the contention is said in fit's output as ``run`` says it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from edgeprof.analysis.need import (
+    UNCONTENDED,
+    Timing,
+    contended,
+    median_time,
+    memory_slowdown,
+    timing,
+    verdict,
+)
+from edgeprof.backends import register_backend, unregister_backend
+from edgeprof.cli import main
+from edgeprof.model import Counters, MemoryPressure, RunResult, RunSpec
+from tests.fakes import FakeBackend, FakeRun, Script
+
+from .test_memory_need import mem, run
+
+MIB = 1 << 20
+SLEEP_S = 0.2
+"""The workload's own time; under a limit the fake host holds it off its CPUs as long again."""
+
+
+def held_run(wall: float, held: float, stall: float | None = None) -> RunResult:
+    r = run(wall=wall, memory=mem(pressure=_pressure(stall)))
+    return dataclasses.replace(r, cpu=dataclasses.replace(r.cpu, held_s=held, throttled_s=0.0))
+
+
+def _pressure(stall: float | None) -> MemoryPressure | None:
+    if stall is None:
+        return None
+    return MemoryPressure(
+        stall_some_s=stall,
+        stall_full_s=None,
+        refaults_anon=None,
+        refaults_file=None,
+        major_faults=None,
+    )
+
+
+def test_a_probe_is_timed_less_the_time_others_held_it() -> None:
+    # 1.1 s of wall, 0.4 s of it held off the CPUs: 0.7 s, as fast as the unlimited 0.7 s.
+    ref = held_run(0.7, 0.0)
+    probe = held_run(1.1, 0.4)
+    t = timing(probe)
+    assert t.metric == UNCONTENDED and abs(t.seconds - 0.7) < 1e-9
+    v = verdict([probe], median_time([ref]), ref, 0.10)
+    assert v.ok, v
+    # Without a pressure file (no held figure) the wall time is all there is.
+    bare = run(wall=1.1)
+    assert timing(bare) == Timing("wall", 1.1)
+    assert not verdict([bare], Timing("wall", 0.7), ref, 0.10).ok
+
+
+def test_where_the_kernel_counts_memory_stalls_a_slowdown_they_do_not_explain_fits() -> None:
+    ref = held_run(1.0, 0.0, stall=0.01)
+    # +30 % slower, 0.02 s more stalled on memory (+2 %): not the limit's.
+    slow = held_run(1.3, 0.0, stall=0.03)
+    assert memory_slowdown([slow], 0.01, Timing(UNCONTENDED, 1.0)) == pytest.approx(0.02)
+    v = verdict([slow], Timing(UNCONTENDED, 1.0), ref, 0.10, ref_stall=0.01)
+    assert (v.ok, v.reason) == (True, "fits (+30%, memory stall +2%)")
+    # +30 % slower and 0.25 s more stalled: the limit's.
+    thrashing = held_run(1.3, 0.0, stall=0.26)
+    v = verdict([thrashing], Timing(UNCONTENDED, 1.0), ref, 0.10, ref_stall=0.01)
+    assert (v.ok, v.reason) == (False, "+30% slower")
+
+
+def test_contention_is_said_as_run_says_it() -> None:
+    runs = [held_run(1.0, 0.0), held_run(1.1, 0.41), held_run(1.2, 0.25)]
+    said = contended(runs)
+    assert said == (
+        "other tasks on this host held 2 of its 3 runs off their CPUs, up to 0.41s (37% of a "
+        "run's wall time): each run is judged by its wall time less that"
+    )
+    assert contended([held_run(1.0, 0.05)]) is None  # under a tenth of its wall time
+
+
+def held_under_a_limit(limited: bool) -> Script:
+    """8 MiB of memory, a 64 MiB peak (so a limit below it is reached); a limited run is
+    held off its CPUs for all but its first :data:`SLEEP_S` (its workload sleeps twice as
+    long), as other tasks on a busy host would hold it."""
+
+    def script(t: float) -> Counters:
+        return Counters(
+            cpu_usage_us=int(t * 1e5),
+            memory_current=8 * MIB,
+            memory_peak=64 * MIB,
+            memory_inactive_file=0,
+            oom_kills=0,
+            pids_current=1,
+            cpu_full_us=int(max(0.0, t - SLEEP_S) * 1e6) if limited else 0,
+            throttled_us=0,
+        )
+
+    return script
+
+
+class HeldWhenLimited(FakeBackend):
+    def launch(self, spec: RunSpec) -> FakeRun:
+        # A probe's limit: below the peak (the unlimited runs are capped at what the host
+        # has, far above it).
+        limited = spec.limits.memory is not None and spec.limits.memory <= 64 * MIB
+        self.script = held_under_a_limit(limited)
+        env = {**spec.env, "FAKE_SLEEP": str(2 * SLEEP_S if limited else SLEEP_S)}
+        return super().launch(dataclasses.replace(spec, env=env))
+
+
+@pytest.fixture
+def held_backend() -> Iterator[str]:
+    register_backend("fake-held", HeldWhenLimited)
+    yield "fake-held"
+    unregister_backend("fake-held")
+
+
+def test_fit_is_not_decided_by_contention(
+    capfd: pytest.CaptureFixture[str], held_backend: str
+) -> None:
+    """Every limited run is twice the unlimited one's wall time, all of it held off its CPUs
+    by others: the old fit judged each probe "+100% slower" and answered the untried peak.
+    Now the first limit fits, and the output says the runs were held."""
+    command = ["sh", "-c", 'sleep "$FAKE_SLEEP"']
+    code = main(["fit", "--json", "--backend", held_backend, "--", *command])
+    out, err = capfd.readouterr()
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["min_memory_bytes"] == 9 * MIB  # the 8 MiB floor and 1 MiB of room
+    assert all(p["ok"] for p in doc["probes"]), doc["probes"]
+    assert doc["metric"] == UNCONTENDED
+    said = doc["contention"]
+    assert said.startswith("other tasks on this host held 3 of its 5 runs off their CPUs")
+    code = main(["fit", "--backend", held_backend, "--", *command])
+    out, _ = capfd.readouterr()
+    assert code == 0 and out.splitlines()[-1].startswith("warning: other tasks on this host")
