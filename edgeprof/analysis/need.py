@@ -204,17 +204,27 @@ def bounds(
 
 
 def allowance(reference: Sequence[RunResult], floor: int) -> int:
-    """The room a limit must leave above the floor to be an answer: the larger of the
-    kernel's charging slack (:data:`~edgeprof.analysis.headroom.AT_LIMIT_SLACK`, 1 % and at
-    least 1 MiB: a run whose peak comes that close has met its limit) and the spread of the
-    unlimited runs' floors (max − min: what one run holds more than another).
+    """The room a limit must leave above the floor to be an answer: the kernel's charging
+    slack (:func:`slack`) and the spread of the unlimited runs' floors (max − min: what one
+    run holds more than another), so that a run within that spread still leaves each run the
+    slack :func:`at_the_edge` asks of it.
 
     Measured: ``read_and_hold.py model.bin 48`` (floor 55.7 MiB, three unlimited floors
     within 16 KiB of each other) was OOM-killed in 5 of 9 runs at its floor, the answer one
-    passing probe there had given."""
+    passing probe there had given.  With the larger of the two instead of their sum, a probe
+    at the floor and its room whose own floor came 8 KiB higher left 1016 KiB, less than the
+    slack, and failed for it."""
     floors = [r.memory.floor_bytes for r in reference if r.memory.floor_bytes is not None]
     spread = max(floors) - min(floors) if floors else 0
-    return _page(max(MIB, int(AT_LIMIT_SLACK * floor), spread))
+    return _page(slack(floor) + spread)
+
+
+def slack(floor: int) -> int:
+    """The kernel's charging slack at ``floor``
+    (:data:`~edgeprof.analysis.headroom.AT_LIMIT_SLACK`, 1 % and at least 1 MiB): a run whose
+    peak comes that close to its limit has met it.  Each run must leave this much under its
+    limit over its own anon + shmem + kernel (:func:`at_the_edge`)."""
+    return _page(max(MIB, int(AT_LIMIT_SLACK * floor)))
 
 
 def _page(n: int) -> int:

@@ -156,13 +156,14 @@ def _render_one(o: FitOutcome) -> str:
             )
         else:
             why = what
+            n = 1 if answer is None else len(answer.runs)
             if answer is not None and all(map(untouched, answer.runs)):
                 # Its time was not the limit's to judge: "wall within 10%" beside "+38%"
                 # had contradicted the table.
-                why = "its peak stayed below the limit, so nothing was reclaimed"
-            n = 1 if answer is None else len(answer.runs)
-            if n > 1:
-                why += f" (the median of {n} runs)" if why == what else f" in each of {n} runs"
+                each = f" in each of {n} runs" if n > 1 else ""
+                why = f"its peak stayed below the limit{each}, so nothing was reclaimed"
+            elif n > 1:
+                why += f" (the median of {n} runs)"
             if b.allowance:
                 room = format_binary(b.allowance)
                 each = "each run" if n > 1 else "the run"

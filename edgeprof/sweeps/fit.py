@@ -30,6 +30,7 @@ from ..analysis.need import (
     in_doubt,
     median_time,
     search,
+    slack,
     spread,
     stall,
     verdict,
@@ -227,6 +228,7 @@ def _fit_one(
         time = median_time(reference)
         noise = spread(reference)
         ref_stall = stall(reference)  # what a probe's memory stalls are judged against
+        room = slack(b.floor)  # what each run must leave; the bracket adds the floors' spread
         bad = next((r for r in reference if not succeeded(r)), None)
         if bad is not None or not reference:
             stopped = "the unlimited run ended: interrupted" if bad is None else failed(
@@ -251,7 +253,7 @@ def _fit_one(
                 )
             if not got or any(r.termination is Termination.INTERRUPTED for r in got):
                 raise _Interrupted
-            v = verdict(got, time, reference[-1], req.tolerance, b.allowance, ref_stall)
+            v = verdict(got, time, reference[-1], req.tolerance, room, ref_stall)
             p = Probe(limit, tuple(got), v)
             probes.append(p)
             if on_step is not None:
@@ -272,7 +274,7 @@ def _fit_one(
             if not got or any(r.termination is Termination.INTERRUPTED for r in got):
                 raise _Interrupted
             both = (*p.runs, *got)
-            v = verdict(both, time, reference[-1], req.tolerance, b.allowance, ref_stall)
+            v = verdict(both, time, reference[-1], req.tolerance, room, ref_stall)
             probes[i] = Probe(limit, both, v)
             if on_step is not None:
                 on_step(label, limit, probes[i], list(got))

@@ -177,6 +177,7 @@ class FitOutcome:
             "bracket_bytes": [b.floor, b.peak],
             "ceiling_bytes": b.ceiling,
             "resolution_bytes": b.resolution,
+            "room_bytes": b.allowance,
             "max_probes": self.max_probes,
             "probes": [p.to_dict() for p in self.probes],
             "min_memory_bytes": self.answer,

@@ -24,6 +24,7 @@ from edgeprof.analysis.need import (
     allowance,
     bounds,
     search,
+    slack,
     verdict,
 )
 from edgeprof.backends import register_backend, unregister_backend
@@ -37,13 +38,14 @@ OWN = 100 * MIB
 """The fake workload's memory, all its own (anon): no limit can take any of it back."""
 
 
-def test_the_allowance_is_the_charging_slack_or_the_spread_of_the_floors() -> None:
+def test_the_allowance_is_the_charging_slack_and_the_spread_of_the_floors() -> None:
     # 1 % of the floor, at least 1 MiB: the slack within which a peak has met its limit.
-    assert allowance([run(memory=mem(floor=OWN))], OWN) == MIB
+    assert allowance([run(memory=mem(floor=OWN))], OWN) == slack(OWN) == MIB
     assert allowance([run(memory=mem(floor=400 * MIB))], 400 * MIB) == 4 * MIB
-    # The unlimited runs' floors 3 MiB apart: a limit must leave that.
+    # The unlimited runs' floors 3 MiB apart: a run may hold that much more, and still
+    # leave the slack.
     runs = [run(memory=mem(floor=OWN)), run(memory=mem(floor=OWN + 3 * MIB))]
-    assert allowance(runs, OWN + 3 * MIB) == 3 * MIB
+    assert allowance(runs, OWN + 3 * MIB) == slack(OWN + 3 * MIB) + 3 * MIB
 
 
 def test_a_peak_that_is_the_runs_own_memory_is_no_answer_without_a_probe() -> None:
