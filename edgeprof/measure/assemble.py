@@ -145,7 +145,7 @@ def build_result(
             ),
             wait_s=secs(final.cpu_some_us),
             held_s=secs(final.cpu_full_us),
-            task_peak_pct=stats.peak_task_pct,
+            task_speed_pct=stats.task_speed_pct,
         ),
         memory=MemoryStats(
             peak_bytes=peak,

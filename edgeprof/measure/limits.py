@@ -17,6 +17,7 @@ from ..units import (
     format_period,
     shortest_period_us,
 )
+from .sampler import TASK_SCAN_S
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -242,9 +243,9 @@ def faster_than_device(
     core (``cpus / cores`` of a host core):
 
     * ``throttled`` (periods the group was stalled in) is 0: the quota never slowed it;
-    * ``cpu.task_peak_pct``, where the run's threads could be read: one task ran faster than
-      a device core over a window, beyond one period's quota spread over the window (where
-      a window's ends fall in a period) and 5 %;
+    * ``cpu.task_speed_pct``, where the run's threads could be read: half of the run's
+      thread CPU time ran faster than a device core, beyond one period's quota spread over
+      the threads' 0.5 s readings (where a reading falls in a period) and 5 %;
     * else ``tasks`` (the samples' largest ``pids.current``: processes and threads) is under
       the device's cores: the quota allowed each running task at least ``min(1, cpus /
       tasks)`` of a host core.  Tasks that exist are not tasks that ran: ``import numpy``
@@ -265,14 +266,13 @@ def faster_than_device(
     why = []
     if throttled == 0:
         why.append("the quota never stalled it")
-    pct = None if cpu is None else cpu.task_peak_pct
+    pct = None if cpu is None else cpu.task_speed_pct
     if pct is not None and cpu is not None:
-        window = cpu.peak_window_s or 1.0
-        slack = cpus * (cpu.period_s or 0.0) / window
+        slack = cpus * (cpu.period_s or 0.0) / TASK_SCAN_S
         if pct / 100 > per_core * 1.05 + slack:
             why.append(
-                f"one of its tasks ran at {pct / 100:.3g} of a host core over {window:g}s "
-                "(the busiest thread's CPU time)"
+                f"half of its threads' CPU time ran at {pct / 100:.3g} of a host core or "
+                "faster (each thread's CPU time, read every 0.5s)"
             )
     elif tasks is not None and 1 <= tasks < cores and min(1.0, cpus / tasks) > per_core * 1.01:
         least = min(1.0, cpus / tasks)

@@ -63,12 +63,10 @@ class SeriesStats:
         self.peak_memory: int | None = None
         self.peak_working_set: int | None = None
         self.peak_pids: int | None = None
-        self.peak_task_pct: float | None = None
-        """The busiest single thread's CPU % (of one host core) over a window of
-        ``peak_window_s`` (:meth:`add_tasks`)."""
-        self._scans: deque[tuple[float, Mapping[int, int]]] = deque()
-        self._first_scan: tuple[float, Mapping[int, int]] | None = None
-        self._full_window = False
+        self._last_scan: tuple[float, Mapping[int, int]] | None = None
+        self._task_speeds: dict[int, int] = {}
+        """CPU time (ns) the run's threads used, by the speed (in half percents of a host
+        core) each used it at between two scans (:meth:`add_tasks`)."""
         self._at_peak_usage: tuple[float, Counters] | None = None
         self.part_peaks = PartPeaks()
         self.mapped: MappedTracker | None = None
@@ -117,32 +115,38 @@ class SeriesStats:
         )
 
     def add_tasks(self, t: float, times: Mapping[int, int]) -> None:
-        """Each thread's cumulative CPU time (ns, by thread id) at ``t``.  Over each window
-        of ``peak_window_s`` ending at a scan, the thread that used the most CPU sets
-        :attr:`peak_task_pct`: what one task of the run was allowed to do, which a count of
-        the tasks that exist cannot say (an idle thread counts as much as a busy one).  A
-        thread first seen in a scan started inside the window: all its time is the window's.
-        Until a window has passed, the span since the first scan stands in for one (a run
-        shorter than a window is measured over its whole span)."""
-        if self._first_scan is None:
-            self._first_scan = (t, times)
+        """Each thread's cumulative CPU time (ns, by thread id) at ``t``.  Between two scans,
+        each thread's CPU time is put at the speed it ran at (its time over the scans' span,
+        in % of a host core): :attr:`task_speed_pct` is the speed at which half of the
+        run's thread CPU time ran.  Not the busiest thread's peak: where one of two busy
+        processes under a 2-core board's quota ends first, the other, alone for its last
+        moments, reaches twice a board core over a 1 s window, whatever the run did before.  Nor the threads that exist: an idle one counts as much as a
+        busy one.  A thread first seen in a scan started after the last: all its time is
+        this span's (a reused thread id that went back is left out)."""
+        last, self._last_scan = self._last_scan, (t, times)
+        if last is None or t <= last[0]:
             return
-        w = self._scans
-        w.append((t, times))
-        while len(w) >= 2 and t - w[1][0] >= self.peak_window_s:
-            w.popleft()
-        full = t - w[0][0] >= self.peak_window_s
-        if not full and self._full_window:
-            return
-        t0, before = w[0] if full else self._first_scan
-        if t <= t0:
-            return
-        used = max((ns - before.get(tid, 0) for tid, ns in times.items()), default=0)
-        pct = 100.0 * used / ((t - t0) * 1e9)
-        if full and not self._full_window:
-            self._full_window = True
-            self.peak_task_pct = None  # a short span's figure gives way to whole windows
-        self.peak_task_pct = pct if not full else _max(self.peak_task_pct, pct)
+        span_ns = (t - last[0]) * 1e9
+        before = last[1]
+        for tid, ns in times.items():
+            used = ns - before.get(tid, 0)
+            if used > 0:
+                key = round(200.0 * used / span_ns)
+                self._task_speeds[key] = self._task_speeds.get(key, 0) + used
+
+    @property
+    def task_speed_pct(self) -> float | None:
+        """The CPU-time-weighted median of the run's threads' speeds (% of a host core, to
+        half a percent); ``None`` before two scans saw a thread use CPU."""
+        total = sum(self._task_speeds.values())
+        if not total:
+            return None
+        acc = 0
+        for key in sorted(self._task_speeds):
+            acc += self._task_speeds[key]
+            if 2 * acc >= total:
+                return key / 2.0
+        raise AssertionError("unreachable: the weights add up to their total")
 
     def _track_peak_cpu(self, t: float, usage: int) -> None:
         w = self._window

@@ -157,12 +157,13 @@ class CpuStats:
     """Time none of the run's tasks was running while one could (``cpu.pressure``'s
     ``full``): the quota's stalls (``throttled_s``) and other tasks holding its CPUs, not
     its own threads waiting for each other.  ``None`` as :attr:`wait_s`."""
-    task_peak_pct: float | None = None
-    """The busiest single task's (thread's) CPU % of one host core over a window of
-    ``peak_window_s`` (a run shorter than that: over its span), from each thread's CPU time
-    read every 0.5 s: how fast one task was allowed to run.  Read for a run under a ``cpus``
-    quota only; ``None`` without one, where the run's threads cannot be read from this host,
-    or in a file older than the figure."""
+    task_speed_pct: float | None = None
+    """The speed (% of one host core) at which half of the run's thread CPU time ran: each
+    thread's CPU time read every 0.5 s, put at the speed it ran at between two readings, and
+    the CPU-time-weighted median taken.  How fast the quota let the run's tasks go.  Read
+    for a run under a ``cpus`` quota only; ``None`` without one, where the run's threads
+    cannot be read from this host, before a second reading, or in a file older than the
+    figure."""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import pytest
 
 from edgeprof.cli import main
 from edgeprof.measure.limits import FRACTIONAL_PERIOD_US
+from edgeprof.measure.sampler import TASK_SCAN_S
 
 
 def test_a_catalog_board_is_the_runs_limits(
@@ -61,7 +62,7 @@ def test_a_board_with_more_cores_than_the_runs_tasks_is_said_to_be_outrun(
     # 0.2 s of CPU may end before the threads' second reading (0.5 s apart): the pids count
     # then stands in for their CPU times.
     by_count = "the samples saw at most 1 task(s)" in said and "at least 1 of a host core" in said
-    assert by_count or "one of its tasks ran at" in said, said
+    assert by_count or "half of its threads' CPU time ran at" in said, said
     four = f"for i in 1 2 3 4; do {sys.executable} -c '{spin}' & done; wait"
     assert warnings("quad-pinned", "sh", "-c", four) == []
 
@@ -72,8 +73,8 @@ def test_an_idle_thread_does_not_hide_a_busy_loop_faster_than_the_device(
     """``import numpy`` under ``OMP_NUM_THREADS=2`` starts an idle OpenBLAS thread: a single
     busy loop under a 2-core board at speed 0.25 (0.5 CPUs) showed 2 tasks, and the run was
     not said to outrun the board, whose cores each do 0.25 of a host core while the loop's
-    thread ran at up to 0.5.  The busiest thread's CPU time says it; two busy processes,
-    each held to 0.25 by the quota, are not said to outrun it, however loaded the host."""
+    thread ran at up to 0.5.  The speed its threads' CPU time ran at says it; for two busy
+    processes, the warning says what their threads' times measured."""
     import sys
 
     cat = tmp_path / "boards.yml"
@@ -93,17 +94,22 @@ def test_an_idle_thread_does_not_hide_a_busy_loop_faster_than_the_device(
     d, printed, said = run(sys.executable, "-c", one)
     assert "tasks 2" in printed  # the idle thread exists
     cpu = d["cpu"]
-    share = cpu["task_peak_pct"] / 100
+    share = cpu["task_speed_pct"] / 100
     assert share <= 0.5 * 1.01  # never above the group's quota
-    bound = 0.25 * 1.05 + 0.5 * cpu["period_s"] / cpu["peak_window_s"]
+    bound = 0.25 * 1.05 + 0.5 * cpu["period_s"] / TASK_SCAN_S
     # Only other work on the host can keep the loop's thread under the bound, and the run
     # says so.
     held = any("held the run off its CPUs" in w for w in d["warnings"])
     assert share > bound or held, (share, d["warnings"])
     assert bool(said) == (share > bound or cpu["nr_throttled"] == 0), (share, said)
     if share > bound:
-        assert "one of its tasks ran at" in said[0] and "task(s)" not in said[0]
+        assert "half of its threads' CPU time ran at" in said[0] and "task(s)" not in said[0]
+    # Two busy processes: the warning says what the threads' times measured, no more.  (Not
+    # "never": under this 0.5-CPU quota with 5 ms periods, half of two spinners' CPU time
+    # ran at 0.385 and 0.435 of a host core in two runs of three here, one spinner taking
+    # most periods' quota, another run 0.25: the quota is the group's, not each core's.)
     two = f"for i in 1 2; do {sys.executable} -c '{spin}' & done; wait"
     d, _, said = run("sh", "-c", two)
-    assert d["cpu"]["task_peak_pct"] <= 100 * bound, d["cpu"]
-    assert said == []
+    speed = d["cpu"]["task_speed_pct"] / 100
+    assert speed <= 0.5 * 1.01, d["cpu"]
+    assert bool(said) == (speed > bound or d["cpu"]["nr_throttled"] == 0), (speed, said)
