@@ -120,9 +120,10 @@ class SeriesStats:
         in % of a host core): :attr:`task_speed_pct` is the speed at which half of the
         run's thread CPU time ran.  Not the busiest thread's peak: where one of two busy
         processes under a 2-core board's quota ends first, the other, alone for its last
-        moments, reaches twice a board core over a 1 s window, whatever the run did before.  Nor the threads that exist: an idle one counts as much as a
-        busy one.  A thread first seen in a scan started after the last: all its time is
-        this span's (a reused thread id that went back is left out)."""
+        moments, reaches twice a board core over a 1 s window, whatever the run did
+        before.  Nor the threads that exist: an idle one counts as much as a busy one.  A
+        thread first seen in a scan started after the last: all its time is this span's (a
+        reused thread id that went back is left out)."""
         last, self._last_scan = self._last_scan, (t, times)
         if last is None or t <= last[0]:
             return
