@@ -1,9 +1,12 @@
-"""Per-task CPU time of a run's processes: raw counters for the "faster than the device" check.
+"""Per-task CPU time and run delay of a run's processes: raw counters for the "faster than
+the device" check.
 
 A group's task count says how many threads exist, not how many ran: ``import numpy`` under
 ``OMP_NUM_THREADS=2`` starts an OpenBLAS thread that sleeps, and a single busy loop then
 showed 2 tasks under a 2-core device (a user's report), hiding that the loop ran at twice a
-device core's speed.  The CPU time each thread used says which ran.
+device core's speed.  The CPU time each thread used says which ran; with the time it waited
+runnable (``run_delay``: for a CPU, or for the quota's refill), how fast it ran while it
+wanted to.
 """
 
 from __future__ import annotations
@@ -15,16 +18,23 @@ from collections.abc import Iterable
 _TICK_NS = 1_000_000_000 // (os.sysconf("SC_CLK_TCK") or 100)
 
 
-def task_cpu_ns(pids: Iterable[int], proc: str = "/proc") -> dict[int, int]:
-    """CPU time (ns) each thread of ``pids`` has used, by thread id; threads and processes
-    that are gone by the time they are read are left out.
+TaskTime = tuple[int, int | None]
+"""A thread's CPU time and run delay so far (ns); the delay ``None`` where not kept."""
 
-    ``/proc/PID/task/TID/schedstat``'s first field is the scheduler's ``sum_exec_runtime``
-    (ns, ``proc_pid_schedstat``); without it (a kernel built without ``CONFIG_SCHED_INFO``)
-    ``stat``'s utime + stime, in clock ticks.  Plain ``os`` calls on string paths: a scan
-    of a torch process's 88 threads took 4.5 ms of CPU through ``pathlib`` and ``open()``,
-    1.4-1.7 ms this way (a 2-core VM at load 6.5)."""
-    out: dict[int, int] = {}
+
+def task_cpu_ns(pids: Iterable[int], proc: str = "/proc") -> dict[int, TaskTime]:
+    """CPU time and run delay (ns) of each thread of ``pids``, by thread id; threads and
+    processes that are gone by the time they are read are left out.
+
+    ``/proc/PID/task/TID/schedstat``'s first two fields are the scheduler's
+    ``sum_exec_runtime`` and ``sched_info.run_delay`` (ns, ``proc_pid_schedstat``): time on
+    a CPU, and time runnable on a run queue without one, which a group throttled by its
+    quota counts too (its tasks stay queued: ``sched_info_arrive`` adds the wait when one
+    runs again).  Without the file (a kernel built without ``CONFIG_SCHED_INFO``):
+    ``stat``'s utime + stime, in clock ticks, and no delay.  Plain ``os`` calls on string
+    paths: a scan of a torch process's 88 threads took 4.5 ms of CPU through ``pathlib``
+    and ``open()``, 1.4-1.7 ms this way (a 2-core VM at load 6.5)."""
+    out: dict[int, TaskTime] = {}
     for pid in pids:
         base = f"{proc}/{pid}/task/"
         try:
@@ -51,11 +61,12 @@ def _read(path: str) -> bytes | None:
         os.close(fd)
 
 
-def _thread_ns(task: str) -> int | None:
+def _thread_ns(task: str) -> TaskTime | None:
     data = _read(task + "/schedstat")
     if data:
         with contextlib.suppress(ValueError, IndexError):
-            return int(data.split(maxsplit=1)[0])
+            fields = data.split()
+            return int(fields[0]), int(fields[1])
     data = _read(task + "/stat")
     if not data:
         return None
@@ -63,5 +74,5 @@ def _thread_ns(task: str) -> int | None:
     # fields 14 and 15.
     with contextlib.suppress(ValueError, IndexError):
         rest = data.rsplit(b")", 1)[1].split()
-        return (int(rest[11]) + int(rest[12])) * _TICK_NS
+        return (int(rest[11]) + int(rest[12])) * _TICK_NS, None
     return None

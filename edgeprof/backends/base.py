@@ -65,7 +65,7 @@ from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
 from ..model import Counters, Limits, RunSpec
-from ._tasks import task_cpu_ns
+from ._tasks import TaskTime, task_cpu_ns
 
 _H = TypeVar("_H", bound="RunHandle")
 
@@ -255,8 +255,8 @@ class RunHandle(abc.ABC):
         backend cannot list them."""
         return None
 
-    def task_times(self) -> dict[int, int] | None:
-        """CPU time (ns) each of the run's threads has used so far, by thread id
+    def task_times(self) -> dict[int, TaskTime] | None:
+        """CPU time and run delay (ns) of each of the run's threads so far, by thread id
         (:func:`~edgeprof.backends._tasks.task_cpu_ns` over :meth:`members`), or ``None``
         where the backend cannot list the run's processes on this host (a remote Docker
         daemon).  Read by the sampler once in a while, not at every sample: a

@@ -244,8 +244,9 @@ def faster_than_device(
 
     * ``throttled`` (periods the group was stalled in) is 0: the quota never slowed it;
     * ``cpu.task_speed_pct``, where the run's threads could be read: half of the run's
-      thread CPU time ran faster than a device core, beyond one period's quota spread over
-      the threads' 0.5 s readings (where a reading falls in a period) and 5 %;
+      thread CPU time ran faster than a device core while runnable, beyond one period's
+      quota spread over the threads' 0.5 s readings (where a reading falls in a period)
+      and 5 %;
     * else ``tasks`` (the samples' largest ``pids.current``: processes and threads) is under
       the device's cores: the quota allowed each running task at least ``min(1, cpus /
       tasks)`` of a host core.  Tasks that exist are not tasks that ran: ``import numpy``
@@ -272,7 +273,8 @@ def faster_than_device(
         if pct / 100 > per_core * 1.05 + slack:
             why.append(
                 f"half of its threads' CPU time ran at {pct / 100:.3g} of a host core or "
-                "faster (each thread's CPU time, read every 0.5s)"
+                "faster while they were runnable (each thread's CPU time and wait, read "
+                "every 0.5s)"
             )
     elif tasks is not None and 1 <= tasks < cores and min(1.0, cpus / tasks) > per_core * 1.01:
         least = min(1.0, cpus / tasks)

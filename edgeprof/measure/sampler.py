@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from .. import outfiles
 from ..backends._process import leave_stops_to_main_thread
+from ..backends._tasks import TaskTime
 from ..backends.base import BatchReader
 from ..errors import EdgeprofError
 from ..model import Counters, Sample
@@ -63,10 +64,10 @@ class SeriesStats:
         self.peak_memory: int | None = None
         self.peak_working_set: int | None = None
         self.peak_pids: int | None = None
-        self._last_scan: tuple[float, Mapping[int, int]] | None = None
+        self._last_scan: tuple[float, Mapping[int, TaskTime]] | None = None
         self._task_speeds: dict[int, int] = {}
         """CPU time (ns) the run's threads used, by the speed (in half percents of a host
-        core) each used it at between two scans (:meth:`add_tasks`)."""
+        core) each ran at while runnable between two scans (:meth:`add_tasks`)."""
         self._at_peak_usage: tuple[float, Counters] | None = None
         self.part_peaks = PartPeaks()
         self.mapped: MappedTracker | None = None
@@ -114,26 +115,32 @@ class SeriesStats:
             c.pids_current,
         )
 
-    def add_tasks(self, t: float, times: Mapping[int, int]) -> None:
-        """Each thread's cumulative CPU time (ns, by thread id) at ``t``.  Between two scans,
-        each thread's CPU time is put at the speed it ran at (its time over the scans' span,
-        in % of a host core): :attr:`task_speed_pct` is the speed at which half of the
-        run's thread CPU time ran.  Not the busiest thread's peak: where one of two busy
-        processes under a 2-core board's quota ends first, the other, alone for its last
-        moments, reaches twice a board core over a 1 s window, whatever the run did
-        before.  Nor the threads that exist: an idle one counts as much as a busy one.  A
-        thread first seen in a scan started after the last: all its time is this span's (a
-        reused thread id that went back is left out)."""
+    def add_tasks(self, t: float, times: Mapping[int, TaskTime]) -> None:
+        """Each thread's cumulative CPU time and run delay (ns, by thread id) at ``t``.
+        Between two scans, each thread's CPU time is put at the speed it ran at while it
+        was runnable: its CPU time over its CPU time and run delay (the time it waited for
+        a CPU or for the quota's refill), in % of a host core.  :attr:`task_speed_pct` is
+        the speed at which half of the run's thread CPU time ran.
+
+        Not CPU time over the scans' span: that is how busy a thread was, and a thread that
+        ran at twice a device core for a fifth of each span read as a crawl.  Not the
+        busiest thread's peak: where one of two busy processes under a 2-core board's
+        quota ends first, the other, alone for its last moments, reaches twice a board core
+        over a 1 s window, whatever the run did before.  Nor the threads that exist: an
+        idle one counts as much as a busy one.  A thread first seen in a scan started
+        after the last: all its time is this span's (a reused thread id that went back is
+        left out); one without a run delay (no ``schedstat``) gives no speed."""
         last, self._last_scan = self._last_scan, (t, times)
         if last is None or t <= last[0]:
             return
-        span_ns = (t - last[0]) * 1e9
         before = last[1]
-        for tid, ns in times.items():
-            used = ns - before.get(tid, 0)
-            if used > 0:
-                key = round(200.0 * used / span_ns)
-                self._task_speeds[key] = self._task_speeds.get(key, 0) + used
+        for tid, (ns, delay) in times.items():
+            ns0, delay0 = before.get(tid, (0, 0))
+            used = ns - ns0
+            if delay is None or delay0 is None or used <= 0 or delay < delay0:
+                continue
+            key = round(200.0 * used / (used + delay - delay0))
+            self._task_speeds[key] = self._task_speeds.get(key, 0) + used
 
     @property
     def task_speed_pct(self) -> float | None:
@@ -334,7 +341,7 @@ class Sampler:
         clock: Callable[[], float] = time.monotonic,
         batch: BatchReader | None = None,
         extra: Callable[[float], Sequence[object]] | None = None,
-        tasks: Callable[[], Mapping[int, int] | None] | None = None,
+        tasks: Callable[[], Mapping[int, TaskTime] | None] | None = None,
     ) -> None:
         self._read = read
         self._batch = batch
@@ -346,7 +353,7 @@ class Sampler:
         self._extra = extra
         """More columns for a row at a time (the GPUs' last reading), after Sample's."""
         self._tasks = tasks
-        """The run's threads' CPU times (``RunHandle.task_times``), read every
+        """The run's threads' CPU times and run delays (``RunHandle.task_times``), read every
         :data:`TASK_SCAN_S`."""
         self._next_scan = 0.0
         # A pipe, not a threading.Event: select() with a timeout costs ~30 µs of CPU per

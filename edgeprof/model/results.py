@@ -158,12 +158,13 @@ class CpuStats:
     ``full``): the quota's stalls (``throttled_s``) and other tasks holding its CPUs, not
     its own threads waiting for each other.  ``None`` as :attr:`wait_s`."""
     task_speed_pct: float | None = None
-    """The speed (% of one host core) at which half of the run's thread CPU time ran: each
-    thread's CPU time read every 0.5 s, put at the speed it ran at between two readings, and
-    the CPU-time-weighted median taken.  How fast the quota let the run's tasks go.  Read
-    for a run under a ``cpus`` quota only; ``None`` without one, where the run's threads
-    cannot be read from this host, before a second reading, or in a file older than the
-    figure."""
+    """The speed (% of one host core) at which half of the run's thread CPU time ran while
+    runnable: each thread's CPU time and run delay (waiting for a CPU or the quota's
+    refill) read every 0.5 s, its CPU time between two readings put at CPU time over CPU
+    time and delay, and the CPU-time-weighted median taken: how fast the quota let the
+    run's tasks go.  Read for a run under a ``cpus`` quota only; ``None`` without one, where
+    the run's threads cannot be read from this host (or without ``schedstat``), before a
+    second reading, or in a file older than the figure."""
 
 
 @dataclass(frozen=True)

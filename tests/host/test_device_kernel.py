@@ -113,3 +113,13 @@ def test_an_idle_thread_does_not_hide_a_busy_loop_faster_than_the_device(
     speed = d["cpu"]["task_speed_pct"] / 100
     assert speed <= 0.5 * 1.01, d["cpu"]
     assert bool(said) == (speed > bound or d["cpu"]["nr_throttled"] == 0), (speed, said)
+    # One thread that works 50 ms and sleeps 0.4 s, six times: it ran at the quota's 0.5
+    # of a host core while it worked (0.515 here), twice a board core, though its CPU time
+    # over the run is a tenth of a core (a reviewer's case: the span's figure hid it).
+    burst = "t = time.thread_time()\n    while time.thread_time() - t < 0.05: pass\n"
+    bursty = f"import time\nfor _ in range(6):\n    {burst}    time.sleep(0.4)\n"
+    d, _, said = run(sys.executable, "-c", bursty)
+    held = any("held the run off its CPUs" in w for w in d["warnings"])
+    assert said or held, d["cpu"]
+    if said:
+        assert "half of its threads' CPU time ran at" in said[0], said

@@ -1,5 +1,6 @@
-"""The run's threads' CPU times: read from /proc (raw, in the backend), and the busiest
-thread's share over a window (arithmetic, in the sampler's statistics)."""
+"""The run's threads' CPU times and run delays: read from /proc (raw, in the backend), and
+the speed half their CPU time ran at while runnable (arithmetic, in the sampler's
+statistics)."""
 
 from __future__ import annotations
 
@@ -31,51 +32,61 @@ def test_each_threads_cpu_time_is_read_from_schedstat_else_stat(tmp_path: Path) 
     _task(tmp_path, 20, 20, None, f"20 (a b) c) {fields}\n")
     _task(tmp_path, 20, 21, None, None)  # gone while read: left out
     got = task_cpu_ns([10, 20, 30], proc=str(tmp_path))  # 30: exited
-    assert got == {10: 123456789, 11: 42, 20: 5 * tick}
+    assert got == {10: (123456789, 5000), 11: (42, 0), 20: (5 * tick, None)}
 
 
 def test_real_threads_are_read(tmp_path: Path) -> None:
     import os
 
     got = task_cpu_ns([os.getpid()])
-    assert os.getpid() in got and got[os.getpid()] > 0
+    assert os.getpid() in got and got[os.getpid()][0] > 0
 
 
 def test_the_speed_half_the_threads_cpu_time_ran_at_not_the_threads_that_exist() -> None:
-    """A busy loop beside an idle thread: the idle thread's time never moves, and the speed
-    is the loop's, 0.4 of a host core."""
+    """A busy loop held to 0.4 of a host core (it waits 0.3 s of each 0.5 s for the quota)
+    beside an idle thread, whose times never move: the speed is the loop's."""
     s = SeriesStats()
     ms = 1_000_000
     assert s.task_speed_pct is None
-    s.add_tasks(0.0, {1: 0, 2: 5 * ms})
+    s.add_tasks(0.0, {1: (0, 0), 2: (5 * ms, 1 * ms)})
     assert s.task_speed_pct is None  # one reading: no span yet
-    s.add_tasks(0.5, {1: 200 * ms, 2: 5 * ms})
+    s.add_tasks(0.5, {1: (200 * ms, 300 * ms), 2: (5 * ms, 1 * ms)})
     assert s.task_speed_pct == pytest.approx(40.0)
-    s.add_tasks(1.0, {1: 400 * ms, 2: 5 * ms})
+    s.add_tasks(1.0, {1: (400 * ms, 600 * ms), 2: (5 * ms, 1 * ms)})
     assert s.task_speed_pct == pytest.approx(40.0)
-    # A thread started after the last reading: all its time is this span's (0.45 s over
-    # 0.5 s, 90 %), while the loop waited; more than half the CPU time so far (0.45 s of
-    # 0.85 s) ran at 90 %.
-    s.add_tasks(1.5, {1: 400 * ms, 2: 5 * ms, 3: 450 * ms})
+    # A thread started after the last reading (all its times are this span's) ran 0.45 s
+    # at 90 % while the loop waited: more than half the CPU time so far (0.45 of 0.85 s).
+    s.add_tasks(1.5, {1: (400 * ms, 1100 * ms), 2: (5 * ms, 1 * ms), 3: (450 * ms, 50 * ms)})
     assert s.task_speed_pct == pytest.approx(90.0)
 
 
-def test_a_lone_tail_does_not_make_the_runs_speed() -> None:
-    """Two busy processes under a 2-core board's quota (0.5 CPU) each run at 0.25 of a host
-    core; the first to end leaves the other alone at 0.5 for its last 0.5 s.  The busiest
-    thread's 1 s peak had read 0.375-0.5 and warned (a host test, 3 runs of 3); most of the
-    CPU time ran at a board core's speed."""
+def test_a_bursty_thread_is_timed_while_it_runs_not_over_the_span() -> None:
+    """100 ms of CPU in each 0.5 s, at half a host core while it wanted one (100 ms waited
+    for the quota), then asleep: 0.5, not the 0.2 of its CPU time over the span (a
+    reviewer's case: the span's figure let such a thread outrun a 0.25 board core unsaid)."""
     s = SeriesStats()
     ms = 1_000_000
-    for i in range(7):  # 3 s, each at 0.25
-        s.add_tasks(0.5 * i, {1: 125 * ms * i, 2: 125 * ms * i})
-    s.add_tasks(3.5, {2: 750 * ms + 250 * ms})  # process 1 has ended; 2 ran alone at 0.5
+    for i in range(5):
+        s.add_tasks(0.5 * i, {1: (100 * ms * i, 100 * ms * i)})
+    assert s.task_speed_pct == pytest.approx(50.0)
+
+
+def test_a_lone_tail_does_not_make_the_runs_speed() -> None:
+    """Two busy processes each held to 0.25 of a host core (0.5 CPU: each waits three
+    quarters of the time); the first to end leaves the other alone at 0.5 for its last
+    0.5 s.  The busiest thread's 1 s peak had read 0.375-0.5; most of the CPU time ran at
+    a board core's speed."""
+    s = SeriesStats()
+    ms = 1_000_000
+    for i in range(7):  # 3 s
+        s.add_tasks(0.5 * i, {1: (125 * ms * i, 375 * ms * i), 2: (125 * ms * i, 375 * ms * i)})
+    s.add_tasks(3.5, {2: (1000 * ms, 2500 * ms)})  # 1 has ended; 2 ran 0.25 s, waited 0.25
     assert s.task_speed_pct == pytest.approx(25.0)
 
 
-def test_a_reused_thread_id_that_went_back_is_left_out() -> None:
+def test_a_reused_thread_id_that_went_back_or_no_delay_is_left_out() -> None:
     s = SeriesStats()
     ms = 1_000_000
-    s.add_tasks(0.0, {7: 400 * ms})
-    s.add_tasks(0.5, {7: 10 * ms})  # another thread now, with less time than the old one
+    s.add_tasks(0.0, {7: (400 * ms, 10 * ms), 8: (0, None)})
+    s.add_tasks(0.5, {7: (10 * ms, 0), 8: (300 * ms, None)})  # another thread 7; 8: no delay
     assert s.task_speed_pct is None
