@@ -54,14 +54,14 @@ def read_mapped(
     except (OSError, EdgeprofError):
         return None
     start = clock()
-    total = read = 0
+    largest = read = 0
     for pid in listed[:MAX_PROCESSES]:
         v = status_bytes("RssFile:", str(proc / str(pid) / "status"))
         if v is not None:  # a process that exited meanwhile has none
-            total += v
+            largest = max(largest, v)
             read += 1
         if clock() - start > MAX_READ_S:
             break
     if read == 0:
         return None
-    return MappedReading(total, mapped, read, len(listed))
+    return MappedReading(largest, mapped, read, len(listed))

@@ -158,8 +158,10 @@ class ReclaimReading(NamedTuple):
 
 
 class MappedReading(NamedTuple):
-    """One reading, in bytes.  ``rss_file``: Σ ``RssFile`` over the ``read`` processes
-    (a page mapped by several counts once per process); ``group_mapped``: the group's own
+    """One reading, in bytes.  ``rss_file``: the largest ``RssFile`` of the ``read``
+    processes (not their sum, which counts a page mapped by several once per process:
+    forked workers of a parent that imported torch read as several times its libraries);
+    ``group_mapped``: the group's own
     mapped file pages (v1 ``total_mapped_file``, v2 ``file_mapped``); ``listed``: the
     processes the group had (``read < listed``: the reading was cut short)."""
 

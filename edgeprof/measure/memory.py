@@ -159,15 +159,20 @@ once, at import, and stay."""
 class MappedTracker:
     """``mapped_elsewhere_bytes``: the most the run's processes had of files mapped whose
     pages its group was not charged for, over coarse readings
-    (:meth:`~edgeprof.backends.base.RunHandle.mapped_files`): the max of Σ ``RssFile`` less
+    (:meth:`~edgeprof.backends.base.RunHandle.mapped_files`): the max of the largest
+    ``RssFile`` of one process less
     the group's mapped file bytes, floored at 0.  Those pages were in the page cache before
     the run, charged to the group that read them first (shared libraries), so no peak of
     the group counts them; on a device they are the run's own.
 
-    An upper bound where several processes map the same file (Σ ``RssFile`` counts a shared
-    page once per process, the group once); a lower bound of that where a reading was cut
-    short (:data:`edgeprof.backends._mapped.MAX_PROCESSES`).  ``None`` when no reading was
-    had (a backend without a group, a run over before the first), never 0 for that."""
+    A lower bound: one process's file pages less every mapped page charged to the group
+    cannot exceed the pages it mapped that were charged elsewhere, whatever the processes
+    share (a sum of ``RssFile`` counted a shared page once per process, and 4 workers
+    forked from a parent that imported torch read as 4 times its libraries: a reviewer's
+    reading); what the run's other processes alone mapped is left out, as are processes a
+    cut-short reading skipped (:data:`edgeprof.backends._mapped.MAX_PROCESSES`).  ``None``
+    when no reading was had (a backend without a group, a run over before the first),
+    never 0 for that."""
 
     def __init__(
         self,

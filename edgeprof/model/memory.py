@@ -157,10 +157,10 @@ class MemoryStats:
     mapped_elsewhere_bytes: int | None = None
     """The most the run's processes had resident of files whose pages were cached before
     the run and charged to other groups (shared libraries): max over coarse readings of
-    Σ ``RssFile`` less the group's mapped file bytes, floored at 0.  No peak of the group
-    counts them; on a device nobody else has them cached, so they are the run's own there.
-    An upper bound for processes that share a library (Σ ``RssFile`` counts a shared page
-    once per process).  ``None``: not measured (the process backend, whose peak is resident
+    the largest ``RssFile`` of one process less the group's mapped file bytes, floored at
+    0.  No peak of the group counts them; on a device nobody else has them cached, so they
+    are the run's own there.  A lower bound: what the run's other processes alone mapped
+    is left out.  ``None``: not measured (the process backend, whose peak is resident
     set size and counts them already; a run over before the first reading)."""
 
     @classmethod

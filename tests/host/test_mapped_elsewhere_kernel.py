@@ -73,7 +73,10 @@ def test_files_mapped_from_another_groups_cache_are_measured_and_told(
     assert r.exit_code == 0 and r.memory.peak_bytes is not None
     assert r.memory.peak_bytes < limit - size // 4  # the file is in no peak of the run
     m = r.memory.mapped_elsewhere_bytes
-    assert m is not None and 0.9 * size <= m <= size + own, (m, size, own)
+    # Beyond the file, the interpreter's own mapped pages, plus the code pages of its binary
+    # that mapping and reading fault in and a bare run does not: 12-25 KiB over the two in
+    # two runs of five here; a MiB allows that without counting the file twice.
+    assert m is not None and 0.9 * size <= m <= size + own + 2**20, (m, size, own)
     text = render_plain([r])
     assert f"memory limit {format_binary(limit)}: fits here only because " in text, text
     assert "charged to other groups (e.g. shared libraries)" in text, text

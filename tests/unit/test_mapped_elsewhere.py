@@ -69,16 +69,19 @@ def _proc(tmp: Path, rss_kb: dict[int, int]) -> Path:
     return tmp
 
 
-def test_read_mapped_sums_rss_file_and_reads_the_groups_own_mapped_bytes(tmp_path: Path) -> None:
+def test_read_mapped_takes_the_largest_rss_file_and_the_groups_own_mapped_bytes(
+    tmp_path: Path,
+) -> None:
+    """Not the processes' sum: 4 workers forked from a parent that imported torch share its
+    libraries' pages, and a sum read them as 4 times the libraries (a reviewer's reading)."""
     proc = tmp_path / "proc"
     proc.mkdir()
-    _proc(proc, {11: 81920, 12: 2048})
+    _proc(proc, {11: 81920, 12: 2048, 14: 81920})
     stat = tmp_path / "memory.stat"
     stat.write_text("cache 1000\ntotal_mapped_file 299008\ntotal_rss 5\n")
-    r = _mapped.read_mapped(lambda: [11, 12, 13], stat, "total_mapped_file", proc=proc)
+    r = _mapped.read_mapped(lambda: [11, 12, 13, 14], stat, "total_mapped_file", proc=proc)
     # 13 exited between the listing and its read: not counted, not an error.
-    assert r == MappedReading(rss_file=(81920 + 2048) * 1024, group_mapped=299008, read=2,
-                              listed=3)  # fmt: skip
+    assert r == MappedReading(rss_file=81920 * 1024, group_mapped=299008, read=3, listed=4)
     # A stat file without the key (an old kernel), or a group gone: no reading.
     assert _mapped.read_mapped(lambda: [11], stat, "file_mapped", proc=proc) is None
     assert _mapped.read_mapped(lambda: [11], tmp_path / "gone", "file_mapped", proc=proc) is None
