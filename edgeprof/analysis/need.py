@@ -299,9 +299,21 @@ def memory_slowdown(
 ) -> float | None:
     """How much longer the runs stalled on memory than the unlimited ones, as a share of the
     unlimited time: the part of a slowdown the limit caused (``None``: not measured, as on
-    cgroup v1).  Other tasks on the CPUs, or on the disk, stall no task on memory."""
+    cgroup v1).  Other tasks on the CPUs, or on the disk, stall no task on memory.
+
+    Not measured either where it would not be that share: against an iteration's latency
+    (a whole run's stall over one p50 is no share of it: 5 ms over a 10 ms p50 read
+    "+50 %"), or where a run read back file pages the limit evicted (``refaults_file``):
+    PSI counts a refault as a memory stall only for pages the kernel marked as working set,
+    so a model file streamed from disk again under the limit is I/O wait, not stall, and
+    its slowdown is the limit's (a reviewer's reading of ``filemap_read_folio``)."""
     probe = stall(runs)
     if probe is None or ref_stall is None or reference.seconds <= 0:
+        return None
+    if reference.metric not in ("wall", UNCONTENDED):
+        return None
+    pressures = [r.memory.pressure for r in runs]
+    if any(p is None or p.refaults_file != 0 for p in pressures):
         return None
     return max(0.0, probe - ref_stall) / reference.seconds
 

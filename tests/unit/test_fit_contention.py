@@ -41,14 +41,14 @@ def held_run(wall: float, held: float, stall: float | None = None) -> RunResult:
     return dataclasses.replace(r, cpu=dataclasses.replace(r.cpu, held_s=held, throttled_s=0.0))
 
 
-def _pressure(stall: float | None) -> MemoryPressure | None:
+def _pressure(stall: float | None, refaults_file: int = 0) -> MemoryPressure | None:
     if stall is None:
         return None
     return MemoryPressure(
         stall_some_s=stall,
         stall_full_s=None,
         refaults_anon=None,
-        refaults_file=None,
+        refaults_file=refaults_file,
         major_faults=None,
     )
 
@@ -77,6 +77,24 @@ def test_where_the_kernel_counts_memory_stalls_a_slowdown_they_do_not_explain_fi
     # +30 % slower and 0.25 s more stalled: the limit's.
     thrashing = held_run(1.3, 0.0, stall=0.26)
     v = verdict([thrashing], Timing(UNCONTENDED, 1.0), ref, 0.10, ref_stall=0.01)
+    assert (v.ok, v.reason) == (False, "+30% slower")
+
+
+def test_the_stall_exemption_needs_a_whole_runs_time_and_no_file_read_back() -> None:
+    """A reviewer's reading: a whole run's extra stall over one iteration's p50 is no share
+    of it, and a file the limit evicted and the run read back from disk is I/O wait, which
+    PSI does not count as a memory stall (only pages marked as working set): both slowdowns
+    are the limit's."""
+    ref = held_run(1.0, 0.0, stall=0.01)
+    slow = held_run(1.3, 0.0, stall=0.03)
+    assert memory_slowdown([slow], 0.01, Timing("latency p50", 0.01)) is None
+    v = verdict([slow], Timing("latency p50", 1.0), ref, 0.10, ref_stall=0.01)
+    assert (v.ok, v.reason) == (False, "+30% slower")
+    streamed = dataclasses.replace(
+        slow, memory=dataclasses.replace(slow.memory, pressure=_pressure(0.03, refaults_file=900))
+    )
+    assert memory_slowdown([streamed], 0.01, Timing(UNCONTENDED, 1.0)) is None
+    v = verdict([streamed], Timing(UNCONTENDED, 1.0), ref, 0.10, ref_stall=0.01)
     assert (v.ok, v.reason) == (False, "+30% slower")
 
 
