@@ -624,3 +624,16 @@ def test_render_fit_of_a_peak_that_fails_after_failures_other_than_memory() -> N
     capped = dataclasses.replace(o, bounds=dataclasses.replace(o.bounds, ceiling=64 * MIB))
     assert capped.failed_at_peak is None
     assert "does not fit in 64.0MiB" in render_fit([capped])
+
+
+def test_an_answer_the_memory_stall_rule_passed_says_so() -> None:
+    """A probe +30 % slower whose extra memory stall was +2 % fits by the memory-stall rule;
+    its answer line had said "wall within 10% of the unlimited run's" beside the table's
+    "+30%" (a review of the round's diff)."""
+    ref = (run(wall=1.0, memory=mem(peak=5 * MIB, floor=2_306_867)),)
+    b = bounds(ref, None, None)
+    probes = (Probe(b.top, (run(wall=1.3),), Verdict(True, "fits (+30%, memory stall +2%)")),)
+    text = render_fit([FitOutcome("x", ref, WALL, 0.0, b, probes, b.top, 0.10, 0.20)])
+    line = next(ln for ln in text.splitlines() if ln.startswith("smallest memory: "))
+    assert "wall +30%, memory stall +2%: slower than 10%, but its extra memory stalls" in line
+    assert "within 10% of the unlimited run's" not in line, line
