@@ -82,11 +82,17 @@ def check_target(target: str, cwd: Path | None, loader: str = "load") -> tuple[s
     return module, func
 
 
-def target_identity(module: str, func: str, loader: str) -> str:
-    """What :attr:`RunResult.target` records: ``models/a.py:infer, loader load`` (a file's
-    path as given, normalised: ``./a.py`` is ``a.py``), or ``pkg.mod:infer, loader load``."""
+def target_identity(module: str, func: str, loader: str, cwd: Path | None = None) -> str:
+    """What :attr:`RunResult.target` records: ``models/a.py:infer, loader load``, or
+    ``pkg.mod:infer, loader load``.  A file's path is taken from the root of the git
+    checkout that holds it, wherever the bench ran from and however the path was typed
+    (``bench models/a.py:infer`` in CI and ``cd models; bench a.py:infer`` at a desk had
+    recorded two targets, and ``compare`` refused the same code: a reviewer's reading);
+    outside a checkout, as given, normalised (``./a.py`` is ``a.py``)."""
     if module.endswith(".py") or "/" in module:
-        module = os.path.normpath(module)
+        path = Path(os.path.abspath((cwd or Path(".")) / module))
+        root = next((d for d in path.parents if (d / ".git").exists()), None)
+        module = path.relative_to(root).as_posix() if root else os.path.normpath(module)
     return f"{module}:{func}, loader {loader}"
 
 
@@ -158,7 +164,7 @@ def bench(
     if not loader.isidentifier():
         raise ConfigError(f"--loader {loader!r}: not a Python name")
     module, func = check_target(target, work_dir, loader)
-    identity = target_identity(module, func, loader)
+    identity = target_identity(module, func, loader, work_dir)
     if iterations < 1 or warmup < 0:
         raise ConfigError("--iterations must be at least 1 and --warmup at least 0")
     if repeat < 1:

@@ -131,3 +131,24 @@ def test_report_names_the_layer_profiles_it_skips(
         f"({out / 'sub' / 'bert.yaml'}, {out / 'vit.yml'}): `edgeprof layers export "
         "models|device-types -i FILE` reads each"
     ]
+
+
+def test_a_targets_file_is_named_from_its_checkouts_root_however_it_was_typed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench models/a.py:infer`` from the checkout and ``bench a.py:infer`` from models/
+    record one target (a reviewer's reading: compare refused the same code); outside a
+    checkout the path is kept as given."""
+    from edgeprof.sweeps.bench import target_identity
+
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    models = tmp_path / "repo" / "models"
+    models.mkdir()
+    monkeypatch.chdir(tmp_path / "repo")
+    from_root = target_identity("models/a.py", "infer", "load")
+    from_models = target_identity("a.py", "infer", "load", models)
+    absolute = target_identity(str(models / "a.py"), "infer", "load")
+    assert from_root == from_models == absolute == "models/a.py:infer, loader load"
+    monkeypatch.chdir(tmp_path)
+    assert target_identity("./b.py", "f", "load") == "b.py:f, loader load"
+    assert target_identity("pkg.mod", "f", "load") == "pkg.mod:f, loader load"
