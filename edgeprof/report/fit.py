@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..analysis.headroom import mapped_elsewhere
 from ..analysis.need import MIN_LIMIT, PAGE, untouched
 from ..model import RunResult
 from ..sweeps.fit_outcome import FitOutcome, Probe
@@ -203,6 +204,16 @@ def _answer_lines(o: FitOutcome) -> list[str]:
         lines.append(
             f"with its GPU's {format_binary(o.gpu_bytes)} in the same memory (unified): "
             f"{format_binary(need)}"
+        )
+    # The limits were set here, where files other groups had cached cost the runs nothing:
+    # the answer is this host's, and `run` at it says "fits here only because" (a review).
+    elsewhere = [m for m in map(mapped_elsewhere, o.reference) if m is not None]
+    if elsewhere:
+        most = max(elsewhere)
+        lines.append(
+            f"not in it: {format_binary(most)} of files the unlimited runs mapped that were "
+            "cached before them, charged to other groups (e.g. shared libraries); on a "
+            f"device they are its own: {format_binary(o.answer + most)} with them"
         )
     if b.ceiling is not None:
         if o.fits:

@@ -31,6 +31,7 @@ from edgeprof.analysis.need import (
 from edgeprof.model import LatencyStats, MemoryPressure, MemoryStats, RunResult, Termination
 from edgeprof.report.fit import render_fit
 from edgeprof.sweeps.fit_outcome import FitOutcome, Probe
+from edgeprof.units import format_binary
 
 from .conftest import make_result
 
@@ -637,3 +638,23 @@ def test_an_answer_the_memory_stall_rule_passed_says_so() -> None:
     line = next(ln for ln in text.splitlines() if ln.startswith("smallest memory: "))
     assert "wall +30%, memory stall +2%: slower than 10%, but its extra memory stalls" in line
     assert "within 10% of the unlimited run's" not in line, line
+
+
+def test_a_fits_answer_names_the_files_cached_before_its_runs() -> None:
+    """``fit -- python model.py 1024`` answered 182.3 MiB while ``run`` at that limit said
+    "fits here only because 80 MiB of the files it mapped were cached before it": the
+    answer now says so, with what it is on a device (a review of the round's diff)."""
+    plain = run(wall=1.0, memory=mem(peak=5 * MIB, floor=2_306_867))
+    warm = dataclasses.replace(
+        plain, memory=dataclasses.replace(plain.memory, mapped_elsewhere_bytes=80 * MIB)
+    )
+    b = bounds((warm,), None, None)
+    probes = (Probe(b.top, (run(wall=1.0),), Verdict(True, "fits (+0%)")),)
+    text = render_fit([FitOutcome("x", (warm,), WALL, 0.0, b, probes, b.top, 0.10, 0.20)])
+    assert (
+        "not in it: 80.0MiB of files the unlimited runs mapped that were cached before them, "
+        f"charged to other groups (e.g. shared libraries); on a device they are its own: "
+        f"{format_binary(b.top + 80 * MIB)} with them" in text
+    ), text
+    text = render_fit([FitOutcome("x", (plain,), WALL, 0.0, b, probes, b.top, 0.10, 0.20)])
+    assert "not in it" not in text
