@@ -249,6 +249,11 @@ class Verdict:
     limit at the unlimited peak cures; ``False``: it failed otherwise (an exit code, a
     signal, a timeout), which the peak need not cure (a script that refuses a limit under
     100 MiB exited 1 at every probe below its 27 MiB peak, and at the peak too)."""
+    slower: float | None = None
+    stall: float | None = None
+    """Where a slower run fits by its memory stalls (:func:`memory_slowdown`): how much
+    slower it was and how much of that they were, as shares of the unlimited time; ``None``
+    for every other verdict."""
 
 
 def verdict(
@@ -278,7 +283,8 @@ def verdict(
     memory = memory_slowdown(runs, ref_stall, reference)
     if slower > tolerance + 1e-9 and memory is not None and memory <= tolerance + 1e-9:
         # Slower, but not for memory: the kernel's own account of the stalls says so.
-        return Verdict(True, f"fits ({100 * slower:+.0f}%, memory stall {100 * memory:+.0f}%)")
+        reason = f"fits ({100 * slower:+.0f}%, memory stall {100 * memory:+.0f}%)"
+        return Verdict(True, reason, slower=slower, stall=memory)
     if slower > tolerance + 1e-9 and not all(map(untouched, runs)):
         # exactly at the tolerance fits (1.1 / 1.0 - 1 > 0.1)
         return Verdict(False, f"{100 * slower:+.0f}% slower")

@@ -163,13 +163,15 @@ def _render_one(o: FitOutcome) -> str:
                 # had contradicted the table.
                 each = f" in each of {n} runs" if n > 1 else ""
                 why = f"its peak stayed below the limit{each}, so nothing was reclaimed"
-            elif answer is not None and ", memory stall " in answer.verdict.reason:
-                # Passed by the memory-stall rule (need.verdict's reason is the one record
-                # of it): "within 10%" beside "+30%" had contradicted the table.
-                figures = answer.verdict.reason.removeprefix("fits (").removesuffix(")")
+            elif answer is not None and answer.verdict.stall is not None:
+                # Passed by the memory-stall rule: "within 10%" beside "+30%" had
+                # contradicted the table.
+                slower, stall = answer.verdict.slower, answer.verdict.stall
+                assert slower is not None
                 why = (
-                    f"{o.time.metric} {figures}: slower than {100 * o.tolerance:.0f}%, but "
-                    "its extra memory stalls are within it, so the slowdown is not the limit's"
+                    f"{o.time.metric} {100 * slower:+.0f}%, memory stall {100 * stall:+.0f}%"
+                    f": slower than {100 * o.tolerance:.0f}%, but its extra memory stalls are "
+                    "within it, so the slowdown is not the limit's"
                 )
                 if n > 1:
                     why += f" (the median of {n} runs)"

@@ -633,7 +633,8 @@ def test_an_answer_the_memory_stall_rule_passed_says_so() -> None:
     "+30%" (a review of the round's diff)."""
     ref = (run(wall=1.0, memory=mem(peak=5 * MIB, floor=2_306_867)),)
     b = bounds(ref, None, None)
-    probes = (Probe(b.top, (run(wall=1.3),), Verdict(True, "fits (+30%, memory stall +2%)")),)
+    passed = Verdict(True, "fits (+30%, memory stall +2%)", slower=0.3, stall=0.02)
+    probes = (Probe(b.top, (run(wall=1.3),), passed),)
     text = render_fit([FitOutcome("x", ref, WALL, 0.0, b, probes, b.top, 0.10, 0.20)])
     line = next(ln for ln in text.splitlines() if ln.startswith("smallest memory: "))
     assert "wall +30%, memory stall +2%: slower than 10%, but its extra memory stalls" in line
