@@ -44,7 +44,11 @@ MEMCG_CHARGE_BATCH = 64
 """Pages: the kernel's per-CPU batch for a memory group's charges and statistics
 (``include/linux/memcontrol.h``; 32 before Linux 6.1)."""
 
-BATCH_PER_CPU = 3 * MEMCG_CHARGE_BATCH * PAGE
+STAT_LAG_PER_CPU = 2 * MEMCG_CHARGE_BATCH * PAGE
+"""How far one reading of a group's ``memory.stat`` may lag what it counts, per CPU of the
+host (the second point of :data:`BATCH_PER_CPU`): 512 KiB a CPU."""
+
+BATCH_PER_CPU = MEMCG_CHARGE_BATCH * PAGE + STAT_LAG_PER_CPU
 """How far a group's usage counter and the sum of its ``memory.stat`` parts may be apart at
 one instant, per CPU of the host, with nothing reached between them:
 
@@ -77,6 +81,12 @@ def sampled_total(parts: MemoryParts | None) -> int | None:
     if parts.total is None and None not in known:
         return sum(n for n in known if n is not None)
     return parts.total
+
+
+def stat_lag(cpus: int) -> int:
+    """How far one reading of ``memory.stat`` may lag the kernel's count
+    (:data:`STAT_LAG_PER_CPU` a CPU): two readings of the same memory may differ by this."""
+    return STAT_LAG_PER_CPU * max(1, cpus)
 
 
 def batching(cpus: int) -> int:

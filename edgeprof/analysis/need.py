@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from ..measure.contention import HELD_SHARE, MIN_HELD_S, held_by_others
 from ..model import RunResult, Termination
 from ..units import format_binary
-from .headroom import AT_LIMIT_SLACK, Headroom, limit_fit
+from .headroom import AT_LIMIT_SLACK, Headroom, limit_fit, stat_lag
 
 PAGE = 4096
 MIB = 1 << 20
@@ -205,18 +205,25 @@ def bounds(
 
 def allowance(reference: Sequence[RunResult], floor: int) -> int:
     """The room a limit must leave above the floor to be an answer: the kernel's charging
-    slack (:func:`slack`) and the spread of the unlimited runs' floors (max − min: what one
-    run holds more than another), so that a run within that spread still leaves each run the
-    slack :func:`at_the_edge` asks of it.
+    slack (:func:`slack`), the spread of the unlimited runs' floors (max − min: what one
+    run holds more than another), and what one reading of the floor may lag the kernel's
+    count (:func:`~edgeprof.analysis.headroom.stat_lag`), so that a run within that spread,
+    read a little late or early, still leaves each run the slack :func:`at_the_edge` asks of
+    it.
 
     Measured: ``read_and_hold.py model.bin 48`` (floor 55.7 MiB, three unlimited floors
     within 16 KiB of each other) was OOM-killed in 5 of 9 runs at its floor, the answer one
     passing probe there had given.  With the larger of the two instead of their sum, a probe
     at the floor and its room whose own floor came 8 KiB higher left 1016 KiB, less than the
-    slack, and failed for it."""
+    slack, and failed for it.  With their sum and no lag, the same happened on floors 16 KiB
+    apart (8 KiB over their spread): that first probe failed in one ``fit`` of two, and the
+    search went on above it, answering 132.5 MiB where the other answered 55.1 (a tester's
+    two runs), and 4 MiB (a step) above it in one of three fits of the kernel tier's script
+    on this 2-CPU host."""
     floors = [r.memory.floor_bytes for r in reference if r.memory.floor_bytes is not None]
     spread = max(floors) - min(floors) if floors else 0
-    return _page(slack(floor) + spread)
+    cpus = max((r.host.cpus for r in reference), default=1)
+    return _page(slack(floor) + spread + stat_lag(cpus))
 
 
 def slack(floor: int) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..analysis.headroom import mapped_elsewhere
-from ..analysis.need import MIN_LIMIT, PAGE, untouched
+from ..analysis.need import MIN_LIMIT, PAGE, slack, untouched
 from ..model import RunResult
 from ..sweeps.fit_outcome import FitOutcome, Probe
 from ..sweeps.fit_reference import setting
@@ -178,9 +178,14 @@ def _render_one(o: FitOutcome) -> str:
             elif n > 1:
                 why += f" (the median of {n} runs)"
             if b.allowance:
-                room = format_binary(b.allowance)
+                # The room is over the unlimited runs' floor; what each run was held to
+                # (need.at_the_edge) is the slack under the limit over its own.
+                room, least = format_binary(b.allowance), format_binary(slack(b.floor))
                 each = "each run" if n > 1 else "the run"
-                why += f", {each} with {room} of room over anon + shmem + kernel"
+                why += (
+                    f", {room} of room over the unlimited runs' anon + shmem + kernel; {each} "
+                    f"left at least {least} under the limit over its own"
+                )
         lines.append(
             f"smallest memory: {format_binary(o.answer)} ({why}; "
             f"resolution {format_binary(b.resolution)})"

@@ -9,18 +9,27 @@ asked for, and the bare interpreter's own memory, measured in the same test.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import edgeprof
+from edgeprof.analysis.headroom import batching, stat_lag
 from edgeprof.cli import main
 from edgeprof.model import Limits, RunResult
 from edgeprof.units import parse_size
 
-from .memory_workload import MEMORY_ONLY_TOLERANCE, MIB, READ_AND_HOLD, data_file
+from .memory_workload import (
+    MEMORY_ONLY_TOLERANCE,
+    MIB,
+    READ_AND_HOLD,
+    data_file,
+    fit_answer_range,
+)
 
 HOLD_MIB = 32
 HOLD_S = "0.3"
@@ -30,6 +39,9 @@ SAMPLED_HOLD_S = "1"
 both held (the composition at the peak, the floor): 0.3 s gives 30 samples at 10 ms on an idle
 host, and none where a starved emulated guest holds the sampler up longer than that."""
 STEP = "4m"
+CPUS = os.cpu_count() or 1
+"""This host's (or guest's) CPUs, as edgeprof counts them: the kernel batches its memory
+statistics per CPU (:func:`~edgeprof.analysis.headroom.stat_lag`)."""
 
 
 @pytest.fixture
@@ -49,6 +61,19 @@ def interpreter(script: Path) -> RunResult:
     return edgeprof.profile([sys.executable, str(script), "-", "0", HOLD_S], interval=0.01)
 
 
+def searched(d: dict[str, Any]) -> str:
+    """The search in one line, for an assertion's message: pytest cuts ``fit.json``'s dict
+    short of its probes, which are what a failure is read by."""
+    mib: dict[str, float] = {}
+    probes = [
+        (round(p["limit_bytes"] / MIB, 2), p["verdict"], len(p["wall_s"])) for p in d["probes"]
+    ]
+    ref = d["reference"]
+    mib.update(floor=round(ref["floor_bytes"] / MIB, 2), peak=round(ref["peak_bytes"] / MIB, 2))
+    mib.update(room=round(d["room_bytes"] / MIB, 2), answer=round(d["min_memory_bytes"] / MIB, 2))
+    return f"{mib} MiB; probes (MiB, verdict, runs): {probes}; at_peak {ref['at_peak']}"
+
+
 def test_the_peak_is_split_into_file_cache_and_anonymous_memory(
     mechanism: str, data: Path, script: Path
 ) -> None:
@@ -64,11 +89,11 @@ def test_the_peak_is_split_into_file_cache_and_anonymous_memory(
     assert size * 0.9 <= at.file <= size + 8 * MIB, (at, size)
     # The arrays and the interpreter, as anonymous memory.
     own = bare.memory.peaks.anon
-    assert HOLD_MIB * MIB <= at.anon <= HOLD_MIB * MIB + own + 4 * MIB, (at, own)
-    # The parts add up to the usage of that sample (the kernel batches its statistics per
-    # CPU: a few pages each way).
+    assert HOLD_MIB * MIB <= at.anon <= HOLD_MIB * MIB + own + 4 * MIB + stat_lag(CPUS), (at, own)
+    # The parts add up to the usage of that sample, up to the kernel's batching of its
+    # statistics per CPU (6 MiB on 8 CPUs: a fixed 4 MiB would not hold there).
     assert at.total is not None
-    assert abs(at.anon + at.file + (at.shmem or 0) + at.kernel - at.total) <= 4 * MIB, at
+    assert abs(at.anon + at.file + (at.shmem or 0) + at.kernel - at.total) <= batching(CPUS), at
     assert r.memory.floor_bytes is not None and r.memory.peak_bytes is not None
     assert r.memory.floor_bytes <= r.memory.peak_bytes - size * 0.9
     assert at.working_set == at.total - (at.inactive_file or 0)
@@ -83,7 +108,6 @@ def test_the_peak_is_split_into_file_cache_and_anonymous_memory(
 def test_fit_answers_the_anonymous_memory_far_below_the_peak(
     mechanism: str, data: Path, script: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    bare = interpreter(script)
     # The search is judged here by its memory answer (MEMORY_ONLY_TOLERANCE says why).
     code = main(["fit", "--json", "--resolution", STEP, "--tolerance", MEMORY_ONLY_TOLERANCE,
                  "--interval", "0.01", "--",
@@ -93,12 +117,14 @@ def test_fit_answers_the_anonymous_memory_far_below_the_peak(
     d = json.loads(captured.out)
     answer, peak = d["min_memory_bytes"], d["reference"]["peak_bytes"]
     size = data.stat().st_size
-    assert bare.memory.peak_bytes is not None
-    # Within the interpreter's size of the memory held, and the room a limit leaves over it
-    # (need.allowance), far below the peak.
-    own = HOLD_MIB * MIB + bare.memory.peak_bytes
-    assert HOLD_MIB * MIB <= answer <= own + d["room_bytes"] + (4 * MIB), d
-    assert peak - answer >= size * 0.8, d
+    why = searched(d)
+    # The floor holds the arrays and the interpreter, not the file's cache; the answer is
+    # the first limit over it, or a step above (fit_answer_range), far below the peak.
+    floor = d["reference"]["floor_bytes"]
+    assert HOLD_MIB * MIB <= floor <= peak - size * 0.8, why
+    low, high = fit_answer_range(d)
+    assert low <= answer <= high, why
+    assert peak - answer >= size * 0.8, why
     assert len(d["probes"]) <= d["max_probes"], d
     assert d["recommended_bytes"] >= answer * 1.2
     fits = [p for p in d["probes"] if p["ok"]]
@@ -169,7 +195,6 @@ def test_one_run_estimate_agrees_with_bisection(
         assert code == 2 and "Traceback" not in err
         assert err.count("\n") == 1 and "memory.reclaim" in err, err
         return
-    bare = interpreter(script)
     assert main(["fit", "--one-run", "--json", "--", *cmd]) == 0
     one = json.loads(capfd.readouterr().out)
     code = main(["fit", "--json", "--resolution", STEP, "--tolerance", MEMORY_ONLY_TOLERANCE,
@@ -181,14 +206,16 @@ def test_one_run_estimate_agrees_with_bisection(
     q = one["squeeze"]
     assert one["method"] == "one-run" and q["steps"] > 0 and q["stall_s"] is not None, one
     size = data.stat().st_size
-    assert bare.memory.peak_bytes is not None
-    # The same bound as the bisection's: within the interpreter's size of the memory held,
-    # far below the peak.
-    assert HOLD_MIB * MIB <= estimate <= HOLD_MIB * MIB + bare.memory.peak_bytes + 4 * MIB, one
-    assert bisected["reference"]["peak_bytes"] - estimate >= size * 0.8, (one, bisected)
-    # The bisection's answer is within its resolution above the need; the estimate within as
-    # much again of it (measured: 38.0 against 40.0 MiB in the 6.12 guest).
-    assert abs(estimate - answer) <= 2 * parse_size(STEP), (estimate, answer, q)
+    why = f"estimate {estimate}, squeeze {q}; bisection: {searched(bisected)}"
+    # The bisection's answer is the first limit over the unlimited runs' floor, or a step
+    # above (fit_answer_range); the estimate is the squeezed run's own memory: within a step
+    # and what a reading may lag of that floor (measured: 38.0 against an answer of 40.0 MiB,
+    # 1 MiB over a floor of 39.0, in the 6.12 guest).  Both far below the peak.
+    floor, near = bisected["reference"]["floor_bytes"], parse_size(STEP) + stat_lag(CPUS)
+    assert estimate >= HOLD_MIB * MIB and abs(estimate - floor) <= near, why
+    low, high = fit_answer_range(bisected)
+    assert low <= answer <= high, why
+    assert bisected["reference"]["peak_bytes"] - estimate >= size * 0.8, why
 
 
 def _verdict_line(text: str) -> str:
@@ -251,7 +278,11 @@ def test_squeezed_runs_gate_on_their_memory_need(
         return
     bare = interpreter(script)
     assert bare.memory.peak_bytes is not None
-    enough = HOLD_MIB * MIB + bare.memory.peak_bytes + 4 * MIB
+    # Halfway between the need (the arrays, the interpreter, a little of the kernel's) and
+    # the peak (those and the file's cache): the gate passes on the need, not the peak.  Not
+    # a few MiB over the bare run's size: the squeezed run's need holds what reading the
+    # file left in the kernel too, and a reading may lag it (stat_lag, 4 MiB on 8 CPUs).
+    enough = HOLD_MIB * MIB + bare.memory.peak_bytes + data.stat().st_size // 2
     code = main(["run", "--squeeze", "--max-memory-need", f"{enough}b", "--", *cmd])
     out = capfd.readouterr().out
     assert code == 0, out

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from edgeprof.analysis.headroom import stat_lag
 from edgeprof.analysis.need import (
     MIB,
     PAGE,
@@ -36,16 +37,39 @@ from .test_memory_need import mem, run
 
 OWN = 100 * MIB
 """The fake workload's memory, all its own (anon): no limit can take any of it back."""
+CPUS = 4
+"""The fake results' host (``make_result``)."""
 
 
-def test_the_allowance_is_the_charging_slack_and_the_spread_of_the_floors() -> None:
+def test_the_allowance_is_the_charging_slack_the_spread_of_the_floors_and_a_readings_lag() -> None:
+    lag = stat_lag(CPUS)  # one reading of memory.stat, on the fake host's CPUs
+    assert lag == CPUS * 2 * 64 * PAGE == 2 * MIB
     # 1 % of the floor, at least 1 MiB: the slack within which a peak has met its limit.
-    assert allowance([run(memory=mem(floor=OWN))], OWN) == slack(OWN) == MIB
-    assert allowance([run(memory=mem(floor=400 * MIB))], 400 * MIB) == 4 * MIB
+    assert allowance([run(memory=mem(floor=OWN))], OWN) == slack(OWN) + lag == MIB + lag
+    assert allowance([run(memory=mem(floor=400 * MIB))], 400 * MIB) == 4 * MIB + lag
     # The unlimited runs' floors 3 MiB apart: a run may hold that much more, and still
     # leave the slack.
     runs = [run(memory=mem(floor=OWN)), run(memory=mem(floor=OWN + 3 * MIB))]
-    assert allowance(runs, OWN + 3 * MIB) == slack(OWN + 3 * MIB) + 3 * MIB
+    assert allowance(runs, OWN + 3 * MIB) == slack(OWN + 3 * MIB) + 3 * MIB + lag
+
+
+def test_a_first_probe_whose_floor_reads_a_little_over_the_spread_fits() -> None:
+    """A tester's two fits of ``read_and_hold.py model.bin 48``: the unlimited floors 16 KiB
+    apart, the first probe's 8 KiB over the highest of them + that spread; its 3 runs were
+    1 % faster than unlimited, and it was "at the edge, leaves 1016.0KiB", so the search went
+    on and answered 132.5 MiB (the other fit: 55.1 MiB, after that one probe).  A floor read
+    that little over is within what one reading may lag: the first probe fits."""
+    floors = [OWN, OWN + 16 * 1024]
+    b = bounds([run(memory=mem(peak=3 * OWN, floor=f)) for f in floors], None, None)
+    over = b.floor + 16 * 1024 + 8 * 1024  # the probe's floor: 8 KiB over max + spread
+    probe = _edge_run(b.low, b.low, over, file=OWN)
+    v = verdict([probe], Timing("wall", 1.0), run(), 0.10, slack(b.floor))
+    assert v.ok, (v, b)
+    # What one reading may lag is all it is allowed: a run that leaves a page less than the
+    # slack under the limit is at the edge.
+    worse = _edge_run(b.low, b.low, b.low - slack(b.floor) + PAGE, file=OWN)
+    v = verdict([worse], Timing("wall", 1.0), run(), 0.10, slack(b.floor))
+    assert (v.ok, v.reason) == (False, "at the edge, leaves 1.0MiB"), v  # 1020 KiB, rounded
 
 
 def test_a_peak_that_is_the_runs_own_memory_is_no_answer_without_a_probe() -> None:
@@ -53,7 +77,7 @@ def test_a_peak_that_is_the_runs_own_memory_is_no_answer_without_a_probe() -> No
     unprobed (or the floor after one pass); the first limit is now the floor and its room,
     above the peak, and it is probed."""
     b = bounds([run(memory=mem(peak=int(180.5 * MIB), floor=int(180.2 * MIB)))], None, None)
-    assert b.allowance == _page(int(0.01 * b.floor))
+    assert b.allowance == _page(int(0.01 * b.floor)) + stat_lag(CPUS)
     assert b.low == b.floor + b.allowance > b.peak
     assert b.top == b.low and not b.top_passes
     asked: list[int] = []
@@ -61,6 +85,7 @@ def test_a_peak_that_is_the_runs_own_memory_is_no_answer_without_a_probe() -> No
     def probe(limit: int) -> bool:
         asked.append(limit)
         return limit >= b.peak + MIB  # a run a little over the unlimited peak OOMs
+
     r = search(b, probe)
     assert r.answer == b.low and asked == [b.low]
 
@@ -185,5 +210,3 @@ def test_fit_answers_a_limit_with_room_confirmed_by_repeats(
     assert all(p["limit_bytes"] != OWN for p in probes)
     recommended = doc["recommended_bytes"]
     assert isinstance(recommended, int) and recommended >= answer * 1.2
-
-

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from edgeprof.analysis.headroom import stat_lag
 from edgeprof.analysis.need import (
     MAX_RAISES,
     MIB,
@@ -36,6 +37,8 @@ from edgeprof.units import format_binary
 from .conftest import make_result
 
 WALL = Timing("wall", 1.0)
+LAG = stat_lag(4)
+"""What one reading of memory.stat may lag on the fake results' host (4 CPUs, make_result)."""
 
 
 def mem(
@@ -304,14 +307,14 @@ def test_bounds_floor_is_the_highest_floor_of_the_runs_page_rounded() -> None:
         run(memory=mem(peak=100 * MIB, floor=40 * MIB + 1, working_set=95 * MIB)),
     ]
     b = bounds(ref, 512 * MIB, None)
-    # The room over the floor: the kernel's slack (1 MiB) and the floors' spread, 10 MiB
-    # and a byte (need.allowance).
+    # The room over the floor: the kernel's slack (1 MiB), the floors' spread, 10 MiB
+    # and a byte, and what a reading may lag on the fake host's CPUs (need.allowance).
     assert b == Bounds(
         floor=40 * MIB + PAGE,
         peak=100 * MIB,
         ceiling=512 * MIB,
         resolution=2 * MIB,
-        allowance=11 * MIB + PAGE,
+        allowance=11 * MIB + PAGE + LAG,
     )
 
 
@@ -326,7 +329,7 @@ def test_bounds_floor_falls_back_to_the_working_set() -> None:
 def test_bounds_floor_never_below_the_smallest_limit() -> None:
     b = bounds([run(memory=mem(peak=3 * MIB, floor=1 * MIB))], None, None)
     assert b == Bounds(
-        floor=MIN_LIMIT, peak=MIN_LIMIT, ceiling=None, resolution=MIB, allowance=MIB
+        floor=MIN_LIMIT, peak=MIN_LIMIT, ceiling=None, resolution=MIB, allowance=MIB + LAG
     )
     b = bounds([run(memory=mem(peak=50 * MIB, floor=None, working_set=None))], None, None)
     assert b.floor == MIN_LIMIT
@@ -563,19 +566,21 @@ def test_a_workload_below_the_least_limit_is_searched_from_that_limit_and_says_s
     and the line names it as that, not as the workload's floor or peak."""
     ref = (run(wall=0.01, memory=mem(peak=144 * 1024, floor=100 * 1024)),)
     b = bounds(ref, None, None)
-    # The first limit leaves 1 MiB of room over it: above the (lifted) peak, and probed.
-    assert (b.floor, b.peak, b.top) == (MIN_LIMIT, MIN_LIMIT, MIN_LIMIT + MIB)
+    # The first limit leaves room over it (1 MiB of slack, 2 MiB a reading may lag on the
+    # fake host's 4 CPUs): above the (lifted) peak, and probed.
+    assert (b.floor, b.peak, b.top) == (MIN_LIMIT, MIN_LIMIT, MIN_LIMIT + MIB + LAG)
     probes = (Probe(b.top, (run(wall=0.01),), Verdict(True, "fits (+0%)")),)
     o = FitOutcome("true", ref, WALL, 0.0, b, probes, b.top, 0.10, 0.20)
     text = render_fit([o])
     assert (
-        "searched from 7.0MiB (the least limit edgeprof sets 6.0MiB + 1.0MiB of room), above "
+        "searched from 9.0MiB (the least limit edgeprof sets 6.0MiB + 3.0MiB of room), above "
         "the least limit edgeprof sets (6.0MiB): 1 probe (at most 1)" in text
     )
     assert "(1 run); peak 144.0KiB\n" in text
     assert (
-        "smallest memory: 7.0MiB (wall within 10% of the unlimited run's, the run with 1.0MiB "
-        "of room over anon + shmem + kernel; resolution" in text
+        "smallest memory: 9.0MiB (wall within 10% of the unlimited run's, 3.0MiB of room over "
+        "the unlimited runs' anon + shmem + kernel; the run left at least 1.0MiB under the "
+        "limit over its own; resolution" in text
     )
 
 
