@@ -3,29 +3,26 @@
 Backends produce :class:`Counters` (raw cumulative kernel counters); the sampler turns them
 into :class:`Sample` rows and statistics; the runner assembles a :class:`RunResult`
 (:mod:`.results`; what the run was asked is :mod:`.spec`), whose memory block
-(:mod:`.memory`) says what the peak was made of and what a limit cost; reports render it.
+(:mod:`.memory`) says what the peak was made of and what a limit cost, and whose phases,
+latency and marks (:mod:`.phases`) are what the workload reported; reports render it.
 A value that cannot be measured is ``None`` (``null`` in JSON), never 0.
 """
 
 from .events import Capped, EventCounts
 from .gpu import GpuDevice, GpuPhase, GpuStats
 from .memory import MemoryParts, MemoryPressure, MemoryStats, Squeeze
+from .phases import PERCENTILES, LatencyStats, Mark, PhaseStats, Throttling
 from .results import (
-    PERCENTILES,
     SCHEMA_VERSION,
     CoreLease,
     Counters,
     CpuStats,
     HostInfo,
     IoStats,
-    LatencyStats,
-    Mark,
-    PhaseStats,
     RunResult,
     Sample,
     SampleStats,
     Termination,
-    Throttling,
 )
 from .spec import Limits, RunSpec, UserIds
 

@@ -3,7 +3,8 @@
 Backends produce :class:`Counters` (raw cumulative kernel counters); the sampler turns them
 into :class:`Sample` rows and statistics; the runner assembles a :class:`RunResult`; reports
 render it.  A value that cannot be measured is ``None`` (``null`` in JSON), never 0.  What
-the run was asked (its limits, its :class:`~edgeprof.model.spec.RunSpec`) is :mod:`.spec`.
+the run was asked (its limits, its :class:`~edgeprof.model.spec.RunSpec`) is :mod:`.spec`;
+what the workload reported of itself (phases, iterations' latency, marks) is :mod:`.phases`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from ..units import shown
 from .events import EventCounts
 from .gpu import GpuStats
 from .jsoncheck import cpu_list, from_json
-from .memory import MemoryStats, known_fields
+from .memory import MemoryStats
+from .phases import LatencyStats, Mark, PhaseStats
 from .spec import Limits
 
 SCHEMA_VERSION = 1
@@ -181,134 +183,6 @@ class SampleStats:
     count: int
     interval_s: float
     path: str | None
-
-
-PERCENTILES = ("p50", "p90", "p95", "p99")
-"""The latency percentiles a result reports, in order (:class:`LatencyStats`)."""
-
-
-@dataclass(frozen=True)
-class Throttling:
-    """How a ``cpus`` quota's stalls fell on the reported iterations
-    (:mod:`edgeprof.measure.throttling`).
-
-    ``iterations``: those whose stall is known (not the first one, whose start has no
-    reading); ``throttled``: of them, those a stall overlapped; ``stall_s``: the stall
-    time inside them; ``even_*``: the percentiles the same iterations would have with the
-    same stall time spread over them in proportion to their running time, as a core that
-    much slower would show; ``distorted``: the reported percentiles (``p50`` … ``p99``)
-    that differ from those by more than the tolerance, i.e. that measure the stall pattern
-    rather than the workload.
-    """
-
-    iterations: int
-    throttled: int
-    stall_s: float
-    max_stall_s: float
-    even_p50_s: float
-    even_p95_s: float
-    even_p99_s: float
-    distorted: tuple[str, ...] = ()
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Throttling:
-        kw = known_fields(cls, d)
-        kw["distorted"] = tuple(kw.get("distorted") or ())
-        return cls(**kw)
-
-
-@dataclass(frozen=True)
-class LatencyStats:
-    """Per-iteration latency of the iterations a workload reported (``edgeprof.iteration()``).
-
-    Percentiles by linear interpolation between closest ranks (numpy's default, Hyndman-Fan
-    type 7).  ``per_s``: iterations per second over the span from the first iteration's start
-    to the last one's end (time between iterations counts: it is the loop's throughput).
-    ``items`` / ``items_per_s``: the same with each iteration's item count (a batch size);
-    ``None`` when the workload gave none.
-    """
-
-    count: int
-    mean_s: float
-    p50_s: float
-    p90_s: float
-    p95_s: float
-    p99_s: float
-    max_s: float
-    per_s: float | None
-    min_s: float | None = None
-    items: int | None = None
-    items_per_s: float | None = None
-    throttling: Throttling | None = None
-    """Under a ``cpus`` quota where the run's throttled time can be read: how the stalls
-    fell on these iterations; ``None`` otherwise."""
-    percentiles_error: float | None = None
-    """``None``: the percentiles are exact.  Past the runner's cap on stored durations
-    (:mod:`edgeprof.measure.events`) they come from a sketch, each within this relative
-    error (0.01: ±1 %) of the exact value; count, mean, min, max and rates stay exact."""
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> LatencyStats:
-        kw = known_fields(cls, d)
-        if kw.get("throttling") is not None:
-            kw["throttling"] = Throttling.from_dict(kw["throttling"])
-        return cls(**kw)
-
-
-@dataclass(frozen=True)
-class PhaseStats:
-    """Resources of one named phase of a run (``with edgeprof.phase(name):``).
-
-    Occurrences of the same name are merged: times and CPU add up, the peak is the highest,
-    the average memory is weighted by time.  ``peak_source``: ``kernel`` when the kernel's
-    high-water mark was reset at the phase's start (cgroup v1, cgroup v2 on Linux ≥ 6.12),
-    else ``sampled`` (the largest sample inside the phase: a lower bound).
-    """
-
-    name: str
-    count: int
-    """Occurrences: the times the phase was entered, one entered again while open (a
-    recursive decorated function) included; its times count such nested spans once."""
-    start_s: float
-    """Start of the first occurrence, seconds since the spawn (the samples' ``t_s`` clock)."""
-    wall_s: float
-    cpu_s: float | None
-    cpu_pct: float | None
-    peak_bytes: int | None
-    peak_source: str | None
-    avg_bytes: int | None
-    complete: bool = True
-    """False when an occurrence was still open at the end of the run (crash, OOM, timeout):
-    it is closed at the run's end (the main process's exit, or the interrupt) and counted
-    up to there."""
-    cut_short_by: str | None = None
-    """For an incomplete phase, the run's termination that cut it short (``oom``,
-    ``timeout``, ``interrupted``, ``signaled``, or ``exited`` for a workload that left
-    without ending it); ``None`` for a complete one."""
-    latency: LatencyStats | None = None
-    """The iterations that ended inside this phase."""
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> PhaseStats:
-        kw = known_fields(cls, d)
-        if kw.get("latency") is not None:
-            kw["latency"] = LatencyStats.from_dict(kw["latency"])
-        return cls(**kw)
-
-
-@dataclass(frozen=True)
-class Mark:
-    """An instant the workload named (``edgeprof.mark(name)``), with the run's state then."""
-
-    name: str
-    t_s: float
-    cpu_s: float | None
-    """CPU time of the run so far."""
-    memory_bytes: int | None
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Mark:
-        return cls(d["name"], d["t_s"], d.get("cpu_s"), d.get("memory_bytes"))
 
 
 @dataclass(frozen=True)
