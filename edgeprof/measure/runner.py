@@ -1,40 +1,30 @@
-"""The run loop, the same for every backend.
+"""One run from its inputs to its result: :func:`profile`.
 
-spawn (backend) → sample on a background thread → wait for the main process (pidfd: woken at
-the exit, so wall time is exact) → timeout / interrupt handling → kill what is left → read
-the final counters → remove the group.  Totals come from the kernel's counters after the
-kill; samples give the time series, averages and the sampled peaks.
+Every input is checked before anything starts (:mod:`.inputs`), the backend opened and the
+limits resolved against the host (:mod:`.limits`), the cores leased (:mod:`.leases`), the
+output directory held, the events channel and the GPU watch opened; then the run loop, the
+same for every backend (:mod:`.loop`: spawn, sample, wait, kill, read the totals); then what
+the loop does not know (the lease, the device, a GPU memory limit no GPU was measured
+against) is added to the result and ``result.json`` written.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime as _dt
 import os
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from ..backends import Backend, RunHandle, get_backend
+from ..backends import Backend, get_backend
 from ..errors import ConfigError, EdgeprofError, LaunchError, LimitError, UnsafeOutput
-from ..model import (
-    Limits,
-    RunResult,
-    RunSpec,
-    Sample,
-    Termination,
-    UserIds,
-)
+from ..model import Limits, RunResult, RunSpec, Termination, UserIds
 from ..names import check_env, has_control
 from ..storage import DirLock, missing_dirs, prepare_out_dir, write_result
 from ..units import format_binary, parse_duration, parse_memory_limit
 from ..workload.instrument import GPU_MEMORY_ENV
-from .assemble import build_result
 from .events import DOCKER_UNAVAILABLE, UNAVAILABLE_ENV, EventChannel
 from .gc import collect_before_run
-from .gpu import SAMPLE_COLUMNS as GPU_SAMPLE_COLUMNS
-from .gpu import GpuWatch
 from .gpu_select import check_selection, given_gpus, open_watch, undenied_warning
 from .inputs import (
     DEFAULT_INTERVAL_S,
@@ -60,9 +50,7 @@ from .limits import (
     resolve,
     thread_env,
 )
-from .memory import MappedTracker
-from .sampler import Sampler, SampleWriter, SeriesStats
-from .squeeze import Squeezer
+from .loop import run_loop
 
 DEFAULT_KILL_GRACE_S = 2.0
 OUT_FILES = ("result.json", "samples.csv", "gpu.csv")
@@ -281,7 +269,7 @@ def profile(
                 if watch is not None:
                     watch.limit = applied.memory if unified_memory else gpu_limit
                     watch.unified = unified_memory
-                result = _run(
+                result = run_loop(
                     be, spec, interval_s, timeout_s, grace_s, out, name, warnings,
                     interrupts, channel=channel, gpu=watch, device=device,
                 )  # fmt: skip
@@ -339,167 +327,3 @@ def _save(path: Path, result: RunResult) -> None:
             f"the run ended ({result.termination.value}) but {path} could not be written: {why}",
             result,
         ) from exc
-
-
-def _run(
-    be: Backend,
-    spec: RunSpec,
-    interval: float,
-    timeout: float | None,
-    kill_grace: float,
-    out: Path | None,
-    name: str | None,
-    warnings: list[str],
-    interrupts: SignalGuard,
-    *,
-    channel: EventChannel | None = None,
-    gpu: GpuWatch | None = None,
-    device: str | None = None,
-) -> RunResult:
-    columns = Sample.columns() + (list(GPU_SAMPLE_COLUMNS) if gpu is not None else [])
-    writer: SampleWriter | None = None
-    stats = SeriesStats() if channel is None else channel.stats()
-    started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
-    interrupted = timed_out = False
-    squeezer: Squeezer | None = None
-    try:
-        with be.launch(spec) as run:
-            # The files are made once the workload has started: one that cannot (the
-            # interpreter its #! line names is missing) had left a header-only samples.csv
-            # beside an earlier run's result.json.
-            if out is not None:
-                writer = SampleWriter(out / "samples.csv", columns=columns)
-                if gpu is None:
-                    # An earlier run's readings would sit beside this run's files as if they
-                    # were its own (prepare_out_dir refused a link there: this removes a
-                    # plain file or nothing).
-                    (out / "gpu.csv").unlink(missing_ok=True)
-            sampler = Sampler(
-                run.sample,
-                interval=interval,
-                t0=run.started,
-                stats=stats,
-                writer=writer,
-                batch=run.batch_reader,  # a sampling loop outside Python, if any
-                extra=None if gpu is None else gpu.at,
-                # Only a quota's run needs them (faster_than_device): a scan costs a file
-                # read per thread (1.4 ms of CPU for a torch process's 67 threads here).
-                tasks=run.task_times if spec.limits.cpus is not None else None,
-            )
-            stats.mapped = MappedTracker(run.mapped_files, interval)
-            # The order of the ending is fixed, whatever ends the run: the sampler and the
-            # events channel stop (the channel reads the phase windows still open while the
-            # group exists), the group is killed, its totals read, then the handle closes
-            # the group (with its peak windows) and, in profile(), the channel its pipe.
-            try:
-                if channel is not None:
-                    # The kernel's memory high-water mark restarted per phase, where it can be.
-                    channel.start(
-                        run.started,
-                        run.counters,
-                        run.peak_reset,
-                        run.throttled_us if quota_can_stall(spec.limits) else None,
-                        mechanism=be.mechanism,
-                        period_s=spec.period_us / 1e6,
-                        share=spec.limits.cpus,
-                    )
-                if spec.reclaim:
-                    if run.reclaim is None:
-                        raise ConfigError(f"the {be.name} backend gave the run no reclaim")
-                    squeezer = Squeezer(run.reclaim, run.started)
-                    squeezer.start()
-                sampler.start()
-                if gpu is not None:
-                    gpu.start(run.started, run.members, interval, out)
-                try:
-                    with interrupts.armed():
-                        status, timed_out = _wait(run, timeout, kill_grace)
-                    wall = (time.monotonic() if run.ended is None else run.ended) - run.started
-                except (KeyboardInterrupt, Interrupted):
-                    interrupted = True
-                    wall = time.monotonic() - run.started
-                    status = None
-            finally:
-                sampler.stop()
-                if gpu is not None:
-                    gpu.stop()  # its last reading while the group still lists the run's pids
-                if squeezer is not None:
-                    squeezer.stop()
-                if channel is not None:
-                    channel.stop()
-            run.kill()  # orphans and daemons die before the totals are read
-            if status is None:
-                status = run.wait(None)
-            final = run.counters()  # the handle corrects its peak for per-phase resets
-        warnings.extend(run.warnings)
-    finally:
-        if writer is not None:
-            writer.close()
-    warnings.extend(sampler.warnings(wall))
-    result = build_result(
-        be,
-        spec,
-        final,
-        stats,
-        status,
-        wall,
-        started_at,
-        interval,
-        out,
-        name,
-        warnings,
-        interrupted=interrupted,
-        timed_out=timed_out,
-        before=None if run.before_start is None else run.before_start[1],
-        device=device,
-    )
-    if squeezer is not None:
-        if squeezer.error is not None:
-            warnings.append(f"the squeeze stopped early: {squeezer.error}")
-        # Measured: 3.5 s squeezed against 1.4 s unlimited for the same script (6.12 guest).
-        warnings.append(
-            "its memory was squeezed while it ran: its times are slower than an unsqueezed "
-            "run's (time it without --squeeze)"
-        )
-        p = result.memory.pressure
-        squeezed = squeezer.result(result.memory.floor_bytes, None if p is None else p.stall_some_s)
-        result = dataclasses.replace(
-            result,
-            memory=dataclasses.replace(result.memory, squeeze=squeezed),
-            warnings=tuple(dict.fromkeys([*result.warnings, *warnings])),
-        )
-    if gpu is not None:
-        occurrences, iterations = channel.spans() if channel is not None else ([], [])
-        capped = channel is not None and channel.gpu_capped > 0
-        gpu_stats, more = gpu.finish(occurrences, iterations, wall, out, capped=capped)
-        result = dataclasses.replace(
-            result,
-            gpu=gpu_stats,
-            warnings=tuple(dict.fromkeys([*result.warnings, *warnings, *more])),
-        )
-    if channel is None:
-        return result
-    phases, latency, marks, more = channel.results(wall, result.termination.value)
-    return dataclasses.replace(
-        result,
-        phases=phases,
-        latency=latency,
-        marks=marks,
-        events=channel.counts(),
-        warnings=tuple(dict.fromkeys([*result.warnings, *more])),
-    )
-
-
-def _wait(run: RunHandle, timeout: float | None, grace: float) -> tuple[int | None, bool]:
-    """Reap the main process; on timeout SIGTERM the group, SIGKILL after ``grace``."""
-    if timeout is None:
-        return run.wait(None), False
-    status = run.wait(max(0.0, run.started + timeout - time.monotonic()))
-    if status is not None:
-        return status, False
-    run.terminate()
-    status = run.wait(grace)
-    if status is None:
-        run.kill()
-        status = run.wait(None)
-    return status, True
