@@ -23,6 +23,7 @@ reaped it, as the kernel would empty the file then.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import pathlib
@@ -35,7 +36,7 @@ import pytest
 from edgeprof.backends import _cgroup_run, nvml, register_backend, unregister_backend
 from edgeprof.backends import cgroupfs as fs
 from edgeprof.errors import BackendError
-from edgeprof.measure import limits
+from edgeprof.measure import assemble, limits
 from edgeprof.model import (
     CpuStats,
     HostInfo,
@@ -248,6 +249,21 @@ def no_gpu_driver(monkeypatch: pytest.MonkeyPatch) -> None:
     unless a test plugs in the NVML double (``tests/nvml_double.py``)."""
     monkeypatch.setattr(nvml, "DRIVER_FILES", ())
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+
+
+FAKE_HOST_CPUS = 2
+"""The CPUs of the host every run of the unit tier reports (``result.host.cpus``): the fake
+backend's two (:class:`~tests.fakes.FakeBackend`), whatever machine the tier runs on.  What
+edgeprof derives from a host's CPUs (the kernel's per-CPU batching of memory statistics:
+``fit``'s room over the floor, and so its probes and answer) is then the same on a 16-CPU
+runner as on a 2-CPU one."""
+
+
+@pytest.fixture(autouse=True)
+def fake_host_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        assemble, "_HOST", dataclasses.replace(assemble.host_info(), cpus=FAKE_HOST_CPUS)
+    )
 
 
 @pytest.fixture

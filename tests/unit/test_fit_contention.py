@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Iterator
 
 import pytest
@@ -31,6 +30,7 @@ from edgeprof.cli import main
 from edgeprof.model import Counters, MemoryPressure, RunResult, RunSpec
 from tests.fakes import FakeBackend, FakeRun, Script
 
+from .conftest import FAKE_HOST_CPUS
 from .test_memory_need import mem, run
 
 MIB = 1 << 20
@@ -158,10 +158,10 @@ def test_fit_is_not_decided_by_contention(
     out, err = capfd.readouterr()
     assert code == 0, err
     doc = json.loads(out)
-    # The 8 MiB floor and its room: 1 MiB of slack, and what a reading may lag on this
-    # host's CPUs (the fake backend's runs are this host's).
-    assert doc["room_bytes"] == MIB + stat_lag(os.cpu_count() or 1)
-    assert doc["min_memory_bytes"] == 8 * MIB + doc["room_bytes"]
+    # The 8 MiB floor and its room: 1 MiB of slack, and what a reading may lag on the fake
+    # host's CPUs.
+    assert doc["room_bytes"] == MIB + stat_lag(FAKE_HOST_CPUS) == 2 * MIB
+    assert doc["min_memory_bytes"] == 10 * MIB
     assert all(p["ok"] for p in doc["probes"]), doc["probes"]
     assert doc["metric"] == UNCONTENDED
     said = doc["contention"]
