@@ -2,6 +2,8 @@
 (:func:`setting`).  Every per-model figure (statistics, rankings, budgets, baseline
 comparisons, calibration points, the notes under the tables) is computed per cell, from the
 groups made here.  Orders are first-seen, so tables follow the order the runs were made in.
+A label is not a program: where a report reads two benches whose targets share one (each
+file's ``infer bs=1``), :func:`edgeprof.analysis.targets.apart` names their runs apart first.
 """
 
 from __future__ import annotations

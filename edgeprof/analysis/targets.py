@@ -8,14 +8,21 @@ CPU time, a "regression" of nothing.  A bench's run records what it measured
 refused unless asked for (``--ignore-target``), and then said, as the sides' different hosts
 are (:func:`edgeprof.analysis.hosts.sides_note`).  Runs without a target (a ``run``'s, or a
 file from before targets) pair as before: nothing says they differ.
+
+``report`` reads runs together rather than pairing them: :func:`apart` names a label's runs
+with their targets where two targets share it, so that its cells (by label and limit
+setting, :mod:`edgeprof.analysis.cells`) keep them apart.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..errors import ConfigError
 from ..model import RunResult
+from ..names import printable
+from .cells import group_by
 
 
 def targets(runs: Iterable[RunResult]) -> tuple[str, ...]:
@@ -62,3 +69,44 @@ def check_targets(
         f"--ignore-target): a change of {cells} is the difference between the targets, not "
         "a change of one model"
     )
+
+
+def _file(target: str) -> str:
+    """The target's file or module: ``small/model.py`` of ``small/model.py:infer, loader
+    load`` (the label names the function already)."""
+    return target.rpartition(":")[0]
+
+
+def apart(runs: Sequence[RunResult]) -> tuple[list[RunResult], str | None]:
+    """``runs`` with each run of a label that two targets or more share named with its
+    target, and the note that says so (``None``: no label is shared; the runs are returned
+    as they were).  A report of two benches' directories had pooled both files' ``infer
+    bs=1`` into one cell: one row of 4 runs, their statistics and rankings the two programs'
+    mixed.  The name is the label and the target's file (``infer bs=1 (small/model.py)``),
+    or the whole target where the files are one (two loaders of one file).  Runs without a
+    target keep their label: nothing says what they measured."""
+    shared = {
+        label: found
+        for label, group in group_by(runs, lambda r: r.label).items()
+        if len(found := targets(group)) > 1
+    }
+    if not shared:
+        return list(runs), None
+
+    def named(r: RunResult) -> RunResult:
+        found = shared.get(r.label)
+        if found is None or r.target is None:
+            return r
+        files = {_file(t) for t in found}
+        which = _file(r.target) if len(files) == len(found) else r.target
+        return dataclasses.replace(r, name=f"{r.label} ({printable(which)})")
+
+    every = list(dict.fromkeys(t for found in shared.values() for t in found))
+    labels = ", ".join(list(shared)[:4]) + (
+        f" and {len(shared) - 4} more" if len(shared) > 4 else ""
+    )
+    note = (
+        f"these runs bench {len(every)} targets ({'; '.join(every)}) under the same labels "
+        f"({labels}): each such run is named with its target, and no cell pools two targets"
+    )
+    return [named(r) for r in runs], note

@@ -15,6 +15,7 @@ from ..analysis.calibration import load_calibration, predict
 from ..analysis.cells import cell_order
 from ..analysis.regression import compare_fits, compare_results, parse_threshold
 from ..analysis.sweepfile import warmup_of
+from ..analysis.targets import apart
 from ..errors import ConfigError
 from ..model import RunResult
 from ..resultfiles import load_auto_repeat, load_fits, load_runs, read_sweep, sweep_stopped
@@ -108,7 +109,9 @@ def rerender(
                 f"{p} is edgeprof fit's answer, not runs: report reads the runs of fit --out's "
                 "directory; compare reads two fit.json"
             )
-    runs = cell_order(load_runs(list(paths)))
+    # Two benches' runs that share labels (each file's `infer bs=1`): named apart, not pooled.
+    loaded, shared = apart(load_runs(list(paths)))
+    runs = cell_order(loaded)
     if not runs:
         # A sweep stopped in a warm-up left its sweep.json: why it has no run, not just none.
         stopped = [why for p in paths if (why := sweep_stopped(p)) is not None]
@@ -127,6 +130,7 @@ def rerender(
         _pyplot()  # a missing matplotlib is found before any file is written
     stopped = [why for p in paths if (why := sweep_stopped(p)) is not None]
     stopped += [fit_note(p, d) for p, docs in fits.items() for d in docs]
+    stopped += [] if shared is None else [shared]
     # One sweep made with --repeat auto: what it resolved, as the run printed it.
     auto = load_auto_repeat(paths[0]) if len(paths) == 1 else None
     repeats = [] if auto is None else [repeats_table(runs, *auto)]

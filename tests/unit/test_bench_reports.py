@@ -3,7 +3,9 @@ ranks batch sizes by the ``infer`` phase, and names the per-layer profiles it sk
 
 from __future__ import annotations
 
+import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -98,6 +100,69 @@ def test_report_of_a_bench_ranks_batch_sizes_by_the_infer_phase(
     assert main(["report", str(out)]) == 0
     again = capfd.readouterr().out
     assert "Ranking by infer throughput" in again and "Ranking by wall time" not in again
+
+
+def test_report_of_two_benches_keeps_their_targets_apart(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """``report`` of a directory holding two benches of different files, each labelled
+    ``infer bs=1`` and ``infer bs=2``, had pooled each label's runs of both files into one
+    cell: one row of 4 runs, whose statistics and rankings mixed two programs.  Each run
+    is named with its target now, each cell holds one target's 2 runs, and a note says
+    why; one bench's report is as it was."""
+    for name in ("small", "big"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "model.py").write_text(MODEL)
+        out = tmp_path / "out" / name
+        _bench(tmp_path, f"./{name}/model.py:infer", out, "--repeat", "2", "--batch-size", "1,2")
+    capfd.readouterr()
+    assert main(["report", str(tmp_path / "out"), "--out", str(tmp_path / "rep")]) == 0
+    text = capfd.readouterr().out
+    with (tmp_path / "rep" / "cells.csv").open() as f:
+        cells = [(row["label"], row["runs"]) for row in csv.DictReader(f)]
+    names = sorted(f"infer bs={bs} ({name}/model.py)" for name in ("big", "small") for bs in (1, 2))
+    assert sorted(cells) == [(n, "2") for n in names]
+    stats = text[text.index("Statistics with no limits") :]
+    for n in names:
+        assert re.search(rf"^{re.escape(n)} +wall time +2 ", stats, re.M)  # 2 runs, not 4
+    ranking = text[text.index("Ranking by infer throughput") :].split("\n\n")[0]
+    rows = [line for line in ranking.splitlines()[3:] if line[:1].isdigit()]
+    ranked = [line.split("  ")[1].strip() for line in rows]
+    assert sorted(ranked) == names
+    assert (
+        "note: these runs bench 2 targets (big/model.py:infer, loader load; small/model.py:"
+        "infer, loader load) under the same labels (infer bs=1, infer bs=2): each such run "
+        "is named with its target, and no cell pools two targets" in text
+    )
+
+    assert main(["report", str(tmp_path / "out" / "small")]) == 0
+    alone = capfd.readouterr().out
+    assert "model.py)" not in alone and "these runs bench" not in alone
+    assert "infer bs=1  " in alone and "infer bs=2  " in alone
+
+
+def test_runs_of_a_shared_label_are_named_by_what_tells_their_targets_apart() -> None:
+    """Two loaders of one file: the file tells nothing apart, so the whole target names the
+    run; a label no two targets share, and a run without a target, keep their names."""
+    from edgeprof.analysis.cells import cells
+    from edgeprof.analysis.targets import apart
+
+    from .conftest import make_result
+
+    a, b = "m.py:infer, loader load", "m.py:infer, loader load_small"
+    runs = [
+        make_result(name="infer bs=1", target=a),
+        make_result(name="infer bs=1", target=b),
+        make_result(name="infer bs=1", target=None),
+        make_result(name="infer bs=8", target=a),
+    ]
+    named, note = apart(runs)
+    want = [f"infer bs=1 ({a})", f"infer bs=1 ({b})", "infer bs=1", "infer bs=8"]
+    assert [r.label for r in named] == want
+    assert [r.target for r in named] == [r.target for r in runs]
+    assert [len(group) for group in cells(named).values()] == [1, 1, 1, 1]
+    assert note is not None and note.startswith(f"these runs bench 2 targets ({a}; {b})")
+    assert apart(runs[2:]) == (runs[2:], None)  # nothing shared: as they were
 
 
 LAYERS_YAML = "batch_size: 1\nmodel_name: vit\nprofile_data:\n  - layer: 1\n"
