@@ -374,12 +374,25 @@ def in_doubt(runs: Sequence[RunResult], reference: Timing, tolerance: float,
     return abs(timing(runs[0]).seconds - threshold) <= noise * threshold
 
 
+BISECTED = "bisected"
+"""A probe of the bisection in [low, top] (:func:`max_probes` bounds them)."""
+OVERTURNED = "overturned"
+"""A probe made after a pass its confirmation overturned: the search went on above it."""
+RAISED = "raised"
+"""A probe above a top that failed for memory (:data:`MAX_RAISES`)."""
+
+
 @dataclass(frozen=True)
 class SearchResult:
     answer: int | None
     """The smallest limit that passed (``None``: nothing up to the ceiling did)."""
     tried: tuple[tuple[int, bool], ...]
     """(limit, passed), in the order tried."""
+    made: tuple[str, ...] = ()
+    """Why each probe was made (:data:`BISECTED`, :data:`OVERTURNED`, :data:`RAISED`), in
+    the order made; a confirmation is no new probe.  ``fit`` had counted every probe past
+    :func:`max_probes` as made "above a limit that failed", those after an overturned pass
+    too (a reviewer's reading)."""
 
 
 MAX_RAISES = 4
@@ -391,6 +404,7 @@ def search(
     b: Bounds,
     probe: Callable[[int], bool | Verdict],
     confirm: Callable[[int], bool | Verdict] | None = None,
+    made: list[str] | None = None,
 ) -> SearchResult:
     """Bisect for the smallest passing limit in [low, top], to ``b.resolution``.
 
@@ -405,8 +419,14 @@ def search(
     of memory: after one that was not (:attr:`Verdict.memory`), the answer is probed before
     it is given, and ``None`` where it fails too.  A top that is probed and fails for memory
     is no answer either: limits above it are tried (:data:`MAX_RAISES`), up to the ceiling.
+
+    ``made``, where given, is appended why each probe is made before it is (as
+    :attr:`SearchResult.made`): a caller whose probe stops the search (an interrupted run)
+    keeps it.
     """
     tried: list[tuple[int, bool]] = []
+    why = made if made is not None else []
+    now = BISECTED  # why the next probe is made
     otherwise = False  # a probe failed for a reason other than memory
     passed: set[int] = set()
 
@@ -423,7 +443,11 @@ def search(
         return ok
 
     def attempt(limit: int) -> bool:
+        why.append(now)
         return judged(probe(limit), limit)
+
+    def result(answer: int | None) -> SearchResult:
+        return SearchResult(answer, tuple(tried), tuple(why))
 
     def confirmed(limit: int) -> bool:
         return confirm is None or judged(confirm(limit), limit)
@@ -433,7 +457,7 @@ def search(
         # Tried even when the floor is above it: "does not fit" is shown by a run, not
         # assumed from the floor.
         if not attempt(top):
-            return SearchResult(None, tuple(tried))
+            return result(None)
         lo, hi = b.low, top  # the low end is not tried: bisection ends within a step of it
     elif attempt(b.low):
         lo = hi = b.low
@@ -452,25 +476,27 @@ def search(
                 lo = mid
         if hi in passed:
             if confirmed(hi):
-                return SearchResult(hi, tuple(tried))
+                return result(hi)
             lo = hi
             hi = min((p for p in passed if p > lo), default=top)
+            now = RAISED if now == RAISED else OVERTURNED
             continue
         if hi == top and b.top_passes and not otherwise and (top, False) not in tried:
-            return SearchResult(top, tuple(tried))  # the peak passes without trying
+            return result(top)  # the peak passes without trying
         if otherwise and (hi, False) in tried:  # a floor at the peak: its one probe failed
-            return SearchResult(None, tuple(tried))
+            return result(None)
         if (hi, False) not in tried and hi not in passed:
             if attempt(hi):
                 continue  # confirmed above
             if otherwise:
-                return SearchResult(None, tuple(tried))
+                return result(None)
         # The top failed for memory: the runs hold more than the unlimited ones showed.
         up = _page(hi + step)
         ceiling = None if b.ceiling is None else b.ceiling // PAGE * PAGE
         if raises >= MAX_RAISES or (ceiling is not None and up > ceiling) or otherwise:
-            return SearchResult(None, tuple(tried))
+            return result(None)
         raises += 1
+        now = RAISED
         step *= 2
         lo, hi = hi, up
         top = up

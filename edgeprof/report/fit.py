@@ -6,13 +6,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..analysis.headroom import mapped_elsewhere
-from ..analysis.need import MIN_LIMIT, PAGE, slack, untouched
+from ..analysis.need import MIN_LIMIT, OVERTURNED, PAGE, RAISED, slack, untouched
 from ..model import RunResult
 from ..sweeps.fit_outcome import FitOutcome, Probe
 from ..sweeps.fit_reference import setting
 from ..units import counted, format_binary
 from .memory import composition, spare
 from .table import plain_table
+
+_BEYOND = {
+    OVERTURNED: "after a pass its confirmation overturned",
+    RAISED: "above a top that failed",
+}
+"""What the probes past the bisection were made for (:attr:`FitOutcome.beyond`)."""
 
 CURVE = ("LIMIT", "TIME (s)", "VS UNLIMITED", "STALL", "REFAULTS", "MAJ FAULTS", "END", "VERDICT")
 
@@ -103,16 +109,28 @@ def _render_one(o: FitOutcome) -> str:
     high_is = "above the peak" if b.top > b.peak else high_is
     low, high = f"{format_binary(b.low)} ({low_is})", f"{format_binary(b.top)} ({high_is})"
     probes = f"{counted(len(o.probes), 'probe')} (at most {o.max_probes}"
-    beyond = len(o.probes) - o.max_probes
-    probes += f" to bisect, {beyond} more above a limit that failed)" if beyond > 0 else ")"
+    # Each kind counted as the search made it: every probe past the bound had been "above
+    # a limit that failed", those after a pass its confirmation overturned too.
+    beyond = [f"{n} more {_BEYOND[why]}" for why, n in o.beyond.items()]
+    probes += f" to bisect; {', '.join(beyond)})" if beyond else ")"
+    searched = o.searched
+    # Above the top that failed: the range the probes went to, not only the bracket.
+    above = (
+        f"; {format_binary(b.top)} failed, so up to {format_binary(searched[1])}"
+        if searched is not None and searched[1] > b.top
+        else ""
+    )
     if b.low > b.top:  # nothing between: the ceiling is below what no limit can reclaim
         lines.append(f"searched only {high}: the {low} is above it; {probes}")
     elif b.low >= b.peak:  # the run's memory is all its own: the first limit is past its peak
         peak_is = least if raised else "the peak"
-        lines.append(f"searched from {low}, above {peak_is} ({format_binary(b.peak)}): {probes}")
+        lines.append(
+            f"searched from {low}, above {peak_is} ({format_binary(b.peak)}){above}: {probes}"
+        )
     else:
         lines.append(
-            f"searched {low} to {high}, resolution {format_binary(b.resolution)}: {probes}"
+            f"searched {low} to {high}, resolution {format_binary(b.resolution)}{above}: "
+            f"{probes}"
         )
     rows = [probe_row(p, o.time.seconds) for p in sorted(o.probes, key=lambda p: p.limit)]
     lines.append("")

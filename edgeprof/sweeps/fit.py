@@ -236,6 +236,7 @@ def _fit_one(
             return FitOutcome(label, tuple(reference), time, noise, b, (), None,
                               req.tolerance, req.margin, stopped, reference_cap=cap)  # fmt: skip
         probes: list[Probe] = []
+        made: list[str] = []  # why each probe was made, kept where one is interrupted
 
         def probe(limit: int) -> Verdict:
             got = runs(
@@ -282,13 +283,17 @@ def _fit_one(
 
         try:
             # An explicit --repeat is the runs per limit the user chose: no more are made.
-            found = search(b, probe, confirm if req.repeat is None else None)
+            found = search(b, probe, confirm if req.repeat is None else None, made)
         except _Interrupted:
             why = interrupted_after([(p.limit, p.verdict) for p in probes])
-            return FitOutcome(label, tuple(reference), time, noise, b, tuple(probes), None,
-                              req.tolerance, req.margin, why, reference_cap=cap)
-        return FitOutcome(label, tuple(reference), time, noise, b, tuple(probes), found.answer,
-                          req.tolerance, req.margin, reference_cap=cap)  # fmt: skip
+            return FitOutcome(
+                label, tuple(reference), time, noise, b, tuple(probes), None, req.tolerance,
+                req.margin, why, reference_cap=cap, made=tuple(made[: len(probes)]),
+            )
+        return FitOutcome(
+            label, tuple(reference), time, noise, b, tuple(probes), found.answer,
+            req.tolerance, req.margin, reference_cap=cap, made=found.made,
+        )
     finally:
         os.close(devnull)
 

@@ -7,7 +7,17 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.need import Bounds, Timing, Verdict, contended, max_probes, median_time, with_margin
+from ..analysis.need import (
+    OVERTURNED,
+    RAISED,
+    Bounds,
+    Timing,
+    Verdict,
+    contended,
+    max_probes,
+    median_time,
+    with_margin,
+)
 from ..model import RunResult
 from .fit_reference import setting
 
@@ -67,6 +77,9 @@ class FitOutcome:
     elsewhere."""
     reference_cap: int | None = None
     """The reference runs' memory limit (:func:`reference_cap`); ``None``: none was set."""
+    made: tuple[str, ...] = ()
+    """Why each probe was made, as :attr:`~edgeprof.analysis.need.SearchResult.made`
+    (empty: each by the bisection)."""
 
     @property
     def contention(self) -> str | None:
@@ -108,6 +121,24 @@ class FitOutcome:
             not p.verdict.ok and not p.verdict.memory for p in self.probes
         )
         return max_probes(b) + checked
+
+    @property
+    def beyond(self) -> dict[str, int]:
+        """The probes made beyond the bisection, by why (:data:`~edgeprof.analysis.need.
+        OVERTURNED`, :data:`~edgeprof.analysis.need.RAISED`), those there were."""
+        counts = {why: self.made.count(why) for why in (OVERTURNED, RAISED)}
+        return {why: n for why, n in counts.items() if n}
+
+    @property
+    def searched(self) -> tuple[int, int] | None:
+        """The limits the search ran between: the floor and its room (or the top, where
+        that is lower) to the top, or to the highest limit probed above a top that failed
+        (``bracket_bytes`` stays the unlimited runs' floor and peak: fit.json had given
+        that alone where the probes went 8 MiB above it).  ``None``: no probe was made."""
+        if not self.probes:
+            return None
+        b = self.bounds
+        return min(b.low, b.top), max(b.top, *(p.limit for p in self.probes))
 
     @property
     def within_budget(self) -> bool | None:
@@ -175,6 +206,7 @@ class FitOutcome:
                 "at_peak": None if at_peak is None else dataclasses.asdict(at_peak),
             },
             "bracket_bytes": [b.floor, b.peak],
+            "searched_bytes": None if self.searched is None else list(self.searched),
             "ceiling_bytes": b.ceiling,
             "resolution_bytes": b.resolution,
             "room_bytes": b.allowance,

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from edgeprof.analysis.headroom import stat_lag
 from edgeprof.analysis.need import (
+    BISECTED,
     MIB,
+    OVERTURNED,
     PAGE,
+    RAISED,
     REPEAT_ON_DOUBT,
     Bounds,
     Timing,
@@ -31,9 +34,11 @@ from edgeprof.analysis.need import (
 from edgeprof.backends import register_backend, unregister_backend
 from edgeprof.cli import main
 from edgeprof.model import Counters, MemoryParts, RunResult, RunSpec
+from edgeprof.report.fit import render_fit
+from edgeprof.sweeps.fit_outcome import FitOutcome, Probe
 from tests.fakes import FakeBackend, FakeRun, Script
 
-from .test_memory_need import mem, run
+from .test_memory_need import WALL, mem, run
 
 OWN = 100 * MIB
 """The fake workload's memory, all its own (anon): no limit can take any of it back."""
@@ -118,6 +123,75 @@ def test_a_pass_the_confirmation_overturns_is_no_answer() -> None:
     assert confirmed[0] == b.low and r.tried[:2] == ((b.low, True), (b.low, False))
     assert r.answer is not None and 70 * MIB <= r.answer <= 70 * MIB + b.resolution
     assert confirmed[-1] == r.answer and (r.answer, True) == r.tried[-1]
+
+
+def _fitted(
+    b: Bounds, passes: Callable[[int], bool], confirms: Callable[[int], bool]
+) -> FitOutcome:
+    """The search with scripted verdicts, its probes kept as ``fit`` keeps them (a
+    confirmation's runs added to its probe)."""
+    probes: list[Probe] = []
+
+    def probe(limit: int) -> Verdict:
+        v = Verdict(passes(limit), "fits (+0%)" if passes(limit) else "oom")
+        probes.append(Probe(limit, (run(),), v))
+        return v
+
+    def confirm(limit: int) -> Verdict:
+        v = Verdict(confirms(limit), "fits (+0%)" if confirms(limit) else "oom")
+        i = next(i for i, p in enumerate(probes) if p.limit == limit)
+        probes[i] = Probe(limit, (run(), run(), run()), v)
+        return v
+
+    r = search(b, probe, confirm)
+    ref = (run(memory=mem(peak=b.peak, floor=b.floor)),)
+    return FitOutcome("x", ref, WALL, 0.0, b, tuple(probes), r.answer, 0.10, 0.20, made=r.made)
+
+
+def test_the_probe_count_says_why_each_probe_past_the_bisection_was_made() -> None:
+    """fit's answer had called every probe past the bisection's bound one "above a limit
+    that failed", those made after a pass its confirmation overturned too, and fit.json's
+    bracket_bytes stayed the unlimited floor and peak where the probes went above the peak
+    (a reviewer's reading).  Each is counted by why the search made it now, and
+    searched_bytes is the range the probes went over."""
+    # Passes from 70 MiB; the first pass, 72.5 MiB, is overturned by its confirmation.
+    b = Bounds(40 * MIB, 104 * MIB, None, 8 * MIB, allowance=MIB)
+    o = _fitted(b, lambda limit: limit >= 70 * MIB, lambda limit: limit >= 80 * MIB)
+    assert [p.limit for p in o.probes][1] == int(72.5 * MIB)
+    assert o.made == (BISECTED,) * 4 + (OVERTURNED,) * 2 and o.max_probes == 4
+    assert o.beyond == {OVERTURNED: 2}
+    text = render_fit([o])
+    assert (
+        "searched 41.0MiB (floor: anon + shmem + kernel 40.0MiB + 1.0MiB of room) to 104.0MiB "
+        "(peak), resolution 8.0MiB: 6 probes (at most 4 to bisect; 2 more after a pass its "
+        "confirmation overturned)" in text
+    )
+    assert "above a top that failed" not in text
+    d = o.to_dict()
+    assert (d["bracket_bytes"], d["searched_bytes"]) == (
+        [40 * MIB, 104 * MIB],
+        [41 * MIB, 104 * MIB],
+    )
+
+    # All its own memory, 5 MiB more than the unlimited runs showed: the top (the floor and
+    # its room) fails, and the limits above it are the search's too.
+    b = Bounds(OWN, OWN, None, MIB, allowance=MIB)
+    o = _fitted(b, lambda limit: limit >= OWN + 5 * MIB, lambda limit: limit >= OWN + 5 * MIB)
+    assert [p.limit - OWN for p in o.probes] == [n * MIB for n in (1, 2, 4, 8, 6, 5)]
+    assert o.made == (BISECTED,) + (RAISED,) * 5 and o.answer == OWN + 5 * MIB
+    text = render_fit([o])
+    assert (
+        "searched from 101.0MiB (floor: anon + shmem + kernel 100.0MiB + 1.0MiB of room), "
+        "above the peak (100.0MiB); 101.0MiB failed, so up to 108.0MiB: 6 probes (at most 1 "
+        "to bisect; 5 more above a top that failed)" in text
+    )
+    d = o.to_dict()
+    assert d["bracket_bytes"] == [OWN, OWN]  # the unlimited runs' floor and peak, as before
+    assert d["searched_bytes"] == [OWN + MIB, OWN + 8 * MIB]
+    # A search within its bound says no more than it did; no probe, no range.
+    plain = dataclasses.replace(o, made=(BISECTED,) * 6)
+    assert "6 probes (at most 1)\n" in render_fit([plain]) and plain.beyond == {}
+    assert dataclasses.replace(o, probes=(), made=()).to_dict()["searched_bytes"] is None
 
 
 def _edge_run(limit: int, peak: int, floor: int, file: int = 0) -> RunResult:
