@@ -27,6 +27,14 @@ failed or latency is no longer reported; it fails, as a missing budget value doe
 missing from the current results altogether is the same case, every metric of it not
 measured, unless the comparison allows it (``--allow-missing``: a model dropped on purpose,
 or a part of a sweep held to the whole).
+
+A regression of a time between runs other tasks held off their CPUs (either side, as long as
+``edgeprof run`` warns of) keeps its verdict and its exit code (3), and carries a caveat that
+says so, with the worst run's share (:func:`held_caveat`): on its JUnit case, in a note, and
+under the Markdown summary's verdict.  Not a pass: the runs record how long they were held
+off, not what they would have taken on an idle host, so no verdict can be made of them
+either way, and a gate that passed whenever its runner was busy would let a real regression
+through on every busy runner.  A failed build that names its cause is rerun on an idle host.
 """
 
 from __future__ import annotations
@@ -43,8 +51,9 @@ from ..model import RunResult
 from .budgets import METRICS
 from .cells import cells, ending, endings, setting, successful
 from .difference import Difference, difference
+from .held import held_runs
 from .hosts import sides_note
-from .metrics import BY_KEY, Metric, stalled_percentiles
+from .metrics import BY_KEY, Kind, Metric, stalled_percentiles
 from .targets import check_targets, differing
 
 COMPARED: tuple[Metric, ...] = (*METRICS.values(), BY_KEY["energy_per_item"])
@@ -81,6 +90,9 @@ class Change:
     """Half-width of the 95 % interval of ``change`` (same unit: a fraction of the baseline)."""
     p_value: float | None = None
     """Two-sided p-value of Welch's t-test."""
+    caveat: str | None = None
+    """What the verdict must be read with: a regression of a time between runs other tasks
+    held off their CPUs (:func:`held_caveat`)."""
 
     @property
     def base_mean(self) -> float | None:
@@ -166,7 +178,7 @@ def compare_results(
     found = differing({_name(k): (base_cells[k], cur_cells[k]) for k in common})
     if (across := check_targets(found, ignore=not match_targets)) is not None:
         notes.append(across)
-    changes = []
+    changes: list[Change] = []
     failed: list[str] = []  # the common cells whose baseline has no successful run
     for key in common:
         b_runs, c_runs = base_cells[key], cur_cells[key]
@@ -179,6 +191,7 @@ def compare_results(
                     "patterns"
                 )
         b_ok, c_ok = successful(b_runs), successful(c_runs)
+        first = len(changes)
         if not b_ok:
             failed.append(f"{_name(key)}: {ending(b_runs[-1])}")
             notes.append(
@@ -198,6 +211,17 @@ def compare_results(
             if not b:
                 continue  # the baseline never had it: nothing to hold the current run to
             changes.append(_change(label, where, metric, b, c, threshold))
+        held = held_caveat(b_ok, c_ok)
+        hit = [
+            i
+            for i in range(first, len(changes))
+            if changes[i].verdict is Verdict.REGRESSION and _slowed_by_others(changes[i].metric)
+        ]
+        if held is not None and hit:
+            for i in hit:
+                changes[i] = replace(changes[i], caveat=held)
+            titles = ", ".join(changes[i].metric.title for i in hit)
+            notes.append(f"{_name(key)}: {titles} regression{'s' if len(hit) > 1 else ''}: {held}")
     for key in [] if allow_missing else missing:
         b_ok = successful(base_cells[key])
         where = setting(base_cells[key][0])  # the key's is "" under --ignore-limits
@@ -213,6 +237,34 @@ def compare_results(
             + ")"
         )
     return changes, notes
+
+
+def _slowed_by_others(metric: Metric) -> bool:
+    """A figure other tasks on the run's CPUs change: a time, and the CPU share (CPU time
+    over a longer wall); not memory or energy."""
+    return metric.kind is Kind.TIME or metric.key == "cpu_pct"
+
+
+def held_caveat(base: Sequence[RunResult], current: Sequence[RunResult]) -> str | None:
+    """What a regression between ``base`` and ``current`` must be read with when either
+    side's runs were held off their CPUs as long as ``edgeprof run`` warns of
+    (:func:`~edgeprof.analysis.held.held_runs`); ``None``: neither was.  Either side: a
+    contended baseline makes an idle current faster (no regression to explain), but a
+    current held off as long as the baseline is still a changed host, not a changed code,
+    as far as the runs can tell (the tutorial's gate: both sides about 50 %, five
+    "regressions" on unchanged code)."""
+    sides = [
+        f"the {side} runs ({h.runs_text()}, {h.figure()})"
+        for side, runs in (("baseline", base), ("current", current))
+        if (h := held_runs(runs)) is not None
+    ]
+    if not sides:
+        return None
+    return (
+        f"other tasks on their host held {' and '.join(sides)} off their CPUs: a difference "
+        "this size may be the host's, not the code's (compare runs made on an idle host, or "
+        "on --cpuset CPUs nothing else uses)"
+    )
 
 
 def _missing_note(key: tuple[str, str], allowed: bool) -> str:

@@ -40,6 +40,17 @@ def held_by_others(held_s: float | None, throttled_s: float | None) -> float | N
     return max(0.0, held_s - (throttled_s or 0.0))
 
 
+def held_share(wall_s: float, held_s: float | None, throttled_s: float | None) -> float | None:
+    """The share of the run's wall time other tasks held it off its CPUs, when it is one
+    :func:`contention_warning` warns of (:data:`HELD_SHARE` and :data:`MIN_HELD_S`);
+    ``None`` under them or where it cannot be told.  The one test of "contended": the run's
+    warning, ``compare``'s and ``calibrate``'s read it here."""
+    others = held_by_others(held_s, throttled_s)
+    if others is None or wall_s <= 0 or others < max(MIN_HELD_S, HELD_SHARE * wall_s):
+        return None
+    return others / wall_s
+
+
 def contention_warning(
     wall_s: float,
     held_s: float | None,
@@ -56,8 +67,9 @@ def contention_warning(
     limits), ``device`` (the board its limits emulate).  A plain run on a busy host had been
     told of "the quota's stalls" and "the device's" times (a user's ``edgeprof run --
     python x.py``)."""
+    share = held_share(wall_s, held_s, throttled_s)
     others = held_by_others(held_s, throttled_s)
-    if others is None or wall_s <= 0 or others < max(MIN_HELD_S, HELD_SHARE * wall_s):
+    if share is None or others is None:
         return None
     where = "its CPUs"
     if cpuset:
@@ -71,6 +83,6 @@ def contention_warning(
         than = "on an idle host"
     return (
         f"other tasks on this host held the run off {where} for {others:.2f}s "
-        f"({others / wall_s:.0%} of its wall time){beyond}: its times are slower than {than} "
+        f"({share:.0%} of its wall time){beyond}: its times are slower than {than} "
         "(run it on an idle host, or on --cpuset CPUs nothing else uses)"
     )

@@ -14,6 +14,7 @@ from ..analysis.cells import cells, successful
 from ..analysis.regression import Change, Verdict
 from ..model import RunResult
 from ..storage import append_locked, write_output
+from .results import run_warnings
 from .table import markdown_lines, markdown_text, plain_table
 
 _MARK = {Status.PASS: "✅ pass", Status.BREACH: "❌ breach", Status.NOT_MEASURED: "❌ not measured"}
@@ -82,6 +83,16 @@ def render_run_summary(
     lines = [f"## {title}", ""]
     if checks:
         lines += [f"**{budget_verdict(checks)}**", ""]
+    # Under the verdict: the runs' warnings as the terminal gave them (a host's other work
+    # holding the runs off their CPUs), which a CI page had not shown beside a failed gate.
+    warned = run_warnings(results)
+    if warned:
+        lines += [
+            f"- ⚠️ {markdown_text(f'{label} ({where}): {w}')}"
+            for (label, where), ws in warned.items()
+            for w in ws
+        ]
+        lines.append("")
     budgeted = {c.metric.key for c in checks}
     shown = [
         m
@@ -128,13 +139,14 @@ def render_compare_summary(
     head += f", {lost} not measured" if lost else ""
     # "0 regressions" over metrics none of which was tested had read as a pass.
     head += f", {few} not tested (not enough repeats)**" if few else "**"
-    lines = [
-        "## edgeprof compare",
-        "",
-        head,
-        f"(threshold {threshold * 100:g}%; {COMPARE_LEGEND})",
-        "",
-    ]
+    lines = ["## edgeprof compare", "", head]
+    held = sum(c.caveat is not None for c in changes)
+    if held:  # beside the verdict a CI page shows first, not only in the notes under the table
+        lines.append(
+            f"⚠️ {held} of the regressions compare runs other tasks on the host held off their "
+            "CPUs: they may be the host's (see the notes)"
+        )
+    lines += [f"(threshold {threshold * 100:g}%; {COMPARE_LEGEND})", ""]
     lines += _table(COMPARE_COLUMNS, compare_rows(changes))
     if notes:
         lines += [""] + [f"- {markdown_text(n)}" for n in notes]

@@ -7,7 +7,7 @@ Deterministic (no timestamps, no host names): the same checks give the same byte
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..analysis.budgets import BudgetCheck, Status
@@ -55,18 +55,33 @@ def render_junit(suite: str, cases: Sequence[Case]) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
 
 
-def budget_cases(checks: Sequence[BudgetCheck]) -> list[Case]:
+Warnings = Mapping[tuple[str, str], Sequence[str]]
+"""Each cell's run warnings, keyed (label, setting): :func:`edgeprof.report.results.
+run_warnings`."""
+
+
+def _warned(text: str, warnings: Sequence[str], sep: str) -> str:
+    """A case's text with its cell's run warnings after it: in the failure's message (one
+    line, ``sep`` ``"; "``) and the system-out (one a line) a CI page shows; a contended
+    host's breach had read as the code's."""
+    return sep.join([text, *warnings])
+
+
+def budget_cases(checks: Sequence[BudgetCheck], warnings: Warnings | None = None) -> list[Case]:
     """One case per budget check: ``wall time <= 10.00s``, failing on a breach or a value
-    that was not measured."""
-    return [
-        Case(
-            classname=f"{c.label} ({c.setting})",
-            name=f"{c.metric.title} <= {c.metric.format(c.budget)}",
-            failure=None if c.status is Status.PASS else c.describe(),
-            output=c.describe(),
+    that was not measured; with its cell's run ``warnings``."""
+    out = []
+    for c in checks:
+        said = (warnings or {}).get((c.label, c.setting), ())
+        out.append(
+            Case(
+                classname=f"{c.label} ({c.setting})",
+                name=f"{c.metric.title} <= {c.metric.format(c.budget)}",
+                failure=None if c.status is Status.PASS else _warned(c.describe(), said, "; "),
+                output=_warned(c.describe(), said, "\n"),
+            )
         )
-        for c in checks
-    ]
+    return out
 
 
 def compare_cases(changes: Sequence[Change], threshold: float) -> list[Case]:
@@ -79,6 +94,8 @@ def compare_cases(changes: Sequence[Change], threshold: float) -> list[Case]:
             f"(baseline {ch.stat_text(ch.base)}, current {ch.stat_text(ch.current)}, "
             f"threshold {threshold * 100:g}%)"
         )
+        if ch.caveat is not None:
+            text += f"; {ch.caveat}"
         out.append(
             Case(
                 classname=f"{ch.label} ({ch.setting})" if ch.setting else ch.label,
@@ -91,8 +108,9 @@ def compare_cases(changes: Sequence[Change], threshold: float) -> list[Case]:
     return out
 
 
-def run_cases(results: Sequence[RunResult]) -> list[Case]:
-    """Without budgets: one case per cell, failing when one of its runs did not exit 0."""
+def run_cases(results: Sequence[RunResult], warnings: Warnings | None = None) -> list[Case]:
+    """Without budgets: one case per cell, failing when one of its runs did not exit 0; with
+    its cell's run ``warnings``."""
     out = []
     for (label, setting), runs in cells(results).items():
         bad = [r for r in runs if r not in successful(runs)]
@@ -103,5 +121,13 @@ def run_cases(results: Sequence[RunResult]) -> list[Case]:
                 for r in bad
             )
             text += f" (failed: {endings})"
-        out.append(Case(f"{label} ({setting})", "runs succeed", text if bad else None, output=text))
+        said = (warnings or {}).get((label, setting), ())
+        out.append(
+            Case(
+                f"{label} ({setting})",
+                "runs succeed",
+                _warned(text, said, "; ") if bad else None,
+                output=_warned(text, said, "\n"),
+            )
+        )
     return out

@@ -143,13 +143,21 @@ def note_lines(results: Sequence[RunResult]) -> list[NoteLine]:
         for verdict in (headroom(*worst_fit(runs)), gpu_headroom(worst_gpu_fit(runs))):
             if verdict is not None:
                 lines.append(verdict)
-        lines.extend(_warnings(runs))
+        lines.extend(cell_warnings(runs))
         out.extend(NoteLine(label, line) for line in lines)
     out.extend(NoteLine(None, n) for n in _uninstrumented(results))
     return out
 
 
-def _warnings(runs: Sequence[RunResult]) -> list[str]:
+def run_warnings(results: Sequence[RunResult]) -> dict[tuple[str, str], list[str]]:
+    """Each cell's warnings (:func:`cell_warnings`), keyed as :func:`~edgeprof.analysis.
+    cells.cells` keys it, for the CI summary and JUnit (which had dropped them: a contended
+    host's gate failed its build with no word of the host)."""
+    found = {key: cell_warnings(runs) for key, runs in cells(results).items()}
+    return {key: ws for key, ws in found.items() if ws}
+
+
+def cell_warnings(runs: Sequence[RunResult]) -> list[str]:
     """A cell's warnings, each said once; of several runs (``--repeat N``), each names the
     runs it is about, by their place in the cell (the sweep's ``run K``), unless every run
     had it: a held-off warning of one run in five had read as the cell's."""

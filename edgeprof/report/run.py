@@ -224,7 +224,9 @@ def gate_run(
         write_summaries(render_run_summary(results, checks), summary)
     if junit is not None:
         from .junit import budget_cases, render_junit, run_cases
+        from .results import run_warnings
 
-        cases = budget_cases(checks) if checks else run_cases(results)
+        warned = run_warnings(results)
+        cases = budget_cases(checks, warned) if checks else run_cases(results, warned)
         write_file(junit, render_junit("edgeprof budgets" if checks else "edgeprof runs", cases))
     return checks

@@ -1,0 +1,195 @@
+"""The CI outputs carry the runs' warnings, and ``compare`` says when a regression is between
+runs other tasks held off their CPUs.  The tutorial's gate on a host busy with other work
+(every run held off its CPU about half its wall time) exited 3 with five "regression"s on
+unchanged code, and neither ``summary.md`` nor ``junit.xml`` said "held the run off"."""
+
+from __future__ import annotations
+
+import dataclasses
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from edgeprof.analysis.budgets import Budgets, check_budgets
+from edgeprof.analysis.regression import Verdict, compare_results
+from edgeprof.backends import register_backend, unregister_backend
+from edgeprof.cli import main
+from edgeprof.measure.contention import contention_warning
+from edgeprof.model import Counters, RunResult, RunSpec
+from edgeprof.report.ci_summary import (
+    render_compare_plain,
+    render_compare_summary,
+    render_run_summary,
+)
+from edgeprof.report.junit import budget_cases, compare_cases, render_junit, run_cases
+from tests.fakes import FakeBackend, FakeRun
+from tests.unit.gating_helpers import run
+
+MIB = 1 << 20
+
+
+def held(r: RunResult, seconds: float) -> RunResult:
+    """``r`` held off its CPUs for ``seconds`` by other tasks, with the warning ``run`` made
+    of it (the one maker: :func:`contention_warning`)."""
+    said = contention_warning(r.wall_s, seconds, 0.0, (0,), device=None)
+    cpu = dataclasses.replace(r.cpu, held_s=seconds, throttled_s=0.0)
+    return dataclasses.replace(r, cpu=cpu, warnings=() if said is None else (said,))
+
+
+def cases_of(text: str) -> dict[str, tuple[str | None, str]]:
+    """name → (failure message, system-out) of a JUnit document's cases."""
+    suite = ET.fromstring(text).find("testsuite")
+    assert suite is not None
+    out = {}
+    for c in suite.findall("testcase"):
+        f = c.find("failure")
+        so = c.find("system-out")
+        out[f"{c.get('classname')}: {c.get('name')}"] = (
+            None if f is None else f.get("message"),
+            "" if so is None or so.text is None else so.text,
+        )
+    return out
+
+
+def test_the_run_summary_and_junit_carry_the_contention_warning() -> None:
+    results = [held(run("16", 0.4, 0.2), 0.21), run("2", 0.1, 0.1)]
+    from edgeprof.report.results import run_warnings
+
+    checks = check_budgets(results, Budgets(default={"wall": 0.3}))
+    warned = run_warnings(results)
+    assert list(warned) == [("16", "cpus=1, memory=1.0GiB")]
+    said = warned[("16", "cpus=1, memory=1.0GiB")]
+    assert said == [
+        "warning: other tasks on this host held the run off its CPU 0 for 0.21s (52% of its "
+        "wall time) beyond the quota's stalls: its times are slower than its limits alone make "
+        "them (run it on an idle host, or on --cpuset CPUs nothing else uses)"
+    ]
+    md = render_run_summary(results, checks)
+    lines = md.splitlines()
+    # Under the verdict, before the table.
+    assert lines[2] == "**1 of 2 budget checks failed**"
+    assert lines[4] == f"- ⚠️ 16 (cpus=1, memory=1.0GiB): {said[0]}"
+    assert md.count("held the run off") == 1
+    cases = cases_of(render_junit("edgeprof budgets", budget_cases(checks, warned)))
+    message, out = cases["16 (cpus=1, memory=1.0GiB): wall time <= 300.0ms"]
+    assert message is not None and message.endswith(f"; {said[0]}")
+    assert "(52% of its wall time)" in message
+    assert out.splitlines()[1] == said[0]
+    # The uncontended cell's case says nothing of it.
+    message, out = cases["2 (cpus=1, memory=1.0GiB): wall time <= 300.0ms"]
+    assert message is None and "held" not in out
+    # Without budgets: the cell's case.
+    cases = cases_of(render_junit("edgeprof runs", run_cases(results, warned)))
+    assert cases["16 (cpus=1, memory=1.0GiB): runs succeed"][1].splitlines() == [
+        "1 of 1 runs succeeded",
+        said[0],
+    ]
+
+
+def contended_sides(base_held: float, cur_held: float) -> tuple[list[RunResult], list[RunResult]]:
+    """Three runs a side; the current ones 30 % slower and 20 % larger, each held off its CPUs
+    for the given share of its wall time (0: not at all)."""
+    base = [run("16", w, 0.3, 60) for w in (0.40, 0.41, 0.39)]
+    cur = [run("16", w, 0.3, 72) for w in (0.52, 0.53, 0.51)]
+    if base_held:
+        base = [held(r, base_held * r.wall_s) for r in base]
+    if cur_held:
+        cur = [held(r, cur_held * r.wall_s) for r in cur]
+    return base, cur
+
+
+def test_a_regression_between_contended_runs_says_so() -> None:
+    base, cur = contended_sides(0.5, 0.48)
+    changes, notes = compare_results(base, cur, 0.05)
+    by = {c.metric.key: c for c in changes}
+    wall, peak = by["wall"], by["peak_memory"]
+    assert wall.verdict is Verdict.REGRESSION and peak.verdict is Verdict.REGRESSION
+    caveat = (
+        "other tasks on their host held the baseline runs (all 3 runs, up to 50% of a run's "
+        "wall time (0.20s)) and the current runs (all 3 runs, up to 48% of a run's wall time "
+        "(0.25s)) off their CPUs: a difference this size may be the host's, not the code's "
+        "(compare runs made on an idle host, or on --cpuset CPUs nothing else uses)"
+    )
+    assert wall.caveat == caveat
+    assert peak.caveat is None  # memory is not the host's CPUs'
+    assert notes == [f"16 (cpus=1, memory=1.0GiB): wall time regression: {caveat}"]
+    cases = cases_of(render_junit("edgeprof compare", compare_cases(changes, 0.05)))
+    message, _ = cases["16 (cpus=1, memory=1.0GiB): wall time no regression"]
+    assert message is not None and message.endswith(f"; {caveat}")
+    message, _ = cases["16 (cpus=1, memory=1.0GiB): peak memory no regression"]
+    assert message is not None and "held" not in message
+    md = render_compare_summary(changes, 0.05, notes).splitlines()
+    assert md[2] == "**2 regressions, 0 improvements**"
+    assert md[3] == (
+        "⚠️ 1 of the regressions compare runs other tasks on the host held off their CPUs: "
+        "they may be the host's (see the notes)"
+    )
+    assert f"- 16 (cpus=1, memory=1.0GiB): wall time regression: {caveat}" in md
+    assert f"  16 (cpus=1, memory=1.0GiB): wall time regression: {caveat}" in (
+        render_compare_plain(changes, 0.05, notes).splitlines()
+    )
+
+
+def test_one_contended_side_is_named_and_idle_sides_say_nothing() -> None:
+    base, cur = contended_sides(0.0, 0.3)
+    changes, notes = compare_results(base, cur, 0.05)
+    wall = next(c for c in changes if c.metric.key == "wall")
+    assert wall.caveat is not None and wall.caveat.startswith(
+        "other tasks on their host held the current runs (all 3 runs, up to 30% of a run's "
+        "wall time (0.16s)) off their CPUs"
+    )
+    base, cur = contended_sides(0.0, 0.0)
+    changes, notes = compare_results(base, cur, 0.05)
+    assert all(c.caveat is None for c in changes) and notes == []
+    # Under a tenth of the wall time, as run warns: nothing said.
+    base, cur = contended_sides(0.05, 0.05)
+    changes, notes = compare_results(base, cur, 0.05)
+    assert all(c.caveat is None for c in changes) and notes == []
+
+
+def held_half(t: float) -> Counters:
+    """A run other tasks hold off its CPU half the time it has run."""
+    return Counters(
+        cpu_usage_us=int(t * 5e5),
+        memory_current=8 * MIB,
+        memory_peak=64 * MIB,
+        memory_inactive_file=0,
+        oom_kills=0,
+        pids_current=1,
+        cpu_full_us=int(t * 5e5),
+        throttled_us=0,
+    )
+
+
+class HeldHalf(FakeBackend):
+    def launch(self, spec: RunSpec) -> FakeRun:
+        self.script = held_half
+        return super().launch(spec)
+
+
+@pytest.fixture
+def held_backend() -> Iterator[str]:
+    register_backend("fake-held-half", HeldHalf)
+    yield "fake-held-half"
+    unregister_backend("fake-held-half")
+
+
+def test_run_writes_the_warning_it_prints_into_its_summary_and_junit(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], held_backend: str
+) -> None:
+    summary, junit = tmp_path / "summary.md", tmp_path / "junit.xml"
+    argv = ["run", "--backend", held_backend, "--cpus", "1", "--max-peak-memory", "60m"]
+    argv += ["--summary", str(summary), "--junit", str(junit), "--", "sleep", "0.2"]
+    code = main(argv)
+    out, err = capfd.readouterr()
+    assert code == 3, err
+    printed = [ln for ln in (out + err).splitlines() if "held the run off" in ln]
+    assert printed, out + err
+    said = printed[0].strip().removeprefix("warning: ")
+    assert said.startswith("other tasks on this host held the run off its CPU")
+    md = summary.read_text()
+    assert md.count("held the run off") == 1 and said in md
+    message, system_out = next(iter(cases_of(junit.read_text()).values()))
+    assert message is not None and said in message and said in system_out
