@@ -108,6 +108,8 @@ def render_calibration(cal: Calibration) -> str:
     lines += [f"  profiled, not measured on the device: {u}" for u in cal.unmeasured]
     lines += [f"  not fitted: {s}" for s in cal.skipped]
     lines += [f"  left out: {s}" for s in cal.left_out]
+    if cal.contended is not None:
+        lines.append(f"  warning: {cal.contended}")
     for setting in cal.settings():
         fits = cal.fits_for(setting)
         lines.append("")
@@ -176,6 +178,8 @@ def render_calibration(cal: Calibration) -> str:
             f"[{sp.setting}], {used} / slope {sp.slope:.3g} ({shape}; a device entry with "
             "'speed: calibration' runs at that share)"
         )
+        if cal.contended is not None:  # the figure the busy host moves most, said beside it
+            lines.append("  warning: from runs other tasks held off their CPUs (above): too high")
     lines.append("")
     lines.append(
         "a ± standard error; LOO: each model predicted by the line fitted without it; "

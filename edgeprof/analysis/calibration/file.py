@@ -91,6 +91,10 @@ class Calibration:
     families: Families = field(default_factory=Families)
     form: str | None = None
     """The form every fit was made to take (``--form``); ``None``: chosen per fit."""
+    contended: str | None = None
+    """Other tasks held the matched models' profiled runs off their CPUs (the warning, with
+    the worst run's share): their times, and so the slopes and the implied speed, are the
+    busy host's.  ``None``: none was, or none measured it."""
 
     def fits_for(self, setting: str) -> list[MetricFit]:
         return [f for f in self.fits if f.setting == setting]
@@ -145,6 +149,7 @@ class Calibration:
             "families": dict(self.families.named),
             "fits": [_fit_dict(f) for f in self.fits],
             **({} if self.speed is None else {"implied_speed": self.speed.to_dict()}),
+            **({} if self.contended is None else {"contended": self.contended}),
         }
 
     def save(self, path: Path) -> None:
@@ -273,6 +278,7 @@ def _calibration(doc: Fields) -> Calibration:
         speed=None if speed_d is None else _speed(speed_d, by_key),
         families=families,
         form=None if form == "auto" else form,
+        contended=doc.optional_text("contended"),
     )
 
 

@@ -273,6 +273,18 @@ def leverage_limit(n: int) -> float:
     return min(4 / n, MAX_LEVERAGE)
 
 
+def apart(value: float, limit: float, digits: int = 2) -> tuple[str, str]:
+    """``value`` and ``limit`` to the same number of decimals, at least ``digits`` and as
+    many more (up to 6) as it takes for the two to read differently: a warning that says one
+    is above the other must show it (the tutorial's printed "leverage 0.90 > 0.90", a
+    leverage of 0.9012 against the 0.9 cap)."""
+    for d in range(digits, 7):
+        a, b = f"{value:.{d}f}", f"{limit:.{d}f}"
+        if a != b:
+            break
+    return a, b
+
+
 def fit_warnings(
     f: LinearFit,
     unit: str,
@@ -315,9 +327,10 @@ def fit_warnings(
             continue
         why = []
         if high_h:
-            why.append(f"leverage {h:.2f} > {limit:.2f}")
+            why.append("leverage {} > {}".format(*apart(h, limit)))
         if d is not None:
-            why.append(f"Cook's distance {d:.2f}" + (f" > {d_limit:g}" if high_d else ""))
+            shown = apart(d, d_limit)[0] if high_d else f"{d:.2f}"
+            why.append(f"Cook's distance {shown}" + (f" > {d_limit:g}" if high_d else ""))
         rest = f.without(i)
         # An outlier's sentence adds R²: how much of the scatter this one point makes.
         moved = (
@@ -368,7 +381,6 @@ def fit_warnings(
         out.append(f"slope a = {f.a:.4g} ≤ 0: the device does not grow with the profiler")
     if f.r2 is not None and f.r2 < min_r2:
         rank = "" if f.tau is None else f" (rankings agree at τ = {f.tau:.2f})"
-        out.append(
-            f"R² = {f.r2:.3f} < {min_r2:g}: the numbers are not predictable from this fit" + rank
-        )
+        r2 = apart(f.r2, min_r2, 3)[0]
+        out.append(f"R² = {r2} < {min_r2:g}: the numbers are not predictable from this fit" + rank)
     return out

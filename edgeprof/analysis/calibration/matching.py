@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from ...errors import ConfigError
 from ...model import RunResult
 from ..cells import cells_by_setting, successful
+from ..held import held_runs
 from ..instrumentation import no_events
 from ..metrics import stalled_percentiles
 from .families import MIN_FAMILY_POINTS, Families, FamilyRule, label_stem, members
@@ -255,6 +256,8 @@ def calibrate(
         hosts[0] if hosts else None,
         {s: used_cpus(busiest.get(s, []), cpus) for s, cpus in setting_cpus.items()},
     )
+    by_cell = cells_by_setting(runs)
+    fitted = [r for _, c in pairs for r in successful(by_cell[c.setting][c.label])]
     return Calibration(
         device=device,
         source=measurements.path,
@@ -270,4 +273,22 @@ def calibrate(
         speed=speed,
         families=families,
         form=form,
+        contended=_contended(fitted),
+    )
+
+
+def _contended(runs: Sequence[RunResult]) -> str | None:
+    """The warning when other tasks held the fitted runs off their CPUs as long as ``edgeprof
+    run`` warns of.  Their times are longer than the host's own, so a time fit's slope
+    (device / host) comes out small and the implied speed (CPUs / slope) high: the tutorial's
+    half-core stand-in, fitted to runs held off about half their wall time, read as 1.15
+    CPUs of the host, against 0.671 from an idle host's."""
+    held = held_runs(runs)
+    if held is None:
+        return None
+    return (
+        f"other tasks on this host held {held.runs_text()} of the matched models off their "
+        f"CPUs, {held.figure()}: their times are longer than this host's own, so a time fit's "
+        "slope is too small and the implied speed too high (profile on an idle host, or on "
+        "--cpuset CPUs nothing else uses)"
     )
