@@ -11,14 +11,16 @@ into one sentence naming the likely cause and its fixes, for every such place to
 
 Pure but for two things: it reads results, and whether a run's interpreter is the virtual
 environment's that edgeprof itself runs in (``sys.executable``: it imports edgeprof, so a run
-that reported nothing called none of it); and :func:`never_calls_edgeprof` reads a
-workload's Python sources, where this host has them.  Whether an interpreter can import
+that reported nothing called none of it); and :func:`edgeprof_import` reads a workload's
+Python sources, where this host has them.  Whether an interpreter can import
 edgeprof is probed by ``edgeprof doctor --python PATH``
 (:func:`edgeprof.measure.doctor.interpreter_imports_edgeprof`).
 """
 
 from __future__ import annotations
 
+import ast
+import enum
 import os
 import re
 import sys
@@ -112,15 +114,32 @@ def _edgeprofs_own(program: str, image: str | None) -> bool:
 
 
 _CALLS = re.compile(rb"\b(?:edgeprof|instrument)\b")
-"""A sign a source may report to edgeprof: it names the package, or the module copied beside
-a script (``import instrument as edgeprof``)."""
+"""A sign a source that cannot be parsed may report to edgeprof: it names the package, or
+the module copied beside a script (``import instrument as edgeprof``)."""
+
+_REPORTERS = frozenset({"edgeprof", "instrument"})
+"""The modules through which a workload reports: the package, or its instrument module
+copied beside a script (``import instrument as edgeprof``)."""
 
 SOURCES_READ = 200
-"""At most this many ``.py`` files beside a script are read, 1 MiB of each."""
+"""At most this many ``.py`` files are read for one workload, 1 MiB of each."""
 
 
 _OPTION_ARGS = frozenset({"-W", "-X", "--check-hash-based-pycs"})
 """The interpreter's options that take the next word as their argument."""
+
+
+class Import(enum.Enum):
+    """What a workload's sources say of its import of edgeprof (:func:`edgeprof_import`)."""
+
+    NEVER = "never"
+    """No source it runs or imports from here imports edgeprof: it had nothing to report."""
+    DONE = "done"
+    """Its entry code imports edgeprof at its top level, outside any ``try``: a run of it
+    that exited 0 did import it (a failed import ends it with a traceback, exit 1)."""
+    MAYBE = "maybe"
+    """A guarded import (``try: … except ImportError``), one in a module it imports, a
+    dynamic one, or sources that cannot be read here: the import may have failed."""
 
 
 def _code_or_module(command: Sequence[str]) -> tuple[str, str] | None:
@@ -148,11 +167,12 @@ def _code_or_module(command: Sequence[str]) -> tuple[str, str] | None:
     return None
 
 
-def _module_file(module: str, cwd: Path) -> Path | None:
-    """The file ``python -m MODULE`` runs when it lies here (``sys.path[0]`` is the working
-    directory under ``-m``): ``a/b.py`` or the package's ``a/b/__main__.py``."""
-    base = cwd.joinpath(*module.split("."))
-    for path in (base.with_name(base.name + ".py"), base / "__main__.py"):
+def _module_file(module: str, root: Path) -> Path | None:
+    """The file ``import MODULE`` (or ``python -m MODULE``) finds under ``root`` (the script's
+    directory, ``sys.path[0]``): ``a/b.py``, or the package's ``a/b/__init__.py`` (for
+    ``-m``, its ``__main__.py`` too)."""
+    base = root.joinpath(*module.split("."))
+    for path in (base.with_name(base.name + ".py"), base / "__init__.py", base / "__main__.py"):
         if path.is_file():
             return path
     return None
@@ -160,7 +180,7 @@ def _module_file(module: str, cwd: Path) -> Path | None:
 
 def _names_edgeprof(path: Path | None, folder: Path) -> bool:
     """Whether ``path`` or a ``.py`` file in ``folder`` (beside it) names edgeprof or
-    ``instrument``."""
+    ``instrument``: the guess for a source that does not parse."""
     first = () if path is None else (path,)
     beside = sorted(p for p in folder.glob("*.py") if p != path)[: SOURCES_READ - len(first)]
     for f in (*first, *beside):
@@ -170,31 +190,142 @@ def _names_edgeprof(path: Path | None, folder: Path) -> bool:
     return False
 
 
-def never_calls_edgeprof(command: Sequence[str], cwd: Path) -> bool:
-    """Whether the workload's sources show it never meant to report anything: its one
-    script (the command's ``.py`` word) is a file here (from ``cwd``), and neither it nor any
-    ``.py`` file beside it names edgeprof or ``instrument``.  The same for the code of
-    ``python -c CODE`` (what it may import first is the ``.py`` files of ``cwd``) and for
-    ``python -m MODULE`` where the module is a file here.  ``False`` wherever that cannot be
-    told (an installed module run with ``-m``, a script only in an image): the note is kept.
+def _reporter(name: str) -> bool:
+    return name.split(".")[0] in _REPORTERS
+
+
+def _dynamic_import(value: object) -> bool:
+    """A string that names the package or a module of it (``"edgeprof.workload"``), as
+    ``importlib.import_module`` takes it; a sentence that mentions edgeprof is not one."""
+    return isinstance(value, str) and _reporter(value) and value.replace(".", "").isidentifier()
+
+
+class _Sources:
+    """The workload's Python sources from its entry code, following its imports of modules
+    that lie under ``root`` (``sys.path[0]``: the script's directory, or the working
+    directory for ``-c``/``-m``), at most :data:`SOURCES_READ` files."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.seen: set[Path] = set()
+
+    def entry(self, tree: ast.Module, here: Path) -> Import:
+        """The entry code's verdict: :attr:`Import.DONE` for a top-level unguarded import,
+        else what its statements and the local modules it imports say."""
+        top = any(
+            _imports_reporter(node, here, self.root) for node in tree.body
+        )  # a top-level statement outside any try: it ran before the run could exit 0
+        found = self.walk(tree, here)
+        if top:
+            return Import.DONE
+        return Import.MAYBE if found else Import.NEVER
+
+    def walk(self, tree: ast.AST, here: Path) -> bool:
+        """Whether ``tree`` or a local module it imports may import edgeprof."""
+        local: list[Path] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and _dynamic_import(node.value):
+                return True  # importlib.import_module("edgeprof"), __import__(…)
+            for name in _imported(node, here, self.root):
+                if _reporter(name):
+                    return True
+                path = _module_file(name, self.root)
+                if path is not None:
+                    local.append(path)
+        for path in local:
+            if path in self.seen or len(self.seen) >= SOURCES_READ:
+                continue
+            self.seen.add(path)
+            module = _parse(path)
+            if module is None:
+                if _names_edgeprof(path, path.parent):
+                    return True
+                continue
+            if self.walk(module, path.parent):
+                return True
+        return False
+
+
+def _imported(node: ast.AST, here: Path, root: Path) -> list[str]:
+    """The modules an ``import`` statement names, dotted from ``root`` (a relative
+    ``from . import x`` resolved against ``here``); ``[]`` for any other node."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    if node.level == 0:
+        base = node.module or ""
+    else:
+        folder = here
+        for _ in range(node.level - 1):
+            folder = folder.parent
+        try:
+            parts = folder.relative_to(root).parts
+        except ValueError:
+            return []
+        base = ".".join((*parts, *([node.module] if node.module else [])))
+    # ``from pkg import mod`` may import the module pkg/mod.py as well as a name of pkg.
+    return [n for n in (base, *(f"{base}.{a.name}" if base else a.name for a in node.names)) if n]
+
+
+def _imports_reporter(node: ast.stmt, here: Path, root: Path) -> bool:
+    return any(_reporter(name) for name in _imported(node, here, root))
+
+
+def _parse(path: Path) -> ast.Module | None:
+    """The file's syntax tree; ``None`` where it does not parse (another Python, not
+    Python)."""
+    with path.open("rb") as src:
+        text = src.read(1 << 20)
+    try:
+        return ast.parse(text, filename=str(path))
+    except (SyntaxError, ValueError):
+        return None
+
+
+def edgeprof_import(command: Sequence[str], cwd: Path) -> Import:
+    """What the workload's sources say of its import of edgeprof: its one script (the
+    command's ``.py`` word, a file here from ``cwd``), the code of ``python -c CODE``, or the
+    module of ``python -m MODULE`` where it is a file here; then the modules they import
+    that lie beside them, and theirs.  :attr:`Import.MAYBE` wherever that cannot be told (an
+    installed module run with ``-m``, a script only in an image, a source that does not
+    parse and names edgeprof or a file beside it does).
 
     Why: every Docker and host run of an env.template's plain script (``COMMAND=python3``,
     ``SCRIPT=infer.py``, no edgeprof in it) printed that its interpreter "could not import"
-    edgeprof, a cause it never had; so did ``run -- python3 -c pass``."""
+    edgeprof, a cause it never had; so did ``run -- python3 -c pass``.  Then the sources were
+    searched for the word: ``examples/memory/read_and_hold.py``, standard library only,
+    still got the note because its docstring names edgeprof (and every ``.py`` beside a
+    script was read, imported or not); and ``run -- python -c "import edgeprof; …"``, which
+    printed edgeprof's path, was told its python "could not import it"."""
     given = _code_or_module(command)
     try:
         if given is not None and given[0] == "-c":
-            if _CALLS.search(given[1].encode()):
-                return False
-            return not _names_edgeprof(None, cwd)
+            try:
+                tree = ast.parse(given[1])
+            except (SyntaxError, ValueError):
+                return Import.MAYBE
+            return _Sources(cwd).entry(tree, cwd)
         if given is not None:
             module = _module_file(given[1], cwd)
-            return module is not None and not _names_edgeprof(module, module.parent)
-        scripts = [w for w in command if w.endswith(".py")]
-        if len(scripts) != 1:
-            return False
-        path = Path(scripts[0])
-        path = path if path.is_absolute() else cwd / path
-        return path.is_file() and not _names_edgeprof(path, path.parent)
+            if module is None:
+                return Import.MAYBE
+            path = module
+            root = cwd
+        else:
+            scripts = [w for w in command if w.endswith(".py")]
+            if len(scripts) != 1:
+                return Import.MAYBE
+            path = Path(scripts[0])
+            path = path if path.is_absolute() else cwd / path
+            if not path.is_file():
+                return Import.MAYBE
+            root = path.parent
+        parsed = _parse(path)
+        if parsed is None:
+            return Import.MAYBE if _names_edgeprof(path, path.parent) else Import.NEVER
+        sources = _Sources(root)
+        sources.seen.add(path)
+        return sources.entry(parsed, path.parent)
     except OSError:
-        return False
+        return Import.MAYBE

@@ -13,7 +13,7 @@ from typing import NamedTuple, TextIO
 
 from ..analysis.cells import cells
 from ..analysis.headroom import mapped_elsewhere, worst_fit, worst_gpu_fit
-from ..analysis.instrumentation import never_calls_edgeprof, no_events, runs_python
+from ..analysis.instrumentation import Import, edgeprof_import, no_events, runs_python
 from ..model import RunResult
 from ..units import format_binary, format_decimal, format_seconds
 from .gpu import render_gpu
@@ -191,8 +191,8 @@ def _uninstrumented(results: Sequence[RunResult]) -> list[str]:
     why = no_events(runs)
     if why is None or not any(runs_python(r.command) for r in runs):
         return []
-    if all(never_calls_edgeprof(r.command, Path.cwd()) for r in runs):
-        return []  # its sources never name edgeprof: it had nothing to report
+    if all(edgeprof_import(r.command, Path.cwd()) is not Import.MAYBE for r in runs):
+        return []  # its sources never import edgeprof, or imported it: no failed import
     return [f"note: {why}"]
 
 

@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from edgeprof.analysis.budgets import Budgets, Status, check_budgets
-from edgeprof.analysis.instrumentation import HEAD, is_python_interpreter, no_events, runs_python
+from edgeprof.analysis.instrumentation import (
+    HEAD,
+    Import,
+    edgeprof_import,
+    is_python_interpreter,
+    no_events,
+    runs_python,
+)
 from edgeprof.layers.run import WORKER
 from edgeprof.measure.doctor import diagnose, interpreter_imports_edgeprof, workload_python
 from edgeprof.model import LatencyStats, Mark, PhaseStats, RunResult, Termination
@@ -256,15 +263,60 @@ def test_no_note_when_the_script_here_never_names_edgeprof(
     (tmp_path / "infer.py").write_text("import sys\nprint(sys.argv)\n")
     plain = [bare("python3", "infer.py", "small.bin")]
     assert "note:" not in render_plain(plain)
-    # A module beside it that reports (the copied instrument.py, or an import of edgeprof):
+    # A module it imports that reports (the copied instrument.py, or an import of edgeprof):
     # the script may have tried, and the note stands.
     (tmp_path / "helpers.py").write_text("from edgeprof import iteration\n")
+    (tmp_path / "infer.py").write_text("import helpers\n")
     assert "note: no run reported" in render_plain(plain)
     (tmp_path / "helpers.py").unlink()
-    (tmp_path / "infer.py").write_text("import instrument as edgeprof\n")
+    guarded = "try:\n    import instrument as edgeprof\nexcept ImportError:\n    pass\n"
+    (tmp_path / "infer.py").write_text(guarded)
     assert "note: no run reported" in render_plain(plain)
     # Not here (a script only in an image): nothing tells, the note stands.
     assert "note: no run reported" in render_plain([bare("python3", "/app/other.py")])
+
+
+def test_no_note_for_a_script_that_only_names_edgeprof_or_sits_beside_one_that_imports_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``examples/memory/read_and_hold.py`` (standard library only; its docstring says "the
+    workload edgeprof measures") got the note at every run: the word was searched for, in it
+    and in every ``.py`` beside it, imported or not."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hold.py").write_text(
+        '"""python3 hold.py FILE   # the workload edgeprof measures"""\n'
+        "import os  # see edgeprof's docs; instrument nothing\nprint(os.getpid())\n"
+    )
+    (tmp_path / "other.py").write_text("import edgeprof\n")  # beside it, never imported
+    runs = [bare("python3", "hold.py", "x.bin")]
+    assert edgeprof_import(runs[0].command, tmp_path) is Import.NEVER
+    assert "note:" not in render_plain(runs)
+    # A dynamic import of it does count: the note stands.
+    (tmp_path / "hold.py").write_text("import importlib\nimportlib.import_module('edgeprof')\n")
+    assert edgeprof_import(runs[0].command, tmp_path) is Import.MAYBE
+    assert "note: no run reported" in render_plain(runs)
+
+
+def test_no_note_where_the_workload_imported_edgeprof(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run -- python -c "import edgeprof; print('imported', edgeprof.__file__)"`` printed
+    edgeprof's path, then that python "could not import it".  An import at the top of the
+    entry code, outside any try, failed would have ended the run with exit 1: a run that
+    exited 0 imported it."""
+    monkeypatch.chdir(tmp_path)
+    code = "import edgeprof; print('imported', edgeprof.__file__)"
+    assert edgeprof_import(("python", "-c", code), tmp_path) is Import.DONE
+    assert "note:" not in render_plain([bare("python", "-c", code)])
+    (tmp_path / "infer.py").write_text("from edgeprof import phase\nprint('no phase')\n")
+    assert edgeprof_import(("python3", "infer.py"), tmp_path) is Import.DONE
+    assert "note:" not in render_plain([bare("python3", "infer.py")])
+    # Guarded, or not at the top: it may have failed quietly; the note stands.
+    guarded = "try:\n    import edgeprof\nexcept ImportError:\n    edgeprof = None\n"
+    assert edgeprof_import(("python", "-c", guarded), tmp_path) is Import.MAYBE
+    assert "note: no run reported" in render_plain([bare("python", "-c", guarded)])
+    (tmp_path / "infer.py").write_text("def main():\n    import edgeprof\n")
+    assert "note: no run reported" in render_plain([bare("python3", "infer.py")])
 
 
 def test_no_note_when_the_code_or_module_given_never_names_edgeprof(
@@ -281,8 +333,9 @@ def test_no_note_when_the_code_or_module_given_never_names_edgeprof(
         ("python3", "-cpass"),
     ):
         assert "note:" not in render_plain([bare(*command)]), command
-    # The code names it, or a module here that it may import does: the note stands.
-    assert "note: no run reported" in render_plain([bare("python3", "-c", "import edgeprof")])
+    # The code may import it, or a module here that it imports does: the note stands.
+    guarded = "try: import edgeprof\nexcept ImportError: pass"
+    assert "note: no run reported" in render_plain([bare("python3", "-c", guarded)])
     (tmp_path / "helpers.py").write_text("import instrument as edgeprof\n")
     assert "note: no run reported" in render_plain([bare("python3", "-c", "import helpers")])
     (tmp_path / "helpers.py").unlink()
@@ -292,6 +345,8 @@ def test_no_note_when_the_code_or_module_given_never_names_edgeprof(
     (tmp_path / "pkg" / "infer.py").write_text("print('plain')\n")
     assert "note:" not in render_plain([bare("python3", "-m", "pkg.infer")])
     (tmp_path / "pkg" / "util.py").write_text("from edgeprof import mark\n")
+    assert "note:" not in render_plain([bare("python3", "-m", "pkg.infer")])  # not imported
+    (tmp_path / "pkg" / "infer.py").write_text("from . import util\n")
     assert "note: no run reported" in render_plain([bare("python3", "-m", "pkg.infer")])
     assert "note: no run reported" in render_plain([bare("python3", "-m", "http.server")])
     # A script given before -c-looking words is still the script.
