@@ -118,12 +118,15 @@ def ranking_title(metric_title: str, setting: str) -> str:
 
 
 def ranking_tables(
-    cells: Mapping[str, Sequence[ModelSummary]], metrics: Sequence[str] = RANKED_METRICS
+    cells: Mapping[str, Sequence[ModelSummary]],
+    metrics: Sequence[str] = RANKED_METRICS,
+    caveats: Mapping[str, str] | None = None,
 ) -> list[TextTable]:
     """A table per limit setting and metric: models smallest first by median, their factor
     relative to the first and to the previous one with the 95 % interval of the ratio of their
     means (the Welch interval behind ≈), and ≈ where two neighbours are not different at
-    95 % (or, for memory, < 10 MiB apart)."""
+    95 % (or, for memory, < 10 MiB apart).  ``caveats``: metric key → a note said under its
+    ranking's lead line (a bench's first batch size's page cache, beside peak memory)."""
     out = []
     for setting, summaries in cells.items():
         for key in metrics:
@@ -171,6 +174,8 @@ def ranking_tables(
                     f"{first.name} {verb} {second.factor:.2f}× less {title} than {second.name}"
                     + (f" ({'; '.join(why)})" if why else "")
                 )
+            if caveats and key in caveats:
+                notes.append(caveats[key])
             notes.append(RANKING_LEGEND)
             for before, r in itertools.pairwise(ranks):
                 if r.within_noise:

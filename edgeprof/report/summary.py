@@ -25,9 +25,15 @@ def summary_tables(results: Sequence[RunResult], warmup: int | None = None) -> l
     repeated = any(len(m.runs) > 1 for ms in cells.values() for m in ms)
     stats = statistics_tables(cells) if repeated else []
     if results and all(is_bench(r) for r in results):
+        from .bench import first_reads_note
+
         # A bench's batch sizes by its infer phase: its whole runs' times count the load.
         kept = tuple(k for k in RANKED_METRICS if k not in TIME_RANKINGS)
-        return stats + bench_rankings(results) + ranking_tables(cells, kept)
+        # The page cache its first batch size read, as the bench's own table says it: the
+        # peak memory ranking had put that run's peak first with no word of it.
+        cache = first_reads_note(results)
+        caveats = {} if cache is None else {"peak_bytes": cache}
+        return stats + bench_rankings(results) + ranking_tables(cells, kept, caveats)
     return stats + ranking_tables(cells)
 
 

@@ -165,6 +165,42 @@ def test_runs_of_a_shared_label_are_named_by_what_tells_their_targets_apart() ->
     assert apart(runs[2:]) == (runs[2:], None)  # nothing shared: as they were
 
 
+def test_report_of_a_bench_says_the_first_batch_sizes_page_cache_by_peak_memory() -> None:
+    """``bench`` said "infer_mlp bs=1 ran first: its peak memory counts 220.5MiB of page
+    cache … compare their anonymous memory, not their peaks"; ``report`` of its directory
+    ranked that peak (367.2MiB, 2.48×) by peak memory with no word of it.  The same note
+    (:func:`edgeprof.report.bench.first_reads_note`) is said under that ranking."""
+    import dataclasses
+
+    from edgeprof.model import MemoryParts, RunResult
+    from edgeprof.report.bench import first_reads_note
+    from edgeprof.report.summary import summary_tables
+
+    from .conftest import make_result
+
+    mib = 1 << 20
+
+    def run(bs: int, file: int) -> RunResult:
+        r = make_result(name=f"infer bs={bs}", target="m.py:infer, loader load")
+        parts = MemoryParts(total=None, anon=100 * mib, file=file * mib, shmem=0, kernel=mib)
+        memory = dataclasses.replace(r.memory, peaks=parts, peak_bytes=(101 + file) * mib)
+        return dataclasses.replace(r, memory=memory)
+
+    runs = [run(1, 220), run(8, 4), run(32, 6)]
+    note = first_reads_note(runs)
+    assert note is not None
+    assert note.startswith("infer bs=1 ran first: its peak memory counts 220.0MiB of page cache")
+    tables = {t.title: t for t in summary_tables(runs)}
+    (peak,) = [t for title, t in tables.items() if title.startswith("Ranking by peak memory")]
+    assert note in peak.notes
+    assert [row[1] for row in peak.rows[1:]] == ["infer bs=8", "infer bs=32", "infer bs=1"]
+    # Said once, and only under the peak: the average memory ranking is not about the peak.
+    assert sum(note in t.notes for t in tables.values()) == 1
+    # Without a first run's page cache (within 16 MiB), no such note.
+    even = [run(1, 10), run(8, 4), run(32, 6)]
+    assert not any("ran first" in n for t in summary_tables(even) for n in t.notes)
+
+
 LAYERS_YAML = "batch_size: 1\nmodel_name: vit\nprofile_data:\n  - layer: 1\n"
 
 
