@@ -225,16 +225,16 @@ class Rank:
 
     @property
     def factor_interval(self) -> tuple[float, float] | None:
-        """The 95 % interval of the ratio of means to the first's
-        (:meth:`~edgeprof.analysis.difference.Difference.ratio_interval`); ``None``:
-        untested, or the first."""
-        return None if self.from_first is None else self.from_first.ratio_interval()
+        """1 + the 95 % interval of the difference of the means over the first's mean
+        (:meth:`~edgeprof.analysis.difference.Difference.relative_interval`, not an interval
+        of the ratio of the means); ``None``: untested, or the first."""
+        return None if self.from_first is None else self.from_first.relative_interval()
 
     @property
     def step_interval(self) -> tuple[float, float] | None:
-        """The 95 % interval of the ratio of means to the previous model's: it covers 1
-        exactly when :attr:`within_noise` (the same Welch interval)."""
-        return None if self.from_previous is None else self.from_previous.ratio_interval()
+        """1 + the 95 % interval of the difference of the means over the previous model's
+        mean: it covers 1 exactly when :attr:`within_noise` (the same Welch interval)."""
+        return None if self.from_previous is None else self.from_previous.relative_interval()
 
     @property
     def within_noise(self) -> bool:

@@ -51,13 +51,22 @@ class Difference:
         """Different at 95 %: the interval excludes 0 (equal means never are)."""
         return self.half is not None and abs(self.diff) > self.half
 
-    def ratio_interval(self) -> tuple[float, float] | None:
-        """The 95 % interval of ``mean(b) / mean(a)``: ``1 + (diff ± half) / mean(a)``, the
-        interval of the difference scaled by the base (taken as known).  It covers 1 exactly
-        when the difference is not :attr:`separated`, so a ranking's ``≈ within noise`` and
-        its interval never disagree (the standard error of a ratio of medians, shown before,
-        had said ``1.32 ± 0.05×`` beside ``≈ within noise``: one standard error at ~1 degree
-        of freedom, where the 95 % t quantile is ~12).  ``None``: untested, or a base of 0."""
+    def relative_interval(self) -> tuple[float, float] | None:
+        """``1 + (diff ± half) / mean(a)``: the 95 % interval of the difference of the means
+        over ``mean(a)`` (taken as known), plus 1, as a factor beside a ratio.  It covers 1
+        exactly when the difference is not :attr:`separated`, so a ranking's ``≈ within
+        noise`` and its interval never disagree (the standard error of a ratio of medians,
+        shown before, had said ``1.32 ± 0.05×`` beside ``≈ within noise``: one standard
+        error at ~1 degree of freedom, where the 95 % t quantile is ~12).
+
+        It is not an interval of the ratio of the means, and is not called one: that
+        (Fieller's) would count ``mean(a)``'s own noise, lopsided and, at the 2 or 3 runs of
+        a sweep, often unbounded (a ratio whose denominator's interval reaches 0).  This one
+        is kept because it is the figure every other place shows for the same pair:
+        ``compare``'s CHANGE (``+14.5% ± 35.5%`` is ``[0.79, 1.50]``), the budgets' and
+        ``--repeat auto``'s test; a tutorial reader had found the ranking's summary calling
+        it "the ratio of means" beside a legend saying "the difference of the means".
+        ``None``: untested, or a base of 0."""
         if self.half is None or self.base == 0:
             return None
         lo, hi = (self.diff - self.half) / self.base, (self.diff + self.half) / self.base

@@ -70,7 +70,7 @@ def _bounds(interval: tuple[float, float]) -> tuple[str, str]:
 
 
 def _x(f: float | None, interval: tuple[float, float] | None) -> str:
-    """A factor and, where tested, the 95 % interval of the ratio of means in brackets."""
+    """A factor and, where tested, its interval (:func:`interval_name`) in brackets."""
     if f is None:
         return "n/a"
     if interval is None:
@@ -79,10 +79,18 @@ def _x(f: float | None, interval: tuple[float, float] | None) -> str:
     return f"{f:.2f}× [{lo}, {hi}]"
 
 
+def interval_name(base: str) -> str:
+    """What a ranking's bracketed interval is, said the one way in its legend and its summary
+    line (:meth:`~edgeprof.analysis.difference.Difference.relative_interval`): the summary
+    had called it "the ratio of means", the legend below it "the difference of the means";
+    ``base``: whose mean the difference is over."""
+    return f"95% interval, Welch's t, of 1 + the difference of the means over {base} mean"
+
+
 RANKING_LEGEND = (
-    "× FIRST, × PREVIOUS: the ratio of the medians [the 95% interval of the difference of "
-    "the means (Welch's t) over the first's mean: it covers 1 exactly where ≈ says within "
-    "noise]; MEAN ± SD: one standard deviation"
+    "× FIRST, × PREVIOUS: the ratio of the medians [the "
+    + interval_name("the first's (the previous one's)")
+    + ": it covers 1 exactly where ≈ says within noise]; MEAN ± SD: one standard deviation"
 )
 
 
@@ -123,8 +131,8 @@ def ranking_tables(
     caveats: Mapping[str, str] | None = None,
 ) -> list[TextTable]:
     """A table per limit setting and metric: models smallest first by median, their factor
-    relative to the first and to the previous one with the 95 % interval of the ratio of their
-    means (the Welch interval behind ≈), and ≈ where two neighbours are not different at
+    relative to the first and to the previous one with the Welch interval behind ≈
+    (:func:`interval_name`), and ≈ where two neighbours are not different at
     95 % (or, for memory, < 10 MiB apart).  ``caveats``: metric key → a note said under its
     ranking's lead line (a bench's first batch size's page cache, beside peak memory)."""
     out = []
@@ -169,7 +177,7 @@ def ranking_tables(
                 why = _close(second)
                 if (interval := second.factor_interval) is not None:
                     lo, hi = _bounds(interval)
-                    why.insert(0, f"95% interval of the ratio of means {lo} to {hi}×")
+                    why.insert(0, interval_name("the first's") + f": {lo} to {hi}×")
                 notes.append(
                     f"{first.name} {verb} {second.factor:.2f}× less {title} than {second.name}"
                     + (f" ({'; '.join(why)})" if why else "")

@@ -155,8 +155,8 @@ def test_a_ranking_interval_covers_1_exactly_when_within_noise(
 
 def test_the_testers_example_reads_within_noise_in_its_interval() -> None:
     """A = 1.00/1.02/1.04 s, B = 1.30/1.40 s: Welch's se 0.0513 s at 1.11 degrees of
-    freedom, 95 % t 10.12, so the difference 0.33 s ± 0.520 s; over A's mean 1.02 s the
-    ratio of means 1.32 lies in [0.814, 1.833] (it had read "1.32 ± 0.05×")."""
+    freedom, 95 % t 10.12, so the difference 0.33 s ± 0.520 s; over A's mean 1.02 s, plus
+    1: [0.814, 1.833] around 1.32 (it had read "1.32 ± 0.05×")."""
     runs = _cell("A", [1.00, 1.02, 1.04]) + _cell("B", [1.30, 1.40])
     second = rank(summarize(runs), "wall_s")[1]
     assert second.step_interval == pytest.approx((1 - 0.1897 / 1.02, 1 + 0.8495 / 1.02), abs=1e-3)
@@ -167,8 +167,27 @@ def test_the_testers_example_reads_within_noise_in_its_interval() -> None:
     )
     assert row in text
     assert (
-        "A took 1.32× less wall time than B (95% interval of the ratio of means 0.81 to 1.83×; "
-        "within noise)"
+        "A took 1.32× less wall time than B (95% interval, Welch's t, of 1 + the difference "
+        "of the means over the first's mean: 0.81 to 1.83×; within noise)"
     ) in text
     assert "× FIRST, × PREVIOUS: the ratio of the medians [the 95% interval" in text
     assert "MEAN ± SD: one standard deviation" in text
+
+
+def test_the_summary_line_and_the_legend_name_one_interval() -> None:
+    """The tutorial's sweep printed "95% interval of the ratio of means 0.79 to 1.50×" and
+    just below it "[the 95% interval of the difference of the means (Welch's t) over the
+    first's mean …]": one interval named two ways.  It is the Welch interval of the
+    difference over the first's mean, plus 1 (here A's mean 1.02 s: 1 + (0.33 ± 0.520) /
+    1.02), and both lines say so in the same words; neither calls it a ratio of means."""
+    runs = _cell("A", [1.00, 1.02, 1.04]) + _cell("B", [1.30, 1.40])
+    table = ranking_tables(summarize_cells(runs))[0]
+    summary, legend = table.notes[0], table.notes[1]
+    assert summary.startswith("A took 1.32× less wall time than B (")
+    assert legend.startswith("× FIRST, × PREVIOUS: the ratio of the medians [")
+    name = "95% interval, Welch's t, of 1 + the difference of the means over the first's"
+    assert f"({name} mean: 0.81 to 1.83×;" in summary
+    assert f"[the {name} (the previous one's) mean: it covers 1 exactly where ≈" in legend
+    assert "ratio of means" not in summary + legend and "ratio of the means" not in legend
+    lo, hi = rank(summarize(runs), "wall_s")[1].factor_interval or (0.0, 0.0)
+    assert (lo, hi) == pytest.approx((1 - 0.1897 / 1.02, 1 + 0.8495 / 1.02), abs=1e-3)

@@ -58,7 +58,7 @@ def test_factor_and_its_uncertainty_hand_computed() -> None:
     assert peak.factor_interval == pytest.approx((1.21, 1.21))  # no variance: no width
     text = ranking_tables(summarize_cells(runs))[2].plain()
     assert text.startswith("Ranking by peak memory under cpus=1 (smallest first)")
-    assert "small used 1.21× less peak memory than big (95% interval of the ratio" in text
+    assert "small used 1.21× less peak memory than big (95% interval, Welch's t, of 1 + " in text
 
 
 def test_factors_follow_the_order_of_the_medians() -> None:
@@ -72,11 +72,11 @@ def test_factors_follow_the_order_of_the_medians() -> None:
     assert second.within_noise  # the means are closer than their noise
     text = ranking_tables(summarize_cells(runs))[1].plain()
     # a: σ = √(1/3), se 1/3 at 2 degrees of freedom (b: none), 95 % t 4.30, half-width
-    # 1.434 around −0.233; over a's mean 4/3 the ratio of means lies in [−0.25, 1.90], and
+    # 1.434 around −0.233; over a's mean 4/3, plus 1: [−0.25, 1.90], and
     # a ratio of CPU times is never below 0
     assert (
-        "a took 1.10× less CPU time than b (95% interval of the ratio of means 0.00 to "
-        "1.90×; within noise)"
+        "a took 1.10× less CPU time than b (95% interval, Welch's t, of 1 + the difference of "
+        "the means over the first's mean: 0.00 to 1.90×; within noise)"
     ) in text
 
 
@@ -93,8 +93,9 @@ def test_within_noise_and_ten_mib_flags() -> None:
     assert "≈ a: < 10 MiB apart, may flip on the device" in tables["Ranking by peak memory"]
     # The note under it says so too: "1.08× less" had stood bare beside the table's "≈".
     note = (
-        "a used 1.08× less peak memory than b (95% interval of the ratio of means 1.08 to "
-        "1.08×; < 10 MiB apart, may flip on the device)"
+        "a used 1.08× less peak memory than b (95% interval, Welch's t, of 1 + the difference "
+        "of the means over the first's mean: 1.08 to 1.08×; < 10 MiB apart, may flip on the "
+        "device)"
     )
     assert note in tables["Ranking by peak memory"]
 
