@@ -1,0 +1,63 @@
+"""docs/results.md, the result JSON's reference, names every key of the published schema
+(``edgeprof/result.schema.json``): a new user found ``cpu.task_speed_pct``,
+``memory.mapped_elsewhere_bytes``, ``target``, the ``events`` block, the parts of
+``at_peak``/``peaks`` and the ``memory.pressure`` keys in ``result.json`` and nowhere on the
+page.  A key added to the model now fails here until the page says what it is."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import RESULT_SCHEMA
+
+DOC = Path(__file__).parents[2] / "docs" / "results.md"
+
+
+def _resolve(node: Mapping[str, Any], defs: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``node`` with its ``$ref`` followed, or the object/array branch of an ``anyOf``
+    (``X | None``)."""
+    if "$ref" in node:
+        return defs[node["$ref"].rsplit("/", 1)[-1]]  # type: ignore[no-any-return]
+    for branch in node.get("anyOf", ()):
+        found = _resolve(branch, defs)
+        if "properties" in found or "items" in found:
+            return found
+    return node
+
+
+def schema_paths(node: Mapping[str, Any], defs: Mapping[str, Any], at: str = "") -> Iterator[str]:
+    """Every property path: ``memory.at_peak.anon``, ``phases[].latency.p50_s``."""
+    node = _resolve(node, defs)
+    for key, sub in node.get("properties", {}).items():
+        path = f"{at}.{key}" if at else key
+        yield path
+        yield from schema_paths(sub, defs, path)
+    items = node.get("items")
+    if isinstance(items, dict):
+        yield from schema_paths(items, defs, at + "[]")
+
+
+def test_every_key_of_the_schema_is_named_in_the_results_page() -> None:
+    schema = json.loads(RESULT_SCHEMA.read_text())
+    paths = list(schema_paths(schema, schema["$defs"]))
+    # The walk reaches the nested blocks (a broken walk would pass an empty page).
+    nested = (
+        "cpu.task_speed_pct",
+        "memory.mapped_elsewhere_bytes",
+        "target",
+        "events.iterations.over",
+        "memory.at_peak.anon",
+        "memory.peaks.file",
+        "memory.pressure.refaults_file",
+        "phases[].latency.throttling.distorted",
+        "gpu.devices[].energy_j",
+    )
+    assert set(nested) <= set(paths)
+    assert len(paths) == len(set(paths)) > 200
+    named = set(re.findall(r"`([^`\s]+)`", DOC.read_text()))
+    missing = [p for p in paths if p not in named]
+    assert not missing, f"docs/results.md does not name: {', '.join(missing)}"
