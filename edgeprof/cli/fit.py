@@ -160,7 +160,7 @@ def fit_cmd(
     job = open_fit(job, sys.stderr, one_run, ceiling)
 
     def progress(label: str, limit: int | None, probe: Probe | None, runs: list[RunResult]) -> None:
-        from ..analysis.need import noise_warning, spread
+        from ..analysis.fit_times import noise_warning, spread
         from ..units import counted, format_binary
 
         if probe is None:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.cells import cell_key
 from ..analysis.compare import summarize_cells
+from ..analysis.fit_times import median_time
 from ..analysis.metrics import STAT_METRICS, Kind
-from ..analysis.need import median_time
 from ..errors import ConfigError
 from ..model import RunResult, Termination
 from ..storage import prepare_out_dir, write_output

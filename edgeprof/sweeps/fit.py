@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
+from ..analysis.fit_times import median_time, spread
 from ..analysis.need import (
     DEFAULT_MARGIN,
     DEFAULT_TOLERANCE,
@@ -28,10 +29,8 @@ from ..analysis.need import (
     Verdict,
     bounds,
     in_doubt,
-    median_time,
     search,
     slack,
-    spread,
     stall,
     verdict,
 )

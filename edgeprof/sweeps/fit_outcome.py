@@ -7,17 +7,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.need import (
-    OVERTURNED,
-    RAISED,
-    Bounds,
-    Timing,
-    Verdict,
-    contended,
-    max_probes,
-    median_time,
-    with_margin,
-)
+from ..analysis.fit_times import Timing, contended, median_time
+from ..analysis.need import OVERTURNED, RAISED, Bounds, Verdict, max_probes, with_margin
 from ..model import RunResult
 from .fit_reference import setting
 
@@ -83,7 +74,7 @@ class FitOutcome:
 
     @property
     def contention(self) -> str | None:
-        """Other tasks held its runs off their CPUs (:func:`~edgeprof.analysis.need.contended`):
+        """Other tasks held its runs off their CPUs (:func:`~edgeprof.analysis.fit_times.contended`):
         a plain ``run`` warns of it, and fit had said nothing where it had judged probes
         "+25 % slower" for it."""
         return contended([*self.reference, *(r for p in self.probes for r in p.runs)])

@@ -15,16 +15,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from edgeprof.analysis.fit_times import UNCONTENDED, Timing, contended, median_time, timing
 from edgeprof.analysis.headroom import stat_lag
-from edgeprof.analysis.need import (
-    UNCONTENDED,
-    Timing,
-    contended,
-    median_time,
-    memory_slowdown,
-    timing,
-    verdict,
-)
+from edgeprof.analysis.need import memory_slowdown, verdict
 from edgeprof.backends import register_backend, unregister_backend
 from edgeprof.cli import main
 from edgeprof.model import Counters, MemoryPressure, RunResult, RunSpec

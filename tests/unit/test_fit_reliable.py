@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from edgeprof.analysis.fit_times import Timing
 from edgeprof.analysis.headroom import stat_lag
 from edgeprof.analysis.need import (
     BISECTED,
@@ -23,7 +24,6 @@ from edgeprof.analysis.need import (
     RAISED,
     REPEAT_ON_DOUBT,
     Bounds,
-    Timing,
     Verdict,
     allowance,
     bounds,

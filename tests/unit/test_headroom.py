@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from edgeprof.analysis.budgets import Budgets, Status, check_budgets
+from edgeprof.analysis.fit_times import Timing
 from edgeprof.analysis.headroom import Headroom, limit_fit, worst_fit
-from edgeprof.analysis.need import Bounds, Timing, Verdict
+from edgeprof.analysis.need import Bounds, Verdict
 from edgeprof.cli.fit import fit_exit_code
 from edgeprof.errors import ConfigError
 from edgeprof.model import (

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from edgeprof.analysis.fit_times import Timing, median_time, spread, timing
 from edgeprof.analysis.headroom import stat_lag
 from edgeprof.analysis.need import (
     MAX_RAISES,
@@ -17,15 +18,11 @@ from edgeprof.analysis.need import (
     MIN_LIMIT,
     PAGE,
     Bounds,
-    Timing,
     Verdict,
     bounds,
     in_doubt,
     max_probes,
-    median_time,
     search,
-    spread,
-    timing,
     verdict,
     with_margin,
 )
