@@ -12,6 +12,17 @@ import pytest
 from edgeprof.cli import main
 from edgeprof.measure.limits import FRACTIONAL_PERIOD_US
 from edgeprof.measure.sampler import TASK_SCAN_S
+from edgeprof.measure.tick import KNOWN_HZ
+
+
+def most_speed(share: float, period_s: float) -> float:
+    """The most a thread's speed reads under a ``share`` quota of ``period_s``: over a scan's
+    span (:data:`TASK_SCAN_S`) the group's CPU time is a quota per period it overlaps, plus
+    the tick that the kernel notices a spent quota late by (it carries the overrun into the
+    next period; the coarsest, 100 Hz: 2 points in a 0.5 s span, where a 4 ms tick's 0.8
+    made a burst read 0.515), and the speeds' rounding to half a percent."""
+    tick_s = 1 / min(KNOWN_HZ)
+    return share * (1 + period_s / TASK_SCAN_S) + tick_s / TASK_SCAN_S + 0.0025
 
 
 def test_a_catalog_board_is_the_runs_limits(
@@ -95,7 +106,7 @@ def test_an_idle_thread_does_not_hide_a_busy_loop_faster_than_the_device(
     assert "tasks 2" in printed  # the idle thread exists
     cpu = d["cpu"]
     share = cpu["task_speed_pct"] / 100
-    assert share <= 0.5 * 1.01  # never above the group's quota
+    assert share <= most_speed(0.5, cpu["period_s"]), cpu  # never above the group's quota
     bound = 0.25 * 1.05 + 0.5 * cpu["period_s"] / TASK_SCAN_S
     # Only other work on the host can keep the loop's thread under the bound, and the run
     # says so.
@@ -111,7 +122,7 @@ def test_an_idle_thread_does_not_hide_a_busy_loop_faster_than_the_device(
     two = f"for i in 1 2; do {sys.executable} -c '{spin}' & done; wait"
     d, _, said = run("sh", "-c", two)
     speed = d["cpu"]["task_speed_pct"] / 100
-    assert speed <= 0.5 * 1.01, d["cpu"]
+    assert speed <= most_speed(0.5, d["cpu"]["period_s"]), d["cpu"]
     assert bool(said) == (speed > bound or d["cpu"]["nr_throttled"] == 0), (speed, said)
     # One thread that works 50 ms and sleeps 0.4 s, six times: it ran at the quota's 0.5
     # of a host core while it worked (0.515 here), twice a board core, though its CPU time

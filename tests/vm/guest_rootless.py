@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require
+from tests.host.lost_time import LostTime, most_avg_pct
 from tests.host.ordinary_user import NOBODY, AsUser
 
 CGROUP = Path("/sys/fs/cgroup")
@@ -32,7 +33,6 @@ WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
 MiB = 2**20
 DELEGATED_FILES = ("cgroup.procs", "cgroup.subtree_control", "cgroup.threads")
 FIX = "run edgeprof as root, or in a delegated scope: systemd-run --user --scope -p Delegate=yes"
-
 
 
 @pytest.fixture(autouse=True)
@@ -101,11 +101,13 @@ def test_delegated_subtree_holds_limits_and_peak(user: AsUser) -> None:
     spin = "import time\nwhile time.process_time() < 0.6: pass"
     with delegated(["cpu", "memory", "pids", "io", "cpuset"]) as group:
         out = home / "fits"
+        stalls = LostTime.start()
         fits = edgeprof_in(
             group, user,
             ["run", "--cpus", "0.5", "--memory", "160m", "--out", str(out), "--",
              "sh", "-c", f'python3 "{hold}" 48 "{home}/hwm" && python3 -c "{spin}"'],
         )  # fmt: skip
+        lost_s = stalls.stop()
         assert fits.returncode == 0, fits.stderr + fits.stdout
         assert "not delegated" not in fits.stdout, fits.stdout
         r = json.loads((out / "result.json").read_text())
@@ -114,7 +116,8 @@ def test_delegated_subtree_holds_limits_and_peak(user: AsUser) -> None:
         # The block is anonymous memory, charged to the run; the interpreter's mapped files
         # may be another group's, so its own high-water mark is no bound here.
         assert 48 * MiB <= r["memory"]["peak_bytes"] <= 160 * MiB, r["memory"]
-        assert r["cpu"]["nr_throttled"] > 0 and 0 < r["cpu"]["avg_pct"] <= 55, r["cpu"]
+        assert r["cpu"]["nr_throttled"] > 0, r["cpu"]
+        assert 0 < r["cpu"]["avg_pct"] <= most_avg_pct(r, lost_s), (r["cpu"], lost_s)
         assert (out / "result.json").stat().st_uid == NOBODY
         assert (group / "edgeprof-self").is_dir()  # edgeprof's own leaf: the runs' sibling
         assert run_groups(group) == []

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require
+from tests.host.lost_time import LostTime, most_avg_pct
 from tests.host.ordinary_user import AsUser
 
 CGROUP = Path("/sys/fs/cgroup")
@@ -80,9 +81,11 @@ def edgeprof(args: list[str]) -> list[str]:
     return [sys.executable, "-m", "edgeprof", *args]
 
 
-EMULATOR_WARNINGS = ("the sampler fell behind",)
+EMULATOR_WARNINGS = ("the sampler fell behind", "other tasks on this host held")
 """Warnings this emulated guest's timing may give, which say nothing of delegation or
-clean-up: a sampler held up past a tenth of its ticks."""
+clean-up: a sampler held up past a tenth of its ticks; the run held off its CPUs by other
+tasks (``cpu.pressure``'s, edgeprof.measure.contention) in 2 vCPUs that also run systemd,
+dockerd, the sampler and qemu's stalls."""
 
 
 def unexpected_warnings(stdout: str) -> list[str]:
@@ -99,11 +102,13 @@ def test_root_runs_in_a_scope_systemd_delegates(tmp_path: Path) -> None:
     limits hold, the peak is the kernel's, nothing is written at the top of systemd's tree,
     and when edgeprof exits systemd removes the scope with everything in it."""
     out = tmp_path / "run"
+    stalls = LostTime.start()
     done = subprocess.run(
         [*edgeprof(["run", "--cpus", "0.5", "--memory", "160m", "--out", str(out), "--",
                     "python3", "-c", WORKLOAD])],
         capture_output=True, text=True, timeout=600, cwd=REPO,
     )  # fmt: skip
+    lost_s = stalls.stop()
     assert done.returncode == 0, done.stderr + done.stdout
     assert unexpected_warnings(done.stdout) == [], done.stdout
     group = group_of(done.stdout)
@@ -114,7 +119,8 @@ def test_root_runs_in_a_scope_systemd_delegates(tmp_path: Path) -> None:
     assert (r["mechanism"], r["termination"]) == ("cgroup2", "exited")
     assert r["memory"]["peak_source"] == "kernel"
     assert 48 * MiB <= r["memory"]["peak_bytes"] <= 160 * MiB, r["memory"]
-    assert r["cpu"]["nr_throttled"] > 0 and 0 < r["cpu"]["avg_pct"] <= 55, r["cpu"]
+    assert r["cpu"]["nr_throttled"] > 0, r["cpu"]
+    assert 0 < r["cpu"]["avg_pct"] <= most_avg_pct(r, lost_s), (r["cpu"], lost_s)
     assert not (CGROUP / "edgeprof").exists()
     assert gone(CGROUP / "system.slice" / scope, scope), units("edgeprof-*")
 
@@ -174,7 +180,9 @@ def test_a_user_runs_in_the_scope_systemd_run_user_delegates(
          user.python, "-m", "edgeprof", "run", "--cpus", "0.5", "--memory", "160m",
          "--out", str(out), "--", "python3", "-c", WORKLOAD]
     )  # fmt: skip
+    stalls = LostTime.start()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    lost_s = stalls.stop()
     assert done.returncode == 0, done.stderr + done.stdout
     group = group_of(done.stdout)
     m = USER_GROUP.match(group)
@@ -183,7 +191,8 @@ def test_a_user_runs_in_the_scope_systemd_run_user_delegates(
     assert (r["mechanism"], r["termination"]) == ("cgroup2", "exited")
     assert r["memory"]["peak_source"] == "kernel"
     assert 48 * MiB <= r["memory"]["peak_bytes"] <= 160 * MiB, r["memory"]
-    assert r["cpu"]["nr_throttled"] > 0 and 0 < r["cpu"]["avg_pct"] <= 55, r["cpu"]
+    assert r["cpu"]["nr_throttled"] > 0, r["cpu"]
+    assert 0 < r["cpu"]["avg_pct"] <= most_avg_pct(r, lost_s), (r["cpu"], lost_s)
     assert (out / "result.json").stat().st_uid == uid
     scope_dir = CGROUP / Path(group).parent.relative_to("/")
     missing = {ln.split("'")[1] for ln in done.stdout.splitlines() if "is not delegated" in ln}
@@ -252,12 +261,14 @@ def test_docker_with_the_systemd_driver_is_exact_and_leaves_no_slice(
     import docker
 
     out = tmp_path / "docker"
+    stalls = LostTime.start()
     done = subprocess.run(
         edgeprof(["run", "--backend", "docker", "--image", BUSYBOX, "--cpus", "0.5",
                   "--memory", "96m", "--out", str(out), "--", "sh", "-c", BUSYBOX_SCRIPT]),
         env={**os.environ, "DOCKER_HOST": systemd_dockerd},
         capture_output=True, text=True, timeout=600, cwd=REPO,
     )  # fmt: skip
+    lost_s = stalls.stop()
     assert done.returncode == 0, done.stderr + done.stdout
     assert "held 19999999" in done.stdout, done.stdout  # $(…) drops the last newline
     assert unexpected_warnings(done.stdout) == [], done.stdout
@@ -269,7 +280,7 @@ def test_docker_with_the_systemd_driver_is_exact_and_leaves_no_slice(
     # where systemd makes the scope after the container's start returned (a CI run saw none).
     throttled = r["cpu"]["nr_throttled"]
     assert throttled is not None and throttled > 0, (r["cpu"], done.stdout)
-    assert 0 < r["cpu"]["avg_pct"] <= 55, r["cpu"]
+    assert 0 < r["cpu"]["avg_pct"] <= most_avg_pct(r, lost_s), (r["cpu"], lost_s)
     assert units("edgeprof_*") == []
     assert [p.name for p in CGROUP.glob("edgeprof*")] == []
     client = docker.DockerClient(base_url=systemd_dockerd)
