@@ -47,8 +47,8 @@ def test_cpu_limit_is_held_and_throttling_reported(mechanism: str) -> None:
     (:data:`~tests.host.lost_time.HALF_CORE_CEILING_PCT`); the peak is over 1 s
     windows (edgeprof.measure.sampler.PEAK_WINDOW_S), at most 55 % by the same reasoning, and
     5 points more for a window whose closing read came up to 50 ms late; the wall time is the
-    timeout plus the SIGTERM of a spinner that does not catch it.  Each bound is widened by
-    the time the machine lost during this run (:mod:`tests.host.lost_time`: a TCG guest
+    timeout plus the SIGTERM of a spinner that does not catch it.  In the VM tier each bound
+    is widened by the time the guest lost during this run (:mod:`tests.host.lost_time`: a TCG guest
     charges a host stall to the spinner, 150 ms a 1 s window's 15 points), and the wall time
     by as much."""
     # A shell loop spins at once; a Python one may spend much of a slow guest's 1 s window
@@ -58,11 +58,12 @@ def test_cpu_limit_is_held_and_throttling_reported(mechanism: str) -> None:
         r = edgeprof.profile(spin, Limits(cpus=0.5), timeout=3)
     assert r.mechanism == mechanism
     assert r.termination is Termination.TIMEOUT
-    lost_pct = 100 * stalls.s / r.wall_s
-    assert r.cpu.avg_pct is not None and 0 < r.cpu.avg_pct <= HALF_CORE_CEILING_PCT + lost_pct, (
-        r.cpu,
-        stalls.s,
-    )
+    # A real kernel charges a preempted task nothing: only a guest's stalls widen a bound
+    # (the meter on this loaded 2-core host read 0.99 s of a 3 s run: its own lateness).
+    lost_s = 0.0 if REAL_TIME else stalls.s
+    lost_pct = 100 * lost_s / r.wall_s
+    assert r.cpu.avg_pct is not None, r.cpu
+    assert 0 < r.cpu.avg_pct <= HALF_CORE_CEILING_PCT + lost_pct, (r.cpu, lost_s)
     if REAL_TIME:
         assert quota_misses(r, 0.5) == [], r.cpu
     else:
@@ -72,11 +73,11 @@ def test_cpu_limit_is_held_and_throttling_reported(mechanism: str) -> None:
         # of half a core over the time the guest did not lose.  (It was 60 % of an unlimited
         # spinner's share measured in a run before this one, under another moment's stalls.)
         # Above a quarter core's 25 % wherever the guest lost under a sixth of the run.
-        floor = 0.6 * 50 * max(0.0, r.wall_s - stalls.s) / r.wall_s
-        assert floor <= r.cpu.avg_pct, (r.cpu, stalls.s)
-    assert 2.9 <= r.wall_s <= 4 + stalls.s, (r.wall_s, stalls.s)
-    peak_allowance = 100 * stalls.s / PEAK_WINDOW_S
-    assert r.cpu.peak_pct is not None and r.cpu.peak_pct <= 60 + peak_allowance, (r.cpu, stalls.s)
+        floor = 0.6 * 50 * max(0.0, r.wall_s - lost_s) / r.wall_s
+        assert floor <= r.cpu.avg_pct, (r.cpu, lost_s)
+    assert 2.9 <= r.wall_s <= 4 + lost_s, (r.wall_s, lost_s)
+    peak_allowance = 100 * lost_s / PEAK_WINDOW_S
+    assert r.cpu.peak_pct is not None and r.cpu.peak_pct <= 60 + peak_allowance, (r.cpu, lost_s)
     if r.cpu.avg_pct >= 45:  # the quota was what held it back
         assert r.cpu.nr_throttled, r.cpu  # how many: a steady neighbour sets that
         assert r.cpu.throttled_s and r.cpu.throttled_s > 0
