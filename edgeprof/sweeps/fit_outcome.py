@@ -74,9 +74,9 @@ class FitOutcome:
 
     @property
     def contention(self) -> str | None:
-        """Other tasks held its runs off their CPUs (:func:`~edgeprof.analysis.fit_times.contended`):
-        a plain ``run`` warns of it, and fit had said nothing where it had judged probes
-        "+25 % slower" for it."""
+        """Other tasks held its runs off their CPUs
+        (:func:`~edgeprof.analysis.fit_times.contended`): a plain ``run`` warns of it, and
+        fit had said nothing where it had judged probes "+25 % slower" for it."""
         return contended([*self.reference, *(r for p in self.probes for r in p.runs)])
 
     @property
