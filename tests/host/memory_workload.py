@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from edgeprof.analysis.need import MIN_LIMIT, PAGE
 from tests.conftest import require
 
 MEMORY_ONLY_TOLERANCE = "1000%"
@@ -53,17 +52,16 @@ time.sleep(hold)
 
 def fit_answer_range(d: dict[str, Any]) -> tuple[int, int]:
     """Where ``fit``'s answer (its ``fit.json``, ``d``) lies, from its own figures: at the
-    first limit it asks (the unlimited runs' floor, as the search rounds it, and the room
-    over it), or within a step (the resolution) above it, where a run of that first probe
-    read its floor over the room and the bisection ended within a step of it.
+    first limit it asks (the bracket's floor, as the search rounded it, and the room over
+    it), or within a step (the resolution) above it, where a run of that first probe read
+    its floor over the room and the bisection ended within a step of it.
 
     Not from a separate run of the bare interpreter: the floor of this run also holds what
-    reading the file left in the kernel (0.9 MiB over the bare run's peak and the arrays,
-    measured here), so a bound of the bare run's size, the room and a step failed CI in
-    both cgroup v2 guests by 1 MiB (answer 43.0 MiB, bound 42.0) when the first probe
-    failed."""
-    floor = max(MIN_LIMIT, -(-d["reference"]["floor_bytes"] // PAGE) * PAGE)
-    low = floor + d["room_bytes"]
+    reading the file left in the kernel (an auditor's fit here: floor 37.88 MiB, the bare
+    run's peak and the arrays 36.99), so a bound of the bare run's size, the room and a
+    step failed CI in both cgroup v2 guests by 1 MiB (answer 43.0 MiB, bound 42.0) when the
+    first probe failed."""
+    low = d["bracket_bytes"][0] + d["room_bytes"]
     return low, low + d["resolution_bytes"]
 
 
