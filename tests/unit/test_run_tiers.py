@@ -120,3 +120,24 @@ def test_tests_gpu_is_the_gpu_tiers_alone() -> None:
     for name, paths in TIERS:
         if name != "gpu":
             assert not [p for p in map(Path, paths) if p == gpu or p in gpu.parents], name
+
+
+def test_the_checkout_is_compiled_once_for_every_interpreter_the_tiers_start(
+    tmp_path: Path,
+) -> None:
+    """The tiers' interpreters run with PYTHONDONTWRITEBYTECODE: each package's bytecode is
+    written up front, where the import system finds it (``__pycache__``, this Python's tag),
+    and a file that does not compile fails the step."""
+    import importlib.util
+
+    from tests.run_tiers import COMPILED, compile_checkout
+
+    for name in COMPILED:
+        (tmp_path / name / "sub").mkdir(parents=True)
+        (tmp_path / name / "sub" / "mod.py").write_text("X = 1\n")
+    assert compile_checkout(tmp_path)
+    for name in COMPILED:
+        cached = Path(importlib.util.cache_from_source(str(tmp_path / name / "sub" / "mod.py")))
+        assert cached.is_file(), cached
+    (tmp_path / COMPILED[0] / "broken.py").write_text("def (:\n")
+    assert not compile_checkout(tmp_path)

@@ -44,6 +44,7 @@ import pytest
 
 from tests.conftest import IN_CI, require
 from tests.host.memory_workload import DATA_ENV, data_size, write_data_file
+from tests.run_tiers import compile_checkout
 
 from .guest import default_cpus
 from .harness import (
@@ -277,6 +278,10 @@ def booked(
     failed in one of them (36.8 % of a core at a half-core quota, where the floor was 38 %).
     The longest budget starts first."""
     require(os.geteuid() == 0, "the VM tier installs qemu and boots a guest: needs root")
+    # Every interpreter a guest starts reads the checkout's bytecode through 9p, or compiles
+    # what it imports from source under TCG (the guests cannot write it back): compiled here
+    # too, for a run of this tier on its own.
+    assert compile_checkout(REPO_ROOT), "the checkout does not compile"
     chosen = [
         guest
         for item in request.session.items
