@@ -4,6 +4,9 @@
 >>> r = edgeprof.profile(["python3", "infer.py"], edgeprof.Limits(cpus=1.5, memory="512m"))
 >>> r.cpu.avg_pct, r.memory.peak_bytes, r.termination
 
+Saved results: ``edgeprof.load(path)`` (the runs ``edgeprof report`` reads) and
+``edgeprof.compare(baseline, current)`` (``edgeprof compare``'s verdicts).
+
 Inside a workload, ``edgeprof.phase``, ``edgeprof.iteration`` and ``edgeprof.mark`` (see
 :mod:`edgeprof.workload.instrument`).  Only that standard-library module is imported with
 the package; the profiler's own modules load on first use, so ``import edgeprof`` in a
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     )
     from .measure.runner import ResultNotSaved, profile
     from .model import Counters, Limits, RunResult, RunSpec, Sample, Termination
+    from .report.library import Comparison, compare, load
 
 _LAZY = {
     "BackendError": "errors",
@@ -47,6 +51,9 @@ _LAZY = {
     "Termination": "model",
     "ResultNotSaved": "measure.runner",
     "profile": "measure.runner",
+    "Comparison": "report.library",
+    "compare": "report.library",
+    "load": "report.library",
 }
 
 
@@ -66,6 +73,7 @@ if not TYPE_CHECKING:  # hidden from mypy, which then sees the real imports abov
 __all__ = [
     "BackendError",
     "BackendUnavailable",
+    "Comparison",
     "ConfigError",
     "CoresBusy",
     "Counters",
@@ -80,8 +88,10 @@ __all__ = [
     "Termination",
     "__version__",
     "active",
+    "compare",
     "iteration",
     "limit_gpu_memory",
+    "load",
     "mark",
     "phase",
     "profile",

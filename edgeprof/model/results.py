@@ -332,6 +332,20 @@ class RunResult:
         if version != SCHEMA_VERSION or isinstance(version, bool):
             from ..errors import ConfigError
 
+            if isinstance(d, Mapping) and version is None and isinstance(d.get("runs"), list):
+                # A sweep.json's dict: "unsupported result schema_version None" had not said
+                # what the file is, nor where its runs are.
+                what = shown(d.get("schema", "sweep.json"))
+                raise ConfigError(
+                    f"this is a sweep file ({what}), not a result: its runs are under "
+                    '"runs" (RunResult.from_dict(d["runs"][i])); edgeprof.load(path) reads '
+                    "the whole file"
+                )
+            if isinstance(d, list):
+                raise ConfigError(
+                    f"this is a list of {len(d)} results, not one: RunResult.from_dict each; "
+                    "edgeprof.load(path) reads the whole file"
+                )
             raise ConfigError(
                 f"unsupported result schema_version {shown(version)} "
                 f"(this edgeprof reads {SCHEMA_VERSION})"

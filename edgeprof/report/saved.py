@@ -13,7 +13,7 @@ from typing import TextIO
 from ..analysis.budgets import BudgetCheck, Budgets
 from ..analysis.calibration import load_calibration, predict
 from ..analysis.cells import cell_order
-from ..analysis.regression import compare_fits, compare_results, parse_threshold
+from ..analysis.regression import Change, compare_fits, compare_results, parse_threshold
 from ..analysis.sweepfile import warmup_of
 from ..analysis.targets import apart
 from ..errors import ConfigError
@@ -50,28 +50,14 @@ def compare_saved(
     for path in (summary, junit, html):
         if path is not None:
             check_writable(path)
-    base_fits, cur_fits = load_fits(baseline), load_fits(current)
-    current_runs: list[RunResult] = []
-    if (base_fits is None) != (cur_fits is None):
-        fit_side, other = (baseline, current) if base_fits is not None else (current, baseline)
-        # The other side is read first: a missing or malformed path is its own error (the one
-        # two ordinary runs give), not blamed on the valid fit.json beside it.
-        load_runs([other])
-        raise ConfigError(f"{fit_side} is edgeprof fit's output: compare it with another fit.json")
-    if base_fits is not None and cur_fits is not None:
-        changes, notes = compare_fits(
-            base_fits, cur_fits, thr, match_limits=match_limits, allow_missing=allow_missing
-        )
-    else:
-        current_runs = load_runs([current])
-        changes, notes = compare_results(
-            load_runs([baseline]),
-            current_runs,
-            thr,
-            match_limits=match_limits,
-            allow_missing=allow_missing,
-            match_targets=match_targets,
-        )
+    changes, notes, current_runs = compare_paths(
+        baseline,
+        current,
+        thr,
+        match_limits=match_limits,
+        allow_missing=allow_missing,
+        match_targets=match_targets,
+    )
     if json_out:
         data = {"threshold": thr, "changes": change_dicts(changes, thr), "notes": notes}
         stdout.write(json.dumps(data, indent=2) + "\n")
@@ -88,6 +74,43 @@ def compare_saved(
         title = f"edgeprof compare: {current} against {baseline}"
         write_file(html, render_html(runs, title=title, comparison=Comparison(changes, thr, notes)))
     return any(c.verdict.fails for c in changes)
+
+
+def compare_paths(
+    baseline: Path,
+    current: Path,
+    threshold: float,
+    *,
+    match_limits: bool = True,
+    allow_missing: bool = False,
+    match_targets: bool = True,
+) -> tuple[list[Change], list[str], list[RunResult]]:
+    """``compare``'s verdicts and notes for two saved results (two ``fit.json`` compare their
+    fits), and the current runs (none for two fits): what the command and
+    :func:`edgeprof.compare` print and return."""
+    base_fits, cur_fits = load_fits(baseline), load_fits(current)
+    current_runs: list[RunResult] = []
+    if (base_fits is None) != (cur_fits is None):
+        fit_side, other = (baseline, current) if base_fits is not None else (current, baseline)
+        # The other side is read first: a missing or malformed path is its own error (the one
+        # two ordinary runs give), not blamed on the valid fit.json beside it.
+        load_runs([other])
+        raise ConfigError(f"{fit_side} is edgeprof fit's output: compare it with another fit.json")
+    if base_fits is not None and cur_fits is not None:
+        changes, notes = compare_fits(
+            base_fits, cur_fits, threshold, match_limits=match_limits, allow_missing=allow_missing
+        )
+    else:
+        current_runs = load_runs([current])
+        changes, notes = compare_results(
+            load_runs([baseline]),
+            current_runs,
+            threshold,
+            match_limits=match_limits,
+            allow_missing=allow_missing,
+            match_targets=match_targets,
+        )
+    return changes, notes, current_runs
 
 
 def rerender(

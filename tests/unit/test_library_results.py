@@ -1,0 +1,102 @@
+"""Saved results from Python: ``edgeprof.load`` and ``edgeprof.compare`` read them with the
+code ``edgeprof report`` and ``edgeprof compare`` use, and ``RunResult.from_dict`` says what a
+sweep's dict is."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import edgeprof
+from edgeprof.cli import main
+from edgeprof.errors import ConfigError
+from edgeprof.model import RunResult
+from tests.unit.gating_helpers import run
+
+BASE_WALLS = (1.00, 1.02, 0.98, 1.01)
+
+
+def _sweep(path: Path, runs: list[RunResult]) -> Path:
+    path.mkdir()
+    (path / "sweep.json").write_text(
+        json.dumps({"schema": "edgeprof-sweep/1", "runs": [r.to_dict() for r in runs]})
+    )
+    return path
+
+
+def test_load_reads_what_report_reads(tmp_path: Path) -> None:
+    """A notebook had to json.load a sweep.json and from_dict each of d["runs"]."""
+    sweep = _sweep(tmp_path / "base", [run(wall=w) for w in BASE_WALLS])
+    one = tmp_path / "one" / "result.json"
+    one.parent.mkdir()
+    one.write_text(json.dumps(run(wall=2.5).to_dict()))
+    listed = tmp_path / "list.json"
+    listed.write_text(json.dumps([run(wall=3.0).to_dict(), run(wall=3.5).to_dict()]))
+
+    assert [r.wall_s for r in edgeprof.load(sweep)] == list(BASE_WALLS)
+    assert [r.wall_s for r in edgeprof.load(str(sweep / "sweep.json"))] == list(BASE_WALLS)
+    assert [r.wall_s for r in edgeprof.load(one, listed)] == [2.5, 3.0, 3.5]
+    assert [r.wall_s for r in edgeprof.load(tmp_path / "one")] == [2.5]
+    assert all(isinstance(r, edgeprof.RunResult) for r in edgeprof.load(listed))
+
+
+def test_load_refuses_what_report_refuses_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="give at least one result file"):
+        edgeprof.load()
+    with pytest.raises(ConfigError, match=r"edgeprof.load: 3 is not a path"):
+        edgeprof.load(3)  # type: ignore[arg-type]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError) as raised:
+        edgeprof.load(tmp_path / "empty")
+    assert str(raised.value) == f"{tmp_path / 'empty'}: no result.json or sweep.json in it"
+
+
+def test_compare_returns_the_verdicts_the_command_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = _sweep(tmp_path / "base", [run(wall=w) for w in BASE_WALLS])
+    slow = _sweep(tmp_path / "slow", [run(wall=w * 1.3) for w in BASE_WALLS])
+
+    found = edgeprof.compare(base, slow)
+    assert isinstance(found, edgeprof.Comparison) and found.threshold == 0.05
+    assert found.regressed
+    wall = next(c for c in found.changes if c.metric.key == "wall")
+    assert wall.verdict == "regression" and abs((wall.change or 0) - 0.3) < 1e-9
+    assert wall.base == BASE_WALLS
+
+    assert main(["compare", str(base), str(slow)]) == 3
+    assert str(found) == capsys.readouterr().out
+    assert main(["compare", "--json", str(base), str(slow)]) == 3
+    assert found.to_dict() == json.loads(capsys.readouterr().out)
+
+    lenient = edgeprof.compare(str(base), str(slow), threshold="40%")
+    assert not lenient.regressed and lenient.threshold == 0.4
+
+
+def test_compare_takes_the_commands_flags_and_refuses_bad_arguments(tmp_path: Path) -> None:
+    a = _sweep(tmp_path / "a", [run(cpus=1)] * 2)
+    b = _sweep(tmp_path / "b", [run(cpus=0.5)] * 2)
+    with pytest.raises(ConfigError, match="no model/limits cell is in both"):
+        edgeprof.compare(a, b)
+    assert not edgeprof.compare(a, b, ignore_limits=True).regressed
+    with pytest.raises(ConfigError, match=r"threshold 0.05 is not a percentage such as '5%'"):
+        edgeprof.compare(a, b, threshold=0.05)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="allow_missing 'yes' is not True or False"):
+        edgeprof.compare(a, b, allow_missing="yes")  # type: ignore[arg-type]
+
+
+def test_from_dict_of_a_sweep_says_where_its_runs_are(tmp_path: Path) -> None:
+    """It had said "unsupported result schema_version None (this edgeprof reads 1)"."""
+    sweep = _sweep(tmp_path / "s", [run()])
+    data = json.loads((sweep / "sweep.json").read_text())
+    with pytest.raises(ConfigError) as raised:
+        RunResult.from_dict(data)
+    assert str(raised.value) == (
+        "this is a sweep file ('edgeprof-sweep/1'), not a result: its runs are under \"runs\" "
+        '(RunResult.from_dict(d["runs"][i])); edgeprof.load(path) reads the whole file'
+    )
+    assert RunResult.from_dict(data["runs"][0]).wall_s == 1.0
+    with pytest.raises(ConfigError, match="this is a list of 2 results, not one"):
+        RunResult.from_dict([run().to_dict()] * 2)  # type: ignore[arg-type]
