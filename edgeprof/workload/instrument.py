@@ -16,6 +16,15 @@ Standard library only, and a no-op unless the script runs under edgeprof::
 workload pays a few hundred microseconds for it.  In an environment where edgeprof is not
 installed, this one file can be copied next to the script (``import instrument as edgeprof``).
 
+What the script passes is checked at the call, under edgeprof or not, so that a mistake shows
+where it is made: a name that is not a ``str``, or ``items`` that is not an ``int``, is a
+:class:`TypeError`; ``items`` below 0 or above ``MAX_ITEMS`` a :class:`ValueError`.  A name
+is sent as written where it is one word of printable characters; otherwise each space
+becomes ``\u2423``, a control character its picture (``\u2409`` for a tab) and other
+whitespace ``<U+XXXX>``, so that two names stay two phases.  What edgeprof's side does is
+never raised into the workload: without the runner, or once its pipe is gone, an event is
+dropped.
+
 How it reaches the runner: ``edgeprof run`` gives the workload the write end of a pipe and
 names it in ``EDGEPROF_EVENTS_FD`` (with its inode in ``EDGEPROF_EVENTS_INODE``, so a
 grandchild that inherited the variable but not the descriptor writes nothing to whatever file
@@ -49,6 +58,7 @@ shell: ``echo "begin load" > /proc/self/fd/$EDGEPROF_EVENTS_FD`` (bash also take
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import stat
 import sys
@@ -238,11 +248,50 @@ def limit_gpu_memory() -> bool:
     return _gpu_cap.check(force=True)
 
 
-def _name(name: str) -> str:
-    """A name the protocol takes: whitespace and the characters a terminal would act on
-    (control characters, which the runner refuses) become ``_``; at most MAX_NAME."""
-    cleaned = "".join(c if c.isprintable() else "_" for c in "_".join(str(name).split()))
-    return cleaned[:MAX_NAME] or "_"
+def _name(name: str, caller: str) -> str:
+    """A name the protocol takes, as the script wrote it where it can be: one word of
+    printable characters, at most MAX_NAME.  A space becomes ``␣`` and a control
+    character its picture (tab ``␉``, DEL ``␡``); other whitespace or unprintable
+    characters ``<U+XXXX>``.  Each had become ``_``: ``phase("a b")`` and ``phase("a_b")`` were
+    then one phase ``a_b``, in silence.  A name that is not a ``str`` is a :class:`TypeError`
+    at once (``mark(None)`` had been recorded as the phase ``None``)."""
+    if not isinstance(name, str):
+        what = f"{name!r} ({type(name).__name__})"
+        raise TypeError(f"edgeprof.{caller}: name must be a str, got {what}")
+    if name.isprintable() and name.split() == [name]:  # one word: sent as written
+        return name[:MAX_NAME]
+    if not name:
+        return "_"
+    return "".join(_visible(c) for c in name)[:MAX_NAME]
+
+
+def _visible(c: str) -> str:
+    if c.isprintable() and not c.isspace():
+        return c
+    if c == " ":
+        return "\u2423"
+    if ord(c) < 0x20:
+        return chr(0x2400 + ord(c))
+    return "\u2421" if c == "\x7f" else f"<U+{ord(c):04X}>"
+
+
+def _items(items: int | None) -> int | None:
+    """``items`` as the count it is; anything else raised at once, whether or not the script
+    runs under edgeprof (``items="x"`` had raised int()'s own ValueError, ``2.7`` counted 2,
+    ``True`` 1 and ``"3"`` 3)."""
+    if items is None:
+        return None
+    try:
+        if isinstance(items, bool):
+            raise TypeError
+        n = operator.index(items)  # an int, or one of numpy's integers; not a float or str
+    except TypeError:
+        raise TypeError(
+            f"edgeprof.iteration: items must be an int, got {items!r} ({type(items).__name__})"
+        ) from None
+    if not 0 <= n <= MAX_ITEMS:
+        raise ValueError(f"edgeprof.iteration: items {items!r} is not a count from 0")
+    return n
 
 
 def active() -> bool:
@@ -252,8 +301,9 @@ def active() -> bool:
 
 def mark(name: str) -> None:
     """Record an instant (the runner notes the run's CPU time and memory then)."""
+    cleaned = _name(name, "mark")
     if _channel.ready():
-        _channel.send(f"mark {_name(name)} {time.monotonic():.9f}\n")
+        _channel.send(f"mark {cleaned} {time.monotonic():.9f}\n")
 
 
 class phase(ContextDecorator):
@@ -263,7 +313,7 @@ class phase(ContextDecorator):
     under ``@phase``, counts its time once)."""
 
     def __init__(self, name: str) -> None:
-        self.name = _name(name)
+        self.name = _name(name, "phase")
 
     def __enter__(self) -> phase:
         if _gpu_cap.pending:
@@ -289,9 +339,7 @@ class iteration(ContextDecorator):
     into the percentiles, ``items`` (optional) into the items/s throughput."""
 
     def __init__(self, items: int | None = None) -> None:
-        self.items = None if items is None else int(items)
-        if self.items is not None and not 0 <= self.items <= MAX_ITEMS:
-            raise ValueError(f"edgeprof.iteration: items {items!r} is not a count from 0")
+        self.items = _items(items)
         self._t0 = 0.0
 
     def __call__(self, fn: _F) -> _F:

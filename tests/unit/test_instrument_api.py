@@ -65,3 +65,64 @@ def test_any_name_becomes_one_the_runner_takes(lines: Lines, name: str) -> None:
     events = [parse_line(line.rstrip("\n"), now=0.0) for line in lines.sent]  # no ProtocolError
     assert [e.kind for e in events] == ["begin", "mark", "end"]
     assert events[0].name == events[2].name and events[0].name.isprintable()
+
+
+@pytest.mark.parametrize(
+    ("items", "error", "words"),
+    [
+        ("x", TypeError, "items must be an int, got 'x' (str)"),
+        ("3", TypeError, "items must be an int, got '3' (str)"),
+        (2.7, TypeError, "items must be an int, got 2.7 (float)"),
+        (True, TypeError, "items must be an int, got True (bool)"),
+        (-1, ValueError, "items -1 is not a count from 0"),
+    ],
+)
+def test_items_that_are_no_count_are_refused_in_edgeprofs_words(
+    items: object, error: type[Exception], words: str
+) -> None:
+    """``items="x"`` raised int()'s bare ValueError; 2.7 counted 2, True 1 and "3" 3."""
+    with pytest.raises(error) as raised:
+        instrument.iteration(items=items)  # type: ignore[arg-type]
+    assert str(raised.value) == f"edgeprof.iteration: {words}"
+
+
+def test_an_integer_of_another_type_counts_as_itself(lines: Lines) -> None:
+    class Count:  # what numpy's integers are to operator.index
+        def __index__(self) -> int:
+            return 7
+
+    with instrument.iteration(items=Count()):  # type: ignore[arg-type]
+        pass
+    (line,) = lines.sent
+    assert parse_line(line.rstrip("\n"), now=0.0).items == 7
+
+
+@pytest.mark.parametrize(
+    ("call", "name", "words"),
+    [
+        (instrument.mark, None, "edgeprof.mark: name must be a str, got None (NoneType)"),
+        (instrument.phase, 3, "edgeprof.phase: name must be a str, got 3 (int)"),
+        (instrument.phase, b"load", "edgeprof.phase: name must be a str, got b'load' (bytes)"),
+    ],
+)
+def test_a_name_that_is_no_str_is_refused_in_or_out_of_edgeprof(
+    lines: Lines, monkeypatch: pytest.MonkeyPatch, call: object, name: object, words: str
+) -> None:
+    """``mark(None)`` and ``phase(3)`` had been recorded as the names "None" and "3"."""
+    for ready in (True, False):
+        monkeypatch.setattr(lines, "ready", lambda ready=ready: ready)
+        with pytest.raises(TypeError) as raised:
+            call(name)  # type: ignore[operator]
+        assert str(raised.value) == words
+    assert lines.sent == []
+
+
+def test_names_the_protocol_cannot_carry_as_written_stay_apart(lines: Lines) -> None:
+    """``phase("a b")`` and ``phase("a_b")`` had been sent as one phase ``a_b``."""
+    names = ["a b", "a_b", "a\tb", "a\u00a0b", "a\x7fb", "naïve"]
+    for name in names:
+        with instrument.phase(name):
+            pass
+    events = [parse_line(line.rstrip("\n"), now=0.0) for line in lines.sent]
+    begun = [e.name for e in events if e.kind == "begin"]
+    assert begun == ["a\u2423b", "a_b", "a\u2409b", "a<U+00A0>b", "a\u2421b", "naïve"]
