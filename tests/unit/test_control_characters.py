@@ -188,8 +188,8 @@ def test_a_live_runs_phase_names_are_literal_in_its_markdown(
             "--out", "evil", "--", sys.executable, "evil.py"]
     assert main(argv) == 0
     md = Path("run.md").read_text()
-    # The runner makes a phase name's blanks underscores, escaped here in turn.
-    assert "| " + TRACKER_SHOWN.replace(" ", "\\_") + " |" in md
+    # The client sends a phase name's spaces as ␣ (a blank ends the protocol's word).
+    assert "| " + TRACKER_SHOWN.replace(" ", "\u2423") + " |" in md
     assert "<" not in md and ">" not in md
 
 
