@@ -49,23 +49,46 @@ def isolated_core_leases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
 
 
 RESULT_SCHEMA = Path(__file__).resolve().parents[1] / "edgeprof" / "result.schema.json"
+FIT_SCHEMA = RESULT_SCHEMA.with_name("fit.schema.json")
 
 
 @functools.cache
-def _result_validator() -> Any:
+def _validator(schema_path: Path) -> Any:
     import jsonschema
 
-    schema = json.loads(RESULT_SCHEMA.read_text())
+    schema = json.loads(schema_path.read_text())
     return jsonschema.Draft202012Validator(schema, format_checker=None)
 
 
+def _result_validator() -> Any:
+    return _validator(RESULT_SCHEMA)
+
+
+def fit_schema_errors(data: object, where: object = "fit.json") -> list[str]:
+    """How ``data`` (a fit.json's document: one fit, or ``{"fits": [...]}``) breaks the
+    published edgeprof/fit.schema.json; none for a document that is not edgeprof's (a fit
+    without ``schema_version`` 1: a test's hand-written baseline, a file from before it)."""
+    if not isinstance(data, dict):
+        return []
+    fits = data["fits"] if isinstance(data.get("fits"), list) else [data]
+    if not fits or not all(isinstance(f, dict) and f.get("schema_version") == 1 for f in fits):
+        return []
+    return [
+        f"{where} at /{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}"
+        for e in _validator(FIT_SCHEMA).iter_errors(data)
+    ]
+
+
 def schema_errors(path: Path) -> list[str]:
-    """How ``path`` (a result.json, or a sweep.json and its runs) breaks the published
-    schema; none for a file that is not edgeprof's (no ``schema_version`` 1 in it)."""
+    """How ``path`` (a result.json, a sweep.json and its runs, or a fit.json) breaks its
+    published schema; none for a file that is not edgeprof's (no ``schema_version`` 1 in
+    it)."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return []  # a test's own garbage, or a file cut short on purpose
+    if path.name == "fit.json":
+        return fit_schema_errors(data, path)
     if not isinstance(data, dict):
         return []
     runs = (
@@ -86,9 +109,9 @@ def schema_errors(path: Path) -> list[str]:
 @pytest.fixture(autouse=True)
 def results_match_the_schema(request: pytest.FixtureRequest) -> Iterator[None]:
     """Every result.json and sweep.json a test leaves in its ``tmp_path`` holds to the
-    published schema (edgeprof/result.schema.json): whatever the run, the backend or the
-    tier.  Files that are not edgeprof's (a test's garbage) are left alone
-    (:func:`schema_errors`)."""
+    published schema (edgeprof/result.schema.json), and every fit.json to
+    edgeprof/fit.schema.json: whatever the run, the backend or the tier.  Files that are not
+    edgeprof's (a test's garbage) are left alone (:func:`schema_errors`)."""
     # Asked for now, so that it is torn down after this check, not before.
     tmp = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
     yield
@@ -96,12 +119,12 @@ def results_match_the_schema(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     errors = [
         e
-        for name in ("result.json", "sweep.json")
+        for name in ("result.json", "sweep.json", "fit.json")
         for p in tmp.rglob(name)
         for e in schema_errors(p)
     ]
     if errors:
-        pytest.fail("results that break edgeprof/result.schema.json:\n" + "\n".join(errors[:10]))
+        pytest.fail("files that break edgeprof's published schemas:\n" + "\n".join(errors[:10]))
 
 
 def require(ok: bool, reason: str) -> None:

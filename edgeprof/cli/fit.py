@@ -31,6 +31,7 @@ from .options import (
 
 if TYPE_CHECKING:
     from ..model import RunResult
+    from ..model.fitdoc import Fit, Fits
     from ..sweeps.fit_outcome import FitOutcome, Probe
 
 CONTEXT_SETTINGS = {"allow_interspersed_args": False}
@@ -179,7 +180,7 @@ def fit_cmd(
 
     outcomes = fit(job, ceiling, request, on_step=progress)
     data = [o.to_dict() for o in outcomes]
-    doc = data[0] if len(data) == 1 else {"fits": data}
+    doc: Fit | Fits = data[0] if len(data) == 1 else {"fits": data}
     if out is not None:
         write_json_output(prepare_out_dir(out, ("fit.json",)) / "fit.json", doc)
     if plot is not None:

@@ -1,10 +1,12 @@
-"""The JSON Schema of ``result.json``, made from the model itself: each key's type from the
-dataclass field's annotation, its description from the field's docstring, so the published
-schema (``edgeprof/result.schema.json``, package data) cannot describe another model than the
-one that writes the files.  A unit test holds the file to this function's output, and the
-test suite validates every result it writes against the file.
+"""The JSON Schemas of ``result.json`` and ``fit.json``, made from the models that write them:
+each key's type from the dataclass field's (or typed dict key's) annotation, its description
+from the field's docstring, so a published schema (``edgeprof/result.schema.json``,
+``edgeprof/fit.schema.json``, package data) cannot describe another model than the one that
+writes the files.  Unit tests hold the files to these functions' output, and the test suite
+validates every result and fit it writes against them.
 
     python -m edgeprof.model.schema > edgeprof/result.schema.json
+    python -m edgeprof.model.schema fit > edgeprof/fit.schema.json
 
 Keys added after schema version 1 was first published have defaults in the model and are
 not required (older files lack them); every object is closed (``additionalProperties``).
@@ -27,13 +29,15 @@ import typing
 from typing import Any
 
 from ..units import MAX_CPU, MAX_CPUS, MAX_PERIOD_US, MAX_PIDS, MAX_SIZE, MIN_CPUS, MIN_QUOTA_US
+from .fitdoc import FIT_SCHEMA_VERSION, Fit, Fits
 from .jsoncheck import ARGV, MAX_SECONDS, NO_CONTROL, non_negative, seconds
 from .results import SCHEMA_VERSION, RunResult
 
-__all__ = ["result_schema"]
+__all__ = ["fit_schema", "result_schema"]
 
 SCHEMA_ID = "https://edgeprof.invalid/result.schema.json"
 """No host serves it yet: the file ships in the package and in the documentation."""
+FIT_SCHEMA_ID = "https://edgeprof.invalid/fit.schema.json"
 
 _SIMPLE: dict[object, str] = {bool: "boolean", int: "integer", float: "number", str: "string"}
 
@@ -96,23 +100,57 @@ def result_schema() -> dict[str, Any]:
     }
 
 
+def fit_schema() -> dict[str, Any]:
+    """The schema of ``fit.json``: one model's :class:`~.fitdoc.Fit`, or several models'
+    :class:`~.fitdoc.Fits` (draft 2020-12)."""
+    defs: dict[str, Any] = {}
+    one = _schema(Fit, defs)
+    defs["Fit"]["properties"]["schema_version"] = {
+        "description": defs["Fit"]["properties"]["schema_version"]["description"],
+        "const": FIT_SCHEMA_VERSION,
+    }
+    several = _object(Fits, defs)
+    several["properties"]["fits"]["minItems"] = 2  # one model's fit.json is the fit itself
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": FIT_SCHEMA_ID,
+        "title": f"edgeprof fit (schema_version {FIT_SCHEMA_VERSION})",
+        "oneOf": [one, several],
+        "$defs": dict(sorted(defs.items())),
+    }
+
+
+def _members(cls: type) -> list[tuple[str, bool]]:
+    """(key, required) of a dataclass's fields or a typed dict's keys, in order."""
+    if dataclasses.is_dataclass(cls):
+        return [
+            (f.name, f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+            for f in dataclasses.fields(cls)
+        ]
+    required: frozenset[str] = getattr(cls, "__required_keys__")  # noqa: B009 (a typed dict)
+    return [(key, key in required) for key in cls.__annotations__]
+
+
 def _object(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
-    hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+    hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]), include_extras=True)
     docs = _field_docs(cls)
     props: dict[str, Any] = {}
     required = []
-    for f in dataclasses.fields(cls):
-        schema = _schema(hints[f.name], defs, f.name in ARGV)
-        if non_negative(f.name):  # the reader's rule (jsoncheck.NON_NEGATIVE)
-            schema = {k: v for k, v in schema.items() if k != "exclusiveMinimum"}
-            schema["minimum"] = 0
-        if seconds(f.name):  # the reader's rule (jsoncheck.MAX_SECONDS)
-            schema["maximum"] = MAX_SECONDS
-        if f.name in docs:
-            schema = {"description": docs[f.name], **schema}
-        props[f.name] = schema
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            required.append(f.name)
+    for name, needed in _members(cls):
+        schema = _schema(hints[name], defs, name in ARGV)
+        # The reader's rules (jsoncheck.NON_NEGATIVE, jsoncheck.MAX_SECONDS), on each number
+        # of a list of them.
+        number = schema.get("items", schema)
+        if non_negative(name):
+            number.pop("exclusiveMinimum", None)
+            number["minimum"] = 0
+        if seconds(name):
+            number["maximum"] = MAX_SECONDS
+        if name in docs:
+            schema = {"description": docs[name], **schema}
+        props[name] = schema
+        if needed:
+            required.append(name)
     out: dict[str, Any] = {"type": "object"}
     doc = inspect.getdoc(cls)
     if doc and not doc.startswith(f"{cls.__name__}("):  # not dataclass's generated signature
@@ -124,6 +162,8 @@ def _schema(tp: Any, defs: dict[str, Any], argv: bool = False) -> dict[str, Any]
     """``argv``: a string may hold control characters (:data:`.jsoncheck.ARGV`); no other
     may, as the reader (:data:`.jsoncheck.NO_CONTROL`)."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Annotated:  # written as the metadata's JSON form (.fitdoc)
+        return _schema(tp.__metadata__[0], defs, argv)
     if origin in (typing.Union, types.UnionType):
         (inner,) = [a for a in args if a is not type(None)]
         schema = _schema(inner, defs, argv)
@@ -140,7 +180,7 @@ def _schema(tp: Any, defs: dict[str, Any], argv: bool = False) -> dict[str, Any]
         return {"type": _SIMPLE[tp]}
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return {"type": "string", "enum": [m.value for m in tp]}
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and (dataclasses.is_dataclass(tp) or typing.is_typeddict(tp)):
         if tp.__name__ not in defs:
             defs[tp.__name__] = {}  # a placeholder while its own fields are made
             defs[tp.__name__] = _object(tp, defs)
@@ -174,4 +214,8 @@ def _text(doc: str) -> str:
 
 
 if __name__ == "__main__":
-    print(json.dumps(result_schema(), indent=2, ensure_ascii=False))
+    # No argument: result.json's (the command the release notes have always given).
+    which = {"result": result_schema, "fit": fit_schema}
+    if len(sys.argv) > 2 or sys.argv[1:] not in ([], ["result"], ["fit"]):
+        sys.exit("usage: python -m edgeprof.model.schema [result|fit]")
+    print(json.dumps(which[(sys.argv[1:] or ["result"])[0]](), indent=2, ensure_ascii=False))

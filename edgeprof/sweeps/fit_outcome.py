@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 from ..analysis.fit_times import Timing, contended, median_time
 from ..analysis.need import OVERTURNED, RAISED, Bounds, Verdict, max_probes, with_margin
 from ..model import RunResult
+from ..model.fitdoc import FIT_SCHEMA_VERSION, Fit, FitProbe
 from .fit_reference import setting
 
 
@@ -19,7 +19,7 @@ class Probe:
     runs: tuple[RunResult, ...]
     verdict: Verdict
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> FitProbe:
         last = self.runs[-1]
         p = last.memory.pressure
         return {
@@ -164,13 +164,15 @@ class FitOutcome:
         floors = [r.memory.floor_bytes for r in self.reference if r.memory.floor_bytes is not None]
         return max(floors) if floors else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Fit:
+        """``fit.json``'s shape (:mod:`edgeprof.model.fitdoc`, which makes its schema)."""
         b = self.bounds
         # No reference: interrupted before its first run ended, so nothing of a run to give.
         ref = self.reference[-1] if self.reference else None
         squeeze = None if ref is None else ref.memory.squeeze
         at_peak = None if ref is None else ref.memory.at_peak
         return {
+            "schema_version": FIT_SCHEMA_VERSION,
             "name": self.label,
             "method": self.method,
             "command": None if ref is None else list(ref.command),

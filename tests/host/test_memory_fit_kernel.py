@@ -22,6 +22,7 @@ from edgeprof.analysis.headroom import batching, stat_lag
 from edgeprof.cli import main
 from edgeprof.model import Limits, RunResult
 from edgeprof.units import parse_size
+from tests.conftest import fit_schema_errors
 
 from .memory_workload import (
     MEMORY_ONLY_TOLERANCE,
@@ -115,6 +116,7 @@ def test_fit_answers_the_anonymous_memory_far_below_the_peak(
     captured = capfd.readouterr()
     assert code == 0, captured.err
     d = json.loads(captured.out)
+    assert fit_schema_errors(d) == []  # edgeprof/fit.schema.json, on a real search's fit.json
     answer, peak = d["min_memory_bytes"], d["reference"]["peak_bytes"]
     size = data.stat().st_size
     why = searched(d)
@@ -145,6 +147,7 @@ def test_fit_says_a_script_does_not_fit_below_its_anonymous_memory(
     assert code == 3, captured.err  # does not fit: a verdict, not an error
     assert "Traceback" not in captured.err
     d = json.loads(captured.out)
+    assert fit_schema_errors(d) == []
     assert d["min_memory_bytes"] is None and d["recommended_bytes"] is None
     assert d["reference"]["floor_bytes"] >= hold * MIB
     assert d["ceiling_bytes"] == 32 * MIB
@@ -173,6 +176,7 @@ def test_fit_of_a_command_that_fails_without_a_limit_is_no_answer(
     captured = capfd.readouterr()
     assert rc == code, captured.err
     d = json.loads(captured.out)
+    assert fit_schema_errors(d) == []
     assert (d["min_memory_bytes"], d["probes"], d["reference"]["exit_code"]) == (None, [], code)
     assert d["stopped"].startswith(f"the unlimited run exited with code {code}: "), d
     rc = main(["fit", "--", *command])
@@ -202,6 +206,7 @@ def test_one_run_estimate_agrees_with_bisection(
     captured = capfd.readouterr()
     assert code == 0, captured.err
     bisected = json.loads(captured.out)
+    assert fit_schema_errors(one) == fit_schema_errors(bisected) == []
     estimate, answer = one["min_memory_bytes"], bisected["min_memory_bytes"]
     q = one["squeeze"]
     assert one["method"] == "one-run" and q["steps"] > 0 and q["stall_s"] is not None, one

@@ -53,7 +53,8 @@ def test_the_sdist_builds_a_wheel_that_runs_from_a_clean_venv(tmp_path: Path) ->
     assert wheel.name.startswith(f"edgeprof-{edgeprof.__version__}-")
     names = zipfile.ZipFile(wheel).namelist()
     assert [n for n in names if n.startswith("edgeprof/backends/_cgstat") and n.endswith(".so")]
-    assert {"edgeprof/devices.yml", "edgeprof/result.schema.json"} <= set(names)
+    schemas = {"edgeprof/result.schema.json", "edgeprof/fit.schema.json"}
+    assert {"edgeprof/devices.yml", *schemas} <= set(names)
     assert not [n for n in names if n.startswith(("tests/", "native/", "benchmarks/"))]
     assert [n for n in names if n.endswith(".dist-info/licenses/LICENSE")], names
     # A clean venv: the wheel and its declared dependencies only (from the index).

@@ -30,6 +30,7 @@ from edgeprof.model import LatencyStats, MemoryPressure, MemoryStats, RunResult,
 from edgeprof.report.fit import render_fit
 from edgeprof.sweeps.fit_outcome import FitOutcome, Probe
 from edgeprof.units import format_binary
+from tests.conftest import fit_schema_errors
 
 from .conftest import make_result
 
@@ -513,9 +514,11 @@ def test_fit_outcome_recommended_and_max_probes() -> None:
     assert o.recommended == 60 * MIB
     assert o.max_probes == 6  # ⌈log2(60 / 2)⌉ + 1
     d = o.to_dict()
+    assert fit_schema_errors(d) == []
     assert d["min_memory_bytes"] == 50 * MIB
     assert d["recommended_bytes"] == 60 * MIB
     assert d["max_probes"] == 6
+    assert d["reference"] is not None
     assert d["reference"]["floor_bytes"] == 40 * MIB
     assert d["reference"]["peak_bytes"] == 100 * MIB
     assert d["bracket_bytes"] == [40 * MIB, 100 * MIB]
@@ -526,6 +529,7 @@ def test_fit_outcome_recommended_and_max_probes() -> None:
     assert not none.fits
     assert none.recommended is None
     assert none.to_dict()["ceiling_bytes"] == 32 * MIB
+    assert fit_schema_errors(none.to_dict()) == []
 
 
 def test_fit_json_gives_the_reference_as_measured_and_the_bracket_apart() -> None:
@@ -535,6 +539,7 @@ def test_fit_json_gives_the_reference_as_measured_and_the_bracket_apart() -> Non
     b = bounds(ref, None, None)
     o = FitOutcome("x", ref, WALL, 0.0, b, (), None, 0.10, 0.20)
     d = o.to_dict()
+    assert fit_schema_errors(d) == [] and d["reference"] is not None
     assert (d["reference"]["peak_bytes"], d["reference"]["floor_bytes"]) == (5 * MIB, 2_306_867)
     assert d["bracket_bytes"] == [6 * MIB, 6 * MIB]
 

@@ -2,7 +2,8 @@
 (``edgeprof/result.schema.json``): a new user found ``cpu.task_speed_pct``,
 ``memory.mapped_elsewhere_bytes``, ``target``, the ``events`` block, the parts of
 ``at_peak``/``peaks`` and the ``memory.pressure`` keys in ``result.json`` and nowhere on the
-page.  A key added to the model now fails here until the page says what it is."""
+page.  A key added to the model now fails here until the page says what it is.  The same
+holds for ``fit.json`` (``edgeprof/fit.schema.json``) and its table in docs/memory.md."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import RESULT_SCHEMA
+from tests.conftest import FIT_SCHEMA, RESULT_SCHEMA
 
 DOC = Path(__file__).parents[2] / "docs" / "results.md"
+FIT_DOC = DOC.with_name("memory.md")
 
 
 def _resolve(node: Mapping[str, Any], defs: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -58,6 +60,24 @@ def test_every_key_of_the_schema_is_named_in_the_results_page() -> None:
     )
     assert set(nested) <= set(paths)
     assert len(paths) == len(set(paths)) > 200
-    named = set(re.findall(r"`([^`\s]+)`", DOC.read_text()))
-    missing = [p for p in paths if p not in named]
-    assert not missing, f"docs/results.md does not name: {', '.join(missing)}"
+    assert not _unnamed(paths, DOC), f"docs/results.md does not name: {_unnamed(paths, DOC)}"
+
+
+def test_every_key_of_the_fit_schema_is_named_in_the_fit_table() -> None:
+    """One fit's keys (``$defs/Fit``: a one-model fit.json, or each of ``fits``), in the
+    ``fit.json`` section's table of docs/memory.md."""
+    schema = json.loads(FIT_SCHEMA.read_text())
+    defs = schema["$defs"]
+    paths = list(schema_paths(defs["Fit"], defs))
+    nested = ("reference.at_peak.anon", "probes[].limit_bytes", "squeeze.held_bytes")
+    assert set(nested) <= set(paths)
+    assert len(paths) == len(set(paths)) > 60
+    section = FIT_DOC.read_text().split("\n## fit.json\n", 1)[1]
+    assert not _unnamed(paths, section), f"docs/memory.md does not name: {_unnamed(paths, section)}"
+
+
+def _unnamed(paths: list[str], doc: Path | str) -> list[str]:
+    """The ``paths`` that ``doc`` (a page, or its text) names nowhere in backquotes."""
+    text = doc.read_text() if isinstance(doc, Path) else doc
+    named = set(re.findall(r"`([^`\s]+)`", text))
+    return [p for p in paths if p not in named]
