@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .version import __version__
 from .workload.instrument import active, iteration, limit_gpu_memory, mark, phase
-
-__version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from .errors import (

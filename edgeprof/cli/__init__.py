@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 
-from .. import __version__
+from ..version import __version__
 
 EXIT_ERROR = 2
 EXIT_BUDGET = 3

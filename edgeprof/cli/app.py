@@ -12,8 +12,8 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from .. import __version__
 from ..names import printable
+from ..version import __version__
 from . import COMMANDS, EXIT_BUDGET, EXIT_ERROR, EXIT_INTERRUPTED
 from .outcome import exit_code, guarded, runs_exit_code
 

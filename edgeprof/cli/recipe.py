@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .. import __version__
 from ..errors import ConfigError
+from ..version import __version__
 
 if TYPE_CHECKING:
     from ..sweeps.recipes import Renderer

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..backends import Backend
 from ..errors import ConfigError
 from ..measure.runner import profile
 from ..model import Limits, RunResult, Termination
 from ..units import format_binary
+from ..version import __version__
 from .request import (
     LayersRequest,
     check_importable,

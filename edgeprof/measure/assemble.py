@@ -9,7 +9,6 @@ import os
 import time
 from pathlib import Path
 
-from .. import __version__
 from ..backends import Backend
 from ..backends.base import meminfo_total
 from ..model import (
@@ -24,6 +23,7 @@ from ..model import (
     Termination,
 )
 from ..units import format_binary
+from ..version import __version__
 from .contention import contention_warning
 from .inputs import MIN_INTERVAL_S
 from .limits import quota_can_stall

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
-from .. import __version__
 from ..analysis.budgets import BudgetCheck
 from ..analysis.calibration import Calibration
 from ..analysis.compare import RANKED_METRICS, format_stat, rank, summarize_cells
 from ..analysis.metrics import CALIBRATION_METRICS, STAT_METRICS
 from ..analysis.regression import Change
 from ..model import RunResult
+from ..version import __version__
 from . import svg
 from .ci_summary import (
     BUDGET_COLUMNS,

@@ -16,8 +16,8 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
-from ... import __version__
 from ...errors import ConfigError
+from ...version import __version__
 from . import Files, Sweep, dump_yaml
 
 WORKFLOW = "edgeprof-sweep.yml"
