@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         LimitError,
     )
     from .measure.runner import ResultNotSaved, profile
-    from .model import Counters, Limits, RunResult, RunSpec, Sample, Termination
+    from .model import Counters, Limits, RunResult, RunSpec, Sample, Termination, UserIds
     from .report.library import Comparison, compare, load
 
 _LAZY = {
@@ -48,6 +48,7 @@ _LAZY = {
     "RunSpec": "model",
     "Sample": "model",
     "Termination": "model",
+    "UserIds": "model",
     "ResultNotSaved": "measure.runner",
     "profile": "measure.runner",
     "Comparison": "report.library",
@@ -85,6 +86,7 @@ __all__ = [
     "RunSpec",
     "Sample",
     "Termination",
+    "UserIds",
     "__version__",
     "active",
     "compare",

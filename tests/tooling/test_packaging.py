@@ -54,7 +54,7 @@ def test_the_sdist_builds_a_wheel_that_runs_from_a_clean_venv(tmp_path: Path) ->
     names = zipfile.ZipFile(wheel).namelist()
     assert [n for n in names if n.startswith("edgeprof/backends/_cgstat") and n.endswith(".so")]
     schemas = {"edgeprof/result.schema.json", "edgeprof/fit.schema.json"}
-    assert {"edgeprof/devices.yml", *schemas} <= set(names)
+    assert {"edgeprof/devices.yml", "edgeprof/py.typed", *schemas} <= set(names)
     assert not [n for n in names if n.startswith(("tests/", "native/", "benchmarks/"))]
     assert [n for n in names if n.endswith(".dist-info/licenses/LICENSE")], names
     # A clean venv: the wheel and its declared dependencies only (from the index).
@@ -110,6 +110,7 @@ def test_install_without_a_compiler_falls_back_to_pure_python(tmp_path: Path) ->
     names = zipfile.ZipFile(wheel).namelist()
     assert not [n for n in names if n.endswith(".so")]
     assert "edgeprof/devices.yml" in names  # the shipped device catalog is package data
+    assert "edgeprof/py.typed" in names  # PEP 561: else a user's type checker skips the hints
     target = tmp_path / "site"
     subprocess.run(
         [

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import tomllib
 
 import edgeprof
 from edgeprof.errors import ConfigError, CoresBusy
@@ -86,3 +87,18 @@ def test_a_gpu_memory_no_gpu_measured_is_said_in_the_result(
 def test_the_errors_profile_raises_are_exported() -> None:
     assert edgeprof.CoresBusy is CoresBusy and edgeprof.ResultNotSaved is ResultNotSaved
     assert {"CoresBusy", "ResultNotSaved"} <= set(edgeprof.__all__)
+
+
+def test_user_ids_is_exported_as_the_run_as_error_names_it() -> None:
+    with pytest.raises(ConfigError, match=r"UserIds\(uid, gid, groups\)"):
+        edgeprof.profile(["true"], backend=FakeBackend(), run_as=(1, 1, ()))  # type: ignore[arg-type]
+    assert edgeprof.UserIds is UserIds and "UserIds" in edgeprof.__all__
+    assert edgeprof.UserIds(1, 2, (3,)).groups == (3,)
+
+
+def test_the_package_says_it_is_typed() -> None:
+    """PEP 561: without ``py.typed`` a user's type checker ignores the package's hints; it is
+    package data, so the wheel has it (tests/tooling/test_packaging.py builds one)."""
+    assert (Path(edgeprof.__file__).parent / "py.typed").is_file()
+    config = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert "py.typed" in config["tool"]["setuptools"]["package-data"]["edgeprof"]
