@@ -40,21 +40,49 @@ def command_args(command: object) -> tuple[str, ...]:
 def check_arg_types(
     *,
     strings: Mapping[str, object],
-    paths: Mapping[str, object],
-    env: object,
-    run_as: object,
-    device_cores: object,
+    paths: Mapping[str, object] | None = None,
+    env: object = None,
+    run_as: object = None,
+    device_cores: object = None,
+    flags: Mapping[str, object] | None = None,
+    on_wait: object = None,
+    device_replaced: object = (),
+    gpu_memory: object = None,
 ) -> None:
     """The library's arguments of the wrong type, each refused in one line before anything
     starts: a number as ``name`` had failed as a TypeError in the name check, a ``bytes``
     path or a number as ``out_dir`` as a TypeError, a plain tuple as ``run_as`` as an
     AttributeError at the launch (after the run's group existed), and ``device_cores="x"``
-    was kept.  ``strings`` and ``paths`` map each argument's name to its value; ``None`` is
-    always allowed (not given)."""
+    was kept; ``on_wait="x"`` had been called once cores were busy (a TypeError in the
+    lease), ``allow_over_host="no"`` had been true, and ``device_replaced="memory"`` dropped.
+    ``strings``, ``paths`` and ``flags`` (the booleans) map each argument's name to its
+    value; ``None`` is always allowed (not given), except for a flag.  A caller checks the
+    arguments it has: ``edgeprof.profile`` those it reads before the runner checks them all."""
+    for what, v in (flags or {}).items():
+        if not isinstance(v, bool):  # "no" is true to Python: a switch is True or False
+            raise ConfigError(f"{what}: expected True or False, not {shown(v)}")
+    if on_wait is not None and not callable(on_wait):
+        raise ConfigError(
+            f"on_wait: expected a function of one str (print) or None, not {shown(on_wait)}"
+        )
+    if not isinstance(device_replaced, (tuple, list)) or not all(
+        isinstance(o, str) for o in device_replaced
+    ):
+        raise ConfigError(
+            "device_replaced: expected a tuple of option names (('--memory',)), not "
+            f"{shown(device_replaced)}"
+        )
+    if gpu_memory is not None and (
+        isinstance(gpu_memory, bool) or not isinstance(gpu_memory, (int, str))
+    ):
+        raise ConfigError(
+            f"gpu_memory: expected bytes (a whole number), a size such as '4g', or None, not "
+            f"{shown(gpu_memory)}"
+        )
     for what, v in strings.items():
         if v is not None and not isinstance(v, str):
             raise ConfigError(f"{what}: expected a string or None, not {shown(v)}")
-    for what, v in paths.items():
+    for what, v in (paths or {}).items():
         path_like = isinstance(v, os.PathLike) and isinstance(os.fspath(v), str)
         if v is not None and not (isinstance(v, str) or path_like):
             raise ConfigError(
@@ -101,7 +129,8 @@ def check_limits_given(limits: object) -> Limits:
 def check_output_fds(stdout: object, stderr: object) -> None:
     """The workload's output descriptors: ``None`` (edgeprof's own), an open descriptor, or
     ``subprocess.DEVNULL``.  ``subprocess.PIPE`` (-1) had been taken, and nothing read the
-    pipe: the workload blocked on it."""
+    pipe: the workload blocked on it.  A closed one (``stdout=9999``) had failed at the
+    launch, as ``LaunchError: could not start echo: Bad file descriptor`` naming neither."""
     for what, fd in (("stdout", stdout), ("stderr", stderr)):
         if fd is None or fd == subprocess.DEVNULL:
             continue
@@ -110,6 +139,10 @@ def check_output_fds(stdout: object, stderr: object) -> None:
                 f"{what}={fd!r}: expected an open file descriptor (os.open, f.fileno()), "
                 "subprocess.DEVNULL or None; edgeprof does not capture the workload's output"
             )
+        try:
+            os.fstat(fd)
+        except (OSError, OverflowError):  # EBADF; OverflowError: beyond a C int
+            raise ConfigError(f"{what}={fd}: not an open file descriptor") from None
 
 
 def check_not_a_sweep(out_dir: str | Path | None) -> None:

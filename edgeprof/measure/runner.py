@@ -140,8 +140,21 @@ def profile(
     limits = check_limits_given(limits)
     strings = {"name": name, "image": image, "device": device, "gpus": gpus, "target": target}
     strings.update(cgroup_parent=cgroup_parent, cores_busy=cores_busy)
-    paths = {"cwd": cwd, "out_dir": out_dir}
-    check_arg_types(strings=strings, paths=paths, env=env, run_as=run_as, device_cores=device_cores)
+    check_arg_types(
+        strings=strings,
+        paths={"cwd": cwd, "out_dir": out_dir},
+        env=env,
+        run_as=run_as,
+        device_cores=device_cores,
+        flags={
+            "squeeze": squeeze,
+            "allow_over_host": allow_over_host,
+            "unified_memory": unified_memory,
+        },
+        on_wait=on_wait,
+        device_replaced=device_replaced,
+        gpu_memory=gpu_memory,
+    )
     for what, text in (("name", name), ("target", target)):
         if text is not None and has_control(text):
             # A label is a table cell and a CSV field: a newline breaks both.  Not the CLI's

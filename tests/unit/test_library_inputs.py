@@ -4,6 +4,7 @@ and the errors its docstring names are importable from ``edgeprof``."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,49 @@ def test_the_package_says_it_is_typed() -> None:
     assert (Path(edgeprof.__file__).parent / "py.typed").is_file()
     config = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     assert "py.typed" in config["tool"]["setuptools"]["package-data"]["edgeprof"]
+
+
+# -- every keyword's type, up front ------------------------------------------------------------
+
+
+def _closed_fd() -> int:
+    fd = os.open(os.devnull, os.O_RDONLY)
+    os.close(fd)
+    return fd
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        # A TypeError in the lease once the cores were busy; true; dropped in silence.
+        ({"on_wait": "x"}, r"^on_wait: expected a function of one str \(print\) or None, not 'x'$"),
+        ({"allow_over_host": "no"}, r"^allow_over_host: expected True or False, not 'no'$"),
+        ({"squeeze": 1}, r"^squeeze: expected True or False, not 1$"),
+        ({"unified_memory": None}, r"^unified_memory: expected True or False, not None$"),
+        ({"device_replaced": "memory"}, r"^device_replaced: expected a tuple of option names"),
+        ({"device_replaced": ("--memory", 3)}, r"^device_replaced: expected a tuple"),
+        ({"gpu_memory": True}, r"^gpu_memory: expected bytes \(a whole number\), a size"),
+        ({"gpu_memory": [1]}, r"^gpu_memory: expected bytes"),
+    ],
+)
+def test_every_keyword_of_the_wrong_type_is_one_config_error(
+    tmp_path: Path, kw: dict[str, object], match: str
+) -> None:
+    be = FakeBackend()
+    out = tmp_path / "out"
+    with pytest.raises(ConfigError, match=match):
+        edgeprof.profile(["true"], backend=be, out_dir=out, **kw)  # type: ignore[arg-type]
+    assert be.runs == []
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("which", ["stdout", "stderr"])
+def test_a_closed_descriptor_is_refused_by_its_keyword(tmp_path: Path, which: str) -> None:
+    """It had failed at the launch, as ``LaunchError: could not start echo: Bad file
+    descriptor``, naming neither the keyword nor the descriptor."""
+    be, out, fd = FakeBackend(), tmp_path / "out", _closed_fd()
+    with pytest.raises(ConfigError, match=rf"^{which}={fd}: not an open file descriptor$"):
+        edgeprof.profile(["echo", "hi"], backend=be, out_dir=out, **{which: fd})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=rf"^{which}={2**70}: not an open file descriptor$"):
+        edgeprof.profile(["echo", "hi"], backend=be, **{which: 2**70})  # type: ignore[arg-type]
+    assert be.runs == [] and not out.exists()
