@@ -30,9 +30,10 @@ if TYPE_CHECKING:
         LaunchError,
         LimitError,
     )
-    from .measure.runner import ResultNotSaved, profile
+    from .measure.runner import ResultNotSaved
     from .model import Counters, Limits, RunResult, RunSpec, Sample, Termination, UserIds
     from .report.library import Comparison, compare, load
+    from .sweeps.library import profile
 
 _LAZY = {
     "BackendError": "errors",
@@ -50,7 +51,7 @@ _LAZY = {
     "Termination": "model",
     "UserIds": "model",
     "ResultNotSaved": "measure.runner",
-    "profile": "measure.runner",
+    "profile": "sweeps.library",
     "Comparison": "report.library",
     "compare": "report.library",
     "load": "report.library",

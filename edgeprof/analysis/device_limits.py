@@ -48,6 +48,14 @@ class DeviceLimits:
     cores: int | None = None
     """The device's cores, for the runs' faster-than-the-device warning; ``None`` under the
     user's ``--cpus``, a share that says nothing of the device's speed per core."""
+    replaced: tuple[str, ...] = ()
+    """As :attr:`RunDevice.replaced`."""
+
+
+def replaced_options(**given: object) -> tuple[str, ...]:
+    """The options (``--cpus``, ``--memory``, ``--cpu-period``) given that replaced a
+    device's values, recorded in each result (:attr:`RunDevice.replaced`)."""
+    return tuple("--" + key.replace("_", "-") for key, value in given.items() if value)
 
 
 def device_gpu_memory(dev: Device, gpu_memory: str | None) -> str | None:
@@ -129,6 +137,7 @@ def device_limits(
         gpu_memory,
         dev.unified_memory,
         dev.cores if cpus is None else None,
+        replaced_options(cpus=cpus, memory=memory, cpu_period=cpu_period),
     )
 
 
@@ -192,9 +201,5 @@ def run_device(
         unified_memory=dev.unified_memory,
         cores=None if cpus else dev.cores,
         warnings=tuple(warnings),
-        replaced=tuple(
-            "--" + key.replace("_", "-")
-            for key, given in (("cpus", cpus), ("memory", memory), ("cpu_period", cpu_period))
-            if given
-        ),
+        replaced=replaced_options(cpus=cpus, memory=memory, cpu_period=cpu_period),
     )

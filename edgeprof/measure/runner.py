@@ -95,6 +95,7 @@ def profile(
     gpu_memory: int | str | None = None,
     unified_memory: bool = False,
     target: str | None = None,
+    notes: Sequence[str] = (),
 ) -> RunResult:
     """Run ``command`` under ``limits`` and measure it.
 
@@ -102,11 +103,13 @@ def profile(
     ``cores_busy="wait"`` waits (``on_wait`` is told why; default: stderr) and ``"fail"``
     raises :class:`~edgeprof.errors.CoresBusy`.
 
-    ``device``: the catalog device the limits came from, recorded in the result;
-    ``device_cores``: its cores, for the warning of a run faster than them
-    (:func:`~edgeprof.measure.limits.faster_than_device`); ``device_replaced``: the options
-    that replaced its values (``--memory``), recorded in the result.  ``target``: what a
-    bench measured (:attr:`RunResult.target`), recorded in the result.
+    ``device``: the catalog device the limits came from, recorded in the result (here a
+    label: :func:`edgeprof.profile` applies the device's limits, as ``run``, ``bench`` and
+    ``layers`` do before they call this); ``device_cores``: its cores, for the warning of a
+    run faster than them (:func:`~edgeprof.measure.limits.faster_than_device`);
+    ``device_replaced``: the options that replaced its values (``--memory``), recorded in
+    the result; ``notes``: what was said of the device, first in ``result.warnings``.
+    ``target``: what a bench measured (:attr:`RunResult.target`), recorded in the result.
 
     ``allow_over_host``: limits beyond the host's CPUs or memory are applied as asked
     instead of refused (:func:`edgeprof.measure.limits.resolve`).
@@ -248,6 +251,7 @@ def profile(
                 denied_devices=denied,
             )
             warnings = [
+                *notes,
                 *be.warnings(),
                 *over_host(applied, allowed, memory, source),
                 *outer_room(applied, be),

@@ -11,11 +11,17 @@ import pytest
 import tomllib
 
 import edgeprof
+from edgeprof.analysis.devices import DEVICES_ENV
+from edgeprof.cli import main
 from edgeprof.errors import ConfigError, CoresBusy
 from edgeprof.measure import runner
+from edgeprof.measure.limits import THREAD_VARS
 from edgeprof.measure.runner import ResultNotSaved, profile
-from edgeprof.model import UserIds
+from edgeprof.model import Limits, UserIds
+from edgeprof.storage import read_result
 from tests.fakes import FakeBackend
+
+RUN = ["run", "--backend", "fake", "--interval", "0.01"]
 
 
 @pytest.mark.parametrize(
@@ -126,6 +132,7 @@ def _closed_fd() -> int:
         ({"device_replaced": ("--memory", 3)}, r"^device_replaced: expected a tuple"),
         ({"gpu_memory": True}, r"^gpu_memory: expected bytes \(a whole number\), a size"),
         ({"gpu_memory": [1]}, r"^gpu_memory: expected bytes"),
+        ({"devices": 5}, r"^devices: expected a path \(a str or a pathlib.Path\) or None, not 5$"),
     ],
 )
 def test_every_keyword_of_the_wrong_type_is_one_config_error(
@@ -148,4 +155,67 @@ def test_a_closed_descriptor_is_refused_by_its_keyword(tmp_path: Path, which: st
         edgeprof.profile(["echo", "hi"], backend=be, out_dir=out, **{which: fd})  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=rf"^{which}={2**70}: not an open file descriptor$"):
         edgeprof.profile(["echo", "hi"], backend=be, **{which: 2**70})  # type: ignore[arg-type]
+    assert be.runs == [] and not out.exists()
+
+
+# -- device: the catalog's limits, as --device ------------------------------------------------
+
+MIB = 2**20
+
+
+@pytest.fixture
+def tiny(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A catalog of one device whose share is host-independent: 2 cores at speed 0.25."""
+    monkeypatch.delenv(DEVICES_ENV, raising=False)
+    for v in THREAD_VARS:
+        monkeypatch.delenv(v, raising=False)
+    cat = tmp_path / "devices.yml"
+    cat.write_text("devices:\n  tiny:\n    cores: 2\n    memory: 64m\n    speed: 0.25\n")
+    return cat
+
+
+def test_a_device_s_limits_apply_as_the_command_line_applies_them(
+    tmp_path: Path, tiny: Path
+) -> None:
+    """``device="rpi4-2gb"`` had been only a label: Limits all None, the run unlimited (a
+    307.8 MiB peak), and ``report`` held it to the board."""
+    seen = tmp_path / "threads"
+    cmd = ["sh", "-c", f'printf %s "$OMP_NUM_THREADS" > {seen}']
+    r = edgeprof.profile(cmd, backend=FakeBackend(), device="tiny", devices=tiny)
+    assert (r.limits.cpus, r.limits.memory) == (0.5, 64 * MIB)
+    assert (r.device, r.device_replaced) == ("tiny", ())
+    assert seen.read_text() == "2"  # the device's thread pools, as run --device sizes them
+    # An explicit field replaces the device's value and is recorded as the CLI records it.
+    be, out = FakeBackend(), tmp_path / "lib"
+    given = Limits(memory="32m", pids=50)
+    mine = edgeprof.profile(["true"], given, backend=be, device="tiny", devices=tiny, out_dir=out)
+    assert (mine.limits.cpus, mine.limits.memory, mine.limits.pids) == (0.5, 32 * MIB, 50)
+    assert mine.device_replaced == ("--memory",)
+    assert mine.warnings[0] == "--memory 32.0MiB replaces tiny's 64.0MiB"
+    cli = tmp_path / "cli"
+    argv = [*RUN, "--device", "tiny", "--devices", str(tiny), "--memory", "32m", "--pids", "50"]
+    assert main([*argv, "--out", str(cli), "--", "true"]) == 0
+    theirs = read_result(cli / "result.json")
+    assert theirs.limits == mine.limits and theirs.device == mine.device
+    assert theirs.device_replaced == mine.device_replaced
+
+
+def test_a_shipped_device_gets_the_limits_its_cli_run_gets(tmp_path: Path, tiny: Path) -> None:
+    r = edgeprof.profile(["true"], backend=FakeBackend(), device="rpi4-2gb", allow_over_host=True)
+    assert r.limits.memory == 2 * 2**30 and r.limits.cpus is not None
+    argv = [*RUN, "--allow-over-host", "--device", "rpi4-2gb", "--out", str(tmp_path / "c")]
+    assert main([*argv, "--", "true"]) == 0
+    assert read_result(tmp_path / "c" / "result.json").limits == r.limits
+
+
+def test_an_unknown_device_is_one_error_that_lists_the_known_ones(
+    tmp_path: Path, tiny: Path
+) -> None:
+    be, out = FakeBackend(), tmp_path / "out"
+    with pytest.raises(ConfigError, match=r"^--device nope: no such device \(known: .*rpi4-2gb"):
+        edgeprof.profile(["true"], backend=be, device="nope", out_dir=out)
+    with pytest.raises(ConfigError, match=r"^--device nope: no such device \(known: .*tiny"):
+        edgeprof.profile(["true"], backend=be, device="nope", devices=tiny, out_dir=out)
+    with pytest.raises(ConfigError, match=r"^devices .*devices.yml: a catalog for device"):
+        edgeprof.profile(["true"], backend=be, devices=tiny, out_dir=out)
     assert be.runs == [] and not out.exists()

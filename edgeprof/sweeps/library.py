@@ -1,0 +1,160 @@
+"""``edgeprof.profile``: one run for a library caller, on a catalog device as ``--device``
+gives one (:func:`edgeprof.analysis.device_limits.device_limits`), then measured by
+:func:`edgeprof.measure.runner.profile`, which checks the other arguments and runs it.
+
+Here, above the measuring layer, because the device catalog is analysis's: the runner takes
+the device as the label of limits already resolved (``run``, ``bench`` and ``layers``
+resolve ``--device`` themselves)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..backends import Backend
+from ..errors import ConfigError
+from ..measure import runner
+from ..measure.inputs import DEFAULT_INTERVAL_S, check_arg_types, check_limits_given
+from ..model import Limits, RunResult, UserIds
+from ..units import format_binary, format_period, parse_memory_limit
+
+if TYPE_CHECKING:
+    from ..analysis.device_limits import DeviceLimits
+
+
+def profile(
+    command: Sequence[str],
+    limits: Limits | None = None,
+    *,
+    backend: str | Backend = "auto",
+    interval: float | str = DEFAULT_INTERVAL_S,
+    timeout: float | str | None = None,
+    kill_grace: float | str = runner.DEFAULT_KILL_GRACE_S,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    out_dir: str | Path | None = None,
+    name: str | None = None,
+    stdout: int | None = None,
+    stderr: int | None = None,
+    cgroup_parent: str | None = None,
+    image: str | None = None,
+    run_as: UserIds | None = None,
+    cores_busy: str = "wait",
+    on_wait: Callable[[str], None] | None = None,
+    device: str | None = None,
+    devices: str | Path | None = None,
+    device_cores: int | None = None,
+    device_replaced: tuple[str, ...] = (),
+    squeeze: bool = False,
+    allow_over_host: bool = False,
+    gpus: str | None = None,
+    gpu_memory: int | str | None = None,
+    unified_memory: bool = False,
+    target: str | None = None,
+) -> RunResult:
+    """Run ``command`` under ``limits`` and measure it: the arguments are
+    :func:`edgeprof.measure.runner.profile`'s, but for ``device``.
+
+    ``device``: a catalog device (``edgeprof devices`` lists them; the catalogs
+    ``$EDGEPROF_DEVICES`` and ``devices`` name are merged over the shipped one, as for
+    ``--device`` and ``--devices``), whose limits the run gets as ``run --device`` gives
+    them: each field ``limits`` sets replaces the device's value (as ``--cpus``,
+    ``--memory`` and ``--cpu-period`` do) and is recorded in ``result.device_replaced`` by
+    that option's name; the device's thread-pool sizes (where ``env`` sets none), GPU memory
+    and cores (for the warning of a run faster than them) come with it, and what the command
+    line says of the device is first in ``result.warnings``.
+    ``device_cores`` and ``device_replaced``, given, replace those the catalog gives.  An
+    unknown name is a :class:`~edgeprof.errors.ConfigError` that lists the known ones.
+    """
+    limits = check_limits_given(limits)
+    notes: tuple[str, ...] = ()
+    check_arg_types(strings={"device": device}, paths={"devices": devices})
+    if devices is not None and device is None:
+        raise ConfigError(f"devices {devices}: a catalog for device: give device too")
+    if device is not None:
+        check_arg_types(strings={}, env=env, gpu_memory=gpu_memory)
+        if isinstance(backend, str):  # as run's --device: a container has no host variables
+            on_host = backend != "docker"
+        else:
+            on_host = not isinstance(backend, Backend) or backend.runs_on_host
+        catalog = None if devices is None else Path(devices)
+        d = with_device(device, catalog, limits, env, on_host, gpu_memory)
+        limits, env, notes, gpu_memory = d.limits, d.env, d.warnings, d.gpu_memory
+        unified_memory = unified_memory or d.unified_memory
+        device_cores = d.cores if device_cores is None else device_cores
+        if isinstance(device_replaced, (tuple, list)) and not device_replaced:
+            device_replaced = d.replaced  # a wrong type: the runner's error names it
+    return runner.profile(
+        command,
+        limits,
+        backend=backend,
+        interval=interval,
+        timeout=timeout,
+        kill_grace=kill_grace,
+        env=env,
+        cwd=cwd,
+        out_dir=out_dir,
+        name=name,
+        stdout=stdout,
+        stderr=stderr,
+        cgroup_parent=cgroup_parent,
+        image=image,
+        run_as=run_as,
+        cores_busy=cores_busy,
+        on_wait=on_wait,
+        device=device,
+        device_cores=device_cores,
+        device_replaced=device_replaced,
+        squeeze=squeeze,
+        allow_over_host=allow_over_host,
+        gpus=gpus,
+        gpu_memory=gpu_memory,
+        unified_memory=unified_memory,
+        target=target,
+        notes=notes,
+    )
+
+
+def with_device(
+    device: str,
+    catalog: Path | None,
+    limits: Limits,
+    env: Mapping[str, str] | None,
+    on_host: bool,
+    gpu_memory: int | str | None,
+) -> DeviceLimits:
+    """The catalog device's limits with those ``limits`` sets replacing its values, through
+    the command line's own resolution (``bench --device``'s).  The device had been only a
+    label: ``device="rpi4-2gb"`` ran with no limit (a 307.8 MiB peak) and ``report`` then
+    held it to the board ("its times are slower than device rpi4-2gb's"); ``"nope"`` ran."""
+    from ..analysis.device_limits import device_limits  # the catalog: only when asked for
+
+    period = limits.cpu_period_us
+    d = device_limits(
+        device,
+        catalog,
+        cpus=None if limits.cpus is None else _short(limits.cpus),
+        cpuset=None if limits.cpuset is None else ",".join(map(str, limits.cpuset)),
+        memory=None if limits.memory is None else _size(limits.memory),
+        cpu_period=None if period is None else format_period(period),
+        env=env,
+        on_host=on_host,
+        gpu_memory=None if gpu_memory is None else str(gpu_memory),
+    )
+    # A process limit is no device's value: the caller's, as --pids beside --device.
+    return dataclasses.replace(d, limits=dataclasses.replace(d.limits, pids=limits.pids))
+
+
+def _short(cpus: float) -> str:
+    """``cpus`` as the note shows it: ``1``, not ``1.0``, where that reads back the same."""
+    text = f"{cpus:g}"
+    return text if float(text) == cpus else repr(cpus)
+
+
+def _size(n: int) -> str:
+    """``n`` bytes as the note that it replaces the device's memory shows it: ``32.0MiB``
+    where that reads back as ``n``, else the bytes (``33554433b``)."""
+    text = format_binary(n)
+    return text if parse_memory_limit(text) == n else f"{n}b"
