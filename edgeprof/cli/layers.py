@@ -118,6 +118,7 @@ def profile_cmd(
     --memory 1g -o profiler_results.yml
     """
     from ..analysis.device_limits import device_limits
+    from ..errors import ConfigError
     from ..layers.request import check_extendable, completes, make_request
     from ..layers.results import LayerResults, layer_ranges, load, merge, save
     from ..layers.run import run_layers
@@ -162,6 +163,8 @@ def profile_cmd(
         allow_over_host=allow_over_host,
         device_cores=chosen.cores,
     )
+    if run.bad_input:
+        raise ConfigError(run.failure(output))  # bad input: one line, exit 2, no table
     if not run.ok:
         print_table([run.result], sys.stdout)
         print(f"edgeprof: layers: {run.failure(output)}", file=sys.stderr)

@@ -18,7 +18,14 @@ from typing import Any
 from ..errors import ConfigError
 from ..model import Limits
 from ..pysource import module_file, unbound
-from .results import DTYPES, GRANULARITIES, SCHEMA, LayerResults, layer_ranges
+from .results import (
+    DTYPES,
+    GRANULARITIES,
+    SCHEMA,
+    LayerResults,
+    check_same_limits,
+    layer_ranges,
+)
 
 _FACTORY_RE = re.compile(r"^[^:]+:[A-Za-z_][A-Za-z0-9_]*$")
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -210,12 +217,7 @@ def check_extendable(
     for key, label in labels.items():
         if existing.meta.get(key) != want[key]:
             raise ConfigError(f"{src} has {label} {existing.meta.get(key)!r}, not {want[key]!r}")
-    have_limits = (existing.meta.get("limits") or {}).get("describe")
-    if have_limits != limits.describe():
-        raise ConfigError(
-            f"{src} was profiled under limits {have_limits}, not {limits.describe()}: "
-            "times of one file must come from one device"
-        )
+    check_same_limits((existing.meta.get("limits") or {}).get("describe"), limits.describe(), src)
     end = request.layer_end if request.layer_end is not None else existing.layers
     if request.layer_start > existing.layers or end > existing.layers:
         raise ConfigError(
@@ -245,6 +247,34 @@ def check_torch(python: str | None) -> None:
         raise ConfigError(
             "edgeprof layers needs PyTorch: pip install 'edgeprof[torch]' "
             "(or pip install torch; on our machines torch==2.13.0 is the CPU wheel on disk)"
+        )
+    if python is not None:
+        _check_other_torch(python)
+
+
+_FIND_TORCH = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('torch') else 3)"
+
+
+def _check_other_torch(python: str) -> None:
+    """Another interpreter (``--python``) is asked whether it finds torch, without importing
+    it (tens of milliseconds): without torch the worker had started under the limits and
+    ended "the model failed (exit 3): PyTorch is not installed for /usr/bin/python3"."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [python, "-c", _FIND_TORCH], capture_output=True, timeout=60, check=False
+        )
+    except OSError as exc:
+        raise ConfigError(f"--python {python}: cannot run it: {exc.strerror}") from None
+    except subprocess.TimeoutExpired:
+        return  # slow, not absent: the worker finds out and says so
+    if done.returncode == 3:
+        raise ConfigError(f"--python {python}: PyTorch is not installed for it: pip install torch")
+    if done.returncode != 0:
+        raise ConfigError(
+            f"--python {python}: not a Python 3 interpreter (asked whether it finds torch, it "
+            f"exited {done.returncode})"
         )
 
 

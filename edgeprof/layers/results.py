@@ -70,6 +70,12 @@ UNITS: dict[str, str] = {
         "bytes: rss_peak_bytes minus the resident set just before the layer; a lower bound "
         "of its extra memory, since the allocator reuses pages already resident"
     ),
+    "quota_stalls": (
+        "under a --cpus quota that can stall: of the timed iterations, those whose stall is "
+        "known, those the quota stalled, the stall seconds inside them, the median with that "
+        "stall time spread evenly over them (even_median_s: as on a core that much slower), "
+        "and the percentiles that measure the stall pattern rather than the layer (distorted)"
+    ),
 }
 
 _SEED_LAYER_KEYS = ("layer", "memory", "shape_in", "shape_out", "time")
@@ -204,11 +210,35 @@ def _shapes(v: object) -> list[list[int]] | None:
     return out
 
 
+def _other_kind(data: Mapping[str, Any]) -> str | None:
+    """What else edgeprof writes that ``data`` is, where it is no profile: given one (a
+    models.yml as ``-o``, a sweep.json as ``-i``), the reader had said only ``missing key
+    'batch_size'``."""
+    if "batch_size" in data or "profile_data" in data:
+        return None
+    if "runs" in data and "cells" in data:
+        return "a sweep's results (sweep.json)"
+    if "termination" in data and "limits" in data:
+        return "a run's result (result.json)"
+    entries = list(data.values())
+    if entries and all(isinstance(v, dict) and "model_profiles" in v for v in entries):
+        return "a device types file (`edgeprof layers export device-types` writes it)"
+    if entries and all(isinstance(v, dict) and "parameters_out" in v for v in entries):
+        return "a models file (`edgeprof layers export models` writes it)"
+    return None
+
+
 def from_dict(data: object, source: str) -> LayerResults:
     """Validate a loaded results document; a problem is a :class:`ConfigError` naming
     ``source`` and the entry."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: not a profiler results file (expected a mapping)")
+    other = _other_kind(data)
+    if other is not None:
+        raise ConfigError(
+            f"{source} is {other}, not a per-layer profile: expected the profiler_results.yml "
+            "that `edgeprof layers MODULE:FACTORY -o FILE` writes"
+        )
     for key in ("batch_size", "dtype", "layers", "model_name", "profile_data"):
         if key not in data:
             raise ConfigError(f"{source}: missing key {key!r}")
@@ -374,6 +404,17 @@ def chain_check(results: LayerResults) -> tuple[str, str]:
         "no run of it checked the layers chained against the whole model (the run that "
         "completes a file checks it since this edgeprof; profile it again to check)"
     )
+
+
+def check_same_limits(have: object, want: str, src: str, what: str = "one file") -> None:
+    """Refuse times made under limits ``want`` beside those ``src`` holds from limits ``have``
+    (the ``describe`` of each): a profile extended, or a device type's timings in
+    device_types.yml, must come from one device."""
+    if have != want:
+        raise ConfigError(
+            f"{src} was profiled under limits {have}, not {want}: "
+            f"times of {what} must come from one device"
+        )
 
 
 def layer_ranges(numbers: Sequence[int]) -> str:

@@ -9,11 +9,11 @@ OOM kill) and turns them into :class:`~edgeprof.layers.results.LayerResults`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +37,13 @@ from .results import (
     TimeStats,
     layer_ranges,
 )
+from .stalls import PHASE, own_warning, quota_stalls
 
 WORKER = Path(__file__).resolve().parent.parent / "workload" / "layers.py"
 """Run as a script, not ``-m``: the model's Python need not have edgeprof installed."""
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class LayersRun:
     """The outcome: the whole run's :class:`RunResult` and what the worker reported."""
 
@@ -60,6 +61,12 @@ class LayersRun:
     """Seconds the worker spent in the profiling loop (after imports and the model build)."""
     checking: bool = False
     """The worker had finished the layers and was running the whole model to check the split."""
+    stalls: Mapping[int, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    """Per layer, how the ``cpus`` quota's stalls fell on its timed iterations
+    (:func:`~edgeprof.layers.stalls.quota_stalls`); empty without a quota that can stall."""
+    bad_input: bool = False
+    """The worker refused the request (``error`` is why): a layer range past the model's
+    last layer, an interpreter without torch; not the model's failure (exit 2, not 3)."""
     chain: str | None = None
     """The check against the whole model: ``same``, ``different`` (the layers chained do
     not give the model's output), ``unchecked`` (the model failed), ``None`` (not run)."""
@@ -80,7 +87,9 @@ class LayersRun:
         """One line: why the run gave no results, where it stopped, what was (not) written."""
         r = self.result
         code = "" if r.exit_code is None else f" (exit {r.exit_code})"
-        if self.error is not None:
+        if self.error is not None and self.bad_input:
+            head = self.error
+        elif self.error is not None:
             head = f"the model failed{code}: {self.error}"
         else:
             head = f"the run ended {r.termination.value}{code}"
@@ -134,6 +143,11 @@ class LayersRun:
                         "alloc_peak_bytes": rec["alloc_peak_bytes"],
                         "rss_peak_bytes": rec["rss_peak_bytes"],
                         "rss_growth_bytes": rec["rss_growth_bytes"],
+                        **(
+                            {"quota_stalls": dict(self.stalls[int(rec["layer"])])}
+                            if int(rec["layer"]) in self.stalls
+                            else {}
+                        ),
                     },
                 )
             )
@@ -150,6 +164,7 @@ class LayersRun:
             "backend": r.backend,
             "mechanism": r.mechanism,
             "applied_limits": limits_dict(r.limits),
+            "cpu_period_s": r.cpu.period_s,
             "termination": r.termination.value,
             "exit_code": r.exit_code,
             "wall_s": r.wall_s,
@@ -224,6 +239,9 @@ def run_layers(
             "expect_layers": expect_layers,
             "check_whole": check_whole,
             "seed": request.seed,
+            # Each timed iteration to the runner, whose check of how a quota's stalls fell
+            # on them judges each layer (.stalls): only under a quota, which can stall.
+            "report_iterations": limits.cpus is not None,
             "out": str(out),
         }
         spec_path = Path(tmp) / "spec.json"
@@ -263,17 +281,32 @@ def _read_records(path: Path) -> list[dict[str, Any]]:
 def _collect(
     result: RunResult, request: LayersRequest, limits: Limits, records: list[dict[str, Any]]
 ) -> LayersRun:
+    layers = tuple(r for r in records if r.get("kind") == "layer")
+    stalls = quota_stalls(result, layers)
+    result = dataclasses.replace(
+        result,
+        warnings=tuple(w for w in result.warnings if not own_warning(result, w)),
+        # The worker's phases and iterations served the check above; the user named none,
+        # and the run's table would list them beside the layers' own.
+        phases=tuple(p for p in result.phases if not p.name.startswith(PHASE)),
+        latency=None if any(p.name.startswith(PHASE) for p in result.phases) else result.latency,
+    )
     model = next((r for r in records if r.get("kind") == "model"), None)
-    error = next((r["message"] for r in records if r.get("kind") == "error"), None)
+    failed = next((r for r in records if r.get("kind") == "error"), None)
     done = next((r for r in records if r.get("kind") == "done"), None)
     return LayersRun(
         result=result,
         request=request,
         limits=limits,
         model=model,
-        layers=tuple(r for r in records if r.get("kind") == "layer"),
-        warnings=tuple(r["message"] for r in records if r.get("kind") == "warning"),
-        error=error,
+        layers=layers,
+        warnings=(
+            *(r["message"] for r in records if r.get("kind") == "warning"),
+            *([stalls.warning] if stalls.warning is not None else []),
+        ),
+        stalls=stalls.per_layer,
+        error=None if failed is None else str(failed["message"]),
+        bad_input=failed is not None and failed.get("input") is True,
         profile_s=None if done is None else float(done["profile_s"]),
         checking=any(r.get("kind") == "stage" and r.get("stage") == "check" for r in records),
         chain=next((str(r["chain"]) for r in records if r.get("kind") == "check"), None),

@@ -34,7 +34,14 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
-from ..layers.results import MB, LayerResults, chain_check, dump_yaml, write_text_atomic
+from ..layers.results import (
+    MB,
+    LayerResults,
+    chain_check,
+    check_same_limits,
+    dump_yaml,
+    write_text_atomic,
+)
 from ..storage import read_capped
 from ..yamlfile import safe_load as strict_yaml
 
@@ -122,6 +129,72 @@ def default_mem_mb(results: LayerResults) -> int | None:
     return None if mem is None else int(mem // MB)
 
 
+def _made(results: LayerResults) -> tuple[str | None, str | None]:
+    """(limits, granularity) the profile was made under; ``None`` where the file (PipeEdge's
+    own) does not say."""
+    meta = results.meta or {}
+    return (meta.get("limits") or {}).get("describe"), meta.get("granularity")
+
+
+def _check_same_device(
+    results: LayerResults, dev: dict[str, Any], path: Path, device_type: str
+) -> None:
+    """Refuse timings that do not describe the device type's other timings' device, or the
+    model as its other profiles split it: profiles under cpus=1, cpus=0.5 and no limit, of 6
+    and of 11 layers, had all been added to one device type ("added timings", rc 0)."""
+    src = f"{path}: device type {device_type!r}"
+    found = dev.get("edgeprof")
+    record: dict[str, Any] = found if isinstance(found, dict) else {}
+    limits, granularity = _made(results)
+    if record.get("limits") is not None and limits is not None:
+        check_same_limits(record["limits"], limits, src, what="one device type")
+    name = results.model_name
+    models = record.get("models")
+    split = models.get(name) if isinstance(models, dict) else None
+    split = split if isinstance(split, dict) else {}
+    have_layers = split.get("layers")
+    others = [
+        p
+        for p in dev["model_profiles"].get(name) or []
+        if isinstance(p, dict) and isinstance(p.get("time_s"), list)
+    ]
+    if have_layers is None and others:
+        have_layers = len(others[0]["time_s"])
+    have_gran = split.get("granularity")
+    if have_layers is not None and have_layers != results.layers:
+        raise ConfigError(
+            f"{src} holds {name!r} in {have_layers} layers"
+            + (f" (granularity {have_gran})" if have_gran else "")
+            + f", not {results.layers}"
+            + (f" (granularity {granularity})" if granularity else "")
+            + ": one model's timings on one device type must split it alike"
+        )
+    if have_gran is not None and granularity is not None and have_gran != granularity:
+        raise ConfigError(
+            f"{src} holds {name!r} split at granularity {have_gran}, not {granularity}: one "
+            "model's timings on one device type must split it alike"
+        )
+
+
+def _record_device(results: LayerResults, dev: dict[str, Any]) -> None:
+    """What the checks above compare later timings with, under the device type's ``edgeprof``
+    key (PipeEdge's readers take mem_MB, bw_Mbps and model_profiles by name)."""
+    if results.meta is None:
+        return  # PipeEdge's own file: its layer count is its time_s's length, checked so
+    limits, granularity = _made(results)
+    record = dev.get("edgeprof")
+    if not isinstance(record, dict):
+        record = dev["edgeprof"] = {}
+    if limits is not None and record.get("limits") is None:
+        record["limits"] = limits
+    split: dict[str, Any] = {"layers": results.layers}
+    if granularity is not None:
+        split["granularity"] = granularity
+    if not isinstance(record.get("models"), dict):
+        record["models"] = {}
+    record["models"][results.model_name] = split
+
+
 def export_device_types(
     results: LayerResults,
     path: Path,
@@ -163,6 +236,7 @@ def export_device_types(
         types[device_type] = dev
     if dev.get("model_profiles") is None:
         dev["model_profiles"] = {}
+    _check_same_device(results, dev, path, device_type)
     profiles = dev["model_profiles"].setdefault(results.model_name, [])
     entry = {
         "batch_size": results.batch_size,
@@ -183,6 +257,7 @@ def export_device_types(
             break
     else:
         profiles.append(entry)
+    _record_device(results, dev)
     _save(path, types)
     return (
         f"{action} timings of {results.model_name!r} (batch {results.batch_size}, "

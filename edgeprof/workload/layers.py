@@ -20,11 +20,14 @@ still leaves every layer finished before it:
     {"kind": "done", "profile_s": ...} | {"kind": "error", "message": ..., "layer": i | null}
 
 A failure in the user's code ends the worker with exit status 3 and an ``error`` record (no
-traceback): the parent reports it, in one line, as the run's result.
+traceback): the parent reports it, in one line, as the run's result.  A request the model
+cannot serve (a layer range past its last layer) or an interpreter without torch is not the
+model's failure: exit status 2 and an ``error`` record with ``"input": true``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -50,10 +53,12 @@ def _sibling(name: str) -> ModuleType:
 
 
 if TYPE_CHECKING or __package__:
+    from . import instrument
     from .layer_memory import Rss, allocation_tracker, state_bytes
     from .user_code import ModelError, load_factory, user_frame, user_line
 else:  # run as a script: SPEC.json's worker
     _memory, _user = _sibling("layer_memory"), _sibling("user_code")
+    instrument = _sibling("instrument")  # standard library only, as this file
     Rss, allocation_tracker, state_bytes = (
         _memory.Rss,
         _memory.allocation_tracker,
@@ -63,6 +68,14 @@ else:  # run as a script: SPEC.json's worker
     user_frame, user_line = _user.user_frame, _user.user_line
 
 EXIT_MODEL_ERROR = 3
+EXIT_BAD_INPUT = 2
+
+
+class BadInput(Exception):
+    """Not the model's failure: the request or the interpreter (a layer range past the
+    model's last layer, no torch for --python), exit 2.  Both had been "the model failed
+    (exit 3)", the exit status the CLI keeps for budgets and regressions."""
+
 
 # Modules that only group other modules and have no forward of their own (children and
 # blocks granularity replace them by their items); Sequential is expanded by "blocks" only.
@@ -138,7 +151,7 @@ def profile(spec: dict[str, Any], out: TextIO) -> None:
     try:
         torch: Any = importlib.import_module("torch")
     except ImportError as exc:
-        raise ModelError(f"PyTorch is not installed for {sys.executable}: pip install torch") from (
+        raise BadInput(f"PyTorch is not installed for {sys.executable}: pip install torch") from (
             exc
         )
     threads = os.environ.get("OMP_NUM_THREADS", "").strip()
@@ -179,12 +192,12 @@ def profile(spec: dict[str, Any], out: TextIO) -> None:
     )
     expected = spec.get("expect_layers")
     if expected is not None and expected != n:
-        raise ModelError(
+        raise BadInput(
             f"the model has {n} layers at granularity {spec['granularity']}, "
             f"the results file being extended declares {expected}"
         )
     if not 1 <= start <= end <= n:
-        raise ModelError(f"layer range {start}-{end} is outside the model's layers 1-{n}")
+        raise BadInput(f"layer range {start}-{end} is outside the model's layers 1-{n}")
     batch = int(spec["batch_size"])
     inputs: Any = tuple(torch.randn(batch, *shape).to(dtype) for shape in spec["input_shapes"])
     if len(inputs) == 1:
@@ -203,7 +216,17 @@ def profile(spec: dict[str, Any], out: TextIO) -> None:
                     inputs = call(layer, inputs)  # only to reach the range's input
                     continue
                 record = _profile_layer(
-                    torch, i, name, layer, inputs, iterations, warmup, rss, tracker_cls, batch
+                    torch,
+                    i,
+                    name,
+                    layer,
+                    inputs,
+                    iterations,
+                    warmup,
+                    rss,
+                    tracker_cls,
+                    batch,
+                    report=bool(spec.get("report_iterations")),
                 )
             except Exception as exc:
                 raise ModelError(
@@ -291,7 +314,11 @@ def _profile_layer(
     rss: Rss,
     tracker_cls: Any,
     batch: int,
+    report: bool = False,
 ) -> dict[str, Any]:
+    """One layer's record; ``report``: each timed iteration goes to the runner, in the phase
+    ``layer:INDEX``, so that its check of how a CPU quota's stalls fell on them, ``edgeprof
+    run``'s, judges each layer's times."""
     for _ in range(warmup):
         call(layer, inputs)
     # Memory pass (not timed: the tracker's bookkeeping would count as the layer's time).
@@ -305,10 +332,14 @@ def _profile_layer(
     alloc_peak = tracker.peak
     del output
     times: list[float] = []
-    for _ in range(iterations):
-        t = time.perf_counter()
-        output = call(layer, inputs)
-        times.append(time.perf_counter() - t)
+    quiet = contextlib.nullcontext()
+    # The events go out between the timed spans (iteration() sends on its exit).
+    with instrument.phase(f"layer:{index}") if report else quiet:
+        for _ in range(iterations):
+            with instrument.iteration() if report else quiet:
+                t = time.perf_counter()
+                output = call(layer, inputs)
+                times.append(time.perf_counter() - t)
     outs = _tensors(output, torch)
     if not outs:
         raise TypeError(f"returned {type(output).__name__}, not tensors")
@@ -360,8 +391,7 @@ def _check_chain(torch: Any, reference: Any, chained: Any, granularity: str, out
             },
         )
     if any(
-        (t.is_floating_point() or t.is_complex()) and not bool(torch.isfinite(t).all())
-        for t in ref
+        (t.is_floating_point() or t.is_complex()) and not bool(torch.isfinite(t).all()) for t in ref
     ):
         _emit(
             out,
@@ -393,6 +423,9 @@ def main(argv: list[str]) -> int:
             # The parent prints it, as one line with the run's outcome.
             _emit(out, {"kind": "error", "message": str(exc), "layer": exc.layer})
             return EXIT_MODEL_ERROR
+        except BadInput as exc:
+            _emit(out, {"kind": "error", "message": str(exc), "layer": None, "input": True})
+            return EXIT_BAD_INPUT
     return 0
 
 
