@@ -193,3 +193,22 @@ def test_run_writes_the_warning_it_prints_into_its_summary_and_junit(
     assert md.count("held the run off") == 1 and said in md
     message, system_out = next(iter(cases_of(junit.read_text()).values()))
     assert message is not None and said in message and said in system_out
+
+
+def test_a_cpu_time_regression_carries_no_contention_caveat() -> None:
+    """CPU time is charged only while the task runs: held off its CPUs, a run's CPU time does
+    not grow, so its regression is the code's, not the host's (the caveat had been on it)."""
+    base, cur = contended_sides(0.5, 0.48)
+    cur = [dataclasses.replace(r, cpu=dataclasses.replace(r.cpu, total_s=0.45)) for r in cur]
+    base = [
+        dataclasses.replace(r, cpu=dataclasses.replace(r.cpu, total_s=t))
+        for r, t in zip(base, (0.29, 0.30, 0.31), strict=True)
+    ]
+    changes, notes = compare_results(base, cur, 0.05)
+    by = {c.metric.key: c for c in changes}
+    assert by["cpu_time"].verdict is Verdict.REGRESSION  # 0.30 s → 0.45 s: +50 %
+    assert by["cpu_time"].caveat is None
+    assert by["wall"].verdict is Verdict.REGRESSION and by["wall"].caveat is not None
+    # One note, naming the wall time alone.
+    assert len(notes) == 1 and notes[0].startswith("16 (cpus=1, memory=1.0GiB): wall time ")
+    assert "CPU time" not in notes[0]
