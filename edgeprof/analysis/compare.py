@@ -237,6 +237,11 @@ class Rank:
         return None if self.from_previous is None else self.from_previous.relative_interval()
 
     @property
+    def intervals(self) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+        """:attr:`factor_interval` and :attr:`step_interval`."""
+        return self.factor_interval, self.step_interval
+
+    @property
     def within_noise(self) -> bool:
         """Not different from the previous model at 95 %: tested, and the interval of the
         difference of their means includes 0."""

@@ -73,7 +73,9 @@ class Difference:
         if self.base < 0:
             lo, hi = hi, lo
         # Every ranked figure is a time, a size or a share, never negative: nor is their
-        # ratio, whatever the noise (an interval of [-0.25, 1.90] had been shown).
+        # ratio, whatever the noise (an interval of [-0.25, 1.90] had been shown).  A lower
+        # bound of 0 is therefore one at or below 0: the runs bound the ratio from above
+        # only, which the reports say (:func:`edgeprof.report.comparison.interval_bounds`).
         lo, hi = max(0.0, 1 + lo), 1 + hi
         # A separated interval clears 1 by less than 1's float resolution at worst: rounding
         # must not put 1 back inside it.

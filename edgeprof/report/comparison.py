@@ -58,15 +58,26 @@ def _close(r: Rank) -> list[str]:
     )
 
 
-def _bounds(interval: tuple[float, float]) -> tuple[str, str]:
+UNBOUNDED_BELOW = "≤0"
+"""A ratio interval's lower bound where the difference's interval reaches ``−mean``: the
+runs set no lower bound (``report`` of two models, 2 runs each, had printed ``1.13× [0.00,
+2.33]`` where Welch's t at 1.24 degrees of freedom gives −0.07)."""
+
+NO_LOWER_BOUND = f"{UNBOUNDED_BELOW}: the interval reaches below 0, no lower bound at this n"
+
+
+def interval_bounds(interval: tuple[float, float]) -> tuple[str, str]:
     """An interval's bounds to 2 decimals, or more where 2 would round a bound that excludes
-    1 to "1.00" (the interval would seem to cover 1 while the test separated them)."""
+    1 to "1.00" (the interval would seem to cover 1 while the test separated them); a lower
+    bound at 0 (:meth:`~edgeprof.analysis.difference.Difference.relative_interval` clamps
+    there) as :data:`UNBOUNDED_BELOW`."""
     lo, hi = interval
     for digits in range(2, 7):
         a, b = f"{lo:.{digits}f}", f"{hi:.{digits}f}"
         if (lo <= 1 <= hi) or (float(a) != 1 and float(b) != 1):
             break
-    return a, b
+    return (UNBOUNDED_BELOW if lo <= 0 else a), b
+
 
 
 def _x(f: float | None, interval: tuple[float, float] | None) -> str:
@@ -75,7 +86,7 @@ def _x(f: float | None, interval: tuple[float, float] | None) -> str:
         return "n/a"
     if interval is None:
         return f"{f:.2f}×"
-    lo, hi = _bounds(interval)
+    lo, hi = interval_bounds(interval)
     return f"{f:.2f}× [{lo}, {hi}]"
 
 
@@ -176,8 +187,11 @@ def ranking_tables(
                 # as the table says: a ratio of 1.00× was stated bare beside "≈ … apart"
                 why = _close(second)
                 if (interval := second.factor_interval) is not None:
-                    lo, hi = _bounds(interval)
-                    why.insert(0, interval_name("the first's") + f": {lo} to {hi}×")
+                    lo, hi = interval_bounds(interval)
+                    said = f"{lo} to {hi}×"
+                    if interval[0] <= 0:
+                        said += ", no lower bound at this n"
+                    why.insert(0, interval_name("the first's") + f": {said}")
                 notes.append(
                     f"{first.name} {verb} {second.factor:.2f}× less {title} than {second.name}"
                     + (f" ({'; '.join(why)})" if why else "")
@@ -185,6 +199,8 @@ def ranking_tables(
             if caveats and key in caveats:
                 notes.append(caveats[key])
             notes.append(RANKING_LEGEND)
+            if any(i is not None and i[0] <= 0 for r in ranks for i in r.intervals):
+                notes.append(NO_LOWER_BOUND)
             for before, r in itertools.pairwise(ranks):
                 if r.within_noise:
                     notes.append(_runs_to_tell(before, r))

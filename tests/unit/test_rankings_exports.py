@@ -73,11 +73,20 @@ def test_factors_follow_the_order_of_the_medians() -> None:
     text = ranking_tables(summarize_cells(runs))[1].plain()
     # a: σ = √(1/3), se 1/3 at 2 degrees of freedom (b: none), 95 % t 4.30, half-width
     # 1.434 around −0.233; over a's mean 4/3, plus 1: [−0.25, 1.90], and
-    # a ratio of CPU times is never below 0
+    # a ratio of CPU times is never below 0: the runs set no lower bound, which is said,
+    # not shown as a bound of 0.00
     assert (
         "a took 1.10× less CPU time than b (95% interval, Welch's t, of 1 + the difference of "
-        "the means over the first's mean: 0.00 to 1.90×; within noise)"
+        "the means over the first's mean: ≤0 to 1.90×, no lower bound at this n; within noise)"
     ) in text
+    row = next(line for line in text.splitlines() if line.startswith("2  b"))
+    assert "1.10× [≤0, 1.90]  1.10× [≤0, 1.90]" in row
+    assert "≤0: the interval reaches below 0, no lower bound at this n" in text
+    assert "0.00" not in text
+    # An interval bounded below says nothing of it.
+    separated = [_run("a", c, 100) for c in (1.0, 1.1, 0.9)]
+    separated += [_run("b", c, 100) for c in (2.0, 2.1, 1.9)]
+    assert "≤0" not in ranking_tables(summarize_cells(separated))[1].plain()
 
 
 def test_within_noise_and_ten_mib_flags() -> None:
