@@ -32,10 +32,11 @@ A regression of a wall-clock time (wall, a latency; not CPU time, which the kern
 while the task runs) or of the CPU share between runs other tasks held off their CPUs (either
 side, as long as ``edgeprof run`` warns of) keeps its verdict and its exit code (3), and
 carries a caveat that says so, with the worst run's share (:func:`held_caveat`): on its JUnit
-case, in a note, and under the Markdown summary's verdict.  Not a pass: the runs record how long they were held
-off, not what they would have taken on an idle host, so no verdict can be made of them
-either way, and a gate that passed whenever its runner was busy would let a real regression
-through on every busy runner.  A failed build that names its cause is rerun on an idle host.
+case, in a note, and under the Markdown summary's verdict.  Not a pass: the runs record how
+long they were held off, not what they would have taken on an idle host, so no verdict can be
+made of them either way, and a gate that passed whenever its runner was busy would let a real
+regression through on every busy runner.  A failed build that names its cause is rerun on an
+idle host.
 """
 
 from __future__ import annotations

@@ -79,7 +79,6 @@ def interval_bounds(interval: tuple[float, float]) -> tuple[str, str]:
     return (UNBOUNDED_BELOW if lo <= 0 else a), b
 
 
-
 def _x(f: float | None, interval: tuple[float, float] | None) -> str:
     """A factor and, where tested, its interval (:func:`interval_name`) in brackets."""
     if f is None:
