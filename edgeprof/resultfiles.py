@@ -13,7 +13,7 @@ from typing import Any
 from . import outfiles
 from .errors import ConfigError
 from .model import RunResult
-from .storage import layers_profile_note, read_json
+from .storage import layers_file_note, read_json
 from .units import shown
 
 #: ``sweep.json``: every run of a sweep (each a full result dict) plus the per-cell statistics.
@@ -40,7 +40,7 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
             measured = [p for p in found if not WARMUP_DIR.match(p.parent.name)]
             files = [sweep] if sweep.exists() else measured
             if not files:
-                notes = (layers_profile_note(p) for p in sorted(path.glob("*.y*ml"))[:100])
+                notes = (layers_file_note(p) for p in sorted(path.glob("*.y*ml"))[:100])
                 note = next((n for n in notes if n), None)
                 raise ConfigError(
                     f"{path}: no result.json or sweep.json in it" + (f"; {note}" if note else "")

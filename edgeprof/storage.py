@@ -238,7 +238,7 @@ def read_json(path: Path, what: str = "") -> Any:
         text = read_capped(path, MAX_JSON_BYTES)
         return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except (OSError, ValueError, RecursionError, MemoryError) as exc:
-        if isinstance(exc, json.JSONDecodeError) and (note := layers_profile_note(path, text)):
+        if isinstance(exc, json.JSONDecodeError) and (note := layers_file_note(path, text)):
             raise ConfigError(note) from exc
         why = {RecursionError: "nested too deeply", MemoryError: "too large for this memory"}
         raise ConfigError(f"cannot read {what}{path}: {why.get(type(exc), exc)}") from exc
@@ -263,6 +263,51 @@ def layers_profile_note(path: Path, text: str | None = None) -> str | None:
         f"`edgeprof layers export models|device-types -i {path}` reads it (report and compare "
         "read result.json and sweep.json)"
     )
+
+
+_EXPORT_KINDS = (
+    (
+        re.compile(r"^\s+(layers|mem_MB|parameters_in|parameters_out):", re.MULTILINE),
+        4,
+        "the scheduler's models.yml from `edgeprof layers export models` (each model's "
+        "layers, memory per layer and input/output sizes)",
+        "edgeprof layers export models -o {path}",
+    ),
+    (
+        re.compile(r"^\s+(mem_MB|bw_Mbps|model_profiles):", re.MULTILINE),
+        3,
+        "the scheduler's device_types.yml from `edgeprof layers export device-types` (each "
+        "device type's memory, bandwidth and per-layer times)",
+        "edgeprof layers export device-types TYPE -o {path}",
+    ),
+)
+"""PipeEdge's scheduler inputs that ``edgeprof layers export`` writes
+(:mod:`edgeprof.report.layers_export`): the keys each entry holds, how many of them mark the
+file, what it is and the command that adds to it."""
+
+
+def layers_file_note(path: Path, text: str | None = None) -> str | None:
+    """The line saying what ``path`` is when it is one of ``edgeprof layers``' YAML files: a
+    per-layer profile (:func:`layers_profile_note`), or the ``models.yml`` or
+    ``device_types.yml`` that ``layers export`` writes from one; ``None`` otherwise.  Read as
+    JSON, ``report m2.yml`` of an export had said ``cannot read result m2.yml: Expecting
+    value: line 1 column 1 (char 0)``."""
+    if text is None:
+        try:
+            text = read_capped(path) if path.suffix in (".yml", ".yaml") else ""
+        except (OSError, UnicodeDecodeError, ConfigError):
+            text = ""
+    if (note := layers_profile_note(path, text)) is not None:
+        return note
+    head = text[: 1 << 20]
+    for keys, count, what, command in _EXPORT_KINDS:
+        if len(set(keys.findall(head))) == count:
+            return (
+                f"{path} is {what}, not a run result: PipeEdge's scheduler reads it, and "
+                f"`{command.format(path=path)} -i PROFILE` adds a profile to it (report and "
+                "compare read result.json and sweep.json)"
+            )
+    return None
 
 
 def _no_constant(name: str) -> Any:

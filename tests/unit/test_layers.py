@@ -26,6 +26,7 @@ from edgeprof.layers.request import (
 from edgeprof.layers.run import _collect
 from edgeprof.model import Limits, MemoryStats, Termination
 from edgeprof.report import layers_export as export
+from edgeprof.storage import layers_file_note, layers_profile_note
 from tests.conftest import require
 from tests.unit.conftest import make_result
 
@@ -480,6 +481,43 @@ def test_cli_export_both_files(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert yaml.safe_load(models.read_text())["google/vit-base-patch16-224"]["layers"] == 3
     assert main(["layers", "export", "device-types", "X", "-i", str(src), "-o", str(types)]) == 2
     assert "new device type 'X': give --mem-mb and --bw-mbps" in capsys.readouterr().err
+
+
+def test_report_and_compare_name_the_export_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``report m2.yml`` of export's own outputs had said ``cannot read result m2.yml:
+    Expecting value: line 1 column 1 (char 0)``: each is now named, with its command."""
+    src = tmp_path / "profiler_results.yml"
+    src.write_text(PIPEEDGE)
+    models, types = tmp_path / "m2.yml", tmp_path / "dt.yml"
+    assert main(["layers", "export", "models", "-i", str(src), "-o", str(models)]) == 0
+    argv = ["layers", "export", "device-types", "RCC", "-i", str(src), "-o", str(types)]
+    assert main([*argv, "--mem-mb", "8192", "--bw-mbps", "1000"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(models)]) == 2
+    assert capsys.readouterr().err == (
+        f"edgeprof: error: {models} is the scheduler's models.yml from `edgeprof layers export "
+        "models` (each model's layers, memory per layer and input/output sizes), not a run "
+        f"result: PipeEdge's scheduler reads it, and `edgeprof layers export models -o {models} "
+        "-i PROFILE` adds a profile to it (report and compare read result.json and sweep.json)\n"
+    )
+    assert main(["compare", str(types), str(types)]) == 2
+    assert capsys.readouterr().err == (
+        f"edgeprof: error: {types} is the scheduler's device_types.yml from `edgeprof layers "
+        "export device-types` (each device type's memory, bandwidth and per-layer times), not a "
+        "run result: PipeEdge's scheduler reads it, and `edgeprof layers export device-types "
+        f"TYPE -o {types} -i PROFILE` adds a profile to it (report and compare read result.json "
+        "and sweep.json)\n"
+    )
+    # A directory of them alone: its error names them too.
+    (tmp_path / "profiler_results.yml").unlink()
+    assert main(["report", str(tmp_path)]) == 2
+    assert f"no result.json or sweep.json in it; {types} is the scheduler's" in (
+        capsys.readouterr().err
+    )
+    # The profile itself keeps its own line.
+    assert layers_file_note(src, PIPEEDGE) == layers_profile_note(src, PIPEEDGE) is not None
 
 
 def test_edgeprof_and_its_cli_do_not_import_torch() -> None:
