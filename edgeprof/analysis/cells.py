@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
 from ..errors import ConfigError
-from ..model import RunResult, Termination
+from ..model import Limits, RunResult, Termination
 from ..units import parse_cpuset
 
 CellKey = tuple[str, str]
@@ -112,3 +112,70 @@ def endings(runs: Sequence[RunResult]) -> str:
     ``oom``, ``oom ×3``, ``oom ×2, exit 1``."""
     counts = Counter(ending(r) for r in runs)
     return ", ".join(e if n == 1 else f"{e} ×{n}" for e, n in counts.items())
+
+
+_SETTING_KEYS = {
+    "cpus": "cpus",
+    "cpuset": "cpuset",
+    "memory": "memory",
+    "pids": "pids",
+    "cpu-period": "cpu_period_us",
+}
+
+
+def setting_spec(text: str) -> dict[str, str] | None:
+    """``compare --setting``'s text (``cpus=2``, ``cpus=1,memory=1g``, ``none``) as the
+    parts of a setting label, each value spelt as :func:`setting` spells it (``memory=1g``
+    is ``memory=1.0GiB``); ``None`` for ``none``, the setting of no limits.  Bad input is a
+    :class:`ConfigError` naming the option."""
+    if text.strip() == "none":
+        return None
+    items: list[str] = []
+    for piece in text.split(","):
+        if "=" not in piece and items:  # a cpuset's own comma: cpuset=0,2
+            items[-1] += "," + piece.strip()
+        else:
+            items.append(piece.strip())
+    kwargs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or key.strip() not in _SETTING_KEYS or not value.strip():
+            raise ConfigError(
+                f"--setting {text!r}: expected limits as the LIMITS column writes them, e.g. "
+                f"cpus=2 or cpus=1,memory=1g (keys: {', '.join(_SETTING_KEYS)}), or none"
+            )
+        kwargs[_SETTING_KEYS[key.strip()]] = value.strip()
+    try:
+        label = Limits(**kwargs).describe()
+    except ConfigError as exc:
+        raise ConfigError(f"--setting {text!r}: {exc}") from None
+    return _parts(label)
+
+
+def _parts(label: str) -> dict[str, str]:
+    return dict(p.split("=", 1) for p in label.split(", ") if "=" in p)
+
+
+def in_setting(label: str, spec: dict[str, str] | None) -> bool:
+    """Whether the setting ``label`` (:func:`setting`) has every limit of ``spec``
+    (:func:`setting_spec`) as it says: ``cpus=2`` picks ``cpus=2`` and ``cpus=2,
+    memory=1.0GiB``; ``None`` picks the setting of no limits."""
+    if spec is None:
+        return label == "none"
+    parts = _parts(label)
+    return all(parts.get(k) == v for k, v in spec.items())
+
+
+def pick_setting(
+    runs: Sequence[RunResult], text: str, where: str, hint: str = ""
+) -> list[RunResult]:
+    """The runs of ``runs`` (``where``'s) measured under ``text`` (:func:`setting_spec`);
+    none is a :class:`ConfigError` that lists the settings ``where`` holds (and ``hint``)."""
+    spec = setting_spec(text)
+    kept = [r for r in runs if in_setting(setting(r), spec)]
+    if not kept:
+        held = "; ".join(dict.fromkeys(setting(r) for r in runs))
+        raise ConfigError(
+            f"--setting {text}: no run of {where} has it (its settings: {held}){hint}"
+        )
+    return kept

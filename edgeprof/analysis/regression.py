@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import enum
 import math
+import shlex
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -403,7 +404,9 @@ def _keyed(
         if (label, "") in out:
             raise ConfigError(
                 f"--ignore-limits: {label} was measured under several limit settings "
-                f"({setting(out[(label, '')][0])}; {key}): compare one setting"
+                f"({setting(out[(label, '')][0])}; {key}): pick one with --setting "
+                f"(e.g. --setting {shlex.quote(key)}; given twice, the first picks the "
+                "baseline's, the second the current's)"
             )
         out[(label, "")] = runs
     return out

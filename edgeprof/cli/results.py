@@ -39,6 +39,17 @@ def compare(
     ignore_limits: Annotated[
         bool, typer.Option(help="Pair models measured under different limit settings.")
     ] = False,
+    setting: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--setting",
+            help="Compare only the cells of this limit setting (every limit it names, as the "
+            "LIMITS column writes them: cpus=2, or cpus=1,memory=1g; none: no limits). Once: "
+            "both sides; twice: the baseline's, then the current's (with --ignore-limits, one "
+            "setting of a sweep against another's).",
+            show_default=False,
+        ),
+    ] = None,
     ignore_target: Annotated[
         bool,
         typer.Option(
@@ -82,6 +93,7 @@ def compare(
         summary=summary,
         junit=junit,
         html=html,
+        settings=tuple(setting or ()),
     )
     raise typer.Exit(EXIT_BUDGET if regressed else 0)
 

@@ -12,7 +12,7 @@ from typing import TextIO
 
 from ..analysis.budgets import BudgetCheck, Budgets
 from ..analysis.calibration import load_calibration, predict
-from ..analysis.cells import cell_order
+from ..analysis.cells import cell_order, pick_setting, setting_spec
 from ..analysis.regression import Change, compare_fits, compare_results, parse_threshold
 from ..analysis.sweepfile import warmup_of
 from ..analysis.targets import apart
@@ -43,10 +43,20 @@ def compare_saved(
     summary: Path | None = None,
     junit: Path | None = None,
     html: Path | None = None,
+    settings: Sequence[str] = (),
 ) -> bool:
     """Print (and write) the verdicts per model, limits and metric; true on a regression.
-    The HTML report shows the current results with the verdicts."""
+    The HTML report shows the current results with the verdicts.  ``settings``: the limit
+    setting to compare (``--setting``, :func:`~edgeprof.analysis.cells.setting_spec`), one
+    for both sides or the baseline's and the current's."""
     thr = parse_threshold(threshold)
+    if len(settings) > 2:
+        raise ConfigError(
+            f"--setting given {len(settings)} times: once picks both sides' setting, twice the "
+            "baseline's and then the current's"
+        )
+    for text in settings:
+        setting_spec(text)  # a typo refused before any file is read
     for path in (summary, junit, html):
         if path is not None:
             check_writable(path)
@@ -57,6 +67,7 @@ def compare_saved(
         match_limits=match_limits,
         allow_missing=allow_missing,
         match_targets=match_targets,
+        settings=settings,
     )
     if json_out:
         data = {"threshold": thr, "changes": change_dicts(changes, thr), "notes": notes}
@@ -84,10 +95,11 @@ def compare_paths(
     match_limits: bool = True,
     allow_missing: bool = False,
     match_targets: bool = True,
+    settings: Sequence[str] = (),
 ) -> tuple[list[Change], list[str], list[RunResult]]:
     """``compare``'s verdicts and notes for two saved results (two ``fit.json`` compare their
     fits), and the current runs (none for two fits): what the command and
-    :func:`edgeprof.compare` print and return."""
+    :func:`edgeprof.compare` print and return.  ``settings``: :func:`compare_saved`'s."""
     base_fits, cur_fits = load_fits(baseline), load_fits(current)
     current_runs: list[RunResult] = []
     if (base_fits is None) != (cur_fits is None):
@@ -97,13 +109,21 @@ def compare_paths(
         load_runs([other])
         raise ConfigError(f"{fit_side} is edgeprof fit's output: compare it with another fit.json")
     if base_fits is not None and cur_fits is not None:
+        if settings:
+            raise ConfigError("--setting picks runs' cells: two fit.json compare their fits")
         changes, notes = compare_fits(
             base_fits, cur_fits, threshold, match_limits=match_limits, allow_missing=allow_missing
         )
     else:
-        current_runs = load_runs([current])
+        base_runs, current_runs = load_runs([baseline]), load_runs([current])
+        if settings:
+            # Once, it is both sides'; a side without it may want a setting of its own.
+            hint = "; given twice, --setting picks the baseline's, then the current's"
+            hint = hint if len(settings) == 1 else ""
+            base_runs = pick_setting(base_runs, settings[0], str(baseline), hint)
+            current_runs = pick_setting(current_runs, settings[-1], str(current), hint)
         changes, notes = compare_results(
-            load_runs([baseline]),
+            base_runs,
             current_runs,
             threshold,
             match_limits=match_limits,

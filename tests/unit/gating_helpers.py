@@ -17,6 +17,7 @@ def run(
     peak_mib: float = 100,
     avg_mib: float = 80,
     cpus: float = 1,
+    memory: str = "1g",
     exit_code: int = 0,
     termination: Termination = Termination.EXITED,
     p95_s: float | None = None,
@@ -24,7 +25,7 @@ def run(
     r = make_result(
         name=name,
         wall_s=wall,
-        limits=Limits(cpus=cpus, memory="1g"),
+        limits=Limits(cpus=cpus, memory=memory),
         exit_code=exit_code,
         termination=termination,
         warnings=(),

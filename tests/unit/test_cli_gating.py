@@ -181,3 +181,47 @@ def test_compare_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert main(["compare", str(a), str(tmp_path / "missing.json")]) == 2
     assert main(["compare", str(a), str(b), "--threshold", "x"]) == 2
     assert "--threshold 'x'" in capsys.readouterr().err
+
+
+def test_compare_picks_a_setting_of_a_sweep(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``compare c1 c3 --ignore-limits`` of a one-setting sweep against a sweep of cpus=1 and
+    cpus=2 had no way to choose the setting ("compare one setting", exit 2): --setting does,
+    once for both sides or twice for each."""
+    c1 = _sweep(tmp_path / "c1", [run(wall=w, cpus=1) for w in (1.0, 1.02, 0.98)])
+    c3 = _sweep(
+        tmp_path / "c3",
+        [run(wall=w, cpus=1) for w in (1.0, 1.01, 0.99)]
+        + [run(wall=w, cpus=2, memory="2g") for w in (2.0, 2.02, 1.98)],
+    )
+    assert main(["compare", str(c1), str(c3), "--ignore-limits"]) == 2
+    assert capsys.readouterr().err == (
+        "edgeprof: error: --ignore-limits: m.onnx was measured under several limit settings "
+        "(cpus=1, memory=1.0GiB; cpus=2, memory=2.0GiB): pick one with --setting (e.g. "
+        "--setting 'cpus=2, memory=2.0GiB'; given twice, the first picks the baseline's, the "
+        "second the current's)\n"
+    )
+    argv = ["compare", "--json", str(c1), str(c3), "--ignore-limits"]
+    # Each side's own: the baseline's cpus=1 against the current's cpus=2 (a user's spelling).
+    assert main([*argv, "--setting", "cpus=1", "--setting", "cpus=2,memory=2048m"]) == 3
+    wall = next(c for c in json.loads(capsys.readouterr().out)["changes"] if c["metric"] == "wall")
+    assert wall["limits"] == "cpus=1, memory=1.0GiB → cpus=2, memory=2.0GiB"
+    assert wall["current"] == [2.0, 2.02, 1.98] and wall["verdict"] == "regression"
+    # Once: both sides' (no --ignore-limits needed); the other setting is not "new".
+    assert main(["compare", "--json", str(c1), str(c3), "--setting", "cpus=1"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {c["limits"] for c in data["changes"]} == {"cpus=1, memory=1.0GiB"}
+    assert data["notes"] == []
+    wall = next(c for c in data["changes"] if c["metric"] == "wall")
+    assert wall["current"] == [1.0, 1.01, 0.99]
+    # A side without it, a typo, a third: one line each, exit 2.
+    assert main([*argv, "--setting", "cpus=2"]) == 2
+    assert capsys.readouterr().err == (
+        f"edgeprof: error: --setting cpus=2: no run of {c1} has it (its settings: cpus=1, "
+        "memory=1.0GiB); given twice, --setting picks the baseline's, then the current's\n"
+    )
+    assert main([*argv, "--setting", "cpu=2"]) == 2
+    assert "--setting 'cpu=2': expected limits as the LIMITS column" in capsys.readouterr().err
+    assert main([*argv, "--setting", "cpus=1", "--setting", "cpus=1", "--setting", "cpus=2"]) == 2
+    assert "--setting given 3 times" in capsys.readouterr().err
