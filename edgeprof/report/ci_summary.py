@@ -8,6 +8,7 @@ import os
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from ..analysis.budgets import METRICS, BudgetCheck, Status
 from ..analysis.cells import cells, successful
@@ -153,10 +154,15 @@ def render_compare_summary(
     return "\n".join(lines) + "\n"
 
 
-def write_summaries(text: str, path: Path | None) -> None:
-    """``text`` to ``path`` (replaced) if given, and appended to ``$GITHUB_STEP_SUMMARY``."""
+def write_summaries(text: str, path: Path | None, log: TextIO | None = None) -> None:
+    """``text`` to ``path`` (replaced) if given, said on ``log``
+    (:func:`~edgeprof.report.files.announce`), and appended to ``$GITHUB_STEP_SUMMARY``."""
     if path is not None:
         write_output(path, text)
+        if log is not None:
+            from .files import announce
+
+            announce(path, log)
     step = os.environ.get("GITHUB_STEP_SUMMARY")
     if step:
         append_locked(Path(step), text + "\n")

@@ -134,6 +134,10 @@ def cells_csv(runs: Sequence[RunResult]) -> str:
     return _csv(header, rows)
 
 
+EXPORTS = ("runs.csv", "cells.csv", "report.md")
+"""What :func:`write_exports` writes beside ``sweep.json``, in its order."""
+
+
 def write_exports(
     out: Path,
     runs: Sequence[RunResult],
@@ -149,11 +153,12 @@ def write_exports(
     if sweep_json:  # each file a ConfigError line when it cannot be written (a full disk)
         write_json_output(out / "sweep.json", sweep_dict(runs, plan))
         written.append(out / "sweep.json")
-    for name, text in (
-        ("runs.csv", runs_csv(runs)),
-        ("cells.csv", cells_csv(runs)),
-        ("report.md", markdown_summary(runs, extra, notes, warmup_of(plan))),
-    ):
+    texts = (
+        runs_csv(runs),
+        cells_csv(runs),
+        markdown_summary(runs, extra, notes, warmup_of(plan)),
+    )
+    for name, text in zip(EXPORTS, texts, strict=True):
         write_output(out / name, text)
         written.append(out / name)
     return written

@@ -14,19 +14,35 @@ from .summary import markdown_summary
 from .table import TextTable
 
 
-def write_file(path: Path, text: str) -> None:
+def announce(what: Path | str, log: TextIO) -> None:
+    """The one line each file the user asked for says once written: ``edgeprof: wrote
+    PATH``, on ``log`` (stderr: stdout may carry ``--json``).  Only ``--plots`` had said
+    where its files went; ``--html``, ``--markdown``, ``--out``, ``--summary`` and
+    ``--junit`` had appeared in silence."""
+    print(f"edgeprof: wrote {what}", file=log)
+
+
+def announce_dir(out: Path, names: Sequence[str], log: TextIO, more: str = "") -> None:
+    """A directory's files in one line: ``edgeprof: wrote OUT/ (a, b and MORE)``."""
+    listed = ", ".join(names)
+    announce(f"{out}/ ({listed}{' and ' + more if more else ''})", log)
+
+
+def write_file(path: Path, text: str, log: TextIO) -> None:
     write_output(path, text)
+    announce(path, log)
 
 
 def write_markdown(
     path: Path | None,
     results: Sequence[RunResult],
+    log: TextIO,
     extra: Sequence[TextTable] = (),
     notes: Sequence[str] = (),
 ) -> None:
     """The Markdown tables of ``results`` (nothing when ``path`` is None)."""
     if path is not None:
-        write_file(path, markdown_summary(results, extra, notes))
+        write_file(path, markdown_summary(results, extra, notes), log)
 
 
 def write_plot_files(
@@ -38,4 +54,4 @@ def write_plot_files(
     written, notes = write_plots(out, results, timelines=timelines)
     for note in notes:
         print(f"edgeprof: note: {note}", file=log)
-    print(f"edgeprof: {len(written)} plot(s) written to {out}", file=log)
+    announce(f"{len(written)} plot(s) in {out}/", log)

@@ -20,7 +20,7 @@ from ..storage import check_out_dir
 from ..sweeps.host_checks import check_host, open_backend
 from ..sweeps.request import RunRequest, execute, log_stem, plan_run
 from ..sweeps.sweep import Step, stale_runs
-from .files import write_file, write_markdown, write_plot_files
+from .files import announce_dir, write_file, write_markdown, write_plot_files
 from .progress import PlainProgress, RichProgress
 from .summary import print_summary
 
@@ -155,12 +155,15 @@ def run_and_report(
         sink.write("\n" + table.plain())
     sink.writelines(f"note: {n}\n" for n in stopped)
     if out is not None and not plan.is_single:
-        from .export import write_exports
+        from .export import EXPORTS, write_exports
 
         # run_sweep wrote sweep.json; report.md as the terminal shows the sweep
         warmup = {"warmup": plan.warmup}  # report.md's advice on a slow first run
         write_exports(out, results, sweep_json=False, extra=repeats, notes=stopped, plan=warmup)
-    write_markdown(outputs.markdown, results, repeats, stopped)
+        announce_dir(out, ("sweep.json", *EXPORTS), stderr, "the runs' directories")
+    elif out is not None:  # one run: its result.json and what beside it
+        announce_dir(out, sorted(p.name for p in out.iterdir() if p.is_file()), stderr)
+    write_markdown(outputs.markdown, results, stderr, repeats, stopped)
     if outputs.plots is not None:  # timelines need the runs' samples.csv
         write_plot_files(outputs.plots, results, stderr, timelines=out is not None)
     predictions = None
@@ -184,7 +187,7 @@ def run_and_report(
             extra=repeats,
             notes=stopped,
         )
-        write_file(outputs.html, page)
+        write_file(outputs.html, page, stderr)
     return RunReport(results, checks)
 
 
@@ -221,12 +224,13 @@ def gate_run(
     if summary is not None or os.environ.get("GITHUB_STEP_SUMMARY"):
         from .ci_summary import render_run_summary, write_summaries
 
-        write_summaries(render_run_summary(results, checks), summary)
+        write_summaries(render_run_summary(results, checks), summary, stderr)
     if junit is not None:
         from .junit import budget_cases, render_junit, run_cases
         from .results import run_warnings
 
         warned = run_warnings(results)
         cases = budget_cases(checks, warned) if checks else run_cases(results, warned)
-        write_file(junit, render_junit("edgeprof budgets" if checks else "edgeprof runs", cases))
+        kind = "edgeprof budgets" if checks else "edgeprof runs"
+        write_file(junit, render_junit(kind, cases), stderr)
     return checks

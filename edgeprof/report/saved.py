@@ -24,8 +24,8 @@ from ..units import format_binary
 from .calibration import render_predictions
 from .ci_summary import change_dicts, render_compare_plain, render_compare_summary, write_summaries
 from .comparison import repeats_table
-from .export import write_exports
-from .files import write_file, write_markdown, write_plot_files
+from .export import EXPORTS, write_exports
+from .files import announce_dir, write_file, write_markdown, write_plot_files
 from .junit import compare_cases, render_junit
 from .summary import print_summary
 
@@ -44,12 +44,14 @@ def compare_saved(
     junit: Path | None = None,
     html: Path | None = None,
     settings: Sequence[str] = (),
+    log: TextIO | None = None,
 ) -> bool:
     """Print (and write) the verdicts per model, limits and metric; true on a regression.
     The HTML report shows the current results with the verdicts.  ``settings``: the limit
     setting to compare (``--setting``, :func:`~edgeprof.analysis.cells.setting_spec`), one
     for both sides or the baseline's and the current's."""
     thr = parse_threshold(threshold)
+    log = sys.stderr if log is None else log  # the files written, one line each
     if len(settings) > 2:
         raise ConfigError(
             f"--setting given {len(settings)} times: once picks both sides' setting, twice the "
@@ -75,15 +77,16 @@ def compare_saved(
     else:
         stdout.write(render_compare_plain(changes, thr, notes))
     if summary is not None or os.environ.get("GITHUB_STEP_SUMMARY"):
-        write_summaries(render_compare_summary(changes, thr, notes), summary)
+        write_summaries(render_compare_summary(changes, thr, notes), summary, log)
     if junit is not None:
-        write_file(junit, render_junit("edgeprof compare", compare_cases(changes, thr)))
+        write_file(junit, render_junit("edgeprof compare", compare_cases(changes, thr)), log)
     if html is not None:
         from .html import Comparison, render_html
 
         runs = cell_order(current_runs)  # none for two fit.json
         title = f"edgeprof compare: {current} against {baseline}"
-        write_file(html, render_html(runs, title=title, comparison=Comparison(changes, thr, notes)))
+        page = render_html(runs, title=title, comparison=Comparison(changes, thr, notes))
+        write_file(html, page, log)
     return any(c.verdict.fails for c in changes)
 
 
@@ -197,7 +200,8 @@ def rerender(
             else {k: v for k, v in found[1].items() if k not in ("schema", "runs", "cells")}
         )
         write_exports(prepare_out_dir(out), runs, extra=repeats, notes=stopped, plan=plan)
-    write_markdown(markdown, runs, repeats, stopped)
+        announce_dir(out, ("sweep.json", *EXPORTS), stderr)
+    write_markdown(markdown, runs, stderr, repeats, stopped)
     if plots is not None:
         write_plot_files(plots, runs, stderr)
     if html is not None:
@@ -206,7 +210,7 @@ def rerender(
         page = render_html(
             runs, predictions=predictions, calibration=cal, extra=repeats, notes=stopped
         )
-        write_file(html, page)
+        write_file(html, page, stderr)
 
 
 def merge_saved(
@@ -268,7 +272,7 @@ def merge_saved(
     if html is not None:
         from .html import render_html
 
-        write_file(html, render_html(runs, title=f"edgeprof merge: {target}"))
+        write_file(html, render_html(runs, title=f"edgeprof merge: {target}"), sys.stderr)
     return runs, checks
 
 
