@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..analysis.budgets import BudgetCheck
 from ..analysis.calibration import Calibration
+from ..analysis.cells import setting as setting_of
 from ..analysis.compare import RANKED_METRICS, format_stat, rank, summarize_cells
 from ..analysis.metrics import CALIBRATION_METRICS, STAT_METRICS
 from ..analysis.regression import Change
@@ -155,10 +156,12 @@ def _meta(results: Sequence[RunResult]) -> str:
     )
     backends = sorted({f"{r.backend}/{r.mechanism}" for r in results})
     # The limits (and device) the runs had: the text report's "limits:" line, which the
-    # page had left out.
+    # page had left out.  By the user's setting (:func:`setting`), not each run's cores: a
+    # sweep of cpus=1,2 had listed "cpus=1, cpuset=0; cpus=1, cpuset=1; cpus=2, cpuset=0-1",
+    # the cores leased to each round.
     limits = list(
         dict.fromkeys(
-            (f"device {r.device}, " if r.device else "") + f"limits: {r.limits.describe()}"
+            (f"device {r.device}, " if r.device else "") + f"limits: {setting_of(r)}"
             for r in results
         )
     )
@@ -232,14 +235,12 @@ def _timelines(results: Sequence[RunResult]) -> tuple[list[str], list[str]]:
     for each run whose file could not be read as a table (it is left out)."""
     from .plots import read_samples
 
-    settings = {r.limits.describe() for r in results}
+    settings = {setting_of(r) for r in results}
     firsts: dict[str, RunResult] = {}
     for r in results:  # named by the model, and by the setting where there are several
-        firsts.setdefault(
-            r.label if len(settings) == 1 else f"{r.label} [{r.limits.describe()}]", r
-        )
+        firsts.setdefault(r.label if len(settings) == 1 else f"{r.label} [{setting_of(r)}]", r)
     chosen = list(firsts.items())[:MAX_TIMELINES]
-    cpu, memory, notes = [], [], []
+    cpu, memory, notes, drawn = [], [], [], []
     for label, r in chosen:
         path = r.samples.path
         if path is None or not Path(path).is_file():
@@ -250,12 +251,20 @@ def _timelines(results: Sequence[RunResult]) -> tuple[list[str], list[str]]:
             notes.append(f"{label}: timeline left out, {path} is unreadable ({exc})")
             continue
         t = cols.get("t_s", [])
+        drawn.append(f"{label}: {path}")
         cpu.append(svg.Series(label, _points(t, cols.get("cpu_pct", []))))
         mib = [None if v is None else v / 2**20 for v in cols.get("memory_bytes", [])]
         memory.append(svg.Series(label, _points(t, mib)))
     if not cpu:
         return [], notes
+    # Which run each line is: the charts had not said (a sweep's repeats look alike).
+    shown = len(drawn)
+    which = (
+        f"Each line is one run, the first of its model and setting ({shown} of "
+        f"{len(results)} runs), from its samples.csv: " + "; ".join(drawn)
+    )
     return [
+        f'<p class="meta">{escape(which)}</p>',
         f"<figure>{svg.lines('CPU % of one core', cpu, 'seconds', lambda v: f'{v:.0f}%')}</figure>",
         f"<figure>{svg.lines('Memory', memory, 'seconds', lambda v: f'{v:.0f} MiB')}</figure>",
     ], notes

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from edgeprof.model import RunResult, SampleStats
+from edgeprof.model import CoreLease, Limits, RunResult, SampleStats
 from edgeprof.report.html import render_html
 from edgeprof.report.svg import Bar, bars
 from edgeprof.report.table import TextTable
@@ -112,3 +112,34 @@ def test_non_finite_samples_are_never_drawn(tmp_path: Path) -> None:
     assert "nan" not in coords and "inf" not in coords
     (cpu, memory) = re.findall(r'<polyline points="([^"]+)"', page)
     assert len(cpu.split()) == 2 and len(memory.split()) == 3  # inf, nan and -inf left out
+
+
+def test_the_header_groups_by_setting_and_the_timelines_say_which_runs(tmp_path: Path) -> None:
+    """A sweep of cpus=1,2 had listed "cpus=1, cpuset=0", "cpus=1, cpuset=1" and "cpus=2,
+    cpuset=0-1" (the cores leased to each round); its "Over time" charts had not said which
+    run each line draws."""
+    runs = []
+    for cpus, cores in ((1, (0,)), (1, (1,)), (2, (0, 1)), (2, (0, 1))):
+        rnd = len(runs) % 2 + 1
+        path = tmp_path / f"{cpus}-{rnd}.csv"
+        path.write_text("t_s,cpu_pct,memory_bytes\n0.1,50,1048576\n0.2,60,2097152\n")
+        runs.append(
+            make_result(
+                name="m.onnx",
+                limits=Limits(cpus=cpus, cpuset=",".join(map(str, cores))),
+                lease=CoreLease(cores, 0.0, chosen=True),
+                samples=SampleStats(count=2, interval_s=0.1, path=str(path)),
+            )
+        )
+    page = render_html(runs)
+    header = re.search(r'<p class="meta">([^<]*)</p>', page)
+    assert header is not None and header.group(1).startswith(
+        "4 run(s) · limits: cpus=1; limits: cpus=2 · "
+    )
+    assert "cpuset" not in page
+    which = (
+        "Each line is one run, the first of its model and setting (2 of 4 runs), from its "
+        f"samples.csv: m.onnx [cpus=1]: {tmp_path}/1-1.csv; m.onnx [cpus=2]: {tmp_path}/2-1.csv"
+    )
+    assert f'<h2>Over time</h2>\n<p class="meta">{which}</p>' in page
+    assert page.count("<polyline") == 4  # two runs, CPU and memory each
