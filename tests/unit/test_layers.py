@@ -26,7 +26,6 @@ from edgeprof.layers.request import (
 from edgeprof.layers.run import _collect
 from edgeprof.model import Limits, MemoryStats, Termination
 from edgeprof.report import layers_export as export
-from edgeprof.storage import layers_file_note, layers_profile_note
 from tests.conftest import require
 from tests.unit.conftest import make_result
 
@@ -517,6 +516,8 @@ def test_report_and_compare_name_the_export_files(
         capsys.readouterr().err
     )
     # The profile itself keeps its own line.
+    from edgeprof.storage import layers_file_note, layers_profile_note
+
     assert layers_file_note(src, PIPEEDGE) == layers_profile_note(src, PIPEEDGE) is not None
 
 
