@@ -147,9 +147,12 @@ def test_a_ranking_interval_covers_1_exactly_when_within_noise(
     means = statistics.fmean(second.stat.values) / statistics.fmean(ranks[0].stat.values)
     assert lo <= means * (1 + 1e-12) and means <= hi * (1 + 1e-12)
     table = ranking_tables(summarize_cells(_cell("a", a) + _cell("b", b)))[0].plain()
-    shown = re.search(r"× \[(-?[\d.]+), (-?[\d.]+)\]  ", table)
+    # A lower bound at 0 is shown as none (≤0): it is below 1 all the same.
+    shown = re.search(r"× \[(≤0|[\d.]+), ([\d.]+)\]  ", table)
     assert shown is not None
-    assert (float(shown[1]) <= 1 <= float(shown[2])) is second.within_noise
+    low = 0.0 if shown[1] == "≤0" else float(shown[1])
+    assert (shown[1] == "≤0") is (lo == 0)
+    assert (low <= 1 <= float(shown[2])) is second.within_noise
     assert ("within noise" in table.splitlines()[4]) is second.within_noise
 
 
