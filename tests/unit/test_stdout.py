@@ -35,6 +35,10 @@ class _Failing(io.StringIO):
         raise self.error
 
 
+WROTE = "edgeprof: wrote p/ (result.json, samples.csv)\n"
+"""The one line a run with --out says on stderr (:func:`edgeprof.report.files.announce`)."""
+
+
 def _run(code: int) -> list[str]:
     return ["run", "--backend", "fake", "--out", "p", "--", "sh", "-c", f"exit {code}"]
 
@@ -52,7 +56,7 @@ def test_a_reader_that_leaves_keeps_the_workloads_exit_code(
     out = _Failing(BrokenPipeError(errno.EPIPE, "Broken pipe"))
     monkeypatch.setattr(sys, "stdout", out)
     assert main(_run(code)) == code
-    assert capsys.readouterr().err == "" and out.writes == 1  # the rest was not tried
+    assert capsys.readouterr().err == WROTE and out.writes == 1  # the rest was not tried
     assert (tmp_path / "p" / "result.json").is_file()
 
 
@@ -62,7 +66,7 @@ def test_a_full_standard_output_is_one_line(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "stdout", _Failing(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))))
     assert main(_run(0)) == 2
-    assert capsys.readouterr().err == FULL
+    assert capsys.readouterr().err == WROTE + FULL
     assert main(["devices"]) == 2
     assert capsys.readouterr().err == FULL
 
@@ -76,7 +80,7 @@ def test_a_closed_standard_output_takes_nothing(
     monkeypatch.setattr(sys, "stdout", None)
     assert main(_run(3)) == 3
     assert main(["devices"]) == 0
-    assert capsys.readouterr().err == "" and sys.stdout is None
+    assert capsys.readouterr().err == WROTE and sys.stdout is None
 
 
 LAUNCHER = REPO / "tests" / "fake_edgeprof.py"  # edgeprof's CLI with the fake registered
@@ -108,7 +112,7 @@ def test_a_closed_pipe_keeps_the_exit_code_and_says_nothing(tmp_path: Path, code
         done = _cli(_run(code), write, tmp_path)
     finally:
         os.close(write)
-    assert (done.returncode, done.stderr) == (code, "")
+    assert (done.returncode, done.stderr) == (code, WROTE)
     assert (tmp_path / "p" / "result.json").is_file()
 
 
@@ -117,7 +121,7 @@ def test_dev_full_is_one_line(tmp_path: Path) -> None:
     with open("/dev/full", "w") as full:
         done = _cli(_run(0), full, tmp_path)
         version = _cli(["--version"], full, tmp_path)  # answered before typer: a traceback
-    assert (done.returncode, done.stderr) == (2, FULL)
+    assert (done.returncode, done.stderr) == (2, WROTE + FULL)
     assert (version.returncode, version.stderr) == (2, FULL)
 
 

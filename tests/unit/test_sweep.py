@@ -210,8 +210,12 @@ def test_cli_sweep(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     assert "Ranking by CPU time under cpus=1 " in captured.out
     assert "Ranking by CPU time under cpus=2 " in captured.out
     lines = captured.err.splitlines()
-    assert len(lines) == 12 and lines[0].startswith("edgeprof: [1/12] a [cpus=1] warm-up 1:")
-    assert lines[-1].startswith("edgeprof: [12/12] b [cpus=2] run 2:")
+    assert len(lines) == 13 and lines[0].startswith("edgeprof: [1/12] a [cpus=1] warm-up 1:")
+    assert lines[-2].startswith("edgeprof: [12/12] b [cpus=2] run 2:")
+    assert lines[-1] == (
+        f"edgeprof: wrote {out}/ (sweep.json, runs.csv, cells.csv, report.md and the runs' "
+        "directories)"
+    )
     assert len(load_runs([out])) == 8
 
 
