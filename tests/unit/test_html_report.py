@@ -118,7 +118,7 @@ def test_the_header_groups_by_setting_and_the_timelines_say_which_runs(tmp_path:
     """A sweep of cpus=1,2 had listed "cpus=1, cpuset=0", "cpus=1, cpuset=1" and "cpus=2,
     cpuset=0-1" (the cores leased to each round); its "Over time" charts had not said which
     run each line draws."""
-    runs = []
+    runs: list[RunResult] = []
     for cpus, cores in ((1, (0,)), (1, (1,)), (2, (0, 1)), (2, (0, 1))):
         rnd = len(runs) % 2 + 1
         path = tmp_path / f"{cpus}-{rnd}.csv"
