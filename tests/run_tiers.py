@@ -51,10 +51,11 @@ def compile_checkout(root: Path = REPO) -> bool:
 
     The tiers run with ``PYTHONDONTWRITEBYTECODE`` (their workloads are scripts in temporary
     directories, which get no ``__pycache__``), and an editable install compiles nothing:
-    without this, every ``python -m edgeprof`` a test starts compiled all of edgeprof from
-    source, 1.1-1.2 s of CPU against 0.3 s with bytecode for ``run -- true`` on this host
-    (measured), and many times that in the vm tier's guests (TCG), which read the checkout
-    over 9p.  Bytecode is checked against its source's mtime, so an edit is never masked.
+    without this, every ``python -m edgeprof`` a test starts compiles all of edgeprof from
+    source (1.1-1.2 s of CPU against 0.3 s with bytecode for ``run -- true`` on this host,
+    18.5-21.2 s against 7.2-10.3 s in a TCG guest, measured) until a host-tier test that
+    starts edgeprof without the variable happens to write it, five minutes into that tier.
+    Bytecode is checked against its source's mtime, so an edit is never masked.
     Returns whether every file compiled (a syntax error is printed and fails the run)."""
     return all(
         compileall.compile_dir(root / name, quiet=1, workers=1) for name in COMPILED
