@@ -105,6 +105,7 @@ def fit_cmd(
     Example: edgeprof fit -- python infer.py
     """
     from ..outfiles import check_target
+    from ..report.files import announce
     from ..report.fit import render_fit
     from ..storage import prepare_out_dir, write_json_output
     from ..sweeps.fit import FitRequest, fit, open_fit, plan_fit
@@ -182,12 +183,14 @@ def fit_cmd(
     data = [o.to_dict() for o in outcomes]
     doc: Fit | Fits = data[0] if len(data) == 1 else {"fits": data}
     if out is not None:
-        write_json_output(prepare_out_dir(out, ("fit.json",)) / "fit.json", doc)
+        written = prepare_out_dir(out, ("fit.json",)) / "fit.json"
+        write_json_output(written, doc)
+        announce(written, sys.stderr)
     if plot is not None:
         from ..report.plots import plot_fit
 
         plot_fit(outcomes, plot)
-        print(f"edgeprof fit: plot written to {plot}", file=sys.stderr)
+        announce(plot, sys.stderr)
     if json_out:
         print(json.dumps(doc, indent=2))
     else:

@@ -65,10 +65,13 @@ def compare(
     ignore_limits: bool = False,
     ignore_target: bool = False,
     allow_missing: bool = False,
+    setting: str | tuple[str, str] | None = None,
 ) -> Comparison:
     """``edgeprof compare BASELINE CURRENT``'s verdicts, from the same code: ``threshold`` as
-    ``--threshold`` takes it (``"5%"``), the keywords as its flags.  Two ``fit.json`` compare
-    their fits.  A bad argument, or no model in both, is a :class:`~edgeprof.errors.ConfigError`."""
+    ``--threshold`` takes it (``"5%"``), the keywords as its flags.  ``setting`` is
+    ``--setting``'s value (``"cpus=2"``: that setting of both sides), or a pair of them
+    (the baseline's, then the current's).  Two ``fit.json`` compare their fits.  A bad
+    argument, or no model in both, is a :class:`~edgeprof.errors.ConfigError`."""
     if not isinstance(threshold, str):
         raise ConfigError(
             f"edgeprof.compare: threshold {threshold!r} is not a percentage such as '5%'"
@@ -80,6 +83,7 @@ def compare(
     ):
         if not isinstance(value, bool):
             raise ConfigError(f"edgeprof.compare: {flag} {value!r} is not True or False")
+    settings = _settings(setting)
     thr = parse_threshold(threshold)
     changes, notes, _ = compare_paths(
         _path(baseline, "compare"),
@@ -88,8 +92,23 @@ def compare(
         match_limits=not ignore_limits,
         allow_missing=allow_missing,
         match_targets=not ignore_target,
+        settings=settings,
     )
     return Comparison(tuple(changes), tuple(notes), thr)
+
+
+def _settings(value: object) -> tuple[str, ...]:
+    """``setting`` as the command's repeated ``--setting`` gives it: none, one, or two."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, str) for v in value):
+        return value
+    raise ConfigError(
+        f"edgeprof.compare: setting {value!r} is not a setting such as 'cpus=2' "
+        "or a pair of them (the baseline's, the current's)"
+    )
 
 
 def _path(value: object, caller: str) -> Path:

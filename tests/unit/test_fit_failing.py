@@ -266,6 +266,7 @@ def test_a_fit_interrupted_before_its_first_unlimited_run_ends_as_interrupted(
     rc, out, err = _fit(capfd, "--backend", "fake", "--out", str(tmp_path / "f"), "--", "true")
     assert rc == 130, (out, err)
     assert "no search: the unlimited run ended: interrupted" in out
+    assert f"edgeprof: wrote {tmp_path / 'f' / 'fit.json'}\n" in err  # as run's files say it
     doc = json.loads((tmp_path / "f" / "fit.json").read_text())
     assert (doc["stopped"], doc["reference"], doc["probes"]) == (
         "the unlimited run ended: interrupted", None, []

@@ -87,6 +87,24 @@ def test_compare_takes_the_commands_flags_and_refuses_bad_arguments(tmp_path: Pa
         edgeprof.compare(a, b, allow_missing="yes")  # type: ignore[arg-type]
 
 
+def test_compare_picks_a_setting_as_the_commands_setting_option(tmp_path: Path) -> None:
+    """``setting=`` is ``--setting``: one for both sides, a pair for each side's own."""
+    one = _sweep(tmp_path / "one", [run(wall=w, cpus=1) for w in (1.0, 1.02, 0.98)])
+    two = _sweep(
+        tmp_path / "two",
+        [run(wall=w, cpus=1) for w in (1.0, 1.01, 0.99)]
+        + [run(wall=w, cpus=2) for w in (2.0, 2.02, 1.98)],
+    )
+    both = edgeprof.compare(one, two, setting="cpus=1")
+    assert {c.setting for c in both.changes} == {"cpus=1, memory=1.0GiB"}
+    assert not both.regressed and both.notes == ()
+    each = edgeprof.compare(one, two, ignore_limits=True, setting=("cpus=1", "cpus=2"))
+    wall = next(c for c in each.changes if c.metric.key == "wall")
+    assert each.regressed and wall.change is not None and wall.change > 0.9
+    with pytest.raises(ConfigError, match=r"setting \['cpus=1'\] is not a setting"):
+        edgeprof.compare(one, two, setting=["cpus=1"])  # type: ignore[arg-type]
+
+
 def test_from_dict_of_a_sweep_says_where_its_runs_are(tmp_path: Path) -> None:
     """It had said "unsupported result schema_version None (this edgeprof reads 1)"."""
     sweep = _sweep(tmp_path / "s", [run()])
