@@ -13,6 +13,7 @@ from typing import Any
 from . import outfiles
 from .errors import ConfigError
 from .model import RunResult
+from .model.fitdoc import FIT_SCHEMA_VERSION
 from .storage import layers_file_note, read_json
 from .units import shown
 
@@ -222,6 +223,13 @@ def load_fits(path: Path) -> list[dict[str, Any]] | None:
     ):
         return None
     for i, d in enumerate(docs):  # what compare_fits reads: a fit.json in name, wrong inside
+        version = d.get("schema_version")
+        # None: a fit written before the version was published, read as version 1.
+        if version is not None and (isinstance(version, bool) or version != FIT_SCHEMA_VERSION):
+            raise ConfigError(
+                f"{file}: fit {i + 1}: unsupported fit schema_version {shown(version)} "
+                f"(this edgeprof reads {FIT_SCHEMA_VERSION})"
+            )
         for key, expected in _FIT_KEYS.items():
             v = d.get(key)
             if v is None and key != "name":

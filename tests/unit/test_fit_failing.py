@@ -240,6 +240,21 @@ def test_two_one_model_fits_compare_by_their_need(
         assert rc == 0, (out, err)
         assert "memory need" in out and "true" in out
         assert "wall time" not in out  # the fits' needs, not the unlimited runs
+    # A fit of a later schema is refused in one line, not read as if it were this one's; a
+    # fit written before the version was published (none) is read as version 1.
+    later = tmp_path / "cur" / "fit.json"
+    doc = json.loads(later.read_text())
+    assert doc["schema_version"] == 1
+    for version, rc_expected in ((None, 0), (2, 2), (True, 2)):
+        later.write_text(json.dumps({**doc, "schema_version": version}))
+        rc, out, err = _fit_compare(capfd, tmp_path / "base", later)
+        assert rc == rc_expected, (version, out, err)
+        if rc_expected:
+            assert err == (
+                f"edgeprof: error: {later}: fit 1: unsupported fit schema_version "
+                f"{version} (this edgeprof reads 1)\n"
+            )
+    later.write_text(json.dumps(doc))  # the tier's conftest validates every fit.json left
 
 
 def _fit_compare(
