@@ -8,6 +8,14 @@ non-zero is *not* an error: it is a :class:`~edgeprof.model.RunResult` with a te
 
 from __future__ import annotations
 
+import functools
+import re
+from collections.abc import Callable, Mapping
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
 
 class EdgeprofError(Exception):
     """Base of every error edgeprof raises deliberately.  The CLI prints it and exits 2."""
@@ -41,3 +49,32 @@ class LaunchError(EdgeprofError):
 
 class BackendError(EdgeprofError):
     """A backend failed while a run was in progress (a counter file vanished, a write failed)."""
+
+
+def as_keywords(message: str, keywords: Mapping[str, str]) -> str:
+    """``message`` with each command-line option ``keywords`` knows (``"allow-over-host"``)
+    spelled as the library's keyword (``"allow_over_host=True"``); any other option is left
+    as it is (``--max-peak-memory``: a budget of the command line's only)."""
+    names = sorted(map(re.escape, keywords), key=len, reverse=True)
+    option = re.compile(r"(?<![\w-])--(" + "|".join(names) + r")(?![\w-])")
+    return option.sub(lambda m: keywords[m.group(1)], message)
+
+
+def respelled(keywords: Mapping[str, str]) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """A library function whose :class:`EdgeprofError` names its keywords: the same exception
+    (its class, its attributes) re-raised with :func:`as_keywords`'s message.  Its checks are
+    the command line's, whose messages name the options."""
+
+    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(fn)
+        def spelled(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return fn(*args, **kwargs)
+            except EdgeprofError as exc:
+                if len(exc.args) == 1 and isinstance(exc.args[0], str):
+                    exc.args = (as_keywords(exc.args[0], keywords),)
+                raise
+
+        return spelled
+
+    return decorate

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.regression import Change, parse_threshold
-from ..errors import ConfigError
+from ..errors import ConfigError, respelled
 from ..model import RunResult
 from ..resultfiles import load_runs
 from .ci_summary import change_dicts, render_compare_plain
@@ -46,6 +46,18 @@ class Comparison:
         return render_compare_plain(self.changes, self.threshold, self.notes)
 
 
+KEYWORDS = {
+    "allow-missing": "allow_missing=True",
+    "ignore-limits": "ignore_limits=True",
+    "ignore-target": "ignore_target=True",
+    "setting": "setting",
+    "threshold": "threshold",
+}
+"""``edgeprof compare``'s options as :func:`compare` spells them in its errors
+(:func:`~edgeprof.errors.respelled`): ``--ignore-limits: pick one with --setting``."""
+
+
+@respelled(KEYWORDS)
 def load(*paths: str | os.PathLike[str]) -> list[RunResult]:
     """Every run in ``paths``, as ``edgeprof report`` reads them: a ``result.json``, a
     ``sweep.json``, a JSON list of results (``run --json`` of several runs) or a directory of
@@ -57,6 +69,7 @@ def load(*paths: str | os.PathLike[str]) -> list[RunResult]:
     return load_runs([_path(p, "load") for p in paths])
 
 
+@respelled(KEYWORDS)
 def compare(
     baseline: str | os.PathLike[str],
     current: str | os.PathLike[str],

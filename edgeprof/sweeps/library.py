@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..backends import Backend
-from ..errors import ConfigError
+from ..errors import ConfigError, respelled
 from ..measure import runner
 from ..measure.inputs import DEFAULT_INTERVAL_S, check_arg_types, check_limits_given
 from ..model import Limits, RunResult, UserIds
@@ -23,7 +23,39 @@ from ..units import format_binary, format_period, parse_memory_limit
 if TYPE_CHECKING:
     from ..analysis.device_limits import DeviceLimits
 
+KEYWORDS = {
+    "allow-over-host": "allow_over_host=True",
+    "backend": "backend",
+    "cgroup-parent": "cgroup_parent",
+    "cores-busy": "cores_busy",
+    "cpu-period": "cpu_period_us",
+    "cpus": "cpus",
+    "cpuset": "cpuset",
+    "cwd": "cwd",
+    "device": "device",
+    "devices": "devices",
+    "env": "env",
+    "gpu-memory": "gpu_memory",
+    "gpus": "gpus",
+    "image": "image",
+    "interval": "interval",
+    "kill-grace": "kill_grace",
+    "memory": "memory",
+    "name": "name",
+    "out": "out_dir",
+    "pids": "pids",
+    "squeeze": "squeeze=True",
+    "timeout": "timeout",
+    "user": "run_as",
+}
+"""The command line's options that :func:`profile` takes as keywords (or ``Limits`` fields),
+and how its errors spell them (:func:`~edgeprof.errors.respelled`): the checks are the CLI's
+own, whose messages name options, and a library caller read ``--allow-over-host to run
+anyway`` for ``allow_over_host=True``.  Its warnings keep the options' names: they are saved
+with the result, which ``edgeprof report`` reads."""
 
+
+@respelled(KEYWORDS)
 def profile(
     command: Sequence[str],
     limits: Limits | None = None,

@@ -13,12 +13,13 @@ import tomllib
 import edgeprof
 from edgeprof.analysis.devices import DEVICES_ENV
 from edgeprof.cli import main
-from edgeprof.errors import ConfigError, CoresBusy
+from edgeprof.errors import ConfigError, CoresBusy, as_keywords
 from edgeprof.measure import runner
 from edgeprof.measure.limits import THREAD_VARS
 from edgeprof.measure.runner import ResultNotSaved, profile
 from edgeprof.model import Limits, UserIds
 from edgeprof.storage import read_result
+from edgeprof.sweeps.library import KEYWORDS
 from tests.fakes import FakeBackend
 
 RUN = ["run", "--backend", "fake", "--interval", "0.01"]
@@ -89,6 +90,36 @@ def test_a_gpu_memory_no_gpu_measured_is_said_in_the_result(
         "gpu_memory 1.0GiB: no GPU was measured (edgeprof doctor lists the GPUs it can read), "
         "so the run was not held to it"
     )
+
+
+def test_its_errors_name_its_keywords_not_the_command_lines_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The checks are the CLI's own; a Python caller had read ``--allow-over-host to run
+    anyway`` and ``--cores-busy x`` for keywords spelled otherwise."""
+    be = FakeBackend()
+    too_many = len(os.sched_getaffinity(0)) + 1
+    with pytest.raises(edgeprof.LimitError) as over:
+        edgeprof.profile(["true"], Limits(cpus=too_many), backend=be)
+    assert str(over.value).startswith(f"cpus {too_many} exceeds the ")
+    assert str(over.value).endswith("; allow_over_host=True to run anyway")
+    with pytest.raises(ConfigError, match=r"^cores_busy x: expected wait or fail$"):
+        edgeprof.profile(["true"], backend=be, cores_busy="x")
+    with pytest.raises(ConfigError, match=r"^cwd \S+: no such directory$"):
+        edgeprof.profile(["true"], backend=be, cwd=tmp_path / "nope")
+    assert be.runs == []
+    # The command line's messages keep their options.
+    assert main([*RUN, "--cores-busy", "x", "--", "true"]) == 2
+    assert capsys.readouterr().err == "edgeprof: error: --cores-busy x: expected wait or fail\n"
+
+
+def test_only_known_options_are_respelled() -> None:
+    text = "--cpus 3; --allow-over-host; --max-peak-memory; --cpuset 1"
+    assert as_keywords(text, KEYWORDS) == (
+        "cpus 3; allow_over_host=True; --max-peak-memory; cpuset 1"
+    )
+    text = "--cpus-x --memoryless a--cpus"
+    assert as_keywords(text, KEYWORDS) == text
 
 
 def test_the_errors_profile_raises_are_exported() -> None:
@@ -212,9 +243,9 @@ def test_an_unknown_device_is_one_error_that_lists_the_known_ones(
     tmp_path: Path, tiny: Path
 ) -> None:
     be, out = FakeBackend(), tmp_path / "out"
-    with pytest.raises(ConfigError, match=r"^--device nope: no such device \(known: .*rpi4-2gb"):
+    with pytest.raises(ConfigError, match=r"^device nope: no such device \(known: .*rpi4-2gb"):
         edgeprof.profile(["true"], backend=be, device="nope", out_dir=out)
-    with pytest.raises(ConfigError, match=r"^--device nope: no such device \(known: .*tiny"):
+    with pytest.raises(ConfigError, match=r"^device nope: no such device \(known: .*tiny"):
         edgeprof.profile(["true"], backend=be, device="nope", devices=tiny, out_dir=out)
     with pytest.raises(ConfigError, match=r"^devices .*devices.yml: a catalog for device"):
         edgeprof.profile(["true"], backend=be, devices=tiny, out_dir=out)

@@ -101,6 +101,10 @@ def test_compare_picks_a_setting_as_the_commands_setting_option(tmp_path: Path) 
     each = edgeprof.compare(one, two, ignore_limits=True, setting=("cpus=1", "cpus=2"))
     wall = next(c for c in each.changes if c.metric.key == "wall")
     assert each.regressed and wall.change is not None and wall.change > 0.9
+    # The command's checks, spelled as its keywords: not "--ignore-limits … --setting".
+    with pytest.raises(ConfigError, match=r"^ignore_limits=True: m.onnx was measured under "
+                       r"several limit settings .*: pick one with setting \(e.g. setting "):
+        edgeprof.compare(one, two, ignore_limits=True)
     with pytest.raises(ConfigError, match=r"setting \['cpus=1'\] is not a setting"):
         edgeprof.compare(one, two, setting=["cpus=1"])  # type: ignore[arg-type]
 
