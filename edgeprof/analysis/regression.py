@@ -57,7 +57,7 @@ from .difference import Difference, difference
 from .held import held_runs
 from .hosts import sides_note
 from .metrics import BY_KEY, Metric, stalled_percentiles
-from .targets import check_targets, differing
+from .targets import apart_sides, check_targets, differing
 
 COMPARED: tuple[Metric, ...] = (*METRICS.values(), BY_KEY["energy_per_item"])
 """What ``compare`` holds the current runs to: the budgetable metrics, and the energy per
@@ -157,9 +157,13 @@ def compare_results(
     ``allow_missing`` a note only.  Raises :class:`ConfigError` when no cell is in both
     (comparing nothing must not pass).
     """
+    # A side holding two benches' runs under one label (each file's `infer bs=1`) had them
+    # pooled into one cell, as report had: named apart first, as report names them.
+    baseline, current, named_apart = apart_sides(baseline, current)
     base_cells, cur_cells = _keyed(baseline, match_limits), _keyed(current, match_limits)
     missing = [k for k in base_cells if k not in cur_cells]
-    notes = [_missing_note(k, allow_missing) for k in missing]
+    notes = [] if named_apart is None else [named_apart]
+    notes += [_missing_note(k, allow_missing) for k in missing]
     notes += [f"{_name(k)}: new (not in the baseline)" for k in cur_cells if k not in base_cells]
     if (sides := sides_note(baseline, current)) is not None:
         notes.append(sides)

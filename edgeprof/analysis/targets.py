@@ -85,28 +85,61 @@ def apart(runs: Sequence[RunResult]) -> tuple[list[RunResult], str | None]:
     mixed.  The name is the label and the target's file (``infer bs=1 (small/model.py)``),
     or the whole target where the files are one (two loaders of one file).  Runs without a
     target keep their label: nothing says what they measured."""
-    shared = {
-        label: found
-        for label, group in group_by(runs, lambda r: r.label).items()
-        if len(found := targets(group)) > 1
-    }
+    shared = _shared(runs, _labels_of_targets(runs))
     if not shared:
         return list(runs), None
+    return [_named(r, shared) for r in runs], _note(shared, "these runs")
 
-    def named(r: RunResult) -> RunResult:
-        found = shared.get(r.label)
-        if found is None or r.target is None:
-            return r
-        files = {_file(t) for t in found}
-        which = _file(r.target) if len(files) == len(found) else r.target
-        return dataclasses.replace(r, name=f"{r.label} ({printable(which)})")
 
+def apart_sides(
+    baseline: Sequence[RunResult], current: Sequence[RunResult]
+) -> tuple[list[RunResult], list[RunResult], str | None]:
+    """``compare``'s :func:`apart`: a label two targets share on either side is named apart
+    on both sides, by the targets both record, so that each file's cell pairs with the same
+    file's (a baseline of one file's bench against a directory of two files' pairs with its
+    own file's runs).  A side holding two benches had pooled them into one cell.  A label
+    of one target on each side, different ones, stays as it is: :func:`check_targets`
+    refuses that pair."""
+    both = [*baseline, *current]
+    shared = _shared(both, _labels_of_targets(baseline) | _labels_of_targets(current))
+    if not shared:
+        return list(baseline), list(current), None
+    note = _note(shared, "the baseline and current results")
+    return [_named(r, shared) for r in baseline], [_named(r, shared) for r in current], note
+
+
+def _labels_of_targets(runs: Sequence[RunResult]) -> set[str]:
+    """The labels two targets or more share in ``runs``."""
+    return {
+        label for label, group in group_by(runs, lambda r: r.label).items()
+        if len(targets(group)) > 1
+    }  # fmt: skip
+
+
+def _shared(runs: Sequence[RunResult], labels: set[str]) -> dict[str, tuple[str, ...]]:
+    """Each of ``labels`` → the targets its runs in ``runs`` record."""
+    return {
+        label: targets(group)
+        for label, group in group_by(runs, lambda r: r.label).items()
+        if label in labels
+    }
+
+
+def _named(r: RunResult, shared: Mapping[str, tuple[str, ...]]) -> RunResult:
+    found = shared.get(r.label)
+    if found is None or r.target is None:
+        return r
+    files = {_file(t) for t in found}
+    which = _file(r.target) if len(files) == len(found) else r.target
+    return dataclasses.replace(r, name=f"{r.label} ({printable(which)})")
+
+
+def _note(shared: Mapping[str, tuple[str, ...]], whose: str) -> str:
     every = list(dict.fromkeys(t for found in shared.values() for t in found))
     labels = ", ".join(list(shared)[:4]) + (
         f" and {len(shared) - 4} more" if len(shared) > 4 else ""
     )
-    note = (
-        f"these runs bench {len(every)} targets ({'; '.join(every)}) under the same labels "
+    return (
+        f"{whose} bench {len(every)} targets ({'; '.join(every)}) under the same labels "
         f"({labels}): each such run is named with its target, and no cell pools two targets"
     )
-    return [named(r) for r in runs], note

@@ -141,6 +141,47 @@ def test_report_of_two_benches_keeps_their_targets_apart(
     assert "infer bs=1  " in alone and "infer bs=2  " in alone
 
 
+def test_compare_keeps_a_sides_two_targets_apart(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A side holding two benches under the same labels had each label's runs of both
+    files pooled into one cell, the statistics of two programs mixed: named apart now, as
+    report names them, on both sides.  Each file's cells are paired with the same file's,
+    also where one side holds one file's bench."""
+    for name in ("small", "big"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "model.py").write_text(MODEL)
+        for side in ("base", "cur"):
+            out = tmp_path / side / name
+            _bench(tmp_path, f"./{name}/model.py:infer", out, "--repeat", "2")
+    capfd.readouterr()
+    assert main(["compare", "--json", str(tmp_path / "base"), str(tmp_path / "cur")]) in (0, 3)
+    data = json.loads(capfd.readouterr().out)
+    wall = {c["label"]: c for c in data["changes"] if c["metric"] == "wall"}
+    assert sorted(wall) == ["infer bs=1 (big/model.py)", "infer bs=1 (small/model.py)"]
+    assert all(len(c["baseline"]) == 2 and len(c["current"]) == 2 for c in wall.values())
+    named_apart = (
+        "the baseline and current results bench 2 targets (big/model.py:infer, loader load; "
+        "small/model.py:infer, loader load) under the same labels (infer bs=1): each such run "
+        "is named with its target, and no cell pools two targets"
+    )
+    assert data["notes"][0] == named_apart
+
+    # One file's bench against both files': paired with the same file's runs.
+    argv = ["compare", "--json", str(tmp_path / "base" / "small"), str(tmp_path / "cur")]
+    assert main(argv) in (0, 3)
+    data = json.loads(capfd.readouterr().out)
+    wall = {c["label"]: c for c in data["changes"] if c["metric"] == "wall"}
+    assert list(wall) == ["infer bs=1 (small/model.py)"]
+    assert len(wall["infer bs=1 (small/model.py)"]["current"]) == 2
+    assert data["notes"][:2] == [
+        "the baseline and current results bench 2 targets (small/model.py:infer, loader load; "
+        "big/model.py:infer, loader load) under the same labels (infer bs=1): each such run "
+        "is named with its target, and no cell pools two targets",
+        "infer bs=1 (big/model.py) (none): new (not in the baseline)",  # (no limits)
+    ]
+
+
 def test_runs_of_a_shared_label_are_named_by_what_tells_their_targets_apart() -> None:
     """Two loaders of one file: the file tells nothing apart, so the whole target names the
     run; a label no two targets share, and a run without a target, keep their names."""
