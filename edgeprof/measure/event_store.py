@@ -51,7 +51,11 @@ phase's ``end`` line (another thread's, in the same pipe read)."""
 class EventStore:
     """One run's events as its lines arrive (:meth:`feed`, on the reading thread) and what
     they come to after the run (:meth:`results`); the counters' readings next to them
-    (:meth:`record`).  The caps: ``max_phases``, ``max_marks``, ``max_iterations``."""
+    (:meth:`record`).  The caps: ``max_phases``, ``max_marks``, ``max_iterations``.
+    ``clock``: the run's ``CLOCK_MONOTONIC``, against which a line's stamps are checked when
+    it is read (:func:`~edgeprof.measure.phases.off_clock`); a test that feeds made-up
+    stamps gives a clock past them (a fixed stamp of 1000 s is after "now" on a host up for
+    less than that, and its lines were refused: a fresh machine's unit tier went red)."""
 
     def __init__(
         self,
@@ -59,7 +63,9 @@ class EventStore:
         max_phases: int = MAX_PHASES,
         max_marks: int = MAX_MARKS,
         max_iterations: int = MAX_ITERATIONS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self._clock = clock
         self._lock = threading.Lock()
         self._t0 = 0.0
         self._read: Callable[[], Counters] | None = None
@@ -97,7 +103,7 @@ class EventStore:
     def feed(self, data: bytes) -> None:
         """Bytes as read from the pipe, cut anywhere (the reading thread's work, for tests
         without it).  Never raises for what the workload wrote."""
-        now = time.monotonic()
+        now = self._clock()
         if self._discarding:  # the rest of an over-long line, already counted
             nl = data.find(b"\n")
             if nl < 0:
@@ -235,13 +241,13 @@ class EventStore:
         """Read the counters now: a timeline point next to an event."""
         if self._read is None:
             return None
-        before = time.monotonic()
+        before = self._clock()
         try:
             c = self._read()
         except EdgeprofError as exc:
             self._snapshot_error = str(exc)
             return None
-        t = (before + time.monotonic()) / 2 - self._t0
+        t = (before + self._clock()) / 2 - self._t0
         self.record(t, None if c.cpu_usage_us is None else c.cpu_usage_us / 1e6, c.memory_current)
         return c
 

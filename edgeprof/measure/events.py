@@ -20,6 +20,7 @@ import os
 import select
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 
 from ..backends._process import leave_stops_to_main_thread
@@ -63,6 +64,7 @@ class EventChannel(EventStore):
         max_phases: int = MAX_PHASES,
         max_marks: int = MAX_MARKS,
         max_iterations: int = MAX_ITERATIONS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.fifo: str | None = None
         self._dir: str | None = None
@@ -82,7 +84,9 @@ class EventChannel(EventStore):
             self.pass_fds = (self._w,)
         self._stop_r, self._stop_w = os.pipe()
         self._thread: threading.Thread | None = None
-        super().__init__(max_phases=max_phases, max_marks=max_marks, max_iterations=max_iterations)
+        super().__init__(
+            max_phases=max_phases, max_marks=max_marks, max_iterations=max_iterations, clock=clock
+        )
 
     # -- wiring --------------------------------------------------------------------------
 

@@ -30,6 +30,13 @@ REPO = Path(__file__).resolve().parents[2]
 T = 1000.0  # a CLOCK_MONOTONIC time for the lines
 
 
+def after_every_stamp() -> float:
+    """The channel's clock: after every made-up stamp here (the 100 000 iterations' lines
+    end near T + 480 s), whatever this host's uptime (a real clock refused them as after
+    "now" on a host up for less than that)."""
+    return T + 1e6
+
+
 def _feed(ch: EventChannel, lines: list[str], chunk: int = 4096) -> None:
     """Lines as the pipe delivers them: cut anywhere, not at newlines."""
     data = "".join(line + "\n" for line in lines).encode()
@@ -63,7 +70,7 @@ class _Peaks:
 
 def test_distinct_phase_names_past_the_cap_are_counted_and_cost_nothing() -> None:
     n = MAX_PHASES + 1000
-    ch = EventChannel()
+    ch = EventChannel(clock=after_every_stamp)
     reads = 0
 
     def read() -> Counters:
@@ -92,7 +99,7 @@ def test_distinct_phase_names_past_the_cap_are_counted_and_cost_nothing() -> Non
 
 
 def test_kept_names_repeat_after_the_cap_and_an_unknown_end_before_it_is_malformed() -> None:
-    ch = EventChannel(max_phases=2)
+    ch = EventChannel(max_phases=2, clock=after_every_stamp)
     lines = ["end never-begun", "begin a", "end a", "begin b", "end b", "begin c", "end c"]
     lines += ["begin a", "end a", "begin c", "end c"]
     _feed(ch, lines)
@@ -106,7 +113,7 @@ def test_kept_names_repeat_after_the_cap_and_an_unknown_end_before_it_is_malform
 
 
 def test_marks_past_the_cap_are_counted_not_kept() -> None:
-    ch = EventChannel()
+    ch = EventChannel(clock=after_every_stamp)
     _feed(ch, [f"mark m{i % 3} {T + i}" for i in range(MAX_MARKS + 77)])
     _, _, marks, warnings = ch.results(run_end=1.0)
     assert len(marks) == MAX_MARKS and marks[-1].name == f"m{(MAX_MARKS - 1) % 3}"
@@ -142,7 +149,7 @@ def _assert_close_to_exact(got: float, exact: float) -> None:
 def test_iterations_past_the_store_keep_exact_counts_and_bounded_percentiles() -> None:
     cap, n = 2_000, 30_000
     its = list(_iterations(n))
-    ch = EventChannel(max_iterations=cap)
+    ch = EventChannel(max_iterations=cap, clock=after_every_stamp)
     _feed(ch, [f"begin infer {T}", *_lines(its), f"end infer {its[-1][1] + 1}"])
     phases, lat, _, warnings = ch.results(run_end=1e6)
     exact = latency_stats(its)  # the channel was not started: its clock's zero is 0.0
@@ -169,7 +176,7 @@ def test_iterations_past_the_store_keep_exact_counts_and_bounded_percentiles() -
 
 def test_the_default_store_and_a_phase_that_only_has_iterations_past_it() -> None:
     its = list(_iterations(MAX_ITERATIONS + 10))
-    ch = EventChannel()
+    ch = EventChannel(clock=after_every_stamp)
     late = its[MAX_ITERATIONS:]
     _feed(
         ch,
@@ -191,7 +198,7 @@ def test_the_default_store_and_a_phase_that_only_has_iterations_past_it() -> Non
 
 def test_under_the_cap_everything_is_exact_and_nothing_is_said() -> None:
     its = list(_iterations(500))
-    ch = EventChannel(max_iterations=500)
+    ch = EventChannel(max_iterations=500, clock=after_every_stamp)
     _feed(ch, _lines(its))
     _, lat, _, warnings = ch.results(run_end=1e6)
     assert lat == latency_stats(its)
@@ -204,7 +211,7 @@ def test_under_the_cap_everything_is_exact_and_nothing_is_said() -> None:
 
 def test_the_batch_that_reaches_the_store_leaves_its_stalls_unknown() -> None:
     """Its reading of the throttled time comes after lines that are not stored."""
-    ch = EventChannel(max_iterations=3)
+    ch = EventChannel(max_iterations=3, clock=after_every_stamp)
     readings = iter([1_000, 5_000, 9_000])
     ch._read_throttled = lambda: next(readings)
     ch.feed(b"iter 1.0 1.01\n")  # the first reading: no stall known before it
@@ -263,7 +270,7 @@ def test_sketch_percentiles_are_within_alpha_of_the_exact_ones(values: list[floa
     ],
 )
 def test_hostile_lines_are_counted_malformed_and_not_stored(line: str, why: str) -> None:
-    ch = EventChannel()
+    ch = EventChannel(clock=after_every_stamp)
     _feed(ch, [line, "mark ok"])
     phases, lat, marks, warnings = ch.results(run_end=1.0)
     assert (ch.lines, ch.malformed) == (2, 1)
@@ -274,7 +281,7 @@ def test_hostile_lines_are_counted_malformed_and_not_stored(line: str, why: str)
 
 
 def test_an_over_long_line_in_many_pieces_is_one_malformed_line() -> None:
-    ch = EventChannel()
+    ch = EventChannel(clock=after_every_stamp)
     for _ in range(10):  # 10 × 4 KiB without a newline
         ch.feed(b"y" * 4096)
     ch.feed(b"yyy\nmark after\n")
@@ -289,7 +296,7 @@ def test_an_over_long_line_in_many_pieces_is_one_malformed_line() -> None:
 
 
 def _capped_result() -> RunResult:
-    ch = EventChannel(max_phases=1, max_marks=1, max_iterations=10)
+    ch = EventChannel(max_phases=1, max_marks=1, max_iterations=10, clock=after_every_stamp)
     its = list(_iterations(50))
     _feed(ch, ["begin a", "begin b", "mark m", "mark n", *_lines(its), "end b", "end a"])
     phases, lat, marks, warnings = ch.results(run_end=1e6)
@@ -361,7 +368,7 @@ def test_items_are_counted_per_phase_only_where_its_lines_gave_them(cap: int) ->
     """Phase a's lines give no ITEMS, b's give 8: a has no items/s (it had had 2 items and
     items/s equal to its it/s, counted 1 each because b gave ITEMS); b has 24.  The run's
     iterations, some with ITEMS, count a's as 1 each (the protocol's default), 26."""
-    ch = EventChannel(max_iterations=cap)
+    ch = EventChannel(max_iterations=cap, clock=after_every_stamp)
     a_lines = [f"begin a {T}", f"iter {T} {T + 0.01}", f"iter {T + 0.01} {T + 0.02}"]
     b_lines = [f"iter {T + 0.1 + k / 10} {T + 0.15 + k / 10} 8" for k in range(3)]
     _feed(ch, [*a_lines, f"end a {T + 0.02}", f"begin b {T + 0.1}", *b_lines, f"end b {T + 0.4}"])
