@@ -5,12 +5,13 @@ it is the gpu tier, in CI too."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.run_tiers import MAY_NOT_RUN, TIERS, Row, gpu_absent, summary
+from tests.run_tiers import MAY_NOT_RUN, TIERS, Row, gpu_absent, summary, unit_workers
 
 FAKE_PYNVML = """
 import os
@@ -141,3 +142,10 @@ def test_the_checkout_is_compiled_once_for_every_interpreter_the_tiers_start(
         assert cached.is_file(), cached
     (tmp_path / COMPILED[0] / "broken.py").write_text("def (:\n")
     assert not compile_checkout(tmp_path)
+
+
+def test_the_unit_tier_runs_a_worker_per_core_up_to_eight() -> None:
+    assert unit_workers(1) == []  # one core: no workers to start
+    assert unit_workers(2) == ["-n", "2"]
+    assert unit_workers(16) == ["-n", "8"]
+    assert unit_workers() == unit_workers(len(os.sched_getaffinity(0)))
