@@ -233,9 +233,9 @@ def test_whole_cores_are_held_by_affinity_for_every_descendant() -> None:
 @pytest.mark.parametrize(
     ("limits", "said"),
     [
-        (Limits(cpus=0.5), "--cpus 0.5: the process backend holds whole cores"),
-        (Limits(memory="256m"), "--memory: the process backend cannot limit memory"),
-        (Limits(pids=64), "--pids: the process backend cannot limit"),
+        (Limits(cpus=0.5), "^cpus 0.5: the process backend holds whole cores"),
+        (Limits(memory="256m"), "^memory: the process backend cannot limit memory"),
+        (Limits(pids=64), "^pids: the process backend cannot limit"),
     ],
     ids=["cpu-share", "memory", "pids"],
 )
