@@ -216,7 +216,10 @@ def test_nothing_in_common_is_an_error_and_ignore_limits_pairs_by_model() -> Non
         compare_results(base + cur, cur, match_limits=False)
 
 
-@pytest.mark.parametrize(("text", "value"), [("5%", 0.05), ("12.5", 0.125), (" 0 % ", 0.0)])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("5%", 0.05), ("12.5", 0.125), (" 0 % ", 0.0), ("0.5%", 0.005), ("1", 0.01), ("0", 0.0)],
+)
 def test_threshold(text: str, value: float) -> None:
     assert math.isclose(parse_threshold(text), value)
 
@@ -225,6 +228,17 @@ def test_threshold(text: str, value: float) -> None:
 def test_bad_threshold(text: str) -> None:
     with pytest.raises(ConfigError, match="--threshold"):
         parse_threshold(text)
+
+
+def test_a_bare_fraction_is_not_read_as_a_percentage() -> None:
+    """``compare --json`` writes 5 % as ``"threshold": 0.05``; given back, it had been read
+    as 0.05 %, a gate 100 times stricter."""
+    with pytest.raises(ConfigError) as refused:
+        parse_threshold("0.05")
+    assert str(refused.value) == (
+        "--threshold '0.05': a percentage, not a fraction: write 5% for a change of 0.05 of "
+        "the baseline, or 0.05% for 0.05 percent"
+    )
 
 
 def test_gpu_memory_and_energy_are_compared_where_runs_measured_them() -> None:
