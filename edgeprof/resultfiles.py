@@ -25,6 +25,15 @@ WARMUP_DIR = re.compile(r"^warmup-\d+$")
 """A sweep's warm-up run's directory (:func:`edgeprof.sweeps.sweep.run_dir`)."""
 
 
+def sweeps_below(path: Path) -> list[Path]:
+    """The ``sweep.json`` files below a directory that holds none of its own, whose runs
+    :func:`load_runs` reads together (a directory of two sweeps' ``--out``); none for a
+    file or a sweep's own directory."""
+    if not path.is_dir() or (path / "sweep.json").exists():
+        return []
+    return sorted(path.rglob("sweep.json"), key=_natural)
+
+
 def load_runs(paths: list[Path]) -> list[RunResult]:
     """Every run in ``paths``: a ``result.json``, a ``sweep.json`` (key ``runs``), a JSON list
     of results (``run --json`` with several runs), or a directory searched recursively (a

@@ -18,7 +18,14 @@ from ..analysis.sweepfile import warmup_of
 from ..analysis.targets import apart
 from ..errors import ConfigError
 from ..model import RunResult
-from ..resultfiles import load_auto_repeat, load_fits, load_runs, read_sweep, sweep_stopped
+from ..resultfiles import (
+    load_auto_repeat,
+    load_fits,
+    load_runs,
+    read_sweep,
+    sweep_stopped,
+    sweeps_below,
+)
 from ..storage import check_writable, layers_profile_note, prepare_out_dir, write_json_output
 from ..units import format_binary
 from .calibration import render_predictions
@@ -133,7 +140,23 @@ def compare_paths(
             allow_missing=allow_missing,
             match_targets=match_targets,
         )
+        notes = [*pooled_notes(baseline, current), *notes]
     return changes, notes, current_runs
+
+
+def pooled_notes(baseline: Path, current: Path) -> list[str]:
+    """A side whose directory holds several sweeps: their runs are one side's, pooled cell
+    by cell (a tester's copy of two unchanged sweeps read as one baseline of n=6, unsaid)."""
+    notes = []
+    for side, path in (("baseline", baseline), ("current results", current)):
+        if len(found := sweeps_below(path)) > 1:
+            names = ", ".join(str(f.parent.relative_to(path)) for f in found[:4])
+            more = f" and {len(found) - 4} more" if len(found) > 4 else ""
+            notes.append(
+                f"the {side} {path} holds {len(found)} sweeps ({names}{more}): their runs "
+                "are pooled, cell by cell; compare one sweep's directory to hold them apart"
+            )
+    return notes
 
 
 def rerender(

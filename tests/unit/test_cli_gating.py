@@ -225,3 +225,26 @@ def test_compare_picks_a_setting_of_a_sweep(
     assert "--setting 'cpu=2': expected limits as the LIMITS column" in capsys.readouterr().err
     assert main([*argv, "--setting", "cpus=1", "--setting", "cpus=1", "--setting", "cpus=2"]) == 2
     assert "--setting given 3 times" in capsys.readouterr().err
+
+
+def test_compare_says_a_side_pools_several_sweeps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A directory holding two sweeps' ``--out`` is read as one side, its cells pooled: a
+    tester's two unchanged sweeps had read as one baseline of n=6, unsaid."""
+    for name in ("a", "b"):
+        assert main([*RUN, "--repeat", "2", "--out", str(tmp_path / "pool" / name), "--",
+                     "true"]) == 0  # fmt: skip
+    assert main([*RUN, "--repeat", "2", "--out", str(tmp_path / "one"), "--", "true"]) == 0
+    capsys.readouterr()
+    pool = tmp_path / "pool"
+    assert main(["compare", "--json", str(pool), str(tmp_path / "one")]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["notes"][0] == (
+        f"the baseline {pool} holds 2 sweeps (a, b): their runs are pooled, cell by cell; "
+        "compare one sweep's directory to hold them apart"
+    )
+    wall = next(c for c in data["changes"] if c["metric"] == "wall")
+    assert len(wall["baseline"]) == 4  # 2 runs of each sweep
+    assert main(["compare", "--json", str(pool / "a"), str(tmp_path / "one")]) == 0
+    assert json.loads(capsys.readouterr().out)["notes"] == []
