@@ -94,6 +94,12 @@ def calibrate_argv(csv_path: Path, out: Path, results: Path, device: str = "d") 
         ),
         ("model,runtime_ms\na,-1\n", "device.csv line 2, column runtime_ms: '-1' must be"),
         ("model,runtime_ms\na,1,2\n", "device.csv line 2: 3 fields, the header has 2"),
+        ("model,runtime_ms\na,1\nb\n", "device.csv line 3: 1 field, the header has 2\n"),
+        (
+            "model;runtime_ms\na;1\n",
+            "device.csv: no 'model' column (header: model;runtime_ms); it looks ';'-separated: "
+            "separate the columns with commas",
+        ),
         ("model,runtime_ms\n,1\n", "device.csv line 2: empty model name"),
         ("model,runtime_ms\n", "device.csv: a header but no rows"),
         ("# only a comment\n", "device.csv: empty"),

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ...errors import ConfigError
 from ...storage import read_capped
-from ...units import format_binary, parse_size
+from ...units import counted, format_binary, parse_size
 from .units import METRICS, UNITS, base_unit
 
 MAX_VALUE = 1e15
@@ -119,7 +119,12 @@ def read_measurements(path: Path) -> Measurements:
     if dup is not None:
         raise ConfigError(f"{p}: column {dup!r} appears twice")
     if "model" not in lowered:
-        raise ConfigError(f"{p}: no 'model' column (header: {','.join(header)})")
+        # One column holding ';' or tabs: a spreadsheet's export in another separator.
+        other = next((c for c in (";", "\t") if len(header) == 1 and c in header[0]), None)
+        hint = f"; it looks {other!r}-separated: separate the columns with commas"
+        raise ConfigError(
+            f"{p}: no 'model' column (header: {','.join(header)}){hint if other else ''}"
+        )
     columns: dict[int, tuple[str, str]] = {}
     for i, h in enumerate(header):
         parsed = _parse_column(h, p)
@@ -140,7 +145,8 @@ def read_measurements(path: Path) -> Measurements:
     for (line, _), rec in zip(numbered[1:], records[1:], strict=True):
         where = f"{p} line {line}"
         if len(rec) != len(header):
-            raise ConfigError(f"{where}: {len(rec)} fields, the header has {len(header)}")
+            fields = counted(len(rec), "field")
+            raise ConfigError(f"{where}: {fields}, the header has {len(header)}")
         model = rec[idx["model"]].strip()
         if not model:
             raise ConfigError(f"{where}: empty model name")
