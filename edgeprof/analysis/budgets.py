@@ -91,6 +91,15 @@ class Budgets:
     def __bool__(self) -> bool:
         return bool(self.default or self.models or self.overrides)
 
+    @property
+    def sources(self) -> str:
+        """Where the budgets came from, for the header of their checks: the file, the
+        command line, or both (``budgets.yml, command line``: ``--max-wall 250ms`` beside a
+        file had been headed by the file alone, whose wall budget said 2s)."""
+        if self.overrides and self.source != Budgets.source:
+            return f"{self.source}, command line"
+        return self.source
+
     def for_label(self, label: str) -> dict[str, float]:
         merged = {**self.default, **self.models.get(label, {}), **self.overrides}
         return {k: merged[k] for k in METRICS if k in merged}

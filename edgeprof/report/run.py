@@ -207,7 +207,7 @@ def gate_run(
         checks = check_budgets(results, budgets)
     if checks:
         failed = [c for c in checks if not c.ok]
-        sink.write(f"\nBudgets ({budgets.source}): {len(checks) - len(failed)} of {len(checks)} ")
+        sink.write(f"\nBudgets ({budgets.sources}): {len(checks) - len(failed)} of {len(checks)} ")
         sink.write("checks passed\n")
         for c in checks:
             sink.write(f"  {'ok  ' if c.ok else 'FAIL'}  {c.describe()}\n")

@@ -79,6 +79,9 @@ def test_budget_file_default_models_and_precedence(tmp_path: Path) -> None:
     b2 = budgets_from_options(f, {**NO_OPTIONS, "wall": "1s"})
     assert b2.for_label("big.onnx")["wall"] == 1.0 and b2.for_label("x")["wall"] == 1.0
     assert b2.for_label("big.onnx")["cpu_time"] == 4.0
+    # Both named where the checks are headed: the 1s came from the command line.
+    assert (b.sources, b2.sources) == (str(f), f"{f}, command line")
+    assert budgets_from_options(None, {**NO_OPTIONS, "wall": "1s"}).sources == "command line"
 
 
 @pytest.mark.parametrize(

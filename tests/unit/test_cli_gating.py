@@ -89,6 +89,17 @@ def test_a_budget_file_that_names_only_a_model_that_did_not_run_says_so(
     ) in err
 
 
+def test_a_file_and_an_option_both_head_the_budgets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--budgets budgets.yml --max-wall 1h``: the header had named the file alone, whose
+    wall budget (1ms) the option replaced."""
+    budgets = tmp_path / "budgets.yml"
+    budgets.write_text("default:\n  wall: 1ms\n")
+    assert main([*RUN, "--budgets", str(budgets), "--max-wall", "1h", "--", "true"]) == 0
+    assert f"Budgets ({budgets}, command line): 1 of 1 checks passed\n" in capsys.readouterr().out
+
+
 def test_budget_file_summary_junit_and_step_summary(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
