@@ -155,17 +155,20 @@ def render_compare_summary(
 
 
 def write_summaries(text: str, path: Path | None, log: TextIO | None = None) -> None:
-    """``text`` to ``path`` (replaced) if given, said on ``log``
-    (:func:`~edgeprof.report.files.announce`), and appended to ``$GITHUB_STEP_SUMMARY``."""
+    """``text`` to ``path`` (replaced) if given, and appended to ``$GITHUB_STEP_SUMMARY``,
+    each said on ``log`` (:func:`~edgeprof.report.files.announce`: the step summary had been
+    the one file written in silence)."""
+    from .files import announce
+
     if path is not None:
         write_output(path, text)
         if log is not None:
-            from .files import announce
-
             announce(path, log)
     step = os.environ.get("GITHUB_STEP_SUMMARY")
     if step:
         append_locked(Path(step), text + "\n")
+        if log is not None:
+            announce(f"{step} (appended: $GITHUB_STEP_SUMMARY)", log)
 
 
 def render_compare_plain(

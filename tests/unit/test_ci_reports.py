@@ -6,6 +6,7 @@ Regenerate the golden files after a deliberate change with ``EDGEPROF_UPDATE_GOL
 
 from __future__ import annotations
 
+import io
 import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -146,6 +147,22 @@ def test_summaries_go_to_the_file_and_append_to_the_step_summary(
     monkeypatch.delenv("GITHUB_STEP_SUMMARY")
     write_summaries("## three\n", None)
     assert step.read_text().count("##") == 2
+
+
+def test_appending_to_the_step_summary_is_announced_as_every_file_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``GITHUB_STEP_SUMMARY=ss.md edgeprof compare …`` had appended 18 lines in silence,
+    where ``--summary`` said ``edgeprof: wrote …``."""
+    step, out, log = tmp_path / "step.md", tmp_path / "summary.md", io.StringIO()
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    write_summaries("## one\n", out, log)
+    assert log.getvalue() == (
+        f"edgeprof: wrote {out}\nedgeprof: wrote {step} (appended: $GITHUB_STEP_SUMMARY)\n"
+    )
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY")
+    write_summaries("## two\n", out, log := io.StringIO())
+    assert log.getvalue() == f"edgeprof: wrote {out}\n"
 
 
 @pytest.mark.parametrize(
