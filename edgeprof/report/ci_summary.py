@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..analysis.budgets import METRICS, BudgetCheck, Status
-from ..analysis.cells import cells, successful
+from ..analysis.cells import cells, endings, successful
 from ..analysis.regression import Change, Verdict
 from ..model import RunResult
 from ..storage import append_locked, write_output
@@ -77,11 +77,37 @@ def budget_verdict(checks: Sequence[BudgetCheck]) -> str:
     )
 
 
+def failed_runs_headline(results: Sequence[RunResult]) -> list[str]:
+    """The runs that did not exit 0, over the verdict: how many, then per cell how they
+    ended (``- 5 (cpus=1): 0 of 2 runs succeeded (exit 5 ×2)``), as JUnit's cases say it.
+    The page had gone straight into the table, whose ``0/2`` was the only sign that the
+    workload failed (and with budgets, "1 of 2 budget checks failed" named no failed run)."""
+    by_cell = cells(results)
+    failed = {key: bad for key, runs in by_cell.items() if (bad := _failed(runs))}
+    if not failed:
+        return []
+    count = sum(map(len, failed.values()))
+    lines = [f"**❌ {count} of {len(results)} run{'s' if len(results) > 1 else ''} failed**"]
+    for (label, setting), bad in failed.items():
+        runs = by_cell[label, setting]
+        lines.append(
+            f"- {markdown_text(label)} ({setting}): {len(runs) - len(bad)} of {len(runs)} "
+            f"runs succeeded ({endings(bad)})"
+        )
+    return [*lines, ""]
+
+
+def _failed(runs: Sequence[RunResult]) -> list[RunResult]:
+    ok = successful(runs)
+    return [r for r in runs if r not in ok]
+
+
 def render_run_summary(
     results: Sequence[RunResult], checks: Sequence[BudgetCheck], title: str = "edgeprof"
 ) -> str:
     """The cells (median of the successful runs per metric) and, if any, the budget checks."""
     lines = [f"## {title}", ""]
+    lines += failed_runs_headline(results)
     if checks:
         lines += [f"**{budget_verdict(checks)}**", ""]
     # Under the verdict: the runs' warnings as the terminal gave them (a host's other work

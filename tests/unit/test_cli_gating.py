@@ -100,6 +100,22 @@ def test_a_file_and_an_option_both_head_the_budgets(
     assert f"Budgets ({budgets}, command line): 1 of 1 checks passed\n" in capsys.readouterr().out
 
 
+def test_failed_runs_head_the_summary_with_or_without_budgets(tmp_path: Path) -> None:
+    """A workload exiting 5: the summary without budgets had gone straight into the table
+    (its ``0/2`` the only sign), and with them said only "1 of 2 budget checks failed"."""
+    summary = tmp_path / "s.md"
+    argv = [*RUN, "-m", "0,5", "--repeat", "2", "--summary", str(summary)]
+    workload = ["--", "sh", "-c", 'exit "$1"', "sh"]
+    assert main([*argv, *workload]) == 5
+    headline = (
+        "## edgeprof\n\n**❌ 2 of 4 runs failed**\n"
+        "- 5 (none): 0 of 2 runs succeeded (exit 5 ×2)\n\n"
+    )
+    assert summary.read_text().startswith(headline)
+    assert main([*argv, "--max-wall", "1h", *workload]) == 5
+    assert summary.read_text().startswith(headline + "**1 of 2 budget checks failed**\n")
+
+
 def test_budget_file_summary_junit_and_step_summary(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
