@@ -24,7 +24,9 @@ variables, as both CIs pass them (an action's inputs, a job's ``variables``):
 
 In the results directory: ``summary.md`` and ``junit.xml`` (the run and its budgets),
 ``compare.md`` and ``compare.xml`` (against the baseline).  On GitHub, edgeprof appends both
-summaries to ``$GITHUB_STEP_SUMMARY`` itself, and this step writes ``results``,
+summaries to ``$GITHUB_STEP_SUMMARY`` itself, this step adds a line there (and in the log)
+where the baseline it names was not compared (it holds no results; compare's error), and it
+writes ``results``,
 ``exit-code``, ``compared`` to ``$GITHUB_OUTPUT``; on GitLab it prints the summaries into the
 job's log (the template declares the files as artifacts and JUnit reports).  The exit code:
 the run's when it failed (the workload's, 3 for a breached budget), else the comparison's
@@ -38,14 +40,22 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from ..errors import ConfigError
 from . import EXIT_BUDGET, EXIT_ERROR
 
-Runner = Callable[[Sequence[str]], int]
+ERROR_PREFIX = "edgeprof: error: "
+
+
+class Runner(Protocol):
+    """Runs an edgeprof command line, its output passed through to the log; its exit code.
+    ``errors``, where given, receives the command's error lines (without their prefix)."""
+
+    def __call__(self, argv: Sequence[str], errors: list[str] | None = None) -> int: ...
 
 SUMMARY, JUNIT = "summary.md", "junit.xml"
 COMPARE_SUMMARY, COMPARE_JUNIT = "compare.md", "compare.xml"
@@ -204,11 +214,68 @@ def run_step(step: Step, env: Mapping[str, str], runner: Runner) -> int:
         step.out.rmdir()  # input run refused: nothing created, as run itself promises
     # Refused input ran nothing: no comparison of results that are not there.
     compare = None if run_rc == EXIT_ERROR else step.compare_argv()
-    compare_rc = None if compare is None else runner([*edgeprof, *compare])
+    errors: list[str] = []
+    compare_rc = None if compare is None else runner([*edgeprof, *compare], errors)
     rc = run_rc or compare_rc or 0
+    said = _comparison_note(step, run_rc, compare_rc, errors)
+    if said is not None:
+        _note(said, env)
     # compared: a verdict was reached (0 or 3); an error of compare's own (2) reached none.
     _publish(step, env, rc, compare_rc in (0, EXIT_BUDGET))
     return rc
+
+
+def _comparison_note(
+    step: Step, run_rc: int, compare_rc: int | None, errors: Sequence[str]
+) -> str | None:
+    """Why no baseline was compared, where the job named one: the page had shown only the
+    run's table, its only trace ``compared=false`` in ``$GITHUB_OUTPUT`` (a cache miss, the
+    path-key trap of docs/ci.md) or, for compare's own error, the log."""
+    if step.baseline is None or run_rc == EXIT_ERROR:
+        return None  # no baseline asked for; a refused run, which says why itself
+    if compare_rc is None:
+        return (
+            f"⚠️ No baseline compared: no results in {step.baseline} (a cache miss, or the first "
+            "run), so no regression was checked; restore a baseline's results directory "
+            "there before this step (saved under the path it is restored to)"
+        )
+    if compare_rc == EXIT_ERROR:
+        why = errors[-1] if errors else "its error is in the step's log"
+        return (
+            f"❌ No baseline compared: edgeprof compare {step.baseline} {step.out} stopped "
+            f"(exit {EXIT_ERROR}): {why}; the job fails until the baseline can be compared "
+            "(fix or replace it)"
+        )
+    return None
+
+
+def _note(text: str, env: Mapping[str, str]) -> None:
+    """One line for the log and, on GitHub, for the step summary, where a reviewer looks."""
+    print(f"edgeprof ci: {text}", flush=True)
+    summary = env.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        from ..report.table import markdown_text
+        from ..storage import append_locked
+
+        try:
+            append_locked(Path(summary), f"{markdown_text(text)}\n\n")
+        except ConfigError as exc:
+            print(f"edgeprof ci: warning: {exc}", file=sys.stderr, flush=True)
+
+
+def _call(argv: Sequence[str], errors: list[str] | None = None) -> int:
+    """The command, its stderr passed on line by line where its error lines are wanted."""
+    if errors is None:
+        return subprocess.call(list(argv))
+    with subprocess.Popen(list(argv), stderr=subprocess.PIPE) as proc:
+        assert proc.stderr is not None  # stderr=PIPE
+        for raw in proc.stderr:
+            line = raw.decode(errors="replace")
+            sys.stderr.write(line)
+            sys.stderr.flush()
+            if line.startswith(ERROR_PREFIX):
+                errors.append(line[len(ERROR_PREFIX) :].rstrip("\n"))
+        return proc.wait()
 
 
 def _publish(step: Step, env: Mapping[str, str], rc: int, compared: bool) -> None:
@@ -230,7 +297,7 @@ def main(env: Mapping[str, str] | None = None, runner: Runner | None = None) -> 
     except ConfigError as exc:
         print(f"edgeprof ci: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    return run_step(step, env, runner or (lambda argv: subprocess.call(list(argv))))
+    return run_step(step, env, runner or _call)
 
 
 if __name__ == "__main__":

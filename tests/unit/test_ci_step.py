@@ -11,18 +11,24 @@ from pathlib import Path
 import pytest
 
 from edgeprof.cli import ci
+from edgeprof.report.table import markdown_text
 
 
 class Recorder:
-    """Records each edgeprof command line; answers with the codes given, in turn."""
+    """Records each edgeprof command line; answers with the codes given, in turn, and
+    ``error`` as the error line of a command that exits 2 where its errors are wanted."""
 
-    def __init__(self, *codes: int) -> None:
+    def __init__(self, *codes: int, error: str = "") -> None:
         self.codes = list(codes)
+        self.error = error
         self.calls: list[list[str]] = []
 
-    def __call__(self, argv: Sequence[str]) -> int:
+    def __call__(self, argv: Sequence[str], errors: list[str] | None = None) -> int:
         self.calls.append(list(argv))
-        return self.codes.pop(0)
+        code = self.codes.pop(0)
+        if errors is not None and code == 2 and self.error:
+            errors.append(self.error)
+        return code
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -110,6 +116,91 @@ def test_an_empty_baseline_directory_is_no_baseline(tmp_path: Path) -> None:
     assert len(rec.calls) == 1
 
 
+def _baseline(tmp_path: Path) -> Path:
+    base = tmp_path / "base"
+    (base / "m").mkdir(parents=True)
+    (base / "m" / "result.json").write_text("{}")
+    return base
+
+
+@pytest.mark.parametrize("made", [False, True])
+def test_a_baseline_with_no_results_is_said_on_the_page_and_in_the_log(
+    tmp_path: Path, made: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cache miss (no directory) or an empty one: the job was green, the page showed the
+    run's table alone, and only ``compared=false`` in ``$GITHUB_OUTPUT`` said that no
+    regression was checked."""
+    base, page = tmp_path / "base", tmp_path / "step.md"
+    if made:
+        base.mkdir()
+    env = _env(
+        tmp_path,
+        EDGEPROF_CI_COMMAND="true",
+        EDGEPROF_CI_BASELINE=str(base),
+        EDGEPROF_CI_SUDO="never",
+        GITHUB_STEP_SUMMARY=str(page),
+    )
+    assert ci.main(env, Recorder(0)) == 0
+    line = (
+        f"⚠️ No baseline compared: no results in {base} (a cache miss, or the first run), so "
+        "no regression was checked; restore a baseline's results directory there before this "
+        "step (saved under the path it is restored to)"
+    )
+    assert f"edgeprof ci: {line}\n" in capsys.readouterr().out
+    assert page.read_text() == markdown_text(line) + "\n\n"
+
+
+def test_a_compare_error_is_said_on_the_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """compare exiting 2 (no cell in both): the job was red, the page held the run's table
+    alone and the reason was only in the log."""
+    base, page = _baseline(tmp_path), tmp_path / "step.md"
+    env = _env(
+        tmp_path,
+        EDGEPROF_CI_COMMAND="true",
+        EDGEPROF_CI_BASELINE=str(base),
+        EDGEPROF_CI_SUDO="never",
+        GITHUB_STEP_SUMMARY=str(page),
+    )
+    why = "no model/limits cell is in both (baseline: 2, 8; current: python)"
+    assert ci.main(env, Recorder(0, 2, error=why)) == 2
+    line = (
+        f"❌ No baseline compared: edgeprof compare {base} {tmp_path / 'out'} stopped "
+        f"(exit 2): {why}; the job fails until the baseline can be compared (fix or replace it)"
+    )
+    assert f"edgeprof ci: {line}\n" in capsys.readouterr().out
+    assert page.read_text() == markdown_text(line) + "\n\n"
+
+
+@pytest.mark.parametrize(("run_rc", "compare_rc"), [(0, 0), (0, 3), (3, 3), (2, None)])
+def test_a_compared_or_refused_run_adds_no_line(
+    tmp_path: Path, run_rc: int, compare_rc: int | None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = tmp_path / "step.md"
+    env = _env(
+        tmp_path,
+        EDGEPROF_CI_COMMAND="true",
+        EDGEPROF_CI_BASELINE=str(_baseline(tmp_path)),
+        EDGEPROF_CI_SUDO="never",
+        GITHUB_STEP_SUMMARY=str(page),
+    )
+    codes = [run_rc] if compare_rc is None else [run_rc, compare_rc]
+    ci.main(env, Recorder(*codes))
+    assert not page.exists() and "No baseline" not in capsys.readouterr().out
+
+
+def test_the_default_runner_passes_stderr_on_and_keeps_the_error_lines(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    script = "import sys; print('edgeprof: note: x', file=sys.stderr); "
+    script += "print('edgeprof: error: no cell in both', file=sys.stderr); sys.exit(2)"
+    errors: list[str] = []
+    assert ci._call([sys.executable, "-c", script], errors) == 2
+    assert errors == ["no cell in both"]
+    assert capfd.readouterr().err == "edgeprof: note: x\nedgeprof: error: no cell in both\n"
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
@@ -148,7 +239,7 @@ def test_gitlab_prints_the_summaries_into_the_log(
 ) -> None:
     out = tmp_path / "out"
 
-    def runner(argv: Sequence[str]) -> int:
+    def runner(argv: Sequence[str], errors: list[str] | None = None) -> int:
         out.mkdir(exist_ok=True)
         (out / "summary.md").write_text("## edgeprof\n\n**all 2 budget checks passed**\n")
         return 0
