@@ -50,6 +50,7 @@ def calibrate_cmd(
     Example: edgeprof calibrate --device pi4 --measurements pi4.csv results/
     """
     from ..analysis.calibration import FORMS, calibrate, parse_rule, read_measurements
+    from ..analysis.devices import calibration_device_notes
     from ..errors import ConfigError
     from ..report.calibration import plot_calibration, render_calibration
     from ..resultfiles import load_runs
@@ -64,8 +65,9 @@ def calibrate_cmd(
     check_writable(target)
     if plot is not None:
         check_writable(plot)
+    runs = load_runs(results)
     cal = calibrate(
-        load_runs(results),
+        runs,
         read_measurements(measurements),
         device,
         min_r2=min_r2,
@@ -74,6 +76,10 @@ def calibrate_cmd(
     )
     if not cal.fits:
         raise ConfigError(f"{measurements}: {cal.why_no_fit()}")
+    # Said once the inputs are known good (an error stays the one line): the runs were made
+    # as another device, or the name is in no catalog (a typo had been written in silence).
+    for note in calibration_device_notes(device, (r.device for r in runs)):
+        print(f"edgeprof: note: {note}", file=sys.stderr)
     sys.stdout.write(render_calibration(cal))
     if plot is not None:
         plot_calibration(cal, plot)

@@ -302,6 +302,8 @@ def render_predictions(preds: Predictions, source: str | None = None) -> str:
     lines += [f"  {u}" for u in preds.uncalibrated]
     if preds.other_host is not None:
         lines.append(f"  warning: {preds.other_host}")
+    if preds.other_device is not None:
+        lines.append(f"  warning: {preds.other_device}")
     for mf in cal.fits:
         if (mf.metric, mf.setting, mf.scope) in used:
             scope = "" if mf.family is None else f" {mf.scope}"

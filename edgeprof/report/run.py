@@ -18,7 +18,7 @@ from ..backends.base import meminfo_total
 from ..resultfiles import stopped_sentence
 from ..storage import check_out_dir
 from ..sweeps.host_checks import check_host, open_backend
-from ..sweeps.request import RunRequest, execute, log_stem, plan_run
+from ..sweeps.request import RunJob, RunRequest, execute, log_stem, plan_run
 from ..sweeps.sweep import Step, stale_runs
 from .files import announce_dir, write_file, write_markdown, write_plot_files
 from .progress import PlainProgress, RichProgress
@@ -172,7 +172,7 @@ def run_and_report(
         from .calibration import render_predictions
 
         predictions = render_predictions(
-            predict(job.calibration, results), str(job.request.calibration)
+            predict(job.calibration, results, _linked(job)), str(job.request.calibration)
         )
         sink.write("\n" + predictions)
     checks = gate_run(results, job.budgets, outputs.summary, outputs.junit, sink, stderr)
@@ -189,6 +189,17 @@ def run_and_report(
         )
         write_file(outputs.html, page, stderr)
     return RunReport(results, checks)
+
+
+def _linked(job: RunJob) -> set[str]:
+    """The run's device where its catalog entry names the calibration (``--device my-pi``,
+    whose ``rpi4.yml`` was fitted as ``rpi4-4gb``): no warning that they differ."""
+    path = job.request.calibration
+    if job.device is None or path is None:
+        return set()
+    from ..analysis.devices import calibrated_devices
+
+    return calibrated_devices(path, [job.device], job.request.devices)
 
 
 def gate_run(

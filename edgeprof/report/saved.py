@@ -212,7 +212,11 @@ def rerender(
     stdout.writelines(f"note: {why}\n" for why in stopped)
     predictions = None
     if cal is not None:
-        predictions = render_predictions(predict(cal, runs), str(calibration))
+        from ..analysis.devices import calibrated_devices
+
+        assert calibration is not None  # cal was read from it
+        linked = calibrated_devices(calibration, {r.device for r in runs if r.device})
+        predictions = render_predictions(predict(cal, runs, linked), str(calibration))
         stdout.write("\n" + predictions)
     if out is not None:  # report.md as the terminal shows it: the repeats, the early stop
         # One sweep's own keys (its plan, --repeat auto, warm-ups, why it stopped) kept: the

@@ -287,6 +287,25 @@ def test_file_round_trip_and_predictions(tmp_path: Path) -> None:
     assert preds.other_host is None and "warning" not in text
 
 
+def test_predictions_for_runs_as_another_device_name_both(tmp_path: Path) -> None:
+    """``run --device jetson-nano --calibration rpi4.yml`` had printed "Predicted on
+    rpi4-4gb" without a word on the device the runs emulated."""
+    back = _calibration(tmp_path)  # measured on "phone"
+    run = _run("new", 2.5)
+    as_pi = dataclasses.replace(run, device="rpi4-4gb")
+    preds = predict(back, [as_pi, run])
+    assert preds.other_device == (
+        "these runs emulated rpi4-4gb, the calibration was measured on phone: its predictions "
+        "are phone's, not rpi4-4gb's (run with --device phone, or calibrate with measurements "
+        "made on rpi4-4gb)"
+    )
+    assert f"  warning: {preds.other_device}\n" in render_predictions(preds, "phone.yml")
+    # The same device, runs without --device, or a catalog entry naming this calibration
+    # (its runs are the calibration's device's, whatever the file calls it): nothing.
+    assert predict(back, [dataclasses.replace(run, device="phone"), run]).other_device is None
+    assert predict(back, [as_pi], linked={"rpi4-4gb"}).other_device is None
+
+
 def test_predictions_for_runs_on_another_cpu_model_say_they_do_not_transfer(
     tmp_path: Path,
 ) -> None:
@@ -389,6 +408,13 @@ def test_latency_columns(tmp_path: Path) -> None:
 
 # -- the CLI ---------------------------------------------------------------------------------
 
+NOT_IN_CATALOG = (
+    "edgeprof: note: --device dev is in no device catalog: fine for a device of your own, but "
+    "the calibration records this name, and a run as another device is warned that its "
+    "predictions are dev's\n"
+)
+"""What ``calibrate --device dev`` says of a name no catalog holds (a typo had gone unsaid)."""
+
 
 def test_cli_calibrate_then_run_with_the_calibration(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -414,7 +440,7 @@ def test_cli_calibrate_then_run_with_the_calibration(
         == 0
     )
     o, err = capsys.readouterr()
-    assert err == ""
+    assert err == NOT_IN_CATALOG
     assert "unmatched line 5: zz: no profiled run of this model" in o
     assert "runtime: device = 2.5 × profiler + 105 ms" in o
     assert o.endswith(f"calibration: {out}\n")
@@ -539,7 +565,7 @@ def test_cli_calibrate_names_a_corrupted_row_as_an_outlier(
     rc = main(["calibrate", "--device", "dev", "--measurements", str(csv_path),
                "--out", str(out), str(results)])  # fmt: skip
     o, err = capsys.readouterr()
-    assert rc == 0 and err == ""
+    assert rc == 0 and err == NOT_IN_CATALOG
     (w,) = [ln for ln in o.splitlines() if "off the line of the other points" in ln]
     assert w.startswith("  warning: resnet50 lies ")
     assert "standard errors off the line of the other points" in w

@@ -15,6 +15,8 @@ from edgeprof.analysis.calibration.speed import Slope, implied_speed
 from edgeprof.analysis.devices import (
     DEVICES_ENV,
     builtin_catalog,
+    calibrated_devices,
+    calibration_device_notes,
     catalog_paths,
     device_setting,
     load_catalog,
@@ -449,6 +451,67 @@ def test_run_with_a_calibrated_device_predicts(
     assert f"Predicted on tiny (calibration {tmp_path / 'tiny-cal.yml'})" in out
     (row,) = [ln for ln in out.splitlines() if ln.startswith("true ") and "runtime" in ln]
     assert "ms" in row
+
+
+def test_a_calibration_of_another_device_is_warned_of_unless_the_entry_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``run --device jetson-nano --calibration rpi4.yml`` had printed "Predicted on
+    rpi4-4gb" without a word; an entry whose calibration the file is (``my-pi``, fitted as
+    ``rpi4-4gb``) links the two, and is not warned of."""
+    runs = [_run(f"m{i}", x, cpus=2.0, memory="64m") for i, x in enumerate([0.1, 0.2, 0.3])]
+    csv = tmp_path / "board.csv"
+    csv.write_text("model,runtime_ms\nm0,410\nm1,790\nm2,1220\n")
+    cal = tmp_path / "board.yml"
+    calibrate(runs, read_measurements(csv), "board").save(cal)
+    cat = _catalog(
+        tmp_path,
+        "  tiny:\n    cores: 2\n    memory: 64m\n    calibration: board.yml\n"
+        "  other:\n    cores: 2\n    memory: 64m\n",
+    )
+    warning = (
+        "  warning: these runs emulated other, the calibration was measured on board: its "
+        "predictions are board's, not other's (run with --device board, or calibrate with "
+        "measurements made on other)\n"
+    )
+    run = [*RUN, "--devices", str(cat), "--device"]
+    assert main([*run, "other", "--calibration", str(cal), "--", "true"]) == 0
+    out = capsys.readouterr().out
+    assert f"Predicted on board (calibration {cal})" in out and warning in out
+    for extra in ([], ["--calibration", str(cal)]):  # the entry's own, or given as well
+        assert main([*run, "tiny", *extra, "--", "true"]) == 0
+        out = capsys.readouterr().out
+        assert f"Predicted on board (calibration {cal})" in out and "warning: these" not in out
+
+
+def test_calibrate_notes_another_device_and_a_name_no_catalog_has(tmp_path: Path) -> None:
+    """``calibrate --device rpi4-4g`` (a typo) on runs made as ``rpi4-4gb`` had written
+    ``rpi4-4g.yml`` without a word."""
+    assert calibration_device_notes("rpi4-4g", ["rpi4-4gb", None], {}) == [
+        "--device rpi4-4g: the runs were made as --device rpi4-4gb; the calibration will be "
+        "rpi4-4g's (give --device rpi4-4gb if the CSV was measured on it)",
+        "--device rpi4-4g is in no device catalog (did you mean rpi4-4gb, rpi5-4gb or "
+        "rpi4-8gb?): fine for a device of your own, but the calibration records this name, "
+        "and a run as another device is warned that its predictions are rpi4-4g's",
+    ]
+    # A catalog name the runs were made as, or runs made without --device: nothing to say.
+    assert calibration_device_notes("rpi4-4gb", ["rpi4-4gb"], {}) == []
+    assert calibration_device_notes("jetson-nano", [None], {}) == []
+    # A user catalog ($EDGEPROF_DEVICES) holds names too.
+    mine = _catalog(tmp_path, "  my-pi:\n    cores: 1\n    memory: 1g\n")
+    assert calibration_device_notes("my-pi", [], {DEVICES_ENV: str(mine)}) == []
+
+
+def test_calibrated_devices_are_the_entries_naming_the_file(tmp_path: Path) -> None:
+    (tmp_path / "pi.yml").write_text("")
+    cat = _catalog(
+        tmp_path,
+        "  a:\n    cores: 1\n    memory: 1g\n    calibration: pi.yml\n"
+        "  b:\n    cores: 1\n    memory: 1g\n",
+    )
+    named = calibrated_devices(tmp_path / "pi.yml", ["a", "b", "nope"], cat)
+    assert named == {"a"}
+    assert calibrated_devices(tmp_path / "other.yml", ["a"], cat) == set()
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ candidates to measure on the device next."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ...model import RunResult
@@ -76,6 +76,10 @@ class Predictions:
     other_host: str | None = None
     """The runs were profiled on another CPU model than the calibration's: why its
     predictions do not transfer (``None``: the same, or not known)."""
+    other_device: str | None = None
+    """The runs emulated another catalog device than the one the calibration was measured
+    on: both named (``None``: the same, a device whose entry names this calibration, or
+    runs made without ``--device``)."""
 
     def measure_next(self, count: int = 3) -> list[tuple[str, Prediction]]:
         """The unmeasured models whose device measurement would teach the calibration most:
@@ -108,10 +112,30 @@ def _pick(cal: Calibration, pooled: MetricFit, family: str | None) -> tuple[Metr
     return pooled, f"family {family}: {n} measured (< {MIN_FAMILY_POINTS}): pooled fit"
 
 
-def predict(calibration: Calibration, runs: Iterable[RunResult]) -> Predictions:
+def _other_device(
+    cal: Calibration, runs: Sequence[RunResult], linked: Collection[str]
+) -> str | None:
+    """``run --device jetson-nano --calibration rpi4.yml`` had printed "Predicted on
+    rpi4-4gb" without a word on the jetson-nano the runs emulated."""
+    other = sorted({r.device for r in runs if r.device} - {cal.device, *linked})
+    if not other:
+        return None
+    names = " and ".join(other)
+    return (
+        f"these runs emulated {names}, the calibration was measured on {cal.device}: its "
+        f"predictions are {cal.device}'s, not {names}'s (run with --device {cal.device}, or "
+        f"calibrate with measurements made on {other[0]})"
+    )
+
+
+def predict(
+    calibration: Calibration, runs: Iterable[RunResult], linked: Collection[str] = ()
+) -> Predictions:
     """Predicted device values for every cell of ``runs`` whose setting was calibrated (the
     median of a cell's successful runs, as in the fit), by the chosen form of the run's
-    family fit where there is one, else of the pooled fit."""
+    family fit where there is one, else of the pooled fit.  ``linked``: the catalog devices
+    whose entry names this calibration (runs as them are runs as its device, whatever name
+    the file records)."""
     runs = list(runs)
     learned = None if calibration.speed is None else calibration.speed.host_model
     models = {r.host.cpu_model for r in runs if r.host is not None and r.host.cpu_model}
@@ -124,6 +148,7 @@ def predict(calibration: Calibration, runs: Iterable[RunResult]) -> Predictions:
             if other
             else None
         ),
+        other_device=_other_device(calibration, runs, linked),
     )
     for cell in cells_of(runs):
         if cell.ok == 0:
