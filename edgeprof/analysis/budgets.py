@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..measure.assemble import finer_interval
 from ..model import RunResult
 from ..storage import read_capped
 from ..units import named, parse_duration, parse_energy, parse_size, require_unit
@@ -182,19 +183,8 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
                 if not ok:
                     reason = f"no successful run: {ending(runs[-1])}"
                     failed_value = metric.get(runs[-1])
-                elif key == "latency_p95":
-                    reason = _no_latency(runs, results)
-                elif key == "memory_need":
-                    reason = "the runs were not squeezed (--squeeze measures the need)"
-                elif key in ("gpu_memory", "energy"):
-                    reason = _no_gpu(ok)
-                elif key == "avg_memory" and any(r.memory.peak_bytes is not None for r in ok):
-                    reason = (
-                        "the runs ended before their second reading (every "
-                        f"{ok[0].samples.interval_s:g}s): --interval reads them finer"
-                    )
                 else:
-                    reason = f"the {runs[0].backend} backend did not measure it"
+                    reason = why_unmeasured(key, runs, results)
                 lost = BudgetCheck(label, setting, metric, budget, None, 0, Status.NOT_MEASURED)
                 checks.append(dataclasses.replace(lost, reason=reason, failed_value=failed_value))
                 continue
@@ -222,6 +212,26 @@ def _noise_caveat(metric: Metric, values: Sequence[float], budget: float) -> str
         f"the budget lies within the 95% interval of the mean ({metric.format(mean)} ± "
         f"{metric.format(d.half)}): a re-run could turn the check; more repeats decide it"
     )
+
+
+def why_unmeasured(key: str, runs: Sequence[RunResult], results: Sequence[RunResult]) -> str:
+    """Why a cell's ``runs`` (of ``results``), some successful, have no value of the metric
+    ``key``: a budget's "not measured" and ``compare``'s (:mod:`edgeprof.analysis.regression`)."""
+    ok = successful(runs)
+    if key == "latency_p95":
+        return _no_latency(runs, results)
+    if key == "memory_need":
+        return "the runs were not squeezed (--squeeze measures the need)"
+    if key in ("gpu_memory", "energy", "energy_per_item"):
+        return _no_gpu(ok)
+    if key == "avg_memory" and any(r.memory.peak_bytes is not None for r in ok):
+        interval = ok[0].samples.interval_s
+        finer = finer_interval(interval, min(r.wall_s for r in ok))
+        return (
+            f"fewer than two of each run's readings (every {interval:g}s) fell while it ran: "
+            f"--interval {finer:g} reads them finer"
+        )
+    return f"the {ok[0].backend} backend did not measure it"
 
 
 def _no_gpu(runs: Sequence[RunResult]) -> str:

@@ -28,7 +28,7 @@ from .contention import contention_warning
 from .inputs import MIN_INTERVAL_S
 from .limits import quota_can_stall
 from .memory import parts_at, pressure, stall_warning
-from .sampler import SeriesStats
+from .sampler import MIN_AVG_READINGS, SeriesStats
 
 
 def build_result(
@@ -95,12 +95,9 @@ def build_result(
             f"peak memory {format_binary(peak)} is the container's set-up's (runc init, in "
             "its group before the workload started): the workload's own stayed below it"
         )
-    if stats.peak_memory is not None and stats.avg_memory() is None:
-        warnings.append(
-            f"avg memory: n/a, none of its {_samples(stats.count)} (every {interval:g}s) fell "
-            "while it ran: they are its start and the reading after its exit; "
-            f"--interval {finer_interval(interval, wall):g} reads a short run finer"
-        )
+    avg_bytes = stats.avg_memory(wall)
+    if stats.peak_memory is not None and avg_bytes is None:
+        warnings.append(_no_average(stats.count, stats.readings_within(wall), interval, wall))
     waited = contention_warning(
         wall,
         secs(final.cpu_full_us),
@@ -150,11 +147,11 @@ def build_result(
         memory=MemoryStats(
             peak_bytes=peak,
             peak_source=source,
-            avg_bytes=stats.avg_memory(),
+            avg_bytes=avg_bytes,
             limit_bytes=spec.limits.memory,
             oom_kills=oom_kills,
             peak_working_set_bytes=stats.peak_working_set,
-            avg_working_set_bytes=stats.avg_working_set(),
+            avg_working_set_bytes=stats.avg_working_set(wall),
             at_peak=at_peak,
             peaks=stats.part_peaks.parts(),
             floor_bytes=stats.part_peaks.floor,
@@ -192,6 +189,27 @@ def _pids_peak(sampled: int | None, limit: int | None) -> int | None:
 
 
 _HOST: HostInfo | None = None
+
+
+def _no_average(count: int, within: int, interval: float, wall: float) -> str:
+    """Why a run has no average memory: too few of its readings fell while it ran
+    (:data:`~edgeprof.measure.sampler.MIN_AVG_READINGS`)."""
+    fix = f"--interval {finer_interval(interval, wall):g} reads a short run finer"
+    if within == 0:
+        return (
+            f"avg memory: n/a, none of its {_samples(count)} (every {interval:g}s) fell "
+            f"while it ran: they are its start and the {_after(count - 1)} after its exit; "
+            + fix
+        )
+    return (
+        f"avg memory: n/a, {within} of its {_samples(count)} (every {interval:g}s) fell "
+        f"while it ran, too few to average it over the run (it takes {MIN_AVG_READINGS}); "
+        + fix
+    )
+
+
+def _after(n: int) -> str:
+    return "reading" if n == 1 else f"{n} readings"
 
 
 def _samples(n: int) -> str:

@@ -135,7 +135,8 @@ class MemoryStats:
     and its largest process's own high-water mark: exact for one process, else a lower
     bound; RSS leaves out the page cache and kernel memory a cgroup counts)."""
     avg_bytes: int | None
-    """Time-weighted average of the sampled usage (trapezoidal integral / time)."""
+    """Time-weighted average of the sampled usage (trapezoidal integral / time), from the first
+    reading to the main process's exit; ``None`` with fewer than two readings between them."""
     limit_bytes: int | None
     oom_kills: int | None
     peak_working_set_bytes: int | None

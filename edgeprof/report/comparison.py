@@ -275,8 +275,8 @@ def repeats_table(
                     f"{n} has it in {k} of {done.get((n, p.setting))} runs" for n, k in sides
                 )
                 + (
-                    " (a run over before its second reading has none: a shorter --interval "
-                    "reads more)"
+                    " (a run with fewer than two readings while it ran has none: a shorter "
+                    "--interval reads more)"
                     if p.metric == "avg_bytes"
                     else ""
                 )

@@ -177,7 +177,8 @@ def test_an_average_memory_budget_on_runs_too_short_for_one_says_why() -> None:
     (check,) = check_budgets([short], Budgets(default={"avg_memory": 100 * MIB}))
     assert check.status is Status.NOT_MEASURED and not check.ok
     assert check.reason == (
-        "the runs ended before their second reading (every 0.1s): --interval reads them finer"
+        "fewer than two of each run's readings (every 0.1s) fell while it ran: --interval "
+        "0.01 reads them finer"
     )
 
 

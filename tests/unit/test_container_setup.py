@@ -9,6 +9,7 @@ import time
 
 import edgeprof
 from edgeprof.backends.docker.clock import engine_time, on_monotonic, span
+from edgeprof.measure.assemble import _no_average
 from edgeprof.model import Counters, RunSpec
 from tests.fakes import FakeBackend, FakeRun, Script
 
@@ -100,3 +101,16 @@ def test_a_run_too_short_for_an_average_counts_its_samples_as_its_heading_does()
         "start and the reading after its exit; --interval "
     ), line
     assert "second reading" not in line
+
+
+def test_a_run_with_one_reading_while_it_ran_says_it_is_too_few() -> None:
+    """One reading between the start and the exit had made an average (395.4 KiB against a
+    56 MiB peak when it fell as the run exited): the warning says how many fell, and why."""
+    assert _no_average(4, 1, 0.1, 0.25) == (
+        "avg memory: n/a, 1 of its 4 samples (every 0.1s) fell while it ran, too few to "
+        "average it over the run (it takes 2); --interval 0.01 reads a short run finer"
+    )
+    assert _no_average(3, 0, 0.1, 0.102) == (
+        "avg memory: n/a, none of its 3 samples (every 0.1s) fell while it ran: they are its "
+        "start and the 2 readings after its exit; --interval 0.01 reads a short run finer"
+    )

@@ -103,7 +103,7 @@ def test_a_pair_whose_side_mostly_lacks_the_figure_is_left_out_not_rerun() -> No
     assert "; 1 left out, a side's runs mostly without the figure" in table
     assert (
         "left out: long vs short in avg memory under cpus=1: long has it in 3 of 3 runs, "
-        "short has it in 1 of 3 runs (a run over before its second reading" in table
+        "short has it in 1 of 3 runs (a run with fewer than two readings while it ran" in table
     )
     two = long[:2] + short[:2]
     (open_pair,) = [p for p in neighbour_pairs(two, 0.05) if p.metric == "avg_bytes"]

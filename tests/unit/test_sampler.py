@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from edgeprof.errors import BackendError
-from edgeprof.measure.sampler import PEAK_WINDOW_S, Sampler, SampleWriter, SeriesStats
+from edgeprof.measure.sampler import (
+    MIN_AVG_READINGS,
+    PEAK_WINDOW_S,
+    Sampler,
+    SampleWriter,
+    SeriesStats,
+)
 from edgeprof.model import Counters, Sample
 from tests.conftest import HANG_S
 
@@ -123,12 +129,13 @@ def test_time_weighted_average_memory_is_trapezoidal() -> None:
         (4.0, Counters(memory_current=60, memory_inactive_file=80)),
     ]
     out = feed(s, rows)
-    # ((100+300)/2·1 + (300+300)/2·2 + (300+60)/2·1) / 4 = (200 + 600 + 180) / 4
-    assert s.avg_memory() == 245
+    # To the exit at 5 s, the last reading held: ((100+300)/2·1 + (300+300)/2·2 +
+    # (300+60)/2·1 + 60·1) / 5 = (200 + 600 + 180 + 60) / 5
+    assert s.avg_memory(5.0) == 208
     # working set = current − inactive_file, never negative: 60, 200, 300, 0
     assert [o.working_set_bytes for o in out] == [60, 200, 300, 0]
-    # ((60+200)/2 + (200+300)/2·2 + (300+0)/2) / 4 = (130 + 500 + 150) / 4
-    assert s.avg_working_set() == 195
+    # ((60+200)/2 + (200+300)/2·2 + (300+0)/2 + 0·1) / 5 = (130 + 500 + 150) / 5
+    assert s.avg_working_set(5.0) == 156
     assert s.peak_memory == 300
     assert s.peak_working_set == 300
     assert [o.memory_bytes for o in out] == [100, 300, 300, 60]
@@ -143,39 +150,52 @@ def test_average_weights_by_time_not_by_sample_count() -> None:
         + [(0.01, Counters(memory_current=0)), (10.0, Counters(memory_current=0))],
     )
     # area 9 (9 ms at 1000) + 0.5 (the 1 ms ramp down) over 10 s = 0.95; a per-sample mean: 833
-    assert s.avg_memory() == 1
+    assert s.avg_memory(10.0) == 1
 
 
-def test_an_average_needs_a_reading_between_the_first_and_the_last() -> None:
-    """The first reading is the workload starting, the last one after its exit: a run over
-    before its second reading has no average memory (a reviewer's run got 776 KiB for a
-    script that averaged 21.0 MiB read every 1 ms)."""
+def test_an_average_needs_two_readings_while_the_run_lived() -> None:
+    """The first reading is the workload starting, the ones at or after the exit are of its
+    memory freed: an average takes MIN_AVG_READINGS (2) between them.  One had been enough
+    (a reviewer's run got 776 KiB for a script that averaged 21.0 MiB read every 1 ms)."""
+    assert MIN_AVG_READINGS == 2
     s = SeriesStats()
     s.add(0.5, Counters(memory_current=1234, memory_inactive_file=None))
-    assert s.avg_memory() is None and s.avg_working_set() is None
+    assert s.avg_memory(0.55) is None and s.avg_working_set(0.55) is None
     s.add(0.6, Counters(memory_current=1234, memory_inactive_file=None), final=True)
-    assert s.avg_memory() is None
+    assert s.readings_within(0.55) == 0 and s.avg_memory(0.55) is None
     s = SeriesStats()
     for t in (0.5, 0.6):
         s.add(t, Counters(memory_current=1234, memory_inactive_file=None))
     s.add(0.7, Counters(memory_current=1234, memory_inactive_file=None), final=True)
-    assert s.avg_memory() == 1234
-    assert s.avg_working_set() == 1234  # no inactive_file: the whole usage
+    assert s.readings_within(0.65) == 1 and s.avg_memory(0.65) is None  # one: too few
+    s = SeriesStats()
+    for t in (0.5, 0.6, 0.62):
+        s.add(t, Counters(memory_current=1234, memory_inactive_file=None))
+    s.add(0.7, Counters(memory_current=1234, memory_inactive_file=None), final=True)
+    assert s.readings_within(0.65) == 2
+    assert s.avg_memory(0.65) == 1234
+    assert s.avg_working_set(0.65) == 1234  # no inactive_file: the whole usage
     assert s.cpu_peak_pct() is None
 
 
-def test_the_reading_after_the_exit_holds_the_last_value_to_its_time() -> None:
-    """The last reading comes after the main process exited, its memory freed: the memory
-    the run had is the reading before it, until the exit (a trapezoid to the freed value
-    made this run's average 667)."""
+def test_a_reading_between_the_exit_and_the_stop_is_not_of_the_run() -> None:
+    """The tester's 0.10 s run read every 0.1 s: its start (1.3 MB), a reading 0.3 ms after
+    its main process's exit (401 KiB, no task left) and the final one.  Counted as a reading
+    of the run, it made the average 395.4 KiB against a 56 MiB peak: now the run has none."""
+    s = SeriesStats()
+    s.add(0.002151, Counters(memory_current=1_298_432))
+    s.add(0.102304, Counters(memory_current=401_408))
+    s.add(0.102873, Counters(memory_current=401_408), final=True)
+    assert s.readings_within(0.102) == 0
+    assert s.avg_memory(0.102) is None
+    # A longer run: the reading after its exit at 2.4 s had pulled its last interval down
+    # ((500 + 1000 + 250) / 3 = 583); the run's memory is held from 2 s to the exit instead.
     s = SeriesStats()
     feed(s, [(0.0, Counters(memory_current=0)), (1.0, Counters(memory_current=1000)),
-             (2.0, Counters(memory_current=1000))])  # fmt: skip
-    s.add(3.0, Counters(memory_current=0, memory_inactive_file=0), final=True)
-    # (0.5 + 1 + 1) / 3 of 1000: a ramp up, then held through the exit.
-    assert s.avg_memory() == 833
-    assert s.avg_working_set() == 833
-    assert s.peak_memory == 1000 and s.count == 4
+             (2.0, Counters(memory_current=1000)), (2.5, Counters(memory_current=0))])  # fmt: skip
+    s.add(3.0, Counters(memory_current=0), final=True)
+    assert s.readings_within(2.4) == 2
+    assert s.avg_memory(2.4) == 792  # (500 + 1000 + 0.4 · 1000) / 2.4
 
 
 def test_the_sampler_takes_its_last_reading_as_the_final_one() -> None:
@@ -212,8 +232,8 @@ def test_none_fields_stay_none() -> None:
         assert o.net_rx_bytes is None
         assert o.pids is None
     assert s.cpu_peak_pct() is None
-    assert s.avg_memory() is None
-    assert s.avg_working_set() is None
+    assert s.avg_memory(1.5) is None
+    assert s.avg_working_set(1.5) is None
     assert s.peak_memory is None
     assert s.peak_working_set is None
     assert s.peak_pids is None
