@@ -52,3 +52,11 @@ def held_runs(runs: Sequence[RunResult]) -> Held | None:
     if worst is None:
         return None
     return Held(count, len(runs), worst[0], worst[1])
+
+
+def mean_held(runs: Sequence[RunResult]) -> float | None:
+    """The mean time other tasks held a run off its CPUs, over the runs that measured it
+    (every second of it, not only a run's that ``edgeprof run`` warns of); ``None``: none
+    did.  What ``compare`` weighs a difference against."""
+    held = [s for r in runs if (s := held_by_others(r.cpu.held_s, r.cpu.throttled_s)) is not None]
+    return sum(held) / len(held) if held else None

@@ -20,19 +20,27 @@ A baseline of 0 (every run) has no relative change: 0 against 0 is not beyond th
 (+0 %), and a growth from 0 that the test shows is a regression whatever the threshold (its
 change reads "from 0").
 
-Two verdicts say that no test was possible: **not enough repeats** (fewer than 2 successful
-runs on a side: no variance to test against; it does not fail, and says to repeat) and
-**not measured** (the baseline has the metric, the current cell has no value, e.g. every run
-failed or latency is no longer reported; it fails, as a missing budget value does).  A cell
+Two verdicts say that no test was possible: **not enough repeats** (fewer than 2 values on a
+side: no variance to test against; it does not fail, and says to repeat) and **not measured**
+(the baseline has the metric, the current cell has no value, e.g. every run failed or latency
+is no longer reported; it fails, as a missing budget value does).  Where the current runs
+succeeded without the figure, the row says why (:attr:`Change.why`: a short run's average
+memory, a finer ``--interval``), and against a baseline of one value it is not enough
+repeats: that side could not have been tested either (a rerun of unchanged code had failed
+on an average memory one baseline run of three happened to have).  A cell
 missing from the current results altogether is the same case, every metric of it not
 measured, unless the comparison allows it (``--allow-missing``: a model dropped on purpose,
 or a part of a sweep held to the whole).
 
 A regression of a wall-clock time (wall, a latency; not CPU time, which the kernel charges only
-while the task runs) or of the CPU share between runs other tasks held off their CPUs (either
-side, as long as ``edgeprof run`` warns of) keeps its verdict and its exit code (3), and
-carries a caveat that says so, with the worst run's share (:func:`held_caveat`): on its JUnit
-case, in a note, and under the Markdown summary's verdict.  Not a pass: the runs record how
+while the task runs) or of the CPU share whose current runs other tasks held off their CPUs
+(as long as ``edgeprof run`` warns of, and long enough to account for it: without that time
+the change would not be beyond the threshold) keeps its verdict and its exit code (3), and
+carries a caveat that says so, with the worst run's share and the change less the held-off
+time (:func:`held_caveat`): on its JUnit case, in a note, and under the Markdown summary's
+verdict.  An improvement whose baseline runs were held off so carries it too.  Not the other
+side's: held-off time makes runs slower, so a held baseline only shrinks a regression.  Not a
+pass: the runs record how
 long they were held off, not what they would have taken on an idle host, so no verdict can be
 made of them either way, and a gate that passed whenever its runner was busy would let a real
 regression through on every busy runner.  A failed build that names its cause is rerun on an
@@ -51,12 +59,12 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..model import RunResult
-from .budgets import METRICS
+from .budgets import METRICS, why_unmeasured
 from .cells import cells, ending, endings, setting, successful
 from .difference import Difference, difference
-from .held import held_runs
+from .held import held_runs, mean_held
 from .hosts import sides_note
-from .metrics import BY_KEY, Metric, stalled_percentiles
+from .metrics import BY_KEY, Kind, Metric, stalled_percentiles
 from .targets import apart_sides, check_targets, differing
 
 COMPARED: tuple[Metric, ...] = (*METRICS.values(), BY_KEY["energy_per_item"])
@@ -94,8 +102,13 @@ class Change:
     p_value: float | None = None
     """Two-sided p-value of Welch's t-test."""
     caveat: str | None = None
-    """What the verdict must be read with: a regression of a time between runs other tasks
-    held off their CPUs (:func:`held_caveat`)."""
+    """What the verdict must be read with: a regression (an improvement) of a time whose
+    current (baseline) runs other tasks held off their CPUs long enough to account for it
+    (:func:`held_caveat`)."""
+    why: str | None = None
+    """Why no test was made though the cell's current runs succeeded: what they lack the
+    figure for (:func:`~edgeprof.analysis.budgets.why_unmeasured`), and for a baseline of one
+    value, that it could not have been tested either."""
 
     @property
     def base_mean(self) -> float | None:
@@ -226,18 +239,15 @@ def compare_results(
             c = tuple(v for r in c_ok if (v := metric.get(r)) is not None)
             if not b:
                 continue  # the baseline never had it: nothing to hold the current run to
-            changes.append(_change(label, where, metric, b, c, threshold))
-        held = held_caveat(b_ok, c_ok)
-        hit = [
-            i
-            for i in range(first, len(changes))
-            if changes[i].verdict is Verdict.REGRESSION and _slowed_by_others(changes[i].metric)
-        ]
-        if held is not None and hit:
-            for i in hit:
-                changes[i] = replace(changes[i], caveat=held)
-            titles = ", ".join(changes[i].metric.title for i in hit)
-            notes.append(f"{_name(key)}: {titles} regression{'s' if len(hit) > 1 else ''}: {held}")
+            change = _change(label, where, metric, b, c, threshold)
+            if not c and c_ok:
+                change = _unmeasured(change, why_unmeasured(metric.key, c_runs, current))
+            changes.append(change)
+        for i in range(first, len(changes)):
+            ch = changes[i]
+            if (said := ch.why or held_caveat(ch, b_ok, c_ok, threshold)) is not None:
+                changes[i] = ch if ch.why else replace(ch, caveat=said)
+                notes.append(f"{_name(key)}: {ch.metric.title} {ch.verdict.value}: {said}")
     for key in [] if allow_missing else missing:
         b_ok = successful(base_cells[key])
         where = setting(base_cells[key][0])  # the key's is "" under --ignore-limits
@@ -255,6 +265,20 @@ def compare_results(
     return changes, notes
 
 
+def _unmeasured(change: Change, reason: str) -> Change:
+    """A metric the current runs succeeded without: ``reason`` says why.  Against a baseline
+    of one value it is not enough repeats, as a current value of one would be: neither side
+    could have been tested (a baseline whose one short run's average memory a reading
+    happened to catch had failed a rerun of unchanged code as "not measured")."""
+    if len(change.base) < 2:
+        why = (
+            f"the current runs have none ({reason}), and the baseline's one value could not "
+            "have been tested either"
+        )
+        return replace(change, verdict=Verdict.FEW_REPEATS, why=why)
+    return replace(change, why=f"the current runs have none: {reason}")
+
+
 SLOWED_BY_OTHERS = frozenset({"wall", "latency_p95", "latency_p50", "latency_mean", "cpu_pct"})
 """The figures other tasks on the run's CPUs change: the wall-clock ones (the run's wall time
 and its latencies, which count the time it waited for a CPU) and the CPU share (the same CPU
@@ -269,25 +293,46 @@ def _slowed_by_others(metric: Metric) -> bool:
     return metric.key in SLOWED_BY_OTHERS
 
 
-def held_caveat(base: Sequence[RunResult], current: Sequence[RunResult]) -> str | None:
-    """What a regression between ``base`` and ``current`` must be read with when either
-    side's runs were held off their CPUs as long as ``edgeprof run`` warns of
-    (:func:`~edgeprof.analysis.held.held_runs`); ``None``: neither was.  Either side: a
-    contended baseline makes an idle current faster (no regression to explain), but a
-    current held off as long as the baseline is still a changed host, not a changed code,
-    as far as the runs can tell (the tutorial's gate: both sides about 50 %, five
-    "regressions" on unchanged code)."""
-    sides = [
-        f"the {side} runs ({h.runs_text()}, {h.figure()})"
-        for side, runs in (("baseline", base), ("current", current))
-        if (h := held_runs(runs)) is not None
-    ]
-    if not sides:
+HELD_FIX = "compare runs made on an idle host, or on --cpuset CPUs nothing else uses"
+
+
+def held_caveat(
+    change: Change, base: Sequence[RunResult], current: Sequence[RunResult], threshold: float
+) -> str | None:
+    """What a regression (an improvement) must be read with when other tasks held its current
+    (baseline) runs off their CPUs as long as ``edgeprof run`` warns of
+    (:func:`~edgeprof.analysis.held.held_runs`) and long enough to account for it; ``None``
+    otherwise.  Only that side: time held off makes its runs slower, so the current runs'
+    can make a regression, the baseline's an improvement, and neither the other way round.
+    Long enough: the change less that side's mean held-off time per run (each held-off second
+    taken off the figure, the most it can have added to a time) is no longer beyond the
+    threshold by its whole interval.  A tester's +61.3 % ± 33.9 % wall time (156.5 ms →
+    252.4 ms) had carried "a difference this size may be the host's" for a baseline held off
+    0.06 s and a current held off 0.04 s in one run of three: less that run's 0.013 s a run,
+    +52.8 % ± 33.9 %, still a regression.  A figure of another unit (the CPU share), or a
+    growth from 0, cannot be weighed so: said whenever its side was held off."""
+    if change.verdict is Verdict.REGRESSION:
+        side, runs, sign = "current", current, -1.0
+    elif change.verdict is Verdict.IMPROVEMENT:
+        side, runs, sign = "baseline", base, 1.0
+    else:
         return None
+    held = held_runs(runs)
+    if held is None or not _slowed_by_others(change.metric):
+        return None
+    seconds = mean_held(runs) or 0.0
+    less = ""
+    mb = change.base_mean
+    if change.metric.kind is Kind.TIME and change.change is not None and change.ci is not None:
+        assert mb is not None and mb > 0  # a relative change has a baseline mean above 0
+        without = change.change + sign * seconds / mb
+        if _judge(without, change.ci, threshold) is change.verdict:
+            return None  # beyond the threshold however long the host held them off
+        less = f"; the change less that time: {without * 100:+.1f}% ± {change.ci * 100:.1f}%"
     return (
-        f"other tasks on their host held {' and '.join(sides)} off their CPUs: a difference "
-        "this size may be the host's, not the code's (compare runs made on an idle host, or "
-        "on --cpuset CPUs nothing else uses)"
+        f"other tasks on their host held the {side} runs ({held.runs_text()}, "
+        f"{held.figure()}) off their CPUs for {seconds:.2f}s a run on average{less}: a "
+        f"difference this size may be the host's, not the code's ({HELD_FIX})"
     )
 
 

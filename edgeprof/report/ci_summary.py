@@ -167,17 +167,29 @@ def render_compare_summary(
     # "0 regressions" over metrics none of which was tested had read as a pass.
     head += f", {few} not tested (not enough repeats)**" if few else "**"
     lines = ["## edgeprof compare", "", head]
-    held = sum(c.caveat is not None for c in changes)
-    if held:  # beside the verdict a CI page shows first, not only in the notes under the table
-        lines.append(
-            f"⚠️ {held} of the regressions compare runs other tasks on the host held off their "
-            "CPUs: they may be the host's (see the notes)"
-        )
+    if held := _held_line(changes):  # beside the verdict a CI page shows first
+        lines.append(held)
     lines += [f"(threshold {threshold * 100:g}%; {COMPARE_LEGEND})", ""]
     lines += _table(COMPARE_COLUMNS, compare_rows(changes))
     if notes:
         lines += [""] + [f"- {markdown_text(n)}" for n in notes]
     return "\n".join(lines) + "\n"
+
+
+def _held_line(changes: Sequence[Change]) -> str | None:
+    """``⚠️ 1 of the regressions …``: the verdicts other tasks on the host could account for
+    (:func:`~edgeprof.analysis.regression.held_caveat`), by kind."""
+    said = []
+    kinds = ((Verdict.REGRESSION, "regressions"), (Verdict.IMPROVEMENT, "improvements"))
+    for verdict, word in kinds:
+        if held := sum(c.verdict is verdict and c.caveat is not None for c in changes):
+            said.append(f"{held} of the {word}")
+    if not said:
+        return None
+    return (
+        f"⚠️ {' and '.join(said)} compare runs other tasks on the host held off their CPUs long "
+        "enough to account for them: they may be the host's (see the notes)"
+    )
 
 
 def write_summaries(text: str, path: Path | None, log: TextIO | None = None) -> None:

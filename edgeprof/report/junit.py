@@ -94,8 +94,9 @@ def compare_cases(changes: Sequence[Change], threshold: float) -> list[Case]:
             f"(baseline {ch.stat_text(ch.base)}, current {ch.stat_text(ch.current)}, "
             f"threshold {threshold * 100:g}%)"
         )
-        if ch.caveat is not None:
-            text += f"; {ch.caveat}"
+        for said in (ch.why, ch.caveat):  # why no test was made; what a verdict is read with
+            if said is not None:
+                text += f"; {said}"
         out.append(
             Case(
                 classname=f"{ch.label} ({ch.setting})" if ch.setting else ch.label,

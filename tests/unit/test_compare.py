@@ -31,7 +31,8 @@ def test_stat_hand_computed() -> None:
 
 def _runs(name: str, cpu_pct: float, memory: int, n: int = 2) -> list:  # type: ignore[type-arg]
     be = FakeBackend(linear(cpu_pct=cpu_pct, memory_bytes=memory, peak_bytes=memory))
-    return [profile(["sleep", "0.2"], backend=be, name=name) for _ in range(n)]
+    # Read every 0.05 s: a 0.2 s run has its two readings for an average memory.
+    return [profile(["sleep", "0.2"], backend=be, name=name, interval=0.05) for _ in range(n)]
 
 
 def test_summaries_rank_by_mean_and_list_failures() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
@@ -14,6 +15,7 @@ from edgeprof.analysis.regression import Verdict, compare_results, parse_thresho
 from edgeprof.analysis.stats import t_cdf, t_quantile
 from edgeprof.errors import ConfigError
 from edgeprof.model import RunResult, Termination
+from edgeprof.report.junit import compare_cases
 from tests.unit.gating_helpers import run
 
 BASE = (1.00, 1.02, 0.98, 1.01, 0.99)
@@ -307,3 +309,48 @@ def test_a_zero_baseline_has_a_verdict_not_too_few_repeats() -> None:
     assert single.verdict is Verdict.FEW_REPEATS and single.change_text() == "from 0"
     still = cpu_verdict([0.0], [0.0])  # too few, and no growth to speak of
     assert still.verdict is Verdict.FEW_REPEATS and still.change_text() == "n/a"
+
+
+def no_avg(runs: list[RunResult]) -> list[RunResult]:
+    """``runs`` without an average memory (too few readings while they ran), as a tester's
+    0.07 to 0.10 s runs read every 0.1 s were."""
+    return [dataclasses.replace(r, memory=dataclasses.replace(r.memory, avg_bytes=None))
+            for r in runs]  # fmt: skip
+
+
+def test_a_metric_neither_side_could_test_does_not_fail_and_says_why() -> None:
+    """A baseline of one avg memory (one run of three had one) against none: the rerun of
+    unchanged code had failed as "not measured", where one current value would have read
+    "not enough repeats" and passed."""
+    base = walls((1.0,)) + no_avg(walls((1.0, 1.0)))
+    changes, notes = compare_results(base, no_avg(walls((1.0, 1.0, 1.0))))
+    avg = next(c for c in changes if c.metric.key == "avg_memory")
+    assert avg.verdict is Verdict.FEW_REPEATS and not avg.verdict.fails
+    why = (
+        "the current runs have none (fewer than two of each run's readings (every 0.1s) fell "
+        "while it ran: --interval 0.01 reads them finer), and the baseline's one value could "
+        "not have been tested either"
+    )
+    assert avg.why == why
+    assert notes == [f"m.onnx (cpus=1, memory=1.0GiB): avg memory not enough repeats: {why}"]
+    (case,) = [c for c in compare_cases(changes, 0.05) if c.name == "avg memory no regression"]
+    assert case.failure is None and case.skipped is not None and case.skipped.endswith(why)
+
+
+def test_a_metric_the_current_runs_lack_fails_with_the_finer_interval() -> None:
+    changes, notes = compare_results(walls((1.0, 1.0)), no_avg(walls((0.12, 0.12))))
+    avg = next(c for c in changes if c.metric.key == "avg_memory")
+    assert avg.verdict is Verdict.NOT_MEASURED and avg.verdict.fails
+    why = (
+        "the current runs have none: fewer than two of each run's readings (every 0.1s) fell "
+        "while it ran: --interval 0.01 reads them finer"
+    )
+    assert avg.why == why
+    assert notes == [f"m.onnx (cpus=1, memory=1.0GiB): avg memory not measured: {why}"]
+    (case,) = [c for c in compare_cases(changes, 0.05) if c.name == "avg memory no regression"]
+    assert case.failure is not None and case.failure.endswith(f"; {why}")
+    # A current cell with no successful run fails whatever the baseline's count: a crash is
+    # no sampling's chance (its note says how the runs ended).
+    changes, _ = compare_results(walls((1.0,)), [run(exit_code=1)] * 2)
+    assert {c.verdict for c in changes} == {Verdict.NOT_MEASURED}
+    assert all(c.why is None for c in changes)
