@@ -261,6 +261,9 @@ def _notes(p: Prediction) -> list[str]:
             f"extrapolation: profiler range {format_value(lo, p.unit, p.kind)}–"
             f"{format_value(hi, p.unit, p.kind)}"
         )
+    if p.widened is not None:
+        model, pct = p.widened
+        notes.append(f"interval widened to the held-out worst error (±{pct:.1f} %, {model})")
     if p.family_note:
         notes.append(p.family_note)
     if p.low is None:

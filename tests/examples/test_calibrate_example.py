@@ -102,17 +102,21 @@ def test_profile_calibrate_predict(tmp_path: Path) -> None:
     lines = {ln.split()[3]: ln for ln in tail.splitlines() if ln.startswith(f"{NEW}.onnx ")}
     assert set(lines) == {"runtime", "peak_mem", "latency"}, tail
     expected = {
-        "runtime": (fits["runtime"].fit, result["wall_s"], 1e-3, "ms"),
-        "peak_mem": (fits["peak_mem"].fit, result["memory"]["peak_bytes"], 1e6, "MB"),
-        "latency": (fits["latency"].fit, result["latency"]["p50_s"], 1e-3, "ms"),
+        "runtime": (fits["runtime"], result["wall_s"], 1e-3, "ms"),
+        "peak_mem": (fits["peak_mem"], result["memory"]["peak_bytes"], 1e6, "MB"),
+        "latency": (fits["latency"], result["latency"]["p50_s"], 1e-3, "ms"),
     }
-    for metric, (f, x, scale, unit) in expected.items():
+    for metric, (mf, x, scale, unit) in expected.items():
         cells = lines[metric].split()
         # MODEL  cpus=1, memory=1.0GiB  METRIC  PROFILER unit  PREDICTED unit ± HW unit
         assert float(cells[4]) == pytest.approx(x / scale, rel=1e-3), metric
-        y, hw = f.predict(x)
+        # Three points: nothing held out, the line predicts, with its relative interval.
+        assert mf.choice.form == "line", metric
+        got = mf.choice.fit.predict(x, 0.95)
+        assert got is not None and got[1] is not None and got[2] is not None
+        y, hw = got[0], (got[2] - got[1]) / 2
         assert float(cells[6]) == pytest.approx(y / scale, rel=1e-3), metric
-        assert cells[7] == unit and cells[8] == "±" and hw is not None
+        assert cells[7] == unit and cells[8] == "±"
         assert float(cells[9]) == pytest.approx(hw / scale, rel=1e-3), metric
-        lo, hi = f.x_range
+        lo, hi = mf.fit.x_range
         assert ("extrapolation" in lines[metric]) == (not lo <= x <= hi), lines[metric]

@@ -120,10 +120,12 @@ def test_predictions_state_their_interval_in_percent_and_what_to_measure_next(
         assert lo_pct == approx((p.low - p.predicted) / p.predicted * 100)
         assert hi_pct == approx((p.high - p.predicted) / p.predicted * 100)
     assert far.spread_pct is not None and near.spread_pct is not None
-    # Both go through the pooled line through the origin, whose interval is widest relative
-    # to the value for the smallest model (s·√(1 + x²/Σx²) / (a·x) falls with x).
-    assert near.form == far.form == "origin" and near.spread_pct > far.spread_pct
-    assert [label for label, _ in preds.measure_next()] == ["near", "far"]
+    # Both go through the pooled line through the origin, whose relative interval is the same
+    # at every x (a constant factor's uncertainty, σ·√(1 + Σx²y²/(Σx²)²/a²)); of two equally
+    # uncertain predictions the extrapolation is measured first.
+    assert near.form == far.form == "origin"
+    assert near.spread_pct == approx(far.spread_pct) and far.widened is None
+    assert [label for label, _ in preds.measure_next()] == ["far", "near"]
     text = render_predictions(preds, "pi.yml")
     assert f"far: runtime ±{far.spread_pct:.0f} %, outside the measured range" in text
     assert f"near: runtime ±{near.spread_pct:.0f} %, inside the measured range" in text
@@ -199,3 +201,32 @@ def test_a_family_of_every_model_is_only_the_pooled_fit(tmp_path: Path) -> None:
     assert [f.scope for f in cal.fits] == ["pooled"]
     (p,) = predict(cal, [_run("new", 0.3)]).items
     assert p.family == "all" and p.used == "pooled" and p.family_note == ""
+
+
+def test_an_extrapolation_is_never_surer_than_the_heldout_check(tmp_path: Path) -> None:
+    # The tester's 8 models (3 % scatter; finding 1): the line's relative interval gives
+    # ±6.2 % and ±6.3 % at batches 24 and 32, beyond the calibrated range, while the held-out
+    # check found batch 1 predicted 8.4 % off: both are widened to ±8.4 %, and say so.
+    from .test_calibration_forms import HELD_BACK, TESTER_X, TESTER_Y
+
+    labels = ["1", "2", "3", "4", "6", "8", "12", "16"]
+    rows = "".join(f"{m},{y * 1000!r}\n" for m, y in zip(labels, TESTER_Y, strict=True))
+    runs = [_run(m, x) for m, x in zip(labels, TESTER_X, strict=True)]
+    cal = calibrate(runs, read_measurements(_csv(tmp_path, "model,runtime_ms\n" + rows)), "pi")
+    (mf,) = cal.fits
+    assert mf.choice.form == "line" and mf.choice.heldout is not None
+    worst = mf.choice.heldout.worst
+    assert worst is not None and worst[0] == "1" and worst[1] == approx(8.4397, abs=1e-4)
+    preds = predict(cal, [_run("24", HELD_BACK[0][0]), _run("32", HELD_BACK[1][0]), runs[3]])
+    b24, b32, b4 = preds.items
+    for p, (_, truth) in zip((b24, b32), HELD_BACK, strict=True):
+        assert p.extrapolated and p.widened is not None and p.pct is not None
+        assert p.widened[0] == "1" and p.widened[1] == approx(8.4397, abs=1e-4)
+        assert p.pct[0] == approx(-8.4397, abs=1e-4) and p.pct[1] == approx(8.4397, abs=1e-4)
+        assert p.low is not None and p.high is not None and p.low < truth < p.high
+    # Inside the range the fit's own interval stands (batch 4: ±5.4 %).
+    assert b4.widened is None and b4.spread_pct == approx(5.4, abs=0.05)
+    text = render_predictions(preds, "pi.yml")
+    (row,) = [ln for ln in text.splitlines() if ln.startswith("24 ")]
+    assert "20.41 ms ± 1.722 ms (±8.4 %)" in row
+    assert "interval widened to the held-out worst error (±8.4 %, 1)" in row
