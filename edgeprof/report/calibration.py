@@ -180,6 +180,9 @@ def render_calibration(cal: Calibration) -> str:
         )
         if cal.contended is not None:  # the figure the busy host moves most, said beside it
             lines.append("  warning: from runs other tasks held off their CPUs (above): too high")
+        odd = cal.speed_warning()
+        if odd is not None:
+            lines.append(f"  warning: {odd}")
     lines.append("")
     lines.append(
         "a ± standard error; LOO: each model predicted by the line fitted without it; "

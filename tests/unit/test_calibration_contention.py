@@ -77,3 +77,29 @@ def test_apart_adds_the_digits_that_tell_two_figures_apart() -> None:
     assert apart(0.9012, 0.9) == ("0.901", "0.900")
     assert apart(0.90004, 0.9) == ("0.90004", "0.90000")
     assert apart(0.8996, 0.9, 3) == ("0.8996", "0.9000")  # an R² just under --min-r2 0.9
+
+
+def _speed_text(tmp_path: Path, device_csv: str) -> list[str]:
+    m = read_measurements(_csv(tmp_path, device_csv))
+    cal = calibrate([_run(f"m{i}", x) for i, x in enumerate((1.0, 2.0, 3.0, 4.0))], m, "pi")
+    text = render_calibration(cal).splitlines()
+    speed = next(i for i, ln in enumerate(text) if ln.startswith("Implied speed"))
+    return text[speed : speed + 2]
+
+
+def test_an_implied_speed_no_device_has_is_named_a_unit_slip(tmp_path: Path) -> None:
+    # Seconds under runtime_ms (a tester's Pi read as 309 CPUs of an EPYC, with no warning):
+    # 3.1 s → "3.1": the device about 1000/3 times faster than the 1 CPU the runs used.
+    head, said = _speed_text(tmp_path, "model,runtime_ms\nm0,3.1\nm1,5.9\nm2,9.2\nm3,11.8\n")
+    assert head.startswith("Implied speed: the device ≈ 334 CPUs of the profiling host")
+    assert said == (
+        "  warning: the implied speed is not a device's: slope 0.00299 makes the device 334 "
+        "times faster than the 1 CPU of this host the workloads used (runtime [cpus=1, "
+        "memory=1.0GiB]); a unit slip does this (seconds or microseconds under 'runtime_ms' "
+        "give a factor of 1000): check that column's unit"
+    )
+    # Microseconds under runtime_ms: 1000 times slower than the host.
+    _, said = _speed_text(tmp_path, "model,runtime_ms\nm0,3100000\nm1,5900000\nm2,9200000\n")
+    assert "slope 3050 makes the device 3,050 times slower than the 1 CPU" in said
+    # The tutorial's half-core stand-in (about 3 times slower) says nothing.
+    assert not _speed_text(tmp_path, DEVICE)[1].startswith("  warning:")

@@ -99,6 +99,16 @@ class Calibration:
     def fits_for(self, setting: str) -> list[MetricFit]:
         return [f for f in self.fits if f.setting == setting]
 
+    def speed_warning(self) -> str | None:
+        """Why the implied speed cannot be the device's, most often a unit slip in the
+        column it was fitted to (:meth:`.speed.ImpliedSpeed.implausible`); ``None``: no
+        speed, or a plausible one."""
+        sp = self.speed
+        if sp is None:
+            return None
+        mf = next((f for f in self.pooled_for(sp.setting) if f.metric == sp.metric), None)
+        return sp.implausible(f"{sp.metric}_{mf.unit}" if mf is not None else sp.metric)
+
     def pooled_for(self, setting: str) -> list[MetricFit]:
         return [f for f in self.fits if f.setting == setting and f.family is None]
 

@@ -46,6 +46,15 @@ from ...model import HostInfo
 
 SPEED_METRICS = ("latency", "latency_mean", "runtime")
 """Device CSV metric stems a speed may come from, most preferred first."""
+FASTEST = 10.0
+"""No edge device runs a workload more than this many times faster than the host CPUs the
+workload used (:meth:`ImpliedSpeed.implausible`): a device core at a server core's speed
+with 10 cores for each used one.  A tester's latency in seconds under a ``latency_ms``
+column fitted with no warning at slope 0.003237, a Raspberry Pi "≈ 309 CPUs" of an EPYC."""
+SLOWEST = 100.0
+"""Nor more than this many times slower.  Wider than :data:`FASTEST`: boards 10 to 30 times
+slower than a server core per core exist (a single-core Pi Zero), and a unit slip is a
+factor of 1000."""
 
 
 class Slope(NamedTuple):
@@ -84,6 +93,29 @@ class ImpliedSpeed:
     def host_cpus(self) -> float:
         """The device in CPUs of the profiling host, for the fitted workloads: ``k / a``."""
         return self.cpus / self.slope
+
+    def implausible(self, column: str) -> str | None:
+        """Why the slope cannot be a device's speed (``None``: it can): the device more than
+        :data:`FASTEST` times faster, or :data:`SLOWEST` times slower, than the host CPUs
+        the workloads used; ``column`` is the device CSV's column the slope was fitted to,
+        where a unit slip would be."""
+        k = f"{self.cpus:.3g} CPU{'' if self.cpus == 1 else 's'}"
+
+        def times(v: float) -> str:
+            return f"{v:.3g}" if v < 1000 else f"{v:,.0f}"
+
+        if 1 / self.slope > FASTEST:
+            how = f"{times(1 / self.slope)} times faster than"
+        elif self.slope > SLOWEST:
+            how = f"{times(self.slope)} times slower than"
+        else:
+            return None
+        return (
+            f"the implied speed is not a device's: slope {self.slope:.4g} makes the device "
+            f"{how} the {k} of this host the workloads used ({self.metric} "
+            f"[{self.setting}]); a unit slip does this (seconds or microseconds under "
+            f"'{column}' give a factor of 1000): check that column's unit"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
