@@ -18,6 +18,10 @@ variables, as both CIs pass them (an action's inputs, a job's ``variables``):
   own token.  On GitHub a step before this one restores it (``actions/cache``,
   ``actions/download-artifact``).
 - ``EDGEPROF_CI_THRESHOLD``: ``compare``'s threshold (``5%``).
+- ``EDGEPROF_CI_COMPARE_ARGS``: options of ``edgeprof compare`` that decide what is paired
+  (``--allow-missing``, ``--ignore-limits``, ``--ignore-target``, ``--setting LIMITS``),
+  split the same way: a pull request that drops a model on purpose, or changes the limits,
+  had no way to say so, though compare's notes told the reviewer to pass them.
 - ``EDGEPROF_CI_SUDO``: ``auto`` (through ``sudo -n`` when not root and sudo asks no
   password: the cgroup backend needs root, which hosted runners give that way), ``always``
   or ``never``.
@@ -72,6 +76,7 @@ class Step:
     baseline: Path | None
     threshold: str
     sudo: str
+    compare_args: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Step:
@@ -103,6 +108,7 @@ class Step:
             baseline=Path(get("BASELINE")) if get("BASELINE") else None,
             threshold=_threshold(get("THRESHOLD") or "5%"),
             sudo=sudo,
+            compare_args=_compare_args(_split(get("COMPARE_ARGS"), "COMPARE_ARGS")),
         )
 
     def run_argv(self) -> list[str]:
@@ -119,8 +125,33 @@ class Step:
         return [
             "compare", str(self.baseline), str(self.out), "--threshold", self.threshold,
             "--summary", str(self.out / COMPARE_SUMMARY),
-            "--junit", str(self.out / COMPARE_JUNIT),
+            "--junit", str(self.out / COMPARE_JUNIT), *self.compare_args,
         ]  # fmt: skip
+
+
+COMPARE_FLAGS = frozenset({"--allow-missing", "--ignore-limits", "--ignore-target"})
+COMPARE_VALUED = frozenset({"--setting"})
+"""What ``EDGEPROF_CI_COMPARE_ARGS`` may hold: compare's options on which cells are paired.
+The rest are the step's own (its threshold, summary and JUnit files)."""
+
+
+def _compare_args(args: tuple[str, ...]) -> tuple[str, ...]:
+    """Checked before the profiling, as the threshold is: an option compare would refuse
+    had failed the step only after the whole run."""
+    known = ", ".join(sorted(COMPARE_FLAGS | {f"{v} LIMITS" for v in COMPARE_VALUED}))
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        name = arg.split("=", 1)[0]
+        if name in COMPARE_VALUED:
+            if "=" not in arg and (not rest or rest.pop(0).startswith("-")):
+                raise ConfigError(f"EDGEPROF_CI_COMPARE_ARGS: {name} needs a value (LIMITS)")
+        elif arg not in COMPARE_FLAGS:
+            raise ConfigError(
+                f"EDGEPROF_CI_COMPARE_ARGS: {arg!r} is not one of compare's options on which "
+                f"cells are paired ({known}); the threshold is EDGEPROF_CI_THRESHOLD's"
+            )
+    return args
 
 
 def _threshold(text: str) -> str:

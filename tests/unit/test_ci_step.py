@@ -92,6 +92,27 @@ def test_the_exit_code_is_the_runs_else_the_comparisons(
     assert outputs.read_text() == f"results={out}\nexit-code={rc}\ncompared={compared}\n"
 
 
+def test_compare_args_reach_compare(tmp_path: Path) -> None:
+    """A pull request that drops a model on purpose or changes the limits: compare's notes
+    name --allow-missing and --ignore-limits, which the step had no way to pass."""
+    baseline = tmp_path / "base" / "m" / "1"
+    baseline.mkdir(parents=True)
+    (baseline / "result.json").write_text("{}")
+    env = _env(
+        tmp_path,
+        EDGEPROF_CI_COMMAND="true",
+        EDGEPROF_CI_BASELINE=str(tmp_path / "base"),
+        EDGEPROF_CI_COMPARE_ARGS="--allow-missing --setting 'cpus=1, memory=1g' --ignore-limits",
+        EDGEPROF_CI_SUDO="never",
+    )
+    rec = Recorder(0, 0)
+    assert ci.main(env, rec) == 0
+    assert rec.calls[1][-5:] == [
+        str(tmp_path / "out" / "compare.xml"), "--allow-missing", "--setting",
+        "cpus=1, memory=1g", "--ignore-limits",
+    ]  # fmt: skip
+
+
 def test_a_refused_run_leaves_no_results_directory_and_compares_nothing(tmp_path: Path) -> None:
     """``--cpus abc``: run refused it (exit 2), and the step had left its empty results
     directory behind and compared the nothing in it."""
@@ -211,6 +232,16 @@ def test_the_default_runner_passes_stderr_on_and_keeps_the_error_lines(
         ({"EDGEPROF_CI_COMMAND": "a", "EDGEPROF_CI_SUDO": "maybe"}, "auto, always or never"),
         # Had been found by compare after the whole profiling run (or never, with no baseline).
         ({"EDGEPROF_CI_COMMAND": "a", "EDGEPROF_CI_THRESHOLD": "5pc"}, "THRESHOLD: --threshold"),
+        (
+            {"EDGEPROF_CI_COMMAND": "a", "EDGEPROF_CI_COMPARE_ARGS": "--threshold 9%"},
+            "COMPARE_ARGS: '--threshold' is not one of compare's options on which cells are "
+            "paired (--allow-missing, --ignore-limits, --ignore-target, --setting LIMITS); "
+            "the threshold is EDGEPROF_CI_THRESHOLD's",
+        ),
+        (
+            {"EDGEPROF_CI_COMMAND": "a", "EDGEPROF_CI_COMPARE_ARGS": "--setting"},
+            "COMPARE_ARGS: --setting needs a value (LIMITS)",
+        ),
     ],
 )
 def test_bad_inputs_are_one_line_and_run_nothing(
@@ -265,7 +296,8 @@ def test_the_action_passes_every_input_to_the_step_as_its_variable() -> None:
     for name in action["inputs"]:
         if name == "python":  # the install step's
             continue
-        assert passed[f"EDGEPROF_CI_{name.upper()}"] == "${{ inputs." + name + " }}"
+        variable = f"EDGEPROF_CI_{name.upper().replace('-', '_')}"
+        assert passed[variable] == "${{ inputs." + name + " }}"
     # No input is pasted into a script's text (an input could then run shell code).
     assert not [s for s in steps if "${{ inputs." in s.get("run", "")]
     assert set(action["outputs"]) == {"results", "exit-code", "compared"}
