@@ -240,12 +240,17 @@ MALFORMED = [
     (
         ("fits", 0, "points", 0, "profiler"),
         [1.0],
-        "fits[0].points[0].profiler: expected a number up to 1e+15, got a list",
+        "fits[0].points[0].profiler: expected a number from 0 up to 1e+15, got a list",
     ),
     (
         ("fits", 0, "points", 0, "device"),
         DELETE,
-        "fits[0].points[0].device is missing (expected a number up to 1e+15)",
+        "fits[0].points[0].device is missing (expected a number from 0 up to 1e+15)",
+    ),
+    (
+        ("fits", 0, "points", 0, "device"),
+        -5,
+        "fits[0].points[0].device: expected a number from 0 up to 1e+15, got -5",
     ),
     (
         ("fits", 0, "points", 0, "model"),

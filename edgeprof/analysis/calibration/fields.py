@@ -92,9 +92,12 @@ class Fields:
         return f
 
     def value(self, name: str) -> float:
-        """A point's value: a number within the device CSV's bounds (:data:`MAX_VALUE`), so
-        the refit's arithmetic stays finite."""
-        return self.number(name, f"a number up to {MAX_VALUE:g}", lambda v: abs(v) <= MAX_VALUE)
+        """A point's value: a number within the device CSV's bounds (0 to :data:`MAX_VALUE`),
+        so the refit's arithmetic stays finite; a hand-edited ``device: -5`` had loaded and
+        predicted -8082 ms, where the CSV refuses a negative time."""
+        return self.number(
+            name, f"a number from 0 up to {MAX_VALUE:g}", lambda v: 0 <= v <= MAX_VALUE
+        )
 
     def count(self, name: str) -> int:
         v = self.get(name, "a whole number", 0)
