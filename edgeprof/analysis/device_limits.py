@@ -12,7 +12,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..model import Limits
 from ..units import format_binary, format_period, parse_memory_limit
-from .devices import CALIBRATED, Device, DeviceSetting, resolve_device
+from .devices import CALIBRATED, Device, DeviceSetting, calibration_file, resolve_device
 
 
 def overridden(setting: DeviceSetting, **given: object) -> list[str]:
@@ -86,7 +86,7 @@ def device_calibration(
             "calibration's predictions are not made (give --cpus of the calibrated "
             "setting, or --calibration, for them)"
         ]
-    return dev.calibration, []
+    return calibration_file(dev), []
 
 
 def device_limits(

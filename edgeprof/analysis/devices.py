@@ -442,8 +442,9 @@ def device_setting(device: Device, host: HostInfo | None = None) -> DeviceSettin
             f"{name}: {cores} cores at speed {device.speed:g} are", cores * device.speed
         )
     elif device.speed == CALIBRATED:
-        assert device.calibration is not None  # the parser requires it
-        cpus, capped, warn, note = _calibrated_share(device, device.calibration, host)
+        path = calibration_file(device)
+        assert path is not None  # the parser requires it
+        cpus, capped, warn, note = _calibrated_share(device, path, host)
         warnings += [*([] if note is None else [note]), *warn]
         how = str(device.calibration)
     else:
@@ -509,7 +510,24 @@ def describe_speed(device: Device) -> str:
         return f"speed {device.speed:g}"
     if device.speed == CALIBRATED:
         return "from calibration"
+    if device.calibration is not None:
+        # Its cores run at this host's speed, and its calibration predicts the device's
+        # figures: "needs calibration" had been shown beside the file that calibrates it.
+        return "host's; predicted"
     return "needs calibration"
+
+
+def calibration_file(device: Device) -> Path | None:
+    """The entry's calibration file, refused in one line naming the catalog and the entry
+    where it is not a file (``cannot read calibration sub/nope.yml: [Errno 2] …`` had named
+    neither)."""
+    path = device.calibration
+    if path is not None and not path.is_file():
+        raise ConfigError(
+            f"device catalog {device.catalog}: device {device.name!r}: key 'calibration': "
+            f"{path} is not a file"
+        )
+    return path
 
 
 def catalog_rows(catalog: Mapping[str, Device]) -> list[list[str]]:
@@ -524,7 +542,8 @@ def catalog_rows(catalog: Mapping[str, Device]) -> list[list[str]]:
             + ("" if d.gpu_memory is None else f", GPU {format_binary(d.gpu_memory)}"),
             describe_speed(d),
             "auto" if d.cpu_period_us is None else format_period(d.cpu_period_us),
-            "-" if d.calibration is None else str(d.calibration),
+            "-" if d.calibration is None
+            else f"{d.calibration}" + ("" if d.calibration.is_file() else " (missing)"),
             d.source or "-",
         ]
         for d in sorted(catalog.values(), key=lambda d: d.name)

@@ -14,7 +14,9 @@ NOTES = (
     "speed: a device core against one of this host's, as one quota of cores × speed CPUs: it "
     "holds for work that keeps every core busy;",
     "'needs calibration': unknown (a spec sheet gives none), so --device runs its cores at "
-    "this host's speed until you measure the board and run edgeprof calibrate.",
+    "this host's speed until you measure the board and run edgeprof calibrate;",
+    "'host's; predicted': its cores run at this host's speed and its calibration predicts "
+    "the device's figures ('speed: calibration' in the entry runs them at its speed).",
 )
 
 

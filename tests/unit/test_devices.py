@@ -597,3 +597,20 @@ def test_a_device_slower_than_the_least_share_says_the_run_is_faster(tmp_path: P
         "crawl: 4 cores at speed 0.0001 are 0.0004 CPUs, below the least share edgeprof sets "
         "(0.01): the run is faster than the device",
     )
+
+
+def test_an_entrys_missing_calibration_is_named_with_its_catalog_and_entry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``cannot read calibration sub/nope.yml: [Errno 2] …`` had named neither the catalog
+    nor the entry, and ``devices`` listed the entry without a word."""
+    cat = _catalog(tmp_path, "  pim:\n    cores: 1\n    memory: 1g\n    calibration: nope.yml\n")
+    assert main(["devices", "--devices", str(cat)]) == 0
+    row = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("pim "))
+    assert row.split()[3:6] == ["host's;", "predicted", "auto"]  # not "needs calibration"
+    assert f"{tmp_path / 'nope.yml'} (missing)" in row
+    assert main([*RUN, "--devices", str(cat), "--device", "pim", "--", "true"]) == 2
+    assert capsys.readouterr().err == (
+        f"edgeprof: error: device catalog {cat}: device 'pim': key 'calibration': "
+        f"{tmp_path / 'nope.yml'} is not a file\n"
+    )
