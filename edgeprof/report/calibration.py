@@ -257,7 +257,12 @@ def predicted_text(p: Prediction) -> str:
 def _notes(p: Prediction) -> list[str]:
     notes = []
     if p.measured:
-        notes.append("measured on the device: one of the fit's points")
+        v = p.device_value
+        measured = "" if v is None else f" {format_value(v, p.unit, p.kind)}"
+        notes.append(f"measured on the device:{measured} (one of the fit's points)")
+    if p.held is not None:
+        # As run warns of it: the profiler value, and so the prediction, is inflated.
+        notes.append(f"held off its CPUs by other tasks ({p.held}): predicted from a slowed run")
     if p.extrapolated:
         lo, hi = p.x_range
         notes.append(

@@ -230,3 +230,31 @@ def test_an_extrapolation_is_never_surer_than_the_heldout_check(tmp_path: Path) 
     (row,) = [ln for ln in text.splitlines() if ln.startswith("24 ")]
     assert "20.41 ms ± 1.722 ms (±8.4 %)" in row
     assert "interval widened to the held-out worst error (±8.4 %, 1)" in row
+
+
+def test_a_measured_model_shows_the_device_value_and_a_held_run_says_so(tmp_path: Path) -> None:
+    """A tester's batch 8, measured on the device at 395 ms, was shown only as predicted
+    901 ms ± 26 ms from a run other tasks held off its CPU for 52 % of its wall time, with
+    neither the measurement nor the disturbance in its row."""
+    csv_path = _device_csv(tmp_path, False)
+    cal = calibrate(_runs(), read_measurements(csv_path), "pi")
+    device = {
+        line.split(",")[0]: float(line.split(",")[1])
+        for line in csv_path.read_text().splitlines()[1:]
+    }
+    wall = 0.4
+    held = dataclasses.replace(
+        _run("fast_0", wall).cpu, held_s=0.52 * wall, throttled_s=0.0
+    )  # others held it 52 % of its wall time (cpu.pressure's full; no quota stall)
+    runs = [dataclasses.replace(_run("fast_0", wall), cpu=held), _run("near", 0.3)]
+    by = {p.label: p for p in predict(cal, runs).items}
+    assert by["fast_0"].device_value == approx(device["fast_0"] / 1000)
+    assert by["fast_0"].held == "1 run, 52% of its wall time (0.21s)"
+    assert by["near"].device_value is None and by["near"].held is None
+    text = render_predictions(predict(cal, runs))
+    row = next(ln for ln in text.splitlines() if ln.startswith("fast_0 "))
+    assert f"measured on the device: {device['fast_0']:.4g} ms (one of the fit's points)" in row
+    assert (
+        "held off its CPUs by other tasks (1 run, 52% of its wall time (0.21s)): predicted "
+        "from a slowed run" in row
+    )

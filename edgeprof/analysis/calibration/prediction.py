@@ -9,6 +9,8 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ...model import RunResult
+from ..cells import cells_by_setting
+from ..held import held_runs
 from .families import MIN_FAMILY_POINTS
 from .file import Calibration, MetricFit
 from .matching import cells_of
@@ -40,6 +42,13 @@ class Prediction:
     runs: int = 1
     measured: bool = False
     """The model is one of the fit's own points (not a prediction of an unmeasured model)."""
+    device_value: float | None = None
+    """The device's own measurement of a :attr:`measured` model (the fit's point): a
+    tester's batch 8, measured at 395 ms, was shown only as predicted 901 ms ± 26 ms."""
+    held: str | None = None
+    """How far other tasks held this cell's runs off their CPUs, where as far as ``run``
+    warns of (:func:`~edgeprof.analysis.held.held_runs`): its profiler value is inflated
+    by it, and so is the prediction made from it."""
     widened: tuple[str, float] | None = None
     """The held-out model and its |error| in percent that an extrapolation's interval was
     widened to (:func:`heldout_floor`; ``None``: not widened)."""
@@ -179,7 +188,9 @@ def predict(
         ),
         other_device=_other_device(calibration, runs, linked),
     )
+    groups = cells_by_setting(runs)
     for cell in cells_of(runs):
+        held = held_runs(groups[cell.setting][cell.label])
         if cell.ok == 0:
             out.uncalibrated.append(f"{cell.label} [{cell.setting}]: every run failed")
             continue
@@ -231,6 +242,12 @@ def predict(
                     runs=cell.ok,
                     measured=cell.label in mf.fit.labels,
                     widened=widened,
+                    device_value=(
+                        mf.fit.y[mf.fit.labels.index(cell.label)]
+                        if cell.label in mf.fit.labels
+                        else None
+                    ),
+                    held=None if held is None else f"{held.runs_text()}, {held.figure()}",
                 )
             )
     return out
