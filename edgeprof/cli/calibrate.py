@@ -53,6 +53,7 @@ def calibrate_cmd(
     from ..analysis.devices import calibration_device_notes
     from ..errors import ConfigError
     from ..report.calibration import plot_calibration, render_calibration
+    from ..report.files import announce
     from ..resultfiles import load_runs
     from ..storage import check_writable
 
@@ -83,9 +84,9 @@ def calibrate_cmd(
     sys.stdout.write(render_calibration(cal))
     if plot is not None:
         plot_calibration(cal, plot)
-        print(f"plot: {plot}")
+        announce(plot, sys.stderr)
     cal.save(target)
-    print(f"calibration: {target}")
+    announce(target, sys.stderr)
 
 
 def _safe_name(name: str) -> str:

@@ -337,8 +337,9 @@ def render_predictions(preds: Predictions, source: str | None = None) -> str:
 
 
 def plot_calibration(cal: Calibration, path: Path) -> None:
-    """Device vs profiler per fit, with the line, its equation and R² (needs matplotlib:
-    ``pip install 'edgeprof[plot]'``).  The format follows the file's suffix."""
+    """Device vs profiler per fit: the form the predictions use, and the least-squares line
+    with its equation and R² where that form is another (needs matplotlib: ``pip install
+    'edgeprof[plot]'``).  The format follows the file's suffix."""
     try:
         import matplotlib
 
@@ -362,8 +363,22 @@ def plot_calibration(cal: Calibration, path: Path) -> None:
         ax.scatter(xs, ys, color="tab:blue", zorder=3)
         for label, x, y in zip(f.labels, xs, ys, strict=True):
             ax.annotate(label, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
-        lo, hi = min(xs), max(xs)
-        ax.plot([lo, hi], [f.a * lo + f.b / scale, f.a * hi + f.b / scale], color="tab:red")
+        lo, hi = min(f.x), max(f.x)
+        # The form the predictions use, drawn as a curve: the straight line alone had been
+        # drawn where a power law made every prediction (and ran below 0 under the points).
+        chosen = mf.choice.fit
+        grid = [lo + (hi - lo) * i / 100 for i in range(101)]
+        curve = [(x / scale, v / scale) for x in grid if (v := chosen.value(x)) is not None]
+        ax.plot(
+            [x for x, _ in curve], [y for _, y in curve], color="tab:red",
+            label=f"{chosen.name} (predicts)",
+        )  # fmt: skip
+        if mf.choice.form != "line":
+            ax.plot(
+                [lo / scale, hi / scale], [(f.a * lo + f.b) / scale, (f.a * hi + f.b) / scale],
+                color="tab:gray", linestyle="--", linewidth=0.8, label="least-squares line",
+            )  # fmt: skip
+        ax.legend(fontsize=7, loc="lower right")
         r2 = "n/a" if f.r2 is None else f"{f.r2:.4f}"
         ax.set_title(f"{mf.metric} [{mf.setting}]", fontsize=8)
         ax.text(

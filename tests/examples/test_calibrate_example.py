@@ -67,7 +67,7 @@ def test_profile_calibrate_predict(tmp_path: Path) -> None:
     out = cal.stdout
     assert "3 device row(s) matched, 1 unmatched" in out
     assert "unmatched line 5: inception_v3: no profiled run of this model" in out
-    assert out.rstrip().endswith("calibration: board.yml")
+    assert cal.stderr.endswith("edgeprof: wrote board.yml\n"), cal.stderr
     from edgeprof.analysis.calibration import load_calibration
 
     fits = {f.metric: f for f in load_calibration(tmp_path / "board.yml").fits}

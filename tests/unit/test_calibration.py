@@ -440,10 +440,9 @@ def test_cli_calibrate_then_run_with_the_calibration(
         == 0
     )
     o, err = capsys.readouterr()
-    assert err == NOT_IN_CATALOG
+    assert err == NOT_IN_CATALOG + f"edgeprof: wrote {out}\n"  # as every written file
     assert "unmatched line 5: zz: no profiled run of this model" in o
     assert "runtime: device = 2.5 × profiler + 105 ms" in o
-    assert o.endswith(f"calibration: {out}\n")
     assert load_calibration(out).fits[0].fit.a == approx(2.5)
 
     rc = main(
@@ -518,7 +517,7 @@ def test_cli_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         == 0
     )
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert f"plot: {png}" in capsys.readouterr().out
+    assert f"edgeprof: wrote {png}\n" in capsys.readouterr().err
 
 
 def test_cli_json_keeps_predictions_off_stdout(
@@ -565,7 +564,7 @@ def test_cli_calibrate_names_a_corrupted_row_as_an_outlier(
     rc = main(["calibrate", "--device", "dev", "--measurements", str(csv_path),
                "--out", str(out), str(results)])  # fmt: skip
     o, err = capsys.readouterr()
-    assert rc == 0 and err == NOT_IN_CATALOG
+    assert rc == 0 and err == NOT_IN_CATALOG + f"edgeprof: wrote {out}\n"
     (w,) = [ln for ln in o.splitlines() if "off the line of the other points" in ln]
     assert w.startswith("  warning: resnet50 lies ")
     assert "standard errors off the line of the other points" in w
