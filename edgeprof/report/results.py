@@ -152,9 +152,26 @@ def note_lines(results: Sequence[RunResult]) -> list[NoteLine]:
 def run_warnings(results: Sequence[RunResult]) -> dict[tuple[str, str], list[str]]:
     """Each cell's warnings (:func:`cell_warnings`), keyed as :func:`~edgeprof.analysis.
     cells.cells` keys it, for the CI summary and JUnit (which had dropped them: a contended
-    host's gate failed its build with no word of the host)."""
-    found = {key: cell_warnings(runs) for key, runs in cells(results).items()}
+    host's gate failed its build with no word of the host), with what its statistics warn
+    of (an outlier, a slow first run: the terminal's alone, while a cold first run hid a
+    +40 % slowdown as "not beyond the threshold" on a CI page).  A failed run is the
+    summary's headline's and the case's own, not repeated here."""
+    from ..analysis.compare import summarize_cells
+
+    stats = {
+        (s.name, setting): [f"warning: {w}" for w in s.warnings() if not _a_failed_run(w)]
+        for setting, summaries in summarize_cells(results).items()
+        for s in summaries
+    }
+    found = {
+        key: [*cell_warnings(runs), *stats.get(key, [])] for key, runs in cells(results).items()
+    }
     return {key: ws for key, ws in found.items() if ws}
+
+
+def _a_failed_run(warning: str) -> bool:
+    """:meth:`~edgeprof.analysis.compare.ModelSummary.warnings`' line of a failed run."""
+    return warning.startswith("run ") and " failed (" in warning.split(":", 1)[0]
 
 
 def cell_warnings(runs: Sequence[RunResult]) -> list[str]:

@@ -23,6 +23,7 @@ from edgeprof.report.ci_summary import (
     write_summaries,
 )
 from edgeprof.report.junit import budget_cases, compare_cases, render_junit, run_cases
+from edgeprof.report.results import run_warnings
 from tests.unit.gating_helpers import MIB, run
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -192,3 +193,19 @@ def test_a_compare_of_nothing_tested_does_not_read_as_a_pass() -> None:
     head = render_compare_summary(ch, 0.05, notes).splitlines()[2]
     assert head.startswith("**0 regressions, 0 improvements, ")
     assert head.endswith(" not tested (not enough repeats)**")
+
+
+def test_a_cells_statistics_warnings_reach_the_summary_and_junit() -> None:
+    """"the first run took 1.27× the median … (cold caches?)" and the outliers were the
+    terminal's alone: a cold first run that hid a +40 % slowdown as "not beyond the
+    threshold" said nothing on the CI page.  A failed run stays the headline's."""
+    runs = [run(wall=1.5), run(wall=1.0), run(wall=1.02), run(wall=0.98), run(exit_code=5)]
+    slow = (
+        "warning: the first run took 1.50× the median wall time of the others (cold "
+        "caches?): warm-up runs (--warmup N) leave such a run out; after warm-ups, a larger N"
+    )
+    text = render_run_summary(runs, [])
+    assert f"- ⚠️ m.onnx (cpus=1, memory=1.0GiB): {slow}" in text.splitlines()
+    assert "left out of the statistics" not in text  # the failed run: the headline's
+    (case,) = run_cases(runs, run_warnings(runs))
+    assert case.output is not None and slow in case.output.splitlines()
