@@ -599,3 +599,19 @@ def test_cli_report_with_a_calibration(tmp_path: Path, capsys: pytest.CaptureFix
     assert row.split()[4:8] == ["2600", "ms", f"{2.99 * 2.6 * 1000:.0f}", "ms"]
     assert main(["report", str(saved), "--calibration", str(tmp_path / "no.yml")]) == 2
     assert capsys.readouterr().err.startswith("edgeprof: error: cannot read calibration")
+
+
+def test_rows_that_matched_nothing_are_named_when_they_leave_too_few(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tester's rows named by file (`2.onnx`) beside runs labelled `2` left one model to
+    fit, and the error named only that; the unmatched rows, and the labels, are said now."""
+    results = _results_file(tmp_path, {"2": (1.0, 0), "4": (2.0, 0), "16": (4.0, 0)})
+    csv_path = _csv(tmp_path, "model,runtime_ms\n2.onnx,10\n4.onnx,20\n16,40\n")
+    rc = main(calibrate_argv(csv_path, tmp_path / "d.yml", results))
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1
+    assert err.endswith(
+        "; unmatched rows: line 2: 2.onnx: no profiled run of this model (runs are labelled "
+        "'2'); line 3: 4.onnx: no profiled run of this model (runs are labelled '4')\n"
+    ), err

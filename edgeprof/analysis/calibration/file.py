@@ -134,7 +134,10 @@ class Calibration:
         if self.matched == 0:
             return f"no device row matched a profiled run ({first(self.unmatched)})"
         if self.skipped:
-            return f"no metric could be fitted: {first(self.skipped)}"
+            # The rows that matched no run are often why too few models remain (a tester's
+            # `2.onnx` beside the run labelled `2`): named after the metrics' reasons.
+            unmatched = f"; unmatched rows: {first(self.unmatched)}" if self.unmatched else ""
+            return f"no metric could be fitted: {first(self.skipped)}{unmatched}"
         return "no metric could be fitted"  # not reached: every unfitted pair is in skipped
 
     # -- the YAML file ----------------------------------------------------------------------

@@ -79,7 +79,11 @@ def _match(row: DeviceRow, cells: Sequence[Cell], path: str) -> tuple[Cell | Non
                 f"{' and '.join(labels)}: use the full label"
             )
     if not named:
-        return None, "no profiled run of this model"
+        # A row named by a file whose runs are labelled otherwise (`2.onnx`, runs labelled
+        # `2`): named, not matched, since a stem may also be another model's label.
+        near = sorted({c.label for c in cells if label_stem(c.label) == label_stem(row.model)})
+        hint = f" (runs are labelled {' and '.join(map(repr, near))})" if near else ""
+        return None, f"no profiled run of this model{hint}"
     hits = [
         c
         for c in named
