@@ -333,6 +333,14 @@ def render_predictions(preds: Predictions, source: str | None = None) -> str:
             assert spread is not None  # measure_next keeps predictions with an interval
             why = "outside the measured range" if p.extrapolated else "inside the measured range"
             lines.append(f"  {label}: {p.metric} ±{spread:.0f} %, {why}")
+    elif preds.items and all(p.low is None for p in preds.items):
+        # Two points: no interval anywhere, and no ranking of what to measure; the section
+        # had been left out, as if nothing were to be measured.
+        lines += [
+            "",
+            f"Measure next on {cal.device}: any model not measured yet (no prediction has an "
+            "interval: a fit of two points has no residual; a third model gives one)",
+        ]
     return "\n".join(lines) + "\n"
 
 

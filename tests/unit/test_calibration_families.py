@@ -258,3 +258,16 @@ def test_a_measured_model_shows_the_device_value_and_a_held_run_says_so(tmp_path
         "held off its CPUs by other tasks (1 run, 52% of its wall time (0.21s)): predicted "
         "from a slowed run" in row
     )
+
+
+def test_two_points_say_what_to_measure_next(tmp_path: Path) -> None:
+    """A fit of two points gives no prediction an interval; the "Measure next" section had
+    been left out as if nothing were to be measured."""
+    csv_path = _csv(tmp_path, "model,runtime_ms\nfast_0,210\nfast_1,410\n")
+    cal = calibrate(_runs(), read_measurements(csv_path), "pi")
+    text = render_predictions(predict(cal, [_run("near", 0.3)]))
+    assert "no interval: too few points" in text
+    assert text.endswith(
+        "\nMeasure next on pi: any model not measured yet (no prediction has an interval: a "
+        "fit of two points has no residual; a third model gives one)\n"
+    )
