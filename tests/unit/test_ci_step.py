@@ -35,6 +35,14 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return {"PATH": "/usr/bin:/bin", "EDGEPROF_CI_OUT": str(tmp_path / "out"), **extra}
 
 
+def _baseline(tmp_path: Path) -> Path:
+    """A baseline directory holding one (empty) result: enough for the step to compare."""
+    run_dir = tmp_path / "base" / "m" / "1"
+    run_dir.mkdir(parents=True)
+    (run_dir / "result.json").write_text("{}")
+    return tmp_path / "base"
+
+
 def test_a_command_with_options_is_one_run_and_no_baseline_no_compare(tmp_path: Path) -> None:
     env = _env(
         tmp_path,
@@ -68,9 +76,7 @@ def test_a_template_runs_with_e(tmp_path: Path) -> None:
 def test_the_exit_code_is_the_runs_else_the_comparisons(
     tmp_path: Path, run_rc: int, compare_rc: int, rc: int
 ) -> None:
-    baseline = tmp_path / "base" / "m" / "1"
-    baseline.mkdir(parents=True)
-    (baseline / "result.json").write_text("{}")
+    _baseline(tmp_path)
     outputs = tmp_path / "github_output"
     env = _env(
         tmp_path,
@@ -95,9 +101,7 @@ def test_the_exit_code_is_the_runs_else_the_comparisons(
 def test_compare_args_reach_compare(tmp_path: Path) -> None:
     """A pull request that drops a model on purpose or changes the limits: compare's notes
     name --allow-missing and --ignore-limits, which the step had no way to pass."""
-    baseline = tmp_path / "base" / "m" / "1"
-    baseline.mkdir(parents=True)
-    (baseline / "result.json").write_text("{}")
+    _baseline(tmp_path)
     env = _env(
         tmp_path,
         EDGEPROF_CI_COMMAND="true",
@@ -135,13 +139,6 @@ def test_an_empty_baseline_directory_is_no_baseline(tmp_path: Path) -> None:
     rec = Recorder(0)
     assert ci.main({**env, "EDGEPROF_CI_SUDO": "never"}, rec) == 0
     assert len(rec.calls) == 1
-
-
-def _baseline(tmp_path: Path) -> Path:
-    base = tmp_path / "base"
-    (base / "m").mkdir(parents=True)
-    (base / "m" / "result.json").write_text("{}")
-    return base
 
 
 @pytest.mark.parametrize("made", [False, True])
