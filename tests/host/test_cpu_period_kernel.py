@@ -133,9 +133,19 @@ def test_docker_period_is_a_stalling_full_speed_core_and_is_reported(
 ) -> None:
     loops, (unlimited, unlimited_own) = base
     lim = Limits(cpus=DOCKER_SHARE, cpuset=[core()], cpu_period_us="100ms")
-    for _ in range(1 if REAL_TIME else 3):
+    for _ in range(2 if REAL_TIME else 3):
         r, own = run(rusage, lim, loops)
-        if not starved(own, unlimited_own):
+        if not REAL_TIME:
+            if not starved(own, unlimited_own):
+                break
+            continue
+        # Measured twice at most, as the slower core is: in a fresh-clone run beside this
+        # session's own unit tests, a median that had the core between the stalls was not
+        # flagged in one run (p90-p99 were, 12 of 135 iterations stalled), while a period
+        # that does not stall a full-speed core fails every run.
+        lat = r.latency
+        t = None if lat is None else lat.throttling
+        if lat is None or t is None or not had_the_core(lat, own) or "p50" in t.distorted:
             break
     assert unlimited.latency is not None and r.latency is not None
     assert r.cpu.period_s == 0.1
