@@ -49,7 +49,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -279,77 +279,6 @@ def _positive(e: Mapping[str, Any], key: str, bad: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
         raise bad(key, "expected a positive number")
     return float(v)
-
-
-def calibrated_devices(
-    path: Path, names: Iterable[str], option: Path | None = None
-) -> set[str]:
-    """Of ``names``, the catalog devices whose entry's calibration is the file ``path``: a
-    run as one of them is a run as that calibration's device, whatever name the file
-    records (an entry ``my-pi`` whose ``rpi4.yml`` was fitted as ``rpi4-4gb``)."""
-    try:
-        catalog = load_catalog(catalog_paths(option))
-    except ConfigError:
-        return set()  # a catalog that cannot be read links nothing; the runs say why
-    return {
-        n
-        for n in names
-        if (d := catalog.get(n)) is not None
-        and d.calibration is not None
-        and _same_file(d.calibration, path)
-    }
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return a.resolve() == b.resolve()
-
-
-def close_devices(name: str, environ: Mapping[str, str] | None = None) -> list[str] | None:
-    """The catalog names closest to ``name`` (at most 3, best first); ``None`` where it is
-    one of them, or no catalog can be read."""
-    import difflib
-
-    try:
-        names = list(load_catalog(catalog_paths(None, environ)))
-    except ConfigError:
-        return None
-    if name in names:
-        return None
-    return difflib.get_close_matches(name, names, n=3, cutoff=0.6)
-
-
-def calibration_device_notes(
-    name: str, recorded: Iterable[str | None], environ: Mapping[str, str] | None = None
-) -> list[str]:
-    """What ``calibrate --device NAME`` says of the name: the runs were made as another
-    device (``recorded``: each run's ``--device``), or no catalog has it (a typo, as
-    ``rpi4-4g``, had been written to ``rpi4-4g.yml`` in silence).  Notes, not errors: a
-    device of one's own is a name no catalog holds."""
-    notes = []
-    others = sorted({d for d in recorded if d} - {name})
-    if others:
-        notes.append(
-            f"--device {name}: the runs were made as --device {' and '.join(others)}; the "
-            f"calibration will be {name}'s (give --device {others[0]} if the CSV was "
-            "measured on it)"
-        )
-    close = close_devices(name, environ)
-    if close is not None:
-        hint = f" (did you mean {_either(close)}?)" if close else ""
-        notes.append(
-            f"--device {name} is in no device catalog{hint}: fine for a device of your own, "
-            f"but the calibration records this name, and a run as another device is warned "
-            f"that its predictions are {name}'s"
-        )
-    return notes
-
-
-def _either(names: Sequence[str]) -> str:
-    """``a``, ``a or b``, ``a, b or c``."""
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def find_device(catalog: Mapping[str, Device], name: str) -> Device:

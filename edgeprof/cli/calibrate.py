@@ -50,7 +50,7 @@ def calibrate_cmd(
     Example: edgeprof calibrate --device pi4 --measurements pi4.csv results/
     """
     from ..analysis.calibration import FORMS, calibrate, parse_rule, read_measurements
-    from ..analysis.devices import calibration_device_notes
+    from ..analysis.device_names import calibration_device_notes
     from ..errors import ConfigError
     from ..report.calibration import plot_calibration, render_calibration
     from ..report.files import announce

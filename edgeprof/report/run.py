@@ -197,7 +197,7 @@ def _linked(job: RunJob) -> set[str]:
     path = job.request.calibration
     if job.device is None or path is None:
         return set()
-    from ..analysis.devices import calibrated_devices
+    from ..analysis.device_names import calibrated_devices
 
     return calibrated_devices(path, [job.device], job.request.devices)
 

@@ -212,7 +212,7 @@ def rerender(
     stdout.writelines(f"note: {why}\n" for why in stopped)
     predictions = None
     if cal is not None:
-        from ..analysis.devices import calibrated_devices
+        from ..analysis.device_names import calibrated_devices
 
         assert calibration is not None  # cal was read from it
         linked = calibrated_devices(calibration, {r.device for r in runs if r.device})

@@ -12,11 +12,10 @@ from hypothesis import strategies as st
 
 from edgeprof.analysis.calibration import calibrate, load_calibration, read_measurements
 from edgeprof.analysis.calibration.speed import Slope, implied_speed
+from edgeprof.analysis.device_names import calibrated_devices, calibration_device_notes
 from edgeprof.analysis.devices import (
     DEVICES_ENV,
     builtin_catalog,
-    calibrated_devices,
-    calibration_device_notes,
     catalog_paths,
     device_setting,
     load_catalog,

@@ -1,0 +1,84 @@
+"""Which device a calibration and its runs are of: the catalog entries that name a
+calibration file (a run as one of them is a run as that calibration's device), and what
+``calibrate --device NAME`` notes of a name (runs made as another device, a name no catalog
+holds).  Apart from :mod:`.devices`, the catalog's parser and the limits it gives."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from ..errors import ConfigError
+from .devices import catalog_paths, load_catalog
+
+
+def calibrated_devices(
+    path: Path, names: Iterable[str], option: Path | None = None
+) -> set[str]:
+    """Of ``names``, the catalog devices whose entry's calibration is the file ``path``: a
+    run as one of them is a run as that calibration's device, whatever name the file
+    records (an entry ``my-pi`` whose ``rpi4.yml`` was fitted as ``rpi4-4gb``)."""
+    try:
+        catalog = load_catalog(catalog_paths(option))
+    except ConfigError:
+        return set()  # a catalog that cannot be read links nothing; the runs say why
+    return {
+        n
+        for n in names
+        if (d := catalog.get(n)) is not None
+        and d.calibration is not None
+        and _same_file(d.calibration, path)
+    }
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return a.resolve() == b.resolve()
+
+
+def close_devices(name: str, environ: Mapping[str, str] | None = None) -> list[str] | None:
+    """The catalog names closest to ``name`` (at most 3, best first); ``None`` where it is
+    one of them, or no catalog can be read."""
+    import difflib
+
+    try:
+        names = list(load_catalog(catalog_paths(None, environ)))
+    except ConfigError:
+        return None
+    if name in names:
+        return None
+    return difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+
+
+def calibration_device_notes(
+    name: str, recorded: Iterable[str | None], environ: Mapping[str, str] | None = None
+) -> list[str]:
+    """What ``calibrate --device NAME`` says of the name: the runs were made as another
+    device (``recorded``: each run's ``--device``), or no catalog has it (a typo, as
+    ``rpi4-4g``, had been written to ``rpi4-4g.yml`` in silence).  Notes, not errors: a
+    device of one's own is a name no catalog holds."""
+    notes = []
+    others = sorted({d for d in recorded if d} - {name})
+    if others:
+        notes.append(
+            f"--device {name}: the runs were made as --device {' and '.join(others)}; the "
+            f"calibration will be {name}'s (give --device {others[0]} if the CSV was "
+            "measured on it)"
+        )
+    close = close_devices(name, environ)
+    if close is not None:
+        hint = f" (did you mean {_either(close)}?)" if close else ""
+        notes.append(
+            f"--device {name} is in no device catalog{hint}: fine for a device of your own, "
+            f"but the calibration records this name, and a run as another device is warned "
+            f"that its predictions are {name}'s"
+        )
+    return notes
+
+
+def _either(names: Sequence[str]) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
