@@ -97,11 +97,18 @@ class ModelSummary:
         return value if isinstance(value, Stat) else None
 
     def warnings(self) -> list[str]:
-        """Failed runs, outliers (:mod:`edgeprof.analysis.outliers`), a slow first run."""
-        out = [
+        """Failed runs, then :meth:`statistics_warnings`."""
+        failed = [
             f"run {self.runs.index(r) + 1} failed ({ending(r)}): left out of the statistics"
             for r in self.failures
         ]
+        return [*failed, *self.statistics_warnings()]
+
+    def statistics_warnings(self) -> list[str]:
+        """What the cell's statistics warn of: outliers (:mod:`edgeprof.analysis.outliers`),
+        percentiles that measure a quota's stalls, a slow first run.  The CI summary and
+        JUnit carry these beside the runs' own (their failed runs are said there already)."""
+        out = []
         for key, metric in STAT_METRICS.items():
             s = self.stat(key)
             if s is None:

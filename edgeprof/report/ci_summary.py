@@ -83,7 +83,9 @@ def failed_runs_headline(results: Sequence[RunResult]) -> list[str]:
     The page had gone straight into the table, whose ``0/2`` was the only sign that the
     workload failed (and with budgets, "1 of 2 budget checks failed" named no failed run)."""
     by_cell = cells(results)
-    failed = {key: bad for key, runs in by_cell.items() if (bad := _failed(runs))}
+    failed = {
+        key: bad for key, runs in by_cell.items() if (bad := [r for r in runs if not r.succeeded])
+    }
     if not failed:
         return []
     count = sum(map(len, failed.values()))
@@ -95,11 +97,6 @@ def failed_runs_headline(results: Sequence[RunResult]) -> list[str]:
             f"runs succeeded ({endings(bad)})"
         )
     return [*lines, ""]
-
-
-def _failed(runs: Sequence[RunResult]) -> list[RunResult]:
-    ok = successful(runs)
-    return [r for r in runs if r not in ok]
 
 
 def render_run_summary(

@@ -159,7 +159,7 @@ def run_warnings(results: Sequence[RunResult]) -> dict[tuple[str, str], list[str
     from ..analysis.compare import summarize_cells
 
     stats = {
-        (s.name, setting): [f"warning: {w}" for w in s.warnings() if not _a_failed_run(w)]
+        (s.name, setting): [f"warning: {w}" for w in s.statistics_warnings()]
         for setting, summaries in summarize_cells(results).items()
         for s in summaries
     }
@@ -168,10 +168,6 @@ def run_warnings(results: Sequence[RunResult]) -> dict[tuple[str, str], list[str
     }
     return {key: ws for key, ws in found.items() if ws}
 
-
-def _a_failed_run(warning: str) -> bool:
-    """:meth:`~edgeprof.analysis.compare.ModelSummary.warnings`' line of a failed run."""
-    return warning.startswith("run ") and " failed (" in warning.split(":", 1)[0]
 
 
 def cell_warnings(runs: Sequence[RunResult]) -> list[str]:

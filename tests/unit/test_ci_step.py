@@ -43,6 +43,15 @@ def _baseline(tmp_path: Path) -> Path:
     return tmp_path / "base"
 
 
+def _compared(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """A job that profiles ``true`` and compares it with :func:`_baseline`'s directory."""
+    base = str(_baseline(tmp_path))
+    return _env(
+        tmp_path, EDGEPROF_CI_COMMAND="true", EDGEPROF_CI_BASELINE=base, EDGEPROF_CI_SUDO="never",
+        **extra,
+    )  # fmt: skip
+
+
 def test_a_command_with_options_is_one_run_and_no_baseline_no_compare(tmp_path: Path) -> None:
     env = _env(
         tmp_path,
@@ -76,16 +85,8 @@ def test_a_template_runs_with_e(tmp_path: Path) -> None:
 def test_the_exit_code_is_the_runs_else_the_comparisons(
     tmp_path: Path, run_rc: int, compare_rc: int, rc: int
 ) -> None:
-    _baseline(tmp_path)
     outputs = tmp_path / "github_output"
-    env = _env(
-        tmp_path,
-        EDGEPROF_CI_COMMAND="true",
-        EDGEPROF_CI_BASELINE=str(tmp_path / "base"),
-        EDGEPROF_CI_THRESHOLD="10%",
-        EDGEPROF_CI_SUDO="never",
-        GITHUB_OUTPUT=str(outputs),
-    )
+    env = _compared(tmp_path, EDGEPROF_CI_THRESHOLD="10%", GITHUB_OUTPUT=str(outputs))
     rec = Recorder(run_rc, compare_rc)
     assert ci.main(env, rec) == rc
     compare = rec.calls[1][3:]
@@ -101,13 +102,9 @@ def test_the_exit_code_is_the_runs_else_the_comparisons(
 def test_compare_args_reach_compare(tmp_path: Path) -> None:
     """A pull request that drops a model on purpose or changes the limits: compare's notes
     name --allow-missing and --ignore-limits, which the step had no way to pass."""
-    _baseline(tmp_path)
-    env = _env(
+    env = _compared(
         tmp_path,
-        EDGEPROF_CI_COMMAND="true",
-        EDGEPROF_CI_BASELINE=str(tmp_path / "base"),
         EDGEPROF_CI_COMPARE_ARGS="--allow-missing --setting 'cpus=1, memory=1g' --ignore-limits",
-        EDGEPROF_CI_SUDO="never",
     )
     rec = Recorder(0, 0)
     assert ci.main(env, rec) == 0
