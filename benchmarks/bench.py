@@ -36,7 +36,8 @@ import psutil
 import edgeprof
 from edgeprof.backends import CgroupV1Backend, CgroupV2Backend, get_backend
 from edgeprof.backends import cgroupfs as fs
-from edgeprof.measure.sampler import Sampler, SampleWriter, SeriesStats
+from edgeprof.measure.samplefile import SampleWriter
+from edgeprof.measure.sampler import Sampler, SeriesStats
 from edgeprof.model import RunSpec
 
 HERE = Path(__file__).resolve().parent

@@ -62,7 +62,6 @@ from ..units import (
     MAX_CPUS,
     MIN_QUOTA_US,
     counted,
-    format_binary,
     format_period,
     parse_cpu_period,
     parse_memory_limit,
@@ -431,21 +430,6 @@ def _calibrated_share(
     return cpus, capped, warnings, note
 
 
-def describe_speed(device: Device) -> str:
-    """The speed column of ``edgeprof devices``."""
-    if device.share is not None:
-        return f"share {device.share:g}"
-    if isinstance(device.speed, float):
-        return f"speed {device.speed:g}"
-    if device.speed == CALIBRATED:
-        return "from calibration"
-    if device.calibration is not None:
-        # Its cores run at this host's speed, and its calibration predicts the device's
-        # figures: "needs calibration" had been shown beside the file that calibrates it.
-        return "host's; predicted"
-    return "needs calibration"
-
-
 def calibration_file(device: Device) -> Path | None:
     """The entry's calibration file, refused in one line naming the catalog and the entry
     where it is not a file (``cannot read calibration sub/nope.yml: [Errno 2] …`` had named
@@ -457,46 +441,6 @@ def calibration_file(device: Device) -> Path | None:
             f"{path} is not a file"
         )
     return path
-
-
-def catalog_rows(catalog: Mapping[str, Device]) -> list[list[str]]:
-    """The rows of ``edgeprof devices``: name, cores, memory, speed, period, calibration,
-    source."""
-    return [
-        [
-            d.name,
-            str(d.cores),
-            format_binary(d.memory)
-            + (" shared with the GPU" if d.unified_memory else "")
-            + ("" if d.gpu_memory is None else f", GPU {format_binary(d.gpu_memory)}"),
-            describe_speed(d),
-            "auto" if d.cpu_period_us is None else format_period(d.cpu_period_us),
-            "-" if d.calibration is None
-            else f"{d.calibration}" + ("" if d.calibration.is_file() else " (missing)"),
-            d.source or "-",
-        ]
-        for d in sorted(catalog.values(), key=lambda d: d.name)
-    ]
-
-
-def catalog_json(catalog: Mapping[str, Device]) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": d.name,
-            "cores": d.cores,
-            "memory_bytes": d.memory,
-            "share": d.share,
-            "speed": d.speed,
-            "cpu_period_us": d.cpu_period_us,
-            "gpu_memory_bytes": d.gpu_memory,
-            "unified_memory": d.unified_memory,
-            "calibration": None if d.calibration is None else str(d.calibration),
-            "description": d.description,
-            "source": d.source,
-            "catalog": str(d.catalog),
-        }
-        for d in sorted(catalog.values(), key=lambda d: d.name)
-    ]
 
 
 def resolve_device(

@@ -24,7 +24,7 @@ from ..errors import EdgeprofError
 from ..model import GpuPhase, GpuStats
 from .gpu_device import COLUMNS, Device, nested_pid_namespace
 from .phases import Occurrence, interpolate, occurrence_spans
-from .sampler import SampleWriter
+from .samplefile import SampleWriter
 
 MIN_INTERVAL_S = 0.01
 """GPUs are read no more often than this: each read is ~10 NVML calls, and the driver

@@ -25,7 +25,8 @@ from .gpu import GpuWatch
 from .interrupts import Interrupted, SignalGuard
 from .limits import quota_can_stall
 from .memory import MappedTracker
-from .sampler import Sampler, SampleWriter, SeriesStats
+from .samplefile import SampleWriter
+from .sampler import Sampler, SeriesStats
 from .squeeze import Squeezer
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import Any
 
-from ..analysis.devices import Device, catalog_json, catalog_rows
+from ..analysis.devices import CALIBRATED, Device
+from ..units import format_binary, format_period
 from .table import plain_table
 
 HEADER = ["device", "cores", "memory", "speed", "cpu period", "calibration", "source"]
@@ -26,3 +28,58 @@ def render_devices(catalog: Mapping[str, Device]) -> str:
 
 def devices_json(catalog: Mapping[str, Device]) -> str:
     return json.dumps(catalog_json(catalog), indent=2) + "\n"
+
+
+def describe_speed(device: Device) -> str:
+    """The speed column of ``edgeprof devices``."""
+    if device.share is not None:
+        return f"share {device.share:g}"
+    if isinstance(device.speed, float):
+        return f"speed {device.speed:g}"
+    if device.speed == CALIBRATED:
+        return "from calibration"
+    if device.calibration is not None:
+        # Its cores run at this host's speed, and its calibration predicts the device's
+        # figures: "needs calibration" had been shown beside the file that calibrates it.
+        return "host's; predicted"
+    return "needs calibration"
+
+
+def catalog_rows(catalog: Mapping[str, Device]) -> list[list[str]]:
+    """The rows of ``edgeprof devices``: name, cores, memory, speed, period, calibration,
+    source."""
+    return [
+        [
+            d.name,
+            str(d.cores),
+            format_binary(d.memory)
+            + (" shared with the GPU" if d.unified_memory else "")
+            + ("" if d.gpu_memory is None else f", GPU {format_binary(d.gpu_memory)}"),
+            describe_speed(d),
+            "auto" if d.cpu_period_us is None else format_period(d.cpu_period_us),
+            "-" if d.calibration is None
+            else f"{d.calibration}" + ("" if d.calibration.is_file() else " (missing)"),
+            d.source or "-",
+        ]
+        for d in sorted(catalog.values(), key=lambda d: d.name)
+    ]
+
+
+def catalog_json(catalog: Mapping[str, Device]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": d.name,
+            "cores": d.cores,
+            "memory_bytes": d.memory,
+            "share": d.share,
+            "speed": d.speed,
+            "cpu_period_us": d.cpu_period_us,
+            "gpu_memory_bytes": d.gpu_memory,
+            "unified_memory": d.unified_memory,
+            "calibration": None if d.calibration is None else str(d.calibration),
+            "description": d.description,
+            "source": d.source,
+            "catalog": str(d.catalog),
+        }
+        for d in sorted(catalog.values(), key=lambda d: d.name)
+    ]

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from edgeprof.errors import BackendError
+from edgeprof.measure.samplefile import SampleWriter
 from edgeprof.measure.sampler import (
     MIN_AVG_READINGS,
     PEAK_WINDOW_S,
     Sampler,
-    SampleWriter,
     SeriesStats,
 )
 from edgeprof.model import Counters, Sample
