@@ -88,8 +88,14 @@ def test_report_of_a_bench_ranks_batch_sizes_by_the_infer_phase(
     rows = [line.split() for line in table.splitlines()[3:5]]
     assert [r[:3] for r in rows] == [["1", "infer", "bs=8"], ["2", "infer", "bs=1"]]
     first, second = float(rows[0][3]), float(rows[1][3])
-    assert first > 4 * second  # 8× at equal sleeps: 400 items/s against 50
-    assert second <= 50 and rows[1][4] == f"{second / first:.2f}×"
+    # Each figure is its run's infer phase's items/s (400 and 50 at equal 20 ms sleeps; a
+    # loaded host lengthens the sleeps, by how much per batch size it cannot be told:
+    # "over 4×" had failed once beside other work), never the whole run's.
+    for bs, shown in (("8", first), ("1", second)):
+        doc = json.loads((out / f"bs{bs}" / "result.json").read_text())
+        (infer,) = [p for p in doc["phases"] if p["name"] == "infer"]
+        assert shown == round(infer["latency"]["items_per_s"], 1)
+    assert second <= 50 and rows[1][4] == f"{second / first:.2f}×"  # a sleep never shortens
     assert "ranked by the infer phase (the timed calls; load and warm-up left out)" in table
     assert "Ranking by peak memory" in text  # the memory rankings stay
 
