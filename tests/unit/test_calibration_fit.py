@@ -171,6 +171,57 @@ def test_no_influence_warning_on_evenly_spread_points() -> None:
             assert not [w for w in fit_warnings(f, "s", "time") if "dominates" in w], n
 
 
+def test_a_geometric_designs_last_point_dominates_only_where_it_moves_predictions() -> None:
+    # Batches 1, 2, 3, 4, 6, 8, 12, 16 (a tester's design): 16 has leverage 0.60 > 4/8 in
+    # every such fit.  With 1.5 % scatter, leaving it out moves no prediction out of its
+    # interval, so no fit names it; one 16 measured 40 % slow does move them, and is named.
+    xs = [1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0]
+    labels = [f"bs{int(x)}" for x in xs]
+    rng = random.Random(1)
+    for _ in range(50):
+        ys = [(3.06 * x + 0.12) * (1 + rng.gauss(0, 0.015)) for x in xs]
+        f = fit(xs, ys, labels)
+        assert f.leverage[-1] == approx(0.5951, abs=1e-4) and f.leverage[-1] > leverage_limit(8)
+        moved = f.moved_without(7)
+        assert moved is not None and moved < 1
+        assert not [w for w in fit_warnings(f, "ms", "time") if "dominates" in w]
+    # A 16 measured wrong is named as an outlier, not for its leverage: its error is then
+    # most of the scatter, which widens every interval with it (0.74 of one at 40 % off).
+    ys = [3.06 * x + 0.12 + 0.05 * (-1) ** k for k, x in enumerate(xs)]
+    ys[-1] *= 1.4
+    f = fit(xs, ys, labels)
+    assert f.outliers() == (7,)
+    (w,) = fit_warnings(f, "ms", "time")
+    assert w.startswith("bs16 lies ")
+    # Five points, the last at leverage 0.897 (under the 0.9 cap, over 4/5) and 1.0 s
+    # off a line the others keep within 0.05 s: leaving it out moves its own prediction
+    # 1.07 times its interval.  Not an outlier (t 6.0 against 9.9 for 5 points), it is
+    # named for dominating the fit.
+    xs = [1.0, 2.0, 3.0, 4.0, 9.0]
+    ys = [2 * x + 1 + 0.05 * (-1) ** k for k, x in enumerate(xs)]
+    ys[-1] += 1.0
+    f = fit(xs, ys, list("abcde"))
+    assert f.outliers() == ()
+    moved = f.moved_without(4)
+    assert moved == approx(1.07, abs=0.005)
+    (w,) = fit_warnings(f, "s", "time")
+    assert w.startswith(
+        "e dominates the fit (leverage 0.90 > 0.80, leaving it out moves a prediction 1.1× "
+        "its interval, Cook's distance "
+    )
+
+
+def test_a_point_moves_the_line_by_its_shift_over_each_interval() -> None:
+    f = fit([1.0, 2.0, 3.0, 4.0], [1.0, 2.1, 2.9, 4.4], list("abcd"))
+    rest = f.without(3)
+    assert rest is not None
+    want = max(
+        abs(rest.a * x + rest.b - f.predict(x)[0]) / (f.predict(x)[1] or math.nan) for x in f.x
+    )
+    assert f.moved_without(3) == approx(want)
+    assert fit([1.0, 2.0], [1.0, 2.0]).moved_without(0) is None  # no interval
+
+
 def test_cooks_distance_flags_an_outlier_from_ten_points() -> None:
     x = [1.0 + i for i in range(10)]
     y = [2 * v + 1 for v in x]
