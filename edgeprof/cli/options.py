@@ -15,6 +15,14 @@ CalibrationFile = Annotated[
     Path | None,
     typer.Option(help="A calibration file (edgeprof calibrate): add predicted device values."),
 ]
+PredictionsFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--predictions",
+        help="Write the calibration's predictions here as JSON (with --calibration, or a "
+        "--device whose entry names one).",
+    ),
+]
 CpuPeriod = Annotated[
     str | None,
     typer.Option(

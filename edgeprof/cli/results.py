@@ -21,6 +21,7 @@ from .options import (
     MaxMemoryNeed,
     MaxPeakMemory,
     MaxWall,
+    PredictionsFile,
     SummaryFile,
 )
 
@@ -112,6 +113,7 @@ def report(
     markdown: Annotated[Path | None, typer.Option(help="Write the Markdown report here.")] = None,
     plots: Annotated[Path | None, typer.Option(help="Write PNG charts here.")] = None,
     calibration: CalibrationFile = None,
+    predictions: PredictionsFile = None,
     html: HtmlReport = None,
 ) -> None:
     """Re-render tables, statistics, rankings and plots from saved results."""
@@ -125,6 +127,7 @@ def report(
         markdown=markdown,
         plots=plots,
         calibration=calibration,
+        predictions=predictions,
         html=html,
     )
 

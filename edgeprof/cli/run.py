@@ -35,6 +35,7 @@ from .options import (
     ModelFile,
     ModelList,
     Pids,
+    PredictionsFile,
     SummaryFile,
     Timeout,
     WorkDir,
@@ -195,6 +196,7 @@ def run(
         typer.Option(help="Write PNG charts here (needs the 'plot' extra: matplotlib)."),
     ] = None,
     html: HtmlReport = None,
+    predictions: PredictionsFile = None,
     as_root: AsRoot = False,
     allow_over_host: AllowOverHost = False,
     executor: Annotated[

@@ -68,6 +68,7 @@ OPTIONS: dict[str, tuple[str, Kind]] = {
     "--warmup": ("warmup", "int"),
     "--shard": ("shard", "str"),
     "--calibration": ("calibration", "path"),
+    "--predictions": ("predictions", "path"),
     "--max-wall": ("max_wall", "str"),
     "--max-cpu-time": ("max_cpu_time", "str"),
     "--max-peak-memory": ("max_peak_memory", "str"),
@@ -125,6 +126,8 @@ REFUSED_IN_PARTS = {
     "json_out": "a part's own output: merge writes the sweep's (edgeprof report renders it)",
     "markdown": "a part's own report: merge writes the sweep's report.md",
     "plots": "a part's own charts: run edgeprof report --plots on the merged sweep",
+    "predictions": "a part's own: run edgeprof report --calibration C --predictions FILE on "
+    "the merged sweep",
     "cpuset": "it names cores of one machine; each part gets its cores from its engine: "
     "give --cpus",
     "executor": "the recipe's engine runs each part; --executor runs a whole sweep and "
@@ -310,6 +313,7 @@ def execute(params: Mapping[str, Any]) -> int:
         junit=p["junit"],
         plots=p["plots"],
         html=p["html"],
+        predictions=p["predictions"],
         json_out=p["json_out"],
     )
     report = run_and_report(request, outputs, sys.stdout, sys.stderr)

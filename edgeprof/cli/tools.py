@@ -18,6 +18,7 @@ from .options import (
     EnvItems,
     GpuMemory,
     Gpus,
+    PredictionsFile,
 )
 
 
@@ -98,6 +99,7 @@ def bench(
     gpus: Gpus = None,
     gpu_memory: GpuMemory = None,
     calibration: CalibrationFile = None,
+    predictions: PredictionsFile = None,
 ) -> None:
     """Latency percentiles and throughput of FUNC per batch size, under the limits.
 
@@ -143,6 +145,14 @@ def bench(
         from ..analysis.calibration import load_calibration
 
         cal = load_calibration(cal_path)  # a bad file refused before any run
+    if predictions is not None:
+        from ..errors import ConfigError
+        from ..report.predictions import NO_CALIBRATION
+        from ..storage import check_writable
+
+        if cal is None:
+            raise ConfigError(NO_CALIBRATION)
+        check_writable(predictions, out)  # before the runs, not after
     for w in chosen.warnings:
         print(f"edgeprof: warning: {w}", file=sys.stderr)
     results = run_bench(
@@ -178,7 +188,12 @@ def bench(
         from ..report.calibration import render_predictions
 
         sink = sys.stderr if json_out else sys.stdout
-        sink.write("\n" + render_predictions(predict(cal, results), str(cal_path)))
+        preds = predict(cal, results)
+        sink.write("\n" + render_predictions(preds, str(cal_path)))
+        if predictions is not None:
+            from ..report.predictions import write_predictions
+
+            write_predictions(predictions, preds, str(cal_path), sys.stderr)
     if not json_out:
         checks = gate_run(results, budgets, None, None, sys.stdout, sys.stderr)
     breached = any(not c.ok for c in checks)

@@ -254,7 +254,8 @@ def predicted_text(p: Prediction) -> str:
     return f"{pred} ({span}" + ("" if pct is None else f", {pct[0]:+.1f} %/{pct[1]:+.1f} %") + ")"
 
 
-def _notes(p: Prediction) -> list[str]:
+def prediction_notes(p: Prediction) -> list[str]:
+    """The NOTE column of one prediction, as sentences."""
     notes = []
     if p.measured:
         v = p.device_value
@@ -283,6 +284,18 @@ def _notes(p: Prediction) -> list[str]:
     return notes
 
 
+def used_fit_warnings(preds: Predictions) -> list[str]:
+    """The warnings of the fits that made a prediction, each as ``(METRIC [SETTING] SCOPE):
+    WARNING``."""
+    used = {(p.metric, p.setting, p.used) for p in preds.items}
+    out = []
+    for mf in preds.calibration.fits:
+        if (mf.metric, mf.setting, mf.scope) in used:
+            scope = "" if mf.family is None else f" {mf.scope}"
+            out += [f"({mf.metric} [{mf.setting}]{scope}): {w}" for w in mf.warnings]
+    return out
+
+
 def render_predictions(preds: Predictions, source: str | None = None) -> str:
     """Predicted device values beside the profiler's, with prediction intervals in the
     metric's units and in percent, the fit each came from, and which models to measure on
@@ -294,9 +307,7 @@ def render_predictions(preds: Predictions, source: str | None = None) -> str:
         "in units and in percent"
     ]
     rows = [["MODEL", "SETTING", "METRIC", "PROFILER", "PREDICTED ON DEVICE", "FIT", "NOTE"]]
-    used: set[tuple[str, str, str]] = set()
     for p in preds.items:
-        used.add((p.metric, p.setting, p.used))
         rows.append(
             [
                 p.label,
@@ -305,7 +316,7 @@ def render_predictions(preds: Predictions, source: str | None = None) -> str:
                 format_value(p.profiler, p.unit, p.kind),
                 predicted_text(p),
                 f"{FORM_NAMES[p.form]}, {p.used}",
-                "; ".join(_notes(p)),
+                "; ".join(prediction_notes(p)),
             ]
         )
     if preds.items:
@@ -315,12 +326,7 @@ def render_predictions(preds: Predictions, source: str | None = None) -> str:
         lines.append(f"  warning: {preds.other_host}")
     if preds.other_device is not None:
         lines.append(f"  warning: {preds.other_device}")
-    for mf in cal.fits:
-        if (mf.metric, mf.setting, mf.scope) in used:
-            scope = "" if mf.family is None else f" {mf.scope}"
-            lines += [
-                f"  fit warning ({mf.metric} [{mf.setting}]{scope}): {w}" for w in mf.warnings
-            ]
+    lines += [f"  fit warning {w}" for w in used_fit_warnings(preds)]
     nxt = preds.measure_next()
     if len(nxt) > 1 or (nxt and len({p.label for p in preds.items if not p.measured}) == 1):
         lines.append("")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ..backends.base import meminfo_total
+from ..errors import ConfigError
 from ..resultfiles import stopped_sentence
 from ..storage import check_out_dir
 from ..sweeps.host_checks import check_host, open_backend
@@ -43,6 +44,8 @@ class RunOutputs:
     plots: Path | None = None
     html: Path | None = None
     """The self-contained HTML report (:mod:`edgeprof.report.html`)."""
+    predictions: Path | None = None
+    """The calibration's predictions as JSON (:mod:`edgeprof.report.predictions`)."""
     json_out: bool = False
     """The result JSON on stdout: the workload's stdout and the predictions go to stderr."""
 
@@ -72,9 +75,13 @@ def run_and_report(
     request: RunRequest, outputs: RunOutputs, stdout: TextIO, stderr: TextIO
 ) -> RunReport:
     """Run ``request`` and render it; every bad input is refused before the first run."""
-    named = (outputs.markdown, outputs.summary, outputs.junit, outputs.html)
+    named = (outputs.markdown, outputs.summary, outputs.junit, outputs.html, outputs.predictions)
     files = [p for p in named if p is not None]
     job = plan_run(request, files)
+    if outputs.predictions is not None and job.calibration is None:
+        from .predictions import NO_CALIBRATION
+
+        raise ConfigError(NO_CALIBRATION)
     if outputs.plots is not None:
         from .plots import _pyplot
 
@@ -171,10 +178,14 @@ def run_and_report(
         from ..analysis.calibration import predict
         from .calibration import render_predictions
 
-        predictions = render_predictions(
-            predict(job.calibration, results, _linked(job)), str(job.request.calibration)
-        )
+        source = str(job.request.calibration)
+        preds = predict(job.calibration, results, _linked(job))
+        predictions = render_predictions(preds, source)
         sink.write("\n" + predictions)
+        if outputs.predictions is not None:
+            from .predictions import write_predictions
+
+            write_predictions(outputs.predictions, preds, source, stderr)
     checks = gate_run(results, job.budgets, outputs.summary, outputs.junit, sink, stderr)
     if outputs.html is not None:
         from .html import render_html

@@ -169,6 +169,7 @@ def rerender(
     plots: Path | None = None,
     calibration: Path | None = None,
     html: Path | None = None,
+    predictions: Path | None = None,
 ) -> None:
     """The tables of the runs in ``paths`` on ``stdout``; the files asked for."""
     fits = {p: docs for p in paths if (docs := _fits(p)) is not None}
@@ -190,7 +191,11 @@ def rerender(
     if (skipped := skipped_profiles(paths)) is not None:
         print(f"edgeprof: note: {skipped}", file=stderr)
     cal = None if calibration is None else load_calibration(calibration)
-    for path in (markdown, html):
+    if predictions is not None and cal is None:
+        from .predictions import NO_CALIBRATION
+
+        raise ConfigError(NO_CALIBRATION)
+    for path in (markdown, html, predictions):
         if path is not None:
             check_writable(path)
     if plots is not None:
@@ -210,14 +215,15 @@ def rerender(
     for table in repeats:
         stdout.write("\n" + table.plain())
     stdout.writelines(f"note: {why}\n" for why in stopped)
-    predictions = None
+    shown = preds = None
     if cal is not None:
         from ..analysis.device_names import calibrated_devices
 
         assert calibration is not None  # cal was read from it
         linked = calibrated_devices(calibration, {r.device for r in runs if r.device})
-        predictions = render_predictions(predict(cal, runs, linked), str(calibration))
-        stdout.write("\n" + predictions)
+        preds = predict(cal, runs, linked)
+        shown = render_predictions(preds, str(calibration))
+        stdout.write("\n" + shown)
     if out is not None:  # report.md as the terminal shows it: the repeats, the early stop
         # One sweep's own keys (its plan, --repeat auto, warm-ups, why it stopped) kept: the
         # copy had held only the runs, and `report` of it lost the repeats and the stop.
@@ -234,10 +240,12 @@ def rerender(
     if html is not None:
         from .html import render_html
 
-        page = render_html(
-            runs, predictions=predictions, calibration=cal, extra=repeats, notes=stopped
-        )
+        page = render_html(runs, predictions=shown, calibration=cal, extra=repeats, notes=stopped)
         write_file(html, page, stderr)
+    if predictions is not None and preds is not None:
+        from .predictions import write_predictions
+
+        write_predictions(predictions, preds, str(calibration), stderr)
 
 
 def merge_saved(

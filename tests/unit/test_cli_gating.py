@@ -265,7 +265,10 @@ def test_compare_says_a_side_pools_several_sweeps(
     assert main([*RUN, "--repeat", "2", "--out", str(tmp_path / "one"), "--", "true"]) == 0
     capsys.readouterr()
     pool = tmp_path / "pool"
-    assert main(["compare", "--json", str(pool), str(tmp_path / "one")]) == 0
+    # The notes are what is judged: `true`'s wall time is a few ms, which other work on the
+    # host can move by more than 5 % (this had exited 3 once beside other sessions' runs).
+    lax = ["--threshold", "999%"]
+    assert main(["compare", "--json", *lax, str(pool), str(tmp_path / "one")]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["notes"][0] == (
         f"the baseline {pool} holds 2 sweeps (a, b): their runs are pooled, cell by cell; "
@@ -273,5 +276,5 @@ def test_compare_says_a_side_pools_several_sweeps(
     )
     wall = next(c for c in data["changes"] if c["metric"] == "wall")
     assert len(wall["baseline"]) == 4  # 2 runs of each sweep
-    assert main(["compare", "--json", str(pool / "a"), str(tmp_path / "one")]) == 0
+    assert main(["compare", "--json", *lax, str(pool / "a"), str(tmp_path / "one")]) == 0
     assert json.loads(capsys.readouterr().out)["notes"] == []
