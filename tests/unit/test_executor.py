@@ -26,6 +26,7 @@ BASE = ["--cpus", "1", "--memory", "256m", "--repeat", "2"]
         (["--executor", "ray", "--shard", "1/2"], "--shard with --executor"),
         (["--executor", "ray", "--cpuset", "0"], "--cpuset with --executor"),
         (["--executor", "ray", "--plots", "p"], "--plots with --executor"),
+        (["--executor", "ray", "--predictions", "p.json"], "--predictions with --executor"),
         (["--executor", "ray", "--repeat", "auto"], "not auto"),
         (["--executor", "ray", "--repeat", "x"], "--repeat"),  # was a traceback (int("x"))
         (["--executor", "ray=127.0.0.1:1"], "no Ray cluster at 127.0.0.1:1"),
