@@ -4,8 +4,9 @@
 >>> r = edgeprof.profile(["python3", "infer.py"], edgeprof.Limits(cpus=1.5, memory="512m"))
 >>> r.cpu.avg_pct, r.memory.peak_bytes, r.termination
 
-Saved results: ``edgeprof.load(path)`` (the runs ``edgeprof report`` reads) and
-``edgeprof.compare(baseline, current)`` (``edgeprof compare``'s verdicts).
+Saved results: ``edgeprof.load(path)`` (the runs ``edgeprof report`` reads),
+``edgeprof.compare(baseline, current)`` (``edgeprof compare``'s verdicts) and
+``edgeprof.predict(results, calibration)`` (``report --calibration``'s predictions).
 
 Inside a workload, ``edgeprof.phase``, ``edgeprof.iteration`` and ``edgeprof.mark`` (see
 :mod:`edgeprof.workload.instrument`).  Only that standard-library module is imported with
@@ -21,6 +22,7 @@ from .version import __version__
 from .workload.instrument import active, iteration, limit_gpu_memory, mark, phase
 
 if TYPE_CHECKING:
+    from .analysis.calibration import Prediction
     from .errors import (
         BackendError,
         BackendUnavailable,
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
     )
     from .measure.runner import ResultNotSaved
     from .model import Counters, Limits, RunResult, RunSpec, Sample, Termination, UserIds
-    from .report.library import Comparison, compare, load
+    from .report.library import Comparison, Predicted, compare, load, predict
     from .sweeps.library import profile
 
 _LAZY = {
@@ -55,6 +57,9 @@ _LAZY = {
     "Comparison": "report.library",
     "compare": "report.library",
     "load": "report.library",
+    "Predicted": "report.library",
+    "predict": "report.library",
+    "Prediction": "analysis.calibration",
 }
 
 
@@ -82,6 +87,8 @@ __all__ = [
     "LaunchError",
     "LimitError",
     "Limits",
+    "Predicted",
+    "Prediction",
     "ResultNotSaved",
     "RunResult",
     "RunSpec",
@@ -96,5 +103,6 @@ __all__ = [
     "load",
     "mark",
     "phase",
+    "predict",
     "profile",
 ]

@@ -1,15 +1,18 @@
-"""Saved results from Python: :func:`edgeprof.load` and :func:`edgeprof.compare`, the code
-``edgeprof report`` and ``edgeprof compare`` read them with (a notebook had to ``json.load`` a
-``sweep.json`` and call ``RunResult.from_dict`` on each of its ``runs``, and shell out to
-``edgeprof compare`` for the verdicts)."""
+"""Saved results from Python: :func:`edgeprof.load`, :func:`edgeprof.compare` and
+:func:`edgeprof.predict`, the code ``edgeprof report`` and ``edgeprof compare`` read them with
+(a notebook had to ``json.load`` a ``sweep.json`` and call ``RunResult.from_dict`` on each of
+its ``runs``, shell out to ``edgeprof compare`` for the verdicts, and parse ``report
+--calibration``'s table for a device's predicted figures)."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..analysis.calibration import Prediction, Predictions
 from ..analysis.regression import Change, parse_threshold
 from ..errors import ConfigError, respelled
 from ..model import RunResult
@@ -110,6 +113,72 @@ def compare(
     return Comparison(tuple(changes), tuple(notes), thr)
 
 
+@dataclass(frozen=True)
+class Predicted:
+    """What ``edgeprof report --calibration`` prints: one :class:`Prediction` per model,
+    setting and calibrated metric (``predicted``, its interval ``low``-``high`` and ``pct``,
+    ``extrapolated``, ``measured``; values in the metric's base unit: seconds, bytes), the
+    cells it could not predict (``uncalibrated``) and the warnings under the table.
+    ``str()`` of it is the table; :meth:`to_dict` the ``--predictions`` file."""
+
+    predictions: tuple[Prediction, ...]
+    device: str
+    """The device the calibration was measured on."""
+    calibration: str
+    """The calibration file."""
+    uncalibrated: tuple[str, ...]
+    warnings: tuple[str, ...]
+    _of: Predictions = field(repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``--predictions FILE``'s document (``edgeprof-predictions/1``)."""
+        from .predictions import predictions_doc
+
+        return dict(predictions_doc(self._of, self.calibration))
+
+    def __str__(self) -> str:
+        from .calibration import render_predictions
+
+        return render_predictions(self._of, self.calibration)
+
+
+@respelled(KEYWORDS)
+def predict(
+    results: str | os.PathLike[str] | RunResult | Sequence[RunResult],
+    calibration: str | os.PathLike[str],
+) -> Predicted:
+    """``edgeprof report RESULTS --calibration CALIBRATION``'s predictions, from the same
+    code: ``results`` a path ``edgeprof.load`` reads, a :class:`RunResult` (what
+    :func:`edgeprof.profile` returns) or a list of them.  A file that is not a calibration,
+    or results that hold no run, are one :class:`~edgeprof.errors.ConfigError` line."""
+    from ..analysis.calibration import load_calibration
+    from ..analysis.calibration import predict as predict_runs
+    from ..analysis.device_names import calibrated_devices
+
+    if isinstance(results, RunResult):
+        runs = [results]
+    elif isinstance(results, (str, os.PathLike)):
+        runs = load_runs([_path(results, "predict")])
+    else:
+        given: object = results
+        runs = [r for r in given if isinstance(r, RunResult)] if isinstance(given, Sequence) else []
+        if not isinstance(given, Sequence) or len(runs) != len(given):
+            raise ConfigError(
+                f"edgeprof.predict: results {results!r} is not a path, a RunResult or a "
+                "list of them"
+            )
+    if not runs:
+        raise ConfigError("edgeprof.predict: no runs to predict from")
+    path = _path(calibration, "predict")
+    cal = load_calibration(path)
+    linked = calibrated_devices(path, {r.device for r in runs if r.device})
+    preds = predict_runs(cal, runs, linked)
+    warnings = tuple(w for w in (preds.other_host, preds.other_device) if w is not None)
+    return Predicted(
+        tuple(preds.items), cal.device, str(path), tuple(preds.uncalibrated), warnings, preds
+    )
+
+
 def _settings(value: object) -> tuple[str, ...]:
     """``setting`` as the command's repeated ``--setting`` gives it: none, one, or two."""
     if value is None:
@@ -132,4 +201,4 @@ def _path(value: object, caller: str) -> Path:
     return Path(value)
 
 
-__all__ = ["Comparison", "compare", "load"]
+__all__ = ["Comparison", "Predicted", "compare", "load", "predict"]
