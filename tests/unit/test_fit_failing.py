@@ -412,7 +412,7 @@ def test_a_reference_spread_wider_than_the_tolerance_is_warned_of(
     count = tmp_path / "count"
     slow_second = (
         f'n=$(cat {count} 2>/dev/null || echo 0); echo $((n + 1)) > {count}; '
-        'if [ "$n" -eq 2 ]; then sleep 0.3; else sleep 0.01; fi'
+        'if [ "$n" -eq 2 ]; then sleep 1; else sleep 0.01; fi'  # a 0.01 s run as slow: 0.9 s late
     )
     out = tmp_path / "f"
     rc, _, err = _fit(capfd, "--backend", "fake", "--out", str(out), "--",
@@ -429,11 +429,12 @@ def test_a_reference_spread_wider_than_the_tolerance_is_warned_of(
     assert warning in err
     # Said once, before the first probe.
     assert err.index(warning) < err.index("edgeprof fit: sh: 8.0MiB")
-    # Within the tolerance: not said (runs of 0.1 s spread 1000 % only past 1.1 s).
+    # Within the tolerance: not said (runs of 0.1 s spread 1000 % only past 1.1 s, which a
+    # stalled host could make them: then it is said, as it must be).
     rc, stdout, err = _fit(capfd, "--backend", "fake", "--tolerance", "1000%",
                       "--json", "--", "sleep", "0.1")
     walls = json.loads(stdout)["reference"]["wall_s"]
-    assert rc == 0 and max(walls) < 11 * min(walls) and "spread" not in err, err
+    assert rc == 0 and ("spread" in err) == (max(walls) > 11 * min(walls)), err
 
 
 def test_a_command_killed_by_a_signal_unlimited_names_the_signal(

@@ -98,7 +98,9 @@ def test_its_errors_name_its_keywords_not_the_command_lines_options(
     """The checks are the CLI's own; a Python caller had read ``--allow-over-host to run
     anyway`` and ``--cores-busy x`` for keywords spelled otherwise."""
     be = FakeBackend()
-    too_many = len(os.sched_getaffinity(0)) + 1
+    # Over the backend's CPUs and the host's, whichever is more (a 1-CPU affinity had let
+    # 2 through against the fake backend's 2).
+    too_many = max(len(be.available_cpus()), len(os.sched_getaffinity(0))) + 1
     with pytest.raises(edgeprof.LimitError) as over:
         edgeprof.profile(["true"], Limits(cpus=too_many), backend=be)
     assert str(over.value).startswith(f"cpus {too_many} exceeds the ")

@@ -70,5 +70,5 @@ def test_predict_refuses_what_it_cannot_read_in_one_line(
         edgeprof.predict(results, cal_path)  # type: ignore[arg-type]
     with pytest.raises(edgeprof.ConfigError, match="cannot read calibration"):
         edgeprof.predict(_run("new", 2.6), tmp_path / "nope.yml")
-    with pytest.raises(edgeprof.ConfigError, match="edgeprof.predict: 3 is not a path"):
+    with pytest.raises(edgeprof.ConfigError, match=r"edgeprof\.predict: 3 is not a path"):
         edgeprof.predict(_run("new", 2.6), 3)  # type: ignore[arg-type]

@@ -25,6 +25,7 @@ from edgeprof.measure.limits import THREAD_VARS
 from edgeprof.measure.runner import profile
 from edgeprof.model import Counters, Limits, RunResult, RunSpec, Sample, Termination
 from tests.fakes import FakeBackend, FakeRun, linear
+from tests.unit.test_phase_termination import ReadyFirst
 
 MiB = 2**20
 
@@ -86,13 +87,15 @@ def test_timeout_sends_sigterm() -> None:
     assert 0.28 <= r.wall_s <= elapsed < SLEEP_S / 2
 
 
-def test_timeout_sigkill_after_grace() -> None:
-    # The shell ignores SIGTERM within a millisecond of its start and ``sleep`` inherits the
-    # ignored disposition through exec (a Python workload needed its whole start-up before
-    # its handler was in, and a slow start was killed by the TERM itself).
+def test_timeout_sigkill_after_grace(tmp_path: Path) -> None:
+    # The shell ignores SIGTERM and ``sleep`` inherits the ignored disposition through exec
+    # (a Python workload needed its whole start-up before its handler was in, and a slow
+    # start was killed by the TERM itself); the deadline starts once the trap is in, so a
+    # shell held up by other work is not killed by the TERM either.
+    ready = tmp_path / "ready"
     r = profile(
-        ["sh", "-c", f"trap '' TERM; exec sleep {SLEEP_S}"],
-        backend=fake(),
+        ["sh", "-c", f"trap '' TERM; : > {ready}; exec sleep {SLEEP_S}"],
+        backend=ReadyFirst(ready),
         interval=0.01,
         timeout=0.5,
         kill_grace=0.2,
@@ -272,9 +275,11 @@ def test_peak_memory_sampled_when_the_kernel_has_none() -> None:
     r = profile(["sleep", "0.1"], backend=be, interval=0.01)
     assert r.memory.peak_source == "sampled"
     assert r.memory.peak_bytes == 10 * MiB
-    # An average needs a reading between the first and the last; however many the sampler
-    # got, the figure is the one its count allows.
-    assert r.memory.avg_bytes == (10 * MiB if r.samples.count >= 3 else None)
+    # An average takes two readings between the first and the exit (MIN_AVG_READINGS): the
+    # final one comes after it, so fewer than 4 samples have none; however many the sampler
+    # got, the figure is the script's where there is one.
+    assert r.memory.avg_bytes in (10 * MiB, None)
+    assert r.samples.count >= 4 or r.memory.avg_bytes is None
     assert any("memory.peak" in w and "0.01s" in w for w in r.warnings)
 
 
