@@ -50,6 +50,7 @@ def isolated_core_leases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
 
 RESULT_SCHEMA = Path(__file__).resolve().parents[1] / "edgeprof" / "result.schema.json"
 FIT_SCHEMA = RESULT_SCHEMA.with_name("fit.schema.json")
+PREDICTIONS_SCHEMA = RESULT_SCHEMA.with_name("predictions.schema.json")
 
 
 @functools.cache
@@ -79,16 +80,32 @@ def fit_schema_errors(data: object, where: object = "fit.json") -> list[str]:
     ]
 
 
+def predictions_schema_errors(data: object, where: object = "predictions") -> list[str]:
+    """How ``data`` (a ``--predictions`` document) breaks the published
+    edgeprof/predictions.schema.json; none for a document that is not one (no ``"schema":
+    "edgeprof-predictions/1"``)."""
+    from edgeprof.model.predictionsdoc import PREDICTIONS_SCHEMA as NAME
+
+    if not isinstance(data, dict) or data.get("schema") != NAME:
+        return []
+    return [
+        f"{where} at /{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}"
+        for e in _validator(PREDICTIONS_SCHEMA).iter_errors(data)
+    ]
+
+
 def schema_errors(path: Path) -> list[str]:
-    """How ``path`` (a result.json, a sweep.json and its runs, or a fit.json) breaks its
-    published schema; none for a file that is not edgeprof's (no ``schema_version`` 1 in
-    it)."""
+    """How ``path`` (a result.json, a sweep.json and its runs, a fit.json, or a predictions
+    document of any name) breaks its published schema; none for a file that is not edgeprof's
+    (no ``schema_version`` 1 in it, or no predictions ``schema``)."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return []  # a test's own garbage, or a file cut short on purpose
     if path.name == "fit.json":
         return fit_schema_errors(data, path)
+    if path.name not in ("result.json", "sweep.json"):
+        return predictions_schema_errors(data, path)
     if not isinstance(data, dict):
         return []
     runs = (
@@ -109,20 +126,17 @@ def schema_errors(path: Path) -> list[str]:
 @pytest.fixture(autouse=True)
 def results_match_the_schema(request: pytest.FixtureRequest) -> Iterator[None]:
     """Every result.json and sweep.json a test leaves in its ``tmp_path`` holds to the
-    published schema (edgeprof/result.schema.json), and every fit.json to
-    edgeprof/fit.schema.json: whatever the run, the backend or the tier.  Files that are not
-    edgeprof's (a test's garbage) are left alone (:func:`schema_errors`)."""
+    published schema (edgeprof/result.schema.json), every fit.json to
+    edgeprof/fit.schema.json, and every predictions document (``--predictions FILE``, any
+    ``*.json``) to edgeprof/predictions.schema.json: whatever the run, the backend or the
+    tier.  Files that are not edgeprof's (a test's garbage) are left alone
+    (:func:`schema_errors`)."""
     # Asked for now, so that it is torn down after this check, not before.
     tmp = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
     yield
     if tmp is None:
         return
-    errors = [
-        e
-        for name in ("result.json", "sweep.json", "fit.json")
-        for p in tmp.rglob(name)
-        for e in schema_errors(p)
-    ]
+    errors = [e for p in tmp.rglob("*.json") for e in schema_errors(p)]
     if errors:
         pytest.fail("files that break edgeprof's published schemas:\n" + "\n".join(errors[:10]))
 

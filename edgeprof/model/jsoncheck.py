@@ -55,6 +55,13 @@ a newline (``python3 -c "import x<newline>x.run()"``) and a program's file name 
 label is its program's escaped file name), so they take any text."""
 
 
+class AnyText:
+    """``Annotated[str, AnyText]``: a key of a typed dict whose string takes any text in the
+    schema (:mod:`.schema`), as :data:`ARGV`'s: text from a file no reader checks for control
+    characters (a calibration's device and models, :mod:`.predictionsdoc`), or a path the
+    user gave."""
+
+
 READ_WITHOUT = {
     "Mark": frozenset({"cpu_s", "memory_bytes"}),
     "GpuStats": frozenset({"devices"}),

@@ -1,12 +1,14 @@
-"""The JSON Schemas of ``result.json`` and ``fit.json``, made from the models that write them:
-each key's type from the dataclass field's (or typed dict key's) annotation, its description
-from the field's docstring, so a published schema (``edgeprof/result.schema.json``,
-``edgeprof/fit.schema.json``, package data) cannot describe another model than the one that
-writes the files.  Unit tests hold the files to these functions' output, and the test suite
-validates every result and fit it writes against them.
+"""The JSON Schemas of ``result.json``, ``fit.json`` and ``--predictions FILE``, made from the
+models that write them: each key's type from the dataclass field's (or typed dict key's)
+annotation, its description from the field's docstring, so a published schema
+(``edgeprof/result.schema.json``, ``edgeprof/fit.schema.json``,
+``edgeprof/predictions.schema.json``, package data) cannot describe another model than the
+one that writes the files.  Unit tests hold the files to these functions' output, and the
+test suite validates every result, fit and predictions document it writes against them.
 
     python -m edgeprof.model.schema > edgeprof/result.schema.json
     python -m edgeprof.model.schema fit > edgeprof/fit.schema.json
+    python -m edgeprof.model.schema predictions > edgeprof/predictions.schema.json
 
 Keys added after schema version 1 was first published have defaults in the model and are
 not required (older files lack them); every object is closed (``additionalProperties``).
@@ -30,14 +32,16 @@ from typing import Any
 
 from ..units import MAX_CPU, MAX_CPUS, MAX_PERIOD_US, MAX_PIDS, MAX_SIZE, MIN_CPUS, MIN_QUOTA_US
 from .fitdoc import FIT_SCHEMA_VERSION, Fit, Fits
-from .jsoncheck import ARGV, MAX_SECONDS, NO_CONTROL, non_negative, seconds
+from .jsoncheck import ARGV, MAX_SECONDS, NO_CONTROL, AnyText, non_negative, seconds
+from .predictionsdoc import PREDICTIONS_SCHEMA, PredictionsDoc
 from .results import SCHEMA_VERSION, RunResult
 
-__all__ = ["fit_schema", "result_schema"]
+__all__ = ["fit_schema", "predictions_schema", "result_schema"]
 
 SCHEMA_ID = "https://edgeprof.invalid/result.schema.json"
 """No host serves it yet: the file ships in the package and in the documentation."""
 FIT_SCHEMA_ID = "https://edgeprof.invalid/fit.schema.json"
+PREDICTIONS_SCHEMA_ID = "https://edgeprof.invalid/predictions.schema.json"
 
 _SIMPLE: dict[object, str] = {bool: "boolean", int: "integer", float: "number", str: "string"}
 
@@ -120,6 +124,25 @@ def fit_schema() -> dict[str, Any]:
     }
 
 
+def predictions_schema() -> dict[str, Any]:
+    """The schema of a predictions document, :class:`~.predictionsdoc.PredictionsDoc`
+    (draft 2020-12)."""
+    defs: dict[str, Any] = {}
+    top = _object(PredictionsDoc, defs)
+    props = top["properties"]
+    props["schema"] = {"description": props["schema"]["description"], "const": PREDICTIONS_SCHEMA}
+    # The calibration reader's bounds (``level``), and a range's two ends.
+    props["level"] |= {"exclusiveMinimum": 0, "exclusiveMaximum": 1}
+    defs["PredictionDoc"]["properties"]["profiler_range"] |= {"minItems": 2, "maxItems": 2}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": PREDICTIONS_SCHEMA_ID,
+        "title": f"edgeprof predictions ({PREDICTIONS_SCHEMA})",
+        **top,
+        "$defs": dict(sorted(defs.items())),
+    }
+
+
 def _members(cls: type) -> list[tuple[str, bool]]:
     """(key, required) of a dataclass's fields or a typed dict's keys, in order."""
     if dataclasses.is_dataclass(cls):
@@ -162,8 +185,10 @@ def _schema(tp: Any, defs: dict[str, Any], argv: bool = False) -> dict[str, Any]
     """``argv``: a string may hold control characters (:data:`.jsoncheck.ARGV`); no other
     may, as the reader (:data:`.jsoncheck.NO_CONTROL`)."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin is typing.Annotated:  # written as the metadata's JSON form (.fitdoc)
-        return _schema(tp.__metadata__[0], defs, argv)
+    if origin is typing.Annotated:
+        if tp.__metadata__[0] is AnyText:  # a string that may hold control characters
+            return _schema(args[0], defs, argv=True)
+        return _schema(tp.__metadata__[0], defs, argv)  # written as its JSON form (.fitdoc)
     if origin in (typing.Union, types.UnionType):
         (inner,) = [a for a in args if a is not type(None)]
         schema = _schema(inner, defs, argv)
@@ -215,7 +240,7 @@ def _text(doc: str) -> str:
 
 if __name__ == "__main__":
     # No argument: result.json's (the command the release notes have always given).
-    which = {"result": result_schema, "fit": fit_schema}
-    if len(sys.argv) > 2 or sys.argv[1:] not in ([], ["result"], ["fit"]):
-        sys.exit("usage: python -m edgeprof.model.schema [result|fit]")
+    which = {"result": result_schema, "fit": fit_schema, "predictions": predictions_schema}
+    if len(sys.argv) > 2 or sys.argv[1:] not in ([], *([k] for k in which)):
+        sys.exit("usage: python -m edgeprof.model.schema [result|fit|predictions]")
     print(json.dumps(which[(sys.argv[1:] or ["result"])[0]](), indent=2, ensure_ascii=False))

@@ -4,21 +4,21 @@ The predictions table had been text only (on stdout, or stderr beside ``--json``
 dashboard or a CI step that wanted a device's predicted latency had to parse a table.  The
 file holds what the table shows, each value in its metric's base unit (seconds, bytes,
 percent of one CPU), as result.json holds its values, with the unit the device CSV used
-beside it for display.
+beside it for display.  Its shape is :mod:`edgeprof.model.predictionsdoc`'s typed dicts,
+published as ``edgeprof/predictions.schema.json``.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from ..analysis.calibration import Prediction, Predictions
 from ..analysis.calibration.units import base_unit
+from ..model.predictionsdoc import PREDICTIONS_SCHEMA, PredictionDoc, PredictionsDoc
 from .calibration import prediction_notes, used_fit_warnings
 from .files import write_file
-
-PREDICTIONS_SCHEMA = "edgeprof-predictions/1"
 
 NO_CALIBRATION = (
     "--predictions needs a calibration to predict from: give --calibration FILE (made by "
@@ -26,7 +26,7 @@ NO_CALIBRATION = (
 )
 
 
-def predictions_doc(preds: Predictions, source: str | None) -> dict[str, Any]:
+def predictions_doc(preds: Predictions, source: str | None) -> PredictionsDoc:
     """The predictions of ``preds`` as one JSON document (``source``: the calibration file)."""
     cal = preds.calibration
     warnings = [w for w in (preds.other_host, preds.other_device) if w is not None]
@@ -51,7 +51,7 @@ def predictions_doc(preds: Predictions, source: str | None) -> dict[str, Any]:
     }
 
 
-def _prediction(p: Prediction) -> dict[str, Any]:
+def _prediction(p: Prediction) -> PredictionDoc:
     pct = p.pct
     return {
         "model": p.label,

@@ -53,7 +53,7 @@ def test_the_sdist_builds_a_wheel_that_runs_from_a_clean_venv(tmp_path: Path) ->
     assert wheel.name.startswith(f"edgeprof-{edgeprof.__version__}-")
     names = zipfile.ZipFile(wheel).namelist()
     assert [n for n in names if n.startswith("edgeprof/backends/_cgstat") and n.endswith(".so")]
-    schemas = {"edgeprof/result.schema.json", "edgeprof/fit.schema.json"}
+    schemas = {f"edgeprof/{n}.schema.json" for n in ("result", "fit", "predictions")}
     assert {"edgeprof/devices.yml", "edgeprof/py.typed", *schemas} <= set(names)
     assert not [n for n in names if n.startswith(("tests/", "native/", "benchmarks/"))]
     assert [n for n in names if n.endswith(".dist-info/licenses/LICENSE")], names

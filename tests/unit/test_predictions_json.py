@@ -6,13 +6,14 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from edgeprof.analysis.calibration import Calibration, predict
 from edgeprof.cli import main
-from edgeprof.report.predictions import NO_CALIBRATION, PREDICTIONS_SCHEMA, predictions_doc
+from edgeprof.model.predictionsdoc import PREDICTIONS_SCHEMA
+from edgeprof.report.predictions import NO_CALIBRATION, predictions_doc
+from tests.conftest import predictions_schema_errors
 from tests.unit.test_calibration import _calibration, _run
 
 approx = pytest.approx
@@ -48,6 +49,7 @@ def test_run_writes_what_the_table_shows(
     assert rc == 0
     assert f"edgeprof: wrote {path}\n" in err
     doc = json.loads(path.read_text())
+    assert predictions_schema_errors(doc) == []  # as every file here (tests/conftest.py)
     assert doc["schema"] == PREDICTIONS_SCHEMA and doc["device"] == "phone"
     assert doc["calibration"] == str(cal_path) and doc["level"] == 0.95
     by_metric = {p["metric"]: p for p in doc["predictions"]}
@@ -123,9 +125,11 @@ def test_the_document_keeps_the_warnings_and_what_to_measure_next(tmp_path: Path
     runs = [_run("far", 9.0), _run("near", 2.5)]
     runs = [dataclasses.replace(r, device="jetson-nano") for r in runs]
     preds = predict(cal, runs)
-    doc: dict[str, Any] = predictions_doc(preds, "phone.yml")
+    doc = predictions_doc(preds, "phone.yml")
     assert preds.other_device is not None and doc["warnings"] == [preds.other_device]
     assert [m["model"] for m in doc["measure_next"]] == [lb for lb, _ in preds.measure_next()]
     assert doc["measure_next"][0]["model"] == "far"  # the extrapolation: the widest
     assert doc["measure_next"][0]["extrapolated"] is True
     json.dumps(doc)  # every value is JSON's
+    # The document as written (through JSON) holds to edgeprof/predictions.schema.json.
+    assert predictions_schema_errors(json.loads(json.dumps(doc))) == []
