@@ -57,9 +57,8 @@ label is its program's escaped file name), so they take any text."""
 
 class AnyText:
     """``Annotated[str, AnyText]``: a key of a typed dict whose string takes any text in the
-    schema (:mod:`.schema`), as :data:`ARGV`'s: text from a file no reader checks for control
-    characters (a calibration's device and models, :mod:`.predictionsdoc`), or a path the
-    user gave."""
+    schema (:mod:`.schema`), as :data:`ARGV`'s: a path the user gave (the calibration file
+    of :mod:`.predictionsdoc`), which may hold any character."""
 
 
 READ_WITHOUT = {

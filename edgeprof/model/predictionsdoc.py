@@ -6,11 +6,10 @@ its writer (:func:`edgeprof.report.predictions.predictions_doc`) returns them, s
 its docstring.  Values are in their metric's base unit (seconds, bytes, percent of one CPU),
 as ``result.json`` holds them.
 
-``Annotated[str, AnyText]``: text read from the calibration file (its device, families, the
-models it measured, its settings) or a path the user gave, which no reader of edgeprof
-checks for control characters; the schema takes any text there, as it does the workload's
-argv (:data:`.jsoncheck.ARGV`).  The other strings are edgeprof's own or a run's label, and
-hold none.
+``str``: the calibration file's path as the user gave it, which may hold
+any character; the schema takes any text there, as it does the workload's argv
+(:data:`.jsoncheck.ARGV`).  Every other string is edgeprof's own, a run's label or the
+calibration file's text, whose reader refuses control characters, and holds none.
 
     python -m edgeprof.model.schema predictions > edgeprof/predictions.schema.json
 """
@@ -30,7 +29,7 @@ __all__ = ["PREDICTIONS_SCHEMA", "MeasureNext", "PredictionDoc", "PredictionsDoc
 class WidenedTo(TypedDict):
     """The held-out model whose error an extrapolation's interval was widened to."""
 
-    model: Annotated[str, AnyText]
+    model: str
     """The calibration's model (one of its device points) left out of the fit."""
     error_pct: float
     """Its held-out |error| in percent of the device value: the interval's half-width in
@@ -69,9 +68,9 @@ class PredictionDoc(TypedDict):
     """``high`` relative to ``predicted``, in percent; ``null`` as ``low_pct``."""
     form: str
     """The fit's form: ``origin`` (a line through the origin), ``line`` or ``power``."""
-    fit: Annotated[str, AnyText]
+    fit: str
     """The fit that made it: ``pooled``, or ``family NAME`` (the family's own)."""
-    family: Annotated[str, AnyText] | None
+    family: str | None
     """The model's family in the calibration; ``null``: it has none."""
     extrapolated: bool
     """``profiler`` is outside the calibrated ``profiler_range``."""
@@ -91,7 +90,7 @@ class PredictionDoc(TypedDict):
     widened."""
     runs: int
     """The cell's completed runs ``profiler`` is the median of."""
-    notes: list[Annotated[str, AnyText]]
+    notes: list[str]
     """The table's NOTE column, as sentences."""
 
 
@@ -115,7 +114,7 @@ class PredictionsDoc(TypedDict):
 
     schema: str
     """The document's layout: ``edgeprof-predictions/1``."""
-    device: Annotated[str, AnyText]
+    device: str
     """The device the calibration was measured on."""
     calibration: Annotated[str, AnyText] | None
     """The calibration file, as given (``--calibration``, or the ``--device`` entry's);
@@ -124,14 +123,14 @@ class PredictionsDoc(TypedDict):
     """The prediction intervals' level (0.95: 95 %)."""
     predictions: list[PredictionDoc]
     """One per model, setting and calibrated metric, in the table's order."""
-    uncalibrated: list[Annotated[str, AnyText]]
+    uncalibrated: list[str]
     """What was not predicted, each ``MODEL [SETTING]: why`` (every run failed, no
     calibration for the setting) or ``MODEL [SETTING] METRIC: why`` (a profiler value at
     which the form has none)."""
-    warnings: list[Annotated[str, AnyText]]
+    warnings: list[str]
     """Why the predictions may not hold: the runs were profiled on another CPU model, or
     emulated another device, than the calibration's."""
-    fit_warnings: list[Annotated[str, AnyText]]
+    fit_warnings: list[str]
     """The warnings of the fits that made a prediction, each ``(METRIC [SETTING] SCOPE):
     WARNING``."""
     measure_next: list[MeasureNext]

@@ -271,6 +271,19 @@ MALFORMED = [
     (("fits", 0, "setting"), {"cpus": 1}, "fits[0].setting: expected a profiler setting"),
     (("fits", 0, "family"), [1], "fits[0].family: expected a string, got a list"),
     (("families",), 5, "families: expected a mapping of model label: family, got 5"),
+    # Shown in every table, warning and predictions file: an escape had recoloured the
+    # terminal of whoever read the predictions.
+    (
+        ("device",),
+        "ph\x1b[41mone",
+        r"device: expected text without control characters, got 'ph\x1b[41mone'",
+    ),
+    (
+        ("fits", 0, "points", 0, "model"),
+        "m\n0",
+        "fits[0].points[0].model: expected text without control characters",
+    ),
+    (("families",), {"m0": "a\x07"}, "families.m0: expected text without control characters"),
     (("families",), {"m0": [1]}, "families.m0: expected a string, got a list"),
     (("family_rules",), 5, "family_rules: expected a list of PATTERN=FAMILY rules, got 5"),
     (("min_r2",), [1], "min_r2: expected an R² from 0 to 1, got a list"),
@@ -348,3 +361,19 @@ def test_what_yaml_reads_as_a_number_or_a_date_is_still_text(tmp_path: Path) -> 
     path.write_text(yaml.safe_dump(doc).replace(f"'{doc['created_at']}'", "2024-05-01"))
     cal = load_calibration(path)
     assert cal.fits[0].fit.labels[0] == "2" and cal.created_at == "2024-05-01"
+
+
+def test_a_control_character_in_the_device_name_or_the_csv_is_refused(tmp_path: Path) -> None:
+    runs = [_run(f"m{i}", x) for i, x in enumerate((1.0, 2.0, 3.0))]
+    ok = _csv(tmp_path, "model,runtime_ms,family\nm0,3100,a\nm1,5900,a\nm2,9200,a\n")
+    with pytest.raises(ConfigError) as got:
+        calibrate(runs, read_measurements(ok), "ph\x1b[41mone")
+    assert str(got.value) == (
+        "--device 'ph\\x1b[41mone' holds a control character: name it without one"
+    )
+    for column, row in (("model", "m\x1b0,3100,a"), ("family", "m0,3100,a\x1bb")):
+        bad = _csv(tmp_path, f"model,runtime_ms,family\n{row}\n", name=f"{column}.csv")
+        with pytest.raises(ConfigError) as got:
+            read_measurements(bad)
+        assert str(got.value).startswith(f"{bad} line 2, column {column}: ")
+        assert str(got.value).endswith(" holds a control character")

@@ -47,10 +47,12 @@ def test_the_published_predictions_schema_is_the_models(schema: dict[str, Any]) 
     assert pred["unit"]["description"].startswith("The base unit every value")
     assert pred["profiler_range"]["minItems"] == pred["profiler_range"]["maxItems"] == 2
     assert pred["widened_to"]["anyOf"] == [{"$ref": "#/$defs/WidenedTo"}, {"type": "null"}]
-    # A run's label holds no control character; the calibration file's text may (AnyText).
-    assert pred["model"]["pattern"] == NO_CONTROL
-    assert pred["family"]["type"] == ["string", "null"] and "pattern" not in pred["family"]
-    assert top["calibration"]["type"] == ["string", "null"] and "pattern" not in top["device"]
+    # A run's label and the calibration file's text hold no control character (the readers
+    # refuse them); the calibration's path as the user gave it may (AnyText).
+    assert pred["model"]["pattern"] == NO_CONTROL and top["device"]["pattern"] == NO_CONTROL
+    assert pred["family"]["type"] == ["string", "null"]
+    assert pred["family"]["pattern"] == NO_CONTROL
+    assert top["calibration"]["type"] == ["string", "null"] and "pattern" not in top["calibration"]
 
 
 def _keys(schema: dict[str, Any], name: str) -> set[str]:
@@ -104,8 +106,9 @@ def test_a_document_holds_to_it_key_for_key(tmp_path: Path, schema: dict[str, An
     ):
         errors = list(jsonschema.Draft202012Validator(schema).iter_errors(wrong))
         assert errors, wrong
-    # The calibration file's device is written as it was read (its reader takes any text).
-    assert predictions_schema_errors({**doc, "device": "pi\x1b[41m"}) == []
+    # The calibration file's reader refuses an escape in its device; so does the schema.
+    assert predictions_schema_errors({**doc, "device": "pi\x1b[41m"}) != []
+    assert predictions_schema_errors({**doc, "calibration": "a\nb.yml"}) == []  # a path
 
 
 def test_the_conftest_check_reads_a_predictions_document_of_any_name(tmp_path: Path) -> None:

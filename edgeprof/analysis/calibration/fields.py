@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
+from ...names import has_control
 from ...units import shown
 from .measurements import MAX_VALUE
 
@@ -67,7 +68,14 @@ class Fields:
         t = _as_text(v)
         if t is None:
             raise self.bad(name, expected, v)
-        return t
+        return self._plain(name, t)
+
+    def _plain(self, name: str, text: str) -> str:
+        """``text``, refused with a control character: a device name's escape sequence had
+        reached every table and warning that shows it, and the predictions file."""
+        if has_control(text):
+            raise self.bad(name, "text without control characters", text)
+        return text
 
     def optional_text(self, name: str) -> str | None:
         """:meth:`text`, or ``None`` when the key is absent or ``null``."""
@@ -121,7 +129,7 @@ class Fields:
             t = _as_text(v)
             if t is None:
                 raise self.bad(f"{name}[{i}]", "a string", v)
-            out.append(t)
+            out.append(self._plain(f"{name}[{i}]", t))
         return out
 
     def text_map(self, name: str, expected: str) -> list[tuple[str, str]]:
@@ -138,7 +146,7 @@ class Fields:
                 raise self.bad(name, expected, k)
             if family is None:
                 raise self.bad(f"{name}.{label}", "a string", item)
-            out.append((label, family))
+            out.append((self._plain(name, label), self._plain(f"{name}.{label}", family)))
         return out
 
     def record(self, name: str, expected: str) -> Fields | None:

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 
 from ...errors import ConfigError
 from ...model import RunResult
+from ...names import has_control, printable
 from ..cells import cells_by_setting, successful
 from ..held import held_runs
 from ..instrumentation import no_events
@@ -159,6 +160,9 @@ def calibrate(
     ``form`` makes every fit take that form (:data:`.forms.FORMS`) instead of choosing."""
     if not device.strip():
         raise ConfigError("--device: empty device name")
+    if has_control(device):
+        # Printed in every table and warning, and saved: an escape had recoloured the terminal.
+        raise ConfigError(f"--device {device!a} holds a control character: name it without one")
     if not 0 < level < 1:
         raise ConfigError(f"level {level}: must be between 0 and 1")
     if form is not None and form not in FORMS:
@@ -264,7 +268,9 @@ def calibrate(
     fitted = [r for _, c in pairs for r in successful(by_cell[c.setting][c.label])]
     return Calibration(
         device=device,
-        source=measurements.path,
+        # The CSV's path as given, its control characters escaped: the file is read back
+        # as text without them.
+        source=printable(measurements.path),
         fits=tuple(fits),
         min_r2=min_r2,
         level=level,

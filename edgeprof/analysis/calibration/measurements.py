@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import ConfigError
+from ...names import has_control
 from ...storage import read_capped
 from ...units import counted, format_binary, parse_size
 from .units import METRICS, UNITS, base_unit
@@ -150,6 +151,15 @@ def read_measurements(path: Path) -> Measurements:
         model = rec[idx["model"]].strip()
         if not model:
             raise ConfigError(f"{where}: empty model name")
+        texts = [("model", model)]
+        if FAMILY_COLUMN in idx:
+            texts.append((FAMILY_COLUMN, rec[idx[FAMILY_COLUMN]]))
+        for column, text in texts:
+            if has_control(text):  # shown in tables and warnings: an escape, a newline
+                raise ConfigError(
+                    f"{where}, column {column}: {ascii(text.strip())[:60]} holds a control "
+                    "character"
+                )
         cpus = _number(rec[idx["cpus"]], where, "cpus") if "cpus" in idx else None
         memory = None
         if "memory" in idx and rec[idx["memory"]].strip():
