@@ -106,14 +106,24 @@ def run_loop(
                 sampler.start()
                 if gpu is not None:
                     gpu.start(run.started, run.members, interval, out)
+                deadline = _Deadline()
                 try:
                     with interrupts.armed():
-                        status, timed_out = _wait(run, timeout, kill_grace)
+                        status = _wait(run, timeout, kill_grace, deadline)
                     wall = (time.monotonic() if run.ended is None else run.ended) - run.started
                 except (KeyboardInterrupt, Interrupted):
                     interrupted = True
                     wall = time.monotonic() - run.started
                     status = None
+                    if deadline.passed:
+                        # The interrupt won the ending, but the run had already timed out: a
+                        # tester's SIGTERM-ignoring workload, interrupted in the grace, had
+                        # said "interrupted" only.
+                        warnings.append(
+                            f"it had timed out (--timeout {timeout:g}s) and was being stopped "
+                            "when the interrupt came"
+                        )
+                timed_out = deadline.passed
             finally:
                 sampler.stop()
                 if gpu is not None:
@@ -185,16 +195,24 @@ def run_loop(
     )
 
 
-def _wait(run: RunHandle, timeout: float | None, grace: float) -> tuple[int | None, bool]:
+class _Deadline:
+    """Whether the run's timeout has passed: set before its group is signalled, so that an
+    interrupt during the kill grace still knows."""
+
+    passed = False
+
+
+def _wait(run: RunHandle, timeout: float | None, grace: float, deadline: _Deadline) -> int | None:
     """Reap the main process; on timeout SIGTERM the group, SIGKILL after ``grace``."""
     if timeout is None:
-        return run.wait(None), False
+        return run.wait(None)
     status = run.wait(max(0.0, run.started + timeout - time.monotonic()))
     if status is not None:
-        return status, False
+        return status
+    deadline.passed = True
     run.terminate()
     status = run.wait(grace)
     if status is None:
         run.kill()
         status = run.wait(None)
-    return status, True
+    return status

@@ -197,6 +197,40 @@ def test_keyboard_interrupt_is_a_result() -> None:
     assert r.termination is Termination.INTERRUPTED
     assert r.exit_code == 137
     assert r.wall_s >= 0.05
+    assert not [w for w in r.warnings if "timed out" in w]
+
+
+class InterruptedInTheGrace(FakeBackend):
+    """The timeout passes (the first, timed wait returns nothing), then Ctrl-C arrives in
+    the kill grace's wait."""
+
+    def launch(self, spec: RunSpec) -> FakeRun:
+        run = super().launch(spec)
+        real_wait = run.wait
+        calls = 0
+
+        def wait(timeout: float | None) -> int | None:
+            nonlocal calls
+            calls += 1
+            if calls == 2:
+                raise KeyboardInterrupt
+            return real_wait(timeout)
+
+        run.wait = wait  # type: ignore[method-assign]
+        return run
+
+
+def test_an_interrupt_in_the_timeouts_grace_says_the_run_had_timed_out() -> None:
+    """A tester's SIGTERM-ignoring workload timed out at 1 s and was interrupted in the
+    grace: the result said "interrupted" only."""
+    r = profile(["sleep", str(SLEEP_S)], backend=InterruptedInTheGrace(), interval=0.01,
+                timeout=0.2, kill_grace=30)  # fmt: skip
+    assert r.termination is Termination.INTERRUPTED  # the interrupt still ends it (exit 130)
+    assert (
+        "it had timed out (--timeout 0.2s) and was being stopped when the interrupt came"
+        in r.warnings
+    )
+    assert r.wall_s < SLEEP_S / 2  # killed at the interrupt, not after the 30 s grace
 
 
 def alive(pid: int) -> bool:
