@@ -29,10 +29,11 @@ variables, as both CIs pass them (an action's inputs, a job's ``variables``):
 In the results directory: ``summary.md`` and ``junit.xml`` (the run and its budgets),
 ``compare.md`` and ``compare.xml`` (against the baseline).  On GitHub, edgeprof appends both
 summaries to ``$GITHUB_STEP_SUMMARY`` itself, this step adds a line there (and in the log)
-where the baseline it names was not compared (it holds no results; compare's error), and it
-writes ``results``,
-``exit-code``, ``compared`` to ``$GITHUB_OUTPUT``; on GitLab it prints the summaries into the
-job's log (the template declares the files as artifacts and JUnit reports).  The exit code:
+where the baseline it names was not compared (it holds no results; compare's error; on the
+default branch's own build, which makes the baseline, a note that says so, no warning), and
+it writes ``results``, ``exit-code``, ``compared`` to ``$GITHUB_OUTPUT``; on GitLab it
+prints the summaries into the job's log (the template declares the files as artifacts and
+JUnit reports).  The exit code:
 the run's when it failed (the workload's, 3 for a breached budget), else the comparison's
 (3 for a regression), else 0; 2 for a bad input here, with one line.
 """
@@ -194,14 +195,53 @@ def edgeprof_argv(sudo: str, env: Mapping[str, str]) -> list[str]:
     return through if ok else me
 
 
+PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target", "merge_group"})
+"""GitHub's events of a change under review: where a comparison with the baseline is meant."""
+
+
+def baseline_build(env: Mapping[str, str]) -> str | None:
+    """The default branch's name where this build is that branch's own, which makes the
+    baseline and compares with none; ``None`` elsewhere, or where the CI does not say.
+
+    GitLab names both branches (``CI_COMMIT_BRANCH``, unset in a merge request's pipeline,
+    and ``CI_DEFAULT_BRANCH``).  GitHub sets no variable for the default branch: its name is
+    in the event's payload (``$GITHUB_EVENT_PATH``, ``repository.default_branch``), and a
+    pull request's build, whose ref is its merge ref, is never the default branch's."""
+    if env.get("GITLAB_CI") == "true":
+        branch, default = env.get("CI_COMMIT_BRANCH"), env.get("CI_DEFAULT_BRANCH")
+        mine = bool(default) and branch == default and not env.get("CI_MERGE_REQUEST_IID")
+        return default if mine else None
+    if env.get("GITHUB_ACTIONS") != "true" or env.get("GITHUB_EVENT_NAME") in PULL_REQUEST_EVENTS:
+        return None
+    default = _github_default_branch(env.get("GITHUB_EVENT_PATH"))
+    return default if default and env.get("GITHUB_REF") == f"refs/heads/{default}" else None
+
+
+def _github_default_branch(event_path: str | None) -> str | None:
+    """``repository.default_branch`` of GitHub's event payload; ``None`` where it is not
+    there (an event without the repository, an unreadable file: then no build is taken for
+    the default branch's, and a missing baseline is warned of as before)."""
+    import json
+
+    if not event_path:
+        return None
+    try:
+        payload = json.loads(Path(event_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    repository = payload.get("repository") if isinstance(payload, dict) else None
+    default = repository.get("default_branch") if isinstance(repository, dict) else None
+    return default if isinstance(default, str) and default else None
+
+
 def fetch_gitlab_baseline(step: Step, env: Mapping[str, str]) -> str | None:
     """On GitLab, off the default branch: the default branch's last results (the artifacts
     of the job of this name, their ``EDGEPROF_CI_OUT`` directory) into the baseline
     directory.  What it did, in a line for the log; ``None`` where it does not apply."""
-    branch, default = env.get("CI_COMMIT_BRANCH"), env.get("CI_DEFAULT_BRANCH")
+    default = env.get("CI_DEFAULT_BRANCH")
     if env.get("GITLAB_CI") != "true" or step.baseline is None or _has_results(step.baseline):
         return None
-    if default is None or (branch == default and not env.get("CI_MERGE_REQUEST_IID")):
+    if default is None or baseline_build(env) is not None:
         return None  # the default branch makes the baseline; it compares with none
     import io
     import urllib.error
@@ -248,7 +288,7 @@ def run_step(step: Step, env: Mapping[str, str], runner: Runner) -> int:
     errors: list[str] = []
     compare_rc = None if compare is None else runner([*edgeprof, *compare], errors)
     rc = run_rc or compare_rc or 0
-    said = _comparison_note(step, run_rc, compare_rc, errors)
+    said = _comparison_note(step, run_rc, compare_rc, errors, baseline_build(env))
     if said is not None:
         _note(said, env)
     # compared: a verdict was reached (0 or 3); an error of compare's own (2) reached none.
@@ -257,13 +297,31 @@ def run_step(step: Step, env: Mapping[str, str], runner: Runner) -> int:
 
 
 def _comparison_note(
-    step: Step, run_rc: int, compare_rc: int | None, errors: Sequence[str]
+    step: Step,
+    run_rc: int,
+    compare_rc: int | None,
+    errors: Sequence[str],
+    default_branch: str | None = None,
 ) -> str | None:
     """Why no baseline was compared, where the job named one: the page had shown only the
     run's table, its only trace ``compared=false`` in ``$GITHUB_OUTPUT`` (a cache miss, the
-    path-key trap of docs/ci.md) or, for compare's own error, the log."""
+    path-key trap of docs/ci.md) or, for compare's own error, the log.  The default branch's
+    own build (``default_branch``, :func:`baseline_build`) makes the baseline and has none
+    by design: the template fetches none there, and the Action's documented workflow
+    restores one only for a pull request; the cache-miss warning had been on every such
+    build's page."""
     if step.baseline is None or run_rc == EXIT_ERROR:
         return None  # no baseline asked for; a refused run, which says why itself
+    if compare_rc is None and default_branch is not None:
+        # A failed job's artifacts are not GitLab's "last successful", and the documented
+        # workflow's save steps run only after a passing step: the last passing build's stay.
+        becomes = (
+            f"this run's results ({step.out}) become the baseline"
+            if run_rc == 0
+            else "a failed build's results do not become the baseline (the last passing "
+            "build's stay)"
+        )
+        return f"On the default branch ({default_branch}): nothing to compare with; {becomes}"
     if compare_rc is None:
         return (
             f"⚠️ No baseline compared: no results in {step.baseline} (a cache miss, or the first "

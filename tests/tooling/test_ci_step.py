@@ -147,6 +147,12 @@ def test_gitlab_fetches_the_default_branchs_results_and_compares(
     on_main = step({**gitlab, "CI_COMMIT_BRANCH": "main"}, main)
     assert on_main.returncode == 0, on_main.stderr
     assert seen == []  # the default branch makes the baseline: nothing fetched
+    # ... and says so, where it had warned of a cache miss and asked for a baseline.
+    assert (
+        "edgeprof ci: On the default branch (main): nothing to compare with; this run's "
+        "results (edgeprof-results) become the baseline\n"
+    ) in on_main.stdout
+    assert "No baseline compared" not in on_main.stdout
     assert "--- edgeprof-results/summary.md\n## edgeprof" in on_main.stdout
     zips["/api/v4/projects/42/jobs/artifacts/main/download?job=profile"] = _zip(
         main / "edgeprof-results", "edgeprof-results"

@@ -4,6 +4,7 @@ host tier runs the same step for real (tests/tooling/test_ci_step.py)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -163,6 +164,85 @@ def test_a_baseline_with_no_results_is_said_on_the_page_and_in_the_log(
     )
     assert f"edgeprof ci: {line}\n" in capsys.readouterr().out
     assert page.read_text() == markdown_text(line) + "\n\n"
+
+
+def _github_event(tmp_path: Path, default: str = "main") -> str:
+    """The event payload GitHub gives a step (``$GITHUB_EVENT_PATH``): the repository's
+    default branch is only there."""
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps({"ref": "refs/heads/x", "repository": {"default_branch": default}}))
+    return str(path)
+
+
+GITLAB_MAIN = {"GITLAB_CI": "true", "CI_DEFAULT_BRANCH": "trunk", "CI_COMMIT_BRANCH": "trunk"}
+
+
+@pytest.mark.parametrize("ci_env", ["github", "gitlab"])
+@pytest.mark.parametrize(("run_rc", "becomes"), [
+    (0, "this run's results ({out}) become the baseline"),
+    (3, "a failed build's results do not become the baseline (the last passing build's stay)"),
+])  # fmt: skip
+def test_the_default_branchs_build_makes_the_baseline_and_is_not_warned(
+    tmp_path: Path, ci_env: str, run_rc: int, becomes: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The template fetches no baseline on the default branch, and the Action's documented
+    workflow restores one only for a pull request: "a cache miss … restore a baseline" had
+    been on every such build's page."""
+    page = tmp_path / "step.md"
+    github = {
+        "GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "push", "GITHUB_REF": "refs/heads/main",
+        "GITHUB_EVENT_PATH": _github_event(tmp_path), "GITHUB_STEP_SUMMARY": str(page),
+    }  # fmt: skip
+    env = _env(
+        tmp_path,
+        EDGEPROF_CI_COMMAND="true",
+        EDGEPROF_CI_BASELINE=str(tmp_path / "base"),
+        EDGEPROF_CI_SUDO="never",
+        **(github if ci_env == "github" else GITLAB_MAIN),
+    )
+    assert ci.main(env, Recorder(run_rc)) == run_rc
+    branch = "main" if ci_env == "github" else "trunk"
+    line = f"On the default branch ({branch}): nothing to compare with; " + becomes.format(
+        out=tmp_path / "out"
+    )
+    out = capsys.readouterr().out
+    assert f"edgeprof ci: {line}\n" in out and "⚠️" not in out and "cache miss" not in out
+    if ci_env == "github":
+        assert page.read_text() == markdown_text(line) + "\n\n"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        # A pull request (its ref is its merge ref, never the default branch's).
+        {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_REF": "refs/pull/7/merge"},
+        # pull_request_target runs on the base branch's ref: still a change under review.
+        {"GITHUB_EVENT_NAME": "pull_request_target", "GITHUB_REF": "refs/heads/main"},
+        {"GITHUB_EVENT_NAME": "push", "GITHUB_REF": "refs/heads/feature"},
+        # No payload to read the default branch from: not taken for the default branch.
+        {"GITHUB_EVENT_NAME": "push", "GITHUB_REF": "refs/heads/main", "GITHUB_EVENT_PATH": ""},
+        {**GITLAB_MAIN, "CI_COMMIT_BRANCH": "feature"},
+        {**GITLAB_MAIN, "CI_MERGE_REQUEST_IID": "7"},
+    ],
+)
+def test_a_build_meant_to_compare_is_still_warned(
+    tmp_path: Path, extra: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    github = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_PATH": _github_event(tmp_path)}
+    gitlab = "GITLAB_CI" in extra
+    # The GitLab cases fetch from an API that is not there: what they say of it aside.
+    api = {"CI_API_V4_URL": "http://127.0.0.1:1/api/v4"} if gitlab else github
+    env = _env(
+        tmp_path,
+        EDGEPROF_CI_COMMAND="true",
+        EDGEPROF_CI_BASELINE=str(tmp_path / "base"),
+        EDGEPROF_CI_SUDO="never",
+        **{**api, **extra},
+    )
+    assert ci.main(env, Recorder(0)) == 0
+    out = capsys.readouterr().out
+    assert f"edgeprof ci: ⚠️ No baseline compared: no results in {tmp_path / 'base'}" in out
+    assert "On the default branch" not in out
 
 
 def test_a_compare_error_is_said_on_the_page(
