@@ -382,6 +382,11 @@ def test_the_gitlab_template_runs_the_step_and_reports_its_files() -> None:
 
     job = yaml.safe_load((REPO / "integrations" / "gitlab-ci.yml").read_text())[".edgeprof"]
     assert job["script"] == ["/tmp/edgeprof-venv/bin/python -m edgeprof.cli.ci"]
+    # docs/ci.md: EDGEPROF_PIP_SPEC is one word of pip install (a URL, a path, a requirement
+    # with spaces: "edgeprof @ git+https://…"), in a venv the workload does not run in.
+    assert job["before_script"][-1] == (
+        '/tmp/edgeprof-venv/bin/python -m pip install -q "$EDGEPROF_PIP_SPEC"'
+    )
     out = "$EDGEPROF_CI_OUT"
     assert job["artifacts"]["reports"]["junit"] == [
         f"{out}/{ci.JUNIT}",
