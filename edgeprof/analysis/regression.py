@@ -53,7 +53,7 @@ import enum
 import math
 import shlex
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -118,6 +118,15 @@ class Change:
     def current_mean(self) -> float | None:
         return statistics.fmean(self.current) if self.current else None
 
+    @property
+    def base_sd(self) -> float | None:
+        """The baseline's sample standard deviation (``None`` under two values)."""
+        return _sd(self.base)
+
+    @property
+    def current_sd(self) -> float | None:
+        return _sd(self.current)
+
     def change_text(self) -> str:
         """``+12.3% ± 4.1%`` (± the 95 % interval), ``+12.3%`` when untested, ``n/a``."""
         if self.change is None:
@@ -135,9 +144,19 @@ class Change:
             return "n/a"
         avg = statistics.fmean(values)
         mean = self.metric.format(avg)
-        if len(values) == 1:
+        sd = _sd(values)
+        if sd is None:
             return f"{mean} (n=1)"
-        return f"{mean} ± {self.metric.format(statistics.stdev(values), avg)} (n={len(values)})"
+        return f"{mean} ± {self.metric.format(sd, avg)} (n={len(values)})"
+
+
+def _sd(values: Sequence[float]) -> float | None:
+    return statistics.stdev(values) if len(values) > 1 else None
+
+
+def regressed(changes: Iterable[Change]) -> bool:
+    """Whether ``edgeprof compare`` exits 3: a regression, or a metric not measured."""
+    return any(c.verdict.fails for c in changes)
 
 
 def parse_threshold(text: str) -> float:

@@ -12,7 +12,7 @@ from typing import TextIO
 
 from ..analysis.budgets import METRICS, BudgetCheck, Status
 from ..analysis.cells import cells, endings, successful
-from ..analysis.regression import Change, Verdict
+from ..analysis.regression import Change, Verdict, regressed
 from ..model import RunResult
 from ..storage import append_locked, write_output
 from .results import run_warnings
@@ -227,8 +227,24 @@ def render_compare_plain(
     return plain_table(title, header, rows, [f"  {n}" for n in notes])
 
 
+def compare_dict(
+    changes: Sequence[Change], threshold: float, notes: Sequence[str]
+) -> dict[str, object]:
+    """``compare --json``'s object (and :meth:`edgeprof.Comparison.to_dict`'s): the overall
+    verdict ``regressed`` (what makes the command exit 3: a dashboard had to rebuild that
+    rule from the verdicts' strings), the changes and the notes."""
+    return {
+        "threshold": threshold,
+        "regressed": regressed(changes),
+        "changes": change_dicts(changes, threshold),
+        "notes": list(notes),
+    }
+
+
 def change_dicts(changes: Sequence[Change], threshold: float) -> list[dict[str, object]]:
-    """``compare --json``: one object per compared metric of a cell, base units."""
+    """``compare --json``: one object per compared metric of a cell, base units; each side's
+    values, and their count, mean and sample standard deviation (the table's ``mean ± SD
+    (n=…)``; ``None`` where a side has too few values for one)."""
     return [
         {
             "label": c.label,
@@ -236,6 +252,12 @@ def change_dicts(changes: Sequence[Change], threshold: float) -> list[dict[str, 
             "metric": c.metric.key,
             "baseline": list(c.base),
             "current": list(c.current),
+            "baseline_n": len(c.base),
+            "baseline_mean": c.base_mean,
+            "baseline_sd": c.base_sd,
+            "current_n": len(c.current),
+            "current_mean": c.current_mean,
+            "current_sd": c.current_sd,
             "change": c.change,
             "ci95": c.ci,
             "p_value": c.p_value,

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.calibration import Prediction, Predictions
-from ..analysis.regression import Change, parse_threshold
+from ..analysis.regression import Change, parse_threshold, regressed
 from ..errors import ConfigError, respelled
 from ..model import RunResult
 from ..resultfiles import load_runs
-from .ci_summary import change_dicts, render_compare_plain
+from .ci_summary import compare_dict, render_compare_plain
 from .saved import compare_paths
 
 
@@ -35,15 +35,11 @@ class Comparison:
     @property
     def regressed(self) -> bool:
         """Whether ``edgeprof compare`` would exit 3: a regression, or a metric not measured."""
-        return any(c.verdict.fails for c in self.changes)
+        return regressed(self.changes)
 
     def to_dict(self) -> dict[str, Any]:
         """``edgeprof compare --json``'s object."""
-        return {
-            "threshold": self.threshold,
-            "changes": change_dicts(self.changes, self.threshold),
-            "notes": list(self.notes),
-        }
+        return compare_dict(self.changes, self.threshold, self.notes)
 
     def __str__(self) -> str:
         return render_compare_plain(self.changes, self.threshold, self.notes)

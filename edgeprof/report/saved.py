@@ -13,7 +13,13 @@ from typing import TextIO
 from ..analysis.budgets import BudgetCheck, Budgets
 from ..analysis.calibration import load_calibration, predict
 from ..analysis.cells import cell_order, pick_setting, setting_spec
-from ..analysis.regression import Change, compare_fits, compare_results, parse_threshold
+from ..analysis.regression import (
+    Change,
+    compare_fits,
+    compare_results,
+    parse_threshold,
+    regressed,
+)
 from ..analysis.sweepfile import warmup_of
 from ..analysis.targets import apart
 from ..errors import ConfigError
@@ -29,7 +35,7 @@ from ..resultfiles import (
 from ..storage import check_writable, layers_profile_note, prepare_out_dir, write_json_output
 from ..units import format_binary
 from .calibration import render_predictions
-from .ci_summary import change_dicts, render_compare_plain, render_compare_summary, write_summaries
+from .ci_summary import compare_dict, render_compare_plain, render_compare_summary, write_summaries
 from .comparison import repeats_table
 from .export import EXPORTS, write_exports
 from .files import announce_dir, write_file, write_markdown, write_plot_files
@@ -79,8 +85,7 @@ def compare_saved(
         settings=settings,
     )
     if json_out:
-        data = {"threshold": thr, "changes": change_dicts(changes, thr), "notes": notes}
-        stdout.write(json.dumps(data, indent=2) + "\n")
+        stdout.write(json.dumps(compare_dict(changes, thr, notes), indent=2) + "\n")
     else:
         stdout.write(render_compare_plain(changes, thr, notes))
     if summary is not None or os.environ.get("GITHUB_STEP_SUMMARY"):
@@ -94,7 +99,7 @@ def compare_saved(
         title = f"edgeprof compare: {current} against {baseline}"
         page = render_html(runs, title=title, comparison=Comparison(changes, thr, notes))
         write_file(html, page, log)
-    return any(c.verdict.fails for c in changes)
+    return regressed(changes)
 
 
 def compare_paths(

@@ -190,6 +190,23 @@ def test_compare_exit_codes_and_outputs(tmp_path: Path, capsys: pytest.CaptureFi
     wall = next(c for c in data["changes"] if c["metric"] == "wall")
     assert wall["verdict"] == "regression" and wall["baseline"] == list(base_walls)
     assert wall["p_value"] < 0.05 and abs(wall["change"] - 0.3) < 1e-9
+    # The overall verdict, as the exit code gives it, and each side's n, mean and SD (the
+    # table's "1.00s ± 17.1ms (n=4)"): a dashboard had to rebuild both from the rows.
+    assert data["regressed"] is True
+    assert (wall["baseline_n"], wall["current_n"]) == (4, 4)
+    assert wall["baseline_mean"] == pytest.approx(1.0025, abs=1e-12)
+    assert wall["baseline_sd"] == pytest.approx(0.0170783, abs=1e-7)
+    assert wall["current_mean"] == pytest.approx(1.30325, abs=1e-12)
+    assert wall["current_sd"] == pytest.approx(0.0222018, abs=1e-7)
+    assert main(["compare", "--json", str(base), str(slow), "--threshold", "40%"]) == 0
+    assert json.loads(capsys.readouterr().out)["regressed"] is False
+    # One run a side: no SD, and a verdict that fails nothing.
+    one = _save(tmp_path / "one.json", [run(wall=1.0)])
+    assert main(["compare", "--json", str(one), str(one)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    wall = next(c for c in data["changes"] if c["metric"] == "wall")
+    assert data["regressed"] is False and wall["verdict"] == "not enough repeats"
+    assert (wall["baseline_n"], wall["baseline_mean"], wall["baseline_sd"]) == (1, 1.0, None)
 
 
 def test_compare_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
