@@ -263,13 +263,17 @@ def merge_saved(
     summary: Path | None = None,
     junit: Path | None = None,
     over_a_sweep: bool = False,
+    log: TextIO | None = None,
 ) -> tuple[list[RunResult], list[BudgetCheck]]:
     """Join the shards in ``paths`` into one sweep in ``out`` (``sweep.json`` and the
     exports, as a sweep writes them) and print its tables, with what the shards' hosts
     make of them (:mod:`edgeprof.sweeps.merge`); then check ``budgets`` on the merged
     sweep, as ``run`` checks its own.  The merged runs and the budget checks.
     ``over_a_sweep``: ``out`` may hold a sweep that is not a merged one (``run --executor``
-    replaces it, as a local sweep does, and has said what stays of it)."""
+    replaces it, as a local sweep does, and has said what stays of it).  What was merged and
+    the files written are said on ``log`` (stderr), as ``run`` and ``report`` say theirs:
+    on stdout, the line had been mixed into the tables of ``merge > tables.txt``, and the
+    files had gone unnamed."""
     from ..analysis.hosts import shard_notes
     from ..analysis.sweepfile import sweep_dict
     from ..sweeps.merge import merge_shards
@@ -301,18 +305,20 @@ def merge_saved(
         target / "sweep.json", sweep_dict(merged.runs, merged.extra(), merged.run_dicts)
     )
     write_exports(target, merged.runs, sweep_json=False, plan=merged.plan)
+    log = sys.stderr if log is None else log
     count = merged.shards[0].count
-    stdout.write(f"edgeprof: merged {count} shards ({len(merged.runs)} runs) into {target}\n")
+    print(f"edgeprof: merged {count} shards ({len(merged.runs)} runs) into {target}", file=log)
+    announce_dir(target, ("sweep.json", *EXPORTS), log)
     names = [f"shard {s.index}/{s.count}" for s in merged.shards]
     for note in shard_notes(list(zip(names, merged.by_shard, strict=True))):
         stdout.write(f"edgeprof: note: {note}\n")
     runs = cell_order(merged.runs)
     print_summary(runs, stdout, warmup_of(merged.plan))
-    checks = gate_run(runs, budgets or Budgets(), summary, junit, stdout, sys.stderr)
+    checks = gate_run(runs, budgets or Budgets(), summary, junit, stdout, log)
     if html is not None:
         from .html import render_html
 
-        write_file(html, render_html(runs, title=f"edgeprof merge: {target}"), sys.stderr)
+        write_file(html, render_html(runs, title=f"edgeprof merge: {target}"), log)
     return runs, checks
 
 

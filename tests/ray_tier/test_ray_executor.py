@@ -202,4 +202,4 @@ def test_nodes_lost_under_their_parts_run_them_again_elsewhere(
     merged = json.loads((out / "sweep.json").read_text())
     assert len(merged["runs"]) == 2 and {r["exit_code"] for r in merged["runs"]} == {0}
     assert [g for p in part_edgeprofs for g in _groups_of(p.pid)] == []
-    assert "merged 2 shards" in stdout
+    assert "merged 2 shards" in stderr and "merged 2 shards" not in stdout

@@ -58,8 +58,16 @@ def test_three_shards_merged_equal_the_unsplit_sweep(
     capfd.readouterr()
     shards = [str(tmp_path / f"s{i}") for i in (3, 1, 2)]  # any order
     assert main(["merge", *shards, "--out", str(tmp_path / "merged")]) == 0
-    out = capfd.readouterr().out
-    assert out.startswith(f"edgeprof: merged 3 shards (20 runs) into {tmp_path / 'merged'}")
+    out, err = capfd.readouterr()
+    # What was merged and written is said on stderr, as run and report say theirs; stdout
+    # holds the tables alone (`merge > tables.txt` had the status line among them).
+    merged_dir = tmp_path / "merged"
+    assert err.splitlines() == [
+        f"edgeprof: merged 3 shards (20 runs) into {merged_dir}",
+        f"edgeprof: wrote {merged_dir}/ (sweep.json, runs.csv, cells.csv, report.md)",
+    ]
+    assert "merged" not in out and "wrote" not in out
+    assert out.startswith("Final Usage Stats\n")  # the tables first
     assert _cells(tmp_path / "merged") == _cells(tmp_path / "whole")
     whole = json.loads((tmp_path / "whole" / "sweep.json").read_text())
     merged = json.loads((tmp_path / "merged" / "sweep.json").read_text())
