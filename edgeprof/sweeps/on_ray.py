@@ -199,10 +199,7 @@ def connect(address: str | None) -> Any:
         ray.init(address=target, log_to_driver=False, logging_level=logging.ERROR,
                  configure_logging=True)  # fmt: skip
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise RayUnavailable(
-            f"no Ray cluster at {target}: {str(exc).splitlines()[0]}; start one (ray start "
-            "--head) or give --executor ray=ADDRESS"
-        ) from None
+        raise RayUnavailable(_not_joined(target, exc)) from None
     slots = ray.cluster_resources().get(SLOT, 0)  # type: ignore[no-untyped-call]
     if slots < 1:
         ray.shutdown()
@@ -211,6 +208,29 @@ def connect(address: str | None) -> Any:
             f"ray start --address=… --resources='{{\"{SLOT}\": 1}}'"
         )
     return ray
+
+
+NO_CLUSTER_HINT = "start one (ray start --head) or give --executor ray=ADDRESS"
+
+
+def _not_joined(target: str, exc: Exception) -> str:
+    """Why ``ray.init`` joined no cluster, in edgeprof's words.  Ray's own text names options
+    of Ray's command line that edgeprof does not have ("setting `--address` flag or
+    `RAY_ADDRESS`"), and quoted, it left a stray ".;" in the line.  It raises
+    ``ConnectionError`` where it finds no cluster, or several on this machine; anything else
+    (a cluster of another Ray version) is the cluster's refusal, whose reason only Ray has:
+    that reason is kept, its full stop dropped."""
+    if isinstance(exc, ConnectionError):
+        if target == "auto" and "multiple" in str(exc).lower():
+            return "several Ray clusters run on this machine: pick one with --executor ray=ADDRESS"
+        where = (
+            "on this machine (none started here with ray start, and RAY_ADDRESS is not set)"
+            if target == "auto"
+            else f"at {target}"
+        )
+        return f"no Ray cluster {where}: {NO_CLUSTER_HINT}"
+    first = str(exc).strip().splitlines()[0].rstrip(".") if str(exc).strip() else type(exc).__name__
+    return f"the Ray cluster at {target} could not be joined: {first}"
 
 
 def check_fits(ray: Any, target: RayTarget) -> None:
@@ -264,8 +284,7 @@ def _probe(target: str) -> None:
         socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S).close()
     except OSError as exc:
         raise RayUnavailable(
-            f"no Ray cluster at {target}: {exc.strerror or exc}; start one (ray start "
-            "--head) or give --executor ray=ADDRESS"
+            f"no Ray cluster at {target}: {exc.strerror or exc}; {NO_CLUSTER_HINT}"
         ) from None
 
 

@@ -42,6 +42,78 @@ def test_refused_before_anything_is_written(
     assert not out.exists()
 
 
+# Ray's own texts (ray/_private/services.py, Ray 2.60), which name Ray's `--address` flag.
+RAY_NONE = (
+    "Could not find any running Ray instance. Please specify the one to connect to by setting "
+    "`--address` flag or `RAY_ADDRESS` environment variable."
+)
+RAY_SEVERAL = (
+    "Found multiple active Ray instances: {'10.0.0.1:6379', '10.0.0.1:6380'}. Please specify "
+    "the one to connect to by setting `--address` flag or `RAY_ADDRESS` environment variable."
+)
+
+
+def test_no_cluster_is_said_in_edgeprofs_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No cluster on this machine: the line had quoted Ray's text, which names a --address
+    flag edgeprof does not have, and ended it in a stray ".;"."""
+    ray = require_module("ray", "ray")
+
+    def refuse(**kwargs: object) -> None:
+        raise ConnectionError(RAY_NONE)
+
+    monkeypatch.setattr(ray, "init", refuse)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    out = tmp_path / "out"
+    assert main(["run", *BASE, "--executor", "ray", "--out", str(out), "--", "true"]) == 2
+    assert capsys.readouterr().err == (
+        "edgeprof: error: no Ray cluster on this machine (none started here with ray start, "
+        "and RAY_ADDRESS is not set): start one (ray start --head) or give --executor "
+        "ray=ADDRESS\n"
+    )
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("target", "exc", "line"),
+    [
+        (
+            "auto",
+            ConnectionError(RAY_SEVERAL),
+            "several Ray clusters run on this machine: pick one with --executor ray=ADDRESS",
+        ),
+        (
+            "10.0.0.1:6379",
+            ConnectionError(RAY_NONE),
+            "no Ray cluster at 10.0.0.1:6379: start one (ray start --head) or give --executor "
+            "ray=ADDRESS",
+        ),
+        # Only the cluster knows why it refused: that reason is kept, its full stop dropped.
+        (
+            "10.0.0.1:6379",
+            RuntimeError("Version mismatch: the cluster runs Ray 2.9.\nThis process runs 2.60."),
+            "the Ray cluster at 10.0.0.1:6379 could not be joined: Version mismatch: the "
+            "cluster runs Ray 2.9",
+        ),
+    ],
+)
+def test_what_ray_init_refuses_is_one_line_of_edgeprofs(
+    target: str, exc: Exception, line: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ray = require_module("ray", "ray")
+    from edgeprof.sweeps import on_ray
+
+    def refuse(**kwargs: object) -> None:
+        raise exc
+
+    monkeypatch.setattr(ray, "init", refuse)
+    monkeypatch.setattr(on_ray, "_probe", lambda target: None)  # the address "listens"
+    with pytest.raises(on_ray.RayUnavailable) as caught:
+        on_ray.connect(target)
+    assert str(caught.value) == line
+
+
 def test_an_executor_needs_an_out_directory(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", *BASE, "--executor", "ray", "--", "true"]) == 2
     assert "--executor needs --out DIR" in capsys.readouterr().err
