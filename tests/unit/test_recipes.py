@@ -223,6 +223,47 @@ def test_kubernetes_manifests_validate_against_the_api_models(tmp_path: Path) ->
     assert merger["command"] == ["edgeprof", "merge", *results, "--out", "/results/sweep", *gate]
 
 
+@pytest.mark.parametrize(
+    ("states", "polls"),
+    [
+        (["", "", "Failed"], 3),  # a part failed: the Job is Failed, never Complete
+        (["", "Complete"], 2),
+        # Kubernetes 1.31+ says FailureTarget (SuccessCriteriaMet) before Failed (Complete).
+        (["FailureTarget", "FailureTarget Failed"], 2),
+        (["SuccessCriteriaMet", "SuccessCriteriaMet Complete"], 2),
+        (["", None], 2),  # the Job is gone (kubectl fails): no polling for ever
+    ],
+)
+def test_the_kubernetes_wait_returns_when_the_job_ends_either_way(
+    tmp_path: Path, states: list[str | None], polls: int
+) -> None:
+    """``kubectl wait --for=condition=Complete … --timeout=24h`` had waited 24 h when a part
+    failed.  The printed step, run by sh against a stand-in kubectl that answers ``states``
+    in turn (``None``: an error) and a sleep that returns at once."""
+    _, steps = render_recipe("k8s", 2, RUN_ARGS, {"image": "i", "namespace": "perf"})
+    (wait,) = [s for s in steps if "Complete" in s]
+    bin_dir, calls = tmp_path / "bin", tmp_path / "calls"
+    bin_dir.mkdir()
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps(states))
+    (bin_dir / "kubectl").write_text(
+        "#!/usr/bin/env python3\nimport json, sys\n"
+        f"calls, answers = {str(calls)!r}, {str(answers)!r}\n"
+        "with open(calls, 'a') as f:\n    f.write(json.dumps(sys.argv[1:]) + '\\n')\n"
+        "n = sum(1 for _ in open(calls))\n"
+        "state = json.load(open(answers))[n - 1]\n"
+        "sys.exit(1) if state is None else print(state, end='')\n"
+    )
+    (bin_dir / "sleep").write_text("#!/bin/sh\n")
+    for tool in ("kubectl", "sleep"):
+        (bin_dir / tool).chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    subprocess.run(["sh", "-c", wait.format(out="o")], env=env, check=True, timeout=30)
+    asked = [json.loads(line) for line in calls.read_text().splitlines()]
+    jsonpath = 'jsonpath={.status.conditions[?(@.status=="True")].type}'
+    assert asked == [["-n", "perf", "get", "job/edgeprof-sweep", "-o", jsonpath]] * polls
+
+
 def test_the_model_round_trip_catches_a_misspelt_field() -> None:
     doc = yaml.safe_load(_render("k8s", image="x")["parts.yaml"])
     doc["spec"]["completionsMode"] = doc["spec"].pop("completionMode")

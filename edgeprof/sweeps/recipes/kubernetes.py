@@ -133,7 +133,26 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
     ns = f" -n {shlex.join([options['namespace']])}" if options.get("namespace") else ""
     return files, [
         f"kubectl{ns} apply -f {{out}}/{PARTS_FILE}   # needs the claim {claim} (ReadWriteMany)",
-        f"kubectl{ns} wait --for=condition=Complete job/{name} --timeout=24h   # or Failed: "
-        "a part's workload failed (a result: merge anyway)",
+        _wait_line(f"kubectl{ns}", name),
         f"kubectl{ns} apply -f {{out}}/{MERGE_FILE} && kubectl{ns} logs -f job/{name}-merge",
     ]
+
+
+ENDED = "{.status.conditions[?(@.status==\"True\")].type}"
+"""The Job's conditions that hold, by type (``Complete``, ``Failed``; since Kubernetes 1.31
+also ``SuccessCriteriaMet`` and ``FailureTarget`` before them)."""
+
+
+def _wait_line(kubectl: str, name: str) -> str:
+    """Until the parts' Job has ended, either way.  ``kubectl wait --for=condition=Complete``
+    had waited out its whole ``--timeout`` (24 h) when a part failed: the Job then becomes
+    Failed, never Complete, and ``kubectl wait`` takes one condition (no "or").
+    A poll of the conditions is plain ``sh`` and needs no job control; it stops too when
+    the Job cannot be read (deleted, or no access), rather than polling for ever."""
+    ended = ENDED.replace("{", "{{").replace("}", "}}")  # the steps are format strings
+    return (
+        f"while s=$({kubectl} get job/{name} -o jsonpath='{ended}') && "
+        "! echo \"$s\" | grep -qwE 'Complete|Failed'; do sleep 30; done   "
+        "# until Complete or Failed (kubectl wait takes one condition, and a failed part "
+        "makes the Job Failed, never Complete); Failed is a result too: merge anyway"
+    )
