@@ -10,6 +10,7 @@ wider than their text (the older profiler's ``tabulate`` files, kept byte for by
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
@@ -75,6 +76,10 @@ _MARKDOWN_ESCAPES = {
 }
 _MARKDOWN_TABLE = str.maketrans(_MARKDOWN_ESCAPES)
 
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
+"""A code span as CommonMark pairs them: a run of backticks closed by the next run of the
+same length (a run without one is literal text)."""
+
 
 def markdown_text(text: str, *, block: bool = True) -> str:
     """``text`` as Markdown shows it literally: the one escape of every text edgeprof puts in
@@ -84,13 +89,14 @@ def markdown_text(text: str, *, block: bool = True) -> str:
     page, and a ``[x](javascript:alert(1))`` a link.  HTML's ``<``, ``>`` and ``&`` become
     entities; the marks of code, emphasis, links, strikethrough and a table's cell (`` ` * _
     [ ] ~ |``) and the backslash that would escape them are backslash-escaped (CommonMark
-    takes any ASCII punctuation so); a line break, which ends a table's row, is a space.  A
+    takes any ASCII punctuation so); a line break, which ends a table's row, is a space.
+    A code span (a note's `` `import instrument as edgeprof` ``: :func:`_inline`) stays one.  A
     line's first mark of a block (a heading's ``#``, a quote's ``>``, a list's ``-``, ``+``
     or ``1.``, a setext ``=``) is escaped too (``block``): a note that starts with a model's
     label is a line, or a list item, of its own; a table's cell (``block=False``) is inline
     text, where ``-0.5`` and ``1.50s`` stay as they are.  GitHub still links a bare
     ``https://…`` it finds in the text."""
-    out = text.translate(_MARKDOWN_TABLE)
+    out = _inline(text, cell=not block)
     if not block:
         return out
     body = out.lstrip(" ")
@@ -101,6 +107,25 @@ def markdown_text(text: str, *, block: bool = True) -> str:
     if digits and body[digits : digits + 1] in (".", ")"):  # an ordered list's "1." or "1)"
         return f"{lead}{body[:digits]}\\{body[digits:]}"
     return out
+
+
+def _inline(text: str, cell: bool) -> str:
+    """The escapes of :func:`markdown_text`, but a code span is left one: with its backticks
+    escaped, a budget's note had shown them on the page around ``import instrument as
+    edgeprof``, where the text meant code.  Inside a span Markdown reads nothing (no emphasis, link
+    or HTML; a backslash or an entity shows as typed), so its text is written as it is; a
+    span with ``<``, ``>`` or ``&`` is escaped whole as before, so that no raw HTML character
+    reaches the file.  In a table's cell (``cell``) a span's ``|`` is still ``\\|``: GFM
+    splits the row on it first, and takes ``\\|`` inside a span as the pipe."""
+    out, at = [], 0
+    for span in _CODE_SPAN.finditer(text):
+        if any(c in span.group(2) for c in "<>&"):
+            continue  # escaped with the text around it
+        code = span.group(0).replace("\n", " ")
+        out += [text[at : span.start()].translate(_MARKDOWN_TABLE)]
+        out += [code.replace("|", "\\|") if cell else code]
+        at = span.end()
+    return "".join([*out, text[at:].translate(_MARKDOWN_TABLE)])
 
 
 def markdown_lines(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

@@ -16,7 +16,7 @@ from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.model import RunResult
 from edgeprof.report.ci_summary import render_run_summary
-from edgeprof.report.table import TextTable, markdown_text
+from edgeprof.report.table import TextTable, markdown_lines, markdown_text
 from tests.unit.conftest import make_result
 from tests.unit.test_event_caps import REPO
 
@@ -171,9 +171,50 @@ def test_markdown_text_shows_html_links_and_emphasis_literally() -> None:
     assert markdown_text(SCRIPT) == "&lt;script&gt;alert(1)&lt;/script&gt;"
     assert markdown_text(LINK) == "\\[x\\](javascript:alert(1))"
     assert markdown_text("*b* _i_ `c` ~s~ a|b \\ &amp;") == (
-        "\\*b\\* \\_i\\_ \\`c\\` \\~s\\~ a\\|b \\\\ &amp;amp;"
+        "\\*b\\* \\_i\\_ `c` \\~s\\~ a\\|b \\\\ &amp;amp;"
     )
     assert markdown_text("mobilenet-v2.onnx 12.5ms ±1%") == "mobilenet-v2.onnx 12.5ms ±1%"
+
+
+def test_a_code_span_stays_one_and_nothing_in_it_is_escaped() -> None:
+    """A budget's note had read ``… beside the script and \\`import instrument as
+    edgeprof\\`)`` in summary.md: the backticks showed on the page instead of code."""
+    note = "or copy instrument.py beside the script and `import instrument as edgeprof`)"
+    assert markdown_text(note) == note
+    # In a span Markdown reads nothing, so nothing in it is escaped: "\\_" would show as typed.
+    assert markdown_text("run `edgeprof_x --max-wall 2*3` [now]") == (
+        "run `edgeprof_x --max-wall 2*3` \\[now\\]"
+    )
+    assert markdown_text("``a ` b`` and `c`") == "``a ` b`` and `c`"  # CommonMark's pairing
+    # A backtick without its pair is literal; so is a run of another length.
+    assert markdown_text("it's `x and ``y") == "it's \\`x and \\`\\`y"
+    assert markdown_text("`x and ``y`") == "`x and ``y`"  # the ``'s are inside `…`
+    # A table's pipe: GFM splits the row on it before the span is read, so it stays \\|.
+    assert markdown_text("`a|b`", block=False) == "`a\\|b`"
+    assert markdown_text("`a|b`") == "`a|b`"
+    assert markdown_text("`two\nlines`") == "`two lines`"  # a break ends a table's row
+
+
+def test_a_code_span_renders_as_code() -> None:
+    """Through a CommonMark renderer with GFM's tables (markdown-it-py, rich's own): the
+    note's span is code, and a table's cell keeps its span and its pipe."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark").enable("table")
+    note = "beside the script and `import instrument as edgeprof`); budget 10.0ms"
+    assert md.render(markdown_text(note)) == (
+        "<p>beside the script and <code>import instrument as edgeprof</code>); "
+        "budget 10.0ms</p>\n"
+    )
+    table = md.render("\n".join(markdown_lines(["A", "B"], [["`a|b`", "x|y"]])))
+    assert "<td><code>a|b</code></td>\n<td>x|y</td>" in table
+
+
+def test_a_code_span_with_an_html_character_is_escaped_whole() -> None:
+    """No raw ``<``, ``>`` or ``&`` reaches a file, in a span or out of one (a workload's
+    phase name reaches these files)."""
+    assert markdown_text(f"`{SCRIPT}`") == "\\`&lt;script&gt;alert(1)&lt;/script&gt;\\`"
+    assert markdown_text("`a & b` `ok`") == "\\`a &amp; b\\` `ok`"
 
 
 def test_a_live_runs_phase_names_are_literal_in_its_markdown(
