@@ -82,7 +82,7 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
                 run = RunResult.from_dict(item)
             except ConfigError as exc:  # from_dict says which key, in one line
                 raise ConfigError(f"{path} is not an edgeprof result: {exc}") from exc
-            runs.append(_found_files(run, bases, beside=one))
+            runs.append(found_files(run, bases, beside=one))
     return runs
 
 
@@ -96,7 +96,7 @@ def _natural(path: Path) -> list[tuple[str, int, int]]:
     return key
 
 
-def _found_files(run: RunResult, bases: Sequence[Path], *, beside: bool) -> RunResult:
+def found_files(run: RunResult, bases: Sequence[Path], *, beside: bool) -> RunResult:
     """``run`` with its ``samples.csv`` and ``gpu.csv`` where they are now, seen from the file
     it was read from (in ``bases[0]``).
 

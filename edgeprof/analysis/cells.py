@@ -60,6 +60,19 @@ def cell_key(r: RunResult) -> CellKey:
     return (r.label, setting(r))
 
 
+def run_numbers(runs: Iterable[RunResult]) -> list[int]:
+    """Each run's number within its cell (1-based, in the order given): what the cells'
+    warnings call it ("run 2 failed") and, in a sweep that ran every round of its cells, the
+    round of its directory (``OUT/<label>/<round>/``)."""
+    seen: Counter[CellKey] = Counter()
+    numbers = []
+    for r in runs:
+        key = cell_key(r)
+        seen[key] += 1
+        numbers.append(seen[key])
+    return numbers
+
+
 def group_by(
     runs: Iterable[RunResult], key: Callable[[RunResult], _K]
 ) -> dict[_K, list[RunResult]]:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import shlex
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..analysis.cells import cells, successful
+from ..analysis.cells import cells, run_numbers, setting, successful
 from ..analysis.metrics import STAT_METRICS
 from ..analysis.sweepfile import cell_dicts, sweep_dict, warmup_of
 from ..model import LatencyStats, RunResult
@@ -39,7 +40,9 @@ def _latency(key: str) -> Callable[[RunResult], float | None]:
 
 RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {
     "label": lambda r: r.label,
-    "limits": lambda r: r.limits.describe(),
+    # The cell's setting, as cells.csv and sweep.json name it: with the core leased for an
+    # integer --cpus in it, no row had joined cells.csv (that core is the cpuset column's).
+    "limits": setting,
     "cpus": lambda r: r.limits.cpus,
     "cpuset": lambda r: None if r.limits.cpuset is None else ",".join(map(str, r.limits.cpuset)),
     "memory_limit_bytes": lambda r: r.limits.memory,
@@ -75,8 +78,14 @@ RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {
     **{key: _latency(key) for key in LATENCY_COLUMNS},
     "command": lambda r: printable(shlex.join(r.command)),
 }
-"""Columns of ``runs.csv``: base units (seconds, bytes, percent of one CPU, joules); empty =
-n/a (the GPU columns of a run that saw no GPU)."""
+"""Columns of ``runs.csv`` (then :data:`RUN_PLACE`): base units (seconds, bytes, percent of
+one CPU, joules); empty = n/a (the GPU columns of a run that saw no GPU)."""
+
+RUN_PLACE = ("run", "dir")
+"""The last columns of ``runs.csv``: the run's number within its cell
+(:func:`~edgeprof.analysis.cells.run_numbers`) and its directory relative to the exports'
+(``16/2``), so that a row is tied to its ``result.json`` and ``samples.csv`` (only
+``started_at`` had told them apart)."""
 
 STAT_FIELDS = ("n", "mean", "sd", "median", "min", "max", "mad")
 
@@ -102,8 +111,26 @@ def _csv(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return buf.getvalue()
 
 
-def runs_csv(runs: Sequence[RunResult]) -> str:
-    return _csv(list(RUN_COLUMNS), [[get(r) for get in RUN_COLUMNS.values()] for r in runs])
+def runs_csv(runs: Sequence[RunResult], out: Path | None = None) -> str:
+    """A row per run, in the order given: :data:`RUN_COLUMNS`, then :data:`RUN_PLACE` (the
+    directory relative to ``out``, where the CSV is written)."""
+    rows = [
+        [*(get(r) for get in RUN_COLUMNS.values()), n, run_dir(r, out)]
+        for r, n in zip(runs, run_numbers(runs), strict=True)
+    ]
+    return _csv([*RUN_COLUMNS, *RUN_PLACE], rows)
+
+
+def run_dir(r: RunResult, out: Path | None) -> str | None:
+    """The directory of ``r``'s ``result.json`` relative to ``out`` (``16/2``; ``../part-1/16/2``
+    for a merged run); ``None`` where it is not known (no ``out``, no file written, or its
+    files were not found where they are now)."""
+    if out is None or r.samples.path is None:
+        return None
+    where = Path(r.samples.path).parent
+    if not (where / "result.json").is_file():
+        return None
+    return os.path.relpath(where, out)
 
 
 def _median(values: Sequence[float | None]) -> float | None:
@@ -154,7 +181,7 @@ def write_exports(
         write_json_output(out / "sweep.json", sweep_dict(runs, plan))
         written.append(out / "sweep.json")
     texts = (
-        runs_csv(runs),
+        runs_csv(runs, out),
         cells_csv(runs),
         markdown_summary(runs, extra, notes, warmup_of(plan)),
     )

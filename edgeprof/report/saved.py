@@ -304,7 +304,8 @@ def merge_saved(
     write_json_output(
         target / "sweep.json", sweep_dict(merged.runs, merged.extra(), merged.run_dicts)
     )
-    write_exports(target, merged.runs, sweep_json=False, plan=merged.plan)
+    runs = cell_order(merged.runs)  # runs.csv's rows as run's and report's: by cell
+    write_exports(target, runs, sweep_json=False, plan=merged.plan)
     log = sys.stderr if log is None else log
     count = merged.shards[0].count
     print(f"edgeprof: merged {count} shards ({len(merged.runs)} runs) into {target}", file=log)
@@ -312,7 +313,6 @@ def merge_saved(
     names = [f"shard {s.index}/{s.count}" for s in merged.shards]
     for note in shard_notes(list(zip(names, merged.by_shard, strict=True))):
         stdout.write(f"edgeprof: note: {note}\n")
-    runs = cell_order(merged.runs)
     print_summary(runs, stdout, warmup_of(merged.plan))
     checks = gate_run(runs, budgets or Budgets(), summary, junit, stdout, log)
     if html is not None:

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..model import RunResult
-from ..resultfiles import read_sweep
+from ..resultfiles import found_files, read_sweep
 
 PLAN_KEYS = ("command", "models", "limits", "repeat", "warmup")
 """What shards of one sweep share (``sweep.json``'s keys)."""
@@ -126,7 +126,10 @@ def merge_shards(paths: Sequence[Path]) -> Merged:
                 f"{cells * len(s.rounds)} runs): run it again before merging"
             )
         try:
-            runs = [RunResult.from_dict(d) for d in dicts]
+            # Each run's files where they are now (under its shard's directory): merge's
+            # runs.csv ties each row to its directory, and --html draws its timeline.
+            base = [s.path.parent]
+            runs = [found_files(RunResult.from_dict(d), base, beside=False) for d in dicts]
         except ConfigError as exc:
             raise ConfigError(f"{s.path}: {exc}") from exc
         by_shard.append(runs)

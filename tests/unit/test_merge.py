@@ -4,6 +4,7 @@ from different hosts."""
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 from pathlib import Path
@@ -37,6 +38,11 @@ def _sweep(out: Path, shard: tuple[int, int] | None = None) -> None:
 def _cells(path: Path) -> list[tuple[str, str, int]]:
     data = json.loads((path / "sweep.json").read_text())
     return [(c["label"], c["limits"], c["runs"]) for c in data["cells"]]
+
+
+def _csv_rows(path: Path) -> list[dict[str, str]]:
+    with (path / "runs.csv").open() as f:
+        return list(csv.DictReader(f))
 
 
 def test_a_shard_runs_its_rounds_and_every_warmup() -> None:
@@ -81,6 +87,15 @@ def test_three_shards_merged_equal_the_unsplit_sweep(
     assert len(merged["warmup_runs"]) == 3 * 4  # each shard warmed every cell up
     for name in ("runs.csv", "cells.csv", "report.md"):
         assert (tmp_path / "merged" / name).is_file()
+    # runs.csv in the whole sweep's order (by cell, then round: merge's had been round
+    # order), each row tied to its directory in its shard.
+    rows = _csv_rows(tmp_path / "merged")
+    assert [(r["label"], r["limits"], r["run"]) for r in rows] == [
+        (m, s, str(k)) for s in ("cpus=1", "cpus=2") for m in ("m1", "m2") for k in range(1, 6)
+    ]
+    assert [r["dir"] for r in rows[:5]] == [  # rounds 1 and 4 in s1, 2 and 5 in s2, 3 in s3
+        f"../s{(k - 1) % 3 + 1}/m1/cpus=1/{k}" for k in range(1, 6)
+    ]
     # The merged sweep is a sweep: report reads it (its rounds 1 … 5 in order).
     assert main(["report", str(tmp_path / "merged")]) == 0
 

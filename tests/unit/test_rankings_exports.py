@@ -175,6 +175,65 @@ def test_csvs_carry_the_runs_latency_and_its_cell_medians() -> None:
     assert list(a)[-1] == "warnings"
 
 
+def test_runs_csv_joins_cells_csv_on_label_and_limits() -> None:
+    """runs.csv had named a run's cell with the core leased for its integer --cpus
+    (``cpus=1, cpuset=1, memory=256.0MiB``) where cells.csv wrote ``cpus=1, memory=256.0MiB``:
+    a join on (label, limits) matched 0 of 6 rows.  The leased core stays in ``cpuset``."""
+    import dataclasses
+
+    from edgeprof.model import CoreLease
+
+    def leased(core: int, chosen: bool = True) -> RunResult:
+        run = _run("a", 1.0, 100)
+        limits = Limits(cpus=1, cpuset=(core,), memory="256m")
+        return dataclasses.replace(run, limits=limits, lease=CoreLease((core,), 0.0, chosen))
+
+    runs = [leased(1), leased(0), leased(3, chosen=False)]
+    rows = list(csv.DictReader(io.StringIO(runs_csv(runs))))
+    assert [(r["limits"], r["cpuset"], r["run"]) for r in rows] == [
+        ("cpus=1, memory=256.0MiB", "1", "1"),
+        ("cpus=1, memory=256.0MiB", "0", "2"),
+        ("cpus=1, cpuset=3, memory=256.0MiB", "3", "1"),  # an explicit --cpuset: its own cell
+    ]
+    cells = list(csv.DictReader(io.StringIO(cells_csv(runs))))
+    keys = {(c["label"], c["limits"]) for c in cells}
+    assert [(r["label"], r["limits"]) in keys for r in rows] == [True, True, True]
+    assert [c["runs"] for c in cells] == ["2", "1"]
+
+
+def test_runs_csv_ties_each_row_to_its_directory(tmp_path: Path) -> None:
+    """The run's number within its cell (as the warnings count it: "run 2 failed") and its
+    directory relative to the exports' (only started_at had tied a row to its samples.csv);
+    ``dir`` is empty where the run's result.json is not there."""
+    import dataclasses
+
+    def at(run: RunResult, where: Path | None) -> RunResult:
+        if where is not None:
+            where.mkdir(parents=True)
+            (where / "result.json").write_text("{}")
+        path = None if where is None else str(where / "samples.csv")
+        return dataclasses.replace(run, samples=dataclasses.replace(run.samples, path=path))
+
+    out = tmp_path / "s1"
+    runs = [
+        at(_run("16", 1.0, 100), out / "16" / "1"),
+        at(_run("64", 1.0, 100), out / "64" / "1"),
+        at(_run("16", 1.0, 100), out / "16" / "2"),
+        at(_run("16", 1.0, 100), tmp_path / "part-2" / "16" / "3"),  # a merged shard's run
+        at(_run("64", 1.0, 100), None),
+    ]
+    rows = list(csv.DictReader(io.StringIO(runs_csv(runs, out))))
+    assert [(r["label"], r["run"], r["dir"]) for r in rows] == [
+        ("16", "1", "16/1"),
+        ("64", "1", "64/1"),
+        ("16", "2", "16/2"),
+        ("16", "3", "../part-2/16/3"),
+        ("64", "2", ""),
+    ]
+    assert list(rows[0])[-3:] == ["command", "run", "dir"]  # added last: positions kept
+    assert [r["dir"] for r in csv.DictReader(io.StringIO(runs_csv(runs)))] == [""] * 5
+
+
 def test_runs_csv_writes_bytes_as_integers() -> None:
     import dataclasses
 
@@ -203,6 +262,11 @@ def test_report_rerenders_saved_results(tmp_path: Path, capfd: pytest.CaptureFix
     assert again == first
     for name in ("sweep.json", "runs.csv", "cells.csv", "report.md"):
         assert (tmp_path / "again" / name).is_file()
+    # Each row's directory, from where its runs.csv is: the sweep's own and report's copy.
+    dirs = [r["dir"] for r in csv.DictReader((out / "runs.csv").open())]
+    assert dirs[:2] == ["a/cpus=1/1", "a/cpus=1/2"] and len(dirs) == 8
+    copied = [r["dir"] for r in csv.DictReader((tmp_path / "again" / "runs.csv").open())]
+    assert copied == [f"../sweep/{d}" for d in dirs]
     md = (tmp_path / "r.md").read_text()
     assert md.startswith("| NAME |") and "#### Ranking by CPU time under cpus=2" in md
 
