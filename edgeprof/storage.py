@@ -10,6 +10,7 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -161,7 +162,23 @@ def write_json_output(path: Path, data: Any) -> None:
 
 
 def write_result(path: Path, result: RunResult) -> None:
-    write_json_atomic(path, result.to_dict())
+    """``result.json`` at ``path``, its files named from there (:func:`files_relative_to`)."""
+    write_json_atomic(path, files_relative_to(result, path.parent).to_dict())
+
+
+def files_relative_to(result: RunResult, directory: Path) -> RunResult:
+    """``result`` with its ``samples.csv`` and ``gpu.csv`` named relative to ``directory``,
+    where the file that records them is: ``samples.csv`` in a ``result.json``, ``16/2/
+    samples.csv`` in a ``sweep.json``.  Relative to the directory edgeprof ran in, as they
+    had been written (``s1/16/1/samples.csv``), they named nothing once the results were
+    read from elsewhere or moved (a downloaded artifact)."""
+
+    def rel(path: str | None) -> str | None:
+        return None if path is None else os.path.relpath(path, directory)
+
+    samples = replace(result.samples, path=rel(result.samples.path))
+    gpu = None if result.gpu is None else replace(result.gpu, path=rel(result.gpu.path))
+    return replace(result, samples=samples, gpu=gpu)
 
 
 def read_result(path: Path) -> RunResult:

@@ -101,7 +101,8 @@ class GpuStats:
     energy_per_item_j: float | None = None
     phases: tuple[GpuPhase, ...] = ()
     path: str | None = None
-    """``gpu.csv`` beside ``result.json`` (one row per GPU per sample), or ``None``."""
+    """``gpu.csv`` (one row per GPU per sample), relative to the directory of the file that
+    records it, as ``samples.path``; or ``None``."""
     memory_limit_bytes: int | None = None
     """The device's GPU memory (``--gpu-memory``, a device's ``gpu_memory``): the run's GPU
     memory peak is held to it (``None``: none given).  With :attr:`unified_memory` it is the

@@ -183,6 +183,8 @@ class SampleStats:
     count: int
     interval_s: float
     path: str | None
+    """``samples.csv``, relative to the directory of the file that records it (``samples.csv``
+    in a ``result.json``, ``16/1/samples.csv`` in a ``sweep.json``); ``None``: not written."""
 
 
 @dataclass(frozen=True)

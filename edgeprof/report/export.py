@@ -16,7 +16,7 @@ from ..analysis.metrics import STAT_METRICS
 from ..analysis.sweepfile import cell_dicts, sweep_dict, warmup_of
 from ..model import LatencyStats, RunResult
 from ..names import printable
-from ..storage import write_json_output, write_output
+from ..storage import files_relative_to, write_json_output, write_output
 from .summary import markdown_summary
 from .table import TextTable
 
@@ -178,7 +178,8 @@ def write_exports(
     :func:`markdown_summary`) in ``out``; returns the paths written."""
     written = []
     if sweep_json:  # each file a ConfigError line when it cannot be written (a full disk)
-        write_json_output(out / "sweep.json", sweep_dict(runs, plan))
+        run_dicts = [files_relative_to(r, out).to_dict() for r in runs]
+        write_json_output(out / "sweep.json", sweep_dict(runs, plan, run_dicts))
         written.append(out / "sweep.json")
     texts = (
         runs_csv(runs, out),

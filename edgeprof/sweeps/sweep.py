@@ -31,7 +31,13 @@ from ..measure.runner import OUT_FILES, profile
 from ..model import Limits, RunResult, Termination
 from ..names import printable
 from ..outfiles import check_target
-from ..storage import DirLock, missing_dirs, prepare_out_dir, write_text_atomic
+from ..storage import (
+    DirLock,
+    files_relative_to,
+    missing_dirs,
+    prepare_out_dir,
+    write_text_atomic,
+)
 from .labels import model_labels, safe_dir
 
 
@@ -196,10 +202,19 @@ class SweepResult:
     """Why the sweep ended before its plan did (``interrupted``, or the error that stopped
     it); ``None`` for one that ran its plan."""
 
-    def to_dict(self, run_dicts: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
+    def to_dict(
+        self, run_dicts: Sequence[dict[str, Any]] | None = None, base: Path | None = None
+    ) -> dict[str, Any]:
         """``sweep.json``: :data:`~edgeprof.resultfiles.SWEEP_SCHEMA`; ``run_dicts``: the runs'
-        ``to_dict()`` made already (:class:`_Checkpoint` keeps them)."""
+        ``to_dict()`` made already (:class:`_Checkpoint` keeps them); ``base``: the file's
+        directory, which the runs' files are named from (:func:`files_relative_to`)."""
         from ..analysis.sweepfile import sweep_dict
+
+        def as_dict(r: RunResult) -> dict[str, Any]:
+            return (r if base is None else files_relative_to(r, base)).to_dict()
+
+        if run_dicts is None and base is not None:
+            run_dicts = [as_dict(r) for r in self.runs]
 
         extra = {
             "command": list(self.plan.command),
@@ -211,7 +226,7 @@ class SweepResult:
             "warmup": self.plan.warmup,
             "interrupted": self.interrupted,
             "stopped": self.stopped,
-            "warmup_runs": [r.to_dict() for r in self.warmups],
+            "warmup_runs": [as_dict(r) for r in self.warmups],
         }
         return sweep_dict(self.runs, extra, run_dicts)
 
@@ -256,7 +271,8 @@ class _Checkpoint:
 
     def add(self, r: RunResult, warmup: bool) -> None:
         if not warmup:
-            text = json.dumps(r.to_dict(), indent=2).replace("\n", "\n    ")
+            run = files_relative_to(r, self._path.parent).to_dict()
+            text = json.dumps(run, indent=2).replace("\n", "\n    ")
             self._spool.write(((",\n    " if self._count else "    ") + text).encode())
             self._count += 1
         self._unsaved = True
@@ -274,7 +290,7 @@ class _Checkpoint:
 
     def _pieces(self) -> Iterator[bytes]:
         """``sweep.json``: the sweep's own fields, then the spool's runs, then the cells."""
-        data = self._result.to_dict([])
+        data = self._result.to_dict([], self._path.parent)
         if not self._closing and data["stopped"] is None:
             data["stopped"] = self.UNFINISHED
         text = (json.dumps(data, indent=2) + "\n").encode()

@@ -122,7 +122,10 @@ def test_options_reach_the_run(tmp_path: Path, capfd: pytest.CaptureFixture[str]
     }
     # An integer share pinned to as many cores cannot stall: Docker's period stays.
     assert data["cpu"]["period_s"] == 0.1
-    assert read_result(out_dir / "result.json").to_dict() == data
+    # --json names the samples from where edgeprof ran; result.json from beside it.
+    assert data["samples"]["path"] == str(out_dir / "samples.csv")
+    saved = {**data, "samples": {**data["samples"], "path": "samples.csv"}}
+    assert read_result(out_dir / "result.json").to_dict() == saved
     assert (out_dir / "samples.csv").exists()
     assert md.read_text().startswith("| NAME | AVG CPU % |")
     assert "| model-x |" in md.read_text()

@@ -24,6 +24,7 @@ from edgeprof.measure import runner
 from edgeprof.measure.limits import THREAD_VARS
 from edgeprof.measure.runner import profile
 from edgeprof.model import Counters, Limits, RunResult, RunSpec, Sample, Termination
+from edgeprof.storage import files_relative_to
 from tests.fakes import FakeBackend, FakeRun, linear
 from tests.unit.test_phase_termination import ReadyFirst
 
@@ -381,7 +382,10 @@ def test_out_dir_gets_result_and_samples(tmp_path: Path) -> None:
     r = profile(["sleep", "0.1"], backend=fake(), interval=0.01, out_dir=out, name="m1")
     data = json.loads((out / "result.json").read_text())
     assert data["name"] == "m1"
-    assert RunResult.from_dict(data) == r
+    # The file names its samples from beside it (a moved directory still holds them); the
+    # result in hand names them from where edgeprof ran.
+    assert data["samples"]["path"] == "samples.csv"
+    assert RunResult.from_dict(data) == files_relative_to(r, out)
     assert r.samples.path == str(out / "samples.csv")
     with (out / "samples.csv").open(newline="") as f:
         rows = list(csv.reader(f))

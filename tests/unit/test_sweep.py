@@ -271,7 +271,7 @@ def test_sweep_json_is_a_checkpoint_written_at_a_bounded_rate(
     assert len(data["runs"]) == 40 and data["cells"][0]["runs"] == 40
     # The runs come from the checkpoint's spool, encoded one by one as they finished; the
     # file is what encoding the whole sweep at once gives, to the byte.
-    assert text == json.dumps(result.to_dict(), indent=2) + "\n"
+    assert text == json.dumps(result.to_dict(base=tmp_path / "out"), indent=2) + "\n"
 
 
 def test_a_sweep_that_fails_midway_leaves_sweep_json_with_every_finished_run(
@@ -405,3 +405,27 @@ def test_report_of_a_sweep_stopped_before_any_measured_run_says_so(
         f"edgeprof: error: {tmp_path / 'sweep.json'}: the sweep stopped after 0 run(s), before "
         "its plan was done (error: the first measured launch fails): no measured run to report"
     )
+
+
+def test_each_file_names_the_samples_from_its_own_directory(tmp_path: Path) -> None:
+    """``result.json`` had recorded ``s1/16/1/samples.csv`` (relative to the directory edgeprof
+    ran in), and a moved copy kept it: ``samples.csv`` beside it now, ``16/1/samples.csv``
+    in ``sweep.json``, and the moved sweep's runs are read with their moved files."""
+    plan = SweepPlan(("true",), models=("16", "64"), repeat=2, warmup=1)
+    out = tmp_path / "s1"
+    run_sweep(plan, backend=FakeBackend(linear()), out=out, profile_options={"interval": 0.01})
+    data = json.loads((out / "sweep.json").read_text())
+    assert [r["samples"]["path"] for r in data["runs"]] == [
+        "16/1/samples.csv", "64/1/samples.csv", "16/2/samples.csv", "64/2/samples.csv"
+    ]  # fmt: skip
+    assert [r["samples"]["path"] for r in data["warmup_runs"]] == [
+        "16/warmup-1/samples.csv", "64/warmup-1/samples.csv"
+    ]  # fmt: skip
+    one = json.loads((out / "64" / "2" / "result.json").read_text())
+    assert one["samples"]["path"] == "samples.csv"
+    moved = tmp_path / "moved" / "deep" / "s1x"
+    moved.parent.mkdir(parents=True)
+    out.rename(moved)
+    for src in (moved, moved / "64" / "2" / "result.json"):
+        found = [r.samples.path for r in load_runs([src])]
+        assert found[-1] == str(moved / "64" / "2" / "samples.csv")
