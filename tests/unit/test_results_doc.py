@@ -81,3 +81,29 @@ def _unnamed(paths: list[str], doc: Path | str) -> list[str]:
     text = doc.read_text() if isinstance(doc, Path) else doc
     named = set(re.findall(r"`([^`\s]+)`", text))
     return [p for p in paths if p not in named]
+
+
+def _table_after(heading: str) -> list[str]:
+    """The first column's names of the first table under ``heading`` in docs/results.md."""
+    text = DOC.read_text().split(f"\n{heading}\n", 1)[1]
+    rows = text.split("\n|---", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    return [re.findall(r"`([^`]+)`", row)[0] for row in rows]
+
+
+def test_the_exports_columns_and_sweep_keys_are_on_the_results_page(tmp_path: Path) -> None:
+    """runs.csv's 42 columns, cells.csv's statistics and sweep.json's own keys had been
+    documented nowhere (a warehouse schema was reverse-engineered from the files): the
+    page's tables list exactly what the code writes, in its order."""
+    from edgeprof.analysis.metrics import STAT_METRICS
+    from edgeprof.report.export import RUN_COLUMNS, RUN_PLACE
+    from edgeprof.sweeps.sweep import SweepPlan, run_sweep
+    from tests.fakes import FakeBackend, linear
+
+    assert _table_after("### `runs.csv`") == [*RUN_COLUMNS, *RUN_PLACE]
+    assert _table_after("### `cells.csv`") == list(STAT_METRICS)
+    plan = SweepPlan(("true",), models=("a",), repeat=1)
+    run_sweep(plan, backend=FakeBackend(linear()), out=tmp_path, profile_options={})
+    written = json.loads((tmp_path / "sweep.json").read_text())
+    documented = _table_after("### `sweep.json`")
+    assert set(written) <= set(documented)
+    assert {"auto", "shard", "shards"} <= set(documented) - set(written)
