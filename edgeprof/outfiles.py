@@ -273,6 +273,32 @@ def write_atomic(path: Path, data: str | bytes | Iterable[bytes]) -> None:
             raise
 
 
+def remove_files(directory: Path, names: Iterable[str]) -> list[str]:
+    """Remove ``names`` from ``directory`` where each is a plain file; the names removed.
+
+    An earlier run's file that this run will write again: left in place, a run killed or
+    unable to save had left the earlier run's ``result.json`` as its own.  The directory is
+    walked as a write walks it (another user's link on the way is :class:`UnsafeOutput`)
+    and each name is unlinked at its descriptor, so no link is followed; anything but a
+    plain file (a link, a FIFO, a directory: refused before the run by
+    :func:`check_target`) stays.  A missing directory or name is nothing to remove."""
+    removed = []
+    try:
+        with _directory(directory) as d:
+            for name in names:
+                try:
+                    st = os.stat(name, dir_fd=d, follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    with contextlib.suppress(FileNotFoundError):  # gone meanwhile: fine
+                        os.unlink(name, dir_fd=d)
+                        removed.append(name)
+    except FileNotFoundError:
+        pass
+    return removed
+
+
 def open_file(path: Path, *, append: bool = False) -> int:
     """A write descriptor of ``path`` (``O_CLOEXEC``), created if missing, emptied unless
     ``append``; refused (:class:`UnsafeOutput`) when the name is a link, not a plain file,

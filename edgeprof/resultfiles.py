@@ -19,6 +19,12 @@ from .units import shown
 
 #: ``sweep.json``: every run of a sweep (each a full result dict) plus the per-cell statistics.
 SWEEP_SCHEMA = "edgeprof-sweep/1"
+EXPORT_FILES = ("runs.csv", "cells.csv", "report.md")
+"""What a sweep's report writes beside ``sweep.json`` (:mod:`edgeprof.report.export`), in
+its order."""
+SWEEP_FILES = ("sweep.json", *EXPORT_FILES)
+"""The files a sweep of more than one run writes in its ``--out`` directory: a re-run
+removes an earlier sweep's before its first run (:func:`edgeprof.sweeps.sweep.remove_earlier`)."""
 
 
 WARMUP_DIR = re.compile(r"^warmup-\d+$")

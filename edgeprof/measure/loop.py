@@ -18,6 +18,7 @@ from pathlib import Path
 from ..backends import Backend, RunHandle
 from ..errors import ConfigError
 from ..model import RunResult, RunSpec, Sample
+from ..outfiles import remove_files
 from .assemble import build_result
 from .events import EventChannel
 from .gpu import SAMPLE_COLUMNS as GPU_SAMPLE_COLUMNS
@@ -61,14 +62,15 @@ def run_loop(
         with be.launch(spec) as run:
             # The files are made once the workload has started: one that cannot (the
             # interpreter its #! line names is missing) had left a header-only samples.csv
-            # beside an earlier run's result.json.
+            # beside an earlier run's result.json, and it changes nothing now.
             if out is not None:
+                # An earlier run's result.json (and, without a GPU watch, its readings) would
+                # sit beside this run's files as if they were its own: a re-run killed with
+                # SIGKILL, or that could not save its result, had left yesterday's
+                # result.json beside its own samples.csv, and `report` showed it.
+                stale = ("result.json",) if gpu is not None else ("result.json", "gpu.csv")
+                remove_files(out, stale)
                 writer = SampleWriter(out / "samples.csv", columns=columns)
-                if gpu is None:
-                    # An earlier run's readings would sit beside this run's files as if they
-                    # were its own (prepare_out_dir refused a link there: this removes a
-                    # plain file or nothing).
-                    (out / "gpu.csv").unlink(missing_ok=True)
             sampler = Sampler(
                 run.sample,
                 interval=interval,

@@ -341,6 +341,14 @@ def _save(path: Path, result: RunResult) -> None:
     except (OSError, UnsafeOutput) as exc:
         why = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
         raise ResultNotSaved(
-            f"the run ended ({result.termination.value}) but {path} could not be written: {why}",
+            f"the run ended ({_outcome(result)}) but {path} could not be written: {why}",
             result,
         ) from exc
+
+
+def _outcome(result: RunResult) -> str:
+    """How the run ended with its code, as the table's END column has it: ``exited 3``,
+    ``oom 137``.  The line had said only ``exited`` of a workload that exited 3 (a log
+    grep read it as a success)."""
+    end = result.termination.value
+    return end if result.exit_code is None else f"{end} {result.exit_code}"

@@ -16,6 +16,7 @@ from ..analysis.metrics import STAT_METRICS
 from ..analysis.sweepfile import cell_dicts, sweep_dict, warmup_of
 from ..model import LatencyStats, RunResult
 from ..names import printable
+from ..resultfiles import EXPORT_FILES
 from ..storage import files_relative_to, write_json_output, write_output
 from .summary import markdown_summary
 from .table import TextTable
@@ -161,7 +162,7 @@ def cells_csv(runs: Sequence[RunResult]) -> str:
     return _csv(header, rows)
 
 
-EXPORTS = ("runs.csv", "cells.csv", "report.md")
+EXPORTS = EXPORT_FILES
 """What :func:`write_exports` writes beside ``sweep.json``, in its order."""
 
 

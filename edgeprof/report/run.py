@@ -168,8 +168,8 @@ def run_and_report(
         warmup = {"warmup": plan.warmup}  # report.md's advice on a slow first run
         write_exports(out, results, sweep_json=False, extra=repeats, notes=stopped, plan=warmup)
         announce_dir(out, ("sweep.json", *EXPORTS), stderr, "the runs' directories")
-    elif out is not None:  # one run: its result.json and what beside it
-        announce_dir(out, sorted(p.name for p in out.iterdir() if p.is_file()), stderr)
+    elif out is not None:  # one run: the files it wrote
+        announce_dir(out, run_files(results[0]), stderr)
     write_markdown(outputs.markdown, results, stderr, repeats, stopped)
     if outputs.plots is not None:  # timelines need the runs' samples.csv
         write_plot_files(outputs.plots, results, stderr, timelines=out is not None)
@@ -200,6 +200,17 @@ def run_and_report(
         )
         write_file(outputs.html, page, stderr)
     return RunReport(results, checks)
+
+
+def run_files(result: RunResult) -> list[str]:
+    """The files one run wrote in its directory, by its result: the directory's listing had
+    named the user's notes.txt and the workload's own file beside them."""
+    names = ["result.json"]
+    if result.samples.path is not None:
+        names.append(Path(result.samples.path).name)
+    if result.gpu is not None and result.gpu.path is not None:
+        names.append(Path(result.gpu.path).name)
+    return names
 
 
 def _linked(job: RunJob) -> set[str]:

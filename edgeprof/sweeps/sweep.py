@@ -27,10 +27,11 @@ from ..analysis.difference import DEFAULT_TARGET
 from ..backends import Backend, get_backend
 from ..errors import ConfigError, LimitError
 from ..measure.limits import allowed_cpus, host_memory, resolve
-from ..measure.runner import OUT_FILES, profile
+from ..measure.runner import OUT_FILES, ResultNotSaved, profile
 from ..model import Limits, RunResult, Termination
 from ..names import printable
-from ..outfiles import check_target
+from ..outfiles import check_target, remove_files
+from ..resultfiles import SWEEP_FILES
 from ..storage import (
     DirLock,
     files_relative_to,
@@ -353,6 +354,21 @@ def stale_part_runs(out: Path, plan: SweepPlan, stage: Path) -> list[Path]:
     return sorted({p.parent for p in out.rglob("result.json")} - planned)
 
 
+def remove_earlier(out: Path, plan: SweepPlan) -> list[Path]:
+    """Remove what an earlier sweep into ``out`` left at the names this one writes (its
+    :data:`SWEEP_FILES` and, in each of its runs' directories, a run's files); the paths
+    removed.  Called once every input is checked and ``out`` is held, before the first run:
+    a re-run killed after its first run had left the earlier sweep's runs.csv, cells.csv and
+    report.md (6 runs, no note) beside its own sweep.json of 2, and its unreached runs'
+    result.json.  Only edgeprof's own names, only plain files, never through a link
+    (:func:`edgeprof.outfiles.remove_files`); other files, and an earlier sweep's runs this
+    one does not make (:func:`stale_runs`), stay."""
+    removed = [out / name for name in remove_files(out, SWEEP_FILES)]
+    for d in dict.fromkeys(run_dir(out, plan, step) for step in plan.steps()):
+        removed += [d / name for name in remove_files(d, OUT_FILES)]
+    return removed
+
+
 def check_limits(plan: SweepPlan, backend: Backend) -> None:
     """Every limit setting against this host before the first run: a sweep that would fail on
     its third setting must fail before it starts."""
@@ -406,6 +422,7 @@ def run_sweep(
             for step in plan.steps():  # a link planted in a run's directory: before any run
                 for name in OUT_FILES:
                     check_target(run_dir(out, plan, step) / name)
+            remove_earlier(out, plan)
             return _sweep(plan, be, out, on_start, on_result, profile_options)
         except BaseException:
             for d in made:  # a first run that could not start: no file, as for a single run
@@ -473,10 +490,31 @@ def _sweep(
             # The error under way is the one to report.
             with contextlib.suppress(OSError, ConfigError):
                 checkpoint.close()
+        if isinstance(exc, ResultNotSaved) and not plan.is_single:
+            stopped = _sweep_stopped(exc, plan, result)
+            if stopped is not None:
+                raise stopped from exc
         raise
     if checkpoint is not None:
         checkpoint.close()
     return result
+
+
+def _sweep_stopped(
+    exc: ResultNotSaved, plan: SweepPlan, result: SweepResult
+) -> ResultNotSaved | None:
+    """A run's unsaved result as the end of its sweep: a full disk had stopped a sweep of 4
+    runs after its first, saying only that one run's result.json could not be written (no
+    note of the 3 runs never made, as an interruption has).  ``None`` after its last run:
+    nothing was left out."""
+    made = len(result.runs) + len(result.warmups) + 1  # with the run not saved
+    planned = len(plan.steps())
+    if made >= planned:
+        return None
+    most = "at most " if plan.auto is not None else ""  # auto: the rounds it may run
+    return ResultNotSaved(
+        f"{exc}; the sweep stopped there, after {made} of {most}{planned} run(s)", exc.result
+    )
 
 
 def _pending(runs: Sequence[RunResult], target: float) -> set[CellKey]:

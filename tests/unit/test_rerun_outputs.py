@@ -1,0 +1,138 @@
+"""A re-run into an ``--out`` that holds an earlier run's files: what a run that dies or
+cannot save leaves must never be the earlier run's results (the tester's nightly job re-used
+one ``--out``: a SIGKILLed re-run left yesterday's ``result.json`` beside its own
+``samples.csv``, and ``report`` showed it), and what the run says it wrote is its own."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from edgeprof import outfiles
+from edgeprof.cli import main
+
+FAKE = ["run", "--backend", "fake", "--interval", "0.01"]
+SWEEP_FILES = ("sweep.json", "runs.csv", "cells.csv", "report.md")
+
+
+def own_files(out: Path) -> list[str]:
+    """Every edgeprof file under ``out``, relative, sorted."""
+    names = ("result.json", "samples.csv", *SWEEP_FILES)
+    return sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.name in names)
+
+
+def test_remove_files_removes_plain_files_only_and_never_through_a_link(tmp_path: Path) -> None:
+    d = tmp_path / "o"
+    d.mkdir()
+    precious = tmp_path / "precious"
+    precious.write_text("keep")
+    (d / "result.json").write_text("{}")
+    (d / "runs.csv").symlink_to(precious)
+    (d / "cells.csv").mkdir()
+    os.mkfifo(d / "report.md")
+    (d / "notes.txt").write_text("the user's")
+    names = ["result.json", "runs.csv", "cells.csv", "report.md", "samples.csv"]
+    assert outfiles.remove_files(d, names) == ["result.json"]
+    assert sorted(os.listdir(d)) == ["cells.csv", "notes.txt", "report.md", "runs.csv"]
+    assert precious.read_text() == "keep" and (d / "runs.csv").is_symlink()
+    assert outfiles.remove_files(tmp_path / "missing", names) == []
+
+
+def test_a_single_rerun_removes_the_earlier_result_once_its_workload_has_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """While the re-run's workload runs, the earlier result.json is gone (what a SIGKILL of
+    edgeprof then leaves: this run's samples.csv and no result.json); the user's file stays,
+    and the line of files written names only the run's own, not the workload's mine.txt."""
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "ex"
+    assert main([*FAKE, "--out", "ex", "--", "true"]) == 0
+    (out / "notes.txt").write_text("the user's")
+    (out / "samples.csv").unlink()  # the workload waits for the new one
+    capsys.readouterr()
+    # Once its samples.csv is made (after the earlier files are removed), exit 0 only if no
+    # result.json is there.
+    check = (
+        f"while [ ! -s {out}/samples.csv ]; do sleep 0.01; done; "
+        f"test ! -e {out}/result.json && echo x > {out}/mine.txt"
+    )
+    assert main([*FAKE, "--out", "ex", "--", "sh", "-c", check]) == 0
+    err = capsys.readouterr().err
+    assert "edgeprof: wrote ex/ (result.json, samples.csv)\n" in err
+    assert sorted(os.listdir(out)) == ["mine.txt", "notes.txt", "result.json", "samples.csv"]
+
+
+def test_a_refused_rerun_removes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main([*FAKE, "--out", "ex", "--", "true"]) == 0
+    before = {p: (tmp_path / "ex" / p).read_bytes() for p in ("result.json", "samples.csv")}
+    capsys.readouterr()
+    assert main([*FAKE, "--out", "ex", "--", "/nonexistent/cmd"]) == 2  # refused
+    assert main([*FAKE, "--out", "ex", "--timeout", "-1", "--", "true"]) == 2
+    assert capsys.readouterr().err.count("edgeprof: error: ") == 2
+    assert {p: (tmp_path / "ex" / p).read_bytes() for p in before} == before
+
+
+def test_a_sweep_rerun_removes_the_earlier_sweeps_files_before_its_first_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A killed re-run of a complete sweep had left its runs.csv, cells.csv and report.md
+    (6 runs, no note) and its unreached runs' result.json.  Its first run now sees none of
+    them; an earlier sweep's run this one does not make (model c) and the user's file stay."""
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "sw"
+    sweep = [*FAKE, "--repeat", "2", "--out", "sw"]
+    assert main([*sweep, "-m", "a,b,c", "--", "sh", "-c", "true", "sh"]) == 0
+    assert len(own_files(out)) == 4 + 6 * 2
+    (out / "notes.txt").write_text("the user's")
+    capsys.readouterr()
+    seen = tmp_path / "seen"
+    # Each run lists the edgeprof files present while it runs, under the earlier run's name.
+    listing = (
+        f"while [ ! -s {out}/$1/1/samples.csv ]; do sleep 0.01; done; "
+        f"find {out} -name result.json -o -name sweep.json -o -name '*.csv' -o -name report.md "
+        f"| sort > {seen}-$1-$(ls {seen}-$1-* 2>/dev/null | wc -l)"
+    )
+    assert main([*sweep, "-m", "a,b", "--", "sh", "-c", listing, "sh"]) == 0
+    first = (tmp_path / "seen-a-0").read_text().split()
+    assert sorted(str(Path(p).relative_to(out)) for p in first) == [
+        "a/1/samples.csv",  # its own, being written
+        "c/1/result.json",  # not this sweep's: stays (and is warned of)
+        "c/1/samples.csv",
+        "c/2/result.json",
+        "c/2/samples.csv",
+    ]
+    assert (out / "notes.txt").read_text() == "the user's"
+    assert "holds 2 run(s) this sweep does not write" in capsys.readouterr().err
+
+
+def test_a_result_that_cannot_be_saved_says_the_workloads_code_and_the_sweeps_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A full disk: the line had said ``the run ended (exited)`` of a workload that exited 3,
+    and a sweep of 4 runs stopped after 1 with no word of the other 3."""
+    from edgeprof.measure import runner
+
+    def full(path: Path, result: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(runner, "write_result", full)
+    monkeypatch.chdir(tmp_path)
+    assert main([*FAKE, "--out", "o", "--", "sh", "-c", "exit 3"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == (
+        "edgeprof: error: the run ended (exited 3) but o/result.json could not be written: "
+        "No space left on device"
+    )
+    sweep = [*FAKE, "-m", "0.1,0.2", "--repeat", "2", "--out", "sw", "--", "sh", "-c", "true"]
+    assert main(sweep) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == (
+        "edgeprof: error: the run ended (exited 0) but sw/0.1/1/result.json could not be "
+        "written: No space left on device; the sweep stopped there, after 1 of 4 run(s)"
+    )
