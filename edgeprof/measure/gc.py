@@ -86,20 +86,43 @@ def _thaw(group: Path) -> None:
     fs.thaw_tree(group)
 
 
+def run_of(group: Path) -> str:
+    """The dead run a group belongs to: the run's name (``edgeprof-<pid>-<start>-<random>``),
+    the first part of its path that is one (a Docker run's container groups lie below it)."""
+    return next((part for part in group.parts if ow.owner_of(part) is not None), group.name)
+
+
 def remove_groups(groups: Iterable[Path], timeout: float = 10.0) -> list[str]:
-    """Kill every process in ``groups`` (deepest first), then remove them; a line each."""
+    """Kill every process in ``groups`` (deepest first), then remove them; one line per dead
+    run (what was removed and killed, counted), and one per group that could not be removed.
+    A line per group had made 8 for one run on cgroup v1 (one per controller), and none
+    said that a still-running orphan had been killed."""
     groups = list(groups)
-    out: list[str] = []
+    members = {g: fs.parse_pids(fs.read_optional(g / "cgroup.procs") or "") for g in groups}
     for g in groups:
         _thaw(g)
         if (g / "cgroup.kill").exists():
             with contextlib.suppress(EdgeprofError):
                 fs.write(g / "cgroup.kill", "1")
     kill_members(groups, timeout)
+    failed: list[str] = []
+    removed: dict[str, list[Path]] = {}
     for g in groups:
         failures = fs.remove_tree([g])
-        out.extend(failures or [f"removed cgroup {g}"])
-    return out
+        failed.extend(failures)
+        if not failures:
+            removed.setdefault(run_of(g), []).append(g)
+    return [*(_removed_line(run, gs, members) for run, gs in removed.items()), *failed]
+
+
+def _removed_line(run: str, groups: list[Path], members: dict[Path, list[int]]) -> str:
+    """``removed dead run edgeprof-…: 8 cgroups, killed 1 process (pid 18787)``."""
+    pids = sorted({p for g in groups for p in members.get(g, ())})
+    line = f"removed dead run {run}: {len(groups)} cgroup{'s' if len(groups) != 1 else ''}"
+    if pids:
+        shown = ", ".join(map(str, pids[:8])) + (", …" if len(pids) > 8 else "")
+        line += f", killed {len(pids)} process{'es' if len(pids) != 1 else ''} (pid {shown})"
+    return line
 
 
 def stale_event_dirs(tmp: Path | None = None, proc: Path = Path("/proc")) -> list[Path]:
@@ -180,12 +203,14 @@ def remove_containers(client: ContainerDaemon) -> list[str]:
 def collect(images: bool = False, client: Engine | None = None) -> list[str]:
     """Remove stale containers and groups (and edgeprof's images); a line per action."""
     out: list[str] = []
+    skipped = 0
     try:
         from ..backends.docker.daemon import make_client
 
         client = client or make_client()
     except EdgeprofError as exc:
         out.append(f"docker: skipped ({exc})")
+        skipped = 1
     else:
         out.extend(remove_containers(client))
         if images:
@@ -195,7 +220,7 @@ def collect(images: bool = False, client: Engine | None = None) -> list[str]:
     out.extend(remove_groups(stale_groups()))
     out.extend(remove_slices(stale_slices()))
     out.extend(remove_event_dirs(stale_event_dirs()))
-    if not out:
+    if len(out) == skipped:  # the skipped daemon's line alone had read as gc's whole answer
         out.append("nothing to remove")
     return out
 

@@ -356,7 +356,7 @@ def test_sigkill_to_edgeprof_then_collection(
             [PY, "-m", "edgeprof", "gc"], capture_output=True, text=True, cwd=REPO, timeout=HANG_S
         )
         assert p.returncode == 0, p.stderr
-        removed = {line.removeprefix("removed cgroup ") for line in p.stdout.splitlines()}
+        said = p.stdout.splitlines()
     else:
         nxt = tmp_path / "next"
         p = subprocess.run(
@@ -367,11 +367,18 @@ def test_sigkill_to_edgeprof_then_collection(
             timeout=HANG_S,
         )
         assert p.returncode == 0, p.stderr
-        warnings = check_result(nxt)["warnings"]
-        prefix = "cleaned up after a dead edgeprof run: removed cgroup "
-        removed = {w.removeprefix(prefix) for w in warnings if w.startswith(prefix)}
+        # The host's, not this run's: on stderr, not in its result's warnings.
+        assert not [w for w in check_result(nxt)["warnings"] if "cleaned up" in w]
+        prefix = "edgeprof: cleaned up after a dead edgeprof run: "
+        said = [ln.removeprefix(prefix) for ln in p.stderr.splitlines() if ln.startswith(prefix)]
     # `still`: another session's run may collect them first; what was there is gone now.
-    assert still <= removed
+    # One line for the dead run: its groups counted, its orphaned workload killed.
+    if still:
+        [run] = {gc.run_of(Path(g)) for g in still}
+        [line] = [ln for ln in said if ln.startswith(f"removed dead run {run}: ")]
+        assert f": {len(still)} cgroup" in line and ", killed " in line
+        killed = line.partition("(pid ")[2].rstrip(")").split(", ")
+        assert pidfile.read_text().strip() in killed  # the orphaned daemon, named
     assert {str(g) for g in left if g.exists()} == set()
     assert _stale_groups_of(proc.pid) == set()
     assert live.poll() is None and _stale_groups_of(live.pid), "a live run was collected"
@@ -402,7 +409,8 @@ def test_a_reused_pid_does_not_protect_a_dead_runs_group(mechanism: str) -> None
         sleeper = subprocess.Popen(["sleep", "60"])
         (dead / "cgroup.procs").write_text(str(sleeper.pid))
         out = gc.collect_before_run(be.cleanup_scope())
-        assert f"removed cgroup {dead}" in out
+        line = f"removed dead run {dead.name}: 1 cgroup, killed 1 process (pid {sleeper.pid})"
+        assert line in out
         assert not dead.exists() and live.is_dir()
         assert sleeper.wait(HANG_S) == -signal.SIGKILL
     finally:

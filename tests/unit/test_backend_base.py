@@ -76,7 +76,7 @@ def test_a_scope_collects_the_dead_runs_groups_in_its_roots(tmp_path: Path) -> N
     (tmp_path / "other").mkdir()
     out = gc.collect_before_run(CleanupScope(cgroup_roots=(tmp_path,)))
     # A plain directory stands in for the group: nothing to kill; rmdir removes it.
-    assert out == [f"removed cgroup {dead}"]
+    assert out == [f"removed dead run {dead.name}: 1 cgroup"]
     assert not dead.exists() and (tmp_path / "other").is_dir()
 
 

@@ -162,3 +162,55 @@ def test_workload_user_under_sudo() -> None:
     assert unknown == UserIds(71234, 71234, (71234,))  # no passwd entry: own group only
     with pytest.raises(ConfigError, match="SUDO_UID"):
         workload_user(False, {"SUDO_UID": "1000; rm -rf /"}, euid=0)
+
+
+def test_gc_with_nothing_to_collect_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The skipped daemon's line alone had been gc's whole answer."""
+    from edgeprof.errors import BackendUnavailable
+
+    def no_daemon() -> None:
+        raise BackendUnavailable("cannot reach the Docker daemon")
+
+    monkeypatch.setattr("edgeprof.backends.docker.daemon.make_client", no_daemon)
+    for finder in ("stale_groups", "stale_slices", "stale_event_dirs"):
+        monkeypatch.setattr(gc, finder, lambda: [])
+    assert gc.collect() == [
+        "docker: skipped (cannot reach the Docker daemon)",
+        "nothing to remove",
+    ]
+
+
+def test_a_dead_runs_groups_are_one_line_naming_what_was_killed(tmp_path: Path) -> None:
+    """Two controllers' groups of one dead run (cgroup v1 has 8) and one of another: a line
+    per run, its groups counted and its leftover processes (listed in each controller's
+    cgroup.procs, so once) named."""
+    run = f"edgeprof-{IMPOSSIBLE_PID}-1-0000abcd"
+    groups = [tmp_path / "cpu" / run, tmp_path / "memory" / "x" / run, tmp_path / "pids" / run]
+    other = tmp_path / "cpu" / f"edgeprof-{IMPOSSIBLE_PID}-2-0000abce"
+    for g in [*groups, other]:
+        g.mkdir(parents=True)
+    # Plain directories stand in for the groups: no cgroup.procs, so nothing to kill.
+    assert gc.remove_groups([*groups, other], timeout=0.1) == [
+        f"removed dead run {run}: 3 cgroups",
+        f"removed dead run {other.name}: 1 cgroup",
+    ]
+    assert gc.run_of(tmp_path / "cpu" / run / "docker" / "abc") == run
+
+
+def test_a_dead_runs_collection_is_said_on_stderr_not_in_the_runs_warnings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """About the host, not the run: in result.json its 8 lines had read as problems of the
+    next, unrelated run's measurement (in report and compare too)."""
+    from edgeprof.cli import main
+    from edgeprof.measure import runner
+    from edgeprof.storage import read_result
+
+    line = "removed dead run edgeprof-20069-1-00c0ffee: 8 cgroups, killed 1 process (pid 18787)"
+    monkeypatch.setattr(runner, "collect_before_run", lambda scope: [line])
+
+    assert main(["run", "--backend", "fake", "--out", str(tmp_path / "o"), "--", "true"]) == 0
+    err = capsys.readouterr().err
+    assert f"edgeprof: cleaned up after a dead edgeprof run: {line}\n" in err
+    warnings = read_result(tmp_path / "o" / "result.json").warnings
+    assert warnings and not [w for w in warnings if "dead" in w or "cleaned" in w]
