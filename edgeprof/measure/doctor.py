@@ -6,7 +6,7 @@ import dataclasses
 import os
 import platform
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,11 +146,35 @@ def diagnose(
     except EdgeprofError as exc:
         f.append(Finding("auto backend", False, str(exc)))
     f.append(Finding("counter reader", None, fs.READER))
+    f.append(dead_runs())
     f.extend(_docker())
     f.extend(gpu_findings())
     if python is not None:
         f.append(workload_python(python))
     return f
+
+
+def dead_runs(roots: Iterable[Path] | None = None, proc: Path = Path("/proc")) -> Finding:
+    """The groups of runs whose edgeprof died (``kill -9``, a lost runner): each run removes
+    them as it starts, and ``edgeprof gc`` now; ``doctor`` had not said they were there.  The
+    search is :func:`~edgeprof.measure.gc.stale_groups`' (every run makes it already)."""
+    from .gc import run_of, stale_groups
+
+    try:
+        groups = stale_groups(roots, proc)
+    except (OSError, EdgeprofError) as exc:
+        return Finding("dead runs", None, f"cannot look for leftovers: {exc}")
+    if not groups:
+        return Finding("dead runs", True, "no groups left by an edgeprof that died")
+    runs = sorted({run_of(g) for g in groups})
+    shown = ", ".join(runs[:3]) + (", …" if len(runs) > 3 else "")
+    return Finding(
+        "dead runs",
+        False,
+        f"{len(groups)} cgroup(s) of {len(runs)} run(s) whose edgeprof died ({shown}); "
+        "every run removes them as it starts",
+        "edgeprof gc (as the user that ran them)",
+    )
 
 
 NOT_FOUND = "not found"

@@ -10,6 +10,7 @@ import pytest
 from edgeprof.backends import owner
 from edgeprof.errors import ConfigError
 from edgeprof.measure import gc
+from edgeprof.measure.doctor import Finding
 from edgeprof.measure.privilege import workload_user
 from edgeprof.model import Limits, UserIds
 
@@ -65,6 +66,26 @@ def test_stale_groups_are_found_in_every_hierarchy_and_live_ones_kept(tmp_path: 
     assert names == {dead, reused, "0123container"}
     assert len(found) == 5
     assert found[0].name == "0123container"  # deepest first, as rmdir needs
+
+
+def test_doctor_names_the_leftovers_of_dead_runs(tmp_path: Path) -> None:
+    from edgeprof.measure.doctor import dead_runs
+
+    root = tmp_path / "cg"
+    live = owner.run_name(owner.this_process())
+    (root / "cpu" / live).mkdir(parents=True)
+    none = Finding("dead runs", True, "no groups left by an edgeprof that died")
+    assert dead_runs([root]) == none  # a live run's group is not a leftover
+    dead = f"edgeprof-{IMPOSSIBLE_PID}-1-0000abcd"
+    for h in ("memory", "cpu", "pids"):
+        (root / h / dead).mkdir(parents=True)
+    found = dead_runs([root])
+    assert (found.topic, found.ok) == ("dead runs", False)
+    assert found.detail == (
+        f"3 cgroup(s) of 1 run(s) whose edgeprof died ({dead}); every run removes them as it "
+        "starts"
+    )
+    assert found.fix is not None and found.fix.startswith("edgeprof gc")
 
 
 def test_a_dead_docker_runs_slice_is_stopped_and_a_live_ones_kept(
