@@ -335,7 +335,12 @@ def test_interrupt_kills_the_tree_and_still_reports(
     result = json.loads(out)
     assert result["termination"] == "interrupted"
     assert result["cpu"]["total_s"] > 0.1
-    assert json.loads((tmp_path / "out" / "result.json").read_text()) == result
+    # The same result, but for where its samples are named from: --json from where edgeprof
+    # ran, result.json from beside it.
+    saved = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert saved["samples"]["path"] == "samples.csv"
+    assert Path(result["samples"]["path"]) == tmp_path / "out" / "samples.csv"
+    assert saved == {**result, "samples": {**result["samples"], "path": "samples.csv"}}
     assert _gone(int(pidfile.read_text()))
 
 
