@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ..backends import Backend, RunHandle
@@ -45,13 +46,15 @@ def run_loop(
     channel: EventChannel | None = None,
     gpu: GpuWatch | None = None,
     device: str | None = None,
+    on_launch: Callable[[], object] | None = None,
 ) -> RunResult:
     """Launch ``spec`` on ``be`` and measure it to its end: its :class:`RunResult`, not yet
     saved (:func:`~edgeprof.measure.runner.profile` adds what it holds and writes
     ``result.json``).  ``samples.csv`` (and with ``gpu``, ``gpu.csv``) streams into ``out``
     during the run; ``interrupts`` is armed only for the wait on the workload, where a stop
     signal ends the run as ``interrupted``.  ``channel`` and ``gpu`` are the caller's to
-    open and close."""
+    open and close.  ``on_launch`` is called once the workload has started, before any file
+    is made: what a sweep removes of an earlier one (nothing, where the run cannot start)."""
     columns = Sample.columns() + (list(GPU_SAMPLE_COLUMNS) if gpu is not None else [])
     writer: SampleWriter | None = None
     stats = SeriesStats() if channel is None else channel.stats()
@@ -60,6 +63,8 @@ def run_loop(
     squeezer: Squeezer | None = None
     try:
         with be.launch(spec) as run:
+            if on_launch is not None:
+                on_launch()
             # The files are made once the workload has started: one that cannot (the
             # interpreter its #! line names is missing) had left a header-only samples.csv
             # beside an earlier run's result.json, and it changes nothing now.

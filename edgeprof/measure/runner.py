@@ -97,6 +97,7 @@ def profile(
     unified_memory: bool = False,
     target: str | None = None,
     notes: Sequence[str] = (),
+    on_launch: Callable[[], object] | None = None,
 ) -> RunResult:
     """Run ``command`` under ``limits`` and measure it.
 
@@ -127,6 +128,9 @@ def profile(
     processes (:func:`edgeprof.workload.instrument.limit_gpu_memory`).  ``unified_memory``:
     the device's CPU and GPU share one memory (the ``memory`` limit): the run fits when its
     host and GPU peaks together do.
+
+    ``on_launch``: called once the workload has started, before any file is made (a sweep
+    removes an earlier sweep's files there: a command that cannot start removes nothing).
 
     ``image``: the container image, for the Docker backend.  ``run_as``: host backends drop
     the workload to this identity before exec (:func:`edgeprof.measure.privilege.workload_user`).
@@ -290,7 +294,7 @@ def profile(
                     watch.unified = unified_memory
                 result = run_loop(
                     be, spec, interval_s, timeout_s, grace_s, out, name, warnings,
-                    interrupts, channel=channel, gpu=watch, device=device,
+                    interrupts, channel=channel, gpu=watch, device=device, on_launch=on_launch,
                 )  # fmt: skip
             except LaunchError:
                 for d in made:  # the deepest first; only while empty

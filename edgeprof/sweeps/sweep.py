@@ -357,7 +357,8 @@ def stale_part_runs(out: Path, plan: SweepPlan, stage: Path) -> list[Path]:
 def remove_earlier(out: Path, plan: SweepPlan) -> list[Path]:
     """Remove what an earlier sweep into ``out`` left at the names this one writes (its
     :data:`SWEEP_FILES` and, in each of its runs' directories, a run's files); the paths
-    removed.  Called once every input is checked and ``out`` is held, before the first run:
+    removed.  Called once every input is checked, ``out`` is held and the first run's
+    workload has started (a command that cannot start, or cores refused, remove nothing):
     a re-run killed after its first run had left the earlier sweep's runs.csv, cells.csv and
     report.md (6 runs, no note) beside its own sweep.json of 2, and its unreached runs'
     result.json.  Only edgeprof's own names, only plain files, never through a link
@@ -422,7 +423,6 @@ def run_sweep(
             for step in plan.steps():  # a link planted in a run's directory: before any run
                 for name in OUT_FILES:
                     check_target(run_dir(out, plan, step) / name)
-            remove_earlier(out, plan)
             return _sweep(plan, be, out, on_start, on_result, profile_options)
         except BaseException:
             for d in made:  # a first run that could not start: no file, as for a single run
@@ -442,6 +442,15 @@ def _sweep(
     """:func:`run_sweep`'s loop, once its directory is checked and held."""
     opts = dict(profile_options or {})
     result = SweepResult(plan)
+    # An earlier sweep's files go once the first run has started (remove_earlier): a first
+    # run that cannot start, or is refused its cores, leaves them as they were.
+    earlier: list[Path] | None = None if out is not None else []
+
+    def first_launch() -> None:
+        nonlocal earlier
+        if earlier is None and out is not None:
+            earlier = remove_earlier(out, plan)
+
     checkpoint = None if out is None or plan.is_single else _Checkpoint(out / "sweep.json", result)
     cell_of: dict[tuple[str | None, Limits], CellKey] = {}  # a step's cell, from its runs
     pending: set[CellKey] = set()  # --repeat auto: the cells the current round runs
@@ -467,6 +476,7 @@ def _sweep(
                 out_dir=None if out is None else run_dir(out, plan, step),
                 name=step.label,
                 allow_over_host=plan.allow_over_host,
+                on_launch=first_launch,
                 **opts,
             )
             (result.warmups if step.warmup else result.runs).append(r)

@@ -83,7 +83,8 @@ def test_a_sweep_rerun_removes_the_earlier_sweeps_files_before_its_first_run(
 ) -> None:
     """A killed re-run of a complete sweep had left its runs.csv, cells.csv and report.md
     (6 runs, no note) and its unreached runs' result.json.  Its first run now sees none of
-    them; an earlier sweep's run this one does not make (model c) and the user's file stay."""
+    them once it has started; an earlier sweep's run this one does not make (model c) and
+    the user's file stay."""
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "sw"
     sweep = [*FAKE, "--repeat", "2", "--out", "sw"]
@@ -92,9 +93,11 @@ def test_a_sweep_rerun_removes_the_earlier_sweeps_files_before_its_first_run(
     (out / "notes.txt").write_text("the user's")
     capsys.readouterr()
     seen = tmp_path / "seen"
-    # Each run lists the edgeprof files present while it runs, under the earlier run's name.
+    # Each run lists the edgeprof files present while it runs, under the earlier run's name,
+    # once the earlier sweep's are gone (they go as the first run's workload starts, so that
+    # one that cannot start removes nothing) and its own samples.csv is there.
     listing = (
-        f"while [ ! -s {out}/$1/1/samples.csv ]; do sleep 0.01; done; "
+        f"while [ -e {out}/runs.csv ] || [ ! -s {out}/$1/1/samples.csv ]; do sleep 0.01; done; "
         f"find {out} -name result.json -o -name sweep.json -o -name '*.csv' -o -name report.md "
         f"| sort > {seen}-$1-$(ls {seen}-$1-* 2>/dev/null | wc -l)"
     )
@@ -136,3 +139,21 @@ def test_a_result_that_cannot_be_saved_says_the_workloads_code_and_the_sweeps_st
         "edgeprof: error: the run ended (exited 0) but sw/0.1/1/result.json could not be "
         "written: No space left on device; the sweep stopped there, after 1 of 4 run(s)"
     )
+
+
+def test_a_sweep_whose_first_run_cannot_start_removes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The earlier sweep's files had gone before the first run: a re-run whose command could
+    not start (its #! interpreter missing) had removed the results it could not replace."""
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "sw"
+    sweep = [*FAKE, "--repeat", "2", "--out", "sw", "-m", "a,b"]
+    assert main([*sweep, "--", "sh", "-c", "true", "sh"]) == 0
+    before = {p: (out / p).read_bytes() for p in own_files(out)}
+    capsys.readouterr()
+    script = tmp_path / "typo.sh"  # found and executable: its interpreter is not
+    script.write_text("#!/no/such/interpreter\n")
+    script.chmod(0o755)
+    assert main([*sweep, "--", str(script)]) == 2
+    assert {p: (out / p).read_bytes() for p in own_files(out)} == before
