@@ -173,7 +173,12 @@ def test_a_signal_while_the_result_is_written_still_leaves_it_then_stops(
 
 
 class InterruptingBackend(FakeBackend):
-    """Ctrl-C arrives while the runner waits for the workload."""
+    """Ctrl-C arrives in the runner's ``at``-th wait for the workload (the first: while it
+    runs; the second, with a timeout: in the kill grace), ``after`` seconds into it."""
+
+    def __init__(self, at: int = 1, after: float = 0.05) -> None:
+        super().__init__()
+        self._at, self._after = at, after
 
     def launch(self, spec: RunSpec) -> FakeRun:
         run = super().launch(spec)
@@ -183,8 +188,8 @@ class InterruptingBackend(FakeBackend):
         def wait(timeout: float | None) -> int | None:
             nonlocal calls
             calls += 1
-            if calls == 1:
-                time.sleep(0.05)
+            if calls == self._at:
+                time.sleep(self._after)
                 raise KeyboardInterrupt
             return real_wait(timeout)
 
@@ -201,30 +206,10 @@ def test_keyboard_interrupt_is_a_result() -> None:
     assert not [w for w in r.warnings if "timed out" in w]
 
 
-class InterruptedInTheGrace(FakeBackend):
-    """The timeout passes (the first, timed wait returns nothing), then Ctrl-C arrives in
-    the kill grace's wait."""
-
-    def launch(self, spec: RunSpec) -> FakeRun:
-        run = super().launch(spec)
-        real_wait = run.wait
-        calls = 0
-
-        def wait(timeout: float | None) -> int | None:
-            nonlocal calls
-            calls += 1
-            if calls == 2:
-                raise KeyboardInterrupt
-            return real_wait(timeout)
-
-        run.wait = wait  # type: ignore[method-assign]
-        return run
-
-
 def test_an_interrupt_in_the_timeouts_grace_says_the_run_had_timed_out() -> None:
     """A tester's SIGTERM-ignoring workload timed out at 1 s and was interrupted in the
     grace: the result said "interrupted" only."""
-    r = profile(["sleep", str(SLEEP_S)], backend=InterruptedInTheGrace(), interval=0.01,
+    r = profile(["sleep", str(SLEEP_S)], backend=InterruptingBackend(at=2, after=0), interval=0.01,
                 timeout=0.2, kill_grace=30)  # fmt: skip
     assert r.termination is Termination.INTERRUPTED  # the interrupt still ends it (exit 130)
     assert (
