@@ -252,7 +252,7 @@ def test_full_disk_for_out(mechanism: str, tmp_path: Path, marker: str) -> None:
         # The measured run's table above the one error line: its figures are not lost.
         *table, error = p.stderr.splitlines()
         assert error.startswith("edgeprof: error: ") and "result.json could not be written" in error
-        assert "No space left on device" in error and "(exited)" in error
+        assert "No space left on device" in error and "the run ended (exited 0) but " in error
         assert table[0] == "Final Usage Stats" and table[3].split()[-1] == "exited"
         assert check_samples(out / "samples.csv") >= 50
         assert not (out / "result.json").exists()

@@ -118,7 +118,7 @@ def test_a_link_planted_during_the_run_is_not_written_through(base: Path) -> Non
     *table, error = p.stderr.splitlines()  # the measured run's figures, then the error
     assert p.returncode == 2 and table[0] == "Final Usage Stats", p.stderr
     assert error.startswith("edgeprof: error: ") and "could not be written" in error
-    assert "it is a link" in error and "(exited)" in error
+    assert "it is a link" in error and "the run ended (exited 0) but " in error
     assert v.read_text() == PRECIOUS
     assert (base / "o" / "result.json").is_symlink()
     assert [c.name for c in (base / "o").iterdir() if c.name.endswith(".tmp")] == []

@@ -95,9 +95,11 @@ def test_a_sweep_rerun_removes_the_earlier_sweeps_files_before_its_first_run(
     seen = tmp_path / "seen"
     # Each run lists the edgeprof files present while it runs, under the earlier run's name,
     # once the earlier sweep's are gone (they go as the first run's workload starts, so that
-    # one that cannot start removes nothing) and its own samples.csv is there.
+    # one that cannot start removes nothing; b/2's last, in the plan's order) and its own
+    # samples.csv is there.
+    gone = f"[ ! -e {out}/runs.csv ] && [ ! -e {out}/b/2/result.json ]"
     listing = (
-        f"while [ -e {out}/runs.csv ] || [ ! -s {out}/$1/1/samples.csv ]; do sleep 0.01; done; "
+        f"until {gone} && [ -s {out}/$1/1/samples.csv ]; do sleep 0.01; done; "
         f"find {out} -name result.json -o -name sweep.json -o -name '*.csv' -o -name report.md "
         f"| sort > {seen}-$1-$(ls {seen}-$1-* 2>/dev/null | wc -l)"
     )
