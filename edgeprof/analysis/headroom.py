@@ -17,9 +17,10 @@ A limited run is itself the evidence; this reads it, it does not predict.  Four 
 "Reached the limit" is ``memory.events`` ``max`` > 0 (cgroup v2) or a peak within
 :data:`AT_LIMIT_SLACK` of the limit: v1 charges cache up to the limit and then reclaims,
 so a peak that comes that close has met it, unless no sample held page cache to reclaim
-(then it is the run's own peak, and "fits" with what it left).  cgroup v1 has no stall figure:
-a run that reached its limit there is "fits at the limit" with the stall unknown, and says
-so.  A run that ended otherwise (a timeout, a non-zero exit without an OOM kill, a signal)
+(then it is the run's own peak, and "fits" with what it left).  A v1-only host (no unified
+hierarchy, whose ``memory.pressure`` a hybrid host's runs read) has no stall figure: a run
+that reached its limit there is "fits at the limit" with the stall unknown, and says so.
+A run that ended otherwise (a timeout, a non-zero exit without an OOM kill, a signal)
 gets no verdict: its memory is not what stopped it, or cannot be told apart from what did.
 """
 

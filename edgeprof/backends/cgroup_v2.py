@@ -61,7 +61,6 @@ MEMORY_EVENTS = (
     Field("memory_events_max", "max"),
     Field("memory_events_oom", "oom"),
 )
-PRESSURE = (Field("memory_some_us"), Field("memory_full_us"))
 
 
 def counter_sources(group: Path, disable: frozenset[str] = frozenset()) -> list[Source]:
@@ -90,7 +89,7 @@ def counter_sources(group: Path, disable: frozenset[str] = frozenset()) -> list[
         ),  # Linux ≥ 5.19
         Source(group / "memory.stat", Kind.KV, MEMORY_STAT),
         Source(group / events, Kind.KV, MEMORY_EVENTS, per_sample=False),
-        Source(group / "memory.pressure", Kind.PSI, PRESSURE, per_sample=False),  # ≥ 4.20
+        Source(group / "memory.pressure", Kind.PSI, fs.MEMORY_PRESSURE, per_sample=False),  # ≥ 4.20
         Source(group / "cpu.pressure", Kind.PSI, fs.CPU_PRESSURE, per_sample=False),
         Source(group / "io.stat", Kind.IOSTAT, (Field("io_read_bytes"), Field("io_write_bytes"))),
         Source(group / "pids.current", Kind.INT, (Field("pids_current"),)),

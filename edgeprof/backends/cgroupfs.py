@@ -304,6 +304,8 @@ class Field:
 CPU_PRESSURE = (Field("cpu_some_us"), Field("cpu_full_us"))
 """``cpu.pressure``'s fields, on either version (a hybrid host's runs read their unified
 group's)."""
+MEMORY_PRESSURE = (Field("memory_some_us"), Field("memory_full_us"))
+"""``memory.pressure``'s fields, on either version, as :data:`CPU_PRESSURE`."""
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,8 @@ class MemoryPressure:
 
     ``stall_some_s`` / ``stall_full_s``: time some / all of its tasks were stalled waiting
     for memory (reclaim, refaults, throttling above ``memory.high``): the ``total`` lines of
-    cgroup v2 ``memory.pressure`` (PSI); cgroup v1 has no per-group pressure file (``None``).
+    cgroup v2 ``memory.pressure`` (PSI), on a hybrid cgroup v1 host the run's unified group's;
+    a v1-only host has no per-group pressure file (``None``).
     ``refaults_anon`` / ``refaults_file``: pages read back soon after the kernel evicted them
     (``workingset_refault_*``: the limit was too tight for the working set);
     ``major_faults``: page faults that had to read from storage; ``scanned`` / ``reclaimed``:

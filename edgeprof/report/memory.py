@@ -62,7 +62,7 @@ def _composition(parts: MemoryParts, peak: int, cpus: int) -> str:
 
 def cost(p: MemoryPressure | None) -> str | None:
     """``stalled 0.012s, refaults 0, major faults 3, reclaimed 1520 pages, OOM events 0``:
-    what the kernel reports of it (cgroup v1 has no stall figure)."""
+    what the kernel reports of it (a v1-only host has no stall figure)."""
     if p is None:
         return None
     parts = []
@@ -154,7 +154,10 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
                 f"which leaves {format_binary(f.spare - f.elsewhere)}"
             )
     elif f.status is Headroom.AT_LIMIT:
-        no_stall = " (cgroup v1 has no stall figure: edgeprof fit times the limit)"
+        no_stall = (  # v1 without the unified hierarchy, where PSI would follow the run
+            " (no stall figure on a cgroup v1 host without the unified hierarchy: "
+            "edgeprof fit times the limit)"
+        )
         if f.cache is False:  # nothing to drop: the run's own memory met the limit
             said = "fits at the edge: its peak met the limit with no page cache at any sample" + (
                 f" ({stall})" if stall else no_stall

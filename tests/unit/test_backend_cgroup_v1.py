@@ -447,6 +447,42 @@ def test_reader_converts_v1_counters(cgfs: FakeCgroupFs, tmp_path: Path, native:
 
 
 @pytest.mark.parametrize("native", READERS)
+def test_reader_takes_pressure_from_the_unified_group(
+    cgfs: FakeCgroupFs, tmp_path: Path, native: bool
+) -> None:
+    """PSI follows a task's unified group, so a hybrid host's run has its memory stalls
+    there as its CPU waits: fit's verdicts on v1 had judged probes by time alone without
+    them (rh.py: 177.8 MiB answered where 59.5 fits)."""
+    psi = "some avg10=0.00 avg60=0.00 avg300=0.00 total={}\nfull avg10=0.00 total={}\n"
+    overrides = {
+        "": {
+            "cpu.pressure": psi.format(250_000, 120_000),
+            "memory.pressure": psi.format(13_885, 13_000),
+        }
+    }
+    host = v1_tree(cgfs, tmp_path, overrides=overrides)
+    with host.backend(native=native).launch(spec()) as run:
+        c = run.counters()
+        assert (c.cpu_some_us, c.cpu_full_us) == (250_000, 120_000)
+        assert (c.memory_some_us, c.memory_full_us) == (13_885, 13_000)
+        run.wait(10)
+        cgfs.processes_exited()
+
+
+@pytest.mark.parametrize("native", READERS)
+def test_reader_v1_only_host_has_no_pressure(
+    cgfs: FakeCgroupFs, tmp_path: Path, native: bool
+) -> None:
+    """A v1-only host (no cgroup2 mounted) measures no stall: ``None``, never 0."""
+    host = v1_tree(cgfs, tmp_path, without=("",))
+    with host.backend(native=native).launch(spec()) as run:
+        c = run.counters()
+        assert (c.cpu_full_us, c.memory_some_us, c.memory_full_us) == (None, None, None)
+        run.wait(10)
+        cgfs.processes_exited()
+
+
+@pytest.mark.parametrize("native", READERS)
 def test_reader_blkio_fallback_and_missing_files(
     cgfs: FakeCgroupFs, tmp_path: Path, native: bool
 ) -> None:
