@@ -72,9 +72,12 @@ def contended(runs: Sequence[RunResult]) -> str | None:
         else f"its {metric} includes that"
     )
     many = sum(1 for x in runs if _contended(x))
+    # What to do, as docs/memory.md says it: the held time is taken off, not what else a
+    # busy host costs (its disk, its caches), so the answer may still be the host's.
     return (
         f"other tasks on this host held {many} of its {len(runs)} runs off their CPUs, up to "
-        f"{others:.2f}s ({share:.0%} of a run's wall time): {how}"
+        f"{others:.2f}s ({share:.0%} of a run's wall time): {how}; fit again when the host "
+        "is quieter, or on --cpuset CPUs nothing else uses"
     )
 
 

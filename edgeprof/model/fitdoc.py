@@ -121,7 +121,8 @@ class Fit(TypedDict):
     min_memory_bytes: int | None
     """The answer: the smallest limit that passed; ``null``: none did, up to the ceiling."""
     recommended_bytes: int | None
-    """The answer with ``margin`` added."""
+    """The answer with ``margin`` added, and above the unlimited peak only as far as the
+    margin on the floor and its room reaches."""
     fits: bool
     """There is an answer and it (with ``gpu_bytes``) is within the ceiling."""
     squeeze: Annotated[dict[str, Any], Squeeze] | None
@@ -138,6 +139,10 @@ class Fit(TypedDict):
     """Why there was no search (the unlimited run did not complete); ``null``: there was."""
     contention: str | None
     """Other tasks held the runs off their CPUs (the warning ``run`` gives); ``null``: not."""
+    answer_in_doubt: str | None
+    """Why the answer may be the host's contention's rather than the limit's: probes that
+    failed on their time alone (no refault, major fault or memory stall) while other tasks
+    held the runs off their CPUs; ``null``: none did, or there was no contention."""
 
 
 class Fits(TypedDict):

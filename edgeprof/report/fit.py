@@ -6,7 +6,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..analysis.headroom import mapped_elsewhere
-from ..analysis.need import MIN_LIMIT, OVERTURNED, PAGE, RAISED, slack, untouched
+from ..analysis.need import (
+    MIN_LIMIT,
+    OVERTURNED,
+    PAGE,
+    RAISED,
+    slack,
+    untouched,
+    with_margin,
+)
 from ..model import RunResult
 from ..sweeps.fit_outcome import FitOutcome, Probe
 from ..sweeps.fit_reference import setting
@@ -204,9 +212,10 @@ def _render_one(o: FitOutcome) -> str:
                     f", {room} of room over the unlimited runs' anon + shmem + kernel; {each} "
                     f"left at least {least} under the limit over its own"
                 )
+        doubt = o.answer_in_doubt
         lines.append(
             f"smallest memory: {format_binary(o.answer)} ({why}; "
-            f"resolution {format_binary(b.resolution)})"
+            f"resolution {format_binary(b.resolution)})" + ("" if doubt is None else f"; {doubt}")
         )
         assert o.recommended is not None
         lines.extend(_answer_lines(o))
@@ -218,11 +227,16 @@ def _answer_lines(o: FitOutcome) -> list[str]:
     b = o.bounds
     assert o.answer is not None and o.recommended is not None
     # A squeezed run's own peak is not the unlimited one: no ratio for it.
-    extra = f"; the peak, {format_binary(b.peak)}, is {b.peak / o.answer:.1f}× the need"
-    lines = [
-        f"with a {100 * o.margin:.0f}% margin: {format_binary(o.recommended)}"
-        + (extra if b.peak > o.answer and o.method == "bisection" else "")
-    ]
+    extra = ""
+    if o.method == "bisection" and o.recommended < with_margin(o.answer, o.margin):
+        # need.recommended held it at the peak: say why, not a "1.0×" ratio (a tester's
+        # 213.4 MiB recommended over a 185.7 MiB peak).
+        extra = ", the unlimited peak: no limit at or above it reclaims anything"
+        if b.peak > o.answer:
+            extra += f" (the need is {100 * (1 - o.answer / b.peak):.0f}% under it)"
+    elif b.peak > o.answer and o.method == "bisection":
+        extra = f"; the peak, {format_binary(b.peak)}, is {b.peak / o.answer:.1f}× the need"
+    lines = [f"with a {100 * o.margin:.0f}% margin: {format_binary(o.recommended)}{extra}"]
     need = o.device_need
     assert need is not None
     if o.gpu_bytes is not None:

@@ -7,9 +7,18 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..analysis.fit_times import Timing, contended, median_time
-from ..analysis.need import OVERTURNED, RAISED, Bounds, Verdict, max_probes, with_margin
+from ..analysis.need import (
+    OVERTURNED,
+    RAISED,
+    Bounds,
+    Verdict,
+    max_probes,
+    recommended,
+    with_margin,
+)
 from ..model import RunResult
 from ..model.fitdoc import FIT_SCHEMA_VERSION, Fit, FitProbe
+from ..units import format_binary
 from .fit_reference import setting
 
 
@@ -141,7 +150,34 @@ class FitOutcome:
 
     @property
     def recommended(self) -> int | None:
-        return None if self.answer is None else with_margin(self.answer, self.margin)
+        """The answer and its margin, no higher above the unlimited peak than
+        :func:`~edgeprof.analysis.need.recommended` allows (a squeezed run's peak is not the
+        unlimited one: its margin is the answer's)."""
+        if self.answer is None:
+            return None
+        if self.method != "bisection":
+            return with_margin(self.answer, self.margin)
+        return recommended(self.answer, self.margin, self.bounds)
+
+    @property
+    def answer_in_doubt(self) -> str | None:
+        """Why the answer may be the host's contention's rather than the limit's: probes that
+        failed on their time alone (:attr:`~edgeprof.analysis.need.Verdict.unproven`) in a
+        fit whose runs other tasks held off their CPUs.  The held time is taken off each run,
+        but not what else a busy host costs (its disk, its caches): ``rh.py``'s probes had
+        failed "+11 %" to "+28 % slower" with no refault, and that fit answered 177.8 MiB
+        where a quieter one answered 59.5.  ``None``: no such probe, or no contention."""
+        if self.answer is None or self.contention is None:
+            return None
+        blind = [p for p in self.probes if not p.verdict.ok and p.verdict.unproven]
+        if not blind:
+            return None
+        were = "probe" if len(blind) == 1 else "probes"
+        return (
+            f"the answer may be the host's contention's: {len(blind)} {were} "
+            f"({', '.join(format_binary(p.limit) for p in blind)}) failed on time alone, "
+            "with no refault, major fault or memory stall; fit again when the host is quieter"
+        )
 
     @property
     def fits(self) -> bool:
@@ -214,4 +250,5 @@ class FitOutcome:
             "within_budget": self.within_budget,
             "stopped": self.stopped,
             "contention": self.contention,
+            "answer_in_doubt": self.answer_in_doubt,
         }

@@ -22,6 +22,7 @@ from edgeprof.analysis.need import (
     bounds,
     in_doubt,
     max_probes,
+    recommended,
     search,
     verdict,
     with_margin,
@@ -404,15 +405,55 @@ def test_verdict_different_exit_code_fails() -> None:
 
 
 def test_verdict_slower_than_tolerance_fails() -> None:
+    # No counter says memory (no pressure at all): failed on time alone.
     v = verdict([run(wall=1.35)], WALL, run(), 0.10)
-    assert v == Verdict(False, "+35% slower")
+    assert v == Verdict(False, "+35% slower", unproven=True)
+
+
+def pressed(wall: float, **counters: float | int) -> RunResult:
+    """A run with these memory counters (``MemoryPressure``'s fields)."""
+    return run(wall=wall, memory=mem(pressure=MemoryPressure(**counters)))  # type: ignore[arg-type]
+
+
+def test_a_time_only_failure_is_unproven_until_a_counter_shows_memory() -> None:
+    """The rule's evidence (need.memory_evidence): a page read back, or more stall than the
+    unlimited runs' where the stall is not weighed as a share (latency p50)."""
+    blind = pressed(1.25, refaults_anon=0, refaults_file=0, major_faults=0)
+    assert verdict([blind], WALL, run(), 0.10) == Verdict(False, "+25% slower", unproven=True)
+    for shown in (
+        pressed(1.25, refaults_anon=0, refaults_file=1200, major_faults=0),  # a re-read file
+        pressed(1.25, refaults_file=0, major_faults=3),
+        pressed(1.25, refaults_anon=4, refaults_file=0, major_faults=0),
+    ):
+        v = verdict([blind, shown, blind], WALL, run(), 0.10)
+        assert v == Verdict(False, "+25% slower", unproven=False), shown
+    # Latency-judged: a stall is measured but not a share; more than the unlimited runs' is
+    # evidence, as much is not.
+    ref = Timing("latency p50", 0.010)
+    lat = run(wall=1.0, lat=latency(0.0125),
+              memory=mem(pressure=MemoryPressure(stall_some_s=0.05)))  # fmt: skip
+    assert verdict([lat], ref, run(), 0.10, ref_stall=0.01).unproven is False
+    assert verdict([lat], ref, run(), 0.10, ref_stall=0.05).unproven is True
+
+
+def test_a_measured_stall_judges_a_slower_probe_either_way() -> None:
+    """A hybrid v1 host's runs now have the stall (their unified group's): rh.py's +14 %
+    probe at 59.5 MiB stalled 13.9 ms of 0.47 s, and fits; a probe whose stall is the
+    slowdown fails, and is no time-only failure."""
+    ref = Timing("uncontended wall", 0.47)
+    light = pressed(0.536, stall_some_s=0.0139, refaults_file=0, major_faults=0)
+    assert verdict([light], ref, run(), 0.10, ref_stall=0.0) == Verdict(
+        True, "fits (+14%, memory stall +3%)", slower=0.536 / 0.47 - 1, stall=0.0139 / 0.47
+    )
+    heavy = pressed(0.611, stall_some_s=0.12, refaults_file=0, major_faults=0)
+    assert verdict([heavy], ref, run(), 0.10, ref_stall=0.0) == Verdict(False, "+30% slower")
 
 
 def test_verdict_judges_the_median_of_the_runs() -> None:
     runs = [run(wall=1.0), run(wall=1.5), run(wall=1.05)]
     assert verdict(runs, WALL, run(), 0.10) == Verdict(True, "fits (+5%)")
     runs = [run(wall=1.3), run(wall=1.0), run(wall=1.25)]
-    assert verdict(runs, WALL, run(), 0.10) == Verdict(False, "+25% slower")
+    assert verdict(runs, WALL, run(), 0.10) == Verdict(False, "+25% slower", unproven=True)
 
 
 def test_verdict_uses_latency_p50_rather_than_wall() -> None:
@@ -421,7 +462,7 @@ def test_verdict_uses_latency_p50_rather_than_wall() -> None:
     assert verdict([run(wall=5.0, lat=latency(0.0105))], ref, run(), 0.10).ok
     # Same wall, slower iterations: does not.
     v = verdict([run(wall=1.0, lat=latency(0.0135))], ref, run(), 0.10)
-    assert v == Verdict(False, "+35% slower")
+    assert v == Verdict(False, "+35% slower", unproven=True)
 
 
 def test_verdict_zero_reference_time_never_counts_as_slower() -> None:
@@ -666,3 +707,73 @@ def test_a_fits_answer_names_the_files_cached_before_its_runs() -> None:
     ), text
     text = render_fit([FitOutcome("x", (plain,), WALL, 0.0, b, probes, b.top, 0.10, 0.20)])
     assert "not in it" not in text
+
+
+# -- the recommendation and the answer's doubt -------------------------------------------------
+
+
+def test_the_margin_stops_at_the_unlimited_peak_where_the_need_is_under_it() -> None:
+    """The tester's figures: an answer of 177.8 MiB under a 185.7 MiB peak (floor 57.5 MiB,
+    2 MiB of room) had been told "with a 20% margin: 213.4MiB; the peak, 185.7MiB, is 1.0×
+    the need"; no limit above the peak reclaims anything."""
+    b = Bounds(int(57.5 * MIB), int(185.7 * MIB) // PAGE * PAGE, None, int(3.7 * MIB) // PAGE
+               * PAGE, allowance=2 * MIB)  # fmt: skip
+    assert recommended(int(177.8 * MIB) // PAGE * PAGE, 0.2, b) == b.peak
+    # Under the peak's reach the whole margin stands (the quiet fit's 59.5 MiB).
+    assert recommended(b.low, 0.2, b) == with_margin(b.low, 0.2) < b.peak
+    # The run's own memory above its peak (model.py): the whole margin too.
+    own = Bounds(179 * MIB, 180 * MIB, None, 4 * MIB, allowance=2 * MIB)
+    assert recommended(own.low, 0.2, own) == with_margin(181 * MIB, 0.2)
+    # Never below the answer (a 0 % margin), nor the peak capped below the floor's margin.
+    assert recommended(b.peak, 0.0, b) == b.peak
+    wide = Bounds(90 * MIB, 100 * MIB, None, 2 * MIB, allowance=2 * MIB)
+    assert recommended(95 * MIB, 0.2, wide) == with_margin(92 * MIB, 0.2)  # 110.4 MiB
+
+
+def held(r: RunResult, held_s: float) -> RunResult:
+    return dataclasses.replace(r, cpu=dataclasses.replace(r.cpu, held_s=held_s, throttled_s=0.0))
+
+
+def test_an_answer_above_time_only_failures_on_a_busy_host_says_it_may_be_the_contentions() -> None:
+    ref = (held(run(wall=1.0, memory=mem(peak=100 * MIB, floor=40 * MIB)), 0.2),)
+    b = Bounds(40 * MIB, 100 * MIB, None, 2 * MIB)
+    blind = Probe(40 * MIB, (held(run(wall=1.5), 0.2),), Verdict(False, "+25% slower",
+                                                                  unproven=True))  # fmt: skip
+    shown = Probe(60 * MIB, (held(run(wall=1.5), 0.2),), Verdict(False, "+25% slower"))
+    passed = Probe(80 * MIB, (held(run(wall=1.0), 0.2),), Verdict(True, "fits (+0%)"))
+    o = FitOutcome("rh.py", ref, WALL, 0.0, b, (blind, shown, passed), 80 * MIB, 0.10, 0.20)
+    said = (
+        "the answer may be the host's contention's: 1 probe (40.0MiB) failed on time alone, "
+        "with no refault, major fault or memory stall; fit again when the host is quieter"
+    )
+    assert o.answer_in_doubt == said
+    d = o.to_dict()
+    assert d["answer_in_doubt"] == said and fit_schema_errors(d) == []
+    text = render_fit([o])
+    assert f"resolution 2.0MiB); {said}\n" in text
+    assert text.endswith(
+        "warning: other tasks on this host held 4 of its 4 runs off their CPUs, up to 0.20s "
+        "(20% of a run's wall time): each run is judged by its wall time less that; fit again "
+        "when the host is quieter, or on --cpuset CPUs nothing else uses\n"
+    )
+    assert "with a 20% margin: 96.0MiB; the peak, 100.0MiB, is 1.2× the need" in text
+    # The same failures on a quiet host, or failures a counter backs: nothing in doubt.
+    quiet = tuple(dataclasses.replace(p, runs=(run(wall=p.runs[0].wall_s),)) for p in o.probes)
+    calm = dataclasses.replace(o, reference=(run(wall=1.0),), probes=quiet)
+    assert calm.contention is None and calm.answer_in_doubt is None
+    backed = dataclasses.replace(o, probes=(shown, passed))
+    assert backed.answer_in_doubt is None and backed.to_dict()["answer_in_doubt"] is None
+
+
+def test_the_margin_line_says_the_peak_where_it_stops_there() -> None:
+    ref = (run(wall=1.0, memory=mem(peak=100 * MIB, floor=40 * MIB)),)
+    b = Bounds(40 * MIB, 100 * MIB, None, 2 * MIB)
+    o = FitOutcome("rh.py", ref, WALL, 0.0, b, (), 90 * MIB, 0.10, 0.20)
+    assert o.recommended == 100 * MIB and o.to_dict()["recommended_bytes"] == 100 * MIB
+    assert (
+        "with a 20% margin: 100.0MiB, the unlimited peak: no limit at or above it reclaims "
+        "anything (the need is 10% under it)\n" in render_fit([o])
+    )
+    at = dataclasses.replace(o, answer=100 * MIB)
+    assert "with a 20% margin: 100.0MiB, the unlimited peak: no limit at or above it " \
+        "reclaims anything\n" in render_fit([at])  # fmt: skip
