@@ -11,7 +11,12 @@ each at full speed unless ``--iteration-ms`` says otherwise), reported with
 - ``cpu/it``: CPU time per iteration against the unlimited run's (what throttling costs in
   cache and TLB refills, timer interrupts);
 - ``cs/it``: involuntary context switches per iteration (each stall is one);
-- ``throttled``: periods throttled / periods elapsed.
+- ``throttled``: periods throttled / periods elapsed;
+- ``held``: the share of the run's wall time other tasks held it off its core (edgeprof's
+  ``cpu.held_s`` less the quota's ``throttled_s``; ``n/a`` without ``cpu.pressure``).  The
+  unlimited run is every ratio's base: where other work held it (a tester saw
+  ``p50×share/base`` 0.52 at half a core, "twice too fast", from a contended base), the
+  script says so under the table rather than let it read as the quota's effect.
 
 A period whose quota would be under 1 ms is one the kernel refuses (``refused``).  The
 kernel's scheduler tick is printed with the machine: a quota is enforced once per tick, so
@@ -58,9 +63,9 @@ class Rig:
     """Runs the workload on one core under a backend; the container gets the workload and
     the events client mounted (the client file is all ``import edgeprof`` needs there)."""
 
-    def __init__(self, backend: str, image: str | None, core: int) -> None:
+    def __init__(self, backend: str, image: str | None, core: int, tmp: Path) -> None:
         self.core = core
-        self.tmp = Path(tempfile.mkdtemp(prefix="edgeprof-period-"))
+        self.tmp = tmp
         self.docker = backend == "docker"
         self.be: Any = get_backend(backend)
         if self.docker:
@@ -99,6 +104,18 @@ def calibrate(rig: Rig, target_s: float) -> int:
     return loops
 
 
+CONTENDED = 0.10
+"""The share of a run's wall time held by other tasks that edgeprof itself warns of."""
+
+
+def held_share(r: RunResult) -> float | None:
+    """The share of ``r``'s wall time other tasks held it off its CPUs: ``cpu.held_s`` (PSI
+    ``full``) less the quota's own stalls (``throttled_s``); None without ``cpu.pressure``."""
+    if r.cpu.held_s is None or not r.wall_s:
+        return None
+    return max(0.0, r.cpu.held_s - (r.cpu.throttled_s or 0.0)) / r.wall_s
+
+
 def measure(rig: Rig, limits: Limits, loops: int, count: int, rounds: int) -> dict[str, Any]:
     rows = []
     for _ in range(rounds):
@@ -114,16 +131,25 @@ def measure(rig: Rig, limits: Limits, loops: int, count: int, rounds: int) -> di
                 "nr_throttled": r.cpu.nr_throttled,
                 "nr_periods": r.cpu.nr_periods,
                 "period_s": r.cpu.period_s,
+                "held": held_share(r),
             }
         )
-    med: dict[str, Any] = {k: statistics.median(row[k] or 0 for row in rows) for k in rows[0]}
+    med: dict[str, Any] = {
+        k: statistics.median(row[k] or 0 for row in rows) for k in rows[0] if k != "held"
+    }
+    held = [row["held"] for row in rows if row["held"] is not None]
+    med["held"] = max(held) if held else None  # the worst round: one contended round skews
     med["runs"] = rows
     return med
 
 
 def run_all(a: argparse.Namespace) -> dict[str, Any]:
     core = sorted(os.sched_getaffinity(0))[-1]
-    rig = Rig(a.backend, a.image, core)
+    with tempfile.TemporaryDirectory(prefix="edgeprof-period-") as tmp:
+        return _run_all(a, Rig(a.backend, a.image, core, Path(tmp)), core)
+
+
+def _run_all(a: argparse.Namespace, rig: Rig, core: int) -> dict[str, Any]:
     loops = calibrate(rig, a.iteration_ms / 1000)
     count = 60 if a.quick else a.iterations
     rounds = 1 if a.quick else a.rounds
@@ -170,14 +196,31 @@ def run_all(a: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _pct(share: float | None) -> str:
+    return "n/a" if share is None else f"{100 * share:.0f} %"
+
+
 def render_cell(c: dict[str, Any]) -> str:
     label = format_period(c["period_us"]) + (" (default)" if c["default"] else "")
     if c.get("refused"):
-        return f"| {c['share']:g} | {label} | refused: quota under 1 ms | | | | |"
+        return f"| {c['share']:g} | {label} | refused: quota under 1 ms | | | | | |"
     return (
         f"| {c['share']:g} | {label} | {c['p50_ratio']:.2f} | {c['tail']:.2f} | "
         f"{c['cpu_ratio']:.2f} | {c['ivcs_per_it']:.2f} | "
-        f"{c['nr_throttled']:.0f}/{c['nr_periods']:.0f} |"
+        f"{c['nr_throttled']:.0f}/{c['nr_periods']:.0f} | {_pct(c.get('held'))} |"
+    )
+
+
+def contention_note(base: dict[str, Any]) -> str | None:
+    """A line under the table where other tasks held the unlimited run, every ratio's base,
+    off its core for a tenth of its time or more (edgeprof's own threshold)."""
+    held = base.get("held")
+    if held is None or held < CONTENDED:
+        return None
+    return (
+        f"The unlimited run was held off its core by other tasks {_pct(held)} of its time "
+        "(cpu.held_s): its median is slow, so p50×share/base is low for every row; that is "
+        "the host's load, not the quota's. Run again when the core is idle."
     )
 
 
@@ -188,13 +231,14 @@ def render(res: dict[str, Any]) -> str:
         f"core {m['core']}; {res['iterations']} iterations of {res.get('iteration_ms', 5):g} ms "
         f"× {res['rounds']} round(s), medians",
         f"unlimited: p50 {b['p50_s'] * 1e3:.2f} ms, p99/p50 {b['tail']:.2f}, "
-        f"{b['ivcs_per_it']:.2f} cs/it",
+        f"{b['ivcs_per_it']:.2f} cs/it, held by other tasks {_pct(b.get('held'))}",
         "",
-        "| share | period | p50×share/base | p99/p50 | cpu/it | cs/it | throttled |",
-        "|---|---|---|---|---|---|---|",
+        "| share | period | p50×share/base | p99/p50 | cpu/it | cs/it | throttled | held |",
+        "|---|---|---|---|---|---|---|---|",
         *(render_cell(c) for c in res["cells"]),
     ]
-    return "\n".join(lines)
+    note = contention_note(b)
+    return "\n".join([*lines, *([] if note is None else ["", note])])
 
 
 def _floats(text: str) -> tuple[float, ...]:

@@ -16,11 +16,11 @@ Each event is one ``write()`` of a line to a pipe that edgeprof's events thread 
    accounting point after its quota is spent (a tick, a switch, a wake-up it makes),
    wherever the code is.  A stall that falls in the write belongs to no iteration (under a
    quota edgeprof's reader polls the pipe, so that a write wakes no one).  Counted: writes
-   that took over 1 ms (a stall), their time against the run's throttled time, and the
-   share of the loop's time spent in writes (what a stall falling anywhere at random would
-   hit in proportion).
+   that took over 1 ms (a stall, or any other delay: preemption by other work counts too),
+   their time against the run's throttled time, and the share of the loop's time spent in
+   writes (what a stall falling anywhere at random would hit in proportion).
 
-    python benchmarks/events.py [--json FILE]      # ~25 s
+    python benchmarks/events.py [--json FILE]      # ~40 s (39 s, 2026-11-30)
     python benchmarks/events.py --quick            # ~5 s: what CI runs
 
 Needs root (cgroups).  Figures are this machine's, never asserted.

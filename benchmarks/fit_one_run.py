@@ -33,6 +33,7 @@ REPO = HERE.parent
 MIB = 1 << 20
 
 sys.path.insert(0, str(REPO))
+from benchmarks.scratch import disk_dir  # noqa: E402
 from tests.host.memory_workload import READ_AND_HOLD  # noqa: E402  (the tests' own workload)
 
 HOLD_S = "0.3"
@@ -65,7 +66,7 @@ def fit(args: list[str], script: Path, data: Path, hold: int) -> dict[str, Any]:
 
 
 def run_all(a: argparse.Namespace) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="edgeprof-fit-bench-", dir=a.dir) as tmp:
+    with tempfile.TemporaryDirectory(prefix="edgeprof-fit-bench-", dir=a.dir or disk_dir()) as tmp:
         script = Path(tmp) / "read_and_hold.py"
         script.write_text(READ_AND_HOLD)
         data = a.data or Path(tmp) / "model.bin"
@@ -136,7 +137,8 @@ def render(res: dict[str, Any]) -> str:
 
 def in_guest(argv: list[str], a: argparse.Namespace) -> int:
     """Run this script inside the cgroup v2 guest, on a data file made here (the guest's own
-    file system is in memory: reading it would fill no page cache)."""
+    file system is in memory: reading it would fill no page cache).  The file goes in the
+    checkout because that is what the guest mounts; its directory is removed at the end."""
     from tests.vm.harness import GUEST_OUT_DIR, REPO_ROOT, project_python, run_in_guest
 
     args = [x for x in argv if x != "--vm"]
@@ -165,7 +167,10 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="one round, 32 MiB read, 16 held")
     ap.add_argument("--data", type=Path, help="an existing data file to read")
     ap.add_argument(
-        "--dir", type=Path, default=REPO, help="where the script and data file go (on disk)"
+        "--dir",
+        type=Path,
+        help="where the script and data file go, in a temporary directory removed at the end "
+        "(on disk; default: the system's temporary directory, or /var/tmp where it is memory)",
     )
     ap.add_argument("--json", type=Path, help="also write the figures here")
     ap.add_argument("--vm", action="store_true", help="run inside the cgroup v2 test guest")

@@ -15,6 +15,10 @@ median of each figure and the ratio process / cgroup:
     python benchmarks/process_backend.py [--rounds N] [--hold-mib H] [--file-mib F] [--json FILE]
     python benchmarks/process_backend.py --quick     # one round, small sizes: what CI runs
 
+The data file is written to a temporary directory under ``--dir`` (default: the system's
+temporary directory, or ``/var/tmp`` where that is in memory: the read must come from disk),
+removed at the end.
+
 Needs root (the cgroup backend's groups).  Figures are measurements of this machine, never
 asserted.
 """
@@ -39,6 +43,7 @@ BACKENDS = ("cgroup", "process")
 
 sys.path.insert(0, str(REPO))
 import edgeprof  # noqa: E402
+from benchmarks.scratch import disk_dir  # noqa: E402
 from edgeprof.backends import get_backend  # noqa: E402
 from edgeprof.model import RunSpec  # noqa: E402
 
@@ -106,12 +111,13 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=2000)
     ap.add_argument("--quick", action="store_true", help="one round, small sizes (CI)")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--dir", type=Path, help="where the data file goes (on disk)")
     a = ap.parse_args()
     if a.quick:
         a.rounds, a.hold_mib, a.file_mib, a.samples = 1, 32, 16, 100
     if os.geteuid() != 0:
         sys.exit("needs root: the cgroup backend creates groups")
-    with tempfile.TemporaryDirectory(dir=REPO) as t:  # on disk: /tmp may be memory here
+    with tempfile.TemporaryDirectory(prefix="edgeprof-backend-", dir=a.dir or disk_dir()) as t:
         tmp = Path(t)
         data = tmp / "data"
         with open(data, "wb") as f:
