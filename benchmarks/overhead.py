@@ -4,9 +4,12 @@
    script's own where hyperfine is not installed, and the table says which): ``python -c
    pass`` in edgeprof's interpreter, ``edgeprof --version``, ``edgeprof run -- /bin/true``,
    BenchExec's ``runexec --no-container -- /bin/true`` (BenchExec from PyPI, in a venv of
-   this benchmark's own under ``--peers DIR``) and ``/usr/bin/time -v /bin/true``.  Bytecode
-   is compiled first: a checkout run with ``PYTHONDONTWRITEBYTECODE`` would otherwise compile
-   every module on every command, which no installed copy does.
+   this benchmark's own under ``--peers DIR``) and ``/usr/bin/time -v /bin/true``: the mean
+   wall time and the mean CPU time (user + system) of each, after three warm-up runs.  The
+   commands write their bytecode into a temporary ``PYTHONPYCACHEPREFIX`` removed at the end
+   (not the checkout), ``PYTHONDONTWRITEBYTECODE`` unset for them: with it set, every command
+   compiled every module it imported, which no installed copy does (with a prefix and no
+   writes, ``python -c pass`` took 140–190 ms here against 20–40 ms).
 2. **Sampling, end to end.** ``edgeprof run --interval 1/R --out TMP -- sleep D``: the CPU
    time of every thread of edgeprof's process (the scheduler's ``schedstat``, in ns) over
    D − 1 s once the workload runs, as a share of one core; at 10, 100 and 1000 Hz.  Beside
@@ -16,11 +19,14 @@
    -- /bin/true``.  Its wall time against the sum of the workloads' own (``wall_s``), the
    overhead per run, and edgeprof's resident set after run 10 and after run N (read from
    ``/proc`` when the progress line of that run appears); then the same sweep with its
-   progress on a pseudo-terminal (the rich display), whose cost is the difference.  Beside
-   it, N separate ``runexec`` invocations would cost N times its start-up (row 1).
+   progress on a pseudo-terminal (the rich display), whose cost is the difference.  runexec
+   has no sweep of its own to set beside it (not measured here).
 
     python benchmarks/overhead.py [--json FILE] [--peers DIR]   # ~3 minutes
     python benchmarks/overhead.py --quick                        # ~30 s: what CI runs
+
+``--peers`` defaults to ``~/.cache/edgeprof-bench/peers``: a cache kept on purpose, so that
+BenchExec is downloaded once.
 
 Needs root (cgroups).  Figures are this machine's, never asserted.
 """
@@ -28,7 +34,6 @@ Needs root (cgroups).  Figures are this machine's, never asserted.
 from __future__ import annotations
 
 import argparse
-import compileall
 import contextlib
 import json
 import os
@@ -42,7 +47,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -74,8 +79,10 @@ def runexec(peers: Path) -> tuple[str | None, str]:
     return str(exe), "runexec (BenchExec 3.35, PyPI)"
 
 
-def time_commands(cmds: dict[str, list[str]], runs: int) -> tuple[str, dict[str, float]]:
-    """Mean wall seconds of each command: hyperfine's where it is installed."""
+def time_commands(cmds: dict[str, list[str]], runs: int) -> tuple[str, dict[str, Timing]]:
+    """Mean wall seconds and mean CPU seconds (user + system) of each command: hyperfine's
+    where it is installed, else a timing loop that interleaves the commands (one run of each
+    in turn, so that a change in the host's load falls on all of them alike)."""
     hyperfine = shutil.which("hyperfine")
     if hyperfine is not None:
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
@@ -84,24 +91,38 @@ def time_commands(cmds: dict[str, list[str]], runs: int) -> tuple[str, dict[str,
                 argv += ["--command-name", name, " ".join(cmd)]
             subprocess.run(argv, check=True, capture_output=True)
             data = json.loads(Path(out.name).read_text())
-        return "hyperfine", {r["command"]: r["mean"] for r in data["results"]}
-    means = {}
-    for name, cmd in cmds.items():
+        return "hyperfine", {
+            r["command"]: Timing(r["mean"], r["user"] + r["system"]) for r in data["results"]
+        }
+    for cmd in cmds.values():
         for _ in range(3):
             subprocess.run(cmd, capture_output=True)
-        times = []
-        for _ in range(runs):
-            t = time.perf_counter()
-            subprocess.run(cmd, capture_output=True)
-            times.append(time.perf_counter() - t)
-        means[name] = statistics.mean(times)
-    return "a timing loop (hyperfine is not installed)", means
+    got: dict[str, list[Timing]] = {name: [] for name in cmds}
+    for _ in range(runs):
+        for name, cmd in cmds.items():
+            got[name].append(_timed(cmd))
+    return "a timing loop, interleaved (hyperfine is not installed)", {
+        name: Timing(statistics.mean(t.wall_s for t in ts), statistics.mean(t.cpu_s for t in ts))
+        for name, ts in got.items()
+    }
+
+
+class Timing(NamedTuple):
+    wall_s: float
+    cpu_s: float
+    """user + system of the command and its reaped children (``wait4``'s rusage)"""
+
+
+def _timed(cmd: list[str]) -> Timing:
+    t = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t
+    p.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+    return Timing(wall, usage.ru_utime + usage.ru_stime)
 
 
 def startup(runs: int, peers: Path) -> dict[str, Any]:
-    for path in {str(REPO), *os.environ.get("PYTHONPATH", "").split(os.pathsep)} - {""}:
-        if Path(path, "edgeprof").is_dir():
-            compileall.compile_dir(str(Path(path, "edgeprof")), quiet=1)
     cmds = {
         "python -c pass": [PY, "-c", "pass"],
         "edgeprof --version": [*EDGEPROF, "--version"],
@@ -116,13 +137,19 @@ def startup(runs: int, peers: Path) -> dict[str, Any]:
         cmds["/usr/bin/time -v /bin/true"] = ["/usr/bin/time", "-v", "/bin/true"]
     tool, means = time_commands(cmds, runs)
     print(f"\n1. Start-up (mean of {runs} runs each, {tool}; {peer})\n")
-    print("| command | mean ms | ÷ runexec |")
-    print("|---|---|---|")
+    print("| command | wall ms | ÷ runexec | CPU ms | ÷ runexec |")
+    print("|---|---|---|---|---|")
     base = means.get("runexec --no-container -- /bin/true")
-    for name, mean in means.items():
-        ratio = f"{mean / base:.2f}" if base else "n/a"
-        print(f"| `{name}` | {mean * 1e3:.1f} | {ratio} |")
-    return {"tool": tool, "peer": peer, "mean_s": means}
+    for name, m in means.items():
+        wall = f"{m.wall_s / base.wall_s:.2f}" if base else "n/a"
+        cpu = f"{m.cpu_s / base.cpu_s:.2f}" if base and base.cpu_s else "n/a"
+        print(f"| `{name}` | {m.wall_s * 1e3:.1f} | {wall} | {m.cpu_s * 1e3:.1f} | {cpu} |")
+    return {
+        "tool": tool,
+        "peer": peer,
+        "mean_s": {name: m.wall_s for name, m in means.items()},
+        "cpu_mean_s": {name: m.cpu_s for name, m in means.items()},
+    }
 
 
 def _run_ns(pid: int) -> int:
@@ -301,11 +328,14 @@ def main() -> int:
         return 2
     u = os.uname()
     print(f"{u.sysname} {u.release}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
-    figures = {
-        "startup": startup(5 if a.quick else 20, a.peers),
-        "sampling": sampling(2.0 if a.quick else 11.0),
-        "sweep": sweep(a.sweep_runs or (30 if a.quick else 1000)),
-    }
+    with tempfile.TemporaryDirectory(prefix="edgeprof-overhead-pycache-") as pycache:
+        os.environ["PYTHONPYCACHEPREFIX"] = pycache  # the commands' bytecode: see (1.)
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        figures = {
+            "startup": startup(5 if a.quick else 20, a.peers),
+            "sampling": sampling(2.0 if a.quick else 11.0),
+            "sweep": sweep(a.sweep_runs or (30 if a.quick else 1000)),
+        }
     if a.json is not None:
         a.json.write_text(json.dumps(figures, indent=2) + "\n")
     return 0
