@@ -40,6 +40,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from edgeprof.measure.contention import held_by_others
+
 REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
 
@@ -143,6 +145,12 @@ def stalls(tmp: Path, n: int, rounds: int, work_us: float) -> list[dict[str, Any
                 "stalled_sends": len(stalled),
                 "stall_in_sends_s": sum(stalled),
                 "throttled_s": d["result"]["cpu"]["throttled_s"],
+                # What the group got of a CPU, and how long other tasks held it off its CPU
+                # beyond the quota's stalls: held off, it may never spend its quota.
+                "cpu_share": d["result"]["cpu"]["total_s"] / d["result"]["wall_s"],
+                "held_by_others_s": held_by_others(
+                    d["result"]["cpu"]["held_s"], d["result"]["cpu"]["throttled_s"]
+                ),
                 "send_share": sum(s for s in sends if s <= 0.001) / d["wall"],
             }
         )

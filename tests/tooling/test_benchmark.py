@@ -111,4 +111,9 @@ def test_events_benchmark_quick_mode_prints_its_tables(tmp_path: Path) -> None:
     data = json.loads(out.read_text())
     assert [r["work_us"] for r in data["cost"]] == [0, 100, 8000]
     assert all(r["send_median_us"] > 0 and r["pipe_peer_us"] > 0 for r in data["cost"])
-    assert all(r["throttled_s"] > 0 for r in data["stalls"])  # the quota did stall the loop
+    for r in data["stalls"]:
+        # The quota holds the loop to half a CPU; it stalls it where the loop could spend
+        # it, which other tasks holding it off its CPU can prevent (throttled 0 had failed
+        # this beside other work).
+        assert r["cpu_share"] <= 0.5 + 0.05, r
+        assert r["throttled_s"] > 0 or (r["held_by_others_s"] or 0) > 0, r
