@@ -24,11 +24,11 @@ EXPORT_FILES = ("runs.csv", "cells.csv", "report.md")
 its order."""
 SWEEP_FILES = ("sweep.json", *EXPORT_FILES)
 """The files a sweep of more than one run writes in its ``--out`` directory: a re-run
-removes an earlier sweep's before its first run (:func:`edgeprof.sweeps.sweep.remove_earlier`)."""
+removes an earlier sweep's before its first run (:func:`edgeprof.sweeps.outdir.remove_earlier`)."""
 
 
 WARMUP_DIR = re.compile(r"^warmup-\d+$")
-"""A sweep's warm-up run's directory (:func:`edgeprof.sweeps.sweep.run_dir`)."""
+"""A sweep's warm-up run's directory (:func:`edgeprof.sweeps.outdir.run_dir`)."""
 
 
 def sweeps_below(path: Path) -> list[Path]:

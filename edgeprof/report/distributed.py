@@ -60,7 +60,7 @@ def run_on_executor(
         print(f"edgeprof: {line}", file=stderr, flush=True)
 
     stage = out / "parts"
-    from ..sweeps.sweep import stale_part_runs
+    from ..sweeps.outdir import stale_part_runs
     from .run import stale_warning
 
     stale = stale_part_runs(out, job.plan, stage)

@@ -9,7 +9,7 @@ from collections import deque
 from typing import TYPE_CHECKING, TextIO
 
 from ..model import RunResult
-from ..sweeps.sweep import Step
+from ..sweeps.plan import Step
 from ..units import format_binary, format_seconds
 from .table import Align, plain_lines
 

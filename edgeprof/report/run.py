@@ -19,8 +19,9 @@ from ..errors import ConfigError
 from ..resultfiles import stopped_sentence
 from ..storage import check_out_dir
 from ..sweeps.host_checks import check_host, open_backend
+from ..sweeps.outdir import stale_runs
+from ..sweeps.plan import Step
 from ..sweeps.request import RunJob, RunRequest, execute, log_stem, plan_run
-from ..sweeps.sweep import Step, stale_runs
 from .files import announce_dir, write_file, write_markdown, write_plot_files
 from .progress import PlainProgress, RichProgress
 from .summary import print_summary

@@ -16,8 +16,9 @@ from ..measure.gpu_select import check_gpus
 from ..measure.inputs import check_command
 from ..measure.privilege import workload_user
 from ..outfiles import keep_root
+from .plan import SweepPlan
 from .request import RunJob, parse_env
-from .sweep import SweepPlan, check_limits
+from .sweep import check_limits
 
 
 @contextlib.contextmanager

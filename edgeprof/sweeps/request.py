@@ -48,8 +48,9 @@ from ..units import (
 from . import envtemplate
 from .envtemplate import EnvTemplate
 from .labels import limit_settings, model_names
+from .plan import Step, SweepPlan
 from .run_options import check_count, parse_shard, repeats
-from .sweep import Step, SweepPlan, SweepResult, run_sweep
+from .sweep import SweepResult, run_sweep
 
 if TYPE_CHECKING:
     from ..analysis.calibration import Calibration
@@ -87,7 +88,7 @@ class RunRequest:
     """``a,b,…``: each model is passed to the command as one last argument."""
     model_file: Path | None = None
     repeat: int | str = 1
-    """Measured runs per cell, or ``"auto"`` (:class:`~edgeprof.sweeps.sweep.AutoRepeat`)."""
+    """Measured runs per cell, or ``"auto"`` (:class:`~edgeprof.sweeps.plan.AutoRepeat`)."""
     min_runs: int | None = None
     max_runs: int | None = None
     target: str | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from ..units import parse_fraction
-from .sweep import AutoRepeat
+from .plan import AutoRepeat
 
 MAX_RUNS = 100_000
 """The most runs per cell that ``--repeat``, ``--warmup`` and ``--max-runs`` may ask for,

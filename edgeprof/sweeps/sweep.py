@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -23,15 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.cells import CellKey, cell_key, ending
-from ..analysis.difference import DEFAULT_TARGET
 from ..backends import Backend, get_backend
 from ..errors import ConfigError, LimitError
 from ..measure.limits import allowed_cpus, host_memory, resolve
 from ..measure.runner import OUT_FILES, ResultNotSaved, profile
 from ..model import Limits, RunResult, Termination
-from ..names import printable
-from ..outfiles import check_target, remove_files
-from ..resultfiles import SWEEP_FILES
+from ..outfiles import check_target
 from ..storage import (
     DirLock,
     files_relative_to,
@@ -39,157 +35,8 @@ from ..storage import (
     prepare_out_dir,
     write_text_atomic,
 )
-from .labels import model_labels, safe_dir
-
-
-@dataclass(frozen=True)
-class Step:
-    """One run of a sweep, as the progress callbacks see it."""
-
-    index: int
-    """1-based position in the sweep (warm-up runs included)."""
-    total: int
-    model: str | None
-    """The model argument appended to the command (``None``: the command as given)."""
-    label: str | None
-    limits: Limits
-    round: int
-    """1-based round among the warm-up rounds (``warmup``) or among the measured ones."""
-    warmup: bool
-    program: str = "run"
-    """The command's file name: what a run without a model or ``--name`` is called, as its
-    result's :attr:`~edgeprof.model.RunResult.label` calls it."""
-
-    @property
-    def name(self) -> str:
-        """The run as progress lines name it: its label, else its program."""
-        return self.label or self.program
-
-
-@dataclass(frozen=True)
-class AutoRepeat:
-    """``--repeat auto``: measured rounds go on, past ``min_runs``, only for the cells of
-    ranking neighbours not yet resolved (:mod:`edgeprof.analysis.repeats`), up to
-    ``max_runs`` rounds."""
-
-    min_runs: int = 3
-    max_runs: int = 10
-    target: float = DEFAULT_TARGET
-    """Precision: neighbours whose difference is, at 95 %, within this fraction of the
-    better one's mean are resolved as equivalent."""
-
-    def __post_init__(self) -> None:
-        if self.min_runs < 2:
-            raise ConfigError(
-                f"--min-runs {self.min_runs}: must be at least 2 (one run has no noise to test)"
-            )
-        if self.max_runs < self.min_runs:
-            raise ConfigError(
-                f"--max-runs {self.max_runs}: must be at least --min-runs ({self.min_runs})"
-            )
-        if not 0 < self.target < 1:
-            raise ConfigError(f"--target {self.target * 100:g}%: must be above 0% and below 100%")
-
-
-@dataclass(frozen=True)
-class SweepPlan:
-    """What a sweep runs: ``command`` (+ each model as one last argument) × ``limits``, with
-    ``warmup`` discarded and ``repeat`` measured rounds."""
-
-    command: tuple[str, ...]
-    models: tuple[str, ...] = ()
-    limits: tuple[Limits, ...] = (Limits(),)
-    repeat: int = 1
-    warmup: int = 0
-    name: str | None = None
-    """Label of the runs (``--name``): of the command's, or of its one model's; several
-    models are labelled by :func:`model_labels`."""
-    allow_over_host: bool = False
-    """``--allow-over-host``: limits beyond the host's CPUs or memory are not refused
-    (:func:`edgeprof.measure.limits.resolve`)."""
-    auto: AutoRepeat | None = None
-    """``--repeat auto``: ``repeat`` is then ``auto.max_runs``, the most rounds it may run."""
-    _labels: dict[str, str] = field(init=False, repr=False, compare=False, default_factory=dict)
-    """Each model's label (:func:`model_labels`), made once the models are checked."""
-    shard: tuple[int, int] | None = None
-    """``--shard I/N``: this part runs the measured rounds I, I + N, I + 2N … (and every
-    warm-up round): every shard measures every model, so each host is a block of the design
-    and rankings compare like with like (:mod:`edgeprof.sweeps.merge`)."""
-    stop_on_failure: bool = False
-    """A run that does not exit 0 by itself ends the sweep (``fit``'s unlimited runs: a
-    command that fails without a limit fails in each, so the rest would only repeat it)."""
-
-    def __post_init__(self) -> None:
-        if self.auto is not None and self.repeat != self.auto.max_runs:
-            raise ValueError("an automatic plan repeats up to auto.max_runs")
-        if self.shard is not None:
-            index, count = self.shard
-            if not 1 <= index <= count:
-                raise ConfigError(f"--shard {index}/{count}: expected I/N with 1 ≤ I ≤ N")
-            if self.auto is not None:
-                raise ConfigError(
-                    "--shard splits a fixed number of rounds: give --repeat N, not auto"
-                )
-            if count > self.repeat:
-                raise ConfigError(
-                    f"--shard {index}/{count} with --repeat {self.repeat}: a shard is a set "
-                    f"of rounds, so --repeat must be at least {count}"
-                )
-        if self.repeat < 1:
-            raise ConfigError(f"--repeat {self.repeat}: must be at least 1")
-        if self.warmup < 0:
-            raise ConfigError(f"--warmup {self.warmup}: must be 0 or more")
-        if not self.limits:
-            raise ConfigError("a sweep needs at least one limit setting")
-        described = [lim.describe() for lim in self.limits]
-        dup = next((d for d in described if described.count(d) > 1), None)
-        if dup is not None:
-            raise ConfigError(f"the limit setting {dup!r} is listed twice")
-        if self.name is not None and len(self.models) > 1:
-            # One label for every model made them one model's repeats, each run's files
-            # over the last's.
-            raise ConfigError(
-                f"--name {self.name} with {len(self.models)} models: each model is labelled "
-                "by its file name (by as much of its path as tells it apart)"
-            )
-        labels = dict(zip(self.models, model_labels(self.models), strict=True))
-        object.__setattr__(self, "_labels", labels)  # frozen: set once, here
-
-    @property
-    def is_single(self) -> bool:
-        """One run only: its files go straight into ``--out``, as a plain ``run`` writes."""
-        return (
-            not self.models
-            and len(self.limits) == 1
-            and self.repeat == 1
-            and not self.warmup
-            and self.auto is None
-            and self.shard is None
-        )
-
-    def rounds(self) -> list[int]:
-        """The measured rounds this plan runs (1-based): all, or its shard's."""
-        every = range(1, self.repeat + 1)
-        if self.shard is None:
-            return list(every)
-        index, count = self.shard
-        return [k for k in every if (k - 1) % count == index - 1]
-
-    def label(self, model: str | None) -> str | None:
-        return self.name if model is None else (self.name or self._labels[model])
-
-    def steps(self) -> list[Step]:
-        """Every run in execution order: rounds outermost, then limit settings, then models
-        (with ``auto``, every run it may make: :func:`run_sweep` skips the resolved)."""
-        models: list[str | None] = [*self.models] if self.models else [None]
-        rounds = [(True, k + 1) for k in range(self.warmup)]
-        rounds += [(False, k) for k in self.rounds()]
-        order = list(itertools.product(rounds, self.limits, models))
-        program = printable(Path(self.command[0]).name) if self.command else "run"
-        return [
-            Step(i + 1, len(order), model, self.label(model), lim, rnd, warm, program)
-            for i, ((warm, rnd), lim, model) in enumerate(order)
-        ]
+from .outdir import remove_earlier, run_dir
+from .plan import Step, SweepPlan
 
 
 @dataclass
@@ -317,57 +164,6 @@ class _Checkpoint:
         self._written = True
         took = time.monotonic() - start
         self._next = start + took + max(self.MIN_GAP_S, 10 * took)
-
-
-def run_dir(out: Path, plan: SweepPlan, step: Step) -> Path:
-    """Where one run of a sweep writes: ``OUT/<label>/[<setting>/]<round>`` (the setting level
-    only when the sweep has several; warm-ups in ``warmup-<round>``)."""
-    if plan.is_single:
-        return out
-    d = out / safe_dir(step.label or "run")
-    if len(plan.limits) > 1:
-        d /= safe_dir(step.limits.describe().replace(", ", "_").replace(" ", ""))
-    return d / (f"warmup-{step.round}" if step.warmup else str(step.round))
-
-
-def stale_runs(out: Path, plan: SweepPlan) -> list[Path]:
-    """Run directories in ``out`` this sweep will not write (an earlier sweep's other models,
-    settings or rounds, or an earlier single run's files): ``report`` reads ``sweep.json``
-    only, so they are no part of this sweep, but they had stayed beside it unsaid."""
-    if plan.is_single or not out.is_dir():
-        return []
-    planned = {run_dir(out, plan, step) for step in plan.steps()}
-    return sorted({p.parent for p in out.rglob("result.json")} - planned)
-
-
-def stale_part_runs(out: Path, plan: SweepPlan, stage: Path) -> list[Path]:
-    """:func:`stale_runs` of ``run --executor``, which writes part I of N (N: the plan's
-    rounds) in ``stage/part-I`` and the merged sweep in ``out``: an earlier, larger sweep's
-    ``part-5`` had stayed unsaid, and a later ``merge parts/part-*`` was refused."""
-    if not out.is_dir():
-        return []
-    count = plan.repeat
-    planned = set()
-    for i in range(1, count + 1):
-        part = dataclasses.replace(plan, shard=(i, count))
-        planned |= {run_dir(stage / f"part-{i}", part, step) for step in part.steps()}
-    return sorted({p.parent for p in out.rglob("result.json")} - planned)
-
-
-def remove_earlier(out: Path, plan: SweepPlan) -> list[Path]:
-    """Remove what an earlier sweep into ``out`` left at the names this one writes (its
-    :data:`SWEEP_FILES` and, in each of its runs' directories, a run's files); the paths
-    removed.  Called once every input is checked, ``out`` is held and the first run's
-    workload has started (a command that cannot start, or cores refused, remove nothing):
-    a re-run killed after its first run had left the earlier sweep's runs.csv, cells.csv and
-    report.md (6 runs, no note) beside its own sweep.json of 2, and its unreached runs'
-    result.json.  Only edgeprof's own names, only plain files, never through a link
-    (:func:`edgeprof.outfiles.remove_files`); other files, and an earlier sweep's runs this
-    one does not make (:func:`stale_runs`), stay."""
-    removed = [out / name for name in remove_files(out, SWEEP_FILES)]
-    for d in dict.fromkeys(run_dir(out, plan, step) for step in plan.steps()):
-        removed += [d / name for name in remove_files(d, OUT_FILES)]
-    return removed
 
 
 def check_limits(plan: SweepPlan, backend: Backend) -> None:

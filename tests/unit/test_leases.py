@@ -24,7 +24,8 @@ from edgeprof.measure.leases import Lease, acquire, holder, lease_cores, lease_d
 from edgeprof.measure.limits import THREAD_VARS, allowed_cpus
 from edgeprof.measure.runner import profile
 from edgeprof.model import Limits, RunResult, RunSpec
-from edgeprof.sweeps.sweep import SweepPlan, run_sweep
+from edgeprof.sweeps.plan import SweepPlan
+from edgeprof.sweeps.sweep import run_sweep
 from tests.fakes import FakeBackend, FakeRun
 
 

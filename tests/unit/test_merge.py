@@ -21,7 +21,8 @@ from edgeprof.report.comparison import ranking_tables
 from edgeprof.resultfiles import load_runs
 from edgeprof.sweeps.labels import limit_settings
 from edgeprof.sweeps.merge import merge_shards
-from edgeprof.sweeps.sweep import SweepPlan, run_sweep
+from edgeprof.sweeps.plan import SweepPlan
+from edgeprof.sweeps.sweep import run_sweep
 from tests.fakes import FakeBackend, linear
 from tests.unit.conftest import make_result
 

@@ -18,7 +18,7 @@ from edgeprof.report.comparison import ranking_tables, statistics_tables
 from edgeprof.report.export import cells_csv, runs_csv, text_cell
 from edgeprof.report.progress import PlainProgress, RichProgress
 from edgeprof.resultfiles import SWEEP_SCHEMA, load_runs
-from edgeprof.sweeps.sweep import SweepPlan
+from edgeprof.sweeps.plan import SweepPlan
 from tests.conftest import require_module
 from tests.unit.conftest import make_result
 

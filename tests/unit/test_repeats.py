@@ -18,8 +18,9 @@ from edgeprof.errors import ConfigError
 from edgeprof.model import Limits, RunResult
 from edgeprof.report.comparison import ranking_tables, repeats_table
 from edgeprof.sweeps import sweep as sweep_module
+from edgeprof.sweeps.plan import AutoRepeat, SweepPlan
 from edgeprof.sweeps.request import RunRequest, plan_run
-from edgeprof.sweeps.sweep import AutoRepeat, SweepPlan, run_sweep
+from edgeprof.sweeps.sweep import run_sweep
 from tests.fakes import FakeBackend, linear
 from tests.unit.conftest import make_result
 

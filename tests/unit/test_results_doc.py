@@ -96,7 +96,8 @@ def test_the_exports_columns_and_sweep_keys_are_on_the_results_page(tmp_path: Pa
     page's tables list exactly what the code writes, in its order."""
     from edgeprof.analysis.metrics import STAT_METRICS
     from edgeprof.report.export import RUN_COLUMNS, RUN_PLACE
-    from edgeprof.sweeps.sweep import SweepPlan, run_sweep
+    from edgeprof.sweeps.plan import SweepPlan
+    from edgeprof.sweeps.sweep import run_sweep
     from tests.fakes import FakeBackend, linear
 
     assert _table_after("### `runs.csv`") == [*RUN_COLUMNS, *RUN_PLACE]

@@ -10,8 +10,8 @@ import pytest
 from edgeprof.errors import ConfigError
 from edgeprof.model import Limits, RunResult
 from edgeprof.sweeps.host_checks import check_host, open_backend
+from edgeprof.sweeps.plan import Step
 from edgeprof.sweeps.request import RunRequest, execute, parse_env, plan_run
-from edgeprof.sweeps.sweep import Step
 
 TEMPLATE = """\
 IMAGEREPO=python:3.11-slim

@@ -14,7 +14,9 @@ from edgeprof.errors import ConfigError, LimitError
 from edgeprof.model import Limits, RunResult, RunSpec
 from edgeprof.resultfiles import SWEEP_SCHEMA, load_runs, sweep_stopped
 from edgeprof.sweeps.labels import limit_settings, model_labels
-from edgeprof.sweeps.sweep import Step, SweepPlan, _Checkpoint, run_dir, run_sweep
+from edgeprof.sweeps.outdir import run_dir
+from edgeprof.sweeps.plan import Step, SweepPlan
+from edgeprof.sweeps.sweep import _Checkpoint, run_sweep
 from tests.fakes import FakeBackend, FakeRun, linear
 
 

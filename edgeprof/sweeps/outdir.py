@@ -1,0 +1,65 @@
+"""A sweep's output directory: where each of its runs writes, what an earlier sweep left
+there that this one will not write (said), and what it will write again (removed once the
+first run has started)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from ..measure.runner import OUT_FILES
+from ..outfiles import remove_files
+from ..resultfiles import SWEEP_FILES
+from .labels import safe_dir
+from .plan import Step, SweepPlan
+
+
+def run_dir(out: Path, plan: SweepPlan, step: Step) -> Path:
+    """Where one run of a sweep writes: ``OUT/<label>/[<setting>/]<round>`` (the setting level
+    only when the sweep has several; warm-ups in ``warmup-<round>``)."""
+    if plan.is_single:
+        return out
+    d = out / safe_dir(step.label or "run")
+    if len(plan.limits) > 1:
+        d /= safe_dir(step.limits.describe().replace(", ", "_").replace(" ", ""))
+    return d / (f"warmup-{step.round}" if step.warmup else str(step.round))
+
+
+def stale_runs(out: Path, plan: SweepPlan) -> list[Path]:
+    """Run directories in ``out`` this sweep will not write (an earlier sweep's other models,
+    settings or rounds, or an earlier single run's files): ``report`` reads ``sweep.json``
+    only, so they are no part of this sweep, but they had stayed beside it unsaid."""
+    if plan.is_single or not out.is_dir():
+        return []
+    planned = {run_dir(out, plan, step) for step in plan.steps()}
+    return sorted({p.parent for p in out.rglob("result.json")} - planned)
+
+
+def stale_part_runs(out: Path, plan: SweepPlan, stage: Path) -> list[Path]:
+    """:func:`stale_runs` of ``run --executor``, which writes part I of N (N: the plan's
+    rounds) in ``stage/part-I`` and the merged sweep in ``out``: an earlier, larger sweep's
+    ``part-5`` had stayed unsaid, and a later ``merge parts/part-*`` was refused."""
+    if not out.is_dir():
+        return []
+    count = plan.repeat
+    planned = set()
+    for i in range(1, count + 1):
+        part = dataclasses.replace(plan, shard=(i, count))
+        planned |= {run_dir(stage / f"part-{i}", part, step) for step in part.steps()}
+    return sorted({p.parent for p in out.rglob("result.json")} - planned)
+
+
+def remove_earlier(out: Path, plan: SweepPlan) -> list[Path]:
+    """Remove what an earlier sweep into ``out`` left at the names this one writes (its
+    :data:`SWEEP_FILES` and, in each of its runs' directories, a run's files); the paths
+    removed.  Called once every input is checked, ``out`` is held and the first run's
+    workload has started (a command that cannot start, or cores refused, remove nothing):
+    a re-run killed after its first run had left the earlier sweep's runs.csv, cells.csv and
+    report.md (6 runs, no note) beside its own sweep.json of 2, and its unreached runs'
+    result.json.  Only edgeprof's own names, only plain files, never through a link
+    (:func:`edgeprof.outfiles.remove_files`); other files, and an earlier sweep's runs this
+    one does not make (:func:`stale_runs`), stay."""
+    removed = [out / name for name in remove_files(out, SWEEP_FILES)]
+    for d in dict.fromkeys(run_dir(out, plan, step) for step in plan.steps()):
+        removed += [d / name for name in remove_files(d, OUT_FILES)]
+    return removed
