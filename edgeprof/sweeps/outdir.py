@@ -7,9 +7,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from ..errors import ConfigError
 from ..measure.runner import OUT_FILES
 from ..outfiles import remove_files
-from ..resultfiles import SWEEP_FILES
+from ..resultfiles import SWEEP_FILES, read_sweep
 from .labels import safe_dir
 from .plan import Step, SweepPlan
 
@@ -59,7 +60,19 @@ def remove_earlier(out: Path, plan: SweepPlan) -> list[Path]:
     result.json.  Only edgeprof's own names, only plain files, never through a link
     (:func:`edgeprof.outfiles.remove_files`); other files, and an earlier sweep's runs this
     one does not make (:func:`stale_runs`), stay."""
-    removed = [out / name for name in remove_files(out, SWEEP_FILES)]
+    # The sweep files by their names only where an edgeprof sweep wrote them: a single run
+    # writes none, and had removed a user's own report.md and runs.csv from its --out.
+    earlier = not plan.is_single and _sweep_here(out)
+    removed = [out / name for name in remove_files(out, SWEEP_FILES)] if earlier else []
     for d in dict.fromkeys(run_dir(out, plan, step) for step in plan.steps()):
         removed += [d / name for name in remove_files(d, OUT_FILES)]
     return removed
+
+
+def _sweep_here(out: Path) -> bool:
+    """``out`` holds an edgeprof ``sweep.json`` (a file of another kind, or one that cannot
+    be read, is the user's: nothing beside it is removed for it)."""
+    try:
+        return read_sweep(out) is not None
+    except ConfigError:
+        return False

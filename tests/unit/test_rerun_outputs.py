@@ -159,3 +159,18 @@ def test_a_sweep_whose_first_run_cannot_start_removes_nothing(
     script.chmod(0o755)
     assert main([*sweep, "--", str(script)]) == 2
     assert {p: (out / p).read_bytes() for p in own_files(out)} == before
+
+
+def test_a_single_run_leaves_files_it_does_not_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A single run writes no sweep files, and had removed a user's own report.md and
+    runs.csv from its --out for their names (a reviewer's catch)."""
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "o"
+    out.mkdir()
+    for name in SWEEP_FILES[1:]:  # runs.csv, cells.csv, report.md: the user's
+        (out / name).write_text("mine\n")
+    assert main([*FAKE, "--out", "o", "--", "true"]) == 0
+    assert (out / "result.json").is_file()
+    assert all((out / name).read_text() == "mine\n" for name in SWEEP_FILES[1:])
