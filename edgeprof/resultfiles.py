@@ -115,7 +115,7 @@ def found_files(run: RunResult, bases: Sequence[Path], *, beside: bool) -> RunRe
     are in its shards' directories (the other ``bases``): a part records its node's scratch
     directory, which is gone.  A file whose directory holds another run's ``result.json``
     (an earlier sweep's, in the directory a merge wrote over) is not this run's.  Where none
-    is there, the recorded path stays."""
+    is there, the recorded path is named from ``bases[0]`` (an absolute one stays)."""
     samples = _found(run.samples.path, bases, beside, run.started_at)
     gpu = None if run.gpu is None else _found(run.gpu.path, bases, beside, run.started_at)
     if samples == run.samples.path and (run.gpu is None or gpu == run.gpu.path):
@@ -137,7 +137,12 @@ def _found(recorded: str | None, bases: Sequence[Path], beside: bool, started: s
             candidate = base.joinpath(*parts[i:])
             if candidate.is_file() and (beside or _started_at(candidate.parent) in (None, started)):
                 return str(candidate)
-    return recorded
+    # Not there: named from the file it was read from, where it is recorded relative to (a
+    # bare "samples.csv" kept as it was had been read from the reader's working directory,
+    # another run's file there: a reviewer's decoy), unless a file is there that is another
+    # run's (refused above); an absolute path stays as recorded.
+    here = None if Path(recorded).is_absolute() or not bases else bases[0] / recorded
+    return recorded if here is None or here.exists() else str(here)
 
 
 def _started_at(directory: Path) -> str | None:

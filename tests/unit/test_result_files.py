@@ -86,7 +86,10 @@ def test_a_runs_files_are_found_from_where_its_result_is_read(
     )
     a, b = load_runs([sweep])
     assert a.samples.path == str(run_dir / "samples.csv")
-    assert b.samples.path == "sweep/3/1/samples.csv"
+    # Gone: named from the sweep.json it is recorded relative to, never from the reader's
+    # working directory (a decoy samples.csv there had been taken for it).
+    assert b.samples.path == str(sweep.parent / "sweep/3/1/samples.csv")
+    assert not Path(b.samples.path).exists()
 
 
 @pytest.mark.parametrize(
@@ -132,3 +135,20 @@ def test_a_sweep_of_another_schema_is_named_as_a_sweep(tmp_path: Path, schema: o
     for given in (tmp_path, tmp_path / "sweep.json"):
         with pytest.raises(ConfigError, match=want):
             load_runs([given])
+
+
+def test_a_gone_samples_file_is_never_one_in_the_readers_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """result.json names its samples.csv from beside it; with that file gone, a bare
+    ``samples.csv`` had been read from the working directory (a reviewer's decoy there)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    r = make_result(name="m")
+    here = replace(r, samples=replace(r.samples, path=str(out / "samples.csv")))
+    write_result(out / "result.json", here)
+    assert json.loads((out / "result.json").read_text())["samples"]["path"] == "samples.csv"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "samples.csv").write_text("t_s\n0\n")  # the decoy
+    (run,) = load_runs([Path("out")])
+    assert run.samples.path is not None and Path(run.samples.path) == Path("out/samples.csv")
