@@ -229,9 +229,16 @@ def _answer_lines(o: FitOutcome) -> list[str]:
     # A squeezed run's own peak is not the unlimited one: no ratio for it.
     extra = ""
     if o.method == "bisection" and o.recommended < with_margin(o.answer, o.margin):
-        # need.recommended held it at the peak: say why, not a "1.0×" ratio (a tester's
-        # 213.4 MiB recommended over a 185.7 MiB peak).
-        extra = ", the unlimited peak: no limit at or above it reclaims anything"
+        # need.recommended held it at the peak, or at the margin on the run's own memory
+        # above it: say which and why, not a "1.0×" ratio (a tester's 213.4 MiB recommended
+        # over a 185.7 MiB peak).
+        if o.recommended <= b.peak:
+            extra = ", the unlimited peak: no limit at or above it reclaims anything"
+        else:
+            extra = (
+                f", the margin on its own memory ({format_binary(b.low)}): above the unlimited "
+                f"peak, {format_binary(b.peak)}, no limit reclaims anything"
+            )
         if b.peak > o.answer:
             extra += f" (the need is {100 * (1 - o.answer / b.peak):.0f}% under it)"
     elif b.peak > o.answer and o.method == "bisection":

@@ -207,7 +207,7 @@ def test_a_geometric_designs_last_point_dominates_only_where_it_moves_prediction
     (w,) = fit_warnings(f, "s", "time")
     assert w.startswith(
         "e dominates the fit (leverage 0.90 > 0.80, leaving it out moves a prediction 1.1× "
-        "its interval, Cook's distance "
+        "its 95% interval, Cook's distance "
     )
 
 

@@ -777,3 +777,13 @@ def test_the_margin_line_says_the_peak_where_it_stops_there() -> None:
     at = dataclasses.replace(o, answer=100 * MIB)
     assert "with a 20% margin: 100.0MiB, the unlimited peak: no limit at or above it " \
         "reclaims anything\n" in render_fit([at])  # fmt: skip
+
+    # Held at the margin on its own memory (floor and room 92 MiB), above the 100 MiB peak:
+    # named as that, not as the peak (a reviewer's "110.4MiB, the unlimited peak").
+    own = dataclasses.replace(o, bounds=Bounds(92 * MIB, 100 * MIB, None, 2 * MIB), answer=95 * MIB)
+    assert own.recommended == with_margin(92 * MIB, 0.20)
+    assert (
+        f"with a 20% margin: {format_binary(own.recommended)}, the margin on its own memory "
+        "(92.0MiB): above the unlimited peak, 100.0MiB, no limit reclaims anything (the need "
+        "is 5% under it)\n" in render_fit([own])
+    )

@@ -224,18 +224,20 @@ def test_kubernetes_manifests_validate_against_the_api_models(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize(
-    ("states", "polls"),
+    ("states", "polls", "rc"),
     [
-        (["", "", "Failed"], 3),  # a part failed: the Job is Failed, never Complete
-        (["", "Complete"], 2),
+        (["", "", "Failed"], 3, 0),  # a part failed: the Job is Failed, never Complete
+        (["", "Complete"], 2, 0),
         # Kubernetes 1.31+ says FailureTarget (SuccessCriteriaMet) before Failed (Complete).
-        (["FailureTarget", "FailureTarget Failed"], 2),
-        (["SuccessCriteriaMet", "SuccessCriteriaMet Complete"], 2),
-        (["", None], 2),  # the Job is gone (kubectl fails): no polling for ever
+        (["FailureTarget", "FailureTarget Failed"], 2, 0),
+        (["SuccessCriteriaMet", "SuccessCriteriaMet Complete"], 2, 0),
+        # The Job is gone (kubectl fails): no polling for ever, and a failure, so that the
+        # merge after it does not start (the loop had ended with status 0).
+        (["", None], 2, 1),
     ],
 )
 def test_the_kubernetes_wait_returns_when_the_job_ends_either_way(
-    tmp_path: Path, states: list[str | None], polls: int
+    tmp_path: Path, states: list[str | None], polls: int, rc: int
 ) -> None:
     """``kubectl wait --for=condition=Complete … --timeout=24h`` had waited 24 h when a part
     failed.  The printed step, run by sh against a stand-in kubectl that answers ``states``
@@ -258,7 +260,8 @@ def test_the_kubernetes_wait_returns_when_the_job_ends_either_way(
     for tool in ("kubectl", "sleep"):
         (bin_dir / tool).chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    subprocess.run(["sh", "-c", wait.format(out="o")], env=env, check=True, timeout=30)
+    done = subprocess.run(["sh", "-c", wait.format(out="o")], env=env, timeout=30)
+    assert done.returncode == rc
     asked = [json.loads(line) for line in calls.read_text().splitlines()]
     jsonpath = 'jsonpath={.status.conditions[?(@.status=="True")].type}'
     assert asked == [["-n", "perf", "get", "job/edgeprof-sweep", "-o", jsonpath]] * polls

@@ -340,10 +340,13 @@ def fit_warnings(
         # 3, 4, 6, 8, 12, 16: 0.60 against 4/8), and a tester's such design had been warned
         # of at every fit although leaving 16 out moved the slope 1.3 %.  Below
         # MAX_LEVERAGE it dominates only where the line of the others would move some
-        # calibrated model's prediction outside the interval it is shown with (simulated
-        # with 1.5 % scatter: at most 0.64 of an interval; the seeds' InceptionV3 case:
-        # 5.1).  Above it the others check the point at under √0.1 of its scatter, so it
-        # is always named.
+        # calibrated model's prediction outside the line's 95 % prediction interval there
+        # (LinearFit.moved_without; fifty such designs with 1.5 % scatter, simulated in
+        # test_a_geometric_designs_last_point_dominates_only_where_it_moves_predictions,
+        # stay under 1; the seeds' InceptionV3 case: 5.1).  It is a diagnostic of the line,
+        # so the calibration's --level, which the predictions' forms use, does not enter.
+        # Above the cap the others check the point at under √0.1 of its scatter, so it is
+        # always named.
         shift = f.moved_without(i) if f.n >= 3 and h > limit else None
         high_h = (
             f.n >= 3 and h > limit and (h > MAX_LEVERAGE or shift is None or shift > 1)
@@ -358,7 +361,7 @@ def fit_warnings(
             why.append("leverage {} > {}".format(*apart(h, limit)))
             if shift is not None and shift > 1:
                 shown = apart(shift, 1.0, 1)[0]  # never "1.0×" for a shift over its interval
-                why.append(f"leaving it out moves a prediction {shown}× its interval")
+                why.append(f"leaving it out moves a prediction {shown}× its 95% interval")
         if d is not None:
             shown = apart(d, d_limit)[0] if high_d else f"{d:.2f}"
             why.append(f"Cook's distance {shown}" + (f" > {d_limit:g}" if high_d else ""))

@@ -148,11 +148,13 @@ def _wait_line(kubectl: str, name: str) -> str:
     had waited out its whole ``--timeout`` (24 h) when a part failed: the Job then becomes
     Failed, never Complete, and ``kubectl wait`` takes one condition (no "or").
     A poll of the conditions is plain ``sh`` and needs no job control; it stops too when
-    the Job cannot be read (deleted, or no access), rather than polling for ever."""
+    the Job cannot be read (deleted, or no access), rather than polling for ever, and then
+    fails (a subshell's exit: a ``while`` whose condition fails ends with status 0, and the
+    merge after it had started while the parts still ran, a reviewer's reading)."""
     ended = ENDED.replace("{", "{{").replace("}", "}}")  # the steps are format strings
     return (
-        f"while s=$({kubectl} get job/{name} -o jsonpath='{ended}') && "
-        "! echo \"$s\" | grep -qwE 'Complete|Failed'; do sleep 30; done   "
+        f"(while :; do s=$({kubectl} get job/{name} -o jsonpath='{ended}') || exit 1; "
+        "echo \"$s\" | grep -qwE 'Complete|Failed' && exit 0; sleep 30; done)   "
         "# until Complete or Failed (kubectl wait takes one condition, and a failed part "
         "makes the Job Failed, never Complete); Failed is a result too: merge anyway"
     )
