@@ -31,6 +31,10 @@ from .samplefile import SampleWriter
 from .sampler import Sampler, SeriesStats
 from .squeeze import Squeezer
 
+OUT_FILES = ("result.json", "samples.csv", "gpu.csv")
+"""The files a run writes in its output directory: refused before the run if a link is there,
+and an earlier run's removed once this one's workload has started."""
+
 
 def run_loop(
     be: Backend,
@@ -73,8 +77,9 @@ def run_loop(
                 # sit beside this run's files as if they were its own: a re-run killed with
                 # SIGKILL, or that could not save its result, had left yesterday's
                 # result.json beside its own samples.csv, and `report` showed it.
-                stale = ("result.json",) if gpu is not None else ("result.json", "gpu.csv")
-                remove_files(out, stale)
+                # samples.csv is written over next; gpu.csv too, where a GPU watch writes one.
+                mine = {"samples.csv", *(("gpu.csv",) if gpu is not None else ())}
+                remove_files(out, [n for n in OUT_FILES if n not in mine])
                 writer = SampleWriter(out / "samples.csv", columns=columns)
             sampler = Sampler(
                 run.sample,

@@ -51,11 +51,9 @@ from .limits import (
     resolve,
     thread_env,
 )
-from .loop import run_loop
+from .loop import OUT_FILES, run_loop
 
 DEFAULT_KILL_GRACE_S = 2.0
-OUT_FILES = ("result.json", "samples.csv", "gpu.csv")
-"""The files a run writes in its output directory: refused before the run if a link is there."""
 
 
 class ResultNotSaved(EdgeprofError):

@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..measure.runner import OUT_FILES
+from ..measure.loop import OUT_FILES
 from ..outfiles import remove_files
 from ..resultfiles import SWEEP_FILES, read_sweep
 from .labels import safe_dir

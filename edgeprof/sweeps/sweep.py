@@ -25,7 +25,8 @@ from ..analysis.cells import CellKey, cell_key, ending
 from ..backends import Backend, get_backend
 from ..errors import ConfigError, LimitError
 from ..measure.limits import allowed_cpus, host_memory, resolve
-from ..measure.runner import OUT_FILES, ResultNotSaved, profile
+from ..measure.loop import OUT_FILES
+from ..measure.runner import ResultNotSaved, profile
 from ..model import Limits, RunResult, Termination
 from ..outfiles import check_target
 from ..storage import (

@@ -44,13 +44,18 @@ def _baseline(tmp_path: Path) -> Path:
     return tmp_path / "base"
 
 
+def _job(tmp_path: Path, base: Path, **extra: str) -> dict[str, str]:
+    """A job that profiles ``true`` and compares it with the baseline directory ``base``
+    (which may be missing or empty: a cache miss)."""
+    return _env(
+        tmp_path, EDGEPROF_CI_COMMAND="true", EDGEPROF_CI_BASELINE=str(base),
+        EDGEPROF_CI_SUDO="never", **extra,
+    )  # fmt: skip
+
+
 def _compared(tmp_path: Path, **extra: str) -> dict[str, str]:
     """A job that profiles ``true`` and compares it with :func:`_baseline`'s directory."""
-    base = str(_baseline(tmp_path))
-    return _env(
-        tmp_path, EDGEPROF_CI_COMMAND="true", EDGEPROF_CI_BASELINE=base, EDGEPROF_CI_SUDO="never",
-        **extra,
-    )  # fmt: skip
+    return _job(tmp_path, _baseline(tmp_path), **extra)
 
 
 def test_a_command_with_options_is_one_run_and_no_baseline_no_compare(tmp_path: Path) -> None:
@@ -120,12 +125,7 @@ def test_a_refused_run_leaves_no_results_directory_and_compares_nothing(tmp_path
     directory behind and compared the nothing in it."""
     (tmp_path / "base" / "m").mkdir(parents=True)
     (tmp_path / "base" / "m" / "result.json").write_text("{}")
-    env = _env(
-        tmp_path,
-        EDGEPROF_CI_COMMAND="true",
-        EDGEPROF_CI_BASELINE=str(tmp_path / "base"),
-        EDGEPROF_CI_SUDO="never",
-    )
+    env = _job(tmp_path, tmp_path / "base")
     rec = Recorder(2)
     assert ci.main(env, rec) == 2
     assert len(rec.calls) == 1 and not (tmp_path / "out").exists()
@@ -149,13 +149,7 @@ def test_a_baseline_with_no_results_is_said_on_the_page_and_in_the_log(
     base, page = tmp_path / "base", tmp_path / "step.md"
     if made:
         base.mkdir()
-    env = _env(
-        tmp_path,
-        EDGEPROF_CI_COMMAND="true",
-        EDGEPROF_CI_BASELINE=str(base),
-        EDGEPROF_CI_SUDO="never",
-        GITHUB_STEP_SUMMARY=str(page),
-    )
+    env = _job(tmp_path, base, GITHUB_STEP_SUMMARY=str(page))
     assert ci.main(env, Recorder(0)) == 0
     line = (
         f"⚠️ No baseline compared: no results in {base} (a cache miss, or the first run), so "
@@ -193,13 +187,7 @@ def test_the_default_branchs_build_makes_the_baseline_and_is_not_warned(
         "GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "push", "GITHUB_REF": "refs/heads/main",
         "GITHUB_EVENT_PATH": _github_event(tmp_path), "GITHUB_STEP_SUMMARY": str(page),
     }  # fmt: skip
-    env = _env(
-        tmp_path,
-        EDGEPROF_CI_COMMAND="true",
-        EDGEPROF_CI_BASELINE=str(tmp_path / "base"),
-        EDGEPROF_CI_SUDO="never",
-        **(github if ci_env == "github" else GITLAB_MAIN),
-    )
+    env = _job(tmp_path, tmp_path / "base", **(github if ci_env == "github" else GITLAB_MAIN))
     assert ci.main(env, Recorder(run_rc)) == run_rc
     branch = "main" if ci_env == "github" else "trunk"
     line = f"On the default branch ({branch}): nothing to compare with; " + becomes.format(
@@ -232,13 +220,7 @@ def test_a_build_meant_to_compare_is_still_warned(
     gitlab = "GITLAB_CI" in extra
     # The GitLab cases fetch from an API that is not there: what they say of it aside.
     api = {"CI_API_V4_URL": "http://127.0.0.1:1/api/v4"} if gitlab else github
-    env = _env(
-        tmp_path,
-        EDGEPROF_CI_COMMAND="true",
-        EDGEPROF_CI_BASELINE=str(tmp_path / "base"),
-        EDGEPROF_CI_SUDO="never",
-        **{**api, **extra},
-    )
+    env = _job(tmp_path, tmp_path / "base", **{**api, **extra})
     assert ci.main(env, Recorder(0)) == 0
     out = capsys.readouterr().out
     assert f"edgeprof ci: ⚠️ No baseline compared: no results in {tmp_path / 'base'}" in out
@@ -251,13 +233,7 @@ def test_a_compare_error_is_said_on_the_page(
     """compare exiting 2 (no cell in both): the job was red, the page held the run's table
     alone and the reason was only in the log."""
     base, page = _baseline(tmp_path), tmp_path / "step.md"
-    env = _env(
-        tmp_path,
-        EDGEPROF_CI_COMMAND="true",
-        EDGEPROF_CI_BASELINE=str(base),
-        EDGEPROF_CI_SUDO="never",
-        GITHUB_STEP_SUMMARY=str(page),
-    )
+    env = _job(tmp_path, base, GITHUB_STEP_SUMMARY=str(page))
     why = "no model/limits cell is in both (baseline: 2, 8; current: python)"
     assert ci.main(env, Recorder(0, 2, error=why)) == 2
     line = (
@@ -273,13 +249,7 @@ def test_a_compared_or_refused_run_adds_no_line(
     tmp_path: Path, run_rc: int, compare_rc: int | None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     page = tmp_path / "step.md"
-    env = _env(
-        tmp_path,
-        EDGEPROF_CI_COMMAND="true",
-        EDGEPROF_CI_BASELINE=str(_baseline(tmp_path)),
-        EDGEPROF_CI_SUDO="never",
-        GITHUB_STEP_SUMMARY=str(page),
-    )
+    env = _job(tmp_path, _baseline(tmp_path), GITHUB_STEP_SUMMARY=str(page))
     codes = [run_rc] if compare_rc is None else [run_rc, compare_rc]
     ci.main(env, Recorder(*codes))
     assert not page.exists() and "No baseline" not in capsys.readouterr().out
