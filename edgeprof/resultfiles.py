@@ -157,9 +157,10 @@ def _started_at(directory: Path) -> str | None:
 
 def _shard_dirs(sweep: Any, base: Path) -> list[Path]:
     """Where a merged sweep's (in ``base``) shards may be now: each shard's directory as
-    recorded (relative to where ``merge`` ran), and the tails of that path under ``base``
-    (``run --executor``'s ``OUT/parts/part-I``) and beside it (a recipe's ``parts/…``
-    next to the merged ``sweep/``)."""
+    recorded (relative to ``base``; in older files, to where ``merge`` ran), the tails of
+    that path under ``base`` (``run --executor``'s ``OUT/parts/part-I``) and beside it (a
+    recipe's ``parts/…`` next to the merged ``sweep/``).  ``base``'s first: a recorded
+    ``../part-1`` names, from the reader's directory, some other directory."""
     shards = sweep.get("shards") if isinstance(sweep, dict) else None
     dirs: list[Path] = []
     for shard in shards if isinstance(shards, list) else ():
@@ -169,7 +170,7 @@ def _shard_dirs(sweep: Any, base: Path) -> list[Path]:
         where = Path(recorded).parent
         parts = where.parts[1:] if where.is_absolute() else where.parts
         tails = [Path(*parts[i:]) for i in range(len(parts))]
-        found = [where, *(base / t for t in tails), *(base.parent / t for t in tails)]
+        found = [*(base / t for t in tails), where, *(base.parent / t for t in tails)]
         dirs += [d for d in dict.fromkeys(found) if d.is_dir()]
     return dirs
 

@@ -275,7 +275,6 @@ def merge_saved(
     on stdout, the line had been mixed into the tables of ``merge > tables.txt``, and the
     files had gone unnamed."""
     from ..analysis.hosts import shard_notes
-    from ..analysis.sweepfile import sweep_dict
     from ..sweeps.merge import merge_shards
     from .run import gate_run
 
@@ -301,9 +300,7 @@ def merge_saved(
             "replace it; give a directory of its own"
         )
     target = prepare_out_dir(out, ("sweep.json",))
-    write_json_output(
-        target / "sweep.json", sweep_dict(merged.runs, merged.extra(), merged.run_dicts)
-    )
+    write_json_output(target / "sweep.json", merged.document(target))
     runs = cell_order(merged.runs)  # runs.csv's rows as run's and report's: by cell
     write_exports(target, runs, sweep_json=False, plan=merged.plan)
     log = sys.stderr if log is None else log

@@ -19,11 +19,13 @@ keeps the rankings comparable, the absolute figures are a mix of the hosts.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..analysis.sweepfile import sweep_dict
 from ..errors import ConfigError
 from ..model import RunResult
 from ..resultfiles import found_files, read_sweep
@@ -47,23 +49,46 @@ class Merged:
     plan: dict[str, Any]
     """The plan's keys (:data:`PLAN_KEYS`) as the shards recorded them."""
     runs: list[RunResult]
+    """Each run with its files where they are now (in its shard's directory)."""
     run_dicts: list[dict[str, Any]]
-    warmup_runs: list[dict[str, Any]]
+    """Each run as its shard's ``sweep.json`` holds it (its files named from there)."""
+    warmup_runs: list[tuple[dict[str, Any], RunResult]]
     shards: list[Shard]
     by_shard: list[list[RunResult]]
     """Each shard's runs (in the order of :attr:`shards`)."""
 
-    def extra(self) -> dict[str, Any]:
-        """The merged ``sweep.json``'s own keys: the plan, and where each round came from."""
-        return {
+    def document(self, directory: Path) -> dict[str, Any]:
+        """The merged ``sweep.json`` written in ``directory``: its runs, and its own keys (the
+        plan, where each round came from), every file named relative to ``directory``, as a
+        sweep's are.  As each shard had named them (relative to the shard), or as ``merge``
+        was given the shards (relative to where it ran), they named nothing from the merged
+        file: read from elsewhere, only a search of the shards' directories found them."""
+        extra = {
             **self.plan,
             "interrupted": False,
-            "warmup_runs": self.warmup_runs,
+            "warmup_runs": [_named_from(d, r, directory) for d, r in self.warmup_runs],
             "shards": [
-                {"index": s.index, "count": s.count, "rounds": list(s.rounds), "path": str(s.path)}
+                {
+                    "index": s.index,
+                    "count": s.count,
+                    "rounds": list(s.rounds),
+                    "path": os.path.relpath(s.path, directory),
+                }
                 for s in self.shards
             ],
         }
+        pairs = zip(self.run_dicts, self.runs, strict=True)
+        return sweep_dict(self.runs, extra, [_named_from(d, r, directory) for d, r in pairs])
+
+
+def _named_from(data: dict[str, Any], run: RunResult, directory: Path) -> dict[str, Any]:
+    """``data`` (a run as its shard recorded it) with its ``samples.csv`` and ``gpu.csv``
+    named from ``directory``: where ``run`` (the same run) found them."""
+    named = dict(data)
+    for key, files in (("samples", run.samples), ("gpu", run.gpu)):
+        if files is not None and files.path is not None and isinstance(data.get(key), dict):
+            named[key] = {**data[key], "path": os.path.relpath(files.path, directory)}
+    return named
 
 
 def read_shard(path: Path) -> Shard:
@@ -113,6 +138,7 @@ def merge_shards(paths: Sequence[Path]) -> Merged:
     cells = len(first.data["limits"]) * max(1, len(first.data["models"]))
     blocks: dict[int, list[tuple[dict[str, Any], RunResult]]] = {}
     by_shard = []
+    warmups: list[tuple[dict[str, Any], RunResult]] = []
     for s in shards:
         dicts = s.data["runs"]
         # A run cut short by the interruption is in the file, but not finished: counted, it
@@ -128,8 +154,8 @@ def merge_shards(paths: Sequence[Path]) -> Merged:
         try:
             # Each run's files where they are now (under its shard's directory): merge's
             # runs.csv ties each row to its directory, and --html draws its timeline.
-            base = [s.path.parent]
-            runs = [found_files(RunResult.from_dict(d), base, beside=False) for d in dicts]
+            runs = [_found(d, s) for d in dicts]
+            warmups += [(d, _found(d, s)) for d in s.data.get("warmup_runs") or ()]
         except ConfigError as exc:
             raise ConfigError(f"{s.path}: {exc}") from exc
         by_shard.append(runs)
@@ -160,9 +186,13 @@ def merge_shards(paths: Sequence[Path]) -> Merged:
     if sorted(blocks) != list(rounds):
         raise ConfigError(f"the shards' rounds are not 1 … {first.data['repeat']}")
     ordered = [pair for rnd in rounds for pair in blocks[rnd]]
-    warmups = [d for s in shards for d in s.data.get("warmup_runs") or ()]
     plan = {k: first.data[k] for k in PLAN_KEYS}
     return Merged(plan, [r for _, r in ordered], [d for d, _ in ordered], warmups, shards, by_shard)
+
+
+def _found(data: Any, shard: Shard) -> RunResult:
+    """The run ``data`` of ``shard``, its files where they are now (:func:`found_files`)."""
+    return found_files(RunResult.from_dict(data), [shard.path.parent], beside=False)
 
 
 def _methods(values: set[str]) -> str:

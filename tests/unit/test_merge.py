@@ -86,6 +86,13 @@ def test_three_shards_merged_equal_the_unsplit_sweep(
     }
     assert [s["rounds"] for s in merged["shards"]] == [[1, 4], [2, 5], [3]]
     assert len(merged["warmup_runs"]) == 3 * 4  # each shard warmed every cell up
+    # Every file named from the merged sweep.json's directory, as a sweep's are (as each
+    # shard named them, `m1/cpus=1/1/samples.csv` named nothing from there).
+    assert [s["path"] for s in merged["shards"]] == [f"../s{i}/sweep.json" for i in (1, 2, 3)]
+    named = [r["samples"]["path"] for r in merged["runs"] + merged["warmup_runs"]]
+    assert named[0] == "../s1/m1/cpus=1/1/samples.csv"
+    assert all((merged_dir / p).is_file() for p in named), named
+    assert len(set(named)) == len(named) == 20 + 12
     for name in ("runs.csv", "cells.csv", "report.md"):
         assert (tmp_path / "merged" / name).is_file()
     # runs.csv in the whole sweep's order (by cell, then round: merge's had been round
@@ -318,9 +325,10 @@ def test_a_merged_run_never_takes_another_runs_samples(tmp_path: Path) -> None:
     assert len(runs) == 20
     recorded = json.loads((tmp_path / "whole" / "sweep.json").read_text())["runs"]
     for run, d in zip(runs, recorded, strict=True):
-        # The recorded path (its shard's, which is gone), not whole's file at that tail.
-        assert run.samples.path == d["samples"]["path"]
-        assert run.samples.path is not None and run.samples.path.startswith("m")
+        # The recorded path (in its shard, which is gone), not whole's file at that tail.
+        assert d["samples"]["path"].startswith("../s")
+        assert run.samples.path == str(tmp_path / "whole" / d["samples"]["path"])
+        assert not Path(run.samples.path).exists()
 
 
 def test_shards_measured_by_different_backends_are_refused(
