@@ -27,6 +27,7 @@ from .gpu import GpuWatch
 from .interrupts import Interrupted, SignalGuard
 from .limits import quota_can_stall
 from .memory import MappedTracker
+from .phases import peak_with_phases
 from .samplefile import SampleWriter
 from .sampler import Sampler, SeriesStats
 from .squeeze import Squeezer
@@ -199,6 +200,7 @@ def run_loop(
     phases, latency, marks, more = channel.results(wall, result.termination.value)
     return dataclasses.replace(
         result,
+        memory=peak_with_phases(result.memory, phases),
         phases=phases,
         latency=latency,
         marks=marks,

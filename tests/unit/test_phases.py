@@ -24,6 +24,7 @@ from edgeprof.measure.phases import (
     Occurrence,
     Timeline,
     interpolate,
+    peak_with_phases,
     phase_stats,
 )
 from edgeprof.model import Counters, LatencyStats, Mark, PhaseStats, RunResult, Termination
@@ -501,3 +502,35 @@ def test_a_phase_entered_again_while_open_counts_each_entry_and_its_time_once() 
     (rec,) = ch.results(run_end=5.0)[0]
     assert rec.count == 4
     assert rec.wall_s == pytest.approx(0.8)
+
+
+def _phase(name: str, peak: int | None, source: str | None) -> PhaseStats:
+    return PhaseStats(name, 1, 0.0, 0.1, 0.1, 100.0, peak, source, peak)
+
+
+@pytest.mark.parametrize(
+    ("run_peak", "run_source", "want", "want_source"),
+    [
+        (int(7.7 * MiB), "sampled", 57 * MiB, "sampled"),  # the tester's: below its phase
+        (None, None, 57 * MiB, "sampled"),  # no periodic sample saw it; its phases did
+        (int(7.7 * MiB), "rss", 57 * MiB, "rss"),  # a tree's RSS, raised by a reading of it
+        (60 * MiB, "sampled", 60 * MiB, "sampled"),  # above every phase: as it was
+        (30 * MiB, "kernel", 30 * MiB, "kernel"),  # a kernel mark is never raised
+    ],
+)
+def test_a_runs_peak_is_never_below_its_sampled_phases(
+    run_peak: int | None, run_source: str | None, want: int, want_source: str
+) -> None:
+    """Without a kernel high-water mark a run's peak is its largest reading, and its phases'
+    readings include those taken at their events: the process backend had reported 7.7 MiB
+    for a run whose ``infer`` phase peaked at 56.8 MiB (a non-root ``run --plots``)."""
+    memory = dataclasses.replace(
+        make_result().memory, peak_bytes=run_peak, peak_source=run_source
+    )
+    phases = [_phase("load", 35 * MiB, "sampled"), _phase("infer", 57 * MiB, "sampled")]
+    phases.append(_phase("kernel-marked", 90 * MiB, "kernel"))  # never a reading of the sum
+    got = peak_with_phases(memory, phases)
+    if run_source == "kernel":
+        assert got is memory
+    assert (got.peak_bytes, got.peak_source) == (want, want_source)
+    assert peak_with_phases(memory, []) is memory
