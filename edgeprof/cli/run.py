@@ -108,6 +108,13 @@ def run(
             "--json", help="Print the result JSON on stdout (the workload's stdout goes to stderr)."
         ),
     ] = False,
+    report_to: Annotated[
+        str,
+        typer.Option(
+            help="stdout or stderr: where edgeprof's tables go; stderr leaves stdout the "
+            "workload's own (-- cat data.bin > copy.bin), as time(1) does."
+        ),
+    ] = "stdout",
     markdown: Annotated[Path | None, typer.Option(help="Also write a Markdown table here.")] = None,
     name: Annotated[str | None, typer.Option(help="Label of the run in tables.")] = None,
     cgroup_parent: CgroupParent = None,

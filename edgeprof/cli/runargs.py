@@ -46,6 +46,7 @@ OPTIONS: dict[str, tuple[str, Kind]] = {
     "--cwd": ("cwd", "path"),
     "--out": ("out", "path"),
     "--json": ("json_out", "flag"),
+    "--report-to": ("report_to", "str"),
     "--markdown": ("markdown", "path"),
     "--name": ("name", "str"),
     "--cgroup-parent": ("cgroup_parent", "str"),
@@ -97,6 +98,7 @@ DEFAULTS: dict[str, Any] = {
     "command": None,
     "backend": "auto",
     "cores_busy": "wait",
+    "report_to": "stdout",
     "repeat": "1",
     "warmup": 0,
     **{param: False for param, kind in OPTIONS.values() if kind in ("flag", "no-flag")},
@@ -315,6 +317,7 @@ def execute(params: Mapping[str, Any]) -> int:
         html=p["html"],
         predictions=p["predictions"],
         json_out=p["json_out"],
+        report_to=p["report_to"],
     )
     report = run_and_report(request, outputs, sys.stdout, sys.stderr)
     return runs_exit_code(report.results, report.breached)

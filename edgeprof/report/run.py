@@ -49,6 +49,14 @@ class RunOutputs:
     """The calibration's predictions as JSON (:mod:`edgeprof.report.predictions`)."""
     json_out: bool = False
     """The result JSON on stdout: the workload's stdout and the predictions go to stderr."""
+    report_to: str = "stdout"
+    """Where the tables go (:data:`REPORT_TO`): on stdout they follow the workload's own
+    output there, and ``run -- cat data.bin > copy.bin`` had 725 bytes of table appended
+    to its copy (a tester's); ``stderr`` leaves stdout the workload's, as ``time(1)``'s
+    report does."""
+
+
+REPORT_TO = ("stdout", "stderr")
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,15 @@ def run_and_report(
     request: RunRequest, outputs: RunOutputs, stdout: TextIO, stderr: TextIO
 ) -> RunReport:
     """Run ``request`` and render it; every bad input is refused before the first run."""
+    if outputs.report_to not in REPORT_TO:
+        raise ConfigError(f"--report-to {outputs.report_to!r}: give stdout or stderr")
+    if outputs.report_to == "stderr":
+        if outputs.json_out:
+            raise ConfigError(
+                "--report-to stderr with --json: --json prints the result on stdout and the "
+                "workload's output on stderr; give one of them"
+            )
+        stdout = stderr  # every line edgeprof prints; the workload's stdout stays its own
     named = (outputs.markdown, outputs.summary, outputs.junit, outputs.html, outputs.predictions)
     files = [p for p in named if p is not None]
     job = plan_run(request, files)

@@ -72,6 +72,26 @@ def test_workload_stdout_stays_on_stdout_without_json(capfd: pytest.CaptureFixtu
     assert err == ""
 
 
+def test_report_to_stderr_leaves_stdout_the_workloads(
+    capfd: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``run -- cat data.bin > copy.bin`` had the table appended to the copy (725 bytes, a
+    tester's); with ``--report-to stderr`` stdout is byte for byte the workload's."""
+    data = tmp_path / "data.bin"
+    data.write_text("".join(f"row {i}\n" for i in range(1000)) + "no newline at the end")
+    assert main([*RUN, "--report-to", "stderr", "--", "cat", str(data)]) == 0
+    out, err = capfd.readouterr()
+    assert out == data.read_text()
+    assert err.startswith("Final Usage Stats\n") and "cat " in err
+    # Refused before anything runs: a value it does not know, and the JSON that owns stdout.
+    assert main([*RUN, "--report-to", "file", "--", "cat", str(data)]) == 2
+    refused = "edgeprof: error: --report-to 'file': give stdout or stderr\n"
+    assert capfd.readouterr() == ("", refused)
+    assert main([*RUN, "--report-to", "stderr", "--json", "--", "cat", str(data)]) == 2
+    out, err = capfd.readouterr()
+    assert out == "" and err.count("\n") == 1 and "give one of them" in err
+
+
 @pytest.mark.parametrize(
     ("script", "code"),
     [("exit 7", 7), ("exit 0", 0), ("kill -KILL $$", 137), ("kill -TERM $$", 143)],
