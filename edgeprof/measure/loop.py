@@ -2,9 +2,10 @@
 :func:`edgeprof.measure.runner.profile` has checked every input and taken the run's holds
 (its cores, its output directory, its events channel, its GPU watch).
 
-spawn (backend) → sample on a background thread → wait for the main process (pidfd: woken at
-the exit, so wall time is exact) → timeout / interrupt handling → kill what is left → read
-the final counters → remove the group.  Totals come from the kernel's counters after the
+stdin put back where the first run found it (a file: :mod:`.stdin`) → spawn (backend) →
+sample on a background thread → wait for the main process (pidfd: woken at the exit, so wall
+time is exact) → timeout / interrupt handling → kill what is left → read the final counters
+→ remove the group.  Totals come from the kernel's counters after the
 kill; samples give the time series, averages and the sampled peaks.
 """
 
@@ -31,6 +32,7 @@ from .phases import peak_with_phases
 from .samplefile import SampleWriter
 from .sampler import Sampler, SeriesStats
 from .squeeze import Squeezer
+from .stdin import rewind as rewind_stdin
 
 OUT_FILES = ("result.json", "samples.csv", "gpu.csv")
 """The files a run writes in its output directory: refused before the run if a link is there,
@@ -66,6 +68,8 @@ def run_loop(
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
     interrupted = timed_out = False
     squeezer: Squeezer | None = None
+    # Every run reads the same stdin: a file is put back where the first run found it.
+    rewind_stdin()
     try:
         with be.launch(spec) as run:
             if on_launch is not None:

@@ -41,7 +41,7 @@ from .fit_outcome import FitOutcome, Probe
 from .fit_reference import Cap, failed, interrupted_after, reference_cap, succeeded
 from .host_checks import check_host, check_setting, open_backend, require_reclaim
 from .labels import safe_dir
-from .request import RunJob, RunRequest, execute, plan_run
+from .request import RunJob, RunRequest, execute, plan_run, stdin_warnings
 from .run_options import check_count
 
 
@@ -94,6 +94,8 @@ def plan_fit(req: FitRequest) -> tuple[RunJob, int | None]:
     if req.one_run and (req.repeat is not None or req.resolution is not None):
         raise ConfigError("--one-run makes one run: --repeat and --resolution are bisection's")
     job = plan_run(dataclasses.replace(r, squeeze=req.one_run))
+    if not req.one_run:  # a bisection: a reference and probes, each a run of the command
+        job = dataclasses.replace(job, warnings=(*job.warnings, *stdin_warnings()))
     (setting,) = job.plan.limits
     ceiling = setting.memory
     plan = dataclasses.replace(job.plan, limits=(dataclasses.replace(setting, memory=None),))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from ..measure.gpu_select import check_selection
 from ..measure.inputs import DEFAULT_INTERVAL_S, parse_times
 from ..measure.leases import CORES_BUSY
 from ..measure.squeeze import INTERVAL_S as SQUEEZE_INTERVAL_S
+from ..measure.stdin import piped_warning
 from ..model import RunResult, UserIds
 from ..names import check_name
 from ..outfiles import check_target
@@ -291,6 +293,8 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
         auto=auto,
         shard=None if req.shard is None else parse_shard(req.shard),
     )
+    if _many_runs(plan):
+        warnings += stdin_warnings()
     budgets = budgets_from_options(req.budgets_file, req.budgets)
     if req.budgets.get("memory_need") is not None and not req.squeeze:
         raise ConfigError(
@@ -313,6 +317,17 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     return RunJob(
         req, plan, budgets, cal, tpl, tuple(warnings), device=req.device, limits_from=limits_from
     )
+
+
+def _many_runs(plan: SweepPlan) -> bool:
+    """Whether more than one run may start (``--repeat auto`` may stop at one)."""
+    return plan.auto is not None or len(list(itertools.islice(plan.steps(), 2))) > 1
+
+
+def stdin_warnings() -> list[str]:
+    """Said once before a command's runs: a pipe on stdin reaches only the first of them."""
+    w = piped_warning()
+    return [] if w is None else [w]
 
 
 def _template_limits(given: RunRequest, tpl: EnvTemplate) -> tuple[tuple[str, str], ...]:
