@@ -29,7 +29,15 @@ from ..errors import EdgeprofError
 from ..model import Capped, Counters, EventCounts, LatencyStats, Mark, PhaseStats
 from ..units import CFS_PERIOD_US
 from ..workload.instrument import GPU_CAPPED_MARK
-from .latency import Iteration, Tail, iteration_stalls, latency_stats, stall_warning
+from .latency import (
+    Iteration,
+    Tail,
+    all_raised,
+    iteration_stalls,
+    latency_stats,
+    stall_warning,
+    with_raised,
+)
 from .phases import (
     MAX_ITERATIONS,
     MAX_LINE,
@@ -82,6 +90,9 @@ class EventStore:
         self._it1 = array.array("d")
         self._items = array.array("q")  # -1: the line gave no ITEMS (counted as 1 where counted)
         self._throttled = array.array("d")  # seconds, at each iteration line (NaN: none)
+        self._raised = array.array("d")  # the ends of iterations that raised (to the cap)
+        self._raised_over = 0  # past the cap: counted, and by the phases open at the line
+        self._raised_tails: collections.Counter[str] = collections.Counter()
         self._read_throttled: Callable[[], int | None] | None = None
         self._period_s = CFS_PERIOD_US / 1e6  # the quota's period (start): the kernel's default
         self._share: float | None = None  # the quota in CPUs (start)
@@ -165,6 +176,14 @@ class EventStore:
             return
         t = ev.t - self._t0
         max_phases, max_marks, max_iterations = self._caps
+        if ev.kind == "raised":
+            with self._lock:
+                if len(self._raised) < max_iterations:
+                    self._raised.append(t)
+                else:
+                    self._raised_over += 1
+                    self._raised_tails.update(self._names_at(t))
+            return
         if ev.kind == "iter":
             with self._lock:
                 if len(self._it1) < max_iterations:
@@ -229,13 +248,18 @@ class EventStore:
         attributed by timestamp after the run; these cannot wait).  One iteration counts
         once per name, and bounded work: distinct open names, :data:`_RECENT` closed."""
         self._tail.add(t0, t1, items)
-        names = {name for name, n in self._open_names.items() if n > 0}
-        names.update(o.name for o in self._recent if o.end is not None and o.start <= t1 <= o.end)
-        for name in names:
+        for name in self._names_at(t1):
             tail = self._tails.get(name)
             if tail is None:
                 tail = self._tails[name] = Tail()
             tail.add(t0, t1, items)
+
+    def _names_at(self, t1: float) -> set[str]:
+        """The phases an iteration ending at ``t1`` belongs to, as its line arrives (under
+        the lock): those open now, and those closed since that held it."""
+        names = {name for name, n in self._open_names.items() if n > 0}
+        names.update(o.name for o in self._recent if o.end is not None and o.start <= t1 <= o.end)
+        return names
 
     def _snapshot(self) -> Counters | None:
         """Read the counters now: a timeline point next to an event."""
@@ -270,7 +294,7 @@ class EventStore:
     ) -> tuple[tuple[PhaseStats, ...], LatencyStats | None, tuple[Mark, ...], list[str]]:
         """(phases, latency of every iteration, marks, warnings); ``run_end``: the wall time;
         ``termination``: how the run ended, recorded on the phases it cut short."""
-        from .phases import phase_stats
+        from .phases import phase_raised, phase_stats
 
         iterations: list[Iteration] = [
             (t0, t1, None if n < 0 else n)
@@ -287,6 +311,8 @@ class EventStore:
                 share=self._share,
             )
         timeline = self._timeline.timeline()
+        raised = phase_raised(self._occurrences, sorted(self._raised), run_end=run_end)
+        raised.update(self._raised_tails)  # past the cap: attributed as their lines came
         phases = phase_stats(
             self._occurrences,
             timeline,
@@ -295,6 +321,7 @@ class EventStore:
             termination=termination,
             stalls=stalls,
             tails=self._tails,
+            raised=raised,
         )
         warnings = cap_warnings(self.counts())
         if self.malformed:
@@ -317,7 +344,11 @@ class EventStore:
             )
         if phases and any(p.peak_source == "sampled" for p in phases):
             warnings.append(sampled_phase_peaks(self._mechanism, self._peaks is not None))
-        latency = latency_stats(iterations, stalls=stalls, tail=self._tail)
+        latency = with_raised(
+            latency_stats(iterations, stalls=stalls, tail=self._tail),
+            len(self._raised) + self._raised_over,
+        )
+        warnings.extend(all_raised(phases, raised, latency, len(self._raised) + self._raised_over))
         # The run's own only where no phase holds all its iterations (as the latency table's
         # "(all)" row): the same warning had been printed twice, for the run and its phase.
         counts = {p.latency.count for p in phases if p.latency is not None}

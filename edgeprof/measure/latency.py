@@ -24,11 +24,12 @@ and a :class:`Sketch` of the durations for the percentiles.
 from __future__ import annotations
 
 import array
+import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..model import LatencyStats, Throttling
+from ..model import LatencyStats, PhaseStats, Throttling
 
 TOLERANCE = 0.25
 """A percentile "depends on stalls" when it differs from its evenly-stalled value by more
@@ -234,6 +235,32 @@ def latency_stats(
         items_per_s=(items / span if span > 0 else None) if items_given else None,
         throttling=throttling,
     )
+
+
+def with_raised(latency: LatencyStats | None, raised: int) -> LatencyStats | None:
+    """``latency`` with the count of the iterations that raised beside it (they are in none
+    of its figures); ``None`` stays ``None`` (:func:`all_raised` says why)."""
+    if latency is None or not raised:
+        return latency
+    return dataclasses.replace(latency, raised=raised)
+
+
+def all_raised(
+    phases: Sequence[PhaseStats],
+    raised: Mapping[str, int],
+    latency: LatencyStats | None,
+    total: int,
+) -> list[str]:
+    """A warning for the run, and each phase, whose every iteration raised: it has no latency
+    to carry the count, and a table without the row would say nothing of them."""
+    out = [
+        f"phase {p.name!r}: all {raised[p.name]} of its iteration(s) raised: no latency"
+        for p in phases
+        if p.latency is None and raised.get(p.name)
+    ]
+    if latency is None and total:
+        out.insert(0, f"all {total} iteration(s) raised: the run has no latency or throughput")
+    return out
 
 
 def _items(iterations: Sequence[Iteration]) -> tuple[int, bool]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from ..model import EventCounts, MemoryStats, PhaseStats
 from ..workload.instrument import MAX_ITEMS, MAX_NAME
-from .latency import SKETCH_ALPHA, Iteration, Tail, latency_stats
+from .latency import SKETCH_ALPHA, Iteration, Tail, latency_stats, with_raised
 
 MAX_LINE = 4096
 """Longer lines (in bytes) are malformed (a single ``write()`` of up to 4 KiB is atomic on a
@@ -49,7 +49,7 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 """Control characters (C0, DEL, C1) have no place in a name the report prints to a terminal
 (an escape sequence would be the terminal's to act on)."""
 
-KINDS = ("begin", "end", "mark", "iter")
+KINDS = ("begin", "end", "mark", "iter", "raised")
 
 # -- what the runner keeps of it ---------------------------------------------------------------
 
@@ -99,12 +99,12 @@ class ProtocolError(ValueError):
 @dataclass(frozen=True)
 class Event:
     kind: str
-    """``begin``, ``end``, ``mark`` or ``iter``."""
+    """``begin``, ``end``, ``mark``, ``iter`` or ``raised`` (an iteration that raised)."""
     name: str = ""
     t: float = 0.0
-    """Absolute ``CLOCK_MONOTONIC`` seconds (the iteration's end for ``iter``)."""
+    """Absolute ``CLOCK_MONOTONIC`` seconds (the iteration's end for ``iter`` and ``raised``)."""
     t0: float = 0.0
-    """``iter`` only: the iteration's start."""
+    """``iter`` and ``raised`` only: the iteration's start."""
     items: int = 1
     items_given: bool = False
     """``iter`` only: the line had an ITEMS field."""
@@ -144,6 +144,13 @@ def parse_line(line: str, now: float) -> Event:
         if not 1 <= len(args) <= 2:
             raise ProtocolError(f"{kind}: expected NAME [T], got {len(args)} words")
         return Event(kind, name=_name(args[0]), t=_time(args[1]) if len(args) == 2 else now)
+    if kind == "raised":
+        if len(args) != 2:
+            raise ProtocolError(f"raised: expected T0 T1, got {len(args)} words")
+        t0, t1 = _time(args[0]), _time(args[1])
+        if t1 < t0:
+            raise ProtocolError("raised: ends before it starts")
+        return Event("raised", t=t1, t0=t0)
     if kind == "iter":
         if not 2 <= len(args) <= 3:
             raise ProtocolError(f"iter: expected T0 T1 [ITEMS], got {len(args)} words")
@@ -173,7 +180,7 @@ def off_clock(ev: Event, now: float, start: float) -> str | None:
     hint = "the protocol's times are CLOCK_MONOTONIC (time.monotonic()), the run's clock"
     if ev.t > now + CLOCK_SLACK_S:
         return f"{ev.kind}: time {ev.t:.3f} is after the line was read ({now:.3f}): {hint}"
-    first = ev.t0 if ev.kind == "iter" else ev.t
+    first = ev.t0 if ev.kind in ("iter", "raised") else ev.t
     if first < start - CLOCK_SLACK_S:
         return f"{ev.kind}: time {first:.3f} is before the run began ({start:.3f}): {hint}"
     return None
@@ -348,6 +355,7 @@ def phase_stats(
     termination: str | None = None,
     stalls: Sequence[float | None] | None = None,
     tails: Mapping[str, Tail] | None = None,
+    raised: Mapping[str, int] | None = None,
 ) -> tuple[PhaseStats, ...]:
     """Merge occurrences by name (in order of first start) and attribute readings and
     iterations (an iteration belongs to every phase open at its end) to each.
@@ -355,7 +363,9 @@ def phase_stats(
     An occurrence still open (no ``end`` line) ends at ``run_end`` and its phase records
     ``termination`` as what cut it short; times past ``run_end`` count at it.  ``stalls``:
     per iteration, as for :func:`latency_stats`; ``tails``: by name, the iterations past
-    the stored ones that the runner attributed as their lines arrived."""
+    the stored ones that the runner attributed as their lines arrived; ``raised``: by name,
+    the iterations that raised (:func:`phase_raised`), kept out of the latency and counted
+    beside it."""
     order = sorted(range(len(iterations)), key=lambda i: iterations[i][1])
     iterations = [iterations[i] for i in order]
     stalls_sorted = None if stalls is None else [stalls[i] for i in order]
@@ -420,11 +430,14 @@ def phase_stats(
                 avg_bytes=round(area / wall) if mem_known and wall > 0 else None,
                 complete=complete,
                 cut_short_by=None if complete else termination,
-                latency=latency_stats(
-                    its,
-                    stalls=None if stalls_sorted is None else its_stalls,
-                    tail=None if tails is None else tails.get(name),
-                    within_s=wall,
+                latency=with_raised(
+                    latency_stats(
+                        its,
+                        stalls=None if stalls_sorted is None else its_stalls,
+                        tail=None if tails is None else tails.get(name),
+                        within_s=wall,
+                    ),
+                    0 if raised is None else raised.get(name, 0),
                 ),
             )
         )
@@ -446,3 +459,20 @@ def peak_with_phases(memory: MemoryStats, phases: Sequence[PhaseStats]) -> Memor
         return memory
     source = memory.peak_source or "sampled"
     return dataclasses.replace(memory, peak_bytes=max(sampled), peak_source=source)
+
+
+def phase_raised(
+    occurrences: Sequence[Occurrence], ends: Sequence[float], *, run_end: float
+) -> collections.Counter[str]:
+    """By phase name, the iterations that raised, given their sorted ``ends``: each belongs
+    to every phase open at its end, as a completed iteration does (:func:`phase_stats`)."""
+    by_name: dict[str, list[Occurrence]] = {}
+    for occ in sorted(occurrences, key=lambda o: o.start):
+        by_name.setdefault(occ.name, []).append(occ)
+    out: collections.Counter[str] = collections.Counter()
+    for name, occs in by_name.items():
+        for _, _, first, last, _ in occurrence_spans(occs, run_end):
+            n = bisect.bisect_right(ends, last) - bisect.bisect_left(ends, first)
+            if n:
+                out[name] += n
+    return out

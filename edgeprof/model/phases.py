@@ -50,7 +50,8 @@ class Throttling:
 
 @dataclass(frozen=True)
 class LatencyStats:
-    """Per-iteration latency of the iterations a workload reported (``edgeprof.iteration()``).
+    """Per-iteration latency of the iterations a workload reported (``edgeprof.iteration()``)
+and completed (those that raised are counted apart, in ``raised``).
 
     Percentiles by linear interpolation between closest ranks (numpy's default, Hyndman-Fan
     type 7).  ``per_s``: iterations per second over the span from the first iteration's start
@@ -77,6 +78,11 @@ class LatencyStats:
     """``None``: the percentiles are exact.  Past the runner's cap on stored durations
     (:mod:`edgeprof.measure.events`) they come from a sketch, each within this relative
     error (0.01: ±1 %) of the exact value; count, mean, min, max and rates stay exact."""
+    raised: int = 0
+    """Iterations that raised (the workload's exception left ``edgeprof.iteration()``): not in
+    ``count``, the percentiles or the rates, which are the completed iterations'.  Counted
+    in with them, 2 raising requests of 10 had made a 10-iteration latency of its errors.
+    0 in a file written before it was recorded."""
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LatencyStats:

@@ -193,11 +193,16 @@ def latency_notes(cells: Iterable[str], stats: Sequence[LatencyStats]) -> list[s
     return notes
 
 
+def iterations_cell(s: LatencyStats) -> str:
+    """The completed iterations the figures are of, and those that raised beside them."""
+    return f"{s.count} (+{s.raised} raised)" if s.raised else str(s.count)
+
+
 def _latency_row(label: str, phase: str, s: LatencyStats) -> list[str]:
     return [
         label,
         phase,
-        str(s.count),
+        iterations_cell(s),
         _ms(s.mean_s),
         percentile_cell(s, "p50"),
         percentile_cell(s, "p90"),
@@ -211,7 +216,7 @@ def _latency_row(label: str, phase: str, s: LatencyStats) -> list[str]:
 
 def latency_rows(results: Sequence[RunResult]) -> list[list[str]]:
     """One row per phase with iterations, and an ``(all)`` row for the run's iterations
-    unless one phase already holds all of them."""
+    unless one phase already holds all of them (those that raised too)."""
     rows = []
     if aggregated(results):
         units = [(lb, _cell_phases(runs), _cell_latency(runs)) for lb, runs in _cells(results)]
@@ -221,7 +226,9 @@ def latency_rows(results: Sequence[RunResult]) -> list[list[str]]:
         per_phase = [(p.name, p.latency) for p in phases if p.latency is not None]
         for name, lat in per_phase:
             rows.append(_latency_row(label, name, lat))
-        if latency is not None and not any(lat.count == latency.count for _, lat in per_phase):
+        if latency is not None and not any(
+            (lat.count, lat.raised) == (latency.count, latency.raised) for _, lat in per_phase
+        ):
             rows.append(_latency_row(label, ALL, latency))
     return rows
 

@@ -43,6 +43,8 @@ languages (words separated by spaces; ``T`` a decimal number of seconds on
     iter T0 T1 [ITEMS]      one iteration from T0 to T1, of ITEMS items (default 1 where
                             other iterations of its phase give ITEMS; a phase where none
                             does has no item count)
+    raised T0 T1            one iteration from T0 to T1 that raised: counted apart, out of
+                            the latency and throughput
 
 NAME is any run of non-space characters (at most 200, no control characters); a line is at
 most 4096 bytes, a time at most 1e10, ITEMS below 2**63.  The runner ignores a malformed line
@@ -336,7 +338,8 @@ class phase(ContextDecorator):
 
 class iteration(ContextDecorator):
     """``with edgeprof.iteration(items=batch_size):`` around one inference: its latency goes
-    into the percentiles, ``items`` (optional) into the items/s throughput."""
+    into the percentiles, ``items`` (optional) into the items/s throughput.  One that raises
+    is counted as raised instead (out of both), and its exception propagates unchanged."""
 
     def __init__(self, items: int | None = None) -> None:
         self.items = _items(items)
@@ -368,6 +371,13 @@ class iteration(ContextDecorator):
         tb: TracebackType | None,
     ) -> None:
         t1 = time.monotonic()
-        if _channel.ready():
-            n = "" if self.items is None else f" {self.items}"
-            _channel.send(f"iter {self._t0:.9f} {t1:.9f}{n}\n")
+        if not _channel.ready():
+            return
+        if exc_type is not None:
+            # Counted apart: a raised request's time is no latency of the workload (2 of 10
+            # that raised had been in ITER, the percentiles and items/s).  The exception
+            # goes on as it came (nothing is returned).
+            _channel.send(f"raised {self._t0:.9f} {t1:.9f}\n")
+            return
+        n = "" if self.items is None else f" {self.items}"
+        _channel.send(f"iter {self._t0:.9f} {t1:.9f}{n}\n")

@@ -226,7 +226,7 @@ def test_the_runner_ignores_malformed_lines_with_one_warning_and_keeps_the_rest(
     assert ch.malformed == 5
     assert [w for w in warnings if "malformed" in w] == [
         "5 malformed event line(s) ignored (first: 'garbage': unknown event 'garbage' "
-        "(expected one of begin, end, mark, iter))"
+        "(expected one of begin, end, mark, iter, raised))"
     ]
     assert [p.name for p in phases] == ["load", "unterminated"]
     assert phases[0].complete and not phases[1].complete
