@@ -256,14 +256,18 @@ def _name(name: str, caller: str) -> str:
     character its picture (tab ``␉``, DEL ``␡``); other whitespace or unprintable
     characters ``<U+XXXX>``.  Each had become ``_``: ``phase("a b")`` and ``phase("a_b")`` were
     then one phase ``a_b``, in silence.  A name that is not a ``str`` is a :class:`TypeError`
-    at once (``mark(None)`` had been recorded as the phase ``None``)."""
+    at once (``mark(None)`` had been recorded as the phase ``None``), and one that is empty or
+    only whitespace a :class:`ValueError` (``phase("")`` had become ``_``, one phase with a
+    real ``phase("_")``)."""
     if not isinstance(name, str):
         what = f"{name!r} ({type(name).__name__})"
         raise TypeError(f"edgeprof.{caller}: name must be a str, got {what}")
     if name.isprintable() and name.split() == [name]:  # one word: sent as written
         return name[:MAX_NAME]
-    if not name:
-        return "_"
+    if not name.strip():
+        raise ValueError(
+            f"edgeprof.{caller}: name must have a character other than whitespace, got {name!r}"
+        )
     return "".join(_visible(c) for c in name)[:MAX_NAME]
 
 

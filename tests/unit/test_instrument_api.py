@@ -57,7 +57,7 @@ def test_an_item_count_the_runner_cannot_take_is_refused_at_once(items: int) -> 
         instrument.iteration(items=items)
 
 
-@pytest.mark.parametrize("name", ["bell\x07", "esc\x1b[31m", "c1\x85x", "tab\tand space", ""])
+@pytest.mark.parametrize("name", ["bell\x07", "esc\x1b[31m", "c1\x85x", "tab\tand space", "\x07"])
 def test_any_name_becomes_one_the_runner_takes(lines: Lines, name: str) -> None:
     """A control character in a name had the runner drop the phase as malformed."""
     with instrument.phase(name):
@@ -114,6 +114,23 @@ def test_a_name_that_is_no_str_is_refused_in_or_out_of_edgeprof(
         with pytest.raises(TypeError) as raised:
             call(name)  # type: ignore[operator]
         assert str(raised.value) == words
+    assert lines.sent == []
+
+
+@pytest.mark.parametrize("name", ["", " ", "\t\n", "\u00a0\u2003"])
+def test_an_empty_or_blank_name_is_refused_in_or_out_of_edgeprof(
+    lines: Lines, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """``phase("")`` had become the phase ``_``, merged with a real ``phase("_")``."""
+    for ready in (True, False):
+        monkeypatch.setattr(lines, "ready", lambda ready=ready: ready)
+        for call, caller in ((instrument.phase, "phase"), (instrument.mark, "mark")):
+            with pytest.raises(ValueError) as raised:
+                call(name)
+            assert str(raised.value) == (
+                f"edgeprof.{caller}: name must have a character other than whitespace, "
+                f"got {name!r}"
+            )
     assert lines.sent == []
 
 
