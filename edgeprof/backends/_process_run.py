@@ -21,8 +21,19 @@ measured through psutil (:mod:`edgeprof.backends.process` holds the backend).
   set).  A main-process mark no larger than edgeprof's own is therefore not the workload's,
   and the peak is then the largest sample (``peak_source`` ``sampled``).  RSS is not
   a cgroup's charge: it leaves out the page cache the workload's reads filled and kernel
-  memory, which a cgroup counts, and a sum over processes counts twice the pages they share
-  (a fork's copy-on-write pages, mapped libraries, shared memory).  Its composition is the
+  memory, which a cgroup counts, and a sum over processes counts once per process the pages
+  they share (a fork's copy-on-write pages, mapped libraries, shared memory): a 300 MiB
+  array read by 4 forked workers read 1.5 GiB, the cgroup backend 318.7 MiB.  A run that had
+  more than one process at a sample says so in a warning (:func:`shared_pages_caveat`).
+  The proportional set size (``Pss`` of ``/proc/PID/smaps_rollup``), which splits a shared
+  page between its sharers, is not read: the kernel walks the process's page tables for it.
+  One read cost 4.0–4.3 ms for a process holding 300 MiB, 36–45 ms for one holding 2 GiB
+  and 135–141 µs for a bare interpreter, against 22–23 µs for ``statm`` and ``status``
+  together (``benchmarks/pss_cost.py``, Linux 6.18, THP ``madvise``, a 2-core host shared
+  with another job: the two runs at load 4–7; at load 11 a third read 16.6 and 88 ms).
+  The 4-worker run above would
+  spend over 20 ms of every 0.1 s sample in the kernel's walk, holding each process's
+  mmap lock, and a 2 GiB model's tree more than the interval.  Its composition is the
   kernel's per-process split (``statm``'s resident and shared pages, ``RssShmem`` of
   ``/proc/PID/status``): shared memory is ``shmem``, which no limit can reclaim, not ``file``.
 """
@@ -102,6 +113,8 @@ class ProcessRun(RunHandle):
         self._subreaper = set_subreaper(True)
         self._dead_user = self._dead_system = 0.0  # reaped by edgeprof: exact (wait4)
         self._dead_maxrss = 0
+        self._most_read = 0  # the most processes of the run read at one sample
+        self._shared_said = False
         self._spawner_hwm: int | None = None
         self._main_peak_said = False
         self._last_cpu = (0, 0)
@@ -209,7 +222,7 @@ class ProcessRun(RunHandle):
                 system += main.ru_stime
             rss = shared = shmem = threads = 0
             shmem_seen = False
-            seen = False  # a process of the run read this time: else its memory is unknown
+            read = 0  # processes of the run read this time: none, and its memory is unknown
             io_read = io_write = 0
             io_ok = True
             for p in self._tree():
@@ -231,7 +244,7 @@ class ProcessRun(RunHandle):
                 user += t.user + t.children_user
                 system += t.system + t.children_system
                 rss += m.rss
-                seen = True
+                read += 1
                 shared += getattr(m, "shared", 0)
                 # statm's "shared" is RssFile + RssShmem: the shared memory (a /dev/shm
                 # mapping: 100 MiB read as file) is no cache a limit can drop.
@@ -245,7 +258,10 @@ class ProcessRun(RunHandle):
             s_us = max(self._last_cpu[1], round(system * 1e6))
             self._last_cpu = (u_us, s_us)
             peak = oom_kills = None
+            self._most_read = max(self._most_read, read)
+            seen = read > 0
             if final:
+                self._say_shared_pages()
                 peak = self._dead_maxrss  # orphans were forked in the tree: theirs is real
                 if main is not None:
                     peak = max(peak, self._main_peak(main.ru_maxrss * 1024))
@@ -266,6 +282,13 @@ class ProcessRun(RunHandle):
                 pids_current=threads,
                 oom_kills=oom_kills,
             )
+
+    def _say_shared_pages(self) -> None:
+        """The caveat of a tree's summed resident sets, said once, at the final reading."""
+        caveat = shared_pages_caveat(self._most_read)
+        if caveat is not None and not self._shared_said:
+            self._shared_said = True
+            self.warnings.append(caveat)
 
     def _main_peak(self, maxrss: int) -> int:
         """The main process's ``ru_maxrss`` where it is the workload's, else 0.  It is the
@@ -362,6 +385,19 @@ def _running(p: psutil.Process) -> bool:
         return bool(p.status() != "zombie")
     except Exception:  # gone is not running, whatever psutil calls it
         return False
+
+
+def shared_pages_caveat(processes: int) -> str | None:
+    """What a sum of resident sets over ``processes`` read at once cannot tell (``None``: one
+    process, nothing shared to count twice).  Said whenever the tree had more than one: the
+    backend cannot tell how much they shared without reading PSS, which it cannot afford."""
+    if processes <= 1:
+        return None
+    return (
+        f"{processes} processes at once: memory they share (a fork's copy-on-write pages, "
+        "libraries) is counted in each of them, so the memory figures can read up to "
+        f"{processes}x what the run used; the cgroup backend counts it once"
+    )
 
 
 def own_high_water_mark(status: str = "/proc/self/status") -> int | None:

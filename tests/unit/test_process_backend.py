@@ -8,6 +8,7 @@ import ctypes.util
 import os
 import re
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -17,10 +18,16 @@ from edgeprof import Limits
 from edgeprof.backends import ProcessBackend, get_backend
 from edgeprof.backends._own_group import OwnGroup, own_memory_group
 from edgeprof.backends._process import Process
-from edgeprof.backends._process_run import own_high_water_mark, rss_counter_slack, set_subreaper
+from edgeprof.backends._process_run import (
+    own_high_water_mark,
+    rss_counter_slack,
+    set_subreaper,
+    shared_pages_caveat,
+)
 from edgeprof.backends.process import refusal
 from edgeprof.cli.runargs import OPTIONS
 from edgeprof.errors import BackendUnavailable, ConfigError
+from edgeprof.model import RunSpec
 
 
 @pytest.mark.parametrize(
@@ -179,3 +186,43 @@ def test_a_wait_longer_than_poll_takes_still_waits() -> None:
     finally:
         os.kill(slow.pid, signal.SIGKILL)
         assert slow.wait(1e9) == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("processes", [0, 1])
+def test_one_process_has_no_shared_pages_to_count_twice(processes: int) -> None:
+    assert shared_pages_caveat(processes) is None
+
+
+def test_a_tree_is_told_its_shared_pages_count_once_per_process() -> None:
+    """A 300 MiB array read by 4 forked workers read 1.5 GiB of RSS, 318.7 MiB in a cgroup."""
+    assert shared_pages_caveat(5) == (
+        "5 processes at once: memory they share (a fork's copy-on-write pages, libraries) is "
+        "counted in each of them, so the memory figures can read up to 5x what the run used; "
+        "the cgroup backend counts it once"
+    )
+
+
+def _warnings_after_a_sample(command: tuple[str, ...], processes: int) -> list[str]:
+    """The run handle's warnings after one sample that read ``processes`` processes of the
+    tree ``command`` starts, and its final reading."""
+    be = ProcessBackend(own_group=None)
+    with be.launch(RunSpec(command=command)) as run:
+        deadline = time.monotonic() + 10
+        while len(run.members()) < processes and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(run.members()) == processes
+        assert run.sample().memory_current is not None
+        run.kill()
+        run.counters()
+        run.counters()  # read twice (a caller's retry): still said once
+        return list(run.warnings)
+
+
+def test_a_run_that_sampled_three_processes_says_their_shared_pages_count_thrice() -> None:
+    warnings = _warnings_after_a_sample(("sh", "-c", "sleep 30 & sleep 30 & wait"), 3)
+    assert [w for w in warnings if "at once" in w] == [shared_pages_caveat(3)]
+
+
+def test_a_run_of_one_process_has_no_shared_pages_caveat() -> None:
+    warnings = _warnings_after_a_sample(("sleep", "30"), 1)
+    assert not [w for w in warnings if "at once" in w]
