@@ -60,8 +60,10 @@ class FakeRun(RunHandle):
         script: Script,
         peak_reset: FdPeakReset | SharedPeakReset | None = None,
         oom_file: Path | None = None,
+        others: Callable[[], int | None] | None = None,
     ) -> None:
         super().__init__()
+        self._others = others
         self._script = script
         self._peak_reset = peak_reset
         self._oom_file = oom_file
@@ -70,6 +72,7 @@ class FakeRun(RunHandle):
         self.pid = self._proc.pid
         self.started = self._proc.started
         self.counter_reads = 0
+        self.others_reads = 0
         self._ended: float | None = None
         """When ``wait`` first saw the main process end: the script stops there, as a group's
         counters stop with its processes (they kept growing while the runner joined its
@@ -86,6 +89,10 @@ class FakeRun(RunHandle):
     @property
     def peak_reset(self) -> PeakReset | None:
         return self._peak_reset
+
+    def others_running(self) -> int | None:
+        self.others_reads += 1
+        return None if self._others is None else self._others()
 
     def sample(self) -> Counters:
         return self.counters()
@@ -129,14 +136,18 @@ class FakeBackend(Backend):
         peak_file: Path | None = None,
         shared_peak: bool = False,
         oom_file: Path | None = None,
+        others: Callable[[], int | None] | None = None,
     ) -> None:
         """``peak_file``: per-phase peak windows over this file, per descriptor (cgroup v2's
-        kind) or, with ``shared_peak``, one shared mark (cgroup v1's kind)."""
+        kind) or, with ``shared_peak``, one shared mark (cgroup v1's kind).  ``others``: the
+        scripted count of the run's processes besides its main one
+        (``RunHandle.others_running``; ``None``: the backend cannot tell)."""
         self.script = script or linear()
         self._cpus = cpus
         self._peak_file = peak_file
         self._shared_peak = shared_peak
         self._oom_file = oom_file
+        self._others = others
         self.runs: list[FakeRun] = []
 
     @property
@@ -157,6 +168,6 @@ class FakeBackend(Backend):
         if self._peak_file is not None:
             kind = SharedPeakReset if self._shared_peak else FdPeakReset
             peaks = kind(self._peak_file)
-        run = FakeRun(spec, self.script, peaks, self._oom_file)
+        run = FakeRun(spec, self.script, peaks, self._oom_file, self._others)
         self.runs.append(run)
         return run

@@ -127,6 +127,11 @@ class CgroupRun(RunHandle):
         # own is still the run's, to signal and to kill.
         return fs.procs_under(self._killer.members)
 
+    def others_running(self) -> int:
+        # A process that has exited is gone from cgroup.procs, zombie or not; the main
+        # process is left out in case it is listed still, unreaped.
+        return sum(1 for pid in self.members() if pid != self.pid)
+
     def terminate(self) -> None:
         signal_pids(self.members(), signal.SIGTERM)
 

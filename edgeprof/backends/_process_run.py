@@ -344,6 +344,13 @@ class ProcessRun(RunHandle):
     def members(self) -> list[int]:
         return self._pids()
 
+    def others_running(self) -> int:
+        # The tree holds the orphans re-parented to edgeprof; one that has exited is a zombie
+        # there until it is reaped, and is not running.
+        with self._lock:
+            procs = self._tree()
+        return sum(1 for p in procs if p.pid != self.pid and _running(p))
+
     def terminate(self) -> None:
         signal_pids(self._pids(), signal.SIGTERM)
 

@@ -45,6 +45,9 @@ Optional capabilities (override the default where the backend has them):
 * ``RunHandle.mapped_files()`` (default None): a :class:`MappedReading` of the run's
   mapped files against its group's charge (:mod:`edgeprof.backends._mapped`), read by the
   sampler at a coarse cadence.
+* ``RunHandle.others_running()`` (default None): how many of the run's processes besides
+  its main process are running now, read by the run loop once the main process has exited
+  by itself, before ``kill()`` ends them.
 * ``RunHandle.warnings``: lines about the run's clean-up, read after ``close()``.
 
 Writing an outside backend: subclass :class:`Backend` and :class:`RunHandle`, set ``name``,
@@ -277,6 +280,14 @@ class RunHandle(abc.ABC):
         """The run's cumulative CFS throttled time now (µs), as cheaply as it can be read,
         or ``None`` where it cannot.  Read by the events thread at each reported iteration,
         so that a stall can be attributed to the iterations it lengthened."""
+        return None
+
+    def others_running(self) -> int | None:
+        """How many of the run's processes other than its main process are running now, or
+        ``None`` where the backend cannot tell (Docker: the container's init is the main
+        process, and its exit takes its PID namespace with it before the daemon reports
+        it).  The run loop reads it once the main process has exited by itself: what
+        :meth:`kill` is about to end."""
         return None
 
     # -- the contract ------------------------------------------------------------------------

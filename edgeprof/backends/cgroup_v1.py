@@ -184,6 +184,9 @@ def counter_sources(
         ),
         *at("blkio", blkio, Kind.BLKIO, Field("io_read_bytes"), Field("io_write_bytes")),
         *at("pids", "pids.current", Kind.INT, Field("pids_current")),
+        # v1 groups have pids.peak too where the kernel has it (6.18 here).
+        *at("pids", "pids.peak", Kind.INT, Field("pids_peak"), per_sample=False),
+        *at("pids", "pids.events", Kind.KV, *fs.PIDS_EVENTS, per_sample=False),
     ]
 
 

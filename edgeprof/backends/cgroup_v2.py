@@ -62,7 +62,6 @@ MEMORY_EVENTS = (
     Field("memory_events_oom", "oom"),
 )
 
-
 def counter_sources(group: Path, disable: frozenset[str] = frozenset()) -> list[Source]:
     """The counter files of the v2 group ``group``, for a :class:`CounterSet`.
 
@@ -93,6 +92,10 @@ def counter_sources(group: Path, disable: frozenset[str] = frozenset()) -> list[
         Source(group / "cpu.pressure", Kind.PSI, fs.CPU_PRESSURE, per_sample=False),
         Source(group / "io.stat", Kind.IOSTAT, (Field("io_read_bytes"), Field("io_write_bytes"))),
         Source(group / "pids.current", Kind.INT, (Field("pids_current"),)),
+        # The kernel's exact high-water mark (Linux ≥ 6.1): a Pool(8)'s forks came and went
+        # between two 20 ms samples, which read a peak of 1 where the limit of 4 was reached.
+        Source(group / "pids.peak", Kind.INT, (Field("pids_peak"),), per_sample=False),
+        Source(group / "pids.events", Kind.KV, fs.PIDS_EVENTS, per_sample=False),
     ]
     return [src for src in sources if src.path.name not in disable]
 

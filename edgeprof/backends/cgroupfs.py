@@ -306,6 +306,10 @@ CPU_PRESSURE = (Field("cpu_some_us"), Field("cpu_full_us"))
 group's)."""
 MEMORY_PRESSURE = (Field("memory_some_us"), Field("memory_full_us"))
 """``memory.pressure``'s fields, on either version, as :data:`CPU_PRESSURE`."""
+PIDS_EVENTS = (Field("pids_refused", "max"),)
+"""``pids.events``' fields, on either version: ``max`` counts the forks and thread starts
+refused at ``pids.max`` (a Pool(8) under ``--pids 4`` died of EAGAIN while the sampled peak
+read 1 of 4: only this counter keeps a refusal)."""
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ def build_result(
     timed_out: bool,
     before: Counters | None = None,
     device: str | None = None,
+    others_left: int | None = None,
 ) -> RunResult:
     # ``before``: a container's group read just after its start (runc init's set-up in
     # it).  Its CPU is not subtracted: the reading comes after StartedAt, and subtracting it
@@ -169,23 +170,33 @@ def build_result(
             interval_s=interval,
             path=None if out is None else str(out / "samples.csv"),
         ),
-        pids_peak=_pids_peak(stats.peak_pids, spec.limits.pids),
+        pids_peak=_pids_peak(stats.peak_pids, final, spec.limits.pids),
         warnings=tuple(dict.fromkeys(warnings)),
         name=name,
+        pids_refused=final.pids_refused,
+        processes_left=others_left,
     )
 
 
-def _pids_peak(sampled: int | None, limit: int | None) -> int | None:
-    """The sampled peak of ``pids.current``, never above ``pids.max``.
+def _pids_peak(sampled: int | None, final: Counters, limit: int | None) -> int | None:
+    """The peak of the run's processes and threads: the larger of the samples' and the
+    kernel's own mark (``pids.peak``), the limit itself where the kernel refused a fork at
+    it, and never above the limit.
 
+    Sampled alone it missed what came and went between two samples: a Pool(8) under
+    ``--pids 4`` read a peak of 1 of 4 while 5 of its forks were refused.  A refused fork
+    found the group at its limit (``pids_try_charge``: refused when one more exceeds it).
     The kernel charges a fork before it checks the limit and takes the charge back when the
-    check fails (``pids_try_charge``), so a sample can catch ``pids.current`` one or more
-    above the limit for a fork that never happened (65 of 64 seen under a fork bomb).
-    ``samples.csv`` keeps the counter as read; the result's peak is the processes that ran.
+    check fails, so a sample can catch ``pids.current`` one or more above the limit for a
+    fork that never happened (65 of 64 seen under a fork bomb).  ``samples.csv`` keeps the
+    counter as read; the result's peak is the processes that ran.
     """
-    if sampled is None or limit is None:
-        return sampled
-    return min(sampled, limit)
+    peak = max((p for p in (sampled, final.pids_peak) if p is not None), default=None)
+    if limit is None:
+        return peak
+    if final.pids_refused:
+        return limit
+    return None if peak is None else min(peak, limit)
 
 
 _HOST: HostInfo | None = None

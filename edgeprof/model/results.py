@@ -86,6 +86,12 @@ class Counters(NamedTuple):
     net_rx_bytes: int | None = None
     net_tx_bytes: int | None = None
     pids_current: int | None = None
+    pids_peak: int | None = None
+    """The kernel's high-water mark of the group's processes and threads (``pids.peak``,
+    Linux ≥ 6.1; read only for the totals)."""
+    pids_refused: int | None = None
+    """Forks and thread starts the kernel refused at the group's ``pids.max`` (the ``max``
+    line of ``pids.events``, cgroup v1 and v2)."""
     cpu_some_us: int | None = None
     """``cpu.pressure`` (PSI, the group's on the unified hierarchy): cumulative µs some / all
     of its tasks were runnable but not running (waiting for a CPU, or held by the quota)."""
@@ -257,6 +263,13 @@ class RunResult:
     loader, as ``models/a.py:infer, loader load``.  The label (``infer bs=8``) names neither,
     and ``compare`` pairs runs by label: two files' ``infer`` had been held to each other
     (+5251 %).  ``None``: not a bench's run, and older files."""
+    pids_refused: int | None = None
+    """Forks and thread starts the kernel refused at the ``pids`` limit during the run (its
+    group's ``pids.events``); ``None``: not read (the process backend; older files)."""
+    processes_left: int | None = None
+    """The run's processes still running when its main process exited by itself, which
+    edgeprof then killed; ``None``: not counted (the run timed out or was interrupted, a
+    Docker run, whose init's exit takes its PID namespace with it; older files)."""
 
     @property
     def label(self) -> str:
@@ -393,4 +406,6 @@ class RunResult:
             events=None if d.get("events") is None else EventCounts.from_dict(d["events"]),
             gpu=None if d.get("gpu") is None else GpuStats.from_dict(d["gpu"]),
             target=d.get("target"),
+            pids_refused=d.get("pids_refused"),
+            processes_left=d.get("processes_left"),
         )

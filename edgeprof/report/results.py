@@ -176,7 +176,7 @@ def cell_warnings(runs: Sequence[RunResult]) -> list[str]:
     had it: a held-off warning of one run in five had read as the cell's."""
     by_text: dict[str, list[int]] = {}
     for k, x in enumerate(runs, 1):
-        for w in dict.fromkeys(x.warnings):
+        for w in dict.fromkeys([*x.warnings, *process_warnings(x)]):
             by_text.setdefault(w, []).append(k)
     out = []
     for w, ks in by_text.items():
@@ -185,6 +185,34 @@ def cell_warnings(runs: Sequence[RunResult]) -> list[str]:
         else:
             which = f"run {ks[0]}" if len(ks) == 1 else "runs " + ", ".join(map(str, ks))
             out.append(f"warning ({which}): {w}")
+    return out
+
+
+def process_warnings(r: RunResult) -> list[str]:
+    """What a run's processes met that its other figures do not say: forks the kernel
+    refused at the process limit (the workload saw EAGAIN: a Pool(8) under ``--pids 4`` died
+    of BlockingIOError while the table showed a peak of 1 of 4), and processes still running
+    at the main process's exit, which edgeprof killed (a double-forked daemon had been
+    killed without a word)."""
+    out = []
+    if r.pids_refused:
+        where, fix = (
+            (f"the --pids {r.limits.pids} limit", "raise --pids")
+            if r.limits.pids
+            else ("a process limit above the run's group", "raise that group's pids.max")
+        )
+        out.append(
+            f"the kernel refused {r.pids_refused} of its forks and thread starts at {where} "
+            f"(the workload saw EAGAIN: BlockingIOError, \"can't start new thread\"): {fix}"
+        )
+    if r.processes_left:
+        n = r.processes_left
+        were = "process was" if n == 1 else "processes were"
+        out.append(
+            f"{n} {were} still running when the workload's main process exited: killed; "
+            "what they had left to do was not done nor measured (wait for them before the "
+            "main process exits)"
+        )
     return out
 
 

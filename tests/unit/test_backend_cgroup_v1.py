@@ -514,6 +514,22 @@ def test_disabled_max_usage_reads_none(cgfs: FakeCgroupFs, tmp_path: Path, nativ
         cgfs.processes_exited()
 
 
+
+@pytest.mark.parametrize("native", READERS)
+def test_the_pids_groups_peak_and_refused_forks_are_read(
+    cgfs: FakeCgroupFs, tmp_path: Path, native: bool
+) -> None:
+    """v1's pids group has pids.events, and pids.peak where the kernel has it (6.18 here)."""
+    pids = {"pids.current": "1\n", "pids.peak": "4\n", "pids.events": "max 5\n"}
+    host = v1_tree(cgfs, tmp_path, overrides={**COUNTERS, "pids": pids})
+    with host.backend(native=native).launch(spec()) as run:
+        c = run.counters()
+        assert (c.pids_current, c.pids_peak, c.pids_refused) == (1, 4, 5)
+        assert run.sample().pids_refused is None  # a total, not read per sample
+        run.wait(10)
+        cgfs.processes_exited()
+
+
 # -- the whole run loop ----------------------------------------------------------------------
 
 

@@ -513,3 +513,21 @@ def test_a_sampled_pids_peak_above_the_limit_is_a_refused_fork(
     be = CgroupV2Backend(root=root, proc_self_cgroup=psc, euid=0)
     assert profile(["true"], Limits(pids=64), backend=be, interval=0.01).pids_peak == 64
     assert profile(["true"], Limits(), backend=be, interval=0.01).pids_peak == 65
+
+
+@pytest.mark.parametrize("native", READERS)
+def test_the_kernels_pids_peak_and_refused_forks_are_read(
+    cgfs: FakeCgroupFs, tmp_path: Path, native: bool
+) -> None:
+    """pids.peak (Linux ≥ 6.1) and pids.events' max: a Pool(8) under --pids 4 had read a
+    sampled peak of 1 of 4 and no word of its 5 refused forks."""
+    overrides = {
+        **COUNTERS,
+        "pids.current": "1\n",
+        "pids.peak": "4\n",
+        "pids.events": "max 5\n",
+    }
+    root, psc = v2_tree(cgfs, tmp_path, overrides=overrides)
+    be = CgroupV2Backend(root=root, proc_self_cgroup=psc, euid=0, native=native)
+    r = profile(["true"], Limits(pids=4), backend=be, interval=0.01)
+    assert (r.pids_peak, r.pids_refused) == (4, 5)

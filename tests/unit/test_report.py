@@ -252,6 +252,8 @@ def test_json_key_order_starts_with_the_version() -> None:
         "events",
         "gpu",
         "target",
+        "pids_refused",
+        "processes_left",
     ]
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ...errors import BackendUnavailable
 from .. import cgroup_v1, cgroup_v2
-from ..cgroupfs import Field, Kind, Source
+from ..cgroupfs import PIDS_EVENTS, Field, Kind, Source
 from ..owner import slice_unit
 
 THROTTLING_FIELDS = frozenset({"nr_periods", "nr_throttled", "throttled_us"})
@@ -31,6 +31,12 @@ _COMPOSITION = frozenset(
      "memory_kernel", "memory_slab", "memory_kernel_stack", "memory_pagetables",
      "memory_percpu", "memory_sock"}
 )  # fmt: skip
+PIDS = """Forks refused at the container's ``--pids`` limit (``PidsLimit``) are read from the
+container's own ``pids.events`` while it exists, at each sample: the kernel counted them in
+the forking task's group (v1, and v2 before Linux 6.12), where the parent's read 0.  The
+last reading before the container is gone can miss the refusals after it; the parent's
+count (v2 from 6.12 counts its children's limits' hits) is taken where it is higher.  The
+peak is the parent's ``pids.peak``, where the kernel has it (Linux ≥ 6.1)."""
 COMPOSITION_V1 = tuple(f for f in cgroup_v1.MEMORY_STAT if f.name in _COMPOSITION)
 COMPOSITION_V2 = tuple(f for f in cgroup_v2.MEMORY_STAT if f.name in _COMPOSITION)
 COMPOSITION_NAMES = tuple(sorted(_COMPOSITION & {f.name for f in COMPOSITION_V1 + COMPOSITION_V2}))
@@ -157,6 +163,7 @@ def counter_sources(p: Placement, cid: str) -> tuple[list[Source], list[Source]]
             else [
                 Source(inner_dir / "cpu.stat", Kind.KV, cgroup_v2.THROTTLING),
                 Source(inner_dir / "memory.stat", Kind.KV, COMPOSITION_V2),  # see FLUSH
+                Source(inner_dir / "pids.events", Kind.KV, PIDS_EVENTS),  # see PIDS
             ]
         )
         # The parent's own cpu.stat has no quota, so no throttling of its own.
@@ -173,6 +180,8 @@ def counter_sources(p: Placement, cid: str) -> tuple[list[Source], list[Source]]
     if "memory" in dirs and (d := find_inner(dirs["memory"], cid)) is not None:
         inner.append(Source(d / "memory.oom_control", Kind.KV, (Field("oom_kills", "oom_kill"),)))
         inner.append(Source(d / "memory.stat", Kind.KV, COMPOSITION_V1))  # see FLUSH
+    if "pids" in dirs and (d := find_inner(dirs["pids"], cid)) is not None:
+        inner.append(Source(d / "pids.events", Kind.KV, PIDS_EVENTS))  # see PIDS
     return outer, inner
 
 

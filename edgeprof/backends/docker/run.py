@@ -242,6 +242,7 @@ class DockerRun(RunHandle):
             nr_throttled=inner.nr_throttled,
             throttled_us=inner.throttled_us,
             oom_kills=oom,
+            pids_refused=_most(c.pids_refused, inner.pids_refused),  # see cgroups.PIDS
             net_rx_bytes=rx,
             net_tx_bytes=tx,
         )
@@ -410,6 +411,11 @@ class DockerRun(RunHandle):
                 self.warnings.extend(stop_unit(unit))
         else:
             self.warnings.extend(fs.remove_tree([*inner, *self._created_dirs], attempts=1000))
+
+
+def _most(a: int | None, b: int | None) -> int | None:
+    """The larger of two readings of one counter, either of which may be missing."""
+    return b if a is None else a if b is None else max(a, b)
 
 
 def _start_error(exc: DaemonError) -> str:

@@ -1,0 +1,124 @@
+"""What a run says of its processes, on the real kernel: the forks refused at ``--pids``
+(``pids.events``) and the kernel's peak (``pids.peak``), and the processes still running
+when the main process exits (counted, then killed), on the cgroup and process backends.
+
+Every workload waits on events (a pipe's EOF, a file that exists), never on a sleep, so a
+loaded 2-core host and a 16-core one give the same figures.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import edgeprof
+from edgeprof import Limits, Termination
+
+PY = sys.executable
+
+THREADS = """
+import sys, threading
+gate = threading.Event()
+started = refused = 0
+for _ in range(8):
+    try:
+        threading.Thread(target=gate.wait).start()  # each holds its slot until the gate
+        started += 1
+    except RuntimeError:  # "can't start new thread": EAGAIN at pids.max
+        refused += 1
+open(sys.argv[1], "w").write(f"{started} {refused}")
+gate.set()
+"""
+
+FORKS = """
+import os, sys
+if len(sys.argv) > 1:  # say whether the run's pids group has pids.peak (Linux >= 6.1)
+    lines = open("/proc/self/cgroup").read().splitlines()
+    v1 = [ln.split(":", 2)[2] for ln in lines if ln.split(":")[1] == "pids"]
+    group = "/sys/fs/cgroup/pids" + v1[0] if v1 else "/sys/fs/cgroup" + lines[-1].split(":", 2)[2]
+    open(sys.argv[1], "w").write(str(os.path.exists(group + "/pids.peak")))
+r, w = os.pipe()
+kids = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        os.close(w)
+        os.read(r, 1)  # EOF once every sibling is forked and the parent closed its end
+        os._exit(0)
+    kids.append(pid)
+os.close(w)
+for pid in kids:
+    os.waitpid(pid, 0)
+"""
+
+LEAVE = """
+import os, sys, time
+ready = sys.argv[1]
+if os.fork() == 0:  # a double-forked daemon
+    os.setsid()
+    if os.fork() == 0:
+        open(ready + ".daemon", "w").write(str(os.getpid()))
+        time.sleep(600)
+    os._exit(0)
+if os.fork() == 0:  # a child left running
+    open(ready + ".child", "w").write(str(os.getpid()))
+    time.sleep(600)
+while not (os.path.exists(ready + ".daemon") and os.path.exists(ready + ".child")):
+    time.sleep(0.005)  # both have started: the main process exits with them running
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] == "Z"  # a zombie is dead
+    except FileNotFoundError:
+        return True
+
+
+def test_refused_thread_starts_are_counted_and_the_peak_is_the_limit(
+    mechanism: str, tmp_path: Path
+) -> None:
+    said = tmp_path / "said"
+    r = edgeprof.profile([PY, "-c", THREADS, str(said)], Limits(pids=4), interval=1.0)
+    assert r.termination is Termination.EXITED and r.exit_code == 0
+    started, refused = (int(x) for x in said.read_text().split())
+    # The main thread and three others fill the limit of 4: the other five were refused,
+    # and the kernel counted each refusal the workload saw.
+    assert (started, refused) == (3, 5)
+    assert r.pids_refused == refused
+    assert r.pids_peak == 4
+
+
+def test_the_kernels_peak_sees_forks_between_samples(mechanism: str, tmp_path: Path) -> None:
+    said = tmp_path / "has_peak"
+    # One sample a second: the three children live for milliseconds between two of them.
+    r = edgeprof.profile([PY, "-c", FORKS, str(said)], interval=1.0)
+    assert r.termination is Termination.EXITED and r.exit_code == 0
+    if said.read_text() != "True":
+        pytest.skip("no pids.peak in the run's group (before Linux 6.1): the peak is sampled")
+    assert r.pids_peak == 4  # the main process and its three children, at once
+    assert r.pids_refused == 0
+
+
+@pytest.mark.parametrize("backend", ["cgroup", "process"])
+def test_processes_left_at_the_exit_are_counted_then_killed(
+    mechanism: str, backend: str, tmp_path: Path
+) -> None:
+    ready = tmp_path / "ready"
+    r = edgeprof.profile([PY, "-c", LEAVE, str(ready)], backend=backend)
+    assert r.termination is Termination.EXITED and r.exit_code == 0
+    assert r.processes_left == 2  # the daemon and the child, both asleep for 600 s
+    pids = [int(Path(f"{ready}.{k}").read_text()) for k in ("daemon", "child")]
+    assert all(_gone(p) for p in pids)
+
+
+@pytest.mark.parametrize("backend", ["cgroup", "process"])
+def test_a_main_process_that_waits_for_its_children_leaves_none(
+    mechanism: str, backend: str
+) -> None:
+    r = edgeprof.profile([PY, "-c", FORKS], backend=backend)
+    assert r.termination is Termination.EXITED and r.exit_code == 0
+    assert r.processes_left == 0

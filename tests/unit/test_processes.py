@@ -1,0 +1,143 @@
+"""What a run says of its processes: the kernel's peak and refused forks (``pids.peak``,
+``pids.events``) in its result and text, and the processes left running at the main
+process's exit, counted by the run loop before it kills them."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from edgeprof import Limits, profile
+from edgeprof.measure import loop
+from edgeprof.model import Counters, RunResult
+from edgeprof.report.results import note_lines, process_warnings
+from tests.fakes import FakeBackend, Script, linear
+from tests.unit.conftest import make_result
+
+REFUSED = (
+    'the kernel refused 5 of its forks and thread starts at the --pids 4 limit (the workload '
+    "saw EAGAIN: BlockingIOError, \"can't start new thread\"): raise --pids"
+)
+
+
+def pids(sampled: int, peak: int | None, refused: int | None) -> Script:
+    """The fake's counters with these pids figures: ``sampled`` in every sample, ``peak``
+    and ``refused`` as the kernel's ``pids.peak`` and ``pids.events`` give them."""
+    base = linear()
+
+    def script(t: float) -> Counters:
+        return base(t)._replace(pids_current=sampled, pids_peak=peak, pids_refused=refused)
+
+    return script
+
+
+@pytest.mark.parametrize(
+    ("sampled", "peak", "refused", "limit", "expected"),
+    [
+        (1, 4, 0, 4, 4),  # the kernel saw what came and went between samples
+        (1, None, 5, 4, 4),  # no pids.peak (before 6.1): a refused fork found the limit
+        (1, 2, 5, 4, 4),  # an ancestor's refusal counted here still reached ours: the limit
+        (65, None, 0, 64, 64),  # a sampled charge that was taken back is not a process
+        (3, 7, 0, None, 7),  # no limit: the kernel's mark as it is
+        (3, None, None, None, 3),  # no kernel figures: the samples'
+    ],
+)
+def test_the_peak_is_never_below_the_kernels(
+    sampled: int, peak: int | None, refused: int | None, limit: int | None, expected: int
+) -> None:
+    be = FakeBackend(pids(sampled, peak, refused))
+    r = profile(["true"], Limits(pids=limit), backend=be, interval=0.01)
+    assert r.pids_peak == expected
+    assert r.pids_refused == refused
+
+
+def test_refused_forks_are_one_warning_line_naming_the_count_and_the_fix() -> None:
+    be = FakeBackend(pids(1, None, 5))
+    r = profile(["true"], Limits(pids=4), backend=be, interval=0.01)
+    assert process_warnings(r) == [REFUSED]
+    lines = [n.text for n in note_lines([r])]
+    assert lines[0].endswith(", processes: peak 4 of 4")
+    assert lines.count(f"warning: {REFUSED}") == 1
+    assert REFUSED not in r.warnings  # the text is the report's, the figure the result's
+
+
+def test_no_refusal_no_warning() -> None:
+    assert process_warnings(make_result(pids_refused=0, processes_left=0)) == []
+    assert process_warnings(make_result()) == []  # older files: neither figure
+
+
+def test_a_refusal_above_the_runs_group_names_no_option() -> None:
+    r = make_result(limits=Limits(), pids_refused=1)
+    assert process_warnings(r) == [
+        "the kernel refused 1 of its forks and thread starts at a process limit above the "
+        "run's group (the workload saw EAGAIN: BlockingIOError, \"can't start new thread\"): "
+        "raise that group's pids.max"
+    ]
+
+
+def counts(*values: int | None) -> Callable[[], int | None]:
+    """Each call the next of ``values``, then the last one for ever."""
+    it: Iterator[int | None] = itertools.chain(values, itertools.repeat(values[-1]))
+    return lambda: next(it)
+
+
+def test_processes_still_running_at_the_exit_are_counted_and_said() -> None:
+    be = FakeBackend(others=counts(3, 2, 2))
+    r = profile(["true"], backend=be, interval=0.01)
+    assert r.processes_left == 2
+    assert process_warnings(r) == [
+        "2 processes were still running when the workload's main process exited: killed; "
+        "what they had left to do was not done nor measured (wait for them before the main "
+        "process exits)"
+    ]
+    assert RunResult.from_dict(r.to_dict()).processes_left == 2
+
+
+def test_one_process_left_is_said_in_the_singular() -> None:
+    r = make_result(processes_left=1)
+    assert process_warnings(r)[0].startswith("1 process was still running when")
+
+
+def test_what_ends_with_the_main_process_within_the_grace_is_not_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """multiprocessing's resource tracker exits on its pipe's EOF just after the main
+    process: counted at once, 3 of 4 runs of a spawn Pool(2) had said 1 was killed."""
+    be = FakeBackend(others=counts(1, 1, 0))
+    r = profile(["true"], backend=be, interval=0.01)
+    assert r.processes_left == 0
+    assert be.runs[0].others_reads == 3
+    assert process_warnings(r) == []
+
+
+def test_the_grace_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loop, "LEFT_GRACE_S", 0.05)
+    be = FakeBackend(others=counts(1))
+    r = profile(["true"], backend=be, interval=0.01)
+    assert r.processes_left == 1
+    # One read, then one every 5 ms until the grace is over: a bounded count.
+    assert 2 <= be.runs[0].others_reads <= 0.05 / 0.005 + 2
+
+
+def test_nothing_left_reads_once() -> None:
+    be = FakeBackend(others=counts(0))
+    assert profile(["true"], backend=be, interval=0.01).processes_left == 0
+    assert be.runs[0].others_reads == 1
+
+
+def test_a_backend_that_cannot_tell_counts_nothing() -> None:
+    be = FakeBackend()  # others_running() is None: Docker's case
+    r = profile(["true"], backend=be, interval=0.01)
+    assert r.processes_left is None
+    assert process_warnings(r) == []
+
+
+def test_a_timed_out_run_counts_nothing() -> None:
+    """The timeout's signals, not the main process's exit, ended what was left."""
+    be = FakeBackend(others=counts(2))
+    r = profile(["sleep", "5"], backend=be, interval=0.01, timeout=0.2, kill_grace=0.1)
+    assert r.termination.value == "timeout"
+    assert r.processes_left is None
+    assert be.runs[0].others_reads == 0
