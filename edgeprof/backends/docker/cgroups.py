@@ -33,10 +33,12 @@ _COMPOSITION = frozenset(
 )  # fmt: skip
 PIDS = """Forks refused at the container's ``--pids`` limit (``PidsLimit``) are read from the
 container's own ``pids.events`` while it exists, at each sample: the kernel counted them in
-the forking task's group (v1, and v2 before Linux 6.12), where the parent's read 0.  The
+the forking task's group (v1, and v2 before its events became hierarchical: commit
+"cgroup/pids: Make event counters hierarchical", Linux 6.11), where the parent's read 0.  The
 last reading before the container is gone can miss the refusals after it; the parent's
-count (v2 from 6.12 counts its children's limits' hits) is taken where it is higher.  The
-peak is the parent's ``pids.peak``, where the kernel has it (Linux ≥ 6.1)."""
+count (v2 from 6.11 counts its children's limits' hits) is taken where it is higher.  The
+peak is the parent's ``pids.peak``, where the kernel has it (Linux ≥ 6.1: "cgroup: add
+pids.peak interface for pids controller")."""
 COMPOSITION_V1 = tuple(f for f in cgroup_v1.MEMORY_STAT if f.name in _COMPOSITION)
 COMPOSITION_V2 = tuple(f for f in cgroup_v2.MEMORY_STAT if f.name in _COMPOSITION)
 COMPOSITION_NAMES = tuple(sorted(_COMPOSITION & {f.name for f in COMPOSITION_V1 + COMPOSITION_V2}))
