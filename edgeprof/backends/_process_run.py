@@ -220,7 +220,7 @@ class ProcessRun(RunHandle):
             if main is not None:
                 user += main.ru_utime
                 system += main.ru_stime
-            rss = shared = shmem = threads = 0
+            rss = shared = shmem = threads = largest = 0
             shmem_seen = False
             read = 0  # processes of the run read this time: none, and its memory is unknown
             io_read = io_write = 0
@@ -244,6 +244,7 @@ class ProcessRun(RunHandle):
                 user += t.user + t.children_user
                 system += t.system + t.children_system
                 rss += m.rss
+                largest = max(largest, m.rss)
                 read += 1
                 shared += getattr(m, "shared", 0)
                 # statm's "shared" is RssFile + RssShmem: the shared memory (a /dev/shm
@@ -258,7 +259,8 @@ class ProcessRun(RunHandle):
             s_us = max(self._last_cpu[1], round(system * 1e6))
             self._last_cpu = (u_us, s_us)
             peak = oom_kills = None
-            self._most_read = max(self._most_read, read)
+            if counts_shared_pages(rss, largest):
+                self._most_read = max(self._most_read, read)
             seen = read > 0
             if final:
                 self._say_shared_pages()
@@ -392,6 +394,21 @@ def _running(p: psutil.Process) -> bool:
         return bool(p.status() != "zombie")
     except Exception:  # gone is not running, whatever psutil calls it
         return False
+
+
+SHARED_FLOOR = 8 << 20
+"""Resident memory of a sample's processes besides its largest from which their sum is said
+to count shared pages in each: under it the others are a shell that waits for its command,
+a multiprocessing resource tracker (a few MiB: they can add no more than that)."""
+
+
+def counts_shared_pages(rss: int, largest: int) -> bool:
+    """Whether a sample's summed resident sets (``rss``, its largest process's ``largest``)
+    may count shared pages enough to matter: the others hold at least :data:`SHARED_FLOOR`
+    and a tenth of the sum.  Said for every tree of two, it had been said for ``sh -c
+    'python …'`` too, where the shell's 2 MiB is all that can be counted twice."""
+    others = rss - largest
+    return others >= SHARED_FLOOR and others * 10 >= rss
 
 
 def shared_pages_caveat(processes: int) -> str | None:

@@ -8,6 +8,7 @@ import ctypes.util
 import os
 import re
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from edgeprof.backends import ProcessBackend, get_backend
 from edgeprof.backends._own_group import OwnGroup, own_memory_group
 from edgeprof.backends._process import Process
 from edgeprof.backends._process_run import (
+    counts_shared_pages,
     own_high_water_mark,
     rss_counter_slack,
     set_subreaper,
@@ -218,9 +220,41 @@ def _warnings_after_a_sample(command: tuple[str, ...], processes: int) -> list[s
         return list(run.warnings)
 
 
+FORKED_WORKERS = """
+import os, time
+model = b"\\x01" * (32 << 20)  # resident in the parent, shared with each fork
+for _ in range(2):
+    if os.fork() == 0:
+        time.sleep(30)
+        os._exit(0)
+time.sleep(30)
+"""
+
+
 def test_a_run_that_sampled_three_processes_says_their_shared_pages_count_thrice() -> None:
-    warnings = _warnings_after_a_sample(("sh", "-c", "sleep 30 & sleep 30 & wait"), 3)
+    warnings = _warnings_after_a_sample((sys.executable, "-c", FORKED_WORKERS), 3)
     assert [w for w in warnings if "at once" in w] == [shared_pages_caveat(3)]
+
+
+def test_a_shell_and_its_small_children_have_no_shared_pages_caveat() -> None:
+    """Three processes of a few MiB each: what they can count twice is under the floor."""
+    warnings = _warnings_after_a_sample(("sh", "-c", "sleep 30 & sleep 30 & wait"), 3)
+    assert not [w for w in warnings if "at once" in w]
+
+
+@pytest.mark.parametrize(
+    ("rss_mib", "largest_mib", "said"),
+    [
+        (1537, 318, True),  # the tester's 4 workers of a 300 MiB model
+        (12, 10, False),  # sh -c around a small python: the shell's 2 MiB
+        (108, 100, False),  # 8 MiB besides the largest, but 7 % of the sum
+        (80, 72, True),  # 8 MiB and a tenth
+        (79, 72, False),  # under the floor
+        (500, 460, False),  # 40 MiB, but under a tenth of the sum
+    ],
+)
+def test_which_sums_can_count_shared_pages(rss_mib: int, largest_mib: int, said: bool) -> None:
+    assert counts_shared_pages(rss_mib << 20, largest_mib << 20) is said
 
 
 def test_a_run_of_one_process_has_no_shared_pages_caveat() -> None:
