@@ -221,6 +221,43 @@ def check_name_text(path: Path, action: str = "write") -> None:
         )
 
 
+_NOT_THERE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
+"""What ``Path.exists()`` takes for "no such file" (``pathlib``'s ignored errors); any other
+error of looking a path up, EACCES first, it raises instead of answering."""
+
+
+def check_path(path: Path, action: str = "write") -> None:
+    """:func:`check_name_text`, and ``path`` can be looked up: where a directory on the way
+    may not be entered, a :class:`ConfigError` naming it.  The one check of a user-given path
+    before ``exists()``/``is_dir()``/``is_file()``, which on Python 3.11 raise PermissionError
+    (EACCES) rather than answer: as a non-root user, ``run --out /root/x``, ``--markdown
+    /root/r.md``, ``report /root/x``, ``edgeprof.load("/root/x")`` had each been a traceback
+    and exit 1.  ``path/.`` is looked up too, so that a directory the user may not enter is
+    refused here rather than at its first file (``/root/x/sweep.json``)."""
+    check_name_text(path, action)
+    for name in (path, os.path.join(path, ".")):  # a Path drops "."
+        try:
+            os.stat(name)
+        except OSError as exc:
+            if exc.errno in _NOT_THERE:
+                return
+            barred = _barred(path) if exc.errno == errno.EACCES else None
+            why = f" (cannot enter {barred})" if barred is not None else ""
+            raise ConfigError(f"cannot {action} {path}: {exc.strerror or exc}{why}") from exc
+
+
+def _barred(path: Path) -> Path | None:
+    """The first directory on ``path`` (``path`` itself last) that cannot be entered here."""
+    for d in (*reversed(path.absolute().parents), path.absolute()):
+        try:
+            os.stat(os.path.join(d, "."))
+        except PermissionError:
+            return d
+        except OSError:
+            return None
+    return None
+
+
 def check_target(path: Path) -> None:
     """Refuse, before any work, a file that could not be written safely later: a name no
     file system takes, a file of the kernel's (:data:`KERNEL_TREES`), a link, a FIFO or

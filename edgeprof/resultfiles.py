@@ -47,7 +47,7 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
     Order is kept: file order as given, sorted paths inside a directory."""
     runs: list[RunResult] = []
     for path in paths:
-        outfiles.check_name_text(path, "read")  # before is_dir(): ENAMETOOLONG's traceback
+        outfiles.check_path(path, "read")  # before is_dir(): ENAMETOOLONG's, EACCES's traceback
         if path.is_dir():
             sweep = path / "sweep.json"
             # Warm-ups are no measured run (a fit's unlimited runs keep theirs in warmup-1/:
@@ -178,6 +178,7 @@ def _shard_dirs(sweep: Any, base: Path) -> list[Path]:
 def read_sweep(path: Path) -> tuple[Path, dict[str, Any]] | None:
     """The ``sweep.json`` at ``path`` (the file, or a directory holding it) and its content;
     ``None`` when there is no such file or it is not a sweep (a result, a list)."""
+    outfiles.check_path(path, "read")  # before is_dir(): EACCES's traceback
     sweep = path / "sweep.json" if path.is_dir() else path
     if not sweep.is_file():
         return None
@@ -230,7 +231,7 @@ def stopped_sentence(runs: int, why: str) -> str:
 def load_fits(path: Path) -> list[dict[str, Any]] | None:
     """The fits of an ``edgeprof fit`` ``fit.json`` (or of ``fit --out``'s directory, which
     holds one beside its runs); ``None`` when ``path`` is neither."""
-    outfiles.check_name_text(path, "read")  # before is_dir(): ENAMETOOLONG's traceback
+    outfiles.check_path(path, "read")  # before is_dir(): ENAMETOOLONG's, EACCES's traceback
     file = path / "fit.json" if path.is_dir() else path
     if not file.is_file():
         return None

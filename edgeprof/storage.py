@@ -23,7 +23,8 @@ def prepare_out_dir(path: Path, names: Sequence[str] = ()) -> Path:
     """Create ``path`` if needed (:func:`edgeprof.outfiles.make_dirs`) and prove it is
     writable, before anything is started; ``names``, the files that will be written in it,
     are refused now if a link or anything but a plain file is there."""
-    outfiles.check_name_text(path)  # every output directory: run's, a sweep's, fit's, bench's
+    # Every output directory: a run's, a sweep's, fit's, bench's.
+    outfiles.check_path(path, "write to output directory")
     try:
         outfiles.make_dirs(path)
         for name in names:
@@ -91,6 +92,7 @@ def _probe(directory: Path) -> None:
 def check_out_dir(path: Path) -> None:
     """A directory written at the end (``--plots``) can be: refused before the work, and
     nothing made yet (a later refusal must leave no directory behind)."""
+    outfiles.check_path(path, "write to output directory")  # before exists(): EACCES
     existing = next(p for p in (path, *path.parents) if p.exists())  # "." or "/" at last
     if existing != path and not existing.is_dir():
         raise ConfigError(f"cannot write to output directory {path}: {existing} is not a directory")
@@ -109,7 +111,7 @@ def check_writable(path: Path, out: Path | None = None) -> None:
     ``out``: the output directory the work makes first (``run --out``), so that a file in it,
     or in a directory on its way, can be written once it exists (``--markdown o/t.md --out
     o`` was refused as "o is not a writable directory" while ``o`` was not made yet)."""
-    outfiles.check_name_text(path)  # before is_dir(): ENAMETOOLONG had been a traceback
+    outfiles.check_path(path)  # before is_dir(): ENAMETOOLONG, EACCES had been tracebacks
     if path.is_dir():
         raise ConfigError(f"cannot write {path}: it is a directory")
     parent = path.parent

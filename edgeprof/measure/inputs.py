@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..model import Limits, UserIds
-from ..outfiles import check_name_text
+from ..outfiles import check_path
 from ..units import parse_duration, shown
 
 DEFAULT_INTERVAL_S = 0.1
@@ -151,7 +151,9 @@ def check_not_a_sweep(out_dir: str | Path | None) -> None:
     sweep's rows were, without a word)."""
     if out_dir is None:
         return
-    check_name_text(Path(out_dir))  # a name too long for exists(): ENAMETOOLONG's traceback
+    # A name too long for exists(), or under a directory this user may not enter: each had
+    # been a traceback (ENAMETOOLONG, EACCES).
+    check_path(Path(out_dir), "write to output directory")
     if (Path(out_dir) / "sweep.json").exists():
         raise ConfigError(
             f"--out {out_dir} holds a sweep (sweep.json): give this run a directory of its own"
@@ -179,6 +181,7 @@ def check_cwd(cwd: str | Path | None, run_as: UserIds | None = None) -> Path | N
     if cwd is None:
         return None
     p = Path(cwd)
+    check_path(p, "use --cwd")  # before is_dir(): EACCES had been a traceback
     if not p.is_dir():
         raise ConfigError(f"--cwd {cwd}: no such directory")
     if run_as is not None and not enters(p, run_as):

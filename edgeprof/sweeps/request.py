@@ -39,7 +39,7 @@ from ..measure.squeeze import INTERVAL_S as SQUEEZE_INTERVAL_S
 from ..measure.stdin import piped_warning
 from ..model import RunResult, UserIds
 from ..names import check_name
-from ..outfiles import check_target
+from ..outfiles import check_path, check_target
 from ..storage import check_writable
 from ..units import (
     named,
@@ -301,6 +301,8 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
             "--max-memory-need gates the need a squeezed run measures: add --squeeze "
             "(cgroup v2), or gate a bisection with edgeprof fit --max-memory-need"
         )
+    if req.cwd is not None:  # before check_host's is_dir(): EACCES had been a traceback
+        check_path(req.cwd, "use --cwd")
     for path in outputs:
         check_writable(path, req.out)
     if tpl is not None:  # the old profiler's summary and per-model logs, written after runs

@@ -153,7 +153,10 @@ def test_an_output_name_too_long_is_one_line(
     long = tmp_path / ("x" * 300)
     assert main([str(long) if a == "{}" else a for a in argv]) == 2
     (line,) = capfd.readouterr().err.splitlines()
-    action = "read" if argv[0] == "report" else "write"
+    # The output directory says what it is, as prepare_out_dir's "cannot write to output
+    # directory o: Permission denied" does.
+    action = {"report": "read", "run": "write"}[argv[0]]
+    action += " to output directory" if "--out" in argv else ""
     assert line == (
         f"edgeprof: error: cannot {action} {long}: a name over 255 bytes, or a path over 4095, "
         "is longer than a file system takes"
@@ -183,7 +186,11 @@ def test_an_output_name_with_a_control_character_is_refused_before_anything_runs
     given = {"{}": name, "{cwd}": str(tmp_path)}  # --cwd: a module found by its directory
     assert main([given.get(a, a) for a in argv]) == 2
     (line,) = capfd.readouterr().err.splitlines()
-    assert line.startswith("edgeprof: error: cannot write o\\tx")
+    assert line.startswith(
+        "edgeprof: error: cannot write "
+        + ("to output directory " if "--out" in argv else "")
+        + "o\\tx"
+    )
     assert line.endswith(": the name holds a control character")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
 
