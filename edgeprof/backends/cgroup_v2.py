@@ -23,10 +23,8 @@ from .cgroupfs import CounterSet, Field, Kind, Source
 
 WANTED = ("cpu", "memory", "io", "pids", "cpuset")
 REQUIRED = ("cpu", "memory")
-FIX = (
-    "run edgeprof as root, or in a delegated scope: "
-    "systemd-run --user --scope -p Delegate=yes edgeprof …"
-)
+ROOT_FIX = "run edgeprof as root"
+FIX = f"{ROOT_FIX}, or in a delegated scope: systemd-run --user --scope -p Delegate=yes edgeprof …"
 SELF_LEAF = "edgeprof-self"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 THROTTLING = (
@@ -179,7 +177,7 @@ class CgroupV2Backend(Backend):
         if self._parent_arg is None and self._euid != 0:
             own = self.root / self._own_group().lstrip("/")
             if not os.access(own / "cgroup.procs", os.W_OK) or not os.access(own, os.W_OK):
-                raise BackendUnavailable(f"cgroup {own} is not delegated to this user; {FIX}")
+                raise BackendUnavailable(f"cgroup {own} is not delegated to this user; {fix()}")
 
     def memory_ceilings(self) -> list[Ceiling]:
         """The limits above the run groups' parent: asked before it is prepared (which may
@@ -242,7 +240,7 @@ class CgroupV2Backend(Backend):
         try:
             leaf.mkdir(exist_ok=True)
         except OSError as exc:
-            raise BackendUnavailable(f"cannot create {leaf}: {exc.strerror}; {FIX}") from exc
+            raise BackendUnavailable(f"cannot create {leaf}: {exc.strerror}; {fix()}") from exc
         fs.write(leaf / "cgroup.procs", str(os.getpid()))
 
     def _enable(self, group: Path, warn: bool = True) -> frozenset[str]:
@@ -259,7 +257,7 @@ class CgroupV2Backend(Backend):
                     if isinstance(cause, OSError) and cause.errno == errno.EBUSY:
                         raise BackendUnavailable(
                             f"cannot enable controllers in {group}: it holds processes "
-                            f"(cgroup v2's no-internal-process rule); {FIX}"
+                            f"(cgroup v2's no-internal-process rule); {fix()}"
                         ) from exc
         for c in WANTED:
             if warn and c not in enabled:
@@ -347,7 +345,7 @@ class CgroupV2Backend(Backend):
         where = str(self.parent())
         if lim.cpus is not None:
             if "cpu" not in self._controllers:
-                raise missing_controller("cpu", "--cpus", where, FIX)
+                raise missing_controller("cpu", "--cpus", where, fix())
             period = spec.period_us
             fs.write(group / "cpu.max", f"{cpu_quota_us(lim.cpus, period)} {period}")
         if lim.cpuset is not None:
@@ -355,17 +353,17 @@ class CgroupV2Backend(Backend):
                 parent_cpus = format_cpuset(self.available_cpus())
                 fs.write_cpuset(group / "cpuset.cpus", lim.cpuset, parent_cpus)
             elif not spec.cpuset_auto:
-                raise missing_controller("cpuset", "--cpuset", where, FIX)
+                raise missing_controller("cpuset", "--cpuset", where, fix())
         if lim.memory is not None:
             if "memory" not in self._controllers:
-                raise missing_controller("memory", "--memory", where, FIX)
+                raise missing_controller("memory", "--memory", where, fix())
             fs.write(group / "memory.max", str(lim.memory))
         if (lim.memory is not None or spec.reclaim) and (group / "memory.swap.max").exists():
             # Swap off, as on most boards: a limit or a squeeze takes page cache only.
             fs.write(group / "memory.swap.max", "0")
         if lim.pids is not None:
             if "pids" not in self._controllers:
-                raise missing_controller("pids", "--pids", where, FIX)
+                raise missing_controller("pids", "--pids", where, fix())
             fs.write(group / "pids.max", str(lim.pids))
         if (group / "memory.oom.group").exists():
             # One OOM kill takes the whole run down, as on a device where the app dies.
@@ -385,6 +383,18 @@ class CgroupV2Backend(Backend):
                 members=procs, freeze_file=group / "cgroup.freeze", frozen_probe=frozen
             )
         return KillMethod(members=procs)
+
+
+def fix(v2: bool = True, runtime_dir: Path | None = None) -> str:
+    """How a user gets a cgroup here: the delegated scope (:data:`FIX`) only where it can
+    work, a cgroup v2 host (``v2``) whose PID 1 is systemd, with the user's manager running
+    (``runtime_dir``: ``$XDG_RUNTIME_DIR``, where ``systemd-run --user`` finds it); else
+    root alone.  On a tester's hybrid v1 host with no systemd, ``doctor`` had offered the
+    scope, and following it gave "Failed to connect to bus: No medium found"."""
+    if runtime_dir is None:
+        runtime_dir = Path(os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.geteuid()}")
+    manager = (runtime_dir / "systemd" / "private").exists()
+    return FIX if v2 and manager and systemd_manages() else ROOT_FIX
 
 
 def _systemd_delegate(root: Path) -> Path:

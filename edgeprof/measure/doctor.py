@@ -13,7 +13,7 @@ from pathlib import Path
 from ..backends import CgroupV1Backend, CgroupV2Backend, get_backend
 from ..backends import cgroupfs as fs
 from ..backends.base import Backend
-from ..backends.cgroup_v2 import FIX as V2_FIX
+from ..backends.cgroup_v2 import fix as v2_fix
 from ..backends.nvml import LOST, GpuInfo, Nvml, NvmlUnavailable
 from ..errors import BackendError, EdgeprofError
 from ..units import format_binary
@@ -137,7 +137,7 @@ def diagnose(
                     "process (no cgroup can be created here): CPU time exact, memory is the "
                     "process tree's resident set size sampled, cores held by CPU affinity; a "
                     "CPU share (--cpus 0.5), --memory and --pids are refused",
-                    V2_FIX,
+                    v2_fix(v2=v2.holds_controllers()),
                 )
             )
         else:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.backends import CgroupV2Backend
+from edgeprof.backends import CgroupV2Backend, cgroup_v2
 from edgeprof.backends.cgroup_v2 import SELF_LEAF
 from edgeprof.errors import BackendError, BackendUnavailable, ConfigError, LaunchError, LimitError
 from edgeprof.measure.runner import profile
@@ -153,12 +153,53 @@ def test_check_non_root_needs_a_delegated_group(
     monkeypatch.setattr(
         os, "access", lambda p, m: False if str(p).startswith(str(own)) else real_access(p, m)
     )
+    # systemd is PID 1 and the user's manager runs: the delegated scope is offered.
+    monkeypatch.setattr(cgroup_v2, "systemd_manages", lambda: True)
+    (tmp_path / "xdg" / "systemd").mkdir(parents=True)
+    (tmp_path / "xdg" / "systemd" / "private").touch()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "xdg"))
     with pytest.raises(BackendUnavailable) as e:
         CgroupV2Backend(root=root, proc_self_cgroup=psc, euid=1000).check()
-    assert "not delegated to this user" in str(e.value)
-    assert "systemd-run --user --scope -p Delegate=yes" in str(e.value)
+    assert str(e.value) == (
+        f"cgroup {own} is not delegated to this user; run edgeprof as root, or in a delegated "
+        "scope: systemd-run --user --scope -p Delegate=yes edgeprof …"
+    )
+    # Without systemd as PID 1 the scope cannot be had: root is the one route said.
+    monkeypatch.setattr(cgroup_v2, "systemd_manages", lambda: False)
+    with pytest.raises(BackendUnavailable) as e:
+        CgroupV2Backend(root=root, proc_self_cgroup=psc, euid=1000).check()
+    assert str(e.value) == f"cgroup {own} is not delegated to this user; run edgeprof as root"
     # root does not need delegation: it uses a top-level group
     CgroupV2Backend(root=root, proc_self_cgroup=psc, euid=0).check()
+
+
+@pytest.mark.parametrize(
+    ("v2", "manager", "systemd", "offered"),
+    [
+        (True, True, True, True),
+        (False, True, True, False),  # a v1 or hybrid host: no delegation to users there
+        (True, False, True, False),  # no user manager for systemd-run --user to reach
+        (True, True, False, False),  # PID 1 is not systemd ("Failed to connect to bus")
+    ],
+)
+def test_the_delegated_scope_is_offered_only_where_it_can_work(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    v2: bool,
+    manager: bool,
+    systemd: bool,
+    offered: bool,
+) -> None:
+    monkeypatch.setattr(cgroup_v2, "systemd_manages", lambda: systemd)
+    (tmp_path / "systemd").mkdir()
+    if manager:
+        (tmp_path / "systemd" / "private").touch()
+    said = cgroup_v2.fix(v2=v2, runtime_dir=tmp_path)
+    assert said == (cgroup_v2.FIX if offered else "run edgeprof as root")
+    assert cgroup_v2.FIX == (
+        "run edgeprof as root, or in a delegated scope: "
+        "systemd-run --user --scope -p Delegate=yes edgeprof …"
+    )
 
 
 # -- the parent group ------------------------------------------------------------------------
