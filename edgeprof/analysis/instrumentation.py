@@ -33,8 +33,6 @@ from .cells import successful
 HEAD = "no run reported an iteration, a phase or a mark"
 """How every sentence of :func:`no_events` starts (tests and callers may look for it)."""
 
-_COPY = "copy edgeprof/workload/instrument.py beside the script and `import instrument as edgeprof`"
-
 
 def reported_events(r: RunResult) -> bool:
     """Whether the run's workload reported anything through the events channel."""
@@ -70,20 +68,18 @@ def no_events(runs: Sequence[RunResult]) -> str | None:
     """
     if not runs or any(reported_events(r) for r in runs) or not successful(runs):
         return None
+    from ..measure.doctor import import_fix  # the sentence's path only: doctor's own fix
     python = _interpreter(runs)
     if python is None:
         return (
             f"{HEAD}: the workload never wrote to edgeprof's events channel; if it calls "
-            f"edgeprof from Python, that interpreter could not import it: install edgeprof "
-            f"there or {_COPY}"
+            f"edgeprof from Python, that interpreter could not import it: {import_fix(None)}"
         )
     program, where = python
     if _edgeprofs_own(program, runs[0].image):
         return None  # it imports edgeprof: a script that calls none of it, not a failed import
-    return (
-        f"{HEAD}: if the workload calls edgeprof, {where} could not import it; install it "
-        f"({program} -m pip install edgeprof) or {_COPY}"
-    )
+    fix = import_fix(program)
+    return f"{HEAD}: if the workload calls edgeprof, {where} could not import it; {fix}"
 
 
 def _interpreter(runs: Sequence[RunResult]) -> tuple[str, str] | None:

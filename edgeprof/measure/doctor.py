@@ -242,8 +242,22 @@ def workload_python(python: str) -> Finding:
         False,
         f"{python} cannot import edgeprof ({why}): a workload it runs reports no phases, "
         "iterations or marks",
-        f"{python} -m pip install edgeprof, or copy edgeprof/workload/instrument.py beside "
-        "the script and `import instrument as edgeprof`",
+        import_fix(python),
+    )
+
+
+def import_fix(python: str | None) -> str:
+    """What makes ``python`` (``None``: the one that runs the script) import edgeprof: this
+    same edgeprof installed into it, or its phase client copied beside the script, named by
+    where it really is.  It had said ``python -m pip install edgeprof``, which no index
+    serves (``No matching distribution found``, a team installing a wheel they built), and
+    ``edgeprof/workload/instrument.py``, relative to nothing (it is in site-packages)."""
+    from ..workload import instrument  # loaded already: ``import edgeprof`` loads it
+
+    into = "the interpreter that runs the script" if python is None else python
+    return (
+        f"install edgeprof into {into} (the same package or wheel as this one), or copy "
+        f"{instrument.__file__} beside the script and `import instrument as edgeprof`"
     )
 
 

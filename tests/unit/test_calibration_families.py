@@ -145,7 +145,7 @@ def test_calibrate_says_why_latency_is_missing(tmp_path: Path) -> None:
     assert cal.fits == ()
     (why,) = cal.skipped
     assert why.startswith("latency [cpus=1, memory=1.0GiB]: no run reported an iteration")
-    assert "/opt/venv/bin/python -m pip install edgeprof" in why
+    assert "install edgeprof into /opt/venv/bin/python (the same package or wheel" in why
     # Once the runs report latency, it is fitted.
     runs = [
         dataclasses.replace(r, latency=LatencyStats(10, x, x, x, x, x, x, 1 / x))

@@ -22,7 +22,10 @@ from edgeprof.layers.run import WORKER
 from edgeprof.measure.doctor import diagnose, interpreter_imports_edgeprof, workload_python
 from edgeprof.model import LatencyStats, Mark, PhaseStats, RunResult, Termination
 from edgeprof.report.results import render_markdown, render_plain
+from edgeprof.workload import instrument
 from tests.unit.conftest import make_result
+
+INSTRUMENT = instrument.__file__
 
 LATENCY = LatencyStats(
     count=3, mean_s=0.01, p50_s=0.01, p90_s=0.01, p95_s=0.01, p99_s=0.01, max_s=0.01, per_s=None
@@ -58,13 +61,16 @@ def test_nothing_to_explain_without_runs_or_without_a_successful_one() -> None:
 
 def test_the_sentence_names_the_interpreter_and_how_to_install_into_it() -> None:
     why = no_events([bare("/usr/bin/python3", "infer.py", "m.onnx")] * 2)
+    # No index serves edgeprof (pip install edgeprof: "No matching distribution found"):
+    # this same edgeprof, installed there, or its client copied from where it really is.
     assert why == (
         "no run reported an iteration, a phase or a mark: if the workload calls edgeprof, "
-        "/usr/bin/python3 could not import it; install it (/usr/bin/python3 -m pip install "
-        "edgeprof) or copy edgeprof/workload/instrument.py beside the script and "
+        "/usr/bin/python3 could not import it; install edgeprof into /usr/bin/python3 (the "
+        f"same package or wheel as this one), or copy {INSTRUMENT} beside the script and "
         "`import instrument as edgeprof`"
     )
-    assert "\n" not in why and len(why) < 300 and not why.endswith(".")
+    assert Path(INSTRUMENT).is_file() and Path(INSTRUMENT).is_absolute()
+    assert "\n" not in why and len(why) - len(INSTRUMENT) < 300 and not why.endswith(".")
 
 
 def test_edgeprofs_own_interpreter_is_not_said_to_fail_the_import(
@@ -90,7 +96,7 @@ def test_in_a_container_the_interpreter_is_the_images() -> None:
     why = no_events([bare("python", "infer.py", image="onnx:1")])
     assert why is not None
     assert "python in the image onnx:1 could not import it" in why
-    assert "(python -m pip install edgeprof)" in why
+    assert "; install edgeprof into python (the same package or wheel as this one)" in why
 
 
 @pytest.mark.parametrize(
@@ -106,7 +112,11 @@ def test_without_one_known_interpreter_the_sentence_names_none(
 ) -> None:
     why = no_events([bare(*c) for c in commands])
     assert why is not None and why.startswith(HEAD + ": the workload never wrote to edgeprof's")
-    assert "that interpreter could not import it: install edgeprof there or copy" in why
+    assert why.endswith(
+        "that interpreter could not import it: install edgeprof into the interpreter that runs "
+        f"the script (the same package or wheel as this one), or copy {INSTRUMENT} beside the "
+        "script and `import instrument as edgeprof`"
+    )
     assert "pip" not in why
 
 
@@ -219,7 +229,10 @@ def test_an_interpreter_without_edgeprof_says_why(tmp_path: Path) -> None:
     assert finding.ok is False
     assert finding.detail.startswith(f"{python} cannot import edgeprof ({why}): ")
     assert finding.fix is not None
-    assert finding.fix.startswith(f"{python} -m pip install edgeprof, or copy ")
+    assert finding.fix == (
+        f"install edgeprof into {python} (the same package or wheel as this one), or copy "
+        f"{INSTRUMENT} beside the script and `import instrument as edgeprof`"
+    )
 
 
 def test_the_working_directory_does_not_lend_its_edgeprof(
