@@ -54,7 +54,7 @@ class BackendError(EdgeprofError):
 def as_keywords(message: str, keywords: Mapping[str, str]) -> str:
     """``message`` with each command-line option ``keywords`` knows (``"allow-over-host"``)
     spelled as the library's keyword (``"allow_over_host=True"``); any other option is left
-    as it is (``--max-peak-memory``: a budget of the command line's only)."""
+    as it is (``--max-wall``: a budget of the command line's only)."""
     names = sorted(map(re.escape, keywords), key=len, reverse=True)
     option = re.compile(r"(?<![\w-])--(" + "|".join(names) + r")(?![\w-])")
     return option.sub(lambda m: keywords[m.group(1)], message)

@@ -54,7 +54,7 @@ def refusal(limits: Limits) -> str | None:
             "--memory: the process backend cannot limit memory: Linux does not enforce "
             "RLIMIT_RSS, and RLIMIT_AS caps each process's address space, not the run's "
             "memory (an interpreter with PyTorch maps over 1 GiB it never touches); measure "
-            f"the peak and gate it with --max-peak-memory, or {how}"
+            f"the peak and gate it (--max-peak-memory), or {how}"
         )
     if limits.pids is not None:
         return (

@@ -40,6 +40,9 @@ KEYWORDS = {
     "image": "image",
     "interval": "interval",
     "kill-grace": "kill_grace",
+    # A budget of the command line's; from Python the gate is the caller's own, on the
+    # result: the process backend's memory refusal had named the option to a library caller.
+    "max-peak-memory": "RunResult.memory.peak_bytes",
     "memory": "memory",
     "name": "name",
     "out": "out_dir",

@@ -13,7 +13,7 @@ import tomllib
 import edgeprof
 from edgeprof.analysis.devices import DEVICES_ENV
 from edgeprof.cli import main
-from edgeprof.errors import ConfigError, CoresBusy, as_keywords
+from edgeprof.errors import ConfigError, CoresBusy, LimitError, as_keywords
 from edgeprof.measure import runner
 from edgeprof.measure.limits import THREAD_VARS
 from edgeprof.measure.runner import ResultNotSaved, profile
@@ -115,11 +115,30 @@ def test_its_errors_name_its_keywords_not_the_command_lines_options(
     assert capsys.readouterr().err == "edgeprof: error: --cores-busy x: expected wait or fail\n"
 
 
-def test_only_known_options_are_respelled() -> None:
-    text = "--cpus 3; --allow-over-host; --max-peak-memory; --cpuset 1"
-    assert as_keywords(text, KEYWORDS) == (
-        "cpus 3; allow_over_host=True; --max-peak-memory; cpuset 1"
+def test_the_process_backends_memory_refusal_names_the_librarys_means(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """It had said "gate it with --max-peak-memory" to a caller of profile(), which has no
+    such keyword; the command line keeps its option."""
+    from edgeprof.backends.process import ProcessBackend
+
+    with pytest.raises(LimitError) as out:
+        edgeprof.profile(["true"], Limits(memory="512m"), backend=ProcessBackend())
+    assert str(out.value) == (
+        "memory: the process backend cannot limit memory: Linux does not enforce RLIMIT_RSS, "
+        "and RLIMIT_AS caps each process's address space, not the run's memory (an "
+        "interpreter with PyTorch maps over 1 GiB it never touches); measure the peak and "
+        "gate it (RunResult.memory.peak_bytes), or use a cgroup backend (edgeprof doctor "
+        "says how to get one)"
     )
+    assert main(["run", "--backend", "process", "--memory", "512m", "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert "; measure the peak and gate it (--max-peak-memory), or use a cgroup backend" in err
+
+
+def test_only_known_options_are_respelled() -> None:
+    text = "--cpus 3; --allow-over-host; --max-wall; --cpuset 1"
+    assert as_keywords(text, KEYWORDS) == "cpus 3; allow_over_host=True; --max-wall; cpuset 1"
     text = "--cpus-x --memoryless a--cpus"
     assert as_keywords(text, KEYWORDS) == text
 
