@@ -113,10 +113,12 @@ class ProcessBackend(Backend):
     def warnings(self) -> list[str]:
         if self._fallback is None:
             return []
+        # Its facts first, then the cgroup backend's reason: one long sentence with the
+        # reason nested in parentheses had been hard to read (a tester's).
         return [
-            f"no cgroup can be created here ({self._fallback}): measured with the process "
-            "backend (CPU time exact, memory sampled resident set size, no CPU share or "
-            "memory limit); edgeprof doctor explains"
+            "no cgroup can be created here, so the process backend measured: CPU time is "
+            "exact, memory is the resident set size sampled, and no CPU share or memory "
+            f"limit can be set. Why: {self._fallback}. edgeprof doctor explains"
         ]
 
     def launch(self, spec: RunSpec) -> ProcessRun:

@@ -7,7 +7,7 @@ same layout; edgeprof's own columns follow.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path, PurePath
 from typing import NamedTuple, TextIO
 
@@ -122,9 +122,12 @@ def note_lines(results: Sequence[RunResult]) -> list[NoteLine]:
     the lines about it: what its memory was made of and cost, its limits' verdicts, its
     warnings, each said once; last, why no run reported an event, when that is worth saying
     (:func:`_uninstrumented`).  The text indents a label's lines under its head; the page
-    names the label on each."""
+    names the label on each.  A warning every run of several cells had (the process
+    backend's "no cgroup can be created here") is said once, last, not under each model."""
     out: list[NoteLine] = []
-    for (label, _), runs in cells(results).items():
+    by_cell = cells(results)
+    common = _every_runs(results) if len(by_cell) > 1 else []
+    for (label, _), runs in by_cell.items():
         r = runs[0]
         device = f"device {r.device}, " if r.device else ""
         head = f"{label}: {r.backend}/{r.mechanism}, {device}limits: {r.limits.describe()}, "
@@ -143,10 +146,17 @@ def note_lines(results: Sequence[RunResult]) -> list[NoteLine]:
         for verdict in (headroom(*worst_fit(runs)), gpu_headroom(worst_gpu_fit(runs))):
             if verdict is not None:
                 lines.append(verdict)
-        lines.extend(cell_warnings(runs))
+        lines.extend(cell_warnings(runs, but=common))
         out.extend(NoteLine(label, line) for line in lines)
+    out.extend(NoteLine(None, f"warning (every run): {w}") for w in common)
     out.extend(NoteLine(None, n) for n in _uninstrumented(results))
     return out
+
+
+def _every_runs(results: Sequence[RunResult]) -> list[str]:
+    """The warnings every run has, in the first run's order."""
+    rest = [set(r.warnings) for r in results[1:]]
+    return [w for w in dict.fromkeys(results[0].warnings) if all(w in x for x in rest)]
 
 
 def run_warnings(results: Sequence[RunResult]) -> dict[tuple[str, str], list[str]]:
@@ -170,13 +180,14 @@ def run_warnings(results: Sequence[RunResult]) -> dict[tuple[str, str], list[str
 
 
 
-def cell_warnings(runs: Sequence[RunResult]) -> list[str]:
+def cell_warnings(runs: Sequence[RunResult], but: Collection[str] = ()) -> list[str]:
     """A cell's warnings, each said once; of several runs (``--repeat N``), each names the
     runs it is about, by their place in the cell (the sweep's ``run K``), unless every run
-    had it: a held-off warning of one run in five had read as the cell's."""
+    had it: a held-off warning of one run in five had read as the cell's.  ``but``: said
+    elsewhere, for all the cells."""
     by_text: dict[str, list[int]] = {}
     for k, x in enumerate(runs, 1):
-        for w in dict.fromkeys([*x.warnings, *process_warnings(x)]):
+        for w in dict.fromkeys(w for w in [*x.warnings, *process_warnings(x)] if w not in but):
             by_text.setdefault(w, []).append(k)
     out = []
     for w, ks in by_text.items():

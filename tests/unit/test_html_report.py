@@ -24,7 +24,7 @@ def test_names_are_text_never_markup() -> None:
 
 
 def test_the_tables_are_the_terminals() -> None:
-    runs = [make_result(name="a"), make_result(name="b", wall_s=3.0)]
+    runs = [make_result(name="a"), make_result(name="b", wall_s=3.0, warnings=("b's",))]
     page = render_html(runs)
     # The rankings' titles and notes, as the terminal prints them.
     assert (
@@ -34,6 +34,10 @@ def test_the_tables_are_the_terminals() -> None:
     # each run's warnings, under the runs, as the text says them
     assert page.count("<li>a: warning: a warning</li>") == 1
     assert "No time series" in page
+    # One that every run had is said once, for all of them, as the text says it.
+    page = render_html([make_result(name="a"), make_result(name="b", wall_s=3.0)])
+    assert page.count("a warning") == 1
+    assert "<li>warning (every run): a warning</li>" in page
 
 
 def test_the_page_says_the_limits_and_the_device_the_runs_had() -> None:

@@ -80,8 +80,12 @@ def test_auto_falls_back_with_one_warning_naming_why(monkeypatch: pytest.MonkeyP
     be = get_backend("auto")
     assert isinstance(be, ProcessBackend)
     (warning,) = be.warnings()
-    assert warning.startswith("no cgroup can be created here (cannot create groups under")
-    assert "process backend" in warning
+    # Its facts first, the reason after them (it had been nested in parentheses mid-line).
+    assert warning == (
+        "no cgroup can be created here, so the process backend measured: CPU time is exact, "
+        "memory is the resident set size sampled, and no CPU share or memory limit can be "
+        "set. Why: cannot create groups under /sys/fs/cgroup/memory/x. edgeprof doctor explains"
+    )
     assert be.peak_source == "rss" and be.mechanism == "process"
     # Asked for by name, it says nothing; the cgroup backend's failure stays an error.
     assert get_backend("process").warnings() == []

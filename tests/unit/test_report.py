@@ -139,6 +139,16 @@ def test_notes_under_the_table() -> None:
     assert "  warning: w1\n  warning: w2\n" in text
 
 
+def test_a_warning_of_every_run_of_several_cells_is_said_once() -> None:
+    """The process backend's fallback warning had been repeated under each model of a sweep;
+    a warning only some cells have stays under them, and one cell keeps its own."""
+    a = make_result(name="a", warnings=("fallback", "a's"))
+    b = make_result(name="b", warnings=("fallback",))
+    notes = [ln for ln in render_plain([a, b]).splitlines() if "warning" in ln]
+    assert notes == ["  warning: a's", "warning (every run): fallback"]
+    assert "  warning: fallback\n" in render_plain([a])
+
+
 def test_markdown_is_a_pipe_table() -> None:
     text = render_markdown([make_result(name="a|b"), make_result(name="c")])
     lines = text.splitlines()
