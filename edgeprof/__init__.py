@@ -4,14 +4,27 @@
 >>> r = edgeprof.profile(["python3", "infer.py"], edgeprof.Limits(cpus=1.5, memory="512m"))
 >>> r.cpu.avg_pct, r.memory.peak_bytes, r.termination
 
-Saved results: ``edgeprof.load(path)`` (the runs ``edgeprof report`` reads),
-``edgeprof.compare(baseline, current)`` (``edgeprof compare``'s verdicts) and
-``edgeprof.predict(results, calibration)`` (``report --calibration``'s predictions).
+The public API (help(edgeprof.profile) and so on document each name):
 
-Inside a workload, ``edgeprof.phase``, ``edgeprof.iteration`` and ``edgeprof.mark`` (see
-:mod:`edgeprof.workload.instrument`).  Only that standard-library module is imported with
-the package; the profiler's own modules load on first use, so ``import edgeprof`` in a
-workload is cheap.
+- ``profile(command, limits, ...)``: run a command under limits and measure it.
+- ``Limits``: CPUs, cores, memory and processes a run may use.
+- ``RunResult``: what a run used and how it ended; ``Termination``: how it ended.
+- ``Counters``, ``Sample``, ``RunSpec``, ``UserIds``: what a backend reads, and is given.
+- ``load(*paths)``: the runs of saved results, as ``edgeprof report`` reads them.
+- ``compare(baseline, current)``: ``edgeprof compare``'s verdicts, as a ``Comparison``.
+- ``predict(results, calibration)``: a calibration's predictions, as a ``Predicted`` of
+  ``Prediction`` each.
+- ``phase``, ``iteration``, ``mark``: what a workload reports from inside its run;
+  ``active()``: whether it runs under edgeprof; ``limit_gpu_memory()``: a device's GPU
+  memory held in PyTorch.
+- ``EdgeprofError``: every error edgeprof raises; ``ConfigError`` (bad input),
+  ``LimitError`` (a limit this host cannot hold), ``CoresBusy`` (leased cores),
+  ``BackendUnavailable``, ``LaunchError``, ``BackendError``, ``ResultNotSaved`` (a
+  measured run whose ``result.json`` could not be written).
+- ``__version__``.
+
+Only :mod:`edgeprof.workload.instrument` (the workload's part) is imported with the package;
+the profiler's own modules load on first use, so ``import edgeprof`` in a workload is cheap.
 """
 
 from __future__ import annotations

@@ -89,19 +89,52 @@ def profile(
     unified_memory: bool = False,
     target: str | None = None,
 ) -> RunResult:
-    """Run ``command`` under ``limits`` and measure it: the arguments are
-    :func:`edgeprof.measure.runner.profile`'s, but for ``device``.
+    """Run ``command`` under ``limits`` and measure it; the :class:`RunResult` says what it
+    used and how it ended.  The keywords are ``edgeprof run``'s options (``out_dir``:
+    ``--out``, ``run_as``: ``--user``), as a library takes them:
 
-    ``device``: a catalog device (``edgeprof devices`` lists them; the catalogs
-    ``$EDGEPROF_DEVICES`` and ``devices`` name are merged over the shipped one, as for
-    ``--device`` and ``--devices``), whose limits the run gets as ``run --device`` gives
-    them: each field ``limits`` sets replaces the device's value (as ``--cpus``,
-    ``--memory`` and ``--cpu-period`` do) and is recorded in ``result.device_replaced`` by
-    that option's name; the device's thread-pool sizes (where ``env`` sets none), GPU memory
-    and cores (for the warning of a run faster than them) come with it, and what the command
-    line says of the device is first in ``result.warnings``.
-    ``device_cores`` and ``device_replaced``, given, replace those the catalog gives.  An
-    unknown name is a :class:`~edgeprof.errors.ConfigError` that lists the known ones.
+    - ``command``: the program and its arguments, a list (``["python3", "infer.py"]``).
+    - ``limits``: :class:`Limits` (``cpus``, ``cpuset``, ``memory``, ``pids``, the CPU
+      period); ``None``: none.  A limit the host or the backend cannot hold is a
+      :class:`~edgeprof.errors.LimitError`.
+    - ``backend``: ``"auto"`` (a cgroup, else the process tree, with a warning),
+      ``"cgroup"``, ``"process"``, ``"docker"``, or a :class:`Backend` object.
+    - ``interval``: seconds between samples (``0.1``), or a duration (``"10ms"``).
+    - ``timeout``: the run is ended after it (``None``: never), ``kill_grace`` seconds
+      (``2.0``) between SIGTERM and SIGKILL.
+    - ``env``: variables added to the workload's environment; ``cwd``: its directory.
+    - ``out_dir``: where ``result.json`` and ``samples.csv`` are written (``None``: nowhere).
+    - ``name``: the run's label in tables (default: the program's name).
+    - ``stdout``, ``stderr``: an open descriptor or ``subprocess.DEVNULL`` for the workload's
+      output (``None``: edgeprof's own).
+    - ``cgroup_parent``: the group the run's groups are made under; ``image``: the Docker
+      image (``backend="docker"``); ``run_as``: the :class:`UserIds` a host backend drops
+      the workload to.
+    - ``cores_busy``: where the cores a pinned run needs are leased to other runs,
+      ``"wait"`` (``on_wait`` is told why; default: stderr) or ``"fail"``
+      (:class:`~edgeprof.errors.CoresBusy`).
+    - ``device``: a catalog device (``edgeprof devices`` lists them; the catalogs
+      ``$EDGEPROF_DEVICES`` and ``devices`` name are merged over the shipped one), whose
+      limits the run gets as ``run --device`` gives them: each field ``limits`` sets
+      replaces the device's value and is recorded in ``result.device_replaced`` by that
+      option's name; the device's thread-pool sizes (where ``env`` sets none), GPU memory
+      and cores (for the warning of a run faster than them) come with it, and what the
+      command line says of the device is first in ``result.warnings``.  An unknown name is
+      a :class:`~edgeprof.errors.ConfigError` that lists the known ones.
+      ``device_cores`` and ``device_replaced``, given, replace those the catalog gives.
+    - ``squeeze``: reclaim the run's memory while it runs and record what it was held at
+      (``result.memory.squeeze``; cgroup v2).
+    - ``allow_over_host``: limits beyond the host's CPUs or memory are applied as asked
+      instead of refused.
+    - ``gpus``: the GPUs the run may use (``"all"``, ``"none"``, a count, indices or
+      UUIDs); ``gpu_memory``: the device's GPU memory, held against the run's GPU peak;
+      ``unified_memory``: CPU and GPU share one memory (the ``memory`` limit).
+    - ``target``: what a bench measured, recorded in ``result.target``.
+
+    Every input is validated before anything starts: a bad one raises a
+    :class:`~edgeprof.errors.ConfigError` (or ``LimitError`` / ``BackendUnavailable``) naming
+    these keywords, and leaves nothing behind.  The workload's failure (an exit code, an OOM
+    kill, a timeout, Ctrl-C) is a result, not an exception: see ``result.termination``.
     """
     limits = check_limits_given(limits)
     notes: tuple[str, ...] = ()

@@ -4,7 +4,9 @@ and the errors its docstring names are importable from ``edgeprof``."""
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -146,6 +148,27 @@ def test_only_known_options_are_respelled() -> None:
 def test_the_errors_profile_raises_are_exported() -> None:
     assert edgeprof.CoresBusy is CoresBusy and edgeprof.ResultNotSaved is ResultNotSaved
     assert {"CoresBusy", "ResultNotSaved"} <= set(edgeprof.__all__)
+
+
+def test_the_package_docstring_lists_every_public_name() -> None:
+    """``help(edgeprof)`` had shown only the workload's functions: the rest of the API is lazy
+    (module ``__getattr__``), so pydoc never saw it.  The docstring names each, once; a name
+    added to ``__all__`` without a line there fails here."""
+    doc = edgeprof.__doc__ or ""
+    api = doc[doc.index("The public API") : doc.index("Only :mod:")]
+    named = re.findall(r"``(\w+)[(`]", api)
+    assert sorted(set(named)) == sorted(edgeprof.__all__)
+    assert len(named) == len(set(named))
+
+
+def test_profiles_help_documents_each_of_its_arguments() -> None:
+    """``help(edgeprof.profile)`` had documented ``device`` and pointed at an internal
+    module for the rest."""
+    doc = edgeprof.profile.__doc__ or ""
+    params = list(inspect.signature(edgeprof.profile).parameters)
+    assert len(params) == 27
+    assert [p for p in params if f"``{p}``" not in doc] == []
+    assert "edgeprof.measure" not in doc
 
 
 def test_user_ids_is_exported_as_the_run_as_error_names_it() -> None:
