@@ -74,6 +74,27 @@ for this venv's interpreter, measured here), so a plain script is not told of it
 libraries are ~80 MiB (a tester's ``RssFile``)."""
 
 
+def charging_slack(n: int) -> int:
+    """The kernel's charging slack at ``n`` bytes (:data:`AT_LIMIT_SLACK`: 1 %, at least
+    1 MiB), in whole pages: a peak that comes this close to its limit has met it, and a run
+    must leave this much under its limit to be an answer.  ``run``'s verdict
+    (:func:`limit_fit`) and ``fit``'s (:func:`~edgeprof.analysis.need.slack`) both take it:
+    ``run --memory 59m -- python3 leak.py 5 11`` had said "fits, 828.0KiB to spare (1%)"
+    where fit counts such a run at the edge."""
+    return -(-max(MIB, int(AT_LIMIT_SLACK * n)) // PAGE) * PAGE
+
+
+def with_mapped(used: int, elsewhere: int | None) -> int:
+    """What a run holds on a device: ``used`` here and the files it mapped that other groups
+    had cached (:func:`mapped_elsewhere`), which no peak here counts and which are its own
+    memory there.  ``run``'s verdict (:attr:`LimitFit.warm_only`) and ``fit``'s
+    (:attr:`~edgeprof.sweeps.fit_outcome.FitOutcome.device_need`) both take it: fit had
+    said "fits in 512.0MiB with 59.0MiB to spare" for ``torchmodel.py 3072`` (an answer of
+    453.0 MiB, 80.1 MiB of torch's libraries mapped elsewhere: 533.1 MiB) where ``run`` at
+    512 MiB said "8.3MiB over the limit" (a tester's)."""
+    return used + (elsewhere or 0)
+
+
 def sampled_total(parts: MemoryParts | None) -> int | None:
     """The highest sample's usage (its parts' sum where the usage was not read)."""
     if parts is None:
@@ -174,13 +195,19 @@ class LimitFit:
     (:func:`mapped_elsewhere`): its own memory on a device, in no peak here."""
 
     @property
+    def on_device(self) -> int | None:
+        """``used`` with the files mapped ``elsewhere`` (:func:`with_mapped`)."""
+        return None if self.used is None else with_mapped(self.used, self.elsewhere)
+
+    @property
     def warm_only(self) -> bool:
         """It fits here only because of ``elsewhere``: peak + those exceed the limit."""
+        need = self.on_device
         return (
             self.status is Headroom.FITS
             and self.elsewhere is not None
-            and self.used is not None
-            and self.used + self.elsewhere > self.limit
+            and need is not None
+            and need > self.limit
         )
 
     @property
@@ -226,7 +253,7 @@ def _limit_fit(r: RunResult) -> LimitFit | None:
     peak = r.memory.peak_bytes
     if peak is None:  # nothing to tell the margin by
         return None
-    slack = max(MIB, int(AT_LIMIT_SLACK * limit))
+    slack = charging_slack(limit)
     # Near the limit with no page cache at any sample, nothing was there to drop: the peak
     # is the run's own (seen: 99.4 MiB of anon under 100 MiB, as under 1 GiB), and the
     # margin is what it left.
@@ -252,7 +279,7 @@ def worst_fit(runs: list[RunResult]) -> tuple[LimitFit | None, int]:
 
     def badness(f: LimitFit) -> tuple[int, int]:
         # Files mapped from others' cache are the run's own on a device: they count.
-        return _WORST_FIRST.index(f.status), -(f.used or 0) - (f.elsewhere or 0)
+        return _WORST_FIRST.index(f.status), -with_mapped(f.used or 0, f.elsewhere)
 
     return min(fits, key=badness), len(fits)
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from ..model import RunResult, Termination
 from ..units import format_binary
 from .fit_times import UNCONTENDED, Timing, median_time, timing
-from .headroom import AT_LIMIT_SLACK, Headroom, limit_fit, stat_lag
+from .headroom import Headroom, charging_slack, limit_fit, stat_lag
 
 PAGE = 4096
 MIB = 1 << 20
@@ -136,10 +136,11 @@ def allowance(reference: Sequence[RunResult], floor: int) -> int:
 
 def slack(floor: int) -> int:
     """The kernel's charging slack at ``floor``
-    (:data:`~edgeprof.analysis.headroom.AT_LIMIT_SLACK`, 1 % and at least 1 MiB): a run whose
-    peak comes that close to its limit has met it.  Each run must leave this much under its
-    limit over its own anon + shmem + kernel (:func:`at_the_edge`)."""
-    return _page(max(MIB, int(AT_LIMIT_SLACK * floor)))
+    (:func:`~edgeprof.analysis.headroom.charging_slack`, 1 % and at least 1 MiB, the rule
+    ``run``'s verdict takes too): a run whose peak comes that close to its limit has met it.
+    Each run must leave this much under its limit over its own anon + shmem + kernel
+    (:func:`at_the_edge`)."""
+    return charging_slack(floor)
 
 
 def _page(n: int) -> int:

@@ -124,7 +124,18 @@ class Fit(TypedDict):
     """The answer with ``margin`` added, and above the unlimited peak only as far as the
     margin on the floor and its room reaches."""
     fits: bool
-    """There is an answer and it (with ``gpu_bytes``) is within the ceiling."""
+    """There is an answer and the device's memory holds it within the ceiling:
+    ``device_need_bytes``, with the files mapped elsewhere and ``gpu_bytes``."""
+    mapped_elsewhere_bytes: int | None
+    """The most files an unlimited run mapped that were cached before it, charged to other
+    groups (e.g. shared libraries): in no limit here, its own memory on a device; ``null``:
+    too little to say (under 8 MiB), or not measured."""
+    device_need_bytes: int | None
+    """What the device's memory must hold: ``min_memory_bytes`` + ``mapped_elsewhere_bytes``
+    + ``gpu_bytes``, as ``run``'s verdict counts them; ``null``: no answer."""
+    fits_with_margin: bool | None
+    """Whether ``recommended_bytes``, as the device holds it (with the same files and GPU
+    share), is within the ceiling too; ``null``: no ceiling, or it does not fit without."""
     squeeze: Annotated[dict[str, Any], Squeeze] | None
     """The squeezed run's figures (``--one-run``), as ``memory.squeeze`` in ``result.json``;
     ``null``: not squeezed."""

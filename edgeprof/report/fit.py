@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..analysis.headroom import mapped_elsewhere
 from ..analysis.need import (
     MIN_LIMIT,
     OVERTURNED,
@@ -249,29 +248,40 @@ def _answer_lines(o: FitOutcome) -> list[str]:
     if o.gpu_bytes is not None:
         lines.append(
             f"with its GPU's {format_binary(o.gpu_bytes)} in the same memory (unified): "
-            f"{format_binary(need)}"
+            f"{format_binary(o.answer + o.gpu_bytes)}"
         )
     # The limits were set here, where files other groups had cached cost the runs nothing:
-    # the answer is this host's, and `run` at it says "fits here only because" (a review).
-    elsewhere = [m for m in map(mapped_elsewhere, o.reference) if m is not None]
-    if elsewhere:
-        most = max(elsewhere)
+    # on a device they are its own, and the verdict below counts them, as `run`'s does.
+    if o.elsewhere is not None:
+        with_margin_too = o.device_recommended
+        assert with_margin_too is not None
         lines.append(
-            f"not in it: {format_binary(most)} of files the unlimited runs mapped that were "
-            "cached before them, charged to other groups (e.g. shared libraries); on a "
-            f"device they are its own: {format_binary(o.answer + most)} with them"
+            f"not in it: {format_binary(o.elsewhere)} of files the unlimited runs mapped that "
+            "were cached before them, charged to other groups (e.g. shared libraries); on a "
+            f"device they are its own: {format_binary(need)} with them, "
+            f"{format_binary(with_margin_too)} with the margin too"
         )
     if b.ceiling is not None:
-        if o.fits:
-            lines.append(
-                f"fits in {format_binary(b.ceiling)} with {spare(b.ceiling, need)} to spare"
-            )
-        else:
-            lines.append(
-                f"does not fit in {format_binary(b.ceiling)}: "
-                f"{format_binary(need - b.ceiling)} short"
-            )
+        lines.append(_ceiling_line(o, b.ceiling, need))
     return lines
+
+
+def _ceiling_line(o: FitOutcome, ceiling: int, need: int) -> str:
+    """``fits in 512.0MiB with 59.0MiB to spare``, or ``does not fit …: 21.1MiB short``,
+    of what the device's memory must hold (:attr:`FitOutcome.device_need`); and where it
+    fits without the margin only, that it does."""
+    ceiling_s = format_binary(ceiling)
+    if not o.fits:
+        return f"does not fit in {ceiling_s}: {format_binary(need - ceiling)} short"
+    said = f"fits in {ceiling_s} with {spare(ceiling, need)} to spare"
+    if o.fits_with_margin is False:
+        over = o.device_recommended
+        assert over is not None
+        said += (
+            f", without the margin only: with it, {format_binary(over)} is "
+            f"{format_binary(over - ceiling)} over"
+        )
+    return said
 
 
 def _render_squeezed(o: FitOutcome) -> str:

@@ -133,8 +133,8 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
     stall = "" if f.stall_share is None else f"stalled {100 * f.stall_share:.1f}% of the wall time"
     floor = "" if f.used is None else f"anon + shmem + kernel {format_binary(f.used)}"
     if f.warm_only:
-        assert f.used is not None and f.elsewhere is not None
-        whole = f.used + f.elsewhere
+        whole = f.on_device
+        assert f.used is not None and f.elsewhere is not None and whole is not None
         said = (
             f"fits here only because {format_binary(f.elsewhere)} of the files it mapped were "
             "cached before it, charged to other groups (e.g. shared libraries): "

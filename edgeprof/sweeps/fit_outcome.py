@@ -7,6 +7,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..analysis.fit_times import Timing, contended, median_time
+from ..analysis.headroom import mapped_elsewhere, with_mapped
 from ..analysis.need import (
     OVERTURNED,
     RAISED,
@@ -89,10 +90,43 @@ class FitOutcome:
         return contended([*self.reference, *(r for p in self.probes for r in p.runs)])
 
     @property
+    def elsewhere(self) -> int | None:
+        """The most files an unlimited run mapped that other groups had cached
+        (:func:`~edgeprof.analysis.headroom.mapped_elsewhere`): in no limit here, its own
+        memory on a device; ``None``: too little to say, or not measured."""
+        found = [m for m in map(mapped_elsewhere, self.reference) if m is not None]
+        return max(found, default=None)
+
+    def _on_device(self, limit: int | None) -> int | None:
+        """``limit`` (set here) as the device's memory must hold it: with the files mapped
+        elsewhere (:func:`~edgeprof.analysis.headroom.with_mapped`, as ``run``'s verdict
+        takes them) and the GPU's share of a unified memory."""
+        if limit is None:
+            return None
+        return with_mapped(limit, self.elsewhere) + (self.gpu_bytes or 0)
+
+    @property
     def device_need(self) -> int | None:
-        """What the device's memory must hold: the answer, and the GPU's share of a unified
-        memory."""
-        return None if self.answer is None else self.answer + (self.gpu_bytes or 0)
+        """What the device's memory must hold: the answer, the files mapped elsewhere, and
+        the GPU's share of a unified memory.  The verdict, its spare figure, ``fits`` and
+        the exit code take this, as ``run`` does."""
+        return self._on_device(self.answer)
+
+    @property
+    def device_recommended(self) -> int | None:
+        """:attr:`recommended` as the device's memory must hold it (as :attr:`device_need`)."""
+        return self._on_device(self.recommended)
+
+    @property
+    def fits_with_margin(self) -> bool | None:
+        """Whether the answer fits the ceiling with its margin too (:attr:`device_recommended`);
+        ``None`` where it does not fit without it, or there is no ceiling: ``fit`` had said
+        "with a 20% margin: 543.6MiB" and "fits in 512.0MiB" with no word that the first is
+        above the second."""
+        ceiling, need = self.bounds.ceiling, self.device_recommended
+        if ceiling is None or need is None or not self.fits:
+            return None
+        return need <= ceiling
 
     @property
     def failed_at_peak(self) -> Probe | None:
@@ -181,8 +215,9 @@ class FitOutcome:
 
     @property
     def fits(self) -> bool:
-        """An answer, within the ceiling (a bisection's always is; a one-run estimate may
-        exceed it)."""
+        """An answer that the device's memory holds (:attr:`device_need`) within the ceiling:
+        a bisection's answer is within it, but not always with the files mapped elsewhere;
+        a one-run estimate may exceed it."""
         ceiling = self.bounds.ceiling
         need = self.device_need
         return need is not None and (ceiling is None or need <= ceiling)
@@ -244,6 +279,9 @@ class FitOutcome:
             "min_memory_bytes": self.answer,
             "recommended_bytes": self.recommended,
             "fits": self.fits,
+            "mapped_elsewhere_bytes": self.elsewhere,
+            "device_need_bytes": self.device_need,
+            "fits_with_margin": self.fits_with_margin,
             "squeeze": None if squeeze is None else dataclasses.asdict(squeeze),
             "max_memory_need_bytes": self.budget,
             "gpu_bytes": self.gpu_bytes,

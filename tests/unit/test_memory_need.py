@@ -27,6 +27,8 @@ from edgeprof.analysis.need import (
     verdict,
     with_margin,
 )
+from edgeprof.cli import EXIT_BUDGET
+from edgeprof.cli.fit import fit_exit_code
 from edgeprof.model import LatencyStats, MemoryPressure, MemoryStats, RunResult, Termination
 from edgeprof.report.fit import render_fit
 from edgeprof.sweeps.fit_outcome import FitOutcome, Probe
@@ -699,14 +701,68 @@ def test_a_fits_answer_names_the_files_cached_before_its_runs() -> None:
     )
     b = bounds((warm,), None, None)
     probes = (Probe(b.top, (run(wall=1.0),), Verdict(True, "fits (+0%)")),)
-    text = render_fit([FitOutcome("x", (warm,), WALL, 0.0, b, probes, b.top, 0.10, 0.20)])
+    o = FitOutcome("x", (warm,), WALL, 0.0, b, probes, b.top, 0.10, 0.20)
+    text = render_fit([o])
+    assert o.recommended is not None
     assert (
         "not in it: 80.0MiB of files the unlimited runs mapped that were cached before them, "
         f"charged to other groups (e.g. shared libraries); on a device they are its own: "
-        f"{format_binary(b.top + 80 * MIB)} with them" in text
+        f"{format_binary(b.top + 80 * MIB)} with them, "
+        f"{format_binary(o.recommended + 80 * MIB)} with the margin too" in text
     ), text
     text = render_fit([FitOutcome("x", (plain,), WALL, 0.0, b, probes, b.top, 0.10, 0.20)])
     assert "not in it" not in text
+
+
+def _torch_3072(ceiling: int) -> FitOutcome:
+    """A tester's ``fit --device board-512m -- python torchmodel.py 3072``: an answer of
+    453.0 MiB (its own memory: floor and peak at it) and 80.1 MiB of torch's libraries
+    mapped from other groups' cache."""
+    answer = 453 * MIB
+    r = run(wall=1.0, memory=mem(peak=answer, floor=answer))
+    warm = dataclasses.replace(
+        r, memory=dataclasses.replace(r.memory, mapped_elsewhere_bytes=round(80.1 * MIB))
+    )
+    b = Bounds(answer, answer, ceiling, 2 * MIB)
+    probes = (Probe(answer, (run(wall=1.0),), Verdict(True, "fits (+1%)")),)
+    return FitOutcome("python", (warm,), WALL, 0.0, b, probes, answer, 0.10, 0.20)
+
+
+def test_files_mapped_elsewhere_count_in_the_verdict_as_run_counts_them() -> None:
+    """fit had said "533.1MiB with them" and then "fits in 512.0MiB with 59.0MiB to spare"
+    (fit.json ``fits: true``, exit 0) where ``run`` at 512 MiB said "8.3MiB over the limit":
+    the verdict, its figure, ``fits`` and the exit code now take the need with them."""
+    o = _torch_3072(512 * MIB)
+    assert o.elsewhere == round(80.1 * MIB)
+    assert o.device_need == 453 * MIB + round(80.1 * MIB)
+    assert not o.fits and o.fits_with_margin is None
+    assert fit_exit_code([o]) == EXIT_BUDGET
+    text = render_fit([o])
+    own = "on a device they are its own: 533.1MiB with them, 623.7MiB with the margin too\n"
+    assert own in text
+    assert text.endswith("\ndoes not fit in 512.0MiB: 21.1MiB short\n"), text
+    d = o.to_dict()
+    assert fit_schema_errors(d) == []
+    assert (d["fits"], d["min_memory_bytes"], d["fits_with_margin"]) == (False, 453 * MIB, None)
+    assert d["mapped_elsewhere_bytes"] == round(80.1 * MIB)
+    assert d["device_need_bytes"] == 453 * MIB + round(80.1 * MIB)
+
+
+def test_an_answer_that_fits_without_its_margin_only_says_so() -> None:
+    """Under 560 MiB the need with its files (533.1 MiB) fits; with the 20 % margin (543.6
+    MiB here, 623.7 with the files) it does not, which had gone unsaid."""
+    o = _torch_3072(560 * MIB)
+    assert o.fits and o.fits_with_margin is False and fit_exit_code([o]) == 0
+    assert o.to_dict()["fits_with_margin"] is False
+    assert render_fit([o]).endswith(
+        "\nfits in 560.0MiB with 26.9MiB to spare, without the margin only: with it, "
+        "623.7MiB is 63.7MiB over\n"
+    )
+    roomy = _torch_3072(1024 * MIB)
+    assert roomy.fits and roomy.fits_with_margin is True
+    assert render_fit([roomy]).endswith("\nfits in 1.0GiB with 490.9MiB to spare\n")
+    assert _torch_3072(1024 * MIB).to_dict()["fits_with_margin"] is True
+    assert outcome(50 * MIB).fits_with_margin is None  # no ceiling
 
 
 # -- the recommendation and the answer's doubt -------------------------------------------------
