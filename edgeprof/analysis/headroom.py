@@ -211,6 +211,18 @@ class LimitFit:
         )
 
     @property
+    def at_edge(self) -> bool:
+        """It fits, but its peak left less than the kernel's charging slack under the limit
+        (:func:`charging_slack`), so a run holding a little more is OOM-killed there, and
+        ``fit`` would not take this limit for an answer (``leak.py 5 11``: peak 58.2 MiB
+        under 59 MiB, 828 KiB to spare)."""
+        return (
+            self.status is Headroom.FITS
+            and self.spare is not None
+            and self.spare < charging_slack(self.limit)
+        )
+
+    @property
     def spare(self) -> int | None:
         """The limit less ``used`` (never negative), ``None`` when ``used`` is unknown."""
         return None if self.used is None else max(0, self.limit - self.used)

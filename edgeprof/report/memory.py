@@ -8,6 +8,7 @@ from ..analysis.headroom import (
     Headroom,
     LimitFit,
     between_samples,
+    charging_slack,
     sampled_total,
     unattributed,
 )
@@ -147,6 +148,13 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
             f"fits, peak {format_binary(f.used)}, {spare(f.limit, f.used)} to spare "
             f"({_share(f.spare, f.limit)})"
         )
+        if f.at_edge:  # fit's rule (headroom.charging_slack): no limit to run at
+            said = (
+                f"fits at the edge, peak {format_binary(f.used)}, only "
+                f"{spare(f.limit, f.used)} to spare, under the "
+                f"{format_binary(charging_slack(f.limit))} the kernel may charge ahead: a run "
+                "holding a little more is OOM-killed here (edgeprof fit finds a limit with room)"
+            )
         if f.elsewhere is not None:
             said += (
                 f"; it also mapped {format_binary(f.elsewhere)} of files cached before it, "

@@ -13,8 +13,8 @@ import pytest
 
 from edgeprof.analysis.budgets import Budgets, Status, check_budgets
 from edgeprof.analysis.fit_times import Timing
-from edgeprof.analysis.headroom import Headroom, limit_fit, worst_fit
-from edgeprof.analysis.need import Bounds, Verdict
+from edgeprof.analysis.headroom import Headroom, charging_slack, limit_fit, worst_fit
+from edgeprof.analysis.need import Bounds, Verdict, at_the_edge, slack
 from edgeprof.cli.fit import fit_exit_code
 from edgeprof.errors import ConfigError
 from edgeprof.model import (
@@ -151,7 +151,12 @@ def test_near_the_limit_with_no_page_cache_is_the_runs_own_peak() -> None:
     )
     f = limit_fit(dataclasses.replace(r, memory=dataclasses.replace(r.memory, peaks=none)))
     assert f is not None and f.status is Headroom.FITS and f.spare == MIB // 2
-    assert headroom(f) == "memory limit 100.0MiB: fits, peak 99.5MiB, 512.0KiB to spare (0%)"
+    assert f.at_edge  # under the slack fit asks of a run (need.slack): not a limit to run at
+    assert headroom(f) == (
+        "memory limit 100.0MiB: fits at the edge, peak 99.5MiB, only 512.0KiB to spare, under "
+        "the 1.0MiB the kernel may charge ahead: a run holding a little more is OOM-killed "
+        "here (edgeprof fit finds a limit with room)"
+    )
     # At the limit to the page: met it, whatever cache the samples saw.
     at = dataclasses.replace(r.memory, peak_bytes=LIMIT, peaks=none)
     f = limit_fit(dataclasses.replace(r, memory=at))
@@ -412,3 +417,30 @@ def test_compare_of_a_fit_blames_the_other_path_when_it_is_missing_or_empty(
             plain = capsys.readouterr().err
             assert err.count("\n") == 1 and err == plain, (pair, err, plain)
             assert str(bad) in err and "fit's output" not in err
+
+
+def test_a_peak_within_the_charging_slack_of_the_limit_fits_at_the_edge_by_fits_rule() -> None:
+    """``run --memory 59m -- python3 leak.py 5 11`` (55 MiB of anon, no page cache) said
+    "fits, peak 58.2MiB, 828.0KiB to spare (1%)"; fit's own rule (need.slack: 1 %, at least
+    1 MiB) would not take that limit for an answer.  Both now take headroom.charging_slack."""
+    limit = 59 * MIB
+    peak = limit - 828 * 1024
+    r = limited(peak=peak, floor=peak, stall=None, events_max=None, limit=limit)
+    no_cache = MemoryParts(total=peak, anon=peak, file=0, shmem=0, kernel=0)  # at any sample
+    r = dataclasses.replace(r, memory=dataclasses.replace(r.memory, peaks=no_cache))
+    f = limit_fit(r)
+    assert f is not None and f.status is Headroom.FITS and f.at_edge
+    assert charging_slack(limit) == slack(limit) == MIB
+    assert at_the_edge(r, slack(peak)) == "at the edge, leaves 828.0KiB"  # fit's verdict
+    assert headroom(f) == (
+        "memory limit 59.0MiB: fits at the edge, peak 58.2MiB, only 828.0KiB to spare, under "
+        "the 1.0MiB the kernel may charge ahead: a run holding a little more is OOM-killed "
+        "here (edgeprof fit finds a limit with room)"
+    )
+    # A page more than the slack to spare: a plain fit.
+    roomy = limit_fit(limited(peak=limit - MIB - 4096, floor=40 * MIB, stall=None,
+                              events_max=None, limit=limit))  # fmt: skip
+    assert roomy is not None and not roomy.at_edge
+    assert headroom(roomy) == "memory limit 59.0MiB: fits, peak 58.0MiB, 1.0MiB to spare (2%)"
+    # The slack is 1 % of a larger limit: 10.2 MiB of 1 GiB, in whole pages.
+    assert charging_slack(1 << 30) == 10_739_712
