@@ -22,8 +22,8 @@ def limit_settings(
     ``cpus`` and ``memory`` items may each hold a comma-separated list (``"1,2"``); a
     ``cpuset`` item is one setting (its commas are part of the CPU list: ``"0-1,3"``).
     """
-    cpus_v = _split(cpus, "--cpus")
-    mem_v = _split(memory, "--memory")
+    cpus_v = listed(cpus, "--cpus")
+    mem_v = listed(memory, "--memory")
     sets_v: list[str | None] = [s.strip() for s in cpuset] or [None]
     for s in sets_v:
         if s == "":
@@ -36,7 +36,8 @@ def limit_settings(
     )
 
 
-def _split(items: Sequence[str], option: str) -> list[str | None]:
+def listed(items: Sequence[str], option: str) -> list[str | None]:
+    """The values ``items`` list, each item split at its commas (``--cpus 1,2``)."""
     out: list[str | None] = []
     for item in items:
         parts = [p.strip() for p in item.split(",")]

@@ -481,3 +481,30 @@ def test_a_search_interrupted_after_its_probes_says_what_they_showed(
     assert doc["stopped"] == said
     assert stdout.splitlines()[-1] == said and "no search" not in stdout
     assert "10.0MiB " in stdout  # the curve of the probes made
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ["--memory", "512m,1g"],
+            "--memory 512m,1g: edgeprof fit takes one memory (the device's); fit once without "
+            "--memory for the need and read each board's memory against it, or once per board "
+            "(--memory 512m, then --memory 1g)",
+        ),
+        (
+            ["--cpus", "1,2"],
+            "--cpus 1,2: edgeprof fit takes one CPU setting (the need may differ with each): "
+            "fit once per setting (--cpus 1, then --cpus 2)",
+        ),
+    ],
+)
+def test_a_list_of_settings_is_one_line_before_any_run(
+    capfd: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], said: str
+) -> None:
+    """``fit --memory 512m,1g`` and ``fit --cpus 1,2`` had been a traceback ("too many values
+    to unpack" at sweeps/fit.py:97), exit 1 (a tester's)."""
+    out = tmp_path / "f"
+    rc, stdout, err = _fit(capfd, "--backend", "fake", "--out", str(out), *args, "--", "true")
+    assert (rc, stdout, err) == (2, "", f"edgeprof: error: {said}\n")
+    assert not out.exists()
