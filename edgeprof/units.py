@@ -118,12 +118,22 @@ def parse_memory_limit(text: str, option: str | None = None) -> int:
     try:
         value = _size_bytes(text)
         if value < 6 * 2**20:
-            raise ConfigError(f"memory limit {shown(text)} is below the minimum of 6m")
+            said = f"memory limit {shown(text)} is below the minimum of 6m"
+            raise ConfigError(said + _bytes_hint(text))
     except ConfigError as exc:
         if option is None:
             raise
         raise ConfigError(f"{option}: {exc}") from None
     return value
+
+
+def _bytes_hint(text: str) -> str:
+    """What a limit too small for want of a unit meant: ``--memory 512`` is 512 bytes, and
+    the error had said only "below the minimum of 6m" (a tester's)."""
+    bare = text.strip()
+    if not _BARE_NUMBER.fullmatch(bare) or _size_bytes(f"{bare}m") < 6 * 2**20:
+        return ""
+    return f" (a number without a unit is bytes); did you mean {bare}m?"
 
 
 _BARE_NUMBER = re.compile(r"\d*\.?\d+|\d+\.", re.ASCII)

@@ -270,6 +270,19 @@ def test_an_empty_value_is_refused(
         (["run", "--memory", "1k"], "--memory: memory limit '1k' is below the minimum of 6m"),
         (["run", "--memory", "1g,0"], "--memory: memory limit '0' is below the minimum of 6m"),
         (["fit", "--memory", "0"], "--memory: memory limit '0' is below the minimum of 6m"),
+        # A bare number is bytes: said, with the limit it was surely meant to be (a tester's
+        # `--memory 512` had read "below the minimum of 6m" alone).
+        (
+            ["run", "--memory", "512"],
+            "--memory: memory limit '512' is below the minimum of 6m (a number without a unit "
+            "is bytes); did you mean 512m?",
+        ),
+        (
+            ["run", "--memory", "1g,64"],
+            "--memory: memory limit '64' is below the minimum of 6m (a number without a unit "
+            "is bytes); did you mean 64m?",
+        ),
+        (["run", "--memory", "5"], "--memory: memory limit '5' is below the minimum of 6m"),
         (["fit", "--resolution", "0"], "--resolution: invalid size '0': must be at least 1 byte"),
         (
             ["fit", "--max-memory-need", "0"],
