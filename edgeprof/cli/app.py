@@ -14,7 +14,7 @@ from typer.core import TyperGroup
 
 from ..names import printable
 from ..version import __version__
-from . import COMMANDS, EXIT_BUDGET, EXIT_ERROR, EXIT_INTERRUPTED
+from . import COMMANDS, EXIT_BUDGET, EXIT_ERROR, EXIT_INTERRUPTED, repeats
 from .outcome import exit_code, guarded, runs_exit_code
 
 __all__ = [
@@ -62,7 +62,21 @@ def _load(name: str) -> Any:
         target = one
     command = typer.main.get_command(target)
     command.name = name
+    if not hasattr(command, "commands"):  # a group's subcommands parse their own words
+        _refuse_repeats(command)
     return command
+
+
+def _refuse_repeats(command: Any) -> None:
+    """``command`` refuses a single-value option given twice (:mod:`.repeats`) before click
+    keeps its last value."""
+    parse_args = command.parse_args
+
+    def checked(ctx: Any, args: list[str]) -> Any:
+        repeats.check(command.params, args, ctx.allow_interspersed_args)
+        return parse_args(ctx, args)
+
+    command.parse_args = checked
 
 
 app = typer.Typer(

@@ -144,8 +144,8 @@ def parse(argv: Sequence[str]) -> dict[str, Any] | None:
 
     As click parses them with ``allow_interspersed_args`` off: options until ``--`` or the
     first word that is not one, and every word after that is the command's; an option's
-    value is the next word whatever it starts with; a repeated option keeps its last value,
-    a list option every value."""
+    value is the next word whatever it starts with; a list option keeps every value, and a
+    single-value option given twice is the typer command's to refuse (:mod:`.repeats`)."""
     scanned = _scan(argv)
     if scanned is None:
         return None
@@ -160,6 +160,8 @@ def parse(argv: Sequence[str]) -> dict[str, Any] | None:
             return None
         if option.kind == "list":
             params.setdefault(option.param, []).append(converted)
+        elif option.param in params:  # given twice: the typer command refuses it (repeats)
+            return None
         else:
             params[option.param] = converted
     if command:

@@ -208,7 +208,8 @@ def test_bad_shards_start_nothing(
     argv: list[str], message: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out"
-    args = ["run", "--backend", "fake", "--repeat", "3", *argv, "--out", str(out), "--", "true"]
+    repeat = [] if "--repeat" in argv else ["--repeat", "3"]  # given twice is refused
+    args = ["run", "--backend", "fake", *repeat, *argv, "--out", str(out), "--", "true"]
     assert main(args) == 2
     err = capfd.readouterr().err
     assert err.startswith("edgeprof: error:") and message in err and err.count("\n") == 1

@@ -181,3 +181,50 @@ def test_to_words_writes_the_command_line_parse_reads_back(argv: list[str]) -> N
     params.setdefault("command", ["python3", "-c", "pass"])
     again = parse(to_words(params))
     assert again is not None and _normal(again) == _normal(params)
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["run", "--device", "board-512m", "--device", "board-1g", "--", "true"],
+            "--device given 2 times (board-512m, board-1g)",
+        ),
+        (
+            ["fit", "--memory", "512m", "--memory=1g", "--", "true"],
+            "--memory given 2 times (512m, 1g)",
+        ),
+        (["fit", "--cpuset", "0", "--cpuset", "1", "true"], "--cpuset given 2 times (0, 1)"),
+        (
+            ["run", "--name", "a", "--timeout", "5", "--name=b", "true"],
+            "--name given 2 times (a, b)",
+        ),
+    ],
+)
+def test_a_single_value_option_given_twice_is_one_error_line(
+    argv: list[str], line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``run --device a --device b`` had run ``b`` only, and ``fit --memory 512m --memory 1g``
+    fitted 1 GiB, without a word (a tester's); run's own parser hands such a line on."""
+    if argv[0] == "run":
+        assert parse(argv[1:]) is None
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"edgeprof: error: {line}: it takes one value, and all but the last would be ignored; "
+        "give it once\n"
+    )
+
+
+def test_lists_flags_and_the_workloads_words_may_repeat(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A list option sweeps its values, a flag and its negation are typer's as before, and
+    the command's own words are not edgeprof's options: both parsers take the line."""
+    argv = ["--memory", "6m", "--memory", "8m", "--as-root", "--no-as-root", "-E", "A=1",
+            "-E", "B=2", "python", "x.py", "--device", "a", "--device", "b"]  # fmt: skip
+    want = {
+        "memory": ["6m", "8m"], "as_root": False, "env": ["A=1", "B=2"],
+        "command": ["python", "x.py", "--device", "a", "--device", "b"],
+    }  # fmt: skip
+    assert parse(argv) == want
+    theirs = _typer_params(argv, monkeypatch)
+    assert isinstance(theirs, dict) and _normal(theirs) == _normal(want)
