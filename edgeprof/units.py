@@ -383,6 +383,13 @@ def parse_fraction(text: str, what: str, most: float = 10.0) -> float:
     return value
 
 
+def format_share(fraction: float) -> str:
+    """A share in percent to a tenth (``0.054`` → ``5.4%``): a run's memory stall, said by its
+    warning and its limit's verdict alike (they had printed "5%" and "5.4%" for one figure);
+    a tenth, so a stall just past the 5 % bound does not read as the bound itself."""
+    return f"{100 * fraction:.1f}%"
+
+
 def format_binary(n: float | None, digits: int = 1) -> str:
     """Bytes in binary units (``117.9MiB``), as ``docker stats`` prints memory."""
     return _format(n, 1024, ("B", "KiB", "MiB", "GiB", "TiB"), digits)

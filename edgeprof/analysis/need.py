@@ -176,6 +176,28 @@ class Verdict:
     .answer_in_doubt <edgeprof.sweeps.fit_outcome.FitOutcome.answer_in_doubt>` says so)."""
 
 
+@dataclass(frozen=True)
+class ReadBack:
+    """The most pages one unlimited run read back (:func:`read_back`): what a probe's own
+    counts are weighed against, not 0.  Without a limit a run still refaults the pages the
+    host's reclaim evicted and major-faults files read for the first time (a torch script:
+    1145 refaults unlimited), so a probe with as many shows nothing of its limit."""
+
+    refaults_anon: int = 0
+    refaults_file: int = 0
+    major_faults: int = 0
+
+
+def read_back(runs: Sequence[RunResult]) -> ReadBack:
+    """The unlimited ``runs``' :class:`ReadBack`: each counter's most (0 where unknown)."""
+    pressures = [r.memory.pressure for r in runs if r.memory.pressure is not None]
+
+    def most(field: str) -> int:
+        return max((getattr(p, field) or 0 for p in pressures), default=0)
+
+    return ReadBack(most("refaults_anon"), most("refaults_file"), most("major_faults"))
+
+
 def verdict(
     runs: Sequence[RunResult],
     reference: Timing,
@@ -183,13 +205,15 @@ def verdict(
     tolerance: float,
     room: int = 0,
     ref_stall: float | None = None,
+    ref_read: ReadBack = ReadBack(),
 ) -> Verdict:
     """Whether ``runs`` (one limit) did what the unlimited run did, in time, each with
     ``room`` (the :attr:`Bounds.allowance`) to spare (:func:`at_the_edge`).  Slower than
     the tolerance fails where the kernel cannot say what the slowdown was (a v1-only host);
     where it can (``memory.pressure``, cgroup v2 and a hybrid v1 host's unified group;
     ``ref_stall``: the unlimited runs' median stall), only a slowdown the memory stalls
-    account for (:func:`memory_slowdown`)."""
+    account for (:func:`memory_slowdown`).  ``ref_read``: what the unlimited runs read
+    back, which a probe's refaults and major faults must exceed to be the limit's."""
     for r in runs:
         if r.termination is not Termination.EXITED:
             return Verdict(False, r.termination.value, r.termination is Termination.OOM)
@@ -201,14 +225,14 @@ def verdict(
             return Verdict(False, edge)
     t = median_time(runs).seconds
     slower = t / reference.seconds - 1 if reference.seconds > 0 else 0.0
-    memory = memory_slowdown(runs, ref_stall, reference)
+    memory = memory_slowdown(runs, ref_stall, reference, ref_read)
     if slower > tolerance + 1e-9 and memory is not None and memory <= tolerance + 1e-9:
         # Slower, but not for memory: the kernel's own account of the stalls says so.
         reason = f"fits ({100 * slower:+.0f}%, memory stall {100 * memory:+.0f}%)"
         return Verdict(True, reason, slower=slower, stall=memory)
     if slower > tolerance + 1e-9 and not all(map(untouched, runs)):
         # exactly at the tolerance fits (1.1 / 1.0 - 1 > 0.1)
-        unproven = memory is None and not memory_evidence(runs, ref_stall)
+        unproven = memory is None and not memory_evidence(runs, ref_stall, ref_read)
         return Verdict(False, f"{100 * slower:+.0f}% slower", unproven=unproven)
     if slower > tolerance + 1e-9:
         return Verdict(True, f"fits ({100 * slower:+.0f}%, limit not reached)")
@@ -223,7 +247,10 @@ def stall(runs: Sequence[RunResult]) -> float | None:
 
 
 def memory_slowdown(
-    runs: Sequence[RunResult], ref_stall: float | None, reference: Timing
+    runs: Sequence[RunResult],
+    ref_stall: float | None,
+    reference: Timing,
+    ref_read: ReadBack = ReadBack(),
 ) -> float | None:
     """How much longer the runs stalled on memory than the unlimited ones, as a share of the
     unlimited time: the part of a slowdown the limit caused (``None``: not measured, as on
@@ -234,32 +261,43 @@ def memory_slowdown(
     "+50 %"), or where a run read back file pages the limit evicted (``refaults_file``):
     PSI counts a refault as a memory stall only for pages the kernel marked as working set,
     so a model file streamed from disk again under the limit is I/O wait, not stall, and
-    its slowdown is the limit's (a reviewer's reading of ``filemap_read_folio``)."""
+    its slowdown is the limit's (a reviewer's reading of ``filemap_read_folio``).  Read
+    back beyond what the unlimited runs read back (``ref_read``): those refaults are the
+    host's, in every run, and had kept a torch script's probes from their stall."""
     probe = stall(runs)
     if probe is None or ref_stall is None or reference.seconds <= 0:
         return None
     if reference.metric not in ("wall", UNCONTENDED):
         return None
     pressures = [r.memory.pressure for r in runs]
-    if any(p is None or p.refaults_file != 0 for p in pressures):
+    if any(p is None or p.refaults_file is None for p in pressures):
+        return None
+    if any((p.refaults_file or 0) > ref_read.refaults_file for p in pressures if p):
         return None
     return max(0.0, probe - ref_stall) / reference.seconds
 
 
-def memory_evidence(runs: Sequence[RunResult], ref_stall: float | None) -> bool:
-    """Whether any run shows the limit in the kernel's memory counters: a page read back
-    (refaults, major faults), or more memory stall than the unlimited runs' where it is
-    measured.  A slower probe without any (and no stall that :func:`memory_slowdown` could
-    weigh) failed on its time alone: ``rh.py`` probes at 154-176 MiB had been "+11 %" to
-    "+28 % slower" with 0 refaults and 0 major faults on a busy v1 host, and that fit
-    answered 177.8 MiB where the quiet one answered 59.5."""
+def memory_evidence(
+    runs: Sequence[RunResult], ref_stall: float | None, ref_read: ReadBack = ReadBack()
+) -> bool:
+    """Whether any run shows the limit in the kernel's memory counters: more pages read
+    back (refaults, major faults) than an unlimited run read back (``ref_read``: those are
+    the host's reclaim's and first reads, not the limit's), or more memory stall than the
+    unlimited runs' where it is measured.  A slower probe without any (and no stall that
+    :func:`memory_slowdown` could weigh) failed on its time alone: ``rh.py`` probes at
+    154-176 MiB had been "+11 %" to "+28 % slower" with 0 refaults and 0 major faults on a
+    busy v1 host, and that fit answered 177.8 MiB where the quiet one answered 59.5."""
     probe = stall(runs)
     if probe is not None and ref_stall is not None and probe > ref_stall:
         return True
     for r in runs:
         p = r.memory.pressure
-        if p is not None and any((n or 0) > 0 for n in (p.refaults_anon, p.refaults_file,
-                                                        p.major_faults)):  # fmt: skip
+        if p is None:
+            continue
+        counts = ((p.refaults_anon, ref_read.refaults_anon),
+                  (p.refaults_file, ref_read.refaults_file),
+                  (p.major_faults, ref_read.major_faults))  # fmt: skip
+        if any((n or 0) > most for n, most in counts):
             return True
     return False
 

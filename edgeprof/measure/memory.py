@@ -140,10 +140,10 @@ def stall_warning(p: MemoryPressure | None, wall_s: float, limit: int | None) ->
     share = p.stall_some_s / wall_s
     if share <= STALL_WARN_FRACTION:
         return None
-    from ..units import format_binary
+    from ..units import format_binary, format_share
 
-    return (
-        f"memory stalls took {p.stall_some_s:.3g}s ({100 * share:.0f}% of the wall time) under "
+    return (  # the stall as the run's "under --memory" line says it (report/memory.py: cost)
+        f"memory stalls took {p.stall_some_s:.3f}s ({format_share(share)} of the wall time) under "
         f"--memory {format_binary(limit)}: the limit slowed this run; it does not fit "
         "comfortably (edgeprof fit finds the smallest limit that does not)"
     )

@@ -13,7 +13,7 @@ from ..analysis.headroom import (
     unattributed,
 )
 from ..model import MemoryParts, MemoryPressure
-from ..units import format_binary
+from ..units import format_binary, format_share
 
 
 def _mib(n: int | None) -> str:
@@ -61,16 +61,20 @@ def _composition(parts: MemoryParts, peak: int, cpus: int) -> str:
     return f"{kernels}; at the highest sample {format_binary(sampled)} = {made_of}"
 
 
-def cost(p: MemoryPressure | None) -> str | None:
+def cost(p: MemoryPressure | None, below: int | None = None) -> str | None:
     """``stalled 0.012s, refaults 0, major faults 3, reclaimed 1520 pages, OOM events 0``:
-    what the kernel reports of it (a v1-only host has no stall figure)."""
+    what the kernel reports of it (a v1-only host has no stall figure).  ``below``: the
+    peak of a run that stayed clearly below its limit
+    (:func:`~edgeprof.analysis.headroom.below_limit`), whose refaults are said not to be
+    the limit's: "refaults 9138" under 512 MiB at a 315 MiB peak had read as thrashing."""
     if p is None:
         return None
     parts = []
     if p.stall_some_s is not None:
         parts.append(f"stalled {p.stall_some_s:.3f}s")
     if p.refaults_anon is not None or p.refaults_file is not None:
-        parts.append(f"refaults {(p.refaults_anon or 0) + (p.refaults_file or 0)}")
+        n = (p.refaults_anon or 0) + (p.refaults_file or 0)
+        parts.append(f"refaults {n}" + (_not_the_limits(below) if n else ""))
     if p.major_faults is not None:
         parts.append(f"major faults {p.major_faults}")
     if p.reclaimed is not None:
@@ -78,6 +82,16 @@ def cost(p: MemoryPressure | None) -> str | None:
     if p.events_oom is not None:
         parts.append(f"OOM events {p.events_oom}")
     return ", ".join(parts) or None
+
+
+def _not_the_limits(below: int | None) -> str:
+    """Why a run's refaults are not its limit's, where its peak stayed below the limit."""
+    if below is None:
+        return ""
+    return (
+        f" (not the limit's: the peak, {format_binary(below)}, stayed below it; a page the "
+        "host evicted is a refault when read back, without a limit too)"
+    )
 
 
 def gpu_headroom(f: GpuFit | None) -> str | None:
@@ -131,7 +145,9 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
     elif f.device:
         source = f" (device {f.device})"
     head = f"memory limit {format_binary(f.limit)}{source}"
-    stall = "" if f.stall_share is None else f"stalled {100 * f.stall_share:.1f}% of the wall time"
+    stall = ""
+    if f.stall_share is not None:
+        stall = f"stalled {format_share(f.stall_share)} of the wall time"
     floor = "" if f.used is None else f"anon + shmem + kernel {format_binary(f.used)}"
     if f.warm_only:
         whole = f.on_device
@@ -180,14 +196,28 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
         said = f"slowed, {stall}" + (f"; {floor}{_missed(f)}" if floor else "")
         said += "; edgeprof fit finds the limit that does not slow it"
     else:
-        at = "" if f.used is None else f" at a peak of {format_binary(f.used)}"
-        said = f"does not fit: OOM-killed{at}"
+        said = f"does not fit: {_killed(f)}"
     if f.elsewhere is not None and f.status in (Headroom.AT_LIMIT, Headroom.SLOWED):
         said += (
             f"; it also mapped {format_binary(f.elsewhere)} of files cached before it, "
             "charged to other groups (e.g. shared libraries): its own on a device"
         )
     return f"{head}: {said}" + (f" (the worst of {runs} runs)" if runs > 1 else "")
+
+
+def _killed(f: LimitFit) -> str:
+    """Who the OOM killer ended, and the next step: the run needs more than its limit, and
+    ``fit`` finds how much (the "slowed" verdict names it too).  A kill of a process other
+    than the main one is said: ``forkers.py``'s parent exited 0 after one of its 3 workers
+    was killed, and "OOM-killed" had read as the whole run's."""
+    at = "" if f.used is None else f" at a peak of {format_binary(f.used)}"
+    if f.main_exit is None:
+        who = f"OOM-killed{at}"
+    else:
+        n = f.oom_kills or 0
+        which = f"{n} of its other processes" if n > 1 else "another of its processes"
+        who = f"the OOM killer ended {which}{at} (not the main one, which exited {f.main_exit})"
+    return f"{who}; it needs more than {format_binary(f.limit)}: edgeprof fit finds how much"
 
 
 def _missed(f: LimitFit) -> str:

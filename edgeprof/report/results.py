@@ -12,7 +12,7 @@ from pathlib import Path, PurePath
 from typing import NamedTuple, TextIO
 
 from ..analysis.cells import cells
-from ..analysis.headroom import mapped_elsewhere, worst_fit, worst_gpu_fit
+from ..analysis.headroom import below_limit, mapped_elsewhere, worst_fit, worst_gpu_fit
 from ..analysis.instrumentation import Import, edgeprof_import, no_events, runs_python
 from ..model import RunResult
 from ..units import format_binary, format_decimal, format_seconds
@@ -277,7 +277,7 @@ def _memory_lines(r: RunResult) -> list[str]:
             f"at without a stall{when}; {q.steps} reclaims, {q.backoffs} stalled intervals)"
         )
     limit = r.memory.limit_bytes
-    paid = cost(r.memory.pressure)
+    paid = cost(r.memory.pressure, r.memory.peak_bytes if below_limit(r) else None)
     if limit is not None and paid is not None:
         lines.append(f"under --memory {format_binary(limit)}: {paid}")
     return lines

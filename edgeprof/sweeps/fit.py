@@ -29,6 +29,7 @@ from ..analysis.need import (
     Verdict,
     bounds,
     in_doubt,
+    read_back,
     search,
     slack,
     stall,
@@ -252,6 +253,7 @@ def _fit_one(
         time = median_time(reference)
         noise = spread(reference)
         ref_stall = stall(reference)  # what a probe's memory stalls are judged against
+        ref_read = read_back(reference)  # and the pages it read back
         room = slack(b.floor)  # what each run must leave; the bracket adds the floors' spread
         bad = next((r for r in reference if not succeeded(r)), None)
         if bad is not None or not reference:
@@ -278,7 +280,7 @@ def _fit_one(
                 )
             if not got or any(r.termination is Termination.INTERRUPTED for r in got):
                 raise _Interrupted
-            v = verdict(got, time, reference[-1], req.tolerance, room, ref_stall)
+            v = verdict(got, time, reference[-1], req.tolerance, room, ref_stall, ref_read)
             p = Probe(limit, tuple(got), v)
             probes.append(p)
             if on_step is not None:
@@ -299,7 +301,7 @@ def _fit_one(
             if not got or any(r.termination is Termination.INTERRUPTED for r in got):
                 raise _Interrupted
             both = (*p.runs, *got)
-            v = verdict(both, time, reference[-1], req.tolerance, room, ref_stall)
+            v = verdict(both, time, reference[-1], req.tolerance, room, ref_stall, ref_read)
             probes[i] = Probe(limit, both, v)
             if on_step is not None:
                 on_step(label, limit, probes[i], list(got))

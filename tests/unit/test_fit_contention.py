@@ -17,14 +17,14 @@ import pytest
 
 from edgeprof.analysis.fit_times import UNCONTENDED, Timing, contended, median_time, timing
 from edgeprof.analysis.headroom import stat_lag
-from edgeprof.analysis.need import memory_slowdown, verdict
+from edgeprof.analysis.need import ReadBack, Verdict, memory_slowdown, read_back, verdict
 from edgeprof.backends import register_backend, unregister_backend
 from edgeprof.cli import main
 from edgeprof.model import Counters, MemoryPressure, RunResult, RunSpec
 from tests.fakes import FakeBackend, FakeRun, Script
 
 from .conftest import FAKE_HOST_CPUS
-from .test_memory_need import mem, run
+from .test_memory_need import WALL, mem, run
 
 MIB = 1 << 20
 SLEEP_S = 0.2
@@ -163,3 +163,86 @@ def test_fit_is_not_decided_by_contention(
     code = main(["fit", "--backend", held_backend, "--", *command])
     out, _ = capfd.readouterr()
     assert code == 0 and out.splitlines()[-1].startswith("warning: other tasks on this host")
+
+
+def host_refaulted(limited: bool) -> Script:
+    """Every run, limited or not, reads back 1145 file pages and major-faults 33 times (the
+    host's reclaim evicted them before: a tester's unlimited torch run had these counts) and
+    stalls 10 ms on memory; a limited run takes twice the time, none of it on memory."""
+
+    def script(t: float) -> Counters:
+        return Counters(
+            cpu_usage_us=int(t * 1e5),
+            memory_current=8 * MIB,
+            memory_peak=64 * MIB,
+            memory_inactive_file=0,
+            oom_kills=0,
+            pids_current=1,
+            memory_some_us=10_000,
+            refaults_file=1145,
+            refaults_anon=0,
+            major_faults=33,
+        )
+
+    return script
+
+
+class RefaultedAlways(FakeBackend):
+    def launch(self, spec: RunSpec) -> FakeRun:
+        limited = spec.limits.memory is not None and spec.limits.memory <= 64 * MIB
+        self.script = host_refaulted(limited)
+        env = {**spec.env, "FAKE_SLEEP": str(2 * SLEEP_S if limited else SLEEP_S)}
+        return super().launch(dataclasses.replace(spec, env=env))
+
+
+@pytest.fixture
+def refaulted_backend() -> Iterator[str]:
+    register_backend("fake-refaulted", RefaultedAlways)
+    yield "fake-refaulted"
+    unregister_backend("fake-refaulted")
+
+
+def test_fit_weighs_a_probes_refaults_against_the_unlimited_runs(
+    capfd: pytest.CaptureFixture[str], refaulted_backend: str
+) -> None:
+    """The unlimited runs read back as many pages as the probes: those are the host's, not
+    the limit's.  Compared with 0, they had kept each probe from its stall (memory_slowdown:
+    "a file read back") and made a slowdown the stall does not explain "+100% slower", the
+    search answering the peak; against the unlimited runs' 1145, each probe is judged by its
+    stall, no more than the unlimited runs' (+0 %), and fits."""
+    command = ["sh", "-c", 'sleep "$FAKE_SLEEP"']
+    code = main(["fit", "--json", "--backend", refaulted_backend, "--", *command])
+    out, err = capfd.readouterr()
+    assert code == 0, err
+    doc = json.loads(out)
+    assert [p["refaults"] for p in doc["probes"]] == [1145] * len(doc["probes"])
+    assert doc["probes"] and all(p["ok"] for p in doc["probes"]), doc["probes"]
+    assert doc["probes"][0]["verdict"].endswith("memory stall +0%)"), doc["probes"][0]
+    assert doc["min_memory_bytes"] == 10 * MIB
+
+
+def test_read_back_sets_the_bar_a_probes_counts_must_pass() -> None:
+    """need.memory_evidence and memory_slowdown against the unlimited runs' counts."""
+    ref = run(memory=mem(pressure=MemoryPressure(stall_some_s=0.01, refaults_anon=0,
+                                                 refaults_file=1145, major_faults=33)))  # fmt: skip
+    bar = read_back([ref, run()])
+    assert bar == ReadBack(refaults_anon=0, refaults_file=1145, major_faults=33)
+
+    def probe(refaults: int, faults: int) -> RunResult:
+        p = MemoryPressure(stall_some_s=None, refaults_anon=0, refaults_file=refaults,
+                           major_faults=faults)  # fmt: skip
+        return run(wall=1.3, memory=mem(pressure=p))
+
+    # As many as the unlimited runs: no evidence of the limit, a time-only failure.
+    v = verdict([probe(1145, 33)], WALL, ref, 0.10, ref_read=bar)
+    assert v == Verdict(False, "+30% slower", unproven=True)
+    # Compared with 0 (no reference counts), the same probe had been the limit's evidence.
+    assert verdict([probe(1145, 33)], WALL, ref, 0.10).unproven is False
+    # More than they read back: the limit's.
+    assert verdict([probe(1146, 33)], WALL, ref, 0.10, ref_read=bar).unproven is False
+    assert verdict([probe(0, 34)], WALL, ref, 0.10, ref_read=bar).unproven is False
+    # The stall is weighed where the file pages read back are no more than the unlimited's.
+    stalled = dataclasses.replace(probe(1145, 33), memory=mem(pressure=_pressure(0.03, 1145)))
+    ref_time = Timing(UNCONTENDED, 1.0)
+    assert memory_slowdown([stalled], 0.01, ref_time, bar) == pytest.approx(0.02)
+    assert memory_slowdown([stalled], 0.01, ref_time) is None

@@ -190,10 +190,35 @@ def test_stalled_more_than_five_percent_is_slowed() -> None:
 
 def test_an_oom_kill_does_not_fit_even_when_the_main_process_exited() -> None:
     f = limit_fit(limited(peak=LIMIT, termination=Termination.OOM, exit_code=None))
-    assert f is not None and f.status is Headroom.DOES_NOT_FIT
-    assert headroom(f) == "memory limit 100.0MiB: does not fit: OOM-killed at a peak of 100.0MiB"
+    assert f is not None and f.status is Headroom.DOES_NOT_FIT and f.main_exit is None
+    assert headroom(f) == (
+        "memory limit 100.0MiB: does not fit: OOM-killed at a peak of 100.0MiB; it needs more "
+        "than 100.0MiB: edgeprof fit finds how much"
+    )
     f = limit_fit(limited(peak=LIMIT, oom_kills=1, exit_code=1))
     assert f is not None and f.status is Headroom.DOES_NOT_FIT
+
+
+def test_an_oom_kill_of_another_process_says_the_main_one_exited() -> None:
+    """forkers.py 3 100 under 256 MiB: one worker killed, the parent exited 0 (a tester's
+    run: termination oom, exit_code 0, oom_kills 1); the line had read as the whole run's."""
+    child = limited(peak=LIMIT, oom_kills=1, termination=Termination.OOM, exit_code=0)
+    f = limit_fit(child)
+    assert f is not None and (f.main_exit, f.oom_kills) == (0, 1)
+    assert headroom(f) == (
+        "memory limit 100.0MiB: does not fit: the OOM killer ended another of its processes at "
+        "a peak of 100.0MiB (not the main one, which exited 0); it needs more than 100.0MiB: "
+        "edgeprof fit finds how much"
+    )
+    two = limit_fit(limited(peak=LIMIT, oom_kills=2, termination=Termination.OOM, exit_code=1))
+    text = headroom(two)
+    assert text is not None and "ended 2 of its other processes at" in text
+    assert "which exited 1)" in text
+    # Killed by a signal (SIGKILL: 137): the main process was the one killed.
+    main = limit_fit(limited(peak=LIMIT, oom_kills=1, termination=Termination.OOM,
+                             exit_code=137, signal=9))  # fmt: skip
+    assert main is not None and main.main_exit is None
+    assert "does not fit: OOM-killed at a peak" in (headroom(main) or "")
 
 
 @pytest.mark.parametrize(
@@ -444,3 +469,34 @@ def test_a_peak_within_the_charging_slack_of_the_limit_fits_at_the_edge_by_fits_
     assert headroom(roomy) == "memory limit 59.0MiB: fits, peak 58.0MiB, 1.0MiB to spare (2%)"
     # The slack is 1 % of a larger limit: 10.2 MiB of 1 GiB, in whole pages.
     assert charging_slack(1 << 30) == 10_739_712
+
+
+def refaulted(peak: int, refaults: int, **kw: Any) -> RunResult:
+    """A run under LIMIT whose pressure counted ``refaults`` file pages read back."""
+    r = limited(peak=peak, **kw)
+    p = MemoryPressure(stall_some_s=0.0, refaults_anon=0, refaults_file=refaults,
+                       major_faults=3, events_max=kw.get("events_max", 0))  # fmt: skip
+    return dataclasses.replace(r, memory=dataclasses.replace(r.memory, pressure=p))
+
+
+def test_refaults_below_the_limit_are_said_not_to_be_the_limits() -> None:
+    """A tester's torch script: "under --memory 1.0GiB: … refaults 320" at a 155 MiB peak,
+    and 1145 refaults without a limit: pages the host evicted, read back.  A run whose peak
+    stayed clearly below its limit says so on the line; one that reached it does not."""
+    far = refaulted(60 * MIB, 320)
+    text = render_plain([far])
+    assert (
+        "\n  under --memory 100.0MiB: stalled 0.000s, refaults 320 (not the limit's: the peak, "
+        "60.0MiB, stayed below it; a page the host evicted is a refault when read back, "
+        "without a limit too), major faults 3\n"
+    ) in text
+    # Within the slack (1 MiB of 100 MiB), or memory.events max, or an OOM kill: the limit
+    # may have evicted them, and nothing is added.
+    for near in (
+        refaulted(LIMIT - MIB + 4096, 320),
+        refaulted(60 * MIB, 320, events_max=1),
+        refaulted(60 * MIB, 320, oom_kills=1, exit_code=0),
+    ):
+        assert "refaults 320, major faults 3" in render_plain([near]), near.memory
+    # No refaults: nothing to explain.
+    assert "refaults 0, major faults 3\n" in render_plain([refaulted(60 * MIB, 0)])

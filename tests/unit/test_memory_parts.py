@@ -25,8 +25,11 @@ from edgeprof.measure.memory import (
 from edgeprof.measure.sampler import SeriesStats
 from edgeprof.model import Counters, MemoryParts, MemoryPressure, MemoryStats
 from edgeprof.report.memory import composition, cost
+from edgeprof.report.memory import headroom as verdict_line
 from edgeprof.units import parse_fraction
 from tests.conftest import require
+
+from .conftest import make_result
 
 MIB = 2**20
 
@@ -316,8 +319,9 @@ def test_pressure_partial() -> None:
 
 
 STALL_MESSAGE = (
-    "memory stalls took 0.3s (30% of the wall time) under --memory 64.0MiB: the limit slowed "
-    "this run; it does not fit comfortably (edgeprof fit finds the smallest limit that does not)"
+    "memory stalls took 0.300s (30.0% of the wall time) under --memory 64.0MiB: the limit "
+    "slowed this run; it does not fit comfortably (edgeprof fit finds the smallest limit that "
+    "does not)"
 )
 
 
@@ -328,6 +332,22 @@ def test_stall_warning_above_5_percent() -> None:
     w = stall_warning(MemoryPressure(stall_some_s=0.051), 1.0, 64 * MIB)
     assert w is not None
     assert "the limit slowed this run" in w
+
+
+def test_the_warning_and_the_verdict_say_the_stall_alike() -> None:
+    """mmapw.py under 128 MiB: the verdict said "stalled 5.4% of the wall time" and the
+    warning "0.0372s (5% of the wall time)" for one stall of 0.0372 s in 0.689 s."""
+    p = MemoryPressure(stall_some_s=0.0372, events_max=1)
+    w = stall_warning(p, 0.689, 128 * MIB)
+    assert w is not None and w.startswith("memory stalls took 0.037s (5.4% of the wall time)")
+    r = make_result(wall_s=0.689, memory=MemoryStats(
+        peak_bytes=128 * MIB, peak_source="kernel", avg_bytes=None, limit_bytes=128 * MIB,
+        oom_kills=0, peak_working_set_bytes=None, avg_working_set_bytes=None,
+        floor_bytes=10 * MIB, pressure=p))  # fmt: skip
+    said = verdict_line(headroom.limit_fit(r))
+    assert said is not None and said.startswith(
+        "memory limit 128.0MiB: slowed, stalled 5.4% of the wall time;"
+    )
 
 
 def test_stall_warning_at_or_below_5_percent() -> None:
