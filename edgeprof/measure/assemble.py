@@ -114,7 +114,8 @@ def build_result(
     stalled = stall_warning(cost, wall, spec.limits.memory)
     if stalled is not None:
         warnings.append(stalled)
-    at_peak = None if stats.at_peak is None else parts_at(stats.at_peak[1], stats.at_peak[0])
+    seen = stats.at_peak_by(wall)  # a sample after the exit reads the run's memory freed
+    at_peak = None if seen is None else parts_at(seen[1], seen[0])
     return RunResult(
         edgeprof_version=__version__,
         backend=be.name,

@@ -15,6 +15,7 @@ arithmetic once for every backend:
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 
 from ..backends.base import MappedReading
@@ -73,19 +74,55 @@ def parts_at(c: Counters, t_s: float | None) -> MemoryParts | None:
     )
 
 
+RECORDS_KEPT = 64
+"""Successive highest samples :class:`Records` keeps: only those the sampler took between
+the main process's exit and its stop (a few) can lie after the exit."""
+
+
+class Records:
+    """The successive highest readings of a series (each higher than every one before it),
+    so that the highest reading up to an instant is known after the fact: the last record
+    up to it.  The instant that matters, the main process's exit, is known only at the
+    end; a reading after it (the sampler's last, at its stop) had been the sample ``memory.
+    at_peak`` described: ``readfile.py``'s 300 MiB of page cache with ``anon 0.0``, its
+    5 MiB heap freed (``memory.peaks.anon`` 4.9 MiB), read 0.2 ms after the exit."""
+
+    __slots__ = ("_kept",)
+
+    def __init__(self) -> None:
+        self._kept: deque[tuple[int, float, Counters]] = deque(maxlen=RECORDS_KEPT)
+
+    def add(self, value: int, t: float, c: Counters) -> None:
+        if not self._kept or value > self._kept[-1][0]:  # the first of equal values stays
+            self._kept.append((value, t, c))
+
+    @property
+    def best(self) -> tuple[float, Counters] | None:
+        """The highest reading (its time and counters)."""
+        return self._kept[-1][1:] if self._kept else None
+
+    def best_by(self, end: float) -> tuple[float, Counters] | None:
+        """The highest reading taken at or before ``end``; ``None``: none kept was."""
+        return next((r[1:] for r in reversed(self._kept) if r[1] <= end), None)
+
+
 class PartPeaks:
     """Each part's highest value over the samples, the highest unreclaimable sum, and the
-    sample whose parts add up highest (``best``: its time and counters)."""
+    samples whose parts add up highest (``records``; ``best``: the highest's time and
+    counters)."""
 
-    __slots__ = ("_best_sum", "best", "floor", "values")
+    __slots__ = ("floor", "records", "values")
 
     NAMES = ("total", "anon", "file", "shmem", "kernel", "active_file", "inactive_file", "ws")
 
     def __init__(self) -> None:
         self.values: list[int | None] = [None] * len(self.NAMES)
         self.floor: int | None = None
-        self.best: tuple[float, Counters] | None = None
-        self._best_sum = -1
+        self.records = Records()
+
+    @property
+    def best(self) -> tuple[float, Counters] | None:
+        return self.records.best
 
     def add(self, t: float, c: Counters, ws: int | None) -> None:
         s = split(c)
@@ -101,9 +138,7 @@ class PartPeaks:
         floor = anon + (shmem or 0) + (kernel or 0)
         if self.floor is None or floor > self.floor:
             self.floor = floor
-        whole = floor + (file or 0)
-        if whole > self._best_sum:
-            self._best_sum, self.best = whole, (t, c)
+        self.records.add(floor + (file or 0), t, c)
 
     def parts(self) -> MemoryParts | None:
         if self.floor is None:

@@ -20,7 +20,7 @@ from ..backends._tasks import TaskTime
 from ..backends.base import BatchReader
 from ..errors import EdgeprofError
 from ..model import Counters, Sample
-from .memory import MappedTracker, PartPeaks
+from .memory import MappedTracker, PartPeaks, Records
 from .samplefile import SampleWriter
 
 PEAK_WINDOW_S = 1.0
@@ -76,7 +76,7 @@ class SeriesStats:
         self._task_speeds: dict[int, int] = {}
         """CPU time (ns) the run's threads used, by the speed (in half percents of a host
         core) each ran at while runnable between two scans (:meth:`add_tasks`)."""
-        self._at_peak_usage: tuple[float, Counters] | None = None
+        self._usage_records = Records()
         self.part_peaks = PartPeaks()
         self.mapped: MappedTracker | None = None
         """The run's mapped files against its group's charge, read at the samples."""
@@ -101,8 +101,7 @@ class SeriesStats:
         ws = None
         if c.memory_current is not None:
             ws = max(0, c.memory_current - (c.memory_inactive_file or 0))
-            if self.peak_memory is None or c.memory_current > self.peak_memory:
-                self._at_peak_usage = (t, c)
+            self._usage_records.add(c.memory_current, t, c)
             self.part_peaks.add(t, c, ws)
             self.peak_memory = _max(self.peak_memory, c.memory_current)
             self.peak_working_set = _max(self.peak_working_set, ws)
@@ -190,7 +189,15 @@ class SeriesStats:
         new charge can reach the counter before the statistics), so the sample of highest
         usage can catch the two out of step (seen: 105 MiB of usage, 4 of its 36 MiB of
         anonymous memory in memory.stat)."""
-        return self.part_peaks.best or self._at_peak_usage
+        return self.part_peaks.best or self._usage_records.best
+
+    def at_peak_by(self, exit_t: float) -> tuple[float, Counters] | None:
+        """:attr:`at_peak` among the samples taken up to the main process's exit at
+        ``exit_t``: one after it reads the run's memory freed (``anon 0.0`` beside the page
+        cache it left); :attr:`at_peak` where no sample was taken before the exit (its time,
+        after ``exit_t``, says so)."""
+        within = self.part_peaks.records.best_by(exit_t) or self._usage_records.best_by(exit_t)
+        return within or self.at_peak
 
     def cpu_peak_pct(self) -> float | None:
         """Peak over full windows; ``None`` for a run shorter than one window (the runner

@@ -146,7 +146,9 @@ class MemoryStats:
     at_peak: MemoryParts | None = None
     """The composition at the sample whose parts add up highest (``None``: no sample had
     it); the sample of highest usage where the backend gives no parts.  Not always the one
-    of highest usage: the kernel updates the usage counter and ``memory.stat`` apart."""
+    of highest usage: the kernel updates the usage counter and ``memory.stat`` apart.  Of
+    the samples taken up to the main process's exit (a later one reads its memory freed);
+    a later one only where none was, its ``t_s`` then past ``wall_s``."""
     peaks: MemoryParts | None = None
     """Each part's own highest sample over the run (they need not coincide)."""
     floor_bytes: int | None = None

@@ -20,17 +20,27 @@ def _mib(n: int | None) -> str:
     return "n/a" if n is None else f"{n / 2**20:.1f}"
 
 
-def composition(parts: MemoryParts | None, peak: int | None, cpus: int = 1) -> str | None:
+def composition(
+    parts: MemoryParts | None,
+    peak: int | None,
+    cpus: int = 1,
+    exit_s: float | None = None,
+    name_sample: bool = False,
+) -> str | None:
     """``peak 184.1MiB = anon 55.7 + file 128.0 + kernel 0.2 MiB`` (shmem when there is
     any), the parts as at the sample whose parts add up highest (``MemoryStats.at_peak``);
     ``None`` without a composition.
     Where that sample's usage is further from the kernel's peak than the kernel's batching
     of its counters allows (:func:`~edgeprof.analysis.headroom.batching`: a peak reached
     between samples, an OOM kill), both are said, not an equation that does not hold:
-    ``peak 262.3MiB (the kernel's); at the highest sample 250.1MiB = anon 249.4 + …``."""
+    ``peak 262.3MiB (the kernel's); at the sample whose parts add up highest, 250.1MiB =
+    anon 249.4 + …``.  ``name_sample``: the equation names its sample too.  A sample read
+    after the main process's exit at ``exit_s`` (only where none was read before it) is
+    said to be: its memory is freed (``anon 0.0``)."""
     if parts is None or peak is None:
         return None
-    return _composition(parts, peak, cpus)
+    after = exit_s is not None and parts.t_s is not None and parts.t_s > exit_s
+    return _composition(parts, peak, cpus, after, name_sample)
 
 
 def not_in_peak(elsewhere: int | None) -> str:
@@ -45,7 +55,9 @@ def not_in_peak(elsewhere: int | None) -> str:
     )
 
 
-def _composition(parts: MemoryParts, peak: int, cpus: int) -> str:
+def _composition(
+    parts: MemoryParts, peak: int, cpus: int, after: bool, name_sample: bool
+) -> str:
     terms = [f"anon {_mib(parts.anon)}", f"file {_mib(parts.file)}"]
     if parts.shmem:
         terms.append(f"shmem {_mib(parts.shmem)}")
@@ -54,11 +66,15 @@ def _composition(parts: MemoryParts, peak: int, cpus: int) -> str:
     gap = unattributed(parts, cpus)
     if gap is not None:  # the stat file lagged the usage: said, not an equation off by it
         made_of += f" + {format_binary(gap)} not yet in memory.stat"
+    # One saying of which sample the parts are of (a line had said "at the highest
+    # sample" and "(at the sample whose parts add up highest)" of one sample).
+    which = "read after it exited" if after else "at the sample whose parts add up highest"
     sampled = sampled_total(parts)
     if sampled is None or not between_samples(parts, peak, cpus):
-        return f"peak {format_binary(peak)} = {made_of}"
+        named = f" ({which})" if after or name_sample else ""
+        return f"peak {format_binary(peak)} = {made_of}{named}"
     kernels = f"peak {format_binary(peak)} (the kernel's)"
-    return f"{kernels}; at the highest sample {format_binary(sampled)} = {made_of}"
+    return f"{kernels}; {which}, {format_binary(sampled)} = {made_of}"
 
 
 def cost(p: MemoryPressure | None, below: int | None = None) -> str | None:

@@ -263,12 +263,11 @@ def _layer_worker(command: Sequence[str]) -> bool:
 def _memory_lines(r: RunResult) -> list[str]:
     """What the peak was made of; under ``--memory``, what the limit cost."""
     lines = []
-    made_of = composition(r.memory.at_peak, r.memory.peak_bytes, r.host.cpus)
+    made_of = composition(
+        r.memory.at_peak, r.memory.peak_bytes, r.host.cpus, r.wall_s, name_sample=True
+    )
     if made_of is not None:
-        lines.append(
-            f"memory: {made_of} (at the sample whose parts add up highest)"
-            + not_in_peak(mapped_elsewhere(r))
-        )
+        lines.append(f"memory: {made_of}" + not_in_peak(mapped_elsewhere(r)))
     q = r.memory.squeeze
     if q is not None:
         when = "" if q.held_t_s is None else f" at {q.held_t_s:.2f}s"

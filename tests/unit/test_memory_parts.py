@@ -245,6 +245,56 @@ def test_series_stats_peak_composition() -> None:
     )
 
 
+def test_at_peak_is_of_a_sample_taken_while_the_run_lived() -> None:
+    """readfile.py under 512 MiB: the sampler's last reading, 0.2 ms after the exit (0.58607
+    against 0.58590 s), held the 300 MiB the script read with its 5 MiB heap freed, and was
+    the sample whose parts add up highest: "anon 0.0 + file 300.0".  The breakdown is now of
+    the highest sample up to the exit; only where none was taken before the exit is it the
+    later one, which says so."""
+    s = SeriesStats()
+    running = Counters(memory_current=298 * MIB, memory_anon=5 * MIB, memory_file=293 * MIB)
+    after = Counters(memory_current=300 * MIB, memory_anon=0, memory_file=300 * MIB)
+    s.add(0.512, running)
+    s.add(0.58607, after, final=True)
+    assert s.at_peak == (0.58607, after)  # the highest of all: after the exit
+    assert s.at_peak_by(0.58590) == (0.512, running)
+    # A usage-only backend (no parts) alike.
+    u = SeriesStats()
+    u.add(0.5, Counters(memory_current=298 * MIB))
+    u.add(0.7, Counters(memory_current=300 * MIB), final=True)
+    picked = u.at_peak_by(0.6)
+    assert picked is not None and picked[0] == 0.5
+    # Nothing before the exit: the reading there is, its time after the exit.
+    only = SeriesStats()
+    only.add(0.7, after, final=True)
+    assert only.at_peak_by(0.6) == (0.7, after)
+
+
+def test_a_breakdown_read_after_the_exit_says_so_once() -> None:
+    """One saying of which sample it is: the line had carried "at the highest sample" and
+    "(at the sample whose parts add up highest)" for one sample."""
+    exited = MemoryParts(300 * MIB, anon=0, file=300 * MIB, shmem=0, kernel=0, t_s=0.7)
+    assert composition(exited, 300 * MIB, 2, exit_s=0.6, name_sample=True) == (
+        "peak 300.0MiB = anon 0.0 + file 300.0 + kernel 0.0 MiB (read after it exited)"
+    )
+    assert composition(exited, 305 * MIB, 2, exit_s=0.6, name_sample=True) == (
+        "peak 305.0MiB (the kernel's); read after it exited, 300.0MiB = anon 0.0 + file 300.0 "
+        "+ kernel 0.0 MiB"
+    )
+    running = dataclasses.replace(exited, anon=5 * MIB, file=295 * MIB, t_s=0.5)
+    assert composition(running, 305 * MIB, 2, exit_s=0.6, name_sample=True) == (
+        "peak 305.0MiB (the kernel's); at the sample whose parts add up highest, 300.0MiB = "
+        "anon 5.0 + file 295.0 + kernel 0.0 MiB"
+    )
+    assert composition(running, 300 * MIB, 2, exit_s=0.6, name_sample=True) == (
+        "peak 300.0MiB = anon 5.0 + file 295.0 + kernel 0.0 MiB (at the sample whose parts add "
+        "up highest)"
+    )
+    assert composition(running, 300 * MIB, 2, exit_s=0.6) == (
+        "peak 300.0MiB = anon 5.0 + file 295.0 + kernel 0.0 MiB"
+    )
+
+
 def test_series_stats_at_peak_prefers_the_highest_parts_over_the_highest_usage() -> None:
     """The usage counter and memory.stat can be out of step at one sample: the composition
     is taken where the parts add up highest, not where the usage counter peaked."""
@@ -523,8 +573,8 @@ def test_a_peak_between_samples_is_no_equation(total: int | None) -> None:
     file 0.0 + kernel 0.1 MiB" was false."""
     parts = MemoryParts(total, anon=512 * 1024, file=0, shmem=0, kernel=88 * 1024)
     assert composition(parts, 64 * MIB) == (
-        "peak 64.0MiB (the kernel's); at the highest sample 600.0KiB = anon 0.5 + file 0.0 + "
-        "kernel 0.1 MiB"
+        "peak 64.0MiB (the kernel's); at the sample whose parts add up highest, 600.0KiB = "
+        "anon 0.5 + file 0.0 + kernel 0.1 MiB"
     )
     # Within the kernel's batching of its counters (768 KiB a CPU), the sample is the peak's
     # make-up.
@@ -546,7 +596,7 @@ def test_a_peak_the_parts_do_not_add_up_to_is_said_as_the_kernels(
     parts = MemoryParts(None, anon=round(anon * MIB), file=0, shmem=0, kernel=round(kernel * MIB))
     total = f"{anon + kernel:.1f}MiB"
     assert composition(parts, round(peak * MIB), cpus=2) == (
-        f"peak {peak:.1f}MiB (the kernel's); at the highest sample {total} = "
+        f"peak {peak:.1f}MiB (the kernel's); at the sample whose parts add up highest, {total} = "
         f"anon {anon:.1f} + file 0.0 + kernel {kernel:.1f} MiB"
     )
     # The bound is the host's 3 batches of 64 pages a CPU: 12 MiB on 16 CPUs, 24 on 32.
@@ -576,8 +626,8 @@ def test_the_batching_allowed_is_the_hosts_64_pages_a_cpu() -> None:
     short."""
     parts = MemoryParts(1_462_272, anon=1_331_200, file=0, shmem=0, kernel=131_072)
     assert composition(parts, 4_960_256, cpus=2) == (
-        "peak 4.7MiB (the kernel's); at the highest sample 1.4MiB = anon 1.3 + file 0.0 + "
-        "kernel 0.1 MiB"
+        "peak 4.7MiB (the kernel's); at the sample whose parts add up highest, 1.4MiB = "
+        "anon 1.3 + file 0.0 + kernel 0.1 MiB"
     )
     assert composition(parts, 4_960_256, cpus=16) == (
         "peak 4.7MiB = anon 1.3 + file 0.0 + kernel 0.1 MiB"
