@@ -294,7 +294,7 @@ def _limit_fit(r: RunResult) -> LimitFit | None:
 
 def below_limit(r: RunResult) -> bool:
     """The run's memory stayed clearly below its limit: no OOM kill, no ``memory.events``
-    ``max``, and the kernel's own peak more than :data:`AT_LIMIT_SLACK` under the limit.
+    ``max``, and the kernel's own peak more than :func:`charging_slack` under the limit.
     The limit then reclaimed nothing, so the refaults the run counted are not its: a page any
     reclaim evicted (the host's, before or during the run) is a refault when the run reads
     it back (a torch script had 1145 without a limit, 320 under 1 GiB at a 155 MiB peak,
@@ -307,7 +307,7 @@ def below_limit(r: RunResult) -> bool:
         return False
     if p is not None and (p.events_max or 0) > 0:
         return False
-    return peak < limit - max(MIB, int(AT_LIMIT_SLACK * limit))
+    return peak < limit - charging_slack(limit)
 
 
 def worst_fit(runs: list[RunResult]) -> tuple[LimitFit | None, int]:
