@@ -32,6 +32,14 @@ missing from the current results altogether is the same case, every metric of it
 measured, unless the comparison allows it (``--allow-missing``: a model dropped on purpose,
 or a part of a sweep held to the whole).
 
+Runs that failed are left out of a side's figures, and said: a note per cell, on both sides
+(:class:`Failed`).  Failed runs in the *current* results fail the gate (exit 3, as a cell whose
+every run failed, "not measured", always did), whatever the verdicts of the runs that
+succeeded: a tester's current cell of 5 runs, 3 of them exit 1, had passed as "0 regressions"
+on the 2 left, whose interval (+115.9 % ± 216.9 %) could not have shown any.  A failed
+baseline run is the baseline's affair: said, not failed.  ``--allow-missing`` is about cells,
+not runs: it does not pass failed runs.
+
 A regression of a wall-clock time (wall, a latency; not CPU time, which the kernel charges only
 while the task runs) or of the CPU share whose current runs other tasks held off their CPUs
 (as long as ``edgeprof run`` warns of, and long enough to account for it: without that time
@@ -86,6 +94,27 @@ class Verdict(str, enum.Enum):
 
 
 @dataclass(frozen=True)
+class Failed:
+    """The runs of one side of a cell that did not succeed (left out of its figures)."""
+
+    count: int
+    of: int
+    """The side's runs of the cell, failed or not."""
+    endings: str
+    """How they ended: ``exit 1 ×3`` (:func:`~edgeprof.analysis.cells.endings`)."""
+
+    def text(self) -> str:
+        """``3 of 5 runs failed (exit 1 ×3)``."""
+        return f"{self.count} of {self.of} run{'s' if self.of > 1 else ''} failed ({self.endings})"
+
+
+def failed_of(runs: Sequence[RunResult]) -> Failed | None:
+    """``runs``' failures; ``None``: every run succeeded."""
+    bad = [r for r in runs if not r.succeeded]
+    return Failed(len(bad), len(runs), endings(bad)) if bad else None
+
+
+@dataclass(frozen=True)
 class Change:
     """One metric of one cell, baseline against current."""
 
@@ -109,6 +138,10 @@ class Change:
     """Why no test was made though the cell's current runs succeeded: what they lack the
     figure for (:func:`~edgeprof.analysis.budgets.why_unmeasured`), and for a baseline of one
     value, that it could not have been tested either."""
+    base_failed: Failed | None = None
+    """The baseline cell's runs that failed; ``None``: none did."""
+    current_failed: Failed | None = None
+    """The current cell's runs that failed: they fail the gate (the module's docstring)."""
 
     @property
     def base_mean(self) -> float | None:
@@ -155,8 +188,14 @@ def _sd(values: Sequence[float]) -> float | None:
 
 
 def regressed(changes: Iterable[Change]) -> bool:
-    """Whether ``edgeprof compare`` exits 3: a regression, or a metric not measured."""
-    return any(c.verdict.fails for c in changes)
+    """Whether ``edgeprof compare`` exits 3: a regression, a metric not measured, or a failed
+    current run."""
+    return any(c.verdict.fails or c.current_failed is not None for c in changes)
+
+
+def failed_cells(changes: Iterable[Change]) -> dict[tuple[str, str], Failed]:
+    """(label, setting) → the current runs that failed, per compared cell where some did."""
+    return {(c.label, c.setting): c.current_failed for c in changes if c.current_failed}
 
 
 def parse_threshold(text: str) -> float:
@@ -262,8 +301,14 @@ def compare_results(
             if not c and c_ok:
                 change = _unmeasured(change, why_unmeasured(metric.key, c_runs, current))
             changes.append(change)
+        b_bad, c_bad = failed_of(b_runs), failed_of(c_runs)
+        # A side none of whose runs succeeded has its note above; a baseline so compares
+        # nothing, and no row of it carries the current runs' failures to the gate.
+        notes += _failed_notes(
+            _name(key), b_bad if b_ok else None, c_bad if b_ok and c_ok else None
+        )
         for i in range(first, len(changes)):
-            ch = changes[i]
+            ch = changes[i] = replace(changes[i], base_failed=b_bad, current_failed=c_bad)
             if (said := ch.why or held_caveat(ch, b_ok, c_ok, threshold)) is not None:
                 changes[i] = ch if ch.why else replace(ch, caveat=said)
                 notes.append(f"{_name(key)}: {ch.metric.title} {ch.verdict.value}: {said}")
@@ -282,6 +327,20 @@ def compare_results(
             + ")"
         )
     return changes, notes
+
+
+def _failed_notes(cell: str, base: Failed | None, current: Failed | None) -> list[str]:
+    """A cell's failed runs, each side's (a side none of whose runs succeeded has its own
+    note): the current runs' fail the gate; ``(n=2)`` had been their only sign."""
+    notes = []
+    if current is not None:
+        notes.append(
+            f"{cell}: current: {current.text()}: left out of its figures; failed runs fail the "
+            "gate"
+        )
+    if base is not None:
+        notes.append(f"{cell}: baseline: {base.text()}: left out of its figures")
+    return notes
 
 
 def _unmeasured(change: Change, reason: str) -> Change:

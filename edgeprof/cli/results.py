@@ -74,7 +74,8 @@ def compare(
     ] = None,
     html: HtmlReport = None,
 ) -> None:
-    """Compare CURRENT with BASELINE per model, limits and metric; exit 3 on a regression.
+    """Compare CURRENT with BASELINE per model, limits and metric; exit 3 on a regression
+    (or a failed current run).
 
     A regression is a change whose whole 95 % interval (Welch's t) lies above the
     threshold, so that noise alone does not fail a build.  Two fit.json files compare the

@@ -12,7 +12,7 @@ from typing import TextIO
 
 from ..analysis.budgets import METRICS, BudgetCheck, Status
 from ..analysis.cells import cells, endings, successful
-from ..analysis.regression import Change, Verdict, regressed
+from ..analysis.regression import Change, Verdict, failed_cells, regressed
 from ..model import RunResult
 from ..storage import append_locked, write_output
 from .results import run_warnings
@@ -163,7 +163,7 @@ def render_compare_summary(
     head += f", {lost} not measured" if lost else ""
     # "0 regressions" over metrics none of which was tested had read as a pass.
     head += f", {few} not tested (not enough repeats)**" if few else "**"
-    lines = ["## edgeprof compare", "", head]
+    lines = ["## edgeprof compare", "", *failed_current_headline(changes), head]
     if held := _held_line(changes):  # beside the verdict a CI page shows first
         lines.append(held)
     lines += [f"(threshold {threshold * 100:g}%; {COMPARE_LEGEND})", ""]
@@ -171,6 +171,24 @@ def render_compare_summary(
     if notes:
         lines += [""] + [f"- {markdown_text(n)}" for n in notes]
     return "\n".join(lines) + "\n"
+
+
+def failed_current_headline(changes: Sequence[Change]) -> list[str]:
+    """The current runs that failed, over the verdicts, as :func:`failed_runs_headline` heads
+    a run's page: ``**❌ 3 of 5 current runs failed**``, then per cell how they ended.  They
+    fail the gate; "0 regressions" over them, on the runs left, had been the page's verdict."""
+    failed = failed_cells(changes)
+    if not failed:
+        return []
+    count = sum(f.count for f in failed.values())
+    made = sum(f.of for f in failed.values())
+    lines = [f"**❌ {count} of {made} current run{'s' if made > 1 else ''} failed**"]
+    lines += [
+        f"- {markdown_text(label)} ({setting}): {f.of - f.count} of {f.of} runs succeeded "
+        f"({f.endings})"
+        for (label, setting), f in failed.items()
+    ]
+    return [*lines, ""]
 
 
 def _held_line(changes: Sequence[Change]) -> str | None:

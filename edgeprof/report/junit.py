@@ -85,9 +85,18 @@ def budget_cases(checks: Sequence[BudgetCheck], warnings: Warnings | None = None
 
 
 def compare_cases(changes: Sequence[Change], threshold: float) -> list[Case]:
-    """One case per compared metric of a cell: fails on a regression or a lost measurement;
-    ``not enough repeats`` is reported as skipped (no test was possible)."""
+    """One case per compared cell, ``current runs succeed`` (failed current runs fail the
+    gate: :mod:`edgeprof.analysis.regression`), then one per compared metric of a cell: fails
+    on a regression or a lost measurement; ``not enough repeats`` is reported as skipped (no
+    test was possible)."""
     out = []
+    for ch, measured in _compared_cells(changes):
+        failed = ch.current_failed
+        if failed is None and not measured:
+            continue  # a cell missing from the current results: its metrics' cases fail
+        text = "every current run succeeded" if failed is None else f"current: {failed.text()}"
+        failure = None if failed is None else text
+        out.append(Case(_cell(ch), "current runs succeed", failure, output=text))
     for ch in changes:
         text = (
             f"{ch.metric.title}: {ch.verdict.value}, change {ch.change_text()} "
@@ -99,7 +108,7 @@ def compare_cases(changes: Sequence[Change], threshold: float) -> list[Case]:
                 text += f"; {said}"
         out.append(
             Case(
-                classname=f"{ch.label} ({ch.setting})" if ch.setting else ch.label,
+                classname=_cell(ch),
                 name=f"{ch.metric.title} no regression",
                 failure=text if ch.verdict.fails else None,
                 skipped=text if ch.verdict is Verdict.FEW_REPEATS else None,
@@ -107,6 +116,20 @@ def compare_cases(changes: Sequence[Change], threshold: float) -> list[Case]:
             )
         )
     return out
+
+
+def _compared_cells(changes: Sequence[Change]) -> list[tuple[Change, bool]]:
+    """Each cell's first change, and whether any of its metrics has a current value."""
+    cells: dict[tuple[str, str], tuple[Change, bool]] = {}
+    for ch in changes:
+        first, measured = cells.get((ch.label, ch.setting), (ch, False))
+        cells[ch.label, ch.setting] = first, measured or bool(ch.current)
+    return list(cells.values())
+
+
+def _cell(ch: Change) -> str:
+    """A compared cell's case class: ``model (limits)``, or the model under --ignore-limits."""
+    return f"{ch.label} ({ch.setting})" if ch.setting else ch.label
 
 
 def run_cases(results: Sequence[RunResult], warnings: Warnings | None = None) -> list[Case]:

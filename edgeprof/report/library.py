@@ -34,7 +34,8 @@ class Comparison:
 
     @property
     def regressed(self) -> bool:
-        """Whether ``edgeprof compare`` would exit 3: a regression, or a metric not measured."""
+        """Whether ``edgeprof compare`` would exit 3: a regression, a metric not measured, or
+        a failed current run."""
         return regressed(self.changes)
 
     def to_dict(self) -> dict[str, Any]:

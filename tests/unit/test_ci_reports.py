@@ -209,3 +209,33 @@ def test_a_cells_statistics_warnings_reach_the_summary_and_junit() -> None:
     assert "left out of the statistics" not in text  # the failed run: the headline's
     (case,) = run_cases(runs, run_warnings(runs))
     assert case.output is not None and slow in case.output.splitlines()
+
+
+def test_failed_current_runs_head_the_compare_summary_and_fail_a_junit_case() -> None:
+    """A current cell with 3 of 5 runs failed had read "**0 regressions, 0 improvements**"
+    with no failed case; run's own summary heads its page with its failures."""
+    base = [run("a.onnx", w) for w in (1.0, 1.02, 0.98, 1.01, 0.99)]
+    base += [run("b.onnx", w) for w in (1.0, 1.02, 0.98)]
+    cur = [run("a.onnx", w) for w in (1.0, 1.01)] + [run("a.onnx", exit_code=1)] * 3
+    cur += [run("b.onnx", w) for w in (1.0, 1.02, 0.98)]
+    ch, notes = compare_results(base, cur, 0.05)
+    lines = render_compare_summary(ch, 0.05, notes).splitlines()
+    assert lines[2:6] == [
+        "**❌ 3 of 5 current runs failed**",
+        "- a.onnx (cpus=1, memory=1.0GiB): 2 of 5 runs succeeded (exit 1 ×3)",
+        "",
+        "**0 regressions, 0 improvements**",
+    ]
+    suite = ET.fromstring(render_junit("edgeprof compare", compare_cases(ch, 0.05)))
+    cases = [c for c in suite.iter("testcase") if c.get("name") == "current runs succeed"]
+    failures = [(c.get("classname"), f.get("message")) for c in cases for f in c.iter("failure")]
+    assert len(cases) == 2
+    said = "current: 3 of 5 runs failed (exit 1 ×3)"
+    assert failures == [("a.onnx (cpus=1, memory=1.0GiB)", said)]
+
+
+def test_a_cell_missing_from_the_current_results_has_no_runs_case() -> None:
+    base = [run("a.onnx", w) for w in (1.0, 1.02, 0.98)] + [run("b.onnx", w) for w in (1, 2)]
+    ch, _ = compare_results(base, [run("a.onnx", w) for w in (1.0, 1.02, 0.98)], 0.05)
+    names = [(c.classname, c.name) for c in compare_cases(ch, 0.05) if "runs" in c.name]
+    assert names == [("a.onnx (cpus=1, memory=1.0GiB)", "current runs succeed")]

@@ -11,7 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from edgeprof.analysis.difference import difference
-from edgeprof.analysis.regression import Verdict, compare_results, parse_threshold
+from edgeprof.analysis.regression import (
+    Verdict,
+    compare_results,
+    failed_cells,
+    parse_threshold,
+    regressed,
+)
 from edgeprof.analysis.stats import t_cdf, t_quantile
 from edgeprof.errors import ConfigError
 from edgeprof.model import RunResult, Termination
@@ -354,3 +360,43 @@ def test_a_metric_the_current_runs_lack_fails_with_the_finer_interval() -> None:
     changes, _ = compare_results(walls((1.0,)), [run(exit_code=1)] * 2)
     assert {c.verdict for c in changes} == {Verdict.NOT_MEASURED}
     assert all(c.why is None for c in changes)
+
+
+def test_failed_current_runs_are_said_and_fail_the_gate() -> None:
+    # A tester's current cell of 5 runs, 3 of them exit 1, had passed as "0 regressions"
+    # (exit 0), its (n=2) the only sign, with --allow-missing and without.
+    cur = walls(BASE[:2]) + [run(exit_code=1) for _ in range(3)]
+    for allow_missing in (False, True):
+        changes, notes = compare_results(walls(BASE), cur, allow_missing=allow_missing)
+        assert {c.verdict for c in changes} == {Verdict.NO_CHANGE}
+        assert regressed(changes)
+        cell = "m.onnx (cpus=1, memory=1.0GiB)"
+        assert notes == [
+            f"{cell}: current: 3 of 5 runs failed (exit 1 ×3): left out of its figures; "
+            "failed runs fail the gate"
+        ]
+        failed = changes[0].current_failed
+        assert failed is not None and (failed.count, failed.of) == (3, 5)
+        assert failed_cells(changes) == {("m.onnx", "cpus=1, memory=1.0GiB"): failed}
+
+
+def test_failed_baseline_runs_are_said_and_do_not_fail_the_gate() -> None:
+    base = [run(termination=Termination.OOM, exit_code=137), *walls(BASE)]
+    changes, notes = compare_results(base, walls(BASE))
+    assert not regressed(changes) and failed_cells(changes) == {}
+    assert notes == [
+        "m.onnx (cpus=1, memory=1.0GiB): baseline: 1 of 6 runs failed (oom): left out of its "
+        "figures"
+    ]
+    assert changes[0].base_failed is not None and changes[0].base_failed.count == 1
+
+
+def test_every_current_run_failed_keeps_its_one_note() -> None:
+    # Said by the "no successful run" note; the cell's rows still carry the failures.
+    cur = [run(exit_code=1)] * 2
+    changes, notes = compare_results(walls(BASE), cur)
+    assert [n for n in notes if "failed" in n] == []
+    assert len(notes) == 1 and "no successful run in the current results (exit 1 ×2)" in notes[0]
+    assert failed_cells(changes)[("m.onnx", "cpus=1, memory=1.0GiB")].text() == (
+        "2 of 2 runs failed (exit 1 ×2)"
+    )
