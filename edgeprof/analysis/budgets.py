@@ -132,6 +132,10 @@ class BudgetCheck:
     """Where no run of the cell succeeded: the last run's figure, shown and never judged (an
     OOM-killed run's peak is the limit's, not the model's), so the check does not call
     "not measured" a figure the table beside it shows."""
+    failed: int = 0
+    """The cell's runs that failed (left out of the value)."""
+    made: int = 0
+    """The cell's runs, failed or not."""
 
     @property
     def ok(self) -> bool:
@@ -165,9 +169,18 @@ class BudgetCheck:
         if self.value is None:
             return f"{cell}: {self.metric.title} not measured ({self.reason}); budget {budget}"
         verb = "within" if self.ok else "exceeds"
-        of = f"median of {self.runs} runs" if self.runs > 1 else "1 run"
-        said = f"{cell}: {self.metric.title} {self.value_text} {verb} the budget {budget} ({of})"
+        said = f"{cell}: {self.metric.title} {self.value_text} {verb} the budget {budget} "
+        said += f"({self._of()})"
         return f"{said}; {self.caveat}" if self.caveat else said
+
+    def _of(self) -> str:
+        """What the value is of: ``median of 3 runs``, ``1 run``; with failed runs, of how
+        many made (``1 of 4 runs; 3 failed``): one survivor of four had read "(1 run)", the
+        claim a budget passed on one run made."""
+        if not self.failed:
+            return f"median of {self.runs} runs" if self.runs > 1 else "1 run"
+        median = "median of " if self.runs > 1 else ""
+        return f"{median}{self.runs} of {self.made} runs; {self.failed} failed"
 
 
 def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[BudgetCheck]:
@@ -196,6 +209,7 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
                 BudgetCheck(
                     label, setting, metric, budget, value, len(values), status,
                     caveat="; ".join(c for c in caveats if c),
+                    failed=len(runs) - len(ok), made=len(runs),
                 )
             )  # fmt: skip
     return checks
@@ -207,9 +221,11 @@ def _noise_caveat(metric: Metric, values: Sequence[float], budget: float) -> str
     d = difference(values, budget)
     if d.half is None or d.separated:
         return ""
-    mean = d.base
+    # With the digits that tell it from the budget, as the value's: "(5.5MiB ± 58.1KiB)" had
+    # read as the budget 5.50MiB itself.
+    mean = metric.format_apart(d.base, budget)
     return (
-        f"the budget lies within the 95% interval of the mean ({metric.format(mean)} ± "
+        f"the budget lies within the 95% interval of the mean ({mean} ± "
         f"{metric.format(d.half)}): a re-run could turn the check; more repeats decide it"
     )
 

@@ -209,3 +209,33 @@ def test_a_breach_by_less_than_a_shown_digit_shows_the_digits_that_differ() -> N
     assert "wall time 1.204s exceeds the budget 1.200s" in by_key["wall"].describe()
     assert "CPU time 800.0ms within the budget 2.00s" in by_key["cpu_time"].describe()
     assert METRICS["peak_memory"].format_apart(100.0, 100.4) == "100B"  # no digit to show
+
+
+def test_a_check_on_the_runs_left_says_how_many_failed() -> None:
+    """3 of 4 runs failed had read "CPU time 126.5ms within the budget 1.00s (1 run)"."""
+    results = [run(cpu=1.0, exit_code=1)] * 3 + [run(cpu=0.1265)]
+    [check] = check_budgets(results, Budgets(default={"cpu_time": 1.0}))
+    assert (check.runs, check.failed, check.made) == (1, 3, 4)
+    assert check.describe().endswith(
+        "CPU time 126.5ms within the budget 1.00s (1 of 4 runs; 3 failed)"
+    )
+    results = [run(wall=w) for w in (1.0, 1.1)] + [run(wall=0.5, exit_code=1)]
+    [check] = check_budgets(results, Budgets(default={"wall": 2.0}))
+    assert check.describe().endswith("(median of 2 of 3 runs; 1 failed)")
+
+
+def test_the_noise_caveats_mean_takes_the_digits_that_tell_it_from_the_budget() -> None:
+    """"peak memory 5.49MiB within the budget 5.50MiB …; … of the mean (5.5MiB ± 58.1KiB)":
+    the mean read as the budget itself."""
+    peaks = (5.49, 5.45, 5.58, 5.49, 5.52)  # mean 5.506 MiB ± 61.4 KiB (t 2.776), median 5.49
+    results = [run(peak_mib=p) for p in peaks]
+    [check] = check_budgets(results, Budgets(default={"peak_memory": 5.5 * MIB}))
+    assert check.describe().endswith(
+        "peak memory 5.49MiB within the budget 5.50MiB (median of 5 runs); the budget lies "
+        "within the 95% interval of the mean (5.51MiB ± 61.4KiB): a re-run could turn the "
+        "check; more repeats decide it"
+    )
+    # A mean that reads apart from the budget keeps its one decimal.
+    [check] = check_budgets(results, Budgets(default={"peak_memory": 5.56 * MIB}))
+    said = "5.6MiB (median of 5 runs); the budget lies within the 95% interval of the mean (5.5MiB"
+    assert f"{said} ± 61.4KiB)" in check.describe()
