@@ -13,7 +13,7 @@ import pytest
 from edgeprof.analysis.compare import Stat, rank, summarize, summarize_cells
 from edgeprof.cli import main
 from edgeprof.measure.runner import profile
-from edgeprof.model import Termination
+from edgeprof.model import RunResult, Termination
 from edgeprof.report.comparison import ranking_tables
 from tests.fakes import FakeBackend, linear
 
@@ -220,3 +220,32 @@ def test_a_slow_first_run_after_a_warm_up_is_not_told_to_warm_up(
     again = json.loads((tmp_path / "again" / "sweep.json").read_text())
     assert "did not remove it" in again["cells"][0]["warnings"][-1]
     assert "did not remove it" in (tmp_path / "again" / "report.md").read_text()
+
+
+def _held(wall: float, held: float | None) -> RunResult:
+    from tests.unit.conftest import make_result
+
+    r = make_result(wall_s=wall, name="m")
+    return dataclasses.replace(r, cpu=dataclasses.replace(r.cpu, held_s=held, throttled_s=0.0))
+
+
+def test_a_first_run_slow_only_in_time_held_off_its_cpus_is_not_called_cold() -> None:
+    """cur2's run 1 of `200`: wall 0.874 s, 0.611 s of it held off by other tasks (its CPU
+    time less than later runs'), had been told "1.40× the median wall time of the others (cold
+    caches?): consider --warmup 1"; the others' walls 0.208, 0.625, 0.645 s."""
+    held = [(0.874, 0.611), (0.208, 0.0), (0.625, 0.36), (0.645, 0.38)]
+    (m,) = summarize([_held(w, h) for w, h in held], warmup=0)
+    assert not [w for w in m.warnings() if "first run" in w]
+    # Slow in its own time: said, and which time (0.9 / median(0.208, 0.265, 0.265) = 3.40).
+    held[0] = (1.0, 0.1)
+    (m,) = summarize([_held(w, h) for w, h in held], warmup=0)
+    assert [w for w in m.warnings() if "first run" in w] == [
+        "the first run took 3.40× the median wall time, less the time other tasks held each "
+        "run off its CPUs, of the others (cold caches?): consider --warmup 1"
+    ]
+    # No run held off (or none measured it): the plain wall time, as before.
+    (m,) = summarize([_held(w, h) for w, h in ((1.4, None), (1.0, 0.0), (1.05, 0.0))], warmup=0)
+    assert [w for w in m.warnings() if "first run" in w] == [
+        "the first run took 1.37× the median wall time of the others (cold caches?): "
+        "consider --warmup 1"
+    ]
