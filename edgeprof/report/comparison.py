@@ -104,6 +104,47 @@ RANKING_LEGEND = (
 )
 
 
+def _lead(first: Rank, second: Rank, key: str) -> str | None:
+    """The ranking's first line: the first model against the second.  Apart, it says by how
+    much less, in percent of the second's median (``took 42% less CPU time than``; "1.00×
+    less" had been said of two medians 0.4 % apart), with the ratio of the medians and its
+    interval; within noise, no order: ``≈``, the ratio and the interval ("100 took 1.08× less
+    wall time than 110 (…; within noise)" had asserted an order the test did not make).
+    ``None`` where a median of 0 makes no ratio."""
+    metric = STAT_METRICS[key]
+    title, verb = metric.title, "took" if metric.kind is Kind.TIME else "used"
+    if second.median == first.median:
+        # "150 used 1.00 ± 0.00× less peak memory than 300" had said a tie as a lead.
+        return (
+            f"{first.name} and {second.name} {verb} the same {title} (median "
+            f"{format_stat(key, first.median)})"
+        )
+    if second.factor is None:
+        return None
+    why = [f"ratio of the medians {second.factor:.2f}×"]
+    if (interval := second.factor_interval) is not None:
+        lo, hi = interval_bounds(interval)
+        said = f"{lo} to {hi}×"
+        if interval[0] <= 0:
+            said += ", no lower bound at this n"
+        why.append(interval_name("the first's") + f": {said}")
+    if second.close_memory:
+        why.append("< 10 MiB apart, may flip on the device")
+    if second.within_noise:
+        return f"{first.name} ≈ {second.name} in {title}, within noise: {'; '.join(why)}"
+    less = _percent(1 - 1 / second.factor)
+    return f"{first.name} {verb} {less} less {title} than {second.name} ({'; '.join(why)})"
+
+
+def _percent(fraction: float) -> str:
+    """``42%``, ``7.4%``, ``0.04%``: whole above 10 %, else the digits that show it above 0."""
+    pct = fraction * 100
+    digits = 0 if pct >= 10 else 1
+    while digits < 6 and float(f"{pct:.{digits}f}") == 0:
+        digits += 1
+    return f"{pct:.{digits}f}%"
+
+
 def _runs_to_tell(prev: Rank, r: Rank) -> str:
     """How many runs would tell two neighbours apart, or show them within the default
     precision, at the noise measured (:func:`edgeprof.analysis.difference.runs_to_resolve`);
@@ -174,27 +215,8 @@ def ranking_tables(
                     ]
                 )
             notes = []
-            first, second = ranks[0], ranks[1]
-            verb = "took" if metric.kind is Kind.TIME else "used"
-            if second.median == first.median and metric.smaller_is_better:
-                # "150 used 1.00 ± 0.00× less peak memory than 300" had said a tie as a lead.
-                notes.append(
-                    f"{first.name} and {second.name} {verb} the same {title} (median "
-                    f"{format_stat(key, first.median)})"
-                )
-            elif second.factor is not None and metric.smaller_is_better:
-                # as the table says: a ratio of 1.00× was stated bare beside "≈ … apart"
-                why = _close(second)
-                if (interval := second.factor_interval) is not None:
-                    lo, hi = interval_bounds(interval)
-                    said = f"{lo} to {hi}×"
-                    if interval[0] <= 0:
-                        said += ", no lower bound at this n"
-                    why.insert(0, interval_name("the first's") + f": {said}")
-                notes.append(
-                    f"{first.name} {verb} {second.factor:.2f}× less {title} than {second.name}"
-                    + (f" ({'; '.join(why)})" if why else "")
-                )
+            if metric.smaller_is_better and (said := _lead(ranks[0], ranks[1], key)):
+                notes.append(said)
             if caveats and key in caveats:
                 notes.append(caveats[key])
             notes.append(RANKING_LEGEND)
@@ -217,26 +239,39 @@ def ranking_tables(
             failed = [f"{m.name} ({ending(m.runs[0])})" for m in summaries if _all_failed(m)]
             if failed:  # said nowhere but in each run's warning before
                 notes.append(f"not ranked, every run failed: {', '.join(failed)}")
-            untested = [r for r in ranks if not r.tested]
-            if untested:
-                # One figure of several successful runs: they were too short for it (average
-                # memory needs two readings), and more repeats would not give one.
-                by_name = {m.name: m for m in summaries}
-                short = any(
-                    len(by_name[r.name].runs) - len(by_name[r.name].failures) > r.stat.n
-                    for r in untested
-                )
-                how = (
-                    "a finer --interval: runs shorter than two readings have none"
-                    if short
-                    else "--repeat 3 or more, or --repeat auto"
-                )
-                notes.append(
-                    f"a model with 1 figure of {title}: its step from the previous one is not "
-                    f"tested ({how})"
-                )
+            if (untested := _untested_note(ranks, summaries, title)) is not None:
+                notes.append(untested)
             out.append(TextTable(ranking_title(title, setting), rows, notes))
     return out
+
+
+FINER_INTERVAL = "a finer --interval: runs shorter than two readings have none"
+MORE_REPEATS = "--repeat 3 or more, or --repeat auto"
+
+
+def _untested_note(
+    ranks: Sequence[Rank], summaries: Sequence[ModelSummary], title: str
+) -> str | None:
+    """The neighbour pairs not tested, a side with one figure, and what would give it more:
+    runs too short for the figure (average memory needs two readings) want a finer
+    ``--interval``, one successful run wants repeats.  Each side is asked, not only the later
+    one: a first model with its average memory in 1 of 2 runs had been told to repeat (its
+    neighbour had 2 of 2), where the run's own warning said ``--interval 0.01``."""
+    by_name = {m.name: m for m in summaries}
+    pairs, hows = [], set()
+    for prev, r in itertools.pairwise(ranks):
+        if r.tested:
+            continue
+        pairs.append(f"{prev.name} vs {r.name}")
+        for side in (prev, r):
+            m = by_name[side.name]
+            if side.stat.n < 2:
+                made = len(m.runs) - len(m.failures)  # more successful runs than figures: short
+                hows.add(FINER_INTERVAL if made > side.stat.n else MORE_REPEATS)
+    if not pairs:
+        return None
+    how = "; ".join(h for h in (FINER_INTERVAL, MORE_REPEATS) if h in hows)
+    return f"not tested, a side with 1 figure of {title}: {', '.join(pairs)} ({how})"
 
 
 def repeats_table(

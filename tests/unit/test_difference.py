@@ -169,10 +169,12 @@ def test_the_testers_example_reads_within_noise_in_its_interval() -> None:
         "≈ A: within noise"
     )
     assert row in text
+    # Within noise the line asserts no order ("A took 1.32× less wall time than B (…; within
+    # noise)" had): ≈, the ratio and the interval.
     assert (
-        "A took 1.32× less wall time than B (95% interval, Welch's t, of 1 + the difference "
-        "of the means over the first's mean: 0.81 to 1.83×; within noise)"
-    ) in text
+        "A ≈ B in wall time, within noise: ratio of the medians 1.32×; 95% interval, Welch's t, "
+        "of 1 + the difference of the means over the first's mean: 0.81 to 1.83×"
+    ) in text.splitlines()
     assert "× FIRST, × PREVIOUS: the ratio of the medians [the 95% interval" in text
     assert "MEAN ± SD: one standard deviation" in text
 
@@ -186,10 +188,10 @@ def test_the_summary_line_and_the_legend_name_one_interval() -> None:
     runs = _cell("A", [1.00, 1.02, 1.04]) + _cell("B", [1.30, 1.40])
     table = ranking_tables(summarize_cells(runs))[0]
     summary, legend = table.notes[0], table.notes[1]
-    assert summary.startswith("A took 1.32× less wall time than B (")
+    assert summary.startswith("A ≈ B in wall time, within noise: ratio of the medians 1.32×; ")
     assert legend.startswith("× FIRST, × PREVIOUS: the ratio of the medians [")
     name = "95% interval, Welch's t, of 1 + the difference of the means over the first's"
-    assert f"({name} mean: 0.81 to 1.83×;" in summary
+    assert summary.endswith(f"; {name} mean: 0.81 to 1.83×")
     assert f"[the {name} (the previous one's) mean: it covers 1 exactly where ≈" in legend
     assert "ratio of means" not in summary + legend and "ratio of the means" not in legend
     lo, hi = rank(summarize(runs), "wall_s")[1].factor_interval or (0.0, 0.0)

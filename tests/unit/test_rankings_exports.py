@@ -14,7 +14,7 @@ from edgeprof.analysis.compare import rank, summarize, summarize_cells
 from edgeprof.analysis.sweepfile import sweep_dict
 from edgeprof.cli import main
 from edgeprof.model import CpuStats, Limits, MemoryStats, RunResult
-from edgeprof.report.comparison import ranking_tables, statistics_tables
+from edgeprof.report.comparison import _percent, ranking_tables, statistics_tables
 from edgeprof.report.export import cells_csv, runs_csv, text_cell
 from edgeprof.report.progress import PlainProgress, RichProgress
 from edgeprof.resultfiles import SWEEP_SCHEMA, load_runs
@@ -58,7 +58,9 @@ def test_factor_and_its_uncertainty_hand_computed() -> None:
     assert peak.factor_interval == pytest.approx((1.21, 1.21))  # no variance: no width
     text = ranking_tables(summarize_cells(runs))[2].plain()
     assert text.startswith("Ranking by peak memory under cpus=1 (smallest first)")
-    assert "small used 1.21× less peak memory than big (95% interval, Welch's t, of 1 + " in text
+    # 1 − 1/1.21: 17 % less; "1.21× less" had read ambiguously.
+    lead = "small used 17% less peak memory than big (ratio of the medians 1.21×; 95% interval,"
+    assert lead in text
 
 
 def test_factors_follow_the_order_of_the_medians() -> None:
@@ -76,9 +78,10 @@ def test_factors_follow_the_order_of_the_medians() -> None:
     # a ratio of CPU times is never below 0: the runs set no lower bound, which is said,
     # not shown as a bound of 0.00
     assert (
-        "a took 1.10× less CPU time than b (95% interval, Welch's t, of 1 + the difference of "
-        "the means over the first's mean: ≤0 to 1.90×, no lower bound at this n; within noise)"
-    ) in text
+        "a ≈ b in CPU time, within noise: ratio of the medians 1.10×; 95% interval, Welch's t, "
+        "of 1 + the difference of the means over the first's mean: ≤0 to 1.90×, no lower bound "
+        "at this n"
+    ) in text.splitlines()
     row = next(line for line in text.splitlines() if line.startswith("2  b"))
     assert "1.10× [≤0, 1.90]  1.10× [≤0, 1.90]" in row
     assert "≤0: the interval reaches below 0, no lower bound at this n" in text
@@ -102,9 +105,9 @@ def test_within_noise_and_ten_mib_flags() -> None:
     assert "≈ a: < 10 MiB apart, may flip on the device" in tables["Ranking by peak memory"]
     # The note under it says so too: "1.08× less" had stood bare beside the table's "≈".
     note = (
-        "a used 1.08× less peak memory than b (95% interval, Welch's t, of 1 + the difference "
-        "of the means over the first's mean: 1.08 to 1.08×; < 10 MiB apart, may flip on the "
-        "device)"
+        "a used 7.4% less peak memory than b (ratio of the medians 1.08×; 95% interval, "
+        "Welch's t, of 1 + the difference of the means over the first's mean: 1.08 to 1.08×; "
+        "< 10 MiB apart, may flip on the device)"
     )
     assert note in tables["Ranking by peak memory"]
 
@@ -401,12 +404,53 @@ def test_what_a_ranking_leaves_out_is_said_with_its_cause() -> None:
     ]
     text = {t.title.split(" under")[0]: t.plain() for t in ranking_tables(summarize_cells(short))}
     assert (
-        "a model with 1 figure of avg memory: its step from the previous one is not tested (a "
-        "finer --interval: runs shorter than two readings have none)"
+        "not tested, a side with 1 figure of avg memory: a vs b (a finer --interval: runs "
+        "shorter than two readings have none)"
     ) in text["Ranking by avg memory"]
     one = runs[:1] + runs[3:4]  # one run each: repeats are what would test the step
     text = {t.title.split(" under")[0]: t.plain() for t in ranking_tables(summarize_cells(one))}
-    assert "(--repeat 3 or more, or --repeat auto)" in text["Ranking by CPU time"]
+    assert text["Ranking by CPU time"].splitlines()[-1] == (
+        "not tested, a side with 1 figure of CPU time: a vs b (--repeat 3 or more, or "
+        "--repeat auto)"
+    )
+
+
+def test_an_untested_step_is_told_its_cause_whichever_side_lacks_the_figure() -> None:
+    """r2 of a statistician's review (--repeat 2): `100`, ranked first, had its average
+    memory in 1 of its 2 runs, `200` in both; the note told the pair to repeat, not to read
+    finer.  A pair short on one side and single on the other is told both."""
+    import dataclasses
+
+    def no_avg(r: RunResult) -> RunResult:
+        return dataclasses.replace(r, memory=dataclasses.replace(r.memory, avg_bytes=None))
+
+    runs = [_run("100", 1.0, 100), no_avg(_run("100", 1.1, 100))]
+    runs += [_run("200", c, 120) for c in (2.0, 2.1)]
+    cells = summarize_cells(runs)
+    text = {t.title.split(" under")[0]: t.plain() for t in ranking_tables(cells)}
+    assert text["Ranking by avg memory"].splitlines()[-1] == (
+        "not tested, a side with 1 figure of avg memory: 100 vs 200 (a finer --interval: runs "
+        "shorter than two readings have none)"
+    )
+    runs = [*runs[:2], _run("200", 2.0, 120), _run("300", 3.0, 130)]
+    text = {t.title.split(" under")[0]: t.plain() for t in ranking_tables(summarize_cells(runs))}
+    assert text["Ranking by avg memory"].splitlines()[-1] == (
+        "not tested, a side with 1 figure of avg memory: 100 vs 200, 200 vs 300 (a finer "
+        "--interval: runs shorter than two readings have none; --repeat 3 or more, or --repeat "
+        "auto)"
+    )
+
+
+def test_a_lead_reads_in_percent_with_the_digits_that_show_it() -> None:
+    """A statistician's "100 used 1.00× less peak memory than 200" (medians 0.1 % apart,
+    told apart by the test): the percentage takes the digits that show it above 0."""
+    runs = [_run("100", 1.0, p) for p in (100.0, 100.0, 100.0)]
+    runs += [_run("200", 1.0, p) for p in (100.1, 100.1, 100.1)]
+    tables = {t.title.split(" under")[0]: t.plain() for t in ranking_tables(summarize_cells(runs))}
+    lead = "100 used 0.1% less peak memory than 200 (ratio of the medians 1.00×; 95% interval"
+    assert lead in tables["Ranking by peak memory"]
+    fractions = (0.4217, 0.0741, 0.0004, 0.099)
+    assert [_percent(f) for f in fractions] == ["42%", "7.4%", "0.04%", "9.9%"]
 
 
 def test_equal_medians_are_said_the_same_not_one_times_less() -> None:
