@@ -90,10 +90,13 @@ class Difference:
         return self.half is not None and abs(self.diff) + self.half <= precision * abs(self.base)
 
 
-def difference(a: Sequence[float], b: Sequence[float] | float) -> Difference:
+def difference(
+    a: Sequence[float], b: Sequence[float] | float, confidence: float = CONFIDENCE
+) -> Difference:
     """Welch's test of ``mean(b) − mean(a)``; ``b`` a number: the one-sample test against it.
     Zero variance on both sides: the interval is 0 and p is 0 when the means differ, 1 when
-    they do not."""
+    they do not.  ``confidence``: the interval's level, 95 % but where one decision is made
+    at each of several looks at growing data (:func:`edgeprof.analysis.repeats.look_confidence`)."""
     ma = statistics.fmean(a) if a else math.nan
     if isinstance(b, (int, float)):
         mb, nb, vb = float(b), math.inf, 0.0
@@ -110,7 +113,7 @@ def difference(a: Sequence[float], b: Sequence[float] | float) -> Difference:
         return Difference(diff, 0.0, 0.0 if diff != 0 else 1.0, ma)
     se, df = _welch(va, na, vb, nb)
     p = 2 * (1 - t_cdf(abs(diff) / se, df))
-    return Difference(diff, t_quantile(0.5 + CONFIDENCE / 2, df) * se, min(1.0, max(0.0, p)), ma)
+    return Difference(diff, t_quantile(0.5 + confidence / 2, df) * se, min(1.0, max(0.0, p)), ma)
 
 
 def _welch(va: float, na: float, vb: float, nb: float) -> tuple[float, float]:
@@ -121,14 +124,18 @@ def _welch(va: float, na: float, vb: float, nb: float) -> tuple[float, float]:
 
 
 def runs_to_resolve(
-    a: Sequence[float], b: Sequence[float], precision: float, limit: int = 1000
+    a: Sequence[float],
+    b: Sequence[float],
+    precision: float,
+    limit: int = 1000,
+    confidence: float = CONFIDENCE,
 ) -> int | None:
     """How many runs per side (in all, at least the current ones) would resolve ``a`` against
     ``b`` at the noise measured so far: separate them, or show them equivalent at
     ``precision``.  Each side's standard deviation and the difference are taken as measured,
     and a side grows to ``n`` runs only where it has fewer.  ``None``: not within ``limit``
     runs (the difference sits at the precision), or no noise measured yet (a side with
-    fewer than 2 runs)."""
+    fewer than 2 runs).  ``confidence``: the interval's level, as :func:`difference`'s."""
     if len(a) < 2 or len(b) < 2:
         return None
     sa, sb = statistics.stdev(a), statistics.stdev(b)
@@ -141,7 +148,7 @@ def runs_to_resolve(
         if va + vb == 0:
             return gap > 0
         se, df = _welch(va, na, vb, nb)
-        return t_quantile(0.5 + CONFIDENCE / 2, df) * se < gap
+        return t_quantile(0.5 + confidence / 2, df) * se < gap
 
     # The interval narrows as n grows (both its standard error and its t shrink): the
     # smallest n is found by doubling, then halving, in ~2·log2(n) evaluations.

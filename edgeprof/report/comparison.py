@@ -274,30 +274,44 @@ def _untested_note(
     return f"not tested, a side with 1 figure of {title}: {', '.join(pairs)} ({how})"
 
 
+def level_name(confidence: float) -> str:
+    """A confidence level as a percentage: ``95%``, ``99.4%``."""
+    return f"{confidence * 100:.3g}%"
+
+
 def repeats_table(
     runs: Sequence[RunResult], min_runs: int, max_runs: int, target: float
 ) -> TextTable:
     """What ``--repeat auto`` did: each cell's runs, and its neighbour pairs' resolution
     (:mod:`edgeprof.analysis.repeats`), the unresolved ones with the runs that would
     resolve them at the noise measured."""
-    from ..analysis.repeats import Resolution, neighbour_pairs
+    from ..analysis.repeats import Resolution, look_confidence, looks, neighbour_pairs
 
     rows = [["MODEL", "SETTING", "RUNS", "SUCCESSFUL"]]
     done: dict[tuple[str, str], int] = {}
     for (label, setting), group in cells(runs).items():
         done[label, setting] = len(successful(group))
         rows.append([label, setting, str(len(group)), str(done[label, setting])])
-    pairs = neighbour_pairs(runs, target)
+    level = look_confidence(min_runs, max_runs)
+    pairs = neighbour_pairs(runs, target, confidence=level)
     count = {how: sum(p.resolution is how for p in pairs) for how in Resolution}
     resolved = count[Resolution.DIFFERENT] + count[Resolution.EQUIVALENT]
+    k = looks(min_runs, max_runs)
     notes = [
         f"{resolved} of {len(pairs)} ranking neighbour pairs "
-        f"resolved: {count[Resolution.DIFFERENT]} different at 95%, "
+        f"resolved: {count[Resolution.DIFFERENT]} different, "
         f"{count[Resolution.EQUIVALENT]} within ±{target * 100:g}%"
         + (
             f"; {count[Resolution.UNMEASURED]} left out, a side's runs mostly without the figure"
             if count[Resolution.UNMEASURED]
             else ""
+        )
+        # The test is repeated after every round: 95 % holds for the looks together.
+        + (
+            f" (each look's interval at {level_name(level)}, so that the {k} looks a pair "
+            "may take hold 95% together)"
+            if k > 1
+            else " (at 95%)"
         )
     ]
     for p in pairs:
@@ -322,7 +336,7 @@ def repeats_table(
         d = p.difference
         change = f"{d.diff / d.base * 100:+.1f}%" if d.base else metric.format(d.diff)
         if d.half is not None and d.base:
-            change += f" ± {d.half / d.base * 100:.1f}% (95% interval)"
+            change += f" ± {d.half / d.base * 100:.1f}% ({level_name(level)} interval)"
         need = (
             f"~{p.runs_needed} runs each would resolve it at the noise measured"
             if p.runs_needed is not None

@@ -48,8 +48,9 @@ class AutoRepeat:
     min_runs: int = 3
     max_runs: int = 10
     target: float = DEFAULT_TARGET
-    """Precision: neighbours whose difference is, at 95 %, within this fraction of the
-    better one's mean are resolved as equivalent."""
+    """Precision: neighbours whose difference is within this fraction of the better one's
+    mean (at the per-look level of :func:`edgeprof.analysis.repeats.look_confidence`) are
+    resolved as equivalent."""
 
     def __post_init__(self) -> None:
         if self.min_runs < 2:

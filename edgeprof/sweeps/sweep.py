@@ -37,7 +37,7 @@ from ..storage import (
     write_text_atomic,
 )
 from .outdir import remove_earlier, run_dir
-from .plan import Step, SweepPlan
+from .plan import AutoRepeat, Step, SweepPlan
 
 
 @dataclass
@@ -256,7 +256,7 @@ def _sweep(
         for step in plan.steps():
             if plan.auto is not None and not step.warmup and step.round > plan.auto.min_runs:
                 if step.round != judged:
-                    pending, judged = _pending(result.runs, plan.auto.target), step.round
+                    pending, judged = _pending(result.runs, plan.auto), step.round
                 if not pending:
                     break
                 if cell_of.get((step.label, step.limits)) not in pending:
@@ -324,8 +324,14 @@ def _sweep_stopped(
     )
 
 
-def _pending(runs: Sequence[RunResult], target: float) -> set[CellKey]:
-    """The cells ``--repeat auto`` runs another round of."""
-    from ..analysis.repeats import neighbour_pairs, pending_cells  # statistics: only with auto
+def _pending(runs: Sequence[RunResult], auto: AutoRepeat) -> set[CellKey]:
+    """The cells ``--repeat auto`` runs another round of, each look at the level that keeps
+    the plan's looks at 95 % together."""
+    from ..analysis.repeats import (  # statistics: only with auto
+        look_confidence,
+        neighbour_pairs,
+        pending_cells,
+    )
 
-    return pending_cells(neighbour_pairs(runs, target))
+    level = look_confidence(auto.min_runs, auto.max_runs)
+    return pending_cells(neighbour_pairs(runs, auto.target, confidence=level))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import random
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,7 +14,14 @@ import pytest
 
 from edgeprof.analysis.cells import CellKey
 from edgeprof.analysis.compare import summarize_cells
-from edgeprof.analysis.repeats import Resolution, neighbour_pairs, pending_cells
+from edgeprof.analysis.repeats import (
+    Resolution,
+    look_confidence,
+    looks,
+    neighbour_pairs,
+    pending_cells,
+    resolve,
+)
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.model import Limits, RunResult
@@ -52,6 +61,77 @@ def test_pairs_are_different_equivalent_or_unresolved() -> None:
     assert [p.resolution for p in neighbour_pairs(far, 0.05) if p.metric == "wall_s"] == [
         Resolution.DIFFERENT
     ]
+
+
+def test_each_look_is_at_the_level_that_keeps_the_plans_looks_at_95_percent() -> None:
+    assert looks(3, 10) == 8 and look_confidence(3, 10) == 1 - 0.05 / 8
+    assert looks(3, 3) == 1 and look_confidence(3, 3) == 0.95
+
+
+def _sequential(rng: random.Random, delta: float, cv: float, target: float) -> Resolution:
+    """One pair through ``--repeat auto``'s looks at the defaults (3 to 10 runs): a round
+    more of both until a look resolves it."""
+    level = look_confidence(3, 10)
+    a = [rng.gauss(1, cv) for _ in range(3)]
+    b = [rng.gauss(1 + delta, cv) for _ in range(3)]
+    while True:
+        _, how = resolve(a, b, target, level)
+        if how is not Resolution.UNRESOLVED or len(a) == 10:
+            return how
+        a.append(rng.gauss(1, cv))
+        b.append(rng.gauss(1 + delta, cv))
+
+
+def _bound(n: int, rate: float = 0.05) -> float:
+    """The nominal rate plus 3 binomial standard deviations of ``n`` trials: a rule that
+    holds the rate exceeds it by chance once in ~700 seeds."""
+    return rate + 3 * math.sqrt(rate * (1 - rate) / n)
+
+
+def test_identical_cells_are_called_different_at_most_5_percent_over_all_looks() -> None:
+    """Identical normal cells at a CV of 20 % (never equivalent at 5 %, so every look may
+    err): a 95 % interval at each of the 8 looks called 14.7 % of 20 000 such pairs
+    different; the plan's level keeps it under 5 % (+3 SD for 1 000 pairs: 6.5 %)."""
+    rng, n = random.Random(7), 1000
+    different = sum(
+        _sequential(rng, 0.0, 0.20, 0.05) is Resolution.DIFFERENT for _ in range(n)
+    )
+    assert different / n <= _bound(n)
+
+
+def test_cells_a_target_apart_are_called_equivalent_at_most_5_percent_over_all_looks() -> None:
+    """The other error: cells truly 5 % apart called within ±5 %, at a CV of 2 % where
+    the looks often stop as equivalent."""
+    rng, n = random.Random(11), 1000
+    equivalent = sum(
+        _sequential(rng, 0.05, 0.02, 0.05) is Resolution.EQUIVALENT for _ in range(n)
+    )
+    assert equivalent / n <= _bound(n)
+
+
+def test_a_pair_separated_at_95_percent_once_is_not_different_at_a_looks_level(
+    tmp_path: Path,
+) -> None:
+    """+6 % with 3 runs a side at 2 % noise: the 95 % interval excludes 0, the 99.375 %
+    one of a look among 8 does not, so the sweep runs both cells again, and the report says
+    the level; with no later look (min = max) the 95 % decides."""
+    runs = _cell("a", [1.0, 1.02, 0.98]) + _cell("b", [1.06, 1.08, 1.04])
+    (at95,) = [p for p in neighbour_pairs(runs, 0.05) if p.metric == "wall_s"]
+    assert at95.resolution is Resolution.DIFFERENT
+    level = look_confidence(3, 10)
+    (look,) = [p for p in neighbour_pairs(runs, 0.05, confidence=level) if p.metric == "wall_s"]
+    assert look.resolution is Resolution.UNRESOLVED
+    assert sweep_module._pending(runs, AutoRepeat(3, 10)) == {("a", "cpus=1"), ("b", "cpus=1")}
+    assert sweep_module._pending(runs, AutoRepeat(3, 3)) == set()
+    table = repeats_table(runs, 3, 10, 0.05).plain()
+    assert (
+        "3 of 4 ranking neighbour pairs resolved: 0 different, 3 within ±5% (each look's "
+        "interval at 99.4%, so that the 8 looks a pair may take hold 95% together)" in table
+    )
+    assert "unresolved: a ≈ b in wall time under cpus=1: +6.0% ± " in table
+    assert "% (99.4% interval) after 3 and 3 runs" in table
+    once = repeats_table(runs, 3, 3, 0.05).plain()
+    assert "4 of 4 ranking neighbour pairs resolved: 1 different, 3 within ±5% (at 95%)" in once
 
 
 def test_the_report_names_the_open_pairs_and_the_runs_that_would_close_them() -> None:
@@ -137,7 +217,7 @@ def test_the_loop_runs_only_the_pending_cells_and_stops_when_none_is(
     and nothing after it, so round 5 never starts."""
     judged: list[int] = []
 
-    def pending(runs: Sequence[RunResult], target: float) -> set[CellKey]:
+    def pending(runs: Sequence[RunResult], auto: AutoRepeat) -> set[CellKey]:
         judged.append(len(runs))
         return {("m2", "cpus=1")} if len(judged) == 1 else set()
 
