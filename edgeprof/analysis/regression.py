@@ -73,6 +73,7 @@ from .difference import Difference, difference
 from .held import held_runs, mean_held
 from .hosts import sides_note
 from .metrics import BY_KEY, Kind, Metric, stalled_percentiles
+from .outliers import without_outliers
 from .targets import apart_sides, check_targets, differing
 
 COMPARED: tuple[Metric, ...] = (*METRICS.values(), BY_KEY["energy_per_item"])
@@ -301,6 +302,8 @@ def compare_results(
             if not c and c_ok:
                 change = _unmeasured(change, why_unmeasured(metric.key, c_runs, current))
             changes.append(change)
+            if (said := _outlier_note(change, threshold)) is not None:
+                notes.append(f"{_name(key)}: {said}")
         b_bad, c_bad = failed_of(b_runs), failed_of(c_runs)
         # A side none of whose runs succeeded has its note above; a baseline so compares
         # nothing, and no row of it carries the current runs' failures to the gate.
@@ -341,6 +344,33 @@ def _failed_notes(cell: str, base: Failed | None, current: Failed | None) -> lis
     if base is not None:
         notes.append(f"{cell}: baseline: {base.text()}: left out of its figures")
     return notes
+
+
+def _outlier_note(change: Change, threshold: float) -> str | None:
+    """A sensitivity line beside a change not beyond the threshold where a side has a
+    flagged outlier (:func:`~edgeprof.analysis.outliers.without_outliers`): the verdict
+    tests every run, and this says what it would be without the outliers.  One fast current
+    run had turned a real CPU-time rise into "+4.0% ± 57.2% not beyond the threshold", with
+    nothing said.  ``None``: another verdict, or no outlier."""
+    if change.verdict is not Verdict.NO_CHANGE or min(len(change.base), len(change.current)) < 2:
+        return None
+    s = without_outliers(change.base, change.current)
+    if s is None:
+        return None
+    runs = [
+        f"{side} run {i + 1} ({change.metric.format(values[i])})"
+        for side, values, left in zip(
+            ("baseline", "current"), (change.base, change.current), s.left_out, strict=True
+        )
+        for i in left
+    ]
+    alt = _change(change.label, change.setting, change.metric, *s.kept, threshold)
+    one = len(runs) == 1
+    return (
+        f"{change.metric.title} {change.verdict.value} includes {' and '.join(runs)}, "
+        f"{'an outlier' if one else 'outliers'}: without {'it' if one else 'them'}, "
+        f"{alt.change_text()}, {alt.verdict.value}"
+    )
 
 
 def _unmeasured(change: Change, reason: str) -> Change:

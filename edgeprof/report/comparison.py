@@ -11,6 +11,7 @@ from ..analysis.compare import RANKED_METRICS, ModelSummary, Rank, format_stat, 
 from ..analysis.difference import DEFAULT_TARGET, runs_to_resolve
 from ..analysis.hosts import mixed_hosts_note
 from ..analysis.metrics import STAT_METRICS, Kind
+from ..analysis.outliers import without_outliers
 from ..model import RunResult
 from .table import TextTable
 
@@ -165,6 +166,39 @@ def _runs_to_tell(prev: Rank, r: Rank) -> str:
     )
 
 
+def _without_outliers(prev: Rank, r: Rank, key: str) -> str | None:
+    """A sensitivity line beside a ≈ where a side has a flagged outlier: the test, the
+    brackets and the runs-needed figure above include it (a ranking tests every run), and
+    this says what the test gives without it
+    (:func:`edgeprof.analysis.outliers.without_outliers`); ``None``: no outlier."""
+    s = without_outliers(prev.stat.values, r.stat.values)
+    if s is None:
+        return None
+    runs = [
+        f"{name}'s run {i + 1} ({format_stat(key, values[i])})"
+        for name, values, left in zip(
+            (prev.name, r.name), (prev.stat.values, r.stat.values), s.left_out, strict=True
+        )
+        for i in left
+    ]
+    d = s.difference
+    if d.p_value is None:
+        said = "too few runs are left to test"
+    else:
+        verdict = "different" if d.separated else "still within noise"
+        interval = d.relative_interval()
+        bracket = (
+            "" if interval is None else "; × PREVIOUS [{}, {}]".format(*interval_bounds(interval))
+        )
+        said = f"the test says {verdict} (p = {d.p_value:.2g}{bracket})"
+    which = "it" if len(runs) == 1 else "them"
+    return (
+        f"{prev.name} ≈ {r.name}: the test, its brackets and the runs needed include "
+        f"{' and '.join(runs)}, {'an outlier' if len(runs) == 1 else 'outliers'}: without "
+        f"{which} {said}"
+    )
+
+
 def under(setting: str) -> str:
     """``under cpus=1, memory=1.0GiB``, or ``with no limits`` for the setting of none (a
     heading had read "Statistics under none")."""
@@ -225,6 +259,8 @@ def ranking_tables(
             for before, r in itertools.pairwise(ranks):
                 if r.within_noise:
                     notes.append(_runs_to_tell(before, r))
+                    if (sensitivity := _without_outliers(before, r, key)) is not None:
+                        notes.append(sensitivity)
             mixed = mixed_hosts_note({m.name: m.runs for m in summaries})
             if mixed is not None:
                 notes.append(mixed)

@@ -180,7 +180,9 @@ def test_cell_warnings_name_the_outlier_and_a_slow_first_run() -> None:
     warnings = m.warnings()
     outlier = (
         "run 1 is an outlier in wall time: 2.00s, 96% above the median 1.02s; the median and "
-        "the rankings discount it, the mean ± sd do not (re-run the cell, add repeats, or "
+        "the ranking's order discount it; the mean ± sd, the ranking's ≈ test, its [95%] "
+        "brackets and compare's change include it, and a note says the test without it "
+        "beside a ≈ or a compare verdict of no change (re-run the cell, add repeats, or "
         "measure on a quieter machine)"
     )
     assert outlier in warnings, warnings
@@ -249,3 +251,44 @@ def test_a_first_run_slow_only_in_time_held_off_its_cpus_is_not_called_cold() ->
         "the first run took 1.37× the median wall time of the others (cold caches?): "
         "consider --warmup 1"
     ]
+
+
+def test_the_outlier_warning_says_only_what_is_true_of_each_metric() -> None:
+    """avg CPU % and GPU util are neither ranked nor compared: their warning names the
+    median and the mean only (it had said "the rankings discount it"); every metric compare
+    tests is ranked, so the ranked text, which names compare, covers them all."""
+    from edgeprof.analysis.compare import RANKED_METRICS, _what_discounts
+    from edgeprof.analysis.regression import COMPARED
+
+    for key in ("cpu_pct", "gpu_util_pct"):
+        assert _what_discounts(key) == "the median discounts it, the mean ± sd do not"
+    assert {m.stat for m in COMPARED if m.stat is not None} <= set(RANKED_METRICS)
+    assert _what_discounts("peak_bytes").startswith("the median and the ranking's order")
+
+
+def test_a_ranking_pair_called_within_noise_by_an_outlier_says_the_test_without_it() -> None:
+    """The reviewer's CPU times (ms): one run of the first at 2.2× made the test of a 27 %
+    difference p = 0.89, ≈ within noise; without it Welch gives p = 2.2e-5."""
+    from edgeprof.model import Limits
+    from edgeprof.report.comparison import ranking_tables
+    from tests.unit.conftest import make_result
+
+    runs = [
+        make_result(name=n, wall_s=v / 1000, limits=Limits(cpus=1))
+        for n, vs in (("100", (115, 251, 119, 115, 114)), ("130", (144, 146, 146, 156, 144)))
+        for v in vs
+    ]
+    (wall,) = [
+        t.plain() for t in ranking_tables(summarize_cells(runs)) if "by wall time" in t.title
+    ]
+    assert "≈ 100: within noise" in wall  # the verdict still tests every run
+    assert (
+        "100 ≈ 130: the test, its brackets and the runs needed include 100's run 2 (251.0ms), "
+        "an outlier: without it the test says different (p = 2.2e-05; × PREVIOUS [1.22, 1.33])"
+    ) in wall
+    # No outlier, no line.
+    quiet = [r for r in runs if r.wall_s != 0.251]
+    (wall,) = [
+        t.plain() for t in ranking_tables(summarize_cells(quiet)) if "by wall time" in t.title
+    ]
+    assert "an outlier" not in wall

@@ -94,3 +94,16 @@ def test_values_at_zero_are_tested_as_they_are() -> None:
     """A metric that can be 0 (a share of time) is tested without logarithms."""
     assert outliers([0.0, 0.0, 0.0, 0.0, 0.0, 5.0]) == [5]
     assert outliers([0.0, 0.0, 0.01, 0.0, 0.0, 5.0]) == [2, 5]
+
+
+def test_without_outliers_retests_each_side_without_its_flagged_runs() -> None:
+    from edgeprof.analysis.outliers import without_outliers
+
+    a = [0.115, 0.251, 0.119, 0.115, 0.114]
+    b = [0.144, 0.146, 0.146, 0.156, 0.144]
+    s = without_outliers(a, b)
+    assert s is not None and s.left_out == ((1,), ())
+    assert s.kept == ((0.115, 0.119, 0.115, 0.114), tuple(b))
+    assert s.difference.separated and s.difference.p_value is not None
+    assert math.isclose(s.difference.p_value, 2.2e-5, rel_tol=0.05)
+    assert without_outliers(b, b) is None

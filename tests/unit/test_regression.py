@@ -400,3 +400,21 @@ def test_every_current_run_failed_keeps_its_one_note() -> None:
     assert failed_cells(changes)[("m.onnx", "cpus=1, memory=1.0GiB")].text() == (
         "2 of 2 runs failed (exit 1 ×2)"
     )
+
+
+def test_a_no_change_an_outlier_decides_says_the_verdict_without_it() -> None:
+    """One fast current run made a 20 % rise "+4.4% ± 44.7% not beyond the threshold": the
+    verdict stays (it tests every run), and a note names the run and the verdict without
+    it.  With no outlier, or another verdict, nothing is added."""
+    base = [run(wall=w) for w in (1.00, 1.02, 0.98, 1.01, 0.99)]
+    cur = [run(wall=w) for w in (1.20, 1.21, 0.40, 1.19, 1.22)]
+    changes, notes = compare_results(base, cur)
+    (wall,) = [c for c in changes if c.metric.title == "wall time"]
+    assert wall.verdict is Verdict.NO_CHANGE and wall.change_text() == "+4.4% ± 44.7%"
+    assert (
+        "m.onnx (cpus=1, memory=1.0GiB): wall time not beyond the threshold includes current "
+        "run 3 (400.0ms), an outlier: without it, +20.5% ± 2.3%, regression"
+    ) in notes
+    assert sum("an outlier" in n for n in notes) == 1
+    clear = [run(wall=w) for w in (1.20, 1.21, 1.18, 1.19, 1.22)]
+    assert not any("outlier" in n for n in compare_results(base, clear)[1])
