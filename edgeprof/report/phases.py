@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 from ..analysis.cells import cells, setting, successful
+from ..analysis.metrics import iterations_for
 from ..model import PERCENTILES, LatencyStats, Mark, PhaseStats, RunResult
 from ..units import format_binary, format_seconds
 from .table import markdown_lines, markdown_text, plain_table
@@ -174,19 +175,31 @@ def _sketched_note(error: float) -> str:
     )
 
 
+FEW = "^"
+FEW_NOTE = (
+    f"{FEW} from fewer iterations than the percentile needs (p90: "
+    f"{iterations_for('p90')}, p95: {iterations_for('p95')}, p99: {iterations_for('p99')}): "
+    "a point near the maximum, not an estimate of that percentile"
+)
+
+
 def percentile_cell(s: LatencyStats, name: str) -> str:
-    """A percentile (``p50``…) as every latency table shows it (:func:`_ms`), ``*`` where it
-    measures the quota's stalls, ``~`` where a sketch gave it (the notes below say so)."""
+    """A percentile (``p50``…) as every latency table shows it (:func:`_ms`), ``^`` where
+    fewer iterations than it needs gave it (:func:`~edgeprof.analysis.metrics.iterations_for`),
+    ``*`` where it measures the quota's stalls, ``~`` where a sketch gave it (the notes
+    below say so)."""
     distorted = s.throttling.distorted if s.throttling is not None else ()
     about = SKETCHED if s.percentiles_error is not None else ""
-    return about + _ms(getattr(s, f"{name}_s")) + (STALLED if name in distorted else "")
+    few = FEW if s.count < iterations_for(name) else ""
+    return about + _ms(getattr(s, f"{name}_s")) + few + (STALLED if name in distorted else "")
 
 
 def latency_notes(cells: Iterable[str], stats: Sequence[LatencyStats]) -> list[str]:
     """The notes under a table of ``cells`` that :func:`percentile_cell` made of ``stats``:
     one per mark shown."""
     shown = list(cells)
-    notes = [STALLED_NOTE] if any(c.endswith(STALLED) for c in shown) else []
+    notes = [FEW_NOTE] if any(FEW in c for c in shown) else []
+    notes += [STALLED_NOTE] if any(c.endswith(STALLED) for c in shown) else []
     errors = [s.percentiles_error for s in stats if s.percentiles_error]
     if errors and any(c.startswith(SKETCHED) for c in shown):
         notes.append(_sketched_note(max(errors)))

@@ -321,8 +321,13 @@ def test_the_per_batch_size_table_keeps_the_latency_tables_marks() -> None:
     )
     text = render_bench([make_result(name="infer bs=1", latency=lat)])
     (row,) = [ln for ln in text.splitlines() if ln.startswith("infer bs=1")]
-    assert row.split()[2:6] == ["900.0", "160.00µs", "300.00µs", "7.00ms*"]
-    assert text.endswith("* measures the CPU quota's stalls, not the workload (see the warnings)\n")
+    # 10 iterations: p95 (20 needed) and p99 (100) are points near the maximum, marked.
+    assert row.split()[2:6] == ["900.0", "160.00µs", "300.00µs^", "7.00ms^*"]
+    assert text.endswith(
+        "^ from fewer iterations than the percentile needs (p90: 10, p95: 20, p99: 100): a "
+        "point near the maximum, not an estimate of that percentile\n"
+        "* measures the CPU quota's stalls, not the workload (see the warnings)\n"
+    )
     clean = dataclasses.replace(lat, throttling=None)
     assert "*" not in render_bench([make_result(name="infer bs=1", latency=clean)])
 

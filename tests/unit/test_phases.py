@@ -434,12 +434,16 @@ def test_tables_show_phases_and_latency() -> None:
         "3.90ms",
         "4.50ms",
         "5.00ms",
-        "6.10ms",
+        "6.10ms^",  # 50 iterations: a p99 needs 100
         "6.50ms",
         "240.0",
         "1920.0",
     ]
-    assert len(lines) == j + 4  # no "(all)" row: the infer phase holds every iteration
+    assert len(lines) == j + 6  # no "(all)" row: the infer phase holds every iteration
+    assert lines[j + 5] == (
+        "^ from fewer iterations than the percentile needs (p90: 10, p95: 20, p99: 100): a "
+        "point near the maximum, not an estimate of that percentile"
+    )
     md = render_markdown([_with_phases()])
     assert "**Phases**" in md and "| python3 | infer | 50 | 4.00ms |" in md
     plain = render_plain([make_result()])
@@ -470,7 +474,8 @@ def test_repeats_show_one_row_per_phase_with_the_medians_of_the_runs() -> None:
     ]
     assert lines[i + 3].split()[6] == "80.0MiB"
     j = lines.index("Latency (median over each model's runs)")
-    assert lines[j + 3].split()[6] == "10.00ms" and len(lines) == j + 4
+    assert lines[j + 3].split()[6] == "10.00ms" and len(lines) == j + 6
+    assert lines[j + 5].startswith("^ from fewer iterations than the percentile needs")
     # A run cut short (Ctrl-C, OOM, an exit code) is no figure of the model's phases, as it
     # is none of its statistics: the medians stay the successful runs'.
     cut = dataclasses.replace(
@@ -534,3 +539,29 @@ def test_a_runs_peak_is_never_below_its_sampled_phases(
         assert got is memory
     assert (got.peak_bytes, got.peak_source) == (want, want_source)
     assert peak_with_phases(memory, []) is memory
+
+
+@pytest.mark.parametrize(
+    ("count", "marked"),
+    [
+        (1, ["p50", "p90", "p95", "p99"]),
+        (7, ["p90", "p95", "p99"]),
+        (10, ["p95", "p99"]),
+        (20, ["p99"]),
+        (99, ["p99"]),
+        (100, []),
+    ],
+)
+def test_a_percentile_from_fewer_iterations_than_it_needs_is_marked(
+    count: int, marked: list[str]
+) -> None:
+    """p from fewer than 1/(1 − p) iterations is a point near the maximum (7 iterations:
+    p99 6.94 ms, max 7 ms): the cell is marked ``^``, the value kept."""
+    from edgeprof.model import LatencyStats
+    from edgeprof.report.phases import FEW, latency_notes, percentile_cell
+
+    lat = LatencyStats(count, 0.004, 0.004, 0.005, 0.006, 0.00694, 0.007, 250.0)
+    cells = {p: percentile_cell(lat, p) for p in ("p50", "p90", "p95", "p99")}
+    assert [p for p, c in cells.items() if c.endswith(FEW)] == marked
+    assert cells["p99"] == "6.94ms" + (FEW if "p99" in marked else "")
+    assert bool(latency_notes(cells.values(), [lat])) == bool(marked)
