@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -124,19 +124,24 @@ def held_under_a_limit(limited: bool) -> Script:
     return script
 
 
-class HeldWhenLimited(FakeBackend):
-    def launch(self, spec: RunSpec) -> FakeRun:
-        # A probe's limit: below the peak (the unlimited runs are capped at what the host
-        # has, far above it).
-        limited = spec.limits.memory is not None and spec.limits.memory <= 64 * MIB
-        self.script = held_under_a_limit(limited)
-        env = {**spec.env, "FAKE_SLEEP": str(2 * SLEEP_S if limited else SLEEP_S)}
-        return super().launch(dataclasses.replace(spec, env=env))
+def slower_when_limited(scripted: Callable[[bool], Script]) -> type[FakeBackend]:
+    """A fake backend whose limited runs (a probe's limit is below the 64 MiB peak; the
+    unlimited runs are capped at what the host has, far above it) sleep twice as long, their
+    counters scripted by ``scripted(limited)``."""
+
+    class SlowerWhenLimited(FakeBackend):
+        def launch(self, spec: RunSpec) -> FakeRun:
+            limited = spec.limits.memory is not None and spec.limits.memory <= 64 * MIB
+            self.script = scripted(limited)
+            env = {**spec.env, "FAKE_SLEEP": str(2 * SLEEP_S if limited else SLEEP_S)}
+            return super().launch(dataclasses.replace(spec, env=env))
+
+    return SlowerWhenLimited
 
 
 @pytest.fixture
 def held_backend() -> Iterator[str]:
-    register_backend("fake-held", HeldWhenLimited)
+    register_backend("fake-held", slower_when_limited(held_under_a_limit))
     yield "fake-held"
     unregister_backend("fake-held")
 
@@ -187,17 +192,9 @@ def host_refaulted(limited: bool) -> Script:
     return script
 
 
-class RefaultedAlways(FakeBackend):
-    def launch(self, spec: RunSpec) -> FakeRun:
-        limited = spec.limits.memory is not None and spec.limits.memory <= 64 * MIB
-        self.script = host_refaulted(limited)
-        env = {**spec.env, "FAKE_SLEEP": str(2 * SLEEP_S if limited else SLEEP_S)}
-        return super().launch(dataclasses.replace(spec, env=env))
-
-
 @pytest.fixture
 def refaulted_backend() -> Iterator[str]:
-    register_backend("fake-refaulted", RefaultedAlways)
+    register_backend("fake-refaulted", slower_when_limited(host_refaulted))
     yield "fake-refaulted"
     unregister_backend("fake-refaulted")
 
