@@ -75,3 +75,13 @@ def backend_for(cls: type[CgroupV1Backend] | type[CgroupV2Backend], *disabled: s
     be = cls(disable=frozenset(disabled))
     be.check()
     return be
+
+
+def gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended: no longer in /proc, or a zombie (dead, waiting to
+    be reaped by its parent)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True

@@ -24,7 +24,7 @@ from edgeprof import Limits, Termination
 from edgeprof.measure.sampler import PEAK_WINDOW_S
 from tests.conftest import HANG_S
 
-from .conftest import backend_for
+from .conftest import backend_for, gone
 from .lost_time import HALF_CORE_CEILING_PCT, lost
 from .slower_core import quota_misses
 
@@ -117,20 +117,12 @@ def test_timeout_kills_a_workload_that_ignores_sigterm(mechanism: str, tmp_path:
     assert timeout + 0.4 <= r.wall_s <= timeout + 2
 
 
-def _gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] == "Z"  # a zombie is dead
-    except FileNotFoundError:
-        return True
-
-
 def test_daemonized_grandchild_is_killed_and_counted(mechanism: str, tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
     r = edgeprof.profile([PY, str(WORKLOADS / "daemonize.py"), "cpu=0.9", str(pidfile)])
     assert r.termination is Termination.EXITED and r.exit_code == 0
     grandchild = int(pidfile.read_text())
-    assert _gone(grandchild)
+    assert gone(grandchild)
     # The parent left only once the grandchild had spun 0.9 s of its own CPU: it is counted.
     assert r.cpu.total_s is not None and r.cpu.total_s >= 0.9
 
@@ -148,7 +140,7 @@ def test_freezer_path_kills_the_tree_without_cgroup_kill(
     cmd = [PY, str(WORKLOADS / "daemonize.py"), "cpu=0.05", str(pidfile)]
     r = edgeprof.profile(cmd, backend=be)
     assert r.termination is Termination.EXITED
-    assert _gone(int(pidfile.read_text()))
+    assert gone(int(pidfile.read_text()))
 
 
 @pytest.mark.parametrize("disabled", [(), ("cgroup.kill",)], ids=["cgroup.kill", "freezer"])
@@ -162,7 +154,7 @@ def test_groups_the_workload_made_under_its_own_are_killed_and_removed(
     be = backend_for(make_backend, *disabled)
     r = edgeprof.profile([PY, str(WORKLOADS / "own_subgroup.py"), str(pidfile)], backend=be)
     assert (r.termination, r.exit_code) == (Termination.EXITED, 0), r.warnings
-    assert _gone(int(pidfile.read_text()))
+    assert gone(int(pidfile.read_text()))
     assert not [w for w in r.warnings if "cannot remove cgroup" in w]
 
 
@@ -341,7 +333,7 @@ def test_interrupt_kills_the_tree_and_still_reports(
     assert saved["samples"]["path"] == "samples.csv"
     assert Path(result["samples"]["path"]) == tmp_path / "out" / "samples.csv"
     assert saved == {**result, "samples": {**result["samples"], "path": "samples.csv"}}
-    assert _gone(int(pidfile.read_text()))
+    assert gone(int(pidfile.read_text()))
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,8 @@ import pytest
 import edgeprof
 from edgeprof import Limits, Termination
 
+from .conftest import gone
+
 PY = sys.executable
 
 THREADS = """
@@ -70,14 +72,6 @@ while not (os.path.exists(ready + ".daemon") and os.path.exists(ready + ".child"
 """
 
 
-def _gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] == "Z"  # a zombie is dead
-    except FileNotFoundError:
-        return True
-
-
 def test_refused_thread_starts_are_counted_and_the_peak_is_the_limit(
     mechanism: str, tmp_path: Path
 ) -> None:
@@ -112,7 +106,7 @@ def test_processes_left_at_the_exit_are_counted_then_killed(
     assert r.termination is Termination.EXITED and r.exit_code == 0
     assert r.processes_left == 2  # the daemon and the child, both asleep for 600 s
     pids = [int(Path(f"{ready}.{k}").read_text()) for k in ("daemon", "child")]
-    assert all(_gone(p) for p in pids)
+    assert all(gone(p) for p in pids)
 
 
 @pytest.mark.parametrize("backend", ["cgroup", "process"])
