@@ -128,8 +128,9 @@ def run_loop(
                 try:
                     with interrupts.armed():
                         status = _wait(run, timeout, kill_grace, deadline)
-                        if not deadline.passed:  # it exited by itself: what is left of it
-                            others_left = _others_running(run)
+                    # Its end, before the processes it left are counted: their grace had
+                    # been in its wall time (100 ms for a daemon left behind), and samples
+                    # taken in it had been before its end.
                     wall = (time.monotonic() if run.ended is None else run.ended) - run.started
                 except (KeyboardInterrupt, Interrupted):
                     interrupted = True
@@ -152,6 +153,10 @@ def run_loop(
                     squeezer.stop()
                 if channel is not None:
                     channel.stop()
+            if status is not None and status >= 0 and not deadline.passed:
+                # It exited by itself (not killed: an OOM kill's survivors are no processes
+                # it left to run on): what is left of it, before they are killed.
+                others_left = _others_running(run)
             run.kill()  # orphans and daemons die before the totals are read
             if status is None:
                 status = run.wait(None)
