@@ -3,19 +3,22 @@
 Every run of a host backend inherits edgeprof's descriptor 0, and with it the one file offset
 all of them share: ``edgeprof run --repeat 3 -- wc -l < f`` (a 1000-line ``f``) had counted
 1000, 0, 0, and the statistics pooled the three runs.  A regular file is therefore put back,
-before each run, at the offset it had when the first run started (:func:`rewind`, called by
-the run loop for every backend).  A pipe cannot be put back: :func:`piped_warning` says so once,
-before the runs, where one holds data (an empty one, as a CI runner's stdin often is, says
-nothing).  The Docker backend gives its container no stdin at all (it reads end-of-file).
+before each run, at the offset it had when the command's first run started (:func:`rewind`,
+called by the run loop for every backend, within :func:`one_command`: a sweep, a fit).  A
+pipe cannot be put back: :func:`piped_warning` says so once, before the runs, where one holds
+data (an empty one, as a CI runner's stdin often is, says nothing).  The Docker backend gives
+its container no stdin at all (it reads end-of-file).
 """
 
 from __future__ import annotations
 
 import array
+import contextlib
 import fcntl
 import os
 import stat
 import termios
+from collections.abc import Iterator
 
 STDIN = 0
 
@@ -50,9 +53,34 @@ def _file_offset(fd: int) -> int | None:
         return None
 
 
-rewind = _Rewind()
-"""Called before each run is launched: the first call notes where stdin (a regular file)
-is, each later one puts it back there, so every run reads the same input."""
+_command: _Rewind | None = None
+"""The rewind of the command whose runs are going (:func:`one_command`), if any."""
+
+
+@contextlib.contextmanager
+def one_command(fd: int = STDIN) -> Iterator[None]:
+    """The runs launched inside are one command's (a sweep's, a fit's): each reads stdin from
+    where the first one found it.  Nested, the outermost command's.  Outside, nothing is put
+    back: a program that calls ``edgeprof.profile()`` once per line it reads from its own
+    stdin (a file) had had it put back at each call, re-reading its lines for ever (a
+    reviewer's case)."""
+    global _command
+    if _command is not None:
+        yield
+        return
+    _command = _Rewind(fd)
+    try:
+        yield
+    finally:
+        _command = None
+
+
+def rewind() -> None:
+    """Called before each run is launched: within :func:`one_command`, the first call notes
+    where stdin (a regular file) is, each later one puts it back there, so every run of the
+    command reads the same input; outside one, nothing."""
+    if _command is not None:
+        _command()
 
 
 def pending_bytes(fd: int = STDIN) -> int:

@@ -36,6 +36,7 @@ from ..analysis.need import (
     verdict,
 )
 from ..errors import ConfigError
+from ..measure.stdin import one_command
 from ..model import Limits, RunResult, Termination
 from ..units import named, parse_size, parse_unit_size
 from .fit_outcome import FitOutcome, Probe
@@ -175,6 +176,13 @@ def fit(
     or a library that fails to map a file are all the workload failing under that limit,
     and a limit the workload fails under cannot be recommended.  The unlimited run succeeded,
     so the limit is what changed."""
+    with one_command():  # every probe of every search reads the same stdin
+        return _fit_models(job, ceiling, req, on_step)
+
+
+def _fit_models(
+    job: RunJob, ceiling: int | None, req: FitRequest, on_step: ProbeCallback | None
+) -> list[FitOutcome]:
     models = job.plan.models or (None,)
     outcomes = []
     for model in models:

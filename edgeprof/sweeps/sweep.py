@@ -27,6 +27,7 @@ from ..errors import ConfigError, LimitError
 from ..measure.limits import allowed_cpus, host_memory, resolve
 from ..measure.loop import OUT_FILES
 from ..measure.runner import ResultNotSaved, profile
+from ..measure.stdin import one_command
 from ..model import Limits, RunResult, Termination
 from ..outfiles import check_target
 from ..storage import (
@@ -205,6 +206,19 @@ def run_sweep(
     so an interrupted sweep keeps what it measured.
     An interrupted run ends the sweep (``interrupted`` is set); other failures are results.
     """
+    with one_command():  # every run of the sweep reads the same stdin
+        return _run_sweep(plan, backend, out, on_start, on_result, cgroup_parent, profile_options)
+
+
+def _run_sweep(
+    plan: SweepPlan,
+    backend: str | Backend,
+    out: Path | None,
+    on_start: Callable[[Step], None] | None,
+    on_result: Callable[[Step, RunResult], None] | None,
+    cgroup_parent: str | None,
+    profile_options: Mapping[str, Any] | None,
+) -> SweepResult:
     be = get_backend(backend, cgroup_parent=cgroup_parent)
     check_limits(plan, be)
     if out is None or plan.is_single:

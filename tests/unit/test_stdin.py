@@ -127,3 +127,30 @@ def test_fit_warns_of_a_piped_stdin_when_it_bisects(
     monkeypatch.setattr("edgeprof.sweeps.request.piped_warning", lambda: "piped")
     job, _ = plan_fit(FitRequest(RunRequest(command=("true",)), one_run=one_run))
     assert ("piped" in job.warnings) is warned
+
+
+def test_only_a_commands_runs_are_put_back(tmp_path: Path) -> None:
+    """A sweep's or a fit's runs read stdin from where the first found it; single calls of
+    ``profile()`` put nothing back: a program profiling once per line it reads from its own
+    stdin had been put back at each call, re-reading its lines for ever (a reviewer's)."""
+    f = tmp_path / "input"
+    f.write_bytes(b"abcdefgh")
+    fd = os.open(f, os.O_RDONLY)
+    try:
+        assert os.read(fd, 2) == b"ab"
+        stdin.rewind()  # outside a command: nothing noted, nothing put back
+        assert os.read(fd, 2) == b"cd"
+        stdin.rewind()
+        assert os.lseek(fd, 0, os.SEEK_CUR) == 4
+        with stdin.one_command(fd):
+            stdin.rewind()  # the first run: starts where the file is
+            assert os.read(fd, 2) == b"ef"
+            stdin.rewind()  # the next: put back
+            with stdin.one_command(fd):  # nested: the outer command's
+                assert os.read(fd, 3) == b"efg"
+                stdin.rewind()
+            assert os.read(fd, 4) == b"efgh"
+        stdin.rewind()  # the command is over
+        assert os.lseek(fd, 0, os.SEEK_CUR) == 8
+    finally:
+        os.close(fd)
