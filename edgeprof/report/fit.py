@@ -100,7 +100,10 @@ def _render_one(o: FitOutcome) -> str:
             f"unlimited: {o.time.metric} {o.time.seconds:.3f}s ({counted(len(o.reference), 'run')}"
             + (f", spread {100 * o.noise:.0f}%); " if len(o.reference) > 1 else "); ")
             + (
-                composition(ref.memory.at_peak, measured, ref.host.cpus, ref.wall_s)
+                composition(
+                    ref.memory.at_peak, measured, ref.host.cpus, ref.wall_s,
+                    source=ref.memory.peak_source,
+                )
                 or f"peak {format_binary(b.peak if measured is None else measured)}"
             )
         )
@@ -292,7 +295,13 @@ def _render_squeezed(o: FitOutcome) -> str:
         lines.append(_title(o.label, r))
         lines.append(
             f"squeezed run: wall {r.wall_s:.3f}s; "
-            + (composition(r.memory.at_peak, o.measured_peak, r.host.cpus, r.wall_s) or "")
+            + (
+                composition(
+                    r.memory.at_peak, o.measured_peak, r.host.cpus, r.wall_s,
+                    source=r.memory.peak_source,
+                )
+                or ""
+            )
         )
     if o.stopped is not None or r is None:
         lines.append(f"no estimate: {o.stopped}")

@@ -26,6 +26,7 @@ def composition(
     cpus: int = 1,
     exit_s: float | None = None,
     name_sample: bool = False,
+    source: str | None = "kernel",
 ) -> str | None:
     """``peak 184.1MiB = anon 55.7 + file 128.0 + kernel 0.2 MiB`` (shmem when there is
     any), the parts as at the sample whose parts add up highest (``MemoryStats.at_peak``);
@@ -36,11 +37,14 @@ def composition(
     ``peak 262.3MiB (the kernel's); at the sample whose parts add up highest, 250.1MiB =
     anon 249.4 + …``.  ``name_sample``: the equation names its sample too.  A sample read
     after the main process's exit at ``exit_s`` (only where none was read before it) is
-    said to be: its memory is freed (``anon 0.0``)."""
+    said to be: its memory is freed (``anon 0.0``).  ``source``: the peak's
+    (``MemoryStats.peak_source``): only the kernel's mark is called the kernel's (a process
+    backend's peak raised to a phase's reading had been)."""
     if parts is None or peak is None:
         return None
     after = exit_s is not None and parts.t_s is not None and parts.t_s > exit_s
-    return _composition(parts, peak, cpus, after, name_sample)
+    whose = "the kernel's" if source == "kernel" else "its highest reading"
+    return _composition(parts, peak, cpus, after, name_sample, whose)
 
 
 def not_in_peak(elsewhere: int | None) -> str:
@@ -56,7 +60,7 @@ def not_in_peak(elsewhere: int | None) -> str:
 
 
 def _composition(
-    parts: MemoryParts, peak: int, cpus: int, after: bool, name_sample: bool
+    parts: MemoryParts, peak: int, cpus: int, after: bool, name_sample: bool, whose: str
 ) -> str:
     terms = [f"anon {_mib(parts.anon)}", f"file {_mib(parts.file)}"]
     if parts.shmem:
@@ -73,8 +77,7 @@ def _composition(
     if sampled is None or not between_samples(parts, peak, cpus):
         named = f" ({which})" if after or name_sample else ""
         return f"peak {format_binary(peak)} = {made_of}{named}"
-    kernels = f"peak {format_binary(peak)} (the kernel's)"
-    return f"{kernels}; {which}, {format_binary(sampled)} = {made_of}"
+    return f"peak {format_binary(peak)} ({whose}); {which}, {format_binary(sampled)} = {made_of}"
 
 
 def cost(p: MemoryPressure | None, below: int | None = None) -> str | None:

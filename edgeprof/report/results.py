@@ -263,8 +263,9 @@ def _layer_worker(command: Sequence[str]) -> bool:
 def _memory_lines(r: RunResult) -> list[str]:
     """What the peak was made of; under ``--memory``, what the limit cost."""
     lines = []
+    m = r.memory
     made_of = composition(
-        r.memory.at_peak, r.memory.peak_bytes, r.host.cpus, r.wall_s, name_sample=True
+        m.at_peak, m.peak_bytes, r.host.cpus, r.wall_s, name_sample=True, source=m.peak_source
     )
     if made_of is not None:
         lines.append(f"memory: {made_of}" + not_in_peak(mapped_elsewhere(r)))

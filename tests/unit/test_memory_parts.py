@@ -290,6 +290,13 @@ def test_a_breakdown_read_after_the_exit_says_so_once() -> None:
         "peak 300.0MiB = anon 5.0 + file 295.0 + kernel 0.0 MiB (at the sample whose parts add "
         "up highest)"
     )
+    # A peak no kernel mark gave (the process backend's, raised to a phase's reading) is
+    # not called the kernel's.
+    for source in ("sampled", "rss", None):
+        assert composition(running, 305 * MIB, 2, exit_s=0.6, source=source) == (
+            "peak 305.0MiB (its highest reading); at the sample whose parts add up highest, "
+            "300.0MiB = anon 5.0 + file 295.0 + kernel 0.0 MiB"
+        )
     assert composition(running, 300 * MIB, 2, exit_s=0.6) == (
         "peak 300.0MiB = anon 5.0 + file 295.0 + kernel 0.0 MiB"
     )
