@@ -149,7 +149,9 @@ def _percent(fraction: float) -> str:
 def _runs_to_tell(prev: Rank, r: Rank) -> str:
     """How many runs would tell two neighbours apart, or show them within the default
     precision, at the noise measured (:func:`edgeprof.analysis.difference.runs_to_resolve`);
-    or that they are within it already (``--repeat auto`` counts such a pair resolved)."""
+    or that they are within it already (``--repeat auto`` counts such a pair resolved).  At
+    one 95 % look: it had said "--repeat auto runs until they do" of a count auto's own
+    per-look level (:func:`~edgeprof.analysis.repeats.look_confidence`) does not reach."""
     pair = f"{prev.name} ≈ {r.name}"
     d = r.from_previous
     if d is not None and d.within(DEFAULT_TARGET):  # already resolved: no runs to ask for
@@ -162,7 +164,8 @@ def _runs_to_tell(prev: Rank, r: Rank) -> str:
         return f"{pair}: more than 1000 runs each would be needed to tell them apart"
     return (
         f"{pair}: ~{n} runs each would tell them apart or show them within "
-        f"{DEFAULT_TARGET * 100:g}% at the noise measured (--repeat auto runs until they do)"
+        f"{DEFAULT_TARGET * 100:g}% at the noise measured, at one 95% look (--repeat auto, "
+        "which looks after every round at a stricter level, needs more)"
     )
 
 
