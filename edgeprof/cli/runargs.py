@@ -328,17 +328,22 @@ def execute(params: Mapping[str, Any]) -> int:
 def _on_executor(p: Mapping[str, Any]) -> int:
     """``--executor``: the sweep's rounds as parts on a cluster, merged into ``--out``."""
     from ..report.distributed import run_on_executor
-    from ..report.run import RunOutputs
+    from ..report.run import RunOutputs, check_report_to
     from .outcome import runs_exit_code
 
     for name, (param, _) in OPTIONS.items():
         refused = param in REFUSED_IN_PARTS and param not in ("out", "executor")
         if refused and p[param] not in (None, False, []):
             raise ConfigError(f"{name} with --executor: {REFUSED_IN_PARTS[param]}")
-    part = {k: v for k, v in p.items() if k not in GATE | {"executor", "out"}}
-    outputs = RunOutputs(summary=p["summary"], junit=p["junit"], html=p["html"])
+    # --report-to is where this machine prints the merged sweep's tables: no part's option.
+    part = {k: v for k, v in p.items() if k not in GATE | {"executor", "out", "report_to"}}
+    outputs = RunOutputs(
+        summary=p["summary"], junit=p["junit"], html=p["html"], report_to=p["report_to"]
+    )
+    check_report_to(outputs)
+    stdout = sys.stderr if outputs.report_to == "stderr" else sys.stdout
     runs, breached = run_on_executor(
-        p["executor"], run_request(p), to_words(part), outputs, sys.stdout, sys.stderr
+        p["executor"], run_request(p), to_words(part), outputs, stdout, sys.stderr
     )
     return runs_exit_code(runs, breached)
 

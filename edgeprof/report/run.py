@@ -59,6 +59,18 @@ class RunOutputs:
 REPORT_TO = ("stdout", "stderr")
 
 
+def check_report_to(outputs: RunOutputs) -> None:
+    """``--report-to``: one of :data:`REPORT_TO`, and not ``stderr`` with ``--json`` (whose
+    stdout is the result's)."""
+    if outputs.report_to not in REPORT_TO:
+        raise ConfigError(f"--report-to {outputs.report_to!r}: give stdout or stderr")
+    if outputs.report_to == "stderr" and outputs.json_out:
+        raise ConfigError(
+            "--report-to stderr with --json: --json prints the result on stdout and the "
+            "workload's output on stderr; give one of them"
+        )
+
+
 @dataclass(frozen=True)
 class RunReport:
     results: list[RunResult]
@@ -84,14 +96,8 @@ def run_and_report(
     request: RunRequest, outputs: RunOutputs, stdout: TextIO, stderr: TextIO
 ) -> RunReport:
     """Run ``request`` and render it; every bad input is refused before the first run."""
-    if outputs.report_to not in REPORT_TO:
-        raise ConfigError(f"--report-to {outputs.report_to!r}: give stdout or stderr")
+    check_report_to(outputs)
     if outputs.report_to == "stderr":
-        if outputs.json_out:
-            raise ConfigError(
-                "--report-to stderr with --json: --json prints the result on stdout and the "
-                "workload's output on stderr; give one of them"
-            )
         stdout = stderr  # every line edgeprof prints; the workload's stdout stays its own
     named = (outputs.markdown, outputs.summary, outputs.junit, outputs.html, outputs.predictions)
     files = [p for p in named if p is not None]

@@ -29,6 +29,7 @@ BASE = ["--cpus", "1", "--memory", "256m", "--repeat", "2"]
         (["--executor", "ray", "--predictions", "p.json"], "--predictions with --executor"),
         (["--executor", "ray", "--repeat", "auto"], "not auto"),
         (["--executor", "ray", "--repeat", "x"], "--repeat"),  # was a traceback (int("x"))
+        (["--executor", "ray", "--report-to", "file"], "--report-to 'file': give stdout"),
         (["--executor", "ray=127.0.0.1:1"], "no Ray cluster at 127.0.0.1:1"),
     ],
 )
@@ -123,14 +124,15 @@ def test_an_executor_needs_an_out_directory(capsys: pytest.CaptureFixture[str]) 
 
 def test_a_part_gets_the_runs_options_without_the_gate() -> None:
     argv = [*BASE, "--max-wall", "2s", "--junit", "j.xml", "--name", "a b", "--executor",
-            "ray", "--out", "o", "--", "python3", "x.py"]  # fmt: skip
+            "ray", "--out", "o", "--report-to", "stderr", "--", "python3", "x.py"]  # fmt: skip
     params = parse(argv)
     assert params is not None
-    part = {k: v for k, v in params.items() if k not in GATE | {"executor", "out"}}
+    part = {k: v for k, v in params.items() if k not in GATE | {"executor", "out", "report_to"}}
     words = to_words(part)
     assert parse(words) == part
     assert words[-3:] == ["--", "python3", "x.py"] and "--max-wall" not in words
     assert "--junit" not in words and "--executor" not in words and "--out" not in words
+    assert "--report-to" not in words  # where this machine prints the merged tables
 
 
 class _DeadQueue:
