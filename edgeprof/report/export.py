@@ -71,12 +71,15 @@ RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {
     "net_rx_bytes": lambda r: r.io.net_rx_bytes,
     "net_tx_bytes": lambda r: r.io.net_tx_bytes,
     "pids_peak": lambda r: r.pids_peak,
+    "pids_refused": lambda r: r.pids_refused,
+    "processes_left": lambda r: r.processes_left,
     "samples": lambda r: r.samples.count,
     "gpu_peak_bytes": STAT_METRICS["gpu_peak_bytes"].get,
     "gpu_util_pct": STAT_METRICS["gpu_util_pct"].get,
     "energy_j": STAT_METRICS["energy_j"].get,
     "energy_per_item_j": STAT_METRICS["energy_per_item_j"].get,
     **{key: _latency(key) for key in LATENCY_COLUMNS},
+    "iterations_raised": lambda r: None if r.latency is None else r.latency.raised,
     "command": lambda r: printable(shlex.join(r.command)),
 }
 """Columns of ``runs.csv`` (then :data:`RUN_PLACE`): base units (seconds, bytes, percent of
