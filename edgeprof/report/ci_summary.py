@@ -262,7 +262,7 @@ def compare_dict(
 def change_dicts(changes: Sequence[Change], threshold: float) -> list[dict[str, object]]:
     """``compare --json``: one object per compared metric of a cell, base units; each side's
     values, and their count, mean and sample standard deviation (the table's ``mean ± SD
-    (n=…)``; ``None`` where a side has too few values for one)."""
+    (n=…)``; ``None`` where a side has too few values for one), and its failed runs."""
     return [
         {
             "label": c.label,
@@ -281,6 +281,10 @@ def change_dicts(changes: Sequence[Change], threshold: float) -> list[dict[str, 
             "p_value": c.p_value,
             "threshold": threshold,
             "verdict": c.verdict.value,
+            # The side's failed runs (left out of its values): a current cell's fail the
+            # gate, which "regressed" had said with every verdict "no change" and no field.
+            "baseline_failed": 0 if c.base_failed is None else c.base_failed.count,
+            "current_failed": 0 if c.current_failed is None else c.current_failed.count,
         }
         for c in changes
     ]

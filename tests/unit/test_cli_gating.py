@@ -207,6 +207,14 @@ def test_compare_exit_codes_and_outputs(tmp_path: Path, capsys: pytest.CaptureFi
     wall = next(c for c in data["changes"] if c["metric"] == "wall")
     assert data["regressed"] is False and wall["verdict"] == "not enough repeats"
     assert (wall["baseline_n"], wall["baseline_mean"], wall["baseline_sd"]) == (1, 1.0, None)
+    assert (wall["baseline_failed"], wall["current_failed"]) == (0, 0)
+    # Failed current runs fail the gate: each row says how many, not the notes alone (every
+    # verdict "no change" beside "regressed": true had left a dashboard no field to show).
+    failing = _save(tmp_path / "failing.json", [*[run(wall=1.0)] * 2, run(exit_code=1)])
+    assert main(["compare", "--json", str(failing), str(failing)]) == 3
+    data = json.loads(capsys.readouterr().out)
+    assert data["regressed"] is True
+    assert {(c["baseline_failed"], c["current_failed"]) for c in data["changes"]} == {(1, 1)}
 
 
 def test_compare_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
