@@ -78,7 +78,8 @@ def _budget_line(o: FitOutcome) -> str:
     if o.answer is None:
         return f"budget: nothing up to the ceiling fits, so over {budget}\n"
     verb = "within" if ok else "exceeds"
-    return f"budget: memory need {format_binary(o.answer)} {verb} {budget}\n"
+    need = o.answer if o.device_need is None else o.device_need
+    return f"budget: memory need {format_binary(need)} {verb} {budget}\n"
 
 
 def _title(label: str, r: RunResult) -> str:

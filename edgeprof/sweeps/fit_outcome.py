@@ -176,11 +176,14 @@ class FitOutcome:
 
     @property
     def within_budget(self) -> bool | None:
-        """The answer against the budget; ``None`` without a budget or a search (stopped).
-        No answer (nothing fits the ceiling) is over any budget."""
+        """The device's need (:attr:`device_need`, as ``fits`` takes it) against the budget;
+        ``None`` without a budget or a search (stopped).  No answer (nothing fits the
+        ceiling) is over any budget.  The bare answer had been gated, and one fit.json could
+        say ``within_budget`` of a ``device_need_bytes`` above the budget."""
         if self.budget is None or self.stopped is not None:
             return None
-        return self.answer is not None and self.answer <= self.budget
+        need = self.device_need
+        return need is not None and need <= self.budget
 
     @property
     def recommended(self) -> int | None:

@@ -341,6 +341,20 @@ def test_fit_gates_its_answer_on_max_memory_need() -> None:
     assert free.to_dict()["within_budget"] is None
 
 
+
+def test_fit_gates_the_devices_need_on_max_memory_need() -> None:
+    """The answer with the files mapped elsewhere, as ``fits`` takes it: the bare answer had
+    been gated, and one fit.json said within_budget of a device_need_bytes above it."""
+    o = fit_outcome(50 * MIB, 64 * MIB)
+    ref = dataclasses.replace(o.reference[0], memory=dataclasses.replace(
+        o.reference[0].memory, mapped_elsewhere_bytes=20 * MIB))  # fmt: skip
+    o = dataclasses.replace(o, reference=(ref,))
+    assert o.device_need == 70 * MIB
+    assert o.within_budget is False and fit_exit_code([o]) == 3
+    assert "budget: memory need 70.0MiB exceeds --max-memory-need 64.0MiB" in render_fit([o])
+    assert (o.to_dict()["device_need_bytes"], o.to_dict()["within_budget"]) == (70 * MIB, False)
+
+
 def test_fit_plot_draws_the_curve(tmp_path: Path) -> None:
     from edgeprof.report.plots import plot_fit
 
