@@ -23,8 +23,9 @@ measured through psutil (:mod:`edgeprof.backends.process` holds the backend).
   a cgroup's charge: it leaves out the page cache the workload's reads filled and kernel
   memory, which a cgroup counts, and a sum over processes counts once per process the pages
   they share (a fork's copy-on-write pages, mapped libraries, shared memory): a 300 MiB
-  array read by 4 forked workers read 1.5 GiB, the cgroup backend 318.7 MiB.  A run that had
-  more than one process at a sample says so in a warning (:func:`shared_pages_caveat`).
+  array read by 4 forked workers read 1.5 GiB, the cgroup backend 318.7 MiB.  A run with a
+  sample whose processes besides the largest held enough to matter
+  (:func:`counts_shared_pages`) says so in a warning (:func:`shared_pages_caveat`).
   The proportional set size (``Pss`` of ``/proc/PID/smaps_rollup``), which splits a shared
   page between its sharers, is not read: the kernel walks the process's page tables for it.
   One read cost 4.0–4.3 ms for a process holding 300 MiB, 36–45 ms for one holding 2 GiB
@@ -413,8 +414,9 @@ def counts_shared_pages(rss: int, largest: int) -> bool:
 
 def shared_pages_caveat(processes: int) -> str | None:
     """What a sum of resident sets over ``processes`` read at once cannot tell (``None``: one
-    process, nothing shared to count twice).  Said whenever the tree had more than one: the
-    backend cannot tell how much they shared without reading PSS, which it cannot afford."""
+    process, nothing shared to count twice).  Said where :func:`counts_shared_pages` finds
+    enough to matter: the backend cannot tell how much they shared without reading PSS,
+    which it cannot afford."""
     if processes <= 1:
         return None
     return (

@@ -128,3 +128,15 @@ def test_the_table_counts_them_beside_iter_and_old_files_load() -> None:
     del d["latency"]["raised"]  # a file written before
     back = RunResult.from_dict(d).latency
     assert back is not None and back.raised == 0
+
+
+def test_a_negative_raised_count_is_refused_as_other_counts_are() -> None:
+    """A hand-edited ``"raised": -2`` had loaded and rendered ``ITER 10 (+-2 raised)``."""
+    from edgeprof.errors import ConfigError
+
+    d = make_result(latency=LatencyStats(count=10, mean_s=0.1, p50_s=0.1, p90_s=0.1,
+                                         p95_s=0.1, p99_s=0.1, max_s=0.1, per_s=10.0,
+                                         raised=2)).to_dict()  # fmt: skip
+    d["latency"]["raised"] = -2
+    with pytest.raises(ConfigError, match="raised"):
+        RunResult.from_dict(d)
