@@ -272,4 +272,4 @@ _FIT_KEYS = {
     "resolution_bytes": "a number of bytes or null",
     "stopped": "a string or null",
 }
-"""What :func:`edgeprof.analysis.regression.compare_fits` reads of each fit."""
+"""What :func:`edgeprof.analysis.fit_compare.compare_fits` reads of each fit."""

@@ -61,15 +61,15 @@ import enum
 import math
 import shlex
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from ..errors import ConfigError
 from ..model import RunResult
 from .budgets import METRICS, why_unmeasured
 from .cells import cells, ending, endings, setting, successful
 from .difference import Difference, difference
+from .failures import Failed, failed_notes, failed_of
 from .held import held_runs, mean_held
 from .hosts import sides_note
 from .metrics import BY_KEY, Kind, Metric, stalled_percentiles
@@ -92,27 +92,6 @@ class Verdict(str, enum.Enum):
     @property
     def fails(self) -> bool:
         return self in (Verdict.REGRESSION, Verdict.NOT_MEASURED)
-
-
-@dataclass(frozen=True)
-class Failed:
-    """The runs of one side of a cell that did not succeed (left out of its figures)."""
-
-    count: int
-    of: int
-    """The side's runs of the cell, failed or not."""
-    endings: str
-    """How they ended: ``exit 1 ×3`` (:func:`~edgeprof.analysis.cells.endings`)."""
-
-    def text(self) -> str:
-        """``3 of 5 runs failed (exit 1 ×3)``."""
-        return f"{self.count} of {self.of} run{'s' if self.of > 1 else ''} failed ({self.endings})"
-
-
-def failed_of(runs: Sequence[RunResult]) -> Failed | None:
-    """``runs``' failures; ``None``: every run succeeded."""
-    bad = [r for r in runs if not r.succeeded]
-    return Failed(len(bad), len(runs), endings(bad)) if bad else None
 
 
 @dataclass(frozen=True)
@@ -244,8 +223,10 @@ def compare_results(
     base_cells, cur_cells = _keyed(baseline, match_limits), _keyed(current, match_limits)
     missing = [k for k in base_cells if k not in cur_cells]
     notes = [] if named_apart is None else [named_apart]
-    notes += [_missing_note(k, allow_missing) for k in missing]
-    notes += [f"{_name(k)}: new (not in the baseline)" for k in cur_cells if k not in base_cells]
+    notes += [missing_note(k, allow_missing) for k in missing]
+    notes += [
+        f"{cell_name(k)}: new (not in the baseline)" for k in cur_cells if k not in base_cells
+    ]
     if (sides := sides_note(baseline, current)) is not None:
         notes.append(sides)
     common = [k for k in cur_cells if k in base_cells]
@@ -263,7 +244,7 @@ def compare_results(
                 + ")"
             )
         )
-    found = differing({_name(k): (base_cells[k], cur_cells[k]) for k in common})
+    found = differing({cell_name(k): (base_cells[k], cur_cells[k]) for k in common})
     if (across := check_targets(found, ignore=not match_targets)) is not None:
         notes.append(across)
     changes: list[Change] = []
@@ -274,23 +255,23 @@ def compare_results(
         for side, runs in (("baseline", b_runs), ("current", c_runs)):
             if stalled := stalled_percentiles(runs):
                 notes.append(
-                    f"{_name(key)}: latency {', '.join(stalled)} of the {side} runs measure "
+                    f"{cell_name(key)}: latency {', '.join(stalled)} of the {side} runs measure "
                     "the CPU quota's stalls, not the workload: their change compares stall "
                     "patterns"
                 )
         b_ok, c_ok = successful(b_runs), successful(c_runs)
         first = len(changes)
         if not b_ok:
-            failed.append(f"{_name(key)}: {ending(b_runs[-1])}")
+            failed.append(f"{cell_name(key)}: {ending(b_runs[-1])}")
             notes.append(
-                f"{_name(key)}: no successful run in the baseline ({endings(b_runs)}): "
+                f"{cell_name(key)}: no successful run in the baseline ({endings(b_runs)}): "
                 "nothing to hold the current runs to"
             )
         elif not c_ok:
             # Every row reads "not measured"; this says why (an OOM under a smaller limit is
             # the usual cause), as a budget's "not judged (no successful run: oom)" does.
             notes.append(
-                f"{_name(key)}: no successful run in the current results ({endings(c_runs)}): "
+                f"{cell_name(key)}: no successful run in the current results ({endings(c_runs)}): "
                 "its metrics are not measured"
             )
         for metric in COMPARED:
@@ -303,18 +284,18 @@ def compare_results(
                 change = _unmeasured(change, why_unmeasured(metric.key, c_runs, current))
             changes.append(change)
             if (said := _outlier_note(change, threshold)) is not None:
-                notes.append(f"{_name(key)}: {said}")
+                notes.append(f"{cell_name(key)}: {said}")
         b_bad, c_bad = failed_of(b_runs), failed_of(c_runs)
         # A side none of whose runs succeeded has its note above; a baseline so compares
         # nothing, and no row of it carries the current runs' failures to the gate.
-        notes += _failed_notes(
-            _name(key), b_bad if b_ok else None, c_bad if b_ok and c_ok else None
+        notes += failed_notes(
+            cell_name(key), b_bad if b_ok else None, c_bad if b_ok and c_ok else None
         )
         for i in range(first, len(changes)):
             ch = changes[i] = replace(changes[i], base_failed=b_bad, current_failed=c_bad)
             if (said := ch.why or held_caveat(ch, b_ok, c_ok, threshold)) is not None:
                 changes[i] = ch if ch.why else replace(ch, caveat=said)
-                notes.append(f"{_name(key)}: {ch.metric.title} {ch.verdict.value}: {said}")
+                notes.append(f"{cell_name(key)}: {ch.metric.title} {ch.verdict.value}: {said}")
     for key in [] if allow_missing else missing:
         b_ok = successful(base_cells[key])
         where = setting(base_cells[key][0])  # the key's is "" under --ignore-limits
@@ -330,20 +311,6 @@ def compare_results(
             + ")"
         )
     return changes, notes
-
-
-def _failed_notes(cell: str, base: Failed | None, current: Failed | None) -> list[str]:
-    """A cell's failed runs, each side's (a side none of whose runs succeeded has its own
-    note): the current runs' fail the gate; ``(n=2)`` had been their only sign."""
-    notes = []
-    if current is not None:
-        notes.append(
-            f"{cell}: current: {current.text()}: left out of its figures; failed runs fail the "
-            "gate"
-        )
-    if base is not None:
-        notes.append(f"{cell}: baseline: {base.text()}: left out of its figures")
-    return notes
 
 
 def _outlier_note(change: Change, threshold: float) -> str | None:
@@ -434,7 +401,7 @@ def held_caveat(
     if change.metric.kind is Kind.TIME and change.change is not None and change.ci is not None:
         assert mb is not None and mb > 0  # a relative change has a baseline mean above 0
         without = change.change + sign * seconds / mb
-        if _judge(without, change.ci, threshold) is change.verdict:
+        if judge(without, change.ci, threshold) is change.verdict:
             return None  # beyond the threshold however long the host held them off
         less = f"; the change less that time: {without * 100:+.1f}% ± {change.ci * 100:.1f}%"
     return (
@@ -444,65 +411,13 @@ def held_caveat(
     )
 
 
-def _missing_note(key: tuple[str, str], allowed: bool) -> str:
+def missing_note(key: tuple[str, str], allowed: bool) -> str:
     if allowed:
-        return f"{_name(key)}: only in the baseline (allowed: --allow-missing)"
+        return f"{cell_name(key)}: only in the baseline (allowed: --allow-missing)"
     return (
-        f"{_name(key)}: only in the baseline: not in the current results, so not measured "
+        f"{cell_name(key)}: only in the baseline: not in the current results, so not measured "
         "(--allow-missing passes a model dropped on purpose)"
     )
-
-
-def compare_fits(
-    baseline: Sequence[Mapping[str, Any]],
-    current: Sequence[Mapping[str, Any]],
-    threshold: float = 0.05,
-    match_limits: bool = True,
-    allow_missing: bool = False,
-) -> tuple[list[Change], list[str]]:
-    """Two ``fit.json`` files' answers (the memory need, one per model), as :class:`Change`
-    rows of the ``memory_need`` metric.
-
-    A bisection's answer lies within its resolution above the need, so the resolution plays
-    the part of the confidence interval: a **regression** is a growth larger than the
-    threshold by more than the larger resolution of the two fits.  A fit with no answer
-    (nothing up to its ceiling fitted, or it stopped) is **not measured**, and fails.
-    """
-    metric = BY_KEY["memory_need"]
-
-    def keyed(docs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], Mapping[str, Any]]:
-        return {(str(d["name"]), str(d.get("limits", "")) if match_limits else ""): d
-                for d in docs}  # fmt: skip
-
-    base, cur = keyed(baseline), keyed(current)
-    missing = [k for k in base if k not in cur]
-    notes = [_missing_note(k, allow_missing) for k in missing]
-    notes += [f"{_name(k)}: new (not in the baseline)" for k in cur if k not in base]
-    common = [k for k in cur if k in base]
-    if not common:
-        raise ConfigError("no fitted model is in both the baseline and the current fit.json")
-    changes = [
-        Change(k[0], str(base[k].get("limits", "")), metric, (b,), (), Verdict.NOT_MEASURED)
-        for k in ([] if allow_missing else missing)
-        if (b := base[k].get("min_memory_bytes")) is not None
-    ]
-    notes.append("memory need: ± the fits' resolution (a bisection's answer is within it)")
-    for key in common:
-        b, c = base[key].get("min_memory_bytes"), cur[key].get("min_memory_bytes")
-        if b is None:
-            notes.append(f"{_name(key)}: the baseline fit has no answer: nothing to hold to")
-            continue
-        if c is None:
-            why = cur[key].get("stopped") or "nothing up to its ceiling fits"
-            notes.append(f"{_name(key)}: the current fit has no answer ({why})")
-            changes.append(Change(key[0], key[1], metric, (b,), (), Verdict.NOT_MEASURED))
-            continue
-        res = max(int(base[key].get("resolution_bytes") or 0),
-                  int(cur[key].get("resolution_bytes") or 0))  # fmt: skip
-        change, ci = (c - b) / b, res / b
-        verdict = _judge(change, ci, threshold)
-        changes.append(Change(key[0], key[1], metric, (b,), (c,), verdict, change, ci))
-    return changes, notes
 
 
 def _change(
@@ -525,7 +440,7 @@ def _change(
         return _from_zero(Change(label, setting, metric, b, c, Verdict.NO_CHANGE), d)
     ci = d.half / mb
     return Change(
-        label, setting, metric, b, c, _judge(change, ci, threshold), change, ci, d.p_value
+        label, setting, metric, b, c, judge(change, ci, threshold), change, ci, d.p_value
     )
 
 
@@ -542,7 +457,7 @@ def _from_zero(row: Change, d: Difference) -> Change:
     return replace(row, verdict=verdict, p_value=d.p_value)
 
 
-def _judge(change: float, ci: float, threshold: float) -> Verdict:
+def judge(change: float, ci: float, threshold: float) -> Verdict:
     """The module docstring's rule: the whole interval beyond the threshold, either way."""
     if _beyond(change - ci, threshold):
         return Verdict.REGRESSION
@@ -583,5 +498,5 @@ def _setting(base: Sequence[RunResult], current: Sequence[RunResult]) -> str:
     return b if b == c else f"{b} → {c}"
 
 
-def _name(key: tuple[str, str]) -> str:
+def cell_name(key: tuple[str, str]) -> str:
     return f"{key[0]} ({key[1]})" if key[1] else key[0]

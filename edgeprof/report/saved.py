@@ -13,13 +13,8 @@ from typing import TextIO
 from ..analysis.budgets import BudgetCheck, Budgets
 from ..analysis.calibration import load_calibration, predict
 from ..analysis.cells import cell_order, pick_setting, setting_spec
-from ..analysis.regression import (
-    Change,
-    compare_fits,
-    compare_results,
-    parse_threshold,
-    regressed,
-)
+from ..analysis.fit_compare import compare_fits
+from ..analysis.regression import Change, compare_results, parse_threshold, regressed
 from ..analysis.sweepfile import warmup_of
 from ..analysis.targets import apart
 from ..errors import ConfigError

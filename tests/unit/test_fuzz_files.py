@@ -25,8 +25,9 @@ from edgeprof.analysis.budgets import METRICS as BUDGETS
 from edgeprof.analysis.budgets import load_budget_file
 from edgeprof.analysis.calibration import calibrate, load_calibration, predict, read_measurements
 from edgeprof.analysis.devices import device_setting, parse_catalog, resolve_device
+from edgeprof.analysis.fit_compare import compare_fits
 from edgeprof.analysis.metrics import Kind
-from edgeprof.analysis.regression import compare_fits, compare_results
+from edgeprof.analysis.regression import compare_results
 from edgeprof.errors import ConfigError
 from edgeprof.model import CoreLease, LatencyStats, Limits, Mark, PhaseStats, RunResult
 from edgeprof.report.calibration import render_calibration, render_predictions

@@ -399,8 +399,8 @@ def fit_doc(name: str, need: int | None, resolution: int = 2 * MIB) -> dict[str,
 def test_compare_holds_a_fitted_need_against_the_baseline_fit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from edgeprof.analysis.fit_compare import compare_fits
     from edgeprof.analysis.regression import Verdict as ChangeVerdict
-    from edgeprof.analysis.regression import compare_fits
     from edgeprof.cli import main
 
     base = [fit_doc("a.onnx", 60 * MIB), fit_doc("b.onnx", 60 * MIB), fit_doc("c.onnx", 60 * MIB)]

@@ -1,0 +1,63 @@
+"""Two ``fit.json`` files compared (``edgeprof compare`` of fits): each model's memory need,
+as :class:`~edgeprof.analysis.regression.Change` rows judged as runs' metrics are."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import ConfigError
+from .metrics import BY_KEY
+from .regression import Change, Verdict, cell_name, judge, missing_note
+
+
+def compare_fits(
+    baseline: Sequence[Mapping[str, Any]],
+    current: Sequence[Mapping[str, Any]],
+    threshold: float = 0.05,
+    match_limits: bool = True,
+    allow_missing: bool = False,
+) -> tuple[list[Change], list[str]]:
+    """Two ``fit.json`` files' answers (the memory need, one per model), as :class:`Change`
+    rows of the ``memory_need`` metric.
+
+    A bisection's answer lies within its resolution above the need, so the resolution plays
+    the part of the confidence interval: a **regression** is a growth larger than the
+    threshold by more than the larger resolution of the two fits.  A fit with no answer
+    (nothing up to its ceiling fitted, or it stopped) is **not measured**, and fails.
+    """
+    metric = BY_KEY["memory_need"]
+
+    def keyed(docs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], Mapping[str, Any]]:
+        return {(str(d["name"]), str(d.get("limits", "")) if match_limits else ""): d
+                for d in docs}  # fmt: skip
+
+    base, cur = keyed(baseline), keyed(current)
+    missing = [k for k in base if k not in cur]
+    notes = [missing_note(k, allow_missing) for k in missing]
+    notes += [f"{cell_name(k)}: new (not in the baseline)" for k in cur if k not in base]
+    common = [k for k in cur if k in base]
+    if not common:
+        raise ConfigError("no fitted model is in both the baseline and the current fit.json")
+    changes = [
+        Change(k[0], str(base[k].get("limits", "")), metric, (b,), (), Verdict.NOT_MEASURED)
+        for k in ([] if allow_missing else missing)
+        if (b := base[k].get("min_memory_bytes")) is not None
+    ]
+    notes.append("memory need: ± the fits' resolution (a bisection's answer is within it)")
+    for key in common:
+        b, c = base[key].get("min_memory_bytes"), cur[key].get("min_memory_bytes")
+        if b is None:
+            notes.append(f"{cell_name(key)}: the baseline fit has no answer: nothing to hold to")
+            continue
+        if c is None:
+            why = cur[key].get("stopped") or "nothing up to its ceiling fits"
+            notes.append(f"{cell_name(key)}: the current fit has no answer ({why})")
+            changes.append(Change(key[0], key[1], metric, (b,), (), Verdict.NOT_MEASURED))
+            continue
+        res = max(int(base[key].get("resolution_bytes") or 0),
+                  int(cur[key].get("resolution_bytes") or 0))  # fmt: skip
+        change, ci = (c - b) / b, res / b
+        verdict = judge(change, ci, threshold)
+        changes.append(Change(key[0], key[1], metric, (b,), (c,), verdict, change, ci))
+    return changes, notes
