@@ -204,7 +204,11 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
             value = statistics.median(values)
             within = value <= budget or same_figure(value, budget)
             status = Status.PASS if within else Status.BREACH
-            caveats = [_stall_caveat(key, ok), _noise_caveat(metric, values, budget)]
+            caveats = [
+                _stall_caveat(key, ok),
+                _raised_caveat(key, ok),
+                _noise_caveat(metric, values, budget),
+            ]
             checks.append(
                 BudgetCheck(
                     label, setting, metric, budget, value, len(values), status,
@@ -280,6 +284,22 @@ def _stall_caveat(key: str, runs: Sequence[RunResult]) -> str:
     return (
         f"{name} measures the CPU quota's stalls, not the workload, in {len(stalled)} of "
         f"{len(runs)} run(s) (see the warnings; --cpu-period)"
+    )
+
+
+def _raised_caveat(key: str, runs: Sequence[RunResult]) -> str:
+    """A latency budget over runs some of whose iterations raised: its percentile is of the
+    completed ones.  A run 9 of whose 10 iterations raised had passed a p95 budget on the
+    one that completed, with no word of the nine (a reviewer's)."""
+    if key not in _PERCENTILE_OF:
+        return ""
+    done = sum(r.latency.count for r in runs if r.latency is not None)
+    raised = sum(r.latency.raised for r in runs if r.latency is not None)
+    if not raised:
+        return ""
+    return (
+        f"{raised} of its {done + raised} iterations raised and are not in the "
+        f"{_PERCENTILE_OF[key]} (ITER ... (+N raised) under the run)"
     )
 
 

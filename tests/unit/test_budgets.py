@@ -194,6 +194,25 @@ def test_latency_budget_fails_when_latency_was_not_measured() -> None:
     assert slow[0].status is Status.BREACH
 
 
+
+def test_a_latency_budget_says_the_iterations_that_raised() -> None:
+    """Its percentile is of the completed iterations: a run 9 of whose 10 raised had passed
+    on the one that completed, with no word of the nine."""
+    b = Budgets(overrides={"latency_p95": 0.040})
+    r = run(p95_s=0.030)
+    assert r.latency is not None
+    raised = dataclasses.replace(r, latency=dataclasses.replace(r.latency, count=1, raised=9))
+    (check,) = check_budgets([raised], b)
+    assert check.status is Status.PASS  # the completed iterations' p95, as documented
+    assert check.caveat == (
+        "9 of its 10 iterations raised and are not in the p95 (ITER ... (+N raised) under the "
+        "run)"
+    )
+    assert check.describe().endswith(check.caveat)
+    (plain,) = check_budgets([r], b)
+    assert plain.caveat == ""
+
+
 def test_a_breach_by_less_than_a_shown_digit_shows_the_digits_that_differ() -> None:
     """26.2 MiB over a 26.2 MiB budget had read "peak memory 26.2MiB exceeds the budget
     26.2MiB": both figures take the digits that tell them apart, and only where needed."""
