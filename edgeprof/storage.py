@@ -48,7 +48,14 @@ class DirLock:
     def __init__(self, directory: Path) -> None:
         import fcntl  # POSIX only, as the rest of the output code
 
-        self._fd: int | None = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:  # a directory one may write but not read (0733): EACCES
+            raise ConfigError(
+                f"cannot use output directory {directory}: {exc.strerror or exc} (edgeprof "
+                "locks it while it writes, which needs it readable)"
+            ) from exc
+        self._fd: int | None = fd
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

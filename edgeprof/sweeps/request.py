@@ -303,6 +303,8 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
         )
     if req.cwd is not None:  # before check_host's is_dir(): EACCES had been a traceback
         check_path(req.cwd, "use --cwd")
+    if req.out is not None:  # before a sweep's look for stale runs: EACCES's traceback too
+        check_path(req.out, "write to output directory")
     for path in outputs:
         check_writable(path, req.out)
     if tpl is not None:  # the old profiler's summary and per-model logs, written after runs

@@ -58,15 +58,43 @@ def test_the_injected_error_is_the_one_pathlib_raises(locked: Path) -> None:
         (locked / "x").exists()
 
 
+@pytest.mark.parametrize("sweep", [[], ["--repeat", "2"], ["--cpus", "1,2"]])
 def test_run_out_under_it_is_one_line_and_runs_nothing(
-    locked: Path, capsys: pytest.CaptureFixture[str]
+    locked: Path, capsys: pytest.CaptureFixture[str], sweep: list[str]
 ) -> None:
-    assert main(["run", "--out", str(locked / "x"), *WORKLOAD]) == 2
+    """A sweep's look for earlier runs in ``--out`` had been a traceback (a verifier's)."""
+    assert main(["run", *sweep, "--out", str(locked / "x"), *WORKLOAD]) == 2
     assert _only(capsys) == (
         f"edgeprof: error: cannot write to output directory {locked}/x: "
         f"Permission denied (cannot enter {locked})"
     )
     assert not Path("ran").exists()
+
+
+def test_an_out_directory_it_may_write_but_not_read_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Mode 0733 as a non-root user: edgeprof locks the directory through a descriptor opened
+    for reading, which the kernel refuses (injected here: root passes the mode)."""
+    out = tmp_path / "write-only"
+    out.mkdir()
+    real = os.open
+
+    def open_(path: object, flags: int, *args: object, **kwargs: object) -> int:
+        if os.fspath(path) == str(out) and flags & os.O_DIRECTORY:  # type: ignore[call-overload]
+            raise PermissionError(errno.EACCES, "Permission denied", str(out))
+        return real(path, flags, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", open_)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--out", str(out), *WORKLOAD]) == 2
+    assert _only(capsys) == (
+        f"edgeprof: error: cannot use output directory {out}: Permission denied (edgeprof "
+        "locks it while it writes, which needs it readable)"
+    )
+    assert not (tmp_path / "ran").exists()
+    with pytest.raises(ConfigError, match="locks it while it writes"):
+        edgeprof.profile(["true"], out_dir=out)
 
 
 @pytest.mark.parametrize("option", ["--markdown", "--html", "--summary", "--junit"])
