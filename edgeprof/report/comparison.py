@@ -131,6 +131,10 @@ def _lead(first: Rank, second: Rank, key: str) -> str | None:
         why.append(interval_name("the first's") + f": {said}")
     if second.close_memory:
         why.append("< 10 MiB apart, may flip on the device")
+    if not second.tested:
+        # By their medians alone: "100 used 14% less avg memory than 200" had stood two
+        # lines above "not tested … 100 vs 200" with nothing to say it was no test's.
+        why.append("not tested: a side has one figure, so by the medians alone")
     if second.within_noise:
         return f"{first.name} ≈ {second.name} in {title}, within noise: {'; '.join(why)}"
     less = _percent(1 - 1 / second.factor)

@@ -432,6 +432,12 @@ def test_an_untested_step_is_told_its_cause_whichever_side_lacks_the_figure() ->
         "not tested, a side with 1 figure of avg memory: 100 vs 200 (a finer --interval: runs "
         "shorter than two readings have none)"
     )
+    # The lead orders them by their medians alone, and says so (a verifier's "100 used 14%
+    # less avg memory than 200" had read as a tested lead).
+    (lead,) = [ln for ln in text["Ranking by avg memory"].splitlines() if " less " in ln]
+    assert lead.startswith("100 used ") and lead.endswith(
+        "not tested: a side has one figure, so by the medians alone)"
+    )
     runs = [*runs[:2], _run("200", 2.0, 120), _run("300", 3.0, 130)]
     text = {t.title.split(" under")[0]: t.plain() for t in ranking_tables(summarize_cells(runs))}
     assert text["Ranking by avg memory"].splitlines()[-1] == (
