@@ -23,6 +23,13 @@ PredictionsFile = Annotated[
         "--device whose entry names one).",
     ),
 ]
+SavedPredictionsFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--predictions",
+        help="Write the calibration's predictions here as JSON (with --calibration).",
+    ),
+]
 CpuPeriod = Annotated[
     str | None,
     typer.Option(

@@ -21,7 +21,7 @@ from .options import (
     MaxMemoryNeed,
     MaxPeakMemory,
     MaxWall,
-    PredictionsFile,
+    SavedPredictionsFile,
     SummaryFile,
 )
 
@@ -114,7 +114,7 @@ def report(
     markdown: Annotated[Path | None, typer.Option(help="Write the Markdown report here.")] = None,
     plots: Annotated[Path | None, typer.Option(help="Write PNG charts here.")] = None,
     calibration: CalibrationFile = None,
-    predictions: PredictionsFile = None,
+    predictions: SavedPredictionsFile = None,
     html: HtmlReport = None,
 ) -> None:
     """Re-render tables, statistics, rankings and plots from saved results."""

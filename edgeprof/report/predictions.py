@@ -20,10 +20,13 @@ from ..model.predictionsdoc import PREDICTIONS_SCHEMA, PredictionDoc, Prediction
 from .calibration import prediction_notes, used_fit_warnings
 from .files import write_file
 
-NO_CALIBRATION = (
+NO_CALIBRATION_FILE = (
     "--predictions needs a calibration to predict from: give --calibration FILE (made by "
-    "edgeprof calibrate), or a --device whose catalog entry names one"
+    "edgeprof calibrate)"
 )
+"""``report``'s refusal: it has no ``--device`` (the sentence had named one)."""
+NO_CALIBRATION = f"{NO_CALIBRATION_FILE}, or a --device whose catalog entry names one"
+"""``run``'s and ``bench``'s, which take a device."""
 
 
 def predictions_doc(preds: Predictions, source: str | None) -> PredictionsDoc:

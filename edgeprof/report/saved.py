@@ -192,9 +192,9 @@ def rerender(
         print(f"edgeprof: note: {skipped}", file=stderr)
     cal = None if calibration is None else load_calibration(calibration)
     if predictions is not None and cal is None:
-        from .predictions import NO_CALIBRATION
+        from .predictions import NO_CALIBRATION_FILE
 
-        raise ConfigError(NO_CALIBRATION)
+        raise ConfigError(NO_CALIBRATION_FILE)
     for path in (markdown, html, predictions):
         if path is not None:
             check_writable(path)

@@ -20,6 +20,7 @@ from ..errors import ConfigError
 from ..measure.runner import profile
 from ..model import Limits, RunResult, Termination
 from ..pysource import module_file, unbound
+from .run_options import check_count
 
 DEFAULT_WARMUP = 5
 DEFAULT_ITERATIONS = 50
@@ -169,6 +170,7 @@ def bench(
         raise ConfigError("--iterations must be at least 1 and --warmup at least 0")
     if repeat < 1:
         raise ConfigError(f"--repeat {repeat}: must be at least 1")
+    check_count(repeat, "--repeat")  # run's and fit's bound: 100001 had started the sweep
     if not batch_sizes:
         raise ConfigError("--batch-size: no batch size given")
     if backend == "docker":

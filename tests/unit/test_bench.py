@@ -382,6 +382,10 @@ def test_repeated_bench_runs_are_judged_by_compare(
     assert "regression" in p95 and "(n=3)" in p95
     assert main(["bench", "m:infer", "--repeat", "0", "--backend", "fake", "--cwd", str(fast)]) == 2
     assert "--repeat 0: must be at least 1" in capfd.readouterr().err
+    # run's and fit's bound (docs/cli.md): 100 001 had started the sweep.
+    many = ["bench", "m:infer", "--repeat", "100001", "--backend", "fake", "--cwd", str(fast)]
+    assert main(many) == 2
+    assert "--repeat 100001: must be at most 100000" in capfd.readouterr().err
 
 
 def test_a_bench_refuses_an_out_holding_runs_it_would_not_write(

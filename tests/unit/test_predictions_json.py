@@ -13,7 +13,7 @@ import pytest
 from edgeprof.analysis.calibration import Calibration, predict
 from edgeprof.cli import main
 from edgeprof.model.predictionsdoc import PREDICTIONS_SCHEMA
-from edgeprof.report.predictions import NO_CALIBRATION, predictions_doc
+from edgeprof.report.predictions import NO_CALIBRATION, NO_CALIBRATION_FILE, predictions_doc
 from tests.conftest import predictions_schema_errors
 from tests.unit.test_calibration import _calibration, _run
 
@@ -108,7 +108,9 @@ def test_report_writes_the_predictions_of_saved_runs(
     assert runtime["extrapolated"] is False and runtime["measured"] is False
 
     assert main(["report", str(saved), "--predictions", str(path)]) == 2
-    assert capfd.readouterr().err == f"edgeprof: error: {NO_CALIBRATION}\n"
+    # report has no --device: its refusal names none (a CLI tester's).
+    assert capfd.readouterr().err == f"edgeprof: error: {NO_CALIBRATION_FILE}\n"
+    assert "--device" not in NO_CALIBRATION_FILE
 
 
 def test_bench_writes_the_predictions(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
