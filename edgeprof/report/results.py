@@ -7,6 +7,7 @@ same layout; edgeprof's own columns follow.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection, Sequence
 from pathlib import Path, PurePath
 from typing import NamedTuple, TextIO
@@ -284,11 +285,15 @@ def _memory_lines(r: RunResult) -> list[str]:
 
 
 def print_table(results: Sequence[RunResult], file: TextIO) -> None:
-    """A rich table on a terminal, plain text otherwise."""
-    if not file.isatty():
+    """A rich table on a terminal that holds it, plain text otherwise: where it does not
+    fit, rich cut the figures short (``16.…``, ``512…`` at 80 columns: a CLI tester's), and
+    a measuring tool never shortens a number; under ``NO_COLOR`` (no-color.org) the plain
+    text too, which rich had still sent bold and italic."""
+    if not file.isatty() or os.environ.get("NO_COLOR"):
         file.write(render_plain(results))
         return
     from rich.console import Console
+    from rich.measure import Measurement
     from rich.table import Table
 
     table = Table(title="Final Usage Stats", title_justify="left")
@@ -297,6 +302,12 @@ def print_table(results: Sequence[RunResult], file: TextIO) -> None:
     for cells_of_run in rows(results):
         table.add_row(*cells_of_run)
     console = Console(file=file)
+    # Its width unconstrained (console.measure clamps it to the terminal's).
+    if Measurement.get(console, console.options.update_width(1 << 20), table).maximum > (
+        console.width
+    ):
+        file.write(render_plain(results))
+        return
     console.print(table)
     console.print(_notes(results), end="", highlight=False, markup=False)
     console.print(_sections(results), end="", highlight=False, markup=False)

@@ -170,11 +170,14 @@ def test_print_table_plain_when_not_a_terminal() -> None:
     assert buf.getvalue() == render_plain([make_result()])
 
 
-def test_print_table_rich_on_a_terminal() -> None:
-    class Tty(io.StringIO):
-        def isatty(self) -> bool:
-            return True
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
 
+
+def test_print_table_rich_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "250")  # rich's width for a file it cannot ask
+    monkeypatch.delenv("NO_COLOR", raising=False)
     buf = Tty()
     print_table([make_result(name="tty-run")], buf)
     out = buf.getvalue()
@@ -182,6 +185,23 @@ def test_print_table_rich_on_a_terminal() -> None:
     assert "tty-run" in out
     assert "warning: a warning" in out
     assert out != render_plain([make_result(name="tty-run")])
+    assert "…" not in out
+
+
+@pytest.mark.parametrize(("columns", "no_color"), [("80", None), ("250", "1")])
+def test_print_table_plain_where_rich_would_cut_figures_or_colour_is_off(
+    monkeypatch: pytest.MonkeyPatch, columns: str, no_color: str | None
+) -> None:
+    """At 80 columns rich had cut the figures short (``16.…``, ``512…``: a CLI tester's);
+    under NO_COLOR it had still sent bold and italic."""
+    monkeypatch.setenv("COLUMNS", columns)
+    if no_color is None:
+        monkeypatch.delenv("NO_COLOR", raising=False)
+    else:
+        monkeypatch.setenv("NO_COLOR", no_color)
+    buf = Tty()
+    print_table([make_result(name="tty-run")], buf)
+    assert buf.getvalue() == render_plain([make_result(name="tty-run")])
 
 
 # -- result files ----------------------------------------------------------------------------
