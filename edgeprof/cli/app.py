@@ -62,9 +62,20 @@ def _load(name: str) -> Any:
         target = one
     command = typer.main.get_command(target)
     command.name = name
-    if not hasattr(command, "commands"):  # a group's subcommands parse their own words
-        _refuse_repeats(command)
+    _refuse_repeats_in(command)
     return command
+
+
+def _refuse_repeats_in(command: Any) -> None:
+    """:func:`_refuse_repeats` for ``command``, or for each command of a group (``layers``,
+    ``layers export``): a group's subcommands parse their own words, and ``layers profile
+    --batch-size 1 --batch-size 2`` had run batch 2 alone (a CLI tester's)."""
+    subcommands = getattr(command, "commands", None)
+    if subcommands is None:
+        _refuse_repeats(command)
+        return
+    for sub in subcommands.values():
+        _refuse_repeats_in(sub)
 
 
 def _refuse_repeats(command: Any) -> None:

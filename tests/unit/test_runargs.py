@@ -199,6 +199,15 @@ def test_to_words_writes_the_command_line_parse_reads_back(argv: list[str]) -> N
             ["run", "--name", "a", "--timeout", "5", "--name=b", "true"],
             "--name given 2 times (a, b)",
         ),
+        # A group's commands too (layers profile had run batch 2 alone: a CLI tester's).
+        (
+            ["layers", "profile", "--batch-size", "1", "--batch-size", "2", "m:f"],
+            "--batch-size given 2 times (1, 2)",
+        ),
+        (
+            ["layers", "export", "models", "-o", "a.yml", "-o", "b.yml"],
+            "--output given 2 times (a.yml, b.yml)",
+        ),
     ],
 )
 def test_a_single_value_option_given_twice_is_one_error_line(
