@@ -32,16 +32,18 @@ def _help(words: list[str]) -> str:
 
 
 def commands() -> list[list[str]]:
-    """Every command's words, in ``--help``'s order, a group's sub-commands after it."""
+    """Every command's words, in ``--help``'s order, a group's sub-commands after it, at any
+    depth (``layers export models`` had been left out, a level below ``layers export``)."""
     from edgeprof.cli import COMMANDS
     from edgeprof.cli.app import _load
 
-    found = []
-    for name in COMMANDS:
-        found.append([name])
-        sub = getattr(_load(name), "commands", {})
-        found += [[name, s] for s in sub]
-    return found
+    def under(words: list[str], command: Any) -> list[list[str]]:
+        found = [words]
+        for name, sub in getattr(command, "commands", {}).items():
+            found += under([*words, name], sub)
+        return found
+
+    return [w for name in COMMANDS for w in under([name], _load(name))]
 
 
 def reference() -> str:

@@ -1,0 +1,36 @@
+"""The docs hook that puts every command's ``--help`` on docs/cli.md: every command, at every
+depth (``layers export models`` and ``device-types`` had been left out, a level below
+``layers export``)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+HOOK = Path(__file__).resolve().parents[2] / "docs" / "hooks" / "cli_reference.py"
+
+
+def _hook() -> Any:
+    spec = importlib.util.spec_from_file_location("cli_reference", HOOK)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_command_at_every_depth_is_on_the_page() -> None:
+    from edgeprof.cli import COMMANDS
+    from edgeprof.cli.app import _load
+
+    def leaves(words: list[str], command: Any) -> list[list[str]]:
+        subs = getattr(command, "commands", None)
+        if not subs:
+            return [words]
+        return [w for name, sub in subs.items() for w in leaves([*words, name], sub)]
+
+    listed = _hook().commands()
+    every = [w for name in COMMANDS for w in leaves([name], _load(name))]
+    assert ["layers", "export", "models"] in every  # the depth this test is about
+    assert [w for w in every if w not in listed] == []
+    assert len(listed) == len({tuple(w) for w in listed})  # each once
