@@ -4,6 +4,7 @@ is mapped to its exit code by :mod:`edgeprof.cli.outcome`, the one place that do
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import sys
@@ -41,6 +42,18 @@ class _LazyGroup(TyperGroup):
     # Context and Command are typer's vendored click's (typer._click): no public name.
     def list_commands(self, ctx: Any) -> list[str]:
         return list(COMMANDS)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """typer's "Did you mean" looks among the commands loaded so far (none, lazily):
+        ``edgeprof repor`` had said only "No such command 'repor'" (a CLI tester's)."""
+        try:
+            return self._click_resolve_command(ctx, args)
+        except _UsageErrorBase as e:
+            matches = difflib.get_close_matches(args[0], list(COMMANDS)) if args else []
+            if matches and isinstance(message := getattr(e, "message", None), str):
+                said = ", ".join(repr(m) for m in matches)
+                e.message = f"{message.rstrip('.')}. Did you mean {said}?"  # type: ignore[attr-defined]
+            raise
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name not in self.commands and cmd_name in COMMANDS:

@@ -251,3 +251,16 @@ def test_error_messages_name_the_problem(capsys: pytest.CaptureFixture[str]) -> 
     assert "command not found: edgeprof-no-such-command-xyz" in capsys.readouterr().err
     main([*RUN, "--bogus", "--", "true"])
     assert "--bogus" in capsys.readouterr().err
+
+
+def test_a_mistyped_command_is_given_the_ones_it_may_mean(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """typer looked among the commands loaded so far (none: they load lazily), and
+    ``edgeprof repor`` had said only "No such command 'repor'." (a CLI tester's)."""
+    assert main(["repor"]) == 2
+    assert capsys.readouterr().err == (
+        "edgeprof: error: No such command 'repor'. Did you mean 'report'?\n"
+    )
+    assert main(["xyzzy"]) == 2
+    assert capsys.readouterr().err == "edgeprof: error: No such command 'xyzzy'.\n"
