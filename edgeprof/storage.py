@@ -255,6 +255,20 @@ def _pipefs_device() -> int:
         os.close(w)
 
 
+def why_unreadable(exc: BaseException) -> str:
+    """Why a file could not be read, in words: an ``OSError``'s own reason (``No such file or
+    directory``; Python's text, ``[Errno 2] No such file or directory: 'nope.yml'``, had named
+    the file a second time after edgeprof named it), "not UTF-8 text", where JSON broke off
+    (``Expecting value: line 1 column 1 (char 0)`` had been all), else the error's text."""
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {exc.start})"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+    return str(exc)
+
+
 def read_json(path: Path, what: str = "") -> Any:
     """The JSON in ``path``; every failure (unreadable, not UTF-8, not JSON, nested deeper than
     Python recurses, a number of 4300+ digits, ``NaN`` or ``Infinity``) is a
@@ -267,7 +281,8 @@ def read_json(path: Path, what: str = "") -> Any:
         if isinstance(exc, json.JSONDecodeError) and (note := layers_file_note(path, text)):
             raise ConfigError(note) from exc
         why = {RecursionError: "nested too deeply", MemoryError: "too large for this memory"}
-        raise ConfigError(f"cannot read {what}{path}: {why.get(type(exc), exc)}") from exc
+        said = why.get(type(exc)) or why_unreadable(exc)
+        raise ConfigError(f"cannot read {what}{path}: {said}") from exc
 
 
 _LAYERS_KEYS = re.compile(r"^(batch_size|model_name|profile_data):", re.MULTILINE)

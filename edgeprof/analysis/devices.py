@@ -57,7 +57,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..model import HostInfo
-from ..storage import read_capped
+from ..storage import read_capped, why_unreadable
 from ..units import (
     MAX_CPUS,
     MIN_QUOTA_US,
@@ -153,7 +153,7 @@ def parse_catalog(path: Path, text: str | None = None) -> dict[str, Device]:
     try:
         data = strict_yaml(read_capped(path) if text is None else text)
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"device catalog {path}: cannot read it: {exc}") from exc
+        raise ConfigError(f"device catalog {path}: cannot read it: {why_unreadable(exc)}") from exc
     except (yaml.YAMLError, ValueError) as exc:  # ValueError: an int() of 4300+ digits
         raise ConfigError(f"device catalog {path}: not YAML: {_one_line(exc)}") from exc
     except RecursionError as exc:

@@ -42,7 +42,7 @@ from ..layers.results import (
     dump_yaml,
     write_text_atomic,
 )
-from ..storage import read_capped
+from ..storage import read_capped, why_unreadable
 from ..yamlfile import safe_load as strict_yaml
 
 
@@ -94,7 +94,7 @@ def _load_mapping(path: Path, what: str) -> dict[str, Any]:
     try:
         data = strict_yaml(read_capped(path))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read {what} {path}: {exc}") from exc
+        raise ConfigError(f"cannot read {what} {path}: {why_unreadable(exc)}") from exc
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -33,7 +33,7 @@ from ..errors import ConfigError
 from ..measure.inputs import MIN_INTERVAL_S
 from ..model import Limits
 from ..names import has_control
-from ..storage import read_capped
+from ..storage import read_capped, why_unreadable
 from ..units import parse_duration
 
 KEYS = (
@@ -268,7 +268,7 @@ def read_assignments(path: Path) -> tuple[dict[str, tuple[str, int]], list[str]]
     try:
         text = read_capped(path)
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read environment file {path}: {exc}") from exc
+        raise ConfigError(f"cannot read environment file {path}: {why_unreadable(exc)}") from exc
     values: dict[str, tuple[str, int]] = {}
     warnings: list[str] = []
     pending, start = "", 0

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..model import Limits
 from ..names import check_name
-from ..storage import read_capped
+from ..storage import read_capped, why_unreadable
 from ..units import parse_memory_limit
 
 
@@ -90,7 +90,8 @@ def model_names(models: str | None, model_file: Path | None) -> list[str]:
         try:
             lines = read_capped(model_file).splitlines()
         except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read model file {model_file}: {exc}") from exc
+            why = why_unreadable(exc)
+            raise ConfigError(f"cannot read model file {model_file}: {why}") from exc
         names = [ln.strip() for ln in lines if ln.strip() and not ln.strip().startswith("#")]
         if not names:
             raise ConfigError(f"model file {model_file} lists no model")

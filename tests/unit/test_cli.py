@@ -264,3 +264,29 @@ def test_a_mistyped_command_is_given_the_ones_it_may_mean(
     )
     assert main(["xyzzy"]) == 2
     assert capsys.readouterr().err == "edgeprof: error: No such command 'xyzzy'.\n"
+
+
+def test_a_file_it_cannot_read_is_said_in_words_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Python's texts had named the file a second time (``cannot read budget file nope.yml:
+    [Errno 2] No such file or directory: 'nope.yml'``) or said nothing of JSON (``Expecting
+    value: line 1 column 1 (char 0)``): a CLI tester's."""
+    nope = tmp_path / "nope.yml"
+    assert main([*RUN, "--budgets", str(nope), "--", "true"]) == 2
+    assert capsys.readouterr().err == (
+        f"edgeprof: error: cannot read budget file {nope}: No such file or directory\n"
+    )
+    script = tmp_path / "tiny.py"
+    script.write_text("x = 1\n")
+    assert main(["report", str(script)]) == 2
+    assert capsys.readouterr().err == (
+        f"edgeprof: error: cannot read result {script}: not JSON (Expecting value at line 1, "
+        "column 1)\n"
+    )
+    models = tmp_path / "models.txt"
+    models.write_bytes(b"\xff\xfe")
+    assert main([*RUN, "-f", str(models), "--", "true"]) == 2
+    assert capsys.readouterr().err == (
+        f"edgeprof: error: cannot read model file {models}: not UTF-8 text (byte 0)\n"
+    )

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ...errors import ConfigError
 from ...names import has_control
-from ...storage import read_capped
+from ...storage import read_capped, why_unreadable
 from ...units import counted, format_binary, parse_size
 from .units import METRICS, UNITS, base_unit
 
@@ -105,7 +105,7 @@ def read_measurements(path: Path) -> Measurements:
     try:
         text = read_capped(path).removeprefix("\ufeff")  # a spreadsheet's byte-order mark
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read measurements {p}: {exc}") from exc
+        raise ConfigError(f"cannot read measurements {p}: {why_unreadable(exc)}") from exc
     numbered = [
         (i + 1, ln)
         for i, ln in enumerate(text.splitlines())
