@@ -178,10 +178,12 @@ def parse_cpus(text: str | float) -> float:
     has is checked per host, :mod:`edgeprof.measure.limits`)."""
     if isinstance(text, bool) or not isinstance(text, (str, int, float)):
         raise ConfigError(f"invalid CPU count {shown(text)}: expected a number such as 1.5")
-    if isinstance(text, str) and not _NUMBER_RE.match(text):
+    # A negative number is a number: "-1" had been told "expected a number such as 1.5".
+    negative = isinstance(text, str) and text.startswith("-") and bool(_NUMBER_RE.match(text[1:]))
+    if isinstance(text, str) and not _NUMBER_RE.match(text) and not negative:
         raise ConfigError(f"invalid CPU count {shown(text)}: expected a number such as 1.5")
     try:
-        value = float(text)
+        value = -float(str(text)[1:]) if negative else float(text)
     except OverflowError:  # an int beyond a float
         value = math.inf
     if not MIN_CPUS <= value <= MAX_CPUS:  # NaN too
@@ -325,12 +327,14 @@ def parse_duration(text: str | float, what: str = "duration") -> float:
     if isinstance(text, (int, float)):
         value = text  # compared below as it is: an int beyond a float's range fails float()
     else:
-        m = _DURATION_RE.match(text)
+        # A negative number is a number: "-5" had been told "expected seconds".
+        m = _DURATION_RE.match(text[1:] if text.startswith("-") else text)
         if not m:
             raise ConfigError(
                 f"invalid {what} {shown(text)}: expected seconds, e.g. 0.1, 250ms, 2m"
             )
         value = float(m.group(1)) * _DURATION_MULT[m.group(2)]  # float(): inf, not an error
+        value = -value if text.startswith("-") else value
     if not value > 0:  # NaN too
         raise ConfigError(f"invalid {what} {shown(text)}: must be greater than 0")
     if value > MAX_DURATION_S:

@@ -84,6 +84,25 @@ def test_parse_cpus_invalid(text: str) -> None:
         parse_cpus(text)
 
 
+@pytest.mark.parametrize(("text", "why"), [("-1", "must be from 0.01 to"),
+                                           ("-0.5", "must be from 0.01 to"),
+                                           ("-x", "expected a number such as 1.5")])  # fmt: skip
+def test_a_negative_cpu_count_is_told_its_range_not_that_it_is_no_number(
+    text: str, why: str
+) -> None:
+    """``--cpus -1`` had been told "expected a number such as 1.5" (a CLI tester's)."""
+    with pytest.raises(ConfigError, match=f"invalid CPU count '{text}': {why}"):
+        parse_cpus(text)
+
+
+@pytest.mark.parametrize(("text", "why"), [("-5", "must be greater than 0"),
+                                           ("-250ms", "must be greater than 0"),
+                                           ("-x", "expected seconds")])  # fmt: skip
+def test_a_negative_duration_is_told_its_range(text: str, why: str) -> None:
+    with pytest.raises(ConfigError, match=f"invalid timeout '{text}': {why}"):
+        parse_duration(text, "timeout")
+
+
 def test_parse_cpus_invalid_floats() -> None:
     for v in (float("nan"), float("inf"), 0.0, -1.0):
         with pytest.raises(ConfigError):
