@@ -269,6 +269,16 @@ def why_unreadable(exc: BaseException) -> str:
     return str(exc)
 
 
+def read_input(path: Path, what: str) -> str:
+    """An input file's text (:func:`read_capped`); one that cannot be read is one
+    :class:`ConfigError`, ``cannot read <what> <path>: <why>`` (:func:`why_unreadable`), the
+    sentence five readers had each written around :func:`read_capped`."""
+    try:
+        return read_capped(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {what}{path}: {why_unreadable(exc)}") from exc
+
+
 def read_json(path: Path, what: str = "") -> Any:
     """The JSON in ``path``; every failure (unreadable, not UTF-8, not JSON, nested deeper than
     Python recurses, a number of 4300+ digits, ``NaN`` or ``Infinity``) is a

@@ -44,7 +44,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..measure.assemble import finer_interval
 from ..model import RunResult
-from ..storage import read_capped, why_unreadable
+from ..storage import read_input
 from ..units import named, parse_duration, parse_energy, parse_size, require_unit
 from .cells import cells, ending, successful
 from .difference import difference
@@ -328,10 +328,7 @@ def load_budget_file(path: Path) -> Budgets:
     """Read a budget file (format in the module docstring).  Errors name the file and line."""
     import yaml
 
-    try:
-        text = read_capped(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read budget file {path}: {why_unreadable(exc)}") from exc
+    text = read_input(path, "budget file ")
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:

@@ -38,7 +38,7 @@ import yaml
 from .. import storage as files
 from ..errors import ConfigError
 from ..measure.latency import percentile
-from ..storage import read_capped, why_unreadable
+from ..storage import read_input
 from ..units import format_cpuset
 from ..yamlfile import safe_load as strict_yaml
 
@@ -305,10 +305,7 @@ def from_dict(data: object, source: str) -> LayerResults:
 
 
 def load(path: Path) -> LayerResults:
-    try:
-        text = read_capped(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {why_unreadable(exc)}") from exc
+    text = read_input(path, "")
     try:
         data = strict_yaml(text)
     except yaml.YAMLError as exc:

@@ -33,7 +33,7 @@ from ..errors import ConfigError
 from ..measure.inputs import MIN_INTERVAL_S
 from ..model import Limits
 from ..names import has_control
-from ..storage import read_capped, why_unreadable
+from ..storage import read_input
 from ..units import parse_duration
 
 KEYS = (
@@ -265,10 +265,7 @@ def read_assignments(path: Path) -> tuple[dict[str, tuple[str, int]], list[str]]
     A quoted value may span lines (as in the shell); every other malformed line is a
     :class:`ConfigError` naming ``path:line``.
     """
-    try:
-        text = read_capped(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read environment file {path}: {why_unreadable(exc)}") from exc
+    text = read_input(path, "environment file ")
     values: dict[str, tuple[str, int]] = {}
     warnings: list[str] = []
     pending, start = "", 0

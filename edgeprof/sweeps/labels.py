@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..model import Limits
 from ..names import check_name
-from ..storage import read_capped, why_unreadable
+from ..storage import read_input
 from ..units import parse_memory_limit
 
 
@@ -87,11 +87,7 @@ def model_names(models: str | None, model_file: Path | None) -> list[str]:
     if models and model_file:
         raise ConfigError("give models with -m or -f, not both")
     if model_file is not None:
-        try:
-            lines = read_capped(model_file).splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            why = why_unreadable(exc)
-            raise ConfigError(f"cannot read model file {model_file}: {why}") from exc
+        lines = read_input(model_file, "model file ").splitlines()
         names = [ln.strip() for ln in lines if ln.strip() and not ln.strip().startswith("#")]
         if not names:
             raise ConfigError(f"model file {model_file} lists no model")

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ...errors import ConfigError
 from ...names import has_control
-from ...storage import read_capped, why_unreadable
+from ...storage import read_input
 from ...units import counted, format_binary, parse_size
 from .units import METRICS, UNITS, base_unit
 
@@ -102,10 +102,7 @@ def read_measurements(path: Path) -> Measurements:
     """Read and validate a device CSV (module docstring); any problem is one
     :class:`ConfigError` naming the file, and the line where there is one."""
     p = str(path)
-    try:
-        text = read_capped(path).removeprefix("\ufeff")  # a spreadsheet's byte-order mark
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read measurements {p}: {why_unreadable(exc)}") from exc
+    text = read_input(path, "measurements ").removeprefix("\ufeff")  # a spreadsheet's BOM
     numbered = [
         (i + 1, ln)
         for i, ln in enumerate(text.splitlines())
