@@ -139,11 +139,17 @@ def slower_when_limited(scripted: Callable[[bool], Script]) -> type[FakeBackend]
     return SlowerWhenLimited
 
 
+def registered(name: str, scripted: Callable[[bool], Script]) -> Iterator[str]:
+    """:func:`slower_when_limited` of ``scripted`` registered as backend ``name``, for a
+    fixture's life."""
+    register_backend(name, slower_when_limited(scripted))
+    yield name
+    unregister_backend(name)
+
+
 @pytest.fixture
 def held_backend() -> Iterator[str]:
-    register_backend("fake-held", slower_when_limited(held_under_a_limit))
-    yield "fake-held"
-    unregister_backend("fake-held")
+    yield from registered("fake-held", held_under_a_limit)
 
 
 def test_fit_is_not_decided_by_contention(
@@ -194,9 +200,7 @@ def host_refaulted(limited: bool) -> Script:
 
 @pytest.fixture
 def refaulted_backend() -> Iterator[str]:
-    register_backend("fake-refaulted", slower_when_limited(host_refaulted))
-    yield "fake-refaulted"
-    unregister_backend("fake-refaulted")
+    yield from registered("fake-refaulted", host_refaulted)
 
 
 def test_fit_weighs_a_probes_refaults_against_the_unlimited_runs(
