@@ -154,15 +154,7 @@ def render_compare_summary(
     changes: Sequence[Change], threshold: float, notes: Sequence[str] = ()
 ) -> str:
     """The verdict table of ``edgeprof compare``."""
-    regressions = sum(c.verdict is Verdict.REGRESSION for c in changes)
-    improvements = sum(c.verdict is Verdict.IMPROVEMENT for c in changes)
-    lost = sum(c.verdict is Verdict.NOT_MEASURED for c in changes)
-    few = sum(c.verdict is Verdict.FEW_REPEATS for c in changes)
-    head = f"**{regressions} regression{'s' if regressions != 1 else ''}, "
-    head += f"{improvements} improvement{'s' if improvements != 1 else ''}"
-    head += f", {lost} not measured" if lost else ""
-    # "0 regressions" over metrics none of which was tested had read as a pass.
-    head += f", {few} not tested (not enough repeats)**" if few else "**"
+    head = f"**{compare_headline(changes)}**"
     lines = ["## edgeprof compare", "", *failed_current_headline(changes), head]
     if held := _held_line(changes):  # beside the verdict a CI page shows first
         lines.append(held)
@@ -171,6 +163,21 @@ def render_compare_summary(
     if notes:
         lines += [""] + [f"- {markdown_text(n)}" for n in notes]
     return "\n".join(lines) + "\n"
+
+
+def compare_headline(changes: Sequence[Change]) -> str:
+    """``2 regressions, 0 improvements, 10 not measured``: the verdicts counted by kind, the
+    step summary's and the HTML page's one headline (the page had counted every failing
+    verdict as a regression: 12 where 2 regressed and 10 were not measured)."""
+    regressions = sum(c.verdict is Verdict.REGRESSION for c in changes)
+    improvements = sum(c.verdict is Verdict.IMPROVEMENT for c in changes)
+    lost = sum(c.verdict is Verdict.NOT_MEASURED for c in changes)
+    few = sum(c.verdict is Verdict.FEW_REPEATS for c in changes)
+    head = f"{regressions} regression{'s' if regressions != 1 else ''}, "
+    head += f"{improvements} improvement{'s' if improvements != 1 else ''}"
+    head += f", {lost} not measured" if lost else ""
+    # "0 regressions" over metrics none of which was tested had read as a pass.
+    return head + (f", {few} not tested (not enough repeats)" if few else "")
 
 
 def failed_current_headline(changes: Sequence[Change]) -> list[str]:

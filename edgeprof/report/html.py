@@ -24,7 +24,7 @@ from ..analysis.calibration import Calibration
 from ..analysis.cells import setting as setting_of
 from ..analysis.compare import RANKED_METRICS, format_stat, rank, summarize_cells
 from ..analysis.metrics import CALIBRATION_METRICS, STAT_METRICS
-from ..analysis.regression import Change
+from ..analysis.regression import Change, failed_cells, regressed
 from ..model import RunResult
 from ..version import __version__
 from . import svg
@@ -34,6 +34,7 @@ from .ci_summary import (
     COMPARE_LEGEND,
     budget_rows,
     budget_verdict,
+    compare_headline,
     compare_rows,
 )
 from .comparison import ranking_title, under
@@ -180,8 +181,14 @@ def _verdicts(checks: Sequence[BudgetCheck], comparison: Comparison | None) -> s
         text = budget_verdict(checks)
         out.append(f'<span class="verdict {"fail" if failed else "pass"}">{escape(text)}</span>')
     if comparison is not None:
-        bad = sum(c.verdict.fails for c in comparison.changes)
-        text = f"{bad} regression(s) against the baseline" if bad else "No regression"
+        # The step summary's headline: a metric not measured fails the gate too, but is not
+        # a regression (the page had said "12 regression(s)" for 2 and 10 not measured).
+        bad = regressed(comparison.changes)
+        text = compare_headline(comparison.changes) + " against the baseline"
+        if lost := failed_cells(comparison.changes):
+            made = sum(f.of for f in lost.values())
+            count = sum(f.count for f in lost.values())
+            text = f"{count} of {made} current run{'s' if made > 1 else ''} failed; {text}"
         out.append(f'<span class="verdict {"fail" if bad else "pass"}">{escape(text)}</span>')
     return f"<p>{''.join(out)}</p>" if out else ""
 

@@ -418,3 +418,26 @@ def test_a_no_change_an_outlier_decides_says_the_verdict_without_it() -> None:
     assert sum("an outlier" in n for n in notes) == 1
     clear = [run(wall=w) for w in (1.20, 1.21, 1.18, 1.19, 1.22)]
     assert not any("outlier" in n for n in compare_results(base, clear)[1])
+
+
+def test_the_html_headline_counts_verdicts_as_the_step_summary_does() -> None:
+    # A tester's compare page said "12 regression(s)" where 2 regressed and 10 were not
+    # measured (the summary's count); the page and the summary now share one headline.
+    # Here: the wall time doubled (a regression), and a model's 4 metrics went unmeasured.
+    from edgeprof.report.ci_summary import render_compare_summary
+    from edgeprof.report.html import Comparison, render_html
+
+    base = walls(BASE, name="a") + walls(BASE, name="gone")
+    cur = walls(tuple(w * 2 for w in BASE), name="a")
+    changes, notes = compare_results(base, cur)
+    kinds = [c.verdict for c in changes]
+    assert kinds.count(Verdict.REGRESSION) == 1 and kinds.count(Verdict.NOT_MEASURED) == 4
+    head = "1 regression, 0 improvements, 4 not measured"
+    assert f"**{head}**" in render_compare_summary(changes, 0.05, notes)
+    page = render_html(cur, comparison=Comparison(changes, 0.05, notes))
+    assert f'<span class="verdict fail">{head} against the baseline</span>' in page
+    # Failed current runs head the page's verdict too, as they fail the gate.
+    failing = [*cur, run(name="a", exit_code=1)]
+    changes, notes = compare_results(base, failing)
+    page = render_html(failing, comparison=Comparison(changes, 0.05, notes))
+    assert '<span class="verdict fail">1 of 6 current runs failed; 1 regression,' in page
