@@ -111,7 +111,7 @@ def build_result(
     if waited is not None:
         warnings.append(waited)
     cost = pressure(final)
-    stalled = stall_warning(cost, wall, spec.limits.memory)
+    stalled = stall_warning(cost, wall, spec.limits.memory, oom=bool(oom_kills))
     if stalled is not None:
         warnings.append(stalled)
     seen = stats.at_peak_by(wall)  # a sample after the exit reads the run's memory freed

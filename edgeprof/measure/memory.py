@@ -168,9 +168,13 @@ def pressure(final: Counters) -> MemoryPressure | None:
     return None if p == MemoryPressure() else p
 
 
-def stall_warning(p: MemoryPressure | None, wall_s: float, limit: int | None) -> str | None:
-    """The warning for a run its memory limit slowed, or ``None``."""
-    if p is None or p.stall_some_s is None or limit is None or wall_s <= 0:
+def stall_warning(
+    p: MemoryPressure | None, wall_s: float, limit: int | None, *, oom: bool = False
+) -> str | None:
+    """The warning for a run its memory limit slowed, or ``None``.  None where the limit
+    OOM-killed a process of the run (``oom``): its verdict already says "does not fit", which
+    "does not fit comfortably" had softened beside it."""
+    if oom or p is None or p.stall_some_s is None or limit is None or wall_s <= 0:
         return None
     share = p.stall_some_s / wall_s
     if share <= STALL_WARN_FRACTION:

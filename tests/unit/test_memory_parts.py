@@ -419,6 +419,14 @@ def test_stall_warning_needs_a_limit_and_a_stall() -> None:
     assert stall_warning(MemoryPressure(stall_some_s=0.9), 0.0, 64 * MIB) is None
 
 
+def test_an_oom_killed_run_is_not_also_told_it_does_not_fit_comfortably() -> None:
+    # read_and_hold.py under 40m: "does not fit: OOM-killed …" then a stall warning saying
+    # "it does not fit comfortably" (0.017 s, 5.6 % of the wall time).
+    p = MemoryPressure(stall_some_s=0.017)
+    assert stall_warning(p, 0.3, 40 * MIB) is not None
+    assert stall_warning(p, 0.3, 40 * MIB, oom=True) is None
+
+
 # -- memory.pressure ---------------------------------------------------------------------------
 
 PSI = (
