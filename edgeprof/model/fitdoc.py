@@ -41,12 +41,13 @@ class FitProbe(TypedDict):
     exit_code: int | None
     """The last run's exit code (``null``: it did not exit)."""
     stall_s: float | None
-    """Time some task of the last run was stalled on memory (PSI ``some``); ``null``: the
+    """The runs' median time some task was stalled on memory (PSI ``some``); ``null``: the
     kernel does not count it."""
     refaults: int | None
-    """Pages the last run read back soon after they were reclaimed (anonymous and file)."""
+    """The runs' median count of pages read back soon after they were reclaimed (anonymous
+    and file; the lower middle of an even number of runs)."""
     major_faults: int | None
-    """The last run's major page faults (a read from disk or swap)."""
+    """The runs' median count of major page faults (a read from disk or swap)."""
     oom_kills: int | None
     """Tasks of the last run the OOM killer ended; ``null``: the backend cannot count them."""
 

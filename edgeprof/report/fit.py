@@ -32,7 +32,6 @@ CURVE = ("LIMIT", "TIME (s)", "VS UNLIMITED", "STALL", "REFAULTS", "MAJ FAULTS",
 
 def probe_row(p: Probe, reference_s: float) -> list[str]:
     last = p.runs[-1]
-    pressure = last.memory.pressure
     t = p.to_dict()
     stall = "n/a" if t["stall_s"] is None else f"{t['stall_s']:.3f}s"
     rel = f"{100 * (t['time_s'] / reference_s - 1):+.0f}%" if reference_s > 0 else "n/a"
@@ -41,7 +40,7 @@ def probe_row(p: Probe, reference_s: float) -> list[str]:
         f"{t['time_s']:.3f}" + (f" ({len(p.runs)} runs)" if len(p.runs) > 1 else ""),
         rel if last.termination.value == "exited" and not last.exit_code else "-",
         stall,
-        "n/a" if pressure is None or t["refaults"] is None else str(t["refaults"]),
+        "n/a" if t["refaults"] is None else str(t["refaults"]),
         "n/a" if t["major_faults"] is None else str(t["major_faults"]),
         _ends(p.runs),
         p.verdict.reason,
@@ -147,7 +146,8 @@ def _render_one(o: FitOutcome) -> str:
     lines.append("")
     lines.append(plain_table(None, CURVE, rows).rstrip("\n"))
     lines.append("")
-    what = f"{o.time.metric} within {100 * o.tolerance:.0f}% of the unlimited run's"
+    unlimited = "the unlimited runs'" if len(o.reference) > 1 else "the unlimited run's"
+    what = f"{o.time.metric} within {100 * o.tolerance:.0f}% of {unlimited}"
     at_peak = o.failed_at_peak
     if o.stopped is not None:  # interrupted after some probes: what they showed
         lines.append(o.stopped)
@@ -203,9 +203,11 @@ def _render_one(o: FitOutcome) -> str:
                     "within it, so the slowdown is not the limit's"
                 )
                 if n > 1:
-                    why += f" (the median of {n} runs)"
+                    why += f" (the median of its {n} runs at this limit)"
             elif n > 1:
-                why += f" (the median of {n} runs)"
+                # Its runs', not the unlimited ones' ("of the unlimited run's (the median
+                # of 3 runs)" had read as 3 unlimited runs where there were 2).
+                why += f" (the median of its {n} runs at this limit)"
             if b.allowance:
                 # The room is over the unlimited runs' floor; what each run was held to
                 # (need.at_the_edge) is the slack under the limit over its own.

@@ -515,8 +515,19 @@ def test_with_margin_rounds_up_to_a_page() -> None:
 
 
 def test_probe_to_dict() -> None:
-    pressure = MemoryPressure(stall_some_s=0.25, refaults_file=7, major_faults=2)
-    runs = (run(wall=1.2), run(wall=1.0), run(wall=1.1, memory=mem(pressure=pressure)))
+    # The stall and the counts are the runs' medians, as the time is (the table's STALL had
+    # been the last run's beside a median time); one run without them: unknown.
+    def stalled(s: float, refaults: int, faults: int) -> MemoryStats:
+        return mem(pressure=MemoryPressure(stall_some_s=s, refaults_file=refaults,
+                                           major_faults=faults))  # fmt: skip
+
+    runs = (
+        run(wall=1.2, memory=stalled(0.1, 3, 5)),
+        run(wall=1.0, memory=stalled(0.4, 9, 0)),
+        run(wall=1.1, memory=stalled(0.25, 7, 2)),
+    )
+    partial = Probe(64 * MIB, (run(wall=1.2), runs[2]), Verdict(True, "fits")).to_dict()
+    assert (partial["stall_s"], partial["refaults"], partial["major_faults"]) == (None,) * 3
     d = Probe(64 * MIB, runs, Verdict(True, "fits (+10%)")).to_dict()
     assert d == {
         "limit_bytes": 64 * MIB,
