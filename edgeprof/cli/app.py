@@ -155,6 +155,10 @@ def _main(argv: list[str] | None) -> int:
     except typer.Exit as exc:
         return exc.exit_code
     except _UsageErrorBase as exc:  # usage errors: unknown option, missing argument
+        if type(exc).__name__ == "NoSuchOption":  # typer's vendored click: no stable name
+            from .elsewhere import explain
+
+            explain(exc, lambda: ((name, _load(name)) for name in COMMANDS))
         message = exc.format_message()  # type: ignore[attr-defined]
         if "\n" in message:  # no arguments at all: the help text
             print(message, file=sys.stderr)

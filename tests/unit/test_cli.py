@@ -266,6 +266,46 @@ def test_a_mistyped_command_is_given_the_ones_it_may_mean(
     assert capsys.readouterr().err == "edgeprof: error: No such command 'xyzzy'.\n"
 
 
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        # A tester's: "No such option: --html (Possible options: --help)".
+        (
+            ["bench", "m.py:f", "--html", "p.html"],
+            "No such option: --html (bench has no --html; run, compare, report and merge have "
+            "it: `edgeprof report DIR --html FILE` makes it from bench's --out)",
+        ),
+        # Not click's nearest spelling here (--margin), and the command path of a group's.
+        (
+            ["fit", "--markdown", "m.md", "--", "true"],
+            "No such option: --markdown (fit has no --markdown; run and report have it: "
+            "`edgeprof report DIR --markdown FILE` makes it from fit's --out)",
+        ),
+        (
+            ["layers", "profile", "--html", "p.html"],
+            "No such option: --html (layers profile has no --html; run, compare, report and "
+            "merge have it)",
+        ),
+        (
+            ["report", "d", "--cpus", "1"],
+            "No such option: --cpus (report has no --cpus; run, fit, bench and layers profile "
+            "have it)",
+        ),
+        # Nobody's option: click's message, without a lone "--help" offered as its fix.
+        (["doctor", "--foo"], "No such option: --foo"),
+        (
+            ["fit", "--marginn", "1", "--", "true"],
+            "No such option: --marginn (Possible options: --image, --margin)",
+        ),
+    ],
+)
+def test_an_unknown_option_names_the_commands_that_have_it(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    assert capsys.readouterr().err == f"edgeprof: error: {said}\n"
+
+
 def test_a_file_it_cannot_read_is_said_in_words_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
