@@ -39,13 +39,16 @@ def _same_file(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve()
 
 
-def close_devices(name: str, environ: Mapping[str, str] | None = None) -> list[str] | None:
-    """The catalog names closest to ``name`` (at most 3, best first); ``None`` where it is
-    one of them, or no catalog can be read."""
+def close_devices(
+    name: str, environ: Mapping[str, str] | None = None, catalog: Path | None = None
+) -> list[str] | None:
+    """The catalog names closest to ``name`` (at most 3, best first), ``catalog`` (a
+    ``--devices`` file) merged in; ``None`` where it is one of them, or no catalog can be
+    read."""
     import difflib
 
     try:
-        names = list(load_catalog(catalog_paths(None, environ)))
+        names = list(load_catalog(catalog_paths(catalog, environ)))
     except ConfigError:
         return None
     if name in names:
@@ -54,7 +57,10 @@ def close_devices(name: str, environ: Mapping[str, str] | None = None) -> list[s
 
 
 def calibration_device_notes(
-    name: str, recorded: Iterable[str | None], environ: Mapping[str, str] | None = None
+    name: str,
+    recorded: Iterable[str | None],
+    environ: Mapping[str, str] | None = None,
+    catalog: Path | None = None,
 ) -> list[str]:
     """What ``calibrate --device NAME`` says of the name: the runs were made as another
     device (``recorded``: each run's ``--device``), or no catalog has it (a typo, as
@@ -68,7 +74,7 @@ def calibration_device_notes(
             f"calibration will be {name}'s (give --device {others[0]} if the CSV was "
             "measured on it)"
         )
-    close = close_devices(name, environ)
+    close = close_devices(name, environ, catalog)
     if close is not None:
         hint = f" (did you mean {_either(close)}?)" if close else ""
         notes.append(

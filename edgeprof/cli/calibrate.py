@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ..analysis.calibration import DEFAULT_MIN_R2
+from .options import DevicesFile
 
 
 def calibrate_cmd(
@@ -43,6 +44,7 @@ def calibrate_cmd(
             "clearly worse), or force one: line, origin, power."
         ),
     ] = "auto",
+    devices: DevicesFile = None,
 ) -> None:
     """Fit device = a·profiler + b per metric and setting from on-device measurements, and
     say how far off it predicts models it was not fitted on.
@@ -51,6 +53,7 @@ def calibrate_cmd(
     """
     from ..analysis.calibration import FORMS, calibrate, parse_rule, read_measurements
     from ..analysis.device_names import calibration_device_notes
+    from ..analysis.devices import catalog_paths, load_catalog
     from ..errors import ConfigError
     from ..report.calibration import plot_calibration, render_calibration
     from ..report.files import announce
@@ -62,6 +65,8 @@ def calibrate_cmd(
     if form != "auto" and form not in FORMS:
         raise ConfigError(f"--form {form!r}: one of auto, {', '.join(FORMS)}")
     rules = [parse_rule(r) for r in family or ()]
+    if devices is not None:  # read now: a bad catalog is the one line, before any work
+        load_catalog(catalog_paths(devices))
     target = out if out is not None else Path(f"{_safe_name(device)}.yml")
     check_writable(target)
     if plot is not None:
@@ -79,7 +84,7 @@ def calibrate_cmd(
         raise ConfigError(f"{measurements}: {cal.why_no_fit()}")
     # Said once the inputs are known good (an error stays the one line): the runs were made
     # as another device, or the name is in no catalog (a typo had been written in silence).
-    for note in calibration_device_notes(device, (r.device for r in runs)):
+    for note in calibration_device_notes(device, (r.device for r in runs), catalog=devices):
         print(f"edgeprof: note: {note}", file=sys.stderr)
     sys.stdout.write(render_calibration(cal))
     if plot is not None:

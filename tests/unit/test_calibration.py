@@ -618,3 +618,29 @@ def test_rows_that_matched_nothing_are_named_when_they_leave_too_few(
         "; unmatched rows: line 2: 2.onnx: no profiled run of this model (runs are labelled "
         "'2'); line 3: 4.onnx: no profiled run of this model (runs are labelled '4')\n"
     ), err
+
+
+def test_cli_calibrate_takes_the_catalog_its_device_is_in(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``calibrate`` had no ``--devices`` (run, bench, fit and devices have it): a device of
+    one's own catalog was told it is "in no device catalog" unless $EDGEPROF_DEVICES named
+    it (an onnxruntime tester's)."""
+    results = tmp_path / "results.json"
+    runs = [_run(n, x, cpus=None, memory=None) for n, x in (("a", 0.1), ("b", 0.2), ("c", 0.4))]
+    results.write_text(json.dumps([r.to_dict() for r in runs]))
+    csv_path = _csv(tmp_path, "model,runtime_ms\na,355\nb,605\nc,1105\n")
+    catalog = tmp_path / "mine.yml"
+    catalog.write_text("devices:\n  dev:\n    cores: 4\n    memory: 1g\n")
+    out = tmp_path / "dev.yml"
+    argv = ["calibrate", "--device", "dev", "--measurements", str(csv_path), "--out", str(out)]
+    assert main([*argv, "--devices", str(catalog), str(results)]) == 0
+    assert capsys.readouterr().err == f"edgeprof: wrote {out}\n"  # no "in no device catalog"
+    # A catalog it cannot read is the one line, before anything is written.
+    out.unlink()
+    catalog.write_text("devices: [\n")
+    assert main([*argv, "--devices", str(catalog), str(results)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"edgeprof: error: device catalog {catalog}: not YAML: "), err
+    assert err.count("\n") == 1
+    assert not out.exists()
