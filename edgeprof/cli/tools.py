@@ -108,7 +108,8 @@ def bench(
     from ..analysis.budgets import budgets_from_options, check_budgets
     from ..analysis.device_limits import device_limits
     from ..measure.inputs import parse_times
-    from ..report.bench import render_bench
+    from ..report.bench import progress_line, render_bench, stopped_note
+    from ..report.files import announce_dir
     from ..report.results import print_table
     from ..report.run import gate_run
     from ..sweeps.bench import bench as run_bench
@@ -176,13 +177,21 @@ def bench(
         gpus=gpus,
         gpu_memory=chosen.gpu_memory,
         unified_memory=chosen.unified_memory,
+        on_result=lambda r, k, n: print(progress_line(r, k, n), file=sys.stderr),
     )
+    planned = [bs for bs in sizes for _ in range(repeat)]
+    stopped = stopped_note(results, [f"bs={bs}" for bs in planned])
     if json_out:
         sys.stdout.write(json.dumps([r.to_dict() for r in results], indent=2) + "\n")
         checks = check_budgets(results, budgets) if budgets else []  # stdout is the JSON
     else:
         print_table(results, sys.stdout)
         sys.stdout.write("\n" + render_bench(results))
+    if stopped is not None:  # under the tables, or beside --json's on stderr
+        print(stopped, file=sys.stderr if json_out else sys.stdout)
+    if out is not None and results:  # as run's and a sweep's: where its files went
+        ran = dict.fromkeys(f"bs{bs}/" for bs in planned[: len(results)])  # run_dir's
+        announce_dir(out, list(ran), sys.stderr)
     if cal is not None:  # as run's: on stderr beside --json's result on stdout
         from ..analysis.calibration import predict
         from ..report.calibration import render_predictions

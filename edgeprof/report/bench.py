@@ -8,11 +8,15 @@ from collections.abc import Sequence
 
 from ..analysis.metrics import BY_KEY
 from ..model import RunResult
-from ..units import format_binary, format_energy
+from ..units import format_binary, format_energy, format_seconds
 from .phases import latency_notes, percentile_cell
 from .table import plain_table
 
 COLUMNS = ("NAME", "ITEMS/S", "P50", "P95", "P99", "GPU MEMORY", "GPU UTIL", "ENERGY/ITEM")
+GPU_COLUMNS = 3
+"""The last columns, left out where no run saw a GPU (three columns of "no GPU" had been
+the table's most of it on a host without one, a tester's), and said in a note."""
+NO_GPU_NOTE = "no GPU was measured (--gpus): no GPU MEMORY, GPU UTIL or ENERGY/ITEM columns"
 
 
 def bench_rows(results: Sequence[RunResult]) -> list[list[str]]:
@@ -24,9 +28,12 @@ def bench_rows(results: Sequence[RunResult]) -> list[list[str]]:
         lat = r.latency
         util = BY_KEY["gpu_util"].get(r)
         g = r.gpu
+        name = f"{r.label} run {seen[r.label]}" if repeated else r.label
         rows.append(
             [
-                f"{r.label} run {seen[r.label]}" if repeated else r.label,
+                # A run cut short (interrupted, OOM, exit 1) is said: its throughput had been
+                # shown unmarked beside the others'.
+                name if r.succeeded else f"{name} ({r.end})",
                 "n/a" if lat is None or lat.items_per_s is None else f"{lat.items_per_s:.1f}",
                 # As the latency table shows them (format_seconds), with its marks (a stall's
                 # p99 had lost its "*" here, the table a batch size is chosen by).
@@ -45,11 +52,15 @@ def render_bench(results: Sequence[RunResult]) -> str:
     """The table (plain text); ITEMS/S is the timed calls' throughput, the peak over the
     batch sizes is the largest row."""
     rows = bench_rows(results)
-    table = plain_table("Per batch size", COLUMNS, rows)
+    columns: Sequence[str] = COLUMNS
+    gpu = [] if any(r.gpu is not None for r in results) else [NO_GPU_NOTE]
+    if gpu:
+        columns, rows = COLUMNS[:-GPU_COLUMNS], [row[:-GPU_COLUMNS] for row in rows]
+    table = plain_table("Per batch size", columns, rows)
     stats = [r.latency for r in results if r.latency is not None]
     notes = latency_notes([cell for row in rows for cell in row[2:5]], stats)
     cache = first_reads_note(results)
-    return table + "".join(n + "\n" for n in (*notes, *([cache] if cache else [])))
+    return table + "".join(n + "\n" for n in (*notes, *([cache] if cache else []), *gpu))
 
 
 FIRST_READ_MIB = 16
@@ -69,4 +80,25 @@ def first_reads_note(results: Sequence[RunResult]) -> str | None:
         f"{results[0].label} ran first: its peak memory counts {format_binary(first)} of page "
         f"cache (the files it read, which the later batch sizes found cached, at most "
         f"{format_binary(max(rest))}): compare their anonymous memory, not their peaks"
+    )
+
+
+def progress_line(result: RunResult, k: int, n: int) -> str:
+    """``edgeprof bench: infer bs=8 (2 of 3): exited, 4.62s``: each run's end on stderr, as
+    ``fit`` and a sweep say theirs (a bench had been silent until its tables)."""
+    wall = format_seconds(result.wall_s)
+    return f"edgeprof bench: {result.label} ({k} of {n}): {result.end}, {wall}"
+
+
+def stopped_note(results: Sequence[RunResult], planned: Sequence[str]) -> str | None:
+    """The batch sizes a stopped bench never ran (``planned``: each run's ``bs=N``, in order),
+    under its table (an interrupted bench had shown the sizes it ran, as if they were all)."""
+    if len(results) >= len(planned):
+        return None
+    left = planned[len(results) :]
+    counts = {size: left.count(size) for size in left}  # in order, each once
+    missing = [f"{size} ({k} runs)" if k > 1 else size for size, k in counts.items()]
+    return (
+        f"note: the bench stopped after {len(results)} of {len(planned)} runs "
+        f"({results[-1].end if results else 'before a run'}): {', '.join(missing)} not run"
     )

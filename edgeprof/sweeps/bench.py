@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ..backends import Backend
@@ -155,12 +155,15 @@ def bench(
     gpus: str | None = None,
     gpu_memory: str | None = None,
     unified_memory: bool = False,
+    on_result: Callable[[RunResult, int, int], None] | None = None,
 ) -> list[RunResult]:
     """``repeat`` runs per batch size (in ``out_dir``'s ``bs<N>/``, or ``bs<N>/<k>/`` with
     several); stops early when a run is interrupted.  One run a batch size cannot be judged
     by ``compare``, which needs the noise of two or more (a tester's 2× slower function
     passed as "not enough repeats").  ``device_cores``, ``allow_over_host``, ``gpus``,
-    ``gpu_memory`` and ``unified_memory``: as :func:`~edgeprof.measure.runner.profile`'s."""
+    ``gpu_memory`` and ``unified_memory``: as :func:`~edgeprof.measure.runner.profile`'s.
+    ``on_result(result, k, n)``: after the k-th run of n (the library stays quiet; the CLI
+    says each run's end on stderr with it)."""
     work_dir = None if cwd is None else Path(cwd)
     if not loader.isidentifier():
         raise ConfigError(f"--loader {loader!r}: not a Python name")
@@ -218,6 +221,8 @@ def bench(
             unified_memory=unified_memory,
         )
         results.append(result)
+        if on_result is not None:
+            on_result(result, len(results), len(runs))
         if result.termination is Termination.INTERRUPTED:
             break
     return results

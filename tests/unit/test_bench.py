@@ -16,6 +16,7 @@ import edgeprof
 from edgeprof.analysis.device_limits import device_limits
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
+from edgeprof.report.bench import NO_GPU_NOTE, stopped_note
 from edgeprof.sweeps.bench import ON_PATH, bench, check_target, parse_batch_sizes
 from tests.fakes import FakeBackend
 
@@ -193,7 +194,8 @@ def test_bench_table_has_mlmodelcis_indicators_per_batch_size(
 ) -> None:
     """Throughput, p50/p95/p99, GPU memory and utilisation per batch size (MLModelCI's
     table), with the GPU's figures from NVML (the double here: the scripted backend cannot
-    list pids, so the memory is the device's rise) and "no GPU" where there is none."""
+    list pids, so the memory is the device's rise); where no run saw a GPU, its columns are
+    left out and a note says so (three columns of "no GPU" had been most of the table)."""
     from edgeprof.backends import nvml
     from tests.nvml_double import FakeGpu, MiB, NvmlDouble
 
@@ -201,12 +203,16 @@ def test_bench_table_has_mlmodelcis_indicators_per_batch_size(
     argv = ["bench", "tiny_model:infer", "--batch-size", "1,4", "--iterations", "3",
             "--warmup", "0", "--backend", "fake"]  # fmt: skip
     assert main(argv) == 0
-    out = capfd.readouterr().out
+    out, err = capfd.readouterr()
     lines = out[out.index("Per batch size") :].splitlines()
-    assert lines[1].split() == ["NAME", "ITEMS/S", "P50", "P95", "P99", "GPU", "MEMORY",
-                                "GPU", "UTIL", "ENERGY/ITEM"]  # fmt: skip
+    assert lines[1].split() == ["NAME", "ITEMS/S", "P50", "P95", "P99"]
     assert [line.split()[:2] for line in lines[3:5]] == [["infer", "bs=1"], ["infer", "bs=4"]]
-    assert all(line.endswith("no GPU") for line in lines[3:5])
+    assert all(len(line.split()) == 6 for line in lines[3:5])
+    assert NO_GPU_NOTE in lines
+    # Each run's end on stderr as it ends (a bench had been silent until its tables).
+    said = [ln for ln in err.splitlines() if ln.startswith("edgeprof bench: ")]
+    assert [ln.split(": ")[1] for ln in said] == ["infer bs=1 (1 of 2)", "infer bs=4 (2 of 2)"]
+    assert all(ln.split(": ")[2].startswith("exited, ") for ln in said)
 
     gpu = FakeGpu("GPU-a", util=55)
 
@@ -219,8 +225,10 @@ def test_bench_table_has_mlmodelcis_indicators_per_batch_size(
     monkeypatch.setattr(nvml, "load", lambda *a, **k: lib)
     assert main(argv) == 0
     out = capfd.readouterr().out
-    rows = out[out.index("Per batch size") :].splitlines()[3:5]
-    for row in rows:
+    rows = out[out.index("Per batch size") :].splitlines()
+    assert rows[1].split()[-4:] == ["MEMORY", "GPU", "UTIL", "ENERGY/ITEM"]
+    assert NO_GPU_NOTE not in rows
+    for row in rows[3:5]:
         cells = row.split()
         assert cells[-3].endswith("MiB") and cells[-3] != "0B"
         assert cells[-2] == "55.0%" and cells[-1].endswith("J")
@@ -327,6 +335,7 @@ def test_the_per_batch_size_table_keeps_the_latency_tables_marks() -> None:
         "^ from fewer iterations than the percentile needs (p90: 10, p95: 20, p99: 100): a "
         "point near the maximum, not an estimate of that percentile\n"
         "* measures the CPU quota's stalls, not the workload (see the warnings)\n"
+        f"{NO_GPU_NOTE}\n"
     )
     clean = dataclasses.replace(lat, throttling=None)
     assert "*" not in render_bench([make_result(name="infer bs=1", latency=clean)])
@@ -430,3 +439,25 @@ def test_the_worker_imports_this_edgeprof(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == edgeprof.__file__
+
+
+def test_a_stopped_bench_says_what_it_did_not_run() -> None:
+    """An interrupted bench had shown the batch sizes it ran as if they were all (a tester's
+    bs=4 never ran), and its cut-short run's throughput unmarked."""
+    from edgeprof.model import Termination
+    from edgeprof.report.bench import render_bench
+
+    from .conftest import make_result
+
+    done = make_result(name="infer bs=1")
+    cut = make_result(name="infer bs=2", termination=Termination.INTERRUPTED, exit_code=None)
+    planned = ["bs=1", "bs=1", "bs=2", "bs=2", "bs=4", "bs=4"]
+    assert stopped_note([done, done, cut], planned) == (
+        "note: the bench stopped after 3 of 6 runs (interrupted): bs=2, bs=4 (2 runs) not run"
+    )
+    assert stopped_note([done], ["bs=1"]) is None
+    assert stopped_note([], ["bs=1"]) == (
+        "note: the bench stopped after 0 of 1 runs (before a run): bs=1 not run"
+    )
+    rows = render_bench([done, cut]).splitlines()
+    assert [r.split("  ")[0] for r in rows[3:5]] == ["infer bs=1", "infer bs=2 (interrupted)"]
