@@ -104,7 +104,8 @@ class Fit(TypedDict):
     margin: float
     """The headroom added to the answer for ``recommended_bytes`` (a fraction)."""
     reference: FitReference | None
-    """The unlimited runs; ``null``: interrupted before the first ended."""
+    """The unlimited runs as made (one cut short says ``termination: interrupted``);
+    ``null``: interrupted before one was made (in the warm-up, or waiting for cores)."""
     bracket_bytes: list[int]
     """The search's floor and peak, from the unlimited runs (in pages, at least 6 MiB)."""
     searched_bytes: list[int] | None
@@ -124,9 +125,10 @@ class Fit(TypedDict):
     recommended_bytes: int | None
     """The answer with ``margin`` added, and above the unlimited peak only as far as the
     margin on the floor and its room reaches."""
-    fits: bool
+    fits: bool | None
     """There is an answer and the device's memory holds it within the ceiling:
-    ``device_need_bytes``, with the files mapped elsewhere and ``gpu_bytes``."""
+    ``device_need_bytes``, with the files mapped elsewhere and ``gpu_bytes``; ``null``: the
+    search stopped before an answer (``stopped`` says why)."""
     mapped_elsewhere_bytes: int | None
     """The most files an unlimited run mapped that were cached before it, charged to other
     groups (e.g. shared libraries): in no limit here, its own memory on a device; ``null``:
@@ -148,7 +150,8 @@ class Fit(TypedDict):
     within_budget: bool | None
     """The answer against ``--max-memory-need``; ``null``: no budget, or no search."""
     stopped: str | None
-    """Why there was no search (the unlimited run did not complete); ``null``: there was."""
+    """Why the search stopped before an answer: the unlimited run did not complete, or the
+    search was interrupted (after which probes); ``null``: it ran to its end."""
     contention: str | None
     """Other tasks held the runs off their CPUs (the warning ``run`` gives); ``null``: not."""
     answer_in_doubt: str | None

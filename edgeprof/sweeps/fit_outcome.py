@@ -296,7 +296,9 @@ class FitOutcome:
             "probes": [p.to_dict() for p in self.probes],
             "min_memory_bytes": self.answer,
             "recommended_bytes": self.recommended,
-            "fits": self.fits,
+            # No answer to judge where the search stopped (interrupted, or the unlimited run
+            # failed): `false` had read as "does not fit" to a script reading it.
+            "fits": None if self.stopped is not None else self.fits,
             "mapped_elsewhere_bytes": self.elsewhere,
             "device_need_bytes": self.device_need,
             "fits_with_margin": self.fits_with_margin,
