@@ -244,6 +244,11 @@ class ProcessRun(RunHandle):
                     continue
                 user += t.user + t.children_user
                 system += t.system + t.children_system
+                if m.rss == 0:
+                    # Exited, not yet reaped: a zombie (or one past exit_mm) has no address
+                    # space, and its statm reads 0.  That is no reading: it had been the
+                    # "0B (sampled)" peak of `edgeprof run --backend process -- true`.
+                    continue
                 rss += m.rss
                 largest = max(largest, m.rss)
                 read += 1

@@ -264,3 +264,16 @@ def test_which_sums_can_count_shared_pages(rss_mib: int, largest_mib: int, said:
 def test_a_run_of_one_process_has_no_shared_pages_caveat() -> None:
     warnings = _warnings_after_a_sample(("sleep", "30"), 1)
     assert not [w for w in warnings if "at once" in w]
+
+
+def test_a_zombie_main_process_is_no_reading_of_memory() -> None:
+    """An exited main process not yet reaped has no address space (its statm reads 0): a
+    sample then had read 0 bytes, reported as ``true``'s peak "0B (sampled)"."""
+    be = ProcessBackend(own_group=None)
+    with be.launch(RunSpec(command=("true",))) as run:
+        os.waitid(os.P_PID, run.pid, os.WEXITED | os.WNOWAIT)  # exited, left a zombie
+        assert run.members() == [run.pid]
+        c = run.sample()
+        assert (c.memory_current, c.memory_anon, c.memory_file) == (None, None, None)
+        assert run.wait(None) == 0
+        assert run.counters().memory_current is None
