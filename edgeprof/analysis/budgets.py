@@ -205,6 +205,7 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
             within = value <= budget or same_figure(value, budget)
             status = Status.PASS if within else Status.BREACH
             caveats = [
+                _unmeasured_caveat(key, ok, results),
                 _stall_caveat(key, ok),
                 _raised_caveat(key, ok),
                 _noise_caveat(metric, values, budget),
@@ -244,12 +245,19 @@ def why_unmeasured(key: str, runs: Sequence[RunResult], results: Sequence[RunRes
         return "the runs were not squeezed (--squeeze measures the need)"
     if key in ("gpu_memory", "energy", "energy_per_item"):
         return _no_gpu(ok)
-    if key == "avg_memory" and any(r.memory.peak_bytes is not None for r in ok):
+    if key in ("avg_memory", "peak_memory") and all(r.samples.count > 0 for r in ok):
         interval = ok[0].samples.interval_s
         finer = finer_interval(interval, min(r.wall_s for r in ok))
+        if any(r.memory.peak_bytes is not None for r in ok):  # so the average only
+            return (
+                f"fewer than two of each run's readings (every {interval:g}s) fell while it "
+                f"ran: --interval {finer:g} reads them finer"
+            )
+        # The process backend's peak where no reading fell while it ran and its process's
+        # own high-water mark cannot be told from edgeprof's (`run --backend process -- true`).
         return (
-            f"fewer than two of each run's readings (every {interval:g}s) fell while it ran: "
-            f"--interval {finer:g} reads them finer"
+            f"none of each run's readings (every {interval:g}s) fell while it ran, only its "
+            f"start and after its exit: --interval {finer:g} reads them finer"
         )
     return f"the {ok[0].backend} backend did not measure it"
 
@@ -273,6 +281,17 @@ def _no_latency(runs: Sequence[RunResult], results: Sequence[RunResult]) -> str:
 
 _PERCENTILE_OF = {"latency_p95": "p95"}
 """Budgeted metrics that are a latency percentile, and which one."""
+
+
+def _unmeasured_caveat(key: str, ok: Sequence[RunResult], results: Sequence[RunResult]) -> str:
+    """A value that is the median of only some of the successful runs: the others did not
+    measure the metric (a process backend's run with no reading while it ran has no peak),
+    and a budget must not pass on the rest without a word of them."""
+    missing = [r for r in ok if METRICS[key].get(r) is None]
+    if not missing or len(missing) == len(ok):
+        return ""
+    why = why_unmeasured(key, missing, results)
+    return f"{len(missing)} of the {len(ok)} runs did not measure it ({why})"
 
 
 def _stall_caveat(key: str, runs: Sequence[RunResult]) -> str:

@@ -7,6 +7,7 @@ import contextlib
 import math
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..backends import Backend
@@ -97,8 +98,10 @@ def build_result(
             "its group before the workload started): the workload's own stayed below it"
         )
     avg_bytes = stats.avg_memory(wall)
-    if stats.peak_memory is not None and avg_bytes is None:
-        warnings.append(_no_average(stats.count, stats.readings_within(wall), interval, wall))
+    if avg_bytes is None and stats.count > 0 and (peak is None or stats.memory_readings > 0):
+        # An unknown peak is said, not left to a bare "n/a": it had been the start reading's.
+        within = stats.readings_within(wall)
+        warnings.append(_no_average(stats.count, within, interval, wall, peak_too=peak is None))
     waited = contention_warning(
         wall,
         secs(final.cpu_full_us),
@@ -115,7 +118,8 @@ def build_result(
     if stalled is not None:
         warnings.append(stalled)
     seen = stats.at_peak_by(wall)  # a sample after the exit reads the run's memory freed
-    at_peak = None if seen is None else parts_at(seen[1], seen[0])
+    # No peak, no composition of it: the sample there would be the start reading's.
+    at_peak = None if seen is None or peak is None else parts_at(seen[1], seen[0])
     return RunResult(
         edgeprof_version=__version__,
         backend=be.name,
@@ -203,21 +207,38 @@ def _pids_peak(sampled: int | None, final: Counters, limit: int | None) -> int |
 _HOST: HostInfo | None = None
 
 
-def _no_average(count: int, within: int, interval: float, wall: float) -> str:
+def _no_average(
+    count: int, within: int, interval: float, wall: float, peak_too: bool = False
+) -> str:
     """Why a run has no average memory: too few of its readings fell while it ran
-    (:data:`~edgeprof.measure.sampler.MIN_AVG_READINGS`)."""
+    (:data:`~edgeprof.measure.sampler.MIN_AVG_READINGS`); ``peak_too``: and no peak, none
+    having fallen while it ran (:attr:`~edgeprof.measure.sampler.SeriesStats.peak_memory`)."""
     fix = f"--interval {finer_interval(interval, wall):g} reads a short run finer"
+    what = "peak and avg memory" if peak_too else "avg memory"
     if within == 0:
+        are = "it is its start" if count <= 1 else (
+            f"they are its start and the {_after(count - 1)} after its exit"
+        )
         return (
-            f"avg memory: n/a, none of its {_samples(count)} (every {interval:g}s) fell "
-            f"while it ran: they are its start and the {_after(count - 1)} after its exit; "
-            + fix
+            f"{what}: n/a, none of its {_samples(count)} (every {interval:g}s) fell "
+            f"while it ran: {are}; " + fix
         )
     return (
-        f"avg memory: n/a, {within} of its {_samples(count)} (every {interval:g}s) fell "
+        f"{what}: n/a, {within} of its {_samples(count)} (every {interval:g}s) fell "
         f"while it ran, too few to average it over the run (it takes {MIN_AVG_READINGS}); "
         + fix
     )
+
+
+def peak_read_in_phases(
+    warnings: Sequence[str], stats: SeriesStats, interval: float, wall: float
+) -> tuple[str, ...]:
+    """``warnings`` of a run whose unknown peak a phase's reading has since given
+    (:func:`~edgeprof.measure.phases.peak_with_phases`): its "peak and avg memory: n/a"
+    said of the average alone."""
+    args = (stats.count, stats.readings_within(wall), interval, wall)
+    unknown, avg_only = _no_average(*args, peak_too=True), _no_average(*args)
+    return tuple(avg_only if w == unknown else w for w in warnings)
 
 
 def _after(n: int) -> str:

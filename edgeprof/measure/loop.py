@@ -21,7 +21,7 @@ from ..backends import Backend, RunHandle
 from ..errors import ConfigError
 from ..model import RunResult, RunSpec, Sample
 from ..outfiles import remove_files
-from .assemble import build_result
+from .assemble import build_result, peak_read_in_phases
 from .events import EventChannel
 from .gpu import SAMPLE_COLUMNS as GPU_SAMPLE_COLUMNS
 from .gpu import GpuWatch
@@ -211,14 +211,18 @@ def run_loop(
     if channel is None:
         return result
     phases, latency, marks, more = channel.results(wall, result.termination.value)
+    memory = peak_with_phases(result.memory, phases)
+    said = result.warnings
+    if result.memory.peak_bytes is None and memory.peak_bytes is not None:
+        said = peak_read_in_phases(said, stats, interval, wall)  # no longer unknown
     return dataclasses.replace(
         result,
-        memory=peak_with_phases(result.memory, phases),
+        memory=memory,
         phases=phases,
         latency=latency,
         marks=marks,
         events=channel.counts(),
-        warnings=tuple(dict.fromkeys([*result.warnings, *more])),
+        warnings=tuple(dict.fromkeys([*said, *more])),
     )
 
 

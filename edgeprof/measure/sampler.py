@@ -70,7 +70,15 @@ class SeriesStats:
         self._window: deque[tuple[float, int]] = deque()
         self.peak_cpu_pct: float | None = None
         self.peak_memory: int | None = None
+        """The largest memory reading but the run's first, which is left out as it is out of
+        the readings an average needs (:data:`MIN_AVG_READINGS`): taken as the workload was
+        exec'd, it reads the program just loaded, not the memory it ran in.  Counted, it had
+        been the peak of every run shorter than an interval: the process backend reported
+        ``python3 -S -c pass`` (72 ms, read every 0.1 s) at 472 KiB "(sampled)", its start,
+        where ``/usr/bin/time`` read its high-water mark at 8.1 MiB.  ``None``: no reading
+        but the start (the result's peak is then unknown where the kernel has none)."""
         self.peak_working_set: int | None = None
+        """As :attr:`peak_memory`, of the working set."""
         self.peak_pids: int | None = None
         self._last_scan: tuple[float, Mapping[int, TaskTime]] | None = None
         self._task_speeds: dict[int, int] = {}
@@ -103,8 +111,9 @@ class SeriesStats:
             ws = max(0, c.memory_current - (c.memory_inactive_file or 0))
             self._usage_records.add(c.memory_current, t, c)
             self.part_peaks.add(t, c, ws)
-            self.peak_memory = _max(self.peak_memory, c.memory_current)
-            self.peak_working_set = _max(self.peak_working_set, ws)
+            if self.count > 1 or final:  # the start reading is no peak (see peak_memory)
+                self.peak_memory = _max(self.peak_memory, c.memory_current)
+                self.peak_working_set = _max(self.peak_working_set, ws)
             self._mem.add(t, c.memory_current, held=final)
             self._ws.add(t, ws, held=final)
         if c.pids_current is not None:
@@ -212,6 +221,11 @@ class SeriesStats:
 
     def avg_working_set(self, exit_t: float) -> int | None:
         return _average(self._ws, exit_t)
+
+    @property
+    def memory_readings(self) -> int:
+        """The readings that had a memory figure, the start's included."""
+        return self._mem.count
 
     def readings_within(self, exit_t: float) -> int:
         """The memory readings taken while the run lived: after its first, before ``exit_t``."""

@@ -130,11 +130,16 @@ class Squeeze:
 @dataclass(frozen=True)
 class MemoryStats:
     peak_bytes: int | None
+    """The run's peak memory (:attr:`peak_source` says of what).  ``None``: unknown, where
+    the backend has no kernel mark of it and no reading fell while the run ran (a run shorter
+    than the sampling interval: its start's reading, at exec, is no peak; a finer
+    ``--interval`` reads one); the warnings say so."""
     peak_source: str | None
     """``kernel`` (exact high-water mark), ``sampled`` (max of the samples: a lower bound) or
     ``rss`` (the process backend: the larger of the tree's summed resident set size, sampled,
     and its largest process's own high-water mark: exact for one process, else a lower
-    bound; RSS leaves out the page cache and kernel memory a cgroup counts)."""
+    bound; RSS leaves out the page cache and kernel memory a cgroup counts); ``None`` with
+    :attr:`peak_bytes`."""
     avg_bytes: int | None
     """Time-weighted average of the sampled usage (trapezoidal integral / time), from the first
     reading to the main process's exit; ``None`` with fewer than two readings between them."""
