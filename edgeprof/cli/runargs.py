@@ -145,7 +145,8 @@ def parse(argv: Sequence[str]) -> dict[str, Any] | None:
     As click parses them with ``allow_interspersed_args`` off: options until ``--`` or the
     first word that is not one, and every word after that is the command's; an option's
     value is the next word whatever it starts with; a list option keeps every value, and a
-    single-value option given twice is the typer command's to refuse (:mod:`.repeats`)."""
+    single-value option given twice, or a boolean pair given both ways, is the typer
+    command's to refuse (:mod:`.repeats`)."""
     scanned = _scan(argv)
     if scanned is None:
         return None
@@ -153,7 +154,10 @@ def parse(argv: Sequence[str]) -> dict[str, Any] | None:
     params: dict[str, Any] = {}
     for option in options:
         if option.kind in ("flag", "no-flag"):
-            params[option.param] = option.kind == "flag"
+            on = option.kind == "flag"
+            if params.get(option.param, on) != on:  # --as-root --no-as-root: refused there
+                return None
+            params[option.param] = on
             continue
         converted = _convert(option.kind, option.value)
         if converted is _NOT_PLAIN:
