@@ -15,7 +15,7 @@ from typer.core import TyperGroup
 
 from ..names import printable
 from ..version import __version__
-from . import COMMANDS, EXIT_BUDGET, EXIT_ERROR, EXIT_INTERRUPTED, repeats
+from . import COMMANDS, EXIT_BUDGET, EXIT_ERROR, EXIT_INTERRUPTED, metavars, repeats
 from .outcome import exit_code, guarded, runs_exit_code
 
 __all__ = [
@@ -76,6 +76,7 @@ def _load(name: str) -> Any:
     command = typer.main.get_command(target)
     command.name = name
     _refuse_repeats_in(command)
+    metavars.name_values(command, name)
     return command
 
 

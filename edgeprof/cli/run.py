@@ -99,7 +99,6 @@ def run(
         typer.Option(
             help="Write result.json and samples.csv into this directory.",
             parser=_directory,
-            metavar="<path>",
         ),
     ] = None,
     json_out: Annotated[

@@ -37,7 +37,6 @@ def doctor(
         str | None,
         typer.Option(
             "--python",
-            metavar="PATH",
             help="Also check that this interpreter (the workload's) can import edgeprof.",
         ),
     ] = None,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -239,7 +241,43 @@ def test_help_shows_no_internal_names(capsys: pytest.CaptureFixture[str]) -> Non
         assert main([*argv, "--help"]) == 0
         out = capsys.readouterr().out
         assert "<_" not in out, argv
-        assert "--out " not in out or "--out <path>" in out, argv
+        assert "--out " not in out or "--out DIR" in out or "--out FILE" in out, argv
+
+
+def _options(command: Any, words: str) -> Iterator[tuple[str, Any]]:
+    """Each option of ``command`` (at any depth of a group), with its command's words."""
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _options(sub, f"{words} {name}")
+    for p in getattr(command, "params", ()):
+        if p.param_type_name == "option":
+            yield words, p
+
+
+def test_help_names_what_each_option_takes(capsys: pytest.CaptureFixture[str]) -> None:
+    """typer had named values by their Python type (``--memory <str>``, ``--repeat <int>``,
+    ``--out <path>``: a CLI tester's); each says what it takes, an option of one name the
+    same in every command unless :data:`~edgeprof.cli.metavars.BY_COMMAND` says otherwise."""
+    from edgeprof.cli import COMMANDS
+    from edgeprof.cli.app import _load
+    from edgeprof.cli.metavars import BY_COMMAND
+
+    said: dict[str, set[str]] = {}
+    for name in COMMANDS:
+        for words, p in _options(_load(name), name):
+            if p.is_flag:
+                continue
+            assert p.metavar and not p.metavar.startswith("<"), (words, p.opts)
+            long = next(o for o in p.opts if o.startswith("--"))
+            if (words, long) not in BY_COMMAND:
+                said.setdefault(long, set()).add(p.metavar)
+    assert {k: v for k, v in said.items() if len(v) > 1} == {}
+    assert main(["run", "--help"]) == 0
+    out = capsys.readouterr().out
+    for shown in ("--memory SIZE", "--repeat N|auto", "--shard I/N", "--devices FILE"):
+        assert shown in out
+    assert main(["bench", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--repeat N " in out and "--batch-size SIZES" in out and "<str>" not in out
 
 
 def test_error_messages_name_the_problem(capsys: pytest.CaptureFixture[str]) -> None:
