@@ -98,7 +98,10 @@ def _refuse_repeats(command: Any) -> None:
     parse_args = command.parse_args
 
     def checked(ctx: Any, args: list[str]) -> Any:
-        repeats.check(command.params, args, ctx.allow_interspersed_args)
+        # Not while a shell completes the line (resilient parsing): the error line would be
+        # offered as its completions (``run --device a --device <TAB>`` had been).
+        if not ctx.resilient_parsing:
+            repeats.check(command.params, args, ctx.allow_interspersed_args)
         return parse_args(ctx, args)
 
     command.parse_args = checked

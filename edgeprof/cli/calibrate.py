@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ..analysis.calibration import DEFAULT_MIN_R2
+from . import complete
 from .options import DevicesFile
 
 
@@ -41,7 +42,8 @@ def calibrate_cmd(
         str,
         typer.Option(
             help="auto (the form that predicts held-out models best, the simplest unless "
-            "clearly worse), or force one: line, origin, power."
+            "clearly worse), or force one: line, origin, power.",
+            autocompletion=complete.forms,
         ),
     ] = "auto",
     devices: DevicesFile = None,

@@ -12,8 +12,9 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from . import complete
 from .app import exit_code
-from .options import AllowOverHost, CpuPeriod, DeviceName, DevicesFile
+from .options import AllowOverHost, CpuPeriod, DeviceName, DevicesFile, LocalBackendName
 
 # The library (yaml, the layer results) loads in the commands: `import edgeprof.cli` and the
 # other commands do not pay for it.
@@ -64,14 +65,20 @@ def profile_cmd(
         ),
     ] = None,
     batch_size: Annotated[int, typer.Option(help="Samples per batch.")] = 8,
-    dtype: Annotated[str, typer.Option(help="float32 | float64 | float16 | bfloat16")] = "float32",
+    dtype: Annotated[
+        str,
+        typer.Option(
+            help="float32 | float64 | float16 | bfloat16", autocompletion=complete.dtypes
+        ),
+    ] = "float32",
     iterations: Annotated[int, typer.Option(help="Timed runs of each layer.")] = 10,
     warmup: Annotated[int, typer.Option(help="Untimed runs of each layer first.")] = 2,
     granularity: Annotated[
         str,
         typer.Option(
             help="children: the model's children; blocks: also nn.Sequential expanded; "
-            "leaves: modules without children."
+            "leaves: modules without children.",
+            autocompletion=complete.granularities,
         ),
     ] = "children",
     layer_start: Annotated[int, typer.Option("--layer-start", "-l", help="First layer.")] = 1,
@@ -91,7 +98,7 @@ def profile_cmd(
             "--output", "-o", help="Results file; an existing one is checked, then extended."
         ),
     ] = Path("profiler_results.yml"),
-    backend: Annotated[str, typer.Option(help="auto | cgroup | process")] = "auto",
+    backend: LocalBackendName = "auto",
     cpus: Annotated[str | None, typer.Option(help="CPU bandwidth in CPUs, e.g. 1.5.")] = None,
     cpuset: Annotated[str | None, typer.Option(help="CPUs to run on, e.g. 0-1,3.")] = None,
     cpu_period: CpuPeriod = None,

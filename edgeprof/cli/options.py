@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from . import complete
+
 EnvItems = Annotated[
     list[str] | None,
     typer.Option("--env", "-E", help="KEY=VALUE for the workload; repeatable."),
@@ -41,14 +43,27 @@ DeviceName = Annotated[
     str | None,
     typer.Option(
         help="A catalog device (edgeprof devices): its cores, memory and speed as limits; "
-        "--cpus, --memory, --cpu-period given as well replace the device's values."
+        "--cpus, --memory, --cpu-period given as well replace the device's values.",
+        autocompletion=complete.devices,
     ),
 ]
 DevicesFile = Annotated[
     Path | None,
     typer.Option(help="A device catalog (YAML) merged over the shipped one and $EDGEPROF_DEVICES."),
 ]
-BackendName = Annotated[str, typer.Option("--backend", help="auto | cgroup | docker | process")]
+BackendName = Annotated[
+    str,
+    typer.Option(
+        "--backend", help="auto | cgroup | docker | process", autocompletion=complete.backends
+    ),
+]
+LocalBackendName = Annotated[
+    str,
+    typer.Option(
+        "--backend", help="auto | cgroup | process", autocompletion=complete.local_backends
+    ),
+]
+"""``bench`` and ``layers profile``: they run on this host, not in a container."""
 Pids = Annotated[
     str | None,
     typer.Option(help="Most processes and threads at once, e.g. 64 (fork bombs stop there)."),
@@ -87,6 +102,7 @@ Gpus = Annotated[
         help="GPUs the run may use and that are measured: all, none, a count (2: the first "
         "two) or indices/UUIDs (0,2). Default: the workload sees what it would, and every "
         "GPU is measured where NVML is installed (the gpu extra).",
+        autocompletion=complete.gpus,
     ),
 ]
 GpuMemory = Annotated[

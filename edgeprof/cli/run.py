@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from ..measure.inputs import DEFAULT_INTERVAL_S
+from . import complete
 from .options import (
     AllowOverHost,
     AsRoot,
@@ -77,7 +78,8 @@ def run(
         str,
         typer.Option(
             help="When another run holds the cores a pinned run needs: wait (saying which "
-            "run holds them) or fail (exit 2)."
+            "run holds them) or fail (exit 2).",
+            autocompletion=complete.cores_busy,
         ),
     ] = "wait",
     memory: Annotated[
@@ -111,7 +113,8 @@ def run(
         str,
         typer.Option(
             help="stdout or stderr: where edgeprof's tables go; stderr leaves stdout the "
-            "workload's own (-- cat data.bin > copy.bin), as time(1) does."
+            "workload's own (-- cat data.bin > copy.bin), as time(1) does.",
+            autocompletion=complete.report_to,
         ),
     ] = "stdout",
     markdown: Annotated[Path | None, typer.Option(help="Also write a Markdown table here.")] = None,

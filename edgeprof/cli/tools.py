@@ -18,6 +18,7 @@ from .options import (
     EnvItems,
     GpuMemory,
     Gpus,
+    LocalBackendName,
     PredictionsFile,
 )
 
@@ -70,7 +71,7 @@ def bench(
         int,
         typer.Option(help="Runs per batch size (compare judges a change from 2 or more)."),
     ] = 1,
-    backend: Annotated[str, typer.Option(help="auto | cgroup | process")] = "auto",
+    backend: LocalBackendName = "auto",
     cpus: Annotated[str | None, typer.Option(help="CPU bandwidth in CPUs, e.g. 1.5.")] = None,
     cpuset: Annotated[str | None, typer.Option(help="CPUs to run on, e.g. 0-1,3.")] = None,
     cpu_period: CpuPeriod = None,

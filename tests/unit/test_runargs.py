@@ -172,6 +172,44 @@ def test_shell_completion_scripts_and_words() -> None:
     assert p.stdout.split() == ["--max-peak-memory"], p.stderr
 
 
+@pytest.mark.parametrize(
+    ("line", "want"),
+    [
+        # The shipped catalog's names (edgeprof/devices.yml), those starting with what was typed.
+        ("edgeprof run --device rpi5", ["rpi5-4gb", "rpi5-8gb"]),
+        ("edgeprof fit --device j", ["jetson-nano"]),
+        ("edgeprof run --backend ", ["auto", "cgroup", "docker", "process"]),
+        ("edgeprof bench --backend ", ["auto", "cgroup", "process"]),
+        ("edgeprof run --cores-busy ", ["wait", "fail"]),
+        ("edgeprof run --report-to stde", ["stderr"]),
+        ("edgeprof run --gpus ", ["all", "none"]),
+        ("edgeprof calibrate --form ", ["auto", "origin", "line", "power"]),
+        ("edgeprof layers profile --granularity b", ["blocks"]),
+        ("edgeprof layers profile --dtype float1", ["float16"]),
+        # A repeated option is the command's to refuse when it runs: completing the line, its
+        # error line had been offered as the completions.
+        ("edgeprof fit --memory 1g --memory 2g --max-m", ["--max-memory-need"]),
+    ],
+)
+def test_shell_completion_offers_an_options_values(line: str, want: list[str]) -> None:
+    """``run --device <TAB>`` had offered nothing (a CLI tester's)."""
+    cword = str(len(line.split()) - (0 if line.endswith(" ") else 1))
+    p = _complete({"_EDGEPROF_COMPLETE": "complete_bash", "COMP_WORDS": line, "COMP_CWORD": cword})
+    assert p.returncode == 0 and p.stdout.split() == want, p.stderr
+
+
+def test_completion_reads_the_devices_catalog_given_before(tmp_path: Path) -> None:
+    """``--devices FILE --device <TAB>``: FILE's names too; an unreadable one offers none, no
+    traceback into the shell."""
+    catalog = tmp_path / "c.yml"
+    catalog.write_text("devices:\n  my-board:\n    cores: 1\n    memory: 512m\n")
+    words = {"_EDGEPROF_COMPLETE": "complete_bash", "COMP_CWORD": "5"}
+    p = _complete({**words, "COMP_WORDS": f"edgeprof run --devices {catalog} --device my"})
+    assert p.returncode == 0 and p.stdout.split() == ["my-board"], p.stderr
+    p = _complete({**words, "COMP_WORDS": f"edgeprof run --devices {tmp_path}/no --device "})
+    assert (p.returncode, p.stdout.split(), p.stderr) == (0, [], "")
+
+
 @given(_command_lines())
 def test_to_words_writes_the_command_line_parse_reads_back(argv: list[str]) -> None:
     """What the Ray executor hands each part: the same parameters, whatever the form."""
