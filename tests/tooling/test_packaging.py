@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -50,9 +51,13 @@ def test_the_sdist_builds_a_wheel_that_runs_from_a_clean_venv(tmp_path: Path) ->
     # The wheel from the sdist alone: what it lacks (the helper's C source), the wheel lacks.
     _run([*PIP, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(sdist)])
     (wheel,) = wheels.glob("edgeprof-*.whl")
-    assert wheel.name.startswith(f"edgeprof-{edgeprof.__version__}-")
+    # One wheel for CPython 3.10 and later: the helper uses the limited API only (cffi's
+    # out-of-line API mode), so the wheel says so (setup.py's py_limited_api), not cp311-cp311.
+    platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    assert wheel.name == f"edgeprof-{edgeprof.__version__}-cp310-abi3-{platform}.whl"
     names = zipfile.ZipFile(wheel).namelist()
-    assert [n for n in names if n.startswith("edgeprof/backends/_cgstat") and n.endswith(".so")]
+    helpers = [n for n in names if n.startswith("edgeprof/backends/_cgstat") and n.endswith(".so")]
+    assert helpers == ["edgeprof/backends/_cgstat.abi3.so"]
     schemas = {f"edgeprof/{n}.schema.json" for n in ("result", "fit", "predictions")}
     assert {"edgeprof/devices.yml", "edgeprof/py.typed", *schemas} <= set(names)
     assert not [n for n in names if n.startswith(("tests/", "native/", "benchmarks/"))]
@@ -82,6 +87,40 @@ def test_the_sdist_builds_a_wheel_that_runs_from_a_clean_venv(tmp_path: Path) ->
     assert result["exit_code"] == 0 and result["edgeprof_version"] == edgeprof.__version__, (
         run.stdout
     )
+
+
+def test_the_sdist_holds_the_tests_docs_and_license_without_build_outputs(tmp_path: Path) -> None:
+    """A packager (Debian, conda-forge) builds and runs the tests from the sdist alone: it must
+    hold the test suite and what the tests read, the docs, the licence and the changelog (the
+    sdist held edgeprof/, native/, README.md and LICENSE only: 0 of tests/' 263 files), and none
+    of a working tree's build outputs."""
+    src = _source_copy(tmp_path)
+    # What a working tree holds after `make setup` and a test run, planted so that the
+    # exclusions are seen to work (_source_copy has left the real ones out).
+    planted = [
+        "edgeprof/backends/_cgstat.abi3.so",  # the compiled helper
+        "native/_cgstat.c",  # cffi's generated C
+        "tests/unit/__pycache__/test_units.cpython-311.pyc",
+    ]
+    for name in planted:
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_bytes(b"build output")
+    build = "import sys; from setuptools import build_meta as b; print(b.build_sdist(sys.argv[1]))"
+    dist = tmp_path / "dist"
+    sdist = dist / _run([sys.executable, "-c", build, str(dist)], cwd=src).stdout.split()[-1]
+    top = f"edgeprof-{edgeprof.__version__}/"
+    with tarfile.open(sdist) as tar:
+        names = {m.name.removeprefix(top) for m in tar.getmembers() if m.isfile()}
+    wanted = {"LICENSE", "CHANGELOG.md", "README.md", "Makefile", "mkdocs.yml", "action.yml"}
+    wanted |= {"pyproject.toml", "setup.py", "MANIFEST.in"}
+    for tree in ("tests", "docs", "examples", "benchmarks", "integrations", "native"):
+        files = [p for p in (src / tree).rglob("*") if p.is_file()]
+        assert files, tree
+        wanted |= {p.relative_to(src).as_posix() for p in files if p.suffix not in (".so", ".pyc")}
+    wanted -= set(planted)
+    assert sorted(wanted - names) == []
+    assert sorted(set(planted) & names) == []
+    assert not [n for n in names if n.endswith((".so", ".pyc")) or "__pycache__" in n]
 
 
 def test_install_without_a_compiler_falls_back_to_pure_python(tmp_path: Path) -> None:
