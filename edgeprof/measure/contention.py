@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..model import CpuStats
 from ..units import format_cpuset
 
 HELD_SHARE = 0.1
@@ -85,4 +86,72 @@ def contention_warning(
         f"other tasks on this host held the run off {where} for {others:.2f}s "
         f"({share:.0%} of its wall time){beyond}: its times are slower than {than} "
         "(run it on an idle host, or on --cpuset CPUs nothing else uses)"
+    )
+
+
+
+OWN_WAIT_SHARE = 0.1
+"""The least share of the run's uncontended wall time (its wall time less the time other
+tasks held it off its CPUs: :func:`held_by_others`) its own tasks waited for each other that
+:func:`threads_warning` warns of.  Measured under ``--cpus 1`` (one pinned core): a tester's
+onnxruntime model with ``intra_op_num_threads=4`` (5 tasks) waited 0.30–0.36 s of 0.40–0.45 s
+(``some``) and was held 0.04 s at most (``full``): 58 % or more, its p95 12.48 ms against
+605 µs with one thread (2 tasks).  Here, on a host whose other jobs held the core 72–81 % of
+the time: ``torch.set_num_threads(4)`` (7 tasks), 2000 matmuls of 256², waited for itself
+0.57 s of the 2.2–2.3 s it was not held off (25–26 %), p95 5.41 ms against 2.54 ms with 1
+thread (1 task, 0 s); a pool of 4 threads hashing (``hashlib``, the GIL released) that
+shared each of 100 iterations (5 tasks), 0.17 s of 0.24–0.25 s (67–69 %); the same work on
+1 pool thread (2 tasks: the main thread waits on the pool), 0.009–0.012 s of 0.24 s (4–5 %).
+A tenth, as :data:`HELD_SHARE`: twice the single pool thread's, under half the least
+oversubscribed run's.  Of the whole wall time, the contended figures had been 7 % and
+14–16 %: a busy host's holding hid the sign."""
+
+MIN_OWN_WAIT_S = 0.02
+"""Nor less than this, as :data:`MIN_HELD_S`."""
+
+
+def own_wait(wait_s: float | None, held_s: float | None) -> float | None:
+    """Time some of the run's tasks waited for a CPU while another of them ran:
+    ``cpu.pressure``'s ``some`` less ``full`` (``None`` without a pressure file).  Other tasks
+    holding all of the run's CPUs, and the quota's stalls, count in ``full`` too, so they are
+    not in it; on several CPUs, another task holding one of them while the run's thread runs
+    on another is (``some`` alone), which is why :func:`threads_warning` also asks for more
+    tasks than CPUs."""
+    if wait_s is None or held_s is None:
+        return None
+    return max(0.0, wait_s - held_s)
+
+
+def threads_warning(
+    tasks: int | None, cpus: int | None, wall_s: float, cpu: CpuStats, omp: str | None = None
+) -> str | None:
+    """The run's warning when it ran more tasks (processes and threads: ``pids_peak``) than
+    its ``cpus`` (the CPUs it was given; ``None``: no CPU limit) and they waited for each
+    other for :data:`OWN_WAIT_SHARE` of its uncontended wall time or more
+    (:func:`own_wait`); ``None`` otherwise, or where it cannot be told (no pressure file: the
+    process backend, Docker on cgroup v1).  ``omp``: the ``OMP_NUM_THREADS`` the run had.
+
+    The wait is the device's too (its cores are as few), so the figures are not wrong: the
+    thread count is.  edgeprof sets ``OMP_NUM_THREADS`` to the CPU count, but onnxruntime's
+    ``intra_op_num_threads`` and ``torch.set_num_threads`` do not read it, and choosing them
+    is what a user tuning threads does (a tester's 4-thread model on 1 CPU: nothing said)."""
+    own = own_wait(cpu.wait_s, cpu.held_s)
+    if tasks is None or cpus is None or own is None or tasks <= cpus:
+        return None
+    others = held_by_others(cpu.held_s, cpu.throttled_s) or 0.0
+    free = wall_s - others
+    if free <= 0 or own < max(MIN_OWN_WAIT_S, OWN_WAIT_SHARE * free):
+        return None
+    # Said of the whole wall time unless other tasks held the run off long enough to be
+    # warned of (the run's other warning): then of what they left, as tested.
+    share, of = own / wall_s, "its wall time"
+    if held_share(wall_s, cpu.held_s, cpu.throttled_s) is not None:
+        share, of = own / free, f"the {free:.2f}s other tasks did not hold it off its CPUs"
+    told = "" if omp is None else f"; they do not read OMP_NUM_THREADS, {omp} in this run"
+    return (
+        f"the run peaked at {tasks} tasks (processes and threads) on {cpus} CPU"
+        f"{'s' if cpus > 1 else ''}, and they waited for each other {own:.2f}s "
+        f"({share:.0%} of {of}): more threads than CPUs slow it here and on the device "
+        f"(set the framework's thread count to {cpus}: onnxruntime's "
+        f"SessionOptions.intra_op_num_threads, torch.set_num_threads({cpus}){told})"
     )

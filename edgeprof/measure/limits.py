@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ..backends import Backend
 from ..errors import LimitError
@@ -218,14 +218,29 @@ def thread_env(
     Thread pools size themselves from the visible cores, not from the CPU quota; an 8-thread
     pool throttled to one CPU is not how a one-core device behaves.
     """
+    n = thread_count(limits)
+    if n is None:
+        return {}
+    return {v: str(n) for v in THREAD_VARS if v not in inherited and v not in user}
+
+
+def thread_count(limits: Limits) -> int | None:
+    """The threads ``limits`` give CPUs for: ⌈cpus⌉, at most the cpuset's count (or that
+    count alone); ``None`` without a CPU limit."""
     n: int | None = None
     if limits.cpus is not None:
         n = math.ceil(limits.cpus)
     if limits.cpuset is not None:
         n = len(limits.cpuset) if n is None else min(n, len(limits.cpuset))
-    if n is None:
-        return {}
-    return {v: str(n) for v in THREAD_VARS if v not in inherited and v not in user}
+    return n
+
+
+def cpus_given(limits: Limits, allowed: Sequence[int]) -> int | None:
+    """The CPUs a run under ``limits`` (resolved) had for its threads at once:
+    :func:`thread_count`, at most the ``allowed`` CPUs (a ``--cpus 4`` allowed over a 2-CPU
+    host had 2); ``None`` without a CPU limit."""
+    n = thread_count(limits)
+    return None if n is None else min(n, len(allowed))
 
 
 def faster_than_device(

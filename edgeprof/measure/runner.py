@@ -24,6 +24,7 @@ from ..names import check_env, has_control
 from ..storage import DirLock, missing_dirs, prepare_out_dir, write_result
 from ..units import format_binary, parse_duration, parse_memory_limit
 from ..workload.instrument import GPU_MEMORY_ENV
+from .contention import threads_warning
 from .events import DOCKER_UNAVAILABLE, UNAVAILABLE_ENV, EventChannel
 from .gc import collect_before_run
 from .gpu_select import check_selection, given_gpus, open_watch, undenied_warning
@@ -43,6 +44,7 @@ from .leases import lease_cores
 from .limits import (
     allowed_cpus,
     cpu_period_us,
+    cpus_given,
     faster_than_device,
     host_memory,
     outer_room,
@@ -325,6 +327,7 @@ def profile(
                 )
                 if faster is not None:
                     result = dataclasses.replace(result, warnings=(*result.warnings, faster))
+            result = _warn_threads(result, spec, allowed, on_host)
             if out is not None:
                 _save(out / "result.json", result)
         if interrupts.received is not None and result.termination != Termination.INTERRUPTED:
@@ -335,6 +338,26 @@ def profile(
     finally:
         if watch is not None:
             watch.close()
+
+
+def _warn_threads(
+    result: RunResult, spec: RunSpec, allowed: Sequence[int], on_host: bool
+) -> RunResult:
+    """``result`` with :func:`~edgeprof.measure.contention.threads_warning`'s warning where
+    it ran more threads than its CPUs and they waited for each other."""
+    omp = spec.env.get("OMP_NUM_THREADS")
+    if omp is None and on_host:  # inherited: the workload has this process's environment
+        omp = os.environ.get("OMP_NUM_THREADS")
+    crowded = threads_warning(
+        result.pids_peak,
+        cpus_given(spec.limits, allowed),
+        result.wall_s,
+        result.cpu,
+        omp,
+    )
+    if crowded is None:
+        return result
+    return dataclasses.replace(result, warnings=(*result.warnings, crowded))
 
 
 def _save(path: Path, result: RunResult) -> None:

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from edgeprof.measure.contention import contention_warning, held_by_others
+from edgeprof import Limits, profile
+from edgeprof.measure.contention import contention_warning, held_by_others, threads_warning
+from edgeprof.model import Counters, CpuStats
+from tests.fakes import FakeBackend, Script, linear
 
 
 @pytest.mark.parametrize(
@@ -76,3 +79,114 @@ def test_a_repeats_warning_names_the_runs_it_is_about() -> None:
     assert "  warning: a warning\n" in text  # every run's: no number
     assert "  warning (run 2): held off, run 2's\n" in text
     assert "  warning (runs 2, 3): held off, 2 and 3\n" in text
+
+
+def _cpu(wait: float | None, held: float | None, throttled: float | None = 0.0) -> CpuStats:
+    return CpuStats(None, None, None, None, None, None, throttled, None, None, None, wait, held)
+
+
+# A tester's onnxruntime model with intra_op_num_threads=4 under --cpus 1: 5 tasks, some
+# 0.32 s and full 0.04 s of 0.42 s.
+ORT_T4 = (5, 1, 0.42, _cpu(0.32, 0.04))
+
+
+def test_more_threads_than_cpus_waiting_for_each_other_is_warned_with_the_fix() -> None:
+    w = threads_warning(*ORT_T4, omp="1")
+    assert w == (
+        "the run peaked at 5 tasks (processes and threads) on 1 CPU, and they waited for each "
+        "other 0.28s (67% of its wall time): more threads than CPUs slow it here and on the "
+        "device (set the framework's thread count to 1: onnxruntime's "
+        "SessionOptions.intra_op_num_threads, torch.set_num_threads(1); they do not read "
+        "OMP_NUM_THREADS, 1 in this run)"
+    )
+    two = threads_warning(7, 2, 1.0, _cpu(0.5, 0.05))
+    assert two is not None and two.startswith("the run peaked at 7 tasks (processes and threads)")
+    assert "on 2 CPUs, and they waited for each other 0.45s (45% of its wall time)" in two
+    assert two.endswith("torch.set_num_threads(2))")  # OMP_NUM_THREADS unknown: not named
+
+
+def test_a_busy_hosts_holding_is_taken_out_of_the_share() -> None:
+    """Measured here: torch.set_num_threads(4) under --cpus 1 while other jobs held the core
+    6.17 s of 8.43 s; its own threads' 0.57 s was 7 % of the wall, 25 % of the rest."""
+    w = threads_warning(7, 1, 8.432, _cpu(6.746, 6.173), omp="1")
+    assert w is not None
+    assert "waited for each other 0.57s (25% of the 2.26s other tasks did not hold it off" in w
+
+
+@pytest.mark.parametrize(
+    ("tasks", "cpus", "wall", "cpu"),
+    [
+        (2, 1, 1.036, _cpu(0.803, 0.791)),  # 1 pool thread, here: 0.012 s of 0.245 s (5 %)
+        (1, 1, 8.169, _cpu(6.036, 6.036)),  # single-threaded torch: never waited for itself
+        (1, 1, 0.42, _cpu(0.32, 0.04)),  # one task: whatever waited, it was not its threads
+        (5, None, 0.42, _cpu(0.32, 0.04)),  # no CPU limit
+        (5, 1, 0.42, _cpu(None, None)),  # the process backend
+        (5, 1, 0.42, _cpu(0.05, 0.04)),  # 0.01 s: under the least warned of
+        (5, 1, 0.42, _cpu(0.40, 0.40, 0.40)),  # the quota's stalls count in full too
+        (5, 1, 0.42, _cpu(0.42, 0.42)),  # held off the whole time: nothing left to share
+    ],
+)
+def test_no_warning_without_crowded_threads_or_the_figures(
+    tasks: int, cpus: int | None, wall: float, cpu: CpuStats
+) -> None:
+    assert threads_warning(tasks, cpus, wall, cpu) is None
+
+
+def test_the_threshold_is_a_tenth_of_the_uncontended_wall() -> None:
+    assert threads_warning(5, 1, 1.0, _cpu(0.30, 0.20, 0.0)) is not None  # 0.10 of 0.80
+    assert threads_warning(5, 1, 1.0, _cpu(0.27, 0.20, 0.0)) is None  # 0.07 of 0.80
+    # The quota's stalls are not others': they stay in the wall it is a share of.
+    assert threads_warning(5, 1, 1.0, _cpu(0.29, 0.20, 0.20)) is None  # 0.09 of 1.00
+    assert threads_warning(5, 1, 0.1, _cpu(0.035, 0.02, 0.0)) is None  # 0.015 s: too short
+
+
+def crowded(tasks: int) -> Script:
+    """A run of ``tasks`` tasks on too few CPUs: some task waits 70 % of the time, none of
+    them can run 5 % of it (other tasks), pids.peak ``tasks``."""
+    base = linear()
+
+    def script(t: float) -> Counters:
+        return base(t)._replace(
+            pids_current=tasks,
+            pids_peak=tasks,
+            cpu_some_us=int(t * 7e5),
+            cpu_full_us=int(t * 5e4),
+        )
+
+    return script
+
+
+def test_a_run_is_told_the_cpus_it_had_and_the_omp_it_was_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    r = profile(["sleep", "0.2"], Limits(cpus=1), backend=FakeBackend(crowded(5)), interval=0.05)
+    (w,) = [w for w in r.warnings if "waited for each other" in w]
+    assert w.startswith("the run peaked at 5 tasks (processes and threads) on 1 CPU, and")
+    assert w.endswith("torch.set_num_threads(1); they do not read OMP_NUM_THREADS, 1 in this run)")
+    # --cpus 4 allowed over a 2-CPU host had 2 CPUs: the thread count to set is 2.
+    r = profile(
+        ["sleep", "0.2"],
+        Limits(cpus=4),
+        backend=FakeBackend(crowded(5), cpus=(0, 1)),
+        interval=0.05,
+        allow_over_host=True,
+    )
+    (w,) = [w for w in r.warnings if "waited for each other" in w]
+    assert " on 2 CPUs, and " in w and "torch.set_num_threads(2)" in w
+    assert w.endswith("OMP_NUM_THREADS, 4 in this run)")
+    r = profile(
+        ["sleep", "0.2"],
+        Limits(cpus=2),
+        backend=FakeBackend(crowded(5), cpus=(0, 1)),
+        interval=0.05,
+        env={"OMP_NUM_THREADS": "3"},
+    )
+    assert any(w.endswith("OMP_NUM_THREADS, 3 in this run)") for w in r.warnings), r.warnings
+
+
+def test_a_run_without_cpu_limits_or_with_as_many_cpus_as_tasks_is_not_warned() -> None:
+    for limits, tasks in ((Limits(), 5), (Limits(cpus=2), 2)):
+        be = FakeBackend(crowded(tasks), cpus=(0, 1))
+        r = profile(["sleep", "0.1"], limits, backend=be, interval=0.05)
+        assert not [w for w in r.warnings if "waited for each other" in w], r.warnings
