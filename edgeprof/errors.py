@@ -29,6 +29,17 @@ class LimitError(ConfigError):
     """A limit that cannot be honoured on this host (``--cpus 4`` on 2 cores, ``--cpuset 7``)."""
 
 
+class CpusOverHost(LimitError):
+    """A ``cpus`` above the CPUs a run may use here: ``available`` lists them (their count is
+    the ``cpus`` that fits), so that a device's refusal can name it
+    (:func:`edgeprof.measure.limits.device_refusal`)."""
+
+    def __init__(self, message: str, cpus: float, available: tuple[int, ...]) -> None:
+        super().__init__(message)
+        self.cpus = cpus
+        self.available = available
+
+
 class CoresBusy(LimitError):
     """The cores a run needs are leased by other runs and ``cores_busy="fail"`` was asked
     (:mod:`edgeprof.measure.leases`)."""

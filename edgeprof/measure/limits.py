@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 from ..backends import Backend
-from ..errors import LimitError
+from ..errors import CpusOverHost, LimitError
 from ..model import CpuStats, Limits
 from ..units import (
     CFS_PERIOD_US,
@@ -116,14 +116,35 @@ def resolve(
             )
         over = limits.cpuset is None and limits.cpus > len(available)
         if over and not allow_over_host:
-            raise LimitError(
+            raise CpusOverHost(
                 f"--cpus {limits.cpus:g} exceeds the {len(available)} CPU(s) available here "
-                f"({avail}); {OVER_HOST_HINT}"
+                f"({avail}); {OVER_HOST_HINT}",
+                limits.cpus,
+                available,
             )
         if limits.cpuset is None and limits.cpus == int(limits.cpus) and not over:
             pinned = available[: int(limits.cpus)]
             return dataclasses.replace(limits, cpuset=pinned), True
     return limits, False
+
+
+def device_refusal(device: str, exc: LimitError, replaced: Sequence[str] = ()) -> LimitError:
+    """``exc``, a limit this host cannot honour, as ``device``'s (``replaced``: the options
+    that replaced the device's values).  A ``--cpus`` above the host's CPUs names ``--cpus
+    N``, their count, before ``--allow-over-host``: it replaces the device's CPUs alone, and
+    keeps its memory on CPUs the host has, as docs/usage.md does.  A tester's
+    ``--device coral-dev-board`` on 2 CPUs was told only of ``--allow-over-host``, whose run is
+    labelled ``cpus=4`` on 2 CPUs with ``OMP_NUM_THREADS=4``, and a library caller was not
+    told the device at all."""
+    if not isinstance(exc, CpusOverHost):
+        return LimitError(f"--device {device}: {exc}")
+    n = len(exc.available)
+    whose = "" if "--cpus" in replaced else " (the device's)"
+    return LimitError(
+        f"--device {device}: --cpus {exc.cpus:g}{whose} exceeds the {n} CPU(s) available "
+        f"here ({format_cpuset(exc.available)}); --cpus {n} replaces the device's CPUs and "
+        f"keeps its memory, or {OVER_HOST_HINT}"
+    )
 
 
 def over_host(

@@ -45,6 +45,7 @@ from .limits import (
     allowed_cpus,
     cpu_period_us,
     cpus_given,
+    device_refusal,
     faster_than_device,
     host_memory,
     outer_room,
@@ -201,9 +202,14 @@ def profile(
         work_dir = None if cwd is None else Path(cwd)
     allowed = allowed_cpus(be)
     memory, source = host_memory(be)
-    applied, auto_pinned = resolve(
-        limits, allowed, memory=memory, allow_over_host=allow_over_host, memory_source=source
-    )
+    try:
+        applied, auto_pinned = resolve(
+            limits, allowed, memory=memory, allow_over_host=allow_over_host, memory_source=source
+        )
+    except LimitError as exc:
+        if device is None:
+            raise
+        raise device_refusal(device, exc, device_replaced) from exc
     refused = be.limit_unavailable(applied)
     if refused is not None:
         raise LimitError(refused)

@@ -14,6 +14,7 @@ from ..backends import get_backend
 from ..errors import ConfigError, CoresBusy, LimitError
 from ..measure.gpu_select import check_gpus
 from ..measure.inputs import check_command
+from ..measure.limits import device_refusal
 from ..measure.privilege import workload_user
 from ..outfiles import keep_root
 from .plan import SweepPlan
@@ -32,7 +33,7 @@ def _limits_named(job: RunJob) -> Iterator[None]:
         raise  # the cores exist; other runs hold them
     except LimitError as exc:
         if job.device is not None:
-            raise LimitError(f"--device {job.device}: {exc}") from exc
+            raise device_refusal(job.device, exc, job.request.device_replaced) from exc
         # "--cpus 4: …", "--cpus/--cpuset: …" and "--memory: the process backend cannot …"
         origin = next((o for opt, o in job.limits_from if _names(str(exc), opt)), None)
         if origin is None:

@@ -544,8 +544,35 @@ def test_a_device_larger_than_the_host_is_named_in_one_line(
     assert main([*RUN, "--device", "huge", "--devices", str(cat), "--out", str(out), "--",
                  "true"]) == 2  # fmt: skip
     (line,) = capsys.readouterr().err.splitlines()  # refused before any warning is said
-    assert line.startswith("edgeprof: error: --device huge: --cpus 4096 exceeds the ")
+    # The way to keep the device's memory on this host's CPUs is named first (a tester's
+    # coral-dev-board on 2 CPUs was told only --allow-over-host).
+    assert line == (
+        "edgeprof: error: --device huge: --cpus 4096 (the device's) exceeds the 2 CPU(s) "
+        "available here (0-1); --cpus 2 replaces the device's CPUs and keeps its memory, or "
+        "--allow-over-host to run anyway"
+    )
     assert not out.exists()
+    assert main([*RUN, "--device", "huge", "--devices", str(cat), "--cpus", "3", "--", "true"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()  # the user's --cpus is not the device's
+    assert line.startswith("edgeprof: error: --device huge: --cpus 3 exceeds the 2 CPU(s) ")
+    args = ["--device", "huge", "--devices", str(cat), "--cpus", "2", "--out", str(out)]
+    assert main([*RUN, *args, "--", "true"]) == 0  # as it says
+    r = read_result(out / "result.json")
+    assert (r.limits.cpus, r.limits.memory, r.device_replaced) == (2, 2**30, ("--cpus",))
+
+
+def test_a_library_refusal_of_a_devices_cpus_names_the_device(tmp_path: Path) -> None:
+    import edgeprof
+    from tests.fakes import FakeBackend
+
+    cat = _catalog(tmp_path, "  huge:\n    cores: 4096\n    memory: 1g\n    speed: 1\n")
+    with pytest.raises(edgeprof.LimitError) as over:
+        edgeprof.profile(["true"], backend=FakeBackend(), device="huge", devices=cat)
+    assert str(over.value) == (
+        "device huge: cpus 4096 (the device's) exceeds the 2 CPU(s) available here (0-1); "
+        "cpus 2 replaces the device's CPUs and keeps its memory, or allow_over_host=True to "
+        "run anyway"
+    )
 
 
 def test_devices_command_lists_the_catalog(
