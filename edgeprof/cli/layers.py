@@ -14,7 +14,14 @@ from typer.core import TyperGroup
 
 from . import complete
 from .app import exit_code
-from .options import AllowOverHost, CpuPeriod, DeviceName, DevicesFile, LocalBackendName
+from .options import (
+    AllowOverHost,
+    CpuPeriod,
+    DeviceName,
+    DevicesFile,
+    LocalBackendName,
+    one_setting,
+)
 
 # The library (yaml, the layer results) loads in the commands: `import edgeprof.cli` and the
 # other commands do not pay for it.
@@ -133,6 +140,7 @@ def profile_cmd(
     from ..report.results import print_table
     from ..storage import check_writable
 
+    one_setting("layers profile", cpus, memory, sweep=False)
     request = make_request(
         factory,
         input_shape or [],

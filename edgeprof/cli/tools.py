@@ -20,6 +20,7 @@ from .options import (
     Gpus,
     LocalBackendName,
     PredictionsFile,
+    one_setting,
 )
 
 
@@ -118,6 +119,7 @@ def bench(
     from ..units import named, parse_memory_limit
     from .outcome import runs_exit_code
 
+    one_setting("bench", cpus, memory, sweep=True)
     sizes = parse_batch_sizes(batch_size)
     with named("--interval"):  # the runner's errors name no option
         parse_times(interval, None)

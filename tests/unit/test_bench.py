@@ -90,6 +90,49 @@ def test_a_name_the_source_lacks_is_refused_before_any_run(
         assert check_target("dyn.py:anything", model_dir, loader="any") == ("dyn.py", "anything")
 
 
+@pytest.mark.parametrize(
+    ("command", "args", "said"),
+    [
+        (
+            ["bench", "tiny_model:infer"],
+            ["--cpus", "1,2"],
+            "--cpus 1,2: edgeprof bench takes one CPU setting: bench once per value (--cpus 1, "
+            "then --cpus 2), or sweep them with edgeprof run --cpus 1,2 -- COMMAND",
+        ),
+        (
+            ["bench", "tiny_model:infer"],
+            ["--memory", "512m, 1g"],
+            "--memory 512m, 1g: edgeprof bench takes one memory limit: bench once per value "
+            "(--memory 512m, then --memory 1g), or sweep them with edgeprof run --memory "
+            "512m,1g -- COMMAND",
+        ),
+        (
+            ["layers", "profile", "m:build"],
+            ["--cpus", "0.5,1,2"],
+            "--cpus 0.5,1,2: edgeprof layers profile takes one CPU setting: profile once per "
+            "value (--cpus 0.5, then --cpus 1)",
+        ),
+    ],
+)
+def test_a_list_of_settings_says_the_command_takes_one(
+    model_dir: Path,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    command: list[str],
+    args: list[str],
+    said: str,
+) -> None:
+    """``bench --cpus 1,2`` had said "invalid CPU count '1,2': expected a number such as 1.5"
+    (a tester's), where ``run --cpus 1,2`` sweeps and ``fit`` says it takes one."""
+    out = tmp_path / "o"
+    argv = [*command, "--backend", "fake", *args, "--cwd", str(model_dir), "--out", str(out)]
+    if command[0] == "layers":
+        argv = [*command, "--backend", "fake", *args, "-o", str(out)]
+    assert main(argv) == 2
+    assert capfd.readouterr().err == f"edgeprof: error: {said}\n"
+    assert not out.exists()
+
+
 def test_bench_runs_one_profiled_run_per_batch_size(model_dir: Path) -> None:
     be = FakeBackend()
     results = bench(
