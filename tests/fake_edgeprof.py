@@ -8,8 +8,8 @@ Test-only: users have no switch that offers the fake.  Needs the checkout on ``P
 from __future__ import annotations
 
 from edgeprof.backends import register_backend
-from edgeprof.cli import main
+from edgeprof.cli import entry
 from tests.fakes import FakeBackend
 
 register_backend("fake", FakeBackend)
-raise SystemExit(main())
+entry()

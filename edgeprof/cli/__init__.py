@@ -14,6 +14,9 @@ annotation).  A plain ``run`` command line does without typer altogether
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sys
 
 from ..version import __version__
@@ -39,11 +42,82 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 """Command name → (module of :mod:`edgeprof.cli`, the function or sub-app in it)."""
 
-__all__ = ["COMMANDS", "EXIT_BUDGET", "EXIT_ERROR", "EXIT_INTERRUPTED", "main"]
+__all__ = ["COMMANDS", "EXIT_BUDGET", "EXIT_ERROR", "EXIT_INTERRUPTED", "entry", "main"]
+
+
+def entry() -> None:
+    """The ``edgeprof`` program (``python -m edgeprof`` too): :func:`main`'s exit code, or,
+    when a stop signal interrupted it, one line saying so and then death by that signal,
+    once every output is written.
+
+    A shell tells a child that handled Ctrl-C and went on from one that stopped by how it
+    ended (wait-and-cooperative-exit: https://www.cons.org/cracauer/sigint.html): exit 130
+    is the former, so ``for m in a b c; do edgeprof run …; done`` had run b and c after a
+    Ctrl-C in a, and exited 0 (a tester's).  Dying by SIGINT stops the loop, as plain
+    ``python3`` does; SIGTERM is 143 to a shell, SIGHUP 129.  A signal whose default also
+    dumps core (SIGQUIT, SIGXCPU) ends it with 130, as before: no core file of a clean end.
+    :func:`main` itself returns 130 (a library caller's process is not edgeprof's to end).
+    """
+    try:
+        code = main()
+    except KeyboardInterrupt:  # before main's guard: Ctrl-C in the first ~0.1 s (imports)
+        code = EXIT_INTERRUPTED
+        stopped: int | None = signal.SIGINT
+    else:
+        interrupts = sys.modules.get("edgeprof.measure.interrupts")
+        stopped = None if interrupts is None else interrupts.stopped_by()
+    if stopped is not None:
+        _die_by(stopped, code)
+    raise SystemExit(code)
+
+
+_CORE = frozenset({signal.SIGQUIT, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGSYS})
+"""Stop signals whose default action dumps core: not re-raised (see :func:`entry`)."""
+
+
+def _die_by(sig: int, code: int) -> None:
+    """One line, the buffered output flushed, then the default action of ``sig``."""
+    with _quiet():
+        print(f"edgeprof: interrupted ({signal.Signals(sig).name})", file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        with _quiet():
+            if stream is not None:
+                stream.flush()
+    if sig in _CORE or code != EXIT_INTERRUPTED:
+        return  # a code of its own: a failed run's, an error's (2), a regression's (3)
+    # Any other signal is held while edgeprof dies: only the one it got is delivered.
+    signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals() - {sig})
+    signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+    os.kill(os.getpid(), sig)
+
+
+def _quiet() -> contextlib.AbstractContextManager[None]:
+    """A terminal gone, a closed stream: nothing left to say it on."""
+    return contextlib.suppress(OSError, ValueError, AttributeError)
+
+
+def _reopen_closed_stderr() -> None:
+    """A closed standard error (``2>&-``) as ``/dev/null``: Python makes ``sys.stderr``
+    ``None``, and ``run --json``, every sweep and ``bench --json`` had failed on its
+    ``fileno()`` or ``isatty()`` before anything ran (exit 1, no message).  Descriptor 2 is
+    taken too, so that no file edgeprof opens becomes descriptor 2 (where a C library's
+    message would land in it)."""
+    if sys.stderr is not None:
+        return
+    try:
+        os.fstat(2)
+    except OSError:  # closed: /dev/null there (else its stream below)
+        fd = os.open(os.devnull, os.O_WRONLY)
+        if fd != 2:
+            os.dup2(fd, 2)
+            os.close(fd)
+    sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115 (the process's, never closed)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: every edgeprof error and usage error is one line on stderr, exit 2."""
+    _reopen_closed_stderr()
     args = sys.argv[1:] if argv is None else list(argv)
     if args == ["--version"]:  # the app's eager option prints the same line
         from .outcome import guarded  # its standard output too: ">/dev/full" is one line

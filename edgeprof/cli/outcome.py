@@ -9,9 +9,16 @@ Exit codes: the workload's own (128+N when killed by signal N, as a shell report
 being the more basic failure (the budget checks are still printed and written).
 
 Standard output that goes away is an outcome too (:class:`_Stdout`): a reader that leaves
-(``edgeprof run … | head -1``: a broken pipe) changes nothing, the command finishes and
-exits with its own code; any other failure to write it (``>/dev/full``) is one error line,
-exit 2; a closed one (``>&-``) is written nowhere.
+(``edgeprof run … | head -1``: a broken pipe) or a terminal that is gone (EIO: its window
+closed) changes nothing, the command finishes and exits with its own code; any other
+failure to write it (``>/dev/full``) is one error line, exit 2; a closed one (``>&-``) is
+written nowhere.  Standard error is held the same way, minus the error line (it would have
+nowhere to go): writing to the terminal never stops the writing of the files.
+
+A stop signal (Ctrl-C, SIGTERM, a closed terminal's SIGHUP …) ends the command as
+interrupted, 130, once every output is written (:class:`~edgeprof.measure.interrupts.
+CommandGuard`: the first signal stops the work, later ones are held); the command line then
+dies by that signal (:func:`edgeprof.cli.entry`).
 """
 
 from __future__ import annotations
@@ -61,14 +68,21 @@ def runs_exit_code(results: Sequence[RunResult], breached: bool = False) -> int:
 
 def guarded(command: Callable[[], int]) -> int:
     """``command``'s exit code; edgeprof's errors as one line on stderr (2), an interruption
-    of edgeprof itself as 130; standard output as :class:`_Stdout` makes it."""
+    of edgeprof itself as 130; standard output as :class:`_Stdout` makes it, standard error
+    held the same way."""
+    from ..measure.interrupts import CommandGuard
+
     out = _Stdout(sys.stdout)
+    err = _Stdout(sys.stderr, "standard error")
     saved, sys.stdout = sys.stdout, cast(TextIO, out)
+    saved_err, sys.stderr = sys.stderr, cast(TextIO, err)
     try:
         try:
-            code = command()
+            with CommandGuard():
+                code = command()
         finally:
             out.flush()  # what is still buffered fails here, not at the interpreter's exit
+            err.flush()
     except EdgeprofError as exc:
         _show_measured(exc)
         # printable: a message quotes what it was given (a program's name, a file's key), and
@@ -78,10 +92,11 @@ def guarded(command: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     finally:
-        sys.stdout = saved
+        sys.stdout, sys.stderr = saved, saved_err
     if out.failure is not None:
         why = out.failure.strerror or out.failure
-        print(f"edgeprof: error: cannot write to standard output: {why}", file=sys.stderr)
+        line = f"edgeprof: error: cannot write to standard output: {why}"
+        print(line, file=cast(TextIO, err))  # a terminal gone from under it: dropped
         return EXIT_ERROR
     return code
 
@@ -96,6 +111,10 @@ def _show_measured(exc: EdgeprofError) -> None:
         from ..report.results import print_table
 
         print_table([exc.result], sys.stderr)
+
+
+_GONE = (errno.EPIPE, errno.EIO)
+"""A reader that left: a pipe's (``| head -1``), a closed terminal's."""
 
 
 class _Stdout:
@@ -114,10 +133,19 @@ class _Stdout:
     Once a write has failed, the descriptor is pointed at ``/dev/null``, as Python's docs on
     SIGPIPE advise: whatever the interpreter still holds is flushed there at exit, not into
     a second error ("Exception ignored … BrokenPipeError", exit 120).  CPython 3.11 here
-    drops a buffer whose flush failed, so this is for the interpreters that keep it."""
+    drops a buffer whose flush failed, so this is for the interpreters that keep it.
 
-    def __init__(self, stream: TextIO | None) -> None:
+    A terminal that is gone is a reader that left too: writing to a pty whose window was
+    closed fails with EIO, and had ended a run that SIGHUP interrupted with exit 1 and a
+    sweep without its ``runs.csv``, ``cells.csv``, ``report.md``, ``--markdown`` and
+    ``--junit`` (a tester's, closing a pty's master mid-run).
+
+    Standard error (``name``) is held the same way (its rich progress, its ``edgeprof:``
+    lines): it had no guard, and EIO there crashed the command before its files."""
+
+    def __init__(self, stream: TextIO | None, name: str = "standard output") -> None:
         self._stream = stream
+        self._name = name
         self._dropped = stream is None
         self.failure: OSError | None = None
         """The first error other than a broken pipe."""
@@ -146,7 +174,7 @@ class _Stdout:
 
     def fileno(self) -> int:
         if self._stream is None:
-            raise io.UnsupportedOperation("standard output is closed")
+            raise io.UnsupportedOperation(f"{self._name} is closed")
         return self._stream.fileno()
 
     def __getattr__(self, name: str) -> Any:  # encoding, errors, buffer …: the stream's
@@ -154,7 +182,7 @@ class _Stdout:
 
     def _drop(self, exc: OSError) -> None:
         self._dropped = True
-        if exc.errno != errno.EPIPE and self.failure is None:
+        if exc.errno not in _GONE and self.failure is None:
             self.failure = exc
         with contextlib.suppress(AttributeError, OSError, ValueError):  # no descriptor: none
             fd = cast(TextIO, self._stream).fileno()

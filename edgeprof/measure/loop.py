@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -132,10 +133,12 @@ def run_loop(
                     # been in its wall time (100 ms for a daemon left behind), and samples
                     # taken in it had been before its end.
                     wall = (time.monotonic() if run.ended is None else run.ended) - run.started
-                except (KeyboardInterrupt, Interrupted):
+                except (KeyboardInterrupt, Interrupted) as exc:
                     interrupted = True
-                    wall = time.monotonic() - run.started
                     status = None
+                    if not deadline.passed:  # a timeout's grace is already under way
+                        status = _stop_gently(run, kill_grace, interrupts, exc, warnings)
+                    wall = (time.monotonic() if run.ended is None else run.ended) - run.started
                     if deadline.passed:
                         # The interrupt won the ending, but the run had already timed out: a
                         # tester's SIGTERM-ignoring workload, interrupted in the grace, had
@@ -249,6 +252,40 @@ class _Deadline:
     interrupt during the kill grace still knows."""
 
     passed = False
+
+
+def _stop_gently(
+    run: RunHandle,
+    grace: float,
+    interrupts: SignalGuard,
+    exc: BaseException,
+    warnings: list[str],
+) -> int | None:
+    """An interrupted run's workload asked to stop as a timeout's is (SIGTERM to every
+    process of the run) and given ``grace`` to do so, its exit status then (``None``: still
+    running, to be killed).  A second stop signal kills it at once.
+
+    The signal edgeprof got is said in the result's warnings.  Measured before: a Ctrl-C
+    SIGKILLed the workload at once, so a workload that traps SIGINT or SIGTERM to save a
+    checkpoint never ran its handler, and the result said ``exit_code 137`` of a workload
+    that had printed its own KeyboardInterrupt (a tester's)."""
+    signum = exc.args[0] if isinstance(exc, Interrupted) and exc.args else signal.SIGINT
+    name = signal.Signals(signum).name
+    run.terminate()
+    try:
+        with interrupts.armed(seen=1):
+            status = run.wait(grace)
+    except (KeyboardInterrupt, Interrupted):
+        warnings.append(f"edgeprof got {name}, then another stop signal: the run was killed")
+        return None
+    if status is None:
+        warnings.append(
+            f"edgeprof got {name}: the run was sent SIGTERM and killed after the "
+            f"{grace:g}s grace"
+        )
+    else:
+        warnings.append(f"edgeprof got {name}: the run was sent SIGTERM and ended in the grace")
+    return status
 
 
 def _wait(run: RunHandle, timeout: float | None, grace: float, deadline: _Deadline) -> int | None:

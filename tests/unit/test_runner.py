@@ -149,7 +149,10 @@ def test_workload_sigterm_to_edgeprof_interrupts_the_run(sig: str) -> None:
     r = profile(["sh", "-c", script], backend=fake(), interval=0.01)
     assert time.monotonic() - t < SLEEP_S / 2
     assert r.termination is Termination.INTERRUPTED
-    assert r.signal == 9 and r.exit_code == 137  # killed by edgeprof's clean-up
+    # Asked to stop as a timeout's run is (sh dies by the SIGTERM), within the grace.
+    assert r.signal == 15 and r.exit_code == 143
+    name = signal.Signals[f"SIG{sig}"].name
+    assert f"edgeprof got {name}: the run was sent SIGTERM and ended in the grace" in r.warnings
 
 
 def test_a_signal_while_the_result_is_written_still_leaves_it_then_stops(
@@ -201,7 +204,7 @@ def test_keyboard_interrupt_is_a_result() -> None:
     be = InterruptingBackend()
     r = profile(["sleep", "5"], backend=be, interval=0.01)
     assert r.termination is Termination.INTERRUPTED
-    assert r.exit_code == 137
+    assert r.exit_code == 143  # sleep's own end at the SIGTERM edgeprof passed on
     assert r.wall_s >= 0.05
     assert not [w for w in r.warnings if "timed out" in w]
 
@@ -655,3 +658,40 @@ def test_profilers_and_runtimes_signals_are_never_taken_over() -> None:
         assert signal.getsignal(signal.SIGXCPU) is not signal.SIG_DFL  # `ulimit -t`'s: taken
     assert signal.getsignal(signal.SIGXCPU) is signal.SIG_DFL
 
+
+
+def test_an_interrupted_workload_runs_its_own_clean_up(tmp_path: Path) -> None:
+    """Ctrl-C had SIGKILLed the workload at once: a handler that saves a checkpoint never
+    ran, and the result said 137 (a tester's).  It is sent SIGTERM, as a timeout's is, and
+    its own end is the result's."""
+    done = tmp_path / "cleanup.done"
+    script = f"trap 'echo saved > {done}; exit 3' TERM; sleep 0.2; kill -INT $PPID; "
+    script += "while :; do sleep 0.02; done"
+    r = profile(["sh", "-c", script], backend=fake(), interval=0.01, kill_grace=30)
+    assert r.termination is Termination.INTERRUPTED
+    assert (r.exit_code, r.signal) == (3, None)
+    assert done.read_text() == "saved\n"
+    assert "edgeprof got SIGINT: the run was sent SIGTERM and ended in the grace" in r.warnings
+
+
+def test_a_second_stop_signal_kills_the_interrupted_workload_at_once() -> None:
+    """A workload that ignores SIGTERM, and Ctrl-C pressed twice: killed at the second, not
+    after the 30 s grace."""
+    twice = "sleep 0.2; kill -INT $PPID; " * 2
+    script = f"trap '' TERM; {twice}sleep {SLEEP_S}"
+    t = time.monotonic()
+    r = profile(["sh", "-c", script], backend=fake(), interval=0.01, kill_grace=30)
+    assert time.monotonic() - t < SLEEP_S / 2
+    assert (r.termination, r.exit_code, r.signal) == (Termination.INTERRUPTED, 137, 9)
+    assert "edgeprof got SIGINT, then another stop signal: the run was killed" in r.warnings
+
+
+def test_a_workload_that_ignores_sigterm_is_killed_after_the_grace() -> None:
+    script = f"trap '' TERM; sleep 0.2; kill -TERM $PPID; sleep {SLEEP_S}"
+    t = time.monotonic()
+    r = profile(["sh", "-c", script], backend=fake(), interval=0.01, kill_grace=0.3)
+    assert 0.45 < time.monotonic() - t < SLEEP_S / 2
+    assert (r.termination, r.exit_code) == (Termination.INTERRUPTED, 137)
+    assert "edgeprof got SIGTERM: the run was sent SIGTERM and killed after the 0.3s grace" in (
+        r.warnings
+    )

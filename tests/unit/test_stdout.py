@@ -83,6 +83,35 @@ def test_a_closed_standard_output_takes_nothing(
     assert capsys.readouterr().err == WROTE and sys.stdout is None
 
 
+class _DeadTerminal(_Failing):
+    """A terminal whose window was closed: every write fails with EIO."""
+
+    def __init__(self) -> None:
+        super().__init__(OSError(errno.EIO, os.strerror(errno.EIO)))
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_closed_terminal_loses_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pty whose master was closed mid-sweep: EIO from the rich progress (stderr) and the
+    tables (stdout).  Measured before: exit 1 from rich's ``__exit__``, and no runs.csv,
+    cells.csv, report.md, --markdown nor --junit file (a tester's)."""
+    monkeypatch.chdir(tmp_path)
+    out, err = _DeadTerminal(), _DeadTerminal()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    args = ["run", "--backend", "fake", "--out", "s", "-m", "a,b", "--markdown", "s.md"]
+    assert main([*args, "--junit", "s.xml", "--", "true"]) == 0
+    assert {"runs.csv", "cells.csv", "report.md", "sweep.json"} <= {
+        p.name for p in (tmp_path / "s").iterdir()
+    }
+    assert (tmp_path / "s.md").is_file() and (tmp_path / "s.xml").is_file()
+    assert (out.writes, err.writes) == (1, 1)  # the rest was not tried
+
+
 LAUNCHER = REPO / "tests" / "fake_edgeprof.py"  # edgeprof's CLI with the fake registered
 
 

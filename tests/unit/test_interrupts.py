@@ -1,0 +1,146 @@
+"""Stop signals to the edgeprof command line (:mod:`edgeprof.measure.interrupts`,
+:func:`edgeprof.cli.entry`): it dies by the signal it got, once its outputs are written, so
+a shell loop stops; later signals are held until then; a closed standard error is no
+crash.  In the process, and through the tests' CLI (the fake backend) in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from edgeprof.cli import main
+from edgeprof.measure import interrupts
+from edgeprof.measure.interrupts import CommandGuard, SignalGuard
+
+REPO = Path(__file__).resolve().parents[2]
+LAUNCHER = REPO / "tests" / "fake_edgeprof.py"  # edgeprof's program with the fake backend
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def test_the_first_stop_signal_stops_the_command_and_later_ones_are_held() -> None:
+    with CommandGuard():
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler raises here
+        for _ in range(5):  # a burst: Ctrl-C pressed again while the outputs are written
+            os.kill(os.getpid(), signal.SIGINT)
+        assert interrupts.stopped_by() == signal.SIGTERM
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # given back
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_a_runs_guard_takes_the_signals_over_from_the_commands() -> None:
+    """SIGUSR1 at the command guard (where its default was) is the run's during the run, so
+    it ends the wait as ``interrupted`` rather than raise in the middle of the result."""
+    with CommandGuard() as command:
+        usr1 = signal.getsignal(signal.SIGUSR1)
+        with SignalGuard() as run:
+            os.kill(os.getpid(), signal.SIGUSR1)  # outside the wait: recorded only
+            assert (run.received, run.count) == (signal.SIGUSR1, 1)
+        assert signal.getsignal(signal.SIGUSR1) == usr1
+        assert command.count == 0 and interrupts.stopped_by() == signal.SIGUSR1
+        os.kill(os.getpid(), signal.SIGINT)  # held: the command was already stopped
+    assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL
+
+
+def test_signals_while_the_outputs_are_written_lose_none_of_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGINT ×6 5–20 ms apart had written result.json but no --markdown nor --junit file,
+    and no line said so (a tester's)."""
+    import edgeprof.report.run as report_run
+    from edgeprof.report.files import write_markdown as real
+
+    def after_a_burst(*args: object, **kwargs: object) -> None:
+        for _ in range(3):
+            os.kill(os.getpid(), signal.SIGINT)
+        real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(report_run, "write_markdown", after_a_burst)
+    monkeypatch.chdir(tmp_path)
+    script = "sleep 0.1; kill -INT $PPID; sleep 30"
+    args = ["run", "--backend", "fake", "--interval", "0.01", "--out", "o"]
+    rc = main([*args, "--markdown", "o.md", "--junit", "o.xml", "--", "sh", "-c", script])
+    assert rc == 130
+    assert interrupts.stopped_by() == signal.SIGINT
+    assert {p.name for p in tmp_path.iterdir()} == {"o", "o.md", "o.xml"}
+    assert "interrupted" in (tmp_path / "o.md").read_text()
+    err = capsys.readouterr().err
+    assert "edgeprof: wrote o.md\n" in err and "edgeprof: wrote o.xml\n" in err
+
+
+def _start(script: str, tmp_path: Path) -> subprocess.Popen[str]:
+    """``script`` in bash, ``$L`` the tests' edgeprof, in a new session (its own group)."""
+    return subprocess.Popen(
+        ["bash", "-c", script],
+        cwd=tmp_path,
+        env={**ENV, "L": f"{sys.executable} {LAUNCHER}"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _when_ready(proc: subprocess.Popen[str], ready: Path) -> None:
+    deadline = time.monotonic() + 60
+    while not ready.exists():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+RUN = "$L run --backend fake --interval 0.01 --out o_$m -- sh -c 'touch ready; sleep 30'"
+
+
+def test_ctrl_c_stops_a_shell_loop_over_runs(tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT to the foreground group: bash and edgeprof) in the first of three
+    runs.  Measured before: edgeprof exited 130, so bash took the interrupt as handled and
+    ran b and c, and the loop exited 0; plain python3 stops it, and so does edgeprof now."""
+    loop = f'for m in a b c; do {RUN}; echo "end $m rc=$?"; done; echo finished'
+    proc = _start(loop, tmp_path)
+    _when_ready(proc, tmp_path / "ready")
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGINT  # bash died by it too: nothing after a
+    assert "interrupted (143)" in out  # a's table: the workload was sent SIGTERM
+    assert "end a" not in out and "finished" not in out
+    assert err.endswith("edgeprof: interrupted (SIGINT)\n")
+    assert (tmp_path / "o_a" / "result.json").is_file()
+    assert not (tmp_path / "o_b").exists()
+
+
+@pytest.mark.parametrize(("sig", "shell_rc"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_sigterm_ends_it_by_sigterm_after_its_result(
+    tmp_path: Path, sig: signal.Signals, shell_rc: int
+) -> None:
+    """A CI runner's cancel: the shell reads 143 (it had read 130, which it cannot tell from a
+    workload's own Ctrl-C), with result.json written first."""
+    proc = _start(f"m=a; {RUN} & echo $! > pid; wait $!; echo rc=$?", tmp_path)
+    _when_ready(proc, tmp_path / "ready")
+    os.kill(int((tmp_path / "pid").read_text()), sig)
+    out, err = proc.communicate(timeout=60)
+    assert out.splitlines()[-1] == f"rc={shell_rc}"
+    assert f"edgeprof: interrupted ({sig.name})\n" in err  # then bash's own "Hangup"
+    assert '"termination": "interrupted"' in (tmp_path / "o_a" / "result.json").read_text()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        "run --backend fake --out o --json -- true",  # to stderr: stderr.fileno()
+        "run --backend fake --out o -m a,b -- true",  # a sweep's progress: stderr.isatty()
+    ],
+)
+def test_a_closed_standard_error_runs_the_command(tmp_path: Path, args: str) -> None:
+    """``2>&-``: exit 1 with no message and nothing run, measured before (AttributeError on
+    ``None.fileno()`` and ``None.isatty()``)."""
+    proc = _start(f"$L {args} 2>&-; echo rc=$?", tmp_path)
+    out, err = proc.communicate(timeout=60)
+    assert out.splitlines()[-1] == "rc=0" and err == ""
+    assert (tmp_path / "o").is_dir()
