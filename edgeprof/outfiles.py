@@ -188,7 +188,10 @@ def _check_name(path: Path, dir_fd: int) -> None:
 
 
 def make_dirs(path: Path) -> Path:
-    """Create ``path`` and its missing parents (each handed to the sudo user); ``path``."""
+    """Create ``path`` and its missing parents (each handed to the sudo user); ``path``.
+    Nothing is made under :data:`KERNEL_TREES`: ``--out /sys/fs/cgroup/cpu/x/a/b`` had
+    made three cgroups before its ``result.json`` was refused (a security review's)."""
+    check_not_kernel(path)
     with _directory(path, create=True):
         return path
 
@@ -197,6 +200,16 @@ KERNEL_TREES = (Path("/proc"), Path("/sys"))
 """The kernel's own files: a write there is a setting (``/sys/kernel/mm/…``) or is refused
 only once the run is over (``/proc/self/attr/current``: EINVAL from the append, after the
 workload had run; root passes every check of the directory there)."""
+
+
+def check_not_kernel(path: Path) -> None:
+    """Refuse ``path`` (a file or a directory, made or not) where it resolves, through every
+    link, into :data:`KERNEL_TREES`: one :class:`ConfigError` line, before anything is made
+    there."""
+    real = Path(os.path.realpath(path))
+    for tree in KERNEL_TREES:
+        if real == tree or tree in real.parents:
+            raise ConfigError(f"cannot write {path}: {tree} holds the kernel's files, not outputs")
 
 
 def check_name_text(path: Path, action: str = "write") -> None:
@@ -265,10 +278,7 @@ def check_target(path: Path) -> None:
     not an error: it is created, by :func:`make_dirs`, when the file is written.  Every
     refusal is one :class:`ConfigError` line."""
     check_name_text(path)
-    real = Path(os.path.realpath(path))
-    for tree in KERNEL_TREES:
-        if real == tree or tree in real.parents:
-            raise ConfigError(f"cannot write {path}: {tree} holds the kernel's files, not outputs")
+    check_not_kernel(path)
     try:
         with _directory(path.parent) as d:
             _check_name(path, d)
@@ -336,10 +346,27 @@ def remove_files(directory: Path, names: Iterable[str]) -> list[str]:
     return removed
 
 
+def probe(directory: Path) -> None:
+    """Create a file of a name no one else uses in ``directory`` (``O_EXCL``, 8 random
+    bytes) and remove it at the directory's descriptor: the proof that it takes new files,
+    which never touches a file of someone else's.  The probe had been
+    ``.edgeprof-probe-<pid>``, opened without ``O_EXCL`` and unlinked by its path: a user's
+    file of that name was deleted (a security review's)."""
+    check_not_kernel(directory)
+    with _directory(directory) as d:
+        name = f".edgeprof-probe-{os.urandom(8).hex()}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        os.close(os.open(name, flags, 0o600, dir_fd=d))
+        os.unlink(name, dir_fd=d)
+
+
 def open_file(path: Path, *, append: bool = False) -> int:
     """A write descriptor of ``path`` (``O_CLOEXEC``), created if missing, emptied unless
     ``append``; refused (:class:`UnsafeOutput`) when the name is a link, not a plain file,
-    or a file with other hard links (root would write through it into another file)."""
+    or a file with other hard links (root would write through it into another file), and
+    (:class:`ConfigError`) under :data:`KERNEL_TREES`, whose files take writes as settings
+    (``$GITHUB_STEP_SUMMARY=/proc/sys/kernel/hostname`` had renamed the host)."""
+    check_not_kernel(path)
     with _directory(path.parent) as d:
         flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         try:

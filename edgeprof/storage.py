@@ -88,18 +88,18 @@ def missing_dirs(path: Path) -> list[Path]:
 
 
 def _probe(directory: Path) -> None:
-    """Create a file in ``directory`` and remove it: the one proof that it takes new files.
-    ``os.access`` is no proof for root, who passes it everywhere: ``--summary /proc/version``
-    passed it, the run was made and written, and then its summary failed (ENOENT)."""
-    probe = directory / f".edgeprof-probe-{os.getpid()}"
-    os.close(outfiles.open_file(probe))
-    os.unlink(probe)
+    """Create a file in ``directory`` and remove it (:func:`edgeprof.outfiles.probe`): the
+    one proof that it takes new files.  ``os.access`` is no proof for root, who passes it
+    everywhere: ``--summary /proc/version`` passed it, the run was made and written, and
+    then its summary failed (ENOENT)."""
+    outfiles.probe(directory)
 
 
 def check_out_dir(path: Path) -> None:
     """A directory written at the end (``--plots``) can be: refused before the work, and
     nothing made yet (a later refusal must leave no directory behind)."""
     outfiles.check_path(path, "write to output directory")  # before exists(): EACCES
+    outfiles.check_not_kernel(path)  # for root too, who passes os.access there
     existing = next(p for p in (path, *path.parents) if p.exists())  # "." or "/" at last
     if existing != path and not existing.is_dir():
         raise ConfigError(f"cannot write to output directory {path}: {existing} is not a directory")
@@ -393,5 +393,26 @@ def append_locked(path: Path, text: str) -> None:
         data = text.encode()
         while data:
             data = data[os.write(fd, data) :]
+    except OSError as exc:  # a full disk (ENOSPC) had been a traceback and exit 1
+        raise outfiles.as_error(path, exc) from exc
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def check_appendable(path: Path) -> None:
+    """A file appended to at the end (``$GITHUB_STEP_SUMMARY``) can be: refused before the
+    work as every other output is (:func:`check_writable`): a name under ``/proc`` or
+    ``/sys``, a link, a FIFO or device, a file that cannot be opened for writing.  An
+    existing file is opened to append and closed, writing nothing; a missing one is made
+    at the end, so its directory is probed.  The step summary had been checked only when
+    appended to, after the workload had run, and not for ``/proc`` at all (as root,
+    ``/proc/sys/kernel/hostname`` renamed the host)."""
+    outfiles.check_path(path)
+    outfiles.check_target(path)
+    if not path.exists():
+        check_writable(path)
+        return
+    try:
+        os.close(outfiles.open_file(path, append=True))
+    except OSError as exc:
+        raise outfiles.as_error(path, exc) from exc

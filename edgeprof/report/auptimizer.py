@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..model import RunResult, Termination
-from ..storage import append_locked, write_text_atomic
+from ..storage import append_locked, write_output
 from ..sweeps.envtemplate import log_names, model_log_path
 from ..units import format_binary, format_decimal
 from .results import COLUMNS
@@ -250,7 +250,7 @@ class AuptimizerFiles:
             return
         sections = self._logs.setdefault(stem, [])
         sections.append(section)
-        write_text_atomic(model_log_path(self.output_file, stem), "".join(sections))
+        write_output(model_log_path(self.output_file, stem), "".join(sections))
 
     def finish(self, with_models: bool) -> None:
         if with_models and self.named:

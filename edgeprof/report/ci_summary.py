@@ -13,8 +13,9 @@ from typing import TextIO
 from ..analysis.budgets import METRICS, BudgetCheck, Status
 from ..analysis.cells import cells, endings, successful
 from ..analysis.regression import Change, Verdict, failed_cells, regressed
+from ..errors import ConfigError
 from ..model import RunResult
-from ..storage import append_locked, write_output
+from ..storage import append_locked, check_appendable, write_output
 from .results import run_warnings
 from .table import markdown_lines, markdown_text, plain_table
 
@@ -214,6 +215,17 @@ def _held_line(changes: Sequence[Change]) -> str | None:
     )
 
 
+def check_step_summary() -> None:
+    """Refuse, before any work, a ``$GITHUB_STEP_SUMMARY`` that could not be appended to
+    (:func:`~edgeprof.storage.check_appendable`), in one line naming the variable."""
+    step = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step:
+        try:
+            check_appendable(Path(step))
+        except ConfigError as exc:
+            raise ConfigError(f"{exc} ($GITHUB_STEP_SUMMARY)") from exc
+
+
 def write_summaries(text: str, path: Path | None, log: TextIO | None = None) -> None:
     """``text`` to ``path`` (replaced) if given, and appended to ``$GITHUB_STEP_SUMMARY``,
     each said on ``log`` (:func:`~edgeprof.report.files.announce`: the step summary had been
@@ -226,7 +238,10 @@ def write_summaries(text: str, path: Path | None, log: TextIO | None = None) -> 
             announce(path, log)
     step = os.environ.get("GITHUB_STEP_SUMMARY")
     if step:
-        append_locked(Path(step), text + "\n")
+        try:
+            append_locked(Path(step), text + "\n")
+        except ConfigError as exc:
+            raise ConfigError(f"{exc} ($GITHUB_STEP_SUMMARY)") from exc
         if log is not None:
             announce(f"{step} (appended: $GITHUB_STEP_SUMMARY)", log)
 

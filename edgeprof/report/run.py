@@ -102,6 +102,10 @@ def run_and_report(
     named = (outputs.markdown, outputs.summary, outputs.junit, outputs.html, outputs.predictions)
     files = [p for p in named if p is not None]
     job = plan_run(request, files)
+    if os.environ.get("GITHUB_STEP_SUMMARY"):  # appended at the end: checked before the run
+        from .ci_summary import check_step_summary
+
+        check_step_summary()
     if outputs.predictions is not None and job.calibration is None:
         from .predictions import NO_CALIBRATION
 

@@ -30,7 +30,13 @@ from ..resultfiles import (
 from ..storage import check_writable, layers_profile_note, prepare_out_dir, write_json_output
 from ..units import format_binary
 from .calibration import render_predictions
-from .ci_summary import compare_dict, render_compare_plain, render_compare_summary, write_summaries
+from .ci_summary import (
+    check_step_summary,
+    compare_dict,
+    render_compare_plain,
+    render_compare_summary,
+    write_summaries,
+)
 from .comparison import repeats_table
 from .export import EXPORTS, write_exports
 from .files import announce_dir, write_file, write_markdown, write_plot_files
@@ -70,6 +76,8 @@ def compare_saved(
     for path in (summary, junit, html):
         if path is not None:
             check_writable(path)
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        check_step_summary()
     changes, notes, current_runs = compare_paths(
         baseline,
         current,

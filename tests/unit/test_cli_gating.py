@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -303,3 +304,32 @@ def test_compare_says_a_side_pools_several_sweeps(
     assert len(wall["baseline"]) == 4  # 2 runs of each sweep
     assert main(["compare", "--json", *lax, str(pool / "a"), str(tmp_path / "one")]) == 0
     assert json.loads(capsys.readouterr().out)["notes"] == []
+
+
+@pytest.mark.parametrize("kind", ["proc", "link", "fifo", "dir"])
+def test_a_step_summary_that_cannot_be_appended_to_is_refused_before_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """``$GITHUB_STEP_SUMMARY`` had been checked only when appended to, after the workload
+    had run, and not for /proc at all: as root, ``/proc/sys/kernel/hostname`` renamed the
+    host.  It is checked with the other outputs now, before anything starts, in one line."""
+    step = {"proc": Path("/proc/self/comm"), "dir": tmp_path}.get(kind, tmp_path / "step.md")
+    if kind == "link":
+        step.symlink_to(tmp_path / "elsewhere.md")
+    elif kind == "fifo":
+        os.mkfifo(step)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    ran = tmp_path / "ran"
+    assert main([*RUN, "--", "touch", str(ran)]) == 2
+    why = {
+        "proc": "/proc holds the kernel's files, not outputs",
+        "link": "it is a link; edgeprof writes only plain files of its own",
+        "fifo": "it is not a plain file; edgeprof writes only plain files of its own",
+        "dir": "it is a directory",
+    }[kind]
+    err = capsys.readouterr().err
+    assert err == f"edgeprof: error: cannot write {step}: {why} ($GITHUB_STEP_SUMMARY)\n"
+    assert not ran.exists()
+    assert not (tmp_path / "elsewhere.md").exists()
+    assert main(["compare", str(tmp_path), str(tmp_path)]) == 2  # compare checks it first too
+    assert capsys.readouterr().err == err

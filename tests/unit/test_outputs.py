@@ -115,3 +115,58 @@ def test_keep_root_hands_nothing_over(monkeypatch: pytest.MonkeyPatch) -> None:
         assert outfiles.owner() is None
     finally:
         outfiles.keep_root(False)
+
+
+def test_nothing_is_made_under_the_kernels_trees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--out /sys/fs/cgroup/cpu/edgeprof-evil/a/b`` had made three cgroups before its
+    ``result.json`` was refused: the tree is refused before any ``mkdir`` (a stand-in for
+    /sys here, as making a directory in the real one would make a cgroup)."""
+    kernel = tmp_path.resolve() / "sys"
+    kernel.mkdir()
+    monkeypatch.setattr(outfiles, "KERNEL_TREES", (kernel,))
+    out = kernel / "fs" / "a" / "b"
+    with pytest.raises(ConfigError) as err:
+        prepare_out_dir(out, ("result.json",))
+    assert str(err.value) == f"cannot write {out}: {kernel} holds the kernel's files, not outputs"
+    assert list(kernel.iterdir()) == []
+    (tmp_path / "link").symlink_to(kernel)  # nor through a link into it
+    with pytest.raises(ConfigError, match="holds the kernel's files"):
+        outfiles.make_dirs(tmp_path / "link" / "c")
+    with pytest.raises(ConfigError, match="holds the kernel's files"):
+        outfiles.open_file(tmp_path / "link" / "f", append=True)
+    assert list(kernel.iterdir()) == []
+
+
+def test_the_probe_leaves_a_users_file_of_the_old_probes_name(tmp_path: Path) -> None:
+    """The write probe had been ``.edgeprof-probe-<pid>``, opened without ``O_EXCL`` and
+    then removed: a user's file of that name was deleted."""
+    mine = tmp_path / f".edgeprof-probe-{os.getpid()}"
+    mine.write_text("precious")
+    prepare_out_dir(tmp_path)
+    outfiles.probe(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == [mine.name]
+    assert mine.read_text() == "precious"
+
+
+def test_append_locked_refuses_the_kernels_files_and_says_a_full_disk_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As root, ``$GITHUB_STEP_SUMMARY=/proc/sys/kernel/hostname`` had renamed the host;
+    ``/proc/self/stat`` (EINVAL) and a full disk (ENOSPC) had been tracebacks, exit 1.
+    /proc/self/stat refuses writes, so trying it here changes nothing."""
+    with pytest.raises(ConfigError) as err:
+        append_locked(Path("/proc/self/stat"), "x")
+    kernel = "/proc holds the kernel's files, not outputs"
+    assert str(err.value) == f"cannot write /proc/self/stat: {kernel}"
+    f = tmp_path / "s.md"
+
+    def full(fd: int, data: bytes) -> int:
+        raise OSError(28, os.strerror(28))
+
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(ConfigError) as err:
+        append_locked(f, "## run\n")
+    monkeypatch.undo()
+    assert str(err.value) == f"cannot write {f}: No space left on device"
