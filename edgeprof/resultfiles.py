@@ -4,6 +4,7 @@ files found where they are now), a sweep's ``--repeat auto`` and why it stopped,
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -114,35 +115,71 @@ def found_files(run: RunResult, bases: Sequence[Path], *, beside: bool) -> RunRe
     directory ``sweep/2/1/`` of ``sweep/sweep.json`` is ``2/1/``).  A merged sweep's runs
     are in its shards' directories (the other ``bases``): a part records its node's scratch
     directory, which is gone.  A file whose directory holds another run's ``result.json``
-    (an earlier sweep's, in the directory a merge wrote over) is not this run's.  Where none
-    is there, the recorded path is named from ``bases[0]`` (an absolute one stays)."""
-    samples = _found(run.samples.path, bases, beside, run.started_at)
-    gpu = None if run.gpu is None else _found(run.gpu.path, bases, beside, run.started_at)
+    (an earlier sweep's, in the directory a merge wrote over) is not this run's.
+
+    A file is read only inside the base it is found under (:func:`_inside`): a tail with
+    ``..`` is never tried, and a file (or a directory on its way) that is a link resolving
+    outside is not this run's.  ``samples.path: /etc/shadow`` (or ``../../etc/passwd``, or
+    a ``samples.csv`` beside the result linking to a root-only file) had been read, and its
+    second line quoted into the HTML report (a security review's).  Such a file is left
+    unread, with a warning in the run's ``warnings``; a path found nowhere keeps a name
+    that is not there (``null`` where any name would be a file outside)."""
+    samples, why = _found(run.samples.path, bases, beside, run.started_at)
+    gpu, gpu_why = (None, None)
+    if run.gpu is not None:
+        gpu, gpu_why = _found(run.gpu.path, bases, beside, run.started_at)
     if samples == run.samples.path and (run.gpu is None or gpu == run.gpu.path):
         return run
+    refused = tuple(w for w in (why, gpu_why) if w is not None)
     return replace(
         run,
         samples=replace(run.samples, path=samples),
         gpu=None if run.gpu is None else replace(run.gpu, path=gpu),
+        warnings=(*run.warnings, *refused),
     )
 
 
-def _found(recorded: str | None, bases: Sequence[Path], beside: bool, started: str) -> str | None:
+def _inside(path: Path, base: Path) -> bool:
+    """Whether ``path``, through every link, is in ``base`` (through every link too)."""
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(base))
+
+
+def _found(
+    recorded: str | None, bases: Sequence[Path], beside: bool, started: str
+) -> tuple[str | None, str | None]:
+    """Where the file ``recorded`` is now, and the warning for one found only outside."""
     if recorded is None:
-        return None
+        return None, None
     parts = Path(recorded).parts
     parts = parts[1:] if Path(recorded).is_absolute() else parts
+    outside = None
     for base in bases:
         for i in range(len(parts) - 1 if beside else 0, len(parts)):
+            if ".." in parts[i:]:  # a tail that climbs out of the base
+                continue
             candidate = base.joinpath(*parts[i:])
-            if candidate.is_file() and (beside or _started_at(candidate.parent) in (None, started)):
-                return str(candidate)
+            if not candidate.is_file():
+                continue
+            if not _inside(candidate, base):
+                outside = outside or candidate
+                continue
+            if beside or _started_at(candidate.parent) in (None, started):
+                return str(candidate), None
+    here = Path(recorded) if Path(recorded).is_absolute() or not bases else bases[0] / recorded
+    taken = os.path.lexists(here)
+    if outside is None and taken and bases and not _inside(here, bases[0]):
+        outside = here
+    why = None
+    if outside is not None:
+        why = (
+            f"{outside} leads outside {bases[0]}, the directory of the file that names it: "
+            "not read (edgeprof reads a result's files only inside its directory)"
+        )
     # Not there: named from the file it was read from, where it is recorded relative to (a
     # bare "samples.csv" kept as it was had been read from the reader's working directory,
-    # another run's file there: a reviewer's decoy), unless a file is there that is another
-    # run's (refused above); an absolute path stays as recorded.
-    here = None if Path(recorded).is_absolute() or not bases else bases[0] / recorded
-    return recorded if here is None or here.exists() else str(here)
+    # another run's file there: a reviewer's decoy), and only where nothing is at that name
+    # (a file there is another run's, or outside): readers skip a name that is not a file.
+    return (None if taken else str(here)), why
 
 
 def _started_at(directory: Path) -> str | None:
@@ -160,7 +197,12 @@ def _shard_dirs(sweep: Any, base: Path) -> list[Path]:
     recorded (relative to ``base``; in older files, to where ``merge`` ran), the tails of
     that path under ``base`` (``run --executor``'s ``OUT/parts/part-I``) and beside it (a
     recipe's ``parts/…`` next to the merged ``sweep/``).  ``base``'s first: a recorded
-    ``../part-1`` names, from the reader's directory, some other directory."""
+    ``../part-1`` names, from the reader's directory, some other directory.
+
+    Only a directory holding a ``sweep.json`` (a shard is a sweep) in ``base`` or below
+    ``base``'s parent (``merge p1 p2 --out mg`` has its parts beside it) is one: a shard
+    recorded as ``/etc/x`` or ``../..`` named a directory whose files were then read as its
+    runs' samples."""
     shards = sweep.get("shards") if isinstance(sweep, dict) else None
     dirs: list[Path] = []
     for shard in shards if isinstance(shards, list) else ():
@@ -171,8 +213,15 @@ def _shard_dirs(sweep: Any, base: Path) -> list[Path]:
         parts = where.parts[1:] if where.is_absolute() else where.parts
         tails = [Path(*parts[i:]) for i in range(len(parts))]
         found = [*(base / t for t in tails), where, *(base.parent / t for t in tails)]
-        dirs += [d for d in dict.fromkeys(found) if d.is_dir()]
+        dirs += [d for d in dict.fromkeys(found) if _shard_dir(d, base)]
     return dirs
+
+
+def _shard_dir(d: Path, base: Path) -> bool:
+    if not (d / "sweep.json").is_file():
+        return False
+    parent = os.path.realpath(base.parent)
+    return _inside(d, base) or (_inside(d, base.parent) and os.path.realpath(d) != parent)
 
 
 def read_sweep(path: Path) -> tuple[Path, dict[str, Any]] | None:

@@ -78,7 +78,9 @@ def _number(v: str | None, line: int) -> float | None:
     try:
         x = float(v)
     except ValueError:
-        raise ValueError(f"line {line}: {v[:40]!r} is not a number") from None
+        # The value itself is not quoted: a file the result names may be anyone's (a link
+        # to a root-only file had had its second line quoted into an HTML report).
+        raise ValueError(f"line {line}: a field is not a number (a sample is numbers)") from None
     return x if math.isfinite(x) else None
 
 

@@ -310,8 +310,8 @@ def test_report_plots_say_which_timeline_a_corrupt_samples_csv_left_out(
     capfd.readouterr()
     assert main(["report", str(out), "--plots", str(tmp_path / "plots")]) == 0
     err = capfd.readouterr().err
-    note = f"timeline-b-none-run1.png: left out, {bad} is unreadable (line 2: 'fifty' is not"
-    assert f"edgeprof: note: {note} a number)\n" in err
+    note = f"timeline-b-none-run1.png: left out, {bad} is unreadable (line 2: a field is not"
+    assert f"edgeprof: note: {note} a number (a sample is numbers))\n" in err
     pngs = {p.name for p in (tmp_path / "plots").iterdir()}
     assert {"timeline-a-none-run1.png", "cpu_s.png"} <= pngs
     assert "timeline-b-none-run1.png" not in pngs

@@ -92,6 +92,66 @@ def test_a_runs_files_are_found_from_where_its_result_is_read(
     assert not Path(b.samples.path).exists()
 
 
+@pytest.mark.parametrize("how", ["absolute", "climbing", "link", "linked-dir"])
+def test_a_results_files_are_read_only_inside_its_directory(tmp_path: Path, how: str) -> None:
+    """``samples.path: /etc/shadow``, ``../../etc/passwd`` or a ``samples.csv`` linking to a
+    root-only file had been read by ``report`` and its second line quoted into the HTML (a
+    security review's): a file outside the result's directory is not read, and the run says
+    so among its warnings."""
+    secret = tmp_path / "secret"
+    secret.write_text("header\nSECRET-TOKEN\n")
+    art = tmp_path / "art"
+    art.mkdir()
+    recorded = {"absolute": str(secret), "climbing": "../secret"}.get(how, "samples.csv")
+    if how == "link":
+        (art / "samples.csv").symlink_to(secret)
+    elif how == "linked-dir":
+        (art / "d").symlink_to(tmp_path)
+        recorded = "d/secret"
+    r = make_result(name="a")
+    r = replace(r, samples=replace(r.samples, path=recorded))
+    (art / "result.json").write_text(json.dumps(r.to_dict()))
+    sweep = tmp_path / "sw" / "sweep.json"
+    sweep.parent.mkdir()
+    sweep.write_text(json.dumps({"schema": SWEEP_SCHEMA, "runs": [r.to_dict()]}))
+    if how == "link":
+        (sweep.parent / "samples.csv").symlink_to(secret)
+    elif how == "linked-dir":
+        (sweep.parent / "d").symlink_to(tmp_path)
+    for read, base in ((art / "result.json", art), (sweep, sweep.parent)):
+        [got] = load_runs([read])
+        assert got.samples.path is None or not Path(got.samples.path).exists(), (how, read)
+        found = secret if how == "absolute" else base / recorded
+        assert got.warnings == (
+            *r.warnings,
+            f"{found} leads outside {base}, the directory of the file that names it: not "
+            "read (edgeprof reads a result's files only inside its directory)",
+        )
+
+
+def test_a_merged_sweeps_shard_must_be_a_sweep_beside_it(tmp_path: Path) -> None:
+    """A merged sweep's shard recorded as ``..`` (or any directory without a ``sweep.json``)
+    named a directory whose files were then read as its runs' samples; a real shard beside
+    it (``merge p1 p2 --out mg``) is still found."""
+    (tmp_path / "secret").write_text("t_s\n1\n")
+    (tmp_path / "sweep.json").write_text("{}")  # "../sweep.json" is a sweep, but not beside
+    p1 = tmp_path / "p1" / "2" / "1"
+    p1.mkdir(parents=True)
+    (p1 / "samples.csv").write_text("t_s\n1\n")
+    (tmp_path / "p1" / "sweep.json").write_text("{}")
+    mg = tmp_path / "mg"
+    mg.mkdir()
+    r = make_result(name="a")
+    mine = replace(r, samples=replace(r.samples, path="../p1/2/1/samples.csv"))
+    theirs = replace(r, samples=replace(r.samples, path="/somewhere/secret"))
+    shards = [{"path": "../p1/sweep.json"}, {"path": "../sweep.json"}, {"path": "/x/sweep.json"}]
+    doc = {"schema": SWEEP_SCHEMA, "runs": [mine.to_dict(), theirs.to_dict()], "shards": shards}
+    (mg / "sweep.json").write_text(json.dumps(doc))
+    a, b = load_runs([mg])
+    assert a.samples.path == str(mg / "../p1/2/1/samples.csv")
+    assert b.samples.path == "/somewhere/secret" and not Path(b.samples.path).exists()
+
+
 @pytest.mark.parametrize(
     "text", ["{", "[1]", '{"schema": "edgeprof-sweep/1", "runs": 3}', '{"schema_version": 1}']
 )
