@@ -9,7 +9,6 @@ gates the merged sweep.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -135,7 +134,7 @@ def render_recipe(
     ``edgeprof run`` checks them.  Raises :class:`ConfigError`."""
     import importlib
 
-    from ..sweeps.recipes import Sweep, part_gpus, part_resources
+    from ..sweeps.recipes import Sweep, one_line, part_gpus, part_resources
     from ..sweeps.request import plan_run
     from ..units import parse_memory_limit
     from .runargs import run_request, split_for_parts
@@ -167,7 +166,7 @@ def render_recipe(
     memory = None if part_memory is None else parse_memory_limit(part_memory, "--part-memory")
     cpus, memory = part_resources(job.plan.limits, part_cpus, memory)
     origin = (
-        f"edgeprof recipe {engine} --shards {shards} -- {shlex.join(run_args)}"
+        f"edgeprof recipe {engine} --shards {shards} -- {one_line(run_args)}"
         f"  (edgeprof {__version__})"
     )
     sweep = Sweep(

@@ -20,7 +20,10 @@ from edgeprof.cli.recipe import render_recipe
 from edgeprof.errors import ConfigError
 
 # A command with every kind of word a shell could misread.
-COMMAND = ["python3", "infer.py", "it's a model", "$HOME", "a;b", "*"]
+# A newline ends a header comment (it had run ``touch PWN`` from submit.sh), and a multi-line
+# ``python3 -c`` is a common workload: every engine must hand each on as one word.
+COMMAND = ["python3", "infer.py", "it's a model", "$HOME", "a;b", "*", "x\ntouch PWN #",
+           "import sys\nprint(sys.argv)\n", "y: 1 #\n- z"]  # fmt: skip
 OPTIONS = ["--cpus", "1,2", "--memory", "512m", "--repeat", "6", "-m", "a.onnx,b c.onnx"]
 GATE = ["--max-wall", "10s", "--junit", "gate.xml"]
 RUN_ARGS = [*OPTIONS, "--max-wall", "10s", "--junit", "gate.xml", "--", *COMMAND]
@@ -86,6 +89,60 @@ def test_slurm_array_runs_each_part_and_the_merge_takes_the_gate(tmp_path: Path)
         f"--parsable --dependency=afterany:41 {tmp_path}/merge.sbatch",
     ]
     assert (tmp_path / "edgeprof-parts").is_dir()  # made for the logs, which Slurm does not
+    assert not (tmp_path / "PWN").exists()  # the header's newline ended no comment
+    # sbatch reads directives up to the first command: the header holds none.
+    lines = part.splitlines()
+    first_command = next(i for i, line in enumerate(lines) if not line.startswith("#"))
+    assert lines[first_command - 1].startswith("#SBATCH --output=")
+
+
+@pytest.mark.parametrize("engine", ["github", "k8s", "slurm"])
+def test_a_header_says_the_command_line_on_one_line(engine: str) -> None:
+    """The header repeats the recipe's command line as shell words, a newline as ``$'\\n'``."""
+    files = _render(engine, image="i") if engine == "k8s" else _render(engine)
+    for text in files.values():
+        origin = next(line for line in text.splitlines() if "edgeprof recipe" in line)
+        assert origin.startswith("# edgeprof recipe ")
+        assert "$'x\\ntouch PWN #' $'import sys\\nprint(sys.argv)\\n'" in origin
+    if engine == "k8s":  # each manifest a Job and nothing else (a newline had added `y: 1`)
+        for text in files.values():
+            for doc in yaml.safe_load_all(text):
+                assert list(doc) == ["apiVersion", "kind", "metadata", "spec"]
+
+
+@pytest.mark.parametrize(
+    ("given", "error"),
+    [
+        ({"time": "1:00\ntouch PWN2"}, "--time 1:00\\ntouch PWN2: expected minutes, M:S, "),
+        ({"time": "1 day"}, "--time 1 day: expected minutes"),
+        ({"partition": "gpu\n#SBATCH --x"}, "--partition gpu\\n#SBATCH --x: expected a"),
+        ({"results": "my parts"}, "--results my parts: a directory an #SBATCH --output line"),
+    ],
+)
+def test_slurm_refuses_what_an_sbatch_line_cannot_hold(given: dict[str, str], error: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        render_recipe("slurm", 2, RUN_ARGS, dict(given))
+    assert str(err.value).startswith(error)
+
+
+@pytest.mark.parametrize(
+    "time", ["90", "1:30", "1:00:00", "2-0", "2-12:00", "1-0:0:1", "infinite"]
+)
+def test_slurm_takes_each_time_format(time: str) -> None:
+    files, _ = render_recipe("slurm", 2, RUN_ARGS, {"time": time, "partition": "gpu,cpu"})
+    assert f"#SBATCH --partition=gpu,cpu\n#SBATCH --time={time}\n" in files["part.sbatch"]
+
+
+@pytest.mark.parametrize("where", ["command", "runs_on"])
+def test_github_refuses_an_expression_actions_would_evaluate(where: str) -> None:
+    """``'${{ secrets.GITHUB_TOKEN }}'`` had been pasted into ``run:``, where Actions
+    evaluates it before the shell quotes anything."""
+    token = "${{ secrets.GITHUB_TOKEN }}"
+    args = [*RUN_ARGS, token] if where == "command" else RUN_ARGS
+    given: dict[str, str | None] = {"runs_on": token} if where == "runs_on" else {}
+    with pytest.raises(ConfigError) as err:
+        render_recipe("github", 2, args, given)
+    assert str(err.value).startswith(f"{token}: GitHub Actions would evaluate its ${{{{ … }}}}")
 
 
 def test_github_matrix_parts_and_the_merge_job(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from ...errors import ConfigError
 from ...model import Limits
+from ...names import has_control
 from ...units import format_binary
 
 PART_CPU_MARGIN = 1
@@ -175,6 +176,28 @@ def part_gpus(selection: str | None) -> int:
         f"--gpus {selection} in a part: it names one machine's GPUs; each part gets its GPUs "
         "from its engine: give --gpus N"
     )
+
+
+def one_line(words: Sequence[str]) -> str:
+    """``words`` as one line of shell text, for a recipe's header comment: each quoted as
+    :func:`shlex.quote` does, and a word holding a control character as bash's ``$'…'``
+    (``$'x\\ny'``).  ``shlex.join`` keeps a newline as it is, which ended the comment: an
+    argument ``$'x\\ntouch PWN #'`` had run ``touch PWN`` from ``submit.sh``, and a
+    multi-line ``python3 -c`` broke every recipe (a security review's)."""
+    return " ".join(_word(w) for w in words)
+
+
+def _word(word: str) -> str:
+    if not has_control(word):
+        return shlex.quote(word)
+    escaped = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+    return "$'" + "".join(
+        escaped.get(c) or (_code(c) if has_control(c) else c) for c in word
+    ) + "'"
+
+
+def _code(c: str) -> str:
+    return f"\\x{ord(c):02x}" if ord(c) < 128 else f"\\u{ord(c):04x}"
 
 
 def dump_yaml(doc: Mapping[str, Any]) -> str:

@@ -17,6 +17,7 @@ import shlex
 from collections.abc import Mapping
 
 from ...errors import ConfigError
+from ...names import printable
 from ...version import __version__
 from . import Files, Sweep, dump_yaml
 
@@ -34,9 +35,26 @@ OPTIONS = {
 """``edgeprof recipe github``'s options and their defaults."""
 
 
+def check_expressions(sweep: Sweep, options: Mapping[str, str]) -> None:
+    """Refuse ``${{`` in what the workflow's steps are made of, in one line: Actions
+    evaluates an expression anywhere in a ``run:`` (before the shell sees it, so no quoting
+    keeps it text) or ``runs-on:``, and has no escape for one; an argument
+    ``'${{ secrets.GITHUB_TOKEN }}'`` had been pasted into ``run:`` as it was (a security
+    review's)."""
+    given = [*sweep.options, *sweep.command, *sweep.gate, *options.values()]
+    for word in given:
+        if "${{" in word:
+            raise ConfigError(
+                f"{printable(word)}: GitHub Actions would evaluate its ${{{{ … }}}} in the "
+                "workflow, which has no way to keep it text: pass it through an environment "
+                "variable, or use another engine"
+            )
+
+
 def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
     """``options`` (:data:`OPTIONS`): ``runs_on``, ``install`` (pip's requirement for
     edgeprof), ``python``, ``baseline`` (a results directory in the repository, or empty)."""
+    check_expressions(sweep, options)
     n = sweep.parts
     edgeprof = f"{VENV}/bin/edgeprof"
     requirement = options["install"]

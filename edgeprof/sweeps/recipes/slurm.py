@@ -11,9 +11,12 @@ user it measures with the process backend, within the cores and memory Slurm giv
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping
 
+from ...errors import ConfigError
+from ...names import has_control, printable
 from . import Files, Sweep
 
 PART_FILE, MERGE_FILE, SUBMIT_FILE = "part.sbatch", "merge.sbatch", "submit.sh"
@@ -22,9 +25,38 @@ OPTIONS = {"results": "edgeprof-parts", "partition": "", "time": ""}
 """``edgeprof recipe slurm``'s options and their defaults."""
 
 
+_TIME = re.compile(r"(\d{1,9}-)?\d{1,9}(:\d{1,9}){0,2}|UNLIMITED|INFINITE", re.IGNORECASE)
+"""sbatch's ``--time``: minutes, minutes:seconds, hours:minutes:seconds, days-hours,
+days-hours:minutes, days-hours:minutes:seconds, or no limit."""
+_PARTITION = re.compile(r"[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*")
+"""A partition's name, or a comma-separated list of them, as ``#SBATCH`` takes it."""
+
+
+def check_options(options: Mapping[str, str]) -> None:
+    """Refuse what a ``#SBATCH`` line cannot hold, in one line: each is pasted into one,
+    where a newline in ``--time $'1:00\\ntouch PWN2'`` had put a command among the
+    directives (sbatch stops reading them at the first command), and a space ends the
+    option's value."""
+    for key, pattern, what in (
+        ("time", _TIME, "minutes, M:S, H:M:S, D-H, D-H:M or D-H:M:S, or UNLIMITED"),
+        ("partition", _PARTITION, "a partition's name (letters, digits, _ . -), or a list"),
+    ):
+        value = options.get(key) or ""
+        if value and not pattern.fullmatch(value):
+            raise ConfigError(f"--{key} {printable(value)}: expected {what}")
+    results = options.get("results") or ""
+    if has_control(results) or any(c.isspace() for c in results):
+        raise ConfigError(
+            f"--results {printable(results)}: a directory an #SBATCH --output line can name "
+            "holds no space or control character"
+        )
+
+
 def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
     """``options`` (:data:`OPTIONS`): ``results`` (the parts' and the merged sweep's
-    directory, relative to where the jobs are submitted), ``partition`` and ``time``."""
+    directory, relative to where the jobs are submitted), ``partition`` and ``time``
+    (:func:`check_options`)."""
+    check_options(options)
     results = options["results"].rstrip("/") or "."
     extra = [f"#SBATCH --partition={options['partition']}"] if options.get("partition") else []
     if options.get("time"):
