@@ -66,6 +66,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import ConfigError
 from ..model import RunResult
+from .apart import apart_sides
 from .budgets import METRICS, why_unmeasured
 from .cells import cells, ending, endings, setting, successful
 from .difference import Difference, difference
@@ -74,7 +75,7 @@ from .held import held_runs, mean_held
 from .hosts import sides_note
 from .metrics import BY_KEY, Metric, stalled_percentiles
 from .outliers import without_outliers
-from .targets import apart_sides, check_targets, differing
+from .targets import check_targets, differing
 
 COMPARED: tuple[Metric, ...] = (*METRICS.values(), BY_KEY["energy_per_item"])
 """What ``compare`` holds the current runs to: the budgetable metrics, and the energy per
@@ -217,12 +218,13 @@ def compare_results(
     ``allow_missing`` a note only.  Raises :class:`ConfigError` when no cell is in both
     (comparing nothing must not pass).
     """
-    # A side holding two benches' runs under one label (each file's `infer bs=1`) had them
-    # pooled into one cell, as report had: named apart first, as report names them.
+    # A side holding runs of one label that are not repeats (two benches' `infer bs=1`, two
+    # scripts' `python`) had them pooled into one cell, as report had: named apart first,
+    # as report names them.
     baseline, current, named_apart = apart_sides(baseline, current)
     base_cells, cur_cells = _keyed(baseline, match_limits), _keyed(current, match_limits)
     missing = [k for k in base_cells if k not in cur_cells]
-    notes = [] if named_apart is None else [named_apart]
+    notes = list(named_apart)
     notes += [missing_note(k, allow_missing) for k in missing]
     notes += [
         f"{cell_name(k)}: new (not in the baseline)" for k in cur_cells if k not in base_cells

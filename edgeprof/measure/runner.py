@@ -177,6 +177,9 @@ def profile(
     user_env = dict(env or {})
     for k, v in user_env.items():
         check_env(k, v)
+    # What the run was given, recorded in its result before edgeprof adds its own (the
+    # GPUs' variables below): the runs' cells are told apart by it.
+    given_env = tuple(f"{k}={v}" for k, v in user_env.items())
     if not command or not command[0]:
         raise ConfigError("no command given: edgeprof run [OPTIONS] -- COMMAND [ARGS]...")
     selection = None if gpus is None else check_selection(gpus)
@@ -318,6 +321,7 @@ def profile(
                     "doctor lists the GPUs it can read), so the run was not held to it"
                 )
                 result = dataclasses.replace(result, warnings=(*result.warnings, lost))
+            result = dataclasses.replace(result, env=given_env)
             if lease is not None:
                 result = dataclasses.replace(result, lease=lease.record(chosen=auto_pinned))
             if device is not None:

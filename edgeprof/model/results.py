@@ -270,6 +270,14 @@ class RunResult:
     """The run's processes still running when its main process exited by itself, which
     edgeprof then killed; ``None``: not counted (the run timed out or was interrupted, a
     Docker run, whose init's exit takes its PID namespace with it; older files)."""
+    env: tuple[str, ...] | None = None
+    """The variables the run was given on top of the environment it inherited, as
+    ``KEY=VALUE`` in the order given: ``--env``/``-E`` (``profile(env=...)``), and a
+    ``--device``'s thread-pool sizes.  Not what edgeprof sets itself (the thread-count
+    variables sized to ``cpus``, its events channel), which follows from the limits.  Two
+    benches of one target under ``-E THREADS=1`` and ``-E THREADS=2`` had been read as 2
+    repeats of one cell ("within noise"): nothing in the result told them apart.  ``()``:
+    none given; ``None``: not recorded (files from before it was)."""
 
     @property
     def label(self) -> str:
@@ -304,6 +312,7 @@ class RunResult:
         }
         d["warnings"] = list(self.warnings)
         d["device_replaced"] = list(self.device_replaced)
+        d["env"] = None if self.env is None else list(self.env)
         if not self.device_replaced:
             # Written only where an option replaced a device's value: a result without one
             # reads as before (older files have none), and so does its JSON.
@@ -408,4 +417,5 @@ class RunResult:
             target=d.get("target"),
             pids_refused=d.get("pids_refused"),
             processes_left=d.get("processes_left"),
+            env=None if d.get("env") is None else tuple(d["env"]),
         )

@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from ..analysis.apart import apart
 from ..analysis.budgets import BudgetCheck, Budgets
 from ..analysis.calibration import load_calibration, predict
 from ..analysis.cells import cell_order, pick_setting, setting_spec
 from ..analysis.fit_compare import compare_fits
 from ..analysis.regression import Change, compare_results, parse_threshold, regressed
 from ..analysis.sweepfile import warmup_of
-from ..analysis.targets import apart
 from ..errors import ConfigError
 from ..model import RunResult
 from ..resultfiles import (
@@ -187,7 +187,8 @@ def rerender(
                 f"{p} is edgeprof fit's answer, not runs: report reads the runs of fit --out's "
                 "directory; compare reads two fit.json"
             )
-    # Two benches' runs that share labels (each file's `infer bs=1`): named apart, not pooled.
+    # Runs that share a label but not their target, command or --env (each bench's `infer
+    # bs=1`, two scripts' `python`): named apart, not pooled as repeats.
     loaded, shared = apart(load_runs(list(paths)))
     runs = cell_order(loaded)
     if not runs:
@@ -212,7 +213,7 @@ def rerender(
         _pyplot()  # a missing matplotlib is found before any file is written
     stopped = [why for p in paths if (why := sweep_stopped(p)) is not None]
     stopped += [fit_note(p, d) for p, docs in fits.items() for d in docs]
-    stopped += [] if shared is None else [shared]
+    stopped += shared
     # One sweep made with --repeat auto: what it resolved, as the run printed it.
     auto = load_auto_repeat(paths[0]) if len(paths) == 1 else None
     repeats = [] if auto is None else [repeats_table(runs, *auto)]

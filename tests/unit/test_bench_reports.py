@@ -195,8 +195,8 @@ def test_compare_keeps_a_sides_two_targets_apart(
 def test_runs_of_a_shared_label_are_named_by_what_tells_their_targets_apart() -> None:
     """Two loaders of one file: the file tells nothing apart, so the whole target names the
     run; a label no two targets share, and a run without a target, keep their names."""
+    from edgeprof.analysis.apart import apart
     from edgeprof.analysis.cells import cells
-    from edgeprof.analysis.targets import apart
 
     from .conftest import make_result
 
@@ -212,8 +212,8 @@ def test_runs_of_a_shared_label_are_named_by_what_tells_their_targets_apart() ->
     assert [r.label for r in named] == want
     assert [r.target for r in named] == [r.target for r in runs]
     assert [len(group) for group in cells(named).values()] == [1, 1, 1, 1]
-    assert note is not None and note.startswith(f"these runs bench 2 targets ({a}; {b})")
-    assert apart(runs[2:]) == (runs[2:], None)  # nothing shared: as they were
+    assert len(note) == 1 and note[0].startswith(f"these runs bench 2 targets ({a}; {b})")
+    assert apart(runs[2:]) == (runs[2:], [])  # nothing shared: as they were
 
 
 def test_report_of_a_bench_says_the_first_batch_sizes_page_cache_by_peak_memory() -> None:

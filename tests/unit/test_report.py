@@ -284,6 +284,7 @@ def test_json_key_order_starts_with_the_version() -> None:
         "target",
         "pids_refused",
         "processes_left",
+        "env",
     ]
 
 

@@ -1,0 +1,218 @@
+"""Runs that share a label but are not repeats, named apart before they are put in cells.
+
+A cell (:mod:`edgeprof.analysis.cells`) is one label under one limit setting, and its runs
+are read as repeats of one setting: their mean ± sd, their medians, the test of "different"
+between cells.  That holds only where the runs ran the same thing.  A label does not say so:
+a plain run is labelled with its program's name, so ``report mem1 iv0.1`` of
+``python read_and_hold.py model.bin 48`` and ``python quickstart/infer.py`` had read "2 runs
+of python", peak memory 124.1MiB ± 82.4MiB; one script under ``--iterations 100`` and
+``300`` gave a latency row of ``ITER 200``, which no run had; two benches of one target
+under ``-E THREADS=1`` and ``-E THREADS=2`` ranked "≈ within noise" as 2 repeats.
+
+The rule: runs of one label are repeats only where they ran the same code (a bench's
+target), the same command (program and arguments) and the same ``--env`` overrides
+(:attr:`~edgeprof.model.RunResult.env`); the limits are the cell's other half already.
+Where a label's runs differ in any of these, each is named with what differs
+(``python (--iterations 100)``, ``infer bs=1 (THREADS=2)``) and a note says so: each
+setting keeps its own statistics, and nothing is lost.  Named apart rather than refused:
+reading two scripts' or two settings' directories together is what ``report DIR1 DIR2`` is
+for, and their figures side by side are the answer; pooled, even with a warning, every
+figure of the cell would be wrong.  A file from before ``env`` was recorded (``None``) is
+not told apart by it: nothing says its environment differed.
+
+A sweep's runs of one label always agree (one command, one environment; each ``-m`` model
+has its own label), so a sweep, and one bench, reads as it was.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ..model import RunResult
+from ..names import printable
+from .cells import group_by
+from .targets import targets
+
+Words = tuple[str, ...]
+
+
+def words(r: RunResult) -> Words:
+    """What the run's command asked, the part that can differ between settings: the whole
+    command, but a bench's boot source (``python -c SOURCE TARGET ...``: its source changes
+    with edgeprof's version, and the target is said by :attr:`RunResult.target`) is left
+    out, keeping the interpreter and the bench's own options (``--iterations 30``)."""
+    c = r.command
+    if r.target is not None and len(c) >= 4 and c[1] == "-c":
+        return (c[0], *c[4:])
+    return c
+
+
+@dataclass(frozen=True)
+class _Differs:
+    """Which of a label's runs' identities differ: its targets, commands, environments."""
+
+    target: bool
+    command: bool
+    env: bool
+
+    def __bool__(self) -> bool:
+        return self.target or self.command or self.env
+
+    def __or__(self, other: _Differs) -> _Differs:
+        return _Differs(
+            self.target or other.target, self.command or other.command, self.env or other.env
+        )
+
+
+def _differs(group: Sequence[RunResult]) -> _Differs:
+    return _Differs(
+        target=len(targets(group)) > 1,
+        command=len({words(r) for r in group}) > 1,
+        env=len({frozenset(r.env) for r in group if r.env is not None}) > 1,
+    )
+
+
+def apart(runs: Sequence[RunResult]) -> tuple[list[RunResult], list[str]]:
+    """``runs`` with each run of a label whose runs are not repeats named with what tells
+    it apart, and the notes that say so (none: the runs are returned as they were)."""
+    found = {
+        label: d
+        for label, group in group_by(runs, lambda r: r.label).items()
+        if (d := _differs(group))
+    }
+    if not found:
+        return list(runs), []
+    name = _namer(runs, found)
+    return [name(r) for r in runs], _notes(runs, found, "these runs")
+
+
+def apart_sides(
+    baseline: Sequence[RunResult], current: Sequence[RunResult]
+) -> tuple[list[RunResult], list[RunResult], list[str]]:
+    """``compare``'s :func:`apart`: a label whose runs differ within either side is named
+    apart on both sides, by what both sides' runs of it record, so that each setting's cell
+    pairs with the same setting's (a baseline of one file's bench against a directory of two
+    files' pairs with its own file's runs).  What differs only between the sides (a changed
+    command, another ``--env``) is the change compare measures and stays paired; a label of
+    one target on each side, different ones, is refused by
+    :func:`~edgeprof.analysis.targets.check_targets`."""
+    found: dict[str, _Differs] = {}
+    for side in (baseline, current):
+        for label, group in group_by(side, lambda r: r.label).items():
+            if d := _differs(group):
+                found[label] = found[label] | d if label in found else d
+    if not found:
+        return list(baseline), list(current), []
+    both = [*baseline, *current]
+    name = _namer(both, found)
+    notes = _notes(both, found, "the baseline and current results")
+    return [name(r) for r in baseline], [name(r) for r in current], notes
+
+
+def _namer(
+    runs: Sequence[RunResult], found: Mapping[str, _Differs]
+) -> Callable[[RunResult], RunResult]:
+    """The function that names a run of ``found``'s labels with what differs among
+    ``runs``' runs of its label (the others are returned as they are)."""
+    groups = group_by(runs, lambda r: r.label)
+    shown = {label: _shown_commands([words(r) for r in groups[label]]) for label in found}
+    keys = {label: _differing_keys(groups[label]) for label in found}
+    files = {label: _files(groups[label]) for label in found}
+
+    def name(r: RunResult) -> RunResult:
+        d = found.get(r.label)
+        if d is None:
+            return r
+        parts = []
+        if d.target and r.target is not None:
+            parts.append(r.target.rpartition(":")[0] if files[r.label] else r.target)
+        if d.command:
+            parts.append(shown[r.label][words(r)])
+        if d.env:
+            parts.append(_env_part(r, keys[r.label]))
+        if not parts:  # a run without a target among targets: nothing to name it by
+            return r
+        return dataclasses.replace(r, name=f"{r.label} ({printable(', '.join(parts))})")
+
+    return name
+
+
+def _files(group: Sequence[RunResult]) -> bool:
+    """Whether the label's targets are told apart by their files (one target per file);
+    else (two loaders of one file) each run is named by its whole target."""
+    found = targets(group)
+    return len({t.rpartition(":")[0] for t in found}) == len(found)
+
+
+def _shown_commands(commands: Sequence[Words]) -> dict[Words, str]:
+    """Each distinct command as the words that tell it from the others: the words the
+    commands share at their start and end are left out, an option's name kept with its
+    value (``--iterations 100`` and ``--iterations 300`` of one script), and a command
+    that would show nothing (``a.py`` beside ``a.py --fast``) keeps one more shared word."""
+    distinct = list(dict.fromkeys(commands))
+    shortest = min(len(c) for c in distinct)
+    head = 0
+    while head < shortest and len({c[head] for c in distinct}) == 1:
+        head += 1
+    tail = 0
+    while tail < shortest - head and len({c[-1 - tail] for c in distinct}) == 1:
+        tail += 1
+    if head > 0 and distinct[0][head - 1].startswith("-"):
+        head -= 1
+    while any(len(c) - tail <= head for c in distinct) and (head or tail):
+        if head > 0:
+            head -= 1
+        else:
+            tail -= 1
+    return {c: shlex.join(c[head : len(c) - tail]) for c in distinct}
+
+
+def _differing_keys(group: Sequence[RunResult]) -> list[str]:
+    """The ``--env`` keys whose values differ among the runs that recorded their env."""
+    recorded = [dict(i.partition("=")[::2] for i in r.env) for r in group if r.env is not None]
+    every = list(dict.fromkeys(k for env in recorded for k in env))
+    return [k for k in every if len({env.get(k) for env in recorded}) > 1]
+
+
+def _env_part(r: RunResult, keys: Sequence[str]) -> str:
+    if r.env is None:
+        return "env not recorded"
+    env = dict(i.partition("=")[::2] for i in r.env)
+    return " ".join(f"{k}={env[k]}" if k in env else f"{k} unset" for k in keys)
+
+
+def _notes(runs: Sequence[RunResult], found: Mapping[str, _Differs], whose: str) -> list[str]:
+    notes = []
+    by_target = {label: d for label, d in found.items() if d.target}
+    if by_target:
+        groups = group_by(runs, lambda r: r.label)
+        every = list(dict.fromkeys(t for label in by_target for t in targets(groups[label])))
+        notes.append(
+            f"{whose} bench {len(every)} targets ({'; '.join(every)}) under the same labels "
+            f"({_listed(by_target)}): each such run is named with its target, and no cell "
+            "pools two targets"
+        )
+    other = {label: d for label, d in found.items() if d.command or d.env}
+    if other:
+        what = " and ".join(
+            w
+            for w, on in (
+                ("commands", any(d.command for d in other.values())),
+                ("--env settings", any(d.env for d in other.values())),
+            )
+            if on
+        )
+        notes.append(
+            f"{whose} share a label but not their {what} ({_listed(other)}): they are not "
+            "repeats of one setting, so each such run is named with what differs and no cell "
+            "pools two settings (--name labels a run as you choose)"
+        )
+    return notes
+
+
+def _listed(labels: Mapping[str, object]) -> str:
+    names = list(labels)
+    return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")

@@ -1,0 +1,157 @@
+"""Runs of one label are one cell only where they are repeats: the same command, the same
+``--env`` and (a bench's) the same target.  Otherwise :mod:`edgeprof.analysis.apart` names
+them apart."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from edgeprof.analysis.apart import apart, apart_sides
+from edgeprof.analysis.cells import cells
+from edgeprof.analysis.compare import summarize_cells
+from edgeprof.cli import main
+from edgeprof.model import RunResult
+
+from .conftest import make_result
+
+
+def _run(*command: str, env: tuple[str, ...] | None = (), **kw: object) -> RunResult:
+    return make_result(command=command, env=env, **kw)
+
+
+def test_two_scripts_under_the_default_label_are_two_cells() -> None:
+    """A tester's ``report mem1 iv0.1``: ``read_and_hold.py`` (peak 182.4MiB) and
+    ``quickstart/infer.py`` (65.8MiB) read as 2 runs of ``python``, peak 124.1MiB ± 82.4MiB.
+    Each is its own cell now, with its own peak."""
+    hold = _run("python", "examples/memory/read_and_hold.py", "model.bin", "48")
+    infer = _run("python", "examples/quickstart/infer.py", "--batch", "16", "--iterations", "100")
+    hold, infer = (
+        dataclasses.replace(r, memory=dataclasses.replace(r.memory, peak_bytes=peak))
+        for r, peak in ((hold, 191213568), (infer, 69025792))  # the tester's result.json
+    )
+    assert [r.label for r in (hold, infer)] == ["python", "python"]
+    named, notes = apart([hold, infer])
+    assert [r.label for r in named] == [
+        "python (examples/memory/read_and_hold.py model.bin 48)",
+        "python (examples/quickstart/infer.py --batch 16 --iterations 100)",
+    ]
+    assert [len(g) for g in cells(named).values()] == [1, 1]
+    (summaries,) = summarize_cells(named).values()
+    peaks = {m.name: m.stat("peak_bytes") for m in summaries}
+    assert [(s.n, s.mean, s.sd) for s in peaks.values() if s] == [
+        (1, 191213568, 0.0),
+        (1, 69025792, 0.0),
+    ]
+    assert notes == [
+        "these runs share a label but not their commands (python): they are not repeats of "
+        "one setting, so each such run is named with what differs and no cell pools two "
+        "settings (--name labels a run as you choose)"
+    ]
+
+
+def test_one_script_with_other_arguments_is_named_by_the_arguments_that_differ() -> None:
+    """``--iterations 100`` and ``300`` of one script had made a latency row of ITER 200, the
+    median of the two; the shared words are left out, an option's name kept with its value."""
+    runs = [
+        _run("python", "infer.py", "--iterations", "100", "--batch", "16"),
+        _run("python", "infer.py", "--iterations", "300", "--batch", "16"),
+        _run("python", "infer.py", "--iterations", "100", "--batch", "16"),
+    ]
+    named, _ = apart(runs)
+    assert [r.label for r in named] == [
+        "python (--iterations 100)",
+        "python (--iterations 300)",
+        "python (--iterations 100)",
+    ]
+    assert [len(g) for g in cells(named).values()] == [2, 1]
+    # A command that would show nothing keeps one more shared word.
+    named, _ = apart([_run("python", "a.py"), _run("python", "a.py", "--fast")])
+    assert [r.label for r in named] == ["python (a.py)", "python (a.py --fast)"]
+
+
+def test_env_settings_split_a_label_and_an_older_file_is_not_told_apart_by_them() -> None:
+    """Two benches of one target under ``-E THREADS=1`` and ``-E THREADS=2`` were 2
+    repeats ("≈ within noise").  Only the keys that differ are shown; a file from before
+    ``env`` was recorded (``None``) does not split a label by itself."""
+    target = "ortbench.py:infer, loader load"
+
+    def bench(env: tuple[str, ...] | None) -> RunResult:
+        # The boot source differs between edgeprof versions: it never splits a label.
+        boot = "boot-v1" if env is None else "boot-v2"
+        command = ("python3", "-c", boot, "ortbench.py:infer", "--batch-size", "1")
+        return make_result(name="infer bs=1", target=target, command=command, env=env)
+
+    one, two = bench(("THREADS=1", "X=1")), bench(("X=1", "THREADS=2"))
+    named, notes = apart([one, two, one, bench(None)])
+    assert [r.label for r in named] == [
+        "infer bs=1 (THREADS=1)",
+        "infer bs=1 (THREADS=2)",
+        "infer bs=1 (THREADS=1)",
+        "infer bs=1 (env not recorded)",
+    ]
+    assert [len(g) for g in cells(named).values()] == [2, 1, 1]
+    assert notes[0].startswith("these runs share a label but not their --env settings (infer")
+    named, _ = apart([one, bench(("X=1",))])
+    assert [r.label for r in named] == ["infer bs=1 (THREADS=1)", "infer bs=1 (THREADS unset)"]
+    assert apart([one, bench(None)]) == ([one, bench(None)], [])
+
+
+def test_a_sweeps_runs_and_repeats_keep_their_labels() -> None:
+    """A sweep's models (one command each, ``-m`` appended) under two limit settings, each
+    repeated: every label's runs agree, so nothing is renamed and no note is said."""
+    runs = [
+        _run("python", "model.py", m, name=m, limits=lim)
+        for lim in (make_result().limits, dataclasses.replace(make_result().limits, cpus=0.5))
+        for m in ("20", "40")
+        for _ in range(3)
+    ]
+    assert apart(runs) == (runs, [])
+    assert [len(g) for g in cells(runs).values()] == [3, 3, 3, 3]
+
+
+def test_compare_names_apart_what_differs_within_a_side_not_between_the_sides() -> None:
+    """Another ``--env`` between the baseline and the current runs is the change compare
+    measures: paired as before.  Two settings within one side are named apart on both."""
+    base = [_run("python", "a.py", env=("T=1",))]
+    cur = [_run("python", "a.py", env=("T=2",))]
+    assert apart_sides(base, cur) == (base, cur, [])
+    cur2 = [*cur, _run("python", "a.py", env=("T=1",))]
+    b, c, notes = apart_sides(base, cur2)
+    assert [r.label for r in b] == ["python (T=1)"]
+    assert [r.label for r in c] == ["python (T=2)", "python (T=1)"]
+    assert notes[0].startswith("the baseline and current results share a label but not their")
+
+
+def test_a_run_records_its_env_overrides_and_older_files_read_as_not_recorded(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """``result.json`` had no word of ``-E``: two runs of one command under ``THREADS=1`` and
+    ``THREADS=2`` were one cell of 2 runs in ``report``.  The overrides are recorded as given
+    (not edgeprof's own thread counts), and the report keeps the two apart."""
+    for threads in ("1", "2"):
+        argv = ["run", "--backend", "fake", "-E", f"THREADS={threads}", "-E", "B=x y",
+                "--out", str(tmp_path / f"t{threads}"), "--", "python3", "-c", "pass"]  # fmt: skip
+        assert main(argv) == 0
+    doc = json.loads((tmp_path / "t2" / "result.json").read_text())
+    assert doc["env"] == ["THREADS=2", "B=x y"]
+    assert RunResult.from_dict(doc).env == ("THREADS=2", "B=x y")
+    capfd.readouterr()
+    both = [str(tmp_path / "t1"), str(tmp_path / "t2")]
+    assert main(["report", *both, "--out", str(tmp_path / "rep")]) == 0
+    with (tmp_path / "rep" / "cells.csv").open() as f:
+        assert [(r["label"], r["runs"]) for r in csv.DictReader(f)] == [
+            ("python3 (THREADS=1)", "1"),
+            ("python3 (THREADS=2)", "1"),
+        ]
+    assert "note: these runs share a label but not their --env settings (python3)" in (
+        capfd.readouterr().out
+    )
+    del doc["env"]  # as written before env was recorded
+    assert RunResult.from_dict(doc).env is None
+    plain = _run("python3", "x.py")
+    assert plain.to_dict()["env"] == [] and RunResult.from_dict(plain.to_dict()) == plain
