@@ -276,17 +276,29 @@ def compare_results(
                 f"{cell_name(key)}: no successful run in the current results ({endings(c_runs)}): "
                 "its metrics are not measured"
             )
+        unpaired: list[str] = []  # what only the current runs have
         for metric in COMPARED:
             b = tuple(v for r in b_ok if (v := metric.get(r)) is not None)
             c = tuple(v for r in c_ok if (v := metric.get(r)) is not None)
             if not b:
-                continue  # the baseline never had it: nothing to hold the current run to
+                # The baseline never had it: nothing to hold the current run to.  Said where
+                # the current runs have it: the row had gone without a word (an avg memory of
+                # 3 current runs whose baseline runs were all too short for one).
+                if c and b_ok:
+                    why = why_unmeasured(metric.key, b_runs, baseline)
+                    unpaired.append(f"{metric.title} ({why})")
+                continue
             change = _change(label, where, metric, b, c, threshold)
             if not c and c_ok:
                 change = _unmeasured(change, why_unmeasured(metric.key, c_runs, current))
             changes.append(change)
             if (said := _outlier_note(change, threshold)) is not None:
                 notes.append(f"{cell_name(key)}: {said}")
+        if unpaired:
+            notes.append(
+                f"{cell_name(key)}: not compared, what the current runs measured and the "
+                f"baseline's did not: {'; '.join(unpaired)}"
+            )
         b_bad, c_bad = failed_of(b_runs), failed_of(c_runs)
         # A side none of whose runs succeeded has its note above; a baseline so compares
         # nothing, and no row of it carries the current runs' failures to the gate.

@@ -231,10 +231,13 @@ def ranking_tables(
     for setting, summaries in cells.items():
         for key in metrics:
             ranks = rank(summaries, key)
-            if len(ranks) < 2:
-                continue
             metric = STAT_METRICS[key]
             title = metric.title
+            unranked = [
+                m.name for m in summaries if m.stat(key) is None and len(m.failures) < len(m.runs)
+            ]
+            if len(ranks) < 2 and not (ranks and unranked):
+                continue  # one model, or none with the figure: nothing to rank or to say
             rows = [
                 ["#", "MODEL", "MEDIAN", "MEAN ± SD", "× FIRST [95%]", "× PREVIOUS [95%]", "NOTE"]
             ]
@@ -256,6 +259,12 @@ def ranking_tables(
                     ]
                 )
             notes = []
+            if len(ranks) < 2:
+                # One model has the figure, its neighbours none (runs too short for an average
+                # memory): the ranking had been left out without a word, as if not asked.
+                notes.append(_unranked_note(title, unranked))
+                out.append(TextTable(ranking_title(title, setting), rows, notes))
+                continue
             if metric.smaller_is_better and (said := _lead(ranks[0], ranks[1], key)):
                 notes.append(said)
             if caveats and key in caveats:
@@ -271,14 +280,8 @@ def ranking_tables(
             mixed = mixed_hosts_note({m.name: m.runs for m in summaries})
             if mixed is not None:
                 notes.append(mixed)
-            unranked = [
-                m.name for m in summaries if m.stat(key) is None and len(m.failures) < len(m.runs)
-            ]
             if unranked:  # a run too short for an average memory (see the warnings)
-                notes.append(
-                    f"not ranked, no figure of {title} in their runs: {', '.join(unranked)} "
-                    "(see the warnings)"
-                )
+                notes.append(_unranked_note(title, unranked))
             failed = [f"{m.name} ({ending(m.runs[0])})" for m in summaries if _all_failed(m)]
             if failed:  # said nowhere but in each run's warning before
                 notes.append(f"not ranked, every run failed: {', '.join(failed)}")
@@ -286,6 +289,11 @@ def ranking_tables(
                 notes.append(untested)
             out.append(TextTable(ranking_title(title, setting), rows, notes))
     return out
+
+
+def _unranked_note(title: str, unranked: Sequence[str]) -> str:
+    names = ", ".join(unranked)
+    return f"not ranked, no figure of {title} in their runs: {names} (see the warnings)"
 
 
 FINER_INTERVAL = "a finer --interval: runs shorter than two readings have none"

@@ -1,6 +1,6 @@
 """Runs of one label are one cell only where they are repeats: the same command, the same
 ``--env`` and (a bench's) the same target.  Otherwise :mod:`edgeprof.analysis.apart` names
-them apart."""
+them apart; and a figure only one side has is said, not dropped (compare, rankings)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,13 @@ import pytest
 from edgeprof.analysis.apart import apart, apart_sides
 from edgeprof.analysis.cells import cells
 from edgeprof.analysis.compare import summarize_cells
+from edgeprof.analysis.regression import compare_results
 from edgeprof.cli import main
 from edgeprof.model import RunResult
+from edgeprof.report.comparison import ranking_tables
 
 from .conftest import make_result
+from .gating_helpers import run as gated
 
 
 def _run(*command: str, env: tuple[str, ...] | None = (), **kw: object) -> RunResult:
@@ -155,3 +158,35 @@ def test_a_run_records_its_env_overrides_and_older_files_read_as_not_recorded(
     assert RunResult.from_dict(doc).env is None
     plain = _run("python3", "x.py")
     assert plain.to_dict()["env"] == [] and RunResult.from_dict(plain.to_dict()) == plain
+
+
+def test_compare_says_a_figure_only_the_current_runs_have() -> None:
+    """The baseline's runs were all too short for an average memory, the current's 3 had
+    one: the avg memory row went without a word.  One note line says it now, and why."""
+    short = [dataclasses.replace(r, memory=dataclasses.replace(r.memory, avg_bytes=None))
+             for r in (gated("20"), gated("20"), gated("20"))]  # fmt: skip
+    current = [gated("20", avg_mib=70)] * 3
+    changes, notes = compare_results(short, current)
+    assert "avg_memory" not in {c.metric.key for c in changes}
+    assert "peak_memory" in {c.metric.key for c in changes}
+    assert notes == [
+        "20 (cpus=1, memory=1.0GiB): not compared, what the current runs measured and the "
+        "baseline's did not: avg memory (fewer than two of each run's readings (every 0.1s) "
+        "fell while it ran: --interval 0.01 reads them finer)"
+    ]
+
+
+def test_a_ranking_with_one_model_measured_says_who_has_no_figure() -> None:
+    """Sweep ``sw``'s "Ranking by avg memory under cpus=1" was left out because model 20
+    had no figure: the table is there with the one that has it, and the note."""
+    twenty = [dataclasses.replace(r, memory=dataclasses.replace(r.memory, avg_bytes=None))
+              for r in (gated("20"), gated("20"))]  # fmt: skip
+    forty = [gated("40", avg_mib=80), gated("40", avg_mib=90)]
+    tables = {t.title: t for t in ranking_tables(summarize_cells([*twenty, *forty]))}
+    avg = tables["Ranking by avg memory under cpus=1, memory=1.0GiB (smallest first)"]
+    assert [row[:4] for row in avg.rows[1:]] == [["1", "40", "85.0MiB", "85.0MiB ± 7.1MiB"]]
+    assert avg.notes == ["not ranked, no figure of avg memory in their runs: 20 (see the warnings)"]
+    # Both with the figure: ranked as before; neither: no table.
+    assert "Ranking by avg memory under cpus=1, memory=1.0GiB (smallest first)" not in {
+        t.title for t in ranking_tables(summarize_cells(twenty))
+    }
