@@ -39,7 +39,8 @@ from .phases import MAX_ITERATIONS, MAX_MARKS, MAX_PHASES
 from .sampler import SeriesStats
 
 POLL_S = 0.001
-"""How often the pipe is read under a quota that can stall (:meth:`EventChannel._poll`)."""
+"""How often the pipe is read once lines come (:meth:`EventChannel._poll`); a phase's kernel
+peak window opens when its ``begin`` is read, so at most this late."""
 
 DOCKER_UNAVAILABLE = (
     "this backend's daemon is not on this host, so no pipe reaches the container; run with "
@@ -159,29 +160,31 @@ class EventChannel(EventStore):
     def _run(self) -> None:
         leave_stops_to_main_thread()
         try:
-            while True:
-                ready = select.select([self._r, self._stop_r], [], [])[0]
-                if self._r in ready and not self._drain():
-                    break  # EOF: every writer is gone
-                if self._stop_r in ready:
-                    self._drain()
-                    break
-                if self._read_throttled is not None:  # lines come: poll from now on
-                    self._poll()
-                    break
+            ready = select.select([self._r, self._stop_r], [], [])[0]
+            if self._r in ready and not self._drain():
+                return  # EOF: every writer is gone
+            if self._stop_r in ready:
+                self._drain()
+                return
+            self._poll()  # lines come: poll from now on
         except Exception as exc:
             self._snapshot_error = f"{type(exc).__name__}: {exc}"
 
     def _poll(self) -> None:
-        """Read the pipe every :data:`POLL_S` without waiting on it, under a quota that can
-        stall the workload.  A reader blocked on the pipe is woken by each line, and the
-        wake-up charges the writer's group its runtime (``update_curr`` in the kernel's
-        wake-up path): a quota that ran out was then enforced right after the line's end
-        time, in the gap before the next iteration, not inside the iteration that used it.
-        Seen under --cpus 0.5 with 2 ms iterations: half the stall time fell in the
-        instrument's line write, and the latency percentiles missed it.  Until the first
-        line the pipe is waited on (one wake-up): a workload that reports nothing costs
-        no polling (1 000 wake-ups a second: 0.04 s of CPU a second in a reviewer's snippet on
+        """Read the pipe every :data:`POLL_S` without waiting on it, once lines come.  A
+        reader blocked on the pipe is woken by each line, and the wake-up is where the
+        writer loses its CPU: under a quota, it charges the writer's group its runtime
+        (``update_curr`` in the kernel's wake-up path), so a quota that ran out was enforced
+        right after the line's end time, in the gap before the next iteration (under --cpus
+        0.5 with 2 ms iterations half the stall time fell in the line's write, and the
+        percentiles missed it); on a host where other tasks wait for the CPUs, the woken
+        reader preempts the writer, which then waits its turn there, again outside the
+        iteration.  A tester's script timed its own iterations at 4.0 ms where edgeprof
+        said p50 2.03 ms; here, at a load of 7 on 2 CPUs, 12.0 ms against 3.8 and 7.6 ms
+        woken, 11.9 and 12.0 ms polled, and 1 500 iterations took 5.1 s woken against
+        2.5-3.7 s polled, edgeprof's own CPU time the same (1.6 s).  Until the first line
+        the pipe is waited on (one wake-up): a workload that reports nothing costs no
+        polling (1 000 wake-ups a second: 0.04 s of CPU a second in a reviewer's snippet on
         this loaded host)."""
         while not select.select([self._stop_r], [], [], POLL_S)[0]:
             if not self._drain():
