@@ -50,6 +50,11 @@ class UnsafeOutput(ConfigError):
     of its own (a FIFO, a device, a file with other hard links): :mod:`edgeprof.outfiles`."""
 
 
+class OutputReplaced(UnsafeOutput):
+    """An output directory edgeprof held while a run could act (:func:`edgeprof.outfiles.hold`)
+    is no longer the one held: moved, removed, or swapped for a link or another directory."""
+
+
 class BackendUnavailable(EdgeprofError):
     """The backend cannot run here; the message names the fix."""
 

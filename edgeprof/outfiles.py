@@ -14,6 +14,10 @@ So every output goes through this module:
   link on the way is followed only when it belongs to root or to the person running edgeprof
   (``SUDO_UID`` under sudo): the rule the kernel's ``fs.protected_symlinks`` applies in sticky
   directories.  A missing directory is created with ``mkdirat``.
+- A run's or a sweep's output directory is held (:func:`hold`) from before its workload
+  starts to its last file: the workload (under sudo, the user those links are trusted for)
+  can act meanwhile, so each later walk must end at the very directory held, and under it
+  only root's links are followed.
 - Under sudo every directory and file created is handed to ``SUDO_UID:SUDO_GID`` with ordinary
   modes (0755 and 0644, less the umask), so the user who asked can read, upload and remove it;
   :func:`keep_root` (``--as-root``) keeps root's.
@@ -29,11 +33,12 @@ import errno
 import os
 import pwd
 import stat
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import Path
 
-from .errors import ConfigError, UnsafeOutput
+from .errors import ConfigError, OutputReplaced, UnsafeOutput
 from .names import has_control, printable
 
 _DIR = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
@@ -107,13 +112,82 @@ def _chown_at(name: str, dir_fd: int) -> None:
         os.chown(name, *ids, dir_fd=dir_fd, follow_symlinks=False)
 
 
-def _walk(path: Path, create: bool) -> int:
+def _walk(path: Path, create: bool, below: int | None = None) -> int:
     """An ``O_PATH`` descriptor of the directory ``path``, reached one component at a time;
     missing components are created when ``create``.  Raises :class:`UnsafeOutput` for another
-    user's link on the way, ``OSError`` otherwise."""
+    user's link on the way, :class:`OutputReplaced` where ``path`` is in a held directory
+    (:func:`hold`) that is no longer the one held, ``OSError`` otherwise.  ``below``: only
+    held directories whose absolute path is shorter count (walking a held one itself)."""
     text = os.fspath(path)
-    fd = os.open("/" if text.startswith("/") else ".", _DIR)
-    todo = _parts(text)
+    absolute = os.path.abspath(text)
+    held = _held_above(absolute, len(absolute) + 1 if below is None else below)
+    if held is None:
+        fd = os.open("/" if text.startswith("/") else ".", _DIR)
+        return _walk_from(fd, _parts(text), create, path, None)
+    # The rest from the held directory's descriptor, checked to be the one held: never
+    # through what the path names now.
+    return _walk_from(_open_held(held), _parts(absolute[len(held) :]), create, path, held)
+
+
+_held: dict[str, tuple[str, int, int]] = {}
+"""The held output directories: absolute path → (the path as given, st_dev, st_ino)."""
+_held_lock = threading.Lock()  # runs in threads (a library caller's) hold their own
+
+
+def hold(path: Path, fd: int) -> None:
+    """Pin ``path`` to the directory open at ``fd`` until :func:`release`: from now on every
+    output at or under ``path`` is reached through that very directory (its device and inode
+    checked at each walk, a :class:`OutputReplaced` error where ``path`` now names another)
+    and, under it, through no link but root's (edgeprof's own user's where it is not root).
+    Taken before the workload starts (:class:`edgeprof.storage.DirLock`): under sudo the
+    workload runs as the user the output directory belongs to, and had swapped ``--out`` for
+    its own link to a root-only directory, where root then wrote result.json and
+    samples.csv (a security tester's)."""
+    st = os.fstat(fd)
+    with _held_lock:
+        _held[os.path.abspath(path)] = (os.fspath(path), st.st_dev, st.st_ino)
+
+
+def release(path: Path) -> None:
+    """End :func:`hold` of ``path``."""
+    with _held_lock:
+        _held.pop(os.path.abspath(path), None)
+
+
+def _held_above(absolute: str, limit: int) -> str | None:
+    """The deepest held directory (shorter than ``limit``) at or above ``absolute``."""
+    with _held_lock:
+        keys = [k for k in _held if len(k) < limit]
+    inside = [k for k in keys if absolute == k or absolute.startswith(k.rstrip("/") + "/")]
+    return max(inside, key=len, default=None)
+
+
+def _open_held(key: str) -> int:
+    """An ``O_PATH`` descriptor of the held directory ``key``, walked as any other path, that
+    is the directory held; :class:`OutputReplaced` where it is not, or is gone."""
+    with _held_lock:
+        given, dev, ino = _held[key]
+    replaced = OutputReplaced(
+        f"the output directory {given} was replaced during the run (moved, removed, or "
+        "swapped for a link or another directory); edgeprof writes nothing through it"
+    )
+    try:
+        fd = _walk(Path(key), create=False, below=len(key))
+    except OutputReplaced:
+        raise
+    except (UnsafeOutput, FileNotFoundError, NotADirectoryError) as exc:
+        raise replaced from exc
+    st = os.fstat(fd)
+    if (st.st_dev, st.st_ino) != (dev, ino):
+        os.close(fd)
+        raise replaced
+    return fd
+
+
+def _walk_from(fd: int, todo: list[str], create: bool, path: Path, held: str | None) -> int:
+    """:func:`_walk` from the directory ``fd`` (taken over: closed on error) down ``todo``.
+    ``held``: the held directory ``fd`` is, whose links are followed only where root's."""
+    text = os.fspath(path)
     links = 0
     try:
         while todo:
@@ -134,11 +208,7 @@ def _walk(path: Path, create: bool) -> int:
                 st = os.stat(part, dir_fd=fd, follow_symlinks=False)
                 if not stat.S_ISLNK(st.st_mode):
                     raise
-                if not _trusted(st.st_uid):
-                    raise UnsafeOutput(
-                        f"cannot write under {path}: {part} is a link owned by uid "
-                        f"{st.st_uid}; edgeprof follows only root's and your own links"
-                    ) from None
+                _check_link(path, part, st.st_uid, held)
                 links += 1
                 if links > _MAX_LINKS:
                     raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), text) from None
@@ -155,6 +225,31 @@ def _walk(path: Path, create: bool) -> int:
     except BaseException:
         os.close(fd)
         raise
+
+
+def _check_link(path: Path, part: str, uid: int, held: str | None) -> None:
+    """Refuse the link ``part`` of ``uid`` on the way to ``path`` unless it may be followed:
+    anywhere, root's and the person's running edgeprof (``SUDO_UID`` too); inside a held
+    directory (:func:`hold`), only root's and edgeprof's own user's.  Under sudo the workload
+    runs as ``SUDO_UID`` and had made a sweep's ``run/2`` its link to a root-only directory
+    during the first run, where root then wrote the second run's files (a security
+    tester's)."""
+    if held is None and _trusted(uid):
+        return
+    if held is not None and uid in (0, os.geteuid()):  # under sudo: root's only
+        return
+    if held is None:
+        raise UnsafeOutput(
+            f"cannot write under {path}: {part} is a link owned by uid {uid}; "
+            "edgeprof follows only root's and your own links"
+        ) from None
+    with _held_lock:
+        given = _held[held][0] if held in _held else held
+    raise OutputReplaced(
+        f"cannot write under {path}: {part} is a link owned by uid {uid} in the output "
+        f"directory {given}, where a run's workload can make one; edgeprof follows only its "
+        "own user's and root's links there"
+    ) from None
 
 
 @contextlib.contextmanager
@@ -185,6 +280,14 @@ def _check_name(path: Path, dir_fd: int) -> None:
         raise _refuse(path, "it is not a plain file")
     if st.st_nlink > 1:
         raise _refuse(path, f"it has {st.st_nlink} hard links")
+
+
+def open_dir(path: Path) -> int:
+    """A read descriptor (``O_RDONLY | O_DIRECTORY | O_CLOEXEC``) of the directory ``path``,
+    reached as a write reaches it (:func:`_walk`): what :class:`edgeprof.storage.DirLock`
+    locks and :func:`hold` pins."""
+    with _directory(path) as d:
+        return os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=d)
 
 
 def make_dirs(path: Path) -> Path:

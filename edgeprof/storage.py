@@ -43,13 +43,17 @@ class DirLock:
 
     ``flock`` on the directory's own descriptor (``O_CLOEXEC``, never the workload's): no
     lock file is left behind, and the kernel drops the hold with the descriptor, so a
-    SIGKILLed edgeprof holds nothing."""
+    SIGKILLed edgeprof holds nothing.  The directory is pinned too
+    (:func:`edgeprof.outfiles.hold`), taken before the workload starts: every later output
+    in it goes through this very directory, not through whatever the workload (under sudo,
+    the directory's owner) has put at its name meanwhile."""
 
     def __init__(self, directory: Path) -> None:
         import fcntl  # POSIX only, as the rest of the output code
 
+        self._directory = directory
         try:
-            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            fd = outfiles.open_dir(directory)
         except OSError as exc:  # a directory one may write but not read (0733): EACCES
             raise ConfigError(
                 f"cannot use output directory {directory}: {exc.strerror or exc} (edgeprof "
@@ -59,15 +63,21 @@ class DirLock:
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            self.close()
+            self._close_fd()
             raise ConfigError(
                 f"{directory} is being written by another edgeprof run: give each run its own --out"
             ) from None
+        outfiles.hold(directory, fd)  # only once it is ours: a refused lock holds nothing
 
-    def close(self) -> None:
+    def _close_fd(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            outfiles.release(self._directory)
+            self._close_fd()
 
     def __enter__(self) -> DirLock:
         return self

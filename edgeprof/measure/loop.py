@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..backends import Backend, RunHandle
-from ..errors import ConfigError
+from ..errors import ConfigError, UnsafeOutput
 from ..model import RunResult, RunSpec, Sample
 from ..outfiles import remove_files
 from .assemble import build_result, peak_read_in_phases
@@ -86,8 +86,14 @@ def run_loop(
                 # result.json beside its own samples.csv, and `report` showed it.
                 # samples.csv is written over next; gpu.csv too, where a GPU watch writes one.
                 mine = {"samples.csv", *(("gpu.csv",) if gpu is not None else ())}
-                remove_files(out, [n for n in OUT_FILES if n not in mine])
-                writer = SampleWriter(out / "samples.csv", columns=columns)
+                try:
+                    remove_files(out, [n for n in OUT_FILES if n not in mine])
+                    writer = SampleWriter(out / "samples.csv", columns=columns)
+                except UnsafeOutput as exc:
+                    # The workload, already running, swapped the directory or planted a link
+                    # in it: the run goes on, measured in memory, and its result.json is
+                    # refused the same way at the end (ResultNotSaved carries the result).
+                    warnings.append(f"samples.csv not written: {exc}")
             sampler = Sampler(
                 run.sample,
                 interval=interval,
@@ -124,7 +130,7 @@ def run_loop(
                     squeezer.start()
                 sampler.start()
                 if gpu is not None:
-                    gpu.start(run.started, run.members, interval, out)
+                    gpu.start(run.started, run.members, interval, None if writer is None else out)
                 deadline = _Deadline()
                 try:
                     with interrupts.armed():

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..analysis.cells import CellKey, cell_key, ending
 from ..backends import Backend, get_backend
-from ..errors import ConfigError, LimitError
+from ..errors import ConfigError, LimitError, OutputReplaced
 from ..measure.limits import allowed_cpus, host_memory, resolve
 from ..measure.loop import OUT_FILES
 from ..measure.runner import ResultNotSaved, profile
@@ -260,7 +260,12 @@ def _sweep(
     def first_launch() -> None:
         nonlocal earlier
         if earlier is None and out is not None:
-            earlier = remove_earlier(out, plan)
+            try:
+                earlier = remove_earlier(out, plan)
+            except OutputReplaced:
+                # The first workload, already running, swapped the held directory: its run
+                # goes on, and its result.json is refused the same way (ResultNotSaved).
+                earlier = []
 
     checkpoint = None if out is None or plan.is_single else _Checkpoint(out / "sweep.json", result)
     cell_of: dict[tuple[str | None, Limits], CellKey] = {}  # a step's cell, from its runs

@@ -76,13 +76,16 @@ def test_an_out_directory_it_may_write_but_not_read_is_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Mode 0733 as a non-root user: edgeprof locks the directory through a descriptor opened
-    for reading, which the kernel refuses (injected here: root passes the mode)."""
+    for reading (``.`` at the descriptor its walk reached), which the kernel refuses
+    (injected here: root passes the mode)."""
     out = tmp_path / "write-only"
     out.mkdir()
     real = os.open
 
     def open_(path: object, flags: int, *args: object, **kwargs: object) -> int:
-        if os.fspath(path) == str(out) and flags & os.O_DIRECTORY:  # type: ignore[call-overload]
+        at = kwargs.get("dir_fd")
+        reading = flags & os.O_DIRECTORY and not flags & os.O_PATH and path == "."
+        if reading and isinstance(at, int) and os.path.samestat(os.fstat(at), os.stat(out)):
             raise PermissionError(errno.EACCES, "Permission denied", str(out))
         return real(path, flags, *args, **kwargs)  # type: ignore[arg-type]
 
