@@ -296,7 +296,9 @@ def read_json(path: Path, what: str = "") -> Any:
     text = ""
     try:
         text = read_capped(path, MAX_JSON_BYTES)
-        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+        return json.loads(
+            text, parse_constant=_no_constant, parse_float=_finite, parse_int=_bounded_int
+        )
     except (OSError, ValueError, RecursionError, MemoryError) as exc:
         if isinstance(exc, json.JSONDecodeError) and (note := layers_file_note(path, text)):
             raise ConfigError(note) from exc
@@ -380,11 +382,27 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a finite number")
 
 
+MAX_JSON_INT = 2**64
+"""No integer edgeprof reads is larger (sizes are below 2⁶³ bytes; a kernel counter is 64
+bits): an integer of 100 000 digits had been an error telling the user to call
+``sys.set_int_max_str_digits()``, Python's words about its own settings."""
+
+
 def _finite(text: str) -> float:
     """A JSON number too large for a float (``1e999``) reads as infinity: refused as well."""
     value = float(text)
     if not math.isfinite(value):
         raise ValueError(f"{text[:20]} is not a finite number")
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    """An integer within :data:`MAX_JSON_INT`, its digits counted before Python converts
+    them (which refuses 4 300 or more)."""
+    digits = len(text.lstrip("-"))
+    if digits > 20 or abs(value := int(text)) >= MAX_JSON_INT:
+        shown = text if digits <= 21 else f"an integer of {digits} digits"
+        raise ValueError(f"{shown} is beyond any figure edgeprof reads (2**64)")
     return value
 
 

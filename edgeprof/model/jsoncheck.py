@@ -82,6 +82,11 @@ makes, on every CPU there can be.  A hand-edited ``"wall_s": 1e308`` had been re
 by ``compare`` as a 309-digit number of seconds, and overflowed to ``inf`` in milliseconds."""
 
 
+MAX_PERCENT = (MAX_CPU + 1) * 100
+"""The most a percentage of a run can be: every CPU there can be, busy.  A hand-edited
+``"avg_pct": 1e308`` had printed a 310-digit ``AVG CPU %`` column."""
+
+
 def non_negative(field: str) -> bool:
     """Whether a result's ``field`` is refused below 0 (:data:`NON_NEGATIVE`)."""
     return field.endswith("_bytes") or field in NON_NEGATIVE
@@ -206,6 +211,8 @@ def check(value: object, hint: Any, where: str, argv: bool = False) -> None:
                     raise _bad(at, "a number of 0 or more", v)
                 if seconds(f.name) and isinstance(v, int | float) and v > MAX_SECONDS:
                     raise _bad(at, f"seconds up to {MAX_SECONDS:g}", v)
+                if f.name.endswith("_pct") and isinstance(v, int | float) and v > MAX_PERCENT:
+                    raise _bad(at, f"a percentage up to {MAX_PERCENT:g}", v)
 
 
 @functools.cache

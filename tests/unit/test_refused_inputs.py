@@ -104,6 +104,33 @@ def test_a_result_file_with_an_absurd_time_is_refused_by_name(
     shutil.rmtree("bad")
 
 
+def test_an_absurd_percentage_or_a_huge_integer_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A security tester's ``cpu.avg_pct: 1e308`` had printed a 310-digit ``AVG CPU %``
+    column, and an integer of 100 000 digits an error telling the user to call
+    ``sys.set_int_max_str_digits()``."""
+    monkeypatch.chdir(tmp_path)
+    text = (_sweep(Path("base")) / "sweep.json").read_text()
+    Path("pct").mkdir()
+    pct = text.replace('"avg_pct": ', '"avg_pct": 1e308, "x": ', 1)
+    (Path("pct") / "sweep.json").write_text(pct)
+    assert main(["report", "pct"]) == 2
+    line = _only(capsys)
+    assert line.startswith("edgeprof: error: pct/sweep.json is not an edgeprof result: ")
+    assert line.endswith(".avg_pct: expected a percentage up to 6.5536e+06, got 1e+308\n")
+    Path("int").mkdir()
+    huge = text.replace('"wall_s": ', f'"x": {"9" * 100_000}, "wall_s": ', 1)
+    (Path("int") / "sweep.json").write_text(huge)
+    assert main(["report", "int"]) == 2
+    assert _only(capsys) == (
+        "edgeprof: error: cannot read result int/sweep.json: an integer of 100000 digits is "
+        "beyond any figure edgeprof reads (2**64)\n"
+    )
+    for bad in ("pct", "int"):  # broken on purpose: not for the suite's schema check
+        shutil.rmtree(bad)
+
+
 def test_read_json_takes_finite_numbers_only(tmp_path: Path) -> None:
     f = tmp_path / "r.json"
     f.write_text('{"a": [1.5, -2e300, 0]}')
