@@ -157,8 +157,8 @@ def render_compare_summary(
     """The verdict table of ``edgeprof compare``."""
     head = f"**{compare_headline(changes)}**"
     lines = ["## edgeprof compare", "", *failed_current_headline(changes), head]
-    if held := _held_line(changes):  # beside the verdict a CI page shows first
-        lines.append(held)
+    if held := held_line(changes):  # beside the verdict a CI page shows first
+        lines.append(f"⚠️ {held}")
     lines += [f"(threshold {threshold * 100:g}%; {COMPARE_LEGEND})", ""]
     lines += _table(COMPARE_COLUMNS, compare_rows(changes))
     if notes:
@@ -199,9 +199,10 @@ def failed_current_headline(changes: Sequence[Change]) -> list[str]:
     return [*lines, ""]
 
 
-def _held_line(changes: Sequence[Change]) -> str | None:
-    """``⚠️ 1 of the regressions …``: the verdicts other tasks on the host could account for
-    (:func:`~edgeprof.analysis.regression.held_caveat`), by kind."""
+def held_line(changes: Sequence[Change]) -> str | None:
+    """``1 of the regressions …``: the verdicts other tasks on the host could account for
+    (:func:`~edgeprof.analysis.regression.held_caveat`), by kind; the summary and the HTML
+    page put it under their verdict, each with its own mark."""
     said = []
     kinds = ((Verdict.REGRESSION, "regressions"), (Verdict.IMPROVEMENT, "improvements"))
     for verdict, word in kinds:
@@ -210,7 +211,7 @@ def _held_line(changes: Sequence[Change]) -> str | None:
     if not said:
         return None
     return (
-        f"⚠️ {' and '.join(said)} compare runs other tasks on the host held off their CPUs long "
+        f"{' and '.join(said)} compare runs other tasks on the host held off their CPUs long "
         "enough to account for them: they may be the host's (see the notes)"
     )
 

@@ -15,17 +15,20 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from html import escape
 from pathlib import Path
 
 from ..analysis.budgets import BudgetCheck
 from ..analysis.calibration import Calibration
+from ..analysis.cells import cells, endings
 from ..analysis.cells import setting as setting_of
 from ..analysis.compare import RANKED_METRICS, format_stat, rank, summarize_cells
+from ..analysis.headroom import Headroom, worst_fit
 from ..analysis.metrics import CALIBRATION_METRICS, STAT_METRICS
 from ..analysis.regression import Change, failed_cells, regressed
-from ..model import RunResult
+from ..model import RunResult, Termination
+from ..units import format_binary
 from ..version import __version__
 from . import svg
 from .ci_summary import (
@@ -36,36 +39,75 @@ from .ci_summary import (
     budget_verdict,
     compare_headline,
     compare_rows,
+    held_line,
 )
-from .comparison import ranking_title, under
+from .comparison import RANKING_LEGEND, ranking_title, under
 from .gpu import GPU_COLUMNS, gpu_notes, gpu_phase_rows, gpu_rows
 from .gpu import PHASE_COLUMNS as GPU_PHASE_COLUMNS
+from .memory import headroom
+from .note_groups import grouped_notes
 from .phases import aggregated, section_tables
 from .results import COLUMNS, note_lines
 from .results import rows as run_rows
 from .summary import summary_tables
 from .table import TextTable
 
+BAR_KEY = "bar: the median of the runs; whisker: their range, min … max"
+"""What a ranking chart's bar and whisker are (:class:`~edgeprof.report.svg.Bar`)."""
+
 MAX_TIMELINES = 12
 """Runs drawn over time, at most: the first run of each model and setting, then the rest."""
 
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px;
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1240px;
        color: #1b1b1b; padding: 0 1rem; }
 h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { margin-top: 2.2rem; }
 h3 { font-size: 1rem; margin: 1.4rem 0 .4rem; }
 .meta { color: #555; margin-top: 0; }
-.verdict { display: inline-block; padding: .3rem .7rem; border-radius: 4px; font-weight: 600;
-           margin: .2rem .4rem .2rem 0; }
+.verdicts { margin: .8rem 0 1.2rem; }
+.verdict { width: fit-content; max-width: 100%; box-sizing: border-box; padding: .35rem .7rem;
+           border-radius: 4px; font-weight: 600; margin: .3rem 0; }
 .pass { background: #e3f3e7; color: #1e6b35; } .fail { background: #fbe4e4; color: #9c1c1c; }
+.warn { background: #fff3d6; color: #6b4500; }
+.scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; font-size: .85rem; margin: .3rem 0; }
 th, td { border-bottom: 1px solid #e2e2e2; padding: .25rem .6rem; text-align: left;
          white-space: nowrap; }
 th { background: #f4f6f8; } td.num, th.num { text-align: right; }
+td.pass, td.fail, td.warn { font-weight: 600; }
 ul.notes { color: #444; font-size: .85rem; margin: .3rem 0 0; }
+ul.notes li.warning { color: #6b4500; }
 figure { margin: .6rem 0 1.2rem; } pre { font-size: .8rem; background: #f4f6f8; padding: .6rem;
        overflow-x: auto; }
+svg { max-width: 100%; height: auto; }
+@media print {
+  body { max-width: none; margin: 0; padding: 0; font-size: 10pt; }
+  table { font-size: 7pt; } th, td { white-space: normal; padding: .1rem .25rem; }
+  .scroll, pre { overflow: visible; } pre { white-space: pre-wrap; }
+  figure, tr, .verdict { break-inside: avoid; }
+  .verdict, td.pass, td.fail, td.warn { -webkit-print-color-adjust: exact;
+                                        print-color-adjust: exact; }
+}
 """
+"""The page's style.  Wide tables scroll sideways in their box (``.scroll``); charts scale
+down to the width they have; printed, the tables' cells wrap in a smaller face so that no
+column is dropped (a print had lost CPU TIME, THROTTLED and END)."""
+
+_SYMBOL = {"pass": "✓", "fail": "✗", "warn": "⚠"}
+"""Each verdict's mark beside its colour, so that it reads without colour: text symbols that
+common fonts hold (the Markdown's ❌/✅ are emoji, drawn as empty boxes without an emoji
+font)."""
+
+_MARKS = {
+    "breach": "fail",
+    "not measured": "fail",
+    "regression": "fail",
+    "pass": "pass",
+    "improvement": "pass",
+    "not enough repeats": "warn",
+}
+"""The class of a budget's or a comparison's verdict cell, by its word."""
+
 
 
 @dataclass(frozen=True)
@@ -75,6 +117,20 @@ class Comparison:
     changes: Sequence[Change]
     threshold: float
     notes: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class Banner:
+    """A verdict at the top of the page: ``kind`` ``pass``, ``fail`` or ``warn`` (its colour
+    and mark), and what it says."""
+
+    kind: str
+    text: str
+
+    def html(self) -> str:
+        return (
+            f'<p class="verdict {self.kind}">{_SYMBOL[self.kind]} {escape(self.text)}</p>'
+        )
 
 
 def render_html(
@@ -87,22 +143,34 @@ def render_html(
     calibration: Calibration | None = None,
     extra: Sequence[TextTable] = (),
     notes: Sequence[str] = (),
+    banners: Sequence[Banner] = (),
 ) -> str:
     """The page for ``results`` (in the order given), with the budget checks, the
     comparison, and the calibrated predictions (their text, and each fit's chart) where
     given; ``extra`` tables after the rankings (``--repeat auto``'s), ``notes`` under them
-    (a sweep that stopped early)."""
-    body = [f"<h1>{escape(title)}</h1>", _meta(results), _verdicts(checks, comparison)]
+    (a sweep that stopped early), ``banners`` with the verdicts at the top (a fit's answer).
+
+    The verdicts come first, as the terminal's: a run's memory verdict and how its runs
+    ended (an OOM-killed run's page had had no banner; its "does not fit" was the third grey
+    bullet under the table), the budgets', the comparison's; then a comparison's table,
+    before the current runs' own report (it had come after a screen and a half of it)."""
+    shown = [*banners, *_verdicts(checks, comparison)]
+    if comparison is None:  # a comparison's headline says its current runs that failed
+        # Beside a given verdict (a fit's answer), a run's "fits" is noise: a fit's
+        # unlimited runs "fit" the cap it set itself.
+        runs = [b for b in _run_banners(results) if not banners or b.kind != "pass"]
+        shown = [*runs, *shown]
+    body = [f"<h1>{escape(title)}</h1>", _meta(results)]
+    if shown:
+        body.append('<div class="verdicts">' + "".join(b.html() for b in shown) + "</div>")
+    if comparison is not None:
+        body.append("<h2>Compared with the baseline</h2>")
+        note = f"threshold {comparison.threshold * 100:g}%; {COMPARE_LEGEND}"
+        rows = [list(COMPARE_COLUMNS), *_marked(compare_rows(comparison.changes, emoji=False))]
+        table = TextTable(f"Verdicts ({note})", rows, list(comparison.notes))
+        body.append(table.html(_CLASSES))
     body.append("<h2>Results</h2>")
-    # The text report's lines under its table, each naming its run: the memory verdicts and
-    # composition as well as the warnings (the page had shown only the warnings); the heads'
-    # limits are in the header.
-    notes_of = [
-        n.text if n.label is None else f"{n.label}: {n.text}"
-        for n in note_lines(results)
-        if not n.head
-    ]
-    body.append(TextTable("Every run", [list(COLUMNS), *run_rows(results)], notes_of).html())
+    body.append(_results_table(results))
     how = " (median over each model's runs)" if aggregated(results) else ""
     for name, columns, rows, below in section_tables(results):
         body.append(TextTable(name + how, [list(columns), *rows], below).html())
@@ -114,30 +182,20 @@ def render_html(
             body.append(TextTable("GPU by phase", [list(GPU_PHASE_COLUMNS), *by_phase]).html())
     if len(results) > 1:
         body.append("<h2>Statistics and rankings</h2>")
-        charts = _ranking_charts(results)  # each after its ranking table
-        body += [t.html() + charts.get(t.title, "") for t in summary_tables(results)]
+        body += _rankings(results)
     body += [t.html() for t in extra]
     body += [f"<p class=\"notes\">note: {escape(n)}</p>" for n in notes]
     if checks:
         body.append("<h2>Budgets</h2>")
-        body.append(
-            TextTable(
-                "Budget checks", [list(BUDGET_COLUMNS), *budget_rows(checks, emoji=False)]
-            ).html()
-        )
-    if comparison is not None:
-        body.append("<h2>Compared with the baseline</h2>")
-        note = f"threshold {comparison.threshold * 100:g}%; {COMPARE_LEGEND}"
-        rows = [list(COMPARE_COLUMNS), *compare_rows(comparison.changes, emoji=False)]
-        table = TextTable(f"Verdicts ({note})", rows, list(comparison.notes))
-        body.append(table.html())
+        rows = [list(BUDGET_COLUMNS), *_marked(budget_rows(checks, emoji=False))]
+        body.append(TextTable("Budget checks", rows).html(_CLASSES))
     if predictions:
         body.append("<h2>Predicted on the device</h2>")
         body.append(f"<pre>{escape(predictions)}</pre>")
     if calibration is not None:
         body += _calibration_charts(calibration)
     body.append("<h2>Over time</h2>")
-    timelines, left_out = _timelines(results)
+    timelines, left_out = _timelines(results, checks)
     body += timelines or [
         '<p class="meta">No time series: the runs\' samples.csv files are not on disk '
         "(a run keeps them with --out).</p>"
@@ -145,10 +203,46 @@ def render_html(
     body += [f'<p class="notes">note: {escape(n)}</p>' for n in left_out]
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(title)}</title><style>{STYLE}</style></head>\n<body>\n"
         + "\n".join(body)
         + "\n</body></html>\n"
     )
+
+
+_CLASSES = {f"{_SYMBOL[kind]} {word}": kind for word, kind in _MARKS.items()}
+"""A marked verdict cell's class, by its text (:func:`_marked`)."""
+
+
+def _marked(rows: list[list[str]]) -> list[list[str]]:
+    """The rows with their last cell (a verdict's word) marked as :data:`_SYMBOL` marks its
+    kind: ``✗ breach``, ``✓ pass``, ``✗ regression``, ``✓ improvement`` (the page had said
+    ``breach`` and ``pass`` alike, in plain cells, where the terminal says FAIL)."""
+    out = []
+    for r in rows:
+        kind = _MARKS.get(r[-1])
+        out.append(r if kind is None else [*r[:-1], f"{_SYMBOL[kind]} {r[-1]}"])
+    return out
+
+
+def _results_table(results: Sequence[RunResult]) -> str:
+    """The runs' table, with its notes as the page says them (:func:`grouped_notes`): each
+    naming its run; a warning many runs had in the same words, once."""
+    settings = len({setting_of(r) for r in results}) > 1
+    said = grouped_notes(note_lines(results), settings=settings)
+    table = TextTable("Every run", [list(COLUMNS), *run_rows(results)], [t for t, _ in said])
+    return table.html()
+
+
+def _rankings(results: Sequence[RunResult]) -> list[str]:
+    """The statistics and ranking tables, each ranking with its chart, and what their
+    columns mean said once, above them (it had been under each of a bench's 8 rankings)."""
+    charts = _ranking_charts(results)  # each after its ranking table
+    tables = summary_tables(results)
+    legend = any(RANKING_LEGEND in t.notes for t in tables)
+    tables = [replace(t, notes=[n for n in t.notes if n != RANKING_LEGEND]) for t in tables]
+    out = [f'<p class="meta">{escape(RANKING_LEGEND)}</p>'] if legend else []
+    return out + [t.html() + charts.get(t.title, "") for t in tables]
 
 
 def _meta(results: Sequence[RunResult]) -> str:
@@ -174,12 +268,52 @@ def _meta(results: Sequence[RunResult]) -> str:
     return f'<p class="meta">{escape(text)}</p>'
 
 
-def _verdicts(checks: Sequence[BudgetCheck], comparison: Comparison | None) -> str:
+MAX_FIT_BANNERS = 3
+"""Settings whose memory limit fits, each said in its own banner, at most; more are one."""
+
+
+def _run_banners(results: Sequence[RunResult]) -> list[Banner]:
+    """Each setting's verdict as the terminal's notes say it, at the top: red where its
+    memory does not fit (OOM-killed) or a run failed (an exit, a timeout), with how the runs
+    ended; amber where it fits only at the limit or slowed; green where it fits (one banner
+    for them all past :data:`MAX_FIT_BANNERS`).  A setting without a memory limit whose runs
+    all succeeded has none."""
+    failed, warned, fitted = [], [], []
+    by_cell = cells(results)
+    for (label, setting), runs in by_cell.items():
+        fit, count = worst_fit(runs)
+        said = headroom(fit, count)
+        bad = [r for r in runs if not r.succeeded]
+        killed = fit is not None and fit.status is Headroom.DOES_NOT_FIT
+        parts = [said] if killed and said else []
+        # One OOM-killed run is said by its verdict; repeats, or other endings, by count.
+        if bad and not (killed and len(runs) == 1 and bad[0].termination is Termination.OOM):
+            parts.append(f"{len(runs) - len(bad)} of {len(runs)} runs succeeded ({endings(bad)})")
+        who = f"{label} ({setting})"
+        if parts:
+            failed.append(Banner("fail", f"{who}: " + "; ".join(parts)))
+        elif fit is None or said is None:
+            continue
+        elif fit.status is not Headroom.FITS or fit.at_edge or fit.warm_only:
+            warned.append(Banner("warn", f"{who}: {said}"))
+        else:
+            fitted.append(Banner("pass", f"{who}: {said}"))
+    if len(fitted) > MAX_FIT_BANNERS:
+        fitted = [
+            Banner(
+                "pass",
+                f"{len(fitted)} of {len(by_cell)} models and settings fit their memory limit "
+                "(the notes under the runs' table say by how much)",
+            )
+        ]
+    return [*failed, *warned, *fitted]
+
+
+def _verdicts(checks: Sequence[BudgetCheck], comparison: Comparison | None) -> list[Banner]:
     out = []
     if checks:
         failed = sum(not c.ok for c in checks)
-        text = budget_verdict(checks)
-        out.append(f'<span class="verdict {"fail" if failed else "pass"}">{escape(text)}</span>')
+        out.append(Banner("fail" if failed else "pass", budget_verdict(checks)))
     if comparison is not None:
         # The step summary's headline: a metric not measured fails the gate too, but is not
         # a regression (the page had said "12 regression(s)" for 2 and 10 not measured).
@@ -189,8 +323,12 @@ def _verdicts(checks: Sequence[BudgetCheck], comparison: Comparison | None) -> s
             made = sum(f.of for f in lost.values())
             count = sum(f.count for f in lost.values())
             text = f"{count} of {made} current run{'s' if made > 1 else ''} failed; {text}"
-        out.append(f'<span class="verdict {"fail" if bad else "pass"}">{escape(text)}</span>')
-    return f"<p>{''.join(out)}</p>" if out else ""
+        out.append(Banner("fail" if bad else "pass", text))
+        # Beside the verdict, as the step summary has it: the changes the host's other work
+        # may account for (the page had said so only in the notes at its bottom).
+        if held := held_line(comparison.changes):
+            out.append(Banner("warn", held))
+    return out
 
 
 def _ranking_charts(results: Sequence[RunResult]) -> dict[str, str]:
@@ -207,15 +345,15 @@ def _ranking_charts(results: Sequence[RunResult]) -> dict[str, str]:
                 svg.Bar(
                     label=r.name,
                     value=r.median,
-                    low=r.stat.mean - r.stat.sd,
-                    high=r.stat.mean + r.stat.sd,
+                    low=r.stat.min,
+                    high=r.stat.max,
                     note="≈ previous: within noise" if r.within_noise else "",
                     within_noise=r.within_noise,
                 )
                 for r in ranks
             ]
-            title = f"{metric.title} {under(setting)}: median, mean ± sd"
-            chart = svg.bars(title, bars, functools.partial(format_stat, key))
+            title = f"{metric.title} {under(setting)}"
+            chart = svg.bars(title, bars, functools.partial(format_stat, key), BAR_KEY)
             out[ranking_title(metric.title, setting)] = f"<figure>{chart}</figure>"
     return out
 
@@ -237,7 +375,9 @@ def _calibration_charts(cal: Calibration) -> list[str]:
     return out
 
 
-def _timelines(results: Sequence[RunResult]) -> tuple[list[str], list[str]]:
+def _timelines(
+    results: Sequence[RunResult], checks: Sequence[BudgetCheck] = ()
+) -> tuple[list[str], list[str]]:
     """CPU % and memory over time, one line per run whose samples.csv is on disk; and a note
     for each run whose file could not be read as a table (it is left out)."""
     from .plots import read_samples
@@ -270,11 +410,45 @@ def _timelines(results: Sequence[RunResult]) -> tuple[list[str], list[str]]:
         f"Each line is one run, the first of its model and setting ({shown} of "
         f"{len(results)} runs), from its samples.csv: " + "; ".join(drawn)
     )
+    runs = [r for label, r in chosen]
+    cpu_refs, memory_refs = _references(runs, checks)
+    cpu_chart = svg.lines(
+        "CPU % of one core", cpu, "seconds", lambda v: f"{v:g}%", references=_near(cpu_refs, cpu)
+    )
+    memory_chart = svg.lines(
+        "Memory", memory, "seconds", lambda v: f"{v:g} MiB", references=_near(memory_refs, memory)
+    )
     return [
         f'<p class="meta">{escape(which)}</p>',
-        f"<figure>{svg.lines('CPU % of one core', cpu, 'seconds', lambda v: f'{v:.0f}%')}</figure>",
-        f"<figure>{svg.lines('Memory', memory, 'seconds', lambda v: f'{v:.0f} MiB')}</figure>",
+        f"<figure>{cpu_chart}</figure>",
+        f"<figure>{memory_chart}</figure>",
     ], notes
+
+
+def _references(
+    runs: Sequence[RunResult], checks: Sequence[BudgetCheck]
+) -> tuple[list[svg.Reference], list[svg.Reference]]:
+    """The lines across the timelines: the CPU share and the memory limit where the drawn
+    runs share one, and the peak memory budgets (a 65.8 MiB peak had been drawn with no
+    sign of the 60 MiB budget it broke).  A limit far above what the runs used (over 1.5
+    times the highest point drawn: :func:`_near`) is left out: it would flatten every line
+    to the chart's floor, and the header says it."""
+    cpu, memory = [], []
+    shares = {r.limits.cpus for r in runs}
+    if len(shares) == 1 and (share := shares.pop()) is not None:
+        cpu.append(svg.Reference(share * 100, f"limit cpus={share:g}"))
+    limits = {r.memory.limit_bytes for r in runs}
+    if len(limits) == 1 and (limit := limits.pop()) is not None:
+        memory.append(svg.Reference(limit / 2**20, f"limit {format_binary(limit)}"))
+    for budget in dict.fromkeys(c.budget for c in checks if c.metric.key == "peak_memory"):
+        memory.append(svg.Reference(budget / 2**20, f"budget {format_binary(int(budget))}"))
+    return cpu, memory
+
+
+def _near(refs: list[svg.Reference], series: Sequence[svg.Series]) -> list[svg.Reference]:
+    """``refs`` up to 1.5 times the highest point drawn (all where nothing is drawn)."""
+    most = max((y for s in series for _, y in s.points), default=None)
+    return [x for x in refs if most is None or x.value <= 1.5 * most]
 
 
 def _points(t: Sequence[float | None], v: Sequence[float | None]) -> list[tuple[float, float]]:

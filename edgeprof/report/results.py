@@ -116,6 +116,9 @@ class NoteLine(NamedTuple):
     text: str
     head: bool = False
     """How the label was measured (backend, limits, samples): the page's header says it."""
+    setting: str | None = None
+    """The limit setting of the cell a line under a head is about (a label may be measured
+    under several)."""
 
 
 def note_lines(results: Sequence[RunResult]) -> list[NoteLine]:
@@ -128,7 +131,7 @@ def note_lines(results: Sequence[RunResult]) -> list[NoteLine]:
     out: list[NoteLine] = []
     by_cell = cells(results)
     common = _every_runs(results) if len(by_cell) > 1 else []
-    for (label, _), runs in by_cell.items():
+    for (label, setting), runs in by_cell.items():
         r = runs[0]
         device = f"device {r.device}, " if r.device else ""
         head = f"{label}: {r.backend}/{r.mechanism}, {device}limits: {r.limits.describe()}, "
@@ -148,7 +151,7 @@ def note_lines(results: Sequence[RunResult]) -> list[NoteLine]:
             if verdict is not None:
                 lines.append(verdict)
         lines.extend(cell_warnings(runs, but=common))
-        out.extend(NoteLine(label, line) for line in lines)
+        out.extend(NoteLine(label, line, setting=setting) for line in lines)
     out.extend(NoteLine(None, f"warning (every run): {w}") for w in common)
     out.extend(NoteLine(None, n) for n in _uninstrumented(results))
     return out

@@ -212,7 +212,12 @@ def rerender(
 
         _pyplot()  # a missing matplotlib is found before any file is written
     stopped = [why for p in paths if (why := sweep_stopped(p)) is not None]
-    stopped += [fit_note(p, d) for p, docs in fits.items() for d in docs]
+    answers = [
+        (fit_note(p, d), isinstance(d.get("min_memory_bytes"), int))
+        for p, docs in fits.items()
+        for d in docs
+    ]
+    stopped += [text for text, _ in answers]
     stopped += shared
     # One sweep made with --repeat auto: what it resolved, as the run printed it.
     auto = load_auto_repeat(paths[0]) if len(paths) == 1 else None
@@ -247,9 +252,20 @@ def rerender(
     if plots is not None:
         write_plot_files(plots, runs, stderr)
     if html is not None:
-        from .html import render_html
+        from .html import Banner, render_html
 
-        page = render_html(runs, predictions=shown, calibration=cal, extra=repeats, notes=stopped)
+        # A fit's answer is the page's verdict, at its top (it had been a paragraph in the
+        # middle of the page); the other notes stay under the tables.
+        banners = [Banner("pass" if found else "fail", text) for text, found in answers]
+        said = {text for text, _ in answers}
+        page = render_html(
+            runs,
+            predictions=shown,
+            calibration=cal,
+            extra=repeats,
+            notes=[n for n in stopped if n not in said],
+            banners=banners,
+        )
         write_file(html, page, stderr)
     if predictions is not None and preds is not None:
         from .predictions import write_predictions

@@ -11,7 +11,7 @@ wider than their text (the older profiler's ``tabulate`` files, kept byte for by
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from typing import Literal
@@ -156,29 +156,46 @@ class TextTable:
             lines += [""] + [f"- {markdown_text(n.strip())}" for n in self.notes]
         return "\n".join(lines) + "\n"
 
-    def html(self) -> str:
+    def html(self, marks: Mapping[str, str] | None = None) -> str:
         """A ``<section>``: the title as a heading, the table (numbers right-aligned where a
-        column holds nothing else), the notes as a list."""
+        column holds nothing else; a cell whose text ``marks`` names gets that class, as a
+        verdict's ``fail`` or ``pass``), the notes as a list.  The table sits in a box that
+        scrolls sideways: the results table is ~1200 px wide, and its END column had been
+        past the edge of a 1280 px window with no way to reach it."""
         header, body = self.rows[0], self.rows[1:]
+        marks = marks or {}
+        # The first column names its rows (a model "16", "4 (cpus=1)"): a label, never
+        # right-aligned as a figure.
         numeric = [
-            bool(body) and all(_numeric(r[i]) for r in body if r[i]) for i in range(len(header))
+            i > 0 and bool(body) and all(_numeric(r[i]) for r in body if r[i])
+            for i in range(len(header))
         ]
 
         def cell(tag: str, text: str, i: int) -> str:
-            cls = ' class="num"' if numeric[i] else ""
-            return f"<{tag}{cls}>{escape(text)}</{tag}>"
+            mark = marks.get(text, "") if tag == "td" else ""
+            classes = " ".join(c for c in ("num" if numeric[i] else "", mark) if c)
+            scope = ' scope="col"' if tag == "th" else ""
+            cls = f' class="{classes}"' if classes else ""
+            return f"<{tag}{scope}{cls}>{escape(text)}</{tag}>"
 
-        out = [f"<section><h3>{escape(self.title)}</h3><table><thead><tr>"]
+        out = [f'<section><h3>{escape(self.title)}</h3><div class="scroll"><table><thead><tr>']
         out += [cell("th", h, i) for i, h in enumerate(header)]
         out.append("</tr></thead><tbody>")
         for r in body:
             out.append("<tr>" + "".join(cell("td", c, i) for i, c in enumerate(r)) + "</tr>")
-        out.append("</tbody></table>")
+        out.append("</tbody></table></div>")
         if self.notes:
             out.append('<ul class="notes">')
-            out += [f"<li>{escape(n.strip())}</li>" for n in self.notes]
+            out += [_note(n.strip()) for n in self.notes]
             out.append("</ul>")
         return "".join(out) + "</section>\n"
+
+
+def _note(text: str) -> str:
+    """A note as a list item; a warning's (``warning …``) marked so that the page sets it
+    apart from the information beside it (they had looked alike)."""
+    cls = ' class="warning"' if text.startswith("warning") else ""
+    return f"<li{cls}>{escape(text)}</li>"
 
 
 def _numeric(text: str) -> bool:

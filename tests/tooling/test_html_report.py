@@ -18,7 +18,7 @@ from tests.conftest import require, require_module
 
 REPO = Path(__file__).resolve().parents[2]
 WORKLOAD = REPO / "examples" / "quickstart" / "infer.py"
-BAR = (0x2F, 0x6D, 0xB5)  # edgeprof.report.svg.PALETTE[0]
+BAR = (0x00, 0x72, 0xB2)  # edgeprof.report.svg.PALETTE[0]
 FAIL_BADGE = (0xFB, 0xE4, 0xE4)  # .verdict.fail's background
 
 
@@ -83,7 +83,7 @@ def test_the_browser_lays_out_the_tables_and_verdicts(page: Path) -> None:
         assert f"<h2>{heading}</h2>" in dom or f"<h3>{heading}" in dom, heading
     assert "1 of 2 budget checks failed" in text
     assert re.search(
-        r"32\s+cpus=1, memory=256\.0MiB\s+peak memory\s+\S+MiB\s+60\.0MiB\s+breach", text
+        r"32\s+cpus=1, memory=256\.0MiB\s+peak memory\s+\S+MiB\s+60\.0MiB\s+✗ breach", text
     )
     assert "Ranking by wall time under cpus=1, memory=256.0MiB (smallest first)" in text
     # Each ranking's chart follows its table: 4 ranked metrics, then CPU and memory in time.

@@ -32,12 +32,12 @@ def test_the_tables_are_the_terminals() -> None:
     )
     assert page.count("<svg") >= 2  # a chart per ranking (no samples on disk: no timelines)
     # each run's warnings, under the runs, as the text says them
-    assert page.count("<li>a: warning: a warning</li>") == 1
+    assert page.count('<li class="warning">warning (a): a warning</li>') == 1
     assert "No time series" in page
     # One that every run had is said once, for all of them, as the text says it.
     page = render_html([make_result(name="a"), make_result(name="b", wall_s=3.0)])
     assert page.count("a warning") == 1
-    assert "<li>warning (every run): a warning</li>" in page
+    assert '<li class="warning">warning (every run): a warning</li>' in page
 
 
 def test_the_page_says_the_limits_and_the_device_the_runs_had() -> None:
@@ -50,7 +50,8 @@ def test_the_page_says_the_limits_and_the_device_the_runs_had() -> None:
 def test_html_table_cells_align_numbers_right() -> None:
     t = TextTable("T", [["NAME", "WALL"], ["x", "12.5ms"], ["y", "n/a"]], ["a note"])
     html = t.html()
-    assert re.search(r'<th>NAME</th><th class="num">WALL</th>', html)
+    assert re.search(r'<th scope="col">NAME</th><th scope="col" class="num">WALL</th>', html)
+    assert '<div class="scroll"><table>' in html  # a wide table scrolls in its box
     assert '<td class="num">12.5ms</td>' in html and "<li>a note</li>" in html
 
 
@@ -148,3 +149,129 @@ def test_the_header_groups_by_setting_and_the_timelines_say_which_runs(tmp_path:
     )
     assert f'<h2>Over time</h2>\n<p class="meta">{which}</p>' in page
     assert page.count("<polyline") == 4  # two runs, CPU and memory each
+
+
+def test_an_oom_killed_run_has_its_verdict_first_in_words_and_colour() -> None:
+    """The terminal's "does not fit: OOM-killed"; the page had no banner, only the third of
+    six grey bullets under the table."""
+    from dataclasses import replace
+
+    from edgeprof.model import Termination
+
+    base = make_result()
+    mib30 = replace(base.memory, peak_bytes=30 * 2**20, limit_bytes=30 * 2**20, oom_kills=1)
+    killed = make_result(
+        name="m.onnx", limits=Limits(memory="30m"), termination=Termination.OOM,
+        exit_code=None, signal=9, memory=mib30,
+    )  # fmt: skip
+    page = render_html([killed])
+    banner = re.search(r'<div class="verdicts"><p class="verdict fail">✗ ([^<]*)</p>', page)
+    assert banner is not None, page[:2000]
+    assert banner.group(1).startswith(
+        "m.onnx (memory=30.0MiB): memory limit 30.0MiB: does not fit: OOM-killed"
+    )
+    assert page.index('class="verdicts"') < page.index("<h2>Results</h2>")
+    fits = render_html([make_result(name="m", limits=Limits(memory="512m"))])
+    assert '<p class="verdict pass">✓ m (memory=512.0MiB): memory limit 512.0MiB: fits' in fits
+    failed = render_html([make_result(name="x", termination=Termination.TIMEOUT)])
+    assert re.search(r'verdict fail">✗ x \([^)]*\): 0 of 1 runs succeeded \(timeout\)', failed)
+
+
+def test_the_page_fits_a_phone_and_paper() -> None:
+    page = render_html([make_result(name="a"), make_result(name="b", wall_s=3.0)])
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
+    assert ".scroll { overflow-x: auto;" in page and "@media print" in page
+    assert "svg { max-width: 100%; height: auto; }" in page
+    assert re.search(r'<svg [^>]*role="img"[^>]*viewBox="0 0 \d+ \d+"', page)
+
+
+def test_ticks_are_round_numbers() -> None:
+    from edgeprof.report.svg import ticks
+
+    assert ticks(30) == [0, 10, 20, 30]  # had been 0, 8, 15, 22, 30
+    assert ticks(29.1) == [0, 10, 20, 30]
+    assert ticks(0.756) == [0, 0.2, 0.4, 0.6, 0.8]
+    assert ticks(100) == [0, 20, 40, 60, 80, 100]
+    assert ticks(149.7) == [0, 50, 100, 150]
+    assert ticks(0.0012) == [0, 0.0002, 0.0004, 0.0006, 0.0008, 0.001, 0.0012]
+    assert ticks(0) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]  # nothing drawn: a unit axis
+    assert ticks(1.7e308)[-1] == 1.7e308  # a round top would overflow: the top in quarters
+
+
+def test_a_long_bar_label_fits_its_chart() -> None:
+    """``149.7MiB  ≈ previous: within noise`` had been cut at the 720th pixel."""
+    from edgeprof.report.svg import text_width
+
+    rows = [
+        Bar("infer_mlp bs=32", 148.4, 148.3, 148.4),
+        Bar("a much longer model name than most", 149.7, 148.0, 151.0,
+            note="≈ previous: within noise", within_noise=True),
+    ]  # fmt: skip
+    chart = bars("peak memory", rows, lambda v: f"{v:.1f}MiB", key="bar: median")
+    width = float(re.search(r'viewBox="0 0 (\d+)', chart).group(1))  # type: ignore[union-attr]
+    texts = re.findall(r'<text x="([\d.]+)"[^>]*text-anchor="(\w+)" font-size="(\d+)"[^>]*>'
+                       r"([^<]*)</text>", chart)  # fmt: skip
+    label = next(t for t in texts if "within noise" in t[3])
+    assert label[3] == "149.7MiB  ≈ previous: within noise"
+    assert float(label[0]) + text_width(label[3], int(label[2])) <= width
+    name = next(t for t in texts if t[3] == "a much longer model name than most")
+    assert name[1] == "end" and float(name[0]) - text_width(name[3], int(name[2])) >= 0
+    # min … max whiskers: the second bar's (the first's range is under a pixel)
+    assert chart.count("<path") == 1
+
+
+def test_verdict_cells_are_marked_and_the_comparison_comes_first() -> None:
+    from edgeprof.analysis.metrics import STAT_METRICS
+    from edgeprof.analysis.regression import Change, Verdict
+    from edgeprof.report.html import Comparison
+
+    runs = [make_result(name="a"), make_result(name="b", wall_s=3.0)]
+    wall = STAT_METRICS["wall_s"]
+    changes = [
+        Change("a", "cpus=1", wall, (1.0, 1.1), (1.5, 1.6), Verdict.REGRESSION, 0.5, 0.1),
+        Change("b", "cpus=1", wall, (1.0, 1.1), (0.5, 0.6), Verdict.IMPROVEMENT, -0.5, 0.1,
+               caveat="held off"),
+    ]  # fmt: skip
+    page = render_html(runs, comparison=Comparison(changes, 0.05))
+    assert '<td class="fail">✗ regression</td>' in page
+    assert '<td class="pass">✓ improvement</td>' in page
+    assert page.index("<h2>Compared with the baseline</h2>") < page.index("<h2>Results</h2>")
+    assert re.search(
+        r'<p class="verdict warn">⚠ 1 of the improvements compare runs other tasks on the host '
+        r"held off their CPUs", page
+    )
+
+
+def test_warnings_alike_but_for_their_figures_are_one_line() -> None:
+    """A busy host's 12 "held off its CPUs" warnings had been 12 bullets."""
+    from edgeprof.report.note_groups import grouped_notes
+    from edgeprof.report.results import NoteLine
+
+    held = "held off its CPUs for {}s ({}% of its wall time)"
+    lines = [
+        NoteLine(None, "4: cgroup/cgroup2", head=True),
+        NoteLine("4", "memory limit 256.0MiB: fits", setting="cpus=1"),
+        NoteLine("4", "warning (run 1): " + held.format("0.34", 79), setting="cpus=1"),
+        NoteLine("4", "warning (runs 2, 3): " + held.format("0.24", 74), setting="cpus=1"),
+        NoteLine("16", "warning: " + held.format("0.77", 83), setting="cpus=1"),
+        NoteLine("16", "warning: something else", setting="cpus=1"),
+    ]
+    assert grouped_notes(lines, settings=False) == [
+        ("4: memory limit 256.0MiB: fits", False),
+        ("warning (4 runs 1, 2, 3; 16): held off its CPUs for 0.24–0.77s (74–83% of its wall "
+         "time)", True),
+        ("warning (16): something else", True),
+    ]  # fmt: skip
+    assert grouped_notes(lines[:3], settings=True)[1] == (
+        "warning (4 [cpus=1] run 1): held off its CPUs for 0.34s (79% of its wall time)", True
+    )
+
+
+def test_the_rankings_legend_is_said_once() -> None:
+    from edgeprof.report.comparison import RANKING_LEGEND
+
+    runs = [make_result(name=n, wall_s=w) for n, w in (("a", 1.0), ("a", 1.1), ("b", 2.0),
+                                                       ("b", 2.2))]  # fmt: skip
+    from html import escape
+
+    assert render_html(runs).count(escape(RANKING_LEGEND)) == 1

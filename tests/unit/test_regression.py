@@ -435,9 +435,9 @@ def test_the_html_headline_counts_verdicts_as_the_step_summary_does() -> None:
     head = "1 regression, 0 improvements, 4 not measured"
     assert f"**{head}**" in render_compare_summary(changes, 0.05, notes)
     page = render_html(cur, comparison=Comparison(changes, 0.05, notes))
-    assert f'<span class="verdict fail">{head} against the baseline</span>' in page
+    assert f'<p class="verdict fail">✗ {head} against the baseline</p>' in page
     # Failed current runs head the page's verdict too, as they fail the gate.
     failing = [*cur, run(name="a", exit_code=1)]
     changes, notes = compare_results(base, failing)
     page = render_html(failing, comparison=Comparison(changes, 0.05, notes))
-    assert '<span class="verdict fail">1 of 6 current runs failed; 1 regression,' in page
+    assert '<p class="verdict fail">✗ 1 of 6 current runs failed; 1 regression,' in page
