@@ -6,7 +6,7 @@ Nothing is fetched from elsewhere: the style is inline, the charts are inline SV
 (:class:`~edgeprof.report.table.TextTable`, rendered as HTML), so the page and the terminal
 never disagree: the results, phases and latency, statistics, rankings with their "within
 noise" marks, budget checks and compare verdicts; the charts are a bar chart per ranking
-(median, mean ± standard deviation as the error bar) and each run's CPU and memory over time
+(the median, and the runs' min … max as the whisker) and each run's CPU and memory over time
 (from its ``samples.csv``, where it is on disk).
 """
 
