@@ -2,8 +2,8 @@
 :mod:`edgeprof.workload.instrument`); empty for runs without phases or iterations.
 
 With repeats, a model under one limit setting (a cell) is one row per phase: each figure is
-the median over the cell's runs (a table of every run's phases would bury the comparison;
-each run's own figures stay in the JSON)."""
+the median over the cell's runs, and a phase's CPU % that of its medians (a table of every
+run's phases would bury the comparison; each run's own figures stay in the JSON)."""
 
 from __future__ import annotations
 
@@ -112,12 +112,28 @@ def named_runs(results: Sequence[RunResult]) -> list[tuple[str, RunResult]]:
 
 
 def _cell_phases(runs: Sequence[RunResult]) -> list[PhaseStats]:
-    """The phases of a cell's runs, by name in first-seen order, medians over the runs."""
+    """The phases of a cell's runs, by name in first-seen order, medians over the runs
+    (:func:`_median_phase`)."""
     by_name: dict[str, list[PhaseStats]] = {}
     for r in runs:
         for p in r.phases:
             by_name.setdefault(p.name, []).append(p)
-    return [_median_of(ps) for ps in by_name.values()]
+    return [_median_phase(ps) for ps in by_name.values()]
+
+
+def _median_phase(phases: Sequence[PhaseStats]) -> PhaseStats:
+    """The median of each measured figure (wall, CPU time, peak and average memory), and
+    the CPU % of those medians: CPU time over wall, as a run's own phase has it.
+
+    The median of each run's CPU % had been shown, a figure of another run than the row's
+    wall and CPU time: three runs' ``load`` (41.2 ms, 8.5 ms, 20.6 %; 55.4 ms, 26.5 ms,
+    47.7 %; 24.4 ms, 9.6 ms, 39.4 %) had read ``41.2ms 9.6ms 39.4%``, where 9.6 / 41.2 is
+    23.3 %.  Not the median run's row: an even number of runs has none, and each measured
+    column's own median is the robust figure of it (one odd run moves none of them)."""
+    m = _median_of(phases)
+    if m.cpu_s is None or m.cpu_pct is None:
+        return m  # a run without the phase's CPU time: n/a, as _median_of says it
+    return dataclasses.replace(m, cpu_pct=100.0 * m.cpu_s / m.wall_s if m.wall_s > 0 else None)
 
 
 def _cell_latency(runs: Sequence[RunResult]) -> LatencyStats | None:
@@ -361,7 +377,8 @@ def section_tables(
     capped = cap_notes(results)  # past a cap there were phases, or marks
     phases = phase_rows(results)
     if phases:
-        out.append(("Phases", PHASE_COLUMNS, phases, capped))
+        medians = [MEDIAN_PHASES_NOTE] if aggregated(results) else []
+        out.append(("Phases", PHASE_COLUMNS, phases, medians + capped))
     marks, left_out = mark_rows(results)
     if marks:
         out.append(("Marks", MARK_COLUMNS, marks, left_out if phases else capped + left_out))
@@ -370,6 +387,13 @@ def section_tables(
         cells = [cell for row in latency for cell in row[4:8]]
         out.append(("Latency", LATENCY_COLUMNS, latency, latency_notes(cells, _latencies(results))))
     return out
+
+
+MEDIAN_PHASES_NOTE = (
+    "each figure is the median over the model's runs, and CPU % that of the medians: CPU TIME "
+    "over WALL (each run's own phases are in its result.json)"
+)
+"""Under the Phases table of medians: CPU % is no median of the runs' (:func:`_median_phase`)."""
 
 
 def render_sections(results: Sequence[RunResult], *, markdown: bool = False) -> str:

@@ -565,3 +565,38 @@ def test_a_percentile_from_fewer_iterations_than_it_needs_is_marked(
     assert [p for p, c in cells.items() if c.endswith(FEW)] == marked
     assert cells["p99"] == "6.94ms" + (FEW if "p99" in marked else "")
     assert bool(latency_notes(cells.values(), [lat])) == bool(marked)
+
+
+def test_a_rows_cpu_pct_is_its_own_cpu_time_over_its_own_wall() -> None:
+    """The tester's three runs' ``load`` (41.2 ms, 8.5 ms, 20.6 %; 55.4 ms, 26.5 ms, 47.7 %;
+    24.4 ms, 9.6 ms, 39.4 %): the row had read ``41.2ms 9.6ms 39.4%``, each column another
+    run's median; CPU % is now the medians' 9.6 / 41.2 = 23.3 %, in every rendering."""
+    base = make_result()
+    load = ((0.0412, 0.0085, 20.6), (0.0554, 0.0265, 47.7), (0.0244, 0.0096, 39.4))
+    runs = [
+        dataclasses.replace(
+            base,
+            phases=(PhaseStats("load", 1, 0.0, wall, cpu, pct, 25 * MiB, "kernel", 14 * MiB),),
+        )
+        for wall, cpu, pct in load
+    ]
+    lines = render_plain(runs).splitlines()
+    i = lines.index("Phases (median over each model's runs)")
+    assert lines[i + 3].split()[1:6] == ["load", "1", "41.2ms", "9.6ms", "23.3%"]
+    assert lines[i + 4] == "" and lines[i + 5] == (
+        "each figure is the median over the model's runs, and CPU % that of the medians: "
+        "CPU TIME over WALL (each run's own phases are in its result.json)"
+    )
+    md = render_markdown(runs)
+    assert "| load | 1 | 41.2ms | 9.6ms | 23.3% |" in md
+    assert "CPU % that of the medians" in md
+    from edgeprof.report.html import render_html
+
+    page = render_html(runs)
+    assert "<td class=\"num\">23.3%</td>" in page or ">23.3%<" in page
+    assert ">39.4%<" not in page and "CPU % that of the medians" in page
+    # One run: its own row, and no note of medians.
+    lines = render_plain(runs[:1]).splitlines()
+    i = lines.index("Phases")
+    assert lines[i + 3].split()[1:6] == ["load", "1", "41.2ms", "8.5ms", "20.6%"]
+    assert "CPU % that of the medians" not in render_plain(runs[:1])
