@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from ..measure.contention import held_by_others
 from ..measure.latency import stalled_words
 from ..model import RunResult
+from ..units import format_seconds
 from .cells import cells_by_setting, ending, group_by, successful
 from .difference import Difference, difference
 from .metrics import STAT_METRICS, Kind, stalled_percentiles
@@ -91,11 +92,15 @@ class ModelSummary:
     """Median of each statistic: what rankings sort by (one odd run cannot reorder them)."""
     cpu_pct: Stat | None = None
     setting: str = ""
+    """``Limits.describe()`` of the runs (a summary is one cell: one model, one setting)."""
     gpu_peak_bytes: Stat | None = None
     gpu_util_pct: Stat | None = None
     energy_j: Stat | None = None
     energy_per_item_j: Stat | None = None
-    """``Limits.describe()`` of the runs (a summary is one cell: one model, one setting)."""
+    latency_p50_s: Stat | None = None
+    """The median latency of each run's iterations (``edgeprof.iteration()``)."""
+    items_per_s: Stat | None = None
+    """Each run's throughput over its iterations' items (``iteration(items=N)``)."""
     warmup: int | None = None
     """The warm-up runs before each cell's measured ones (``--warmup``); ``None``: unknown
     (runs read without their sweep's plan)."""
@@ -182,16 +187,25 @@ def _what_discounts(key: str) -> str:
     the rankings discount it" for every metric: the rankings' order does (by median), but
     their ≈ test, brackets and runs-needed estimate test the means with every run (one run
     at 2.5× turned p = 2.3e-5 into p = 0.89 and "≈ within noise"), and avg CPU % is not
-    ranked at all."""
+    ranked at all.  The iterations' throughput and median latency are ranked, not compared:
+    their warning names no compare."""
+    from .regression import COMPARED  # the comparison's own list (it imports nothing here)
+
     # Every metric compare tests is ranked (regression.COMPARED ⊂ RANKED_METRICS; a unit
     # test holds it): the others have only their median and mean.
-    if key in RANKED_METRICS:
+    if key not in RANKED_METRICS:
+        return "the median discounts it, the mean ± sd do not"
+    if key not in {m.stat for m in COMPARED}:
         return (
             "the median and the ranking's order discount it; the mean ± sd, the ranking's "
-            "≈ test, its [95%] brackets and compare's change include it, and a note says "
-            "the test without it beside a ≈ or a compare verdict of no change"
+            "≈ test and its [95%] brackets include it, and a note says the test without it "
+            "beside a ≈"
         )
-    return "the median discounts it, the mean ± sd do not"
+    return (
+        "the median and the ranking's order discount it; the mean ± sd, the ranking's "
+        "≈ test, its [95%] brackets and compare's change include it, and a note says "
+        "the test without it beside a ≈ or a compare verdict of no change"
+    )
 
 
 def summarize(
@@ -216,6 +230,8 @@ def summarize(
                 gpu_util_pct=Stat.of(values["gpu_util_pct"]),
                 energy_j=Stat.of(values["energy_j"]),
                 energy_per_item_j=Stat.of(values["energy_per_item_j"]),
+                latency_p50_s=Stat.of(values["latency_p50_s"]),
+                items_per_s=Stat.of(values["items_per_s"]),
                 medians={k: statistics.median(v) for k, v in values.items() if v},
                 setting=setting,
                 warmup=warmup,
@@ -239,6 +255,10 @@ def format_stat(key: str, v: float, like: float | None = None) -> str:
     """A value of the statistic ``key`` (:data:`STAT_METRICS`) for tables and messages;
     ``like``: the mean a deviation ``v`` is shown beside (:meth:`Metric.format`)."""
     metric = STAT_METRICS[key]
+    if metric.reported and metric.kind is Kind.TIME:
+        # A latency to 2 decimals, as the latency table shows it: at 1, a sweep's p50 had
+        # read "1.0ms ± 0.0ms", its runs "946.5µs … 1.0ms".
+        return format_seconds(v, digits=2, like=like)
     # The statistics have always shown whole bytes (a mean or median may be fractional).
     return metric.format(int(v) if metric.kind is Kind.MEMORY else v, like)
 
@@ -262,7 +282,8 @@ class Rank:
     median: float
     factor: float | None
     """Median over the first's median (``None`` when that is 0): the ratio of the figures the
-    ranking sorts by, so it is never below 1 (a ratio of means could be: one slow run)."""
+    ranking sorts by, so it is never below 1 (a ratio of means could be: one slow run); never
+    above 1 in a ranking largest first (throughput: 0.82× the first's items/s)."""
     step: float | None
     """Median over the previous (next better) model's median."""
     close_memory: bool
@@ -311,10 +332,12 @@ def _ratio(a: Stat, b: Stat) -> float | None:
 
 
 def rank(summaries: Sequence[ModelSummary], key: str) -> list[Rank]:
-    """:func:`ranking` with relative factors, the tests against the first and the previous
-    model and the noise flags."""
+    """The cells that have the figure, best first by median (smallest first; largest first
+    for a :attr:`~edgeprof.analysis.metrics.Metric.larger_is_better` one), with relative
+    factors, the tests against the first and the previous model and the noise flags."""
     ranked = [(m, s) for m in summaries if (s := m.stat(key)) is not None]
-    ranked.sort(key=lambda x: x[0].medians[key])
+    larger = STAT_METRICS[key].larger_is_better
+    ranked.sort(key=lambda x: -x[0].medians[key] if larger else x[0].medians[key])
     out: list[Rank] = []
     for i, (m, s) in enumerate(ranked):
         first, prev = ranked[0][1], ranked[i - 1][1] if i else None
@@ -336,7 +359,19 @@ def rank(summaries: Sequence[ModelSummary], key: str) -> list[Rank]:
     return out
 
 
-RANKED_METRICS = tuple(k for k, m in STAT_METRICS.items() if m.smaller_is_better)
-"""What a model is chosen by (less is better): wall time, CPU time, peak and average memory.
-Average CPU % is not among them: a lower share of the allowed CPUs is not better in itself
-(it is often waiting)."""
+ITERATION_RANKINGS = ("items_per_s", "latency_p50_s")
+"""The rankings of the runs' iterations (``edgeprof.iteration(items=…)``): throughput
+(largest first) and median latency.  First where a sweep's runs report them: they answer
+"which setting is fastest per inference", which whole-run times, with the interpreter,
+imports, load and warm-up in them, do not, and a batch of 8 does 8× the items of a batch of
+1 (a tester's sweep ranked t1b1 "49% less wall time than t1b8" where its latency table
+showed 517.1 against 421.8 items/s)."""
+
+RANKED_METRICS = ITERATION_RANKINGS + tuple(
+    k
+    for k, m in STAT_METRICS.items()
+    if m.ranked and k not in ITERATION_RANKINGS
+)
+"""What a model is chosen by: :data:`ITERATION_RANKINGS`, then wall time, CPU time, peak and
+average memory (and the GPU's, where measured), less is better.  Average CPU % is not among
+them: a lower share of the allowed CPUs is not better in itself (it is often waiting)."""

@@ -16,12 +16,13 @@ peak_memory        peak_bytes   --max-peak-…  peak_mem          ``memory.peak_
 avg_memory         avg_bytes    --max-avg-…   avg_mem           ``memory.avg_bytes``
 memory_need        —            --max-mem…    —                 ``memory.squeeze.held_bytes``
 latency_p95        —            --max-lat…    —                 ``latency.p95_s``
-latency_p50        —            —             latency           ``latency.p50_s``
+latency_p50        latency_p…   —             latency           ``latency.p50_s``
 latency_mean       —            —             latency_mean      ``latency.mean_s``
 gpu_memory         gpu_peak_…   --max-gpu-…   —                 ``gpu.memory_peak_bytes``
 gpu_util           gpu_util_…   —             —                 mean over ``gpu.devices``
 energy             energy_j     --max-energy  —                 ``gpu.energy_j``
 energy_per_item    energy_pe…   —             —                 ``gpu.energy_per_item_j``
+throughput         items_per_s  —             —                 ``latency.items_per_s``
 =================  ===========  ============  ================  ==============
 
 * ``stat``: the per-cell statistics (comparison tables, rankings, ``sweep.json`` ``cells``,
@@ -32,7 +33,8 @@ energy_per_item    energy_pe…   —             —                 ``gpu.ener
   :mod:`edgeprof.analysis.calibration`; ``runtime`` is compared with the profiler's wall
   time, ``latency`` with the median per-iteration latency.
 
-The order of :data:`METRICS` is the order of every table and file column built from it.
+The order of :data:`METRICS` is the order of every table and file column built from it
+(the statistics' with :data:`ITERATION_STATS` last).
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ class Kind(str, enum.Enum):
     PERCENT = "percent"
     ENERGY = "energy"
     """Joules (the GPUs': :class:`edgeprof.model.GpuStats`); not a device CSV family."""
+    RATE = "rate"
+    """Items a second (the iterations' ``items``: a batch of 8 is 8); not a device CSV
+    family."""
 
 
 def same_figure(a: float, b: float) -> bool:
@@ -65,8 +70,10 @@ def same_figure(a: float, b: float) -> bool:
 
 def _latency(field: str) -> Callable[[RunResult], float | None]:
     def get(r: RunResult) -> float | None:
-        # None for a workload that reported no iterations: "not measured".
-        return None if r.latency is None else float(getattr(r.latency, field))
+        # None for a workload that reported no iterations (items/s: none with items):
+        # "not measured".
+        v = None if r.latency is None else getattr(r.latency, field)
+        return None if v is None else float(v)
 
     return get
 
@@ -107,7 +114,11 @@ class Metric:
     """The run's value in the base unit, ``None`` when it was not measured."""
     smaller_is_better: bool = True
     """False for a figure that is no goal in itself (average CPU %: a lower share of the
-    allowed CPUs is often waiting): not ranked, not budgeted."""
+    allowed CPUs is often waiting): not ranked, not budgeted; and for one that is
+    :attr:`larger_is_better`."""
+    larger_is_better: bool = False
+    """Ranked largest first (throughput); not budgeted: ``--max-…`` and ``compare``'s
+    regressions hold a figure to a ceiling."""
     stat: str | None = None
     """Name in the per-cell statistics, exports and plots (``None``: not part of them)."""
     option: str | None = None
@@ -121,6 +132,11 @@ class Metric:
     """Reported by the workload itself (its iterations, over the events channel): missing
     everywhere when the workload never reached edgeprof, which is then said."""
 
+    @property
+    def ranked(self) -> bool:
+        """Whether models are ranked by it: smaller or larger is better."""
+        return self.smaller_is_better or self.larger_is_better
+
     def format(self, value: float, like: float | None = None) -> str:
         """``1.23s``/``12.3ms``/``7.6µs``, ``117.9MiB``, ``80.0%``, ``12.50J``; ``like``: the
         mean a deviation ``value`` is shown beside (:func:`~edgeprof.units.format_seconds`)."""
@@ -130,6 +146,8 @@ class Metric:
             return f"{value:.1f}%"
         if self.kind is Kind.ENERGY:
             return format_energy(value)
+        if self.kind is Kind.RATE:
+            return f"{value:.1f} items/s"
         return format_seconds(value, like=like)
 
     def format_apart(self, value: float, other: float) -> str:
@@ -156,6 +174,8 @@ class Metric:
             if abs(v) >= 1000:
                 return f"{v / 1000:.{digits + 1}f}kJ"
             return f"{v:.{digits + 1}f}J"
+        if self.kind is Kind.RATE:
+            return f"{v:.{digits}f} items/s"
         return format_seconds(v, digits)
 
 
@@ -189,8 +209,8 @@ METRICS: tuple[Metric, ...] = (
         reported=True,
     ),
     Metric(
-        "latency_p50", "latency p50", Kind.TIME, _latency("p50_s"), calibration="latency",
-        reported=True,
+        "latency_p50", "latency p50", Kind.TIME, _latency("p50_s"), stat="latency_p50_s",
+        calibration="latency", reported=True,
     ),
     Metric(
         "latency_mean", "latency mean", Kind.TIME, _latency("mean_s"), calibration="latency_mean",
@@ -212,13 +232,24 @@ METRICS: tuple[Metric, ...] = (
         "energy_per_item", "GPU energy per item", Kind.ENERGY, _gpu("energy_per_item_j"),
         stat="energy_per_item_j", rare=True, reported=True,
     ),
+    Metric(
+        "throughput", "throughput", Kind.RATE, _latency("items_per_s"), smaller_is_better=False,
+        larger_is_better=True, stat="items_per_s", reported=True,
+    ),
 )  # fmt: skip
 """Every metric, in table order."""
 
 BY_KEY: dict[str, Metric] = {m.key: m for m in METRICS}
 
-STAT_METRICS: dict[str, Metric] = {m.stat: m for m in METRICS if m.stat is not None}
-"""The per-cell statistics by their ``stat`` name."""
+ITERATION_STATS = ("latency_p50_s", "items_per_s")
+"""The statistics of the runs' iterations, last of :data:`STAT_METRICS`: they joined it
+after the others' ``cells.csv`` columns were in use, so those keep their places."""
+
+STAT_METRICS: dict[str, Metric] = {
+    m.stat: m for m in METRICS if m.stat is not None and m.stat not in ITERATION_STATS
+} | {m.stat: m for m in METRICS if m.stat in ITERATION_STATS}
+"""The per-cell statistics by their ``stat`` name, in :data:`METRICS`' order but for
+:data:`ITERATION_STATS`, after the rest."""
 
 BUDGET_METRICS: dict[str, Metric] = {m.key: m for m in METRICS if m.option is not None}
 """The budgetable metrics by budget key."""

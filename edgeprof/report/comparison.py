@@ -111,9 +111,11 @@ def _lead(first: Rank, second: Rank, key: str) -> str | None:
     less" had been said of two medians 0.4 % apart), with the ratio of the medians and its
     interval; within noise, no order: ``≈``, the ratio and the interval ("100 took 1.08× less
     wall time than 110 (…; within noise)" had asserted an order the test did not make).
-    ``None`` where a median of 0 makes no ratio."""
+    ``None`` where a median of 0 makes no ratio.  A figure of the runs' iterations (a latency,
+    a throughput) is one they had, not took or used: ``had a 23% higher throughput than``."""
     metric = STAT_METRICS[key]
-    title, verb = metric.title, "took" if metric.kind is Kind.TIME else "used"
+    title = metric.title
+    verb = "had" if metric.reported else "took" if metric.kind is Kind.TIME else "used"
     if second.median == first.median:
         # "150 used 1.00 ± 0.00× less peak memory than 300" had said a tie as a lead.
         return (
@@ -137,8 +139,17 @@ def _lead(first: Rank, second: Rank, key: str) -> str | None:
         why.append("not tested: a side has one figure, so by the medians alone")
     if second.within_noise:
         return f"{first.name} ≈ {second.name} in {title}, within noise: {'; '.join(why)}"
+    why_said = "; ".join(why)
+    if metric.larger_is_better:  # the first's figure over the second's
+        if 1 / second.factor >= 2:  # "a 274% higher throughput" read worse than "3.74×"
+            times = f"{1 / second.factor:.2f}×"
+            return f"{first.name} {verb} {times} the {title} of {second.name} ({why_said})"
+        more = _percent(1 / second.factor - 1)
+        return f"{first.name} {verb} a {more} higher {title} than {second.name} ({why_said})"
     less = _percent(1 - 1 / second.factor)
-    return f"{first.name} {verb} {less} less {title} than {second.name} ({'; '.join(why)})"
+    if metric.reported:
+        return f"{first.name} {verb} a {less} lower {title} than {second.name} ({why_said})"
+    return f"{first.name} {verb} {less} less {title} than {second.name} ({why_said})"
 
 
 def _percent(fraction: float) -> str:
@@ -212,9 +223,12 @@ def under(setting: str) -> str:
     return "with no limits" if setting == "none" else f"under {setting}"
 
 
-def ranking_title(metric_title: str, setting: str) -> str:
-    """A ranking table's title (the HTML report puts each ranking's chart after it)."""
-    return f"Ranking by {metric_title} {under(setting)} (smallest first)"
+def ranking_title(key: str, setting: str) -> str:
+    """The title of the ranking by the statistic ``key`` (the HTML report puts each
+    ranking's chart after it)."""
+    metric = STAT_METRICS[key]
+    order = "largest" if metric.larger_is_better else "smallest"
+    return f"Ranking by {metric.title} {under(setting)} ({order} first)"
 
 
 def ranking_tables(
@@ -262,10 +276,10 @@ def ranking_tables(
             if len(ranks) < 2:
                 # One model has the figure, its neighbours none (runs too short for an average
                 # memory): the ranking had been left out without a word, as if not asked.
-                notes.append(_unranked_note(title, unranked))
-                out.append(TextTable(ranking_title(title, setting), rows, notes))
+                notes.append(_unranked_note(title, unranked, key))
+                out.append(TextTable(ranking_title(key, setting), rows, notes))
                 continue
-            if metric.smaller_is_better and (said := _lead(ranks[0], ranks[1], key)):
+            if metric.ranked and (said := _lead(ranks[0], ranks[1], key)):
                 notes.append(said)
             if caveats and key in caveats:
                 notes.append(caveats[key])
@@ -281,19 +295,29 @@ def ranking_tables(
             if mixed is not None:
                 notes.append(mixed)
             if unranked:  # a run too short for an average memory (see the warnings)
-                notes.append(_unranked_note(title, unranked))
+                notes.append(_unranked_note(title, unranked, key))
             failed = [f"{m.name} ({ending(m.runs[0])})" for m in summaries if _all_failed(m)]
             if failed:  # said nowhere but in each run's warning before
                 notes.append(f"not ranked, every run failed: {', '.join(failed)}")
             if (untested := _untested_note(ranks, summaries, title)) is not None:
                 notes.append(untested)
-            out.append(TextTable(ranking_title(title, setting), rows, notes))
+            out.append(TextTable(ranking_title(key, setting), rows, notes))
     return out
 
 
-def _unranked_note(title: str, unranked: Sequence[str]) -> str:
+def _unranked_note(title: str, unranked: Sequence[str], key: str) -> str:
     names = ", ".join(unranked)
-    return f"not ranked, no figure of {title} in their runs: {names} (see the warnings)"
+    return f"not ranked, no figure of {title} in their runs: {names} ({_why_none(key)})"
+
+
+def _why_none(key: str) -> str:
+    """Where to look for why a cell's runs have no figure of ``key``: their iterations' for
+    a figure the workload reports (the runs' warnings say nothing of iterations)."""
+    if key == "items_per_s":
+        return "their iterations gave no items: edgeprof.iteration(items=N)"
+    if STAT_METRICS[key].reported:
+        return "they reported no iterations: edgeprof.iteration()"
+    return "see the warnings"
 
 
 FINER_INTERVAL = "a finer --interval: runs shorter than two readings have none"

@@ -354,7 +354,7 @@ def _ranking_charts(results: Sequence[RunResult]) -> dict[str, str]:
             ]
             title = f"{metric.title} {under(setting)}"
             chart = svg.bars(title, bars, functools.partial(format_stat, key), BAR_KEY)
-            out[ranking_title(metric.title, setting)] = f"<figure>{chart}</figure>"
+            out[ranking_title(key, setting)] = f"<figure>{chart}</figure>"
     return out
 
 

@@ -27,8 +27,10 @@ if TYPE_CHECKING:
 PLOTTED_METRICS = (
     "wall_s", "cpu_s", "peak_bytes", "avg_bytes", "cpu_pct",
     "gpu_peak_bytes", "gpu_util_pct", "energy_j", "energy_per_item_j",
+    "latency_p50_s", "items_per_s",
 )  # fmt: skip
-"""A chart each, when some run has the figure (the GPU ones: runs that saw a GPU)."""
+"""A chart each, when some run has the figure (the GPU ones: runs that saw a GPU; the
+iterations' ones: runs that reported iterations, with items for items/s)."""
 
 
 def _pyplot() -> Any:
@@ -50,6 +52,8 @@ def _scale(key: str) -> tuple[float, str]:
         return 1.0, "% of one CPU" if key == "cpu_pct" else "%"
     if kind is Kind.ENERGY:
         return 1.0, "J"
+    if kind is Kind.RATE:
+        return 1.0, "items/s"
     return 1.0, "s"
 
 

@@ -17,7 +17,7 @@ def summary_tables(results: Sequence[RunResult], warmup: int | None = None) -> l
     ``warmup``: the sweep's warm-up runs per cell, ``None`` where unknown (what the
     statistics' slow-first-run warning advises)."""
     # Only for several runs: a single run's command does not load the statistics.
-    from ..analysis.compare import RANKED_METRICS, summarize_cells
+    from ..analysis.compare import ITERATION_RANKINGS, RANKED_METRICS, summarize_cells
     from .bench_ranking import TIME_RANKINGS, bench_rankings, is_bench
     from .comparison import ranking_tables, statistics_tables
 
@@ -27,8 +27,10 @@ def summary_tables(results: Sequence[RunResult], warmup: int | None = None) -> l
     if results and all(is_bench(r) for r in results):
         from .bench import first_reads_note
 
-        # A bench's batch sizes by its infer phase: its whole runs' times count the load.
-        kept = tuple(k for k in RANKED_METRICS if k not in TIME_RANKINGS)
+        # A bench's batch sizes by its infer phase: its whole runs' times count the load, and
+        # its own ranking is the iterations' (all in that phase), with their p95 beside.
+        left_out = (*TIME_RANKINGS, *ITERATION_RANKINGS)
+        kept = tuple(k for k in RANKED_METRICS if k not in left_out)
         # The page cache its first batch size read, as the bench's own table says it: the
         # peak memory ranking had put that run's peak first with no word of it.
         cache = first_reads_note(results)

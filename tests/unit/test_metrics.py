@@ -29,7 +29,7 @@ def test_each_consumer_keeps_its_names_and_order() -> None:
     # device CSV's column stems.  Their order is the order of table rows and CSV columns.
     assert list(STAT_METRICS) == [
         "wall_s", "cpu_s", "cpu_pct", "peak_bytes", "avg_bytes", "gpu_peak_bytes",
-        "gpu_util_pct", "energy_j", "energy_per_item_j",
+        "gpu_util_pct", "energy_j", "energy_per_item_j", "latency_p50_s", "items_per_s",
     ]  # fmt: skip
     assert list(BUDGET_METRICS) == [
         "wall", "cpu_time", "peak_memory", "avg_memory", "memory_need", "latency_p95",
@@ -63,7 +63,14 @@ def test_consumers_use_the_registry() -> None:
     assert set(plots.PLOTTED_METRICS) == set(STAT_METRICS)
     assert set(STAT_METRICS) <= set(export.RUN_COLUMNS)
     for key in compare.RANKED_METRICS:
-        assert STAT_METRICS[key].smaller_is_better
+        m = STAT_METRICS[key]
+        assert m.smaller_is_better != m.larger_is_better, key  # one direction each
+    assert [k for k in compare.RANKED_METRICS if STAT_METRICS[k].larger_is_better] == [
+        "items_per_s"
+    ]
+    # The iterations' rankings first: they answer "fastest per inference".
+    first = ("items_per_s", "latency_p50_s")
+    assert compare.RANKED_METRICS[:2] == compare.ITERATION_RANKINGS == first
 
 
 def test_keys_and_aliases_are_unique() -> None:
@@ -99,8 +106,13 @@ def test_getters_and_formats() -> None:
         "gpu_util": None,
         "energy": None,
         "energy_per_item": None,
+        "throughput": None,  # iterations without items: no items/s
     }
     assert BY_KEY["latency_p95"].get(make_result()) is None
+    with_items = make_result(latency=dataclasses.replace(lat, items=160, items_per_s=640.0))
+    assert BY_KEY["throughput"].get(with_items) == 640.0
+    assert BY_KEY["throughput"].format(517.06) == "517.1 items/s"
+    assert BY_KEY["throughput"].format_apart(517.06, 517.09) == "517.06 items/s"
     squeezed = make_result(memory=dataclasses.replace(r.memory, squeeze=SQUEEZED))
     assert BY_KEY["memory_need"].get(squeezed) == 58 * 2**20
     assert BY_KEY["wall"].format(1.5) == "1.50s"
