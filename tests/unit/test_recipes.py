@@ -18,12 +18,15 @@ from edgeprof import __version__
 from edgeprof.cli import main
 from edgeprof.cli.recipe import render_recipe
 from edgeprof.errors import ConfigError
+from tests.kubelet import kubelet_expand
 
 # A command with every kind of word a shell could misread.
 # A newline ends a header comment (it had run ``touch PWN`` from submit.sh), and a multi-line
 # ``python3 -c`` is a common workload: every engine must hand each on as one word.
 COMMAND = ["python3", "infer.py", "it's a model", "$HOME", "a;b", "*", "x\ntouch PWN #",
-           "import sys\nprint(sys.argv)\n", "y: 1 #\n- z"]  # fmt: skip
+           "import sys\nprint(sys.argv)\n", "y: 1 #\n- z",
+           # Kubernetes expands $(VAR) and reduces $$ to $ in a container's command.
+           "$$ $(JOB_COMPLETION_INDEX) $(HOME"]  # fmt: skip
 OPTIONS = ["--cpus", "1,2", "--memory", "512m", "--repeat", "6", "-m", "a.onnx,b c.onnx"]
 GATE = ["--max-wall", "10s", "--junit", "gate.xml"]
 RUN_ARGS = [*OPTIONS, "--max-wall", "10s", "--junit", "gate.xml", "--", *COMMAND]
@@ -190,7 +193,9 @@ def _merge_words(engine: str, gate: list[str]) -> list[str]:
     return words
 
 
-@pytest.mark.parametrize(("engine", "out"), [("github", "sweep"), ("k8s", "/results/sweep")])
+@pytest.mark.parametrize(
+    ("engine", "out"), [("github", "sweep"), ("k8s", "/results/edgeprof-sweep/sweep")]
+)
 def test_the_merges_report_files_land_where_the_engine_keeps_them(engine: str, out: str) -> None:
     """GitHub uploads sweep/ only, Kubernetes keeps only the volume: the merge had written
     --html, --summary and --junit into its runner's or container's working directory."""
@@ -267,17 +272,49 @@ def test_kubernetes_manifests_validate_against_the_api_models(tmp_path: Path) ->
     fake_cgroup = tmp_path / "cgroup"  # not the host's: this test moves no process
     fake_cgroup.mkdir()
     (fake_cgroup / "cgroup.controllers").write_text("cpu memory\n")
-    shell, flag, script = container["command"]
-    script = script.replace("/sys/fs/cgroup", str(fake_cgroup))
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "JOB_COMPLETION_INDEX": "1"}
+    # As the kubelet hands it to the runtime: $(VAR) and $$ expanded (the Job controller
+    # sets JOB_COMPLETION_INDEX in the container's env).
+    shell, flag, script = kubelet_expand(container["command"], {"JOB_COMPLETION_INDEX": "1"})
+    script = script.replace("/sys/fs/cgroup", str(fake_cgroup))
     subprocess.run([shell, flag, script], env=env, check=True)
-    assert _words(log) == [_part(2, 3, "/results/part-2")]
-    # The shell left the namespace's root group for a leaf before becoming edgeprof.
-    assert (fake_cgroup / "edgeprof-self" / "cgroup.procs").read_text().strip().isdigit()
+    assert _words(log) == [_part(2, 3, "/results/edgeprof-sweep/part-2")]
+    # The shell left the namespace's root group for a leaf before becoming edgeprof: 0 is
+    # the writer itself (an expanded "$$" had written "$", an I/O error on a real group).
+    assert (fake_cgroup / "edgeprof-self" / "cgroup.procs").read_text() == "0\n"
     (merger,) = merge["spec"]["template"]["spec"]["containers"]
-    results = [f"/results/part-{i}" for i in (1, 2, 3)]
-    gate = [*GATE[:-1], "/results/sweep/gate.xml"]  # on the volume, not in the container
-    assert merger["command"] == ["edgeprof", "merge", *results, "--out", "/results/sweep", *gate]
+    results = [f"/results/edgeprof-sweep/part-{i}" for i in (1, 2, 3)]
+    gate = [*GATE[:-1], "/results/edgeprof-sweep/sweep/gate.xml"]  # on the volume
+    out = ["--out", "/results/edgeprof-sweep/sweep"]
+    assert kubelet_expand(merger["command"], {}) == ["edgeprof", "merge", *results, *out, *gate]
+
+
+def test_the_kubelet_expander_is_kubernetes_own() -> None:
+    """The cases of expand_test.go, so the test above holds the recipe to Kubernetes'
+    rules, not to ours."""
+    env = {"VAR_A": "A", "VAR_B": "B"}
+    cases = {
+        "$(VAR_A)": "A", "___$(VAR_B)___": "___B___", "$$(VAR_A)": "$(VAR_A)",
+        "$$$(VAR_A)": "$A", "$(VAR_NONE)": "$(VAR_NONE)", "$(VAR_A": "$(VAR_A",
+        "$VAR_A": "$VAR_A", "echo $$ > x": "echo $ > x", "$((X + 1))": "$((X + 1))",
+        "$": "$", "${part}": "${part}", "$$$$": "$$",
+    }  # fmt: skip
+    assert {k: kubelet_expand([k], env)[0] for k in cases} == cases
+
+
+def test_kubernetes_names_each_sweeps_directory_on_the_claim() -> None:
+    """Two sweeps on one claim had written the same /results/part-N and /results/sweep."""
+    files = _render("k8s", image="i", name="sweep-b")
+    parts = yaml.safe_load(files["parts.yaml"])
+    (container,) = parts["spec"]["template"]["spec"]["containers"]
+    assert "--out /results/sweep-b/part-" in container["command"][2]
+    merge = yaml.safe_load(files["merge.yaml"])
+    words = merge["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert words[2:6] == [*(f"/results/sweep-b/part-{i}" for i in (1, 2, 3)), "--out"]
+    assert words[6] == "/results/sweep-b/sweep"
+    for bad in ("Sweep", "a/b", "-a", "x" * 58):
+        with pytest.raises(ConfigError, match="a Job's name is lower-case letters"):
+            _render("k8s", image="i", name=bad)
 
 
 @pytest.mark.parametrize(

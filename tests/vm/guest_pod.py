@@ -22,6 +22,7 @@ import pytest
 
 from edgeprof.cli.recipe import render_recipe
 from tests.conftest import require
+from tests.kubelet import kubelet_expand
 
 CGROUP = Path("/sys/fs/cgroup")
 ALLOCATE = "import sys; b = bytearray(int(sys.argv[1]) << 20); print(len(b))"
@@ -47,7 +48,10 @@ def test_a_privileged_pod_runs_its_part_with_enforced_limits(tmp_path: Path) -> 
     (container,) = parts["spec"]["template"]["spec"]["containers"]
     results = tmp_path / "results"
     results.mkdir()
-    script = container["command"][2].replace("/results", str(results))
+    # As the kubelet hands it on: $(VAR) and $$ expanded (an unexpanded script had passed
+    # here while the pod's real shell got "echo $ > cgroup.procs").
+    command = kubelet_expand(container["command"], {"JOB_COMPLETION_INDEX": "0"})
+    script = command[2].replace("/results", str(results))
     pod = CGROUP / f"edgeprof-pod-{secrets.token_hex(4)}"
     for c in ("cpu", "cpuset", "memory", "pids"):  # the runtime's: controllers for the pod
         (CGROUP / "cgroup.subtree_control").write_text(f"+{c}")
@@ -66,7 +70,8 @@ def test_a_privileged_pod_runs_its_part_with_enforced_limits(tmp_path: Path) -> 
         )  # fmt: skip
         # 128 MiB under --memory 64m is killed: a result (exit 137), not an error (2).
         assert done.returncode == 137, done.stderr
-        sweep = json.loads((results / "part-1" / "sweep.json").read_text())
+        part = results / "edgeprof-sweep" / "part-1"  # the sweep's directory: its Job's name
+        sweep = json.loads((part / "sweep.json").read_text())
         runs = {r["name"]: r for r in sweep["runs"]}
         assert runs["16"]["termination"] == "exited" and runs["16"]["exit_code"] == 0
         assert runs["128"]["termination"] == "oom"

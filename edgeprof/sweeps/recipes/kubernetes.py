@@ -9,23 +9,36 @@
   container's group is its namespace's root, which holds the container's processes; the
   no-internal-process rule forbids giving controllers to its children until they leave it,
   so the part's shell first moves itself into a leaf (``/sys/fs/cgroup/edgeprof-self``,
-  still inside the pod's group), then becomes edgeprof.  An unprivileged pod cannot create
-  groups: edgeprof would measure in the process backend, under the pod's own limits.
+  still inside the pod's group), then becomes edgeprof.  It writes ``0``: the kernel moves
+  the writing process for a pid of 0 (``cgroup_procs_write_start`` in
+  kernel/cgroup/cgroup.c: ``if (pid) … else tsk = current``), and ``echo`` is the shell's
+  builtin, so the writer is the shell itself, with no ``$$`` to escape.  An unprivileged
+  pod cannot create groups: edgeprof would measure in the process backend, under the pod's
+  own limits.
 - ``podFailurePolicy``: a pod disrupted (a node drained or lost) runs its part again and
   is not counted; a part that exits non-zero (a failed workload is a result, bad input an
   error) is not retried: its results are already in the volume, and ``merge`` says what
   is missing.
 - Results go to a ``ReadWriteMany`` volume claim every pod mounts at :data:`RESULTS`, the
-  merge's report files too (the container's own directory is gone with it).
+  merge's report files too (the container's own directory is gone with it), each sweep's
+  under its Job's name (:func:`results_dir`), so two sweeps on one claim stay apart.
+- Kubernetes expands ``command`` before the container starts: ``$(VAR)`` becomes the
+  container's variable ``VAR`` and ``$$`` a single ``$`` (``V1Container.command``: "Double
+  $$ are reduced to a single $"; kubernetes/third_party/forked/golang/expansion).  The
+  part's script had said ``echo $$ > …/cgroup.procs``, which reached the shell as
+  ``echo $ >`` (an I/O error, and the shell never left the namespace's root): every ``$``
+  of a command is written as ``$$`` (:func:`literal`), so the shell gets the text as it is.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping
 from typing import Any
 
 from ...errors import ConfigError
+from ...names import printable
 from . import Files, Sweep, dump_yaml
 
 RESULTS = "/results"
@@ -37,15 +50,44 @@ OPTIONS = {"image": "", "name": "edgeprof-sweep", "claim": "edgeprof-results", "
 _LEAF = (
     # cgroup v2 only (a v1 node has no cgroup.controllers there): see the module docstring.
     "if [ -f /sys/fs/cgroup/cgroup.controllers ]; then "
-    "mkdir -p /sys/fs/cgroup/edgeprof-self && echo $$ > /sys/fs/cgroup/edgeprof-self/cgroup.procs; "
+    "mkdir -p /sys/fs/cgroup/edgeprof-self && echo 0 > /sys/fs/cgroup/edgeprof-self/cgroup.procs; "
     "fi"
 )
+
+
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+NAME_MAX = 63 - len("-merge")
+"""A Job's name is a label value (the pods' ``job-name``): at most 63 characters, and the
+merge Job's adds ``-merge``."""
+
+
+def check_name(name: str) -> None:
+    """Refuse a ``--name`` Kubernetes would refuse, in one line: it names the Jobs and the
+    sweep's directory on the claim."""
+    if not _NAME.fullmatch(name) or len(name) > NAME_MAX:
+        raise ConfigError(
+            f"--name {printable(name)}: a Job's name is lower-case letters, digits and '-', "
+            f"starting and ending with a letter or digit, at most {NAME_MAX} characters"
+        )
+
+
+def literal(word: str) -> str:
+    """``word`` as a ``command`` item Kubernetes hands on unchanged: each ``$`` doubled, the
+    escape its expansion of ``$(VAR)`` reduces back to one (module docstring)."""
+    return word.replace("$", "$$")
+
+
+def results_dir(name: str) -> str:
+    """The sweep's directory on the claim: its parts and its merge, under the Job's name
+    (two sweeps on one claim had written the same ``/results/part-1``)."""
+    return f"{RESULTS}/{name}"
 
 
 def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
     """``options`` (:data:`OPTIONS`): ``image`` (with edgeprof, the workload and its
     models), ``name`` (the Job's), ``claim`` (the results' volume claim), ``namespace``."""
     name, image, claim = options["name"], options["image"], options["claim"]
+    check_name(name)
     if not image:
         raise ConfigError(
             "the k8s recipe needs --image: one with edgeprof, the workload and its models"
@@ -58,9 +100,10 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
     size = {"cpu": str(sweep.cpus), "memory": f"{sweep.memory_mib}Mi"}
     if sweep.gpus:  # the NVIDIA device plugin's resource: the part's GPUs, its own
         size["nvidia.com/gpu"] = str(sweep.gpus)
+    where = results_dir(name)
     script = (
         f"{_LEAF}; part=$((JOB_COMPLETION_INDEX + 1)); "
-        f"exec {sweep.part_line('part', f'{RESULTS}/part-')}"
+        f"exec {sweep.part_line('part', f'{where}/part-')}"
     )
     parts = {
         "apiVersion": "batch/v1",
@@ -85,7 +128,7 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
                         {
                             "name": "part",
                             "image": image,
-                            "command": ["sh", "-c", script],
+                            "command": ["sh", "-c", literal(script)],
                             "resources": {"requests": size, "limits": size},
                             "securityContext": {"privileged": True},
                             "volumeMounts": [mount],
@@ -96,7 +139,7 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
             },
         },
     }
-    part_dirs = [f"{RESULTS}/part-{i}" for i in range(1, sweep.parts + 1)]
+    part_dirs = [f"{where}/part-{i}" for i in range(1, sweep.parts + 1)]
     merge_meta = {**metadata, "name": f"{name}-merge"}
     merge = {
         "apiVersion": "batch/v1",
@@ -112,9 +155,12 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
                         {
                             "name": "merge",
                             "image": image,
-                            "command": sweep.merge_command(
-                                part_dirs, f"{RESULTS}/sweep", files_in_out=True
-                            ),
+                            "command": [
+                                literal(w)
+                                for w in sweep.merge_command(
+                                    part_dirs, f"{where}/sweep", files_in_out=True
+                                )
+                            ],
                             "volumeMounts": [mount],
                         }
                     ],
