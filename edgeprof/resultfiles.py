@@ -272,6 +272,19 @@ def sweep_stopped(path: Path) -> str | None:
     return f"{sweep}: {stopped_sentence(len(runs) if isinstance(runs, list) else 0, why)}"
 
 
+def sweep_notes(path: Path) -> list[str]:
+    """What the sweep in ``path`` says of its own figures (``notes``: a merged sweep's hosts,
+    :mod:`edgeprof.sweeps.merge`), and why it stopped (:func:`sweep_stopped`): each report of
+    it says them, as the command that made it did."""
+    found = read_sweep(path)
+    if found is None:
+        return []
+    kept = found[1].get("notes")
+    notes = [n for n in kept if isinstance(n, str)] if isinstance(kept, list) else []
+    stopped = sweep_stopped(path)
+    return notes if stopped is None else [stopped, *notes]
+
+
 def stopped_sentence(runs: int, why: str) -> str:
     """A sweep that ended before its plan, in the words every report uses."""
     return f"the sweep stopped after {runs} run(s), before its plan was done ({why})"

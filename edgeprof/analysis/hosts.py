@@ -16,7 +16,7 @@ compares the hosts as much as the models, and says so.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..model import RunResult
 from ..units import format_binary
@@ -34,13 +34,15 @@ def host_kind(r: RunResult) -> HostKind:
             r.edgeprof_version)  # fmt: skip
 
 
-def describe(r: RunResult) -> str:
-    """``Intel Xeon, 2 CPUs, 23.6GiB, Linux 6.18.4, cgroup1, edgeprof 0.9.0``."""
+def describe(r: RunResult, version: bool = True) -> str:
+    """``Intel Xeon, 2 CPUs, 23.6GiB, Linux 6.18.4, cgroup1, edgeprof 0.9.0`` (without
+    ``version``: no edgeprof, said apart)."""
     h = r.host
     memory = "" if h.memory_bytes is None else f", {format_binary(h.memory_bytes)}"
+    made = f", edgeprof {r.edgeprof_version}" if version else ""
     return (
         f"{h.cpu_model or 'unknown CPU'}, {h.cpus} CPUs{memory}, Linux {h.kernel}, "
-        f"{r.mechanism}, edgeprof {r.edgeprof_version}"
+        f"{r.mechanism}{made}"
     )
 
 
@@ -115,18 +117,26 @@ def sides_note(base: Sequence[RunResult], cur: Sequence[RunResult]) -> str | Non
 
 
 def shard_notes(shards: Sequence[tuple[str, Sequence[RunResult]]]) -> list[str]:
-    """What a merge says of its shards' hosts: their kinds, and their speed probes."""
+    """What a merge says of its shards' hosts: their kinds, edgeprof's versions, and their
+    speed probes.  A version is not a host: a part measured by another edgeprof had been
+    said as "2 kinds of host" whose rankings "compare like with like", more than a merge
+    of two ways of measuring can hold."""
     notes = []
-    every = kinds(r for _, runs in shards for r in runs)
-    if len(every) > 1:
-        parts = []
-        for k, r in every.items():
-            named = [name for name, runs in shards if any(host_kind(x) == k for x in runs)]
-            parts.append(f"{describe(r)} ({', '.join(named)})")
+    hosts = _shards_by(shards, lambda r: host_kind(r)[:-1])  # the kind, less the version
+    if len(hosts) > 1:
+        each = "; ".join(f"{describe(r, version=False)} ({named})" for r, named in hosts)
         notes.append(
-            f"the shards ran on {len(every)} kinds of host: {'; '.join(parts)}. Every shard "
-            "measured every model, so the rankings compare like with like; the absolute "
-            "figures are a mix of the hosts"
+            f"the shards ran on {len(hosts)} kinds of host: {each}. Every shard measured "
+            "every model, so the rankings compare like with like; the absolute figures are a "
+            "mix of the hosts"
+        )
+    versions = _shards_by(shards, lambda r: r.edgeprof_version)
+    if len(versions) > 1:
+        each = "; ".join(f"{r.edgeprof_version} ({named})" for r, named in versions)
+        notes.append(
+            f"the shards were measured by {len(versions)} edgeprof versions: {each}. A version "
+            "may measure differently: the figures mix the versions' ways; run every part with "
+            "one edgeprof"
         )
     speeds = [
         (name, statistics.median(s))
@@ -142,3 +152,17 @@ def shard_notes(shards: Sequence[tuple[str, Sequence[RunResult]]]) -> list[str]:
                 f"shards ({each} M loops/s): the absolute figures mix faster and slower hosts"
             )
     return notes
+
+
+def _shards_by(
+    shards: Sequence[tuple[str, Sequence[RunResult]]], key: Callable[[RunResult], object]
+) -> list[tuple[RunResult, str]]:
+    """Each value of ``key`` among the shards' runs: its first run (to describe it) and the
+    shards that have it (``shard 1/3, shard 2/3``), in first-seen order."""
+    seen: dict[object, tuple[RunResult, list[str]]] = {}
+    for name, runs in shards:
+        for r in runs:
+            named = seen.setdefault(key(r), (r, []))[1]
+            if name not in named:
+                named.append(name)
+    return [(r, ", ".join(named)) for r, named in seen.values()]

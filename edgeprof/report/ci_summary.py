@@ -101,9 +101,13 @@ def failed_runs_headline(results: Sequence[RunResult]) -> list[str]:
 
 
 def render_run_summary(
-    results: Sequence[RunResult], checks: Sequence[BudgetCheck], title: str = "edgeprof"
+    results: Sequence[RunResult],
+    checks: Sequence[BudgetCheck],
+    title: str = "edgeprof",
+    notes: Sequence[str] = (),
 ) -> str:
-    """The cells (median of the successful runs per metric) and, if any, the budget checks."""
+    """The cells (median of the successful runs per metric) and, if any, the budget checks;
+    ``notes`` under the warnings (report.md's: why a sweep stopped, a merge's hosts)."""
     lines = [f"## {title}", ""]
     lines += failed_runs_headline(results)
     if checks:
@@ -117,6 +121,9 @@ def render_run_summary(
             for (label, where), ws in warned.items()
             for w in ws
         ]
+        lines.append("")
+    if notes:
+        lines += [f"- note: {markdown_text(n)}" for n in notes]
         lines.append("")
     budgeted = {c.metric.key for c in checks}
     shown = [

@@ -27,7 +27,9 @@ class Case:
     output: str = ""
 
 
-def render_junit(suite: str, cases: Sequence[Case]) -> str:
+def render_junit(suite: str, cases: Sequence[Case], notes: Sequence[str] = ()) -> str:
+    """``notes``: the suite's own (a merge's hosts, why a sweep stopped), in its
+    ``system-out``, which JUnit readers show beside the cases."""
     root = ET.Element(
         "testsuites",
         name="edgeprof",
@@ -51,6 +53,8 @@ def render_junit(suite: str, cases: Sequence[Case]) -> str:
             ET.SubElement(tc, "skipped", message=c.skipped)
         if c.output:
             ET.SubElement(tc, "system-out").text = c.output
+    if notes:
+        ET.SubElement(ts, "system-out").text = "".join(f"note: {n}\n" for n in notes)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
 

@@ -214,7 +214,9 @@ def run_and_report(
             from .predictions import write_predictions
 
             write_predictions(outputs.predictions, preds, source, stderr)
-    checks = gate_run(results, job.budgets, outputs.summary, outputs.junit, sink, stderr)
+    checks = gate_run(
+        results, job.budgets, outputs.summary, outputs.junit, sink, stderr, notes=stopped
+    )
     if outputs.html is not None:
         from .html import render_html
 
@@ -259,8 +261,10 @@ def gate_run(
     junit: Path | None,
     sink: TextIO,
     stderr: TextIO,
+    notes: Sequence[str] = (),
 ) -> list[BudgetCheck]:
-    """The budget checks of a run: printed on ``sink``, and written to the CI summaries."""
+    """The budget checks of a run: printed on ``sink``, and written to the CI summaries with
+    ``notes`` (what report.md says under the tables: why a sweep stopped, a merge's hosts)."""
     checks = []
     if budgets:
         from ..analysis.budgets import check_budgets, unused_models
@@ -285,7 +289,7 @@ def gate_run(
     if summary is not None or os.environ.get("GITHUB_STEP_SUMMARY"):
         from .ci_summary import render_run_summary, write_summaries
 
-        write_summaries(render_run_summary(results, checks), summary, stderr)
+        write_summaries(render_run_summary(results, checks, notes=notes), summary, stderr)
     if junit is not None:
         from .junit import budget_cases, render_junit, run_cases
         from .results import run_warnings
@@ -293,5 +297,5 @@ def gate_run(
         warned = run_warnings(results)
         cases = budget_cases(checks, warned) if checks else run_cases(results, warned)
         kind = "edgeprof budgets" if checks else "edgeprof runs"
-        write_file(junit, render_junit(kind, cases), stderr)
+        write_file(junit, render_junit(kind, cases, notes), stderr)
     return checks

@@ -24,6 +24,7 @@ from ..resultfiles import (
     load_fits,
     load_runs,
     read_sweep,
+    sweep_notes,
     sweep_stopped,
     sweeps_below,
 )
@@ -211,7 +212,7 @@ def rerender(
         from .plots import _pyplot
 
         _pyplot()  # a missing matplotlib is found before any file is written
-    stopped = [why for p in paths if (why := sweep_stopped(p)) is not None]
+    stopped = [why for p in paths for why in sweep_notes(p)]
     answers = [
         (fit_note(p, d), isinstance(d.get("min_memory_bytes"), int))
         for p, docs in fits.items()
@@ -294,7 +295,6 @@ def merge_saved(
     the files written are said on ``log`` (stderr), as ``run`` and ``report`` say theirs:
     on stdout, the line had been mixed into the tables of ``merge > tables.txt``, and the
     files had gone unnamed."""
-    from ..analysis.hosts import shard_notes
     from ..sweeps.merge import merge_shards
     from .run import gate_run
 
@@ -322,20 +322,20 @@ def merge_saved(
     target = prepare_out_dir(out, ("sweep.json",))
     write_json_output(target / "sweep.json", merged.document(target))
     runs = cell_order(merged.runs)  # runs.csv's rows as run's and report's: by cell
-    write_exports(target, runs, sweep_json=False, plan=merged.plan)
+    notes = merged.notes  # in sweep.json, and said by every report of it
+    write_exports(target, runs, sweep_json=False, notes=notes, plan=merged.plan)
     log = sys.stderr if log is None else log
     count = merged.shards[0].count
     print(f"edgeprof: merged {count} shards ({len(merged.runs)} runs) into {target}", file=log)
     announce_dir(target, ("sweep.json", *EXPORTS), log)
-    names = [f"shard {s.index}/{s.count}" for s in merged.shards]
-    for note in shard_notes(list(zip(names, merged.by_shard, strict=True))):
-        stdout.write(f"edgeprof: note: {note}\n")
     print_summary(runs, stdout, warmup_of(merged.plan))
-    checks = gate_run(runs, budgets or Budgets(), summary, junit, stdout, log)
+    stdout.writelines(f"note: {n}\n" for n in notes)  # under the tables, as report says them
+    checks = gate_run(runs, budgets or Budgets(), summary, junit, stdout, log, notes=notes)
     if html is not None:
         from .html import render_html
 
-        write_file(html, render_html(runs, title=f"edgeprof merge: {target}"), log)
+        page = render_html(runs, title=f"edgeprof merge: {target}", notes=notes)
+        write_file(html, page, log)
     return runs, checks
 
 

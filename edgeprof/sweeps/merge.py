@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..analysis.hosts import shard_notes
 from ..analysis.sweepfile import sweep_dict
 from ..errors import ConfigError
 from ..model import RunResult
@@ -56,6 +57,10 @@ class Merged:
     shards: list[Shard]
     by_shard: list[list[RunResult]]
     """Each shard's runs (in the order of :attr:`shards`)."""
+    notes: list[str]
+    """What the shards' hosts make of the figures (:func:`shard_notes`), kept in the merged
+    ``sweep.json`` (``notes``): said only on merge's stdout, they had reached no report.md,
+    CI summary, JUnit file, HTML page or later ``report`` of the merged sweep."""
 
     def document(self, directory: Path) -> dict[str, Any]:
         """The merged ``sweep.json`` written in ``directory``: its runs, and its own keys (the
@@ -66,6 +71,7 @@ class Merged:
         extra = {
             **self.plan,
             "interrupted": False,
+            "notes": list(self.notes),
             "warmup_runs": [_named_from(d, r, directory) for d, r in self.warmup_runs],
             "shards": [
                 {
@@ -187,7 +193,10 @@ def merge_shards(paths: Sequence[Path]) -> Merged:
         raise ConfigError(f"the shards' rounds are not 1 … {first.data['repeat']}")
     ordered = [pair for rnd in rounds for pair in blocks[rnd]]
     plan = {k: first.data[k] for k in PLAN_KEYS}
-    return Merged(plan, [r for _, r in ordered], [d for d, _ in ordered], warmups, shards, by_shard)
+    names = [f"shard {s.index}/{s.count}" for s in shards]
+    notes = shard_notes(list(zip(names, by_shard, strict=True)))
+    runs, run_dicts = [r for _, r in ordered], [d for d, _ in ordered]
+    return Merged(plan, runs, run_dicts, warmups, shards, by_shard, notes)
 
 
 def _found(data: Any, shard: Shard) -> RunResult:

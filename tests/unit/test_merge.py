@@ -377,3 +377,61 @@ def test_compare_of_two_backends_on_one_host_names_the_backends() -> None:
     newer = [dataclasses.replace(r, edgeprof_version="99.0") for r in base]
     (note,) = [n for n in compare_results(base, newer)[1] if n.startswith("the baseline")]
     assert "same host by different edgeprof versions" in note and "→ 99.0)" in note
+
+
+def test_a_merges_host_notes_are_in_every_report_of_it(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parts on another CPU, at another speed, by another edgeprof: the notes had been on
+    merge's stdout alone, in no sweep.json, report.md, summary, JUnit file, HTML page or
+    later ``report``."""
+    for i in (1, 2):
+        _sweep(tmp_path / f"s{i}", (i, 2))
+    for i, changed in ((1, {"speed": 20.0}), (2, {"cpu_model": "CPU B", "speed": 30.0})):
+        data = json.loads((tmp_path / f"s{i}" / "sweep.json").read_text())
+        version = {"edgeprof_version": "0.2.0"} if i == 2 else {}
+        runs = [{**r, "host": {**r["host"], **changed}, **version} for r in data["runs"]]
+        (tmp_path / f"s{i}" / "sweep.json").write_text(json.dumps({**data, "runs": runs}))
+    s1 = json.loads((tmp_path / "s1" / "sweep.json").read_text())["runs"]
+    version = s1[0]["edgeprof_version"]
+    step = tmp_path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    m = tmp_path / "m"
+    files = [f"--{o}={tmp_path / f}" for o, f in
+             (("summary", "sum.md"), ("junit", "j.xml"), ("html", "m.html"))]  # fmt: skip
+    capfd.readouterr()
+    parts = [str(tmp_path / "s1"), str(tmp_path / "s2")]
+    assert main(["merge", *parts, "--out", str(m), *files]) == 0
+    out = capfd.readouterr().out
+    notes = json.loads((m / "sweep.json").read_text())["notes"]
+    assert [n.split(":")[0] for n in notes] == [
+        "the shards ran on 2 kinds of host",
+        "the shards were measured by 2 edgeprof versions",
+        "the hosts' speed probes differ by 50% across the shards (shard 1/2 20, shard 2/2 30 M "
+        "loops/s)",
+    ]
+    kinds = notes[0]
+    assert kinds.startswith("the shards ran on 2 kinds of host: ") and "edgeprof" not in kinds
+    assert "(shard 1/2); CPU B, " in kinds
+    assert notes[1] == (
+        f"the shards were measured by 2 edgeprof versions: {version} (shard 1/2); 0.2.0 "
+        "(shard 2/2). A version may measure differently: the figures mix the versions' ways; "
+        "run every part with one edgeprof"
+    )
+    assert [line for line in out.splitlines() if "note:" in line] == [f"note: {n}" for n in notes]
+    capfd.readouterr()
+    assert main(["report", str(m), "--html", str(tmp_path / "r.html")]) == 0
+    reported = capfd.readouterr().out
+    for text in (
+        (m / "report.md").read_text(),
+        (tmp_path / "sum.md").read_text(),
+        step.read_text(),
+        (tmp_path / "j.xml").read_text(),
+        (tmp_path / "m.html").read_text().replace("&#x27;", "'"),
+        (tmp_path / "r.html").read_text().replace("&#x27;", "'"),
+        reported,
+    ):
+        assert all(n.split(": ")[0] in text for n in notes), text[-2000:]
+    assert f"note: {notes[1]}" in reported
+    junit = (tmp_path / "j.xml").read_text()
+    assert junit.count("<system-out>note: the shards ran on 2 kinds of host") == 1
