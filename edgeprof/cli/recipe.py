@@ -134,6 +134,7 @@ def render_recipe(
     ``edgeprof run`` checks them.  Raises :class:`ConfigError`."""
     import importlib
 
+    from ..sweeps.host_checks import check_part
     from ..sweeps.recipes import Sweep, one_line, part_gpus, part_resources
     from ..sweeps.request import plan_run
     from ..units import parse_memory_limit
@@ -165,6 +166,7 @@ def render_recipe(
     job = plan_run(run_request({**params, "shard": f"1/{shards}"}))
     memory = None if part_memory is None else parse_memory_limit(part_memory, "--part-memory")
     cpus, memory = part_resources(job.plan.limits, part_cpus, memory)
+    check_part(job, cpus, memory)  # run's own check of the limits against the backend
     origin = (
         f"edgeprof recipe {engine} --shards {shards} -- {one_line(run_args)}"
         f"  (edgeprof {__version__})"

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import TextIO
 
 from ..backends import get_backend
-from ..errors import ConfigError, CoresBusy, LimitError
+from ..errors import BackendUnavailable, ConfigError, CoresBusy, LimitError
 from ..measure.gpu_select import check_gpus
 from ..measure.inputs import check_command
 from ..measure.limits import device_refusal
@@ -69,6 +69,23 @@ def check_host(job: RunJob) -> RunJob:
     with _limits_named(job):
         check_limits(job.plan, be)  # so is a limit this host cannot honour
     return dataclasses.replace(job, run_as=run_as, backend=be)
+
+
+def check_part(job: RunJob, cpus: int, memory: int) -> None:
+    """The job's limits against the backend it names, on a part of ``cpus`` CPUs and
+    ``memory`` bytes elsewhere, as :func:`check_host` checks them here: a recipe had written
+    ``--backend process --memory 256m`` into every part, each then refused where it ran.
+    ``auto`` (and Docker's daemon) are the part's machine's to resolve, and a backend this
+    host lacks (cgroup v2 where the parts run, not here) is not refused for it."""
+    req = job.request
+    if req.backend in ("auto", "docker"):
+        return
+    try:
+        be = get_backend(req.backend, cgroup_parent=req.cgroup_parent)
+    except BackendUnavailable:
+        return
+    with _limits_named(job):
+        check_limits(job.plan, be, elsewhere=(cpus, memory))
 
 
 def check_setting(job: RunJob, plan: SweepPlan) -> None:

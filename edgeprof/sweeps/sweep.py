@@ -168,11 +168,18 @@ class _Checkpoint:
         self._next = start + took + max(self.MIN_GAP_S, 10 * took)
 
 
-def check_limits(plan: SweepPlan, backend: Backend) -> None:
+def check_limits(
+    plan: SweepPlan, backend: Backend, elsewhere: tuple[int, int] | None = None
+) -> None:
     """Every limit setting against this host before the first run: a sweep that would fail on
-    its third setting must fail before it starts."""
-    available = allowed_cpus(backend)
-    memory, source = host_memory(backend)
+    its third setting must fail before it starts.  ``elsewhere``: the CPUs and bytes of
+    memory of the machine the runs will have instead (a recipe's part, sized by its
+    engine), not this host's."""
+    if elsewhere is None:
+        available = allowed_cpus(backend)
+        memory, source = host_memory(backend)
+    else:
+        available, memory, source = tuple(range(elsewhere[0])), elsewhere[1], "the part's"
     for lim in plan.limits:
         applied, _ = resolve(
             lim,

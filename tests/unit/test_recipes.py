@@ -422,6 +422,20 @@ def test_the_model_round_trip_catches_a_misspelt_field() -> None:
             {},
             "--gpus 2: GitHub's hosted runner ubuntu-24.04 has no GPU",
         ),
+        # run's own check of the limits against the backend named: every part had failed.
+        (
+            "slurm",
+            ["--backend", "process", "--cpus", "1", "--memory", "256m", "--repeat", "3", "--",
+             "x"],
+            {},
+            "--memory: the process backend cannot limit memory: ",
+        ),
+        (
+            "k8s",
+            ["--backend", "process", "--cpus", "0.5", "--memory", "1g", "--repeat", "3", "--", "x"],
+            {"image": "i"},
+            "--cpus 0.5: the process backend holds whole cores",
+        ),
         # In the recipe's words: "--shard 1/3 with --repeat 2" named an option never given.
         (
             "github",
@@ -443,6 +457,15 @@ def test_bad_recipes_are_refused(
 ) -> None:
     with pytest.raises(ConfigError, match=error.replace("-", r"\-")):
         render_recipe(engine, 3, args, dict(given))
+
+
+def test_a_part_is_checked_on_its_own_cpus_not_this_hosts() -> None:
+    """The process backend holds --cpus 8 as 8 whole cores of the part's 9, wherever this
+    host has fewer; a cgroup backend this host may lack is the part's machine's."""
+    for backend in ("process", "cgroup"):
+        args = ["--backend", backend, "--cpus", "8", "--repeat", "2", "--", "x"]
+        files, _ = render_recipe("slurm", 2, args, {}, part_memory="1g")
+        assert "#SBATCH --cpus-per-task=9\n" in files["part.sbatch"]
 
 
 def test_the_command_writes_the_files_or_nothing(
