@@ -135,7 +135,13 @@ def render_recipe(
     import importlib
 
     from ..sweeps.host_checks import check_part
-    from ..sweeps.recipes import Sweep, one_line, part_gpus, part_resources
+    from ..sweeps.recipes import (
+        Sweep,
+        largest_limits,
+        one_line,
+        part_gpus,
+        part_resources,
+    )
     from ..sweeps.request import plan_run
     from ..units import parse_memory_limit
     from .runargs import run_request, split_for_parts
@@ -164,8 +170,18 @@ def render_recipe(
             f"give at least --repeat {shards}"
         )
     job = plan_run(run_request({**params, "shard": f"1/{shards}"}))
-    memory = None if part_memory is None else parse_memory_limit(part_memory, "--part-memory")
-    cpus, memory = part_resources(job.plan.limits, part_cpus, memory)
+    largest = largest_limits(job.plan.limits)
+    if getattr(module, "SIZES_PARTS", True):
+        asked = None if part_memory is None else parse_memory_limit(part_memory, "--part-memory")
+        cpus, memory = part_resources(job.plan.limits, part_cpus, asked)
+    else:  # a part gets a whole machine of the engine's own size, which nothing here asks
+        for flag, said in (("--part-cpus", part_cpus), ("--part-memory", part_memory)):
+            if said is not None:
+                raise ConfigError(
+                    f"{flag} is not an option of the {engine} recipe: each part gets a whole "
+                    "runner, of the size its --runs-on label has"
+                )
+        cpus, memory = largest[0] or 1, largest[1] or 0
     check_part(job, cpus, memory)  # run's own check of the limits against the backend
     origin = (
         f"edgeprof recipe {engine} --shards {shards} -- {one_line(run_args)}"
@@ -181,6 +197,7 @@ def render_recipe(
         edgeprof=edgeprof,
         origin=origin,
         gpus=part_gpus(job.request.gpus),
+        largest=largest,
     )
     chosen = {k: (given.get(k) or v) for k, v in defaults.items()}
     render: Renderer = module.render

@@ -468,6 +468,32 @@ def test_a_part_is_checked_on_its_own_cpus_not_this_hosts() -> None:
         assert "#SBATCH --cpus-per-task=9\n" in files["part.sbatch"]
 
 
+@pytest.mark.parametrize(
+    ("limits", "error"),
+    [
+        (["--cpus", "8", "--memory", "1g"], "--cpus 8: GitHub's hosted runner ubuntu-24.04 has "
+         "4 CPUs (for a public repository; a private one's has 2 CPUs, 7 GB): give --runs-on "
+         "the label of a larger or self-hosted runner, or a smaller setting"),
+        (["--cpus", "2", "--memory", "20g"], "--memory 20.0GiB: GitHub's hosted runner "
+         "ubuntu-24.04 has 16 GB"),
+    ],
+)  # fmt: skip
+def test_github_refuses_a_part_its_hosted_runner_cannot_hold(limits: list[str], error: str) -> None:
+    """``--cpus 8 --memory 20g`` had been written for 4-CPU, 16 GB runners (each part then
+    refused by run there), under a header saying each part got "9 CPUs and 20.2GiB"."""
+    args = [*limits, "--repeat", "2", "--", "x"]
+    with pytest.raises(ConfigError) as err:
+        render_recipe("github", 2, args, {})
+    assert str(err.value).startswith(error)
+    files, _ = render_recipe("github", 2, args, {"runs_on": "big-runner"})  # the user's size
+    header = files["edgeprof-sweep.yml"].splitlines()[1]
+    assert header == "# 2 parts, one runner each (runs-on: big-runner), merged by the last job."
+    # A runner is whole: no --memory is needed, and --part-* is no option of it.
+    render_recipe("github", 2, ["--cpus", "4", "--repeat", "2", "--", "x"], {})
+    with pytest.raises(ConfigError, match="--part-memory is not an option of the github"):
+        render_recipe("github", 2, args, {}, part_memory="1g")
+
+
 def test_the_command_writes_the_files_or_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

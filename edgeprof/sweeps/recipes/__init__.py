@@ -54,6 +54,10 @@ class Sweep:
     """GPUs one part asks its engine for (``--gpus N``)."""
     origin: str = ""
     """The ``edgeprof recipe`` command line that rendered the recipe, for its header."""
+    largest: tuple[int | None, int | None] = (None, None)
+    """The sweep's largest ``--cpus`` (whole CPUs, rounded up) and ``--memory`` (bytes);
+    ``None`` where a setting has none (:func:`largest_limits`): what a machine of a fixed
+    size (a hosted runner) must hold."""
 
     def part_line(self, var: str, out_prefix: str, executable: str | None = None) -> str:
         """Part ``$var``'s command as a shell line: its results in ``out_prefix`` followed by

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 from ...errors import ConfigError
 from ...names import printable
+from ...units import format_binary
 from ...version import __version__
 from . import Files, Sweep, dump_yaml
 
@@ -33,6 +34,23 @@ OPTIONS = {
     "baseline": "",
 }
 """``edgeprof recipe github``'s options and their defaults."""
+
+SIZES_PARTS = False
+"""A part gets a whole runner of its label's size: the workflow asks for no CPUs or memory
+(``--part-cpus``/``--part-memory`` are refused, and no part needs them)."""
+
+GB = 1000**3
+HOSTED = {
+    label: (4, 16 * GB)
+    for label in (
+        "ubuntu-latest", "ubuntu-24.04", "ubuntu-22.04", "ubuntu-24.04-arm", "ubuntu-22.04-arm"
+    )
+}  # fmt: skip
+"""GitHub's standard hosted Linux runners by label → their CPUs and memory, for public
+repositories ("About GitHub-hosted runners", "Standard GitHub-hosted runners for public
+repositories": 4 CPUs, 16 GB; a private repository's Linux runner has 2 CPUs, 7 GB).  A
+part whose largest setting exceeds its runner is refused by ``run`` there (``--cpus 8
+exceeds the 4 CPU(s) available``), so it is refused here, before the workflow is written."""
 
 
 def check_expressions(sweep: Sweep, options: Mapping[str, str]) -> None:
@@ -51,10 +69,31 @@ def check_expressions(sweep: Sweep, options: Mapping[str, str]) -> None:
             )
 
 
+def check_runner(sweep: Sweep, label: str) -> None:
+    """Refuse a sweep whose largest setting a hosted runner of ``label`` cannot hold
+    (:data:`HOSTED`); a label of its own (self-hosted, a larger runner) is the user's."""
+    if label not in HOSTED:
+        return
+    cpus, memory = HOSTED[label]
+    most_cpus, most_memory = sweep.largest
+    for flag, most, has, shown in (
+        ("--cpus", most_cpus, cpus, f"{cpus} CPUs"),
+        ("--memory", most_memory, memory, f"{memory // GB} GB"),
+    ):
+        if most is not None and most > has:
+            given = most if flag == "--cpus" else format_binary(most)
+            raise ConfigError(
+                f"{flag} {given}: GitHub's hosted runner {label} has {shown} (for a public "
+                "repository; a private one's has 2 CPUs, 7 GB): give --runs-on the label of a "
+                "larger or self-hosted runner, or a smaller setting"
+            )
+
+
 def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
     """``options`` (:data:`OPTIONS`): ``runs_on``, ``install`` (pip's requirement for
     edgeprof), ``python``, ``baseline`` (a results directory in the repository, or empty)."""
     check_expressions(sweep, options)
+    check_runner(sweep, options["runs_on"])
     n = sweep.parts
     edgeprof = f"{VENV}/bin/edgeprof"
     requirement = options["install"]
@@ -145,7 +184,12 @@ def render(sweep: Sweep, options: Mapping[str, str]) -> tuple[Files, list[str]]:
             },
         },
     }
-    header = f"# {sweep.origin}\n# {sweep.describe()}: one runner each, merged by the last job.\n"
+    # The workflow asks GitHub for no CPUs or memory: a part gets its runner, whole.
+    runner = options["runs_on"]
+    header = (
+        f"# {sweep.origin}\n# {n} parts, one runner each (runs-on: {runner}), merged by the "
+        "last job.\n"
+    )
     text = header + dump_yaml(workflow)
     return {WORKFLOW: text}, [
         f"copy {{out}}/{WORKFLOW} into .github/workflows/ of the workload's repository",
