@@ -63,6 +63,16 @@ def sweep_dict(
     }
 
 
+def shard_of(plan: Mapping[str, Any] | None) -> tuple[int, int] | None:
+    """A part's ``shard`` as (index, count) (``sweep.json``'s key); ``None`` for a whole or
+    merged sweep, or where it cannot be read."""
+    shard = None if plan is None else plan.get("shard")
+    if not isinstance(shard, Mapping):
+        return None
+    index, count = shard.get("index"), shard.get("count")
+    return (index, count) if isinstance(index, int) and isinstance(count, int) else None
+
+
 def warmup_of(plan: Mapping[str, Any] | None) -> int | None:
     """A sweep's ``warmup`` (its plan's keys, as ``sweep.json`` holds them); ``None`` where
     it is not known."""

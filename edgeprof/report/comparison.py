@@ -235,12 +235,15 @@ def ranking_tables(
     cells: Mapping[str, Sequence[ModelSummary]],
     metrics: Sequence[str] = RANKED_METRICS,
     caveats: Mapping[str, str] | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> list[TextTable]:
     """A table per limit setting and metric: models smallest first by median, their factor
     relative to the first and to the previous one with the Welch interval behind ≈
     (:func:`interval_name`), and ≈ where two neighbours are not different at
     95 % (or, for memory, < 10 MiB apart).  ``caveats``: metric key → a note said under its
-    ranking's lead line (a bench's first batch size's page cache, beside peak memory)."""
+    ranking's lead line (a bench's first batch size's page cache, beside peak memory).
+    ``shard``: the runs are part I of N of a sweep (``--shard``), whose rankings are the
+    merged sweep's."""
     out = []
     for setting, summaries in cells.items():
         for key in metrics:
@@ -299,7 +302,7 @@ def ranking_tables(
             failed = [f"{m.name} ({ending(m.runs[0])})" for m in summaries if _all_failed(m)]
             if failed:  # said nowhere but in each run's warning before
                 notes.append(f"not ranked, every run failed: {', '.join(failed)}")
-            if (untested := _untested_note(ranks, summaries, title)) is not None:
+            if (untested := _untested_note(ranks, summaries, title, shard)) is not None:
                 notes.append(untested)
             out.append(TextTable(ranking_title(key, setting), rows, notes))
     return out
@@ -324,8 +327,20 @@ FINER_INTERVAL = "a finer --interval: runs shorter than two readings have none"
 MORE_REPEATS = "--repeat 3 or more, or --repeat auto"
 
 
+def _in_a_part(shard: tuple[int, int]) -> str:
+    """What gives a part's rankings more figures: the other parts.  "--repeat 3 or more, or
+    --repeat auto" had been said to a part of --repeat 3 (auto is refused with --shard)."""
+    return (
+        f"this part, shard {shard[0]}/{shard[1]}, ran a share of the sweep's rounds: the "
+        "rankings are the merged sweep's (edgeprof merge the parts)"
+    )
+
+
 def _untested_note(
-    ranks: Sequence[Rank], summaries: Sequence[ModelSummary], title: str
+    ranks: Sequence[Rank],
+    summaries: Sequence[ModelSummary],
+    title: str,
+    shard: tuple[int, int] | None = None,
 ) -> str | None:
     """The neighbour pairs not tested, a side with one figure, and what would give it more:
     runs too short for the figure (average memory needs two readings) want a finer
@@ -345,7 +360,9 @@ def _untested_note(
                 hows.add(FINER_INTERVAL if made > side.stat.n else MORE_REPEATS)
     if not pairs:
         return None
-    how = "; ".join(h for h in (FINER_INTERVAL, MORE_REPEATS) if h in hows)
+    more = MORE_REPEATS if shard is None else _in_a_part(shard)
+    hows = {more if h == MORE_REPEATS else h for h in hows}
+    how = "; ".join(h for h in (FINER_INTERVAL, more) if h in hows)
     return f"not tested, a side with 1 figure of {title}: {', '.join(pairs)} ({how})"
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..analysis.cells import cells, run_numbers, setting, successful
 from ..analysis.metrics import STAT_METRICS
-from ..analysis.sweepfile import cell_dicts, sweep_dict, warmup_of
+from ..analysis.sweepfile import cell_dicts, shard_of, sweep_dict, warmup_of
 from ..model import LatencyStats, RunResult
 from ..names import printable
 from ..resultfiles import EXPORT_FILES
@@ -188,7 +188,7 @@ def write_exports(
     texts = (
         runs_csv(runs, out),
         cells_csv(runs),
-        markdown_summary(runs, extra, notes, warmup_of(plan)),
+        markdown_summary(runs, extra, notes, warmup_of(plan), shard_of(plan)),
     )
     for name, text in zip(EXPORTS, texts, strict=True):
         write_output(out / name, text)

@@ -184,7 +184,7 @@ def run_and_report(
         data = [r.to_dict() for r in results] if several else results[0].to_dict()
         stdout.write(json.dumps(data, indent=2) + "\n")
     else:
-        print_summary(results, stdout, plan.warmup)
+        print_summary(results, stdout, plan.warmup, plan.shard)
     sink = stderr if outputs.json_out else stdout  # never into the JSON on stdout
     for table in repeats:
         sink.write("\n" + table.plain())
@@ -193,8 +193,11 @@ def run_and_report(
         from .export import EXPORTS, write_exports
 
         # run_sweep wrote sweep.json; report.md as the terminal shows the sweep
-        warmup = {"warmup": plan.warmup}  # report.md's advice on a slow first run
-        write_exports(out, results, sweep_json=False, extra=repeats, notes=stopped, plan=warmup)
+        # report.md's advice on a slow first run, and a part's on its rankings
+        kept: dict[str, object] = {"warmup": plan.warmup}
+        if plan.shard is not None:
+            kept["shard"] = {"index": plan.shard[0], "count": plan.shard[1]}
+        write_exports(out, results, sweep_json=False, extra=repeats, notes=stopped, plan=kept)
         announce_dir(out, ("sweep.json", *EXPORTS), stderr, "the runs' directories")
     elif out is not None:  # one run: the files it wrote
         announce_dir(out, run_files(results[0]), stderr)

@@ -16,7 +16,7 @@ from ..analysis.calibration import load_calibration, predict
 from ..analysis.cells import cell_order, pick_setting, setting_spec
 from ..analysis.fit_compare import compare_fits
 from ..analysis.regression import Change, compare_results, parse_threshold, regressed
-from ..analysis.sweepfile import warmup_of
+from ..analysis.sweepfile import shard_of, warmup_of
 from ..errors import ConfigError
 from ..model import RunResult
 from ..resultfiles import (
@@ -226,7 +226,8 @@ def rerender(
     # The tables first, the files after (as run's): a file that cannot be written is then
     # one error line under the figures, not in their place.
     found = read_sweep(paths[0]) if len(paths) == 1 else None
-    print_summary(runs, stdout, None if found is None else warmup_of(found[1]))
+    kept = None if found is None else found[1]
+    print_summary(runs, stdout, warmup_of(kept), shard_of(kept))
     for table in repeats:
         stdout.write("\n" + table.plain())
     stdout.writelines(f"note: {why}\n" for why in stopped)

@@ -12,10 +12,15 @@ from .results import print_table, render_markdown
 from .table import TextTable, markdown_text
 
 
-def summary_tables(results: Sequence[RunResult], warmup: int | None = None) -> list[TextTable]:
+def summary_tables(
+    results: Sequence[RunResult],
+    warmup: int | None = None,
+    shard: tuple[int, int] | None = None,
+) -> list[TextTable]:
     """Per limit setting: the statistics (when a cell has repeats) and the rankings;
     ``warmup``: the sweep's warm-up runs per cell, ``None`` where unknown (what the
-    statistics' slow-first-run warning advises)."""
+    statistics' slow-first-run warning advises); ``shard``: the runs are a part's
+    (``--shard I/N``: what its rankings advise)."""
     # Only for several runs: a single run's command does not load the statistics.
     from ..analysis.compare import ITERATION_RANKINGS, RANKED_METRICS, summarize_cells
     from .bench_ranking import TIME_RANKINGS, bench_rankings, is_bench
@@ -35,16 +40,21 @@ def summary_tables(results: Sequence[RunResult], warmup: int | None = None) -> l
         # peak memory ranking had put that run's peak first with no word of it.
         cache = first_reads_note(results)
         caveats = {} if cache is None else {"peak_bytes": cache}
-        return stats + bench_rankings(results) + ranking_tables(cells, kept, caveats)
-    return stats + ranking_tables(cells)
+        return stats + bench_rankings(results) + ranking_tables(cells, kept, caveats, shard)
+    return stats + ranking_tables(cells, shard=shard)
 
 
-def print_summary(results: Sequence[RunResult], file: TextIO, warmup: int | None = None) -> None:
+def print_summary(
+    results: Sequence[RunResult],
+    file: TextIO,
+    warmup: int | None = None,
+    shard: tuple[int, int] | None = None,
+) -> None:
     """The results table; for more than one run, the statistics and rankings."""
     print_table(results, file)
     if len(results) < 2:
         return
-    for table in summary_tables(results, warmup):
+    for table in summary_tables(results, warmup, shard):
         file.write("\n" + table.plain())
 
 
@@ -53,11 +63,12 @@ def markdown_summary(
     extra: Sequence[TextTable] = (),
     notes: Sequence[str] = (),
     warmup: int | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> str:
     """As the terminal shows them: ``extra`` tables after the rankings (``--repeat
     auto``'s), and ``notes`` (a sweep that stopped early) last."""
     text = render_markdown(results)
     if len(results) > 1:
-        text += "".join("\n" + t.markdown() for t in summary_tables(results, warmup))
+        text += "".join("\n" + t.markdown() for t in summary_tables(results, warmup, shard))
     text += "".join("\n" + t.markdown() for t in extra)
     return text + "".join(f"\n> note: {markdown_text(n)}\n" for n in notes)

@@ -415,6 +415,30 @@ def test_what_a_ranking_leaves_out_is_said_with_its_cause() -> None:
     )
 
 
+def test_a_parts_untested_step_is_told_that_the_rankings_are_the_merged_sweeps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A part of --repeat 3 (one round each) had been told "--repeat 3 or more, or --repeat
+    auto": it was given --repeat 3, and auto is refused with --shard."""
+    one = [_run("a", 1.0, 100), _run("b", 2.0, 120)]
+    tables = ranking_tables(summarize_cells(one), shard=(1, 3))
+    text = {t.title.split(" under")[0]: t.plain() for t in tables}
+    assert text["Ranking by CPU time"].splitlines()[-1] == (
+        "not tested, a side with 1 figure of CPU time: a vs b (this part, shard 1/3, ran a "
+        "share of the sweep's rounds: the rankings are the merged sweep's (edgeprof merge "
+        "the parts))"
+    )
+    out = tmp_path / "part-1"
+    argv = ["run", "--backend", "fake", "--repeat", "3", "--shard", "1/3", "-m", "a,b"]
+    assert main([*argv, "--out", str(out), "--", "true"]) == 0
+    said = capsys.readouterr().out
+    assert "(this part, shard 1/3, ran a share of the sweep's rounds" in said
+    assert "--repeat auto" not in said
+    assert main(["report", str(out)]) == 0
+    assert "(this part, shard 1/3, ran a share" in capsys.readouterr().out
+    assert "(this part, shard 1/3, ran a share" in (out / "report.md").read_text()
+
+
 def test_an_untested_step_is_told_its_cause_whichever_side_lacks_the_figure() -> None:
     """r2 of a statistician's review (--repeat 2): `100`, ranked first, had its average
     memory in 1 of its 2 runs, `200` in both; the note told the pair to repeat, not to read
