@@ -157,7 +157,18 @@ def test_what_merge_refuses(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="shards of different sweeps: their models differ") as e:
         merge_shards([s1, other])
     assert str(e.value).startswith(f"{s1 / 'sweep.json'} and {other / 'sweep.json'} ")
-    assert str(e.value).endswith(f"({data['models']!r}, ['m1', 'm3'])")
+    assert str(e.value).endswith("their models differ (m1, m2; m1, m3)")  # text, no lists
+    # The same models in another order, the limits, the number of parts: said as such.
+    for changed, said in (
+        ({"models": ["m2", "m1"]}, "their models are in another order (m1, m2; m2, m1)"),
+        ({"limits": ["cpus=1", "cpus=3"]}, "their limits differ (cpus=1, cpus=2; cpus=1, cpus=3)"),
+        ({"shard": {**data["shard"], "count": 3}},
+         "their number of parts differs (--shard I/2, --shard I/3)"),
+    ):  # fmt: skip
+        (other / "sweep.json").write_text(json.dumps({**data, **changed}))
+        with pytest.raises(ConfigError) as e:
+            merge_shards([s1, other])
+        assert str(e.value).endswith(f"are shards of different sweeps: {said}"), e.value
     (other / "sweep.json").write_text(json.dumps({**data, "runs": data["runs"][:-1]}))
     with pytest.raises(ConfigError, match=r"did not finish \(7 of 8 runs\)"):
         merge_shards([s1, other])
