@@ -127,6 +127,12 @@ def _put(queue: Any, item: tuple[int, str, str]) -> Any:
     return queue
 
 
+PART_DIR = "\x00part\x00"
+"""A part's progress line names its directory by this mark, which the driver replaces with
+the part's own (``OUT/parts/part-I``): the node's scratch directory, removed once its files
+are sent back, had been the one path progress named (``wrote /tmp/edgeprof-part-1-…/part/``)."""
+
+
 def run_part(
     index: int,
     count: int,
@@ -164,7 +170,7 @@ def run_part(
             threading.Thread(target=_end_with_node, args=(proc, lost), daemon=True).start()
             for line in proc.stderr:
                 last = line.rstrip("\n") or last
-                queue = _put(queue, (index, host, line.rstrip("\n")))
+                queue = _put(queue, (index, host, line.rstrip("\n").replace(str(out), PART_DIR)))
             code = proc.wait()
         files = {
             str(p.relative_to(out)): p.read_bytes()
@@ -320,10 +326,11 @@ def run_parts(
         for i in range(1, count + 1):
             submit(i, 1)
         done: dict[int, PartResult] = {}
-        progress(f"{count} parts on {int(ray.cluster_resources()[SLOT])} measuring slots")
+        slots = int(ray.cluster_resources()[SLOT])
+        progress(f"{count} parts on {slots} measuring slot{'' if slots == 1 else 's'}")
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.2)
-            queue = _drain(queue, Empty, progress)
+            queue = _drain(queue, Empty, progress, stage)
             for ref in ready:
                 i, attempt = pending.pop(ref)
                 try:
@@ -353,7 +360,7 @@ def run_parts(
                 _write(stage / f"part-{i}", result.files)
                 done[i] = dataclasses.replace(result, files={}, tries=attempt)
                 progress(f"part {i}/{count} done on {result.hostname} (node {result.node_id[:8]})")
-        _drain(queue, Empty, progress)
+        _drain(queue, Empty, progress, stage)
         parts = [done[i] for i in sorted(done)]
         placement = [
             {"part": r.index, "node_id": r.node_id, "hostname": r.hostname, "tries": r.tries,
@@ -381,8 +388,12 @@ def _beside_the_driver(ray: Any) -> dict[str, Any]:
     return {"num_cpus": 0, "scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=False)}
 
 
-def _drain(queue: Any, empty: type[Exception], progress: Callable[[str], None]) -> Any:
-    """Print the lines waiting on ``queue``; ``queue``, or ``None`` once its actor is gone."""
+def _drain(
+    queue: Any, empty: type[Exception], progress: Callable[[str], None], stage: Path
+) -> Any:
+    """Print the lines waiting on ``queue``, a part's directory named where the driver
+    writes it (``stage/part-I``, :data:`PART_DIR`); ``queue``, or ``None`` once its actor is
+    gone."""
     import ray
 
     while queue is not None:
@@ -393,6 +404,7 @@ def _drain(queue: Any, empty: type[Exception], progress: Callable[[str], None]) 
         except ray.exceptions.RayActorError as exc:
             progress(f"the parts' progress lines are lost from here on ({type(exc).__name__})")
             return None
+        line = line.replace(PART_DIR, str(stage / f"part-{index}"))
         progress(f"part {index} on {host}: {line.removeprefix('edgeprof: ')}")
     return None
 

@@ -161,12 +161,33 @@ def test_a_lost_progress_queue_is_said_once_and_the_parts_go_on() -> None:
 
     lines: list[str] = []
     queue = _DeadQueue()
-    assert _drain(queue, LookupError, lines.append) is None
-    assert _drain(None, LookupError, lines.append) is None  # asks no dead actor again
+    assert _drain(queue, LookupError, lines.append, Path("o")) is None
+    assert _drain(None, LookupError, lines.append, Path("o")) is None  # asks no dead actor
     assert lines == ["the parts' progress lines are lost from here on (ActorDiedError)"]
     assert _put(queue, (1, "node", "line")) is None
     assert _put(None, (1, "node", "line")) is None
     assert queue.calls == 2
+
+
+def test_progress_names_the_parts_directory_on_the_driver(tmp_path: Path) -> None:
+    """The node's scratch directory (removed once its files are back) had been the one path
+    progress named: ``part 1 on vm: wrote /tmp/edgeprof-part-1-xz9b6057/part/ (…)``."""
+    require_module("ray", "ray")
+    from edgeprof.sweeps.on_ray import PART_DIR, _drain
+
+    class _Queue:
+        def __init__(self) -> None:
+            self.items = [(2, "vm", f"edgeprof: wrote {PART_DIR}/ (sweep.json, runs.csv)")]
+
+        def get_nowait(self) -> tuple[int, str, str]:
+            if not self.items:
+                raise LookupError
+            return self.items.pop()
+
+    lines: list[str] = []
+    queue = _Queue()
+    assert _drain(queue, LookupError, lines.append, tmp_path / "parts") is queue
+    assert lines == [f"part 2 on vm: wrote {tmp_path}/parts/part-2/ (sweep.json, runs.csv)"]
 
 
 def _node(host: str, cpus: float, memory: int, slot: float = 1, alive: bool = True) -> Node:
