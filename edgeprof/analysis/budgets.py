@@ -36,10 +36,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
 from ..measure.assemble import finer_interval
@@ -88,6 +90,9 @@ class Budgets:
     models: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     overrides: Mapping[str, float] = field(default_factory=dict)
     source: str = "command line"
+    recorded_in: str = ""
+    """The ``sweep.json`` these budgets were read back from (``report DIR`` re-checks the
+    budgets its sweep was run with: :func:`budgets_from_dict`); empty where given now."""
 
     def __bool__(self) -> bool:
         return bool(self.default or self.models or self.overrides)
@@ -96,14 +101,65 @@ class Budgets:
     def sources(self) -> str:
         """Where the budgets came from, for the header of their checks: the file, the
         command line, or both (``budgets.yml, command line``: ``--max-wall 250ms`` beside a
-        file had been headed by the file alone, whose wall budget said 2s)."""
+        file had been headed by the file alone, whose wall budget said 2s); and, read back,
+        the file that recorded them (``command line, recorded in s2/sweep.json``)."""
+        said = self.source
         if self.overrides and self.source != Budgets.source:
-            return f"{self.source}, command line"
-        return self.source
+            said = f"{self.source}, command line"
+        return f"{said}, recorded in {self.recorded_in}" if self.recorded_in else said
+
+    def to_dict(self) -> dict[str, Any]:
+        """``sweep.json``'s ``budgets``: where they came from and each level of them, by
+        metric key (:data:`METRICS`) in base units (seconds, bytes, joules)."""
+        return {
+            "source": self.source,
+            "default": dict(self.default),
+            "models": {name: dict(b) for name, b in self.models.items()},
+            "overrides": dict(self.overrides),
+        }
+
 
     def for_label(self, label: str) -> dict[str, float]:
         merged = {**self.default, **self.models.get(label, {}), **self.overrides}
         return {k: merged[k] for k in METRICS if k in merged}
+
+
+def budgets_from_dict(doc: object, where: str) -> Budgets:
+    """The budgets a sweep recorded (:meth:`Budgets.to_dict`), read back from ``where`` (its
+    ``sweep.json``): a gate's re-render had shown no verdict at all, so a failed gate read
+    clean.  A malformed entry is a :class:`ConfigError` naming the file."""
+
+    def fail(what: str) -> ConfigError:
+        return ConfigError(f"{where}: budgets: {what}")
+
+    def level(value: object, what: str) -> dict[str, float]:
+        if not isinstance(value, dict):
+            raise fail(f"{what} is not an object")
+        out: dict[str, float] = {}
+        for key, v in value.items():
+            if key not in METRICS:
+                raise fail(f"{what}: unknown budget {key!r} (known: {', '.join(METRICS)})")
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool)
+            if not ok or not math.isfinite(v) or v < 0:
+                raise fail(f"{what}: {key}: expected a number of base units, got {v!r}")
+            out[key] = float(v)
+        return out
+
+    if not isinstance(doc, dict):
+        raise fail("not an object")
+    source = doc.get("source", Budgets.source)
+    if not isinstance(source, str):
+        raise fail(f"source: expected text, got {source!r}")
+    models = doc.get("models", {})
+    if not isinstance(models, dict):
+        raise fail("models is not an object")
+    return Budgets(
+        level(doc.get("default", {}), "default"),
+        {str(name): level(b, f"models: {name}") for name, b in models.items()},
+        level(doc.get("overrides", {}), "overrides"),
+        source,
+        where,
+    )
 
 
 class Status(str, enum.Enum):

@@ -116,11 +116,27 @@ def report(
     calibration: CalibrationFile = None,
     predictions: SavedPredictionsFile = None,
     html: HtmlReport = None,
+    max_wall: MaxWall = None,
+    max_cpu_time: MaxCpuTime = None,
+    max_peak_memory: MaxPeakMemory = None,
+    max_avg_memory: MaxAvgMemory = None,
+    max_latency_p95: MaxLatencyP95 = None,
+    max_memory_need: MaxMemoryNeed = None,
+    max_gpu_memory: MaxGpuMemory = None,
+    max_energy: MaxEnergy = None,
+    budgets_file: BudgetsFile = None,
 ) -> None:
-    """Re-render tables, statistics, rankings and plots from saved results."""
-    from ..report.saved import rerender
+    """Re-render tables, statistics, rankings and plots from saved results.
 
-    rerender(
+    Budgets are checked again: those given here, else those a sweep recorded in its
+    sweep.json (run's --max-… and --budgets); exit 3 on a breach, as run's.
+    """
+    from ..analysis.budgets import budgets_from_options
+    from ..report.saved import rerender
+    from .runargs import budget_values
+
+    budgets = budgets_from_options(budgets_file, budget_values(locals()))
+    checks = rerender(
         paths,
         sys.stdout,
         sys.stderr,
@@ -130,7 +146,10 @@ def report(
         calibration=calibration,
         predictions=predictions,
         html=html,
+        budgets=budgets,
     )
+    if any(not c.ok for c in checks):
+        raise typer.Exit(EXIT_BUDGET)
 
 
 def merge(

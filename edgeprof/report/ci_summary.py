@@ -10,16 +10,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from ..analysis.budgets import METRICS, BudgetCheck, Status
+from ..analysis.budgets import METRICS, BudgetCheck
 from ..analysis.cells import cells, endings, successful
 from ..analysis.regression import Change, Verdict, failed_cells, regressed
 from ..errors import ConfigError
 from ..model import RunResult
 from ..storage import append_locked, check_appendable, write_output
+from .budget_table import budget_lines, budget_verdict
 from .results import run_warnings
 from .table import markdown_lines, markdown_text, plain_table
 
-_MARK = {Status.PASS: "✅ pass", Status.BREACH: "❌ breach", Status.NOT_MEASURED: "❌ not measured"}
 _VERDICT_WORD = {
     Verdict.REGRESSION: "regression",
     Verdict.IMPROVEMENT: "improvement",
@@ -42,20 +42,9 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return markdown_lines(header, rows)
 
 
-BUDGET_COLUMNS = ("Model", "Limits", "Metric", "Value", "Budget", "Result")
 COMPARE_COLUMNS = ("Model", "Limits", "Metric", "Baseline", "Current", "Change", "Verdict")
 COMPARE_LEGEND = "baseline, current: mean ± SD; change of the mean ± its 95% interval, Welch's t"
 """What each ± of the verdict table is (the baseline's ± had been unlabelled)."""
-
-
-def budget_rows(checks: Sequence[BudgetCheck], emoji: bool = True) -> list[list[str]]:
-    """A row per budget check (this summary's; the HTML report's without the emoji, which
-    a browser without an emoji font draws as empty boxes)."""
-    return [
-        [c.label, c.setting, c.metric.title, c.value_text, c.budget_text,
-         _MARK[c.status] if emoji else c.status.value.replace("_", " ")]
-        for c in checks
-    ]  # fmt: skip
 
 
 def compare_rows(changes: Sequence[Change], emoji: bool = True) -> list[list[str]]:
@@ -65,17 +54,6 @@ def compare_rows(changes: Sequence[Change], emoji: bool = True) -> list[list[str
          c.change_text(), _VERDICT_MARK[c.verdict] if emoji else _VERDICT_WORD[c.verdict]]
         for c in changes
     ]  # fmt: skip
-
-
-def budget_verdict(checks: Sequence[BudgetCheck]) -> str:
-    """``2 of 8 budget checks failed``, ``All 8 budget checks passed``, ``The budget check
-    passed`` (one check)."""
-    failed = sum(not c.ok for c in checks)
-    if failed:
-        return f"{failed} of {len(checks)} budget check{'s' if len(checks) > 1 else ''} failed"
-    return (
-        "The budget check passed" if len(checks) == 1 else f"All {len(checks)} budget checks passed"
-    )
 
 
 def failed_runs_headline(results: Sequence[RunResult]) -> list[str]:
@@ -90,7 +68,9 @@ def failed_runs_headline(results: Sequence[RunResult]) -> list[str]:
     if not failed:
         return []
     count = sum(map(len, failed.values()))
-    lines = [f"**❌ {count} of {len(results)} run{'s' if len(results) > 1 else ''} failed**"]
+    # The list after a blank line: Python-Markdown (mkdocs) takes a list straight under a
+    # line as the same paragraph's text, as CommonMark does not.
+    lines = [f"**❌ {count} of {len(results)} run{'s' if len(results) > 1 else ''} failed**", ""]
     for (label, setting), bad in failed.items():
         runs = by_cell[label, setting]
         lines.append(
@@ -148,13 +128,7 @@ def render_run_summary(
     lines += _table(header, rows)
     lines += ["", "Median of the successful runs of each model under each limit setting."]
     if checks:
-        lines += ["", "### Budgets", ""]
-        lines += _table(BUDGET_COLUMNS, budget_rows(checks))
-        # Why one was not measured, and what a figure's check must be read with (a p95 that
-        # measured the CPU quota's stalls: said in the text and JUnit, not here before).
-        reasons = [c for c in checks if c.status is Status.NOT_MEASURED or c.caveat]
-        if reasons:
-            lines += [""] + [f"- {markdown_text(c.describe())}" for c in reasons]
+        lines += ["", "### Budgets", "", *budget_lines(checks)]
     return "\n".join(lines) + "\n"
 
 
@@ -163,9 +137,10 @@ def render_compare_summary(
 ) -> str:
     """The verdict table of ``edgeprof compare``."""
     head = f"**{compare_headline(changes)}**"
-    lines = ["## edgeprof compare", "", *failed_current_headline(changes), head]
+    lines = ["## edgeprof compare", "", *failed_current_headline(changes), head, ""]
     if held := held_line(changes):  # beside the verdict a CI page shows first
-        lines.append(f"⚠️ {held}")
+        lines += [f"⚠️ {held}", ""]
+    # A paragraph each: lines one under another had rendered as one run-on paragraph.
     lines += [f"(threshold {threshold * 100:g}%; {COMPARE_LEGEND})", ""]
     lines += _table(COMPARE_COLUMNS, compare_rows(changes))
     if notes:
@@ -188,6 +163,19 @@ def compare_headline(changes: Sequence[Change]) -> str:
     return head + (f", {few} not tested (not enough repeats)" if few else "")
 
 
+def compare_verdict(changes: Sequence[Change]) -> str:
+    """The HTML page's banner and the terminal's last line: the current runs that failed,
+    where some did, then :func:`compare_headline` (``1 of 6 current runs failed; 2
+    regressions, 0 improvements against the baseline``).  The terminal had printed the
+    table alone, with no count of what it found."""
+    text = compare_headline(changes) + " against the baseline"
+    if lost := failed_cells(changes):
+        made = sum(f.of for f in lost.values())
+        count = sum(f.count for f in lost.values())
+        text = f"{count} of {made} current run{'s' if made > 1 else ''} failed; {text}"
+    return text
+
+
 def failed_current_headline(changes: Sequence[Change]) -> list[str]:
     """The current runs that failed, over the verdicts, as :func:`failed_runs_headline` heads
     a run's page: ``**❌ 3 of 5 current runs failed**``, then per cell how they ended.  They
@@ -197,7 +185,7 @@ def failed_current_headline(changes: Sequence[Change]) -> list[str]:
         return []
     count = sum(f.count for f in failed.values())
     made = sum(f.of for f in failed.values())
-    lines = [f"**❌ {count} of {made} current run{'s' if made > 1 else ''} failed**"]
+    lines = [f"**❌ {count} of {made} current run{'s' if made > 1 else ''} failed**", ""]
     lines += [
         f"- {markdown_text(label)} ({setting}): {f.of - f.count} of {f.of} runs succeeded "
         f"({f.endings})"
@@ -272,7 +260,8 @@ def render_compare_plain(
         for c in changes
     ]
     title = f"Compare (threshold {threshold * 100:g}%; {COMPARE_LEGEND})"
-    return plain_table(title, header, rows, [f"  {n}" for n in notes])
+    verdict = ["", compare_verdict(changes)]  # last, where a CI log's tail shows it
+    return plain_table(title, header, rows, [*(f"  {n}" for n in notes), *verdict])
 
 
 def compare_dict(

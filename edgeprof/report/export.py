@@ -18,7 +18,7 @@ from ..model import LatencyStats, RunResult
 from ..names import printable
 from ..resultfiles import EXPORT_FILES
 from ..storage import files_relative_to, write_json_output, write_output
-from .summary import markdown_summary
+from .summary import BudgetGate, markdown_summary
 from .table import TextTable
 
 LATENCY_COLUMNS: dict[str, Callable[[LatencyStats], float | None]] = {
@@ -176,10 +176,12 @@ def write_exports(
     extra: Sequence[TextTable] = (),
     notes: Sequence[str] = (),
     plan: Mapping[str, Any] | None = None,
+    gate: BudgetGate | None = None,
 ) -> list[Path]:
     """``sweep.json`` (unless the sweep wrote its own; with ``plan``, the sweep's own keys),
-    ``runs.csv``, ``cells.csv`` and ``report.md`` (with ``extra`` tables and ``notes``, as
-    :func:`markdown_summary`) in ``out``; returns the paths written."""
+    ``runs.csv``, ``cells.csv`` and ``report.md`` (with ``extra`` tables, ``notes`` and the
+    budget checks of ``gate``, as :func:`markdown_summary`) in ``out``; returns the paths
+    written."""
     written = []
     if sweep_json:  # each file a ConfigError line when it cannot be written (a full disk)
         run_dicts = [files_relative_to(r, out).to_dict() for r in runs]
@@ -188,7 +190,7 @@ def write_exports(
     texts = (
         runs_csv(runs, out),
         cells_csv(runs),
-        markdown_summary(runs, extra, notes, warmup_of(plan), shard_of(plan)),
+        markdown_summary(runs, extra, notes, warmup_of(plan), shard_of(plan), gate),
     )
     for name, text in zip(EXPORTS, texts, strict=True):
         write_output(out / name, text)

@@ -10,7 +10,7 @@ from typing import TextIO
 
 from ..model import RunResult
 from ..storage import write_output
-from .summary import markdown_summary
+from .summary import BudgetGate, markdown_summary
 from .table import TextTable
 
 
@@ -39,10 +39,12 @@ def write_markdown(
     log: TextIO,
     extra: Sequence[TextTable] = (),
     notes: Sequence[str] = (),
+    gate: BudgetGate | None = None,
 ) -> None:
-    """The Markdown tables of ``results`` (nothing when ``path`` is None)."""
+    """The Markdown tables of ``results``, with ``gate``'s budget checks (nothing when
+    ``path`` is None)."""
     if path is not None:
-        write_file(path, markdown_summary(results, extra, notes), log)
+        write_file(path, markdown_summary(results, extra, notes, gate=gate), log)
 
 
 def write_plot_files(

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 from ..model import GpuDevice, RunResult
 from ..units import format_binary, format_energy
-from .table import markdown_lines, markdown_text, plain_table
+from .table import markdown_heading, markdown_items, markdown_lines, plain_table
 
 GPU_COLUMNS = (
     "NAME",
@@ -104,8 +104,7 @@ def render_gpu(results: Sequence[RunResult], *, markdown: bool = False) -> str:
     out = [fmt("GPU", GPU_COLUMNS, rows)]
     notes = gpu_notes(results)
     if notes:
-        line = markdown_text if markdown else str
-        out.append("".join(line(n) + "\n" for n in notes))
+        out.append(markdown_items(notes) if markdown else "".join(n + "\n" for n in notes))
     phases = gpu_phase_rows(results)
     if phases:
         out.append(fmt("GPU by phase", PHASE_COLUMNS, phases))
@@ -113,4 +112,4 @@ def render_gpu(results: Sequence[RunResult], *, markdown: bool = False) -> str:
 
 
 def _markdown(title: str, columns: Sequence[str], rows: list[list[str]]) -> str:
-    return "\n".join([f"**{markdown_text(title)}**", "", *markdown_lines(columns, rows)]) + "\n"
+    return "\n".join([markdown_heading(title), "", *markdown_lines(columns, rows)]) + "\n"

@@ -26,19 +26,17 @@ from ..analysis.cells import setting as setting_of
 from ..analysis.compare import RANKED_METRICS, format_stat, rank, summarize_cells
 from ..analysis.headroom import Headroom, worst_fit
 from ..analysis.metrics import CALIBRATION_METRICS, STAT_METRICS
-from ..analysis.regression import Change, failed_cells, regressed
+from ..analysis.regression import Change, regressed
 from ..model import RunResult, Termination
 from ..units import format_binary
 from ..version import __version__
 from . import svg
+from .budget_table import BUDGET_COLUMNS, budget_rows, budget_verdict
 from .ci_summary import (
-    BUDGET_COLUMNS,
     COMPARE_COLUMNS,
     COMPARE_LEGEND,
-    budget_rows,
-    budget_verdict,
-    compare_headline,
     compare_rows,
+    compare_verdict,
     held_line,
 )
 from .comparison import RANKING_LEGEND, ranking_title, under
@@ -318,11 +316,7 @@ def _verdicts(checks: Sequence[BudgetCheck], comparison: Comparison | None) -> l
         # The step summary's headline: a metric not measured fails the gate too, but is not
         # a regression (the page had said "12 regression(s)" for 2 and 10 not measured).
         bad = regressed(comparison.changes)
-        text = compare_headline(comparison.changes) + " against the baseline"
-        if lost := failed_cells(comparison.changes):
-            made = sum(f.of for f in lost.values())
-            count = sum(f.count for f in lost.values())
-            text = f"{count} of {made} current run{'s' if made > 1 else ''} failed; {text}"
+        text = compare_verdict(comparison.changes)
         out.append(Banner("fail" if bad else "pass", text))
         # Beside the verdict, as the step summary has it: the changes the host's other work
         # may account for (the page had said so only in the notes at its bottom).

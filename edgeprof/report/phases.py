@@ -16,7 +16,7 @@ from ..analysis.cells import cells, setting, successful
 from ..analysis.metrics import iterations_for
 from ..model import PERCENTILES, LatencyStats, Mark, PhaseStats, RunResult
 from ..units import format_binary, format_seconds
-from .table import markdown_lines, markdown_text, plain_table
+from .table import markdown_heading, markdown_items, markdown_lines, plain_table
 
 PHASE_COLUMNS = ("NAME", "PHASE", "N", "WALL", "CPU TIME", "CPU %", "PEAK MEM", "AVG MEM")
 LATENCY_COLUMNS = (
@@ -363,7 +363,7 @@ def mark_rows(results: Sequence[RunResult]) -> tuple[list[list[str]], list[str]]
 
 
 def _markdown(title: str, columns: Sequence[str], rows: list[list[str]]) -> str:
-    return "\n".join([f"**{markdown_text(title)}**", "", *markdown_lines(columns, rows)]) + "\n"
+    return "\n".join([markdown_heading(title), "", *markdown_lines(columns, rows)]) + "\n"
 
 
 def section_tables(
@@ -399,11 +399,10 @@ MEDIAN_PHASES_NOTE = (
 def render_sections(results: Sequence[RunResult], *, markdown: bool = False) -> str:
     """The :func:`section_tables`, with their notes below each."""
     fmt = _markdown if markdown else plain_table
-    line = markdown_text if markdown else str  # a note names a phase the workload chose
     how = " (median over each model's runs)" if aggregated(results) else ""
     out = []
     for title, columns, rows, notes in section_tables(results):
         out.append(fmt(title + how, columns, rows))
-        if notes:
-            out.append("".join(line(n) + "\n" for n in notes))
+        if notes:  # a note names a phase the workload chose: escaped, an item each
+            out.append(markdown_items(notes) if markdown else "".join(n + "\n" for n in notes))
     return "\n".join(out)

@@ -101,12 +101,23 @@ def _sections(results: Sequence[RunResult], *, markdown: bool = False) -> str:
 
 def render_markdown(results: Sequence[RunResult]) -> str:
     lines = markdown_lines(COLUMNS, rows(results))
-    notes = "".join(markdown_text(n) + "\n" for n in _notes(results).splitlines())
+    notes = _markdown_notes(results)
     return (
         "\n".join(lines)
         + "\n"
         + ("\n" + notes if notes else "")
         + _sections(results, markdown=True)
+    )
+
+
+def _markdown_notes(results: Sequence[RunResult]) -> str:
+    """:func:`note_lines` as a Markdown list: a label's head an item, its lines a list under
+    it.  As plain lines with the text's two-space indent, a renderer (a GitHub file view,
+    mkdocs) had joined a model's block into one paragraph.  Four spaces nest an item for
+    CommonMark and Python-Markdown (mkdocs) alike; CommonMark needs two."""
+    return "".join(
+        f"{'' if n.label is None else '    '}- {markdown_text(n.text)}\n"
+        for n in note_lines(results)
     )
 
 

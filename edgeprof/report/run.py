@@ -24,7 +24,7 @@ from ..sweeps.plan import Step
 from ..sweeps.request import RunJob, RunRequest, execute, log_stem, plan_run
 from .files import announce_dir, write_file, write_markdown, write_plot_files
 from .progress import PlainProgress, RichProgress
-from .summary import print_summary
+from .summary import BudgetGate, print_summary
 
 if TYPE_CHECKING:
     from ..analysis.budgets import BudgetCheck, Budgets
@@ -189,6 +189,9 @@ def run_and_report(
     for table in repeats:
         sink.write("\n" + table.plain())
     sink.writelines(f"note: {n}\n" for n in stopped)
+    # Checked before the files are written: report.md and --markdown carry the verdict.
+    checks = budget_checks(results, job.budgets)
+    gate = BudgetGate(job.budgets.sources, checks)
     if out is not None and not plan.is_single:
         from .export import EXPORTS, write_exports
 
@@ -197,11 +200,13 @@ def run_and_report(
         kept: dict[str, object] = {"warmup": plan.warmup}
         if plan.shard is not None:
             kept["shard"] = {"index": plan.shard[0], "count": plan.shard[1]}
-        write_exports(out, results, sweep_json=False, extra=repeats, notes=stopped, plan=kept)
+        write_exports(
+            out, results, sweep_json=False, extra=repeats, notes=stopped, plan=kept, gate=gate
+        )
         announce_dir(out, ("sweep.json", *EXPORTS), stderr, "the runs' directories")
     elif out is not None:  # one run: the files it wrote
         announce_dir(out, run_files(results[0]), stderr)
-    write_markdown(outputs.markdown, results, stderr, repeats, stopped)
+    write_markdown(outputs.markdown, results, stderr, repeats, stopped, gate)
     if outputs.plots is not None:  # timelines need the runs' samples.csv
         write_plot_files(outputs.plots, results, stderr, timelines=out is not None)
     predictions = None
@@ -217,8 +222,8 @@ def run_and_report(
             from .predictions import write_predictions
 
             write_predictions(outputs.predictions, preds, source, stderr)
-    checks = gate_run(
-        results, job.budgets, outputs.summary, outputs.junit, sink, stderr, notes=stopped
+    gate_run(
+        results, job.budgets, outputs.summary, outputs.junit, sink, stderr, checks, stopped
     )
     if outputs.html is not None:
         from .html import render_html
@@ -257,6 +262,16 @@ def _linked(job: RunJob) -> set[str]:
     return calibrated_devices(path, [job.device], job.request.devices)
 
 
+def budget_checks(results: Sequence[RunResult], budgets: Budgets) -> list[BudgetCheck]:
+    """Every check of ``budgets`` on ``results``; none without budgets (and no budget code
+    loaded)."""
+    if not budgets:
+        return []
+    from ..analysis.budgets import check_budgets
+
+    return check_budgets(results, budgets)
+
+
 def gate_run(
     results: Sequence[RunResult],
     budgets: Budgets,
@@ -264,15 +279,13 @@ def gate_run(
     junit: Path | None,
     sink: TextIO,
     stderr: TextIO,
+    checks: Sequence[BudgetCheck] | None = None,
     notes: Sequence[str] = (),
 ) -> list[BudgetCheck]:
-    """The budget checks of a run: printed on ``sink``, and written to the CI summaries with
-    ``notes`` (what report.md says under the tables: why a sweep stopped, a merge's hosts)."""
-    checks = []
-    if budgets:
-        from ..analysis.budgets import check_budgets, unused_models
-
-        checks = check_budgets(results, budgets)
+    """The budget checks of a run (``checks``, where made already: :func:`budget_checks`):
+    printed on ``sink``, and written to the CI summaries with ``notes`` (what report.md says
+    under the tables: why a sweep stopped, a merge's hosts)."""
+    checks = budget_checks(results, budgets) if checks is None else list(checks)
     if checks:
         failed = [c for c in checks if not c.ok]
         sink.write(f"\nBudgets ({budgets.sources}): {len(checks) - len(failed)} of {len(checks)} ")
@@ -280,6 +293,8 @@ def gate_run(
         for c in checks:
             sink.write(f"  {'ok  ' if c.ok else 'FAIL'}  {c.describe()}\n")
     if budgets:  # with no check at all too: a file naming only a typo had passed in silence
+        from ..analysis.budgets import unused_models
+
         labels = ", ".join(dict.fromkeys(r.label for r in results))
         for model in unused_models(results, budgets):
             # "which did not run" had been said of a model keyed by its -m path, which ran.

@@ -8,10 +8,10 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..analysis.apart import apart
-from ..analysis.budgets import BudgetCheck, Budgets
+from ..analysis.budgets import BudgetCheck, Budgets, budgets_from_dict
 from ..analysis.calibration import load_calibration, predict
 from ..analysis.cells import cell_order, pick_setting, setting_spec
 from ..analysis.fit_compare import compare_fits
@@ -42,7 +42,8 @@ from .comparison import repeats_table
 from .export import EXPORTS, write_exports
 from .files import announce_dir, write_file, write_markdown, write_plot_files
 from .junit import compare_cases, render_junit
-from .summary import print_summary
+from .run import budget_checks, gate_run
+from .summary import BudgetGate, print_summary
 
 
 def compare_saved(
@@ -179,8 +180,12 @@ def rerender(
     calibration: Path | None = None,
     html: Path | None = None,
     predictions: Path | None = None,
-) -> None:
-    """The tables of the runs in ``paths`` on ``stdout``; the files asked for."""
+    budgets: Budgets | None = None,
+) -> list[BudgetCheck]:
+    """The tables of the runs in ``paths`` on ``stdout``; the files asked for; the budget
+    checks.  The budgets are ``budgets`` where given (saved results held to new ones), else
+    those one sweep recorded in its ``sweep.json``: a re-render of a gate that failed had
+    shown no verdict, in text, Markdown or page, and exited 0."""
     fits = {p: docs for p in paths if (docs := _fits(p)) is not None}
     for p in fits:
         if not p.is_dir():  # the answer alone has no runs to show
@@ -231,6 +236,10 @@ def rerender(
     for table in repeats:
         stdout.write("\n" + table.plain())
     stdout.writelines(f"note: {why}\n" for why in stopped)
+    if not budgets:
+        budgets = recorded_budgets(found)
+    checks = budget_checks(runs, budgets)
+    gate = BudgetGate(budgets.sources, checks)
     shown = preds = None
     if cal is not None:
         from ..analysis.device_names import calibrated_devices
@@ -244,15 +253,22 @@ def rerender(
         # One sweep's own keys (its plan, --repeat auto, warm-ups, why it stopped) kept: the
         # copy had held only the runs, and `report` of it lost the repeats and the stop.
         plan = (
-            None
+            {}
             if found is None
             else {k: v for k, v in found[1].items() if k not in ("schema", "runs", "cells")}
         )
-        write_exports(prepare_out_dir(out), runs, extra=repeats, notes=stopped, plan=plan)
+        # The budgets checked here, as the copy's report.md shows their checks.
+        plan.pop("budgets", None)
+        plan.update({"budgets": budgets.to_dict()} if budgets else {})
+        write_exports(
+            prepare_out_dir(out), runs, extra=repeats, notes=stopped, plan=plan or None, gate=gate
+        )
         announce_dir(out, ("sweep.json", *EXPORTS), stderr)
-    write_markdown(markdown, runs, stderr, repeats, stopped)
+    write_markdown(markdown, runs, stderr, repeats, stopped, gate)
     if plots is not None:
         write_plot_files(plots, runs, stderr)
+    # After the tables, as run prints them; the exit code is the caller's (3 on a breach).
+    gate_run(runs, budgets, None, None, stdout, stderr, checks)
     if html is not None:
         from .html import Banner, render_html
 
@@ -262,6 +278,7 @@ def rerender(
         said = {text for text, _ in answers}
         page = render_html(
             runs,
+            checks=checks,
             predictions=shown,
             calibration=cal,
             extra=repeats,
@@ -273,6 +290,15 @@ def rerender(
         from .predictions import write_predictions
 
         write_predictions(predictions, preds, str(calibration), stderr)
+    return checks
+
+
+def recorded_budgets(found: tuple[Path, dict[str, Any]] | None) -> Budgets:
+    """The budgets a sweep was run with (``sweep.json``'s ``budgets``); none where it
+    recorded none (a sweep made before they were recorded, a single run's result)."""
+    if found is None or found[1].get("budgets") is None:
+        return Budgets()
+    return budgets_from_dict(found[1]["budgets"], str(found[0]))
 
 
 def merge_saved(
@@ -297,7 +323,6 @@ def merge_saved(
     on stdout, the line had been mixed into the tables of ``merge > tables.txt``, and the
     files had gone unnamed."""
     from ..sweeps.merge import merge_shards
-    from .run import gate_run
 
     for path in (html, summary, junit):
         if path is not None:
@@ -320,22 +345,28 @@ def merge_saved(
             f"--out {out} holds {what} of its own ({held[0]}): the merged sweep.json would "
             "replace it; give a directory of its own"
         )
+    budgets = budgets or Budgets()
     target = prepare_out_dir(out, ("sweep.json",))
-    write_json_output(target / "sweep.json", merged.document(target))
+    document = merged.document(target)
+    if budgets:  # recorded, as a sweep records its own: `report OUT` checks them again
+        document["budgets"] = budgets.to_dict()
+    write_json_output(target / "sweep.json", document)
     runs = cell_order(merged.runs)  # runs.csv's rows as run's and report's: by cell
     notes = merged.notes  # in sweep.json, and said by every report of it
-    write_exports(target, runs, sweep_json=False, notes=notes, plan=merged.plan)
+    checks = budget_checks(runs, budgets)
+    gate = BudgetGate(budgets.sources, checks)
+    write_exports(target, runs, sweep_json=False, notes=notes, plan=merged.plan, gate=gate)
     log = sys.stderr if log is None else log
     count = merged.shards[0].count
     print(f"edgeprof: merged {count} shards ({len(merged.runs)} runs) into {target}", file=log)
     announce_dir(target, ("sweep.json", *EXPORTS), log)
     print_summary(runs, stdout, warmup_of(merged.plan))
     stdout.writelines(f"note: {n}\n" for n in notes)  # under the tables, as report says them
-    checks = gate_run(runs, budgets or Budgets(), summary, junit, stdout, log, notes=notes)
+    gate_run(runs, budgets, summary, junit, stdout, log, checks, notes)
     if html is not None:
         from .html import render_html
 
-        page = render_html(runs, title=f"edgeprof merge: {target}", notes=notes)
+        page = render_html(runs, title=f"edgeprof merge: {target}", checks=checks, notes=notes)
         write_file(html, page, log)
     return runs, checks
 

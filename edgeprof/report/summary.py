@@ -5,11 +5,15 @@ The same content as Markdown for CI summaries."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TextIO
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TextIO
 
 from ..model import RunResult
 from .results import print_table, render_markdown
-from .table import TextTable, markdown_text
+from .table import TextTable, markdown_heading, markdown_text
+
+if TYPE_CHECKING:  # a plain run loads no budget code (report/run.py)
+    from ..analysis.budgets import BudgetCheck
 
 
 def summary_tables(
@@ -58,17 +62,45 @@ def print_summary(
         file.write("\n" + table.plain())
 
 
+MARKDOWN_TITLE = "## edgeprof report"
+"""The Markdown report's one top heading: ``##``, as the step summary's ``## edgeprof``, so
+that a report pasted into a pull request's comment is not a page title there."""
+
+
 def markdown_summary(
     results: Sequence[RunResult],
     extra: Sequence[TextTable] = (),
     notes: Sequence[str] = (),
     warmup: int | None = None,
     shard: tuple[int, int] | None = None,
+    gate: BudgetGate | None = None,
 ) -> str:
-    """As the terminal shows them: ``extra`` tables after the rankings (``--repeat
-    auto``'s), and ``notes`` (a sweep that stopped early) last."""
-    text = render_markdown(results)
+    """As the terminal shows them, under one ``##`` heading (each table a ``###`` under it:
+    the file had started with a table and had no heading above level 4): ``extra`` tables
+    after the rankings (``--repeat auto``'s), the budget checks of ``gate``, and ``notes``
+    (a sweep that stopped early) last.  The budgets' verdict also heads the file: the
+    report of a sweep whose gate failed (exit 3) had had no word of budgets at all."""
+    text = f"{MARKDOWN_TITLE}\n\n"
+    if gate is not None and gate.checks:
+        from .budget_table import budget_verdict
+
+        text += f"**{budget_verdict(gate.checks)}** (the budgets: at the end)\n\n"
+    text += render_markdown(results)
     if len(results) > 1:
         text += "".join("\n" + t.markdown() for t in summary_tables(results, warmup, shard))
     text += "".join("\n" + t.markdown() for t in extra)
+    if gate is not None and gate.checks:
+        from .budget_table import budget_lines
+
+        title = markdown_heading(f"Budgets ({gate.sources})")
+        text += "\n" + "\n".join([title, "", *budget_lines(gate.checks)]) + "\n"
     return text + "".join(f"\n> note: {markdown_text(n)}\n" for n in notes)
+
+
+@dataclass(frozen=True)
+class BudgetGate:
+    """The budget checks of a set of runs, and where their budgets came from
+    (:attr:`~edgeprof.analysis.budgets.Budgets.sources`): what the reports say of a gate."""
+
+    sources: str
+    checks: Sequence[BudgetCheck] = ()

@@ -137,6 +137,20 @@ def markdown_lines(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list
     return [cells(header), "|" + "---|" * len(header), *(cells(r) for r in rows)]
 
 
+def markdown_items(notes: Sequence[str]) -> str:
+    """``notes`` as a Markdown list, an item each: lines one under another are one paragraph
+    to a Markdown renderer (a GitHub file view, mkdocs), which had joined a model's 16 note
+    lines into one run-on paragraph."""
+    return "".join(f"- {markdown_text(n.strip())}\n" for n in notes)
+
+
+def markdown_heading(title: str) -> str:
+    """A table's heading in a Markdown report: level 3, under the report's own ``##``
+    (:func:`~edgeprof.report.summary.markdown_summary`).  The tables had been ``**bold**``
+    (phases, latency, GPU) and ``####`` (statistics, rankings) under no heading at all."""
+    return f"### {markdown_text(title)}"
+
+
 @dataclass(frozen=True)
 class TextTable:
     """A titled table of text cells (first row: headers) with notes below: rendered as plain
@@ -150,11 +164,9 @@ class TextTable:
         return plain_table(self.title, self.rows[0], self.rows[1:], self.notes)
 
     def markdown(self) -> str:
-        title = markdown_text(self.title)
-        lines = [f"#### {title}", "", *markdown_lines(self.rows[0], self.rows[1:])]
-        if self.notes:
-            lines += [""] + [f"- {markdown_text(n.strip())}" for n in self.notes]
-        return "\n".join(lines) + "\n"
+        lines = [markdown_heading(self.title), "", *markdown_lines(self.rows[0], self.rows[1:])]
+        text = "\n".join(lines) + "\n"
+        return text + ("\n" + markdown_items(self.notes) if self.notes else "")
 
     def html(self, marks: Mapping[str, str] | None = None) -> str:
         """A ``<section>``: the title as a heading, the table (numbers right-aligned where a

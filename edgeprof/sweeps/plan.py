@@ -5,8 +5,10 @@ then round 2 …, so a slow drift of the machine hits every model alike)."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..analysis.difference import DEFAULT_TARGET
 from ..errors import ConfigError
@@ -92,6 +94,10 @@ class SweepPlan:
     stop_on_failure: bool = False
     """A run that does not exit 0 by itself ends the sweep (``fit``'s unlimited runs: a
     command that fails without a limit fails in each, so the rest would only repeat it)."""
+    budgets: Mapping[str, Any] | None = field(default=None, compare=False)
+    """The budgets the sweep is gated on, as ``sweep.json`` records them
+    (:meth:`~edgeprof.analysis.budgets.Budgets.to_dict`): ``report DIR`` checks them again
+    (its Markdown and page had shown no verdict of a gate that failed)."""
 
     def __post_init__(self) -> None:
         if self.auto is not None and self.repeat != self.auto.max_runs:

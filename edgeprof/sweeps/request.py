@@ -296,6 +296,8 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     if _many_runs(plan):
         warnings += stdin_warnings()
     budgets = budgets_from_options(req.budgets_file, req.budgets)
+    if budgets:  # recorded in sweep.json, for `report DIR` to check again
+        plan = dataclasses.replace(plan, budgets=budgets.to_dict())
     if req.budgets.get("memory_need") is not None and not req.squeeze:
         raise ConfigError(
             "--max-memory-need gates the need a squeezed run measures: add --squeeze "

@@ -76,6 +76,7 @@ class SweepResult:
             "warmup": self.plan.warmup,
             "interrupted": self.interrupted,
             "stopped": self.stopped,
+            **({} if self.plan.budgets is None else {"budgets": dict(self.plan.budgets)}),
             "warmup_runs": [as_dict(r) for r in self.warmups],
         }
         return sweep_dict(self.runs, extra, run_dicts)

@@ -258,3 +258,19 @@ def test_the_noise_caveats_mean_takes_the_digits_that_tell_it_from_the_budget() 
     [check] = check_budgets(results, Budgets(default={"peak_memory": 5.56 * MIB}))
     said = "5.6MiB (median of 5 runs); the budget lies within the 95% interval of the mean (5.5MiB"
     assert f"{said} ± 61.4KiB)" in check.describe()
+
+
+def test_budgets_round_trip_through_their_record() -> None:
+    """What sweep.json records (``budgets``) reads back to the same checks, headed by where
+    they were recorded."""
+    from edgeprof.analysis.budgets import budgets_from_dict
+
+    b = Budgets({"wall": 2.0}, {"a.onnx": {"peak_memory": 64.0 * MIB}}, {"cpu_time": 0.3}, "b.yml")
+    back = budgets_from_dict(b.to_dict(), "s/sweep.json")
+    assert (back.default, back.models, back.overrides) == (b.default, b.models, b.overrides)
+    assert back.for_label("a.onnx") == {"wall": 2.0, "cpu_time": 0.3, "peak_memory": 64.0 * MIB}
+    assert back.sources == "b.yml, command line, recorded in s/sweep.json"
+    with pytest.raises(ConfigError, match=r"^s/sweep.json: budgets: models: a: unknown budget 'x'"):
+        budgets_from_dict({"models": {"a": {"x": 1}}}, "s/sweep.json")
+    with pytest.raises(ConfigError, match=r"^x: budgets: default: wall: expected a number"):
+        budgets_from_dict({"default": {"wall": -1}}, "x")

@@ -178,7 +178,7 @@ def test_appending_to_the_step_summary_is_announced_as_every_file_is(
 def test_the_budget_verdict_counts_in_words(
     walls: list[float], budget: float, verdict: str
 ) -> None:
-    from edgeprof.report.ci_summary import budget_verdict
+    from edgeprof.report.budget_table import budget_verdict
     from tests.unit.conftest import make_result
 
     runs = [make_result(name=f"m{i}", wall_s=w) for i, w in enumerate(walls)]
@@ -220,8 +220,9 @@ def test_failed_current_runs_head_the_compare_summary_and_fail_a_junit_case() ->
     cur += [run("b.onnx", w) for w in (1.0, 1.02, 0.98)]
     ch, notes = compare_results(base, cur, 0.05)
     lines = render_compare_summary(ch, 0.05, notes).splitlines()
-    assert lines[2:6] == [
+    assert lines[2:7] == [
         "**❌ 3 of 5 current runs failed**",
+        "",
         "- a.onnx (cpus=1, memory=1.0GiB): 2 of 5 runs succeeded (exit 1 ×3)",
         "",
         "**0 regressions, 0 improvements**",

@@ -109,7 +109,7 @@ def test_failed_runs_head_the_summary_with_or_without_budgets(tmp_path: Path) ->
     workload = ["--", "sh", "-c", 'exit "$1"', "sh"]
     assert main([*argv, *workload]) == 5
     headline = (
-        "## edgeprof\n\n**❌ 2 of 4 runs failed**\n"
+        "## edgeprof\n\n**❌ 2 of 4 runs failed**\n\n"
         "- 5 (none): 0 of 2 runs succeeded (exit 5 ×2)\n\n"
     )
     assert summary.read_text().startswith(headline)
@@ -172,7 +172,10 @@ def test_compare_exit_codes_and_outputs(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["compare", str(base), str(same)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("Compare (threshold 5%;")
-    assert "regression" not in out
+    # The verdict in one line, last, as the summary and the page give it (the terminal had
+    # printed the table alone); no row is a regression.
+    assert out.endswith("\n\n0 regressions, 0 improvements against the baseline\n")
+    assert " regression\n" not in out
 
     md, junit = tmp_path / "c.md", tmp_path / "c.xml"
     args = ["compare", str(base), str(slow), "--summary", str(md), "--junit", str(junit)]
@@ -333,3 +336,72 @@ def test_a_step_summary_that_cannot_be_appended_to_is_refused_before_the_run(
     assert not (tmp_path / "elsewhere.md").exists()
     assert main(["compare", str(tmp_path), str(tmp_path)]) == 2  # compare checks it first too
     assert capsys.readouterr().err == err
+
+
+def test_a_sweeps_budgets_are_recorded_reported_and_checked_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tester's sweep exited 3 on a breached budget, but its report.md and --markdown had
+    no word of budgets, and `report DIR --html` exited 0 with no verdict: a re-render of a
+    failed gate read clean.  The sweep records its budgets; `report` checks them again."""
+    out = tmp_path / "s"
+    argv = [*RUN, "-m", "a,b", "--out", str(out), "--markdown", str(tmp_path / "s.md")]
+    workload = ["--max-wall", "1ms", "--max-peak-memory", "1g", "--", "sh", "-c", "sleep 0.02"]
+    assert main([*argv, *workload]) == 3
+    capsys.readouterr()
+    recorded = json.loads((out / "sweep.json").read_text())["budgets"]
+    assert recorded == {
+        "source": "command line",
+        "default": {},
+        "models": {},
+        "overrides": {"wall": 0.001, "peak_memory": 2.0**30},
+    }
+    for md in (out / "report.md", tmp_path / "s.md"):
+        text = md.read_text()
+        assert text.startswith("## edgeprof report\n\n**2 of 4 budget checks failed** (the ")
+        assert "\n### Budgets (command line)\n\n| Model | Limits | Metric |" in text
+        assert text.count("❌ breach") == 2 and text.count("✅ pass") == 2
+
+    page, again = tmp_path / "r.html", tmp_path / "r.md"
+    assert main(["report", str(out), "--html", str(page), "--markdown", str(again)]) == 3
+    said = capsys.readouterr().out
+    assert f"\nBudgets (command line, recorded in {out}/sweep.json): 2 of 4 checks passed\n" in said
+    assert [ln.split(":")[0] for ln in said.splitlines() if ln.startswith("  FAIL")] == [
+        "  FAIL  a (none)",
+        "  FAIL  b (none)",
+    ]
+    assert '<span class="verdict fail">2 of 4 budget checks failed</span>' in page.read_text()
+    assert again.read_text().startswith("## edgeprof report\n\n**2 of 4 budget checks failed**")
+
+    # Budgets given to report replace the recorded ones: the saved runs held to new ones.
+    assert main(["report", str(out), "--max-wall", "1h"]) == 0
+    assert "\nBudgets (command line): 2 of 2 checks passed\n" in capsys.readouterr().out
+    # A bad budget is one line before anything is read.
+    assert main(["report", str(out), "--max-wall", "soon"]) == 2
+
+
+def test_report_without_recorded_budgets_has_no_verdict_and_exits_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "s"
+    assert main([*RUN, "-m", "a,b", "--out", str(out), "--", "sh", "-c", "true"]) == 0
+    assert "budgets" not in json.loads((out / "sweep.json").read_text())
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    assert "Budgets" not in capsys.readouterr().out
+
+
+def test_a_recorded_budget_that_is_not_one_is_an_error_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "s"
+    assert main([*RUN, "-m", "a,b", "--out", str(out), "--max-wall", "1h", "--", "true"]) == 0
+    doc = json.loads((out / "sweep.json").read_text())
+    doc["budgets"]["overrides"] = {"wall": "1h"}
+    (out / "sweep.json").write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"edgeprof: error: {out}/sweep.json: budgets: overrides: wall: expected a number of "
+        "base units, got '1h'\n"
+    )

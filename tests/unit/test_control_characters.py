@@ -253,7 +253,7 @@ def test_a_ci_summarys_labels_and_notes_are_literal() -> None:
     assert "| &lt;img src=x onerror=alert(1)&gt; |" in text and "<" not in text
     table = TextTable("*T*", [["A"], ["[a](b)"]], notes=["<i>n</i>"])
     assert table.markdown() == (
-        "#### \\*T\\*\n\n| A |\n|---|\n| \\[a\\](b) |\n\n- &lt;i&gt;n&lt;/i&gt;\n"
+        "### \\*T\\*\n\n| A |\n|---|\n| \\[a\\](b) |\n\n- &lt;i&gt;n&lt;/i&gt;\n"
     )
 
 

@@ -134,6 +134,16 @@ def test_merge_checks_budgets_on_the_merged_sweep(
     assert "Budgets (command line): 0 of 4 checks passed" in out  # 2 models x 2 settings
     assert junit.read_text().count("<failure") == 4
     assert "budget check" in (tmp_path / "gate.md").read_text()
+    # Recorded in the merged sweep.json, and its report.md says the verdict: `report` of
+    # the merge checks them again and exits 3, as the merge did.
+    assert (tmp_path / "bad" / "report.md").read_text().startswith(
+        "## edgeprof report\n\n**4 of 4 budget checks failed**"
+    )
+    assert main(["report", str(tmp_path / "bad")]) == 3
+    assert (
+        f"Budgets (command line, recorded in {tmp_path / 'bad' / 'sweep.json'}): 0 of 4 checks"
+        in capfd.readouterr().out
+    )
     assert main(["merge", *parts, "--out", str(tmp_path / "never"), "--max-wall", "soon"]) == 2
     assert not (tmp_path / "never").exists()
 

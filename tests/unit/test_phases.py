@@ -445,7 +445,7 @@ def test_tables_show_phases_and_latency() -> None:
         "point near the maximum, not an estimate of that percentile"
     )
     md = render_markdown([_with_phases()])
-    assert "**Phases**" in md and "| python3 | infer | 50 | 4.00ms |" in md
+    assert "\n### Phases\n" in md and "| python3 | infer | 50 | 4.00ms |" in md
     plain = render_plain([make_result()])
     assert "Phases" not in plain and "Latency" not in plain
 

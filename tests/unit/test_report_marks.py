@@ -31,7 +31,7 @@ def test_a_runs_marks_are_shown_in_the_text_the_markdown_and_the_page() -> None:
     assert lines[i + 3].split() == ["python3", "done", "1.23s", "500.0µs", "48.0MiB"]
     assert lines[i + 4].split() == ["python3", "saved", "2.50s", "n/a", "n/a"]
     md = render_markdown([r])
-    assert "**Marks**" in md and "| python3 | done | 1.23s | 500.0µs | 48.0MiB |" in md
+    assert "\n### Marks\n" in md and "| python3 | done | 1.23s | 500.0µs | 48.0MiB |" in md
     page = render_html([r])
     assert "<h3>Marks</h3>" in page and "<td>done</td>" in page and "500.0µs" in page
     assert "Marks" not in render_plain([make_result()])  # no marks: no table

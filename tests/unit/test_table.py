@@ -62,4 +62,4 @@ def test_markdown_escapes_pipes() -> None:
 def test_text_table_renders_both_ways() -> None:
     t = TextTable("Ranking", [["#", "MODEL"], ["1", "a"]], ["  warning: w"])
     assert t.plain() == "Ranking\n#  MODEL\n-  -----\n1  a\n  warning: w\n"
-    assert t.markdown() == "#### Ranking\n\n| # | MODEL |\n|---|---|\n| 1 | a |\n\n- warning: w\n"
+    assert t.markdown() == "### Ranking\n\n| # | MODEL |\n|---|---|\n| 1 | a |\n\n- warning: w\n"

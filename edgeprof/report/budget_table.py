@@ -1,0 +1,46 @@
+"""A run's budget checks in Markdown: the verdict in words and the table, with why a check
+was not measured.  The step summary (:mod:`.ci_summary`), the Markdown report
+(:func:`~edgeprof.report.summary.markdown_summary`) and the page (:mod:`.html`) say them
+alike."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..analysis.budgets import BudgetCheck, Status
+from .table import markdown_lines, markdown_text
+
+_MARK = {Status.PASS: "✅ pass", Status.BREACH: "❌ breach", Status.NOT_MEASURED: "❌ not measured"}
+BUDGET_COLUMNS = ("Model", "Limits", "Metric", "Value", "Budget", "Result")
+
+
+def budget_rows(checks: Sequence[BudgetCheck], emoji: bool = True) -> list[list[str]]:
+    """A row per budget check (this summary's; the HTML report's without the emoji, which
+    a browser without an emoji font draws as empty boxes)."""
+    return [
+        [c.label, c.setting, c.metric.title, c.value_text, c.budget_text,
+         _MARK[c.status] if emoji else c.status.value.replace("_", " ")]
+        for c in checks
+    ]  # fmt: skip
+
+
+def budget_verdict(checks: Sequence[BudgetCheck]) -> str:
+    """``2 of 8 budget checks failed``, ``All 8 budget checks passed``, ``The budget check
+    passed`` (one check)."""
+    failed = sum(not c.ok for c in checks)
+    if failed:
+        return f"{failed} of {len(checks)} budget check{'s' if len(checks) > 1 else ''} failed"
+    return (
+        "The budget check passed" if len(checks) == 1 else f"All {len(checks)} budget checks passed"
+    )
+
+
+def budget_lines(checks: Sequence[BudgetCheck]) -> list[str]:
+    """The budget table, and under it why a check was not measured and what a figure's check
+    must be read with (a p95 that measured the CPU quota's stalls: said in the text and
+    JUnit, not here before): the step summary's and the Markdown report's."""
+    lines = markdown_lines(BUDGET_COLUMNS, budget_rows(checks))
+    reasons = [c for c in checks if c.status is Status.NOT_MEASURED or c.caveat]
+    if reasons:
+        lines += [""] + [f"- {markdown_text(c.describe())}" for c in reasons]
+    return lines
