@@ -370,7 +370,7 @@ def test_a_sweeps_budgets_are_recorded_reported_and_checked_again(
         "  FAIL  a (none)",
         "  FAIL  b (none)",
     ]
-    assert '<span class="verdict fail">2 of 4 budget checks failed</span>' in page.read_text()
+    assert '<p class="verdict fail">✗ 2 of 4 budget checks failed</p>' in page.read_text()
     assert again.read_text().startswith("## edgeprof report\n\n**2 of 4 budget checks failed**")
 
     # Budgets given to report replace the recorded ones: the saved runs held to new ones.

@@ -104,8 +104,8 @@ def test_the_markdown_and_the_page_rank_by_throughput_first_with_a_chart() -> No
     from edgeprof.report.summary import markdown_summary
 
     md = markdown_summary(_sweep())
-    first = md.index("#### Ranking by throughput")
-    assert first < md.index("#### Ranking by latency p50") < md.index("#### Ranking by wall time")
+    first = md.index("### Ranking by throughput")
+    assert first < md.index("### Ranking by latency p50") < md.index("### Ranking by wall time")
     assert "- t1b1 had a 23% higher throughput than t1b8" in md
     page = render_html(_sweep())
     title = "Ranking by throughput under cpus=1.5, cpuset=0-1, memory=512.0MiB (largest first)"
