@@ -109,6 +109,17 @@ oversubscribed run's.  Of the whole wall time, the contended figures had been 7 
 MIN_OWN_WAIT_S = 0.02
 """Nor less than this, as :data:`MIN_HELD_S`."""
 
+SATURATED = 0.9
+"""On more than one CPU, the least share of its CPUs (its quota, or their count) a run's CPU
+time must fill over its uncontended wall time for :func:`threads_warning` to count its
+``some`` as its own threads' waiting: threads that wait for each other keep the CPUs busy
+meanwhile.  ``some`` on several CPUs also counts another task holding one CPU while the
+run's thread runs on another: a verifier's onnxruntime model with one intra-op thread (3
+tasks, one busy) under ``--cpus 2`` on a host at a load of 5 read 0.11 s of 0.25 s "waited
+for each other" with 0.234 s of CPU time, 0.47 of its 2 CPUs, and was told to set 2
+threads, slower than its 1.  On one CPU, ``some`` less ``full`` is the run's own waiting
+alone (no other CPU to run on), and the check is not made."""
+
 
 def own_wait(wait_s: float | None, held_s: float | None) -> float | None:
     """Time some of the run's tasks waited for a CPU while another of them ran:
@@ -123,13 +134,20 @@ def own_wait(wait_s: float | None, held_s: float | None) -> float | None:
 
 
 def threads_warning(
-    tasks: int | None, cpus: int | None, wall_s: float, cpu: CpuStats, omp: str | None = None
+    tasks: int | None,
+    cpus: int | None,
+    wall_s: float,
+    cpu: CpuStats,
+    omp: str | None = None,
+    share: float | None = None,
 ) -> str | None:
     """The run's warning when it ran more tasks (processes and threads: ``pids_peak``) than
     its ``cpus`` (the CPUs it was given; ``None``: no CPU limit) and they waited for each
     other for :data:`OWN_WAIT_SHARE` of its uncontended wall time or more
-    (:func:`own_wait`); ``None`` otherwise, or where it cannot be told (no pressure file: the
-    process backend, Docker on cgroup v1).  ``omp``: the ``OMP_NUM_THREADS`` the run had.
+    (:func:`own_wait`), and on several CPUs kept them busy (:data:`SATURATED`; ``share``: its
+    quota in CPUs, ``None``: none); ``None`` otherwise, or where it cannot be told (no
+    pressure file: the process backend, Docker on cgroup v1).  ``omp``: the
+    ``OMP_NUM_THREADS`` the run had.
 
     The wait is the device's too (its cores are as few), so the figures are not wrong: the
     thread count is.  edgeprof sets ``OMP_NUM_THREADS`` to the CPU count, but onnxruntime's
@@ -142,6 +160,10 @@ def threads_warning(
     free = wall_s - others
     if free <= 0 or own < max(MIN_OWN_WAIT_S, OWN_WAIT_SHARE * free):
         return None
+    if cpus > 1:  # several CPUs: only a run that kept them busy (SATURATED)
+        filled = min(cpus, share if share is not None else cpus) * free
+        if cpu.total_s is None or cpu.total_s < SATURATED * filled:
+            return None
     # Said of the whole wall time unless other tasks held the run off long enough to be
     # warned of (the run's other warning): then of what they left, as tested.
     share, of = own / wall_s, "its wall time"

@@ -364,6 +364,7 @@ def _warn_threads(
         result.wall_s,
         result.cpu,
         omp,
+        spec.limits.cpus,
     )
     if crowded is None:
         return result

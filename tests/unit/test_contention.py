@@ -81,8 +81,13 @@ def test_a_repeats_warning_names_the_runs_it_is_about() -> None:
     assert "  warning (runs 2, 3): held off, 2 and 3\n" in text
 
 
-def _cpu(wait: float | None, held: float | None, throttled: float | None = 0.0) -> CpuStats:
-    return CpuStats(None, None, None, None, None, None, throttled, None, None, None, wait, held)
+def _cpu(
+    wait: float | None,
+    held: float | None,
+    throttled: float | None = 0.0,
+    total: float | None = None,
+) -> CpuStats:
+    return CpuStats(None, None, total, None, None, None, throttled, None, None, None, wait, held)
 
 
 # A tester's onnxruntime model with intra_op_num_threads=4 under --cpus 1: 5 tasks, some
@@ -99,7 +104,7 @@ def test_more_threads_than_cpus_waiting_for_each_other_is_warned_with_the_fix() 
         "SessionOptions.intra_op_num_threads, torch.set_num_threads(1); they do not read "
         "OMP_NUM_THREADS, 1 in this run)"
     )
-    two = threads_warning(7, 2, 1.0, _cpu(0.5, 0.05))
+    two = threads_warning(7, 2, 1.0, _cpu(0.5, 0.05, total=1.8))
     assert two is not None and two.startswith("the run peaked at 7 tasks (processes and threads)")
     assert "on 2 CPUs, and they waited for each other 0.45s (45% of its wall time)" in two
     assert two.endswith("torch.set_num_threads(2))")  # OMP_NUM_THREADS unknown: not named
@@ -132,6 +137,22 @@ def test_no_warning_without_crowded_threads_or_the_figures(
     assert threads_warning(tasks, cpus, wall, cpu) is None
 
 
+def test_on_several_cpus_only_a_run_that_kept_them_busy_is_warned() -> None:
+    """A verifier's onnxruntime model with one intra-op thread (3 tasks) under --cpus 2 on a
+    busy host: some 0.119 s, full 0.014 s of 0.25 s, with 0.234 s of CPU time (0.47 of its 2
+    CPUs): told to set 2 threads, slower than its 1.  Another task holding one CPU while its
+    thread ran on the other is "some" too."""
+    assert threads_warning(3, 2, 0.25, _cpu(0.119, 0.014, total=0.234)) is None
+    assert threads_warning(3, 2, 0.25, _cpu(0.119, 0.014)) is None  # CPU time unknown
+    # 90 % of its 2 CPUs over the 0.236 s it was not held off: busy, its threads crowded.
+    assert threads_warning(5, 2, 0.25, _cpu(0.119, 0.014, total=0.425)) is not None
+    assert threads_warning(5, 2, 0.25, _cpu(0.119, 0.014, total=0.420)) is None
+    # Under a 1.5-CPU quota on 2 CPUs, busy is 90 % of 1.5.
+    assert threads_warning(5, 2, 0.25, _cpu(0.119, 0.014, total=0.32), share=1.5) is not None
+    # One CPU: "some" less "full" is its own waiting alone; no CPU time needed.
+    assert threads_warning(*ORT_T4) is not None
+
+
 def test_the_threshold_is_a_tenth_of_the_uncontended_wall() -> None:
     assert threads_warning(5, 1, 1.0, _cpu(0.30, 0.20, 0.0)) is not None  # 0.10 of 0.80
     assert threads_warning(5, 1, 1.0, _cpu(0.27, 0.20, 0.0)) is None  # 0.07 of 0.80
@@ -140,10 +161,11 @@ def test_the_threshold_is_a_tenth_of_the_uncontended_wall() -> None:
     assert threads_warning(5, 1, 0.1, _cpu(0.035, 0.02, 0.0)) is None  # 0.015 s: too short
 
 
-def crowded(tasks: int) -> Script:
+def crowded(tasks: int, cpu_pct: float = 50.0) -> Script:
     """A run of ``tasks`` tasks on too few CPUs: some task waits 70 % of the time, none of
-    them can run 5 % of it (other tasks), pids.peak ``tasks``."""
-    base = linear()
+    them can run 5 % of it (other tasks), pids.peak ``tasks``; its CPU time at ``cpu_pct``
+    of one CPU (on several CPUs, busy is 90 % of them: :data:`SATURATED`)."""
+    base = linear(cpu_pct)
 
     def script(t: float) -> Counters:
         return base(t)._replace(
@@ -168,7 +190,7 @@ def test_a_run_is_told_the_cpus_it_had_and_the_omp_it_was_given(
     r = profile(
         ["sleep", "0.2"],
         Limits(cpus=4),
-        backend=FakeBackend(crowded(5), cpus=(0, 1)),
+        backend=FakeBackend(crowded(5, 190.0), cpus=(0, 1)),
         interval=0.05,
         allow_over_host=True,
     )
@@ -178,7 +200,7 @@ def test_a_run_is_told_the_cpus_it_had_and_the_omp_it_was_given(
     r = profile(
         ["sleep", "0.2"],
         Limits(cpus=2),
-        backend=FakeBackend(crowded(5), cpus=(0, 1)),
+        backend=FakeBackend(crowded(5, 190.0), cpus=(0, 1)),
         interval=0.05,
         env={"OMP_NUM_THREADS": "3"},
     )
