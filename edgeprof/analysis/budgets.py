@@ -304,16 +304,20 @@ def why_unmeasured(key: str, runs: Sequence[RunResult], results: Sequence[RunRes
     if key in ("avg_memory", "peak_memory") and all(r.samples.count > 0 for r in ok):
         interval = ok[0].samples.interval_s
         finer = finer_interval(interval, min(r.wall_s for r in ok))
+        # At the finest interval already, no finer one to give (it had been advised to it).
+        fix = f"--interval {finer:g} reads them finer" if finer < interval else (
+            "runs this short are over before edgeprof's finest interval can read them"
+        )
         if any(r.memory.peak_bytes is not None for r in ok):  # so the average only
             return (
                 f"fewer than two of each run's readings (every {interval:g}s) fell while it "
-                f"ran: --interval {finer:g} reads them finer"
+                f"ran: {fix}"
             )
         # The process backend's peak where no reading fell while it ran and its process's
         # own high-water mark cannot be told from edgeprof's (`run --backend process -- true`).
         return (
             f"none of each run's readings (every {interval:g}s) fell while it ran, only its "
-            f"start and after its exit: --interval {finer:g} reads them finer"
+            f"start and after its exit: {fix}"
         )
     return f"the {ok[0].backend} backend did not measure it"
 

@@ -213,7 +213,10 @@ def _no_average(
     """Why a run has no average memory: too few of its readings fell while it ran
     (:data:`~edgeprof.measure.sampler.MIN_AVG_READINGS`); ``peak_too``: and no peak, none
     having fallen while it ran (:attr:`~edgeprof.measure.sampler.SeriesStats.peak_memory`)."""
-    fix = f"--interval {finer_interval(interval, wall):g} reads a short run finer"
+    finer = finer_interval(interval, wall)
+    fix = f"--interval {finer:g} reads a short run finer"
+    if finer >= interval:  # already at the finest: --interval 0.001 had been advised to it
+        fix = "a run this short is over before edgeprof's finest interval can read it"
     what = "peak and avg memory" if peak_too else "avg memory"
     if within == 0:
         are = "it is its start" if count <= 1 else (

@@ -33,7 +33,7 @@ def bench_rows(results: Sequence[RunResult]) -> list[list[str]]:
             [
                 # A run cut short (interrupted, OOM, exit 1) is said: its throughput had been
                 # shown unmarked beside the others'.
-                name if r.succeeded else f"{name} ({r.end})",
+                name if r.succeeded else f"{name} ({_ended(r)})",
                 "n/a" if lat is None or lat.items_per_s is None else f"{lat.items_per_s:.1f}",
                 # As the latency table shows them (format_seconds), with its marks (a stall's
                 # p99 had lost its "*" here, the table a batch size is chosen by).
@@ -100,5 +100,12 @@ def stopped_note(results: Sequence[RunResult], planned: Sequence[str]) -> str | 
     missing = [f"{size} ({k} runs)" if k > 1 else size for size, k in counts.items()]
     return (
         f"note: the bench stopped after {len(results)} of {len(planned)} runs "
-        f"({results[-1].end if results else 'before a run'}): {', '.join(missing)} not run"
+        f"({_ended(results[-1]) if results else 'before a run'}): {', '.join(missing)} not run"
     )
+
+
+def _ended(r: RunResult) -> str:
+    """``interrupted, exit 143``: how a run ended, inside the bench's own parentheses
+    (``(interrupted (143))`` had nested them)."""
+    code = "" if r.exit_code in (None, 0) else f", exit {r.exit_code}"
+    return r.termination.value + code

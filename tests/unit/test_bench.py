@@ -504,3 +504,9 @@ def test_a_stopped_bench_says_what_it_did_not_run() -> None:
     )
     rows = render_bench([done, cut]).splitlines()
     assert [r.split("  ")[0] for r in rows[3:5]] == ["infer bs=1", "infer bs=2 (interrupted)"]
+    # Its exit code inside the same parentheses ("(interrupted (143))" had nested them).
+    killed = make_result(name="infer bs=2", termination=Termination.INTERRUPTED, exit_code=143)
+    assert stopped_note([done, killed], ["bs=1", "bs=2", "bs=4"]) == (
+        "note: the bench stopped after 2 of 3 runs (interrupted, exit 143): bs=4 not run"
+    )
+    assert "infer bs=2 (interrupted, exit 143)" in render_bench([done, killed])

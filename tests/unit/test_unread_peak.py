@@ -83,6 +83,11 @@ def test_the_warning_names_the_peak_only_where_it_is_unknown() -> None:
         "peak and avg memory: n/a, none of its 1 sample (every 0.1s) fell while it ran: it is "
         "its start; --interval 0.001 reads a short run finer"
     )
+    # At the finest interval already: no finer one advised (a verifier's `--interval 0.001`
+    # had been told "--interval 0.001 reads a short run finer").
+    assert _no_average(2, 0, 0.001, 0.0005, peak_too=True).endswith(
+        "after its exit; a run this short is over before edgeprof's finest interval can read it"
+    )
 
 
 def test_a_peak_a_phase_read_leaves_the_warning_to_the_average() -> None:
