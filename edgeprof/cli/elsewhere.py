@@ -10,6 +10,10 @@ from typing import Any
 RENDERED = {"--html", "--markdown", "--plots"}
 """Outputs ``edgeprof report`` makes from any saved results directory."""
 
+OWN = {("compare", "--markdown"): "--summary FILE writes its verdicts as Markdown"}
+"""A command's own option for what another command's does (``compare --markdown`` had been
+pointed at run and report, whose Markdown is no comparison)."""
+
 
 def holders(option: str, commands: Iterable[tuple[str, Any]]) -> list[str]:
     """The names of ``commands`` (name, click command) one of whose options is spelt
@@ -34,6 +38,10 @@ def explain(exc: Any, commands: Callable[[], Iterable[tuple[str, Any]]]) -> None
     if not isinstance(option, str) or not isinstance(path, str) or " " not in path:
         return
     command = path.split(" ", 1)[1]
+    if (own := OWN.get((command, option))) is not None:
+        exc.possibilities = []
+        exc.message = f"{exc.message} ({command} {own})"
+        return
     others = [n for n in holders(option, commands()) if n != command]
     if others or getattr(exc, "possibilities", None) == ["--help"]:
         # Another command's option spelt right: a near spelling here is not what was meant.

@@ -329,6 +329,12 @@ def test_a_mistyped_command_is_given_the_ones_it_may_mean(
             "No such option: --cpus (report has no --cpus; run, fit, bench and layers profile "
             "have it)",
         ),
+        # The command's own option for it (a verifier's: pointed at run and report).
+        (
+            ["compare", "a", "b", "--markdown", "m.md"],
+            "No such option: --markdown (compare --summary FILE writes its verdicts as "
+            "Markdown)",
+        ),
         # Nobody's option: click's message, without a lone "--help" offered as its fix.
         (["doctor", "--foo"], "No such option: --foo"),
         (
