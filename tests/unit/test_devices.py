@@ -60,7 +60,7 @@ def test_shipped_catalog_has_the_boards_from_their_spec_sheets() -> None:
     assert {
         n: (d.cores, d.memory // GIB) for n, d in cat.items()
     } == {
-        "rpi4-2gb": (4, 2), "rpi4-4gb": (4, 4), "rpi4-8gb": (4, 8),
+        "rpi4-1gb": (4, 1), "rpi4-2gb": (4, 2), "rpi4-4gb": (4, 4), "rpi4-8gb": (4, 8),
         "rpi5-4gb": (4, 4), "rpi5-8gb": (4, 8), "jetson-nano": (4, 4),
         "coral-dev-board": (4, 1), "coral-dev-board-4gb": (4, 4),
     }  # fmt: skip
