@@ -77,7 +77,9 @@ def contention_warning(
         where = f"its CPU{'s' if len(cpuset) > 1 else ''} {format_cpuset(sorted(cpuset))}"
     beyond = " beyond the quota's stalls" if quota else ""
     if device is not None:
-        than = f"device {device}'s"
+        # Not "than device X's": a device of no known speed runs at this host's, and the
+        # line read as a claim about the board (an onnxruntime tester's).
+        than = f"its limits alone make them (device {device}'s cores here)"
     elif limited:
         than = "its limits alone make them"
     else:

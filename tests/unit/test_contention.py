@@ -61,7 +61,10 @@ def test_the_warning_says_what_the_run_had() -> None:
     assert "its times are slower than its limits alone make them" in pinned
     board = contention_warning(3.0, 2.0, 0.5, None, device="rpi4")
     assert board is not None
-    assert "beyond the quota's stalls: its times are slower than device rpi4's" in board
+    assert (
+        "beyond the quota's stalls: its times are slower than its limits alone make them "
+        "(device rpi4's cores here)"
+    ) in board
 
 
 def test_a_repeats_warning_names_the_runs_it_is_about() -> None:
