@@ -2,6 +2,7 @@
 latency of one inference function."""
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -121,6 +122,10 @@ def bench(
 
     one_setting("bench", cpus, memory, sweep=True)
     sizes = parse_batch_sizes(batch_size)
+    if os.environ.get("GITHUB_STEP_SUMMARY") and not json_out:  # appended after the runs
+        from ..report.ci_summary import check_step_summary
+
+        check_step_summary()  # before them, as run's (a bad one had been found at the end)
     with named("--interval"):  # the runner's errors name no option
         parse_times(interval, None)
     with named("--timeout"):

@@ -222,24 +222,26 @@ def check_step_summary() -> None:
             raise ConfigError(f"{exc} ($GITHUB_STEP_SUMMARY)") from exc
 
 
-def write_summaries(text: str, path: Path | None, log: TextIO | None = None) -> None:
-    """``text`` to ``path`` (replaced) if given, and appended to ``$GITHUB_STEP_SUMMARY``,
-    each said on ``log`` (:func:`~edgeprof.report.files.announce`: the step summary had been
-    the one file written in silence)."""
+def write_summaries(
+    text: str, path: Path | None, log: TextIO | None = None, step: bool = True
+) -> None:
+    """``text`` to ``path`` (replaced) if given, and appended to ``$GITHUB_STEP_SUMMARY``
+    (unless not ``step``), each said on ``log`` (:func:`~edgeprof.report.files.announce`:
+    the step summary had been the one file written in silence)."""
     from .files import announce
 
     if path is not None:
         write_output(path, text)
         if log is not None:
             announce(path, log)
-    step = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step:
+    step_file = os.environ.get("GITHUB_STEP_SUMMARY") if step else None
+    if step_file:
         try:
-            append_locked(Path(step), text + "\n")
+            append_locked(Path(step_file), text + "\n")
         except ConfigError as exc:
             raise ConfigError(f"{exc} ($GITHUB_STEP_SUMMARY)") from exc
         if log is not None:
-            announce(f"{step} (appended: $GITHUB_STEP_SUMMARY)", log)
+            announce(f"{step_file} (appended: $GITHUB_STEP_SUMMARY)", log)
 
 
 def render_compare_plain(

@@ -281,10 +281,13 @@ def gate_run(
     stderr: TextIO,
     checks: Sequence[BudgetCheck] | None = None,
     notes: Sequence[str] = (),
+    step: bool = True,
 ) -> list[BudgetCheck]:
     """The budget checks of a run (``checks``, where made already: :func:`budget_checks`):
     printed on ``sink``, and written to the CI summaries with ``notes`` (what report.md says
-    under the tables: why a sweep stopped, a merge's hosts)."""
+    under the tables: why a sweep stopped, a merge's hosts); ``step``: appended to
+    ``$GITHUB_STEP_SUMMARY`` where it is set (``report``, which re-renders a run that wrote
+    its own there, does not: `run` then `report` in one job had written it twice)."""
     checks = budget_checks(results, budgets) if checks is None else list(checks)
     if checks:
         failed = [c for c in checks if not c.ok]
@@ -304,10 +307,11 @@ def gate_run(
                 "its budget is held to nothing",
                 file=stderr,
             )
-    if summary is not None or os.environ.get("GITHUB_STEP_SUMMARY"):
+    if summary is not None or (step and os.environ.get("GITHUB_STEP_SUMMARY")):
         from .ci_summary import render_run_summary, write_summaries
 
-        write_summaries(render_run_summary(results, checks, notes=notes), summary, stderr)
+        text = render_run_summary(results, checks, notes=notes)
+        write_summaries(text, summary, stderr, step=step)
     if junit is not None:
         from .junit import budget_cases, render_junit, run_cases
         from .results import run_warnings

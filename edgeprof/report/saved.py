@@ -268,7 +268,7 @@ def rerender(
     if plots is not None:
         write_plot_files(plots, runs, stderr)
     # After the tables, as run prints them; the exit code is the caller's (3 on a breach).
-    gate_run(runs, budgets, None, None, stdout, stderr, checks)
+    gate_run(runs, budgets, None, None, stdout, stderr, checks, step=False)
     if html is not None:
         from .html import Banner, render_html
 
@@ -327,6 +327,8 @@ def merge_saved(
     for path in (html, summary, junit):
         if path is not None:
             check_writable(path, out)  # a recipe's merge writes them into --out, made later
+    if os.environ.get("GITHUB_STEP_SUMMARY"):  # appended at the end: checked before, as run's
+        check_step_summary()
     merged = merge_shards(paths)
     written = out / "sweep.json"
     for s in merged.shards:

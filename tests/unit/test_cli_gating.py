@@ -336,10 +336,16 @@ def test_a_step_summary_that_cannot_be_appended_to_is_refused_before_the_run(
     assert not (tmp_path / "elsewhere.md").exists()
     assert main(["compare", str(tmp_path), str(tmp_path)]) == 2  # compare checks it first too
     assert capsys.readouterr().err == err
+    # So do bench and merge, which append to it after their runs (a reviewer's).
+    assert main(["bench", str(tmp_path / "model.py") + ":infer", "--backend", "fake"]) == 2
+    assert capsys.readouterr().err == err
+    merged = tmp_path / "merged"
+    assert main(["merge", str(tmp_path / "part1"), "--out", str(merged)]) == 2
+    assert capsys.readouterr().err == err and not merged.exists()
 
 
 def test_a_sweeps_budgets_are_recorded_reported_and_checked_again(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A tester's sweep exited 3 on a breached budget, but its report.md and --markdown had
     no word of budgets, and `report DIR --html` exited 0 with no verdict: a re-render of a
@@ -363,7 +369,13 @@ def test_a_sweeps_budgets_are_recorded_reported_and_checked_again(
         assert text.count("❌ breach") == 2 and text.count("✅ pass") == 2
 
     page, again = tmp_path / "r.html", tmp_path / "r.md"
+    # A re-render appends nothing to a CI step's summary, which the run wrote (a reviewer's:
+    # `run` then `report` in one job had written it twice).
+    step = tmp_path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
     assert main(["report", str(out), "--html", str(page), "--markdown", str(again)]) == 3
+    assert not step.exists()
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY")
     said = capsys.readouterr().out
     assert f"\nBudgets (command line, recorded in {out}/sweep.json): 2 of 4 checks passed\n" in said
     assert [ln.split(":")[0] for ln in said.splitlines() if ln.startswith("  FAIL")] == [
