@@ -122,7 +122,7 @@ def _lead(first: Rank, second: Rank, key: str) -> str | None:
             f"{first.name} and {second.name} {verb} the same {title} (median "
             f"{format_stat(key, first.median)})"
         )
-    if second.factor is None:
+    if not second.factor:  # None, or 0: the second's median is 0 (no throughput's 1/0)
         return None
     why = [f"ratio of the medians {second.factor:.2f}×"]
     if (interval := second.factor_interval) is not None:

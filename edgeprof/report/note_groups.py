@@ -14,7 +14,10 @@ from .results import NoteLine
 _WARNING = re.compile(
     r"warning(?: \((?:(?P<every>every run)|runs? (?P<runs>[\d, ]+))\))?: (?P<body>.*)", re.DOTALL
 )
-_FIGURE = re.compile(r"\d+(?:\.\d+)?")
+_FIGURE = re.compile(r"(?<![\w.\-])\d+(?:\.\d+)?(?=(?:ms|µs|s|%|[KMG]iB|B|×)(?![\w\-]))")
+"""A figure is a number with its unit (``0.24s``, ``74%``, ``65.8MiB``): digits in a name, a
+CPU list or a call (``rpi4-1gb``, ``0-1``, ``set_num_threads(2)``) are words, or the groups
+had read "CPUs 0–2,1–3", "rpi4–5-1–8gb" and "set_num_threads(2–4)" (a reviewer's)."""
 
 
 @dataclass

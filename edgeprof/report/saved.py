@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -219,7 +219,7 @@ def rerender(
         _pyplot()  # a missing matplotlib is found before any file is written
     stopped = [why for p in paths for why in sweep_notes(p)]
     answers = [
-        (fit_note(p, d), isinstance(d.get("min_memory_bytes"), int))
+        (fit_note(p, d), _answer_kind(d))
         for p, docs in fits.items()
         for d in docs
     ]
@@ -274,7 +274,7 @@ def rerender(
 
         # A fit's answer is the page's verdict, at its top (it had been a paragraph in the
         # middle of the page); the other notes stay under the tables.
-        banners = [Banner("pass" if found else "fail", text) for text, found in answers]
+        banners = [Banner(kind, text) for text, kind in answers]
         said = {text for text, _ in answers}
         page = render_html(
             runs,
@@ -425,3 +425,12 @@ def fit_note(path: Path, doc: dict[str, object]) -> str:
         else ""
     )
     return f"{path} is edgeprof fit's {doc.get('name')}: {said}{capped}"
+
+
+def _answer_kind(fit: Mapping[str, Any]) -> str:
+    """A fit's banner on the page: ``pass`` with an answer, ``warn`` where the search
+    stopped before one (interrupted: ``fits`` is ``null``, which had been a red "does not
+    fit"-like banner), ``fail`` where none fits."""
+    if isinstance(fit.get("min_memory_bytes"), int):
+        return "pass"
+    return "warn" if fit.get("fits") is None and fit.get("stopped") else "fail"

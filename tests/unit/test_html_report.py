@@ -265,6 +265,16 @@ def test_warnings_alike_but_for_their_figures_are_one_line() -> None:
     assert grouped_notes(lines[:3], settings=True)[1] == (
         "warning (4 [cpus=1] run 1): held off its CPUs for 0.34s (79% of its wall time)", True
     )
+    # Digits in a name, a CPU list or a call are words, not figures (a reviewer's groups had
+    # read "CPUs 0–2,1–3", "rpi4–5-1–8gb" and "set_num_threads(2–4)").
+    named = [
+        NoteLine("a", "warning: on CPUs 0-1 of rpi4-1gb, set_num_threads(2)"),
+        NoteLine("b", "warning: on CPUs 2-3 of rpi5-8gb, set_num_threads(4)"),
+    ]
+    assert [text for text, _ in grouped_notes(named, settings=False)] == [
+        "warning (a): on CPUs 0-1 of rpi4-1gb, set_num_threads(2)",
+        "warning (b): on CPUs 2-3 of rpi5-8gb, set_num_threads(4)",
+    ]
 
 
 def test_the_rankings_legend_is_said_once() -> None:
@@ -275,3 +285,14 @@ def test_the_rankings_legend_is_said_once() -> None:
     from html import escape
 
     assert render_html(runs).count(escape(RANKING_LEGEND)) == 1
+
+
+def test_a_fits_banner_is_amber_where_the_search_stopped_before_an_answer() -> None:
+    """An interrupted fit (``fits: null``) had the red banner of one that fits nowhere."""
+    from edgeprof.report.saved import _answer_kind
+
+    assert _answer_kind({"min_memory_bytes": 64 << 20, "fits": True}) == "pass"
+    assert _answer_kind({"min_memory_bytes": None, "fits": None, "stopped": "interrupted"}) == (
+        "warn"
+    )
+    assert _answer_kind({"min_memory_bytes": None, "fits": False, "stopped": None}) == "fail"

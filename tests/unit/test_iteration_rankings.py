@@ -144,3 +144,12 @@ def test_a_lead_of_twice_the_throughput_or_more_is_said_as_a_factor() -> None:
     )
     # A latency to 2 decimals, as the latency table shows it.
     assert [row[2] for row in p50.rows[1:]] == ["1.00ms", "4.00ms"]
+
+
+def test_a_throughput_of_zero_has_no_lead_and_no_error() -> None:
+    """iteration(items=0) gives a cell 0 items/s: the lead's 1/0 had raised
+    ZeroDivisionError (a reviewer's)."""
+    zero = [_run("t1b0", 0.70 + 0.01 * k, 0.0019, 0.0) for k in range(3)]
+    tables = ranking_tables(summarize_cells([*_sweep()[:3], *zero]))
+    (rate,) = [t.plain() for t in tables if t.title.startswith("Ranking by throughput")]
+    assert "t1b1" in rate and "t1b0" in rate and "higher throughput" not in rate
