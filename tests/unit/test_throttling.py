@@ -533,3 +533,54 @@ def test_the_channel_bounds_a_reading_by_the_quota_it_was_started_with() -> None
     ch.close()
     assert latency is not None and latency.throttling is not None
     assert latency.throttling.stall_s == pytest.approx(0.0125)
+
+
+@pytest.mark.parametrize("quota", [True, False])
+def test_a_reader_left_without_lines_polls_less_often_without_a_quota(
+    monkeypatch: pytest.MonkeyPatch, quota: bool
+) -> None:
+    """One line, then none: without a quota the reads slow to every 10 ms after 0.1 s of
+    nothing (1 000 a second had cost 10 ms of CPU a second, a reviewer's), and speed up
+    again at the next line; under a quota they stay at 1 ms, each iteration's stalls read at
+    its line."""
+    import select
+
+    from edgeprof.measure import events
+
+    timeouts: list[float] = []
+    real = select.select
+
+    def counted(r: Any, w: Any, x: Any, timeout: float | None = None) -> Any:
+        if timeout is not None:
+            timeouts.append(timeout)
+        return real(r, w, x, timeout)
+
+    monkeypatch.setattr(events, "select", types.SimpleNamespace(select=counted))
+    ch = EventChannel()
+    writer = os.dup(ch._w)
+    throttled = itertools.count(0, 1000)
+    t = time.monotonic()
+    ch.start(t, Counters, throttled=(lambda: next(throttled)) if quota else None)
+    try:
+        os.write(writer, f"iter {t:.6f} {t + 0.001:.6f}\n".encode())
+        deadline = time.monotonic() + 30
+        # Until the reads have gone idle for 0.1 s and then some (on a slow host: by count).
+        while len(timeouts) < events.IDLE_POLLS + 20:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        seen = len(timeouts)
+        os.write(writer, f"iter {t + 1:.6f} {t + 1.001:.6f}\n".encode())
+        while len(timeouts) < seen + 5:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    finally:
+        os.close(writer)
+        ch.stop()
+    ch.results(run_end=101.0)
+    ch.close()
+    if quota:
+        assert set(timeouts) == {events.POLL_S}
+    else:
+        assert timeouts[: events.IDLE_POLLS] == [events.POLL_S] * events.IDLE_POLLS
+        assert events.IDLE_POLL_S in timeouts[:seen]
+        assert events.POLL_S in timeouts[seen:]  # a line came: back to 1 ms
