@@ -179,27 +179,6 @@ def failed_cells(changes: Iterable[Change]) -> dict[tuple[str, str], Failed]:
     return {(c.label, c.setting): c.current_failed for c in changes if c.current_failed}
 
 
-def parse_threshold(text: str) -> float:
-    """``"5%"`` or ``"5"`` → 0.05 (always percent of the baseline).  A bare number under 1
-    is refused: ``compare --json`` writes the threshold as a fraction (``0.05`` for 5 %),
-    and that value given back read as 0.05 %, a gate 100 times stricter than meant."""
-    stripped = text.strip()
-    raw = stripped.removesuffix("%").strip()
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"--threshold {text!r}: expected a percentage such as 5%") from None
-    if not math.isfinite(value) or value < 0 or value >= 1000:
-        raise ConfigError(f"--threshold {text!r}: must be from 0% up to, not including, 1000%")
-    if 0 < value < 1 and not stripped.endswith("%"):
-        raise ConfigError(
-            f"--threshold {text!r}: a percentage, not a fraction: write {value * 100:g}% "
-            f"for a change of {value:g} of the baseline, or {text.strip()}% for "
-            f"{value:g} percent"
-        )
-    return value / 100
-
-
 def compare_results(
     baseline: Sequence[RunResult],
     current: Sequence[RunResult],

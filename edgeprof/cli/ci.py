@@ -158,7 +158,7 @@ def _compare_args(args: tuple[str, ...]) -> tuple[str, ...]:
 def _threshold(text: str) -> str:
     """Checked before the profiling: a bad one had failed compare after the whole run (and
     passed unnoticed without a baseline)."""
-    from ..analysis.regression import parse_threshold
+    from ..units import parse_threshold
 
     try:
         parse_threshold(text)

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.calibration import Prediction, Predictions
-from ..analysis.regression import Change, parse_threshold, regressed
+from ..analysis.regression import Change, regressed
 from ..errors import ConfigError, respelled
 from ..model import RunResult
 from ..resultfiles import load_runs
+from ..units import parse_threshold
 from .ci_summary import compare_dict, render_compare_plain
 from .saved import compare_paths
 

@@ -15,7 +15,7 @@ from ..analysis.budgets import BudgetCheck, Budgets, budgets_from_dict
 from ..analysis.calibration import load_calibration, predict
 from ..analysis.cells import cell_order, pick_setting, setting_spec
 from ..analysis.fit_compare import compare_fits
-from ..analysis.regression import Change, compare_results, parse_threshold, regressed
+from ..analysis.regression import Change, compare_results, regressed
 from ..analysis.sweepfile import shard_of, warmup_of
 from ..errors import ConfigError
 from ..model import RunResult
@@ -29,7 +29,7 @@ from ..resultfiles import (
     sweeps_below,
 )
 from ..storage import check_writable, layers_profile_note, prepare_out_dir, write_json_output
-from ..units import format_binary
+from ..units import format_binary, parse_threshold
 from .calibration import render_predictions
 from .ci_summary import (
     check_step_summary,

@@ -15,13 +15,13 @@ from edgeprof.analysis.regression import (
     Verdict,
     compare_results,
     failed_cells,
-    parse_threshold,
     regressed,
 )
 from edgeprof.analysis.stats import t_cdf, t_quantile
 from edgeprof.errors import ConfigError
 from edgeprof.model import RunResult, Termination
 from edgeprof.report.junit import compare_cases
+from edgeprof.units import parse_threshold
 from tests.unit.gating_helpers import run
 
 BASE = (1.00, 1.02, 0.98, 1.01, 0.99)
