@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -13,8 +14,9 @@ from typing import Any
 
 from . import outfiles
 from .errors import ConfigError
-from .model import RunResult
+from .model import RunResult, Sample
 from .model.fitdoc import FIT_SCHEMA_VERSION
+from .model.gpu import GPU_CSV_COLUMNS, GPU_SAMPLE_COLUMNS
 from .storage import layers_file_note, read_json
 from .units import shown
 
@@ -110,27 +112,25 @@ def found_files(run: RunResult, bases: Sequence[Path], *, beside: bool) -> RunRe
     A run records them as its ``--out`` was given, relative to the directory edgeprof ran
     in: read from another directory, or after the results were moved (a downloaded CI
     artifact), the recorded path names nothing, and ``report`` had silently drawn no
-    timeline.  A ``result.json``'s files are beside it (``beside``); a sweep's (or a list's)
+    timeline.  A ``result.json``'s files are beside it (``beside``), or at the path it
+    records (``run --json``'s, named from the directory it ran in); a sweep's (or a list's)
     are under its directory at the recorded path's tail, tried longest first (the run
     directory ``sweep/2/1/`` of ``sweep/sweep.json`` is ``2/1/``).  A merged sweep's runs
     are in its shards' directories (the other ``bases``): a part records its node's scratch
     directory, which is gone.  A file whose directory holds another run's ``result.json``
     (an earlier sweep's, in the directory a merge wrote over) is not this run's.
 
-    A file is read only inside the base it is found under (:func:`_inside`): a tail with
-    ``..`` is never tried, and a file (or a directory on its way) that is a link resolving
-    outside is not this run's.  ``samples.path: /etc/shadow`` (or ``../../etc/passwd``, or
-    a ``samples.csv`` beside the result linking to a root-only file) had been read, and its
-    second line quoted into the HTML report (a security review's).  Such a file is left
-    unread, with a warning in the run's ``warnings``; a path found nowhere keeps a name
-    that is not there (``null`` where any name would be a file outside)."""
-    samples, why = _found(run.samples.path, bases, beside, run.started_at)
+    Which files are read at all is :func:`_refused`'s: ``samples.path: /etc/shadow`` had
+    been read, and its second line quoted into the HTML report (a security review's).  A
+    file left unread for that says why in the run's ``warnings``; a path found nowhere
+    keeps a name that is not there (``null`` where any name would be a file refused)."""
+    samples, why = _found(run.samples.path, "samples.csv", bases, beside, run.started_at)
     gpu, gpu_why = (None, None)
     if run.gpu is not None:
-        gpu, gpu_why = _found(run.gpu.path, bases, beside, run.started_at)
-    if samples == run.samples.path and (run.gpu is None or gpu == run.gpu.path):
-        return run
+        gpu, gpu_why = _found(run.gpu.path, "gpu.csv", bases, beside, run.started_at)
     refused = tuple(w for w in (why, gpu_why) if w is not None)
+    if samples == run.samples.path and (run.gpu is None or gpu == run.gpu.path) and not refused:
+        return run
     return replace(
         run,
         samples=replace(run.samples, path=samples),
@@ -139,47 +139,114 @@ def found_files(run: RunResult, bases: Sequence[Path], *, beside: bool) -> RunRe
     )
 
 
-def _inside(path: Path, base: Path) -> bool:
-    """Whether ``path``, through every link, is in ``base`` (through every link too)."""
-    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(base))
+CSV_HEADERS = {
+    "samples.csv": (
+        ",".join(Sample.columns()),
+        ",".join([*Sample.columns(), *GPU_SAMPLE_COLUMNS]),  # a run that measured GPUs
+    ),
+    "gpu.csv": (",".join(GPU_CSV_COLUMNS),),
+}
+"""The first line of each file a result names, as edgeprof writes it
+(:class:`edgeprof.measure.samplefile.SampleWriter`, ``\\r\\n``-ended)."""
+
+
+def _refused(path: Path, name: str, home: Path) -> str | None:
+    """Why the file at ``path`` is not read as a run's ``name`` (``samples.csv``,
+    ``gpu.csv``) named by a file in ``home``, as the words after its path; ``None``: it is
+    read.
+
+    A result may be anyone's (a downloaded artifact, a shared directory read by root), and
+    what it names is drawn and tabled: only a file of ``home``'s own, or one that is
+    edgeprof's, is read.  ``home``'s own: in it through every link (``realpath``), with no
+    other hard link (a hard link to a root-only file, where ``fs.protected_hardlinks`` is
+    off).  edgeprof's: anywhere (``run --json --out ../jx``, a merged sweep whose parts are
+    elsewhere), if the file it resolves to has edgeprof's name for it, is a regular file and
+    starts with the header edgeprof writes there (:data:`CSV_HEADERS`).  A link to
+    ``/etc/shadow``, a ``../../etc/passwd`` or a FIFO is none of these."""
+    real = Path(os.path.realpath(path))
+    inside = real.is_relative_to(os.path.realpath(home))
+    try:
+        linked = os.stat(real).st_nlink > 1
+    except OSError:
+        linked = True
+    if inside and not linked:
+        return None
+    shown_home = "the current directory" if str(home) == "." else str(home)
+    where = f"hard-linked in {shown_home}" if inside else f"outside {shown_home}"
+    why = _not_edgeprofs(real, name)
+    if why is None:
+        return None
+    return (
+        f"not read: {where} (where the result naming it is), edgeprof reads only its own "
+        f"{name}, and this one {why}"
+    )
+
+
+def _not_edgeprofs(real: Path, name: str) -> str | None:
+    """How the file at ``real`` (a resolved path) is not one edgeprof wrote as ``name``."""
+    if real.name != name:
+        return f"is not named {name}"
+    try:
+        # O_NONBLOCK: a FIFO put there instead would hold the open; fstat then refuses it.
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return f"cannot be opened ({exc.strerror})"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "is not a regular file"
+        first = os.read(fd, max(map(len, CSV_HEADERS[name])) + 2)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    finally:
+        os.close(fd)
+    line = first.split(b"\n", 1)[0].removesuffix(b"\r")
+    if line.decode("utf-8", "replace") not in CSV_HEADERS[name]:
+        return f"does not start with the header edgeprof writes in {name}"
+    return None
 
 
 def _found(
-    recorded: str | None, bases: Sequence[Path], beside: bool, started: str
+    recorded: str | None, name: str, bases: Sequence[Path], beside: bool, started: str
 ) -> tuple[str | None, str | None]:
-    """Where the file ``recorded`` is now, and the warning for one found only outside."""
+    """Where the file ``recorded`` is now, and the warning for one found only refused."""
     if recorded is None:
         return None, None
-    parts = Path(recorded).parts
-    parts = parts[1:] if Path(recorded).is_absolute() else parts
-    outside = None
-    for base in bases:
-        for i in range(len(parts) - 1 if beside else 0, len(parts)):
-            if ".." in parts[i:]:  # a tail that climbs out of the base
-                continue
-            candidate = base.joinpath(*parts[i:])
-            if not candidate.is_file():
-                continue
-            if not _inside(candidate, base):
-                outside = outside or candidate
-                continue
-            if beside or _started_at(candidate.parent) in (None, started):
-                return str(candidate), None
-    here = Path(recorded) if Path(recorded).is_absolute() or not bases else bases[0] / recorded
-    taken = os.path.lexists(here)
-    if outside is None and taken and bases and not _inside(here, bases[0]):
-        outside = here
-    why = None
-    if outside is not None:
-        why = (
-            f"{outside} leads outside {bases[0]}, the directory of the file that names it: "
-            "not read (edgeprof reads a result's files only inside its directory)"
-        )
+    path = Path(recorded)
+    parts = path.parts[1:] if path.is_absolute() else path.parts
+    here = path if path.is_absolute() or not bases else bases[0] / path
+    refused = None
+    for candidate, mine in _candidates(path, parts, bases, beside):
+        if not candidate.is_file():
+            continue
+        why = _refused(candidate, name, bases[0] if bases else candidate.parent)
+        if why is not None:
+            refused = refused or (candidate, why)
+            continue
+        if mine or _started_at(candidate.parent) in (None, started):
+            return str(candidate), None
+    warning = None if refused is None else f"{refused[0]} {refused[1]}"
     # Not there: named from the file it was read from, where it is recorded relative to (a
     # bare "samples.csv" kept as it was had been read from the reader's working directory,
     # another run's file there: a reviewer's decoy), and only where nothing is at that name
-    # (a file there is another run's, or outside): readers skip a name that is not a file.
-    return (None if taken else str(here)), why
+    # (a file there is another run's, or refused): readers skip a name that is not a file.
+    return (None if os.path.lexists(here) else str(here)), warning
+
+
+def _candidates(
+    path: Path, parts: tuple[str, ...], bases: Sequence[Path], beside: bool
+) -> list[tuple[Path, bool]]:
+    """Where a file recorded as ``path`` may be now, in order, each with whether it is this
+    run's by where it is (a ``result.json``'s own name beside it); another is this run's
+    only where no other run's ``result.json`` is beside it."""
+    found: list[tuple[Path, bool]] = []
+    for base in bases:
+        if beside and parts:
+            found.append((base / parts[-1], True))
+        tails = (0,) if beside else range(len(parts))
+        found += [(base.joinpath(*parts[i:]), False) for i in tails]
+    if path.is_absolute():  # where it was written, on this machine
+        found.append((path, False))
+    return list(dict.fromkeys(found))
 
 
 def _started_at(directory: Path) -> str | None:
@@ -199,10 +266,10 @@ def _shard_dirs(sweep: Any, base: Path) -> list[Path]:
     recipe's ``parts/…`` next to the merged ``sweep/``).  ``base``'s first: a recorded
     ``../part-1`` names, from the reader's directory, some other directory.
 
-    Only a directory holding a ``sweep.json`` (a shard is a sweep) in ``base`` or below
-    ``base``'s parent (``merge p1 p2 --out mg`` has its parts beside it) is one: a shard
-    recorded as ``/etc/x`` or ``../..`` named a directory whose files were then read as its
-    runs' samples."""
+    Only a directory holding a ``sweep.json`` (a shard is a sweep) is one, wherever it is
+    (``merge shx/job1/part shx/job2/part --out results/merged/today``); what is read there
+    is :func:`_refused`'s: a shard recorded as ``/etc`` or ``../..`` named a directory whose
+    files were then read as its runs' samples."""
     shards = sweep.get("shards") if isinstance(sweep, dict) else None
     dirs: list[Path] = []
     for shard in shards if isinstance(shards, list) else ():
@@ -213,15 +280,10 @@ def _shard_dirs(sweep: Any, base: Path) -> list[Path]:
         parts = where.parts[1:] if where.is_absolute() else where.parts
         tails = [Path(*parts[i:]) for i in range(len(parts))]
         found = [*(base / t for t in tails), where, *(base.parent / t for t in tails)]
-        dirs += [d for d in dict.fromkeys(found) if _shard_dir(d, base)]
+        dirs += [d for d in dict.fromkeys(found) if (d / "sweep.json").is_file()]
     return dirs
 
 
-def _shard_dir(d: Path, base: Path) -> bool:
-    if not (d / "sweep.json").is_file():
-        return False
-    parent = os.path.realpath(base.parent)
-    return _inside(d, base) or (_inside(d, base.parent) and os.path.realpath(d) != parent)
 
 
 def read_sweep(path: Path) -> tuple[Path, dict[str, Any]] | None:

@@ -22,7 +22,8 @@ from ..backends._process import leave_stops_to_main_thread
 from ..backends.nvml import GpuInfo, Nvml
 from ..errors import EdgeprofError
 from ..model import GpuPhase, GpuStats
-from .gpu_device import COLUMNS, Device, nested_pid_namespace
+from ..model.gpu import GPU_CSV_COLUMNS, GPU_SAMPLE_COLUMNS
+from .gpu_device import Device, nested_pid_namespace
 from .phases import Occurrence, interpolate, occurrence_spans
 from .samplefile import SampleWriter
 
@@ -30,12 +31,6 @@ MIN_INTERVAL_S = 0.01
 """GPUs are read no more often than this: each read is ~10 NVML calls, and the driver
 refreshes utilisation once per sample period, between 1/6 s and 1 s by NVML's documentation
 (``nvmlDeviceGetUtilizationRates``)."""
-
-SAMPLE_COLUMNS = ("gpu_memory_bytes", "gpu_util_pct", "gpu_power_w", "gpu_energy_j")
-"""Appended to ``samples.csv`` when a run measures GPUs: the GPUs' last reading at or before
-the row's time (their own grid is :data:`MIN_INTERVAL_S` or coarser), summed over them
-(the run's memory, power, energy since the start) or, for utilisation, their device-wide
-mean.  ``gpu.csv`` has each GPU's readings."""
 
 RECENT = 256
 """Readings kept for :meth:`GpuWatch.at`: the cgroup sampler's rows lag the present by at
@@ -117,7 +112,7 @@ class GpuWatch:
             by_process = listed is not None and not nested_pid_namespace()
         self._devices = [Device(g, by_process) for g in self.gpus]
         if out is not None:
-            self._writer = SampleWriter(out / "gpu.csv", columns=COLUMNS)
+            self._writer = SampleWriter(out / "gpu.csv", columns=GPU_CSV_COLUMNS)
         self._running = True
         try:
             self.sample()  # the state at the start, before the thread's first tick
@@ -207,11 +202,11 @@ class GpuWatch:
             self._recent.append((t, totals))
 
     def at(self, t: float) -> tuple[object, ...]:
-        """:data:`SAMPLE_COLUMNS` for a ``samples.csv`` row at ``t`` (seconds since the
+        """:data:`GPU_SAMPLE_COLUMNS` for a ``samples.csv`` row at ``t`` (seconds since the
         spawn): the last reading at or before it, empty before the first."""
         with self._recent_lock:
             found = next((v for when, v in reversed(self._recent) if when <= t), None)
-        return (None,) * len(SAMPLE_COLUMNS) if found is None else found
+        return (None,) * len(GPU_SAMPLE_COLUMNS) if found is None else found
 
     def result(
         self,

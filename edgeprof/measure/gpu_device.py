@@ -22,23 +22,6 @@ from pathlib import Path
 from ..backends.nvml import GpuInfo, Reading, reason_names
 from ..model import GpuDevice
 
-COLUMNS = (
-    "t_s",
-    "gpu",
-    "memory_bytes",
-    "device_memory_bytes",
-    "util_pct",
-    "memory_util_pct",
-    "power_w",
-    "energy_j",
-    "sm_clock_mhz",
-    "memory_clock_mhz",
-    "temperature_c",
-    "throttle",
-)
-"""``gpu.csv``: one row per GPU per sample.  ``memory_bytes``: the run's (see the module's
-docstring); ``energy_j``: since the run's start; ``throttle``: the reasons, ``|``-joined."""
-
 PID_NS = Path("/proc/self/ns/pid")
 INIT_PID_NS_INO = 0xEFFFFFFC
 """The initial PID namespace's inode number (``PROC_PID_INIT_INO``, ``include/linux/
@@ -218,7 +201,8 @@ class Device:
         )
 
     def row(self, t: float, r: Reading, mine: int | None) -> tuple[object, ...]:
-        """``r`` as a :data:`COLUMNS` row of ``gpu.csv`` (``mine``: the run's memory then)."""
+        """``r`` as a :data:`~edgeprof.model.gpu.GPU_CSV_COLUMNS` row of ``gpu.csv`` (``mine``:
+        the run's memory then)."""
         base = self.energy_first
         energy = None if base is None or r.energy_mj is None else (r.energy_mj - base) / 1000.0
         return (

@@ -21,10 +21,10 @@ from pathlib import Path
 from ..backends import Backend, RunHandle
 from ..errors import ConfigError, UnsafeOutput
 from ..model import RunResult, RunSpec, Sample
+from ..model.gpu import GPU_SAMPLE_COLUMNS
 from ..outfiles import remove_files
 from .assemble import build_result, peak_read_in_phases
 from .events import EventChannel
-from .gpu import SAMPLE_COLUMNS as GPU_SAMPLE_COLUMNS
 from .gpu import GpuWatch
 from .interrupts import Interrupted, SignalGuard
 from .limits import quota_can_stall

@@ -26,6 +26,32 @@ UTILIZATION_SOURCES = ("processes", "device")
 utilisation, whoever used it (the driver gave no per-process samples)."""
 
 
+GPU_CSV_COLUMNS = (
+    "t_s",
+    "gpu",
+    "memory_bytes",
+    "device_memory_bytes",
+    "util_pct",
+    "memory_util_pct",
+    "power_w",
+    "energy_j",
+    "sm_clock_mhz",
+    "memory_clock_mhz",
+    "temperature_c",
+    "throttle",
+)
+"""``gpu.csv``'s header, as :mod:`edgeprof.measure.gpu_device` writes it: one row per GPU per
+sample.  ``memory_bytes``: the run's (see that module's docstring); ``energy_j``: since the
+run's start; ``throttle``: the reasons, ``|``-joined.  Here, not in :mod:`edgeprof.measure`,
+because a reader checks a file against it (:mod:`edgeprof.resultfiles`)."""
+
+GPU_SAMPLE_COLUMNS = ("gpu_memory_bytes", "gpu_util_pct", "gpu_power_w", "gpu_energy_j")
+"""Appended to ``samples.csv`` when a run measures GPUs: the GPUs' last reading at or before
+the row's time (their own grid is :data:`edgeprof.measure.gpu.MIN_INTERVAL_S` or
+coarser), summed over them (the run's memory, power, energy since the start) or, for
+utilisation, their device-wide mean.  ``gpu.csv`` has each GPU's readings."""
+
+
 @dataclass(frozen=True)
 class GpuDevice:
     """One GPU over one run.

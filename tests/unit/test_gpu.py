@@ -15,7 +15,7 @@ import pytest
 from edgeprof.backends.nvml import GpuInfo, Nvml
 from edgeprof.errors import ConfigError
 from edgeprof.measure.gpu import GpuWatch
-from edgeprof.measure.gpu_device import COLUMNS, nested_pid_namespace
+from edgeprof.measure.gpu_device import nested_pid_namespace
 from edgeprof.measure.gpu_select import (
     check_selection,
     given_gpus,
@@ -26,6 +26,7 @@ from edgeprof.measure.gpu_select import (
 )
 from edgeprof.measure.phases import Occurrence
 from edgeprof.model import GpuStats, RunResult
+from edgeprof.model.gpu import GPU_CSV_COLUMNS as COLUMNS
 from tests.nvml_double import DRIVER_NOT_LOADED, FakeGpu, MiB, NvmlDouble
 
 from .conftest import make_result

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from edgeprof.errors import ConfigError
-from edgeprof.model import GpuStats, Limits
-from edgeprof.resultfiles import SWEEP_SCHEMA, load_runs
+from edgeprof.model import GpuStats, Limits, Sample
+from edgeprof.model.gpu import GPU_CSV_COLUMNS, GPU_SAMPLE_COLUMNS
+from edgeprof.resultfiles import SWEEP_SCHEMA, _refused, load_runs
 from edgeprof.storage import write_result
 
 from .conftest import make_result
@@ -92,64 +94,154 @@ def test_a_runs_files_are_found_from_where_its_result_is_read(
     assert not Path(b.samples.path).exists()
 
 
-@pytest.mark.parametrize("how", ["absolute", "climbing", "link", "linked-dir"])
-def test_a_results_files_are_read_only_inside_its_directory(tmp_path: Path, how: str) -> None:
+SAMPLES_HEADER = ",".join(Sample.columns()) + "\r\n"
+"""What edgeprof writes as ``samples.csv``'s first line."""
+
+
+def _refusal(path: Path, where: str, why: str, name: str = "samples.csv") -> str:
+    return (
+        f"{path} not read: {where} (where the result naming it is), edgeprof reads only its "
+        f"own {name}, and this one {why}"
+    )
+
+
+@pytest.mark.parametrize(
+    "how", ["absolute", "climbing", "link", "linked-dir", "header", "hard-link"]
+)
+def test_a_file_a_result_names_elsewhere_is_read_only_if_it_is_edgeprofs(
+    tmp_path: Path, how: str
+) -> None:
     """``samples.path: /etc/shadow``, ``../../etc/passwd`` or a ``samples.csv`` linking to a
     root-only file had been read by ``report`` and its second line quoted into the HTML (a
-    security review's): a file outside the result's directory is not read, and the run says
-    so among its warnings."""
+    security review's): a file not plainly in the result's directory is read only if it is
+    named ``samples.csv``, is a regular file and starts with edgeprof's header; otherwise
+    the run says why among its warnings."""
     secret = tmp_path / "secret"
     secret.write_text("header\nSECRET-TOKEN\n")
-    art = tmp_path / "art"
-    art.mkdir()
-    recorded = {"absolute": str(secret), "climbing": "../secret"}.get(how, "samples.csv")
-    if how == "link":
-        (art / "samples.csv").symlink_to(secret)
-    elif how == "linked-dir":
-        (art / "d").symlink_to(tmp_path)
-        recorded = "d/secret"
+    theirs = tmp_path / "elsewhere" / "samples.csv"  # edgeprof's name, not its contents
+    theirs.parent.mkdir()
+    theirs.write_text("t_s,secret\n1,2\n")
+    art, sw = tmp_path / "art", tmp_path / "sw"
+    recorded = {
+        "absolute": str(secret),
+        "climbing": "../secret",
+        "linked-dir": "d/secret",
+        "header": "../elsewhere/samples.csv",
+    }.get(how, "samples.csv")
     r = make_result(name="a")
     r = replace(r, samples=replace(r.samples, path=recorded))
+    for d in (art, sw):
+        d.mkdir()
+        if how == "link":
+            (d / "samples.csv").symlink_to(secret)
+        elif how == "linked-dir":
+            (d / "d").symlink_to(tmp_path)
+        elif how == "hard-link":  # as a hard link to a root-only file would be
+            os.link(secret, d / "samples.csv")
     (art / "result.json").write_text(json.dumps(r.to_dict()))
-    sweep = tmp_path / "sw" / "sweep.json"
-    sweep.parent.mkdir()
-    sweep.write_text(json.dumps({"schema": SWEEP_SCHEMA, "runs": [r.to_dict()]}))
-    if how == "link":
-        (sweep.parent / "samples.csv").symlink_to(secret)
-    elif how == "linked-dir":
-        (sweep.parent / "d").symlink_to(tmp_path)
-    for read, base in ((art / "result.json", art), (sweep, sweep.parent)):
+    (sw / "sweep.json").write_text(json.dumps({"schema": SWEEP_SCHEMA, "runs": [r.to_dict()]}))
+    header = "does not start with the header edgeprof writes in samples.csv"
+    why = header if how in ("header", "hard-link") else "is not named samples.csv"
+    for read, base in ((art / "result.json", art), (sw / "sweep.json", sw)):
         [got] = load_runs([read])
         assert got.samples.path is None or not Path(got.samples.path).exists(), (how, read)
         found = secret if how == "absolute" else base / recorded
-        assert got.warnings == (
-            *r.warnings,
-            f"{found} leads outside {base}, the directory of the file that names it: not "
-            "read (edgeprof reads a result's files only inside its directory)",
-        )
+        where = f"hard-linked in {base}" if how == "hard-link" else f"outside {base}"
+        assert got.warnings == (*r.warnings, _refusal(found, where, why)), how
 
 
-def test_a_merged_sweeps_shard_must_be_a_sweep_beside_it(tmp_path: Path) -> None:
-    """A merged sweep's shard recorded as ``..`` (or any directory without a ``sweep.json``)
-    named a directory whose files were then read as its runs' samples; a real shard beside
-    it (``merge p1 p2 --out mg``) is still found."""
-    (tmp_path / "secret").write_text("t_s\n1\n")
-    (tmp_path / "sweep.json").write_text("{}")  # "../sweep.json" is a sweep, but not beside
-    p1 = tmp_path / "p1" / "2" / "1"
-    p1.mkdir(parents=True)
-    (p1 / "samples.csv").write_text("t_s\n1\n")
-    (tmp_path / "p1" / "sweep.json").write_text("{}")
-    mg = tmp_path / "mg"
-    mg.mkdir()
+def test_a_fifo_in_place_of_edgeprofs_file_is_refused_without_waiting(tmp_path: Path) -> None:
+    """A FIFO is never a candidate (not a file), but one swapped in after that check would
+    have held the open of its header forever: it is opened without waiting, and refused."""
+    (tmp_path / "elsewhere").mkdir()
+    fifo = tmp_path / "elsewhere" / "samples.csv"
+    os.mkfifo(fifo)
+    assert _refused(fifo, "samples.csv", tmp_path / "art") == _refusal(
+        fifo, f"outside {tmp_path / 'art'}", "is not a regular file"
+    ).removeprefix(f"{fifo} ")
+
+
+def test_a_refusal_names_the_current_directory_in_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``report r.json`` read from where it lies: "outside ., the directory…" was awkward
+    (a verifier's)."""
     r = make_result(name="a")
-    mine = replace(r, samples=replace(r.samples, path="../p1/2/1/samples.csv"))
+    r = replace(r, samples=replace(r.samples, path="/etc/hostname"))
+    (tmp_path / "r.json").write_text(json.dumps(r.to_dict()))
+    monkeypatch.chdir(tmp_path)
+    [got] = load_runs([Path("r.json")])
+    assert got.warnings[-1] == _refusal(
+        Path("/etc/hostname"), "outside the current directory", "is not named samples.csv"
+    )
+
+
+@pytest.mark.parametrize("where", ["above", "absolute", "linked"])
+@pytest.mark.parametrize("ending", ["\r\n", "\n"])
+def test_edgeprofs_own_files_are_read_wherever_a_result_names_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str, ending: str
+) -> None:
+    """``cd sub && run --json --out ../jx > r.json`` (results.md: ``run --json`` names its
+    files from where it ran), or ``--out /abs/jy``: ``report r.json`` had left the run's
+    samples unread, "../jx/samples.csv leads outside ." (a verifier's).  An edgeprof
+    ``samples.csv`` (with the GPU columns or without; its line end rewritten by a copy) and
+    ``gpu.csv`` are read wherever they are, through a link too."""
+    sub, jx = tmp_path / "sub", tmp_path / "jx"
+    sub.mkdir()
+    jx.mkdir()
+    gpu_header = ",".join([*Sample.columns(), *GPU_SAMPLE_COLUMNS])
+    (jx / "samples.csv").write_text(gpu_header + ending + "0.1" + "," * 13 + ending)
+    (jx / "gpu.csv").write_text(",".join(GPU_CSV_COLUMNS) + ending)
+    r = make_result(name="a")
+    gpu = GpuStats(None, None, (), None, None, 0, 0.1, path="../jx/gpu.csv")
+    r = replace(r, samples=replace(r.samples, path="../jx/samples.csv"), gpu=gpu)
+    write_result(jx / "result.json", r)  # its own directory: this run's
+    if where == "absolute":
+        r = replace(r, samples=replace(r.samples, path=str(jx / "samples.csv")))
+    elif where == "linked":  # a samples.csv beside it, linking to the run's
+        (sub / "samples.csv").symlink_to(jx / "samples.csv")
+        r = replace(r, samples=replace(r.samples, path="samples.csv"))
+    (sub / "r.json").write_text(json.dumps(r.to_dict()))
+    monkeypatch.chdir(sub)
+    [got] = load_runs([Path("r.json")])
+    want = {"above": "../jx/samples.csv", "absolute": str(jx / "samples.csv")}
+    assert got.samples.path == want.get(where, "samples.csv")
+    assert got.gpu is not None and got.gpu.path == "../jx/gpu.csv"
+    assert got.warnings == r.warnings
+
+
+def test_a_merged_sweeps_parts_are_read_wherever_they_are(tmp_path: Path) -> None:
+    """``merge shx/job1/part shx/job2/part --out results/merged/today``: its ``report`` had
+    said "… leads outside results/merged/today …: not read" of each run and drawn no
+    timeline (a verifier's).  A shard is any directory holding a ``sweep.json``; what is
+    read there is edgeprof's (a shard recorded as ``..`` or ``/x`` names no file of
+    anyone's that is read)."""
+    (tmp_path / "secret").write_text("t_s\n1\n")  # not edgeprof's header
+    (tmp_path / "sweep.json").write_text("{}")  # "../../../sweep.json": a sweep, far above
+    part = tmp_path / "shx" / "job1" / "part"
+    (part / "2" / "1").mkdir(parents=True)
+    (part / "2" / "1" / "samples.csv").write_text(SAMPLES_HEADER + "0.1,,,,,,,,,\r\n")
+    (part / "sweep.json").write_text("{}")
+    mg = tmp_path / "results" / "merged" / "today"
+    mg.mkdir(parents=True)
+    r = make_result(name="a")
+    mine = replace(r, samples=replace(r.samples, path="../../../shx/job1/part/2/1/samples.csv"))
     theirs = replace(r, samples=replace(r.samples, path="/somewhere/secret"))
-    shards = [{"path": "../p1/sweep.json"}, {"path": "../sweep.json"}, {"path": "/x/sweep.json"}]
+    shards = [
+        {"path": "../../../shx/job1/part/sweep.json"},
+        {"path": "../../../sweep.json"},
+        {"path": "/x/sweep.json"},
+    ]
     doc = {"schema": SWEEP_SCHEMA, "runs": [mine.to_dict(), theirs.to_dict()], "shards": shards}
     (mg / "sweep.json").write_text(json.dumps(doc))
     a, b = load_runs([mg])
-    assert a.samples.path == str(mg / "../p1/2/1/samples.csv")
+    assert a.samples.path == str(mg / "../../../shx/job1/part/2/1/samples.csv")
+    assert a.warnings == r.warnings
     assert b.samples.path == "/somewhere/secret" and not Path(b.samples.path).exists()
+    assert b.warnings == (
+        *r.warnings,
+        _refusal(mg / "../../../secret", f"outside {mg}", "is not named samples.csv"),
+    )
 
 
 @pytest.mark.parametrize(
