@@ -17,8 +17,10 @@ Where a label's runs differ in any of these, each is named with what differs
 setting keeps its own statistics, and nothing is lost.  Named apart rather than refused:
 reading two scripts' or two settings' directories together is what ``report DIR1 DIR2`` is
 for, and their figures side by side are the answer; pooled, even with a warning, every
-figure of the cell would be wrong.  A file from before ``env`` was recorded (``None``) is
-not told apart by it: nothing says its environment differed.
+figure of the cell would be wrong.  Only ``-E`` is recorded, not what a run inherited: a
+run whose ``-E`` did not set a key is named "no -E KEY", never "KEY unset".  A file from
+before ``env`` was recorded (``None``) is not told apart by it (nothing says its
+environment differed), but a note says where it is pooled with runs that recorded some.
 
 A sweep's runs of one label always agree (one command, one environment; each ``-m`` model
 has its own label), so a sweep, and one bench, reads as it was.
@@ -83,10 +85,11 @@ def apart(runs: Sequence[RunResult]) -> tuple[list[RunResult], list[str]]:
         for label, group in group_by(runs, lambda r: r.label).items()
         if (d := _differs(group))
     }
+    unrecorded = _unrecorded([runs], found)
     if not found:
-        return list(runs), []
+        return list(runs), unrecorded
     name = _namer(runs, found)
-    return [name(r) for r in runs], _notes(runs, found, "these runs")
+    return [name(r) for r in runs], [*_notes(runs, found, "these runs"), *unrecorded]
 
 
 def apart_sides(
@@ -104,11 +107,12 @@ def apart_sides(
         for label, group in group_by(side, lambda r: r.label).items():
             if d := _differs(group):
                 found[label] = found[label] | d if label in found else d
+    unrecorded = _unrecorded([baseline, current], found)
     if not found:
-        return list(baseline), list(current), []
+        return list(baseline), list(current), unrecorded
     both = [*baseline, *current]
     name = _namer(both, found)
-    notes = _notes(both, found, "the baseline and current results")
+    notes = [*_notes(both, found, "the baseline and current results"), *unrecorded]
     return [name(r) for r in baseline], [name(r) for r in current], notes
 
 
@@ -178,10 +182,18 @@ def _differing_keys(group: Sequence[RunResult]) -> list[str]:
 
 
 def _env_part(r: RunResult, keys: Sequence[str]) -> str:
+    """The run's ``-E`` values of ``keys``, and the keys its ``-E`` did not set.  Only ``-E``
+    is recorded, not the environment the run inherited: ``A=1 B=2 edgeprof run …`` beside
+    ``run -E A=1 -E B=2 …`` had been labelled "A unset B unset", which edgeprof cannot
+    know (a verifier's); "no -E A, B" is what it does know."""
     if r.env is None:
-        return "env not recorded"
+        return "-E not recorded"
     env = dict(i.partition("=")[::2] for i in r.env)
-    return " ".join(f"{k}={env[k]}" if k in env else f"{k} unset" for k in keys)
+    parts = [" ".join(f"{k}={env[k]}" for k in keys if k in env)]
+    missing = [k for k in keys if k not in env]
+    if missing:
+        parts.append("no -E " + ", ".join(missing))
+    return ", ".join(p for p in parts if p)
 
 
 def _notes(runs: Sequence[RunResult], found: Mapping[str, _Differs], whose: str) -> list[str]:
@@ -201,16 +213,58 @@ def _notes(runs: Sequence[RunResult], found: Mapping[str, _Differs], whose: str)
             w
             for w, on in (
                 ("commands", any(d.command for d in other.values())),
-                ("--env settings", any(d.env for d in other.values())),
+                ("-E settings", any(d.env for d in other.values())),
             )
             if on
         )
+        inherited = ""
+        if any(d.env for d in other.values()):
+            inherited = "; only -E settings are recorded, not the environment a run inherited"
+        groups = group_by(runs, lambda r: r.label)
         notes.append(
             f"{whose} share a label but not their {what} ({_listed(other)}): they are not "
             "repeats of one setting, so each such run is named with what differs and no cell "
-            "pools two settings (--name labels a run as you choose)"
+            f"pools two settings{inherited}"
+            + _advice([r for label in other for r in groups[label]])
         )
     return notes
+
+
+def _advice(runs: Sequence[RunResult]) -> str:
+    """How to label such runs yourself: ``--name`` of ``run`` (``fit``, ``recipe``); a bench
+    has none (it labels its runs by target and batch size, and "--name labels a run as you
+    choose" had been said of two benches, a verifier's), and its name here says what
+    differs already."""
+    benches = sum(r.target is not None for r in runs)
+    if benches == len(runs):
+        return ""
+    return " (--name labels a run, not a bench, as you choose)" if benches else (
+        " (--name labels a run as you choose)"
+    )
+
+
+def _unrecorded(sides: Sequence[Sequence[RunResult]], found: Mapping[str, _Differs]) -> list[str]:
+    """The note for a label whose runs are pooled though some come from files that did not
+    record their ``-E`` settings (``env`` ``None``, older files) and others recorded some:
+    pooled in silence, they had read as one setting (a verifier's).  Not where the label is
+    named apart by ``-E`` (those runs are named "-E not recorded"), nor between
+    ``compare``'s sides, which are paired, not pooled."""
+    pooled: dict[str, str] = {}
+    for side in sides:
+        for label, group in group_by(side, lambda r: r.label).items():
+            given = [r.env for r in group if r.env]
+            if given and any(r.env is None for r in group) and not found.get(label, _NONE).env:
+                pooled.setdefault(label, f"{label}: -E {' '.join(given[0])}")
+    if not pooled:
+        return []
+    return [
+        f"some runs of {_listed(pooled)} come from files that did not record their -E "
+        f"settings (an older edgeprof), pooled with runs under recorded ones "
+        f"({'; '.join(list(pooled.values())[:4])}): nothing says they ran under the same"
+    ]
+
+
+_NONE = _Differs(target=False, command=False, env=False)
 
 
 def _listed(labels: Mapping[str, object]) -> str:

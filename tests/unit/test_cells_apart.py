@@ -95,13 +95,51 @@ def test_env_settings_split_a_label_and_an_older_file_is_not_told_apart_by_them(
         "infer bs=1 (THREADS=1)",
         "infer bs=1 (THREADS=2)",
         "infer bs=1 (THREADS=1)",
-        "infer bs=1 (env not recorded)",
+        "infer bs=1 (-E not recorded)",
     ]
     assert [len(g) for g in cells(named).values()] == [2, 1, 1]
-    assert notes[0].startswith("these runs share a label but not their --env settings (infer")
+    # A bench has no --name: the note does not advise it (a verifier's); its runs' names
+    # say what differs.
+    assert notes == [
+        "these runs share a label but not their -E settings (infer bs=1): they are not "
+        "repeats of one setting, so each such run is named with what differs and no cell "
+        "pools two settings; only -E settings are recorded, not the environment a run "
+        "inherited"
+    ]
     named, _ = apart([one, bench(("X=1",))])
-    assert [r.label for r in named] == ["infer bs=1 (THREADS=1)", "infer bs=1 (THREADS unset)"]
-    assert apart([one, bench(None)]) == ([one, bench(None)], [])
+    assert [r.label for r in named] == ["infer bs=1 (THREADS=1)", "infer bs=1 (no -E THREADS)"]
+    # Pooled, as nothing says the older file's environment differed, but said.
+    assert apart([one, bench(None)]) == (
+        [one, bench(None)],
+        [
+            "some runs of infer bs=1 come from files that did not record their -E settings "
+            "(an older edgeprof), pooled with runs under recorded ones (infer bs=1: -E "
+            "THREADS=1 X=1): nothing says they ran under the same"
+        ],
+    )
+    # An older file beside runs without -E: nothing recorded to differ from, no note.
+    assert apart([bench(()), bench(None)]) == ([bench(()), bench(None)], [])
+
+
+def test_a_run_without_e_is_not_said_to_have_its_variables_unset() -> None:
+    """``run -E A=1 -E B=2`` beside ``A=1 B=2 edgeprof run`` (inherited, not recorded) was
+    labelled "job (A unset B unset)": edgeprof cannot know that (a verifier's).  The label
+    says what it knows, and the note that only -E is recorded; a plain run's note keeps
+    --name's advice, and one of a run and a bench says it is a run's."""
+    given = _run("python3", "w.py", env=("A=1", "B=2"), name="job")
+    inherited = _run("python3", "w.py", env=(), name="job")
+    half = _run("python3", "w.py", env=("A=1",), name="job")
+    named, notes = apart([given, inherited, half])
+    assert [r.label for r in named] == ["job (A=1 B=2)", "job (no -E A, B)", "job (A=1, no -E B)"]
+    assert notes == [
+        "these runs share a label but not their -E settings (job): they are not repeats of "
+        "one setting, so each such run is named with what differs and no cell pools two "
+        "settings; only -E settings are recorded, not the environment a run inherited "
+        "(--name labels a run as you choose)"
+    ]
+    bench = make_result(name="infer bs=1", target="b.py:infer, loader load", env=("T=1",))
+    _, notes = apart([given, inherited, bench, dataclasses.replace(bench, env=("T=2",))])
+    assert notes[0].endswith("inherited (--name labels a run, not a bench, as you choose)")
 
 
 def test_a_sweeps_runs_and_repeats_keep_their_labels() -> None:
@@ -128,6 +166,15 @@ def test_compare_names_apart_what_differs_within_a_side_not_between_the_sides() 
     assert [r.label for r in b] == ["python (T=1)"]
     assert [r.label for r in c] == ["python (T=2)", "python (T=1)"]
     assert notes[0].startswith("the baseline and current results share a label but not their")
+    # An older baseline (env not recorded) against runs under -E: paired, not pooled.
+    old = [_run("python", "a.py", env=None)]
+    assert apart_sides(old, cur) == (old, cur, [])
+    _, _, notes = apart_sides(old, [*cur, *old])
+    assert notes == [
+        "some runs of python come from files that did not record their -E settings (an "
+        "older edgeprof), pooled with runs under recorded ones (python: -E T=2): nothing "
+        "says they ran under the same"
+    ]
 
 
 def test_a_run_records_its_env_overrides_and_older_files_read_as_not_recorded(
@@ -151,7 +198,7 @@ def test_a_run_records_its_env_overrides_and_older_files_read_as_not_recorded(
             ("python3 (THREADS=1)", "1"),
             ("python3 (THREADS=2)", "1"),
         ]
-    assert "note: these runs share a label but not their --env settings (python3)" in (
+    assert "note: these runs share a label but not their -E settings (python3)" in (
         capfd.readouterr().out
     )
     del doc["env"]  # as written before env was recorded
