@@ -347,6 +347,31 @@ def sweep_notes(path: Path) -> list[str]:
     return notes if stopped is None else [stopped, *notes]
 
 
+def sweep_resumed(path: Path) -> str | None:
+    """The resumptions of the sweep in ``path`` (``run --resume``) as a sentence; ``None``
+    for a sweep made in one go, or no sweep."""
+    found = read_sweep(path)
+    if found is None:
+        return None
+    entries = found[1].get("resumed")
+    if not isinstance(entries, list) or not entries:
+        return None
+    return f"{found[0]}: {resumed_sentence(entries)}"
+
+
+def resumed_sentence(entries: Sequence[Any]) -> str:
+    """A sweep finished by ``run --resume``: when, and how many runs each kept."""
+    each = "; ".join(
+        f"at {e.get('at', '?')}, keeping {e.get('kept', '?')} run(s)"
+        for e in entries
+        if isinstance(e, dict)
+    )
+    return (
+        f"the sweep was resumed ({each}): its statistics pool the runs made before and "
+        "after as one sweep's repeats"
+    )
+
+
 def stopped_sentence(runs: int, why: str) -> str:
     """A sweep that ended before its plan, in the words every report uses."""
     return f"the sweep stopped after {runs} run(s), before its plan was done ({why})"

@@ -72,6 +72,22 @@ def mixed_hosts_note(by_model: Mapping[str, Sequence[RunResult]]) -> str | None:
     )
 
 
+def resumed_hosts_note(kept: Sequence[RunResult], made: Sequence[RunResult]) -> str | None:
+    """A resumed sweep's note when the runs it kept and those it made ran on different kinds
+    of host (a CI job resumed on another runner): its cells pool both."""
+    every = kinds([*kept, *made])
+    if len(every) <= 1:
+        return None
+    parts = []
+    for k, r in every.items():
+        named = [n for n, runs in (("kept", kept), ("made now", made)) if k in kinds(runs)]
+        parts.append(f"{describe(r)} (runs {' and '.join(named)})")
+    return (
+        f"the resumed sweep's runs ran on {len(every)} kinds of host: {'; '.join(parts)}: "
+        "its cells' figures mix the hosts"
+    )
+
+
 def machine(r: RunResult) -> HostKind:
     """The machine of a run's host kind, without how edgeprof measured on it."""
     h = r.host

@@ -172,6 +172,14 @@ def run(
             "(every warm-up); edgeprof merge joins the parts."
         ),
     ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Finish the interrupted sweep of the same plan in --out: its finished runs "
+            "are kept, the others made (none there: the whole sweep).",
+        ),
+    ] = False,
     calibration: CalibrationFile = None,
     max_wall: MaxWall = None,
     max_cpu_time: MaxCpuTime = None,

@@ -68,6 +68,7 @@ OPTIONS: dict[str, tuple[str, Kind]] = {
     "--target": ("target", "str"),
     "--warmup": ("warmup", "int"),
     "--shard": ("shard", "str"),
+    "--resume": ("resume", "flag"),
     "--calibration": ("calibration", "path"),
     "--predictions": ("predictions", "path"),
     "--max-wall": ("max_wall", "str"),
@@ -134,6 +135,8 @@ REFUSED_IN_PARTS = {
     "give --cpus",
     "executor": "the recipe's engine runs each part; --executor runs a whole sweep and "
     "takes no --shard",
+    "resume": "a part writes where its engine collects it, not into an --out of its own: "
+    "a lost part is made again whole",
 }
 """``run``'s options a part cannot take, and why."""
 
@@ -281,6 +284,7 @@ def run_request(params: Mapping[str, Any]) -> RunRequest:
         target=p["target"],
         warmup=p["warmup"],
         shard=p["shard"],
+        resume=p["resume"],
         calibration=p["calibration"],
         budgets=budget_values(p),
         budgets_file=p["budgets_file"],

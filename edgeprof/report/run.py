@@ -16,12 +16,20 @@ from typing import TYPE_CHECKING, TextIO
 
 from ..backends.base import meminfo_total
 from ..errors import ConfigError
-from ..resultfiles import stopped_sentence
+from ..resultfiles import resumed_sentence, stopped_sentence
 from ..storage import check_out_dir
 from ..sweeps.host_checks import check_host, open_backend
 from ..sweeps.outdir import stale_runs
 from ..sweeps.plan import Step
-from ..sweeps.request import RunJob, RunRequest, execute, log_stem, plan_run
+from ..sweeps.request import (
+    RunJob,
+    RunRequest,
+    execute,
+    log_stem,
+    plan_run,
+    resume_of,
+    unfinished_runs,
+)
 from .files import announce_dir, write_file, write_markdown, write_plot_files
 from .progress import PlainProgress, RichProgress
 from .summary import BudgetGate, print_summary
@@ -29,6 +37,8 @@ from .summary import BudgetGate, print_summary
 if TYPE_CHECKING:
     from ..analysis.budgets import BudgetCheck, Budgets
     from ..model import RunResult
+    from ..sweeps.resume import Resume
+    from ..sweeps.sweep import SweepResult
 
 # What only some runs use (a sweep's exports, an env.template's files, predictions, budget
 # checks, CI summaries, JUnit) is imported where it is used: a plain run loads none of it
@@ -121,13 +131,17 @@ def run_and_report(
     job = open_backend(job, stderr)
     plan, tpl = job.plan, job.template
     given = job.request.out
+    resume = resume_of(job)  # another plan's sweep there: refused before any other word
     stale = [] if given is None else stale_runs(given, plan)
     if given is not None and stale:
         print(f"edgeprof: warning: {stale_warning(given, stale)}", file=stderr)
+    for note in resume_notes(job, resume):
+        print(f"edgeprof: note: {note}", file=stderr)
     progress: PlainProgress | RichProgress | None = None
     if not plan.is_single:
         if stderr.isatty() and not outputs.json_out:
-            progress = RichProgress(stderr, len(plan.steps()))
+            kept = 0 if resume is None else len(resume.kept)
+            progress = RichProgress(stderr, len(plan.steps()) - kept)
         else:
             progress = PlainProgress(stderr)
     if tpl is not None:
@@ -152,6 +166,7 @@ def run_and_report(
         try:
             outcome = execute(
                 job,
+                resume=resume,
                 on_start=progress.start if progress else None,
                 on_result=on_result,
                 workload_stdout=stderr.fileno() if outputs.json_out else None,
@@ -177,6 +192,7 @@ def run_and_report(
         repeats.append(repeats_table(results, auto.min_runs, auto.max_runs, auto.target))
     why = outcome.sweep.stopped
     stopped = [] if why is None or plan.is_single else [stopped_sentence(len(results), why)]
+    stopped += resumed_notes(outcome.sweep)
     # The tables first, the files after: a file that cannot be written (a full disk) is
     # then one error line under the figures, not in their place.
     if outputs.json_out:
@@ -192,16 +208,22 @@ def run_and_report(
     # Checked before the files are written: report.md and --markdown carry the verdict.
     checks = budget_checks(results, job.budgets)
     gate = BudgetGate(job.budgets.sources, checks)
-    if out is not None and not plan.is_single:
+    if out is not None and outcome.sweep.left_earlier:
+        print(
+            f"edgeprof: note: {out}'s earlier sweep is left as it was (this one was "
+            "interrupted in its first run, whose own directory alone it replaced)",
+            file=stderr,
+        )
+    elif out is not None and not plan.is_single:
         from .export import EXPORTS, write_exports
 
         # run_sweep wrote sweep.json; report.md as the terminal shows the sweep
         # report.md's advice on a slow first run, and a part's on its rankings
-        kept: dict[str, object] = {"warmup": plan.warmup}
+        advice: dict[str, object] = {"warmup": plan.warmup}
         if plan.shard is not None:
-            kept["shard"] = {"index": plan.shard[0], "count": plan.shard[1]}
+            advice["shard"] = {"index": plan.shard[0], "count": plan.shard[1]}
         write_exports(
-            out, results, sweep_json=False, extra=repeats, notes=stopped, plan=kept, gate=gate
+            out, results, sweep_json=False, extra=repeats, notes=stopped, plan=advice, gate=gate
         )
         announce_dir(out, ("sweep.json", *EXPORTS), stderr, "the runs' directories")
     elif out is not None:  # one run: the files it wrote
@@ -238,6 +260,40 @@ def run_and_report(
         )
         write_file(outputs.html, page, stderr)
     return RunReport(results, checks)
+
+
+def resume_notes(job: RunJob, resume: Resume | None) -> list[str]:
+    """What a sweep into an ``--out`` says, before its first run, of the sweep there it would
+    finish (``--resume``) or replace (an unfinished sweep of the same plan, without it)."""
+    out, plan = job.request.out, job.plan
+    if out is None or plan.is_single:
+        return []
+    if job.request.resume:
+        if resume is None:
+            return [f"--resume: {out} holds no sweep.json: the whole sweep is made"]
+        measured = len([s for s in plan.steps() if not s.warmup])
+        kept = len(resume.kept)
+        return [f"--resume: {kept} of {measured} measured run(s) kept; the rest are made"]
+    unfinished = unfinished_runs(job)
+    if unfinished is None:
+        return []
+    kept, measured = unfinished
+    return [
+        f"{out} holds an unfinished sweep of this plan ({kept} of {measured} run(s) "
+        "finished): this sweep replaces it once its first run has finished; --resume keeps "
+        "them and makes the rest"
+    ]
+
+
+def resumed_notes(sweep: SweepResult) -> list[str]:
+    """A resumed sweep's notes: when it was resumed, and the hosts where they differ."""
+    if not sweep.resumed:
+        return []
+    from ..analysis.hosts import resumed_hosts_note
+
+    made = [r for r in sweep.runs if all(r is not k for k in sweep.kept)]
+    hosts = resumed_hosts_note(sweep.kept, made)
+    return [resumed_sentence(sweep.resumed), *([] if hosts is None else [hosts])]
 
 
 def run_files(result: RunResult) -> list[str]:

@@ -25,6 +25,7 @@ from ..resultfiles import (
     load_runs,
     read_sweep,
     sweep_notes,
+    sweep_resumed,
     sweep_stopped,
     sweeps_below,
 )
@@ -218,6 +219,7 @@ def rerender(
 
         _pyplot()  # a missing matplotlib is found before any file is written
     stopped = [why for p in paths for why in sweep_notes(p)]
+    stopped += [why for p in paths if (why := sweep_resumed(p)) is not None]
     answers = [
         (fit_note(p, d), _answer_kind(d))
         for p, docs in fits.items()

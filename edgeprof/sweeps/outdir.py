@@ -5,6 +5,7 @@ first run has started)."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -50,7 +51,7 @@ def stale_part_runs(out: Path, plan: SweepPlan, stage: Path) -> list[Path]:
     return sorted({p.parent for p in out.rglob("result.json")} - planned)
 
 
-def remove_earlier(out: Path, plan: SweepPlan) -> list[Path]:
+def remove_earlier(out: Path, plan: SweepPlan, skip: Sequence[Path] = ()) -> list[Path]:
     """Remove what an earlier sweep into ``out`` left at the names this one writes (its
     :data:`SWEEP_FILES` and, in each of its runs' directories, a run's files); the paths
     removed.  Called once every input is checked, ``out`` is held and the first run's
@@ -59,17 +60,21 @@ def remove_earlier(out: Path, plan: SweepPlan) -> list[Path]:
     report.md (6 runs, no note) beside its own sweep.json of 2, and its unreached runs'
     result.json.  Only edgeprof's own names, only plain files, never through a link
     (:func:`edgeprof.outfiles.remove_files`); other files, and an earlier sweep's runs this
-    one does not make (:func:`stale_runs`), stay."""
+    one does not make (:func:`stale_runs`), stay.  ``skip``: run directories left alone
+    (the first run's, which :func:`~.sweep.run_sweep` empties as it starts and which then
+    holds that run's own files)."""
     # The sweep files by their names only where an edgeprof sweep wrote them: a single run
     # writes none, and had removed a user's own report.md and runs.csv from its --out.
-    earlier = not plan.is_single and _sweep_here(out)
+    earlier = not plan.is_single and sweep_here(out)
     removed = [out / name for name in remove_files(out, SWEEP_FILES)] if earlier else []
     for d in dict.fromkeys(run_dir(out, plan, step) for step in plan.steps()):
+        if d in skip:
+            continue
         removed += [d / name for name in remove_files(d, OUT_FILES)]
     return removed
 
 
-def _sweep_here(out: Path) -> bool:
+def sweep_here(out: Path) -> bool:
     """``out`` holds an edgeprof ``sweep.json`` (a file of another kind, or one that cannot
     be read, is the user's: nothing beside it is removed for it)."""
     try:

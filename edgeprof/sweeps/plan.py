@@ -4,6 +4,7 @@ then round 2 …, so a slow drift of the machine hits every model alike)."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -154,6 +155,24 @@ class SweepPlan:
             return list(every)
         index, count = self.shard
         return [k for k in every if (k - 1) % count == index - 1]
+
+    def recorded(self) -> dict[str, Any]:
+        """The plan as ``sweep.json`` records it (its keys, in its order): what ``--resume``
+        holds the earlier sweep to."""
+        auto = None if self.auto is None else dataclasses.asdict(self.auto)
+        shard = None
+        if self.shard is not None:
+            index, count = self.shard
+            shard = {"index": index, "count": count, "rounds": self.rounds()}
+        return {
+            "command": list(self.command),
+            "models": list(self.models),
+            "limits": [lim.describe() for lim in self.limits],
+            "repeat": self.repeat if self.auto is None else "auto",
+            **({} if auto is None else {"auto": auto}),
+            **({} if shard is None else {"shard": shard}),
+            "warmup": self.warmup,
+        }
 
     def label(self, model: str | None) -> str | None:
         return self.name if model is None else (self.name or self._labels[model])

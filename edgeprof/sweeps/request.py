@@ -56,6 +56,7 @@ from .sweep import SweepResult, run_sweep
 
 if TYPE_CHECKING:
     from ..analysis.calibration import Calibration
+    from .resume import Measured, Resume
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,9 @@ class RunRequest:
     warmup: int = 0
     shard: str | None = None
     """``--shard I/N``: this machine's part of the sweep (:attr:`SweepPlan.shard`)."""
+    resume: bool = False
+    """``--resume``: the finished runs of the interrupted sweep of this plan in ``out`` are
+    kept, and only the others made (:mod:`edgeprof.sweeps.resume`)."""
     calibration: Path | None = None
     budgets: Mapping[str, str | None] = field(default_factory=dict)
     """Budget options by metric (``wall``, ``cpu_time``, …), ``None`` where not given."""
@@ -307,6 +311,12 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
         check_path(req.cwd, "use --cwd")
     if req.out is not None:  # before a sweep's look for stale runs: EACCES's traceback too
         check_path(req.out, "write to output directory")
+    if req.resume and (req.out is None or plan.is_single):
+        raise ConfigError(
+            "--resume finishes a sweep in its --out: give --out and more than one run"
+            if req.out is None
+            else "--resume finishes a sweep of several runs: a single run has nothing to keep"
+        )
     for path in outputs:
         check_writable(path, req.out)
     if tpl is not None:  # the old profiler's summary and per-model logs, written after runs
@@ -383,9 +393,56 @@ def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:
     return req, list(d.warnings)
 
 
+def resume_of(job: RunJob) -> Resume | None:
+    """Stage 3½, for ``--resume``: what the sweep keeps of the one in its ``--out``
+    (:func:`~.resume.earlier_sweep`); ``None`` where there is none, or nothing was asked.
+    A sweep of another plan is refused before anything starts."""
+    from .resume import earlier_sweep
+
+    req = job.request
+    if not req.resume or req.out is None or job.plan.is_single:
+        return None
+    return earlier_sweep(req.out, job.plan, _measured(job))
+
+
+def unfinished_runs(job: RunJob) -> tuple[int, int] | None:
+    """Without ``--resume``: (finished, measured) runs of an unfinished sweep of this plan in
+    ``--out`` that ``--resume`` would keep; ``None`` where there is none (or another plan's,
+    which ``--resume`` would refuse)."""
+    from .resume import earlier_sweep
+
+    req = job.request
+    if req.out is None or job.plan.is_single:
+        return None
+    try:
+        earlier = earlier_sweep(req.out, job.plan, _measured(job))
+    except ConfigError:  # another plan's, or a file that cannot be read: not ours to say
+        return None
+    if earlier is None or earlier.complete:
+        return None
+    return len(earlier.kept), len([s for s in job.plan.steps() if not s.warmup])
+
+
+def _measured(job: RunJob) -> Measured:
+    """How this job's runs will be measured, as each run records it."""
+    from ..version import __version__
+    from .resume import Measured
+
+    req = job.request
+    interval, _ = parse_times(req.interval, None)
+    backend = job.backend.name if job.backend is not None else req.backend
+    return Measured(interval, backend, __version__, tuple(parse_env_items(req.env)))
+
+
+def parse_env_items(items: Sequence[str]) -> list[str]:
+    """``--env``'s items as a run's result records them (``KEY=VALUE``, the last of a key)."""
+    return [f"{k}={v}" for k, v in parse_env(items).items()]
+
+
 def execute(
     job: RunJob,
     *,
+    resume: Resume | None = None,
     on_start: Callable[[Step], None] | None = None,
     on_result: Callable[[Step, RunResult], None] | None = None,
     workload_stdout: int | None = None,
@@ -407,6 +464,7 @@ def execute(
             on_start=on_start,
             on_result=on_result,
             cgroup_parent=req.cgroup_parent,
+            resume=resume,
             profile_options={
                 "image": req.image,
                 "interval": DEFAULT_INTERVAL_S if req.interval is None else req.interval,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -29,7 +30,7 @@ from ..measure.loop import OUT_FILES
 from ..measure.runner import ResultNotSaved, profile
 from ..measure.stdin import one_command
 from ..model import Limits, RunResult, Termination
-from ..outfiles import check_target
+from ..outfiles import check_target, remove_files
 from ..storage import (
     DirLock,
     files_relative_to,
@@ -37,8 +38,9 @@ from ..storage import (
     prepare_out_dir,
     write_text_atomic,
 )
-from .outdir import remove_earlier, run_dir
+from .outdir import remove_earlier, run_dir, sweep_here
 from .plan import AutoRepeat, Step, SweepPlan
+from .resume import Resume
 
 
 @dataclass
@@ -51,6 +53,15 @@ class SweepResult:
     stopped: str | None = None
     """Why the sweep ended before its plan did (``interrupted``, or the error that stopped
     it); ``None`` for one that ran its plan."""
+    resumed: tuple[dict[str, Any], ...] = ()
+    """``run --resume``: each resumption of the sweep (``at``: when, ``kept``: the runs kept
+    from before it; :mod:`.resume`); empty for a sweep made in one go."""
+    kept: list[RunResult] = field(default_factory=list)
+    """The runs of :attr:`runs` kept from before this resumption (made by an earlier
+    ``edgeprof run``)."""
+    left_earlier: bool = False
+    """Interrupted in its first run, the sweep left the earlier sweep in ``out`` as it was
+    (its ``sweep.json``, exports and runs): it wrote no ``sweep.json`` of its own."""
 
     def to_dict(
         self, run_dicts: Sequence[dict[str, Any]] | None = None, base: Path | None = None
@@ -67,24 +78,14 @@ class SweepResult:
             run_dicts = [as_dict(r) for r in self.runs]
 
         extra = {
-            "command": list(self.plan.command),
-            "models": list(self.plan.models),
-            "limits": [lim.describe() for lim in self.plan.limits],
-            "repeat": self.plan.repeat if self.plan.auto is None else "auto",
-            **({} if self.plan.auto is None else {"auto": dataclasses.asdict(self.plan.auto)}),
-            **({} if self.plan.shard is None else {"shard": self._shard()}),
-            "warmup": self.plan.warmup,
+            **self.plan.recorded(),
             "interrupted": self.interrupted,
             "stopped": self.stopped,
             **({} if self.plan.budgets is None else {"budgets": dict(self.plan.budgets)}),
+            **({"resumed": list(self.resumed)} if self.resumed else {}),
             "warmup_runs": [as_dict(r) for r in self.warmups],
         }
         return sweep_dict(self.runs, extra, run_dicts)
-
-    def _shard(self) -> dict[str, Any]:
-        assert self.plan.shard is not None
-        index, count = self.plan.shard
-        return {"index": index, "count": count, "rounds": self.plan.rounds()}
 
 
 class _Checkpoint:
@@ -130,6 +131,10 @@ class _Checkpoint:
         if time.monotonic() >= self._next:
             self._write()
 
+    def discard(self) -> None:
+        """Nothing written, and nothing to write (the sweep left an earlier one's file)."""
+        self._spool.close()
+
     def close(self) -> None:
         """The last write: every run, after the last one, an interruption or an error."""
         self._closing = True
@@ -169,6 +174,55 @@ class _Checkpoint:
         self._next = start + took + max(self.MIN_GAP_S, 10 * took)
 
 
+class _Removal:
+    """What an earlier sweep left in ``out`` at the names this one writes, removed in two
+    steps (:func:`_sweep`), or, resumed, only each re-made run's own files."""
+
+    def __init__(self, out: Path | None, plan: SweepPlan, resumed: bool) -> None:
+        self._out, self._plan, self._resumed = out, plan, resumed
+        self._first: Path | None = None  # the first run's directory, once it has started
+        self._done = out is None or resumed
+        # Whether a first run cancelled leaves an earlier sweep as it was.
+        self._keeps = out is not None and not self._done and not plan.is_single
+        self._keeps = self._keeps and out is not None and sweep_here(out)
+
+    def launched(self, step: Step) -> None:
+        """A run's workload has started: its directory's earlier files go (an interrupted
+        run's gpu.csv had stayed beside a re-made run that wrote none)."""
+        if self._out is None or (self._first is not None and not self._resumed):
+            return
+        d = run_dir(self._out, self._plan, step)
+        self._first = self._first or d
+        with contextlib.suppress(OutputReplaced):
+            # The workload, already running, swapped the held directory: its run goes on,
+            # and its result.json is refused the same way (ResultNotSaved).
+            remove_files(d, OUT_FILES)
+
+    def finished(self, r: RunResult) -> bool:
+        """A run has finished: after the first, the rest of the earlier sweep goes.  ``False``
+        where that run was cancelled and an earlier sweep is kept whole."""
+        if self._done or self._out is None:
+            return True
+        self._done = True
+        if r.termination is Termination.INTERRUPTED and self._keeps:
+            return False
+        skip = () if self._first is None else (self._first,)
+        with contextlib.suppress(OutputReplaced):
+            remove_earlier(self._out, self._plan, skip)
+        return True
+
+
+def _anything_to_make(plan: SweepPlan, resume: Resume) -> bool:
+    """Whether a resumed sweep makes a measured run.  With ``--repeat auto`` only the rounds
+    every cell runs (up to ``--min-runs``) are known before the runs: past them, an earlier
+    sweep that did not finish may make one more."""
+    steps = [s for s in plan.steps() if not s.warmup]
+    if plan.auto is not None:
+        every = [s for s in steps if s.round <= plan.auto.min_runs]
+        return not resume.complete or any(resume.run_of(s) is None for s in every)
+    return any(resume.run_of(s) is None for s in steps)
+
+
 def check_limits(
     plan: SweepPlan, backend: Backend, elsewhere: tuple[int, int] | None = None
 ) -> None:
@@ -203,6 +257,7 @@ def run_sweep(
     on_result: Callable[[Step, RunResult], None] | None = None,
     cgroup_parent: str | None = None,
     profile_options: Mapping[str, Any] | None = None,
+    resume: Resume | None = None,
 ) -> SweepResult:
     """Run ``plan``; ``profile_options`` go to :func:`edgeprof.measure.runner.profile` for every run
     (``interval``, ``timeout``, ``env``, ``cwd``, ``stdout``, ``image`` …).
@@ -213,9 +268,14 @@ def run_sweep(
     after its last run, an interruption or an error,
     so an interrupted sweep keeps what it measured.
     An interrupted run ends the sweep (``interrupted`` is set); other failures are results.
+
+    ``resume`` (:func:`.resume.earlier_sweep` of ``out``): the finished runs of an earlier,
+    interrupted sweep of this plan are kept, in their places, and only the others are made.
     """
     with one_command():  # every run of the sweep reads the same stdin
-        return _run_sweep(plan, backend, out, on_start, on_result, cgroup_parent, profile_options)
+        return _run_sweep(
+            plan, backend, out, on_start, on_result, cgroup_parent, profile_options, resume
+        )
 
 
 def _run_sweep(
@@ -226,13 +286,14 @@ def _run_sweep(
     on_result: Callable[[Step, RunResult], None] | None,
     cgroup_parent: str | None,
     profile_options: Mapping[str, Any] | None,
+    resume: Resume | None,
 ) -> SweepResult:
     be = get_backend(backend, cgroup_parent=cgroup_parent)
     check_limits(plan, be)
     if out is None or plan.is_single:
         # A single run's directory is profile()'s to create, after its cores are leased: one
         # refused for busy cores leaves none behind.
-        return _sweep(plan, be, out, on_start, on_result, profile_options)
+        return _sweep(plan, be, out, on_start, on_result, profile_options, None)
     made = missing_dirs(out)
     prepare_out_dir(out, ("sweep.json",))
     # sweep.json is this sweep's alone.  Refused (another sweep holds the directory), it
@@ -242,7 +303,7 @@ def _run_sweep(
             for step in plan.steps():  # a link planted in a run's directory: before any run
                 for name in OUT_FILES:
                     check_target(run_dir(out, plan, step) / name)
-            return _sweep(plan, be, out, on_start, on_result, profile_options)
+            return _sweep(plan, be, out, on_start, on_result, profile_options, resume)
         except BaseException:
             for d in made:  # a first run that could not start: no file, as for a single run
                 with contextlib.suppress(OSError):
@@ -257,30 +318,31 @@ def _sweep(
     on_start: Callable[[Step], None] | None,
     on_result: Callable[[Step, RunResult], None] | None,
     profile_options: Mapping[str, Any] | None,
+    resume: Resume | None,
 ) -> SweepResult:
     """:func:`run_sweep`'s loop, once its directory is checked and held."""
     opts = dict(profile_options or {})
-    result = SweepResult(plan)
-    # An earlier sweep's files go once the first run has started (remove_earlier): a first
-    # run that cannot start, or is refused its cores, leaves them as they were.
-    earlier: list[Path] | None = None if out is not None else []
-
-    def first_launch() -> None:
-        nonlocal earlier
-        if earlier is None and out is not None:
-            try:
-                earlier = remove_earlier(out, plan)
-            except OutputReplaced:
-                # The first workload, already running, swapped the held directory: its run
-                # goes on, and its result.json is refused the same way (ResultNotSaved).
-                earlier = []
+    result = SweepResult(plan, resumed=() if resume is None else resume.resumed)
+    # An earlier sweep's files go in two steps.  The first run's own directory's once its
+    # workload has started (it writes its samples.csv there as it goes): a first run that
+    # cannot start, or is refused its cores, leaves them as they were.  The rest (sweep.json,
+    # the exports, the other runs' files) once that run has finished: a re-run cancelled
+    # in its first run had emptied every run directory of an interrupted sweep that
+    # --resume could have finished.  Resumed, nothing goes but a re-made run's own files.
+    removal = _Removal(out, plan, resume is not None)
 
     checkpoint = None if out is None or plan.is_single else _Checkpoint(out / "sweep.json", result)
     cell_of: dict[tuple[str | None, Limits], CellKey] = {}  # a step's cell, from its runs
     pending: set[CellKey] = set()  # --repeat auto: the cells the current round runs
     judged = 0  # the round ``pending`` was worked out for
+    # Resumed, the warm-ups are made again before the first run made (:mod:`.resume`), and
+    # not at all when every measured run is kept.
+    warm = resume is None or _anything_to_make(plan, resume)
     try:
         for step in plan.steps():
+            if step.warmup and not warm:
+                continue
+            kept = None if resume is None or step.warmup else resume.run_of(step)
             if plan.auto is not None and not step.warmup and step.round > plan.auto.min_runs:
                 if step.round != judged:
                     pending, judged = _pending(result.runs, plan.auto), step.round
@@ -290,6 +352,13 @@ def _sweep(
                     continue
                 # Counted without the skipped steps: the progress reads [k/most] with no gaps.
                 step = dataclasses.replace(step, index=len(result.runs) + len(result.warmups) + 1)
+            if kept is not None:
+                result.runs.append(kept)
+                result.kept.append(kept)
+                cell_of.setdefault((step.label, step.limits), cell_key(kept))
+                if checkpoint is not None:
+                    checkpoint.add(kept, False)
+                continue
             if on_start is not None:
                 on_start(step)
             command = [*plan.command, step.model] if step.model is not None else [*plan.command]
@@ -300,9 +369,15 @@ def _sweep(
                 out_dir=None if out is None else run_dir(out, plan, step),
                 name=step.label,
                 allow_over_host=plan.allow_over_host,
-                on_launch=first_launch,
+                on_launch=functools.partial(removal.launched, step),
                 **opts,
             )
+            # Cancelled in its first run, it leaves an earlier sweep whole: its sweep.json
+            # too, which the checkpoint would have replaced with this one run.
+            result.left_earlier = not removal.finished(r)
+            if result.left_earlier and checkpoint is not None:
+                checkpoint.discard()
+                checkpoint = None
             (result.warmups if step.warmup else result.runs).append(r)
             cell_of.setdefault((step.label, step.limits), cell_key(r))
             if on_result is not None:

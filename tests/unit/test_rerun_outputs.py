@@ -16,6 +16,7 @@ from edgeprof.cli import main
 
 FAKE = ["run", "--backend", "fake", "--interval", "0.01"]
 SWEEP_FILES = ("sweep.json", "runs.csv", "cells.csv", "report.md")
+FILES = ("result.json", "samples.csv")
 
 
 def own_files(out: Path) -> list[str]:
@@ -78,13 +79,15 @@ def test_a_refused_rerun_removes_nothing(
     assert {p: (tmp_path / "ex" / p).read_bytes() for p in before} == before
 
 
-def test_a_sweep_rerun_removes_the_earlier_sweeps_files_before_its_first_run(
+def test_a_sweep_rerun_removes_the_earlier_sweeps_files_once_its_first_run_has_finished(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A killed re-run of a complete sweep had left its runs.csv, cells.csv and report.md
-    (6 runs, no note) and its unreached runs' result.json.  Its first run now sees none of
-    them once it has started; an earlier sweep's run this one does not make (model c) and
-    the user's file stay."""
+    (6 runs, no note) and its unreached runs' result.json.  Its second run now sees none of
+    them; its first sees the earlier sweep whole but for its own directory (emptied as its
+    workload starts), so a re-run cancelled there loses nothing else (an interruptions
+    tester's: b/1/ and c/1/ had been emptied at once).  An earlier sweep's run this one does
+    not make (model c) and the user's file stay."""
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "sw"
     sweep = [*FAKE, "--repeat", "2", "--out", "sw"]
@@ -94,23 +97,28 @@ def test_a_sweep_rerun_removes_the_earlier_sweeps_files_before_its_first_run(
     capsys.readouterr()
     seen = tmp_path / "seen"
     # Each run lists the edgeprof files present while it runs, under the earlier run's name,
-    # once the earlier sweep's are gone (they go as the first run's workload starts, so that
-    # one that cannot start removes nothing; b/2's last, in the plan's order) and its own
-    # samples.csv is there.
-    gone = f"[ ! -e {out}/runs.csv ] && [ ! -e {out}/b/2/result.json ]"
+    # once its own samples.csv is there.
     listing = (
-        f"until {gone} && [ -s {out}/$1/1/samples.csv ]; do sleep 0.01; done; "
+        f"until [ -s {out}/$1/1/samples.csv ]; do sleep 0.01; done; "
         f"find {out} -name result.json -o -name sweep.json -o -name '*.csv' -o -name report.md "
         f"| sort > {seen}-$1-$(ls {seen}-$1-* 2>/dev/null | wc -l)"
     )
     assert main([*sweep, "-m", "a,b", "--", "sh", "-c", listing, "sh"]) == 0
     first = (tmp_path / "seen-a-0").read_text().split()
-    assert sorted(str(Path(p).relative_to(out)) for p in first) == [
-        "a/1/samples.csv",  # its own, being written
+    earlier = [*(f"{m}/{k}/{f}" for m in "bc" for k in (1, 2) for f in FILES), "a/2/result.json"]
+    assert sorted(str(Path(p).relative_to(out)) for p in first) == sorted(
+        ["a/1/samples.csv", "a/2/samples.csv", *earlier, *SWEEP_FILES]
+    )
+    second = (tmp_path / "seen-b-0").read_text().split()
+    assert sorted(str(Path(p).relative_to(out)) for p in second) == [
+        "a/1/result.json",  # this sweep's first run, finished
+        "a/1/samples.csv",
+        "b/1/samples.csv",  # its own, being written
         "c/1/result.json",  # not this sweep's: stays (and is warned of)
         "c/1/samples.csv",
         "c/2/result.json",
         "c/2/samples.csv",
+        "sweep.json",  # this sweep's checkpoint
     ]
     assert (out / "notes.txt").read_text() == "the user's"
     assert "holds 2 run(s) this sweep does not write" in capsys.readouterr().err

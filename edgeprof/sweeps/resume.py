@@ -1,0 +1,179 @@
+"""``run --resume``: an interrupted sweep finished into its own ``--out``.
+
+A sweep of hours that is cancelled (Ctrl-C, a CI job's timeout, a reboot) keeps each finished
+run's ``result.json`` in its directory (:func:`~.outdir.run_dir`) and ``sweep.json``'s plan.
+Resumed, the same plan goes through its steps in their order (rounds outermost, so the runs
+still to make keep the interleaving the plan would have given them), and each measured step
+whose directory holds a finished run of this plan *is* that run: its files are left as they
+are, and it takes its place in ``sweep.json`` and the statistics as if the sweep had run
+whole.  A run cut short by the interruption (``termination: interrupted``), or missing, is
+made.  An ending of the workload's own (exited, non-zero exit, OOM, timeout) is a result
+and is kept, as a whole sweep would have kept it.
+
+Warm-up rounds are made again whenever a measured run is: they are discarded runs whose only
+purpose is the state of the machine (caches, frequency) just before the measured ones, and the
+earlier warm-ups warmed a machine that has since gone cold.
+
+Refused, in one line naming what differs: a ``sweep.json`` of another plan (command, models,
+limit settings, repeats, ``--repeat auto``'s bounds, warm-ups, shard) or whose runs were
+measured differently (sampling interval, backend, edgeprof version, ``--env``): pooled, the
+cells' statistics would mix two measurements under one name.  Runs made at different times
+are pooled as one sweep's repeats; ``sweep.json`` records each resumption (``resumed``: when,
+and how many runs were kept), the report says so, and a host of another kind is said as a
+merge of shards says it (:func:`edgeprof.analysis.hosts.shard_notes`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..model import RunResult, Termination
+from ..resultfiles import found_files, read_sweep
+from ..storage import read_json
+from .outdir import run_dir
+from .plan import Step, SweepPlan
+
+
+@dataclass(frozen=True)
+class Measured:
+    """How the runs of a sweep are measured, besides its plan: what a run records of it."""
+
+    interval_s: float
+    backend: str
+    version: str
+    env: tuple[str, ...]
+
+    @classmethod
+    def of(cls, run: Mapping[str, Any]) -> Measured | None:
+        """A run's (a ``result.json``'s dict); ``None`` for one that does not record it."""
+        try:
+            samples = run["samples"]
+            return cls(
+                float(samples["interval_s"]),
+                str(run["backend"]),
+                str(run["edgeprof_version"]),
+                tuple(str(e) for e in run.get("env") or ()),
+            )
+        except (TypeError, KeyError, ValueError):
+            return None
+
+    def differs(self, other: Measured) -> str | None:
+        """What differs, in the words of the refusal; ``None`` when nothing does."""
+        for what, mine, theirs in (
+            ("sampling interval (--interval)", self.interval_s, other.interval_s),
+            ("backend", self.backend, other.backend),
+            ("edgeprof version", self.version, other.version),
+            ("--env", self.env, other.env),
+        ):
+            if mine != theirs:
+                return f"its runs' {what} differs ({theirs!r}, now {mine!r})"
+        return None
+
+
+@dataclass(frozen=True)
+class Resume:
+    """The finished runs of the sweep in ``out`` that this plan keeps, by step index."""
+
+    out: Path
+    kept: Mapping[int, RunResult]
+    files: Mapping[int, tuple[Path, tuple[int, int]]]
+    """Each kept run's ``result.json`` and its (mtime in ns, size) when it was read: a file
+    changed since (another edgeprof into the same ``--out`` before this one held it) is not
+    kept."""
+    resumed: tuple[dict[str, Any], ...] = field(default=())
+    """``sweep.json``'s ``resumed`` so far, this resumption last."""
+    complete: bool = False
+    """The earlier sweep ran its plan (``stopped`` null): a ``--repeat auto`` sweep then has
+    nothing left to make once its runs are kept."""
+
+    def run_of(self, step: Step) -> RunResult | None:
+        """The kept run of ``step``; ``None`` where it is to be made."""
+        run = self.kept.get(step.index)
+        if run is None:
+            return None
+        file, stamp = self.files[step.index]
+        return run if _stamp(file) == stamp else None
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def earlier_sweep(out: Path, plan: SweepPlan, measured: Measured) -> Resume | None:
+    """What ``--resume`` keeps of the sweep in ``out``: ``None`` where ``out`` holds no
+    ``sweep.json`` (nothing to resume: the whole sweep is made, as ``make`` makes every target
+    of an empty directory); a :class:`ConfigError` naming what differs where it holds
+    another plan's or another measurement's."""
+    found = read_sweep(out)
+    if found is None:
+        return None
+    path, data = found
+    recorded = plan.recorded()
+    for key in dict.fromkeys([*recorded, "auto", "shard"]):  # either side may lack these two
+        mine, theirs = recorded.get(key), data.get(key)
+        if theirs != mine:
+            raise ConfigError(
+                f"--resume: {path} is another sweep's: its {key} "
+                f"{'differ' if key in ('models', 'limits') else 'differs'} ({theirs!r}, now "
+                f"{mine!r}); give the same options, or another --out"
+            )
+    for d in data.get("runs") or ():
+        earlier = Measured.of(d) if isinstance(d, dict) else None
+        why = None if earlier is None else measured.differs(earlier)
+        if why is not None:
+            raise ConfigError(
+                f"--resume: {path} is another sweep's: {why}; give the same options, or "
+                "another --out"
+            )
+    kept: dict[int, RunResult] = {}
+    files: dict[int, tuple[Path, tuple[int, int]]] = {}
+    for step in plan.steps():
+        if step.warmup:
+            continue
+        file = run_dir(out, plan, step) / "result.json"
+        stamp = _stamp(file)  # before the read: a file replaced after it is not kept
+        run = _finished(file, plan, step, measured)
+        if run is not None and stamp is not None:
+            kept[step.index], files[step.index] = run, (file, stamp)
+    earlier_resumed = data.get("resumed")
+    history = tuple(e for e in earlier_resumed or () if isinstance(e, dict))
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    complete = data.get("stopped") is None and not data.get("interrupted")
+    return Resume(out, kept, files, (*history, {"at": now, "kept": len(kept)}), complete)
+
+
+def _finished(file: Path, plan: SweepPlan, step: Step, measured: Measured) -> RunResult | None:
+    """The run in ``file`` where it is a finished run of ``step`` measured as ``measured``.
+
+    Read from each run's own ``result.json``, not from ``sweep.json``: the checkpoint rewrites
+    that at most once a second, so what a SIGKILL leaves there may lack the last runs, whose
+    ``result.json`` are whole (written atomically).  A file of anything else (another
+    plan's, an interrupted run, one that cannot be read) is made again."""
+    if not file.is_file():
+        return None
+    try:
+        data = read_json(file, "result ")
+        if not isinstance(data, dict) or Measured.of(data) != measured:
+            return None
+        run = RunResult.from_dict(data)
+    except ConfigError:
+        return None
+    command = (*plan.command, *(() if step.model is None else (step.model,)))
+    if (
+        run.termination is Termination.INTERRUPTED
+        or run.command != command
+        or run.label != step.name
+        or run.limits != step.limits
+    ):
+        return None
+    return found_files(run, [file.parent], beside=True)
