@@ -61,6 +61,7 @@ class FakeRun(RunHandle):
         peak_reset: FdPeakReset | SharedPeakReset | None = None,
         oom_file: Path | None = None,
         others: Callable[[], int | None] | None = None,
+        own_group: bool = True,
     ) -> None:
         super().__init__()
         self._others = others
@@ -68,7 +69,8 @@ class FakeRun(RunHandle):
         self._peak_reset = peak_reset
         self._oom_file = oom_file
         self.closed = 0
-        self._proc = Process.for_run(spec, new_session=True)
+        self._own_group = own_group
+        self._proc = Process.for_run(spec, new_session=own_group)
         self.pid = self._proc.pid
         self.started = self._proc.started
         self.counter_reads = 0
@@ -106,7 +108,13 @@ class FakeRun(RunHandle):
             self._ended = self.ended = time.monotonic()
         return status
 
+    def in_callers_group(self) -> bool:
+        return self._proc.in_callers_group()
+
     def _signal_group(self, sig: int) -> None:
+        if not self._own_group:  # the caller's group is not the run's to signal
+            self._proc.signal(sig)
+            return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.pid, sig)
 
@@ -137,17 +145,22 @@ class FakeBackend(Backend):
         shared_peak: bool = False,
         oom_file: Path | None = None,
         others: Callable[[], int | None] | None = None,
+        own_group: bool = True,
     ) -> None:
         """``peak_file``: per-phase peak windows over this file, per descriptor (cgroup v2's
         kind) or, with ``shared_peak``, one shared mark (cgroup v1's kind).  ``others``: the
         scripted count of the run's processes besides its main one
-        (``RunHandle.others_running``; ``None``: the backend cannot tell)."""
+        (``RunHandle.others_running``; ``None``: the backend cannot tell).  ``own_group``:
+        the workload in a session of its own (signalled as a group), else in the caller's
+        process group, as the cgroup and process backends spawn it (only its main process
+        is signalled then: a workload with children would leave them running)."""
         self.script = script or linear()
         self._cpus = cpus
         self._peak_file = peak_file
         self._shared_peak = shared_peak
         self._oom_file = oom_file
         self._others = others
+        self._own_group = own_group
         self.runs: list[FakeRun] = []
 
     @property
@@ -168,6 +181,6 @@ class FakeBackend(Backend):
         if self._peak_file is not None:
             kind = SharedPeakReset if self._shared_peak else FdPeakReset
             peaks = kind(self._peak_file)
-        run = FakeRun(spec, self.script, peaks, self._oom_file, self._others)
+        run = FakeRun(spec, self.script, peaks, self._oom_file, self._others, self._own_group)
         self.runs.append(run)
         return run

@@ -132,6 +132,9 @@ class CgroupRun(RunHandle):
         # process is left out in case it is listed still, unreaped.
         return sum(1 for pid in self.members() if pid != self.pid)
 
+    def in_callers_group(self) -> bool:
+        return self._proc.in_callers_group()
+
     def terminate(self) -> None:
         signal_pids(self.members(), signal.SIGTERM)
 

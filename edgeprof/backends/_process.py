@@ -220,6 +220,16 @@ class Process:
         self._popen.returncode = os.waitstatus_to_exitcode(status)
         return self._popen.returncode
 
+    def in_callers_group(self) -> bool:
+        """In edgeprof's process group now: spawned without a session of its own, and not
+        moved out of it since (a workload's own ``setsid``, ``setpgid``)."""
+        if self._popen.returncode is not None:  # reaped: its pid may be another's
+            return False
+        try:
+            return os.getpgid(self.pid) == os.getpgrp()
+        except ProcessLookupError:
+            return False
+
     def signal(self, sig: int) -> None:
         if self._popen.returncode is None:
             with contextlib.suppress(ProcessLookupError):

@@ -359,6 +359,9 @@ class ProcessRun(RunHandle):
             procs = self._tree()
         return sum(1 for p in procs if p.pid != self.pid and _running(p))
 
+    def in_callers_group(self) -> bool:
+        return self._proc.in_callers_group()
+
     def terminate(self) -> None:
         signal_pids(self._pids(), signal.SIGTERM)
 

@@ -290,6 +290,14 @@ class RunHandle(abc.ABC):
         :meth:`kill` is about to end."""
         return None
 
+    def in_callers_group(self) -> bool:
+        """The run's main process is in edgeprof's process group now, so that a signal sent to
+        the group (a terminal's Ctrl-C, Ctrl-\\ or hang-up; ``kill -INT -PGID``) reached it as
+        well as edgeprof: the run loop then leaves it the grace to end by itself before it
+        sends SIGTERM (:func:`~edgeprof.measure.loop.run_loop`).  ``False`` by default: a
+        container's processes are in no group of edgeprof's."""
+        return False
+
     # -- the contract ------------------------------------------------------------------------
 
     @abc.abstractmethod

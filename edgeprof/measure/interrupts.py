@@ -15,6 +15,12 @@ from types import FrameType
 
 from ..backends._process import HARD_STOPS, STOP_SIGNALS
 
+GROUP_SIGNALS = frozenset({signal.SIGINT, signal.SIGQUIT, signal.SIGHUP})
+"""The stop signals a terminal sends to its whole foreground process group (Ctrl-C, Ctrl-\\,
+a hang-up; a ``kill -INT -PGID`` too): a workload in edgeprof's group got the one edgeprof
+got (:meth:`~edgeprof.backends.base.RunHandle.in_callers_group`).  Which process sent a
+signal is not told to a Python handler, so the group decides."""
+
 _stopped_by: int | None = None
 """The first stop signal a guard of this process took since the command's
 :class:`CommandGuard` began (any guard's, where none did)."""

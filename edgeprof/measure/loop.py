@@ -26,7 +26,7 @@ from ..outfiles import remove_files
 from .assemble import build_result, peak_read_in_phases
 from .events import EventChannel
 from .gpu import GpuWatch
-from .interrupts import Interrupted, SignalGuard
+from .interrupts import GROUP_SIGNALS, Interrupted, SignalGuard
 from .limits import quota_can_stall
 from .memory import MappedTracker
 from .phases import peak_with_phases
@@ -271,27 +271,54 @@ def _stop_gently(
     process of the run) and given ``grace`` to do so, its exit status then (``None``: still
     running, to be killed).  A second stop signal kills it at once.
 
-    The signal edgeprof got is said in the result's warnings.  Measured before: a Ctrl-C
-    SIGKILLed the workload at once, so a workload that traps SIGINT or SIGTERM to save a
-    checkpoint never ran its handler, and the result said ``exit_code 137`` of a workload
-    that had printed its own KeyboardInterrupt (a tester's)."""
+    A workload in edgeprof's process group got a terminal's signal too
+    (:data:`~edgeprof.measure.interrupts.GROUP_SIGNALS`): it is given the grace to end by
+    itself first, and only then sent SIGTERM.  Measured before: a Ctrl-C's SIGTERM, sent at
+    once, killed a Python workload inside its ``except KeyboardInterrupt:`` clean-up (its
+    checkpoint file never written), and the result said it "ended in the grace" (a
+    tester's).  Before that a Ctrl-C SIGKILLed the workload at once, and the result said
+    ``exit_code 137`` of a workload that had printed its own KeyboardInterrupt.
+
+    What happened is said in the result's warnings: the signal edgeprof got, whether the run
+    got it too, and what ended the run, when."""
     signum = exc.args[0] if isinstance(exc, Interrupted) and exc.args else signal.SIGINT
-    name = signal.Signals(signum).name
-    run.terminate()
+    got = f"edgeprof got {signal.Signals(signum).name}"
+    shared = signum in GROUP_SIGNALS and run.in_callers_group()
+    if shared:
+        got += ", which the run got too"
+    begun = time.monotonic()
+    sent: float | None = None
     try:
         with interrupts.armed(seen=1):
-            status = run.wait(grace)
+            status = run.wait(grace) if shared else None
+            if status is None:
+                run.terminate()
+                sent = time.monotonic()
+                status = run.wait(grace)
     except (KeyboardInterrupt, Interrupted):
-        warnings.append(f"edgeprof got {name}, then another stop signal: the run was killed")
+        warnings.append(f"{got}, then another stop signal: the run was killed")
         return None
-    if status is None:
-        warnings.append(
-            f"edgeprof got {name}: the run was sent SIGTERM and killed after the "
-            f"{grace:g}s grace"
-        )
+    if sent is None:
+        warnings.append(f"{got}: it ended by itself in {time.monotonic() - begun:.2f}s")
     else:
-        warnings.append(f"edgeprof got {name}: the run was sent SIGTERM and ended in the grace")
+        warnings.append(f"{got}: {_after_sigterm(status, time.monotonic() - sent, grace, shared)}")
     return status
+
+
+def _after_sigterm(status: int | None, took: float, grace: float, shared: bool) -> str:
+    """What a run sent SIGTERM did, ``took`` seconds later, for the warning; ``shared``: it
+    was sent only after the grace it had to end by itself."""
+    if shared:
+        said = f"it was sent SIGTERM after the {grace:g}s grace"
+        killed = f" and killed {grace:g}s after that"
+    else:
+        said = "the run was sent SIGTERM"
+        killed = f" and killed after the {grace:g}s grace"
+    if status is None:
+        return said + killed
+    if status == -signal.SIGTERM:
+        return f"{said}, which killed it"
+    return f"{said} and exited {took:.2f}s later"
 
 
 def _wait(run: RunHandle, timeout: float | None, grace: float, deadline: _Deadline) -> int | None:

@@ -139,6 +139,33 @@ def test_new_session() -> None:
         p.close()
 
 
+@pytest.mark.parametrize(
+    ("cmd", "new_session", "shared"),
+    [
+        (["sleep", "5"], False, True),  # the cgroup and process backends' spawn
+        (["sleep", "5"], True, False),
+        (["setsid", "sleep", "5"], False, False),  # the workload left the group itself
+    ],
+)
+def test_in_callers_group_tells_whether_the_groups_signals_reach_it(
+    cmd: list[str], new_session: bool, shared: bool
+) -> None:
+    """Whether a terminal's Ctrl-C to edgeprof's group reached the workload too: the run loop
+    then gives it the grace to end by itself.  Reaped, its pid may be another's: False."""
+    p = spawn(cmd, new_session=new_session)
+    try:
+        deadline = time.monotonic() + 5
+        while cmd[0] == "setsid" and os.getpgid(p.pid) != p.pid:  # until setsid has run
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        assert p.in_callers_group() is shared
+    finally:
+        p.signal(signal.SIGKILL)
+        p.wait(5)
+        p.close()
+    assert p.in_callers_group() is False
+
+
 def test_signal_pids_never_signals_init_groups_or_itself(monkeypatch: pytest.MonkeyPatch) -> None:
     sent: list[tuple[int, int]] = []
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -149,10 +151,11 @@ def test_workload_sigterm_to_edgeprof_interrupts_the_run(sig: str) -> None:
     r = profile(["sh", "-c", script], backend=fake(), interval=0.01)
     assert time.monotonic() - t < SLEEP_S / 2
     assert r.termination is Termination.INTERRUPTED
-    # Asked to stop as a timeout's run is (sh dies by the SIGTERM), within the grace.
+    # Asked to stop as a timeout's run is (sh dies by the SIGTERM), at once: the fake's
+    # workload is in a session of its own, so no signal to edgeprof's group reached it.
     assert r.signal == 15 and r.exit_code == 143
     name = signal.Signals[f"SIG{sig}"].name
-    assert f"edgeprof got {name}: the run was sent SIGTERM and ended in the grace" in r.warnings
+    assert f"edgeprof got {name}: the run was sent SIGTERM, which killed it" in r.warnings
 
 
 def test_a_signal_while_the_result_is_written_still_leaves_it_then_stops(
@@ -671,7 +674,10 @@ def test_an_interrupted_workload_runs_its_own_clean_up(tmp_path: Path) -> None:
     assert r.termination is Termination.INTERRUPTED
     assert (r.exit_code, r.signal) == (3, None)
     assert done.read_text() == "saved\n"
-    assert "edgeprof got SIGINT: the run was sent SIGTERM and ended in the grace" in r.warnings
+    said = [w for w in r.warnings if w.startswith("edgeprof got")]
+    assert len(said) == 1
+    said_re = r"edgeprof got SIGINT: the run was sent SIGTERM and exited 0\.\d\ds later"
+    assert re.fullmatch(said_re, said[0])
 
 
 def test_a_second_stop_signal_kills_the_interrupted_workload_at_once() -> None:
@@ -695,3 +701,67 @@ def test_a_workload_that_ignores_sigterm_is_killed_after_the_grace() -> None:
     assert "edgeprof got SIGTERM: the run was sent SIGTERM and killed after the 0.3s grace" in (
         r.warnings
     )
+
+
+CLEAN_UP = """
+import os, signal, sys, time
+try:
+    os.kill(os.getppid(), signal.SIGINT)  # a terminal's Ctrl-C: to edgeprof and the workload
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(30)
+except KeyboardInterrupt:
+    time.sleep(0.5)  # its clean-up: a checkpoint saved
+    with open(sys.argv[1], "w") as f:
+        f.write("saved")
+    sys.exit(4)
+"""
+
+
+def test_a_workload_in_edgeprofs_group_runs_its_clean_up_after_a_ctrl_c(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C reaches the workload too where it is in edgeprof's process group
+    (the cgroup and process backends spawn it there).  Measured before: edgeprof's SIGTERM,
+    sent at once, killed the workload inside its ``except KeyboardInterrupt:`` clean-up (no
+    checkpoint file, exit 143), and the result said it "ended in the grace" (a tester's).
+    It is left the grace to end by itself, and its own end is the result's."""
+    done = tmp_path / "ckpt.done"
+    cmd = [sys.executable, "-c", CLEAN_UP, str(done)]
+    r = profile(cmd, backend=fake(own_group=False), interval=0.01)
+    assert (r.termination, r.exit_code, r.signal) == (Termination.INTERRUPTED, 4, None)
+    assert done.read_text() == "saved"
+    said = [w for w in r.warnings if w.startswith("edgeprof got")]
+    assert len(said) == 1
+    assert re.fullmatch(
+        r"edgeprof got SIGINT, which the run got too: it ended by itself in 0\.[5-9]\ds", said[0]
+    )
+
+
+@pytest.mark.parametrize(
+    ("sig", "waits"), [("INT", True), ("QUIT", True), ("HUP", True), ("TERM", False)]
+)
+def test_a_workload_in_edgeprofs_group_is_sent_sigterm_after_the_grace(
+    sig: str, waits: bool
+) -> None:
+    """A terminal's signal (Ctrl-C, Ctrl-\\, a hang-up) to edgeprof alone, its workload in
+    edgeprof's group: it is taken as the group's (no handler is told the sender), so the
+    workload is sent SIGTERM once the grace has passed, and killed by it.  A SIGTERM is no
+    terminal's: it is sent SIGTERM at once."""
+    script = f"sleep 0.2; kill -{sig} $PPID; exec sleep {SLEEP_S}"
+    r = profile(["sh", "-c", script], backend=fake(own_group=False), interval=0.01, kill_grace=0.5)
+    assert (r.termination, r.exit_code, r.signal) == (Termination.INTERRUPTED, 143, 15)
+    name = signal.Signals[f"SIG{sig}"].name
+    if waits:
+        assert 0.7 < r.wall_s < SLEEP_S / 2
+        after = "which the run got too: it was sent SIGTERM after the 0.5s grace, which killed it"
+        assert f"edgeprof got {name}, {after}" in r.warnings
+    else:
+        assert r.wall_s < SLEEP_S / 2
+        assert f"edgeprof got {name}: the run was sent SIGTERM, which killed it" in r.warnings
+
+
+def test_a_workload_in_edgeprofs_group_that_ignores_both_is_killed_after_two_graces() -> None:
+    script = f"trap '' INT TERM; sleep 0.2; kill -INT $PPID; sleep {SLEEP_S}"
+    r = profile(["sh", "-c", script], backend=fake(own_group=False), interval=0.01, kill_grace=0.3)
+    assert (r.termination, r.exit_code) == (Termination.INTERRUPTED, 137)
+    assert 0.8 < r.wall_s < SLEEP_S / 2
+    after = "it was sent SIGTERM after the 0.3s grace and killed 0.3s after that"
+    assert f"edgeprof got SIGINT, which the run got too: {after}" in r.warnings
