@@ -5,12 +5,16 @@ crash.  In the process, and through the tests' CLI (the fake backend) in a subpr
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -115,6 +119,74 @@ def test_ctrl_c_stops_a_shell_loop_over_runs(tmp_path: Path) -> None:
     assert not (tmp_path / "o_b").exists()
 
 
+CHECKPOINT = """
+import pathlib, sys, time
+pathlib.Path("ready").touch()
+try:
+    time.sleep(30)
+except KeyboardInterrupt:
+    print("saving checkpoint", flush=True)
+    time.sleep(float(sys.argv[1]))
+    pathlib.Path("ckpt.done").write_text("saved")
+    print("checkpoint saved", flush=True)
+    sys.exit(4)
+"""
+
+
+def _ctrl_c_to_a_run_in_edgeprofs_group(
+    tmp_path: Path, presses: int, clean_up_s: float
+) -> tuple[subprocess.Popen[str], str, str, dict[str, Any]]:
+    """Ctrl-C ``presses`` times (SIGINT to the foreground group: bash, edgeprof and the
+    workload, which the fake-group backend spawns in edgeprof's group, as the cgroup and
+    process backends do) 0.1 s apart, to a Python workload whose ``except
+    KeyboardInterrupt:`` takes ``clean_up_s`` to save its checkpoint."""
+    (tmp_path / "ckpt.py").write_text(CHECKPOINT)
+    run = f"$L run --backend fake-group --interval 0.01 --out o -- {sys.executable} ckpt.py"
+    proc = _start(f"{run} {clean_up_s}; echo rc=$?", tmp_path)
+    _when_ready(proc, tmp_path / "ready")
+    for _ in range(presses):
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(0.1)
+    out, err = proc.communicate(timeout=60)
+    result = json.loads((tmp_path / "o" / "result.json").read_text())
+    return proc, out, err, result
+
+
+def test_ctrl_c_leaves_a_workload_in_edgeprofs_group_its_own_clean_up(tmp_path: Path) -> None:
+    """Measured before: edgeprof's SIGTERM, sent at once, killed the workload inside its
+    KeyboardInterrupt clean-up (no checkpoint file; "interrupted (143)"), and the result
+    said it "ended in the grace" (a tester's).  It is given the grace to end by itself."""
+    proc, out, err, result = _ctrl_c_to_a_run_in_edgeprofs_group(tmp_path, 1, 0.5)
+    assert proc.returncode == -signal.SIGINT  # bash died by it: a loop stops
+    assert (tmp_path / "ckpt.done").read_text() == "saved"
+    assert "saving checkpoint\ncheckpoint saved\n" in out
+    assert "interrupted (4)" in out  # the workload's own exit code
+    assert (result["termination"], result["exit_code"], result["signal"]) == (
+        "interrupted", 4, None,
+    )  # fmt: skip
+    said = [w for w in result["warnings"] if w.startswith("edgeprof got")]
+    assert len(said) == 1
+    assert re.fullmatch(
+        r"edgeprof got SIGINT, which the run got too: it ended by itself in 0\.[5-9]\ds", said[0]
+    )
+    assert err.endswith("edgeprof: interrupted (SIGINT)\n")
+
+
+def test_a_second_ctrl_c_kills_the_workload_at_once(tmp_path: Path) -> None:
+    """Its clean-up would take 20 s: the second Ctrl-C kills it, not the grace's end."""
+    t = time.monotonic()
+    proc, _, err, result = _ctrl_c_to_a_run_in_edgeprofs_group(tmp_path, 2, 20)
+    assert time.monotonic() - t < 10
+    assert proc.returncode == -signal.SIGINT
+    assert not (tmp_path / "ckpt.done").exists()
+    assert (result["termination"], result["exit_code"], result["signal"]) == (
+        "interrupted", 137, 9,
+    )  # fmt: skip
+    said = "edgeprof got SIGINT, which the run got too, then another stop signal: the run was"
+    assert f"{said} killed" in result["warnings"]
+    assert err.endswith("edgeprof: interrupted (SIGINT)\n")
+
+
 @pytest.mark.parametrize(("sig", "shell_rc"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_sigterm_ends_it_by_sigterm_after_its_result(
     tmp_path: Path, sig: signal.Signals, shell_rc: int
@@ -128,6 +200,86 @@ def test_sigterm_ends_it_by_sigterm_after_its_result(
     assert out.splitlines()[-1] == f"rc={shell_rc}"
     assert f"edgeprof: interrupted ({sig.name})\n" in err  # then bash's own "Hangup"
     assert '"termination": "interrupted"' in (tmp_path / "o_a" / "result.json").read_text()
+
+
+def _program(main: str) -> subprocess.CompletedProcess[str]:
+    """edgeprof's program (:func:`edgeprof.cli.entry`) in a fresh interpreter, its
+    :func:`~edgeprof.cli.main` replaced by ``main`` (the body of ``def main(argv=None)``)."""
+    body = "\n".join(f"    {line}" for line in textwrap.dedent(main).strip().splitlines())
+    script = (
+        "import os, signal, sys, time\nimport edgeprof.cli as cli\n"
+        f"def main(argv=None):\n{body}\ncli.main = main\ncli.entry()\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", script], env=ENV, capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_signal_before_the_commands_guard_is_one_line(sig: signal.Signals) -> None:
+    """In main's imports, before its command's guard stands.  Measured before: a Ctrl-C
+    0.085 s after the start was a 12-line KeyboardInterrupt traceback (in the package's
+    imports, before entry ran), and a SIGTERM there ended edgeprof with no line."""
+    proc = _program(
+        f"""
+        os.kill(os.getpid(), {int(sig)})  # lands in the imports below
+        import edgeprof.measure.runner
+        return 0
+        """
+    )
+    assert proc.returncode == -sig
+    assert proc.stderr == f"edgeprof: interrupted ({sig.name})\n"
+
+
+def test_signals_after_the_command_stopped_are_held_to_the_end() -> None:
+    """A burst's later SIGINTs, after the command's guard is gone and while the one line is
+    written.  Measured before: 1 try in ~10 printed a KeyboardInterrupt traceback after
+    ``edgeprof: interrupted`` (Python's own handler, put back, raised in ``_die_by``)."""
+    proc = _program(
+        """
+        from edgeprof.measure.interrupts import CommandGuard
+        with CommandGuard():
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)
+            except KeyboardInterrupt:
+                pass
+        os.kill(os.getpid(), signal.SIGINT)  # after the guard
+        time.sleep(0.05)
+        err = sys.stderr
+
+        class Burst:  # a SIGINT in the middle of the one line
+            def write(self, text):
+                os.kill(os.getpid(), signal.SIGINT)
+                return err.write(text)
+
+            def flush(self):
+                err.flush()
+
+        sys.stderr = Burst()
+        return 130
+        """
+    )
+    assert proc.returncode == -signal.SIGTERM  # the first signal's death
+    assert proc.stderr == "edgeprof: interrupted (SIGTERM)\n"
+
+
+def test_the_program_takes_ctrl_c_over_before_anything_heavy_loads() -> None:
+    """What loads before :func:`edgeprof.cli.entry` sets its handler is a window where a
+    Ctrl-C is Python's traceback: the package had imported ``typing`` and the workload's
+    instrument module there (~6 ms of a busy host's 0.085 s).  Its names load on first use."""
+    probe = (
+        "import sys; before = set(sys.modules)\n"
+        "from edgeprof.cli import entry\n"
+        "print(' '.join(sorted(set(sys.modules) - before - {'signal'})))\n"
+        "from edgeprof import phase\n"
+        "from edgeprof.workload import instrument\n"
+        "print(phase is instrument.phase)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], env=ENV, capture_output=True, text=True, timeout=60
+    )
+    assert proc.stdout == "edgeprof edgeprof.cli edgeprof.version\nTrue\n", proc.stderr
 
 
 @pytest.mark.parametrize(
