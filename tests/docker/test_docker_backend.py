@@ -156,7 +156,7 @@ def test_interrupt_removes_the_container(docker_daemon: Any, tmp_path: Path) -> 
     seen = _wait_for_cpu(tmp_path / "samples.csv", proc, 0.25)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=HANG_S)
-    assert proc.returncode == 130, err.decode()
+    assert proc.returncode == -signal.SIGINT, err.decode()  # dies by it, its result out
     result = json.loads(out)
     assert result["termination"] == "interrupted" and result["cpu"]["total_s"] >= seen
 

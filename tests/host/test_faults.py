@@ -384,7 +384,8 @@ def test_sigkill_to_edgeprof_then_collection(
     assert live.poll() is None and _stale_groups_of(live.pid), "a live run was collected"
     alive_for = time.monotonic() - live_seen
     live.send_signal(signal.SIGTERM)
-    assert live.wait(HANG_S) == 130, live.stderr.read() if live.stderr else ""
+    # It dies by the SIGTERM once its result is written (a CI job's cancel stops the job).
+    assert live.wait(HANG_S) == -signal.SIGTERM, live.stderr.read() if live.stderr else ""
     kept = json.loads((tmp_path / "live" / "result.json").read_text())
     # Its wall time covers at least the span we watched it live: it starts at the spawn, before
     # the workload's ready file, and ends after our SIGTERM.  (A fixed floor failed when the
