@@ -55,7 +55,7 @@ def entry() -> None:
     is the former, so ``for m in a b c; do edgeprof run …; done`` had run b and c after a
     Ctrl-C in a, and exited 0 (a tester's).  Dying by SIGINT stops the loop, as plain
     ``python3`` does; SIGTERM is 143 to a shell, SIGHUP 129.  A signal whose default also
-    dumps core (SIGQUIT, SIGXCPU) ends it with 130, as before: no core file of a clean end.
+    dumps core (SIGQUIT, SIGXCPU) ends it with its code, as before: no core file of a clean end.
     :func:`main` itself returns 130 (a library caller's process is not edgeprof's to end).
 
     Its own handler (:func:`_on_stop`) is the first thing it sets, before :func:`main`'s
@@ -76,7 +76,7 @@ def entry() -> None:
     _ending = True
     stopped = _stop_signal()
     if stopped is not None:
-        _die_by(stopped, code)
+        _die_by(stopped)
     raise SystemExit(code)
 
 
@@ -128,8 +128,12 @@ _CORE = frozenset({signal.SIGQUIT, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGSYS
 """Stop signals whose default action dumps core: not re-raised (see :func:`entry`)."""
 
 
-def _die_by(sig: int, code: int) -> None:
-    """One line, the buffered output flushed, then the default action of ``sig``."""
+def _die_by(sig: int) -> None:
+    """One line, the buffered output flushed, then the default action of ``sig``, whatever
+    code the command had: a sweep stopped after a failed run (1) or over a budget (3) had
+    exited so, and a shell loop over it had gone on after the Ctrl-C (a reviewer's); that
+    news is in the outputs, written by now.  A core-dumping signal returns (its caller exits
+    with the code)."""
     # Every signal is held first: no later one runs a handler, nor ends edgeprof by another
     # signal's default, from here; only ``sig`` is let through at the end.
     signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
@@ -139,8 +143,8 @@ def _die_by(sig: int, code: int) -> None:
         with _quiet():
             if stream is not None:
                 stream.flush()
-    if sig in _CORE or code != EXIT_INTERRUPTED:
-        return  # a code of its own: a failed run's, an error's (2), a regression's (3)
+    if sig in _CORE:
+        return
     signal.signal(sig, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})  # a pending one of the burst ends it here
     os.kill(os.getpid(), sig)

@@ -296,3 +296,25 @@ def test_a_closed_standard_error_runs_the_command(tmp_path: Path, args: str) -> 
     out, err = proc.communicate(timeout=60)
     assert out.splitlines()[-1] == "rc=0" and err == ""
     assert (tmp_path / "o").is_dir()
+
+
+@pytest.mark.parametrize(("sig", "code", "ends"), [
+    (signal.SIGINT, 3, -signal.SIGINT),  # over a budget: still dies by the Ctrl-C
+    (signal.SIGINT, 1, -signal.SIGINT),  # a failed run before it
+    (signal.SIGTERM, 0, -signal.SIGTERM),
+    (signal.SIGQUIT, 3, 3),  # a core-dumping one: the code
+])  # fmt: skip
+def test_a_stopped_program_dies_by_the_signal_whatever_its_code(
+    sig: signal.Signals, code: int, ends: int
+) -> None:
+    """A sweep stopped after a failed run (exit 1) or over a budget (3) had exited so after a
+    Ctrl-C, and a shell loop over it had gone on (a reviewer's)."""
+    program = (
+        "import signal, edgeprof.cli as c, edgeprof.measure.interrupts as i\n"
+        f"i._note({int(sig)})\n"
+        f"c.main = lambda argv=None: {code}\n"
+        "c.entry()\n"
+    )
+    p = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert p.returncode == ends, p.stderr
+    assert p.stderr == f"edgeprof: interrupted ({sig.name})\n"
