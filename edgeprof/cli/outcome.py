@@ -70,7 +70,7 @@ def guarded(command: Callable[[], int]) -> int:
     """``command``'s exit code; edgeprof's errors as one line on stderr (2), an interruption
     of edgeprof itself as 130; standard output as :class:`_Stdout` makes it, standard error
     held the same way."""
-    from ..measure.interrupts import CommandGuard
+    from ..measure.interrupts import CommandGuard, stopped_by
 
     out = _Stdout(sys.stdout)
     err = _Stdout(sys.stderr, "standard error")
@@ -80,6 +80,10 @@ def guarded(command: Callable[[], int]) -> int:
         try:
             with CommandGuard():
                 code = command()
+            if stopped_by() is not None:
+                # Stopped, whatever else it says: a sweep that a signal ended between runs
+                # (its runs each exited 0) had returned 0, as had one after a failed run 1.
+                code = EXIT_INTERRUPTED
         finally:
             out.flush()  # what is still buffered fails here, not at the interpreter's exit
             err.flush()

@@ -12,8 +12,12 @@ import signal
 import threading
 from collections.abc import Iterator
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from ..backends._process import HARD_STOPS, STOP_SIGNALS
+
+if TYPE_CHECKING:
+    from ..model import RunResult
 
 GROUP_SIGNALS = frozenset({signal.SIGINT, signal.SIGQUIT, signal.SIGHUP})
 """The stop signals a terminal sends to its whole foreground process group (Ctrl-C, Ctrl-\\,
@@ -41,6 +45,16 @@ def _note(signum: int) -> None:
 class Interrupted(BaseException):
     """A stop signal to edgeprof while it waited on the workload: the run ends as
     ``interrupted``."""
+
+
+class StoppedAfter(KeyboardInterrupt):
+    """A stop signal to edgeprof after its workload had ended: the run's ``result`` stands
+    (written), and edgeprof stops.  A sweep keeps it and ends as interrupted (raised bare,
+    the run had been dropped and the sweep's tables and files not written: a reviewer's)."""
+
+    def __init__(self, result: RunResult) -> None:
+        super().__init__()
+        self.result = result
 
 
 class SignalGuard:

@@ -39,7 +39,7 @@ from .inputs import (
     command_args,
     parse_times,
 )
-from .interrupts import Interrupted, SignalGuard
+from .interrupts import Interrupted, SignalGuard, StoppedAfter
 from .leases import lease_cores
 from .limits import (
     allowed_cpus,
@@ -343,7 +343,7 @@ def profile(
         if interrupts.received is not None and result.termination != Termination.INTERRUPTED:
             # Stopped after the workload had ended: its result stands (and is written), and
             # edgeprof stops as asked rather than go on to a sweep's next run.
-            raise KeyboardInterrupt
+            raise StoppedAfter(result)
         return result
     finally:
         if watch is not None:

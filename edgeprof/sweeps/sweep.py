@@ -25,6 +25,7 @@ from typing import Any
 from ..analysis.cells import CellKey, cell_key, ending
 from ..backends import Backend, get_backend
 from ..errors import ConfigError, LimitError, OutputReplaced
+from ..measure.interrupts import StoppedAfter
 from ..measure.limits import allowed_cpus, host_memory, resolve
 from ..measure.loop import OUT_FILES
 from ..measure.runner import ResultNotSaved, profile
@@ -362,16 +363,20 @@ def _sweep(
             if on_start is not None:
                 on_start(step)
             command = [*plan.command, step.model] if step.model is not None else [*plan.command]
-            r = profile(
-                command,
-                step.limits,
-                backend=be,
-                out_dir=None if out is None else run_dir(out, plan, step),
-                name=step.label,
-                allow_over_host=plan.allow_over_host,
-                on_launch=functools.partial(removal.launched, step),
-                **opts,
-            )
+            stopping = False
+            try:
+                r = profile(
+                    command,
+                    step.limits,
+                    backend=be,
+                    out_dir=None if out is None else run_dir(out, plan, step),
+                    name=step.label,
+                    allow_over_host=plan.allow_over_host,
+                    on_launch=functools.partial(removal.launched, step),
+                    **opts,
+                )
+            except StoppedAfter as stop:  # a stop signal after its workload ended: kept
+                r, stopping = stop.result, True
             # Cancelled in its first run, it leaves an earlier sweep whole: its sweep.json
             # too, which the checkpoint would have replaced with this one run.
             result.left_earlier = not removal.finished(r)
@@ -382,7 +387,7 @@ def _sweep(
             cell_of.setdefault((step.label, step.limits), cell_key(r))
             if on_result is not None:
                 on_result(step, r)
-            if r.termination is Termination.INTERRUPTED:
+            if r.termination is Termination.INTERRUPTED or stopping:
                 result.interrupted, result.stopped = True, "interrupted"
             elif plan.stop_on_failure and not r.succeeded:
                 result.stopped = f"a run failed ({ending(r)})"
@@ -403,6 +408,12 @@ def _sweep(
             stopped = _sweep_stopped(exc, plan, result)
             if stopped is not None:
                 raise stopped from exc
+        if isinstance(exc, KeyboardInterrupt) and result.runs and not plan.is_single:
+            # Stopped between runs (a lease, the checkpoint, the progress): an interrupted
+            # sweep as one stopped in a run's wait, its tables and files then written.
+            # Raised, a reviewer's SIGTERM had left a 200-run sweep's 87 runs without
+            # runs.csv, cells.csv, report.md or --junit, and nothing on stdout.
+            return result
         raise
     if checkpoint is not None:
         checkpoint.close()

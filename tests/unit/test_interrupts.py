@@ -318,3 +318,50 @@ def test_a_stopped_program_dies_by_the_signal_whatever_its_code(
     p = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
     assert p.returncode == ends, p.stderr
     assert p.stderr == f"edgeprof: interrupted ({sig.name})\n"
+
+
+@pytest.mark.parametrize("where", ["after a run's workload", "between runs"])
+def test_a_signal_outside_a_runs_wait_keeps_the_sweeps_outputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    where: str,
+) -> None:  # fmt: skip
+    """One SIGTERM outside a run's wait (its result being written; the sweep's checkpoint)
+    had ended a 200-run sweep with its 87 runs' sweep.json alone: no tables, runs.csv,
+    cells.csv, report.md or --junit (a reviewer's), and, after a run, that run dropped."""
+    import edgeprof.measure.runner as runner
+    import edgeprof.sweeps.sweep as sweep
+    from edgeprof.storage import write_result as real_write
+
+    calls = 0
+
+    def second_call_signals() -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    if where == "after a run's workload":
+
+        def write(path: Path, result: Any) -> None:
+            second_call_signals()
+            real_write(path, result)
+
+        monkeypatch.setattr(runner, "write_result", write)
+    else:
+        real_add = sweep._Checkpoint.add
+
+        def add(self: Any, r: Any, warmup: bool) -> None:
+            real_add(self, r, warmup)
+            second_call_signals()
+
+        monkeypatch.setattr(sweep._Checkpoint, "add", add)
+    monkeypatch.chdir(tmp_path)
+    args = ["run", "--backend", "fake", "--interval", "0.01", "--repeat", "4", "--out", "o"]
+    assert main([*args, "--junit", "o.xml", "--", "true"]) == 130
+    assert interrupts.stopped_by() == signal.SIGTERM
+    done = json.loads((tmp_path / "o" / "sweep.json").read_text())
+    assert len(done["runs"]) == 2 and done["stopped"] == "interrupted"
+    assert {"runs.csv", "cells.csv", "report.md"} <= {p.name for p in (tmp_path / "o").iterdir()}
+    assert (tmp_path / "o.xml").exists()
+    out = capsys.readouterr().out
+    assert "Final Usage Stats" in out and "the sweep stopped after 2 run(s)" in out
