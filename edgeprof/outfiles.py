@@ -148,10 +148,37 @@ def hold(path: Path, fd: int) -> None:
         _held[os.path.abspath(path)] = (os.fspath(path), st.st_dev, st.st_ino)
 
 
+_kept: list[str] | None = None
+"""While a command runs (:func:`held_to_the_end`): the directories released meanwhile,
+still pinned until it ends."""
+
+
 def release(path: Path) -> None:
-    """End :func:`hold` of ``path``."""
+    """End :func:`hold` of ``path``; in a command (:func:`held_to_the_end`), at its end: a
+    sweep's lock ends with its last run, and its ``report.md``, ``runs.csv`` and
+    ``cells.csv``, written after it, had been reached through the sudo user's links again
+    (a reviewer's)."""
     with _held_lock:
-        _held.pop(os.path.abspath(path), None)
+        if _kept is not None:
+            _kept.append(os.path.abspath(path))
+        else:
+            _held.pop(os.path.abspath(path), None)
+
+
+@contextlib.contextmanager
+def held_to_the_end() -> Iterator[None]:
+    """The CLI's command: each directory :func:`hold` pins stays pinned to its end, past the
+    lock that took it."""
+    global _kept
+    with _held_lock:
+        _kept = []
+    try:
+        yield
+    finally:
+        with _held_lock:
+            for path in _kept or ():
+                _held.pop(path, None)
+            _kept = None
 
 
 def _held_above(absolute: str, limit: int) -> str | None:

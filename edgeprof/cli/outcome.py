@@ -71,6 +71,7 @@ def guarded(command: Callable[[], int]) -> int:
     of edgeprof itself as 130; standard output as :class:`_Stdout` makes it, standard error
     held the same way."""
     from ..measure.interrupts import CommandGuard, stopped_by
+    from ..outfiles import held_to_the_end
 
     out = _Stdout(sys.stdout)
     err = _Stdout(sys.stderr, "standard error")
@@ -78,7 +79,7 @@ def guarded(command: Callable[[], int]) -> int:
     saved_err, sys.stderr = sys.stderr, cast(TextIO, err)
     try:
         try:
-            with CommandGuard():
+            with CommandGuard(), held_to_the_end():
                 code = command()
             if stopped_by() is not None:
                 # Stopped, whatever else it says: a sweep that a signal ended between runs

@@ -63,6 +63,22 @@ def test_a_held_directory_swapped_for_ones_own_link_is_refused(tmp_path: Path) -
     assert os.listdir(victim) == ["result.json"]
 
 
+def test_in_a_command_a_directory_stays_held_past_its_lock(tmp_path: Path) -> None:
+    """A sweep's lock ends with its last run; its report.md, runs.csv and cells.csv, written
+    after, had been reached through the sudo user's links again (a reviewer's).  In the
+    CLI's command (:func:`edgeprof.outfiles.held_to_the_end`) the pin lasts to its end."""
+    out, victim = tmp_path / "x", tmp_path / "victim"
+    out.mkdir()
+    victim.mkdir()
+    with outfiles.held_to_the_end():
+        with DirLock(out):
+            pass
+        swap_for_link(out, victim)
+        with pytest.raises(OutputReplaced, match="was replaced during the run"):
+            outfiles.write_atomic(out / "report.md", "")
+    assert os.listdir(victim) == [] and outfiles._held == {}
+
+
 def test_a_held_directory_moved_away_or_replaced_by_another_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "x"
     out.mkdir()
