@@ -64,7 +64,7 @@ def test_sweep_two_models_two_cpu_settings_three_repeats(
         assert [(c["label"], c["wall_s_n"]) for c in csv.DictReader(f)] == [
             ("small", "3"), ("big", "3"), ("small", "3"), ("big", "3")
         ]  # fmt: skip
-    assert "#### Ranking by peak memory under cpus=1" in (out / "report.md").read_text()
+    assert "### Ranking by peak memory under cpus=1" in (out / "report.md").read_text()
     # The terminal shows the ranking per setting: small first, by a clear factor.  The cores
     # an integer --cpus N leased are the run's, not the setting's: they are not in the label.
     first = sorted(os.sched_getaffinity(0))

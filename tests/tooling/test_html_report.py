@@ -86,8 +86,9 @@ def test_the_browser_lays_out_the_tables_and_verdicts(page: Path) -> None:
         r"32\s+cpus=1, memory=256\.0MiB\s+peak memory\s+\S+MiB\s+60\.0MiB\s+✗ breach", text
     )
     assert "Ranking by wall time under cpus=1, memory=256.0MiB (smallest first)" in text
-    # Each ranking's chart follows its table: 4 ranked metrics, then CPU and memory in time.
-    assert dom.count("<svg") == 6
+    # Each ranking's chart follows its table: 6 ranked metrics (throughput and latency p50
+    # first: the runs report iterations), then CPU and memory in time.
+    assert dom.count("<svg") == 8
     assert "CPU % of one core" in text and "Memory" in text
 
 
