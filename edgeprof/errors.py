@@ -51,7 +51,7 @@ class UnsafeOutput(ConfigError):
 
 
 class OutputReplaced(UnsafeOutput):
-    """An output directory edgeprof held while a run could act (:func:`edgeprof.outfiles.hold`)
+    """An output directory edgeprof held while a run could act (:func:`edgeprof.held_dirs.hold`)
     is no longer the one held: moved, removed, or swapped for a link or another directory."""
 
 

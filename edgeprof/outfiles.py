@@ -14,8 +14,8 @@ So every output goes through this module:
   link on the way is followed only when it belongs to root or to the person running edgeprof
   (``SUDO_UID`` under sudo): the rule the kernel's ``fs.protected_symlinks`` applies in sticky
   directories.  A missing directory is created with ``mkdirat``.
-- A run's or a sweep's output directory is held (:func:`hold`) from before its workload
-  starts to its last file: the workload (under sudo, the user those links are trusted for)
+- A run's or a sweep's output directory is held (:mod:`edgeprof.held_dirs`) from before its
+  workload starts to its last file: the workload (under sudo, the user those links are trusted for)
   can act meanwhile, so each later walk must end at the very directory held, and under it
   only root's links are followed.
 - Under sudo every directory and file created is handed to ``SUDO_UID:SUDO_GID`` with ordinary
@@ -33,11 +33,11 @@ import errno
 import os
 import pwd
 import stat
-import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import Path
 
+from . import held_dirs
 from .errors import ConfigError, OutputReplaced, UnsafeOutput
 from .names import has_control, printable
 
@@ -116,11 +116,12 @@ def _walk(path: Path, create: bool, below: int | None = None) -> int:
     """An ``O_PATH`` descriptor of the directory ``path``, reached one component at a time;
     missing components are created when ``create``.  Raises :class:`UnsafeOutput` for another
     user's link on the way, :class:`OutputReplaced` where ``path`` is in a held directory
-    (:func:`hold`) that is no longer the one held, ``OSError`` otherwise.  ``below``: only
-    held directories whose absolute path is shorter count (walking a held one itself)."""
+    (:mod:`edgeprof.held_dirs`) that is no longer the one held, ``OSError`` otherwise.
+    ``below``: only held directories whose absolute path is shorter count (walking a held
+    one itself)."""
     text = os.fspath(path)
     absolute = os.path.abspath(text)
-    held = _held_above(absolute, len(absolute) + 1 if below is None else below)
+    held = held_dirs.held_above(absolute, len(absolute) + 1 if below is None else below)
     if held is None:
         fd = os.open("/" if text.startswith("/") else ".", _DIR)
         return _walk_from(fd, _parts(text), create, path, None)
@@ -129,71 +130,10 @@ def _walk(path: Path, create: bool, below: int | None = None) -> int:
     return _walk_from(_open_held(held), _parts(absolute[len(held) :]), create, path, held)
 
 
-_held: dict[str, tuple[str, int, int]] = {}
-"""The held output directories: absolute path → (the path as given, st_dev, st_ino)."""
-_held_lock = threading.Lock()  # runs in threads (a library caller's) hold their own
-
-
-def hold(path: Path, fd: int) -> None:
-    """Pin ``path`` to the directory open at ``fd`` until :func:`release`: from now on every
-    output at or under ``path`` is reached through that very directory (its device and inode
-    checked at each walk, a :class:`OutputReplaced` error where ``path`` now names another)
-    and, under it, through no link but root's (edgeprof's own user's where it is not root).
-    Taken before the workload starts (:class:`edgeprof.storage.DirLock`): under sudo the
-    workload runs as the user the output directory belongs to, and had swapped ``--out`` for
-    its own link to a root-only directory, where root then wrote result.json and
-    samples.csv (a security tester's)."""
-    st = os.fstat(fd)
-    with _held_lock:
-        _held[os.path.abspath(path)] = (os.fspath(path), st.st_dev, st.st_ino)
-
-
-_kept: list[str] | None = None
-"""While a command runs (:func:`held_to_the_end`): the directories released meanwhile,
-still pinned until it ends."""
-
-
-def release(path: Path) -> None:
-    """End :func:`hold` of ``path``; in a command (:func:`held_to_the_end`), at its end: a
-    sweep's lock ends with its last run, and its ``report.md``, ``runs.csv`` and
-    ``cells.csv``, written after it, had been reached through the sudo user's links again
-    (a reviewer's)."""
-    with _held_lock:
-        if _kept is not None:
-            _kept.append(os.path.abspath(path))
-        else:
-            _held.pop(os.path.abspath(path), None)
-
-
-@contextlib.contextmanager
-def held_to_the_end() -> Iterator[None]:
-    """The CLI's command: each directory :func:`hold` pins stays pinned to its end, past the
-    lock that took it."""
-    global _kept
-    with _held_lock:
-        _kept = []
-    try:
-        yield
-    finally:
-        with _held_lock:
-            for path in _kept or ():
-                _held.pop(path, None)
-            _kept = None
-
-
-def _held_above(absolute: str, limit: int) -> str | None:
-    """The deepest held directory (shorter than ``limit``) at or above ``absolute``."""
-    with _held_lock:
-        keys = [k for k in _held if len(k) < limit]
-    inside = [k for k in keys if absolute == k or absolute.startswith(k.rstrip("/") + "/")]
-    return max(inside, key=len, default=None)
-
-
 def _open_held(key: str) -> int:
     """An ``O_PATH`` descriptor of the held directory ``key``, walked as any other path, that
     is the directory held; :class:`OutputReplaced` where it is not, or is gone."""
-    with _held_lock:
-        given, dev, ino = _held[key]
+    given, dev, ino = held_dirs.identity(key)
     replaced = OutputReplaced(
         f"the output directory {given} was replaced during the run (moved, removed, or "
         "swapped for a link or another directory); edgeprof writes nothing through it"
@@ -257,10 +197,10 @@ def _walk_from(fd: int, todo: list[str], create: bool, path: Path, held: str | N
 def _check_link(path: Path, part: str, uid: int, held: str | None) -> None:
     """Refuse the link ``part`` of ``uid`` on the way to ``path`` unless it may be followed:
     anywhere, root's and the person's running edgeprof (``SUDO_UID`` too); inside a held
-    directory (:func:`hold`), only root's and edgeprof's own user's.  Under sudo the workload
-    runs as ``SUDO_UID`` and had made a sweep's ``run/2`` its link to a root-only directory
-    during the first run, where root then wrote the second run's files (a security
-    tester's)."""
+    directory (:mod:`edgeprof.held_dirs`), only root's and edgeprof's own user's.  Under
+    sudo the workload runs as ``SUDO_UID`` and had made a sweep's ``run/2`` its link to a
+    root-only directory during the first run, where root then wrote the second run's files
+    (a security tester's)."""
     if held is None and _trusted(uid):
         return
     if held is not None and uid in (0, os.geteuid()):  # under sudo: root's only
@@ -270,8 +210,7 @@ def _check_link(path: Path, part: str, uid: int, held: str | None) -> None:
             f"cannot write under {path}: {part} is a link owned by uid {uid}; "
             "edgeprof follows only root's and your own links"
         ) from None
-    with _held_lock:
-        given = _held[held][0] if held in _held else held
+    given = held_dirs.given(held)
     raise OutputReplaced(
         f"cannot write under {path}: {part} is a link owned by uid {uid} in the output "
         f"directory {given}, where a run's workload can make one; edgeprof follows only its "
@@ -312,7 +251,7 @@ def _check_name(path: Path, dir_fd: int) -> None:
 def open_dir(path: Path) -> int:
     """A read descriptor (``O_RDONLY | O_DIRECTORY | O_CLOEXEC``) of the directory ``path``,
     reached as a write reaches it (:func:`_walk`): what :class:`edgeprof.storage.DirLock`
-    locks and :func:`hold` pins."""
+    locks and :func:`~edgeprof.held_dirs.hold` pins."""
     with _directory(path) as d:
         return os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=d)
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import outfiles
+from . import held_dirs, outfiles
 from .errors import ConfigError
 from .model import RunResult
 
@@ -44,7 +44,7 @@ class DirLock:
     ``flock`` on the directory's own descriptor (``O_CLOEXEC``, never the workload's): no
     lock file is left behind, and the kernel drops the hold with the descriptor, so a
     SIGKILLed edgeprof holds nothing.  The directory is pinned too
-    (:func:`edgeprof.outfiles.hold`), taken before the workload starts: every later output
+    (:func:`edgeprof.held_dirs.hold`), taken before the workload starts: every later output
     in it goes through this very directory, not through whatever the workload (under sudo,
     the directory's owner) has put at its name meanwhile."""
 
@@ -67,7 +67,7 @@ class DirLock:
             raise ConfigError(
                 f"{directory} is being written by another edgeprof run: give each run its own --out"
             ) from None
-        outfiles.hold(directory, fd)  # only once it is ours: a refused lock holds nothing
+        held_dirs.hold(directory, fd)  # only once it is ours: a refused lock holds nothing
 
     def _close_fd(self) -> None:
         if self._fd is not None:
@@ -76,7 +76,7 @@ class DirLock:
 
     def close(self) -> None:
         if self._fd is not None:
-            outfiles.release(self._directory)
+            held_dirs.release(self._directory)
             self._close_fd()
 
     def __enter__(self) -> DirLock:

@@ -70,8 +70,8 @@ def guarded(command: Callable[[], int]) -> int:
     """``command``'s exit code; edgeprof's errors as one line on stderr (2), an interruption
     of edgeprof itself as 130; standard output as :class:`_Stdout` makes it, standard error
     held the same way."""
+    from ..held_dirs import held_to_the_end
     from ..measure.interrupts import CommandGuard, stopped_by
-    from ..outfiles import held_to_the_end
 
     out = _Stdout(sys.stdout)
     err = _Stdout(sys.stderr, "standard error")

@@ -1,5 +1,5 @@
 """An output directory is held from before its workload starts to its last file
-(:func:`edgeprof.outfiles.hold`, taken by :class:`edgeprof.storage.DirLock`).
+(:func:`edgeprof.held_dirs.hold`, taken by :class:`edgeprof.storage.DirLock`).
 
 Under sudo the workload runs as ``SUDO_UID``, who owns the directories edgeprof made for it,
 and links of that user's are followed.  A security tester's workload, dropped to ``nobody``,
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof import outfiles
+from edgeprof import held_dirs, outfiles
 from edgeprof.cli import main
 from edgeprof.errors import OutputReplaced, UnsafeOutput
 from edgeprof.measure.runner import ResultNotSaved, profile
@@ -66,17 +66,17 @@ def test_a_held_directory_swapped_for_ones_own_link_is_refused(tmp_path: Path) -
 def test_in_a_command_a_directory_stays_held_past_its_lock(tmp_path: Path) -> None:
     """A sweep's lock ends with its last run; its report.md, runs.csv and cells.csv, written
     after, had been reached through the sudo user's links again (a reviewer's).  In the
-    CLI's command (:func:`edgeprof.outfiles.held_to_the_end`) the pin lasts to its end."""
+    CLI's command (:func:`edgeprof.held_dirs.held_to_the_end`) the pin lasts to its end."""
     out, victim = tmp_path / "x", tmp_path / "victim"
     out.mkdir()
     victim.mkdir()
-    with outfiles.held_to_the_end():
+    with held_dirs.held_to_the_end():
         with DirLock(out):
             pass
         swap_for_link(out, victim)
         with pytest.raises(OutputReplaced, match="was replaced during the run"):
             outfiles.write_atomic(out / "report.md", "")
-    assert os.listdir(victim) == [] and outfiles._held == {}
+    assert os.listdir(victim) == [] and held_dirs._held == {}
 
 
 def test_a_held_directory_moved_away_or_replaced_by_another_is_refused(tmp_path: Path) -> None:
@@ -105,7 +105,7 @@ def test_the_held_directory_itself_is_written_as_before(tmp_path: Path) -> None:
         "run/1",
         "run/1/result.json",
     ]
-    assert outfiles._held == {}
+    assert held_dirs._held == {}
 
 
 def test_a_swap_before_samples_csv_is_made_leaves_the_run_measured(tmp_path: Path) -> None:
