@@ -20,7 +20,6 @@ keeps the rankings comparable, the absolute figures are a mix of the hosts.
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from ..analysis.sweepfile import sweep_dict
 from ..errors import ConfigError
 from ..model import RunResult
 from ..resultfiles import found_files, read_sweep
+from .plan import plan_difference
 
 PLAN_KEYS = ("command", "models", "limits", "repeat", "warmup")
 """What shards of one sweep share (``sweep.json``'s keys)."""
@@ -128,7 +128,7 @@ def merge_shards(paths: Sequence[Path]) -> Merged:
             if mine != theirs:
                 raise ConfigError(
                     f"{first.path} and {s.path} are shards of different sweeps: "
-                    f"{_differ(key, theirs, mine)}"
+                    f"{plan_difference(key, theirs, mine)}"
                 )
     count = first.count
     seen: dict[int, Path] = {}
@@ -197,22 +197,6 @@ def merge_shards(paths: Sequence[Path]) -> Merged:
     notes = shard_notes(list(zip(names, by_shard, strict=True)))
     runs, run_dicts = [r for _, r in ordered], [d for d, _ in ordered]
     return Merged(plan, runs, run_dicts, warmups, shards, by_shard, notes)
-
-
-def _differ(key: str, theirs: Any, mine: Any) -> str:
-    """How two shards' plans differ in ``key``, as text: the lists had been printed as
-    Python's (``(['cpus=1, memory=256.0MiB'], …)``), the same models in another order as
-    "their models differ", and the count as "their count differs (2, 3)"."""
-    if key == "count":
-        return f"their number of parts differs (--shard I/{theirs}, --shard I/{mine})"
-    if isinstance(theirs, list) and isinstance(mine, list):
-        join = shlex.join if key == "command" else ", ".join
-        said = f"({join(map(str, theirs))}; {join(map(str, mine))})"
-        if key == "command":
-            return f"their commands differ {said}"
-        order = sorted(map(str, theirs)) == sorted(map(str, mine))
-        return f"their {key} {'are in another order' if order else 'differ'} {said}"
-    return f"their {key} differs ({theirs}, {mine})"
 
 
 def _found(data: Any, shard: Shard) -> RunResult:

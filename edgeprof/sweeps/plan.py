@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Mapping
+import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -189,3 +190,27 @@ class SweepPlan:
             Step(i + 1, len(order), model, self.label(model), lim, rnd, warm, program)
             for i, ((warm, rnd), lim, model) in enumerate(order)
         ]
+
+
+def plan_difference(key: str, theirs: Any, mine: Any, whose: str = "their", now: str = "") -> str:
+    """How two sweeps' plans (or their runs' ways of measuring) differ in ``key``, as text:
+    ``their models are in another order (a, b; b, a)``, ``its repeat differs (2, now 3)``
+    (``whose``, and ``now`` before the second, for ``run --resume``'s earlier sweep against
+    this one).  The values had been printed as Python's (``(['a', 'b'], now ['a', 'c'])``,
+    ``((), now ('K=1',))``), the same models in another order as "their models differ", and a
+    merge's count as "their count differs (2, 3)"."""
+    if key == "count":
+        return f"{whose} number of parts differs (--shard I/{theirs}, {now}--shard I/{mine})"
+    if isinstance(theirs, list | tuple) and isinstance(mine, list | tuple):
+        join = shlex.join if key == "command" else ", ".join
+
+        def shown(v: Sequence[Any]) -> str:
+            return join(map(str, v)) or "none"
+
+        said = f"({shown(theirs)}; {now}{shown(mine)})"
+        if key == "command":  # each shard's command, one sweep's
+            return f"{whose} {'commands differ' if whose == 'their' else 'command differs'} {said}"
+        order = sorted(map(str, theirs)) == sorted(map(str, mine))
+        verb = "differs" if key.startswith("runs'") else "differ"
+        return f"{whose} {key} {'are in another order' if order else verb} {said}"
+    return f"{whose} {key} differs ({theirs}, {now}{mine})"

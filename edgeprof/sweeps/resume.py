@@ -37,7 +37,7 @@ from ..model import RunResult, Termination
 from ..resultfiles import found_files, read_sweep
 from ..storage import read_json
 from .outdir import run_dir
-from .plan import Step, SweepPlan
+from .plan import Step, SweepPlan, plan_difference
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class Measured:
             ("--env", self.env, other.env),
         ):
             if mine != theirs:
-                return f"its runs' {what} differs ({theirs!r}, now {mine!r})"
+                return plan_difference(f"runs' {what}", theirs, mine, "its", "now ")
         return None
 
 
@@ -123,9 +123,9 @@ def earlier_sweep(out: Path, plan: SweepPlan, measured: Measured) -> Resume | No
         mine, theirs = recorded.get(key), data.get(key)
         if theirs != mine:
             raise ConfigError(
-                f"--resume: {path} is another sweep's: its {key} "
-                f"{'differ' if key in ('models', 'limits') else 'differs'} ({theirs!r}, now "
-                f"{mine!r}); give the same options, or another --out"
+                f"--resume: {path} is another sweep's: "
+                f"{plan_difference(key, theirs, mine, 'its', 'now ')}; give the same options, "
+                "or another --out"
             )
     for d in data.get("runs") or ():
         earlier = Measured.of(d) if isinstance(d, dict) else None

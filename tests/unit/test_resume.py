@@ -122,19 +122,19 @@ def test_resume_with_no_sweep_there_makes_the_whole_sweep(
 @pytest.mark.parametrize(
     "change, message",
     [
-        (["-m", "a,c"], "its models differ (['a', 'b'], now ['a', 'c'])"),
+        (["-m", "a,c"], "its models differ (a, b; now a, c)"),
         (["--repeat", "3"], "its repeat differs (2, now 3)"),
-        (["--cpus", "1"], "its limits differ (['none'], now ['cpus=1'])"),
+        (["--cpus", "1"], "its limits differ (none; now cpus=1)"),
         (["--warmup", "1"], "its warmup differs (0, now 1)"),
         (
             ["--repeat", "auto", "--max-runs", "4", "--min-runs", "2"],
-            "its repeat differs (2, now 'auto')",
+            "its repeat differs (2, now auto)",
         ),
         (
             ["--interval", "0.02"],
             "its runs' sampling interval (--interval) differs (0.01, now 0.02)",
         ),
-        (["--env", "K=1"], "its runs' --env differs ((), now ('K=1',))"),
+        (["--env", "K=1"], "its runs' --env differs (none; now K=1)"),
     ],
 )
 def test_resume_refuses_another_plan_in_one_line(
@@ -168,7 +168,7 @@ def test_resume_refuses_another_command_and_a_run_without_out(
     assert main([*FAKE, "-m", "a,b", "--out", "sw", "--", "true"]) == 0
     capsys.readouterr()
     assert main([*FAKE, "-m", "a,b", "--out", "sw", "--resume", "--", "false"]) == 2
-    assert "its command differs (['true'], now ['false'])" in capsys.readouterr().err
+    assert "its command differs (true; now false)" in capsys.readouterr().err
     assert main([*FAKE, "-m", "a,b", "--resume", "--", "true"]) == 2
     assert capsys.readouterr().err == (
         "edgeprof: error: --resume finishes a sweep in its --out: give --out and more than "
