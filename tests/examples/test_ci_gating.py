@@ -99,4 +99,8 @@ def test_compare_and_budgets_catch_a_slowed_sweep(tmp_path: Path) -> None:
     # Noise only: the baseline against itself has no regression.
     same = edgeprof("compare", str(tmp_path / "base"), str(tmp_path / "base"), cwd=tmp_path)
     assert same.returncode == 0, same.stdout
-    assert same.stdout.endswith("\n0 regressions, 0 improvements against the baseline\n")
+    # "…, 1 not tested (not enough repeats)" where a metric has too few figures (a run too
+    # short for an average memory): no regression and no improvement, whatever follows.
+    verdict = same.stdout.splitlines()[-1]
+    assert verdict.startswith("0 regressions, 0 improvements"), verdict
+    assert verdict.endswith(" against the baseline"), verdict

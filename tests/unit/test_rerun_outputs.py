@@ -97,12 +97,14 @@ def test_a_sweep_rerun_removes_the_earlier_sweeps_files_once_its_first_run_has_f
     capsys.readouterr()
     seen = tmp_path / "seen"
     # Each run lists the edgeprof files present while it runs, under the earlier run's name,
-    # once its own samples.csv is there: for a model's first run, once the earlier run's
-    # result.json in its directory is gone too (emptied as its workload starts, which can be
-    # after the workload's first look: the earlier samples.csv had passed for its own).
+    # once its own samples.csv is there: for a model's first run, one written since the
+    # workload began (newer than its mark), which is made only after the earlier run's files
+    # in its directory are gone.  (That directory is emptied as the workload starts, maybe
+    # after the workload's first look: the earlier samples.csv had passed for its own, and
+    # a look between two removals had found neither file.)
     listing = (
-        f"until [ -s {out}/$1/1/samples.csv ] && "
-        f"{{ [ ! -e {out}/$1/1/result.json ] || [ -e {seen}-$1-0 ]; }}; do sleep 0.01; done; "
+        f"m={seen}-mark-$$; touch $m; "
+        f"until [ -e {seen}-$1-0 ] || [ {out}/$1/1/samples.csv -nt $m ]; do sleep 0.01; done; "
         f"find {out} -name result.json -o -name sweep.json -o -name '*.csv' -o -name report.md "
         f"| sort > {seen}-$1-$(ls {seen}-$1-* 2>/dev/null | wc -l)"
     )
