@@ -20,7 +20,6 @@ from .options import (
     DeviceName,
     DevicesFile,
     LocalBackendName,
-    one_setting,
 )
 
 # The library (yaml, the layer results) loads in the commands: `import edgeprof.cli` and the
@@ -139,6 +138,7 @@ def profile_cmd(
     from ..report.layers import render_layers
     from ..report.results import print_table
     from ..storage import check_writable
+    from ..sweeps.labels import one_setting
 
     one_setting("layers profile", cpus, memory, sweep=False)
     request = make_request(

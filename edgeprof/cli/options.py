@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from ..errors import ConfigError
 from . import complete
 
 EnvItems = Annotated[
@@ -151,21 +150,3 @@ JunitFile = Annotated[
     Path | None,
     typer.Option("--junit", help="Write JUnit XML here: one test case per budget check."),
 ]
-
-
-def one_setting(command: str, cpus: str | None, memory: str | None, sweep: bool) -> None:
-    """Refuse a list (``--cpus 1,2``) for a command that runs one setting, saying so and what
-    to do instead, as ``fit`` does: ``bench --cpus 1,2`` had said "invalid CPU count '1,2':
-    expected a number such as 1.5" (a tester's), where ``run --cpus 1,2`` sweeps both.
-    ``sweep``: ``run`` can sweep the command's work (a bench function can be a run's phase,
-    a layer profile cannot)."""
-    given = (("--cpus", cpus, "CPU setting"), ("--memory", memory, "memory limit"))
-    for option, value, what in given:
-        parts = [p.strip() for p in (value or "").split(",") if p.strip()]
-        if len(parts) < 2:
-            continue
-        verb = command.split()[-1]
-        how = f"{verb} once per value ({option} {parts[0]}, then {option} {parts[1]})"
-        if sweep:
-            how += f", or sweep them with edgeprof run {option} {','.join(parts)} -- COMMAND"
-        raise ConfigError(f"{option} {value}: edgeprof {command} takes one {what}: {how}")

@@ -21,7 +21,6 @@ from .options import (
     Gpus,
     LocalBackendName,
     PredictionsFile,
-    one_setting,
 )
 
 
@@ -116,6 +115,7 @@ def bench(
     from ..report.run import gate_run
     from ..sweeps.bench import bench as run_bench
     from ..sweeps.bench import parse_batch_sizes
+    from ..sweeps.labels import one_setting
     from ..sweeps.request import parse_env
     from ..units import named, parse_memory_limit
     from .outcome import runs_exit_code

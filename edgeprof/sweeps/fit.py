@@ -42,7 +42,7 @@ from ..units import named, parse_size, parse_unit_size
 from .fit_outcome import FitOutcome, Probe
 from .fit_reference import Cap, failed, interrupted_after, reference_cap, succeeded
 from .host_checks import check_host, check_setting, open_backend, require_reclaim
-from .labels import listed, safe_dir
+from .labels import one_setting, safe_dir
 from .request import RunJob, RunRequest, execute, plan_run, stdin_warnings
 from .run_options import check_count
 
@@ -104,25 +104,16 @@ def plan_fit(req: FitRequest) -> tuple[RunJob, int | None]:
 
 
 def _one_setting(r: RunRequest) -> None:
-    """A fit is of one setting: a list (``--memory 512m,1g``) is refused in one line that
-    says what to do, before anything runs (it had been a traceback, exit 1, from the plan's
-    several settings).  One search per value would make each unlimited run and probe again;
-    the answer of one fit without ``--memory`` is the need, which each board's memory can
-    be read against."""
-    memory, cpus = listed(r.memory, "--memory"), listed(r.cpus, "--cpus")
-    if len(memory) > 1:
-        raise ConfigError(
-            f"--memory {','.join(map(str, memory))}: edgeprof fit takes one memory (the "
-            "device's); fit once without --memory for the need and read each board's "
-            f"memory against it, or once per board (--memory {memory[0]}, then "
-            f"--memory {memory[1]})"
-        )
-    if len(cpus) > 1:
-        raise ConfigError(
-            f"--cpus {','.join(map(str, cpus))}: edgeprof fit takes one CPU setting (the need "
-            f"may differ with each): fit once per setting (--cpus {cpus[0]}, then "
-            f"--cpus {cpus[1]})"
-        )
+    """A fit is of one setting.  One search per value would make each unlimited run and
+    probe again; the answer of one fit without ``--memory`` is the need, which each board's
+    memory can be read against."""
+    one_setting(
+        "fit",
+        r.cpus,
+        r.memory,
+        memory_first="fit once without --memory for the need and read each board's memory "
+        "against it",
+    )
     if len(r.cpuset) > 1:
         raise ConfigError("edgeprof fit takes one setting: give --cpuset once")
 

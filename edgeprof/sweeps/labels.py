@@ -47,6 +47,42 @@ def listed(items: Sequence[str], option: str) -> list[str | None]:
     return out
 
 
+def one_setting(
+    command: str,
+    cpus: str | Sequence[str] | None = None,
+    memory: str | Sequence[str] | None = None,
+    *,
+    sweep: bool = False,
+    memory_first: str | None = None,
+) -> None:
+    """Refuse a list (``--cpus 1,2``) for a command that runs one setting, in one line that
+    says what to do instead, before anything runs (``bench --cpus 1,2`` had said "invalid
+    CPU count '1,2'", a tester's, where ``run --cpus 1,2`` sweeps both; a list given to
+    ``fit`` had been a traceback).  ``sweep``: ``run`` can sweep the command's work (a bench
+    function can be a run's phase, a layer profile cannot).  ``memory_first``: the command's
+    own better way for a list of memories, said before "once per value" (``fit``: its answer
+    without ``--memory`` is the need, which each board's memory can be read against).  The
+    one place every such command says it: ``bench``, ``layers profile`` and ``fit`` had each
+    worded it their own way."""
+    verb = command.split()[-1]
+    given = (
+        ("--cpus", cpus, "CPU setting", None),
+        ("--memory", memory, "memory limit", memory_first),
+    )
+    for option, value, what, first in given:
+        items = (value,) if isinstance(value, str) else tuple(value or ())
+        parts = [p for p in listed(items, option) if p is not None]
+        if len(parts) < 2:
+            continue
+        how = f"{verb} once per value ({option} {parts[0]}, then {option} {parts[1]})"
+        if first is not None:
+            how = f"{first}, or {how}"
+        if sweep:
+            how += f", or sweep them with edgeprof run {option} {','.join(parts)} -- COMMAND"
+        said = ", ".join(items)
+        raise ConfigError(f"{option} {said}: edgeprof {command} takes one {what}: {how}")
+
+
 def safe_dir(label: str) -> str:
     """A label as one directory name: never a path, never hidden."""
     cleaned = "".join(c if c.isalnum() or c in "._-=" else "_" for c in label).lstrip(".")

@@ -489,14 +489,14 @@ def test_a_search_interrupted_after_its_probes_says_what_they_showed(
     [
         (
             ["--memory", "512m,1g"],
-            "--memory 512m,1g: edgeprof fit takes one memory (the device's); fit once without "
-            "--memory for the need and read each board's memory against it, or once per board "
+            "--memory 512m,1g: edgeprof fit takes one memory limit: fit once without --memory "
+            "for the need and read each board's memory against it, or fit once per value "
             "(--memory 512m, then --memory 1g)",
         ),
         (
             ["--cpus", "1,2"],
-            "--cpus 1,2: edgeprof fit takes one CPU setting (the need may differ with each): "
-            "fit once per setting (--cpus 1, then --cpus 2)",
+            "--cpus 1,2: edgeprof fit takes one CPU setting: fit once per value (--cpus 1, then "
+            "--cpus 2)",
         ),
     ],
 )
