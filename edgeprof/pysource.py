@@ -37,9 +37,11 @@ def unbound(path: Path, names: Sequence[str]) -> list[str]:
     sure: a source that does not compile (the run reports it), a module ``__getattr__``, or
     a way in :data:`DYNAMIC`."""
     import symtable
+    import tokenize
 
     try:
-        source = path.read_text()
+        with tokenize.open(path) as f:  # its coding cookie, else UTF-8 (not the locale's)
+            source = f.read()
         table = symtable.symtable(source, str(path), "exec")
     except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
         return []

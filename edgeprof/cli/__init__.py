@@ -175,7 +175,10 @@ def _reopen_closed_stderr() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: every edgeprof error and usage error is one line on stderr, exit 2."""
+    from .plain import plain_streams
+
     _reopen_closed_stderr()
+    plain_streams()
     args = sys.argv[1:] if argv is None else list(argv)
     if args == ["--version"]:  # the app's eager option prints the same line
         from .outcome import guarded  # its standard output too: ">/dev/full" is one line

@@ -146,7 +146,7 @@ def sample_rows(r: RunResult, name: str, host_memory: int | None) -> list[list[s
     limit = r.memory.limit_bytes if r.memory.limit_bytes is not None else host_memory
     t0 = _epoch_ms(r)
     out: list[list[str]] = []
-    with open(r.samples.path, newline="") as f:
+    with open(r.samples.path, newline="", encoding="utf-8") as f:
         for rec in csv.DictReader(f):
 
             def num(key: str, rec: dict[str, str] = rec) -> float | None:

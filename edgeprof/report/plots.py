@@ -63,7 +63,7 @@ def read_samples(path: str | Path) -> dict[str, list[float | None]]:
     such a table (a row with more fields than the header, a field past the csv module's
     limit, a value that is not a number) raises ``ValueError`` naming the line."""
     cols: dict[str, list[float | None]] = {}
-    with open(path, newline="") as f:
+    with open(path, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
         try:
             for rec in reader:

@@ -409,14 +409,14 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: layers.py SPEC.json", file=sys.stderr)
         return 2
-    with open(argv[1]) as f:
+    with open(argv[1], encoding="utf-8") as f:
         spec = json.load(f)
     # Run as a file, Python put this directory first on sys.path: the user's modules resolve
     # from the working directory instead, as with `python -m`.
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     sys.path.insert(0, os.getcwd())
-    with open(spec["out"], "a") as out:
+    with open(spec["out"], "a", encoding="utf-8") as out:
         try:
             profile(spec, out)
         except ModelError as exc:
