@@ -84,13 +84,15 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
         if not isinstance(items, list):
             raise ConfigError(f"{path} is not an edgeprof result or sweep")
         bases = [path.parent] if one else [path.parent, *_shard_dirs(data, path.parent)]
-        for item in items:
+        for i, item in enumerate(items, 1):
             if not isinstance(item, dict):
                 raise ConfigError(f"{path} is not an edgeprof result or sweep")
             try:
                 run = RunResult.from_dict(item)
             except ConfigError as exc:  # from_dict says which key, in one line
-                raise ConfigError(f"{path} is not an edgeprof result: {exc}") from exc
+                # Which run of a sweep: the key alone had left a 40-run file to search.
+                which = "" if one else f" (run {i} of {len(items)})"
+                raise ConfigError(f"{path} is not an edgeprof result{which}: {exc}") from exc
             runs.append(found_files(run, bases, beside=one))
     return runs
 

@@ -21,7 +21,7 @@ from ..units import shown
 from .events import EventCounts
 from .gpu import GpuStats
 from .jsoncheck import cpu_list, from_json
-from .memory import MemoryStats
+from .memory import MemoryStats, known_fields
 from .phases import LatencyStats, Mark, PhaseStats
 from .spec import Limits
 
@@ -383,7 +383,7 @@ class RunResult:
             edgeprof_version=d["edgeprof_version"],
             backend=d["backend"],
             mechanism=d["mechanism"],
-            host=HostInfo(**d["host"]),
+            host=HostInfo(**known_fields(HostInfo, d["host"])),
             command=tuple(d["command"]),
             limits=Limits(
                 cpus=lim["cpus"],
@@ -397,10 +397,10 @@ class RunResult:
             exit_code=d["exit_code"],
             signal=d["signal"],
             wall_s=d["wall_s"],
-            cpu=CpuStats(**d["cpu"]),
+            cpu=CpuStats(**known_fields(CpuStats, d["cpu"])),
             memory=MemoryStats.from_dict(d["memory"]),
-            io=IoStats(**d["io"]),
-            samples=SampleStats(**d["samples"]),
+            io=IoStats(**known_fields(IoStats, d["io"])),
+            samples=SampleStats(**known_fields(SampleStats, d["samples"])),
             pids_peak=d.get("pids_peak"),
             image=d.get("image"),
             warnings=tuple(d.get("warnings", ())),

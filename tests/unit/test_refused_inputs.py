@@ -94,7 +94,7 @@ def test_a_result_file_with_an_absurd_time_is_refused_by_name(
     _sweep(Path("bad"), "1e308")
     assert main(["report", "bad"] if command == "report" else ["compare", "base", "bad"]) == 2
     assert _only(capsys) == (
-        "edgeprof: error: bad/sweep.json is not an edgeprof result: wall_s: "
+        "edgeprof: error: bad/sweep.json is not an edgeprof result (run 1 of 3): wall_s: "
         "expected seconds up to 6.5536e+13, got 1e+308\n"
     )
     # The bound itself is a time a result may hold (a CPU time on every CPU for 31 years).
@@ -117,7 +117,8 @@ def test_an_absurd_percentage_or_a_huge_integer_is_refused_by_name(
     (Path("pct") / "sweep.json").write_text(pct)
     assert main(["report", "pct"]) == 2
     line = _only(capsys)
-    assert line.startswith("edgeprof: error: pct/sweep.json is not an edgeprof result: ")
+    said = "edgeprof: error: pct/sweep.json is not an edgeprof result (run 1 of 3): "
+    assert line.startswith(said)
     assert line.endswith(".avg_pct: expected a percentage up to 6.5536e+06, got 1e+308\n")
     Path("int").mkdir()
     huge = text.replace('"wall_s": ', f'"x": {"9" * 100_000}, "wall_s": ', 1)

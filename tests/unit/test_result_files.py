@@ -304,3 +304,36 @@ def test_a_gone_samples_file_is_never_one_in_the_readers_directory(
     (tmp_path / "samples.csv").write_text("t_s\n0\n")  # the decoy
     (run,) = load_runs([Path("out")])
     assert run.samples.path is not None and Path(run.samples.path) == Path("out/samples.csv")
+
+
+def test_a_newer_edgeprofs_keys_are_read_past_in_every_part(tmp_path: Path) -> None:
+    """Keys are only added within schema version 1, so an older edgeprof reads a newer one's
+    file past the keys it does not know, in every part alike: a key added to ``cpu``,
+    ``host``, ``io`` or ``samples`` had been "malformed: CpuStats.__init__() got an
+    unexpected keyword argument 'new_counter'" (a tester's), where one in ``limits`` or
+    ``memory`` read."""
+    run = make_result()
+    d = run.to_dict()
+    for part in ("cpu", "host", "io", "samples", "memory", "limits"):
+        d[part] = {**d[part], "new_counter": 1}
+    d["new_top"] = {"x": 1}
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(d))
+    (back,) = load_runs([path])
+    assert back.cpu == run.cpu and back.host == run.host and back.io == run.io
+    assert back.memory == run.memory and back.limits == run.limits
+    assert back.samples.count == run.samples.count
+    path.unlink()  # the suite checks every file a test leaves against the published schema
+
+
+def test_a_bad_run_of_a_sweep_is_named_by_its_place(tmp_path: Path) -> None:
+    """A refusal says which run of a sweep holds the bad key: the key alone had left a
+    40-run file to search."""
+    runs = [make_result().to_dict() for _ in range(3)]
+    del runs[1]["wall_s"]
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps({"schema": SWEEP_SCHEMA, "runs": runs}))
+    with pytest.raises(ConfigError) as err:
+        load_runs([path])
+    assert str(err.value) == f"{path} is not an edgeprof result (run 2 of 3): missing key 'wall_s'"
+    path.unlink()
