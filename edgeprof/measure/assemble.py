@@ -41,7 +41,7 @@ def build_result(
     wall: float,
     started_at: str,
     interval: float,
-    out: Path | None,
+    samples_path: Path | None,
     name: str | None,
     warnings: list[str],
     *,
@@ -173,7 +173,7 @@ def build_result(
         samples=SampleStats(
             count=stats.count,
             interval_s=interval,
-            path=None if out is None else str(out / "samples.csv"),
+            path=None if samples_path is None else str(samples_path),
         ),
         pids_peak=_pids_peak(stats.peak_pids, final, spec.limits.pids),
         warnings=tuple(dict.fromkeys(warnings)),

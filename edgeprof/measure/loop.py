@@ -184,7 +184,8 @@ def run_loop(
         wall,
         started_at,
         interval,
-        out,
+        # None when another process removed or changed it: no longer the run's samples.
+        None if out is None or (writer is not None and writer.spoiled) else out / "samples.csv",
         name,
         warnings,
         interrupted=interrupted,

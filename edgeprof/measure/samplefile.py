@@ -7,6 +7,7 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 from .. import outfiles
 from ..model import Sample
@@ -20,6 +21,14 @@ class SampleWriter:
     whose every line parses.  A failed write (a full disk) truncates the file back to its
     last whole row and stops the CSV there — the run and its statistics go on; :attr:`error`
     says what happened, and the runner turns it into a warning.
+
+    A file that another process removed or changed under it (the workload: a tester's ``rm``
+    and ``: >`` of it mid-run) is :attr:`spoiled`: each flush first checks that the file still
+    holds exactly what was written (``fstat``, ~1 µs, at most every ``flush_s``), and from
+    the first that finds otherwise nothing more is written and the run names no samples
+    file.  Before, a removed file was still announced as written, and a truncated one went on
+    at the writer's offset: 304 NUL bytes and no header, which ``report --plots`` drew as an
+    empty timeline without a word.
     """
 
     def __init__(
@@ -34,6 +43,8 @@ class SampleWriter:
         """Data rows on disk."""
         self._pending = 0
         self.error: OSError | None = None
+        self.spoiled: str | None = None
+        """How another process changed the file (``"removed"``, ``"changed: …"``), if it did."""
         self._rows.append(",".join(Sample.columns() if columns is None else columns))
         self._flush_s = flush_s
         self._flush()
@@ -54,6 +65,8 @@ class SampleWriter:
 
     def _flush(self) -> None:
         if self._fd is None:
+            return
+        if self._good and self._check_spoiled():
             return
         if not self._rows:
             return
@@ -83,6 +96,20 @@ class SampleWriter:
         self.rows += self._pending
         self._pending = 0
 
+    def _check_spoiled(self) -> bool:
+        """Whether the file is no longer what was written to it; if so, the writing ends."""
+        st = os.fstat(cast(int, self._fd))
+        if st.st_nlink == 0:
+            self.spoiled = "removed"
+        elif st.st_size != self._good:
+            self.spoiled = f"changed ({st.st_size} bytes where edgeprof had written {self._good})"
+        else:
+            return False
+        self._rows.clear()
+        self._pending = 0
+        self._close_fd()
+        return True
+
     def _close_fd(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
@@ -90,6 +117,8 @@ class SampleWriter:
 
     def close(self) -> None:
         self._flush()
+        if self._fd is not None:
+            self._check_spoiled()  # a change after the last flush (nothing left to write)
         self._close_fd()
 
 

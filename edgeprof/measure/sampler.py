@@ -430,6 +430,11 @@ class Sampler:
                 f"{w.path} stops after {w.rows} of the samples: "
                 f"{w.error.strerror or w.error}; the statistics cover them all"
             )
+        if w is not None and w.spoiled is not None:
+            said.append(
+                f"{w.path} was {w.spoiled} by another process during the run: it is not "
+                f"kept as the run's samples (the statistics cover them all)"
+            )
         if self.error is not None:
             said.append(f"sampling stopped early: {self.error}")
         expected = wall / self.interval

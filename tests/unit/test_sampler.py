@@ -318,6 +318,43 @@ def test_sample_writer_flushes_during_the_run(tmp_path: Path) -> None:
     w.close()
 
 
+@pytest.mark.parametrize("spoil", ["remove", "truncate", "append"])
+def test_a_samples_file_another_process_spoils_is_given_up(tmp_path: Path, spoil: str) -> None:
+    """The workload removed or emptied its run's samples.csv (a tester's): the removed one had
+    still been announced as written, the emptied one went on at the writer's offset (NUL
+    bytes, no header).  The writer stops at the first flush that finds the file changed."""
+    path = tmp_path / "samples.csv"
+    w = SampleWriter(path, flush_s=0.0)
+    w.write(SeriesStats().add(0.0, Counters(memory_current=1)))
+    written = path.stat().st_size
+    if spoil == "remove":
+        path.unlink()
+    elif spoil == "truncate":
+        path.write_bytes(b"")
+    else:
+        with path.open("ab") as f:
+            f.write(b"x")
+    w.write(SeriesStats().add(0.1, Counters(memory_current=2)))
+    w.close()
+    said = {
+        "remove": "removed",
+        "truncate": f"changed (0 bytes where edgeprof had written {written})",
+        "append": f"changed ({written + 1} bytes where edgeprof had written {written})",
+    }
+    assert w.spoiled == said[spoil]
+    if spoil != "remove":
+        assert path.stat().st_size == (0 if spoil == "truncate" else written + 1)  # no more
+
+
+def test_a_change_after_the_last_flush_is_seen_at_close(tmp_path: Path) -> None:
+    path = tmp_path / "samples.csv"
+    w = SampleWriter(path, flush_s=0.0)
+    w.write(SeriesStats().add(0.0, Counters(memory_current=1)))
+    path.unlink()
+    w.close()
+    assert w.spoiled == "removed"
+
+
 def test_a_full_disk_keeps_every_whole_row_a_partial_write_put_there(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
