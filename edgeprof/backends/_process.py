@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..errors import BackendError, LaunchError
 from ..model import RunSpec, UserIds
+from ..openfiles import workload_soft_limit
 from . import cgroupfs as fs
 
 _POLL_MAX_MS = 2**31 - 1
@@ -72,10 +73,16 @@ class Process:
         # cost, not the workload's: the child stamps the clock once it has joined, and wall
         # time starts there.  CLOCK_MONOTONIC is system-wide, so the stamps compare.
         stamp_r, stamp_w = os.pipe() if fds else (-1, -1)
+        nofile = workload_soft_limit()  # the user's own, where edgeprof raised its (openfiles)
 
         def join() -> None:
             for fd in fds:
                 os.write(fd, b"0")
+            if nofile is not None:
+                resource.setrlimit(
+                    resource.RLIMIT_NOFILE,
+                    (nofile, resource.getrlimit(resource.RLIMIT_NOFILE)[1]),
+                )
             if cores is not None:  # inherited by every descendant, from the first instruction
                 os.sched_setaffinity(0, cores)
             if run_as is not None:
@@ -103,7 +110,11 @@ class Process:
                 stdout=stdout,
                 stderr=stderr,
                 preexec_fn=join
-                if fds or run_as is not None or cores is not None or prctl is not None
+                if fds
+                or run_as is not None
+                or cores is not None
+                or prctl is not None
+                or nofile is not None
                 else None,
                 pass_fds=((stamp_w,) if fds else ()) + tuple(pass_fds),
                 start_new_session=new_session,

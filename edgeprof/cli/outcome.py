@@ -72,6 +72,7 @@ def guarded(command: Callable[[], int]) -> int:
     held the same way."""
     from ..held_dirs import held_to_the_end
     from ..measure.interrupts import CommandGuard, stopped_by
+    from ..openfiles import open_enough
 
     out = _Stdout(sys.stdout)
     err = _Stdout(sys.stderr, "standard error")
@@ -79,6 +80,7 @@ def guarded(command: Callable[[], int]) -> int:
     saved_err, sys.stderr = sys.stderr, cast(TextIO, err)
     try:
         try:
+            open_enough()
             with CommandGuard(), held_to_the_end():
                 code = command()
             if stopped_by() is not None:
