@@ -60,7 +60,11 @@ def check_name(text: str, what: str) -> str:
     if size > MAX_NAME_BYTES or any(
         len(p.encode()) > MAX_COMPONENT_BYTES for p in text.split("/")
     ):
-        raise ConfigError(f"{what} {_show(text)}: too long ({size} bytes; at most 255 a part)")
+        # "at most 255 a part" had not said what a part is (a tester's).
+        raise ConfigError(
+            f"{what} {_show(text)}: too long ({size} bytes; at most {MAX_COMPONENT_BYTES} "
+            f"between slashes, {MAX_NAME_BYTES} in all)"
+        )
     bad = sorted(set(text) & SHELL_SYNTAX)
     if bad:
         raise ConfigError(

@@ -319,9 +319,13 @@ on, may write one) and an optional unit; ``us`` as ``--cpu-period`` takes it (``
 _DURATION_MULT = {None: 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "m": 60.0, "h": 3600.0}
 
 
-def parse_duration(text: str | float, what: str = "duration") -> float:
+def parse_duration(
+    text: str | float, what: str = "duration", least: tuple[float, str] | None = None
+) -> float:
     """``"1.5"``, ``"1.5s"``, ``"250ms"``, ``"500us"``, ``"2m"`` → seconds (> 0, at most
-    :data:`MAX_DURATION_S`)."""
+    :data:`MAX_DURATION_S`; at least ``least``'s seconds, said as its text, where given:
+    ``--interval 0`` had said "must be greater than 0" and ``0.0001`` "below the minimum of
+    1ms", a tester's)."""
     if isinstance(text, bool) or not isinstance(text, (str, int, float)):
         raise ConfigError(f"invalid {what} {shown(text)}: expected seconds, e.g. 0.1, 2m")
     if isinstance(text, (int, float)):
@@ -335,6 +339,8 @@ def parse_duration(text: str | float, what: str = "duration") -> float:
             )
         value = float(m.group(1)) * _DURATION_MULT[m.group(2)]  # float(): inf, not an error
         value = -value if text.startswith("-") else value
+    if least is not None and not value >= least[0]:  # NaN too
+        raise ConfigError(f"{what} {shown(text)} is below the minimum of {least[1]}")
     if not value > 0:  # NaN too
         raise ConfigError(f"invalid {what} {shown(text)}: must be greater than 0")
     if value > MAX_DURATION_S:

@@ -285,7 +285,12 @@ def find_device(catalog: Mapping[str, Device], name: str) -> Device:
     if name not in catalog:
         known = ", ".join(sorted(catalog)) or "none"
         shown = name if _NAME.match(name) else repr(name)  # a control character, one line
-        raise ConfigError(f"--device {shown}: no such device (known: {known})")
+        import difflib  # only on this path
+
+        close = difflib.get_close_matches(name, list(catalog), n=1, cutoff=0.6)
+        # A typo (rpi4-4g) named its fix in calibrate's note but not here (a tester's).
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise ConfigError(f"--device {shown}: no such device ({hint}known: {known})")
     return catalog[name]
 
 

@@ -165,11 +165,12 @@ def parse_times(
 ) -> tuple[float, float | None]:
     """The sampling interval (``None``: the default) and the timeout, in seconds; either one
     unreadable (``""`` too) or an interval under 1 ms is a :class:`ConfigError`."""
+    least = (MIN_INTERVAL_S, "1ms")
     seconds = (
-        DEFAULT_INTERVAL_S if interval is None else parse_duration(interval, "sampling interval")
+        DEFAULT_INTERVAL_S
+        if interval is None
+        else parse_duration(interval, "sampling interval", least)
     )
-    if seconds < MIN_INTERVAL_S:
-        raise ConfigError(f"sampling interval {seconds:g}s is below the minimum of 1ms")
     return seconds, None if timeout is None else parse_duration(timeout, "timeout")
 
 

@@ -519,6 +519,10 @@ def test_calibrated_devices_are_the_entries_naming_the_file(tmp_path: Path) -> N
     ("args", "message"),
     [
         (["--device", "nope"], "--device nope: no such device (known: coral-dev-board,"),
+        (
+            ["--device", "rpi4-4g"],
+            "--device rpi4-4g: no such device (did you mean rpi4-4gb? known: ",
+        ),
         (["--device", "x", "--devices", "BAD"], "device 'x': key 'cores': expected a whole"),
         (["--devices", "BAD"], "is a catalog for --device: give --device"),
     ],

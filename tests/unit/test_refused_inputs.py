@@ -323,11 +323,16 @@ def test_an_empty_value_is_refused(
         (["fit", "--timeout", "0"], "--timeout: invalid timeout '0': must be greater than 0"),
         (
             ["run", "--interval", "0"],
-            "--interval: invalid sampling interval '0': must be greater than 0",
+            "--interval: sampling interval '0' is below the minimum of 1ms",
         ),
         (
             ["run", "--interval", "0.0001"],
-            "--interval: sampling interval 0.0001s is below the minimum of 1ms",
+            "--interval: sampling interval '0.0001' is below the minimum of 1ms",
+        ),
+        (
+            ["run", "--name", "a" * 256],
+            f"--name '{'a' * 56}...': too long (256 bytes; at most 255 between slashes, 4096 "
+            "in all)",
         ),
         # A memory budget without its unit had been so many bytes, failed by every run.
         (
@@ -369,7 +374,7 @@ def test_bench_names_the_option_of_a_bad_size_or_time(
     for option, line in (
         ("--memory", "--memory: memory limit '0' is below the minimum of 6m"),
         ("--timeout", "--timeout: invalid timeout '0': must be greater than 0"),
-        ("--interval", "--interval: invalid sampling interval '0': must be greater than 0"),
+        ("--interval", "--interval: sampling interval '0' is below the minimum of 1ms"),
     ):
         assert main(["bench", option, "0", "nowhere:infer"]) == 2
         assert _only(capsys) == f"edgeprof: error: {line}\n"

@@ -469,7 +469,7 @@ def test_cwd_and_relative_command(tmp_path: Path) -> None:
         (["./nope.sh"], {}, "command not found"),
         (["/"], {}, "command is a directory: /"),  # not "not found": it is there
         (["true"], {"interval": 0.0001}, "below the minimum of 1ms"),
-        (["true"], {"interval": "0"}, "invalid sampling interval"),
+        (["true"], {"interval": "0"}, "sampling interval '0' is below the minimum of 1ms"),
         (["true"], {"interval": "fast"}, "invalid sampling interval"),
         (["true"], {"timeout": "0"}, "invalid timeout"),
         (["true"], {"env": {"A=B": "1"}}, "invalid environment variable name"),
