@@ -1,20 +1,27 @@
 """Progress of a sweep on a terminal: the renderers of :func:`edgeprof.sweeps.sweep.run_sweep`'s
-callbacks.  Plain lines for pipes and CI logs; a rich progress bar with a live table on a TTY.
+callbacks.  Plain lines for pipes and CI logs; on a TTY, the same lines with a bar, the
+elapsed time and the ETA, cut to the terminal's width.
+
+Both only ever append whole lines: the workload shares the terminal (its stderr is
+edgeprof's, its stdout too unless redirected) and writes to it straight, so no display
+of ours can know when a line of it arrives.  A live region redrawn in place (rich's
+``Live``, 4 times a second) had glued each such line to the end of its last row and
+erased it at the next redraw: in a tester's tmux pane none of a sweep's ``batch 2: 20
+iterations, median …`` lines was left, nor edgeprof's own ``waiting for 1 free core …``
+note, and a 60-column terminal wrapped every row in two, which broke the redraw's count.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
-from collections import deque
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
 from ..model import RunResult
 from ..sweeps.plan import Step
 from ..units import format_binary, format_seconds
-from .table import Align, plain_lines
-
-if TYPE_CHECKING:
-    from rich.text import Text
 
 
 def step_title(step: Step) -> str:
@@ -23,11 +30,15 @@ def step_title(step: Step) -> str:
     return f"{what} [{step.limits.describe()}] {kind}"
 
 
-def outcome(r: RunResult) -> str:
+def figures(r: RunResult) -> str:
     return (
         f"{format_seconds(r.wall_s)} wall, {format_seconds(r.cpu.total_s)} CPU, "
-        f"peak {format_binary(r.memory.peak_bytes)}, {r.end}"
+        f"peak {format_binary(r.memory.peak_bytes)}"
     )
+
+
+def outcome(r: RunResult) -> str:
+    return f"{figures(r)}, {r.end}"
 
 
 class PlainProgress:
@@ -44,87 +55,123 @@ class PlainProgress:
         self.file.write(f"edgeprof: [{step.index}/{step.total}] {step_title(step)}: {outcome(r)}\n")
         self.file.flush()
 
+    def note(self, message: str) -> None:
+        """edgeprof's own word during a run (``waiting for 1 free core …``), on its line."""
+        self.file.write(f"edgeprof: {message}\n")
+        self.file.flush()
 
-class RichProgress:
-    """A progress bar (done/total, the current model and limits, elapsed and ETA) above a live
-    table of the finished runs, on a terminal.  Use as a context manager around the sweep."""
 
-    MAX_ROWS = 12
-    """The live table shows the latest runs only; the full table follows the sweep."""
+class TerminalProgress:
+    """A sweep's progress on a terminal, as lines that stay: when a run starts, its count, a
+    bar of the runs done, the elapsed time, the ETA and its title; when it ends, its figures.
 
-    def __init__(self, file: TextIO, total: int) -> None:
-        from rich.console import Console, Group
-        from rich.live import Live
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
+    Nothing is drawn in place, so nothing can be erased: the workload's output, written
+    straight to the terminal, falls between a run's two lines, under the run it belongs
+    to, and edgeprof's notes (:meth:`note`) likewise.  A live region could only be kept
+    apart from the workload's output by owning that output (a pseudo-terminal relayed by
+    edgeprof: a thread of edgeprof's in every measurement, and a workload whose output no
+    longer reaches the terminal if edgeprof stops) or by the terminal's scroll region
+    (left set on the user's terminal by a killed edgeprof); a line per event needs neither.
 
-        self._console = Console(file=file)
-        self._progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=self._console,
-        )
-        self._task = self._progress.add_task("starting", total=total)
-        # Only the latest rows, laid out when the display refreshes (4 a second), not per run.
-        self._rows: deque[tuple[str, ...]] = deque(maxlen=self.MAX_ROWS)
-        self._group = Group(self._progress, _LatestRuns(self._rows))
-        self._live = Live(
-            self._group,
-            console=self._console,
-            refresh_per_second=4,
-            redirect_stdout=False,
-            redirect_stderr=False,
-        )
+    Each progress line is cut to the terminal's width: one that wraps is two lines on a
+    60-column terminal (a tester's: every row of the old live table).  The notes are not:
+    what they say (the holders of a core, where the leases are) is needed whole.
+    """
 
-    def __enter__(self) -> RichProgress:
-        self._live.__enter__()
-        return self
+    BAR = 20
+    """The bar's width at most: it narrows first on a narrow terminal, then goes."""
 
-    def __exit__(self, *exc: object) -> None:
-        self._live.__exit__(None, None, None)
+    def __init__(
+        self, file: TextIO, total: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.file = file
+        self.total = total
+        self._clock = clock
+        self._t0 = clock()
+        self._done = 0
+        self._unicode = (getattr(file, "encoding", None) or "").lower().startswith("utf")
 
     def start(self, step: Step) -> None:
-        self._progress.update(self._task, description=step_title(step))
+        elapsed = self._clock() - self._t0
+        times = f"{clock_time(elapsed)}, ETA {clock_time(self._eta(elapsed))}"
+        head = f"edgeprof: [{step.index}/{step.total}]"
+        # The run's title before the times: a narrow terminal cuts the times.
+        sep = " · " if self._unicode else " - "
+        self._line(head, f"{step_title(step)}{sep}{times}", bar=True)
 
     def result(self, step: Step, r: RunResult) -> None:
-        self._rows.append(
-            (
-                str(step.index),
-                step.name,
-                step.limits.describe(),
-                f"warm-up {step.round}" if step.warmup else str(step.round),
-                format_seconds(r.wall_s),
-                format_seconds(r.cpu.total_s),
-                format_binary(r.memory.peak_bytes),
-                r.end,
-            )
-        )
-        self._progress.advance(self._task)
+        self._done += 1
+        # How it ended first: the figures after it are what a narrow terminal cuts.
+        head, said = f"edgeprof: [{step.index}/{step.total}]", f"{r.end}: {figures(r)}"
+        whole = f"{said} ({step_title(step)})"
+        # The run's title is on its first line already: dropped before a figure is cut.
+        fits = cell_len(f"{head} {whole}") <= self._width()
+        self._line(head, whole if fits else said)
+
+    def note(self, message: str) -> None:
+        """edgeprof's own word during a run (``waiting for 1 free core …``), on its line."""
+        self.file.write(f"edgeprof: {message}\n")
+        self.file.flush()
+
+    def _eta(self, elapsed: float) -> float | None:
+        """The runs left at the mean time of those done; ``None`` before the first ends."""
+        if not self._done:
+            return None
+        return elapsed / self._done * max(self.total - self._done, 0)
+
+    def _line(self, head: str, tail: str, *, bar: bool = False) -> None:
+        width = self._width()
+        room = width - cell_len(head) - cell_len(tail) - 2
+        drawn = self._bar(min(room, self.BAR)) if bar and room >= 5 else ""
+        text = " ".join(p for p in (head, drawn, tail) if p)
+        self.file.write(cut(text, width, self._unicode) + "\n")
+        self.file.flush()
+
+    def _width(self) -> int:
+        return terminal_width(self.file) - 1  # the last column: some terminals wrap there
+
+    def _bar(self, width: int) -> str:
+        done = round(width * min(self._done, self.total) / max(self.total, 1))
+        full, empty = ("━", "─") if self._unicode else ("#", "-")
+        return full * done + empty * (width - done)
 
 
-class _LatestRuns:
-    """The live lines of the latest runs, laid out when rich renders them: as plain
-    fixed-width text, since a rich ``Table`` of 12 rows took ~11 ms of CPU to render here, 4
-    times a second, holding the GIL against the run loop (one row: 3 ms)."""
+def clock_time(seconds: float | None) -> str:
+    """``0:01:07``, as rich's progress columns had it; ``-:--:--`` when unknown."""
+    if seconds is None:
+        return "-:--:--"
+    s = int(seconds)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
-    HEADER = ("#", "MODEL", "LIMITS", "RUN", "WALL", "CPU TIME", "PEAK MEM", "END")
-    ALIGN: tuple[Align, ...] = ("right", "left", "left", "left", "right", "right", "left", "left")
 
-    def __init__(self, rows: deque[tuple[str, ...]]) -> None:
-        self._rows = rows
+def terminal_width(file: TextIO) -> int:
+    """The width of the terminal ``file`` writes to: ``COLUMNS`` if set (as
+    :func:`shutil.get_terminal_size` reads it), else that terminal's own, not stdout's (a
+    sweep's stdout may go to a file while its stderr, where progress goes, is the TTY)."""
+    fallback = shutil.get_terminal_size()
+    if os.environ.get("COLUMNS", "").isdigit():
+        return max(fallback.columns, 1)
+    try:
+        columns = os.get_terminal_size(file.fileno()).columns
+    except (OSError, ValueError, AttributeError):  # not a terminal, or no descriptor
+        return fallback.columns
+    return columns if columns > 0 else fallback.columns  # a new pty: 0 until its size is set
 
-    def __rich__(self) -> Text:
-        from rich.text import Text
 
-        rows = list(self._rows)  # a copy: the sweep appends while rich renders
-        return Text("\n".join(plain_lines(self.HEADER, rows, align=self.ALIGN, rule=False)))
+def cell_len(text: str) -> int:
+    from rich.cells import cell_len as cells
+
+    return cells(text)
+
+
+def cut(text: str, width: int, unicode: bool = True) -> str:
+    """``text`` in at most ``width`` terminal cells (a wide character is two), ending in
+    ``…`` (``...`` on a terminal that cannot show it) where it was cut."""
+    from rich.cells import set_cell_size
+
+    if cell_len(text) <= width:
+        return text
+    more = "…" if unicode else "..."
+    if width <= len(more):
+        return set_cell_size(text, max(width, 0))
+    return set_cell_size(text, width - cell_len(more)).rstrip() + more

@@ -6,7 +6,6 @@ CI summaries.  The exit status is the caller's (:class:`RunReport` holds what it
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections.abc import Sequence
@@ -31,7 +30,7 @@ from ..sweeps.request import (
     unfinished_runs,
 )
 from .files import announce_dir, write_file, write_markdown, write_plot_files
-from .progress import PlainProgress, RichProgress
+from .progress import PlainProgress, TerminalProgress
 from .summary import BudgetGate, print_summary
 
 if TYPE_CHECKING:
@@ -137,11 +136,11 @@ def run_and_report(
         print(f"edgeprof: warning: {stale_warning(given, stale)}", file=stderr)
     for note in resume_notes(job, resume):
         print(f"edgeprof: note: {note}", file=stderr)
-    progress: PlainProgress | RichProgress | None = None
+    progress: PlainProgress | TerminalProgress | None = None
     if not plan.is_single:
         if stderr.isatty() and not outputs.json_out:
             kept = 0 if resume is None else len(resume.kept)
-            progress = RichProgress(stderr, len(plan.steps()) - kept)
+            progress = TerminalProgress(stderr, len(plan.steps()) - kept)
         else:
             progress = PlainProgress(stderr)
     if tpl is not None:
@@ -160,21 +159,19 @@ def run_and_report(
         if old_files is not None and not step.warmup:
             old_files.result(log_stem(step), step.model, r, step.round, plan.repeat)
 
-    with contextlib.ExitStack() as stack:
-        if isinstance(progress, RichProgress):
-            stack.enter_context(progress)
-        try:
-            outcome = execute(
-                job,
-                resume=resume,
-                on_start=progress.start if progress else None,
-                on_result=on_result,
-                workload_stdout=stderr.fileno() if outputs.json_out else None,
-                samples_needed=old_files is not None,  # the sample logs come from samples.csv
-            )
-        finally:
-            if old_files is not None:
-                old_files.finish(with_models=bool(plan.models))
+    try:
+        outcome = execute(
+            job,
+            resume=resume,
+            on_start=progress.start if progress else None,
+            on_result=on_result,
+            on_wait=progress.note if progress else None,
+            workload_stdout=stderr.fileno() if outputs.json_out else None,
+            samples_needed=old_files is not None,  # the sample logs come from samples.csv
+        )
+    finally:
+        if old_files is not None:
+            old_files.finish(with_models=bool(plan.models))
     results = outcome.results
     if not results:
         # Stopped in a warm-up: no table, but the same note as after a measured run (it had

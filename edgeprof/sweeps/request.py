@@ -445,10 +445,13 @@ def execute(
     resume: Resume | None = None,
     on_start: Callable[[Step], None] | None = None,
     on_result: Callable[[Step, RunResult], None] | None = None,
+    on_wait: Callable[[str], None] | None = None,
     workload_stdout: int | None = None,
     samples_needed: bool = False,
 ) -> RunOutcome:
-    """Stage 4: the sweep.  ``samples_needed``: ``on_result`` reads each run's samples.csv,
+    """Stage 4: the sweep.  ``on_wait``: told what a run waits for before it starts (its
+    cores), as :func:`~edgeprof.measure.runner.profile` has it (default: a line on stderr).
+    ``samples_needed``: ``on_result`` reads each run's samples.csv,
     so runs without ``out`` write into a temporary directory (gone on return: the results
     then name no samples file).  ``request.squeeze``: each run's memory is squeezed while
     it runs (``run --squeeze``, ``fit --one-run``)."""
@@ -474,6 +477,7 @@ def execute(
                 "stdout": workload_stdout,
                 "run_as": job.run_as,
                 "cores_busy": req.cores_busy,
+                "on_wait": on_wait,
                 "device": job.device,
                 "device_cores": req.device_cores,
                 "device_replaced": req.device_replaced,

@@ -16,7 +16,7 @@ from edgeprof.cli import main
 from edgeprof.model import CpuStats, Limits, MemoryStats, RunResult
 from edgeprof.report.comparison import _percent, ranking_tables, statistics_tables
 from edgeprof.report.export import cells_csv, runs_csv, text_cell
-from edgeprof.report.progress import PlainProgress, RichProgress
+from edgeprof.report.progress import PlainProgress, TerminalProgress
 from edgeprof.resultfiles import SWEEP_SCHEMA, load_runs
 from edgeprof.sweeps.plan import SweepPlan
 from tests.conftest import require_module
@@ -350,12 +350,12 @@ def test_progress_renderers() -> None:
         "edgeprof: [1/3] m [none] warm-up 1: 1.00s wall, 1.00s CPU, peak 10.0MiB, exited"
     )
     tty = io.StringIO()
-    with RichProgress(tty, len(steps)) as rich:
-        for s in steps:
-            rich.start(s)
-            rich.result(s, r)
+    terminal = TerminalProgress(tty, len(steps))
+    for s in steps:
+        terminal.start(s)
+        terminal.result(s, r)
     text = tty.getvalue()
-    assert "3/3" in text and "warm-up 1" in text and "10.0MiB" in text
+    assert "[3/3]" in text and "warm-up 1" in text and "10.0MiB" in text
 
 
 def test_a_run_without_a_model_is_named_by_its_program() -> None:
