@@ -147,7 +147,7 @@ class _Stdout:
     sweep without its ``runs.csv``, ``cells.csv``, ``report.md``, ``--markdown`` and
     ``--junit`` (a tester's, closing a pty's master mid-run).
 
-    Standard error (``name``) is held the same way (its rich progress, its ``edgeprof:``
+    Standard error (``name``) is held the same way (its progress lines, its ``edgeprof:``
     lines): it had no guard, and EIO there crashed the command before its files."""
 
     def __init__(self, stream: TextIO | None, name: str = "standard output") -> None:

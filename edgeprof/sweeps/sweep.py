@@ -7,7 +7,7 @@ the machine (thermal, page cache, a neighbour's load) hits every model alike ins
 whichever model happened to run last.
 
 The library stays quiet: a caller that wants progress passes ``on_start`` / ``on_result``
-callbacks (the CLI renders a progress bar and a live table with them).
+callbacks (the CLI renders progress lines with them, a bar among them on a terminal).
 """
 
 from __future__ import annotations

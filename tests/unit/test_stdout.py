@@ -96,7 +96,7 @@ class _DeadTerminal(_Failing):
 def test_a_closed_terminal_loses_no_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A pty whose master was closed mid-sweep: EIO from the rich progress (stderr) and the
+    """A pty whose master was closed mid-sweep: EIO from the progress lines (stderr) and the
     tables (stdout).  Measured before: exit 1 from rich's ``__exit__``, and no runs.csv,
     cells.csv, report.md, --markdown nor --junit file (a tester's)."""
     monkeypatch.chdir(tmp_path)
