@@ -100,6 +100,7 @@ def own_warning(result: RunResult, warning: str) -> bool:
     user never named (said once, per layer, by :func:`quota_stalls` instead)."""
     return (
         warning.startswith(f"phase '{PHASE}")
+        or warning.startswith(f"phase peaks of '{PHASE}")
         or warning.startswith("the workload named more than")
         or warning in (sampled_phase_peaks(result.mechanism, b) for b in (True, False))
     )

@@ -5,7 +5,7 @@ is :class:`~edgeprof.measure.events.EventChannel`'s, which is one of these.
 Memory: nothing is kept until the first event; from then on 24 bytes per reading (an hour at
 the default 100 ms: under 1 MB; at 1 ms, 86 MB), 32 per stored iteration (at the end, while
 :meth:`~EventStore.results` computes, 220: 22 MB for a full store, measured), and per
-occurrence of a kept phase name 171 (its record and the readings at its two lines; 560 at
+occurrence of a kept phase name 179 (its record and the readings at its two lines; 560 at
 the end).  What the workload names is capped (:data:`MAX_PHASES`, :data:`MAX_MARKS`,
 :data:`MAX_ITERATIONS`): past a cap lines are counted (:class:`~edgeprof.model.EventCounts`,
 ``events`` in ``result.json``) and warned about once per kind, not stored: 50 000 phases,
@@ -21,7 +21,7 @@ import collections
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..backends._peak_reset import sampled_phase_peaks
 from ..backends.base import PeakReset
@@ -47,8 +47,10 @@ from .phases import (
     ProtocolError,
     Recorder,
     cap_warnings,
+    missed_windows_warning,
     off_clock,
     parse_line,
+    window_missed,
 )
 
 _RECENT = 64
@@ -203,7 +205,9 @@ class EventStore:
                 self._names.add(ev.name)
         if ev.kind == "begin":
             token = self._peaks.start() if self._peaks is not None else None
-            occ = Occurrence(ev.name, t)
+            # When the window opened: one opened after the phase's end holds none of it.
+            opened = None if token is None else self._clock() - self._t0
+            occ = Occurrence(ev.name, t, opened=opened)
             with self._lock:
                 self._occurrences.append(occ)
                 self._open.append((occ, token))
@@ -342,8 +346,7 @@ class EventStore:
                 f"phase(s) {', '.join(unfinished)} {why} at {run_end:.3f}s: "
                 "counted to the end of the run"
             )
-        if phases and any(p.peak_source == "sampled" for p in phases):
-            warnings.append(sampled_phase_peaks(self._mechanism, self._peaks is not None))
+        warnings.extend(self._sampled_peaks_warnings(phases))
         latency = with_raised(
             latency_stats(iterations, stalls=stalls, tail=self._tail),
             len(self._raised) + self._raised_over,
@@ -361,6 +364,17 @@ class EventStore:
             if lat is not None and lat.throttling is not None and lat.throttling.distorted
         )
         return phases, latency, tuple(self._marks), warnings
+
+    def _sampled_peaks_warnings(self, phases: Sequence[PhaseStats]) -> list[str]:
+        """Why phases' peaks are sampled: a window that opened after its phase ended
+        (:func:`~edgeprof.measure.phases.window_missed`), or the backend's reason."""
+        sampled = [p.name for p in phases if p.peak_source == "sampled"]
+        missed = {o.name for o in self._occurrences if window_missed(o)}
+        late = [n for n in sampled if n in missed]
+        out = [missed_windows_warning(late)] if late else []
+        if len(late) < len(sampled):
+            out.append(sampled_phase_peaks(self._mechanism, self._peaks is not None))
+        return out
 
     def spans(self) -> tuple[list[Occurrence], list[tuple[float, float, int]]]:
         """(phase occurrences, stored iterations as (start, end, items)), for the GPUs'

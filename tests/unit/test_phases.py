@@ -18,12 +18,14 @@ from hypothesis import strategies as st
 
 from edgeprof import profile
 from edgeprof.backends._peak_reset import SharedPeakReset, sampled_phase_peaks
+from edgeprof.measure.event_store import EventStore
 from edgeprof.measure.events import EventChannel
 from edgeprof.measure.latency import latency_stats, percentile
 from edgeprof.measure.phases import (
     Occurrence,
     Timeline,
     interpolate,
+    missed_windows_warning,
     peak_with_phases,
     phase_stats,
 )
@@ -168,8 +170,9 @@ def test_phase_attribution_by_timestamp() -> None:
     # b: kernel mark (120) above its samples (100): kernel, but never below a sample.
     assert b.peak_bytes == 120 * MiB and b.peak_source == "kernel"
     assert b.cpu_s == pytest.approx(0.0)
-    # [2.5, 3] falls 200→100 (75 MiB·s), [3, 4] 100 (100 MiB·s): 175 / 1.5 s.
-    assert b.avg_bytes == round(175 * MiB / 1.5)
+    # [2.5, 3] falls 200→100, under the mark: 0.4 s at 120 and 0.1 s from 120 to 100
+    # (59 MiB·s, not the 75 above it), [3, 4] 100 (100 MiB·s): 159 / 1.5 s, 106 MiB.
+    assert b.avg_bytes == 106 * MiB
     assert open_.complete is False and open_.wall_s == pytest.approx(0.5)
     assert a.complete and b.complete
 
@@ -213,8 +216,88 @@ def test_a_kernel_peak_is_not_raised_to_a_reading_stamped_inside() -> None:
         [Occurrence("busy", 1.0, 2.0, kernel_peak=13 * MiB)], tl, [], run_end=2.0
     )
     assert (kernel.peak_bytes, kernel.peak_source) == (13 * MiB, "kernel")
+    # Its average is taken under that mark: 13 MiB to where the fall from 134 to 12 MiB
+    # crosses it, the fall's last 1/122 of 0.99 s below (it had been 73.6 MiB).
+    under = 0.01 * 13 + 0.99 * 121 / 122 * 13 + 0.99 / 122 * 12.5
+    assert kernel.avg_bytes == pytest.approx(under * MiB, abs=1)
+    assert kernel.avg_bytes is not None and kernel.avg_bytes <= 13 * MiB
     (sampled,) = phase_stats([Occurrence("busy", 1.0, 2.0)], tl, [], run_end=2.0)
     assert (sampled.peak_bytes, sampled.peak_source) == (134 * MiB, "sampled")
+
+
+# The bench's shape, to scale: a reading at 0 s during ``load`` (20 MiB, its temporaries),
+# the next at 1 s (15 MiB, freed); ``infer`` runs [0.5, 0.75] between them.
+BENCH_GAP = Timeline(t=[0.0, 1.0], cpu=[0.0, 1.0], mem=[20 * MiB, 15 * MiB])
+
+
+def test_a_phase_average_is_never_above_its_kernel_peak() -> None:
+    """A tester's bench: ``infer`` had a kernel peak of 6 672 384 and an average of 6 889 331
+    (here 16 423 882 over 15 351 808): the average interpolated toward the reading before
+    ``load`` freed its temporaries, which the kernel's window, opened later, never saw.
+    Under the mark, the whole curve (17.5 → 16.25 MiB) is above it: the average is it."""
+    occ = Occurrence("infer", 0.5, 0.75, kernel_peak=15 * MiB, opened=0.6)
+    (p,) = phase_stats([occ], BENCH_GAP, [], run_end=1.0)
+    assert (p.peak_bytes, p.peak_source, p.avg_bytes) == (15 * MiB, "kernel", 15 * MiB)
+
+
+@pytest.mark.parametrize("mem", [[0, 16 * MiB], [16 * MiB, 0]])
+def test_a_phase_curve_crossing_its_kernel_peak_is_cut_where_it_crosses(
+    mem: list[int | None],
+) -> None:
+    """0 → 16 MiB over the phase, mark 8 MiB: half a second rising to 8 (2 MiB·s) and half
+    at 8 (4 MiB·s), 6 MiB on average, either way round (not 8, the mean of the cut ends)."""
+    tl = Timeline(t=[0.0, 1.0], cpu=[0.0, 0.0], mem=mem)
+    (p,) = phase_stats([Occurrence("p", 0.0, 1.0, kernel_peak=8 * MiB)], tl, [], run_end=1.0)
+    assert (p.peak_bytes, p.peak_source, p.avg_bytes) == (8 * MiB, "kernel", 6 * MiB)
+
+
+def test_a_kernel_window_opened_after_its_phase_ended_is_not_its_peak() -> None:
+    """The bench's 0.1 ms ``infer`` was over 3 ms before its begin line was read: the mark
+    (the memory after it) is none of the phase's.  Its peak is sampled: the larger edge
+    of the curve it is averaged over (17.5 MiB; the average 16.875 MiB)."""
+    occ = Occurrence("infer", 0.5, 0.75, kernel_peak=15 * MiB, opened=0.8)
+    (p,) = phase_stats([occ], BENCH_GAP, [], run_end=1.0)
+    assert (p.peak_bytes, p.peak_source) == (round(17.5 * MiB), "sampled")
+    assert p.avg_bytes == round(16.875 * MiB)
+
+
+class _Peaks:
+    """A kernel that keeps every window's mark at 15 MiB."""
+
+    def start(self) -> object | None:
+        return 1
+
+    def stop(self, token: object | None) -> int | None:
+        return 15 * MiB
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_runner_says_which_phases_ended_before_their_window() -> None:
+    """The events' side: ``infer``'s lines are read at 1 s, after its end (0.75 s), so its
+    window opened too late and its peak is sampled, with that reason, not the backend's
+    (the kernel did reset); ``serve``, whose end is read after its begin, keeps its mark."""
+    now = [1.0]
+    store = EventStore(clock=lambda: now[0])
+    store._read = lambda: Counters(memory_current=15 * MiB)
+    store._peaks = _Peaks()
+    store.record(0.0, 0.0, 20 * MiB)
+    store.feed(b"begin infer 0.5\nend infer 0.75\nbegin serve 1.0\n")
+    now[0] = 2.0
+    store.feed(b"end serve 2.0\n")
+    phases, _, _, warnings = store.results(run_end=2.0)
+    infer, serve = phases
+    assert (infer.peak_bytes, infer.peak_source) == (round(17.5 * MiB), "sampled")
+    assert infer.avg_bytes == round(16.875 * MiB)
+    assert (serve.peak_bytes, serve.peak_source, serve.avg_bytes) == (15 * MiB, "kernel", 15 * MiB)
+    assert missed_windows_warning(["infer"]) in warnings
+    assert not [w for w in warnings if w.startswith("phase peaks are sampled")]
+    assert missed_windows_warning(["infer"]) == (
+        "phase peaks of 'infer' are sampled: each ended before edgeprof read its begin line, "
+        "so no kernel window covered it; their memory is interpolated between the readings "
+        "around them"
+    )
 
 
 def test_shared_peak_reset_keeps_the_run_peak_and_nested_windows(tmp_path: Path) -> None:
