@@ -13,6 +13,14 @@ from dataclasses import dataclass
 from ..measure.contention import held_by_others, held_share
 from ..model import RunResult
 
+SLOWED_BY_OTHERS = frozenset({"wall", "latency_p95", "latency_p50", "latency_mean", "cpu_pct"})
+"""The figures other tasks on the run's CPUs change: the wall-clock ones (the run's wall time
+and its latencies, which count the time it waited for a CPU) and the CPU share (the same CPU
+time over a longer wall).  Not CPU time: the kernel charges a task only while it runs
+(``cpuacct.usage``, ``cpu.stat`` ``usage_usec``), so time spent held off is in none of it
+(docs/ci.md: gate on CPU time on a shared runner); its regression had carried the caveat
+"may be the host's, not the code's" all the same.  Not memory or energy either."""
+
 
 @dataclass(frozen=True)
 class Held:
@@ -60,3 +68,27 @@ def mean_held(runs: Sequence[RunResult]) -> float | None:
     did.  What ``compare`` weighs a difference against."""
     held = [s for r in runs if (s := held_by_others(r.cpu.held_s, r.cpu.throttled_s)) is not None]
     return sum(held) / len(held) if held else None
+
+
+def less_held(runs: Sequence[RunResult]) -> tuple[float, ...]:
+    """Each run's wall time less the time other tasks held *that run* off its CPUs (a run
+    that did not measure it: its wall time as it is, none known to take off).  Per run, not
+    a side's mean: every run records its own ``cpu.held_s``, so the difference of the two
+    sides less their own held time keeps its interval from the runs themselves.  A tester's
+    baseline held off 0.276 s a run and current 0.526 s: less the current side's alone, a
+    +71.9 % wall time had read -47.5 % ("may be the host's"); less each run's own, +40.3 %,
+    as its CPU time's +41.4 %."""
+    return tuple(r.wall_s - (held_by_others(r.cpu.held_s, r.cpu.throttled_s) or 0.0) for r in runs)
+
+
+def host_caveat(whose: str, held: Held, seconds: float, less: str, what: str, verb: str) -> str:
+    """The one wording of a figure other tasks may have made (``compare``'s change, a
+    budget's breach): ``other tasks on their host held the current runs (all 3 runs, up to
+    48% of a run's wall time (0.25s)) off their CPUs for 0.25s a run on average{less}:
+    {what} may be the host's, not the code's ({verb} runs made on an idle host, …)``."""
+    return (
+        f"other tasks on their host held {whose} ({held.runs_text()}, {held.figure()}) off "
+        f"their CPUs for {seconds:.2f}s a run on average{less}: {what} may be the host's, "
+        f"not the code's ({verb} runs made on an idle host, or on --cpuset CPUs nothing else "
+        "uses)"
+    )

@@ -44,11 +44,10 @@ A regression of a wall-clock time (wall, a latency; not CPU time, which the kern
 while the task runs) or of the CPU share whose current runs other tasks held off their CPUs
 (as long as ``edgeprof run`` warns of, and long enough to account for it: without that time
 the change would not be beyond the threshold) keeps its verdict and its exit code (3), and
-carries a caveat that says so, with the worst run's share and the change less the held-off
-time (:func:`held_caveat`): on its JUnit case, in a note, and under the Markdown summary's
-verdict.  An improvement whose baseline runs were held off so carries it too.  Not the other
-side's: held-off time makes runs slower, so a held baseline only shrinks a regression.  Not a
-pass: the runs record how
+carries a caveat that says so, with the worst run's share and the change with each run's
+wall time less its own held-off time, both sides' (:func:`held_caveat`): on its JUnit case,
+in a note, and under the Markdown summary's verdict.  An improvement whose baseline runs were
+held off so carries it too.  Not a pass: the runs record how
 long they were held off, not what they would have taken on an idle host, so no verdict can be
 made of them either way, and a gate that passed whenever its runner was busy would let a real
 regression through on every busy runner.  A failed build that names its cause is rerun on an
@@ -71,7 +70,7 @@ from .budgets import METRICS, why_unmeasured
 from .cells import cells, ending, endings, setting, successful
 from .difference import Difference, difference
 from .failures import Failed, failed_notes, failed_of
-from .held import held_runs, mean_held
+from .held import SLOWED_BY_OTHERS, held_runs, host_caveat, less_held, mean_held
 from .hosts import sides_note
 from .metrics import BY_KEY, Metric, stalled_percentiles
 from .outliers import without_outliers
@@ -347,63 +346,52 @@ def _unmeasured(change: Change, reason: str) -> Change:
     return replace(change, why=f"the current runs have none: {reason}")
 
 
-SLOWED_BY_OTHERS = frozenset({"wall", "latency_p95", "latency_p50", "latency_mean", "cpu_pct"})
-"""The figures other tasks on the run's CPUs change: the wall-clock ones (the run's wall time
-and its latencies, which count the time it waited for a CPU) and the CPU share (the same CPU
-time over a longer wall).  Not CPU time: the kernel charges a task only while it runs
-(``cpuacct.usage``, ``cpu.stat`` ``usage_usec``), so time spent held off is in none of it
-(docs/ci.md: gate on CPU time on a shared runner); its regression had carried the caveat
-"may be the host's, not the code's" all the same.  Not memory or energy either."""
-
-
-def _slowed_by_others(metric: Metric) -> bool:
-    """A figure other tasks on the run's CPUs change (:data:`SLOWED_BY_OTHERS`)."""
-    return metric.key in SLOWED_BY_OTHERS
-
-
-HELD_FIX = "compare runs made on an idle host, or on --cpuset CPUs nothing else uses"
-
-
 def held_caveat(
     change: Change, base: Sequence[RunResult], current: Sequence[RunResult], threshold: float
 ) -> str | None:
     """What a regression (an improvement) must be read with when other tasks held its current
     (baseline) runs off their CPUs as long as ``edgeprof run`` warns of
     (:func:`~edgeprof.analysis.held.held_runs`) and long enough to account for it; ``None``
-    otherwise.  Only that side: time held off makes its runs slower, so the current runs'
+    otherwise.  Said of that side: time held off makes its runs slower, so the current runs'
     can make a regression, the baseline's an improvement, and neither the other way round.
-    Long enough: the change less that side's mean held-off time per run (each held-off second
-    taken off the figure, the most it can have added to a time) is no longer beyond the
-    threshold by its whole interval.  A tester's +61.3 % ± 33.9 % wall time (156.5 ms →
-    252.4 ms) had carried "a difference this size may be the host's" for a baseline held off
-    0.06 s and a current held off 0.04 s in one run of three: less that run's 0.013 s a run,
-    +52.8 % ± 33.9 %, still a regression.  A figure of another unit (the CPU share), a
-    latency (an iteration's share of the held time is not known), or a growth from 0, cannot
-    be weighed so: said whenever its side was held off."""
+    Long enough: the change with *each* run's wall time less its own held-off time
+    (:func:`~edgeprof.analysis.held.less_held`, both sides, the interval tested anew on those
+    values) is no longer beyond the threshold by its whole interval.  Both sides: one side's
+    alone had called a real regression possibly the host's, a tester's +71.9 % wall time
+    (440.6 ms → 757.2 ms, baseline runs held off 0.276 s a run, current 0.526 s) reading
+    "the change less that time: -47.5 %" where each side less its own gives +40.3 %, as its
+    CPU time's +41.4 %; and a +61.3 % ± 33.9 % (156.5 ms → 252.4 ms; baseline held off 0.06 s
+    and one current run of three 0.04 s) is still beyond 5 % so.  A figure of another unit
+    (the CPU share), a latency (an iteration's share of the held time is not known), or a
+    growth from 0, cannot be weighed so: said whenever its side was held off."""
     if change.verdict is Verdict.REGRESSION:
-        side, runs, sign = "current", current, -1.0
+        side, runs, other, others = "current", current, "baseline", base
     elif change.verdict is Verdict.IMPROVEMENT:
-        side, runs, sign = "baseline", base, 1.0
+        side, runs, other, others = "baseline", base, "current", current
     else:
         return None
     held = held_runs(runs)
-    if held is None or not _slowed_by_others(change.metric):
+    if held is None or change.metric.key not in SLOWED_BY_OTHERS:
         return None
-    seconds = mean_held(runs) or 0.0
     less = ""
-    mb = change.base_mean
-    whole_run = change.metric.key == "wall"  # a run's held seconds are the run's, not each
-    # iteration's: taken off a 10.4 ms p95 they had made "+824.2% ± 20.0%" (a verifier's)
-    if whole_run and change.change is not None and change.ci is not None:
-        assert mb is not None and mb > 0  # a relative change has a baseline mean above 0
-        without = change.change + sign * seconds / mb
-        if judge(without, change.ci, threshold) is change.verdict:
+    # A run's held seconds are the run's, not each iteration's: taken off a 10.4 ms p95 they
+    # had made "+824.2% ± 20.0%" (a verifier's), so the wall time alone is weighed.
+    if change.metric.key == "wall" and change.change is not None:
+        alt = _change(
+            change.label, change.setting, change.metric, less_held(base), less_held(current),
+            threshold,
+        )  # fmt: skip
+        if alt.verdict is change.verdict:
             return None  # beyond the threshold however long the host held them off
-        less = f"; the change less that time: {without * 100:+.1f}% ± {change.ci * 100:.1f}%"
-    return (
-        f"other tasks on their host held the {side} runs ({held.runs_text()}, "
-        f"{held.figure()}) off their CPUs for {seconds:.2f}s a run on average{less}: a "
-        f"difference this size may be the host's, not the code's ({HELD_FIX})"
+        theirs = mean_held(others)
+        said = "did not measure theirs" if theirs is None else f"for {theirs:.2f}s"
+        less = (
+            f", the {other} runs {said}; the change less each run's own held-off time: "
+            f"{alt.change_text()}"
+        )
+    seconds = mean_held(runs) or 0.0
+    return host_caveat(
+        f"the {side} runs", held, seconds, less, "a difference this size", "compare"
     )
 
 
