@@ -24,7 +24,9 @@ What is checked: each *cell* (one model under one limit setting) once per budget
 The cell's value is the median of its successful runs (one run: its value), so that one
 disturbed repeat neither fails a build nor hides a real breach.  When the budget lies within
 the 95 % interval of the runs' mean (the test of :mod:`edgeprof.analysis.difference`, against
-a constant), the check says so: it could turn over on a re-run.  A budgeted metric that was
+a constant), the check says so: it could turn over on a re-run.  A breached wall-clock figure
+whose runs other tasks held off their CPUs says that too, as ``compare`` does
+(:func:`_held_caveat`).  A budgeted metric that was
 not measured (no successful run in the cell, or a run without per-iteration latency) *fails*
 its check as "not measured": a gate must not pass silently once a script stops reporting
 what it is gated on.  When no run reported any event, a missing latency's reason is
@@ -50,6 +52,7 @@ from ..storage import read_input
 from ..units import named, parse_duration, parse_energy, parse_size, require_unit
 from .cells import cells, ending, successful
 from .difference import difference
+from .held import SLOWED_BY_OTHERS, held_runs, host_caveat, less_held, mean_held
 from .instrumentation import no_events, reported_events
 from .metrics import BUDGET_METRICS, Kind, Metric, same_figure, stalled_percentiles
 
@@ -183,7 +186,8 @@ class BudgetCheck:
     reason: str = ""
     """Why the value is missing (``NOT_MEASURED``)."""
     caveat: str = ""
-    """What makes the value doubtful though measured (a percentile that measured stalls)."""
+    """What makes the value doubtful though measured (a percentile that measured stalls, a
+    breach of runs the host held off their CPUs)."""
     failed_value: float | None = None
     """Where no run of the cell succeeded: the last run's figure, shown and never judged (an
     OOM-killed run's peak is the limit's, not the model's), so the check does not call
@@ -265,6 +269,7 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
                 _stall_caveat(key, ok),
                 _raised_caveat(key, ok),
                 _noise_caveat(metric, values, budget),
+                "" if within else _held_caveat(metric, ok, budget),
             ]
             checks.append(
                 BudgetCheck(
@@ -288,6 +293,35 @@ def _noise_caveat(metric: Metric, values: Sequence[float], budget: float) -> str
     return (
         f"the budget lies within the 95% interval of the mean ({mean} ± "
         f"{metric.format(d.half)}): a re-run could turn the check; more repeats decide it"
+    )
+
+
+def _held_caveat(metric: Metric, ok: Sequence[RunResult], budget: float) -> str:
+    """A breach of a wall-clock figure (wall time, a latency) whose runs other tasks held off
+    their CPUs as long as ``edgeprof run`` warns of (:func:`~edgeprof.analysis.held.held_runs`),
+    in ``compare``'s words (:func:`~edgeprof.analysis.held.host_caveat`).  A tester's p95 of
+    10.3 ms against a 10 ms budget, its runs held off 54–60 % of their wall time, had failed
+    (exit 3) with no word of them.  A wall time is weighed as ``compare`` weighs it: where the
+    median of each run's wall time less its own held-off time is over the budget still, the
+    host cannot account for the breach and nothing is said.  A latency cannot be so weighed
+    (an iteration's share of a run's held time is not known): said whenever they were held."""
+    if metric.key not in SLOWED_BY_OTHERS:
+        return ""
+    runs = [r for r in ok if metric.get(r) is not None]
+    held = held_runs(runs)
+    if held is None:
+        return ""
+    less = ""
+    if metric.key == "wall":
+        median = statistics.median(less_held(runs))
+        if median > budget and not same_figure(median, budget):
+            return ""  # over the budget however long the host held them off
+        less = (
+            f"; the median less each run's own held-off time: "
+            f"{metric.format_apart(median, budget)}"
+        )
+    return host_caveat(
+        "the runs", held, mean_held(runs) or 0.0, less, "a breach this size", "check"
     )
 
 
