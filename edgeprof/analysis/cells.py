@@ -38,6 +38,25 @@ def setting(r: RunResult) -> str:
     return r.limits.describe()
 
 
+def ran_under(r: RunResult, limits: Limits) -> bool:
+    """Whether ``r`` ran under the setting ``limits`` as it was asked (a sweep's plan holds
+    it so): the cores edgeprof chose for an integer ``cpus`` are the host's choice (whichever
+    were free, ``limits.cpuset: [0]``), not part of what was asked.  Compared with them,
+    ``run --resume`` had kept 0 of 4 finished ``--cpus 1`` runs.  An explicit ``cpuset`` is
+    asked, and compared.  A run without a lease (a remote Docker daemon's) reads as
+    :func:`setting` reads it: a cpuset of exactly ``cpus`` cores was edgeprof's choice."""
+    if r.limits == limits:
+        return True
+    chosen = r.lease is None or r.lease.chosen
+    return (
+        chosen
+        and limits.cpuset is None
+        and r.limits.cpuset is not None
+        and limits.cpus == len(r.limits.cpuset)
+        and dataclasses.replace(r.limits, cpuset=None) == limits
+    )
+
+
 def without_chosen_cores(text: str) -> str:
     """A setting label written before leases (``cpus=1, cpuset=0, memory=1.0GiB``) as
     :func:`setting` writes it now: a cpuset of exactly ``cpus`` cores was edgeprof's own

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..analysis.cells import ran_under
 from ..errors import ConfigError
 from ..model import RunResult, Termination
 from ..resultfiles import found_files, read_sweep
@@ -173,7 +174,7 @@ def _finished(file: Path, plan: SweepPlan, step: Step, measured: Measured) -> Ru
         run.termination is Termination.INTERRUPTED
         or run.command != command
         or run.label != step.name
-        or run.limits != step.limits
+        or not ran_under(run, step.limits)
     ):
         return None
     return found_files(run, [file.parent], beside=True)

@@ -7,6 +7,7 @@ from edgeprof.analysis.cells import (
     cells,
     cells_by_setting,
     group_by,
+    ran_under,
     setting,
     successful,
     without_chosen_cores,
@@ -83,6 +84,29 @@ def test_cores_edgeprof_chose_are_not_part_of_the_setting() -> None:
         "cpus=1, cpuset=0-1",
     ]
     assert list(cells([on0, on1, explicit])) == [("a", "cpus=1"), ("a", "cpus=1, cpuset=3")]
+
+
+def test_a_run_is_of_the_setting_asked_whichever_cores_edgeprof_leased_it() -> None:
+    """``run --resume`` holds a finished run to its step's setting by this: compared with the
+    leased cores, a ``--cpus 1`` sweep had kept none of its runs."""
+
+    def run(cpus: float, cpuset: tuple[int, ...], lease: CoreLease | None) -> RunResult:
+        return make_result(name="a", limits=Limits(cpus=cpus, cpuset=cpuset), lease=lease)
+
+    on1 = run(1, (1,), CoreLease((1,), 0.0, chosen=True))
+    assert ran_under(on1, Limits(cpus=1))
+    assert not ran_under(on1, Limits(cpus=2))
+    assert not ran_under(on1, Limits(cpus=1, memory="1g"))
+    assert not ran_under(on1, Limits(cpus=1, cpuset="0"))  # asked for core 0: not this run
+    explicit = run(1, (3,), CoreLease((3,), 0.0, chosen=False))
+    assert ran_under(explicit, Limits(cpus=1, cpuset="3"))
+    assert not ran_under(explicit, Limits(cpus=1))  # asked for core 3: not edgeprof's choice
+    remote = run(2, (0, 1), None)  # a remote daemon's run: no lease, the first 2 cores
+    assert ran_under(remote, Limits(cpus=2))
+    assert not ran_under(run(1, (0, 1), None), Limits(cpus=1))  # 2 cores for 1 CPU: asked
+    unpinned = make_result(name="a", limits=Limits(cpus=0.5))
+    assert ran_under(unpinned, Limits(cpus=0.5))
+    assert not ran_under(unpinned, Limits(cpus=1))
 
 
 def test_labels_written_before_leases_read_as_now() -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
+from edgeprof.model import Limits
 from edgeprof.sweeps.plan import AutoRepeat, SweepPlan
 from edgeprof.sweeps.resume import Measured, earlier_sweep
 from edgeprof.sweeps.sweep import run_sweep
@@ -296,3 +297,37 @@ def test_runs_kept_and_made_on_different_hosts_are_said() -> None:
     assert f", {kept.host.cpus} CPUs" in note and f", {made.host.cpus} CPUs" in note
     assert "(runs kept); " in note
     assert note.endswith("(runs made now): its cells' figures mix the hosts")
+
+
+@pytest.mark.parametrize("cpus", ["1", "2"])
+def test_resume_keeps_runs_on_the_cores_edgeprof_leased_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], cpus: str
+) -> None:
+    """A config tester's: a whole ``--cpus`` pins each run to the cores free at its start
+    (``limits.cpuset: [0]``), which the plan does not hold; compared with it, ``--cpus 1``
+    kept 0 of 4 finished runs (``--cpus 0.5`` or ``--memory``: 4 of 4)."""
+    monkeypatch.chdir(tmp_path)
+    sweep = [*FAKE, "--cpus", cpus, "-m", "a,b", "--repeat", "2", "--out", "sw"]
+    assert main([*sweep, "--", "true"]) == 0
+    runs = json.loads((tmp_path / "sw" / "sweep.json").read_text())["runs"]
+    assert {len(r["limits"]["cpuset"]) for r in runs} == {int(cpus)}  # leased, and recorded
+    before = files(tmp_path / "sw")
+    capsys.readouterr()
+    assert main([*sweep, "--resume", "--", "true"]) == 0
+    err = capsys.readouterr().err
+    assert "edgeprof: note: --resume: 4 of 4 measured run(s) kept; the rest are made\n" in err
+    assert "edgeprof: [" not in err
+    assert files(tmp_path / "sw") == before
+
+
+def test_resume_still_makes_a_run_of_another_explicit_cpuset(tmp_path: Path) -> None:
+    """An explicit ``--cpuset`` is the user's: a run on other cores is not this plan's."""
+    plan = SweepPlan(("true",), models=("a", "b"), limits=(Limits(cpuset="0"),))
+    out = tmp_path / "sw"
+    run_sweep(plan, backend=FakeBackend(linear()), out=out, profile_options={"interval": 0.01})
+    other = json.loads((out / "b" / "1" / "result.json").read_text())
+    other["limits"]["cpuset"] = [1]
+    other["lease"]["cores"] = [1]
+    (out / "b" / "1" / "result.json").write_text(json.dumps(other))
+    resume = earlier_sweep(out, plan, Measured(0.01, "fake", __version__, ()))
+    assert resume is not None and sorted(resume.kept) == [1]  # a only
