@@ -27,6 +27,7 @@ from ..sweeps.request import (
     log_stem,
     plan_run,
     resume_of,
+    resumed_budgets,
     unfinished_runs,
 )
 from .files import announce_dir, write_file, write_markdown, write_plot_files
@@ -128,13 +129,14 @@ def run_and_report(
     for w in job.warnings:
         print(f"edgeprof: warning: {w}", file=stderr)
     job = open_backend(job, stderr)
-    plan, tpl = job.plan, job.template
     given = job.request.out
     resume = resume_of(job)  # another plan's sweep there: refused before any other word
+    job, budgets_note = resumed_budgets(job, resume)
+    plan, tpl = job.plan, job.template
     stale = [] if given is None else stale_runs(given, plan)
     if given is not None and stale:
         print(f"edgeprof: warning: {stale_warning(given, stale)}", file=stderr)
-    for note in resume_notes(job, resume):
+    for note in [*resume_notes(job, resume), *([budgets_note] if budgets_note else [])]:
         print(f"edgeprof: note: {note}", file=stderr)
     progress: PlainProgress | TerminalProgress | None = None
     if not plan.is_single:

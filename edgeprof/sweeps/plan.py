@@ -96,6 +96,12 @@ class SweepPlan:
     stop_on_failure: bool = False
     """A run that does not exit 0 by itself ends the sweep (``fit``'s unlimited runs: a
     command that fails without a limit fails in each, so the rest would only repeat it)."""
+    workdir: str | None = field(default=None, compare=False)
+    """The directory the workload runs in (``--cwd``, else edgeprof's own, resolved), which
+    its command's relative paths name files from; ``sweep.json`` records it, and ``run
+    --resume`` refuses another (``sh w2.sh`` resumed from ``/tmp`` had run the absent
+    ``/tmp/w2.sh``: 6 runs ``exited (2)``, pooled with the 2 good ones).  ``None``: not known
+    here (a container without ``--cwd`` runs in its image's; a plan made in Python)."""
     budgets: Mapping[str, Any] | None = field(default=None, compare=False)
     """The budgets the sweep is gated on, as ``sweep.json`` records them
     (:meth:`~edgeprof.analysis.budgets.Budgets.to_dict`): ``report DIR`` checks them again

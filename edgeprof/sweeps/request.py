@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
+import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -296,6 +297,7 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
         allow_over_host=req.allow_over_host,
         auto=auto,
         shard=None if req.shard is None else parse_shard(req.shard),
+        workdir=workload_dir(req),
     )
     if _many_runs(plan):
         warnings += stdin_warnings()
@@ -333,6 +335,15 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     return RunJob(
         req, plan, budgets, cal, tpl, tuple(warnings), device=req.device, limits_from=limits_from
     )
+
+
+def workload_dir(req: RunRequest) -> str | None:
+    """The directory the workload will run in, as ``sweep.json`` records it: ``--cwd``
+    (a template's directory) or edgeprof's own, resolved on this host; in a container,
+    ``--cwd`` as given, and ``None`` without it (the image's own)."""
+    if req.backend == "docker":
+        return None if req.cwd is None else str(req.cwd)
+    return os.path.realpath(req.cwd or os.curdir)
 
 
 def _many_runs(plan: SweepPlan) -> bool:
@@ -403,6 +414,35 @@ def resume_of(job: RunJob) -> Resume | None:
     if not req.resume or req.out is None or job.plan.is_single:
         return None
     return earlier_sweep(req.out, job.plan, _measured(job))
+
+
+def resumed_budgets(job: RunJob, resume: Resume | None) -> tuple[RunJob, str | None]:
+    """The budgets a resumed sweep is gated on, and the note that says so where they are not
+    simply this command line's.  A resumption without budgets keeps the ones its
+    ``sweep.json`` recorded (they had been dropped from it in silence, and the gate with
+    them); one with other budgets replaces them.  Budgets gate the runs and change none, so
+    neither is refused."""
+    if resume is None or resume.budgets is None or resume.sweep is None:
+        return job, None
+    from ..analysis.budgets import budgets_from_dict
+
+    where = str(resume.sweep)
+    recorded = budgets_from_dict(resume.budgets, where)  # a bad entry: refused, naming it
+    if not job.budgets:
+        kept = dataclasses.replace(recorded, recorded_in=where)
+        plan = dataclasses.replace(job.plan, budgets=recorded.to_dict())
+        note = (
+            f"--resume: the sweep stays gated on the budgets {where} records "
+            f"({recorded.source}); give --budgets or --max-… to replace them"
+        )
+        return dataclasses.replace(job, budgets=kept, plan=plan), note
+    if job.budgets.to_dict() == recorded.to_dict():
+        return job, None
+    note = (
+        f"--resume: this command line's budgets ({job.budgets.sources}) replace the ones "
+        f"{where} records ({recorded.source})"
+    )
+    return job, note
 
 
 def unfinished_runs(job: RunJob) -> tuple[int, int] | None:

@@ -15,9 +15,12 @@ purpose is the state of the machine (caches, frequency) just before the measured
 earlier warm-ups warmed a machine that has since gone cold.
 
 Refused, in one line naming what differs: a ``sweep.json`` of another plan (command, models,
-limit settings, repeats, ``--repeat auto``'s bounds, warm-ups, shard) or whose runs were
+limit settings, repeats, ``--repeat auto``'s bounds, warm-ups, shard), whose workload ran in
+another directory (the command's relative paths would name other files), or whose runs were
 measured differently (sampling interval, backend, edgeprof version, ``--env``): pooled, the
-cells' statistics would mix two measurements under one name.  Runs made at different times
+cells' statistics would mix two measurements under one name.  The budgets are a gate, not a
+measurement: a resumption that gives none keeps the recorded ones, and one that gives others
+replaces them; either is said (:func:`~.request.resumed_budgets`).  Runs made at different times
 are pooled as one sweep's repeats; ``sweep.json`` records each resumption (``resumed``: when,
 and how many runs were kept), the report says so, and a host of another kind is said as a
 merge of shards says it (:func:`edgeprof.analysis.hosts.shard_notes`).
@@ -92,6 +95,11 @@ class Resume:
     complete: bool = False
     """The earlier sweep ran its plan (``stopped`` null): a ``--repeat auto`` sweep then has
     nothing left to make once its runs are kept."""
+    sweep: Path | None = None
+    """The earlier sweep's ``sweep.json``."""
+    budgets: Mapping[str, Any] | None = None
+    """The budgets it recorded (``None``: none): a resumption that gives none keeps them
+    (:func:`~.request.resumed_budgets`)."""
 
     def run_of(self, step: Step) -> RunResult | None:
         """The kept run of ``step``; ``None`` where it is to be made."""
@@ -128,6 +136,9 @@ def earlier_sweep(out: Path, plan: SweepPlan, measured: Measured) -> Resume | No
                 f"{plan_difference(key, theirs, mine, 'its', 'now ')}; give the same options, "
                 "or another --out"
             )
+    why = _workdir_differs(data.get("workdir"), plan.workdir)
+    if why is not None:
+        raise ConfigError(f"--resume: {path}'s {why}, or another --out")
     for d in data.get("runs") or ():
         earlier = Measured.of(d) if isinstance(d, dict) else None
         why = None if earlier is None else measured.differs(earlier)
@@ -150,7 +161,23 @@ def earlier_sweep(out: Path, plan: SweepPlan, measured: Measured) -> Resume | No
     history = tuple(e for e in earlier_resumed or () if isinstance(e, dict))
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     complete = data.get("stopped") is None and not data.get("interrupted")
-    return Resume(out, kept, files, (*history, {"at": now, "kept": len(kept)}), complete)
+    budgets = data.get("budgets")
+    resumed = (*history, {"at": now, "kept": len(kept)})
+    return Resume(out, kept, files, resumed, complete, path, budgets)
+
+
+def _workdir_differs(theirs: object, mine: str | None) -> str | None:
+    """Where the earlier sweep's workload ran, against where this one's would, as the
+    refusal says it; ``None`` where they agree, or the file does not say (a sweep.json
+    from before it was recorded).  Refused rather than run there: the resumption's own
+    relative paths (``--budgets``, ``--out``, ``-m`` files) name files from here."""
+    if theirs is None or theirs == mine:
+        return None
+    now = "its image's own" if mine is None else mine
+    return (
+        f"workload ran in {theirs}, this one would run in {now}, where its relative paths "
+        f"name other files; run it from {theirs} or give --cwd {theirs}"
+    )
 
 
 def _finished(file: Path, plan: SweepPlan, step: Step, measured: Measured) -> RunResult | None:

@@ -80,6 +80,7 @@ class SweepResult:
 
         extra = {
             **self.plan.recorded(),
+            **({} if self.plan.workdir is None else {"workdir": self.plan.workdir}),
             "interrupted": self.interrupted,
             "stopped": self.stopped,
             **({} if self.plan.budgets is None else {"budgets": dict(self.plan.budgets)}),

@@ -331,3 +331,85 @@ def test_resume_still_makes_a_run_of_another_explicit_cpuset(tmp_path: Path) -> 
     (out / "b" / "1" / "result.json").write_text(json.dumps(other))
     resume = earlier_sweep(out, plan, Measured(0.01, "fake", __version__, ()))
     assert resume is not None and sorted(resume.kept) == [1]  # a only
+
+
+def test_resume_refuses_a_sweep_whose_workload_ran_in_another_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A config tester's: ``sh w2.sh`` resumed from ``/tmp`` ran the absent ``/tmp/w2.sh``,
+    and its 6 runs (``exited (2)``) were pooled with the 2 good ones."""
+    work = tmp_path / "work"
+    (work / "elsewhere").mkdir(parents=True)
+    monkeypatch.chdir(work)
+    sweep = [*FAKE, "-m", "a,b", "--repeat", "2"]
+    assert main([*sweep, "--out", "sw", "--", "true"]) == 0
+    recorded = json.loads((work / "sw" / "sweep.json").read_text())
+    assert recorded["workdir"] == os.path.realpath(work)
+    before = files(work / "sw")
+    monkeypatch.chdir(work / "elsewhere")
+    capsys.readouterr()
+    assert main([*sweep, "--out", "../sw", "--resume", "--", "true"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    here = os.path.realpath(work / "elsewhere")
+    assert line == (
+        f"edgeprof: error: --resume: ../sw/sweep.json's workload ran in {recorded['workdir']}, "
+        f"this one would run in {here}, where its relative paths name other files; run it "
+        f"from {recorded['workdir']} or give --cwd {recorded['workdir']}, or another --out"
+    )
+    assert files(work / "sw") == before
+    # The same directory through --cwd is the same workload's: kept.
+    cwd = ["--cwd", str(work)]
+    assert main([*sweep, *cwd, "--out", "../sw", "--resume", "--", "true"]) == 0
+    assert "--resume: 4 of 4 measured run(s) kept" in capsys.readouterr().err
+    assert files(work / "sw") == before
+
+
+def test_a_sweep_json_without_workdir_is_resumed_as_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Files written before the directory was recorded cannot say it: not refused."""
+    monkeypatch.chdir(tmp_path)
+    sweep = [*FAKE, "-m", "a,b", "--out", "sw"]
+    assert main([*sweep, "--", "true"]) == 0
+    data = json.loads((tmp_path / "sw" / "sweep.json").read_text())
+    del data["workdir"]
+    (tmp_path / "sw" / "sweep.json").write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main([*sweep, "--cwd", "/", "--resume", "--", "true"]) == 0
+    assert "--resume: 2 of 2 measured run(s) kept" in capsys.readouterr().err
+
+
+def test_a_resume_without_budgets_keeps_the_recorded_ones_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A config tester's: a resumption without ``--budgets`` had dropped them from
+    ``sweep.json`` in silence (``budgets: None``), and its gate with them."""
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "sw"
+    sweep = [*FAKE, "-m", "a,b,c", "--out", "sw"]
+    # The fake's runs take 10 ms of wall: 1 ms breaches, in every run.
+    assert main([*sweep, "--max-wall", "1ms", "--", *stopper("c")]) == 130
+    recorded = json.loads((out / "sweep.json").read_text())["budgets"]
+    assert recorded["overrides"] == {"wall": 0.001}
+    capsys.readouterr()
+    assert main([*sweep, "--resume", "--", *stopper("x")]) == 3  # still gated: breached
+    captured = capsys.readouterr()
+    assert (
+        "edgeprof: note: --resume: the sweep stays gated on the budgets sw/sweep.json records "
+        "(command line); give --budgets or --max-… to replace them\n"
+    ) in captured.err
+    assert "Budgets (command line, recorded in sw/sweep.json): 0 of 3 " in captured.out
+    assert json.loads((out / "sweep.json").read_text())["budgets"] == recorded
+    # Other budgets replace them, and that is said too.
+    assert main([*sweep, "--max-wall", "1h", "--resume", "--", *stopper("x")]) == 0
+    captured = capsys.readouterr()
+    assert (
+        "edgeprof: note: --resume: this command line's budgets (command line) replace the "
+        "ones sw/sweep.json records (command line)\n"
+    ) in captured.err
+    assert json.loads((out / "sweep.json").read_text())["budgets"]["overrides"] == {
+        "wall": 3600.0
+    }
+    # The same budgets again: nothing to say.
+    assert main([*sweep, "--max-wall", "1h", "--resume", "--", *stopper("x")]) == 0
+    assert "budgets" not in capsys.readouterr().err
