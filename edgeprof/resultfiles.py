@@ -301,6 +301,33 @@ def read_sweep(path: Path) -> tuple[Path, dict[str, Any]] | None:
     return sweep, data
 
 
+REPORT_OF = "report_of"
+"""``sweep.json``'s key in a ``report --out`` copy: the sources it was made from (each
+relative to the copy's directory): what tells the report's own earlier output from another
+sweep's (:func:`held_output`)."""
+
+
+def held_output(out: Path) -> str | None:
+    """What ``out`` holds that a ``report --out`` copy would replace or hide, as its refusal
+    says it: a sweep's, a shard's or a merged sweep's ``sweep.json`` (not a report's own
+    copy), or runs' ``result.json`` (``report OUT`` reads the copy's ``sweep.json``, not
+    them).  A tester's ``report sw --out part-2`` had replaced a shard's ``sweep.json`` (its
+    merge then refused: "a whole sweep, not a shard"), and ``--out r1copy`` hid the run
+    there.  ``None``: nothing of the kind (no directory, an empty one, a report's copy)."""
+    if not out.is_dir():
+        return None
+    found = read_sweep(out)
+    if found is not None and REPORT_OF not in found[1]:
+        data = found[1]
+        what = "a merged sweep" if "shards" in data else "a shard" if "shard" in data else "a sweep"
+        return f"{what} of its own ({found[0]})"
+    runs = sorted(out.rglob("result.json"), key=_natural)
+    if runs:
+        more = f" and {len(runs) - 1} more" if len(runs) > 1 else ""
+        return f"{len(runs)} run(s) of its own ({runs[0]}{more})"
+    return None
+
+
 def load_auto_repeat(path: Path) -> tuple[int, int, float] | None:
     """``--repeat auto``'s (min runs, max runs, target) of the sweep in ``path`` (a
     ``sweep.json`` or a directory holding one); ``None`` for anything else.  A malformed

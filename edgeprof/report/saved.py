@@ -20,6 +20,8 @@ from ..analysis.sweepfile import shard_of, warmup_of
 from ..errors import ConfigError
 from ..model import RunResult
 from ..resultfiles import (
+    REPORT_OF,
+    held_output,
     load_auto_repeat,
     load_fits,
     load_runs,
@@ -29,7 +31,13 @@ from ..resultfiles import (
     sweep_stopped,
     sweeps_below,
 )
-from ..storage import check_writable, layers_profile_note, prepare_out_dir, write_json_output
+from ..storage import (
+    DirLock,
+    check_writable,
+    layers_profile_note,
+    prepare_out_dir,
+    write_json_output,
+)
 from ..units import format_binary, parse_threshold
 from .calibration import render_predictions
 from .ci_summary import (
@@ -211,6 +219,8 @@ def rerender(
         from .predictions import NO_CALIBRATION_FILE
 
         raise ConfigError(NO_CALIBRATION_FILE)
+    if out is not None:
+        check_report_out(out)  # before any work, as merge's --out
     for path in (markdown, html, predictions):
         if path is not None:
             check_writable(path)
@@ -262,9 +272,13 @@ def rerender(
         # The budgets checked here, as the copy's report.md shows their checks.
         plan.pop("budgets", None)
         plan.update({"budgets": budgets.to_dict()} if budgets else {})
-        write_exports(
-            prepare_out_dir(out), runs, extra=repeats, notes=stopped, plan=plan or None, gate=gate
-        )
+        target = prepare_out_dir(out)
+        plan[REPORT_OF] = [os.path.relpath(p.resolve(), target.resolve()) for p in paths]
+        # Held as run and merge hold theirs: a sweep running into it meanwhile had had its
+        # sweep.json replaced by the copy's, rc 0.
+        with DirLock(target):
+            check_report_out(target)
+            write_exports(target, runs, extra=repeats, notes=stopped, plan=plan, gate=gate)
         announce_dir(out, ("sweep.json", *EXPORTS), stderr)
     write_markdown(markdown, runs, stderr, repeats, stopped, gate)
     if plots is not None:
@@ -293,6 +307,18 @@ def rerender(
 
         write_predictions(predictions, preds, str(calibration), stderr)
     return checks
+
+
+def check_report_out(out: Path) -> None:
+    """``report --out``: refused, in one line, a directory that holds another sweep's or
+    runs' files (:func:`~edgeprof.resultfiles.held_output`); the report's own earlier copy
+    is replaced, as a sweep's re-run replaces its own files."""
+    held = held_output(out)
+    if held is not None:
+        raise ConfigError(
+            f"--out {out} holds {held}: the report's sweep.json would replace it or hide it "
+            f"from report {out}; give a directory of its own"
+        )
 
 
 def recorded_budgets(found: tuple[Path, dict[str, Any]] | None) -> Budgets:
@@ -354,12 +380,13 @@ def merge_saved(
     document = merged.document(target)
     if budgets:  # recorded, as a sweep records its own: `report OUT` checks them again
         document["budgets"] = budgets.to_dict()
-    write_json_output(target / "sweep.json", document)
     runs = cell_order(merged.runs)  # runs.csv's rows as run's and report's: by cell
     notes = merged.notes  # in sweep.json, and said by every report of it
     checks = budget_checks(runs, budgets)
     gate = BudgetGate(budgets.sources, checks)
-    write_exports(target, runs, sweep_json=False, notes=notes, plan=merged.plan, gate=gate)
+    with DirLock(target):  # as run holds its --out: a sweep running into it is not written over
+        write_json_output(target / "sweep.json", document)
+        write_exports(target, runs, sweep_json=False, notes=notes, plan=merged.plan, gate=gate)
     log = sys.stderr if log is None else log
     count = merged.shards[0].count
     print(f"edgeprof: merged {count} shards ({len(merged.runs)} runs) into {target}", file=log)
