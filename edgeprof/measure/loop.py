@@ -191,6 +191,7 @@ def run_loop(
         interrupted=interrupted,
         timed_out=timed_out,
         before=None if run.before_start is None else run.before_start[1],
+        before_at=None if run.before_start is None else run.before_start[0] - run.started,
         device=device,
         others_left=others_left,
     )

@@ -8,8 +8,9 @@ import sys
 import time
 
 import edgeprof
+from edgeprof import Limits
 from edgeprof.backends.docker.clock import engine_time, on_monotonic, span
-from edgeprof.measure.assemble import _no_average
+from edgeprof.measure.assemble import _no_average, own_window
 from edgeprof.model import Counters, RunSpec
 from tests.fakes import FakeBackend, FakeRun, Script
 
@@ -60,8 +61,57 @@ def test_wall_time_ends_where_the_backend_saw_the_workload_end() -> None:
     # The group's whole CPU time: the set-up's is not subtracted (it would take the
     # workload's first milliseconds with it).
     assert r.cpu.total_s is not None and abs(r.cpu.total_s - 0.100) < 1e-9
-    assert r.cpu.avg_pct is not None and abs(r.cpu.avg_pct - 40.0) < 1e-6
+    # AVG CPU % is of the window from the reading after the set-up to the exit: the 60 ms
+    # of CPU since it over 0.244 s (not 100 ms over 0.25 s, two windows' quotient).
+    assert r.cpu.avg_pct is not None and abs(r.cpu.avg_pct - 100 * 0.060 / 0.244) < 1e-6
     assert not any("set-up's" in w for w in r.warnings)  # the workload's peak is above it
+
+
+class ShortSetupRun(FakeRun):
+    """A container over 2 ms into its run, read 12 ms into it (a busybox ``true``)."""
+
+    def wait(self, timeout: float | None) -> int | None:
+        status = super().wait(timeout)
+        if status is not None:
+            self.ended = self.started + 0.002
+        return status
+
+
+def test_a_run_over_before_its_first_reading_has_no_cpu_percent_and_says_why() -> None:
+    """The tester's busybox ``true`` under ``--cpus 1`` on one core: 23.6 ms of CPU (runc
+    init's) over a 1.8 ms wall had read AVG CPU % 1340.3 and "held … off its CPU 0 for 0.10s
+    (5451% of its wall time)"."""
+    before = Counters(cpu_usage_us=23_000, cpu_full_us=90_000, cpu_some_us=95_000)
+
+    def script(t: float) -> Counters:
+        return Counters(cpu_usage_us=23_600, cpu_full_us=96_000, cpu_some_us=101_000)
+
+    class Short(SetupBackend):
+        def launch(self, spec: RunSpec) -> FakeRun:
+            run = ShortSetupRun(spec, self.script)
+            run.before_start = (run.started + 0.012, self.before)
+            return run
+
+    r = edgeprof.profile(["true"], backend=Short(script, before), limits=Limits(cpuset=(0,)))
+    assert abs(r.wall_s - 0.002) < 1e-9
+    assert r.cpu.total_s == 0.0236  # the group's whole CPU time, as before
+    assert r.cpu.avg_pct is None and r.cpu.peak_pct is None
+    assert r.cpu.held_s == 0.006 and r.cpu.wait_s == 0.006  # since the reading, not 0.096
+    assert not any("held the run off" in w for w in r.warnings)
+    assert (
+        "avg CPU %: n/a, the container exited 2ms into its run, before its group's first "
+        "reading after runc init's set-up: its CPU TIME (23.6ms) is mostly that set-up's "
+        "(docs/method.md)"
+    ) in r.warnings
+
+
+def test_rates_share_their_window_and_stay_within_the_cpus() -> None:
+    before = Counters(cpu_usage_us=20_000, cpu_full_us=50_000)
+    final = Counters(cpu_usage_us=30_000, cpu_full_us=60_000)
+    windowed, window = own_window(final, before, 0.010, 0.030)
+    assert abs(window - 0.020) < 1e-12 and windowed.cpu_usage_us == 10_000
+    assert windowed.cpu_full_us == 10_000 and windowed.cpu_some_us is None
+    assert own_window(final, None, None, 0.030) == (final, 0.030)  # a group that began empty
 
 
 def test_a_peak_no_higher_than_the_setup_s_is_named() -> None:
