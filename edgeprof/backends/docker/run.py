@@ -67,6 +67,7 @@ class DockerRun(RunHandle):
         self._inner_last = Counters()
         self._inner_lock = threading.Lock()
         self._stats_last = Counters()
+        self._outer_last: tuple[float, Counters] | None = None
         self._net_file: fs.CounterFile | None = None
         self._net_last: tuple[int | None, int | None] = (None, None)
         self._created_dirs: list[Path] = []
@@ -190,6 +191,7 @@ class DockerRun(RunHandle):
             self.before_start = (time.monotonic(), self._outer.read())
         except BackendError:
             self.before_start = None
+        self._outer_last = self.before_start  # until a sample: the last resort of the totals
 
     def _open_counters(self, placement: Placement) -> None:
         inner = counter_sources(placement, self._cid)[1]
@@ -252,7 +254,9 @@ class DockerRun(RunHandle):
             return self._stats()
         assert self._outer is not None
         inner = self._inner_now()
-        c = self._merge(self._outer.sample(), inner)
+        outer = self._outer.sample()
+        self._outer_last = (time.monotonic(), outer)
+        c = self._merge(outer, inner)
         if inner.memory_anon is None:
             return c
         # The composition is the container's own (see cgroups.FLUSH); cheap: a tuple rebuilt.
@@ -263,8 +267,7 @@ class DockerRun(RunHandle):
         if not self._exact:
             c = self._stats()
         else:
-            assert self._outer is not None
-            c = self._merge(self._outer.read(), self._inner_now())
+            c = self._merge(self._outer_totals(), self._inner_now())
         if self._oom_killed():
             # Docker saw the OOM kill (State.OOMKilled); v1 keeps no count outside the
             # container's group, which is gone by now.
@@ -272,6 +275,30 @@ class DockerRun(RunHandle):
         elif c.oom_kills is None and self._status is not None:
             c = c._replace(oom_kills=0)
         return c
+
+    def _outer_totals(self) -> Counters:
+        """The parent group's totals; where the group is gone by then (a tester's run, 1 in
+        ~53: ENODEV, "No such device", the workload finished: another session's clean-up, or
+        a daemon's teardown), its last sample's, said in a warning: the run is measured,
+        less what only the totals hold (the kernel's peak, I/O, pressure)."""
+        assert self._outer is not None
+        try:
+            return self._outer.read()
+        except BackendError as exc:
+            if self._outer_last is None:
+                self.warnings.append(
+                    f"the run's group was gone before it could be read ({exc}): its CPU and "
+                    "memory were not measured"
+                )
+                return Counters()
+            at, last = self._outer_last
+            ago = (self.ended or time.monotonic()) - at
+            self.warnings.append(
+                f"the run's group was gone before its totals were read ({exc}): its figures "
+                f"are its last sample's, {max(0.0, ago):.2f}s before its end; peak memory is "
+                "the samples' largest"
+            )
+            return last
 
     def _oom_killed(self) -> bool:
         try:
