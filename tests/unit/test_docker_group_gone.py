@@ -9,7 +9,7 @@ from typing import Any
 
 from edgeprof.backends.docker.cgroups import Placement
 from edgeprof.backends.docker.options import DockerOptions
-from edgeprof.backends.docker.run import DockerRun
+from edgeprof.backends.docker.run import DockerRun, _missing_command
 from edgeprof.errors import BackendError
 from edgeprof.model import Counters, Limits, RunSpec
 
@@ -101,3 +101,14 @@ def test_no_reading_at_all_is_a_result_with_nothing_measured(tmp_path: Path) -> 
         "such device): its CPU and memory were not measured"
     ]
     run.close()
+
+
+def test_a_command_the_image_lacks_is_named_as_the_cgroup_backend_names_it() -> None:
+    dump = (
+        "failed to create shim task: OCI runtime create failed: runc create failed: unable to "
+        'start container process: exec: "nosuchcmd": executable file not found in $PATH: '
+        "unknown"
+    )
+    assert _missing_command(dump) == "nosuchcmd"
+    assert _missing_command('exec: "/opt/x": stat /opt/x: no such file or directory') == "/opt/x"
+    assert _missing_command("OCI runtime create failed: permission denied") is None

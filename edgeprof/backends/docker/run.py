@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import threading
 import time
@@ -93,6 +94,9 @@ class DockerRun(RunHandle):
             state = self._client.inspect(self._cid).get("State") or {}
         except DaemonError as exc:
             self.close()
+            missing = _missing_command(explain(exc))
+            if missing is not None:  # the cgroup backend's line, not runc's dump
+                raise LaunchError(f"command not found: {missing}") from exc
             raise LaunchError(f"the container did not start: {_start_error(exc)}") from exc
         # The workload's start, not the start call's (clock.py): on a daemon elsewhere the
         # start call's return, its wall time then being the daemon's own span.
@@ -443,6 +447,21 @@ class DockerRun(RunHandle):
 def _most(a: int | None, b: int | None) -> int | None:
     """The larger of two readings of one counter, either of which may be missing."""
     return b if a is None else a if b is None else max(a, b)
+
+
+_NOT_FOUND = re.compile(
+    r'exec: "([^"]*)": (?:executable file not found in \$PATH|stat [^:]*: no such file or '
+    r"directory)"
+)
+"""runc's words for a command the image does not have (runc 1.1: ``exec: "nosuchcmd":
+executable file not found in $PATH``; a path: ``exec: "/x": stat /x: no such file or
+directory``), inside the daemon's "failed to create shim task: OCI runtime create failed: …"."""
+
+
+def _missing_command(text: str) -> str | None:
+    """The command runc did not find in the image, or ``None``."""
+    m = _NOT_FOUND.search(text)
+    return None if m is None else m.group(1)
 
 
 def _start_error(exc: DaemonError) -> str:
