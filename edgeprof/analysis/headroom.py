@@ -30,8 +30,9 @@ import dataclasses
 import enum
 from dataclasses import dataclass
 
+from ..measure.limit_changes import memory_change
 from ..measure.memory import STALL_WARN_FRACTION
-from ..model import MemoryParts, RunResult, Termination
+from ..model import LimitChange, MemoryParts, RunResult, Termination
 
 MIB = 1 << 20
 PAGE = 4096
@@ -252,9 +253,16 @@ def mapped_elsewhere(r: RunResult) -> int | None:
     return m if m is not None and m >= least else None
 
 
+def changed_limit(r: RunResult) -> LimitChange | None:
+    """The run's memory limit as the workload changed it (it can write its group's files as
+    root), which leaves the run no verdict against the limit edgeprof set: a ``--memory
+    64m`` run that raised it to unlimited had "fitted at the edge" with a 207.6 MiB peak."""
+    return memory_change(r.limits_changed)
+
+
 def _limit_fit(r: RunResult) -> LimitFit | None:
     limit = r.memory.limit_bytes
-    if limit is None or limit <= 0:
+    if limit is None or limit <= 0 or changed_limit(r) is not None:
         return None
     p = r.memory.pressure
     stall = None

@@ -20,7 +20,7 @@ from ._mapped import read_mapped
 from ._peak_reset import FdPeakReset, SharedPeakReset, apply_floor
 from ._process import Process, end_workload, signal_pids
 from ._reclaim import GroupReclaim
-from .base import BatchReader, MappedReading, RunHandle
+from .base import UNLIMITED, BatchReader, LimitReading, MappedReading, RunHandle
 from .cgroupfs import CounterSet
 
 KILL_TIMEOUT_S = 10.0
@@ -44,6 +44,63 @@ class KillMethod:
     frozen_probe: Callable[[], bool] | None = None
 
 
+@dataclass(frozen=True)
+class LimitFiles:
+    """The files of a run's group that hold its limits, read back at its end
+    (:meth:`CgroupRun.limits_now`): a workload running as root can write them.  v2 gives the
+    quota and period in one file (``cpu_max``), v1 in two; ``None``: no such file here."""
+
+    memory: Path | None = None
+    memory_swap: Path | None = None
+    cpu_max: Path | None = None
+    cpu_quota: Path | None = None
+    cpu_period: Path | None = None
+    pids: Path | None = None
+
+    def read(self) -> LimitReading:
+        quota = period = None
+        if self.cpu_max is not None:  # "max 100000", "50000 100000"
+            words = (_read_words(self.cpu_max) or [])[:2]
+            if len(words) == 2:
+                quota, period = _limit_value(words[0]), _limit_value(words[1])
+        else:
+            quota, period = _read_limit(self.cpu_quota), _read_limit(self.cpu_period)
+        return LimitReading(
+            memory=_read_limit(self.memory),
+            memory_swap=_read_limit(self.memory_swap),
+            cpu_quota_us=quota,
+            cpu_period_us=period,
+            pids=_read_limit(self.pids),
+        )
+
+
+def _read_words(path: Path | None) -> list[str] | None:
+    """The words of a limit file, ``None`` where it is missing or cannot be read: the
+    reading is a check of the run, never a reason for it to fail."""
+    if path is None:
+        return None
+    try:
+        text = fs.read_optional(path)
+    except BackendError:
+        return None
+    return None if text is None else text.split()
+
+
+def _read_limit(path: Path | None) -> int | None:
+    words = _read_words(path)
+    return None if not words else _limit_value(words[0])
+
+
+def _limit_value(word: str) -> int | None:
+    """``max`` (v2) and ``-1`` (v1's quota) are :data:`UNLIMITED`; ``None``: not a number."""
+    if word == "max" or word == "-1":
+        return UNLIMITED
+    try:
+        return int(word)
+    except ValueError:
+        return None
+
+
 class CgroupRun(RunHandle):
     """Handle of one run; see :class:`edgeprof.backends.base.RunHandle` for the contract."""
 
@@ -58,10 +115,12 @@ class CgroupRun(RunHandle):
         peak_reset: FdPeakReset | SharedPeakReset | None = None,
         reclaim: Callable[[], GroupReclaim] | None = None,
         mapped_stat: tuple[Path, str] | None = None,
+        limit_files: LimitFiles | None = None,
     ) -> None:
         """``mapped_stat``: the group's ``memory.stat`` and its mapped-file key, for
-        :meth:`mapped_files`."""
+        :meth:`mapped_files`; ``limit_files``: its limits, for :meth:`limits_now`."""
         super().__init__()
+        self._limit_files = limit_files
         self._mapped_stat = mapped_stat
         self._peak_reset = peak_reset
         self._reclaim: GroupReclaim | None = None
@@ -96,6 +155,9 @@ class CgroupRun(RunHandle):
 
     def sample(self) -> Counters:
         return self._counters.sample()
+
+    def limits_now(self) -> LimitReading | None:
+        return None if self._limit_files is None else self._limit_files.read()
 
     def mapped_files(self) -> MappedReading | None:
         if self._mapped_stat is None:

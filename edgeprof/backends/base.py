@@ -48,6 +48,8 @@ Optional capabilities (override the default where the backend has them):
 * ``RunHandle.others_running()`` (default None): how many of the run's processes besides
   its main process are running now, read by the run loop once the main process has exited
   by itself, before ``kill()`` ends them.
+* ``RunHandle.limits_now()`` (default None): the limits the run's group has now, read back
+  at its end (:class:`LimitReading`), where the workload may have written them.
 * ``RunHandle.warnings``: lines about the run's clean-up, read after ``close()``.
 
 Writing an outside backend: subclass :class:`Backend` and :class:`RunHandle`, set ``name``,
@@ -188,6 +190,23 @@ class Reclaim(Protocol):
     def close(self) -> None: ...
 
 
+UNLIMITED = -1
+"""A :class:`LimitReading` field of a limit the group does not have (``max``; v1's ``-1``)."""
+
+
+class LimitReading(NamedTuple):
+    """The limits of a run's group as its files read now, raw: ``memory`` (bytes; cgroup v1's
+    ``memory.limit_in_bytes`` reads 2^63 less a page where unlimited), ``memory_swap`` (v1
+    ``memory.memsw.limit_in_bytes``: memory + swap), ``cpu_quota_us`` per ``cpu_period_us``,
+    ``pids``.  :data:`UNLIMITED`: no limit; ``None``: not read (no such file here)."""
+
+    memory: int | None = None
+    memory_swap: int | None = None
+    cpu_quota_us: int | None = None
+    cpu_period_us: int | None = None
+    pids: int | None = None
+
+
 class ContainerDaemon(Protocol):
     """What collecting a dead run's containers needs of a Docker daemon's client
     (:class:`edgeprof.backends.docker.Engine`; a protocol, so this module needs no Docker)."""
@@ -297,6 +316,12 @@ class RunHandle(abc.ABC):
         sends SIGTERM (:func:`~edgeprof.measure.loop.run_loop`).  ``False`` by default: a
         container's processes are in no group of edgeprof's."""
         return False
+
+    def limits_now(self) -> LimitReading | None:
+        """The limits the run's group has now (:class:`LimitReading`), read once after the
+        kill while the group still exists, or ``None`` where the backend cannot read them
+        (or the workload cannot write them: a container's group is read-only inside it)."""
+        return None
 
     # -- the contract ------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from ..model import RunSpec
 from ..units import cpu_quota_us, parse_cpuset
 from . import cgroupfs as fs
 from ._cgroup_common import ceilings, missing_controller, run_group_name
-from ._cgroup_run import CgroupRun, KillMethod
+from ._cgroup_run import CgroupRun, KillMethod, LimitFiles
 from ._peak_reset import SharedPeakReset
 from .base import Backend, Ceiling, CleanupScope
 from .cgroupfs import CounterSet, Field, Kind, Source
@@ -307,6 +307,7 @@ class CgroupV1Backend(Backend):
                 counters=counters,
                 peak_reset=SharedPeakReset(dirs["memory"] / "memory.max_usage_in_bytes"),
                 mapped_stat=(dirs["memory"] / "memory.stat", "total_mapped_file"),
+                limit_files=_limit_files(dirs),
             )
         except BaseException:
             if counters is not None:
@@ -383,3 +384,15 @@ class CgroupV1Backend(Backend):
                 frozen_probe=frozen,
             )
         return KillMethod(members=dirs["memory"] / "cgroup.procs")
+
+
+def _limit_files(dirs: dict[str, Path]) -> LimitFiles:
+    """The run's limit files in its v1 groups (a hierarchy it has no group in: none)."""
+    mem, cpu, pids = dirs.get("memory"), dirs.get("cpu"), dirs.get("pids")
+    return LimitFiles(
+        memory=None if mem is None else mem / "memory.limit_in_bytes",
+        memory_swap=None if mem is None else mem / "memory.memsw.limit_in_bytes",
+        cpu_quota=None if cpu is None else cpu / "cpu.cfs_quota_us",
+        cpu_period=None if cpu is None else cpu / "cpu.cfs_period_us",
+        pids=None if pids is None else pids / "pids.max",
+    )

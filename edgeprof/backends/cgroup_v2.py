@@ -13,7 +13,7 @@ from ..model import RunSpec
 from ..units import cpu_quota_us, format_cpuset, parse_cpuset
 from . import cgroupfs as fs
 from ._cgroup_common import ceilings, missing_controller, run_group_name
-from ._cgroup_run import CgroupRun, KillMethod
+from ._cgroup_run import CgroupRun, KillMethod, LimitFiles
 from ._device_filter import deny_devices
 from ._peak_reset import FdPeakReset
 from ._reclaim import GroupReclaim
@@ -330,6 +330,9 @@ class CgroupV2Backend(Backend):
                 ),
                 reclaim=(lambda: GroupReclaim(group)) if spec.reclaim else None,
                 mapped_stat=(group / "memory.stat", "file_mapped"),
+                limit_files=LimitFiles(
+                    memory=group / "memory.max", cpu_max=group / "cpu.max", pids=group / "pids.max"
+                ),
             )
             if refused is not None:
                 run.warnings.append(refused)

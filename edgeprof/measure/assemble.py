@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..backends import Backend
-from ..backends.base import meminfo_total
+from ..backends.base import LimitReading, meminfo_total
 from ..model import (
     Counters,
     CpuStats,
@@ -27,6 +27,7 @@ from ..units import format_binary
 from ..version import __version__
 from .contention import contention_warning
 from .inputs import MIN_INTERVAL_S
+from .limit_changes import change_warning, limit_changes
 from .limits import quota_can_stall
 from .memory import parts_at, pressure, stall_warning
 from .sampler import MIN_AVG_READINGS, SeriesStats
@@ -51,6 +52,7 @@ def build_result(
     before_at: float | None = None,
     device: str | None = None,
     others_left: int | None = None,
+    held: LimitReading | None = None,
 ) -> RunResult:
     # ``before``: a container's group read just after its start (runc init's set-up in
     # it), ``before_at`` seconds into the wall time.  Its CPU is not subtracted from the CPU
@@ -58,6 +60,9 @@ def build_result(
     # first milliseconds too (a busy loop lost 42 ms, a fresh clone's docker tier).  The
     # rates over time (AVG CPU %, the time held off the CPUs) are of the window from that
     # reading to the exit (:func:`own_window`); its memory mark names a set-up-only peak.
+    # ``held``: the group's limits read back at the end (the workload may have written them).
+    changed = limit_changes(spec.limits, spec.period_us, held)
+    warnings.extend(change_warning(c, spec.period_us) for c in changed)
     sig = -status if status is not None and status < 0 else None
     exit_code = None if status is None else (128 + sig if sig is not None else status)
     oom_kills = final.oom_kills
@@ -190,6 +195,7 @@ def build_result(
         name=name,
         pids_refused=final.pids_refused,
         processes_left=others_left,
+        limits_changed=changed,
     )
 
 

@@ -170,6 +170,7 @@ def run_loop(
             if status is None:
                 status = run.wait(None)
             final = run.counters()  # the handle corrects its peak for per-phase resets
+            held = run.limits_now()  # what the workload may have written (group still there)
         warnings.extend(run.warnings)
     finally:
         if writer is not None:
@@ -194,6 +195,7 @@ def run_loop(
         before_at=None if run.before_start is None else run.before_start[0] - run.started,
         device=device,
         others_left=others_left,
+        held=held,
     )
     if squeezer is not None:
         if squeezer.error is not None:

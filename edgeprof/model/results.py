@@ -213,6 +213,26 @@ class CoreLease:
 
 
 @dataclass(frozen=True)
+class LimitChange:
+    """A limit of the run's group that was not the one edgeprof set when the run ended: a
+    workload running as root can write its own group's files (``memory.max``,
+    ``memory.limit_in_bytes``, ``cpu.max``, ``pids.max``).  A tester's ``--memory 64m`` run
+    raised its limit to unlimited and peaked at 207.6 MiB, and "fits" had been said of it.
+
+    ``limit``: ``memory_bytes``, ``cpu_quota_us`` (per the run's ``cpu.period_s``, whatever
+    period the workload wrote) or ``pids``; ``asked`` and ``now`` in those units, ``None``:
+    unlimited."""
+
+    limit: str
+    asked: int | None
+    now: int | None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LimitChange:
+        return cls(d["limit"], d["asked"], d["now"])
+
+
+@dataclass(frozen=True)
 class RunResult:
     """The outcome of one profiled run; ``to_dict()`` is the versioned result JSON."""
 
@@ -279,6 +299,11 @@ class RunResult:
     repeats of one cell ("within noise"): nothing in the result told them apart.  ``()``:
     none given; ``None``: not recorded (files from before it was)."""
 
+    limits_changed: tuple[LimitChange, ...] = ()
+    """The group's limits that the workload changed (:class:`LimitChange`), read at the run's
+    end: ``limits`` stays what edgeprof set, and the run has no verdict against a changed
+    memory limit.  Empty: none changed, or not read (not written then; older files)."""
+
     @property
     def label(self) -> str:
         """``name``, else the program's file name, its control characters escaped (a file
@@ -313,6 +338,9 @@ class RunResult:
         d["warnings"] = list(self.warnings)
         d["device_replaced"] = list(self.device_replaced)
         d["env"] = None if self.env is None else list(self.env)
+        d["limits_changed"] = [dataclasses.asdict(c) for c in self.limits_changed]
+        if not self.limits_changed:
+            del d["limits_changed"]  # written only where a limit changed, as device_replaced
         if not self.device_replaced:
             # Written only where an option replaced a device's value: a result without one
             # reads as before (older files have none), and so does its JSON.
@@ -418,4 +446,5 @@ class RunResult:
             pids_refused=d.get("pids_refused"),
             processes_left=d.get("processes_left"),
             env=None if d.get("env") is None else tuple(d["env"]),
+            limits_changed=tuple(LimitChange.from_dict(c) for c in d.get("limits_changed") or ()),
         )

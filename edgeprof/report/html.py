@@ -42,7 +42,7 @@ from .ci_summary import (
 from .comparison import RANKING_LEGEND, ranking_title, under
 from .gpu import GPU_COLUMNS, gpu_notes, gpu_phase_rows, gpu_rows
 from .gpu import PHASE_COLUMNS as GPU_PHASE_COLUMNS
-from .memory import headroom
+from .memory import changed, headroom
 from .note_groups import grouped_notes
 from .phases import aggregated, section_tables
 from .results import COLUMNS, note_lines
@@ -290,6 +290,8 @@ def _run_banners(results: Sequence[RunResult]) -> list[Banner]:
         who = f"{label} ({setting})"
         if parts:
             failed.append(Banner("fail", f"{who}: " + "; ".join(parts)))
+        elif (moved := changed(runs)) is not None:
+            warned.append(Banner("warn", f"{who}: {moved}"))
         elif fit is None or said is None:
             continue
         elif fit.status is not Headroom.FITS or fit.at_edge or fit.warm_only:

@@ -3,16 +3,19 @@ whether it fits that limit."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..analysis.headroom import (
     GpuFit,
     Headroom,
     LimitFit,
     between_samples,
+    changed_limit,
     charging_slack,
     sampled_total,
     unattributed,
 )
-from ..model import MemoryParts, MemoryPressure
+from ..model import MemoryParts, MemoryPressure, RunResult
 from ..units import format_binary, format_share
 
 
@@ -222,6 +225,22 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
             "charged to other groups (e.g. shared libraries): its own on a device"
         )
     return f"{head}: {said}" + (f" (the worst of {runs} runs)" if runs > 1 else "")
+
+
+def changed(runs: Sequence[RunResult]) -> str | None:
+    """``memory limit 64.0MiB: the workload changed its memory limit from 64.0MiB to
+    unlimited: no verdict``: said in place of the verdict a run whose workload wrote its own
+    limit has none of (:func:`~edgeprof.analysis.headroom.changed_limit`); of a cell's
+    runs, the first such, and how many."""
+    found = [(r, c) for r in runs if (c := changed_limit(r)) is not None]
+    if not found:
+        return None
+    r, c = found[0]
+    asked = "unlimited" if c.asked is None else format_binary(c.asked)
+    now = "unlimited" if c.now is None else format_binary(c.now)
+    head = f"memory limit {format_binary(r.memory.limit_bytes)}"
+    said = f"{head}: the workload changed its memory limit from {asked} to {now}: no verdict"
+    return said + (f" ({len(found)} of {len(runs)} runs)" if len(runs) > 1 else "")
 
 
 def _killed(f: LimitFit) -> str:

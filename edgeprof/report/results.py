@@ -18,7 +18,7 @@ from ..analysis.instrumentation import Import, edgeprof_import, no_events, runs_
 from ..model import RunResult
 from ..units import format_binary, format_decimal, format_seconds
 from .gpu import render_gpu
-from .memory import composition, cost, gpu_headroom, headroom, not_in_peak
+from .memory import changed, composition, cost, gpu_headroom, headroom, not_in_peak
 from .phases import named_runs, render_sections
 from .table import markdown_lines, markdown_text, plain_table
 
@@ -158,7 +158,8 @@ def note_lines(results: Sequence[RunResult]) -> list[NoteLine]:
             head += f", OOM kills: {oom}"
         out.append(NoteLine(None, head, head=True))
         lines = _memory_lines(r) if len(runs) == 1 else []
-        for verdict in (headroom(*worst_fit(runs)), gpu_headroom(worst_gpu_fit(runs))):
+        verdicts = (changed(runs), headroom(*worst_fit(runs)), gpu_headroom(worst_gpu_fit(runs)))
+        for verdict in verdicts:
             if verdict is not None:
                 lines.append(verdict)
         lines.extend(cell_warnings(runs, but=common))

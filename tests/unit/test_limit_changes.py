@@ -1,0 +1,151 @@
+"""A workload that wrote its own group's limits (as root it can): the backends read the
+limits back at the run's end, the result records the change with a warning, and the memory
+verdict gives way to a line that says so (a tester's ``--memory 64m`` run raised its limit
+to unlimited and had been told it "fits at the edge … peak 207.6MiB")."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from edgeprof.analysis.headroom import limit_fit
+from edgeprof.backends import CgroupV2Backend
+from edgeprof.backends.base import UNLIMITED, LimitReading
+from edgeprof.measure.limit_changes import change_warning, limit_changes
+from edgeprof.measure.runner import profile
+from edgeprof.model import LimitChange, Limits, MemoryStats, RunResult, Termination
+from edgeprof.report.results import render_plain
+
+from .conftest import FakeCgroupFs, make_result
+from .test_backend_cgroup_v2 import COUNTERS, v2_tree
+
+MIB = 1 << 20
+V1_UNLIMITED = 9223372036854771712  # what v1's memory.limit_in_bytes reads after "-1"
+PERIOD = 100_000
+
+
+def test_v1_memory_raised_to_unlimited_is_a_change() -> None:
+    read = LimitReading(memory=V1_UNLIMITED, memory_swap=V1_UNLIMITED)
+    assert limit_changes(Limits(memory="64m"), PERIOD, read) == (
+        LimitChange("memory_bytes", 64 * MIB, None),
+    )
+
+
+def test_v1_memory_lowered_binds_at_the_lower_of_memory_and_memsw() -> None:
+    lowered = LimitReading(memory=32 * MIB, memory_swap=512 * MIB)
+    swap_lowered = LimitReading(memory=512 * MIB, memory_swap=32 * MIB)
+    for read in (lowered, swap_lowered):
+        assert limit_changes(Limits(memory="512m"), PERIOD, read) == (
+            LimitChange("memory_bytes", 512 * MIB, 32 * MIB),
+        )
+    # memsw raised alone: the memory limit still binds, nothing changed.
+    raised = LimitReading(memory=512 * MIB, memory_swap=V1_UNLIMITED)
+    assert limit_changes(Limits(memory="512m"), PERIOD, raised) == ()
+
+
+def test_unchanged_and_unread_limits_are_no_change() -> None:
+    lim = Limits(cpus=0.5, memory="100000000", pids=32)
+    # The kernel keeps the limit in whole pages: 100000000 reads back 99999744.
+    read = LimitReading(memory=99_999_744, cpu_quota_us=50_000, cpu_period_us=PERIOD, pids=32)
+    assert limit_changes(lim, PERIOD, read) == ()
+    assert limit_changes(lim, PERIOD, LimitReading()) == ()
+    assert limit_changes(lim, PERIOD, None) == ()
+    # No limit set, none read: the files say "max".
+    assert limit_changes(Limits(), PERIOD, LimitReading(UNLIMITED, None, UNLIMITED, PERIOD,
+                                                        UNLIMITED)) == ()  # fmt: skip
+
+
+def test_cpu_quota_period_and_pids_changes() -> None:
+    lim = Limits(cpus=0.5, pids=32)
+    read = LimitReading(cpu_quota_us=UNLIMITED, cpu_period_us=PERIOD, pids=UNLIMITED)
+    assert limit_changes(lim, PERIOD, read) == (
+        LimitChange("cpu_quota_us", 50_000, None),
+        LimitChange("pids", 32, None),
+    )
+    # The period doubled with the quota kept: a quarter of a CPU, per the period set.
+    longer = LimitReading(cpu_quota_us=50_000, cpu_period_us=200_000)
+    assert limit_changes(lim, PERIOD, longer) == (LimitChange("cpu_quota_us", 50_000, 25_000),)
+    # A limit the workload gave itself where edgeprof set none is a change too.
+    assert limit_changes(Limits(), PERIOD, LimitReading(pids=8)) == (LimitChange("pids", None, 8),)
+
+
+def test_the_warnings_name_both_values() -> None:
+    assert change_warning(LimitChange("memory_bytes", 64 * MIB, None), PERIOD) == (
+        "the workload changed its memory limit from 64.0MiB to unlimited during the run (it "
+        "can write its own group's files as root): the result records the limit edgeprof "
+        "set, and gives no verdict against it"
+    )
+    assert change_warning(LimitChange("cpu_quota_us", 50_000, 200_000), PERIOD) == (
+        "the workload changed its CPU quota from 0.5 CPUs to 2 CPUs during the run (it can "
+        "write its own group's files as root): the result records the limit edgeprof set"
+    )
+
+
+def _raised(**changes: object) -> RunResult:
+    """The tester's run: 64 MiB set, a 207.6 MiB peak after the workload raised its limit."""
+    memory = MemoryStats(int(207.6 * MIB), "kernel", 86 * MIB, 64 * MIB, 0, None, None)
+    fields: dict[str, object] = {
+        "limits": Limits(memory="64m"),
+        "memory": memory,
+        "warnings": (),
+        "limits_changed": (LimitChange("memory_bytes", 64 * MIB, None),),
+    }
+    return make_result(**{**fields, **changes})
+
+
+def test_a_changed_memory_limit_has_no_verdict_but_a_line() -> None:
+    r = _raised()
+    assert limit_fit(r) is None
+    assert limit_fit(dataclasses.replace(r, limits_changed=())) is not None
+    text = render_plain([r])
+    assert (
+        "memory limit 64.0MiB: the workload changed its memory limit from 64.0MiB to "
+        "unlimited: no verdict"
+    ) in text
+    assert "fits" not in text
+    # An OOM kill at a lowered limit is no "does not fit" against the one set either.
+    to_32 = (LimitChange("memory_bytes", 512 * MIB, 32 * MIB),)
+    lowered = _raised(termination=Termination.OOM, exit_code=137, signal=9, limits_changed=to_32)
+    assert limit_fit(lowered) is None
+    assert "from 512.0MiB to 32.0MiB: no verdict" in render_plain([lowered])
+    assert "needs more than" not in render_plain([lowered])
+
+
+def test_the_change_is_written_and_read_back() -> None:
+    r = _raised()
+    d = r.to_dict()
+    assert d["limits_changed"] == [{"limit": "memory_bytes", "asked": 64 * MIB, "now": None}]
+    assert d["limits"]["memory_bytes"] == 64 * MIB  # the limit edgeprof set
+    assert RunResult.from_dict(json.loads(json.dumps(d))) == r
+    assert "limits_changed" not in dataclasses.replace(r, limits_changed=()).to_dict()
+
+
+def test_profile_reads_the_limit_the_workload_wrote(cgfs: FakeCgroupFs, tmp_path: Path) -> None:
+    """On a fake v2 tree the workload writes "max" to its group's memory.max, as a root
+    workload can: the result keeps 64 MiB as its limit, says the change, and has no
+    verdict."""
+    root, psc = v2_tree(cgfs, tmp_path, overrides=COUNTERS)
+    be = CgroupV2Backend(root=root, proc_self_cgroup=psc, euid=0)
+    write = f"for g in {root}/edgeprof/edgeprof-*; do echo max > $g/memory.max; done"
+    r = profile(["sh", "-c", write], Limits(memory="64m"), backend=be, interval=0.01)
+    assert r.limits.memory == 64 * MIB
+    assert r.limits_changed == (LimitChange("memory_bytes", 64 * MIB, None),)
+    assert any(w.startswith("the workload changed its memory limit from 64.0MiB to unlimited")
+               for w in r.warnings)  # fmt: skip
+    assert limit_fit(r) is None
+    untouched = profile(["true"], Limits(memory="64m"), backend=be, interval=0.01)
+    assert untouched.limits_changed == ()
+
+
+@pytest.mark.parametrize("quota", ["max 100000", "200000 100000"])
+def test_profile_reads_cpu_max_back(cgfs: FakeCgroupFs, tmp_path: Path, quota: str) -> None:
+    root, psc = v2_tree(cgfs, tmp_path, overrides=COUNTERS)
+    be = CgroupV2Backend(root=root, proc_self_cgroup=psc, euid=0)
+    write = f"for g in {root}/edgeprof/edgeprof-*; do echo {quota} > $g/cpu.max; done"
+    lim = Limits(cpus=0.5, cpu_period_us=PERIOD)
+    r = profile(["sh", "-c", write], lim, backend=be, interval=0.01)
+    now = None if quota.startswith("max") else 200_000
+    assert r.limits_changed == (LimitChange("cpu_quota_us", 50_000, now),)
