@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from ..errors import ConfigError
 from ..model import Limits, RunResult, Termination
+from ..model.results import signal_name
 from ..units import parse_cpuset
 
 CellKey = tuple[str, str]
@@ -133,9 +134,11 @@ def successful(runs: Sequence[RunResult]) -> list[RunResult]:
 
 
 def ending(r: RunResult) -> str:
-    """How a run ended, in a word or two: ``exit 1``, ``oom``, ``timeout``."""
+    """How a run ended, in a word or two: ``exit 1``, ``oom``, ``timeout``, ``SIGSEGV``."""
     if r.termination is Termination.EXITED:
         return f"exit {r.exit_code}"
+    if r.termination is Termination.SIGNALED and r.signal is not None:
+        return signal_name(r.signal)
     return str(r.termination.value)
 
 

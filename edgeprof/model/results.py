@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,14 @@ from .spec import Limits
 
 SCHEMA_VERSION = 1
 """Version of the result JSON; bumped on any incompatible change of its keys or units."""
+
+
+def signal_name(n: int | None) -> str:
+    """``SIGSEGV`` for 11; ``signal 99`` for a number this system does not name."""
+    try:
+        return signal.Signals(n or 0).name
+    except ValueError:
+        return f"signal {n}"
 
 
 class Termination(str, enum.Enum):
@@ -318,10 +327,15 @@ class RunResult:
 
     @property
     def end(self) -> str:
-        """How the run ended, with its exit code when not 0: ``exited (1)``, ``oom``."""
+        """How the run ended, with its exit code when not 0: ``exited (1)``, ``oom``; a signal
+        that ended it by itself is named beside the code, ``signaled (SIGSEGV, 139)``: a bare
+        "signaled (137)" read as an OOM kill, and 139 and 134 had to be decoded (a
+        tester's)."""
         end = self.termination.value
         if self.exit_code not in (None, 0):
-            end += f" ({self.exit_code})"
+            named = self.termination is Termination.SIGNALED and self.signal is not None
+            end += f" ({signal_name(self.signal)}, " if named else " ("
+            end += f"{self.exit_code})"
         return end
 
     def to_dict(self) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from edgeprof.analysis.cells import endings
 from edgeprof.errors import ConfigError
 from edgeprof.model import SCHEMA_VERSION, CpuStats, IoStats, MemoryStats, RunResult, Termination
 from edgeprof.report.results import COLUMNS, print_table, render_markdown, render_plain
@@ -113,15 +114,28 @@ def test_sampled_peak_is_labelled() -> None:
     [
         (Termination.EXITED, 0, "exited"),
         (Termination.EXITED, 3, "exited (3)"),
-        (Termination.SIGNALED, 137, "signaled (137)"),
+        (Termination.SIGNALED, 137, "signaled (SIGKILL, 137)"),
+        (Termination.SIGNALED, 139, "signaled (SIGSEGV, 139)"),
         (Termination.OOM, 137, "oom (137)"),
         (Termination.TIMEOUT, 143, "timeout (143)"),
         (Termination.INTERRUPTED, None, "interrupted"),
     ],
 )
 def test_end_column(termination: Termination, code: int | None, end: str) -> None:
-    _, rows = plain_rows(render_plain([make_result(termination=termination, exit_code=code)]))
+    sig = code - 128 if termination is Termination.SIGNALED and code is not None else None
+    r = make_result(termination=termination, exit_code=code, signal=sig)
+    _, rows = plain_rows(render_plain([r]))
     assert rows[0]["END"] == end
+
+
+def test_a_signal_is_named_in_the_endings_of_a_cell() -> None:
+    """A cell's failed runs name the signal too: "signaled" alone had not said a SIGSEGV
+    from a SIGABRT; a number this system has no name for is said as a number."""
+    seg = make_result(termination=Termination.SIGNALED, exit_code=139, signal=11)
+    abrt = make_result(termination=Termination.SIGNALED, exit_code=134, signal=6)
+    assert endings([seg, seg, abrt]) == "SIGSEGV ×2, SIGABRT"
+    odd = make_result(termination=Termination.SIGNALED, exit_code=227, signal=99)
+    assert odd.end == "signaled (signal 99, 227)"
 
 
 def test_label_defaults_to_program_name() -> None:
