@@ -4,23 +4,50 @@ whether it fits that limit."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 
 from ..analysis.headroom import (
     GpuFit,
     Headroom,
     LimitFit,
-    between_samples,
     changed_limit,
     charging_slack,
-    sampled_total,
     unattributed,
 )
 from ..model import MemoryParts, MemoryPressure, RunResult
 from ..units import format_binary, format_share
 
+KIB, MIB = 1024, 1024**2
 
-def _mib(n: int | None) -> str:
-    return "n/a" if n is None else f"{n / 2**20:.1f}"
+
+def _tenths(n: int, unit: int) -> int:
+    """``n`` bytes in tenths of ``unit``, rounded as ``f"{n / unit:.1f}"`` rounds (half to
+    even, exact: ``n / unit`` is a binary fraction), so a figure printed from it reads as
+    :func:`~edgeprof.units.format_binary` prints the same bytes."""
+    return round(Fraction(10 * n, unit))
+
+
+def _unit(n: int) -> tuple[int, str]:
+    """KiB for what :func:`~edgeprof.units.format_binary` prints in bytes or KiB, else MiB:
+    a 256 KiB peak's parts had all read ``0.0`` or ``0.1 MiB``."""
+    return (KIB, "KiB") if _tenths(n, KIB) < 10 * KIB else (MIB, "MiB")
+
+
+def _figure(tenths: int | None) -> str:
+    return "n/a" if tenths is None else f"{tenths // 10}.{tenths % 10}"
+
+
+def _apportioned(values: list[int | None], unit: int) -> list[int | None]:
+    """``values`` in tenths of ``unit``, each within a tenth of its own and together exactly
+    their sum's (largest remainder): rounded one by one, ``53.84 + 128.04 + 0.24`` prints
+    ``53.8 + 128.0 + 0.2``, a tenth short of the 182.1 they add up to.  ``None`` stays."""
+    known = [i for i, v in enumerate(values) if v is not None]
+    out: list[int | None] = [None if v is None else 10 * v // unit for v in values]
+    short = _tenths(sum(values[i] or 0 for i in known), unit) - sum(out[i] or 0 for i in known)
+    # The largest remainders first; a tie to the earlier term.
+    for i in sorted(known, key=lambda i: -(10 * (values[i] or 0) % unit))[:short]:
+        out[i] = (out[i] or 0) + 1
+    return out
 
 
 def composition(
@@ -34,15 +61,19 @@ def composition(
     """``peak 184.1MiB = anon 55.7 + file 128.0 + kernel 0.2 MiB`` (shmem when there is
     any), the parts as at the sample whose parts add up highest (``MemoryStats.at_peak``);
     ``None`` without a composition.
-    Where that sample's usage is further from the kernel's peak than the kernel's batching
-    of its counters allows (:func:`~edgeprof.analysis.headroom.batching`: a peak reached
-    between samples, an OOM kill), both are said, not an equation that does not hold:
-    ``peak 262.3MiB (the kernel's); at the sample whose parts add up highest, 250.1MiB =
-    anon 249.4 + …``.  ``name_sample``: the equation names its sample too.  A sample read
-    after the main process's exit at ``exit_s`` (only where none was read before it) is
-    said to be: its memory is freed (``anon 0.0``).  ``source``: the peak's
-    (``MemoryStats.peak_source``): only the kernel's mark is called the kernel's (a process
-    backend's peak raised to a phase's reading had been)."""
+    The "=" is written only where the terms add up to the peak at the precision printed:
+    the terms are rounded so that they add up to their own sum (:func:`_apportioned`), in
+    KiB under a MiB.  Elsewhere both are said, each with its own figure: ``peak 256.0KiB
+    (the kernel's); at the sample whose parts add up highest, 104.0KiB = anon 0.0 + file
+    48.0 + kernel 56.0 KiB``.  The kernel's peak and a sample's ``memory.stat`` rarely
+    agree to a tenth of a MiB (the kernel batches both a CPU at a time; a peak is reached
+    between samples; an OOM kill): ``run -- true`` had printed ``peak 256.0KiB = anon 0.0
+    + file 0.0 + kernel 0.1 MiB`` for parts of 104 KiB, and the README ``peak 66.1MiB =
+    anon 65.5 + file 0.0 + kernel 0.2 MiB``.  ``name_sample``: the equation names its
+    sample too.  A sample read after the main process's exit at ``exit_s`` (only where
+    none was read before it) is said to be: its memory is freed (``anon 0.0``).
+    ``source``: the peak's (``MemoryStats.peak_source``): only the kernel's mark is called
+    the kernel's (a process backend's peak raised to a phase's reading had been)."""
     if parts is None or peak is None:
         return None
     after = exit_s is not None and parts.t_s is not None and parts.t_s > exit_s
@@ -65,22 +96,42 @@ def not_in_peak(elsewhere: int | None) -> str:
 def _composition(
     parts: MemoryParts, peak: int, cpus: int, after: bool, name_sample: bool, whose: str
 ) -> str:
-    terms = [f"anon {_mib(parts.anon)}", f"file {_mib(parts.file)}"]
-    if parts.shmem:
-        terms.append(f"shmem {_mib(parts.shmem)}")
-    terms.append(f"kernel {_mib(parts.kernel)}")
-    made_of = " + ".join(terms) + " MiB"
+    names = ["anon", "file", *(["shmem"] if parts.shmem else []), "kernel"]
+    values: list[int | None] = [getattr(parts, n) for n in names]
+    # The stat file lagged the usage: a term of its own, not an equation off by it.
     gap = unattributed(parts, cpus)
-    if gap is not None:  # the stat file lagged the usage: said, not an equation off by it
-        made_of += f" + {format_binary(gap)} not yet in memory.stat"
+    if gap is not None:
+        values.append(gap)
+    # What the printed terms add up to; a part not measured ("n/a": the process backend's
+    # kernel memory, which its resident-set peak leaves out too) adds nothing.
+    made = sum(v for v in values if v is not None)
     # One saying of which sample the parts are of (a line had said "at the highest
     # sample" and "(at the sample whose parts add up highest)" of one sample).
     which = "read after it exited" if after else "at the sample whose parts add up highest"
-    sampled = sampled_total(parts)
-    if sampled is None or not between_samples(parts, peak, cpus):
+    unit, name = _unit(peak)
+    if _tenths(peak, unit) == _tenths(made, unit) and format_binary(peak) == format_binary(made):
         named = f" ({which})" if after or name_sample else ""
-        return f"peak {format_binary(peak)} = {made_of}{named}"
-    return f"peak {format_binary(peak)} ({whose}); {which}, {format_binary(sampled)} = {made_of}"
+        return f"peak {format_binary(peak)} = {_terms(names, values, unit, name)}{named}"
+    # The parts add up to something else at the precision printed (a peak reached between
+    # samples, the kernel's batching of its counters, an OOM kill): both figures, each
+    # with its own, and no "=" between the peak and parts that do not make it.
+    unit, name = _unit(made)
+    sampled = _figure(_tenths(made, unit)) + name
+    return (
+        f"peak {format_binary(peak)} ({whose}); {which}, {sampled} = "
+        + _terms(names, values, unit, name)
+    )
+
+
+def _terms(names: list[str], values: list[int | None], unit: int, name: str) -> str:
+    """``anon 55.7 + file 128.0 + kernel 0.2 MiB`` (``+ 21.5MiB not yet in memory.stat``
+    for a value past ``names``), rounded so that they add up to their sum as printed."""
+    shown = _apportioned(values, unit)
+    made_of = " + ".join(f"{n} {_figure(t)}" for n, t in zip(names, shown, strict=False))
+    made_of += f" {name}"
+    if len(values) > len(names):
+        made_of += f" + {_figure(shown[-1])}{name} not yet in memory.stat"
+    return made_of
 
 
 def cost(p: MemoryPressure | None, below: int | None = None) -> str | None:

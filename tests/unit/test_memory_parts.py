@@ -570,15 +570,59 @@ PARTS = MemoryParts(total=None, anon=58_405_683, file=128 * MIB, shmem=0, kernel
 
 
 def test_composition() -> None:
+    """The parts add up to 183.9 MiB: against a peak of 184.1 MiB, no "=" between them."""
     assert composition(PARTS, 193_042_842) == (
-        "peak 184.1MiB = anon 55.7 + file 128.0 + kernel 0.2 MiB"
+        "peak 184.1MiB (the kernel's); at the sample whose parts add up highest, 183.9MiB = "
+        "anon 55.7 + file 128.0 + kernel 0.2 MiB"
+    )
+    assert composition(PARTS, 192_833_126) == (
+        "peak 183.9MiB = anon 55.7 + file 128.0 + kernel 0.2 MiB"
     )
 
 
 def test_composition_with_shmem() -> None:
     parts = dataclasses.replace(PARTS, shmem=3 * MIB // 2)
-    assert composition(parts, 186 * MIB) == (
-        "peak 186.0MiB = anon 55.7 + file 128.0 + shmem 1.5 + kernel 0.2 MiB"
+    assert composition(parts, 192_833_126 + 3 * MIB // 2) == (
+        "peak 185.4MiB = anon 55.7 + file 128.0 + shmem 1.5 + kernel 0.2 MiB"
+    )
+
+
+def test_the_terms_are_rounded_to_add_up_to_the_figure_printed() -> None:
+    """53.84 + 128.04 + 0.24 MiB is 182.12: each rounded alone, "53.8 + 128.0 + 0.2" had
+    printed a tenth short of the "peak 182.1MiB" beside it.  The largest remainders take the
+    tenths missing (a tie goes to the earlier term), each term within a tenth of its own."""
+    anon, file, kernel = (round(x * MIB) for x in (53.84, 128.04, 0.24))
+    parts = MemoryParts(None, anon=anon, file=file, shmem=0, kernel=kernel)
+    assert composition(parts, anon + file + kernel) == (
+        "peak 182.1MiB = anon 53.9 + file 128.0 + kernel 0.2 MiB"
+    )
+
+
+def test_a_sub_mib_peak_is_in_kib_and_no_equation_where_its_parts_are_less() -> None:
+    """``edgeprof run -- true`` on cgroup v1: the kernel's peak 256 KiB, the sample's usage
+    124 KiB (``at_peak.total`` 126976), its parts 104 KiB.  The line had read "peak
+    256.0KiB = anon 0.0 + file 0.0 + kernel 0.1 MiB": neither figure, and no part at all."""
+    parts = MemoryParts(126_976, anon=0, file=49_152, shmem=0, kernel=57_344)
+    assert composition(parts, 262_144, cpus=2) == (
+        "peak 256.0KiB (the kernel's); at the sample whose parts add up highest, 104.0KiB = "
+        "anon 0.0 + file 48.0 + kernel 56.0 KiB"
+    )
+    # Parts that make the peak: the equation, in KiB.
+    assert composition(parts, 106_496, cpus=2) == (
+        "peak 104.0KiB = anon 0.0 + file 48.0 + kernel 56.0 KiB"
+    )
+    # A figure printed as 1.0MiB (1023.96 KiB) is in MiB, as format_binary prints it.
+    near = MemoryParts(None, anon=1_048_535, file=0, shmem=0, kernel=0)
+    assert composition(near, 1_048_535) == "peak 1.0MiB = anon 1.0 + file 0.0 + kernel 0.0 MiB"
+
+
+def test_the_readme_example_is_no_equation() -> None:
+    """The README's ``peak 66.1MiB = anon 65.5 + file 0.0 + kernel 0.2 MiB``: 65.7 MiB of
+    parts (a tester's reading)."""
+    parts = MemoryParts(None, anon=round(65.5 * MIB), file=0, shmem=0, kernel=round(0.2 * MIB))
+    assert composition(parts, round(66.1 * MIB), cpus=2) == (
+        "peak 66.1MiB (the kernel's); at the sample whose parts add up highest, 65.7MiB = "
+        "anon 65.5 + file 0.0 + kernel 0.2 MiB"
     )
 
 
@@ -589,12 +633,15 @@ def test_a_peak_between_samples_is_no_equation(total: int | None) -> None:
     parts = MemoryParts(total, anon=512 * 1024, file=0, shmem=0, kernel=88 * 1024)
     assert composition(parts, 64 * MIB) == (
         "peak 64.0MiB (the kernel's); at the sample whose parts add up highest, 600.0KiB = "
-        "anon 0.5 + file 0.0 + kernel 0.1 MiB"
+        "anon 512.0 + file 0.0 + kernel 88.0 KiB"
     )
-    # Within the kernel's batching of its counters (768 KiB a CPU), the sample is the peak's
-    # make-up.
+    # Within the kernel's batching of its counters (768 KiB a CPU) still no "=" where the
+    # parts add up to less at the precision printed: 63.0 MiB is not 64.0.
     near = MemoryParts(63 * MIB + 320 * 1024, anon=61 * MIB, file=0, shmem=0, kernel=2 * MIB)
-    assert composition(near, 64 * MIB) == "peak 64.0MiB = anon 61.0 + file 0.0 + kernel 2.0 MiB"
+    assert composition(near, 64 * MIB) == (
+        "peak 64.0MiB (the kernel's); at the sample whose parts add up highest, 63.0MiB = "
+        "anon 61.0 + file 0.0 + kernel 2.0 MiB"
+    )
 
 
 @pytest.mark.parametrize(
@@ -606,18 +653,17 @@ def test_a_peak_the_parts_do_not_add_up_to_is_said_as_the_kernels(
 ) -> None:
     """A tester's ``peak 262.3MiB = anon 249.4 + file 0.0 + kernel 0.7 MiB`` (a sum of 250.1)
     and, OOM-killed under 150 MiB, ``peak 150.0MiB = anon 144.2 + file 0.0 + kernel 0.8
-    MiB``: under 5 % of the peak apart, both had printed as equations on a 2-CPU host, where
-    the kernel's batching allows 1.5 MiB."""
+    MiB``.  However many CPUs' batching the gap is within, the "=" would not hold."""
     parts = MemoryParts(None, anon=round(anon * MIB), file=0, shmem=0, kernel=round(kernel * MIB))
     total = f"{anon + kernel:.1f}MiB"
-    assert composition(parts, round(peak * MIB), cpus=2) == (
-        f"peak {peak:.1f}MiB (the kernel's); at the sample whose parts add up highest, {total} = "
-        f"anon {anon:.1f} + file 0.0 + kernel {kernel:.1f} MiB"
-    )
-    # The bound is the host's 3 batches of 64 pages a CPU: 12 MiB on 16 CPUs, 24 on 32.
+    for cpus in (2, 32):
+        assert composition(parts, round(peak * MIB), cpus=cpus) == (
+            f"peak {peak:.1f}MiB (the kernel's); at the sample whose parts add up highest, "
+            f"{total} = anon {anon:.1f} + file 0.0 + kernel {kernel:.1f} MiB"
+        )
+    # The bound of the stat file's lag is the host's 3 batches of 64 pages a CPU: 12 MiB on
+    # 16 CPUs, 24 on 32.
     assert headroom.batching(2) == 1536 * 1024 and headroom.batching(16) == 12 * MIB
-    wide = composition(parts, round(peak * MIB), cpus=32)
-    assert wide is not None and wide.startswith(f"peak {peak:.1f}MiB = "), wide
 
 
 def test_usage_the_stat_file_had_not_counted_yet_is_said() -> None:
@@ -629,29 +675,37 @@ def test_usage_the_stat_file_had_not_counted_yet_is_said() -> None:
     assert composition(parts, round(190.9 * MIB)) == (
         "peak 190.9MiB = anon 169.0 + file 0.0 + kernel 0.4 MiB + 21.5MiB not yet in memory.stat"
     )
-    within = dataclasses.replace(parts, total=round(169.6 * MIB))  # the batching: no term
+    # Within the batching, no term: the parts are the sample's, 169.4 MiB, not its usage.
+    within = dataclasses.replace(parts, total=round(169.6 * MIB))
     assert composition(within, round(169.6 * MIB)) == (
-        "peak 169.6MiB = anon 169.0 + file 0.0 + kernel 0.4 MiB"
+        "peak 169.6MiB (the kernel's); at the sample whose parts add up highest, 169.4MiB = "
+        "anon 169.0 + file 0.0 + kernel 0.4 MiB"
+    )
+    assert composition(within, round(169.4 * MIB)) == (
+        "peak 169.4MiB = anon 169.0 + file 0.0 + kernel 0.4 MiB"
     )
 
 
 def test_the_batching_allowed_is_the_hosts_64_pages_a_cpu() -> None:
-    """A 0.05 s Python run on 2 CPUs: 4.7 MiB peak, 1.4 MiB at its highest sample.  Taken as
-    the peak's make-up under a 16-CPU allowance (4 MiB), it printed an equation 3.3 MiB
-    short."""
+    """A 0.05 s Python run on 2 CPUs: 4.7 MiB peak, 1.4 MiB at its highest sample, whose
+    parts' lag of its usage (64 KiB here) is within the host's batching: no term for it."""
     parts = MemoryParts(1_462_272, anon=1_331_200, file=0, shmem=0, kernel=131_072)
-    assert composition(parts, 4_960_256, cpus=2) == (
-        "peak 4.7MiB (the kernel's); at the sample whose parts add up highest, 1.4MiB = "
-        "anon 1.3 + file 0.0 + kernel 0.1 MiB"
-    )
-    assert composition(parts, 4_960_256, cpus=16) == (
-        "peak 4.7MiB = anon 1.3 + file 0.0 + kernel 0.1 MiB"
-    )
+    for cpus in (2, 16):
+        assert composition(parts, 4_960_256, cpus=cpus) == (
+            "peak 4.7MiB (the kernel's); at the sample whose parts add up highest, 1.4MiB = "
+            "anon 1.3 + file 0.0 + kernel 0.1 MiB"
+        )
 
 
 def test_composition_unknown_parts() -> None:
+    """A part not measured adds nothing: the process backend's resident-set peak leaves
+    the kernel's memory out too."""
     parts = MemoryParts(None, 10 * MIB, None, None, None)
-    assert composition(parts, 20 * MIB) == "peak 20.0MiB = anon 10.0 + file n/a + kernel n/a MiB"
+    assert composition(parts, 10 * MIB) == "peak 10.0MiB = anon 10.0 + file n/a + kernel n/a MiB"
+    assert composition(parts, 20 * MIB) == (
+        "peak 20.0MiB (the kernel's); at the sample whose parts add up highest, 10.0MiB = "
+        "anon 10.0 + file n/a + kernel n/a MiB"
+    )
 
 
 def test_composition_none() -> None:
