@@ -81,11 +81,7 @@ def build_result(
         return None if us is None else us / 1e6
 
     total = secs(final.cpu_usage_us)
-    user, system = secs(final.cpu_user_us), secs(final.cpu_system_us)
-    if total is not None and user is not None and system is not None and user + system > 0:
-        # cgroup v1's cpuacct.usage_user/_sys come from tick sampling while usage is exact
-        # (v2's cpu.stat is already scaled this way): split the exact total by their ratio.
-        user, system = total * user / (user + system), total * system / (user + system)
+    user, system = cpu_split(total, secs(final.cpu_user_us), secs(final.cpu_system_us))
     windowed, window = own_window(final, before, before_at, wall)
     avg_pct = _avg_pct(windowed.cpu_usage_us, window)
     if avg_pct is None and before is not None and total is not None:
@@ -242,6 +238,21 @@ def _avg_pct(cpu_us: int | None, window: float) -> float | None:
     if cpu_us is None or window <= 0:
         return None
     return 100.0 * cpu_us / 1e6 / window
+
+
+def cpu_split(
+    total: float | None, user: float | None, system: float | None
+) -> tuple[float | None, float | None]:
+    """The user and system shares of the exact ``total``.  cgroup v1's
+    ``cpuacct.usage_user``/``_sys`` (and Docker's, on v1) come from tick sampling while
+    ``usage`` is exact (v2's ``cpu.stat`` is already scaled this way): the total is split by
+    their ratio.  A run no tick fell in has a split of 0 + 0 beside a non-zero total
+    (``run -- true``: 0.0 and 0.0 beside 0.002186 s): not measured, so ``None``, never 0."""
+    if total is None or user is None or system is None:
+        return user, system
+    if user + system > 0:
+        return total * user / (user + system), total * system / (user + system)
+    return (None, None) if total > 0 else (user, system)
 
 
 def _pids_peak(sampled: int | None, final: Counters, limit: int | None) -> int | None:

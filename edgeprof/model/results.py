@@ -151,7 +151,10 @@ class HostInfo:
 @dataclass(frozen=True)
 class CpuStats:
     user_s: float | None
+    """User-mode CPU time of the run's tasks (``None``: not measured, as where cgroup v1's
+    tick-sampled split caught no tick of a run whose exact total is not 0)."""
     system_s: float | None
+    """Kernel-mode CPU time (``None`` as :attr:`user_s`)."""
     total_s: float | None
     avg_pct: float | None
     """100·total CPU time / wall time: percent of one CPU (0 … N·100, as ``docker stats``)."""
