@@ -128,6 +128,7 @@ def build_result(
     stalled = stall_warning(cost, wall, spec.limits.memory, oom=bool(oom_kills))
     if stalled is not None:
         warnings.append(stalled)
+    warnings += process_warnings(final.pids_refused, spec.limits.pids, others_left)
     seen = stats.at_peak_by(wall)  # a sample after the exit reads the run's memory freed
     # No peak, no composition of it: the sample there would be the start reading's.
     at_peak = None if seen is None or peak is None else parts_at(seen[1], seen[0])
@@ -253,6 +254,36 @@ def cpu_split(
     if user + system > 0:
         return total * user / (user + system), total * system / (user + system)
     return (None, None) if total > 0 else (user, system)
+
+
+def process_warnings(refused: int | None, pids: int | None, left: int | None) -> list[str]:
+    """What a run's processes met that its other figures do not say: ``refused`` forks the
+    kernel refused at the process limit (``pids``: ``--pids``; the workload saw EAGAIN: a
+    Pool(8) under ``--pids 4`` died of BlockingIOError while the table showed a peak of 1
+    of 4), and ``left`` processes still running at the main process's exit, which edgeprof
+    killed (a double-forked daemon had been killed without a word).  In the result's
+    warnings, where ``--json``, ``result.json`` and a dashboard read them: the text report
+    alone had said them (``run --json -- sh -c '(setsid sleep 30 &) ; sleep 0.2'``: the
+    contention warning in ``warnings``, not this one)."""
+    out = []
+    if refused:
+        where, fix = (
+            (f"the --pids {pids} limit", "raise --pids")
+            if pids
+            else ("a process limit above the run's group", "raise that group's pids.max")
+        )
+        out.append(
+            f"the kernel refused {refused} of its forks and thread starts at {where} "
+            f"(the workload saw EAGAIN: BlockingIOError, \"can't start new thread\"): {fix}"
+        )
+    if left:
+        were = "process was" if left == 1 else "processes were"
+        out.append(
+            f"{left} {were} still running when the workload's main process exited: killed; "
+            "what they had left to do was not done nor measured (wait for them before the "
+            "main process exits)"
+        )
+    return out
 
 
 def _pids_peak(sampled: int | None, final: Counters, limit: int | None) -> int | None:

@@ -203,6 +203,8 @@ def cell_warnings(runs: Sequence[RunResult], but: Collection[str] = ()) -> list[
     elsewhere, for all the cells."""
     by_text: dict[str, list[int]] = {}
     for k, x in enumerate(runs, 1):
+        # An older file's process warnings are made here; a newer one's are in its warnings
+        # already, and said once.
         for w in dict.fromkeys(w for w in [*x.warnings, *process_warnings(x)] if w not in but):
             by_text.setdefault(w, []).append(k)
     out = []
@@ -216,31 +218,12 @@ def cell_warnings(runs: Sequence[RunResult], but: Collection[str] = ()) -> list[
 
 
 def process_warnings(r: RunResult) -> list[str]:
-    """What a run's processes met that its other figures do not say: forks the kernel
-    refused at the process limit (the workload saw EAGAIN: a Pool(8) under ``--pids 4`` died
-    of BlockingIOError while the table showed a peak of 1 of 4), and processes still running
-    at the main process's exit, which edgeprof killed (a double-forked daemon had been
-    killed without a word)."""
-    out = []
-    if r.pids_refused:
-        where, fix = (
-            (f"the --pids {r.limits.pids} limit", "raise --pids")
-            if r.limits.pids
-            else ("a process limit above the run's group", "raise that group's pids.max")
-        )
-        out.append(
-            f"the kernel refused {r.pids_refused} of its forks and thread starts at {where} "
-            f"(the workload saw EAGAIN: BlockingIOError, \"can't start new thread\"): {fix}"
-        )
-    if r.processes_left:
-        n = r.processes_left
-        were = "process was" if n == 1 else "processes were"
-        out.append(
-            f"{n} {were} still running when the workload's main process exited: killed; "
-            "what they had left to do was not done nor measured (wait for them before the "
-            "main process exits)"
-        )
-    return out
+    """The warnings of a run's refused forks and of processes it left running
+    (:func:`~edgeprof.measure.assemble.process_warnings`), made from its figures: a result
+    carries them in its ``warnings``, a file written before it did has the figures alone."""
+    from ..measure.assemble import process_warnings as of_figures
+
+    return of_figures(r.pids_refused, r.limits.pids, r.processes_left)
 
 
 def _notes(results: Sequence[RunResult]) -> str:

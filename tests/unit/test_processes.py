@@ -61,7 +61,8 @@ def test_refused_forks_are_one_warning_line_naming_the_count_and_the_fix() -> No
     lines = [n.text for n in note_lines([r])]
     assert lines[0].endswith(", processes: peak 4 of 4")
     assert lines.count(f"warning: {REFUSED}") == 1
-    assert REFUSED not in r.warnings  # the text is the report's, the figure the result's
+    # In the result's warnings (result.json, --json), once; the report says it once too.
+    assert r.warnings.count(REFUSED) == 1
 
 
 def test_no_refusal_no_warning() -> None:
@@ -94,6 +95,26 @@ def test_processes_still_running_at_the_exit_are_counted_and_said() -> None:
         "process exits)"
     ]
     assert RunResult.from_dict(r.to_dict()).processes_left == 2
+
+
+LEFT_ONE = (
+    "1 process was still running when the workload's main process exited: killed; what they "
+    "had left to do was not done nor measured (wait for them before the main process exits)"
+)
+
+
+def test_processes_left_are_in_the_results_warnings_and_said_once() -> None:
+    """``run --json -- sh -c '(setsid sleep 30 &) ; sleep 0.2'``: processes_left 1, and
+    ``warnings`` held the contention warning alone; the text report alone said it."""
+    r = profile(["true"], backend=FakeBackend(others=counts(1)), interval=0.01)
+    assert r.processes_left == 1
+    assert r.warnings.count(LEFT_ONE) == 1
+    assert r.to_dict()["warnings"].count(LEFT_ONE) == 1
+    assert [n.text for n in note_lines([r])].count(f"warning: {LEFT_ONE}") == 1
+    # A file written before the result carried it: the report makes it from the figure.
+    older = make_result(processes_left=1)
+    assert LEFT_ONE not in older.warnings
+    assert [n.text for n in note_lines([older])].count(f"warning: {LEFT_ONE}") == 1
 
 
 def test_one_process_left_is_said_in_the_singular() -> None:
