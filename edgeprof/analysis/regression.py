@@ -269,6 +269,8 @@ def compare_results(
             change = _change(label, where, metric, b, c, threshold)
             if not c and c_ok:
                 change = _unmeasured(change, why_unmeasured(metric.key, c_runs, current))
+            elif change.verdict is Verdict.FEW_REPEATS:
+                change = _few_values(change, (b_ok, baseline), (c_ok, current))
             changes.append(change)
             if (said := _outlier_note(change, threshold)) is not None:
                 notes.append(f"{cell_name(key)}: {said}")
@@ -344,6 +346,31 @@ def _unmeasured(change: Change, reason: str) -> Change:
         )
         return replace(change, verdict=Verdict.FEW_REPEATS, why=why)
     return replace(change, why=f"the current runs have none: {reason}")
+
+
+def _few_values(
+    change: Change,
+    base: tuple[Sequence[RunResult], Sequence[RunResult]],
+    current: tuple[Sequence[RunResult], Sequence[RunResult]],
+) -> Change:
+    """Not enough repeats where a side had the runs but too few of them had the figure:
+    which side, how many lacked it and why (:func:`~edgeprof.analysis.budgets.
+    why_unmeasured`).  A baseline of 3 runs, 2 of them too short for an average memory,
+    had read "not enough repeats", which points to ``--repeat``, where a finer
+    ``--interval`` was the fix (a tester's)."""
+    said = []
+    for side, (ok, results), values in (
+        ("baseline", base, change.base),
+        ("current", current, change.current),
+    ):
+        missing = [r for r in ok if change.metric.get(r) is None]
+        if len(ok) >= 2 and len(values) < 2 and missing:
+            said.append(
+                f"{len(missing)} of the {side}'s {len(ok)} runs have no {change.metric.title}, "
+                "so too few values, not too few runs: "
+                + why_unmeasured(change.metric.key, missing, results)
+            )
+    return replace(change, why="; ".join(said)) if said else change
 
 
 def held_caveat(

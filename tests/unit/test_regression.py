@@ -343,6 +343,35 @@ def test_a_metric_neither_side_could_test_does_not_fail_and_says_why() -> None:
     assert case.failure is None and case.skipped is not None and case.skipped.endswith(why)
 
 
+def test_too_few_values_of_enough_runs_say_which_side_lacks_them_and_why() -> None:
+    """A tester's baseline of 3 repeats, 2 of them too short for an average memory, against
+    3 current runs that had one: "not enough repeats", with nothing said, pointed to
+    --repeat, which would not have helped."""
+    base = walls((1.0,)) + no_avg(walls((1.0, 1.0)))
+    changes, notes = compare_results(base, walls((1.0, 1.0, 1.0)))
+    avg = next(c for c in changes if c.metric.key == "avg_memory")
+    assert avg.verdict is Verdict.FEW_REPEATS and not avg.verdict.fails
+    why = (
+        "2 of the baseline's 3 runs have no avg memory, so too few values, not too few runs: "
+        "fewer than two of each run's readings (every 0.1s) fell while it ran: --interval "
+        "0.01 reads them finer"
+    )
+    assert avg.why == why
+    assert notes == [f"m.onnx (cpus=1, memory=1.0GiB): avg memory not enough repeats: {why}"]
+    # The current side alike; both sides, each said.
+    changes, _ = compare_results(walls((1.0, 1.0, 1.0)), base)
+    avg = next(c for c in changes if c.metric.key == "avg_memory")
+    current_why = why.replace("baseline's", "current's")
+    assert avg.why == current_why
+    changes, _ = compare_results(base, base)
+    avg = next(c for c in changes if c.metric.key == "avg_memory")
+    assert avg.why == f"{why}; {current_why}"
+    # Too few runs is too few repeats, with no reason to give.
+    changes, _ = compare_results(walls((1.0,)), walls((1.0, 1.0, 1.0)))
+    avg = next(c for c in changes if c.metric.key == "avg_memory")
+    assert avg.verdict is Verdict.FEW_REPEATS and avg.why is None
+
+
 def test_a_metric_the_current_runs_lack_fails_with_the_finer_interval() -> None:
     changes, notes = compare_results(walls((1.0, 1.0)), no_avg(walls((0.12, 0.12))))
     avg = next(c for c in changes if c.metric.key == "avg_memory")
