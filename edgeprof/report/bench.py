@@ -63,23 +63,20 @@ def render_bench(results: Sequence[RunResult]) -> str:
     return table + "".join(n + "\n" for n in (*notes, *([cache] if cache else []), *gpu))
 
 
-FIRST_READ_MIB = 16
-"""Page cache the first batch size holds beyond every later one before it is said."""
-
-
 def first_reads_note(results: Sequence[RunResult]) -> str | None:
     """The first batch size's run reads the imports' files into the page cache, which is
     charged to it, and the later ones find them cached: its peak is then the largest for no
     reason of its batch (a tester's bs=8 first: 450.8 MiB, 302 MiB of it page cache, against
-    149.4 MiB for bs=1 after it)."""
-    files = [None if r.memory.peaks is None else r.memory.peaks.file for r in results]
-    first, rest = files[0] if files else None, [f for f in files[1:] if f is not None]
-    if first is None or not rest or first - max(rest) < FIRST_READ_MIB << 20:
+    149.4 MiB for bs=1 after it).  Found by :func:`edgeprof.analysis.first_reads.first_reads`,
+    as a model list's first run is."""
+    from ..analysis.first_reads import first_reads
+
+    if (fr := first_reads(results)) is None:
         return None
     return (
-        f"{results[0].label} ran first: its peak memory counts {format_binary(first)} of page "
+        f"{fr.label} ran first: its peak memory counts {format_binary(fr.file_bytes)} of page "
         f"cache (the files it read, which the later batch sizes found cached, at most "
-        f"{format_binary(max(rest))}): compare their anonymous memory, not their peaks"
+        f"{format_binary(fr.rest_bytes)}): compare their anonymous memory, not their peaks"
     )
 
 

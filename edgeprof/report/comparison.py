@@ -9,10 +9,12 @@ from collections.abc import Mapping, Sequence
 from ..analysis.cells import cells, ending, successful
 from ..analysis.compare import RANKED_METRICS, ModelSummary, Rank, format_stat, rank
 from ..analysis.difference import DEFAULT_TARGET, runs_to_resolve
+from ..analysis.first_reads import FirstReads
 from ..analysis.hosts import mixed_hosts_note
 from ..analysis.metrics import STAT_METRICS, Kind
 from ..analysis.outliers import without_outliers
 from ..model import RunResult
+from ..units import format_binary
 from .table import TextTable
 
 
@@ -236,6 +238,7 @@ def ranking_tables(
     metrics: Sequence[str] = RANKED_METRICS,
     caveats: Mapping[str, str] | None = None,
     shard: tuple[int, int] | None = None,
+    first_read: FirstReads | None = None,
 ) -> list[TextTable]:
     """A table per limit setting and metric: models smallest first by median, their factor
     relative to the first and to the previous one with the Welch interval behind ≈
@@ -243,7 +246,9 @@ def ranking_tables(
     95 % (or, for memory, < 10 MiB apart).  ``caveats``: metric key → a note said under its
     ranking's lead line (a bench's first batch size's page cache, beside peak memory).
     ``shard``: the runs are part I of N of a sweep (``--shard``), whose rankings are the
-    merged sweep's."""
+    merged sweep's.  ``first_read``: the first run was charged with the page cache the
+    later ones found cached (:mod:`edgeprof.analysis.first_reads`): said under its setting's
+    time and memory rankings, in place of a lead it inverts."""
     out = []
     for setting, summaries in cells.items():
         for key in metrics:
@@ -282,8 +287,13 @@ def ranking_tables(
                 notes.append(_unranked_note(title, unranked, key))
                 out.append(TextTable(ranking_title(key, setting), rows, notes))
                 continue
-            if metric.ranked and (said := _lead(ranks[0], ranks[1], key)):
+            cold = _first_read_note(first_read, setting, key)
+            if cold is not None and _inverts_lead(first_read, ranks, summaries):
+                notes.append(cold)  # in place of a verdict it had turned round
+            elif metric.ranked and (said := _lead(ranks[0], ranks[1], key)):
                 notes.append(said)
+                if cold is not None:
+                    notes.append(cold)
             if caveats and key in caveats:
                 notes.append(caveats[key])
             notes.append(RANKING_LEGEND)
@@ -306,6 +316,50 @@ def ranking_tables(
                 notes.append(untested)
             out.append(TextTable(ranking_title(key, setting), rows, notes))
     return out
+
+
+FIRST_READ_TIMES = ("wall_s", "cpu_s")
+FIRST_READ_MEMORY = ("peak_bytes", "avg_bytes")
+WARMUP_FIX = "--warmup 1 reads them before the measured runs"
+
+
+def _first_read_note(first_read: FirstReads | None, setting: str, key: str) -> str | None:
+    """The line under a ranking of ``key`` that the first run's page cache inflates:
+    its memory with the order no page cache is in, its times with only the fix (no figure
+    of a run's times leaves the reads out)."""
+    if first_read is None or setting != first_read.setting:
+        return None
+    fr = first_read
+    rest = f"the later runs, which found them cached, held at most {format_binary(fr.rest_bytes)}"
+    read = format_binary(fr.file_bytes)
+    if key in FIRST_READ_TIMES:
+        return (
+            f"{fr.label} ran first: its times count reading {read} of files into the page "
+            f"cache ({rest}); {WARMUP_FIX}"
+        )
+    if key not in FIRST_READ_MEMORY:
+        return None
+    title = STAT_METRICS[key].title
+    # The peak counts them whole; the average only over the time they were cached.
+    counts = "counts" if key == "peak_bytes" else "counts up to"
+    own = ", ".join(f"{label} {format_binary(int(v))}" for label, v in fr.own_bytes)
+    without = f"; without page cache (anon + shmem + kernel, medians): {own}" if own else ""
+    return (
+        f"{fr.label} ran first: its {title} {counts} {read} of page cache ({rest}), which "
+        f"this ranking charges to it{without}; {WARMUP_FIX}"
+    )
+
+
+def _inverts_lead(
+    first_read: FirstReads | None, ranks: Sequence[Rank], summaries: Sequence[ModelSummary]
+) -> bool:
+    """Whether the first run's cell is one of the lead's two and its median is that run's
+    own or half of it (fewer than 3 successful runs): from 3 on the median is a later run's,
+    which found the files cached as the others did."""
+    if first_read is None or first_read.label not in (ranks[0].name, ranks[1].name):
+        return False
+    cell = next((m for m in summaries if m.name == first_read.label), None)
+    return cell is not None and len(successful(cell.runs)) < 3
 
 
 def _unranked_note(title: str, unranked: Sequence[str], key: str) -> str:

@@ -1,0 +1,114 @@
+"""A model list's first run charged with the page cache the later runs found cached
+(:mod:`edgeprof.analysis.first_reads`): said under the rankings it inverts."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from edgeprof.analysis.first_reads import first_reads
+from edgeprof.model import Limits, MemoryParts, RunResult, Termination
+from edgeprof.report.summary import summary_tables
+from edgeprof.report.table import TextTable
+
+from .conftest import make_result
+
+MIB = 1 << 20
+
+
+def run(
+    label: str, own: int, file: int, wall: float = 1.0, memory: str = "1g", ok: bool = True
+) -> RunResult:
+    """A run of ``label`` holding ``own`` MiB of anon + kernel and ``file`` MiB of page
+    cache at its peak (a tester's: a 20 MiB model read a shared 200 MiB file first)."""
+    r = make_result(name=label, limits=Limits(memory=memory), wall_s=wall)
+    parts = MemoryParts(total=None, anon=(own - 1) * MIB, file=file * MIB, shmem=0, kernel=MIB)
+    mem = dataclasses.replace(
+        r.memory,
+        peaks=parts,
+        peak_bytes=(own + file) * MIB,
+        avg_bytes=(own + file // 2) * MIB,
+        floor_bytes=own * MIB,
+    )
+    ended = {} if ok else {"termination": Termination.OOM, "exit_code": None}
+    return dataclasses.replace(r, memory=mem, **ended)  # type: ignore[arg-type]
+
+
+def tables(results: list[RunResult]) -> dict[str, TextTable]:
+    return {t.title.split(" under")[0]: t for t in summary_tables(results)}
+
+
+def test_the_first_runs_page_cache_is_found_with_every_models_own_memory() -> None:
+    fr = first_reads([run("a", 28, 200), run("b", 68, 0), run("c", 48, 1)])
+    assert fr is not None
+    assert (fr.label, fr.setting) == ("a", "memory=1.0GiB")
+    assert (fr.file_bytes, fr.rest_bytes) == (200 * MIB, 1 * MIB)
+    assert fr.own_bytes == (("a", 28 * MIB), ("c", 48 * MIB), ("b", 68 * MIB))
+
+
+def test_no_first_read_within_16_mib_alone_or_failed() -> None:
+    assert first_reads([run("a", 28, 16), run("b", 68, 1)]) is None  # 15 MiB apart: own reads
+    assert first_reads([run("a", 28, 17), run("b", 68, 1)]) is not None  # 16 MiB apart
+    assert first_reads([run("a", 28, 200)]) is None  # nothing to compare with
+    assert first_reads([run("a", 28, 200, ok=False), run("b", 68, 0)]) is None  # not ranked
+
+
+def test_the_rankings_it_inverts_say_so_in_place_of_their_lead() -> None:
+    """``run -m a,b``: "b used 71% less peak memory than a (ratio of the medians 3.42×)"
+    where a held 20 MiB and b 60 MiB; now the line says why and gives the order without page
+    cache, and the fix."""
+    t = tables([run("a", 28, 200, wall=1.63), run("b", 68, 0, wall=0.92)])
+    peak = t["Ranking by peak memory"]
+    assert [row[1] for row in peak.rows[1:]] == ["b", "a"]  # the peaks, as measured
+    assert peak.notes[0] == (
+        "a ran first: its peak memory counts 200.0MiB of page cache (the later runs, which "
+        "found them cached, held at most 0B), which this ranking charges to it; without "
+        "page cache (anon + shmem + kernel, medians): a 28.0MiB, b 68.0MiB; --warmup 1 "
+        "reads them before the measured runs"
+    )
+    assert not any("less peak memory" in n for n in peak.notes)  # no inverted verdict
+    assert t["Ranking by avg memory"].notes[0].startswith(
+        "a ran first: its avg memory counts up to 200.0MiB of page cache"
+    )
+    wall = t["Ranking by wall time"]
+    assert wall.notes[0] == (
+        "a ran first: its times count reading 200.0MiB of files into the page cache (the "
+        "later runs, which found them cached, held at most 0B); --warmup 1 reads them before "
+        "the measured runs"
+    )
+    assert t["Ranking by CPU time"].notes[0] == wall.notes[0]
+
+
+def test_a_lead_it_does_not_inverts_stays_with_the_note_after_it() -> None:
+    t = tables([run("a", 28, 200), run("b", 68, 0), run("c", 48, 1)])
+    notes = t["Ranking by peak memory"].notes
+    assert notes[0].startswith("c used 28% less peak memory than b")  # 49 against 68 MiB
+    assert notes[1].startswith("a ran first: its peak memory counts 200.0MiB")
+    assert notes[1].endswith(
+        "a 28.0MiB, c 48.0MiB, b 68.0MiB; --warmup 1 reads them before the measured runs"
+    )
+
+
+def test_from_three_runs_the_median_is_a_warm_runs_and_the_lead_stays() -> None:
+    """Rounds outermost: a's first run is cold, its next two found the files cached.  The
+    order is the warm runs' (their medians); the test of the means still has the cold run in
+    it, which the note after it says."""
+    runs = [run("a", 28, 200), run("b", 68, 0)] + [run("a", 28, 0), run("b", 68, 0)] * 2
+    notes = tables(runs)["Ranking by peak memory"].notes
+    assert notes[0].startswith("a ≈ b in peak memory, within noise: ratio of the medians 2.43×")
+    assert notes[1].startswith("a ran first: its peak memory counts 200.0MiB")
+    runs2 = [run("a", 28, 200), run("b", 68, 0), run("a", 28, 0), run("b", 68, 0)]
+    notes2 = tables(runs2)["Ranking by peak memory"].notes
+    assert notes2[0].startswith("a ran first")  # a median of 2 is half the cold run's
+
+
+def test_only_under_the_first_runs_setting_and_not_without_it() -> None:
+    later = [run("a", 28, 0, memory="2g"), run("b", 68, 0, memory="2g")]
+    runs = [run("a", 28, 200), run("b", 68, 0), *later]
+    by_title = {t.title: t for t in summary_tables(runs)}
+    cold = by_title["Ranking by peak memory under memory=1.0GiB (smallest first)"]
+    warm = by_title["Ranking by peak memory under memory=2.0GiB (smallest first)"]
+    assert cold.notes[0].startswith("a ran first")
+    assert not any("ran first" in n for n in warm.notes)
+    assert warm.notes[0].startswith("a used 59% less peak memory than b")
+    even = [run("a", 28, 10), run("b", 68, 0)]
+    assert not any("ran first" in n for t in summary_tables(even) for n in t.notes)
