@@ -23,6 +23,7 @@ would share it).
 
 from __future__ import annotations
 
+import glob
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -119,6 +120,38 @@ class EnvTemplate:
         return [
             f"{self.path}: {', '.join(skipped)} not applied: the command runs on this host "
             f"from DIR {self.directory}, with the packages installed here"
+        ]
+
+    def own_outputs(self) -> tuple[tuple[Path, str], ...]:
+        """What every run writes, as (directory, file-name glob): OUTPUTFILE and each model's
+        log beside it (``*_<OUTPUTFILE>``, whatever models an earlier run had)."""
+        folder, name = self.output_file.parent, glob.escape(self.output_file.name)
+        return ((folder, name), (folder, f"*_{name}"))
+
+    def docfile_warnings(self) -> list[str]:
+        """What a DOCFILE that exists leaves out: the keys it supersedes that are set.  An
+        Auptimizer project still holds the Dockerfile the old profiler generated from them,
+        so an edit of these keys would otherwise change nothing, silently."""
+        if self.dockerfile is None:
+            return []
+        superseded = [
+            k
+            for k, v in (
+                ("IMAGEREPO", self.base_image),
+                ("APTREQUIREMENTS", self.apt),
+                ("PIPREQUIREMENTS", self.pip),
+                ("PRERUN", self.prerun),
+                ("DIR", self.lines.get("DIR")),
+            )
+            if v
+        ]
+        if not superseded:
+            return []
+        line = self.lines.get("DOCFILE")
+        where = f"{self.path}:{line}" if line is not None else str(self.path)
+        return [
+            f"{where}: DOCFILE {self.dockerfile} exists: the image is built from it, so "
+            f"{', '.join(superseded)} not applied (remove the file to build from the keys)"
         ]
 
     @property

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import glob
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TextIO
 
 from ..backends import get_backend
@@ -119,6 +121,23 @@ def require_reclaim(job: RunJob, option: str, hint: str = "") -> RunJob:
     return dataclasses.replace(job, backend=be)
 
 
+def context_ignore(job: RunJob, root: Path) -> tuple[str, ...]:
+    """edgeprof's own outputs inside a Dockerfile's build context ``root``, as
+    :attr:`~edgeprof.backends.docker.image.EnvSpec.ignore` globs: the env.template's
+    OUTPUTFILE and model logs, ``--out`` and the report files.  Each run changes them, and
+    a context that held them was a new image every run."""
+    req = job.request
+    own = [] if job.template is None else list(job.template.own_outputs())
+    own += [(p.parent, glob.escape(p.name)) for p in (*job.outputs, req.out) if p is not None]
+    top = root.resolve()
+    ignore = []
+    for folder, name in own:
+        rel = os.path.relpath(folder.resolve(), top)
+        if rel != ".." and not rel.startswith("../"):
+            ignore.append(name if rel == "." else f"{Path(rel).as_posix()}/{name}")
+    return tuple(ignore)
+
+
 def _open_docker(job: RunJob, log: TextIO) -> RunJob:
     req = job.request
     if req.backend != "docker":
@@ -144,6 +163,7 @@ def _open_docker(job: RunJob, log: TextIO) -> RunJob:
             prerun=req.prerun,
             directory=req.env_dir,
             dockerfile=req.dockerfile,
+            ignore=() if req.dockerfile is None else context_ignore(job, req.dockerfile.parent),
         )
         image, built = ensure_image(be.client, spec, log)
         if not built:

@@ -171,6 +171,8 @@ class RunJob:
     limits_from: tuple[tuple[str, str], ...] = ()
     """(option, where its value came from) for the limits an ``env.template`` gave, for an
     error on this host to name the template's line rather than an option nobody typed."""
+    outputs: tuple[Path, ...] = ()
+    """The files the caller writes after the runs (:func:`plan_run`'s ``outputs``)."""
 
 
 @dataclass(frozen=True)
@@ -237,6 +239,7 @@ def _from_template(req: RunRequest) -> tuple[RunRequest, EnvTemplate | None, lis
             pip=tpl.pip,
             prerun=(tpl.prerun,) if tpl.prerun else (),
         )
+        warnings += tpl.docfile_warnings()
     else:
         req = dataclasses.replace(req, cwd=req.cwd or tpl.directory)  # from DIR, as the image
         warnings += tpl.host_warnings()
@@ -333,7 +336,15 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
 
         cal = load_calibration(req.calibration)
     return RunJob(
-        req, plan, budgets, cal, tpl, tuple(warnings), device=req.device, limits_from=limits_from
+        req,
+        plan,
+        budgets,
+        cal,
+        tpl,
+        tuple(warnings),
+        device=req.device,
+        limits_from=limits_from,
+        outputs=tuple(outputs),
     )
 
 

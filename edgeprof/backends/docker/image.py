@@ -4,7 +4,8 @@ A description — base image, apt and pip packages, pre-run commands, a director
 becomes a deterministic Dockerfile.  The image is tagged by a content hash of everything that
 goes into it (the Dockerfile text and every file of the directory: path, mode, bytes), so an
 unchanged environment is never rebuilt and a changed file always is.  A user Dockerfile
-supersedes the description; its directory is the build context and is hashed the same way.
+supersedes the description; its directory is the build context and is hashed the same way,
+less the files edgeprof itself writes there (:attr:`EnvSpec.ignore`).
 Images edgeprof builds carry :data:`MANAGED_LABEL`, which ``edgeprof gc --images`` removes.
 """
 
@@ -14,12 +15,14 @@ import hashlib
 import io
 import json
 import os
+import posixpath
 import re
 import shlex
 import stat
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TextIO
 
@@ -49,6 +52,12 @@ class EnvSpec:
     prerun: tuple[str, ...] = ()
     directory: Path | None = None
     dockerfile: Path | None = None
+    ignore: tuple[str, ...] = ()
+    """Context paths (relative to the Dockerfile's directory, ``/``-separated; a ``*`` in the
+    last part matches within it) left out of the context and its hash: edgeprof's own outputs.
+    An env.template's OUTPUTFILE sits in the directory edgeprof is started in, its usual
+    DOCFILE's context, and is appended to by every run: kept in, it changed the tag of every
+    run (21 images in ~3 minutes of testing), the very rebuild the hash exists to avoid."""
 
     def validate(self) -> None:
         if self.dockerfile is not None:
@@ -99,11 +108,29 @@ def _context_files(spec: EnvSpec) -> Iterator[tuple[str, Path]]:
     prefix = "" if spec.dockerfile is not None else "app/"
     if root is None:
         return
+    ignore = spec.ignore if spec.dockerfile is not None else ()
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
+        rel = Path(dirpath).relative_to(root).as_posix()
+        dirnames[:] = sorted(d for d in dirnames if not _ignored(_join(rel, d), ignore))
         for name in sorted(filenames):
+            if _ignored(_join(rel, name), ignore):
+                continue
             p = Path(dirpath) / name
             yield prefix + str(p.relative_to(root)), p
+
+
+def _join(directory: str, name: str) -> str:
+    return name if directory == "." else f"{directory}/{name}"
+
+
+def _ignored(name: str, patterns: tuple[str, ...]) -> bool:
+    """Whether ``name`` (a context path) is one of ``patterns``: the same directory, and a
+    last part that matches (a ``*`` never reaches into a subdirectory)."""
+    head, tail = posixpath.split(name)
+    return any(
+        posixpath.dirname(p) == head and fnmatchcase(tail, posixpath.basename(p))
+        for p in patterns
+    )
 
 
 def content_hash(spec: EnvSpec) -> str:

@@ -1,0 +1,109 @@
+"""A Dockerfile's build context leaves out edgeprof's own outputs, so a run that appends to
+OUTPUTFILE does not make the next run's image new; what a DOCFILE supersedes is said."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from edgeprof.backends.docker.image import EnvSpec, _context_tar, content_hash
+from edgeprof.sweeps.host_checks import context_ignore
+from edgeprof.sweeps.request import RunRequest, plan_run
+
+TEMPLATE = """\
+IMAGEREPO=python:3.11-slim
+PIPREQUIREMENTS=numpy
+DIR=app
+SCRIPT=main.py
+COMMAND=python3
+SAMPLETIME=0.5
+OUTPUTFILE={output}
+DOCFILE=Dockerfile
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "main.py").write_text("print('hi')\n")
+    (tmp_path / "Dockerfile").write_text("FROM python:3.11-slim\nCOPY app/ /app/\n")
+    (tmp_path / "env.template").write_text(TEMPLATE.format(output="out.txt"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _spec(project: Path, ignore: tuple[str, ...]) -> EnvSpec:
+    return EnvSpec(dockerfile=project / "Dockerfile", ignore=ignore)
+
+
+def _members(spec: EnvSpec) -> list[str]:
+    with tarfile.open(fileobj=io.BytesIO(_context_tar(spec))) as tar:
+        return tar.getnames()
+
+
+def _a_run_wrote(project: Path, out: Path) -> None:
+    """What one -e run leaves in the directory it is started in."""
+    with (project / "out.txt").open("a") as f:
+        f.write("Usage stats for Experiment ran on : 2026-01-01 00:00:00\n")
+    (project / "m20_out.txt").write_text("NAME AVG CPU %\n")
+    (out / "m20").mkdir(parents=True, exist_ok=True)
+    (out / "m20" / "result.json").write_text("{}")
+
+
+def test_the_outputs_of_a_run_leave_the_image_tag_unchanged(project: Path) -> None:
+    job = plan_run(RunRequest(environment=Path("env.template"), out=Path("results")))
+    ignore = context_ignore(job, project)
+    assert ignore == ("out.txt", "*_out.txt", "results")
+    before = content_hash(_spec(project, ignore))
+    unfiltered = content_hash(_spec(project, ()))
+    _a_run_wrote(project, project / "results")
+    assert content_hash(_spec(project, ignore)) == before
+    # Without the filter each run was a new image (the defect: 21 images in ~3 minutes).
+    assert content_hash(_spec(project, ())) != unfiltered
+    assert _members(_spec(project, ignore)) == ["Dockerfile", "env.template", "app/main.py"]
+    # A real change of the context still rebuilds.
+    (project / "app" / "main.py").write_text("print('changed')\n")
+    assert content_hash(_spec(project, ignore)) != before
+
+
+def test_the_filter_is_the_outputs_own_directory_and_literal_name(project: Path) -> None:
+    (project / "logs").mkdir()
+    (project / "env.template").write_text(TEMPLATE.format(output="logs/out[1].txt"))
+    job = plan_run(RunRequest(environment=Path("env.template")))
+    ignore = context_ignore(job, project)
+    assert ignore == ("logs/out[[]1].txt", "logs/*_out[[]1].txt")
+    for name in ("logs/out[1].txt", "logs/a_out[1].txt", "logs/out1.txt", "x_out[1].txt"):
+        (project / name).write_text("x")
+    # The brackets are the file's name, not a class; a "*" stays in its own directory.
+    assert _members(_spec(project, ignore)) == [
+        "Dockerfile",
+        "env.template",
+        "x_out[1].txt",
+        "app/main.py",
+        "logs/out1.txt",
+    ]
+
+
+def test_outputs_outside_the_context_filter_nothing(project: Path, tmp_path: Path) -> None:
+    sub = project / "docker"
+    sub.mkdir()
+    job = plan_run(
+        RunRequest(environment=Path("env.template"), out=tmp_path / "elsewhere"),
+        [project / "report.md", sub / "report.html"],
+    )
+    # OUTPUTFILE, its logs, --out and report.md are in the project, not in docker/.
+    assert context_ignore(job, sub) == ("report.html",)
+
+
+def test_a_docfile_says_which_keys_it_supersedes(project: Path) -> None:
+    job = plan_run(RunRequest(environment=Path("env.template")))
+    assert job.warnings == (
+        "env.template:8: DOCFILE "
+        f"{project / 'Dockerfile'} exists: the image is built from it, so IMAGEREPO, "
+        "PIPREQUIREMENTS, DIR not applied (remove the file to build from the keys)",
+    )
+    (project / "Dockerfile").unlink()
+    assert plan_run(RunRequest(environment=Path("env.template"))).warnings == ()
