@@ -81,12 +81,22 @@ DockerArgs = Annotated[
     str | None,
     typer.Option(help="Docker backend: -v, -e, --network, --shm-size, --privileged, -u."),
 ]
+# --modellist and --modelfile are Auptimizer's Profiler's spellings of the same options, so
+# its users' command lines work unchanged (docs/migrating.md).
 ModelList = Annotated[
     str | None,
-    typer.Option("--models", "-m", help="Models a,b,…: each is passed as a last argument."),
+    typer.Option(
+        "--models",
+        "--modellist",
+        "-m",
+        help="Models a,b,…: each is passed as a last argument.",
+    ),
 ]
 ModelFile = Annotated[
-    Path | None, typer.Option("--model-file", "-f", help="A file of model names, one a line.")
+    Path | None,
+    typer.Option(
+        "--model-file", "--modelfile", "-f", help="A file of model names, one a line."
+    ),
 ]
 AllowOverHost = Annotated[
     bool,

@@ -125,6 +125,24 @@ def test_the_plain_forms_and_the_command_after_them() -> None:
 
 
 @pytest.mark.parametrize(
+    ("argv", "want"),
+    [
+        (["--modellist", "a,b"], {"model_list": "a,b"}),
+        (["--modelfile=m.txt"], {"model_file": Path("m.txt")}),
+    ],
+)
+def test_auptimizers_long_model_options_are_edgeprofs(
+    argv: list[str], want: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Auptimizer's Profiler spelled -m and -f --modellist and --modelfile: an old command
+    line (``-e env.template --modellist a,b``) reads as edgeprof's own, in both parsers."""
+    line = ["--environment", "env.template", *argv]
+    ours, theirs = parse(line), _typer_params(line, monkeypatch)
+    assert ours == {"environment": Path("env.template"), **want}
+    assert isinstance(theirs, dict) and _normal(theirs) == _normal(ours)
+
+
+@pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["--warmup", "x"], "'x' is not a valid int"),
