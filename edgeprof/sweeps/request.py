@@ -262,6 +262,7 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
         parse_times(request.interval, None)
     with named("--timeout"):
         parse_times(None, request.timeout)
+    _check_dir(request)
     req, device_warnings = _with_device(request)
     given = req
     req, tpl, warnings = _from_template(req)
@@ -355,6 +356,26 @@ def workload_dir(req: RunRequest) -> str | None:
     if req.backend == "docker":
         return None if req.cwd is None else str(req.cwd)
     return os.path.realpath(req.cwd or os.curdir)
+
+
+def _check_dir(req: RunRequest) -> None:
+    """``--dir`` is copied into the image built from ``--base-image``, and only there: with
+    ``--image`` it had been dropped without a word (the workload then failed on its own
+    missing script inside the container)."""
+    if req.env_dir is None or req.base_image or req.environment is not None:
+        return  # -e refuses --dir itself, naming the template
+    where = f"--dir {req.env_dir} is copied into the image built from --base-image"
+    if req.dockerfile is not None:
+        raise ConfigError(
+            f"{where}, not into one from --dockerfile: its build context is "
+            f"{req.dockerfile.parent} (COPY the files there), so leave out --dir"
+        )
+    if req.image is not None:
+        raise ConfigError(
+            f"{where}; --image runs {req.image} as it is: build from it instead "
+            f"(--base-image {req.image} --dir {req.env_dir})"
+        )
+    raise ConfigError(f"{where}: give --base-image")
 
 
 def _many_runs(plan: SweepPlan) -> bool:

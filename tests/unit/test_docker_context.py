@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from edgeprof.backends.docker.image import EnvSpec, _context_tar, content_hash
+from edgeprof.cli import main
 from edgeprof.sweeps.host_checks import context_ignore
 from edgeprof.sweeps.request import RunRequest, plan_run
 
@@ -107,3 +108,31 @@ def test_a_docfile_says_which_keys_it_supersedes(project: Path) -> None:
     )
     (project / "Dockerfile").unlink()
     assert plan_run(RunRequest(environment=Path("env.template"))).warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("options", "why"),
+    [
+        (
+            ["--image", "python:3.11-slim"],
+            "; --image runs python:3.11-slim as it is: build from it instead "
+            "(--base-image python:3.11-slim --dir app)",
+        ),
+        (
+            ["--dockerfile", "Dockerfile"],
+            ", not into one from --dockerfile: its build context is . (COPY the files "
+            "there), so leave out --dir",
+        ),
+        ([], ": give --base-image"),
+    ],
+)
+def test_dir_without_base_image_is_refused_in_one_line(
+    project: Path, options: list[str], why: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--image IMG --dir app`` had dropped --dir: the script was missing in the container
+    and the user saw its own failure (python3: can't open file '//w.py')."""
+    argv = ["run", "--backend", "docker", *options, "--dir", "app", "--", "python3", "w.py"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"edgeprof: error: --dir app is copied into the image built from --base-image{why}\n"
+    )
