@@ -136,3 +136,16 @@ def test_dir_without_base_image_is_refused_in_one_line(
     assert capsys.readouterr().err == (
         f"edgeprof: error: --dir app is copied into the image built from --base-image{why}\n"
     )
+
+
+def test_no_daemon_names_the_cgroup_backend(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sock = tmp_path / "nope.sock"
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{sock}")
+    assert main(["run", "--backend", "docker", "--image", "python:3.11-slim", "--", "true"]) == 2
+    assert capsys.readouterr().err == (
+        f"edgeprof: error: cannot reach the Docker daemon (cannot connect to unix://{sock}: "
+        "No such file or directory); start dockerd, or point DOCKER_HOST at a running daemon; "
+        "or run on this host without Docker: --backend cgroup\n"
+    )

@@ -25,7 +25,7 @@ from .._cgroup_common import run_group_name
 from ..base import Backend, CleanupScope, meminfo_available
 from ..cgroup_v1 import cgroup_mounts
 from .cgroups import Placement, place
-from .daemon import make_client
+from .daemon import RUN_ELSEWHERE, make_client
 from .engine import DaemonError, Engine
 from .options import DockerOptions
 from .run import DockerRun
@@ -71,7 +71,7 @@ class DockerBackend(Backend):
     @property
     def client(self) -> Engine:
         if self._client is None:
-            self._client = make_client(self._base_url)
+            self._client = make_client(self._base_url, RUN_ELSEWHERE)
         return self._client
 
     def info(self) -> dict[str, Any]:

@@ -31,8 +31,13 @@ def run_labels() -> dict[str, str]:
     }
 
 
-def make_client(base_url: str | None = None) -> Engine:
-    """A client for ``base_url`` (else ``DOCKER_HOST``, else the local socket), pinged."""
+RUN_ELSEWHERE = "; or run on this host without Docker: --backend cgroup"
+"""How a run goes on without a daemon (``gc`` has nothing to run, so it is not told)."""
+
+
+def make_client(base_url: str | None = None, unreachable: str = "") -> Engine:
+    """A client for ``base_url`` (else ``DOCKER_HOST``, else the local socket), pinged;
+    ``unreachable`` ends the message when no daemon answers."""
     try:
         engine = Engine(base_url)
     except DaemonError as exc:  # an address edgeprof cannot speak to: it says what to do
@@ -42,7 +47,7 @@ def make_client(base_url: str | None = None) -> Engine:
     except DaemonError as exc:
         raise BackendUnavailable(
             f"cannot reach the Docker daemon ({exc}); start dockerd, "
-            "or point DOCKER_HOST at a running daemon"
+            f"or point DOCKER_HOST at a running daemon{unreachable}"
         ) from exc
     return engine
 
