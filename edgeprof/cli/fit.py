@@ -22,6 +22,7 @@ from .options import (
     DockerArgs,
     EnvItems,
     Image,
+    KillGrace,
     ModelFile,
     ModelList,
     Pids,
@@ -78,6 +79,7 @@ def fit_cmd(
     pids: Pids = None,
     interval: Annotated[str | None, typer.Option(help="Sampling interval in seconds.")] = None,
     timeout: Timeout = None,
+    kill_grace: KillGrace = None,
     env: EnvItems = None,
     cwd: WorkDir = None,
     out: Annotated[
@@ -123,6 +125,7 @@ def fit_cmd(
             cpu_period=cpu_period,
             interval=interval,
             timeout=timeout,
+            kill_grace=kill_grace,
             env=tuple(env or ()),
             cwd=cwd,
             out=out,

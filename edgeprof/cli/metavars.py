@@ -34,6 +34,7 @@ METAVARS: dict[str, str] = {
     "--gpu-memory": _SIZE,
     "--interval": "SECONDS",
     "--timeout": "SECONDS",
+    "--kill-grace": "SECONDS",
     # the workload
     "--env": "KEY=VALUE",
     "--cwd": "DIR",

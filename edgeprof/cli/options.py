@@ -72,6 +72,13 @@ Timeout = Annotated[
     str | None,
     typer.Option(help="Stop each run after this many seconds (SIGTERM, then SIGKILL)."),
 ]
+KillGrace = Annotated[
+    str | None,
+    typer.Option(
+        help="Seconds a run stopped by --timeout or Ctrl-C is given after SIGTERM, before "
+        "SIGKILL (default 2)."
+    ),
+]
 WorkDir = Annotated[Path | None, typer.Option("--cwd", help="Working directory of the workload.")]
 CgroupParent = Annotated[
     str | None, typer.Option(help="cgroup v2 parent group for the run groups.")

@@ -25,6 +25,7 @@ from .options import (
     HtmlReport,
     Image,
     JunitFile,
+    KillGrace,
     MaxAvgMemory,
     MaxCpuTime,
     MaxEnergy,
@@ -94,6 +95,7 @@ def run(
         typer.Option(help=f"Sampling interval in seconds (≥ 0.001; default {DEFAULT_INTERVAL_S})."),
     ] = None,
     timeout: Timeout = None,
+    kill_grace: KillGrace = None,
     env: EnvItems = None,
     cwd: WorkDir = None,
     out: Annotated[

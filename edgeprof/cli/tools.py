@@ -19,6 +19,7 @@ from .options import (
     EnvItems,
     GpuMemory,
     Gpus,
+    KillGrace,
     LocalBackendName,
     PredictionsFile,
 )
@@ -85,6 +86,7 @@ def bench(
     timeout: Annotated[
         str | None, typer.Option(help="Stop each run after this many seconds.")
     ] = None,
+    kill_grace: KillGrace = None,
     env: EnvItems = None,
     cwd: Annotated[
         Path | None, typer.Option(help="Working directory (MODULE is imported from it).")
@@ -109,6 +111,7 @@ def bench(
     from ..analysis.budgets import budgets_from_options, check_budgets
     from ..analysis.device_limits import device_limits
     from ..measure.inputs import parse_times
+    from ..measure.runner import DEFAULT_KILL_GRACE_S
     from ..report.bench import progress_line, render_bench, stopped_note
     from ..report.files import announce_dir
     from ..report.results import print_table
@@ -117,7 +120,7 @@ def bench(
     from ..sweeps.bench import parse_batch_sizes
     from ..sweeps.labels import one_setting
     from ..sweeps.request import parse_env
-    from ..units import named, parse_memory_limit
+    from ..units import named, parse_duration, parse_memory_limit
     from .outcome import runs_exit_code
 
     one_setting("bench", cpus, memory, sweep=True)
@@ -130,6 +133,9 @@ def bench(
         parse_times(interval, None)
     with named("--timeout"):
         parse_times(None, timeout)
+    if kill_grace is not None:  # refused now, not at the first run's timeout
+        with named("--kill-grace"):
+            parse_duration(kill_grace, "kill grace")
     if gpu_memory is not None:
         parse_memory_limit(gpu_memory, "--gpu-memory")  # before it is read as a budget
         if gpu_memory.strip().isdigit():  # bare bytes: a budget refuses a unit left out
@@ -174,6 +180,7 @@ def bench(
         backend=backend,
         interval=interval,
         timeout=timeout,
+        kill_grace=DEFAULT_KILL_GRACE_S if kill_grace is None else kill_grace,
         env=chosen.env,
         cwd=cwd,
         out_dir=out,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..backends import Backend
 from ..errors import ConfigError
-from ..measure.runner import profile
+from ..measure.runner import DEFAULT_KILL_GRACE_S, profile
 from ..model import Limits, RunResult, Termination
 from ..pysource import module_file, unbound
 from .run_options import check_count
@@ -144,6 +144,7 @@ def bench(
     backend: str | Backend = "auto",
     interval: float | str = 0.1,
     timeout: float | str | None = None,
+    kill_grace: float | str = DEFAULT_KILL_GRACE_S,
     env: Mapping[str, str] | None = None,
     cwd: str | Path | None = None,
     out_dir: str | Path | None = None,
@@ -160,8 +161,9 @@ def bench(
     """``repeat`` runs per batch size (in ``out_dir``'s ``bs<N>/``, or ``bs<N>/<k>/`` with
     several); stops early when a run is interrupted.  One run a batch size cannot be judged
     by ``compare``, which needs the noise of two or more (a tester's 2× slower function
-    passed as "not enough repeats").  ``device_cores``, ``allow_over_host``, ``gpus``,
-    ``gpu_memory`` and ``unified_memory``: as :func:`~edgeprof.measure.runner.profile`'s.
+    passed as "not enough repeats").  ``kill_grace``, ``device_cores``, ``allow_over_host``,
+    ``gpus``, ``gpu_memory`` and ``unified_memory``: as
+    :func:`~edgeprof.measure.runner.profile`'s.
     ``on_result(result, k, n)``: after the k-th run of n (the library stays quiet; the CLI
     says each run's end on stderr with it)."""
     work_dir = None if cwd is None else Path(cwd)
@@ -207,6 +209,7 @@ def bench(
             backend=backend,
             interval=interval,
             timeout=timeout,
+            kill_grace=kill_grace,
             env=env,
             cwd=work_dir,
             out_dir=None if out_dir is None else Path(out_dir) / where,

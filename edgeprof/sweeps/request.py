@@ -45,6 +45,7 @@ from ..storage import check_writable
 from ..units import (
     named,
     parse_cpu_period,
+    parse_duration,
     parse_memory_limit,
     parse_pids,
 )
@@ -74,6 +75,9 @@ class RunRequest:
     """``--cpu-period``: one period for every ``cpus`` setting of a sweep."""
     interval: str | None = None
     timeout: str | None = None
+    kill_grace: str | None = None
+    """``--kill-grace``: a stopped run's time from SIGTERM to SIGKILL (``None``: the
+    runner's 2 s)."""
     env: tuple[str, ...] = ()
     """``KEY=VALUE`` items for the workload's environment."""
     cwd: Path | None = None
@@ -263,6 +267,9 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     with named("--timeout"):
         parse_times(None, request.timeout)
     _check_dir(request)
+    if request.kill_grace is not None:  # refused now, not at the first run's timeout
+        with named("--kill-grace"):
+            parse_duration(request.kill_grace, "kill grace")
     req, device_warnings = _with_device(request)
     given = req
     req, tpl, warnings = _from_template(req)
@@ -544,6 +551,8 @@ def execute(
                 "image": req.image,
                 "interval": DEFAULT_INTERVAL_S if req.interval is None else req.interval,
                 "timeout": req.timeout,
+                # Given only when set: the runner's default stays the one default.
+                **({} if req.kill_grace is None else {"kill_grace": req.kill_grace}),
                 "env": parse_env(req.env),
                 "cwd": req.cwd,
                 "stdout": workload_stdout,

@@ -111,6 +111,20 @@ def test_timeout_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
     assert "timeout (143)" in out
 
 
+def test_kill_grace_is_the_time_from_sigterm_to_sigkill(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """usage.md named --kill-grace, which run did not have ("No such option")."""
+    ignores_term = ["sh", "-c", "trap '' TERM; sleep 5"]  # sleep inherits the ignored TERM
+    argv = [*RUN, "--timeout", "0.2", "--kill-grace", "0.3", "--out", str(tmp_path / "r")]
+    assert main([*argv, "--", *ignores_term]) == 137
+    capsys.readouterr()
+    r = read_result(tmp_path / "r" / "result.json")
+    assert r.termination.value == "timeout"
+    # 0.2 s to the SIGTERM, 0.3 s to the SIGKILL: the default grace had taken 2.2 s.
+    assert 0.5 <= r.wall_s < 1.5
+
+
 def test_options_reach_the_run(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     out_dir = tmp_path / "out"
     md = tmp_path / "table.md"

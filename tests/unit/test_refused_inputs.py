@@ -322,6 +322,14 @@ def test_an_empty_value_is_refused(
         (["run", "--timeout", "0"], "--timeout: invalid timeout '0': must be greater than 0"),
         (["fit", "--timeout", "0"], "--timeout: invalid timeout '0': must be greater than 0"),
         (
+            ["run", "--kill-grace", "0"],
+            "--kill-grace: invalid kill grace '0': must be greater than 0",
+        ),
+        (
+            ["fit", "--kill-grace", "2x"],
+            "--kill-grace: invalid kill grace '2x': expected seconds, e.g. 0.1, 250ms, 2m",
+        ),
+        (
             ["run", "--interval", "0"],
             "--interval: sampling interval '0' is below the minimum of 1ms",
         ),
@@ -374,6 +382,7 @@ def test_bench_names_the_option_of_a_bad_size_or_time(
     for option, line in (
         ("--memory", "--memory: memory limit '0' is below the minimum of 6m"),
         ("--timeout", "--timeout: invalid timeout '0': must be greater than 0"),
+        ("--kill-grace", "--kill-grace: invalid kill grace '0': must be greater than 0"),
         ("--interval", "--interval: sampling interval '0' is below the minimum of 1ms"),
     ):
         assert main(["bench", option, "0", "nowhere:infer"]) == 2
