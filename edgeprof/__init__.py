@@ -17,10 +17,13 @@ The public API (help(edgeprof.profile) and so on document each name):
 - ``phase``, ``iteration``, ``mark``: what a workload reports from inside its run;
   ``active()``: whether it runs under edgeprof; ``limit_gpu_memory()``: a device's GPU
   memory held in PyTorch.
-- ``EdgeprofError``: every error edgeprof raises; ``ConfigError`` (bad input),
-  ``LimitError`` (a limit this host cannot hold), ``CoresBusy`` (leased cores),
-  ``BackendUnavailable``, ``LaunchError``, ``BackendError``, ``ResultNotSaved`` (a
-  measured run whose ``result.json`` could not be written).
+- ``EdgeprofError``: every error edgeprof raises; ``ConfigError`` (bad input), and under
+  it ``UnsafeOutput`` (an output through a link, or into a file not edgeprof's),
+  ``OutputReplaced`` (of the former: an output directory moved or swapped during the
+  run) and ``LimitError`` (a limit this host cannot hold), and under that ``CpusOverHost``
+  (more CPUs than a run may use here: its .cpus and .available cores) and
+  ``CoresBusy`` (leased cores); ``BackendUnavailable``, ``LaunchError``, ``BackendError``,
+  ``ResultNotSaved`` (a measured run whose ``result.json`` could not be written).
 - ``__version__``.
 
 Only the version is imported with the package: each name loads its module on first use
@@ -45,9 +48,12 @@ if TYPE_CHECKING:
         BackendUnavailable,
         ConfigError,
         CoresBusy,
+        CpusOverHost,
         EdgeprofError,
         LaunchError,
         LimitError,
+        OutputReplaced,
+        UnsafeOutput,
     )
     from .measure.runner import ResultNotSaved
     from .model import Counters, Limits, RunResult, RunSpec, Sample, Termination, UserIds
@@ -65,6 +71,9 @@ _LAZY = {
     "BackendUnavailable": "errors",
     "ConfigError": "errors",
     "CoresBusy": "errors",
+    "CpusOverHost": "errors",
+    "OutputReplaced": "errors",
+    "UnsafeOutput": "errors",
     "EdgeprofError": "errors",
     "LaunchError": "errors",
     "LimitError": "errors",
@@ -106,10 +115,12 @@ __all__ = [
     "ConfigError",
     "CoresBusy",
     "Counters",
+    "CpusOverHost",
     "EdgeprofError",
     "LaunchError",
     "LimitError",
     "Limits",
+    "OutputReplaced",
     "Predicted",
     "Prediction",
     "ResultNotSaved",
@@ -117,6 +128,7 @@ __all__ = [
     "RunSpec",
     "Sample",
     "Termination",
+    "UnsafeOutput",
     "UserIds",
     "__version__",
     "active",

@@ -150,6 +150,20 @@ def test_the_errors_profile_raises_are_exported() -> None:
     assert {"CoresBusy", "ResultNotSaved"} <= set(edgeprof.__all__)
 
 
+def test_a_limit_refusal_is_an_exported_class_that_keeps_its_figures() -> None:
+    """usage.md named ``LimitError`` where a user saw ``CpusOverHost``, a subclass that
+    ``edgeprof`` did not export: one could catch it only by an internal module's name."""
+    with pytest.raises(edgeprof.CpusOverHost) as caught:
+        edgeprof.profile(["true"], edgeprof.Limits(cpus=9999), backend=FakeBackend())
+    assert isinstance(caught.value, edgeprof.LimitError)
+    assert caught.value.cpus == 9999
+    assert caught.value.available == tuple(sorted(os.sched_getaffinity(0)))
+    assert str(caught.value).startswith("cpus 9999 exceeds the ")
+    assert issubclass(edgeprof.OutputReplaced, edgeprof.UnsafeOutput)
+    assert issubclass(edgeprof.UnsafeOutput, edgeprof.ConfigError)
+    assert {"CpusOverHost", "UnsafeOutput", "OutputReplaced"} <= set(edgeprof.__all__)
+
+
 def test_the_package_docstring_lists_every_public_name() -> None:
     """``help(edgeprof)`` had shown only the workload's functions: the rest of the API is lazy
     (module ``__getattr__``), so pydoc never saw it.  The docstring names each, once; a name
