@@ -1,15 +1,24 @@
 """MkDocs hook: the CLI reference page (``cli.md``) gets every command's help as the command
 itself prints it, so the page cannot drift from the options (``mkdocs build`` imports the
-edgeprof it documents)."""
+edgeprof it documents).
+
+The help is also committed in ``docs/cli.md``, between :data:`MARKER` and :data:`END`: the
+page had held only the marker, so a reader on GitHub or in the sdist got no reference.  Run
+``python docs/hooks/cli_reference.py`` to rewrite it; a unit test fails while the committed
+text differs from what :func:`reference` makes (it is deterministic: ``COLUMNS`` is fixed,
+and the same bytes came out with another ``COLUMNS``, ``TERM`` and an empty environment)."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import os
+from pathlib import Path
 from typing import Any
 
 MARKER = "<!-- edgeprof: the commands' help -->"
+END = "<!-- edgeprof: end of the commands' help (python docs/hooks/cli_reference.py writes it) -->"
+PAGE = Path(__file__).resolve().parents[1] / "cli.md"
 
 
 def _help(words: list[str]) -> str:
@@ -53,5 +62,20 @@ def reference() -> str:
     return "\n".join(parts)
 
 
+def with_reference(markdown: str) -> str:
+    """``markdown`` with the text between :data:`MARKER` and :data:`END` (both kept) made
+    anew; a page with the marker alone gets both; one without it is returned as it is."""
+    if MARKER not in markdown:
+        return markdown
+    head, _, rest = markdown.partition(MARKER)
+    _, ended, tail = rest.partition(END)
+    return f"{head}{MARKER}\n{reference()}\n{END}{tail if ended else chr(10)}"
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any, **kw: Any) -> str:
-    return markdown.replace(MARKER, reference()) if MARKER in markdown else markdown
+    # The committed text is rewritten too: a site built before it was regenerated is current.
+    return with_reference(markdown)
+
+
+if __name__ == "__main__":
+    PAGE.write_text(with_reference(PAGE.read_text()))

@@ -34,3 +34,24 @@ def test_every_command_at_every_depth_is_on_the_page() -> None:
     assert ["layers", "export", "models"] in every  # the depth this test is about
     assert [w for w in every if w not in listed] == []
     assert len(listed) == len({tuple(w) for w in listed})  # each once
+
+
+def test_the_committed_page_is_the_commands_help_now() -> None:
+    """docs/cli.md had held only the marker, filled at ``mkdocs build``: a reader on GitHub
+    got no reference.  The help is committed; an option added, removed or reworded without
+    ``python docs/hooks/cli_reference.py`` fails here."""
+    hook = _hook()
+    page = hook.PAGE.read_text()
+    assert page.count(hook.MARKER) == 1 and page.count(hook.END) == 1
+    committed = page.split(hook.MARKER)[1].split(hook.END)[0]
+    assert committed == f"\n{hook.reference()}\n"
+    assert hook.with_reference(page) == page  # the build's rewrite changes nothing
+
+
+def test_a_page_with_the_marker_alone_gets_the_help_and_its_end() -> None:
+    hook = _hook()
+    made = hook.with_reference(f"# CLI\n\n{hook.MARKER}\n")
+    assert made == f"# CLI\n\n{hook.MARKER}\n{hook.reference()}\n{hook.END}\n"
+    assert "## `edgeprof run`" in made and "--kill-grace SECONDS" in made
+    assert hook.with_reference(made) == made
+    assert hook.with_reference("no marker") == "no marker"
