@@ -20,7 +20,10 @@ from ..units import format_binary, format_decimal, format_seconds
 from .gpu import render_gpu
 from .memory import changed, composition, cost, gpu_headroom, headroom, not_in_peak
 from .phases import named_runs, render_sections
-from .table import markdown_lines, markdown_text, plain_table
+from .table import markdown_heading, markdown_lines, markdown_text, plain_table
+
+TITLE = "Final Usage Stats"
+"""The results table's title, as the older profiler's; in Markdown its ``###`` heading."""
 
 COLUMNS = (
     "NAME",
@@ -82,7 +85,7 @@ def rows(results: Sequence[RunResult]) -> list[list[str]]:
 
 def render_plain(results: Sequence[RunResult]) -> str:
     """Fixed-width text, as the older profiler printed it (for pipes, logs and CI)."""
-    table = plain_table("Final Usage Stats", COLUMNS, rows(results))
+    table = plain_table(TITLE, COLUMNS, rows(results))
     return table + _notes(results) + _sections(results)
 
 
@@ -100,7 +103,9 @@ def _sections(results: Sequence[RunResult], *, markdown: bool = False) -> str:
 
 
 def render_markdown(results: Sequence[RunResult]) -> str:
-    lines = markdown_lines(COLUMNS, rows(results))
+    """The table under its ``###``, as every other table of the report: it had sat under the
+    report's ``##`` with no heading of its own (a docs auditor's)."""
+    lines = [markdown_heading(TITLE), "", *markdown_lines(COLUMNS, rows(results))]
     notes = _markdown_notes(results)
     return (
         "\n".join(lines)
@@ -294,7 +299,7 @@ def print_table(results: Sequence[RunResult], file: TextIO) -> None:
     from rich.measure import Measurement
     from rich.table import Table
 
-    table = Table(title="Final Usage Stats", title_justify="left")
+    table = Table(title=TITLE, title_justify="left")
     for i, c in enumerate(COLUMNS):
         table.add_column(c, justify="left" if i == 0 or c == "END" else "right")
     for cells_of_run in rows(results):

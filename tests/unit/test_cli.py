@@ -163,7 +163,9 @@ def test_options_reach_the_run(tmp_path: Path, capfd: pytest.CaptureFixture[str]
     saved = {**data, "samples": {**data["samples"], "path": "samples.csv"}}
     assert read_result(out_dir / "result.json").to_dict() == saved
     assert (out_dir / "samples.csv").exists()
-    assert md.read_text().startswith("## edgeprof report\n\n| NAME | AVG CPU % |")
+    assert md.read_text().startswith(
+        "## edgeprof report\n\n### Final Usage Stats\n\n| NAME | AVG CPU % |"
+    )
     assert "| model-x |" in md.read_text()
 
 

@@ -37,8 +37,10 @@ def _runs() -> list[RunResult]:
 
 def test_the_report_has_one_top_heading_and_its_tables_under_it() -> None:
     html = _html(markdown_summary(_runs()))
-    # ## edgeprof report, then each table a level below: statistics and 4 rankings.
-    assert _headings(html) == ["h2"] + ["h3"] * 5
+    # ## edgeprof report, then each table a level below: the results (which had had no
+    # heading of its own), statistics and 4 rankings.
+    assert _headings(html) == ["h2"] + ["h3"] * 6
+    assert "<h3>Final Usage Stats</h3>" in html
     assert "<h2>edgeprof report</h2>" in html
 
 
@@ -68,7 +70,7 @@ def test_the_budgets_verdict_heads_the_report_and_their_table_ends_it() -> None:
     text = markdown_summary(runs, gate=BudgetGate("budgets.yml", check_budgets(runs, budgets)))
     assert text.startswith(
         "## edgeprof report\n\n**2 of 4 budget checks failed** (the budgets: at the end)\n\n"
-        "| NAME |"
+        "### Final Usage Stats\n\n| NAME |"
     )
     assert text[text.index("### Budgets") :] == (
         "### Budgets (budgets.yml)\n"
@@ -87,7 +89,7 @@ def test_the_budgets_verdict_heads_the_report_and_their_table_ends_it() -> None:
         "2 runs); the budget lies within the 95% interval of the mean (2.10s ± 1.27s): a "
         "re-run could turn the check; more repeats decide it\n"
     )
-    assert _headings(_html(text)) == ["h2"] + ["h3"] * 6
+    assert _headings(_html(text)) == ["h2"] + ["h3"] * 7  # results, statistics, 4 rankings, budgets
     # No budgets: no verdict and no section.
     assert "budget" not in markdown_summary(runs, gate=BudgetGate("command line")).lower()
 

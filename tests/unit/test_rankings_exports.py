@@ -271,7 +271,7 @@ def test_report_rerenders_saved_results(tmp_path: Path, capfd: pytest.CaptureFix
     copied = [r["dir"] for r in csv.DictReader((tmp_path / "again" / "runs.csv").open())]
     assert copied == [f"../sweep/{d}" for d in dirs]
     md = (tmp_path / "r.md").read_text()
-    assert md.startswith("## edgeprof report\n\n| NAME |")
+    assert md.startswith("## edgeprof report\n\n### Final Usage Stats\n\n| NAME |")
     assert "\n### Ranking by CPU time under cpus=2" in md
 
 

@@ -248,7 +248,7 @@ def test_a_file_in_the_out_directory_the_run_makes_is_accepted(
     monkeypatch.chdir(tmp_path)
     md = str(Path(out).parent / "t.md") if "/" in out else f"{out}/t.md"
     assert main(["run", "--backend", "fake", "--markdown", md, "--out", out, *WORKLOAD]) == 0
-    assert Path(md).read_text().startswith("## edgeprof report\n\n|")
+    assert Path(md).read_text().startswith("## edgeprof report\n\n### Final Usage Stats\n\n|")
     assert (Path(out) / "result.json").is_file()
 
 

@@ -165,7 +165,8 @@ def test_a_warning_of_every_run_of_several_cells_is_said_once() -> None:
 
 def test_markdown_is_a_pipe_table() -> None:
     text = render_markdown([make_result(name="a|b"), make_result(name="c")])
-    lines = text.splitlines()
+    assert text.startswith("### Final Usage Stats\n\n")  # its heading, as every table's
+    lines = text.splitlines()[2:]
     assert lines[0] == "| " + " | ".join(COLUMNS) + " |"
     assert re.fullmatch(rf"\|(---\|){{{len(COLUMNS)}}}", lines[1])
     body = lines[2:4]
