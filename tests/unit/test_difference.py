@@ -196,3 +196,11 @@ def test_the_summary_line_and_the_legend_name_one_interval() -> None:
     assert "ratio of means" not in summary + legend and "ratio of the means" not in legend
     lo, hi = rank(summarize(runs), "wall_s")[1].factor_interval or (0.0, 0.0)
     assert (lo, hi) == pytest.approx((1 - 0.1897 / 1.02, 1 + 0.8495 / 1.02), abs=1e-3)
+
+
+def test_two_sides_of_one_value_do_not_differ() -> None:
+    """``fmean`` of three 85.41374955889623 is 85.41374955889621: the two sides had differed
+    by -1.4e-14 with a zero interval, ranked apart (a property test's find)."""
+    x = 85.41374955889623
+    d = difference([x, x], [x, x, x])
+    assert (d.diff, d.half, d.p_value) == (0.0, 0.0, 1.0)
