@@ -12,6 +12,7 @@ from ..analysis.calibration import (
     UNITS,
     WITHIN_PCT,
     Calibration,
+    ImpliedSpeed,
     MetricFit,
     Prediction,
     Predictions,
@@ -166,12 +167,7 @@ def render_calibration(cal: Calibration) -> str:
             if sp.used_cpus is None
             else f"{sp.used_cpus:.3g} CPU{'' if sp.used_cpus == 1 else 's'} used"
         )
-        shape = (
-            "power law: the device is not one factor slower on these workloads, this is "
-            "its slope at the margin"
-            if sp.form == "power"
-            else FORM_NAMES[sp.form]
-        )
+        shape = FORM_NAMES[sp.form] if sp.form != "power" else _power_slope(cal, sp)
         lines.append(
             f"Implied speed: the device ≈ {sp.host_cpus:.3g} CPUs of the profiling host "
             f"({sp.host_model or 'CPU model unknown'}) for these workloads: {sp.metric} "
@@ -195,6 +191,20 @@ def render_calibration(cal: Calibration) -> str:
         "that predicts held-out models best (the simplest unless clearly worse)"
     )
     return "\n".join(lines) + "\n"
+
+
+def _power_slope(cal: Calibration, sp: ImpliedSpeed) -> str:
+    """Which slope a power law's implied speed quotes: its own at a profiler value, or the
+    line's, in a file made before the law's own was quoted."""
+    head = "power law: the device is not one factor slower on these workloads, this is "
+    mf = next(
+        (m for m in cal.fits if (m.metric, m.setting, m.family) == (sp.metric, sp.setting, None)),
+        None,
+    )
+    if sp.at is None or mf is None:
+        return head + "the line's slope, as this file was made"
+    at = format_value(sp.at, mf.unit, mf.kind)
+    return head + f"its slope at the margin at {at}, the profiled values' geometric mean"
 
 
 def _fit_detail(mf: MetricFit) -> list[str]:

@@ -341,6 +341,47 @@ def test_a_calibration_file_from_before_the_speeds_form_keeps_its_speed_and_says
     ]
 
 
+def test_a_power_laws_speed_quotes_its_own_slope_at_the_geometric_mean(tmp_path: Path) -> None:
+    """Under a power law the speed is the law's slope ``k·c·x^(k−1)`` at the profiled values'
+    geometric mean, not the line's (a tester's law had 0.528 there and was quoted the line's
+    0.479); a file from before it was recorded keeps the line's, and says so."""
+    import yaml
+
+    from edgeprof.report.calibration import render_calibration
+
+    xs = [1.0, 2.0, 4.0, 8.0]  # geometric mean 2^1.5 s
+    runs = [
+        _run(f"m{i}", x, cpu=dataclasses.replace(_run("m", 1.0).cpu, peak_pct=100.0))
+        for i, x in enumerate(xs)
+    ]
+    rows = "".join(f"m{i},{3000 * x**0.7}\n" for i, x in enumerate(xs))  # 3·x^0.7 s
+    m = read_measurements(_csv(tmp_path, "model,runtime_ms\n" + rows))
+    cal = calibrate(runs, m, "phone")
+    sp = cal.speed
+    assert sp is not None and sp.form == "power"
+    assert sp.at == pytest.approx(2**1.5)
+    assert sp.slope == pytest.approx(0.7 * 3 * (2**1.5) ** -0.3)  # 1.537
+    assert cal.fits[0].fit.a == pytest.approx(1.3865, abs=1e-4)  # the line's, not quoted
+    assert (
+        "1 CPU used / slope 1.54 (power law: the device is not one factor slower on these "
+        "workloads, this is its slope at the margin at 2828 ms, the profiled values' "
+        "geometric mean; a device entry"
+    ) in render_calibration(cal)
+    path = tmp_path / "phone.yml"
+    cal.save(path)
+    assert load_calibration(path).speed == sp
+    doc = yaml.safe_load(path.read_text())
+    del doc["implied_speed"]["slope_at"]
+    path.write_text(yaml.safe_dump(doc))
+    old = load_calibration(path)
+    assert old.speed is not None and (old.speed.form, old.speed.at) == ("power", None)
+    assert old.speed.slope == pytest.approx(cal.fits[0].fit.a)
+    assert (
+        "slope 1.39 (power law: the device is not one factor slower on these workloads, "
+        "this is the line's slope, as this file was made; a device entry"
+    ) in render_calibration(old)
+
+
 def test_latency_is_preferred_and_a_falling_fit_implies_nothing() -> None:
     from edgeprof.analysis.calibration import fit
 

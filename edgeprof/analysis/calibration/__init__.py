@@ -38,6 +38,7 @@ from .forms import FORM_NAMES, FORMS, FormFit, fit_form
 from .matching import Cell, calibrate, cells_of
 from .measurements import DeviceRow, Measurements, read_measurements
 from .prediction import Prediction, Predictions, predict
+from .speed import ImpliedSpeed
 from .units import METRICS, UNITS, base_unit, format_value, unit_label
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "FamilyRule",
     "FormFit",
     "HeldOut",
+    "ImpliedSpeed",
     "LinearFit",
     "Measurements",
     "MetricFit",

@@ -342,21 +342,23 @@ def _speed(d: Fields, fits: Mapping[tuple[str, str], Slope]) -> ImpliedSpeed | N
         if d.get("used_cpus", "a CPU count above 0", None) is None
         else d.number("used_cpus", "a CPU count above 0", lambda v: v > 0),
         "form": d.optional_text("form"),
+        # Absent from a power law's file from before its own slope was quoted: the line's.
+        "slope_at": None
+        if d.get("slope_at", "a profiler value above 0", None) is None
+        else d.number("slope_at", "a profiler value above 0", lambda v: v > 0),
         "host": {"cpu_model": cpu_model, "kernel": kernel},
     }
     return speed_from_dict(clean, fits)
 
 
 def slopes(fits: Sequence[MetricFit]) -> dict[tuple[str, str], Slope]:
-    """The pooled fits' slopes for :func:`.speed.implied_speed`: the form predictions use,
-    where it is the line through the origin or the line; the line's where it is the power
-    law (whose exponent, not a slope, is its own)."""
+    """The pooled fits' slopes for :func:`.speed.implied_speed`: of the form predictions
+    use, a power law's at the profiled values' geometric mean (:meth:`.FormFit.margin`)."""
     out = {}
     for m in fits:
         if m.family is None:
-            form = m.choice.form
-            a = m.choice.fit.a if form == "origin" else m.fit.a
-            out[(m.metric, m.setting)] = Slope(a, form, m.fit.r2, m.fit.a)
+            a, at = m.choice.fit.margin()
+            out[(m.metric, m.setting)] = Slope(a, m.choice.form, m.fit.r2, m.fit.a, at)
     return out
 
 

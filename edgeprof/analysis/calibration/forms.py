@@ -166,6 +166,20 @@ class FormFit:
             return None if x <= 0 else _exp(self.b + self.a * math.log(x))
         return self.a * x + self.b
 
+    def margin(self) -> tuple[float, float | None]:
+        """The device's seconds per profiler second at the margin, and the profiler value it
+        is taken at (``None``: everywhere, a line's slope is its own).
+
+        A power law's slope ``dy/dx = k·c·x^(k−1)`` changes along the curve, so it is taken
+        at the profiled values' geometric mean (``center``, the mean of their logs: the
+        middle of the space the law is fitted in).  Quoting the line's slope there instead
+        gave a tester's fit ``3.904 × profiler^0.7044`` a slope of 0.479, while the law's own
+        at the geometric mean, 264.8 ms, is 0.528."""
+        if self.form != "power":
+            return self.a, None
+        x = _exp(self.center)
+        return self.a * _exp(self.b + (self.a - 1) * self.center), x
+
     def predict(self, x: float, level: float) -> tuple[float, float | None, float | None] | None:
         """The prediction at ``x`` and its interval at ``level`` (low, high), the interval
         ``None`` without residual degrees of freedom; ``None`` where the form has no value."""

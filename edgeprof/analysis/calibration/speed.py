@@ -25,8 +25,10 @@ over its 1 s window), never more than the setting's.
 
 Which slope: that of the form the predictions use (:mod:`.choice`), so that a calibration
 says one speed: the line through the origin's where it was chosen (a constant factor, which
-is what a CPU share reproduces), else the line's, at the margin; a power law's exponent
-says no one speed fits the workloads, which the report says.
+is what a CPU share reproduces), the line's, at the margin, where it was; a power law's
+exponent says no one speed fits the workloads, which the report says, and its slope at the
+margin is taken at the profiled values' geometric mean (:meth:`.forms.FormFit.margin`: a
+tester's law gave 0.528 there, where the line's 0.479 had been quoted as the law's).
 
 Which fit: the per-iteration latency (the inference itself, free of start-up), else its
 mean, else the whole run's wall time; among a metric's fits (one per setting) the one with
@@ -66,6 +68,9 @@ class Slope(NamedTuple):
     r2: float | None
     line_a: float
     """The line's slope: what a file from before ``form`` was recorded used."""
+    at: float | None = None
+    """The profiler value a power law's slope is taken at (``None``: a line's, the same
+    everywhere)."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,9 @@ class ImpliedSpeed:
     file from before it was recorded): the setting's."""
     form: str = "line"
     """The form the slope is of (:data:`.forms.FORMS`)."""
+    at: float | None = None
+    """The profiler value (base unit) a power law's slope is taken at; ``None``: a line's,
+    or a power law's file from before its own slope was quoted, which keeps the line's."""
 
     @property
     def cpus(self) -> float:
@@ -125,6 +133,7 @@ class ImpliedSpeed:
             "used_cpus": self.used_cpus,
             "form": self.form,
             "slope": self.slope,
+            "slope_at": self.at,
             "host_cpus": self.host_cpus,
             "host": {"cpu_model": self.host_model, "kernel": self.host_kernel},
         }
@@ -161,6 +170,7 @@ def implied_speed(
             None if host is None else host.kernel,
             None if used is None else min(used, cpus),
             best.form,
+            best.at,
         )
     return None
 
@@ -189,13 +199,16 @@ def speed_from_dict(
     # A file from before the form was recorded keeps the speed it was made with (the
     # line's slope): a speed that changed with edgeprof's version would change a device's.
     old = d.get("form") is None
+    # So does a power law's from before its own slope was quoted (no ``slope_at``).
+    line = old or (f.form == "power" and d.get("slope_at") is None)
     return ImpliedSpeed(
         metric,
         setting,
         float(d["setting_cpus"]),
-        f.line_a if old else f.a,
+        f.line_a if line else f.a,
         None if model is None else str(model),
         None if kernel is None else str(kernel),
         None if used is None else float(used),
         "line" if old else f.form,
+        None if line else f.at,
     )
