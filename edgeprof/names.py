@@ -31,6 +31,15 @@ def _show(text: object) -> str:
     return shown if len(shown) <= 60 else shown[:57] + "...'"
 
 
+def as_word(text: str) -> str:
+    """``text`` as a message quotes a name given on the command line: as it is where it
+    reads as one word (``rpi4-4gb``, ``mÿ-board``), else as ``repr`` writes it, in quotes
+    (a tester's ``--device mÿ board is in no device catalog`` read as two words)."""
+    if text and not has_control(text) and not any(c.isspace() or c in SHELL_SYNTAX for c in text):
+        return text
+    return repr(text)
+
+
 def has_control(text: str) -> bool:
     """A C0 or C1 control character (a newline, an escape): it breaks a table's row, a CSV
     field and a terminal's line."""

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..names import as_word
 from .devices import catalog_paths, load_catalog
 
 
@@ -67,20 +68,22 @@ def calibration_device_notes(
     ``rpi4-4g``, had been written to ``rpi4-4g.yml`` in silence).  Notes, not errors: a
     device of one's own is a name no catalog holds."""
     notes = []
+    word = as_word(name)
     others = sorted({d for d in recorded if d} - {name})
     if others:
+        made_as = " and ".join(as_word(d) for d in others)
         notes.append(
-            f"--device {name}: the runs were made as --device {' and '.join(others)}; the "
-            f"calibration will be {name}'s (give --device {others[0]} if the CSV was "
+            f"--device {word}: the runs were made as --device {made_as}; the calibration "
+            f"will be for --device {word} (give --device {as_word(others[0])} if the CSV was "
             "measured on it)"
         )
     close = close_devices(name, environ, catalog)
     if close is not None:
         hint = f" (did you mean {_either(close)}?)" if close else ""
         notes.append(
-            f"--device {name} is in no device catalog{hint}: fine for a device of your own, "
-            f"but the calibration records this name, and a run as another device is warned "
-            f"that its predictions are {name}'s"
+            f"--device {word} is in no device catalog{hint}: fine for a device of your own, "
+            "but the calibration records this name, and a run as another device is warned "
+            f"that its predictions are for --device {word}"
         )
     return notes
 

@@ -412,7 +412,7 @@ def test_latency_columns(tmp_path: Path) -> None:
 NOT_IN_CATALOG = (
     "edgeprof: note: --device dev is in no device catalog: fine for a device of your own, but "
     "the calibration records this name, and a run as another device is warned that its "
-    "predictions are dev's\n"
+    "predictions are for --device dev\n"
 )
 """What ``calibrate --device dev`` says of a name no catalog holds (a typo had gone unsaid)."""
 

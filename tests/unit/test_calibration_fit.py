@@ -236,6 +236,18 @@ def test_cooks_distance_flags_an_outlier_from_ten_points() -> None:
     )
 
 
+def test_a_residual_within_rounding_of_the_values_is_0() -> None:
+    """A line through two points had printed ``-2.776e-14 ms`` as a tester's residuals: the
+    arithmetic's rounding (here 2.8e-17 s of 0.163 s) is 0; a residual of 10⁻⁹ of the values,
+    above the 10⁻¹² of rounding, is kept as it is."""
+    x, y = [0.239, 0.2725], [0.143, 0.163]
+    two = fit(x, y)
+    assert [v - (two.a * u + two.b) for u, v in zip(x, y, strict=True)] != [0.0, 0.0]
+    assert two.residuals == (0.0, 0.0)
+    near = fit([1.0, 2.0, 3.0], [1.0, 2.0 + 2e-9, 3.0])
+    assert near.residuals == pytest.approx((-2e-9 / 3, 4e-9 / 3, -2e-9 / 3), rel=1e-6)
+
+
 def test_other_warnings() -> None:
     two = fit([1.0, 2.0], [3.0, 5.0])
     assert two.se_a is None and two.predict(1.5)[1] is None

@@ -531,11 +531,19 @@ def test_calibrate_notes_another_device_and_a_name_no_catalog_has(tmp_path: Path
     ``rpi4-4g.yml`` without a word."""
     assert calibration_device_notes("rpi4-4g", ["rpi4-4gb", None], {}) == [
         "--device rpi4-4g: the runs were made as --device rpi4-4gb; the calibration will be "
-        "rpi4-4g's (give --device rpi4-4gb if the CSV was measured on it)",
+        "for --device rpi4-4g (give --device rpi4-4gb if the CSV was measured on it)",
         "--device rpi4-4g is in no device catalog (did you mean rpi4-4gb, rpi5-4gb or "
         "rpi4-8gb?): fine for a device of your own, but the calibration records this name, "
-        "and a run as another device is warned that its predictions are rpi4-4g's",
+        "and a run as another device is warned that its predictions are for --device rpi4-4g",
     ]
+    # A name of two words is quoted, as one word is not (a tester's read "mÿ board is").
+    assert calibration_device_notes("mÿ board", ["rpi4-4gb"], {})[0] == (
+        "--device 'mÿ board': the runs were made as --device rpi4-4gb; the calibration will "
+        "be for --device 'mÿ board' (give --device rpi4-4gb if the CSV was measured on it)"
+    )
+    assert calibration_device_notes("mÿ-board", [], {})[0].startswith(
+        "--device mÿ-board is in no device catalog:"
+    )
     # A catalog name the runs were made as, or runs made without --device: nothing to say.
     assert calibration_device_notes("rpi4-4gb", ["rpi4-4gb"], {}) == []
     assert calibration_device_notes("jetson-nano", [None], {}) == []

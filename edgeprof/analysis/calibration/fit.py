@@ -63,7 +63,7 @@ class LinearFit:
     """``None`` when every y is the same (nothing to explain)."""
     fitted: tuple[float, ...]
     residuals: tuple[float, ...]
-    """y − fitted."""
+    """y − fitted; 0 within 10⁻¹² of the largest |y|, where it is the arithmetic's rounding."""
     leverage: tuple[float, ...]
     cooks_d: tuple[float, ...] | None
     studentized: tuple[float | None, ...]
@@ -173,12 +173,13 @@ def fit(x: Sequence[float], y: Sequence[float], labels: Sequence[str] | None = N
     a = sxy / sxx
     b = my - a * mx
     fitted = tuple(a * u + b for u in xs)
-    res = tuple(v - f for v, f in zip(ys, fitted, strict=True))
+    # Rounding noise on the scale of the y values: a residual variance below its square is
+    # an exact line, and a residual below it is no distance from one, so it is 0 (a line
+    # through two points had printed the rounding of 143 − 143 ms as -2.776e-14 ms).
+    tol = 1e-12 * max(abs(v) for v in ys)
+    res = tuple(0.0 if abs(v - f) <= tol else v - f for v, f in zip(ys, fitted, strict=True))
     sse = sum(e * e for e in res)
     lev = tuple(1 / n + (u - mx) ** 2 / sxx for u in xs)
-    # Rounding noise on the scale of the y values: a residual variance below its square is
-    # an exact line, and a residual below it is no distance from one.
-    tol = 1e-12 * max(abs(v) for v in ys)
     s = se_a = se_b = None
     cooks: tuple[float, ...] | None = None
     if n >= 3:
