@@ -34,8 +34,10 @@ def _num(v: float | None, digits: int = 3) -> str:
 
 
 def _signed(v: float | None) -> str:
-    """A studentized residual: its sign says whether the device value lies above the line
-    (``+inf`` when the other points lie on it exactly)."""
+    """A studentized residual: its sign says whether the device value lies above the line;
+    ``above``/``below`` where the other points lie on it exactly (no finite figure)."""
+    if v is not None and math.isinf(v):
+        return "above" if v > 0 else "below"
     return "n/a" if v is None else f"{v:+.2f}"
 
 

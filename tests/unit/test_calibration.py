@@ -216,6 +216,27 @@ def test_one_point_setting_is_skipped_with_the_reason(tmp_path: Path) -> None:
     )
 
 
+def test_profiled_values_that_hardly_vary_are_skipped_not_fitted(tmp_path: Path) -> None:
+    """A tester's five peaks spanned 0.28 MiB (0.5 %) and two of them were called outliers
+    at t = ±inf: values closer than 1 % are named as too close, and nothing is fitted."""
+    peaks = [56.58, 56.34, 56.62, 56.34, 56.34]
+    runs = [_run(f"m{i}", 1.0 + i, peak=round(p * 2**20)) for i, p in enumerate(peaks)]
+    rows = "".join(f"m{i},{1.0 + i},{round(1.1 * p, 1)}\n" for i, p in enumerate(peaks))
+    head = "model,runtime_s,peak_mem_mib\n"
+    cal = calibrate(runs, read_measurements(_csv(tmp_path, head + rows)), "pi")
+    assert [f.metric for f in cal.fits] == ["runtime"]
+    assert cal.skipped == (
+        "peak_mem [cpus=1, memory=1.0GiB]: the profiled values hardly vary (56.34 MiB to "
+        "56.62 MiB, 0.49% apart, under the 1% a run repeated varies by): a line through them "
+        "fits their noise; measure models that differ more",
+    )
+    # 1.2 % apart (100 to 101.2 MiB) is a spread a line may be fitted to.
+    wide = [_run(f"m{i}", 1.0 + i, peak=round((100 + 0.3 * i) * 2**20)) for i in range(5)]
+    rows = "".join(f"m{i},{1.0 + i},{110 + 0.33 * i:.2f}\n" for i in range(5))
+    cal = calibrate(wide, read_measurements(_csv(tmp_path, head + rows)), "pi")
+    assert [f.metric for f in cal.fits] == ["runtime", "peak_mem"] and cal.skipped == ()
+
+
 def test_ambiguous_rows_are_errors(tmp_path: Path) -> None:
     runs = [_run("a.onnx", 1.0), _run("a.onnx", 0.5, cpus=2.0), _run("a.tflite", 1.0)]
     m = read_measurements(_csv(tmp_path, "model,runtime_s\na.onnx,3\n"))

@@ -380,14 +380,14 @@ def fit_warnings(
         lies = ""
         if off:
             assert t is not None  # outliers() only names points with a studentized residual
-            where = (
-                "off the line of the other points, which lie on it exactly"
-                if math.isinf(t)
-                else f"{abs(t):.1f} standard errors off the line of the other points"
-            )
+            # The others' scatter is 0: no distance in standard errors, never "±inf" of one.
             lies = (
-                f"lies {where} (externally studentized residual {t:+.1f}; the limit for "
-                f"{f.n} points is {t_limit:.1f})"
+                f"lies {'above' if t > 0 else 'below'} the line of the other points, which "
+                "lie on it exactly (no scatter to measure its distance by)"
+                if math.isinf(t)
+                else f"lies {abs(t):.1f} standard errors off the line of the other points "
+                f"(externally studentized residual {t:+.1f}; the limit for {f.n} points is "
+                f"{t_limit:.1f})"
             )
         redo = (
             "re-measure it on the device and with the profiler, or check its row in the device "
