@@ -138,16 +138,18 @@ def _phase(layer: int, throttling: Throttling | None) -> PhaseStats:
 def test_layers_whose_median_measures_full_speed_between_stalls_are_named() -> None:
     """Layer 1's median 0.25 ms at cpus=0.5 (the stem's 0.27 ms at 1 CPU, 0.39 ms at 0.5):
     the runner's check finds its p50 measures the stalls (0.50 ms spread evenly); layer 2,
-    longer than the 5 ms period, took its stalls evenly (not flagged); layer 3 has no known
-    stall and is shorter than the period."""
+    longer than the 5 ms period, took its stalls evenly (not flagged); layer 3 is shorter than
+    the period, 8 of its 10 iterations stalled, 0.75 ms each."""
     limits = Limits(cpus=0.5, cpuset="0")
     stalled = Throttling(9, 2, 0.0051, 0.0026, 0.0005, 0.0007, 0.0009, ("p50", "p90"))
     even = Throttling(9, 9, 0.002, 0.0003, 0.0021, 0.0022, 0.0023, ())
+    # Many stalls, each short: "few of its iterations, or none" had been said beside them.
+    short = Throttling(10, 8, 0.006, 0.0003, 0.0021, 0.0022, 0.0023, ())
     base = make_result(limits=limits)
     result = dataclasses.replace(
         base,
         cpu=dataclasses.replace(base.cpu, period_s=0.005),
-        phases=(_phase(1, stalled), _phase(2, even)),
+        phases=(_phase(1, stalled), _phase(2, even), _phase(3, short)),
         warnings=(
             "phase 'layer:1': latency p50, p90 measure the CPU quota's stalls, not the workload",
             "kept",
@@ -166,10 +168,10 @@ def test_layers_whose_median_measures_full_speed_between_stalls_are_named() -> N
     assert stall_warnings == [
         "under cpus=0.5 (CFS period 5ms) the median time of layer(s) 1, 3 measures the layer at "
         "full speed, not on a core 0.5× as fast: a layer shorter than the period runs inside "
-        "the quota and few of its iterations, or none, take the stalls (layer 1 (stem) 0.25ms, "
-        "0.50ms with its stalls spread evenly; layer 3 (l3) 1.00ms); a larger --batch-size "
-        "lengthens each iteration, and each layer's quota_stalls in the file says how the "
-        "stalls fell"
+        "the quota, and its median does not take the stalls' even share (layer 1 (stem) "
+        "0.25ms, 0.50ms with its stalls spread evenly; layer 3 (l3) 1.00ms, 8 of 10 "
+        "iterations stalled, 0.75ms of stall each); a larger --batch-size lengthens each "
+        "iteration, and each layer's quota_stalls in the file says how the stalls fell"
     ]
     # The runner's per-phase warning for a phase the user never named is said once, above.
     assert run.result.warnings == ("kept",)
@@ -183,7 +185,7 @@ def test_layers_whose_median_measures_full_speed_between_stalls_are_named() -> N
     }
     assert saved.profile_data[0].time == 0.00025  # the median as measured: the warning says
     assert saved.profile_data[1].extra["quota_stalls"]["distorted"] == []
-    assert "quota_stalls" not in saved.profile_data[2].extra
+    assert saved.profile_data[2].extra["quota_stalls"]["throttled"] == 8
     run_info = (saved.meta or {})["runs"][0]
     assert run_info["cpu_period_s"] == 0.005
     assert stall_warnings[0] in run_info["warnings"]
