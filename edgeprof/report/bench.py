@@ -16,7 +16,13 @@ COLUMNS = ("NAME", "ITEMS/S", "P50", "P95", "P99", "GPU MEMORY", "GPU UTIL", "EN
 GPU_COLUMNS = 3
 """The last columns, left out where no run saw a GPU (three columns of "no GPU" had been
 the table's most of it on a host without one, a tester's), and said in a note."""
-NO_GPU_NOTE = "no GPU was measured (--gpus): no GPU MEMORY, GPU UTIL or ENERGY/ITEM columns"
+NO_GPU_NOTE = (
+    "no GPU was measured (edgeprof doctor lists the GPUs it can read): no GPU MEMORY, GPU UTIL "
+    "or ENERGY/ITEM columns"
+)
+"""Said where no run has a GPU figure.  It named ``(--gpus)`` as the cause to a tester who
+gave no --gpus on a host without a GPU: where NVML lists GPUs every one is measured by
+default, so what the user can do is see which edgeprof reads."""
 
 
 def bench_rows(results: Sequence[RunResult]) -> list[list[str]]:

@@ -110,6 +110,20 @@ def test_cgroup_v1_and_other_backends_say_why_not() -> None:
     assert v1 is not None and "cgroup v1" in v1 and "memory.reclaim" in v1
 
 
+def test_run_squeeze_where_no_reclaim_names_the_search_that_needs_none(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """``--squeeze`` on cgroup v1 said why not and no next step (a tester's): fit's bisection
+    sets memory limits, which need no reclaim."""
+    from edgeprof.cli import main
+
+    assert main(["run", "--backend", "fake", "--squeeze", "--", "true"]) == 2
+    assert capfd.readouterr().err == (
+        "edgeprof: error: --squeeze: the fake backend cannot reclaim a run's memory while it "
+        "runs; edgeprof fit (without --one-run) bisects with limited runs instead\n"
+    )
+
+
 def test_the_runner_records_the_squeeze(cgfs: FakeCgroupFs, tmp_path: Path) -> None:
     root, psc = v2_tree(cgfs, tmp_path, overrides=RECLAIM)
     out = tmp_path / "out"
