@@ -66,6 +66,7 @@ from ..units import (
     parse_cpu_period,
     parse_memory_limit,
     shortest_period_us,
+    shown,
 )
 
 DEVICES_ENV = "EDGEPROF_DEVICES"
@@ -162,9 +163,13 @@ def parse_catalog(path: Path, text: str | None = None) -> dict[str, Device]:
         return {}
     if not isinstance(data, dict) or set(data) - {"devices"}:
         raise ConfigError(f"device catalog {path}: expected one top-level key 'devices'")
-    entries = data.get("devices") or {}
-    if not isinstance(entries, dict):
-        raise ConfigError(f"device catalog {path}: 'devices' must map names to entries")
+    entries = data.get("devices")
+    if entries is None:  # ``devices:`` with nothing under it: an empty catalog, as an empty file
+        return {}
+    if not isinstance(entries, dict):  # ``devices: []``, ``0`` or ``''`` had read as empty
+        raise ConfigError(
+            f"device catalog {path}: 'devices' must map names to entries (got {shown(entries)})"
+        )
     return {str(name): _entry(path, name, e) for name, e in entries.items()}
 
 
@@ -186,21 +191,24 @@ def _entry(path: Path, name: object, e: object) -> Device:
             raise ConfigError(f"{where}: missing key {key!r}")
 
     def bad(key: str, why: str) -> ConfigError:
-        return ConfigError(f"{where}: key {key!r}: {why} (got {e[key]!r})")
+        # shown(): a 401-digit value had been echoed whole, twice (here and in ``why``).
+        return ConfigError(f"{where}: key {key!r}: {why} (got {shown(e[key])})")
 
     cores = e["cores"]
     if isinstance(cores, bool) or not isinstance(cores, int) or not 1 <= cores <= MAX_CPUS:
         raise bad("cores", f"expected a whole number of cores, from 1 to {MAX_CPUS:g}")
     mem = _size(e, "memory", bad)
-    assert mem is not None  # a required key
-    if "share" in e and "speed" in e:
+    if mem is None:  # ``memory:`` left empty: present, but no value (an assert had fired)
+        raise bad("memory", "expected a size such as 4g")
+    # A key left empty is no value: ``share:`` beside ``speed: 0.5`` is not "both".
+    if e.get("share") is not None and e.get("speed") is not None:
         raise ConfigError(f"{where}: give 'share' or 'speed', not both")
     share = _positive(e, "share", bad)
     if share is not None and share < LEAST_CPUS:  # as --cpus refuses it, but named here
         raise bad("share", f"expected CPUs as --cpus takes them, at least {LEAST_CPUS:g}")
     speed: float | str | None
     if e.get("speed") == CALIBRATED:
-        if "calibration" not in e:
+        if e.get("calibration") is None:  # absent or left empty: run --device had asserted
             raise bad("speed", "'calibration' needs a calibration file in the entry")
         speed = CALIBRATED
     else:
@@ -275,9 +283,15 @@ def _positive(e: Mapping[str, Any], key: str, bad: Any) -> float | None:
     v = e.get(key)
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+    if isinstance(v, bool) or not isinstance(v, int | float):
         raise bad(key, "expected a positive number")
-    return float(v)
+    try:
+        number = float(v)  # an int past float's range (400+ digits) raises OverflowError
+    except OverflowError:
+        raise bad(key, "expected a positive number within float's range") from None
+    if not math.isfinite(number) or number <= 0:
+        raise bad(key, "expected a positive number")
+    return number
 
 
 def find_device(catalog: Mapping[str, Device], name: str) -> Device:

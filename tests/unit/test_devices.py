@@ -149,6 +149,34 @@ def test_entry_keys_parsed(tmp_path: Path) -> None:
             "    cores: 4\n    memory: 1g\n    speed: calibration\n",
             "device 'x': key 'speed': 'calibration' needs a calibration file",
         ),
+        # Left empty: listed as "from calibration", then run --device asserted (a reviewer's).
+        (
+            "    cores: 4\n    memory: 1g\n    speed: calibration\n    calibration:\n",
+            "device 'x': key 'speed': 'calibration' needs a calibration file in the entry "
+            "(got 'calibration')",
+        ),
+        # Present but empty: an AssertionError traceback, exit 1 (a reviewer's).
+        (
+            "    cores: 1\n    memory:\n",
+            "device 'x': key 'memory': expected a size such as 4g (got None)",
+        ),
+        # 401 digits: OverflowError in math.isfinite (a reviewer's).
+        (
+            f"    cores: 1\n    memory: 1g\n    speed: 1{'0' * 400}\n",
+            "device 'x': key 'speed': expected a positive number within float's range "
+            "(got an integer of 1329 bits)",
+        ),
+        (
+            f"    cores: 1\n    memory: 1g\n    share: 1{'0' * 400}\n",
+            "device 'x': key 'share': expected a positive number within float's range "
+            "(got an integer of 1329 bits)",
+        ),
+        # The whole number had been printed twice.
+        (
+            f"    cores: 1{'0' * 400}\n    memory: 1g\n",
+            "device 'x': key 'cores': expected a whole number of cores, from 1 to 65536 "
+            "(got an integer of 1329 bits)",
+        ),
         ("    cores: 4\n    memory: 1g\n    cpu_period: 1us\n", "device 'x': key 'cpu_period'"),
         # Had passed here, and at the run named a --cpus and --cpu-period nobody typed.
         (
@@ -178,14 +206,41 @@ def test_bad_entries_name_file_entry_and_key(tmp_path: Path, entry: str, message
     text = str(info.value)
     assert text.startswith(f"device catalog {p}: ")
     assert message in text
-    assert "\n" not in text
+    assert "\n" not in text and len(text) < 300  # no 401-digit echo
+
+
+def test_an_empty_key_is_no_value(tmp_path: Path) -> None:
+    """``share:`` left empty beside ``speed: 0.5`` had been refused as "not both"; an empty
+    ``devices:`` is an empty catalog, as an empty file is."""
+    p = _catalog(tmp_path, "  x:\n    cores: 2\n    memory: 1g\n    speed: 0.5\n    share:\n")
+    (x,) = parse_catalog(p).values()
+    assert (x.speed, x.share) == (0.5, None)
+    assert device_setting(x).cpus == 1.0
+    (tmp_path / "e.yml").write_text("devices:\n")
+    assert parse_catalog(tmp_path / "e.yml") == {}
+
+
+def test_a_catalog_fault_is_one_line_exit_2_on_every_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty ``memory:`` had been a traceback, exit 1, in ``devices`` and ``run --device``."""
+    p = _catalog(tmp_path, "  board:\n    cores: 1\n    memory:\n")
+    want = f"edgeprof: error: device catalog {p}: device 'board': key 'memory': expected a size"
+    for argv in (["devices", "--devices", str(p)],
+                 [*RUN, "--devices", str(p), "--device", "board", "--", "true"]):  # fmt: skip
+        assert main(argv) == 2
+        assert capsys.readouterr().err.startswith(want)
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
         ("boards: {}\n", "expected one top-level key 'devices'"),
-        ("devices: [a]\n", "'devices' must map names to entries"),
+        ("devices: [a]\n", "'devices' must map names to entries (got a list)"),
+        # These three had been read as an empty catalog, in silence (a reviewer's).
+        ("devices: []\n", "'devices' must map names to entries (got a list)"),
+        ("devices: 0\n", "'devices' must map names to entries (got 0)"),
+        ("devices: ''\n", "'devices' must map names to entries (got '')"),
         ("devices:\n  x: [\n", "not YAML"),
         ("devices:\n  'a b':\n    cores: 1\n    memory: 1g\n", "device 'a b': a name is"),
     ],
