@@ -10,6 +10,8 @@ from typing import Any
 
 import yaml
 
+from .errors import ConfigError
+
 
 class _StrictLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -34,3 +36,29 @@ def safe_load(text: str) -> Any:
     """``yaml.safe_load`` that refuses a mapping's key given twice (a ``yaml.YAMLError``, as
     any other fault of the text)."""
     return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader: no arbitrary objects
+
+
+def located(where: object, exc: BaseException) -> str:
+    """A fault of a YAML text as one line, ``WHERE:LINE: problem``: the budget file's form,
+    which every YAML file edgeprof reads now shares.  PyYAML's own text spans lines and draws
+    the spot (``... in "<unicode string>", line 5, column 3: b1: ^``), and the catalog and
+    calibration had printed it whole.  ``exc``: a :class:`yaml.YAMLError`, a ``ValueError``
+    (an integer of 4300+ digits) or a ``RecursionError`` (nested deeper than Python
+    recurses)."""
+    if isinstance(exc, RecursionError):
+        return f"{where}: nested too deeply"
+    if not isinstance(exc, yaml.YAMLError):
+        return f"{where}: {' '.join(str(exc).split())}"
+    mark = getattr(exc, "problem_mark", None)
+    line = f":{mark.line + 1}" if mark is not None else ""
+    problem = getattr(exc, "problem", None) or "not valid YAML"
+    return f"{where}{line}: {' '.join(problem.split())}"
+
+
+def parse(text: str, where: object) -> Any:
+    """:func:`safe_load`, a fault of the text one :class:`ConfigError` line (:func:`located`;
+    ``where``: the file as the message names it, ``device catalog bad.yml``)."""
+    try:
+        return safe_load(text)
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:
+        raise ConfigError(located(where, exc)) from None

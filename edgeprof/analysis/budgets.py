@@ -441,14 +441,13 @@ def load_budget_file(path: Path) -> Budgets:
     """Read a budget file (format in the module docstring).  Errors name the file and line."""
     import yaml
 
+    from ..yamlfile import located
+
     text = read_input(path, "budget file ")
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "not valid YAML"
-        raise ConfigError(f"{path}{line}: {' '.join(problem.split())}") from None
+        raise ConfigError(located(path, exc)) from None
     except RecursionError:
         raise ConfigError(f"{path}: not a budget file: nested too deeply") from None
     if root is None:

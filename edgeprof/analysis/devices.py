@@ -147,18 +147,13 @@ def load_catalog(paths: Sequence[Path]) -> dict[str, Device]:
 def parse_catalog(path: Path, text: str | None = None) -> dict[str, Device]:
     """One catalog file (``text``: its content, else read).  Strict: an unknown key, a bad
     type or size is a :class:`ConfigError` naming the file, the entry and the key."""
-    import yaml
-
-    from ..yamlfile import safe_load as strict_yaml
+    from ..yamlfile import parse
 
     try:
-        data = strict_yaml(read_capped(path) if text is None else text)
+        text = read_capped(path) if text is None else text
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"device catalog {path}: cannot read it: {why_unreadable(exc)}") from exc
-    except (yaml.YAMLError, ValueError) as exc:  # ValueError: an int() of 4300+ digits
-        raise ConfigError(f"device catalog {path}: not YAML: {_one_line(exc)}") from exc
-    except RecursionError as exc:
-        raise ConfigError(f"device catalog {path}: not YAML: nested too deeply") from exc
+    data = parse(text, f"device catalog {path}")  # ``device catalog bad.yml:5: the key ...``
     if data is None:
         return {}
     if not isinstance(data, dict) or set(data) - {"devices"}:
@@ -171,10 +166,6 @@ def parse_catalog(path: Path, text: str | None = None) -> dict[str, Device]:
             f"device catalog {path}: 'devices' must map names to entries (got {shown(entries)})"
         )
     return {str(name): _entry(path, name, e) for name, e in entries.items()}
-
-
-def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())
 
 
 def _entry(path: Path, name: object, e: object) -> Device:

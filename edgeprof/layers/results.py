@@ -40,7 +40,7 @@ from ..errors import ConfigError
 from ..measure.latency import percentile
 from ..storage import read_input
 from ..units import format_cpuset
-from ..yamlfile import safe_load as strict_yaml
+from ..yamlfile import parse as parse_yaml
 
 SCHEMA = "edgeprof-layers/1"
 GRANULARITIES = ("children", "blocks", "leaves")
@@ -306,12 +306,7 @@ def from_dict(data: object, source: str) -> LayerResults:
 
 def load(path: Path) -> LayerResults:
     text = read_input(path, "")
-    try:
-        data = strict_yaml(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}:{line} not valid YAML: {getattr(exc, 'problem', exc)}") from exc
+    data = parse_yaml(text, path)  # ``FILE:LINE: problem``, as every YAML file edgeprof reads
     return from_dict(data, str(path))
 
 

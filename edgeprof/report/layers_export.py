@@ -31,8 +31,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import ConfigError
 from ..layers.results import (
     MB,
@@ -43,7 +41,7 @@ from ..layers.results import (
     write_text_atomic,
 )
 from ..storage import read_capped, why_unreadable
-from ..yamlfile import safe_load as strict_yaml
+from ..yamlfile import parse as parse_yaml
 
 
 def _require_complete(results: LayerResults, source: str) -> None:
@@ -92,9 +90,10 @@ def _load_mapping(path: Path, what: str) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        data = strict_yaml(read_capped(path))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        text = read_capped(path)
+    except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {what} {path}: {why_unreadable(exc)}") from exc
+    data = parse_yaml(text, f"{what} {path}")  # PyYAML's several lines had been printed whole
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -409,7 +409,7 @@ TWICE = [
     ("budgets.yml", "default:\n  wall: 1s\n  wall: 10s\n", ":3: default: the key 'wall'"),
     ("budgets.yml", "models:\n  a: {wall: 1s}\n  a: {wall: 9s}\n", ":3: models: the key 'a'"),
     ("devices.yml", "devices:\n  b: {cores: 1, memory: 1g}\n  b: {cores: 2, memory: 1g}\n",
-     "the key 'b'"),
+     "devices.yml:3: the key 'b'"),
 ]  # fmt: skip
 
 
@@ -429,3 +429,42 @@ def test_a_key_given_twice_in_a_yaml_file_is_refused(
     with pytest.raises(ConfigError) as info:
         load(path)
     assert line + " is given twice" in str(info.value) and "\n" not in str(info.value)
+
+
+def _yaml_readers() -> dict[str, Any]:
+    from edgeprof.analysis.budgets import load_budget_file
+    from edgeprof.analysis.calibration import load_calibration
+    from edgeprof.analysis.devices import parse_catalog
+    from edgeprof.layers.results import load as load_layers
+
+    return {"budgets": load_budget_file, "catalog": parse_catalog,
+            "calibration": load_calibration, "layers": load_layers}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("reader", "said", "within"),
+    [
+        ("budgets", "{p}", "the budget file: "),
+        ("catalog", "device catalog {p}", ""),
+        ("calibration", "calibration {p}", ""),
+        ("layers", "{p}", ""),
+    ],
+)
+def test_every_yaml_file_says_a_fault_as_file_line_problem(
+    tmp_path: Path, reader: str, said: str, within: str
+) -> None:
+    """The catalog and calibration printed PyYAML's text (``not YAML: the key 'b1' is given
+    twice in "<unicode string>", line 5, column 3: b1: ^``); the budget file said
+    ``bud2.yml:3: ...`` (a tester's).  Every reader says it the budget file's way now."""
+    from edgeprof.errors import ConfigError
+
+    p = tmp_path / "f.yml"
+    load = _yaml_readers()[reader]
+    for text, fault in (
+        ("a:\n  b: [1\n", ":3: expected ',' or ']', but got '<stream end>'"),
+        ("a: 1\nb: 2\na: 3\n", f":3: {within}the key 'a' is given twice"),
+    ):
+        p.write_text(text)
+        with pytest.raises(ConfigError) as info:
+            load(p)
+        assert str(info.value) == said.format(p=p) + fault

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
-from ...storage import read_capped, write_output
+from ...storage import read_capped, why_unreadable, write_output
 from ..cells import without_chosen_cores
 from .choice import Candidate, Choice, choose, heldout_warning
 from .families import Families, check_family, parse_rule
@@ -233,17 +233,15 @@ def load_calibration(path: Path) -> Calibration:
     """Read a calibration file; each fit is recomputed from its points.  Anything wrong with
     the file is one :class:`ConfigError` line naming it, and the key and what it should hold
     where the shape is wrong (:class:`~.fields.Fields`)."""
-    import yaml
-
-    from ...yamlfile import safe_load as strict_yaml
+    from ...yamlfile import parse
 
     try:
-        data = strict_yaml(read_capped(path))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError, RecursionError) as exc:
-        # ValueError: an integer of 4300+ digits; RecursionError: nested deeper than Python
-        # recurses.  A YAML error's text spans lines (it draws the spot): one line here.
-        why = "nested too deeply" if isinstance(exc, RecursionError) else _one_line(exc)
-        raise ConfigError(f"cannot read calibration {path}: {why}") from exc
+        text = read_capped(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read calibration {path}: {why_unreadable(exc)}") from exc
+    # A fault of the YAML: ``calibration bad.yml:2: expected the node content, ...``, one
+    # line as the budget file says it (PyYAML's text had been printed whole).
+    data = parse(text, f"calibration {path}")
     if not isinstance(data, dict) or data.get("schema") != CALIBRATION_SCHEMA:
         raise ConfigError(f"{path} is not an edgeprof calibration ({CALIBRATION_SCHEMA})")
     try:
