@@ -15,11 +15,12 @@ compares the hosts as much as the models, and says so.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..model import RunResult
-from ..units import format_binary
+from ..units import counted, format_binary
 
 HostKind = tuple[object, ...]
 
@@ -129,6 +130,25 @@ def sides_note(base: Sequence[RunResult], cur: Sequence[RunResult]) -> str | Non
     return (
         f"the baseline and the current results ran on the same host by different edgeprof "
         f"versions ({was} → {is_}): a change may be how it measures, not the model's"
+    )
+
+
+def same_runs_note(base: Sequence[RunResult], cur: Sequence[RunResult]) -> str | None:
+    """What ``compare`` says when both sides are the very same runs (``compare sw sw``, or a
+    copy of a sweep): "0 regressions" had been said of runs compared with themselves, with
+    no word (a tester's).  Runs are the same when every figure is: only where their sample
+    files are may differ (a copied sweep's)."""
+
+    def ids(runs: Sequence[RunResult]) -> list[RunResult]:
+        where = {"samples": None, "gpu": None}
+        bare = [dataclasses.replace(r, **where) for r in runs]  # type: ignore[arg-type]
+        return sorted(bare, key=lambda r: (r.started_at, r.name or "", r.wall_s))
+
+    if not base or len(base) != len(cur) or ids(base) != ids(cur):
+        return None
+    return (
+        f"the baseline and the current results are the same {counted(len(cur), 'run')} "
+        "(every figure and start time alike): nothing was measured again, so no change can show"
     )
 
 

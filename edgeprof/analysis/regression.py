@@ -71,7 +71,7 @@ from .cells import cells, ending, endings, setting, successful
 from .difference import Difference, difference
 from .failures import Failed, failed_notes, failed_of
 from .held import SLOWED_BY_OTHERS, held_runs, host_caveat, less_held, mean_held
-from .hosts import sides_note
+from .hosts import same_runs_note, sides_note
 from .metrics import BY_KEY, Metric, stalled_percentiles
 from .outliers import without_outliers
 from .targets import check_targets, differing
@@ -207,8 +207,7 @@ def compare_results(
     notes += [
         f"{cell_name(k)}: new (not in the baseline)" for k in cur_cells if k not in base_cells
     ]
-    if (sides := sides_note(baseline, current)) is not None:
-        notes.append(sides)
+    notes += [n for n in (sides_note(baseline, current), same_runs_note(baseline, current)) if n]
     common = [k for k in cur_cells if k in base_cells]
     if not common:
         shared = {k[0] for k in base_cells} & {k[0] for k in cur_cells}

@@ -102,7 +102,10 @@ def read_shard(path: Path) -> Shard:
     """The shard in ``path`` (a ``sweep.json`` or a directory holding one)."""
     found = read_sweep(path)
     if found is None:
-        raise ConfigError(f"{path}: no edgeprof sweep.json there")
+        # A directory that is not there had been told "no edgeprof sweep.json there" (a
+        # tester's): the fix is another path, not a sweep to make.
+        there = "no such file or directory" if not path.exists() else "no edgeprof sweep.json there"
+        raise ConfigError(f"{path}: {there}")
     sweep, data = found
     shard = data.get("shard")
     if shard is None:

@@ -159,6 +159,13 @@ def test_what_merge_refuses(tmp_path: Path) -> None:
         merge_shards([s1, s1, s2])
     with pytest.raises(ConfigError, match="is a whole sweep, not a shard"):
         merge_shards([s1, tmp_path / "whole"])
+    # A directory not there had been "no edgeprof sweep.json there" (a tester's).
+    with pytest.raises(ConfigError) as e:
+        merge_shards([s1, tmp_path / "nothere"])
+    assert str(e.value) == f"{tmp_path / 'nothere'}: no such file or directory"
+    with pytest.raises(ConfigError) as e:
+        merge_shards([s1, tmp_path])
+    assert str(e.value) == f"{tmp_path}: no edgeprof sweep.json there"
     data = json.loads((s2 / "sweep.json").read_text())
     other = tmp_path / "other"
     other.mkdir()

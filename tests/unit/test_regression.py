@@ -97,6 +97,18 @@ def test_clear_regression() -> None:
     assert c.change_text().startswith("+20.0% ± ")
 
 
+def test_the_same_runs_on_both_sides_are_said() -> None:
+    """``compare sw sw`` said "0 regressions" of runs compared with themselves, no word."""
+    same = walls(BASE)
+    _, notes = compare_results(same, list(reversed(same)), 0.05)
+    assert notes[-1] == (
+        f"the baseline and the current results are the same {len(BASE)} runs (every figure "
+        "and start time alike): nothing was measured again, so no change can show"
+    )
+    _, notes = compare_results(same, walls([v * 1.2 for v in BASE]), 0.05)
+    assert not any("same" in n for n in notes)
+
+
 def test_clear_improvement() -> None:
     c = wall_verdict(walls(BASE), walls([v * 0.8 for v in BASE]))
     assert c.verdict is Verdict.IMPROVEMENT and not c.verdict.fails
