@@ -56,7 +56,9 @@ def doctor(
             check_command((python,), os.environ, None)
         except ConfigError as exc:
             raise ConfigError(f"--python: {exc}") from None
-    sys.stdout.write(render(diagnose(python=python)))
+    from ..analysis.environment import environment_findings
+
+    sys.stdout.write(render([*diagnose(python=python), *environment_findings()]))
 
 
 def bench(
