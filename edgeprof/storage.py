@@ -200,15 +200,6 @@ def files_relative_to(result: RunResult, directory: Path) -> RunResult:
     return replace(result, samples=samples, gpu=gpu)
 
 
-def read_result(path: Path) -> RunResult:
-    """One ``result.json``; anything else is one :class:`ConfigError` line naming the file."""
-    data = read_json(path, "result ")
-    try:
-        return RunResult.from_dict(data)
-    except ConfigError as exc:
-        raise ConfigError(f"{path} is not an edgeprof result: {exc}") from exc
-
-
 MAX_INPUT_BYTES = 64 << 20
 """The most a configuration file (a device catalog, an env.template, a model list, budgets,
 a calibration, a layers profile) may hold: far past any written by hand or by edgeprof."""

@@ -79,11 +79,6 @@ class FdPeakReset:
             with contextlib.suppress(OSError):
                 os.close(self._fds.pop())
 
-    @property
-    def open_windows(self) -> int:
-        """Descriptors still open (for the tests of the ownership rule)."""
-        return len(self._fds)
-
 
 class SharedPeakReset:
     """cgroup v1 ``memory.max_usage_in_bytes``: one mark per group, reset by writing 0."""

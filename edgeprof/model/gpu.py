@@ -13,17 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from .memory import known_fields
 
-MEMORY_SOURCES = ("processes", "device")
-"""``processes``: the run's own processes on NVML's list; ``device``: the device's used memory
-above its level at the run's start (anything else on the GPU counts too)."""
-
-UTILIZATION_SOURCES = ("processes", "device")
-"""``processes``: NVML's per-process samples of the run's pids; ``device``: the device's
-utilisation, whoever used it (the driver gave no per-process samples)."""
+GpuSource = Literal["processes", "device"]
+"""Whose figure a device's memory or utilisation is: ``processes``, the run's own (its pids
+on NVML's lists); ``device``, the whole GPU's, whoever used it (the reader and the schema
+refuse any other word: ``"bogus"`` had loaded)."""
 
 
 GPU_CSV_COLUMNS = (
@@ -71,10 +68,14 @@ class GpuDevice:
     name: str
     memory_total_bytes: int | None
     memory_peak_bytes: int | None
-    memory_source: str
+    memory_source: GpuSource
+    """``processes``: the run's own processes on NVML's list; ``device``: the device's used
+    memory above its level at the run's start (anything else on the GPU counts too)."""
     utilization_avg_pct: float | None
     utilization_peak_pct: float | None
-    utilization_source: str | None
+    utilization_source: GpuSource | None
+    """``processes``: NVML's per-process samples of the run's pids; ``device``: the device's
+    utilisation, whoever used it (the driver gave no per-process samples)."""
     memory_utilization_avg_pct: float | None
     energy_j: float | None
     power_avg_w: float | None

@@ -6,9 +6,9 @@ dataclass's annotations, so a ``"wall_s": "fast"`` would be carried into the rep
 there, far from its cause, and a ``"command": "python"`` would silently become the
 characters ``p, y, t, …``.  :func:`from_json` checks the JSON against the annotations of the
 class first (each known key: lists where tuples are, objects where dataclasses are, numbers,
-strings, an enum's values), then builds it, and turns whatever still goes wrong into one
-:class:`~edgeprof.errors.ConfigError` line naming the key.  Unknown keys are left alone: a
-file written by a newer edgeprof still reads.
+strings, an enum's or a ``Literal``'s values), then builds it, and turns whatever still goes
+wrong into one :class:`~edgeprof.errors.ConfigError` line naming the key.  Unknown keys are
+left alone: a file written by a newer edgeprof still reads.
 """
 
 from __future__ import annotations
@@ -164,6 +164,11 @@ def check(value: object, hint: Any, where: str, argv: bool = False) -> None:
         args = typing.get_args(hint)
         for k, v in value.items():
             check(v, args[1] if len(args) == 2 else Any, f"{where}.{k}", argv)
+        return
+    if origin is typing.Literal:
+        words = typing.get_args(hint)
+        if isinstance(value, bool | dict | list) or value not in words:
+            raise _bad(where, "one of " + ", ".join(map(str, words)), value)
         return
     if hint is float or hint is int:
         if isinstance(value, bool) or not isinstance(value, int if hint is int else int | float):

@@ -194,9 +194,13 @@ def _schema(tp: Any, defs: dict[str, Any], argv: bool = False) -> dict[str, Any]
         schema = _schema(inner, defs, argv)
         if "type" not in schema:  # a reference
             return {"anyOf": [schema, {"type": "null"}]}
+        if "enum" in schema:  # the enum lists every value allowed: null too
+            schema = {**schema, "enum": [*schema["enum"], None]}
         return {**schema, "type": [schema["type"], "null"]}
     if origin in (tuple, list):
         return {"type": "array", "items": _schema(args[0], defs, argv)}
+    if origin is typing.Literal and all(isinstance(a, str) for a in args):
+        return {"type": "string", "enum": list(args)}
     if tp is int:  # the reader's bound (edgeprof.model.jsoncheck): the kernel's are 64-bit
         return {"type": "integer", "exclusiveMinimum": -(2**64), "exclusiveMaximum": 2**64}
     if tp is str and not argv:

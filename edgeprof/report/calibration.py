@@ -47,7 +47,7 @@ def _over(fmt: Callable[[float | None], str], v: float | None) -> str:
     return fmt(v) if v is None or not v > 0 or math.isinf(v) else "+" + fmt(v)
 
 
-def _pm(v: float, se: float | None, fmt: str = "") -> str:
+def _pm(v: float, se: float | None) -> str:
     return f"{v:.4g}" if se is None else f"{v:.4g} ± {se:.2g}"
 
 

@@ -14,7 +14,7 @@ import edgeprof
 from edgeprof.cli import main
 from edgeprof.measure.limits import THREAD_VARS
 from edgeprof.model import RunResult
-from edgeprof.storage import read_result
+from edgeprof.resultfiles import load_runs
 
 from .conftest import SEED_COLUMNS
 
@@ -161,7 +161,10 @@ def test_options_reach_the_run(tmp_path: Path, capfd: pytest.CaptureFixture[str]
     # --json names the samples from where edgeprof ran; result.json from beside it.
     assert data["samples"]["path"] == str(out_dir / "samples.csv")
     saved = {**data, "samples": {**data["samples"], "path": "samples.csv"}}
-    assert read_result(out_dir / "result.json").to_dict() == saved
+    assert json.loads((out_dir / "result.json").read_text()) == saved
+    # Read back, the samples are found where they are now.
+    [back] = load_runs([out_dir / "result.json"])
+    assert back.samples.path == str(out_dir / "samples.csv")
     assert (out_dir / "samples.csv").exists()
     assert md.read_text().startswith(
         "## edgeprof report\n\n### Final Usage Stats\n\n| NAME | AVG CPU % |"

@@ -29,7 +29,7 @@ from edgeprof.errors import ConfigError
 from edgeprof.measure.limits import THREAD_VARS
 from edgeprof.model import HostInfo, Limits, RunResult
 from edgeprof.report.memory import headroom
-from edgeprof.storage import read_result
+from edgeprof.resultfiles import load_runs
 from tests.unit.fuzz_strategies import fuzz
 
 from .test_calibration import _calibration, _csv, _run
@@ -484,7 +484,7 @@ def test_run_with_a_device_applies_and_records_it(
     out = tmp_path / "out"
     assert main([*RUN, "--device", "tiny", "--devices", str(cat), "--out", str(out), "--",
                  "true"]) == 0  # fmt: skip
-    r = read_result(out / "result.json")
+    r = load_runs([out / "result.json"])[0]
     assert r.device == "tiny"
     assert (r.limits.cpus, r.limits.memory) == (2.0, 64 << 20)
     assert json.loads((out / "result.json").read_text())["device"] == "tiny"
@@ -665,7 +665,7 @@ def test_a_device_larger_than_the_host_is_named_in_one_line(
     assert line.startswith("edgeprof: error: --device huge: --cpus 3 exceeds the 2 CPU(s) ")
     args = ["--device", "huge", "--devices", str(cat), "--cpus", "2", "--out", str(out)]
     assert main([*RUN, *args, "--", "true"]) == 0  # as it says
-    r = read_result(out / "result.json")
+    r = load_runs([out / "result.json"])[0]
     assert (r.limits.cpus, r.limits.memory, r.device_replaced) == (2, 2**30, ("--cpus",))
 
 

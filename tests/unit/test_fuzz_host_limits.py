@@ -18,7 +18,7 @@ from edgeprof.backends.docker import DockerBackend
 from edgeprof.cli import main
 from edgeprof.measure.limits import resolve
 from edgeprof.model import Limits
-from edgeprof.storage import read_result
+from edgeprof.resultfiles import load_runs
 from edgeprof.units import MIN_CPUS, format_binary, format_cpuset
 from tests.conftest import require
 
@@ -130,7 +130,7 @@ def test_limits_beyond_the_host_need_allow_over_host(
     assert line.endswith("; --allow-over-host to run anyway")
     assert not (tmp_path / "out").exists()
     assert main([*RUN, "--allow-over-host", *args]) == 0
-    result = read_result(tmp_path / "out" / "result.json")
+    result = load_runs([tmp_path / "out" / "result.json"])[0]
     asked = Limits(**{option[2:]: value(mem)})
     assert (result.limits.cpus, result.limits.memory) == (asked.cpus, asked.memory)
     if option == "--cpus":

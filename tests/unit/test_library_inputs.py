@@ -20,7 +20,7 @@ from edgeprof.measure import runner
 from edgeprof.measure.limits import THREAD_VARS
 from edgeprof.measure.runner import ResultNotSaved, profile
 from edgeprof.model import Limits, UserIds
-from edgeprof.storage import read_result
+from edgeprof.resultfiles import load_runs
 from edgeprof.sweeps.library import KEYWORDS
 from tests.fakes import FakeBackend
 
@@ -284,7 +284,7 @@ def test_a_device_s_limits_apply_as_the_command_line_applies_them(
     cli = tmp_path / "cli"
     argv = [*RUN, "--device", "tiny", "--devices", str(tiny), "--memory", "32m", "--pids", "50"]
     assert main([*argv, "--out", str(cli), "--", "true"]) == 0
-    theirs = read_result(cli / "result.json")
+    theirs = load_runs([cli / "result.json"])[0]
     assert theirs.limits == mine.limits and theirs.device == mine.device
     assert theirs.device_replaced == mine.device_replaced
 
@@ -294,7 +294,7 @@ def test_a_shipped_device_gets_the_limits_its_cli_run_gets(tmp_path: Path, tiny:
     assert r.limits.memory == 2 * 2**30 and r.limits.cpus is not None
     argv = [*RUN, "--allow-over-host", "--device", "rpi4-2gb", "--out", str(tmp_path / "c")]
     assert main([*argv, "--", "true"]) == 0
-    assert read_result(tmp_path / "c" / "result.json").limits == r.limits
+    assert load_runs([tmp_path / "c" / "result.json"])[0].limits == r.limits
 
 
 def test_an_unknown_device_is_one_error_that_lists_the_known_ones(

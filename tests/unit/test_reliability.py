@@ -225,7 +225,7 @@ def test_a_dead_runs_collection_is_said_on_stderr_not_in_the_runs_warnings(
     next, unrelated run's measurement (in report and compare too)."""
     from edgeprof.cli import main
     from edgeprof.measure import runner
-    from edgeprof.storage import read_result
+    from edgeprof.resultfiles import load_runs
 
     line = "removed dead run edgeprof-20069-1-00c0ffee: 8 cgroups, killed 1 process (pid 18787)"
     monkeypatch.setattr(runner, "collect_before_run", lambda scope: [line])
@@ -233,5 +233,5 @@ def test_a_dead_runs_collection_is_said_on_stderr_not_in_the_runs_warnings(
     assert main(["run", "--backend", "fake", "--out", str(tmp_path / "o"), "--", "true"]) == 0
     err = capsys.readouterr().err
     assert f"edgeprof: cleaned up after a dead edgeprof run: {line}\n" in err
-    warnings = read_result(tmp_path / "o" / "result.json").warnings
+    warnings = load_runs([tmp_path / "o" / "result.json"])[0].warnings
     assert warnings and not [w for w in warnings if "dead" in w or "cleaned" in w]

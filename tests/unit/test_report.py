@@ -14,7 +14,8 @@ from edgeprof.analysis.cells import endings
 from edgeprof.errors import ConfigError
 from edgeprof.model import SCHEMA_VERSION, CpuStats, IoStats, MemoryStats, RunResult, Termination
 from edgeprof.report.results import COLUMNS, print_table, render_markdown, render_plain
-from edgeprof.storage import prepare_out_dir, read_result, write_json_atomic, write_result
+from edgeprof.resultfiles import load_runs
+from edgeprof.storage import prepare_out_dir, write_json_atomic, write_result
 
 from .conftest import SEED_COLUMNS, make_result
 
@@ -226,7 +227,7 @@ def test_write_and_read_result_round_trip(tmp_path: Path) -> None:
     r = make_result(termination=Termination.OOM, exit_code=137, signal=9, warnings=("x", "y"))
     path = tmp_path / "result.json"
     write_result(path, r)
-    back = read_result(path)
+    back = load_runs([path])[0]
     assert back == r
     assert isinstance(back.termination, Termination)
     assert back.command == r.command and isinstance(back.command, tuple)
@@ -320,24 +321,24 @@ def test_no_limits_in_json() -> None:
     assert RunResult.from_dict(d).limits == Limits()
 
 
-def test_read_result_errors(tmp_path: Path) -> None:
+def test_a_result_file_that_cannot_be_read_is_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(ConfigError, match="cannot read result"):
-        read_result(bad)
+        load_runs([bad])
     with pytest.raises(ConfigError, match="cannot read result"):
-        read_result(tmp_path / "missing.json")
+        load_runs([tmp_path / "missing.json"])
     other = tmp_path / "other.json"
     d = make_result().to_dict()
     d["schema_version"] = 99
     other.write_text(json.dumps(d))
     with pytest.raises(ConfigError, match="unsupported result schema_version 99"):
-        read_result(other)
+        load_runs([other])
     d = make_result().to_dict()
     del d["cpu"]
     other.write_text(json.dumps(d))
     with pytest.raises(ConfigError, match="not an edgeprof result"):
-        read_result(other)
+        load_runs([other])
 
 
 def test_write_json_atomic_keeps_the_old_file_on_failure(

@@ -14,8 +14,10 @@ from hypothesis import given
 
 from edgeprof.errors import ConfigError
 from edgeprof.model import RunResult
+from edgeprof.model.gpu import GpuDevice, GpuStats
 from edgeprof.model.schema import result_schema
 from tests.conftest import RESULT_SCHEMA
+from tests.unit.conftest import make_result
 
 from .fuzz_strategies import Refused, accepted, fuzz, mutated
 from .test_fuzz_files import RESULT
@@ -110,3 +112,31 @@ def test_a_string_that_ends_in_a_newline_breaks_the_schema_as_it_does_the_reader
     for text in ("\n", "0.1.0\n"):
         assert list(VALIDATOR.iter_errors({**RESULT, "edgeprof_version": text})), repr(text)
     assert not list(VALIDATOR.iter_errors({**RESULT, "edgeprof_version": "0.1.0"}))
+
+
+def test_a_gpu_source_is_one_of_its_two_words_for_the_reader_and_the_schema() -> None:
+    """``memory_source`` and ``utilization_source`` had been any string: ``"bogus"`` loaded."""
+    device = GpuDevice(
+        index=0, uuid="GPU-a", name="H100", memory_total_bytes=None, memory_peak_bytes=1,
+        memory_source="processes", utilization_avg_pct=None, utilization_peak_pct=None,
+        utilization_source=None, memory_utilization_avg_pct=None, energy_j=None,
+        power_avg_w=None, power_peak_w=None, sm_clock_min_mhz=None, sm_clock_max_mhz=None,
+        memory_clock_max_mhz=None, temperature_peak_c=None,
+    )  # fmt: skip
+    gpu = GpuStats(driver=None, selection=None, devices=(device,), memory_peak_bytes=1,
+                   energy_j=None, samples=1, interval_s=0.1)  # fmt: skip
+    doc = json.loads(json.dumps(make_result(gpu=gpu).to_dict()))
+    dev = doc["gpu"]["devices"][0]
+    for key, value in (("memory_source", "device"), ("utilization_source", "device")):
+        dev[key] = value
+        back = RunResult.from_dict(doc).gpu
+        assert back is not None and getattr(back.devices[0], key) == "device"
+        assert not list(VALIDATOR.iter_errors(doc))
+    for key in ("memory_source", "utilization_source"):
+        dev[key] = "bogus"
+        with pytest.raises(ConfigError) as exc:
+            RunResult.from_dict(doc)
+        expected = f"gpu.devices[0].{key}: expected one of processes, device, got 'bogus'"
+        assert str(exc.value) == expected
+        assert list(VALIDATOR.iter_errors(doc))
+        dev[key] = "processes"
