@@ -94,3 +94,9 @@ def respelled(keywords: Mapping[str, str]) -> Callable[[Callable[P, R]], Callabl
         return spelled
 
     return decorate
+
+
+def one_line(exc: BaseException) -> str:
+    """What ``exc`` says, on one line (a YAML or JSON error spans several), or its type's
+    name where it says nothing: the tail of an error edgeprof words itself."""
+    return " ".join(str(exc).split()) or type(exc).__name__

@@ -421,6 +421,12 @@ def format_decimal(n: float | None, digits: int = 1) -> str:
     return _format(n, 1000, ("B", "kB", "MB", "GB", "TB"), digits)
 
 
+def us_to_s(us: int | None) -> float | None:
+    """A kernel counter's microseconds (``cpu.stat``, PSI's ``total=``) in seconds, the
+    unit of every time a result holds; ``None`` where the kernel gave none."""
+    return None if us is None else us / 1e6
+
+
 def format_seconds(s: float | None, digits: int = 1, like: float | None = None) -> str:
     """``0.0123`` → ``12.3ms``; ``75.2`` → ``75.20s``; under a millisecond in microseconds,
     ``0.0000076`` → ``7.6µs`` (a layer's 7.6 µs and 29 µs had both printed ``0.0ms``, and a

@@ -8,6 +8,24 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from typing import Literal
+
+Missing = Literal["skip", "none"]
+"""What a ``None`` among the values does to their :func:`median`."""
+
+
+def median(values: Sequence[float | None], *, missing: Missing, low: bool = False) -> float | None:
+    """The median of ``values``, ``None`` where there is none.  The rule for a missing value
+    is the caller's to say, because the callers differ on purpose: ``"skip"`` takes the
+    median of the values known (a cell's latency columns in ``cells.csv``: a run without
+    iterations has no latency, and the others' still make the cell's); ``"none"`` gives
+    ``None`` (a mark's CPU time or memory, a fit's refaults: a figure that not every run has
+    is not the runs' figure).  ``low``: the lower middle of an even count
+    (:func:`statistics.median_low`), so that a median of counts is one of them."""
+    known = [v for v in values if v is not None]
+    if not known or (missing == "none" and len(known) < len(values)):
+        return None
+    return statistics.median_low(known) if low else statistics.median(known)
 
 
 def t_cdf(t: float, df: float) -> float:

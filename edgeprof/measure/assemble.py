@@ -23,7 +23,7 @@ from ..model import (
     SampleStats,
     Termination,
 )
-from ..units import format_binary
+from ..units import format_binary, us_to_s
 from ..version import __version__
 from .contention import contention_warning
 from .inputs import MIN_INTERVAL_S
@@ -77,11 +77,8 @@ def build_result(
     else:
         termination = Termination.EXITED
 
-    def secs(us: int | None) -> float | None:
-        return None if us is None else us / 1e6
-
-    total = secs(final.cpu_usage_us)
-    user, system = cpu_split(total, secs(final.cpu_user_us), secs(final.cpu_system_us))
+    total = us_to_s(final.cpu_usage_us)
+    user, system = cpu_split(total, us_to_s(final.cpu_user_us), us_to_s(final.cpu_system_us))
     windowed, window = own_window(final, before, before_at, wall)
     avg_pct = _avg_pct(windowed.cpu_usage_us, window)
     if avg_pct is None and before is not None and total is not None:
@@ -115,8 +112,8 @@ def build_result(
         warnings.append(_no_average(stats.count, within, interval, wall, peak_too=peak is None))
     waited = contention_warning(
         wall,
-        secs(windowed.cpu_full_us),
-        secs(final.throttled_us),
+        us_to_s(windowed.cpu_full_us),
+        us_to_s(final.throttled_us),
         spec.limits.cpuset,
         quota=quota_can_stall(spec.limits) and be.applies_quota,
         limited=spec.limits.cpus is not None or spec.limits.cpuset is not None,
@@ -152,14 +149,14 @@ def build_result(
             avg_pct=avg_pct,
             peak_pct=_peak_pct(stats.cpu_peak_pct(), avg_pct),
             peak_window_s=stats.peak_window_s,
-            throttled_s=secs(final.throttled_us),
+            throttled_s=us_to_s(final.throttled_us),
             nr_throttled=final.nr_throttled,
             nr_periods=final.nr_periods,
             period_s=(
                 spec.period_us / 1e6 if spec.limits.cpus is not None and be.applies_quota else None
             ),
-            wait_s=secs(windowed.cpu_some_us),
-            held_s=secs(windowed.cpu_full_us),
+            wait_s=us_to_s(windowed.cpu_some_us),
+            held_s=us_to_s(windowed.cpu_full_us),
             task_speed_pct=stats.task_speed_pct,
         ),
         memory=MemoryStats(

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from ..backends.base import MappedReading
 from ..model import Counters, MemoryParts, MemoryPressure
+from ..units import us_to_s
 
 STALL_WARN_FRACTION = 0.05
 """A run under ``--memory`` that spent more than this share of its wall time stalled on
@@ -149,13 +150,9 @@ class PartPeaks:
 
 def pressure(final: Counters) -> MemoryPressure | None:
     """What the limit cost, from the final counters; ``None`` when the backend has none."""
-
-    def secs(us: int | None) -> float | None:
-        return None if us is None else us / 1e6
-
     p = MemoryPressure(
-        stall_some_s=secs(final.memory_some_us),
-        stall_full_s=secs(final.memory_full_us),
+        stall_some_s=us_to_s(final.memory_some_us),
+        stall_full_s=us_to_s(final.memory_full_us),
         refaults_anon=final.refaults_anon,
         refaults_file=final.refaults_file,
         major_faults=final.major_faults,

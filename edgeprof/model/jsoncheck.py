@@ -22,7 +22,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from ..errors import ConfigError
+from ..errors import ConfigError, one_line
 from ..units import MAX_CPU, MAX_DURATION_S, shown
 
 T = TypeVar("T")
@@ -105,11 +105,11 @@ def from_json(cls: type[T], data: object, build: Callable[[Mapping[str, Any]], T
     try:
         return build(data)
     except KeyError as exc:
-        raise ConfigError(f"missing key {_one_line(exc)}") from None
+        raise ConfigError(f"missing key {one_line(exc)}") from None
     except (TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
         # What the annotations cannot say (a required key's absence inside a
         # constructor, an int() of NaN): still the file's fault, said in one line.
-        raise ConfigError(f"malformed: {_one_line(exc)}") from None
+        raise ConfigError(f"malformed: {one_line(exc)}") from None
 
 
 def cpu_list(value: Any, where: str) -> Any:
@@ -228,7 +228,3 @@ def _hints(cls: type) -> dict[str, Any]:
 def _bad(where: str, expected: str, value: object) -> ConfigError:
     got = f"a {type(value).__name__}" if isinstance(value, list | dict) else shown(value)
     return ConfigError(f"{where or 'the file'}: expected {expected}, got {got}")
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__

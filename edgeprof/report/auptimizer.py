@@ -17,12 +17,12 @@ into one log and two rows of one name): those keep their extension, or more of t
 
 from __future__ import annotations
 
-import csv
 import datetime as _dt
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..model import RunResult, Termination
+from ..resultfiles import read_samples
 from ..storage import append_locked, write_output
 from ..sweeps.envtemplate import log_names, model_log_path
 from ..units import format_binary, format_decimal
@@ -148,40 +148,38 @@ def _epoch_ms(r: RunResult) -> float:
 
 
 def sample_rows(r: RunResult, name: str, host_memory: int | None) -> list[list[str]]:
-    """The run's samples (from its ``samples.csv``) as ``docker stats`` rows."""
+    """The run's samples (from its ``samples.csv``, read as ``report`` reads it:
+    :func:`~edgeprof.resultfiles.read_samples`) as ``docker stats`` rows."""
     if r.samples.path is None or not Path(r.samples.path).is_file():
         return []
     limit = r.memory.limit_bytes if r.memory.limit_bytes is not None else host_memory
     t0 = _epoch_ms(r)
-    out: list[list[str]] = []
-    with open(r.samples.path, newline="", encoding="utf-8") as f:
-        for rec in csv.DictReader(f):
+    cols = read_samples(r.samples.path)
+    count = max(map(len, cols.values()), default=0)
 
-            def num(key: str, rec: dict[str, str] = rec) -> float | None:
-                v = rec.get(key, "")
-                return float(v) if v not in ("", None) else None
+    def col(key: str) -> list[float | None]:
+        return cols.get(key) or [None] * count
 
-            cpu = num("cpu_pct")
-            mem = num("working_set_bytes")
-            mem = num("memory_bytes") if mem is None else mem
-            rx, tx = num("net_rx_bytes"), num("net_tx_bytes")
-            rd, wr = num("io_read_bytes"), num("io_write_bytes")
-            t = num("t_s") or 0.0
-            out.append(
-                [
-                    name,
-                    "--" if cpu is None else f"{cpu:.2f}%",
-                    f"{format_binary(mem)} / {format_binary(limit)}".replace("n/a", "--"),
-                    "--"
-                    if rx is None and tx is None
-                    else f"{format_decimal(rx)} / {format_decimal(tx)}",
-                    "--"
-                    if rd is None and wr is None
-                    else f"{format_decimal(rd)} / {format_decimal(wr)}",
-                    str(round(t0 + t * 1000)),
-                ]
-            )
-    return out
+    cpus, t_s = col("cpu_pct"), col("t_s")
+    working_set = zip(col("working_set_bytes"), col("memory_bytes"), strict=True)
+    memory = [ws if ws is not None else m for ws, m in working_set]
+    net = zip(col("net_rx_bytes"), col("net_tx_bytes"), strict=True)
+    io = zip(col("io_read_bytes"), col("io_write_bytes"), strict=True)
+    return [
+        [
+            name,
+            "--" if cpu is None else f"{cpu:.2f}%",
+            f"{format_binary(mem)} / {format_binary(limit)}".replace("n/a", "--"),
+            _sample_pair(rx, tx),
+            _sample_pair(rd, wr),
+            str(round(t0 + (t or 0.0) * 1000)),
+        ]
+        for cpu, mem, (rx, tx), (rd, wr), t in zip(cpus, memory, net, io, t_s, strict=True)
+    ]
+
+
+def _sample_pair(a: float | None, b: float | None) -> str:
+    return "--" if a is None and b is None else f"{format_decimal(a)} / {format_decimal(b)}"
 
 
 def run_log(

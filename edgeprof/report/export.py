@@ -6,13 +6,13 @@ import csv
 import io
 import os
 import shlex
-import statistics
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..analysis.cells import cells, run_numbers, setting, successful
 from ..analysis.metrics import STAT_METRICS
+from ..analysis.stats import median
 from ..analysis.sweepfile import cell_dicts, shard_of, sweep_dict, warmup_of
 from ..model import LatencyStats, RunResult
 from ..names import printable
@@ -137,11 +137,6 @@ def run_dir(r: RunResult, out: Path | None) -> str | None:
     return os.path.relpath(where, out)
 
 
-def _median(values: Sequence[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return statistics.median(known) if known else None
-
-
 def cells_csv(runs: Sequence[RunResult]) -> str:
     """A row per cell: label, limits, runs, ok, then ``<metric>_<n|mean|sd|…>`` and the
     outlier count of each metric, the latency columns (:data:`LATENCY_COLUMNS`, medians),
@@ -159,7 +154,7 @@ def cells_csv(runs: Sequence[RunResult]) -> str:
             row += [None if st is None else st[f] for f in STAT_FIELDS]
             row.append(None if st is None else len(st["outliers"]))
         ok = successful(by_cell[c["label"], c["limits"]])
-        row += [_median([_latency(key)(r) for r in ok]) for key in LATENCY_COLUMNS]
+        row += [median([_latency(key)(r) for r in ok], missing="skip") for key in LATENCY_COLUMNS]
         row.append(" | ".join(c["warnings"]))
         rows.append(row)
     return _csv(header, rows)

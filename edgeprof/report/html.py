@@ -28,6 +28,7 @@ from ..analysis.headroom import Headroom, worst_fit
 from ..analysis.metrics import CALIBRATION_METRICS, STAT_METRICS
 from ..analysis.regression import Change, regressed
 from ..model import RunResult, Termination
+from ..resultfiles import read_samples
 from ..units import format_binary
 from ..version import __version__
 from . import svg
@@ -376,8 +377,6 @@ def _timelines(
 ) -> tuple[list[str], list[str]]:
     """CPU % and memory over time, one line per run whose samples.csv is on disk; and a note
     for each run whose file could not be read as a table (it is left out)."""
-    from .plots import read_samples
-
     settings = {setting_of(r) for r in results}
     firsts: dict[str, RunResult] = {}
     for r in results:  # named by the model, and by the setting where there are several

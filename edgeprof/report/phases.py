@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from ..analysis.cells import cells, setting, successful
 from ..analysis.metrics import iterations_for
+from ..analysis.stats import median
 from ..model import PERCENTILES, LatencyStats, Mark, PhaseStats, RunResult
 from ..units import format_binary, format_seconds
 from .table import markdown_heading, markdown_items, markdown_lines, plain_table
@@ -297,11 +298,6 @@ MAX_MARK_ROWS = 20
 are in ``result.json``, and a note says how many."""
 
 
-def _median(values: Sequence[float | int | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return statistics.median(known) if len(known) == len(values) and known else None
-
-
 def _cell_marks(runs: Sequence[RunResult]) -> list[tuple[str, float, float | None, float | None]]:
     """Each mark occurrence of the first run that every run has: (name, medians)."""
     def nth(r: RunResult) -> dict[tuple[str, int], Mark]:
@@ -323,8 +319,8 @@ def _cell_marks(runs: Sequence[RunResult]) -> list[tuple[str, float, float | Non
             (
                 key[0],
                 float(statistics.median(m.t_s for m in ms)),
-                _median([m.cpu_s for m in ms]),
-                _median([m.memory_bytes for m in ms]),
+                median([m.cpu_s for m in ms], missing="none"),
+                median([m.memory_bytes for m in ms], missing="none"),
             )
         )
     return rows

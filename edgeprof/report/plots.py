@@ -7,8 +7,6 @@
 
 from __future__ import annotations
 
-import csv
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +17,7 @@ from ..analysis.fit_times import median_time
 from ..analysis.metrics import STAT_METRICS, Kind
 from ..errors import ConfigError
 from ..model import RunResult, Termination
+from ..resultfiles import read_samples
 from ..storage import prepare_out_dir, write_output
 
 if TYPE_CHECKING:
@@ -55,37 +54,6 @@ def _scale(key: str) -> tuple[float, str]:
     if kind is Kind.RATE:
         return 1.0, "items/s"
     return 1.0, "s"
-
-
-def read_samples(path: str | Path) -> dict[str, list[float | None]]:
-    """A run's ``samples.csv`` by column.  An empty cell, and a value that is not finite
-    (``inf``, ``nan``: no counter gives one), is ``None``: never drawn.  A file that is not
-    such a table (a row with more fields than the header, a field past the csv module's
-    limit, a value that is not a number) raises ``ValueError`` naming the line."""
-    cols: dict[str, list[float | None]] = {}
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        try:
-            for rec in reader:
-                if None in rec:  # DictReader puts a row's extra fields under the key None
-                    raise ValueError(f"line {reader.line_num}: more fields than the header")
-                for k, v in rec.items():
-                    cols.setdefault(k, []).append(_number(v, reader.line_num))
-        except csv.Error as exc:  # a field past the csv module's limit, a NUL byte
-            raise ValueError(f"line {reader.line_num}: {exc}") from exc
-    return cols
-
-
-def _number(v: str | None, line: int) -> float | None:
-    if v in ("", None):
-        return None
-    try:
-        x = float(v)
-    except ValueError:
-        # The value itself is not quoted: a file the result names may be anyone's (a link
-        # to a root-only file had had its second line quoted into an HTML report).
-        raise ValueError(f"line {line}: a field is not a number (a sample is numbers)") from None
-    return x if math.isfinite(x) else None
 
 
 def plot_run(result: RunResult, path: Path) -> Path | None:

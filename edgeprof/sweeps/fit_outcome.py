@@ -4,7 +4,6 @@ answer, as :func:`edgeprof.sweeps.fit.fit` returns them and ``fit.json`` holds t
 from __future__ import annotations
 
 import dataclasses
-import statistics
 from dataclasses import dataclass
 
 from ..analysis.fit_times import Timing, contended, median_time
@@ -19,6 +18,7 @@ from ..analysis.need import (
     stall,
     with_margin,
 )
+from ..analysis.stats import median
 from ..model import RunResult
 from ..model.fitdoc import FIT_SCHEMA_VERSION, Fit, FitProbe
 from ..units import format_binary
@@ -61,9 +61,8 @@ def _add(a: int | None, b: int | None) -> int | None:
 def _median(counts: list[int | None]) -> int | None:
     """The runs' median count (the lower middle of an even number: a count stays whole);
     ``None`` where any run lacks it."""
-    if not counts or None in counts:
-        return None
-    return statistics.median_low(c for c in counts if c is not None)
+    m = median(counts, missing="none", low=True)
+    return None if m is None else int(m)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from edgeprof.report.auptimizer import (
     HEADERS,
     AuptimizerFiles,
     run_log,
+    sample_rows,
     summary_block,
     table,
 )
@@ -336,3 +337,20 @@ def test_a_command_not_found_names_the_template_line(
         "edgeprof: error: env.template:5: COMMAND: command not found: $PY "
         f"({KEPT_AS_TEXT}: the file is read as data, not sourced)"
     )
+
+
+def test_a_sample_log_reads_samples_csv_as_report_does(tmp_path: Path) -> None:
+    """One reader of samples.csv (:func:`edgeprof.resultfiles.read_samples`): a field that
+    is not a number is refused naming its line, as ``report --plots`` refuses it (this log's
+    own reader had raised float()'s bare ValueError), and ``inf`` is no value."""
+    path = _samples(tmp_path)
+    r = make_result(
+        started_at="2026-01-01T00:00:00.000+00:00",
+        samples=SampleStats(count=3, interval_s=0.1, path=str(path)),
+    )
+    path.write_text(path.read_text().replace("80.0", "inf"))
+    assert [row[1] for row in sample_rows(r, "m", None)] == ["--", "--", "100.00%"]
+    path.write_text(path.read_text().replace("inf", "fast"))
+    with pytest.raises(ValueError) as exc:
+        sample_rows(r, "m", None)
+    assert str(exc.value) == "line 3: a field is not a number (a sample is numbers)"

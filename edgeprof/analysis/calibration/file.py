@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigError
+from ...errors import ConfigError, one_line
 from ...storage import read_capped, why_unreadable, write_output
 from ..cells import without_chosen_cores
 from .choice import Candidate, Choice, choose, heldout_warning
@@ -249,7 +249,7 @@ def load_calibration(path: Path) -> Calibration:
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         # Not reached: Fields checks every value before it is used.  Kept so that a shape
         # it misses is still one line naming the file, not a traceback.
-        raise ConfigError(f"{path}: malformed calibration: {_one_line(exc)}") from exc
+        raise ConfigError(f"{path}: malformed calibration: {one_line(exc)}") from exc
 
 
 def _calibration(doc: Fields) -> Calibration:
@@ -358,7 +358,3 @@ def slopes(fits: Sequence[MetricFit]) -> dict[tuple[str, str], Slope]:
             a, at = m.choice.fit.margin()
             out[(m.metric, m.setting)] = Slope(a, m.choice.form, m.fit.r2, m.fit.a, at)
     return out
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
