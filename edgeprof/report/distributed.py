@@ -43,31 +43,28 @@ def run_on_executor(
     if job.plan.auto is not None:
         raise ConfigError("--executor splits a fixed number of rounds: give --repeat N, not auto")
     count = job.plan.repeat
-    from ..sweeps.on_ray import RayTarget, check_fits, connect, run_parts
+    from ..sweeps.on_ray import RayTarget, check_fits, connected, run_parts
+    from ..sweeps.outdir import stale_part_runs
     from ..sweeps.recipes import largest_limits, part_gpus
+    from .run import stale_warning
+    from .saved import merge_saved
 
     cpus, memory = largest_limits(job.plan.limits)
     target = RayTarget(cpus=float(cpus or 1), memory=memory, gpus=part_gpus(job.request.gpus))
-    ray = connect(address or None)  # before anything is written: no cluster changes nothing
-    check_fits(ray, target)  # and no part waits for a node that cannot take it
-    try:
-        out = prepare_out_dir(request.out, ("sweep.json",))
-    except BaseException:
-        ray.shutdown()
-        raise
 
     def progress(line: str) -> None:
         print(f"edgeprof: {line}", file=stderr, flush=True)
 
-    stage = out / "parts"
-    from ..sweeps.outdir import stale_part_runs
-    from .run import stale_warning
-
-    stale = stale_part_runs(out, job.plan, stage)
-    if stale:  # as a local sweep says it (an earlier, larger sweep's parts/part-5 …)
-        progress(f"warning: {stale_warning(out, stale)}")
-    parts = run_parts(ray, target, count, part_words, stage, progress)
-    from .saved import merge_saved
+    # Connected before anything is written: no cluster changes nothing.  Closed by the
+    # block on every path, before the merge, which needs no cluster.
+    with connected(address or None) as ray:
+        check_fits(ray, target)  # no part waits for a node that cannot take it
+        out = prepare_out_dir(request.out, ("sweep.json",))
+        stage = out / "parts"
+        stale = stale_part_runs(out, job.plan, stage)
+        if stale:  # as a local sweep says it (an earlier, larger sweep's parts/part-5 …)
+            progress(f"warning: {stale_warning(out, stale)}")
+        parts = run_parts(ray, target, count, part_words, stage, progress)
 
     runs, checks = merge_saved(
         [stage / f"part-{p.index}" for p in parts],

@@ -33,6 +33,7 @@ them: the output is the unsplit sweep's.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import logging
@@ -45,7 +46,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -192,9 +193,13 @@ class RayTarget:
     """``--gpus N``: Ray gives each part N GPUs of its node (``CUDA_VISIBLE_DEVICES``)."""
 
 
-def connect(address: str | None) -> Any:
+@contextlib.contextmanager
+def connected(address: str | None) -> Iterator[Any]:
     """``ray`` connected to the cluster at ``address`` (``None``: ``$RAY_ADDRESS``, else a
-    cluster started on this machine with ``ray start``), never a new local one."""
+    cluster started on this machine with ``ray start``), never a new local one.  The one
+    owner of the connection: it is shut down once, at the block's end on every path (its
+    closers had been four, and an error between them, after the output directory and before
+    the parts, had left it open until the interpreter's exit)."""
     try:
         import ray
     except ImportError:
@@ -206,14 +211,16 @@ def connect(address: str | None) -> Any:
                  configure_logging=True)  # fmt: skip
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise RayUnavailable(_not_joined(target, exc)) from None
-    slots = ray.cluster_resources().get(SLOT, 0)  # type: ignore[no-untyped-call]
-    if slots < 1:
+    try:
+        slots = ray.cluster_resources().get(SLOT, 0)  # type: ignore[no-untyped-call]
+        if slots < 1:
+            raise RayUnavailable(
+                f"the Ray cluster at {target} has no measuring node: start them with "
+                f"ray start --address=… --resources='{{\"{SLOT}\": 1}}'"
+            )
+        yield ray
+    finally:
         ray.shutdown()
-        raise RayUnavailable(
-            f"the Ray cluster at {target} has no measuring node: start them with "
-            f"ray start --address=… --resources='{{\"{SLOT}\": 1}}'"
-        )
-    return ray
 
 
 NO_CLUSTER_HINT = "start one (ray start --head) or give --executor ray=ADDRESS"
@@ -242,11 +249,9 @@ def _not_joined(target: str, exc: Exception) -> str:
 def check_fits(ray: Any, target: RayTarget) -> None:
     """Refuse, before any part is submitted, a sweep whose part no measuring node can take:
     Ray queues a task no node can hold and waits for a node that never comes (a ``--cpus 2``
-    part on a cluster of 1-CPU nodes had waited without a word).  The connection is closed
-    with the refusal."""
+    part on a cluster of 1-CPU nodes had waited without a word)."""
     why = no_node_fits(target, ray.nodes())
     if why is not None:
-        ray.shutdown()
         raise ConfigError(why)
 
 
@@ -302,9 +307,9 @@ def run_parts(
     stage: Path,
     progress: Callable[[str], None],
 ) -> list[PartResult]:
-    """Run parts 1 … ``count`` on the cluster ``ray`` is connected to (:func:`connect`);
-    each part's files written under ``stage/part-I``.  The parts' results, in order; the
-    connection is closed at the end."""
+    """Run parts 1 … ``count`` on the cluster ``ray`` is connected to (:func:`connected`,
+    which closes it); each part's files written under ``stage/part-I``.  The parts'
+    results, in order."""
     from ray.util.queue import Empty, Queue
 
     pending: dict[Any, tuple[int, int]] = {}
@@ -375,8 +380,6 @@ def run_parts(
         for ref in pending:  # an error or Ctrl-C: no part goes on measuring
             ray.cancel(ref, force=True)  # its worker dies: the part's edgeprof gets SIGTERM
         raise
-    finally:
-        ray.shutdown()
 
 
 def _beside_the_driver(ray: Any) -> dict[str, Any]:

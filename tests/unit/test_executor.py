@@ -3,6 +3,8 @@ exit 2, with nothing written; and the part's command line, which is the run's ow
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -112,8 +114,8 @@ def test_what_ray_init_refuses_is_one_line_of_edgeprofs(
 
     monkeypatch.setattr(ray, "init", refuse)
     monkeypatch.setattr(on_ray, "_probe", lambda target: None)  # the address "listens"
-    with pytest.raises(on_ray.RayUnavailable) as caught:
-        on_ray.connect(target)
+    with pytest.raises(on_ray.RayUnavailable) as caught, on_ray.connected(target):
+        pass
     assert str(caught.value) == line
 
 
@@ -229,6 +231,15 @@ class _FakeRay:
         self.shut = True
 
 
+@contextlib.contextmanager
+def _owned(ray: _FakeRay) -> Iterator[_FakeRay]:
+    """As :func:`edgeprof.sweeps.on_ray.connected` owns the connection: closed at the end."""
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
 def test_a_sweep_no_node_can_take_is_refused_before_any_part_is_submitted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -236,7 +247,7 @@ def test_a_sweep_no_node_can_take_is_refused_before_any_part_is_submitted(
     from edgeprof.sweeps import on_ray
 
     ray = _FakeRay()
-    monkeypatch.setattr(on_ray, "connect", lambda address: ray)
+    monkeypatch.setattr(on_ray, "connected", lambda address: _owned(ray))
 
     def submitted(*args: object) -> None:
         raise AssertionError("a part was submitted")
@@ -263,7 +274,8 @@ def test_runs_an_executor_sweep_will_not_write_are_said_before_its_parts(
     for i in (1, 2, 3):
         part = ["run", "--backend", "fake", "--repeat", "3", "--shard", f"{i}/3"]
         assert main([*part, "--out", str(out / "parts" / f"part-{i}"), "--", "true"]) == 0
-    monkeypatch.setattr(on_ray, "connect", lambda address: _FakeRay())
+    ray = _FakeRay()
+    monkeypatch.setattr(on_ray, "connected", lambda address: _owned(ray))
 
     def no_parts(*args: object) -> None:
         raise ConfigError("no parts in this test")
@@ -279,5 +291,29 @@ def test_runs_an_executor_sweep_will_not_write_are_said_before_its_parts(
         "--out, or remove them)",
         "edgeprof: error: no parts in this test",
     ]
+    assert ray.shut  # the parts' failure closed the connection
+    ray.shut = False
     assert main([*argv[:3], "--repeat", "3", *argv[3:]]) == 2  # the same sweep again
     assert "warning" not in capsys.readouterr().err
+    assert ray.shut
+
+
+def test_an_error_before_the_parts_closes_the_ray_connection(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between the output directory and the parts no one had closed it: an error there left
+    the connection open until the interpreter's exit (a code review's)."""
+    require_module("ray", "ray")
+    from edgeprof.sweeps import on_ray, outdir
+
+    ray = _FakeRay()
+    monkeypatch.setattr(on_ray, "connected", lambda address: _owned(ray))
+
+    def unreadable(*args: object) -> None:
+        raise ConfigError("the parts directory cannot be read")
+
+    monkeypatch.setattr(outdir, "stale_part_runs", unreadable)
+    argv = ["run", "--backend", "fake", "--repeat", "2", "--executor", "ray"]
+    assert main([*argv, "--out", str(tmp_path / "out"), "--", "true"]) == 2
+    assert capsys.readouterr().err == "edgeprof: error: the parts directory cannot be read\n"
+    assert ray.shut
