@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..backends._peak_reset import sampled_phase_peaks
+from ..backends.helpers import sampled_phase_peaks
 from ..measure.limits import quota_can_stall
 from ..model import RunResult, Throttling
 from .results import layer_ranges

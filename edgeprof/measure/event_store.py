@@ -23,8 +23,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from ..backends._peak_reset import sampled_phase_peaks
 from ..backends.base import PeakReset
+from ..backends.helpers import sampled_phase_peaks
 from ..errors import EdgeprofError
 from ..model import Capped, Counters, EventCounts, LatencyStats, Mark, PhaseStats
 from ..units import CFS_PERIOD_US

@@ -23,8 +23,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..backends._process import leave_stops_to_main_thread
 from ..backends.base import PeakReset
+from ..backends.helpers import leave_stops_to_main_thread
 from ..backends.owner import events_dir_prefix
 from ..model import Counters, Sample
 from ..workload.instrument import (

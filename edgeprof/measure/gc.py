@@ -22,10 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..backends import cgroupfs as fs
 from ..backends import owner as ow
-from ..backends._process import kill_members
-from ..backends._systemd_scope import stop_unit
 from ..backends.base import CleanupScope, ContainerDaemon
 from ..backends.cgroup_v1 import cgroup_mounts
+from ..backends.helpers import kill_members, stop_unit
 from ..errors import BackendError, EdgeprofError
 
 if TYPE_CHECKING:  # the Docker backend is imported only where a daemon is used
@@ -174,29 +173,24 @@ def _container_is_stale(labels: dict[str, str], host: str, boot: str) -> bool:
 
 def stale_containers(client: ContainerDaemon) -> list[dict[str, Any]]:
     """edgeprof's containers on ``client``'s daemon whose owner is gone."""
-    from ..backends.docker.daemon import MANAGED_LABEL, explain
-    from ..backends.docker.engine import DaemonError
+    from ..backends.docker.daemon import managed_containers
 
     host, boot = ow.hostname(), ow.boot_id()
-    try:
-        listed = client.containers(f"{MANAGED_LABEL}=1")
-    except DaemonError as exc:
-        raise BackendError(f"cannot list the Docker daemon's containers: {explain(exc)}") from exc
+    listed = managed_containers(client)
     return [c for c in listed if _container_is_stale(dict(c.get("Labels") or {}), host, boot)]
 
 
 def remove_containers(client: ContainerDaemon) -> list[str]:
-    from ..backends.docker.daemon import explain
-    from ..backends.docker.engine import DaemonError
+    from ..backends.docker.daemon import remove_container
 
     out = []
     for c in stale_containers(client):
         name = str((c.get("Names") or [c["Id"]])[0]).lstrip("/")
         try:
-            client.remove(c["Id"])
+            remove_container(client, c["Id"], name)
             out.append(f"removed container {name}")
-        except DaemonError as exc:  # report, go on with the rest
-            out.append(f"cannot remove container {name}: {explain(exc)}")
+        except BackendError as exc:  # report, go on with the rest
+            out.append(str(exc))
     return out
 
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..backends._process import leave_stops_to_main_thread
+from ..backends.helpers import leave_stops_to_main_thread
 from ..backends.nvml import GpuInfo, Nvml
 from ..errors import EdgeprofError
 from ..model import GpuPhase, GpuStats

@@ -1,7 +1,7 @@
 """The signals that stop edgeprof during a run, turned into an ``interrupted`` result.
 
 The handlers live in the main thread (Python runs them only there); helper threads block
-the same signals (:func:`~edgeprof.backends._process.leave_stops_to_main_thread`), so a
+the same signals (:func:`~edgeprof.backends.helpers.leave_stops_to_main_thread`), so a
 signal always wakes the main thread's wait on the workload.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from ..backends._process import HARD_STOPS, STOP_SIGNALS
+from ..backends.helpers import HARD_STOPS, STOP_SIGNALS
 
 if TYPE_CHECKING:
     from ..model import RunResult
@@ -58,7 +58,7 @@ class StoppedAfter(KeyboardInterrupt):
 
 
 class SignalGuard:
-    """:data:`~edgeprof.backends._process.STOP_SIGNALS` to edgeprof during a run (main
+    """:data:`~edgeprof.backends.helpers.STOP_SIGNALS` to edgeprof during a run (main
     thread only), from the core lease to the result file.
 
     While :meth:`armed` (waiting for the workload) the first signal raises

@@ -15,9 +15,8 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
-from ..backends._process import leave_stops_to_main_thread
-from ..backends._tasks import TaskTime
 from ..backends.base import BatchReader
+from ..backends.helpers import TaskTime, leave_stops_to_main_thread
 from ..errors import EdgeprofError
 from ..model import Counters, Sample
 from .memory import MappedTracker, PartPeaks, Records

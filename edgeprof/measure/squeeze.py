@@ -21,8 +21,8 @@ from __future__ import annotations
 import threading
 import time
 
-from ..backends._process import leave_stops_to_main_thread
 from ..backends.base import Reclaim, ReclaimReading
+from ..backends.helpers import leave_stops_to_main_thread
 from ..errors import EdgeprofError
 from ..model import Squeeze
 

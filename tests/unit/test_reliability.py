@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from edgeprof.backends import owner
-from edgeprof.errors import ConfigError
+from edgeprof.backends.base import CleanupScope
+from edgeprof.backends.docker.engine import DaemonError
+from edgeprof.errors import BackendError, ConfigError
 from edgeprof.measure import gc
 from edgeprof.measure.doctor import Finding
 from edgeprof.measure.privilege import workload_user
@@ -154,6 +157,40 @@ def test_a_dead_runs_events_directory_is_collected_and_nothing_else(tmp_path: Pa
 )
 def test_container_staleness(labels: dict[str, str], stale: bool) -> None:
     assert gc._container_is_stale(labels, owner.hostname(), owner.boot_id()) is stale
+
+
+class _RefusingDaemon:
+    """A Docker daemon that lists one dead run's container and refuses what it is asked."""
+
+    def __init__(self, list_fails: bool) -> None:
+        self.list_fails = list_fails
+
+    def containers(self, label: str) -> list[dict[str, Any]]:
+        if self.list_fails:
+            raise DaemonError("500 Server Error: the daemon is busy\nmore")
+        labels = {"org.edgeprof.owner": f"{IMPOSSIBLE_PID}:1"}
+        return [{"Id": "abc", "Names": ["/edgeprof-x"], "Labels": labels}]
+
+    def remove(self, cid: str) -> None:
+        raise DaemonError("409 Conflict: removal in progress")
+
+
+def test_the_daemons_errors_reach_gc_as_edgeprofs() -> None:
+    """The Docker client's DaemonError is translated in the Docker backend
+    (backends/docker/daemon.py), not caught in edgeprof.measure: the same lines as before."""
+    assert gc.remove_containers(_RefusingDaemon(list_fails=False)) == [
+        "cannot remove container edgeprof-x: 409 Conflict: removal in progress"
+    ]
+    with pytest.raises(BackendError) as exc:
+        gc.remove_containers(_RefusingDaemon(list_fails=True))
+    assert str(exc.value) == (
+        "cannot list the Docker daemon's containers: 500 Server Error: the daemon is busy"
+    )
+    scope = CleanupScope(docker_client=_RefusingDaemon(list_fails=True))
+    assert gc.collect_before_run(scope) == [
+        "could not collect a dead run's leftovers: cannot list the Docker daemon's "
+        "containers: 500 Server Error: the daemon is busy"
+    ]
 
 
 def test_pids_limit_parses_describes_and_round_trips() -> None:

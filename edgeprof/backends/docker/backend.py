@@ -82,6 +82,13 @@ class DockerBackend(Backend):
                 raise BackendUnavailable(f"the Docker daemon does not answer: {exc}") from exc
         return self._info
 
+    def version(self) -> dict[str, Any]:
+        """The daemon's ``/version`` (``Version``, ``ApiVersion``…)."""
+        try:
+            return self.client.version()
+        except DaemonError as exc:
+            raise BackendUnavailable(f"the Docker daemon does not answer: {exc}") from exc
+
     def check(self) -> None:
         info = self.info()
         self._exact = self._mode == "exact" or (self._mode == "auto" and self._is_local(info))

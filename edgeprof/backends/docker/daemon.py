@@ -7,8 +7,11 @@ become :mod:`edgeprof.errors` types: nothing above the Docker backend sees them.
 
 from __future__ import annotations
 
-from ...errors import BackendUnavailable
+from typing import Any
+
+from ...errors import BackendError, BackendUnavailable
 from .. import owner
+from ..base import ContainerDaemon
 from .engine import DaemonError, Engine
 
 MANAGED_LABEL = "org.edgeprof.managed"
@@ -50,6 +53,23 @@ def make_client(base_url: str | None = None, unreachable: str = "") -> Engine:
             f"or point DOCKER_HOST at a running daemon{unreachable}"
         ) from exc
     return engine
+
+
+def managed_containers(client: ContainerDaemon) -> list[dict[str, Any]]:
+    """The containers edgeprof created on ``client``'s daemon (:data:`MANAGED_LABEL`),
+    live runs' too: for ``edgeprof gc`` (:mod:`edgeprof.measure.gc`) to judge."""
+    try:
+        return client.containers(f"{MANAGED_LABEL}=1")
+    except DaemonError as exc:
+        raise BackendError(f"cannot list the Docker daemon's containers: {explain(exc)}") from exc
+
+
+def remove_container(client: ContainerDaemon, cid: str, name: str) -> None:
+    """Remove the container ``cid`` (``name`` in the message of a refusal)."""
+    try:
+        client.remove(cid)
+    except DaemonError as exc:
+        raise BackendError(f"cannot remove container {name}: {explain(exc)}") from exc
 
 
 def explain(exc: BaseException) -> str:
