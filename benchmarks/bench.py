@@ -232,7 +232,8 @@ def read_cost(native: bool, n: int) -> dict[str, float]:
                 f()
             out[f"{label}: {what} (µs)"] = 1e6 * (time.perf_counter() - t) / n
         if native:
-            plan = cs._sampled
+            plan = cs.batch_reader  # the native plan of the sampled files
+            assert plan is not None
             t = time.perf_counter()
             for _ in range(n):
                 plan._read(plan._files, plan._nfiles, plan._out, plan._nout)

@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import BackendError
 from ..model import Counters
@@ -332,6 +332,13 @@ _PAIRS = frozenset({Kind.IOSTAT, Kind.BLKIO, Kind.PSI})
 _MISSING = -(2**63)  # CG_MISSING
 
 
+class _Plan(Protocol):
+    """A fixed set of open counter files read together: :class:`_NativePlan` (one call into
+    the helper) or :class:`_PythonPlan` (``os.pread``), which give the same values."""
+
+    def read(self) -> Counters: ...
+
+
 class CounterSet:
     """A run's counter files, kept open, read together into :class:`Counters`.
 
@@ -362,30 +369,27 @@ class CounterSet:
             (cf, src) for cf, src in self._open if any(f.name == "throttled_us" for f in src.fields)
         ]
         self.has_throttling = bool(throttling)
-        if self.native:
-            self._full: Any = _NativePlan(every)
-            self._sampled: Any = _NativePlan(sampled)
-            self._throttling: Any = _NativePlan(throttling)
-        else:
-            self._full, self._sampled = _PythonPlan(every), _PythonPlan(sampled)
-            self._throttling = _PythonPlan(throttling)
+        plan: type[_NativePlan | _PythonPlan] = _NativePlan if self.native else _PythonPlan
+        self._full: _Plan = plan(every)
+        self._sampled: _Plan = plan(sampled)
+        self._throttling: _Plan = plan(throttling)
 
     def read(self) -> Counters:
         """Every counter (for the final totals)."""
-        return self._full.read()  # type: ignore[no-any-return]
+        return self._full.read()
 
     def sample(self) -> Counters:
         """The counters the time series uses; total-only fields are ``None``."""
-        return self._sampled.read()  # type: ignore[no-any-return]
+        return self._sampled.read()
 
     def throttling(self) -> Counters:
         """Only the file that holds the CFS throttling counters (``cpu.stat``)."""
-        return self._throttling.read()  # type: ignore[no-any-return]
+        return self._throttling.read()
 
     @property
     def batch_reader(self) -> _NativePlan | None:
         """The native sampling loop over the per-sample files, when the helper is built."""
-        return self._sampled if self.native else None
+        return self._sampled if isinstance(self._sampled, _NativePlan) else None
 
     def close(self) -> None:
         close_all(cf for cf, _ in self._open)

@@ -10,14 +10,18 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..backends.helpers import HARD_STOPS, STOP_SIGNALS
 
 if TYPE_CHECKING:
     from ..model import RunResult
+
+_Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
+"""A signal's disposition as :func:`signal.signal` returns it and takes it back (``None``:
+set outside Python; never taken over, so never put back)."""
 
 GROUP_SIGNALS = frozenset({signal.SIGINT, signal.SIGQUIT, signal.SIGHUP})
 """The stop signals a terminal sends to its whole foreground process group (Ctrl-C, Ctrl-\\,
@@ -72,7 +76,7 @@ class SignalGuard:
         self.received: int | None = None
         self.count = 0
         """How many stop signals it took."""
-        self._previous: dict[int, object] = {}
+        self._previous: dict[int, _Handler] = {}
 
     def __enter__(self) -> SignalGuard:
         if threading.current_thread() is threading.main_thread():
@@ -96,7 +100,7 @@ class SignalGuard:
 
     def __exit__(self, *exc: object) -> None:
         for sig, previous in self._previous.items():
-            signal.signal(sig, previous)  # type: ignore[arg-type]
+            signal.signal(sig, previous)
 
     def _handler(self, signum: int, frame: FrameType | None) -> None:
         self.received = signum
