@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import EdgeprofError
+from . import cgroup_parse
 from . import cgroupfs as fs
 from ._process import status_bytes
 from .base import MappedReading
@@ -47,7 +48,7 @@ def read_mapped(
     # that stops the sampler.
     try:
         text = fs.read_optional(stat)
-        mapped = None if text is None else fs.parse_kv(text).get(key)
+        mapped = None if text is None else cgroup_parse.parse_kv(text).get(key)
         if mapped is None:
             return None
         listed = pids()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import EdgeprofError
+from . import cgroup_parse
 from . import cgroupfs as fs
 from .cgroup_v1 import discover
 
@@ -35,7 +36,7 @@ class OwnGroup:
         """The group's OOM kills so far (``None``: unreadable, or a kernel before 4.13
         that does not count them in v1's ``memory.oom_control``)."""
         try:
-            return fs.parse_kv(fs.read_text(self.events)).get("oom_kill")
+            return cgroup_parse.parse_kv(fs.read_text(self.events)).get("oom_kill")
         except EdgeprofError:
             return None
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ..errors import BackendError
 from ..model import Counters
+from . import cgroup_parse
 from . import cgroupfs as fs
 
 
@@ -68,7 +69,7 @@ class FdPeakReset:
             return None
         self._fds.discard(token)
         try:
-            return fs.parse_int(os.pread(token, 64, 0).decode("ascii", "replace"))
+            return cgroup_parse.parse_int(os.pread(token, 64, 0).decode("ascii", "replace"))
         except (OSError, ValueError):
             return None
         finally:
@@ -92,7 +93,7 @@ class SharedPeakReset:
         """The highest mark read before a reset: the run's peak up to then."""
 
     def _read(self) -> int:
-        return fs.parse_int(fs.read_text(self._path))
+        return cgroup_parse.parse_int(fs.read_text(self._path))
 
     def start(self) -> object | None:
         if not self._usable:

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..errors import BackendError, LaunchError
 from ..model import RunSpec, UserIds
 from ..openfiles import workload_soft_limit
+from . import cgroup_parse
 from . import cgroupfs as fs
 
 _POLL_MAX_MS = 2**31 - 1
@@ -332,7 +333,7 @@ def kill_members(groups: Sequence[Path], timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         listed = (fs.read_optional(g / "cgroup.procs") or "" for g in groups)
-        pids = {p for text in listed for p in fs.parse_pids(text)}
+        pids = {p for text in listed for p in cgroup_parse.parse_pids(text)}
         if not pids:
             return
         signal_pids(sorted(pids))

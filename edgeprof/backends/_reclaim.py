@@ -17,7 +17,8 @@ from pathlib import Path
 
 from ..errors import BackendError
 from .base import ReclaimReading
-from .cgroupfs import CounterFile, open_optional, parse_psi
+from .cgroup_parse import parse_psi
+from .cgroupfs import CounterFile, open_optional
 
 
 class GroupReclaim:

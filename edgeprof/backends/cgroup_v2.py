@@ -11,6 +11,7 @@ from typing import ClassVar
 from ..errors import BackendError, BackendUnavailable, ConfigError
 from ..model import RunSpec
 from ..units import cpu_quota_us, format_cpuset, parse_cpuset
+from . import cgroup_parse
 from . import cgroupfs as fs
 from ._cgroup_common import ceilings, missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod, LimitFiles
@@ -380,7 +381,7 @@ class CgroupV2Backend(Backend):
             events = group / "cgroup.events"  # Linux ≥ 5.2
 
             def frozen() -> bool:
-                return fs.parse_kv(fs.read_text(events)).get("frozen") == 1
+                return cgroup_parse.parse_kv(fs.read_text(events)).get("frozen") == 1
 
             return KillMethod(
                 members=procs, freeze_file=group / "cgroup.freeze", frozen_probe=frozen

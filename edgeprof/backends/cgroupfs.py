@@ -4,7 +4,8 @@ Counter files are opened once per run and read with ``pread`` at offset 0, which
 kernel regenerate the file's contents: no seek, no reopen, no Python file object in the loop.
 A :class:`CounterSet` reads all of a run's files per sample — in one call into the native
 helper (``native/cgstat.c``, built by cffi at install) when it is built, else in Python with
-``os.pread``; both give identical values.  Parsers are pure functions so tests can feed them.
+``os.pread``; both give identical values.  The files' formats are parsed by pure functions
+(:mod:`.cgroup_parse`), so tests can feed them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,15 @@ from typing import Any, Protocol
 from ..errors import BackendError
 from ..model import Counters
 from ..units import format_cpuset
+from .cgroup_parse import (
+    int_or_none,
+    parse_blkio,
+    parse_int,
+    parse_io_stat,
+    parse_kv,
+    parse_pids,
+    parse_psi,
+)
 
 _READ_SIZE = 65536
 
@@ -85,70 +95,6 @@ def open_optional(path: Path) -> CounterFile | None:
         return None
     except OSError as exc:
         raise BackendError(f"cannot open {path}: {exc.strerror}") from exc
-
-
-def parse_int(text: str) -> int:
-    """A single-integer file; ``max`` (no limit) is returned as -1."""
-    s = text.strip()
-    return -1 if s == "max" else int(s)
-
-
-def parse_kv(text: str) -> dict[str, int]:
-    """``key value`` lines (``cpu.stat``, ``memory.stat``, ``memory.events``, ``oom_control``)."""
-    out: dict[str, int] = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(" ")
-        if value:
-            try:
-                out[key] = int(value)
-            except ValueError:
-                continue
-    return out
-
-
-def parse_io_stat(text: str) -> tuple[int, int]:
-    """cgroup v2 ``io.stat`` → (read bytes, written bytes) summed over devices."""
-    rbytes = wbytes = 0
-    for line in text.splitlines():
-        for field in line.split()[1:]:
-            key, _, value = field.partition("=")
-            if key == "rbytes":
-                rbytes += int(value)
-            elif key == "wbytes":
-                wbytes += int(value)
-    return rbytes, wbytes
-
-
-def parse_psi(text: str) -> tuple[int | None, int | None]:
-    """A pressure file → (``some`` total, ``full`` total) in µs; ``None`` for a missing line
-    (``full`` is absent from the CPU file before Linux 5.13)."""
-    totals: dict[str, int] = {}
-    for line in text.splitlines():
-        kind, _, rest = line.partition(" ")
-        for field in rest.split():
-            key, _, value = field.partition("=")
-            if key == "total":
-                with contextlib.suppress(ValueError):
-                    totals[kind] = int(value)
-    return totals.get("some"), totals.get("full")
-
-
-def parse_blkio(text: str) -> tuple[int, int]:
-    """cgroup v1 ``blkio.*io_service_bytes*`` → (read, write) summed over devices."""
-    rbytes = wbytes = 0
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 3:
-            if parts[1] == "Read":
-                rbytes += int(parts[2])
-            elif parts[1] == "Write":
-                wbytes += int(parts[2])
-    return rbytes, wbytes
-
-
-def parse_pids(text: str) -> list[int]:
-    """``cgroup.procs`` → pids."""
-    return [int(p) for p in text.split()]
 
 
 def write(path: Path, value: str) -> None:
@@ -485,7 +431,7 @@ class _PythonPlan:
         for cf, src in self._files:
             text = cf.read()
             if src.kind is Kind.INT:
-                raw: list[int | None] = [_int_or_none(text)]
+                raw: list[int | None] = [int_or_none(text)]
             elif src.kind is Kind.KV:
                 kv = parse_kv(text)
                 raw = [kv.get(f.key or "") for f in src.fields]
@@ -498,10 +444,3 @@ class _PythonPlan:
             for f, v in zip(src.fields, raw, strict=False):
                 values[f.name] = None if v is None else v // f.divisor
         return Counters(**values)
-
-
-def _int_or_none(text: str) -> int | None:
-    try:
-        return parse_int(text)
-    except ValueError:
-        return None

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..backends import cgroup_parse
 from ..backends import cgroupfs as fs
 from ..backends import owner as ow
 from ..backends.base import CleanupScope, ContainerDaemon
@@ -97,7 +98,8 @@ def remove_groups(groups: Iterable[Path], timeout: float = 10.0) -> list[str]:
     A line per group had made 8 for one run on cgroup v1 (one per controller), and none
     said that a still-running orphan had been killed."""
     groups = list(groups)
-    members = {g: fs.parse_pids(fs.read_optional(g / "cgroup.procs") or "") for g in groups}
+    procs = {g: fs.read_optional(g / "cgroup.procs") or "" for g in groups}
+    members = {g: cgroup_parse.parse_pids(text) for g, text in procs.items()}
     for g in groups:
         _thaw(g)
         if (g / "cgroup.kill").exists():

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.backends import _cgroup_run, nvml, register_backend, unregister_backend
+from edgeprof.backends import _cgroup_run, cgroup_parse, nvml, register_backend, unregister_backend
 from edgeprof.backends import cgroupfs as fs
 from edgeprof.errors import BackendError
 from edgeprof.measure import assemble, limits
@@ -205,7 +205,7 @@ class FakeCgroupFs:
         elif name == "cgroup.freeze":
             events = group / "cgroup.events"
             if events.exists():
-                kv = fs.parse_kv(events.read_text())
+                kv = cgroup_parse.parse_kv(events.read_text())
                 kv["frozen"] = int(value.strip())
                 events.write_text("".join(f"{k} {v}\n" for k, v in kv.items()))
             path.write_text(value)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from edgeprof.backends import cgroup_parse
 from edgeprof.backends import cgroupfs as fs
 from edgeprof.backends.base import BatchReader
 from edgeprof.errors import BackendError
@@ -32,7 +33,7 @@ burst_usec 0
 
 
 def test_parse_kv_cpu_stat() -> None:
-    kv = fs.parse_kv(CPU_STAT_V2)
+    kv = cgroup_parse.parse_kv(CPU_STAT_V2)
     assert kv["usage_usec"] == 1234567
     assert kv["user_usec"] == 1000000
     assert kv["system_usec"] == 234567
@@ -45,20 +46,20 @@ def test_parse_kv_cpu_stat() -> None:
 
 def test_parse_kv_skips_junk_lines() -> None:
     text = "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n\nnot-a-pair\nname text\n"
-    assert fs.parse_kv(text) == {"oom_kill_disable": 0, "under_oom": 0, "oom_kill": 3}
-    assert fs.parse_kv("") == {}
+    assert cgroup_parse.parse_kv(text) == {"oom_kill_disable": 0, "under_oom": 0, "oom_kill": 3}
+    assert cgroup_parse.parse_kv("") == {}
 
 
 @pytest.mark.parametrize(
     ("text", "value"), [("123\n", 123), ("max\n", -1), ("max", -1), ("0", 0), (" 9 ", 9)]
 )
 def test_parse_int(text: str, value: int) -> None:
-    assert fs.parse_int(text) == value
+    assert cgroup_parse.parse_int(text) == value
 
 
 def test_parse_int_rejects_garbage() -> None:
     with pytest.raises(ValueError):
-        fs.parse_int("12 34")
+        cgroup_parse.parse_int("12 34")
 
 
 def test_parse_io_stat_sums_devices() -> None:
@@ -67,11 +68,11 @@ def test_parse_io_stat_sums_devices() -> None:
         "259:0 rbytes=24 wbytes=0 rios=1 wios=0 dbytes=0 dios=0\n"
         "8:16 rbytes=0 wbytes=48 rios=0 wios=2 dbytes=99999 dios=1\n"
     )
-    assert fs.parse_io_stat(text) == (1024, 2048)
+    assert cgroup_parse.parse_io_stat(text) == (1024, 2048)
 
 
 def test_parse_io_stat_empty() -> None:
-    assert fs.parse_io_stat("") == (0, 0)
+    assert cgroup_parse.parse_io_stat("") == (0, 0)
 
 
 def test_parse_blkio_sums_read_write_and_ignores_total() -> None:
@@ -87,14 +88,14 @@ def test_parse_blkio_sums_read_write_and_ignores_total() -> None:
         "8:16 Total 101\n"
         "Total 12389\n"
     )
-    assert fs.parse_blkio(text) == (4196, 8193)
-    assert fs.parse_blkio("Total 0\n") == (0, 0)
+    assert cgroup_parse.parse_blkio(text) == (4196, 8193)
+    assert cgroup_parse.parse_blkio("Total 0\n") == (0, 0)
 
 
 def test_parse_pids() -> None:
-    assert fs.parse_pids("12\n345\n6\n") == [12, 345, 6]
-    assert fs.parse_pids("") == []
-    assert fs.parse_pids("\n") == []
+    assert cgroup_parse.parse_pids("12\n345\n6\n") == [12, 345, 6]
+    assert cgroup_parse.parse_pids("") == []
+    assert cgroup_parse.parse_pids("\n") == []
 
 
 def test_own_cgroups_v1_hybrid(tmp_path: Path) -> None:

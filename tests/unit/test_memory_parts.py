@@ -12,7 +12,8 @@ import pytest
 
 from edgeprof.analysis import headroom
 from edgeprof.backends import cgroupfs as fs
-from edgeprof.backends.cgroupfs import CounterSet, Field, Kind, Source, parse_psi
+from edgeprof.backends.cgroup_parse import parse_psi
+from edgeprof.backends.cgroupfs import CounterSet, Field, Kind, Source
 from edgeprof.errors import ConfigError
 from edgeprof.measure.memory import (
     PartPeaks,

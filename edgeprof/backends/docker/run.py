@@ -15,6 +15,7 @@ from ...errors import BackendError, ConfigError, LaunchError
 from ...model import Counters, RunSpec
 from ...units import cpu_quota_us, format_cpuset
 from ...workload.instrument import EVENTS_CONTAINER_PATH
+from .. import cgroup_parse
 from .. import cgroupfs as fs
 from .._mapped import read_mapped
 from .._process import kill_members, leave_stops_to_main_thread, signal_pids
@@ -362,7 +363,7 @@ class DockerRun(RunHandle):
             inner = find_inner(d, self._cid)
             if inner is not None:
                 text = fs.read_optional(inner / "cgroup.procs")
-                return fs.parse_pids(text or "")
+                return cgroup_parse.parse_pids(text or "")
         return []
 
     def members(self) -> list[int]:

@@ -1,0 +1,79 @@
+"""The formats of cgroupfs files, parsed: pure functions of the text a file held, so that
+tests can feed them.  The files themselves are read by :mod:`.cgroupfs` (and, in C, by the
+native helper, which parses the same formats: ``native/cgstat.c``)."""
+
+from __future__ import annotations
+
+import contextlib
+
+
+def parse_int(text: str) -> int:
+    """A single-integer file; ``max`` (no limit) is returned as -1."""
+    s = text.strip()
+    return -1 if s == "max" else int(s)
+
+
+def parse_kv(text: str) -> dict[str, int]:
+    """``key value`` lines (``cpu.stat``, ``memory.stat``, ``memory.events``, ``oom_control``)."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if value:
+            try:
+                out[key] = int(value)
+            except ValueError:
+                continue
+    return out
+
+
+def parse_io_stat(text: str) -> tuple[int, int]:
+    """cgroup v2 ``io.stat`` → (read bytes, written bytes) summed over devices."""
+    rbytes = wbytes = 0
+    for line in text.splitlines():
+        for field in line.split()[1:]:
+            key, _, value = field.partition("=")
+            if key == "rbytes":
+                rbytes += int(value)
+            elif key == "wbytes":
+                wbytes += int(value)
+    return rbytes, wbytes
+
+
+def parse_psi(text: str) -> tuple[int | None, int | None]:
+    """A pressure file → (``some`` total, ``full`` total) in µs; ``None`` for a missing line
+    (``full`` is absent from the CPU file before Linux 5.13)."""
+    totals: dict[str, int] = {}
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        for field in rest.split():
+            key, _, value = field.partition("=")
+            if key == "total":
+                with contextlib.suppress(ValueError):
+                    totals[kind] = int(value)
+    return totals.get("some"), totals.get("full")
+
+
+def parse_blkio(text: str) -> tuple[int, int]:
+    """cgroup v1 ``blkio.*io_service_bytes*`` → (read, write) summed over devices."""
+    rbytes = wbytes = 0
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            if parts[1] == "Read":
+                rbytes += int(parts[2])
+            elif parts[1] == "Write":
+                wbytes += int(parts[2])
+    return rbytes, wbytes
+
+
+def parse_pids(text: str) -> list[int]:
+    """``cgroup.procs`` → pids."""
+    return [int(p) for p in text.split()]
+
+
+def int_or_none(text: str) -> int | None:
+    """:func:`parse_int`, or ``None`` for a file that holds no integer."""
+    try:
+        return parse_int(text)
+    except ValueError:
+        return None
