@@ -29,6 +29,16 @@ from ..errors import EdgeprofError
 from ..model import Capped, Counters, EventCounts, LatencyStats, Mark, PhaseStats
 from ..units import CFS_PERIOD_US
 from ..workload.instrument import GPU_CAPPED_MARK
+from .event_lines import (
+    MAX_ITERATIONS,
+    MAX_LINE,
+    MAX_MARKS,
+    MAX_PHASES,
+    ProtocolError,
+    cap_warnings,
+    off_clock,
+    parse_line,
+)
 from .latency import (
     Iteration,
     Tail,
@@ -39,17 +49,9 @@ from .latency import (
     with_raised,
 )
 from .phases import (
-    MAX_ITERATIONS,
-    MAX_LINE,
-    MAX_MARKS,
-    MAX_PHASES,
     Occurrence,
-    ProtocolError,
     Recorder,
-    cap_warnings,
     missed_windows_warning,
-    off_clock,
-    parse_line,
     window_missed,
 )
 
@@ -63,7 +65,7 @@ class EventStore:
     they come to after the run (:meth:`results`); the counters' readings next to them
     (:meth:`record`).  The caps: ``max_phases``, ``max_marks``, ``max_iterations``.
     ``clock``: the run's ``CLOCK_MONOTONIC``, against which a line's stamps are checked when
-    it is read (:func:`~edgeprof.measure.phases.off_clock`); a test that feeds made-up
+    it is read (:func:`~edgeprof.measure.event_lines.off_clock`); a test that feeds made-up
     stamps gives a clock past them (a fixed stamp of 1000 s is after "now" on a host up for
     less than that, and its lines were refused: a fresh machine's unit tier went red)."""
 

@@ -34,8 +34,8 @@ from ..workload.instrument import (
     PATH_ENV,
     UNAVAILABLE_ENV,
 )
+from .event_lines import MAX_ITERATIONS, MAX_MARKS, MAX_PHASES
 from .event_store import EventStore
-from .phases import MAX_ITERATIONS, MAX_MARKS, MAX_PHASES
 from .sampler import SeriesStats
 
 POLL_S = 0.001

@@ -14,7 +14,7 @@ from ..analysis.hosts import mixed_hosts_note
 from ..analysis.metrics import STAT_METRICS, Kind
 from ..analysis.outliers import without_outliers
 from ..model import RunResult
-from ..units import format_binary
+from .first_read_notes import first_read_note, inverts_lead
 from .table import TextTable
 
 
@@ -287,8 +287,8 @@ def ranking_tables(
                 notes.append(_unranked_note(title, unranked, key))
                 out.append(TextTable(ranking_title(key, setting), rows, notes))
                 continue
-            cold = _first_read_note(first_read, setting, key)
-            if cold is not None and _inverts_lead(first_read, ranks, summaries):
+            cold = first_read_note(first_read, setting, key)
+            if cold is not None and inverts_lead(first_read, ranks, summaries):
                 notes.append(cold)  # in place of a verdict it had turned round
             elif metric.ranked and (said := _lead(ranks[0], ranks[1], key)):
                 notes.append(said)
@@ -316,50 +316,6 @@ def ranking_tables(
                 notes.append(untested)
             out.append(TextTable(ranking_title(key, setting), rows, notes))
     return out
-
-
-FIRST_READ_TIMES = ("wall_s", "cpu_s")
-FIRST_READ_MEMORY = ("peak_bytes", "avg_bytes")
-WARMUP_FIX = "--warmup 1 reads them before the measured runs"
-
-
-def _first_read_note(first_read: FirstReads | None, setting: str, key: str) -> str | None:
-    """The line under a ranking of ``key`` that the first run's page cache inflates:
-    its memory with the order no page cache is in, its times with only the fix (no figure
-    of a run's times leaves the reads out)."""
-    if first_read is None or setting != first_read.setting:
-        return None
-    fr = first_read
-    rest = f"the later runs, which found them cached, held at most {format_binary(fr.rest_bytes)}"
-    read = format_binary(fr.file_bytes)
-    if key in FIRST_READ_TIMES:
-        return (
-            f"{fr.label} ran first: its times count reading {read} of files into the page "
-            f"cache ({rest}); {WARMUP_FIX}"
-        )
-    if key not in FIRST_READ_MEMORY:
-        return None
-    title = STAT_METRICS[key].title
-    # The peak counts them whole; the average only over the time they were cached.
-    counts = "counts" if key == "peak_bytes" else "counts up to"
-    own = ", ".join(f"{label} {format_binary(int(v))}" for label, v in fr.own_bytes)
-    without = f"; without page cache (anon + shmem + kernel, medians): {own}" if own else ""
-    return (
-        f"{fr.label} ran first: its {title} {counts} {read} of page cache ({rest}), which "
-        f"this ranking charges to it{without}; {WARMUP_FIX}"
-    )
-
-
-def _inverts_lead(
-    first_read: FirstReads | None, ranks: Sequence[Rank], summaries: Sequence[ModelSummary]
-) -> bool:
-    """Whether the first run's cell is one of the lead's two and its median is that run's
-    own or half of it (fewer than 3 successful runs): from 3 on the median is a later run's,
-    which found the files cached as the others did."""
-    if first_read is None or first_read.label not in (ranks[0].name, ranks[1].name):
-        return False
-    cell = next((m for m in summaries if m.name == first_read.label), None)
-    return cell is not None and len(successful(cell.runs)) < 3
 
 
 def _unranked_note(title: str, unranked: Sequence[str], key: str) -> str:

@@ -26,10 +26,8 @@ from ..sweeps.request import (
     execute,
     log_stem,
     plan_run,
-    resume_of,
-    resumed_budgets,
-    unfinished_runs,
 )
+from ..sweeps.resume_job import resume_of, resumed_budgets, unfinished_runs
 from .files import announce_dir, write_file, write_markdown, write_plot_files
 from .progress import PlainProgress, TerminalProgress
 from .summary import BudgetGate, print_summary

@@ -53,12 +53,12 @@ from . import envtemplate
 from .envtemplate import EnvTemplate
 from .labels import limit_settings, model_names
 from .plan import Step, SweepPlan
-from .run_options import check_count, parse_shard, repeats
+from .run_options import check_count, check_dir, parse_shard, repeats
 from .sweep import SweepResult, run_sweep
 
 if TYPE_CHECKING:
     from ..analysis.calibration import Calibration
-    from .resume import Measured, Resume
+    from .resume import Resume
 
 
 @dataclass(frozen=True)
@@ -266,7 +266,13 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
         parse_times(request.interval, None)
     with named("--timeout"):
         parse_times(None, request.timeout)
-    _check_dir(request)
+    check_dir(
+        request.env_dir,
+        base_image=request.base_image,
+        image=request.image,
+        dockerfile=request.dockerfile,
+        template=request.environment is not None,
+    )
     if request.kill_grace is not None:  # refused now, not at the first run's timeout
         with named("--kill-grace"):
             parse_duration(request.kill_grace, "kill grace")
@@ -365,26 +371,6 @@ def workload_dir(req: RunRequest) -> str | None:
     return os.path.realpath(req.cwd or os.curdir)
 
 
-def _check_dir(req: RunRequest) -> None:
-    """``--dir`` is copied into the image built from ``--base-image``, and only there: with
-    ``--image`` it had been dropped without a word (the workload then failed on its own
-    missing script inside the container)."""
-    if req.env_dir is None or req.base_image or req.environment is not None:
-        return  # -e refuses --dir itself, naming the template
-    where = f"--dir {req.env_dir} is copied into the image built from --base-image"
-    if req.dockerfile is not None:
-        raise ConfigError(
-            f"{where}, not into one from --dockerfile: its build context is "
-            f"{req.dockerfile.parent} (COPY the files there), so leave out --dir"
-        )
-    if req.image is not None:
-        raise ConfigError(
-            f"{where}; --image runs {req.image} as it is: build from it instead "
-            f"(--base-image {req.image} --dir {req.env_dir})"
-        )
-    raise ConfigError(f"{where}: give --base-image")
-
-
 def _many_runs(plan: SweepPlan) -> bool:
     """Whether more than one run may start (``--repeat auto`` may stop at one)."""
     return plan.auto is not None or len(list(itertools.islice(plan.steps(), 2))) > 1
@@ -441,76 +427,6 @@ def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:
         device_replaced=d.replaced,
     )
     return req, list(d.warnings)
-
-
-def resume_of(job: RunJob) -> Resume | None:
-    """Stage 3½, for ``--resume``: what the sweep keeps of the one in its ``--out``
-    (:func:`~.resume.earlier_sweep`); ``None`` where there is none, or nothing was asked.
-    A sweep of another plan is refused before anything starts."""
-    from .resume import earlier_sweep
-
-    req = job.request
-    if not req.resume or req.out is None or job.plan.is_single:
-        return None
-    return earlier_sweep(req.out, job.plan, _measured(job))
-
-
-def resumed_budgets(job: RunJob, resume: Resume | None) -> tuple[RunJob, str | None]:
-    """The budgets a resumed sweep is gated on, and the note that says so where they are not
-    simply this command line's.  A resumption without budgets keeps the ones its
-    ``sweep.json`` recorded (they had been dropped from it in silence, and the gate with
-    them); one with other budgets replaces them.  Budgets gate the runs and change none, so
-    neither is refused."""
-    if resume is None or resume.budgets is None or resume.sweep is None:
-        return job, None
-    from ..analysis.budgets import budgets_from_dict
-
-    where = str(resume.sweep)
-    recorded = budgets_from_dict(resume.budgets, where)  # a bad entry: refused, naming it
-    if not job.budgets:
-        kept = dataclasses.replace(recorded, recorded_in=where)
-        plan = dataclasses.replace(job.plan, budgets=recorded.to_dict())
-        note = (
-            f"--resume: the sweep stays gated on the budgets {where} records "
-            f"({recorded.source}); give --budgets or --max-… to replace them"
-        )
-        return dataclasses.replace(job, budgets=kept, plan=plan), note
-    if job.budgets.to_dict() == recorded.to_dict():
-        return job, None
-    note = (
-        f"--resume: this command line's budgets ({job.budgets.sources}) replace the ones "
-        f"{where} records ({recorded.source})"
-    )
-    return job, note
-
-
-def unfinished_runs(job: RunJob) -> tuple[int, int] | None:
-    """Without ``--resume``: (finished, measured) runs of an unfinished sweep of this plan in
-    ``--out`` that ``--resume`` would keep; ``None`` where there is none (or another plan's,
-    which ``--resume`` would refuse)."""
-    from .resume import earlier_sweep
-
-    req = job.request
-    if req.out is None or job.plan.is_single:
-        return None
-    try:
-        earlier = earlier_sweep(req.out, job.plan, _measured(job))
-    except ConfigError:  # another plan's, or a file that cannot be read: not ours to say
-        return None
-    if earlier is None or earlier.complete:
-        return None
-    return len(earlier.kept), len([s for s in job.plan.steps() if not s.warmup])
-
-
-def _measured(job: RunJob) -> Measured:
-    """How this job's runs will be measured, as each run records it."""
-    from ..version import __version__
-    from .resume import Measured
-
-    req = job.request
-    interval, _ = parse_times(req.interval, None)
-    backend = job.backend.name if job.backend is not None else req.backend
-    return Measured(interval, backend, __version__, tuple(parse_env_items(req.env)))
 
 
 def parse_env_items(items: Sequence[str]) -> list[str]:

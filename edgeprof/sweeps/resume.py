@@ -20,7 +20,7 @@ another directory (the command's relative paths would name other files), or whos
 measured differently (sampling interval, backend, edgeprof version, ``--env``): pooled, the
 cells' statistics would mix two measurements under one name.  The budgets are a gate, not a
 measurement: a resumption that gives none keeps the recorded ones, and one that gives others
-replaces them; either is said (:func:`~.request.resumed_budgets`).  Runs made at different times
+replaces them; either is said (:func:`~.resume_job.resumed_budgets`).  Runs made at different times
 are pooled as one sweep's repeats; ``sweep.json`` records each resumption (``resumed``: when,
 and how many runs were kept), the report says so, and a host of another kind is said as a
 merge of shards says it (:func:`edgeprof.analysis.hosts.shard_notes`).
@@ -99,7 +99,7 @@ class Resume:
     """The earlier sweep's ``sweep.json``."""
     budgets: Mapping[str, Any] | None = None
     """The budgets it recorded (``None``: none): a resumption that gives none keeps them
-    (:func:`~.request.resumed_budgets`)."""
+    (:func:`~.resume_job.resumed_budgets`)."""
 
     def run_of(self, step: Step) -> RunResult | None:
         """The kept run of ``step``; ``None`` where it is to be made."""

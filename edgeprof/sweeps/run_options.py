@@ -3,6 +3,8 @@ N`` or ``auto`` with its bounds, ``--warmup``) and which part (``--shard I/N``).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..errors import ConfigError
 from ..units import parse_fraction
 from .plan import AutoRepeat
@@ -57,3 +59,31 @@ def repeats(
     except ValueError:
         raise ConfigError(f"--repeat {repeat}: expected a number of runs or auto") from None
     return check_count(repeat, "--repeat"), None
+
+
+def check_dir(
+    env_dir: Path | str | None,
+    *,
+    base_image: str | None,
+    image: str | None,
+    dockerfile: Path | None,
+    template: bool,
+) -> None:
+    """``--dir`` is copied into the image built from ``--base-image``, and only there: with
+    ``--image`` it had been dropped without a word (the workload then failed on its own
+    missing script inside the container).  ``template``: ``-e`` refuses ``--dir`` itself,
+    naming the template."""
+    if env_dir is None or base_image or template:
+        return
+    where = f"--dir {env_dir} is copied into the image built from --base-image"
+    if dockerfile is not None:
+        raise ConfigError(
+            f"{where}, not into one from --dockerfile: its build context is "
+            f"{dockerfile.parent} (COPY the files there), so leave out --dir"
+        )
+    if image is not None:
+        raise ConfigError(
+            f"{where}; --image runs {image} as it is: build from it instead "
+            f"(--base-image {image} --dir {env_dir})"
+        )
+    raise ConfigError(f"{where}: give --base-image")

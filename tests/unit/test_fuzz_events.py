@@ -14,8 +14,8 @@ import json
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from edgeprof.measure.event_lines import KINDS, MAX_LINE, ProtocolError, parse_line
 from edgeprof.measure.events import EventChannel
-from edgeprof.measure.phases import KINDS, MAX_LINE, ProtocolError, parse_line
 from edgeprof.model import EventCounts
 from edgeprof.workload.instrument import MAX_NAME
 

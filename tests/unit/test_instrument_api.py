@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from edgeprof.measure.phases import parse_line
+from edgeprof.measure.event_lines import parse_line
 from edgeprof.workload import instrument
 
 

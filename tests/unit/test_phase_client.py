@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from edgeprof.measure.event_lines import ProtocolError, off_clock, parse_line
 from edgeprof.measure.events import EventChannel
-from edgeprof.measure.phases import ProtocolError, off_clock, parse_line
 from edgeprof.model import Counters
 from tests.conftest import HANG_S
 

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from edgeprof.measure.event_lines import ProtocolError, parse_line
 from edgeprof.measure.events import EventChannel
-from edgeprof.measure.phases import ProtocolError, parse_line
 from edgeprof.model import LatencyStats, PhaseStats, RunResult
 from edgeprof.report.phases import latency_rows
 from tests.unit.conftest import make_result

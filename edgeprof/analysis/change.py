@@ -1,0 +1,97 @@
+"""One metric of one cell compared, baseline against current, and the verdict on it: the
+record :mod:`.regression` makes and the reports render."""
+
+from __future__ import annotations
+
+import enum
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .failures import Failed
+from .metrics import Metric
+
+
+class Verdict(str, enum.Enum):
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    NO_CHANGE = "not beyond the threshold"
+    FEW_REPEATS = "not enough repeats"
+    NOT_MEASURED = "not measured"
+
+    @property
+    def fails(self) -> bool:
+        return self in (Verdict.REGRESSION, Verdict.NOT_MEASURED)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One metric of one cell, baseline against current."""
+
+    label: str
+    setting: str
+    metric: Metric
+    base: tuple[float, ...]
+    current: tuple[float, ...]
+    verdict: Verdict
+    change: float | None = None
+    """(mean current − mean baseline) / mean baseline."""
+    ci: float | None = None
+    """Half-width of the 95 % interval of ``change`` (same unit: a fraction of the baseline)."""
+    p_value: float | None = None
+    """Two-sided p-value of Welch's t-test."""
+    caveat: str | None = None
+    """What the verdict must be read with: a regression (an improvement) of a time whose
+    current (baseline) runs other tasks held off their CPUs long enough to account for it
+    (:func:`~.regression.held_caveat`)."""
+    why: str | None = None
+    """Why no test was made though the cell's current runs succeeded: what they lack the
+    figure for (:func:`~edgeprof.analysis.budgets.why_unmeasured`), and for a baseline of one
+    value, that it could not have been tested either."""
+    base_failed: Failed | None = None
+    """The baseline cell's runs that failed; ``None``: none did."""
+    current_failed: Failed | None = None
+    """The current cell's runs that failed: they fail the gate (the module's docstring)."""
+
+    @property
+    def base_mean(self) -> float | None:
+        return statistics.fmean(self.base) if self.base else None
+
+    @property
+    def current_mean(self) -> float | None:
+        return statistics.fmean(self.current) if self.current else None
+
+    @property
+    def base_sd(self) -> float | None:
+        """The baseline's sample standard deviation (``None`` under two values)."""
+        return _sd(self.base)
+
+    @property
+    def current_sd(self) -> float | None:
+        return _sd(self.current)
+
+    def change_text(self) -> str:
+        """``+12.3% ± 4.1%`` (± the 95 % interval), ``+12.3%`` when untested, ``n/a``."""
+        if self.change is None:
+            # Against a baseline of 0 no percentage exists: say so, not "n/a".
+            grew = self.base_mean == 0 and (self.current_mean or 0) > 0
+            return "from 0" if grew else "n/a"
+        text = f"{self.change * 100:+.1f}%"
+        if self.ci is not None:
+            text += f" ± {self.ci * 100:.1f}%"
+        return text
+
+    def stat_text(self, values: tuple[float, ...]) -> str:
+        """``1.23s ± 0.04s (n=5)``: mean ± sample standard deviation."""
+        if not values:
+            return "n/a"
+        avg = statistics.fmean(values)
+        mean = self.metric.format(avg)
+        sd = _sd(values)
+        if sd is None:
+            return f"{mean} (n=1)"
+        return f"{mean} ± {self.metric.format(sd, avg)} (n={len(values)})"
+
+
+def _sd(values: Sequence[float]) -> float | None:
+    return statistics.stdev(values) if len(values) > 1 else None
