@@ -46,7 +46,7 @@ class Change:
     (:func:`~.regression.held_caveat`)."""
     why: str | None = None
     """Why no test was made though the cell's current runs succeeded: what they lack the
-    figure for (:func:`~edgeprof.analysis.budgets.why_unmeasured`), and for a baseline of one
+    figure for (:func:`~edgeprof.analysis.unmeasured.why_unmeasured`), and for a baseline of one
     value, that it could not have been tested either."""
     base_failed: Failed | None = None
     """The baseline cell's runs that failed; ``None``: none did."""

@@ -65,7 +65,7 @@ from dataclasses import replace
 from ..errors import ConfigError
 from ..model import RunResult
 from .apart import apart_sides
-from .budgets import METRICS, why_unmeasured
+from .budgets import METRICS
 from .cells import cells, ending, endings, setting, successful
 from .change import Change as Change  # re-exported: compare's API
 from .change import Verdict as Verdict
@@ -76,6 +76,7 @@ from .hosts import same_runs_note, sides_note
 from .metrics import BY_KEY, Metric, stalled_percentiles
 from .outliers import without_outliers
 from .targets import check_targets, differing
+from .unmeasured import why_unmeasured
 
 COMPARED: tuple[Metric, ...] = (*METRICS.values(), BY_KEY["energy_per_item"])
 """What ``compare`` holds the current runs to: the budgetable metrics, and the energy per
@@ -269,7 +270,7 @@ def _few_values(
     current: tuple[Sequence[RunResult], Sequence[RunResult]],
 ) -> Change:
     """Not enough repeats where a side had the runs but too few of them had the figure:
-    which side, how many lacked it and why (:func:`~edgeprof.analysis.budgets.
+    which side, how many lacked it and why (:func:`~edgeprof.analysis.unmeasured.
     why_unmeasured`).  A baseline of 3 runs, 2 of them too short for an average memory,
     had read "not enough repeats", which points to ``--repeat``, where a finer
     ``--interval`` was the fix (a tester's)."""

@@ -119,7 +119,7 @@ def test_kill_grace_is_the_time_from_sigterm_to_sigkill(
     argv = [*RUN, "--timeout", "0.2", "--kill-grace", "0.3", "--out", str(tmp_path / "r")]
     assert main([*argv, "--", *ignores_term]) == 137
     capsys.readouterr()
-    r = read_result(tmp_path / "r" / "result.json")
+    [r] = load_runs([tmp_path / "r" / "result.json"])
     assert r.termination.value == "timeout"
     # 0.2 s to the SIGTERM, 0.3 s to the SIGKILL: the default grace had taken 2.2 s.
     assert 0.5 <= r.wall_s < 1.5
