@@ -18,6 +18,7 @@ from typing import ClassVar
 
 from edgeprof.backends._peak_reset import FdPeakReset, SharedPeakReset
 from edgeprof.backends._process import Process
+from edgeprof.backends._tasks import TaskScan
 from edgeprof.backends.base import Backend, PeakReset, RunHandle
 from edgeprof.model import Counters, RunSpec
 
@@ -62,8 +63,12 @@ class FakeRun(RunHandle):
         oom_file: Path | None = None,
         others: Callable[[], int | None] | None = None,
         own_group: bool = True,
+        tasks: TaskScan | None = None,
     ) -> None:
         super().__init__()
+        self._tasks = tasks
+        self.scans: list[bool] = []
+        """Each task scan's ``times`` argument, in order."""
         self._others = others
         self._script = script
         self._peak_reset = peak_reset
@@ -98,6 +103,10 @@ class FakeRun(RunHandle):
 
     def sample(self) -> Counters:
         return self.counters()
+
+    def task_scan(self, times: bool = True) -> TaskScan | None:
+        self.scans.append(times)
+        return self._tasks
 
     def wait(self, timeout: float | None) -> int | None:
         status = self._proc.wait(timeout)
@@ -146,6 +155,7 @@ class FakeBackend(Backend):
         oom_file: Path | None = None,
         others: Callable[[], int | None] | None = None,
         own_group: bool = True,
+        tasks: TaskScan | None = None,
     ) -> None:
         """``peak_file``: per-phase peak windows over this file, per descriptor (cgroup v2's
         kind) or, with ``shared_peak``, one shared mark (cgroup v1's kind).  ``others``: the
@@ -153,7 +163,10 @@ class FakeBackend(Backend):
         (``RunHandle.others_running``; ``None``: the backend cannot tell).  ``own_group``:
         the workload in a session of its own (signalled as a group), else in the caller's
         process group, as the cgroup and process backends spawn it (only its main process
-        is signalled then: a workload with children would leave them running)."""
+        is signalled then: a workload with children would leave them running).  ``tasks``:
+        what every scan of the run's tasks finds (``RunHandle.task_scan``; ``None``: the
+        backend cannot list them)."""
+        self._tasks = tasks
         self.script = script or linear()
         self._cpus = cpus
         self._peak_file = peak_file
@@ -181,6 +194,8 @@ class FakeBackend(Backend):
         if self._peak_file is not None:
             kind = SharedPeakReset if self._shared_peak else FdPeakReset
             peaks = kind(self._peak_file)
-        run = FakeRun(spec, self.script, peaks, self._oom_file, self._others, self._own_group)
+        run = FakeRun(
+            spec, self.script, peaks, self._oom_file, self._others, self._own_group, self._tasks
+        )
         self.runs.append(run)
         return run

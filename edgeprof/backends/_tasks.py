@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 _TICK_NS = 1_000_000_000 // (os.sysconf("SC_CLK_TCK") or 100)
 
@@ -22,9 +23,24 @@ TaskTime = tuple[int, int | None]
 """A thread's CPU time and run delay so far (ns); the delay ``None`` where not kept."""
 
 
-def task_cpu_ns(pids: Iterable[int], proc: str = "/proc") -> dict[int, TaskTime]:
-    """CPU time and run delay (ns) of each thread of ``pids``, by thread id; threads and
-    processes that are gone by the time they are read are left out.
+@dataclass(frozen=True)
+class TaskScan:
+    """One reading of the run's tasks: how many processes and threads it had, and (where
+    asked) each thread's :data:`TaskTime`.  The counts tell what a task count is made of:
+    a fork bomb's 32 tasks under ``--pids 32`` were 32 one-thread processes, and had been
+    told to set onnxruntime's thread count (a tester's)."""
+
+    processes: int
+    threads: int
+    times: dict[int, TaskTime] = field(default_factory=dict)
+    """By thread id; empty where the times were not read (``scan_tasks(times=False)``)."""
+
+
+def scan_tasks(pids: Iterable[int], *, times: bool = True, proc: str = "/proc") -> TaskScan:
+    """The processes of ``pids`` still there, their threads, and with ``times`` each thread's
+    CPU time and run delay (ns, by thread id); threads and processes that are gone by the
+    time they are read are left out.  Without ``times`` a scan is one directory listing per
+    process, no file read per thread.
 
     ``/proc/PID/task/TID/schedstat``'s first two fields are the scheduler's
     ``sum_exec_runtime`` and ``sched_info.run_delay`` (ns, ``proc_pid_schedstat``): time on
@@ -35,17 +51,22 @@ def task_cpu_ns(pids: Iterable[int], proc: str = "/proc") -> dict[int, TaskTime]
     paths: a scan of a torch process's 88 threads took 4.5 ms of CPU through ``pathlib``
     and ``open()``, 1.4-1.7 ms this way (a 2-core VM at load 6.5)."""
     out: dict[int, TaskTime] = {}
+    processes = threads = 0
     for pid in pids:
         base = f"{proc}/{pid}/task/"
         try:
             tids = os.listdir(base)
         except OSError:
             continue
+        processes += 1
+        threads += len(tids)
+        if not times:
+            continue
         for name in tids:
             ns = _thread_ns(base + name)
             if ns is not None and name.isdigit():
                 out[int(name)] = ns
-    return out
+    return TaskScan(processes, threads, out)
 
 
 def _read(path: str) -> bytes | None:

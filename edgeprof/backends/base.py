@@ -40,8 +40,9 @@ Optional capabilities (override the default where the backend has them):
 * ``RunHandle.reclaim`` (default None): a :class:`Reclaim` that squeezes the run's memory
   while it runs (``RunSpec.reclaim``; :mod:`edgeprof.measure.squeeze` drives it), with
   ``Backend.reclaim_unavailable()`` saying why not where it cannot (checked before a run).
-* ``RunHandle.task_times()`` (default: per-thread CPU time from ``/proc`` for the pids of
-  ``members()``): override where the run's processes are not this host's to read.
+* ``RunHandle.task_scan()`` (default: the processes and threads, and per-thread CPU time,
+  from ``/proc`` for the pids of ``members()``): override where the run's processes are not
+  this host's to read.
 * ``RunHandle.mapped_files()`` (default None): a :class:`MappedReading` of the run's
   mapped files against its group's charge (:mod:`edgeprof.backends._mapped`), read by the
   sampler at a coarse cadence.
@@ -70,7 +71,7 @@ from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
 from ..model import Counters, Limits, RunSpec
-from ._tasks import TaskTime, task_cpu_ns
+from ._tasks import TaskScan, scan_tasks
 
 _H = TypeVar("_H", bound="RunHandle")
 
@@ -279,14 +280,16 @@ class RunHandle(abc.ABC):
         backend cannot list them."""
         return None
 
-    def task_times(self) -> dict[int, TaskTime] | None:
-        """CPU time and run delay (ns) of each of the run's threads so far, by thread id
-        (:func:`~edgeprof.backends._tasks.task_cpu_ns` over :meth:`members`), or ``None``
-        where the backend cannot list the run's processes on this host (a remote Docker
-        daemon).  Read by the sampler once in a while, not at every sample: a
-        many-threaded run costs a file read per thread."""
+    def task_scan(self, times: bool = True) -> TaskScan | None:
+        """The run's processes and threads now and, with ``times``, each thread's CPU time
+        and run delay (ns) so far (:func:`~edgeprof.backends._tasks.scan_tasks` over
+        :meth:`members`), or ``None`` where the backend cannot list the run's processes on
+        this host (a remote Docker daemon) or none is left.  Read by the sampler once in a
+        while, not at every sample: a many-threaded run costs a file read per thread with
+        ``times``, a directory listing per process without."""
         pids = self.members()
-        return task_cpu_ns(pids) or None if pids else None
+        scan = scan_tasks(pids, times=times) if pids else None
+        return scan if scan is not None and scan.processes else None
 
     def mapped_files(self) -> MappedReading | None:
         """The run's file-backed resident pages against those its group was charged for,

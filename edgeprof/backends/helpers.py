@@ -13,11 +13,12 @@ from __future__ import annotations
 from ._peak_reset import sampled_phase_peaks
 from ._process import HARD_STOPS, STOP_SIGNALS, kill_members, leave_stops_to_main_thread
 from ._systemd_scope import stop_unit
-from ._tasks import TaskTime
+from ._tasks import TaskScan, TaskTime
 
 __all__ = [
     "HARD_STOPS",
     "STOP_SIGNALS",
+    "TaskScan",
     "TaskTime",
     "kill_members",
     "leave_stops_to_main_thread",

@@ -189,6 +189,7 @@ def build_result(
         name=name,
         pids_refused=final.pids_refused,
         processes_left=others_left,
+        processes_at_peak=stats.processes_at_peak,
         limits_changed=changed,
     )
 

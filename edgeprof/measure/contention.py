@@ -142,6 +142,7 @@ def threads_warning(
     cpu: CpuStats,
     omp: str | None = None,
     share: float | None = None,
+    processes: int | None = None,
 ) -> str | None:
     """The run's warning when it ran more tasks (processes and threads: ``pids_peak``) than
     its ``cpus`` (the CPUs it was given; ``None``: no CPU limit) and they waited for each
@@ -149,7 +150,8 @@ def threads_warning(
     (:func:`own_wait`), and on several CPUs kept them busy (:data:`SATURATED`; ``share``: its
     quota in CPUs, ``None``: none); ``None`` otherwise, or where it cannot be told (no
     pressure file: the process backend, Docker on cgroup v1).  ``omp``: the
-    ``OMP_NUM_THREADS`` the run had.
+    ``OMP_NUM_THREADS`` the run had; ``processes``: how many of its tasks were processes
+    (``processes_at_peak``; ``None``: not counted), which words the advice (:func:`_advice`).
 
     The wait is the device's too (its cores are as few), so the figures are not wrong: the
     thread count is.  edgeprof sets ``OMP_NUM_THREADS`` to the CPU count, but onnxruntime's
@@ -171,11 +173,29 @@ def threads_warning(
     share, of = own / wall_s, "its wall time"
     if held_share(wall_s, cpu.held_s, cpu.throttled_s) is not None:
         share, of = own / free, f"the {free:.2f}s other tasks did not hold it off its CPUs"
+    return _advice(tasks, cpus, processes, omp, f"{own:.2f}s ({share:.0%} of {of})")
+
+
+def _advice(tasks: int, cpus: int, processes: int | None, omp: str | None, waited: str) -> str:
+    """:func:`threads_warning`'s line, its advice by what the ``tasks`` were: more
+    ``processes`` than ``cpus``, a pool or workers to shrink; else threads of the few
+    processes there were (or not counted), the framework's thread count.  A fork bomb's 32
+    one-thread processes under ``--pids 32 --cpus 0.5`` had been told to set onnxruntime's
+    ``intra_op_num_threads`` (a tester's): advice wrong for a multiprocessing pool or a
+    DataLoader's workers too."""
+    on = f"on {cpus} CPU{'s' if cpus > 1 else ''}"
+    if processes is not None and processes > cpus:
+        made = "" if tasks <= processes else f" ({tasks} tasks with their threads)"
+        return (
+            f"the run peaked at {processes} processes{made} {on}, and they waited for each "
+            f"other {waited}: {processes} processes for {cpus} CPU{'s' if cpus > 1 else ''} "
+            "slow it here and on the device (set the pool or worker count: multiprocessing's "
+            "Pool(processes=…), a DataLoader's num_workers)"
+        )
     told = "" if omp is None else f"; they do not read OMP_NUM_THREADS, {omp} in this run"
     return (
-        f"the run peaked at {tasks} tasks (processes and threads) on {cpus} CPU"
-        f"{'s' if cpus > 1 else ''}, and they waited for each other {own:.2f}s "
-        f"({share:.0%} of {of}): more threads than CPUs slow it here and on the device "
+        f"the run peaked at {tasks} tasks (processes and threads) {on}, and they waited for "
+        f"each other {waited}: more threads than CPUs slow it here and on the device "
         f"(set the framework's thread count to {cpus}: onnxruntime's "
         f"SessionOptions.intra_op_num_threads, torch.set_num_threads({cpus}){told})"
     )

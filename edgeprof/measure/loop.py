@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
 import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from ..backends import Backend, RunHandle
+from ..backends.helpers import TaskScan
 from ..errors import ConfigError, UnsafeOutput
 from ..model import RunResult, RunSpec, Sample
 from ..model.gpu import GPU_SAMPLE_COLUMNS
@@ -102,9 +104,7 @@ def run_loop(
                 writer=writer,
                 batch=run.batch_reader,  # a sampling loop outside Python, if any
                 extra=None if gpu is None else gpu.at,
-                # Only a quota's run needs them (faster_than_device): a scan costs a file
-                # read per thread (1.4 ms of CPU for a torch process's 67 threads here).
-                tasks=run.task_times if spec.limits.cpus is not None else None,
+                tasks=_task_scan(run, spec),
             )
             stats.mapped = MappedTracker(run.mapped_files, interval)
             # The order of the ending is fixed, whatever ends the run: the sampler and the
@@ -237,6 +237,19 @@ def run_loop(
         events=channel.counts(),
         warnings=tuple(dict.fromkeys([*said, *more])),
     )
+
+
+def _task_scan(run: RunHandle, spec: RunSpec) -> Callable[[], TaskScan | None] | None:
+    """What the sampler scans of the run's tasks: with a CPU limit, its processes and threads
+    (``threads_warning`` tells threads from processes by them: a fork bomb's 32 processes
+    had been told to set onnxruntime's thread count); under a quota, each thread's times
+    too (``faster_than_device``: a file read per thread, 1.4 ms of CPU for a torch
+    process's 67 threads here).  A ``--cpuset`` alone costs a listing per process."""
+    if spec.limits.cpus is not None:
+        return run.task_scan
+    if spec.limits.cpuset is not None:
+        return functools.partial(run.task_scan, times=False)
+    return None
 
 
 LEFT_GRACE_S = 0.1

@@ -354,7 +354,8 @@ def _warn_threads(
     result: RunResult, spec: RunSpec, allowed: Sequence[int], on_host: bool
 ) -> RunResult:
     """``result`` with :func:`~edgeprof.measure.contention.threads_warning`'s warning where
-    it ran more threads than its CPUs and they waited for each other."""
+    it ran more threads (or processes: ``processes_at_peak``) than its CPUs and they
+    waited for each other."""
     omp = spec.env.get("OMP_NUM_THREADS")
     if omp is None and on_host:  # inherited: the workload has this process's environment
         omp = os.environ.get("OMP_NUM_THREADS")
@@ -365,6 +366,7 @@ def _warn_threads(
         result.cpu,
         omp,
         spec.limits.cpus,
+        result.processes_at_peak,
     )
     if crowded is None:
         return result

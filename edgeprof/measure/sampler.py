@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from ..backends.base import BatchReader
-from ..backends.helpers import TaskTime, leave_stops_to_main_thread
+from ..backends.helpers import TaskScan, TaskTime, leave_stops_to_main_thread
 from ..errors import EdgeprofError
 from ..model import Counters, Sample
 from .memory import MappedTracker, PartPeaks, Records
@@ -48,7 +48,8 @@ even at a 10 kHz rate."""
 
 
 TASK_SCAN_S = 0.5
-"""How often the sampler reads each of the run's threads' CPU time (:meth:`SeriesStats.add_tasks`):
+"""How often the sampler counts the run's processes and threads and reads each thread's CPU
+time (:meth:`SeriesStats.add_scan`):
 a file per thread, too dear for every sample (a torch process's 88 threads: 1.4-1.7 ms of
 CPU a scan on a loaded 2-core VM, 0.3 % of a core at this rate), and often enough to place
 1 s windows on."""
@@ -79,6 +80,9 @@ class SeriesStats:
         self.peak_working_set: int | None = None
         """As :attr:`peak_memory`, of the working set."""
         self.peak_pids: int | None = None
+        self._busiest: tuple[int, int] | None = None
+        """(threads, processes) of the scan of the run's tasks that found the most threads
+        (:meth:`add_scan`)."""
         self._last_scan: tuple[float, Mapping[int, TaskTime]] | None = None
         self._task_speeds: dict[int, int] = {}
         """CPU time (ns) the run's threads used, by the speed (in half percents of a host
@@ -130,6 +134,15 @@ class SeriesStats:
             c.pids_current,
         )
 
+    def add_scan(self, t: float, scan: TaskScan) -> None:
+        """A scan of the run's tasks at ``t``: its counts (:attr:`processes_at_peak`), and
+        its threads' times where the scan read them (:meth:`add_tasks`)."""
+        counts = (scan.threads, scan.processes)
+        if self._busiest is None or counts > self._busiest:
+            self._busiest = counts
+        if scan.times:
+            self.add_tasks(t, scan.times)
+
     def add_tasks(self, t: float, times: Mapping[int, TaskTime]) -> None:
         """Each thread's cumulative CPU time and run delay (ns, by thread id) at ``t``.
         Between two scans, each thread's CPU time is put at the speed it ran at while it
@@ -156,6 +169,16 @@ class SeriesStats:
                 continue
             key = round(200.0 * used / (used + delay - delay0))
             self._task_speeds[key] = self._task_speeds.get(key, 0) + used
+
+    @property
+    def processes_at_peak(self) -> int | None:
+        """The processes of the scan that found the most threads (of those, the most
+        processes): what the run's peak of tasks was made of, a few processes' threads or
+        many processes.  Not the most processes any scan found: a ``python3`` that is
+        pyenv's shim is 3-4 ``bash`` processes for its first scan, then one process of 5
+        threads (measured here), and its threads had been called processes.  ``None``:
+        never scanned."""
+        return None if self._busiest is None else self._busiest[1]
 
     @property
     def task_speed_pct(self) -> float | None:
@@ -320,7 +343,7 @@ class Sampler:
         clock: Callable[[], float] = time.monotonic,
         batch: BatchReader | None = None,
         extra: Callable[[float], Sequence[object]] | None = None,
-        tasks: Callable[[], Mapping[int, TaskTime] | None] | None = None,
+        tasks: Callable[[], TaskScan | None] | None = None,
     ) -> None:
         self._read = read
         self._batch = batch
@@ -332,8 +355,8 @@ class Sampler:
         self._extra = extra
         """More columns for a row at a time (the GPUs' last reading), after Sample's."""
         self._tasks = tasks
-        """The run's threads' CPU times and run delays (``RunHandle.task_times``), read every
-        :data:`TASK_SCAN_S`."""
+        """The run's processes and threads, with or without their CPU times and run delays
+        (``RunHandle.task_scan``), read every :data:`TASK_SCAN_S`."""
         self._next_scan = 0.0
         # A pipe, not a threading.Event: select() with a timeout costs ~30 µs of CPU per
         # wakeup here against ~38 µs for Event.wait (measured at 1 kHz), and stop() still
@@ -360,9 +383,9 @@ class Sampler:
         if self._tasks is None or (now < self._next_scan and not final):
             return
         self._next_scan = now + TASK_SCAN_S
-        times = self._tasks()
-        if times is not None:
-            self.stats.add_tasks((now + self._clock()) / 2 - self._t0, times)
+        scan = self._tasks()
+        if scan is not None:
+            self.stats.add_scan((now + self._clock()) / 2 - self._t0, scan)
 
     def _add(self, t: float, c: Counters, final: bool = False) -> None:
         s = self.stats.add(t - self._t0, c, final)

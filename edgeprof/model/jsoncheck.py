@@ -31,6 +31,7 @@ NON_NEGATIVE = frozenset(
     {
         *("wall_s", "user_s", "system_s", "total_s", "wait_s", "held_s"),
         *("count", "pids_peak", "oom_kills", "pids_refused", "processes_left", "raised"),
+        "processes_at_peak",
     }
 )
 """Fields no measurement makes negative, besides every ``*_bytes``: a hand-edited

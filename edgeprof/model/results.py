@@ -311,6 +311,12 @@ class RunResult:
     repeats of one cell ("within noise"): nothing in the result told them apart.  ``()``:
     none given; ``None``: not recorded (files from before it was)."""
 
+    processes_at_peak: int | None = None
+    """The run's processes (not threads) at the scan of its tasks that found the most
+    threads, every 0.5 s while it ran with a CPU limit: what ``pids_peak`` was made of, one
+    thread each or threads of a few processes (the "more threads than CPUs" warning's
+    advice follows it: a fork bomb's 32 processes had been told to set onnxruntime's thread
+    count).  ``None``: not scanned (no CPU limit, a remote Docker daemon, older files)."""
     limits_changed: tuple[LimitChange, ...] = ()
     """The group's limits that the workload changed (:class:`LimitChange`), read at the run's
     end: ``limits`` stays what edgeprof set, and the run has no verdict against a changed
@@ -462,6 +468,7 @@ class RunResult:
             target=d.get("target"),
             pids_refused=d.get("pids_refused"),
             processes_left=d.get("processes_left"),
+            processes_at_peak=d.get("processes_at_peak"),
             env=None if d.get("env") is None else tuple(d["env"]),
             limits_changed=tuple(LimitChange.from_dict(c) for c in d.get("limits_changed") or ()),
         )

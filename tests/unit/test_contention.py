@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from edgeprof import Limits, profile
+from edgeprof.backends._tasks import TaskScan
 from edgeprof.measure.contention import contention_warning, held_by_others, threads_warning
 from edgeprof.model import Counters, CpuStats
 from tests.fakes import FakeBackend, Script, linear
@@ -113,6 +114,30 @@ def test_more_threads_than_cpus_waiting_for_each_other_is_warned_with_the_fix() 
     assert two.endswith("torch.set_num_threads(2))")  # OMP_NUM_THREADS unknown: not named
 
 
+def test_more_processes_than_cpus_are_told_to_shrink_the_pool_not_the_threads() -> None:
+    """A tester's fork bomb under --pids 32 --cpus 0.5: 32 one-thread processes waited for
+    each other 0.38 s of its 0.54 s (71 %) and had been told to set onnxruntime's
+    intra_op_num_threads."""
+    bomb = (32, 1, 0.535, _cpu(0.40, 0.02))
+    w = threads_warning(*bomb, omp="1", processes=32)
+    assert w == (
+        "the run peaked at 32 processes on 1 CPU, and they waited for each other 0.38s (71% "
+        "of its wall time): 32 processes for 1 CPU slow it here and on the device (set the "
+        "pool or worker count: multiprocessing's Pool(processes=…), a DataLoader's "
+        "num_workers)"
+    )
+    # A Pool(4) on 2 CPUs whose parent runs its pool's threads: the processes, with them.
+    pool = threads_warning(9, 2, 1.0, _cpu(0.5, 0.05, total=1.8), processes=5)
+    assert pool is not None
+    assert pool.startswith("the run peaked at 5 processes (9 tasks with their threads) on 2 CPUs")
+    assert "5 processes for 2 CPUs slow it" in pool and "intra_op" not in pool
+    # Threads of as many processes as CPUs (or fewer), or not counted: the threads' advice.
+    for processes in (1, 2, None):
+        threads = threads_warning(7, 2, 1.0, _cpu(0.5, 0.05, total=1.8), processes=processes)
+        assert threads is not None and "torch.set_num_threads(2)" in threads, processes
+        assert threads.startswith("the run peaked at 7 tasks (processes and threads) on 2 CPUs")
+
+
 def test_a_busy_hosts_holding_is_taken_out_of_the_share() -> None:
     """Measured here: torch.set_num_threads(4) under --cpus 1 while other jobs held the core
     6.17 s of 8.43 s; its own threads' 0.57 s was 7 % of the wall, 25 % of the rest."""
@@ -215,3 +240,31 @@ def test_a_run_without_cpu_limits_or_with_as_many_cpus_as_tasks_is_not_warned() 
         be = FakeBackend(crowded(tasks), cpus=(0, 1))
         r = profile(["sleep", "0.1"], limits, backend=be, interval=0.05)
         assert not [w for w in r.warnings if "waited for each other" in w], r.warnings
+
+
+def test_the_runs_process_count_words_its_advice_and_is_kept() -> None:
+    """The sampler's task scans count the run's processes: the most at once is the result's
+    ``processes_at_peak``, and more of them than CPUs get the pool's advice."""
+    be = FakeBackend(crowded(8), tasks=TaskScan(processes=8, threads=8))
+    r = profile(["sleep", "0.2"], Limits(cpus=1), backend=be, interval=0.05)
+    assert r.processes_at_peak == 8
+    (w,) = [w for w in r.warnings if "waited for each other" in w]
+    assert w.startswith("the run peaked at 8 processes on 1 CPU, and they waited")
+    assert "Pool(processes=…)" in w
+    assert be.runs[0].scans and all(be.runs[0].scans)  # a quota's scans read the times too
+    one = FakeBackend(crowded(8), tasks=TaskScan(processes=1, threads=8))
+    r = profile(["sleep", "0.2"], Limits(cpus=1), backend=one, interval=0.05)
+    assert r.processes_at_peak == 1
+    (w,) = [w for w in r.warnings if "waited for each other" in w]
+    assert "torch.set_num_threads(1)" in w
+
+
+def test_a_cpuset_alone_counts_processes_without_reading_each_threads_times() -> None:
+    be = FakeBackend(crowded(6), cpus=(0, 1), tasks=TaskScan(processes=6, threads=6))
+    r = profile(["sleep", "0.2"], Limits(cpuset=(0,)), backend=be, interval=0.05)
+    assert r.processes_at_peak == 6
+    assert be.runs[0].scans and not any(be.runs[0].scans)  # a listing per process only
+    assert any("6 processes for 1 CPU" in w for w in r.warnings), r.warnings
+    plain = FakeBackend(crowded(6), tasks=TaskScan(processes=6, threads=6))
+    r = profile(["sleep", "0.1"], Limits(), backend=plain, interval=0.05)
+    assert r.processes_at_peak is None and plain.runs[0].scans == []  # no CPU limit: no scan

@@ -301,6 +301,7 @@ def test_json_key_order_starts_with_the_version() -> None:
         "pids_refused",
         "processes_left",
         "env",
+        "processes_at_peak",
     ]
 
 

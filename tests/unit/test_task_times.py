@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.backends._tasks import task_cpu_ns
+from edgeprof.backends._tasks import TaskScan, scan_tasks
 from edgeprof.measure.sampler import SeriesStats
 
 
@@ -31,15 +31,19 @@ def test_each_threads_cpu_time_is_read_from_schedstat_else_stat(tmp_path: Path) 
     fields = " ".join(["S", *["0"] * 10, "3", "2", "0"])
     _task(tmp_path, 20, 20, None, f"20 (a b) c) {fields}\n")
     _task(tmp_path, 20, 21, None, None)  # gone while read: left out
-    got = task_cpu_ns([10, 20, 30], proc=str(tmp_path))  # 30: exited
-    assert got == {10: (123456789, 5000), 11: (42, 0), 20: (5 * tick, None)}
+    got = scan_tasks([10, 20, 30], proc=str(tmp_path))  # 30: exited
+    assert got.times == {10: (123456789, 5000), 11: (42, 0), 20: (5 * tick, None)}
+    assert (got.processes, got.threads) == (2, 4)  # 21 is listed, though unread
+    # Without the times: the processes and threads listed, no file read.
+    assert scan_tasks([10, 20, 30], times=False, proc=str(tmp_path)) == TaskScan(2, 4)
 
 
 def test_real_threads_are_read(tmp_path: Path) -> None:
     import os
 
-    got = task_cpu_ns([os.getpid()])
-    assert os.getpid() in got and got[os.getpid()][0] > 0
+    got = scan_tasks([os.getpid()])
+    assert os.getpid() in got.times and got.times[os.getpid()][0] > 0
+    assert got.processes == 1 and got.threads == len(os.listdir("/proc/self/task"))
 
 
 def test_the_speed_half_the_threads_cpu_time_ran_at_not_the_threads_that_exist() -> None:
@@ -90,3 +94,16 @@ def test_a_reused_thread_id_that_went_back_or_no_delay_is_left_out() -> None:
     s.add_tasks(0.0, {7: (400 * ms, 10 * ms), 8: (0, None)})
     s.add_tasks(0.5, {7: (10 * ms, 0), 8: (300 * ms, None)})  # another thread 7; 8: no delay
     assert s.task_speed_pct is None
+
+
+def test_the_processes_kept_are_those_of_the_scan_with_the_most_threads() -> None:
+    """Measured here: a python3 that is pyenv's shim was 3-4 bash processes at its first
+    scan, then one process of 5 threads: its tasks were threads, not processes."""
+    s = SeriesStats()
+    assert s.processes_at_peak is None
+    s.add_scan(0.0, TaskScan(4, 4))
+    s.add_scan(0.5, TaskScan(1, 5, {1: (0, 0)}))
+    s.add_scan(1.0, TaskScan(1, 3))
+    assert s.processes_at_peak == 1
+    s.add_scan(1.5, TaskScan(5, 5))  # as many threads, more processes: those
+    assert s.processes_at_peak == 5
