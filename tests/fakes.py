@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from edgeprof.backends._peak_reset import FdPeakReset, SharedPeakReset
 from edgeprof.backends._process import Process
-from edgeprof.backends._tasks import TaskScan
+from edgeprof.backends._tasks import TaskScan, all_stopped
 from edgeprof.backends.base import Backend, PeakReset, RunHandle
 from edgeprof.model import Counters, RunSpec
 
@@ -103,6 +103,11 @@ class FakeRun(RunHandle):
 
     def sample(self) -> Counters:
         return self.counters()
+
+    def stopped(self) -> bool | None:
+        # The real main process's state: the fake lists no members, and a stopped
+        # workload is a real process's condition (the run loop's StopWatch).
+        return None if self._proc.returncode is not None else all_stopped([self.pid])
 
     def task_scan(self, times: bool = True) -> TaskScan | None:
         self.scans.append(times)

@@ -69,6 +69,28 @@ def scan_tasks(pids: Iterable[int], *, times: bool = True, proc: str = "/proc") 
     return TaskScan(processes, threads, out)
 
 
+STOPPED_STATES = frozenset(b"Tt")
+"""``/proc/PID/stat``'s states of a stopped process: ``T`` by a signal (SIGSTOP, SIGTSTP,
+SIGTTIN, SIGTTOU), ``t`` at a tracer's stop."""
+
+
+def all_stopped(pids: Iterable[int], proc: str = "/proc") -> bool | None:
+    """Every process of ``pids`` that is still there is stopped (``STOPPED_STATES``); gone
+    ones and zombies left out, the scan ended at the first one that is not (one read where
+    the run runs).  ``None``: none could be read."""
+    seen = False
+    for pid in pids:
+        data = _read(f"{proc}/{pid}/stat")
+        # The state follows the command's closing parenthesis (the command may hold one).
+        rest = [] if data is None else data.rsplit(b")", 1)[-1].split(maxsplit=1)
+        if not rest or rest[0] in (b"Z", b"X"):
+            continue
+        if rest[0][0] not in STOPPED_STATES:
+            return False
+        seen = True
+    return True if seen else None
+
+
 def _read(path: str) -> bytes | None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)

@@ -43,6 +43,8 @@ Optional capabilities (override the default where the backend has them):
 * ``RunHandle.task_scan()`` (default: the processes and threads, and per-thread CPU time,
   from ``/proc`` for the pids of ``members()``): override where the run's processes are not
   this host's to read.
+* ``RunHandle.stopped()`` (default: the states of ``members()``' processes from ``/proc``):
+  every process of the run is stopped now.
 * ``RunHandle.mapped_files()`` (default None): a :class:`MappedReading` of the run's
   mapped files against its group's charge (:mod:`edgeprof.backends._mapped`), read by the
   sampler at a coarse cadence.
@@ -71,7 +73,7 @@ from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
 from ..model import Counters, Limits, RunSpec
-from ._tasks import TaskScan, scan_tasks
+from ._tasks import TaskScan, all_stopped, scan_tasks
 
 _H = TypeVar("_H", bound="RunHandle")
 
@@ -290,6 +292,15 @@ class RunHandle(abc.ABC):
         pids = self.members()
         scan = scan_tasks(pids, times=times) if pids else None
         return scan if scan is not None and scan.processes else None
+
+    def stopped(self) -> bool | None:
+        """Every process of the run is stopped now (SIGSTOP, or a terminal's SIGTTIN or
+        SIGTTOU: a background job that touched it), or ``None`` where the backend cannot
+        tell (:func:`~edgeprof.backends._tasks.all_stopped` over :meth:`members`).  Read by
+        the run loop about once a second while it waits: a stopped run waits for a
+        SIGCONT that may never come, and had looked like a hang."""
+        pids = self.members()
+        return all_stopped(pids) if pids else None
 
     def mapped_files(self) -> MappedReading | None:
         """The run's file-backed resident pages against those its group was charged for,

@@ -15,6 +15,7 @@ import dataclasses
 import datetime as _dt
 import functools
 import signal
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -132,9 +133,10 @@ def run_loop(
                 if gpu is not None:
                     gpu.start(run.started, run.members, interval, None if writer is None else out)
                 deadline = _Deadline()
+                watch = StopWatch(run)
                 try:
                     with interrupts.armed():
-                        status = _wait(run, timeout, kill_grace, deadline)
+                        status = _wait(run, timeout, kill_grace, deadline, watch)
                     # Its end, before the processes it left are counted: their grace had
                     # been in its wall time (100 ms for a daemon left behind), and samples
                     # taken in it had been before its end.
@@ -154,6 +156,11 @@ def run_loop(
                             "when the interrupt came"
                         )
                 timed_out = deadline.passed
+                if timed_out or interrupted:
+                    what = f"its --timeout {timeout:g}s" if timed_out else "the interrupt"
+                    stopped = watch.warning(what)
+                    if stopped is not None:
+                        warnings.append(stopped)
             finally:
                 sampler.stop()
                 if gpu is not None:
@@ -338,11 +345,90 @@ def _after_sigterm(status: int | None, took: float, grace: float, shared: bool) 
     return f"{said} and exited {took:.2f}s later"
 
 
-def _wait(run: RunHandle, timeout: float | None, grace: float, deadline: _Deadline) -> int | None:
+STOP_CHECK_S = 1.0
+"""How often the run loop asks whether every process of the run is stopped
+(:class:`StopWatch`), and how long they must have been before it says so: a stopped run
+waits for a SIGCONT that may never come.  A check is one ``/proc/PID/stat`` read where the
+run runs (:func:`~edgeprof.backends._tasks.all_stopped`)."""
+
+
+class StopWatch:
+    """Whether every process of the run has been stopped (``RunHandle.stopped``) since some
+    check, said once on stderr once they have been for :data:`STOP_CHECK_S`, and in the
+    result's warnings where a timeout or an interrupt ended it so.  A tester's
+    ``sh -c 'kill -STOP $$'`` waited forever without a word, and under ``--timeout 1``
+    ended "timeout (137)" with no mention that it had never run."""
+
+    def __init__(self, run: RunHandle, echo: Callable[[str], object] | None = None) -> None:
+        self._run = run
+        self._echo = echo or _to_stderr
+        self.since: float | None = None
+        """When a check first found every process stopped, this stretch; ``None``: not
+        stopped at the last check."""
+        self.last = 0.0
+        """The last check that found it stopped."""
+        self.said = False
+
+    def check(self, now: float) -> None:
+        if not self._run.stopped():
+            self.since = None
+            return
+        self.last = now
+        if self.since is None:
+            self.since = now
+        # A step's wait can end a hair early: a second's step had read 0.999 s and gone
+        # unsaid, so a tenth of a step is let off.
+        elif not self.said and now - self.since >= 0.9 * STOP_CHECK_S:
+            self.said = True
+            self._echo(
+                "edgeprof: every process of the run is stopped (SIGSTOP, or SIGTTIN/SIGTTOU: "
+                f"a background job reading the terminal); `kill -CONT {self._run.pid}` or fg "
+                "resumes it"
+            )
+
+    def warning(self, ended: str) -> str | None:
+        """The result's line where the run was stopped at the last check before ``ended``
+        (its timeout, an interrupt) ended it; ``None`` otherwise.  The time is between
+        checks, so at least that long."""
+        if self.since is None:
+            return None
+        return (
+            f"every process of the run was stopped (SIGSTOP, SIGTSTP, SIGTTIN or SIGTTOU) for "
+            f"{self.last - self.since:.1f}s or more when {ended} ended it: it was not "
+            "running (`kill -CONT` resumes a stopped run)"
+        )
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _wait_watched(run: RunHandle, until: float | None, watch: StopWatch) -> int | None:
+    """Reap the main process by ``until`` (monotonic; ``None``: however long it takes),
+    asking every :data:`STOP_CHECK_S` whether the run is stopped."""
+    while True:
+        left = None if until is None else max(0.0, until - time.monotonic())
+        status = run.wait(STOP_CHECK_S if left is None else min(STOP_CHECK_S, left))
+        if status is not None:
+            return status
+        watch.check(time.monotonic())  # at the deadline too: how the run was when it timed out
+        # The step that reached the deadline ends the wait, even where the backend's wait
+        # rounded it down (a pidfd's poll to the millisecond): one wait, as before the checks.
+        if left is not None and left <= STOP_CHECK_S:
+            return None
+
+
+def _wait(
+    run: RunHandle,
+    timeout: float | None,
+    grace: float,
+    deadline: _Deadline,
+    watch: StopWatch,
+) -> int | None:
     """Reap the main process; on timeout SIGTERM the group, SIGKILL after ``grace``."""
     if timeout is None:
-        return run.wait(None)
-    status = run.wait(max(0.0, run.started + timeout - time.monotonic()))
+        return _wait_watched(run, None, watch)
+    status = _wait_watched(run, run.started + timeout, watch)
     if status is not None:
         return status
     deadline.passed = True

@@ -71,7 +71,10 @@ class ReadyFirst(FakeBackend):
     """The runner's deadline starts once the workload is inside its phase: a timeout test
     that no slow start-up can turn into a different ending."""
 
-    def __init__(self, ready: Path, **kw: object) -> None:
+    def __init__(self, ready: Path | None, **kw: object) -> None:
+        """``ready``: the file the workload writes inside its phase, waited for by a wait
+        with a timeout (``None``: a run with no timeout; its waits are the run loop's
+        steps between stop checks, and no ready file comes)."""
         super().__init__(**kw)  # type: ignore[arg-type]
         self._ready = ready
 
@@ -80,7 +83,7 @@ class ReadyFirst(FakeBackend):
         real_wait = run.wait
 
         def wait(timeout: float | None) -> int | None:
-            if timeout is not None:
+            if timeout is not None and self._ready is not None:
                 wait_for(self._ready)
             return real_wait(timeout)
 
@@ -95,7 +98,9 @@ def open_fds() -> set[str]:
 def end_in_phase(tmp_path: Path, mode: str, shared: bool) -> tuple[RunResult, FakeBackend]:
     peak, oom, ready = tmp_path / "peak", tmp_path / "oom", tmp_path / "ready"
     peak.write_text("1048576\n")
-    be = ReadyFirst(ready, peak_file=peak, shared_peak=shared, oom_file=oom)
+    be = ReadyFirst(
+        ready if mode == "timeout" else None, peak_file=peak, shared_peak=shared, oom_file=oom
+    )
     env = {
         "PEAK": str(peak),
         "INITIAL": "1048576",

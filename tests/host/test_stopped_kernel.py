@@ -1,0 +1,56 @@
+"""A run whose every process is stopped, on the real kernel: the run loop reads each
+process's state (``/proc/PID/stat``: ``T``) once a second while it waits, says so once on
+stderr, and a timeout that ends it so says in the result that it was not running.  A
+tester's ``sh -c 'kill -STOP $$'`` had waited forever without a word, and under
+``--timeout 1`` ended "timeout (137)" with no mention of it.
+
+A stopped child whose parent still runs is not a stopped run: the parent may resume it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import edgeprof
+from edgeprof import Limits, Termination
+
+SAID = "edgeprof: every process of the run is stopped"
+
+
+@pytest.mark.parametrize("backend", ["cgroup", "process"])
+def test_a_stopped_run_is_told_once_and_its_timeout_says_it_was_not_running(
+    backend: str, mechanism: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    r = edgeprof.profile(
+        ["sh", "-c", "kill -STOP $$; echo resumed"],
+        Limits(),
+        backend=backend,
+        interval=0.1,
+        timeout=2.5,
+        kill_grace=0.5,
+    )
+    assert r.termination is Termination.TIMEOUT
+    # SIGTERM waits on a stopped process; the grace's SIGKILL does not.
+    assert r.exit_code == 137
+    (w,) = [w for w in r.warnings if "was stopped" in w]
+    m = re.search(r"for (\d\.\d)s or more when its --timeout 2.5s ended it", w)
+    assert m is not None and 1.0 <= float(m.group(1)) <= 1.5, w
+    out = capfd.readouterr()
+    assert out.err.count(SAID) == 1, out.err
+    assert "resumed" not in out.out
+
+
+def test_a_stopped_child_of_a_running_parent_is_not_a_stopped_run(
+    mechanism: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    r = edgeprof.profile(
+        ["sh", "-c", 'sh -c "kill -STOP \\$\\$" & sleep 2.5; kill -CONT $!; wait'],
+        Limits(),
+        interval=0.1,
+        timeout=30,
+    )
+    assert r.termination is Termination.EXITED and r.exit_code == 0
+    assert not [w for w in r.warnings if "stopped" in w]
+    assert SAID not in capfd.readouterr().err
