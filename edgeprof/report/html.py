@@ -17,7 +17,6 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from html import escape
-from pathlib import Path
 
 from ..analysis.budgets import BudgetCheck
 from ..analysis.calibration import Calibration
@@ -44,6 +43,7 @@ from .comparison import RANKING_LEGEND, ranking_title, under
 from .gpu import GPU_COLUMNS, gpu_notes, gpu_phase_rows, gpu_rows
 from .gpu import PHASE_COLUMNS as GPU_PHASE_COLUMNS
 from .memory import changed, headroom
+from .missing_timelines import missing_timelines, samples_on_disk
 from .note_groups import grouped_notes
 from .phases import aggregated, section_tables
 from .results import COLUMNS, note_lines
@@ -195,10 +195,7 @@ def render_html(
         body += _calibration_charts(calibration)
     body.append("<h2>Over time</h2>")
     timelines, left_out = _timelines(results, checks)
-    body += timelines or [
-        '<p class="meta">No time series: the runs\' samples.csv files are not on disk '
-        "(a run keeps them with --out).</p>"
-    ]
+    body += timelines or ['<p class="meta">No time series.</p>']
     body += [f'<p class="notes">note: {escape(n)}</p>' for n in left_out]
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -376,16 +373,20 @@ def _timelines(
     results: Sequence[RunResult], checks: Sequence[BudgetCheck] = ()
 ) -> tuple[list[str], list[str]]:
     """CPU % and memory over time, one line per run whose samples.csv is on disk; and a note
-    for each run whose file could not be read as a table (it is left out)."""
+    for each run whose file could not be read as a table (it is left out), and one naming
+    the runs with no file on disk, and why (:func:`missing_timelines`: the page had said
+    "not on disk (a run keeps them with --out)" of runs made with --out, their files moved)."""
     settings = {setting_of(r) for r in results}
     firsts: dict[str, RunResult] = {}
     for r in results:  # named by the model, and by the setting where there are several
         firsts.setdefault(r.label if len(settings) == 1 else f"{r.label} [{setting_of(r)}]", r)
     chosen = list(firsts.items())[:MAX_TIMELINES]
     cpu, memory, notes, drawn = [], [], [], []
+    missing = missing_timelines(chosen)
+    notes += [missing] if missing else []
     for label, r in chosen:
         path = r.samples.path
-        if path is None or not Path(path).is_file():
+        if path is None or not samples_on_disk(r):
             continue
         try:
             cols = read_samples(path)

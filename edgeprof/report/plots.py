@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..analysis.cells import cell_key
 from ..analysis.compare import summarize_cells
@@ -19,6 +19,7 @@ from ..errors import ConfigError
 from ..model import RunResult, Termination
 from ..resultfiles import read_samples
 from ..storage import prepare_out_dir, write_output
+from .missing_timelines import missing_timelines, samples_on_disk
 
 if TYPE_CHECKING:
     from ..sweeps.fit_outcome import FitOutcome
@@ -59,10 +60,10 @@ def _scale(key: str) -> tuple[float, str]:
 def plot_run(result: RunResult, path: Path) -> Path | None:
     """CPU % and memory over time of one run; ``None`` when its samples are not on disk.
     A file cut short or edited raises ``ValueError`` (or ``OSError``) naming why."""
-    if result.samples.path is None or not Path(result.samples.path).is_file():
+    if not samples_on_disk(result):
         return None
     plt = _pyplot()
-    s = read_samples(result.samples.path)
+    s = read_samples(str(result.samples.path))
     t = [x or 0.0 for x in s.get("t_s", [])]
     fig, (ax_cpu, ax_mem) = plt.subplots(2, 1, sharex=True, figsize=(8, 5))
     cpu = s.get("cpu_pct", [])
@@ -144,17 +145,26 @@ def save_figure(fig: Any, path: Path, dpi: int = 100) -> None:
     write_output(path, buf.getvalue())
 
 
-def write_plots(
-    out: Path, results: Sequence[RunResult], timelines: bool = True
-) -> tuple[list[Path], list[str]]:
+class Plots(NamedTuple):
+    """What :func:`write_plots` did."""
+
+    written: list[Path]
+    notes: list[str]
+    """One per run whose samples could not be read as a table."""
+    missing: str | None
+    """The runs with no samples.csv on disk, and why (:func:`missing_timelines`)."""
+
+
+def write_plots(out: Path, results: Sequence[RunResult], timelines: bool = True) -> Plots:
     """``<metric>.png`` per metric and ``timeline-<label>-<setting>-<n>.png`` per run whose
-    samples are on disk, in ``out``; returns the files written, and a note per run whose
-    samples could not be read as a table (its timeline is left out, the rest stands: the
-    HTML report says the same)."""
+    samples are on disk, in ``out``; with a note per run whose samples could not be read as
+    a table (its timeline is left out, the rest stands: the HTML report says the same), and
+    which runs had none on disk."""
     _pyplot()  # a missing matplotlib is bad input: say so before writing anything
     prepare_out_dir(out)
     written = [p for key in PLOTTED_METRICS if (p := plot_metric(results, key, out / f"{key}.png"))]
     notes: list[str] = []
+    absent: list[tuple[str, RunResult]] = []
     if timelines:
         counts: dict[tuple[str, str], int] = {}
         for r in results:
@@ -168,7 +178,9 @@ def write_plots(
                 continue
             if p is not None:
                 written.append(p)
-    return written, notes
+            else:  # named as the run's progress line names it
+                absent.append((f"{cell[0]} [{cell[1]}] run {counts[cell]}", r))
+    return Plots(written, notes, missing_timelines(absent))
 
 
 def plot_fit(outcomes: Sequence[FitOutcome], path: Path) -> Path:
