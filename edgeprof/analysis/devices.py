@@ -50,7 +50,7 @@ import math
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,7 @@ from ..units import (
     MAX_CPUS,
     MIN_QUOTA_US,
     counted,
+    format_binary,
     format_period,
     parse_cpu_period,
     parse_memory_limit,
@@ -315,14 +316,19 @@ class DeviceSetting:
     calibration_note: str | None = None
     """The one of ``warnings`` that is about the device's calibration, not its share: learned
     on another CPU model than this host's."""
+    replaces_shipped: str | None = None
+    """Where a user's catalog replaces the shipped entry of this name: which, with both
+    entries' cores and memory (:func:`replaced_shipped`)."""
 
     def said_with(self, cpus_given: bool) -> tuple[str, ...]:
         """The warnings for a run that gives its own ``--cpus`` or not: with it, the notes on
         the device's share describe another run and go; a calibration learned on another
-        CPU model still matters where that calibration makes the predictions."""
+        CPU model still matters where that calibration makes the predictions, and a
+        replaced shipped entry wherever its values are used."""
+        first = () if self.replaces_shipped is None else (self.replaces_shipped,)
         if not cpus_given:
-            return self.warnings
-        return () if self.calibration_note is None else (self.calibration_note,)
+            return (*first, *self.warnings)
+        return (*first, *(() if self.calibration_note is None else (self.calibration_note,)))
 
     @property
     def thread_env(self) -> dict[str, str]:
@@ -453,6 +459,35 @@ def calibration_file(device: Device) -> Path | None:
     return path
 
 
+def replaced_shipped(device: Device, environ: Mapping[str, str] | None = None) -> str | None:
+    """The note of a user's catalog entry that replaces the shipped one of its name; ``None``
+    where it does not.  A team catalog giving ``rpi4-4gb`` 2 cores and 1 GiB had run as the
+    board with no word (only ``doctor`` named it): the run's text then said a Raspberry Pi 4
+    4 GB has 1 GiB (a tester's, finding 7 of round 3)."""
+    shipped_path = builtin_catalog()
+    if device.catalog == shipped_path:
+        return None
+    shipped = parse_catalog(shipped_path).get(device.name)
+    if shipped is None:
+        return None
+    env = os.environ if environ is None else environ
+    via = f" (${DEVICES_ENV})" if str(device.catalog) == env.get(DEVICES_ENV) else ""
+
+    def size(d: Device) -> str:
+        return f"{counted(d.cores, 'core')}, {format_binary(d.memory)}"
+
+    return (
+        f"{device.name}: the entry in {device.catalog}{via}, {size(device)}, replaces the "
+        f"shipped one ({size(shipped)})"
+    )
+
+
+def replaced_shipped_by(name: str, option: Path | None) -> str | None:
+    """:func:`replaced_shipped` of ``--device NAME`` (with ``--devices``), for ``recipe``,
+    which resolves no limits here."""
+    return replaced_shipped(find_device(load_catalog(catalog_paths(option)), name))
+
+
 def resolve_device(
     name: str,
     option: Path | None,
@@ -460,4 +495,6 @@ def resolve_device(
     environ: Mapping[str, str] | None = None,
 ) -> DeviceSetting:
     """``--device NAME`` (with ``--devices FILE``): the merged catalogs' entry, as limits."""
-    return device_setting(find_device(load_catalog(catalog_paths(option, environ)), name), host)
+    device = find_device(load_catalog(catalog_paths(option, environ)), name)
+    setting = device_setting(device, host)
+    return replace(setting, replaces_shipped=replaced_shipped(device, environ))

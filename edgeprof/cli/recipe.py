@@ -9,6 +9,7 @@ gates the merged sweep.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -105,9 +106,12 @@ def recipe(
         "partition": partition,
         "time": time,
     }
+    notes: list[str] = []
     files, steps = render_recipe(
-        engine, shards, list(run_args or ()), given, part_cpus, part_memory, edgeprof
+        engine, shards, list(run_args or ()), given, part_cpus, part_memory, edgeprof, notes
     )
+    for note in notes:
+        print(f"edgeprof: note: {note}", file=sys.stderr)
     from ..storage import prepare_out_dir, write_output
 
     target = prepare_out_dir(out, sorted(files))
@@ -129,9 +133,11 @@ def render_recipe(
     part_cpus: int | None = None,
     part_memory: str | None = None,
     edgeprof: str = "edgeprof",
+    notes: list[str] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
     """The recipe's files and the steps that start it, for ``run_args`` checked as
-    ``edgeprof run`` checks them.  Raises :class:`ConfigError`."""
+    ``edgeprof run`` checks them; what to say of them added to ``notes``.  Raises
+    :class:`ConfigError`."""
     import importlib
 
     from ..sweeps.host_checks import check_part
@@ -170,6 +176,14 @@ def render_recipe(
             f"give at least --repeat {shards}"
         )
     job = plan_run(run_request({**params, "shard": f"1/{shards}"}))
+    if notes is not None and job.request.device is not None:
+        from ..analysis.devices import DEVICES_ENV, replaced_shipped_by
+
+        # The parts resolve --device where they run: a catalog only here is not theirs.
+        replaced = replaced_shipped_by(job.request.device, job.request.devices)
+        if replaced is not None and job.request.devices is None:
+            replaced += f"; the parts use it only where they run with ${DEVICES_ENV} set so"
+        notes += [] if replaced is None else [replaced]
     largest = largest_limits(job.plan.limits)
     if getattr(module, "SIZES_PARTS", True):
         asked = None if part_memory is None else parse_memory_limit(part_memory, "--part-memory")
