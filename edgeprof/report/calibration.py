@@ -21,6 +21,7 @@ from ..analysis.calibration import (
     unit_label,
 )
 from ..errors import ConfigError
+from ..names import as_word
 from .plots import save_figure
 from .table import plain_lines
 
@@ -103,8 +104,9 @@ def heldout_table(fits: Sequence[MetricFit]) -> list[str]:
 
 def render_calibration(cal: Calibration) -> str:
     """The fit table per setting, then each fit's points and warnings."""
+    # Quoted as the notes below quote it: "device mÿ board from" had read as two words.
     lines = [
-        f"Calibration for device {cal.device} from {cal.source}: "
+        f"Calibration for device {as_word(cal.device)} from {cal.source}: "
         f"{cal.matched} device row(s) matched, {len(cal.unmatched)} unmatched"
     ]
     lines += [f"  unmatched {u}" for u in cal.unmatched]

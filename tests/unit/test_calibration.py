@@ -354,6 +354,8 @@ def test_render_calibration_table(tmp_path: Path) -> None:
         + str(tmp_path / "device.csv")
         + ": 4 device row(s) matched, 0 unmatched"
     )
+    spaced = dataclasses.replace(_calibration(tmp_path), device="mÿ board")
+    assert render_calibration(spaced).startswith("Calibration for device 'mÿ board' from ")
     row, held = [ln for ln in lines if ln.startswith("runtime (ms)")]
     assert row.split()[:5] == ["runtime", "(ms)", "pooled", "4", "2.94"]
     assert held.split()[:9] == ["runtime", "(ms)", "pooled", "4", "line", "through", "the",
