@@ -89,10 +89,11 @@ def build_result(
         )
     peak: int | None
     source: str | None
+    sampled = stats.maxima(wall)
     if final.memory_peak is not None:
-        peak, source = max(final.memory_peak, stats.peak_memory or 0), be.peak_source
+        peak, source = max(final.memory_peak, sampled.memory or 0), be.peak_source
     else:
-        peak, source = stats.peak_memory, "sampled" if stats.peak_memory is not None else None
+        peak, source = sampled.memory, "sampled" if sampled.memory is not None else None
         if peak is not None and be.peak_source == "kernel":  # else the run handle says why
             warnings.append(
                 "no kernel high-water mark here (cgroup v2 memory.peak needs Linux 5.19; the "
@@ -126,8 +127,8 @@ def build_result(
     if stalled is not None:
         warnings.append(stalled)
     warnings += process_warnings(final.pids_refused, spec.limits.pids, others_left)
-    seen = stats.at_peak_by(wall)  # a sample after the exit reads the run's memory freed
-    # No peak, no composition of it: the sample there would be the start reading's.
+    seen = sampled.at
+    # No peak, no composition of it.
     at_peak = None if seen is None or peak is None else parts_at(seen[1], seen[0])
     return RunResult(
         edgeprof_version=__version__,
@@ -165,11 +166,11 @@ def build_result(
             avg_bytes=avg_bytes,
             limit_bytes=spec.limits.memory,
             oom_kills=oom_kills,
-            peak_working_set_bytes=stats.peak_working_set,
+            peak_working_set_bytes=sampled.working_set,
             avg_working_set_bytes=stats.avg_working_set(wall),
             at_peak=at_peak,
-            peaks=stats.part_peaks.parts(),
-            floor_bytes=stats.part_peaks.floor,
+            peaks=sampled.parts,
+            floor_bytes=sampled.floor,
             pressure=cost,
             mapped_elsewhere_bytes=None if stats.mapped is None else stats.mapped.elsewhere,
         ),
@@ -313,7 +314,7 @@ def _no_average(
 ) -> str:
     """Why a run has no average memory: too few of its readings fell while it ran
     (:data:`~edgeprof.measure.sampler.MIN_AVG_READINGS`); ``peak_too``: and no peak, none
-    having fallen while it ran (:attr:`~edgeprof.measure.sampler.SeriesStats.peak_memory`)."""
+    having fallen while it ran (:meth:`~edgeprof.measure.sampler.SeriesStats.maxima`)."""
     finer = finer_interval(interval, wall)
     fix = f"--interval {finer:g} reads a short run finer"
     if finer >= interval:  # already at the finest: --interval 0.001 had been advised to it

@@ -14,9 +14,11 @@ arithmetic once for every backend:
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ..backends.base import MappedReading
 from ..model import Counters, MemoryParts, MemoryPressure
@@ -54,7 +56,7 @@ def split(c: Counters) -> tuple[int, int | None, int | None, int | None] | None:
 
 
 def parts_at(c: Counters, t_s: float | None) -> MemoryParts | None:
-    """The composition of one reading (:attr:`.sampler.SeriesStats.at_peak`'s)."""
+    """The composition of one reading (:attr:`SampledMaxima.at`'s)."""
     s = split(c)
     if s is None:
         return None
@@ -97,33 +99,36 @@ class Records:
         if not self._kept or value > self._kept[-1][0]:  # the first of equal values stays
             self._kept.append((value, t, c))
 
-    @property
-    def best(self) -> tuple[float, Counters] | None:
-        """The highest reading (its time and counters)."""
-        return self._kept[-1][1:] if self._kept else None
+    def highest_by(self, end: float) -> tuple[int, float, Counters] | None:
+        """The highest reading taken at or before ``end`` (its value, time and counters);
+        ``None``: none kept was."""
+        return next((r for r in reversed(self._kept) if r[1] <= end), None)
 
     def best_by(self, end: float) -> tuple[float, Counters] | None:
-        """The highest reading taken at or before ``end``; ``None``: none kept was."""
-        return next((r[1:] for r in reversed(self._kept) if r[1] <= end), None)
+        """The highest reading taken at or before ``end`` (its time and counters)."""
+        r = self.highest_by(end)
+        return None if r is None else r[1:]
+
+    def value_by(self, end: float) -> int | None:
+        """The highest value read at or before ``end``."""
+        r = self.highest_by(end)
+        return None if r is None else r[0]
 
 
 class PartPeaks:
     """Each part's highest value over the samples, the highest unreclaimable sum, and the
-    samples whose parts add up highest (``records``; ``best``: the highest's time and
-    counters)."""
+    samples whose parts add up highest, each as records (:class:`Records`), so that all of
+    them are read up to one instant (:meth:`parts`, :meth:`floor`, :meth:`best`)."""
 
-    __slots__ = ("floor", "records", "values")
+    __slots__ = ("_floor", "_parts", "records")
 
     NAMES = ("total", "anon", "file", "shmem", "kernel", "active_file", "inactive_file", "ws")
 
     def __init__(self) -> None:
-        self.values: list[int | None] = [None] * len(self.NAMES)
-        self.floor: int | None = None
+        self._parts = [Records() for _ in self.NAMES]
+        self._floor = Records()
         self.records = Records()
-
-    @property
-    def best(self) -> tuple[float, Counters] | None:
-        return self.records.best
+        """The samples whose parts add up highest."""
 
     def add(self, t: float, c: Counters, ws: int | None) -> None:
         s = split(c)
@@ -132,20 +137,48 @@ class PartPeaks:
         anon, file, shmem, kernel = s
         row = (c.memory_current, anon, file, shmem, kernel, c.memory_active_file,
                c.memory_inactive_file, ws)  # fmt: skip
-        v = self.values
-        for i, x in enumerate(row):
-            if x is not None and (v[i] is None or x > v[i]):  # type: ignore[operator]
-                v[i] = x
+        for records, x in zip(self._parts, row, strict=True):
+            if x is not None:
+                records.add(x, t, c)
         floor = anon + (shmem or 0) + (kernel or 0)
-        if self.floor is None or floor > self.floor:
-            self.floor = floor
+        self._floor.add(floor, t, c)
         self.records.add(floor + (file or 0), t, c)
 
-    def parts(self) -> MemoryParts | None:
-        if self.floor is None:
+    def best(self, end: float = math.inf) -> tuple[float, Counters] | None:
+        """The sample whose parts add up highest, of those taken at or before ``end``."""
+        return self.records.best_by(end)
+
+    def floor(self, end: float = math.inf) -> int | None:
+        """The highest anon + shmem + kernel of the samples taken at or before ``end``."""
+        return self._floor.value_by(end)
+
+    def parts(self, end: float = math.inf) -> MemoryParts | None:
+        """Each part's highest value over the samples taken at or before ``end``."""
+        if self.floor(end) is None:
             return None
-        total, anon, file, shmem, kernel, active, inactive, ws = self.values
+        total, anon, file, shmem, kernel, active, inactive, ws = (
+            r.value_by(end) for r in self._parts
+        )
         return MemoryParts(total, anon, file, shmem, kernel, active, inactive, ws)
+
+
+@dataclass(frozen=True)
+class SampledMaxima:
+    """A run's sampled maxima, all over one set of readings
+    (:meth:`~edgeprof.measure.sampler.SeriesStats.maxima`), so that no field contradicts
+    another: each part's peak is at least that part at ``at``, the working set's peak at
+    least ``at``'s working set, and ``memory`` at least ``at``'s usage."""
+
+    memory: int | None
+    """The highest usage (``memory.peak_bytes`` where the kernel has no mark)."""
+    working_set: int | None
+    """The highest usage − inactive_file (``memory.peak_working_set_bytes``)."""
+    parts: MemoryParts | None
+    """Each part's own highest (``memory.peaks``)."""
+    floor: int | None
+    """The highest anon + shmem + kernel (``memory.floor_bytes``)."""
+    at: tuple[float, Counters] | None
+    """The sample whose parts add up highest, else of highest usage (``memory.at_peak``)."""
 
 
 def pressure(final: Counters) -> MemoryPressure | None:

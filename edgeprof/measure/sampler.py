@@ -7,6 +7,7 @@ hour at 1 kHz costs the same memory as a second.
 
 from __future__ import annotations
 
+import math
 import os
 import select
 import threading
@@ -19,7 +20,7 @@ from ..backends.base import BatchReader
 from ..backends.helpers import TaskScan, TaskTime, leave_stops_to_main_thread
 from ..errors import EdgeprofError
 from ..model import Counters, Sample
-from .memory import MappedTracker, PartPeaks, Records
+from .memory import MappedTracker, PartPeaks, Records, SampledMaxima
 from .samplefile import SampleWriter
 
 PEAK_WINDOW_S = 1.0
@@ -69,16 +70,6 @@ class SeriesStats:
         self._prev: tuple[float, int | None] | None = None
         self._window: deque[tuple[float, int]] = deque()
         self.peak_cpu_pct: float | None = None
-        self.peak_memory: int | None = None
-        """The largest memory reading but the run's first, which is left out as it is out of
-        the readings an average needs (:data:`MIN_AVG_READINGS`): taken as the workload was
-        exec'd, it reads the program just loaded, not the memory it ran in.  Counted, it had
-        been the peak of every run shorter than an interval: the process backend reported
-        ``python3 -S -c pass`` (72 ms, read every 0.1 s) at 472 KiB "(sampled)", its start,
-        where ``/usr/bin/time`` read its high-water mark at 8.1 MiB.  ``None``: no reading
-        but the start (the result's peak is then unknown where the kernel has none)."""
-        self.peak_working_set: int | None = None
-        """As :attr:`peak_memory`, of the working set."""
         self.peak_pids: int | None = None
         self._busiest: tuple[int, int] | None = None
         """(threads, processes) of the scan of the run's tasks that found the most threads
@@ -88,7 +79,10 @@ class SeriesStats:
         """CPU time (ns) the run's threads used, by the speed (in half percents of a host
         core) each ran at while runnable between two scans (:meth:`add_tasks`)."""
         self._usage_records = Records()
+        self._ws_records = Records()
         self.part_peaks = PartPeaks()
+        self._first_covered: float | None = None
+        """When the first memory reading that a maximum may cover (:meth:`maxima`) was taken."""
         self.mapped: MappedTracker | None = None
         """The run's mapped files against its group's charge, read at the samples."""
         self._mem = _Integral()
@@ -112,11 +106,8 @@ class SeriesStats:
         ws = None
         if c.memory_current is not None:
             ws = max(0, c.memory_current - (c.memory_inactive_file or 0))
-            self._usage_records.add(c.memory_current, t, c)
-            self.part_peaks.add(t, c, ws)
-            if self.count > 1 or final:  # the start reading is no peak (see peak_memory)
-                self.peak_memory = _max(self.peak_memory, c.memory_current)
-                self.peak_working_set = _max(self.peak_working_set, ws)
+            if self.count > 1 or final:  # the start reading is no peak (see maxima)
+                self._add_peak(t, c, ws)
             self._mem.add(t, c.memory_current, held=final)
             self._ws.add(t, ws, held=final)
         if c.pids_current is not None:
@@ -133,6 +124,14 @@ class SeriesStats:
             c.net_tx_bytes,
             c.pids_current,
         )
+
+    def _add_peak(self, t: float, c: Counters, ws: int) -> None:
+        assert c.memory_current is not None  # for mypy: add() reads it first
+        if self._first_covered is None:
+            self._first_covered = t
+        self._usage_records.add(c.memory_current, t, c)
+        self._ws_records.add(ws, t, c)
+        self.part_peaks.add(t, c, ws)
 
     def add_scan(self, t: float, scan: TaskScan) -> None:
         """A scan of the run's tasks at ``t``: its counts (:attr:`processes_at_peak`), and
@@ -211,24 +210,40 @@ class SeriesStats:
         if t - t0 >= self.peak_window_s:
             self.peak_cpu_pct = _max(self.peak_cpu_pct, 100.0 * (usage - u0) / ((t - t0) * 1e6))
 
-    @property
-    def at_peak(self) -> tuple[float, Counters] | None:
-        """The sample the result's ``memory.at_peak`` describes (its time, its counters):
-        the one whose parts add up highest where the backend gives parts, else the one of
-        highest usage.  Not simply the highest usage: the kernel updates the usage counter
-        and ``memory.stat`` apart (freed pages leave the statistics before the counter; a
-        new charge can reach the counter before the statistics), so the sample of highest
-        usage can catch the two out of step (seen: 105 MiB of usage, 4 of its 36 MiB of
-        anonymous memory in memory.stat)."""
-        return self.part_peaks.best or self._usage_records.best
+    def maxima(self, exit_t: float) -> SampledMaxima:
+        """The run's sampled maxima (peak usage, peak working set, each part's peak, the
+        floor, and the sample ``memory.at_peak`` describes), all over one set of readings:
+        those taken while the run ran, after its start reading and up to the main process's
+        exit at ``exit_t``; the ones after the exit only where none was (their time, past
+        ``exit_t``, says so).  The start reading, taken as the workload was exec'd, reads the
+        program just loaded, not the memory it ran in (counted, it had been the peak of every
+        run shorter than an interval: the process backend reported ``python3 -S -c pass``,
+        72 ms read every 0.1 s, at 472 KiB "(sampled)" where ``/usr/bin/time`` read its
+        high-water mark at 8.1 MiB); a reading after the exit reads the run's memory freed
+        (``readfile.py``'s ``at_peak``: its 300 MiB of page cache with ``anon 0.0``).
 
-    def at_peak_by(self, exit_t: float) -> tuple[float, Counters] | None:
-        """:attr:`at_peak` among the samples taken up to the main process's exit at
-        ``exit_t``: one after it reads the run's memory freed (``anon 0.0`` beside the page
-        cache it left); :attr:`at_peak` where no sample was taken before the exit (its time,
-        after ``exit_t``, says so)."""
-        within = self.part_peaks.records.best_by(exit_t) or self._usage_records.best_by(exit_t)
-        return within or self.at_peak
+        One rule for every maximum, so that no field contradicts another: they had covered
+        different readings, and ``edgeprof run --json -- true`` (read at 3.4 ms, then after
+        its exit at 18.0 ms, wall 17.3 ms) gave ``peak_working_set_bytes`` 143360 (the
+        reading after the exit; the start's left out) beside ``peaks.working_set`` and
+        ``at_peak.working_set`` 237568 (the start reading's).  All three are now 143360.
+
+        Where the parts are given, ``at`` is the sample whose parts add up highest, else the
+        one of highest usage.  Not simply the highest usage: the kernel updates the usage
+        counter and ``memory.stat`` apart (freed pages leave the statistics before the
+        counter; a new charge can reach the counter before the statistics), so the sample of
+        highest usage can catch the two out of step (seen: 105 MiB of usage, 4 of its 36 MiB
+        of anonymous memory in memory.stat)."""
+        first = self._first_covered
+        end = exit_t if first is not None and first <= exit_t else math.inf
+        parts = self.part_peaks
+        return SampledMaxima(
+            memory=self._usage_records.value_by(end),
+            working_set=self._ws_records.value_by(end),
+            parts=parts.parts(end),
+            floor=parts.floor(end),
+            at=parts.best(end) or self._usage_records.best_by(end),
+        )
 
     def cpu_peak_pct(self) -> float | None:
         """Peak over full windows; ``None`` for a run shorter than one window (the runner

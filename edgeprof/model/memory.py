@@ -146,18 +146,21 @@ class MemoryStats:
     limit_bytes: int | None
     oom_kills: int | None
     peak_working_set_bytes: int | None
-    """Sampled max of usage − inactive_file, the figure ``docker stats`` calls usage."""
+    """Sampled max of usage − inactive_file, the figure ``docker stats`` calls usage, over
+    the samples :attr:`at_peak` is chosen from (never below its working set)."""
     avg_working_set_bytes: int | None
     at_peak: MemoryParts | None = None
     """The composition at the sample whose parts add up highest (``None``: no sample had
     it); the sample of highest usage where the backend gives no parts.  Not always the one
     of highest usage: the kernel updates the usage counter and ``memory.stat`` apart.  Of
-    the samples taken up to the main process's exit (a later one reads its memory freed);
-    a later one only where none was, its ``t_s`` then past ``wall_s``."""
+    the samples taken after the start reading (at exec: the program just loaded) and up to
+    the main process's exit (a later one reads its memory freed); a later one only where
+    none was, its ``t_s`` then past ``wall_s``.  Every sampled maximum covers these samples."""
     peaks: MemoryParts | None = None
-    """Each part's own highest sample over the run (they need not coincide)."""
+    """Each part's own highest sample, over the samples :attr:`at_peak` is chosen from
+    (they need not coincide; none is below the same part at :attr:`at_peak`)."""
     floor_bytes: int | None = None
-    """The highest anon + shmem + kernel of any sample: no memory limit below it can hold the
+    """The highest anon + shmem + kernel of those samples: no memory limit below it can hold the
     run without swap (where ``edgeprof fit`` starts looking)."""
     pressure: MemoryPressure | None = None
     """What the limit cost (``None`` in files written before edgeprof read it)."""

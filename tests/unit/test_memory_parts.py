@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from edgeprof.analysis import headroom
 from edgeprof.backends import cgroupfs as fs
@@ -17,6 +19,7 @@ from edgeprof.backends.cgroupfs import CounterSet, Field, Kind, Source
 from edgeprof.errors import ConfigError
 from edgeprof.measure.memory import (
     PartPeaks,
+    SampledMaxima,
     kernel_bytes,
     parts_at,
     pressure,
@@ -33,6 +36,7 @@ from tests.conftest import require
 from .conftest import make_result
 
 MIB = 2**20
+KIB = 2**10
 
 # -- kernel memory -----------------------------------------------------------------------------
 
@@ -193,7 +197,7 @@ def test_part_peaks_floor_is_the_highest_sum_not_the_sum_of_maxima() -> None:
         p.add(float(t), c, None)
     parts = p.parts()
     assert parts is not None
-    assert p.floor == 70
+    assert p.floor() == 70
     assert parts.unreclaimable == 115  # what summing the separate maxima would give
 
 
@@ -202,7 +206,9 @@ def test_part_peaks_best_is_the_sample_whose_parts_add_up_highest() -> None:
     # anon + file + shmem + kernel: 100, 120, 90 (file is counted without its shmem)
     for t, c in zip((0.0, 0.5, 1.0), READINGS, strict=True):
         p.add(t, c, None)
-    assert p.best == (0.5, READINGS[1])
+    assert p.best() == (0.5, READINGS[1])
+    assert p.best(0.4) == (0.0, READINGS[0])  # the highest up to an instant
+    assert p.floor(0.7) == 60 and p.floor() == 70
 
 
 def test_part_peaks_best_first_of_equal_sums() -> None:
@@ -211,39 +217,94 @@ def test_part_peaks_best_first_of_equal_sums() -> None:
     second = Counters(memory_current=120, memory_anon=40, memory_file=60)
     p.add(1.0, first, None)
     p.add(2.0, second, None)
-    assert p.best is not None
-    assert p.best[1] is first
+    best = p.best()
+    assert best is not None
+    assert best[1] is first
 
 
 def test_part_peaks_skip_readings_without_composition() -> None:
     p = PartPeaks()
     assert p.parts() is None
-    assert p.floor is None
-    assert p.best is None
+    assert p.floor() is None
+    assert p.best() is None
     p.add(0.0, Counters(memory_current=999), 999)
     assert p.parts() is None
-    assert p.floor is None
-    assert p.best is None
+    assert p.floor() is None
+    assert p.best() is None
     only = Counters(memory_current=10, memory_anon=4)
     p.add(1.0, only, 10)
     assert p.parts() == MemoryParts(10, 4, None, None, None, None, None, 10)
-    assert p.floor == 4
-    assert p.best == (1.0, only)
+    assert p.floor() == 4
+    assert p.best() == (1.0, only)
+
+
+START = Counters(memory_current=240 * KIB, memory_anon=0, memory_file=0, memory_kernel=56 * KIB)
+"""A start reading (the workload just exec'd)."""
 
 
 def test_series_stats_peak_composition() -> None:
     s = SeriesStats()
-    for t, c in zip((0.0, 0.5, 1.0), READINGS, strict=True):
+    s.add(0.0, START)
+    for t, c in zip((0.5, 1.0, 1.5), READINGS, strict=True):
         s.add(t, c)
-    assert s.at_peak is not None
-    assert s.at_peak[0] == 0.5
-    assert s.at_peak[1] is READINGS[1]
-    assert s.peak_memory == 130
+    m = s.maxima(2.0)
+    assert m.at is not None
+    assert m.at[0] == 1.0
+    assert m.at[1] is READINGS[1]
+    assert m.memory == 130
     # The sampler hands each sample's working set (usage − inactive_file) to the part peaks.
-    assert s.part_peaks.floor == 70
-    assert s.part_peaks.parts() == dataclasses.replace(
+    assert m.floor == 70
+    assert m.parts == dataclasses.replace(
         MemoryParts(130, 50, 70, 25, 40, 30, 50), working_set=90
     )
+
+
+def test_the_start_reading_is_in_no_sampled_maximum() -> None:
+    """Read as the workload was exec'd, it is not the memory the run ran in: READINGS[0]
+    as the start leaves its anon 50, active_file 30 and working set 90 out of every peak."""
+    s = SeriesStats()
+    for t, c in zip((0.0, 0.5, 1.0), READINGS, strict=True):
+        s.add(t, c)
+    m = s.maxima(2.0)
+    assert m.parts == dataclasses.replace(
+        MemoryParts(130, 30, 70, 25, 40, 20, 50), working_set=85
+    )
+    assert (m.memory, m.working_set, m.floor) == (130, 85, 70)
+    assert m.at == (0.5, READINGS[1])
+
+
+def test_a_run_read_only_at_its_start_and_after_its_exit() -> None:
+    """``edgeprof run --json -- true``: read at 3.4 ms (the start) and at 18.0 ms (after its
+    exit at 17.3 ms).  ``peak_working_set_bytes`` had been 143360, the reading after the
+    exit, beside ``peaks.working_set`` and ``at_peak.working_set`` 237568, the start's.
+    Every maximum is now the reading after the exit, the only one past the start."""
+    start = Counters(memory_current=237568, memory_anon=0, memory_file=0, memory_kernel=57344,
+                     memory_active_file=0, memory_inactive_file=0)  # fmt: skip
+    after = Counters(memory_current=143360, memory_anon=0, memory_file=0, memory_kernel=49152,
+                     memory_active_file=0, memory_inactive_file=0)  # fmt: skip
+    s = SeriesStats()
+    s.add(0.003397, start)
+    s.add(0.017967, after, final=True)
+    m = s.maxima(0.017275)
+    assert (m.memory, m.working_set, m.floor) == (143360, 143360, 49152)
+    assert m.parts == MemoryParts(143360, 0, 0, None, 49152, 0, 0, 143360)
+    assert m.at == (0.017967, after)
+
+
+def test_the_readings_after_the_exit_are_left_out_where_one_fell_before_it() -> None:
+    """The kernel counts a page freed at the exit out of ``anon`` first: the reading after
+    it had been each part's peak (here file 300 MiB, working set 300 MiB) though no sample
+    taken while the run lived read it."""
+    s = SeriesStats()
+    s.add(0.003, START)
+    running = Counters(memory_current=298 * MIB, memory_anon=5 * MIB, memory_file=293 * MIB)
+    after = Counters(memory_current=300 * MIB, memory_anon=0, memory_file=300 * MIB)
+    s.add(0.512, running)
+    s.add(0.58607, after, final=True)
+    m = s.maxima(0.58590)
+    assert (m.memory, m.working_set, m.floor) == (298 * MIB, 298 * MIB, 5 * MIB)
+    assert m.parts is not None and (m.parts.file, m.parts.anon) == (293 * MIB, 5 * MIB)
+    assert m.at == (0.512, running)
 
 
 def test_at_peak_is_of_a_sample_taken_while_the_run_lived() -> None:
@@ -255,20 +316,62 @@ def test_at_peak_is_of_a_sample_taken_while_the_run_lived() -> None:
     s = SeriesStats()
     running = Counters(memory_current=298 * MIB, memory_anon=5 * MIB, memory_file=293 * MIB)
     after = Counters(memory_current=300 * MIB, memory_anon=0, memory_file=300 * MIB)
+    s.add(0.001, START)
     s.add(0.512, running)
     s.add(0.58607, after, final=True)
-    assert s.at_peak == (0.58607, after)  # the highest of all: after the exit
-    assert s.at_peak_by(0.58590) == (0.512, running)
+    assert s.maxima(0.59).at == (0.58607, after)  # the highest of all, had it been before
+    assert s.maxima(0.58590).at == (0.512, running)
     # A usage-only backend (no parts) alike.
     u = SeriesStats()
+    u.add(0.001, Counters(memory_current=400 * MIB))  # the start: no peak, however high
     u.add(0.5, Counters(memory_current=298 * MIB))
     u.add(0.7, Counters(memory_current=300 * MIB), final=True)
-    picked = u.at_peak_by(0.6)
-    assert picked is not None and picked[0] == 0.5
-    # Nothing before the exit: the reading there is, its time after the exit.
+    picked = u.maxima(0.6)
+    assert picked.at is not None and picked.at[0] == 0.5
+    assert (picked.memory, picked.working_set, picked.parts) == (298 * MIB, 298 * MIB, None)
+    # Nothing before the exit but the start: the reading after it is, its time past the exit.
     only = SeriesStats()
+    only.add(0.001, START)
     only.add(0.7, after, final=True)
-    assert only.at_peak_by(0.6) == (0.7, after)
+    assert only.maxima(0.6).at == (0.7, after)
+    assert only.maxima(0.6).memory == 300 * MIB
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(*(st.integers(0, n) for n in (100, 100, 100, 50, 150))),
+        min_size=1,
+        max_size=12,
+    ),
+    exit_at=st.integers(0, 13),
+)
+def test_no_sampled_maximum_is_below_the_sample_at_the_peak(
+    rows: list[tuple[int, int, int, int, int]], exit_at: int
+) -> None:
+    """Consistent by construction: each part's peak is at least that part at ``at``, the
+    working set's and the usage's peaks at least ``at``'s."""
+    s = SeriesStats()
+    for i, (anon, file, kernel, inactive, extra) in enumerate(rows):
+        total = anon + file + kernel + extra
+        c = Counters(memory_current=total, memory_anon=anon, memory_file=file,
+                     memory_kernel=kernel, memory_inactive_file=min(inactive, file))  # fmt: skip
+        s.add(float(i), c, final=0 < i == len(rows) - 1)
+    m = s.maxima(exit_at - 0.5)
+    if len(rows) == 1:  # the start alone: no maximum
+        assert m == SampledMaxima(None, None, None, None, None)
+        return
+    assert m.at is not None and m.parts is not None
+    at = parts_at(m.at[1], m.at[0])
+    assert at is not None and at.total is not None and at.working_set is not None
+    assert m.memory is not None and m.memory >= at.total
+    assert m.working_set is not None and m.working_set >= at.working_set
+    assert m.parts.working_set == m.working_set and m.parts.total == m.memory
+    for name in ("total", "anon", "file", "kernel", "inactive_file", "working_set"):
+        assert getattr(m.parts, name) >= getattr(at, name), name
+    # The readings covered: after the start, up to the exit, else those after it.
+    covered = [i for i in range(1, len(rows)) if i <= exit_at - 0.5] or range(1, len(rows))
+    assert m.at[0] in covered
 
 
 def test_a_breakdown_read_after_the_exit_says_so_once() -> None:
@@ -309,12 +412,14 @@ def test_series_stats_at_peak_prefers_the_highest_parts_over_the_highest_usage()
     s = SeriesStats()
     whole = Counters(memory_current=100, memory_anon=60, memory_file=38, memory_kernel=2)
     torn = Counters(memory_current=105, memory_anon=4, memory_file=38, memory_kernel=2)
-    s.add(0.0, whole)
-    s.add(1.0, torn)
-    s.add(2.0, Counters(memory_current=50, memory_anon=20, memory_file=10))
-    assert s.peak_memory == 105
-    assert s.at_peak == (0.0, whole)
-    assert s.at_peak[1] is whole
+    s.add(0.0, START)
+    s.add(1.0, whole)
+    s.add(2.0, torn)
+    s.add(3.0, Counters(memory_current=50, memory_anon=20, memory_file=10))
+    m = s.maxima(3.0)
+    assert m.memory == 105
+    assert m.at == (1.0, whole)
+    assert m.at[1] is whole
 
 
 def test_series_stats_at_peak_without_parts_is_the_highest_usage_first_on_ties() -> None:
@@ -326,15 +431,17 @@ def test_series_stats_at_peak_without_parts_is_the_highest_usage_first_on_ties()
     s.add(2.0, second)
     s.add(3.0, Counters(memory_current=200))
     s.add(4.0, Counters(cpu_usage_us=5))  # no memory reading
-    assert s.at_peak == (1.0, first)
-    assert s.at_peak[1] is first
+    m = s.maxima(4.0)
+    assert m.at == (1.0, first)
+    assert m.at[1] is first
+    assert m.working_set == 299  # first's 300 − 1 of inactive file
 
 
 def test_series_stats_no_memory_no_peak() -> None:
     s = SeriesStats()
     s.add(0.0, Counters(cpu_usage_us=1))
-    assert s.at_peak is None
-    assert s.part_peaks.parts() is None
+    s.add(1.0, Counters(cpu_usage_us=2), final=True)
+    assert s.maxima(0.5) == SampledMaxima(None, None, None, None, None)
 
 
 # -- what the limit cost -----------------------------------------------------------------------

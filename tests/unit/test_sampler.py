@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from edgeprof.errors import BackendError
+from edgeprof.measure.memory import SampledMaxima
 from edgeprof.measure.samplefile import SampleWriter
 from edgeprof.measure.sampler import (
     MIN_AVG_READINGS,
@@ -136,8 +137,8 @@ def test_time_weighted_average_memory_is_trapezoidal() -> None:
     assert [o.working_set_bytes for o in out] == [60, 200, 300, 0]
     # ((60+200)/2 + (200+300)/2·2 + (300+0)/2 + 0·1) / 5 = (130 + 500 + 150) / 5
     assert s.avg_working_set(5.0) == 156
-    assert s.peak_memory == 300
-    assert s.peak_working_set == 300
+    peaks = s.maxima(5.0)
+    assert (peaks.memory, peaks.working_set) == (300, 300)
     assert [o.memory_bytes for o in out] == [100, 300, 300, 60]
 
 
@@ -234,8 +235,7 @@ def test_none_fields_stay_none() -> None:
     assert s.cpu_peak_pct() is None
     assert s.avg_memory(1.5) is None
     assert s.avg_working_set(1.5) is None
-    assert s.peak_memory is None
-    assert s.peak_working_set is None
+    assert s.maxima(1.5) == SampledMaxima(None, None, None, None, None)
     assert s.peak_pids is None
     assert s.count == 3
 

@@ -45,8 +45,8 @@ def test_the_start_reading_is_no_sampled_peak() -> None:
     s = SeriesStats()
     s.add(0.005, Counters(memory_current=472 * 1024, memory_inactive_file=0))
     s.add(0.072, Counters(), final=True)
-    assert s.peak_memory is None
-    assert s.peak_working_set is None
+    m = s.maxima(0.07)
+    assert (m.memory, m.working_set, m.at) == (None, None, None)
     assert s.memory_readings == 1
 
 
@@ -55,8 +55,10 @@ def test_a_later_reading_is_the_peak_even_below_the_start() -> None:
     s.add(0.0, Counters(memory_current=5 * MiB))
     s.add(0.1, Counters(memory_current=3 * MiB))
     s.add(0.2, Counters(memory_current=4 * MiB), final=True)
-    assert s.peak_memory == 4 * MiB
-    assert s.peak_working_set == 4 * MiB
+    m = s.maxima(0.15)  # the reading at 0.2 s, after the exit, reads memory freed
+    assert (m.memory, m.working_set) == (3 * MiB, 3 * MiB)
+    m = s.maxima(0.2)
+    assert (m.memory, m.working_set) == (4 * MiB, 4 * MiB)
 
 
 def test_a_run_read_only_at_its_start_has_an_unknown_peak_and_says_why() -> None:
