@@ -32,7 +32,7 @@ from typing import Any
 
 from ..units import MAX_CPU, MAX_CPUS, MAX_PERIOD_US, MAX_PIDS, MAX_SIZE, MIN_CPUS, MIN_QUOTA_US
 from .fitdoc import FIT_SCHEMA_VERSION, Fit, Fits
-from .jsoncheck import ARGV, MAX_SECONDS, NO_CONTROL, AnyText, non_negative, seconds
+from .jsoncheck import ARGV, MAX_PERCENT, MAX_SECONDS, NO_CONTROL, AnyText, non_negative, seconds
 from .predictionsdoc import PREDICTIONS_SCHEMA, PredictionsDoc
 from .results import SCHEMA_VERSION, RunResult
 
@@ -169,6 +169,8 @@ def _object(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
             number["minimum"] = 0
         if seconds(name):
             number["maximum"] = MAX_SECONDS
+        if name.endswith("_pct"):  # the reader's MAX_PERCENT, which the schema had left out
+            number["maximum"] = MAX_PERCENT
         if name in docs:
             schema = {"description": docs[name], **schema}
         props[name] = schema

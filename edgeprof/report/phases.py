@@ -374,7 +374,8 @@ def section_tables(
     phases = phase_rows(results)
     if phases:
         medians = [MEDIAN_PHASES_NOTE] if aggregated(results) else []
-        out.append(("Phases", PHASE_COLUMNS, phases, medians + capped))
+        unread = unread_cpu_notes(results)
+        out.append(("Phases", PHASE_COLUMNS, phases, medians + unread + capped))
     marks, left_out = mark_rows(results)
     if marks:
         out.append(("Marks", MARK_COLUMNS, marks, left_out if phases else capped + left_out))
@@ -383,6 +384,26 @@ def section_tables(
         cells = [cell for row in latency for cell in row[4:8]]
         out.append(("Latency", LATENCY_COLUMNS, latency, latency_notes(cells, _latencies(results))))
     return out
+
+
+def unread_cpu_notes(results: Sequence[RunResult]) -> list[str]:
+    """The note under the Phases table for the phases whose CPU TIME is n/a because no
+    reading of the CPU counter fell inside them (:attr:`PhaseStats.cpu_readings`): said,
+    where an interpolated figure had been printed as measured (a 90 µs warmup at 1.1 µs)."""
+    shortest: dict[str, float] = {}
+    interval = None
+    for r in results:
+        for p in r.phases:
+            if p.cpu_readings == 0:
+                shortest[p.name] = min(p.wall_s, shortest.get(p.name, p.wall_s))
+                interval = min(r.samples.interval_s, interval or r.samples.interval_s)
+    if not shortest:
+        return []
+    listed = ", ".join(f"{n} ({format_seconds(w)})" for n, w in shortest.items())
+    return [
+        f"CPU n/a: no reading of the CPU counter (every {interval:g}s) fell inside {listed}; "
+        "a finer --interval reads a short phase"
+    ]
 
 
 MEDIAN_PHASES_NOTE = (

@@ -30,6 +30,7 @@ from edgeprof.measure.phases import (
     phase_stats,
 )
 from edgeprof.model import Counters, LatencyStats, Mark, PhaseStats, RunResult, Termination
+from edgeprof.report.phases import unread_cpu_notes
 from edgeprof.report.results import render_markdown, render_plain
 from tests.conftest import require_module
 from tests.fakes import FakeBackend, linear
@@ -683,3 +684,34 @@ def test_a_rows_cpu_pct_is_its_own_cpu_time_over_its_own_wall() -> None:
     i = lines.index("Phases")
     assert lines[i + 3].split()[1:6] == ["load", "1", "41.2ms", "8.5ms", "20.6%"]
     assert "CPU % that of the medians" not in render_plain(runs[:1])
+
+
+def test_a_phase_no_reading_fell_inside_has_no_cpu_time() -> None:
+    """``infer`` runs [0.5, 0.75] between the readings at 0 and 1 s: its CPU time had been
+    the readings' 1 s shared out by time (0.25 s, 100 %), the stretch's, not the phase's (a
+    90 µs warmup had read 1.1 µs).  It is n/a, and the readings inside say why."""
+    occ = [Occurrence("load", 0.0, 0.5), Occurrence("infer", 0.5, 0.75)]
+    load, infer = phase_stats(occ, BENCH_GAP, [], run_end=1.0)
+    assert (infer.cpu_s, infer.cpu_pct, infer.cpu_readings) == (None, None, 0)
+    assert infer.wall_s == 0.25
+    assert (load.cpu_s, load.cpu_pct, load.cpu_readings) == (0.5, 100.0, 1)  # the one at 0 s
+    # A reading on a boundary is inside: the phase's CPU is read there, not shared out.
+    (edge,) = phase_stats([Occurrence("x", 0.25, 1.0)], BENCH_GAP, [], run_end=1.0)
+    assert (edge.cpu_s, edge.cpu_readings) == (0.75, 1)
+
+
+def test_the_phases_table_says_which_phases_no_reading_fell_inside() -> None:
+    ph = PhaseStats("warmup", 1, 0.01, 41.1e-6, None, None, 8 * MiB, "sampled", 8 * MiB,
+                    cpu_readings=0)  # fmt: skip
+    read = PhaseStats("load", 1, 0.02, 0.3125, 0.0149, 4.8, 26 * MiB, "kernel", 24 * MiB,
+                      cpu_readings=6)  # fmt: skip
+    r = make_result(phases=(ph, read))
+    text = render_plain([r])
+    assert (
+        "CPU n/a: no reading of the CPU counter (every 0.1s) fell inside warmup (41.1µs); "
+        "a finer --interval reads a short phase"
+    ) in text
+    assert unread_cpu_notes([make_result(phases=(read,))]) == []
+    # Files written before the count (None) say nothing.
+    old = dataclasses.replace(ph, cpu_readings=None)
+    assert unread_cpu_notes([make_result(phases=(old,))]) == []
