@@ -44,7 +44,8 @@ class SampleWriter:
         self._pending = 0
         self.error: OSError | None = None
         self.spoiled: str | None = None
-        """How another process changed the file (``"removed"``, ``"changed: …"``), if it did."""
+        """How another process changed the file, if it did: ``"removed or replaced"``
+        (unlinked, by ``rm`` or a rename over it), ``"changed (…)"``."""
         self._rows.append(",".join(Sample.columns() if columns is None else columns))
         self._flush_s = flush_s
         self._flush()
@@ -100,7 +101,7 @@ class SampleWriter:
         """Whether the file is no longer what was written to it; if so, the writing ends."""
         st = os.fstat(cast(int, self._fd))
         if st.st_nlink == 0:
-            self.spoiled = "removed"
+            self.spoiled = "removed or replaced"
         elif st.st_size != self._good:
             self.spoiled = f"changed ({st.st_size} bytes where edgeprof had written {self._good})"
         else:

@@ -18,8 +18,8 @@ from tests.conftest import require_module
 from .conftest import make_result
 
 SPOILED = (
-    "out/samples.csv was removed by another process during the run: it is not kept as the "
-    "run's samples (the statistics cover them all)"
+    "out/samples.csv was removed or replaced by another process during the run: it is not kept "
+    "as the run's samples (the statistics cover them all)"
 )
 REFUSED = (
     "/x/samples.csv not read: outside /x (where the result naming it is), edgeprof reads only "
