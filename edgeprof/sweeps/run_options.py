@@ -86,4 +86,9 @@ def check_dir(
             f"{where}; --image runs {image} as it is: build from it instead "
             f"(--base-image {image} --dir {env_dir})"
         )
-    raise ConfigError(f"{where}: give --base-image")
+    # Alone it may mean "run in this directory": "give --base-image" had then been answered
+    # by "need --backend docker" on a host without Docker (a verifier's circle).
+    raise ConfigError(
+        f"{where}: give --base-image to build one with it (Docker), or --cwd {env_dir} to "
+        "run in it on this host"
+    )

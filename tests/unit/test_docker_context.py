@@ -123,7 +123,11 @@ def test_a_docfile_says_which_keys_it_supersedes(project: Path) -> None:
             ", not into one from --dockerfile: its build context is . (COPY the files "
             "there), so leave out --dir",
         ),
-        ([], ": give --base-image"),
+        (
+            [],
+            ": give --base-image to build one with it (Docker), or --cwd app to run in it on "
+            "this host",
+        ),
     ],
 )
 def test_dir_without_base_image_is_refused_in_one_line(
