@@ -162,7 +162,11 @@ def earlier_sweep(out: Path, plan: SweepPlan, measured: Measured) -> Resume | No
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     complete = data.get("stopped") is None and not data.get("interrupted")
     budgets = data.get("budgets")
-    resumed = (*history, {"at": now, "kept": len(kept)})
+    measured_steps = sum(1 for s in plan.steps() if not s.warmup)
+    # A finished sweep resumed makes nothing: no resumption to record (its reports had said
+    # "the statistics pool the runs made before and after" of none made after, a verifier's).
+    nothing = complete and len(kept) == measured_steps
+    resumed = history if nothing else (*history, {"at": now, "kept": len(kept)})
     return Resume(out, kept, files, resumed, complete, path, budgets)
 
 
@@ -175,8 +179,9 @@ def _workdir_differs(theirs: object, mine: str | None) -> str | None:
         return None
     now = "its image's own" if mine is None else mine
     return (
-        f"workload ran in {theirs}, this one would run in {now}, where its relative paths "
-        f"name other files; run it from {theirs} or give --cwd {theirs}"
+        f"workload ran in {theirs}, this one would run in {now}, where a relative path (in "
+        f"its command, -m, --budgets) would name another file; run it from {theirs} or give "
+        f"--cwd {theirs}"
     )
 
 

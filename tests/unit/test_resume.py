@@ -104,9 +104,12 @@ def test_resuming_a_finished_sweep_makes_nothing(
     capsys.readouterr()
     assert main([*sweep[:-2], "--resume", "--", "true"]) == 0
     err = capsys.readouterr().err
-    assert "--resume: 2 of 2 measured run(s) kept" in err
+    # Said as what it is, and recorded as no resumption: it had said "the rest are made", and
+    # every later report "the statistics pool the runs made before and after" (a verifier's).
+    assert "--resume: the sweep in sw is finished: all 2 measured runs kept" in err
     assert "edgeprof: [" not in err  # no run made, warm-ups included
     assert files(tmp_path / "sw") == before
+    assert "resumed" not in json.loads((tmp_path / "sw" / "sweep.json").read_text())
 
 
 def test_resume_with_no_sweep_there_makes_the_whole_sweep(
@@ -315,7 +318,7 @@ def test_resume_keeps_runs_on_the_cores_edgeprof_leased_them(
     capsys.readouterr()
     assert main([*sweep, "--resume", "--", "true"]) == 0
     err = capsys.readouterr().err
-    assert "edgeprof: note: --resume: 4 of 4 measured run(s) kept; the rest are made\n" in err
+    assert "--resume: the sweep in sw is finished: all 4 measured runs kept\n" in err
     assert "edgeprof: [" not in err
     assert files(tmp_path / "sw") == before
 
@@ -353,14 +356,15 @@ def test_resume_refuses_a_sweep_whose_workload_ran_in_another_directory(
     here = os.path.realpath(work / "elsewhere")
     assert line == (
         f"edgeprof: error: --resume: ../sw/sweep.json's workload ran in {recorded['workdir']}, "
-        f"this one would run in {here}, where its relative paths name other files; run it "
-        f"from {recorded['workdir']} or give --cwd {recorded['workdir']}, or another --out"
+        f"this one would run in {here}, where a relative path (in its command, -m, --budgets) "
+        f"would name another file; run it from {recorded['workdir']} or give --cwd "
+        f"{recorded['workdir']}, or another --out"
     )
     assert files(work / "sw") == before
     # The same directory through --cwd is the same workload's: kept.
     cwd = ["--cwd", str(work)]
     assert main([*sweep, *cwd, "--out", "../sw", "--resume", "--", "true"]) == 0
-    assert "--resume: 4 of 4 measured run(s) kept" in capsys.readouterr().err
+    assert "is finished: all 4 measured runs kept" in capsys.readouterr().err
     assert files(work / "sw") == before
 
 
@@ -376,7 +380,7 @@ def test_a_sweep_json_without_workdir_is_resumed_as_before(
     (tmp_path / "sw" / "sweep.json").write_text(json.dumps(data))
     capsys.readouterr()
     assert main([*sweep, "--cwd", "/", "--resume", "--", "true"]) == 0
-    assert "--resume: 2 of 2 measured run(s) kept" in capsys.readouterr().err
+    assert "is finished: all 2 measured runs kept" in capsys.readouterr().err
 
 
 def test_a_resume_without_budgets_keeps_the_recorded_ones_and_says_so(
