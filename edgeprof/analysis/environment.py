@@ -15,21 +15,31 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..measure.doctor import Finding
 from ..measure.leases import LEASE_DIR_ENV
+from ..measure.limits import THREAD_VARS
 from ..storage import check_appendable
 from .devices import DEVICES_ENV, builtin_catalog, parse_catalog
 
-_SHOWN = ("NO_COLOR", "COLUMNS", "RAY_ADDRESS", "CUDA_VISIBLE_DEVICES")
+_SHOWN = (*THREAD_VARS, "NO_COLOR", "COLUMNS", "RAY_ADDRESS", "CUDA_VISIBLE_DEVICES")
 """Read as they are, nothing to check: said so that a value nobody remembers setting shows."""
 
 
-def environment_findings(env: Mapping[str, str] | None = None) -> list[Finding]:
-    """One finding per variable edgeprof reads that is set, and the device catalogs."""
+def environment_findings(
+    env: Mapping[str, str] | None = None, euid: int | None = None
+) -> list[Finding]:
+    """One finding per variable edgeprof reads that is set, and the device catalogs.
+    ``$XDG_RUNTIME_DIR`` is checked only where it holds the leases (a user's run without
+    ``$EDGEPROF_LEASE_DIR``): root's leases are in ``/run/edgeprof``, and a bad one had been
+    ``[MISS]`` for root (a verifier's)."""
     env = os.environ if env is None else env
+    euid = os.geteuid() if euid is None else euid
     found = [catalog_finding(env.get(DEVICES_ENV))]
     if env.get(LEASE_DIR_ENV):
         found.append(_directory(LEASE_DIR_ENV, Path(env[LEASE_DIR_ENV])))
-    if env.get("XDG_RUNTIME_DIR"):
-        found.append(_directory("XDG_RUNTIME_DIR", Path(env["XDG_RUNTIME_DIR"])))
+    xdg = env.get("XDG_RUNTIME_DIR")
+    if xdg and euid != 0 and not env.get(LEASE_DIR_ENV):
+        found.append(_directory("XDG_RUNTIME_DIR", Path(xdg)))
+    elif xdg:
+        found.append(Finding("$XDG_RUNTIME_DIR", None, f"{xdg!r} (not where the leases are)"))
     if env.get("GITHUB_STEP_SUMMARY"):
         found.append(_step_summary(Path(env["GITHUB_STEP_SUMMARY"])))
     found += [Finding(f"${k}", None, repr(env[k])) for k in _SHOWN if k in env]

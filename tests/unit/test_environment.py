@@ -43,13 +43,29 @@ def test_every_variable_set_is_one_line_and_unset_ones_none(tmp_path: Path) -> N
         "NO_COLOR": "1",
         "RAY_ADDRESS": "ray://h:10001",
     }
-    found = {f.topic: f for f in environment_findings(env)}
+    found = {f.topic: f for f in environment_findings(env, euid=1000)}
     assert list(found) == ["device catalog", "$EDGEPROF_LEASE_DIR", "$XDG_RUNTIME_DIR",
                            "$GITHUB_STEP_SUMMARY", "$NO_COLOR", "$RAY_ADDRESS"]  # fmt: skip
     assert found["$EDGEPROF_LEASE_DIR"].ok is True
+    # $EDGEPROF_LEASE_DIR holds the leases: $XDG_RUNTIME_DIR is only shown.
+    xdg = repr(str(afile / "x"))
+    assert found["$XDG_RUNTIME_DIR"] == Finding(
+        "$XDG_RUNTIME_DIR", None, f"{xdg} (not where the leases are)"
+    )
+    # A user's run without it keeps its leases there: checked.
+    del env["EDGEPROF_LEASE_DIR"]
+    env["OMP_NUM_THREADS"] = "2"
+    found = {f.topic: f for f in environment_findings(env, euid=1000)}
     assert found["$XDG_RUNTIME_DIR"] == Finding(
         "$XDG_RUNTIME_DIR", False, f"{afile / 'x'}: {afile} is not a directory",
         "point $XDG_RUNTIME_DIR elsewhere",
     )  # fmt: skip
+    assert found["$OMP_NUM_THREADS"] == Finding("$OMP_NUM_THREADS", None, "'2'")
+    # Root's leases are in /run/edgeprof: a bad $XDG_RUNTIME_DIR is no fault of its (it had
+    # been [MISS], a verifier's).
+    assert environment_findings(env, euid=0)[1] == Finding(
+        "$XDG_RUNTIME_DIR", None, f"{xdg} (not where the leases are)"
+    )
+    found = {f.topic: f for f in environment_findings(env, euid=1000)}
     assert found["$GITHUB_STEP_SUMMARY"].ok is False
     assert found["$NO_COLOR"] == Finding("$NO_COLOR", None, "'1'")
