@@ -19,6 +19,7 @@ from .options import (
     CpuPeriod,
     DeviceName,
     DevicesFile,
+    KillGrace,
     LocalBackendName,
 )
 
@@ -116,6 +117,7 @@ def profile_cmd(
     timeout: Annotated[
         str | None, typer.Option(help="Stop the run after this many seconds.")
     ] = None,
+    kill_grace: KillGrace = None,
     python: Annotated[
         str | None, typer.Option(help="Interpreter with torch for the worker (default: this).")
     ] = None,
@@ -139,8 +141,12 @@ def profile_cmd(
     from ..report.results import print_table
     from ..storage import check_writable
     from ..sweeps.labels import one_setting
+    from ..units import named, parse_duration
 
     one_setting("layers profile", cpus, memory, sweep=False)
+    if kill_grace is not None:  # refused now, not at the run's timeout
+        with named("--kill-grace"):
+            parse_duration(kill_grace, "kill grace")
     request = make_request(
         factory,
         input_shape or [],
@@ -172,6 +178,7 @@ def profile_cmd(
         expect_layers=None if existing is None else existing.layers,
         check_whole=existing is not None and completes(existing, request),
         timeout=timeout,
+        kill_grace=kill_grace,
         cgroup_parent=cgroup_parent,
         device=device,
         env=chosen.env,

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..backends import Backend
 from ..errors import ConfigError
-from ..measure.runner import profile
+from ..measure.runner import DEFAULT_KILL_GRACE_S, profile
 from ..model import Limits, RunResult, Termination
 from ..units import format_binary
 from ..version import __version__
@@ -196,6 +196,7 @@ def run_layers(
     expect_layers: int | None = None,
     check_whole: bool = False,
     timeout: float | str | None = None,
+    kill_grace: float | str | None = None,
     cwd: str | Path | None = None,
     cgroup_parent: str | None = None,
     stdout: int | None = None,
@@ -204,8 +205,9 @@ def run_layers(
     allow_over_host: bool = False,
     device_cores: int | None = None,
 ) -> LayersRun:
-    """Run the worker under ``limits`` and collect its records (``allow_over_host`` and
-    ``device_cores``: as :func:`~edgeprof.measure.runner.profile`'s).
+    """Run the worker under ``limits`` and collect its records (``allow_over_host``,
+    ``device_cores`` and ``kill_grace``: as :func:`~edgeprof.measure.runner.profile`'s;
+    ``None``: its default grace).
 
     ``python``: the interpreter that runs the worker (default: this one; it needs torch).
     ``expect_layers``: the layer count the model must have (a results file being extended).
@@ -251,6 +253,7 @@ def run_layers(
             limits,
             backend=backend,
             timeout=timeout,
+            kill_grace=DEFAULT_KILL_GRACE_S if kill_grace is None else kill_grace,
             cwd=cwd,
             name=request.name,
             cgroup_parent=cgroup_parent,

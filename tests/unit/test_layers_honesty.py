@@ -368,3 +368,28 @@ def test_a_file_of_another_kind_says_what_it_is(
     assert rc == 2
     assert capsys.readouterr().err == expected
     assert path.read_text() == before
+
+
+def test_kill_grace_reaches_the_layers_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``layers profile`` had --timeout but no --kill-grace (a verifier's): it reaches the
+    run, and a bad value is refused before it."""
+    seen: dict[str, Any] = {}
+
+    def fake_run(req: Any, limits: Any, **kw: Any) -> Any:
+        seen.update(kw)
+        return _collect(make_result(exit_code=2), req, limits, [MODEL])
+
+    monkeypatch.setattr("edgeprof.layers.run.run_layers", fake_run)
+    out = tmp_path / "p.yml"
+    argv = ["layers", "m:build", "--input-shape", "8", "-o", str(out), "--timeout", "5"]
+    main([*argv, "--kill-grace", "0.5"])
+    assert seen["timeout"] == "5" and seen["kill_grace"] == "0.5"
+    capsys.readouterr()
+    seen.clear()
+    assert main([*argv, "--kill-grace", "-1"]) == 2
+    assert capsys.readouterr().err == (
+        "edgeprof: error: --kill-grace: invalid kill grace '-1': must be greater than 0\n"
+    )
+    assert seen == {}
