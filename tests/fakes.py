@@ -161,6 +161,7 @@ class FakeBackend(Backend):
         others: Callable[[], int | None] | None = None,
         own_group: bool = True,
         tasks: TaskScan | None = None,
+        possible: frozenset[int] | None = None,
     ) -> None:
         """``peak_file``: per-phase peak windows over this file, per descriptor (cgroup v2's
         kind) or, with ``shared_peak``, one shared mark (cgroup v1's kind).  ``others``: the
@@ -170,10 +171,12 @@ class FakeBackend(Backend):
         process group, as the cgroup and process backends spawn it (only its main process
         is signalled then: a workload with children would leave them running).  ``tasks``:
         what every scan of the run's tasks finds (``RunHandle.task_scan``; ``None``: the
-        backend cannot list them)."""
+        backend cannot list them).  ``possible``: the machine's CPUs (``None``: unknown, not
+        this host's, so a test of scripted CPUs does not depend on the machine it runs on)."""
         self._tasks = tasks
         self.script = script or linear()
         self._cpus = cpus
+        self._possible = possible
         self._peak_file = peak_file
         self._shared_peak = shared_peak
         self._oom_file = oom_file
@@ -190,6 +193,9 @@ class FakeBackend(Backend):
 
     def available_cpus(self) -> tuple[int, ...]:
         return self._cpus
+
+    def possible_cpus(self) -> frozenset[int] | None:
+        return self._possible
 
     def warnings(self) -> list[str]:
         return ["fake backend: counters are scripted, not measured"]

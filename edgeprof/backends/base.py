@@ -72,13 +72,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
+from ..errors import ConfigError
 from ..model import Counters, Limits, RunSpec
+from ..units import parse_cpuset
 from ._tasks import TaskScan, all_stopped, scan_tasks
 
 _H = TypeVar("_H", bound="RunHandle")
 
 
 MEMINFO = Path("/proc/meminfo")
+POSSIBLE_CPUS = Path("/sys/devices/system/cpu/possible")
+
+
+def cpus_possible(path: Path | None = None) -> frozenset[int] | None:
+    """The CPUs a kernel can ever bring up, from its ``possible`` list (:data:`POSSIBLE_CPUS`,
+    ``0-1`` on a 2-CPU host); ``None`` where it cannot be read.  A CPU outside it exists on no
+    account: the kernel refuses it in any ``cpuset.cpus`` (``cpulist_parse``'s ERANGE)."""
+    try:
+        text = (POSSIBLE_CPUS if path is None else path).read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        return frozenset(parse_cpuset(text))
+    except ConfigError:  # not the kernel's list format: unknown, not empty
+        return None
 
 
 def meminfo_total(meminfo: Path | None = None) -> int | None:
@@ -446,6 +463,12 @@ class Backend(abc.ABC):
         ``--memory`` is checked against; ``None`` if unknown (then nothing is checked).  A
         host backend's runs use this machine: its ``MemTotal``."""
         return meminfo_total() if self.runs_on_host else None
+
+    def possible_cpus(self) -> frozenset[int] | None:
+        """The CPUs the machine of this backend's runs can ever have (``None``: unknown), so
+        a ``--cpuset`` naming another is refused even under ``--allow-over-host``.  A host
+        backend's: this kernel's possible CPUs (:func:`cpus_possible`)."""
+        return cpus_possible() if self.runs_on_host else None
 
     def memory_available(self) -> int | None:
         """Memory (bytes) the machine of this backend's runs can give a run now without

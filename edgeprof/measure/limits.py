@@ -73,6 +73,7 @@ def resolve(
     memory: int | None = None,
     allow_over_host: bool = False,
     memory_source: str = "MemTotal",
+    possible: frozenset[int] | None = None,
 ) -> tuple[Limits, bool]:
     """Validate ``limits`` against the CPUs a run may use here and the host's ``memory``
     (bytes, :func:`host_memory`, named by ``memory_source``; ``None``: not checked).
@@ -87,6 +88,11 @@ def resolve(
     knows better than the figures (a CPU outside edgeprof's affinity, a quota meant as no
     limit); what the kernel refuses then fails the run's launch.  Such a ``cpus`` is not
     pinned (there are not as many cores to pin it to).
+
+    A ``cpuset`` CPU outside ``possible`` (the machine's CPUs, :meth:`Backend.possible_cpus`;
+    ``None``: unknown) is refused whatever ``allow_over_host``: no figure is wrong there, the
+    CPU does not exist.  ``--cpuset 5`` on a 2-CPU host was told "--allow-over-host to run
+    anyway", and that run failed at launch with the kernel's ERANGE (a tester's).
     """
     avail = format_cpuset(available)
     over_memory = memory is not None and limits.memory is not None and limits.memory > memory
@@ -102,6 +108,7 @@ def resolve(
         )
     if limits.cpuset is not None:
         missing = [c for c in limits.cpuset if c not in available]
+        _refuse_absent(limits.cpuset, missing, possible)
         if missing and not allow_over_host:
             raise LimitError(
                 f"--cpuset {format_cpuset(limits.cpuset)}: CPU {format_cpuset(missing)} "
@@ -126,6 +133,23 @@ def resolve(
             pinned = available[: int(limits.cpus)]
             return dataclasses.replace(limits, cpuset=pinned), True
     return limits, False
+
+
+def _refuse_absent(
+    cpuset: Sequence[int], missing: Sequence[int], possible: frozenset[int] | None
+) -> None:
+    """Refuse a ``cpuset`` whose ``missing`` CPUs (not available to the run) include one the
+    machine does not have: no option makes such a CPU usable."""
+    if possible is None:
+        return
+    absent = [c for c in missing if c not in possible]
+    if absent:
+        which = "CPUs" if len(absent) > 1 else "CPU"
+        raise LimitError(
+            f"--cpuset {format_cpuset(cpuset)}: {which} {format_cpuset(absent)} "
+            f"{'do' if len(absent) > 1 else 'does'} not exist on this machine (its CPUs: "
+            f"{format_cpuset(sorted(possible))})"
+        )
 
 
 def device_refusal(device: str, exc: LimitError, replaced: Sequence[str] = ()) -> LimitError:

@@ -207,7 +207,12 @@ def profile(
     memory, source = host_memory(be)
     try:
         applied, auto_pinned = resolve(
-            limits, allowed, memory=memory, allow_over_host=allow_over_host, memory_source=source
+            limits,
+            allowed,
+            memory=memory,
+            allow_over_host=allow_over_host,
+            memory_source=source,
+            possible=be.possible_cpus(),
         )
     except LimitError as exc:
         if device is None:

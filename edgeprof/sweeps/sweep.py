@@ -235,8 +235,10 @@ def check_limits(
     if elsewhere is None:
         available = allowed_cpus(backend)
         memory, source = host_memory(backend)
-    else:
+        possible = backend.possible_cpus()
+    else:  # the part's machine's CPUs are not known here
         available, memory, source = tuple(range(elsewhere[0])), elsewhere[1], "the part's"
+        possible = None
     for lim in plan.limits:
         applied, _ = resolve(
             lim,
@@ -244,6 +246,7 @@ def check_limits(
             memory=memory,
             allow_over_host=plan.allow_over_host,
             memory_source=source,
+            possible=possible,
         )
         refused = backend.limit_unavailable(applied)
         if refused is not None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from edgeprof.backends._peak_reset import FdPeakReset, SharedPeakReset, apply_floor
-from edgeprof.backends.base import Backend, CleanupScope, RunHandle
+from edgeprof.backends.base import Backend, CleanupScope, RunHandle, cpus_possible
 from edgeprof.measure import gc
 from edgeprof.measure.runner import profile
 from edgeprof.model import Counters, RunSpec
@@ -149,3 +149,14 @@ def test_stats_reply_to_counters() -> None:
         net_tx_bytes=8,
         pids_current=3,
     )
+
+
+def test_cpus_possible_reads_the_kernels_list(tmp_path: Path) -> None:
+    f = tmp_path / "possible"
+    f.write_text("0-1\n")  # this 2-CPU host's
+    assert cpus_possible(f) == frozenset({0, 1})
+    f.write_text("0-3,8\n")
+    assert cpus_possible(f) == frozenset({0, 1, 2, 3, 8})
+    f.write_text("garbage\n")
+    assert cpus_possible(f) is None  # unknown, not "no CPU"
+    assert cpus_possible(tmp_path / "absent") is None

@@ -363,6 +363,16 @@ def test_the_lease_is_released_when_the_run_raises(isolated_core_leases: Path) -
     assert held(isolated_core_leases, range(2)) == set()
 
 
+def test_a_cpu_the_machine_lacks_takes_no_lease(isolated_core_leases: Path) -> None:
+    """``--cpuset 5 --allow-over-host`` on a 2-CPU host had leased core 5 (its file left in
+    the lease directory) before the kernel refused the CPU at launch: now it is refused
+    before anything is taken."""
+    be = FailingBackend(cpus=(0, 1), possible=frozenset({0, 1}))
+    with pytest.raises(LimitError, match=r"^--cpuset 5: CPU 5 does not exist on this machine"):
+        profile(["true"], Limits(cpuset="5"), backend=be, allow_over_host=True)
+    assert not (isolated_core_leases / "cpu5").exists()
+
+
 def test_a_sweep_does_not_wait_for_itself(tmp_path: Path) -> None:
     """Each run releases before the next leases: every round gets the first core again."""
     plan = SweepPlan(command=("true",), models=("a", "b"), limits=(Limits(cpus=1),), repeat=3)

@@ -75,6 +75,23 @@ def test_cpuset_outside_available_names_the_cpu() -> None:
         resolve(Limits(cpuset="1,5-6"), FOUR)
 
 
+def test_a_cpu_the_machine_lacks_is_refused_even_over_the_host() -> None:
+    """``--cpuset 5`` on a 2-CPU host: no --allow-over-host hint, and that option does not
+    let it through (the kernel refused it at launch, ERANGE)."""
+    two = frozenset({0, 1})
+    for over in (False, True):
+        with pytest.raises(LimitError) as e:
+            resolve(Limits(cpuset="5"), (0, 1), allow_over_host=over, possible=two)
+        assert str(e.value) == "--cpuset 5: CPU 5 does not exist on this machine (its CPUs: 0-1)"
+    with pytest.raises(LimitError, match=r"^--cpuset 1,5-6: CPUs 5-6 do not exist on "):
+        resolve(Limits(cpuset="1,5-6"), (0, 1), allow_over_host=True, possible=two)
+    # A CPU that exists but is not this run's (outside the affinity) keeps the way round it.
+    with pytest.raises(LimitError, match=r"CPU 1 is not available here .*--allow-over-host"):
+        resolve(Limits(cpuset="1"), (0,), possible=two)
+    applied, _ = resolve(Limits(cpuset="1"), (0,), allow_over_host=True, possible=two)
+    assert applied.cpuset == (1,)
+
+
 def test_cpus_above_cpuset_size() -> None:
     with pytest.raises(LimitError) as e:
         resolve(Limits(cpus=2, cpuset="3"), FOUR)
