@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from ..model import Limits
 from ..names import check_name
 from ..storage import read_input
-from ..units import parse_memory_limit
+from ..units import named, parse_cpus, parse_cpuset, parse_memory_limit
 
 
 def limit_settings(
@@ -28,11 +28,16 @@ def limit_settings(
     for s in sets_v:
         if s == "":
             raise ConfigError("--cpuset: empty CPU list")
-    # Read here, where the option is known: a bad size had said "invalid size '0'" alone.
+    # Read here, where the option is known: a bad size had said "invalid size '0'" alone,
+    # and --cpus 0 "invalid CPU count '0'" (a tester's), where --memory 0 named its option.
     sizes = [None if m is None else parse_memory_limit(m, "--memory") for m in mem_v]
+    with named("--cpus"):
+        counts = [None if c is None else parse_cpus(c) for c in cpus_v]
+    with named("--cpuset"):
+        sets = [None if s is None else parse_cpuset(s) for s in sets_v]
     return tuple(
         Limits(cpus=c, cpuset=s, memory=m)
-        for c, s, m in itertools.product(cpus_v or [None], sets_v, sizes or [None])
+        for c, s, m in itertools.product(counts or [None], sets, sizes or [None])
     )
 
 

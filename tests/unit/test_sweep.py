@@ -43,7 +43,9 @@ def test_limit_lists_are_the_product_in_the_order_given() -> None:
     [
         ({"cpus": ["1,,2"]}, "--cpus '1,,2': empty value"),
         ({"memory": ["1g,"]}, "--memory '1g,': empty value"),
-        ({"cpus": ["1,-2"]}, "invalid CPU count '-2'"),
+        ({"cpus": ["1,-2"]}, "^--cpus: invalid CPU count '-2'"),
+        ({"cpus": ["0"]}, "^--cpus: invalid CPU count '0': must be from 0.01 to 65536$"),
+        ({"cpuset": ["1-0"]}, "^--cpuset: invalid CPU list '1-0': range 1-0 is reversed$"),
         ({"memory": ["abc"]}, "invalid size 'abc'"),
         ({"cpuset": [""]}, "--cpuset: empty CPU list"),
         ({"cpus": ["1,1"]}, "'cpus=1' is listed twice"),
@@ -224,7 +226,8 @@ def test_cli_sweep(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--cpus", "1,x"], "invalid CPU count 'x'"),
+        (["--cpus", "1,x"], "error: --cpus: invalid CPU count 'x'"),
+        (["--cpus", "0"], "error: --cpus: invalid CPU count '0': must be from 0.01 to 65536\n"),
         (["--cpus", "1,8"], "--cpus 8 exceeds"),
         (["--memory", "1g,abc"], "invalid size 'abc'"),
         (["--warmup", "-1"], "--warmup -1"),
