@@ -6,12 +6,12 @@ holds).  Apart from :mod:`.devices`, the catalog's parser and the limits it give
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..errors import ConfigError
 from ..names import as_word
-from .devices import catalog_paths, load_catalog
+from .devices import catalog_paths, either, load_catalog, similar_devices
 
 
 def calibrated_devices(
@@ -43,18 +43,17 @@ def _same_file(a: Path, b: Path) -> bool:
 def close_devices(
     name: str, environ: Mapping[str, str] | None = None, catalog: Path | None = None
 ) -> list[str] | None:
-    """The catalog names closest to ``name`` (at most 3, best first), ``catalog`` (a
+    """The catalog names ``name`` begins, then the closest others (at most 3, best first:
+    :func:`~edgeprof.analysis.devices.similar_devices`), ``catalog`` (a
     ``--devices`` file) merged in; ``None`` where it is one of them, or no catalog can be
     read."""
-    import difflib
-
     try:
         names = list(load_catalog(catalog_paths(catalog, environ)))
     except ConfigError:
         return None
     if name in names:
         return None
-    return difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    return similar_devices(name, names)
 
 
 def calibration_device_notes(
@@ -79,15 +78,10 @@ def calibration_device_notes(
         )
     close = close_devices(name, environ, catalog)
     if close is not None:
-        hint = f" (did you mean {_either(close)}?)" if close else ""
+        hint = f" (did you mean {either(close)}?)" if close else ""
         notes.append(
             f"--device {word} is in no device catalog{hint}: fine for a device of your own, "
             "but the calibration records this name, and a run as another device is warned "
             f"that its predictions are for --device {word}"
         )
     return notes
-
-
-def _either(names: Sequence[str]) -> str:
-    """``a``, ``a or b``, ``a, b or c``."""
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"

@@ -22,6 +22,7 @@ from edgeprof.analysis.devices import (
     parse_catalog,
     resolve_device,
     share_of,
+    similar_devices,
 )
 from edgeprof.analysis.headroom import limit_fit
 from edgeprof.cli import main
@@ -619,6 +620,16 @@ def test_calibrated_devices_are_the_entries_naming_the_file(tmp_path: Path) -> N
     assert calibrated_devices(tmp_path / "other.yml", ["a"], cat) == set()
 
 
+def test_similar_devices_offer_the_whole_family_first() -> None:
+    names = ["rpi4-1gb", "rpi4-2gb", "rpi5-4gb", "jetson-nano"]
+    assert similar_devices("rpi4", names, close=1) == ["rpi4-1gb", "rpi4-2gb"]
+    assert similar_devices("rpi4", names) == ["rpi4-1gb", "rpi4-2gb", "rpi5-4gb"]
+    assert similar_devices("rpi5-4g", names, close=1) == ["rpi5-4gb"]
+    assert similar_devices("rpi6-4gb", names, close=1) == ["rpi5-4gb"]  # no family: close
+    assert similar_devices("nope", names) == []
+    assert similar_devices("", names) == []  # every name begins with it: no family
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -626,6 +637,11 @@ def test_calibrated_devices_are_the_entries_naming_the_file(tmp_path: Path) -> N
         (
             ["--device", "rpi4-4g"],
             "--device rpi4-4g: no such device (did you mean rpi4-4gb? known: ",
+        ),
+        (
+            ["--device", "rpi4"],
+            "--device rpi4: no such device (did you mean rpi4-1gb, rpi4-2gb, rpi4-4gb or "
+            "rpi4-8gb? known: ",
         ),
         (["--device", "x", "--devices", "BAD"], "device 'x': key 'cores': expected a whole"),
         (["--devices", "BAD"], "is a catalog for --device: give --device"),
