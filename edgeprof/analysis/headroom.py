@@ -96,6 +96,18 @@ def with_mapped(used: int, elsewhere: int | None) -> int:
     return used + (elsewhere or 0)
 
 
+def over_device(used: int, elsewhere: int | None, limit: int) -> int | None:
+    """How far what a run holds on a device (:func:`with_mapped`) exceeds ``limit``; ``None``
+    where it fits.  The one rule of ``run``'s verdict (:attr:`LimitFit.warm_only`, from the
+    peak below the limit or the anon + shmem + kernel floor at it) and ``fit``'s
+    (:attr:`~edgeprof.sweeps.fit_outcome.FitOutcome.fits`, from its answer): ``run --memory
+    420m`` of a checkpointing torch script had said "fits at the limit … anon + shmem + kernel
+    355.6MiB leaves 64.4MiB" (exit 0) beside 99.9 MiB of torch's libraries mapped elsewhere,
+    455.5 MiB on a device, where ``fit --memory 420m`` said "does not fit" (a tester's)."""
+    over = with_mapped(used, elsewhere) - limit
+    return over if over > 0 else None
+
+
 def sampled_total(parts: MemoryParts | None) -> int | None:
     """The highest sample's usage (its parts' sum where the usage was not read)."""
     if parts is None:
@@ -208,13 +220,14 @@ class LimitFit:
 
     @property
     def warm_only(self) -> bool:
-        """It fits here only because of ``elsewhere``: peak + those exceed the limit."""
-        need = self.on_device
+        """It fits here (below the limit, or at it) only because of ``elsewhere``: ``used``
+        (the peak, or the floor at the limit) and those exceed the limit
+        (:func:`over_device`, ``fit``'s rule too)."""
         return (
-            self.status is Headroom.FITS
+            self.status.ok
             and self.elsewhere is not None
-            and need is not None
-            and need > self.limit
+            and self.used is not None
+            and over_device(self.used, self.elsewhere, self.limit) is not None
         )
 
     @property
@@ -260,9 +273,22 @@ def changed_limit(r: RunResult) -> LimitChange | None:
     return memory_change(r.limits_changed)
 
 
+def over_limit(r: RunResult) -> int | None:
+    """The run's peak where it lies above the memory limit edgeprof set by more than the
+    kernel's batching (:func:`batching`) allows, ``None`` otherwise: the kernel charges no
+    more than the limit, so such a peak means the workload changed its limit during the run
+    and put it back before the end, where :func:`changed_limit` reads it (a ``--memory 64m``
+    run that raised it, allocated 200 MiB and wrote 64 MiB back had "fitted at the edge"
+    with a 207.5 MiB peak, a tester's)."""
+    limit, peak = r.memory.limit_bytes, r.memory.peak_bytes
+    if limit is None or limit <= 0 or peak is None:
+        return None
+    return peak if peak - limit > batching(r.host.cpus) else None
+
+
 def _limit_fit(r: RunResult) -> LimitFit | None:
     limit = r.memory.limit_bytes
-    if limit is None or limit <= 0 or changed_limit(r) is not None:
+    if limit is None or limit <= 0 or changed_limit(r) is not None or over_limit(r) is not None:
         return None
     p = r.memory.pressure
     stall = None

@@ -12,6 +12,7 @@ from ..analysis.headroom import (
     LimitFit,
     changed_limit,
     charging_slack,
+    over_limit,
     unattributed,
 )
 from ..model import MemoryParts, MemoryPressure, RunResult
@@ -225,12 +226,16 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
     if f.warm_only:
         whole = f.on_device
         assert f.used is not None and f.elsewhere is not None and whole is not None
+        # At the limit the peak is the limit's: what the run holds is its floor (fit's rule).
+        own = floor if f.status is Headroom.AT_LIMIT else f"peak {format_binary(f.used)}"
         said = (
             f"fits here only because {format_binary(f.elsewhere)} of the files it mapped were "
             "cached before it, charged to other groups (e.g. shared libraries): "
-            f"peak {format_binary(f.used)} + those = {format_binary(whole)}, "
+            f"{own} + those = {format_binary(whole)}, "
             f"{format_binary(whole - f.limit)} over the limit; on a device they are its own"
         )
+        if f.status is Headroom.AT_LIMIT:
+            said += _missed(f)
     elif f.status is Headroom.FITS:
         assert f.used is not None and f.spare is not None
         said = (
@@ -271,10 +276,13 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
     else:
         said = f"does not fit: {_killed(f)}"
     if f.elsewhere is not None and f.status in (Headroom.AT_LIMIT, Headroom.SLOWED):
-        said += (
-            f"; it also mapped {format_binary(f.elsewhere)} of files cached before it, "
-            "charged to other groups (e.g. shared libraries): its own on a device"
-        )
+        if not f.warm_only:
+            said += (
+                f"; it also mapped {format_binary(f.elsewhere)} of files cached before it, "
+                "charged to other groups (e.g. shared libraries): its own on a device"
+            )
+        if f.status is Headroom.AT_LIMIT and not f.warm_only and f.spare is not None:
+            said += f", which leaves {format_binary(f.spare - f.elsewhere)}"
     return f"{head}: {said}" + (f" (the worst of {runs} runs)" if runs > 1 else "")
 
 
@@ -283,15 +291,30 @@ def changed(runs: Sequence[RunResult]) -> str | None:
     unlimited: no verdict``: said in place of the verdict a run whose workload wrote its own
     limit has none of (:func:`~edgeprof.analysis.headroom.changed_limit`); of a cell's
     runs, the first such, and how many."""
-    found = [(r, c) for r in runs if (c := changed_limit(r)) is not None]
+    found = [(r, _change_said(r)) for r in runs]
+    found = [(r, said) for r, said in found if said is not None]
     if not found:
         return None
-    r, c = found[0]
-    asked = "unlimited" if c.asked is None else format_binary(c.asked)
-    now = "unlimited" if c.now is None else format_binary(c.now)
-    head = f"memory limit {format_binary(r.memory.limit_bytes)}"
-    said = f"{head}: the workload changed its memory limit from {asked} to {now}: no verdict"
+    r, said = found[0]
+    said = f"memory limit {format_binary(r.memory.limit_bytes)}: {said}: no verdict"
     return said + (f" ({len(found)} of {len(runs)} runs)" if len(runs) > 1 else "")
+
+
+def _change_said(r: RunResult) -> str | None:
+    """How the workload changed its memory limit: as read back at the end, or, where it
+    had put the limit back, as its peak above the limit proves
+    (:func:`~edgeprof.analysis.headroom.over_limit`)."""
+    if (c := changed_limit(r)) is not None:
+        asked = "unlimited" if c.asked is None else format_binary(c.asked)
+        now = "unlimited" if c.now is None else format_binary(c.now)
+        return f"the workload changed its memory limit from {asked} to {now}"
+    if (peak := over_limit(r)) is None:
+        return None
+    return (
+        f"its peak, {format_binary(peak)}, is above the limit, which the kernel does not "
+        "allow: the workload changed its memory limit during the run and put it back (it "
+        "can write its own group's files as root)"
+    )
 
 
 def _killed(f: LimitFit) -> str:

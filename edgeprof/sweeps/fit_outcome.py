@@ -7,7 +7,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..analysis.fit_times import Timing, contended, median_time
-from ..analysis.headroom import mapped_elsewhere, with_mapped
+from ..analysis.headroom import mapped_elsewhere, over_device, with_mapped
 from ..analysis.need import (
     OVERTURNED,
     RAISED,
@@ -236,8 +236,12 @@ class FitOutcome:
         a bisection's answer is within it, but not always with the files mapped elsewhere;
         a one-run estimate may exceed it."""
         ceiling = self.bounds.ceiling
-        need = self.device_need
-        return need is not None and (ceiling is None or need <= ceiling)
+        if self.answer is None:
+            return False
+        if ceiling is None:
+            return True
+        # run's rule (headroom.over_device), with the GPU's share of a unified memory.
+        return over_device(self.answer + (self.gpu_bytes or 0), self.elsewhere, ceiling) is None
 
     @property
     def measured_peak(self) -> int | None:

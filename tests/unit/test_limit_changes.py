@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.analysis.headroom import limit_fit
+from edgeprof.analysis.headroom import limit_fit, over_limit
 from edgeprof.backends import CgroupV2Backend
 from edgeprof.backends.base import UNLIMITED, LimitReading
 from edgeprof.measure.limit_changes import change_warning, limit_changes
@@ -99,7 +99,8 @@ def _raised(**changes: object) -> RunResult:
 def test_a_changed_memory_limit_has_no_verdict_but_a_line() -> None:
     r = _raised()
     assert limit_fit(r) is None
-    assert limit_fit(dataclasses.replace(r, limits_changed=())) is not None
+    within = dataclasses.replace(r.memory, peak_bytes=60 * MIB)
+    assert limit_fit(dataclasses.replace(r, limits_changed=(), memory=within)) is not None
     text = render_plain([r])
     assert (
         "memory limit 64.0MiB: the workload changed its memory limit from 64.0MiB to "
@@ -149,3 +150,26 @@ def test_profile_reads_cpu_max_back(cgfs: FakeCgroupFs, tmp_path: Path, quota: s
     r = profile(["sh", "-c", write], lim, backend=be, interval=0.01)
     now = None if quota.startswith("max") else 200_000
     assert r.limits_changed == (LimitChange("cpu_quota_us", 50_000, now),)
+
+
+def test_a_limit_put_back_before_the_end_is_told_by_a_peak_above_it() -> None:
+    """The tester's ``restore.py``: raised, 200 MiB allocated and freed, 64 MiB written back:
+    the end's read-back finds the limit as set, but a 207.5 MiB peak under 64 MiB cannot be."""
+    r = _raised(limits_changed=())
+    r = dataclasses.replace(r, memory=dataclasses.replace(r.memory, peak_bytes=round(207.5 * MIB)))
+    assert over_limit(r) == round(207.5 * MIB)
+    assert limit_fit(r) is None
+    text = render_plain([r])
+    assert (
+        "memory limit 64.0MiB: its peak, 207.5MiB, is above the limit, which the kernel does "
+        "not allow: the workload changed its memory limit during the run and put it back (it "
+        "can write its own group's files as root): no verdict"
+    ) in text
+    assert "fits" not in text
+    # Within the kernel's batching above the limit (768 KiB a CPU: 3 MiB on this result's
+    # 4), a peak is the kernel's own charging, not a change: the verdict stands.
+    assert r.host.cpus == 4
+    for peak, over in ((64 * MIB + 3 * MIB, None), (67 * MIB + 4096, 67 * MIB + 4096)):
+        at = dataclasses.replace(r, memory=dataclasses.replace(r.memory, peak_bytes=peak))
+        assert over_limit(at) == over
+        assert (limit_fit(at) is None) == (over is not None)

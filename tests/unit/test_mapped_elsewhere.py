@@ -11,13 +11,16 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from edgeprof.analysis.headroom import Headroom, limit_fit, mapped_elsewhere
+from edgeprof.analysis.fit_times import Timing
+from edgeprof.analysis.headroom import Headroom, limit_fit, mapped_elsewhere, over_device
+from edgeprof.analysis.need import Bounds
 from edgeprof.backends import _mapped
 from edgeprof.backends.base import MappedReading
 from edgeprof.measure.memory import MAPPED_PERIOD_S, MappedTracker
 from edgeprof.model import MemoryStats, RunResult
 from edgeprof.report.memory import headroom
 from edgeprof.report.results import render_plain
+from edgeprof.sweeps.fit_outcome import FitOutcome
 
 from .test_headroom import limited
 
@@ -166,3 +169,51 @@ def test_a_few_mib_mapped_elsewhere_is_not_said_and_unmeasured_is_not_zero() -> 
         _torch_run(20 * MIB), host=dataclasses.replace(_torch_run(0).host, cpus=64)
     )
     assert mapped_elsewhere(big) is None and mapped_elsewhere(_torch_run(20 * MIB)) == 20 * MIB
+
+
+def _checkpointing_run() -> RunResult:
+    """The tester's ``train.py --hidden 4096`` under 420 MiB: its peak met the limit, the
+    kernel dropping the checkpoints' page cache; floor 355.6 MiB, 99.9 MiB of torch's
+    libraries mapped elsewhere (455.5 MiB on a device)."""
+    r = limited(peak=420 * MIB, floor=round(355.6 * MIB), limit=420 * MIB, events_max=3)
+    mem = dataclasses.replace(r.memory, mapped_elsewhere_bytes=round(99.9 * MIB))
+    return dataclasses.replace(r, memory=mem)
+
+
+def test_a_run_at_the_limit_that_fits_only_because_of_its_libraries_is_not_told_it_fits() -> None:
+    r = _checkpointing_run()
+    f = limit_fit(r)
+    assert f is not None and f.status is Headroom.AT_LIMIT and f.warm_only
+    assert over_device(round(355.6 * MIB), round(99.9 * MIB), 420 * MIB) == round(35.5 * MIB)
+    assert headroom(f) == (
+        "memory limit 420.0MiB: fits here only because 99.9MiB of the files it mapped were "
+        "cached before it, charged to other groups (e.g. shared libraries): anon + shmem + "
+        "kernel 355.6MiB + those = 455.5MiB, 35.5MiB over the limit; on a device they are "
+        "its own"
+    )
+    text = render_plain([r])
+    assert "fits at the limit" not in text and "leaves" not in text
+    # fit holds the same job to the same rule: its answer (the floor, here) and the files
+    # mapped elsewhere against the same 420 MiB do not fit either.
+    ref = (dataclasses.replace(r, memory=dataclasses.replace(r.memory, limit_bytes=None)),)
+    o = FitOutcome(
+        "train.py", ref, Timing("wall", 2.0), 0.0,
+        Bounds(round(355.6 * MIB), 420 * MIB, 420 * MIB, 2 * MIB), (), round(355.6 * MIB),
+        0.10, 0.20,
+    )  # fmt: skip
+    assert o.elsewhere == round(99.9 * MIB)
+    assert o.device_need == round(455.5 * MIB) and not o.fits
+
+
+def test_a_run_at_the_limit_whose_libraries_fit_too_is_told_what_they_leave() -> None:
+    r = _checkpointing_run()
+    mem = dataclasses.replace(r.memory, mapped_elsewhere_bytes=40 * MIB)
+    r = dataclasses.replace(r, memory=mem)
+    f = limit_fit(r)
+    assert f is not None and f.status is Headroom.AT_LIMIT and not f.warm_only
+    assert headroom(f) == (
+        "memory limit 420.0MiB: fits at the limit: the kernel dropped page cache to make room "
+        "without slowing it (stalled 0.0% of the wall time); anon + shmem + kernel 355.6MiB "
+        "leaves 64.4MiB; it also mapped 40.0MiB of files cached before it, charged to other "
+        "groups (e.g. shared libraries): its own on a device, which leaves 24.4MiB"
+    )
