@@ -138,6 +138,8 @@ def render_compare_summary(
     """The verdict table of ``edgeprof compare``."""
     head = f"**{compare_headline(changes)}**"
     lines = ["## edgeprof compare", "", *failed_current_headline(changes), head, ""]
+    if (why := unmeasured_gate(changes)) is not None:  # the count alone reads as a pass
+        lines += [f"❌ {markdown_text(why[0].upper() + why[1:])}", ""]
     if held := held_line(changes):  # beside the verdict a CI page shows first
         lines += [f"⚠️ {held}", ""]
     # A paragraph each: lines one under another had rendered as one run-on paragraph.
@@ -163,12 +165,38 @@ def compare_headline(changes: Sequence[Change]) -> str:
     return head + (f", {few} not tested (not enough repeats)" if few else "")
 
 
+def unmeasured_gate(changes: Sequence[Change]) -> str | None:
+    """Why the gate fails on figures "not measured", which no count of regressions says:
+    ``0 regressions, 7 improvements, 4 not measured`` had exited 3 with no word that those
+    4 failed it (the tutorial's current runs, too short for an average memory).  Those of a
+    cell the current results lack altogether are the ``--allow-missing`` kind; a cell whose
+    current runs all failed is said by its failed runs.  ``None``: none fails it so."""
+    lost = [c for c in changes if c.verdict is Verdict.NOT_MEASURED and not c.current_failed]
+    if not lost:
+        return None
+    dropped = sum(not c.current and c.why is None for c in lost)
+    said = (
+        f"the gate fails (exit 3) on the {len(lost)} not measured: a figure the baseline has "
+        "and the current results lack fails it"
+    )
+    if dropped < len(lost):
+        said += " (the notes say why each is missing)"
+    if dropped:
+        said += (
+            f"; {dropped} of them of a model or limit setting missing from the current "
+            "results, which --allow-missing notes instead"
+        )
+    return said
+
+
 def compare_verdict(changes: Sequence[Change]) -> str:
     """The HTML page's banner and the terminal's last line: the current runs that failed,
     where some did, then :func:`compare_headline` (``1 of 6 current runs failed; 2
     regressions, 0 improvements against the baseline``).  The terminal had printed the
     table alone, with no count of what it found."""
     text = compare_headline(changes) + " against the baseline"
+    if (why := unmeasured_gate(changes)) is not None:
+        text += f": {why}"
     if lost := failed_cells(changes):
         made = sum(f.of for f in lost.values())
         count = sum(f.count for f in lost.values())

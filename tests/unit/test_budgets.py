@@ -17,7 +17,7 @@ from edgeprof.analysis.budgets import (
     unused_models,
 )
 from edgeprof.errors import ConfigError
-from edgeprof.model import Termination
+from edgeprof.model import MemoryParts, RunResult, Termination
 from tests.unit.gating_helpers import MIB, run
 
 NO_OPTIONS: dict[str, str | None] = {k: None for k in METRICS}
@@ -274,3 +274,40 @@ def test_budgets_round_trip_through_their_record() -> None:
         budgets_from_dict({"models": {"a": {"x": 1}}}, "s/sweep.json")
     with pytest.raises(ConfigError, match=r"^x: budgets: default: wall: expected a number"):
         budgets_from_dict({"default": {"wall": -1}}, "x")
+
+
+def _checkpointed(mechanism: str = "cgroup1", file_mib: float = 208.4) -> RunResult:
+    """The tester's ``train.py --hidden 4096`` under 1 GiB: a 550.5 MiB peak, 208.4 MiB of
+    it the three checkpoints' page cache at the peak sample, anon + shmem + kernel 341.9."""
+    r = run(name="python", peak_mib=550.5)
+    parts = MemoryParts(
+        total=round(550.3 * MIB), anon=round(335.2 * MIB), file=round(file_mib * MIB),
+        shmem=0, kernel=round(6.7 * MIB),
+    )  # fmt: skip
+    memory = dataclasses.replace(r.memory, at_peak=parts, floor_bytes=round(341.9 * MIB))
+    return dataclasses.replace(r, memory=memory, mechanism=mechanism)
+
+
+def test_a_peak_breach_says_how_much_was_page_cache_and_what_gates_on_the_need() -> None:
+    budgets = budgets_from_options(None, {**NO_OPTIONS, "peak_memory": "450m"})
+    [check] = check_budgets([_checkpointed()], budgets)
+    assert check.status is Status.BREACH
+    assert check.describe() == (
+        "python (cpus=1, memory=1.0GiB): peak memory 550.5MiB exceeds the budget 450.0MiB "
+        "(1 run); of which 208.4MiB was page cache (file) at the peak sample, anon + shmem + "
+        "kernel 341.9MiB: the kernel drops page cache under a limit rather than fail the run, "
+        "so this peak is no need; edgeprof fit --memory 450m gates on what it needs (exit 3 "
+        "where it does not fit)"
+    )
+    # On cgroup v2 a squeezed run's need is a budget of its own too.
+    [v2] = check_budgets([_checkpointed("cgroup2")] * 3, budgets)
+    assert v2.caveat.endswith(
+        "anon + shmem + kernel 341.9MiB (medians): the kernel drops page cache under a limit "
+        "rather than fail the run, so this peak is no need; edgeprof fit --memory 450m gates "
+        "on what it needs (exit 3 where it does not fit), as run --squeeze "
+        "--max-memory-need 450m does"
+    )
+    # Less page cache than the kernel's charging slack is not worth a word, nor a pass.
+    assert check_budgets([_checkpointed(file_mib=0.5)], budgets)[0].caveat == ""
+    within = budgets_from_options(None, {**NO_OPTIONS, "peak_memory": "600m"})
+    assert check_budgets([_checkpointed()], within)[0].caveat == ""

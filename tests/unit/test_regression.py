@@ -476,9 +476,48 @@ def test_the_html_headline_counts_verdicts_as_the_step_summary_does() -> None:
     head = "1 regression, 0 improvements, 4 not measured"
     assert f"**{head}**" in render_compare_summary(changes, 0.05, notes)
     page = render_html(cur, comparison=Comparison(changes, 0.05, notes))
-    assert f'<p class="verdict fail">✗ {head} against the baseline</p>' in page
+    assert f'<p class="verdict fail">✗ {head} against the baseline: the gate fails' in page
     # Failed current runs head the page's verdict too, as they fail the gate.
     failing = [*cur, run(name="a", exit_code=1)]
     changes, notes = compare_results(base, failing)
     page = render_html(failing, comparison=Comparison(changes, 0.05, notes))
     assert '<p class="verdict fail">✗ 1 of 6 current runs failed; 1 regression,' in page
+
+
+def _no_avg(r: RunResult) -> RunResult:
+    return dataclasses.replace(r, memory=dataclasses.replace(r.memory, avg_bytes=None))
+
+
+def test_a_gate_failed_by_figures_not_measured_says_so_in_its_verdict_and_summary() -> None:
+    """The tutorial's compare: the current runs too short for an average memory, "0
+    regressions, … 4 not measured" and exit 3 with no word of why it failed."""
+    from edgeprof.report.ci_summary import compare_verdict, render_compare_summary
+
+    base = walls(BASE, name="a") + walls(BASE, name="b")
+    cur = [_no_avg(r) for r in walls(BASE, name="a") + walls(BASE, name="b")]
+    changes, notes = compare_results(base, cur)
+    assert regressed(changes)
+    assert compare_verdict(changes) == (
+        "0 regressions, 0 improvements, 2 not measured against the baseline: the gate fails "
+        "(exit 3) on the 2 not measured: a figure the baseline has and the current results "
+        "lack fails it (the notes say why each is missing)"
+    )
+    md = render_compare_summary(changes, 0.05, notes).splitlines()
+    assert md[2:5] == [
+        "**0 regressions, 0 improvements, 2 not measured**",
+        "",
+        "❌ The gate fails (exit 3) on the 2 not measured: a figure the baseline has and the "
+        "current results lack fails it (the notes say why each is missing)",
+    ]
+    # A model dropped from the current results: --allow-missing is the way to note it.
+    changes, _ = compare_results(base, walls(BASE, name="a"))
+    assert compare_verdict(changes) == (
+        "0 regressions, 0 improvements, 4 not measured against the baseline: the gate fails "
+        "(exit 3) on the 4 not measured: a figure the baseline has and the current results "
+        "lack fails it; 4 of them of a model or limit setting missing from the current "
+        "results, which --allow-missing notes instead"
+    )
+    # A gate that passes, or fails on a regression alone, reads as before.
+    changes, _ = compare_results(base, walls(tuple(w * 2 for w in BASE), name="a")
+                                 + walls(BASE, name="b"))  # fmt: skip
+    assert compare_verdict(changes) == "1 regression, 0 improvements against the baseline"
