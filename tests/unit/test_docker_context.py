@@ -4,15 +4,23 @@ OUTPUTFILE does not make the next run's image new; what a DOCFILE supersedes is 
 from __future__ import annotations
 
 import io
+import json
 import tarfile
 from pathlib import Path
 
 import pytest
 
+from edgeprof.analysis.sweepfile import sweep_dict
 from edgeprof.backends.docker.image import EnvSpec, _context_tar, content_hash
 from edgeprof.cli import main
+from edgeprof.model.predictionsdoc import PREDICTIONS_SCHEMA
+from edgeprof.report.html import render_html
+from edgeprof.report.junit import Case, render_junit
+from edgeprof.storage import write_json_atomic, write_result
 from edgeprof.sweeps.host_checks import context_ignore
 from edgeprof.sweeps.request import RunRequest, plan_run
+
+from .conftest import make_result
 
 TEMPLATE = """\
 IMAGEREPO=python:3.11-slim
@@ -153,3 +161,66 @@ def test_no_daemon_names_the_cgroup_backend(
         "No such file or directory); start dockerd, or point DOCKER_HOST at a running daemon; "
         "or run on this host without Docker: --backend cgroup\n"
     )
+
+
+def _earlier_outputs(project: Path) -> None:
+    """What earlier runs with other options left in the context, written by edgeprof's own
+    writers: two --out directories (a sweep's, a lone run's) and three report files."""
+    run = make_result(name="m")
+    (project / "resA" / "m").mkdir(parents=True)
+    (project / "resB").mkdir()
+    write_result(project / "resA" / "m" / "result.json", run)
+    (project / "resA" / "m" / "samples.csv").write_text("t_s,cpu_usage_us\n0,0\n")
+    write_json_atomic(project / "resB" / "sweep.json", sweep_dict([run]))
+    (project / "resB" / "runs.csv").write_text("name\nm\n")
+    (project / "earlier.html").write_text(render_html([run]))
+    (project / "earlier.xml").write_text(render_junit("edgeprof", [Case("m", "m")]))
+    # Its head as report/predictions.py writes it; not named *.json, which the schema
+    # fixture would hold to the whole predictions schema.
+    doc = {"schema": PREDICTIONS_SCHEMA, "predictions": []}
+    (project / "earlier.predictions").write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def test_earlier_runs_outputs_are_known_by_their_content(project: Path) -> None:
+    spec = _spec(project, ())
+    before = content_hash(spec)
+    _earlier_outputs(project)
+    # Found live: --out resA, resB, resC had built two new images, each earlier
+    # directory (and report file) a change of the next run's context.
+    assert content_hash(spec) == before
+    assert _members(spec) == ["Dockerfile", "env.template", "app/main.py"]
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        # A user's files that look alike stay in: a false match would leave them out of the
+        # image silently, so a mark must be edgeprof's own, at the file's start.
+        ("res/result.json", '{"schema_version": 2, "name": "m"}'),
+        ("res/sweep.json", '{\n  "schema": "my-sweep/1"\n}'),
+        ("res/data.json", '{\n  "schema_version": 1,\n  "edgeprof_version": "1.0"\n}'),
+        ("page.html", '<!doctype html>\n<html><head><meta charset="utf-8"></head>'),
+        ("junit.xml", '<?xml version="1.0"?>\n<testsuites name="pytest">'),
+        ("notes.json", '{"note": "{\\"schema\\": \\"edgeprof-predictions/1\\""}'),
+        ("report.md", "| name |\n|---|\n| m |\n"),  # --markdown carries no mark
+    ],
+)
+def test_a_users_look_alike_file_stays_in(project: Path, name: str, text: str) -> None:
+    (project / name).parent.mkdir(exist_ok=True)
+    (project / name).write_text(text)
+    assert name in _members(_spec(project, ()))
+
+
+def test_a_link_to_an_output_stays_in(project: Path) -> None:
+    _earlier_outputs(project)
+    (project / "mine.html").symlink_to(project / "earlier.html")
+    members = _members(_spec(project, ()))
+    assert members == ["Dockerfile", "env.template", "mine.html", "app/main.py"]
+
+
+def test_an_environment_dir_keeps_everything(tmp_path: Path) -> None:
+    """DIR is copied into the image as the user gave it: nothing there is taken as edgeprof's."""
+    (tmp_path / "app" / "res").mkdir(parents=True)
+    write_result(tmp_path / "app" / "res" / "result.json", make_result(name="m"))
+    spec = EnvSpec(base_image="python:3.11-slim", directory=tmp_path / "app")
+    assert _members(spec) == ["Dockerfile", "app/res/result.json"]

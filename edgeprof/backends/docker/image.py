@@ -5,7 +5,7 @@ becomes a deterministic Dockerfile.  The image is tagged by a content hash of ev
 goes into it (the Dockerfile text and every file of the directory: path, mode, bytes), so an
 unchanged environment is never rebuilt and a changed file always is.  A user Dockerfile
 supersedes the description; its directory is the build context and is hashed the same way,
-less the files edgeprof itself writes there (:attr:`EnvSpec.ignore`).
+less edgeprof's own outputs there (:attr:`EnvSpec.ignore`).
 Images edgeprof builds carry :data:`MANAGED_LABEL`, which ``edgeprof gc --images`` removes.
 """
 
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ...errors import BackendError, ConfigError, LaunchError
+from ...resultfiles import edgeprof_output_dir, edgeprof_report
 from .daemon import MANAGED_LABEL, explain
 from .engine import DaemonError, Engine, NotFound
 
@@ -54,10 +55,17 @@ class EnvSpec:
     dockerfile: Path | None = None
     ignore: tuple[str, ...] = ()
     """Context paths (relative to the Dockerfile's directory, ``/``-separated; a ``*`` in the
-    last part matches within it) left out of the context and its hash: edgeprof's own outputs.
-    An env.template's OUTPUTFILE sits in the directory edgeprof is started in, its usual
-    DOCFILE's context, and is appended to by every run: kept in, it changed the tag of every
-    run (21 images in ~3 minutes of testing), the very rebuild the hash exists to avoid."""
+    last part matches within it) left out of the context and its hash: this run's own outputs,
+    named by its options.  An env.template's OUTPUTFILE sits in the directory edgeprof is
+    started in, its usual DOCFILE's context, and is appended to by every run: kept in, it
+    changed the tag of every run (21 images in ~3 minutes of testing), the very rebuild the
+    hash exists to avoid.  Earlier runs' outputs are left out by their content, whatever
+    they were named: a directory holding edgeprof's ``result.json`` or ``sweep.json``, and a
+    report file with edgeprof's mark (:mod:`edgeprof.resultfiles`: ``edgeprof_output_dir``,
+    ``edgeprof_report``).  By name alone, ``--out resA``, ``resB``, ``resC`` had built two
+    new images, each earlier directory a change of the next run's context.  By content, as
+    the names are the user's; by a mark, as a false match would leave a file of the user's
+    out of the image, silently."""
 
     def validate(self) -> None:
         if self.dockerfile is not None:
@@ -108,15 +116,26 @@ def _context_files(spec: EnvSpec) -> Iterator[tuple[str, Path]]:
     prefix = "" if spec.dockerfile is not None else "app/"
     if root is None:
         return
-    ignore = spec.ignore if spec.dockerfile is not None else ()
     for dirpath, dirnames, filenames in os.walk(root):
         rel = Path(dirpath).relative_to(root).as_posix()
-        dirnames[:] = sorted(d for d in dirnames if not _ignored(_join(rel, d), ignore))
+        dirnames[:] = sorted(d for d in dirnames if not _left_out(spec, dirpath, rel, d, True))
         for name in sorted(filenames):
-            if _ignored(_join(rel, name), ignore):
+            if _left_out(spec, dirpath, rel, name, False):
                 continue
             p = Path(dirpath) / name
             yield prefix + str(p.relative_to(root)), p
+
+
+def _left_out(spec: EnvSpec, dirpath: str, rel: str, name: str, folder: bool) -> bool:
+    """Whether ``name`` in ``dirpath`` (``rel`` in the context) is one of edgeprof's outputs
+    (:attr:`EnvSpec.ignore`); only a Dockerfile's context has them, an environment's DIR is
+    the user's alone."""
+    if spec.dockerfile is None:
+        return False
+    if _ignored(_join(rel, name), spec.ignore):
+        return True
+    path = Path(dirpath) / name
+    return edgeprof_output_dir(path) if folder else edgeprof_report(path)
 
 
 def _join(directory: str, name: str) -> str:
