@@ -274,6 +274,11 @@ class RunHandle(abc.ABC):
         be after ``started``, where the group held work that is not the workload's before it
         (Docker: runc init's set-up, in the container's group before it execs the
         workload); ``None``: the group began empty."""
+        self.totals_lost = False
+        """The run's group was gone at its final read (Docker's parent group: ENODEV), so
+        :meth:`counters` are its last sample's, without the kernel's peak, as a warning of
+        the handle's says: the result gives its sampled peak no other reason (it had added
+        "cgroup v2 memory.peak needs Linux 5.19", wrong on a 6.x kernel)."""
 
     # -- optional capabilities ---------------------------------------------------------------
 

@@ -53,6 +53,7 @@ def build_result(
     device: str | None = None,
     others_left: int | None = None,
     held: LimitReading | None = None,
+    totals_lost: bool = False,
 ) -> RunResult:
     # ``before``: a container's group read just after its start (runc init's set-up in
     # it), ``before_at`` seconds into the wall time.  Its CPU is not subtracted from the CPU
@@ -61,6 +62,7 @@ def build_result(
     # rates over time (AVG CPU %, the time held off the CPUs) are of the window from that
     # reading to the exit (:func:`own_window`); its memory mark names a set-up-only peak.
     # ``held``: the group's limits read back at the end (the workload may have written them).
+    # ``totals_lost``: :attr:`RunHandle.totals_lost`, the handle's warning says why.
     changed = limit_changes(spec.limits, spec.period_us, held)
     warnings.extend(change_warning(c, spec.period_us) for c in changed)
     sig = -status if status is not None and status < 0 else None
@@ -94,7 +96,9 @@ def build_result(
         peak, source = max(final.memory_peak, sampled.memory or 0), be.peak_source
     else:
         peak, source = sampled.memory, "sampled" if sampled.memory is not None else None
-        if peak is not None and be.peak_source == "kernel":  # else the run handle says why
+        # Else the run handle says why: a backend without the kernel's mark, or a group
+        # gone before its totals were read (its one warning names the peak the samples').
+        if peak is not None and be.peak_source == "kernel" and not totals_lost:
             warnings.append(
                 "no kernel high-water mark here (cgroup v2 memory.peak needs Linux 5.19; the "
                 "Docker stats API has none): peak memory is the largest of the samples taken "

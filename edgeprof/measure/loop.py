@@ -203,6 +203,7 @@ def run_loop(
         device=device,
         others_left=others_left,
         held=held,
+        totals_lost=run.totals_lost,
     )
     if squeezer is not None:
         if squeezer.error is not None:

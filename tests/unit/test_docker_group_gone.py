@@ -72,6 +72,7 @@ def test_a_group_gone_at_the_final_read_gives_the_last_sample_s_counters(
     c = run.counters()
     assert c.cpu_usage_us == 42_000 and c.memory_current == 8 << 20
     assert c.memory_peak is None  # the kernel's mark is a total: not in a sample
+    assert run.totals_lost  # the result adds no other reason for its sampled peak
     assert c.oom_kills == 0
     (line,) = run.warnings
     assert line.startswith(
@@ -85,8 +86,10 @@ def test_without_a_sample_the_reading_after_the_start_is_the_last(tmp_path: Path
     run = open_run(tmp_path)
     assert run.wait(1) == 0
     run._outer.read = gone  # type: ignore[method-assign,union-attr]
+    assert not run.totals_lost
     c = run.counters()
     assert c.cpu_usage_us == 30_000 and c.memory_peak == 9 << 20
+    assert run.totals_lost
     run.close()
 
 
@@ -96,6 +99,7 @@ def test_no_reading_at_all_is_a_result_with_nothing_measured(tmp_path: Path) -> 
     run._outer.read = gone  # type: ignore[method-assign,union-attr]
     assert run.wait(1) == 0
     assert run.counters() == Counters(oom_kills=0)
+    assert run.totals_lost
     assert run.warnings == [
         "the run's group was gone before it could be read (cannot read cgroup counters: No "
         "such device): its CPU and memory were not measured"

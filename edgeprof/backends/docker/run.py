@@ -290,6 +290,7 @@ class DockerRun(RunHandle):
         try:
             return self._outer.read()
         except BackendError as exc:
+            self.totals_lost = True
             if self._outer_last is None:
                 self.warnings.append(
                     f"the run's group was gone before it could be read ({exc}): its CPU and "
