@@ -11,7 +11,8 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..names import as_word
-from .devices import catalog_paths, either, load_catalog, similar_devices
+from .devices import catalog_paths, load_catalog
+from .similar import either, similar_devices
 
 
 def calibrated_devices(
@@ -44,7 +45,7 @@ def close_devices(
     name: str, environ: Mapping[str, str] | None = None, catalog: Path | None = None
 ) -> list[str] | None:
     """The catalog names ``name`` begins, then the closest others (at most 3, best first:
-    :func:`~edgeprof.analysis.devices.similar_devices`), ``catalog`` (a
+    :func:`~edgeprof.analysis.similar.similar_devices`), ``catalog`` (a
     ``--devices`` file) merged in; ``None`` where it is one of them, or no catalog can be
     read."""
     try:

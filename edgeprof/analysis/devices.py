@@ -69,6 +69,7 @@ from ..units import (
     shortest_period_us,
     shown,
 )
+from .similar import either, similar_devices
 
 DEVICES_ENV = "EDGEPROF_DEVICES"
 """A user catalog merged over the shipped one (a path)."""
@@ -296,26 +297,6 @@ def find_device(catalog: Mapping[str, Device], name: str) -> Device:
         hint = f"did you mean {either(close)}? " if close else ""
         raise ConfigError(f"--device {shown}: no such device ({hint}known: {known})")
     return catalog[name]
-
-
-def similar_devices(name: str, names: Sequence[str], close: int = 3) -> list[str]:
-    """The ``names`` a user typing ``name`` may have meant: every one it begins (a family,
-    sorted), then those difflib finds close, best first, while there are fewer than
-    ``close`` in all.  ``--device rpi4`` had been offered ``rpi5-4gb`` alone, over the four
-    ``rpi4-*`` entries (a tester's); ``rpi4-4g`` is still offered ``rpi4-4gb`` alone."""
-    import difflib  # only on a name's error path
-
-    family = sorted(n for n in names if n.startswith(name) and n != name) if name else []
-    room = close - len(family)
-    if room <= 0:
-        return family
-    near = difflib.get_close_matches(name, names, n=close, cutoff=0.6)
-    return family + [n for n in near if n not in family][:room]
-
-
-def either(names: Sequence[str]) -> str:
-    """``a``, ``a or b``, ``a, b or c``."""
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,9 @@ from ..analysis.compare import RANKED_METRICS, format_stat, rank, summarize_cell
 from ..analysis.headroom import Headroom, worst_fit
 from ..analysis.metrics import CALIBRATION_METRICS, STAT_METRICS
 from ..analysis.regression import Change, regressed
+from ..known_outputs import HTML_GENERATOR
 from ..model import RunResult, Termination
-from ..resultfiles import HTML_GENERATOR, read_samples
+from ..resultfiles import read_samples
 from ..units import format_binary
 from ..version import __version__
 from . import svg

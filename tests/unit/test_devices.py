@@ -22,9 +22,9 @@ from edgeprof.analysis.devices import (
     parse_catalog,
     resolve_device,
     share_of,
-    similar_devices,
 )
 from edgeprof.analysis.headroom import limit_fit
+from edgeprof.analysis.similar import similar_devices
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.measure.limits import THREAD_VARS

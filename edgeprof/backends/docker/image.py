@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ...errors import BackendError, ConfigError, LaunchError
-from ...resultfiles import edgeprof_output_dir, edgeprof_report
+from ...known_outputs import edgeprof_output_dir, edgeprof_report
 from .daemon import MANAGED_LABEL, explain
 from .engine import DaemonError, Engine, NotFound
 
