@@ -368,6 +368,25 @@ def parse_energy(text: str | float, what: str = "energy") -> float:
     return value
 
 
+def parse_rate(text: str | float, what: str = "throughput") -> float:
+    """``"2000"``, ``"2000/s"``, ``"2000 items/s"`` → items a second (> 0, finite): a
+    throughput floor's value (the iterations' ``items``: a batch of 8 is 8)."""
+    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
+        raise ConfigError(f"invalid {what} {shown(text)}: expected items a second, e.g. 2000")
+    t = text if isinstance(text, (int, float)) else text.strip()
+    if isinstance(t, str):
+        t = t.removesuffix("/s").removesuffix("items").strip()
+    try:
+        value = float(t)
+    except ValueError:
+        raise ConfigError(
+            f"invalid {what} {shown(text)}: expected items a second, e.g. 2000"
+        ) from None
+    if not (value > 0 and math.isfinite(value)):
+        raise ConfigError(f"invalid {what} {shown(text)}: must be a finite number above 0")
+    return value
+
+
 def format_energy(j: float | None) -> str:
     """``0.0123`` → ``12.3mJ``; ``75.2`` → ``75.20J``; ``12345`` → ``12.35kJ``."""
     if j is None:

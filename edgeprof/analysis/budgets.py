@@ -1,7 +1,9 @@
 """Resource budgets: limits on what a model may use, checked after the runs, for CI gates.
 
-A budget is an upper bound on one metric (:data:`METRICS`) for one model.  Budgets come from
-the ``--max-…`` options of ``run`` and from a YAML budget file::
+A budget is an upper bound on one metric (:data:`METRICS`) for one model, or a lower one on
+a metric larger is better of (the throughput: ``--min-throughput``, a drop from 2542 to
+1443 items/s had no budget to fail).  Budgets come from the ``--max-…``/``--min-…`` options
+of ``run`` and from a YAML budget file::
 
     # budgets.yml: every key optional; times as 2.5 / 250ms / 2m, sizes as 512m / 1.5g
     # (with their unit: a bare number is refused),
@@ -13,6 +15,8 @@ the ``--max-…`` options of ``run`` and from a YAML budget file::
       mobilenet_v2_1.0.onnx:
         cpu_time: 4s
         latency_p95: 40ms
+        latency_p50: 25ms
+        throughput: 2000  # items a second, a floor (the iterations' items)
         memory_need: 300m # measured by squeezed runs (run --squeeze)
         gpu_memory: 2g    # the run's own processes on its GPUs (over NVML)
         energy: 50J       # its GPUs' energy over the run
@@ -48,7 +52,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..model import RunResult
 from ..storage import read_input
-from ..units import named, parse_duration, parse_energy, parse_size, require_unit
+from ..units import named, parse_duration, parse_energy, parse_rate, parse_size, require_unit
 from .cells import cells, ending, successful
 from .difference import difference
 from .headroom import charging_slack
@@ -57,16 +61,19 @@ from .metrics import BUDGET_METRICS, Kind, Metric, same_figure, stalled_percenti
 from .unmeasured import why_unmeasured
 
 METRICS: dict[str, Metric] = BUDGET_METRICS
-"""Every gated metric by budget key, in table order; larger is worse for all of them."""
+"""Every gated metric by budget key, in table order; larger is worse for all of them but the
+throughput (:attr:`Metric.larger_is_better`), whose budget is a floor."""
 
 
 def parse_budget(metric: Metric, value: object, where: str) -> float:
-    """A budget value: ``2.5``/``250ms``/``2m`` for times, ``512m``/``1.5g`` for sizes."""
+    """A budget value: ``2.5``/``250ms``/``2m`` for times, ``512m``/``1.5g`` for sizes,
+    ``2000`` items a second for a throughput."""
     is_size = metric.kind is Kind.MEMORY
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         kind = {
             Kind.MEMORY: "size such as 512m",
             Kind.ENERGY: "energy such as 12.5J or 800mJ",
+            Kind.RATE: "throughput such as 2000 (items a second)",
         }.get(metric.kind, "duration such as 2.5s or 250ms")
         raise ConfigError(f"{where}: expected a {kind}, got {value!r}")
     if is_size:
@@ -79,6 +86,8 @@ def parse_budget(metric: Metric, value: object, where: str) -> float:
             return float(parse_size(str(value)))
         if metric.kind is Kind.ENERGY:
             return parse_energy(value, what=metric.title)
+        if metric.kind is Kind.RATE:
+            return parse_rate(value, what=metric.title)
         return parse_duration(value, what=metric.title)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
@@ -229,6 +238,8 @@ class BudgetCheck:
         if self.value is None:
             return f"{cell}: {self.metric.title} not measured ({self.reason}); budget {budget}"
         verb = "within" if self.ok else "exceeds"
+        if self.metric.larger_is_better:  # a floor: a throughput
+            verb = "meets" if self.ok else "falls short of"
         said = f"{cell}: {self.metric.title} {self.value_text} {verb} the budget {budget} "
         said += f"({self._of()})"
         return f"{said}; {self.caveat}" if self.caveat else said
@@ -262,7 +273,7 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
                 checks.append(dataclasses.replace(lost, reason=reason, failed_value=failed_value))
                 continue
             value = statistics.median(values)
-            within = value <= budget or same_figure(value, budget)
+            within = _within(metric, value, budget)
             status = Status.PASS if within else Status.BREACH
             caveats = [
                 _unmeasured_caveat(key, ok, results),
@@ -280,6 +291,14 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
                 )
             )  # fmt: skip
     return checks
+
+
+def _within(metric: Metric, value: float, budget: float) -> bool:
+    """``value`` on the budget's side of it: under a ceiling, or over a floor (a metric
+    larger is better of); equal to it is within either way."""
+    if same_figure(value, budget):
+        return True
+    return value >= budget if metric.larger_is_better else value <= budget
 
 
 def _noise_caveat(metric: Metric, values: Sequence[float], budget: float) -> str:

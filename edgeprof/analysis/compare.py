@@ -187,8 +187,7 @@ def _what_discounts(key: str) -> str:
     the rankings discount it" for every metric: the rankings' order does (by median), but
     their ≈ test, brackets and runs-needed estimate test the means with every run (one run
     at 2.5× turned p = 2.3e-5 into p = 0.89 and "≈ within noise"), and avg CPU % is not
-    ranked at all.  The iterations' throughput and median latency are ranked, not compared:
-    their warning names no compare."""
+    ranked at all."""
     from .regression import COMPARED  # the comparison's own list (it imports nothing here)
 
     # Every metric compare tests is ranked (regression.COMPARED ⊂ RANKED_METRICS; a unit

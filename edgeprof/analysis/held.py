@@ -13,9 +13,12 @@ from dataclasses import dataclass
 from ..measure.contention import held_by_others, held_share
 from ..model import RunResult
 
-SLOWED_BY_OTHERS = frozenset({"wall", "latency_p95", "latency_p50", "latency_mean", "cpu_pct"})
+SLOWED_BY_OTHERS = frozenset(
+    {"wall", "latency_p95", "latency_p50", "latency_mean", "cpu_pct", "throughput"}
+)
 """The figures other tasks on the run's CPUs change: the wall-clock ones (the run's wall time
-and its latencies, which count the time it waited for a CPU) and the CPU share (the same CPU
+and its latencies, which count the time it waited for a CPU; the throughput, items over
+those latencies) and the CPU share (the same CPU
 time over a longer wall).  Not CPU time: the kernel charges a task only while it runs
 (``cpuacct.usage``, ``cpu.stat`` ``usage_usec``), so time spent held off is in none of it
 (docs/ci.md: gate on CPU time on a shared runner); its regression had carried the caveat

@@ -16,19 +16,19 @@ peak_memory        peak_bytes   --max-peak-…  peak_mem          ``memory.peak_
 avg_memory         avg_bytes    --max-avg-…   avg_mem           ``memory.avg_bytes``
 memory_need        —            --max-mem…    —                 ``memory.squeeze.held_bytes``
 latency_p95        —            --max-lat…    —                 ``latency.p95_s``
-latency_p50        latency_p…   —             latency           ``latency.p50_s``
+latency_p50        latency_p…   --max-lat…    latency           ``latency.p50_s``
 latency_mean       —            —             latency_mean      ``latency.mean_s``
 gpu_memory         gpu_peak_…   --max-gpu-…   —                 ``gpu.memory_peak_bytes``
 gpu_util           gpu_util_…   —             —                 mean over ``gpu.devices``
 energy             energy_j     --max-energy  —                 ``gpu.energy_j``
 energy_per_item    energy_pe…   —             —                 ``gpu.energy_per_item_j``
-throughput         items_per_s  —             —                 ``latency.items_per_s``
+throughput         items_per_s  --min-thr…    —                 ``latency.items_per_s``
 =================  ===========  ============  ================  ==============
 
 * ``stat``: the per-cell statistics (comparison tables, rankings, ``sweep.json`` ``cells``,
   ``cells.csv``, ``runs.csv`` columns, plots);
 * ``option``: a budget (:mod:`edgeprof.analysis.budgets`, regression checks, CI reports); the
-  budget file key is ``key``;
+  budget file key is ``key``; ``--max-…`` a ceiling, ``--min-…`` (throughput) a floor;
 * ``calibration``: the device CSV column stem (``<stem>_<unit>``) of
   :mod:`edgeprof.analysis.calibration`; ``runtime`` is compared with the profiler's wall
   time, ``latency`` with the median per-iteration latency.
@@ -117,12 +117,13 @@ class Metric:
     allowed CPUs is often waiting): not ranked, not budgeted; and for one that is
     :attr:`larger_is_better`."""
     larger_is_better: bool = False
-    """Ranked largest first (throughput); not budgeted: ``--max-…`` and ``compare``'s
-    regressions hold a figure to a ceiling."""
+    """Ranked largest first (throughput); its budget is a floor (``--min-…``) and its
+    regression in ``compare`` a drop."""
     stat: str | None = None
     """Name in the per-cell statistics, exports and plots (``None``: not part of them)."""
     option: str | None = None
-    """The ``--max-…`` budget option (``None``: not budgetable)."""
+    """The ``--max-…`` (``--min-…`` where larger is better) budget option (``None``: not
+    budgetable)."""
     calibration: str | None = None
     """The device CSV column stem (``None``: not calibratable)."""
     rare: bool = False
@@ -210,7 +211,7 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "latency_p50", "latency p50", Kind.TIME, _latency("p50_s"), stat="latency_p50_s",
-        calibration="latency", reported=True,
+        option="--max-latency-p50", calibration="latency", reported=True,
     ),
     Metric(
         "latency_mean", "latency mean", Kind.TIME, _latency("mean_s"), calibration="latency_mean",
@@ -234,7 +235,7 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "throughput", "throughput", Kind.RATE, _latency("items_per_s"), smaller_is_better=False,
-        larger_is_better=True, stat="items_per_s", reported=True,
+        larger_is_better=True, stat="items_per_s", option="--min-throughput", reported=True,
     ),
 )  # fmt: skip
 """Every metric, in table order."""

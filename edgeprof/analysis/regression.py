@@ -11,6 +11,10 @@ noise alone does not fail a build:
   point estimate above the threshold: on a shared runner that rule failed an unchanged sweep
   at +14 % ± 14 % CPU time);
 * **improvement**: the whole interval lies below ``−threshold``;
+
+(for the throughput, larger is better, the other way round: a drop is the regression.  A
+wider model's 2542 → 1443 items/s, and its latency p50's 24.2 → 42.2 ms, had not been
+compared at all: only a p95 of 16 iterations a run, "+69.1% ± 141.7%");
 * **not beyond the threshold**: everything else — an interval that reaches back inside the
   threshold (noise, or a change too small to matter).  Not "no significant change": a
   +8 % ± 4 % change is significant (its interval excludes 0) but not shown beyond a 5 %
@@ -79,9 +83,10 @@ from .targets import check_targets, differing
 from .unmeasured import why_unmeasured
 
 COMPARED: tuple[Metric, ...] = (*METRICS.values(), BY_KEY["energy_per_item"])
-"""What ``compare`` holds the current runs to: the budgetable metrics, and the energy per
-item (what a battery-powered device is chosen by; a run reports it per inference, so no
-budget was needed for it to be compared).  Not GPU utilisation: a lower share is no goal."""
+"""What ``compare`` holds the current runs to: the budgetable metrics (the iterations'
+latency p50 and throughput among them), and the energy per item (what a battery-powered
+device is chosen by; a run reports it per inference, so no budget was needed for it to be
+compared).  Not GPU utilisation: a lower share is no goal."""
 
 
 def regressed(changes: Iterable[Change]) -> bool:
@@ -373,8 +378,10 @@ def _change(
     if change is None:
         return _from_zero(Change(label, setting, metric, b, c, Verdict.NO_CHANGE), d)
     ci = d.half / mb
+    # A throughput's regression is a drop: judged on the change's opposite, shown as it is.
+    worse = -change if metric.larger_is_better else change
     return Change(
-        label, setting, metric, b, c, judge(change, ci, threshold), change, ci, d.p_value
+        label, setting, metric, b, c, judge(worse, ci, threshold), change, ci, d.p_value
     )
 
 
@@ -387,7 +394,9 @@ def _from_zero(row: Change, d: Difference) -> Change:
     if d.diff == 0 and d.half == 0:
         return replace(row, change=0.0, ci=0.0, p_value=d.p_value)
     shown = d.separated and d.diff > 0
-    verdict = Verdict.REGRESSION if shown else Verdict.NO_CHANGE
+    verdict = Verdict.NO_CHANGE
+    if shown:  # a throughput from none is better, not worse
+        verdict = Verdict.IMPROVEMENT if row.metric.larger_is_better else Verdict.REGRESSION
     return replace(row, verdict=verdict, p_value=d.p_value)
 
 

@@ -79,6 +79,8 @@ METAVARS: dict[str, str] = {
     "--max-peak-memory": _SIZE,
     "--max-avg-memory": _SIZE,
     "--max-latency-p95": _DURATION,
+    "--max-latency-p50": _DURATION,
+    "--min-throughput": "ITEMS/S",
     "--max-memory-need": _SIZE,
     "--max-gpu-memory": _SIZE,
     "--max-energy": "ENERGY",

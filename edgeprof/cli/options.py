@@ -146,6 +146,13 @@ MaxAvgMemory = Annotated[str | None, typer.Option(help="Budget: average memory, 
 MaxLatencyP95 = Annotated[
     str | None, typer.Option(help="Budget: p95 per-iteration latency, e.g. 40ms.")
 ]
+MaxLatencyP50 = Annotated[
+    str | None, typer.Option(help="Budget: median per-iteration latency, e.g. 25ms.")
+]
+MinThroughput = Annotated[
+    str | None,
+    typer.Option(help="Budget, a floor: iterations' items a second, e.g. 2000."),
+]
 MaxMemoryNeed = Annotated[
     str | None,
     typer.Option(help="Budget: the memory a squeezed run needs, e.g. 300m (with --squeeze)."),

@@ -79,6 +79,8 @@ OPTIONS: dict[str, tuple[str, Kind]] = {
     "--max-peak-memory": ("max_peak_memory", "str"),
     "--max-avg-memory": ("max_avg_memory", "str"),
     "--max-latency-p95": ("max_latency_p95", "str"),
+    "--max-latency-p50": ("max_latency_p50", "str"),
+    "--min-throughput": ("min_throughput", "str"),
     "--max-memory-need": ("max_memory_need", "str"),
     "--max-gpu-memory": ("max_gpu_memory", "str"),
     "--max-energy": ("max_energy", "str"),
@@ -117,11 +119,14 @@ BUDGET_PARAMS = {
     "peak_memory": "max_peak_memory",
     "avg_memory": "max_avg_memory",
     "latency_p95": "max_latency_p95",
+    "latency_p50": "max_latency_p50",
     "memory_need": "max_memory_need",
     "gpu_memory": "max_gpu_memory",
     "energy": "max_energy",
+    "throughput": "min_throughput",
 }
-"""Budget metric → the parameter of its ``--max-…`` option (``run``'s and ``merge``'s)."""
+"""Budget metric → the parameter of its ``--max-…``/``--min-…`` option (``run``'s and
+``merge``'s)."""
 
 GATE = frozenset({*BUDGET_PARAMS.values(), "budgets_file", "summary", "junit", "html"})
 """``run``'s options that ``merge`` takes over: the gate is the merged sweep's."""

@@ -21,6 +21,8 @@ def run(
     exit_code: int = 0,
     termination: Termination = Termination.EXITED,
     p95_s: float | None = None,
+    p50_s: float | None = None,
+    items_per_s: float | None = None,
 ) -> RunResult:
     r = make_result(
         name=name,
@@ -34,15 +36,17 @@ def run(
     )
     if p95_s is None:
         return r
-    # Only p95 matters to budgets and compare; the other figures are placeholders.
+    # p95 (and p50 and the throughput where given) matter to budgets and compare; the other
+    # figures are placeholders.
     latency = LatencyStats(
         count=20,
         mean_s=p95_s,
-        p50_s=p95_s,
+        p50_s=p95_s if p50_s is None else p50_s,
         p90_s=p95_s,
         p95_s=p95_s,
         p99_s=p95_s,
         max_s=p95_s,
         per_s=None,
+        items_per_s=items_per_s,
     )
     return dataclasses.replace(r, latency=latency)

@@ -311,3 +311,43 @@ def test_a_peak_breach_says_how_much_was_page_cache_and_what_gates_on_the_need()
     assert check_budgets([_checkpointed(file_mib=0.5)], budgets)[0].caveat == ""
     within = budgets_from_options(None, {**NO_OPTIONS, "peak_memory": "600m"})
     assert check_budgets([_checkpointed()], within)[0].caveat == ""
+
+
+def test_a_throughput_budget_is_a_floor_and_a_p50_budget_a_ceiling() -> None:
+    """The tester's wider model: 2542 → 1443 items/s at the median, p50 24.2 → 42.2 ms, which
+    no budget could hold."""
+    b = budgets_from_options(
+        None, {**NO_OPTIONS, "throughput": "2000/s", "latency_p50": "30ms"}
+    )
+    assert b.overrides == {"latency_p50": 0.030, "throughput": 2000.0}
+    base = [run(p95_s=0.040, p50_s=0.0242, items_per_s=v) for v in (2541.8, 2500.0, 2600.0)]
+    wide = [run(p95_s=0.068, p50_s=0.0422, items_per_s=v) for v in (1442.6, 1400.0, 1500.0)]
+    ok = check_budgets(base, b)
+    assert [(c.metric.key, c.value, c.status) for c in ok] == [
+        ("latency_p50", 0.0242, Status.PASS),
+        ("throughput", 2541.8, Status.PASS),
+    ]
+    assert "2541.8 items/s meets the budget 2000.0 items/s" in ok[1].describe()
+    bad = check_budgets(wide, b)
+    assert [(c.value, c.status) for c in bad] == [
+        (0.0422, Status.BREACH),
+        (1442.6, Status.BREACH),
+    ]
+    assert "latency p50 42.2ms exceeds the budget 30.0ms" in bad[0].describe()
+    assert "throughput 1442.6 items/s falls short of the budget 2000.0 items/s" in (
+        bad[1].describe()
+    )
+    # Equal to the floor meets it.
+    assert check_budgets([run(p95_s=0.04, items_per_s=2000.0)], b)[1].status is Status.PASS
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("0", "--min-throughput: invalid throughput '0': must be a finite number above 0"),
+        ("fast", "--min-throughput: invalid throughput 'fast': expected items a second"),
+    ],
+)
+def test_a_bad_throughput_budget_names_the_option(value: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        budgets_from_options(None, {**NO_OPTIONS, "throughput": value})

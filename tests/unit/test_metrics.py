@@ -33,7 +33,7 @@ def test_each_consumer_keeps_its_names_and_order() -> None:
     ]  # fmt: skip
     assert list(BUDGET_METRICS) == [
         "wall", "cpu_time", "peak_memory", "avg_memory", "memory_need", "latency_p95",
-        "gpu_memory", "energy",
+        "latency_p50", "gpu_memory", "energy", "throughput",
     ]  # fmt: skip
     assert [m.option for m in BUDGET_METRICS.values()] == [
         "--max-wall",
@@ -42,8 +42,10 @@ def test_each_consumer_keeps_its_names_and_order() -> None:
         "--max-avg-memory",
         "--max-memory-need",
         "--max-latency-p95",
+        "--max-latency-p50",
         "--max-gpu-memory",
         "--max-energy",
+        "--min-throughput",
     ]
     assert list(CALIBRATION_METRICS) == [
         "runtime",
@@ -80,9 +82,13 @@ def test_keys_and_aliases_are_unique() -> None:
         assert len(names) == len(set(names)), alias
 
 
-def test_budgets_are_all_smaller_is_better() -> None:
-    # A budget is an upper bound: it means nothing for a figure with no better direction.
-    assert all(m.smaller_is_better for m in BUDGET_METRICS.values())
+def test_budgets_have_a_better_direction_and_a_floor_is_min() -> None:
+    # A budget is a bound: it means nothing for a figure with no better direction.  A ceiling
+    # is --max-…, the one floor (throughput, larger is better) --min-….
+    for m in BUDGET_METRICS.values():
+        assert m.ranked, m.key
+        assert str(m.option).startswith("--min-" if m.larger_is_better else "--max-"), m.key
+    assert [m.key for m in BUDGET_METRICS.values() if m.larger_is_better] == ["throughput"]
     assert not BY_KEY["cpu_pct"].smaller_is_better
 
 

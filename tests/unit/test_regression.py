@@ -521,3 +521,29 @@ def test_a_gate_failed_by_figures_not_measured_says_so_in_its_verdict_and_summar
     changes, _ = compare_results(base, walls(tuple(w * 2 for w in BASE), name="a")
                                  + walls(BASE, name="b"))  # fmt: skip
     assert compare_verdict(changes) == "1 regression, 0 improvements against the baseline"
+
+
+def test_a_throughput_drop_and_a_p50_rise_are_regressions() -> None:
+    """The tester's wider model (items/s and p50 of 3 runs a side): only peak memory had been
+    flagged, the p95 of 16 iterations reading "+69.1% ± 141.7%"."""
+    base = [
+        run(p95_s=0.040, p50_s=p, items_per_s=t)
+        for p, t in ((0.0242, 2541.8), (0.0240, 2560.0), (0.0245, 2520.0))
+    ]
+    wide = [
+        run(p95_s=0.068, p50_s=p, items_per_s=t)
+        for p, t in ((0.0422, 1442.6), (0.0418, 1450.0), (0.0425, 1435.0))
+    ]
+    changes, _ = compare_results(base, wide, 0.05)
+    by = {c.metric.key: c for c in changes}
+    drop = by["throughput"]
+    assert drop.verdict is Verdict.REGRESSION
+    assert drop.change is not None
+    assert math.isclose(drop.change, 1442.5333 / 2540.6 - 1, rel_tol=1e-4)
+    assert drop.change_text().startswith("-43.2% ± ")
+    assert by["latency_p50"].verdict is Verdict.REGRESSION
+    assert by["latency_p50"].change_text() == "+74.0% ± 3.0%"
+    # The other way round: a throughput rise is an improvement, a p50 fall too.
+    back, _ = compare_results(wide, base, 0.05)
+    assert {c.metric.key: c.verdict for c in back}["throughput"] is Verdict.IMPROVEMENT
+    assert {c.metric.key: c.verdict for c in back}["latency_p50"] is Verdict.IMPROVEMENT
