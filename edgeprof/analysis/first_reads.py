@@ -16,6 +16,17 @@ What compares such runs is the memory no page cache is in: anon + shmem + kernel
 read once stays inactive (``a``'s working set was 28.3 MiB), but one read again, as a
 framework's code is, goes active and stays in it; with the shared file read twice, ``a``'s
 working set was 228.1 MiB against ``b``'s 68.1 MiB, inverted as the peak was.
+
+That figure must not come from the samples alone: at the default 0.1 s interval they missed
+both peaks (``b``'s 60 MiB was held for 50 ms), and the samples' highest anon + shmem +
+kernel read ``a`` 18.3 MiB, ``b`` 41.0 MiB (a tester's: 7.9 and 6.8) where the kernel's
+peaks were 217.6 and 72.0 MiB.  The kernel's peak less the most page cache a sample held
+(:func:`own_memory`) cannot miss it: 28.5 and 68.3 MiB, as ``--interval 0.01``'s samples.
+
+A later run that holds no page cache either found the files cached or never read them (no
+counter of a group tells the two apart: a read of another group's cached page charges it
+nothing, not even a disk read), so the note says "if they read the same files"; the first
+model's own later runs (``--repeat``) did read them, and holding none, found them cached.
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ from dataclasses import dataclass
 
 from ..model import RunResult
 from .cells import group_by, setting, successful
+from .headroom import between_samples, charging_slack, split_unknown
 
 FIRST_READ_BYTES = 16 << 20
 """Page cache the first run holds beyond every later one before it is said: a run's own
@@ -44,16 +56,51 @@ class FirstReads:
     file_bytes: int
     rest_bytes: int
     own_bytes: tuple[tuple[str, float], ...]
-    """Each label of :attr:`setting` with the median of its successful runs' anon + shmem +
-    kernel, smallest first: the order no page cache is in (labels with no such figure left
-    out)."""
+    """Each label of :attr:`setting` with the median of its successful runs' memory without
+    page cache (:func:`own_memory`), smallest first: the order no page cache is in (labels
+    with no such figure left out, and named in :attr:`unknown`)."""
+    unknown: tuple[str, ...] = ()
+    """Labels of :attr:`setting` none of whose successful runs has :func:`own_memory`."""
+    again_bytes: int | None = None
+    """The most page cache the first label's own later runs held (``--repeat``): they read
+    the same files and found them cached; ``None``: it had no later run with the figure."""
+
+
+def own_memory(r: RunResult) -> int | None:
+    """The run's peak memory without page cache: the kernel's peak less the most page cache
+    a sample held, or the samples' highest anon + shmem + kernel where that is more.
+
+    The samples alone miss a peak held between two of them (``b`` holding 60 MiB for 50 ms
+    read 41.0 MiB at 0.1 s against a kernel peak of 72.0 MiB); the kernel's peak does not, and
+    a file read stays cached, so the page cache at the peak is at most what a later sample
+    held (3.7 MiB: 68.3 MiB).  Not where the run met its limit between samples: the kernel
+    drops page cache there, so the cache at the peak may exceed every sample's (``None``)."""
+    m = r.memory
+    floor, peak = m.floor_bytes, m.peak_bytes
+    file = None if m.peaks is None else m.peaks.file
+    if m.peak_source != "kernel" or peak is None or file is None:
+        return floor
+    missed = between_samples(m.at_peak, peak, r.host.cpus) or split_unknown(m.at_peak, peak)
+    if missed and _met_limit(r, peak):
+        return None
+    return max(floor or 0, peak - file)
+
+
+def _met_limit(r: RunResult, peak: int) -> bool:
+    """The run reached its memory limit (``memory.events`` ``max``, or a peak within the
+    kernel's charging slack of it), where the kernel reclaims its page cache.  Not a memory
+    stall alone: reading a 200 MB file under 1 GiB stalled ``a`` with no reclaim."""
+    limit, p = r.memory.limit_bytes, r.memory.pressure
+    if p is not None and (p.events_max or 0) > 0:
+        return True
+    return limit is not None and limit > 0 and peak >= limit - charging_slack(limit)
 
 
 def first_reads(results: Sequence[RunResult]) -> FirstReads | None:
     """The first run (in the order they were made) whose page cache exceeds every later
     run's by :data:`FIRST_READ_BYTES`; ``None`` where it does not, where it failed (no
     ranking has it), or where no later run has the figure."""
-    files = [None if r.memory.peaks is None else r.memory.peaks.file for r in results]
+    files = [_file(r) for r in results]
     first, rest = files[0] if files else None, [f for f in files[1:] if f is not None]
     if first is None or not rest or first - max(rest) < FIRST_READ_BYTES:
         return None
@@ -62,14 +109,21 @@ def first_reads(results: Sequence[RunResult]) -> FirstReads | None:
     where = setting(results[0])
     cells = group_by([r for r in results if setting(r) == where], lambda r: r.label)
     own = {
-        label: statistics.median(floors)
+        label: statistics.median(figures)
         for label, runs in cells.items()
-        if (floors := [f for r in successful(runs) if (f := r.memory.floor_bytes) is not None])
+        if (figures := [f for r in successful(runs) if (f := own_memory(r)) is not None])
     }
+    again = [f for r in cells[results[0].label][1:] if (f := _file(r)) is not None]
     return FirstReads(
         label=results[0].label,
         setting=where,
         file_bytes=first,
         rest_bytes=max(rest),
         own_bytes=tuple(sorted(own.items(), key=lambda kv: kv[1])),
+        unknown=tuple(label for label in cells if label not in own),
+        again_bytes=max(again) if again else None,
     )
+
+
+def _file(r: RunResult) -> int | None:
+    return None if r.memory.peaks is None else r.memory.peaks.file
