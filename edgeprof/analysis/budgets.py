@@ -53,11 +53,9 @@ from ..errors import ConfigError
 from ..model import RunResult
 from ..storage import read_input
 from ..units import named, parse_duration, parse_energy, parse_rate, parse_size, require_unit
+from .budget_caveats import budget_caveats
 from .cells import cells, ending, successful
-from .difference import difference
-from .headroom import charging_slack
-from .held import SLOWED_BY_OTHERS, held_runs, host_caveat, less_held, mean_held
-from .metrics import BUDGET_METRICS, Kind, Metric, same_figure, stalled_percentiles
+from .metrics import BUDGET_METRICS, Kind, Metric, same_figure
 from .unmeasured import why_unmeasured
 
 METRICS: dict[str, Metric] = BUDGET_METRICS
@@ -275,18 +273,11 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
             value = statistics.median(values)
             within = _within(metric, value, budget)
             status = Status.PASS if within else Status.BREACH
-            caveats = [
-                _unmeasured_caveat(key, ok, results),
-                _stall_caveat(key, ok),
-                _raised_caveat(key, ok),
-                _noise_caveat(metric, values, budget),
-                "" if within else _held_caveat(metric, ok, budget),
-                "" if within else _cache_caveat(key, ok, budget),
-            ]
+            caveats = budget_caveats(metric, values, budget, within, ok, results)
             checks.append(
                 BudgetCheck(
                     label, setting, metric, budget, value, len(values), status,
-                    caveat="; ".join(c for c in caveats if c),
+                    caveat=caveats,
                     failed=len(runs) - len(ok), made=len(runs),
                 )
             )  # fmt: skip
@@ -299,131 +290,6 @@ def _within(metric: Metric, value: float, budget: float) -> bool:
     if same_figure(value, budget):
         return True
     return value >= budget if metric.larger_is_better else value <= budget
-
-
-def _noise_caveat(metric: Metric, values: Sequence[float], budget: float) -> str:
-    """The budget inside the 95 % interval of the runs' mean (:mod:`.difference`): the runs
-    do not tell whether the model is within it, and a re-run may turn the check over."""
-    d = difference(values, budget)
-    if d.half is None or d.separated:
-        return ""
-    # With the digits that tell it from the budget, as the value's: "(5.5MiB ± 58.1KiB)" had
-    # read as the budget 5.50MiB itself.
-    mean = metric.format_apart(d.base, budget)
-    return (
-        f"the budget lies within the 95% interval of the mean ({mean} ± "
-        f"{metric.format(d.half)}): a re-run could turn the check; more repeats decide it"
-    )
-
-
-def _held_caveat(metric: Metric, ok: Sequence[RunResult], budget: float) -> str:
-    """A breach of a wall-clock figure (wall time, a latency) whose runs other tasks held off
-    their CPUs as long as ``edgeprof run`` warns of (:func:`~edgeprof.analysis.held.held_runs`),
-    in ``compare``'s words (:func:`~edgeprof.analysis.held.host_caveat`).  A tester's p95 of
-    10.3 ms against a 10 ms budget, its runs held off 54–60 % of their wall time, had failed
-    (exit 3) with no word of them.  A wall time is weighed as ``compare`` weighs it: where the
-    median of each run's wall time less its own held-off time is over the budget still, the
-    host cannot account for the breach and nothing is said.  A latency cannot be so weighed
-    (an iteration's share of a run's held time is not known): said whenever they were held."""
-    if metric.key not in SLOWED_BY_OTHERS:
-        return ""
-    runs = [r for r in ok if metric.get(r) is not None]
-    held = held_runs(runs)
-    if held is None:
-        return ""
-    less = ""
-    if metric.key == "wall":
-        median = statistics.median(less_held(runs))
-        if median > budget and not same_figure(median, budget):
-            return ""  # over the budget however long the host held them off
-        less = (
-            f"; the median less each run's own held-off time: "
-            f"{metric.format_apart(median, budget)}"
-        )
-    return host_caveat(
-        "the runs", held, mean_held(runs) or 0.0, less, "a breach this size", "check"
-    )
-
-
-def _cache_caveat(key: str, ok: Sequence[RunResult], budget: float) -> str:
-    """A breached peak memory that was partly page cache: how much (``file`` at the sample
-    whose parts add up highest, the median of the runs), the anon + shmem + kernel floor
-    beside it, and what gates on the need instead.  The kernel drops that cache under a limit
-    rather than fail a run, so a peak is no need: a training script's 550.5 MiB peak failed a
-    450 MiB budget where 208.4 MiB was its checkpoints' cache, and its 420 MiB run "fits at
-    the limit" (a tester's).  No budget on the floor is offered: it is read at the samples,
-    a lower bound that misses what a run holds between them (floors of 68.7 to 88.0 MiB for
-    a run that needs ~88: :func:`~.headroom.split_unknown`), so it could pass a run that is
-    OOM-killed at that budget; ``fit`` runs it under the limit instead."""
-    if key != "peak_memory":
-        return ""
-    cached = [r.memory.at_peak.file for r in ok if r.memory.at_peak and r.memory.at_peak.file]
-    floors = [r.memory.floor_bytes for r in ok if r.memory.floor_bytes is not None]
-    if not cached or statistics.median(cached) < charging_slack(int(budget)):
-        return ""
-    fmt, of = METRICS[key].format, " (medians)" if len(ok) > 1 else ""
-    said = f"of which {fmt(statistics.median(cached))} was page cache (file) at the peak sample"
-    if floors:
-        said += f", anon + shmem + kernel {fmt(statistics.median(floors))}{of}"
-    said += (
-        ": the kernel drops page cache under a limit rather than fail the run, so this peak "
-        f"is no need; edgeprof fit --memory {_size_option(budget)} gates on what it needs "
-        "(exit 3 where it does not fit)"
-    )
-    if all(r.mechanism == "cgroup2" for r in ok):
-        said += f", as run --squeeze --max-memory-need {_size_option(budget)} does"
-    return said
-
-
-def _size_option(n: float) -> str:
-    """A size as an option takes it: ``450m``; ``1g``; bytes where no unit divides it."""
-    for unit, size in (("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)):
-        if n >= size and n % size == 0:
-            return f"{int(n // size)}{unit}"
-    return str(int(n))
-
-
-_PERCENTILE_OF = {"latency_p95": "p95"}
-"""Budgeted metrics that are a latency percentile, and which one."""
-
-
-def _unmeasured_caveat(key: str, ok: Sequence[RunResult], results: Sequence[RunResult]) -> str:
-    """A value that is the median of only some of the successful runs: the others did not
-    measure the metric (a process backend's run with no reading while it ran has no peak),
-    and a budget must not pass on the rest without a word of them."""
-    missing = [r for r in ok if METRICS[key].get(r) is None]
-    if not missing or len(missing) == len(ok):
-        return ""
-    why = why_unmeasured(key, missing, results)
-    return f"{len(missing)} of the {len(ok)} runs did not measure it ({why})"
-
-
-def _stall_caveat(key: str, runs: Sequence[RunResult]) -> str:
-    """A latency budget whose percentile measured the CPU quota's stalls in some run."""
-    name = _PERCENTILE_OF.get(key)
-    stalled = [r for r in runs if name is not None and name in stalled_percentiles([r])]
-    if not stalled:
-        return ""
-    return (
-        f"{name} measures the CPU quota's stalls, not the workload, in {len(stalled)} of "
-        f"{len(runs)} run(s) (see the warnings; --cpu-period)"
-    )
-
-
-def _raised_caveat(key: str, runs: Sequence[RunResult]) -> str:
-    """A latency budget over runs some of whose iterations raised: its percentile is of the
-    completed ones.  A run 9 of whose 10 iterations raised had passed a p95 budget on the
-    one that completed, with no word of the nine (a reviewer's)."""
-    if key not in _PERCENTILE_OF:
-        return ""
-    done = sum(r.latency.count for r in runs if r.latency is not None)
-    raised = sum(r.latency.raised for r in runs if r.latency is not None)
-    if not raised:
-        return ""
-    return (
-        f"{raised} of its {done + raised} iterations raised and are not in the "
-        f"{_PERCENTILE_OF[key]} (ITER ... (+N raised) under the run)"
-    )
 
 
 def unused_models(results: Sequence[RunResult], budgets: Budgets) -> list[str]:
