@@ -154,9 +154,9 @@ def threads_warning(
     (``processes_at_peak``; ``None``: not counted), which words the advice (:func:`_advice`).
 
     The wait is the device's too (its cores are as few), so the figures are not wrong: the
-    thread count is.  edgeprof sets ``OMP_NUM_THREADS`` to the CPU count, but onnxruntime's
-    ``intra_op_num_threads`` and ``torch.set_num_threads`` do not read it, and choosing them
-    is what a user tuning threads does (a tester's 4-thread model on 1 CPU: nothing said)."""
+    thread count is.  edgeprof sets ``OMP_NUM_THREADS`` to the CPU count, which torch starts
+    from but onnxruntime's ``intra_op_num_threads`` does not read; choosing them is what a
+    user tuning threads does (a tester's 4-thread model on 1 CPU: nothing said)."""
     own = own_wait(cpu.wait_s, cpu.held_s)
     if tasks is None or cpus is None or own is None or tasks <= cpus:
         return None
@@ -192,10 +192,14 @@ def _advice(tasks: int, cpus: int, processes: int | None, omp: str | None, waite
             "slow it here and on the device (set the pool or worker count: multiprocessing's "
             "Pool(processes=…), a DataLoader's num_workers)"
         )
-    told = "" if omp is None else f"; they do not read OMP_NUM_THREADS, {omp} in this run"
+    # onnxruntime's pool ignores OMP_NUM_THREADS (its PyPI builds use no OpenMP); torch starts
+    # from it (OMP_NUM_THREADS=1: torch.get_num_threads() is 1), so it is said of the former
+    # only: "they do not read OMP_NUM_THREADS" had been false of torch (a tester's).
+    told = "" if omp is None else f", which does not read OMP_NUM_THREADS ({omp} in this run)"
     return (
         f"the run peaked at {tasks} tasks (processes and threads) {on}, and they waited for "
         f"each other {waited}: more threads than CPUs slow it here and on the device "
         f"(set the framework's thread count to {cpus}: onnxruntime's "
-        f"SessionOptions.intra_op_num_threads, torch.set_num_threads({cpus}){told})"
+        f"SessionOptions.intra_op_num_threads{told}; torch.set_num_threads({cpus}) where a "
+        "script or library sets its own)"
     )
