@@ -69,6 +69,7 @@ from ..units import (
     shortest_period_us,
     shown,
 )
+from .device_share import LEAST_CPUS, below_least, share_of
 from .similar import either, similar_devices
 
 DEVICES_ENV = "EDGEPROF_DEVICES"
@@ -327,7 +328,17 @@ class DeviceSetting:
         first = () if self.replaces_shipped is None else (self.replaces_shipped,)
         if not cpus_given:
             return (*first, *self.warnings)
-        return (*first, *(() if self.calibration_note is None else (self.calibration_note,)))
+        # No speed known: the given --cpus run at this host's speed too, and the run is
+        # labelled with the device ("device rpi4-1gb" beside times that are this host's had
+        # read as a Pi's, a training user's).
+        hosts = (
+            (f"{self.device.name}: no speed known: --cpus runs at this host's speed, so the "
+             "times are this host's, not the device's (edgeprof calibrate gives its speed)",)
+            if self.speed_from == "none" and self.device.calibration is None
+            else ()
+        )  # fmt: skip
+        note = () if self.calibration_note is None else (self.calibration_note,)
+        return (*first, *hosts, *note)
 
     @property
     def thread_env(self) -> dict[str, str]:
@@ -338,31 +349,6 @@ class DeviceSetting:
         from ..measure.limits import THREAD_VARS
 
         return {v: str(self.device.cores) for v in THREAD_VARS}
-
-
-LEAST_CPUS = 0.01
-"""The smallest ``--cpus`` (:func:`edgeprof.units.parse_cpus`): a slower device is run at it."""
-
-
-def _below_least(what: str, cpus: float) -> list[str]:
-    """A device slower than :data:`LEAST_CPUS` runs at it: faster than the device, said
-    (``speed: 0.0001`` was raised to 0.01 in silence)."""
-    if cpus >= LEAST_CPUS:
-        return []
-    return [
-        f"{what} {cpus:.3g} CPUs, below the least share edgeprof sets ({LEAST_CPUS:g}): the "
-        "run is faster than the device"
-    ]
-
-
-def share_of(cores: int, speed: float) -> tuple[float, bool]:
-    """The ``--cpus`` of ``cores`` device cores at ``speed`` (a host core = 1): ``cores ×
-    speed``, capped at ``cores`` (a faster core cannot be emulated); and whether it was
-    capped.  Rounded to 1/1000 CPU (a quota in µs of a ms-scale period)."""
-    wanted = cores * speed
-    if wanted > cores:
-        return float(cores), True
-    return max(round(wanted, 3), LEAST_CPUS), False
 
 
 def device_setting(device: Device, host: HostInfo | None = None) -> DeviceSetting:
@@ -381,7 +367,7 @@ def device_setting(device: Device, host: HostInfo | None = None) -> DeviceSettin
     elif isinstance(device.speed, float):
         cpus, capped = share_of(cores, device.speed)
         how = "speed"
-        warnings += _below_least(
+        warnings += below_least(
             f"{name}: {cores} cores at speed {device.speed:g} are", cores * device.speed
         )
     elif device.speed == CALIBRATED:
@@ -432,7 +418,7 @@ def _calibrated_share(
         )
     share = cal.speed.host_cpus
     capped = share > device.cores
-    warnings = _below_least(f"{device.name}: calibration {path} implies", share)
+    warnings = below_least(f"{device.name}: calibration {path} implies", share)
     if cal.speed.used_cpus is None and cal.speed.setting_cpus > 1:
         # A file from before the CPUs the runs used were recorded: its speed takes them
         # to have used every CPU of the setting, twice the truth for one thread of two.

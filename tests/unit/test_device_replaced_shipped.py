@@ -38,8 +38,13 @@ def test_a_replaced_shipped_entry_is_said_first_and_with_the_users_cpus(tmp_path
     s = resolve_device("rpi4-4gb", team, HOST, {})
     assert s.replaces_shipped == NOTE.format(team)
     assert s.said_with(False)[0] == NOTE.format(team)
-    # --cpus replaces the share, not the entry: its memory is still the team's 1 GiB.
-    assert s.said_with(True) == (NOTE.format(team),)
+    # --cpus replaces the share, not the entry: its memory is still the team's 1 GiB; and, no
+    # speed known, the times are this host's (a training user's read as the board's).
+    assert s.said_with(True) == (
+        NOTE.format(team),
+        "rpi4-4gb: no speed known: --cpus runs at this host's speed, so the times are this "
+        "host's, not the device's (edgeprof calibrate gives its speed)",
+    )
     via_env = resolve_device("rpi4-4gb", None, HOST, {DEVICES_ENV: str(team)})
     assert via_env.replaces_shipped == NOTE.format(f"{team} (${DEVICES_ENV})")
     # The shipped entry itself, and a name the shipped catalog lacks: nothing to say.
