@@ -279,7 +279,12 @@ class EventStore:
             return None
         t = (before + self._clock()) / 2 - self._t0
         self.record(t, None if c.cpu_usage_us is None else c.cpu_usage_us / 1e6, c.memory_current)
+        self._on_reading(t, c)
         return c
+
+    def _on_reading(self, t: float, c: Counters) -> None:
+        """A reading at an event, ``t`` s since the spawn, for the run's figures beside the
+        phases' (:class:`~edgeprof.measure.events.EventChannel`: its average memory)."""
 
     # -- the timeline ------------------------------------------------------------------
 

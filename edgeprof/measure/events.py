@@ -97,12 +97,19 @@ class EventChannel(EventStore):
         super().__init__(
             max_phases=max_phases, max_marks=max_marks, max_iterations=max_iterations, clock=clock
         )
+        self._stats: _RecordingStats | None = None
 
     # -- wiring --------------------------------------------------------------------------
 
     def stats(self) -> SeriesStats:
-        """The sampler's aggregates, also feeding this channel's timeline."""
-        return _RecordingStats(self)
+        """The sampler's aggregates, also feeding this channel's timeline; the readings at
+        the events feed its average memory (:meth:`SeriesStats.add_event`)."""
+        self._stats = _RecordingStats(self)
+        return self._stats
+
+    def _on_reading(self, t: float, c: Counters) -> None:
+        if self._stats is not None:
+            self._stats.add_event(t, c)
 
     def start(
         self,
@@ -221,14 +228,23 @@ class EventChannel(EventStore):
             self.feed(data)
 
 class _RecordingStats(SeriesStats):
+    """Fed by two threads: the sampler's rows and the events' readings (:meth:`add_event`),
+    one at a time."""
+
     def __init__(self, channel: EventChannel) -> None:
         super().__init__()
         self._channel = channel
+        self._lock = threading.Lock()
 
     def add(self, t: float, c: Counters, final: bool = False) -> Sample:
-        s = super().add(t, c, final)
+        with self._lock:
+            s = super().add(t, c, final)
         self._channel.record(t, s.cpu_usage_s, c.memory_current)
         return s
+
+    def add_event(self, t: float, c: Counters) -> None:
+        with self._lock:
+            super().add_event(t, c)
 
 
 __all__ = [

@@ -7,6 +7,7 @@ hour at 1 kHz costs the same memory as a second.
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 import select
@@ -33,8 +34,9 @@ fine-grained series."""
 
 MIN_AVG_READINGS = 2
 """Readings that must fall while the run lives (after its first, before its main process's
-exit) for it to have an average memory.  Its first reading (the workload starting) and the
-readings after its exit say nothing of the memory it ran in.  One reading had been enough,
+exit; the sampler's or those at the workload's events) for it to have an average memory.
+Its first reading (the workload starting) and the readings after its exit say nothing of the
+memory it ran in.  One reading had been enough,
 and a reading the sampler took between the exit and its stop had counted as one: a tester's
 0.10 s runs of ``examples/quickstart/infer.py --batch 8`` read every 0.1 s averaged 395.4 KiB
 and 4.8 MiB against a 56 MiB peak (their middle reading: 401 KiB, no task left in the group),
@@ -43,9 +45,10 @@ and ranked batch 8 "5.08x less avg memory" than batch 2.  Resampled from runs re
 was off by -8 % to +28 % at k = 1 and by -11 % to +15 % at k = 2 to 8."""
 
 RECENT_READINGS = 256
-"""Readings whose running area is kept, to end an average at the main process's exit: the
-readings the sampler took between the exit and its stop (a few milliseconds) lie among them
-even at a 10 kHz rate."""
+"""Readings kept apart, in time order, before they are folded into an average's area: to end
+it at the main process's exit (the readings the sampler took between the exit and its stop,
+a few milliseconds, lie among them even at a 10 kHz rate), and to put a reading taken at an
+event among the sampler's rows stamped before it that came later (drained every 50 ms)."""
 
 
 TASK_SCAN_S = 0.5
@@ -124,6 +127,20 @@ class SeriesStats:
             c.net_tx_bytes,
             c.pids_current,
         )
+
+    def add_event(self, t: float, c: Counters) -> None:
+        """A reading taken at the workload's event (a phase's begin or end, a mark) at ``t``,
+        for the average memory: between the sampler's readings, where a short run's memory
+        rose and fell.  Left out, a tutorial run (0.218 s, read every 0.1 s) averaged
+        6.07 MB from its grid's 1.6, 7.2 and 7.9 MB, while its ``load`` (45 ms, 29.3 MB)
+        and ``infer`` (30 ms, 51.5 MB) phases, read at their events, held 13.3 MB of it on
+        their own.  Not a sample: not in ``samples.csv``, nor in the maxima (the phases'
+        peaks raise the run's where it has no kernel mark: ``peak_with_phases``)."""
+        if c.memory_current is None:
+            return
+        ws = max(0, c.memory_current - (c.memory_inactive_file or 0))
+        self._mem.add(t, c.memory_current, event=True)
+        self._ws.add(t, ws, event=True)
 
     def _add_peak(self, t: float, c: Counters, ws: int) -> None:
         assert c.memory_current is not None  # for mypy: add() reads it first
@@ -251,9 +268,11 @@ class SeriesStats:
         return self.peak_cpu_pct
 
     def avg_memory(self, exit_t: float) -> int | None:
-        """Time-weighted from the first reading to the main process's exit at ``exit_t``
-        (seconds after the start); ``None`` with fewer than :data:`MIN_AVG_READINGS` readings
-        between the two (:meth:`_Integral.within`)."""
+        """Time-weighted over the run's lifetime, from its spawn to the main process's exit
+        at ``exit_t`` (seconds after the spawn), over the sampler's readings and those taken
+        at the workload's events (:meth:`add_event`); ``None`` with fewer than
+        :data:`MIN_AVG_READINGS` readings between the first and the exit
+        (:meth:`_Integral.within`)."""
         return _average(self._mem, exit_t)
 
     def avg_working_set(self, exit_t: float) -> int | None:
@@ -261,12 +280,13 @@ class SeriesStats:
 
     @property
     def memory_readings(self) -> int:
-        """The readings that had a memory figure, the start's included."""
+        """The samples that had a memory figure, the start's included."""
         return self._mem.count
 
     def readings_within(self, exit_t: float) -> int:
-        """The memory readings taken while the run lived: after its first, before ``exit_t``."""
-        return self._mem.within(exit_t)
+        """The memory samples taken while the run lived: after its first, before ``exit_t``
+        (the readings at its events left out: what the warnings count are samples)."""
+        return self._mem.within(exit_t, events=False)
 
 
 def _average(series: _Integral, exit_t: float) -> int | None:
@@ -274,58 +294,89 @@ def _average(series: _Integral, exit_t: float) -> int | None:
 
 
 class _Integral:
-    """Trapezoidal time integral of a step-sampled value, endable at an instant before its
-    last readings (:meth:`average`)."""
+    """Trapezoidal time integral of a sampled value over a run's lifetime, from its spawn
+    to an instant before its last readings (:meth:`average`).
+
+    The latest :data:`RECENT_READINGS` readings are kept apart, in time order, and folded
+    into the area only once older: a reading taken at an event (:meth:`SeriesStats.add_event`,
+    on the events thread) can come before the sampler's rows stamped earlier (a batch is
+    drained every 50 ms), and takes its place among them."""
 
     def __init__(self) -> None:
         self.area = 0.0
-        self.first_t: float | None = None
-        self.last: tuple[float, int] | None = None
-        self.count = 0
-        self._recent: deque[tuple[float, float, int]] = deque(maxlen=RECENT_READINGS)
-        """The last readings as (time, area up to it, value)."""
+        """From the first reading to the last folded one (:attr:`_edge`)."""
+        self._first: tuple[float, int] | None = None
+        self._edge: tuple[float, int] | None = None
+        self._recent: list[tuple[float, int, bool, bool]] = []
+        """The latest readings as (time, value, held, at an event), in time order."""
+        self.counts = [0, 0]
+        """Readings added: the sampler's, the events'."""
 
-    def add(self, t: float, v: int, held: bool = False) -> None:
+    @property
+    def count(self) -> int:
+        """The sampler's readings (the events' are not samples)."""
+        return self.counts[0]
+
+    def add(self, t: float, v: int, held: bool = False, event: bool = False) -> None:
         """``held``: ``v`` was read after the run, so the last value held until ``t`` (the
         reading after the main process's exit has its memory freed: as a trapezoid's end it
-        pulled the last interval's memory halfway down)."""
-        if self.last is None:
-            self.first_t = t
-        elif held:
-            self.area += (t - self.last[0]) * self.last[1]
-            v = self.last[1]
-        else:
-            self.area += (t - self.last[0]) * (v + self.last[1]) / 2
-        self.last = (t, v)
-        self.count += 1
-        self._recent.append((t, self.area, v))
+        pulled the last interval's memory halfway down).  ``event``: read at a workload's
+        event, not on the sampler's grid."""
+        if self._edge is not None and t <= self._edge[0]:
+            return  # before every kept reading: its place is folded away (late by 256 readings)
+        bisect.insort(self._recent, (t, v, held, event))
+        self.counts[event] += 1
+        if len(self._recent) > RECENT_READINGS:
+            t0, v0, held0, _ = self._recent.pop(0)
+            if self._edge is None:
+                self._first = self._edge = (t0, v0)
+            else:
+                self.area += _area(self._edge, t0, v0, held0)
+                self._edge = (t0, v0 if not held0 else self._edge[1])
 
-    def within(self, end: float) -> int:
-        """Readings after the first and before ``end``.  Readings come in time order, so
-        the ones at or after ``end`` are the last: counted among the kept ones (all of them
+    def _first_reading(self) -> tuple[float, int, bool, bool] | None:
+        if self._first is not None:
+            return (*self._first, False, False)
+        return self._recent[0] if self._recent else None
+
+    def within(self, end: float, events: bool = True) -> int:
+        """Readings after the first and before ``end`` (``events``: the events' too).  The
+        ones at or after ``end`` are the last: counted among the kept ones (all of them
         kept being at or after it, the count is the least it can be)."""
-        after = sum(1 for t, _, _ in self._recent if t >= end)
-        return max(0, self.count - 1 - after)
+        kinds = (False, True) if events else (False,)
+        n = sum(self.counts[k] for k in kinds)
+        n -= sum(1 for t, _, _, e in self._recent if t >= end and e in kinds)
+        first = self._first_reading()
+        if first is not None and first[3] in kinds and first[0] < end:
+            n -= 1
+        return max(0, n)
 
-    def average(self, end: float | None = None) -> int | None:
-        """Over the first reading to ``end`` (the main process's exit), the last reading
-        before it held until it: a reading between the exit and the sampler's stop is of the
-        memory freed (``None``: to the last reading, as read)."""
-        if self.last is None or self.first_t is None:
+    def average(self, end: float) -> int | None:
+        """Over the run's lifetime, its spawn (0) to ``end`` (the main process's exit): the
+        first reading held back to the spawn, the last before ``end`` held until it (a
+        reading between the exit and the sampler's stop is of the memory freed)."""
+        first = self._first_reading()
+        if first is None:
             return None
-        if end is None:
-            t, area, v = self.last[0], self.area, self.last[1]
-        else:
-            # The last kept reading before the end, or the oldest kept one if none is (every
-            # kept reading after the exit: the error is a few readings' of a long series).
-            t, area, v = next(
-                (r for r in reversed(self._recent) if r[0] < end), self._recent[0]
-            )
-            if end > t:
-                area += (end - t) * v
-                t = end
-        span = t - self.first_t
-        return v if span <= 0 else round(area / span)
+        area, prev = self.area, self._edge
+        for t, v, held, _ in self._recent:
+            if t >= end:
+                break
+            if prev is not None:
+                area += _area(prev, t, v, held)
+                v = prev[1] if held else v
+            prev = (t, v)
+        if prev is None:  # every reading at or after the end: the first one's value
+            return first[1]
+        area += (end - prev[0]) * prev[1] + first[0] * first[1]
+        return prev[1] if end <= 0 else round(area / end)
+
+
+def _area(prev: tuple[float, int], t: float, v: int, held: bool) -> float:
+    """The trapezoid from ``prev`` to the reading ``(t, v)``; ``held``: ``prev``'s value
+    held until ``t``."""
+    t0, v0 = prev
+    return (t - t0) * (v0 if held else (v0 + v) / 2)
 
 
 _N = TypeVar("_N", int, float)

@@ -715,3 +715,20 @@ def test_the_phases_table_says_which_phases_no_reading_fell_inside() -> None:
     # Files written before the count (None) say nothing.
     old = dataclasses.replace(ph, cpu_readings=None)
     assert unread_cpu_notes([make_result(phases=(old,))]) == []
+
+
+def test_the_readings_at_a_phases_lines_feed_the_runs_average_memory() -> None:
+    """The channel's stats take the readings it makes at the begin and end lines (a phase
+    between two samples had been left out of the run's average: the tutorial's batch-2 run
+    averaged 5.91 MB beside its phases' 13.4 MB)."""
+    now = 1000.0
+    ch = EventChannel(clock=lambda: now)
+    ch._t0 = now - 0.5  # the lines are read, and the counters read, 0.5 s into the run
+    ch._read = lambda: Counters(memory_current=1000)
+    stats = ch.stats()
+    for t in (0.0, 0.25, 0.75):
+        stats.add(t, Counters(memory_current=0))
+    ch.feed(f"begin a {now - 0.01}\nend a {now}\n".encode())
+    ch.close()
+    assert stats.avg_memory(1.0) == 250  # both at 0.5 s: 1000 there, 0 at 0.25 and 0.75 s
+    assert stats.readings_within(1.0) == 2

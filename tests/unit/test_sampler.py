@@ -18,6 +18,7 @@ from edgeprof.measure.samplefile import SampleWriter
 from edgeprof.measure.sampler import (
     MIN_AVG_READINGS,
     PEAK_WINDOW_S,
+    RECENT_READINGS,
     Sampler,
     SeriesStats,
 )
@@ -566,3 +567,72 @@ def test_sampler_batch_path_drains_rows_and_stops(tmp_path: Path) -> None:
     lines = (tmp_path / "s.csv").read_text().splitlines()
     assert len(lines) == stats.count + 1
     assert float(lines[1].split(",")[0]) == pytest.approx(batch.calls[0][1] - t0, abs=1e-5)
+
+
+def test_the_average_takes_the_readings_at_the_events_between_the_samples() -> None:
+    """The tutorial's batch-2 run (0.232 s, read every 0.1 s): its grid read 0.3, 7.5 and
+    7.6 MB around its ``load`` and ``infer`` phases (at 0.107-0.152 and 0.152-0.190 s), whose
+    readings at their begin and end lines read 7.5 to 52.3 MB.  From the grid alone its
+    average was 5.91 MB; its phases alone (26.8 MB for 45 ms, 51.1 MB for 37 ms) hold 13.4 MB
+    of the run's 0.232 s.  The readings as the sampler and the events thread took them (the
+    events' came before the grid's row stamped 0.2158 s, drained with its batch)."""
+    s = SeriesStats()
+    s.add(0.005922, Counters(memory_current=262_144))
+    s.add(0.107788, Counters(memory_current=7_487_488))
+    for t, v in ((0.112281, 7_487_488), (0.152394, 52_314_112), (0.152594, 52_314_112),
+                 (0.1903, 49_848_320)):  # fmt: skip
+        s.add_event(t, Counters(memory_current=v))
+    s.add(0.215831, Counters(memory_current=7_634_944))
+    s.add(0.232546, Counters(memory_current=159_744), final=True)
+    # Trapezoids over the seven readings (4 298 097.8 byte·s), the last held to the exit
+    # (124 724.4) and the first back to the spawn (1 552.4), over the 0.232167 s.
+    assert s.avg_memory(0.232167) == 19_056_863
+    assert s.avg_working_set(0.232167) == 19_056_863
+    # What the warnings count are samples: the start's and the after-exit one left out.
+    assert (s.readings_within(0.232167), s.memory_readings) == (2, 4)
+
+
+def test_a_reading_at_an_event_takes_its_place_among_the_samples_drained_after_it() -> None:
+    """The sampler's rows come in batches: a row stamped after an event's reading can be
+    added before it.  Here the event (1000 at 0.5 s) comes after the row at 0.75 s."""
+    s = SeriesStats()
+    for t in (0.0, 0.25, 0.75):
+        s.add(t, Counters(memory_current=0))
+    assert s.avg_memory(1.0) == 0
+    s.add_event(0.5, Counters(memory_current=1000, memory_inactive_file=400))
+    assert s.avg_memory(1.0) == 250  # the triangle from 0.25 to 0.75 s: 0.5 · 1000 / 2
+    assert s.avg_working_set(1.0) == 150
+    assert s.readings_within(1.0) == 2  # samples: the event's is not one
+    assert s.maxima(1.0).memory == 0  # nor a peak (the phases' raise the run's: loop.py)
+
+
+def test_an_events_reading_makes_the_second_one_an_average_takes() -> None:
+    s = SeriesStats()
+    s.add(0.0, Counters(memory_current=100))
+    s.add(0.4, Counters(memory_current=100))
+    assert s.avg_memory(1.0) is None  # one reading while it ran
+    s.add_event(0.6, Counters(memory_current=300))
+    # (0.4 · 100 + 0.2 · 200 + 0.4 · 300) / 1.0
+    assert s.avg_memory(1.0) == 200
+
+
+def test_the_average_is_over_the_run_from_its_spawn() -> None:
+    """Its first reading, 0.1 s after the spawn, held back to it: the average is the byte·s
+    of the run over its wall time.  Begun at the first reading, a first reading 16 ms into a
+    0.218 s run weighted the rest 8 % more."""
+    s = SeriesStats()
+    for t, v in ((0.1, 0), (0.2, 1000), (0.3, 1000)):
+        s.add(t, Counters(memory_current=v))
+    assert s.avg_memory(0.4) == 625  # (0.1 · 0 + 0.1 · 500 + 0.1 · 1000 + 0.1 · 1000) / 0.4
+
+
+def test_more_readings_than_are_kept_apart_fold_into_the_same_average() -> None:
+    s = SeriesStats()
+    n = RECENT_READINGS * 3
+    for i in range(n + 1):
+        s.add(i * 0.01, Counters(memory_current=1000 * (i % 2)))
+    # A saw-tooth between 0 and 1000: 500 over each of the n intervals, then the last
+    # reading (0: n is even) held for 0.01 s to the exit.
+    end = n * 0.01 + 0.01
+    assert s.avg_memory(end) == round(n * 0.01 * 500 / end) == 499
+    assert s.readings_within(end) == n
