@@ -16,7 +16,7 @@ from ..analysis.cells import cells
 from ..analysis.headroom import below_limit, mapped_elsewhere, worst_fit, worst_gpu_fit
 from ..analysis.instrumentation import Import, edgeprof_import, no_events, runs_python
 from ..model import RunResult
-from ..units import format_binary, format_decimal, format_seconds
+from ..units import format_binary, format_cpuset, format_decimal, format_seconds
 from .gpu import render_gpu
 from .memory import changed, composition, cost, gpu_headroom, headroom, not_in_peak
 from .phases import named_runs, render_sections
@@ -150,7 +150,7 @@ def note_lines(results: Sequence[RunResult]) -> list[NoteLine]:
     for (label, setting), runs in by_cell.items():
         r = runs[0]
         device = f"device {r.device}, " if r.device else ""
-        head = f"{label}: {r.backend}/{r.mechanism}, {device}limits: {r.limits.describe()}, "
+        head = f"{label}: {r.backend}/{r.mechanism}, {device}limits: {setting}{_leased(runs)}, "
         if len(runs) == 1:
             head += f"{r.samples.count} samples every {r.samples.interval_s:g}s"
         else:
@@ -172,6 +172,21 @@ def note_lines(results: Sequence[RunResult]) -> list[NoteLine]:
     out.extend(NoteLine(None, f"warning (every run): {w}") for w in common)
     out.extend(NoteLine(None, n) for n in _uninstrumented(results))
     return out
+
+
+def _leased(runs: Sequence[RunResult]) -> str:
+    """`` (leased cores 0 and 1)``: the cores edgeprof chose for the cell's runs of an integer
+    ``cpus``, each run's, apart from the setting.  The head had given the first run's
+    (``cpus=1, cpuset=0``) as the cell's setting while its run 3 ran on CPU 1."""
+    chosen = [format_cpuset(r.lease.cores) for r in runs if r.lease is not None and r.lease.chosen]
+    if not chosen:
+        return ""
+    distinct = list(dict.fromkeys(chosen))
+    listed = distinct[0] if len(distinct) == 1 else (
+        f"{', '.join(distinct[:-1])} and {distinct[-1]}"
+    )
+    one = len(distinct) == 1 and "-" not in listed and "," not in listed
+    return f" (leased core{'' if one else 's'} {listed})"
 
 
 def _every_runs(results: Sequence[RunResult]) -> list[str]:

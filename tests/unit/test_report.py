@@ -12,7 +12,16 @@ import pytest
 
 from edgeprof.analysis.cells import endings
 from edgeprof.errors import ConfigError
-from edgeprof.model import SCHEMA_VERSION, CpuStats, IoStats, MemoryStats, RunResult, Termination
+from edgeprof.model import (
+    SCHEMA_VERSION,
+    CoreLease,
+    CpuStats,
+    IoStats,
+    Limits,
+    MemoryStats,
+    RunResult,
+    Termination,
+)
 from edgeprof.report.results import COLUMNS, print_table, render_markdown, render_plain
 from edgeprof.resultfiles import load_runs
 from edgeprof.storage import prepare_out_dir, write_json_atomic, write_result
@@ -365,3 +374,28 @@ def test_prepare_out_dir(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("")
     with pytest.raises(ConfigError, match="cannot write to output directory"):
         prepare_out_dir(tmp_path / "f" / "out")
+
+
+def test_a_cells_head_gives_the_setting_as_asked_and_its_leased_cores_apart() -> None:
+    """The tutorial's sweep: run 3 of model 2 ran on CPU 1, and the head had said
+    ``cpus=1, cpuset=0`` (its first run's core) of all three."""
+
+    def run(core: int) -> RunResult:
+        return make_result(
+            name="2",
+            limits=Limits(cpus=1, cpuset=str(core), memory="256m"),
+            lease=CoreLease((core,), 0.0, chosen=True),
+        )
+
+    text = render_plain([run(0), run(0), run(1)])
+    assert (
+        "2: cgroup/cgroup2, limits: cpus=1, memory=256.0MiB (leased cores 0 and 1), 3 runs, "
+        "samples every 0.1s"
+    ) in text
+    assert "cpuset=" not in text
+    assert "limits: cpus=1, memory=256.0MiB (leased core 1), 15 samples" in render_plain([run(1)])
+    pair = make_result(limits=Limits(cpus=2, cpuset="2-3"), lease=CoreLease((2, 3), 0.0, True))
+    assert "limits: cpus=2 (leased cores 2-3), 15 samples" in render_plain([pair])
+    # An explicit --cpuset is the setting, and said as one.
+    asked = make_result(limits=Limits(cpus=1, cpuset="1"), lease=CoreLease((1,), 0.0, False))
+    assert "limits: cpus=1, cpuset=1, 15 samples" in render_plain([asked])
