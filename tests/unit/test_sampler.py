@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from edgeprof.errors import BackendError
+from edgeprof.measure.integral import RECENT_READINGS
 from edgeprof.measure.memory import SampledMaxima
 from edgeprof.measure.samplefile import SampleWriter
 from edgeprof.measure.sampler import (
     MIN_AVG_READINGS,
     PEAK_WINDOW_S,
-    RECENT_READINGS,
     Sampler,
     SeriesStats,
 )
