@@ -364,20 +364,26 @@ def test_bad_limits_start_nothing(mechanism: str, args: list[str], tmp_path: Pat
     assert not marker.exists()
 
 
-def test_a_cpuset_the_kernel_refuses_names_the_option(mechanism: str, tmp_path: Path) -> None:
-    """``--allow-over-host`` lets a ``--cpuset`` through unchecked; a CPU the kernel cannot
-    give the run's group (past every CPU it could have, whatever the host's size) is then
-    the kernel's refusal, said of ``--cpuset``, with the CPUs the group could have had: not
-    a control file's path and ``Numerical result out of range`` alone."""
+def test_a_cpuset_past_the_machine_is_refused_before_any_lease(
+    mechanism: str, tmp_path: Path
+) -> None:
+    """A CPU past every one the machine could have is no setting ``--allow-over-host`` can
+    allow: one line naming ``--cpuset`` and the machine's CPUs, before any lease or group (a
+    newcomer's ``--cpuset 5 --allow-over-host`` had reached the kernel's refusal and left
+    ``/run/edgeprof/cores/cpu5`` behind)."""
+    from edgeprof.measure.leases import lease_dir
+
     possible = Path("/sys/devices/system/cpu/possible").read_text().strip()
     past = max(int(part.split("-")[-1]) for part in possible.split(",")) + 1
+    lease = lease_dir() / f"cpu{past}"
+    assert not lease.exists()  # a leftover of an earlier run would hide the check
     marker = tmp_path / "ran"
     args = ["--cpuset", str(past), "--allow-over-host", "--", "touch", str(marker)]
     cmd = [PY, "-m", "edgeprof", "run", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=HANG_S)
     assert proc.returncode == 2 and not marker.exists(), proc.stderr
-    assert proc.stderr.count("\n") == 1, proc.stderr
-    assert proc.stderr.startswith(
-        f"edgeprof: error: --cpuset {past}: the kernel refused these CPUs for the run's group ("
-    ), proc.stderr
-    assert "its parent group has CPUs " in proc.stderr and "cpuset.cpus" not in proc.stderr
+    assert proc.stderr == (
+        f"edgeprof: error: --cpuset {past}: CPU {past} does not exist on this machine (its "
+        f"CPUs: {possible})\n"
+    )
+    assert not lease.exists()

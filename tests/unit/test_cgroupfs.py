@@ -446,3 +446,18 @@ def test_python_reader_has_no_batch_loop(tmp_path: Path) -> None:
     cs = fs.CounterSet(counter_files(tmp_path), native=False)
     assert cs.batch_reader is None
     cs.close()
+
+
+def test_a_cpuset_the_kernel_refuses_is_said_of_the_option(tmp_path: Path) -> None:
+    """The kernel's refusal of a run group's ``cpuset.cpus`` (a CPU that exists but the
+    parent group cannot give, an offline one) names ``--cpuset`` and the parent's CPUs, not a
+    control file's path and its errno alone.  (A CPU past the machine's is refused before
+    this: ``test_a_cpuset_past_the_machine_is_refused_before_any_lease``.)"""
+    from edgeprof.backends.cgroupfs import write_cpuset
+
+    with pytest.raises(BackendError) as err:
+        write_cpuset(tmp_path, [3], "0-1")  # a directory: the write fails as the kernel's would
+    assert str(err.value) == (
+        "--cpuset 3: the kernel refused these CPUs for the run's group (Is a directory); its "
+        "parent group has CPUs 0-1"
+    )

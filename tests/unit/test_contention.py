@@ -231,7 +231,7 @@ def test_a_run_is_told_the_cpus_it_had_and_the_omp_it_was_given(
     )
     (w,) = [w for w in r.warnings if "waited for each other" in w]
     assert " on 2 CPUs, and " in w and "torch.set_num_threads(2)" in w
-    assert w.endswith("OMP_NUM_THREADS, 4 in this run)")
+    assert "does not read OMP_NUM_THREADS (4 in this run)" in w
     r = profile(
         ["sleep", "0.2"],
         Limits(cpus=2),
@@ -239,7 +239,7 @@ def test_a_run_is_told_the_cpus_it_had_and_the_omp_it_was_given(
         interval=0.05,
         env={"OMP_NUM_THREADS": "3"},
     )
-    assert any(w.endswith("OMP_NUM_THREADS, 3 in this run)") for w in r.warnings), r.warnings
+    assert any("OMP_NUM_THREADS (3 in this run)" in w for w in r.warnings), r.warnings
 
 
 def test_a_run_without_cpu_limits_or_with_as_many_cpus_as_tasks_is_not_warned() -> None:
