@@ -268,9 +268,9 @@ def resume_notes(job: RunJob, resume: Resume | None) -> list[str]:
     if job.request.resume:
         if resume is None:
             return [f"--resume: {out} holds no sweep.json: the whole sweep is made"]
-        measured = len([s for s in plan.steps() if not s.warmup])
+        measured = len(plan.measured_steps())
         kept = len(resume.kept)
-        if resume.complete and kept == measured:  # a finished sweep: "the rest" is none
+        if not resume.anything_to_make(plan):  # a finished sweep: "the rest" is none
             return [f"--resume: the sweep in {out} is finished: all {measured} measured runs kept"]
         return [f"--resume: {kept} of {measured} measured run(s) kept; the rest are made"]
     unfinished = unfinished_runs(job)

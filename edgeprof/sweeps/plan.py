@@ -197,6 +197,10 @@ class SweepPlan:
             for i, ((warm, rnd), lim, model) in enumerate(order)
         ]
 
+    def measured_steps(self) -> list[Step]:
+        """:meth:`steps` but the warm-ups: the runs a sweep's statistics are made of."""
+        return [s for s in self.steps() if not s.warmup]
+
 
 def plan_difference(key: str, theirs: Any, mine: Any, whose: str = "their", now: str = "") -> str:
     """How two sweeps' plans (or their runs' ways of measuring) differ in ``key``, as text:

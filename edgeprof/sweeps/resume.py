@@ -28,6 +28,7 @@ merge of shards says it (:func:`edgeprof.analysis.hosts.shard_notes`).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
 from collections.abc import Mapping
@@ -101,6 +102,16 @@ class Resume:
     """The budgets it recorded (``None``: none): a resumption that gives none keeps them
     (:func:`~.resume_job.resumed_budgets`)."""
 
+    def anything_to_make(self, plan: SweepPlan) -> bool:
+        """Whether resuming makes a measured run.  With ``--repeat auto`` only the rounds
+        every cell runs (up to ``--min-runs``) are known before the runs: past them, an
+        earlier sweep that did not finish may make one more."""
+        steps = plan.measured_steps()
+        if plan.auto is not None:
+            every = [s for s in steps if s.round <= plan.auto.min_runs]
+            return not self.complete or any(self.run_of(s) is None for s in every)
+        return any(self.run_of(s) is None for s in steps)
+
     def run_of(self, step: Step) -> RunResult | None:
         """The kept run of ``step``; ``None`` where it is to be made."""
         run = self.kept.get(step.index)
@@ -162,12 +173,12 @@ def earlier_sweep(out: Path, plan: SweepPlan, measured: Measured) -> Resume | No
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     complete = data.get("stopped") is None and not data.get("interrupted")
     budgets = data.get("budgets")
-    measured_steps = sum(1 for s in plan.steps() if not s.warmup)
-    # A finished sweep resumed makes nothing: no resumption to record (its reports had said
-    # "the statistics pool the runs made before and after" of none made after, a verifier's).
-    nothing = complete and len(kept) == measured_steps
-    resumed = history if nothing else (*history, {"at": now, "kept": len(kept)})
-    return Resume(out, kept, files, resumed, complete, path, budgets)
+    resume = Resume(out, kept, files, history, complete, path, budgets)
+    # A resumption that makes nothing (a finished sweep) is not recorded: its reports had said
+    # "the statistics pool the runs made before and after" of none made after (a verifier's).
+    if not resume.anything_to_make(plan):
+        return resume
+    return dataclasses.replace(resume, resumed=(*history, {"at": now, "kept": len(kept)}))
 
 
 def _workdir_differs(theirs: object, mine: str | None) -> str | None:

@@ -65,7 +65,7 @@ def unfinished_runs(job: RunJob) -> tuple[int, int] | None:
         return None
     if earlier is None or earlier.complete:
         return None
-    return len(earlier.kept), len([s for s in job.plan.steps() if not s.warmup])
+    return len(earlier.kept), len(job.plan.measured_steps())
 
 
 def _measured(job: RunJob) -> Measured:

@@ -214,17 +214,6 @@ class _Removal:
         return True
 
 
-def _anything_to_make(plan: SweepPlan, resume: Resume) -> bool:
-    """Whether a resumed sweep makes a measured run.  With ``--repeat auto`` only the rounds
-    every cell runs (up to ``--min-runs``) are known before the runs: past them, an earlier
-    sweep that did not finish may make one more."""
-    steps = [s for s in plan.steps() if not s.warmup]
-    if plan.auto is not None:
-        every = [s for s in steps if s.round <= plan.auto.min_runs]
-        return not resume.complete or any(resume.run_of(s) is None for s in every)
-    return any(resume.run_of(s) is None for s in steps)
-
-
 def check_limits(
     plan: SweepPlan, backend: Backend, elsewhere: tuple[int, int] | None = None
 ) -> None:
@@ -342,7 +331,7 @@ def _sweep(
     judged = 0  # the round ``pending`` was worked out for
     # Resumed, the warm-ups are made again before the first run made (:mod:`.resume`), and
     # not at all when every measured run is kept.
-    warm = resume is None or _anything_to_make(plan, resume)
+    warm = resume is None or resume.anything_to_make(plan)
     try:
         for step in plan.steps():
             if step.warmup and not warm:
