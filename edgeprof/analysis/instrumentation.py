@@ -279,6 +279,15 @@ def _parse(path: Path) -> ast.Module | None:
         return None
 
 
+def sources_dir(run: RunResult) -> Path:
+    """Where a run's relative script paths are read from: the directory it started in
+    (``workdir``) where that is one here, else the reader's own (older files; a container's
+    directory this host lacks)."""
+    if run.workdir is not None and os.path.isabs(run.workdir) and os.path.isdir(run.workdir):
+        return Path(run.workdir)
+    return Path.cwd()
+
+
 def edgeprof_import(command: Sequence[str], cwd: Path) -> Import:
     """What the workload's sources say of its import of edgeprof: its one script (the
     command's ``.py`` word, a file here from ``cwd``), the code of ``python -c CODE``, or the

@@ -326,7 +326,8 @@ def profile(
                     "doctor lists the GPUs it can read), so the run was not held to it"
                 )
                 result = dataclasses.replace(result, warnings=(*result.warnings, lost))
-            result = dataclasses.replace(result, env=given_env)
+            started_in = workload_dir(spec.cwd, in_container=not on_host)
+            result = dataclasses.replace(result, env=given_env, workdir=started_in)
             if lease is not None:
                 result = dataclasses.replace(result, lease=lease.record(chosen=auto_pinned))
             if device is not None:
@@ -397,3 +398,14 @@ def _outcome(result: RunResult) -> str:
     grep read it as a success)."""
     end = result.termination.value
     return end if result.exit_code is None else f"{end} {result.exit_code}"
+
+
+
+def workload_dir(cwd: str | os.PathLike[str] | None, *, in_container: bool) -> str | None:
+    """The directory a workload runs in, as its result and ``sweep.json`` record it:
+    ``cwd`` (a template's directory) or edgeprof's own, resolved on this host; in a
+    container, ``cwd`` as given (its path there), and ``None`` without it (the image's own,
+    which this host does not know)."""
+    if in_container:
+        return None if cwd is None else str(cwd)
+    return os.path.realpath(cwd or os.curdir)

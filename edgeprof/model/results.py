@@ -322,6 +322,13 @@ class RunResult:
     end: ``limits`` stays what edgeprof set, and the run has no verdict against a changed
     memory limit.  Empty: none changed, or not read (not written then; older files)."""
 
+    workdir: str | None = None
+    """The directory the workload started in (absolute; in a container, the path there where
+    edgeprof set one): a script named by a relative path is read from it.  ``report`` run
+    elsewhere had read an env.template's ``SCRIPT`` from its own directory, found none, and
+    told a plain script that its python "could not import" edgeprof.  ``None``: a container
+    started in its image's own directory, and older files."""
+
     @property
     def label(self) -> str:
         """``name``, else the program's file name, its control characters escaped (a file
@@ -470,5 +477,6 @@ class RunResult:
             processes_left=d.get("processes_left"),
             processes_at_peak=d.get("processes_at_peak"),
             env=None if d.get("env") is None else tuple(d["env"]),
+            workdir=d.get("workdir"),
             limits_changed=tuple(LimitChange.from_dict(c) for c in d.get("limits_changed") or ()),
         )

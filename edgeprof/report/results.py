@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Sequence
-from pathlib import Path, PurePath
+from pathlib import PurePath
 from typing import NamedTuple, TextIO
 
 from ..analysis.cells import cells
 from ..analysis.headroom import below_limit, mapped_elsewhere, worst_fit, worst_gpu_fit
-from ..analysis.instrumentation import Import, edgeprof_import, no_events, runs_python
+from ..analysis.instrumentation import Import, edgeprof_import, no_events, runs_python, sources_dir
 from ..model import RunResult
 from ..units import format_binary, format_cpuset, format_decimal, format_seconds
 from .gpu import render_gpu
@@ -262,7 +262,7 @@ def _uninstrumented(results: Sequence[RunResult]) -> list[str]:
     why = no_events(runs)
     if why is None or not any(runs_python(r.command) for r in runs):
         return []
-    if all(edgeprof_import(r.command, Path.cwd()) is not Import.MAYBE for r in runs):
+    if all(edgeprof_import(r.command, sources_dir(r)) is not Import.MAYBE for r in runs):
         return []  # its sources never import edgeprof, or imported it: no failed import
     return [f"note: {why}"]
 

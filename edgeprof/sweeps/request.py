@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
-import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from ..errors import ConfigError
 from ..measure.gpu_select import check_selection
 from ..measure.inputs import DEFAULT_INTERVAL_S, parse_times
 from ..measure.leases import CORES_BUSY
+from ..measure.runner import workload_dir as run_dir
 from ..measure.squeeze import INTERVAL_S as SQUEEZE_INTERVAL_S
 from ..measure.stdin import piped_warning
 from ..model import RunResult, UserIds
@@ -363,12 +363,9 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
 
 
 def workload_dir(req: RunRequest) -> str | None:
-    """The directory the workload will run in, as ``sweep.json`` records it: ``--cwd``
-    (a template's directory) or edgeprof's own, resolved on this host; in a container,
-    ``--cwd`` as given, and ``None`` without it (the image's own)."""
-    if req.backend == "docker":
-        return None if req.cwd is None else str(req.cwd)
-    return os.path.realpath(req.cwd or os.curdir)
+    """The directory the workload will run in, as ``sweep.json`` records it (the runner's
+    rule, :func:`edgeprof.measure.runner.workload_dir`)."""
+    return run_dir(req.cwd, in_container=req.backend == "docker")
 
 
 def _many_runs(plan: SweepPlan) -> bool:

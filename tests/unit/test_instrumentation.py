@@ -4,6 +4,7 @@ of the workload's interpreter."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from edgeprof.analysis.instrumentation import (
     no_events,
     runs_python,
 )
+from edgeprof.cli import main
 from edgeprof.layers.run import WORKER
 from edgeprof.measure.doctor import diagnose, interpreter_imports_edgeprof, workload_python
 from edgeprof.model import LatencyStats, Mark, PhaseStats, RunResult, Termination
@@ -287,6 +289,37 @@ def test_no_note_when_the_script_here_never_names_edgeprof(
     assert "note: no run reported" in render_plain(plain)
     # Not here (a script only in an image): nothing tells, the note stands.
     assert "note: no run reported" in render_plain([bare("python3", "/app/other.py")])
+
+
+def test_a_script_is_read_from_the_directory_its_run_started_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An env.template with ``DIR=app``, ``SCRIPT=m.py`` runs ``python3 m.py a`` in ``app``;
+    its plain script was read from the directory edgeprof (or ``report``) was started in,
+    found missing there, and every run got the "could not import" note.  The run records
+    where it started (``workdir``), and its relative script is read from there."""
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "m.py").write_text("import sys\nprint(sys.argv)\n")
+    monkeypatch.chdir(tmp_path)
+    started_in_app = bare("python3", "m.py", "a", workdir=str(app))
+    assert "note:" not in render_plain([started_in_app])
+    # Back through the result's JSON: the reader finds the same directory.
+    assert RunResult.from_dict(started_in_app.to_dict()).workdir == str(app)
+    # An older file (no workdir) and a directory this host lacks: the reader's own, where
+    # m.py is not, and the note stands.
+    assert "note: no run reported" in render_plain([bare("python3", "m.py", "a")])
+    gone = bare("python3", "m.py", "a", workdir=str(tmp_path / "gone"))
+    assert "note: no run reported" in render_plain([gone])
+
+
+def test_a_run_records_the_directory_it_started_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``workdir``: the run's ``--cwd``-style directory made absolute, else edgeprof's own."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--backend", "fake", "--out", "o", "--", "python3", "-c", "pass"]) == 0
+    assert json.loads((tmp_path / "o" / "result.json").read_text())["workdir"] == str(tmp_path)
 
 
 def test_no_note_for_a_script_that_only_names_edgeprof_or_sits_beside_one_that_imports_it(

@@ -311,6 +311,7 @@ def test_json_key_order_starts_with_the_version() -> None:
         "processes_left",
         "env",
         "processes_at_peak",
+        "workdir",
     ]
 
 
