@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ConfigError
+from .cells import without_chosen_cores
 from .metrics import BY_KEY
 from .regression import Change, Verdict, cell_name, judge, missing_note
 
@@ -29,8 +30,10 @@ def compare_fits(
     metric = BY_KEY["memory_need"]
 
     def keyed(docs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], Mapping[str, Any]]:
-        return {(str(d["name"]), str(d.get("limits", "")) if match_limits else ""): d
-                for d in docs}  # fmt: skip
+        # Files from before fit.json left out leased cores carry them (cpus=1, cpuset=0):
+        # read as sweeps' cells read such labels, two fits on cores 0 and 1 are one setting.
+        return {(str(d["name"]), without_chosen_cores(str(d.get("limits", "")))
+                 if match_limits else ""): d for d in docs}  # fmt: skip
 
     base, cur = keyed(baseline), keyed(current)
     missing = [k for k in base if k not in cur]
@@ -38,7 +41,7 @@ def compare_fits(
     notes += [f"{cell_name(k)}: new (not in the baseline)" for k in cur if k not in base]
     common = [k for k in cur if k in base]
     if not common:
-        raise ConfigError("no fitted model is in both the baseline and the current fit.json")
+        raise ConfigError(_nothing_common(base, cur))
     changes = [
         Change(k[0], str(base[k].get("limits", "")), metric, (b,), (), Verdict.NOT_MEASURED)
         for k in ([] if allow_missing else missing)
@@ -61,3 +64,23 @@ def compare_fits(
         verdict = judge(change, ci, threshold)
         changes.append(Change(key[0], key[1], metric, (b,), (c,), verdict, change, ci))
     return changes, notes
+
+
+
+def _nothing_common(
+    base: Mapping[tuple[str, str], object], cur: Mapping[tuple[str, str], object]
+) -> str:
+    """Why no model can be compared; where a model is in both at other limits, how to
+    compare it anyway (``--ignore-limits``)."""
+    named = sorted({k[0] for k in base} & {k[0] for k in cur})
+    if not named:
+        return "no fitted model is in both the baseline and the current fit.json"
+
+    def at(side: Mapping[tuple[str, str], object]) -> str:
+        return "; ".join(sorted({k[1] for k in side if k[0] == named[0]}))
+
+    return (
+        f"no fitted model is in both fit.json files at the same limits: {named[0]} was fitted "
+        f"at {at(base)} in the baseline and at {at(cur)} now (--ignore-limits compares them "
+        "anyway)"
+    )

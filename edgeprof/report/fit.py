@@ -16,9 +16,10 @@ from ..analysis.need import (
 )
 from ..model import RunResult
 from ..sweeps.fit_outcome import FitOutcome, Probe
-from ..sweeps.fit_reference import setting
+from ..sweeps.fit_reference import setting_label
 from ..units import counted, format_binary
 from .memory import composition, spare
+from .results import leased
 from .table import plain_table
 
 _BEYOND = {
@@ -82,7 +83,8 @@ def _budget_line(o: FitOutcome) -> str:
 
 
 def _title(label: str, r: RunResult) -> str:
-    return f"{label}: {r.backend}/{r.mechanism}, limits: {setting(r).describe()}" + (
+    limits = f"{setting_label(r)}{leased([r])}"
+    return f"{label}: {r.backend}/{r.mechanism}, limits: {limits}" + (
         f", device {r.device}" if r.device else ""
     )
 

@@ -150,7 +150,7 @@ def note_lines(results: Sequence[RunResult]) -> list[NoteLine]:
     for (label, setting), runs in by_cell.items():
         r = runs[0]
         device = f"device {r.device}, " if r.device else ""
-        head = f"{label}: {r.backend}/{r.mechanism}, {device}limits: {setting}{_leased(runs)}, "
+        head = f"{label}: {r.backend}/{r.mechanism}, {device}limits: {setting}{leased(runs)}, "
         if len(runs) == 1:
             head += f"{r.samples.count} samples every {r.samples.interval_s:g}s"
         else:
@@ -174,7 +174,7 @@ def note_lines(results: Sequence[RunResult]) -> list[NoteLine]:
     return out
 
 
-def _leased(runs: Sequence[RunResult]) -> str:
+def leased(runs: Sequence[RunResult]) -> str:
     """`` (leased cores 0 and 1)``: the cores edgeprof chose for the cell's runs of an integer
     ``cpus``, each run's, apart from the setting.  The head had given the first run's
     (``cpus=1, cpuset=0``) as the cell's setting while its run 3 ran on CPU 1."""

@@ -9,6 +9,7 @@ import signal
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from ..analysis.cells import setting as cell_setting
 from ..analysis.need import MIN_LIMIT, Verdict
 from ..model import Limits, RunResult, Termination
 from ..units import counted, format_binary
@@ -52,6 +53,14 @@ def setting(r: RunResult) -> Limits:
     """``r``'s limits without a memory limit: the setting a reference run was made at,
     without its :func:`reference_cap`."""
     return dataclasses.replace(r.limits, memory=None)
+
+
+def setting_label(r: RunResult) -> str:
+    """:func:`setting` as a sweep's cells name it (:func:`edgeprof.analysis.cells.setting`):
+    the cores edgeprof leased for an integer ``cpus`` are whichever were free, not part of
+    it.  ``fit.json`` had recorded them (``cpus=1, cpuset=1`` beside another fit's
+    ``cpuset=0`` on a shared host), and ``compare`` then found no model in both."""
+    return cell_setting(dataclasses.replace(r, limits=setting(r)))
 
 
 def succeeded(r: RunResult) -> bool:

@@ -514,3 +514,24 @@ def test_refaults_below_the_limit_are_said_not_to_be_the_limits() -> None:
         assert "refaults 320, major faults 3" in render_plain([near]), near.memory
     # No refaults: nothing to explain.
     assert "refaults 0, major faults 3\n" in render_plain([refaulted(60 * MIB, 0)])
+
+
+def test_fits_on_other_leased_cores_compare_and_other_limits_say_how_to() -> None:
+    """Two ``fit --cpus 1`` on a shared host got cores 1 and 0 and recorded them
+    (``cpus=1, cpuset=1`` and ``cpuset=0``): ``compare`` found "no fitted model is in both".
+    A cpuset of exactly ``cpus`` cores, from such a file, is edgeprof's choice; a model in
+    both at other limits is named with ``--ignore-limits``."""
+    from edgeprof.analysis.fit_compare import compare_fits
+    from edgeprof.errors import ConfigError
+
+    def at(limits: str, need: int) -> dict[str, object]:
+        return {**fit_doc("python3", need), "limits": limits}
+
+    changes, _ = compare_fits([at("cpus=1, cpuset=1", 60 * MIB)], [at("cpus=1", 60 * MIB)])
+    assert [(c.label, c.setting, c.change) for c in changes] == [("python3", "cpus=1", 0.0)]
+    with pytest.raises(ConfigError) as e:
+        compare_fits([at("cpus=2", 60 * MIB)], [at("cpus=1", 60 * MIB)])
+    assert str(e.value) == (
+        "no fitted model is in both fit.json files at the same limits: python3 was fitted at "
+        "cpus=2 in the baseline and at cpus=1 now (--ignore-limits compares them anyway)"
+    )
