@@ -44,6 +44,10 @@ MEMORY_STAT = (
     Field("refaults_anon", "total_workingset_refault_anon"),
     Field("refaults_file", "total_workingset_refault_file"),
     Field("major_faults", "total_pgmajfault"),
+    # Not charged to the blkio group when the kernel's flusher writes them back: the run's
+    # buffered writes, which its written figure leaves out (measure/dirtied.py).
+    Field("memory_dirty", "total_dirty"),
+    Field("memory_writeback", "total_writeback"),
 )
 """v1 ``memory.stat``, hierarchical (``total_``) keys.  Kernel memory is its own file
 (``memory.kmem.usage_in_bytes``, charged to ``usage_in_bytes`` too).  v1 counts no reclaim

@@ -20,6 +20,7 @@ from ..backends.base import BatchReader
 from ..backends.helpers import TaskScan, TaskTime, leave_stops_to_main_thread
 from ..errors import EdgeprofError
 from ..model import Counters, Sample
+from .dirtied import Dirtied
 from .integral import Integral
 from .memory import MappedTracker, PartPeaks, Records, SampledMaxima
 from .samplefile import SampleWriter
@@ -83,6 +84,8 @@ class SeriesStats:
         """The run's mapped files against its group's charge, read at the samples."""
         self._mem = Integral()
         self._ws = Integral()
+        self.dirtied = Dirtied()
+        """The page cache the run dirtied (cgroup v1), over every sample, the start's too."""
         self.last_t = 0.0
 
     def add(self, t: float, c: Counters, final: bool = False) -> Sample:
@@ -108,6 +111,7 @@ class SeriesStats:
             self._ws.add(t, ws, held=final)
         if c.pids_current is not None:
             self.peak_pids = _max(self.peak_pids, c.pids_current)
+        self.dirtied.add(c)
         return Sample(  # positional: Sample's field order
             t,
             None if usage is None else usage / 1e6,

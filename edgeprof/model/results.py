@@ -78,6 +78,12 @@ class Counters(NamedTuple):
     memory_pagetables: int | None = None
     memory_percpu: int | None = None
     memory_sock: int | None = None
+    memory_dirty: int | None = None
+    """Page cache of the group's dirtied and not yet written back (v1 ``total_dirty``)."""
+    memory_writeback: int | None = None
+    """Page cache of the group's being written back now (v1 ``total_writeback``).  Read on
+    cgroup v1 only, where the block I/O written leaves out the kernel's writeback of them
+    (:class:`~edgeprof.measure.dirtied.Dirtied`); v2 charges it to the group."""
     refaults_anon: int | None = None
     refaults_file: int | None = None
     major_faults: int | None = None

@@ -71,6 +71,7 @@ COUNTERS = {
             "total_cache 500\ntotal_rss 600\ntotal_shmem 100\ntotal_mapped_file 50\n"
             "total_workingset_refault_anon 3\ntotal_workingset_refault_file 4\n"
             "total_pgmajfault 9\ntotal_inactive_file 4096\ntotal_active_file 300\n"
+            "dirty 7\nwriteback 8\ntotal_dirty 12288\ntotal_writeback 4096\n"
         ),
         "memory.kmem.usage_in_bytes": "65536\n",
         "memory.oom_control": "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
@@ -437,6 +438,8 @@ def test_reader_converts_v1_counters(cgfs: FakeCgroupFs, tmp_path: Path, native:
             refaults_anon=3,
             refaults_file=4,
             major_faults=9,
+            memory_dirty=12288,  # total_dirty, not the group's own dirty
+            memory_writeback=4096,
             oom_kills=2,
             io_read_bytes=4196,
             io_write_bytes=8193,
