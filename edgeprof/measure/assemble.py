@@ -183,6 +183,9 @@ def build_result(
             write_bytes=final.io_write_bytes,
             net_rx_bytes=final.net_rx_bytes,
             net_tx_bytes=final.net_tx_bytes,
+            # Any page seen dirty may have been written back uncharged (measure/dirtied.py).
+            write_incomplete=bool(stats.dirtied.bytes) and final.io_write_bytes is not None,
+            dirtied_bytes=stats.dirtied.bytes,
         ),
         samples=SampleStats(
             count=stats.count,

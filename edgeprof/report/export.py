@@ -68,6 +68,7 @@ RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {
     "oom_kills": lambda r: r.memory.oom_kills,
     "io_read_bytes": lambda r: r.io.read_bytes,
     "io_write_bytes": lambda r: r.io.write_bytes,
+    "io_dirtied_bytes": lambda r: r.io.dirtied_bytes,
     "net_rx_bytes": lambda r: r.io.net_rx_bytes,
     "net_tx_bytes": lambda r: r.io.net_tx_bytes,
     "pids_peak": lambda r: r.pids_peak,

@@ -86,6 +86,57 @@ def test_plain_table_values() -> None:
     ]
 
 
+def v1_written(write: int, dirtied: int | None, **kw: object) -> RunResult:
+    """A cgroup v1 run whose written figure is ``write`` B and whose samples saw ``dirtied``
+    B of page cache dirtied."""
+    io = IoStats(
+        read_bytes=0,
+        write_bytes=write,
+        net_rx_bytes=None,
+        net_tx_bytes=None,
+        write_incomplete=bool(dirtied),
+        dirtied_bytes=dirtied,
+    )
+    return make_result(mechanism="cgroup1", io=io, warnings=(), **kw)
+
+
+WRITTEN_NOTE = (
+    "  block I/O: written (≥) counts only the writes cgroup v1 charged to the run's group "
+    "(direct I/O, its own fsync), not the kernel's later writeback of the page cache it "
+    "dirtied: {} dirtied, a lower bound of its buffered writes\n"
+)
+
+
+def test_a_v1_written_figure_that_lacks_the_writeback_is_a_lower_bound() -> None:
+    """A buffered dd of 64 MiB read a plain 0B written on cgroup v1 (measure/dirtied.py)."""
+    text = render_plain([v1_written(0, 67_108_864)])
+    assert plain_rows(text)[1][0]["BLOCK I/O"] == "0B / ≥0B"
+    assert WRITTEN_NOTE.format("67.1MB") in text
+    assert text.count("block I/O:") == 1
+    assert "0B / ≥0B" in render_markdown([v1_written(0, 67_108_864)])
+
+
+def test_a_written_figure_without_dirty_pages_is_unchanged() -> None:
+    """Direct I/O, a v1 run that wrote nothing, a v2 run: no mark, no note."""
+    for r in (v1_written(67_108_864, 0), v1_written(0, None), make_result()):
+        text = render_plain([r])
+        assert "≥" not in text and "block I/O" not in text
+    assert plain_rows(render_plain([v1_written(67_108_864, 0)]))[1][0]["BLOCK I/O"] == (
+        "0B / 67.1MB"
+    )
+
+
+def test_a_cells_runs_that_dirtied_pages_are_named_once() -> None:
+    some = [v1_written(0, 4_300_000), v1_written(8_500_000, 0), v1_written(0, 67_108_864)]
+    text = render_plain(some)
+    assert [r["BLOCK I/O"] for r in plain_rows(text)[1]] == ["0B / ≥0B", "0B / 8.5MB", "0B / ≥0B"]
+    assert WRITTEN_NOTE.format("4.3MB in run 1, 67.1MB in run 3") in text
+    every = render_plain([v1_written(0, 4_300_000), v1_written(0, 67_108_864)])
+    assert WRITTEN_NOTE.format("4.3MB to 67.1MB a run") in every
+    alike = render_plain([v1_written(0, 4_300_000), v1_written(0, 4_300_000)])
+    assert WRITTEN_NOTE.format("4.3MB a run") in alike
+
+
 def test_plain_table_columns_are_aligned() -> None:
     text = render_plain([make_result(name="a"), make_result(name="much-longer-name")])
     lines = text.splitlines()
@@ -242,6 +293,14 @@ def test_write_and_read_result_round_trip(tmp_path: Path) -> None:
     assert back.command == r.command and isinstance(back.command, tuple)
     assert back.limits.cpuset == (0, 1)
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]  # no temporary left
+    v1 = v1_written(0, 67_108_864)
+    write_result(path, v1)
+    assert load_runs([path])[0].io == v1.io
+    d = json.loads(path.read_text())["io"]
+    assert (d["write_incomplete"], d["dirtied_bytes"]) == (True, 67_108_864)
+    older = v1.to_dict()  # a file from before the figure: nothing said of its written
+    del older["io"]["write_incomplete"], older["io"]["dirtied_bytes"]
+    assert RunResult.from_dict(older).io == IoStats(0, 0, None, None, False, None)
 
 
 def test_json_contract_keys() -> None:
