@@ -175,9 +175,10 @@ def _split(text: str, name: str) -> tuple[str, ...]:
 
 
 def _has_results(directory: Path) -> bool:
-    return directory.is_dir() and any(
-        next(directory.rglob(name), None) is not None for name in ("sweep.json", "result.json")
-    )
+    """Whether ``report``/``compare`` would find results in ``directory`` (to their depth)."""
+    from ..resultfiles import result_files
+
+    return directory.is_dir() and bool(result_files(directory))
 
 
 def edgeprof_argv(sudo: str, env: Mapping[str, str]) -> list[str]:

@@ -26,10 +26,11 @@ from ..resultfiles import (
     load_fits,
     load_runs,
     read_sweep,
+    sources_below,
     sweep_notes,
     sweep_resumed,
     sweep_stopped,
-    sweeps_below,
+    walk_dirs,
 )
 from ..storage import (
     DirLock,
@@ -166,16 +167,37 @@ def compare_paths(
 def pooled_notes(baseline: Path, current: Path) -> list[str]:
     """A side whose directory holds several sweeps: their runs are one side's, pooled cell
     by cell (a tester's copy of two unchanged sweeps read as one baseline of n=6, unsaid)."""
-    notes = []
-    for side, path in (("baseline", baseline), ("current results", current)):
-        if len(found := sweeps_below(path)) > 1:
-            names = ", ".join(str(f.parent.relative_to(path)) for f in found[:4])
-            more = f" and {len(found) - 4} more" if len(found) > 4 else ""
-            notes.append(
-                f"the {side} {path} holds {len(found)} sweeps ({names}{more}): their runs "
-                "are pooled, cell by cell; compare one sweep's directory to hold them apart"
-            )
-    return notes
+    sides = (("baseline", baseline), ("current results", current))
+    return [f"the {side} {note}" for side, path in sides if (note := pooled(path, "compare"))]
+
+
+def pooled(path: Path, command: str) -> str | None:
+    """What the directory ``path`` pools, as ``command`` (``report``, ``compare``) says it:
+    the runs of several sweeps or fits, or of one and of runs outside it.  ``report`` of a
+    directory of 2 sweeps had read them as one table (6 runs of ``8``), unsaid."""
+    outputs, loose = sources_below(path)
+    if not outputs or len(outputs) + len(loose) < 2:
+        return None  # runs outside any sweep alone: a bench's, one output
+    fits = sum((d / "fit.json").is_file() for d in outputs)
+    kind = "fit" if fits == len(outputs) else "sweep" if not fits else "sweep or fit"
+    kinds = {"fit": "fits", "sweep": "sweeps", "sweep or fit": "sweeps and fits"}[kind]
+    names = _some([str(d.relative_to(path)) for d in outputs])
+    held = f"{len(outputs)} {kinds} ({names})" if len(outputs) > 1 else f"a {kind} ({names})"
+    if loose:
+        them = "them" if len(outputs) > 1 else "it"
+        held += f" and {len(loose)} run(s) outside {them} "
+        held += f"({_some([str(d.relative_to(path)) for d in loose])})"
+    one = kind if not loose else f"{kind} or run"
+    return (
+        f"{path} holds {held}: their runs are pooled, cell by cell; {command} one "
+        f"{one}'s directory to hold them apart"
+    )
+
+
+def _some(names: Sequence[str]) -> str:
+    """The first four of ``names``, and how many more."""
+    more = f" and {len(names) - 4} more" if len(names) > 4 else ""
+    return ", ".join(names[:4]) + more
 
 
 def rerender(
@@ -237,6 +259,7 @@ def rerender(
     ]
     stopped += [text for text, _ in answers]
     stopped += shared
+    stopped += [note for p in paths if (note := pooled(p, "report")) is not None]
     # One sweep made with --repeat auto: what it resolved, as the run printed it.
     auto = load_auto_repeat(paths[0]) if len(paths) == 1 else None
     repeats = [] if auto is None else [repeats_table(runs, *auto)]
@@ -406,11 +429,12 @@ def skipped_profiles(paths: Sequence[Path]) -> str | None:
     """The line naming the per-layer profiles (``edgeprof layers``' YAML) in the directories
     of ``paths``, which ``report`` does not read: beside result files they had been skipped
     in silence (a directory of profiles alone is an error that names them)."""
+    # The directories a report reads (a whole tree had been searched for YAML: `report ~`).
     found = [
         p
         for d in paths
         if d.is_dir()
-        for p in sorted(d.rglob("*.y*ml"))[:100]
+        for p in sorted(q for w, _ in walk_dirs(d) for q in w.glob("*.y*ml"))[:100]
         if layers_profile_note(p) is not None
     ]
     if not found:

@@ -20,6 +20,7 @@ from ..errors import ConfigError
 from ..measure.runner import DEFAULT_KILL_GRACE_S, profile
 from ..model import Limits, RunResult, Termination
 from ..pysource import module_file, unbound
+from ..resultfiles import walk_dirs
 from .run_options import check_count
 
 DEFAULT_WARMUP = 5
@@ -121,7 +122,9 @@ def refuse_other_runs(out: Path, planned: Sequence[Path]) -> None:
     if not out.is_dir():
         return
     want = {out / p for p in planned}
-    other = sorted({p.parent for p in out.rglob("result.json")} - want, key=str)
+    # The runs a report of `out` reads (to its depth): not the whole tree below.
+    found = {d for d, mark in walk_dirs(out, ("result.json",)) if mark}
+    other = sorted(found - want, key=str)
     if other:
         shown = ", ".join(str((p / "result.json").relative_to(out)) for p in other[:4])
         more = f" and {len(other) - 4} more" if len(other) > 4 else ""

@@ -11,9 +11,19 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..measure.loop import OUT_FILES
 from ..outfiles import remove_files
-from ..resultfiles import SWEEP_FILES, read_sweep
+from ..resultfiles import SWEEP_FILES, read_sweep, walk_dirs
 from .labels import safe_dir
 from .plan import Step, SweepPlan
+
+OUT_DEPTH = 5
+"""How deep a sweep's runs lie in its ``--out``: ``run --executor``'s
+``OUT/parts/part-I/<label>/<setting>/<round>/``.  The runs an earlier sweep left are looked
+for no deeper: ``--out ~`` had had the whole home directory searched."""
+
+
+def run_dirs(out: Path) -> set[Path]:
+    """The directories in ``out`` holding a run's ``result.json``, to :data:`OUT_DEPTH`."""
+    return {d for d, mark in walk_dirs(out, ("result.json",), OUT_DEPTH) if mark}
 
 
 def run_dir(out: Path, plan: SweepPlan, step: Step) -> Path:
@@ -34,7 +44,7 @@ def stale_runs(out: Path, plan: SweepPlan) -> list[Path]:
     if plan.is_single or not out.is_dir():
         return []
     planned = {run_dir(out, plan, step) for step in plan.steps()}
-    return sorted({p.parent for p in out.rglob("result.json")} - planned)
+    return sorted(run_dirs(out) - planned)
 
 
 def stale_part_runs(out: Path, plan: SweepPlan, stage: Path) -> list[Path]:
@@ -48,7 +58,7 @@ def stale_part_runs(out: Path, plan: SweepPlan, stage: Path) -> list[Path]:
     for i in range(1, count + 1):
         part = dataclasses.replace(plan, shard=(i, count))
         planned |= {run_dir(stage / f"part-{i}", part, step) for step in part.steps()}
-    return sorted({p.parent for p in out.rglob("result.json")} - planned)
+    return sorted(run_dirs(out) - planned)
 
 
 def remove_earlier(out: Path, plan: SweepPlan, skip: Sequence[Path] = ()) -> list[Path]:

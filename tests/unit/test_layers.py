@@ -513,7 +513,7 @@ def test_report_and_compare_name_the_export_files(
     # A directory of them alone: its error names them too.
     (tmp_path / "profiler_results.yml").unlink()
     assert main(["report", str(tmp_path)]) == 2
-    assert f"no result.json or sweep.json in it; {types} is the scheduler's" in (
+    assert f"below it; {types} is the scheduler's" in (
         capsys.readouterr().err
     )
     # The profile itself keeps its own line.

@@ -268,7 +268,10 @@ def test_report_and_compare_say_a_layers_profile_is_not_a_result(
     assert capsys.readouterr().err.splitlines() == [f"edgeprof: error: {note}"]
     with pytest.raises(ConfigError) as exc:
         load_runs([tmp_path])
-    assert str(exc.value) == f"{tmp_path}: no result.json or sweep.json in it; {note}"
+    assert str(exc.value) == (
+        f"{tmp_path}: no result.json or sweep.json in it or in the 4 levels of directories "
+        f"below it; {note}"
+    )
 
 
 # -- 5. a failing model or factory -------------------------------------------------------------

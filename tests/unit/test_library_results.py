@@ -50,7 +50,10 @@ def test_load_refuses_what_report_refuses_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError) as raised:
         edgeprof.load(tmp_path / "empty")
-    assert str(raised.value) == f"{tmp_path / 'empty'}: no result.json or sweep.json in it"
+    assert str(raised.value) == (
+        f"{tmp_path / 'empty'}: no result.json or sweep.json in it or in the 4 levels of "
+        "directories below it"
+    )
 
 
 def test_compare_returns_the_verdicts_the_command_prints(
