@@ -54,7 +54,7 @@ from ..model import RunResult
 from ..storage import read_input
 from ..units import named, parse_duration, parse_energy, parse_rate, parse_size, require_unit
 from .budget_caveats import budget_caveats
-from .cells import cells, ending, successful
+from .cells import cell_name, cells, ending, successful
 from .metrics import BUDGET_METRICS, Kind, Metric, same_figure
 from .unmeasured import why_unmeasured
 
@@ -225,7 +225,7 @@ class BudgetCheck:
 
     def describe(self) -> str:
         """``mobilenet (cpus=1): CPU time 2.31s exceeds the budget 2.00s (median of 3 runs)``."""
-        cell = f"{self.label} ({self.setting})"
+        cell = cell_name((self.label, self.setting))
         budget = self.budget_text
         if self.value is None and self.failed_value is not None:
             seen = self.metric.format(self.failed_value)

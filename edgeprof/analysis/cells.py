@@ -14,9 +14,9 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
 from ..errors import ConfigError
-from ..model import Limits, RunResult, Termination
+from ..model import CoreLease, Limits, RunResult, Termination
 from ..model.results import signal_name
-from ..units import parse_cpuset
+from ..units import format_cpuset, parse_cpuset
 
 CellKey = tuple[str, str]
 """(label, :func:`setting`)."""
@@ -31,12 +31,42 @@ def setting(r: RunResult) -> str:
     explicit ``--cpuset`` stays in the label.  Files from before leases carry no lease:
     there a cpuset of exactly ``cpus`` cores was edgeprof's own choice (the first free
     cores), which a same-sized explicit cpuset cannot be told apart from, and means the
-    same device."""
-    if r.lease is None:  # a file from before leases, or a run that pinned nothing
-        return without_chosen_cores(r.limits.describe())
-    if r.lease.chosen:
-        return dataclasses.replace(r.limits, cpuset=None).describe()
-    return r.limits.describe()
+    same device.  Every output that names a cell's setting takes it from here (or from
+    :func:`described`), and the cores apart from :func:`leased_cores`."""
+    return described(r.limits, r.lease)
+
+
+def described(limits: Limits, lease: CoreLease | None) -> str:
+    """:func:`setting`'s label of ``limits`` as applied under ``lease``: for a label of limits
+    other than the run's own (``fit``'s setting, the run's without its memory limit, had
+    kept the leased core: ``limits: cpus=1, cpuset=0``)."""
+    if lease is None:  # a file from before leases, or a run that pinned nothing
+        return without_chosen_cores(limits.describe())
+    if lease.chosen:
+        return dataclasses.replace(limits, cpuset=None).describe()
+    return limits.describe()
+
+
+def leased_cores(runs: Sequence[RunResult]) -> str:
+    """`` (leased cores 0 and 1)``: the cores edgeprof chose for the runs of an integer
+    ``cpus``, each run's, said apart from the setting (:func:`setting`); ``""`` where it
+    chose none.  A head had given the first run's (``cpus=1, cpuset=0``) as the cell's
+    setting while its run 3 ran on CPU 1."""
+    chosen = [format_cpuset(r.lease.cores) for r in runs if r.lease is not None and r.lease.chosen]
+    if not chosen:
+        return ""
+    distinct = list(dict.fromkeys(chosen))
+    listed = distinct[0] if len(distinct) == 1 else (
+        f"{', '.join(distinct[:-1])} and {distinct[-1]}"
+    )
+    one = len(distinct) == 1 and "-" not in listed and "," not in listed
+    return f" (leased core{'' if one else 's'} {listed})"
+
+
+def cell_name(key: tuple[str, str]) -> str:
+    """A cell as every output names it: ``model (cpus=1)``, its key's label and
+    :func:`setting`; the label alone where the key has no setting (``--ignore-limits``)."""
+    return f"{key[0]} ({key[1]})" if key[1] else key[0]
 
 
 def ran_under(r: RunResult, limits: Limits) -> bool:

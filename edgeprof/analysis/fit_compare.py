@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ConfigError
-from .cells import without_chosen_cores
+from .cells import cell_name, without_chosen_cores
 from .metrics import BY_KEY
-from .regression import Change, Verdict, cell_name, judge, missing_note
+from .regression import Change, Verdict, judge, missing_note
 
 
 def compare_fits(
@@ -30,10 +30,8 @@ def compare_fits(
     metric = BY_KEY["memory_need"]
 
     def keyed(docs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], Mapping[str, Any]]:
-        # Files from before fit.json left out leased cores carry them (cpus=1, cpuset=0):
-        # read as sweeps' cells read such labels, two fits on cores 0 and 1 are one setting.
-        return {(str(d["name"]), without_chosen_cores(str(d.get("limits", "")))
-                 if match_limits else ""): d for d in docs}  # fmt: skip
+        return {(str(d["name"]), _setting(d) if match_limits else ""): d
+                for d in docs}  # fmt: skip
 
     base, cur = keyed(baseline), keyed(current)
     missing = [k for k in base if k not in cur]
@@ -43,7 +41,7 @@ def compare_fits(
     if not common:
         raise ConfigError(_nothing_common(base, cur))
     changes = [
-        Change(k[0], str(base[k].get("limits", "")), metric, (b,), (), Verdict.NOT_MEASURED)
+        Change(k[0], _setting(base[k]), metric, (b,), (), Verdict.NOT_MEASURED)
         for k in ([] if allow_missing else missing)
         if (b := base[k].get("min_memory_bytes")) is not None
     ]
@@ -65,6 +63,12 @@ def compare_fits(
         changes.append(Change(key[0], key[1], metric, (b,), (c,), verdict, change, ci))
     return changes, notes
 
+
+def _setting(doc: Mapping[str, Any]) -> str:
+    """A ``fit.json``'s setting as :func:`~edgeprof.analysis.cells.setting` labels it: a file
+    written before it did (``cpus=1, cpuset=0``: the core leased to the reference run) reads
+    ``cpus=1``, the label of a fit of the same setting whose runs leased core 1."""
+    return without_chosen_cores(str(doc.get("limits", "")))
 
 
 def _nothing_common(

@@ -70,7 +70,7 @@ from ..errors import ConfigError
 from ..model import RunResult
 from .apart import apart_sides
 from .budgets import METRICS
-from .cells import cells, ending, endings, setting, successful
+from .cells import cell_name, cells, ending, endings, setting, successful
 from .change import Change as Change  # re-exported: compare's API
 from .change import Verdict as Verdict
 from .difference import Difference, difference
@@ -439,7 +439,3 @@ def _keyed(
 def _setting(base: Sequence[RunResult], current: Sequence[RunResult]) -> str:
     b, c = setting(base[0]), setting(current[0])
     return b if b == c else f"{b} → {c}"
-
-
-def cell_name(key: tuple[str, str]) -> str:
-    return f"{key[0]} ({key[1]})" if key[1] else key[0]

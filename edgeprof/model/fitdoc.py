@@ -94,7 +94,7 @@ class Fit(TypedDict):
     """How the backend applied the limits."""
     limits: str | None
     """The setting the runs were made at, without a memory limit: ``cpus=1.5, cpuset=0-1``
-    or ``none``."""
+    or ``none``; the cores edgeprof leased a whole ``cpus`` are not in it (``cpus=1``)."""
     device: str | None
     """The device profile (``--device``); ``null``: none."""
     metric: str

@@ -21,6 +21,7 @@ import datetime as _dt
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..analysis.cells import setting
 from ..model import RunResult, Termination
 from ..resultfiles import read_samples
 from ..storage import append_locked, write_output
@@ -236,7 +237,9 @@ class AuptimizerFiles:
     def row_name(self, stem: str, r: RunResult, round_: int, repeat: int) -> str:
         name = stem
         if self.several_settings:
-            name += f" [{r.limits.describe()}]"
+            # The cell's setting: with its leased core, each round of one setting had read
+            # as another ("[cpus=1, cpuset=0]", "[cpus=1, cpuset=1]").
+            name += f" [{setting(r)}]"
         if repeat > 1:
             name += f" #{round_}"
         return name

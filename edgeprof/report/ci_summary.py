@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..analysis.budgets import METRICS, BudgetCheck
-from ..analysis.cells import cells, endings, successful
+from ..analysis.cells import cell_name, cells, endings, successful
 from ..analysis.regression import Change, Verdict, failed_cells, regressed
 from ..errors import ConfigError
 from ..model import RunResult
@@ -74,8 +74,8 @@ def failed_runs_headline(results: Sequence[RunResult]) -> list[str]:
     for (label, setting), bad in failed.items():
         runs = by_cell[label, setting]
         lines.append(
-            f"- {markdown_text(label)} ({setting}): {len(runs) - len(bad)} of {len(runs)} "
-            f"runs succeeded ({endings(bad)})"
+            f"- {markdown_text(cell_name((label, setting)))}: {len(runs) - len(bad)} of "
+            f"{len(runs)} runs succeeded ({endings(bad)})"
         )
     return [*lines, ""]
 
@@ -97,7 +97,7 @@ def render_run_summary(
     warned = run_warnings(results)
     if warned:
         lines += [
-            f"- ⚠️ {markdown_text(f'{label} ({where}): {w}')}"
+            f"- ⚠️ {markdown_text(f'{cell_name((label, where))}: {w}')}"
             for (label, where), ws in warned.items()
             for w in ws
         ]
@@ -215,8 +215,8 @@ def failed_current_headline(changes: Sequence[Change]) -> list[str]:
     made = sum(f.of for f in failed.values())
     lines = [f"**❌ {count} of {made} current run{'s' if made > 1 else ''} failed**", ""]
     lines += [
-        f"- {markdown_text(label)} ({setting}): {f.of - f.count} of {f.of} runs succeeded "
-        f"({f.endings})"
+        f"- {markdown_text(cell_name((label, setting)))}: {f.of - f.count} of {f.of} runs "
+        f"succeeded ({f.endings})"
         for (label, setting), f in failed.items()
     ]
     return [*lines, ""]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..analysis.cells import leased_cores
 from ..analysis.need import (
     MIN_LIMIT,
     OVERTURNED,
@@ -16,10 +17,9 @@ from ..analysis.need import (
 )
 from ..model import RunResult
 from ..sweeps.fit_outcome import FitOutcome, Probe
-from ..sweeps.fit_reference import setting_label
+from ..sweeps.fit_reference import setting
 from ..units import counted, format_binary
 from .memory import composition, spare
-from .results import leased
 from .table import plain_table
 
 _BEYOND = {
@@ -82,9 +82,12 @@ def _budget_line(o: FitOutcome) -> str:
     return f"budget: memory need {format_binary(need)} {verb} {budget}\n"
 
 
-def _title(label: str, r: RunResult) -> str:
-    limits = f"{setting_label(r)}{leased([r])}"
-    return f"{label}: {r.backend}/{r.mechanism}, limits: {limits}" + (
+def _title(o: FitOutcome, r: RunResult) -> str:
+    """``python3: cgroup/cgroup1, limits: cpus=1 (leased cores 0 and 1)``: the setting as
+    asked, and apart from it the cores edgeprof leased the fit's runs (the reference's and
+    the probes')."""
+    runs = [*o.reference, *(run for p in o.probes for run in p.runs)]
+    return f"{o.label}: {r.backend}/{r.mechanism}, limits: {setting(r)}{leased_cores(runs)}" + (
         f", device {r.device}" if r.device else ""
     )
 
@@ -97,7 +100,7 @@ def _render_one(o: FitOutcome) -> str:
     measured = o.measured_peak
     lines = []
     if ref is not None:
-        lines.append(_title(o.label, ref))
+        lines.append(_title(o, ref))
         lines.append(
             f"unlimited: {o.time.metric} {o.time.seconds:.3f}s ({counted(len(o.reference), 'run')}"
             + (f", spread {100 * o.noise:.0f}%); " if len(o.reference) > 1 else "); ")
@@ -297,7 +300,7 @@ def _render_squeezed(o: FitOutcome) -> str:
     lines = []
     r = o.reference[-1] if o.reference else None
     if r is not None:
-        lines.append(_title(o.label, r))
+        lines.append(_title(o, r))
         lines.append(
             f"squeezed run: wall {r.wall_s:.3f}s; "
             + (

@@ -20,7 +20,7 @@ from html import escape
 
 from ..analysis.budgets import BudgetCheck
 from ..analysis.calibration import Calibration
-from ..analysis.cells import cells, endings
+from ..analysis.cells import cell_name, cells, endings
 from ..analysis.cells import setting as setting_of
 from ..analysis.compare import RANKED_METRICS, format_stat, rank, summarize_cells
 from ..analysis.headroom import Headroom, worst_fit
@@ -287,7 +287,7 @@ def _run_banners(results: Sequence[RunResult]) -> list[Banner]:
         # One OOM-killed run is said by its verdict; repeats, or other endings, by count.
         if bad and not (killed and len(runs) == 1 and bad[0].termination is Termination.OOM):
             parts.append(f"{len(runs) - len(bad)} of {len(runs)} runs succeeded ({endings(bad)})")
-        who = f"{label} ({setting})"
+        who = cell_name((label, setting))
         if parts:
             failed.append(Banner("fail", f"{who}: " + "; ".join(parts)))
         elif (moved := changed(runs)) is not None:

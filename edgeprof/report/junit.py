@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..analysis.budgets import BudgetCheck, Status
-from ..analysis.cells import cells, successful
+from ..analysis.cells import cell_name, cells, successful
 from ..analysis.regression import Change, Verdict
 from ..model import RunResult
 
@@ -79,7 +79,7 @@ def budget_cases(checks: Sequence[BudgetCheck], warnings: Warnings | None = None
         said = (warnings or {}).get((c.label, c.setting), ())
         out.append(
             Case(
-                classname=f"{c.label} ({c.setting})",
+                classname=cell_name((c.label, c.setting)),
                 name=f"{c.metric.title} {'>=' if c.metric.larger_is_better else '<='} "
                 f"{c.metric.format(c.budget)}",
                 failure=None if c.status is Status.PASS else _warned(c.describe(), said, "; "),
@@ -134,7 +134,7 @@ def _compared_cells(changes: Sequence[Change]) -> list[tuple[Change, bool]]:
 
 def _cell(ch: Change) -> str:
     """A compared cell's case class: ``model (limits)``, or the model under --ignore-limits."""
-    return f"{ch.label} ({ch.setting})" if ch.setting else ch.label
+    return cell_name((ch.label, ch.setting))
 
 
 def run_cases(results: Sequence[RunResult], warnings: Warnings | None = None) -> list[Case]:
@@ -153,7 +153,7 @@ def run_cases(results: Sequence[RunResult], warnings: Warnings | None = None) ->
         said = (warnings or {}).get((label, setting), ())
         out.append(
             Case(
-                f"{label} ({setting})",
+                cell_name((label, setting)),
                 "runs succeed",
                 _warned(text, said, "; ") if bad else None,
                 output=_warned(text, said, "\n"),

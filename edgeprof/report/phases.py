@@ -12,7 +12,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
-from ..analysis.cells import cells, setting, successful
+from ..analysis.cells import cell_key, cell_name, cells, setting, successful
 from ..analysis.metrics import iterations_for
 from ..analysis.stats import median
 from ..model import PERCENTILES, LatencyStats, Mark, PhaseStats, RunResult
@@ -94,7 +94,7 @@ def _cells(results: Sequence[RunResult]) -> list[tuple[str, list[RunResult]]]:
     (a Ctrl-C'd run's partial ``load`` had halved the cell's median)."""
     several = _several_settings(results)
     return [
-        (f"{label} ({where})" if several else label, successful(runs) or runs)
+        (cell_name((label, where)) if several else label, successful(runs) or runs)
         for (label, where), runs in cells(results).items()
     ]
 
@@ -109,7 +109,7 @@ def named_runs(results: Sequence[RunResult]) -> list[tuple[str, RunResult]]:
     """Each run with the name its row shows: its label, and its setting where the runs have
     several (every table of runs, the results table too)."""
     several = _several_settings(results)
-    return [(f"{r.label} ({setting(r)})" if several else r.label, r) for r in results]
+    return [(cell_name(cell_key(r)) if several else r.label, r) for r in results]
 
 
 def _cell_phases(runs: Sequence[RunResult]) -> list[PhaseStats]:

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..analysis.cells import cell_key
+from ..analysis.cells import cell_key, leased_cores
+from ..analysis.cells import setting as setting_of
 from ..analysis.compare import summarize_cells
 from ..analysis.fit_times import median_time
 from ..analysis.metrics import STAT_METRICS, Kind
@@ -57,6 +58,13 @@ def _scale(key: str) -> tuple[float, str]:
     return 1.0, "s"
 
 
+def run_title(result: RunResult) -> str:
+    """``infer — cpus=1 (leased core 0)``: a run's timeline title, its setting as asked and
+    the core edgeprof leased it apart, as the text report's head says them (the title had
+    read ``cpus=1, cpuset=0``, a setting nobody asked for)."""
+    return f"{result.label} — {setting_of(result)}{leased_cores([result])}"
+
+
 def plot_run(result: RunResult, path: Path) -> Path | None:
     """CPU % and memory over time of one run; ``None`` when its samples are not on disk.
     A file cut short or edited raises ``ValueError`` (or ``OSError``) naming why."""
@@ -84,7 +92,7 @@ def plot_run(result: RunResult, path: Path) -> Path | None:
     ax_mem.set_ylabel("memory (MiB)")
     ax_mem.set_xlabel("seconds since start")
     ax_mem.legend(loc="upper right")
-    fig.suptitle(f"{result.label} — {result.limits.describe()}")
+    fig.suptitle(run_title(result))
     fig.tight_layout()
     save_figure(fig, path)
     plt.close(fig)

@@ -22,7 +22,7 @@ from ..analysis.stats import median
 from ..model import RunResult
 from ..model.fitdoc import FIT_SCHEMA_VERSION, Fit, FitProbe
 from ..units import format_binary
-from .fit_reference import setting_label
+from .fit_reference import setting
 
 
 @dataclass(frozen=True)
@@ -270,7 +270,7 @@ class FitOutcome:
             "command": None if ref is None else list(ref.command),
             "backend": None if ref is None else ref.backend,
             "mechanism": None if ref is None else ref.mechanism,
-            "limits": None if ref is None else setting_label(ref),
+            "limits": None if ref is None else setting(ref),
             "device": None if ref is None else ref.device,
             "metric": self.time.metric,
             "tolerance": self.tolerance,

@@ -9,7 +9,7 @@ import signal
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ..analysis.cells import setting as cell_setting
+from ..analysis.cells import described
 from ..analysis.need import MIN_LIMIT, Verdict
 from ..model import Limits, RunResult, Termination
 from ..units import counted, format_binary
@@ -49,18 +49,13 @@ def reference_cap(job: RunJob) -> Cap | None:
 AVAILABLE = "all the memory this host had available (MemAvailable)"
 
 
-def setting(r: RunResult) -> Limits:
-    """``r``'s limits without a memory limit: the setting a reference run was made at,
-    without its :func:`reference_cap`."""
-    return dataclasses.replace(r.limits, memory=None)
-
-
-def setting_label(r: RunResult) -> str:
-    """:func:`setting` as a sweep's cells name it (:func:`edgeprof.analysis.cells.setting`):
-    the cores edgeprof leased for an integer ``cpus`` are whichever were free, not part of
-    it.  ``fit.json`` had recorded them (``cpus=1, cpuset=1`` beside another fit's
-    ``cpuset=0`` on a shared host), and ``compare`` then found no model in both."""
-    return cell_setting(dataclasses.replace(r, limits=setting(r)))
+def setting(r: RunResult) -> str:
+    """The setting a reference run was made at, without its :func:`reference_cap`: its
+    limits less the memory limit, labelled as every cell's is
+    (:func:`edgeprof.analysis.cells.described`: without the cores edgeprof leased it).  Its
+    ``Limits.describe()`` had kept them: ``fit --cpus 1`` printed and wrote ``cpus=1,
+    cpuset=0``, which a fit whose runs leased core 1 did not match in ``compare``."""
+    return described(dataclasses.replace(r.limits, memory=None), r.lease)
 
 
 def succeeded(r: RunResult) -> bool:

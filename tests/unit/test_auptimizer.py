@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from edgeprof.cli import main
-from edgeprof.model import MemoryStats, SampleStats, Termination
+from edgeprof.model import CoreLease, Limits, MemoryStats, RunResult, SampleStats, Termination
 from edgeprof.report.auptimizer import (
     HEADERS,
     AuptimizerFiles,
@@ -354,3 +354,19 @@ def test_a_sample_log_reads_samples_csv_as_report_does(tmp_path: Path) -> None:
     with pytest.raises(ValueError) as exc:
         sample_rows(r, "m", None)
     assert str(exc.value) == "line 3: a field is not a number (a sample is numbers)"
+
+
+def test_a_rows_setting_is_its_cells_without_the_leased_core(tmp_path: Path) -> None:
+    """Two rounds of ``--cpus 1`` on cores 0 and 1 had been named as two settings,
+    ``m [cpus=1, cpuset=0] #1`` and ``m [cpus=1, cpuset=1] #2``."""
+    files = AuptimizerFiles(tmp_path / "out.txt", "infer.py", None, True)
+
+    def on(core: int, chosen: bool = True) -> RunResult:
+        lease = CoreLease((core,), 0.0, chosen=chosen)
+        return make_result(limits=Limits(cpus=1, cpuset=str(core)), lease=lease)
+
+    assert [files.row_name("m", on(c), n, 2) for n, c in ((1, 0), (2, 1))] == [
+        "m [cpus=1] #1",
+        "m [cpus=1] #2",
+    ]
+    assert files.row_name("m", on(1, chosen=False), 1, 1) == "m [cpus=1, cpuset=1]"

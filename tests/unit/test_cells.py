@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from edgeprof.analysis.cells import (
     cell_key,
+    cell_name,
     cells,
     cells_by_setting,
+    described,
     group_by,
+    leased_cores,
     ran_under,
     setting,
     successful,
@@ -114,3 +119,40 @@ def test_labels_written_before_leases_read_as_now() -> None:
     assert without_chosen_cores("cpus=2, cpuset=0,2") == "cpus=2"
     for kept in ("cpus=1, cpuset=0-1", "cpus=0.5, cpuset=3", "cpuset=3", "none", "cpus=1"):
         assert without_chosen_cores(kept) == kept
+
+
+def _leased(core: int, limits: Limits = S1, chosen: bool = True) -> RunResult:
+    return make_result(
+        name="m",
+        limits=dataclasses.replace(limits, cpuset=(core,)),
+        lease=CoreLease((core,), 0.0, chosen=chosen),
+    )
+
+
+def test_leased_cores_are_said_apart_from_the_setting_each_distinct_once() -> None:
+    """The rule every output names a cell's setting by: ``cpus=1`` and the cores apart."""
+    runs = [_leased(0), _leased(0), _leased(1)]
+    assert [setting(r) for r in runs] == ["cpus=1"] * 3
+    assert leased_cores(runs) == " (leased cores 0 and 1)"
+    assert leased_cores(runs[:1]) == " (leased core 0)"
+    pair = make_result(limits=Limits(cpus=2, cpuset="2-3"), lease=CoreLease((2, 3), 0.0, True))
+    assert leased_cores([pair]) == " (leased cores 2-3)"
+    # An explicit --cpuset is the setting: nothing leased to say apart.
+    asked = _leased(1, chosen=False)
+    assert (setting(asked), leased_cores([asked])) == ("cpus=1, cpuset=1", "")
+    assert leased_cores([make_result(limits=S1)]) == ""
+
+
+def test_described_labels_other_limits_of_a_run_by_the_same_rule() -> None:
+    """``fit``'s setting (the run's limits less the memory limit) had kept the leased core."""
+    r = _leased(1, Limits(cpus=1, memory="256m"))
+    assert described(dataclasses.replace(r.limits, memory=None), r.lease) == "cpus=1"
+    assert described(r.limits, None) == "cpus=1, memory=256.0MiB"  # before leases
+    assert described(Limits(cpus=1, cpuset="3"), CoreLease((3,), 0.0, False)) == (
+        "cpus=1, cpuset=3"
+    )
+
+
+def test_cell_name_is_the_label_and_its_setting() -> None:
+    assert cell_name(("m", "cpus=1")) == "m (cpus=1)"
+    assert cell_name(("m", "")) == "m"  # --ignore-limits: no setting in the key

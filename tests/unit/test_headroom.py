@@ -396,6 +396,25 @@ def fit_doc(name: str, need: int | None, resolution: int = 2 * MIB) -> dict[str,
             "resolution_bytes": resolution, "stopped": None}  # fmt: skip
 
 
+def test_compare_pairs_a_fit_written_with_its_leased_core_with_one_of_the_setting() -> None:
+    """A fit.json written before fit labelled its setting as cells do says ``cpus=1,
+    cpuset=0`` (the core leased to its runs): the same setting as a new fit's ``cpus=1``."""
+    from edgeprof.analysis.fit_compare import compare_fits
+    from edgeprof.analysis.regression import Verdict as ChangeVerdict
+
+    old = {**fit_doc("a.onnx", 60 * MIB), "limits": "cpus=1, cpuset=0"}
+    new = {**fit_doc("a.onnx", 60 * MIB), "limits": "cpus=1"}
+    changes, notes = compare_fits([old], [new], 0.05)
+    assert [(c.label, c.setting, c.verdict) for c in changes] == [
+        ("a.onnx", "cpus=1", ChangeVerdict.NO_CHANGE)
+    ]
+    assert not any("new (not in the baseline)" in n for n in notes)
+    # A cpuset wider than cpus was asked: still a setting of its own.
+    wide = {**fit_doc("a.onnx", 60 * MIB), "limits": "cpus=1, cpuset=0-1"}
+    _, notes = compare_fits([wide], [new, wide], 0.05)
+    assert "a.onnx (cpus=1): new (not in the baseline)" in notes
+
+
 def test_compare_holds_a_fitted_need_against_the_baseline_fit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

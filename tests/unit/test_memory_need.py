@@ -29,7 +29,15 @@ from edgeprof.analysis.need import (
 )
 from edgeprof.cli import EXIT_BUDGET
 from edgeprof.cli.fit import fit_exit_code
-from edgeprof.model import LatencyStats, MemoryPressure, MemoryStats, RunResult, Termination
+from edgeprof.model import (
+    CoreLease,
+    LatencyStats,
+    Limits,
+    MemoryPressure,
+    MemoryStats,
+    RunResult,
+    Termination,
+)
 from edgeprof.report.fit import render_fit
 from edgeprof.sweeps.fit_outcome import FitOutcome, Probe
 from edgeprof.units import format_binary
@@ -854,3 +862,31 @@ def test_the_margin_line_says_the_peak_where_it_stops_there() -> None:
         "(92.0MiB): above the unlimited peak, 100.0MiB, no limit reclaims anything (the need "
         "is 5% under it)\n" in render_fit([own])
     )
+
+
+def test_a_fits_setting_is_the_one_asked_and_its_leased_cores_apart() -> None:
+    """``fit --cpus 1 --out f -- python3 -c 'x=bytearray(20_000_000)'`` printed ``limits:
+    cpus=1, cpuset=0`` and wrote it to fit.json, the core leased to its runs as the setting."""
+
+    def on(core: int, memory: str | None = None) -> RunResult:
+        return dataclasses.replace(
+            run(),
+            limits=Limits(cpus=1, cpuset=str(core), memory=memory),
+            lease=CoreLease((core,), 0.0, chosen=True),
+        )
+
+    b = Bounds(40 * MIB, 100 * MIB, None, 2 * MIB)
+    probe = Probe(40 * MIB, (on(1, "40m"),), Verdict(False, "+100% slower"))
+    o = FitOutcome("infer.py", (on(0),), WALL, 0.0, b, (probe,), None, 0.10, 0.20)
+    assert render_fit([o]).splitlines()[0] == (
+        "infer.py: cgroup/cgroup2, limits: cpus=1 (leased cores 0 and 1)"
+    )
+    assert o.to_dict()["limits"] == "cpus=1"
+    # An explicit --cpuset is the setting, in both.
+    asked = dataclasses.replace(
+        run(), limits=Limits(cpus=1, cpuset="2"), lease=CoreLease((2,), 0.0, chosen=False)
+    )
+    kept = Probe(40 * MIB, (asked,), Verdict(False, "+100% slower"))
+    o = FitOutcome("x", (asked,), WALL, 0.0, b, (kept,), None, 0.10, 0.20)
+    assert render_fit([o]).splitlines()[0] == "x: cgroup/cgroup2, limits: cpus=1, cpuset=2"
+    assert o.to_dict()["limits"] == "cpus=1, cpuset=2"

@@ -459,3 +459,14 @@ def test_a_cells_head_gives_the_setting_as_asked_and_its_leased_cores_apart() ->
     # An explicit --cpuset is the setting, and said as one.
     asked = make_result(limits=Limits(cpus=1, cpuset="1"), lease=CoreLease((1,), 0.0, False))
     assert "limits: cpus=1, cpuset=1, 15 samples" in render_plain([asked])
+
+
+def test_a_timelines_title_gives_the_setting_as_asked_and_its_leased_core_apart() -> None:
+    """The plot's title had read ``cpus=1, cpuset=0``: the leased core as the setting."""
+    from edgeprof.report.plots import run_title
+
+    on_0 = Limits(cpus=1, cpuset="0")
+    leased = make_result(name="m", limits=on_0, lease=CoreLease((0,), 0.0, True))
+    assert run_title(leased) == "m — cpus=1 (leased core 0)"
+    asked = make_result(name="m", limits=on_0, lease=CoreLease((0,), 0.0, False))
+    assert run_title(asked) == "m — cpus=1, cpuset=0"
