@@ -10,10 +10,18 @@ import statistics
 from collections.abc import Sequence
 
 from ..model import RunResult
+from ..units import counted
 from .difference import difference
 from .headroom import charging_slack
 from .held import SLOWED_BY_OTHERS, held_runs, host_caveat, less_held, mean_held
-from .metrics import Metric, same_figure, stalled_percentiles
+from .metrics import (
+    FEW,
+    Metric,
+    few_iterations,
+    iterations_for,
+    same_figure,
+    stalled_percentiles,
+)
 from .unmeasured import why_unmeasured
 
 
@@ -30,6 +38,7 @@ def budget_caveats(
     said = [
         _unmeasured_caveat(metric, ok, results),
         _stall_caveat(metric.key, ok),
+        _few_caveat(metric, ok),
         _raised_caveat(metric.key, ok),
         _noise_caveat(metric, values, budget),
         "" if within else _held_caveat(metric, ok, budget),
@@ -146,6 +155,24 @@ def _stall_caveat(key: str, runs: Sequence[RunResult]) -> str:
     return (
         f"{name} measures the CPU quota's stalls, not the workload, in {len(stalled)} of "
         f"{len(runs)} run(s) (see the warnings; --cpu-period)"
+    )
+
+
+def _few_caveat(metric: Metric, runs: Sequence[RunResult]) -> str:
+    """A percentile budget whose value is of runs with fewer iterations than the percentile
+    needs (:func:`~.metrics.few_iterations`): what its :data:`~.metrics.FEW` mark means,
+    said where the check is (a line, a JUnit case), as the note under the latency table."""
+    few = few_iterations(metric, runs)
+    if not few or metric.percentile is None:
+        return ""
+    counts = list(dict.fromkeys(r.latency.count for r in few if r.latency))
+    each = counted(counts[0], "iteration") if len(counts) == 1 else (
+        f"{', '.join(map(str, counts))} iterations"
+    )
+    return (
+        f"{FEW} {metric.percentile} of fewer iterations than it needs "
+        f"({iterations_for(metric.percentile)}) in {len(few)} of {len(runs)} run(s) "
+        f"({each}): a point near the maximum, not an estimate of that percentile"
     )
 
 

@@ -55,7 +55,7 @@ from ..storage import read_input
 from ..units import named, parse_duration, parse_energy, parse_rate, parse_size, require_unit
 from .budget_caveats import budget_caveats
 from .cells import cell_name, cells, ending, successful
-from .metrics import BUDGET_METRICS, Kind, Metric, same_figure
+from .metrics import BUDGET_METRICS, FEW, Kind, Metric, few_iterations, same_figure
 from .unmeasured import why_unmeasured
 
 METRICS: dict[str, Metric] = BUDGET_METRICS
@@ -203,6 +203,10 @@ class BudgetCheck:
     """The cell's runs that failed (left out of the value)."""
     made: int = 0
     """The cell's runs, failed or not."""
+    few: bool = False
+    """The value is a percentile some of its runs gave from fewer iterations than it needs
+    (:func:`~edgeprof.analysis.metrics.few_iterations`): marked as the latency table marks
+    it, and said by :attr:`caveat`."""
 
     @property
     def ok(self) -> bool:
@@ -211,7 +215,7 @@ class BudgetCheck:
     @property
     def value_text(self) -> str:
         if self.value is not None:
-            return self.metric.format_apart(self.value, self.budget)
+            return self.metric.format_apart(self.value, self.budget) + (FEW if self.few else "")
         if self.failed_value is not None:
             return f"{self.metric.format(self.failed_value)}, failed run"
         return "not measured"
@@ -279,6 +283,7 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
                     label, setting, metric, budget, value, len(values), status,
                     caveat=caveats,
                     failed=len(runs) - len(ok), made=len(runs),
+                    few=bool(few_iterations(metric, ok)),
                 )
             )  # fmt: skip
     return checks

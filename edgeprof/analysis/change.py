@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .failures import Failed
-from .metrics import Metric
+from .metrics import FEW, Metric
 
 
 class Verdict(str, enum.Enum):
@@ -52,6 +52,25 @@ class Change:
     """The baseline cell's runs that failed; ``None``: none did."""
     current_failed: Failed | None = None
     """The current cell's runs that failed: they fail the gate (the module's docstring)."""
+    base_few: bool = False
+    """The baseline's figure is a percentile some of its runs gave from fewer iterations
+    than it needs (:func:`~.metrics.few_iterations`): its mean is marked :data:`~.metrics.FEW`."""
+    current_few: bool = False
+    """So of the current runs' figure."""
+
+    @property
+    def few(self) -> bool:
+        """Whether a side's figure is marked :data:`~.metrics.FEW` (:attr:`base_text`)."""
+        return self.base_few or self.current_few
+
+    @property
+    def base_text(self) -> str:
+        """The baseline's :meth:`stat_text`, marked as the latency table marks its figure."""
+        return self.stat_text(self.base, self.base_few)
+
+    @property
+    def current_text(self) -> str:
+        return self.stat_text(self.current, self.current_few)
 
     @property
     def base_mean(self) -> float | None:
@@ -81,12 +100,13 @@ class Change:
             text += f" ± {self.ci * 100:.1f}%"
         return text
 
-    def stat_text(self, values: tuple[float, ...]) -> str:
-        """``1.23s ± 0.04s (n=5)``: mean ± sample standard deviation."""
+    def stat_text(self, values: tuple[float, ...], few: bool = False) -> str:
+        """``1.23s ± 0.04s (n=5)``: mean ± sample standard deviation; ``few``: the mean marked
+        ``^`` (``7.90ms^ ± 0.10ms (n=3)``), a percentile of too few iterations."""
         if not values:
             return "n/a"
         avg = statistics.fmean(values)
-        mean = self.metric.format(avg)
+        mean = self.metric.format(avg) + (FEW if few else "")
         sd = _sd(values)
         if sd is None:
             return f"{mean} (n=1)"

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..model import PERCENTILES, RunResult
@@ -132,6 +132,9 @@ class Metric:
     reported: bool = False
     """Reported by the workload itself (its iterations, over the events channel): missing
     everywhere when the workload never reached edgeprof, which is then said."""
+    percentile: str | None = None
+    """The latency percentile the figure is (``p95``): from fewer iterations than
+    :func:`iterations_for` it, no estimate of it (:func:`few_iterations`)."""
 
     @property
     def ranked(self) -> bool:
@@ -207,11 +210,11 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "latency_p95", "latency p95", Kind.TIME, _latency("p95_s"), option="--max-latency-p95",
-        reported=True,
+        reported=True, percentile="p95",
     ),
     Metric(
         "latency_p50", "latency p50", Kind.TIME, _latency("p50_s"), stat="latency_p50_s",
-        option="--max-latency-p50", calibration="latency", reported=True,
+        option="--max-latency-p50", calibration="latency", reported=True, percentile="p50",
     ),
     Metric(
         "latency_mean", "latency mean", Kind.TIME, _latency("mean_s"), calibration="latency_mean",
@@ -278,3 +281,41 @@ def iterations_for(percentile: str) -> int:
     6.94 ms beside a maximum of 7 ms, and 1 iteration a p95 and p99 equal to its one value.
     The result keeps the value (as numpy computes it); the text tables mark it."""
     return round(1 / (1 - int(percentile[1:]) / 100))
+
+
+def too_few(count: int, percentile: str) -> bool:
+    """Whether ``count`` iterations are fewer than ``percentile`` needs
+    (:func:`iterations_for`): the one rule of every :data:`FEW` mark."""
+    return count < iterations_for(percentile)
+
+
+FEW = "^"
+"""The mark of a percentile from fewer iterations than it needs, wherever it is shown."""
+FEW_NOTE = (
+    f"{FEW} from fewer iterations than the percentile needs (p90: "
+    f"{iterations_for('p90')}, p95: {iterations_for('p95')}, p99: {iterations_for('p99')}): "
+    "a point near the maximum, not an estimate of that percentile"
+)
+"""What :data:`FEW` means, said once under what shows it."""
+
+
+def few_iterations(metric: Metric, runs: Iterable[RunResult]) -> list[RunResult]:
+    """The runs of ``runs`` whose ``metric`` is a percentile (:attr:`Metric.percentile`) of
+    fewer iterations than it needs (:func:`too_few`): the latency table marked a 16
+    iterations' p95 ``^``, and a budget, ``compare`` and the CI summary showed the same
+    figure unmarked."""
+    if metric.percentile is None:
+        return []
+    return [
+        r
+        for r in runs
+        if r.latency is not None
+        and metric.get(r) is not None
+        and too_few(r.latency.count, metric.percentile)
+    ]
+
+
+def few_mark(metric: Metric, runs: Iterable[RunResult]) -> str:
+    """:data:`FEW` where some of ``runs`` gave ``metric`` from too few iterations, else
+    ``""``: the mark a figure over those runs (their median, mean) carries."""
+    return FEW if few_iterations(metric, runs) else ""

@@ -77,7 +77,7 @@ from .difference import Difference, difference
 from .failures import Failed, failed_notes, failed_of
 from .held import SLOWED_BY_OTHERS, held_runs, host_caveat, less_held, mean_held
 from .hosts import same_runs_note, sides_note
-from .metrics import BY_KEY, Metric, stalled_percentiles
+from .metrics import BY_KEY, FEW_NOTE, Metric, few_iterations, stalled_percentiles
 from .outliers import without_outliers
 from .targets import check_targets, differing
 from .unmeasured import why_unmeasured
@@ -187,7 +187,11 @@ def compare_results(
                     why = why_unmeasured(metric.key, b_runs, baseline)
                     unpaired.append(f"{metric.title} ({why})")
                 continue
-            change = _change(label, where, metric, b, c, threshold)
+            change = replace(
+                _change(label, where, metric, b, c, threshold),
+                base_few=bool(few_iterations(metric, b_ok)),
+                current_few=bool(few_iterations(metric, c_ok)),
+            )
             if not c and c_ok:
                 change = _unmeasured(change, why_unmeasured(metric.key, c_runs, current))
             elif change.verdict is Verdict.FEW_REPEATS:
@@ -211,6 +215,8 @@ def compare_results(
             if (said := ch.why or held_caveat(ch, b_ok, c_ok, threshold)) is not None:
                 changes[i] = ch if ch.why else replace(ch, caveat=said)
                 notes.append(f"{cell_name(key)}: {ch.metric.title} {ch.verdict.value}: {said}")
+    if any(c.few for c in changes):
+        notes.append(FEW_NOTE)  # once, for the marks in the table above
     for key in [] if allow_missing else missing:
         b_ok = successful(base_cells[key])
         where = setting(base_cells[key][0])  # the key's is "" under --ignore-limits

@@ -12,6 +12,7 @@ from typing import TextIO
 
 from ..analysis.budgets import METRICS, BudgetCheck
 from ..analysis.cells import cell_name, cells, endings, successful
+from ..analysis.metrics import FEW_NOTE, few_mark
 from ..analysis.regression import Change, Verdict, failed_cells, regressed
 from ..errors import ConfigError
 from ..model import RunResult
@@ -50,7 +51,7 @@ COMPARE_LEGEND = "baseline, current: mean ± SD; change of the mean ± its 95% i
 def compare_rows(changes: Sequence[Change], emoji: bool = True) -> list[list[str]]:
     """A row per compared metric (this summary's and the HTML report's, as above)."""
     return [
-        [c.label, c.setting, c.metric.title, c.stat_text(c.base), c.stat_text(c.current),
+        [c.label, c.setting, c.metric.title, c.base_text, c.current_text,
          c.change_text(), _VERDICT_MARK[c.verdict] if emoji else _VERDICT_WORD[c.verdict]]
         for c in changes
     ]  # fmt: skip
@@ -112,12 +113,18 @@ def render_run_summary(
         if not m.rare or m.key in budgeted or any(m.get(r) is not None for r in results)
     ]
     rows = []
+    marked = False  # a median marked FEW, which the note under the table explains
     for (label, setting), runs in cells(results).items():
         ok = successful(runs)
         row = [label, setting, f"{len(ok)}/{len(runs)}"]
         for metric in shown:
             values = [v for r in ok if (v := metric.get(r)) is not None]
-            row.append(metric.format(statistics.median(values)) if values else "n/a")
+            if not values:
+                row.append("n/a")
+                continue
+            mark = few_mark(metric, ok)
+            marked = marked or bool(mark)
+            row.append(metric.format(statistics.median(values)) + mark)
         rows.append(row)
     header = [
         "Model",
@@ -127,6 +134,8 @@ def render_run_summary(
     ]
     lines += _table(header, rows)
     lines += ["", "Median of the successful runs of each model under each limit setting."]
+    if marked:
+        lines += ["", markdown_text(FEW_NOTE)]
     if checks:
         lines += ["", "### Budgets", "", *budget_lines(checks)]
     return "\n".join(lines) + "\n"
@@ -282,8 +291,8 @@ def render_compare_plain(
             c.label,
             c.setting,
             c.metric.title,
-            c.stat_text(c.base),
-            c.stat_text(c.current),
+            c.base_text,
+            c.current_text,
             c.change_text(),
             c.verdict.value,
         ]

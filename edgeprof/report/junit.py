@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..analysis.budgets import BudgetCheck, Status
 from ..analysis.cells import cell_name, cells, successful
+from ..analysis.metrics import FEW_NOTE
 from ..analysis.regression import Change, Verdict
 from ..model import RunResult
 
@@ -105,12 +106,14 @@ def compare_cases(changes: Sequence[Change], threshold: float) -> list[Case]:
     for ch in changes:
         text = (
             f"{ch.metric.title}: {ch.verdict.value}, change {ch.change_text()} "
-            f"(baseline {ch.stat_text(ch.base)}, current {ch.stat_text(ch.current)}, "
+            f"(baseline {ch.base_text}, current {ch.current_text}, "
             f"threshold {threshold * 100:g}%)"
         )
         for said in (ch.why, ch.caveat):  # why no test was made; what a verdict is read with
             if said is not None:
                 text += f"; {said}"
+        if ch.few:  # a case has no notes under it: its ^ is said in it
+            text += f"; {FEW_NOTE}"
         out.append(
             Case(
                 classname=_cell(ch),

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 from ..analysis.cells import cell_key, cell_name, cells, setting, successful
-from ..analysis.metrics import iterations_for
+from ..analysis.metrics import FEW, FEW_NOTE, too_few
 from ..analysis.stats import median
 from ..model import PERCENTILES, LatencyStats, Mark, PhaseStats, RunResult
 from ..units import format_binary, format_seconds
@@ -192,14 +192,6 @@ def _sketched_note(error: float) -> str:
     )
 
 
-FEW = "^"
-FEW_NOTE = (
-    f"{FEW} from fewer iterations than the percentile needs (p90: "
-    f"{iterations_for('p90')}, p95: {iterations_for('p95')}, p99: {iterations_for('p99')}): "
-    "a point near the maximum, not an estimate of that percentile"
-)
-
-
 def percentile_cell(s: LatencyStats, name: str) -> str:
     """A percentile (``p50``…) as every latency table shows it (:func:`_ms`), ``^`` where
     fewer iterations than it needs gave it (:func:`~edgeprof.analysis.metrics.iterations_for`),
@@ -207,7 +199,7 @@ def percentile_cell(s: LatencyStats, name: str) -> str:
     below say so)."""
     distorted = s.throttling.distorted if s.throttling is not None else ()
     about = SKETCHED if s.percentiles_error is not None else ""
-    few = FEW if s.count < iterations_for(name) else ""
+    few = FEW if too_few(s.count, name) else ""
     return about + _ms(getattr(s, f"{name}_s")) + few + (STALLED if name in distorted else "")
 
 

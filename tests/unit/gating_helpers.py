@@ -23,6 +23,7 @@ def run(
     p95_s: float | None = None,
     p50_s: float | None = None,
     items_per_s: float | None = None,
+    iterations: int = 20,
 ) -> RunResult:
     r = make_result(
         name=name,
@@ -39,7 +40,7 @@ def run(
     # p95 (and p50 and the throughput where given) matter to budgets and compare; the other
     # figures are placeholders.
     latency = LatencyStats(
-        count=20,
+        count=iterations,
         mean_s=p95_s,
         p50_s=p95_s if p50_s is None else p50_s,
         p90_s=p95_s,

@@ -205,9 +205,12 @@ def test_a_latency_budget_says_the_iterations_that_raised() -> None:
     (check,) = check_budgets([raised], b)
     assert check.status is Status.PASS  # the completed iterations' p95, as documented
     assert check.caveat == (
+        "^ p95 of fewer iterations than it needs (20) in 1 of 1 run(s) (1 iteration): a point "
+        "near the maximum, not an estimate of that percentile; "
         "9 of its 10 iterations raised and are not in the p95 (ITER ... (+N raised) under the "
         "run)"
     )
+    assert check.value_text == "30.0ms^"
     assert check.describe().endswith(check.caveat)
     (plain,) = check_budgets([r], b)
     assert plain.caveat == ""

@@ -240,3 +240,48 @@ def test_a_cell_missing_from_the_current_results_has_no_runs_case() -> None:
     ch, _ = compare_results(base, [run("a.onnx", w) for w in (1.0, 1.02, 0.98)], 0.05)
     names = [(c.classname, c.name) for c in compare_cases(ch, 0.05) if "runs" in c.name]
     assert names == [("a.onnx (cpus=1, memory=1.0GiB)", "current runs succeed")]
+
+
+def test_a_p95_of_too_few_iterations_is_marked_wherever_it_is_shown() -> None:
+    """``run --max-latency-p95 1ms`` of 16 iterations: the latency table marked the p95
+    ``14.58ms^``; the budget line, its table, ``compare``, the CI summary and JUnit showed the
+    same figure unmarked.  One rule (:func:`~edgeprof.analysis.metrics.few_iterations`)."""
+    from edgeprof.analysis.metrics import BY_KEY, FEW_NOTE, few_iterations, few_mark
+
+    few = [run("m", p95_s=p, iterations=16) for p in (0.0146, 0.0150)]
+    enough = [run("m", p95_s=p, iterations=20) for p in (0.0146, 0.0150)]
+    p95, p50 = BY_KEY["latency_p95"], BY_KEY["latency_p50"]
+    assert few_iterations(p95, few) == few and few_iterations(p95, enough) == []
+    assert (few_mark(p95, few), few_mark(p95, enough)) == ("^", "")
+    assert few_mark(p50, few) == ""  # a p50 needs 2
+    assert few_mark(BY_KEY["wall"], few) == ""  # not a percentile
+
+    (check,) = check_budgets(few, Budgets(default={"latency_p95": 0.001}))
+    assert check.value_text == "14.8ms^"
+    assert check.describe().startswith(
+        "m (cpus=1, memory=1.0GiB): latency p95 14.8ms^ exceeds the budget 1.0ms (median of 2 "
+        "runs); ^ p95 of fewer iterations than it needs (20) in 2 of 2 run(s) (16 iterations): "
+        "a point near the maximum, not an estimate of that percentile"
+    )
+    (fine,) = check_budgets(enough, Budgets(default={"latency_p95": 0.001}))
+    assert fine.value_text == "14.8ms" and "fewer iterations" not in fine.describe()
+
+    summary = render_run_summary(few, [check])
+    row = "| m | cpus=1, memory=1.0GiB | 2/2 | 1.00s | 800.0ms | 100.0MiB | 80.0MiB | 14.8ms^ |"
+    assert row in summary
+    assert summary.count(FEW_NOTE) == 1
+    assert "| latency p95 | 14.8ms^ | 1.0ms | ❌ breach |" in summary
+    assert FEW_NOTE not in render_run_summary(enough, [fine])
+
+    changes, notes = compare_results(enough, few, 0.05)
+    (ch,) = [c for c in changes if c.metric is p95]
+    assert (ch.base_text, ch.current_text) == ("14.8ms ± 0.3ms (n=2)", "14.8ms^ ± 0.3ms (n=2)")
+    assert notes.count(FEW_NOTE) == 1
+    assert "| latency p95 | 14.8ms ± 0.3ms (n=2) | 14.8ms^ ± 0.3ms (n=2) |" in (
+        render_compare_summary(changes, 0.05, notes)
+    )
+    assert "14.8ms^ ± 0.3ms (n=2)" in render_compare_plain(changes, 0.05, notes)
+    (case,) = [c for c in compare_cases(changes, 0.05) if c.name == "latency p95 no regression"]
+    assert case.output is not None and case.output.endswith(f"; {FEW_NOTE}")
+    changes, notes = compare_results(enough, enough, 0.05)
+    assert FEW_NOTE not in notes and not any(c.few for c in changes)

@@ -641,8 +641,9 @@ def test_a_percentile_from_fewer_iterations_than_it_needs_is_marked(
 ) -> None:
     """p from fewer than 1/(1 − p) iterations is a point near the maximum (7 iterations:
     p99 6.94 ms, max 7 ms): the cell is marked ``^``, the value kept."""
+    from edgeprof.analysis.metrics import FEW
     from edgeprof.model import LatencyStats
-    from edgeprof.report.phases import FEW, latency_notes, percentile_cell
+    from edgeprof.report.phases import latency_notes, percentile_cell
 
     lat = LatencyStats(count, 0.004, 0.004, 0.005, 0.006, 0.00694, 0.007, 250.0)
     cells = {p: percentile_cell(lat, p) for p in ("p50", "p90", "p95", "p99")}
