@@ -15,6 +15,7 @@ from __future__ import annotations
 import codecs
 import io
 import sys
+from collections.abc import Callable
 
 STAND_INS = {
     "×": "x",
@@ -63,6 +64,36 @@ def plain_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper) and stream.errors in _PYTHONS:
             stream.reconfigure(errors=HANDLER)
+    from ..report.table import size_as_shown
+
+    size_as_shown(_as_written(sys.stdout))
+
+
+def _as_written(stream: object) -> Callable[[str], str] | None:
+    """What ``stream`` (standard output, as configured above) writes for a text: its
+    stand-ins where its encoding lacks a character (``±``: ``+/-``), or what the handler the
+    user chose writes; ``None`` where it writes every text as itself (UTF-8).  The plain
+    tables size their columns by it (:func:`~edgeprof.report.table.size_as_shown`): sized
+    by ``±`` and written as ``+/-``, a column went two characters out of line.  Taken here,
+    once: while a command runs, ``sys.stdout`` is its guard (:mod:`.outcome`), no stream."""
+    if not isinstance(stream, io.TextIOWrapper):
+        return None
+    encoding, errors = stream.encoding, stream.errors or "strict"
+    try:
+        if codecs.lookup(encoding).name == "utf-8":
+            return None
+    except LookupError:
+        return None
+
+    def shown(text: str) -> str:
+        if text.isascii():
+            return text
+        try:
+            return text.encode(encoding, errors).decode(encoding, "replace")
+        except UnicodeError:  # a strict stream: the write fails too, whatever the width
+            return text
+
+    return shown
 
 
 _PYTHONS = ("strict", "surrogateescape")

@@ -11,7 +11,7 @@ wider than their text (the older profiler's ``tabulate`` files, kept byte for by
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from typing import Literal
@@ -19,6 +19,28 @@ from typing import Literal
 Align = Literal["left", "right"]
 
 SEP = "  "
+
+_SHOWN: list[Callable[[str], str]] = []
+"""What standard output writes for a text (:func:`size_as_shown`); none: the text itself."""
+
+
+def size_as_shown(shown: Callable[[str], str] | None) -> None:
+    """Size plain tables' columns by ``shown(cell)``, the text standard output writes for a
+    cell, rather than by the cell: on a stream that cannot encode ``±`` the CLI writes
+    ``+/-`` (:mod:`edgeprof.cli.plain`), and columns sized for the one-character ``±`` went
+    out of line by two (``PYTHONIOENCODING=ascii edgeprof run --repeat 3 -- true``: every
+    ``MEAN +/- SD`` cell past its column).  ``None``: size by the cell again."""
+    _SHOWN[:] = [] if shown is None else [shown]
+
+
+def _width(text: str) -> int:
+    """The columns ``text`` takes where it is written (:func:`size_as_shown`)."""
+    return len(_SHOWN[0](text)) if _SHOWN else len(text)
+
+
+def _pad(text: str, width: int, align: Align) -> str:
+    blanks = " " * (width - _width(text))
+    return blanks + text if align == "right" else text + blanks
 
 
 def plain_lines(
@@ -37,14 +59,12 @@ def plain_lines(
     """
     aligns: Sequence[Align] = align if align is not None else ["left"] * len(header)
     widths = [
-        max([len(h) + header_padding, *(len(r[i]) for r in rows)]) for i, h in enumerate(header)
+        max([_width(h) + header_padding, *(_width(r[i]) for r in rows)])
+        for i, h in enumerate(header)
     ]
 
     def line(cells: Sequence[str]) -> str:
-        padded = [
-            c.rjust(w) if a == "right" else c.ljust(w)
-            for c, w, a in zip(cells, widths, aligns, strict=True)
-        ]
+        padded = [_pad(c, w, a) for c, w, a in zip(cells, widths, aligns, strict=True)]
         return indent + SEP.join(padded).rstrip()
 
     lines = [line(header)]
