@@ -27,11 +27,20 @@ from .options import (
 
 def gc(
     images: Annotated[bool, typer.Option(help="Also remove the images edgeprof built.")] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="List what gc would remove and kill (each dead run's processes with their "
+            "command lines) and change nothing.",
+        ),
+    ] = False,
 ) -> None:
     """Remove what runs whose edgeprof died left behind (containers, cgroups)."""
-    from ..measure.gc import collect
+    from ..measure.gc import act, plan, preview
 
-    for line in collect(images=images):
+    found = plan(images=images)
+    for line in preview(found) if dry_run else act(found):
         print(line)
 
 

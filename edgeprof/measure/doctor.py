@@ -155,25 +155,32 @@ def diagnose(
 
 
 def dead_runs(roots: Iterable[Path] | None = None, proc: Path = Path("/proc")) -> Finding:
-    """The groups of runs whose edgeprof died (``kill -9``, a lost runner): each run removes
-    them as it starts, and ``edgeprof gc`` now; ``doctor`` had not said they were there.  The
-    search is :func:`~edgeprof.measure.gc.stale_groups`' (every run makes it already)."""
-    from .gc import run_of, stale_groups
+    """The groups of runs whose edgeprof died (``kill -9``, a lost runner), and the processes
+    still running in them: each run removes them as it starts, and ``edgeprof gc`` now.  The
+    processes are counted because an orphaned workload keeps its CPU until then: a tester's
+    dead run's ``python kinfer.py`` burnt 75 % of a core under a line that named only its 8
+    groups.  The search is gc's own (:func:`~edgeprof.measure.gc.find_dead_runs`)."""
+    from .gc import find_dead_runs
 
     try:
-        groups = stale_groups(roots, proc)
+        runs = find_dead_runs(roots, proc)
     except (OSError, EdgeprofError) as exc:
         return Finding("dead runs", None, f"cannot look for leftovers: {exc}")
-    if not groups:
+    if not runs:
         return Finding("dead runs", True, "no groups left by an edgeprof that died")
-    runs = sorted({run_of(g) for g in groups})
-    shown = ", ".join(runs[:3]) + (", …" if len(runs) > 3 else "")
+    groups = sum(len(r.groups) for r in runs)
+    pids = sorted({x.pid for r in runs for x in r.processes})
+    shown = ", ".join(r.name for r in runs[:3]) + (", …" if len(runs) > 3 else "")
+    detail = f"{groups} cgroup(s) of {len(runs)} run(s) whose edgeprof died ({shown})"
+    if pids:
+        listed = ", ".join(map(str, pids[:8])) + (", …" if len(pids) > 8 else "")
+        detail += f" with {len(pids)} process(es) still running in them (pid {listed})"
     return Finding(
         "dead runs",
         False,
-        f"{len(groups)} cgroup(s) of {len(runs)} run(s) whose edgeprof died ({shown}); "
-        "every run removes them as it starts",
-        "edgeprof gc (as the user that ran them)",
+        detail + "; every run removes them as it starts",
+        "edgeprof gc removes them now (edgeprof gc --dry-run lists them first; as the user "
+        "that ran them)",
     )
 
 

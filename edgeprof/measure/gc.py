@@ -8,6 +8,10 @@ run (:func:`collect_before_run`, called by the runner with the backend's
 :class:`~edgeprof.backends.base.CleanupScope`), so a crashed run's groups do not pile up on a
 CI runner that nobody cleans by hand.  This module drives the collection from above the
 backends; the backends only say where their runs live.
+
+``edgeprof gc`` decides once what to remove and kill (:func:`plan`), and either lists it
+(``--dry-run``: :func:`preview`) or does it (:func:`act`), so a preview cannot disagree with
+the act; testers on a shared host had no way to see which processes gc would kill first.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import os
 import stat
 import tempfile
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +31,7 @@ from ..backends import owner as ow
 from ..backends.base import CleanupScope, ContainerDaemon
 from ..backends.cgroup_v1 import cgroup_mounts
 from ..backends.helpers import kill_members, stop_unit
-from ..errors import BackendError, EdgeprofError
+from ..errors import BackendError, BackendUnavailable, EdgeprofError
 
 if TYPE_CHECKING:  # the Docker backend is imported only where a daemon is used
     from ..backends.docker.engine import Engine
@@ -183,42 +188,265 @@ def stale_containers(client: ContainerDaemon) -> list[dict[str, Any]]:
 
 
 def remove_containers(client: ContainerDaemon) -> list[str]:
+    """Remove the stale containers on ``client``'s daemon; a line each."""
+    return _remove_containers(client, _containers(client))
+
+
+def _containers(client: ContainerDaemon) -> tuple[Container, ...]:
+    return tuple(
+        Container(str(c["Id"]), str((c.get("Names") or [c["Id"]])[0]).lstrip("/"))
+        for c in stale_containers(client)
+    )
+
+
+def _remove_containers(client: ContainerDaemon, containers: Iterable[Container]) -> list[str]:
     from ..backends.docker.daemon import remove_container
 
     out = []
-    for c in stale_containers(client):
-        name = str((c.get("Names") or [c["Id"]])[0]).lstrip("/")
+    for c in containers:
         try:
-            remove_container(client, c["Id"], name)
-            out.append(f"removed container {name}")
+            remove_container(client, c.id, c.name)
+            out.append(f"removed container {c.name}")
         except BackendError as exc:  # report, go on with the rest
             out.append(str(exc))
     return out
 
 
-def collect(images: bool = False, client: Engine | None = None) -> list[str]:
-    """Remove stale containers and groups (and edgeprof's images); a line per action."""
-    out: list[str] = []
-    skipped = 0
+@dataclass(frozen=True)
+class Process:
+    """A process still running in a dead run's groups (its orphaned workload)."""
+
+    pid: int
+    command: str
+    """Its command line, as ``ps`` shows it; ``[name]`` where it has none (a zombie)."""
+
+
+@dataclass(frozen=True)
+class DeadRun:
+    """One run whose edgeprof died, as found: what gc removes and kills of it."""
+
+    name: str
+    groups: tuple[Path, ...]
+    """Its groups and those below them, deepest first (8 on cgroup v1: one per controller)."""
+    processes: tuple[Process, ...]
+    leases: tuple[Path, ...] = ()
+    """Core lease files that still name its edgeprof's pid.  They are free (the kernel
+    dropped the lock with the descriptor) and gc leaves them, as every lease file is left
+    (:mod:`edgeprof.measure.leases`): said so that a preview answers the question."""
+
+
+@dataclass(frozen=True)
+class Container:
+    id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Image:
+    id: str
+    tags: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        return ", ".join(self.tags) or self.id
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What ``edgeprof gc`` removes and kills, decided once (:func:`plan`): ``--dry-run``
+    lists it (:func:`preview`) and gc does it (:func:`act`), so the two cannot disagree."""
+
+    runs: tuple[DeadRun, ...] = ()
+    slices: tuple[str, ...] = ()
+    event_dirs: tuple[Path, ...] = ()
+    containers: tuple[Container, ...] = ()
+    images: tuple[Image, ...] = ()
+    client: Engine | None = field(default=None, compare=False)
+    """The Docker daemon the containers and images are on."""
+    docker_skipped: str | None = None
+    """Why the daemon, expected here, could not be asked (a line of gc's answer)."""
+
+    @property
+    def empty(self) -> bool:
+        return not (self.runs or self.slices or self.event_dirs or self.containers or self.images)
+
+
+def processes(groups: Iterable[Path], proc: Path = Path("/proc")) -> tuple[Process, ...]:
+    """The processes listed in ``groups``' ``cgroup.procs`` (a v1 run lists each in every
+    controller's group: once here), with their command lines."""
+    listed = (fs.read_optional(g / "cgroup.procs") or "" for g in groups)
+    pids = {p for text in listed for p in cgroup_parse.parse_pids(text)}
+    return tuple(Process(pid, command_line(pid, proc)) for pid in sorted(pids))
+
+
+def command_line(pid: int, proc: Path = Path("/proc"), limit: int = 200) -> str:
+    """``pid``'s command line, its arguments joined by spaces and cut at ``limit``
+    characters; ``[comm]`` where it has none (a zombie, a kernel thread), ``?`` where it
+    has gone."""
     try:
-        from ..backends.docker.daemon import make_client
+        raw = (proc / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return "?"
+    text = _one_line(raw.rstrip(b"\0").replace(b"\0", b" ").decode(errors="replace"))
+    if not text:
+        comm = fs.read_optional(proc / str(pid) / "comm")
+        return f"[{comm.strip()}]" if comm else "?"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
-        client = client or make_client()
-    except EdgeprofError as exc:
-        out.append(f"docker: skipped ({exc})")
-        skipped = 1
-    else:
-        out.extend(remove_containers(client))
+
+def _one_line(text: str) -> str:
+    """A ``python -c`` argument's newlines had split a process's line of ``gc --dry-run``."""
+    escapes = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+    return "".join(escapes.get(c, c if c.isprintable() else "?") for c in text)
+
+
+def find_dead_runs(
+    roots: Iterable[Path] | None = None,
+    proc: Path = Path("/proc"),
+    lease_files: Path | None = None,
+) -> tuple[DeadRun, ...]:
+    """The dead runs' groups (:func:`stale_groups`), a run each, with the processes still in
+    them and the lease files (in ``lease_files``, a lease directory) that name their owner."""
+    by_run: dict[str, list[Path]] = {}
+    for g in stale_groups(roots, proc):
+        by_run.setdefault(run_of(g), []).append(g)
+    return tuple(
+        DeadRun(run, _deepest_first(gs), processes(gs, proc), _leases_naming(run, lease_files))
+        for run, gs in sorted(by_run.items())
+    )
+
+
+def _deepest_first(groups: Iterable[Path]) -> tuple[Path, ...]:
+    """As rmdir needs them; in the order of their paths otherwise, so a preview reads alike."""
+    return tuple(sorted(groups, key=lambda p: (-len(p.parts), p)))
+
+
+def _leases_naming(run: str, directory: Path | None) -> tuple[Path, ...]:
+    from .leases import holder
+
+    o = ow.owner_of(run)
+    if directory is None or o is None:
+        return ()
+    with contextlib.suppress(OSError):
+        cores = [e.name[3:] for e in os.scandir(directory) if e.name.startswith("cpu")]
+        named = [int(c) for c in cores if c.isdigit() and holder(directory, int(c)) == o.pid]
+        return tuple(directory / f"cpu{c}" for c in sorted(named))
+    return ()
+
+
+def plan(
+    images: bool = False,
+    client: Engine | None = None,
+    roots: Iterable[Path] | None = None,
+    proc: Path = Path("/proc"),
+    tmp: Path | None = None,
+) -> Plan:
+    """What gc would remove and kill now; changes nothing.  Docker is asked where a daemon is
+    expected here (:func:`~edgeprof.backends.docker.daemon.expected`) or ``images`` were:
+    ``--images`` without a daemon raises (:class:`~edgeprof.errors.BackendUnavailable`),
+    where it had said "nothing to remove" and exited 0."""
+    from .leases import lease_dir
+
+    roots = None if roots is None else list(roots)
+    client, skipped = _daemon(images, client)
+    containers: tuple[Container, ...] = ()
+    found_images: tuple[Image, ...] = ()
+    if client is not None:
+        containers = _containers(client)
         if images:
-            from ..backends.docker.image import remove_images
+            from ..backends.docker.image import managed_images
 
-            out.extend(f"removed image {t}" for t in remove_images(client))
-    out.extend(remove_groups(stale_groups()))
-    out.extend(remove_slices(stale_slices()))
-    out.extend(remove_event_dirs(stale_event_dirs()))
-    if len(out) == skipped:  # the skipped daemon's line alone had read as gc's whole answer
+            found_images = tuple(Image(i, tuple(t)) for i, t in managed_images(client))
+    return Plan(
+        runs=find_dead_runs(roots, proc, lease_dir()),
+        slices=tuple(stale_slices(roots, proc)),
+        event_dirs=tuple(stale_event_dirs(tmp, proc)),
+        containers=containers,
+        images=found_images,
+        client=client,
+        docker_skipped=skipped,
+    )
+
+
+def _daemon(images: bool, client: Engine | None) -> tuple[Engine | None, str | None]:
+    """The daemon to ask, or why it is skipped (``None`` too where none is expected here:
+    nothing to say)."""
+    from ..backends.docker.daemon import expected, make_client
+
+    if client is not None:
+        return client, None
+    if not images and not expected():
+        return None, None
+    try:
+        return make_client(), None
+    except EdgeprofError as exc:
+        if images:
+            raise BackendUnavailable(f"gc --images: no image can be removed: {exc}") from None
+        return None, f"docker: skipped ({exc})"
+
+
+def act(p: Plan, timeout: float = 10.0) -> list[str]:
+    """Do what ``p`` says; a line per action.  The groups' processes are read again as they
+    are killed (for ``timeout`` seconds at most): one that a dead run's orphan started since
+    the plan dies with the others, in the groups the plan named."""
+    out = [p.docker_skipped] if p.docker_skipped else []
+    if p.client is not None:
+        out.extend(_remove_containers(p.client, p.containers))
+        out.extend(_remove_images(p.client, p.images))
+    out.extend(remove_groups((g for r in p.runs for g in r.groups), timeout))
+    out.extend(remove_slices(p.slices))
+    out.extend(remove_event_dirs(p.event_dirs))
+    if p.empty:  # the skipped daemon's line alone had read as gc's whole answer
         out.append("nothing to remove")
     return out
+
+
+def _remove_images(client: Engine, images: Iterable[Image]) -> list[str]:
+    from ..backends.docker.image import remove_image
+
+    return [
+        f"removed image {i.label}"
+        for i in images
+        if remove_image(client, i.id, list(i.tags))
+    ]
+
+
+def preview(p: Plan) -> list[str]:
+    """``edgeprof gc --dry-run``: :func:`act`'s actions, each said as what it would do, a
+    dead run's live processes with their command lines, and nothing done."""
+    out = [p.docker_skipped] if p.docker_skipped else []
+    out.extend(f"would remove container {c.name}" for c in p.containers)
+    out.extend(f"would remove image {i.label}" for i in p.images)
+    for r in p.runs:
+        out.extend(_run_preview(r))
+    out.extend(f"would stop slice {s}" for s in p.slices)
+    out.extend(f"would remove events directory {d}" for d in p.event_dirs)
+    out.append("nothing to remove" if p.empty else "dry run: nothing was removed or killed")
+    return out
+
+
+def _run_preview(r: DeadRun) -> list[str]:
+    """``would remove dead run edgeprof-…: 8 cgroups, kill 1 process:`` and a line each."""
+    line = f"would remove dead run {r.name}: {_count(len(r.groups), 'cgroup')}"
+    if r.processes:
+        line += f", kill {_count(len(r.processes), 'process')}:"
+    out = [line]
+    out.extend(f"  pid {x.pid}: {x.command}" for x in r.processes)
+    out.extend(
+        f"  lease file {f} still names its edgeprof: free since it died, and kept (gc "
+        "removes no lease file)"
+        for f in r.leases
+    )
+    return out
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 'es' if noun.endswith('s') else 's'}"
+
+
+def collect(images: bool = False, client: Engine | None = None) -> list[str]:
+    """Remove stale containers and groups (and edgeprof's images); a line per action."""
+    return act(plan(images, client))
 
 
 def collect_before_run(scope: CleanupScope) -> list[str]:

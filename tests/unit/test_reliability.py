@@ -222,22 +222,6 @@ def test_workload_user_under_sudo() -> None:
         workload_user(False, {"SUDO_UID": "1000; rm -rf /"}, euid=0)
 
 
-def test_gc_with_nothing_to_collect_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The skipped daemon's line alone had been gc's whole answer."""
-    from edgeprof.errors import BackendUnavailable
-
-    def no_daemon() -> None:
-        raise BackendUnavailable("cannot reach the Docker daemon")
-
-    monkeypatch.setattr("edgeprof.backends.docker.daemon.make_client", no_daemon)
-    for finder in ("stale_groups", "stale_slices", "stale_event_dirs"):
-        monkeypatch.setattr(gc, finder, lambda: [])
-    assert gc.collect() == [
-        "docker: skipped (cannot reach the Docker daemon)",
-        "nothing to remove",
-    ]
-
-
 def test_a_dead_runs_groups_are_one_line_naming_what_was_killed(tmp_path: Path) -> None:
     """Two controllers' groups of one dead run (cgroup v1 has 8) and one of another: a line
     per run, its groups counted and its leftover processes (listed in each controller's

@@ -7,12 +7,14 @@ become :mod:`edgeprof.errors` types: nothing above the Docker backend sees them.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import Any
 
 from ...errors import BackendError, BackendUnavailable
 from .. import owner
 from ..base import ContainerDaemon
-from .engine import DaemonError, Engine
+from .engine import DEFAULT_SOCKET, DaemonError, Engine
 
 MANAGED_LABEL = "org.edgeprof.managed"
 """On every container and image edgeprof creates (``1``)."""
@@ -53,6 +55,15 @@ def make_client(base_url: str | None = None, unreachable: str = "") -> Engine:
             f"or point DOCKER_HOST at a running daemon{unreachable}"
         ) from exc
     return engine
+
+
+def expected(env: Mapping[str, str] | None = None) -> bool:
+    """Whether this host is meant to have a Docker daemon: ``DOCKER_HOST`` names one, or the
+    default socket is there (a daemon installed, perhaps stopped).  Where neither is, an
+    unreachable daemon is no news: ``edgeprof gc`` had said ``docker: skipped (… start
+    dockerd …)`` on every call on a host without Docker."""
+    env = os.environ if env is None else env
+    return bool(env.get("DOCKER_HOST")) or os.path.lexists(DEFAULT_SOCKET)
 
 
 def managed_containers(client: ContainerDaemon) -> list[dict[str, Any]]:

@@ -230,17 +230,26 @@ def ensure_image(client: Engine, spec: EnvSpec, log: TextIO) -> tuple[str, bool]
     return tag, True
 
 
-def remove_images(client: Engine) -> list[str]:
-    """Remove every image edgeprof built (``edgeprof gc --images``); returns their tags."""
-    removed: list[str] = []
-    for image in client.images(f"{MANAGED_LABEL}=1"):
+def managed_images(client: Engine) -> list[tuple[str, list[str]]]:
+    """Every image edgeprof built: its id and its tags (``edgeprof gc --images`` removes
+    them, ``--dry-run`` lists them)."""
+    try:
+        listed = client.images(f"{MANAGED_LABEL}=1")
+    except DaemonError as exc:
+        raise BackendError(f"cannot list the Docker daemon's images: {explain(exc)}") from exc
+    out = []
+    for image in listed:
         tags = [t for t in image.get("RepoTags") or () if t != "<none>:<none>"]
-        try:
-            client.remove_image(str(image["Id"]))
-        except NotFound:  # gone meanwhile
-            continue
-        except DaemonError as exc:
-            what = tags or image["Id"]
-            raise BackendError(f"cannot remove image {what}: {explain(exc)}") from exc
-        removed.extend(tags or [str(image["Id"])])
-    return removed
+        out.append((str(image["Id"]), tags))
+    return out
+
+
+def remove_image(client: Engine, image_id: str, tags: list[str]) -> bool:
+    """Remove one image edgeprof built; ``False`` when it was gone already."""
+    try:
+        client.remove_image(image_id)
+    except NotFound:  # gone meanwhile
+        return False
+    except DaemonError as exc:
+        raise BackendError(f"cannot remove image {tags or image_id}: {explain(exc)}") from exc
+    return True
