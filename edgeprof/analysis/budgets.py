@@ -53,6 +53,7 @@ from ..errors import ConfigError
 from ..model import RunResult
 from ..storage import read_input
 from ..units import named, parse_duration, parse_energy, parse_rate, parse_size, require_unit
+from . import rules
 from .budget_caveats import budget_caveats
 from .cells import cell_name, cells, ending, successful
 from .metrics import BUDGET_METRICS, FEW, Kind, Metric, few_iterations, same_figure
@@ -263,7 +264,8 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
         ok = successful(runs)
         for key, budget in budgets.for_label(label).items():
             metric = METRICS[key]
-            values = [v for r in ok if (v := metric.get(r)) is not None]
+            # A cell of two rules' figures (a resumed old sweep) is judged by the newest's.
+            values = [v for r in rules.newest(key, ok) if (v := metric.get(r)) is not None]
             if not values:
                 failed_value = None
                 if not ok:

@@ -18,6 +18,7 @@ from ..measure.contention import held_by_others
 from ..measure.latency import stalled_words
 from ..model import RunResult
 from ..units import format_seconds
+from . import rules
 from .cells import cells_by_setting, ending, group_by, successful
 from .difference import Difference, difference
 from .metrics import STAT_METRICS, Kind, stalled_percentiles
@@ -125,7 +126,7 @@ class ModelSummary:
         """What the cell's statistics warn of: outliers (:mod:`edgeprof.analysis.outliers`),
         percentiles that measure a quota's stalls, a slow first run.  The CI summary and
         JUnit carry these beside the runs' own (their failed runs are said there already)."""
-        out = []
+        out = self._rules_apart()
         for key, metric in STAT_METRICS.items():
             s = self.stat(key)
             if s is None:
@@ -147,6 +148,24 @@ class ModelSummary:
             )
         if (slow := self._slow_first()) is not None:
             out.append(slow)
+        return out
+
+    def _rules_apart(self) -> list[str]:
+        """The runs whose figure an older edgeprof's rule computed, left out beside the others'
+        (:func:`~edgeprof.analysis.rules.newest`): a resumed old sweep's cell had pooled the
+        kept runs' averages (28.5 to 30.1 MiB) with the new ones' (36.6 to 38.1 MiB)."""
+        ok = successful(self.runs)
+        out = []
+        for metric in STAT_METRICS.values():
+            kept = {id(r) for r in rules.newest(metric.key, ok)}
+            old = [i + 1 for i, r in enumerate(self.runs) if r.succeeded and id(r) not in kept]
+            left = [str(i) for i in old]
+            if not left:
+                continue
+            what = f"run {left[0]}" if len(left) == 1 else "runs " + ", ".join(left[:-1])
+            what += f" and {left[-1]}" if len(left) > 1 else ""
+            if (said := rules.mixed(metric.key, metric.title, ok, what)) is not None:
+                out.append(said)
         return out
 
     def _slow_first(self) -> str | None:
@@ -215,7 +234,8 @@ def summarize(
     out = []
     for name, runs in group_by(results, lambda r: r.label).items():
         ok = successful(runs)
-        values = {k: _values(ok, m.get) for k, m in STAT_METRICS.items()}
+        # A figure two rules computed pools the newest rule's alone (statistics_warnings).
+        values = {k: _values(rules.newest(m.key, ok), m.get) for k, m in STAT_METRICS.items()}
         out.append(
             ModelSummary(
                 name=name,

@@ -68,6 +68,7 @@ from dataclasses import replace
 
 from ..errors import ConfigError
 from ..model import RunResult
+from . import rules
 from .apart import apart_sides
 from .budgets import METRICS
 from .cells import cell_name, cells, ending, endings, setting, successful
@@ -177,25 +178,31 @@ def compare_results(
             )
         unpaired: list[str] = []  # what only the current runs have
         for metric in COMPARED:
-            b = tuple(v for r in b_ok if (v := metric.get(r)) is not None)
-            c = tuple(v for r in c_ok if (v := metric.get(r)) is not None)
+            if (why := rules.apart(metric.key, metric.title, b_ok, c_ok)) is not None:
+                notes.append(f"{cell_name(key)}: {why}")  # no row: nothing was held to it
+                continue
+            notes += _pooled(cell_name(key), metric, b_ok, c_ok)
+            # Each side's runs whose figure this metric pools: one rule's (rules.newest).
+            b_of, c_of = rules.newest(metric.key, b_ok), rules.newest(metric.key, c_ok)
+            b = tuple(v for r in b_of if (v := metric.get(r)) is not None)
+            c = tuple(v for r in c_of if (v := metric.get(r)) is not None)
             if not b:
                 # The baseline never had it: nothing to hold the current run to.  Said where
                 # the current runs have it: the row had gone without a word (an avg memory of
                 # 3 current runs whose baseline runs were all too short for one).
-                if c and b_ok:
+                if c and b_of:
                     why = why_unmeasured(metric.key, b_runs, baseline)
                     unpaired.append(f"{metric.title} ({why})")
                 continue
             change = replace(
                 _change(label, where, metric, b, c, threshold),
-                base_few=bool(few_iterations(metric, b_ok)),
-                current_few=bool(few_iterations(metric, c_ok)),
+                base_few=bool(few_iterations(metric, b_of)),
+                current_few=bool(few_iterations(metric, c_of)),
             )
-            if not c and c_ok:
+            if not c and c_of:
                 change = _unmeasured(change, why_unmeasured(metric.key, c_runs, current))
             elif change.verdict is Verdict.FEW_REPEATS:
-                change = _few_values(change, (b_ok, baseline), (c_ok, current))
+                change = _few_values(change, (b_of, baseline), (c_of, current))
             changes.append(change)
             if (said := _outlier_note(change, threshold)) is not None:
                 notes.append(f"{cell_name(key)}: {said}")
@@ -232,6 +239,21 @@ def compare_results(
             + ")"
         )
     return changes, notes
+
+
+def _pooled(
+    cell: str, metric: Metric, base: Sequence[RunResult], current: Sequence[RunResult]
+) -> list[str]:
+    """A note per side some of whose runs' figures of ``metric`` an older edgeprof's rule
+    computed beside others' of this one's (a resumed old sweep): those are left out
+    (:func:`~edgeprof.analysis.rules.mixed`)."""
+    out = []
+    for side, runs in (("baseline", base), ("current", current)):
+        old = len(runs) - len(rules.newest(metric.key, runs))
+        what = f"{old} of the {side}'s {len(runs)} runs"
+        if (said := rules.mixed(metric.key, metric.title, runs, what)) is not None:
+            out.append(f"{cell}: {said}")
+    return out
 
 
 def _outlier_note(change: Change, threshold: float) -> str | None:

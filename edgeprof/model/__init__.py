@@ -25,6 +25,7 @@ from .results import (
     SampleStats,
     Termination,
 )
+from .rules import Rules
 from .spec import Limits, RunSpec, UserIds
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "MemoryPressure",
     "MemoryStats",
     "PhaseStats",
+    "Rules",
     "RunResult",
     "RunSpec",
     "Sample",

@@ -24,6 +24,7 @@ from .gpu import GpuStats
 from .jsoncheck import cpu_list, from_json
 from .memory import MemoryStats, known_fields
 from .phases import LatencyStats, Mark, PhaseStats
+from .rules import CURRENT, Rules
 from .spec import Limits
 
 SCHEMA_VERSION = 1
@@ -343,6 +344,10 @@ class RunResult:
     elsewhere had read an env.template's ``SCRIPT`` from its own directory, found none, and
     told a plain script that its python "could not import" edgeprof.  ``None``: a container
     started in its image's own directory, and older files."""
+    rules: Rules = CURRENT
+    """The rule each figure whose definition changed within schema version 1 was computed by
+    (:mod:`.rules`): ``compare``, ``--resume`` and ``report`` weigh no figure of one rule
+    against another's.  An older file, without the key, reads as :data:`~.rules.OLDER`."""
 
     @property
     def label(self) -> str:
@@ -493,5 +498,6 @@ class RunResult:
             processes_at_peak=d.get("processes_at_peak"),
             env=None if d.get("env") is None else tuple(d["env"]),
             workdir=d.get("workdir"),
+            rules=Rules.from_dict(d.get("rules")),
             limits_changed=tuple(LimitChange.from_dict(c) for c in d.get("limits_changed") or ()),
         )

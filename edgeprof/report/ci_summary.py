@@ -14,6 +14,7 @@ from ..analysis.budgets import METRICS, BudgetCheck
 from ..analysis.cells import cell_name, cells, endings, successful
 from ..analysis.metrics import FEW_NOTE, few_mark
 from ..analysis.regression import Change, Verdict, failed_cells, regressed
+from ..analysis.rules import newest
 from ..errors import ConfigError
 from ..model import RunResult
 from ..storage import append_locked, check_appendable, write_output
@@ -118,11 +119,13 @@ def render_run_summary(
         ok = successful(runs)
         row = [label, setting, f"{len(ok)}/{len(runs)}"]
         for metric in shown:
-            values = [v for r in ok if (v := metric.get(r)) is not None]
+            # The cell's statistics' runs: one rule's figures (rules.newest).
+            of = newest(metric.key, ok)
+            values = [v for r in of if (v := metric.get(r)) is not None]
             if not values:
                 row.append("n/a")
                 continue
-            mark = few_mark(metric, ok)
+            mark = few_mark(metric, of)
             marked = marked or bool(mark)
             row.append(metric.format(statistics.median(values)) + mark)
         rows.append(row)

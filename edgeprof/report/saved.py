@@ -106,7 +106,8 @@ def compare_saved(
     if summary is not None or os.environ.get("GITHUB_STEP_SUMMARY"):
         write_summaries(render_compare_summary(changes, thr, notes), summary, log)
     if junit is not None:
-        write_file(junit, render_junit("edgeprof compare", compare_cases(changes, thr)), log)
+        cases = compare_cases(changes, thr)
+        write_file(junit, render_junit("edgeprof compare", cases, notes), log)
     if html is not None:
         from .html import Comparison, render_html
 

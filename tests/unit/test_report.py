@@ -371,6 +371,7 @@ def test_json_key_order_starts_with_the_version() -> None:
         "env",
         "processes_at_peak",
         "workdir",
+        "rules",
     ]
 
 
