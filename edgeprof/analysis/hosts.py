@@ -47,20 +47,54 @@ def describe(r: RunResult, version: bool = True) -> str:
     )
 
 
+def _agree(a: HostKind, b: HostKind) -> bool:
+    """Equal in every field both know: a field one side did not record (``None``) is unknown,
+    not a difference."""
+    return all(x == y or x is None or y is None for x, y in zip(a, b, strict=True))
+
+
 def kinds(runs: Iterable[RunResult]) -> dict[HostKind, RunResult]:
-    """Each host kind among ``runs`` → its first run (to describe it), in first-seen order."""
+    """Each host kind among ``runs`` → its first run (to describe it), in first-seen order.
+
+    A kind with a field its runs did not record (an older file's ``host.memory_bytes`` and
+    ``host.cpu_flags``) is one with a kind that agrees with it in every field both know, the
+    one that knows most: a 7f83ae4 baseline of this very machine had been "different hosts"
+    to ``compare`` and "2 kinds of host" to ``--resume``, for its missing memory alone."""
+    seen: dict[HostKind, RunResult] = {}
+    for r in runs:
+        seen.setdefault(host_kind(r), r)
+    fuller = sorted(seen, key=lambda k: sum(v is None for v in k))  # stable: first-seen ties
+    kept: list[HostKind] = []
+    for k in fuller:
+        if not any(_agree(k, other) for other in kept):
+            kept.append(k)
+    return {k: r for k, r in seen.items() if k in kept}
+
+
+def kind_of(r: RunResult, every: Mapping[HostKind, RunResult]) -> HostKind:
+    """The kind of :func:`kinds`' ``every`` that ``r`` is of (its own, or the one it was
+    merged into)."""
+    mine = host_kind(r)
+    return mine if mine in every else next(k for k in every if _agree(mine, k))
+
+
+def _by_kind(
+    runs: Iterable[RunResult], every: Mapping[HostKind, RunResult]
+) -> dict[HostKind, RunResult]:
+    """Each kind of ``every`` among ``runs`` → its first run of ``runs`` (to describe them
+    by what they recorded)."""
     out: dict[HostKind, RunResult] = {}
     for r in runs:
-        out.setdefault(host_kind(r), r)
+        out.setdefault(kind_of(r, every), r)
     return out
 
 
 def mixed_hosts_note(by_model: Mapping[str, Sequence[RunResult]]) -> str | None:
     """A ranking's note when its models were not all measured on the same kinds of host."""
-    sets = {name: frozenset(kinds(runs)) for name, runs in by_model.items()}
+    every = kinds(r for runs in by_model.values() for r in runs)
+    sets = {name: frozenset(_by_kind(runs, every)) for name, runs in by_model.items()}
     if len(set(sets.values())) <= 1:
         return None
-    every = kinds(r for runs in by_model.values() for r in runs)
     names = {k: f"host {i + 1}" for i, k in enumerate(every)}
     where = "; ".join(
         f"{name} on {', '.join(names[k] for k in every if k in s)}" for name, s in sets.items()
@@ -81,7 +115,7 @@ def resumed_hosts_note(kept: Sequence[RunResult], made: Sequence[RunResult]) -> 
         return None
     parts = []
     for k, r in every.items():
-        named = [n for n, runs in (("kept", kept), ("made now", made)) if k in kinds(runs)]
+        named = [n for n, rs in (("kept", kept), ("made now", made)) if k in _by_kind(rs, every)]
         parts.append(f"{describe(r)} (runs {' and '.join(named)})")
     return (
         f"the resumed sweep's runs ran on {len(every)} kinds of host: {'; '.join(parts)}: "
@@ -89,10 +123,9 @@ def resumed_hosts_note(kept: Sequence[RunResult], made: Sequence[RunResult]) -> 
     )
 
 
-def machine(r: RunResult) -> HostKind:
-    """The machine of a run's host kind, without how edgeprof measured on it."""
-    h = r.host
-    return (h.cpu_model, h.cpu_flags, h.cpus, h.memory_bytes, h.kernel)
+def machine(kind: HostKind) -> HostKind:
+    """The machine of a host kind (:func:`host_kind`), without how edgeprof measured on it."""
+    return kind[:5]
 
 
 BACKEND_DIFFERENCE = (
@@ -107,10 +140,11 @@ BACKEND_DIFFERENCE = (
 def sides_note(base: Sequence[RunResult], cur: Sequence[RunResult]) -> str | None:
     """What ``compare`` says when its two sides were not measured alike: on different
     machines, or on the same machine by different backends or edgeprof versions."""
-    b, c = kinds(base), kinds(cur)
+    every = kinds([*base, *cur])
+    b, c = _by_kind(base, every), _by_kind(cur, every)
     if b.keys() == c.keys():
         return None
-    if {machine(r) for r in b.values()} != {machine(r) for r in c.values()}:
+    if {machine(k) for k in b} != {machine(k) for k in c}:
         return (
             "the baseline and the current results ran on different hosts ("
             + "; ".join(describe(r) for r in b.values())
@@ -158,7 +192,8 @@ def shard_notes(shards: Sequence[tuple[str, Sequence[RunResult]]]) -> list[str]:
     said as "2 kinds of host" whose rankings "compare like with like", more than a merge
     of two ways of measuring can hold."""
     notes = []
-    hosts = _shards_by(shards, lambda r: host_kind(r)[:-1])  # the kind, less the version
+    every = kinds(r for _, runs in shards for r in runs)
+    hosts = _shards_by(shards, lambda r: kind_of(r, every)[:-1])  # the kind, less the version
     if len(hosts) > 1:
         each = "; ".join(f"{describe(r, version=False)} ({named})" for r, named in hosts)
         notes.append(

@@ -56,8 +56,8 @@ def mixed(key: str, title: str, runs: Sequence[RunResult], what: str) -> str | N
     rule, top = RULED[key], _rev(key, kept)
     old = min(rev for r in runs if (rev := revision(key, r)) is not None)
     return (
-        f"{what} left out of {title}: an older edgeprof computed theirs by another rule "
-        f"({SAID[(rule, old)]}; the others' {SAID[(rule, top)]}), so the two are not pooled"
+        f"{what} left out of {title}: computed by an older edgeprof's rule "
+        f"({SAID[(rule, old)]}; the others' {SAID[(rule, top)]}), not pooled with this one's"
     )
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from edgeprof.analysis.compare import summarize_cells
-from edgeprof.analysis.hosts import mixed_hosts_note, shard_notes
+from edgeprof.analysis.hosts import mixed_hosts_note, resumed_hosts_note, shard_notes
 from edgeprof.analysis.regression import compare_results
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
@@ -463,3 +463,29 @@ def test_a_merges_host_notes_are_in_every_report_of_it(
     assert f"note: {notes[1]}" in reported
     junit = (tmp_path / "j.xml").read_text()
     assert junit.count("<system-out>note: the shards ran on 2 kinds of host") == 1
+
+
+def test_a_host_field_an_older_file_did_not_record_is_no_difference() -> None:
+    """An upgrading user's 7f83ae4 files (no ``host.memory_bytes``, no ``host.cpu_flags``) of
+    this very machine were "different hosts" to ``compare``, "2 kinds of host" to
+    ``--resume`` and to a merge, and a ranking's hosts to ``report``."""
+    old_a = dataclasses.replace(HOST_A, memory_bytes=None, cpu_flags=None, speed=None)
+    base = [_on(old_a, "m", w) for w in (1.0, 1.1, 0.9)]
+    cur = [_on(HOST_A, "m", w) for w in (1.0, 1.1, 0.9)]
+    _, notes = compare_results(base, cur)
+    assert not any("different hosts" in n for n in notes)
+    assert resumed_hosts_note(base, cur) is None
+    assert shard_notes([("shard 1/2", base), ("shard 2/2", cur)]) == []
+    assert mixed_hosts_note({"m1": base, "m2": cur}) is None
+    # What both record still tells hosts apart: an old file of another CPU model.
+    old_b = dataclasses.replace(HOST_B, memory_bytes=None, cpu_flags=None)
+    _, notes = compare_results([_on(old_b, "m", w) for w in (1.0, 1.1, 0.9)], cur)
+    assert any(n.startswith(
+        "the baseline and the current results ran on different hosts (CPU B, 16 CPUs, Linux "
+        "6.12.0, cgroup2, edgeprof 0.1.0 → CPU A, 4 CPUs, 8.0GiB, Linux 6.1.0"
+    ) for n in notes)  # fmt: skip
+    note = resumed_hosts_note([_on(old_b, "m", 1.0)], cur)
+    assert note is not None and note.startswith(
+        "the resumed sweep's runs ran on 2 kinds of host: CPU B, 16 CPUs, Linux 6.12.0, "
+        "cgroup2, edgeprof 0.1.0 (runs kept); CPU A, 4 CPUs, 8.0GiB"
+    )

@@ -73,10 +73,10 @@ def test_a_side_of_both_rules_compares_its_newest_runs_and_says_so() -> None:
     assert avg.base == (20 * 2**20, 21 * 2**20, 22 * 2**20)
     assert avg.verdict.value == "not beyond the threshold"
     assert (
-        "m.onnx (cpus=1, memory=1.0GiB): 2 of the baseline's 5 runs left out of avg memory: an "
-        "older edgeprof computed theirs by another rule (from the first sample to the last, "
-        "the samples alone; the others' from the spawn to the exit, with the readings at the "
-        "workload's events), so the two are not pooled"
+        "m.onnx (cpus=1, memory=1.0GiB): 2 of the baseline's 5 runs left out of avg memory: "
+        "computed by an older edgeprof's rule (from the first sample to the last, the samples "
+        "alone; the others' from the spawn to the exit, with the readings at the workload's "
+        "events), not pooled with this one's"
     ) in notes
 
 
@@ -102,9 +102,9 @@ def test_a_cell_of_both_rules_pools_only_the_newest_and_warns() -> None:
     assert cell.avg_bytes.min == int(36.6 * 2**20)
     assert cell.peak_bytes is not None and cell.peak_bytes.n == 4  # a kernel peak: one rule
     assert (
-        "runs 1 and 2 left out of avg memory: an older edgeprof computed theirs by another rule "
-        "(from the first sample to the last, the samples alone; the others' from the spawn to "
-        "the exit, with the readings at the workload's events), so the two are not pooled"
+        "runs 1 and 2 left out of avg memory: computed by an older edgeprof's rule (from the "
+        "first sample to the last, the samples alone; the others' from the spawn to the exit, "
+        "with the readings at the workload's events), not pooled with this one's"
     ) in cell.statistics_warnings()
 
 
