@@ -17,6 +17,8 @@ The public API (help(edgeprof.profile) and so on document each name):
 - ``phase``, ``iteration``, ``mark``: what a workload reports from inside its run;
   ``active()``: whether it runs under edgeprof; ``limit_gpu_memory()``: a device's GPU
   memory held in PyTorch.
+- ``Interrupted``: the KeyboardInterrupt that profile() raises at Ctrl-C once the run
+  is cleaned up, its ``.result`` the interrupted run.
 - ``EdgeprofError``: every error edgeprof raises; ``ConfigError`` (bad input), and under
   it ``UnsafeOutput`` (an output through a link, or into a file not edgeprof's),
   ``OutputReplaced`` (of the former: an output directory moved or swapped during the
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
         OutputReplaced,
         UnsafeOutput,
     )
+    from .measure.interrupts import Interrupted
     from .measure.runner import ResultNotSaved
     from .model import Counters, Limits, RunResult, RunSpec, Sample, Termination, UserIds
     from .report.library import Comparison, Predicted, compare, load, predict
@@ -84,6 +87,7 @@ _LAZY = {
     "Sample": "model",
     "Termination": "model",
     "UserIds": "model",
+    "Interrupted": "measure.interrupts",
     "ResultNotSaved": "measure.runner",
     "profile": "sweeps.library",
     "Comparison": "report.library",
@@ -117,6 +121,7 @@ __all__ = [
     "Counters",
     "CpusOverHost",
     "EdgeprofError",
+    "Interrupted",
     "LaunchError",
     "LimitError",
     "Limits",

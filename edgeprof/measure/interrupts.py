@@ -46,19 +46,43 @@ def _note(signum: int) -> None:
         _stopped_by = signum
 
 
-class Interrupted(BaseException):
+class WaitInterrupted(BaseException):
     """A stop signal to edgeprof while it waited on the workload: the run ends as
     ``interrupted``."""
 
 
-class StoppedAfter(KeyboardInterrupt):
+class Interrupted(KeyboardInterrupt):
+    """A library run (:func:`edgeprof.profile`) stopped by SIGINT (Ctrl-C, a Jupyter
+    kernel's interrupt): raised once the run is cleaned up (its workload killed, its groups
+    removed, its result files written), so that ``except KeyboardInterrupt`` and a loop over
+    runs stop, as :func:`subprocess.run` lets the interrupt through.  ``result``: the
+    interrupted run's :class:`~edgeprof.model.RunResult`; ``signal``: the signal edgeprof got.
+    Returned as a result, a notebook's loop of three runs had gone on to the next two after
+    the interrupt, and a script's had exited 0 (a tester's)."""
+
+    def __init__(self, result: RunResult, signum: int = signal.SIGINT) -> None:
+        super().__init__()
+        self.result = result
+        self.signal = signum
+
+
+class StoppedAfter(Interrupted):
     """A stop signal to edgeprof after its workload had ended: the run's ``result`` stands
     (written), and edgeprof stops.  A sweep keeps it and ends as interrupted (raised bare,
     the run had been dropped and the sweep's tables and files not written: a reviewer's)."""
 
-    def __init__(self, result: RunResult) -> None:
-        super().__init__()
-        self.result = result
+
+def given_back(stop: Interrupted) -> RunResult:
+    """What a library caller gets of ``stop``, once the run's guard has put the caller's
+    handlers back: SIGINT is raised as ``stop`` (Python's KeyboardInterrupt); any other stop
+    signal is raised again in this process (:func:`signal.raise_signal`), so the caller's
+    disposition has it as if edgeprof had never held it: at the default, SIGTERM, SIGHUP …
+    end the process (by that signal, as the command line dies by it), and where the
+    caller's own handler returns, the interrupted run's result is returned."""
+    if stop.signal == signal.SIGINT:
+        raise stop
+    signal.raise_signal(stop.signal)
+    return stop.result
 
 
 class SignalGuard:
@@ -66,7 +90,7 @@ class SignalGuard:
     thread only), from the core lease to the result file.
 
     While :meth:`armed` (waiting for the workload) the first signal raises
-    :class:`Interrupted`; outside it, and for any further signal, it is only recorded
+    :class:`WaitInterrupted`; outside it, and for any further signal, it is only recorded
     (``received``), so a second Ctrl-C cannot cut the clean-up short, leave a group or a
     process behind, or lose the result file.
     """
@@ -74,6 +98,8 @@ class SignalGuard:
     def __init__(self) -> None:
         self._armed = False
         self.received: int | None = None
+        self.first: int | None = None
+        """The first stop signal it took: what ended the run, whatever came after."""
         self.count = 0
         """How many stop signals it took."""
         self._previous: dict[int, _Handler] = {}
@@ -104,11 +130,13 @@ class SignalGuard:
 
     def _handler(self, signum: int, frame: FrameType | None) -> None:
         self.received = signum
+        if self.first is None:
+            self.first = signum
         self.count += 1
         _note(signum)
         if self._armed:
             self._armed = False
-            raise Interrupted(signum)
+            raise WaitInterrupted(signum)
 
     @contextlib.contextmanager
     def armed(self, seen: int = 0) -> Iterator[None]:
@@ -117,7 +145,7 @@ class SignalGuard:
         # A signal that came while the run was being set up (before the wait) was only
         # recorded: acting on it now, or the run would go on until the workload ends by itself.
         if self.count > seen:
-            raise Interrupted(self.received)
+            raise WaitInterrupted(self.received)
         self._armed = True
         try:
             yield

@@ -29,7 +29,7 @@ from ..outfiles import remove_files
 from .assemble import build_result, peak_read_in_phases
 from .events import EventChannel
 from .gpu import GpuWatch
-from .interrupts import GROUP_SIGNALS, Interrupted, SignalGuard
+from .interrupts import GROUP_SIGNALS, SignalGuard, WaitInterrupted
 from .limits import quota_can_stall
 from .memory import MappedTracker
 from .phases import peak_with_phases
@@ -141,7 +141,7 @@ def run_loop(
                     # been in its wall time (100 ms for a daemon left behind), and samples
                     # taken in it had been before its end.
                     wall = (time.monotonic() if run.ended is None else run.ended) - run.started
-                except (KeyboardInterrupt, Interrupted) as exc:
+                except (KeyboardInterrupt, WaitInterrupted) as exc:
                     interrupted = True
                     status = None
                     if not deadline.passed:  # a timeout's grace is already under way
@@ -306,7 +306,7 @@ def _stop_gently(
 
     What happened is said in the result's warnings: the signal edgeprof got, whether the run
     got it too, and what ended the run, when."""
-    signum = exc.args[0] if isinstance(exc, Interrupted) and exc.args else signal.SIGINT
+    signum = exc.args[0] if isinstance(exc, WaitInterrupted) and exc.args else signal.SIGINT
     got = f"edgeprof got {signal.Signals(signum).name}"
     shared = signum in GROUP_SIGNALS and run.in_callers_group()
     if shared:
@@ -320,7 +320,7 @@ def _stop_gently(
                 run.terminate()
                 sent = time.monotonic()
                 status = run.wait(grace)
-    except (KeyboardInterrupt, Interrupted):
+    except (KeyboardInterrupt, WaitInterrupted):
         warnings.append(f"{got}, then another stop signal: the run was killed")
         return None
     if sent is None:

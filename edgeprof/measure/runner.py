@@ -39,7 +39,7 @@ from .inputs import (
     command_args,
     parse_times,
 )
-from .interrupts import Interrupted, SignalGuard, StoppedAfter
+from .interrupts import Interrupted, SignalGuard, StoppedAfter, WaitInterrupted
 from .leases import lease_cores
 from .limits import (
     allowed_cpus,
@@ -99,6 +99,7 @@ def profile(
     target: str | None = None,
     notes: Sequence[str] = (),
     on_launch: Callable[[], object] | None = None,
+    raise_interrupted: bool = False,
 ) -> RunResult:
     """Run ``command`` under ``limits`` and measure it.
 
@@ -144,7 +145,10 @@ def profile(
 
     On timeout the whole group gets SIGTERM, then SIGKILL after ``kill_grace`` seconds.
     Ctrl-C or SIGTERM to edgeprof kills the workload and returns a result with
-    ``termination == "interrupted"``.
+    ``termination == "interrupted"`` (a sweep's run, which the command line's guard ends
+    the command after), or, with ``raise_interrupted`` (:func:`edgeprof.profile`'s), raises
+    it as :class:`~edgeprof.measure.interrupts.Interrupted` once every file is written.  A
+    signal after the workload ended raises :class:`StoppedAfter` (an ``Interrupted``) either way.
     """
     limits = check_limits_given(limits)
     strings = {"name": name, "image": image, "device": device, "gpus": gpus, "target": target}
@@ -240,7 +244,7 @@ def profile(
                 lease = lease_cores(
                     be, applied, allowed if auto_pinned else None, cores_busy, on_wait, interrupts
                 )
-            except Interrupted:
+            except WaitInterrupted:
                 raise KeyboardInterrupt from None
             if lease is not None:
                 holds.callback(lease.close)  # after the group is gone, on every path
@@ -346,10 +350,12 @@ def profile(
             result = _warn_threads(result, spec, allowed, on_host)
             if out is not None:
                 _save(out / "result.json", result)
-        if interrupts.received is not None and result.termination != Termination.INTERRUPTED:
+        if interrupts.first is not None and result.termination != Termination.INTERRUPTED:
             # Stopped after the workload had ended: its result stands (and is written), and
             # edgeprof stops as asked rather than go on to a sweep's next run.
-            raise StoppedAfter(result)
+            raise StoppedAfter(result, interrupts.first)
+        if raise_interrupted and interrupts.first is not None:
+            raise Interrupted(result, interrupts.first)
         return result
     finally:
         if watch is not None:

@@ -17,6 +17,7 @@ from ..backends import Backend
 from ..errors import ConfigError, respelled
 from ..measure import runner
 from ..measure.inputs import DEFAULT_INTERVAL_S, check_arg_types, check_limits_given
+from ..measure.interrupts import Interrupted, given_back
 from ..model import Limits, RunResult, UserIds
 from ..units import format_binary, format_period, parse_memory_limit
 
@@ -134,7 +135,18 @@ def profile(
     Every input is validated before anything starts: a bad one raises a
     :class:`~edgeprof.errors.ConfigError` (or ``LimitError`` / ``BackendUnavailable``) naming
     these keywords, and leaves nothing behind.  The workload's failure (an exit code, an OOM
-    kill, a timeout, Ctrl-C) is a result, not an exception: see ``result.termination``.
+    kill, a timeout) is a result, not an exception: see ``result.termination``.
+
+    Ctrl-C (SIGINT to this process: a Jupyter kernel's interrupt too) stops the caller, as
+    :func:`subprocess.run` lets it through: once the run is cleaned up (its processes killed,
+    its groups removed, ``result.json`` written) it raises :class:`edgeprof.Interrupted`, a
+    ``KeyboardInterrupt`` whose ``.result`` is the interrupted run (``termination ==
+    "interrupted"``; a workload that ends by itself on the SIGINT a terminal sends it too
+    gives its own exit code, ``interrupted (7)``).  Any other stop signal edgeprof held
+    during the run (SIGTERM, SIGHUP …) is raised again in this process once it is cleaned
+    up, with the process's own handler back: at the default it ends the process, by that
+    signal, as it would have without edgeprof; where a handler of the caller's returns, the
+    interrupted result is returned.
     """
     limits = check_limits_given(limits)
     notes: tuple[str, ...] = ()
@@ -154,35 +166,39 @@ def profile(
         device_cores = d.cores if device_cores is None else device_cores
         if isinstance(device_replaced, (tuple, list)) and not device_replaced:
             device_replaced = d.replaced  # a wrong type: the runner's error names it
-    return runner.profile(
-        command,
-        limits,
-        backend=backend,
-        interval=interval,
-        timeout=timeout,
-        kill_grace=kill_grace,
-        env=env,
-        cwd=cwd,
-        out_dir=out_dir,
-        name=name,
-        stdout=stdout,
-        stderr=stderr,
-        cgroup_parent=cgroup_parent,
-        image=image,
-        run_as=run_as,
-        cores_busy=cores_busy,
-        on_wait=on_wait,
-        device=device,
-        device_cores=device_cores,
-        device_replaced=device_replaced,
-        squeeze=squeeze,
-        allow_over_host=allow_over_host,
-        gpus=gpus,
-        gpu_memory=gpu_memory,
-        unified_memory=unified_memory,
-        target=target,
-        notes=notes,
-    )
+    try:
+        return runner.profile(
+            command,
+            limits,
+            backend=backend,
+            interval=interval,
+            timeout=timeout,
+            kill_grace=kill_grace,
+            env=env,
+            cwd=cwd,
+            out_dir=out_dir,
+            name=name,
+            stdout=stdout,
+            stderr=stderr,
+            cgroup_parent=cgroup_parent,
+            image=image,
+            run_as=run_as,
+            cores_busy=cores_busy,
+            on_wait=on_wait,
+            device=device,
+            device_cores=device_cores,
+            device_replaced=device_replaced,
+            squeeze=squeeze,
+            allow_over_host=allow_over_host,
+            gpus=gpus,
+            gpu_memory=gpu_memory,
+            unified_memory=unified_memory,
+            target=target,
+            notes=notes,
+            raise_interrupted=True,
+        )
+    except Interrupted as stop:  # SIGINT raised as it; another signal the caller's to handle
+        return given_back(stop)
 
 
 def with_device(
