@@ -82,6 +82,35 @@ def no_events(runs: Sequence[RunResult]) -> str | None:
     return f"{HEAD}: if the workload calls edgeprof, {where} could not import it; {fix}"
 
 
+def uninstrumented(results: Sequence[RunResult]) -> str | None:
+    """:func:`no_events`'s sentence where it is worth saying: the workload is Python, where a
+    missing ``import edgeprof`` is the likely cause, and its sources may import it.  Said
+    under ``run``'s and ``report``'s tables, and in the warnings of
+    :func:`edgeprof.profile`'s result (a notebook's run under a ``python3`` without
+    edgeprof had come back with no latency and no word why, a tester's).  Not for other
+    commands (``sleep 1``, a binary): most never meant to report anything.  Not for
+    ``edgeprof layers``' worker either: it never imports edgeprof, by design."""
+    runs = [r for r in results if not _layer_worker(r.command)]
+    why = no_events(runs)
+    if why is None or not any(runs_python(r.command) for r in runs):
+        return None
+    if all(edgeprof_import(r.command, sources_dir(r)) is not Import.MAYBE for r in runs):
+        return None  # its sources never import edgeprof, or imported it: no failed import
+    return why
+
+
+def _layer_worker(command: Sequence[str]) -> bool:
+    """Whether ``command`` runs ``edgeprof layers``' worker (``PYTHON …/edgeprof/workload/
+    layers.py SPEC``, :mod:`edgeprof.workload.layers`), which reports no iteration, phase or
+    mark: it times each layer itself, and imports nothing of edgeprof so that any Python with
+    torch can run it.  Told by the path's tail, so results read back from elsewhere match."""
+    return len(command) > 1 and PurePath(command[1]).parts[-3:] == (
+        "edgeprof",
+        "workload",
+        "layers.py",
+    )
+
+
 def _interpreter(runs: Sequence[RunResult]) -> tuple[str, str] | None:
     """(the program, how to name it) of the one Python interpreter every run started;
     ``None`` when they started none or several.  In a container the program is the image's

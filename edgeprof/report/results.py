@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Sequence
-from pathlib import PurePath
 from typing import NamedTuple, TextIO
 
 from ..analysis.cells import cells, leased_cores
 from ..analysis.headroom import below_limit, mapped_elsewhere, worst_fit, worst_gpu_fit
-from ..analysis.instrumentation import Import, edgeprof_import, no_events, runs_python, sources_dir
+from ..analysis.instrumentation import uninstrumented
 from ..model import RunResult
 from ..units import format_binary, format_decimal, format_seconds
 from .gpu import render_gpu
@@ -246,30 +245,10 @@ def _notes(results: Sequence[RunResult]) -> str:
 
 
 def _uninstrumented(results: Sequence[RunResult]) -> list[str]:
-    """One note for the whole report when no run reported an event and the workload is
-    Python, where a missing ``import edgeprof`` is the likely cause.  Not per cell: the cause
-    is the interpreter, common to them all.  Not for other commands (``sleep 1``, a binary):
-    most never meant to report anything, and a note under each of their tables is noise.
-    Not for ``edgeprof layers``' worker either: it never imports edgeprof, by design."""
-    runs = [r for r in results if not _layer_worker(r.command)]
-    why = no_events(runs)
-    if why is None or not any(runs_python(r.command) for r in runs):
-        return []
-    if all(edgeprof_import(r.command, sources_dir(r)) is not Import.MAYBE for r in runs):
-        return []  # its sources never import edgeprof, or imported it: no failed import
-    return [f"note: {why}"]
-
-
-def _layer_worker(command: Sequence[str]) -> bool:
-    """Whether ``command`` runs ``edgeprof layers``' worker (``PYTHON …/edgeprof/workload/
-    layers.py SPEC``, :mod:`edgeprof.workload.layers`), which reports no iteration, phase or
-    mark: it times each layer itself, and imports nothing of edgeprof so that any Python with
-    torch can run it.  Told by the path's tail, so results read back from elsewhere match."""
-    return len(command) > 1 and PurePath(command[1]).parts[-3:] == (
-        "edgeprof",
-        "workload",
-        "layers.py",
-    )
+    """One note for the whole report, not per cell: the cause is the interpreter, common to
+    them all (:func:`~edgeprof.analysis.instrumentation.uninstrumented`)."""
+    why = uninstrumented(results)
+    return [] if why is None else [f"note: {why}"]
 
 
 def written_note(runs: Sequence[RunResult]) -> str | None:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..analysis.instrumentation import uninstrumented
 from ..backends import Backend
 from ..errors import ConfigError, respelled
 from ..measure import runner
@@ -167,7 +168,7 @@ def profile(
         if isinstance(device_replaced, (tuple, list)) and not device_replaced:
             device_replaced = d.replaced  # a wrong type: the runner's error names it
     try:
-        return runner.profile(
+        result = runner.profile(
             command,
             limits,
             backend=backend,
@@ -199,6 +200,17 @@ def profile(
         )
     except Interrupted as stop:  # SIGINT raised as it; another signal the caller's to handle
         return given_back(stop)
+    return with_note(result)
+
+
+def with_note(result: RunResult) -> RunResult:
+    """``result`` with the sentence the command line prints under its table where no event
+    came from a Python workload (:func:`~edgeprof.analysis.instrumentation.uninstrumented`)
+    added to its warnings.  Not in ``result.json``: ``report`` says it again from the run."""
+    why = uninstrumented([result])
+    if why is None:
+        return result
+    return dataclasses.replace(result, warnings=(*result.warnings, why))
 
 
 def with_device(

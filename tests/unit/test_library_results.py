@@ -5,14 +5,18 @@ sweep's dict is."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
 import edgeprof
+from edgeprof.analysis.instrumentation import HEAD, no_events
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.model import RunResult
+from edgeprof.report.results import render_plain
+from tests.fakes import FakeBackend
 from tests.unit.gating_helpers import run
 
 BASE_WALLS = (1.00, 1.02, 0.98, 1.01)
@@ -125,3 +129,44 @@ def test_from_dict_of_a_sweep_says_where_its_runs_are(tmp_path: Path) -> None:
     assert RunResult.from_dict(data["runs"][0]).wall_s == 1.0
     with pytest.raises(ConfigError, match="this is a list of 2 results, not one"):
         RunResult.from_dict([run().to_dict()] * 2)  # type: ignore[arg-type]
+
+
+# -- the note of a Python workload that reported nothing --------------------------------------
+
+
+def _script(tmp_path: Path, imports: bool) -> Path:
+    """A script written to run with or without edgeprof, as the quick start's is."""
+    script = tmp_path / "infer.py"
+    guarded = "try:\n    import edgeprof\nexcept ImportError:\n    edgeprof = None\n"
+    script.write_text((guarded if imports else "") + "print('done')\n")
+    return script
+
+
+def test_a_python_workload_that_reported_nothing_is_told_why_as_the_cli_tells_it(
+    tmp_path: Path,
+) -> None:
+    """A notebook's run under a ``python3`` without edgeprof came back with no phases, no
+    latency and no word why; the command line says it under its table."""
+    out = tmp_path / "out"
+    r = edgeprof.profile(["python3", str(_script(tmp_path, True))], backend=FakeBackend(),
+                         out_dir=out, stdout=subprocess.DEVNULL)  # fmt: skip
+    why = r.warnings[-1]
+    assert why == no_events([r])
+    assert why.startswith(
+        "no run reported an iteration, a phase or a mark: if the workload calls edgeprof, "
+        "python3 could not import it; install edgeprof into python3 (the same package"
+    )
+    # Not saved: report says it itself, once, from the saved run.
+    saved = edgeprof.load(out)[0]
+    assert saved.warnings == r.warnings[:-1]
+    assert render_plain([saved]).count(f"note: {why}") == 1
+
+
+def test_no_note_where_the_cli_prints_none(tmp_path: Path) -> None:
+    plain = edgeprof.profile(["python3", str(_script(tmp_path, False))], backend=FakeBackend(),
+                             stdout=subprocess.DEVNULL)  # fmt: skip
+    other = edgeprof.profile(["sh", "-c", "true"], backend=FakeBackend())
+    failed = edgeprof.profile(["python3", "-c", "import edgeprof; raise SystemExit(3)"],
+                              backend=FakeBackend(), stderr=subprocess.DEVNULL)  # fmt: skip
+    for r in (plain, other, failed):
+        assert not any(w.startswith(HEAD) for w in r.warnings)
