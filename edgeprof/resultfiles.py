@@ -5,6 +5,7 @@ auto`` and why it stopped, and a fit's ``fit.json``."""
 from __future__ import annotations
 
 import csv
+import json
 import math
 import os
 import re
@@ -19,7 +20,7 @@ from .errors import ConfigError
 from .model import RunResult, Sample
 from .model.fitdoc import FIT_SCHEMA_VERSION
 from .model.gpu import GPU_CSV_COLUMNS, GPU_SAMPLE_COLUMNS
-from .storage import layers_file_note, read_json
+from .storage import MAX_JSON_BYTES, layers_file_note, read_capped, read_json
 from .units import shown
 
 #: ``sweep.json``: every run of a sweep (each a full result dict) plus the per-cell statistics.
@@ -144,7 +145,7 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
                 )
             runs.extend(load_runs(files))
             continue
-        data = read_json(path, "result ")
+        data = _read_results(path)
         one = False  # a result.json, whose files are beside it
         if isinstance(data, dict) and data.get("schema") == SWEEP_SCHEMA:
             items = data.get("runs")
@@ -173,6 +174,37 @@ def load_runs(paths: list[Path]) -> list[RunResult]:
                 raise ConfigError(f"{path} is not an edgeprof result{which}: {exc}") from exc
             runs.append(found_files(run, bases, beside=one))
     return runs
+
+
+def _read_results(path: Path) -> Any:
+    """The JSON of ``path``, a file of results, or one line saying it is none where it is
+    JSON of another kind: ``report edgeprof/result.schema.json`` had said "-1844674407370955
+    1616 is beyond any figure edgeprof reads" (the schema's bounds), and ``{"a": 1}``
+    "unsupported result schema_version None", of files that are not results at all."""
+    try:
+        data = read_json(path, "result ")
+    except ConfigError as exc:
+        cause = exc.__cause__
+        if not isinstance(cause, ValueError) or isinstance(cause, json.JSONDecodeError):
+            raise  # unreadable, or not JSON: read_json's line says so
+        try:  # JSON refused for a figure: read as plain JSON, only to tell what it is
+            data = json.loads(read_capped(path, MAX_JSON_BYTES))
+        except (OSError, ValueError, RecursionError, MemoryError):
+            raise exc from cause
+        if not _unlike_results(data):
+            raise
+    if _unlike_results(data):
+        raise ConfigError(
+            f"{path} is not an edgeprof result: it has no schema_version (a result's) nor "
+            "runs (a sweep's)"
+        )
+    return data
+
+
+def _unlike_results(data: Any) -> bool:
+    """A JSON object with none of the keys a result (``schema_version``) or a sweep
+    (``schema``, ``runs``) has."""
+    return isinstance(data, dict) and not {"schema_version", "schema", "runs"} & data.keys()
 
 
 def _natural(path: Path) -> list[tuple[str, int, int]]:

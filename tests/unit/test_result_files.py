@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import edgeprof
 from edgeprof.errors import ConfigError
 from edgeprof.model import GpuStats, Limits, Sample
 from edgeprof.model.gpu import GPU_CSV_COLUMNS, GPU_SAMPLE_COLUMNS
@@ -337,3 +338,23 @@ def test_a_bad_run_of_a_sweep_is_named_by_its_place(tmp_path: Path) -> None:
         load_runs([path])
     assert str(err.value) == f"{path} is not an edgeprof result (run 2 of 3): missing key 'wall_s'"
     path.unlink()
+
+
+def test_json_that_is_no_result_is_said_to_be_none_in_one_line(tmp_path: Path) -> None:
+    """``report edgeprof/result.schema.json`` had said "-18446744073709551616 is beyond any
+    figure edgeprof reads (2**64)": its bounds were read as figures of a result."""
+    schema = Path(edgeprof.__file__).parent / "result.schema.json"
+    other = tmp_path / "other.json"
+    other.write_text('{"a": 1}')
+    for path in (schema, other):
+        with pytest.raises(ConfigError) as raised:
+            load_runs([path])
+        assert str(raised.value) == (
+            f"{path} is not an edgeprof result: it has no schema_version (a result's) nor "
+            "runs (a sweep's)"
+        )
+    # A result's own figure past 2**64 is still that figure's error.
+    huge = tmp_path / "huge.json"
+    huge.write_text(json.dumps({**make_result().to_dict(), "x": 2**64}))
+    with pytest.raises(ConfigError, match=r"18446744073709551616 is beyond any figure"):
+        load_runs([huge])
