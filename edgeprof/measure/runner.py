@@ -184,8 +184,12 @@ def profile(
     # What the run was given, recorded in its result before edgeprof adds its own (the
     # GPUs' variables below): the runs' cells are told apart by it.
     given_env = tuple(f"{k}={v}" for k, v in user_env.items())
-    if not command or not command[0]:
-        raise ConfigError("no command given: edgeprof run [OPTIONS] -- COMMAND [ARGS]...")
+    # Said to a library caller (the command line refuses its own first, in its words): the
+    # CLI's "edgeprof run [OPTIONS] -- COMMAND" had answered profile([]).
+    if not command:
+        raise ConfigError("command: an empty list; give the program and its arguments")
+    if not command[0]:
+        raise ConfigError(f"command {list(command)!r}: the program is an empty string")
     selection = None if gpus is None else check_selection(gpus)
     gpu_limit = None if gpu_memory is None else parse_memory_limit(str(gpu_memory))
     if gpu_limit is not None and not unified_memory:

@@ -308,3 +308,11 @@ def test_an_unknown_device_is_one_error_that_lists_the_known_ones(
     with pytest.raises(ConfigError, match=r"^devices .*devices.yml: a catalog for device"):
         edgeprof.profile(["true"], backend=be, devices=tiny, out_dir=out)
     assert be.runs == [] and not out.exists()
+
+
+def test_an_empty_command_is_said_in_the_librarys_words() -> None:
+    """``profile([])`` had answered with the command line's syntax, "no command given:
+    edgeprof run [OPTIONS] -- COMMAND [ARGS]..." (a notebook user's)."""
+    with pytest.raises(edgeprof.ConfigError) as raised:
+        edgeprof.profile([], backend=FakeBackend())
+    assert str(raised.value) == "command: an empty list; give the program and its arguments"

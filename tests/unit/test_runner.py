@@ -496,8 +496,8 @@ def test_cwd_and_relative_command(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("command", "kw", "match"),
     [
-        ([], {}, "no command given"),
-        ([""], {}, "no command given"),
+        ([], {}, "^command: an empty list; give the program and its arguments$"),
+        (["", "x"], {}, r"^command \['', 'x'\]: the program is an empty string$"),
         (["edgeprof-no-such-command-xyz"], {}, "command not found"),
         (["/nonexistent/prog"], {}, "command not found"),
         (["./nope.sh"], {}, "command not found"),
