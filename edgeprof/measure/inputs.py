@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Protocol
 
 from ..errors import ConfigError
 from ..model import Limits, UserIds
@@ -126,23 +127,58 @@ def check_limits_given(limits: object) -> Limits:
     return limits
 
 
-def check_output_fds(stdout: object, stderr: object) -> None:
-    """The workload's output descriptors: ``None`` (edgeprof's own), an open descriptor, or
-    ``subprocess.DEVNULL``.  ``subprocess.PIPE`` (-1) had been taken, and nothing read the
-    pipe: the workload blocked on it.  A closed one (``stdout=9999``) had failed at the
-    launch, as ``LaunchError: could not start echo: Bad file descriptor`` naming neither."""
-    for what, fd in (("stdout", stdout), ("stderr", stderr)):
-        if fd is None or fd == subprocess.DEVNULL:
-            continue
-        if isinstance(fd, bool) or not isinstance(fd, int) or fd < 0:
-            raise ConfigError(
-                f"{what}={fd!r}: expected an open file descriptor (os.open, f.fileno()), "
-                "subprocess.DEVNULL or None; edgeprof does not capture the workload's output"
-            )
-        try:
-            os.fstat(fd)
-        except (OSError, OverflowError):  # EBADF; OverflowError: beyond a C int
-            raise ConfigError(f"{what}={fd}: not an open file descriptor") from None
+class HasFileno(Protocol):
+    """An open file object, as :mod:`subprocess` takes one for a child's output."""
+
+    def fileno(self) -> int: ...
+
+
+Output = int | HasFileno | None
+"""What ``stdout=`` and ``stderr=`` take: a descriptor, a file object, ``None``."""
+
+
+def output_fds(stdout: object, stderr: object) -> tuple[int | None, int | None]:
+    """The workload's output descriptors: ``None`` (edgeprof's own), an open descriptor,
+    ``subprocess.DEVNULL``, or an object whose ``fileno()`` gives an open one (a file,
+    ``sys.stdout`` where it has one), flushed first, as :mod:`subprocess` takes them (only a
+    descriptor had been: ``stdout=open(...)`` and ``sys.stdout`` were refused, a notebook
+    user's).  ``subprocess.PIPE`` (-1) had been taken, and nothing read the pipe: the
+    workload blocked on it.  A closed one (``stdout=9999``) had failed at the launch, as
+    ``LaunchError: could not start echo: Bad file descriptor`` naming neither."""
+    return _output_fd("stdout", stdout), _output_fd("stderr", stderr)
+
+
+def _output_fd(what: str, given: object) -> int | None:
+    if given is None or given == subprocess.DEVNULL:
+        return None if given is None else subprocess.DEVNULL
+    fd = _fileno(given)
+    if isinstance(fd, bool) or not isinstance(fd, int) or fd < 0:
+        raise ConfigError(
+            f"{what}={given!r}: expected an open file descriptor or file (open(), f.fileno()), "
+            "subprocess.DEVNULL or None; edgeprof does not capture the workload's output"
+        )
+    try:
+        os.fstat(fd)
+    except (OSError, OverflowError):  # EBADF; OverflowError: beyond a C int
+        raise ConfigError(f"{what}={given!r}: not an open file descriptor") from None
+    return fd
+
+
+def _fileno(given: object) -> object:
+    """``given``'s descriptor where it is a file object with one (``None``: it has none, as
+    a ``StringIO``), else ``given`` itself; the object is flushed, so what the caller wrote
+    to it comes before the workload's output."""
+    fileno = getattr(given, "fileno", None)
+    if isinstance(given, int) or not callable(fileno):
+        return given
+    try:
+        fd = fileno()
+        flush = getattr(given, "flush", None)
+        if callable(flush):
+            flush()
+    except (OSError, ValueError):  # io.UnsupportedOperation (StringIO), a closed file
+        return None
+    return fd
 
 
 def check_not_a_sweep(out_dir: str | Path | None) -> None:

@@ -30,13 +30,14 @@ from .gc import collect_before_run
 from .gpu_select import check_selection, given_gpus, open_watch, undenied_warning
 from .inputs import (
     DEFAULT_INTERVAL_S,
+    Output,
     check_arg_types,
     check_command,
     check_cwd,
     check_limits_given,
     check_not_a_sweep,
-    check_output_fds,
     command_args,
+    output_fds,
     parse_times,
 )
 from .interrupts import Interrupted, SignalGuard, StoppedAfter, WaitInterrupted
@@ -81,8 +82,8 @@ def profile(
     cwd: str | Path | None = None,
     out_dir: str | Path | None = None,
     name: str | None = None,
-    stdout: int | None = None,
-    stderr: int | None = None,
+    stdout: Output = None,
+    stderr: Output = None,
     cgroup_parent: str | None = None,
     image: str | None = None,
     run_as: UserIds | None = None,
@@ -174,7 +175,7 @@ def profile(
             # whole --name rule: layers labels its runs with the factory ('../net.py:build').
             raise ConfigError(f"{what} {text!r}: contains a control character")
     command = command_args(command)
-    check_output_fds(stdout, stderr)
+    out_fd, err_fd = output_fds(stdout, stderr)
     check_not_a_sweep(out_dir)
     interval_s, timeout_s = parse_times(interval, timeout)
     grace_s = parse_duration(kill_grace, "kill grace")  # "2s" had failed only at the timeout
@@ -268,8 +269,8 @@ def profile(
                     **user_env,
                 },
                 cwd=work_dir,
-                stdout=stdout,
-                stderr=stderr,
+                stdout=out_fd,
+                stderr=err_fd,
                 cpuset_auto=auto_pinned,
                 image=image or be.image,
                 run_as=run_as,

@@ -17,7 +17,7 @@ from ..analysis.instrumentation import uninstrumented
 from ..backends import Backend
 from ..errors import ConfigError, respelled
 from ..measure import runner
-from ..measure.inputs import DEFAULT_INTERVAL_S, check_arg_types, check_limits_given
+from ..measure.inputs import DEFAULT_INTERVAL_S, Output, check_arg_types, check_limits_given
 from ..measure.interrupts import Interrupted, given_back
 from ..model import Limits, RunResult, UserIds
 from ..units import format_binary, format_period, parse_memory_limit
@@ -73,8 +73,8 @@ def profile(
     cwd: str | Path | None = None,
     out_dir: str | Path | None = None,
     name: str | None = None,
-    stdout: int | None = None,
-    stderr: int | None = None,
+    stdout: Output = None,
+    stderr: Output = None,
     cgroup_parent: str | None = None,
     image: str | None = None,
     run_as: UserIds | None = None,
@@ -107,8 +107,10 @@ def profile(
     - ``env``: variables added to the workload's environment; ``cwd``: its directory.
     - ``out_dir``: where ``result.json`` and ``samples.csv`` are written (``None``: nowhere).
     - ``name``: the run's label in tables (default: the program's name).
-    - ``stdout``, ``stderr``: an open descriptor or ``subprocess.DEVNULL`` for the workload's
-      output (``None``: edgeprof's own).
+    - ``stdout``, ``stderr``: where the workload's output goes, as :mod:`subprocess` takes
+      it: an open file (``open(path, "w")``, ``sys.stdout`` where it has a descriptor), a
+      descriptor or ``subprocess.DEVNULL`` (``None``: edgeprof's own).  It is not captured:
+      ``io.StringIO`` and ``subprocess.PIPE`` are refused.
     - ``cgroup_parent``: the group the run's groups are made under; ``image``: the Docker
       image (``backend="docker"``); ``run_as``: the :class:`UserIds` a host backend drops
       the workload to.

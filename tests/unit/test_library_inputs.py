@@ -5,6 +5,7 @@ and the errors its docstring names are importable from ``edgeprof``."""
 from __future__ import annotations
 
 import inspect
+import io
 import os
 import re
 from pathlib import Path
@@ -316,3 +317,30 @@ def test_an_empty_command_is_said_in_the_librarys_words() -> None:
     with pytest.raises(edgeprof.ConfigError) as raised:
         edgeprof.profile([], backend=FakeBackend())
     assert str(raised.value) == "command: an empty list; give the program and its arguments"
+
+
+def test_a_file_object_takes_the_workloads_output_as_subprocess_takes_it(tmp_path: Path) -> None:
+    """Only a descriptor had been taken: ``stdout=open(...)`` and ``sys.stdout`` were refused
+    (a notebook user's).  What the caller wrote first comes first: the file is flushed."""
+    log = tmp_path / "wl.txt"
+    with open(log, "w") as f:
+        f.write("header\n")  # buffered in f until profile flushes it
+        r = edgeprof.profile(["sh", "-c", "echo out; echo err >&2"], backend=FakeBackend(),
+                             stdout=f, stderr=f)  # fmt: skip
+    assert r.exit_code == 0
+    assert log.read_text() == "header\nout\nerr\n"
+
+
+def test_output_without_a_descriptor_is_still_refused_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(edgeprof.ConfigError) as raised:
+        edgeprof.profile(["true"], backend=FakeBackend(), stdout=io.StringIO())
+    said = str(raised.value)
+    assert said.startswith("stdout=<_io.StringIO object at 0x")
+    assert said.endswith(
+        ">: expected an open file descriptor or file (open(), f.fileno()), subprocess.DEVNULL "
+        "or None; edgeprof does not capture the workload's output"
+    )
+    closed = open(tmp_path / "x", "w")  # noqa: SIM115
+    closed.close()
+    with pytest.raises(edgeprof.ConfigError, match=r"^stderr=<_io.TextIOWrapper .*: expected an"):
+        edgeprof.profile(["true"], backend=FakeBackend(), stderr=closed)
