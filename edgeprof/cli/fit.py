@@ -109,7 +109,7 @@ def fit_cmd(
     from ..outfiles import check_target
     from ..report.files import announce
     from ..report.fit import render_fit
-    from ..storage import prepare_out_dir, write_json_output
+    from ..storage import check_not_busy, prepare_out_dir, write_json_output
     from ..sweeps.fit import FitRequest, fit, open_fit, plan_fit
     from ..sweeps.request import RunRequest
     from ..units import parse_fraction
@@ -150,6 +150,7 @@ def fit_cmd(
     job, ceiling = plan_fit(request)
     if out is not None:
         check_target(out / "fit.json")  # a link planted there: refused before the runs
+        check_not_busy(out)  # inside or above a live run's --out: refused before the runs too
     if plot is not None:
         from ..report.plots import _pyplot
         from ..storage import check_writable
