@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 from ..backends.base import meminfo_total
 from ..errors import ConfigError
 from ..resultfiles import resumed_sentence, stopped_sentence
-from ..storage import check_out_dir
+from ..storage import check_not_busy, check_out_dir
 from ..sweeps.host_checks import check_host, open_backend
 from ..sweeps.outdir import stale_runs
 from ..sweeps.plan import Step
@@ -110,6 +110,11 @@ def run_and_report(
     named = (outputs.markdown, outputs.summary, outputs.junit, outputs.html, outputs.predictions)
     files = [p for p in named if p is not None]
     job = plan_run(request, files)
+    if request.out is not None:
+        # Before any word of the sweep there (--resume's plan, its budgets, a host warning):
+        # "--resume: 1 of 4 measured run(s) kept; the rest are made" had come before "rs is
+        # being written by another edgeprof run".  The hold itself is the run's (DirLock).
+        check_not_busy(request.out)
     if os.environ.get("GITHUB_STEP_SUMMARY"):  # appended at the end: checked before the run
         from .ci_summary import check_step_summary
 

@@ -7,10 +7,6 @@ edgeprof is: this process's own holds (a sweep's, over its runs) are passed over
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -19,32 +15,9 @@ from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.storage import DirLock, check_not_busy
 
+from .dir_holder import held_by_another
+
 WORKLOAD = ["--", "sh", "-c", "touch ran"]
-HOLDER = (
-    "import sys; from pathlib import Path; from edgeprof.storage import DirLock\n"
-    "with DirLock(Path(sys.argv[1])):\n"
-    "    print('held', flush=True); sys.stdin.read()\n"
-)
-
-
-@contextmanager
-def held_by_another(directory: Path) -> Iterator[None]:
-    """``directory`` held by another process's DirLock, as a live edgeprof run holds its --out."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(directory)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None and proc.stdin is not None
-    try:
-        assert proc.stdout.readline() == "held\n"
-        yield
-    finally:
-        proc.stdin.close()  # the holder's read ends: it lets go and exits
-        assert proc.wait(timeout=30) == 0
-
-
 def test_a_run_inside_a_live_runs_out_is_refused_and_makes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

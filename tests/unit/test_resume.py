@@ -417,3 +417,24 @@ def test_a_resume_without_budgets_keeps_the_recorded_ones_and_says_so(
     # The same budgets again: nothing to say.
     assert main([*sweep, "--max-wall", "1h", "--resume", "--", *stopper("x")]) == 0
     assert "budgets" not in capsys.readouterr().err
+
+
+def test_resume_into_a_busy_out_is_refused_before_any_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It had said "--resume: 1 of 4 measured run(s) kept; the rest are made", then that the
+    directory was being written by another edgeprof run (a shared host's tester)."""
+    from .dir_holder import held_by_another
+
+    monkeypatch.chdir(tmp_path)
+    sweep = [*FAKE, "-m", "a,b", "--repeat", "2", "--out", "sw"]
+    assert main([*sweep, "--", *stopper("b")]) == 130
+    before = files(tmp_path / "sw")
+    capsys.readouterr()
+    with held_by_another(Path("sw")):
+        assert main([*sweep, "--resume", "--", *stopper("x")]) == 2
+    assert capsys.readouterr().err == (
+        "edgeprof: error: sw is being written by another edgeprof run: give each run its own "
+        "--out\n"
+    )
+    assert files(tmp_path / "sw") == before
