@@ -27,7 +27,7 @@ from ..sweeps.request import (
     log_stem,
     plan_run,
 )
-from ..sweeps.resume_job import resume_of, resumed_budgets, unfinished_runs
+from ..sweeps.resume_job import replaced_sweep, resume_of, resumed_budgets, unfinished_runs
 from .files import announce_dir, write_file, write_markdown, write_plot_files
 from .progress import PlainProgress, TerminalProgress
 from .summary import BudgetGate, print_summary
@@ -280,7 +280,15 @@ def resume_notes(job: RunJob, resume: Resume | None) -> list[str]:
         return [f"--resume: {kept} of {measured} measured run(s) kept; the rest are made"]
     unfinished = unfinished_runs(job)
     if unfinished is None:
-        return []
+        other = replaced_sweep(job)
+        return (
+            []
+            if other is None
+            else [
+                f"{out} holds another sweep ({other}): this sweep replaces it once its first "
+                "run has finished"
+            ]
+        )
     kept, measured = unfinished
     return [
         f"{out} holds an unfinished sweep of this plan ({kept} of {measured} run(s) "

@@ -129,6 +129,18 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
+def plan_differs(plan: SweepPlan, data: dict[str, Any]) -> str | None:
+    """How the sweep ``data`` (a ``sweep.json``'s content) is of another plan than ``plan``,
+    as text (the first key that differs: ``its command differs (…)``); None where it is of
+    this plan."""
+    recorded = plan.recorded()
+    for key in dict.fromkeys([*recorded, "auto", "shard"]):  # either side may lack these two
+        mine, theirs = recorded.get(key), data.get(key)
+        if theirs != mine:
+            return plan_difference(key, theirs, mine, "its", "now ")
+    return None
+
+
 def earlier_sweep(out: Path, plan: SweepPlan, measured: Measured) -> Resume | None:
     """What ``--resume`` keeps of the sweep in ``out``: ``None`` where ``out`` holds no
     ``sweep.json`` (nothing to resume: the whole sweep is made, as ``make`` makes every target
@@ -138,15 +150,12 @@ def earlier_sweep(out: Path, plan: SweepPlan, measured: Measured) -> Resume | No
     if found is None:
         return None
     path, data = found
-    recorded = plan.recorded()
-    for key in dict.fromkeys([*recorded, "auto", "shard"]):  # either side may lack these two
-        mine, theirs = recorded.get(key), data.get(key)
-        if theirs != mine:
-            raise ConfigError(
-                f"--resume: {path} is another sweep's: "
-                f"{plan_difference(key, theirs, mine, 'its', 'now ')}; give the same options, "
-                "or another --out"
-            )
+    differs = plan_differs(plan, data)
+    if differs is not None:
+        raise ConfigError(
+            f"--resume: {path} is another sweep's: {differs}; give the same options, or another "
+            "--out"
+        )
     why = _workdir_differs(data.get("workdir"), plan.workdir)
     if why is not None:
         raise ConfigError(f"--resume: {path}'s {why}, or another --out")

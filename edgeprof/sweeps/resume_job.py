@@ -10,9 +10,10 @@ import dataclasses
 from ..analysis.budgets import budgets_from_dict
 from ..errors import ConfigError
 from ..measure.inputs import parse_times
+from ..resultfiles import read_sweep
 from ..version import __version__
 from .request import RunJob, parse_env_items
-from .resume import Measured, Resume, earlier_sweep
+from .resume import Measured, Resume, earlier_sweep, plan_differs
 
 
 def resume_of(job: RunJob) -> Resume | None:
@@ -66,6 +67,28 @@ def unfinished_runs(job: RunJob) -> tuple[int, int] | None:
     if earlier is None or earlier.complete:
         return None
     return len(earlier.kept), len(job.plan.measured_steps())
+
+
+def replaced_sweep(job: RunJob) -> str | None:
+    """Without ``--resume``: what a sweep of another plan in ``--out`` is, which this sweep
+    replaces (``its command differs (…); 2 runs``); None where there is none.  A re-run of
+    another command and limits into a finished sweep's ``--out`` had replaced it with only
+    "wrote same/" (a shared host's tester): documented, and now said."""
+    req = job.request
+    if req.resume or req.out is None or job.plan.is_single:
+        return None
+    try:
+        found = read_sweep(req.out)
+    except ConfigError:  # a file that cannot be read: not a sweep this one replaces
+        return None
+    if found is None:
+        return None
+    differs = plan_differs(job.plan, found[1])
+    if differs is None:
+        return None
+    runs = found[1].get("runs")
+    count = len(runs) if isinstance(runs, list) else 0
+    return f"{differs}; {count} run(s)"
 
 
 def _measured(job: RunJob) -> Measured:

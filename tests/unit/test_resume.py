@@ -438,3 +438,23 @@ def test_resume_into_a_busy_out_is_refused_before_any_note(
         "--out\n"
     )
     assert files(tmp_path / "sw") == before
+
+
+def test_a_sweep_of_another_plan_says_it_replaces_the_one_in_its_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It had replaced another command's finished sweep with only "wrote same/" (a shared
+    host's tester); a re-run of the same plan, and a resumption, say nothing of it."""
+    monkeypatch.chdir(tmp_path)
+    assert main([*FAKE, "--repeat", "2", "--out", "same", "--", "sleep", "0"]) == 0
+    capsys.readouterr()
+    again = [*FAKE, "--cpus", "0.5", "--repeat", "2", "--out", "same", "--", "true"]
+    assert main(again) == 0
+    notes = [x for x in capsys.readouterr().err.splitlines() if "note" in x]
+    assert notes == [
+        "edgeprof: note: same holds another sweep (its command differs (sleep 0; now true); "
+        "2 run(s)): this sweep replaces it once its first run has finished"
+    ]
+    assert json.loads(Path("same/sweep.json").read_text())["command"] == ["true"]
+    assert main(again) == 0
+    assert "holds another sweep" not in capsys.readouterr().err
