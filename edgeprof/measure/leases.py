@@ -197,12 +197,18 @@ def _attempt(
     return got, busy
 
 
+def named_cores(cores: Sequence[int]) -> str:
+    """``core 3``, ``cores 0-1``: the word as many as there are ("waiting for core 0-1", "leased
+    core 0-1" had said one for two)."""
+    return f"core{'s' if len(cores) > 1 else ''} {format_cpuset(cores)}"
+
+
 def describe_busy(
     directory: Path, candidates: Sequence[int], count: int, busy: Sequence[int]
 ) -> str:
     """``1 free core of 0-3: core 0 is held by pid 812, core 1 by pid 815 (leases in …)``."""
     want = (
-        f"core {format_cpuset(candidates)}"
+        named_cores(candidates)
         if count == len(candidates)
         else f"{count} free core{'s' if count > 1 else ''} of {format_cpuset(candidates)}"
     )
@@ -245,7 +251,7 @@ def acquire(
         if got is not None:
             waited = clock() - start if told else 0.0
             if told and on_wait is not None:
-                on_wait(f"leased core {format_cpuset(sorted(got))} after waiting {waited:.1f}s")
+                on_wait(f"leased {named_cores(sorted(got))} after waiting {waited:.1f}s")
             return Lease(got, waited)
         if cores_busy == "fail":
             raise CoresBusy(

@@ -134,7 +134,7 @@ def test_fail_names_the_holders_and_holds_nothing(tmp_path: Path) -> None:
     with pytest.raises(CoresBusy) as e:  # exactly 0-2 (an explicit cpuset): 1 is busy
         acquire((0, 1, 2), 3, cores_busy="fail", directory=tmp_path, sleep=no_sleep)
     assert str(e.value) == (
-        f"cores busy: needs core 0-2: core 1 is held by pid {os.getpid()} "
+        f"cores busy: needs cores 0-2: core 1 is held by pid {os.getpid()} "
         f"(leases in {tmp_path}); --cores-busy wait waits for them"
     )
     assert held(tmp_path, range(3)) == {1}  # 0 was taken during the attempt, and given back
@@ -144,6 +144,23 @@ def test_fail_names_the_holders_and_holds_nothing(tmp_path: Path) -> None:
         acquire((0, 1, 2), 2, cores_busy="fail", directory=tmp_path, sleep=no_sleep)
     blocker.close()
     other.close()
+
+
+def test_several_cores_are_named_as_cores(tmp_path: Path) -> None:
+    """"waiting for core 0-1" and "leased core 0-1" had said one core for two (a shared
+    host's tester); one core stays "core 1"."""
+    blocker = acquire((1,), 1, directory=tmp_path, sleep=no_sleep)
+    told: list[str] = []
+
+    def sleep(seconds: float) -> None:
+        blocker.close()
+
+    lease = acquire((0, 1), 2, directory=tmp_path, on_wait=told.append, sleep=sleep)
+    assert told[0].startswith(f"waiting for cores 0-1: core 1 is held by pid {os.getpid()} ")
+    assert told[1].startswith("leased cores 0-1 after waiting ")
+    assert leases.named_cores((1,)) == "core 1"
+    assert leases.named_cores((0, 2, 3)) == "cores 0,2-3"
+    lease.close()
 
 
 def test_wait_tells_once_and_takes_the_cores_when_freed(tmp_path: Path) -> None:
