@@ -71,13 +71,33 @@ def lease_dir(env: Mapping[str, str] | None = None, euid: int | None = None) -> 
     ``EDGEPROF_LEASE_DIR`` at one shared directory where that matters."""
     env = os.environ if env is None else env
     euid = os.geteuid() if euid is None else euid
-    if env.get(LEASE_DIR_ENV):
-        return Path(env[LEASE_DIR_ENV])
+    if env.get(LEASE_DIR_ENV):  # empty: as if unset, as an empty XDG_RUNTIME_DIR below
+        return _absolute_lease_dir(env[LEASE_DIR_ENV])
     if euid == 0:
         return ROOT_LEASE_DIR
     if env.get("XDG_RUNTIME_DIR"):
         return Path(env["XDG_RUNTIME_DIR"]) / "edgeprof" / "cores"
     return Path(tempfile.gettempdir()) / f"edgeprof-{euid}" / "cores"
+
+
+def _absolute_lease_dir(given: str) -> Path:
+    """``$EDGEPROF_LEASE_DIR``, refused where relative: ``relleases`` had been made in each
+    run's working directory, so two runs started in two directories leased the same cores
+    unknowingly (a shared host's tester)."""
+    if not os.path.isabs(given):
+        raise ConfigError(
+            f"{LEASE_DIR_ENV}={given} is a relative path: give an absolute directory (runs "
+            "started in other directories would not see its leases)"
+        )
+    return Path(given)
+
+
+def _not_a_directory(directory: Path) -> Path | None:
+    """The path at or above ``directory`` that exists but is not a directory, if any."""
+    for p in (directory, *directory.parents):
+        if p.exists():
+            return None if p.is_dir() else p
+    return None
 
 
 def _prepare(directory: Path, *, own: bool) -> None:
@@ -87,9 +107,16 @@ def _prepare(directory: Path, *, own: bool) -> None:
         directory.mkdir(parents=True, exist_ok=True, mode=0o755 if os.geteuid() == 0 else 0o700)
         st = os.lstat(directory)
     except OSError as exc:
+        # A plain file there had read "…: File exists", as if the directory were.
+        blocker = _not_a_directory(directory)
+        why = (
+            exc.strerror or str(exc)
+            if blocker is None
+            else f"{blocker} is {'a file, ' if blocker.is_file() else ''}not a directory"
+        )
         raise ConfigError(
-            f"cannot create the core lease directory {directory}: {exc.strerror or exc} "
-            f"(set {LEASE_DIR_ENV} to a writable directory)"
+            f"cannot create the core lease directory {directory}: {why} (set {LEASE_DIR_ENV} "
+            "to a writable directory)"
         ) from exc
     if own and (not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid()):
         raise ConfigError(

@@ -67,6 +67,37 @@ def test_lease_dir_default_paths() -> None:
         )
 
 
+def test_an_empty_lease_dir_is_unset_and_a_relative_one_is_refused() -> None:
+    """A relative ``EDGEPROF_LEASE_DIR`` had been made in each run's working directory: two
+    runs started in two directories leased the same core unknowingly."""
+    assert lease_dir({"EDGEPROF_LEASE_DIR": ""}, euid=0) == Path("/run/edgeprof/cores")
+    with pytest.raises(ConfigError) as e:
+        lease_dir({"EDGEPROF_LEASE_DIR": "relleases"}, euid=0)
+    assert str(e.value) == (
+        "EDGEPROF_LEASE_DIR=relleases is a relative path: give an absolute directory (runs "
+        "started in other directories would not see its leases)"
+    )
+
+
+def test_a_lease_dir_that_is_a_file_is_said_to_be_one(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It had read "…: File exists", as if the directory were there."""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for given in (afile, afile / "x"):
+        monkeypatch.setenv("EDGEPROF_LEASE_DIR", str(given))
+        assert main(["run", "--backend", "fake", "--cpus", "1", "--", "true"]) == 2
+        assert capfd.readouterr().err == (
+            f"edgeprof: error: cannot create the core lease directory {given}: {afile} is a "
+            "file, not a directory (set EDGEPROF_LEASE_DIR to a writable directory)\n"
+        )
+    monkeypatch.setenv("EDGEPROF_LEASE_DIR", "relleases")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--backend", "fake", "--cpus", "1", "--", "true"]) == 2
+    assert not (tmp_path / "relleases").exists()
+
+
 def test_the_suite_isolates_its_leases(isolated_core_leases: Path) -> None:
     assert lease_dir() == isolated_core_leases
 
