@@ -16,6 +16,7 @@ from . import complete
 from .app import exit_code
 from .options import (
     AllowOverHost,
+    CoresBusy,
     CpuPeriod,
     DeviceName,
     DevicesFile,
@@ -118,6 +119,7 @@ def profile_cmd(
         str | None, typer.Option(help="Stop the run after this many seconds.")
     ] = None,
     kill_grace: KillGrace = None,
+    cores_busy: CoresBusy = "wait",
     python: Annotated[
         str | None, typer.Option(help="Interpreter with torch for the worker (default: this).")
     ] = None,
@@ -179,6 +181,7 @@ def profile_cmd(
         check_whole=existing is not None and completes(existing, request),
         timeout=timeout,
         kill_grace=kill_grace,
+        cores_busy=cores_busy,
         cgroup_parent=cgroup_parent,
         device=device,
         env=chosen.env,

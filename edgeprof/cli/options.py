@@ -68,6 +68,16 @@ Pids = Annotated[
     str | None,
     typer.Option(help="Most processes and threads at once, e.g. 64 (fork bombs stop there)."),
 ]
+CoresBusy = Annotated[
+    str,
+    typer.Option(
+        help="When another run holds the cores a pinned run needs: wait (saying which "
+        "run holds them) or fail (exit 2).",
+        autocompletion=complete.cores_busy,
+    ),
+]
+"""``run``, ``fit``, ``bench`` and ``layers profile``, which lease cores: their waiting line
+tells of ``--cores-busy fail``, which all but ``run`` had lacked ("No such option")."""
 Timeout = Annotated[
     str | None,
     typer.Option(help="Stop each run after this many seconds (SIGTERM, then SIGKILL)."),

@@ -15,6 +15,7 @@ from .options import (
     BudgetsFile,
     CalibrationFile,
     CgroupParent,
+    CoresBusy,
     CpuPeriod,
     DeviceName,
     DevicesFile,
@@ -77,14 +78,7 @@ def run(
     cpu_period: CpuPeriod = None,
     device: DeviceName = None,
     devices: DevicesFile = None,
-    cores_busy: Annotated[
-        str,
-        typer.Option(
-            help="When another run holds the cores a pinned run needs: wait (saying which "
-            "run holds them) or fail (exit 2).",
-            autocompletion=complete.cores_busy,
-        ),
-    ] = "wait",
+    cores_busy: CoresBusy = "wait",
     memory: Annotated[
         list[str] | None,
         typer.Option(help="Memory limit, e.g. 512m (binary units, as Docker); a list sweeps."),

@@ -13,6 +13,7 @@ from ..measure.inputs import DEFAULT_INTERVAL_S
 from .options import (
     AllowOverHost,
     CalibrationFile,
+    CoresBusy,
     CpuPeriod,
     DeviceName,
     DevicesFile,
@@ -98,6 +99,7 @@ def bench(
         str | None, typer.Option(help="Stop each run after this many seconds.")
     ] = None,
     kill_grace: KillGrace = None,
+    cores_busy: CoresBusy = "wait",
     env: EnvItems = None,
     cwd: Annotated[
         Path | None, typer.Option(help="Working directory (MODULE is imported from it).")
@@ -192,6 +194,7 @@ def bench(
         interval=interval,
         timeout=timeout,
         kill_grace=DEFAULT_KILL_GRACE_S if kill_grace is None else kill_grace,
+        cores_busy=cores_busy,
         env=chosen.env,
         cwd=cwd,
         out_dir=out,

@@ -197,6 +197,7 @@ def run_layers(
     check_whole: bool = False,
     timeout: float | str | None = None,
     kill_grace: float | str | None = None,
+    cores_busy: str = "wait",
     cwd: str | Path | None = None,
     cgroup_parent: str | None = None,
     stdout: int | None = None,
@@ -206,8 +207,8 @@ def run_layers(
     device_cores: int | None = None,
 ) -> LayersRun:
     """Run the worker under ``limits`` and collect its records (``allow_over_host``,
-    ``device_cores`` and ``kill_grace``: as :func:`~edgeprof.measure.runner.profile`'s;
-    ``None``: its default grace).
+    ``device_cores``, ``cores_busy`` and ``kill_grace``: as
+    :func:`~edgeprof.measure.runner.profile`'s; ``None``: its default grace).
 
     ``python``: the interpreter that runs the worker (default: this one; it needs torch).
     ``expect_layers``: the layer count the model must have (a results file being extended).
@@ -254,6 +255,7 @@ def run_layers(
             backend=backend,
             timeout=timeout,
             kill_grace=DEFAULT_KILL_GRACE_S if kill_grace is None else kill_grace,
+            cores_busy=cores_busy,
             cwd=cwd,
             name=request.name,
             cgroup_parent=cgroup_parent,

@@ -148,6 +148,7 @@ def bench(
     interval: float | str = 0.1,
     timeout: float | str | None = None,
     kill_grace: float | str = DEFAULT_KILL_GRACE_S,
+    cores_busy: str = "wait",
     env: Mapping[str, str] | None = None,
     cwd: str | Path | None = None,
     out_dir: str | Path | None = None,
@@ -164,8 +165,8 @@ def bench(
     """``repeat`` runs per batch size (in ``out_dir``'s ``bs<N>/``, or ``bs<N>/<k>/`` with
     several); stops early when a run is interrupted.  One run a batch size cannot be judged
     by ``compare``, which needs the noise of two or more (a tester's 2× slower function
-    passed as "not enough repeats").  ``kill_grace``, ``device_cores``, ``allow_over_host``,
-    ``gpus``, ``gpu_memory`` and ``unified_memory``: as
+    passed as "not enough repeats").  ``kill_grace``, ``cores_busy``, ``device_cores``,
+    ``allow_over_host``, ``gpus``, ``gpu_memory`` and ``unified_memory``: as
     :func:`~edgeprof.measure.runner.profile`'s.
     ``on_result(result, k, n)``: after the k-th run of n (the library stays quiet; the CLI
     says each run's end on stderr with it)."""
@@ -213,6 +214,7 @@ def bench(
             interval=interval,
             timeout=timeout,
             kill_grace=kill_grace,
+            cores_busy=cores_busy,
             env=env,
             cwd=work_dir,
             out_dir=None if out_dir is None else Path(out_dir) / where,

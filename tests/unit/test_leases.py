@@ -464,3 +464,26 @@ def test_cli_refuses_an_unknown_policy(capfd: pytest.CaptureFixture[str]) -> Non
     assert main(["run", "--backend", "fake", "--cores-busy", "later", "--", "true"]) == 2
     _, err = capfd.readouterr()
     assert err == "edgeprof: error: --cores-busy later: expected wait or fail\n"
+
+
+def test_fit_bench_and_layers_take_cores_busy_as_run_does(
+    tmp_path: Path, isolated_core_leases: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Their waiting line ends "--cores-busy fail refuses instead", which fit and bench had
+    refused as "No such option" (a shared host's tester): fail is one line, exit 2, no run."""
+    (tmp_path / "tiny.py").write_text("def load(bs):\n    return bs\n\ndef infer(s):\n    pass\n")
+    held = f"core 0 is held by pid {os.getpid()} (leases in {isolated_core_leases})"
+    fail = ["--backend", "fake", "--cpuset", "0", "--cores-busy", "fail"]
+    with acquire((0,), 1, sleep=no_sleep):
+        for args in (
+            ["fit", *fail, "--", "touch", str(tmp_path / "ran")],
+            ["bench", "tiny:infer", *fail, "--cwd", str(tmp_path)],
+        ):
+            assert main(args) == 2
+            assert capfd.readouterr().err.endswith(
+                f"edgeprof: error: cores busy: needs core 0: {held}; --cores-busy wait waits "
+                "for them\n"
+            )
+    assert not (tmp_path / "ran").exists()
+    assert main(["layers", "profile", "--help"]) == 0
+    assert "--cores-busy" in capfd.readouterr().out
