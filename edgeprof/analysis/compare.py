@@ -21,8 +21,9 @@ from ..units import format_seconds
 from . import rules
 from .cells import cells_by_setting, ending, group_by, successful
 from .difference import Difference, difference
+from .first_reads import CACHE_COUNTED, cached_outlier
 from .metrics import STAT_METRICS, Kind, stalled_percentiles
-from .outliers import outliers
+from .outliers import MIN_DEVIATION, outliers
 
 SLOW_FIRST_FACTOR = 1.2
 """A cell's first measured run this much slower than the median of the others is reported:
@@ -137,8 +138,8 @@ class ModelSummary:
                 out.append(
                     f"run {i + 1} is an outlier in {metric.title}: {format_stat(key, v)}, "
                     f"{off:.0f}% {'above' if v > s.median else 'below'} the median "
-                    f"{format_stat(key, s.median)}; {_what_discounts(key)} (re-run the "
-                    "cell, add repeats, or measure on a quieter machine)"
+                    f"{format_stat(key, s.median)}; {_what_discounts(key)} "
+                    f"({self._outlier_advice(key, i, s)})"
                 )
         stalled = stalled_percentiles(self.runs)
         if stalled:
@@ -167,6 +168,23 @@ class ModelSummary:
             if (said := rules.mixed(metric.key, metric.title, ok, what)) is not None:
                 out.append(said)
         return out
+
+    def _outlier_advice(self, key: str, index: int, s: Stat) -> str:
+        """What to do about an outlier: noise's remedies, or, where the first run's page
+        cache accounts for its excess (:func:`~edgeprof.analysis.first_reads.cached_outlier`),
+        that cause and its fix: a quieter machine or more repeats leave it as it is."""
+        slack = MIN_DEVIATION * abs(s.median)
+        fr = None
+        if key in CACHE_COUNTED:
+            fr = cached_outlier(self.runs, index, s.values[index], s.median, slack)
+        if fr is None:
+            return "re-run the cell, add repeats, or measure on a quieter machine"
+        cache, rest = format_stat(key, fr.file_bytes), format_stat(key, fr.rest_bytes)
+        return (
+            f"not noise: it held {cache} of page cache, the later runs at most {rest}; "
+            "the first run to read a file is charged its page cache and the later ones find "
+            f"it cached, so {self._warm_up_advice()}"
+        )
 
     def _slow_first(self) -> str | None:
         """The first successful run slower than :data:`SLOW_FIRST_FACTOR` × the median of

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 
 from ..analysis.cells import successful
 from ..analysis.compare import ModelSummary, Rank
-from ..analysis.first_reads import FirstReads
+from ..analysis.first_reads import CACHE_COUNTED, FirstReads
 from ..analysis.metrics import STAT_METRICS
 from ..units import format_binary
 
 FIRST_READ_TIMES = ("wall_s", "cpu_s")
-FIRST_READ_MEMORY = ("peak_bytes", "avg_bytes")
+FIRST_READ_MEMORY = CACHE_COUNTED
 WARMUP_FIX = "--warmup 1 reads them before the measured runs"
 
 
