@@ -116,6 +116,36 @@ def apart_sides(
     return [name(r) for r in baseline], [name(r) for r in current], notes
 
 
+def between_sides(base: Sequence[RunResult], current: Sequence[RunResult]) -> str | None:
+    """What one cell's baseline and current runs ran differently, the change
+    :func:`apart_sides` leaves paired: the words that tell their commands apart
+    (:func:`_shown_commands`: ``--iterations 100 → --iterations 130``) and their differing
+    ``-E`` settings; ``None`` where they ran alike.  ``compare`` of a script at
+    ``--iterations 100`` against ``130`` under one label had said "+18.1% ± 10.1%
+    regression" of CPU time with no word that the commands differed (a tester's), while a
+    host's or a version's difference was noted."""
+    said = []
+    was, now = [words(r) for r in base], [words(r) for r in current]
+    if set(was) != set(now):
+        shown = _shown_commands([*was, *now])
+        said.append(
+            "commands ("
+            + ", ".join(dict.fromkeys(shown[c] for c in was))
+            + " → "
+            + ", ".join(dict.fromkeys(shown[c] for c in now))
+            + ")"
+        )
+    recorded = [r for r in (*base, *current) if r.env is not None]
+    if recorded and all(r.env is not None for r in (*base, *current)):
+        keys = _differing_keys(recorded)
+        was_env, now_env = (
+            ", ".join(dict.fromkeys(_env_part(r, keys) for r in side)) for side in (base, current)
+        )
+        if keys and was_env != now_env:
+            said.append(f"-E settings ({was_env} → {now_env})")
+    return " and ".join(said) or None
+
+
 def _namer(
     runs: Sequence[RunResult], found: Mapping[str, _Differs]
 ) -> Callable[[RunResult], RunResult]:

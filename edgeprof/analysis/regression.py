@@ -69,7 +69,7 @@ from dataclasses import replace
 from ..errors import ConfigError
 from ..model import RunResult
 from . import rules
-from .apart import apart_sides
+from .apart import apart_sides, between_sides
 from .budgets import METRICS
 from .cells import cell_name, cells, ending, endings, setting, successful
 from .change import Change as Change  # re-exported: compare's API
@@ -146,6 +146,7 @@ def compare_results(
                 + ")"
             )
         )
+    notes += ran_apart({cell_name(k): (base_cells[k], cur_cells[k]) for k in common})
     found = differing({cell_name(k): (base_cells[k], cur_cells[k]) for k in common})
     if (across := check_targets(found, ignore=not match_targets)) is not None:
         notes.append(across)
@@ -254,6 +255,22 @@ def _pooled(
         if (said := rules.mixed(metric.key, metric.title, runs, what)) is not None:
             out.append(f"{cell}: {said}")
     return out
+
+
+def ran_apart(sides: dict[str, tuple[Sequence[RunResult], Sequence[RunResult]]]) -> list[str]:
+    """A note per difference of what the paired cells ran (:func:`~edgeprof.analysis.apart.
+    between_sides`), naming the cells that share it: a sweep whose command changed says it
+    once.  Paired, not refused: comparing two settings of a script is a question compare
+    answers, but its verdicts are then the arguments' as much as the code's."""
+    by_change: dict[str, list[str]] = {}
+    for name, (base, current) in sides.items():
+        if (said := between_sides(base, current)) is not None:
+            by_change.setdefault(said, []).append(name)
+    return [
+        f"{', '.join(names)}: the baseline and the current runs ran different {said}: a "
+        "change may be theirs, not the code's"
+        for said, names in by_change.items()
+    ]
 
 
 def _outlier_note(change: Change, threshold: float) -> str | None:

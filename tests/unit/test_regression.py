@@ -547,3 +547,41 @@ def test_a_throughput_drop_and_a_p50_rise_are_regressions() -> None:
     back, _ = compare_results(wide, base, 0.05)
     assert {c.metric.key: c.verdict for c in back}["throughput"] is Verdict.IMPROVEMENT
     assert {c.metric.key: c.verdict for c in back}["latency_p50"] is Verdict.IMPROVEMENT
+
+
+def commanded(values: list[float], *args: str, env: tuple[str, ...] = ()) -> list[RunResult]:
+    return [
+        dataclasses.replace(r, command=("python", "qs/infer.py", *args), env=env)
+        for r in walls(values, name="python")
+    ]
+
+
+def test_cells_that_ran_different_commands_or_env_are_said() -> None:
+    """A tester's ``compare s5 s130``: ``--iterations 100`` against ``130`` under one label
+    gave "+18.1% ± 10.1% regression" with no word that the commands differed."""
+    base = commanded(list(BASE), "--iterations", "100")
+    cur = commanded([v * 1.3 for v in BASE], "--iterations", "130")
+    _, notes = compare_results(base, cur, 0.05)
+    assert wall_verdict(base, cur).verdict is Verdict.REGRESSION  # still paired and judged
+    said = [n for n in notes if "different" in n]
+    assert said == [
+        "python (cpus=1, memory=1.0GiB): the baseline and the current runs ran different "
+        "commands (--iterations 100 → --iterations 130): a change may be theirs, not the code's"
+    ]
+    # -E settings, and both at once; a second cell that differs alike shares the note.
+    env_b = commanded(list(BASE), env=("THREADS=1",))
+    env_c = commanded(list(BASE), "--fast", env=("THREADS=2",))
+    other = [dataclasses.replace(r, limits=dataclasses.replace(r.limits, cpus=2)) for r in env_b]
+    other_c = [dataclasses.replace(r, limits=dataclasses.replace(r.limits, cpus=2)) for r in env_c]
+    _, notes = compare_results([*env_b, *other], [*env_c, *other_c], 0.05)
+    assert [n for n in notes if "different" in n] == [
+        "python (cpus=1, memory=1.0GiB), python (cpus=2, memory=1.0GiB): the baseline and the "
+        "current runs ran different commands (qs/infer.py → qs/infer.py --fast) and -E "
+        "settings (THREADS=1 → THREADS=2): a change may be theirs, not the code's"
+    ]
+    # Alike on both sides (an -E not recorded on one side is not told apart): no note.
+    _, notes = compare_results(commanded(list(BASE)), commanded([v * 1.3 for v in BASE]), 0.05)
+    assert not any("different" in n for n in notes)
+    old = [dataclasses.replace(r, env=None) for r in commanded(list(BASE))]
+    _, notes = compare_results(old, commanded(list(BASE), env=("A=1",)), 0.05)
+    assert not any("different" in n for n in notes)
