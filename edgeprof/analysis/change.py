@@ -16,6 +16,11 @@ class Verdict(str, enum.Enum):
     REGRESSION = "regression"
     IMPROVEMENT = "improvement"
     NO_CHANGE = "not beyond the threshold"
+    """The whole interval lies within ±threshold: shown no larger than it."""
+    INCONCLUSIVE = "inconclusive"
+    """Neither beyond the threshold nor within it: the interval reaches past it (``+0.0% ±
+    17.8%`` against 5 % cannot rule out a 17.8 % change).  Not a failure: noise must not fail
+    a build; said apart so that it is not read as shown within the threshold."""
     FEW_REPEATS = "not enough repeats"
     NOT_MEASURED = "not measured"
 

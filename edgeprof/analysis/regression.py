@@ -15,14 +15,19 @@ noise alone does not fail a build:
 (for the throughput, larger is better, the other way round: a drop is the regression.  A
 wider model's 2542 → 1443 items/s, and its latency p50's 24.2 → 42.2 ms, had not been
 compared at all: only a p95 of 16 iterations a run, "+69.1% ± 141.7%");
-* **not beyond the threshold**: everything else — an interval that reaches back inside the
-  threshold (noise, or a change too small to matter).  Not "no significant change": a
-  +8 % ± 4 % change is significant (its interval excludes 0) but not shown beyond a 5 %
-  threshold, and had been labelled so.
+* **not beyond the threshold**: the whole interval lies within ±threshold — the change is,
+  with 95 % confidence, no larger than the threshold either way (the ranking's "the same
+  within 5%");
+* **inconclusive**: everything else — an interval that reaches past the threshold without
+  lying beyond it (noise, or too few repeats to tell).  Both had read "not beyond the
+  threshold": ``CPU time -0.7% ± 4.4%``, shown within 5 %, beside ``wall time +0.0% ±
+  17.8%``, which cannot rule out a 17.8 % change (a tester's).  Neither fails the gate.  Not
+  "no significant change" either: a +8 % ± 4 % change is significant (its interval excludes
+  0) but neither shown beyond a 5 % threshold nor within it.
 
 A baseline of 0 (every run) has no relative change: 0 against 0 is not beyond the threshold
-(+0 %), and a growth from 0 that the test shows is a regression whatever the threshold (its
-change reads "from 0").
+(+0 %), a growth from 0 that the test shows is a regression whatever the threshold (its
+change reads "from 0"), and one it does not show is inconclusive.
 
 Two verdicts say that no test was possible: **not enough repeats** (fewer than 2 values on a
 side: no variance to test against; it does not fail, and says to repeat) and **not measured**
@@ -279,7 +284,8 @@ def _outlier_note(change: Change, threshold: float) -> str | None:
     tests every run, and this says what it would be without the outliers.  One fast current
     run had turned a real CPU-time rise into "+4.0% ± 57.2% not beyond the threshold", with
     nothing said.  ``None``: another verdict, or no outlier."""
-    if change.verdict is not Verdict.NO_CHANGE or min(len(change.base), len(change.current)) < 2:
+    untested = change.verdict not in (Verdict.NO_CHANGE, Verdict.INCONCLUSIVE)
+    if untested or min(len(change.base), len(change.current)) < 2:
         return None
     s = without_outliers(change.base, change.current)
     if s is None:
@@ -435,22 +441,25 @@ def _from_zero(row: Change, d: Difference) -> Change:
     change to hold to a threshold.  Still 0 is no change; a growth the test shows (its
     interval excludes 0) is beyond every threshold, infinitely many percent of nothing, and
     so a regression: a model that starts using the GPU must not pass a gate on a label.  A
-    growth the test does not show is not beyond the threshold, as any other."""
+    growth the test does not show is inconclusive: its relative interval is unbounded."""
     if d.diff == 0 and d.half == 0:
         return replace(row, change=0.0, ci=0.0, p_value=d.p_value)
     shown = d.separated and d.diff > 0
-    verdict = Verdict.NO_CHANGE
+    verdict = Verdict.INCONCLUSIVE
     if shown:  # a throughput from none is better, not worse
         verdict = Verdict.IMPROVEMENT if row.metric.larger_is_better else Verdict.REGRESSION
     return replace(row, verdict=verdict, p_value=d.p_value)
 
 
 def judge(change: float, ci: float, threshold: float) -> Verdict:
-    """The module docstring's rule: the whole interval beyond the threshold, either way."""
+    """The module docstring's rule: the whole interval beyond the threshold, either way;
+    else within it, both ways; else inconclusive."""
     if _beyond(change - ci, threshold):
         return Verdict.REGRESSION
     if _beyond(-(change + ci), threshold):
         return Verdict.IMPROVEMENT
+    if _beyond(change + ci, threshold) or _beyond(-(change - ci), threshold):
+        return Verdict.INCONCLUSIVE
     return Verdict.NO_CHANGE
 
 

@@ -26,6 +26,7 @@ _VERDICT_WORD = {
     Verdict.REGRESSION: "regression",
     Verdict.IMPROVEMENT: "improvement",
     Verdict.NO_CHANGE: "not beyond the threshold",
+    Verdict.INCONCLUSIVE: "inconclusive",
     Verdict.FEW_REPEATS: "not enough repeats",
     Verdict.NOT_MEASURED: "not measured",
 }
@@ -33,6 +34,7 @@ _VERDICT_MARK = {
     Verdict.REGRESSION: "❌ regression",
     Verdict.IMPROVEMENT: "✅ improvement",
     Verdict.NO_CHANGE: "not beyond the threshold",
+    Verdict.INCONCLUSIVE: "inconclusive",
     Verdict.FEW_REPEATS: "⚠️ not enough repeats",
     Verdict.NOT_MEASURED: "❌ not measured",
 }
@@ -170,8 +172,11 @@ def compare_headline(changes: Sequence[Change]) -> str:
     improvements = sum(c.verdict is Verdict.IMPROVEMENT for c in changes)
     lost = sum(c.verdict is Verdict.NOT_MEASURED for c in changes)
     few = sum(c.verdict is Verdict.FEW_REPEATS for c in changes)
+    unsure = sum(c.verdict is Verdict.INCONCLUSIVE for c in changes)
     head = f"{regressions} regression{'s' if regressions != 1 else ''}, "
     head += f"{improvements} improvement{'s' if improvements != 1 else ''}"
+    # "0 regressions" over intervals wider than the threshold is no evidence of no change.
+    head += f", {unsure} inconclusive (the interval reaches past the threshold)" if unsure else ""
     head += f", {lost} not measured" if lost else ""
     # "0 regressions" over metrics none of which was tested had read as a pass.
     return head + (f", {few} not tested (not enough repeats)" if few else "")

@@ -430,7 +430,7 @@ def test_compare_holds_a_fitted_need_against_the_baseline_fit(
     verdicts = {c.label: c.verdict for c in changes}
     assert verdicts == {
         "a.onnx": ChangeVerdict.REGRESSION,
-        "b.onnx": ChangeVerdict.NO_CHANGE,
+        "b.onnx": ChangeVerdict.INCONCLUSIVE,
         "c.onnx": ChangeVerdict.NOT_MEASURED,
     }
     assert any("c.onnx (none): the current fit has no answer" in n for n in notes)
