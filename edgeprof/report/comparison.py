@@ -103,8 +103,13 @@ def interval_name(base: str) -> str:
 RANKING_LEGEND = (
     "× FIRST, × PREVIOUS: the ratio of the medians [the "
     + interval_name("the first's (the previous one's)")
-    + ": it covers 1 exactly where ≈ says within noise]; MEAN ± SD: one standard deviation"
+    + ": it covers 1 exactly where ≈ says within noise]; ≈ marks a model not told from the "
+    "previous one by either of two rules (its NOTE says which): within noise, or a memory "
+    "figure < 10 MiB apart, which may rank the other way on the device whatever the bracket; "
+    "MEAN ± SD: one standard deviation"
 )
+"""Both rules of the ≈ (:func:`_close`): the legend had given only the first, and a tester
+read ``1.04× [1.02, 1.09]  ≈ 100: < 10 MiB apart`` as a ≈ the bracket contradicts."""
 
 
 def _lead(first: Rank, second: Rank, key: str) -> str | None:

@@ -110,6 +110,16 @@ def test_within_noise_and_ten_mib_flags() -> None:
         "< 10 MiB apart, may flip on the device)"
     )
     assert note in tables["Ranking by peak memory"]
+    # Its bracket excludes 1 beside the ≈ (a tester's "1.04× [1.02, 1.09]  ≈ 100: < 10 MiB
+    # apart"): the legend gives both rules of the ≈, not only the bracket's.
+    peak = tables["Ranking by peak memory"]
+    assert "1.08× [1.08, 1.08]  ≈ a: < 10 MiB apart" in peak
+    assert (
+        "it covers 1 exactly where ≈ says within noise]; ≈ marks a model not told from the "
+        "previous one by either of two rules (its NOTE says which): within noise, or a memory "
+        "figure < 10 MiB apart, which may rank the other way on the device whatever the "
+        "bracket; MEAN ± SD: one standard deviation"
+    ) in peak
 
 
 def test_rankings_are_per_limit_setting() -> None:
