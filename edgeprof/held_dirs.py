@@ -20,7 +20,7 @@ def hold(path: Path, fd: int) -> None:
     checked at each walk, an :class:`~edgeprof.errors.OutputReplaced` error where ``path``
     now names another) and, under it, through no link but root's (edgeprof's own user's
     where it is not root).  Taken before the workload starts
-    (:class:`edgeprof.storage.DirLock`): under sudo the workload runs as the user the
+    (:class:`edgeprof.dirlock.DirLock`): under sudo the workload runs as the user the
     output directory belongs to, and had swapped ``--out`` for its own link to a root-only
     directory, where root then wrote result.json and samples.csv (a security tester's)."""
     st = os.fstat(fd)

@@ -250,7 +250,7 @@ def _check_name(path: Path, dir_fd: int) -> None:
 
 def open_dir(path: Path) -> int:
     """A read descriptor (``O_RDONLY | O_DIRECTORY | O_CLOEXEC``) of the directory ``path``,
-    reached as a write reaches it (:func:`_walk`): what :class:`edgeprof.storage.DirLock`
+    reached as a write reaches it (:func:`_walk`): what :class:`edgeprof.dirlock.DirLock`
     locks and :func:`~edgeprof.held_dirs.hold` pins."""
     with _directory(path) as d:
         return os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=d)

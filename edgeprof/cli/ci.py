@@ -176,7 +176,7 @@ def _split(text: str, name: str) -> tuple[str, ...]:
 
 def _has_results(directory: Path) -> bool:
     """Whether ``report``/``compare`` would find results in ``directory`` (to their depth)."""
-    from ..resultfiles import result_files
+    from ..resultdirs import result_files
 
     return directory.is_dir() and bool(result_files(directory))
 

@@ -108,10 +108,11 @@ def fit_cmd(
     reclaimed while it runs until it stalls, and the level it is held at is the estimate.
     Example: edgeprof fit -- python infer.py
     """
+    from ..dirlock import check_not_busy
     from ..outfiles import check_target
     from ..report.files import announce
     from ..report.fit import render_fit
-    from ..storage import check_not_busy, prepare_out_dir, write_json_output
+    from ..storage import prepare_out_dir, write_json_output
     from ..sweeps.fit import FitRequest, fit, open_fit, plan_fit
     from ..sweeps.request import RunRequest
     from ..units import parse_fraction

@@ -18,10 +18,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ..backends import Backend, get_backend
+from ..dirlock import DirLock
 from ..errors import ConfigError, EdgeprofError, LaunchError, LimitError, UnsafeOutput
 from ..model import Limits, RunResult, RunSpec, Termination, UserIds
 from ..names import check_env, has_control
-from ..storage import DirLock, missing_dirs, prepare_out_dir, write_result
+from ..storage import missing_dirs, prepare_out_dir, write_result
 from ..units import format_binary, parse_duration, parse_memory_limit
 from ..workload.instrument import GPU_MEMORY_ENV
 from .contention import threads_warning

@@ -2,12 +2,14 @@
 
 Backends produce :class:`Counters` (raw cumulative kernel counters); the sampler turns them
 into :class:`Sample` rows and statistics; the runner assembles a :class:`RunResult`
-(:mod:`.results`; what the run was asked is :mod:`.spec`), whose memory block
-(:mod:`.memory`) says what the peak was made of and what a limit cost, and whose phases,
-latency and marks (:mod:`.phases`) are what the workload reported; reports render it.
+(:mod:`.results`; what the run was asked is :mod:`.spec`; the counters and samples are
+:mod:`.counters`), whose memory block (:mod:`.memory`) says what the peak was made of and
+what a limit cost, and whose phases, latency and marks (:mod:`.phases`) are what the
+workload reported; reports render it.
 A value that cannot be measured is ``None`` (``null`` in JSON), never 0.
 """
 
+from .counters import Counters, Sample
 from .events import Capped, EventCounts
 from .gpu import GpuDevice, GpuPhase, GpuStats
 from .memory import MemoryParts, MemoryPressure, MemoryStats, Squeeze
@@ -15,13 +17,11 @@ from .phases import PERCENTILES, LatencyStats, Mark, PhaseStats, Throttling
 from .results import (
     SCHEMA_VERSION,
     CoreLease,
-    Counters,
     CpuStats,
     HostInfo,
     IoStats,
     LimitChange,
     RunResult,
-    Sample,
     SampleStats,
     Termination,
 )

@@ -40,7 +40,7 @@ GPU_CSV_COLUMNS = (
 """``gpu.csv``'s header, as :mod:`edgeprof.measure.gpu_device` writes it: one row per GPU per
 sample.  ``memory_bytes``: the run's (see that module's docstring); ``energy_j``: since the
 run's start; ``throttle``: the reasons, ``|``-joined.  Here, not in :mod:`edgeprof.measure`,
-because a reader checks a file against it (:mod:`edgeprof.resultfiles`)."""
+because a reader checks a file against it (:mod:`edgeprof.samplefiles`)."""
 
 GPU_SAMPLE_COLUMNS = ("gpu_memory_bytes", "gpu_util_pct", "gpu_power_w", "gpu_energy_j")
 """Appended to ``samples.csv`` when a run measures GPUs: the GPUs' last reading at or before

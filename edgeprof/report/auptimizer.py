@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..analysis.cells import setting
 from ..model import RunResult, Termination
-from ..resultfiles import read_samples
+from ..samplefiles import read_samples
 from ..storage import append_locked, write_output
 from ..sweeps.envtemplate import log_names, model_log_path
 from ..units import format_binary, format_decimal
@@ -150,7 +150,7 @@ def _epoch_ms(r: RunResult) -> float:
 
 def sample_rows(r: RunResult, name: str, host_memory: int | None) -> list[list[str]]:
     """The run's samples (from its ``samples.csv``, read as ``report`` reads it:
-    :func:`~edgeprof.resultfiles.read_samples`) as ``docker stats`` rows."""
+    :func:`~edgeprof.samplefiles.read_samples`) as ``docker stats`` rows."""
     if r.samples.path is None or not Path(r.samples.path).is_file():
         return []
     limit = r.memory.limit_bytes if r.memory.limit_bytes is not None else host_memory

@@ -28,7 +28,7 @@ from ..analysis.metrics import CALIBRATION_METRICS, STAT_METRICS
 from ..analysis.regression import Change, regressed
 from ..known_outputs import HTML_GENERATOR
 from ..model import RunResult, Termination
-from ..resultfiles import read_samples
+from ..samplefiles import read_samples
 from ..units import format_binary
 from ..version import __version__
 from . import svg

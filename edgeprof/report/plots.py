@@ -18,7 +18,7 @@ from ..analysis.fit_times import median_time
 from ..analysis.metrics import STAT_METRICS, Kind
 from ..errors import ConfigError
 from ..model import RunResult, Termination
-from ..resultfiles import read_samples
+from ..samplefiles import read_samples
 from ..storage import prepare_out_dir, write_output
 from .missing_timelines import missing_timelines, samples_on_disk
 

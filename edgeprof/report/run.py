@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ..backends.base import meminfo_total
+from ..dirlock import check_not_busy
 from ..errors import ConfigError
 from ..resultfiles import resumed_sentence, stopped_sentence
-from ..storage import check_not_busy, check_out_dir
+from ..storage import check_out_dir
 from ..sweeps.host_checks import check_host, open_backend
 from ..sweeps.outdir import stale_runs
 from ..sweeps.plan import Step

@@ -17,8 +17,10 @@ from ..analysis.cells import cell_order, pick_setting, setting_spec
 from ..analysis.fit_compare import compare_fits
 from ..analysis.regression import Change, compare_results, regressed
 from ..analysis.sweepfile import shard_of, warmup_of
+from ..dirlock import DirLock
 from ..errors import ConfigError
 from ..model import RunResult
+from ..resultdirs import sources_below, walk_dirs
 from ..resultfiles import (
     REPORT_OF,
     held_output,
@@ -26,14 +28,11 @@ from ..resultfiles import (
     load_fits,
     load_runs,
     read_sweep,
-    sources_below,
     sweep_notes,
     sweep_resumed,
     sweep_stopped,
-    walk_dirs,
 )
 from ..storage import (
-    DirLock,
     check_writable,
     layers_profile_note,
     prepare_out_dir,

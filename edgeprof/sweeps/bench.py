@@ -20,7 +20,7 @@ from ..errors import ConfigError
 from ..measure.runner import DEFAULT_KILL_GRACE_S, profile
 from ..model import Limits, RunResult, Termination
 from ..pysource import module_file, unbound
-from ..resultfiles import walk_dirs
+from ..resultdirs import walk_dirs
 from .run_options import check_count
 
 DEFAULT_WARMUP = 5

@@ -29,7 +29,8 @@ from ..analysis.hosts import shard_notes
 from ..analysis.sweepfile import sweep_dict
 from ..errors import ConfigError
 from ..model import RunResult
-from ..resultfiles import found_files, read_sweep
+from ..resultfiles import read_sweep
+from ..samplefiles import found_files
 from .plan import plan_difference
 
 PLAN_KEYS = ("command", "models", "limits", "repeat", "warmup")

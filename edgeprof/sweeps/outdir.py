@@ -11,7 +11,8 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..measure.loop import OUT_FILES
 from ..outfiles import remove_files
-from ..resultfiles import SWEEP_FILES, read_sweep, walk_dirs
+from ..resultdirs import walk_dirs
+from ..resultfiles import SWEEP_FILES, read_sweep
 from .labels import safe_dir
 from .plan import Step, SweepPlan
 

@@ -39,7 +39,8 @@ from typing import Any
 from ..analysis.cells import ran_under
 from ..errors import ConfigError
 from ..model import RunResult, Termination
-from ..resultfiles import found_files, read_sweep
+from ..resultfiles import read_sweep
+from ..samplefiles import found_files
 from ..storage import read_json
 from .outdir import run_dir
 from .plan import Step, SweepPlan, plan_difference

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..analysis.cells import CellKey, cell_key, ending
 from ..backends import Backend, get_backend
+from ..dirlock import DirLock
 from ..errors import ConfigError, LimitError, OutputReplaced
 from ..measure.interrupts import StoppedAfter
 from ..measure.limits import allowed_cpus, host_memory, resolve
@@ -33,7 +34,6 @@ from ..measure.stdin import one_command
 from ..model import Limits, RunResult, Termination
 from ..outfiles import check_target, remove_files
 from ..storage import (
-    DirLock,
     files_relative_to,
     missing_dirs,
     prepare_out_dir,

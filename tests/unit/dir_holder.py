@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 HOLDER = (
-    "import sys; from pathlib import Path; from edgeprof.storage import DirLock\n"
+    "import sys; from pathlib import Path; from edgeprof.dirlock import DirLock\n"
     "with DirLock(Path(sys.argv[1])):\n"
     "    print('held', flush=True); sys.stdin.read()\n"
 )

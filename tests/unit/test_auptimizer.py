@@ -340,7 +340,7 @@ def test_a_command_not_found_names_the_template_line(
 
 
 def test_a_sample_log_reads_samples_csv_as_report_does(tmp_path: Path) -> None:
-    """One reader of samples.csv (:func:`edgeprof.resultfiles.read_samples`): a field that
+    """One reader of samples.csv (:func:`edgeprof.samplefiles.read_samples`): a field that
     is not a number is refused naming its line, as ``report --plots`` refuses it (this log's
     own reader had raised float()'s bare ValueError), and ``inf`` is no value."""
     path = _samples(tmp_path)

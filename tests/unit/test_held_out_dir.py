@@ -1,5 +1,5 @@
 """An output directory is held from before its workload starts to its last file
-(:func:`edgeprof.held_dirs.hold`, taken by :class:`edgeprof.storage.DirLock`).
+(:func:`edgeprof.held_dirs.hold`, taken by :class:`edgeprof.dirlock.DirLock`).
 
 Under sudo the workload runs as ``SUDO_UID``, who owns the directories edgeprof made for it,
 and links of that user's are followed.  A security tester's workload, dropped to ``nobody``,
@@ -20,9 +20,9 @@ import pytest
 
 from edgeprof import held_dirs, outfiles
 from edgeprof.cli import main
+from edgeprof.dirlock import DirLock
 from edgeprof.errors import OutputReplaced, UnsafeOutput
 from edgeprof.measure.runner import ResultNotSaved, profile
-from edgeprof.storage import DirLock
 from tests.conftest import require
 from tests.fakes import FakeBackend
 

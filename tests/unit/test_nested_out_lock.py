@@ -1,5 +1,5 @@
 """An ``--out`` inside, or above, the ``--out`` a live edgeprof run writes is refused
-(:func:`edgeprof.storage.check_not_busy`, :class:`edgeprof.storage.DirLock`): a run into
+(:func:`edgeprof.dirlock.check_not_busy`, :class:`edgeprof.dirlock.DirLock`): a run into
 ``swp/run/3`` while a sweep wrote ``swp`` had been told "wrote swp/run/3/", exit 0, and the
 sweep's third run then replaced its result.  The holder is another process, as another
 edgeprof is: this process's own holds (a sweep's, over its runs) are passed over."""
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from edgeprof.cli import main
+from edgeprof.dirlock import DirLock, check_not_busy
 from edgeprof.errors import ConfigError
-from edgeprof.storage import DirLock, check_not_busy
 
 from .dir_holder import held_by_another
 

@@ -503,7 +503,7 @@ def test_a_second_run_into_an_out_directory_being_written_is_refused(
     """Two runs given one --out at once had both exited 0, one's result.json beside a
     samples.csv of the other's rows, a blank line, then its own.  While a run (or a sweep)
     holds the directory, another is one line, exit 2, and writes nothing there."""
-    from edgeprof.storage import DirLock
+    from edgeprof.dirlock import DirLock
 
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "same"

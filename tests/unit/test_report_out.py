@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from edgeprof.cli import main
-from edgeprof.storage import DirLock
+from edgeprof.dirlock import DirLock
 
 FAKE = ["run", "--backend", "fake", "--interval", "0.01"]
 

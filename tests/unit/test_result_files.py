@@ -13,7 +13,8 @@ import edgeprof
 from edgeprof.errors import ConfigError
 from edgeprof.model import GpuStats, Limits, Sample
 from edgeprof.model.gpu import GPU_CSV_COLUMNS, GPU_SAMPLE_COLUMNS
-from edgeprof.resultfiles import SWEEP_SCHEMA, _refused, load_runs
+from edgeprof.resultfiles import SWEEP_SCHEMA, load_runs
+from edgeprof.samplefiles import _refused
 from edgeprof.storage import write_result
 
 from .conftest import make_result
