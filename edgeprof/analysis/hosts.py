@@ -32,15 +32,47 @@ noise of a few per cent."""
 def host_kind(r: RunResult) -> HostKind:
     h = r.host
     return (h.cpu_model, h.cpu_flags, h.cpus, h.memory_bytes, h.kernel, r.mechanism,
-            r.edgeprof_version)  # fmt: skip
+            made_by(r))  # fmt: skip
 
 
-def describe(r: RunResult, version: bool = True) -> str:
+def made_by(r: RunResult) -> tuple[str, str | None]:
+    """The edgeprof that measured ``r``: its version and where its code came from (one
+    version's code changes for weeks; ``None``: not known, as in older files)."""
+    return (r.edgeprof_version, None if r.edgeprof_origin is None else r.edgeprof_origin.source)
+
+
+def versions(runs: Iterable[RunResult], sources: bool) -> str:
+    """The edgeprof versions of ``runs`` in first-seen order, ``0.1.0``; with ``sources``
+    (where the compared runs' versions alone do not tell them apart) each with its code's
+    origin: ``0.1.0 (git 6c8a290d1e2f)``, ``0.1.0 (origin unknown)``."""
+    if not sources:
+        return ", ".join(dict.fromkeys(r.edgeprof_version for r in runs))
+    return ", ".join(dict.fromkeys(f"{v} ({_short(s)})" for v, s in map(made_by, runs)))
+
+
+def _short(source: str | None) -> str:
+    """A checkout's commit cut to 12 hex digits, enough to name it in a note (the file
+    keeps it whole); any other origin as it is."""
+    if source is None:
+        return "origin unknown"
+    head, _, commit = source.partition(" ")
+    return f"git {commit[:12]}" if head == "git" and commit.isalnum() else source
+
+
+def sources_differ(*sides: Iterable[RunResult]) -> bool:
+    """Whether runs of one edgeprof version came from different code: ``made_by`` tells
+    more of them apart than ``edgeprof_version`` does."""
+    runs = [r for side in sides for r in side]
+    return len({made_by(r) for r in runs}) > len({r.edgeprof_version for r in runs})
+
+
+def describe(r: RunResult, version: bool = True, source: bool = False) -> str:
     """``Intel Xeon, 2 CPUs, 23.6GiB, Linux 6.18.4, cgroup1, edgeprof 0.9.0`` (without
-    ``version``: no edgeprof, said apart)."""
+    ``version``: no edgeprof, said apart; with ``source``: its code's origin too,
+    ``edgeprof 0.9.0 (git 6c8a290d1e2f)``, where the runs described differ in it alone)."""
     h = r.host
     memory = "" if h.memory_bytes is None else f", {format_binary(h.memory_bytes)}"
-    made = f", edgeprof {r.edgeprof_version}" if version else ""
+    made = f", edgeprof {versions([r], source)}" if version else ""
     return (
         f"{h.cpu_model or 'unknown CPU'}, {h.cpus} CPUs{memory}, Linux {h.kernel}, "
         f"{r.mechanism}{made}"
@@ -99,7 +131,8 @@ def mixed_hosts_note(by_model: Mapping[str, Sequence[RunResult]]) -> str | None:
     where = "; ".join(
         f"{name} on {', '.join(names[k] for k in every if k in s)}" for name, s in sets.items()
     )
-    hosts = "; ".join(f"{names[k]}: {describe(r)}" for k, r in every.items())
+    source = sources_differ(every.values())
+    hosts = "; ".join(f"{names[k]}: {describe(r, source=source)}" for k, r in every.items())
     return (
         f"the models were measured on different hosts ({where}; {hosts}): this ranking "
         "compares the hosts as much as the models; measure every model on every host "
@@ -113,10 +146,10 @@ def resumed_hosts_note(kept: Sequence[RunResult], made: Sequence[RunResult]) -> 
     every = kinds([*kept, *made])
     if len(every) <= 1:
         return None
-    parts = []
+    parts, source = [], sources_differ(every.values())
     for k, r in every.items():
         named = [n for n, rs in (("kept", kept), ("made now", made)) if k in _by_kind(rs, every)]
-        parts.append(f"{describe(r)} (runs {' and '.join(named)})")
+        parts.append(f"{describe(r, source=source)} (runs {' and '.join(named)})")
     return (
         f"the resumed sweep's runs ran on {len(every)} kinds of host: {'; '.join(parts)}: "
         "its cells' figures mix the hosts"
@@ -159,8 +192,8 @@ def sides_note(base: Sequence[RunResult], cur: Sequence[RunResult]) -> str | Non
             f"the baseline and the current results ran on the same host by different backends "
             f"({how} → {now}): {BACKEND_DIFFERENCE}"
         )
-    was = ", ".join(dict.fromkeys(r.edgeprof_version for r in b.values()))
-    is_ = ", ".join(dict.fromkeys(r.edgeprof_version for r in c.values()))
+    sources = sources_differ(b.values(), c.values())
+    was, is_ = versions(b.values(), sources), versions(c.values(), sources)
     return (
         f"the baseline and the current results ran on the same host by different edgeprof "
         f"versions ({was} → {is_}): a change may be how it measures, not the model's"
@@ -201,11 +234,12 @@ def shard_notes(shards: Sequence[tuple[str, Sequence[RunResult]]]) -> list[str]:
             "every model, so the rankings compare like with like; the absolute figures are a "
             "mix of the hosts"
         )
-    versions = _shards_by(shards, lambda r: r.edgeprof_version)
-    if len(versions) > 1:
-        each = "; ".join(f"{r.edgeprof_version} ({named})" for r, named in versions)
+    made = _shards_by(shards, made_by)
+    if len(made) > 1:
+        sources = sources_differ(r for r, _ in made)
+        each = "; ".join(f"{versions([r], sources)} ({named})" for r, named in made)
         notes.append(
-            f"the shards were measured by {len(versions)} edgeprof versions: {each}. A version "
+            f"the shards were measured by {len(made)} edgeprof versions: {each}. A version "
             "may measure differently: the figures mix the versions' ways; run every part with "
             "one edgeprof"
         )

@@ -30,6 +30,7 @@ from .inputs import MIN_INTERVAL_S
 from .limit_changes import change_warning, limit_changes
 from .limits import quota_can_stall
 from .memory import parts_at, pressure, stall_warning
+from .provenance import edgeprof_origin
 from .sampler import MIN_AVG_READINGS, SeriesStats
 
 
@@ -136,6 +137,7 @@ def build_result(
     at_peak = None if seen is None or peak is None else parts_at(seen[1], seen[0])
     return RunResult(
         edgeprof_version=__version__,
+        edgeprof_origin=edgeprof_origin(),
         backend=be.name,
         mechanism=be.mechanism,
         host=host_info(),

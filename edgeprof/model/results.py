@@ -24,6 +24,7 @@ from .events import EventCounts
 from .gpu import GpuStats
 from .jsoncheck import cpu_list, from_json
 from .memory import MemoryStats, known_fields
+from .origin import EdgeprofOrigin
 from .phases import LatencyStats, Mark, PhaseStats
 from .rules import CURRENT, Rules
 from .spec import Limits
@@ -260,6 +261,8 @@ class RunResult:
     """The rule each figure whose definition changed within schema version 1 was computed by
     (:mod:`.rules`): ``compare``, ``--resume`` and ``report`` weigh no figure of one rule
     against another's.  An older file, without the key, reads as :data:`~.rules.OLDER`."""
+    edgeprof_origin: EdgeprofOrigin | None = None
+    """The code that wrote the file (:class:`~.origin.EdgeprofOrigin`); ``None``: older files."""
 
     @property
     def label(self) -> str:
@@ -310,6 +313,7 @@ class RunResult:
         order = [
             "schema_version",
             "edgeprof_version",
+            "edgeprof_origin",
             "name",
             "backend",
             "mechanism",
@@ -411,5 +415,6 @@ class RunResult:
             env=None if d.get("env") is None else tuple(d["env"]),
             workdir=d.get("workdir"),
             rules=Rules.from_dict(d.get("rules")),
+            edgeprof_origin=EdgeprofOrigin.from_dict(d.get("edgeprof_origin")),
             limits_changed=tuple(LimitChange.from_dict(c) for c in d.get("limits_changed") or ()),
         )

@@ -1,0 +1,157 @@
+"""Where a result's edgeprof code came from (:mod:`edgeprof.measure.provenance`), and the
+notes that name it where two sides of one version differ in it (:mod:`edgeprof.analysis.hosts`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from edgeprof.analysis import hosts
+from edgeprof.measure import provenance
+from edgeprof.model import RunResult
+from edgeprof.model.origin import EdgeprofOrigin
+
+from .conftest import make_result
+
+A = "6c8a290d1e2f" + "0" * 28
+B = "ded3d2e5e6d9" + "1" * 28
+
+
+def _checkout(root: Path, head: str, refs: dict[str, str], packed: str = "") -> Path:
+    """A fake checkout: ``root/.git`` with ``HEAD``, loose ``refs`` and ``packed-refs``;
+    returns its ``edgeprof`` package directory."""
+    git = root / ".git"
+    git.mkdir(parents=True)
+    (git / "HEAD").write_text(head + "\n")
+    for ref, sha in refs.items():
+        (git / ref).parent.mkdir(parents=True, exist_ok=True)
+        (git / ref).write_text(sha + "\n")
+    if packed:
+        (git / "packed-refs").write_text(packed)
+    (root / "edgeprof").mkdir()
+    return root / "edgeprof"
+
+
+def test_a_checkouts_commit_is_read_from_its_loose_ref(tmp_path: Path) -> None:
+    package = _checkout(tmp_path, "ref: refs/heads/main", {"refs/heads/main": A})
+    assert provenance.source_of(package) == f"git {A}"
+
+
+def test_a_packed_ref_and_a_detached_head_are_read(tmp_path: Path) -> None:
+    packed = f"# pack-refs with: peeled sorted\n{B} refs/heads/dev\n{A} refs/heads/main\n"
+    package = _checkout(tmp_path / "p", "ref: refs/heads/main", {}, packed)
+    assert provenance.source_of(package) == f"git {A}"
+    detached = _checkout(tmp_path / "d", B, {})
+    assert provenance.source_of(detached) == f"git {B}"
+
+
+def test_a_worktrees_gitdir_file_reads_its_head_and_the_common_refs(tmp_path: Path) -> None:
+    main = tmp_path / "main" / ".git"
+    (main / "worktrees" / "w").mkdir(parents=True)
+    (main / "refs" / "heads").mkdir(parents=True)
+    (main / "refs" / "heads" / "fix").write_text(B + "\n")
+    (main / "worktrees" / "w" / "HEAD").write_text("ref: refs/heads/fix\n")
+    (main / "worktrees" / "w" / "commondir").write_text("../..\n")
+    tree = tmp_path / "w"
+    (tree / "edgeprof").mkdir(parents=True)
+    (tree / ".git").write_text(f"gitdir: {main / 'worktrees' / 'w'}\n")
+    assert provenance.source_of(tree / "edgeprof") == f"git {B}"
+
+
+def test_no_commit_is_claimed_from_an_unborn_branch_or_garbage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neither is a commit: the installed distribution is asked instead."""
+    monkeypatch.setattr(provenance, "installed_source", lambda: None)
+    unborn = _checkout(tmp_path / "u", "ref: refs/heads/main", {})
+    assert provenance.source_of(unborn) is None
+    garbage = _checkout(tmp_path / "g", "ref: refs/heads/main", {"refs/heads/main": "xyz"})
+    assert provenance.source_of(garbage) is None
+    index = "edgeprof 0.1.0 from a package index"
+    monkeypatch.setattr(provenance, "installed_source", lambda: index)
+    (tmp_path / "bare" / "edgeprof").mkdir(parents=True)
+    assert provenance.source_of(tmp_path / "bare" / "edgeprof") == index
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "source"),
+    [
+        (
+            {"url": "https://example.org/e.git", "vcs_info": {"vcs": "git", "commit_id": A}},
+            f"git {A} (https://example.org/e.git)",
+        ),
+        (
+            {"url": "file:///w/e-0.1.0.whl", "archive_info": {"hashes": {"sha256": "ab12"}}},
+            "file:///w/e-0.1.0.whl (sha256 ab12)",
+        ),
+        ({"url": "file:///w/e.tar.gz", "archive_info": {}}, "file:///w/e.tar.gz"),
+        (
+            {"url": "file:///src/e", "dir_info": {"editable": True}},
+            "file:///src/e (editable, edgeprof 0.1.0)",
+        ),
+        ({"url": "file:///src/e", "dir_info": {}}, "file:///src/e (edgeprof 0.1.0)"),
+        ({"vcs_info": {"commit_id": A}}, None),
+    ],
+)
+def test_an_installed_distributions_direct_url_names_its_origin(
+    direct_url: dict[str, object], source: str | None
+) -> None:
+    assert provenance.direct_url_source(json.dumps(direct_url), "0.1.0") == source
+    assert provenance.direct_url_source("{not json", "0.1.0") is None
+
+
+def test_this_process_edgeprof_origin_is_read_once_and_is_this_checkouts_commit() -> None:
+    root = Path(provenance.__file__).resolve().parents[2]
+    head = (root / ".git" / "HEAD").read_text().strip()
+    if not (root / ".git").is_dir() or not head.startswith("ref:"):
+        pytest.skip("not run from a plain checkout on a branch")
+    origin = provenance.edgeprof_origin()
+    assert origin is provenance.edgeprof_origin()  # cached
+    assert origin.source == f"git {provenance.checkout_commit(root / '.git')}"
+    assert origin.source is not None and len(origin.source) == len("git ") + 40
+
+
+def _made(source: str | None, version: str = "0.1.0") -> RunResult:
+    return make_result(edgeprof_version=version, edgeprof_origin=EdgeprofOrigin(source))
+
+
+def test_compare_names_the_commits_where_one_version_ran_from_two() -> None:
+    note = hosts.sides_note([_made(f"git {A}")], [_made(f"git {B}")])
+    assert note == (
+        "the baseline and the current results ran on the same host by different edgeprof "
+        "versions (0.1.0 (git 6c8a290d1e2f) → 0.1.0 (git ded3d2e5e6d9)): a change may be how "
+        "it measures, not the model's"
+    )
+    # An older file's unknown origin is not this code either.
+    old = dataclasses.replace(_made(None), edgeprof_origin=None)
+    note = hosts.sides_note([old], [_made(f"git {B}")])
+    assert note is not None and "(0.1.0 (origin unknown) → 0.1.0 (git ded3d2e5e6d9))" in note
+
+
+def test_the_origin_is_not_shown_where_the_versions_tell_the_sides_apart() -> None:
+    assert hosts.sides_note([_made(f"git {A}")], [_made(f"git {A}")]) is None
+    note = hosts.sides_note([_made(f"git {A}")], [_made(f"git {B}", "0.2.0")])
+    assert note is not None and "versions (0.1.0 → 0.2.0)" in note
+
+
+def test_a_merge_names_its_parts_commits_only_where_their_versions_agree() -> None:
+    (note,) = hosts.shard_notes(
+        [("shard 1/2", [_made(f"git {A}")]), ("shard 2/2", [_made("file:///w/e.whl")])]
+    )
+    assert note.startswith(
+        "the shards were measured by 2 edgeprof versions: 0.1.0 (git 6c8a290d1e2f) "
+        "(shard 1/2); 0.1.0 (file:///w/e.whl) (shard 2/2)."
+    )
+
+
+def test_a_result_keeps_its_origin_and_an_older_file_reads_as_none() -> None:
+    r = _made(f"git {A}")
+    d = r.to_dict()
+    assert list(d)[:3] == ["schema_version", "edgeprof_version", "edgeprof_origin"]
+    assert d["edgeprof_origin"] == {"source": f"git {A}"}
+    assert RunResult.from_dict(d) == r
+    del d["edgeprof_origin"]
+    assert RunResult.from_dict(d).edgeprof_origin is None
