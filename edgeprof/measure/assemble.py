@@ -30,8 +30,9 @@ from .inputs import MIN_INTERVAL_S
 from .limit_changes import change_warning, limit_changes
 from .limits import quota_can_stall
 from .memory import parts_at, pressure, stall_warning
-from .provenance import edgeprof_origin
+from .provenance import cpu_identity, cpuinfo_keys, edgeprof_origin
 from .sampler import MIN_AVG_READINGS, SeriesStats
+from .tick import configured_hz
 
 
 def build_result(
@@ -369,25 +370,25 @@ def host_info() -> HostInfo:
     """This host's fingerprint (:class:`HostInfo`), made once per process."""
     global _HOST
     if _HOST is None:
-        model = flags = None
+        cpu: dict[str, str] = {}
         with contextlib.suppress(OSError):
-            for line in Path("/proc/cpuinfo").read_text().splitlines():
-                key, _, value = line.partition(":")
-                if key.strip() == "model name" and model is None:
-                    model = value.strip()
-                elif key.strip() == "flags" and flags is None:
-                    flags = _digest(" ".join(sorted(value.split())))
-                if model is not None and flags is not None:
-                    break
+            cpu = cpuinfo_keys(Path("/proc/cpuinfo").read_text())
+        flags = cpu.get("flags")
         uname = os.uname()  # what platform.release() and socket.gethostname() read
+        ident = cpu_identity(cpu, uname.machine)
         _HOST = HostInfo(
             kernel=uname.release,
             cpus=os.cpu_count() or 0,
-            cpu_model=model,
+            cpu_model=cpu.get("model name"),
             hostname=uname.nodename,
             memory_bytes=meminfo_total(),
-            cpu_flags=flags,
+            cpu_flags=None if flags is None else _digest(" ".join(sorted(flags.split()))),
             speed=speed_probe(),
+            tick_hz=configured_hz(),
+            cpu_family=ident.family,
+            cpu_model_id=ident.model,
+            cpu_stepping=ident.stepping,
+            virtual=ident.virtual,
         )
     return _HOST
 

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import functools
 import json
+import platform
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 from ..model.origin import EdgeprofOrigin
 
@@ -25,7 +28,48 @@ _SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")  # SHA-1, or a SHA-256 reposit
 def edgeprof_origin() -> EdgeprofOrigin:
     """This process's edgeprof's :class:`EdgeprofOrigin`, read once (a checkout's commit in
     0.3 ms here; an installed distribution's metadata in ~60 ms)."""
-    return EdgeprofOrigin(source=source_of(PACKAGE))
+    python = f"{platform.python_implementation()} {platform.python_version()}"
+    return EdgeprofOrigin(source=source_of(PACKAGE), python=python)
+
+
+X86 = frozenset({"x86_64", "i386", "i486", "i586", "i686", "amd64"})
+
+
+class CpuIdentity(NamedTuple):
+    family: int | None
+    model: int | None
+    stepping: int | None
+    virtual: bool | None
+
+
+def cpu_identity(cpuinfo: Mapping[str, str], machine: str) -> CpuIdentity:
+    """The x86 CPU's family, model number and stepping, and whether it is virtual (its
+    ``hypervisor`` flag), from the first CPU's ``/proc/cpuinfo`` keys; all ``None`` off
+    x86 (``machine``, ``uname -m``), where another architecture's ``model`` means another
+    thing, and each where its key is missing or not a number."""
+    if machine not in X86:
+        return CpuIdentity(None, None, None, None)
+    flags = cpuinfo.get("flags")
+    return CpuIdentity(
+        family=_number(cpuinfo.get("cpu family")),
+        model=_number(cpuinfo.get("model")),
+        stepping=_number(cpuinfo.get("stepping")),
+        virtual=None if flags is None else "hypervisor" in flags.split(),
+    )
+
+
+def cpuinfo_keys(text: str) -> dict[str, str]:
+    """Each key of ``/proc/cpuinfo``'s ``text`` with its first value (the first CPU's)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        key, colon, value = line.partition(":")
+        if colon:
+            out.setdefault(key.strip(), value.strip())
+    return out
+
+
+def _number(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isdigit() else None
 
 
 def source_of(package: Path) -> str | None:

@@ -59,6 +59,18 @@ def _read(path: Path) -> str | None:
         return None
 
 
+def configured_hz(configs: Sequence[Path] | None = None) -> int | None:
+    """``CONFIG_HZ`` from the running kernel's build configuration (``/proc/config.gz``, else
+    ``/boot/config-<release>``): exact, and 1.3 ms to read here; ``None`` where neither is
+    installed."""
+    if configs is None:
+        configs = (Path("/proc/config.gz"), Path(f"/boot/config-{platform.release()}"))
+    for path in configs:
+        if (text := _read(path)) is not None and (hz := config_hz(text)) is not None:
+            return hz
+    return None
+
+
 def scheduler_hz(
     configs: Sequence[Path] | None = None,
     timer_list: Path = Path("/proc/timer_list"),
@@ -67,11 +79,9 @@ def scheduler_hz(
     clock: Callable[[], float] = time.monotonic,
 ) -> int | None:
     """This kernel's tick rate in Hz, or None where neither source can be read."""
-    if configs is None:
-        configs = (Path("/proc/config.gz"), Path(f"/boot/config-{platform.release()}"))
-    for path in configs:
-        if (text := _read(path)) is not None and (hz := config_hz(text)) is not None:
-            return hz
+    hz = configured_hz(configs)
+    if hz is not None:
+        return hz
     first = jiffies(_read(timer_list) or "")
     t0 = clock()
     sleep(interval_s)

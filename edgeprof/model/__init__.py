@@ -12,13 +12,13 @@ A value that cannot be measured is ``None`` (``null`` in JSON), never 0.
 from .counters import Counters, Sample
 from .events import Capped, EventCounts
 from .gpu import GpuDevice, GpuPhase, GpuStats
+from .host import HostInfo
 from .memory import MemoryParts, MemoryPressure, MemoryStats, Squeeze
 from .phases import PERCENTILES, LatencyStats, Mark, PhaseStats, Throttling
 from .results import (
     SCHEMA_VERSION,
     CoreLease,
     CpuStats,
-    HostInfo,
     IoStats,
     LimitChange,
     RunResult,

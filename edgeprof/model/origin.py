@@ -25,6 +25,9 @@ class EdgeprofOrigin:
     is not told), else what the installed distribution records of its origin (PEP 610's
     ``direct_url.json``: ``git <commit> (<url>)``, an archive's URL and hash, a directory's
     URL; ``edgeprof <version> from a package index`` without one); ``None``: neither known."""
+    python: str | None = None
+    """The Python that ran edgeprof, ``CPython 3.11.7``: not the workload's, which edgeprof
+    cannot know (its command may be a ``python3`` shim that picks one per directory)."""
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None) -> EdgeprofOrigin | None:

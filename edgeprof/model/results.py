@@ -22,6 +22,7 @@ from ..names import printable
 from ..units import shown
 from .events import EventCounts
 from .gpu import GpuStats
+from .host import HostInfo
 from .jsoncheck import cpu_list, from_json
 from .memory import MemoryStats, known_fields
 from .origin import EdgeprofOrigin
@@ -49,23 +50,6 @@ class Termination(str, enum.Enum):
     OOM = "oom"
     TIMEOUT = "timeout"
     INTERRUPTED = "interrupted"
-
-
-@dataclass(frozen=True)
-class HostInfo:
-    kernel: str
-    cpus: int
-    cpu_model: str | None
-    hostname: str
-    memory_bytes: int | None = None
-    """The host's memory (``MemTotal``; ``None``: older files)."""
-    cpu_flags: str | None = None
-    """The CPU's feature flags, as the first 12 hex digits of the SHA-256 of their sorted
-    list: two hosts with the same model and different flags (a VM that hides AVX-512) do
-    not run the same code (``None``: older files)."""
-    speed: float | None = None
-    """A speed probe taken once per edgeprof process: millions of iterations per second of a
-    fixed pure-Python loop, the best of a few 1-ms tries (``None``: older files)."""
 
 
 @dataclass(frozen=True)

@@ -151,7 +151,66 @@ def test_a_result_keeps_its_origin_and_an_older_file_reads_as_none() -> None:
     r = _made(f"git {A}")
     d = r.to_dict()
     assert list(d)[:3] == ["schema_version", "edgeprof_version", "edgeprof_origin"]
-    assert d["edgeprof_origin"] == {"source": f"git {A}"}
+    assert d["edgeprof_origin"] == {"source": f"git {A}", "python": None}
     assert RunResult.from_dict(d) == r
     del d["edgeprof_origin"]
     assert RunResult.from_dict(d).edgeprof_origin is None
+
+
+EPYC = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 26
+model\t\t: 2
+model name\t: AMD EPYC
+stepping\t: 1
+flags\t\t: fpu vme de hypervisor lahf_lm
+
+processor\t: 1
+cpu family\t: 25
+model name\t: Other
+"""
+
+
+def test_the_first_cpus_family_model_and_stepping_and_its_hypervisor_flag() -> None:
+    cpu = provenance.cpuinfo_keys(EPYC)
+    assert cpu["model name"] == "AMD EPYC" and cpu["cpu family"] == "26"
+    assert provenance.cpu_identity(cpu, "x86_64") == (26, 2, 1, True)
+    bare = {**cpu, "flags": "fpu vme de lahf_lm"}
+    assert provenance.cpu_identity(bare, "x86_64").virtual is False
+    assert provenance.cpu_identity({"model": "x"}, "x86_64") == (None, None, None, None)
+
+
+def test_another_architectures_model_is_not_read_as_x86s() -> None:
+    """An ARM or POWER ``/proc/cpuinfo`` has other keys (``CPU part``; POWER's ``model``
+    is a name): nothing is said of them."""
+    cpu = {"model": "2", "cpu family": "8", "flags": "hypervisor"}
+    assert provenance.cpu_identity(cpu, "aarch64") == (None, None, None, None)
+
+
+def test_the_tick_is_recorded_only_from_the_kernels_configuration(tmp_path: Path) -> None:
+    from edgeprof.measure import tick
+
+    config = tmp_path / "config"
+    config.write_text("CONFIG_HZ_250=y\nCONFIG_HZ=250\n")
+    assert tick.configured_hz([tmp_path / "missing", config]) == 250
+    assert tick.configured_hz([tmp_path / "missing"]) is None
+
+
+def test_this_processs_python_is_recorded_as_edgeprofs() -> None:
+    import platform
+
+    python = provenance.edgeprof_origin().python
+    assert python == f"{platform.python_implementation()} {platform.python_version()}"
+
+
+def test_a_hosts_new_keys_read_back_and_an_older_host_reads_them_as_none() -> None:
+    from edgeprof.model import HostInfo
+
+    host = HostInfo("6.18", 2, "AMD EPYC", "vm", tick_hz=250, cpu_family=26, cpu_model_id=2,
+                    cpu_stepping=1, virtual=True)  # fmt: skip
+    d = make_result(host=host).to_dict()
+    assert d["host"]["tick_hz"] == 250 and d["host"]["virtual"] is True
+    assert RunResult.from_dict(d).host == host
+    for key in ("tick_hz", "cpu_family", "cpu_model_id", "cpu_stepping", "virtual"):
+        del d["host"][key]
+    assert RunResult.from_dict(d).host == HostInfo("6.18", 2, "AMD EPYC", "vm")
