@@ -57,6 +57,7 @@ from .limits import (
     thread_env,
 )
 from .loop import OUT_FILES, run_loop
+from .thread_vars import inherited_threads, threads_given
 
 DEFAULT_KILL_GRACE_S = 2.0
 
@@ -337,7 +338,14 @@ def profile(
                 )
                 result = dataclasses.replace(result, warnings=(*result.warnings, lost))
             started_in = workload_dir(spec.cwd, in_container=not on_host)
-            result = dataclasses.replace(result, env=given_env, workdir=started_in)
+            inherited = os.environ if on_host else None
+            threads = threads_given(spec.env, inherited)
+            result = dataclasses.replace(
+                result, env=given_env, workdir=started_in, thread_vars=threads
+            )
+            odd = [] if inherited is None else inherited_threads(applied, inherited, user_env)
+            if odd:
+                result = dataclasses.replace(result, warnings=(*result.warnings, *odd))
             if lease is not None:
                 result = dataclasses.replace(result, lease=lease.record(chosen=auto_pinned))
             if device is not None:

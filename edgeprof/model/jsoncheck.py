@@ -49,10 +49,11 @@ exception is :data:`ARGV`.  It ends in a lookahead for no character, not ``$``: 
 ``re.search`` (jsonschema's) lets ``$`` match before a final newline, so a string that was
 one newline met the schema (a fuzz test's example)."""
 
-ARGV = frozenset({"command", "env", "workdir"})
+ARGV = frozenset({"command", "env", "workdir", "thread_vars"})
 """Keys whose strings are the workload's own argv, read back as they ran: an argument may hold
 a newline (``python3 -c "import x<newline>x.run()"``) and a program's file name anything but
-``/`` and NUL; so may an ``--env`` value (``KEY=VALUE``: only NUL is refused) and a
+``/`` and NUL; so may an ``--env`` value (``KEY=VALUE``: only NUL is refused), an
+inherited thread count (``thread_vars``: the environment's text, as the workload got it) and a
 directory's path (``workdir``).  They are
 displayed only through :func:`edgeprof.names.printable` (a run's label is its program's
 escaped file name), so they take any text."""

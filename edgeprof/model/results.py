@@ -245,6 +245,10 @@ class RunResult:
     """The rule each figure whose definition changed within schema version 1 was computed by
     (:mod:`.rules`): ``compare``, ``--resume`` and ``report`` weigh no figure of one rule
     against another's.  An older file, without the key, reads as :data:`~.rules.OLDER`."""
+    thread_vars: Mapping[str, str | None] | None = dataclasses.field(default=None, hash=False)
+    """Each thread-count variable (``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``,
+    ``MKL_NUM_THREADS``) as the workload got it (:mod:`edgeprof.measure.thread_vars`);
+    ``null`` in it: unset; ``None``: older files."""
     edgeprof_origin: EdgeprofOrigin | None = None
     """The code that wrote the file (:class:`~.origin.EdgeprofOrigin`); ``None``: older files."""
 
@@ -400,5 +404,6 @@ class RunResult:
             workdir=d.get("workdir"),
             rules=Rules.from_dict(d.get("rules")),
             edgeprof_origin=EdgeprofOrigin.from_dict(d.get("edgeprof_origin")),
+            thread_vars=None if d.get("thread_vars") is None else dict(d["thread_vars"]),
             limits_changed=tuple(LimitChange.from_dict(c) for c in d.get("limits_changed") or ()),
         )

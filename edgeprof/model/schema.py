@@ -20,6 +20,7 @@ cannot single out (its ``integer`` is any number without a fraction).
 from __future__ import annotations
 
 import ast
+import collections.abc
 import dataclasses
 import enum
 import inspect
@@ -201,6 +202,8 @@ def _schema(tp: Any, defs: dict[str, Any], argv: bool = False) -> dict[str, Any]
         return {**schema, "type": [schema["type"], "null"]}
     if origin in (tuple, list):
         return {"type": "array", "items": _schema(args[0], defs, argv)}
+    if origin is collections.abc.Mapping:  # string keys, as JSON's (thread_vars)
+        return {"type": "object", "additionalProperties": _schema(args[1], defs, argv)}
     if origin is typing.Literal and all(isinstance(a, str) for a in args):
         return {"type": "string", "enum": list(args)}
     if tp is int:  # the reader's bound (edgeprof.model.jsoncheck): the kernel's are 64-bit

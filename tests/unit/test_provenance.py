@@ -214,3 +214,17 @@ def test_a_hosts_new_keys_read_back_and_an_older_host_reads_them_as_none() -> No
     for key in ("tick_hz", "cpu_family", "cpu_model_id", "cpu_stepping", "virtual"):
         del d["host"][key]
     assert RunResult.from_dict(d).host == HostInfo("6.18", 2, "AMD EPYC", "vm")
+
+
+def test_a_containers_unset_thread_counts_are_not_read_from_this_host() -> None:
+    from edgeprof.measure.thread_vars import inherited_threads, threads_given
+    from edgeprof.model import Limits
+
+    sized = {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+    assert threads_given(sized, None) == {**sized, "OPENBLAS_NUM_THREADS": None}
+    assert threads_given({}, {"OPENBLAS_NUM_THREADS": "4"})["OPENBLAS_NUM_THREADS"] == "4"
+    pinned = Limits(cpuset="0-2")
+    (odd,) = inherited_threads(pinned, {"OMP_NUM_THREADS": "1"}, {})
+    assert "not the 3 edgeprof sizes to its 3 pinned CPUs" in odd
+    assert inherited_threads(pinned, {"OMP_NUM_THREADS": "1"}, {"OMP_NUM_THREADS": "1"}) == []
+    assert inherited_threads(pinned, {"OMP_NUM_THREADS": "3"}, {}) == []

@@ -372,6 +372,7 @@ def test_json_key_order_starts_with_the_version() -> None:
         "processes_at_peak",
         "workdir",
         "rules",
+        "thread_vars",
     ]
 
 

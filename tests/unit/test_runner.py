@@ -458,11 +458,41 @@ def test_thread_vars_for_one_cpu(tmp_path: Path) -> None:
     )
     assert text == "1 1 1\n"
     assert r.limits.cpuset == (0,)  # pinned to the first available CPU
+    assert r.thread_vars == dict.fromkeys(THREAD_VARS, "1")  # recorded as the workload got them
+    assert r.env == ()  # the user's -E alone
+    assert not [w for w in r.warnings if "inherited" in w]
+
+
+def test_an_inherited_thread_count_at_odds_with_the_sizing_is_recorded_and_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``OMP_NUM_THREADS=8 edgeprof run --cpus 1.5``: the workload got 8 beside 2 and 2,
+    and the result had said ``"env": []`` and nothing else."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "8")
+    monkeypatch.setenv("MKL_NUM_THREADS", "2")  # inherited, and what edgeprof would set
+    r, text = run_capture(
+        tmp_path,
+        'echo "$OMP_NUM_THREADS $OPENBLAS_NUM_THREADS $MKL_NUM_THREADS"',
+        limits=Limits(cpus=1.5),
+        backend=fake(cpus=(0, 1, 2, 3)),
+    )
+    assert text == "8 2 2\n"
+    assert r.thread_vars == {
+        "OMP_NUM_THREADS": "8",
+        "OPENBLAS_NUM_THREADS": "2",
+        "MKL_NUM_THREADS": "2",
+    }
+    assert [w for w in r.warnings if "inherited" in w] == [
+        "OMP_NUM_THREADS=8 was inherited from edgeprof's environment and kept: the workload "
+        "got 8, not the 2 edgeprof sizes to --cpus 1.5 (and set where nothing was "
+        "inherited); unset it, or pass -E OMP_NUM_THREADS=N for the count meant"
+    ]
+    assert RunResult.from_dict(r.to_dict()).thread_vars == r.thread_vars
 
 
 def test_thread_vars_never_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MKL_NUM_THREADS", "8")
-    _, text = run_capture(
+    r, text = run_capture(
         tmp_path,
         'echo "$OMP_NUM_THREADS $OPENBLAS_NUM_THREADS $MKL_NUM_THREADS"',
         limits=Limits(cpus=2),
@@ -470,13 +500,30 @@ def test_thread_vars_never_override(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         backend=fake(cpus=(0, 1, 2, 3)),
     )
     assert text == "4 2 8\n"
+    assert r.thread_vars == {
+        "OMP_NUM_THREADS": "4",
+        "OPENBLAS_NUM_THREADS": "2",
+        "MKL_NUM_THREADS": "8",
+    }
+    # The inherited 8 is said; -E's 4 was asked for.
+    (odd,) = [w for w in r.warnings if "inherited" in w]
+    assert odd.startswith("MKL_NUM_THREADS=8 was inherited") and "not the 2 " in odd
 
 
-def test_no_thread_vars_without_cpu_limits(tmp_path: Path) -> None:
-    _, text = run_capture(
-        tmp_path, 'echo "[$OMP_NUM_THREADS]"', limits=Limits(memory="64m"), backend=fake()
+def test_no_thread_vars_without_cpu_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OMP_NUM_THREADS", "8")  # nothing sized: nothing at odds with it
+    r, text = run_capture(
+        tmp_path, 'echo "[$OPENBLAS_NUM_THREADS]"', limits=Limits(memory="64m"), backend=fake()
     )
     assert text == "[]\n"
+    assert r.thread_vars == {
+        "OMP_NUM_THREADS": "8",
+        "OPENBLAS_NUM_THREADS": None,
+        "MKL_NUM_THREADS": None,
+    }
+    assert not [w for w in r.warnings if "inherited" in w]
 
 
 def test_cwd_and_relative_command(tmp_path: Path) -> None:

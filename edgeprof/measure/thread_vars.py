@@ -1,0 +1,50 @@
+"""What each thread-count variable was for the workload, and an inherited one at odds with
+edgeprof's sizing.
+
+edgeprof sets :data:`~.limits.THREAD_VARS` to the CPUs a limited run has, except those the
+environment or ``-E`` already holds (:func:`~.limits.thread_env`).  A tester's
+``OMP_NUM_THREADS=8 edgeprof run --cpus 1.5`` gave its workload ``OMP_NUM_THREADS=8``
+beside ``OPENBLAS_NUM_THREADS=2`` and ``MKL_NUM_THREADS=2``, and the result said
+``"env": []``: the pools were silently mixed, and for a multi-threaded model these three
+decide the figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..model import Limits
+from .limits import THREAD_VARS, thread_count
+
+
+def threads_given(
+    env: Mapping[str, str], inherited: Mapping[str, str] | None
+) -> dict[str, str | None]:
+    """Each thread-count variable as the workload got it: the run's own ``env`` (edgeprof's
+    sizing, ``-E``, a device's), else the ``inherited`` environment (a workload on this
+    host; ``None`` for a container, whose image's own are not known here); ``None``: unset."""
+    return {v: env.get(v, (inherited or {}).get(v)) for v in THREAD_VARS}
+
+
+def inherited_threads(
+    limits: Limits, inherited: Mapping[str, str], user: Mapping[str, str]
+) -> list[str]:
+    """One warning per thread-count variable the workload inherited with another value than
+    edgeprof sizes to ``limits`` (and so kept, while the variables not inherited were
+    sized); none where ``-E`` gave it (``user``: asked for) or there is no CPU limit."""
+    n = thread_count(limits)
+    if n is None:
+        return []
+    return [
+        f"{v}={inherited[v]} was inherited from edgeprof's environment and kept: the "
+        f"workload got {inherited[v]}, not the {n} edgeprof sizes to {_limit(limits)} (and "
+        f"set where nothing was inherited); unset it, or pass -E {v}=N for the count meant"
+        for v in THREAD_VARS
+        if v in inherited and v not in user and inherited[v].strip() != str(n)
+    ]
+
+
+def _limit(limits: Limits) -> str:
+    if limits.cpus is not None:
+        return f"--cpus {limits.cpus:g}"
+    return f"its {len(limits.cpuset or ())} pinned CPUs"
