@@ -20,6 +20,7 @@ keeps the rankings comparable, the absolute figures are a mix of the hosts.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +73,7 @@ class Merged:
         file: read from elsewhere, only a search of the shards' directories found them."""
         extra = {
             **self.plan,
+            "argv": list(sys.argv),  # the merge's own; each part's is in its sweep.json
             "interrupted": False,
             "notes": list(self.notes),
             "warmup_runs": [_named_from(d, r, directory) for d, r in self.warmup_runs],

@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import functools
 import json
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -81,6 +82,9 @@ class SweepResult:
         extra = {
             **self.plan.recorded(),
             **({} if self.plan.workdir is None else {"workdir": self.plan.workdir}),
+            # The command line that made the figures (edgeprof's own from the CLI), so that
+            # they can be made again; not part of the plan a --resume is held to.
+            "argv": list(sys.argv),
             "interrupted": self.interrupted,
             "stopped": self.stopped,
             **({} if self.plan.budgets is None else {"budgets": dict(self.plan.budgets)}),

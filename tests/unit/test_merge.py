@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,9 @@ def test_three_shards_merged_equal_the_unsplit_sweep(
     assert _cells(tmp_path / "merged") == _cells(tmp_path / "whole")
     whole = json.loads((tmp_path / "whole" / "sweep.json").read_text())
     merged = json.loads((tmp_path / "merged" / "sweep.json").read_text())
+    # The merge's own command line (main() was given its words; the process's are pytest's).
+    part = json.loads((tmp_path / "s1" / "sweep.json").read_text())
+    assert merged["argv"] == sys.argv == part["argv"]
     assert [(r["name"], r["limits"]["cpus"]) for r in merged["runs"]] == [
         (r["name"], r["limits"]["cpus"]) for r in whole["runs"]
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -182,6 +183,8 @@ def test_sweep_runs_every_cell_and_saves_sweep_json(tmp_path: Path) -> None:
     ]
     assert data["cells"][0]["stats"]["peak_bytes"]["median"] == 12 << 20
     assert len(data["warmup_runs"]) == 4
+    assert data["argv"] == sys.argv  # the command line that made it (pytest's, here)
+    assert list(data).index("argv") < list(data).index("runs")
     # Other tools read the sweep through load_runs: the measured runs, warm-ups left out.
     runs = load_runs([tmp_path / "out"])
     assert [r.label for r in runs] == ["m1", "m2"] * 6
