@@ -121,8 +121,9 @@ def test_ctrl_c_stops_a_shell_loop_over_runs(tmp_path: Path) -> None:
 
 CHECKPOINT = """
 import pathlib, sys, time
-pathlib.Path("ready").touch()
 try:
+    # Ready only inside the try: a Ctrl-C between the two had ended it with a traceback.
+    pathlib.Path("ready").touch()
     time.sleep(30)
 except KeyboardInterrupt:
     print("saving checkpoint", flush=True)
@@ -166,9 +167,11 @@ def test_ctrl_c_leaves_a_workload_in_edgeprofs_group_its_own_clean_up(tmp_path: 
     )  # fmt: skip
     said = [w for w in result["warnings"] if w.startswith("edgeprof got")]
     assert len(said) == 1
-    assert re.fullmatch(
-        r"edgeprof got SIGINT, which the run got too: it ended by itself in 0\.[5-9]\ds", said[0]
+    took = re.fullmatch(
+        r"edgeprof got SIGINT, which the run got too: it ended by itself in (\d+\.\d\d)s", said[0]
     )
+    # At least its clean-up's 0.5 s; a loaded host may take longer, within the grace.
+    assert took is not None and float(took[1]) >= 0.5
     assert err.endswith("edgeprof: interrupted (SIGINT)\n")
 
 
