@@ -14,6 +14,9 @@ The public API (help(edgeprof.profile) and so on document each name):
 - ``compare(baseline, current)``: ``edgeprof compare``'s verdicts, as a ``Comparison``.
 - ``predict(results, calibration)``: a calibration's predictions, as a ``Predicted`` of
   ``Prediction`` each.
+- ``to_records(results)``: a dict per run with runs.csv's columns, for pandas.DataFrame.
+  A run's str() is its text report and a comparison's its table; in a notebook each shows
+  the HTML report's tables.
 - ``phase``, ``iteration``, ``mark``: what a workload reports from inside its run;
   ``active()``: whether it runs under edgeprof; ``limit_gpu_memory()``: a device's GPU
   memory held in PyTorch.
@@ -60,7 +63,7 @@ if TYPE_CHECKING:
     from .measure.interrupts import Interrupted
     from .measure.runner import ResultNotSaved
     from .model import Counters, Limits, RunResult, RunSpec, Sample, Termination, UserIds
-    from .report.library import Comparison, Predicted, compare, load, predict
+    from .report.library import Comparison, Predicted, compare, load, predict, to_records
     from .sweeps.library import profile
     from .workload.instrument import active, iteration, limit_gpu_memory, mark, phase
 
@@ -95,9 +98,13 @@ _LAZY = {
     "load": "report.library",
     "Predicted": "report.library",
     "predict": "report.library",
+    "to_records": "report.library",
     "Prediction": "analysis.calibration",
 }
 
+_LIGHT = ("workload.instrument", "errors")
+"""The modules of names a workload uses (its phases, edgeprof's errors): they load no
+profiler, nor the results' display (:mod:`edgeprof.report.display`)."""
 
 if not TYPE_CHECKING:  # hidden from mypy, which then sees the real imports above
 
@@ -108,6 +115,10 @@ if not TYPE_CHECKING:  # hidden from mypy, which then sees the real imports abov
         import importlib
 
         value = getattr(importlib.import_module(f".{module}", __name__), name)
+        if module not in _LIGHT:
+            # A result shows itself as the reports do (print(r), a notebook's cell): their
+            # renderers, handed to the model, which may not import them.
+            importlib.import_module(".report.display", __name__)
         globals()[name] = value
         return value
 
@@ -145,4 +156,5 @@ __all__ = [
     "phase",
     "predict",
     "profile",
+    "to_records",
 ]

@@ -42,7 +42,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..model import PERCENTILES, RunResult
 from ..units import format_binary, format_energy, format_seconds
@@ -110,8 +110,9 @@ class Metric:
     title: str
     """How tables and messages name it (``wall time``)."""
     kind: Kind
-    get: Callable[[RunResult], float | None]
-    """The run's value in the base unit, ``None`` when it was not measured."""
+    get: Callable[[RunResult], float | None] = field(repr=False)
+    """The run's value in the base unit, ``None`` when it was not measured.  Not in the
+    repr: a notebook's ``Change`` had shown ``get=<function <lambda> at 0x7fe4ea37b6a0>``."""
     smaller_is_better: bool = True
     """False for a figure that is no goal in itself (average CPU %: a lower share of the
     allowed CPUs is often waiting): not ranked, not budgeted; and for one that is

@@ -13,13 +13,13 @@ from __future__ import annotations
 import dataclasses
 import enum
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..names import printable
-from ..units import shown
+from ..units import format_binary, format_seconds, shown
 from .events import EventCounts
 from .gpu import GpuStats
 from .host import HostInfo
@@ -157,9 +157,34 @@ class LimitChange:
         return cls(d["limit"], d["asked"], d["now"])
 
 
-@dataclass(frozen=True)
+class Display(NamedTuple):
+    """How a result shows itself: the report's renderers of one run.  Reports render, and the
+    model may not import them (the layering), so :mod:`edgeprof.report.display` hands them
+    over (:func:`install_display`) when it is imported, as ``edgeprof``'s public names
+    import it; until then a result's ``str()`` is its short repr and it has no HTML."""
+
+    text: Callable[[RunResult], str]
+    """``print(r)``: the text report's table, notes and sections."""
+    html: Callable[[RunResult], str]
+    """A notebook's cell: the HTML report's tables."""
+
+
+_DISPLAY: list[Display] = []
+"""The renderers installed, at most one (a list: set without a ``global``)."""
+
+
+def install_display(display: Display) -> None:
+    _DISPLAY[:] = [display]
+
+
+@dataclass(frozen=True, repr=False)
 class RunResult:
-    """The outcome of one profiled run; ``to_dict()`` is the versioned result JSON."""
+    """The outcome of one profiled run; ``to_dict()`` is the versioned result JSON.
+
+    Its repr is one line, ``<RunResult python3 exited 0.49s, CPU 27.2%, peak 65.8MiB>``;
+    ``str()`` the text report of the run and ``_repr_html_`` the HTML report's tables
+    (:class:`Display`): a notebook had shown the dataclass's ~3,000-character repr, for both
+    evaluating ``r`` and ``print(r)``."""
 
     edgeprof_version: str
     backend: str
@@ -276,6 +301,20 @@ class RunResult:
             end += f" ({signal_name(self.signal)}, " if named else " ("
             end += f"{self.exit_code})"
         return end
+
+    def __repr__(self) -> str:
+        cpu = "n/a" if self.cpu.avg_pct is None else f"{self.cpu.avg_pct:.1f}%"
+        return (
+            f"<RunResult {self.label} {self.end} {format_seconds(self.wall_s)}, "
+            f"CPU {cpu}, peak {format_binary(self.memory.peak_bytes)}>"
+        )
+
+    def __str__(self) -> str:
+        return _DISPLAY[0].text(self) if _DISPLAY else repr(self)
+
+    def _repr_html_(self) -> str | None:
+        """IPython's rich display; ``None``: none (IPython then shows the repr)."""
+        return _DISPLAY[0].html(self) if _DISPLAY else None
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

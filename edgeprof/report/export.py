@@ -126,16 +126,39 @@ def runs_csv(runs: Sequence[RunResult], out: Path | None = None) -> str:
     return _csv([*RUN_COLUMNS, *RUN_PLACE], rows)
 
 
-def run_dir(r: RunResult, out: Path | None) -> str | None:
-    """The directory of ``r``'s ``result.json`` relative to ``out`` (``16/2``; ``../part-1/16/2``
-    for a merged run); ``None`` where it is not known (no ``out``, no file written, or its
-    files were not found where they are now)."""
-    if out is None or r.samples.path is None:
+def run_records(runs: Sequence[RunResult]) -> list[dict[str, object]]:
+    """``runs.csv``'s rows as dicts, for ``pandas.DataFrame`` (:func:`edgeprof.to_records`):
+    the same columns, values as they are (``None``, not an empty cell; no spreadsheet
+    prefix, :func:`text_cell`), and ``dir`` absolute, as a library result's ``samples.path``
+    (no export directory to be relative to).  ``pd.DataFrame([r.to_dict()])`` had given 33
+    columns of nested dicts (a notebook user's)."""
+    header = [*RUN_COLUMNS, *RUN_PLACE]
+    return [
+        dict(zip(header, [*(get(r) for get in RUN_COLUMNS.values()), n, _dir(r)], strict=True))
+        for r, n in zip(runs, run_numbers(runs), strict=True)
+    ]
+
+
+def _dir(r: RunResult) -> str | None:
+    where = result_dir(r)
+    # load("base") finds the files relative to the caller's directory, which may change.
+    return None if where is None else os.path.abspath(where)
+
+
+def result_dir(r: RunResult) -> Path | None:
+    """The directory of ``r``'s ``result.json``; ``None`` where it is not known (no file
+    written, or its files were not found where they are now)."""
+    if r.samples.path is None:
         return None
     where = Path(r.samples.path).parent
-    if not (where / "result.json").is_file():
-        return None
-    return os.path.relpath(where, out)
+    return where if (where / "result.json").is_file() else None
+
+
+def run_dir(r: RunResult, out: Path | None) -> str | None:
+    """The directory of ``r``'s ``result.json`` relative to ``out`` (``16/2``; ``../part-1/16/2``
+    for a merged run); ``None`` where it is not known (no ``out``, or :func:`result_dir`)."""
+    where = None if out is None else result_dir(r)
+    return None if where is None or out is None else os.path.relpath(where, out)
 
 
 def cells_csv(runs: Sequence[RunResult]) -> str:

@@ -165,21 +165,9 @@ def render_html(
         body.append('<div class="verdicts">' + "".join(b.html() for b in shown) + "</div>")
     if comparison is not None:
         body.append("<h2>Compared with the baseline</h2>")
-        note = f"threshold {comparison.threshold * 100:g}%; {COMPARE_LEGEND}"
-        rows = [list(COMPARE_COLUMNS), *_marked(compare_rows(comparison.changes, emoji=False))]
-        table = TextTable(f"Verdicts ({note})", rows, list(comparison.notes))
-        body.append(table.html(_CLASSES))
+        body.append(comparison_table(comparison))
     body.append("<h2>Results</h2>")
-    body.append(_results_table(results))
-    how = " (median over each model's runs)" if aggregated(results) else ""
-    for name, columns, rows, below in section_tables(results):
-        body.append(TextTable(name + how, [list(columns), *rows], below).html())
-    gpu = gpu_rows(results)
-    if gpu:  # the run saw a GPU
-        body.append(TextTable("GPU", [list(GPU_COLUMNS), *gpu], gpu_notes(results)).html())
-        by_phase = gpu_phase_rows(results)
-        if by_phase:
-            body.append(TextTable("GPU by phase", [list(GPU_PHASE_COLUMNS), *by_phase]).html())
+    body += results_tables(results)
     if len(results) > 1:
         body.append("<h2>Statistics and rankings</h2>")
         body += _rankings(results)
@@ -210,6 +198,37 @@ def render_html(
 
 _CLASSES = {f"{_SYMBOL[kind]} {word}": kind for word, kind in _MARKS.items()}
 """A marked verdict cell's class, by its text (:func:`_marked`)."""
+
+
+def comparison_table(comparison: Comparison) -> str:
+    """The comparison's verdicts table, its notes under it (the page's, and a notebook's
+    :class:`edgeprof.Comparison`)."""
+    note = f"threshold {comparison.threshold * 100:g}%; {COMPARE_LEGEND}"
+    rows = [list(COMPARE_COLUMNS), *_marked(compare_rows(comparison.changes, emoji=False))]
+    return TextTable(f"Verdicts ({note})", rows, list(comparison.notes)).html(_CLASSES)
+
+
+def comparison_verdicts(comparison: Comparison) -> str:
+    """The page's verdict banners over its verdicts table (a notebook's
+    :class:`edgeprof.Comparison`): the table alone had not said what the gate decides."""
+    banners = "".join(b.html() for b in _verdicts((), comparison))
+    return f'<div class="verdicts">{banners}</div>' + comparison_table(comparison)
+
+
+def results_tables(results: Sequence[RunResult]) -> list[str]:
+    """The page's Results: the runs' table, then the phases, marks, latency and GPU tables
+    that some run has rows for (the page's, and a notebook's :class:`edgeprof.RunResult`)."""
+    out = [_results_table(results)]
+    how = " (median over each model's runs)" if aggregated(results) else ""
+    for name, columns, rows, below in section_tables(results):
+        out.append(TextTable(name + how, [list(columns), *rows], below).html())
+    gpu = gpu_rows(results)
+    if gpu:  # the run saw a GPU
+        out.append(TextTable("GPU", [list(GPU_COLUMNS), *gpu], gpu_notes(results)).html())
+        by_phase = gpu_phase_rows(results)
+        if by_phase:
+            out.append(TextTable("GPU by phase", [list(GPU_PHASE_COLUMNS), *by_phase]).html())
+    return out
 
 
 def _marked(rows: list[list[str]]) -> list[list[str]]:

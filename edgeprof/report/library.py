@@ -17,16 +17,21 @@ from ..analysis.regression import Change, regressed
 from ..errors import ConfigError, respelled
 from ..model import RunResult
 from ..resultfiles import load_runs
-from ..units import parse_threshold
-from .ci_summary import compare_dict, render_compare_plain
+from ..units import parse_threshold, shown
+from . import display  # noqa: F401  (hands RunResult its str() and HTML: the report's)
+from .ci_summary import compare_dict, compare_headline, render_compare_plain
+from .export import run_records
 from .saved import compare_paths
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Comparison:
     """What ``edgeprof compare`` prints: one :class:`Change` per model, limits and metric (its
     ``verdict``, ``change`` and ``ci``, fractions of the baseline), and the notes under the
-    table.  ``str()`` of it is the command's table; :meth:`to_dict` its ``--json``."""
+    table.  ``str()`` of it is the command's table; :meth:`to_dict` its ``--json``; in a
+    notebook, the HTML report's verdicts table.  Its repr is one line, its verdict: a
+    notebook's cell had shown the dataclass's, every Change's tuples and its metric's
+    ``get=<function <lambda> at 0x7fe4ea37b6a0>``."""
 
     changes: tuple[Change, ...]
     notes: tuple[str, ...]
@@ -45,6 +50,20 @@ class Comparison:
 
     def __str__(self) -> str:
         return render_compare_plain(self.changes, self.threshold, self.notes)
+
+    def __repr__(self) -> str:
+        gate = "regressed" if self.regressed else "passed"
+        return (
+            f"<Comparison threshold {self.threshold * 100:g}%, {len(self.changes)} changes: "
+            f"{compare_headline(self.changes)}; {gate}>"
+        )
+
+    def _repr_html_(self) -> str:
+        """IPython's rich display: the HTML report's verdicts and their table."""
+        from .html import Comparison as Compared
+        from .html import comparison_verdicts
+
+        return comparison_verdicts(Compared(self.changes, self.threshold, self.notes))
 
 
 KEYWORDS = {
@@ -177,6 +196,24 @@ def predict(
     )
 
 
+def to_records(results: RunResult | Sequence[RunResult]) -> list[dict[str, Any]]:
+    """A dict per run, with ``runs.csv``'s columns (:data:`~.export.RUN_COLUMNS`: base
+    units, flat), for ``pandas.DataFrame(edgeprof.to_records(runs))``; ``results`` a
+    :class:`RunResult` (what :func:`edgeprof.profile` returns) or a list of them (what
+    :func:`load` returns).  Anything else is one :class:`~edgeprof.errors.ConfigError` line."""
+    given: object = results
+    many = isinstance(given, Sequence) and not isinstance(given, str)
+    items: list[object] = list(given) if isinstance(given, Sequence) and many else [given]
+    runs = [x for x in items if isinstance(x, RunResult)]
+    if len(runs) != len(items):
+        bad = next(x for x in items if not isinstance(x, RunResult))
+        raise ConfigError(
+            f"edgeprof.to_records: {shown(bad)} is not a RunResult: give one, or a list of "
+            "them (what edgeprof.profile and edgeprof.load return)"
+        )
+    return run_records(runs)
+
+
 def _settings(value: object) -> tuple[str, ...]:
     """``setting`` as the command's repeated ``--setting`` gives it: none, one, or two."""
     if value is None:
@@ -199,4 +236,4 @@ def _path(value: object, caller: str) -> Path:
     return Path(value)
 
 
-__all__ = ["Comparison", "Predicted", "compare", "load", "predict"]
+__all__ = ["Comparison", "Predicted", "compare", "load", "predict", "to_records"]
