@@ -181,7 +181,7 @@ def install_display(display: Display) -> None:
 class RunResult:
     """The outcome of one profiled run; ``to_dict()`` is the versioned result JSON.
 
-    Its repr is one line, ``<RunResult python3 exited 0.49s, CPU 27.2%, peak 65.8MiB>``;
+    Its repr is one line, ``<RunResult infer exited 345.3ms, CPU 45.6%, peak 66.3MiB>``;
     ``str()`` the text report of the run and ``_repr_html_`` the HTML report's tables
     (:class:`Display`): a notebook had shown the dataclass's ~3,000-character repr, for both
     evaluating ``r`` and ``print(r)``."""
