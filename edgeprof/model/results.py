@@ -16,7 +16,7 @@ import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..names import printable
 from ..units import format_binary, format_seconds, shown
