@@ -30,9 +30,13 @@ noise of a few per cent."""
 
 
 def host_kind(r: RunResult) -> HostKind:
+    """The machine's fields (:func:`machine`), the mechanism, then :func:`made_by`'s two,
+    flat: an older file's unknown origin (``None``) is then unknown to :func:`_agree` as its
+    missing memory is (a tuple of it had been a difference: an old baseline of this very
+    machine read "different hosts" again once results recorded their origin)."""
     h = r.host
     return (h.cpu_model, h.cpu_flags, h.cpus, h.memory_bytes, h.kernel, r.mechanism,
-            made_by(r))  # fmt: skip
+            *made_by(r))  # fmt: skip
 
 
 def made_by(r: RunResult) -> tuple[str, str | None]:
@@ -161,6 +165,20 @@ def machine(kind: HostKind) -> HostKind:
     return kind[:5]
 
 
+def _measured_on(kind: HostKind) -> HostKind:
+    """The machine and mechanism of a host kind, without which edgeprof measured."""
+    return kind[:6]
+
+
+def _same_machines(a: Iterable[HostKind], b: Iterable[HostKind]) -> bool:
+    """Whether each machine of ``a`` agrees with one of ``b`` and the other way round, a
+    field one side did not record being unknown (:func:`_agree`), not a difference."""
+    ma, mb = {machine(k) for k in a}, {machine(k) for k in b}
+    return all(any(_agree(x, y) for y in mb) for x in ma) and all(
+        any(_agree(y, x) for x in ma) for y in mb
+    )
+
+
 BACKEND_DIFFERENCE = (
     "a Docker run's command is the image's (its interpreter and libraries, not this host's), "
     "its peak memory includes runc init's set-up (about 4 MiB) and its wall time starts at "
@@ -177,7 +195,7 @@ def sides_note(base: Sequence[RunResult], cur: Sequence[RunResult]) -> str | Non
     b, c = _by_kind(base, every), _by_kind(cur, every)
     if b.keys() == c.keys():
         return None
-    if {machine(k) for k in b} != {machine(k) for k in c}:
+    if not _same_machines(b, c):
         return (
             "the baseline and the current results ran on different hosts ("
             + "; ".join(describe(r) for r in b.values())
@@ -226,7 +244,7 @@ def shard_notes(shards: Sequence[tuple[str, Sequence[RunResult]]]) -> list[str]:
     of two ways of measuring can hold."""
     notes = []
     every = kinds(r for _, runs in shards for r in runs)
-    hosts = _shards_by(shards, lambda r: kind_of(r, every)[:-1])  # the kind, less the version
+    hosts = _shards_by(shards, lambda r: _measured_on(kind_of(r, every)))
     if len(hosts) > 1:
         each = "; ".join(f"{describe(r, version=False)} ({named})" for r, named in hosts)
         notes.append(
@@ -234,7 +252,8 @@ def shard_notes(shards: Sequence[tuple[str, Sequence[RunResult]]]) -> list[str]:
             "every model, so the rankings compare like with like; the absolute figures are a "
             "mix of the hosts"
         )
-    made = _shards_by(shards, made_by)
+    # By the merged kind's edgeprof: an older part's unknown origin is unknown, not another.
+    made = _shards_by(shards, lambda r: kind_of(r, every)[6:])
     if len(made) > 1:
         sources = sources_differ(r for r, _ in made)
         each = "; ".join(f"{versions([r], sources)} ({named})" for r, named in made)

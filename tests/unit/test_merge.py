@@ -18,6 +18,7 @@ from edgeprof.analysis.regression import compare_results
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.model import HostInfo, RunResult
+from edgeprof.model.origin import EdgeprofOrigin
 from edgeprof.report.comparison import ranking_tables
 from edgeprof.resultfiles import load_runs
 from edgeprof.sweeps.labels import limit_settings
@@ -475,7 +476,11 @@ def test_a_host_field_an_older_file_did_not_record_is_no_difference() -> None:
     ``--resume`` and to a merge, and a ranking's hosts to ``report``."""
     old_a = dataclasses.replace(HOST_A, memory_bytes=None, cpu_flags=None, speed=None)
     base = [_on(old_a, "m", w) for w in (1.0, 1.1, 0.9)]
-    cur = [_on(HOST_A, "m", w) for w in (1.0, 1.1, 0.9)]
+    # Today's runs record where their code came from; the old files do not: unknown too (a
+    # verifier's "different hosts" again, once results recorded their origin).
+    origin = EdgeprofOrigin(source="git 0123456789abcdef", python="CPython 3.11.7")
+    cur = [dataclasses.replace(_on(HOST_A, "m", w), edgeprof_origin=origin)
+           for w in (1.0, 1.1, 0.9)]  # fmt: skip
     _, notes = compare_results(base, cur)
     assert not any("different hosts" in n for n in notes)
     assert resumed_hosts_note(base, cur) is None
@@ -491,5 +496,5 @@ def test_a_host_field_an_older_file_did_not_record_is_no_difference() -> None:
     note = resumed_hosts_note([_on(old_b, "m", 1.0)], cur)
     assert note is not None and note.startswith(
         "the resumed sweep's runs ran on 2 kinds of host: CPU B, 16 CPUs, Linux 6.12.0, "
-        "cgroup2, edgeprof 0.1.0 (runs kept); CPU A, 4 CPUs, 8.0GiB"
+        "cgroup2, edgeprof 0.1.0 (origin unknown) (runs kept); CPU A, 4 CPUs, 8.0GiB"
     )
