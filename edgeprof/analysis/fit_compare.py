@@ -61,6 +61,13 @@ def compare_fits(
         change, ci = (c - b) / b, res / b
         verdict = judge(change, ci, threshold)
         changes.append(Change(key[0], key[1], metric, (b,), (c,), verdict, change, ci))
+        if verdict is Verdict.INCONCLUSIVE and ci > threshold:
+            # Two equal answers read "inconclusive" and nothing said why (a verifier's).
+            notes.append(
+                f"{cell_name(key)}: the fits' resolution (±{ci * 100:.1f}%) is wider than the "
+                f"{threshold * 100:g}% threshold, so no change within it can be told from none: "
+                "fit both with a finer --resolution"
+            )
     return changes, notes
 
 

@@ -554,3 +554,20 @@ def test_fits_on_other_leased_cores_compare_and_other_limits_say_how_to() -> Non
         "no fitted model is in both fit.json files at the same limits: python3 was fitted at "
         "cpus=2 in the baseline and at cpus=1 now (--ignore-limits compares them anyway)"
     )
+
+
+def test_equal_fits_coarser_than_the_threshold_say_why_they_are_inconclusive() -> None:
+    """Two fits' equal 57.7 MiB answers at a 3.7 MiB resolution (6.4 %) read "+0.0% ± 6.4%
+    inconclusive" against 5 % with no word of why (a verifier's)."""
+    from edgeprof.analysis.fit_compare import compare_fits
+    from edgeprof.analysis.regression import Verdict as ChangeVerdict
+
+    coarse = [fit_doc("python3", 60 * MIB, resolution=4 * MIB)]
+    changes, notes = compare_fits(coarse, coarse, 0.05)
+    assert [c.verdict for c in changes] == [ChangeVerdict.INCONCLUSIVE]
+    assert "python3 (none): the fits' resolution (±6.7%) is wider than the 5% threshold, so no " \
+        "change within it can be told from none: fit both with a finer --resolution" in notes
+    fine = [fit_doc("python3", 60 * MIB, resolution=1 * MIB)]
+    changes, notes = compare_fits(fine, fine, 0.05)
+    assert [c.verdict for c in changes] == [ChangeVerdict.NO_CHANGE]
+    assert not any("wider than the" in n for n in notes)
