@@ -65,6 +65,21 @@ def held_runs(runs: Sequence[RunResult]) -> Held | None:
     return Held(count, len(runs), worst[0], worst[1])
 
 
+def held_off(r: RunResult) -> float | None:
+    """The time other tasks held ``r`` off its CPUs (``cpu.held_s`` less its throttled time:
+    :func:`~edgeprof.measure.contention.held_by_others`); ``None``: not measured."""
+    return held_by_others(r.cpu.held_s, r.cpu.throttled_s)
+
+
+def held_count(runs: Sequence[RunResult]) -> int | None:
+    """How many of ``runs`` were held off their CPUs for as long as ``edgeprof run`` warns of
+    (:func:`~edgeprof.measure.contention.held_share`); ``None``: none measured it (no
+    ``cpu.pressure``), which is not "none was held"."""
+    if all(r.cpu.held_s is None for r in runs):
+        return None
+    return sum(held_share(r.wall_s, r.cpu.held_s, r.cpu.throttled_s) is not None for r in runs)
+
+
 def mean_held(runs: Sequence[RunResult]) -> float | None:
     """The mean time other tasks held a run off its CPUs, over the runs that measured it
     (every second of it, not only a run's that ``edgeprof run`` warns of); ``None``: none

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.cells import cells, run_numbers, setting, successful
+from ..analysis.held import held_count, held_off
 from ..analysis.metrics import STAT_METRICS
 from ..analysis.stats import median
 from ..analysis.sweepfile import cell_dicts, shard_of, sweep_dict, warmup_of
@@ -60,6 +61,12 @@ RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {
     "peak_cpu_pct": lambda r: r.cpu.peak_pct,
     "throttled_s": lambda r: r.cpu.throttled_s,
     "nr_throttled": lambda r: r.cpu.nr_throttled,
+    # The time other tasks had the run's CPUs, which its warnings say and its wall time and
+    # latencies hold: a reader of runs.csv alone had seen a 0.74 s wall time with no sign
+    # that 61 % of it was another user's (a tester's shared host).
+    "held_s": lambda r: r.cpu.held_s,
+    "held_by_others_s": held_off,
+    "lease_waited_s": lambda r: None if r.lease is None else r.lease.waited_s,
     "peak_bytes": STAT_METRICS["peak_bytes"].get,
     "peak_source": lambda r: r.memory.peak_source,
     "avg_bytes": STAT_METRICS["avg_bytes"].get,
@@ -126,6 +133,16 @@ def runs_csv(runs: Sequence[RunResult], out: Path | None = None) -> str:
     return _csv([*RUN_COLUMNS, *RUN_PLACE], rows)
 
 
+CELL_HELD_COLUMNS: dict[str, Callable[[Sequence[RunResult]], float | int | None]] = {
+    "held_by_others_s": lambda ok: median([held_off(r) for r in ok], missing="skip"),
+    "held_runs": held_count,
+}
+"""``cells.csv``'s contention, over the cell's successful runs (as its statistics): the median
+of ``runs.csv``'s ``held_by_others_s`` and how many runs ``edgeprof run`` warned were held off
+their CPUs (empty: none measured it).  A sweep whose 5 runs were each warned of 41–78 %
+held off had left in ``cells.csv`` only a latency outlier (a researcher's)."""
+
+
 def run_records(runs: Sequence[RunResult]) -> list[dict[str, object]]:
     """``runs.csv``'s rows as dicts, for ``pandas.DataFrame`` (:func:`edgeprof.to_records`):
     the same columns, values as they are (``None``, not an empty cell; no spreadsheet
@@ -164,11 +181,11 @@ def run_dir(r: RunResult, out: Path | None) -> str | None:
 def cells_csv(runs: Sequence[RunResult]) -> str:
     """A row per cell: label, limits, runs, ok, then ``<metric>_<n|mean|sd|…>`` and the
     outlier count of each metric, the latency columns (:data:`LATENCY_COLUMNS`, medians),
-    and the cell's warnings (`` | ``-separated)."""
+    the held-off columns (:data:`CELL_HELD_COLUMNS`) and the cell's warnings (`` | ``-separated)."""
     header = ["label", "limits", "runs", "ok"]
     for key in STAT_METRICS:
         header += [f"{key}_{f}" for f in STAT_FIELDS] + [f"{key}_outliers"]
-    header += [*LATENCY_COLUMNS, "warnings"]
+    header += [*LATENCY_COLUMNS, *CELL_HELD_COLUMNS, "warnings"]
     by_cell = cells(runs)
     rows = []
     for c in cell_dicts(runs):
@@ -179,6 +196,7 @@ def cells_csv(runs: Sequence[RunResult]) -> str:
             row.append(None if st is None else len(st["outliers"]))
         ok = successful(by_cell[c["label"], c["limits"]])
         row += [median([_latency(key)(r) for r in ok], missing="skip") for key in LATENCY_COLUMNS]
+        row += [get(ok) for get in CELL_HELD_COLUMNS.values()]
         row.append(" | ".join(c["warnings"]))
         rows.append(row)
     return _csv(header, rows)

@@ -188,6 +188,39 @@ def test_csvs_carry_the_runs_latency_and_its_cell_medians() -> None:
     assert list(a)[-1] == "warnings"
 
 
+def test_csvs_carry_the_time_other_tasks_held_the_runs_off_their_cpus() -> None:
+    """runs.csv had no column for the time other tasks held a run off its CPUs, nor for the
+    wait for its core lease, and cells.csv no sign of either: a shared host's 0.74 s run, 61 %
+    of it another user's, read as any other (a tester's).  ``held_s`` is result.json's;
+    ``held_by_others_s`` leaves out the quota's stalls, as the run's warning does."""
+    import dataclasses
+
+    from edgeprof.model import CoreLease
+
+    def held(held_s: float | None, throttled_s: float, exit_code: int = 0) -> RunResult:
+        run = _run("a" if held_s is not None else "b", 1.0, 100)
+        cpu = dataclasses.replace(run.cpu, held_s=held_s, throttled_s=throttled_s)
+        return dataclasses.replace(run, cpu=cpu, exit_code=exit_code)
+
+    runs = [
+        dataclasses.replace(held(0.61, 0.0), lease=CoreLease((0,), 2.5, True)),
+        held(0.30, 0.25),  # 0.05 s of others': under a tenth of its 1 s, not warned of
+        held(0.05, 0.2),  # a quota's stalls over several CPUs exceed `full`: 0, not -0.15
+        held(0.9, 0.0, exit_code=1),  # failed: out of the cell's figures, as its statistics
+        held(None, 0.0),  # no cpu.pressure
+    ]
+    rows = list(csv.DictReader(io.StringIO(runs_csv(runs))))
+    assert [r["held_s"] for r in rows] == ["0.61", "0.3", "0.05", "0.9", ""]
+    others = [float(r["held_by_others_s"]) for r in rows[:4]]
+    assert others == pytest.approx([0.61, 0.05, 0.0, 0.9]) and rows[4]["held_by_others_s"] == ""
+    assert [r["lease_waited_s"] for r in rows] == ["2.5", "", "", "", ""]
+    a, b = csv.DictReader(io.StringIO(cells_csv(runs)))
+    assert (a["runs"], a["ok"], a["held_runs"]) == ("4", "3", "1")
+    assert float(a["held_by_others_s"]) == pytest.approx(0.05)  # the median of 0.61, 0.05, 0
+    assert (b["held_by_others_s"], b["held_runs"]) == ("", "")  # not measured: never 0
+    assert list(a)[-3:] == ["held_by_others_s", "held_runs", "warnings"]
+
+
 def test_runs_csv_joins_cells_csv_on_label_and_limits() -> None:
     """runs.csv had named a run's cell with the core leased for its integer --cpus
     (``cpus=1, cpuset=1, memory=256.0MiB``) where cells.csv wrote ``cpus=1, memory=256.0MiB``:
