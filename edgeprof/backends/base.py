@@ -31,6 +31,8 @@ Optional capabilities (override the default where the backend has them):
   no backend calls back into it).
 * ``Backend.limit_unavailable(limits)`` (default: every limit can be held): why a limit
   cannot be enforced here, so it is refused before any run instead of faked.
+* ``Backend.page_size()`` (default: this kernel's where ``runs_on_host``, else None): the
+  page the run's kernel keeps a memory limit in, so the result records the limit it holds.
 * ``Backend.peak_source`` (default ``kernel``): what the final ``Counters.memory_peak`` is.
 * ``RunHandle.batch_reader`` (default None): a :class:`BatchReader` whose sampling loop runs
   outside Python.
@@ -67,6 +69,7 @@ override only the capabilities it has.  Pass an instance to ``profile(backend=..
 from __future__ import annotations
 
 import abc
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -436,6 +439,11 @@ class Backend(abc.ABC):
         """What ``Counters.memory_peak`` is, for ``result.memory.peak_source``: ``kernel``
         (a group's high-water mark) unless the backend says otherwise."""
         return "kernel"
+
+    def page_size(self) -> int | None:
+        """The page size (bytes) of the kernel that holds this backend's runs' memory limit,
+        which it keeps in whole pages (``None``: unknown).  A host backend's: this kernel's."""
+        return os.sysconf("SC_PAGESIZE") if self.runs_on_host else None
 
     def limit_unavailable(self, limits: Limits) -> str | None:
         """Why this backend cannot hold ``limits`` as resolved for the host (``None``: it

@@ -28,7 +28,7 @@ from ..version import __version__
 from .contention import contention_warning
 from .inputs import MIN_INTERVAL_S
 from .limit_changes import change_warning, limit_changes
-from .limits import quota_can_stall
+from .limits import kernel_memory, quota_can_stall
 from .memory import parts_at, pressure, stall_warning
 from .provenance import cpu_identity, cpuinfo_keys, edgeprof_origin
 from .sampler import MIN_AVG_READINGS, SeriesStats
@@ -171,7 +171,7 @@ def build_result(
             peak_bytes=peak,
             peak_source=source,
             avg_bytes=avg_bytes,
-            limit_bytes=spec.limits.memory,
+            limit_bytes=_limit_held(spec.limits.memory, be),
             oom_kills=oom_kills,
             peak_working_set_bytes=sampled.working_set,
             avg_working_set_bytes=stats.avg_working_set(wall),
@@ -203,6 +203,13 @@ def build_result(
         processes_at_peak=stats.processes_at_peak,
         limits_changed=changed,
     )
+
+
+def _limit_held(memory: int | None, be: Backend) -> int | None:
+    """``memory.limit_bytes``: the limit the kernel holds, in whole pages
+    (:func:`~edgeprof.measure.limits.kernel_memory`), which every fit and headroom figure is
+    judged against; ``limits.memory_bytes`` keeps the setting as asked."""
+    return None if memory is None else kernel_memory(memory, be.page_size())
 
 
 WINDOW = """Docker's counters and its wall time cover different windows: the group's CPU time

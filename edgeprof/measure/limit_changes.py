@@ -16,6 +16,7 @@ import os
 from ..backends.base import UNLIMITED, LimitReading
 from ..model import LimitChange, Limits
 from ..units import cpu_quota_us, format_binary
+from .limits import kernel_memory
 
 UNLIMITED_FROM = 1 << 62
 """A memory limit this high is none: cgroup v1 reads 2^63 less a page where unlimited
@@ -82,12 +83,10 @@ def _change(limit: str, asked: int | None, now: tuple[int | None] | None) -> Lim
 
 
 def _page_down(n: int | None) -> int | None:
-    """The kernel keeps a memory limit in whole pages, rounded down: 100000000 reads back
-    99999744."""
-    if n is None:
-        return None
-    page = os.sysconf("SC_PAGESIZE")
-    return n // page * page
+    """The limit the kernel holds (:func:`~edgeprof.measure.limits.kernel_memory`): 100000000
+    reads back 99999744, which is no change.  Only backends that run on this host read their
+    limits back, so the page is this kernel's."""
+    return None if n is None else kernel_memory(n, os.sysconf("SC_PAGESIZE"))
 
 
 def _unlimited(n: int | None) -> tuple[int | None] | None:

@@ -196,6 +196,31 @@ def over_host(
     return out
 
 
+def kernel_memory(memory: int, page: int | None) -> int:
+    """The memory limit the kernel holds for ``memory`` bytes: whole ``page``-byte pages,
+    rounded down, by cgroup v1's ``memory.limit_in_bytes`` and v2's ``memory.max`` alike (a
+    container's too: Docker writes the bytes asked); ``memory`` as asked where the page is
+    not known (``None``).  ``--memory 100000001`` reads back 99999744 on this host, and the
+    result had recorded 100000001 and judged the fit against it (a researcher's)."""
+    return memory if page is None else memory // page * page
+
+
+def rounded_memory(limits: Limits, page: int | None) -> list[str]:
+    """A ``--memory`` not in whole pages, as the run's warning (said once in a report, as every
+    run of the setting has it): the limit the run had, and the one its result records and
+    judges the fit against, is the kernel's (:func:`kernel_memory`)."""
+    if limits.memory is None:
+        return []
+    held = kernel_memory(limits.memory, page)
+    if held == limits.memory:
+        return []
+    return [
+        f"--memory {limits.memory} is not a whole number of {page}-byte pages: the kernel "
+        f"holds {held} bytes ({format_binary(held)}), which the result records as the limit "
+        "and judges the fit against"
+    ]
+
+
 def outer_room(limits: Limits, backend: Backend) -> list[str]:
     """A ``--memory`` above the room an enclosing group leaves (its limit less what its
     processes, edgeprof's own among them, use now: :class:`~edgeprof.backends.base.Ceiling`),

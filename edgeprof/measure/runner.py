@@ -54,6 +54,7 @@ from .limits import (
     over_host,
     quota_can_stall,
     resolve,
+    rounded_memory,
     thread_env,
 )
 from .loop import OUT_FILES, run_loop
@@ -285,6 +286,7 @@ def profile(
                 *be.warnings(),
                 *over_host(applied, allowed, memory, source),
                 *outer_room(applied, be),
+                *rounded_memory(applied, be.page_size()),
             ]
             if denied and not be.denies_devices:
                 warnings.append(undenied_warning(str(selection), be.name))

@@ -144,6 +144,10 @@ class MemoryStats:
     """Time-weighted average of the sampled usage (trapezoidal integral / time), from the first
     reading to the main process's exit; ``None`` with fewer than two readings between them."""
     limit_bytes: int | None
+    """The memory limit applied, as the kernel holds it: whole pages, rounded down
+    (``--memory 100000001`` is 99999744 with 4 KiB pages); as asked where the page size is
+    not known (a remote Docker daemon) and in older files.  ``limits.memory_bytes`` keeps
+    the limit asked."""
     oom_kills: int | None
     peak_working_set_bytes: int | None
     """Sampled max of usage − inactive_file, the figure ``docker stats`` calls usage, over

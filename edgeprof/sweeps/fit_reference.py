@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 from ..analysis.cells import described
 from ..analysis.need import MIN_LIMIT, Verdict
+from ..measure.limits import kernel_memory
 from ..model import Limits, RunResult, Termination
 from ..units import counted, format_binary
 from .request import RunJob
@@ -43,6 +44,9 @@ def reference_cap(job: RunJob) -> Cap | None:
             cap = Cap(c.room, f"all the room left under {c.source} ({format_binary(c.limit)})")
     if cap is None or cap.bytes < MIN_LIMIT:
         return None
+    # In whole pages, as the kernel holds it: MemAvailable is in KiB, and a cap in part of
+    # a page would be warned of as a --memory limit (rounded_memory) the user never gave.
+    cap = cap._replace(bytes=kernel_memory(cap.bytes, be.page_size()))
     return None if be.limit_unavailable(Limits(memory=cap.bytes)) is not None else cap
 
 

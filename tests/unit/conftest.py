@@ -195,6 +195,12 @@ class FakeCgroupFs:
                     left = [x for x in procs.read_text().split() if int(x) != pid]
                     procs.write_text("".join(f"{x}\n" for x in left))
             path.write_text("".join(f"{x}\n" for x in members))
+        elif name in ("memory.max", "memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
+            # The kernel keeps a memory limit in whole pages, rounded down (both versions):
+            # v1's 100000001 reads back 99999744 (a researcher's host).
+            page = os.sysconf("SC_PAGESIZE")
+            part = value.strip().isdigit() and int(value) % page != 0
+            path.write_text(str(int(value) // page * page) if part else value)
         elif name == "cgroup.kill" and value.strip() == "1":
             # Everything in the group dies, and so leaves its groups in other hierarchies
             # too ("0" stands for the launched child, which wrote itself in as "0").

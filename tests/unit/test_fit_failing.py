@@ -307,6 +307,11 @@ def test_the_reference_is_capped_where_the_backend_holds_a_memory_limit(
     assert reference_cap(job) is None  # no backend yet
     fake = FakeBackend()
     assert reference_cap(dataclasses.replace(job, backend=fake)) == (50000 * 1024, AVAILABLE)
+    # In whole pages, as the kernel holds it (MemAvailable is in KiB): a reference run's limit
+    # in part of a page would have been warned of as a --memory the user never gave.
+    meminfo.write_text("MemTotal:  8000000 kB\nMemAvailable:    50001 kB\n")
+    monkeypatch.setattr(fake, "page_size", lambda: 4096)
+    assert reference_cap(dataclasses.replace(job, backend=fake)) == (50000 * 1024, AVAILABLE)
     # A group the runs are made under with less room (a CI container's --memory): its room.
     group = Path("/sys/fs/cgroup/memory/ci")
     monkeypatch.setattr(fake, "memory_ceilings", lambda: [Ceiling(group, 40 * MIB, 30 * MIB)])

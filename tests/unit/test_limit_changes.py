@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from edgeprof.analysis.headroom import limit_fit, over_limit
 from edgeprof.backends import CgroupV2Backend
 from edgeprof.backends.base import UNLIMITED, LimitReading
 from edgeprof.measure.limit_changes import change_warning, limit_changes
+from edgeprof.measure.limits import kernel_memory, rounded_memory
 from edgeprof.measure.runner import profile
 from edgeprof.model import LimitChange, Limits, MemoryStats, RunResult, Termination
 from edgeprof.report.results import render_plain
@@ -173,3 +175,55 @@ def test_a_limit_put_back_before_the_end_is_told_by_a_peak_above_it() -> None:
         at = dataclasses.replace(r, memory=dataclasses.replace(r.memory, peak_bytes=peak))
         assert over_limit(at) == over
         assert (limit_fit(at) is None) == (over is not None)
+
+
+PAGE_4K = pytest.mark.skipif(os.sysconf("SC_PAGESIZE") != 4096, reason="figures of 4 KiB pages")
+
+
+@PAGE_4K
+def test_a_memory_limit_in_part_of_a_page_is_recorded_as_the_kernel_holds_it(
+    cgfs: FakeCgroupFs, tmp_path: Path
+) -> None:
+    """A researcher's ``--memory 100000001``: the group read 99999744 (the kernel keeps whole
+    pages, rounded down), but ``memory.limit_bytes`` said 100000001 and the fit was judged
+    against it.  The setting stays as asked; the limit is the kernel's, said once, and the
+    rounding is no change the workload made (the fake kernel rounds as the real one; the
+    limit is over the fake group's 200 MiB peak, so that the run has a verdict)."""
+    root, psc = v2_tree(cgfs, tmp_path, overrides=COUNTERS)
+    be = CgroupV2Backend(root=root, proc_self_cgroup=psc, euid=0)
+    r = profile(["true"], Limits(memory=300_000_001), backend=be, interval=0.01)
+    assert r.limits.memory == 300_000_001 and r.memory.limit_bytes == 299_999_232
+    assert r.limits_changed == ()  # the group read back 299999232: the kernel's, not a change
+    said = [w for w in r.warnings if w.startswith("--memory 300000001")]
+    assert said == [
+        "--memory 300000001 is not a whole number of 4096-byte pages: the kernel holds "
+        "299999232 bytes (286.1MiB), which the result records as the limit and judges the fit "
+        "against"
+    ]
+    fit = limit_fit(r)  # the fake group's 200 MiB peak
+    assert fit is not None and fit.limit == 299_999_232
+    whole = profile(["true"], Limits(memory="64m"), backend=be, interval=0.01)
+    assert whole.memory.limit_bytes == 64 * MIB and not any("pages" in w for w in whole.warnings)
+
+
+def test_the_kernels_limit_where_the_page_is_known() -> None:
+    assert kernel_memory(100_000_001, 4096) == 99_999_744
+    assert kernel_memory(100_000_001, 65536) == 99_942_400  # a 64 KiB-page arm64 kernel's
+    assert kernel_memory(64 * MIB, 4096) == 64 * MIB
+    # A remote Docker daemon's page is not known: the limit as asked, and nothing said.
+    assert kernel_memory(100_000_001, None) == 100_000_001
+    assert rounded_memory(Limits(memory=100_000_001), None) == []
+    assert rounded_memory(Limits(memory="64m"), 4096) == []
+    assert rounded_memory(Limits(), 4096) == []
+
+
+def test_docker_knows_the_page_of_a_local_daemon_only() -> None:
+    from edgeprof.backends.docker.backend import DockerBackend
+
+    class Client:
+        local = True
+
+    be = DockerBackend(client=Client())  # type: ignore[arg-type]
+    assert be.page_size() == os.sysconf("SC_PAGESIZE")
+    Client.local = False
+    assert be.page_size() is None

@@ -148,6 +148,12 @@ class DockerBackend(Backend):
         ok = isinstance(total, int) and not isinstance(total, bool) and total > 0
         return total if ok else None
 
+    def page_size(self) -> int | None:
+        """A local daemon's containers are this kernel's, and runc writes the ``--memory``
+        bytes to their group as given (``docker inspect`` keeps the value asked), so the
+        kernel rounds it as a host run's; a remote daemon's page size is unknown."""
+        return os.sysconf("SC_PAGESIZE") if self._local_socket() else None
+
     def memory_available(self) -> int | None:
         """A local daemon's containers use this machine's memory; a remote one's is
         unknown (``docker info`` has no ``MemAvailable``)."""
