@@ -157,7 +157,7 @@ def _run_all(a: argparse.Namespace, rig: Rig, core: int) -> dict[str, Any]:
     periods = (100, 2) if a.quick else a.periods
     cells: list[dict[str, Any]] = []
     for share in (0.5,) if a.quick else a.shares:
-        default_us = cpu_period_us(Limits(cpus=share, cpuset=[core]))
+        default_us = cpu_period_us(Limits(cpus=share, cpuset=[core]), None)
         assert default_us is not None
         wanted = sorted({round(p * 1000) for p in periods} | {default_us}, reverse=True)
         for period in wanted:

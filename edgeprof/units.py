@@ -25,7 +25,8 @@ _SIZE_MULT = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 CFS_PERIOD_US = 100_000
 """Docker's period of ``cpu.max`` / ``cpu.cfs_period_us``; edgeprof keeps it where the quota
-cannot bind (an integer ``cpus`` pinned to as many cores), see
+cannot bind (an integer ``cpus`` pinned to as many cores, or a share of as many CPUs as the
+run can use or more), see
 :func:`edgeprof.measure.limits.cpu_period_us` for the rest."""
 
 MIN_QUOTA_US = 1000

@@ -53,7 +53,7 @@ class QuotaStalls:
 def quota_stalls(result: RunResult, records: Sequence[Mapping[str, Any]]) -> QuotaStalls:
     """The run's layers judged by ``edgeprof run``'s stall check (see the module)."""
     limits, period = result.limits, result.cpu.period_s
-    if limits.cpus is None or not quota_can_stall(limits):
+    if limits.cpus is None or not quota_can_stall(limits, result.host.cpus):
         return QuotaStalls((), {}, None)
     flagged: list[int] = []
     per_layer: dict[int, dict[str, Any]] = {}

@@ -122,7 +122,7 @@ def build_result(
         us_to_s(windowed.cpu_full_us),
         us_to_s(final.throttled_us),
         spec.limits.cpuset,
-        quota=quota_can_stall(spec.limits) and be.applies_quota,
+        quota=quota_can_stall(spec.limits, spec.cpus_allowed) and be.applies_quota,
         limited=spec.limits.cpus is not None or spec.limits.cpuset is not None,
         device=device,
     )

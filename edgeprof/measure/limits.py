@@ -254,12 +254,12 @@ period well under an iteration spreads the stalls evenly over it.  Measured with
 ``benchmarks/README.md``): see there for the figures behind this value."""
 
 
-def cpu_period_us(limits: Limits) -> int | None:
-    """The period to apply with ``limits`` (resolved: the cpuset chosen), ``None`` without
-    a ``cpus`` quota.
+def cpu_period_us(limits: Limits, allowed: int | None) -> int | None:
+    """The period to apply with ``limits`` (resolved: the cpuset chosen) on ``allowed`` CPUs
+    (:func:`quota_can_stall`), ``None`` without a ``cpus`` quota.
 
-    The user's period if given; Docker's 100 ms where the quota cannot bind (an integer
-    ``cpus`` on exactly that many cores: no stall ever happens, and a long period costs the
+    The user's period if given; Docker's 100 ms where the quota cannot bind (a share of at
+    least as many CPUs as the run can use: no stall ever happens, and a long period costs the
     fewest timer wake-ups); else :data:`FRACTIONAL_PERIOD_US`, lengthened where the quota
     would be under the kernel's 1 ms (a share below half a CPU).
     """
@@ -267,17 +267,23 @@ def cpu_period_us(limits: Limits) -> int | None:
         return None
     if limits.cpu_period_us is not None:
         return limits.cpu_period_us
-    if not quota_can_stall(limits):
+    if not quota_can_stall(limits, allowed):
         return CFS_PERIOD_US
     return max(FRACTIONAL_PERIOD_US, shortest_period_us(limits.cpus))
 
 
-def quota_can_stall(limits: Limits) -> bool:
-    """A ``cpus`` quota that the run can exhaust: not an integer share on exactly as many
-    cores (resolved limits: the cpuset is known)."""
+def quota_can_stall(limits: Limits, allowed: int | None) -> bool:
+    """A ``cpus`` quota that the run can exhaust: a share of fewer CPUs than it can use, its
+    cpuset's (resolved limits: the cpuset is known) or else the ``allowed`` CPUs
+    (:func:`allowed_cpus`; ``None``: not known, taken as more than any quota).  An integer
+    share on exactly as many cores never stalls, nor does a share of more CPUs than the host
+    has (``--cpus 4 --allow-over-host`` on 2 CPUs): its tasks can never run on more CPUs than
+    there are.  That run had been given the 5 ms period of a quota that can stall, and its
+    warning spoke of held time "beyond the quota's stalls" (a researcher's)."""
     if limits.cpus is None:
         return False
-    return limits.cpuset is None or limits.cpus < len(limits.cpuset)
+    cores = len(limits.cpuset) if limits.cpuset is not None else allowed
+    return cores is None or limits.cpus < cores
 
 
 def thread_env(

@@ -114,12 +114,13 @@ def run_loop(
             # the group (with its peak windows) and, in profile(), the channel its pipe.
             try:
                 if channel is not None:
+                    stalls = quota_can_stall(spec.limits, spec.cpus_allowed)
                     # The kernel's memory high-water mark restarted per phase, where it can be.
                     channel.start(
                         run.started,
                         run.counters,
                         run.peak_reset,
-                        run.throttled_us if quota_can_stall(spec.limits) else None,
+                        run.throttled_us if stalls else None,
                         mechanism=be.mechanism,
                         period_s=spec.period_us / 1e6,
                         share=spec.limits.cpus,

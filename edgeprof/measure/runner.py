@@ -266,7 +266,8 @@ def profile(
             spec = RunSpec(
                 command=command,
                 limits=applied,
-                cpu_period_us=cpu_period_us(applied),
+                cpu_period_us=cpu_period_us(applied, len(allowed)),
+                cpus_allowed=len(allowed),
                 env={
                     **thread_env(applied, os.environ if on_host else {}, user_env),
                     **user_env,
@@ -357,7 +358,7 @@ def profile(
                 result = dataclasses.replace(result, target=target)
             if device_cores is not None and applied.cpus is not None:
                 # Whole cores pinned stall nothing: there the cores, not a quota, slow it.
-                stalls = result.cpu.nr_throttled if quota_can_stall(applied) else None
+                stalls = result.cpu.nr_throttled if quota_can_stall(applied, len(allowed)) else None
                 faster = faster_than_device(
                     device_cores, applied.cpus, result.pids_peak, stalls, result.cpu
                 )

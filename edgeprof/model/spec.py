@@ -133,6 +133,11 @@ class RunSpec:
     cpu_period_us: int | None = None
     """The CFS period of the ``cpus`` quota, chosen by the runner
     (:func:`edgeprof.measure.limits.cpu_period_us`); ``None``: Docker's 100 ms."""
+    cpus_allowed: int | None = None
+    """How many CPUs the run may use where its limits name no cpuset: those of the backend's
+    groups within edgeprof's affinity (:func:`edgeprof.measure.limits.allowed_cpus`), which a
+    ``cpus`` quota of as many or more can never exhaust; ``None``: not known (a spec built
+    by a caller), taken as more than any quota."""
     cpuset_auto: bool = False
     """``limits.cpuset`` was chosen by edgeprof to pin an integer ``cpus``; a backend that
     cannot pin drops it with a warning instead of failing."""

@@ -12,6 +12,7 @@ from edgeprof.measure.limits import (
     THREAD_VARS,
     cpu_period_us,
     faster_than_device,
+    quota_can_stall,
     resolve,
     thread_env,
 )
@@ -151,14 +152,61 @@ def test_thread_env_does_not_override_user_or_inherited() -> None:
 )
 def test_cpu_period_chosen(limits: Limits, period: int | None) -> None:
     applied, _ = resolve(limits, FOUR)
-    assert cpu_period_us(applied) == period
+    assert cpu_period_us(applied, len(FOUR)) == period
     if period is not None and applied.cpus is not None:
         assert applied.cpus * period >= MIN_QUOTA_US  # always a quota the kernel accepts
 
 
+@pytest.mark.parametrize(
+    ("cpus", "period"),
+    [
+        (4, CFS_PERIOD_US),  # a researcher's --cpus 4 --allow-over-host on 2 CPUs
+        (2.5, CFS_PERIOD_US),  # more than 2 CPUs: it can never use its share
+        (1.5, FRACTIONAL_PERIOD_US),  # fewer than 2: it can
+    ],
+)
+def test_a_quota_of_the_cpus_a_run_can_use_or_more_never_stalls(cpus: float, period: int) -> None:
+    """``--cpus 4 --allow-over-host`` on 2 CPUs had the 5 ms period of a quota that can stall
+    (``cfs_quota_us 20000 / cfs_period_us 5000``), and its held-off warning spoke of "the
+    quota's stalls": its tasks never run on more than the 2 CPUs there are."""
+    applied, auto = resolve(Limits(cpus=cpus), (0, 1), allow_over_host=True)
+    assert not auto and applied.cpuset is None
+    assert quota_can_stall(applied, 2) is (period == FRACTIONAL_PERIOD_US)
+    assert cpu_period_us(applied, 2) == period
+    # Where the CPUs are not known (a RunSpec a caller built), any quota may stall.
+    assert quota_can_stall(applied, None) and cpu_period_us(applied, None) == FRACTIONAL_PERIOD_US
+    # A cpuset is what the run can use, whatever the host's count.
+    assert quota_can_stall(Limits(cpus=1, cpuset="0-1"), 1)
+    assert not quota_can_stall(Limits(cpus=2, cpuset="0-1"), 8)
+
+
+def test_an_over_host_quota_run_is_warned_without_the_quotas_stalls() -> None:
+    """The run itself: Docker's period recorded, and other tasks' holding said as of a run
+    with no stalls of its own (``crowded``: held 5 % of its time, here 20 % by a busier
+    script)."""
+    from edgeprof import profile
+    from edgeprof.model import Counters
+    from tests.fakes import FakeBackend, linear
+
+    base = linear(100.0)
+
+    def held(t: float) -> Counters:
+        return base(t)._replace(cpu_some_us=int(t * 2e5), cpu_full_us=int(t * 2e5))
+
+    be = FakeBackend(held, cpus=(0, 1))
+    r = profile(["sleep", "0.2"], Limits(cpus=4), backend=be, interval=0.05, allow_over_host=True)
+    assert r.cpu.period_s == CFS_PERIOD_US / 1e6
+    (w,) = [w for w in r.warnings if w.startswith("other tasks on this host held the run")]
+    assert "quota" not in w and "its times are slower than its limits alone make them" in w
+    pinned = profile(["sleep", "0.2"], Limits(cpus=1.5), backend=be, interval=0.05)
+    assert pinned.cpu.period_s == FRACTIONAL_PERIOD_US / 1e6
+    (w,) = [w for w in pinned.warnings if w.startswith("other tasks on this host held the run")]
+    assert "beyond the quota's stalls" in w
+
+
 def test_integer_cpus_keep_docker_period_once_pinned() -> None:
     applied, auto = resolve(Limits(cpus=2), FOUR)
-    assert auto and cpu_period_us(applied) == CFS_PERIOD_US
+    assert auto and cpu_period_us(applied, len(FOUR)) == CFS_PERIOD_US
 
 
 def test_cpu_period_without_cpus_is_refused() -> None:
