@@ -311,7 +311,7 @@ def _stop_gently(
     got = f"edgeprof got {signal.Signals(signum).name}"
     shared = signum in GROUP_SIGNALS and run.in_callers_group()
     if shared:
-        got += ", which the run got too"
+        got += ", which a run in its process group gets from a terminal too"
     begun = time.monotonic()
     sent: float | None = None
     try:

@@ -168,7 +168,9 @@ def test_ctrl_c_leaves_a_workload_in_edgeprofs_group_its_own_clean_up(tmp_path: 
     said = [w for w in result["warnings"] if w.startswith("edgeprof got")]
     assert len(said) == 1
     took = re.fullmatch(
-        r"edgeprof got SIGINT, which the run got too: it ended by itself in (\d+\.\d\d)s", said[0]
+        r"edgeprof got SIGINT, which a run in its process group gets from a terminal too: "
+        r"it ended by itself in (\d+\.\d\d)s",
+        said[0],
     )
     # At least its clean-up's 0.5 s; a loaded host may take longer, within the grace.
     assert took is not None and float(took[1]) >= 0.5
@@ -185,7 +187,10 @@ def test_a_second_ctrl_c_kills_the_workload_at_once(tmp_path: Path) -> None:
     assert (result["termination"], result["exit_code"], result["signal"]) == (
         "interrupted", 137, 9,
     )  # fmt: skip
-    said = "edgeprof got SIGINT, which the run got too, then another stop signal: the run was"
+    said = (
+        "edgeprof got SIGINT, which a run in its process group gets from a terminal too, then "
+        "another stop signal: the run was"
+    )
     assert f"{said} killed" in result["warnings"]
     assert err.endswith("edgeprof: interrupted (SIGINT)\n")
 

@@ -811,9 +811,13 @@ def test_a_workload_in_edgeprofs_group_runs_its_clean_up_after_a_ctrl_c(tmp_path
     assert done.read_text() == "saved"
     said = [w for w in r.warnings if w.startswith("edgeprof got")]
     assert len(said) == 1
-    assert re.fullmatch(
-        r"edgeprof got SIGINT, which the run got too: it ended by itself in 0\.[5-9]\ds", said[0]
+    took = re.fullmatch(
+        r"edgeprof got SIGINT, which a run in its process group gets from a terminal too: "
+        r"it ended by itself in (\d+\.\d\d)s",
+        said[0],
     )
+    # At least its clean-up's 0.5 s; a loaded host may take longer, within the grace.
+    assert took is not None and float(took[1]) >= 0.5
 
 
 @pytest.mark.parametrize(
@@ -832,7 +836,10 @@ def test_a_workload_in_edgeprofs_group_is_sent_sigterm_after_the_grace(
     name = signal.Signals[f"SIG{sig}"].name
     if waits:
         assert 0.7 < r.wall_s < SLEEP_S / 2
-        after = "which the run got too: it was sent SIGTERM after the 0.5s grace, which killed it"
+        after = (
+            "which a run in its process group gets from a terminal too: it was sent SIGTERM "
+            "after the 0.5s grace, which killed it"
+        )
         assert f"edgeprof got {name}, {after}" in r.warnings
     else:
         assert r.wall_s < SLEEP_S / 2
@@ -845,4 +852,5 @@ def test_a_workload_in_edgeprofs_group_that_ignores_both_is_killed_after_two_gra
     assert (r.termination, r.exit_code) == (Termination.INTERRUPTED, 137)
     assert 0.8 < r.wall_s < SLEEP_S / 2
     after = "it was sent SIGTERM after the 0.3s grace and killed 0.3s after that"
-    assert f"edgeprof got SIGINT, which the run got too: {after}" in r.warnings
+    got = "edgeprof got SIGINT, which a run in its process group gets from a terminal too"
+    assert f"{got}: {after}" in r.warnings
