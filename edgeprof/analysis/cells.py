@@ -52,7 +52,7 @@ def leased_cores(runs: Sequence[RunResult]) -> str:
     ``cpus``, each run's, said apart from the setting (:func:`setting`); ``""`` where it
     chose none.  A head had given the first run's (``cpus=1, cpuset=0``) as the cell's
     setting while its run 3 ran on CPU 1."""
-    chosen = [format_cpuset(r.lease.cores) for r in runs if r.lease is not None and r.lease.chosen]
+    chosen = [c for r in runs if (c := _chosen_cores(r)) is not None]
     if not chosen:
         return ""
     distinct = list(dict.fromkeys(chosen))
@@ -60,7 +60,20 @@ def leased_cores(runs: Sequence[RunResult]) -> str:
         f"{', '.join(distinct[:-1])} and {distinct[-1]}"
     )
     one = len(distinct) == 1 and "-" not in listed and "," not in listed
-    return f" (leased core{'' if one else 's'} {listed})"
+    # Files from before leases pinned the first free cores without leasing them.
+    how = "leased" if any(r.lease is not None for r in runs) else "pinned to"
+    return f" ({how} core{'' if one else 's'} {listed})"
+
+
+def _chosen_cores(r: RunResult) -> str | None:
+    """The cores edgeprof chose for ``r`` (its lease's; in a file from before leases, a
+    cpuset :func:`described` takes as edgeprof's choice: an upgrading user's old run had
+    read ``limits: cpus=1`` with no word of its core); ``None``: none chosen."""
+    if r.lease is not None:
+        return format_cpuset(r.lease.cores) if r.lease.chosen else None
+    if r.limits.cpuset is None or "cpuset=" in described(r.limits, None):
+        return None
+    return format_cpuset(r.limits.cpuset)
 
 
 def cell_name(key: tuple[str, str]) -> str:

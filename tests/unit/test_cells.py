@@ -141,6 +141,12 @@ def test_leased_cores_are_said_apart_from_the_setting_each_distinct_once() -> No
     asked = _leased(1, chosen=False)
     assert (setting(asked), leased_cores([asked])) == ("cpus=1, cpuset=1", "")
     assert leased_cores([make_result(limits=S1)]) == ""
+    # A file from before leases: its cpuset of exactly cpus cores was edgeprof's first free
+    # ones, pinned, not leased (an upgrading user's old run had read no word of its core).
+    old = make_result(limits=Limits(cpus=1, cpuset="0"), lease=None)
+    assert (setting(old), leased_cores([old])) == ("cpus=1", " (pinned to core 0)")
+    wide = make_result(limits=Limits(cpus=1, cpuset="0-1"), lease=None)  # asked: the setting
+    assert (setting(wide), leased_cores([wide])) == ("cpus=1, cpuset=0-1", "")
 
 
 def test_described_labels_other_limits_of_a_run_by_the_same_rule() -> None:
