@@ -55,10 +55,19 @@ PREDICTIONS_SCHEMA = RESULT_SCHEMA.with_name("predictions.schema.json")
 
 @functools.cache
 def _validator(schema_path: Path) -> Any:
+    """The exact form of the published schema at ``schema_path``: edgeprof's own files hold
+    to it, so a key the model does not document is never written (the published schema is
+    open to a newer release's keys, and would let one through)."""
     import jsonschema
 
-    schema = json.loads(schema_path.read_text())
-    return jsonschema.Draft202012Validator(schema, format_checker=None)
+    from edgeprof.model import schema as made
+
+    exact = {
+        RESULT_SCHEMA: made.result_schema,
+        FIT_SCHEMA: made.fit_schema,
+        PREDICTIONS_SCHEMA: made.predictions_schema,
+    }[schema_path](exact=True)
+    return jsonschema.Draft202012Validator(exact, format_checker=None)
 
 
 def _result_validator() -> Any:

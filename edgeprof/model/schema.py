@@ -11,7 +11,14 @@ test suite validates every result, fit and predictions document it writes agains
     python -m edgeprof.model.schema predictions > edgeprof/predictions.schema.json
 
 Keys added after schema version 1 was first published have defaults in the model and are
-not required (older files lack them); every object is closed (``additionalProperties``).
+not required (older files lack them).  The published schemas are open: a key they do not
+name is allowed, because keys are only ever added within a schema version and a file from a
+newer edgeprof of the same version must validate against an older release's schema (a
+dashboard that pinned one rejected the next release's files while every object was closed).
+``exact=True`` closes every object (``additionalProperties: false``): the test suite holds
+edgeprof's own files to it, so no key is written that the model does not document.  The
+``$id`` carries the version (``…/result/1/schema.json``), so a reader picks the schema by
+the file's ``schema_version`` (``schema`` for predictions).
 Whole-number fields are bounded to 64 bits, as the reader bounds them; the reader also
 refuses a whole number beyond 64 bits where any number is allowed, which a JSON Schema
 cannot single out (its ``integer`` is any number without a fraction).
@@ -39,10 +46,19 @@ from .results import SCHEMA_VERSION, RunResult
 
 __all__ = ["fit_schema", "predictions_schema", "result_schema"]
 
-SCHEMA_ID = "https://edgeprof.invalid/result.schema.json"
-"""No host serves it yet: the file ships in the package and in the documentation."""
-FIT_SCHEMA_ID = "https://edgeprof.invalid/fit.schema.json"
-PREDICTIONS_SCHEMA_ID = "https://edgeprof.invalid/predictions.schema.json"
+SCHEMA_ID = f"https://edgeprof.invalid/result/{SCHEMA_VERSION}/schema.json"
+"""No host serves it yet: the file ships in the package and in the documentation.  The
+version in the path is the files' ``schema_version``: one schema per version, open to the
+keys a later release of that version adds."""
+FIT_SCHEMA_ID = f"https://edgeprof.invalid/fit/{FIT_SCHEMA_VERSION}/schema.json"
+PREDICTIONS_SCHEMA_ID = (
+    f"https://edgeprof.invalid/predictions/{PREDICTIONS_SCHEMA.rpartition('/')[2]}/schema.json"
+)
+OPEN = (
+    "Keys not named here are allowed: keys are only ever added within a schema version, and "
+    "a file from a newer edgeprof of this version holds keys this schema does not know."
+)
+"""Said at the top of each published (open) schema, as ``$comment``."""
 
 _SIMPLE: dict[object, str] = {bool: "boolean", int: "integer", float: "number", str: "string"}
 
@@ -88,26 +104,29 @@ LIMITS = {
 }
 
 
-def result_schema() -> dict[str, Any]:
-    """The schema of :meth:`RunResult.to_dict` (draft 2020-12)."""
+def result_schema(exact: bool = False) -> dict[str, Any]:
+    """The schema of :meth:`RunResult.to_dict` (draft 2020-12); ``exact``: no other key."""
     defs: dict[str, Any] = {}
     top = _object(RunResult, defs)
     top["properties"]["limits"] = LIMITS  # to_dict's own shape of Limits
     del defs["Limits"]
     top["properties"]["schema_version"] = {"const": SCHEMA_VERSION}
     top["required"].insert(0, "schema_version")  # every file has it: the reader's first check
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": SCHEMA_ID,
-        "title": f"edgeprof result (schema_version {SCHEMA_VERSION})",
-        **top,
-        "$defs": dict(sorted(defs.items())),
-    }
+    return _published(
+        {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": SCHEMA_ID,
+            "title": f"edgeprof result (schema_version {SCHEMA_VERSION})",
+            **top,
+            "$defs": dict(sorted(defs.items())),
+        },
+        exact,
+    )
 
 
-def fit_schema() -> dict[str, Any]:
+def fit_schema(exact: bool = False) -> dict[str, Any]:
     """The schema of ``fit.json``: one model's :class:`~.fitdoc.Fit`, or several models'
-    :class:`~.fitdoc.Fits` (draft 2020-12)."""
+    :class:`~.fitdoc.Fits` (draft 2020-12); ``exact``: no other key."""
     defs: dict[str, Any] = {}
     one = _schema(Fit, defs)
     defs["Fit"]["properties"]["schema_version"] = {
@@ -116,18 +135,21 @@ def fit_schema() -> dict[str, Any]:
     }
     several = _object(Fits, defs)
     several["properties"]["fits"]["minItems"] = 2  # one model's fit.json is the fit itself
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": FIT_SCHEMA_ID,
-        "title": f"edgeprof fit (schema_version {FIT_SCHEMA_VERSION})",
-        "oneOf": [one, several],
-        "$defs": dict(sorted(defs.items())),
-    }
+    return _published(
+        {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": FIT_SCHEMA_ID,
+            "title": f"edgeprof fit (schema_version {FIT_SCHEMA_VERSION})",
+            "oneOf": [one, several],
+            "$defs": dict(sorted(defs.items())),
+        },
+        exact,
+    )
 
 
-def predictions_schema() -> dict[str, Any]:
+def predictions_schema(exact: bool = False) -> dict[str, Any]:
     """The schema of a predictions document, :class:`~.predictionsdoc.PredictionsDoc`
-    (draft 2020-12)."""
+    (draft 2020-12); ``exact``: no other key."""
     defs: dict[str, Any] = {}
     top = _object(PredictionsDoc, defs)
     props = top["properties"]
@@ -135,13 +157,38 @@ def predictions_schema() -> dict[str, Any]:
     # The calibration reader's bounds (``level``), and a range's two ends.
     props["level"] |= {"exclusiveMinimum": 0, "exclusiveMaximum": 1}
     defs["PredictionDoc"]["properties"]["profiler_range"] |= {"minItems": 2, "maxItems": 2}
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": PREDICTIONS_SCHEMA_ID,
-        "title": f"edgeprof predictions ({PREDICTIONS_SCHEMA})",
-        **top,
-        "$defs": dict(sorted(defs.items())),
-    }
+    return _published(
+        {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": PREDICTIONS_SCHEMA_ID,
+            "title": f"edgeprof predictions ({PREDICTIONS_SCHEMA})",
+            **top,
+            "$defs": dict(sorted(defs.items())),
+        },
+        exact,
+    )
+
+
+def _published(schema: dict[str, Any], exact: bool) -> dict[str, Any]:
+    """``schema`` (every object closed) as published: open, saying so; or exact, with an
+    ``$id`` of its own (two schemas of one ``$id`` would be one resource to a registry)."""
+    if exact:
+        return {**schema, "$id": schema["$id"].replace("/schema.json", "/exact.schema.json")}
+    head = {k: schema[k] for k in ("$schema", "$id", "title")}
+    opened = _opened({k: v for k, v in schema.items() if k not in head})
+    assert isinstance(opened, dict)
+    return {**head, "$comment": OPEN, **opened}
+
+
+def _opened(node: object) -> object:
+    """``node`` without ``additionalProperties: false`` anywhere (a map's value schema, such
+    as ``thread_vars``', is kept)."""
+    if isinstance(node, dict):
+        drop = "additionalProperties" if node.get("additionalProperties") is False else None
+        return {k: _opened(v) for k, v in node.items() if k != drop}
+    if isinstance(node, list):
+        return [_opened(v) for v in node]
+    return node
 
 
 def _members(cls: type) -> list[tuple[str, bool]]:

@@ -92,7 +92,6 @@ def test_a_document_holds_to_it_key_for_key(tmp_path: Path, schema: dict[str, An
     # in a run's label.
     nxt = doc["measure_next"][0]
     for wrong in (
-        {**doc, "peak": 1},
         {**doc, "level": "95 %"},
         {**doc, "level": 95},
         {k: v for k, v in doc.items() if k != "fit_warnings"},
@@ -106,6 +105,11 @@ def test_a_document_holds_to_it_key_for_key(tmp_path: Path, schema: dict[str, An
     ):
         errors = list(jsonschema.Draft202012Validator(schema).iter_errors(wrong))
         assert errors, wrong
+    # A key this release does not know (a newer one's): the published schema takes it, the
+    # exact one, which edgeprof's own files hold to, does not.
+    assert not list(jsonschema.Draft202012Validator(schema).iter_errors({**doc, "peak": 1}))
+    exact = jsonschema.Draft202012Validator(predictions_schema(exact=True))
+    assert list(exact.iter_errors({**doc, "peak": 1}))
     # The calibration file's reader refuses an escape in its device; so does the schema.
     assert predictions_schema_errors({**doc, "device": "pi\x1b[41m"}) != []
     assert predictions_schema_errors({**doc, "calibration": "a\nb.yml"}) == []  # a path

@@ -23,7 +23,9 @@ from tests.unit.conftest import make_result
 from .fuzz_strategies import Refused, accepted, fuzz, mutated
 from .test_fuzz_files import RESULT
 
-VALIDATOR = jsonschema.Draft202012Validator(json.loads(RESULT_SCHEMA.read_text()))
+VALIDATOR = jsonschema.Draft202012Validator(result_schema(exact=True))
+"""The exact schema, which every file edgeprof writes holds to (``tests/conftest.py``)."""
+PUBLISHED = jsonschema.Draft202012Validator(json.loads(RESULT_SCHEMA.read_text()))
 
 
 def test_the_published_schema_is_the_models() -> None:
@@ -36,6 +38,28 @@ def test_the_published_schema_is_the_models() -> None:
     # Descriptions come from the fields' docstrings, as the docs show them.
     cpu = published["$defs"]["CpuStats"]["properties"]["avg_pct"]["description"]
     assert cpu.startswith("100·total CPU time / wall time")
+
+
+def test_the_published_schema_takes_a_newer_releases_keys_and_names_its_version() -> None:
+    """The integrator's file: one key added at the top and one under ``memory`` (a release of
+    schema_version 1 after this one) had been refused by the shipped schema ("Additional
+    properties are not allowed ('new_key_from_0_2' was unexpected)"), while the docs and the
+    reader took it.  The exact schema still refuses it: edgeprof writes no undocumented key."""
+    newer = {**RESULT, "new_key_from_0_2": 1, "memory": {**RESULT["memory"], "new_sub": "x"}}
+    assert not list(PUBLISHED.iter_errors(newer))
+    assert RunResult.from_dict(newer).memory.peak_bytes == RESULT["memory"]["peak_bytes"]
+    assert sorted(e.message for e in VALIDATOR.iter_errors(newer)) == [
+        "Additional properties are not allowed ('new_key_from_0_2' was unexpected)",
+        "Additional properties are not allowed ('new_sub' was unexpected)",
+    ]
+    # Keys it names are held to their types all the same.
+    assert list(PUBLISHED.iter_errors({**newer, "wall_s": "fast"}))
+    published = json.loads(RESULT_SCHEMA.read_text())
+    assert published["$id"] == "https://edgeprof.invalid/result/1/schema.json"
+    assert published["$comment"].startswith("Keys not named here are allowed")
+    assert "additionalProperties" not in json.dumps(published).replace(
+        '"additionalProperties": {', ""
+    )
 
 
 def test_a_full_result_holds_to_it_and_a_wrong_one_does_not() -> None:
