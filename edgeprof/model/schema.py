@@ -287,11 +287,18 @@ def _field_docs(cls: type) -> dict[str, str]:
     return out
 
 
+_JSON_WORDS = {"None": "null", "True": "true", "False": "false"}
+"""The model's docstrings name Python's constants; a schema's reader knows JSON's (the
+result schema said `None` 43 times, `null` never)."""
+
+
 def _text(doc: str) -> str:
-    """One line of plain text: reST's double backquotes and roles made Markdown's."""
+    """One line of plain text: reST's double backquotes and roles made Markdown's, and
+    Python's ``None``, ``True`` and ``False`` JSON's words."""
     text = " ".join(doc.split())
     text = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", text)
-    return text.replace("``", "`")
+    text = text.replace("``", "`")
+    return re.sub(r"`(None|True|False)`", lambda m: f"`{_JSON_WORDS[m[1]]}`", text)
 
 
 if __name__ == "__main__":

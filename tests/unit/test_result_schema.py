@@ -176,3 +176,18 @@ def test_a_gpu_source_is_one_of_its_two_words_for_the_reader_and_the_schema() ->
         assert str(exc.value) == expected
         assert list(VALIDATOR.iter_errors(doc))
         dev[key] = "processes"
+
+
+def test_descriptions_say_nullability_as_json_does() -> None:
+    """The model's docstrings say ``None``; the schema's reader reads JSON, whose word is
+    ``null`` (result.schema.json had said `None` 43 times, fit.schema.json once)."""
+    published = RESULT_SCHEMA.read_text()
+    fit = RESULT_SCHEMA.with_name("fit.schema.json").read_text()
+    for word in ("`None`", "`True`", "`False`"):
+        assert word not in published and word not in fit, word
+    schema = json.loads(published)
+    assert schema["properties"]["device"]["description"] == (
+        "The catalog device the limits came from (`--device`; `null`: none, older files)."
+    )
+    virtual = schema["$defs"]["HostInfo"]["properties"]["virtual"]["description"]
+    assert "`false`: x86 flags without it" in virtual
