@@ -88,9 +88,19 @@ def one_setting(
         raise ConfigError(f"{option} {said}: edgeprof {command} takes one {what}: {how}")
 
 
+FORMULA_FIRST = ("=", "-")
+"""The characters :func:`safe_dir` keeps that a spreadsheet reads as a formula's first (it
+replaces ``+`` and ``@`` anywhere): ``--name '=1+2,q é'`` had made ``=1_2_q_é``, which
+``runs.csv``'s formula guard wrote ``'=1_2_q_é/1``, a ``dir`` that named no directory."""
+
+
 def safe_dir(label: str) -> str:
-    """A label as one directory name: never a path, never hidden."""
+    """A label as one directory name: never a path, never hidden, and never started by a
+    formula's character (``runs.csv``'s ``dir`` is then written as on disk, unguarded; a
+    name starting with ``-`` was also an option to ``ls`` or ``rm``)."""
     cleaned = "".join(c if c.isalnum() or c in "._-=" else "_" for c in label).lstrip(".")
+    if cleaned.startswith(FORMULA_FIRST):
+        cleaned = "_" + cleaned[1:]
     return cleaned[:100] or "model"
 
 

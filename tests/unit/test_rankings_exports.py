@@ -18,6 +18,7 @@ from edgeprof.report.comparison import _percent, ranking_tables, statistics_tabl
 from edgeprof.report.export import cells_csv, runs_csv, text_cell
 from edgeprof.report.progress import PlainProgress, TerminalProgress
 from edgeprof.resultfiles import SWEEP_SCHEMA, load_runs
+from edgeprof.sweeps.labels import safe_dir
 from edgeprof.sweeps.plan import SweepPlan
 from tests.conftest import require_module
 from tests.unit.conftest import make_result
@@ -556,3 +557,41 @@ def test_a_csv_text_cell_a_spreadsheet_would_compute_is_prefixed(label: str) -> 
     assert runs_rows[0]["wall_s"] == "1.5" and runs_rows[0]["limits"] == r.limits.describe()
     # A tab or a carriage return first, OWASP's other two (no label holds one: jsoncheck).
     assert [text_cell(t) for t in ("\t=1", "\r=1", "a=1", "")] == ["'\t=1", "'\r=1", "a=1", ""]
+
+
+def test_a_label_starting_a_formula_makes_a_directory_runs_csv_names_as_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An integrator's join: ``--name '=1+2,q é'`` had made the directory ``=1_2_q_é``, whose
+    ``dir`` the formula guard wrote ``'=1_2_q_é/1``, naming nothing (``-m=-1``: ``'=-1/1``).
+    The directory now starts with ``_``, so ``dir`` is as on disk; the label keeps the
+    guard (a spreadsheet would compute ``=1+2``)."""
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["run", "--backend", "fake", "--repeat", "2", "--out", "o"]
+    assert main([*argv, "--name", "=1+2,q é", "--", "true"]) == 0
+    rows = list(csv.DictReader((tmp_path / "o" / "runs.csv").open(encoding="utf-8")))
+    assert [(r["label"], r["dir"]) for r in rows] == [
+        ("'=1+2,q é", "_1_2_q_é/1"),
+        ("'=1+2,q é", "_1_2_q_é/2"),
+    ]
+    assert all((tmp_path / "o" / r["dir"] / "result.json").is_file() for r in rows)
+    assert main(["run", "--backend", "fake", "--out", "m", "-m=-1,+2,@x", "--", "true"]) == 0
+    rows = list(csv.DictReader((tmp_path / "m" / "runs.csv").open(encoding="utf-8")))
+    assert [(r["label"], r["dir"]) for r in rows] == [
+        ("'=-1", "_-1/1"),
+        ("'+2", "_2/1"),
+        ("'@x", "_x/1"),
+    ]
+
+
+def test_a_directory_name_never_starts_with_a_formula_character() -> None:
+    assert [safe_dir(x) for x in ("=1+2,q é", "=-1", "-1", "+2", "@x", "a=-1", ".=x")] == [
+        "_1_2_q_é",
+        "_-1",
+        "_1",
+        "_2",
+        "_x",
+        "a=-1",
+        "_x",
+    ]
