@@ -8,6 +8,7 @@ multiples, so ``156m``, ``156mb`` and ``156MiB`` are all 156·2^20 bytes.  I/O a
 
 from __future__ import annotations
 
+import datetime as _dt
 import math
 import re
 from collections.abc import Iterator, Sequence
@@ -483,3 +484,11 @@ def parse_threshold(text: str) -> float:
             f"{value:g} percent"
         )
     return value / 100
+
+
+def utc_timestamp() -> str:
+    """Now, in UTC, as ISO-8601 with milliseconds (``2026-12-01T00:35:38.570+00:00``): every
+    time edgeprof writes (a run's ``started_at``, ``sweep.json``'s ``resumed[].at``, a
+    calibration's ``created_at``) has this one form; ``resumed[].at`` and ``created_at`` had
+    been to the second beside ``started_at``'s milliseconds."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")

@@ -12,7 +12,6 @@ kill; samples give the time series, averages and the sampled peaks.
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import functools
 import signal
 import sys
@@ -26,6 +25,7 @@ from ..errors import ConfigError, UnsafeOutput
 from ..model import RunResult, RunSpec, Sample
 from ..model.gpu import GPU_SAMPLE_COLUMNS
 from ..outfiles import remove_files
+from ..units import utc_timestamp
 from .assemble import build_result, peak_read_in_phases
 from .events import EventChannel
 from .gpu import GpuWatch
@@ -69,7 +69,7 @@ def run_loop(
     columns = Sample.columns() + (list(GPU_SAMPLE_COLUMNS) if gpu is not None else [])
     writer: SampleWriter | None = None
     stats = SeriesStats() if channel is None else channel.stats()
-    started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+    started_at = utc_timestamp()
     interrupted = timed_out = False
     others_left: int | None = None
     squeezer: Squeezer | None = None

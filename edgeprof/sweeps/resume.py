@@ -29,7 +29,6 @@ merge of shards says it (:func:`edgeprof.analysis.hosts.shard_notes`).
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from ..model import RunResult, Termination
 from ..resultfiles import read_sweep
 from ..samplefiles import found_files
 from ..storage import read_json
+from ..units import utc_timestamp
 from .outdir import run_dir
 from .plan import Step, SweepPlan, plan_difference
 
@@ -180,7 +180,7 @@ def earlier_sweep(out: Path, plan: SweepPlan, measured: Measured) -> Resume | No
             kept[step.index], files[step.index] = run, (file, stamp)
     earlier_resumed = data.get("resumed")
     history = tuple(e for e in earlier_resumed or () if isinstance(e, dict))
-    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    now = utc_timestamp()
     complete = data.get("stopped") is None and not data.get("interrupted")
     budgets = data.get("budgets")
     resume = Resume(out, kept, files, history, complete, path, budgets)

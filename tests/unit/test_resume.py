@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,11 @@ def test_a_resumed_sweep_keeps_the_finished_runs_and_makes_the_rest_in_plan_orde
     assert [c["runs"] for c in data["cells"]] == [2, 2, 2, 2]
     (entry,) = data["resumed"]
     assert entry["kept"] == 2 and entry["at"].endswith("+00:00")
+    # One timestamp form with the runs' started_at: milliseconds (``at`` had been to the
+    # second, 2026-12-01T00:39:41+00:00, beside started_at's …00:35:38.570+00:00).
+    stamp = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00"
+    assert re.fullmatch(stamp, entry["at"]), entry["at"]
+    assert all(re.fullmatch(stamp, r["started_at"]) for r in data["runs"])
     # The exports are the whole sweep's, and say it was resumed.
     runs_csv = (out / "runs.csv").read_text().splitlines()
     assert len(runs_csv) == 1 + 8

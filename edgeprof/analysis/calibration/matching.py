@@ -6,11 +6,11 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 
 from ...errors import ConfigError
 from ...model import RunResult
 from ...names import has_control, printable
+from ...units import utc_timestamp
 from ..cells import cells_by_setting, successful
 from ..held import held_runs
 from ..instrumentation import no_events
@@ -294,7 +294,7 @@ def calibrate(
         fits=tuple(fits),
         min_r2=min_r2,
         level=level,
-        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        created_at=utc_timestamp(),
         unmatched=tuple(unmatched),
         unmeasured=tuple(unmeasured),
         skipped=tuple(skipped),
