@@ -82,7 +82,9 @@ def parse_budget(metric: Metric, value: object, where: str) -> float:
             require_unit(value)
     try:
         if is_size:
-            return float(parse_size(str(value)))
+            # A whole number of bytes, kept one in sweep.json's budgets (52428800, not
+            # 52428800.0: a reader typing bytes as int64 had failed on it).
+            return parse_size(str(value))
         if metric.kind is Kind.ENERGY:
             return parse_energy(value, what=metric.title)
         if metric.kind is Kind.RATE:
@@ -153,7 +155,9 @@ def budgets_from_dict(doc: object, where: str) -> Budgets:
             ok = isinstance(v, (int, float)) and not isinstance(v, bool)
             if not ok or not math.isfinite(v) or v < 0:
                 raise fail(f"{what}: {key}: expected a number of base units, got {v!r}")
-            out[key] = float(v)
+            # A size stays a whole number of bytes through a merge or a report --out copy.
+            whole = isinstance(v, int) and METRICS[key].kind is Kind.MEMORY
+            out[key] = v if whole else float(v)
         return out
 
     if not isinstance(doc, dict):

@@ -13,10 +13,15 @@ from typing import Any
 from ..model import RunResult
 from ..resultfiles import SWEEP_SCHEMA
 from .compare import Stat, summarize_cells
-from .metrics import STAT_METRICS
+from .metrics import STAT_METRICS, Kind
 
 
-def _stat_dict(s: Stat | None) -> dict[str, Any] | None:
+def _stat_dict(s: Stat | None, whole: bool) -> dict[str, Any] | None:
+    """``whole``: the metric is a whole number of bytes, and ``min`` and ``max``, each a run's
+    own value, are written as one (``51990528``, as ``runs.csv`` and ``result.json`` write
+    it; they had read ``51990528.0``).  ``mean``, ``sd``, ``median`` (of an even count, between
+    two runs) and ``mad`` are statistics, numbers that may hold a fraction, whatever the
+    metric: one type per key, not one per value."""
     if s is None:
         return None
     return {
@@ -24,11 +29,16 @@ def _stat_dict(s: Stat | None) -> dict[str, Any] | None:
         "mean": s.mean,
         "sd": s.sd if s.n > 1 else None,  # one value has no spread to tell: not "0"
         "median": s.median,
-        "min": s.min,
-        "max": s.max,
+        "min": _whole(s.min) if whole else s.min,
+        "max": _whole(s.max) if whole else s.max,
         "mad": s.mad,
         "outliers": s.outliers(),
     }
+
+
+def _whole(value: float) -> float:
+    """``value`` as an ``int`` where it is a whole number (a size read from the kernel)."""
+    return int(value) if float(value).is_integer() else value
 
 
 def cell_dicts(results: Sequence[RunResult], warmup: int | None = None) -> list[dict[str, Any]]:
@@ -39,7 +49,10 @@ def cell_dicts(results: Sequence[RunResult], warmup: int | None = None) -> list[
             "limits": setting,
             "runs": len(m.runs),
             "ok": len(m.runs) - len(m.failures),
-            "stats": {k: _stat_dict(m.stat(k)) for k in STAT_METRICS},
+            "stats": {
+                k: _stat_dict(m.stat(k), metric.kind is Kind.MEMORY)
+                for k, metric in STAT_METRICS.items()
+            },
             "warnings": m.warnings(),
         }
         for setting, summaries in summarize_cells(results, warmup).items()

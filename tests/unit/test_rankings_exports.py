@@ -595,3 +595,31 @@ def test_a_directory_name_never_starts_with_a_formula_character() -> None:
         "a=-1",
         "_x",
     ]
+
+
+def test_bytes_are_whole_numbers_in_cells_and_budgets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An integrator's int64 reader: cells.csv's ``peak_bytes_min`` read ``51990528.0``
+    beside runs.csv's ``51990528``, and sweep.json's budgets ``52428800.0`` for
+    ``--max-peak-memory 50m``.  A byte metric's ``min`` and ``max`` (a run's own value) and a
+    size budget are whole numbers; the statistics (mean, median…) stay numbers that may hold
+    a fraction, in every metric alike."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["run", "--backend", "fake", "--repeat", "2", "--out", "o", "--max-peak-memory", "50m"]
+    assert main([*argv, "--", "true"]) == 0
+    data = json.loads((tmp_path / "o" / "sweep.json").read_text())
+    assert data["budgets"]["overrides"] == {"peak_memory": 52428800}
+    assert type(data["budgets"]["overrides"]["peak_memory"]) is int
+    peaks = [r["memory"]["peak_bytes"] for r in data["runs"]]
+    stats = data["cells"][0]["stats"]["peak_bytes"]
+    assert (stats["min"], stats["max"]) == (min(peaks), max(peaks))
+    assert type(stats["min"]) is type(stats["max"]) is int
+    assert type(stats["mean"]) is type(stats["median"]) is float
+    assert type(data["cells"][0]["stats"]["wall_s"]["min"]) is float
+    (row,) = csv.DictReader((tmp_path / "o" / "cells.csv").open(encoding="utf-8"))
+    assert row["peak_bytes_min"] == str(min(peaks)) and row["peak_bytes_max"] == str(max(peaks))
+    # Read back (report, a merge, a report --out copy), the budget stays whole.
+    assert main(["report", "o", "--out", "copy"]) == 0
+    copy = json.loads((tmp_path / "copy" / "sweep.json").read_text())
+    assert type(copy["budgets"]["overrides"]["peak_memory"]) is int
