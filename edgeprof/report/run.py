@@ -199,7 +199,11 @@ def run_and_report(
     # The tables first, the files after: a file that cannot be written (a full disk) is
     # then one error line under the figures, not in their place.
     if outputs.json_out:
-        several = len(results) > 1
+        # The shape is the command's, not the count's: a sweep (models, several settings,
+        # --repeat, --warmup, a shard) prints a list even where one run was measured (a
+        # sweep interrupted after its first run, --warmup 1 with one round, had printed an
+        # object), in runs.csv's order; a plain run prints its object.
+        several = not plan.is_single
         data = [r.to_dict() for r in results] if several else results[0].to_dict()
         stdout.write(json.dumps(data, indent=2) + "\n")
     else:

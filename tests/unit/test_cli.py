@@ -395,3 +395,23 @@ def test_a_file_it_cannot_read_is_said_in_words_once(
     assert capsys.readouterr().err == (
         f"edgeprof: error: cannot read model file {models}: not UTF-8 text (byte 0)\n"
     )
+
+
+def test_run_json_is_an_object_for_a_run_and_a_list_for_any_sweep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """``--warmup 1`` with one measured round had printed an object, as a plain run does, so
+    a reader could not tell the shape from the command; warm-ups are never in the list, and
+    the list is in runs.csv's order (grouped by cell), not sweep.json's run order."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--backend", "fake", "--json", "--", "true"]) == 0
+    assert isinstance(json.loads(capfd.readouterr().out), dict)
+    assert main(["run", "--backend", "fake", "--json", "--warmup", "1", "--", "true"]) == 0
+    (one,) = json.loads(capfd.readouterr().out)
+    assert one["command"] == ["true"]
+    argv = ["run", "--backend", "fake", "--json", "--repeat", "2", "-m", "10,20", "--out", "s"]
+    assert main([*argv, "--", "true"]) == 0
+    listed = json.loads(capfd.readouterr().out)
+    assert [r["name"] for r in listed] == ["10", "10", "20", "20"]
+    ran = json.loads((tmp_path / "s" / "sweep.json").read_text())["runs"]
+    assert [r["name"] for r in ran] == ["10", "20", "10", "20"]
