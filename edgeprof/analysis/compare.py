@@ -178,6 +178,9 @@ class ModelSummary:
         if key in CACHE_COUNTED:
             fr = cached_outlier(self.runs, index, s.values[index], s.median, slack)
         if fr is None:
+            held = self._held_apart(key, index, s)
+            if held is not None:
+                return held
             return "re-run the cell, add repeats, or measure on a quieter machine"
         cache, rest = format_stat(key, fr.file_bytes), format_stat(key, fr.rest_bytes)
         return (
@@ -185,6 +188,30 @@ class ModelSummary:
             "the first run to read a file is charged its page cache and the later ones find "
             f"it cached, so {self._warm_up_advice()}"
         )
+
+    def _held_apart(self, key: str, index: int, s: Stat) -> str | None:
+        """Where a time's outlier is the run other tasks held off its CPUs the most (a slow
+        one) or the least (a fast one), that share against the others' median: a
+        researcher's two fast latency outliers were the least held-off runs (17 and 28 %
+        against 34–49 %), told only "re-run … or measure on a quieter machine"."""
+        if key not in HELD_SLOWS:
+            return None
+        runs = [r for r in rules.newest(key, successful(self.runs))
+                if STAT_METRICS[key].get(r) is not None]  # fmt: skip
+        shares = [_held_share(r) for r in runs]
+        mine = shares[index] if index < len(shares) else None
+        others = [v for i, v in enumerate(shares) if i != index and v is not None]
+        if mine is None or not others:
+            return None
+        rest = statistics.median(others)
+        slower = (s.values[index] > s.median) == (key != "items_per_s")
+        if (mine > rest + HELD_APART) if slower else (mine < rest - HELD_APART):
+            return (
+                f"other tasks held it off its CPUs {mine * 100:.0f}% of its wall time, the "
+                f"others a median {rest * 100:.0f}%: the host's load, not the workload; "
+                "measure on a quieter machine"
+            )
+        return None
 
     def _slow_first(self) -> str | None:
         """The first successful run slower than :data:`SLOW_FIRST_FACTOR` × the median of
@@ -217,6 +244,19 @@ class ModelSummary:
             f"the {self.warmup} warm-up run(s) before it did not remove it: consider "
             f"--warmup {self.warmup + 1} or more"
         )
+
+
+HELD_SLOWS = frozenset({"wall_s", "latency_p50_s", "items_per_s"})
+"""The figures time held off the CPUs moves (not CPU time, which it is not)."""
+
+HELD_APART = 0.10
+"""An outlier's held-off share this far (of its wall time) from the others' median is said
+as its cause."""
+
+
+def _held_share(r: RunResult) -> float | None:
+    held = held_by_others(r.cpu.held_s, r.cpu.throttled_s)
+    return None if held is None or r.wall_s <= 0 else held / r.wall_s
 
 
 def _what_discounts(key: str) -> str:

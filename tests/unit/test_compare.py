@@ -192,6 +192,33 @@ def test_cell_warnings_name_the_outlier_and_a_slow_first_run() -> None:
     assert calm.warnings() == []
 
 
+def test_a_time_outlier_held_off_its_cpus_apart_from_the_others_says_so() -> None:
+    """A researcher's fast latency outliers were the least held-off runs (17 and 28 % against
+    34–49 %), told only to "re-run the cell … or measure on a quieter machine"."""
+    import dataclasses
+
+    from tests.unit.conftest import make_result
+
+    def run(wall: float, held: float) -> RunResult:
+        r = make_result(wall_s=wall, name="m")
+        return dataclasses.replace(r, cpu=dataclasses.replace(r.cpu, held_s=held, throttled_s=0.0))
+
+    held = summarize([run(1.0, 0.1), run(1.02, 0.1), run(0.98, 0.1), run(2.0, 1.1)])[0]
+    said = [w for w in held.warnings() if "outlier in wall time" in w]
+    assert said == [
+        "run 4 is an outlier in wall time: 2.00s, 98% above the median 1.01s; the median and "
+        "the ranking's order discount it; the mean ± sd, the ranking's ≈ test, its [95%] "
+        "brackets and compare's change include it, and a note says the test without it "
+        "beside a ≈ or a compare verdict of no change (other tasks held it off its CPUs 55% "
+        "of its wall time, the others a median 10%: the host's load, not the workload; "
+        "measure on a quieter machine)"
+    ]
+    # Held off alike: nothing tells the cause, the usual advice stands.
+    alike = summarize([run(1.0, 0.1), run(1.02, 0.1), run(0.98, 0.1), run(2.0, 0.2)])[0]
+    (line,) = [w for w in alike.warnings() if "outlier in wall time" in w]
+    assert line.endswith("(re-run the cell, add repeats, or measure on a quieter machine)")
+
+
 def _slow_first(warnings: list[str]) -> str:
     (said,) = [w for w in warnings if w.startswith("the first run took")]
     return said.partition("(cold caches?): ")[2]
