@@ -26,6 +26,7 @@ from ..model import (
 from ..units import format_binary, us_to_s
 from ..version import __version__
 from .contention import contention_warning
+from .dirtied import MARKED_FROM
 from .inputs import MIN_INTERVAL_S
 from .limit_changes import change_warning, limit_changes
 from .limits import kernel_memory, quota_can_stall
@@ -186,8 +187,10 @@ def build_result(
             write_bytes=final.io_write_bytes,
             net_rx_bytes=final.net_rx_bytes,
             net_tx_bytes=final.net_tx_bytes,
-            # Any page seen dirty may have been written back uncharged (measure/dirtied.py).
-            write_incomplete=bool(stats.dirtied.bytes) and final.io_write_bytes is not None,
+            # A page seen dirty may have been written back uncharged (measure/dirtied.py):
+            # marked from 1 MiB, where the figure's shortfall is worth a word.
+            write_incomplete=(stats.dirtied.bytes or 0) >= MARKED_FROM
+            and final.io_write_bytes is not None,
             dirtied_bytes=stats.dirtied.bytes,
         ),
         samples=SampleStats(

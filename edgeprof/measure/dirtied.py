@@ -23,6 +23,12 @@ from __future__ import annotations
 
 from ..model import Counters
 
+MARKED_FROM = 1 << 20
+"""A run's written figure is marked a lower bound (``≥``, with its note) from this many bytes
+dirtied: below it the figure is short by less than 1 MiB.  A quick start run's 4.1 kB
+(a script's bytecode cache) had put the mark and its three-line note under a table whose
+run wrote nothing of its own."""
+
 
 class Dirtied:
     """The bytes of page cache a run dirtied, from the group's ``dirty`` + ``writeback`` at
