@@ -1,7 +1,10 @@
 """JUnit XML: one test case per budget check or per compared metric, so that any CI (GitHub,
 GitLab, Jenkins) shows pass/fail per model without knowing edgeprof.
 
-Deterministic (no timestamps, no host names): the same checks give the same bytes.
+Deterministic: the same checks give the same bytes.  Its times, timestamp and host name
+are the results' own (:class:`Timing`: each cell's runs' wall time, the first run's start,
+the host that measured them), never the moment or the machine it was written on, so a
+report of saved runs writes what the run wrote (an integrator's dashboard had no duration).
 """
 
 from __future__ import annotations
@@ -28,26 +31,56 @@ class Case:
     output: str = ""
 
 
-def render_junit(suite: str, cases: Sequence[Case], notes: Sequence[str] = ()) -> str:
+@dataclass(frozen=True)
+class Timing:
+    """What the results say of when and where they were measured, for JUnit's ``time``,
+    ``timestamp`` and ``hostname``."""
+
+    cell_s: Mapping[str, float]
+    """Each cell's (:func:`cell_name`) runs' wall time, summed."""
+    timestamp: str | None
+    """The first run's start (ISO 8601, as ``started_at``)."""
+    hostname: str | None
+    """The host that measured every run; ``None``: several, or none known."""
+
+
+def timing(results: Sequence[RunResult]) -> Timing:
+    """:class:`Timing` of ``results``."""
+    cell_s = {cell_name(k): sum(r.wall_s for r in runs) for k, runs in cells(results).items()}
+    started = min((r.started_at for r in results), default=None)
+    hosts = {r.host.hostname for r in results}
+    return Timing(cell_s, started, hosts.pop() if len(hosts) == 1 else None)
+
+
+def _seconds(v: float) -> str:
+    return f"{v:.3f}"
+
+
+def render_junit(
+    suite: str, cases: Sequence[Case], notes: Sequence[str] = (), times: Timing | None = None
+) -> str:
     """``notes``: the suite's own (a merge's hosts, why a sweep stopped), in its
-    ``system-out``, which JUnit readers show beside the cases."""
+    ``system-out``, which JUnit readers show beside the cases.  ``times``: each case's
+    ``time`` (its cell's), the suite's (every cell's once), ``timestamp`` and ``hostname``."""
+    cell_s = {} if times is None else times.cell_s
+    total = {"time": _seconds(sum(cell_s.values()))} if cell_s else {}
+    failures = str(sum(c.failure is not None for c in cases))
     root = ET.Element(
-        "testsuites",
-        name="edgeprof",
-        tests=str(len(cases)),
-        failures=str(sum(c.failure is not None for c in cases)),
+        "testsuites", {"name": "edgeprof", "tests": str(len(cases)), "failures": failures, **total}
     )
-    ts = ET.SubElement(
-        root,
-        "testsuite",
-        name=suite,
-        tests=str(len(cases)),
-        failures=str(sum(c.failure is not None for c in cases)),
-        errors="0",
-        skipped=str(sum(c.skipped is not None and c.failure is None for c in cases)),
-    )
+    where = {}
+    if times is not None and times.timestamp is not None:
+        # JUnit's timestamp is xs:dateTime without a zone: started_at is UTC.
+        where["timestamp"] = times.timestamp.removesuffix("Z").split("+")[0]
+    if times is not None and times.hostname:
+        where["hostname"] = times.hostname
+    skipped = sum(c.skipped is not None and c.failure is None for c in cases)
+    suite_attrs = {"name": suite, "tests": str(len(cases)), "failures": failures, "errors": "0"}
+    suite_attrs |= {"skipped": str(skipped), **total, **where}
+    ts = ET.SubElement(root, "testsuite", suite_attrs)
     for c in cases:
-        tc = ET.SubElement(ts, "testcase", classname=c.classname, name=c.name)
+        took = {"time": _seconds(cell_s[c.classname])} if c.classname in cell_s else {}
+        tc = ET.SubElement(ts, "testcase", {"classname": c.classname, "name": c.name, **took})
         if c.failure is not None:
             ET.SubElement(tc, "failure", message=c.failure, type="edgeprof")
         elif c.skipped is not None:

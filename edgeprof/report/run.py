@@ -386,11 +386,11 @@ def gate_run(
         text = render_run_summary(results, checks, notes=notes)
         write_summaries(text, summary, stderr, step=step)
     if junit is not None:
-        from .junit import budget_cases, render_junit, run_cases
+        from .junit import budget_cases, render_junit, run_cases, timing
         from .results import run_warnings
 
         warned = run_warnings(results)
         cases = budget_cases(checks, warned) if checks else run_cases(results, warned)
         kind = "edgeprof budgets" if checks else "edgeprof runs"
-        write_file(junit, render_junit(kind, cases, notes), stderr)
+        write_file(junit, render_junit(kind, cases, notes, timing(results)), stderr)
     return checks

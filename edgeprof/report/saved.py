@@ -50,7 +50,7 @@ from .ci_summary import (
 from .comparison import repeats_table
 from .export import EXPORTS, write_exports
 from .files import announce_dir, write_file, write_markdown, write_plot_files
-from .junit import compare_cases, render_junit
+from .junit import compare_cases, render_junit, timing
 from .run import budget_checks, gate_run
 from .summary import BudgetGate, print_summary
 
@@ -106,7 +106,8 @@ def compare_saved(
         write_summaries(render_compare_summary(changes, thr, notes), summary, log)
     if junit is not None:
         cases = compare_cases(changes, thr)
-        write_file(junit, render_junit("edgeprof compare", cases, notes), log)
+        times = timing(current_runs)  # the current runs': those the verdicts are of
+        write_file(junit, render_junit("edgeprof compare", cases, notes, times), log)
     if html is not None:
         from .html import Comparison, render_html
 

@@ -22,7 +22,7 @@ from edgeprof.report.ci_summary import (
     render_run_summary,
     write_summaries,
 )
-from edgeprof.report.junit import budget_cases, compare_cases, render_junit, run_cases
+from edgeprof.report.junit import budget_cases, compare_cases, render_junit, run_cases, timing
 from edgeprof.report.results import run_warnings
 from tests.unit.gating_helpers import MIB, run
 
@@ -285,3 +285,34 @@ def test_a_p95_of_too_few_iterations_is_marked_wherever_it_is_shown() -> None:
     assert case.output is not None and case.output.endswith(f"; {FEW_NOTE}")
     changes, notes = compare_results(enough, enough, 0.05)
     assert FEW_NOTE not in notes and not any(c.few for c in changes)
+
+
+def test_junit_times_are_the_results_own() -> None:
+    """An integrator's dashboard had no duration: each case gets its cell's runs' wall time,
+    the suite every cell's, its timestamp the first run's start and its hostname the host
+    that measured them, all from the results (the same results give the same bytes)."""
+    import dataclasses
+
+    from tests.unit.conftest import make_result
+
+    def at(name: str, wall: float, started: str) -> RunResult:
+        return dataclasses.replace(make_result(name=name, wall_s=wall), started_at=started)
+
+    results = [at("a", 1.25, "2026-12-01T00:35:38.570+00:00"),
+               at("a", 0.75, "2026-12-01T00:35:40.000+00:00"),
+               at("b", 0.5, "2026-12-01T00:35:41.000+00:00")]  # fmt: skip
+    xml = render_junit("edgeprof runs", run_cases(results), times=timing(results))
+    assert xml == render_junit("edgeprof runs", run_cases(results), times=timing(results))
+    suite = ET.fromstring(xml).find("testsuite")
+    assert suite is not None
+    assert (suite.get("time"), suite.get("timestamp"), suite.get("hostname")) == (
+        "2.500", "2026-12-01T00:35:38.570", "h",
+    )  # fmt: skip
+    assert [(c.get("classname"), c.get("time")) for c in suite.iter("testcase")] == [
+        ("a (cpus=1.5, cpuset=0-1, memory=512.0MiB)", "2.000"),
+        ("b (cpus=1.5, cpuset=0-1, memory=512.0MiB)", "0.500"),
+    ]
+    # Without the results' timing (as before): no time, timestamp nor hostname.
+    bare = ET.fromstring(render_junit("edgeprof runs", run_cases(results))).find("testsuite")
+    assert bare is not None and bare.get("time") is None and bare.get("hostname") is None
+
