@@ -102,7 +102,7 @@ class IoStats:
     """``write_bytes`` may leave out buffered writes: cgroup v1 charges the group only the
     writes its tasks submit (direct I/O, their own fsync), not the kernel's later writeback
     of the pages they dirtied, and the run's memory held 1 MiB or more of such pages
-    (``dirtied_bytes``).  False: less was seen (the figure short by under 1 MiB), cgroup v2
+    (``dirtied_bytes``).  ``false``: less was seen (the figure short by under 1 MiB), cgroup v2
     (which charges the writeback), or an older file."""
     dirtied_bytes: int | None = None
     """Page cache the run dirtied, as its samples saw it (cgroup v1 ``dirty`` +
