@@ -29,6 +29,7 @@ has its own label), so a sweep, and one bench, reads as it was.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -126,7 +127,11 @@ def between_sides(base: Sequence[RunResult], current: Sequence[RunResult]) -> st
     host's or a version's difference was noted."""
     said = []
     was, now = [words(r) for r in base], [words(r) for r in current]
-    if set(was) != set(now):
+    if _scripts_differ(base, current) and set(was) == set(now):
+        # The same words from other directories: other files.
+        dirs = [", ".join(dict.fromkeys(str(r.workdir) for r in side)) for side in (base, current)]
+        said.append(f"scripts (from {dirs[0]} → from {dirs[1]})")
+    elif _scripts_differ(base, current):
         shown = _shown_commands([*was, *now])
         said.append(
             "commands ("
@@ -144,6 +149,27 @@ def between_sides(base: Sequence[RunResult], current: Sequence[RunResult]) -> st
         if keys and was_env != now_env:
             said.append(f"-E settings ({was_env} → {now_env})")
     return " and ".join(said) or None
+
+
+def _scripts_differ(base: Sequence[RunResult], current: Sequence[RunResult]) -> bool:
+    """Whether the sides' commands differ, a relative script (``w.py``, ``../w.py``) read as
+    the file it names from its run's ``workdir`` where every run records one: one script
+    run from two directories had been "different commands (w.py → ../w.py)" (a
+    verifier's)."""
+    every = (*base, *current)
+    if any(r.workdir is None for r in every):  # an older file: as its words are
+        return {words(r) for r in base} != {words(r) for r in current}
+    return {_resolved(r) for r in base} != {_resolved(r) for r in current}
+
+
+def _resolved(r: RunResult) -> Words:
+    assert r.workdir is not None
+    where = r.workdir
+    return tuple(
+        os.path.normpath(os.path.join(where, w)) if w.endswith(".py") and not os.path.isabs(w)
+        else w
+        for w in words(r)
+    )
 
 
 def _namer(

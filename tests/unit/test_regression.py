@@ -591,6 +591,24 @@ def test_cells_that_ran_different_commands_or_env_are_said() -> None:
     assert not any("different" in n for n in notes)
 
 
+def test_one_script_run_from_two_directories_is_one_command() -> None:
+    """A verifier's ``w.py`` run in ``v/`` and ``../w.py`` run in ``v/sub/``: "different
+    commands (w.py → ../w.py)".  Read from each run's ``workdir``, they are one file; the
+    same words from two directories are two files, said as such."""
+
+    def at(workdir: str, script: str, values: list[float]) -> list[RunResult]:
+        return [dataclasses.replace(r, command=("python", script), workdir=workdir)
+                for r in walls(values, name="python")]  # fmt: skip
+
+    _, notes = compare_results(at("/v", "w.py", list(BASE)), at("/v/sub", "../w.py", list(BASE)))
+    assert not any("different" in n for n in notes)
+    _, notes = compare_results(at("/a", "w.py", list(BASE)), at("/b", "w.py", list(BASE)))
+    assert [n for n in notes if "different" in n] == [
+        "python (cpus=1, memory=1.0GiB): the baseline and the current runs ran different "
+        "scripts (from /a → from /b): a change may be theirs, not the code's"
+    ]
+
+
 def test_an_interval_past_the_threshold_is_inconclusive_not_within_it() -> None:
     """A tester's ``compare s5 s5b`` (one command, 5 runs twice): ``CPU time -0.7% ± 4.4%``
     and ``wall time +0.0% ± 17.8%`` both read "not beyond the threshold"; the second cannot
