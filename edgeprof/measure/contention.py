@@ -38,7 +38,9 @@ def held_by_others(held_s: float | None, throttled_s: float | None) -> float | N
     time adds up each CPU's, so it can exceed ``full``: then 0, never a guess."""
     if held_s is None:
         return None
-    return max(0.0, held_s - (throttled_s or 0.0))
+    # To the microsecond, both counters' unit: a difference of floats had written
+    # 0.13917000000000002 into cells.csv.
+    return round(max(0.0, held_s - (throttled_s or 0.0)), 6)
 
 
 def held_share(wall_s: float, held_s: float | None, throttled_s: float | None) -> float | None:
