@@ -20,6 +20,7 @@ from edgeprof.measure.limits import kernel_memory, rounded_memory
 from edgeprof.measure.runner import profile
 from edgeprof.model import LimitChange, Limits, MemoryStats, RunResult, Termination
 from edgeprof.report.results import render_plain
+from edgeprof.units import format_binary
 
 from .conftest import FakeCgroupFs, make_result
 from .test_backend_cgroup_v2 import COUNTERS, v2_tree
@@ -177,10 +178,6 @@ def test_a_limit_put_back_before_the_end_is_told_by_a_peak_above_it() -> None:
         assert (limit_fit(at) is None) == (over is not None)
 
 
-PAGE_4K = pytest.mark.skipif(os.sysconf("SC_PAGESIZE") != 4096, reason="figures of 4 KiB pages")
-
-
-@PAGE_4K
 def test_a_memory_limit_in_part_of_a_page_is_recorded_as_the_kernel_holds_it(
     cgfs: FakeCgroupFs, tmp_path: Path
 ) -> None:
@@ -192,16 +189,19 @@ def test_a_memory_limit_in_part_of_a_page_is_recorded_as_the_kernel_holds_it(
     root, psc = v2_tree(cgfs, tmp_path, overrides=COUNTERS)
     be = CgroupV2Backend(root=root, proc_self_cgroup=psc, euid=0)
     r = profile(["true"], Limits(memory=300_000_001), backend=be, interval=0.01)
-    assert r.limits.memory == 300_000_001 and r.memory.limit_bytes == 299_999_232
-    assert r.limits_changed == ()  # the group read back 299999232: the kernel's, not a change
+    # This host's page: 299999232 bytes of 4 KiB pages (299958272 of an arm64 kernel's 64 KiB).
+    page = os.sysconf("SC_PAGESIZE")
+    held = 300_000_001 // page * page
+    assert r.limits.memory == 300_000_001 and r.memory.limit_bytes == held
+    assert r.limits_changed == ()  # the group read back the kernel's figure: not a change
     said = [w for w in r.warnings if w.startswith("--memory 300000001")]
     assert said == [
-        "--memory 300000001 is not a whole number of 4096-byte pages: the kernel holds "
-        "299999232 bytes (286.1MiB), which the result records as the limit and judges the fit "
-        "against"
+        f"--memory 300000001 is not a whole number of {page}-byte pages: the kernel holds "
+        f"{held} bytes ({format_binary(held)}), which the result records as the limit and "
+        "judges the fit against"
     ]
     fit = limit_fit(r)  # the fake group's 200 MiB peak
-    assert fit is not None and fit.limit == 299_999_232
+    assert fit is not None and fit.limit == held
     whole = profile(["true"], Limits(memory="64m"), backend=be, interval=0.01)
     assert whole.memory.limit_bytes == 64 * MIB and not any("pages" in w for w in whole.warnings)
 
