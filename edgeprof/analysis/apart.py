@@ -127,11 +127,12 @@ def between_sides(base: Sequence[RunResult], current: Sequence[RunResult]) -> st
     host's or a version's difference was noted."""
     said = []
     was, now = [words(r) for r in base], [words(r) for r in current]
-    if _scripts_differ(base, current) and set(was) == set(now):
+    differ = _scripts_differ(base, current)
+    if differ and set(was) == set(now):
         # The same words from other directories: other files.
         dirs = [", ".join(dict.fromkeys(str(r.workdir) for r in side)) for side in (base, current)]
         said.append(f"scripts (from {dirs[0]} → from {dirs[1]})")
-    elif _scripts_differ(base, current):
+    elif differ:
         shown = _shown_commands([*was, *now])
         said.append(
             "commands ("
@@ -159,14 +160,14 @@ def _scripts_differ(base: Sequence[RunResult], current: Sequence[RunResult]) -> 
     every = (*base, *current)
     if any(r.workdir is None for r in every):  # an older file: as its words are
         return {words(r) for r in base} != {words(r) for r in current}
-    return {_resolved(r) for r in base} != {_resolved(r) for r in current}
+    return {_resolved(r, r.workdir) for r in base} != {_resolved(r, r.workdir) for r in current}
 
 
-def _resolved(r: RunResult) -> Words:
-    assert r.workdir is not None
-    where = r.workdir
+def _resolved(r: RunResult, where: str | None) -> Words:
+    """``r``'s words, its relative scripts read from ``where``."""
     return tuple(
-        os.path.normpath(os.path.join(where, w)) if w.endswith(".py") and not os.path.isabs(w)
+        os.path.normpath(os.path.join(where, w))
+        if where is not None and w.endswith(".py") and not os.path.isabs(w)
         else w
         for w in words(r)
     )

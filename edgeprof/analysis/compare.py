@@ -22,6 +22,7 @@ from . import rules
 from .cells import cells_by_setting, ending, group_by, successful
 from .difference import Difference, difference
 from .first_reads import CACHE_COUNTED, cached_outlier
+from .held import held_off
 from .metrics import STAT_METRICS, Kind, stalled_percentiles
 from .outliers import MIN_DEVIATION, outliers
 
@@ -132,14 +133,18 @@ class ModelSummary:
             s = self.stat(key)
             if s is None:
                 continue
+            measured = stat_runs(key, self.runs)  # the runs of s.values, in their order
             for i in s.outliers():
                 v = s.values[i]
                 off = abs(v - s.median) / abs(s.median) * 100
+                # Numbered among all the cell's runs, as a failed one is (not among those
+                # measured: a cell whose run 1 failed had called its run 3 "run 2").
+                number = self.runs.index(measured[i]) + 1
                 out.append(
-                    f"run {i + 1} is an outlier in {metric.title}: {format_stat(key, v)}, "
+                    f"run {number} is an outlier in {metric.title}: {format_stat(key, v)}, "
                     f"{off:.0f}% {'above' if v > s.median else 'below'} the median "
                     f"{format_stat(key, s.median)}; {_what_discounts(key)} "
-                    f"({self._outlier_advice(key, i, s)})"
+                    f"({self._outlier_advice(key, measured, i, s)})"
                 )
         stalled = stalled_percentiles(self.runs)
         if stalled:
@@ -169,16 +174,20 @@ class ModelSummary:
                 out.append(said)
         return out
 
-    def _outlier_advice(self, key: str, index: int, s: Stat) -> str:
-        """What to do about an outlier: noise's remedies, or, where the first run's page
-        cache accounts for its excess (:func:`~edgeprof.analysis.first_reads.cached_outlier`),
-        that cause and its fix: a quieter machine or more repeats leave it as it is."""
+    def _outlier_advice(
+        self, key: str, measured: Sequence[RunResult], index: int, s: Stat
+    ) -> str:
+        """What to do about an outlier (``measured[index]``, of ``s.values[index]``): noise's
+        remedies, or, where the first run's page cache accounts for its excess
+        (:func:`~edgeprof.analysis.first_reads.cached_outlier`), or its time held off the
+        CPUs (:meth:`_held_apart`), that cause: a quieter machine or more repeats leave the
+        first as it is."""
         slack = MIN_DEVIATION * abs(s.median)
         fr = None
         if key in CACHE_COUNTED:
-            fr = cached_outlier(self.runs, index, s.values[index], s.median, slack)
+            fr = cached_outlier(self.runs, measured[index], s.values[index], s.median, slack)
         if fr is None:
-            held = self._held_apart(key, index, s)
+            held = _held_apart(key, measured, index, s)
             if held is not None:
                 return held
             return "re-run the cell, add repeats, or measure on a quieter machine"
@@ -188,30 +197,6 @@ class ModelSummary:
             "the first run to read a file is charged its page cache and the later ones find "
             f"it cached, so {self._warm_up_advice()}"
         )
-
-    def _held_apart(self, key: str, index: int, s: Stat) -> str | None:
-        """Where a time's outlier is the run other tasks held off its CPUs the most (a slow
-        one) or the least (a fast one), that share against the others' median: a
-        researcher's two fast latency outliers were the least held-off runs (17 and 28 %
-        against 34–49 %), told only "re-run … or measure on a quieter machine"."""
-        if key not in HELD_SLOWS:
-            return None
-        runs = [r for r in rules.newest(key, successful(self.runs))
-                if STAT_METRICS[key].get(r) is not None]  # fmt: skip
-        shares = [_held_share(r) for r in runs]
-        mine = shares[index] if index < len(shares) else None
-        others = [v for i, v in enumerate(shares) if i != index and v is not None]
-        if mine is None or not others:
-            return None
-        rest = statistics.median(others)
-        slower = (s.values[index] > s.median) == (key != "items_per_s")
-        if (mine > rest + HELD_APART) if slower else (mine < rest - HELD_APART):
-            return (
-                f"other tasks held it off its CPUs {mine * 100:.0f}% of its wall time, the "
-                f"others a median {rest * 100:.0f}%: the host's load, not the workload; "
-                "measure on a quieter machine"
-            )
-        return None
 
     def _slow_first(self) -> str | None:
         """The first successful run slower than :data:`SLOW_FIRST_FACTOR` × the median of
@@ -255,8 +240,41 @@ as its cause."""
 
 
 def _held_share(r: RunResult) -> float | None:
-    held = held_by_others(r.cpu.held_s, r.cpu.throttled_s)
+    held = held_off(r)
     return None if held is None or r.wall_s <= 0 else held / r.wall_s
+
+
+def _held_apart(key: str, measured: Sequence[RunResult], index: int, s: Stat) -> str | None:
+    """Where a time's outlier is the run other tasks held off its CPUs the most (a slow
+    one) or the least (a fast one), that share against the others' median: a
+    researcher's two fast latency outliers were the least held-off runs (17 and 28 %
+    against 34–49 %), told only "re-run … or measure on a quieter machine"."""
+    if key not in HELD_SLOWS:
+        return None
+    shares = [_held_share(r) for r in measured]
+    mine = shares[index]
+    others = [v for i, v in enumerate(shares) if i != index and v is not None]
+    if mine is None or not others:
+        return None
+    rest = statistics.median(others)
+    slower = (s.values[index] > s.median) == (key != "items_per_s")
+    if (mine > rest + HELD_APART) if slower else (mine < rest - HELD_APART):
+        return (
+            f"other tasks held it off its CPUs {mine * 100:.0f}% of its wall time, the "
+            f"others a median {rest * 100:.0f}%: the host's load, not the workload; "
+            "measure on a quieter machine"
+        )
+    return None
+
+
+def stat_runs(key: str, runs: Sequence[RunResult]) -> list[RunResult]:
+    """The runs whose figures make a cell's statistic of ``key`` (of :data:`STAT_METRICS`,
+    whose metric names the rule), in the order of its
+    ``values``: the successful ones, of the newest rule (:func:`~edgeprof.analysis.rules.
+    newest`), that have the figure.  One list for the statistic and its outliers' runs: the
+    page-cache advice had counted its outlier's index among the successful runs alone."""
+    metric = STAT_METRICS[key]
+    return [r for r in rules.newest(metric.key, successful(runs)) if metric.get(r) is not None]
 
 
 def _what_discounts(key: str) -> str:
@@ -291,9 +309,8 @@ def summarize(
     ``warmup``: the warm-up runs each cell had (:attr:`ModelSummary.warmup`)."""
     out = []
     for name, runs in group_by(results, lambda r: r.label).items():
-        ok = successful(runs)
         # A figure two rules computed pools the newest rule's alone (statistics_warnings).
-        values = {k: _values(rules.newest(m.key, ok), m.get) for k, m in STAT_METRICS.items()}
+        values = {k: _values(stat_runs(k, runs), m.get) for k, m in STAT_METRICS.items()}
         out.append(
             ModelSummary(
                 name=name,

@@ -130,19 +130,18 @@ def first_reads(results: Sequence[RunResult]) -> FirstReads | None:
 
 
 def cached_outlier(
-    runs: Sequence[RunResult], index: int, value: float, median: float, slack: float
+    runs: Sequence[RunResult], outlier: RunResult, value: float, median: float, slack: float
 ) -> FirstReads | None:
     """The first run's page cache, where it explains the cell's outlier in a figure that
-    counts it (:data:`CACHE_COUNTED`): the outlier (``index`` among the successful runs'
-    values, ``value`` against the cell's ``median``) is the cell's first run, that run held
+    counts it (:data:`CACHE_COUNTED`): the ``outlier`` run (its ``value`` against the cell's
+    ``median``) is the cell's first run, that run held
     the page cache of :func:`first_reads`, and its excess over the median is no more than
     that cache beyond the later runs' plus ``slack`` (the outlier rule's own tolerance).  A
     tester's ``--repeat 3`` of a script reading a 200 MiB file cold peaked at 258.1 / 58.3 /
     58.3 MiB (file 200 / 0 / 0 MiB): run 1 had been "an outlier … measure on a quieter
     machine", which no quieter machine changes.  ``None``: another run, or an excess the
     cache does not account for."""
-    ok = successful(runs)
-    if not runs or index >= len(ok) or ok[index] is not runs[0]:
+    if not runs or outlier is not runs[0]:
         return None
     fr = first_reads(runs)
     if fr is None or value - median > fr.file_bytes - fr.rest_bytes + slack:

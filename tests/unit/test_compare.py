@@ -219,6 +219,22 @@ def test_a_time_outlier_held_off_its_cpus_apart_from_the_others_says_so() -> Non
     assert line.endswith("(re-run the cell, add repeats, or measure on a quieter machine)")
 
 
+def test_an_outlier_is_numbered_among_all_the_cells_runs() -> None:
+    """Its number had been its place among the measured values: a cell whose run 1 failed
+    called its run 4 "run 3", beside "run 1 failed"."""
+    import dataclasses
+
+    from tests.unit.conftest import make_result
+
+    failed = dataclasses.replace(
+        make_result(wall_s=0.1, name="m"), termination=Termination.EXITED, exit_code=1
+    )
+    runs = [failed, *(make_result(wall_s=w, name="m") for w in (1.0, 1.02, 2.0, 0.98))]
+    warnings = summarize(runs)[0].warnings()
+    assert warnings[0] == "run 1 failed (exit 1): left out of the statistics"
+    assert any(w.startswith("run 4 is an outlier in wall time: 2.00s") for w in warnings)
+
+
 def _slow_first(warnings: list[str]) -> str:
     (said,) = [w for w in warnings if w.startswith("the first run took")]
     return said.partition("(cold caches?): ")[2]
