@@ -16,7 +16,7 @@ from typing import TypeVar
 from ..errors import ConfigError
 from ..model import CoreLease, Limits, RunResult, Termination
 from ..model.results import signal_name
-from ..units import format_cpuset, parse_cpuset
+from ..units import format_cpuset, format_period, parse_cpuset
 
 CellKey = tuple[str, str]
 """(label, :func:`setting`)."""
@@ -45,6 +45,19 @@ def described(limits: Limits, lease: CoreLease | None) -> str:
     if lease.chosen:
         return dataclasses.replace(limits, cpuset=None).describe()
     return limits.describe()
+
+
+def period_in_force(r: RunResult) -> str:
+    """``, cpu-period=5ms``: the CFS period of a fractional ``cpus`` quota where the setting
+    does not name it (edgeprof chose it: :func:`edgeprof.measure.limits.cpu_period_us`), for
+    the heads that say a run's limits; ``""`` otherwise.  The period decides how the quota's
+    stalls fall on the iterations, and a head had said ``cpu-period=100ms`` where it was
+    given and nothing of the 5 ms default (a tester's ``limits: cpus=0.5, cpuset=0``).  Not
+    part of :func:`setting`: the label that groups runs into cells stays the user's."""
+    cpus, period = r.limits.cpus, r.cpu.period_s
+    if cpus is None or cpus.is_integer() or r.limits.cpu_period_us is not None or not period:
+        return ""
+    return f", cpu-period={format_period(round(period * 1e6))}"
 
 
 def leased_cores(runs: Sequence[RunResult]) -> str:

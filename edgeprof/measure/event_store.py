@@ -43,6 +43,7 @@ from .latency import (
     Iteration,
     Tail,
     all_raised,
+    host_speed_warning,
     iteration_stalls,
     latency_stats,
     stall_warning,
@@ -333,6 +334,7 @@ class EventStore:
             stalls=stalls,
             tails=self._tails,
             raised=raised,
+            share=self._share,
         )
         warnings = cap_warnings(self.counts())
         if self.malformed:
@@ -355,7 +357,7 @@ class EventStore:
             )
         warnings.extend(self._sampled_peaks_warnings(phases))
         latency = with_raised(
-            latency_stats(iterations, stalls=stalls, tail=self._tail),
+            latency_stats(iterations, stalls=stalls, tail=self._tail, share=self._share),
             len(self._raised) + self._raised_over,
         )
         warnings.extend(all_raised(phases, raised, latency, len(self._raised) + self._raised_over))
@@ -365,11 +367,12 @@ class EventStore:
         measured = [(f"phase {p.name!r}: ", p.latency) for p in phases]
         if latency is not None and latency.count not in counts:
             measured.insert(0, ("", latency))
-        warnings.extend(
-            stall_warning(lat, where)
-            for where, lat in measured
-            if lat is not None and lat.throttling is not None and lat.throttling.distorted
-        )
+        for where, lat in measured:
+            t = None if lat is None else lat.throttling
+            if lat is not None and t is not None and t.distorted:
+                warnings.append(stall_warning(lat, where))
+            if lat is not None and t is not None and t.at_host_speed:
+                warnings.append(host_speed_warning(lat, where))
         return phases, latency, tuple(self._marks), warnings
 
     def _sampled_peaks_warnings(self, phases: Sequence[PhaseStats]) -> list[str]:

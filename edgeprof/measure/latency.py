@@ -195,6 +195,7 @@ def latency_stats(
     stalls: Sequence[float | None] | None = None,
     tail: Tail | None = None,
     within_s: float | None = None,
+    share: float | None = None,
 ) -> LatencyStats | None:
     """Latency of iterations given as ``(start, end, items)``; ``None`` for none.
 
@@ -207,18 +208,20 @@ def latency_stats(
     phase lasted (over its occurrences): the span is held to it, as a phase's iterations
     spread over occurrences between other phases had their rate counted over those too
     (10 × a 5 ms iteration, each after 20 ms in another phase: 43 it/s for a 195 it/s phase).
+    ``share``: the run's quota in CPUs, which tells whether the iterations ran at the host
+    core's speed (:func:`at_host_speed`).
     """
     if tail is not None and tail.count:
-        return _with_tail(iterations, tail, stalls=stalls, within_s=within_s)
+        return _with_tail(iterations, tail, stalls=stalls, within_s=within_s, share=share)
     if not iterations:
         return None
+    span = _span(iterations, within_s)
     throttling = None
     if stalls is not None:
-        throttling = distortion([t1 - t0 for t0, t1, _ in iterations], stalls)
+        throttling = distortion(
+            [t1 - t0 for t0, t1, _ in iterations], stalls, share=share, span_s=span
+        )
     durations = sorted(t1 - t0 for t0, t1, _ in iterations)
-    span = max(t1 for _, t1, _ in iterations) - min(t0 for t0, _, _ in iterations)
-    if within_s is not None:
-        span = min(span, within_s)
     n = len(durations)
     items, items_given = _items(iterations)
     return LatencyStats(
@@ -235,6 +238,12 @@ def latency_stats(
         items_per_s=(items / span if span > 0 else None) if items_given else None,
         throttling=throttling,
     )
+
+
+def _span(iterations: Sequence[Iteration], within_s: float | None) -> float:
+    """From the first start to the last end, held to ``within_s`` (see :func:`latency_stats`)."""
+    span = max(t1 for _, t1, _ in iterations) - min(t0 for t0, _, _ in iterations)
+    return span if within_s is None else min(span, within_s)
 
 
 def with_raised(latency: LatencyStats | None, raised: int) -> LatencyStats | None:
@@ -276,6 +285,7 @@ def _with_tail(
     *,
     stalls: Sequence[float | None] | None,
     within_s: float | None = None,
+    share: float | None = None,
 ) -> LatencyStats:
     durations = [t1 - t0 for t0, t1, _ in iterations]
     sketch = tail.sketch.copy()
@@ -300,7 +310,11 @@ def _with_tail(
         min_s=sketch.lo,
         items=items if items_given else None,
         items_per_s=(items / span if span > 0 else None) if items_given else None,
-        throttling=None if stalls is None or not durations else distortion(durations, stalls),
+        throttling=None
+        if stalls is None or not durations
+        else distortion(
+            durations, stalls, share=share, span_s=_span(iterations, within_s)
+        ),
         percentiles_error=SKETCH_ALPHA,
     )
 
@@ -407,7 +421,13 @@ def _batch_shares(
     return [e + rest for e in excess]
 
 
-def distortion(latencies: Sequence[float], stalls: Sequence[float | None]) -> Throttling | None:
+def distortion(
+    latencies: Sequence[float],
+    stalls: Sequence[float | None],
+    *,
+    share: float | None = None,
+    span_s: float | None = None,
+) -> Throttling | None:
     """The throttling of these iterations; ``None`` when no stall is known.
 
     Two even spreads of the same stall time: in proportion to each iteration's running
@@ -415,6 +435,9 @@ def distortion(latencies: Sequence[float], stalls: Sequence[float | None]) -> Th
     (for time that is not CPU: a preemption by another task counts as running time here,
     and a slower core would not have stretched it).  A percentile measures the stall
     pattern when it differs from both by more than :data:`TOLERANCE`.
+
+    ``share`` (the quota in CPUs) and ``span_s`` (from the first iteration's start to the
+    last one's end) tell whether they ran at the host core's speed (:func:`at_host_speed`).
     """
     known = [(lat, s) for lat, s in zip(latencies, stalls, strict=True) if s is not None]
     if not known:
@@ -447,6 +470,8 @@ def distortion(latencies: Sequence[float], stalls: Sequence[float | None]) -> Th
             for x in (e, u)
         ):
             distorted.append(name)
+    fractional = share if share is not None and share < 1 else None
+    busy = None if not span_s or span_s <= 0 else math.fsum(latencies) / span_s
     return Throttling(
         iterations=len(known),
         throttled=sum(1 for _, s in known if s > 0),
@@ -456,7 +481,37 @@ def distortion(latencies: Sequence[float], stalls: Sequence[float | None]) -> Th
         even_p95_s=spread["p95"],
         even_p99_s=spread["p99"],
         distorted=tuple(distorted),
+        even_p90_s=spread["p90"],
+        share=fractional,
+        at_host_speed=fractional is not None
+        and at_host_speed(total_run, stall, fractional, busy),
     )
+
+
+def at_host_speed(running_s: float, stall_s: float, share: float, busy: float | None) -> bool:
+    """Whether iterations under a quota of ``share`` (< 1) CPU ran at the host core's speed
+    rather than a core of that share's: they kept the CPU busy for less than the quota over
+    their span (``busy``: their time over it), and took under a slower core's stretch by
+    more than :data:`TOLERANCE` (their ``running_s`` plus ``stall_s`` under
+    ``(1 − TOLERANCE) · running_s / share``, the time a core at ``share`` of this one's
+    speed would take for CPU-bound work).
+
+    No cgroup control slows a core: a quota stalls the group once it has used its share of
+    a period, so work that idles within the period (a frame every 20 ms) finds the quota
+    refilled and runs at full speed.  Measured on this project's 2-core host (cgroup v1,
+    ``--cpus 0.5 --cpuset 0``, the 5 ms period, 100 frames of 1.7 ms of CPU): paced every
+    20 ms, 0 of 99 frames throttled, busy 0.09, p50 1.71 ms and 1.72 ms, as ``--cpus 1``'s
+    1.71 ms, where a half-speed core takes about 3.4 ms (a tester's: 1.94 ms and 1.79 ms
+    with ``nr_throttled`` 51 and nothing said); back to back, busy 1.0, p50 3.36 ms and
+    3.53 ms, not flagged.  The second back-to-back run took 3.4 ms of stall where a
+    slower core's is 340 ms, because other tasks held it off its CPU 46 % of the time: the
+    quota was never reached, and ``busy`` (1.0: the iterations wanted the CPU all along)
+    keeps such a run out; the contention warning names it.  At a share of 0.75 or more a
+    slower core's latencies are within :data:`TOLERANCE` of the host's, and none is
+    flagged."""
+    if busy is None or busy >= share or running_s <= 0:
+        return False
+    return running_s + stall_s < (1 - TOLERANCE) * running_s / share
 
 
 def stall_warning(lat: LatencyStats, where: str = "") -> str:
@@ -468,9 +523,44 @@ def stall_warning(lat: LatencyStats, where: str = "") -> str:
         f"{where}{stalled_words(t.distorted)} the CPU quota's stalls, not the "
         f"workload: {t.throttled} of {_known(t.iterations, lat.count)} were throttled (up to "
         f"{t.max_stall_s * 1000:.1f}ms each); with the stalls spread evenly, as on a slower "
-        f"core, p50 would be {t.even_p50_s * 1000:.2f}ms and p99 {t.even_p99_s * 1000:.2f}ms. "
-        "A CFS period well under one iteration spreads them (--cpu-period; the kernel's "
-        "shortest quota is 1ms)"
+        f"core, {_even_words(lat, t)}. A CFS period well under one iteration spreads them "
+        "(--cpu-period; the kernel's shortest quota is 1ms)"
+    )
+
+
+def _even_words(lat: LatencyStats, t: Throttling) -> str:
+    """``p90 would be 3.10ms (measured 5.11ms)``: each flagged percentile's even spread.
+    p50 and p99 alone had been given whatever was flagged: a run whose p90 alone was
+    starred (5.11 ms) was told p50 2.32 ms and p99 9.28 ms, close to the measured ones."""
+    parts = []
+    for name in t.distorted:
+        even = t.even(name)
+        measured = getattr(lat, f"{name}_s")
+        if even is not None:
+            parts.append(f"{name} would be {even * 1000:.2f}ms (measured {measured * 1000:.2f}ms)")
+    if not parts:  # a file from before even_p90_s: the figures it has
+        return f"p50 would be {t.even_p50_s * 1000:.2f}ms and p99 {t.even_p99_s * 1000:.2f}ms"
+    return ", ".join(parts)
+
+
+def host_speed_warning(lat: LatencyStats, where: str = "") -> str:
+    """The warning for a latency :func:`at_host_speed` measured (``where``: a prefix naming
+    the phase), with what a core of the share's speed would give for CPU-bound iterations:
+    the percentiles over the share, as their stall was far from a slower core's.  How busy
+    they kept the core: their mean over their period (``mean_s · per_s``)."""
+    t = lat.throttling
+    assert t is not None and t.at_host_speed and t.share is not None
+    slower = ", ".join(
+        f"{name} {getattr(lat, f'{name}_s') / t.share * 1000:.2f}ms" for name in ("p50", "p99")
+    )
+    busy = "" if lat.per_s is None else f" {min(lat.mean_s * lat.per_s, 1):.0%} of their span,"
+    return (
+        f"{where}latency measures this host's core, not a core at {t.share:g} of its speed: "
+        f"{t.throttled} of {_known(t.iterations, lat.count)} were throttled and they kept "
+        f"the CPU busy{busy} under the {t.share:g}-CPU quota, which then refills while they "
+        "idle (a quota slows only work that does not idle within its period). On a core at "
+        f"{t.share:g} of this one's speed, CPU-bound iterations would take about {slower} "
+        f"(these percentiles over {t.share:g}: an estimate)"
     )
 
 

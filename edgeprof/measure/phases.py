@@ -254,6 +254,7 @@ def phase_stats(
     stalls: Sequence[float | None] | None = None,
     tails: Mapping[str, Tail] | None = None,
     raised: Mapping[str, int] | None = None,
+    share: float | None = None,
 ) -> tuple[PhaseStats, ...]:
     """Merge occurrences by name (in order of first start) and attribute readings and
     iterations (an iteration belongs to every phase open at its end) to each.
@@ -263,7 +264,7 @@ def phase_stats(
     per iteration, as for :func:`latency_stats`; ``tails``: by name, the iterations past
     the stored ones that the runner attributed as their lines arrived; ``raised``: by name,
     the iterations that raised (:func:`phase_raised`), kept out of the latency and counted
-    beside it."""
+    beside it; ``share``: the quota in CPUs, as for :func:`latency_stats`."""
     order = sorted(range(len(iterations)), key=lambda i: iterations[i][1])
     iterations = [iterations[i] for i in order]
     stalls_sorted = None if stalls is None else [stalls[i] for i in order]
@@ -342,6 +343,7 @@ def phase_stats(
                         stalls=None if stalls_sorted is None else its_stalls,
                         tail=None if tails is None else tails.get(name),
                         within_s=wall,
+                        share=share,
                     ),
                     0 if raised is None else raised.get(name, 0),
                 ),

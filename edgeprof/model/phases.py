@@ -29,7 +29,14 @@ class Throttling:
     same stall time spread over them in proportion to their running time, as a core that
     much slower would show; ``distorted``: the reported percentiles (``p50`` … ``p99``)
     that differ from those by more than the tolerance, i.e. that measure the stall pattern
-    rather than the workload.
+    rather than the workload; ``even_p90_s``: as the other ``even_*`` (``None`` in files
+    from before it was recorded).
+
+    ``share``: the quota in CPUs where it is under one (a ``--cpus`` share, a one-core
+    device's speed); ``at_host_speed``: under it, the iterations neither used the quota up
+    nor took a slower core's stalls, so every percentile is the host core's, not a core of
+    that share's speed (:func:`edgeprof.measure.latency.at_host_speed`; a paced loop whose
+    frames idle between periods).
     """
 
     iterations: int
@@ -40,6 +47,14 @@ class Throttling:
     even_p95_s: float
     even_p99_s: float
     distorted: tuple[str, ...] = ()
+    even_p90_s: float | None = None
+    share: float | None = None
+    at_host_speed: bool = False
+
+    def even(self, name: str) -> float | None:
+        """The even spread's value of percentile ``name`` (``p50`` … ``p99``)."""
+        value: float | None = getattr(self, f"even_{name}_s")
+        return value
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Throttling:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from ..analysis.metrics import BY_KEY
 from ..model import RunResult
 from ..units import format_binary, format_energy, format_seconds
-from .phases import latency_notes, percentile_cell
+from .phases import held, latency_notes, percentile_cell
 from .table import plain_table
 
 COLUMNS = ("NAME", "ITEMS/S", "P50", "P95", "P99", "GPU MEMORY", "GPU UTIL", "ENERGY/ITEM")
@@ -35,6 +35,7 @@ def bench_rows(results: Sequence[RunResult]) -> list[list[str]]:
         util = BY_KEY["gpu_util"].get(r)
         g = r.gpu
         name = f"{r.label} run {seen[r.label]}" if repeated else r.label
+        slowed = held([r])
         rows.append(
             [
                 # A run cut short (interrupted, OOM, exit 1) is said: its throughput had been
@@ -43,9 +44,9 @@ def bench_rows(results: Sequence[RunResult]) -> list[list[str]]:
                 "n/a" if lat is None or lat.items_per_s is None else f"{lat.items_per_s:.1f}",
                 # As the latency table shows them (format_seconds), with its marks (a stall's
                 # p99 had lost its "*" here, the table a batch size is chosen by).
-                "n/a" if lat is None else percentile_cell(lat, "p50"),
-                "n/a" if lat is None else percentile_cell(lat, "p95"),
-                "n/a" if lat is None else percentile_cell(lat, "p99"),
+                "n/a" if lat is None else percentile_cell(lat, "p50", held=slowed),
+                "n/a" if lat is None else percentile_cell(lat, "p95", held=slowed),
+                "n/a" if lat is None else percentile_cell(lat, "p99", held=slowed),
                 "no GPU" if g is None else format_binary(g.memory_peak_bytes),
                 "no GPU" if g is None else "n/a" if util is None else f"{util:.1f}%",
                 "no GPU" if g is None else format_energy(g.energy_per_item_j),

@@ -20,7 +20,7 @@ from html import escape
 
 from ..analysis.budgets import BudgetCheck
 from ..analysis.calibration import Calibration
-from ..analysis.cells import cell_name, cells, endings
+from ..analysis.cells import cell_name, cells, endings, period_in_force
 from ..analysis.cells import setting as setting_of
 from ..analysis.compare import RANKED_METRICS, format_stat, rank, summarize_cells
 from ..analysis.headroom import Headroom, worst_fit
@@ -273,7 +273,8 @@ def _meta(results: Sequence[RunResult]) -> str:
     # the cores leased to each round.
     limits = list(
         dict.fromkeys(
-            (f"device {r.device}, " if r.device else "") + f"limits: {setting_of(r)}"
+            (f"device {r.device}, " if r.device else "")
+            + f"limits: {setting_of(r)}{period_in_force(r)}"
             for r in results
         )
     )

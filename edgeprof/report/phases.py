@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 from ..analysis.cells import cell_key, cell_name, cells, setting, successful
+from ..analysis.held import held_runs
 from ..analysis.metrics import FEW, FEW_NOTE, too_few
 from ..analysis.stats import median
 from ..model import PERCENTILES, LatencyStats, Mark, PhaseStats, RunResult
@@ -62,12 +63,14 @@ def _median_of(items: Sequence[_T]) -> _T:
         elif f.name == "throttling":
             # The worst run's, flagging every percentile any run's measured stalls: one that
             # did in one run is suspect in all (as the run's warning names them).
+            # So is a run's host core's speed (at_host_speed).
             known = [v for v in values if v is not None]
             flagged = {p for t in known for p in t.distorted}
             kw[f.name] = (
                 dataclasses.replace(
                     max(known, key=lambda t: len(t.distorted)),
                     distorted=tuple(p for p in PERCENTILES if p in flagged),
+                    at_host_speed=any(t.at_host_speed for t in known),
                 )
                 if known
                 else None
@@ -182,6 +185,19 @@ def phase_rows(results: Sequence[RunResult]) -> list[list[str]]:
 
 STALLED = "*"
 STALLED_NOTE = f"{STALLED} measures the CPU quota's stalls, not the workload (see the warnings)"
+HOST_SPEED = "!"
+HOST_SPEED_NOTE = (
+    f"{HOST_SPEED} this host's core's speed, not a core at the quota's share of it: the "
+    "iterations idled while the quota refilled (see the warnings)"
+)
+HELD = "#"
+HELD_NOTE = (
+    f"{HELD} other tasks on this host held the run off its CPUs: slower than its limits "
+    "alone make it (see the warnings)"
+)
+"""A percentile of a run (or a cell with a run) :func:`~edgeprof.analysis.held.held_runs`
+counts: a tester's P50 of 10.81 ms (56 % of its wall time held off) against 2.4 ms on a
+quieter run had no mark in the table, only the warning above it."""
 SKETCHED = "~"
 
 
@@ -192,23 +208,43 @@ def _sketched_note(error: float) -> str:
     )
 
 
-def percentile_cell(s: LatencyStats, name: str) -> str:
+def percentile_cell(s: LatencyStats, name: str, *, held: bool = False) -> str:
     """A percentile (``p50``…) as every latency table shows it (:func:`_ms`), ``^`` where
     fewer iterations than it needs gave it (:func:`~edgeprof.analysis.metrics.iterations_for`),
-    ``*`` where it measures the quota's stalls, ``~`` where a sketch gave it (the notes
-    below say so)."""
-    distorted = s.throttling.distorted if s.throttling is not None else ()
+    ``*`` where it measures the quota's stalls, ``!`` where the iterations ran at the host
+    core's speed under a fractional quota, ``#`` where other tasks held the run off its
+    CPUs (``held``), ``~`` where a sketch gave it (the notes below say so)."""
+    t = s.throttling
     about = SKETCHED if s.percentiles_error is not None else ""
-    few = FEW if too_few(s.count, name) else ""
-    return about + _ms(getattr(s, f"{name}_s")) + few + (STALLED if name in distorted else "")
+    marks = (
+        FEW if too_few(s.count, name) else "",
+        STALLED if t is not None and name in t.distorted else "",
+        HOST_SPEED if t is not None and t.at_host_speed else "",
+        HELD if held else "",
+    )
+    return about + _ms(getattr(s, f"{name}_s")) + "".join(marks)
+
+
+def held(runs: Sequence[RunResult]) -> bool:
+    """Whether other tasks held any of ``runs`` off its CPUs for as long as ``edgeprof run``
+    warns of (:func:`~edgeprof.analysis.held.held_runs`): its percentiles' :data:`HELD`."""
+    return held_runs(runs) is not None
 
 
 def latency_notes(cells: Iterable[str], stats: Sequence[LatencyStats]) -> list[str]:
     """The notes under a table of ``cells`` that :func:`percentile_cell` made of ``stats``:
     one per mark shown."""
     shown = list(cells)
-    notes = [FEW_NOTE] if any(FEW in c for c in shown) else []
-    notes += [STALLED_NOTE] if any(c.endswith(STALLED) for c in shown) else []
+    notes = [
+        note
+        for mark, note in (
+            (FEW, FEW_NOTE),
+            (STALLED, STALLED_NOTE),
+            (HOST_SPEED, HOST_SPEED_NOTE),
+            (HELD, HELD_NOTE),
+        )
+        if any(mark in c for c in shown)
+    ]
     errors = [s.percentiles_error for s in stats if s.percentiles_error]
     if errors and any(c.startswith(SKETCHED) for c in shown):
         notes.append(_sketched_note(max(errors)))
@@ -220,16 +256,16 @@ def iterations_cell(s: LatencyStats) -> str:
     return f"{s.count} (+{s.raised} raised)" if s.raised else str(s.count)
 
 
-def _latency_row(label: str, phase: str, s: LatencyStats) -> list[str]:
+def _latency_row(label: str, phase: str, s: LatencyStats, held: bool) -> list[str]:
     return [
         label,
         phase,
         iterations_cell(s),
         _ms(s.mean_s),
-        percentile_cell(s, "p50"),
-        percentile_cell(s, "p90"),
-        percentile_cell(s, "p95"),
-        percentile_cell(s, "p99"),
+        percentile_cell(s, "p50", held=held),
+        percentile_cell(s, "p90", held=held),
+        percentile_cell(s, "p95", held=held),
+        percentile_cell(s, "p99", held=held),
         _ms(s.max_s),
         _rate(s.per_s),
         _rate(s.items_per_s),
@@ -241,17 +277,20 @@ def latency_rows(results: Sequence[RunResult]) -> list[list[str]]:
     unless one phase already holds all of them (those that raised too)."""
     rows = []
     if aggregated(results):
-        units = [(lb, _cell_phases(runs), _cell_latency(runs)) for lb, runs in _cells(results)]
+        units = [
+            (lb, _cell_phases(runs), _cell_latency(runs), held(runs))
+            for lb, runs in _cells(results)
+        ]
     else:
-        units = [(label, list(r.phases), r.latency) for label, r in named_runs(results)]
-    for label, phases, latency in units:
+        units = [(lb, list(r.phases), r.latency, held([r])) for lb, r in named_runs(results)]
+    for label, phases, latency, slowed in units:
         per_phase = [(p.name, p.latency) for p in phases if p.latency is not None]
         for name, lat in per_phase:
-            rows.append(_latency_row(label, name, lat))
+            rows.append(_latency_row(label, name, lat, slowed))
         if latency is not None and not any(
             (lat.count, lat.raised) == (latency.count, latency.raised) for _, lat in per_phase
         ):
-            rows.append(_latency_row(label, ALL, latency))
+            rows.append(_latency_row(label, ALL, latency, slowed))
     return rows
 
 

@@ -11,7 +11,7 @@ import os
 from collections.abc import Collection, Sequence
 from typing import NamedTuple, TextIO
 
-from ..analysis.cells import cells, leased_cores
+from ..analysis.cells import cells, leased_cores, period_in_force
 from ..analysis.headroom import below_limit, mapped_elsewhere, worst_fit, worst_gpu_fit
 from ..analysis.instrumentation import uninstrumented
 from ..model import RunResult
@@ -151,7 +151,7 @@ def note_lines(results: Sequence[RunResult]) -> list[NoteLine]:
     for (label, setting), runs in by_cell.items():
         r = runs[0]
         device = f"device {r.device}, " if r.device else ""
-        where = f"{device}limits: {setting}{leased_cores(runs)}"
+        where = f"{device}limits: {setting}{period_in_force(r)}{leased_cores(runs)}"
         head = f"{label}: {r.backend}/{r.mechanism}, {where}, "
         if len(runs) == 1:
             head += f"{r.samples.count} samples every {r.samples.interval_s:g}s"

@@ -354,8 +354,13 @@ def test_the_channel_reads_throttling_per_line_and_warns() -> None:
     assert w.startswith("latency p50, p90, p95, p99 measure the CPU quota's stalls")
     # 40 iterations, the first with no reading at its start: "5 of 39" had read as a miscount.
     assert "5 of the 39 iterations with a known stall (of 40) were throttled (up to 50.0ms" in w
-    # 39 known iterations, 195 ms of running and 250 ms of stalls: 5 ms × 445 / 195.
-    assert "p50 would be 11.41ms and p99 11.41ms" in w
+    # 39 known iterations, 195 ms of running and 250 ms of stalls: 5 ms × 445 / 195, each
+    # flagged percentile's even spread beside its measured value.
+    assert (
+        "as on a slower core, p50 would be 11.41ms (measured 5.00ms), p90 would be 11.41ms "
+        "(measured 55.00ms), p95 would be 11.41ms (measured 55.00ms), p99 would be 11.41ms "
+        "(measured 55.00ms). A CFS" in w
+    )
 
 
 def test_a_phase_holding_every_iteration_is_warned_about_once() -> None:

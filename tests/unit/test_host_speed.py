@@ -1,0 +1,210 @@
+"""A fractional quota that never slowed the iterations (measure/latency.py:at_host_speed), the
+even spread of each flagged percentile, and the latency table's marks for both and for a run
+other tasks held off its CPUs; the limits head's CFS period."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from edgeprof.measure.events import EventChannel
+from edgeprof.measure.latency import Iteration, distortion, latency_stats, stall_warning
+from edgeprof.model import LatencyStats, Limits, RunResult, Throttling
+from edgeprof.report.bench import render_bench
+from edgeprof.report.phases import HELD_NOTE, HOST_SPEED_NOTE, render_sections
+from edgeprof.report.results import render_plain
+
+from .conftest import make_result
+
+MS = 1e-3
+
+
+def paced(n: int = 100, frame: float = 1.75 * MS, every: float = 20 * MS) -> list[Iteration]:
+    """A frame every ``every`` seconds, as an audio front-end's loop (the tester's kws2.py)."""
+    return [(i * every, i * every + frame, None) for i in range(n)]
+
+
+def back_to_back(n: int = 100, lat: float = 3.5 * MS) -> list[Iteration]:
+    return [(i * lat, (i + 1) * lat, None) for i in range(n)]
+
+
+def throttling(its: list[Iteration], stalls: list[float | None], share: float | None) -> Throttling:
+    s = latency_stats(its, stalls=stalls, share=share)
+    assert s is not None and s.throttling is not None
+    return s.throttling
+
+
+def test_a_paced_loop_that_never_stalled_under_half_a_cpu_ran_at_the_hosts_speed() -> None:
+    t = throttling(paced(), [None] + [0.0] * 99, 0.5)
+    assert (t.iterations, t.throttled, t.share, t.at_host_speed) == (99, 0, 0.5, True)
+    assert t.distorted == ()
+
+
+def test_back_to_back_iterations_stalled_by_their_share_are_a_slower_cores() -> None:
+    """1.75 ms of work and 1.75 ms of stall in each: what a half-speed core takes."""
+    t = throttling(back_to_back(), [None] + [1.75 * MS] * 99, 0.5)
+    assert (t.throttled, t.at_host_speed) == (99, False)
+
+
+def test_back_to_back_iterations_held_off_by_other_tasks_are_not_called_host_speed() -> None:
+    """Measured here: 3 of 99 throttled (3.4 ms of stall) where other tasks held the run off
+    its CPU 46 % of the time; the iterations kept the CPU busy all along (busy 1.0)."""
+    stalls: list[float | None] = [None] + [0.0] * 99
+    stalls[50] = 1.0 * MS
+    assert throttling(back_to_back(), stalls, 0.5).at_host_speed is False
+
+
+def test_paced_frames_longer_than_the_quotas_slice_stall_as_a_slower_core() -> None:
+    """4 ms of work against 2.5 ms of quota per 5 ms period: one 2.5 ms stall each, 6.5 ms
+    against a half-speed core's 8 ms, within the tolerance."""
+    its: list[Iteration] = [(i * 0.02, i * 0.02 + 6.5 * MS, None) for i in range(100)]
+    assert throttling(its, [None] + [2.5 * MS] * 99, 0.5).at_host_speed is False
+
+
+@pytest.mark.parametrize(
+    ("share", "recorded"), [(0.75, 0.75), (1.0, None), (1.5, None), (None, None)]
+)
+def test_no_share_under_three_quarters_no_host_speed(
+    share: float | None, recorded: float | None
+) -> None:
+    """At 0.75 a slower core's latencies (1.33×) are within the tolerance of the host's;
+    a quota of a CPU or more is no slower core."""
+    t = throttling(paced(), [None] + [0.0] * 99, share)
+    assert (t.share, t.at_host_speed) == (recorded, False)
+
+
+def test_without_the_iterations_span_nothing_is_called_host_speed() -> None:
+    t = distortion([1.75 * MS] * 10, [0.0] * 10, share=0.5)
+    assert t is not None and t.at_host_speed is False
+
+
+def _paced_channel(share: float) -> EventChannel:
+    ch = EventChannel(clock=lambda: 1e7)
+    ch._read_throttled = lambda: 0  # never throttled
+    ch._share = share
+    for t0, t1, _ in paced():
+        ch.feed(f"iter {100 + t0:.6f} {100 + t1:.6f}\n".encode())
+    ch.close()
+    return ch
+
+
+def test_the_run_warns_in_one_line_with_a_slower_cores_estimate() -> None:
+    _, latency, _, warnings = _paced_channel(0.5).results(run_end=10.0)
+    assert latency is not None and latency.throttling is not None
+    assert latency.throttling.at_host_speed
+    [w] = warnings
+    assert w == (
+        "latency measures this host's core, not a core at 0.5 of its speed: 0 of the 99 "
+        "iterations with a known stall (of 100) were throttled and they kept the CPU busy 9% "
+        "of their span, under the 0.5-CPU quota, which then refills while they idle (a quota "
+        "slows only work that does not idle within its period). On a core at 0.5 of this "
+        "one's speed, CPU-bound iterations would take about p50 3.50ms, p99 3.50ms (these "
+        "percentiles over 0.5: an estimate)"
+    )
+
+
+def _run(latency: LatencyStats | None, **kw: object) -> RunResult:
+    return dataclasses.replace(make_result(**kw), latency=latency)
+
+
+def test_the_table_marks_a_host_speed_latency_and_says_why() -> None:
+    _, latency, _, _ = _paced_channel(0.5).results(run_end=10.0)
+    text = render_sections([_run(latency)])
+    [row] = [ln.split() for ln in text.splitlines() if ln.startswith("python3 ")]
+    assert row[4:8] == ["1.75ms!"] * 4
+    assert HOST_SPEED_NOTE in text
+    # Repeats: the cell's median keeps the mark.
+    assert HOST_SPEED_NOTE in render_sections([_run(latency), _run(latency)])
+    back = RunResult.from_dict(_run(latency).to_dict())
+    assert back.latency == latency
+
+
+def test_a_stall_warning_gives_the_even_spread_of_each_flagged_percentile() -> None:
+    """A tester's p90 alone was starred (5.11 ms); the line gave p50 2.32 ms and p99 9.28 ms."""
+    lat = latency_stats([(0.0, x * MS, None) for x in range(1, 101)], stalls=[0.0] * 100)
+    assert lat is not None and lat.throttling is not None
+    t = dataclasses.replace(
+        lat.throttling,
+        throttled=39,
+        max_stall_s=4.9 * MS,
+        distorted=("p90",),
+        even_p90_s=3.1 * MS,
+    )
+    w = stall_warning(dataclasses.replace(lat, throttling=t))
+    assert "as on a slower core, p90 would be 3.10ms (measured 90.10ms). A CFS" in w
+    # A file from before even_p90_s: the figures it has.
+    old = dataclasses.replace(t, even_p90_s=None)
+    w = stall_warning(dataclasses.replace(lat, throttling=old))
+    assert "as on a slower core, p50 would be 50.50ms and p99 99.01ms. A CFS" in w
+
+
+def test_an_old_files_throttling_reads_without_the_new_fields() -> None:
+    t = Throttling.from_dict(
+        {
+            "iterations": 9,
+            "throttled": 1,
+            "stall_s": 0.1,
+            "max_stall_s": 0.1,
+            "even_p50_s": 0.01,
+            "even_p95_s": 0.02,
+            "even_p99_s": 0.03,
+            "distorted": ["p99"],
+        }
+    )
+    assert (t.even_p90_s, t.share, t.at_host_speed, t.distorted) == (None, None, False, ("p99",))
+
+
+def _held(held_s: float | None) -> RunResult:
+    lat = latency_stats([(0.0, 2 * MS, None)] * 100)
+    cpu = dataclasses.replace(make_result().cpu, held_s=held_s)
+    return _run(lat, cpu=cpu)
+
+
+def test_the_table_marks_the_percentiles_of_a_run_other_tasks_held_off() -> None:
+    """wall 1.5 s, 0.84 s held less 0.0123 s throttled: 55 %, warned of, and now marked."""
+    text = render_sections([_held(0.84)])
+    [row] = [ln.split() for ln in text.splitlines() if ln.startswith("python3 ")]
+    assert row[3:9] == ["2.00ms", "2.00ms#", "2.00ms#", "2.00ms#", "2.00ms#", "2.00ms"]
+    assert HELD_NOTE in text
+    bench = render_bench([_held(0.84)])
+    assert "2.00ms#" in bench and HELD_NOTE in bench
+    # Under the warning's tenth of the wall time, or not measured: no mark.
+    for quiet in (_held(0.1), _held(None)):
+        text = render_sections([quiet])
+        assert "#" not in text and HELD_NOTE not in text
+
+
+def _limited(limits: Limits, period_s: float | None) -> RunResult:
+    cpu = dataclasses.replace(make_result().cpu, period_s=period_s)
+    return make_result(limits=limits, cpu=cpu)
+
+
+@pytest.mark.parametrize(
+    ("limits", "period_s", "said"),
+    [
+        (Limits(cpus=0.5, cpuset="0"), 0.005, "limits: cpus=0.5, cpuset=0, cpu-period=5ms,"),
+        (
+            Limits(cpus=0.5, cpuset="0", cpu_period_us="100ms"),
+            0.1,
+            "limits: cpus=0.5, cpuset=0, cpu-period=100ms,",
+        ),
+        (Limits(cpus=1, cpuset="0"), 0.1, "limits: cpus=1 (pinned to core 0),"),
+        (Limits(cpus=0.5), None, "limits: cpus=0.5,"),
+    ],
+)
+def test_the_head_says_the_period_in_force_for_a_fractional_quota(
+    limits: Limits, period_s: float | None, said: str
+) -> None:
+    """A tester's head read ``cpus=0.5, cpuset=0``: the 5 ms default, which decides how the
+    stalls look, was said only where given (``cpu-period=100ms``)."""
+    text = render_plain([_limited(limits, period_s)])
+    [head] = [ln for ln in text.splitlines() if "limits:" in ln]
+    assert said in head and head.count("cpu-period") == said.count("cpu-period")
+
+
+def test_the_period_is_no_part_of_the_cells_setting() -> None:
+    from edgeprof.analysis.cells import setting
+
+    assert setting(_limited(Limits(cpus=0.5, cpuset="0"), 0.005)) == "cpus=0.5, cpuset=0"
+
