@@ -41,7 +41,9 @@ The limits a device gives (:func:`device_setting`):
 A quota is one number for the whole group, not a speed per core: a workload with fewer
 threads than the device has cores is slowed only when the share is under its thread count.
 So a fractional share also sets the thread-pool variables to the device's cores (a pool
-sized as on the device), unless the user set them.
+sized as on the device), unless the user set them, and ``MKL_DYNAMIC=FALSE``: without it MKL,
+and PyTorch's pool, which follows MKL's count, cap at this host's physical cores (torch's
+pool was 2 under a 4-core board on a 2-core host).
 """
 
 from __future__ import annotations
@@ -343,12 +345,14 @@ class DeviceSetting:
     @property
     def thread_env(self) -> dict[str, str]:
         """Thread pools sized to the device's cores where the share is under them (see the
-        module docstring); a run on the device's whole cores gets them from the runner."""
+        module docstring), with :data:`~edgeprof.measure.limits.MKL_EXACT` so that MKL, and
+        PyTorch's pool that follows it, take that size on a host of fewer cores; a run on
+        the device's whole cores gets them from the runner."""
         if self.pinned or self.cpus >= self.device.cores:
             return {}
-        from ..measure.limits import THREAD_VARS
+        from ..measure.limits import MKL_EXACT, THREAD_VARS
 
-        return {v: str(self.device.cores) for v in THREAD_VARS}
+        return {**dict.fromkeys(THREAD_VARS, str(self.device.cores)), **MKL_EXACT}
 
 
 def device_setting(device: Device, host: HostInfo | None = None) -> DeviceSetting:

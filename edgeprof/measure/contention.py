@@ -145,6 +145,7 @@ def threads_warning(
     omp: str | None = None,
     share: float | None = None,
     processes: int | None = None,
+    device_cores: int | None = None,
 ) -> str | None:
     """The run's warning when it ran more tasks (processes and threads: ``pids_peak``) than
     its ``cpus`` (the CPUs it was given; ``None``: no CPU limit) and they waited for each
@@ -158,9 +159,21 @@ def threads_warning(
     The wait is the device's too (its cores are as few), so the figures are not wrong: the
     thread count is.  edgeprof sets ``OMP_NUM_THREADS`` to the CPU count, which torch starts
     from but onnxruntime's ``intra_op_num_threads`` does not read; choosing them is what a
-    user tuning threads does (a tester's 4-thread model on 1 CPU: nothing said)."""
+    user tuning threads does (a tester's 4-thread model on 1 CPU: nothing said).
+
+    ``device_cores``: the cores of the device a ``--device`` run's quota emulates.  The
+    tasks are then counted against them, not against this host's ``cpus``: the quota
+    time-shares the device's pool on fewer host CPUs by design (edgeprof sizes the pools to
+    the device's cores), so tasks that wait for each other here but fit the device's cores
+    would not wait there.  A tester's 4-core board at speed 0.15 (``cpus=0.6``, 1 CPU)
+    peaked at 3 tasks that waited 0.81 s (23 %) and had been told "more threads than CPUs
+    slow it here and on the device (set the framework's thread count to 1 …)", beside
+    edgeprof's own ``OMP_NUM_THREADS=4`` and a warning that the run is faster than the
+    device.  ``cpus`` still decides whether ``some`` on several CPUs is the run's own
+    waiting (:data:`SATURATED`): that is about this host's counters."""
     own = own_wait(cpu.wait_s, cpu.held_s)
-    if tasks is None or cpus is None or own is None or tasks <= cpus:
+    limit = cpus if device_cores is None or cpus is None else device_cores
+    if tasks is None or limit is None or cpus is None or own is None or tasks <= limit:
         return None
     others = held_by_others(cpu.held_s, cpu.throttled_s) or 0.0
     free = wall_s - others
@@ -175,33 +188,46 @@ def threads_warning(
     share, of = own / wall_s, "its wall time"
     if held_share(wall_s, cpu.held_s, cpu.throttled_s) is not None:
         share, of = own / free, f"the {free:.2f}s other tasks did not hold it off its CPUs"
-    return _advice(tasks, cpus, processes, omp, f"{own:.2f}s ({share:.0%} of {of})")
+    waited = f"{own:.2f}s ({share:.0%} of {of})"
+    return _advice(tasks, limit, processes, omp, waited, device=device_cores is not None)
 
 
-def _advice(tasks: int, cpus: int, processes: int | None, omp: str | None, waited: str) -> str:
+def _advice(
+    tasks: int,
+    cpus: int,
+    processes: int | None,
+    omp: str | None,
+    waited: str,
+    *,
+    device: bool = False,
+) -> str:
     """:func:`threads_warning`'s line, its advice by what the ``tasks`` were: more
     ``processes`` than ``cpus``, a pool or workers to shrink; else threads of the few
     processes there were (or not counted), the framework's thread count.  A fork bomb's 32
     one-thread processes under ``--pids 32 --cpus 0.5`` had been told to set onnxruntime's
     ``intra_op_num_threads`` (a tester's): advice wrong for a multiprocessing pool or a
-    DataLoader's workers too."""
-    on = f"on {cpus} CPU{'s' if cpus > 1 else ''}"
+    DataLoader's workers too.  ``device``: ``cpus`` are the emulated device's cores, which
+    the line names as such (the wait measured here is the quota's time-sharing of them, so
+    it is not said to slow the run "here")."""
+    units = f"core{'s' if cpus > 1 else ''}" if device else f"CPU{'s' if cpus > 1 else ''}"
+    on = f", more than the device's {cpus} {units}," if device else f" on {cpus} {units},"
+    where = "on the device" if device else "here and on the device"
     if processes is not None and processes > cpus:
         made = "" if tasks <= processes else f" ({tasks} tasks with their threads)"
         return (
-            f"the run peaked at {processes} processes{made} {on}, and they waited for each "
-            f"other {waited}: {processes} processes for {cpus} CPU{'s' if cpus > 1 else ''} "
-            "slow it here and on the device (set the pool or worker count: multiprocessing's "
-            "Pool(processes=…), a DataLoader's num_workers)"
+            f"the run peaked at {processes} processes{made}{on} and they waited for each "
+            f"other {waited}: {processes} processes for {cpus} {units} slow it {where} (set "
+            "the pool or worker count: multiprocessing's Pool(processes=…), a DataLoader's "
+            "num_workers)"
         )
     # onnxruntime's pool ignores OMP_NUM_THREADS (its PyPI builds use no OpenMP); torch starts
     # from it (OMP_NUM_THREADS=1: torch.get_num_threads() is 1), so it is said of the former
     # only: "they do not read OMP_NUM_THREADS" had been false of torch (a tester's).
     told = "" if omp is None else f", which does not read OMP_NUM_THREADS ({omp} in this run)"
     return (
-        f"the run peaked at {tasks} tasks (processes and threads) {on}, and they waited for "
-        f"each other {waited}: more threads than CPUs slow it here and on the device "
-        f"(set the framework's thread count to {cpus}: onnxruntime's "
+        f"the run peaked at {tasks} tasks (processes and threads){on} and they waited for "
+        f"each other {waited}: more threads than {'cores' if device else 'CPUs'} slow it "
+        f"{where} (set the framework's thread count to {cpus}: onnxruntime's "
         f"SessionOptions.intra_op_num_threads{told}; torch.set_num_threads({cpus}) where a "
         "script or library sets its own)"
     )

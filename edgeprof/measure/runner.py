@@ -364,7 +364,9 @@ def profile(
                 )
                 if faster is not None:
                     result = dataclasses.replace(result, warnings=(*result.warnings, faster))
-            result = _warn_threads(result, spec, allowed, on_host)
+            # A device's quota emulates its cores: the tasks count against those.
+            emulated = device_cores if applied.cpus is not None else None
+            result = _warn_threads(result, spec, allowed, on_host, emulated)
             if out is not None:
                 _save(out / "result.json", result)
         if interrupts.first is not None and result.termination != Termination.INTERRUPTED:
@@ -380,11 +382,15 @@ def profile(
 
 
 def _warn_threads(
-    result: RunResult, spec: RunSpec, allowed: Sequence[int], on_host: bool
+    result: RunResult,
+    spec: RunSpec,
+    allowed: Sequence[int],
+    on_host: bool,
+    device_cores: int | None = None,
 ) -> RunResult:
     """``result`` with :func:`~edgeprof.measure.contention.threads_warning`'s warning where
-    it ran more threads (or processes: ``processes_at_peak``) than its CPUs and they
-    waited for each other."""
+    it ran more threads (or processes: ``processes_at_peak``) than its CPUs (a device's
+    cores: ``device_cores``) and they waited for each other."""
     omp = spec.env.get("OMP_NUM_THREADS")
     if omp is None and on_host:  # inherited: the workload has this process's environment
         omp = os.environ.get("OMP_NUM_THREADS")
@@ -396,6 +402,7 @@ def _warn_threads(
         omp,
         spec.limits.cpus,
         result.processes_at_peak,
+        device_cores,
     )
     if crowded is None:
         return result

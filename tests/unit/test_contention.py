@@ -139,6 +139,36 @@ def test_more_processes_than_cpus_are_told_to_shrink_the_pool_not_the_threads() 
         assert threads.startswith("the run peaked at 7 tasks (processes and threads) on 2 CPUs")
 
 
+# A tester's run of a 4-core board at speed 0.15 (cpus=0.6: 1 CPU here): 3 tasks waited for
+# each other 0.81 s of the 3.48 s other tasks did not hold it off (23 %).
+BOARD = (3, 1, 5.17, _cpu(2.50, 1.69))
+
+
+def test_a_devices_tasks_are_counted_against_its_cores() -> None:
+    """The tester had been told to set 1 thread ("more threads than CPUs slow it here and on
+    the device") where edgeprof had set OMP_NUM_THREADS=4 for the board: 3 threads do not
+    crowd a 4-core device, and the quota's time-sharing of them is the emulation."""
+    assert threads_warning(*BOARD, omp="4", share=0.6) is not None  # a plain --cpus 0.6
+    assert threads_warning(*BOARD, omp="4", share=0.6, device_cores=4) is None
+    assert threads_warning(*BOARD, omp="4", share=0.6, device_cores=3) is None  # as many
+    # More tasks than the device's cores: said of the device, with its count to set.
+    w = threads_warning(6, 1, 5.17, _cpu(2.50, 1.69), omp="4", share=0.6, device_cores=4)
+    assert w == (
+        "the run peaked at 6 tasks (processes and threads), more than the device's 4 cores, "
+        "and they waited for each other 0.81s (23% of the 3.48s other tasks did not hold it "
+        "off its CPUs): more threads than cores slow it on the device (set the framework's "
+        "thread count to 4: onnxruntime's SessionOptions.intra_op_num_threads, which does "
+        "not read OMP_NUM_THREADS (4 in this run); torch.set_num_threads(4) where a script "
+        "or library sets its own)"
+    )
+    pool = threads_warning(6, 1, 5.17, _cpu(2.50, 1.69), processes=5, device_cores=1)
+    assert pool is not None and pool.startswith(
+        "the run peaked at 5 processes (6 tasks with their threads), more than the device's "
+        "1 core, and they waited"
+    )
+    assert "5 processes for 1 core slow it on the device (set the pool" in pool
+
+
 def test_a_busy_hosts_holding_is_taken_out_of_the_share() -> None:
     """Measured here: torch.set_num_threads(4) under --cpus 1 while other jobs held the core
     6.17 s of 8.43 s; its own threads' 0.57 s was 7 % of the wall, 25 % of the rest."""
@@ -275,3 +305,25 @@ def test_a_cpuset_alone_counts_processes_without_reading_each_threads_times() ->
     plain = FakeBackend(crowded(6), tasks=TaskScan(processes=6, threads=6))
     r = profile(["sleep", "0.1"], Limits(), backend=plain, interval=0.05)
     assert r.processes_at_peak is None and plain.runs[0].scans == []  # no CPU limit: no scan
+
+
+def test_a_device_run_counts_its_tasks_against_the_devices_cores() -> None:
+    """Through ``profile``: a device's quota (``device_cores``) under which 5 tasks crowd 1
+    CPU here is warned of only where they outnumber the device's cores, with that count;
+    the user's own ``--cpus`` (no device cores) against its CPUs."""
+    from edgeprof.measure.runner import profile as measure  # the device as run resolved it
+
+    for cores, said in ((8, ""), (4, "more than the device's 4 cores")):
+        r = measure(
+            ["sleep", "0.2"],
+            Limits(cpus=0.6),
+            backend=FakeBackend(crowded(5)),
+            interval=0.05,
+            device="board",
+            device_cores=cores,
+        )
+        crowd = [w for w in r.warnings if "waited for each other" in w]
+        assert [said in w for w in crowd] == ([True] if said else []), r.warnings
+        assert not any("on 1 CPU" in w for w in crowd)
+    r = profile(["sleep", "0.2"], Limits(cpus=0.6), backend=FakeBackend(crowded(5)), interval=0.05)
+    assert any(" on 1 CPU, and they waited" in w for w in r.warnings), r.warnings

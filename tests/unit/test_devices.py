@@ -296,7 +296,9 @@ def test_device_settings_by_what_is_known(tmp_path: Path) -> None:
     assert plain.thread_env == {}  # pinned to its 2 cores: the runner sizes the pools
     slow = device_setting(cat["slow"])
     assert (slow.cpus, slow.cpu_period_us, slow.pinned, slow.warnings) == (1.0, 10_000, False, ())
-    assert slow.thread_env == dict.fromkeys(THREAD_VARS, "4")  # pools of the device's size
+    # Pools of the device's size, which MKL (and torch's pool, which follows it) would cap
+    # at this host's cores without MKL_DYNAMIC=FALSE (torch had 2 threads on 2 cores).
+    assert slow.thread_env == {**dict.fromkeys(THREAD_VARS, "4"), "MKL_DYNAMIC": "FALSE"}
     for name in ("fast", "shared"):
         s = device_setting(cat[name])
         assert s.cpus == 2.0

@@ -330,3 +330,40 @@ def test_an_idle_thread_does_not_hide_a_busy_task_faster_than_a_device_core() ->
     # One task that stayed at a board core's speed, with one thread: the count says nothing
     # once the threads' times were read.
     assert faster_than_device(2, 0.5, 1, 100, _cpu(20.0)) is None
+
+
+def test_a_devices_pools_are_its_cores_with_mkl_held_to_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under a 4-core board at 0.3 (1.2 CPUs), torch 2.13 on this 2-core host took 2 threads
+    from ``OMP_NUM_THREADS=4``: MKL caps at the host's physical cores unless
+    ``MKL_DYNAMIC=FALSE`` (then 4).  A value the user gave, or exported, is theirs."""
+    from edgeprof.analysis.device_limits import device_limits, run_device
+
+    for v in (*THREAD_VARS, "MKL_DYNAMIC"):
+        monkeypatch.delenv(v, raising=False)
+    cat = tmp_path / "devices.yml"
+    cat.write_text("devices:\n  board:\n    cores: 4\n    memory: 96m\n    speed: 0.3\n")
+    pools = {**dict.fromkeys(THREAD_VARS, "4"), "MKL_DYNAMIC": "FALSE"}
+    assert device_limits("board", cat).env == pools
+    given = device_limits("board", cat, env={"MKL_DYNAMIC": "TRUE"}).env
+    assert given == {**pools, "MKL_DYNAMIC": "TRUE"}
+    assert device_limits("board", cat, cpus="0.5").env == {}  # the user's share: the runner's
+
+    def env(items: tuple[str, ...]) -> tuple[str, ...]:
+        return run_device(
+            "board",
+            cat,
+            cpus=(),
+            memory=(),
+            cpu_period=None,
+            calibration=None,
+            env=items,
+            gpu_memory=None,
+            on_host=True,
+        ).env
+
+    assert env(()) == tuple(f"{k}={v}" for k, v in pools.items())
+    monkeypatch.setenv("MKL_DYNAMIC", "TRUE")  # exported: kept, not overridden
+    assert "MKL_DYNAMIC=FALSE" not in env(())
+    assert env(("OMP_NUM_THREADS=1",))[0] == "OMP_NUM_THREADS=1"
