@@ -52,7 +52,7 @@ import math
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -115,6 +115,9 @@ class Device:
     """Bytes of GPU memory (a discrete GPU's), held against the run's GPU peak."""
     unified_memory: bool = False
     """CPU and GPU share :attr:`memory`: host and GPU peaks are held to it together."""
+    replaces: Device | None = field(default=None, compare=False, repr=False)
+    """The entry of this name in an earlier catalog that this one replaced whole (set by
+    :func:`load_catalog`), said by :func:`replaced_note` and ``edgeprof devices``."""
 
 
 def builtin_catalog() -> Path:
@@ -135,12 +138,14 @@ def catalog_paths(option: Path | None, environ: Mapping[str, str] | None = None)
 
 
 def load_catalog(paths: Sequence[Path]) -> dict[str, Device]:
-    """Every catalog read and merged, later over earlier (whole entries)."""
+    """Every catalog read and merged, later over earlier (whole entries: each one that
+    replaces an earlier one keeps it, :attr:`Device.replaces`)."""
     merged: dict[str, Device] = {}
     from_env = os.environ.get(DEVICES_ENV)
     for path in paths:
         try:
-            merged.update(parse_catalog(path))
+            entries = parse_catalog(path, earlier=merged)
+            merged.update({k: replace(d, replaces=merged.get(k)) for k, d in entries.items()})
         except ConfigError as exc:
             if from_env is None or path != Path(from_env):
                 raise
@@ -149,9 +154,13 @@ def load_catalog(paths: Sequence[Path]) -> dict[str, Device]:
     return merged
 
 
-def parse_catalog(path: Path, text: str | None = None) -> dict[str, Device]:
+def parse_catalog(
+    path: Path, text: str | None = None, earlier: Mapping[str, Device] | None = None
+) -> dict[str, Device]:
     """One catalog file (``text``: its content, else read).  Strict: an unknown key, a bad
-    type or size is a :class:`ConfigError` naming the file, the entry and the key."""
+    type or size is a :class:`ConfigError` naming the file, the entry and the key.
+    ``earlier``: the entries of the catalogs before it, which an entry missing a key is told
+    it replaces whole."""
     from ..yamlfile import parse
 
     try:
@@ -170,10 +179,10 @@ def parse_catalog(path: Path, text: str | None = None) -> dict[str, Device]:
         raise ConfigError(
             f"device catalog {path}: 'devices' must map names to entries (got {shown(entries)})"
         )
-    return {str(name): _entry(path, name, e) for name, e in entries.items()}
+    return {str(name): _entry(path, name, e, earlier or {}) for name, e in entries.items()}
 
 
-def _entry(path: Path, name: object, e: object) -> Device:
+def _entry(path: Path, name: object, e: object, earlier: Mapping[str, Device]) -> Device:
     where = f"device catalog {path}: device {name!r}"
     if not isinstance(name, str) or not _NAME.match(name):
         raise ConfigError(f"{where}: a name is letters, digits, '.', '_' and '-' (≤ 64)")
@@ -184,7 +193,13 @@ def _entry(path: Path, name: object, e: object) -> Device:
         raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(_KEYS)})")
     for key in ("cores", "memory"):
         if key not in e:
-            raise ConfigError(f"{where}: missing key {key!r}")
+            # A partial entry over a team's (``pizero2w: {speed: 0.2}``) had read as a
+            # mistake in the file alone: entries are not merged key by key.
+            whole = "" if name not in earlier else (
+                f" (an entry replaces the whole entry of its name, not key by key: give every "
+                f"key of {whose(earlier[name])})"
+            )  # fmt: skip
+            raise ConfigError(f"{where}: missing key {key!r}{whole}")
 
     def bad(key: str, why: str) -> ConfigError:
         # shown(): a 401-digit value had been echoed whole, twice (here and in ``why``).
@@ -318,16 +333,17 @@ class DeviceSetting:
     calibration_note: str | None = None
     """The one of ``warnings`` that is about the device's calibration, not its share: learned
     on another CPU model than this host's."""
-    replaces_shipped: str | None = None
-    """Where a user's catalog replaces the shipped entry of this name: which, with both
-    entries' cores and memory (:func:`replaced_shipped`)."""
+    replaced: str | None = None
+    """Where a user's catalog replaces an earlier entry of this name (the shipped one, or
+    ``$EDGEPROF_DEVICES``'s): which, with both entries' cores and memory
+    (:func:`replaced_note`)."""
 
     def said_with(self, cpus_given: bool) -> tuple[str, ...]:
         """The warnings for a run that gives its own ``--cpus`` or not: with it, the notes on
         the device's share describe another run and go; a calibration learned on another
         CPU model still matters where that calibration makes the predictions, and a
-        replaced shipped entry wherever its values are used."""
-        first = () if self.replaces_shipped is None else (self.replaces_shipped,)
+        replaced entry wherever its values are used."""
+        first = () if self.replaced is None else (self.replaced,)
         if not cpus_given:
             return (*first, *self.warnings)
         # No speed known: the given --cpus run at this host's speed too, and the run is
@@ -448,33 +464,55 @@ def calibration_file(device: Device) -> Path | None:
     return path
 
 
-def replaced_shipped(device: Device, environ: Mapping[str, str] | None = None) -> str | None:
-    """The note of a user's catalog entry that replaces the shipped one of its name; ``None``
-    where it does not.  A team catalog giving ``rpi4-4gb`` 2 cores and 1 GiB had run as the
-    board with no word (only ``doctor`` named it): the run's text then said a Raspberry Pi 4
-    4 GB has 1 GiB (a tester's, finding 7 of round 3)."""
-    shipped_path = builtin_catalog()
-    if device.catalog == shipped_path:
-        return None
-    shipped = parse_catalog(shipped_path).get(device.name)
-    if shipped is None:
-        return None
+def origin(device: Device, environ: Mapping[str, str] | None = None) -> str:
+    """Where an entry came from, as ``run``, ``doctor`` and ``edgeprof devices`` say it:
+    ``shipped``, or its catalog file (``boards.yml ($EDGEPROF_DEVICES)`` for that one)."""
+    if device.catalog == builtin_catalog():
+        return "shipped"
     env = os.environ if environ is None else environ
     via = f" (${DEVICES_ENV})" if str(device.catalog) == env.get(DEVICES_ENV) else ""
+    return f"{device.catalog}{via}"
 
-    def size(d: Device) -> str:
-        return f"{counted(d.cores, 'core')}, {format_binary(d.memory)}"
 
+def whose(device: Device, environ: Mapping[str, str] | None = None) -> str:
+    """An entry named by where it came from: ``the shipped one``, ``the one in FILE``."""
+    where = origin(device, environ)
+    return "the shipped one" if where == "shipped" else f"the one in {where}"
+
+
+def _described(d: Device) -> str:
+    """An entry's cores (with its speed or share where it gives one) and memory."""
+    how = ""
+    if d.share is not None:
+        how = f" (share {d.share:g})"
+    elif isinstance(d.speed, float):
+        how = f" at speed {d.speed:g}"
+    elif d.speed == CALIBRATED:
+        how = " at its calibration's speed"
+    return f"{counted(d.cores, 'core')}{how}, {format_binary(d.memory)}"
+
+
+def replaced_note(device: Device, environ: Mapping[str, str] | None = None) -> str | None:
+    """The note of an entry that replaces an earlier catalog's entry of its name (the
+    shipped one, or ``$EDGEPROF_DEVICES``'s under ``--devices``); ``None`` where it does
+    not.  A team catalog giving ``rpi4-4gb`` 2 cores and 1 GiB had run as the board with no
+    word (only ``doctor`` named it): the run's text then said a Raspberry Pi 4 4 GB has
+    1 GiB (a tester's, finding 7 of round 3); a ``--devices`` entry at 0.8 CPUs and
+    400 MiB then replaced a team's ``$EDGEPROF_DEVICES`` entry at 0.6 and 420 MiB with no
+    word (a custom-board user's)."""
+    old = device.replaces
+    if old is None:
+        return None
     return (
-        f"{device.name}: the entry in {device.catalog}{via}, {size(device)}, replaces the "
-        f"shipped one ({size(shipped)})"
+        f"{device.name}: the entry in {origin(device, environ)}, {_described(device)}, "
+        f"replaces {whose(old, environ)} ({_described(old)})"
     )
 
 
-def replaced_shipped_by(name: str, option: Path | None) -> str | None:
-    """:func:`replaced_shipped` of ``--device NAME`` (with ``--devices``), for ``recipe``,
+def replaced_note_by(name: str, option: Path | None) -> str | None:
+    """:func:`replaced_note` of ``--device NAME`` (with ``--devices``), for ``recipe``,
     which resolves no limits here."""
-    return replaced_shipped(find_device(load_catalog(catalog_paths(option)), name))
+    return replaced_note(find_device(load_catalog(catalog_paths(option)), name))
 
 
 def resolve_device(
@@ -486,4 +524,4 @@ def resolve_device(
     """``--device NAME`` (with ``--devices FILE``): the merged catalogs' entry, as limits."""
     device = find_device(load_catalog(catalog_paths(option, environ)), name)
     setting = device_setting(device, host)
-    return replace(setting, replaces_shipped=replaced_shipped(device, environ))
+    return replace(setting, replaced=replaced_note(device, environ))

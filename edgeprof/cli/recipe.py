@@ -177,10 +177,10 @@ def render_recipe(
         )
     job = plan_run(run_request({**params, "shard": f"1/{shards}"}))
     if notes is not None and job.request.device is not None:
-        from ..analysis.devices import DEVICES_ENV, replaced_shipped_by
+        from ..analysis.devices import DEVICES_ENV, replaced_note_by
 
         # The parts resolve --device where they run: a catalog only here is not theirs.
-        replaced = replaced_shipped_by(job.request.device, job.request.devices)
+        replaced = replaced_note_by(job.request.device, job.request.devices)
         if replaced is not None and job.request.devices is None:
             replaced += f"; the parts use it only where they run with ${DEVICES_ENV} set so"
         notes += [] if replaced is None else [replaced]

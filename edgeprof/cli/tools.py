@@ -247,7 +247,12 @@ def devices(
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the catalog as JSON.")] = False,
 ) -> None:
-    """List the device catalog: the names --device takes, their cores, memory and speed."""
+    """List the device catalog: the names --device takes, their cores, memory and speed,
+    and the catalog each came from.
+
+    What a share of this host cannot emulate (caches, SIMD, memory bandwidth, heat,
+    accelerators, the board's own swap): docs/method.md, "What edgeprof cannot emulate".
+    """
     from ..analysis.devices import catalog_paths, load_catalog
     from ..report.devices import devices_json, render_devices
 

@@ -6,11 +6,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..analysis.devices import CALIBRATED, Device
+from ..analysis.devices import CALIBRATED, Device, origin, whose
 from ..units import format_binary, format_period
 from .table import plain_table
 
-HEADER = ["device", "cores", "memory", "speed", "cpu period", "calibration", "source"]
+HEADER = ["device", "cores", "memory", "speed", "cpu period", "calibration", "catalog", "source"]
 
 NOTES = (
     "speed: a device core against one of this host's, as one quota of cores × speed CPUs: it "
@@ -18,7 +18,11 @@ NOTES = (
     "'needs calibration': unknown (a spec sheet gives none), so --device runs its cores at "
     "this host's speed until you measure the board and run edgeprof calibrate;",
     "'host's; predicted': its cores run at this host's speed and its calibration predicts "
-    "the device's figures ('speed: calibration' in the entry runs them at its speed).",
+    "the device's figures ('speed: calibration' in the entry runs them at its speed);",
+    "catalog: the file an entry came from; an entry replaces the whole entry of its name "
+    "in an earlier catalog (shipped, then $EDGEPROF_DEVICES, then --devices).",
+    "What a share of this host cannot emulate (caches, SIMD, memory bandwidth, heat, "
+    "accelerators, the board's own swap): docs/method.md, 'What edgeprof cannot emulate'.",
 )
 
 
@@ -45,9 +49,18 @@ def describe_speed(device: Device) -> str:
     return "needs calibration"
 
 
+def catalog_cell(device: Device) -> str:
+    """The catalog column: where the entry came from, and the earlier entry of its name it
+    replaces, in ``run``'s and ``doctor``'s words (``envcat.yml ($EDGEPROF_DEVICES);
+    replaces the shipped one``).  The listing had shown a team's 2-core ``rpi4-4gb`` as the
+    board, where ``run`` and ``doctor`` said it replaced the shipped one (a tester's)."""
+    where = origin(device)
+    return where if device.replaces is None else f"{where}; replaces {whose(device.replaces)}"
+
+
 def catalog_rows(catalog: Mapping[str, Device]) -> list[list[str]]:
     """The rows of ``edgeprof devices``: name, cores, memory, speed, period, calibration,
-    source."""
+    catalog, source."""
     return [
         [
             d.name,
@@ -59,6 +72,7 @@ def catalog_rows(catalog: Mapping[str, Device]) -> list[list[str]]:
             "auto" if d.cpu_period_us is None else format_period(d.cpu_period_us),
             "-" if d.calibration is None
             else f"{d.calibration}" + ("" if d.calibration.is_file() else " (missing)"),
+            catalog_cell(d),
             d.source or "-",
         ]
         for d in sorted(catalog.values(), key=lambda d: d.name)
@@ -80,6 +94,7 @@ def catalog_json(catalog: Mapping[str, Device]) -> list[dict[str, Any]]:
             "description": d.description,
             "source": d.source,
             "catalog": str(d.catalog),
+            "replaces": None if d.replaces is None else str(d.replaces.catalog),
         }
         for d in sorted(catalog.values(), key=lambda d: d.name)
     ]

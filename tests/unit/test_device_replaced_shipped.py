@@ -36,7 +36,7 @@ def _team(tmp_path: Path) -> Path:
 def test_a_replaced_shipped_entry_is_said_first_and_with_the_users_cpus(tmp_path: Path) -> None:
     team = _team(tmp_path)
     s = resolve_device("rpi4-4gb", team, HOST, {})
-    assert s.replaces_shipped == NOTE.format(team)
+    assert s.replaced == NOTE.format(team)
     assert s.said_with(False)[0] == NOTE.format(team)
     # --cpus replaces the share, not the entry: its memory is still the team's 1 GiB; and, no
     # speed known, the times are this host's (a training user's read as the board's).
@@ -46,10 +46,10 @@ def test_a_replaced_shipped_entry_is_said_first_and_with_the_users_cpus(tmp_path
         "host's, not the device's (edgeprof calibrate gives its speed)",
     )
     via_env = resolve_device("rpi4-4gb", None, HOST, {DEVICES_ENV: str(team)})
-    assert via_env.replaces_shipped == NOTE.format(f"{team} (${DEVICES_ENV})")
+    assert via_env.replaced == NOTE.format(f"{team} (${DEVICES_ENV})")
     # The shipped entry itself, and a name the shipped catalog lacks: nothing to say.
-    assert resolve_device("rpi4-4gb", None, HOST, {}).replaces_shipped is None
-    assert resolve_device("board", team, HOST, {}).replaces_shipped is None
+    assert resolve_device("rpi4-4gb", None, HOST, {}).replaced is None
+    assert resolve_device("board", team, HOST, {}).replaced is None
 
 
 def test_run_says_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -76,3 +76,59 @@ def test_recipe_says_it_and_that_the_parts_need_the_catalog(
     monkeypatch.delenv(DEVICES_ENV)
     assert main(argv) == 0
     assert capsys.readouterr().err == ""
+
+
+BOARDS = "devices:\n  pizero2w:\n    cores: 4\n    memory: 420m\n    share: 0.6\n"
+
+
+def test_a_devices_entry_over_the_teams_is_said_as_a_shipped_one_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A custom-board user's ``--devices`` entry (0.8 CPUs, 400 MiB) replaced the team's
+    ``$EDGEPROF_DEVICES`` one (0.6, 420 MiB) with no word, where a shipped name warns."""
+    (tmp_path / "boards.yml").write_text(BOARDS)
+    (tmp_path / "mine.yml").write_text(
+        "devices:\n  pizero2w:\n    cores: 4\n    memory: 400m\n    speed: 0.2\n"
+    )
+    boards, mine = tmp_path / "boards.yml", tmp_path / "mine.yml"
+    env = {DEVICES_ENV: str(boards)}
+    note = (
+        f"pizero2w: the entry in {mine}, 4 cores at speed 0.2, 400.0MiB, replaces the one in "
+        f"{boards} ($EDGEPROF_DEVICES) (4 cores (share 0.6), 420.0MiB)"
+    )
+    assert resolve_device("pizero2w", mine, HOST, env).replaced == note
+    assert resolve_device("pizero2w", None, HOST, env).replaced is None  # the team's alone
+    argv = ["run", "--backend", "fake", "--device", "pizero2w", "--devices", str(mine), "--",
+            "true"]  # fmt: skip
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(DEVICES_ENV, str(boards))
+        assert main(argv) == 0
+    assert f"edgeprof: warning: {note}\n" in capsys.readouterr().err
+
+
+def test_a_partial_entry_is_told_it_replaces_the_whole_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``pizero2w: {speed: 0.2}`` over the team's entry had failed with "missing key 'cores'"
+    alone, as if the file were wrong by itself; a new name's missing key is said as before."""
+    (tmp_path / "boards.yml").write_text(BOARDS)
+    (tmp_path / "partial.yml").write_text("devices:\n  pizero2w:\n    speed: 0.2\n")
+    monkeypatch.setenv(DEVICES_ENV, str(tmp_path / "boards.yml"))
+    partial = tmp_path / "partial.yml"
+    argv = ["run", "--backend", "fake", "--device", "pizero2w", "--devices", str(partial),
+            "--", "true"]  # fmt: skip
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"edgeprof: error: device catalog {partial}: device 'pizero2w': missing key 'cores' "
+        "(an entry replaces the whole entry of its name, not key by key: give every key of "
+        f"the one in {tmp_path / 'boards.yml'} ($EDGEPROF_DEVICES))\n"
+    )
+    (tmp_path / "new.yml").write_text("devices:\n  other:\n    speed: 0.2\n")
+    argv[argv.index(str(partial))] = str(tmp_path / "new.yml")
+    assert main(argv) == 2
+    assert capsys.readouterr().err.endswith("device 'other': missing key 'cores'\n")
+    (tmp_path / "shipped.yml").write_text("devices:\n  rpi4-4gb:\n    memory: 1g\n")
+    monkeypatch.delenv(DEVICES_ENV)
+    argv[argv.index(str(tmp_path / "new.yml"))] = str(tmp_path / "shipped.yml")
+    assert main(argv) == 2
+    assert "not key by key: give every key of the shipped one)\n" in capsys.readouterr().err

@@ -707,15 +707,40 @@ def test_devices_command_lists_the_catalog(
     assert main(["devices"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["device", "cores", "memory", "speed", "cpu", "period",
-                                "calibration", "source"]  # fmt: skip
+                                "calibration", "catalog", "source"]  # fmt: skip
     (rpi,) = [ln for ln in lines if ln.startswith("rpi4-4gb ")]
-    assert rpi.split()[:6] == ["rpi4-4gb", "4", "4.0GiB", "needs", "calibration", "auto"]
+    assert rpi.split()[:8] == ["rpi4-4gb", "4", "4.0GiB", "needs", "calibration", "auto", "-",
+                               "shipped"]  # fmt: skip
+    assert any("docs/method.md, 'What edgeprof cannot emulate'" in ln for ln in lines)
     assert any("edgeprof calibrate" in ln for ln in lines)
     cat = _tiny(tmp_path, "    speed: 0.25\n    cpu_period: 10ms\n")
     assert main(["devices", "--devices", str(cat), "--json"]) == 0
     data = {d["name"]: d for d in json.loads(capsys.readouterr().out)}
     assert data["tiny"]["speed"] == 0.25 and data["tiny"]["cpu_period_us"] == 10_000
     assert data["tiny"]["catalog"] == str(cat) and data["jetson-nano"]["cores"] == 4
+    assert data["tiny"]["replaces"] is None
+
+
+def test_devices_says_where_each_entry_came_from_and_what_it_replaces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``run`` and ``doctor`` said a team catalog's ``rpi4-4gb`` replaced the shipped one;
+    the listing showed it as the board, with no catalog column (a tester's)."""
+    team = tmp_path / "team.yml"
+    team.write_text("devices:\n  rpi4-4gb:\n    cores: 2\n    memory: 420m\n"
+                    "  pizero2w:\n    cores: 4\n    memory: 420m\n")  # fmt: skip
+    mine = _catalog(tmp_path, "  pizero2w:\n    cores: 4\n    memory: 400m\n")
+    monkeypatch.setenv(DEVICES_ENV, str(team))
+    assert main(["devices", "--devices", str(mine)]) == 0
+    rows = {ln.split()[0]: ln for ln in capsys.readouterr().out.splitlines() if ln}
+    assert f" {team} ($EDGEPROF_DEVICES); replaces the shipped one " in rows["rpi4-4gb"]
+    assert f" {mine}; replaces the one in {team} ($EDGEPROF_DEVICES) " in rows["pizero2w"]
+    assert " shipped " in rows["rpi4-1gb"]
+    assert main(["devices", "--devices", str(mine), "--json"]) == 0
+    data = {d["name"]: d for d in json.loads(capsys.readouterr().out)}
+    assert (data["pizero2w"]["catalog"], data["pizero2w"]["replaces"]) == (str(mine), str(team))
+    assert data["rpi4-4gb"]["replaces"] == str(builtin_catalog())
+    assert data["rpi4-1gb"]["replaces"] is None
 
 
 def test_result_device_round_trips_and_older_files_load() -> None:
