@@ -113,6 +113,23 @@ def _size_bytes(text: str) -> int:
     return int(value)
 
 
+_DECIMAL_LOOKING = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt])b\s*$", re.IGNORECASE | re.ASCII)
+
+
+def decimal_looking(text: object) -> tuple[str, str, int] | None:
+    """A size whose unit reads as decimal (``420MB``, ``1 GB``) but is binary here (Docker's
+    rule: ``MB`` = MiB), as the number and the unit written and the bytes it would be in
+    decimal; ``None``
+    for any other text (``420m``, ``420MiB``, bytes).  A datasheet's "420 MB usable" copied
+    into a catalog gave 4.9 % more than 420 × 10⁶ bytes, where a device CSV's ``_mb`` column
+    is 10⁶ bytes (a custom-board user's)."""
+    m = _DECIMAL_LOOKING.match(text) if isinstance(text, str) else None
+    if m is None:
+        return None
+    factor = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}[m.group(2).lower()]
+    return m.group(1), f"{m.group(2).upper()}B", int(Fraction(m.group(1)) * factor)
+
+
 def parse_memory_limit(text: str, option: str | None = None) -> int:
     """A memory limit: a size of at least 6 MiB (Docker's floor; below it nothing starts).
     ``option``: the option it came from, named in the error.  ``0`` is below that minimum

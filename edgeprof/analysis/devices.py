@@ -14,7 +14,7 @@ the one shipped in the package (``edgeprof/devices.yml``), ``$EDGEPROF_DEVICES``
     devices:
       rpi4-4gb:
         cores: 4              # the device's CPU cores (an integer)
-        memory: 4g            # Docker's size rules (binary multiples)
+        memory: 4g            # Docker's size rules (binary multiples: 420MB is 420 MiB, said)
         speed: 0.35           # optional: a device core against a host core; OR
         share: 1.4            # optional: CPUs of this host (``--cpus``); OR neither
         calibration: rpi4.yml # optional: a calibration file, relative to this catalog
@@ -64,6 +64,7 @@ from ..units import (
     MAX_CPUS,
     MIN_QUOTA_US,
     counted,
+    decimal_looking,
     format_binary,
     format_period,
     parse_cpu_period,
@@ -115,6 +116,9 @@ class Device:
     """Bytes of GPU memory (a discrete GPU's), held against the run's GPU peak."""
     unified_memory: bool = False
     """CPU and GPU share :attr:`memory`: host and GPU peaks are held to it together."""
+    notes: tuple[str, ...] = ()
+    """What the entry's own text needs said wherever it is used: a size whose unit reads
+    as decimal (:func:`_unit_note`)."""
     replaces: Device | None = field(default=None, compare=False, repr=False)
     """The entry of this name in an earlier catalog that this one replaced whole (set by
     :func:`load_catalog`), said by :func:`replaced_note` and ``edgeprof devices``."""
@@ -273,6 +277,29 @@ def _entry(path: Path, name: object, e: object, earlier: Mapping[str, Device]) -
         source=text["source"],
         gpu_memory=gpu_memory,
         unified_memory=unified,
+        notes=tuple(n for n in (_unit_note(path, name, e, k) for k in _SIZES) if n is not None),
+    )
+
+
+_SIZES = ("memory", "gpu_memory")
+
+
+def _unit_note(path: Path, name: str, e: Mapping[str, Any], key: str) -> str | None:
+    """The note of a size written with a unit that reads as decimal (``memory: 420MB``):
+    Docker's rule, which every size of edgeprof's follows (``--memory``, budgets), reads it
+    as MiB.  Not refused: catalogs written so hold binary sizes that users meant."""
+    found = decimal_looking(e.get(key))
+    if found is None:
+        return None
+    number, unit, decimal = found
+    binary = parse_memory_limit(str(e[key]))
+    power = {"KB": "10³", "MB": "10⁶", "GB": "10⁹", "TB": "10¹²"}[unit]
+    i = f"{unit[0]}iB"  # KiB, MiB, GiB, TiB
+    return (
+        f"{name}: {key} {e[key]!r} in {path} is read as {format_binary(binary)} (binary "
+        f"multiples: Docker's rule, as --memory); {number} {unit} of {power} bytes (a "
+        f"datasheet's, or a device CSV's _{unit.lower()}) would be {format_binary(decimal)}: "
+        f"write {number}{i} to keep it binary without this note, or the size meant in {i}"
     )
 
 
@@ -343,7 +370,7 @@ class DeviceSetting:
         the device's share describe another run and go; a calibration learned on another
         CPU model still matters where that calibration makes the predictions, and a
         replaced entry wherever its values are used."""
-        first = () if self.replaced is None else (self.replaced,)
+        first = (*(() if self.replaced is None else (self.replaced,)), *self.device.notes)
         if not cpus_given:
             return (*first, *self.warnings)
         # No speed known: the given --cpus run at this host's speed too, and the run is

@@ -27,7 +27,9 @@ NOTES = (
 
 
 def render_devices(catalog: Mapping[str, Device]) -> str:
-    return plain_table(None, HEADER, catalog_rows(catalog), ["", *NOTES])
+    """The table, its notes, and each entry's own (a size whose unit reads as decimal)."""
+    own = [f"note: {n}" for d in sorted(catalog.values(), key=lambda d: d.name) for n in d.notes]
+    return plain_table(None, HEADER, catalog_rows(catalog), ["", *NOTES, *own])
 
 
 def devices_json(catalog: Mapping[str, Device]) -> str:
@@ -95,6 +97,7 @@ def catalog_json(catalog: Mapping[str, Device]) -> list[dict[str, Any]]:
             "source": d.source,
             "catalog": str(d.catalog),
             "replaces": None if d.replaces is None else str(d.replaces.catalog),
+            "notes": list(d.notes),
         }
         for d in sorted(catalog.values(), key=lambda d: d.name)
     ]

@@ -743,6 +743,35 @@ def test_devices_says_where_each_entry_came_from_and_what_it_replaces(
     assert data["rpi4-1gb"]["replaces"] is None
 
 
+def test_a_catalog_size_whose_unit_reads_as_decimal_is_said_where_it_is_used(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``memory: 420MB`` is 420 MiB (Docker's rule, every size of edgeprof's), where a device
+    CSV's ``peak_mem_mb`` is 10⁶ bytes: kept (catalogs hold it meaning MiB), and said on
+    each use and in the listing; ``420m`` and ``420 MiB`` say nothing."""
+    cat = _catalog(
+        tmp_path,
+        "  pz:\n    cores: 1\n    memory: 420MB\n    speed: 0.15\n"
+        "  pb:\n    cores: 1\n    memory: 420 MiB\n    speed: 0.15\n",
+    )
+    note = (
+        f"pz: memory '420MB' in {cat} is read as 420.0MiB (binary multiples: Docker's rule, "
+        "as --memory); 420 MB of 10⁶ bytes (a datasheet's, or a device CSV's _mb) would be "
+        "400.5MiB: write 420MiB to keep it binary without this note, or the size meant in MiB"
+    )
+    pz = resolve_device("pz", cat, None, {})
+    assert pz.memory == 420 * 2**20 and pz.device.notes == (note,)
+    assert pz.said_with(False)[0] == note and pz.said_with(True) == (note,)
+    assert resolve_device("pb", cat, None, {}).device.notes == ()
+    assert main(["devices", "--devices", str(cat)]) == 0
+    assert capsys.readouterr().out.endswith(f"\nnote: {note}\n")
+    assert main(["devices", "--devices", str(cat), "--json"]) == 0
+    data = {d["name"]: d for d in json.loads(capsys.readouterr().out)}
+    assert (data["pz"]["notes"], data["pb"]["notes"]) == ([note], [])
+    assert main([*RUN, "--devices", str(cat), "--device", "pz", "--", "true"]) == 0
+    assert f"edgeprof: warning: {note}\n" in capsys.readouterr().err
+
+
 def test_result_device_round_trips_and_older_files_load() -> None:
     from .conftest import make_result
 

@@ -13,6 +13,7 @@ from edgeprof.units import (
     MIN_QUOTA_US,
     check_quota,
     cpu_quota_us,
+    decimal_looking,
     format_binary,
     format_cpuset,
     format_decimal,
@@ -55,6 +56,29 @@ def test_parse_size_binary_multiples_as_docker(text: str, expected: int) -> None
 def test_parse_size_rejects(text: str) -> None:
     with pytest.raises(ConfigError, match="invalid size"):
         parse_size(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("420MB", ("420", "MB", 420 * 10**6)),
+        ("420 mb", ("420", "MB", 420 * 10**6)),
+        ("1.5GB", ("1.5", "GB", 1_500_000_000)),
+        (" 2 kb ", ("2", "KB", 2000)),
+        ("420m", None),
+        ("420MiB", None),
+        ("420 MiB", None),
+        ("1024b", None),
+        ("1024", None),
+        (420, None),
+    ],
+)
+def test_a_size_whose_unit_reads_as_decimal_is_found(
+    text: object, found: tuple[str, str, int] | None
+) -> None:
+    """``420MB`` is 420 MiB by Docker's rule (``parse_size``), 440401920 bytes: 4.9 % more
+    than a datasheet's 420 × 10⁶."""
+    assert decimal_looking(text) == found
 
 
 def test_parse_size_error_names_the_text() -> None:
