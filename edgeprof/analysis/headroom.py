@@ -79,7 +79,7 @@ def charging_slack(n: int) -> int:
     """The kernel's charging slack at ``n`` bytes (:data:`AT_LIMIT_SLACK`: 1 %, at least
     1 MiB), in whole pages: a peak that comes this close to its limit has met it, and a run
     must leave this much under its limit to be an answer.  ``run``'s verdict
-    (:func:`limit_fit`) and ``fit``'s (:func:`~edgeprof.analysis.need.slack`) both take it:
+    (:func:`limit_fit`) and ``fit``'s (:func:`~edgeprof.analysis.fit_bounds.slack`) both take it:
     ``run --memory 59m -- python3 leak.py 5 11`` had said "fits, 828.0KiB to spare (1%)"
     where fit counts such a run at the edge."""
     return -(-max(MIB, int(AT_LIMIT_SLACK * n)) // PAGE) * PAGE

@@ -6,15 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..analysis.cells import leased_cores
-from ..analysis.need import (
-    MIN_LIMIT,
-    OVERTURNED,
-    PAGE,
-    RAISED,
-    slack,
-    untouched,
-    with_margin,
-)
+from ..analysis.fit_bounds import MIN_LIMIT, PAGE, slack
+from ..analysis.need import OVERTURNED, RAISED, untouched, with_margin
 from ..model import RunResult
 from ..sweeps.fit_outcome import FitOutcome, Probe
 from ..sweeps.fit_reference import setting

@@ -20,18 +20,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
+from ..analysis.fit_bounds import MIN_LIMIT, bounds, slack
 from ..analysis.fit_times import median_time, spread
 from ..analysis.need import (
     DEFAULT_MARGIN,
     DEFAULT_TOLERANCE,
-    MIN_LIMIT,
     REPEAT_ON_DOUBT,
     Verdict,
-    bounds,
     in_doubt,
     read_back,
     search,
-    slack,
     stall,
     verdict,
 )
@@ -244,7 +242,7 @@ def _fit_one(
         if on_step is not None:
             on_step(label, None, None, reference)
         # The warm-up's memory counts (only its time is discarded): one more unlimited run
-        # for the spread of the floors the allowance takes (need.allowance).
+        # for the spread of the floors the allowance takes (fit_bounds.allowance).
         b = bounds(
             reference, ceiling, None if req.resolution is None else parse_size(req.resolution),
             warmups,

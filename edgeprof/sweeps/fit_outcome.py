@@ -6,18 +6,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from ..analysis.fit_bounds import Bounds
 from ..analysis.fit_times import Timing, contended, median_time
 from ..analysis.headroom import mapped_elsewhere, over_device, with_mapped
-from ..analysis.need import (
-    OVERTURNED,
-    RAISED,
-    Bounds,
-    Verdict,
-    max_probes,
-    recommended,
-    stall,
-    with_margin,
-)
+from ..analysis.need import OVERTURNED, RAISED, Verdict, max_probes, recommended, stall, with_margin
 from ..analysis.stats import median
 from ..model import RunResult
 from ..model.fitdoc import FIT_SCHEMA_VERSION, Fit, FitProbe

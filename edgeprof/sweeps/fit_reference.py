@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from ..analysis.cells import described
-from ..analysis.need import MIN_LIMIT, Verdict
+from ..analysis.fit_bounds import MIN_LIMIT
+from ..analysis.need import Verdict
 from ..measure.limits import kernel_memory
 from ..model import Limits, RunResult, Termination
 from ..units import counted, format_binary

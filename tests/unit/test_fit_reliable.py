@@ -2,7 +2,7 @@
 at the edge: ``fit -- python model.py 1024`` had answered its floor, 180.3 MiB, after one
 probe there, and two runs of two were OOM-killed at that limit.
 
-A limit must leave room over what no limit can reclaim (:func:`need.allowance`), a run whose
+A limit must leave room over what no limit can reclaim (:func:`fit_bounds.allowance`), a run whose
 peak met its limit with its own memory does not fit (the run report's "at the edge"), and
 the answer is confirmed by more runs before it is given."""
 
@@ -14,21 +14,16 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from edgeprof.analysis.fit_bounds import MIB, PAGE, Bounds, allowance, bounds, slack
 from edgeprof.analysis.fit_times import Timing
 from edgeprof.analysis.headroom import stat_lag
 from edgeprof.analysis.need import (
     BISECTED,
-    MIB,
     OVERTURNED,
-    PAGE,
     RAISED,
     REPEAT_ON_DOUBT,
-    Bounds,
     Verdict,
-    allowance,
-    bounds,
     search,
-    slack,
     verdict,
 )
 from edgeprof.backends import register_backend, unregister_backend

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from edgeprof.analysis.budgets import Budgets, Status, check_budgets
+from edgeprof.analysis.fit_bounds import Bounds, slack
 from edgeprof.analysis.fit_times import Timing
 from edgeprof.analysis.headroom import Headroom, charging_slack, limit_fit, worst_fit
-from edgeprof.analysis.need import Bounds, Verdict, at_the_edge, slack
+from edgeprof.analysis.need import Verdict, at_the_edge
 from edgeprof.cli.fit import fit_exit_code
 from edgeprof.errors import ConfigError
 from edgeprof.model import (
@@ -151,7 +152,7 @@ def test_near_the_limit_with_no_page_cache_is_the_runs_own_peak() -> None:
     )
     f = limit_fit(dataclasses.replace(r, memory=dataclasses.replace(r.memory, peaks=none)))
     assert f is not None and f.status is Headroom.FITS and f.spare == MIB // 2
-    assert f.at_edge  # under the slack fit asks of a run (need.slack): not a limit to run at
+    assert f.at_edge  # under the slack fit asks of a run (fit_bounds.slack): not a limit to run at
     assert headroom(f) == (
         "memory limit 100.0MiB: fits at the edge, peak 99.5MiB, only 512.0KiB to spare, under "
         "the 1.0MiB the kernel may charge ahead: a run holding a little more is OOM-killed "
@@ -479,7 +480,7 @@ def test_compare_of_a_fit_blames_the_other_path_when_it_is_missing_or_empty(
 
 def test_a_peak_within_the_charging_slack_of_the_limit_fits_at_the_edge_by_fits_rule() -> None:
     """``run --memory 59m -- python3 leak.py 5 11`` (55 MiB of anon, no page cache) said
-    "fits, peak 58.2MiB, 828.0KiB to spare (1%)"; fit's own rule (need.slack: 1 %, at least
+    "fits, peak 58.2MiB, 828.0KiB to spare (1%)"; fit's own rule (fit_bounds.slack: 1 %, at least
     1 MiB) would not take that limit for an answer.  Both now take headroom.charging_slack."""
     limit = 59 * MIB
     peak = limit - 828 * 1024

@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from edgeprof.analysis.fit_bounds import Bounds
 from edgeprof.analysis.fit_times import Timing
 from edgeprof.analysis.headroom import Headroom, limit_fit, mapped_elsewhere, over_device
-from edgeprof.analysis.need import Bounds
 from edgeprof.backends import _mapped
 from edgeprof.backends.base import MappedReading
 from edgeprof.measure.memory import MAPPED_PERIOD_S, MappedTracker

@@ -10,16 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from edgeprof.analysis.fit_bounds import MIB, MIN_LIMIT, PAGE, Bounds, bounds
 from edgeprof.analysis.fit_times import Timing, median_time, spread, timing
 from edgeprof.analysis.headroom import stat_lag
 from edgeprof.analysis.need import (
     MAX_RAISES,
-    MIB,
-    MIN_LIMIT,
-    PAGE,
-    Bounds,
     Verdict,
-    bounds,
     in_doubt,
     max_probes,
     recommended,
@@ -317,7 +313,7 @@ def test_bounds_floor_is_the_highest_floor_of_the_runs_page_rounded() -> None:
     ]
     b = bounds(ref, 512 * MIB, None)
     # The room over the floor: the kernel's slack (1 MiB), the floors' spread, 10 MiB
-    # and a byte, and what a reading may lag on the fake host's CPUs (need.allowance).
+    # and a byte, and what a reading may lag on the fake host's CPUs (fit_bounds.allowance).
     assert b == Bounds(
         floor=40 * MIB + PAGE,
         peak=100 * MIB,

@@ -1,0 +1,121 @@
+"""The bracket of ``edgeprof fit``'s search: the floor and the peak of the unlimited runs,
+and the room a limit must leave above the floor (:func:`allowance`).
+
+Split from :mod:`edgeprof.analysis.need` (the search and its verdicts), which reads these."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..model import RunResult
+from .headroom import charging_slack, stat_lag
+
+PAGE = 4096
+MIB = 1 << 20
+MIN_LIMIT = 6 * MIB
+"""The smallest memory limit edgeprof sets (Docker's floor)."""
+DEFAULT_RESOLUTION_FRACTION = 0.02
+"""Default resolution: 2 % of the unlimited peak, at least 1 MiB (7 probes for a script
+whose floor is a quarter of its peak)."""
+
+
+@dataclass(frozen=True)
+class Bounds:
+    floor: int
+    peak: int
+    ceiling: int | None
+    """The most the device has (``--memory`` or the device's), ``None``: no ceiling."""
+    resolution: int
+    allowance: int = 0
+    """Room a limit must leave above the floor (:func:`allowance`): a limit closer to what
+    no limit can reclaim is met by the run's own memory, and the next run, holding a little
+    more, is OOM-killed there."""
+
+    @property
+    def low(self) -> int:
+        """The first limit worth asking for: the floor and the allowance above it."""
+        return self.floor + self.allowance
+
+    @property
+    def top(self) -> int:
+        """The highest limit worth asking for: the peak (or the floor and its allowance,
+        where that is more), or a ceiling below it."""
+        top = max(self.peak, self.low)
+        return top if self.ceiling is None else min(top, self.ceiling // PAGE * PAGE)
+
+    @property
+    def top_passes(self) -> bool:
+        """Whether a limit at the top passes without a run: the unlimited peak, with at least
+        the allowance above the floor, so what a limit there takes back is page cache.  A
+        peak that is the run's own memory (a floor within the allowance of it) is no such
+        limit: ``model.py`` (anon 179.3 of a 180.5 MiB peak) was OOM-killed at 180.3 MiB in
+        two runs of two."""
+        return self.top == self.peak and self.peak >= self.low
+
+
+def bounds(
+    reference: Sequence[RunResult],
+    ceiling: int | None,
+    resolution: int | None,
+    warmups: Sequence[RunResult] = (),
+) -> Bounds:
+    """The search's bracket from the unlimited runs (``warmups``: their discarded warm-ups,
+    whose memory counts towards the :func:`allowance`)."""
+    peaks = [r.memory.peak_bytes for r in reference if r.memory.peak_bytes is not None]
+    peak = max(peaks) if peaks else 0
+    floors = [r.memory.floor_bytes for r in reference if r.memory.floor_bytes is not None]
+    if floors:
+        floor = max(floors)
+    else:  # no composition (the Docker stats API): the working set is the nearest thing
+        ws = [
+            r.memory.peak_working_set_bytes
+            for r in reference
+            if r.memory.peak_working_set_bytes is not None
+        ]
+        floor = max(ws) if ws else 0
+    floor = max(MIN_LIMIT, min(page_up(floor), page_up(peak)))
+    peak = max(floor, page_up(peak))
+    if resolution is None:
+        resolution = max(MIB, page_up(int(peak * DEFAULT_RESOLUTION_FRACTION)))
+    # Whole pages: the midpoints are pages, and a step of a page and a half would cost the
+    # bound one probe.
+    return Bounds(floor, peak, ceiling, max(PAGE, page_up(resolution)),
+                  allowance([*warmups, *reference], floor))
+
+
+def allowance(reference: Sequence[RunResult], floor: int) -> int:
+    """The room a limit must leave above the floor to be an answer: the kernel's charging
+    slack (:func:`slack`), the spread of the unlimited runs' floors (max − min: what one
+    run holds more than another), and what one reading of the floor may lag the kernel's
+    count (:func:`~edgeprof.analysis.headroom.stat_lag`), so that a run within that spread,
+    read a little late or early, still leaves each run the slack :func:`at_the_edge` asks of
+    it.
+
+    Measured: ``read_and_hold.py model.bin 48`` (floor 55.7 MiB, three unlimited floors
+    within 16 KiB of each other) was OOM-killed in 5 of 9 runs at its floor, the answer one
+    passing probe there had given.  With the larger of the two instead of their sum, a probe
+    at the floor and its room whose own floor came 8 KiB higher left 1016 KiB, less than the
+    slack, and failed for it.  With their sum and no lag, the same happened on floors 16 KiB
+    apart (8 KiB over their spread): that first probe failed in one ``fit`` of two, and the
+    search went on above it, answering 132.5 MiB where the other answered 55.1 (a tester's
+    two runs), and 4 MiB (a step) above it in one of three fits of the kernel tier's script
+    on this 2-CPU host."""
+    floors = [r.memory.floor_bytes for r in reference if r.memory.floor_bytes is not None]
+    spread = max(floors) - min(floors) if floors else 0
+    cpus = max((r.host.cpus for r in reference), default=1)
+    return page_up(slack(floor) + spread + stat_lag(cpus))
+
+
+def slack(floor: int) -> int:
+    """The kernel's charging slack at ``floor``
+    (:func:`~edgeprof.analysis.headroom.charging_slack`, 1 % and at least 1 MiB, the rule
+    ``run``'s verdict takes too): a run whose peak comes that close to its limit has met it.
+    Each run must leave this much under its limit over its own anon + shmem + kernel
+    (:func:`~edgeprof.analysis.need.at_the_edge`)."""
+    return charging_slack(floor)
+
+
+def page_up(n: int) -> int:
+    """Rounded up to a whole page: the kernel keeps limits in pages."""
+    return -(-n // PAGE) * PAGE
