@@ -86,11 +86,11 @@ def bounds(
 
 def allowance(reference: Sequence[RunResult], floor: int) -> int:
     """The room a limit must leave above the floor to be an answer: the kernel's charging
-    slack (:func:`slack`), the spread of the unlimited runs' floors (max − min: what one
-    run holds more than another), and what one reading of the floor may lag the kernel's
+    slack (:func:`slack`), what one unlimited run may hold more than the floor
+    (:func:`held_over_floor`), and what one reading of the floor may lag the kernel's
     count (:func:`~edgeprof.analysis.headroom.stat_lag`), so that a run within that spread,
-    read a little late or early, still leaves each run the slack :func:`at_the_edge` asks of
-    it.
+    read a little late or early, still leaves each run the slack
+    :func:`~edgeprof.analysis.need.at_the_edge` asks of it.
 
     Measured: ``read_and_hold.py model.bin 48`` (floor 55.7 MiB, three unlimited floors
     within 16 KiB of each other) was OOM-killed in 5 of 9 runs at its floor, the answer one
@@ -101,10 +101,40 @@ def allowance(reference: Sequence[RunResult], floor: int) -> int:
     search went on above it, answering 132.5 MiB where the other answered 55.1 (a tester's
     two runs), and 4 MiB (a step) above it in one of three fits of the kernel tier's script
     on this 2-CPU host."""
-    floors = [r.memory.floor_bytes for r in reference if r.memory.floor_bytes is not None]
-    spread = max(floors) - min(floors) if floors else 0
     cpus = max((r.host.cpus for r in reference), default=1)
-    return page_up(slack(floor) + spread + stat_lag(cpus))
+    return page_up(slack(floor) + held_over_floor(reference, floor) + stat_lag(cpus))
+
+
+def held_over_floor(reference: Sequence[RunResult], floor: int) -> int:
+    """What one unlimited run may hold more than ``floor``: the spread of the runs' floors
+    (max − min), but no more than the kernel's highest peak lies above ``floor``.
+
+    A floor is read at the samples, so its spread is one run's own memory over another's
+    *and* how far sampling missed each run's highest: it says nothing of the memory the
+    kernel did not count.  No run held more than its kernel peak (``memory.peak``, or v1's
+    ``max_usage_in_bytes``: every page, counted as charged), so where every run has one,
+    a room reaching past the highest of them is sampling's miss.  A tester's eager torch
+    script (floors 311.5 / 353.6 / 369.3 MiB at 0.1 s, kernel peaks 373.4 / 369.4 / 369.5
+    MiB) had been given 62.5 MiB of room, an answer of 431.7 MiB and "does not fit in
+    512.0MiB: 5.3MiB short", where ``run --memory 380m`` completed 3 runs of 3; an ONNX
+    model (floors 145.0 / 152.7 / 186.7, peaks 200.6–200.8 MiB) 231.2 MiB, where ``run
+    --memory 206m`` completed 3 of 3.  Now 4.2 and 14.1 MiB: the searches start at the
+    highest peak and the slack and lag over it, 378.1 and 203.7 MiB.
+
+    Not the peaks' spread: a run's peak also counts the page cache it charged, which one run
+    may charge and the next find cached (a first run's model file: 111.7 MiB of a tester's
+    sweep), while its floor is the same; and not where any run's peak is not the kernel's
+    (sampled, it can miss as the floor does)."""
+    floors = [r.memory.floor_bytes for r in reference if r.memory.floor_bytes is not None]
+    if not floors:
+        return 0
+    spread = max(floors) - min(floors)
+    measured = [r for r in reference if r.memory.floor_bytes is not None]
+    peaks = [r.memory.peak_bytes for r in measured if r.memory.peak_source == "kernel"]
+    known = [p for p in peaks if p is not None]
+    if len(known) < len(measured):
+        return spread
+    return min(spread, max(0, max(known) - floor))
 
 
 def slack(floor: int) -> int:

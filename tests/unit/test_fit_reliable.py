@@ -47,9 +47,10 @@ def test_the_allowance_is_the_charging_slack_the_spread_of_the_floors_and_a_read
     # 1 % of the floor, at least 1 MiB: the slack within which a peak has met its limit.
     assert allowance([run(memory=mem(floor=OWN))], OWN) == slack(OWN) + lag == MIB + lag
     assert allowance([run(memory=mem(floor=400 * MIB))], 400 * MIB) == 4 * MIB + lag
-    # The unlimited runs' floors 3 MiB apart: a run may hold that much more, and still
-    # leave the slack.
-    runs = [run(memory=mem(floor=OWN)), run(memory=mem(floor=OWN + 3 * MIB))]
+    # The unlimited runs' floors 3 MiB apart, under peaks of page cache: a run may hold
+    # that much more, and still leave the slack.
+    runs = [run(memory=mem(peak=2 * OWN, floor=OWN)),
+            run(memory=mem(peak=2 * OWN, floor=OWN + 3 * MIB))]  # fmt: skip
     assert allowance(runs, OWN + 3 * MIB) == slack(OWN + 3 * MIB) + 3 * MIB + lag
 
 
