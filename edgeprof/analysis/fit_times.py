@@ -22,6 +22,8 @@ class Timing:
     seconds: float
 
 
+LATENCY = "latency p50"
+"""The metric of a run that reports iterations: their latency p50."""
 UNCONTENDED = "uncontended wall"
 """The wall time less the time other tasks held the run off its CPUs."""
 
@@ -32,7 +34,7 @@ def timing(r: RunResult) -> Timing:
     55.7 MiB for the same command, its probes "+25 %" slower where other tasks had held
     them off their CPUs for 0.25 to 0.41 s of 1.1 s; the limit takes memory, not CPU."""
     if r.latency is not None and r.latency.count > 0:
-        return Timing("latency p50", r.latency.p50_s)
+        return Timing(LATENCY, r.latency.p50_s)
     others = held(r)
     if others is None:
         return Timing("wall", r.wall_s)

@@ -7,11 +7,12 @@ from collections.abc import Sequence
 
 from ..analysis.cells import leased_cores
 from ..analysis.fit_bounds import MIN_LIMIT, PAGE, slack
+from ..analysis.fit_times import LATENCY, Timing, median_time
 from ..analysis.need import OVERTURNED, RAISED, untouched, with_margin
 from ..model import RunResult
 from ..sweeps.fit_outcome import FitOutcome, Probe
 from ..sweeps.fit_reference import setting
-from ..units import counted, format_binary
+from ..units import counted, format_binary, format_seconds
 from .memory import composition, spare
 from .table import plain_table
 
@@ -21,7 +22,15 @@ _BEYOND = {
 }
 """What the probes past the bisection were made for (:attr:`FitOutcome.beyond`)."""
 
-CURVE = ("LIMIT", "TIME (s)", "VS UNLIMITED", "STALL", "REFAULTS", "MAJ FAULTS", "END", "VERDICT")
+CURVE = ("LIMIT", "TIME", "VS UNLIMITED", "STALL", "REFAULTS", "MAJ FAULTS", "END", "VERDICT")
+
+
+def format_time(t: Timing) -> str:
+    """A fit's time in the unit the run report picks (:func:`~edgeprof.units.format_seconds`):
+    a latency to two decimals, as ``run``'s latency table shows it, a wall time to one, as
+    its statistics do.  Seconds to three decimals had shown a 1.04 ms p50 as ``0.001``
+    beside the unlimited runs' ``0.002s`` and "-14%" (a tester's)."""
+    return format_seconds(t.seconds, digits=2 if t.metric == LATENCY else 1)
 
 
 def probe_row(p: Probe, reference_s: float) -> list[str]:
@@ -31,7 +40,7 @@ def probe_row(p: Probe, reference_s: float) -> list[str]:
     rel = f"{100 * (t['time_s'] / reference_s - 1):+.0f}%" if reference_s > 0 else "n/a"
     return [
         format_binary(p.limit),
-        f"{t['time_s']:.3f}" + (f" ({len(p.runs)} runs)" if len(p.runs) > 1 else ""),
+        format_time(median_time(p.runs)) + (f" ({len(p.runs)} runs)" if len(p.runs) > 1 else ""),
         rel if last.termination.value == "exited" and not last.exit_code else "-",
         stall,
         "n/a" if t["refaults"] is None else str(t["refaults"]),
@@ -95,7 +104,7 @@ def _render_one(o: FitOutcome) -> str:
     if ref is not None:
         lines.append(_title(o, ref))
         lines.append(
-            f"unlimited: {o.time.metric} {o.time.seconds:.3f}s ({counted(len(o.reference), 'run')}"
+            f"unlimited: {o.time.metric} {format_time(o.time)} ({counted(len(o.reference), 'run')}"
             + (f", spread {100 * o.noise:.0f}%); " if len(o.reference) > 1 else "); ")
             + (
                 composition(

@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
+from edgeprof.analysis.fit_times import LATENCY, UNCONTENDED, Timing, median_time
 from edgeprof.analysis.need import Verdict
 from edgeprof.backends import register_backend, unregister_backend
 from edgeprof.cli import main
 from edgeprof.cli.fit import fit_exit_code
 from edgeprof.model import RunSpec, Termination
-from edgeprof.report.fit import CURVE, probe_row
+from edgeprof.report.fit import CURVE, format_time, probe_row
 from edgeprof.report.results import row
 from edgeprof.sweeps.fit import FitRequest, _one_run
 from edgeprof.sweeps.fit_outcome import Probe
@@ -28,6 +29,7 @@ from edgeprof.units import format_binary
 from tests.fakes import FakeBackend, FakeRun, linear
 
 from .conftest import make_result
+from .test_memory_need import latency
 
 MIB = 1 << 20
 NO_SEARCH = "no search: the unlimited run exited with code {}: the command fails without a "
@@ -514,3 +516,19 @@ def test_a_list_of_settings_is_one_line_before_any_run(
     rc, stdout, err = _fit(capfd, "--backend", "fake", "--out", str(out), *args, "--", "true")
     assert (rc, stdout, err) == (2, "", f"edgeprof: error: {said}\n")
     assert not out.exists()
+
+
+def test_a_probes_time_is_shown_in_the_run_reports_unit() -> None:
+    """A latency to two decimals in the unit format_seconds picks, as ``run``'s latency table
+    shows it; a wall time to one.  Seconds to three decimals had shown a tester's 1.04 ms
+    p50 as ``0.001`` beside the unlimited ``0.002s`` and "-14%"."""
+    p50 = [make_result(latency=latency(s)) for s in (0.00104, 0.00098, 0.00131)]
+    cells = probe_row(Probe(16 * MIB, tuple(p50), Verdict(True, "fits")), 0.00121)
+    assert cells[CURVE.index("TIME")] == "1.04ms (3 runs)"
+    assert cells[CURVE.index("VS UNLIMITED")] == "-14%"
+    assert format_time(Timing(LATENCY, 0.0000076)) == "7.60µs"
+    assert format_time(Timing(LATENCY, 2.5)) == "2.500s"
+    walls = (make_result(wall_s=0.4123),)
+    assert format_time(median_time(walls)) == "412.3ms"
+    assert probe_row(Probe(16 * MIB, walls, Verdict(True, "fits")), 0.4)[1] == "412.3ms"
+    assert format_time(Timing(UNCONTENDED, 1.5)) == "1.50s"
