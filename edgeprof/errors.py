@@ -39,6 +39,12 @@ class CpusOverHost(LimitError):
         self.cpus = cpus
         self.available = available
 
+    def __reduce__(self) -> tuple[type[CpusOverHost], tuple[str, float, tuple[int, ...]]]:
+        # Pickle rebuilds an exception as cls(*args), and args is the message alone: a
+        # ProcessPoolExecutor's worker that raised it broke the whole pool
+        # (BrokenProcessPool, every pending job lost; a tester's).
+        return type(self), (str(self.args[0]), self.cpus, self.available)
+
 
 class CoresBusy(LimitError):
     """The cores a run needs are leased by other runs and ``cores_busy="fail"`` was asked

@@ -137,6 +137,11 @@ class Metric:
     """The latency percentile the figure is (``p95``): from fewer iterations than
     :func:`iterations_for` it, no estimate of it (:func:`few_iterations`)."""
 
+    def __reduce__(self) -> tuple[Callable[[str], Metric], tuple[str]]:
+        # A metric is an entry of :data:`METRICS`: pickled by its key, as its ``get`` (a
+        # lambda, a closure) cannot be; a Comparison had not crossed a process pool.
+        return registered, (self.key,)
+
     @property
     def ranked(self) -> bool:
         """Whether models are ranked by it: smaller or larger is better."""
@@ -245,6 +250,12 @@ METRICS: tuple[Metric, ...] = (
 """Every metric, in table order."""
 
 BY_KEY: dict[str, Metric] = {m.key: m for m in METRICS}
+
+
+def registered(key: str) -> Metric:
+    """The metric of :data:`METRICS` whose key is ``key``: what a pickled one is read back as."""
+    return BY_KEY[key]
+
 
 ITERATION_STATS = ("latency_p50_s", "items_per_s")
 """The statistics of the runs' iterations, last of :data:`STAT_METRICS`: they joined it

@@ -71,6 +71,10 @@ class Interrupted(KeyboardInterrupt):
         self.result = result
         self.signal = signum
 
+    def __reduce__(self) -> tuple[type[Interrupted], tuple[RunResult, int]]:
+        # Pickle's cls(*args) would pass the message as ``result`` (a process pool's worker).
+        return type(self), (self.result, self.signal)
+
 
 class StoppedAfter(Interrupted):
     """A stop signal to edgeprof after its workload had ended: the run's ``result`` stands

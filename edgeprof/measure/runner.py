@@ -72,6 +72,10 @@ class ResultNotSaved(EdgeprofError):
         super().__init__(message)
         self.result = result
 
+    def __reduce__(self) -> tuple[type[ResultNotSaved], tuple[str, RunResult]]:
+        # As CpusOverHost's: cls(*args) would miss ``result`` (a process pool's worker).
+        return type(self), (str(self.args[0]), self.result)
+
 
 def profile(
     command: Sequence[str],
