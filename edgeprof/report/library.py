@@ -21,7 +21,7 @@ from ..units import parse_threshold, shown
 from . import display  # noqa: F401  (hands RunResult its str() and HTML: the report's)
 from .ci_summary import compare_dict, compare_headline, render_compare_plain
 from .export import run_records
-from .saved import compare_paths
+from .saved import compare_paths, compare_runs
 
 
 @dataclass(frozen=True, repr=False)
@@ -91,8 +91,8 @@ def load(*paths: str | os.PathLike[str]) -> list[RunResult]:
 
 @respelled(KEYWORDS)
 def compare(
-    baseline: str | os.PathLike[str],
-    current: str | os.PathLike[str],
+    baseline: str | os.PathLike[str] | RunResult | Sequence[RunResult],
+    current: str | os.PathLike[str] | RunResult | Sequence[RunResult],
     threshold: str = "5%",
     *,
     ignore_limits: bool = False,
@@ -103,7 +103,9 @@ def compare(
     """``edgeprof compare BASELINE CURRENT``'s verdicts, from the same code: ``threshold`` as
     ``--threshold`` takes it (``"5%"``), the keywords as its flags.  ``setting`` is
     ``--setting``'s value (``"cpus=2"``: that setting of both sides), or a pair of them
-    (the baseline's, then the current's).  Two ``fit.json`` compare their fits.  A bad
+    (the baseline's, then the current's).  Two ``fit.json`` compare their fits.  Either side
+    may be runs instead of a path, as :func:`predict` takes them: a :class:`RunResult` (what
+    :func:`edgeprof.profile` returns) or a list of them (what :func:`load` returns).  A bad
     argument, or no model in both, is a :class:`~edgeprof.errors.ConfigError`."""
     if not isinstance(threshold, str):
         raise ConfigError(
@@ -118,16 +120,38 @@ def compare(
             raise ConfigError(f"edgeprof.compare: {flag} {value!r} is not True or False")
     settings = _settings(setting)
     thr = parse_threshold(threshold)
-    changes, notes, _ = compare_paths(
-        _path(baseline, "compare"),
-        _path(current, "compare"),
-        thr,
-        match_limits=not ignore_limits,
-        allow_missing=allow_missing,
-        match_targets=not ignore_target,
-        settings=settings,
-    )
+    options: dict[str, Any] = {
+        "match_limits": not ignore_limits,
+        "allow_missing": allow_missing,
+        "match_targets": not ignore_target,
+        "settings": settings,
+    }
+    base_runs = _runs(baseline, "compare", "baseline")
+    current_runs = _runs(current, "compare", "current")
+    if base_runs is None and current_runs is None:
+        changes, notes, _ = compare_paths(
+            _path(baseline, "compare"), _path(current, "compare"), thr, **options
+        )
+    else:
+        # A path beside runs is read as its runs (a fit.json is refused there, as
+        # load refuses it: fits compare only with fits).
+        changes, notes = compare_runs(
+            _side(baseline, base_runs, "baseline"), _side(current, current_runs, "current"),
+            thr, **options,
+        )  # fmt: skip
     return Comparison(tuple(changes), tuple(notes), thr)
+
+
+def _side(
+    value: object, runs: list[RunResult] | None, side: str
+) -> tuple[list[RunResult], str]:
+    """A side of :func:`compare` as runs and its name in a ``setting`` refusal."""
+    if runs is None:
+        path = _path(value, "compare")
+        return load_runs([path]), str(path)
+    if not runs:
+        raise ConfigError(f"edgeprof.compare: the {side} holds no run")
+    return runs, f"the {side} runs"
 
 
 @dataclass(frozen=True)
@@ -172,18 +196,8 @@ def predict(
     from ..analysis.calibration import predict as predict_runs
     from ..analysis.device_names import calibrated_devices
 
-    if isinstance(results, RunResult):
-        runs = [results]
-    elif isinstance(results, (str, os.PathLike)):
-        runs = load_runs([_path(results, "predict")])
-    else:
-        given: object = results
-        runs = [r for r in given if isinstance(r, RunResult)] if isinstance(given, Sequence) else []
-        if not isinstance(given, Sequence) or len(runs) != len(given):
-            raise ConfigError(
-                f"edgeprof.predict: results {results!r} is not a path, a RunResult or a "
-                "list of them"
-            )
+    given = _runs(results, "predict", "results")
+    runs = load_runs([_path(results, "predict")]) if given is None else given
     if not runs:
         raise ConfigError("edgeprof.predict: no runs to predict from")
     path = _path(calibration, "predict")
@@ -212,6 +226,21 @@ def to_records(results: RunResult | Sequence[RunResult]) -> list[dict[str, Any]]
             "them (what edgeprof.profile and edgeprof.load return)"
         )
     return run_records(runs)
+
+
+def _runs(value: object, caller: str, name: str) -> list[RunResult] | None:
+    """``value`` as runs: a :class:`RunResult` or a list of them; ``None`` for a path (a str,
+    an ``os.PathLike``); anything else is a :class:`~edgeprof.errors.ConfigError`."""
+    if isinstance(value, RunResult):
+        return [value]
+    if isinstance(value, (str, os.PathLike)):
+        return None
+    runs = [r for r in value if isinstance(r, RunResult)] if isinstance(value, Sequence) else []
+    if not isinstance(value, Sequence) or len(runs) != len(value):
+        raise ConfigError(
+            f"edgeprof.{caller}: {name} {value!r} is not a path, a RunResult or a list of them"
+        )
+    return runs
 
 
 def _settings(value: object) -> tuple[str, ...]:

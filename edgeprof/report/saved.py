@@ -146,23 +146,48 @@ def compare_paths(
             base_fits, cur_fits, threshold, match_limits=match_limits, allow_missing=allow_missing
         )
     else:
-        base_runs, current_runs = load_runs([baseline]), load_runs([current])
-        if settings:
-            # Once, it is both sides'; a side without it may want a setting of its own.
-            hint = "; given twice, --setting picks the baseline's, then the current's"
-            hint = hint if len(settings) == 1 else ""
-            base_runs = pick_setting(base_runs, settings[0], str(baseline), hint)
-            current_runs = pick_setting(current_runs, settings[-1], str(current), hint)
-        changes, notes = compare_results(
-            base_runs,
-            current_runs,
+        current_runs = load_runs([current])
+        changes, notes = compare_runs(
+            (load_runs([baseline]), str(baseline)),
+            (current_runs, str(current)),
             threshold,
             match_limits=match_limits,
             allow_missing=allow_missing,
             match_targets=match_targets,
+            settings=settings,
         )
         notes = [*pooled_notes(baseline, current), *notes]
     return changes, notes, current_runs
+
+
+def compare_runs(
+    baseline: tuple[Sequence[RunResult], str],
+    current: tuple[Sequence[RunResult], str],
+    threshold: float,
+    *,
+    match_limits: bool = True,
+    allow_missing: bool = False,
+    match_targets: bool = True,
+    settings: Sequence[str] = (),
+) -> tuple[list[Change], list[str]]:
+    """:func:`compare_paths`'s verdicts and notes for runs already read: each side its runs
+    and how a ``--setting`` refusal names it (its path; :func:`edgeprof.compare` of runs
+    ``profile`` returned: ``the baseline runs``)."""
+    (base_runs, base_name), (current_runs, current_name) = baseline, current
+    if settings:
+        # Once, it is both sides'; a side without it may want a setting of its own.
+        hint = "; given twice, --setting picks the baseline's, then the current's"
+        hint = hint if len(settings) == 1 else ""
+        base_runs = pick_setting(base_runs, settings[0], base_name, hint)
+        current_runs = pick_setting(current_runs, settings[-1], current_name, hint)
+    return compare_results(
+        base_runs,
+        current_runs,
+        threshold,
+        match_limits=match_limits,
+        allow_missing=allow_missing,
+        match_targets=match_targets,
+    )
 
 
 def pooled_notes(baseline: Path, current: Path) -> list[str]:

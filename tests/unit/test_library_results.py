@@ -116,6 +116,32 @@ def test_compare_picks_a_setting_as_the_commands_setting_option(tmp_path: Path) 
         edgeprof.compare(one, two, setting=["cpus=1"])  # type: ignore[arg-type]
 
 
+def test_compare_takes_the_runs_profile_and_load_return(tmp_path: Path) -> None:
+    """It took only paths ("… is not a path (a str or a Path)"), where predict and
+    to_records take runs: a tool that had just profiled went back through the disk."""
+    base = _sweep(tmp_path / "base", [run(wall=w) for w in BASE_WALLS])
+    slow_runs = [run(wall=w * 1.3) for w in BASE_WALLS]
+    from_disk = edgeprof.compare(base, _sweep(tmp_path / "slow", slow_runs))
+    from_runs = edgeprof.compare(edgeprof.load(base), slow_runs)
+    mixed = edgeprof.compare(base, tuple(slow_runs))
+    assert from_runs.changes == from_disk.changes == mixed.changes
+    assert from_runs.regressed and from_runs.notes == ()
+    wall = next(c for c in from_runs.changes if c.metric.key == "wall")
+    assert abs((wall.change or 0) - 0.3) < 1e-9 and wall.current == tuple(
+        w * 1.3 for w in BASE_WALLS
+    )
+    one = edgeprof.compare(run(wall=1.0), run(wall=1.0))  # a RunResult each
+    assert {c.verdict.value for c in one.changes} == {"not enough repeats"}
+    with pytest.raises(ConfigError, match=r"^setting cpus=2: no run of the baseline runs has "
+                       r"it \(its settings: cpus=1, memory=1.0GiB\)"):  # fmt: skip
+        edgeprof.compare(slow_runs, base, setting="cpus=2")
+    with pytest.raises(ConfigError, match=r"^edgeprof.compare: the baseline holds no run$"):
+        edgeprof.compare([], slow_runs)
+    with pytest.raises(ConfigError, match=r"^edgeprof.compare: current \[3\] is not a path, "
+                       "a RunResult or a list of them$"):  # fmt: skip
+        edgeprof.compare(base, [3])  # type: ignore[list-item]
+
+
 def test_from_dict_of_a_sweep_says_where_its_runs_are(tmp_path: Path) -> None:
     """It had said "unsupported result schema_version None (this edgeprof reads 1)"."""
     sweep = _sweep(tmp_path / "s", [run()])
