@@ -11,7 +11,8 @@ The public API (help(edgeprof.profile) and so on document each name):
 - ``RunResult``: what a run used and how it ended; ``Termination``: how it ended.
 - ``Counters``, ``Sample``, ``RunSpec``, ``UserIds``: what a backend reads, and is given.
 - ``load(*paths)``: the runs of saved results, as ``edgeprof report`` reads them.
-- ``compare(baseline, current)``: ``edgeprof compare``'s verdicts, as a ``Comparison``.
+- ``compare(baseline, current)``: ``edgeprof compare``'s verdicts, as a ``Comparison`` of
+  ``Change`` each (one metric of one cell: its ``Verdict`` and its ``Metric``).
 - ``predict(results, calibration)``: a calibration's predictions, as a ``Predicted`` of
   ``Prediction`` each.
 - ``to_records(results)``: a dict per run with runs.csv's columns, for pandas.DataFrame.
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .analysis.calibration import Prediction
+    from .analysis.change import Change, Verdict
+    from .analysis.metrics import Metric
     from .errors import (
         BackendError,
         BackendUnavailable,
@@ -100,6 +103,9 @@ _LAZY = {
     "predict": "report.library",
     "to_records": "report.library",
     "Prediction": "analysis.calibration",
+    "Change": "analysis.change",
+    "Verdict": "analysis.change",
+    "Metric": "analysis.metrics",
 }
 
 _LIGHT = ("workload.instrument", "errors")
@@ -123,9 +129,16 @@ if not TYPE_CHECKING:  # hidden from mypy, which then sees the real imports abov
         return value
 
 
+def __dir__() -> list[str]:
+    """The lazy public names too: ``dir(edgeprof)`` (a notebook's tab completion) had shown
+    none of them, only what the import had bound."""
+    return sorted({*globals(), *__all__})
+
+
 __all__ = [
     "BackendError",
     "BackendUnavailable",
+    "Change",
     "Comparison",
     "ConfigError",
     "CoresBusy",
@@ -136,6 +149,7 @@ __all__ = [
     "LaunchError",
     "LimitError",
     "Limits",
+    "Metric",
     "OutputReplaced",
     "Predicted",
     "Prediction",
@@ -146,6 +160,7 @@ __all__ = [
     "Termination",
     "UnsafeOutput",
     "UserIds",
+    "Verdict",
     "__version__",
     "active",
     "compare",

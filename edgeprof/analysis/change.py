@@ -13,6 +13,9 @@ from .metrics import FEW, Metric
 
 
 class Verdict(str, enum.Enum):
+    """A :class:`Change`'s outcome (``edgeprof.Verdict``): its value is what ``compare``
+    prints; :attr:`fails` the ones that fail the gate (``compare`` exits 3)."""
+
     REGRESSION = "regression"
     IMPROVEMENT = "improvement"
     NO_CHANGE = "not beyond the threshold"
@@ -31,7 +34,10 @@ class Verdict(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Change:
-    """One metric of one cell, baseline against current."""
+    """One metric of one cell, baseline against current (``edgeprof.Change``, a
+    :class:`~edgeprof.Comparison`'s ``changes``): its values in the metric's base unit.
+
+    ``label`` and ``setting`` name the cell (``infer``, ``cpus=1, memory=512.0MiB``)."""
 
     label: str
     setting: str

@@ -105,6 +105,10 @@ def _need(r: RunResult) -> float | None:
 
 @dataclass(frozen=True)
 class Metric:
+    """A figure of a run (:data:`METRICS`): ``get(run)`` reads it in its base unit, ``title``
+    names it, :meth:`format` writes it.  A :class:`~edgeprof.analysis.change.Change`'s
+    ``metric`` (``edgeprof.Metric``)."""
+
     key: str
     """The canonical name; also the budget file key of a budgetable metric."""
     title: str

@@ -185,7 +185,11 @@ class RunResult:
     Its repr is one line, ``<RunResult infer exited 345.3ms, CPU 45.6%, peak 66.3MiB>``;
     ``str()`` the text report of the run and ``_repr_html_`` the HTML report's tables
     (:class:`Display`): a notebook had shown the dataclass's ~3,000-character repr, for both
-    evaluating ``r`` and ``print(r)``."""
+    evaluating ``r`` and ``print(r)``.
+
+    Its fields are the result JSON's keys, nested as there (``r.cpu.avg_pct`` is
+    ``cpu.avg_pct``), in base units (seconds, bytes, percent of one CPU): docs/results.md
+    describes each one, what it measures and when it is ``None``."""
 
     edgeprof_version: str
     backend: str
@@ -318,6 +322,9 @@ class RunResult:
         return _DISPLAY[0].html(self) if _DISPLAY else None
 
     def to_dict(self) -> dict[str, Any]:
+        """The result JSON (``result.json``, ``run --json``): plain dicts, lists and numbers,
+        ``termination`` as its string; the shipped ``result.schema.json`` describes it and
+        :meth:`from_dict` reads it back equal."""
         d = dataclasses.asdict(self)
         d["termination"] = self.termination.value
         d["command"] = list(self.command)

@@ -8,6 +8,8 @@ import inspect
 import io
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -174,6 +176,30 @@ def test_the_package_docstring_lists_every_public_name() -> None:
     named = re.findall(r"``(\w+)[(`]", api)
     assert sorted(set(named)) == sorted(edgeprof.__all__)
     assert len(named) == len(set(named))
+
+
+def test_dir_lists_the_lazy_public_names_without_loading_them() -> None:
+    """``dir(edgeprof)`` (tab completion) had shown none of the API: it is lazy."""
+    probe = (
+        "import sys, edgeprof\n"
+        "names = dir(edgeprof)\n"
+        "print(sorted(set(edgeprof.__all__) - set(names)), names == sorted(names),\n"
+        "      [m for m in sys.modules if m.startswith('edgeprof.')])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          cwd=Path(__file__).parents[2], timeout=60)  # fmt: skip
+    assert proc.stdout == "[] True ['edgeprof.version']\n", proc.stderr
+
+
+def test_the_types_of_a_comparison_are_exported() -> None:
+    """Code that reads a comparison annotated it from internal modules."""
+    from edgeprof.analysis.change import Change, Verdict
+    from edgeprof.analysis.metrics import Metric
+
+    assert (edgeprof.Change, edgeprof.Verdict, edgeprof.Metric) == (Change, Verdict, Metric)
+    assert {"Change", "Verdict", "Metric"} <= set(edgeprof.__all__)
+    assert "docs/results.md" in (edgeprof.RunResult.__doc__ or "")
+    assert "result.schema.json" in (edgeprof.RunResult.to_dict.__doc__ or "")
 
 
 def test_profiles_help_documents_each_of_its_arguments() -> None:
