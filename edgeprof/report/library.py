@@ -21,7 +21,7 @@ from ..units import parse_threshold, shown
 from . import display  # noqa: F401  (hands RunResult its str() and HTML: the report's)
 from .ci_summary import compare_dict, compare_headline, render_compare_plain
 from .export import run_records
-from .saved import compare_paths, compare_runs
+from .saved import compare_paths, compare_runs, no_runs
 
 
 @dataclass(frozen=True, repr=False)
@@ -82,11 +82,16 @@ def load(*paths: str | os.PathLike[str]) -> list[RunResult]:
     """Every run in ``paths``, as ``edgeprof report`` reads them: a ``result.json``, a
     ``sweep.json``, a JSON list of results (``run --json`` of several runs) or a directory of
     them (searched recursively; a sweep's directory through its ``sweep.json``; warm-up runs
-    left out).  Each run's ``samples.csv`` is found where it is now.  Anything else is one
+    left out).  Each run's ``samples.csv`` is found where it is now.  Anything else, and
+    paths that hold no run (``[]``: ``report``'s ``no runs in …``), is one
     :class:`~edgeprof.errors.ConfigError` line."""
     if not paths:
         raise ConfigError("edgeprof.load: give at least one result file or directory")
-    return load_runs([_path(p, "load") for p in paths])
+    given = [_path(p, "load") for p in paths]
+    runs = load_runs(given)
+    if not runs:
+        raise no_runs(given)
+    return runs
 
 
 @respelled(KEYWORDS)

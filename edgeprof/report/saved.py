@@ -118,6 +118,16 @@ def compare_saved(
     return regressed(changes)
 
 
+def no_runs(paths: Sequence[Path]) -> ConfigError:
+    """The error of ``paths`` that hold no run (``[]``, a sweep stopped in its warm-up): what
+    ``report`` and :func:`edgeprof.load` say alike (load had returned ``[]`` unsaid)."""
+    # A sweep stopped in a warm-up left its sweep.json: why it has no run, not just none.
+    stopped = [why for p in paths if (why := sweep_stopped(p)) is not None]
+    if stopped:
+        return ConfigError(f"{stopped[0]}: no measured run to report")
+    return ConfigError("no runs in " + ", ".join(map(str, paths)))
+
+
 def compare_paths(
     baseline: Path,
     current: Path,
@@ -255,11 +265,7 @@ def rerender(
     loaded, shared = apart(load_runs(list(paths)))
     runs = cell_order(loaded)
     if not runs:
-        # A sweep stopped in a warm-up left its sweep.json: why it has no run, not just none.
-        stopped = [why for p in paths if (why := sweep_stopped(p)) is not None]
-        if stopped:
-            raise ConfigError(f"{stopped[0]}: no measured run to report")
-        raise ConfigError("no runs in " + ", ".join(map(str, paths)))
+        raise no_runs(paths)
     if (skipped := skipped_profiles(paths)) is not None:
         print(f"edgeprof: note: {skipped}", file=stderr)
     cal = None if calibration is None else load_calibration(calibration)

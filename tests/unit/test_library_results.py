@@ -60,6 +60,19 @@ def test_load_refuses_what_report_refuses_in_one_line(tmp_path: Path) -> None:
     )
 
 
+def test_load_of_no_runs_is_reports_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """load had returned [] where report exits 2 with "no runs in"."""
+    empty = tmp_path / "emptylist.json"
+    empty.write_text("[]")
+    with pytest.raises(ConfigError) as raised:
+        edgeprof.load(empty)
+    assert str(raised.value) == f"no runs in {empty}"
+    assert main(["report", str(empty)]) == 2
+    assert capsys.readouterr().err == f"edgeprof: error: no runs in {empty}\n"
+
+
 def test_compare_returns_the_verdicts_the_command_prints(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
