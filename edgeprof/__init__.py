@@ -23,7 +23,10 @@ The public API (help(edgeprof.profile) and so on document each name):
   memory held in PyTorch.
 - ``Interrupted``: the KeyboardInterrupt that profile() raises at Ctrl-C once the run
   is cleaned up, its ``.result`` the interrupted run.
-- ``EdgeprofError``: every error edgeprof raises; ``ConfigError`` (bad input), and under
+- ``EdgeprofError``: every error the profiler raises (the workload's functions above
+  raise Python's TypeError or ValueError for a bad argument: they import nothing else of
+  edgeprof, so that their file runs alone, copied beside a script); ``ConfigError`` (bad
+  input), and under
   it ``UnsafeOutput`` (an output through a link, or into a file not edgeprof's),
   ``OutputReplaced`` (of the former: an output directory moved or swapped during the
   run) and ``LimitError`` (a limit this host cannot hold), and under that ``CpusOverHost``

@@ -1,6 +1,8 @@
 """edgeprof's error tree.
 
-Everything edgeprof raises on purpose derives from :class:`EdgeprofError`; dependencies'
+Everything the profiler raises on purpose derives from :class:`EdgeprofError` (the
+workload's :mod:`edgeprof.workload.instrument`, which imports nothing else of edgeprof,
+raises ``TypeError`` and ``ValueError`` for a bad argument); dependencies'
 errors (``OSError`` from cgroupfs, the Docker daemon's) are translated at the backend
 boundary with ``raise ... from exc``.  A workload that is OOM-killed, times out or exits
 non-zero is *not* an error: it is a :class:`~edgeprof.model.RunResult` with a termination.
@@ -18,7 +20,8 @@ R = TypeVar("R")
 
 
 class EdgeprofError(Exception):
-    """Base of every error edgeprof raises deliberately.  The CLI prints it and exits 2."""
+    """Base of every error the profiler raises deliberately (not the workload's ``phase``,
+    ``iteration``, ``mark``: the module docstring).  The CLI prints it and exits 2."""
 
 
 class ConfigError(EdgeprofError):

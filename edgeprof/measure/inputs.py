@@ -104,7 +104,7 @@ def check_arg_types(
         and all(_whole(g) for g in run_as.groups)
     ):
         raise ConfigError(
-            "run_as: expected edgeprof.model.UserIds(uid, gid, groups) of whole numbers or "
+            "run_as: expected edgeprof.UserIds(uid, gid, groups) of whole numbers or "
             f"None, not {shown(run_as)}"
         )
 
@@ -154,14 +154,24 @@ def _output_fd(what: str, given: object) -> int | None:
     fd = _fileno(given)
     if isinstance(fd, bool) or not isinstance(fd, int) or fd < 0:
         raise ConfigError(
-            f"{what}={given!r}: expected an open file descriptor or file (open(), f.fileno()), "
-            "subprocess.DEVNULL or None; edgeprof does not capture the workload's output"
+            f"{what}={_named(given)}: expected an open file descriptor or file (open(), "
+            "f.fileno()), subprocess.DEVNULL or None; edgeprof does not capture the "
+            "workload's output"
         )
     try:
         os.fstat(fd)
     except (OSError, OverflowError):  # EBADF; OverflowError: beyond a C int
         raise ConfigError(f"{what}={given!r}: not an open file descriptor") from None
     return fd
+
+
+def _named(given: object) -> str:
+    """``given`` as the caller wrote it: ``subprocess.PIPE`` and ``subprocess.STDOUT`` are
+    -1 and -2 to Python, and ``stdout=-1`` had named neither."""
+    for name in ("PIPE", "STDOUT"):
+        if type(given) is int and given == getattr(subprocess, name):
+            return f"subprocess.{name}"
+    return repr(given)
 
 
 def _fileno(given: object) -> object:

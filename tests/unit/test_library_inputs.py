@@ -35,7 +35,7 @@ RUN = ["run", "--backend", "fake", "--interval", "0.01"]
     [
         # A TypeError in the name check, an AttributeError at the launch, kept in silence.
         ({"name": 5}, r"^name: expected a string or None, not 5$"),
-        ({"run_as": (99999, 99999, ())}, r"^run_as: expected edgeprof.model.UserIds\(uid, gid"),
+        ({"run_as": (99999, 99999, ())}, r"^run_as: expected edgeprof.UserIds\(uid, gid"),
         ({"run_as": UserIds(-1, 0, ())}, r"^run_as: expected"),
         ({"run_as": UserIds(1, 1, [2])}, r"^run_as: expected"),  # type: ignore[arg-type]
         (
@@ -178,6 +178,17 @@ def test_the_package_docstring_lists_every_public_name() -> None:
     assert len(named) == len(set(named))
 
 
+def test_the_docstring_says_which_errors_are_not_edgeprof_errors() -> None:
+    """It said EdgeprofError was every error edgeprof raises, and phase(3) raised TypeError."""
+    with pytest.raises(TypeError, match=r"^edgeprof.phase: name must be a str, got 3 \(int\)"):
+        edgeprof.phase(3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^edgeprof.iteration: items -1 is not a count from 0"):
+        edgeprof.iteration(-1)
+    doc = " ".join((edgeprof.__doc__ or "").split())
+    assert "every error the profiler raises (the workload's functions above raise Python's " \
+        "TypeError or ValueError for a bad argument" in doc
+
+
 def test_dir_lists_the_lazy_public_names_without_loading_them() -> None:
     """``dir(edgeprof)`` (tab completion) had shown none of the API: it is lazy."""
     probe = (
@@ -213,7 +224,7 @@ def test_profiles_help_documents_each_of_its_arguments() -> None:
 
 
 def test_user_ids_is_exported_as_the_run_as_error_names_it() -> None:
-    with pytest.raises(ConfigError, match=r"UserIds\(uid, gid, groups\)"):
+    with pytest.raises(ConfigError, match=r"^run_as: expected edgeprof.UserIds\(uid, gid, "):
         edgeprof.profile(["true"], backend=FakeBackend(), run_as=(1, 1, ()))  # type: ignore[arg-type]
     assert edgeprof.UserIds is UserIds and "UserIds" in edgeprof.__all__
     assert edgeprof.UserIds(1, 2, (3,)).groups == (3,)
@@ -370,3 +381,10 @@ def test_output_without_a_descriptor_is_still_refused_in_one_line(tmp_path: Path
     closed.close()
     with pytest.raises(edgeprof.ConfigError, match=r"^stderr=<_io.TextIOWrapper .*: expected an"):
         edgeprof.profile(["true"], backend=FakeBackend(), stderr=closed)
+    # -1 and -2 to Python: said as written (it had said "stdout=-1").
+    with pytest.raises(edgeprof.ConfigError, match=r"^stdout=subprocess.PIPE: expected an open"):
+        edgeprof.profile(["true"], backend=FakeBackend(), stdout=subprocess.PIPE)
+    with pytest.raises(edgeprof.ConfigError, match=r"^stderr=subprocess.STDOUT: expected an"):
+        edgeprof.profile(["true"], backend=FakeBackend(), stderr=subprocess.STDOUT)
+    with pytest.raises(edgeprof.ConfigError, match=r"^stdout=-4: expected an open"):
+        edgeprof.profile(["true"], backend=FakeBackend(), stdout=-4)

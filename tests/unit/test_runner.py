@@ -566,8 +566,8 @@ def test_cwd_and_relative_command(tmp_path: Path) -> None:
         ("python3 x.py", {}, "command 'python3 x.py': expected a list of arguments"),
         (None, {}, "command None: expected a list of arguments"),
         (["sleep", 0.1], {}, r"argument 0.1 is not a string"),
-        (["true"], {"stdout": -1}, "stdout=-1: expected an open file descriptor"),
-        (["true"], {"stderr": -2}, "stderr=-2: expected an open file descriptor"),
+        (["true"], {"stdout": -1}, "stdout=subprocess.PIPE: expected an open file descriptor"),
+        (["true"], {"stderr": -2}, "stderr=subprocess.STDOUT: expected an open file descriptor"),
         (["true"], {"stderr": "x"}, "stderr='x': expected an open file descriptor"),
         # An AttributeError on a dict of limits; a name with a newline, which --name refuses.
         (["true"], {"limits": {"cpus": 1}}, r"limits: expected edgeprof.Limits \(Limits\("),
