@@ -132,6 +132,8 @@ def between_sides(base: Sequence[RunResult], current: Sequence[RunResult]) -> st
         # The same words from other directories: other files.
         dirs = [", ".join(dict.fromkeys(str(r.workdir) for r in side)) for side in (base, current)]
         said.append(f"scripts (from {dirs[0]} → from {dirs[1]})")
+    elif differ and (inserted := _inserted(set(was), set(now))) is not None:
+        said.append(f"commands ({inserted})")
     elif differ:
         shown = _shown_commands([*was, *now])
         said.append(
@@ -150,6 +152,26 @@ def between_sides(base: Sequence[RunResult], current: Sequence[RunResult]) -> st
         if keys and was_env != now_env:
             said.append(f"-E settings ({was_env} → {now_env})")
     return " and ".join(said) or None
+
+
+def _inserted(was: set[Words], now: set[Words]) -> str | None:
+    """``+ WORDS`` where each side ran one command and the current one is the baseline's with
+    ``WORDS`` added in one place (``− WORDS``: left out); else ``None``.  ``--batch 16``
+    against ``--batch 16 --width 128`` had read "(16 → 16 --width 128)", as if 16 had
+    changed (a tester's)."""
+    if len(was) != 1 or len(now) != 1:
+        return None
+    (a,), (b,) = was, now
+    short, long, sign = (a, b, "+") if len(a) < len(b) else (b, a, "−")
+    head = 0
+    while head < len(short) and short[head] == long[head]:
+        head += 1
+    tail = 0
+    while tail < len(short) - head and short[-1 - tail] == long[-1 - tail]:
+        tail += 1
+    if len(short) == len(long) or head + tail != len(short):
+        return None  # a word changed, not only added
+    return f"{sign} {shlex.join(long[head : len(long) - tail])}"
 
 
 def _scripts_differ(base: Sequence[RunResult], current: Sequence[RunResult]) -> bool:

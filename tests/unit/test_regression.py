@@ -580,7 +580,7 @@ def test_cells_that_ran_different_commands_or_env_are_said() -> None:
     _, notes = compare_results([*env_b, *other], [*env_c, *other_c], 0.05)
     assert [n for n in notes if "different" in n] == [
         "python (cpus=1, memory=1.0GiB), python (cpus=2, memory=1.0GiB): the baseline and the "
-        "current runs ran different commands (qs/infer.py → qs/infer.py --fast) and -E "
+        "current runs ran different commands (+ --fast) and -E "
         "settings (THREADS=1 → THREADS=2): a change may be theirs, not the code's"
     ]
     # Alike on both sides (an -E not recorded on one side is not told apart): no note.
@@ -589,6 +589,28 @@ def test_cells_that_ran_different_commands_or_env_are_said() -> None:
     old = [dataclasses.replace(r, env=None) for r in commanded(list(BASE))]
     _, notes = compare_results(old, commanded(list(BASE), env=("A=1",)), 0.05)
     assert not any("different" in n for n in notes)
+
+
+def _commands_said(base: list[RunResult], cur: list[RunResult]) -> list[str]:
+    _, notes = compare_results(base, cur, 0.05)
+    return [n.split("different ")[1].split(":")[0] for n in notes if "different" in n]
+
+
+def test_words_added_to_a_command_are_said_as_added() -> None:
+    """A tester's ``--batch 16`` against ``--batch 16 --width 128``: "(16 → 16 --width 128)"
+    read as if 16 had changed."""
+    batch = commanded(list(BASE), "--batch", "16")
+    wide = commanded(list(BASE), "--batch", "16", "--width", "128")
+    assert _commands_said(batch, wide) == ["commands (+ --width 128)"]
+    assert _commands_said(wide, batch) == ["commands (− --width 128)"]
+    middle = commanded(list(BASE), "--fast", "--batch", "16")  # added before the others
+    assert _commands_said(batch, middle) == ["commands (+ --fast)"]
+    # A changed value keeps its form; so do words added and changed at once.
+    w64 = commanded(list(BASE), "--batch", "16", "--width", "64")
+    assert _commands_said(w64, wide) == ["commands (--width 64 → --width 128)"]
+    assert _commands_said(commanded(list(BASE), "--batch", "8"), wide) == [
+        "commands (--batch 8 → --batch 16 --width 128)"
+    ]
 
 
 def test_one_script_run_from_two_directories_is_one_command() -> None:
