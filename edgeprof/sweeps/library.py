@@ -9,7 +9,7 @@ resolve ``--device`` themselves)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -62,7 +62,7 @@ with the result, which ``edgeprof report`` reads."""
 
 @respelled(KEYWORDS)
 def profile(
-    command: Sequence[str],
+    command: list[str] | tuple[str, ...],
     limits: Limits | None = None,
     *,
     backend: str | Backend = "auto",
@@ -95,7 +95,10 @@ def profile(
     used and how it ended.  The keywords are ``edgeprof run``'s options (``out_dir``:
     ``--out``, ``run_as``: ``--user``), as a library takes them:
 
-    - ``command``: the program and its arguments, a list (``["python3", "infer.py"]``).
+    - ``command``: the program and its arguments, a list or a tuple (``["python3",
+      "infer.py"]``); typed so, not ``Sequence[str]``, so that a type checker refuses a
+      plain string (``"python3 infer.py"``, a ``Sequence[str]`` too), which is also a
+      :class:`~edgeprof.errors.ConfigError` at run time.
     - ``limits``: :class:`Limits` (``cpus``, ``cpuset``, ``memory``, ``pids``, the CPU
       period); ``None``: none.  A limit the host or the backend cannot hold is a
       :class:`~edgeprof.errors.LimitError`.

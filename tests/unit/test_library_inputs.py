@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
@@ -187,6 +188,15 @@ def test_the_docstring_says_which_errors_are_not_edgeprof_errors() -> None:
     doc = " ".join((edgeprof.__doc__ or "").split())
     assert "every error the profiler raises (the workload's functions above raise Python's " \
         "TypeError or ValueError for a bad argument" in doc
+
+
+def test_a_type_checker_refuses_a_string_command() -> None:
+    """``profile("python3 infer.py")`` had passed mypy --strict (a str is a Sequence[str]);
+    a list or a tuple of str still passes.  At run time it stays one ConfigError line."""
+    hint = typing.get_type_hints(edgeprof.profile)["command"]
+    assert hint == list[str] | tuple[str, ...]
+    with pytest.raises(ConfigError, match=r"^command 'true x': expected a list of arguments"):
+        edgeprof.profile("true x", backend=FakeBackend())  # type: ignore[arg-type]
 
 
 def test_dir_lists_the_lazy_public_names_without_loading_them() -> None:
