@@ -153,6 +153,15 @@ def profile(
     up, with the process's own handler back: at the default it ends the process, by that
     signal, as it would have without edgeprof; where a handler of the caller's returns, the
     interrupted result is returned.
+
+    Only a run in the main thread takes the stop signals: Python runs signal handlers in
+    the main thread alone.  A run in another thread (a ``ThreadPoolExecutor``'s,
+    ``asyncio.to_thread``'s) goes on to its end or its ``timeout``, recorded as ``exited``,
+    while the main thread gets a plain ``KeyboardInterrupt`` (a tester's two ``sleep 10``
+    under ``asyncio.to_thread``, SIGINT at 2 s: both ran 10 s).  Runs in parallel that
+    Ctrl-C must stop go in processes: a ``ProcessPoolExecutor``'s worker runs each in its
+    main thread, a terminal's Ctrl-C reaches every worker, and each worker's
+    :class:`edgeprof.Interrupted` (its ``.result``) reaches the caller's ``result()``.
     """
     limits = check_limits_given(limits)
     notes: tuple[str, ...] = ()

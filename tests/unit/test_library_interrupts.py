@@ -146,3 +146,19 @@ def test_sigterm_at_its_default_ends_the_process_by_it_after_clean_up(tmp_path: 
     assert (done.returncode, done.stdout, done.stderr) == (-signal.SIGTERM, "run 1\n", "")
     saved = json.loads((tmp_path / "1" / "result.json").read_text())
     assert saved["termination"] == "interrupted"
+
+
+def _run_interrupted_in_a_worker() -> edgeprof.RunResult:
+    return edgeprof.profile(_interrupting("INT"), backend=FakeBackend(), interval=0.01)
+
+
+def test_a_process_pools_interrupted_run_reaches_the_parent_as_interrupted() -> None:
+    """What help(profile) offers where runs go in parallel: signals reach only a process's
+    main thread (a run in a worker thread took none; a tester's went on 8 s past Ctrl-C), and
+    a process pool's worker runs each task there: its Interrupted crosses back, pickled."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1) as pool, pytest.raises(edgeprof.Interrupted) as caught:
+        pool.submit(_run_interrupted_in_a_worker).result(timeout=60)
+    assert caught.value.signal == signal.SIGINT
+    assert caught.value.result.termination is Termination.INTERRUPTED
