@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..measure.contention import held_by_others, held_share
 from ..model import RunResult
+from .metrics import Metric
 
 SLOWED_BY_OTHERS = frozenset(
     {"wall", "latency_p95", "latency_p50", "latency_mean", "cpu_pct", "throughput"}
@@ -97,6 +98,41 @@ def less_held(runs: Sequence[RunResult]) -> tuple[float, ...]:
     +71.9 % wall time had read -47.5 % ("may be the host's"); less each run's own, +40.3 %,
     as its CPU time's +41.4 %."""
     return tuple(r.wall_s - (held_by_others(r.cpu.held_s, r.cpu.throttled_s) or 0.0) for r in runs)
+
+
+LOWERED_BY_HELD = frozenset({"throughput", "cpu_pct"})
+"""The figures of :data:`SLOWED_BY_OTHERS` that time held off lowers (items, or CPU time,
+over a longer wall); the others, times, it raises."""
+
+
+def held_worsens(metric: Metric) -> bool:
+    """Whether time held off moves ``metric``'s figure the way its regression goes: a time
+    up, a throughput down; not the CPU share, which it lowers, the way of an improvement."""
+    raises = metric.key not in LOWERED_BY_HELD
+    return raises != metric.larger_is_better
+
+
+def weighed_figures(metric: Metric, runs: Sequence[RunResult]) -> tuple[float, ...] | None:
+    """Each run's figure of ``metric`` (of :data:`SLOWED_BY_OTHERS`; the runs that have it)
+    with the share of its wall time other tasks held *that run* off its CPUs taken out: a
+    time times (1 − share), a rate divided by it; the wall time so is its wall less its
+    held-off time (:func:`less_held`).  The share, not the seconds: a run's held-off seconds
+    are the run's, and taken off a 10.4 ms p95 whole they had made "+824.2% ± 20.0%" (a
+    verifier's); spread over the run, they slow each of its iterations by that share.  A
+    tester's +479.6 % throughput (160.8 → 932.1 items/s), baseline runs held off 10–43 % of
+    their wall time, is +370.4 % so: the share cannot account for it.  ``None``: a run did not
+    measure its held-off time (taken as 0, a verifier's +43.5 % regression had read -57.2 %),
+    or was held off its whole wall time."""
+    out = []
+    for r in runs:
+        if (v := metric.get(r)) is None:
+            continue
+        held = held_off(r)
+        if held is None or r.wall_s <= 0 or held >= r.wall_s:
+            return None
+        kept = 1 - held / r.wall_s
+        out.append(v / kept if metric.key in LOWERED_BY_HELD else v * kept)
+    return tuple(out)
 
 
 def host_caveat(whose: str, held: Held, seconds: float, less: str, what: str, verb: str) -> str:

@@ -54,7 +54,8 @@ while the task runs) or of the CPU share whose current runs other tasks held off
 (as long as ``edgeprof run`` warns of, and long enough to account for it: without that time
 the change would not be beyond the threshold) keeps its verdict and its exit code (3), and
 carries a caveat that says so, with the worst run's share and the change with each run's
-wall time less its own held-off time, both sides' (:func:`held_caveat`): on its JUnit case,
+figure less its own held-off share, both sides' (:func:`held_caveat`; a throughput is
+weighed so too): on its JUnit case,
 in a note, and under the Markdown summary's verdict.  An improvement whose baseline runs were
 held off so carries it too.  Not a pass: the runs record how
 long they were held off, not what they would have taken on an idle host, so no verdict can be
@@ -81,7 +82,14 @@ from .change import Change as Change  # re-exported: compare's API
 from .change import Verdict as Verdict
 from .difference import Difference, difference
 from .failures import Failed, failed_notes, failed_of
-from .held import SLOWED_BY_OTHERS, held_runs, host_caveat, less_held, mean_held
+from .held import (
+    SLOWED_BY_OTHERS,
+    held_runs,
+    held_worsens,
+    host_caveat,
+    mean_held,
+    weighed_figures,
+)
 from .hosts import same_runs_note, sides_note
 from .metrics import BY_KEY, FEW_NOTE, Metric, few_iterations, stalled_percentiles
 from .outliers import without_outliers
@@ -348,52 +356,61 @@ def _few_values(
 def held_caveat(
     change: Change, base: Sequence[RunResult], current: Sequence[RunResult], threshold: float
 ) -> str | None:
-    """What a regression (an improvement) must be read with when other tasks held its current
-    (baseline) runs off their CPUs as long as ``edgeprof run`` warns of
-    (:func:`~edgeprof.analysis.held.held_runs`) and long enough to account for it; ``None``
-    otherwise.  Said of that side: time held off makes its runs slower, so the current runs'
-    can make a regression, the baseline's an improvement, and neither the other way round.
-    Long enough: the change with *each* run's wall time less its own held-off time
-    (:func:`~edgeprof.analysis.held.less_held`, both sides, the interval tested anew on those
-    values) is no longer beyond the threshold by its whole interval.  Both sides: one side's
-    alone had called a real regression possibly the host's, a tester's +71.9 % wall time
-    (440.6 ms → 757.2 ms, baseline runs held off 0.276 s a run, current 0.526 s) reading
-    "the change less that time: -47.5 %" where each side less its own gives +40.3 %, as its
-    CPU time's +41.4 %; and a +61.3 % ± 33.9 % (156.5 ms → 252.4 ms; baseline held off 0.06 s
-    and one current run of three 0.04 s) is still beyond 5 % so.  A figure of another unit
-    (the CPU share), a latency (an iteration's share of the held time is not known), or a
-    growth from 0, cannot be weighed so: said whenever its side was held off."""
-    if change.verdict is Verdict.REGRESSION:
-        side, runs, other, others = "current", current, "baseline", base
-    elif change.verdict is Verdict.IMPROVEMENT:
-        side, runs, other, others = "baseline", base, "current", current
-    else:
+    """What a regression (an improvement) must be read with when other tasks held off their
+    CPUs, as long as ``edgeprof run`` warns of (:func:`~edgeprof.analysis.held.held_runs`)
+    and long enough to account for it, the side whose held-off time moves the figure the
+    verdict's way: for a time or a throughput (:func:`~edgeprof.analysis.held.held_worsens`)
+    the current runs' makes a regression, the baseline's an improvement, and neither the
+    other way round.  ``None`` otherwise.  Long enough: the change with each run's figure
+    less its own held-off share (:func:`~edgeprof.analysis.held.weighed_figures`, both sides,
+    the interval tested anew on those values) is no longer beyond the threshold by its whole
+    interval.  Every metric alike: the throughput's had been said whenever its side was held
+    off at all, a tester's +479.6 % (baseline held off at most 43 % of its wall time, which
+    can make a throughput at most 1.75× lower) reading "may be the host's", and the summary's
+    headline saying it had been weighed.  Both sides: one side's alone had called a real
+    regression possibly the host's, a tester's +71.9 % wall time (440.6 ms → 757.2 ms,
+    baseline runs held off 0.276 s a run, current 0.526 s) reading "the change less that
+    time: -47.5 %" where each side less its own gives +40.3 %, as its CPU time's +41.4 %; and
+    a +61.3 % ± 33.9 % (156.5 ms → 252.4 ms; baseline held off 0.06 s and one current run of
+    three 0.04 s) is still beyond 5 % so.  A growth from 0, or a side whose runs did not
+    measure their held-off time, cannot be weighed: said whenever its side was held off."""
+    if change.verdict not in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
         return None
+    metric = change.metric
+    if metric.key not in SLOWED_BY_OTHERS:
+        return None
+    sides = (("baseline", base), ("current", current))
+    # The side whose held-off time pushes the figure the verdict's way.
+    held_first = (change.verdict is Verdict.REGRESSION) == held_worsens(metric)
+    (side, runs), (other, others) = sides[::-1] if held_first else sides
     held = held_runs(runs)
-    if held is None or change.metric.key not in SLOWED_BY_OTHERS:
+    if held is None:
         return None
     less = ""
-    # A run's held seconds are the run's, not each iteration's: taken off a 10.4 ms p95 they
-    # had made "+824.2% ± 20.0%" (a verifier's), so the wall time alone is weighed.
-    theirs = mean_held(others)
-    if change.metric.key == "wall" and change.change is not None and theirs is None:
-        # The other side's wall times cannot be taken less a time they did not measure (the
-        # process backend's, an older file's): with it taken as 0, a verifier's +43.5 %
-        # regression had read -57.2 %, "may be the host's".  Said, not weighed.
+    b_of, c_of = (
+        [r for r in rules.newest(metric.key, ok) if metric.get(r) is not None]
+        for ok in (base, current)
+    )
+    b_less, c_less = weighed_figures(metric, b_of), weighed_figures(metric, c_of)
+    if change.change is None:
+        pass  # a growth from 0: no change to weigh
+    elif b_less is None or c_less is None:
+        # A run's figure cannot be taken less a time it did not measure (the process
+        # backend's, an older file's).  Said, not weighed.
+        which = side if (b_less is None) == (side == "baseline") else other
         less = (
-            f", the {other} runs did not measure theirs (so no change less each run's own "
+            f", the {which} runs did not measure theirs (so no change less each run's own "
             "held-off time can be weighed)"
         )
-    elif change.metric.key == "wall" and change.change is not None:
-        alt = _change(
-            change.label, change.setting, change.metric, less_held(base), less_held(current),
-            threshold,
-        )  # fmt: skip
+    else:
+        alt = _change(change.label, change.setting, metric, b_less, c_less, threshold)
         if alt.verdict is change.verdict:
             return None  # beyond the threshold however long the host held them off
+        theirs = mean_held(others) or 0.0
+        taken = "time" if metric.key == "wall" else "share of its wall time"
         less = (
             f", the {other} runs for {theirs:.2f}s; the change less each run's own held-off "
-            f"time: {alt.change_text()}"
+            f"{taken}: {alt.change_text()}"
         )
     seconds = mean_held(runs) or 0.0
     return host_caveat(

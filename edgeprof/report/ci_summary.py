@@ -242,7 +242,10 @@ def failed_current_headline(changes: Sequence[Change]) -> list[str]:
 def held_line(changes: Sequence[Change]) -> str | None:
     """``1 of the regressions …``: the verdicts other tasks on the host could account for
     (:func:`~edgeprof.analysis.regression.held_caveat`), by kind; the summary and the HTML
-    page put it under their verdict, each with its own mark."""
+    page put it under their verdict, each with its own mark.  It says what every such
+    verdict shares, that its runs were held off; how long against the change, or that it
+    could not be weighed, is its note's: "long enough to account for them" had headed a
+    throughput's +479.6 % that no check had weighed (a tester's)."""
     said = []
     kinds = ((Verdict.REGRESSION, "regressions"), (Verdict.IMPROVEMENT, "improvements"))
     for verdict, word in kinds:
@@ -251,8 +254,8 @@ def held_line(changes: Sequence[Change]) -> str | None:
     if not said:
         return None
     return (
-        f"{' and '.join(said)} compare runs other tasks on the host held off their CPUs long "
-        "enough to account for them: they may be the host's (see the notes)"
+        f"{' and '.join(said)} compare runs other tasks on the host held off their CPUs: "
+        "they may be the host's (see the notes)"
     )
 
 
