@@ -22,7 +22,7 @@ from . import rules
 from .cells import cells_by_setting, ending, group_by, successful
 from .difference import Difference, difference
 from .first_reads import CACHE_COUNTED, cached_outlier
-from .held import held_off
+from .held import held_apart
 from .metrics import STAT_METRICS, Kind, stalled_percentiles
 from .outliers import MIN_DEVIATION, outliers
 
@@ -234,37 +234,13 @@ class ModelSummary:
 HELD_SLOWS = frozenset({"wall_s", "latency_p50_s", "items_per_s"})
 """The figures time held off the CPUs moves (not CPU time, which it is not)."""
 
-HELD_APART = 0.10
-"""An outlier's held-off share this far (of its wall time) from the others' median is said
-as its cause."""
-
-
-def _held_share(r: RunResult) -> float | None:
-    held = held_off(r)
-    return None if held is None or r.wall_s <= 0 else held / r.wall_s
-
 
 def _held_apart(key: str, measured: Sequence[RunResult], index: int, s: Stat) -> str | None:
-    """Where a time's outlier is the run other tasks held off its CPUs the most (a slow
-    one) or the least (a fast one), that share against the others' median: a
-    researcher's two fast latency outliers were the least held-off runs (17 and 28 %
-    against 34–49 %), told only "re-run … or measure on a quieter machine"."""
+    """:func:`~edgeprof.analysis.held.held_apart`'s advice for a statistic's outlier."""
     if key not in HELD_SLOWS:
         return None
-    shares = [_held_share(r) for r in measured]
-    mine = shares[index]
-    others = [v for i, v in enumerate(shares) if i != index and v is not None]
-    if mine is None or not others:
-        return None
-    rest = statistics.median(others)
-    slower = (s.values[index] > s.median) == (key != "items_per_s")
-    if (mine > rest + HELD_APART) if slower else (mine < rest - HELD_APART):
-        return (
-            f"other tasks held it off its CPUs {mine * 100:.0f}% of its wall time, the "
-            f"others a median {rest * 100:.0f}%: the host's load, not the workload; "
-            "measure on a quieter machine"
-        )
-    return None
+    found = held_apart(key == "items_per_s", s.values, measured, index)
+    return None if found is None else found.advice()
 
 
 def stat_runs(key: str, runs: Sequence[RunResult]) -> list[RunResult]:

@@ -7,6 +7,7 @@ run held off its CPU for about half its wall time, and neither said so."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -133,6 +134,57 @@ def weighed_figures(metric: Metric, runs: Sequence[RunResult]) -> tuple[float, .
         kept = 1 - held / r.wall_s
         out.append(v / kept if metric.key in LOWERED_BY_HELD else v * kept)
     return tuple(out)
+
+
+HELD_APART = 0.10
+"""An outlier's held-off share this far (of its wall time) from the others' median is said
+as its cause."""
+
+
+@dataclass(frozen=True)
+class HeldApart:
+    """A time's outlier that is the run other tasks held off its CPUs the most (a slow one)
+    or the least (a fast one: the others were slowed, not it)."""
+
+    share: float
+    """The outlier's held-off share of its wall time."""
+    others: float
+    """The median of the other runs' shares."""
+    slower: bool
+    """The outlier is the slow run, the most held off; else the fast one, the least."""
+
+    def advice(self) -> str:
+        """``report``'s words for it, which ``compare`` says too."""
+        return (
+            f"other tasks held it off its CPUs {self.share * 100:.0f}% of its wall time, the "
+            f"others a median {self.others * 100:.0f}%: the host's load, not the workload; "
+            "measure on a quieter machine"
+        )
+
+
+def held_apart(
+    lowered: bool, values: Sequence[float], runs: Sequence[RunResult], index: int
+) -> HeldApart | None:
+    """Whether the outlier ``values[index]`` (``runs[index]``'s) is held off its CPUs
+    :data:`HELD_APART` more (a slow one) or less (a fast one) than the others' median;
+    ``lowered``: time held off lowers the figure (a throughput), else raises it.  A
+    researcher's two fast latency outliers were the least held-off runs (17 and 28 %
+    against 34–49 %), told only "re-run … or measure on a quieter machine"."""
+    shares = [_share(r) for r in runs]
+    mine = shares[index]
+    others = [v for i, v in enumerate(shares) if i != index and v is not None]
+    if mine is None or not others:
+        return None
+    rest = statistics.median(others)
+    slower = (values[index] > statistics.median(values)) != lowered
+    if (mine > rest + HELD_APART) if slower else (mine < rest - HELD_APART):
+        return HeldApart(mine, rest, slower)
+    return None
+
+
+def _share(r: RunResult) -> float | None:
+    held = held_off(r)
+    return None if held is None or r.wall_s <= 0 else held / r.wall_s
 
 
 def host_caveat(whose: str, held: Held, seconds: float, less: str, what: str, verb: str) -> str:
