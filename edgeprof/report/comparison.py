@@ -14,6 +14,7 @@ from ..analysis.hosts import mixed_hosts_note
 from ..analysis.metrics import STAT_METRICS, Kind
 from ..analysis.outliers import without_outliers
 from ..model import RunResult
+from ..units import article
 from .first_read_notes import first_read_note, inverts_lead
 from .table import TextTable
 
@@ -152,10 +153,12 @@ def _lead(first: Rank, second: Rank, key: str) -> str | None:
             times = f"{1 / second.factor:.2f}×"
             return f"{first.name} {verb} {times} the {title} of {second.name} ({why_said})"
         more = _percent(1 / second.factor - 1)
-        return f"{first.name} {verb} a {more} higher {title} than {second.name} ({why_said})"
+        a = article(more)
+        return f"{first.name} {verb} {a} {more} higher {title} than {second.name} ({why_said})"
     less = _percent(1 - 1 / second.factor)
     if metric.reported:
-        return f"{first.name} {verb} a {less} lower {title} than {second.name} ({why_said})"
+        a = article(less)
+        return f"{first.name} {verb} {a} {less} lower {title} than {second.name} ({why_said})"
     return f"{first.name} {verb} {less} less {title} than {second.name} ({why_said})"
 
 

@@ -153,3 +153,12 @@ def test_a_throughput_of_zero_has_no_lead_and_no_error() -> None:
     tables = ranking_tables(summarize_cells([*_sweep()[:3], *zero]))
     (rate,) = [t.plain() for t in tables if t.title.startswith("Ranking by throughput")]
     assert "t1b1" in rate and "t1b0" in rate and "higher throughput" not in rate
+
+
+def test_the_lead_line_takes_an_before_a_number_said_with_a_vowel() -> None:
+    """A tester's "int8 had a 87% lower latency p50": an 87 %, as it is said."""
+    fast = [(0.74, 0.00246, 517.1), (0.75, 0.00250, 515.0), (0.76, 0.00248, 519.0)]
+    slow = [(1.46, 0.0189, 421.8), (1.47, 0.0190, 424.0), (1.48, 0.0188, 420.0)]
+    runs = [_run("int8", *x) for x in fast] + [_run("fp32", *x) for x in slow]
+    p50 = ranking_tables(summarize_cells(runs))[1].plain().splitlines()
+    assert p50[5].startswith("int8 had an 87% lower latency p50 than fp32 (")

@@ -11,6 +11,7 @@ from edgeprof.model import Limits
 from edgeprof.units import (
     CFS_PERIOD_US,
     MIN_QUOTA_US,
+    article,
     check_quota,
     cpu_quota_us,
     decimal_looking,
@@ -323,3 +324,17 @@ def test_shortest_period_keeps_the_kernels_minimum_quota(cpus: float, us: int) -
     if us > MIN_QUOTA_US:
         with pytest.raises(ConfigError, match="the kernel's minimum is 1ms"):
             check_quota(cpus, us - 1)
+
+
+@pytest.mark.parametrize(
+    ("number", "said"),
+    [
+        ("81%", "an"), ("87%", "an"), ("8%", "an"), ("8.5%", "an"), ("800%", "an"),
+        ("11%", "an"), ("18%", "an"), ("11.5%", "an"), ("18000", "an"),
+        ("1%", "a"), ("7.4%", "a"), ("0.04%", "a"), ("23%", "a"), ("110%", "a"),
+        ("180%", "a"), ("1.8%", "a"), ("90%", "a"), ("111%", "a"), ("1100", "a"),
+    ],
+)  # fmt: skip
+def test_the_article_goes_by_how_the_number_is_said(number: str, said: str) -> None:
+    """"had a 81% lower latency p50" had been printed: eight, eleven and eighteen take an."""
+    assert article(number) == said
