@@ -46,10 +46,17 @@ def words(r: RunResult) -> Words:
     """What the run's command asked, the part that can differ between settings: the whole
     command, but a bench's boot source (``python -c SOURCE TARGET ...``: its source changes
     with edgeprof's version, and the target is said by :attr:`RunResult.target`) is left
-    out, keeping the interpreter and the bench's own options (``--iterations 30``)."""
+    out, keeping the interpreter and the bench's own options (``--iterations 30``).  Not its
+    ``--loader``, which the target records (``…:infer, loader load``): kept, two loaders'
+    runs were named "(bench_variants.py:infer, loader load_fp32, --loader load_fp32)", and
+    both notes, of targets and of commands, were said of the one difference (a tester's)."""
     c = r.command
     if r.target is not None and len(c) >= 4 and c[1] == "-c":
-        return (c[0], *c[4:])
+        rest = list(c[4:])
+        if "--loader" in rest[:-1]:
+            at = rest.index("--loader")
+            del rest[at : at + 2]
+        return (c[0], *rest)
     return c
 
 
@@ -203,7 +210,7 @@ def _namer(
     groups = group_by(runs, lambda r: r.label)
     shown = {label: _shown_commands([words(r) for r in groups[label]]) for label in found}
     keys = {label: _differing_keys(groups[label]) for label in found}
-    files = {label: _files(groups[label]) for label in found}
+    shown_targets = {label: _shown_targets(groups[label]) for label in found}
 
     def name(r: RunResult) -> RunResult:
         d = found.get(r.label)
@@ -211,7 +218,7 @@ def _namer(
             return r
         parts = []
         if d.target and r.target is not None:
-            parts.append(r.target.rpartition(":")[0] if files[r.label] else r.target)
+            parts.append(shown_targets[r.label][r.target])
         if d.command:
             parts.append(shown[r.label][words(r)])
         if d.env:
@@ -223,11 +230,19 @@ def _namer(
     return name
 
 
-def _files(group: Sequence[RunResult]) -> bool:
-    """Whether the label's targets are told apart by their files (one target per file);
-    else (two loaders of one file) each run is named by its whole target."""
+def _shown_targets(group: Sequence[RunResult]) -> dict[str, str]:
+    """Each of the label's targets as the part that tells it from the others: its file
+    where each file has one target, its loader (``loader load_fp32``) where one function
+    of one file is loaded by several, else the whole target."""
     found = targets(group)
-    return len({t.rpartition(":")[0] for t in found}) == len(found)
+    files = [t.rpartition(":")[0] for t in found]
+    if len(set(files)) == len(found):
+        return dict(zip(found, files, strict=True))
+    split = [t.partition(", ") for t in found]
+    loaders = [loader for _, _, loader in split]
+    if len({code for code, _, _ in split}) == 1 and all(w.startswith("loader ") for w in loaders):
+        return dict(zip(found, loaders, strict=True))
+    return {t: t for t in found}
 
 
 def _shown_commands(commands: Sequence[Words]) -> dict[Words, str]:
@@ -310,14 +325,13 @@ def _notes(runs: Sequence[RunResult], found: Mapping[str, _Differs], whose: str)
 
 
 def _advice(runs: Sequence[RunResult]) -> str:
-    """How to label such runs yourself: ``--name`` of ``run`` (``fit``, ``recipe``); a bench
-    has none (it labels its runs by target and batch size, and "--name labels a run as you
-    choose" had been said of two benches, a verifier's), and its name here says what
-    differs already."""
+    """How to label such runs yourself: ``--name`` of ``run`` (``fit``, ``recipe``) and of
+    ``bench`` (``NAME bs=8``); not said of benches alone, whose names here say what differs
+    already."""
     benches = sum(r.target is not None for r in runs)
     if benches == len(runs):
         return ""
-    return " (--name labels a run, not a bench, as you choose)" if benches else (
+    return " (--name labels a run or a bench as you choose)" if benches else (
         " (--name labels a run as you choose)"
     )
 

@@ -150,6 +150,7 @@ def compare_results(
     common = [k for k in cur_cells if k in base_cells]
     if not common:
         shared = {k[0] for k in base_cells} & {k[0] for k in cur_cells}
+        # The fix named: a tester's fp32 against int8 files had stopped here with none.
         raise ConfigError(
             "no model/limits cell is in both the baseline and the current results"
             + (
@@ -159,7 +160,8 @@ def compare_results(
                 + ", ".join(sorted({k[0] for k in base_cells}))
                 + " → "
                 + ", ".join(sorted({k[0] for k in cur_cells}))
-                + ")"
+                + "): compare pairs cells by label; to hold one variant against another, "
+                "run (or bench) each with the same --name"
             )
         )
     notes += ran_apart({cell_name(k): (base_cells[k], cur_cells[k]) for k in common})

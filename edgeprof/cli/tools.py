@@ -79,6 +79,10 @@ def bench(
     loader: Annotated[
         str, typer.Option(help="Function of the same module: LOADER(batch_size) -> state.")
     ] = "load",
+    name: Annotated[
+        str | None,
+        typer.Option(help="Label of the runs in tables, in place of FUNC: NAME bs=N."),
+    ] = None,
     warmup: Annotated[int, typer.Option(help="Untimed calls first.")] = 5,
     iterations: Annotated[int, typer.Option(help="Timed calls per batch size.")] = 50,
     repeat: Annotated[
@@ -187,6 +191,7 @@ def bench(
         sizes,
         chosen.limits,
         loader=loader,
+        name=name,
         warmup=warmup,
         iterations=iterations,
         repeat=repeat,

@@ -19,6 +19,7 @@ from ..backends import Backend
 from ..errors import ConfigError
 from ..measure.runner import DEFAULT_KILL_GRACE_S, profile
 from ..model import Limits, RunResult, Termination
+from ..names import check_name
 from ..pysource import module_file, unbound
 from ..resultdirs import walk_dirs
 from .run_options import check_count
@@ -141,6 +142,7 @@ def bench(
     limits: Limits | None = None,
     *,
     loader: str = "load",
+    name: str | None = None,
     warmup: int = DEFAULT_WARMUP,
     iterations: int = DEFAULT_ITERATIONS,
     repeat: int = 1,
@@ -163,7 +165,9 @@ def bench(
     on_result: Callable[[RunResult, int, int], None] | None = None,
 ) -> list[RunResult]:
     """``repeat`` runs per batch size (in ``out_dir``'s ``bs<N>/``, or ``bs<N>/<k>/`` with
-    several); stops early when a run is interrupted.  One run a batch size cannot be judged
+    several); stops early when a run is interrupted.  ``name``: the label's stem in place of
+    FUNC (``NAME bs=8``), as ``run --name`` labels a run: two variants benched with one
+    name are paired by ``compare``.  One run a batch size cannot be judged
     by ``compare``, which needs the noise of two or more (a tester's 2× slower function
     passed as "not enough repeats").  ``kill_grace``, ``cores_busy``, ``device_cores``,
     ``allow_over_host``, ``gpus``, ``gpu_memory`` and ``unified_memory``: as
@@ -173,6 +177,8 @@ def bench(
     work_dir = None if cwd is None else Path(cwd)
     if not loader.isidentifier():
         raise ConfigError(f"--loader {loader!r}: not a Python name")
+    if name is not None:
+        check_name(name, "--name")
     module, func = check_target(target, work_dir, loader)
     identity = target_identity(module, func, loader, work_dir)
     if iterations < 1 or warmup < 0:
@@ -218,7 +224,7 @@ def bench(
             env=env,
             cwd=work_dir,
             out_dir=None if out_dir is None else Path(out_dir) / where,
-            name=f"{func} bs={bs}",
+            name=f"{name or func} bs={bs}",
             target=identity,
             stdout=stdout,
             device=device,

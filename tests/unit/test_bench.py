@@ -203,6 +203,22 @@ def test_bench_cli_json_and_errors(
     assert "on this host" in capfd.readouterr().err
 
 
+def test_bench_name_labels_its_runs_as_run_name_does(
+    model_dir: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bench had no ``--name`` (a tester's fp32 and int8 loaders could not be labelled
+    alike for compare): NAME takes FUNC's place in the label, checked as run's."""
+    monkeypatch.chdir(model_dir)
+    argv = ["bench", "tiny_model.py:infer_n", "--loader", "make", "--batch-size", "2",
+            "--iterations", "3", "--warmup", "0", "--backend", "fake", "--json"]  # fmt: skip
+    assert main([*argv, "--name", "net"]) == 0
+    (d,) = json.loads(capfd.readouterr().out)
+    assert d["name"] == "net bs=2" and d["target"] == "tiny_model.py:infer_n, loader make"
+    assert main([*argv, "--name", "a;b"]) == 2
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1 and "--name 'a;b': contains ';'" in err, err
+
+
 def test_a_missing_function_is_a_failed_run_not_a_crash(model_dir: Path) -> None:
     """Where the source may bind names its symbol table does not show (here globals()), the
     check lets it through and the workload says so."""

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from edgeprof.cli import main
+from edgeprof.model import RunResult
 
 MODEL = "def load(bs):\n    return bs\n\ndef infer(bs):\n    pass\n"
 
@@ -193,7 +194,7 @@ def test_compare_keeps_a_sides_two_targets_apart(
 
 
 def test_runs_of_a_shared_label_are_named_by_what_tells_their_targets_apart() -> None:
-    """Two loaders of one file: the file tells nothing apart, so the whole target names the
+    """Two loaders of one function: the file tells nothing apart, so the loader names the
     run; a label no two targets share, and a run without a target, keep their names."""
     from edgeprof.analysis.apart import apart
     from edgeprof.analysis.cells import cells
@@ -208,12 +209,47 @@ def test_runs_of_a_shared_label_are_named_by_what_tells_their_targets_apart() ->
         make_result(name="infer bs=8", target=a),
     ]
     named, note = apart(runs)
-    want = [f"infer bs=1 ({a})", f"infer bs=1 ({b})", "infer bs=1", "infer bs=8"]
+    want = ["infer bs=1 (loader load)", "infer bs=1 (loader load_small)", "infer bs=1",
+            "infer bs=8"]  # fmt: skip
     assert [r.label for r in named] == want
     assert [r.target for r in named] == [r.target for r in runs]
     assert [len(group) for group in cells(named).values()] == [1, 1, 1, 1]
     assert len(note) == 1 and note[0].startswith(f"these runs bench 2 targets ({a}; {b})")
     assert apart(runs[2:]) == (runs[2:], [])  # nothing shared: as they were
+
+
+def test_a_benchs_loader_is_said_once_by_its_target_not_again_by_its_command() -> None:
+    """A tester's two loaders of one file were named "infer bs=1 (bench_variants.py:infer,
+    loader load_fp32, --loader load_fp32)" (the command's --loader beside the target's) and
+    noted twice, as two targets and as two commands.  Two functions of one file keep their
+    whole target; two files, their file."""
+    import dataclasses
+
+    from edgeprof.analysis.apart import apart
+
+    from .conftest import make_result
+
+    def bench_run(target: str) -> RunResult:
+        loader = target.rpartition("loader ")[2]
+        command = ("python", "-c", "BOOT", target, "--batch-size", "1", "--loader", loader,
+                   "--warmup", "5", "--iterations", "50")  # fmt: skip
+        return dataclasses.replace(
+            make_result(name="infer bs=1", target=target), command=command
+        )
+
+    a, b = "v.py:infer, loader load_fp32", "v.py:infer, loader load_int8"
+    named, notes = apart([bench_run(a), bench_run(a), bench_run(b)])
+    assert [r.label for r in named] == [
+        "infer bs=1 (loader load_fp32)", "infer bs=1 (loader load_fp32)",
+        "infer bs=1 (loader load_int8)",
+    ]  # fmt: skip
+    assert notes == [
+        f"these runs bench 2 targets ({a}; {b}) under the same labels (infer bs=1): each such "
+        "run is named with its target, and no cell pools two targets"
+    ]
+    c = "v.py:infer_small, loader load_fp32"
+    named, _ = apart([bench_run(a), bench_run(c)])
+    assert [r.label for r in named] == [f"infer bs=1 ({a})", f"infer bs=1 ({c})"]
 
 
 def test_report_of_a_bench_says_the_first_batch_sizes_page_cache_by_peak_memory() -> None:
@@ -223,7 +259,7 @@ def test_report_of_a_bench_says_the_first_batch_sizes_page_cache_by_peak_memory(
     (:func:`edgeprof.report.bench.first_reads_note`) is said under that ranking."""
     import dataclasses
 
-    from edgeprof.model import MemoryParts, RunResult
+    from edgeprof.model import MemoryParts
     from edgeprof.report.bench import first_reads_note
     from edgeprof.report.summary import summary_tables
 

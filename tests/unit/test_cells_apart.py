@@ -139,7 +139,7 @@ def test_a_run_without_e_is_not_said_to_have_its_variables_unset() -> None:
     ]
     bench = make_result(name="infer bs=1", target="b.py:infer, loader load", env=("T=1",))
     _, notes = apart([given, inherited, bench, dataclasses.replace(bench, env=("T=2",))])
-    assert notes[0].endswith("inherited (--name labels a run, not a bench, as you choose)")
+    assert notes[0].endswith("inherited (--name labels a run or a bench as you choose)")
 
 
 def test_a_sweeps_runs_and_repeats_keep_their_labels() -> None:

@@ -232,7 +232,10 @@ def test_compare_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     c = _save(tmp_path / "c.json", [run(name="other.onnx", cpus=0.5)] * 2)
     assert main(["compare", str(a), str(c)]) == 2
     err = capsys.readouterr().err
-    assert err.endswith("results: their models differ (m.onnx → other.onnx)\n"), err
+    assert err.endswith(
+        "results: their models differ (m.onnx → other.onnx): compare pairs cells by label; to "
+        "hold one variant against another, run (or bench) each with the same --name\n"
+    ), err
     assert "--ignore-limits" not in err
     assert main(["compare", str(a), str(tmp_path / "missing.json")]) == 2
     assert main(["compare", str(a), str(b), "--threshold", "x"]) == 2
