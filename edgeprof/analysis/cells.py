@@ -61,32 +61,36 @@ def period_in_force(r: RunResult) -> str:
 
 
 def leased_cores(runs: Sequence[RunResult]) -> str:
-    """`` (leased cores 0 and 1)``: the cores edgeprof chose for the runs of an integer
-    ``cpus``, each run's, said apart from the setting (:func:`setting`); ``""`` where it
-    chose none.  A head had given the first run's (``cpus=1, cpuset=0``) as the cell's
-    setting while its run 3 ran on CPU 1."""
+    """`` (leased core 0)``, `` (each run leased one core: 0 or 1)``: the cores edgeprof
+    chose for the runs of an integer ``cpus``, each run's, said apart from the setting
+    (:func:`setting`); ``""`` where it chose none.  A head had given the first run's
+    (``cpus=1, cpuset=0``) as the cell's setting while its run 3 ran on CPU 1.  Runs given
+    different cores are said per run: their union, "leased cores 0 and 1", had read as two
+    cores for a ``--cpus 1`` device (a tester's)."""
     chosen = [c for r in runs if (c := _chosen_cores(r)) is not None]
     if not chosen:
         return ""
-    distinct = list(dict.fromkeys(chosen))
-    listed = distinct[0] if len(distinct) == 1 else (
-        f"{', '.join(distinct[:-1])} and {distinct[-1]}"
-    )
-    one = len(distinct) == 1 and "-" not in listed and "," not in listed
+    distinct = list(dict.fromkeys(format_cpuset(c) for c in chosen))
     # Files from before leases pinned the first free cores without leasing them.
     how = "leased" if any(r.lease is not None for r in runs) else "pinned to"
-    return f" ({how} core{'' if one else 's'} {listed})"
+    if len(distinct) == 1:
+        return f" ({how} core{'s' if len(chosen[0]) > 1 else ''} {distinct[0]})"
+    sizes = {len(c) for c in chosen}
+    each = "its cores" if len(sizes) > 1 else (
+        "one core" if sizes == {1} else f"{sizes.pop()} cores"
+    )
+    return f" (each run {how} {each}: {', '.join(distinct[:-1])} or {distinct[-1]})"
 
 
-def _chosen_cores(r: RunResult) -> str | None:
+def _chosen_cores(r: RunResult) -> tuple[int, ...] | None:
     """The cores edgeprof chose for ``r`` (its lease's; in a file from before leases, a
     cpuset :func:`described` takes as edgeprof's choice: an upgrading user's old run had
     read ``limits: cpus=1`` with no word of its core); ``None``: none chosen."""
     if r.lease is not None:
-        return format_cpuset(r.lease.cores) if r.lease.chosen else None
+        return r.lease.cores if r.lease.chosen else None
     if r.limits.cpuset is None or "cpuset=" in described(r.limits, None):
         return None
-    return format_cpuset(r.limits.cpuset)
+    return tuple(r.limits.cpuset)
 
 
 def cell_name(key: tuple[str, str]) -> str:

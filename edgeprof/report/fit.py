@@ -85,9 +85,9 @@ def _budget_line(o: FitOutcome) -> str:
 
 
 def _title(o: FitOutcome, r: RunResult) -> str:
-    """``python3: cgroup/cgroup1, limits: cpus=1 (leased cores 0 and 1)``: the setting as
-    asked, and apart from it the cores edgeprof leased the fit's runs (the reference's and
-    the probes')."""
+    """``python3: cgroup/cgroup1, limits: cpus=1 (each run leased one core: 0 or 1)``: the
+    setting as asked, and apart from it the cores edgeprof leased the fit's runs (the
+    reference's and the probes')."""
     runs = [*o.reference, *(run for p in o.probes for run in p.runs)]
     return f"{o.label}: {r.backend}/{r.mechanism}, limits: {setting(r)}{leased_cores(runs)}" + (
         f", device {r.device}" if r.device else ""

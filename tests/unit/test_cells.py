@@ -133,10 +133,14 @@ def test_leased_cores_are_said_apart_from_the_setting_each_distinct_once() -> No
     """The rule every output names a cell's setting by: ``cpus=1`` and the cores apart."""
     runs = [_leased(0), _leased(0), _leased(1)]
     assert [setting(r) for r in runs] == ["cpus=1"] * 3
-    assert leased_cores(runs) == " (leased cores 0 and 1)"
+    # Per run: "leased cores 0 and 1" had read as two cores for a --cpus 1 device.
+    assert leased_cores(runs) == " (each run leased one core: 0 or 1)"
     assert leased_cores(runs[:1]) == " (leased core 0)"
     pair = make_result(limits=Limits(cpus=2, cpuset="2-3"), lease=CoreLease((2, 3), 0.0, True))
     assert leased_cores([pair]) == " (leased cores 2-3)"
+    other = make_result(limits=Limits(cpus=2, cpuset="0-1"), lease=CoreLease((0, 1), 0.0, True))
+    assert leased_cores([pair, other]) == " (each run leased 2 cores: 2-3 or 0-1)"
+    assert leased_cores([pair, runs[0]]) == " (each run leased its cores: 2-3 or 0)"
     # An explicit --cpuset is the setting: nothing leased to say apart.
     asked = _leased(1, chosen=False)
     assert (setting(asked), leased_cores([asked])) == ("cpus=1, cpuset=1", "")

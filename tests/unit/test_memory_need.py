@@ -875,7 +875,7 @@ def test_a_fits_setting_is_the_one_asked_and_its_leased_cores_apart() -> None:
     probe = Probe(40 * MIB, (on(1, "40m"),), Verdict(False, "+100% slower"))
     o = FitOutcome("infer.py", (on(0),), WALL, 0.0, b, (probe,), None, 0.10, 0.20)
     assert render_fit([o]).splitlines()[0] == (
-        "infer.py: cgroup/cgroup2, limits: cpus=1 (leased cores 0 and 1)"
+        "infer.py: cgroup/cgroup2, limits: cpus=1 (each run leased one core: 0 or 1)"
     )
     assert o.to_dict()["limits"] == "cpus=1"
     # An explicit --cpuset is the setting, in both.

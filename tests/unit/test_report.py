@@ -451,8 +451,8 @@ def test_a_cells_head_gives_the_setting_as_asked_and_its_leased_cores_apart() ->
 
     text = render_plain([run(0), run(0), run(1)])
     assert (
-        "2: cgroup/cgroup2, limits: cpus=1, memory=256.0MiB (leased cores 0 and 1), 3 runs, "
-        "samples every 0.1s"
+        "2: cgroup/cgroup2, limits: cpus=1, memory=256.0MiB (each run leased one core: 0 or "
+        "1), 3 runs, samples every 0.1s"
     ) in text
     assert "cpuset=" not in text
     assert "limits: cpus=1, memory=256.0MiB (leased core 1), 15 samples" in render_plain([run(1)])
