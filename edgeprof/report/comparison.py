@@ -6,14 +6,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 
-from ..analysis.cells import cells, ending, successful
+from ..analysis.cells import cells, ending, endings, successful
 from ..analysis.compare import RANKED_METRICS, ModelSummary, Rank, format_stat, rank
 from ..analysis.difference import DEFAULT_TARGET, runs_to_resolve
 from ..analysis.first_reads import FirstReads
 from ..analysis.hosts import mixed_hosts_note
 from ..analysis.metrics import STAT_METRICS, Kind
 from ..analysis.outliers import without_outliers
-from ..model import RunResult
+from ..model import RunResult, Termination
 from ..units import article
 from .first_read_notes import first_read_note, inverts_lead
 from .table import TextTable
@@ -259,6 +259,9 @@ def ranking_tables(
     time and memory rankings, in place of a lead it inverts."""
     out = []
     for setting, summaries in cells.items():
+        if (alone := _sole_survivor(setting, summaries)) is not None:
+            out.append(alone)
+            continue
         for key in metrics:
             ranks = rank(summaries, key)
             metric = STAT_METRICS[key]
@@ -324,6 +327,32 @@ def ranking_tables(
                 notes.append(untested)
             out.append(TextTable(ranking_title(key, setting), rows, notes))
     return out
+
+
+def _sole_survivor(setting: str, summaries: Sequence[ModelSummary]) -> TextTable | None:
+    """A setting where one model ran and every run of the others failed: no ranking by
+    any metric (one model), and that one model is the setting's answer, said as such.  A
+    tester's ``--memory 192m,512m`` sweep, fp32 OOM-killed under 192m, had got statistics
+    alone there and no word that only int8 fits.  ``None``: another setting."""
+    ran = [m for m in summaries if not _all_failed(m) and m.runs]
+    failed = [m for m in summaries if _all_failed(m)]
+    if len(ran) != 1 or not failed:
+        return None
+    (only,) = ran
+    rows = [["MODEL", "RUNS"]] + [
+        [m.name, f"{len(m.runs) - len(m.failures)} of {len(m.runs)} succeeded"
+         + (f" ({endings(m.failures)})" if m.failures else "")]
+        for m in (only, *failed)
+    ]  # fmt: skip
+    said = ", ".join(f"{m.name} ({endings(m.runs)})" for m in failed)
+    note = (
+        f"only {only.name} succeeded {under(setting)}: every run of {said} failed, so "
+        "nothing is ranked against it"
+    )
+    oom = [m.name for m in failed if all(r.termination is Termination.OOM for r in m.runs)]
+    if oom:
+        note += f"; OOM-killed in every run, {', '.join(oom)} did not fit in its memory limit"
+    return TextTable(f"Ranking {under(setting)}", rows, [note])
 
 
 def _unranked_note(title: str, unranked: Sequence[str], key: str) -> str:

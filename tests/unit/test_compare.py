@@ -81,6 +81,39 @@ def test_a_model_without_the_figure_is_named_under_its_ranking() -> None:
     )
 
 
+def test_a_setting_only_one_model_survived_says_so_in_the_rankings() -> None:
+    """A tester's --memory 192m,512m sweep: fp32 OOM-killed under 192m got statistics alone
+    there, no ranking and no word that int8 alone fits, the answer a device is chosen by."""
+    from tests.unit.gating_helpers import run
+
+    oom = [run("fp32", memory="192m", termination=Termination.OOM, exit_code=137)] * 2
+    runs = [run("int8", memory="192m")] * 2 + oom + [run("int8")] * 2 + [run("fp32")] * 2
+    tables = ranking_tables(summarize_cells(runs))
+    alone = [t for t in tables if "192.0MiB" in t.title]
+    assert len(alone) == 1 and alone[0].plain().splitlines() == [
+        "Ranking under cpus=1, memory=192.0MiB",
+        "MODEL  RUNS",
+        "-----  -------------------------",
+        "int8   2 of 2 succeeded",
+        "fp32   0 of 2 succeeded (oom ×2)",
+        "only int8 succeeded under cpus=1, memory=192.0MiB: every run of fp32 (oom ×2) "
+        "failed, so nothing is ranked against it; OOM-killed in every run, fp32 did not fit "
+        "in its memory limit",
+    ]
+    # Under 1g both ran: ranked by each metric, as before.
+    under_1g = [t.title for t in tables if "1.0GiB" in t.title]
+    assert under_1g and all(t.startswith("Ranking by ") for t in under_1g)
+    # One model alone, with no other that failed: nothing to say, as before.
+    assert ranking_tables(summarize_cells(runs[:2])) == []
+    # Failed otherwise than OOM: no word of a memory limit.
+    crashed = [run("fp32", memory="192m", exit_code=1)] * 2
+    (t,) = ranking_tables(summarize_cells(runs[:2] + crashed))
+    assert t.notes == [
+        "only int8 succeeded under cpus=1, memory=192.0MiB: every run of fp32 (exit 1 ×2) "
+        "failed, so nothing is ranked against it"
+    ]
+
+
 def test_close_neighbours_are_marked_as_within_noise() -> None:
     cells = summarize_cells(_runs("a", 50, 10 << 20) + _runs("b", 50, 10 << 20))
     peak = next(t for t in ranking_tables(cells) if "peak memory" in t.plain().splitlines()[0])
