@@ -670,3 +670,19 @@ def test_cli_calibrate_takes_the_catalog_its_device_is_in(
     )
     assert err.count("\n") == 1
     assert not out.exists()
+
+
+def test_a_fit_with_no_rising_form_predicts_nothing_and_says_why(tmp_path: Path) -> None:
+    """Every device value 0: no form has a slope above 0, so the fit predicts no model (a
+    falling form had made predictions above every device value measured)."""
+    runs = [_run(f"m{i}", x) for i, x in enumerate([1.0, 2.0, 3.0, 4.0])]
+    m = read_measurements(_csv(tmp_path, "model,runtime_ms\nm0,0\nm1,0\nm2,0\nm3,0\n"))
+    cal = calibrate(runs, m, "phone")
+    (mf,) = cal.fits
+    assert not mf.choice.rising and cal.speed is None
+    preds = predict(cal, [_run("new", 2.5)])
+    assert preds.items == []
+    assert preds.uncalibrated == [
+        "new [cpus=1, memory=1.0GiB] runtime: no form of the pooled fit has a slope above 0 "
+        "(a device is not faster on a workload the host runs slower): nothing to predict from"
+    ]

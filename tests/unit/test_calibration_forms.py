@@ -227,3 +227,44 @@ def test_relative_intervals_cover_95_percent() -> None:
         share = [h / 1500 for h in hits]
         assert all(0.94 <= v <= 0.975 for v in share[1:]), (form, share)
         assert 0.94 <= share[0] <= 0.99, (form, share)
+
+
+# A tester's runtime fit under a contended host (board report, finding 5): five runs of
+# near-equal length whose device times fall as the profiler's rise.
+RUNTIME_X = (6.532577600002696, 5.7119521830027224, 6.347447353000462, 6.016085062998172,
+             5.2392559020008775)  # fmt: skip
+RUNTIME_Y = (24.1, 24.9, 25.3, 26.0, 27.9)
+
+
+def test_a_form_whose_slope_is_not_positive_is_never_chosen() -> None:
+    """The line (slope -2.297, held-out 4.3 %, the best) had been chosen and predicted 30.79 s
+    at 3.727 s, above every device value measured; the line through the origin is kept and the
+    reason says why the others were passed over."""
+    labels = ["8", "16", "24", "32", "48"]
+    choice = choose(RUNTIME_X, RUNTIME_Y, labels)
+    means = {c.form: c.heldout.mean_abs_pct for c in choice.candidates if c.heldout}
+    assert means["line"] == approx(4.3, abs=0.05) and means["origin"] == approx(11.5, abs=0.05)
+    line = next(c.fit for c in choice.candidates if c.form == "line")
+    assert line is not None and line.a == approx(-2.297, abs=5e-4)
+    assert choice.form == "origin" and choice.rising
+    assert choice.fit.a == approx(4.256, abs=5e-4)
+    assert choice.reason == (
+        "line through the origin: the best held-out (11.5 %) and the simplest; not the line "
+        "(slope -2.297 ≤ 0) or the power law (exponent -0.5196 ≤ 0): a device is not faster "
+        "on a workload the host runs slower"
+    )
+    # Forced, the falling form gives way to the line through the origin, and says so.
+    forced = choose(RUNTIME_X, RUNTIME_Y, labels, "line")
+    assert forced.form == "origin"
+    assert forced.reason.startswith("line asked for, but the line through the origin is used; ")
+    # Too few points for held-out errors: the origin stands in for the falling line.
+    three = choose(RUNTIME_X[:3], (24.0, 26.0, 25.0), labels[:3])
+    assert three.form == "origin" and three.reason.startswith(
+        "the line through the origin: held-out errors need 4 points or more; not the line"
+    )
+
+
+def test_a_fit_no_form_of_which_rises_predicts_nothing() -> None:
+    choice = choose(X4, (0.0, 0.0, 0.0, 0.0), list("abcd"))
+    assert not choice.rising and choice.form == "line"
+    assert choice.reason.startswith("no form has a slope above 0: nothing is predicted")

@@ -210,6 +210,13 @@ def predict(
                 continue
             mf, note = _pick(calibration, base, family)
             form = mf.choice.fit
+            if not mf.choice.rising:
+                out.uncalibrated.append(
+                    f"{cell.label} [{cell.setting}] {mf.metric}: no form of the {mf.scope} fit "
+                    "has a slope above 0 (a device is not faster on a workload the host runs "
+                    "slower): nothing to predict from"
+                )
+                continue
             got = form.predict(x, calibration.level)
             if got is None:
                 out.uncalibrated.append(
