@@ -72,17 +72,20 @@ def device_gpu_memory(dev: Device, gpu_memory: str | None) -> str | None:
 
 
 def device_calibration(
-    dev: Device, cpus_given: bool, calibration: Path | None
+    dev: Device, cpus_given: bool, calibration: Path | None, share: float | None = None
 ) -> tuple[Path | None, list[str]]:
     """The calibration whose predictions a device's runs get (``--calibration``, else the
-    device's), and why none where the device has one but it does not apply."""
+    device's), and why none where the device has one but it does not apply (``share``: the
+    ``--cpus`` the calibration implied, said there: ``devices`` had shown only "from
+    calibration")."""
     if calibration is not None or dev.calibration is None:
         return calibration, []
     if dev.speed == CALIBRATED and not cpus_given:
         # The fits hold for the setting they were profiled under, not for this share:
         # applied here, they would count the device's slowness twice.
+        at = "" if share is None else f", cpus={share:g}"
         return None, [
-            f"{dev.name}: the run emulates the speed its calibration implies, so the "
+            f"{dev.name}: the run emulates the speed its calibration implies{at}, so the "
             "calibration's predictions are not made (give --cpus of the calibrated "
             "setting, or --calibration, for them)"
         ]
@@ -128,7 +131,7 @@ def device_limits(
     if cpus is None:
         user_env.update({k: v for k, v in setting.thread_env.items() if k not in taken})
     said = setting.said_with(cpus is not None)
-    calibration, why = device_calibration(dev, cpus is not None, calibration)
+    calibration, why = device_calibration(dev, cpus is not None, calibration, setting.cpus)
     return DeviceLimits(
         lim,
         user_env,
@@ -182,7 +185,7 @@ def run_device(
     dev = setting.device
     warnings = list(setting.said_with(bool(cpus)))
     warnings += overridden(setting, cpus=cpus, memory=memory, cpu_period=cpu_period)
-    calibration, why = device_calibration(dev, bool(cpus), calibration)
+    calibration, why = device_calibration(dev, bool(cpus), calibration, setting.cpus)
     warnings += why
     given = {item.partition("=")[0] for item in env}
     if on_host:

@@ -360,6 +360,9 @@ class DeviceSetting:
     calibration_note: str | None = None
     """The one of ``warnings`` that is about the device's calibration, not its share: learned
     on another CPU model than this host's."""
+    doubts: tuple[str, ...] = ()
+    """Why a share from a calibration may be far from the device's
+    (:meth:`~.calibration.Calibration.speed_doubts`); one of ``warnings`` says them."""
     replaced: str | None = None
     """Where a user's catalog replaces an earlier entry of this name (the shipped one, or
     ``$EDGEPROF_DEVICES``'s): which, with both entries' cores and memory
@@ -403,6 +406,7 @@ def device_setting(device: Device, host: HostInfo | None = None) -> DeviceSettin
     name, cores = device.name, device.cores
     warnings: list[str] = []
     note: str | None = None  # a calibration learned on another CPU model
+    doubts: tuple[str, ...] = ()
     faster = (
         f"{name}: its cores are faster than this host's, which cannot be emulated (a quota "
         f"only takes time away): running them at this host's speed, an upper bound on the "
@@ -420,7 +424,7 @@ def device_setting(device: Device, host: HostInfo | None = None) -> DeviceSettin
     elif device.speed == CALIBRATED:
         path = calibration_file(device)
         assert path is not None  # the parser requires it
-        cpus, capped, warn, note = _calibrated_share(device, path, host)
+        cpus, capped, warn, note, doubts = _calibrated_share(device, path, host)
         warnings += [*([] if note is None else [note]), *warn]
         how = str(device.calibration)
     else:
@@ -440,21 +444,22 @@ def device_setting(device: Device, host: HostInfo | None = None) -> DeviceSettin
     if capped:
         warnings.append(faster)
     return DeviceSetting(device, cpus, device.memory, device.cpu_period_us,
-                         False, how, tuple(warnings), note)  # fmt: skip
+                         False, how, tuple(warnings), note, doubts)  # fmt: skip
 
 
 def _calibrated_share(
     device: Device, path: Path, host: HostInfo | None
-) -> tuple[float, bool, list[str], str | None]:
-    """The share a calibration implies, whether it was capped, notes on it, and the note of
-    a calibration learned on another CPU model."""
+) -> tuple[float, bool, list[str], str | None, tuple[str, ...]]:
+    """The share a calibration implies, whether it was capped, notes on it, the note of a
+    calibration learned on another CPU model, and why its fit may be far off."""
     from .calibration import load_calibration
 
     cal = load_calibration(path)
     if cal.speed is None:
         raise ConfigError(
             f"device catalog {device.catalog}: device {device.name!r}: key 'speed': "
-            f"calibration {path} implies no speed (no positive time fit under a cpus setting)"
+            f"calibration {path} implies no speed ({cal.why_no_speed()}); calibrate again "
+            "from runs under --cpus on an idle host, or give the entry 'speed: S' or 'share: C'"
         )
     note = None
     learned = cal.speed.host_model
@@ -475,7 +480,25 @@ def _calibrated_share(
             "calibrate again for the speed of the CPUs they used"
         )
     cpus = float(device.cores) if capped else max(round(share, 3), LEAST_CPUS)
-    return cpus, capped, warnings, note
+    doubts = tuple(cal.speed_doubts())
+    if doubts:
+        sp = cal.speed
+        warnings.append(
+            f"{device.name}: cpus={cpus:g} from calibration {path} rests on a poor fit "
+            f"({sp.metric} [{sp.setting}]: {'; '.join(doubts)}): the device's speed may be "
+            f"far from it (edgeprof report --calibration {path} shows the fit)"
+        )
+    return cpus, capped, warnings, note, doubts
+
+
+def calibrated_share(device: Device) -> tuple[float, tuple[str, ...]] | str:
+    """A ``speed: calibration`` entry's ``--cpus`` on this host and why its fit may be far
+    off, for ``edgeprof devices``; the reason (one line) where it gives none."""
+    try:
+        s = device_setting(device)
+    except ConfigError as exc:
+        return str(exc)
+    return s.cpus, s.doubts
 
 
 def calibration_file(device: Device) -> Path | None:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..analysis.devices import CALIBRATED, Device, origin, whose
+from ..analysis.devices import CALIBRATED, Device, calibrated_share, origin, whose
 from ..units import format_binary, format_period
 from .table import plain_table
 
@@ -19,6 +19,9 @@ NOTES = (
     "this host's speed until you measure the board and run edgeprof calibrate;",
     "'host's; predicted': its cores run at this host's speed and its calibration predicts "
     "the device's figures ('speed: calibration' in the entry runs them at its speed);",
+    "'cpus=C from calibration': the share the entry's calibration implies, 'poor fit' where "
+    "that fit's R², held-out error or contended profiling says it may be far off (run "
+    "--device says which).",
     "catalog: the file an entry came from; an entry replaces the whole entry of its name "
     "in an earlier catalog (shipped, then $EDGEPROF_DEVICES, then --devices).",
     "What a share of this host cannot emulate (caches, SIMD, memory bandwidth, heat, "
@@ -43,7 +46,7 @@ def describe_speed(device: Device) -> str:
     if isinstance(device.speed, float):
         return f"speed {device.speed:g}"
     if device.speed == CALIBRATED:
-        return "from calibration"
+        return _calibrated(device)
     if device.calibration is not None:
         # Its cores run at this host's speed, and its calibration predicts the device's
         # figures: "needs calibration" had been shown beside the file that calibrates it.
@@ -58,6 +61,16 @@ def catalog_cell(device: Device) -> str:
     board, where ``run`` and ``doctor`` said it replaced the shipped one (a tester's)."""
     where = origin(device)
     return where if device.replaces is None else f"{where}; replaces {whose(device.replaces)}"
+
+
+def _calibrated(device: Device) -> str:
+    """The share ``speed: calibration`` gives, and whether its fit is poor: the column had
+    read "from calibration" alone, where a board got 0.043 CPUs from a fit of R² 0.541."""
+    got = calibrated_share(device)
+    if isinstance(got, str):  # a paragraph: run --device says it in full
+        return "from calibration: refused (run --device says why)"
+    cpus, doubts = got
+    return f"cpus={cpus:g} from calibration" + (", poor fit" if doubts else "")
 
 
 def catalog_rows(catalog: Mapping[str, Device]) -> list[list[str]]:
@@ -89,6 +102,7 @@ def catalog_json(catalog: Mapping[str, Device]) -> list[dict[str, Any]]:
             "memory_bytes": d.memory,
             "share": d.share,
             "speed": d.speed,
+            **_calibrated_json(d),
             "cpu_period_us": d.cpu_period_us,
             "gpu_memory_bytes": d.gpu_memory,
             "unified_memory": d.unified_memory,
@@ -101,3 +115,14 @@ def catalog_json(catalog: Mapping[str, Device]) -> list[dict[str, Any]]:
         }
         for d in sorted(catalog.values(), key=lambda d: d.name)
     ]
+
+
+def _calibrated_json(d: Device) -> dict[str, Any]:
+    """``calibrated_cpus`` and ``calibration_doubts`` of a ``speed: calibration`` entry (``null``
+    and the reason where it implies none)."""
+    if d.speed != CALIBRATED:
+        return {}
+    got = calibrated_share(d)
+    if isinstance(got, str):
+        return {"calibrated_cpus": None, "calibration_doubts": [got]}
+    return {"calibrated_cpus": got[0], "calibration_doubts": list(got[1])}

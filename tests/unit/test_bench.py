@@ -371,6 +371,9 @@ def test_bench_predicts_with_a_calibration_and_with_a_devices(
     dev = Device("board", 1, 1 << 30, cat, speed=CALIBRATED, calibration=cal)
     none, (why,) = device_calibration(dev, False, None)
     assert none is None and "calibration's predictions are not made" in why
+    # The share the calibration implied is said (the listing had shown "from calibration").
+    _, (at,) = device_calibration(dev, False, None, 0.043)
+    assert at.startswith("board: the run emulates the speed its calibration implies, cpus=0.043, ")
     assert device_calibration(dev, True, None) == (cal, [])  # under the user's --cpus
     assert device_calibration(dev, False, csv_path) == (csv_path, [])  # --calibration given
     assert main([*argv, "--calibration", str(model_dir / "nope.yml")]) == 2  # before any run

@@ -822,3 +822,77 @@ def test_an_entrys_missing_calibration_is_named_with_its_catalog_and_entry(
         f"edgeprof: error: device catalog {cat}: device 'pim': key 'calibration': "
         f"{tmp_path / 'nope.yml'} is not a file\n"
     )
+
+
+def _calibrated_entry(tmp_path: Path, device_ms: str, contended: str | None = None) -> Path:
+    """A ``speed: calibration`` entry ``phone`` (2 cores) whose calibration fits runtimes
+    1-4 s to ``device_ms`` (the device's, in ms, comma-separated)."""
+    runs = [_run(f"m{i}", x) for i, x in enumerate([1.0, 2.0, 3.0, 4.0])]
+    rows = "".join(f"m{i},{v}\n" for i, v in enumerate(device_ms.split(",")))
+    cal = calibrate(runs, read_measurements(_csv(tmp_path, "model,runtime_ms\n" + rows)), "p")
+    dataclasses.replace(cal, contended=contended).save(tmp_path / "phone.yml")
+    entry = "  phone:\n    cores: 2\n    memory: 1g\n    calibration: phone.yml\n"
+    return _catalog(tmp_path, entry + "    speed: calibration\n")
+
+
+def test_a_calibrated_share_from_a_poor_fit_is_said_with_why(tmp_path: Path) -> None:
+    """A board had run at 0.043 CPUs from a fit of R² 0.541, 61.9 % held-out error and
+    contended profiling, without a word; the same criteria as the fit's warnings say it."""
+    # Device 3, 9, 5, 12 s: the line through the origin, a = 84/30 = 2.8: 1/2.8 = 0.357 CPUs;
+    # R² 0.543 and 1 of 4 held-out predictions within ±10 %.
+    cat = _calibrated_entry(tmp_path, "3000,9000,5000,12000", contended="held off")
+    s = resolve_device("phone", cat, HOST, {})
+    assert s.cpus == 0.357
+    assert s.doubts == (
+        "R² = 0.543 < 0.9",
+        "1 of 4 held-out predictions within ±10 % (median error 28.9 %)",
+        "other tasks held its profiled runs off their CPUs, which makes it too high",
+    )
+    (w,) = s.warnings
+    assert w == (
+        f"phone: cpus=0.357 from calibration {tmp_path / 'phone.yml'} rests on a poor fit "
+        f"(runtime [cpus=1, memory=1.0GiB]: {'; '.join(s.doubts)}): the device's speed may be "
+        f"far from it (edgeprof report --calibration {tmp_path / 'phone.yml'} shows the fit)"
+    )
+    assert s.said_with(cpus_given=True) == ()  # under --cpus the share is not used
+    # A good fit: no doubt, no warning.
+    good = resolve_device("phone", _calibrated_entry(tmp_path, "3100,5900,9200,11800"), HOST, {})
+    assert (good.doubts, good.warnings) == ((), ())
+
+
+def test_a_calibration_whose_line_falls_gives_no_share(tmp_path: Path) -> None:
+    """Device 12, 9, 6, 3 s for profiler 1-4 s: the line's slope is -3, while the line
+    through the origin's is 2 (a tester's board had run at 0.179 CPUs from such a fit)."""
+    cat = _calibrated_entry(tmp_path, "12000,9000,6000,3000")
+    with pytest.raises(ConfigError) as err:
+        resolve_device("phone", cat, HOST, {})
+    assert str(err.value) == (
+        f"device catalog {cat}: device 'phone': key 'speed': calibration "
+        f"{tmp_path / 'phone.yml'} implies no speed (its time fits' slopes are not above 0 "
+        "(runtime [cpus=1, memory=1.0GiB] -3): a device cannot get faster as the host gets "
+        "slower); calibrate again from runs under --cpus on an idle host, or give the entry "
+        "'speed: S' or 'share: C'"
+    )
+    line = Slope(-3.0, "origin", 0.0, -3.0)
+    rising_origin = Slope(2.0, "origin", 1.0, -3.0)  # the origin rises, the line falls
+    assert implied_speed({("runtime", "s"): rising_origin}, {"s": 1.0}, HOST) is None
+    assert implied_speed({("runtime", "s"): line}, {"s": 1.0}, HOST) is None
+
+
+def test_devices_lists_a_calibrated_share_and_a_poor_fit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cat = _calibrated_entry(tmp_path, "3000,9000,5000,12000")
+    assert main(["devices", "--devices", str(cat)]) == 0
+    (row,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("phone ")]
+    assert "cpus=0.357 from calibration, poor fit" in row
+    assert main(["devices", "--json", "--devices", str(cat)]) == 0
+    (d,) = [e for e in json.loads(capsys.readouterr().out) if e["name"] == "phone"]
+    assert d["calibrated_cpus"] == 0.357 and d["calibration_doubts"] == [
+        "R² = 0.543 < 0.9",
+        "1 of 4 held-out predictions within ±10 % (median error 28.9 %)",
+    ]
+    falling = _calibrated_entry(tmp_path, "12000,9000,6000,3000")
+    assert main(["devices", "--devices", str(falling)]) == 0
+    (row,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("phone ")]
+    assert "from calibration: refused (run --device says why)" in row

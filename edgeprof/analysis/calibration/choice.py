@@ -239,12 +239,17 @@ def _choose(cands: list[Candidate], usable: list[Candidate], form: str | None) -
     return Choice(tuple(cands), kept_c.form, reason)
 
 
+def predicts_poorly(ho: HeldOut | None) -> bool:
+    """Fewer than :data:`MIN_SHARE` of the held-out predictions are within ±10 %."""
+    share = None if ho is None else ho.within_share
+    return share is not None and share < MIN_SHARE
+
+
 def heldout_warning(choice: Choice, r2: float | None, min_r2: float) -> str | None:
     """Said when fewer than :data:`MIN_SHARE` of the held-out predictions are within ±10 %,
     and set against the R² when the R² looks good: the contradiction a user must see."""
     ho = choice.heldout
-    share = None if ho is None else ho.within_share
-    if ho is None or share is None or share >= MIN_SHARE:
+    if ho is None or not predicts_poorly(ho):
         return None
     med, worst = ho.median_abs_pct, ho.worst
     assert med is not None and worst is not None  # some point was counted

@@ -11,12 +11,12 @@ from typing import Any
 from ...errors import ConfigError, one_line
 from ...storage import read_capped, why_unreadable, write_output
 from ..cells import without_chosen_cores
-from .choice import Candidate, Choice, choose, heldout_warning
+from .choice import WITHIN_PCT, Candidate, Choice, choose, heldout_warning, predicts_poorly
 from .families import Families, check_family, parse_rule
 from .fields import Fields
-from .fit import DEFAULT_LEVEL, DEFAULT_MIN_R2, LinearFit, fit, fit_warnings
+from .fit import DEFAULT_LEVEL, DEFAULT_MIN_R2, LinearFit, fit, fit_warnings, r2_poor
 from .forms import FORMS
-from .speed import ImpliedSpeed, Slope, speed_from_dict
+from .speed import SPEED_METRICS, ImpliedSpeed, Slope, speed_from_dict
 from .units import METRICS, UNITS, base_unit
 
 CALIBRATION_SCHEMA = "edgeprof-calibration/1"
@@ -106,8 +106,53 @@ class Calibration:
         sp = self.speed
         if sp is None:
             return None
-        mf = next((f for f in self.pooled_for(sp.setting) if f.metric == sp.metric), None)
+        mf = self.speed_fit()
         return sp.implausible(f"{sp.metric}_{mf.unit}" if mf is not None else sp.metric)
+
+    def speed_fit(self) -> MetricFit | None:
+        """The pooled fit the implied speed was taken from (``None``: no speed)."""
+        sp = self.speed
+        if sp is None:
+            return None
+        return next((f for f in self.pooled_for(sp.setting) if f.metric == sp.metric), None)
+
+    def speed_doubts(self) -> list[str]:
+        """Why the implied speed may be far from the device's, by the criteria the fit's own
+        warnings use (:func:`.fit.r2_poor`, :func:`.choice.predicts_poorly`) and the
+        contended profiling :attr:`contended` records; each a short phrase, empty where
+        none applies.  A board's ``speed: calibration`` had run at 0.043 CPUs from a fit of
+        R² 0.541 whose held-out error was 61.9 %, without a word (a tester's)."""
+        mf = self.speed_fit()
+        out = []
+        if mf is not None and r2_poor(mf.fit, self.min_r2):
+            assert mf.fit.r2 is not None  # r2_poor says so
+            out.append(f"R² = {mf.fit.r2:.3f} < {self.min_r2:g}")
+        ho = None if mf is None else mf.choice.heldout
+        if ho is not None and predicts_poorly(ho):
+            med = ho.median_abs_pct
+            assert med is not None  # some point was counted
+            out.append(
+                f"{ho.within} of {ho.counted} held-out predictions within ±{WITHIN_PCT:g} % "
+                f"(median error {med:.1f} %)"
+            )
+        if self.contended is not None:
+            out.append("other tasks held its profiled runs off their CPUs, which makes it too high")
+        return out
+
+    def why_no_speed(self) -> str:
+        """Why no speed is implied, in one phrase: the time fits under a ``cpus`` setting
+        whose line falls (:func:`.speed.rises`), or none such."""
+        falling = [
+            f"{mf.metric} [{mf.setting}] {mf.fit.a:.4g}"
+            for mf in self.fits
+            if mf.family is None and mf.metric in SPEED_METRICS and mf.fit.a <= 0
+        ]
+        if not falling:
+            return "no positive time fit under a cpus setting"
+        return (
+            f"its time fits' slopes are not above 0 ({'; '.join(falling)}): a device cannot get "
+            "faster as the host gets slower"
+        )
 
     def pooled_for(self, setting: str) -> list[MetricFit]:
         return [f for f in self.fits if f.setting == setting and f.family is None]

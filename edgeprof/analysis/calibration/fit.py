@@ -303,6 +303,12 @@ def apart(value: float, limit: float, digits: int = 2) -> tuple[str, str]:
     return a, b
 
 
+def r2_poor(f: LinearFit, min_r2: float) -> bool:
+    """The line's R² is below ``min_r2`` (``calibrate --min-r2``): its numbers are not
+    predictable (the rankings may still be)."""
+    return f.r2 is not None and f.r2 < min_r2
+
+
 def fit_warnings(
     f: LinearFit,
     unit: str,
@@ -414,7 +420,8 @@ def fit_warnings(
             break
     if f.a <= 0:
         out.append(f"slope a = {f.a:.4g} ≤ 0: the device does not grow with the profiler")
-    if f.r2 is not None and f.r2 < min_r2:
+    if r2_poor(f, min_r2):
+        assert f.r2 is not None  # r2_poor says so
         rank = "" if f.tau is None else f" (rankings agree at τ = {f.tau:.2f})"
         r2 = apart(f.r2, min_r2, 3)[0]
         out.append(f"R² = {r2} < {min_r2:g}: the numbers are not predictable from this fit" + rank)

@@ -33,8 +33,12 @@ tester's law gave 0.528 there, where the line's 0.479 had been quoted as the law
 Which fit: the per-iteration latency (the inference itself, free of start-up), else its
 mean, else the whole run's wall time; among a metric's fits (one per setting) the one with
 the highest R².  A fit with ``a ≤ 0`` implies no speed (the device is not slower on the
-larger workloads: nothing to scale).  The host the runs were profiled on is recorded
-(CPU model, kernel): the share is this host's, and means nothing on another CPU model.
+larger workloads: nothing to scale), and neither does one whose least-squares line falls
+(:func:`rises`), whatever form predicts: the line through the origin has a positive slope
+on any positive data, and a tester's latency fit (R² 0.026, line slope -0.8143, under a
+contended host) had given a board 0.179 CPUs from the origin's 2.633.  The host the runs
+were profiled on is recorded (CPU model, kernel): the share is this host's, and means
+nothing on another CPU model.
 """
 
 from __future__ import annotations
@@ -139,6 +143,12 @@ class ImpliedSpeed:
         }
 
 
+def rises(f: Slope) -> bool:
+    """Both the predicting form's slope and the least-squares line's are above 0: a device
+    cannot get faster as the host gets slower."""
+    return f.a > 0 and f.line_a > 0
+
+
 def implied_speed(
     fits: Mapping[tuple[str, str], Slope],
     setting_cpus: Mapping[str, float | None],
@@ -153,7 +163,7 @@ def implied_speed(
         usable = [
             (setting, f)
             for (m, setting), f in fits.items()
-            if m == metric and f.a > 0 and setting_cpus.get(setting) is not None
+            if m == metric and rises(f) and setting_cpus.get(setting) is not None
         ]
         if not usable:
             continue
@@ -188,10 +198,10 @@ def speed_from_dict(
     d: Mapping[str, Any], fits: Mapping[tuple[str, str], Slope]
 ) -> ImpliedSpeed | None:
     """Read back :meth:`ImpliedSpeed.to_dict`; the slope is the refitted one (the file never
-    disagrees with the arithmetic), ``None`` when its fit is gone or no longer positive."""
+    disagrees with the arithmetic), ``None`` when its fit is gone or does not rise."""
     metric, setting = str(d["metric"]), str(d["setting"])
     f = fits.get((metric, setting))
-    if f is None or f.a <= 0:
+    if f is None or not rises(f):
         return None
     host = d.get("host") or {}
     model, kernel = host.get("cpu_model"), host.get("kernel")
