@@ -57,8 +57,8 @@ class PredictionDoc(TypedDict):
     predicted: float
     """The predicted device value, in ``unit`` (negative: the line's, not a usable value)."""
     low: float | None
-    """The prediction interval's lower end at the calibration's ``level``, in ``unit``;
-    ``null``: too few points for an interval."""
+    """The prediction interval's lower end at the calibration's ``level``, in ``unit``, never
+    below 0 (see ``low_clipped``); ``null``: too few points for an interval."""
     high: float | None
     """The interval's upper end, in ``unit``; ``null``: no interval."""
     low_pct: float | None
@@ -66,6 +66,9 @@ class PredictionDoc(TypedDict):
     prediction not above 0."""
     high_pct: float | None
     """``high`` relative to ``predicted``, in percent; ``null`` as ``low_pct``."""
+    low_clipped: float | None
+    """The interval's own lower end, in ``unit``, where it was below 0 and ``low`` was
+    clipped to 0 (a time, size or CPU share is never negative); ``null``: not clipped."""
     form: str
     """The fit's form: ``origin`` (a line through the origin), ``line`` or ``power``."""
     fit: str

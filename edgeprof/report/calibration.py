@@ -251,7 +251,8 @@ def _fit_detail(mf: MetricFit) -> list[str]:
 
 def predicted_text(p: Prediction) -> str:
     """``32.74 ms ± 1.88 ms (±5.7 %)``; a power law's asymmetric interval as
-    ``32.7 ms (28.1 ms–38.0 ms, −14.0 %/+16.2 %)``."""
+    ``32.7 ms (28.1 ms–38.0 ms, −14.0 %/+16.2 %)``; one clipped at 0 as its upper bound,
+    ``901.3 ms (≤ 2322 ms, +157.6 %)`` (it had read ``± 1421 ms``, below 0)."""
 
     def v(x: float) -> str:
         return format_value(x, p.unit, p.kind)
@@ -260,6 +261,8 @@ def predicted_text(p: Prediction) -> str:
     pct = p.pct
     if p.low is None or p.high is None:
         return pred
+    if p.clipped is not None:  # 0 to high: said as an upper bound, as ≤ elsewhere
+        return f"{pred} (≤ {v(p.high)}" + ("" if pct is None else f", {pct[1]:+.1f} %") + ")"
     if p.form != "power":
         hw = p.half_width
         assert hw is not None
@@ -289,6 +292,9 @@ def prediction_notes(p: Prediction) -> list[str]:
         notes.append(f"interval widened to the held-out worst error (±{pct:.1f} %, {model})")
     if p.family_note:
         notes.append(p.family_note)
+    if p.clipped is not None:
+        lowest = format_value(p.clipped, p.unit, p.kind)
+        notes.append(f"interval's lower end {lowest}, below 0: clipped to 0")
     if p.low is None:
         notes.append("no interval: too few points")
     if p.predicted < 0:

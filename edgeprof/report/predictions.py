@@ -68,6 +68,7 @@ def _prediction(p: Prediction) -> PredictionDoc:
         "high": p.high,
         "low_pct": None if pct is None else pct[0],
         "high_pct": None if pct is None else pct[1],
+        "low_clipped": p.clipped,
         "form": p.form,
         "fit": p.used,
         "family": p.family,

@@ -686,3 +686,28 @@ def test_a_fit_with_no_rising_form_predicts_nothing_and_says_why(tmp_path: Path)
         "new [cpus=1, memory=1.0GiB] runtime: no form of the pooled fit has a slope above 0 "
         "(a device is not faster on a workload the host runs slower): nothing to predict from"
     ]
+
+
+def test_an_interval_below_zero_is_clipped_and_said_as_an_upper_bound() -> None:
+    """A tester's 901.3 ms ± 1421 ms (±157.6 %) and JSON ``"low": -0.01309``: a time is never
+    negative.  The lower end is 0, shown as ``≤ high``, its own value kept in a note and in
+    ``low_clipped``."""
+    from edgeprof.analysis.calibration import Prediction
+    from edgeprof.analysis.calibration.prediction import clip_at_zero
+    from edgeprof.report.calibration import predicted_text, prediction_notes
+    from edgeprof.report.predictions import _prediction
+
+    assert clip_at_zero(-0.5203, 2.3225) == (0.0, 2.3225, -0.5203)
+    assert clip_at_zero(0.1, 0.3) == (0.1, 0.3, None)
+    assert clip_at_zero(None, None) == (None, None, None)
+    assert clip_at_zero(-2.0, -1.0) == (0.0, 0.0, -2.0)
+    low, high, clipped = clip_at_zero(0.9013 - 1.421, 0.9013 + 1.421)
+
+    p = Prediction("64", "cpus=0.6", "latency", "ms", 0.06992, 0.9013, low, high, True,
+                   (0.018, 0.038), form="origin", clipped=clipped)  # fmt: skip
+    assert predicted_text(p) == "901.3 ms (≤ 2322 ms, +157.7 %)"
+    assert "interval's lower end -519.7 ms, below 0: clipped to 0" in prediction_notes(p)
+    d = _prediction(p)
+    assert (d["low"], d["low_pct"]) == (0.0, -100.0)
+    assert d["low_clipped"] == approx(-0.5197)
+    assert d["high"] == approx(2.3223)

@@ -52,6 +52,9 @@ class Prediction:
     widened: tuple[str, float] | None = None
     """The held-out model and its |error| in percent that an extrapolation's interval was
     widened to (:func:`heldout_floor`; ``None``: not widened)."""
+    clipped: float | None = None
+    """The interval's own lower end where it was below 0 and :attr:`low` was clipped to 0
+    (:func:`clip_at_zero`; ``None``: not clipped)."""
 
     @property
     def kind(self) -> str:
@@ -166,6 +169,18 @@ def heldout_floor(
     return min(low, y * (1 - w)), max(high, y * (1 + w)), (worst[0], abs(worst[1]))
 
 
+def clip_at_zero(
+    low: float | None, high: float | None
+) -> tuple[float | None, float | None, float | None]:
+    """The interval with its ends at 0 or above, and its own lower end where that was below 0
+    (``None``: not clipped).  Every calibrated metric is a time, a size or a CPU share, never
+    negative; a relative σ of 1.58 had given a tester's 901.3 ms ± 1421 ms, a lower end of
+    −520 ms, and a JSON ``low`` of −0.01309 s."""
+    if low is None or low >= 0:
+        return low, high, None
+    return 0.0, None if high is None else max(high, 0.0), low
+
+
 def predict(
     calibration: Calibration, runs: Iterable[RunResult], linked: Collection[str] = ()
 ) -> Predictions:
@@ -229,6 +244,7 @@ def predict(
             low, high, widened = (
                 heldout_floor(mf, got[0], got[1], got[2]) if outside else (got[1], got[2], None)
             )
+            low, high, clipped = clip_at_zero(low, high)
             out.items.append(
                 Prediction(
                     cell.label,
@@ -249,6 +265,7 @@ def predict(
                     runs=cell.ok,
                     measured=cell.label in mf.fit.labels,
                     widened=widened,
+                    clipped=clipped,
                     device_value=(
                         mf.fit.y[mf.fit.labels.index(cell.label)]
                         if cell.label in mf.fit.labels
