@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..names import as_word
-from .devices import catalog_paths, load_catalog
+from .devices import DEVICES_ENV, catalog_paths, load_catalog
 from .similar import either, similar_devices
 
 
@@ -69,7 +69,8 @@ def calibration_device_notes(
     device of one's own is a name no catalog holds."""
     notes = []
     word = as_word(name)
-    others = sorted({d for d in recorded if d} - {name})
+    recorded_names = {d for d in recorded if d}
+    others = sorted(recorded_names - {name})
     if others:
         made_as = " and ".join(as_word(d) for d in others)
         notes.append(
@@ -78,7 +79,15 @@ def calibration_device_notes(
             "measured on it)"
         )
     close = close_devices(name, environ, catalog)
-    if close is not None:
+    if close is not None and name in recorded_names:
+        # The runs were made as this device: its catalog exists, only not given here (a
+        # tester's pizero2w, run with --devices boards.yml, had been called unknown).
+        notes.append(
+            f"--device {word} is in no device catalog given here, but the runs were made as "
+            f"--device {word}: give its catalog with --devices FILE (or set ${DEVICES_ENV} "
+            "to it)"
+        )
+    elif close is not None:
         hint = f" (did you mean {either(close)}?)" if close else ""
         notes.append(
             f"--device {word} is in no device catalog{hint}: fine for a device of your own, "

@@ -608,6 +608,15 @@ def test_calibrate_notes_another_device_and_a_name_no_catalog_has(tmp_path: Path
     # A user catalog ($EDGEPROF_DEVICES) holds names too.
     mine = _catalog(tmp_path, "  my-pi:\n    cores: 1\n    memory: 1g\n")
     assert calibration_device_notes("my-pi", [], {DEVICES_ENV: str(mine)}) == []
+    # The runs were made as the name, from a catalog not given here: the fix is named (a
+    # tester's pizero2w, run with --devices boards.yml, had been called unknown).
+    assert calibration_device_notes("pizero2w", ["pizero2w"], {}) == [
+        "--device pizero2w is in no device catalog given here, but the runs were made as "
+        "--device pizero2w: give its catalog with --devices FILE (or set $EDGEPROF_DEVICES "
+        "to it)"
+    ]
+    board = _catalog(tmp_path, "  pizero2w:\n    cores: 4\n    memory: 420m\n", "b.yml")
+    assert calibration_device_notes("pizero2w", ["pizero2w"], {}, board) == []
 
 
 def test_calibrated_devices_are_the_entries_naming_the_file(tmp_path: Path) -> None:
