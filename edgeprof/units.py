@@ -185,6 +185,22 @@ def require_unit(value: object) -> None:
     raise ConfigError(f"{shown(value)} has no unit (it would be {number} bytes){hint}")
 
 
+def require_time_unit(value: object) -> None:
+    """Refuse a per-iteration time written without its unit (``20``, ``0.5``, ``1e-2``):
+    ``--max-latency-p95=20``, meant as 20 ms, had been a budget of 20 s that no frame could
+    exceed (``within the budget 20.00s``, a tester's), and ``0.5`` may as well mean 0.5 ms
+    as 0.5 s.  A number with a unit, and anything not a number, is :func:`parse_duration`'s
+    to judge."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return
+    number = str(value).strip()
+    m = _DURATION_RE.match(number[1:] if number.startswith("-") else number)
+    if m is None or m.group(2) is not None:
+        return
+    hint = "" if float(m.group(1)) == 0 else f": write {number}ms, or {number}s for seconds"
+    raise ConfigError(f"{shown(value)} has no unit (it would be {number} seconds){hint}")
+
+
 def parse_unit_size(text: str) -> int:
     """:func:`parse_size` of a size that must carry its unit (:func:`require_unit`)."""
     value = parse_size(text)  # "0" is refused as below 1 byte, with or without a unit

@@ -37,9 +37,9 @@ def budget_caveats(
     figures; ``within``: its verdict), in the order they are said."""
     said = [
         _unmeasured_caveat(metric, ok, results),
-        _stall_caveat(metric.key, ok),
+        _stall_caveat(metric, ok),
         _few_caveat(metric, ok),
-        _raised_caveat(metric.key, ok),
+        _raised_caveat(metric, ok),
         _noise_caveat(metric, values, budget),
         "" if within else _held_caveat(metric, ok, budget),
         "" if within else _cache_caveat(metric, ok, budget),
@@ -49,7 +49,10 @@ def budget_caveats(
 
 def _noise_caveat(metric: Metric, values: Sequence[float], budget: float) -> str:
     """The budget inside the 95 % interval of the runs' mean (:mod:`.difference`): the runs
-    do not tell whether the model is within it, and a re-run may turn the check over."""
+    do not tell whether the model is within it, and a re-run may turn the check over.  Not
+    of a maximum: its value is the runs' largest, no estimate of a mean."""
+    if metric.worst_of_runs:
+        return ""
     d = difference(values, budget)
     if d.half is None or d.separated:
         return ""
@@ -129,10 +132,6 @@ def _size_option(n: float) -> str:
     return str(int(n))
 
 
-_PERCENTILE_OF = {"latency_p95": "p95"}
-"""Budgeted metrics that are a latency percentile, and which one."""
-
-
 def _unmeasured_caveat(
     metric: Metric, ok: Sequence[RunResult], results: Sequence[RunResult]
 ) -> str:
@@ -146,9 +145,9 @@ def _unmeasured_caveat(
     return f"{len(missing)} of the {len(ok)} runs did not measure it ({why})"
 
 
-def _stall_caveat(key: str, runs: Sequence[RunResult]) -> str:
+def _stall_caveat(metric: Metric, runs: Sequence[RunResult]) -> str:
     """A latency budget whose percentile measured the CPU quota's stalls in some run."""
-    name = _PERCENTILE_OF.get(key)
+    name = metric.percentile
     stalled = [r for r in runs if name is not None and name in stalled_percentiles([r])]
     if not stalled:
         return ""
@@ -176,11 +175,11 @@ def _few_caveat(metric: Metric, runs: Sequence[RunResult]) -> str:
     )
 
 
-def _raised_caveat(key: str, runs: Sequence[RunResult]) -> str:
-    """A latency budget over runs some of whose iterations raised: its percentile is of the
+def _raised_caveat(metric: Metric, runs: Sequence[RunResult]) -> str:
+    """A latency budget over runs some of whose iterations raised: its figure is of the
     completed ones.  A run 9 of whose 10 iterations raised had passed a p95 budget on the
     one that completed, with no word of the nine (a reviewer's)."""
-    if key not in _PERCENTILE_OF:
+    if not metric.iteration_time:
         return ""
     done = sum(r.latency.count for r in runs if r.latency is not None)
     raised = sum(r.latency.raised for r in runs if r.latency is not None)
@@ -188,5 +187,5 @@ def _raised_caveat(key: str, runs: Sequence[RunResult]) -> str:
         return ""
     return (
         f"{raised} of its {done + raised} iterations raised and are not in the "
-        f"{_PERCENTILE_OF[key]} (ITER ... (+N raised) under the run)"
+        f"{metric.percentile or metric.title} (ITER ... (+N raised) under the run)"
     )

@@ -6,7 +6,7 @@ a metric larger is better of (the throughput: ``--min-throughput``, a drop from 
 of ``run`` and from a YAML budget file::
 
     # budgets.yml: every key optional; times as 2.5 / 250ms / 2m, sizes as 512m / 1.5g
-    # (with their unit: a bare number is refused),
+    # and latencies as 40ms / 0.5s (with their unit: a bare number is refused),
     # energy as 12.5J / 800mJ
     default:              # every model
       wall: 10s
@@ -14,6 +14,8 @@ of ``run`` and from a YAML budget file::
     models:               # by run label (the model's file name, or --name)
       mobilenet_v2_1.0.onnx:
         cpu_time: 4s
+        latency_max: 80ms # the largest iteration of the cell's runs
+        latency_p99: 60ms
         latency_p95: 40ms
         latency_p50: 25ms
         throughput: 2000  # items a second, a floor (the iterations' items)
@@ -26,7 +28,9 @@ entry in the file over the file's ``default``.
 
 What is checked: each *cell* (one model under one limit setting) once per budgeted metric.
 The cell's value is the median of its successful runs (one run: its value), so that one
-disturbed repeat neither fails a build nor hides a real breach.  When the budget lies within
+disturbed repeat neither fails a build nor hides a real breach; the latency maximum's is the
+largest of them (:attr:`~edgeprof.analysis.metrics.Metric.worst_of_runs`): a worst case is
+what one run reached.  When the budget lies within
 the 95 % interval of the runs' mean (the test of :mod:`edgeprof.analysis.difference`, against
 a constant), the check says so: it could turn over on a re-run.  A breached wall-clock figure
 whose runs other tasks held off their CPUs says that too, as ``compare`` does
@@ -43,7 +47,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +55,15 @@ from typing import Any
 from ..errors import ConfigError
 from ..model import RunResult
 from ..storage import read_input
-from ..units import named, parse_duration, parse_energy, parse_rate, parse_size, require_unit
+from ..units import (
+    named,
+    parse_duration,
+    parse_energy,
+    parse_rate,
+    parse_size,
+    require_time_unit,
+    require_unit,
+)
 from . import rules
 from .budget_caveats import budget_caveats
 from .cells import cell_name, cells, ending, successful
@@ -80,6 +91,11 @@ def parse_budget(metric: Metric, value: object, where: str) -> float:
         # budget 12B"): a size is written with its unit, as the budget file's comment shows.
         with named(where):
             require_unit(value)
+    elif metric.iteration_time:
+        # A whole run's time stays seconds bare (`wall: 10`, as documented); an iteration's
+        # is written in milliseconds, and `latency_p95: 20` had been 20 s, never exceeded.
+        with named(where):
+            require_time_unit(value)
     try:
         if is_size:
             # A whole number of bytes, kept one in sweep.json's budgets (52428800, not
@@ -185,7 +201,8 @@ class Status(str, enum.Enum):
 
 @dataclass(frozen=True)
 class BudgetCheck:
-    """One budget of one cell: the cell's value (median of its successful runs) against it."""
+    """One budget of one cell: the cell's value (median of its successful runs, the largest
+    for a maximum: :meth:`~edgeprof.analysis.metrics.Metric.of_cell`) against it."""
 
     label: str
     setting: str
@@ -193,7 +210,7 @@ class BudgetCheck:
     budget: float
     value: float | None
     runs: int
-    """Successful runs the value is the median of."""
+    """Successful runs the value is the median (a maximum's: the largest) of."""
     status: Status
     reason: str = ""
     """Why the value is missing (``NOT_MEASURED``)."""
@@ -255,10 +272,11 @@ class BudgetCheck:
         """What the value is of: ``median of 3 runs``, ``1 run``; with failed runs, of how
         many made (``1 of 4 runs; 3 failed``): one survivor of four had read "(1 run)", the
         claim a budget passed on one run made."""
+        of = "largest of " if self.metric.worst_of_runs else "median of "
         if not self.failed:
-            return f"median of {self.runs} runs" if self.runs > 1 else "1 run"
-        median = "median of " if self.runs > 1 else ""
-        return f"{median}{self.runs} of {self.made} runs; {self.failed} failed"
+            return f"{of}{self.runs} runs" if self.runs > 1 else "1 run"
+        of = of if self.runs > 1 else ""
+        return f"{of}{self.runs} of {self.made} runs; {self.failed} failed"
 
 
 def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[BudgetCheck]:
@@ -280,7 +298,7 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
                 lost = BudgetCheck(label, setting, metric, budget, None, 0, Status.NOT_MEASURED)
                 checks.append(dataclasses.replace(lost, reason=reason, failed_value=failed_value))
                 continue
-            value = statistics.median(values)
+            value = metric.of_cell(values)
             within = _within(metric, value, budget)
             status = Status.PASS if within else Status.BREACH
             caveats = budget_caveats(metric, values, budget, within, ok, results)

@@ -9,18 +9,21 @@ from ..measure.assemble import finer_interval
 from ..model import RunResult
 from .cells import successful
 from .instrumentation import no_events, reported_events
+from .metrics import BY_KEY
 
 
 def why_unmeasured(key: str, runs: Sequence[RunResult], results: Sequence[RunResult]) -> str:
     """Why a cell's ``runs`` (of ``results``), some successful, have no value of the metric
     ``key``: a budget's "not measured" and ``compare``'s (:mod:`edgeprof.analysis.regression`)."""
     ok = successful(runs)
-    if key == "latency_p95":
+    if key in ("gpu_memory", "energy", "energy_per_item"):
+        return _no_gpu(ok)
+    if key in BY_KEY and BY_KEY[key].reported:
+        # The iterations' figures (a latency, the throughput): the workload's to report; a
+        # p50 budget had been told "the cgroup-v2 backend did not measure it".
         return _no_latency(runs, results)
     if key == "memory_need":
         return "the runs were not squeezed (--squeeze measures the need)"
-    if key in ("gpu_memory", "energy", "energy_per_item"):
-        return _no_gpu(ok)
     if key in ("avg_memory", "peak_memory") and all(r.samples.count > 0 for r in ok):
         interval = ok[0].samples.interval_s
         finer = finer_interval(interval, min(r.wall_s for r in ok))

@@ -78,6 +78,8 @@ METAVARS: dict[str, str] = {
     "--max-cpu-time": _DURATION,
     "--max-peak-memory": _SIZE,
     "--max-avg-memory": _SIZE,
+    "--max-latency-max": _DURATION,
+    "--max-latency-p99": _DURATION,
     "--max-latency-p95": _DURATION,
     "--max-latency-p50": _DURATION,
     "--min-throughput": "ITEMS/S",

@@ -153,6 +153,13 @@ MaxWall = Annotated[str | None, typer.Option(help="Budget: wall time, e.g. 10s."
 MaxCpuTime = Annotated[str | None, typer.Option(help="Budget: CPU time, e.g. 2.5s.")]
 MaxPeakMemory = Annotated[str | None, typer.Option(help="Budget: peak memory, e.g. 512m.")]
 MaxAvgMemory = Annotated[str | None, typer.Option(help="Budget: average memory, e.g. 256m.")]
+MaxLatencyMax = Annotated[
+    str | None,
+    typer.Option(help="Budget: the slowest iteration (of the runs' largest), e.g. 80ms."),
+]
+MaxLatencyP99 = Annotated[
+    str | None, typer.Option(help="Budget: p99 per-iteration latency, e.g. 60ms.")
+]
 MaxLatencyP95 = Annotated[
     str | None, typer.Option(help="Budget: p95 per-iteration latency, e.g. 40ms.")
 ]

@@ -5,7 +5,6 @@ share that file) and to a file on request."""
 from __future__ import annotations
 
 import os
-import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
@@ -129,7 +128,7 @@ def render_run_summary(
                 continue
             mark = few_mark(metric, of)
             marked = marked or bool(mark)
-            row.append(metric.format(statistics.median(values)) + mark)
+            row.append(metric.format(metric.of_cell(values)) + mark)
         rows.append(row)
     header = [
         "Model",
@@ -138,7 +137,10 @@ def render_run_summary(
         *(m.title[0].upper() + m.title[1:] for m in shown),
     ]
     lines += _table(header, rows)
-    lines += ["", "Median of the successful runs of each model under each limit setting."]
+    said = "Median of the successful runs of each model under each limit setting"
+    worst = [m.title for m in shown if m.worst_of_runs]
+    said += f"; {', '.join(worst)}: the largest of them." if worst else "."
+    lines += ["", said]
     if marked:
         lines += ["", markdown_text(FEW_NOTE)]
     if checks:

@@ -28,11 +28,23 @@ LATENCY_COLUMNS: dict[str, Callable[[LatencyStats], float | None]] = {
     "latency_p99_s": lambda lat: lat.p99_s,
     "it_per_s": lambda lat: lat.per_s,
     "items_per_s": lambda lat: lat.items_per_s,
+    "latency_max_s": lambda lat: lat.max_s,
 }
 """The run's own latency (all its iterations, ``result.json``'s ``latency``) in both CSVs:
 empty where the workload reported no iterations (and ``items_per_s`` where none gave
 ITEMS); a cell's is the median over its successful runs that have it (the CSVs had carried
-no latency at all)."""
+no latency at all), but its ``latency_max_s`` the largest (:data:`CELL_LATENCY_OF`).  The
+maximum came last, after the others' columns were in use (a reader by position keeps them)."""
+
+CELL_LATENCY_OF: dict[str, Callable[[list[float | None]], float | None]] = {
+    "latency_max_s": lambda vs: max((v for v in vs if v is not None), default=None),
+}
+"""A cell's latency column where it is no median of its runs': a worst case is one run's."""
+
+
+def _cell_latency(key: str, values: list[float | None]) -> float | None:
+    of = CELL_LATENCY_OF.get(key)
+    return of(values) if of is not None else median(values, missing="skip")
 
 
 def _latency(key: str) -> Callable[[RunResult], float | None]:
@@ -180,7 +192,8 @@ def run_dir(r: RunResult, out: Path | None) -> str | None:
 
 def cells_csv(runs: Sequence[RunResult]) -> str:
     """A row per cell: label, limits, runs, ok, then ``<metric>_<n|mean|sd|…>`` and the
-    outlier count of each metric, the latency columns (:data:`LATENCY_COLUMNS`, medians),
+    outlier count of each metric, the latency columns (:data:`LATENCY_COLUMNS`, medians but
+    the maximum's),
     the held-off columns (:data:`CELL_HELD_COLUMNS`) and the cell's warnings (`` | ``-separated)."""
     header = ["label", "limits", "runs", "ok"]
     for key in STAT_METRICS:
@@ -195,7 +208,7 @@ def cells_csv(runs: Sequence[RunResult]) -> str:
             row += [None if st is None else st[f] for f in STAT_FIELDS]
             row.append(None if st is None else len(st["outliers"]))
         ok = successful(by_cell[c["label"], c["limits"]])
-        row += [median([_latency(key)(r) for r in ok], missing="skip") for key in LATENCY_COLUMNS]
+        row += [_cell_latency(key, [_latency(key)(r) for r in ok]) for key in LATENCY_COLUMNS]
         row += [get(ok) for get in CELL_HELD_COLUMNS.values()]
         row.append(" | ".join(c["warnings"]))
         rows.append(row)

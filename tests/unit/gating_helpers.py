@@ -24,6 +24,8 @@ def run(
     p50_s: float | None = None,
     items_per_s: float | None = None,
     iterations: int = 20,
+    p99_s: float | None = None,
+    max_s: float | None = None,
 ) -> RunResult:
     r = make_result(
         name=name,
@@ -37,16 +39,16 @@ def run(
     )
     if p95_s is None:
         return r
-    # p95 (and p50 and the throughput where given) matter to budgets and compare; the other
-    # figures are placeholders.
+    # p95 (and p50, p99, max and the throughput where given) matter to budgets and compare;
+    # the other figures are placeholders.
     latency = LatencyStats(
         count=iterations,
         mean_s=p95_s,
         p50_s=p95_s if p50_s is None else p50_s,
         p90_s=p95_s,
         p95_s=p95_s,
-        p99_s=p95_s,
-        max_s=p95_s,
+        p99_s=p95_s if p99_s is None else p99_s,
+        max_s=p95_s if max_s is None else max_s,
         per_s=None,
         items_per_s=items_per_s,
     )

@@ -32,7 +32,9 @@ def test_option_values_parse_to_base_units() -> None:
             "cpu_time": "250ms",
             "peak_memory": "512m",
             "avg_memory": "1.5g",
-            "latency_p95": "0.04",
+            "latency_p95": "40ms",
+            "latency_p99": "0.06s",
+            "latency_max": "80ms",
         },
     )
     assert b.for_label("any") == {
@@ -40,6 +42,8 @@ def test_option_values_parse_to_base_units() -> None:
         "cpu_time": 0.25,
         "peak_memory": 512 * MIB,
         "avg_memory": 1.5 * 2**30,
+        "latency_max": 0.08,
+        "latency_p99": 0.06,
         "latency_p95": 0.04,
     }
     assert not budgets_from_options(None, NO_OPTIONS)
@@ -51,7 +55,8 @@ def test_option_values_parse_to_base_units() -> None:
         ("wall", "ten", "--max-wall: invalid wall time 'ten'"),
         ("cpu_time", "-1s", "--max-cpu-time: invalid CPU time '-1s'"),
         ("peak_memory", "lots", "--max-peak-memory: invalid size 'lots'"),
-        ("latency_p95", "0", "--max-latency-p95: invalid latency p95 '0': must be greater"),
+        ("latency_p95", "0ms", "--max-latency-p95: invalid latency p95 '0ms': must be greater"),
+        ("latency_p95", "0", "--max-latency-p95: '0' has no unit \\(it would be 0 seconds\\)$"),
     ],
 )
 def test_bad_option_names_the_option(key: str, value: str, message: str) -> None:
@@ -354,3 +359,81 @@ def test_a_throughput_budget_is_a_floor_and_a_p50_budget_a_ceiling() -> None:
 def test_a_bad_throughput_budget_names_the_option(value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         budgets_from_options(None, {**NO_OPTIONS, "throughput": value})
+
+
+def test_a_tail_over_the_deadline_fails_the_p99_and_max_budgets_the_p95_passes() -> None:
+    """A tester's 150 frames, 3 over a 20 ms deadline (own stamps: p95 2.93, p99 20.36, max
+    20.74 ms): ``--max-latency-p95 5ms`` passed, and nothing could gate the tail."""
+    frames = run(p95_s=0.00293, p99_s=0.02036, max_s=0.02074, iterations=150)
+    b = Budgets(overrides={"latency_p95": 0.005, "latency_p99": 0.020, "latency_max": 0.020})
+    checks = check_budgets([frames], b)
+    assert [(c.metric.key, c.value, c.status) for c in checks] == [
+        ("latency_max", 0.02074, Status.BREACH),
+        ("latency_p99", 0.02036, Status.BREACH),
+        ("latency_p95", 0.00293, Status.PASS),
+    ]
+    assert checks[1].describe() == (
+        "m.onnx (cpus=1, memory=1.0GiB): latency p99 20.4ms exceeds the budget 20.0ms (1 run)"
+    )
+
+
+def test_a_max_budget_is_judged_on_the_largest_run_and_says_so() -> None:
+    """The median of three runs' maxima (13.51 ms) had hidden the run that missed its
+    deadlines (42.62 ms); a maximum's figure is the cell's largest, with no noise caveat
+    about a mean it is not."""
+    runs = [run(p95_s=0.005, max_s=m) for m in (0.01003, 0.04262, 0.01351)]
+    (check,) = check_budgets(runs, Budgets(default={"latency_max": 0.020}))
+    assert (check.value, check.runs, check.status) == (0.04262, 3, Status.BREACH)
+    assert check.describe() == (
+        "m.onnx (cpus=1, memory=1.0GiB): latency max 42.6ms exceeds the budget 20.0ms "
+        "(largest of 3 runs)"
+    )
+    # The p99 of 20 iterations each is marked as the latency table marks it.
+    (p99,) = check_budgets(runs, Budgets(default={"latency_p99": 0.020}))
+    assert p99.few and p99.value_text == "5.0ms^"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        (
+            "latency_p95",
+            "20",
+            "--max-latency-p95: '20' has no unit (it would be 20 seconds): write 20ms, or 20s "
+            "for seconds",
+        ),
+        (
+            "latency_max",
+            "1e-2",
+            "--max-latency-max: '1e-2' has no unit (it would be 1e-2 seconds): write 1e-2ms, or "
+            "1e-2s for seconds",
+        ),
+        (
+            "latency_p50",
+            " 0.5 ",
+            "--max-latency-p50: ' 0.5 ' has no unit (it would be 0.5 seconds): write 0.5ms, or "
+            "0.5s for seconds",
+        ),
+    ],
+)
+def test_a_latency_budget_without_its_unit_is_refused(key: str, value: str, message: str) -> None:
+    """``--max-latency-p95=20`` had been 20 s, passed by every frame ("within the budget
+    20.00s"); a whole run's time stays seconds bare, as the budget file documents."""
+    with pytest.raises(ConfigError) as info:
+        budgets_from_options(None, {**NO_OPTIONS, key: value})
+    assert str(info.value) == message
+    bare_wall = budgets_from_options(None, {**NO_OPTIONS, "wall": "20", "latency_p95": "20ms"})
+    assert bare_wall.for_label("m") == {"wall": 20.0, "latency_p95": 0.02}
+
+
+def test_a_latency_budget_file_entry_without_its_unit_is_refused(tmp_path: Path) -> None:
+    f = tmp_path / "budgets.yml"
+    f.write_text("default:\n  wall: 20\n  latency_p95: 20\n")
+    with pytest.raises(ConfigError) as info:
+        load_budget_file(f)
+    assert str(info.value) == (
+        f"{f}:3: latency_p95: 20 has no unit (it would be 20 seconds): write 20ms, or 20s for "
+        "seconds"
+    )
+    f.write_text("default:\n  wall: 20\n  latency_p99: 20ms\n  latency_max: 0.1s\n")
+    assert load_budget_file(f).default == {"wall": 20.0, "latency_p99": 0.02, "latency_max": 0.1}

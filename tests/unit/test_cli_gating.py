@@ -51,6 +51,30 @@ def test_unmeasured_latency_fails_the_budget(capsys: pytest.CaptureFixture[str])
     ) in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("command", [RUN, ["report", "nowhere"], ["merge", "--out", "m", "p"]])
+def test_p99_and_max_budgets_are_options_and_a_bare_latency_is_refused(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--max-latency-p99`` had been no option (exit 2, "No such option"), and
+    ``--max-latency-p95=20`` a budget of 20 s that no frame exceeds: on every command with
+    latency budgets the new options exist, and a number without its unit is one line, exit 2,
+    before anything runs."""
+    tail = ["--", "true"] if command is RUN else []
+    assert main([*command, "--max-latency-p99", "20", "--max-latency-max", "20ms", *tail]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "edgeprof: error: --max-latency-p99: '20' has no unit (it would be 20 seconds): write "
+        "20ms, or 20s for seconds\n"
+    )
+
+
+def test_unmeasured_p99_and_max_fail_their_budgets(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*RUN, "--max-latency-p99", "20ms", "--max-latency-max", "20ms", "--", "true"]) == 3
+    out = capsys.readouterr().out
+    assert "latency max not measured (no run reported an iteration" in out
+    assert "latency p99 not measured (no run reported an iteration" in out
+
+
 def test_json_keeps_stdout_json_budget_lines_on_stderr(
     capfd: pytest.CaptureFixture[str],
 ) -> None:

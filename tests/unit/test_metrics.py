@@ -32,8 +32,8 @@ def test_each_consumer_keeps_its_names_and_order() -> None:
         "gpu_util_pct", "energy_j", "energy_per_item_j", "latency_p50_s", "items_per_s",
     ]  # fmt: skip
     assert list(BUDGET_METRICS) == [
-        "wall", "cpu_time", "peak_memory", "avg_memory", "memory_need", "latency_p95",
-        "latency_p50", "gpu_memory", "energy", "throughput",
+        "wall", "cpu_time", "peak_memory", "avg_memory", "memory_need", "latency_max",
+        "latency_p99", "latency_p95", "latency_p50", "gpu_memory", "energy", "throughput",
     ]  # fmt: skip
     assert [m.option for m in BUDGET_METRICS.values()] == [
         "--max-wall",
@@ -41,6 +41,8 @@ def test_each_consumer_keeps_its_names_and_order() -> None:
         "--max-peak-memory",
         "--max-avg-memory",
         "--max-memory-need",
+        "--max-latency-max",
+        "--max-latency-p99",
         "--max-latency-p95",
         "--max-latency-p50",
         "--max-gpu-memory",
@@ -105,6 +107,8 @@ def test_getters_and_formats() -> None:
         "peak_memory": 120 * 2**20,
         "avg_memory": 100 * 2**20,
         "memory_need": None,  # not squeezed: a peak is not a need
+        "latency_max": 0.021,
+        "latency_p99": 0.02,
         "latency_p95": 0.015,
         "latency_p50": 0.011,
         "latency_mean": 0.012,

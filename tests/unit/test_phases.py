@@ -30,7 +30,7 @@ from edgeprof.measure.phases import (
     phase_stats,
 )
 from edgeprof.model import Counters, LatencyStats, Mark, PhaseStats, RunResult, Termination
-from edgeprof.report.phases import unread_cpu_notes
+from edgeprof.report.phases import MAX_OF_RUNS_NOTE, unread_cpu_notes
 from edgeprof.report.results import render_markdown, render_plain
 from tests.conftest import require_module
 from tests.fakes import FakeBackend, linear
@@ -539,7 +539,7 @@ def test_repeats_show_one_row_per_phase_with_the_medians_of_the_runs() -> None:
     runs = []
     for k in (1.0, 3.0, 2.0):  # medians: the k = 2 run's figures
         assert base.latency is not None
-        lat = dataclasses.replace(base.latency, p95_s=0.005 * k)
+        lat = dataclasses.replace(base.latency, p95_s=0.005 * k, max_s=0.0065 * k)
         phases = tuple(
             dataclasses.replace(
                 p,
@@ -558,8 +558,12 @@ def test_repeats_show_one_row_per_phase_with_the_medians_of_the_runs() -> None:
     ]
     assert lines[i + 3].split()[6] == "80.0MiB"
     j = lines.index("Latency (median over each model's runs)")
-    assert lines[j + 3].split()[6] == "10.00ms" and len(lines) == j + 6
+    assert lines[j + 3].split()[6] == "10.00ms" and len(lines) == j + 7
+    # MAX is the runs' largest (the k = 3 run's), not the median run's 13.00ms: the median
+    # of three runs' maxima had hidden the one that missed its deadlines (a tester's).
+    assert lines[j + 3].split()[8] == "19.50ms"
     assert lines[j + 5].startswith("^ from fewer iterations than the percentile needs")
+    assert lines[j + 6] == MAX_OF_RUNS_NOTE
     # A run cut short (Ctrl-C, OOM, an exit code) is no figure of the model's phases, as it
     # is none of its statistics: the medians stay the successful runs'.
     cut = dataclasses.replace(

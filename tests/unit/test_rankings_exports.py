@@ -181,7 +181,11 @@ def test_csvs_carry_the_runs_latency_and_its_cell_medians() -> None:
     assert float(rows[0]["it_per_s"]) == 100.0 and float(rows[0]["items_per_s"]) == 800.0
     assert rows[2]["items_per_s"] == "" and float(rows[2]["latency_p95_s"]) == 0.06
     assert [rows[3][k] for k in ("latency_p50_s", "it_per_s", "items_per_s")] == ["", "", ""]
+    assert [float(r["latency_max_s"]) for r in rows[:3]] == [0.05, 0.15, 0.1]
+    assert rows[3]["latency_max_s"] == ""
     a, b = csv.DictReader(io.StringIO(cells_csv(runs)))
+    # a's max is its runs' largest (0.15 s), not their median (0.1 s): a worst case is one run's
+    assert float(a["latency_max_s"]) == 0.15 and b["latency_max_s"] == ""
     # medians over a's three runs (items/s over the two that have it)
     assert float(a["latency_p50_s"]) == 0.02 and float(a["latency_p95_s"]) == 0.06
     assert float(a["it_per_s"]) == 50.0 and float(a["items_per_s"]) == (800 + 8 / 0.03) / 2

@@ -696,3 +696,26 @@ def test_an_interval_past_the_threshold_is_inconclusive_not_within_it() -> None:
         "0 regressions, 0 improvements, 1 inconclusive (the interval reaches past the "
         "threshold)"
     )
+
+
+def test_compare_sees_the_tail_that_p95_and_p50_do_not() -> None:
+    """A tester's: p99 tripled (6.50 → 20.27 ms) and the max went 10.03 → 24.68 ms while
+    p95 and p50 held, and ``compare`` had said "0 regressions": it had no p99 or max."""
+    base = [run(p95_s=0.0053, p99_s=p, max_s=m, iterations=200) for p, m in (
+        (0.0065, 0.01003), (0.0064, 0.0098), (0.0066, 0.0102))]
+    cur = [run(p95_s=0.0053, p99_s=p, max_s=m, iterations=200) for p, m in (
+        (0.02027, 0.02468), (0.0201, 0.0245), (0.0204, 0.0249))]
+    changes, notes = compare_results(base, cur, 0.05)
+    verdicts = {c.metric.key: c.verdict for c in changes if c.metric.key.startswith("latency")}
+    assert verdicts == {
+        "latency_max": Verdict.REGRESSION,
+        "latency_p99": Verdict.REGRESSION,
+        "latency_p95": Verdict.NO_CHANGE,
+        "latency_p50": Verdict.NO_CHANGE,
+    }
+    p99 = next(c for c in changes if c.metric.key == "latency_p99")
+    assert (p99.base_text, p99.current_text) == ("6.5ms ± 0.1ms (n=3)", "20.3ms ± 0.2ms (n=3)")
+    assert not p99.few and notes == []  # 200 iterations: enough for a p99
+    few = [run(p95_s=0.0053, p99_s=0.0065, iterations=99)] * 3
+    (ch,) = [c for c in compare_results(few, few, 0.05)[0] if c.metric.key == "latency_p99"]
+    assert ch.few and ch.current_text.startswith("6.5ms^")  # 99 iterations: marked
