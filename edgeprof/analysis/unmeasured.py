@@ -18,6 +18,8 @@ def why_unmeasured(key: str, runs: Sequence[RunResult], results: Sequence[RunRes
     ok = successful(runs)
     if key in ("gpu_memory", "energy", "energy_per_item"):
         return _no_gpu(ok)
+    if key == "throughput" and ok and all(r.latency is not None for r in ok):
+        return "the iterations gave no items (edgeprof.iteration(items=N) counts them)"
     if key in BY_KEY and BY_KEY[key].reported:
         # The iterations' figures (a latency, the throughput): the workload's to report; a
         # p50 budget had been told "the cgroup-v2 backend did not measure it".

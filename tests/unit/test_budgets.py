@@ -437,3 +437,22 @@ def test_a_latency_budget_file_entry_without_its_unit_is_refused(tmp_path: Path)
     )
     f.write_text("default:\n  wall: 20\n  latency_p99: 20ms\n  latency_max: 0.1s\n")
     assert load_budget_file(f).default == {"wall": 20.0, "latency_p99": 0.02, "latency_max": 0.1}
+
+
+def test_a_p50_or_throughput_budget_without_iterations_says_the_latencys_reason() -> None:
+    """It had said "the cgroup backend did not measure it" of a workload that reported no
+    iterations: only the p95's reason was the latency's."""
+    quiet, timed = run(name="quiet"), run(name="timed", p95_s=0.01)
+    b = Budgets(default={"latency_p50": 0.04, "latency_max": 0.04, "throughput": 10.0})
+    reasons = {(c.label, c.metric.key): c.reason for c in check_budgets([quiet, timed], b)}
+    no_latency = "the runs reported no per-iteration latency"
+    assert reasons == {
+        ("quiet", "latency_max"): no_latency,
+        ("quiet", "latency_p50"): no_latency,
+        ("quiet", "throughput"): no_latency,
+        ("timed", "latency_max"): "",
+        ("timed", "latency_p50"): "",
+        ("timed", "throughput"): (
+            "the iterations gave no items (edgeprof.iteration(items=N) counts them)"
+        ),
+    }
