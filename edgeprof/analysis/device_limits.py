@@ -12,7 +12,8 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..model import Limits
 from ..units import format_binary, format_period, parse_memory_limit
-from .devices import CALIBRATED, Device, DeviceSetting, calibration_file, resolve_device
+from .device_setting import DeviceSetting, calibration_file, resolve_device
+from .devices import CALIBRATED, Device
 
 
 def overridden(setting: DeviceSetting, **given: object) -> list[str]:

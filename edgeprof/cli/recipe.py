@@ -177,7 +177,8 @@ def render_recipe(
         )
     job = plan_run(run_request({**params, "shard": f"1/{shards}"}))
     if notes is not None and job.request.device is not None:
-        from ..analysis.devices import DEVICES_ENV, replaced_note_by
+        from ..analysis.device_setting import replaced_note_by
+        from ..analysis.devices import DEVICES_ENV
 
         # The parts resolve --device where they run: a catalog only here is not theirs.
         replaced = replaced_note_by(job.request.device, job.request.devices)

@@ -22,13 +22,14 @@ from .sampler import TASK_SCAN_S
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 MKL_EXACT = {"MKL_DYNAMIC": "FALSE"}
-"""Given with a device's pool sizes (:attr:`~edgeprof.analysis.devices.DeviceSetting.thread_env`),
-which may be more threads than this host has cores: MKL otherwise caps its count at the
-host's physical cores, and PyTorch's x86 builds size their own pool from MKL's.  Measured
-here (2 cores, torch 2.13.0+cpu, MKL 2024.2): ``OMP_NUM_THREADS=4`` (with
-``MKL_NUM_THREADS=4`` too, and under ``taskset -c 0`` or a 4-core board's 0.6-CPU quota) gave
-``torch.get_num_threads()`` 2; with ``MKL_DYNAMIC=FALSE``, 4 (``torch.set_num_threads(4)``
-gives 4 either way).  OpenBLAS and onnxruntime do not read it."""
+"""Given with a device's pool sizes
+(:attr:`~edgeprof.analysis.device_setting.DeviceSetting.thread_env`), which may be more threads
+than this host has cores: MKL otherwise caps its count at the host's physical cores, and
+PyTorch's x86 builds size their own pool from MKL's. Measured here (2 cores, torch 2.13.0+cpu,
+MKL 2024.2): ``OMP_NUM_THREADS=4`` (with ``MKL_NUM_THREADS=4`` too, and under ``taskset -c 0``
+or a 4-core board's 0.6-CPU quota) gave ``torch.get_num_threads()`` 2; with
+``MKL_DYNAMIC=FALSE``, 4 (``torch.set_num_threads(4)`` gives 4 either way). OpenBLAS and
+onnxruntime do not read it."""
 
 OVER_HOST_HINT = "--allow-over-host to run anyway"
 """How a refusal of a limit beyond the host's names its way out (``run``, ``fit``, ``bench``,

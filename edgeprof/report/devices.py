@@ -6,7 +6,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..analysis.devices import CALIBRATED, Device, calibrated_share, origin, whose
+from ..analysis.device_setting import calibrated_share
+from ..analysis.devices import CALIBRATED, Device, origin, whose
 from ..units import format_binary, format_period
 from .table import plain_table
 

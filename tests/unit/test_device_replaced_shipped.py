@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.analysis.devices import DEVICES_ENV, resolve_device
+from edgeprof.analysis.device_setting import resolve_device
+from edgeprof.analysis.devices import DEVICES_ENV
 from edgeprof.cli import main
 from edgeprof.measure.limits import THREAD_VARS
 from edgeprof.model import HostInfo

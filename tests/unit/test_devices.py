@@ -13,15 +13,14 @@ from hypothesis import strategies as st
 from edgeprof.analysis.calibration import calibrate, load_calibration, read_measurements
 from edgeprof.analysis.calibration.speed import Slope, implied_speed
 from edgeprof.analysis.device_names import calibrated_devices, calibration_device_notes
+from edgeprof.analysis.device_setting import device_setting, resolve_device
 from edgeprof.analysis.device_share import share_of
 from edgeprof.analysis.devices import (
     DEVICES_ENV,
     builtin_catalog,
     catalog_paths,
-    device_setting,
     load_catalog,
     parse_catalog,
-    resolve_device,
 )
 from edgeprof.analysis.headroom import limit_fit
 from edgeprof.analysis.similar import similar_devices

@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from edgeprof.analysis.budgets import METRICS as BUDGETS
 from edgeprof.analysis.budgets import load_budget_file
 from edgeprof.analysis.calibration import calibrate, load_calibration, predict, read_measurements
-from edgeprof.analysis.devices import device_setting, parse_catalog, resolve_device
+from edgeprof.analysis.device_setting import device_setting, resolve_device
+from edgeprof.analysis.devices import parse_catalog
 from edgeprof.analysis.fit_compare import compare_fits
 from edgeprof.analysis.metrics import Kind
 from edgeprof.analysis.regression import compare_results
