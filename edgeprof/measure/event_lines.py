@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from ..model import EventCounts
 from ..workload.instrument import MAX_ITEMS, MAX_NAME
@@ -34,7 +35,7 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 """Control characters (C0, DEL, C1) have no place in a name the report prints to a terminal
 (an escape sequence would be the terminal's to act on)."""
 
-KINDS = ("begin", "end", "mark", "iter", "raised")
+KINDS = ("begin", "end", "mark", "iter", "raised", "waited")
 
 # -- what the runner keeps of it ---------------------------------------------------------------
 
@@ -42,6 +43,11 @@ MAX_PHASES = 256
 """Distinct phase names kept (the first ones to begin).  A phase is a stage a person reads in
 a table (the bench names 3); a per-layer profile has its own command (``edgeprof layers``).
 Past it a name costs nothing: no counter read, no peak window, no record."""
+MAX_OCCURRENCES = 10_000
+"""Phase occurrences (begin … end) stored with a record, readings at their lines and a
+kernel peak window each; later ones are aggregated per name
+(:class:`~edgeprof.measure.phases.PhaseTail`).  A stored occurrence costs ~740 bytes by the
+end (7.4 MB for the store)."""
 MAX_MARKS = 1024
 """Marks kept (the first ones), each a record in ``result.json``; a mark per step is what
 ``iteration`` is for."""
@@ -52,14 +58,52 @@ percentiles within :data:`~edgeprof.measure.latency.SKETCH_ALPHA` (the sketch's 
 does not depend on the count); the throttling check covers the stored ones."""
 
 
-def cap_warnings(c: EventCounts) -> list[str]:
-    """One warning per kind that went past its cap: the cap and the exact count past it."""
+class FrequentNames:
+    """The names past the cap begun most often, in bounded memory: the space-saving
+    algorithm's :data:`SLOTS` counters (a name begun more than 1/SLOTS of the times is
+    among them; one that took a counter over from another is said with the count it surely
+    had, at least).  The cap's warning had not named what
+    it dropped: after 3 000 layer phases, the 50 000-occurrence ``step`` was gone."""
+
+    SLOTS = 32
+
+    def __init__(self) -> None:
+        self._counts: dict[str, tuple[int, int]] = {}  # name: (count, of it inherited)
+
+    def add(self, name: str) -> None:
+        counts = self._counts
+        if name in counts:
+            n, err = counts[name]
+            counts[name] = (n + 1, err)
+        elif len(counts) < self.SLOTS:
+            counts[name] = (1, 0)
+        else:  # O(SLOTS), only for a name not among them
+            low = min(counts, key=lambda k: counts[k][0])
+            n, _ = counts.pop(low)
+            counts[name] = (n + 1, n)
+
+    def most(self, few: int = 5) -> list[str]:
+        """The ``few`` begun most, twice or more for sure, as ``'step' (50000)`` (the count
+        exact) or ``'x' (at least 49990)``; none where each was begun about once."""
+        ranked = sorted(self._counts.items(), key=lambda kv: -(kv[1][0] - kv[1][1]))[:few]
+        return [
+            f"{name!r} ({n})" if err == 0 else f"{name!r} (at least {n - err})"
+            for name, (n, err) in ranked
+            if n - err >= 2
+        ]
+
+
+def cap_warnings(c: EventCounts, dropped: Sequence[str] = ()) -> list[str]:
+    """One warning per kind that went past its cap: the cap and the exact count past it;
+    ``dropped``: the phase names past the cap begun most often
+    (:meth:`FrequentNames.most`)."""
     out = []
     if c.phases.over:
+        most = f", most often {', '.join(dropped)}" if dropped else ""
         out.append(
             f"the workload named more than {c.phases.cap} distinct phases: the first "
             f"{c.phases.cap} are kept, {c.phases.over} occurrence(s) of later names were "
-            "counted, not recorded (events.phases in result.json)"
+            f"counted, not recorded{most} (events.phases in result.json)"
         )
     if c.marks.over:
         out.append(
@@ -81,10 +125,14 @@ class ProtocolError(ValueError):
     """A malformed line; the runner ignores it and counts it in a warning."""
 
 
-@dataclass(frozen=True)
-class Event:
+class Event(NamedTuple):
+    """One parsed line.  A tuple, not a frozen dataclass: the reader makes one per line, and
+    a frozen dataclass's ``__init__`` (``object.__setattr__`` per field) was 3.4 of the
+    5.5 µs ``parse_line`` took per ``iter`` line (on a loaded 2-core host)."""
+
     kind: str
-    """``begin``, ``end``, ``mark``, ``iter`` or ``raised`` (an iteration that raised)."""
+    """``begin``, ``end``, ``mark``, ``iter``, ``raised`` (an iteration that raised) or
+    ``waited`` (the workload's write to the pipe was held up from T0 to T1)."""
     name: str = ""
     t: float = 0.0
     """Absolute ``CLOCK_MONOTONIC`` seconds (the iteration's end for ``iter`` and ``raised``)."""
@@ -129,13 +177,13 @@ def parse_line(line: str, now: float) -> Event:
         if not 1 <= len(args) <= 2:
             raise ProtocolError(f"{kind}: expected NAME [T], got {len(args)} words")
         return Event(kind, name=_name(args[0]), t=_time(args[1]) if len(args) == 2 else now)
-    if kind == "raised":
+    if kind in ("raised", "waited"):
         if len(args) != 2:
-            raise ProtocolError(f"raised: expected T0 T1, got {len(args)} words")
+            raise ProtocolError(f"{kind}: expected T0 T1, got {len(args)} words")
         t0, t1 = _time(args[0]), _time(args[1])
         if t1 < t0:
-            raise ProtocolError("raised: ends before it starts")
-        return Event("raised", t=t1, t0=t0)
+            raise ProtocolError(f"{kind}: ends before it starts")
+        return Event(kind, t=t1, t0=t0)
     if kind == "iter":
         if not 2 <= len(args) <= 3:
             raise ProtocolError(f"iter: expected T0 T1 [ITEMS], got {len(args)} words")
@@ -165,7 +213,7 @@ def off_clock(ev: Event, now: float, start: float) -> str | None:
     hint = "the protocol's times are CLOCK_MONOTONIC (time.monotonic()), the run's clock"
     if ev.t > now + CLOCK_SLACK_S:
         return f"{ev.kind}: time {ev.t:.3f} is after the line was read ({now:.3f}): {hint}"
-    first = ev.t0 if ev.kind in ("iter", "raised") else ev.t
+    first = ev.t0 if ev.kind in ("iter", "raised", "waited") else ev.t
     if first < start - CLOCK_SLACK_S:
         return f"{ev.kind}: time {first:.3f} is before the run began ({start:.3f}): {hint}"
     return None

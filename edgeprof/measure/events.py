@@ -34,7 +34,7 @@ from ..workload.instrument import (
     PATH_ENV,
     UNAVAILABLE_ENV,
 )
-from .event_lines import MAX_ITERATIONS, MAX_MARKS, MAX_PHASES
+from .event_lines import MAX_ITERATIONS, MAX_MARKS, MAX_OCCURRENCES, MAX_PHASES
 from .event_store import EventStore
 from .sampler import SeriesStats
 
@@ -73,6 +73,7 @@ class EventChannel(EventStore):
         max_phases: int = MAX_PHASES,
         max_marks: int = MAX_MARKS,
         max_iterations: int = MAX_ITERATIONS,
+        max_occurrences: int = MAX_OCCURRENCES,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.fifo: str | None = None
@@ -95,7 +96,11 @@ class EventChannel(EventStore):
         self._stop_r, self._stop_w = os.pipe()
         self._thread: threading.Thread | None = None
         super().__init__(
-            max_phases=max_phases, max_marks=max_marks, max_iterations=max_iterations, clock=clock
+            max_phases=max_phases,
+            max_marks=max_marks,
+            max_iterations=max_iterations,
+            max_occurrences=max_occurrences,
+            clock=clock,
         )
         self._stats: _RecordingStats | None = None
 
@@ -251,6 +256,7 @@ __all__ = [
     "DOCKER_UNAVAILABLE",
     "MAX_ITERATIONS",
     "MAX_MARKS",
+    "MAX_OCCURRENCES",
     "MAX_PHASES",
     "UNAVAILABLE_ENV",
     "EventChannel",

@@ -36,7 +36,8 @@ class Capped:
 
 @dataclass(frozen=True)
 class EventCounts:
-    """``lines``: every line the workload wrote (over-long ones included, once each);
+    """``lines``: every line the workload wrote (over-long ones included, once each; its
+    ``waited`` notes on its own writes apart);
     ``malformed``: of them, those ignored as not the protocol."""
 
     lines: int

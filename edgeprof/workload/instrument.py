@@ -45,8 +45,12 @@ languages (words separated by spaces; ``T`` a decimal number of seconds on
                             does has no item count)
     raised T0 T1            one iteration from T0 to T1 that raised: counted apart, out of
                             the latency and throughput
+    waited T0 T1            the writer's previous line waited on the full pipe from T0 to T1
+                            (summed into a warning: edgeprof read too slowly)
 
-NAME is any run of non-space characters (at most 200, no control characters); a line is at
+NAME is any run of non-space characters (at most 200, no control characters; the client
+cuts a longer one to 191 and ends it with ``~`` and 8 hex digits of the whole name's hash,
+so that two long names stay apart); a line is at
 most 4096 bytes, a time at most 1e10, ITEMS below 2**63.  The runner ignores a malformed line
 (and says how many it ignored, in the result's warnings); it never stops the run.  It keeps
 the first 256 distinct phase names, the first 1024 marks and the durations of the first
@@ -80,6 +84,10 @@ EVENTS_CONTAINER_PATH = "/run/edgeprof/events"
 UNAVAILABLE_ENV = "EDGEPROF_EVENTS_UNAVAILABLE"
 """Set by a backend that cannot pass the channel (Docker): its value says why."""
 MAX_NAME = 200
+HELD_UP_S = 1e-4
+"""A write to the events pipe that took longer than this waited on edgeprof (a write that
+does not wait takes 2-5 µs, formatting included).  A preemption in those microseconds would
+count too; it is rare at this width."""
 MAX_ITEMS = 2**63 - 1
 """The runner stores an iteration's items as a signed 64-bit integer."""
 GPU_MEMORY_ENV = "EDGEPROF_GPU_MEMORY"
@@ -146,11 +154,18 @@ class _Channel:
             self._open()
         return self.fd is not None
 
-    def send(self, line: str) -> None:
+    def send(self, line: str, t: float) -> None:
+        """``line``, stamped (or, an iteration, ended) at monotonic ``t``.  A write that
+        returns more than :data:`HELD_UP_S` after ``t`` waited on a full pipe (edgeprof
+        reads more slowly than the workload writes): that wait is sent as a ``waited``
+        line, so the run can say how long its workload was held up, measured here."""
         if self.fd is None:
             return
         try:
             os.write(self.fd, line.encode("utf-8", "replace"))
+            t1 = time.monotonic()
+            if t1 - t > HELD_UP_S:
+                os.write(self.fd, f"waited {t:.9f} {t1:.9f}\n".encode())
         except OSError:  # the runner is gone (EPIPE) or the descriptor was closed
             self.fd = None
 
@@ -263,12 +278,25 @@ def _name(name: str, caller: str) -> str:
         what = f"{name!r} ({type(name).__name__})"
         raise TypeError(f"edgeprof.{caller}: name must be a str, got {what}")
     if name.isprintable() and name.split() == [name]:  # one word: sent as written
-        return name[:MAX_NAME]
+        return _shortened(name)
     if not name.strip():
         raise ValueError(
             f"edgeprof.{caller}: name must have a character other than whitespace, got {name!r}"
         )
-    return "".join(_visible(c) for c in name)[:MAX_NAME]
+    return _shortened("".join(_visible(c) for c in name))
+
+
+def _shortened(name: str) -> str:
+    """``name`` within MAX_NAME characters, a longer one cut and ended with ``~`` and 8 hex
+    digits of its hash, so that two long names stay two.  Cut alone, two 255-character
+    names that differed after their 200th (``…attention``, ``…mlp``) were one phase of N 2,
+    in silence (a tester's)."""
+    if len(name) <= MAX_NAME:
+        return name
+    import hashlib  # here: the import costs every workload that imports edgeprof otherwise
+
+    digest = hashlib.blake2s(name.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
+    return f"{name[: MAX_NAME - 9]}~{digest}"
 
 
 def _visible(c: str) -> str:
@@ -309,7 +337,8 @@ def mark(name: str) -> None:
     """Record an instant (the runner notes the run's CPU time and memory then)."""
     cleaned = _name(name, "mark")
     if _channel.ready():
-        _channel.send(f"mark {cleaned} {time.monotonic():.9f}\n")
+        t = time.monotonic()
+        _channel.send(f"mark {cleaned} {t:.9f}\n", t)
 
 
 class phase(ContextDecorator):
@@ -325,7 +354,8 @@ class phase(ContextDecorator):
         if _gpu_cap.pending:
             _gpu_cap.check()
         if _channel.ready():
-            _channel.send(f"begin {self.name} {time.monotonic():.9f}\n")
+            t = time.monotonic()
+            _channel.send(f"begin {self.name} {t:.9f}\n", t)
         return self
 
     def __exit__(
@@ -335,7 +365,8 @@ class phase(ContextDecorator):
         tb: TracebackType | None,
     ) -> None:
         if _channel.ready():
-            _channel.send(f"end {self.name} {time.monotonic():.9f}\n")
+            t = time.monotonic()
+            _channel.send(f"end {self.name} {t:.9f}\n", t)
         if _gpu_cap.pending:  # a "load" phase that moved the model to the GPU: capped now
             _gpu_cap.check()
 
@@ -381,7 +412,7 @@ class iteration(ContextDecorator):
             # Counted apart: a raised request's time is no latency of the workload (2 of 10
             # that raised had been in ITER, the percentiles and items/s).  The exception
             # goes on as it came (nothing is returned).
-            _channel.send(f"raised {self._t0:.9f} {t1:.9f}\n")
+            _channel.send(f"raised {self._t0:.9f} {t1:.9f}\n", t1)
             return
         n = "" if self.items is None else f" {self.items}"
-        _channel.send(f"iter {self._t0:.9f} {t1:.9f}{n}\n")
+        _channel.send(f"iter {self._t0:.9f} {t1:.9f}{n}\n", t1)

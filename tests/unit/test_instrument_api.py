@@ -3,13 +3,16 @@ lines it sends are ones the runner takes, whatever the script passes it."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import time
 
 import pytest
 
 from edgeprof.measure.event_lines import parse_line
+from edgeprof.measure.event_store import EventStore
 from edgeprof.workload import instrument
+from edgeprof.workload.instrument import MAX_NAME
 
 
 class Lines:
@@ -21,7 +24,7 @@ class Lines:
     def ready(self) -> bool:
         return True
 
-    def send(self, line: str) -> None:
+    def send(self, line: str, t: float) -> None:
         self.sent.append(line)
 
 
@@ -143,3 +146,21 @@ def test_names_the_protocol_cannot_carry_as_written_stay_apart(lines: Lines) -> 
     events = [parse_line(line.rstrip("\n"), now=0.0) for line in lines.sent]
     begun = [e.name for e in events if e.kind == "begin"]
     assert begun == ["a\u2423b", "a_b", "a\u2409b", "a<U+00A0>b", "a\u2421b", "naïve"]
+
+
+def test_two_long_names_that_differ_past_the_limit_stay_two_phases(lines: Lines) -> None:
+    """Cut at 200 characters, ``…attention`` and ``…mlp`` (255 each) were one phase, N 2."""
+    base = "encoder.layers." + "block." * 40
+    for name in (base + "attention", base + "mlp", base + "attention", "short"):
+        with instrument.phase(name):
+            pass
+    begins = [line.split()[1] for line in lines.sent if line.startswith("begin")]
+    assert len(set(begins)) == 3 and begins[0] == begins[2]  # the same name, the same cut
+    assert [len(n) for n in begins] == [MAX_NAME, MAX_NAME, MAX_NAME, 5]
+    digest = hashlib.blake2s((base + "mlp").encode(), digest_size=4).hexdigest()
+    assert begins[1] == (base + "mlp")[: MAX_NAME - 9] + "~" + digest
+    assert begins[3] == "short"
+    store = EventStore(clock=lambda: 1e9)
+    store.feed("".join(lines.sent).encode())
+    phases, _, _, _ = store.results(run_end=1e9)
+    assert [p.count for p in phases] == [2, 1, 1]

@@ -224,9 +224,15 @@ def test_the_runner_ignores_malformed_lines_with_one_warning_and_keeps_the_rest(
     ch = _channel_run(good + junk)
     phases, latency, marks, warnings = ch.results(run_end=5.0)
     assert ch.malformed == 5
+    y = "y" * 60
     assert [w for w in warnings if "malformed" in w] == [
-        "5 malformed event line(s) ignored (first: 'garbage': unknown event 'garbage' "
-        "(expected one of begin, end, mark, iter, raised))"
+        "5 malformed event line(s) ignored: "
+        "1 like 'garbage': unknown event 'garbage' "
+        "(expected one of begin, end, mark, iter, raised, waited); "
+        "1 like '\ufffd\ufffd not utf-8': not UTF-8; "
+        "1 like 'end never-begun': end of phase 'never-begun', which is not open; "
+        "1 like 'iter 3 1': iter: ends before it starts; "
+        f"1 like '{y}': line longer than 4096 bytes"
     ]
     assert [p.name for p in phases] == ["load", "unterminated"]
     assert phases[0].complete and not phases[1].complete
@@ -254,9 +260,11 @@ def test_stamps_off_the_runs_clock_are_malformed_and_say_which_clock() -> None:
     assert ch.malformed == 5 and phases == () and marks == ()
     assert latency is not None and latency.count == 1
     [w] = [w for w in warnings if "malformed" in w]
-    assert w.startswith(f"5 malformed event line(s) ignored (first: 'begin a {wall:.6f}': begin: ")
+    # by kind, most first: 3 after the line was read (begin, iter, end), 2 before the run
+    assert w.startswith(f"5 malformed event line(s) ignored: 3 like 'begin a {wall:.6f}': begin: ")
     assert "is after the line was read" in w
-    assert w.endswith("times are CLOCK_MONOTONIC (time.monotonic()), the run's clock)")
+    assert "; 2 like 'iter 1 2 3': iter: time 1.000 is before the run began" in w
+    assert w.endswith("times are CLOCK_MONOTONIC (time.monotonic()), the run's clock")
     assert off_clock(parse_line("iter 1 2 3", now), now, now - 0.5) == (
         f"iter: time 1.000 is before the run began ({now - 0.5:.3f}): the protocol's times are "
         "CLOCK_MONOTONIC (time.monotonic()), the run's clock"
