@@ -81,10 +81,12 @@ def bounds(
     # Whole pages: the midpoints are pages, and a step of a page and a half would cost the
     # bound one probe.
     return Bounds(floor, peak, ceiling, max(PAGE, page_up(resolution)),
-                  allowance([*warmups, *reference], floor))
+                  allowance(reference, floor, warmups))
 
 
-def allowance(reference: Sequence[RunResult], floor: int) -> int:
+def allowance(
+    reference: Sequence[RunResult], floor: int, warmups: Sequence[RunResult] = ()
+) -> int:
     """The room a limit must leave above the floor to be an answer: the kernel's charging
     slack (:func:`slack`), what one unlimited run may hold more than the floor
     (:func:`held_over_floor`), and what one reading of the floor may lag the kernel's
@@ -101,13 +103,17 @@ def allowance(reference: Sequence[RunResult], floor: int) -> int:
     search went on above it, answering 132.5 MiB where the other answered 55.1 (a tester's
     two runs), and 4 MiB (a step) above it in one of three fits of the kernel tier's script
     on this 2-CPU host."""
-    cpus = max((r.host.cpus for r in reference), default=1)
-    return page_up(slack(floor) + held_over_floor(reference, floor) + stat_lag(cpus))
+    cpus = max((r.host.cpus for r in [*warmups, *reference]), default=1)
+    held = held_over_floor(reference, floor, warmups)
+    return page_up(slack(floor) + held + stat_lag(cpus))
 
 
-def held_over_floor(reference: Sequence[RunResult], floor: int) -> int:
+def held_over_floor(
+    reference: Sequence[RunResult], floor: int, warmups: Sequence[RunResult] = ()
+) -> int:
     """What one unlimited run may hold more than ``floor``: the spread of the runs' floors
-    (max − min), but no more than the kernel's highest peak lies above ``floor``.
+    (max − min, the ``warmups``' among them), but no more than the kernel's highest peak of
+    the measured runs lies above ``floor``.
 
     A floor is read at the samples, so its spread is one run's own memory over another's
     *and* how far sampling missed each run's highest: it says nothing of the memory the
@@ -118,14 +124,20 @@ def held_over_floor(reference: Sequence[RunResult], floor: int) -> int:
     MiB) had been given 62.5 MiB of room, an answer of 431.7 MiB and "does not fit in
     512.0MiB: 5.3MiB short", where ``run --memory 380m`` completed 3 runs of 3; an ONNX
     model (floors 145.0 / 152.7 / 186.7, peaks 200.6–200.8 MiB) 231.2 MiB, where ``run
-    --memory 206m`` completed 3 of 3.  Now 4.2 and 14.1 MiB: the searches start at the
-    highest peak and the slack and lag over it, 378.1 and 203.7 MiB.
+    --memory 206m`` completed 3 of 3.  Now 5.0 and 16.9 MiB (on the tester's 2 CPUs): the
+    searches start at the measured runs' highest peak and the slack and lag over it, 374.2
+    and 203.6 MiB.
 
     Not the peaks' spread: a run's peak also counts the page cache it charged, which one run
     may charge and the next find cached (a first run's model file: 111.7 MiB of a tester's
     sweep), while its floor is the same; and not where any run's peak is not the kernel's
-    (sampled, it can miss as the floor does)."""
-    floors = [r.memory.floor_bytes for r in reference if r.memory.floor_bytes is not None]
+    (sampled, it can miss as the floor does).  Nor a warm-up's peak: it is the run that read
+    the workload's files cold, and its peak counts them (a verifier's eager fit: the warm-up's
+    floor 351.0 MiB made an 18.3 MiB spread, and its peak of 454.7 MiB, 85 MiB over the
+    measured runs' 370.6, let it all through as 23.0 MiB of room); its floor still counts
+    in the spread, as one more run of the same command."""
+    everyone = [*warmups, *reference]
+    floors = [r.memory.floor_bytes for r in everyone if r.memory.floor_bytes is not None]
     if not floors:
         return 0
     spread = max(floors) - min(floors)
