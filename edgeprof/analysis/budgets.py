@@ -22,6 +22,18 @@ of ``run`` and from a YAML budget file::
         memory_need: 300m # measured by squeezed runs (run --squeeze)
         gpu_memory: 2g    # the run's own processes on its GPUs (over NVML)
         energy: 50J       # its GPUs' energy over the run
+        latency_phase: infer  # the phase the latency and throughput budgets gate
+
+A latency or throughput budget gates the iterations of the whole run, every phase's (its
+``(all)`` row), unless a phase is named: ``latency_phase`` in ``default`` or a model's
+entry, or ``--latency-phase`` (:data:`PHASE_KEY`), gates that phase's row for every such
+budget of the model.  A warm-up had been gated with the frames it warmed: 20 warm-up
+iterations (p95 24.38 ms) beside 100 inferences (p95 3.11 ms) made the run's p95 14.11 ms,
+checked against a 15 ms budget as "latency p95 14.1ms", naming no row.  Each check now names
+its rows (``latency p95 of phase infer``, ``latency p95 (all phases)``).  The whole run
+stays the default: which phase is the steady state is the user's to say, and a budget
+recorded in ``sweep.json`` must mean the same when ``report`` checks it again; where a
+phase is named like a warm-up (:func:`_warmup_caveat`), an all-phases check says so.
 
 Precedence, per metric: a ``--max-…`` option (what was typed for this run) over the model's
 entry in the file over the file's ``default``.
@@ -69,6 +81,10 @@ from .budget_caveats import budget_caveats
 from .cells import cell_name, cells, ending, successful
 from .metrics import BUDGET_METRICS, FEW, Kind, Metric, few_iterations, same_figure
 from .unmeasured import why_unmeasured
+
+PHASE_KEY = "latency_phase"
+"""The budget file's key, and the options' name, of the phase whose iterations a model's
+latency and throughput budgets (:attr:`Metric.of_iterations`) gate."""
 
 METRICS: dict[str, Metric] = BUDGET_METRICS
 """Every gated metric by budget key, in table order; larger is worse for all of them but the
@@ -122,6 +138,13 @@ class Budgets:
     recorded_in: str = ""
     """The ``sweep.json`` these budgets were read back from (``report DIR`` re-checks the
     budgets its sweep was run with: :func:`budgets_from_dict`); empty where given now."""
+    default_phase: str = ""
+    """The phase the latency budgets gate (:data:`PHASE_KEY`) for every model; empty: the
+    whole run."""
+    model_phases: Mapping[str, str] = field(default_factory=dict)
+    """The same per run label, over :attr:`default_phase`."""
+    phase: str = ""
+    """The same from the command line (``--latency-phase``), over both."""
 
     def __bool__(self) -> bool:
         return bool(self.default or self.models or self.overrides)
@@ -139,13 +162,25 @@ class Budgets:
 
     def to_dict(self) -> dict[str, Any]:
         """``sweep.json``'s ``budgets``: where they came from and each level of them, by
-        metric key (:data:`METRICS`) in base units (seconds, bytes, joules)."""
-        return {
+        metric key (:data:`METRICS`) in base units (seconds, bytes, joules); the phases
+        named (:data:`PHASE_KEY`) under their own key, only where one is."""
+        out: dict[str, Any] = {
             "source": self.source,
             "default": dict(self.default),
             "models": {name: dict(b) for name, b in self.models.items()},
             "overrides": dict(self.overrides),
         }
+        if self.default_phase or self.model_phases or self.phase:
+            out[PHASE_KEY] = {
+                "default": self.default_phase,
+                "models": dict(self.model_phases),
+                "overrides": self.phase,
+            }
+        return out
+
+    def phase_for(self, label: str) -> str:
+        """The phase whose iterations ``label``'s latency budgets gate; ``""``: all."""
+        return self.phase or self.model_phases.get(label, "") or self.default_phase
 
 
     def for_label(self, label: str) -> dict[str, float]:
@@ -184,12 +219,27 @@ def budgets_from_dict(doc: object, where: str) -> Budgets:
     models = doc.get("models", {})
     if not isinstance(models, dict):
         raise fail("models is not an object")
+    phases = doc.get(PHASE_KEY, {})
+    if not isinstance(phases, dict):
+        raise fail(f"{PHASE_KEY} is not an object")
+
+    def phase(value: object, what: str) -> str:
+        if not isinstance(value, str):
+            raise fail(f"{PHASE_KEY}: {what}: expected a phase name, got {value!r}")
+        return value
+
+    model_phases = phases.get("models", {})
+    if not isinstance(model_phases, dict):
+        raise fail(f"{PHASE_KEY}: models is not an object")
     return Budgets(
         level(doc.get("default", {}), "default"),
         {str(name): level(b, f"models: {name}") for name, b in models.items()},
         level(doc.get("overrides", {}), "overrides"),
         source,
         where,
+        phase(phases.get("default", ""), "default"),
+        {str(n): phase(v, f"models: {n}") for n, v in model_phases.items()},
+        phase(phases.get("overrides", ""), "overrides"),
     )
 
 
@@ -229,6 +279,19 @@ class BudgetCheck:
     """The value is a percentile some of its runs gave from fewer iterations than it needs
     (:func:`~edgeprof.analysis.metrics.few_iterations`): marked as the latency table marks
     it, and said by :attr:`caveat`."""
+    phase: str | None = None
+    """The phase whose iterations were gated (:data:`PHASE_KEY`); ``""``: all the run's;
+    ``None``: the metric is not of iterations."""
+
+    @property
+    def subject(self) -> str:
+        """The metric and the rows it was read from: ``latency p95 of phase infer``,
+        ``latency p95 (all phases)``; ``wall time`` for a metric not of iterations."""
+        if self.phase is None:
+            return self.metric.title
+        if self.phase:
+            return f"{self.metric.title} of phase {self.phase}"
+        return f"{self.metric.title} (all phases)"
 
     @property
     def ok(self) -> bool:
@@ -256,15 +319,15 @@ class BudgetCheck:
         if self.value is None and self.failed_value is not None:
             seen = self.metric.format(self.failed_value)
             return (
-                f"{cell}: {self.metric.title} not judged ({self.reason}, which read {seen}); "
+                f"{cell}: {self.subject} not judged ({self.reason}, which read {seen}); "
                 f"budget {budget}"
             )
         if self.value is None:
-            return f"{cell}: {self.metric.title} not measured ({self.reason}); budget {budget}"
+            return f"{cell}: {self.subject} not measured ({self.reason}); budget {budget}"
         verb = "within" if self.ok else "exceeds"
         if self.metric.larger_is_better:  # a floor: a throughput
             verb = "meets" if self.ok else "falls short of"
-        said = f"{cell}: {self.metric.title} {self.value_text} {verb} the budget {budget} "
+        said = f"{cell}: {self.subject} {self.value_text} {verb} the budget {budget} "
         said += f"({self._of()})"
         return f"{said}; {self.caveat}" if self.caveat else said
 
@@ -282,10 +345,13 @@ class BudgetCheck:
 def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[BudgetCheck]:
     """Every budgeted metric of every cell of ``results``, in cell order then metric order."""
     checks = []
-    for (label, setting), runs in cells(results).items():
-        ok = successful(runs)
+    for (label, setting), cell_runs in cells(results).items():
+        phase = budgets.phase_for(label)
         for key, budget in budgets.for_label(label).items():
             metric = METRICS[key]
+            gated = None if not metric.of_iterations else phase
+            runs = [in_phase(r, phase) for r in cell_runs] if gated else cell_runs
+            ok = successful(runs)
             # A cell of two rules' figures (a resumed old sweep) is judged by the newest's.
             values = [v for r in rules.newest(key, ok) if (v := metric.get(r)) is not None]
             if not values:
@@ -294,23 +360,73 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
                     reason = f"no successful run: {ending(runs[-1])}"
                     failed_value = metric.get(runs[-1])
                 else:
-                    reason = why_unmeasured(key, runs, results)
+                    reason = _no_phase(phase, ok) if gated else ""
+                    reason = reason or why_unmeasured(key, runs, results)
                 lost = BudgetCheck(label, setting, metric, budget, None, 0, Status.NOT_MEASURED)
-                checks.append(dataclasses.replace(lost, reason=reason, failed_value=failed_value))
+                checks.append(
+                    dataclasses.replace(
+                        lost, reason=reason, failed_value=failed_value, phase=gated
+                    )
+                )
                 continue
             value = metric.of_cell(values)
             within = _within(metric, value, budget)
             status = Status.PASS if within else Status.BREACH
             caveats = budget_caveats(metric, values, budget, within, ok, results)
+            if gated == "":
+                caveats = "; ".join(c for c in (caveats, _warmup_caveat(ok)) if c)
             checks.append(
                 BudgetCheck(
                     label, setting, metric, budget, value, len(values), status,
                     caveat=caveats,
                     failed=len(runs) - len(ok), made=len(runs),
-                    few=bool(few_iterations(metric, ok)),
+                    few=bool(few_iterations(metric, ok)), phase=gated,
                 )
             )  # fmt: skip
     return checks
+
+
+def in_phase(r: RunResult, phase: str) -> RunResult:
+    """``r`` with its iterations those of its phase ``phase`` (none where it has no such
+    phase, or the phase none): a budget's metrics, caveats and marks read them as the
+    run's."""
+    found = next((p for p in r.phases if p.name == phase), None)
+    return dataclasses.replace(r, latency=None if found is None else found.latency)
+
+
+def _no_phase(phase: str, ok: Sequence[RunResult]) -> str:
+    """Why no successful run of ``ok`` has iterations in ``phase``: no such phase (a
+    misspelt name, listed beside the names the runs had) or none in it; ``""`` where the
+    phase had iterations and the metric is missing for another reason."""
+    names = list(dict.fromkeys(p.name for r in ok for p in r.phases))
+    if phase not in names:
+        had = f"its phases: {', '.join(names)}" if names else "it reported no phase"
+        return f"no run has a phase {phase!r}; {had}"
+    if all(p.latency is None for r in ok for p in r.phases if p.name == phase):
+        return f"phase {phase!r} reported no iterations"
+    return ""
+
+
+def _warmup_caveat(ok: Sequence[RunResult]) -> str:
+    """Where an all-phases latency check includes a phase named like a warm-up
+    (``warmup``, ``warm-up``, ``Warm``): its iterations are in the figure, and naming the
+    steady phase gates it alone.  The whole run stays what is gated (the module docstring
+    says why); this makes it visible."""
+    names = list(
+        dict.fromkeys(
+            p.name
+            for r in ok
+            for p in r.phases
+            if p.latency is not None and "warm" in p.name.lower()
+        )
+    )
+    if not names:
+        return ""
+    said = ", ".join(repr(n) for n in names)
+    return (
+        f"the iterations of phase {said} are in it: --latency-phase (a budget file's "
+        f"{PHASE_KEY}) gates one phase"
+    )
 
 
 def _within(metric: Metric, value: float, budget: float) -> bool:
@@ -329,17 +445,40 @@ def unused_models(results: Sequence[RunResult], budgets: Budgets) -> list[str]:
 
 def budgets_from_options(file: Path | None, options: Mapping[str, str | None]) -> Budgets:
     """Budgets from a budget file (may be ``None``) and the ``--max-…`` options, keyed by
-    metric key (``{"wall": "10s", "peak_memory": None, …}``).  Raises :class:`ConfigError`."""
-    unknown = set(options) - set(METRICS)
+    metric key (``{"wall": "10s", "peak_memory": None, …}``), with ``--latency-phase``
+    under :data:`PHASE_KEY`.  Raises :class:`ConfigError`."""
+    metrics = {k: v for k, v in options.items() if k != PHASE_KEY}
+    unknown = set(metrics) - set(METRICS)
     if unknown:
         raise ConfigError(f"unknown budget metric {sorted(unknown)[0]!r}")
     overrides = {
         k: parse_budget(METRICS[k], v, str(METRICS[k].option))
-        for k, v in options.items()
+        for k, v in metrics.items()
         if v is not None
     }
     base = load_budget_file(file) if file is not None else Budgets()
-    return Budgets(base.default, base.models, overrides, base.source)
+    phase = _phase_name(options.get(PHASE_KEY), "--latency-phase")
+    if phase and not any(
+        METRICS[k].of_iterations
+        for level in (base.default, overrides, *base.models.values())
+        for k in level
+    ):
+        # A phase with nothing to gate in it would be a gate the user believes is there.
+        raise ConfigError(
+            "--latency-phase names the phase of the latency and throughput budgets, and "
+            "none is set (--max-latency-p95, --max-latency-p50, --min-throughput)"
+        )
+    return dataclasses.replace(base, overrides=overrides, phase=phase)
+
+
+def _phase_name(value: object, where: str) -> str:
+    """A phase named for the latency budgets (:data:`PHASE_KEY`): text, not empty; ``""``
+    where none is (``None``)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: expected a phase name such as infer, got {value!r}")
+    return value
 
 
 def load_budget_file(path: Path) -> Budgets:
@@ -373,13 +512,20 @@ def load_budget_file(path: Path) -> Budgets:
             out.append((str(k.value), k, v))
         return out
 
+    phases: dict[str, str] = {}
+
     def budgets(node: yaml.Node, what: str) -> dict[str, float]:
         out: dict[str, float] = {}
         for key, knode, vnode in mapping(node, what):
+            if key == PHASE_KEY:
+                value = vnode.value if isinstance(vnode, yaml.ScalarNode) else None
+                phases[what] = _phase_name(value, f"{where(vnode)}: {key}")
+                continue
             metric = METRICS.get(key)
             if metric is None:
                 raise ConfigError(
-                    f"{where(knode)}: unknown budget {key!r} (known: {', '.join(METRICS)})"
+                    f"{where(knode)}: unknown budget {key!r} "
+                    f"(known: {', '.join(METRICS)}, {PHASE_KEY})"
                 )
             if not isinstance(vnode, yaml.ScalarNode):
                 raise ConfigError(f"{where(vnode)}: {key}: expected a single value")
@@ -392,6 +538,7 @@ def load_budget_file(path: Path) -> Budgets:
 
     default: dict[str, float] = {}
     models: dict[str, dict[str, float]] = {}
+    model_phases: dict[str, str] = {}
     for key, knode, vnode in mapping(root, "the budget file"):
         if key == "default":
             default = budgets(vnode, "default")
@@ -399,10 +546,15 @@ def load_budget_file(path: Path) -> Budgets:
             for name, _, mnode in mapping(vnode, "models"):
                 shown = name if name.isprintable() else repr(name)  # one line, whatever it holds
                 models[name] = budgets(mnode, f"models: {shown}")
+                if (phase := phases.pop(f"models: {shown}", "")) != "":
+                    model_phases[name] = phase
         else:
             raise ConfigError(
                 f"{where(knode)}: unknown section {key!r} (expected default or models)"
             )
     if not default and not models:
         raise ConfigError(f"{path}: the budget file sets no budget")
-    return Budgets(default, models, {}, str(path))
+    return Budgets(
+        default, models, {}, str(path),
+        default_phase=phases.get("default", ""), model_phases=model_phases,
+    )  # fmt: skip

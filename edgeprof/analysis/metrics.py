@@ -149,6 +149,10 @@ class Metric:
     """A cell's figure is the largest of its runs' (:meth:`of_cell`), not their median: a
     maximum is a worst case, and the median of three runs' maxima (13.51 ms) had hidden the
     one run whose frames missed a 20 ms deadline (42.62 ms, a tester's)."""
+    of_iterations: bool = False
+    """Read from the run's iterations (:attr:`RunResult.latency`), which each phase has its
+    own of (:attr:`PhaseStats.latency`): a budget can name the phase it gates
+    (:attr:`edgeprof.analysis.budgets.Budgets.phase_for`)."""
 
     def of_cell(self, values: Sequence[float]) -> float:
         """A cell's figure of its runs' ``values`` (not empty): their median, or their
@@ -240,23 +244,24 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "latency_max", "latency max", Kind.TIME, _latency("max_s"), option="--max-latency-max",
-        reported=True, worst_of_runs=True,
+        reported=True, worst_of_runs=True, of_iterations=True,
     ),
     Metric(
         "latency_p99", "latency p99", Kind.TIME, _latency("p99_s"), option="--max-latency-p99",
-        reported=True, percentile="p99",
+        reported=True, percentile="p99", of_iterations=True,
     ),
     Metric(
         "latency_p95", "latency p95", Kind.TIME, _latency("p95_s"), option="--max-latency-p95",
-        reported=True, percentile="p95",
+        reported=True, percentile="p95", of_iterations=True,
     ),
     Metric(
         "latency_p50", "latency p50", Kind.TIME, _latency("p50_s"), stat="latency_p50_s",
         option="--max-latency-p50", calibration="latency", reported=True, percentile="p50",
+        of_iterations=True,
     ),
     Metric(
         "latency_mean", "latency mean", Kind.TIME, _latency("mean_s"), calibration="latency_mean",
-        reported=True,
+        reported=True, of_iterations=True,
     ),
     Metric(
         "gpu_memory", "GPU memory", Kind.MEMORY, _gpu("memory_peak_bytes"),
@@ -277,6 +282,7 @@ METRICS: tuple[Metric, ...] = (
     Metric(
         "throughput", "throughput", Kind.RATE, _latency("items_per_s"), smaller_is_better=False,
         larger_is_better=True, stat="items_per_s", option="--min-throughput", reported=True,
+        of_iterations=True,
     ),
 )  # fmt: skip
 """Every metric, in table order."""

@@ -86,6 +86,7 @@ METAVARS: dict[str, str] = {
     "--max-memory-need": _SIZE,
     "--max-gpu-memory": _SIZE,
     "--max-energy": "ENERGY",
+    "--latency-phase": "PHASE",
     # fit
     "--tolerance": "PERCENT",
     "--resolution": _SIZE,

@@ -181,6 +181,13 @@ MaxGpuMemory = Annotated[
 MaxEnergy = Annotated[
     str | None, typer.Option(help="Budget: its GPUs' energy over the run, e.g. 50J or 800mJ.")
 ]
+LatencyPhase = Annotated[
+    str | None,
+    typer.Option(
+        help="The phase whose iterations the latency and throughput budgets gate, e.g. "
+        "infer (default: all the run's iterations)."
+    ),
+]
 BudgetsFile = Annotated[
     Path | None, typer.Option("--budgets", help="Budget file (YAML): per model or default.")
 ]

@@ -13,6 +13,7 @@ from .options import (
     CalibrationFile,
     HtmlReport,
     JunitFile,
+    LatencyPhase,
     MaxAvgMemory,
     MaxCpuTime,
     MaxEnergy,
@@ -134,6 +135,7 @@ def report(
     max_memory_need: MaxMemoryNeed = None,
     max_gpu_memory: MaxGpuMemory = None,
     max_energy: MaxEnergy = None,
+    latency_phase: LatencyPhase = None,
     budgets_file: BudgetsFile = None,
 ) -> None:
     """Re-render tables, statistics, rankings and plots from saved results.
@@ -184,6 +186,7 @@ def merge(
     max_memory_need: MaxMemoryNeed = None,
     max_gpu_memory: MaxGpuMemory = None,
     max_energy: MaxEnergy = None,
+    latency_phase: LatencyPhase = None,
     budgets_file: BudgetsFile = None,
     summary: SummaryFile = None,
     junit: JunitFile = None,

@@ -27,6 +27,7 @@ from .options import (
     Image,
     JunitFile,
     KillGrace,
+    LatencyPhase,
     MaxAvgMemory,
     MaxCpuTime,
     MaxEnergy,
@@ -193,6 +194,7 @@ def run(
     max_memory_need: MaxMemoryNeed = None,
     max_gpu_memory: MaxGpuMemory = None,
     max_energy: MaxEnergy = None,
+    latency_phase: LatencyPhase = None,
     squeeze: Annotated[
         bool,
         typer.Option(

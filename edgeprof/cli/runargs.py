@@ -86,6 +86,7 @@ OPTIONS: dict[str, tuple[str, Kind]] = {
     "--max-memory-need": ("max_memory_need", "str"),
     "--max-gpu-memory": ("max_gpu_memory", "str"),
     "--max-energy": ("max_energy", "str"),
+    "--latency-phase": ("latency_phase", "str"),
     "--squeeze": ("squeeze", "flag"),
     "--budgets": ("budgets_file", "path"),
     "--summary": ("summary", "path"),
@@ -315,6 +316,7 @@ def budget_values(params: Mapping[str, Any]) -> dict[str, str | None]:
     """The ``--max-…`` options' values by metric (``None`` where not given); ``--gpu-memory``
     is the GPU memory budget where ``--max-gpu-memory`` is not given."""
     values = {metric: params.get(param) for metric, param in BUDGET_PARAMS.items()}
+    values["latency_phase"] = params.get("latency_phase")  # budgets.PHASE_KEY
     if values["gpu_memory"] is None and params.get("gpu_memory") is not None:
         gpu = str(params["gpu_memory"]).strip()
         # A limit may be bare bytes, which a budget refuses as a unit left out: said as bytes.

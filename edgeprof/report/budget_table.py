@@ -18,7 +18,7 @@ def budget_rows(checks: Sequence[BudgetCheck], emoji: bool = True) -> list[list[
     """A row per budget check (this summary's; the HTML report's without the emoji, which
     a browser without an emoji font draws as empty boxes)."""
     return [
-        [c.label, c.setting, c.metric.title, c.value_text, c.budget_text,
+        [c.label, c.setting, c.subject, c.value_text, c.budget_text,
          _MARK[c.status] if emoji else c.status.value.replace("_", " ")]
         for c in checks
     ]  # fmt: skip

@@ -114,7 +114,7 @@ def budget_cases(checks: Sequence[BudgetCheck], warnings: Warnings | None = None
         out.append(
             Case(
                 classname=cell_name((c.label, c.setting)),
-                name=f"{c.metric.title} {'>=' if c.metric.larger_is_better else '<='} "
+                name=f"{c.subject} {'>=' if c.metric.larger_is_better else '<='} "
                 f"{c.metric.format(c.budget)}",
                 failure=None if c.status is Status.PASS else _warned(c.describe(), said, "; "),
                 output=_warned(c.describe(), said, "\n"),

@@ -11,6 +11,7 @@ from edgeprof.analysis.budgets import (
     METRICS,
     Budgets,
     Status,
+    budgets_from_dict,
     budgets_from_options,
     check_budgets,
     load_budget_file,
@@ -341,8 +342,8 @@ def test_a_throughput_budget_is_a_floor_and_a_p50_budget_a_ceiling() -> None:
         (0.0422, Status.BREACH),
         (1442.6, Status.BREACH),
     ]
-    assert "latency p50 42.2ms exceeds the budget 30.0ms" in bad[0].describe()
-    assert "throughput 1442.6 items/s falls short of the budget 2000.0 items/s" in (
+    assert "latency p50 (all phases) 42.2ms exceeds the budget 30.0ms" in bad[0].describe()
+    assert "throughput (all phases) 1442.6 items/s falls short of the budget 2000.0 items/s" in (
         bad[1].describe()
     )
     # Equal to the floor meets it.
@@ -373,7 +374,8 @@ def test_a_tail_over_the_deadline_fails_the_p99_and_max_budgets_the_p95_passes()
         ("latency_p95", 0.00293, Status.PASS),
     ]
     assert checks[1].describe() == (
-        "m.onnx (cpus=1, memory=1.0GiB): latency p99 20.4ms exceeds the budget 20.0ms (1 run)"
+        "m.onnx (cpus=1, memory=1.0GiB): latency p99 (all phases) 20.4ms exceeds the budget "
+        "20.0ms (1 run)"
     )
 
 
@@ -385,8 +387,8 @@ def test_a_max_budget_is_judged_on_the_largest_run_and_says_so() -> None:
     (check,) = check_budgets(runs, Budgets(default={"latency_max": 0.020}))
     assert (check.value, check.runs, check.status) == (0.04262, 3, Status.BREACH)
     assert check.describe() == (
-        "m.onnx (cpus=1, memory=1.0GiB): latency max 42.6ms exceeds the budget 20.0ms "
-        "(largest of 3 runs)"
+        "m.onnx (cpus=1, memory=1.0GiB): latency max (all phases) 42.6ms exceeds the budget "
+        "20.0ms (largest of 3 runs)"
     )
     # The p99 of 20 iterations each is marked as the latency table marks it.
     (p99,) = check_budgets(runs, Budgets(default={"latency_p99": 0.020}))
@@ -456,3 +458,78 @@ def test_a_p50_or_throughput_budget_without_iterations_says_the_latencys_reason(
             "the iterations gave no items (edgeprof.iteration(items=N) counts them)"
         ),
     }
+
+
+def _phased(warmup_p95: float = 0.02438, infer_p95: float = 0.00311) -> RunResult:
+    """The tester's run: 20 warm-up iterations (p95 24.38 ms) and 100 inferences (p95
+    3.11 ms) in phases ``warmup`` and ``infer``, 14.11 ms over all 120."""
+    from edgeprof.model import PhaseStats
+
+    def phase(name: str, p95: float, count: int) -> PhaseStats:
+        latency = run(p95_s=p95, iterations=count).latency
+        return PhaseStats(name, 1, 0.0, 1.0, None, None, None, None, None, latency=latency)
+
+    r = run(p95_s=0.01411, iterations=120)
+    phases = (phase("warmup", warmup_p95, 20), phase("infer", infer_p95, 100))
+    return dataclasses.replace(r, phases=phases)
+
+
+def test_a_latency_budget_gates_the_phase_named_and_says_which_rows() -> None:
+    """The run-wide p95 (14.11 ms, warm-up included) had passed a 15 ms budget as "latency
+    p95 14.1ms": the phase named is gated, and every check names its rows."""
+    runs = [_phased()]
+    (infer,) = check_budgets(runs, Budgets(overrides={"latency_p95": 0.015}, phase="infer"))
+    assert (infer.value, infer.status, infer.phase) == (0.00311, Status.PASS, "infer")
+    assert infer.describe() == (
+        "m.onnx (cpus=1, memory=1.0GiB): latency p95 of phase infer 3.1ms within the budget "
+        "15.0ms (1 run)"
+    )
+    (warm,) = check_budgets(runs, Budgets(overrides={"latency_p95": 0.015}, phase="warmup"))
+    assert (warm.value, warm.status) == (0.02438, Status.BREACH)
+    (whole,) = check_budgets(runs, Budgets(overrides={"latency_p95": 0.015}))
+    assert (whole.value, whole.status, whole.phase) == (0.01411, Status.PASS, "")
+    assert whole.subject == "latency p95 (all phases)"
+    assert whole.caveat == (
+        "the iterations of phase 'warmup' are in it: --latency-phase (a budget file's "
+        "latency_phase) gates one phase"
+    )
+    # A metric not of iterations is unchanged by the phase.
+    (wall,) = check_budgets(runs, Budgets(overrides={"wall": 2.0}, phase="infer"))
+    assert (wall.phase, wall.subject, wall.value) == (None, "wall time", 1.0)
+
+
+def test_a_phase_without_iterations_or_misspelt_is_not_measured() -> None:
+    b = Budgets(overrides={"latency_p95": 0.015}, phase="infr")
+    (typo,) = check_budgets([_phased()], b)
+    assert typo.status is Status.NOT_MEASURED
+    assert typo.reason == "no run has a phase 'infr'; its phases: warmup, infer"
+    r = _phased()
+    empty = dataclasses.replace(r, phases=(dataclasses.replace(r.phases[1], latency=None),))
+    (none,) = check_budgets([empty], dataclasses.replace(b, phase="infer"))
+    assert none.reason == "phase 'infer' reported no iterations"
+    assert check_budgets([empty], dataclasses.replace(b, phase=""))[0].caveat == ""
+
+
+def test_the_latency_phase_from_the_file_the_options_and_the_record(tmp_path: Path) -> None:
+    f = tmp_path / "b.yml"
+    f.write_text(
+        "default:\n  latency_p95: 15ms\n  latency_phase: infer\n"
+        "models:\n  a.py:\n    latency_phase: steady\n    wall: 2s\n"
+    )
+    b = budgets_from_options(f, {})
+    assert (b.phase_for("a.py"), b.phase_for("m.onnx")) == ("steady", "infer")
+    assert b.for_label("a.py") == {"wall": 2.0, "latency_p95": 0.015}
+    over = budgets_from_options(f, {"latency_phase": "warmup"})
+    assert (over.phase_for("a.py"), over.phase_for("m.onnx")) == ("warmup", "warmup")
+    back = budgets_from_dict(over.to_dict(), "s/sweep.json")
+    assert (back.default_phase, back.model_phases, back.phase) == (
+        "infer", {"a.py": "steady"}, "warmup"
+    )
+    assert "latency_phase" not in Budgets(overrides={"wall": 1.0}).to_dict()
+    with pytest.raises(ConfigError, match=r"^--latency-phase names the phase of the latency"):
+        budgets_from_options(None, {"wall": "1s", "latency_phase": "infer"})
+    f.write_text("default:\n  latency_p95: 15ms\n  latency_phase: ''\n")
+    with pytest.raises(ConfigError, match=r"b.yml:3: latency_phase: expected a phase name"):
+        budgets_from_options(f, {})
+    with pytest.raises(ConfigError, match=r"^x: budgets: latency_phase: default: expected"):
+        budgets_from_dict({"latency_phase": {"default": 3}}, "x")

@@ -259,7 +259,8 @@ def test_a_p95_of_too_few_iterations_is_marked_wherever_it_is_shown() -> None:
     (check,) = check_budgets(few, Budgets(default={"latency_p95": 0.001}))
     assert check.value_text == "14.8ms^"
     assert check.describe().startswith(
-        "m (cpus=1, memory=1.0GiB): latency p95 14.8ms^ exceeds the budget 1.0ms (median of 2 "
+        "m (cpus=1, memory=1.0GiB): latency p95 (all phases) 14.8ms^ exceeds the budget 1.0ms "
+        "(median of 2 "
         "runs); ^ p95 of fewer iterations than it needs (20) in 2 of 2 run(s) (16 iterations): "
         "a point near the maximum, not an estimate of that percentile"
     )
@@ -274,7 +275,7 @@ def test_a_p95_of_too_few_iterations_is_marked_wherever_it_is_shown() -> None:
     )
     assert row in summary
     assert summary.count(FEW_NOTE) == 1
-    assert "| latency p95 | 14.8ms^ | 1.0ms | ❌ breach |" in summary
+    assert "| latency p95 (all phases) | 14.8ms^ | 1.0ms | ❌ breach |" in summary
     assert FEW_NOTE not in render_run_summary(enough, [fine])
 
     changes, notes = compare_results(enough, few, 0.05)

@@ -46,7 +46,8 @@ def test_failed_workload_code_takes_precedence_over_a_breach(
 def test_unmeasured_latency_fails_the_budget(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*RUN, "--max-latency-p95", "40ms", "--", "true"]) == 3
     assert (
-        "latency p95 not measured (no run reported an iteration, a phase or a mark: the "
+        "latency p95 (all phases) not measured (no run reported an iteration, a phase or a mark: "
+        "the "
         "workload never wrote to edgeprof's events channel; "
     ) in capsys.readouterr().out
 
@@ -71,8 +72,8 @@ def test_p99_and_max_budgets_are_options_and_a_bare_latency_is_refused(
 def test_unmeasured_p99_and_max_fail_their_budgets(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*RUN, "--max-latency-p99", "20ms", "--max-latency-max", "20ms", "--", "true"]) == 3
     out = capsys.readouterr().out
-    assert "latency max not measured (no run reported an iteration" in out
-    assert "latency p99 not measured (no run reported an iteration" in out
+    assert "latency max (all phases) not measured (no run reported an iteration" in out
+    assert "latency p99 (all phases) not measured (no run reported an iteration" in out
 
 
 def test_json_keeps_stdout_json_budget_lines_on_stderr(

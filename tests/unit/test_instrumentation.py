@@ -150,7 +150,7 @@ def test_latency_budget_says_why_no_event_came() -> None:
     assert checks[0].reason == no_events([bare("/usr/bin/python3", "infer.py")])
     said = checks[0].describe()
     assert said.startswith(
-        "python3 (cpus=1.5, cpuset=0-1, memory=512.0MiB): latency p95 not measured "
+        "python3 (cpus=1.5, cpuset=0-1, memory=512.0MiB): latency p95 (all phases) not measured "
         "(no run reported an iteration, a phase or a mark: if the workload calls edgeprof, "
         "/usr/bin/python3 could not import it;"
     )
