@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -20,7 +20,7 @@ from ..analysis.sweepfile import shard_of, warmup_of
 from ..dirlock import DirLock
 from ..errors import ConfigError
 from ..model import RunResult
-from ..resultdirs import sources_below, walk_dirs
+from ..resultdirs import sources_below
 from ..resultfiles import (
     REPORT_OF,
     held_output,
@@ -34,11 +34,10 @@ from ..resultfiles import (
 )
 from ..storage import (
     check_writable,
-    layers_profile_note,
     prepare_out_dir,
     write_json_output,
 )
-from ..units import format_binary, parse_threshold
+from ..units import parse_threshold
 from .calibration import render_predictions
 from .ci_summary import (
     check_step_summary,
@@ -52,6 +51,7 @@ from .export import EXPORTS, write_exports
 from .files import announce_dir, write_file, write_markdown, write_plot_files
 from .junit import compare_cases, render_junit, timing
 from .run import budget_checks, gate_run
+from .saved_notes import answer_kind, fit_note, fits_of, skipped_profiles
 from .summary import BudgetGate, print_summary
 
 
@@ -253,7 +253,7 @@ def rerender(
     checks.  The budgets are ``budgets`` where given (saved results held to new ones), else
     those one sweep recorded in its ``sweep.json``: a re-render of a gate that failed had
     shown no verdict, in text, Markdown or page, and exited 0."""
-    fits = {p: docs for p in paths if (docs := _fits(p)) is not None}
+    fits = {p: docs for p in paths if (docs := fits_of(p)) is not None}
     for p in fits:
         if not p.is_dir():  # the answer alone has no runs to show
             raise ConfigError(
@@ -285,7 +285,7 @@ def rerender(
     stopped = [why for p in paths for why in sweep_notes(p)]
     stopped += [why for p in paths if (why := sweep_resumed(p)) is not None]
     answers = [
-        (fit_note(p, d), _answer_kind(d))
+        (fit_note(p, d), answer_kind(d))
         for p, docs in fits.items()
         for d in docs
     ]
@@ -455,67 +455,3 @@ def merge_saved(
         page = render_html(runs, title=f"edgeprof merge: {target}", checks=checks, notes=notes)
         write_file(html, page, log)
     return runs, checks
-
-
-def skipped_profiles(paths: Sequence[Path]) -> str | None:
-    """The line naming the per-layer profiles (``edgeprof layers``' YAML) in the directories
-    of ``paths``, which ``report`` does not read: beside result files they had been skipped
-    in silence (a directory of profiles alone is an error that names them)."""
-    # The directories a report reads (a whole tree had been searched for YAML: `report ~`).
-    found = [
-        p
-        for d in paths
-        if d.is_dir()
-        for p in sorted(q for w, _ in walk_dirs(d) for q in w.glob("*.y*ml"))[:100]
-        if layers_profile_note(p) is not None
-    ]
-    if not found:
-        return None
-    if len(found) == 1:
-        return f"skipped a per-layer profile: {layers_profile_note(found[0])}"
-    names = ", ".join(map(str, found[:4]))
-    names += f" and {len(found) - 4} more" if len(found) > 4 else ""
-    return (
-        f"skipped {len(found)} per-layer profiles from `edgeprof layers`, not run results "
-        f"({names}): `edgeprof layers export models|device-types -i FILE` reads each"
-    )
-
-
-def _fits(path: Path) -> list[dict[str, object]] | None:
-    """The fits ``path`` holds, ``None`` where it holds none or cannot be read as one: the
-    runs' reader then says what is wrong with it, in its own words."""
-    try:
-        return load_fits(path)
-    except ConfigError:
-        return None
-
-
-def fit_note(path: Path, doc: dict[str, object]) -> str:
-    """What the runs of a fit's directory are: its unlimited runs ran under the cap fit sets
-    (what the host had available), which their rows show as a memory limit, and the answer
-    the probes found (``report`` of a fit's directory had shown the cap as if a device's)."""
-    ref = doc.get("reference")
-    cap = ref.get("memory_cap_bytes") if isinstance(ref, dict) else None
-    answer, extra = doc.get("min_memory_bytes"), doc.get("recommended_bytes")
-    said = (
-        f"smallest memory {format_binary(answer)}"
-        + (f" ({format_binary(extra)} with its margin)" if isinstance(extra, int) else "")
-        if isinstance(answer, int)
-        else f"no answer ({doc.get('stopped') or 'nothing up to the ceiling fits'})"
-    )
-    capped = (
-        f"; its unlimited runs are the rows at memory={format_binary(cap)}, the cap fit sets "
-        "(the room this host had), not a device's limit"
-        if isinstance(cap, int)
-        else ""
-    )
-    return f"{path} is edgeprof fit's {doc.get('name')}: {said}{capped}"
-
-
-def _answer_kind(fit: Mapping[str, Any]) -> str:
-    """A fit's banner on the page: ``pass`` with an answer, ``warn`` where the search
-    stopped before one (interrupted: ``fits`` is ``null``, which had been a red "does not
-    fit"-like banner), ``fail`` where none fits."""
-    if isinstance(fit.get("min_memory_bytes"), int):
-        return "pass"
-    return "warn" if fit.get("fits") is None and fit.get("stopped") else "fail"

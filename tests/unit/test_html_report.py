@@ -289,7 +289,7 @@ def test_the_rankings_legend_is_said_once() -> None:
 
 def test_a_fits_banner_is_amber_where_the_search_stopped_before_an_answer() -> None:
     """An interrupted fit (``fits: null``) had the red banner of one that fits nowhere."""
-    from edgeprof.report.saved import _answer_kind
+    from edgeprof.report.saved_notes import answer_kind as _answer_kind
 
     assert _answer_kind({"min_memory_bytes": 64 << 20, "fits": True}) == "pass"
     assert _answer_kind({"min_memory_bytes": None, "fits": None, "stopped": "interrupted"}) == (

@@ -10,7 +10,8 @@ import pytest
 
 from edgeprof.errors import ConfigError
 from edgeprof.model import RunResult
-from edgeprof.report.saved import pooled, skipped_profiles
+from edgeprof.report.saved import pooled
+from edgeprof.report.saved_notes import skipped_profiles
 from edgeprof.resultdirs import result_files, sources_below
 from edgeprof.resultfiles import SWEEP_SCHEMA, load_runs
 from edgeprof.storage import layers_profile_note, write_result

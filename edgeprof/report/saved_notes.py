@@ -1,0 +1,79 @@
+"""What a report says of the files it reads beside runs: a fit's directory
+(:func:`fit_note`, the page's banner :func:`answer_kind`) and the per-layer profiles it
+skips (:func:`skipped_profiles`); split from :mod:`edgeprof.report.saved` at 521 lines."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..resultdirs import walk_dirs
+from ..resultfiles import load_fits
+from ..storage import layers_profile_note
+from ..units import format_binary
+
+
+def skipped_profiles(paths: Sequence[Path]) -> str | None:
+    """The line naming the per-layer profiles (``edgeprof layers``' YAML) in the directories
+    of ``paths``, which ``report`` does not read: beside result files they had been skipped
+    in silence (a directory of profiles alone is an error that names them)."""
+    # The directories a report reads (a whole tree had been searched for YAML: `report ~`).
+    found = [
+        p
+        for d in paths
+        if d.is_dir()
+        for p in sorted(q for w, _ in walk_dirs(d) for q in w.glob("*.y*ml"))[:100]
+        if layers_profile_note(p) is not None
+    ]
+    if not found:
+        return None
+    if len(found) == 1:
+        return f"skipped a per-layer profile: {layers_profile_note(found[0])}"
+    names = ", ".join(map(str, found[:4]))
+    names += f" and {len(found) - 4} more" if len(found) > 4 else ""
+    return (
+        f"skipped {len(found)} per-layer profiles from `edgeprof layers`, not run results "
+        f"({names}): `edgeprof layers export models|device-types -i FILE` reads each"
+    )
+
+
+def fits_of(path: Path) -> list[dict[str, object]] | None:
+    """The fits ``path`` holds, ``None`` where it holds none or cannot be read as one: the
+    runs' reader then says what is wrong with it, in its own words."""
+    try:
+        return load_fits(path)
+    except ConfigError:
+        return None
+
+
+def fit_note(path: Path, doc: dict[str, object]) -> str:
+    """What the runs of a fit's directory are: its unlimited runs ran under the cap fit sets
+    (what the host had available), which their rows show as a memory limit, and the answer
+    the probes found (``report`` of a fit's directory had shown the cap as if a device's)."""
+    ref = doc.get("reference")
+    cap = ref.get("memory_cap_bytes") if isinstance(ref, dict) else None
+    answer, extra = doc.get("min_memory_bytes"), doc.get("recommended_bytes")
+    said = (
+        f"smallest memory {format_binary(answer)}"
+        + (f" ({format_binary(extra)} with its margin)" if isinstance(extra, int) else "")
+        if isinstance(answer, int)
+        else f"no answer ({doc.get('stopped') or 'nothing up to the ceiling fits'})"
+    )
+    capped = (
+        f"; its unlimited runs are the rows at memory={format_binary(cap)}, the cap fit sets "
+        "(the room this host had), not a device's limit"
+        if isinstance(cap, int)
+        else ""
+    )
+    return f"{path} is edgeprof fit's {doc.get('name')}: {said}{capped}"
+
+
+def answer_kind(fit: Mapping[str, Any]) -> str:
+    """A fit's banner on the page: ``pass`` with an answer, ``warn`` where the search
+    stopped before one (interrupted: ``fits`` is ``null``, which had been a red "does not
+    fit"-like banner), ``fail`` where none fits."""
+    if isinstance(fit.get("min_memory_bytes"), int):
+        return "pass"
+    return "warn" if fit.get("fits") is None and fit.get("stopped") else "fail"
