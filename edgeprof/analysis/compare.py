@@ -287,21 +287,15 @@ def summarize(
     for name, runs in group_by(results, lambda r: r.label).items():
         # A figure two rules computed pools the newest rule's alone (statistics_warnings).
         values = {k: _values(stat_runs(k, runs), m.get) for k, m in STAT_METRICS.items()}
+        # One field per statistic, filled from the metric table: a metric added to it had
+        # crashed every comparison ("'ModelSummary' object has no attribute 'throttled_s'")
+        # while summarize() named each statistic by hand.
+        stats = {k: Stat.of(v) for k, v in values.items()}
         out.append(
             ModelSummary(
                 name=name,
                 runs=tuple(runs),
-                wall_s=Stat.of(values["wall_s"]),
-                cpu_s=Stat.of(values["cpu_s"]),
-                peak_bytes=Stat.of(values["peak_bytes"]),
-                avg_bytes=Stat.of(values["avg_bytes"]),
-                cpu_pct=Stat.of(values["cpu_pct"]),
-                gpu_peak_bytes=Stat.of(values["gpu_peak_bytes"]),
-                gpu_util_pct=Stat.of(values["gpu_util_pct"]),
-                energy_j=Stat.of(values["energy_j"]),
-                energy_per_item_j=Stat.of(values["energy_per_item_j"]),
-                latency_p50_s=Stat.of(values["latency_p50_s"]),
-                items_per_s=Stat.of(values["items_per_s"]),
+                **stats,
                 medians={k: statistics.median(v) for k, v in values.items() if v},
                 setting=setting,
                 warmup=warmup,

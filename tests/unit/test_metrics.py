@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import pytest
 
 from edgeprof.analysis import budgets, calibration, compare
 from edgeprof.analysis.metrics import (
@@ -13,7 +17,7 @@ from edgeprof.analysis.metrics import (
     STAT_METRICS,
     Kind,
 )
-from edgeprof.model import LatencyStats, Squeeze
+from edgeprof.model import LatencyStats, RunResult, Squeeze
 from edgeprof.report import export, plots
 
 from .conftest import make_result
@@ -131,3 +135,55 @@ def test_getters_and_formats() -> None:
     assert BY_KEY["energy"].format(12.5) == "12.50J"
     assert BY_KEY["energy"].format(0.0123) == "12.3mJ"
     assert {m.kind for m in METRICS} == set(Kind)
+
+
+def _constant(v: float) -> Callable[[RunResult], float]:
+    return lambda r: v
+
+
+def test_every_statistic_is_summarized(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each statistic of the table reaches its cell's summary: a metric given a ``stat`` and
+    no :class:`~edgeprof.analysis.compare.ModelSummary` field had crashed every comparison
+    (``AttributeError: 'ModelSummary' object has no attribute 'throttled_s'``), which mypy
+    cannot see (``ModelSummary.stat`` reads it with ``getattr``)."""
+    fields = {f.name for f in dataclasses.fields(compare.ModelSummary)}
+    assert set(STAT_METRICS) <= fields
+    # Each statistic a figure of its own (its place in the table), so none is another's.
+    own = {
+        k: dataclasses.replace(m, get=_constant(float(i + 1)))
+        for i, (k, m) in enumerate(STAT_METRICS.items())
+    }
+    monkeypatch.setattr(compare, "STAT_METRICS", own)
+    (summary,) = compare.summarize([make_result(), make_result()])
+    got = {k: summary.stat(k) for k in STAT_METRICS}
+    assert {k: (s.n, s.median) for k, s in got.items() if s is not None} == {
+        k: (2, float(i + 1)) for i, k in enumerate(STAT_METRICS)
+    }
+
+
+def _budget_commands() -> dict[str, Any]:
+    """The commands that take budgets (a ``--budgets`` file), by name, as click builds them."""
+    from edgeprof.cli import COMMANDS
+    from edgeprof.cli import app as cli_app
+
+    commands = {name: cli_app._load(name) for name in COMMANDS}
+    return {
+        name: c
+        for name, c in commands.items()
+        if any(p.name == "budgets_file" for p in getattr(c, "params", ()))
+    }
+
+
+def test_every_budget_option_is_an_option_of_each_command_that_takes_budgets() -> None:
+    """A budgetable metric's ``option`` is a real option: ``--max-throttled`` declared in the
+    table had been accepted in budget files and refused by every command ("No such option")
+    while the CLI's tests passed."""
+    from edgeprof.cli.runargs import BUDGET_PARAMS
+
+    commands = _budget_commands()
+    assert sorted(commands) == ["merge", "report", "run"]
+    assert set(BUDGET_PARAMS) == set(BUDGET_METRICS)
+    for name, command in commands.items():
+        options = {opt: p.name for p in command.params for opt in p.opts}
+        for key, m in BUDGET_METRICS.items():
+            assert options.get(str(m.option)) == BUDGET_PARAMS[key], (name, m.option)

@@ -108,3 +108,22 @@ def test_the_exports_columns_and_sweep_keys_are_on_the_results_page(tmp_path: Pa
     documented = _table_after("### `sweep.json`")
     assert set(written) <= set(documented)
     assert {"auto", "shard", "shards"} <= set(documented) - set(written)
+
+
+def test_every_column_cells_csv_writes_is_on_the_results_page() -> None:
+    """Each column of ``cells.csv`` is named in its section: its own (``label`` … the held-off
+    columns, ``warnings``) in backquotes, and each statistic's eight by its ``<s>_…`` suffix
+    and the statistic's row in the table, so a metric, latency or held-off column added to
+    the file fails here until the page says what it is."""
+    from edgeprof.report.export import STAT_FIELDS, cells_csv
+
+    from .conftest import make_result
+
+    header = cells_csv([make_result()]).splitlines()[0].split(",")
+    section = DOC.read_text().split("\n### `cells.csv`\n", 1)[1].split("\n### ", 1)[0]
+    stats = _table_after("### `cells.csv`")
+    suffixes = [*STAT_FIELDS, "outliers"]
+    assert _unnamed([f"<s>_{f}" for f in suffixes], section) == []
+    per_stat = {f"{s}_{f}" for s in stats for f in suffixes}
+    assert {c for c in header if c in per_stat} == per_stat  # each statistic's eight
+    assert _unnamed([c for c in header if c not in per_stat], section) == []
