@@ -34,9 +34,25 @@ NON_NEGATIVE = frozenset(
         "processes_at_peak",
     }
 )
-"""Fields no measurement makes negative, besides every ``*_bytes``: a hand-edited
-``"peak_bytes": -5`` had been shown as "PEAK MEM -5B".  The schema says the same
-(:mod:`.schema`)."""
+"""In the fit and predictions documents (typed dicts, where a line's prediction and its
+interval may be below 0), the keys no measurement makes negative, besides every
+``*_bytes``; a result's are every number but :data:`SIGNED` (:func:`non_negative`)."""
+
+SIGNED = frozenset({"temperature_peak_c"})
+"""The numbers of a result that may be below 0: a temperature in °C (NVML's is unsigned, but
+a GPU can be colder than 0 °C).  Every other number of a result is a time, count, size,
+share, rate or version, none of which a measurement makes negative."""
+
+
+def non_negative(cls: type, field: str) -> bool:
+    """Whether ``cls``'s number ``field`` is refused below 0, by the reader and the schema
+    alike.  In a result (dataclasses) every number but :data:`SIGNED`: 7 names and the sizes
+    had been bounded, and a hand-edited ``"throttled_s": -3``, ``"nr_throttled": -7`` was
+    read and shown as ``-3000.0ms ×-7``, its runs.csv saying other tasks held a 0.535 s run
+    off its CPUs for 3.17 s.  In a typed dict :data:`NON_NEGATIVE`'s and ``*_bytes``."""
+    if dataclasses.is_dataclass(cls):
+        return field not in SIGNED
+    return field.endswith("_bytes") or field in NON_NEGATIVE
 
 
 NO_CONTROL = "^[^\\u0000-\\u001f\\u007f-\\u009f]*(?![\\s\\S])"
@@ -88,11 +104,6 @@ by ``compare`` as a 309-digit number of seconds, and overflowed to ``inf`` in mi
 MAX_PERCENT = (MAX_CPU + 1) * 100
 """The most a percentage of a run can be: every CPU there can be, busy.  A hand-edited
 ``"avg_pct": 1e308`` had printed a 310-digit ``AVG CPU %`` column."""
-
-
-def non_negative(field: str) -> bool:
-    """Whether a result's ``field`` is refused below 0 (:data:`NON_NEGATIVE`)."""
-    return field.endswith("_bytes") or field in NON_NEGATIVE
 
 
 def seconds(field: str) -> bool:
@@ -215,12 +226,23 @@ def check(value: object, hint: Any, where: str, argv: bool = False) -> None:
                 at = f"{where}.{f.name}" if where else f.name
                 check(value[f.name], hints[f.name], at, f.name in ARGV)
                 v = value[f.name]
-                if non_negative(f.name) and isinstance(v, int | float) and v < 0:
-                    raise _bad(at, "a number of 0 or more", v)
-                if seconds(f.name) and isinstance(v, int | float) and v > MAX_SECONDS:
-                    raise _bad(at, f"seconds up to {MAX_SECONDS:g}", v)
-                if f.name.endswith("_pct") and isinstance(v, int | float) and v > MAX_PERCENT:
-                    raise _bad(at, f"a percentage up to {MAX_PERCENT:g}", v)
+                # On each number of a list too, as the schema bounds its items.
+                items = {f"{at}[{i}]": n for i, n in enumerate(v)} if isinstance(v, list) else {}
+                for where_n, n in items.items() or [(at, v)]:
+                    _bounded(hint, f.name, n, where_n)
+
+
+def _bounded(cls: type, field: str, v: object, at: str) -> None:
+    """Raise unless the number ``v`` of ``cls``'s ``field`` (read at ``at``) is within the
+    bounds of its kind: :func:`non_negative`, :data:`MAX_SECONDS`, :data:`MAX_PERCENT`."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return
+    if non_negative(cls, field) and v < 0:
+        raise _bad(at, "a number of 0 or more", v)
+    if seconds(field) and v > MAX_SECONDS:
+        raise _bad(at, f"seconds up to {MAX_SECONDS:g}", v)
+    if field.endswith("_pct") and v > MAX_PERCENT:
+        raise _bad(at, f"a percentage up to {MAX_PERCENT:g}", v)
 
 
 @functools.cache

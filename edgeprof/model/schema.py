@@ -209,10 +209,10 @@ def _object(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
     required = []
     for name, needed in _members(cls):
         schema = _schema(hints[name], defs, name in ARGV)
-        # The reader's rules (jsoncheck.NON_NEGATIVE, jsoncheck.MAX_SECONDS), on each number
+        # The reader's rules (jsoncheck.non_negative, jsoncheck.MAX_SECONDS), on each number
         # of a list of them.
         number = schema.get("items", schema)
-        if non_negative(name):
+        if non_negative(cls, name) and _numeric(number):
             number.pop("exclusiveMinimum", None)
             number["minimum"] = 0
         if seconds(name):
@@ -229,6 +229,13 @@ def _object(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
     if doc and not doc.startswith(f"{cls.__name__}("):  # not dataclass's generated signature
         out["description"] = _text(doc.split("\n\n")[0])
     return {**out, "properties": props, "required": required, "additionalProperties": False}
+
+
+def _numeric(schema: dict[str, Any]) -> bool:
+    """Whether ``schema`` is a number's (or a number's or null): a bound is no part of a
+    string's, a list's or a reference's."""
+    kinds = schema.get("type")
+    return bool({"integer", "number"} & set(kinds if isinstance(kinds, list) else [kinds]))
 
 
 def _schema(tp: Any, defs: dict[str, Any], argv: bool = False) -> dict[str, Any]:

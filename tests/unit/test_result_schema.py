@@ -191,3 +191,67 @@ def test_descriptions_say_nullability_as_json_does() -> None:
     )
     virtual = schema["$defs"]["HostInfo"]["properties"]["virtual"]["description"]
     assert "`false`: x86 flags without it" in virtual
+
+
+def _numbers(node: Any, at: str = "") -> dict[str, dict[str, Any]]:
+    """Every number's schema of ``node`` by its path (``$defs.CpuStats.throttled_s``)."""
+    out: dict[str, dict[str, Any]] = {}
+    if isinstance(node, dict):
+        kinds = node.get("type")
+        if {"integer", "number"} & set(kinds if isinstance(kinds, list) else [kinds]):
+            out[at] = node
+        for k, v in node.items():
+            if k != "properties":
+                out |= _numbers(v, f"{at}.{k}" if at else k)
+        for k, v in node.get("properties", {}).items():
+            out |= _numbers(v, f"{at}.{k}" if at else k)
+    return out
+
+
+def test_every_number_of_a_result_is_0_or_more_but_a_temperature() -> None:
+    """A contributor's hand-edited ``throttled_s: -3``, ``nr_throttled: -7`` met the schema,
+    as did about 45 other counts and sizes: only 7 names and the sizes had a bound.  Now
+    every number has one (0, or the limits' own above it) but ``temperature_peak_c``."""
+    numbers = _numbers(json.loads(RESULT_SCHEMA.read_text()))
+    assert len(numbers) > 100  # the walk reached every block (142 numbers today)
+    unbounded = sorted(k for k, n in numbers.items() if n.get("minimum", -1) < 0)
+    assert unbounded == ["$defs.GpuDevice.temperature_peak_c"]
+
+
+def test_negative_throttling_counts_and_a_negative_core_are_refused_by_both() -> None:
+    """The contributor's file had been read and shown as ``-3000.0ms ×-7``, and its runs.csv
+    said other tasks held a 0.535 s run off its CPUs for 3.17 s."""
+    cpu = RESULT["cpu"]
+    cases = [
+        ({**RESULT, "cpu": {**cpu, "throttled_s": -3.0}}, "cpu.throttled_s", "-3.0"),
+        ({**RESULT, "cpu": {**cpu, "nr_throttled": -7}}, "cpu.nr_throttled", "-7"),
+        ({**RESULT, "cpu": {**cpu, "nr_periods": -1}}, "cpu.nr_periods", "-1"),
+        ({**RESULT, "lease": {**RESULT["lease"], "cores": [0, -1]}}, "lease.cores[1]", "-1"),
+    ]
+    for doc, key, got in cases:
+        with pytest.raises(ConfigError) as exc:
+            RunResult.from_dict(doc)
+        assert str(exc.value) == f"{key}: expected a number of 0 or more, got {got}"
+        assert list(VALIDATOR.iter_errors(doc)), key
+    zero = {**RESULT, "cpu": {**cpu, "throttled_s": 0.0, "nr_throttled": 0, "nr_periods": 0}}
+    assert RunResult.from_dict(zero).cpu.nr_periods == 0
+
+
+def test_report_refuses_such_a_file_in_one_line(
+    tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from edgeprof.cli import main
+
+    # Not tmp_path: the suite holds every file left there to the schema, which this breaks.
+    tmp_path = tmp_path_factory.mktemp("negative")
+    doc = json.loads(json.dumps(make_result().to_dict()))
+    doc["cpu"] |= {"throttled_s": -3.0, "nr_throttled": -7}
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "result.json").write_text(json.dumps(doc))
+    assert main(["report", str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        f"edgeprof: error: {tmp_path}/b/result.json is not an edgeprof result: "
+        "cpu.throttled_s: expected a number of 0 or more, got -3.0\n"
+    )
