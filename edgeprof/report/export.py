@@ -73,6 +73,9 @@ RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {
     "peak_cpu_pct": lambda r: r.cpu.peak_pct,
     "throttled_s": lambda r: r.cpu.throttled_s,
     "nr_throttled": lambda r: r.cpu.nr_throttled,
+    # The periods the quota ran over, beside the throttled ones: nr_throttled alone ("×7")
+    # says nothing of how often the quota held the run without it.
+    "nr_periods": lambda r: r.cpu.nr_periods,
     # The time other tasks had the run's CPUs, which its warnings say and its wall time and
     # latencies hold: a reader of runs.csv alone had seen a 0.74 s wall time with no sign
     # that 61 % of it was another user's (a tester's shared host).
