@@ -1,6 +1,10 @@
-# The two commands of README's quick start.  Each sets itself up on a fresh machine.
+# The two commands of README's quick start, and a contributor's (CONTRIBUTING.md).  Each
+# sets itself up on a fresh machine.
 #   make demo   the MobileNetV2 family under a 1-core, 1 GiB device (auto-detected backend)
-#   make test   every test tier; in CI (CI=true) a tier that cannot run fails the run
+#   make test   every test tier; in CI (CI=true) a tier that cannot run fails the run;
+#               TIERS="static unit" runs those alone (tests/run_tiers.py's names)
+#   make lint   ruff, mypy --strict, the import contracts and the docs site: no root needed
+#   make clean  what setup, test, lint and demo made: the venv, the compiled helper, caches
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -47,5 +51,12 @@ lint: setup
 	$(VENV)/bin/lint-imports  # pyproject's [tool.importlinter]: the layers, no cycles
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict -d .test-results/site
 
+# Every file these targets write that git does not track: the editable install compiles the
+# native helper into the package (edgeprof/backends/_cgstat.abi3.so; cffi's C where a build
+# leaves it, native/_cgstat*.c, as .gitignore has it), the tiers write bytecode and
+# hypothesis's examples, lint-imports its cache.
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache .demo .test-results
+	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .demo .test-results \
+	    .hypothesis .import_linter_cache edgeprof/backends/_cgstat*.so native/_cgstat*.c
+	find edgeprof tests examples benchmarks native docs integrations -name __pycache__ \
+	    -type d -prune -exec rm -rf {} +
