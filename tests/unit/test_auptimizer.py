@@ -23,8 +23,8 @@ from edgeprof.report.auptimizer import (
 )
 from edgeprof.sweeps.envtemplate import KEPT_AS_TEXT
 from tests.unit.conftest import make_result
+from tests.unit.golden_files import golden
 
-GOLDEN = Path(__file__).parent / "golden"
 REPO = Path(__file__).resolve().parents[2]
 
 # The seeds' own "Final Usage Stats" (001_…, TensorFlow Lite example), byte for byte.
@@ -72,7 +72,7 @@ def test_model_log_golden(tmp_path: Path) -> None:
         samples=SampleStats(count=3, interval_s=0.1, path=str(_samples(tmp_path))),
     )
     text = run_log(r, "mobilenet_v2_0.25", "infer.py", None, "mobilenet_v2_0.25.onnx")
-    assert text == (GOLDEN / "auptimizer_model_log.txt").read_text()
+    golden("auptimizer_model_log.txt", text)
 
 
 def test_summary_golden_keeps_a_failed_model_and_says_why() -> None:
@@ -90,7 +90,7 @@ def test_summary_golden_keeps_a_failed_model_and_says_why() -> None:
     when = dt.datetime(2026, 11, 22, 7, 0, 0, 123456)
     named = [("small", ok), ("Big.Model", oom), ("noext", crashed)]
     text = summary_block(named, host_memory=2 * 2**30, when=when)
-    assert text == (GOLDEN / "auptimizer_summary.txt").read_text()
+    golden("auptimizer_summary.txt", text)
 
 
 TEMPLATE = """\

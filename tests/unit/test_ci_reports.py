@@ -1,13 +1,12 @@
 """CI summaries: Markdown and JUnit against golden files, and where they are written.
 
 Regenerate the golden files after a deliberate change with ``EDGEPROF_UPDATE_GOLDEN=1``
-(and read the diff).
+(and read the diff): :func:`tests.unit.golden_files.golden`.
 """
 
 from __future__ import annotations
 
 import io
-import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -25,15 +24,7 @@ from edgeprof.report.ci_summary import (
 from edgeprof.report.junit import budget_cases, compare_cases, render_junit, run_cases, timing
 from edgeprof.report.results import run_warnings
 from tests.unit.gating_helpers import MIB, run
-
-GOLDEN = Path(__file__).parent / "golden"
-
-
-def golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("EDGEPROF_UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert text == path.read_text(), f"{name} differs from its golden file"
+from tests.unit.golden_files import golden
 
 
 def sweep() -> list[RunResult]:

@@ -39,13 +39,15 @@ def test_every_command_at_every_depth_is_on_the_page() -> None:
 def test_the_committed_page_is_the_commands_help_now() -> None:
     """docs/cli.md had held only the marker, filled at ``mkdocs build``: a reader on GitHub
     got no reference.  The help is committed; an option added, removed or reworded without
-    ``python docs/hooks/cli_reference.py`` fails here."""
+    ``.venv/bin/python docs/hooks/cli_reference.py`` fails here, naming that command."""
     hook = _hook()
     page = hook.PAGE.read_text()
     assert page.count(hook.MARKER) == 1 and page.count(hook.END) == 1
     committed = page.split(hook.MARKER)[1].split(hook.END)[0]
-    assert committed == f"\n{hook.reference()}\n"
-    assert hook.with_reference(page) == page  # the build's rewrite changes nothing
+    # The fix named: a failure had shown a truncated diff and no command.
+    stale = "docs/cli.md is out of date: .venv/bin/python docs/hooks/cli_reference.py"
+    assert committed == f"\n{hook.reference()}\n", stale
+    assert hook.with_reference(page) == page, stale  # the build's rewrite changes nothing
 
 
 def test_a_page_with_the_marker_alone_gets_the_help_and_its_end() -> None:

@@ -30,7 +30,7 @@ def test_the_published_fit_schema_is_the_models(schema: dict[str, Any]) -> None:
     jsonschema.Draft202012Validator.check_schema(schema)
     assert schema == fit_schema(), (
         "edgeprof/fit.schema.json is out of date: "
-        "python -m edgeprof.model.schema fit > edgeprof/fit.schema.json"
+        ".venv/bin/python -m edgeprof.model.schema fit > edgeprof/fit.schema.json"
     )
     fit = schema["$defs"]["Fit"]
     assert fit["required"][0] == "schema_version"

@@ -37,7 +37,7 @@ def test_the_published_predictions_schema_is_the_models(schema: dict[str, Any]) 
     jsonschema.Draft202012Validator.check_schema(schema)
     assert schema == predictions_schema(), (
         "edgeprof/predictions.schema.json is out of date: "
-        "python -m edgeprof.model.schema predictions > edgeprof/predictions.schema.json"
+        ".venv/bin/python -m edgeprof.model.schema predictions > edgeprof/predictions.schema.json"
     )
     top = schema["properties"]
     assert top["schema"]["const"] == PREDICTIONS_SCHEMA == "edgeprof-predictions/1"

@@ -33,7 +33,7 @@ def test_the_published_schema_is_the_models() -> None:
     jsonschema.Draft202012Validator.check_schema(published)
     assert published == result_schema(), (
         "edgeprof/result.schema.json is out of date: "
-        "python -m edgeprof.model.schema > edgeprof/result.schema.json"
+        ".venv/bin/python -m edgeprof.model.schema > edgeprof/result.schema.json"
     )
     # Descriptions come from the fields' docstrings, as the docs show them.
     cpu = published["$defs"]["CpuStats"]["properties"]["avg_pct"]["description"]
