@@ -43,7 +43,7 @@ demo: setup
 	    -m $(subst $(space),$(comma),$(strip $(FAMILY))) -- $(PY) examples/benchmark/infer.py
 
 test: setup
-	$(PY) tests/run_tiers.py
+	$(PY) tests/run_tiers.py $(TIERS)
 
 lint: setup
 	$(VENV)/bin/ruff check edgeprof tests examples benchmarks native docs

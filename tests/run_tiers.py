@@ -1,4 +1,5 @@
-"""Run every test tier and say how many tests ran in each (``make test`` calls this).
+"""Run every test tier and say how many tests ran in each (``make test`` calls this), or
+only the tiers named: ``python tests/run_tiers.py static unit``.
 
 Tiers: static (ruff; mypy --strict over the package, tests and benchmarks; the import
 contracts; the documentation site, built strictly), unit (fake
@@ -23,6 +24,7 @@ import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -42,11 +44,25 @@ TIERS = [
 ]
 
 
+NAMES = ("static", *(name for name, _ in TIERS))
+"""Every tier, in the order they run."""
+
+
+def chosen(words: Sequence[str]) -> list[str]:
+    """The tiers to run, in :data:`NAMES`' order: those ``words`` name, every one when they
+    name none.  Raises :class:`ValueError` naming a word that is no tier."""
+    unknown = [w for w in words if w not in NAMES]
+    if unknown:
+        raise ValueError(f"no tier {unknown[0]!r}: the tiers are {', '.join(NAMES)}")
+    return [n for n in NAMES if not words or n in words]
+
+
 def unit_workers(cores: int | None = None) -> list[str]:
     """pytest-xdist's arguments for the unit tier: a worker per core this process may run on
-    (at most 8: past that, starting workers costs more than they save).  Its 2150 tests
-    are fakes and pure logic, and took 89.5 s on one of our 2 cores while the other idled,
-    49 s on both (three runs; 67 s with a CPU-bound spinner beside them, measured).  The
+    (at most 8: past that, starting workers costs more than they save).  Its tests are
+    fakes and pure logic: at 2150 they took 89.5 s on one of our 2 cores while the other
+    idled, 49 s on both (three runs; 67 s with a CPU-bound spinner beside them, measured);
+    at 2960, 271 s with two workers while other jobs loaded the machine.  The
     kernel tiers stay serial: their tests measure CPU shares and lease cores."""
     n = min(8, len(os.sched_getaffinity(0)) if cores is None else cores)
     return ["-n", str(n)] if n > 1 else []
@@ -173,16 +189,9 @@ def counts(junit: Path) -> dict[str, int]:
     return c
 
 
-def main() -> int:
-    RESULTS.mkdir(exist_ok=True)
-    for old in RESULTS.glob("*.xml"):
-        old.unlink()
-    env = {**os.environ, "EDGEPROF_RESULTS_DIR": str(RESULTS), "PYTHONDONTWRITEBYTECODE": "1",
-           "NO_MKDOCS_2_WARNING": "1"}  # Material's banner about its successor, every build
-    rows: list[Row] = []
-
-    t = time.monotonic()
-    static_rc = 0 if compile_checkout() else 1
+def _static(env: dict[str, str], compiled: bool, t: float) -> Row:
+    """The static tier's row: its commands, one test each (``t``: when the tiers started)."""
+    static_rc = 0 if compiled else 1
     lint = [PY, "-m", "ruff", "check", "edgeprof", "tests", "examples", "benchmarks", "native",
             "docs"]
     # No arguments: pyproject's [tool.mypy] files, the package and the tests, their harnesses,
@@ -198,10 +207,31 @@ def main() -> int:
     for cmd in static:
         print("$", " ".join(Path(c).name if i == 0 else c for i, c in enumerate(cmd)), flush=True)
         static_rc |= subprocess.call(cmd, cwd=REPO, env=env)
-    rows.append(Row("static", {"tests": len(static), "failures": int(static_rc != 0),
-                               "errors": 0, "skipped": 0}, time.monotonic() - t, static_rc))
+    return Row("static", {"tests": len(static), "failures": int(static_rc != 0),
+                          "errors": 0, "skipped": 0}, time.monotonic() - t, static_rc)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        run = chosen(sys.argv[1:] if argv is None else argv)
+    except ValueError as exc:
+        print(f"run_tiers: {exc}", file=sys.stderr)
+        return 2
+    RESULTS.mkdir(exist_ok=True)
+    for old in RESULTS.glob("*.xml"):
+        old.unlink()
+    env = {**os.environ, "EDGEPROF_RESULTS_DIR": str(RESULTS), "PYTHONDONTWRITEBYTECODE": "1",
+           "NO_MKDOCS_2_WARNING": "1"}  # Material's banner about its successor, every build
+    rows: list[Row] = []
+
+    t = time.monotonic()
+    compiled = compile_checkout()  # for every tier: each runs without writing bytecode
+    if "static" in run:
+        rows.append(_static(env, compiled, t))
 
     for name, paths in TIERS:
+        if name not in run:
+            continue
         why = gpu_absent() if name == "gpu" else None
         if why is not None:
             print(f"\n=== tier {name}: did not run: {why}", flush=True)

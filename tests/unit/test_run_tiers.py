@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.run_tiers import MAY_NOT_RUN, TIERS, Row, gpu_absent, summary, unit_workers
+from tests.run_tiers import (
+    MAY_NOT_RUN,
+    TIERS,
+    Row,
+    chosen,
+    gpu_absent,
+    main,
+    summary,
+    unit_workers,
+)
 
 FAKE_PYNVML = """
 import os
@@ -149,3 +158,22 @@ def test_the_unit_tier_runs_a_worker_per_core_up_to_eight() -> None:
     assert unit_workers(2) == ["-n", "2"]
     assert unit_workers(16) == ["-n", "8"]
     assert unit_workers() == unit_workers(len(os.sched_getaffinity(0)))
+
+
+def test_one_tier_or_several_by_name_in_the_runs_order() -> None:
+    assert chosen([]) == ["static", "unit", "host", "gpu", "vm", "docker", "slurm", "ray"]
+    assert chosen(["unit"]) == ["unit"]
+    assert chosen(["unit", "static"]) == ["static", "unit"]
+    with pytest.raises(ValueError, match=r"^no tier 'units': the tiers are static, unit, host"):
+        chosen(["unit", "units"])
+
+
+def test_a_word_that_is_no_tier_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["kernel"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "run_tiers: no tier 'kernel': the tiers are static, unit, host, gpu, vm, docker, "
+        "slurm, ray\n"
+    )
