@@ -38,10 +38,12 @@ NON_NEGATIVE = frozenset(
 interval may be below 0), the keys no measurement makes negative, besides every
 ``*_bytes``; a result's are every number but :data:`SIGNED` (:func:`non_negative`)."""
 
-SIGNED = frozenset({"temperature_peak_c"})
+SIGNED = frozenset({"temperature_peak_c", "exit_code"})
 """The numbers of a result that may be below 0: a temperature in °C (NVML's is unsigned, but
-a GPU can be colder than 0 °C).  Every other number of a result is a time, count, size,
-share, rate or version, none of which a measurement makes negative."""
+a GPU can be colder than 0 °C), and an exit status (Docker's wait answers -1 where the daemon
+has none: ``engine.wait``; a result edgeprof wrote must stay one it reads).  Every other
+number of a result is a time, count, size, share, rate or version, none of which a
+measurement makes negative."""
 
 
 def non_negative(cls: type, field: str) -> bool:

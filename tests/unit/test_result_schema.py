@@ -208,14 +208,18 @@ def _numbers(node: Any, at: str = "") -> dict[str, dict[str, Any]]:
     return out
 
 
-def test_every_number_of_a_result_is_0_or_more_but_a_temperature() -> None:
+def test_every_number_of_a_result_is_0_or_more_but_a_temperature_and_an_exit_status() -> None:
     """A contributor's hand-edited ``throttled_s: -3``, ``nr_throttled: -7`` met the schema,
     as did about 45 other counts and sizes: only 7 names and the sizes had a bound.  Now
-    every number has one (0, or the limits' own above it) but ``temperature_peak_c``."""
+    every number has one (0, or the limits' own above it) but ``temperature_peak_c`` and
+    ``exit_code`` (Docker's wait answers -1 where the daemon has no status)."""
     numbers = _numbers(json.loads(RESULT_SCHEMA.read_text()))
     assert len(numbers) > 100  # the walk reached every block (142 numbers today)
     unbounded = sorted(k for k, n in numbers.items() if n.get("minimum", -1) < 0)
-    assert unbounded == ["$defs.GpuDevice.temperature_peak_c"]
+    assert unbounded == ["$defs.GpuDevice.temperature_peak_c", "exit_code"]
+    signed = {**RESULT, "termination": "exited", "exit_code": -1}
+    assert RunResult.from_dict(signed).exit_code == -1  # what the Docker backend may write
+    assert not list(VALIDATOR.iter_errors(signed))
 
 
 def test_negative_throttling_counts_and_a_negative_core_are_refused_by_both() -> None:
