@@ -495,13 +495,17 @@ def us_to_s(us: int | None) -> float | None:
 def format_seconds(s: float | None, digits: int = 1, like: float | None = None) -> str:
     """``0.0123`` → ``12.3ms``; ``75.2`` → ``75.20s``; under a millisecond in microseconds,
     ``0.0000076`` → ``7.6µs`` (a layer's 7.6 µs and 29 µs had both printed ``0.0ms``, and a
-    p95 of 0.2 ms beside its +88.8% change).  ``digits``: decimals (one more in seconds).
-    ``like``: the value ``s`` is shown beside (a mean, for its deviation ``s``): microseconds
-    only where both are under a millisecond (``20.1ms ± 0.7ms``, ``235.0µs ± 4.1µs``).
-    Zero stays ``0.0ms``."""
+    p95 of 0.2 ms beside its +88.8% change); under a microsecond in whole nanoseconds,
+    ``1.39e-7`` → ``139ns`` (``compare`` had shown p95s of 0.139, 0.101 and 0.101 µs all as
+    ``0.1µs ± 0.0µs`` beside a ±39.7 % interval; the protocol's clock counts nanoseconds).
+    ``digits``: decimals (one more in seconds).  ``like``: the value ``s`` is shown beside (a
+    mean, for its deviation ``s``): the smaller unit only where both are under it
+    (``20.1ms ± 0.7ms``, ``235.0µs ± 4.1µs``, ``114ns ± 22ns``).  Zero stays ``0.0ms``."""
     if s is None:
         return "n/a"
     big = max(abs(s), abs(like)) if like is not None else abs(s)
+    if s != 0 and round(big * 1e6, digits) < 1:
+        return f"{s * 1e9:.0f}ns"
     if s != 0 and round(big * 1000, digits) < 1:
         return f"{s * 1e6:.{digits}f}µs"
     if s < 1:

@@ -216,6 +216,8 @@ def test_the_chain_check_of_files_old_and_new() -> None:
 
 def test_times_under_a_millisecond_show_microseconds() -> None:
     """A ReLU's 7.6 µs and a Linear's 29 µs had both printed ``0.0ms``."""
+    from edgeprof.analysis.regression import Change, Verdict
+
     assert format_seconds(7.6e-6) == "7.6µs"
     assert format_seconds(29e-6) == "29.0µs"
     assert format_seconds(0.000235) == "235.0µs"
@@ -224,13 +226,21 @@ def test_times_under_a_millisecond_show_microseconds() -> None:
     assert format_seconds(75.2) == "75.20s"
     assert format_seconds(0.0) == "0.0ms"
     p95 = next(m for m in METRICS if m.key == "latency_p95")
+    # Under a microsecond in whole nanoseconds: a tester's p95s of 0.139, 0.101 and 0.101 µs
+    # had all shown as 0.1µs, their mean and deviation as "0.1µs ± 0.0µs".
+    assert [format_seconds(v) for v in (1.39e-7, 1.01e-7)] == ["139ns", "101ns"]
+    assert format_seconds(2.2e-8, like=1.14e-7) == "22ns"
+    assert format_seconds(0.0000041, like=1.14e-7) == "4.1µs"  # the larger unit
+    change = Change("m", "cpus=1", p95, (1.39e-7, 1.01e-7, 1.01e-7), (1.2e-7,) * 3,
+                    Verdict.NO_CHANGE)  # fmt: skip
+    assert change.stat_text(change.base) == "114ns ± 22ns (n=3)"
+    assert format_seconds(9.9996e-7) == "1.0µs"  # rounds to a microsecond: shown so
+    p95 = next(m for m in METRICS if m.key == "latency_p95")
     assert p95.format(0.00021) == "210.0µs"
     assert p95.format_apart(0.00021, 0.00021004) == "210.00µs"
     # A deviation takes microseconds only beside a mean that does: "20.1ms ± 0.7ms" stays.
     assert format_seconds(0.0007, like=0.0201) == "0.7ms"
     assert format_seconds(0.0000041, like=0.000235) == "4.1µs"
-    from edgeprof.analysis.regression import Change, Verdict
-
     change = Change("m", "cpus=1", p95, (0.0002, 0.00021), (0.0003, 0.0006), Verdict.NO_CHANGE)
     assert change.stat_text(change.base) == "205.0µs ± 7.1µs (n=2)"  # had been 0.2ms ± 0.0ms
     assert change.stat_text(change.current) == "450.0µs ± 212.1µs (n=2)"  # 0.3ms ± 0.3ms
