@@ -35,7 +35,7 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 """Control characters (C0, DEL, C1) have no place in a name the report prints to a terminal
 (an escape sequence would be the terminal's to act on)."""
 
-KINDS = ("begin", "end", "mark", "iter", "raised", "waited")
+KINDS = ("begin", "end", "mark", "iter", "raised", "nested", "waited")
 
 # -- what the runner keeps of it ---------------------------------------------------------------
 
@@ -121,6 +121,16 @@ def cap_warnings(c: EventCounts, dropped: Sequence[str] = ()) -> list[str]:
     return out
 
 
+def nested_warning(nested: int) -> str:
+    """The run's one warning for its ``nested`` lines: they are in no figure, and a sub-step
+    has its own way to be timed."""
+    return (
+        f"{nested} iteration(s) ran inside another iteration of the same thread and are not "
+        "counted: only the outermost is an iteration of the run (its latency holds theirs); "
+        "time a sub-step with edgeprof.phase(NAME)"
+    )
+
+
 class ProtocolError(ValueError):
     """A malformed line; the runner ignores it and counts it in a warning."""
 
@@ -131,13 +141,15 @@ class Event(NamedTuple):
     5.5 µs ``parse_line`` took per ``iter`` line (on a loaded 2-core host)."""
 
     kind: str
-    """``begin``, ``end``, ``mark``, ``iter``, ``raised`` (an iteration that raised) or
-    ``waited`` (the workload's write to the pipe was held up from T0 to T1)."""
+    """``begin``, ``end``, ``mark``, ``iter``, ``raised`` (an iteration that raised),
+    ``nested`` (an iteration inside another of its thread) or ``waited`` (the workload's
+    write to the pipe was held up from T0 to T1)."""
     name: str = ""
     t: float = 0.0
-    """Absolute ``CLOCK_MONOTONIC`` seconds (the iteration's end for ``iter`` and ``raised``)."""
+    """Absolute ``CLOCK_MONOTONIC`` seconds (the iteration's end for ``iter``, ``raised`` and
+    ``nested``)."""
     t0: float = 0.0
-    """``iter`` and ``raised`` only: the iteration's start."""
+    """``iter``, ``raised``, ``nested`` and ``waited`` only: the span's start."""
     items: int = 1
     items_given: bool = False
     """``iter`` only: the line had an ITEMS field."""
@@ -177,7 +189,7 @@ def parse_line(line: str, now: float) -> Event:
         if not 1 <= len(args) <= 2:
             raise ProtocolError(f"{kind}: expected NAME [T], got {len(args)} words")
         return Event(kind, name=_name(args[0]), t=_time(args[1]) if len(args) == 2 else now)
-    if kind in ("raised", "waited"):
+    if kind in ("raised", "nested", "waited"):
         if len(args) != 2:
             raise ProtocolError(f"{kind}: expected T0 T1, got {len(args)} words")
         t0, t1 = _time(args[0]), _time(args[1])
@@ -213,7 +225,7 @@ def off_clock(ev: Event, now: float, start: float) -> str | None:
     hint = "the protocol's times are CLOCK_MONOTONIC (time.monotonic()), the run's clock"
     if ev.t > now + CLOCK_SLACK_S:
         return f"{ev.kind}: time {ev.t:.3f} is after the line was read ({now:.3f}): {hint}"
-    first = ev.t0 if ev.kind in ("iter", "raised", "waited") else ev.t
+    first = ev.t0 if ev.kind in ("iter", "raised", "nested", "waited") else ev.t
     if first < start - CLOCK_SLACK_S:
         return f"{ev.kind}: time {first:.3f} is before the run began ({start:.3f}): {hint}"
     return None

@@ -49,6 +49,7 @@ from .event_lines import (
     FrequentNames,
     ProtocolError,
     cap_warnings,
+    nested_warning,
     off_clock,
     parse_line,
 )
@@ -147,6 +148,7 @@ class EventStore:
         self._boundary = False  # a batch had a begin or end line: one reading after it
         self._waited = 0.0  # seconds the workload's writes waited on the pipe ("waited")
         self._waits = 0
+        self._nested = 0  # iterations inside another of their thread ("nested"): no figure
         self.lines = 0
         self.malformed = 0
         self._bad_kinds: dict[str, tuple[int, str]] = {}  # reason's kind: (count, first)
@@ -234,6 +236,9 @@ class EventStore:
             self.lines -= 1
             self._waited += t - (ev.t0 - self._t0)
             self._waits += 1
+            return
+        if ev.kind == "nested":
+            self._nested += 1
             return
         if ev.kind == "raised":
             with self._lock:
@@ -448,6 +453,8 @@ class EventStore:
         )
         warnings = cap_warnings(self.counts(), self._dropped.most())
         warnings.extend(self._past_store_warnings(run_end))
+        if self._nested:
+            warnings.append(nested_warning(self._nested))
         if self.malformed:
             warnings.append(self._malformed_warning())
         if self._snapshot_error is not None:

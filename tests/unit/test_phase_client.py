@@ -228,7 +228,7 @@ def test_the_runner_ignores_malformed_lines_with_one_warning_and_keeps_the_rest(
     assert [w for w in warnings if "malformed" in w] == [
         "5 malformed event line(s) ignored: "
         "1 like 'garbage': unknown event 'garbage' "
-        "(expected one of begin, end, mark, iter, raised, waited); "
+        "(expected one of begin, end, mark, iter, raised, nested, waited); "
         "1 like '\ufffd\ufffd not utf-8': not UTF-8; "
         "1 like 'end never-begun': end of phase 'never-begun', which is not open; "
         "1 like 'iter 3 1': iter: ends before it starts; "
