@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..measure.contention import held_by_others
-from ..measure.latency import stalled_words
+from ..measure.throttling import stalled_words
 from ..model import RunResult
 from ..units import format_seconds
 from . import rules

@@ -37,7 +37,7 @@ import yaml
 
 from .. import storage as files
 from ..errors import ConfigError
-from ..measure.latency import percentile
+from ..measure.sketch import percentile
 from ..storage import read_input
 from ..units import format_cpuset
 from ..yamlfile import parse as parse_yaml

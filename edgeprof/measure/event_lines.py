@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from ..model import EventCounts
 from ..workload.instrument import MAX_ITEMS, MAX_NAME
-from .latency import SKETCH_ALPHA
+from .sketch import SKETCH_ALPHA
 
 MAX_LINE = 4096
 """Longer lines (in bytes) are malformed (a single ``write()`` of up to 4 KiB is atomic on a
@@ -54,7 +54,7 @@ MAX_MARKS = 1024
 MAX_ITERATIONS = 100_000
 """Iterations whose start, end, items and stall are stored (32 bytes each: 3.2 MB); past it
 every iteration is still in the counts, sums, extremes and rates exactly, and in the
-percentiles within :data:`~edgeprof.measure.latency.SKETCH_ALPHA` (the sketch's bound, which
+percentiles within :data:`~edgeprof.measure.sketch.SKETCH_ALPHA` (the sketch's bound, which
 does not depend on the count); the throttling check covers the stored ones."""
 
 

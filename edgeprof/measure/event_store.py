@@ -53,16 +53,7 @@ from .event_lines import (
     off_clock,
     parse_line,
 )
-from .latency import (
-    Iteration,
-    Tail,
-    all_raised,
-    host_speed_warning,
-    iteration_stalls,
-    latency_stats,
-    stall_warning,
-    with_raised,
-)
+from .latency import Iteration, Tail, all_raised, latency_stats, with_raised
 from .phases import (
     Occurrence,
     PhaseTail,
@@ -71,6 +62,7 @@ from .phases import (
     missed_windows_warning,
     window_missed,
 )
+from .throttling import host_speed_warning, iteration_stalls, stall_warning
 
 WAITED_WARN_S = 0.01
 WAITED_WARN_SHARE = 0.01

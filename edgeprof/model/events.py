@@ -22,7 +22,7 @@ class Capped:
     past the first ``cap``; ``marks``: ``kept`` marks, ``over`` those past the first ``cap``;
     ``iterations``: ``kept`` durations stored exactly, ``over`` iterations past the first
     ``cap``, which are in every count, sum, minimum, maximum and throughput but reach the
-    percentiles only through a sketch (:class:`edgeprof.measure.latency.Sketch`).
+    percentiles only through a sketch (:class:`edgeprof.measure.sketch.Sketch`).
     """
 
     cap: int

@@ -2,8 +2,9 @@
 its named phases (``with edgeprof.phase(name):``), its iterations' latency
 (``edgeprof.iteration()``, with how a ``cpus`` quota's stalls fell on them) and its marks
 (``edgeprof.mark(name)``).  The runner makes them (:mod:`edgeprof.measure.phases`,
-:mod:`edgeprof.measure.latency`); :class:`~edgeprof.model.RunResult` (:mod:`.results`)
-carries them; what the channel received against what it kept is :mod:`.events`.
+:mod:`edgeprof.measure.latency`, :mod:`edgeprof.measure.throttling`);
+:class:`~edgeprof.model.RunResult` (:mod:`.results`) carries them; what the channel received
+against what it kept is :mod:`.events`.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class Throttling:
     ``share``: the quota in CPUs where it is under one (a ``--cpus`` share, a one-core
     device's speed); ``at_host_speed``: under it, the iterations neither used the quota up
     nor took a slower core's stalls, so every percentile is the host core's, not a core of
-    that share's speed (:func:`edgeprof.measure.latency.at_host_speed`; a paced loop whose
+    that share's speed (:func:`edgeprof.measure.throttling.at_host_speed`; a paced loop whose
     frames idle between periods).
     """
 

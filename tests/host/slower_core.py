@@ -146,11 +146,11 @@ def quota_misses(r: RunResult, share: float) -> list[str]:
 
 def had_the_core(lat: LatencyStats, own: OwnCpu) -> bool:
     """Whether the median iteration ran at the core's full speed (within the 25 % by which
-    edgeprof calls a percentile distorted, ``edgeprof.measure.latency.TOLERANCE``).
+    edgeprof calls a percentile distorted, ``edgeprof.measure.throttling.TOLERANCE``).
 
     Only then is a stalling core's median told from its even spread: edgeprof spreads the
     stall time it read over the iterations' running time, and a preemption by another task
-    counts as running time (``edgeprof.measure.latency.distortion``).  Under
+    counts as running time (``edgeprof.measure.throttling.distortion``).  Under
     ``stress-ng --cpu 2`` on 2 cores the median of 5 ms iterations ran 1.8 times its CPU time
     behind a quarter core's 100 ms quota, its even spread was 1.27 of it, and only p90–p99
     were flagged (on the idle machine: 1.0 times its CPU time, p50 flagged in every run)."""

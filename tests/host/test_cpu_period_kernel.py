@@ -167,7 +167,7 @@ def test_docker_period_is_a_stalling_full_speed_core_and_is_reported(
     t = r.latency.throttling
     # On a host whose clock is a CPU's, a minority: a quota of iterations, then one stalled.
     # In the TCG guest the events thread reads late, in batches (a batch's stall goes to
-    # the iterations longer than its shortest, edgeprof.measure.latency.iteration_stalls,
+    # the iterations longer than its shortest, edgeprof.measure.throttling.iteration_stalls,
     # and the emulator's vCPU turns lengthen some too): a busy host's 6.12 guest flagged
     # 78 of 149 in a fresh-clone CI run.  Some still ran unstalled.
     assert t is not None, r.latency
@@ -182,7 +182,7 @@ def test_docker_period_is_a_stalling_full_speed_core_and_is_reported(
         assert "p99" in t.distorted, t.distorted
         # The even spread adds the stalls the iterations saw to the median, and never more
         # than an evenly slowed core's: each stall is read when it has ended and an
-        # iteration takes at most its own latency of it (edgeprof.measure.latency), so at a
+        # iteration takes at most its own latency of it (edgeprof.measure.throttling), so at a
         # 75 ms stall the spread's median was 0.5–0.85 of a slower core's.
         assert r.latency.p50_s < t.even_p50_s <= 1.15 * own.slower_p50_s, (t, own)
     # Not in the TCG guest: there the events thread reads the lines late and in batches,

@@ -18,7 +18,8 @@ import pytest
 from edgeprof import profile
 from edgeprof.measure.event_lines import MAX_LINE, cap_warnings
 from edgeprof.measure.events import MAX_ITERATIONS, MAX_MARKS, MAX_PHASES, EventChannel
-from edgeprof.measure.latency import SKETCH_ALPHA, Sketch, latency_stats, percentile
+from edgeprof.measure.latency import latency_stats
+from edgeprof.measure.sketch import SKETCH_ALPHA, Sketch, percentile
 from edgeprof.model import Capped, Counters, EventCounts, RunResult
 from edgeprof.report.phases import render_sections
 from edgeprof.workload.instrument import MAX_NAME

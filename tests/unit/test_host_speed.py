@@ -1,4 +1,4 @@
-"""A fractional quota that never slowed the iterations (measure/latency.py:at_host_speed), the
+"""A fractional quota that never slowed the iterations (measure/throttling.py:at_host_speed), the
 even spread of each flagged percentile, and the latency table's marks for both and for a run
 other tasks held off its CPUs; the limits head's CFS period."""
 
@@ -9,7 +9,8 @@ import dataclasses
 import pytest
 
 from edgeprof.measure.events import EventChannel
-from edgeprof.measure.latency import Iteration, distortion, latency_stats, stall_warning
+from edgeprof.measure.latency import Iteration, latency_stats
+from edgeprof.measure.throttling import distortion, stall_warning
 from edgeprof.model import LatencyStats, Limits, RunResult, Throttling
 from edgeprof.report.bench import render_bench
 from edgeprof.report.phases import HELD_NOTE, HOST_SPEED_NOTE, render_sections

@@ -20,7 +20,7 @@ from edgeprof import profile
 from edgeprof.backends._peak_reset import SharedPeakReset, sampled_phase_peaks
 from edgeprof.measure.event_store import EventStore
 from edgeprof.measure.events import EventChannel
-from edgeprof.measure.latency import latency_stats, percentile
+from edgeprof.measure.latency import latency_stats
 from edgeprof.measure.phases import (
     Occurrence,
     Timeline,
@@ -29,6 +29,7 @@ from edgeprof.measure.phases import (
     peak_with_phases,
     phase_stats,
 )
+from edgeprof.measure.sketch import percentile
 from edgeprof.model import Counters, LatencyStats, Mark, PhaseStats, RunResult, Termination
 from edgeprof.report.phases import MAX_OF_RUNS_NOTE, unread_cpu_notes
 from edgeprof.report.results import render_markdown, render_plain

@@ -1,4 +1,4 @@
-"""How a CPU quota's stalls fell on the reported iterations (measure/latency.py), the
+"""How a CPU quota's stalls fell on the reported iterations (measure/throttling.py), the
 warning, the table's marks, budgets and comparisons that repeat it."""
 
 from __future__ import annotations
@@ -21,13 +21,9 @@ from edgeprof.analysis.compare import summarize
 from edgeprof.analysis.metrics import stalled_percentiles
 from edgeprof.analysis.regression import compare_results
 from edgeprof.measure.events import EventChannel
-from edgeprof.measure.latency import (
-    distortion,
-    iteration_stalls,
-    latency_stats,
-    percentile,
-    stall_bound,
-)
+from edgeprof.measure.latency import latency_stats
+from edgeprof.measure.sketch import percentile
+from edgeprof.measure.throttling import distortion, iteration_stalls, stall_bound
 from edgeprof.model import Counters, LatencyStats, Limits, RunResult
 from edgeprof.report.ci_summary import render_run_summary
 from edgeprof.report.phases import STALLED_NOTE, render_sections
