@@ -77,9 +77,9 @@ from ..units import (
     require_unit,
 )
 from . import rules
-from .budget_caveats import budget_caveats
+from .budget_caveats import budget_caveats, within_budget
 from .cells import cell_name, cells, ending, successful
-from .metrics import BUDGET_METRICS, FEW, Kind, Metric, few_iterations, same_figure
+from .metrics import BUDGET_METRICS, FEW, Kind, Metric, few_iterations
 from .unmeasured import why_unmeasured
 
 PHASE_KEY = "latency_phase"
@@ -370,7 +370,7 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
                 )
                 continue
             value = metric.of_cell(values)
-            within = _within(metric, value, budget)
+            within = within_budget(metric, value, budget)
             status = Status.PASS if within else Status.BREACH
             caveats = budget_caveats(metric, values, budget, within, ok, results)
             if gated == "":
@@ -427,14 +427,6 @@ def _warmup_caveat(ok: Sequence[RunResult]) -> str:
         f"the iterations of phase {said} are in it: --latency-phase (a budget file's "
         f"{PHASE_KEY}) gates one phase"
     )
-
-
-def _within(metric: Metric, value: float, budget: float) -> bool:
-    """``value`` on the budget's side of it: under a ceiling, or over a floor (a metric
-    larger is better of); equal to it is within either way."""
-    if same_figure(value, budget):
-        return True
-    return value >= budget if metric.larger_is_better else value <= budget
 
 
 def unused_models(results: Sequence[RunResult], budgets: Budgets) -> list[str]:

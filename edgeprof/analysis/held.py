@@ -93,17 +93,6 @@ def mean_held(runs: Sequence[RunResult]) -> float | None:
     return sum(held) / len(held) if held else None
 
 
-def less_held(runs: Sequence[RunResult]) -> tuple[float, ...]:
-    """Each run's wall time less the time other tasks held *that run* off its CPUs (a run
-    that did not measure it: its wall time as it is, none known to take off).  Per run, not
-    a side's mean: every run records its own ``cpu.held_s``, so the difference of the two
-    sides less their own held time keeps its interval from the runs themselves.  A tester's
-    baseline held off 0.276 s a run and current 0.526 s: less the current side's alone, a
-    +71.9 % wall time had read -47.5 % ("may be the host's"); less each run's own, +40.3 %,
-    as its CPU time's +41.4 %."""
-    return tuple(r.wall_s - (held_by_others(r.cpu.held_s, r.cpu.throttled_s) or 0.0) for r in runs)
-
-
 LOWERED_BY_HELD = frozenset({"throughput", "cpu_pct"})
 """The figures of :data:`SLOWED_BY_OTHERS` that time held off lowers (items, or CPU time,
 over a longer wall); the others, times, it raises."""
@@ -120,7 +109,12 @@ def weighed_figures(metric: Metric, runs: Sequence[RunResult]) -> tuple[float, .
     """Each run's figure of ``metric`` (of :data:`SLOWED_BY_OTHERS`; the runs that have it)
     with the share of its wall time other tasks held *that run* off its CPUs taken out: a
     time times (1 − share), a rate divided by it; the wall time so is its wall less its
-    held-off time (:func:`less_held`).  The share, not the seconds: a run's held-off seconds
+    held-off time.  Per run, not a side's mean: every run records its own ``cpu.held_s``, so
+    the figures less it keep their spread from the runs themselves (a tester's baseline held
+    off 0.276 s a run and current 0.526 s: less the current side's alone, a +71.9 % wall time
+    had read -47.5 % ("may be the host's"); less each run's own, +40.3 %, as its CPU time's
+    +41.4 %).  ``compare`` tests its change on them, a budget's check its cell's value (the
+    one rule of both).  The share, not the seconds: a run's held-off seconds
     are the run's, and taken off a 10.4 ms p95 whole they had made "+824.2% ± 20.0%" (a
     verifier's); spread over the run, they slow each of its iterations by that share.  A
     tester's +479.6 % throughput (160.8 → 932.1 items/s), baseline runs held off 10–43 % of
