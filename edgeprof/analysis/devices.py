@@ -285,7 +285,9 @@ _SIZES = ("memory", "gpu_memory")
 def _unit_note(path: Path, name: str, e: Mapping[str, Any], key: str) -> str | None:
     """The note of a size written with a unit that reads as decimal (``memory: 420MB``):
     Docker's rule, which every size of edgeprof's follows (``--memory``, budgets), reads it
-    as MiB.  Not refused: catalogs written so hold binary sizes that users meant."""
+    as MiB.  Not refused: catalogs written so hold binary sizes that users meant.  The
+    user's own text is quoted, in both places: rewritten, ``430080kB`` had read "430080 KB"
+    (a verifier's), a unit they did not write."""
     found = decimal_looking(e.get(key))
     if found is None:
         return None
@@ -295,9 +297,10 @@ def _unit_note(path: Path, name: str, e: Mapping[str, Any], key: str) -> str | N
     i = f"{unit[0]}iB"  # KiB, MiB, GiB, TiB
     return (
         f"{name}: {key} {e[key]!r} in {path} is read as {format_binary(binary)} (binary "
-        f"multiples: Docker's rule, as --memory); {number} {unit} of {power} bytes (a "
-        f"datasheet's, or a device CSV's _{unit.lower()}) would be {format_binary(decimal)}: "
-        f"write {number}{i} to keep it binary without this note, or the size meant in {i}"
+        f"multiples: Docker's rule, as --memory); {e[key]!r} in multiples of {power} bytes "
+        f"(a datasheet's, or a device CSV's _{unit.lower()}) would be "
+        f"{format_binary(decimal)}: write {number}{i} to keep it binary without this note, "
+        f"or the size meant in {i}"
     )
 
 

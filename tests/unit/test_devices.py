@@ -751,6 +751,19 @@ def test_devices_says_where_each_entry_came_from_and_what_it_replaces(
     assert data["rpi4-1gb"]["replaces"] is None
 
 
+def test_a_decimal_looking_size_is_quoted_as_the_user_wrote_it(tmp_path: Path) -> None:
+    """A verifier's ``430080kB`` had been said as "430080 KB", a unit they did not write."""
+    cat = _catalog(tmp_path, "  pk:\n    cores: 1\n    memory: 430080kB\n    speed: 0.15\n")
+    [note] = resolve_device("pk", cat, None, {}).device.notes
+    assert note == (
+        f"pk: memory '430080kB' in {cat} is read as 420.0MiB (binary multiples: Docker's "
+        "rule, as --memory); '430080kB' in multiples of 10³ bytes (a datasheet's, or a device "
+        "CSV's _kb) would be 410.2MiB: write 430080KiB to keep it binary without this note, or "
+        "the size meant in KiB"
+    )
+    assert "430080 KB" not in note
+
+
 def test_a_catalog_size_whose_unit_reads_as_decimal_is_said_where_it_is_used(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -764,8 +777,9 @@ def test_a_catalog_size_whose_unit_reads_as_decimal_is_said_where_it_is_used(
     )
     note = (
         f"pz: memory '420MB' in {cat} is read as 420.0MiB (binary multiples: Docker's rule, "
-        "as --memory); 420 MB of 10⁶ bytes (a datasheet's, or a device CSV's _mb) would be "
-        "400.5MiB: write 420MiB to keep it binary without this note, or the size meant in MiB"
+        "as --memory); '420MB' in multiples of 10⁶ bytes (a datasheet's, or a device CSV's "
+        "_mb) would be 400.5MiB: write 420MiB to keep it binary without this note, or the size "
+        "meant in MiB"
     )
     pz = resolve_device("pz", cat, None, {})
     assert pz.memory == 420 * 2**20 and pz.device.notes == (note,)
