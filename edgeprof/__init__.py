@@ -133,9 +133,12 @@ if not TYPE_CHECKING:  # hidden from mypy, which then sees the real imports abov
 
 
 def __dir__() -> list[str]:
-    """The lazy public names too: ``dir(edgeprof)`` (a notebook's tab completion) had shown
-    none of them, only what the import had bound."""
-    return sorted({*globals(), *__all__})
+    """The public names (lazy ones too) and the dunder names Python binds: ``dir(edgeprof)``
+    (a notebook's tab completion) had shown none of the lazy ones, then, from the module's
+    globals, its machinery beside them (``TYPE_CHECKING``, ``_LAZY``, ``_LIGHT``,
+    ``annotations``, the ``version`` submodule), none of it API."""
+    dunders = (n for n in globals() if n.startswith("__") and n.endswith("__"))
+    return sorted({*dunders, *__all__})
 
 
 __all__ = [

@@ -212,6 +212,18 @@ def test_dir_lists_the_lazy_public_names_without_loading_them() -> None:
     assert proc.stdout == "[] True ['edgeprof.version']\n", proc.stderr
 
 
+def test_dir_lists_only_the_public_names_and_pythons_dunders() -> None:
+    """``dir(edgeprof)`` had listed ``TYPE_CHECKING``, ``_LAZY`` and ``_LIGHT`` (and
+    ``annotations``, ``version``) beside the API: now ``__all__`` and the dunders alone,
+    however many lazy names were loaded."""
+    edgeprof.profile  # noqa: B018  (a lazy name loaded: bound in the module's globals)
+    names = dir(edgeprof)
+    extra = {n for n in names if n not in edgeprof.__all__}
+    assert extra and all(n.startswith("__") and n.endswith("__") for n in extra)
+    assert {"TYPE_CHECKING", "_LAZY", "_LIGHT", "annotations", "version"}.isdisjoint(names)
+    assert set(edgeprof.__all__) <= set(names) and "__doc__" in names and "__path__" in names
+
+
 def test_the_types_of_a_comparison_are_exported() -> None:
     """Code that reads a comparison annotated it from internal modules."""
     from edgeprof.analysis.change import Change, Verdict
