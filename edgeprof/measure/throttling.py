@@ -219,7 +219,16 @@ def at_host_speed(running_s: float, stall_s: float, share: float, busy: float | 
     quota was never reached, and ``busy`` (1.0: the iterations wanted the CPU all along)
     keeps such a run out; the contention warning names it.  At a share of 0.75 or more a
     slower core's latencies are within :data:`TOLERANCE` of the host's, and none is
-    flagged."""
+    flagged.
+
+    Not covered: a total quota of 1 CPU or more whose per-core speed is under 1 (a device of
+    2 cores at speed 0.5 is ``cpus=1``).  The same reasoning holds there (a paced loop on one
+    thread never spends a whole CPU's quota, so it runs at the host core's speed, not at
+    0.5), but ``share`` here is the run's quota alone, and a quota of 1 CPU is as well a
+    plain ``--cpus 1``, which means one whole host core: flagging it would be wrong.  The
+    per-core speed is the device catalog's (``speed``), which the run's spec does not carry
+    to the events thread, and quota/threads is no substitute (a thread count says nothing of
+    how fast the device's core is).  Covering it needs that speed passed with the quota."""
     if busy is None or busy >= share or running_s <= 0:
         return False
     return running_s + stall_s < (1 - TOLERANCE) * running_s / share
