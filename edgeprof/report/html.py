@@ -55,8 +55,13 @@ from .table import TextTable
 BAR_KEY = "bar: the median of the runs; whisker: their range, min … max"
 """What a ranking chart's bar and whisker are (:class:`~edgeprof.report.svg.Bar`)."""
 
-MAX_TIMELINES = 12
-"""Runs drawn over time, at most: the first run of each model and setting, then the rest."""
+MAX_TIMELINES = 48
+"""Models and settings drawn over time (the first run of each), at most; the caption names
+the rest (a 24-cell sweep had drawn 12 of them, the rest unsaid)."""
+
+LINES_PER_CHART = len(svg.PALETTE)
+"""Lines on one chart, at most: past them a setting's lines go on to another pair of charts
+(each line on a chart keeps a colour of its own)."""
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1240px;
@@ -394,53 +399,102 @@ def _calibration_charts(cal: Calibration) -> list[str]:
 def _timelines(
     results: Sequence[RunResult], checks: Sequence[BudgetCheck] = ()
 ) -> tuple[list[str], list[str]]:
-    """CPU % and memory over time, one line per run whose samples.csv is on disk; and a note
-    for each run whose file could not be read as a table (it is left out), and one naming
-    the runs with no file on disk, and why (:func:`missing_timelines`: the page had said
-    "not on disk (a run keeps them with --out)" of runs made with --out, their files moved)."""
-    settings = {setting_of(r) for r in results}
-    firsts: dict[str, RunResult] = {}
-    for r in results:  # named by the model, and by the setting where there are several
-        firsts.setdefault(r.label if len(settings) == 1 else f"{r.label} [{setting_of(r)}]", r)
-    chosen = list(firsts.items())[:MAX_TIMELINES]
-    cpu, memory, notes, drawn = [], [], [], []
-    missing = missing_timelines(chosen)
-    notes += [missing] if missing else []
-    for label, r in chosen:
+    """CPU % and memory over time, one line per model and setting (its first run) whose
+    samples.csv is on disk: a pair of charts per setting (its limit drawn across), each of at
+    most :data:`LINES_PER_CHART` lines; past :data:`MAX_TIMELINES` models and settings, a
+    note names those left out (a 24-cell sweep had drawn its first 12 under a caption that
+    read as if every cell were there).  Also a note for each run whose file could not be
+    read as a table (it is left out), and one naming the runs with no file on disk, and why
+    (:func:`missing_timelines`: the page had said "not on disk (a run keeps them with --out)"
+    of runs made with --out, their files moved)."""
+    firsts: dict[tuple[str, str], RunResult] = {}
+    for r in results:
+        firsts.setdefault((r.label, setting_of(r)), r)
+    several = len({s for _, s in firsts}) > 1
+    named = [(f"{k[0]} [{k[1]}]" if several else k[0], r) for k, r in firsts.items()]
+    chosen = named[:MAX_TIMELINES]
+    notes = [missing] if (missing := missing_timelines(chosen)) else []
+    drawn: dict[str, list[tuple[str, RunResult, dict[str, list[float | None]]]]] = {}
+    for name, r in chosen:
         path = r.samples.path
         if path is None or not samples_on_disk(r):
             continue
         try:
             cols = read_samples(path)
         except (OSError, ValueError) as exc:  # a file cut short or edited: the tables stand
-            notes.append(f"{label}: timeline left out, {path} is unreadable ({exc})")
+            notes.append(f"{name}: timeline left out, {path} is unreadable ({exc})")
             continue
+        drawn.setdefault(setting_of(r), []).append((r.label, r, cols))
+    if not drawn:
+        return [], notes
+    count = sum(map(len, drawn.values()))
+    caption = _timelines_caption(count, len(results), named, several)
+    out = [f'<p class="meta">{escape(caption)}</p>']
+    for setting, lines in drawn.items():
+        for at in range(0, len(lines), LINES_PER_CHART):
+            chunk = lines[at : at + LINES_PER_CHART]
+            out += _timeline_charts(setting if several else "", chunk, checks)
+    return out, notes
+
+
+def _timelines_caption(
+    count: int, runs: int, named: Sequence[tuple[str, RunResult]], several: bool
+) -> str:
+    """What the charts draw: how many models and settings of how many, and by name those
+    past :data:`MAX_TIMELINES`, left out."""
+    cells_ = "model and setting" if several else "model"
+    text = (
+        f"Each line is one run, the first of its {cells_}: {count} of {len(named)} "
+        f"drawn ({runs} runs in all)"
+    )
+    if several:
+        text += ", a pair of charts per setting"
+    if len(named) > MAX_TIMELINES:
+        left = [n for n, _ in named[MAX_TIMELINES:]]
+        text += f"; left out (at most {MAX_TIMELINES} drawn): " + ", ".join(left)
+    return text + "."
+
+
+def _timeline_charts(
+    setting: str,
+    lines: Sequence[tuple[str, RunResult, dict[str, list[float | None]]]],
+    checks: Sequence[BudgetCheck],
+) -> list[str]:
+    """One setting's CPU and memory charts (``setting`` empty where the page has one), each
+    line named by its model (the chart's title gives the setting) and, for a run that
+    failed, how it ended (``— oom``: the charts had not said which run was killed); and
+    which samples.csv each line is."""
+    cpu, memory, files = [], [], []
+    for name, r, cols in lines:
+        label = name + _ended(r)
+        files.append(f"{label}: {r.samples.path}")
         t = cols.get("t_s", [])
-        drawn.append(f"{label}: {path}")
         cpu.append(svg.Series(label, _points(t, cols.get("cpu_pct", []))))
         mib = [None if v is None else v / 2**20 for v in cols.get("memory_bytes", [])]
         memory.append(svg.Series(label, _points(t, mib)))
-    if not cpu:
-        return [], notes
-    # Which run each line is: the charts had not said (a sweep's repeats look alike).
-    shown = len(drawn)
-    which = (
-        f"Each line is one run, the first of its model and setting ({shown} of "
-        f"{len(results)} runs), from its samples.csv: " + "; ".join(drawn)
-    )
-    runs = [r for label, r in chosen]
-    cpu_refs, memory_refs = _references(runs, checks)
+    where = f" {under(setting)}" if setting else ""
+    cpu_refs, memory_refs = _references([r for _, r, _ in lines], checks)
     cpu_chart = svg.lines(
-        "CPU % of one core", cpu, "seconds", lambda v: f"{v:g}%", references=_near(cpu_refs, cpu)
-    )
+        f"CPU % of one core{where}", cpu, "seconds", lambda v: f"{v:g}%",
+        references=_near(cpu_refs, cpu),
+    )  # fmt: skip
     memory_chart = svg.lines(
-        "Memory", memory, "seconds", lambda v: f"{v:g} MiB", references=_near(memory_refs, memory)
-    )
+        f"Memory{where}", memory, "seconds", lambda v: f"{v:g} MiB",
+        references=_near(memory_refs, memory),
+    )  # fmt: skip
+    # Capitalised by hand: str.capitalize() lowers the rest ("memory=64.0mib").
+    head = f"{where[1].upper()}{where[2:]}: from" if setting else "From"
     return [
-        f'<p class="meta">{escape(which)}</p>',
+        f'<p class="meta">{escape(head + " its samples.csv: " + "; ".join(files))}</p>',
         f"<figure>{cpu_chart}</figure>",
         f"<figure>{memory_chart}</figure>",
-    ], notes
+    ]
+
+
+def _ended(r: RunResult) -> str:
+    """`` — oom``, `` — timeout``, `` — exited (4)``: a failed run's ending, as the runs'
+    table's END says it, after its line's name; nothing for a run that succeeded."""
+    return "" if r.succeeded else f" — {r.end}"
 
 
 def _references(

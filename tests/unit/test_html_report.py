@@ -144,11 +144,57 @@ def test_the_header_groups_by_setting_and_the_timelines_say_which_runs(tmp_path:
     )
     assert "cpuset" not in page
     which = (
-        "Each line is one run, the first of its model and setting (2 of 4 runs), from its "
-        f"samples.csv: m.onnx [cpus=1]: {tmp_path}/1-1.csv; m.onnx [cpus=2]: {tmp_path}/2-1.csv"
+        "Each line is one run, the first of its model and setting: 2 of 2 drawn (4 runs in "
+        "all), a pair of charts per setting."
     )
     assert f'<h2>Over time</h2>\n<p class="meta">{which}</p>' in page
+    for cpus in (1, 2):
+        files = f"Under cpus={cpus}: from its samples.csv: m.onnx: {tmp_path}/{cpus}-1.csv"
+        assert f'<p class="meta">{files}</p>' in page
     assert page.count("<polyline") == 4  # two runs, CPU and memory each
+    assert "<title>CPU % of one core under cpus=2</title>" in page
+
+
+def test_every_cell_is_drawn_or_named_left_out(tmp_path: Path) -> None:
+    """A 24-cell sweep (4 settings x 6 models) had drawn its first 12 cells on one chart, the
+    other 12 unsaid; now a pair of charts per setting draws all 24, and past
+    :data:`MAX_TIMELINES` the caption names the cells left out."""
+    from edgeprof.report import html
+
+    path = tmp_path / "s.csv"
+    path.write_text("t_s,cpu_pct,memory_bytes\n0.1,50,1048576\n0.2,60,2097152\n")
+    samples = SampleStats(count=2, interval_s=0.1, path=str(path))
+    runs = [
+        make_result(name=f"m{i}", limits=Limits(cpus=cpus, memory=memory), samples=samples)
+        for cpus in (0.5, 1) for memory in ("64m", "128m") for i in range(6)
+    ]  # fmt: skip
+    page = render_html(runs)
+    assert page.count("<polyline") == 48  # 24 cells, CPU and memory each
+    assert page.count("<title>CPU % of one core under") == 4  # one for each setting
+    assert page.count("<title>Memory under") == 4
+    assert "24 of 24 drawn (24 runs in all), a pair of charts per setting." in page
+    assert "left out" not in page
+    assert '<p class="meta">Under cpus=0.5, memory=64.0MiB: from its samples.csv: m0: ' in page
+    # Each setting's chart draws its CPU share (one chart of every setting had drawn none);
+    # cpus=1's 100% is past 1.5 times the 60% drawn, and the memory limits past 2 MiB's.
+    assert page.count(">limit cpus=0.5</text>") == 2
+    assert "limit cpus=1<" not in page and "limit 64.0MiB" not in page
+    ten = [make_result(name=f"m{i}", samples=samples) for i in range(10)]
+    page = render_html(ten)
+    assert page.count("<title>CPU % of one core</title>") == 2  # 8 lines a chart at most
+    assert html.LINES_PER_CHART == 8
+    from unittest import mock
+
+    with mock.patch.object(html, "MAX_TIMELINES", 4):
+        page = render_html(runs)
+    assert page.count("<polyline") == 8
+    assert (
+        "Each line is one run, the first of its model and setting: 4 of 24 drawn (24 runs in "
+        "all), a pair of charts per setting; left out (at most 4 drawn): m4 [cpus=0.5, "
+        "memory=64.0MiB], m5 [cpus=0.5, memory=64.0MiB], m0 [cpus=0.5, memory=128.0MiB]"
+    ) in page
+    caption = page.split("<h2>Over time</h2>")[1].split("</p>")[0]
+    assert caption.count("[cpus=1, memory=128.0MiB]") == 6  # every cell left out, by name
 
 
 def test_an_oom_killed_run_has_its_verdict_first_in_words_and_colour() -> None:
