@@ -150,10 +150,11 @@ def lines(
     y_floor: float = 0.0,
     references: Sequence[Reference] = (),
 ) -> str:
-    """Lines on shared axes (x from 0), each its own colour and dash, the legend under the
-    title (whole names, wrapped into rows), round ticks on both axes, and ``references``
-    (a limit, a budget) as dashed lines named at their end.  A point that is not finite is
-    left out (a gap), so no coordinate is ever a nan or an inf."""
+    """Lines on shared axes (x from 0), each its own colour and dash (the first 64 a pair
+    of their own), the legend under the title (whole names, wrapped into rows), round ticks
+    on both axes, and ``references`` (a limit, a budget) as dashed lines named at their
+    end.  A point that is not finite is left out (a gap), so no coordinate is ever a nan or
+    an inf."""
     series = [
         Series(s.label, [(x, y) for x, y in s.points if math.isfinite(x) and math.isfinite(y)])
         for s in series
@@ -206,8 +207,12 @@ def lines(
 
 
 def _stroke(i: int) -> str:
-    """Line ``i``'s colour and dash (:data:`PALETTE`, :data:`DASHES`)."""
-    dash = DASHES[i % len(DASHES)]
+    """Line ``i``'s colour and dash (:data:`PALETTE`, :data:`DASHES`): the dash moves on by
+    one each time the colours come round again, so the first 64 lines each have a pair of
+    their own (the two had cycled together: a sweep's 9th and 10th lines were drawn as its
+    1st and 2nd, both #0072B2 solid and #E69F00 "7 3")."""
+    n = len(PALETTE)
+    dash = DASHES[(i % n + i // n) % len(DASHES)]
     return f'stroke="{PALETTE[i % len(PALETTE)]}"' + (
         f' stroke-dasharray="{dash}"' if dash else ""
     )

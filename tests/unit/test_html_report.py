@@ -342,3 +342,20 @@ def test_a_fits_banner_is_amber_where_the_search_stopped_before_an_answer() -> N
         "warn"
     )
     assert _answer_kind({"min_memory_bytes": None, "fits": False, "stopped": None}) == "fail"
+
+
+def test_each_line_has_a_colour_and_dash_of_its_own() -> None:
+    """The colours and dashes had cycled together (8 each): a sweep's 9th and 10th lines
+    were drawn as its 1st and 2nd (#0072B2 solid, #E69F00 "7 3")."""
+    from edgeprof.report.svg import Series, lines
+
+    series = [Series(f"s{i}", [(0.0, 1.0), (1.0, 2.0)]) for i in range(64)]
+    chart = lines("t", series, "seconds", str)
+    styles = re.findall(r'<polyline points="[^"]+" fill="none" (stroke="[^"]+"[^/]*)/>', chart)
+    assert len(styles) == 64 and len(set(styles)) == 64
+    assert styles[0] == 'stroke="#0072B2" stroke-width="1.8"'
+    assert styles[8] == 'stroke="#0072B2" stroke-dasharray="7 3" stroke-width="1.8"'
+    assert styles[9] == 'stroke="#E69F00" stroke-dasharray="2 2" stroke-width="1.8"'
+    legend = re.findall(r'<line x1="[^"]+" x2="[^"]+" y1="[^"]+" y2="[^"]+" (stroke="[^"]+"'
+                        r'(?: stroke-dasharray="[^"]+")?) stroke-width="2"', chart)  # fmt: skip
+    assert len(legend) == 64 and len(set(legend)) == 64  # each sample as its line is drawn
