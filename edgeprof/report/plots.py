@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..analysis.cells import cell_key, leased_cores
+from ..analysis.cells import cell_key, cells, endings, leased_cores
 from ..analysis.cells import setting as setting_of
 from ..analysis.compare import summarize_cells
 from ..analysis.fit_times import median_time
@@ -20,6 +20,7 @@ from ..errors import ConfigError
 from ..model import RunResult, Termination
 from ..samplefiles import read_samples
 from ..storage import prepare_out_dir, write_output
+from ..units import format_binary
 from .missing_timelines import missing_timelines, samples_on_disk
 
 if TYPE_CHECKING:
@@ -57,10 +58,14 @@ def _scale(key: str) -> tuple[float, str]:
 
 
 def run_title(result: RunResult) -> str:
-    """``infer — cpus=1 (leased core 0)``: a run's timeline title, its setting as asked and
+    """``infer — cpus=1 (leased core 0)``, ``oom1 — memory=96.0MiB — oom (137)``: a run's
+    timeline title, how it ended where it failed, its setting as asked and
     the core edgeprof leased it apart, as the text report's head says them (the title had
     read ``cpus=1, cpuset=0``, a setting nobody asked for)."""
-    return f"{result.label} — {setting_of(result)}{leased_cores([result])}"
+    title = f"{result.label} — {setting_of(result)}{leased_cores([result])}"
+    # A failed run's ending, as the runs' table's END says it: the title had not said that
+    # oom1's run was OOM-killed.
+    return title if result.succeeded else f"{title} — {result.end}"
 
 
 def plot_run(result: RunResult, path: Path) -> Path | None:
@@ -87,6 +92,9 @@ def plot_run(result: RunResult, path: Path) -> Path | None:
     if result.memory.peak_bytes is not None:
         ax_mem.axhline(result.memory.peak_bytes / 2**20, color="tab:red", linestyle=":",
                        label=f"peak ({result.memory.peak_source})")  # fmt: skip
+    if result.memory.limit_bytes is not None:  # the CPU panel drew its limit; this had not
+        ax_mem.axhline(result.memory.limit_bytes / 2**20, color="grey", linestyle="--",
+                       label=f"limit {format_binary(result.memory.limit_bytes)}")  # fmt: skip
     ax_mem.set_ylabel("memory (MiB)")
     ax_mem.set_xlabel("seconds since start")
     ax_mem.legend(loc="upper right")
@@ -126,10 +134,24 @@ def plot_metric(results: Sequence[RunResult], key: str, path: Path) -> Path | No
     ax.set_title(f"{title} per model (median, min … max)")
     ax.legend()
     ax.grid(alpha=0.3)
-    fig.tight_layout()
+    if note := left_out(results):
+        fig.text(0.01, 0.01, note, fontsize="small", wrap=True)
+    fig.tight_layout(rect=(0, 0.12 if note else 0, 1, 1))
     save_figure(fig, path)
     plt.close(fig)
     return path
+
+
+def left_out(results: Sequence[RunResult]) -> str | None:
+    """``left out, no run succeeded: fail1 [cpus=0.5] (exit 4 ×2); …``: the models and
+    settings a metric's chart has no point for because every run failed (a chart had left
+    fail1, oom1 and hang1 out unsaid); ``None`` where there are none."""
+    failed = [
+        f"{label} [{setting}] ({endings(runs)})"
+        for (label, setting), runs in cells(results).items()
+        if not any(r.succeeded for r in runs)
+    ]
+    return "left out, no run succeeded: " + "; ".join(failed) if failed else None
 
 
 def _file_part(text: str) -> str:

@@ -472,3 +472,24 @@ def test_a_timelines_title_gives_the_setting_as_asked_and_its_leased_core_apart(
     assert run_title(leased) == "m — cpus=1 (leased core 0)"
     asked = make_result(name="m", limits=on_0, lease=CoreLease((0,), 0.0, False))
     assert run_title(asked) == "m — cpus=1, cpuset=0"
+
+
+def test_a_failed_runs_chart_says_how_it_ended() -> None:
+    """The OOM timeline PNG was titled ``oom1 — cpus=0.5, memory=96.0MiB``; the metric PNGs
+    left fail1 out unsaid; the HTML legend named the line ``oom1`` alone."""
+    from edgeprof.model import Termination
+    from edgeprof.report.html import _ended
+    from edgeprof.report.plots import left_out, run_title
+
+    oom = make_result(
+        name="oom1", limits=Limits(memory="96m"), termination=Termination.OOM, exit_code=137
+    )
+    exited = make_result(name="fail1", limits=Limits(), exit_code=4)
+    ok = make_result(name="small", limits=Limits())
+    assert run_title(oom) == "oom1 — memory=96.0MiB — oom (137)"
+    assert run_title(ok) == "small — none"
+    assert _ended(exited) == " — exited (4)" and _ended(ok) == ""
+    assert left_out([ok, exited, exited, oom]) == (
+        "left out, no run succeeded: fail1 [none] (exit 4 ×2); oom1 [memory=96.0MiB] (oom)"
+    )
+    assert left_out([ok, make_result(name="small", limits=Limits(), exit_code=1)]) is None
