@@ -359,3 +359,22 @@ def test_each_line_has_a_colour_and_dash_of_its_own() -> None:
     legend = re.findall(r'<line x1="[^"]+" x2="[^"]+" y1="[^"]+" y2="[^"]+" (stroke="[^"]+"'
                         r'(?: stroke-dasharray="[^"]+")?) stroke-width="2"', chart)  # fmt: skip
     assert len(legend) == 64 and len(set(legend)) == 64  # each sample as its line is drawn
+
+
+def test_a_comparison_with_inconclusive_verdicts_is_no_green_tick() -> None:
+    """16 of 18 verdicts inconclusive had been a green ✓ banner; compare exits 0 on them, so
+    the banner is amber, its text compare's own."""
+    from edgeprof.analysis.metrics import STAT_METRICS
+    from edgeprof.analysis.regression import Change, Verdict
+    from edgeprof.report.html import Comparison
+
+    wall = STAT_METRICS["wall_s"]
+    unsure = Change("a", "cpus=1", wall, (1.0, 1.1), (1.2, 1.3), Verdict.INCONCLUSIVE, 0.178, 0.149)
+    same = Change("b", "cpus=1", wall, (1.0, 1.1), (1.0, 1.1), Verdict.NO_CHANGE, 0.0, 0.01)
+    page = render_html([make_result(name="a")], comparison=Comparison([unsure, same], 0.05))
+    assert (
+        '<p class="verdict warn">⚠ 0 regressions, 0 improvements, 1 inconclusive (the interval '
+        "reaches past the threshold) against the baseline</p>"
+    ) in page
+    page = render_html([make_result(name="b")], comparison=Comparison([same], 0.05))
+    assert '<p class="verdict pass">✓ 0 regressions, 0 improvements against the baseline' in page
