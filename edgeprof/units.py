@@ -197,8 +197,19 @@ def require_time_unit(value: object) -> None:
     m = _DURATION_RE.match(number[1:] if number.startswith("-") else number)
     if m is None or m.group(2) is not None:
         return
-    hint = "" if float(m.group(1)) == 0 else f": write {number}ms, or {number}s for seconds"
+    hint = "" if float(m.group(1)) == 0 else f": {_time_unit_hint(number)}"
     raise ConfigError(f"{shown(value)} has no unit (it would be {number} seconds){hint}")
+
+
+def _time_unit_hint(number: str) -> str:
+    """The fix for a bare per-iteration time.  Under 1 it most likely meant seconds, so the
+    conversion comes first: ``latency_p95: 0.04``, meant as 40 ms, had been answered "write
+    0.04ms", a budget of 40 µs that every frame fails (a tester's).  From 1 up it is most
+    likely milliseconds (``20`` for 20 ms), so that is the first fix offered."""
+    if abs(float(number)) >= 1:
+        return f"write {number}ms, or {number}s for seconds"
+    ms = f"{float(number) * 1000:.6g}"
+    return f"{number} is {ms}ms in seconds: write {ms}ms, or {number}ms if you meant milliseconds"
 
 
 def parse_unit_size(text: str) -> int:

@@ -66,9 +66,19 @@ from .throttling import host_speed_warning, iteration_stalls, stall_warning
 
 WAITED_WARN_S = 0.01
 WAITED_WARN_SHARE = 0.01
-"""The workload's writes held up (``waited`` lines) are warned about from this much, and
-this share of the run: a write the scheduler preempted (a few ms on a loaded host) is not a
-full pipe; a tester's 100 000 steps of three events each waited 43 s of 47.7 s."""
+WAITED_WARN_WRITES = 3
+"""The workload's writes held up (``waited`` lines) are warned about from this much, this
+share of the run and this many writes: a write the scheduler preempted (a few ms on a loaded
+host) is not a full pipe; a tester's 100 000 steps of three events each waited 43 s of 47.7
+s, while one write held up 0.01 s of a 0.98 s run held off 75 % by other tasks had been
+warned about as events sent too fast."""
+
+READER_BOUND_SHARE = 0.5
+"""The pipe's waits are put down to edgeprof's reading where the workload, while it was not
+waiting, sent its lines at more than this share of the rate edgeprof's reader reads them on
+its CPU.  ph.py's 15 000 phases sent ~200 000 lines/s to a reader of ~64 000/s; a tester's
+~140 lines a second (read at ~140 000/s) had been said to out-send the reader when the
+host's other tasks had held the run off 75 %."""
 
 _MALFORMED_VALUES = re.compile(r"^[a-z]+: |'[^']*'|\([^()]*\)|\d+(?:\.\d+)?")
 """What a malformed line's reason quotes of the line (its event, a word, a time, a count):
@@ -141,6 +151,7 @@ class EventStore:
         self._waited = 0.0  # seconds the workload's writes waited on the pipe ("waited")
         self._waits = 0
         self._nested = 0  # iterations inside another of their thread ("nested"): no figure
+        self._reading_s = 0.0  # CPU seconds the reading thread spent in feed()
         self.lines = 0
         self.malformed = 0
         self._bad_kinds: dict[str, tuple[int, str]] = {}  # reason's kind: (count, first)
@@ -151,6 +162,14 @@ class EventStore:
     def feed(self, data: bytes) -> None:
         """Bytes as read from the pipe, cut anywhere (the reading thread's work, for tests
         without it).  Never raises for what the workload wrote."""
+        started = time.thread_time()
+        try:
+            self._feed(data)
+        finally:
+            # The reader's own CPU: what the pipe's waits are judged against.
+            self._reading_s += time.thread_time() - started
+
+    def _feed(self, data: bytes) -> None:
         now = self._clock()
         if self._discarding:  # the rest of an over-long line, already counted
             nl = data.find(b"\n")
@@ -513,13 +532,9 @@ class EventStore:
                 "their count and wall time are exact, their CPU time and memory shared out "
                 "of the readings by 10 ms slices, their peak sampled (no kernel window)"
             )
-        if self._waited >= max(WAITED_WARN_S, WAITED_WARN_SHARE * run_end):
-            out.append(
-                f"the workload waited {self._waited:.2f}s of its {run_end:.2f}s on edgeprof's "
-                f"events pipe ({self._waits} write(s) held up over 0.1 ms, timed by the "
-                "workload): it sent events faster than edgeprof reads them (docs/phases.md, "
-                "\"What it costs\"), so its phases' wall times and IT/S include that wait"
-            )
+        waited = waited_warning(self._waited, self._waits, run_end, self.lines, self._reading_s)
+        if waited is not None:
+            out.append(waited)
         return out
 
     def _sampled_peaks_warnings(self, phases: Sequence[PhaseStats]) -> list[str]:
@@ -552,3 +567,31 @@ class EventStore:
             marks=Capped(max_marks, len(self._marks), self._marks_over),
             iterations=Capped(max_iterations, len(self._it1), self._tail.count),
         )
+
+
+def waited_warning(
+    waited: float, waits: int, run_end: float, lines: int, reading_s: float
+) -> str | None:
+    """The workload's writes held up on the events pipe (``waited`` seconds over ``waits``
+    writes of a ``run_end`` s run), with the cause the figures support: its sending rate
+    while not waiting against edgeprof's reading rate (``lines`` over ``reading_s`` of the
+    reader's CPU, :data:`READER_BOUND_SHARE`); ``None`` under the floors
+    (:data:`WAITED_WARN_WRITES`)."""
+    if waits < WAITED_WARN_WRITES or waited < max(WAITED_WARN_S, WAITED_WARN_SHARE * run_end):
+        return None
+    sent = lines / max(run_end - waited, 1e-6)
+    read = lines / max(reading_s, 1e-6)
+    rates = f"{sent:,.0f} lines/s while not waiting; edgeprof reads {read:,.0f}/s of its CPU"
+    if sent >= READER_BOUND_SHARE * read:
+        cause = f"it sent events faster than edgeprof reads them ({rates})"
+    else:
+        cause = (
+            f"edgeprof's reading kept pace ({rates}), so the pipe filled while the reader was "
+            "off its CPU (other tasks on this host) or in a burst of events"
+        )
+    return (
+        f"the workload waited {waited:.2f}s of its {run_end:.2f}s on edgeprof's events pipe "
+        f"({waits} write(s) held up over 0.1 ms, timed by the workload): {cause} "
+        "(docs/phases.md, \"What it costs\"), so its phases' wall times and IT/S include that "
+        "wait"
+    )

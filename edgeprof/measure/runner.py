@@ -350,7 +350,11 @@ def profile(
             result = dataclasses.replace(
                 result, env=given_env, workdir=started_in, thread_vars=threads
             )
-            odd = [] if inherited is None else inherited_threads(applied, inherited, user_env)
+            odd = (
+                []
+                if inherited is None
+                else inherited_threads(applied, inherited, user_env, device, device_replaced)
+            )
             if odd:
                 result = dataclasses.replace(result, warnings=(*result.warnings, *odd))
             if lease is not None:

@@ -27,24 +27,35 @@ def threads_given(
 
 
 def inherited_threads(
-    limits: Limits, inherited: Mapping[str, str], user: Mapping[str, str]
+    limits: Limits,
+    inherited: Mapping[str, str],
+    user: Mapping[str, str],
+    device: str | None = None,
+    replaced: tuple[str, ...] = (),
 ) -> list[str]:
     """One warning per thread-count variable the workload inherited with another value than
     edgeprof sizes to ``limits`` (and so kept, while the variables not inherited were
-    sized); none where ``-E`` gave it (``user``: asked for) or there is no CPU limit."""
+    sized); none where ``-E`` gave it (``user``: asked for) or there is no CPU limit.
+    ``device`` and ``replaced``: the catalog device the limits came from and the options
+    that replaced its values, so the share is named as the user gave it."""
     n = thread_count(limits)
     if n is None:
         return []
+    limit = _limit(limits, None if "--cpus" in replaced else device)
     return [
         f"{v}={inherited[v]} was inherited from edgeprof's environment and kept: the "
-        f"workload got {inherited[v]}, not the {n} edgeprof sizes to {_limit(limits)} (and "
+        f"workload got {inherited[v]}, not the {n} edgeprof sizes to {limit} (and "
         f"set where nothing was inherited); unset it, or pass -E {v}=N for the count meant"
         for v in THREAD_VARS
         if v in inherited and v not in user and inherited[v].strip() != str(n)
     ]
 
 
-def _limit(limits: Limits) -> str:
+def _limit(limits: Limits, device: str | None) -> str:
+    """The CPU limit as the user gave it: a ``--device tinyboard`` run had been told of
+    "--cpus 0.5", an option never typed (a tester's)."""
+    if limits.cpus is not None and device is not None:
+        return f"--device {device}'s {limits.cpus:g} CPUs"
     if limits.cpus is not None:
         return f"--cpus {limits.cpus:g}"
     return f"its {len(limits.cpuset or ())} pinned CPUs"

@@ -290,9 +290,9 @@ def stalled_words(names: Sequence[str]) -> str:
 
 
 def _known(known: int, count: int) -> str:
-    """``59 iterations``, or ``59 iterations with a known stall (of 60)`` where some have
+    """``59 iterations``, or ``59 iterations whose stall was read (of 60)`` where some have
     none (the first has no reading at its start): "6 of 59" had read as a miscount of a
-    run of 60."""
+    run of 60, and "with a known stall" as iterations that had stalled."""
     if known >= count:
         return f"{known} iterations"
-    return f"the {known} iterations with a known stall (of {count})"
+    return f"the {known} iterations whose stall was read (of {count})"

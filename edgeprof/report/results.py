@@ -51,6 +51,16 @@ def _io(a: int | None, b: int | None, b_at_least: bool = False) -> str:
     return f"{format_decimal(a)} / {'≥' if b_at_least else ''}{format_decimal(b)}"
 
 
+def _throttled(seconds: float | None, periods: int | None) -> str:
+    """``2.8ms ×19``; ``<1µs ×7`` where the kernel counted throttled periods but no whole
+    microsecond of them (``throttled_usec`` 0): ``0.0ms ×7`` had read as seven throttled
+    periods of no length (a tester's)."""
+    if seconds is None:
+        return "n/a"
+    shown = "<1µs" if seconds == 0 and periods else format_seconds(seconds)
+    return f"{shown} ×{periods}"
+
+
 def row(r: RunResult, name: str | None = None) -> list[str]:
     """The results table's row of ``r``, named ``name`` (default: its label)."""
     limit = "no limit" if r.memory.limit_bytes is None else format_binary(r.memory.limit_bytes)
@@ -58,11 +68,7 @@ def row(r: RunResult, name: str | None = None) -> list[str]:
     if r.memory.peak_source in ("sampled", "rss"):
         peak += f" ({r.memory.peak_source})"
     end = r.end
-    throttled = (
-        "n/a"
-        if r.cpu.throttled_s is None
-        else (f"{format_seconds(r.cpu.throttled_s)} ×{r.cpu.nr_throttled}")
-    )
+    throttled = _throttled(r.cpu.throttled_s, r.cpu.nr_throttled)
     return [
         r.label if name is None else name,
         _pct(r.cpu.avg_pct),

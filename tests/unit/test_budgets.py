@@ -407,14 +407,26 @@ def test_a_max_budget_is_judged_on_the_largest_run_and_says_so() -> None:
         (
             "latency_max",
             "1e-2",
-            "--max-latency-max: '1e-2' has no unit (it would be 1e-2 seconds): write 1e-2ms, or "
-            "1e-2s for seconds",
+            "--max-latency-max: '1e-2' has no unit (it would be 1e-2 seconds): 1e-2 is 10ms in "
+            "seconds: write 10ms, or 1e-2ms if you meant milliseconds",
         ),
         (
             "latency_p50",
             " 0.5 ",
-            "--max-latency-p50: ' 0.5 ' has no unit (it would be 0.5 seconds): write 0.5ms, or "
-            "0.5s for seconds",
+            "--max-latency-p50: ' 0.5 ' has no unit (it would be 0.5 seconds): 0.5 is 500ms in "
+            "seconds: write 500ms, or 0.5ms if you meant milliseconds",
+        ),
+        (
+            "latency_p95",
+            "0.04",
+            "--max-latency-p95: '0.04' has no unit (it would be 0.04 seconds): 0.04 is 40ms in "
+            "seconds: write 40ms, or 0.04ms if you meant milliseconds",
+        ),
+        (
+            "latency_p95",
+            "1.5",
+            "--max-latency-p95: '1.5' has no unit (it would be 1.5 seconds): write 1.5ms, or "
+            "1.5s for seconds",
         ),
     ],
 )
@@ -526,8 +538,14 @@ def test_the_latency_phase_from_the_file_the_options_and_the_record(tmp_path: Pa
         "infer", {"a.py": "steady"}, "warmup"
     )
     assert "latency_phase" not in Budgets(overrides={"wall": 1.0}).to_dict()
-    with pytest.raises(ConfigError, match=r"^--latency-phase names the phase of the latency"):
+    with pytest.raises(ConfigError) as info:
         budgets_from_options(None, {"wall": "1s", "latency_phase": "infer"})
+    # Every option the phase gates, the p99 and max ones too (they had been left out).
+    assert str(info.value) == (
+        "--latency-phase names the phase of the latency and throughput budgets, and none is "
+        "set (--max-latency-max, --max-latency-p99, --max-latency-p95, --max-latency-p50, "
+        "--min-throughput)"
+    )
     f.write_text("default:\n  latency_p95: 15ms\n  latency_phase: ''\n")
     with pytest.raises(ConfigError, match=r"b.yml:3: latency_phase: expected a phase name"):
         budgets_from_options(f, {})

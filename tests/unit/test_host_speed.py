@@ -97,7 +97,7 @@ def test_the_run_warns_in_one_line_with_a_slower_cores_estimate() -> None:
     [w] = warnings
     assert w == (
         "latency measures this host's core, not a core at 0.5 of its speed: 0 of the 99 "
-        "iterations with a known stall (of 100) were throttled and they kept the CPU busy 9% "
+        "iterations whose stall was read (of 100) were throttled and they kept the CPU busy 9% "
         "of their span, under the 0.5-CPU quota, which then refills while they idle (a quota "
         "slows only work that does not idle within its period). On a core at 0.5 of this "
         "one's speed, CPU-bound iterations would take about p50 3.50ms, p99 3.50ms (these "

@@ -229,3 +229,9 @@ def test_a_containers_unset_thread_counts_are_not_read_from_this_host() -> None:
     assert "not the 3 edgeprof sizes to its 3 pinned CPUs" in odd
     assert inherited_threads(pinned, {"OMP_NUM_THREADS": "1"}, {"OMP_NUM_THREADS": "1"}) == []
     assert inherited_threads(pinned, {"OMP_NUM_THREADS": "3"}, {}) == []
+    # A device's share is named as the user gave it, not as an option never typed.
+    board = Limits(cpus=0.5)
+    (odd,) = inherited_threads(board, {"OMP_NUM_THREADS": "2"}, {}, "tinyboard")
+    assert "got 2, not the 1 edgeprof sizes to --device tinyboard's 0.5 CPUs (and" in odd
+    (odd,) = inherited_threads(board, {"OMP_NUM_THREADS": "2"}, {}, "tinyboard", ("--cpus",))
+    assert "got 2, not the 1 edgeprof sizes to --cpus 0.5 (and" in odd

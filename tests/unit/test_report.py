@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -84,6 +85,21 @@ def test_plain_table_values() -> None:
             "END": "exited",
         }
     ]
+
+
+def test_throttled_periods_of_no_whole_microsecond_are_not_shown_as_nothing() -> None:
+    """A tester's result had ``throttled_s`` 0.0 with ``nr_throttled`` 7: "0.0ms ×7"."""
+    base = make_result(name="m")
+
+    def shown(seconds: float, periods: int) -> str:
+        cpu = dataclasses.replace(base.cpu, throttled_s=seconds, nr_throttled=periods)
+        _, rows = plain_rows(render_plain([dataclasses.replace(base, cpu=cpu)]))
+        return rows[0]["THROTTLED"]
+
+    assert shown(0.0, 7) == "<1µs ×7"
+    assert shown(0.0, 0) == "0.0ms ×0"
+    assert shown(0.000004, 7) == "4.0µs ×7"
+    assert shown(0.0028, 19) == "2.8ms ×19"
 
 
 def v1_written(write: int, dirtied: int | None, **kw: object) -> RunResult:

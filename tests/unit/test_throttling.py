@@ -349,7 +349,7 @@ def test_the_channel_reads_throttling_per_line_and_warns() -> None:
     [w] = [w for w in warnings if "stalls" in w]
     assert w.startswith("latency p50, p90, p95, p99 measure the CPU quota's stalls")
     # 40 iterations, the first with no reading at its start: "5 of 39" had read as a miscount.
-    assert "5 of the 39 iterations with a known stall (of 40) were throttled (up to 50.0ms" in w
+    assert "5 of the 39 iterations whose stall was read (of 40) were throttled (up to 50.0ms" in w
     # 39 known iterations, 195 ms of running and 250 ms of stalls: 5 ms × 445 / 195, each
     # flagged percentile's even spread beside its measured value.
     assert (
