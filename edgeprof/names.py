@@ -104,3 +104,29 @@ def check_cgroup_parent(path: str) -> str:
             "(letters, digits, . _ - @ : /; no '..')"
         )
     return path
+
+
+SHOWN_NAME = 60
+"""A phase name longer than this is shortened in tables and warnings (:func:`shown_name`):
+two 214-character names (200 stored, each cut and ended with ``~`` and 8 hex digits) had
+made the Phases table ~270 columns wide and every warning naming them as long."""
+
+_CUT_SUFFIX = re.compile(r"~[0-9a-f]{8}$")
+
+
+def shown_name(name: str) -> str:
+    """``name`` as a table or warning shows it: whole up to :data:`SHOWN_NAME` characters,
+    else its first 40, ``…`` and a ``~`` suffix of 8 hex digits that keeps two names apart:
+    the workload's own where it cut the name (so it matches the stored name's end), else
+    one of the whole name.  ``result.json`` keeps the name whole."""
+    if len(name) <= SHOWN_NAME:
+        return name
+    cut = _CUT_SUFFIX.search(name)
+    if cut is not None:
+        suffix = cut.group()
+    else:
+        import hashlib
+
+        whole = name.encode("utf-8", "surrogatepass")
+        suffix = "~" + hashlib.blake2s(whole, digest_size=4).hexdigest()
+    return f"{name[:40]}…{suffix}"

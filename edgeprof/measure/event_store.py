@@ -38,6 +38,7 @@ from ..backends.base import PeakReset
 from ..backends.helpers import sampled_phase_peaks
 from ..errors import EdgeprofError
 from ..model import Capped, Counters, EventCounts, LatencyStats, Mark, PhaseStats
+from ..names import shown_name
 from ..units import CFS_PERIOD_US
 from ..workload.instrument import GPU_CAPPED_MARK
 from .event_lines import (
@@ -491,7 +492,7 @@ class EventStore:
         # The run's own only where no phase holds all its iterations (as the latency table's
         # "(all)" row): the same warning had been printed twice, for the run and its phase.
         counts = {p.latency.count for p in phases if p.latency is not None}
-        measured = [(f"phase {p.name!r}: ", p.latency) for p in phases]
+        measured = [(f"phase {shown_name(p.name)!r}: ", p.latency) for p in phases]
         if latency is not None and latency.count not in counts:
             measured.insert(0, ("", latency))
         for where, lat in measured:

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..model import MemoryStats, PhaseStats
+from ..names import shown_name
 from .latency import Iteration, Tail, latency_stats, with_raised
 
 # -- attribution --------------------------------------------------------------------------
@@ -61,7 +62,7 @@ def window_missed(o: Occurrence) -> bool:
 def first_few(names: Sequence[str], few: int = 5) -> str:
     """``'a', 'b', 'c', 'd', 'e' and 7 more``: a warning names a few, not hundreds (one had
     quoted 256 names, 3.7 KB on one line)."""
-    shown = ", ".join(repr(n) for n in names[:few])
+    shown = ", ".join(repr(shown_name(n)) for n in names[:few])
     return shown if len(names) <= few else f"{shown} and {len(names) - few} more"
 
 

@@ -18,6 +18,7 @@ from ..analysis.held import held_runs
 from ..analysis.metrics import FEW, FEW_NOTE, too_few
 from ..analysis.stats import median
 from ..model import PERCENTILES, LatencyStats, Mark, PhaseStats, RunResult
+from ..names import shown_name
 from ..units import format_binary, format_seconds
 from .table import markdown_heading, markdown_items, markdown_lines, plain_table
 
@@ -159,10 +160,11 @@ def aggregated(results: Sequence[RunResult]) -> bool:
 
 
 def _phase_name(p: PhaseStats) -> str:
+    name = shown_name(p.name)
     if p.complete:
-        return p.name
+        return name
     # Medians over runs cut short in different ways keep no single cause.
-    return f"{p.name} (cut short: {p.cut_short_by})" if p.cut_short_by else f"{p.name} (unfinished)"
+    return f"{name} (cut short: {p.cut_short_by})" if p.cut_short_by else f"{name} (unfinished)"
 
 
 def phase_rows(results: Sequence[RunResult]) -> list[list[str]]:
@@ -294,7 +296,7 @@ def latency_rows(results: Sequence[RunResult]) -> list[list[str]]:
     for label, phases, latency, slowed in units:
         per_phase = [(p.name, p.latency) for p in phases if p.latency is not None]
         for name, lat in per_phase:
-            rows.append(_latency_row(label, name, lat, slowed))
+            rows.append(_latency_row(label, shown_name(name), lat, slowed))
         if latency is not None and not any(
             (lat.count, lat.raised) == (latency.count, latency.raised) for _, lat in per_phase
         ):
@@ -447,7 +449,7 @@ def unread_cpu_notes(results: Sequence[RunResult]) -> list[str]:
                 interval = min(r.samples.interval_s, interval or r.samples.interval_s)
     if not shortest:
         return []
-    listed = ", ".join(f"{n} ({format_seconds(w)})" for n, w in shortest.items())
+    listed = ", ".join(f"{shown_name(n)} ({format_seconds(w)})" for n, w in shortest.items())
     return [
         f"CPU n/a: no reading of the CPU counter (every {interval:g}s) fell inside {listed}; "
         "a finer --interval reads a short phase"
