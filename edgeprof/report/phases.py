@@ -197,14 +197,21 @@ STALLED = "*"
 STALLED_NOTE = f"{STALLED} measures the CPU quota's stalls, not the workload (see the warnings)"
 HOST_SPEED = "!"
 HOST_SPEED_NOTE = (
-    f"{HOST_SPEED} this host's core's speed, not a core at the quota's share of it: the "
-    "iterations idled while the quota refilled (see the warnings)"
+    f"{HOST_SPEED} this host's core's speed, not a core at the quota's share of it: faster "
+    "than the limit makes CPU-bound work, as the quota seldom stalled the iterations (see "
+    "the warnings)"
 )
 HELD = "#"
 HELD_NOTE = (
     f"{HELD} other tasks on this host held the run off its CPUs: slower than its limits "
     "alone make it (see the warnings)"
 )
+BOTH_NOTE = (
+    f"{HOST_SPEED}{HELD} both: this host's core's speed with other tasks' delays on top, "
+    "neither the limit's figure (higher) nor an idle host's (lower)"
+)
+"""Where a percentile has both marks: the two notes had read as a contradiction (faster
+than the limit, slower than it) on a tester's ``1.71ms!#``; both are true of one figure."""
 """A percentile of a run (or a cell with a run) :func:`~edgeprof.analysis.held.held_runs`
 counts: a tester's P50 of 10.81 ms (56 % of its wall time held off) against 2.4 ms on a
 quieter run had no mark in the table, only the warning above it."""
@@ -252,6 +259,7 @@ def latency_notes(cells: Iterable[str], stats: Sequence[LatencyStats]) -> list[s
             (STALLED, STALLED_NOTE),
             (HOST_SPEED, HOST_SPEED_NOTE),
             (HELD, HELD_NOTE),
+            (HOST_SPEED + HELD, BOTH_NOTE),
         )
         if any(mark in c for c in shown)
     ]

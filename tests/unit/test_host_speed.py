@@ -10,10 +10,15 @@ import pytest
 
 from edgeprof.measure.events import EventChannel
 from edgeprof.measure.latency import Iteration, latency_stats
-from edgeprof.measure.throttling import distortion, stall_warning
+from edgeprof.measure.throttling import (
+    distortion,
+    host_speed_warning,
+    stall_warning,
+    unstretched_by_cpu,
+)
 from edgeprof.model import LatencyStats, Limits, RunResult, Throttling
 from edgeprof.report.bench import render_bench
-from edgeprof.report.phases import HELD_NOTE, HOST_SPEED_NOTE, render_sections
+from edgeprof.report.phases import BOTH_NOTE, HELD_NOTE, HOST_SPEED_NOTE, render_sections
 from edgeprof.report.results import render_plain
 
 from .conftest import make_result
@@ -209,3 +214,64 @@ def test_the_period_is_no_part_of_the_cells_setting() -> None:
 
     assert setting(_limited(Limits(cpus=0.5, cpuset="0"), 0.005)) == "cpus=0.5, cpuset=0"
 
+
+
+def _bench_like() -> LatencyStats:
+    """The tester's bench: 30 iterations of 0.5 ms of CPU back to back under --cpus 0.5 on a
+    busy host, 28 with a stall read, none throttled, a few held off by other tasks."""
+    its: list[Iteration] = []
+    t = 0.0
+    for i in range(30):
+        lat = 0.5 * MS if i % 5 else 3.0 * MS
+        its.append((t, t + lat, None))
+        t += lat
+    s = latency_stats(its, stalls=[None, None] + [0.0] * 28, share=0.5)
+    assert s is not None and s.throttling is not None
+    return s
+
+
+def test_a_held_off_run_whose_median_ran_at_the_hosts_speed_is_said_to() -> None:
+    """busy ~1 kept it from at_host_speed; the phase's CPU (0.52 ms an iteration) shows the
+    median (0.5 ms) under a half-speed core's 1.04 ms."""
+    lat = _bench_like()
+    assert lat.throttling is not None and lat.throttling.at_host_speed is False
+    flagged = unstretched_by_cpu(lat, 30 * 0.52 * MS)
+    assert flagged.throttling is not None and flagged.throttling.at_host_speed is True
+    assert host_speed_warning(flagged, "phase 'infer': ") == (
+        "phase 'infer': latency measures this host's core, not a core at 0.5 of its speed: "
+        "0 of the 28 iterations whose stall was read (of 30) were throttled and they kept the "
+        "CPU busy 100% of their span, yet the quota stalled them 0.0ms in all, where a core "
+        "at 0.5 of this one's speed would have taken about 14.0ms more: other tasks held the "
+        "run off its CPUs, so the quota was seldom reached, and the iterations they did not "
+        "hold off ran at this host's speed. On a core at 0.5 of this one's speed, CPU-bound "
+        "iterations would take about p50 1.00ms (this percentile over 0.5: an estimate)"
+    )
+    # CPU a half-speed core's median shows (0.25 ms each: 0.5 ms), no CPU known, or a
+    # stall pattern (*) that the stall warning explains: unchanged.
+    assert unstretched_by_cpu(lat, 30 * 0.25 * MS) == lat
+    assert unstretched_by_cpu(lat, None) == lat
+    assert lat.throttling is not None
+    starred = dataclasses.replace(
+        lat, throttling=dataclasses.replace(lat.throttling, distorted=("p50",))
+    )
+    assert unstretched_by_cpu(starred, 30 * 0.52 * MS) == starred
+    # Measured here: p90 and p95 starred, p50 544.68 µs at 15.1 ms of CPU over 30: flagged.
+    upper = dataclasses.replace(
+        lat, throttling=dataclasses.replace(lat.throttling, distorted=("p90", "p95"))
+    )
+    marked = unstretched_by_cpu(upper, 15.1 * MS)
+    assert marked.throttling is not None and marked.throttling.at_host_speed
+
+
+def test_both_marks_on_one_figure_get_a_note_that_says_how_both_hold() -> None:
+    """A tester's ``1.71ms!#`` had two notes that read as a contradiction."""
+    _, latency, _, _ = _paced_channel(0.5).results(run_end=10.0)
+    cpu = dataclasses.replace(make_result().cpu, held_s=0.84)
+    text = render_sections([_run(latency, cpu=cpu)])
+    assert "1.75ms!#" in text
+    assert HOST_SPEED_NOTE in text and HELD_NOTE in text and BOTH_NOTE in text
+    assert BOTH_NOTE == (
+        "!# both: this host's core's speed with other tasks' delays on top, neither the "
+        "limit's figure (higher) nor an idle host's (lower)"
+    )
+    assert BOTH_NOTE not in render_sections([_run(latency)])
