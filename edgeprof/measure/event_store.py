@@ -64,7 +64,13 @@ from .phases import (
     missed_windows_warning,
     window_missed,
 )
-from .throttling import host_speed_warning, iteration_stalls, stall_warning, unstretched_by_cpu
+from .throttling import (
+    as_its_phases,
+    host_speed_warning,
+    iteration_stalls,
+    stall_warning,
+    unstretched_by_cpu,
+)
 
 WAITED_WARN_S = 0.01
 WAITED_WARN_SHARE = 0.01
@@ -501,6 +507,8 @@ class EventStore:
             # One phase holds every iteration: the run's figures are its, judged alike (the
             # bench's per-batch table had 502.09µs# where its phase's row had 502.09µs!#).
             latency = unstretched_by_cpu(latency, whole[0].cpu_s)
+        if latency is not None:
+            latency = as_its_phases(latency, [p.latency for p in phases])
         warnings.extend(all_raised(phases, raised, latency, len(self._raised) + self._raised_over))
         # The run's own only where no phase holds all its iterations (as the latency table's
         # "(all)" row): the same warning had been printed twice, for the run and its phase.
@@ -508,11 +516,13 @@ class EventStore:
         measured = [(f"phase {shown_name(p.name)!r}: ", p.latency) for p in phases]
         if latency is not None and latency.count not in counts:
             measured.insert(0, ("", latency))
+        # The run's host-speed verdict is its phases' (as_its_phases), each said on its own.
+        judged = any(p.latency is not None and p.latency.throttling for p in phases)
         for where, lat in measured:
             t = None if lat is None else lat.throttling
             if lat is not None and t is not None and t.distorted:
                 warnings.append(stall_warning(lat, where))
-            if lat is not None and t is not None and t.at_host_speed:
+            if lat is not None and t is not None and t.at_host_speed and (where or not judged):
                 warnings.append(host_speed_warning(lat, where))
         return phases, latency, tuple(self._marks), warnings
 

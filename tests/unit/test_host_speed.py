@@ -11,6 +11,7 @@ import pytest
 from edgeprof.measure.events import EventChannel
 from edgeprof.measure.latency import Iteration, latency_stats
 from edgeprof.measure.throttling import (
+    as_its_phases,
     distortion,
     host_speed_warning,
     stall_warning,
@@ -275,3 +276,23 @@ def test_both_marks_on_one_figure_get_a_note_that_says_how_both_hold() -> None:
         "limit's figure (higher) nor an idle host's (lower)"
     )
     assert BOTH_NOTE not in render_sections([_run(latency)])
+
+
+def test_the_runs_own_host_speed_verdict_is_its_phases() -> None:
+    """A tester's run: warm-up frames back to back, then frames paced every 20 ms.  The run's
+    busy fraction (the paced phase's sleeps) had flagged the whole run and doubled a warm-up
+    frame's p99 in its estimate, while the warm-up phase itself was not flagged."""
+    warm_its = back_to_back(10, 8 * MS)
+    infer_its: list[Iteration] = [(0.08 + t0, 0.08 + t1, None) for t0, t1, _ in paced()]
+    warm = latency_stats(warm_its, stalls=[None] + [0.0] * 9, share=0.5)
+    infer = latency_stats(infer_its, stalls=[0.0] * 100, share=0.5)
+    both = latency_stats(warm_its + infer_its, stalls=[None] + [0.0] * 109, share=0.5)
+    assert warm is not None and infer is not None and both is not None
+    flags = [x.throttling.at_host_speed for x in (warm, infer, both) if x.throttling]
+    assert flags == [False, True, True]  # judged alone, the run was flagged
+    agreed = as_its_phases(both, [warm, infer, None])
+    assert agreed.throttling is not None and agreed.throttling.at_host_speed is False
+    # Every phase at the host's speed: the run is too; no phase judged: the run's own.
+    only = as_its_phases(both, [infer])
+    assert only.throttling is not None and only.throttling.at_host_speed is True
+    assert as_its_phases(both, []) == both
