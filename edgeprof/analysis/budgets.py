@@ -79,7 +79,7 @@ from ..units import (
 from . import rules
 from .budget_caveats import budget_caveats, within_budget
 from .cells import cell_name, cells, ending, successful
-from .metrics import BUDGET_METRICS, FEW, Kind, Metric, few_iterations
+from .metrics import BUDGET_METRICS, FEW, Kind, Metric, few_iterations, same_figure, titled
 from .unmeasured import why_unmeasured
 
 PHASE_KEY = "latency_phase"
@@ -291,7 +291,7 @@ class BudgetCheck:
             return self.metric.title
         if self.phase:
             return f"{self.metric.title} of phase {self.phase}"
-        return f"{self.metric.title} (all phases)"
+        return titled(self.metric, apart=True)
 
     @property
     def ok(self) -> bool:

@@ -314,6 +314,30 @@ CALIBRATION_METRICS: dict[str, Metric] = {
 """The calibratable metrics by device CSV column stem."""
 
 
+ALL_PHASES = "(all phases)"
+"""What a figure of every phase's iterations is labelled where the runs' iterations lie in
+several phases: a CI summary had put ``Latency p95`` 25.8 ms (warm-up included, unlabelled)
+above the budget row ``latency p95 of phase infer`` 9.9 ms, read as a broken gate."""
+
+
+def phases_apart(runs: Iterable[RunResult]) -> bool:
+    """Whether some run's iterations lie in more than one phase (no phase holds them all):
+    its figures of iterations are every phase's, and so labelled (:func:`titled`)."""
+    return any(
+        r.latency is not None
+        and any(p.latency is not None for p in r.phases)
+        and not any(p.latency is not None and p.latency.count == r.latency.count
+                    for p in r.phases)
+        for r in runs
+    )
+
+
+def titled(metric: Metric, apart: bool) -> str:
+    """``metric``'s title, ``latency p95 (all phases)`` for a metric of iterations where
+    the runs' iterations are :func:`phases_apart` (``apart``)."""
+    return f"{metric.title} {ALL_PHASES}" if apart and metric.of_iterations else metric.title
+
+
 def stalled_percentiles(runs: Sequence[RunResult]) -> tuple[str, ...]:
     """The latency percentiles (``p50`` … ``p99``) that measured a CPU quota's stalls
     rather than the workload in any of ``runs`` (see :class:`edgeprof.model.Throttling`)."""

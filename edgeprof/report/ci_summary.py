@@ -11,7 +11,7 @@ from typing import TextIO
 
 from ..analysis.budgets import METRICS, BudgetCheck
 from ..analysis.cells import cell_name, cells, endings, successful
-from ..analysis.metrics import FEW_NOTE, few_mark
+from ..analysis.metrics import FEW_NOTE, few_mark, phases_apart, titled
 from ..analysis.regression import Change, Verdict, failed_cells, regressed
 from ..analysis.rules import newest
 from ..errors import ConfigError
@@ -130,12 +130,9 @@ def render_run_summary(
             marked = marked or bool(mark)
             row.append(metric.format(metric.of_cell(values)) + mark)
         rows.append(row)
-    header = [
-        "Model",
-        "Limits",
-        "OK runs",
-        *(m.title[0].upper() + m.title[1:] for m in shown),
-    ]
+    apart = phases_apart(results)
+    titles = [titled(m, apart) for m in shown]
+    header = ["Model", "Limits", "OK runs", *(t[0].upper() + t[1:] for t in titles)]
     lines += _table(header, rows)
     said = "Median of the successful runs of each model under each limit setting"
     worst = [m.title for m in shown if m.worst_of_runs]

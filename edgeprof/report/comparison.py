@@ -11,7 +11,7 @@ from ..analysis.compare import RANKED_METRICS, ModelSummary, Rank, format_stat, 
 from ..analysis.difference import DEFAULT_TARGET, runs_to_resolve
 from ..analysis.first_reads import FirstReads
 from ..analysis.hosts import mixed_hosts_note
-from ..analysis.metrics import STAT_METRICS, Kind
+from ..analysis.metrics import STAT_METRICS, Kind, phases_apart, titled
 from ..analysis.outliers import without_outliers
 from ..model import RunResult, Termination
 from ..units import article
@@ -28,6 +28,7 @@ def statistics_tables(cells: Mapping[str, Sequence[ModelSummary]]) -> list[TextT
         notes = []
         for m in summaries:
             first = True
+            apart = phases_apart(m.runs)
             for key, metric in STAT_METRICS.items():
                 s = m.stat(key)
                 if s is None:
@@ -35,7 +36,7 @@ def statistics_tables(cells: Mapping[str, Sequence[ModelSummary]]) -> list[TextT
                 rows.append(
                     [
                         m.name if first else "",
-                        metric.title,
+                        titled(metric, apart),
                         str(s.n),
                         format_stat(key, s.mean)  # one value: no spread, not "± 0"
                         if s.n == 1

@@ -551,3 +551,31 @@ def test_the_latency_phase_from_the_file_the_options_and_the_record(tmp_path: Pa
         budgets_from_options(f, {})
     with pytest.raises(ConfigError, match=r"^x: budgets: latency_phase: default: expected"):
         budgets_from_dict({"latency_phase": {"default": 3}}, "x")
+
+
+def test_a_figure_of_every_phases_iterations_is_labelled_where_they_lie_in_several() -> None:
+    """A CI summary had ``Latency p95`` 25.8 ms (warm-up included) above the budget row
+    ``latency p95 of phase infer`` 9.9 ms, and the terminal's Statistics ``latency p50``
+    likewise: both now say ``(all phases)``, as the budget's all-phases check does."""
+    from edgeprof.analysis.compare import summarize_cells
+    from edgeprof.analysis.metrics import BY_KEY, phases_apart, titled
+    from edgeprof.report.ci_summary import render_run_summary
+    from edgeprof.report.comparison import statistics_tables
+
+    apart, plain = _phased(), run(p95_s=0.01411, iterations=120)
+    assert phases_apart([apart]) and not phases_apart([plain])
+    one = dataclasses.replace(apart, phases=apart.phases[1:2])  # infer alone: 100 of 120
+    assert phases_apart([one])
+    assert apart.latency is not None
+    every = dataclasses.replace(one, latency=dataclasses.replace(apart.latency, count=100))
+    assert not phases_apart([every])  # one phase holds them all: its figures are the run's
+    p95, wall = BY_KEY["latency_p95"], BY_KEY["wall"]
+    assert (titled(p95, True), titled(p95, False)) == ("latency p95 (all phases)", "latency p95")
+    assert titled(wall, True) == wall.title
+    header = render_run_summary([apart], []).splitlines()[2]
+    assert "| Latency p95 (all phases) |" in header and "| Wall time |" in header
+    assert "| Latency p95 |" in render_run_summary([plain], []).splitlines()[2]
+    (table,) = statistics_tables(summarize_cells([apart, apart]))
+    metrics = [row[1] for row in table.rows[1:]]
+    assert "latency p95 (all phases)" in metrics or "latency p50 (all phases)" in metrics
+    assert "wall time" in metrics
