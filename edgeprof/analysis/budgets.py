@@ -79,7 +79,16 @@ from ..units import (
 from . import rules
 from .budget_caveats import budget_caveats, within_budget
 from .cells import cell_name, cells, ending, successful
-from .metrics import BUDGET_METRICS, FEW, Kind, Metric, few_iterations, same_figure, titled
+from .metrics import (
+    BUDGET_METRICS,
+    FEW,
+    Kind,
+    Metric,
+    few_iterations,
+    in_phase,
+    same_figure,
+    subject,
+)
 from .unmeasured import why_unmeasured
 
 PHASE_KEY = "latency_phase"
@@ -287,11 +296,7 @@ class BudgetCheck:
     def subject(self) -> str:
         """The metric and the rows it was read from: ``latency p95 of phase infer``,
         ``latency p95 (all phases)``; ``wall time`` for a metric not of iterations."""
-        if self.phase is None:
-            return self.metric.title
-        if self.phase:
-            return f"{self.metric.title} of phase {self.phase}"
-        return titled(self.metric, apart=True)
+        return subject(self.metric, self.phase)
 
     @property
     def ok(self) -> bool:
@@ -386,14 +391,6 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
     return checks
 
 
-def in_phase(r: RunResult, phase: str) -> RunResult:
-    """``r`` with its iterations those of its phase ``phase`` (none where it has no such
-    phase, or the phase none): a budget's metrics, caveats and marks read them as the
-    run's."""
-    found = next((p for p in r.phases if p.name == phase), None)
-    return dataclasses.replace(r, latency=None if found is None else found.latency)
-
-
 def _no_phase(phase: str, ok: Sequence[RunResult]) -> str:
     """Why no successful run of ``ok`` has iterations in ``phase``: no such phase (a
     misspelt name, listed beside the names the runs had) or none in it; ``""`` where the
@@ -461,6 +458,37 @@ def budgets_from_options(file: Path | None, options: Mapping[str, str | None]) -
             f"none is set ({', '.join(_phase_gated_options())})"
         )
     return dataclasses.replace(base, overrides=overrides, phase=phase)
+
+
+def recorded_phase(budgets: Budgets) -> str:
+    """The phase ``budgets`` gate for every model (the option's, else the file's default
+    where no model names another); ``""``: all phases, or not one for every model."""
+    if budgets.phase:
+        return budgets.phase
+    if any(p != budgets.default_phase for p in budgets.model_phases.values()):
+        return ""
+    return budgets.default_phase
+
+
+def compared_phase(base: Budgets, current: Budgets) -> tuple[str, str | None]:
+    """The phase ``compare`` holds the latency and throughput of, where ``--latency-phase``
+    was not given: the one both sides' recorded budgets gate (``sweep.json``), with the
+    note that says so; ``""`` where they gate none or not the same one.  Two sweeps gated
+    on ``infer`` had been compared over every phase, warm-up included (p95 25.8 ms →
+    37.3 ms, "+44.8% regression"), with no word of it."""
+    b, c = recorded_phase(base), recorded_phase(current)
+    if b and b == c:
+        return b, (
+            f"latency and throughput are of phase {b}, the phase both sides' budgets gate "
+            "(sweep.json); --latency-phase '' compares every phase's iterations"
+        )
+    if b or c:
+        return "", (
+            f"latency and throughput are of every phase's iterations: the baseline's budgets "
+            f"gate {f'phase {b}' if b else 'all phases'}, the current's "
+            f"{f'phase {c}' if c else 'all phases'}; --latency-phase picks one"
+        )
+    return "", None
 
 
 def _phase_gated_options() -> list[str]:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .failures import Failed
-from .metrics import FEW, Metric
+from .metrics import FEW, Metric, subject
 
 
 class Verdict(str, enum.Enum):
@@ -68,6 +68,15 @@ class Change:
     than it needs (:func:`~.metrics.few_iterations`): its mean is marked :data:`~.metrics.FEW`."""
     current_few: bool = False
     """So of the current runs' figure."""
+    phase: str | None = None
+    """The phase whose iterations were compared (``--latency-phase``); ``""``: every
+    phase's, where the runs' lie in several; ``None``: not of iterations, or one phase's."""
+
+    @property
+    def subject(self) -> str:
+        """The metric and its rows (:func:`~.metrics.subject`): ``latency p95 of phase
+        infer``; compare had said ``latency p95`` of every phase's, warm-up included."""
+        return subject(self.metric, self.phase)
 
     @property
     def few(self) -> bool:

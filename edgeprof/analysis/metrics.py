@@ -335,7 +335,26 @@ def phases_apart(runs: Iterable[RunResult]) -> bool:
 def titled(metric: Metric, apart: bool) -> str:
     """``metric``'s title, ``latency p95 (all phases)`` for a metric of iterations where
     the runs' iterations are :func:`phases_apart` (``apart``)."""
-    return f"{metric.title} {ALL_PHASES}" if apart and metric.of_iterations else metric.title
+    return subject(metric, "" if apart and metric.of_iterations else None)
+
+
+def subject(metric: Metric, phase: str | None) -> str:
+    """The metric and the rows it was read from, as every check and row names them:
+    ``latency p95 of phase infer`` (``phase``), ``latency p95 (all phases)`` (``""``),
+    ``wall time`` (``None``: not of iterations, or of a run's only rows)."""
+    if phase is None:
+        return metric.title
+    return f"{metric.title} of phase {phase}" if phase else f"{metric.title} {ALL_PHASES}"
+
+
+def in_phase(r: RunResult, phase: str) -> RunResult:
+    """``r`` with its iterations those of its phase ``phase`` (none where it has no such
+    phase, or the phase none): a budget's and ``compare``'s metrics, caveats and marks read
+    them as the run's."""
+    import dataclasses
+
+    found = next((p for p in r.phases if p.name == phase), None)
+    return dataclasses.replace(r, latency=None if found is None else found.latency)
 
 
 def stalled_percentiles(runs: Sequence[RunResult]) -> tuple[str, ...]:

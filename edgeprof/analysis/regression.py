@@ -94,7 +94,15 @@ from .held import (
     weighed_figures,
 )
 from .hosts import same_runs_note, sides_note
-from .metrics import BY_KEY, FEW_NOTE, Metric, few_iterations, stalled_percentiles
+from .metrics import (
+    BY_KEY,
+    FEW_NOTE,
+    Metric,
+    few_iterations,
+    in_phase,
+    phases_apart,
+    stalled_percentiles,
+)
 from .outliers import without_outliers
 from .targets import check_targets, differing
 from .unmeasured import why_unmeasured
@@ -124,8 +132,12 @@ def compare_results(
     match_limits: bool = True,
     allow_missing: bool = False,
     match_targets: bool = True,
+    phase: str = "",
 ) -> tuple[list[Change], list[str]]:
     """Every metric of every cell found in both, and notes on cells found in only one.
+
+    ``phase``: the phase whose iterations the latency and throughput metrics compare
+    (``--latency-phase``); ``""``: every phase's, labelled so where they lie in several.
 
     ``match_limits=False`` pairs cells by model label alone (the same models measured under
     different limits, e.g. two devices); each side must then hold one setting per label.
@@ -196,7 +208,16 @@ def compare_results(
                 "its metrics are not measured"
             )
         unpaired: list[str] = []  # what only the current runs have
+        whole_b, whole_c = b_ok, c_ok
+        apart = phases_apart([*b_ok, *c_ok])
         for metric in COMPARED:
+            b_ok, c_ok = whole_b, whole_c
+            rows = None
+            if metric.of_iterations and phase:
+                b_ok, c_ok = [in_phase(r, phase) for r in b_ok], [in_phase(r, phase) for r in c_ok]
+                rows = phase
+            elif metric.of_iterations and apart:
+                rows = ""
             if (why := rules.apart(metric.key, metric.title, b_ok, c_ok)) is not None:
                 notes.append(f"{cell_name(key)}: {why}")  # no row: nothing was held to it
                 continue
@@ -217,6 +238,7 @@ def compare_results(
                 _change(label, where, metric, b, c, threshold),
                 base_few=bool(few_iterations(metric, b_of)),
                 current_few=bool(few_iterations(metric, c_of)),
+                phase=rows,
             )
             if not c and c_of:
                 change = _unmeasured(change, why_unmeasured(metric.key, c_runs, current))
@@ -227,6 +249,7 @@ def compare_results(
             c_runs_of = [r for r in c_of if metric.get(r) is not None]
             if (said := _outlier_note(change, threshold, (b_runs_of, c_runs_of))) is not None:
                 notes.append(f"{cell_name(key)}: {said}")
+        b_ok, c_ok = whole_b, whole_c
         if unpaired:
             notes.append(
                 f"{cell_name(key)}: not compared, what the current runs measured and the "
@@ -242,7 +265,7 @@ def compare_results(
             ch = changes[i] = replace(changes[i], base_failed=b_bad, current_failed=c_bad)
             if (said := ch.why or held_caveat(ch, b_ok, c_ok, threshold)) is not None:
                 changes[i] = ch if ch.why else replace(ch, caveat=said)
-                notes.append(f"{cell_name(key)}: {ch.metric.title} {ch.verdict.value}: {said}")
+                notes.append(f"{cell_name(key)}: {ch.subject} {ch.verdict.value}: {said}")
     if any(c.few for c in changes):
         notes.append(FEW_NOTE)  # once, for the marks in the table above
     for key in [] if allow_missing else missing:
@@ -323,7 +346,7 @@ def _outlier_note(
                 apart.append(found)
     one = len(named) == 1
     said = (
-        f"{change.metric.title} {change.verdict.value} includes {' and '.join(named)}, "
+        f"{change.subject} {change.verdict.value} includes {' and '.join(named)}, "
         f"{'an outlier' if one else 'outliers'}: "
     )
     advice = "; ".join(dict.fromkeys(a.advice() for a in apart))

@@ -78,6 +78,14 @@ def compare(
         Path | None, typer.Option(help="Write JUnit XML here: one test case per metric.")
     ] = None,
     html: HtmlReport = None,
+    latency_phase: Annotated[
+        str | None,
+        typer.Option(
+            help="The phase whose iterations the latency and throughput rows compare, e.g. "
+            "infer; '' for every phase's (default: the phase both sides' sweep.json budgets "
+            "gate, else every phase's).",
+        ),
+    ] = None,
 ) -> None:
     """Compare CURRENT with BASELINE per model, limits and metric; exit 3 on a regression,
     on a figure the baseline has and CURRENT lacks ("not measured": a run too short for a
@@ -103,6 +111,7 @@ def compare(
         junit=junit,
         html=html,
         settings=tuple(setting or ()),
+        phase=latency_phase,
     )
     raise typer.Exit(EXIT_BUDGET if regressed else 0)
 

@@ -53,7 +53,7 @@ COMPARE_LEGEND = "baseline, current: mean ± SD; change of the mean ± its 95% i
 def compare_rows(changes: Sequence[Change], emoji: bool = True) -> list[list[str]]:
     """A row per compared metric (this summary's and the HTML report's, as above)."""
     return [
-        [c.label, c.setting, c.metric.title, c.base_text, c.current_text,
+        [c.label, c.setting, c.subject, c.base_text, c.current_text,
          c.change_text(), _VERDICT_MARK[c.verdict] if emoji else _VERDICT_WORD[c.verdict]]
         for c in changes
     ]  # fmt: skip
@@ -300,7 +300,7 @@ def render_compare_plain(
         [
             c.label,
             c.setting,
-            c.metric.title,
+            c.subject,
             c.base_text,
             c.current_text,
             c.change_text(),

@@ -138,7 +138,7 @@ def compare_cases(changes: Sequence[Change], threshold: float) -> list[Case]:
         out.append(Case(_cell(ch), "current runs succeed", failure, output=text))
     for ch in changes:
         text = (
-            f"{ch.metric.title}: {ch.verdict.value}, change {ch.change_text()} "
+            f"{ch.subject}: {ch.verdict.value}, change {ch.change_text()} "
             f"(baseline {ch.base_text}, current {ch.current_text}, "
             f"threshold {threshold * 100:g}%)"
         )
@@ -150,7 +150,7 @@ def compare_cases(changes: Sequence[Change], threshold: float) -> list[Case]:
         out.append(
             Case(
                 classname=_cell(ch),
-                name=f"{ch.metric.title} no regression",
+                name=f"{ch.subject} no regression",
                 failure=text if ch.verdict.fails else None,
                 skipped=text if ch.verdict is Verdict.FEW_REPEATS else None,
                 output=text,

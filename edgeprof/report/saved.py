@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..analysis.apart import apart
-from ..analysis.budgets import BudgetCheck, Budgets, budgets_from_dict
+from ..analysis.budgets import BudgetCheck, Budgets, budgets_from_dict, compared_phase
 from ..analysis.calibration import load_calibration, predict
 from ..analysis.cells import cell_order, pick_setting, setting_spec
 from ..analysis.fit_compare import compare_fits
@@ -70,6 +70,7 @@ def compare_saved(
     html: Path | None = None,
     settings: Sequence[str] = (),
     log: TextIO | None = None,
+    phase: str | None = None,
 ) -> bool:
     """Print (and write) the verdicts per model, limits and metric; true on a regression.
     The HTML report shows the current results with the verdicts.  ``settings``: the limit
@@ -97,6 +98,7 @@ def compare_saved(
         allow_missing=allow_missing,
         match_targets=match_targets,
         settings=settings,
+        phase=phase,
     )
     if json_out:
         stdout.write(json.dumps(compare_dict(changes, thr, notes), indent=2) + "\n")
@@ -137,10 +139,13 @@ def compare_paths(
     allow_missing: bool = False,
     match_targets: bool = True,
     settings: Sequence[str] = (),
+    phase: str | None = None,
 ) -> tuple[list[Change], list[str], list[RunResult]]:
     """``compare``'s verdicts and notes for two saved results (two ``fit.json`` compare their
     fits), and the current runs (none for two fits): what the command and
-    :func:`edgeprof.compare` print and return.  ``settings``: :func:`compare_saved`'s."""
+    :func:`edgeprof.compare` print and return.  ``settings``: :func:`compare_saved`'s;
+    ``phase``: the phase of the latency and throughput (``--latency-phase``; ``None``: the
+    one both sides' recorded budgets gate, :func:`~edgeprof.analysis.budgets.compared_phase`)."""
     base_fits, cur_fits = load_fits(baseline), load_fits(current)
     current_runs: list[RunResult] = []
     if (base_fits is None) != (cur_fits is None):
@@ -157,6 +162,11 @@ def compare_paths(
         )
     else:
         current_runs = load_runs([current])
+        said = None
+        if phase is None:
+            phase, said = compared_phase(
+                recorded_budgets(read_sweep(baseline)), recorded_budgets(read_sweep(current))
+            )
         changes, notes = compare_runs(
             (load_runs([baseline]), str(baseline)),
             (current_runs, str(current)),
@@ -165,8 +175,9 @@ def compare_paths(
             allow_missing=allow_missing,
             match_targets=match_targets,
             settings=settings,
+            phase=phase,
         )
-        notes = [*pooled_notes(baseline, current), *notes]
+        notes = [*pooled_notes(baseline, current), *([said] if said else []), *notes]
     return changes, notes, current_runs
 
 
@@ -179,6 +190,7 @@ def compare_runs(
     allow_missing: bool = False,
     match_targets: bool = True,
     settings: Sequence[str] = (),
+    phase: str = "",
 ) -> tuple[list[Change], list[str]]:
     """:func:`compare_paths`'s verdicts and notes for runs already read: each side its runs
     and how a ``--setting`` refusal names it (its path; :func:`edgeprof.compare` of runs
@@ -197,6 +209,7 @@ def compare_runs(
         match_limits=match_limits,
         allow_missing=allow_missing,
         match_targets=match_targets,
+        phase=phase,
     )
 
 

@@ -579,3 +579,39 @@ def test_a_figure_of_every_phases_iterations_is_labelled_where_they_lie_in_sever
     metrics = [row[1] for row in table.rows[1:]]
     assert "latency p95 (all phases)" in metrics or "latency p50 (all phases)" in metrics
     assert "wall time" in metrics
+
+
+def test_compare_holds_the_phase_both_sides_budgets_gate_and_names_its_rows() -> None:
+    """Two sweeps gated on ``infer`` had been compared over every phase, warm-up included
+    (p95 25.8 ms → 37.3 ms, "+44.8% regression"), with no word of it and no option."""
+    from edgeprof.analysis.budgets import compared_phase, recorded_phase
+    from edgeprof.analysis.regression import compare_results
+
+    gated = Budgets(default_phase="infer")
+    assert recorded_phase(gated) == "infer"
+    assert recorded_phase(Budgets(default_phase="infer", model_phases={"a": "x"})) == ""
+    assert recorded_phase(Budgets(default_phase="infer", phase="w")) == "w"
+    phase, note = compared_phase(gated, gated)
+    assert phase == "infer"
+    assert note == (
+        "latency and throughput are of phase infer, the phase both sides' budgets gate "
+        "(sweep.json); --latency-phase '' compares every phase's iterations"
+    )
+    assert compared_phase(gated, Budgets()) == (
+        "",
+        "latency and throughput are of every phase's iterations: the baseline's budgets gate "
+        "phase infer, the current's all phases; --latency-phase picks one",
+    )
+    assert compared_phase(Budgets(), Budgets()) == ("", None)
+    base = [_phased(), _phased()]
+    now = [_phased(infer_p95=0.0062), _phased(infer_p95=0.0063)]
+    changes, _ = compare_results(base, now, phase="infer")
+    p95 = next(c for c in changes if c.metric.key == "latency_p95")
+    assert (p95.subject, p95.base, p95.current) == (
+        "latency p95 of phase infer", (0.00311, 0.00311), (0.0062, 0.0063)
+    )
+    wall = next(c for c in changes if c.metric.key == "wall")
+    assert wall.subject == "wall time"
+    changes, _ = compare_results(base, now)
+    p95 = next(c for c in changes if c.metric.key == "latency_p95")
+    assert (p95.subject, p95.base) == ("latency p95 (all phases)", (0.01411, 0.01411))
