@@ -484,7 +484,7 @@ class EventStore:
             warnings.append(self._malformed_warning())
         if self._snapshot_error is not None:
             warnings.append(f"events: {self._snapshot_error}")
-        unfinished = [p.name for p in phases if not p.complete]
+        unfinished = [shown_name(p.name) for p in phases if not p.complete]
         if unfinished:
             why = {
                 "oom": "cut short by the OOM kill",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..model import GpuDevice, RunResult
+from ..names import shown_name
 from ..units import format_binary, format_energy
 from .table import markdown_heading, markdown_items, markdown_lines, plain_table
 
@@ -64,7 +65,7 @@ def gpu_rows(results: Sequence[RunResult]) -> list[list[str]]:
 
 def gpu_phase_rows(results: Sequence[RunResult]) -> list[list[str]]:
     return [
-        [r.label, p.name, format_energy(p.energy_j), format_binary(p.memory_peak_bytes)]
+        [r.label, shown_name(p.name), format_energy(p.energy_j), format_binary(p.memory_peak_bytes)]
         for r in results
         if r.gpu
         for p in r.gpu.phases
