@@ -86,7 +86,6 @@ from .metrics import (
     Metric,
     few_iterations,
     in_phase,
-    same_figure,
     subject,
 )
 from .unmeasured import why_unmeasured
