@@ -581,6 +581,13 @@ class EventStore:
         its = zip(self._it0, self._it1, self._items, strict=True)
         return list(self._occurrences), [(t0, t1, 1 if n < 0 else n) for t0, t1, n in its]
 
+    def iteration_ends(self) -> list[float] | None:
+        """When each iteration the workload reported ended, for the memory's growth per
+        iteration; ``None`` where none was, or some were past the cap (not stored)."""
+        if not self._it1 or self._tail.count:
+            return None
+        return list(self._it1)
+
     def counts(self) -> EventCounts:
         """What the workload sent against what was kept (``events`` in ``result.json``)."""
         max_phases, max_marks, max_iterations = self._caps

@@ -29,6 +29,7 @@ from ..units import utc_timestamp
 from .assemble import build_result, peak_read_in_phases
 from .events import EventChannel
 from .gpu import GpuWatch
+from .growth import with_growth
 from .interrupts import GROUP_SIGNALS, SignalGuard, WaitInterrupted
 from .limits import quota_can_stall
 from .memory import MappedTracker
@@ -205,6 +206,9 @@ def run_loop(
         others_left=others_left,
         held=held,
         totals_lost=run.totals_lost,
+    )
+    result = with_growth(
+        result, stats.trace.points(), wall, None if channel is None else channel.iteration_ends()
     )
     if squeezer is not None:
         if squeezer.error is not None:

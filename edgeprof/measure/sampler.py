@@ -21,6 +21,7 @@ from ..backends.helpers import TaskScan, TaskTime, leave_stops_to_main_thread
 from ..errors import EdgeprofError
 from ..model import Counters, Sample
 from .dirtied import Dirtied
+from .growth import MemoryTrace
 from .integral import Integral
 from .memory import MappedTracker, PartPeaks, Records, SampledMaxima
 from .samplefile import SampleWriter
@@ -84,6 +85,9 @@ class SeriesStats:
         """The run's mapped files against its group's charge, read at the samples."""
         self._mem = Integral()
         self._ws = Integral()
+        self.trace = MemoryTrace()
+        """The usage readings after the start's, thinned, for the growth at the end
+        (:func:`edgeprof.measure.growth.memory_growth`)."""
         self.dirtied = Dirtied()
         """The page cache the run dirtied (cgroup v1), over every sample, the start's too."""
         self.last_t = 0.0
@@ -107,6 +111,7 @@ class SeriesStats:
             ws = max(0, c.memory_current - (c.memory_inactive_file or 0))
             if self.count > 1 or final:  # the start reading is no peak (see maxima)
                 self._add_peak(t, c, ws)
+                self.trace.add(t, c.memory_current)
             self._mem.add(t, c.memory_current, held=final)
             self._ws.add(t, ws, held=final)
         if c.pids_current is not None:

@@ -13,7 +13,7 @@ from .counters import Counters, Sample
 from .events import Capped, EventCounts
 from .gpu import GpuDevice, GpuPhase, GpuStats
 from .host import HostInfo
-from .memory import MemoryParts, MemoryPressure, MemoryStats, Squeeze
+from .memory import MemoryGrowth, MemoryParts, MemoryPressure, MemoryStats, Squeeze
 from .phases import PERCENTILES, LatencyStats, Mark, PhaseStats, Throttling
 from .results import (
     SCHEMA_VERSION,
@@ -45,6 +45,7 @@ __all__ = [
     "LimitChange",
     "Limits",
     "Mark",
+    "MemoryGrowth",
     "MemoryParts",
     "MemoryPressure",
     "MemoryStats",

@@ -128,6 +128,32 @@ class Squeeze:
 
 
 @dataclass(frozen=True)
+class MemoryGrowth:
+    """Memory still rising at the run's end (:mod:`edgeprof.measure.growth`): a leak, or a
+    cache that never levels off, whose need grows with how long the run lasts.
+
+    ``per_s``: the slope of the sampled usage over the window (Theil–Sen: the median of the
+    pairwise slopes), bytes a second; ``per_iteration``: the same per iteration the workload
+    reported ending in the window (``None``: none reported, or more than were stored);
+    ``from_s`` / ``to_s``: the window, the second half of the run (seconds since the spawn);
+    ``rise_bytes``: the slope times the window; ``noise_bytes``: the readings' scatter about
+    the line (1.4826 × their median absolute deviation), which the rise must clear."""
+
+    per_s: float
+    per_iteration: float | None
+    from_s: float
+    to_s: float
+    rise_bytes: int
+    noise_bytes: int
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> MemoryGrowth | None:
+        if d is None:
+            return None
+        return cls(**known_fields(cls, d))
+
+
+@dataclass(frozen=True)
 class MemoryStats:
     peak_bytes: int | None
     """The run's peak memory (:attr:`peak_source` says of what).  ``None``: unknown, where
@@ -178,6 +204,10 @@ class MemoryStats:
     are the run's own there.  A lower bound: what the run's other processes alone mapped
     is left out.  ``None``: not measured (the process backend, whose peak is resident
     set size and counts them already; a run over before the first reading)."""
+    growth: MemoryGrowth | None = None
+    """The run's memory was still growing through its second half, beyond the readings'
+    noise (:class:`MemoryGrowth`): a limit that fits this run's length may not fit a longer
+    one.  ``None``: it levelled off or fell, or too few readings to tell."""
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> MemoryStats:
@@ -186,4 +216,5 @@ class MemoryStats:
         kw["peaks"] = MemoryParts.from_dict(kw.get("peaks"))
         kw["pressure"] = MemoryPressure.from_dict(kw.get("pressure"))
         kw["squeeze"] = Squeeze.from_dict(kw.get("squeeze"))
+        kw["growth"] = MemoryGrowth.from_dict(kw.get("growth"))
         return cls(**kw)

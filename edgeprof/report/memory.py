@@ -15,6 +15,7 @@ from ..analysis.headroom import (
     over_limit,
     unattributed,
 )
+from ..measure.growth import rate
 from ..model import MemoryParts, MemoryPressure, RunResult
 from ..units import format_binary, format_share
 
@@ -283,6 +284,8 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
             )
         if f.status is Headroom.AT_LIMIT and not f.warm_only and f.spare is not None:
             said += f", which leaves {format_binary(f.spare - f.elsewhere)}"
+    if f.growth is not None:
+        said += f"; for this run's length only: its memory was still growing ({rate(f.growth)})"
     return f"{head}: {said}" + (f" (the worst of {runs} runs)" if runs > 1 else "")
 
 

@@ -1,0 +1,163 @@
+"""Memory still growing at a run's end (measure/growth.py), on synthetic sample series, and
+how the run's verdict, its warning and its result file say it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from edgeprof.analysis.headroom import limit_fit
+from edgeprof.measure.growth import (
+    MemoryTrace,
+    growth_warning,
+    memory_growth,
+    theil_sen,
+    with_growth,
+)
+from edgeprof.model import MemoryGrowth, RunResult
+from edgeprof.report.memory import headroom
+
+from .conftest import make_result
+
+MiB = 2**20
+
+
+def leak(t: float) -> float:
+    """2 MiB at the start, 16 MiB more a second."""
+    return MiB * (2 + 16 * t)
+
+
+def series(f: object, n: int = 60) -> list[tuple[float, float]]:
+    """Readings every 0.1 s from 0.1 s to ``n`` / 10 s."""
+    assert callable(f)
+    return [(i / 10, float(f(i / 10))) for i in range(1, n + 1)]
+
+
+def test_linear_leak_is_growth_per_second_and_per_iteration() -> None:
+    # 32 iterations a second, one ending every 1/32 s: the window is 3.1 to 6.0 s (the
+    # second half), 93 of them end in it (k/32 for k = 100 … 192).
+    ends = [k / 32 for k in range(1, 193)]
+    g = memory_growth(series(leak), 6.0, ends)
+    assert g is not None
+    assert g.per_s == pytest.approx(16 * MiB)
+    assert (g.from_s, g.to_s) == (3.1, 6.0)
+    assert g.rise_bytes == round(16 * MiB * 2.9)
+    assert g.noise_bytes == 0
+    assert g.per_iteration == pytest.approx(16 * MiB * 2.9 / 93)
+    assert growth_warning(g) == (
+        "memory grew through the run's second half: +0.50MiB/iteration (+16.0MiB/s), not "
+        "levelled off: a limit that fits this run's length may not fit a longer one"
+    )
+
+
+def test_no_iterations_gives_the_rate_per_second_alone() -> None:
+    g = memory_growth(series(leak), 6.0, None)
+    assert g is not None and g.per_iteration is None
+    assert "grew through the run's second half: +16.0MiB/s, not levelled off" in growth_warning(g)
+
+
+def test_plateau_is_no_growth() -> None:
+    # Rises for 2 s (warm-up, a cache filling), then holds at 34 MiB ± 64 KiB.
+    def plateau(t: float) -> float:
+        return leak(min(t, 2.0)) + (64 * 1024 if round(t * 10) % 2 else 0)
+
+    assert memory_growth(series(plateau), 6.0) is None
+
+
+def test_freed_at_the_end_is_growth_until_the_free() -> None:
+    # The cache is cleared for the last 0.5 s: 3 MiB left.  Its peak rose with the run's
+    # length until then: fitted without the freed readings, to 5.5 s.
+    def freed(t: float) -> float:
+        return leak(t) if t <= 5.5 else 3.0 * MiB
+
+    g = memory_growth(series(freed), 6.0)
+    assert g is not None
+    assert g.per_s == pytest.approx(16 * MiB)
+    assert (g.from_s, g.to_s) == (3.1, 5.5)
+    assert g.rise_bytes == round(16 * MiB * 2.4)
+
+
+def test_noisy_flat_is_no_growth() -> None:
+    # A loop allocating and freeing 32 MiB each iteration, read at either end of it, with a
+    # drift of 1 MiB over the run: the rise (0.5 MiB over the window) is within the noise.
+    def sawtooth(t: float) -> float:
+        return MiB * (50 + (32 if round(t * 10) % 3 == 0 else 0) + t / 6)
+
+    assert memory_growth(series(sawtooth), 6.0) is None
+
+
+def test_growth_under_a_share_of_the_peak_is_none() -> None:
+    # 3 MiB over the window against a 120 MiB peak: 2.5 %, under MIN_SHARE (5 %), even
+    # without any scatter.
+    assert memory_growth(series(lambda t: MiB * (117 + t * 3 / 2.9)), 6.0) is None
+    g = memory_growth(series(lambda t: MiB * (100 + t * 7 / 2.9)), 6.0)
+    assert g is not None and g.rise_bytes == 7 * MiB
+
+
+def test_too_few_readings_is_none() -> None:
+    # 11 readings (a 1.1 s run at 0.1 s): under twice MIN_READINGS (6).
+    assert memory_growth(series(leak, 11), 1.1) is None
+    assert memory_growth(series(leak, 12), 1.2) is not None
+
+
+def test_readings_after_the_exit_are_left_out() -> None:
+    # Read after the main process's exit at 6.0 s: its memory freed, no part of the run.
+    pts = [*series(leak), (6.05, 0.0), (6.1, 0.0)]
+    g = memory_growth(pts, 6.0)
+    assert g is not None and g.to_s == 6.0
+
+
+def test_theil_sen_ignores_a_few_outliers() -> None:
+    pts = [(float(i), 2.0 * i) for i in range(20)]
+    pts[5] = (5.0, 1000.0)
+    pts[15] = (15.0, -1000.0)
+    assert theil_sen(pts) == 2.0
+
+
+def test_trace_thins_to_its_cap_evenly() -> None:
+    trace = MemoryTrace(cap=8)
+    for i in range(20):
+        trace.add(float(i), i)
+    # Full at 8: every other kept (stride 2), full again at 8: stride 4.
+    assert [t for t, _ in trace.points()] == [0.0, 4.0, 8.0, 12.0, 16.0]
+
+
+GROWTH = MemoryGrowth(
+    per_s=17.4 * MiB, per_iteration=0.5 * MiB, from_s=3.0, to_s=6.0, rise_bytes=52 * MiB,
+    noise_bytes=400_000,
+)
+
+
+def grown(growth: MemoryGrowth | None = None) -> RunResult:
+    r = make_result(warnings=())
+    return dataclasses.replace(r, memory=dataclasses.replace(r.memory, growth=growth))
+
+
+def test_with_growth_adds_the_field_and_one_warning() -> None:
+    r = with_growth(make_result(warnings=()), series(leak), 6.0, None)
+    assert r.memory.growth is not None
+    assert r.memory.growth.per_s == pytest.approx(16 * MiB)
+    assert r.warnings == (growth_warning(r.memory.growth),)
+    flat = make_result(warnings=())
+    assert with_growth(flat, series(lambda t: 50.0 * MiB), 6.0, None) is flat
+
+
+def test_growth_round_trips_through_result_json() -> None:
+    r = grown(growth=GROWTH)
+    back = RunResult.from_dict(json.loads(json.dumps(r.to_dict())))
+    assert back.memory.growth == GROWTH
+    plain = RunResult.from_dict(json.loads(json.dumps(make_result().to_dict())))
+    assert plain.memory.growth is None
+
+
+def test_the_limit_verdict_holds_for_the_runs_length_only() -> None:
+    f = limit_fit(grown(growth=GROWTH))
+    assert headroom(f) == (
+        "memory limit 512.0MiB: fits, peak 120.0MiB, 392.0MiB to spare (77%); for this run's "
+        "length only: its memory was still growing (+0.50MiB/iteration (+17.4MiB/s))"
+    )
+    assert headroom(limit_fit(grown())) == (
+        "memory limit 512.0MiB: fits, peak 120.0MiB, 392.0MiB to spare (77%)"
+    )
