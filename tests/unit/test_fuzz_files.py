@@ -337,7 +337,11 @@ def test_budget_files(tmp_path: Path, text: str) -> None:
         return
 
     def spelled(key: str, v: float) -> str:  # the file's own spellings, in base units
-        return f"{int(v)}b" if BUDGETS[key].kind is Kind.MEMORY else repr(v)
+        if BUDGETS[key].kind is Kind.MEMORY:
+            return f"{int(v)}b"
+        # An iteration's time must carry its unit (a bare 20 had been 20 s for a 20 ms
+        # deadline); a run's time may be bare seconds.
+        return f"{v!r}s" if BUDGETS[key].iteration_time else repr(v)
 
     back = {
         "default": {k: spelled(k, v) for k, v in got.default.items()},
