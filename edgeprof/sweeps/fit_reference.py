@@ -79,7 +79,8 @@ def failed(r: RunResult, which: str = "unlimited", cap: Cap | None = None) -> st
     workload's own code, as the exit status of ``fit`` then is), ``… was killed by SIGSEGV:
     …`` (it had said ``ended: signaled``), each with why no limit fits; an OOM kill at
     ``cap``, the reference's :func:`reference_cap`, says that this machine has too
-    little."""
+    little; a stop by ``--timeout`` is no failure of the command
+    (:func:`stopped_by_timeout`)."""
     if r.termination is Termination.OOM and cap is not None and r.limits.memory == cap.bytes:
         return (
             f"the {which} run was OOM-killed at {format_binary(cap.bytes)}, {cap.source} "
@@ -87,17 +88,35 @@ def failed(r: RunResult, which: str = "unlimited", cap: Cap | None = None) -> st
         )
     if r.termination is Termination.INTERRUPTED:
         return f"the {which} run ended: interrupted"
+    if r.termination is Termination.TIMEOUT:
+        return stopped_by_timeout(r, which)
     if r.termination is Termination.SIGNALED:
         how = f"was killed by {signal_name(r.signal)}"
     elif r.termination is Termination.EXITED:
         how = "exited with " + ("no code" if r.exit_code is None else f"code {r.exit_code}")
+    elif r.termination is Termination.OOM:
+        how = "was OOM-killed"
     else:
-        how = {Termination.OOM: "was OOM-killed", Termination.TIMEOUT: "timed out"}.get(
-            r.termination, f"ended: {r.termination.value}"
-        )
+        how = f"ended: {r.termination.value}"
     return (
         f"the {which} run {how}: the command fails without a memory limit, so there is no "
         "limit it fits in"
+    )
+
+
+def stopped_by_timeout(r: RunResult, which: str = "unlimited") -> str:
+    """Why a run the user's ``--timeout`` stopped is no reference: the command did not fail,
+    it had not ended, and a need is only measured of a command that ends by itself.  It had
+    been said to "fail without a memory limit" (``fit --timeout 3`` of a service: the
+    timeout is the only way to time-box one), with no way out; it now says what the run
+    saw before the stop (``peak 86.1MiB``, and its iterations where it reported them)."""
+    seen = [] if r.memory.peak_bytes is None else [f"peak {format_binary(r.memory.peak_bytes)}"]
+    if r.latency is not None:
+        seen.append(f"{counted(r.latency.count, 'iteration')} completed")
+    so_far = f" ({', '.join(seen)})" if seen else ""
+    return (
+        f"--timeout stopped the {which} run at {r.wall_s:.2f}s{so_far}: fit needs a command "
+        "that ends by itself: give it a fixed number of requests/iterations, or raise --timeout"
     )
 
 

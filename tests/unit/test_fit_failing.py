@@ -339,8 +339,36 @@ def test_an_oom_kill_at_the_cap_says_the_host_is_too_small() -> None:
         "limit of /g (64.0MiB) when it started: the command needs more than it can have here"
     )
     assert failed(oom) == "the unlimited run was OOM-killed" + FAILS  # no cap: nothing of the host
-    timeout = make_result(termination=Termination.TIMEOUT, limits=Limits(memory=cap.bytes))
-    assert failed(timeout, cap=cap) == "the unlimited run timed out" + FAILS
+
+
+def test_a_reference_the_timeout_stopped_names_the_fix_not_a_failure() -> None:
+    """``fit --timeout 3 -- python leak.py --iterations 100000`` (a tester's service): the
+    command did not fail, the user's --timeout stopped it; it had been said to "fail
+    without a memory limit" (exit 143), with no way out."""
+    from edgeprof.model import LatencyStats, Limits
+    from edgeprof.sweeps.fit_reference import Cap, failed
+
+    cap = Cap(48 * MIB, "all the room left under the memory limit of /g (64.0MiB)")
+    timeout = make_result(termination=Termination.TIMEOUT, exit_code=143, wall_s=3.0178,
+                          limits=Limits(memory=cap.bytes))  # fmt: skip
+    fix = (
+        ": fit needs a command that ends by itself: give it a fixed number of "
+        "requests/iterations, or raise --timeout"
+    )
+    assert failed(timeout, cap=cap) == (
+        "--timeout stopped the unlimited run at 3.02s (peak 120.0MiB)" + fix
+    )
+    lat = LatencyStats(count=331, mean_s=0.009, p50_s=0.009, p90_s=0.01, p95_s=0.01,
+                       p99_s=0.01, max_s=0.02, per_s=110.0)  # fmt: skip
+    served = dataclasses.replace(timeout, latency=lat)
+    assert failed(served, "squeezed") == (
+        "--timeout stopped the squeezed run at 3.02s (peak 120.0MiB, 331 iterations completed)"
+        + fix
+    )
+    unknown = dataclasses.replace(
+        timeout, memory=dataclasses.replace(timeout.memory, peak_bytes=None)
+    )
+    assert failed(unknown) == "--timeout stopped the unlimited run at 3.02s" + fix
 
 
 def test_report_of_a_fit_says_what_its_runs_are(
@@ -532,3 +560,17 @@ def test_a_probes_time_is_shown_in_the_run_reports_unit() -> None:
     assert format_time(median_time(walls)) == "412.3ms"
     assert probe_row(Probe(16 * MIB, walls, Verdict(True, "fits")), 0.4)[1] == "412.3ms"
     assert format_time(Timing(UNCONTENDED, 1.5)) == "1.50s"
+
+
+def test_fit_of_a_command_the_timeout_stops_says_so(capfd: pytest.CaptureFixture[str]) -> None:
+    """The whole command: one ``no search`` line that blames the timeout, not the command."""
+    rc, out, _ = _fit(capfd, "--backend", "fake", "--timeout", "0.3", "--", "sleep", "5")
+    assert rc == 143, out
+    said = [line for line in out.splitlines() if line.startswith("no search:")]
+    assert len(said) == 1, out
+    assert said[0].startswith("no search: --timeout stopped the unlimited run at 0.")
+    assert said[0].endswith(
+        ": fit needs a command that ends by itself: give it a fixed number of "
+        "requests/iterations, or raise --timeout"
+    )
+    assert "fails without a memory limit" not in out
