@@ -217,6 +217,11 @@ class LimitFit:
     (``memory.growth``): the verdict holds for this run's length only.  A tester's
     ``leak.py`` at 0.5 MiB a request had read "fits, peak 97.7MiB, 414.3MiB to spare (81%)"
     under 512 MiB, and was OOM-killed there at 1 MiB a request after 491 of them."""
+    timed_out: float | None = None
+    """The wall time at which ``--timeout`` stopped the run, whose verdict is then of what it
+    held until that stop; ``None``: it ended by itself.  A service has no end of its own: a
+    tester's ``run --timeout 4 --memory 512m`` of one (peak 137.2 MiB) had had no verdict at
+    all, where every other run under a memory limit gets one."""
 
     @property
     def on_device(self) -> int | None:
@@ -307,8 +312,18 @@ def _limit_fit(r: RunResult) -> LimitFit | None:
         exited = r.exit_code if r.signal is None else None
         return LimitFit(Headroom.DOES_NOT_FIT, limit, r.memory.peak_bytes, stall, r.device,
                         main_exit=exited, oom_kills=r.memory.oom_kills)  # fmt: skip
+    if r.termination is Termination.TIMEOUT:
+        fit = _held(r, limit, stall)
+        return None if fit is None else dataclasses.replace(fit, timed_out=r.wall_s)
     if r.termination is not Termination.EXITED or r.exit_code != 0:
         return None
+    return _held(r, limit, stall)
+
+
+def _held(r: RunResult, limit: int, stall: float | None) -> LimitFit | None:
+    """The verdict of a run that the limit did not kill, from its peak, its floor and its
+    memory stalls."""
+    p = r.memory.pressure
     between = between_samples(r.memory.at_peak, r.memory.peak_bytes, r.host.cpus)
     between = between or split_unknown(r.memory.at_peak, r.memory.peak_bytes)
     if stall is not None and stall > STALL_WARN_FRACTION:

@@ -308,7 +308,9 @@ def _run_banners(results: Sequence[RunResult]) -> list[Banner]:
         said = headroom(fit, count)
         bad = [r for r in runs if not r.succeeded]
         killed = fit is not None and fit.status is Headroom.DOES_NOT_FIT
-        parts = [said] if killed and said else []
+        # A run --timeout stopped has its verdict for the time it ran (a service's end).
+        held = fit is not None and fit.timed_out is not None
+        parts = [said] if (killed or held) and said else []
         # One OOM-killed run is said by its verdict; repeats, or other endings, by count.
         if bad and not (killed and len(runs) == 1 and bad[0].termination is Termination.OOM):
             parts.append(f"{len(runs) - len(bad)} of {len(runs)} runs succeeded ({endings(bad)})")

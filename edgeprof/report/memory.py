@@ -243,6 +243,11 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
             f"fits, peak {format_binary(f.used)}, {spare(f.limit, f.used)} to spare "
             f"({_share(f.spare, f.limit)})"
         )
+        if f.timed_out is not None:  # no share: it would read as the service's for good
+            said = (
+                f"{_held(f.timed_out)}, peak {format_binary(f.used)}, "
+                f"{spare(f.limit, f.used)} to spare"
+            )
         if f.at_edge:  # fit's rule (headroom.charging_slack): no limit to run at
             said = (
                 f"fits at the edge, peak {format_binary(f.used)}, only "
@@ -276,6 +281,8 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
         said += "; edgeprof fit finds the limit that does not slow it"
     else:
         said = f"does not fit: {_killed(f)}"
+    if f.timed_out is not None and not said.startswith(_held(f.timed_out)):
+        said = f"{_held(f.timed_out)}: {said}"
     if f.elsewhere is not None and f.status in (Headroom.AT_LIMIT, Headroom.SLOWED):
         if not f.warm_only:
             said += (
@@ -287,6 +294,13 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
     if f.growth is not None:
         said += f"; for this run's length only: its memory was still growing ({rate(f.growth)})"
     return f"{head}: {said}" + (f" (the worst of {runs} runs)" if runs > 1 else "")
+
+
+def _held(stopped_s: float) -> str:
+    """The verdict of a run ``--timeout`` stopped is scoped to the time it ran: ``held 4.06s
+    until --timeout stopped it, peak 137.2MiB, 374.8MiB to spare`` (a service's run, whose
+    end the timeout is, had had no verdict)."""
+    return f"held {stopped_s:.2f}s until --timeout stopped it"
 
 
 def changed(runs: Sequence[RunResult]) -> str | None:

@@ -226,7 +226,6 @@ def test_an_oom_kill_of_another_process_says_the_main_one_exited() -> None:
     "kw",
     [
         {"limit": None},
-        {"termination": Termination.TIMEOUT, "exit_code": None},
         {"exit_code": 1},
         {"termination": Termination.SIGNALED, "exit_code": None},
     ],
@@ -236,6 +235,35 @@ def test_no_verdict_without_a_limit_or_for_an_end_memory_did_not_tell(
 ) -> None:
     assert limit_fit(limited(**kw)) is None
     assert headroom(None) is None
+
+
+def test_a_run_the_timeout_stopped_is_judged_for_the_time_it_held() -> None:
+    """A service's run ends at --timeout: ``run --timeout 4 --memory 512m`` of a tester's
+    had printed no verdict at all (peak 137.2 MiB under 512 MiB)."""
+    stopped: dict[str, Any] = {"termination": Termination.TIMEOUT, "exit_code": 143}
+    f = limit_fit(limited(peak=60 * MIB, wall=4.0581, **stopped))
+    assert f is not None and f.status is Headroom.FITS and f.timed_out == 4.0581
+    assert headroom(f) == (
+        "memory limit 100.0MiB: held 4.06s until --timeout stopped it, peak 60.0MiB, "
+        "40.0MiB to spare"
+    )
+    # At the limit or slowed, the same verdict as a finished run's, scoped to the time.
+    at = headroom(limit_fit(limited(peak=LIMIT, events_max=7, stall=0.01, **stopped)))
+    assert at == (
+        "memory limit 100.0MiB: held 2.00s until --timeout stopped it: fits at the limit: the "
+        "kernel dropped page cache to make room without slowing it (stalled 0.5% of the wall "
+        "time); anon + shmem + kernel 40.0MiB leaves 60.0MiB"
+    )
+    slowed = headroom(limit_fit(limited(peak=LIMIT, stall=0.4, events_max=3, **stopped)))
+    assert slowed is not None
+    assert slowed.startswith("memory limit 100.0MiB: held 2.00s until --timeout stopped it: slowed")
+    edge = headroom(limit_fit(limited(peak=LIMIT - 300 * 1024, events_max=0, **stopped)))
+    assert edge is not None and edge.startswith(
+        "memory limit 100.0MiB: held 2.00s until --timeout stopped it: fits at"
+    )
+    # A run that ended by itself keeps its verdict as it was.
+    done = limit_fit(limited(peak=60 * MIB))
+    assert done is not None and done.timed_out is None
 
 
 def test_no_verdict_without_a_peak() -> None:

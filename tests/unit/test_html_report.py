@@ -3,6 +3,7 @@ tests/tooling/test_html_report.py): the same tables as the terminal, escaped, on
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -220,7 +221,16 @@ def test_an_oom_killed_run_has_its_verdict_first_in_words_and_colour() -> None:
     fits = render_html([make_result(name="m", limits=Limits(memory="512m"))])
     assert '<p class="verdict pass">✓ m (memory=512.0MiB): memory limit 512.0MiB: fits' in fits
     failed = render_html([make_result(name="x", termination=Termination.TIMEOUT)])
-    assert re.search(r'verdict fail">✗ x \([^)]*\): 0 of 1 runs succeeded \(timeout\)', failed)
+    # What it held until the timeout, then how it ended.
+    assert re.search(
+        r'verdict fail">✗ x \([^)]*\): memory limit 512.0MiB: held 1.50s until --timeout '
+        r"stopped it, peak 120.0MiB, 392.0MiB to spare; 0 of 1 runs succeeded \(timeout\)",
+        failed,
+    )
+    plain = make_result(name="x", termination=Termination.TIMEOUT, limits=Limits(cpus=1))
+    plain = dataclasses.replace(plain, memory=dataclasses.replace(plain.memory, limit_bytes=None))
+    unlimited = render_html([plain])
+    assert re.search(r'verdict fail">✗ x \([^)]*\): 0 of 1 runs succeeded \(timeout\)', unlimited)
 
 
 def test_the_page_fits_a_phone_and_paper() -> None:
