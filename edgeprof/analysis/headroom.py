@@ -217,6 +217,10 @@ class LimitFit:
     (``memory.growth``): the verdict holds for this run's length only.  A tester's
     ``leak.py`` at 0.5 MiB a request had read "fits, peak 97.7MiB, 414.3MiB to spare (81%)"
     under 512 MiB, and was OOM-killed there at 1 MiB a request after 491 of them."""
+    iterations: int | None = None
+    """``DOES_NOT_FIT``: the iterations the run completed before the kill, where it reported
+    any (``latency.count``): ``leak.py`` under 80 MiB was killed after 125, which only the
+    Latency table's ITER column had said; ``None``: none reported."""
     timed_out: float | None = None
     """The wall time at which ``--timeout`` stopped the run, whose verdict is then of what it
     held until that stop; ``None``: it ended by itself.  A service has no end of its own: a
@@ -311,7 +315,8 @@ def _limit_fit(r: RunResult) -> LimitFit | None:
         # another process's.
         exited = r.exit_code if r.signal is None else None
         return LimitFit(Headroom.DOES_NOT_FIT, limit, r.memory.peak_bytes, stall, r.device,
-                        main_exit=exited, oom_kills=r.memory.oom_kills)  # fmt: skip
+                        main_exit=exited, oom_kills=r.memory.oom_kills,
+                        iterations=None if r.latency is None else r.latency.count)  # fmt: skip
     if r.termination is Termination.TIMEOUT:
         fit = _held(r, limit, stall)
         return None if fit is None else dataclasses.replace(fit, timed_out=r.wall_s)

@@ -40,7 +40,7 @@ from ..backends.helpers import sampled_phase_peaks
 from ..errors import EdgeprofError
 from ..model import Capped, Counters, EventCounts, LatencyStats, Mark, PhaseStats
 from ..names import shown_name
-from ..units import CFS_PERIOD_US
+from ..units import CFS_PERIOD_US, counted
 from ..workload.instrument import GPU_CAPPED_MARK
 from .event_lines import (
     MAX_ITERATIONS,
@@ -484,7 +484,7 @@ class EventStore:
             warnings.append(self._malformed_warning())
         if self._snapshot_error is not None:
             warnings.append(f"events: {self._snapshot_error}")
-        unfinished = [shown_name(p.name) for p in phases if not p.complete]
+        unfinished = [_cut_short(p) for p in phases if not p.complete]
         if unfinished:
             why = {
                 "oom": "cut short by the OOM kill",
@@ -626,3 +626,12 @@ def waited_warning(
         "(docs/phases.md, \"What it costs\"), so its phases' wall times and IT/S include that "
         "wait"
     )
+
+
+def _cut_short(p: PhaseStats) -> str:
+    """A phase the run's end cut short, as its warning names it: with the iterations it
+    completed, where it had any (``infer (125 iterations completed)``): how far a leak got
+    before its OOM kill had been said by the Latency table's ITER column alone."""
+    if p.latency is None:
+        return shown_name(p.name)
+    return f"{shown_name(p.name)} ({counted(p.latency.count, 'iteration')} completed)"

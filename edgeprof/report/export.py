@@ -102,6 +102,9 @@ RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {
     "energy_j": STAT_METRICS["energy_j"].get,
     "energy_per_item_j": STAT_METRICS["energy_per_item_j"].get,
     **{key: _latency(key) for key in LATENCY_COLUMNS},
+    # The iterations it completed: an OOM kill's "after 125 iterations" in a sweep's CSV,
+    # where only the Latency table's ITER column had said how far a run got.
+    "iterations": lambda r: None if r.latency is None else r.latency.count,
     "iterations_raised": lambda r: None if r.latency is None else r.latency.raised,
     "command": lambda r: printable(shlex.join(r.command)),
 }

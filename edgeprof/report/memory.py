@@ -17,7 +17,7 @@ from ..analysis.headroom import (
 )
 from ..measure.growth import rate
 from ..model import MemoryParts, MemoryPressure, RunResult
-from ..units import format_binary, format_share
+from ..units import counted, format_binary, format_share
 
 KIB, MIB = 1024, 1024**2
 
@@ -338,15 +338,27 @@ def _killed(f: LimitFit) -> str:
     """Who the OOM killer ended, and the next step: the run needs more than its limit, and
     ``fit`` finds how much (the "slowed" verdict names it too).  A kill of a process other
     than the main one is said: ``forkers.py``'s parent exited 0 after one of its 3 workers
-    was killed, and "OOM-killed" had read as the whole run's."""
+    was killed, and "OOM-killed" had read as the whole run's.  Where the run reported
+    iterations, how many it completed (``after 125 iterations``), and fit's answer is said
+    to hold for the command's own length."""
     at = "" if f.used is None else f" at a peak of {format_binary(f.used)}"
+    if f.iterations is not None:
+        at += f" after {counted(f.iterations, 'iteration')}"
     if f.main_exit is None:
         who = f"OOM-killed{at}"
     else:
         n = f.oom_kills or 0
         which = f"{n} of its other processes" if n > 1 else "another of its processes"
         who = f"the OOM killer ended {which}{at} (not the main one, which exited {f.main_exit})"
-    return f"{who}; it needs more than {format_binary(f.limit)}: edgeprof fit finds how much"
+    needs = f"{who}; it needs more than {format_binary(f.limit)}"
+    if f.iterations is None:
+        return f"{needs}: edgeprof fit finds how much"
+    # Cut short mid-stream: what it needs may grow with its iterations (a leak), and fit
+    # measures the command as given, so its answer holds for that many iterations only.
+    return (
+        f"{needs}: edgeprof fit finds how much for the iterations this command runs "
+        "(a run longer than that may need more)"
+    )
 
 
 def _missed(f: LimitFit) -> str:

@@ -249,3 +249,19 @@ def test_malformed_lines_are_counted_by_kind_with_the_first_of_each() -> None:
         "begin, end, mark, iter, raised, nested, waited); "
         f"1 like '{'Z' * 60}': line longer than 4096 bytes"
     ]
+
+
+def test_a_phase_cut_short_names_the_iterations_it_completed() -> None:
+    """``leak.py`` under 80 MiB: killed after 125 iterations of ``infer``, which only the
+    Latency table's ITER column had said; a phase with no iteration is named alone."""
+    store = EventStore(clock=_clock)
+    lines = [f"begin load {T}", f"end load {T + 0.5}", f"begin infer {T + 1}"]
+    lines += [f"iter {T + 1 + i} {T + 1.5 + i}" for i in range(3)]
+    lines.append(f"begin save {T + 5}")  # open, with no iteration in it
+    store.feed(_lines(lines))
+    _, latency, _, warnings = store.results(run_end=T + 10, termination="oom")
+    assert latency is not None and latency.count == 3
+    assert [w for w in warnings if w.startswith("phase(s) ")] == [
+        "phase(s) infer (3 iterations completed), save cut short by "
+        f"the OOM kill at {T + 10:.3f}s: counted to the end of the run"
+    ]

@@ -200,6 +200,26 @@ def test_an_oom_kill_does_not_fit_even_when_the_main_process_exited() -> None:
     assert f is not None and f.status is Headroom.DOES_NOT_FIT
 
 
+def test_an_oom_kill_mid_stream_says_how_many_iterations_it_completed() -> None:
+    """``leak.py --iterations 200`` under 80 MiB: killed after 125 (the Latency table's ITER
+    alone had said so), and its need is fit's for the command's length, no more."""
+    from edgeprof.model import LatencyStats
+
+    lat = LatencyStats(count=125, mean_s=0.02, p50_s=0.02, p90_s=0.03, p95_s=0.03,
+                       p99_s=0.04, max_s=0.05, per_s=40.0)  # fmt: skip
+    killed = limited(peak=LIMIT, termination=Termination.OOM, exit_code=None, latency=lat)
+    f = limit_fit(killed)
+    assert f is not None and f.iterations == 125
+    assert headroom(f) == (
+        "memory limit 100.0MiB: does not fit: OOM-killed at a peak of 100.0MiB after 125 "
+        "iterations; it needs more than 100.0MiB: edgeprof fit finds how much for the "
+        "iterations this command runs (a run longer than that may need more)"
+    )
+    one = dataclasses.replace(lat, count=1)
+    text = headroom(limit_fit(dataclasses.replace(killed, latency=one)))
+    assert text is not None and "at a peak of 100.0MiB after 1 iteration;" in text
+
+
 def test_an_oom_kill_of_another_process_says_the_main_one_exited() -> None:
     """forkers.py 3 100 under 256 MiB: one worker killed, the parent exited 0 (a tester's
     run: termination oom, exit_code 0, oom_kills 1); the line had read as the whole run's."""

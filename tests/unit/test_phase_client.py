@@ -236,7 +236,7 @@ def test_the_runner_ignores_malformed_lines_with_one_warning_and_keeps_the_rest(
     ]
     assert [p.name for p in phases] == ["load", "unterminated"]
     assert phases[0].complete and not phases[1].complete
-    assert any("unterminated still open" in w for w in warnings)
+    assert any("unterminated (1 iteration completed) still open" in w for w in warnings)
     assert latency is not None and latency.count == 1 and latency.items == 4
     assert [m.name for m in marks] == ["m"]
 

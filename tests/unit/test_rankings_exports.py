@@ -183,6 +183,11 @@ def test_csvs_carry_the_runs_latency_and_its_cell_medians() -> None:
     assert [rows[3][k] for k in ("latency_p50_s", "it_per_s", "items_per_s")] == ["", "", ""]
     assert [float(r["latency_max_s"]) for r in rows[:3]] == [0.05, 0.15, 0.1]
     assert rows[3]["latency_max_s"] == ""
+    # How many iterations each run completed (an OOM kill's "after N"); empty: none reported.
+    assert [r["iterations"] for r in rows] == ["10", "10", "10", ""]
+    killed = dataclasses.replace(runs[0], latency=dataclasses.replace(lat(0.01, None), count=125))
+    [row] = csv.DictReader(io.StringIO(runs_csv([killed])))
+    assert (row["iterations"], row["iterations_raised"]) == ("125", "0")
     a, b = csv.DictReader(io.StringIO(cells_csv(runs)))
     # a's max is its runs' largest (0.15 s), not their median (0.1 s): a worst case is one run's
     assert float(a["latency_max_s"]) == 0.15 and b["latency_max_s"] == ""
