@@ -47,8 +47,9 @@ the 95 % interval of the runs' mean (the test of :mod:`edgeprof.analysis.differe
 a constant), the check says so: it could turn over on a re-run.  A breached wall-clock figure
 whose runs other tasks held off their CPUs says that too, as ``compare`` does
 (:func:`_held_caveat`).  A budgeted metric that was
-not measured (no successful run in the cell, or a run without per-iteration latency) *fails*
-its check as "not measured": a gate must not pass silently once a script stops reporting
+not measured (a run without per-iteration latency) *fails* its check as "not measured", and
+one of a cell with no successful run as "not judged" (its last run's figure shown, named so,
+and held to no budget): a gate must not pass silently once a script stops reporting
 what it is gated on.  When no run reported any event, a missing latency's reason is
 :func:`~edgeprof.analysis.instrumentation.no_events`'s (most often an interpreter that could
 not import edgeprof).
@@ -78,7 +79,7 @@ from ..units import (
 )
 from . import rules
 from .budget_caveats import budget_caveats, within_budget
-from .cells import cell_name, cells, ending, successful
+from .cells import cell_name, cells, endings, successful
 from .metrics import (
     BUDGET_METRICS,
     FEW,
@@ -255,6 +256,11 @@ class Status(str, enum.Enum):
     PASS = "pass"
     BREACH = "breach"
     NOT_MEASURED = "not measured"
+    NOT_JUDGED = "not judged"
+    """No run of the cell succeeded: its last run's figure is shown, never held to the budget
+    (an OOM-killed run's peak is the limit's).  Its own word, the one every view shows (a
+    tester's page had read "not measured" beside the 91.9 ms shown, the terminal "not
+    judged")."""
 
 
 @dataclass(frozen=True)
@@ -271,7 +277,8 @@ class BudgetCheck:
     """Successful runs the value is the median (a maximum's: the largest) of."""
     status: Status
     reason: str = ""
-    """Why the value is missing (``NOT_MEASURED``)."""
+    """Why the value is missing (``NOT_MEASURED``); how the runs ended and whose figure is
+    shown (``NOT_JUDGED``: ``every run failed (exit 4 ×2; the last run's 91.9ms)``)."""
     caveat: str = ""
     """What makes the value doubtful though measured (a percentile that measured stalls, a
     breach of runs the host held off their CPUs)."""
@@ -306,8 +313,8 @@ class BudgetCheck:
         if self.value is not None:
             return self.metric.format_apart(self.value, self.budget) + (FEW if self.few else "")
         if self.failed_value is not None:
-            return f"{self.metric.format(self.failed_value)}, failed run"
-        return "not measured"
+            return f"{self.metric.format(self.failed_value)} ({_whose(self.made)})"
+        return self.status.value
 
     @property
     def budget_text(self) -> str:
@@ -320,14 +327,10 @@ class BudgetCheck:
         """``mobilenet (cpus=1): CPU time 2.31s exceeds the budget 2.00s (median of 3 runs)``."""
         cell = cell_name((self.label, self.setting))
         budget = self.budget_text
-        if self.value is None and self.failed_value is not None:
-            seen = self.metric.format(self.failed_value)
-            return (
-                f"{cell}: {self.subject} not judged ({self.reason}, which read {seen}); "
-                f"budget {budget}"
-            )
+        if self.status is Status.NOT_JUDGED:
+            return f"{cell}: {self.subject} {self.status.value}: {self.reason}; budget {budget}"
         if self.value is None:
-            return f"{cell}: {self.subject} not measured ({self.reason}); budget {budget}"
+            return f"{cell}: {self.subject} {self.status.value} ({self.reason}); budget {budget}"
         verb = "within" if self.ok else "exceeds"
         if self.metric.larger_is_better:  # a floor: a throughput
             verb = "meets" if self.ok else "falls short of"
@@ -358,20 +361,14 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
             ok = successful(runs)
             # A cell of two rules' figures (a resumed old sweep) is judged by the newest's.
             values = [v for r in rules.newest(key, ok) if (v := metric.get(r)) is not None]
+            if not values and not ok:
+                checks.append(_not_judged(label, setting, metric, budget, runs, gated))
+                continue
             if not values:
-                failed_value = None
-                if not ok:
-                    reason = f"no successful run: {ending(runs[-1])}"
-                    failed_value = metric.get(runs[-1])
-                else:
-                    reason = _no_phase(phase, ok) if gated else ""
-                    reason = reason or why_unmeasured(key, runs, results)
+                reason = _no_phase(phase, ok) if gated else ""
+                reason = reason or why_unmeasured(key, runs, results)
                 lost = BudgetCheck(label, setting, metric, budget, None, 0, Status.NOT_MEASURED)
-                checks.append(
-                    dataclasses.replace(
-                        lost, reason=reason, failed_value=failed_value, phase=gated
-                    )
-                )
+                checks.append(dataclasses.replace(lost, reason=reason, phase=gated))
                 continue
             value = metric.of_cell(values)
             within = within_budget(metric, value, budget)
@@ -388,6 +385,33 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
                 )
             )  # fmt: skip
     return checks
+
+
+def _whose(made: int) -> str:
+    """Whose figure a cell none of whose runs succeeded shows: ``last of 2 failed runs``,
+    ``1 failed run`` (the tester's 91.9 ms was the second of fail1's runs, 120 ms and 92 ms,
+    and no view had said which)."""
+    return f"last of {made} failed runs" if made > 1 else "1 failed run"
+
+
+def _not_judged(
+    label: str, setting: str, metric: Metric, budget: float,
+    runs: Sequence[RunResult], gated: str | None,
+) -> BudgetCheck:  # fmt: skip
+    """The check of a cell none of whose ``runs`` succeeded: failed, its last run's figure
+    shown and named as such, and how the runs ended (``every run failed (exit 4 ×2; the
+    last run's 91.9ms)``)."""
+    seen = metric.get(runs[-1])
+    many = len(runs) > 1
+    shown = "" if seen is None else metric.format(seen)
+    whose = f"; the last run's {shown}" if many else f"; {shown}"
+    whose = whose if seen is not None else ""
+    every = "every run" if many else "its one run"
+    return BudgetCheck(
+        label, setting, metric, budget, None, 0, Status.NOT_JUDGED,
+        reason=f"{every} failed ({endings(runs)}{whose})",
+        failed_value=seen, failed=len(runs), made=len(runs), phase=gated,
+    )  # fmt: skip
 
 
 def _no_phase(phase: str, ok: Sequence[RunResult]) -> str:

@@ -10,7 +10,9 @@ from collections.abc import Sequence
 from ..analysis.budgets import BudgetCheck, Status
 from .table import markdown_lines, markdown_text
 
-_MARK = {Status.PASS: "✅ pass", Status.BREACH: "❌ breach", Status.NOT_MEASURED: "❌ not measured"}
+_EMOJI = {Status.PASS: "✅"}
+"""A check's emoji before its word (:attr:`Status.value`, the terminal's too); ❌ for every
+other status."""
 BUDGET_COLUMNS = ("Model", "Limits", "Metric", "Value", "Budget", "Result")
 
 
@@ -19,7 +21,7 @@ def budget_rows(checks: Sequence[BudgetCheck], emoji: bool = True) -> list[list[
     a browser without an emoji font draws as empty boxes)."""
     return [
         [c.label, c.setting, c.subject, c.value_text, c.budget_text,
-         _MARK[c.status] if emoji else c.status.value.replace("_", " ")]
+         f"{_EMOJI.get(c.status, '❌')} {c.status.value}" if emoji else c.status.value]
         for c in checks
     ]  # fmt: skip
 
@@ -40,7 +42,7 @@ def budget_lines(checks: Sequence[BudgetCheck]) -> list[str]:
     must be read with (a p95 that measured the CPU quota's stalls: said in the text and
     JUnit, not here before): the step summary's and the Markdown report's."""
     lines = markdown_lines(BUDGET_COLUMNS, budget_rows(checks))
-    reasons = [c for c in checks if c.status is Status.NOT_MEASURED or c.caveat]
+    reasons = [c for c in checks if c.value is None or c.caveat]
     if reasons:
         lines += [""] + [f"- {markdown_text(c.describe())}" for c in reasons]
     return lines

@@ -106,6 +106,7 @@ font)."""
 _MARKS = {
     "breach": "fail",
     "not measured": "fail",
+    "not judged": "fail",
     "regression": "fail",
     "pass": "pass",
     "improvement": "pass",

@@ -168,13 +168,32 @@ def test_failed_runs_do_not_count_and_a_cell_without_success_is_not_judged() -> 
     checks = check_budgets(results, Budgets(default={"wall": 2.0}))
     assert [(c.label, c.value, c.status) for c in checks] == [
         ("a", 1.0, Status.PASS),
-        ("b", None, Status.NOT_MEASURED),
+        ("b", None, Status.NOT_JUDGED),
     ]
     assert not checks[1].ok
     # The failed run's figure is shown, not called "not measured" beside a table showing it.
-    said = "wall time not judged (no successful run: oom, which read 1.00s); budget 2.00s"
+    said = "wall time not judged: its one run failed (oom; 1.00s); budget 2.00s"
     assert said in checks[1].describe()
-    assert checks[1].value_text == "1.00s, failed run" and checks[0].value_text == "1.00s"
+    assert checks[1].value_text == "1.00s (1 failed run)" and checks[0].value_text == "1.00s"
+
+
+def test_a_cell_whose_runs_all_failed_names_the_last_runs_figure_in_every_view() -> None:
+    """The tester's fail1: runs of 120 ms and 91.9 ms, both exit 4.  The page and the
+    summary had read "❌ not measured" beside 91.9 ms, the terminal "not judged", and none
+    said whose figure it was."""
+    from edgeprof.report.budget_table import budget_lines, budget_rows
+
+    runs = [run(name="fail1", wall=w, exit_code=4) for w in (0.120, 0.0919)]
+    [check] = check_budgets(runs, Budgets(default={"wall": 1.0}))
+    assert (check.status, check.ok, check.failed, check.made) == (Status.NOT_JUDGED, False, 2, 2)
+    assert check.describe() == (
+        "fail1 (cpus=1, memory=1.0GiB): wall time not judged: every run failed (exit 4 ×2; "
+        "the last run's 91.9ms); budget 1.00s"
+    )
+    row = ["fail1", "cpus=1, memory=1.0GiB", "wall time", "91.9ms (last of 2 failed runs)", "1.00s"]
+    assert budget_rows([check]) == [[*row, "❌ not judged"]]
+    assert budget_rows([check], emoji=False) == [[*row, "not judged"]]
+    assert budget_lines([check])[-1] == f"- {check.describe()}"
 
 
 def test_an_average_memory_budget_on_runs_too_short_for_one_says_why() -> None:

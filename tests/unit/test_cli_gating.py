@@ -39,7 +39,7 @@ def test_failed_workload_code_takes_precedence_over_a_breach(
     assert main([*RUN, "--max-wall", "1ms", "--", "sh", "-c", "sleep 0.02; exit 5"]) == 5
     out = capsys.readouterr().out
     line = next(ln for ln in out.splitlines() if ln.startswith("  FAIL"))
-    assert line.startswith("  FAIL  sh (none): wall time not judged (no successful run: exit 5, ")
+    assert line.startswith("  FAIL  sh (none): wall time not judged: its one run failed (exit 5; ")
     assert line.endswith("); budget 1.0ms")
 
 
