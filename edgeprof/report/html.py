@@ -273,23 +273,30 @@ def _meta(results: Sequence[RunResult]) -> str:
         {f"{r.host.hostname}: {r.host.cpus} CPUs, Linux {r.host.kernel}" for r in results}
     )
     backends = sorted({f"{r.backend}/{r.mechanism}" for r in results})
-    # The limits (and device) the runs had: the text report's "limits:" line, which the
-    # page had left out.  By the user's setting (:func:`setting`), not each run's cores: a
-    # sweep of cpus=1,2 had listed "cpus=1, cpuset=0; cpus=1, cpuset=1; cpus=2, cpuset=0-1",
-    # the cores leased to each round.
-    limits = list(
-        dict.fromkeys(
-            (f"device {r.device}, " if r.device else "")
-            + f"limits: {setting_of(r)}{period_in_force(r)}"
-            for r in results
-        )
-    )
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     text = (
-        f"{len(results)} run(s) · {'; '.join(limits)} · {'; '.join(hosts)} · "
+        f"{len(results)} run(s) · {_limits_said(results)} · {'; '.join(hosts)} · "
         f"{', '.join(backends)} · edgeprof {__version__} · made {when}"
     )
     return f'<p class="meta">{escape(text)}</p>'
+
+
+def _limits_said(results: Sequence[RunResult]) -> str:
+    """The limits (and device) the runs had: the text report's "limits:" line, which the
+    page had left out.  By the user's setting (:func:`setting`), not each run's cores: a
+    sweep of cpus=1,2 had listed "cpus=1, cpuset=0; cpus=1, cpuset=1; cpus=2, cpuset=0-1",
+    the cores leased to each round.  ``limits:`` once a device (``limits: cpus=0.5, …;
+    cpus=1, …``): a tester's sweep had read "limits: cpus=0.5, …; limits: cpus=1, …"."""
+    by_device: dict[str, list[str]] = {}
+    for r in results:
+        said = by_device.setdefault(r.device or "", [])
+        setting = f"{setting_of(r)}{period_in_force(r)}"
+        if setting not in said:
+            said.append(setting)
+    return "; ".join(
+        (f"device {device}, " if device else "") + f"limits: {'; '.join(settings)}"
+        for device, settings in by_device.items()
+    )
 
 
 MAX_FIT_BANNERS = 3

@@ -141,7 +141,7 @@ def test_the_header_groups_by_setting_and_the_timelines_say_which_runs(tmp_path:
     page = render_html(runs)
     header = re.search(r'<p class="meta">([^<]*)</p>', page)
     assert header is not None and header.group(1).startswith(
-        "4 run(s) · limits: cpus=1; limits: cpus=2 · "
+        "4 run(s) · limits: cpus=1; cpus=2 · "  # "limits:" once (it had been said twice)
     )
     assert "cpuset" not in page
     which = (
