@@ -92,6 +92,18 @@ def _title(o: FitOutcome, r: RunResult) -> str:
     runs = [*o.reference, *(run for p in o.probes for run in p.runs)]
     return f"{o.label}: {r.backend}/{r.mechanism}, limits: {setting(r)}{leased_cores(runs)}" + (
         f", device {r.device}" if r.device else ""
+    ) + _cap_said(o)
+
+
+def _cap_said(o: FitOutcome) -> str:
+    """The memory limit the unlimited runs had, the cap fit set (:attr:`reference_cap`),
+    said as ``report`` of the fit's directory says it: fit had said ``limits: none`` of the
+    runs ``report`` showed as ``python (memory=21.6GiB)``."""
+    if o.reference_cap is None:
+        return ""
+    return (
+        f"; its unlimited runs at memory={format_binary(o.reference_cap)}, the cap fit sets "
+        "(the room this host had), not a device's limit"
     )
 
 

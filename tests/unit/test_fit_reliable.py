@@ -280,3 +280,17 @@ def test_fit_answers_a_limit_with_room_confirmed_by_repeats(
     assert all(p["limit_bytes"] != OWN for p in probes)
     recommended = doc["recommended_bytes"]
     assert isinstance(recommended, int) and recommended >= answer * 1.2
+
+
+def test_fits_text_names_the_cap_its_unlimited_runs_ran_under() -> None:
+    """fit had said ``limits: none`` of the runs ``report`` of its directory shows as
+    ``python (memory=21.6GiB)``: the cap fit set, the room the host had."""
+    b = Bounds(OWN, OWN, None, MIB, allowance=MIB)
+    o = _fitted(b, lambda limit: limit >= OWN + 5 * MIB, lambda limit: limit >= OWN + 5 * MIB)
+    title = render_fit([o]).splitlines()[0]
+    assert title == "x: cgroup/cgroup2, limits: cpus=1.5, cpuset=0-1"  # no cap, none said
+    capped = dataclasses.replace(o, reference_cap=int(21.6 * 2**30))
+    assert render_fit([capped]).splitlines()[0] == (
+        f"{title}; its unlimited runs at memory=21.6GiB, the cap fit sets (the room this host "
+        "had), not a device's limit"
+    )
