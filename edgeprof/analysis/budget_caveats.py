@@ -6,6 +6,7 @@ Each is one clause, or ``""``; :func:`budget_caveats` joins them for
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 
@@ -57,8 +58,11 @@ def budget_caveats(
 
 def _noise_caveat(metric: Metric, values: Sequence[float], budget: float) -> str:
     """The budget inside the 95 % interval of the runs' mean (:mod:`.difference`): the runs
-    do not tell whether the model is within it, and a re-run may turn the check over.  Not
-    of a maximum: its value is the runs' largest, no estimate of a mean."""
+    do not tell whether the model is within it, and a re-run may turn the check over.  On
+    the logarithms (every value and the budget above 0) the interval is of the geometric
+    mean, ``gm · exp(±h)``, and never below 0: a verifier's p99 budget of 20 ms had read
+    "(10.9ms ± 19.8ms)", reaching −8.9 ms.  Not of a maximum: its value is the runs'
+    largest, no estimate of a mean."""
     if metric.worst_of_runs:
         return ""
     d = difference(values, budget)
@@ -67,9 +71,17 @@ def _noise_caveat(metric: Metric, values: Sequence[float], budget: float) -> str
     # With the digits that tell it from the budget, as the value's: "(5.5MiB ± 58.1KiB)" had
     # read as the budget 5.50MiB itself.
     mean = metric.format_apart(d.base, budget)
+    if d.log:
+        lo, hi = d.base * math.exp(-d.half), d.base * math.exp(d.half)
+        said = (
+            f"geometric mean ({mean} [{metric.format_apart(lo, budget)}, "
+            f"{metric.format_apart(hi, budget)}])"
+        )
+    else:
+        said = f"mean ({mean} ± {metric.format(d.half)})"
     return (
-        f"the budget lies within the 95% interval of the mean ({mean} ± "
-        f"{metric.format(d.half)}): a re-run could turn the check; more repeats decide it"
+        f"the budget lies within the 95% interval of the {said}: a re-run could turn the "
+        "check; more repeats decide it"
     )
 
 

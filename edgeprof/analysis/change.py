@@ -46,11 +46,21 @@ class Change:
     current: tuple[float, ...]
     verdict: Verdict
     change: float | None = None
-    """(mean current − mean baseline) / mean baseline."""
-    ci: float | None = None
-    """Half-width of the 95 % interval of ``change`` (same unit: a fraction of the baseline)."""
+    """The ratio of the current figure to the baseline's, less 1: of their geometric means
+    where the test is on the logarithms (:attr:`log`), else of their means."""
+    low: float | None = None
+    """The lower bound of the 95 % interval of :attr:`change` (same unit: a fraction of the
+    baseline): ``exp(d − h) − 1`` on the logarithms, never below −100 %, so not symmetric
+    about the change (a half-width had been shown, ``-83.7% ± 88.1%`` reaching −171 % for a
+    latency); ``(d − h) / mean`` on the values.  ``None``: untested."""
+    high: float | None = None
+    """The upper bound of that interval."""
+    log: bool = False
+    """Tested on the natural logarithms (:mod:`~edgeprof.analysis.difference`): every value
+    on both sides above 0.  Else on the values: a side with a 0 (a CPU time or a GPU memory
+    of nothing)."""
     p_value: float | None = None
-    """Two-sided p-value of Welch's t-test."""
+    """Two-sided p-value of Welch's t-test (on the logarithms where :attr:`log`)."""
     caveat: str | None = None
     """What the verdict must be read with: a regression (an improvement) of a time whose
     current (baseline) runs other tasks held off their CPUs long enough to account for it
@@ -110,14 +120,15 @@ class Change:
         return _sd(self.current)
 
     def change_text(self) -> str:
-        """``+12.3% ± 4.1%`` (± the 95 % interval), ``+12.3%`` when untested, ``n/a``."""
+        """``-83.0% [-92.5%, -61.3%]`` (the change and its 95 % interval), ``+12.3%`` when
+        untested, ``from 0``, ``n/a``."""
         if self.change is None:
             # Against a baseline of 0 no percentage exists: say so, not "n/a".
             grew = self.base_mean == 0 and (self.current_mean or 0) > 0
             return "from 0" if grew else "n/a"
         text = f"{self.change * 100:+.1f}%"
-        if self.ci is not None:
-            text += f" ± {self.ci * 100:.1f}%"
+        if self.low is not None and self.high is not None:
+            text += f" [{self.low * 100:+.1f}%, {self.high * 100:+.1f}%]"
         return text
 
     def stat_text(self, values: tuple[float, ...], few: bool = False) -> str:

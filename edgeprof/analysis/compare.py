@@ -360,15 +360,16 @@ class Rank:
 
     @property
     def factor_interval(self) -> tuple[float, float] | None:
-        """1 + the 95 % interval of the difference of the means over the first's mean
-        (:meth:`~edgeprof.analysis.difference.Difference.relative_interval`, not an interval
-        of the ratio of the means); ``None``: untested, or the first."""
+        """The 95 % interval of this model's figure over the first's
+        (:meth:`~edgeprof.analysis.difference.Difference.relative_interval`: of the ratio of
+        the geometric means, on the logarithms; where a side has a 0, 1 + the difference of
+        the means over the first's mean); ``None``: untested, or the first."""
         return None if self.from_first is None else self.from_first.relative_interval()
 
     @property
     def step_interval(self) -> tuple[float, float] | None:
-        """1 + the 95 % interval of the difference of the means over the previous model's
-        mean: it covers 1 exactly when :attr:`within_noise` (the same Welch interval)."""
+        """The same interval over the previous model's figure: it covers 1 exactly when
+        :attr:`within_noise` (the same Welch interval)."""
         return None if self.from_previous is None else self.from_previous.relative_interval()
 
     @property
@@ -379,7 +380,7 @@ class Rank:
     @property
     def within_noise(self) -> bool:
         """Not different from the previous model at 95 %: tested, and the interval of the
-        difference of their means includes 0."""
+        ratio of their (geometric) means includes 1."""
         d = self.from_previous
         return d is not None and d.tested and not d.separated
 

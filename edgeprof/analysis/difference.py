@@ -1,19 +1,45 @@
 """The one test of "different" that rankings, ``compare``, budgets and ``--repeat auto`` share.
 
-Two cells differ in a metric when the 95 % confidence interval of the difference of their
-means, by Welch's t (unequal variances; Welch–Satterthwaite degrees of freedom), excludes 0.
+Two cells differ in a metric when the 95 % confidence interval of the ratio of their
+geometric means, by Welch's t on the natural logarithms of their values (unequal variances;
+Welch–Satterthwaite degrees of freedom), excludes 1.  Noise in time and memory is
+multiplicative, as the outlier rule (:mod:`.outliers`) already takes it: a slower core slows
+every instruction alike, so a run twice as slow and one half as slow are as far from the
+cell, and a ratio's interval is ``exp(d ± h)`` with ``d`` the difference of the mean
+logarithms: never below 0, and the same ratio whichever side is the first (throughput's
+interval is latency's inverted).  On the raw values, a tester's sweep of 2 runs a cell
+(latency p50 int8 2.556 / 3.684 ms, fp32 8.467 / 11.55 ms: every fp32 run over 2.3× slower)
+had read "within noise" at ``3.21× [≤0, 7.35]`` beside its throughput's "different" at
+``0.34× [0.02, 0.66]``; on the logarithms the p50 is ``[1.12, 9.28]``, different (p =
+0.042), and the throughput (int8 256.8 / 286.1, fp32 106.1 / 79.4 items/s: its own runs'
+figures, not the p50's inverse) ``[0.10, 1.12]``, p = 0.057, within noise: at 2 runs a side
+Welch's t has ~1.3 degrees of freedom, and a noisy side decides.  ``compare`` of 3 runs a
+side had said ``-83.7% ± 88.1%`` (reaching −171 %) for the p50 beside ``+479.6% ± 62.7%``
+for the throughput; on the logarithms they are ``-83.0% [-92.5%, -61.3%]`` and ``+495.3%
+[+193.0%, +1109.8%]``, both shown beyond 5 %.
+
+Where a value on either side is not above 0 (a CPU time or a GPU memory of nothing; a
+budget of 0) no logarithm exists, and the test is Welch's on the values themselves, the
+interval that of the difference of the means (:attr:`Difference.log` false): its relative
+form is ``1 + (d ± h) / mean(a)``, clipped at 0.
+
 A budget is a cell compared with a constant: the same interval with the constant's side
-taking no variance, which is the one-sample t interval (``n − 1`` degrees of freedom).
+taking no variance, which is the one-sample t interval (``n − 1`` degrees of freedom), on
+the logarithms where the constant and every value are above 0.
 
 Assumptions, which the docs repeat: the runs of a cell are independent draws from one
 distribution (rounds interleave the cells, so a slow drift of the machine falls on every cell
-alike), and the mean of a few runs is near enough normal for the t approximation.  The
-mean, not the median that rankings sort by, is tested: a t interval of the median needs many
-more runs than a sweep makes.  With fewer than 2 runs on a side there is no variance to test
-against, and no verdict (:attr:`Difference.tested` is false).
+alike), and the mean of a few runs' logarithms is near enough normal for the t
+approximation.  The (geometric) mean, not the median that rankings sort by, is tested: a t
+interval of the median needs many more runs than a sweep makes.  With fewer than 2 runs on a
+side there is no variance to test against, and no verdict (:attr:`Difference.tested` is
+false).
 
-Two cells are *equivalent* at a precision ``p`` when the whole interval lies within
-``±p`` of the first cell's mean: the difference is, with 95 % confidence, smaller than ``p``.
+Two cells are *equivalent* at a precision ``p`` when the whole interval of the ratio lies
+within ``[1 − p, 1 + p]``: the second is, with 95 % confidence, within ``±p`` of the first,
+as ``compare``'s "not beyond the threshold" reads its change (not the log-symmetric
+``[1 / (1 + p), 1 + p]``, which would call a 4.8 % drop and a 5 % rise both "within 5 %"
+and so differ from the percentages every report prints).
 """
 
 from __future__ import annotations
@@ -33,14 +59,19 @@ DEFAULT_TARGET = 0.05
 
 @dataclass(frozen=True)
 class Difference:
-    """``mean(b) − mean(a)`` with the half-width of its 95 % interval."""
+    """``b`` against ``a`` with the half-width of the 95 % interval: on the logarithms
+    (:attr:`log`), ``mean(log b) − mean(log a)``, the logarithm of the ratio of the
+    geometric means; else ``mean(b) − mean(a)``."""
 
     diff: float
     half: float | None
     """``None``: untested (fewer than 2 values on a side)."""
     p_value: float | None
     base: float
-    """``mean(a)``: what relative figures are relative to."""
+    """``a``'s geometric mean (:attr:`log`), else its mean: what relative figures are
+    relative to, and what a budget's caveat calls the runs' mean."""
+    log: bool = False
+    """Tested on the natural logarithms: every value (and a constant ``b``) above 0."""
 
     @property
     def tested(self) -> bool:
@@ -51,52 +82,91 @@ class Difference:
         """Different at 95 %: the interval excludes 0 (equal means never are)."""
         return self.half is not None and abs(self.diff) > self.half
 
-    def relative_interval(self) -> tuple[float, float] | None:
-        """``1 + (diff ± half) / mean(a)``: the 95 % interval of the difference of the means
-        over ``mean(a)`` (taken as known), plus 1, as a factor beside a ratio.  It covers 1
-        exactly when the difference is not :attr:`separated`, so a ranking's ``≈ within
-        noise`` and its interval never disagree (the standard error of a ratio of medians,
-        shown before, had said ``1.32 ± 0.05×`` beside ``≈ within noise``: one standard
-        error at ~1 degree of freedom, where the 95 % t quantile is ~12).
+    def ratio(self) -> float | None:
+        """The point estimate beside :meth:`relative_interval`: the ratio of the geometric
+        means (:attr:`log`), else ``1 + diff / mean(a)``; ``None``: a base of 0."""
+        if self.log:
+            return math.exp(self.diff)
+        return None if self.base == 0 else 1 + self.diff / self.base
 
-        It is not an interval of the ratio of the means, and is not called one: that
-        (Fieller's) would count ``mean(a)``'s own noise, lopsided and, at the 2 or 3 runs of
-        a sweep, often unbounded (a ratio whose denominator's interval reaches 0).  This one
-        is kept because it is the figure every other place shows for the same pair:
-        ``compare``'s CHANGE (``+14.5% ± 35.5%`` is ``[0.79, 1.50]``), the budgets' and
-        ``--repeat auto``'s test; a tutorial reader had found the ranking's summary calling
-        it "the ratio of means" beside a legend saying "the difference of the means".
-        ``None``: untested, or a base of 0."""
-        if self.half is None or self.base == 0:
+    def relative_interval(self) -> tuple[float, float] | None:
+        """The 95 % interval of ``b``'s figure as a factor of ``a``'s, beside a ratio.  It
+        covers 1 exactly when the difference is not :attr:`separated`, so a ranking's ``≈
+        within noise`` and its interval never disagree.
+
+        On the logarithms it is ``exp(diff ± half)``, the interval of the ratio of the
+        geometric means: above 0 whatever the noise, and its inverse is the interval of the
+        inverse ratio (a throughput's and a latency's agree).  Else ``1 + (diff ± half) /
+        mean(a)``, the difference of the means over ``mean(a)`` (taken as known), plus 1:
+        not an interval of the ratio of the means (Fieller's would count ``mean(a)``'s own
+        noise, and at 2 or 3 runs is often unbounded), clipped at 0, which the reports call
+        no lower bound (:func:`edgeprof.report.comparison.interval_bounds`).
+        ``None``: untested, or a linear base of 0."""
+        if self.half is None:
             return None
-        lo, hi = (self.diff - self.half) / self.base, (self.diff + self.half) / self.base
-        if self.base < 0:
-            lo, hi = hi, lo
-        # Every ranked figure is a time, a size or a share, never negative: nor is their
-        # ratio, whatever the noise (an interval of [-0.25, 1.90] had been shown).  A lower
-        # bound of 0 is therefore one at or below 0: the runs bound the ratio from above
-        # only, which the reports say (:func:`edgeprof.report.comparison.interval_bounds`).
-        lo, hi = max(0.0, 1 + lo), 1 + hi
+        if self.log:
+            lo, hi = math.exp(self.diff - self.half), math.exp(self.diff + self.half)
+        elif self.base == 0:
+            return None
+        else:
+            lo, hi = (self.diff - self.half) / self.base, (self.diff + self.half) / self.base
+            if self.base < 0:
+                lo, hi = hi, lo
+            # Every ranked figure is a time, a size or a share, never negative: nor is their
+            # ratio (an interval of [-0.25, 1.90] had been shown).
+            lo, hi = max(0.0, 1 + lo), 1 + hi
         # A separated interval clears 1 by less than 1's float resolution at worst: rounding
         # must not put 1 back inside it.
-        if self.separated and self.diff / self.base > 0:
+        if self.separated and self.diff * (1 if self.log else self.base) > 0:
             lo = max(lo, math.nextafter(1.0, 2.0))
         elif self.separated:
             hi = min(hi, math.nextafter(1.0, 0.0))
         return lo, hi
 
     def within(self, precision: float) -> bool:
-        """Equivalent: the whole interval lies within ``±precision × mean(a)``."""
-        return self.half is not None and abs(self.diff) + self.half <= precision * abs(self.base)
+        """Equivalent: the whole interval of the ratio lies within ``[1 − precision, 1 +
+        precision]`` (the module's docstring says why not the log-symmetric form)."""
+        if self.half is None:
+            return False
+        if self.log:
+            return _inside_log(self.diff, self.half, precision)
+        return abs(self.diff) + self.half <= precision * abs(self.base)
+
+
+def _inside_log(diff: float, half: float, precision: float) -> bool:
+    """``exp(diff ± half)`` inside ``[1 − precision, 1 + precision]``, on the logarithms."""
+    low = math.log1p(-precision) if precision < 1 else -math.inf
+    return diff + half <= math.log1p(precision) and diff - half >= low
+
+
+def _logs(a: Sequence[float], b: Sequence[float] | float) -> bool:
+    """Whether the test is made on the logarithms: every value of both sides above 0."""
+    values = [b] if isinstance(b, (int, float)) else b
+    return all(v > 0 for v in a) and all(v > 0 for v in values)
 
 
 def difference(
     a: Sequence[float], b: Sequence[float] | float, confidence: float = CONFIDENCE
 ) -> Difference:
-    """Welch's test of ``mean(b) − mean(a)``; ``b`` a number: the one-sample test against it.
-    Zero variance on both sides: the interval is 0 and p is 0 when the means differ, 1 when
-    they do not.  ``confidence``: the interval's level, 95 % but where one decision is made
-    at each of several looks at growing data (:func:`edgeprof.analysis.repeats.look_confidence`)."""
+    """Welch's test of ``b`` against ``a`` on their logarithms where every value is above 0,
+    else on the values (the module's docstring); ``b`` a number: the one-sample test against
+    it.  Zero variance on both sides: the interval is 0 and p is 0 when the means differ, 1
+    when they do not.  ``confidence``: the interval's level, 95 % but where one decision is
+    made at each of several looks at growing data
+    (:func:`edgeprof.analysis.repeats.look_confidence`)."""
+    if _logs(a, b):
+        logged: Sequence[float] | float = (
+            math.log(b) if isinstance(b, (int, float)) else [math.log(v) for v in b]
+        )
+        d = _welch_test([math.log(v) for v in a], logged, confidence)
+        return Difference(d.diff, d.half, d.p_value, math.exp(d.base), log=True)
+    return _welch_test(a, b, confidence)
+
+
+def _welch_test(
+    a: Sequence[float], b: Sequence[float] | float, confidence: float
+) -> Difference:
+    """Welch's test of ``mean(b) − mean(a)`` on the values as given."""
     ma = _mean(a)
     if isinstance(b, (int, float)):
         mb, nb, vb = float(b), math.inf, 0.0
@@ -142,15 +212,24 @@ def runs_to_resolve(
 ) -> int | None:
     """How many runs per side (in all, at least the current ones) would resolve ``a`` against
     ``b`` at the noise measured so far: separate them, or show them equivalent at
-    ``precision``.  Each side's standard deviation and the difference are taken as measured,
-    and a side grows to ``n`` runs only where it has fewer.  ``None``: not within ``limit``
-    runs (the difference sits at the precision), or no noise measured yet (a side with
-    fewer than 2 runs).  ``confidence``: the interval's level, as :func:`difference`'s."""
+    ``precision``, on :func:`difference`'s scale (the logarithms where every value is above
+    0).  Each side's standard deviation and the difference are taken as measured, and a side
+    grows to ``n`` runs only where it has fewer.  ``None``: not within ``limit`` runs (the
+    difference sits at the precision), or no noise measured yet (a side with fewer than 2
+    runs).  ``confidence``: the interval's level, as :func:`difference`'s."""
     if len(a) < 2 or len(b) < 2:
         return None
+    if _logs(a, b):
+        a, b = [math.log(v) for v in a], [math.log(v) for v in b]
+        d = statistics.fmean(b) - statistics.fmean(a)
+        # To separation (the half-width under |d|) or to equivalence (d ± half inside the
+        # precision's bounds on the logarithms, which are not symmetric about 0).
+        low = math.log1p(-precision) if precision < 1 else -math.inf
+        gap = max(abs(d), min(math.log1p(precision) - d, d - low))
+    else:
+        ma, mb = statistics.fmean(a), statistics.fmean(b)
+        gap = max(abs(mb - ma), abs(precision * ma) - abs(mb - ma))
     sa, sb = statistics.stdev(a), statistics.stdev(b)
-    ma, mb = statistics.fmean(a), statistics.fmean(b)
-    gap = max(abs(mb - ma), abs(precision * ma) - abs(mb - ma))  # to separation or to equivalence
 
     def enough(n: int) -> bool:
         na, nb = max(n, len(a)), max(n, len(b))

@@ -58,9 +58,12 @@ def compare_fits(
             continue
         res = max(int(base[key].get("resolution_bytes") or 0),
                   int(cur[key].get("resolution_bytes") or 0))  # fmt: skip
+        # No runs to test: the interval is the searches' resolution either way.
         change, ci = (c - b) / b, res / b
-        verdict = judge(change, ci, threshold)
-        changes.append(Change(key[0], key[1], metric, (b,), (c,), verdict, change, ci))
+        verdict = judge(change - ci, change + ci, threshold)
+        changes.append(
+            Change(key[0], key[1], metric, (b,), (c,), verdict, change, change - ci, change + ci)
+        )
         if verdict is Verdict.INCONCLUSIVE and ci > threshold:
             # Two equal answers read "inconclusive" and nothing said why (a verifier's).
             notes.append(

@@ -1,16 +1,21 @@
 """Baseline comparison for CI: per cell and metric, the change with its uncertainty and a verdict.
 
 The test suits the few repeats a CI job can afford (3 to 10): Welch's t (unequal variances,
-no normality of the *difference* assumed beyond the t approximation) gives a 95 % confidence
-interval of the difference of the means, the same test rankings and budgets use
-(:mod:`edgeprof.analysis.difference`).  The verdict combines it with a threshold so that
-noise alone does not fail a build:
+no normality of the *difference* assumed beyond the t approximation) on the logarithms of the
+values gives a 95 % confidence interval of the ratio of the geometric means, the same test
+rankings and budgets use (:mod:`edgeprof.analysis.difference`; on the values, the interval of
+the difference of the means over the baseline's mean, where a side has a 0).  The change is
+that ratio less 1, shown with its interval's bounds, which are not symmetric about it and
+never below −100 % (``-83.0% [-92.5%, -61.3%]``: a tester's latency p50 had read ``-83.7% ±
+88.1%``, inconclusive, reaching −171 %, beside its throughput's ``+479.6% ± 62.7%``,
+improvement).  The verdict combines the interval with a threshold so that noise alone does
+not fail a build:
 
-* **regression**: the whole interval lies above ``+threshold`` of the baseline mean — the
+* **regression**: the whole interval lies above ``+threshold`` (its lower bound does) — the
   change is, with 95 % confidence, larger than the threshold (not merely larger than 0 with a
   point estimate above the threshold: on a shared runner that rule failed an unchanged sweep
   at +14 % ± 14 % CPU time);
-* **improvement**: the whole interval lies below ``−threshold``;
+* **improvement**: the whole interval lies below ``−threshold`` (its upper bound does);
 
 (for the throughput, larger is better, the other way round: a drop is the regression.  A
 wider model's 2542 → 1443 items/s, and its latency p50's 24.2 → 42.2 ms, had not been
@@ -68,7 +73,6 @@ from __future__ import annotations
 
 import math
 import shlex
-import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
@@ -461,7 +465,7 @@ def held_caveat(
         )
     else:
         alt = _change(change.label, change.setting, metric, b_less, c_less, threshold)
-        if alt.verdict is change.verdict:
+        if alt.verdict is change.verdict or not _weakened(change, alt):
             return None  # beyond the threshold however long the host held them off
         theirs = mean_held(others) or 0.0
         taken = "time" if metric.key == "wall" else "share of its wall time"
@@ -473,6 +477,20 @@ def held_caveat(
     return host_caveat(
         f"the {side} runs", held, seconds, less, "a difference this size", "compare"
     )
+
+
+def _weakened(change: Change, alt: Change) -> bool:
+    """Whether the change less each run's held-off time (``alt``) is smaller the verdict's
+    way: only then can the host's time account for it.  One that grew is no smaller, only
+    noisier: a tester's +62.6 % wall time whose baseline runs were held off 0.04–0.05 s
+    (which only shrinks a regression) is +101.3 % less that time, its interval [-15.3 %,
+    +378.0 %] on the logarithms of runs now 2× apart, and had been called "may be the
+    host's" for that width."""
+    if change.change is None or alt.change is None:
+        return True
+    sign = -1 if change.metric.larger_is_better else 1
+    worse, worse_alt = sign * change.change, sign * alt.change
+    return worse_alt < worse if change.verdict is Verdict.REGRESSION else worse_alt > worse
 
 
 def missing_note(key: tuple[str, str], allowed: bool) -> str:
@@ -494,30 +512,32 @@ def _change(
 ) -> Change:
     if not c:
         return Change(label, setting, metric, b, c, Verdict.NOT_MEASURED)
-    mb, mc = statistics.fmean(b), statistics.fmean(c)
-    change = (mc - mb) / mb if mb > 0 else None
-    if len(b) < 2 or len(c) < 2:
-        return Change(label, setting, metric, b, c, Verdict.FEW_REPEATS, change)
     d = difference(b, c)
-    assert d.half is not None  # two values on each side
-    if change is None:
+    ratio = d.ratio()
+    if len(b) < 2 or len(c) < 2:  # untested: the change alone, on the test's scale
+        change = None if ratio is None else ratio - 1
+        return Change(label, setting, metric, b, c, Verdict.FEW_REPEATS, change, log=d.log)
+    interval = d.relative_interval()
+    if interval is None or ratio is None:  # a baseline of 0: no relative change
         return _from_zero(Change(label, setting, metric, b, c, Verdict.NO_CHANGE), d)
-    ci = d.half / mb
+    change, low, high = ratio - 1, interval[0] - 1, interval[1] - 1
     # A throughput's regression is a drop: judged on the change's opposite, shown as it is.
-    worse = -change if metric.larger_is_better else change
+    worse = (-high, -low) if metric.larger_is_better else (low, high)
     return Change(
-        label, setting, metric, b, c, judge(worse, ci, threshold), change, ci, d.p_value
+        label, setting, metric, b, c, judge(*worse, threshold), change, low, high, d.log,
+        d.p_value,
     )
 
 
 def _from_zero(row: Change, d: Difference) -> Change:
     """A baseline of 0 (every run: a CPU time or a GPU memory of nothing) has no relative
-    change to hold to a threshold.  Still 0 is no change; a growth the test shows (its
-    interval excludes 0) is beyond every threshold, infinitely many percent of nothing, and
-    so a regression: a model that starts using the GPU must not pass a gate on a label.  A
-    growth the test does not show is inconclusive: its relative interval is unbounded."""
+    change to hold to a threshold, and is tested on the values (no logarithm of 0).  Still
+    0 is no change; a growth the test shows (its interval excludes 0) is beyond every
+    threshold, infinitely many percent of nothing, and so a regression: a model that starts
+    using the GPU must not pass a gate on a label.  A growth the test does not show is
+    inconclusive: its relative interval is unbounded."""
     if d.diff == 0 and d.half == 0:
-        return replace(row, change=0.0, ci=0.0, p_value=d.p_value)
+        return replace(row, change=0.0, low=0.0, high=0.0, p_value=d.p_value)
     shown = d.separated and d.diff > 0
     verdict = Verdict.INCONCLUSIVE
     if shown:  # a throughput from none is better, not worse
@@ -525,14 +545,16 @@ def _from_zero(row: Change, d: Difference) -> Change:
     return replace(row, verdict=verdict, p_value=d.p_value)
 
 
-def judge(change: float, ci: float, threshold: float) -> Verdict:
-    """The module docstring's rule: the whole interval beyond the threshold, either way;
-    else within it, both ways; else inconclusive."""
-    if _beyond(change - ci, threshold):
+def judge(low: float, high: float, threshold: float) -> Verdict:
+    """The module docstring's rule on the bounds of the change's 95 % interval (a fraction
+    of the baseline, worse upwards): the whole interval beyond the threshold, either way;
+    else within it, both ways; else inconclusive.  The bounds, not ``change ± half``: on
+    the logarithms the interval is not symmetric about the change."""
+    if _beyond(low, threshold):
         return Verdict.REGRESSION
-    if _beyond(-(change + ci), threshold):
+    if _beyond(-high, threshold):
         return Verdict.IMPROVEMENT
-    if _beyond(change + ci, threshold) or _beyond(-(change - ci), threshold):
+    if _beyond(high, threshold) or _beyond(-low, threshold):
         return Verdict.INCONCLUSIVE
     return Verdict.NO_CHANGE
 

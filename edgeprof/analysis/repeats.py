@@ -3,9 +3,10 @@
 ``--repeat auto`` runs rounds until each pair of neighbours in every ranking (per limit
 setting and ranked metric, :data:`~edgeprof.analysis.compare.RANKED_METRICS`) is *resolved*
 by the test of :mod:`edgeprof.analysis.difference`: different, or equivalent at the target
-precision (the whole interval of the difference within ``±target`` of the faster one's
-mean).  A pair that is neither names both its cells for another round; the estimate of the
-runs that would resolve it assumes the noise and the difference measured so far.
+precision (the whole interval of the ratio of the slower one's figure to the faster one's
+within ``[1 − target, 1 + target]``; on the logarithms where every value is above 0).  A
+pair that is neither names both its cells for another round; the estimate of the runs that
+would resolve it assumes the noise and the difference measured so far.
 
 The test is made again after every round, so one pair is looked at up to ``max_runs −
 min_runs + 1`` times, and stopping at the first look that resolves it makes its 95 % a
@@ -77,12 +78,13 @@ def look_confidence(min_runs: int, max_runs: int) -> float:
     (20 000 pairs each, edgeprof's own :func:`~edgeprof.analysis.difference.difference`).
 
     Measured with the statistician's simulation adapted (``benchmarks/repeat_auto.py``,
-    5 000 pairs each, seed 1), identical cells called different at a CV of
-    2 / 5 / 10 / 20 %: 1.5 / 2.1 / 1.8 / 1.9 % at this level (99.375 % per look).  The cost,
-    on a real 10 % difference at a CV of 5 %: told apart in 91.2 % of pairs within 10 runs,
-    after 6.5 runs a model on average (95 % per look: 99.1 %, after 4.4); a 5 % difference
-    at a CV of 5 %: 29.3 % after 9.2 (66.0 % after 7.1).  Identical cells at a CV of 2 %
-    are shown equivalent as often (96.5 %), after 6.3 runs instead of 4.2.
+    5 000 pairs each, seed 1; the test on the logarithms), identical cells called different
+    at a CV of 2 / 5 / 10 / 20 %: 1.3 / 2.5 / 2.2 / 1.8 % at this level (99.375 % per look;
+    1.5 / 2.1 / 1.8 / 1.9 % on the values).  The cost, on a real 10 % difference at a CV of
+    5 %: told apart in 91.0 % of pairs within 10 runs, after 6.6 runs a model on average
+    (95 % per look: 99.1 %, after 4.4); a 5 % difference at a CV of 5 %: 29.5 % after 9.2
+    (65.6 % after 7.2).  Identical cells at a CV of 2 % are shown equivalent as often
+    (96.0 %), after 6.4 runs instead of 4.2.
 
     Why Bonferroni: the intervals of all the looks then hold together with at least 95 %
     confidence, whatever their correlation, so one level bounds both errors (calling

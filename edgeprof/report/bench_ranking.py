@@ -56,7 +56,7 @@ def _ms(values: Sequence[float]) -> str:
 def bench_rankings(results: Sequence[RunResult]) -> list[TextTable]:
     """Per limit setting with two batch sizes or more: the ranking by the ``infer`` phase's
     items/s (median over each batch size's successful runs), ≈ where a step is within noise
-    (Welch's t at 95 %, :mod:`edgeprof.analysis.difference`)."""
+    (Welch's t on the logarithms at 95 %, :mod:`edgeprof.analysis.difference`)."""
     out = []
     for setting, by_label in cells_by_setting(results).items():
         rows = []

@@ -46,8 +46,11 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 COMPARE_COLUMNS = ("Model", "Limits", "Metric", "Baseline", "Current", "Change", "Verdict")
-COMPARE_LEGEND = "baseline, current: mean ± SD; change of the mean ± its 95% interval, Welch's t"
-"""What each ± of the verdict table is (the baseline's ± had been unlabelled)."""
+COMPARE_LEGEND = (
+    "baseline, current: mean ± SD; change of the geometric mean [its 95% interval], Welch's t "
+    "on the logarithms (where a side has a 0: of the mean, on the values)"
+)
+"""What each ± and bracket of the verdict table is (the baseline's ± had been unlabelled)."""
 
 
 def compare_rows(changes: Sequence[Change], emoji: bool = True) -> list[list[str]]:
@@ -345,7 +348,11 @@ def change_dicts(changes: Sequence[Change], threshold: float) -> list[dict[str, 
             "current_mean": c.current_mean,
             "current_sd": c.current_sd,
             "change": c.change,
-            "ci95": c.ci,
+            # The interval's bounds, not a half-width: on the logarithms it is not
+            # symmetric about the change (a "ci95" of 0.88 had put a latency's at -171 %).
+            "low95": c.low,
+            "high95": c.high,
+            "log": c.log,
             "p_value": c.p_value,
             "threshold": threshold,
             "verdict": c.verdict.value,

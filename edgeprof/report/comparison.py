@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from ..analysis.cells import cells, ending, endings, successful
 from ..analysis.compare import RANKED_METRICS, ModelSummary, Rank, format_stat, rank
-from ..analysis.difference import DEFAULT_TARGET, runs_to_resolve
+from ..analysis.difference import DEFAULT_TARGET, Difference, runs_to_resolve
 from ..analysis.first_reads import FirstReads
 from ..analysis.hosts import mixed_hosts_note
 from ..analysis.metrics import STAT_METRICS, Kind, phases_apart, titled
@@ -64,9 +64,10 @@ def _close(r: Rank) -> list[str]:
 
 
 UNBOUNDED_BELOW = "≤0"
-"""A ratio interval's lower bound where the difference's interval reaches ``−mean``: the
-runs set no lower bound (``report`` of two models, 2 runs each, had printed ``1.13× [0.00,
-2.33]`` where Welch's t at 1.24 degrees of freedom gives −0.07)."""
+"""A ratio interval's lower bound where the difference's interval, on the values (a side has
+a figure of 0: no logarithm), reaches ``−mean``: the runs set no lower bound (``report`` of
+two models, 2 runs each, had printed ``1.13× [0.00, 2.33]`` where Welch's t at 1.24 degrees
+of freedom gives −0.07).  On the logarithms an interval is never so: ``exp`` of its bounds."""
 
 NO_LOWER_BOUND = f"{UNBOUNDED_BELOW}: the interval reaches below 0, no lower bound at this n"
 
@@ -75,7 +76,7 @@ def interval_bounds(interval: tuple[float, float]) -> tuple[str, str]:
     """An interval's bounds to 2 decimals, or more where 2 would round a bound that excludes
     1 to "1.00" (the interval would seem to cover 1 while the test separated them); a lower
     bound at 0 (:meth:`~edgeprof.analysis.difference.Difference.relative_interval` clamps
-    there) as :data:`UNBOUNDED_BELOW`."""
+    there on the values) as :data:`UNBOUNDED_BELOW`."""
     lo, hi = interval
     for digits in range(2, 7):
         a, b = f"{lo:.{digits}f}", f"{hi:.{digits}f}"
@@ -94,11 +95,14 @@ def _x(f: float | None, interval: tuple[float, float] | None) -> str:
     return f"{f:.2f}× [{lo}, {hi}]"
 
 
-def interval_name(base: str) -> str:
+def interval_name(base: str, log: bool = True) -> str:
     """What a ranking's bracketed interval is, said the one way in its legend and its summary
-    line (:meth:`~edgeprof.analysis.difference.Difference.relative_interval`): the summary
-    had called it "the ratio of means", the legend below it "the difference of the means";
-    ``base``: whose mean the difference is over."""
+    line (:meth:`~edgeprof.analysis.difference.Difference.relative_interval`): on the
+    logarithms (``log``), of the ratio of the geometric means; else of 1 + the difference of
+    the means over ``base``'s mean (the summary had called that "the ratio of means", the
+    legend below it "the difference of the means").  ``base``: whose figure it is over."""
+    if log:
+        return f"95% interval, Welch's t on the logarithms, of the geometric mean over {base}"
     return f"95% interval, Welch's t, of 1 + the difference of the means over {base} mean"
 
 
@@ -112,6 +116,21 @@ RANKING_LEGEND = (
 )
 """Both rules of the ≈ (:func:`_close`): the legend had given only the first, and a tester
 read ``1.04× [1.02, 1.09]  ≈ 100: < 10 MiB apart`` as a ≈ the bracket contradicts."""
+
+ON_THE_VALUES = (
+    "a bracket beside a side with a figure of 0 (no logarithm) is the "
+    + interval_name("the first's (the previous one's)", log=False)
+)
+"""The legend's exception, said under a ranking that has one (:func:`_on_the_values`)."""
+
+
+def _on_the_values(ranks: Sequence[Rank]) -> bool:
+    """Whether a tested step of ``ranks`` was tested on the values, not their logarithms."""
+    return any(
+        d is not None and d.tested and not d.log
+        for r in ranks
+        for d in (r.from_first, r.from_previous)
+    )
 
 
 def _lead(first: Rank, second: Rank, key: str) -> str | None:
@@ -134,12 +153,12 @@ def _lead(first: Rank, second: Rank, key: str) -> str | None:
     if not second.factor:  # None, or 0: the second's median is 0 (no throughput's 1/0)
         return None
     why = [f"ratio of the medians {second.factor:.2f}×"]
-    if (interval := second.factor_interval) is not None:
+    if (interval := second.factor_interval) is not None and second.from_first is not None:
         lo, hi = interval_bounds(interval)
         said = f"{lo} to {hi}×"
         if interval[0] <= 0:
             said += ", no lower bound at this n"
-        why.append(interval_name("the first's") + f": {said}")
+        why.append(interval_name("the first's", second.from_first.log) + f": {said}")
     if second.close_memory:
         why.append("< 10 MiB apart, may flip on the device")
     if not second.tested:
@@ -183,7 +202,7 @@ def _runs_to_tell(prev: Rank, r: Rank) -> str:
     if d is not None and d.within(DEFAULT_TARGET):  # already resolved: no runs to ask for
         return (
             f"{pair}: the same within {DEFAULT_TARGET * 100:g}% (the 95% interval of the "
-            "difference lies inside it)"
+            "ratio lies inside it)"
         )
     n = runs_to_resolve(prev.stat.values, r.stat.values, DEFAULT_TARGET)
     if n is None:
@@ -309,6 +328,8 @@ def ranking_tables(
             if caveats and key in caveats:
                 notes.append(caveats[key])
             notes.append(RANKING_LEGEND)
+            if _on_the_values(ranks):
+                notes.append(ON_THE_VALUES)
             if any(i is not None and i[0] <= 0 for r in ranks for i in r.intervals):
                 notes.append(NO_LOWER_BOUND)
             for before, r in itertools.pairwise(ranks):
@@ -419,6 +440,21 @@ def level_name(confidence: float) -> str:
     return f"{confidence * 100:.3g}%"
 
 
+def _relative_change(d: Difference, level: float) -> str | None:
+    """``+10.3% [-29.1%, +71.4%] (95% interval)``: the second's figure over the first's,
+    less 1, and its interval (:meth:`~edgeprof.analysis.difference.Difference.
+    relative_interval`: on the logarithms, of the geometric means, whose bounds are not
+    symmetric about the change); ``None``: a base of 0 on the values."""
+    ratio, interval = d.ratio(), d.relative_interval()
+    if ratio is None:
+        return None
+    text = f"{(ratio - 1) * 100:+.1f}%"
+    if interval is not None:
+        lo, hi = ((b - 1) * 100 for b in interval)
+        text += f" [{lo:+.1f}%, {hi:+.1f}%] ({level_name(level)} interval)"
+    return text
+
+
 def repeats_table(
     runs: Sequence[RunResult], min_runs: int, max_runs: int, target: float
 ) -> TextTable:
@@ -474,9 +510,7 @@ def repeats_table(
         if p.resolution is not Resolution.UNRESOLVED:
             continue
         d = p.difference
-        change = f"{d.diff / d.base * 100:+.1f}%" if d.base else metric.format(d.diff)
-        if d.half is not None and d.base:
-            change += f" ± {d.half / d.base * 100:.1f}% ({level_name(level)} interval)"
+        change = _relative_change(d, level) or metric.format(d.diff)
         need = (
             f"~{p.runs_needed} runs each would resolve it at the noise measured"
             if p.runs_needed is not None

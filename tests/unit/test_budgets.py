@@ -279,13 +279,17 @@ def test_the_noise_caveats_mean_takes_the_digits_that_tell_it_from_the_budget() 
     [check] = check_budgets(results, Budgets(default={"peak_memory": 5.5 * MIB}))
     assert check.describe().endswith(
         "peak memory 5.49MiB within the budget 5.50MiB (median of 5 runs); the budget lies "
-        "within the 95% interval of the mean (5.51MiB ± 61.4KiB): a re-run could turn the "
-        "check; more repeats decide it"
+        "within the 95% interval of the geometric mean (5.51MiB [5.4MiB, 5.6MiB]): a re-run "
+        "could turn the check; more repeats decide it"
     )
-    # A mean that reads apart from the budget keeps its one decimal.
+    # A mean that reads apart from the budget keeps its one decimal; so do the bounds, but
+    # the one that reads as the budget (5.57 MiB beside 5.56).
     [check] = check_budgets(results, Budgets(default={"peak_memory": 5.56 * MIB}))
-    said = "5.6MiB (median of 5 runs); the budget lies within the 95% interval of the mean (5.5MiB"
-    assert f"{said} ± 61.4KiB)" in check.describe()
+    said = (
+        "5.6MiB (median of 5 runs); the budget lies within the 95% interval of the geometric "
+        "mean (5.5MiB [5.4MiB, 5.57MiB])"
+    )
+    assert said in check.describe()
 
 
 def test_budgets_round_trip_through_their_record() -> None:
@@ -634,3 +638,16 @@ def test_compare_holds_the_phase_both_sides_budgets_gate_and_names_its_rows() ->
     changes, _ = compare_results(base, now)
     p95 = next(c for c in changes if c.metric.key == "latency_p95")
     assert (p95.subject, p95.base) == ("latency p95 (all phases)", (0.01411, 0.01411))
+
+
+def test_the_noise_caveats_interval_is_of_the_geometric_mean_never_below_0() -> None:
+    """A verifier's p99 budget of 20 ms over runs of 6.59, 20.14 and 6.11 ms had read "the
+    budget lies within the 95% interval of the mean (10.9ms ± 19.8ms)", reaching −8.9 ms.
+    On the logarithms: the geometric mean 9.3 ms, its interval gm · exp(±h) [1.8, 49.0] ms."""
+    p99s = (0.006587889342627022, 0.020137642798435985, 0.006114886514478708)
+    results = [run(p95_s=0.005, p50_s=0.002, p99_s=p, iterations=200) for p in p99s]
+    [check] = check_budgets(results, Budgets(default={"latency_p99": 0.020}))
+    assert check.caveat.startswith(
+        "the budget lies within the 95% interval of the geometric mean (9.3ms [1.8ms, 49.0ms]): "
+        "a re-run could turn the check"
+    )

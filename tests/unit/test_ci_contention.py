@@ -108,9 +108,9 @@ def test_a_regression_between_contended_runs_says_so() -> None:
     caveat = (
         "other tasks on their host held the current runs (all 3 runs, up to 48% of a run's "
         "wall time (0.25s)) off their CPUs for 0.25s a run on average, the baseline runs for "
-        "0.02s; the change less each run's own held-off time: -28.8% ± 5.1%: a difference "
-        "this size may be the host's, not the code's (compare runs made on an idle host, or "
-        "on --cpuset CPUs nothing else uses)"
+        "0.02s; the change less each run's own held-off time: -28.8% [-32.4%, -25.0%]: a "
+        "difference this size may be the host's, not the code's (compare runs made on an "
+        "idle host, or on --cpuset CPUs nothing else uses)"
     )
     assert wall.caveat == caveat
     assert peak.caveat is None  # memory is not the host's CPUs'
@@ -126,7 +126,9 @@ def test_a_regression_between_contended_runs_says_so() -> None:
         "⚠️ 1 of the regressions compare runs other tasks on the host held off their CPUs: "
         "they may be the host's (see the notes)"
     )]
-    assert f"- 16 (cpus=1, memory=1.0GiB): wall time regression: {caveat}" in md
+    # Markdown escapes the interval's brackets (they render as written).
+    escaped = caveat.replace("[", "\\[").replace("]", "\\]")
+    assert f"- 16 (cpus=1, memory=1.0GiB): wall time regression: {escaped}" in md
     assert f"  16 (cpus=1, memory=1.0GiB): wall time regression: {caveat}" in (
         render_compare_plain(changes, 0.05, notes).splitlines()
     )
@@ -139,7 +141,7 @@ def test_one_contended_side_is_named_and_idle_sides_say_nothing() -> None:
     assert wall.caveat is not None and wall.caveat.startswith(
         "other tasks on their host held the current runs (all 3 runs, up to 30% of a run's "
         "wall time (0.16s)) off their CPUs for 0.16s a run on average, the baseline runs for "
-        "0.00s; the change less each run's own held-off time: -9.0% ± 5.1%: "
+        "0.00s; the change less each run's own held-off time: -9.0% [-13.6%, -4.1%]: "
     )
     base, cur = contended_sides(0.0, 0.0)
     changes, notes = compare_results(base, cur, 0.05)
@@ -227,8 +229,8 @@ def test_held_off_time_that_cannot_account_for_a_regression_is_not_its_caveat() 
     cur = [held(cur[0], 0.0), held(cur[1], 0.04), held(cur[2], 0.0)]
     changes, notes = compare_results(base, cur, 0.05)
     wall = next(c for c in changes if c.metric.key == "wall")
-    assert wall.verdict is Verdict.REGRESSION and wall.change_text() == "+61.3% ± 33.9%"
-    # Less 0.013 s a run: +52.8 % ± 33.9 %, still beyond 5 % by the whole interval.
+    assert wall.verdict is Verdict.REGRESSION and wall.change_text() == "+62.6% [+12.6%, +134.8%]"
+    # Less 0.013 s a run: still beyond 5 % by the whole interval.
     assert wall.caveat is None and notes == []
     md = render_compare_summary(changes, 0.05, notes)
     assert "⚠️" not in md and "held" not in md
@@ -245,7 +247,7 @@ def test_the_caveat_weighs_the_held_off_time_against_the_verdict() -> None:
     base, cur = contended_sides(0.0, 0.2)
     wall = next(c for c in compare_results(base, cur, 0.05)[0] if c.metric.key == "wall")
     assert wall.caveat is not None and "for 0.10s a run on average, the baseline runs for " \
-        "0.00s; the change less each run's own held-off time: +4.0% ± 5.2%: a " \
+        "0.00s; the change less each run's own held-off time: +4.0% [-1.3%, +9.6%]: a " \
         "difference this size" in wall.caveat  # fmt: skip
 
 
@@ -256,11 +258,11 @@ def test_an_improvement_carries_the_caveat_of_its_held_baseline_alone() -> None:
     base = [held(r, 0.3 * r.wall_s) for r in slow]
     changes, notes = compare_results(base, fast, 0.05)
     wall = next(c for c in changes if c.metric.key == "wall")
-    assert wall.verdict is Verdict.IMPROVEMENT and wall.change_text() == "-23.1% ± 4.4%"
+    assert wall.verdict is Verdict.IMPROVEMENT and wall.change_text() == "-23.1% [-27.0%, -19.0%]"
     caveat = (
         "other tasks on their host held the baseline runs (all 3 runs, up to 30% of a run's "
         "wall time (0.16s)) off their CPUs for 0.16s a run on average, the current runs for "
-        "0.00s; the change less each run's own held-off time: +9.9% ± 5.6%: a "
+        "0.00s; the change less each run's own held-off time: +9.9% [+4.3%, +15.7%]: a "
         "difference this size may be the host's, not the code's (compare runs made on an "
         "idle host, or on --cpuset CPUs nothing else uses)"
     )
@@ -288,14 +290,14 @@ def test_a_latencys_caveat_weighs_each_runs_held_off_share_not_its_seconds() -> 
     base = [held(run("16", 1.0, 0.5, p95_s=p), 0.0) for p in (0.0100, 0.0104, 0.0108)]
     cur = [held(run("16", 1.3, 0.5, p95_s=p), 0.3) for p in (0.0130, 0.0135, 0.0140)]
     p95 = next(c for c in compare_results(base, cur, 0.05)[0] if c.metric.key == "latency_p95")
-    assert p95.verdict is Verdict.REGRESSION and p95.change_text() == "+29.8% ± 10.1%"
+    assert p95.verdict is Verdict.REGRESSION and p95.change_text() == "+29.8% [+19.2%, +41.4%]"
     # Held off 23 % of their wall time: 13.0–14.0 ms times 0.77 is 10.0–10.8 ms, the
     # baseline's.
     assert p95.caveat == (
         "other tasks on their host held the current runs (all 3 runs, up to 23% of a run's "
         "wall time (0.30s)) off their CPUs for 0.30s a run on average, the baseline runs for "
-        "0.00s; the change less each run's own held-off share of its wall time: -0.1% ± "
-        "8.6%: a difference this size may be the host's, not the code's (compare runs made "
+        "0.00s; the change less each run's own held-off share of its wall time: -0.1% [-8.3%, "
+        "+8.8%]: a difference this size may be the host's, not the code's (compare runs made "
         "on an idle host, or on --cpuset CPUs nothing else uses)"
     )
     # Held off 0.13 s of 1.3 s (10 %, as long as run warns of): +16.8 %, beyond it still.
@@ -324,8 +326,8 @@ def test_a_throughput_gain_the_held_off_share_cannot_make_has_no_caveat() -> Non
     base, cur = variant_runs()
     changes, notes = compare_results(base, cur, 0.05)
     tp = next(c for c in changes if c.metric.key == "throughput")
-    # (± 62.8 %, not the tester's 62.7 %: the figures above are rounded.)
-    assert tp.verdict is Verdict.IMPROVEMENT and tp.change_text() == "+479.6% ± 62.8%"
+    # The geometric means' ratio on the logarithms (on the values: +479.6 % ± 62.8 %).
+    assert tp.verdict is Verdict.IMPROVEMENT and tp.change_text() == "+495.3% [+193.0%, +1109.8%]"
     assert tp.caveat is None and not any("throughput" in n for n in notes)
     # 100 → 130 items/s, the baseline held off 40 % of its wall time: 166.7 items/s without
     # it, so the host's held-off time can account for the gain.
@@ -336,8 +338,8 @@ def test_a_throughput_gain_the_held_off_share_cannot_make_has_no_caveat() -> Non
     assert tp.verdict is Verdict.IMPROVEMENT and tp.caveat == (
         "other tasks on their host held the baseline runs (all 3 runs, up to 40% of a run's "
         "wall time (0.40s)) off their CPUs for 0.40s a run on average, the current runs for "
-        "0.00s; the change less each run's own held-off share of its wall time: -22.0% ± "
-        "2.0%: a difference this size may be the host's, not the code's (compare runs made "
+        "0.00s; the change less each run's own held-off share of its wall time: -22.0% [-23.6%, "
+        "-20.4%]: a difference this size may be the host's, not the code's (compare runs made "
         "on an idle host, or on --cpuset CPUs nothing else uses)"
     )
     # Held off as long, the current runs' time cannot make an improvement: nothing said.
@@ -362,7 +364,7 @@ def test_the_held_off_time_of_both_sides_is_taken_off_each_run() -> None:
     )
     changes, notes = compare_results(base, cur, 0.10)
     wall = next(c for c in changes if c.metric.key == "wall")
-    assert wall.verdict is Verdict.REGRESSION and wall.change_text() == "+71.9% ± 27.4%"
+    assert wall.verdict is Verdict.REGRESSION and wall.change_text() == "+72.6% [+31.4%, +126.7%]"
     assert wall.caveat is None and notes == []
     # Held off alike in every run of a side, the interval less it is as wide as the raw one's
     # in seconds, and wide against 164.6 ms: still positive, now not beyond the threshold.
@@ -372,7 +374,7 @@ def test_the_held_off_time_of_both_sides_is_taken_off_each_run() -> None:
     wall = next(c for c in changes if c.metric.key == "wall")
     assert wall.caveat is not None and (
         "for 0.53s a run on average, the baseline runs for 0.28s; the change less each run's "
-        "own held-off time: +40.5% ± 73.4%: a difference this size"
+        "own held-off time: +44.5% [-31.5%, +205.0%]: a difference this size"
     ) in wall.caveat
 
 
@@ -418,11 +420,13 @@ def test_a_budget_breached_by_held_off_runs_says_so_in_every_output() -> None:
     said = (
         "8 (cpus=1, memory=1.0GiB): latency p95 (all phases) 10.3ms exceeds the budget 10.0ms "
         "(median of "
-        "3 runs); the budget lies within the 95% interval of the mean (10.3ms ± 496.8µs): a "
+        "3 runs); the budget lies within the 95% interval of the geometric mean (10.3ms [9.8ms, "
+        "10.8ms]): a "
         f"re-run could turn the check; more repeats decide it; {HOST_P95}"
     )
     assert p95.status is Status.BREACH and p95.describe() == said
-    assert f"- {said}" in render_run_summary(held_p95_runs(), checks).splitlines()
+    md = said.replace("[", "\\[").replace("]", "\\]")  # Markdown escapes the brackets
+    assert f"- {md}" in render_run_summary(held_p95_runs(), checks).splitlines()
     cases = cases_of(render_junit("edgeprof budgets", budget_cases(checks)))
     assert cases["8 (cpus=1, memory=1.0GiB): latency p95 (all phases) <= 10.0ms"] == (said, said)
     # The same runs within the budget, and their CPU time over one: nothing of the host

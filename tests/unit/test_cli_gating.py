@@ -206,7 +206,7 @@ def test_compare_exit_codes_and_outputs(tmp_path: Path, capsys: pytest.CaptureFi
     args = ["compare", str(base), str(slow), "--summary", str(md), "--junit", str(junit)]
     assert main(args) == 3
     row = next(ln for ln in capsys.readouterr().out.splitlines() if " wall time " in ln)
-    assert row.split()[-1] == "regression" and "+30.0% ± " in row
+    assert row.split()[-1] == "regression" and "+30.0% [+26.2%, +33.9%]" in row
     assert md.read_text().startswith("## edgeprof compare\n\n**1 regression, 0 improvements**")
     assert ET.parse(junit).getroot().get("failures") == "1"
 

@@ -284,9 +284,10 @@ def test_verdict_cells_are_marked_and_the_comparison_comes_first() -> None:
     runs = [make_result(name="a"), make_result(name="b", wall_s=3.0)]
     wall = STAT_METRICS["wall_s"]
     changes = [
-        Change("a", "cpus=1", wall, (1.0, 1.1), (1.5, 1.6), Verdict.REGRESSION, 0.5, 0.1),
-        Change("b", "cpus=1", wall, (1.0, 1.1), (0.5, 0.6), Verdict.IMPROVEMENT, -0.5, 0.1,
-               caveat="held off"),
+        Change("a", "cpus=1", wall, (1.0, 1.1), (1.5, 1.6), Verdict.REGRESSION, 0.5,
+               low=0.4, high=0.6),
+        Change("b", "cpus=1", wall, (1.0, 1.1), (0.5, 0.6), Verdict.IMPROVEMENT, -0.5,
+               low=-0.6, high=-0.4, caveat="held off"),
     ]  # fmt: skip
     page = render_html(runs, comparison=Comparison(changes, 0.05))
     assert '<td class="fail">✗ regression</td>' in page

@@ -83,11 +83,11 @@ def test_the_budgets_verdict_heads_the_report_and_their_table_ends_it() -> None:
         "| b.onnx | cpus=1, memory=1.0GiB | peak memory | 200.0MiB | 150.0MiB | ❌ breach |\n"
         "\n"
         "- a.onnx (cpus=1, memory=1.0GiB): wall time 1.05s within the budget 1.50s (median of "
-        "2 runs); the budget lies within the 95% interval of the mean (1.05s ± 635.3ms): a "
-        "re-run could turn the check; more repeats decide it\n"
+        "2 runs); the budget lies within the 95% interval of the geometric mean (1.05s "
+        "\\[572.4ms, 1.92s\\]): a re-run could turn the check; more repeats decide it\n"
         "- b.onnx (cpus=1, memory=1.0GiB): wall time 2.10s exceeds the budget 1.50s (median of "
-        "2 runs); the budget lies within the 95% interval of the mean (2.10s ± 1.27s): a "
-        "re-run could turn the check; more repeats decide it\n"
+        "2 runs); the budget lies within the 95% interval of the geometric mean (2.10s "
+        "\\[1.14s, 3.84s\\]): a re-run could turn the check; more repeats decide it\n"
     )
     assert _headings(_html(text)) == ["h2"] + ["h3"] * 7  # results, statistics, 4 rankings, budgets
     # No budgets: no verdict and no section.
@@ -107,8 +107,9 @@ def test_the_compare_summarys_verdict_lines_are_paragraphs_of_their_own() -> Non
     assert paragraphs[:3] == [
         "<strong>❌ 1 of 1 current run failed</strong>",
         "<strong>1 regression, 0 improvements, 4 not measured</strong>",
-        "(threshold 5%; baseline, current: mean ± SD; change of the mean ± its 95% interval, "
-        "Welch's t)",
+        "(threshold 5%; baseline, current: mean ± SD; change of the geometric mean [its 95% "
+        "interval], Welch's t on the logarithms (where a side has a 0: of the mean, on the "
+        "values))",
     ]
 
 

@@ -48,11 +48,11 @@ def test_factor_and_its_uncertainty_hand_computed() -> None:
     runs += [_run("big", c, 121) for c in (2.0, 2.4, 1.6)]
     small, big = rank(summarize(runs), "cpu_s")
     assert (small.name, big.name) == ("small", "big")
-    # means 1.0 and 2.0, sd 0.1 and 0.4, n 3: f = 2; 1.0 apart; Welch: se = √(0.01/3 +
-    # 0.16/3) = 0.238 at 2.25 degrees of freedom, 95 % t 3.88, half-width 0.923; over the
-    # first's mean 1.0 the ratio of means lies in 2 ± 0.923
+    # On the logarithms: means −0.00336 and 0.67879, sd 0.1001 and 0.2030, n 3; Welch: se
+    # = 0.1307 at 2.90 degrees of freedom, 95 % t 3.22, half-width 0.421, around the
+    # geometric means' ratio 1.978: [1.297, 3.021] (on the values it had been 2 ± 0.923)
     assert big.factor is not None and math.isclose(big.factor, 2.0)
-    assert big.factor_interval == pytest.approx((1.077, 2.923), abs=1e-3)
+    assert big.factor_interval == pytest.approx((1.2974, 3.0206), abs=1e-4)
     assert not big.within_noise and not big.close_memory
     peak = rank(summarize(runs), "peak_bytes")[1]
     assert peak.factor == pytest.approx(1.21)
@@ -74,18 +74,29 @@ def test_factors_follow_the_order_of_the_medians() -> None:
     assert second.factor == pytest.approx(1.1) and second.step == pytest.approx(1.1)
     assert second.within_noise  # the means are closer than their noise
     text = ranking_tables(summarize_cells(runs))[1].plain()
-    # a: σ = √(1/3), se 1/3 at 2 degrees of freedom (b: none), 95 % t 4.30, half-width
-    # 1.434 around −0.233; over a's mean 4/3, plus 1: [−0.25, 1.90], and
-    # a ratio of CPU times is never below 0: the runs set no lower bound, which is said,
-    # not shown as a bound of 0.00
+    # On the logarithms the ratio's interval is exp of its bounds: above 0 (on the values
+    # it had reached −0.25)
+    assert (
+        "a ≈ b in CPU time, within noise: ratio of the medians 1.10×; 95% interval, Welch's t "
+        "on the logarithms, of the geometric mean over the first's: 0.32 to 2.36×"
+    ) in text.splitlines()
+    assert "≤0" not in text
+    # A run of 0 CPU time: no logarithm, the test on the values.  a: σ 1, se 1/√3 at 2
+    # degrees of freedom (b: none), 95 % t 4.30, half-width 2.484 around 0.1; over a's mean
+    # 1.0, plus 1: [−1.38, 3.58], and a ratio of CPU times is never below 0: the runs set
+    # no lower bound, which is said, not shown as a bound of 0.00
+    runs = [_run("a", c, 100) for c in (0.0, 1.0, 2.0)]
+    runs += [_run("b", c, 100) for c in (1.1, 1.1, 1.1)]
+    text = ranking_tables(summarize_cells(runs))[1].plain()
     assert (
         "a ≈ b in CPU time, within noise: ratio of the medians 1.10×; 95% interval, Welch's t, "
-        "of 1 + the difference of the means over the first's mean: ≤0 to 1.90×, no lower bound "
+        "of 1 + the difference of the means over the first's mean: ≤0 to 3.58×, no lower bound "
         "at this n"
     ) in text.splitlines()
     row = next(line for line in text.splitlines() if line.startswith("2  b"))
-    assert "1.10× [≤0, 1.90]  1.10× [≤0, 1.90]" in row
+    assert "1.10× [≤0, 3.58]  1.10× [≤0, 3.58]" in row
     assert "≤0: the interval reaches below 0, no lower bound at this n" in text
+    assert "a bracket beside a side with a figure of 0 (no logarithm) is the 95% interval" in text
     assert "0.00" not in text
     # An interval bounded below says nothing of it.
     separated = [_run("a", c, 100) for c in (1.0, 1.1, 0.9)]
@@ -107,7 +118,7 @@ def test_within_noise_and_ten_mib_flags() -> None:
     # The note under it says so too: "1.08× less" had stood bare beside the table's "≈".
     note = (
         "a used 7.4% less peak memory than b (ratio of the medians 1.08×; 95% interval, "
-        "Welch's t, of 1 + the difference of the means over the first's mean: 1.08 to 1.08×; "
+        "Welch's t on the logarithms, of the geometric mean over the first's: 1.08 to 1.08×; "
         "< 10 MiB apart, may flip on the device)"
     )
     assert note in tables["Ranking by peak memory"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+import re
 
 import pytest
 from hypothesis import given
@@ -51,16 +52,23 @@ def test_a_t_quantile_is_where_the_distribution_reaches_it(q: float, df: float) 
     assert t_cdf(t_quantile(q, df), df) == pytest.approx(q, abs=1e-10)
 
 
+def _exp(values: list[float]) -> list[float]:
+    """Values whose natural logarithms are ``values``: the test is made on those."""
+    return [math.exp(v) for v in values]
+
+
 def test_welch_hand_computed() -> None:
-    # diff 3, se = sqrt(1/3 + 1/3), df = 4: t = 3.674, p = 0.0213 (scipy.stats.ttest_ind).
-    d = difference([1, 2, 3], [4, 5, 6])
+    # On the logarithms 1, 2, 3 against 4, 5, 6: diff 3, se = sqrt(1/3 + 1/3), df = 4:
+    # t = 3.674, p = 0.0213 (scipy.stats.ttest_ind).
+    d = difference(_exp([1, 2, 3]), _exp([4, 5, 6]))
+    assert d.log and math.isclose(d.diff, 3)
     half, p = d.half, d.p_value
     assert half is not None and p is not None
     assert math.isclose(half, 2.7764 * math.sqrt(2 / 3), rel_tol=1e-4)
     assert math.isclose(p, 0.02131, abs_tol=1e-4)
     # Unequal variances and sizes: se² = 5/12 + 37/36, Welch–Satterthwaite df = 7.752,
     # t = 3.0509; the p-value checked against a Simpson integral of the t density.
-    d = difference([10, 11, 12, 13], [11, 14, 16, 17, 18, 15])
+    d = difference(_exp([10, 11, 12, 13]), _exp([11, 14, 16, 17, 18, 15]))
     half, p = d.half, d.p_value
     assert half is not None and p is not None
     se = math.sqrt(5 / 12 + 37 / 36)
@@ -93,8 +101,11 @@ def test_clear_regression() -> None:
     c = wall_verdict(walls(BASE), walls([v * 1.2 for v in BASE]))
     assert c.verdict is Verdict.REGRESSION and c.verdict.fails
     assert c.change is not None and math.isclose(c.change, 0.2)
-    assert c.ci is not None and 0 < c.ci < 0.05
-    assert c.change_text().startswith("+20.0% ± ")
+    # Every run 1.2× its baseline run: the logarithms' spread is the baseline's, sd
+    # 0.01585 at n = 5 a side, df 8: half 0.02312, so [1.2·e^−h, 1.2·e^h] − 1.
+    assert c.log and c.low is not None and c.high is not None
+    assert (round(c.low, 4), round(c.high, 4)) == (0.1726, 0.228)
+    assert c.change_text() == "+20.0% [+17.3%, +22.8%]"
 
 
 def test_the_same_runs_on_both_sides_are_said() -> None:
@@ -112,7 +123,7 @@ def test_the_same_runs_on_both_sides_are_said() -> None:
 def test_clear_improvement() -> None:
     c = wall_verdict(walls(BASE), walls([v * 0.8 for v in BASE]))
     assert c.verdict is Verdict.IMPROVEMENT and not c.verdict.fails
-    assert c.change_text().startswith("-20.0% ± ")
+    assert c.change_text() == "-20.0% [-21.8%, -18.1%]"
 
 
 def test_noise_alone_never_fails() -> None:
@@ -146,16 +157,17 @@ def test_significant_change_below_the_threshold_does_not_fail() -> None:
 
 def test_a_change_whose_interval_reaches_inside_the_threshold_does_not_fail() -> None:
     """A shared runner's unchanged sweep (measured here): CPU time +14 % ± 14 %, p < 0.05.
-    Significant, above 5 % as a point estimate, and still not sure to exceed 5 %."""
-    c = wall_verdict(walls([0.4881 - 0.03, 0.4881, 0.4881 + 0.03]), walls([0.546, 0.558, 0.570]))
-    assert c.change is not None and c.ci is not None and c.p_value is not None
-    assert c.change > 0.1 and c.change - c.ci < 0.05 and c.p_value < 0.05
+    Significant, above 5 % as a point estimate, and still not sure to exceed 5 %: on the
+    logarithms +14.4% [+2.6%, +27.6%], p = 0.031."""
+    c = wall_verdict(walls([0.4881 - 0.025, 0.4881, 0.4881 + 0.025]), walls([0.546, 0.558, 0.570]))
+    assert c.change is not None and c.low is not None and c.p_value is not None
+    assert c.change > 0.1 and c.low < 0.05 and c.p_value < 0.05
     assert c.verdict is Verdict.INCONCLUSIVE and not c.verdict.fails
 
 
 def test_equal_repeats_zero_variance() -> None:
     same = wall_verdict(walls([2.0, 2.0, 2.0]), walls([2.0, 2.0]))
-    assert same.verdict is Verdict.NO_CHANGE and same.ci == 0
+    assert same.verdict is Verdict.NO_CHANGE and same.low == same.high == 0
     up = wall_verdict(walls([2.0, 2.0, 2.0]), walls([2.5, 2.5]))
     assert up.verdict is Verdict.REGRESSION
 
@@ -163,7 +175,7 @@ def test_equal_repeats_zero_variance() -> None:
 def test_single_runs_cannot_be_tested_and_do_not_fail() -> None:
     c = wall_verdict(walls([1.0]), walls([2.0, 2.1]))
     assert c.verdict is Verdict.FEW_REPEATS and not c.verdict.fails
-    assert c.change_text() == "+105.0%"
+    assert c.change_text() == "+104.9%"  # the geometric means' ratio: √(2.0 · 2.1) / 1.0
 
 
 def test_current_cell_without_success_is_not_measured_and_fails() -> None:
@@ -303,7 +315,8 @@ def test_a_change_equal_to_the_threshold_is_not_beyond_it(base: float, cur: floa
     """+5 % (or −5 %) exactly, at a 5 % threshold: the same verdict whichever way the
     division rounded (2.00 → 2.10 had been a regression and 3.00 → 3.15 not)."""
     c = wall_verdict(walls([base] * 3), walls([cur] * 3), threshold=0.05)
-    assert c.change is not None and math.isclose(abs(c.change), 0.05) and c.ci == 0
+    assert c.change is not None and math.isclose(abs(c.change), 0.05)
+    assert c.low == c.high == c.change
     assert c.verdict is Verdict.NO_CHANGE
     beyond = wall_verdict(walls([base] * 3), walls([cur + (cur - base) * 0.01] * 3))
     assert beyond.verdict is (Verdict.REGRESSION if cur > base else Verdict.IMPROVEMENT)
@@ -320,7 +333,7 @@ def test_a_zero_baseline_has_a_verdict_not_too_few_repeats() -> None:
     assert (
         same.verdict is Verdict.NO_CHANGE
         and same.change == 0
-        and same.change_text() == "+0.0% ± 0.0%"
+        and same.change_text() == "+0.0% [+0.0%, +0.0%]"
     )
     grew = cpu_verdict([0.0] * 3, [0.2, 0.21, 0.19])  # shown: beyond any threshold
     assert grew.verdict is Verdict.REGRESSION and grew.verdict.fails
@@ -455,10 +468,11 @@ def test_a_no_change_an_outlier_decides_says_the_verdict_without_it() -> None:
     cur = [run(wall=w) for w in (1.20, 1.21, 0.40, 1.19, 1.22)]
     changes, notes = compare_results(base, cur)
     (wall,) = [c for c in changes if c.metric.title == "wall time"]
-    assert wall.verdict is Verdict.INCONCLUSIVE and wall.change_text() == "+4.4% ± 44.7%"
+    assert wall.verdict is Verdict.INCONCLUSIVE
+    assert wall.change_text() == "-3.3% [-47.6%, +78.3%]"  # the geometric means'
     assert (
         "m.onnx (cpus=1, memory=1.0GiB): wall time inconclusive includes current "
-        "run 3 (400.0ms), an outlier: without it, +20.5% ± 2.3%, regression"
+        "run 3 (400.0ms), an outlier: without it, +20.5% [+18.0%, +23.1%], regression"
     ) in notes
     assert sum("an outlier" in n for n in notes) == 1
     clear = [run(wall=w) for w in (1.20, 1.21, 1.18, 1.19, 1.22)]
@@ -480,10 +494,17 @@ def test_an_outlier_that_is_the_least_held_off_run_offers_no_change_without_it()
     """The tester's one uncontended fp32 run (p50 7.5 ms against 15.5 ms) was offered as the
     outlier to drop: "without it, -78.1% ± 2.0%, improvement", leaning on the two runs the
     host held off half their wall time.  The others were slowed: said with report's advice,
-    and no change without it."""
+    and no change without it.  On the logarithms the tester's pair is decided with every
+    run (each fp32 run over 2.2× the int8 ones): no sensitivity line; a current cell near
+    the uncontended run (~10 ms) keeps it inconclusive, and says it."""
     base = [held_p50(*shape) for shape in FP32_BS8]
-    cur = [held_p50(*shape) for shape in INT8_BS8]
-    changes, notes = compare_results(base, cur)
+    changes, notes = compare_results(base, [held_p50(*shape) for shape in INT8_BS8])
+    p50 = next(c for c in changes if c.metric.key == "latency_p50")
+    assert p50.verdict is Verdict.IMPROVEMENT
+    assert p50.change_text() == "-72.1% [-90.1%, -21.3%]"
+    assert not any("outlier" in n for n in notes)
+    near = ((0.437, 0.0, 0.0100), (0.418, 0.0, 0.0105), (0.404, 0.0, 0.0098))
+    changes, notes = compare_results(base, [held_p50(*shape) for shape in near])
     p50 = next(c for c in changes if c.metric.key == "latency_p50")
     assert p50.verdict is Verdict.INCONCLUSIVE
     said = [n for n in notes if "outlier" in n]
@@ -495,11 +516,13 @@ def test_an_outlier_that_is_the_least_held_off_run_offers_no_change_without_it()
     ]
     # The slow run the most held off: the change without it is offered, with the cause.
     slow = ((0.82, 0.40, 0.015483), (0.81, 0.03, 0.007530), (0.82, 0.03, 0.007521))
+    cur = [held_p50(*shape) for shape in INT8_BS8]
     changes, notes = compare_results([held_p50(*shape) for shape in slow], cur)
     said = [n for n in notes if "outlier" in n]
     assert said == [
         "infer bs=8 (cpus=1, memory=1.0GiB): latency p50 inconclusive includes baseline run 1 "
-        "(15.5ms), an outlier: without it, -54.8% ± 0.3%, improvement (other tasks held it "
+        "(15.5ms), an outlier: without it, -54.8% [-55.1%, -54.5%], improvement (other tasks "
+        "held it "
         "off its CPUs 49% of its wall time, the others a median 4%: the host's load, not the "
         "workload; measure on a quieter machine)"
     ]
@@ -584,9 +607,9 @@ def test_a_throughput_drop_and_a_p50_rise_are_regressions() -> None:
     assert drop.verdict is Verdict.REGRESSION
     assert drop.change is not None
     assert math.isclose(drop.change, 1442.5333 / 2540.6 - 1, rel_tol=1e-4)
-    assert drop.change_text().startswith("-43.2% ± ")
+    assert drop.change_text() == "-43.2% [-44.1%, -42.3%]"
     assert by["latency_p50"].verdict is Verdict.REGRESSION
-    assert by["latency_p50"].change_text() == "+74.0% ± 3.0%"
+    assert by["latency_p50"].change_text() == "+74.0% [+70.3%, +77.8%]"
     # The other way round: a throughput rise is an improvement, a p50 fall too.
     back, _ = compare_results(wide, base, 0.05)
     assert {c.metric.key: c.verdict for c in back}["throughput"] is Verdict.IMPROVEMENT
@@ -680,13 +703,15 @@ def test_an_interval_past_the_threshold_is_inconclusive_not_within_it() -> None:
 
     # The tester's CPU time reaches -5.1 %: not quite within 5 % (the rankings' "the same
     # within 5%" holds the interval to it both ways too); a little narrower, it is.
-    assert judge(-0.007, 0.044, 0.05) is Verdict.INCONCLUSIVE
-    assert judge(-0.007, 0.040, 0.05) is Verdict.NO_CHANGE
-    assert judge(0.0, 0.178, 0.05) is Verdict.INCONCLUSIVE
-    assert judge(0.08, 0.04, 0.05) is Verdict.INCONCLUSIVE  # significant, not shown past 5 %
-    assert judge(-0.08, 0.04, 0.05) is Verdict.INCONCLUSIVE
-    assert judge(0.01, 0.04, 0.05) is Verdict.NO_CHANGE  # a bound at the threshold is within
-    assert judge(0.10, 0.04, 0.05) is Verdict.REGRESSION
+    # judge takes the interval's bounds (the worse way up): -0.7 % ± 4.4 % is [-5.1, +3.7].
+    assert judge(-0.051, 0.037, 0.05) is Verdict.INCONCLUSIVE
+    assert judge(-0.047, 0.033, 0.05) is Verdict.NO_CHANGE
+    assert judge(-0.178, 0.178, 0.05) is Verdict.INCONCLUSIVE
+    assert judge(0.04, 0.12, 0.05) is Verdict.INCONCLUSIVE  # significant, not shown past 5 %
+    assert judge(-0.12, -0.04, 0.05) is Verdict.INCONCLUSIVE
+    assert judge(-0.03, 0.05, 0.05) is Verdict.NO_CHANGE  # a bound at the threshold is within
+    assert judge(0.06, 0.14, 0.05) is Verdict.REGRESSION
+    assert judge(-0.14, -0.06, 0.05) is Verdict.IMPROVEMENT
     noisy = walls([1.0, 1.4, 0.7, 1.2, 0.85])
     changes, _ = compare_results(walls(BASE), noisy)
     assert not regressed(changes) and not Verdict.INCONCLUSIVE.fails
@@ -719,3 +744,43 @@ def test_compare_sees_the_tail_that_p95_and_p50_do_not() -> None:
     few = [run(p95_s=0.0053, p99_s=0.0065, iterations=99)] * 3
     (ch,) = [c for c in compare_results(few, few, 0.05)[0] if c.metric.key == "latency_p99"]
     assert ch.few and ch.current_text.startswith("6.5ms^")  # 99 iterations: marked
+
+
+_walls = st.lists(st.floats(0.01, 100.0, allow_nan=False), min_size=2, max_size=6)
+
+
+@given(b=_walls, c=_walls, threshold=st.sampled_from([0.0, 0.05, 0.1, 0.3]))
+def test_the_verdict_agrees_with_the_printed_bounds(
+    b: list[float], c: list[float], threshold: float
+) -> None:
+    """The verdict is the printed interval's against the threshold (within the printing's
+    0.05 % rounding), and the interval never reaches below −100 % (a latency's ``-83.7% ±
+    88.1%`` had)."""
+    change = wall_verdict(walls(b), walls(c), threshold)
+    shown = re.fullmatch(r"([+-][\d.]+)% \[([+-][\d.]+)%, ([+-][\d.]+)%\]", change.change_text())
+    assert shown is not None and change.log
+    mid, low, high = (float(shown[i]) for i in (1, 2, 3))
+    assert -100 <= low <= mid <= high
+    t, tol = threshold * 100, 0.05
+    if change.verdict is Verdict.REGRESSION:
+        assert low >= t - tol
+    elif change.verdict is Verdict.IMPROVEMENT:
+        assert high <= -t + tol
+    elif change.verdict is Verdict.NO_CHANGE:
+        assert -t - tol <= low and high <= t + tol
+    else:
+        assert change.verdict is Verdict.INCONCLUSIVE
+        assert high >= t - tol or low <= -t + tol
+        assert low <= t + tol and high >= -t - tol
+
+
+def test_compare_json_carries_the_intervals_bounds_not_a_half_width() -> None:
+    """``ci95`` was a half-width: on the logarithms the interval is not symmetric about the
+    change, so its bounds are given (and whether the test was on the logarithms)."""
+    from edgeprof.report.ci_summary import change_dicts
+
+    changes, _ = compare_results(walls(BASE), walls([v * 1.2 for v in BASE]), 0.05)
+    (wall,) = [d for d in change_dicts(changes, 0.05) if d["metric"] == "wall"]
+    assert "ci95" not in wall and wall["log"] is True
+    bounds = [wall[k] for k in ("low95", "change", "high95")]
+    assert [round(v, 4) for v in bounds if isinstance(v, float)] == [0.1726, 0.2, 0.228]

@@ -129,8 +129,8 @@ def test_a_pair_separated_at_95_percent_once_is_not_different_at_a_looks_level(
         "3 of 4 ranking neighbour pairs resolved: 0 different, 3 within ±5% (each look's "
         "interval at 99.4%, so that the 8 looks a pair may take hold 95% together)" in table
     )
-    assert "unresolved: a ≈ b in wall time under cpus=1: +6.0% ± " in table
-    assert "% (99.4% interval) after 3 and 3 runs" in table
+    assert "unresolved: a ≈ b in wall time under cpus=1: +6.0% [" in table
+    assert "%] (99.4% interval) after 3 and 3 runs" in table
     once = repeats_table(runs, 3, 3, 0.05).plain()
     assert "4 of 4 ranking neighbour pairs resolved: 1 different, 3 within ±5% (at 95%)" in once
 
@@ -139,7 +139,11 @@ def test_the_report_names_the_open_pairs_and_the_runs_that_would_close_them() ->
     runs = _cell("a", [1.0, 1.2, 0.8]) + _cell("b", [1.1, 0.9, 1.3])
     table = repeats_table(runs, 3, 3, 0.01).plain()
     assert table.startswith("Repeats (--repeat auto: 3 to 3 runs a model, precision ±1%)")
-    assert "unresolved: a ≈ b in wall time under cpus=1: +10.0% ± " in table
+    # The geometric means' ratio and its interval, not symmetric about it.
+    assert (
+        "unresolved: a ≈ b in wall time under cpus=1: +10.3% [-29.1%, +71.4%] (95% interval) "
+        "after 3 and 3 runs; ~32 runs each"
+    ) in table
     assert "after 3 and 3 runs; ~" in table and "(--max-runs 3 stopped it)" in table
     # Interrupted after 3 of up to 10 runs: --max-runs did not stop it.
     table = repeats_table(runs, 3, 10, 0.01).plain()
@@ -205,7 +209,7 @@ def test_the_rankings_note_asks_for_runs_only_where_a_pair_is_not_resolved() -> 
     (wall,) = [
         t.plain() for t in ranking_tables(summarize_cells(runs)) if "by wall time" in t.title
     ]
-    assert "fast ≈ twin: the same within 5% (the 95% interval of the difference" in wall
+    assert "fast ≈ twin: the same within 5% (the 95% interval of the ratio lies inside it)" in wall
     assert "fast ≈ twin: ~" not in wall
     notes = [ln for ln in wall.splitlines() if ln.startswith("twin ≈ noisy: ~")]
     assert len(notes) == 1 and "runs each would tell them apart or show them within 5%" in notes[0]
