@@ -46,8 +46,8 @@ Past it a name costs nothing: no counter read, no peak window, no record."""
 MAX_OCCURRENCES = 10_000
 """Phase occurrences (begin … end) stored with a record, readings at their lines and a
 kernel peak window each; later ones are aggregated per name
-(:class:`~edgeprof.measure.phases.PhaseTail`).  A stored occurrence costs ~740 bytes by the
-end (7.4 MB for the store)."""
+(:class:`~edgeprof.measure.phase_tail.PhaseTail`).  A stored occurrence costs ~740 bytes by
+the end (7.4 MB for the store)."""
 MAX_MARKS = 1024
 """Marks kept (the first ones), each a record in ``result.json``; a mark per step is what
 ``iteration`` is for."""

@@ -12,7 +12,7 @@ the end).  What the workload names is capped (:data:`MAX_PHASES`, :data:`MAX_MAR
 50 000 marks and 300 000 iterations took edgeprof to 290 MB and a 24 MB ``result.json``
 before the caps, 51 MB and 225 KB with them (cgroup v1; docs/reliability.md has the rest).
 Repeats of kept phase names are stored up to :data:`MAX_OCCURRENCES` occurrences, then
-aggregated per name (:class:`~edgeprof.measure.phases.PhaseTail`: 8 bytes per 10 ms of the
+aggregated per name (:class:`~edgeprof.measure.phase_tail.PhaseTail`: 8 bytes per 10 ms of the
 run); they had been stored without end, with two counter reads and a kernel window each.
 
 Per line the reader's work is O(1): a batch of boundary lines (one pipe read) gets one
@@ -56,10 +56,9 @@ from .event_lines import (
     parse_line,
 )
 from .latency import Iteration, Tail, all_raised, latency_stats, with_raised
+from .phase_tail import PhaseTail
 from .phases import (
     Occurrence,
-    PhaseTail,
-    Recorder,
     first_few,
     missed_windows_warning,
     window_missed,
@@ -71,6 +70,7 @@ from .throttling import (
     stall_warning,
     unstretched_by_cpu,
 )
+from .timeline import Recorder
 
 WAITED_WARN_S = 0.01
 WAITED_WARN_SHARE = 0.01

@@ -24,8 +24,9 @@ from ..errors import EdgeprofError
 from ..model import GpuPhase, GpuStats
 from ..model.gpu import GPU_CSV_COLUMNS, GPU_SAMPLE_COLUMNS
 from .gpu_device import Device, nested_pid_namespace
-from .phases import Occurrence, interpolate, occurrence_spans
+from .phases import Occurrence, occurrence_spans
 from .samplefile import SampleWriter
+from .timeline import interpolate
 
 MIN_INTERVAL_S = 0.01
 """GPUs are read no more often than this: each read is ~10 NVML calls, and the driver

@@ -12,7 +12,9 @@ import pytest
 from edgeprof.measure.event_lines import FrequentNames
 from edgeprof.measure.event_store import EventStore, waited_warning
 from edgeprof.measure.events import MAX_OCCURRENCES, EventChannel
-from edgeprof.measure.phases import SLICE_S, PhaseTail, Timeline, missed_windows_warning
+from edgeprof.measure.phase_tail import SLICE_S, PhaseTail
+from edgeprof.measure.phases import missed_windows_warning
+from edgeprof.measure.timeline import Timeline
 from edgeprof.model import Counters
 from edgeprof.workload import instrument
 

@@ -23,13 +23,12 @@ from edgeprof.measure.events import EventChannel
 from edgeprof.measure.latency import latency_stats
 from edgeprof.measure.phases import (
     Occurrence,
-    Timeline,
-    interpolate,
     missed_windows_warning,
     peak_with_phases,
     phase_stats,
 )
 from edgeprof.measure.sketch import percentile
+from edgeprof.measure.timeline import Timeline, interpolate
 from edgeprof.model import Counters, LatencyStats, Mark, PhaseStats, RunResult, Termination
 from edgeprof.report.phases import MAX_OF_RUNS_NOTE, unread_cpu_notes
 from edgeprof.report.results import render_markdown, render_plain
