@@ -1,6 +1,8 @@
 """What the workload's event lines become on the runner's side: parsed, capped, stored, and
 attributed to phases after the run (:mod:`edgeprof.measure.phases`).  The reading of the pipe
-is :class:`~edgeprof.measure.events.EventChannel`'s, which is one of these.
+is :class:`~edgeprof.measure.events.EventChannel`'s, which is one of these.  The warnings
+it builds after the run are :mod:`edgeprof.measure.event_notes`'; the occurrences past the
+store are kept by :class:`~edgeprof.measure.past_store.PastStore`.
 
 Memory: nothing is kept until the first event; from then on 24 bytes per reading (an hour at
 the default 100 ms: under 1 MB; at 1 ms, 86 MB), 32 per stored iteration (at the end, while
@@ -30,17 +32,14 @@ import array
 import collections
 import dataclasses
 import math
-import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from ..backends.base import PeakReset
-from ..backends.helpers import sampled_phase_peaks
 from ..errors import EdgeprofError
 from ..model import Capped, Counters, EventCounts, LatencyStats, Mark, PhaseStats
-from ..names import shown_name
-from ..units import CFS_PERIOD_US, counted
+from ..units import CFS_PERIOD_US
 from ..workload.instrument import GPU_CAPPED_MARK
 from .event_lines import (
     MAX_ITERATIONS,
@@ -55,45 +54,23 @@ from .event_lines import (
     off_clock,
     parse_line,
 )
-from .latency import Iteration, Tail, all_raised, latency_stats, with_raised
-from .phase_tail import PhaseTail
-from .phases import (
-    Occurrence,
-    first_few,
-    missed_windows_warning,
-    window_missed,
+from .event_notes import (
+    MalformedKinds,
+    aggregated_warning,
+    cut_short_warning,
+    sampled_peaks_warnings,
+    throttling_warnings,
+    waited_warning,
 )
+from .latency import Iteration, Tail, all_raised, latency_stats, with_raised
+from .past_store import PastStore
+from .phases import Occurrence
 from .throttling import (
     as_its_phases,
-    host_speed_warning,
     iteration_stalls,
-    stall_warning,
     unstretched_by_cpu,
 )
 from .timeline import Recorder
-
-WAITED_WARN_S = 0.01
-WAITED_WARN_SHARE = 0.01
-WAITED_WARN_WRITES = 3
-"""The workload's writes held up (``waited`` lines) are warned about from this much, this
-share of the run and this many writes: a write the scheduler preempted (a few ms on a loaded
-host) is not a full pipe; a tester's 100 000 steps of three events each waited 43 s of 47.7
-s, while one write held up 0.01 s of a 0.98 s run held off 75 % by other tasks had been
-warned about as events sent too fast."""
-
-READER_BOUND_SHARE = 0.5
-"""The pipe's waits are put down to edgeprof's reading where the workload, while it was not
-waiting, sent its lines at more than this share of the rate edgeprof's reader reads them on
-its CPU.  ph.py's 15 000 phases sent ~200 000 lines/s to a reader of ~64 000/s; a tester's
-~140 lines a second (read at ~140 000/s) had been said to out-send the reader when the
-host's other tasks had held the run off 75 %."""
-
-_MALFORMED_VALUES = re.compile(r"^[a-z]+: |'[^']*'|\([^()]*\)|\d+(?:\.\d+)?")
-"""What a malformed line's reason quotes of the line (its event, a word, a time, a count):
-left out, the rest is the kind of mistake (:meth:`EventStore._malformed_warning`), so that
-wall-clock stamps on ``begin``, ``end`` and ``iter`` lines are one kind."""
-_MALFORMED_KINDS = 16
-"""Kinds of mistake told apart; more are counted as ``other``."""
 
 _RECENT = 64
 """Closed occurrences remembered for iterations past the cap whose line comes after their
@@ -151,10 +128,7 @@ class EventStore:
         self._recent: collections.deque[Occurrence] = collections.deque(maxlen=_RECENT)
         self._open_names: collections.Counter[str] = collections.Counter()
         self._max_occurrences = max_occurrences
-        self._past: dict[str, PhaseTail] = {}  # occurrences past the stored ones, by name
-        self._past_open: dict[str, list[Occurrence]] = {}  # … open now (innermost last)
-        self._past_recent: collections.deque[Occurrence] = collections.deque(maxlen=_RECENT)
-        self._past_last_end = -math.inf  # the latest end in _past_recent
+        self._past = PastStore(_RECENT)  # occurrences past the stored ones
         self._boundary = False  # a batch had a begin or end line: one reading after it
         self._waited = 0.0  # seconds the workload's writes waited on the pipe ("waited")
         self._waits = 0
@@ -162,7 +136,7 @@ class EventStore:
         self._reading_s = 0.0  # CPU seconds the reading thread spent in feed()
         self.lines = 0
         self.malformed = 0
-        self._bad_kinds: dict[str, tuple[int, str]] = {}  # reason's kind: (count, first)
+        self._bad_kinds = MalformedKinds()
         self._snapshot_error: str | None = None
 
     # -- the lines ---------------------------------------------------------------------
@@ -224,13 +198,7 @@ class EventStore:
 
     def _bad(self, raw: bytes, why: str) -> None:
         self.malformed += 1
-        kind = _MALFORMED_VALUES.sub("…", why)
-        if kind not in self._bad_kinds and len(self._bad_kinds) >= _MALFORMED_KINDS:
-            kind = "other"
-        n, first = self._bad_kinds.get(kind, (0, ""))
-        if not n:
-            first = f"{raw[:60].decode('utf-8', 'replace')!r}: {why}"
-        self._bad_kinds[kind] = (n + 1, first)
+        self._bad_kinds.add(raw, why)
 
     def _line(self, raw: bytes, now: float) -> None:
         self.lines += 1
@@ -263,7 +231,7 @@ class EventStore:
             with self._lock:
                 if len(self._raised) < max_iterations:
                     self._raised.append(t)
-                    self._raised_tails.update(self._past_at(t))
+                    self._raised_tails.update(self._past.at(t))
                 else:
                     self._raised_over += 1
                     self._raised_tails.update(self._names_at(t))
@@ -275,7 +243,7 @@ class EventStore:
                     self._it0.append(ev.t0 - self._t0)
                     self._it1.append(t)
                     self._items.append(-1 if items is None else items)
-                    for name in self._past_at(t):  # no stored occurrence holds it
+                    for name in self._past.at(t):  # no stored occurrence holds it
                         self._tail_of(name).add(ev.t0 - self._t0, t, items)
                 else:
                     self._past_the_store(ev.t0 - self._t0, t, items)
@@ -292,7 +260,7 @@ class EventStore:
                 self._names.add(ev.name)
         if ev.kind == "begin" and len(self._occurrences) >= self._max_occurrences:
             self._begin_past_store(ev.name, t)
-        elif ev.kind == "end" and self._past_open.get(ev.name):
+        elif ev.kind == "end" and self._past.is_open(ev.name):
             self._end_past_store(ev.name, t)
         elif ev.kind == "begin":
             token = self._peaks.start() if self._peaks is not None else None
@@ -339,44 +307,19 @@ class EventStore:
 
     def _begin_past_store(self, name: str, t: float) -> None:
         """A ``begin`` past :data:`MAX_OCCURRENCES` stored occurrences: counted in its
-        phase's :class:`PhaseTail`, with no record, counter read or kernel window (O(1))."""
-        occ = Occurrence(name, t)
+        phase's :class:`~edgeprof.measure.phase_tail.PhaseTail`, with no record, counter read
+        or kernel window (O(1))."""
         with self._lock:
-            stack = self._past_open.setdefault(name, [])
-            # Inside another of its name (stored or not): that one's time holds it.
-            occ.nested = bool(stack) or self._open_names[name] > 0
-            stack.append(occ)
+            self._past.begin(name, t, inside=self._open_names[name] > 0)
             self._open_names[name] += 1
-            rest = self._past.get(name)
-            if rest is None:
-                rest = self._past[name] = PhaseTail()
-            rest.begin(t)
 
     def _end_past_store(self, name: str, t: float) -> None:
-        """The ``end`` of the innermost open occurrence ``name`` past the store (begun after
-        any stored one still open, so it is the innermost)."""
+        """The ``end`` of the innermost open occurrence ``name`` past the store."""
         with self._lock:
-            occ = self._past_open[name].pop()
-            occ.end = max(t, occ.start)
+            occ = self._past.end(name, t)
             self._open_names[name] -= 1
-            if not occ.nested:
-                self._past[name].cover(occ.start, occ.end)
+            if occ is not None:
                 self._recent.append(occ)
-                self._past_recent.append(occ)
-                self._past_last_end = max(self._past_last_end, occ.end)
-
-    def _past_at(self, t1: float) -> set[str]:
-        """The phases past the store whose occurrences hold an iteration ending at ``t1``
-        (under the lock): a stored iteration is attributed to stored occurrences by its
-        time after the run, to these as its line comes.  O(1) unless one closed since."""
-        if not self._past:
-            return set()
-        names = {n for n, stack in self._past_open.items() if stack and not stack[0].nested}
-        if t1 <= self._past_last_end:
-            names.update(
-                o.name for o in self._past_recent if o.end is not None and o.start <= t1 <= o.end
-            )
-        return names
 
     def _tail_of(self, name: str) -> Tail:
         tail = self._tails.get(name)
@@ -455,7 +398,7 @@ class EventStore:
                 share=self._share,
             )
         timeline = self._timeline.timeline()
-        self._close_past_store(run_end)
+        self._past.close(run_end)
         raised = phase_raised(self._occurrences, sorted(self._raised), run_end=run_end)
         raised.update(self._raised_tails)  # past the cap: attributed as their lines came
         phases = phase_stats(
@@ -468,7 +411,7 @@ class EventStore:
             tails=self._tails,
             raised=raised,
             share=self._share,
-            past_store=self._past,
+            past_store=self._past.tails,
         )
         phases = tuple(
             p if p.latency is None else dataclasses.replace(
@@ -481,22 +424,21 @@ class EventStore:
         if self._nested:
             warnings.append(nested_warning(self._nested))
         if self.malformed:
-            warnings.append(self._malformed_warning())
+            warnings.append(self._bad_kinds.warning(self.malformed))
         if self._snapshot_error is not None:
             warnings.append(f"events: {self._snapshot_error}")
-        unfinished = [_cut_short(p) for p in phases if not p.complete]
-        if unfinished:
-            why = {
-                "oom": "cut short by the OOM kill",
-                "timeout": "cut short by the timeout",
-                "interrupted": "cut short by the interrupt",
-                "signaled": "cut short by a signal",
-            }.get(termination or "", "still open when the workload exited")
-            warnings.append(
-                f"phase(s) {', '.join(unfinished)} {why} at {run_end:.3f}s: "
-                "counted to the end of the run"
+        cut_short = cut_short_warning(phases, termination, run_end)
+        if cut_short is not None:
+            warnings.append(cut_short)
+        warnings.extend(
+            sampled_peaks_warnings(
+                phases,
+                self._occurrences,
+                self._past.tails,
+                self._mechanism,
+                self._peaks is not None,
             )
-        warnings.extend(self._sampled_peaks_warnings(phases))
+        )
         latency = with_raised(
             latency_stats(iterations, stalls=stalls, tail=self._tail, share=self._share),
             len(self._raised) + self._raised_over,
@@ -510,69 +452,18 @@ class EventStore:
         if latency is not None:
             latency = as_its_phases(latency, [p.latency for p in phases])
         warnings.extend(all_raised(phases, raised, latency, len(self._raised) + self._raised_over))
-        # The run's own only where no phase holds all its iterations (as the latency table's
-        # "(all)" row): the same warning had been printed twice, for the run and its phase.
-        counts = {p.latency.count for p in phases if p.latency is not None}
-        measured = [(f"phase {shown_name(p.name)!r}: ", p.latency) for p in phases]
-        if latency is not None and latency.count not in counts:
-            measured.insert(0, ("", latency))
-        # The run's host-speed verdict is its phases' (as_its_phases), each said on its own.
-        judged = any(p.latency is not None and p.latency.throttling for p in phases)
-        for where, lat in measured:
-            t = None if lat is None else lat.throttling
-            if lat is not None and t is not None and t.distorted:
-                warnings.append(stall_warning(lat, where))
-            if lat is not None and t is not None and t.at_host_speed and (where or not judged):
-                warnings.append(host_speed_warning(lat, where))
+        warnings.extend(throttling_warnings(phases, latency))
         return phases, latency, tuple(self._marks), warnings
-
-    def _malformed_warning(self) -> str:
-        """The malformed lines by kind of mistake, most first, each with its first line: a
-        tester's 200 001 of three kinds (wall-clock stamps, free text, one 10 000-byte line)
-        were said as the first kind's alone."""
-        kinds = sorted(self._bad_kinds.values(), key=lambda kind: -kind[0])  # stable: first seen
-        each = "; ".join(f"{n} like {first}" for n, first in kinds)
-        return f"{self.malformed} malformed event line(s) ignored: {each}"
-
-    def _close_past_store(self, run_end: float) -> None:
-        """The occurrences past the store still open at the run's end: held to it, and
-        their phase cut short (once: :meth:`results` may be asked again)."""
-        for name, stack in self._past_open.items():
-            if stack and not stack[0].nested:
-                self._past[name].cover(min(stack[0].start, run_end), run_end)
-            if stack:
-                self._past[name].cut_short = True
-            stack.clear()
 
     def _past_store_warnings(self, run_end: float) -> list[str]:
         """What the store's cap and the events pipe did to the figures, with the numbers."""
         out = []
-        if self._past:
-            over = sum(rest.count for rest in self._past.values())
-            most = sorted(self._past, key=lambda n: -self._past[n].count)
-            out.append(
-                f"{over} phase occurrence(s) past the first {self._max_occurrences} were "
-                f"aggregated ({first_few(most)}): "
-                "their count and wall time are exact, their CPU time and memory shared out "
-                "of the readings by 10 ms slices, their peak sampled (no kernel window)"
-            )
+        aggregated = aggregated_warning(self._past.tails, self._max_occurrences)
+        if aggregated is not None:
+            out.append(aggregated)
         waited = waited_warning(self._waited, self._waits, run_end, self.lines, self._reading_s)
         if waited is not None:
             out.append(waited)
-        return out
-
-    def _sampled_peaks_warnings(self, phases: Sequence[PhaseStats]) -> list[str]:
-        """Why phases' peaks are sampled: a window that opened after its phase ended
-        (:func:`~edgeprof.measure.phases.window_missed`), or the backend's reason."""
-        # Past the store a phase's peak is sampled by design (said in its own warning).
-        sampled = [
-            p.name for p in phases if p.peak_source == "sampled" and p.name not in self._past
-        ]
-        missed = {o.name for o in self._occurrences if window_missed(o)}
-        late = [n for n in sampled if n in missed]
-        out = [missed_windows_warning(late)] if late else []
-        if len(late) < len(sampled):
-            out.append(sampled_phase_peaks(self._mechanism, self._peaks is not None))
         return out
 
     def spans(self) -> tuple[list[Occurrence], list[tuple[float, float, int]]]:
@@ -599,39 +490,3 @@ class EventStore:
             iterations=Capped(max_iterations, len(self._it1), self._tail.count),
         )
 
-
-def waited_warning(
-    waited: float, waits: int, run_end: float, lines: int, reading_s: float
-) -> str | None:
-    """The workload's writes held up on the events pipe (``waited`` seconds over ``waits``
-    writes of a ``run_end`` s run), with the cause the figures support: its sending rate
-    while not waiting against edgeprof's reading rate (``lines`` over ``reading_s`` of the
-    reader's CPU, :data:`READER_BOUND_SHARE`); ``None`` under the floors
-    (:data:`WAITED_WARN_WRITES`)."""
-    if waits < WAITED_WARN_WRITES or waited < max(WAITED_WARN_S, WAITED_WARN_SHARE * run_end):
-        return None
-    sent = lines / max(run_end - waited, 1e-6)
-    read = lines / max(reading_s, 1e-6)
-    rates = f"{sent:,.0f} lines/s while not waiting; edgeprof reads {read:,.0f}/s of its CPU"
-    if sent >= READER_BOUND_SHARE * read:
-        cause = f"it sent events faster than edgeprof reads them ({rates})"
-    else:
-        cause = (
-            f"edgeprof's reading kept pace ({rates}), so the pipe filled while the reader was "
-            "off its CPU (other tasks on this host) or in a burst of events"
-        )
-    return (
-        f"the workload waited {waited:.2f}s of its {run_end:.2f}s on edgeprof's events pipe "
-        f"({waits} write(s) held up over 0.1 ms, timed by the workload): {cause} "
-        "(docs/phases.md, \"What it costs\"), so its phases' wall times and IT/S include that "
-        "wait"
-    )
-
-
-def _cut_short(p: PhaseStats) -> str:
-    """A phase the run's end cut short, as its warning names it: with the iterations it
-    completed, where it had any (``infer (125 iterations completed)``): how far a leak got
-    before its OOM kill had been said by the Latency table's ITER column alone."""
-    if p.latency is None:
-        return shown_name(p.name)
-    return f"{shown_name(p.name)} ({counted(p.latency.count, 'iteration')} completed)"

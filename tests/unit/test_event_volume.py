@@ -10,8 +10,10 @@ import time
 import pytest
 
 from edgeprof.measure.event_lines import FrequentNames
-from edgeprof.measure.event_store import EventStore, waited_warning
+from edgeprof.measure.event_notes import MalformedKinds, waited_warning
+from edgeprof.measure.event_store import EventStore
 from edgeprof.measure.events import MAX_OCCURRENCES, EventChannel
+from edgeprof.measure.past_store import PastStore
 from edgeprof.measure.phase_tail import SLICE_S, PhaseTail
 from edgeprof.measure.phases import missed_windows_warning
 from edgeprof.measure.timeline import Timeline
@@ -267,3 +269,32 @@ def test_a_phase_cut_short_names_the_iterations_it_completed() -> None:
         "phase(s) infer (3 iterations completed), save cut short by "
         f"the OOM kill at {T + 10:.3f}s: counted to the end of the run"
     ]
+
+
+def test_the_past_store_counts_a_nested_occurrence_once_and_closes_the_open_one() -> None:
+    past = PastStore(recent=4)
+    past.begin("step", 1.0, inside=False)
+    past.begin("step", 1.5, inside=False)  # nested in the first: its time is the outer one's
+    assert past.at(1.7) == {"step"}
+    assert past.end("step", 2.0) is None
+    outer = past.end("step", 3.0)
+    assert outer is not None and outer.end == 3.0
+    assert not past.is_open("step")
+    assert past.at(2.5) == {"step"}  # closed, but it held an iteration ending then
+    assert past.at(3.5) == set()
+    past.begin("step", 4.0, inside=False)
+    past.close(4.5)
+    tail = past.tails["step"]
+    assert (tail.count, tail.cut_short) == (3, True)
+    assert tail.wall == pytest.approx(2.5)  # 1.0 to 3.0, and 4.0 held to the end at 4.5
+
+
+def test_malformed_kinds_tell_the_mistakes_apart_most_first() -> None:
+    kinds = MalformedKinds()
+    kinds.add(b"hello", "not an event")
+    kinds.add(b"begin 12 a", "begin: time 12 is not CLOCK_MONOTONIC")
+    kinds.add(b"begin 13 b", "begin: time 13 is not CLOCK_MONOTONIC")
+    assert kinds.warning(3) == (
+        "3 malformed event line(s) ignored: 2 like 'begin 12 a': begin: time 12 is not "
+        "CLOCK_MONOTONIC; 1 like 'hello': not an event"
+    )
