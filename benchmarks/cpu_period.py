@@ -45,10 +45,10 @@ from typing import Any
 
 import edgeprof
 from edgeprof.backends import get_backend
+from edgeprof.cpu_units import MIN_QUOTA_US, format_period
 from edgeprof.measure.limits import cpu_period_us
 from edgeprof.measure.tick import scheduler_hz
 from edgeprof.model import Limits, RunResult
-from edgeprof.units import MIN_QUOTA_US, format_period
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

@@ -13,10 +13,10 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
+from ..cpu_units import format_cpuset, format_period, parse_cpuset
 from ..errors import ConfigError
 from ..model import CoreLease, Limits, RunResult, Termination
 from ..model.results import signal_name
-from ..units import format_cpuset, format_period, parse_cpuset
 
 CellKey = tuple[str, str]
 """(label, :func:`setting`)."""

@@ -9,9 +9,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..cpu_units import format_period
 from ..errors import ConfigError
 from ..model import Limits
-from ..units import format_binary, format_period, parse_memory_limit
+from ..units import format_binary, parse_memory_limit
 from .device_setting import DeviceSetting, calibration_file, resolve_device
 from .devices import CALIBRATED, Device
 

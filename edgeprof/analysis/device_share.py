@@ -4,7 +4,7 @@ set (``--cpus`` from 0.01 to the cores: a faster core cannot be emulated)."""
 from __future__ import annotations
 
 LEAST_CPUS = 0.01
-"""The smallest ``--cpus`` (:func:`edgeprof.units.parse_cpus`): a slower device is run at it."""
+"""The smallest ``--cpus`` (:func:`edgeprof.cpu_units.parse_cpus`): a slower device is run at it."""
 
 
 def below_least(what: str, cpus: float) -> list[str]:

@@ -57,19 +57,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..cpu_units import MAX_CPUS, MIN_QUOTA_US, format_period, parse_cpu_period, shortest_period_us
 from ..errors import ConfigError
 from ..storage import read_capped, why_unreadable
-from ..units import (
-    MAX_CPUS,
-    MIN_QUOTA_US,
-    decimal_looking,
-    format_binary,
-    format_period,
-    parse_cpu_period,
-    parse_memory_limit,
-    shortest_period_us,
-    shown,
-)
+from ..units import decimal_looking, format_binary, parse_memory_limit, shown
 from .device_share import LEAST_CPUS, share_of
 from .similar import either, similar_devices
 

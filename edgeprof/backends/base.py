@@ -75,9 +75,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
+from ..cpu_units import parse_cpuset
 from ..errors import ConfigError
 from ..model import Counters, Limits, RunSpec
-from ..units import parse_cpuset
 from ._tasks import TaskScan, all_stopped, scan_tasks
 
 _H = TypeVar("_H", bound="RunHandle")

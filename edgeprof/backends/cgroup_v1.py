@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from ..cpu_units import cpu_quota_us, parse_cpuset
 from ..errors import BackendError, BackendUnavailable
 from ..model import RunSpec
-from ..units import cpu_quota_us, parse_cpuset
 from . import cgroupfs as fs
 from ._cgroup_common import ceilings, missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod, LimitFiles

@@ -8,9 +8,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar
 
+from ..cpu_units import cpu_quota_us, format_cpuset, parse_cpuset
 from ..errors import BackendError, BackendUnavailable, ConfigError
 from ..model import RunSpec
-from ..units import cpu_quota_us, format_cpuset, parse_cpuset
 from . import cgroup_parse
 from . import cgroupfs as fs
 from ._cgroup_common import ceilings, missing_controller, run_group_name

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..cpu_units import format_cpuset
 from ..errors import BackendError
 from ..model import Counters
-from ..units import format_cpuset
 from .cgroup_parse import (
     int_or_none,
     parse_blkio,

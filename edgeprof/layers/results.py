@@ -36,10 +36,10 @@ from typing import Any
 import yaml
 
 from .. import storage as files
+from ..cpu_units import format_cpuset
 from ..errors import ConfigError
 from ..measure.sketch import percentile
 from ..storage import read_input
-from ..units import format_cpuset
 from ..yamlfile import parse as parse_yaml
 
 SCHEMA = "edgeprof-layers/1"

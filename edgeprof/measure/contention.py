@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..cpu_units import format_cpuset
 from ..model import CpuStats
-from ..units import format_cpuset
 
 HELD_SHARE = 0.1
 """The least share of the run's wall time held off its CPUs (beyond the quota's stalls)

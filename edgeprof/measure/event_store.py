@@ -37,9 +37,9 @@ import time
 from collections.abc import Callable
 
 from ..backends.base import PeakReset
+from ..cpu_units import CFS_PERIOD_US
 from ..errors import EdgeprofError
 from ..model import Capped, Counters, EventCounts, LatencyStats, Mark, PhaseStats
-from ..units import CFS_PERIOD_US
 from ..workload.instrument import GPU_CAPPED_MARK
 from .event_lines import (
     MAX_ITERATIONS,

@@ -48,9 +48,9 @@ from pathlib import Path
 from typing import Protocol
 
 from ..backends import Backend
+from ..cpu_units import format_cpuset
 from ..errors import ConfigError, CoresBusy
 from ..model import CoreLease, Limits
-from ..units import format_cpuset
 
 LEASE_DIR_ENV = "EDGEPROF_LEASE_DIR"
 """Overrides the lease directory (tests isolate themselves with it; several users can share

@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 
 from ..backends.base import UNLIMITED, LimitReading
+from ..cpu_units import cpu_quota_us
 from ..model import LimitChange, Limits
-from ..units import cpu_quota_us, format_binary
+from ..units import format_binary
 from .limits import kernel_memory
 
 UNLIMITED_FROM = 1 << 62

@@ -8,15 +8,10 @@ import os
 from collections.abc import Mapping, Sequence
 
 from ..backends import Backend
+from ..cpu_units import CFS_PERIOD_US, format_cpuset, format_period, shortest_period_us
 from ..errors import CpusOverHost, LimitError
 from ..model import CpuStats, Limits
-from ..units import (
-    CFS_PERIOD_US,
-    format_binary,
-    format_cpuset,
-    format_period,
-    shortest_period_us,
-)
+from ..units import format_binary
 from .sampler import TASK_SCAN_S
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")

@@ -22,8 +22,9 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from ..cpu_units import MAX_CPU
 from ..errors import ConfigError, one_line
-from ..units import MAX_CPU, MAX_DURATION_S, shown
+from ..units import MAX_DURATION_S, shown
 
 T = TypeVar("T")
 
@@ -130,7 +131,7 @@ def from_json(cls: type[T], data: object, build: Callable[[Mapping[str, Any]], T
 
 def cpu_list(value: Any, where: str) -> Any:
     """A JSON CPU list (``[0, 1]``) as CPU numbers, refused unless each is a whole number
-    from 0 to :data:`~edgeprof.units.MAX_CPU` (``int()`` would take ``1.5`` or ``true``);
+    from 0 to :data:`~edgeprof.cpu_units.MAX_CPU` (``int()`` would take ``1.5`` or ``true``);
     anything else (``None``, the ``"0-1"`` spelling) is left to :class:`Limits`."""
     if not isinstance(value, list):
         return value

@@ -38,7 +38,8 @@ import types
 import typing
 from typing import Any
 
-from ..units import MAX_CPU, MAX_CPUS, MAX_PERIOD_US, MAX_PIDS, MAX_SIZE, MIN_CPUS, MIN_QUOTA_US
+from ..cpu_units import MAX_CPU, MAX_CPUS, MAX_PERIOD_US, MIN_CPUS, MIN_QUOTA_US
+from ..units import MAX_PIDS, MAX_SIZE
 from .fitdoc import FIT_SCHEMA_VERSION, Fit, Fits
 from .jsoncheck import ARGV, MAX_PERCENT, MAX_SECONDS, NO_CONTROL, AnyText, non_negative, seconds
 from .predictionsdoc import PREDICTIONS_SCHEMA, PredictionsDoc

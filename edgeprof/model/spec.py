@@ -8,20 +8,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from ..errors import ConfigError
-from ..units import (
+from ..cpu_units import (
     CFS_PERIOD_US,
     check_quota,
-    format_binary,
     format_cpuset,
     format_period,
     parse_cpu_period,
     parse_cpus,
     parse_cpuset,
-    parse_memory_limit,
-    parse_pids,
-    shown,
 )
+from ..errors import ConfigError
+from ..units import format_binary, parse_memory_limit, parse_pids, shown
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ from typing import Any
 
 from ..analysis.device_setting import calibrated_share
 from ..analysis.devices import CALIBRATED, Device, origin, whose
-from ..units import format_binary, format_period
+from ..cpu_units import format_period
+from ..units import format_binary
 from .table import plain_table
 
 HEADER = ["device", "cores", "memory", "speed", "cpu period", "calibration", "catalog", "source"]

@@ -7,11 +7,12 @@ import itertools
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..cpu_units import parse_cpus, parse_cpuset
 from ..errors import ConfigError
 from ..model import Limits
 from ..names import check_name
 from ..storage import read_input
-from ..units import named, parse_cpus, parse_cpuset, parse_memory_limit
+from ..units import named, parse_memory_limit
 
 
 def limit_settings(

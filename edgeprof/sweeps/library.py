@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING
 
 from ..analysis.instrumentation import uninstrumented
 from ..backends import Backend
+from ..cpu_units import format_period
 from ..errors import ConfigError, respelled
 from ..measure import runner
 from ..measure.inputs import DEFAULT_INTERVAL_S, Output, check_arg_types, check_limits_given
 from ..measure.interrupts import Interrupted, given_back
 from ..model import Limits, RunResult, UserIds
-from ..units import format_binary, format_period, parse_memory_limit
+from ..units import format_binary, parse_memory_limit
 
 if TYPE_CHECKING:
     from ..analysis.device_limits import DeviceLimits

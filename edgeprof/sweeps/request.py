@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from ..analysis.budgets import Budgets, budgets_from_options
 from ..analysis.cells import cell_order
 from ..backends import Backend
+from ..cpu_units import parse_cpu_period
 from ..errors import ConfigError
 from ..measure.gpu_select import check_selection
 from ..measure.inputs import DEFAULT_INTERVAL_S, parse_times
@@ -42,13 +43,7 @@ from ..model import RunResult, UserIds
 from ..names import check_name
 from ..outfiles import check_path, check_target
 from ..storage import check_writable
-from ..units import (
-    named,
-    parse_cpu_period,
-    parse_duration,
-    parse_memory_limit,
-    parse_pids,
-)
+from ..units import named, parse_duration, parse_memory_limit, parse_pids
 from . import envtemplate
 from .envtemplate import EnvTemplate
 from .labels import limit_settings, model_names

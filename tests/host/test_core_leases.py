@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 from edgeprof.backends import get_backend
+from edgeprof.cpu_units import format_cpuset
 from edgeprof.measure.limits import allowed_cpus
-from edgeprof.units import format_cpuset
 from tests.conftest import HANG_S
 
 from .conftest import run_groups

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from edgeprof.cpu_units import parse_cpuset
 from edgeprof.layers.request import make_request
 from edgeprof.layers.run import run_layers
 from edgeprof.model import Limits
-from edgeprof.units import parse_cpuset
 from tests.conftest import require
 
 # The relay of the worker's iterations to the runner is edgeprof's own orchestration; the

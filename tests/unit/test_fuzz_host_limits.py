@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 from edgeprof.backends.base import meminfo_total as memory_total
 from edgeprof.backends.docker import DockerBackend
 from edgeprof.cli import main
+from edgeprof.cpu_units import MIN_CPUS, format_cpuset
 from edgeprof.measure.limits import resolve
 from edgeprof.model import Limits
 from edgeprof.resultfiles import load_runs
-from edgeprof.units import MIN_CPUS, format_binary, format_cpuset
+from edgeprof.units import format_binary
 from tests.conftest import require
 
 from .fuzz_strategies import Refused, accepted, fuzz, hostile

@@ -18,6 +18,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from edgeprof.backends.docker import DockerOptions, parse_docker_args
+from edgeprof.cpu_units import (
+    MAX_CPU,
+    MAX_CPUS,
+    MIN_CPUS,
+    format_cpuset,
+    format_period,
+    parse_cpu_period,
+    parse_cpus,
+    parse_cpuset,
+)
 from edgeprof.errors import ConfigError
 from edgeprof.model import Limits
 from edgeprof.names import check_name
@@ -25,18 +35,10 @@ from edgeprof.sweeps import envtemplate
 from edgeprof.sweeps.labels import model_names
 from edgeprof.sweeps.request import RunRequest, parse_env, plan_run
 from edgeprof.units import (
-    MAX_CPU,
-    MAX_CPUS,
     MAX_DURATION_S,
     MAX_PIDS,
     MAX_SIZE,
-    MIN_CPUS,
     format_binary,
-    format_cpuset,
-    format_period,
-    parse_cpu_period,
-    parse_cpus,
-    parse_cpuset,
     parse_duration,
     parse_fraction,
     parse_memory_limit,

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from edgeprof.cpu_units import CFS_PERIOD_US, MIN_QUOTA_US
 from edgeprof.errors import ConfigError, LimitError
 from edgeprof.measure.limits import (
     FRACTIONAL_PERIOD_US,
@@ -17,7 +18,6 @@ from edgeprof.measure.limits import (
     thread_env,
 )
 from edgeprof.model import CpuStats, Limits
-from edgeprof.units import CFS_PERIOD_US, MIN_QUOTA_US
 
 FOUR = (0, 1, 2, 3)
 

@@ -6,27 +6,29 @@ import math
 
 import pytest
 
-from edgeprof.errors import ConfigError
-from edgeprof.model import Limits
-from edgeprof.units import (
+from edgeprof.cpu_units import (
     CFS_PERIOD_US,
     MIN_QUOTA_US,
-    article,
     check_quota,
     cpu_quota_us,
-    decimal_looking,
-    format_binary,
     format_cpuset,
-    format_decimal,
     format_period,
-    format_seconds,
     parse_cpu_period,
     parse_cpus,
     parse_cpuset,
+    shortest_period_us,
+)
+from edgeprof.errors import ConfigError
+from edgeprof.model import Limits
+from edgeprof.units import (
+    article,
+    decimal_looking,
+    format_binary,
+    format_decimal,
+    format_seconds,
     parse_duration,
     parse_memory_limit,
     parse_size,
-    shortest_period_us,
 )
 
 MiB = 2**20

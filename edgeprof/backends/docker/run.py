@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ...cpu_units import cpu_quota_us, format_cpuset
 from ...errors import BackendError, ConfigError, LaunchError
 from ...model import Counters, RunSpec
-from ...units import cpu_quota_us, format_cpuset
 from ...workload.instrument import EVENTS_CONTAINER_PATH
 from .. import cgroup_parse
 from .. import cgroupfs as fs
