@@ -2,7 +2,7 @@
 the budget, figures some runs did not measure, the quota's stalls and raised iterations in
 a latency, other tasks holding the runs off their CPUs, a peak that was partly page cache.
 Each is one clause, or ``""``; :func:`budget_caveats` joins them for
-:func:`~edgeprof.analysis.budgets.check_budgets`."""
+:func:`~edgeprof.analysis.budget_checks.check_budgets`."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ def _noise_caveat(metric: Metric, values: Sequence[float], budget: float) -> str
 def within_budget(metric: Metric, value: float, budget: float) -> bool:
     """``value`` on the budget's side of it: under a ceiling, or over a floor (a metric
     larger is better of); equal to it is within either way.  The check's own rule
-    (:func:`~edgeprof.analysis.budgets.check_budgets`), and the held-off caveat's."""
+    (:func:`~edgeprof.analysis.budget_checks.check_budgets`), and the held-off caveat's."""
     if same_figure(value, budget):
         return True
     return value >= budget if metric.larger_is_better else value <= budget

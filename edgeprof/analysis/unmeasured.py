@@ -1,5 +1,5 @@
 """Why a cell has no value of a metric although some of its runs succeeded: the one wording
-of a budget's "not measured" (:mod:`.budgets`) and ``compare``'s (:mod:`.regression`)."""
+of a budget's "not measured" (:mod:`.budget_checks`) and ``compare``'s (:mod:`.regression`)."""
 
 from __future__ import annotations
 

@@ -125,7 +125,8 @@ def bench(
 
     Example: edgeprof bench models.py:infer --batch-size 1,8,32 --cpus 1 --memory 1g
     """
-    from ..analysis.budgets import budgets_from_options, check_budgets
+    from ..analysis.budget_checks import check_budgets
+    from ..analysis.budgets import budgets_from_options
     from ..analysis.device_limits import device_limits
     from ..measure.inputs import parse_times
     from ..measure.runner import DEFAULT_KILL_GRACE_S

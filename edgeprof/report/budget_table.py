@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..analysis.budgets import BudgetCheck, Status
+from ..analysis.budget_checks import BudgetCheck, Status
 from .table import markdown_lines, markdown_text
 
 _EMOJI = {Status.PASS: "✅"}

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from ..analysis.budgets import METRICS, BudgetCheck
+from ..analysis.budget_checks import BudgetCheck
+from ..analysis.budgets import METRICS
 from ..analysis.cells import cell_name, cells, endings, successful
 from ..analysis.metrics import FEW_NOTE, few_mark, phases_apart, titled
 from ..analysis.regression import Change, Verdict, failed_cells, regressed

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from html import escape
 
-from ..analysis.budgets import BudgetCheck
+from ..analysis.budget_checks import BudgetCheck
 from ..analysis.calibration import Calibration
 from ..analysis.cells import cell_name, cells, endings, period_in_force
 from ..analysis.cells import setting as setting_of

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..analysis.budgets import BudgetCheck, Status
+from ..analysis.budget_checks import BudgetCheck, Status
 from ..analysis.cells import cell_name, cells, successful
 from ..analysis.metrics import FEW_NOTE
 from ..analysis.regression import Change, Verdict

@@ -34,7 +34,8 @@ from .progress import PlainProgress, TerminalProgress
 from .summary import BudgetGate, print_summary
 
 if TYPE_CHECKING:
-    from ..analysis.budgets import BudgetCheck, Budgets
+    from ..analysis.budget_checks import BudgetCheck
+    from ..analysis.budgets import Budgets
     from ..model import RunResult
     from ..sweeps.resume import Resume
     from ..sweeps.sweep import SweepResult
@@ -340,7 +341,7 @@ def budget_checks(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
     loaded)."""
     if not budgets:
         return []
-    from ..analysis.budgets import check_budgets
+    from ..analysis.budget_checks import check_budgets
 
     return check_budgets(results, budgets)
 
@@ -369,7 +370,7 @@ def gate_run(
         for c in checks:
             sink.write(f"  {'ok  ' if c.ok else 'FAIL'}  {c.describe()}\n")
     if budgets:  # with no check at all too: a file naming only a typo had passed in silence
-        from ..analysis.budgets import unused_models
+        from ..analysis.budget_checks import unused_models
 
         labels = ", ".join(dict.fromkeys(r.label for r in results))
         for model in unused_models(results, budgets):

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..analysis.apart import apart
-from ..analysis.budgets import BudgetCheck, Budgets, budgets_from_dict, compared_phase
+from ..analysis.budget_checks import BudgetCheck
+from ..analysis.budgets import Budgets, budgets_from_dict, compared_phase
 from ..analysis.calibration import load_calibration, predict
 from ..analysis.cells import cell_order, pick_setting, setting_spec
 from ..analysis.fit_compare import compare_fits

@@ -13,7 +13,7 @@ from .results import print_table, render_markdown
 from .table import TextTable, markdown_heading, markdown_text
 
 if TYPE_CHECKING:  # a plain run loads no budget code (report/run.py)
-    from ..analysis.budgets import BudgetCheck
+    from ..analysis.budget_checks import BudgetCheck
 
 
 def summary_tables(

@@ -7,15 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from edgeprof.analysis.budget_checks import Status, check_budgets, unused_models
 from edgeprof.analysis.budgets import (
     METRICS,
     Budgets,
-    Status,
     budgets_from_dict,
     budgets_from_options,
-    check_budgets,
     load_budget_file,
-    unused_models,
 )
 from edgeprof.errors import ConfigError
 from edgeprof.model import MemoryParts, RunResult, Termination

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.analysis.budgets import Budgets, Status, check_budgets
+from edgeprof.analysis.budget_checks import Status, check_budgets
+from edgeprof.analysis.budgets import Budgets
 from edgeprof.analysis.regression import Verdict, compare_results
 from edgeprof.backends import register_backend, unregister_backend
 from edgeprof.cli import main

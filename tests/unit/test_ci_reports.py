@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.analysis.budgets import Budgets, check_budgets
+from edgeprof.analysis.budget_checks import check_budgets
+from edgeprof.analysis.budgets import Budgets
 from edgeprof.analysis.regression import compare_results
 from edgeprof.model import RunResult, Termination
 from edgeprof.report.ci_summary import (

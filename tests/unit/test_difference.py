@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgeprof.analysis.budgets import Budgets, check_budgets
+from edgeprof.analysis.budget_checks import check_budgets
+from edgeprof.analysis.budgets import Budgets
 from edgeprof.analysis.compare import rank, summarize, summarize_cells
 from edgeprof.analysis.difference import difference, runs_to_resolve
 from edgeprof.analysis.regression import Verdict, compare_results

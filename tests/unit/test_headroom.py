@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from edgeprof.analysis.budgets import Budgets, Status, check_budgets
+from edgeprof.analysis.budget_checks import Status, check_budgets
+from edgeprof.analysis.budgets import Budgets
 from edgeprof.analysis.fit_bounds import Bounds, slack
 from edgeprof.analysis.fit_times import Timing
 from edgeprof.analysis.headroom import Headroom, charging_slack, limit_fit, worst_fit

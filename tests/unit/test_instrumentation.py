@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.analysis.budgets import Budgets, Status, check_budgets
+from edgeprof.analysis.budget_checks import Status, check_budgets
+from edgeprof.analysis.budgets import Budgets
 from edgeprof.analysis.instrumentation import (
     HEAD,
     Import,

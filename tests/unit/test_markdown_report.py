@@ -13,7 +13,8 @@ import re
 
 import markdown  # type: ignore[import-untyped]  # (mkdocs' renderer: no stubs)
 
-from edgeprof.analysis.budgets import Budgets, check_budgets
+from edgeprof.analysis.budget_checks import check_budgets
+from edgeprof.analysis.budgets import Budgets
 from edgeprof.analysis.regression import compare_results
 from edgeprof.model import RunResult
 from edgeprof.report.ci_summary import render_compare_summary, render_run_summary

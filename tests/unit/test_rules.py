@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 from edgeprof.analysis import rules
-from edgeprof.analysis.budgets import Budgets, check_budgets
+from edgeprof.analysis.budget_checks import check_budgets
+from edgeprof.analysis.budgets import Budgets
 from edgeprof.analysis.compare import summarize
 from edgeprof.analysis.regression import compare_results, regressed
 from edgeprof.model import RunResult

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from edgeprof.analysis.budgets import Budgets, check_budgets
+from edgeprof.analysis.budget_checks import check_budgets
+from edgeprof.analysis.budgets import Budgets
 from edgeprof.analysis.compare import summarize
 from edgeprof.analysis.metrics import stalled_percentiles
 from edgeprof.analysis.regression import compare_results

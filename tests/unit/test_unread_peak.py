@@ -12,7 +12,8 @@ import sys
 from collections.abc import Iterator
 
 import edgeprof
-from edgeprof.analysis.budgets import Budgets, Status, check_budgets
+from edgeprof.analysis.budget_checks import Status, check_budgets
+from edgeprof.analysis.budgets import Budgets
 from edgeprof.measure.assemble import _no_average, peak_read_in_phases
 from edgeprof.measure.sampler import SeriesStats
 from edgeprof.model import Counters, MemoryStats, SampleStats
