@@ -1,5 +1,5 @@
 """One metric of one cell compared, baseline against current, and the verdict on it: the
-record :mod:`.regression` makes and the reports render."""
+record :mod:`.regression` and :mod:`.verdicts` make and the reports render."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ class Change:
     caveat: str | None = None
     """What the verdict must be read with: a regression (an improvement) of a time whose
     current (baseline) runs other tasks held off their CPUs long enough to account for it
-    (:func:`~.regression.held_caveat`)."""
+    (:func:`~.verdicts.held_caveat`)."""
     why: str | None = None
     """Why no test was made though the cell's current runs succeeded: what they lack the
     figure for (:func:`~edgeprof.analysis.unmeasured.why_unmeasured`), and for a baseline of one

@@ -9,7 +9,8 @@ from typing import Any
 from ..errors import ConfigError
 from .cells import cell_name, without_chosen_cores
 from .metrics import BY_KEY
-from .regression import Change, Verdict, judge, missing_note
+from .regression import Change, Verdict, missing_note
+from .verdicts import judge
 
 
 def compare_fits(

@@ -244,7 +244,7 @@ def failed_current_headline(changes: Sequence[Change]) -> list[str]:
 
 def held_line(changes: Sequence[Change]) -> str | None:
     """``1 of the regressions …``: the verdicts other tasks on the host could account for
-    (:func:`~edgeprof.analysis.regression.held_caveat`), by kind; the summary and the HTML
+    (:func:`~edgeprof.analysis.verdicts.held_caveat`), by kind; the summary and the HTML
     page put it under their verdict, each with its own mark.  It says what every such
     verdict shares, that its runs were held off; how long against the change, or that it
     could not be weighed, is its note's: "long enough to account for them" had headed a

@@ -698,7 +698,7 @@ def test_an_interval_past_the_threshold_is_inconclusive_not_within_it() -> None:
     """A tester's ``compare s5 s5b`` (one command, 5 runs twice): ``CPU time -0.7% ± 4.4%``
     and ``wall time +0.0% ± 17.8%`` both read "not beyond the threshold"; the second cannot
     rule out a 17.8 % change.  Neither fails the gate."""
-    from edgeprof.analysis.regression import judge
+    from edgeprof.analysis.verdicts import judge
     from edgeprof.report.ci_summary import compare_headline
 
     # The tester's CPU time reaches -5.1 %: not quite within 5 % (the rankings' "the same
