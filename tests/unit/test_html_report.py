@@ -160,7 +160,7 @@ def test_every_cell_is_drawn_or_named_left_out(tmp_path: Path) -> None:
     """A 24-cell sweep (4 settings x 6 models) had drawn its first 12 cells on one chart, the
     other 12 unsaid; now a pair of charts per setting draws all 24, and past
     :data:`MAX_TIMELINES` the caption names the cells left out."""
-    from edgeprof.report import html
+    from edgeprof.report import charts
 
     path = tmp_path / "s.csv"
     path.write_text("t_s,cpu_pct,memory_bytes\n0.1,50,1048576\n0.2,60,2097152\n")
@@ -183,10 +183,10 @@ def test_every_cell_is_drawn_or_named_left_out(tmp_path: Path) -> None:
     ten = [make_result(name=f"m{i}", samples=samples) for i in range(10)]
     page = render_html(ten)
     assert page.count("<title>CPU % of one core</title>") == 2  # 8 lines a chart at most
-    assert html.LINES_PER_CHART == 8
+    assert charts.LINES_PER_CHART == 8
     from unittest import mock
 
-    with mock.patch.object(html, "MAX_TIMELINES", 4):
+    with mock.patch.object(charts, "MAX_TIMELINES", 4):
         page = render_html(runs)
     assert page.count("<polyline") == 8
     assert (

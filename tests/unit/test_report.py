@@ -494,7 +494,7 @@ def test_a_failed_runs_chart_says_how_it_ended() -> None:
     """The OOM timeline PNG was titled ``oom1 — cpus=0.5, memory=96.0MiB``; the metric PNGs
     left fail1 out unsaid; the HTML legend named the line ``oom1`` alone."""
     from edgeprof.model import Termination
-    from edgeprof.report.html import _ended
+    from edgeprof.report.charts import _ended
     from edgeprof.report.plots import left_out, run_title
 
     oom = make_result(
