@@ -190,7 +190,7 @@ def run_and_report(
     out = job.request.out
     repeats = []
     if plan.auto is not None:
-        from .comparison import repeats_table
+        from .statistics_tables import repeats_table
 
         auto = plan.auto
         repeats.append(repeats_table(results, auto.min_runs, auto.max_runs, auto.target))

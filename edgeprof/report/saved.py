@@ -47,12 +47,12 @@ from .ci_summary import (
     render_compare_summary,
     write_summaries,
 )
-from .comparison import repeats_table
 from .export import EXPORTS, write_exports
 from .files import announce_dir, write_file, write_markdown, write_plot_files
 from .junit import compare_cases, render_junit, timing
 from .run import budget_checks, gate_run
 from .saved_notes import answer_kind, fit_note, fits_of, skipped_profiles
+from .statistics_tables import repeats_table
 from .summary import BudgetGate, print_summary
 
 

@@ -28,7 +28,8 @@ def summary_tables(
     # Only for several runs: a single run's command does not load the statistics.
     from ..analysis.compare import ITERATION_RANKINGS, RANKED_METRICS, summarize_cells
     from .bench_ranking import TIME_RANKINGS, bench_rankings, is_bench
-    from .comparison import ranking_tables, statistics_tables
+    from .comparison import ranking_tables
+    from .statistics_tables import statistics_tables
 
     cells = summarize_cells(results, warmup)
     repeated = any(len(m.runs) > 1 for ms in cells.values() for m in ms)

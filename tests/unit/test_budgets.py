@@ -581,7 +581,7 @@ def test_a_figure_of_every_phases_iterations_is_labelled_where_they_lie_in_sever
     from edgeprof.analysis.compare import summarize_cells
     from edgeprof.analysis.metrics import BY_KEY, phases_apart, titled
     from edgeprof.report.ci_summary import render_run_summary
-    from edgeprof.report.comparison import statistics_tables
+    from edgeprof.report.statistics_tables import statistics_tables
 
     apart, plain = _phased(), run(p95_s=0.01411, iterations=120)
     assert phases_apart([apart]) and not phases_apart([plain])

@@ -14,9 +14,10 @@ from edgeprof.analysis.compare import rank, summarize, summarize_cells
 from edgeprof.analysis.sweepfile import sweep_dict
 from edgeprof.cli import main
 from edgeprof.model import CpuStats, Limits, MemoryStats, RunResult
-from edgeprof.report.comparison import _percent, ranking_tables, statistics_tables
+from edgeprof.report.comparison import _percent, ranking_tables
 from edgeprof.report.export import cells_csv, runs_csv, text_cell
 from edgeprof.report.progress import PlainProgress, TerminalProgress
+from edgeprof.report.statistics_tables import statistics_tables
 from edgeprof.resultfiles import SWEEP_SCHEMA, load_runs
 from edgeprof.sweeps.labels import safe_dir
 from edgeprof.sweeps.plan import SweepPlan

@@ -25,7 +25,8 @@ from edgeprof.analysis.repeats import (
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.model import Limits, RunResult
-from edgeprof.report.comparison import ranking_tables, repeats_table
+from edgeprof.report.comparison import ranking_tables
+from edgeprof.report.statistics_tables import repeats_table
 from edgeprof.sweeps import sweep as sweep_module
 from edgeprof.sweeps.plan import AutoRepeat, SweepPlan
 from edgeprof.sweeps.request import RunRequest, plan_run
