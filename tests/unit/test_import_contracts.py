@@ -10,8 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import tomllib
+
+from tests.conftest import require
 
 REPO = Path(__file__).resolve().parents[2]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
@@ -33,6 +34,8 @@ def _toml(contract: dict[str, object]) -> str:
 def _lint(tmp_path: Path, tick: str) -> subprocess.CompletedProcess[str]:
     """``lint-imports`` with the real contract on a tree of a backend, its helpers, a private
     module named as no existing one is, and ``measure/tick.py`` holding ``tick``."""
+    # Skipped where import-linter is not installed, but never in CI (tests.conftest.require).
+    require(LINT_IMPORTS.exists(), "needs import-linter: pip install '.[test]'")
     files = {
         "edgeprof/__init__.py": "",
         "edgeprof/backends/__init__.py": "",
@@ -56,7 +59,6 @@ def _lint(tmp_path: Path, tick: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.skipif(not LINT_IMPORTS.exists(), reason="import-linter is a test extra")
 def test_a_new_private_backend_module_imported_from_above_breaks_the_contract(
     tmp_path: Path,
 ) -> None:
@@ -66,7 +68,6 @@ def test_a_new_private_backend_module_imported_from_above_breaks_the_contract(
     assert "Contracts: 0 kept, 1 broken." in done.stdout
 
 
-@pytest.mark.skipif(not LINT_IMPORTS.exists(), reason="import-linter is a test extra")
 def test_through_the_helpers_it_is_kept(tmp_path: Path) -> None:
     done = _lint(tmp_path, "from edgeprof.backends.helpers import X\n")
     assert done.returncode == 0, done.stdout + done.stderr
