@@ -30,7 +30,9 @@ def test_a_raised_memory_limit_is_said_and_has_no_verdict(mechanism: str) -> Non
     assert limit_fit(r) is None
     text = render_plain([r])
     assert "the workload changed its memory limit from 64.0MiB to unlimited: no verdict" in text
-    assert "fits" not in text
+    # No verdict of the limit's (": fits", "fits at the edge", "does not fit"); the memory's
+    # growth may be said (the workload allocates through the run), in words of a limit's fit.
+    assert not any(v in text for v in (": fits", "fits at the edge", "does not fit")), text
 
 
 def test_a_lowered_memory_limit_is_said_and_has_no_verdict(mechanism: str) -> None:
