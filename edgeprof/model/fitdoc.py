@@ -10,9 +10,9 @@ enum's value, a dataclass's fields), which the schema gives in full.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
-from .memory import MemoryParts, Squeeze
+from .memory import MemoryGrowth, MemoryParts, Squeeze
 from .results import Termination
 
 FIT_SCHEMA_VERSION = 1
@@ -158,6 +158,11 @@ class Fit(TypedDict):
     """Why the answer may be the host's contention's rather than the limit's: probes that
     failed on their time alone (no refault, major fault or memory stall) while other tasks
     held the runs off their CPUs; ``null``: none did, or there was no contention."""
+    memory_growth: NotRequired[Annotated[dict[str, Any], MemoryGrowth] | None]
+    """The unlimited runs' memory was still growing at their end (the fastest of them, as
+    ``memory.growth`` in ``result.json``): the answer holds for this run's length only, and a
+    longer run needs more; ``null``: every one levelled off, or was too short to tell.
+    Absent in files written before edgeprof recorded it."""
 
 
 class Fits(TypedDict):

@@ -200,7 +200,13 @@ def _members(cls: type) -> list[tuple[str, bool]]:
             for f in dataclasses.fields(cls)
         ]
     required: frozenset[str] = getattr(cls, "__required_keys__")  # noqa: B009 (a typed dict)
-    return [(key, key in required) for key in cls.__annotations__]
+    # Under `from __future__ import annotations` Python 3.11 counts a `NotRequired[...]`
+    # key as required (its annotation is a string then): the hint says it.
+    hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]), include_extras=True)
+    return [
+        (key, key in required and typing.get_origin(hints[key]) is not typing.NotRequired)
+        for key in cls.__annotations__
+    ]
 
 
 def _object(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
@@ -243,6 +249,8 @@ def _schema(tp: Any, defs: dict[str, Any], argv: bool = False) -> dict[str, Any]
     """``argv``: a string may hold control characters (:data:`.jsoncheck.ARGV`); no other
     may, as the reader (:data:`.jsoncheck.NO_CONTROL`)."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.NotRequired:  # a key added later: not required (``_members``)
+        return _schema(args[0], defs, argv)
     if origin is typing.Annotated:
         if tp.__metadata__[0] is AnyText:  # a string that may hold control characters
             return _schema(args[0], defs, argv=True)

@@ -297,14 +297,13 @@ def _answer_lines(o: FitOutcome) -> list[str]:
 
 def _growth_line(o: FitOutcome) -> str | None:
     """``warning: the need grows with run length: …``, where an unlimited run's memory was
-    still growing at its end (``memory.growth``, the fastest of them): the answer is this
-    run length's.  A tester's ``leak.py --iterations 100`` (0.5 MiB a request) had read
-    "fits in 512.0MiB with 424.4MiB to spare", its need 39.3 MiB at 40 requests and
-    99.4 MiB at 160."""
-    grown = [g for r in o.reference if (g := r.memory.growth) is not None]
-    if not grown:
+    still growing at its end (:attr:`FitOutcome.growth`, fit.json's ``memory_growth``):
+    the answer is this run length's.  A tester's ``leak.py --iterations 100`` (0.5 MiB a
+    request) had read "fits in 512.0MiB with 424.4MiB to spare", its need 39.3 MiB at 40
+    requests and 99.4 MiB at 160."""
+    g = o.growth
+    if g is None:
         return None
-    g = max(grown, key=lambda g: g.per_s)
     return (
         f"warning: the need grows with run length: the unlimited run's memory was still "
         f"growing at its end ({rate(g)}), so this answer holds for this run's length only"

@@ -4,11 +4,14 @@ skips (:func:`skipped_profiles`); split from :mod:`edgeprof.report.saved` at 521
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..measure.growth import rate
+from ..model import MemoryGrowth
 from ..resultdirs import walk_dirs
 from ..resultfiles import load_fits
 from ..storage import layers_profile_note
@@ -67,13 +70,36 @@ def fit_note(path: Path, doc: dict[str, object]) -> str:
         if isinstance(cap, int)
         else ""
     )
+    g = fit_growth(doc)
+    if g is not None and isinstance(answer, int):
+        said += f", for this run's length only: its memory was still growing ({rate(g)})"
     return f"{path} is edgeprof fit's {doc.get('name')}: {said}{capped}"
 
 
+def fit_growth(doc: Mapping[str, Any]) -> MemoryGrowth | None:
+    """fit.json's ``memory_growth``, ``None`` where it is null, absent (a file written
+    before it) or not the shape edgeprof writes (a hand-edited file is no reason to fail
+    a report)."""
+    g = doc.get("memory_growth")
+    if not isinstance(g, dict):
+        return None
+    names = [f.name for f in dataclasses.fields(MemoryGrowth)]
+    if not all(_number(g.get(k)) or (k == "per_iteration" and g.get(k) is None) for k in names):
+        return None
+    return MemoryGrowth.from_dict(g)
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
 def answer_kind(fit: Mapping[str, Any]) -> str:
-    """A fit's banner on the page: ``pass`` with an answer, ``warn`` where the search
+    """A fit's banner on the page: ``pass`` with an answer (``warn`` where its memory was
+    still growing: :func:`fit_growth`), ``warn`` where the search
     stopped before one (interrupted: ``fits`` is ``null``, which had been a red "does not
     fit"-like banner), ``fail`` where none fits."""
     if isinstance(fit.get("min_memory_bytes"), int):
-        return "pass"
+        # An answer for this run's length only (the unlimited runs' memory still grew) is
+        # no plain pass: a longer run needs more.
+        return "warn" if fit_growth(fit) is not None else "pass"
     return "warn" if fit.get("fits") is None and fit.get("stopped") else "fail"

@@ -8,7 +8,10 @@ import json
 
 import pytest
 
+from edgeprof.analysis.fit_bounds import Bounds
+from edgeprof.analysis.fit_times import Timing
 from edgeprof.analysis.headroom import limit_fit
+from edgeprof.analysis.need import Verdict
 from edgeprof.measure.growth import (
     MemoryTrace,
     growth_warning,
@@ -17,7 +20,11 @@ from edgeprof.measure.growth import (
     with_growth,
 )
 from edgeprof.model import MemoryGrowth, RunResult
+from edgeprof.model.schema import fit_schema
+from edgeprof.report.fit import render_fit
 from edgeprof.report.memory import headroom
+from edgeprof.sweeps.fit_outcome import FitOutcome, Probe
+from tests.conftest import fit_schema_errors
 
 from .conftest import make_result
 
@@ -161,3 +168,66 @@ def test_the_limit_verdict_holds_for_the_runs_length_only() -> None:
     assert headroom(limit_fit(grown())) == (
         "memory limit 512.0MiB: fits, peak 120.0MiB, 392.0MiB to spare (77%)"
     )
+
+
+def _fit_of(*growths: MemoryGrowth | None) -> FitOutcome:
+    """A fit whose unlimited runs grew as given (``None``: levelled off), one probe passed."""
+    ref = tuple(grown(g) for g in growths)
+    b = Bounds(40 * MiB, 120 * MiB, 512 * MiB, 2 * MiB)
+    probes = (Probe(64 * MiB, (grown(),), Verdict(True, "fits (+0%)")),)
+    return FitOutcome("leak.py", ref, Timing("wall", 1.5), 0.0, b, probes, 64 * MiB, 0.10, 0.20)
+
+
+def test_fit_json_carries_the_fastest_growth_of_the_unlimited_runs() -> None:
+    """A CI reading fit.json had had ``fits: true`` and no word that the answer holds for
+    the run's length only (the terminal's warning alone said it)."""
+    slower = dataclasses.replace(GROWTH, per_s=9.5 * MiB, per_iteration=None)
+    o = _fit_of(slower, GROWTH, None)
+    d = o.to_dict()
+    assert d["fits"] is True
+    assert d.get("memory_growth") == {
+        "per_s": 17.4 * MiB,
+        "per_iteration": 0.5 * MiB,
+        "from_s": 3.0,
+        "to_s": 6.0,
+        "rise_bytes": 52 * MiB,
+        "noise_bytes": 400_000,
+    }
+    assert fit_schema_errors(d) == []
+    assert (
+        "warning: the need grows with run length: the unlimited run's memory was still growing "
+        "at its end (+0.50MiB/iteration (+17.4MiB/s)), so this answer holds for this run's "
+        "length only"
+    ) in render_fit([o])
+    # Levelled off: null, and no warning.
+    flat = _fit_of(None, None)
+    assert flat.to_dict().get("memory_growth", "absent") is None
+    assert "need grows" not in render_fit([flat])
+    # A fit.json written before the key: valid still (it is not required), and read.
+    old = {k: v for k, v in d.items() if k != "memory_growth"}
+    assert fit_schema_errors(old) == []
+    assert "memory_growth" not in fit_schema(exact=True)["$defs"]["Fit"]["required"]
+
+
+def test_report_of_a_fit_says_its_growth_and_its_banner_is_amber() -> None:
+    """``report`` of a fit's directory: the answer's note and the page's banner read
+    fit.json's ``memory_growth`` (a file without it, or with a hand-edited one, reads as
+    before)."""
+    from pathlib import Path
+
+    from edgeprof.report.saved_notes import answer_kind, fit_note
+
+    d = dict(_fit_of(GROWTH).to_dict())
+    assert fit_note(Path("f"), d) == (
+        "f is edgeprof fit's leak.py: smallest memory 64.0MiB (76.8MiB with its margin), for "
+        "this run's length only: its memory was still growing (+0.50MiB/iteration "
+        "(+17.4MiB/s))"
+    )
+    assert answer_kind(d) == "warn"
+    for older in ({k: v for k, v in d.items() if k != "memory_growth"},
+                  {**d, "memory_growth": None},
+                  {**d, "memory_growth": {"per_s": "fast"}}):  # fmt: skip
+        assert answer_kind(older) == "pass"
+        assert fit_note(Path("f"), older) == (
+            "f is edgeprof fit's leak.py: smallest memory 64.0MiB (76.8MiB with its margin)"
+        )
