@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..measure.limit_changes import memory_change
@@ -217,6 +218,11 @@ class LimitFit:
     (``memory.growth``): the verdict holds for this run's length only.  A tester's
     ``leak.py`` at 0.5 MiB a request had read "fits, peak 97.7MiB, 414.3MiB to spare (81%)"
     under 512 MiB, and was OOM-killed there at 1 MiB a request after 491 of them."""
+    grew: int = 0
+    """Of a cell's runs (:func:`worst_fit`), how many grew; :attr:`growth` is then the
+    fastest of them, not only the worst run's (a tester's three runs under 69.6 MiB all
+    grew, the verdict's +20.2 MiB/s beside two warnings of +20.0 MiB/s).  0: one run's
+    verdict, whose :attr:`growth` is its own."""
     iterations: int | None = None
     """``DOES_NOT_FIT``: the iterations the run completed before the kill, where it reported
     any (``latency.count``): ``leak.py`` under 80 MiB was killed after 125, which only the
@@ -374,7 +380,8 @@ def below_limit(r: RunResult) -> bool:
 def worst_fit(runs: list[RunResult]) -> tuple[LimitFit | None, int]:
     """The worst verdict of a cell's runs (a gate trusts its worst run), and how many runs
     had a verdict.  Among equal verdicts, the one with the least to spare."""
-    fits = [f for r in runs if (f := limit_fit(r)) is not None]
+    judged = [(r, f) for r in runs if (f := limit_fit(r)) is not None]
+    fits = [f for _, f in judged]
     if not fits:
         return None, 0
 
@@ -382,7 +389,19 @@ def worst_fit(runs: list[RunResult]) -> tuple[LimitFit | None, int]:
         # Files mapped from others' cache are the run's own on a device: they count.
         return _WORST_FIRST.index(f.status), -with_mapped(f.used or 0, f.elsewhere)
 
-    return min(fits, key=badness), len(fits)
+    worst = min(fits, key=badness)
+    fastest, grew = cell_growth([r for r, _ in judged])  # of the runs counted beside it
+    if worst.status.ok and fastest is not None and len(fits) > 1:
+        # A gate trusts its worst run, but a leak is the cell's: said of every run that grew.
+        worst = dataclasses.replace(worst, growth=fastest, grew=grew)
+    return worst, len(fits)
+
+
+def cell_growth(runs: Sequence[RunResult]) -> tuple[MemoryGrowth | None, int]:
+    """The fastest growth among a cell's runs (``memory.growth``) and how many runs grew;
+    ``(None, 0)`` where every one levelled off."""
+    grown = [g for r in runs if (g := r.memory.growth) is not None]
+    return max(grown, key=lambda g: g.per_s, default=None), len(grown)
 
 
 @dataclass(frozen=True)

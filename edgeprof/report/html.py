@@ -22,10 +22,11 @@ from ..analysis.budget_checks import BudgetCheck
 from ..analysis.calibration import Calibration
 from ..analysis.cells import cell_name, cells, endings, period_in_force
 from ..analysis.cells import setting as setting_of
-from ..analysis.headroom import Headroom, worst_fit
+from ..analysis.headroom import Headroom, cell_growth, worst_fit
 from ..analysis.regression import Change, Verdict, regressed
 from ..known_outputs import HTML_GENERATOR
 from ..model import RunResult, Termination
+from ..units import format_binary
 from ..version import __version__
 from .budget_table import BUDGET_COLUMNS, budget_rows, budget_verdict
 from .charts import calibration_charts, ranking_charts, timelines
@@ -39,7 +40,7 @@ from .ci_summary import (
 from .comparison import RANKING_LEGEND
 from .gpu import GPU_COLUMNS, gpu_notes, gpu_phase_rows, gpu_rows
 from .gpu import PHASE_COLUMNS as GPU_PHASE_COLUMNS
-from .memory import changed, headroom
+from .memory import changed, growing, headroom
 from .note_groups import grouped_notes
 from .phases import aggregated, section_tables
 from .results import COLUMNS, note_lines
@@ -148,7 +149,11 @@ def render_html(
     if comparison is None:  # a comparison's headline says its current runs that failed
         # Beside a given verdict (a fit's answer), a run's "fits" is noise: a fit's
         # unlimited runs "fit" the cap it set itself.
-        runs = [b for b in _run_banners(results) if not banners or b.kind != "pass"]
+        # The fit's own banner says its runs' growth: theirs would say it again, each.
+        runs = [
+            b for b in _run_banners(results, growth=not banners)
+            if not banners or b.kind != "pass"
+        ]
         shown = [*runs, *shown]
     body = [f"<h1>{escape(title)}</h1>", _meta(results)]
     if shown:
@@ -287,16 +292,19 @@ MAX_FIT_BANNERS = 3
 """Settings whose memory limit fits, each said in its own banner, at most; more are one."""
 
 
-def _run_banners(results: Sequence[RunResult]) -> list[Banner]:
+def _run_banners(results: Sequence[RunResult], growth: bool = True) -> list[Banner]:
     """Each setting's verdict as the terminal's notes say it, at the top: red where its
     memory does not fit (OOM-killed) or a run failed (an exit, a timeout), with how the runs
-    ended; amber where it fits only at the limit or slowed; green where it fits (one banner
-    for them all past :data:`MAX_FIT_BANNERS`).  A setting without a memory limit whose runs
-    all succeeded has none."""
+    ended; amber where it fits only at the limit or slowed, or its memory still grew (the
+    verdict holds for this run's length only); green where it fits (one banner for them all
+    past :data:`MAX_FIT_BANNERS`).  A setting without a memory limit whose runs all
+    succeeded has none, unless its memory still grew (amber, with the rate).  ``growth``:
+    ``False`` where the page's own verdict (a fit's answer) says the runs' growth."""
     failed, warned, fitted = [], [], []
     by_cell = cells(results)
     for (label, setting), runs in by_cell.items():
         fit, count = worst_fit(runs)
+        grown = growth and fit is not None and fit.growth is not None
         said = headroom(fit, count)
         bad = [r for r in runs if not r.succeeded]
         killed = fit is not None and fit.status is Headroom.DOES_NOT_FIT
@@ -312,8 +320,14 @@ def _run_banners(results: Sequence[RunResult]) -> list[Banner]:
         elif (moved := changed(runs)) is not None:
             warned.append(Banner("warn", f"{who}: {moved}"))
         elif fit is None or said is None:
+            if growth and (grew := _growth_said(runs)) is not None:
+                warned.append(Banner("warn", f"{who}: {grew}"))
             continue
-        elif fit.status is not Headroom.FITS or fit.at_edge or fit.warm_only:
+        # A fit whose memory still grew holds for this run's length only: no green ✓ (a
+        # leak of 20.0 MiB/s "fitted" 256 MiB, green, with the caveat in its small print).
+        elif (
+            fit.status is not Headroom.FITS or fit.at_edge or fit.warm_only or grown
+        ):
             warned.append(Banner("warn", f"{who}: {said}"))
         else:
             fitted.append(Banner("pass", f"{who}: {said}"))
@@ -326,6 +340,20 @@ def _run_banners(results: Sequence[RunResult]) -> list[Banner]:
             )
         ]
     return [*failed, *warned, *fitted]
+
+
+def _growth_said(runs: list[RunResult]) -> str | None:
+    """A cell without a memory verdict (no limit) whose memory still grew: its peak is
+    this run length's, ``memory still growing at the end: +20.0MiB/s, so its peak, 67.6MiB,
+    holds for this run's length only``; ``None`` where every run levelled off."""
+    g, grew = cell_growth(runs)
+    if g is None:
+        return None
+    peak = max((r.memory.peak_bytes or 0 for r in runs), default=0)
+    return (
+        f"{growing(g, grew, len(runs))}, so its peak, {format_binary(peak)}, holds for this "
+        "run's length only: a longer run needs more"
+    )
 
 
 _UNSHOWN = (Verdict.INCONCLUSIVE, Verdict.FEW_REPEATS)

@@ -16,7 +16,7 @@ from ..analysis.headroom import (
     unattributed,
 )
 from ..measure.growth import rate
-from ..model import MemoryParts, MemoryPressure, RunResult
+from ..model import MemoryGrowth, MemoryParts, MemoryPressure, RunResult
 from ..units import counted, format_binary, format_share
 
 KIB, MIB = 1024, 1024**2
@@ -292,8 +292,17 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
         if f.status is Headroom.AT_LIMIT and not f.warm_only and f.spare is not None:
             said += f", which leaves {format_binary(f.spare - f.elsewhere)}"
     if f.growth is not None:
-        said += f"; for this run's length only: its memory was still growing ({rate(f.growth)})"
+        said += f"; for this run's length only: {growing(f.growth, f.grew, runs)}"
     return f"{head}: {said}" + (f" (the worst of {runs} runs)" if runs > 1 else "")
+
+
+def growing(g: MemoryGrowth, grew: int = 0, runs: int = 1) -> str:
+    """``its memory was still growing (+20.2MiB/s)``; of a cell's runs, in how many, and
+    the fastest: ``… growing in 2 of 3 runs (the fastest +20.2MiB/s)``."""
+    if runs <= 1 or grew == 0:
+        return f"its memory was still growing ({rate(g)})"
+    which = "every run" if grew == runs else f"{grew} of {runs} runs"
+    return f"its memory was still growing in {which} (the fastest {rate(g)})"
 
 
 def _held(stopped_s: float) -> str:

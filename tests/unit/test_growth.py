@@ -231,3 +231,58 @@ def test_report_of_a_fit_says_its_growth_and_its_banner_is_amber() -> None:
         assert fit_note(Path("f"), older) == (
             "f is edgeprof fit's leak.py: smallest memory 64.0MiB (76.8MiB with its margin)"
         )
+
+
+def test_a_cells_verdict_says_how_many_of_its_runs_grew_and_the_fastest() -> None:
+    """The worst run's verdict had carried its own growth alone (+20.2 MiB/s beside two
+    runs' warnings of +20.0 MiB/s), and none where the worst run levelled off."""
+    from edgeprof.analysis.headroom import worst_fit
+
+    slower = dataclasses.replace(GROWTH, per_s=9.5 * MiB, per_iteration=None)
+    # The worst (least to spare) is the run that levelled off, at a 130 MiB peak.
+    flat = grown()
+    flat = dataclasses.replace(flat, memory=dataclasses.replace(flat.memory, peak_bytes=130 * MiB))
+    fit, count = worst_fit([grown(slower), flat, grown(GROWTH)])
+    assert fit is not None and (fit.grew, count) == (2, 3)
+    assert headroom(fit, count) == (
+        "memory limit 512.0MiB: fits, peak 130.0MiB, 382.0MiB to spare (75%); for this run's "
+        "length only: its memory was still growing in 2 of 3 runs (the fastest "
+        "+0.50MiB/iteration (+17.4MiB/s)) (the worst of 3 runs)"
+    )
+    fit, count = worst_fit([grown(slower), grown(GROWTH)])
+    assert headroom(fit, count) == (
+        "memory limit 512.0MiB: fits, peak 120.0MiB, 392.0MiB to spare (77%); for this run's "
+        "length only: its memory was still growing in every run (the fastest "
+        "+0.50MiB/iteration (+17.4MiB/s)) (the worst of 2 runs)"
+    )
+    fit, count = worst_fit([grown(), grown()])
+    assert fit is not None and (fit.growth, fit.grew) == (None, 0)
+
+
+def test_the_pages_banner_of_a_growing_run_is_amber_with_its_rate() -> None:
+    """A leak that fitted 256 MiB had a green ✓ "fits", its growth in the small print; a
+    run without a memory limit whose memory grew had no banner at all."""
+    from edgeprof.model import Limits
+    from edgeprof.report.html import Banner, render_html
+
+    page = render_html([dataclasses.replace(grown(GROWTH), name="m")])
+    assert (
+        '<p class="verdict warn">⚠ m (cpus=1.5, cpuset=0-1, memory=512.0MiB): memory limit '
+        "512.0MiB: fits, peak 120.0MiB, 392.0MiB to spare (77%); for this run&#x27;s length "
+        "only: its memory was still growing (+0.50MiB/iteration (+17.4MiB/s))</p>"
+    ) in page
+    free = make_result(name="u", limits=Limits(cpus=1.5))
+    free = dataclasses.replace(
+        free, memory=dataclasses.replace(free.memory, limit_bytes=None, growth=GROWTH)
+    )
+    page = render_html([free, free])
+    assert (
+        '<p class="verdict warn">⚠ u (cpus=1.5): its memory was still growing in every run '
+        "(the fastest +0.50MiB/iteration (+17.4MiB/s)), so its peak, 120.0MiB, holds for this "
+        "run&#x27;s length only: a longer run needs more</p>"
+    ) in page
+    # A fit's page: its own banner says the growth; the runs' are not repeated.
+    page = render_html([free], banners=[Banner("warn", "fit's answer")])
+    assert page.count('class="verdict ') == 1
+    levelled = dataclasses.replace(free, memory=dataclasses.replace(free.memory, growth=None))
+    assert 'class="verdict ' not in render_html([levelled])
