@@ -26,6 +26,11 @@ class Verdict(str, enum.Enum):
     a build; said apart so that it is not read as shown within the threshold."""
     FEW_REPEATS = "not enough repeats"
     NOT_MEASURED = "not measured"
+    NOT_JUDGED = "not judged"
+    """A percentile a side's runs gave from fewer iterations than it needs (the ``^`` of
+    the latency tables, :func:`~.verdicts.not_judged`): no estimate of it to hold to the
+    other side.  :attr:`Change.why` says which side and how many iterations; it does not
+    fail the gate."""
 
     @property
     def fails(self) -> bool:
@@ -68,7 +73,8 @@ class Change:
     why: str | None = None
     """Why no test was made though the cell's current runs succeeded: what they lack the
     figure for (:func:`~edgeprof.analysis.unmeasured.why_unmeasured`), and for a baseline of one
-    value, that it could not have been tested either."""
+    value, that it could not have been tested either; for :attr:`Verdict.NOT_JUDGED`, the
+    side whose percentile is of too few iterations."""
     base_failed: Failed | None = None
     """The baseline cell's runs that failed; ``None``: none did."""
     current_failed: Failed | None = None

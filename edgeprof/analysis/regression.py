@@ -11,10 +11,13 @@ never below −100 % (``-83.0% [-92.5%, -61.3%]``: a tester's latency p50 had re
 improvement).  The verdict combines the interval with a threshold so that noise alone does
 not fail a build (the rule: :mod:`edgeprof.analysis.verdicts`).
 
-Two verdicts say that no test was possible: **not enough repeats** (fewer than 2 values on a
-side: no variance to test against; it does not fail, and says to repeat) and **not measured**
-(the baseline has the metric, the current cell has no value, e.g. every run failed or latency
-is no longer reported; it fails, as a missing budget value does).  Where the current runs
+Three verdicts say that no test was possible: **not judged** (a latency percentile some
+of a side's runs gave from fewer iterations than it needs, the ``^`` of the latency tables:
+:func:`~edgeprof.analysis.verdicts.not_judged`; it does not fail), **not enough repeats**
+(fewer than 2 values on a side: no variance to test against; it does not fail, and says to
+repeat) and **not measured** (the baseline has the metric, the current cell has no value,
+e.g. every run failed or latency is no longer reported; it fails, as a missing budget value
+does).  Where the current runs
 succeeded without the figure, the row says why (:attr:`Change.why`: a short run's average
 memory, a finer ``--interval``), and against a baseline of one value it is not enough
 repeats: that side could not have been tested either (a rerun of unchanged code had failed
@@ -66,7 +69,7 @@ from .metrics import (
 )
 from .targets import check_targets, differing
 from .unmeasured import why_unmeasured
-from .verdicts import held_caveat, judged, outlier_note
+from .verdicts import held_caveat, judged, not_judged, outlier_note
 
 COMPARED: tuple[Metric, ...] = (*METRICS.values(), BY_KEY["energy_per_item"])
 """What ``compare`` holds the current runs to: the budgetable metrics (the iterations'
@@ -205,6 +208,7 @@ def compare_results(
                 change = _unmeasured(change, why_unmeasured(metric.key, c_runs, current))
             elif change.verdict is Verdict.FEW_REPEATS:
                 change = _few_values(change, (b_of, baseline), (c_of, current))
+            change = not_judged(change, b_of, c_of)  # a percentile marked ^: no verdict
             changes.append(change)
             b_runs_of = [r for r in b_of if metric.get(r) is not None]
             c_runs_of = [r for r in c_of if metric.get(r) is not None]

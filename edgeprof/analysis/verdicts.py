@@ -65,7 +65,7 @@ from .held import (
     mean_held,
     weighed_figures,
 )
-from .metrics import Metric
+from .metrics import Metric, few_iterations, iterations_for
 from .outliers import without_outliers
 
 
@@ -96,6 +96,56 @@ def judged(
         label, setting, metric, b, c, judge(*worse, threshold), change, low, high, d.log,
         d.p_value,
     )
+
+
+def not_judged(
+    change: Change, base: Sequence[RunResult], current: Sequence[RunResult]
+) -> Change:
+    """``change`` not judged (:attr:`Verdict.NOT_JUDGED`, with the reason in
+    :attr:`Change.why`) where it is of a percentile some of either side's runs ``base``,
+    ``current`` (those whose values it pools) gave from fewer iterations than it needs:
+    the latency tables' ``^`` rule, one rule (:func:`~.metrics.few_iterations`: fewer than
+    ``1 / (1 − p)`` iterations, p50: 2, p90: 10, p95: 20, p99: 100), so that the rows marked
+    ``^`` are the rows not judged.  Such a figure is a point near the run's maximum, not an
+    estimate of the percentile: two unchanged sweeps of 40 iterations a run had their p99
+    at 7.3 ms beside a max of 7.6 ms and 5.5 ms beside 6.0 ms (the max again, compared a
+    second time), and a verdict on it would pass or fail a gate on the slowest frames while
+    naming the p99.  Either side: the other's estimate held to a near-maximum is no
+    comparison of that percentile either.  Any run of a side: its value is pooled into the
+    side's mean like the others', as the ``^`` marks the side's figure when any run has too
+    few.  The max is no percentile: it is what the runs reached, exactly, and is judged.
+    A row the current runs have no value for keeps its verdict (not measured fails)."""
+    if change.metric.percentile is None or not change.current:
+        return change
+    sides = [
+        (side, few, len(values))
+        for side, runs, values in (
+            ("baseline", base, change.base),
+            ("current", current, change.current),
+        )
+        if (few := few_iterations(change.metric, runs))
+    ]
+    if not sides:
+        return change
+    pct = change.metric.percentile
+    said = [_too_few_side(side, pct if i == 0 else "", few, n) for i, (side, few, n) in
+            enumerate(sides)]  # fmt: skip
+    why = (
+        f"{' and '.join(said)}: fewer than the {iterations_for(pct)} it needs, a point near "
+        "the maximum, not an estimate of it (more iterations a run decide it)"
+    )
+    return replace(
+        change, verdict=Verdict.NOT_JUDGED, low=None, high=None, p_value=None, why=why
+    )
+
+
+def _too_few_side(side: str, percentile: str, few: Sequence[RunResult], of: int) -> str:
+    """``the baseline's p99 of 40 iterations``, ``the current's of 12 to 40 iterations in 2
+    of its 3 runs``: a side of :func:`not_judged`'s reason."""
+    counts = sorted({r.latency.count for r in few if r.latency is not None})
+    each = str(counts[0]) if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
+    runs = "" if len(few) == of else f" in {len(few)} of its {of} runs"
+    return f"the {side}'s {percentile + ' ' if percentile else ''}of {each} iterations{runs}"
 
 
 def _from_zero(row: Change, d: Difference) -> Change:

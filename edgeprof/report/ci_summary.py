@@ -29,6 +29,7 @@ _VERDICT_WORD = {
     Verdict.INCONCLUSIVE: "inconclusive",
     Verdict.FEW_REPEATS: "not enough repeats",
     Verdict.NOT_MEASURED: "not measured",
+    Verdict.NOT_JUDGED: "not judged",
 }
 _VERDICT_MARK = {
     Verdict.REGRESSION: "❌ regression",
@@ -37,6 +38,7 @@ _VERDICT_MARK = {
     Verdict.INCONCLUSIVE: "inconclusive",
     Verdict.FEW_REPEATS: "⚠️ not enough repeats",
     Verdict.NOT_MEASURED: "❌ not measured",
+    Verdict.NOT_JUDGED: "⚠️ not judged",
 }
 
 
@@ -176,13 +178,16 @@ def compare_headline(changes: Sequence[Change]) -> str:
     lost = sum(c.verdict is Verdict.NOT_MEASURED for c in changes)
     few = sum(c.verdict is Verdict.FEW_REPEATS for c in changes)
     unsure = sum(c.verdict is Verdict.INCONCLUSIVE for c in changes)
+    unjudged = sum(c.verdict is Verdict.NOT_JUDGED for c in changes)
     head = f"{regressions} regression{'s' if regressions != 1 else ''}, "
     head += f"{improvements} improvement{'s' if improvements != 1 else ''}"
     # "0 regressions" over intervals wider than the threshold is no evidence of no change.
     head += f", {unsure} inconclusive (the interval reaches past the threshold)" if unsure else ""
     head += f", {lost} not measured" if lost else ""
     # "0 regressions" over metrics none of which was tested had read as a pass.
-    return head + (f", {few} not tested (not enough repeats)" if few else "")
+    head += f", {few} not tested (not enough repeats)" if few else ""
+    # A p99 of 40 iterations is no p99: counted apart, as neither a pass nor a failure.
+    return head + (f", {unjudged} not judged (too few iterations)" if unjudged else "")
 
 
 def unmeasured_gate(changes: Sequence[Change]) -> str | None:
@@ -357,6 +362,9 @@ def change_dicts(changes: Sequence[Change], threshold: float) -> list[dict[str, 
             "p_value": c.p_value,
             "threshold": threshold,
             "verdict": c.verdict.value,
+            # Why no test was made ("not judged": the side whose percentile is of too few
+            # iterations); a dashboard had only the verdict's word.
+            "why": c.why,
             # The side's failed runs (left out of its values): a current cell's fail the
             # gate, which "regressed" had said with every verdict "no change" and no field.
             "baseline_failed": 0 if c.base_failed is None else c.base_failed.count,

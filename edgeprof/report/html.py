@@ -356,7 +356,7 @@ def _growth_said(runs: list[RunResult]) -> str | None:
     )
 
 
-_UNSHOWN = (Verdict.INCONCLUSIVE, Verdict.FEW_REPEATS)
+_UNSHOWN = (Verdict.INCONCLUSIVE, Verdict.FEW_REPEATS, Verdict.NOT_JUDGED)
 """A comparison's verdicts that neither show a change nor rule one out."""
 
 

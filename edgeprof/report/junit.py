@@ -123,11 +123,15 @@ def budget_cases(checks: Sequence[BudgetCheck], warnings: Warnings | None = None
     return out
 
 
+_UNTESTED = (Verdict.FEW_REPEATS, Verdict.NOT_JUDGED)
+"""The verdicts no test was possible for: a case skipped, not passed."""
+
+
 def compare_cases(changes: Sequence[Change], threshold: float) -> list[Case]:
     """One case per compared cell, ``current runs succeed`` (failed current runs fail the
     gate: :mod:`edgeprof.analysis.regression`), then one per compared metric of a cell: fails
-    on a regression or a lost measurement; ``not enough repeats`` is reported as skipped (no
-    test was possible)."""
+    on a regression or a lost measurement; ``not enough repeats`` and ``not judged`` are
+    reported as skipped (no test was possible)."""
     out = []
     for ch, measured in _compared_cells(changes):
         failed = ch.current_failed
@@ -152,7 +156,7 @@ def compare_cases(changes: Sequence[Change], threshold: float) -> list[Case]:
                 classname=_cell(ch),
                 name=f"{ch.subject} no regression",
                 failure=text if ch.verdict.fails else None,
-                skipped=text if ch.verdict is Verdict.FEW_REPEATS else None,
+                skipped=text if ch.verdict in _UNTESTED else None,
                 output=text,
             )
         )
