@@ -67,6 +67,7 @@ from .metrics import (
     phases_apart,
     stalled_percentiles,
 )
+from .pairs import pair_hint, paired
 from .targets import check_targets, differing
 from .unmeasured import why_unmeasured
 from .verdicts import held_caveat, judged, not_judged, outlier_note
@@ -97,8 +98,12 @@ def compare_results(
     allow_missing: bool = False,
     match_targets: bool = True,
     phase: str = "",
+    pairs: Sequence[str] = (),
 ) -> tuple[list[Change], list[str]]:
     """Every metric of every cell found in both, and notes on cells found in only one.
+
+    ``pairs``: ``BASE=CUR`` each (``--pair``): the baseline's model ``BASE`` held against
+    the current's ``CUR``, both named ``BASE → CUR`` (:mod:`edgeprof.analysis.pairs`).
 
     ``phase``: the phase whose iterations the latency and throughput metrics compare
     (``--latency-phase``); ``""``: every phase's, labelled so where they lie in several.
@@ -116,6 +121,7 @@ def compare_results(
     # as report names them.
     baseline, current, named_apart = apart_sides(baseline, current)
     base_cells, cur_cells = _keyed(baseline, match_limits), _keyed(current, match_limits)
+    base_cells, cur_cells = paired(base_cells, cur_cells, pairs)
     missing = [k for k in base_cells if k not in cur_cells]
     notes = list(named_apart)
     notes += [missing_note(k, allow_missing) for k in missing]
@@ -136,8 +142,8 @@ def compare_results(
                 + ", ".join(sorted({k[0] for k in base_cells}))
                 + " → "
                 + ", ".join(sorted({k[0] for k in cur_cells}))
-                + "): compare pairs cells by label; to hold one variant against another, "
-                "run (or bench) each with the same --name"
+                + "): compare pairs cells by label; "
+                + pair_hint([k[0] for k in base_cells], [k[0] for k in cur_cells])
             )
         )
     notes += ran_apart({cell_name(k): (base_cells[k], cur_cells[k]) for k in common})

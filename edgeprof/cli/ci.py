@@ -19,7 +19,8 @@ variables, as both CIs pass them (an action's inputs, a job's ``variables``):
   ``actions/download-artifact``).
 - ``EDGEPROF_CI_THRESHOLD``: ``compare``'s threshold (``5%``).
 - ``EDGEPROF_CI_COMPARE_ARGS``: options of ``edgeprof compare`` that decide what is paired
-  (``--allow-missing``, ``--ignore-limits``, ``--ignore-target``, ``--setting LIMITS``),
+  (``--allow-missing``, ``--ignore-limits``, ``--ignore-target``, ``--setting LIMITS``,
+  ``--pair BASE=CUR``),
   split the same way: a pull request that drops a model on purpose, or changes the limits,
   had no way to say so, though compare's notes told the reviewer to pass them.
 - ``EDGEPROF_CI_SUDO``: ``auto`` (through ``sudo -n`` when not root and sudo asks no
@@ -131,7 +132,7 @@ class Step:
 
 
 COMPARE_FLAGS = frozenset({"--allow-missing", "--ignore-limits", "--ignore-target"})
-COMPARE_VALUED = frozenset({"--setting"})
+COMPARE_VALUED = {"--setting": "LIMITS", "--pair": "BASE=CUR"}
 """What ``EDGEPROF_CI_COMPARE_ARGS`` may hold: compare's options on which cells are paired.
 The rest are the step's own (its threshold, summary and JUnit files)."""
 
@@ -139,14 +140,16 @@ The rest are the step's own (its threshold, summary and JUnit files)."""
 def _compare_args(args: tuple[str, ...]) -> tuple[str, ...]:
     """Checked before the profiling, as the threshold is: an option compare would refuse
     had failed the step only after the whole run."""
-    known = ", ".join(sorted(COMPARE_FLAGS | {f"{v} LIMITS" for v in COMPARE_VALUED}))
+    known = ", ".join(sorted(COMPARE_FLAGS | {f"{k} {v}" for k, v in COMPARE_VALUED.items()}))
     rest = list(args)
     while rest:
         arg = rest.pop(0)
         name = arg.split("=", 1)[0]
         if name in COMPARE_VALUED:
             if "=" not in arg and (not rest or rest.pop(0).startswith("-")):
-                raise ConfigError(f"EDGEPROF_CI_COMPARE_ARGS: {name} needs a value (LIMITS)")
+                raise ConfigError(
+                    f"EDGEPROF_CI_COMPARE_ARGS: {name} needs a value ({COMPARE_VALUED[name]})"
+                )
         elif arg not in COMPARE_FLAGS:
             raise ConfigError(
                 f"EDGEPROF_CI_COMPARE_ARGS: {arg!r} is not one of compare's options on which "

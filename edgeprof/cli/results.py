@@ -56,6 +56,17 @@ def compare(
             show_default=False,
         ),
     ] = None,
+    pair: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pair",
+            metavar="BASE=CUR",
+            help="Hold the baseline's model BASE against the current's model CUR, named "
+            "apart (e.g. --pair model_fp32=model_int8); repeatable.  Their rows read BASE → "
+            "CUR.",
+            show_default=False,
+        ),
+    ] = None,
     ignore_target: Annotated[
         bool,
         typer.Option(
@@ -112,6 +123,7 @@ def compare(
         html=html,
         settings=tuple(setting or ()),
         phase=latency_phase,
+        pairs=tuple(pair or ()),
     )
     raise typer.Exit(EXIT_BUDGET if regressed else 0)
 

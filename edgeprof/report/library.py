@@ -7,7 +7,7 @@ its ``runs``, shell out to ``edgeprof compare`` for the verdicts, and parse ``re
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +70,7 @@ KEYWORDS = {
     "allow-missing": "allow_missing=True",
     "ignore-limits": "ignore_limits=True",
     "ignore-target": "ignore_target=True",
+    "pair": "pair",
     "setting": "setting",
     "threshold": "threshold",
 }
@@ -104,11 +105,14 @@ def compare(
     ignore_target: bool = False,
     allow_missing: bool = False,
     setting: str | tuple[str, str] | None = None,
+    pair: Mapping[str, str] | None = None,
 ) -> Comparison:
     """``edgeprof compare BASELINE CURRENT``'s verdicts, from the same code: ``threshold`` as
     ``--threshold`` takes it (``"5%"``), the keywords as its flags.  ``setting`` is
     ``--setting``'s value (``"cpus=2"``: that setting of both sides), or a pair of them
-    (the baseline's, then the current's).  Two ``fit.json`` compare their fits.  Either side
+    (the baseline's, then the current's); ``pair`` is ``--pair``'s, a baseline model's name
+    to the current model's it is held against (``{"model_fp32": "model_int8"}``).  Two
+    ``fit.json`` compare their fits.  Either side
     may be runs instead of a path, as :func:`predict` takes them: a :class:`RunResult` (what
     :func:`edgeprof.profile` returns) or a list of them (what :func:`load` returns).  A bad
     argument, or no model in both, is a :class:`~edgeprof.errors.ConfigError`."""
@@ -130,6 +134,7 @@ def compare(
         "allow_missing": allow_missing,
         "match_targets": not ignore_target,
         "settings": settings,
+        "pairs": _pairs(pair),
     }
     base_runs = _runs(baseline, "compare", "baseline")
     current_runs = _runs(current, "compare", "current")
@@ -259,6 +264,20 @@ def _settings(value: object) -> tuple[str, ...]:
     raise ConfigError(
         f"edgeprof.compare: setting {value!r} is not a setting such as 'cpus=2' "
         "or a pair of them (the baseline's, the current's)"
+    )
+
+
+def _pairs(value: object) -> tuple[str, ...]:
+    """``pair`` as the command's repeated ``--pair BASE=CUR`` gives it."""
+    if value is None:
+        return ()
+    if isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        return tuple(f"{b}={c}" for b, c in value.items())
+    raise ConfigError(
+        f"edgeprof.compare: pair {value!r} is not a dict of a baseline model's name to a "
+        "current model's, such as {'model_fp32': 'model_int8'}"
     )
 
 

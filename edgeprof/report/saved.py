@@ -72,11 +72,13 @@ def compare_saved(
     settings: Sequence[str] = (),
     log: TextIO | None = None,
     phase: str | None = None,
+    pairs: Sequence[str] = (),
 ) -> bool:
     """Print (and write) the verdicts per model, limits and metric; true on a regression.
     The HTML report shows the current results with the verdicts.  ``settings``: the limit
     setting to compare (``--setting``, :func:`~edgeprof.analysis.cells.setting_spec`), one
-    for both sides or the baseline's and the current's."""
+    for both sides or the baseline's and the current's; ``pairs``: ``--pair``'s
+    ``BASE=CUR`` each (:mod:`edgeprof.analysis.pairs`)."""
     thr = parse_threshold(threshold)
     log = sys.stderr if log is None else log  # the files written, one line each
     if len(settings) > 2:
@@ -100,6 +102,7 @@ def compare_saved(
         match_targets=match_targets,
         settings=settings,
         phase=phase,
+        pairs=pairs,
     )
     if json_out:
         stdout.write(json.dumps(compare_dict(changes, thr, notes), indent=2) + "\n")
@@ -141,6 +144,7 @@ def compare_paths(
     match_targets: bool = True,
     settings: Sequence[str] = (),
     phase: str | None = None,
+    pairs: Sequence[str] = (),
 ) -> tuple[list[Change], list[str], list[RunResult]]:
     """``compare``'s verdicts and notes for two saved results (two ``fit.json`` compare their
     fits), and the current runs (none for two fits): what the command and
@@ -158,6 +162,8 @@ def compare_paths(
     if base_fits is not None and cur_fits is not None:
         if settings:
             raise ConfigError("--setting picks runs' cells: two fit.json compare their fits")
+        if pairs:
+            raise ConfigError("--pair pairs runs' cells: two fit.json compare their fits")
         changes, notes = compare_fits(
             base_fits, cur_fits, threshold, match_limits=match_limits, allow_missing=allow_missing
         )
@@ -177,6 +183,7 @@ def compare_paths(
             match_targets=match_targets,
             settings=settings,
             phase=phase,
+            pairs=pairs,
         )
         notes = [*pooled_notes(baseline, current), *([said] if said else []), *notes]
     return changes, notes, current_runs
@@ -192,6 +199,7 @@ def compare_runs(
     match_targets: bool = True,
     settings: Sequence[str] = (),
     phase: str = "",
+    pairs: Sequence[str] = (),
 ) -> tuple[list[Change], list[str]]:
     """:func:`compare_paths`'s verdicts and notes for runs already read: each side its runs
     and how a ``--setting`` refusal names it (its path; :func:`edgeprof.compare` of runs
@@ -211,6 +219,7 @@ def compare_runs(
         allow_missing=allow_missing,
         match_targets=match_targets,
         phase=phase,
+        pairs=pairs,
     )
 
 

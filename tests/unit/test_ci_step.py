@@ -279,12 +279,17 @@ def test_the_default_runner_passes_stderr_on_and_keeps_the_error_lines(
         (
             {"EDGEPROF_CI_COMMAND": "a", "EDGEPROF_CI_COMPARE_ARGS": "--threshold 9%"},
             "COMPARE_ARGS: '--threshold' is not one of compare's options on which cells are "
-            "paired (--allow-missing, --ignore-limits, --ignore-target, --setting LIMITS); "
+            "paired (--allow-missing, --ignore-limits, --ignore-target, --pair BASE=CUR, "
+            "--setting LIMITS); "
             "the threshold is EDGEPROF_CI_THRESHOLD's",
         ),
         (
             {"EDGEPROF_CI_COMMAND": "a", "EDGEPROF_CI_COMPARE_ARGS": "--setting"},
             "COMPARE_ARGS: --setting needs a value (LIMITS)",
+        ),
+        (
+            {"EDGEPROF_CI_COMMAND": "a", "EDGEPROF_CI_COMPARE_ARGS": "--pair"},
+            "COMPARE_ARGS: --pair needs a value (BASE=CUR)",
         ),
     ],
 )

@@ -259,9 +259,19 @@ def test_compare_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     err = capsys.readouterr().err
     assert err.endswith(
         "results: their models differ (m.onnx → other.onnx): compare pairs cells by label; to "
-        "hold one variant against another, run (or bench) each with the same --name\n"
+        "hold one variant against another, pair them: --pair m.onnx=other.onnx\n"
     ), err
     assert "--ignore-limits" not in err
+    # The fix it names works: one row set, named by both labels; --json's label too.
+    pair = ["--pair", "m.onnx=other.onnx", "--ignore-limits"]
+    assert main(["compare", str(a), str(c), *pair, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {ch["label"] for ch in data["changes"]} == {"m.onnx → other.onnx"}
+    assert main(["compare", str(a), str(c), "--pair", "m.onnx=nope"]) == 2
+    assert capsys.readouterr().err == (
+        "edgeprof: error: --pair m.onnx=nope: the current results have no model nope (theirs: "
+        "other.onnx)\n"
+    )
     assert main(["compare", str(a), str(tmp_path / "missing.json")]) == 2
     assert main(["compare", str(a), str(b), "--threshold", "x"]) == 2
     assert "--threshold 'x'" in capsys.readouterr().err

@@ -1,0 +1,71 @@
+"""``compare --pair BASE=CUR``: two differently named variants held against each other."""
+
+from __future__ import annotations
+
+import pytest
+
+from edgeprof.analysis.pairs import pair_hint, resolve
+from edgeprof.analysis.regression import Verdict, compare_results
+from edgeprof.errors import ConfigError
+from edgeprof.report.library import compare
+from tests.unit.gating_helpers import run
+
+FP32 = [run("model_fp32", wall=w) for w in (1.00, 1.02, 0.98)]
+INT8 = [run("model_int8", wall=w) for w in (0.50, 0.51, 0.49)]
+
+
+def test_a_pair_compares_two_names_under_one_joint_label() -> None:
+    with pytest.raises(ConfigError, match=r"pair them: --pair model_fp32=model_int8$"):
+        compare_results(FP32, INT8)
+    changes, notes = compare_results(FP32, INT8, pairs=["model_fp32=model_int8"])
+    wall = next(c for c in changes if c.metric.key == "wall")
+    assert (wall.label, wall.setting) == ("model_fp32 → model_int8", "cpus=1, memory=1.0GiB")
+    assert (wall.verdict, wall.change_text()) == (Verdict.IMPROVEMENT, "-50.0% [-52.2%, -47.7%]")
+    assert not any("new (not in the baseline)" in n or "only in" in n for n in notes)
+
+
+def test_a_pair_leaves_the_other_models_paired_by_name() -> None:
+    both = [run("other", wall=w) for w in (1.0, 1.1)]
+    changes, notes = compare_results(
+        FP32 + both, INT8 + both, pairs=["model_fp32=model_int8"]
+    )
+    assert sorted({c.label for c in changes}) == ["model_fp32 → model_int8", "other"]
+    # A current model taken by a pair is no longer its own name's: said, as any missing one.
+    changes, notes = compare_results(FP32 + INT8, INT8, pairs=["model_fp32=model_int8"])
+    assert (
+        "model_int8 (cpus=1, memory=1.0GiB): only in the baseline: not in the current results, "
+        "so not measured (--allow-missing passes a model dropped on purpose)"
+    ) in notes
+
+
+def test_the_split_is_at_the_labels_and_bad_pairs_are_one_line() -> None:
+    """A label may hold an ``=`` (a bench's ``infer bs=1``)."""
+    assert resolve(["infer bs=1=infer bs=2"], ["infer bs=1"], ["infer bs=2"]) == [
+        ("infer bs=1", "infer bs=2")
+    ]
+    cases = {
+        "fp32": "--pair 'fp32': write BASELINE_NAME=CURRENT_NAME (e.g. --pair "
+        "model_fp32=model_int8)",
+        "x=int8": "--pair x=int8: the baseline has no model x (its models: fp32, fp16)",
+        "fp32=x": "--pair fp32=x: the current results have no model x (theirs: int8)",
+    }
+    for text, message in cases.items():
+        with pytest.raises(ConfigError) as err:
+            resolve([text], ["fp32", "fp16"], ["int8"])
+        assert str(err.value) == message.replace("fp32, fp16", "fp16, fp32")
+    with pytest.raises(ConfigError) as err:
+        resolve(["fp32=int8", "fp16=int8"], ["fp32", "fp16"], ["int8"])
+    assert str(err.value) == (
+        "--pair: int8 is paired more than once in the current: a cell holds one side of one pair"
+    )
+    assert pair_hint(["a", "b"], ["c"]) == (
+        "to hold one variant against another, pair them: --pair BASE_NAME=CUR_NAME"
+    )
+    assert pair_hint(["a b"], ["c"]).endswith("--pair 'a b=c'")
+
+
+def test_the_library_takes_a_dict() -> None:
+    got = compare(FP32, INT8, pair={"model_fp32": "model_int8"})
+    assert {c.label for c in got.changes} == {"model_fp32 → model_int8"}
+    with pytest.raises(ConfigError, match="is not a dict of a baseline model's name"):
+        compare(FP32, INT8, pair=[("model_fp32", "model_int8")])  # type: ignore[arg-type]
