@@ -152,6 +152,7 @@ def compare_results(
         notes.append(across)
     changes: list[Change] = []
     failed: list[str] = []  # the common cells whose baseline has no successful run
+    unjudged: dict[str, list[str]] = {}  # a "not judged" reason: the cells it is of
     for key in common:
         b_runs, c_runs = base_cells[key], cur_cells[key]
         label, where = key[0], _setting(b_runs, c_runs)
@@ -236,7 +237,14 @@ def compare_results(
             ch = changes[i] = replace(changes[i], base_failed=b_bad, current_failed=c_bad)
             if (said := ch.why or held_caveat(ch, b_ok, c_ok, threshold)) is not None:
                 changes[i] = ch if ch.why else replace(ch, caveat=said)
-                notes.append(f"{cell_name(key)}: {ch.subject} {ch.verdict.value}: {said}")
+                why = f"{ch.subject} {ch.verdict.value}: {said}"
+                if ch.verdict is Verdict.NOT_JUDGED:
+                    # One note for every cell of the same reason: a tutorial's sweep of four
+                    # batch sizes had said the p99's 20 iterations four times over.
+                    unjudged.setdefault(why, []).append(cell_name(key))
+                else:
+                    notes.append(f"{cell_name(key)}: {why}")
+    notes += [f"{', '.join(cells)}: {why}" for why, cells in unjudged.items()]
     if any(c.few for c in changes):
         notes.append(FEW_NOTE)  # once, for the marks in the table above
     for key in [] if allow_missing else missing:

@@ -96,3 +96,24 @@ def test_not_judged_in_the_table_json_summary_and_junit() -> None:
     assert case.failure is None and case.skipped is not None
     assert case.skipped.startswith("latency p99: not judged, change +0.0% (baseline 10.0ms^")
     assert f"; {p99.why}; ^ from fewer iterations" in case.skipped
+
+
+def test_cells_not_judged_for_the_same_reason_share_one_note() -> None:
+    """A sweep's every batch size of 20 iterations a run: one note names all the cells."""
+
+    def cells(p99_ms: tuple[float, ...]) -> list[RunResult]:
+        return [
+            run(name, p95_s=0.010, p99_s=p / 1000, max_s=p / 1000, iterations=40)
+            for name in ("a", "b")
+            for p in p99_ms
+        ]
+
+    changes, notes = compare_results(cells(BASE), cells(SLOWER), 0.05)
+    assert [c.verdict for c in changes if c.metric.key == "latency_p99"] == [
+        Verdict.NOT_JUDGED
+    ] * 2
+    why = f"the baseline's p99 of 40 iterations and the current's of 40 iterations: {NEEDS_100}"
+    said = [n for n in notes if "not judged" in n]
+    assert said == [
+        f"a (cpus=1, memory=1.0GiB), b (cpus=1, memory=1.0GiB): latency p99 not judged: {why}"
+    ]
