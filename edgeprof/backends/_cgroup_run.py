@@ -18,7 +18,7 @@ from ..model import Counters, RunSpec
 from . import cgroupfs as fs
 from ._mapped import read_mapped
 from ._peak_reset import FdPeakReset, SharedPeakReset, apply_floor
-from ._process import Process, end_workload, signal_pids
+from ._process import Process, end_workload, signal_pids, take_exec
 from ._reclaim import GroupReclaim
 from .base import UNLIMITED, BatchReader, LimitReading, MappedReading, RunHandle
 from .cgroupfs import CounterSet
@@ -135,6 +135,8 @@ class CgroupRun(RunHandle):
             for f in join_files:
                 fds.append(os.open(f, os.O_WRONLY | os.O_CLOEXEC))
             self._proc = Process.for_run(spec, join_fds=fds)
+            # The group began empty: all its CPU time at the exec is edgeprof's spawn.
+            take_exec(self, self._proc, counters.sample, lambda c: c.cpu_usage_us)
         except OSError as exc:
             self.close()
             raise LaunchError(f"cannot open {exc.filename}: {exc.strerror}") from exc
@@ -145,7 +147,6 @@ class CgroupRun(RunHandle):
             for fd in fds:
                 os.close(fd)
         self.pid = self._proc.pid
-        self.started = self._proc.started
 
     def counters(self) -> Counters:
         c = self._counters.read()

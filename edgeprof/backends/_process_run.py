@@ -54,7 +54,7 @@ from ..errors import BackendError
 from ..model import Counters, RunSpec
 from ..units import format_binary
 from ._own_group import OwnGroup
-from ._process import Process, end_workload, signal_pids, status_bytes
+from ._process import Process, end_workload, signal_pids, status_bytes, take_exec
 from .base import RunHandle
 
 if TYPE_CHECKING:  # psutil is imported when a process run is launched
@@ -67,6 +67,18 @@ KILL_TIMEOUT_S = 10.0
 
 _subreaping = 0
 _subreaping_lock = threading.Lock()
+
+
+def exec_cpu_us(pid: int, proc: str = "/proc") -> int | None:
+    """The main process's CPU time so far (µs): the scheduler's ``sum_exec_runtime``, the
+    first field of ``/proc/PID/schedstat`` (ns), the exact figure ``wait4``'s user and system
+    times add up to; ``None`` where the file cannot be read (no ``CONFIG_SCHED_INFO``, or
+    the process is gone)."""
+    try:
+        with open(f"{proc}/{pid}/schedstat", "rb") as f:
+            return int(f.read().split()[0]) // 1000
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def set_subreaper(on: bool) -> bool:
@@ -127,11 +139,14 @@ class ProcessRun(RunHandle):
         except BaseException:
             self._stop_subreaping()
             raise
+        self.pid = self._proc.pid
+        # The main process's CPU time so far is edgeprof's spawn (the forked child, then the
+        # exec's teardown of its copy of edgeprof): wait4's rusage at the end holds it too.
+        spawned = exec_cpu_us(self.pid)
+        take_exec(self, self._proc, self.sample, lambda _: spawned)
         # Read after the spawn returned (the child has exec'd): edgeprof's mark only grows,
         # so it bounds what exec folded into the main process's.
         self._spawner_hwm = own_high_water_mark()
-        self.pid = self._proc.pid
-        self.started = self._proc.started
 
     # -- the tree ----------------------------------------------------------------------------
 

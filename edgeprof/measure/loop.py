@@ -107,6 +107,7 @@ def run_loop(
                 batch=run.batch_reader,  # a sampling loop outside Python, if any
                 extra=None if gpu is None else gpu.at,
                 tasks=_task_scan(run, spec),
+                first=run.at_exec,
             )
             stats.mapped = MappedTracker(run.mapped_files, interval)
             # The order of the ending is fixed, whatever ends the run: the sampler and the
@@ -202,6 +203,7 @@ def run_loop(
         timed_out=timed_out,
         before=None if run.before_start is None else run.before_start[1],
         before_at=None if run.before_start is None else run.before_start[0] - run.started,
+        spawn=(run.spawn_cpu_us, run.spawn_s),
         device=device,
         others_left=others_left,
         held=held,

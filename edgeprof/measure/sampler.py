@@ -326,7 +326,13 @@ class Sampler:
         batch: BatchReader | None = None,
         extra: Callable[[float], Sequence[object]] | None = None,
         tasks: Callable[[], TaskScan | None] | None = None,
+        first: Counters | None = None,
     ) -> None:
+        """``first``: the run's counters read at ``t0`` (``RunHandle.at_exec``), its first
+        row: the sampler's own first reading comes as its thread starts, which was 3–16 ms
+        after the exec on a loaded 2-core host (a tester's ``sleep 0.05`` at ``--interval
+        0.001``), and the run's first milliseconds had gone unread."""
+        self._first = first
         self._read = read
         self._batch = batch
         self.interval = interval
@@ -350,6 +356,8 @@ class Sampler:
         self._thread = threading.Thread(target=self._run, name="edgeprof-sampler", daemon=True)
 
     def start(self) -> None:
+        if self._first is not None:
+            self._add(self._t0, self._first)
         self._thread.start()
 
     def sample(self, final: bool = False) -> None:
