@@ -398,8 +398,8 @@ def test_the_per_batch_size_table_keeps_the_latency_tables_marks() -> None:
     # 10 iterations: p95 (20 needed) and p99 (100) are points near the maximum, marked.
     assert row.split()[2:6] == ["900.0", "160.00µs", "300.00µs^", "7.00ms^*"]
     assert text.endswith(
-        "^ from fewer iterations than the percentile needs (p90: 10, p95: 20, p99: 100): a "
-        "point near the maximum, not an estimate of that percentile\n"
+        "^ from fewer iterations than the percentile needs (p50: 2, p90: 10, p95: 20, "
+        "p99: 100): a point near the maximum, not an estimate of that percentile\n"
         "* measures the CPU quota's stalls, not the workload (see the warnings)\n"
         f"{NO_GPU_NOTE}\n"
     )

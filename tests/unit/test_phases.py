@@ -525,13 +525,27 @@ def test_tables_show_phases_and_latency() -> None:
     ]
     assert len(lines) == j + 6  # no "(all)" row: the infer phase holds every iteration
     assert lines[j + 5] == (
-        "^ from fewer iterations than the percentile needs (p90: 10, p95: 20, p99: 100): a "
-        "point near the maximum, not an estimate of that percentile"
+        "^ from fewer iterations than the percentile needs (p50: 2, p90: 10, p95: 20, "
+        "p99: 100): a point near the maximum, not an estimate of that percentile"
     )
     md = render_markdown([_with_phases()])
     assert "\n### Phases\n" in md and "| python3 | infer | 50 | 4.00ms |" in md
     plain = render_plain([make_result()])
     assert "Phases" not in plain and "Latency" not in plain
+
+
+def test_a_one_iteration_runs_legend_lists_the_p50_it_marks() -> None:
+    """A tester's one-iteration run: ``331ns^`` in P50 under a legend of p90/p95/p99."""
+    from edgeprof.report.phases import latency_notes, percentile_cell
+
+    one = latency_stats([(0.0, 331e-9, None)])
+    assert one is not None
+    cells = [percentile_cell(one, p) for p in ("p50", "p90", "p95", "p99")]
+    assert cells == ["331ns^"] * 4
+    assert latency_notes(cells, [one]) == [
+        "^ from fewer iterations than the percentile needs (p50: 2, p90: 10, p95: 20, "
+        "p99: 100): a point near the maximum, not an estimate of that percentile"
+    ]
 
 
 def test_repeats_show_one_row_per_phase_with_the_medians_of_the_runs() -> None:
