@@ -35,7 +35,7 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 """Control characters (C0, DEL, C1) have no place in a name the report prints to a terminal
 (an escape sequence would be the terminal's to act on)."""
 
-KINDS = ("begin", "end", "mark", "iter", "raised", "nested", "waited")
+KINDS = ("begin", "end", "mark", "iter", "raised", "nested", "waited", "probe", "cost")
 
 # -- what the runner keeps of it ---------------------------------------------------------------
 
@@ -142,14 +142,16 @@ class Event(NamedTuple):
 
     kind: str
     """``begin``, ``end``, ``mark``, ``iter``, ``raised`` (an iteration that raised),
-    ``nested`` (an iteration inside another of its thread) or ``waited`` (the workload's
-    write to the pipe was held up from T0 to T1)."""
+    ``nested`` (an iteration inside another of its thread), ``waited`` (the workload's
+    write to the pipe was held up from T0 to T1), ``probe`` (an empty iteration the client
+    timed: in no figure) or ``cost`` (the client's own time per iteration, in ``t0``)."""
     name: str = ""
     t: float = 0.0
     """Absolute ``CLOCK_MONOTONIC`` seconds (the iteration's end for ``iter``, ``raised`` and
     ``nested``)."""
     t0: float = 0.0
-    """``iter``, ``raised``, ``nested`` and ``waited`` only: the span's start."""
+    """``iter``, ``raised``, ``nested``, ``waited`` and ``probe``: the span's start; ``cost``:
+    the seconds of its S."""
     items: int = 1
     items_given: bool = False
     """``iter`` only: the line had an ITEMS field."""
@@ -196,24 +198,28 @@ def parse_line(line: str, now: float) -> Event:
         if t1 < t0:
             raise ProtocolError(f"{kind}: ends before it starts")
         return Event(kind, t=t1, t0=t0)
-    if kind == "iter":
+    if kind == "cost":
+        if len(args) != 2:
+            raise ProtocolError(f"cost: expected S N, got {len(args)} words")
+        return Event("cost", t=now, t0=_time(args[0]))
+    if kind in ("iter", "probe"):
         if not 2 <= len(args) <= 3:
-            raise ProtocolError(f"iter: expected T0 T1 [ITEMS], got {len(args)} words")
+            raise ProtocolError(f"{kind}: expected T0 T1 [ITEMS], got {len(args)} words")
         t0, t1 = _time(args[0]), _time(args[1])
         if t1 < t0:
-            raise ProtocolError("iter: ends before it starts")
+            raise ProtocolError(f"{kind}: ends before it starts")
         items = 1
         given = len(args) == 3
         if given:
             try:
                 items = int(args[2])
             except ValueError:
-                raise ProtocolError(f"iter: ITEMS {args[2][:40]!r} is not an integer") from None
+                raise ProtocolError(f"{kind}: ITEMS {args[2][:40]!r} is not an integer") from None
             if items < 0:
-                raise ProtocolError("iter: ITEMS is negative")
+                raise ProtocolError(f"{kind}: ITEMS is negative")
             if items > MAX_ITEMS:
-                raise ProtocolError("iter: ITEMS over 2**63 - 1")
-        return Event("iter", t=t1, t0=t0, items=items, items_given=given)
+                raise ProtocolError(f"{kind}: ITEMS over 2**63 - 1")
+        return Event(kind, t=t1, t0=t0, items=items, items_given=given)
     raise ProtocolError(f"unknown event {kind[:40]!r} (expected one of {', '.join(KINDS)})")
 
 
@@ -225,7 +231,7 @@ def off_clock(ev: Event, now: float, start: float) -> str | None:
     hint = "the protocol's times are CLOCK_MONOTONIC (time.monotonic()), the run's clock"
     if ev.t > now + CLOCK_SLACK_S:
         return f"{ev.kind}: time {ev.t:.3f} is after the line was read ({now:.3f}): {hint}"
-    first = ev.t0 if ev.kind in ("iter", "raised", "nested", "waited") else ev.t
+    first = ev.t0 if ev.kind in ("iter", "raised", "nested", "waited", "probe") else ev.t
     if first < start - CLOCK_SLACK_S:
         return f"{ev.kind}: time {first:.3f} is before the run began ({start:.3f}): {hint}"
     return None

@@ -62,7 +62,14 @@ from .event_notes import (
     throttling_warnings,
     waited_warning,
 )
-from .latency import Iteration, Tail, all_raised, latency_stats, with_raised
+from .latency import (
+    Iteration,
+    Tail,
+    all_raised,
+    latency_stats,
+    with_overhead,
+    with_raised,
+)
 from .past_store import PastStore
 from .phases import Occurrence
 from .throttling import (
@@ -132,6 +139,7 @@ class EventStore:
         self._boundary = False  # a batch had a begin or end line: one reading after it
         self._waited = 0.0  # seconds the workload's writes waited on the pipe ("waited")
         self._waits = 0
+        self._costs: list[float] = []  # the client's own seconds per iteration ("cost")
         self._nested = 0  # iterations inside another of their thread ("nested"): no figure
         self._reading_s = 0.0  # CPU seconds the reading thread spent in feed()
         self.lines = 0
@@ -223,6 +231,11 @@ class EventStore:
             self.lines -= 1
             self._waited += t - (ev.t0 - self._t0)
             self._waits += 1
+            return
+        if ev.kind in ("probe", "cost"):  # the client timing itself, no event of the run
+            self.lines -= 1
+            if ev.kind == "cost":
+                self._costs.append(ev.t0)
             return
         if ev.kind == "nested":
             self._nested += 1
@@ -453,6 +466,7 @@ class EventStore:
             latency = as_its_phases(latency, [p.latency for p in phases])
         warnings.extend(all_raised(phases, raised, latency, len(self._raised) + self._raised_over))
         warnings.extend(throttling_warnings(phases, latency))
+        phases, latency = with_overhead(phases, latency, self._costs)
         return phases, latency, tuple(self._marks), warnings
 
     def _past_store_warnings(self, run_end: float) -> list[str]:

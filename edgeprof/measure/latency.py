@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -127,6 +128,22 @@ def with_raised(latency: LatencyStats | None, raised: int) -> LatencyStats | Non
     if latency is None or not raised:
         return latency
     return dataclasses.replace(latency, raised=raised)
+
+
+def with_overhead(
+    phases: tuple[PhaseStats, ...], latency: LatencyStats | None, costs: Sequence[float]
+) -> tuple[tuple[PhaseStats, ...], LatencyStats | None]:
+    """The phases' and the run's latency with the client's own time per iteration beside it
+    (:attr:`LatencyStats.overhead_s`): the median of the ``cost`` lines its processes sent
+    (one each), unchanged where none did (a workload in another language)."""
+    if not costs:
+        return phases, latency
+    cost = statistics.median(costs)
+
+    def add(lat: LatencyStats | None) -> LatencyStats | None:
+        return None if lat is None else dataclasses.replace(lat, overhead_s=cost)
+
+    return tuple(dataclasses.replace(p, latency=add(p.latency)) for p in phases), add(latency)
 
 
 def all_raised(

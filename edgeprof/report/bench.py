@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..analysis.metrics import BY_KEY
+from ..analysis.overhead import overhead_marked
 from ..model import RunResult
 from ..units import format_binary, format_energy, format_seconds
-from .phases import held, latency_notes, percentile_cell
+from .phases import held, latency_notes, overhead_notes, percentile_cell, rate_cell
 from .table import plain_table
 
 COLUMNS = ("NAME", "ITEMS/S", "P50", "P95", "P99", "GPU MEMORY", "GPU UTIL", "ENERGY/ITEM")
@@ -41,7 +42,7 @@ def bench_rows(results: Sequence[RunResult]) -> list[list[str]]:
                 # A run cut short (interrupted, OOM, exit 1) is said: its throughput had been
                 # shown unmarked beside the others'.
                 name if r.succeeded else f"{name} ({_ended(r)})",
-                "n/a" if lat is None or lat.items_per_s is None else f"{lat.items_per_s:.1f}",
+                "n/a" if lat is None else rate_cell(lat.items_per_s, overhead_marked(lat)),
                 # As the latency table shows them (format_seconds), with its marks (a stall's
                 # p99 had lost its "*" here, the table a batch size is chosen by).
                 "n/a" if lat is None else percentile_cell(lat, "p50", held=slowed),
@@ -66,6 +67,7 @@ def render_bench(results: Sequence[RunResult]) -> str:
     table = plain_table("Per batch size", columns, rows)
     stats = [r.latency for r in results if r.latency is not None]
     notes = latency_notes([cell for row in rows for cell in row[2:5]], stats)
+    notes += overhead_notes((r.label, r.latency) for r in results if r.latency is not None)
     cache = first_reads_note(results)
     return table + "".join(n + "\n" for n in (*notes, *([cache] if cache else []), *gpu))
 

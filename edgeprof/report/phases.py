@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from ..analysis.cells import cell_key, cell_name, cells, setting, successful
 from ..analysis.held import held_runs
 from ..analysis.metrics import FEW, FEW_NOTE, too_few
+from ..analysis.overhead import overhead_marked, overhead_share, rate_without_overhead
 from ..analysis.stats import median
 from ..model import PERCENTILES, LatencyStats, Mark, PhaseStats, RunResult
 from ..names import shown_name
@@ -46,8 +47,36 @@ def _ms(s: float | None) -> str:
     return format_seconds(s, digits=2)
 
 
-def _rate(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.1f}"
+def rate_cell(v: float | None, marked: bool = False) -> str:
+    return "n/a" if v is None else f"{v:.1f}" + (OVERHEAD if marked else "")
+
+
+OVERHEAD = "†"
+"""A throughput (IT/S, ITEMS/S) of which edgeprof's own per-iteration cost is a noticeable
+share (:func:`~edgeprof.analysis.overhead.overhead_marked`); the note under it gives the cost."""
+
+
+def overhead_notes(rows: Iterable[tuple[str, LatencyStats]]) -> list[str]:
+    """One line per marked ``(row name, latency)``: the cost measured in the run, its share of
+    the loop's time per iteration, and the rate without it where that can be told."""
+    out = []
+    for name, lat in rows:
+        share = overhead_share(lat)
+        if not overhead_marked(lat) or share is None or lat.per_s is None:
+            continue
+        cost, period = _ms(lat.overhead_s), _ms(1.0 / lat.per_s)
+        rest = rate_without_overhead(lat)
+        without = (
+            f"; without it ~{rest:.0f} it/s" if rest is not None
+            else f"; the workload's own rate cannot be told from it (1/MEAN: {1 / lat.mean_s:.0f})"
+            if lat.mean_s > 0 else ""
+        )
+        out.append(
+            f"{OVERHEAD} {name}: edgeprof.iteration() itself took {cost} an iteration (timed in "
+            f"the run), {share:.0%} of the loop's {period}: IT/S and ITEMS/S count it, no "
+            f"latency does{without}"
+        )
+    return list(dict.fromkeys(out))
 
 
 _T = TypeVar("_T", PhaseStats, LatencyStats)
@@ -285,15 +314,16 @@ def _latency_row(label: str, phase: str, s: LatencyStats, held: bool) -> list[st
         percentile_cell(s, "p95", held=held),
         percentile_cell(s, "p99", held=held),
         _ms(s.max_s),
-        _rate(s.per_s),
-        _rate(s.items_per_s),
+        rate_cell(s.per_s, overhead_marked(s)),
+        rate_cell(s.items_per_s, overhead_marked(s)),
     ]
 
 
-def latency_rows(results: Sequence[RunResult]) -> list[list[str]]:
-    """One row per phase with iterations, and an ``(all)`` row for the run's iterations
-    unless one phase already holds all of them (those that raised too)."""
-    rows = []
+def latency_entries(results: Sequence[RunResult]) -> list[tuple[str, str, LatencyStats, bool]]:
+    """(name, phase, latency, held) of each row of the latency table: one per phase with
+    iterations, and an ``(all)`` row for the run's iterations unless one phase already holds
+    all of them (those that raised too)."""
+    out = []
     if aggregated(results):
         units = [
             (lb, _cell_phases(runs), _cell_latency(runs), held(runs))
@@ -304,12 +334,17 @@ def latency_rows(results: Sequence[RunResult]) -> list[list[str]]:
     for label, phases, latency, slowed in units:
         per_phase = [(p.name, p.latency) for p in phases if p.latency is not None]
         for name, lat in per_phase:
-            rows.append(_latency_row(label, shown_name(name), lat, slowed))
+            out.append((label, shown_name(name), lat, slowed))
         if latency is not None and not any(
             (lat.count, lat.raised) == (latency.count, latency.raised) for _, lat in per_phase
         ):
-            rows.append(_latency_row(label, ALL, latency, slowed))
-    return rows
+            out.append((label, ALL, latency, slowed))
+    return out
+
+
+def latency_rows(results: Sequence[RunResult]) -> list[list[str]]:
+    """The latency table's rows (:func:`latency_entries`)."""
+    return [_latency_row(*entry) for entry in latency_entries(results)]
 
 
 def _latencies(results: Sequence[RunResult]) -> list[LatencyStats]:
@@ -428,10 +463,12 @@ def section_tables(
     marks, left_out = mark_rows(results)
     if marks:
         out.append(("Marks", MARK_COLUMNS, marks, left_out if phases else capped + left_out))
-    latency = latency_rows(results)
+    entries = latency_entries(results)
+    latency = [_latency_row(*entry) for entry in entries]
     if latency:
         cells = [cell for row in latency for cell in row[4:8]]
         notes = latency_notes(cells, _latencies(results))
+        notes += overhead_notes((f"{name} {phase}", lat) for name, phase, lat, _ in entries)
         out.append(("Latency", LATENCY_COLUMNS, latency, notes + _max_note(results)))
     return out
 

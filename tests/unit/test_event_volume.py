@@ -250,7 +250,7 @@ def test_malformed_lines_are_counted_by_kind_with_the_first_of_each() -> None:
         f"({T + 10:.3f}): the protocol's times are CLOCK_MONOTONIC (time.monotonic()), the "
         "run's clock; "
         "1000 like 'hello world this is not protocol': unknown event 'hello' (expected one of "
-        "begin, end, mark, iter, raised, nested, waited); "
+        "begin, end, mark, iter, raised, nested, waited, probe, cost); "
         f"1 like '{'Z' * 60}': line longer than 4096 bytes"
     ]
 

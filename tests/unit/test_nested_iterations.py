@@ -26,8 +26,10 @@ for i in range(3): f()
 
 
 def _lines(data: bytes) -> list[str]:
-    """The events, without ``waited`` notes (a write preempted on a loaded host sends one)."""
-    return [ln for ln in data.decode().splitlines() if not ln.startswith("waited ")]
+    """The events, without ``waited`` notes (a write preempted on a loaded host sends one) or
+    the client's timing of its own cost (``probe``, ``cost``)."""
+    own = ("waited ", "probe ", "cost ")
+    return [ln for ln in data.decode().splitlines() if not ln.startswith(own)]
 
 
 def _kinds(data: bytes) -> list[str]:

@@ -89,11 +89,14 @@ def test_the_api_ignores_a_descriptor_that_is_not_its_pipe(tmp_path: Path) -> No
     assert proc.stdout.startswith("active False")
 
 
-def _through_a_pipe(code: str) -> tuple[subprocess.CompletedProcess[str], bytes]:
+def _through_a_pipe(
+    code: str, probes: bool = False
+) -> tuple[subprocess.CompletedProcess[str], bytes]:
     """Run ``code`` with an events pipe as the runner passes it (the write end inherited,
     named with its inode); returns the process and all it wrote to the pipe but its
     ``waited`` notes: a write the scheduler held up over 0.1 ms on a loaded host sends one
-    (``instrument.HELD_UP_S``), which these tests of the events' lines must not count."""
+    (``instrument.HELD_UP_S``), which these tests of the events' lines must not count; nor,
+    unless ``probes``, the client's timing of its own cost (``probe`` and ``cost`` lines)."""
     r, w = os.pipe()
     try:
         env = {
@@ -111,16 +114,21 @@ def _through_a_pipe(code: str) -> tuple[subprocess.CompletedProcess[str], bytes]
         os.close(r)
         if w >= 0:
             os.close(w)
-    kept = [ln for ln in data.splitlines(keepends=True) if not ln.startswith(b"waited ")]
+    own = (b"waited ",) if probes else (b"waited ", b"probe ", b"cost ")
+    kept = [ln for ln in data.splitlines(keepends=True) if not ln.startswith(own)]
     return proc, b"".join(kept)
 
 
 def test_the_api_writes_protocol_lines_to_its_pipe() -> None:
     before = time.monotonic()
-    proc, data = _through_a_pipe(USE_API)
+    proc, data = _through_a_pipe(USE_API, probes=True)
     after = time.monotonic()
     assert proc.stdout.startswith("active True"), proc.stderr
     lines = data.decode().splitlines()
+    # Before its first iteration the client times 32 empty ones and sends their cost, once.
+    assert [ln.split()[0] for ln in lines[2:35]] == ["probe"] * 32 + ["cost"]
+    assert lines[34].split()[2] == "32" and 0 < float(lines[34].split()[1]) < 0.01
+    lines = lines[:2] + lines[35:]
     kinds = [
         ln.split()[0] + (" " + ln.split()[1] if ln.split()[0] != "iter" else "") for ln in lines
     ]
@@ -231,7 +239,7 @@ def test_the_runner_ignores_malformed_lines_with_one_warning_and_keeps_the_rest(
     assert [w for w in warnings if "malformed" in w] == [
         "5 malformed event line(s) ignored: "
         "1 like 'garbage': unknown event 'garbage' "
-        "(expected one of begin, end, mark, iter, raised, nested, waited); "
+        "(expected one of begin, end, mark, iter, raised, nested, waited, probe, cost); "
         "1 like '\ufffd\ufffd not utf-8': not UTF-8; "
         "1 like 'end never-begun': end of phase 'never-begun', which is not open; "
         "1 like 'iter 3 1': iter: ends before it starts; "

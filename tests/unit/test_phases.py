@@ -751,3 +751,63 @@ def test_the_readings_at_a_phases_lines_feed_the_runs_average_memory() -> None:
     ch.close()
     assert stats.avg_memory(1.0) == 250  # both at 0.5 s: 1000 there, 0 at 0.25 and 0.75 s
     assert stats.readings_within(1.0) == 2
+
+
+def _loop_with_cost(costs: list[float]) -> tuple[tuple[PhaseStats, ...], LatencyStats | None, int]:
+    """10 iterations of 1 µs every 10 µs in ``infer`` (items 8), a client's probes and its
+    ``cost`` lines: (phases, latency, the lines counted)."""
+    store = EventStore(clock=lambda: 10.0)
+    lines = ["begin infer 1.000000000"]
+    lines += [f"probe {1 - 1e-5:.9f} {1 - 9e-6:.9f} 1"] * 32
+    lines += [f"cost {c:.9f} 32" for c in costs]
+    lines += [f"iter {1 + k * 1e-5:.9f} {1 + k * 1e-5 + 1e-6:.9f} 8" for k in range(10)]
+    lines.append("end infer 1.000100000")
+    store.feed(("\n".join(lines) + "\n").encode())
+    phases, latency, _, _ = store.results(run_end=2.0)
+    return phases, latency, store.lines
+
+
+def test_the_clients_cost_is_beside_the_latency_and_marks_the_throughput() -> None:
+    """A tester's empty bench function: MEAN 117 ns beside IT/S 318 888 (3.1 µs an iteration,
+    ~96 % edgeprof's own), with no word: the cost the client timed is the latency's, the
+    throughput is marked, and the note gives the cost, its share and the rate without it."""
+    from edgeprof.analysis.overhead import overhead_share, rate_without_overhead
+    from edgeprof.report.phases import latency_rows, overhead_notes
+
+    phases, latency, lines = _loop_with_cost([4e-6, 2e-6, 3e-6])  # two processes' and a third
+    assert lines == 12  # the probes and costs are the client's, not the run's events
+    assert latency is not None and phases[0].latency is not None
+    assert latency.overhead_s == phases[0].latency.overhead_s == 3e-6  # their median
+    assert latency.count == 10 and latency.per_s == pytest.approx(10 / 91e-6)
+    assert overhead_share(latency) == pytest.approx(3e-6 * 10 / 91e-6)  # 33 %
+    assert rate_without_overhead(latency) == pytest.approx(10 / 61e-6)  # 163 934 it/s
+    run = dataclasses.replace(make_result(), phases=phases, latency=latency)
+    (row,) = latency_rows([run])
+    assert row[-2:] == ["109890.1†", "879120.9†"]
+    assert overhead_notes([("python3 infer", latency)]) == [
+        "† python3 infer: edgeprof.iteration() itself took 3.00µs an iteration (timed in the "
+        "run), 33% of the loop's 9.10µs: IT/S and ITEMS/S count it, no latency does; without "
+        "it ~163934 it/s"
+    ]
+    text = render_plain([run])
+    assert "109890.1†" in text and overhead_notes([("python3 infer", latency)])[0] in text
+
+
+def test_a_small_cost_is_not_marked_and_a_dominant_one_gives_no_rate_without_it() -> None:
+    from edgeprof.analysis.overhead import overhead_marked, rate_without_overhead
+    from edgeprof.report.phases import latency_rows, overhead_notes
+
+    _, small, _ = _loop_with_cost([0.5e-6])  # 5.5 % of the 9.1 µs loop
+    assert small is not None and not overhead_marked(small)
+    run = dataclasses.replace(make_result(), phases=(), latency=small)
+    assert latency_rows([run])[0][-2:] == ["109890.1", "879120.9"]
+    assert overhead_notes([("x", small)]) == []
+    _, big, _ = _loop_with_cost([8.5e-6])  # 93 %: the rest is within the cost's spread
+    assert big is not None and rate_without_overhead(big) is None
+    assert overhead_notes([("x", big)]) == [
+        "† x: edgeprof.iteration() itself took 8.50µs an iteration (timed in the run), 93% of "
+        "the loop's 9.10µs: IT/S and ITEMS/S count it, no latency does; the workload's own "
+        "rate cannot be told from it (1/MEAN: 1000000)"
+    ]
+    _, none, _ = _loop_with_cost([])  # another language's client: no cost, no mark
+    assert none is not None and none.overhead_s is None and not overhead_marked(none)
