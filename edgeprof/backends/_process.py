@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from ..callerenv import callers_environ
 from ..errors import BackendError, LaunchError
 from ..model import Counters, RunSpec, UserIds
 from ..openfiles import workload_soft_limit
@@ -169,7 +170,7 @@ class Process:
         cpuset held by CPU affinity (a backend with no cpuset controller)."""
         return cls(
             spec.command,
-            env={**os.environ, **spec.env},
+            env={**callers_environ(), **spec.env},
             cwd=spec.cwd,
             stdout=spec.stdout,
             stderr=spec.stderr,

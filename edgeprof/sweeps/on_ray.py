@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..callerenv import callers_environ
 from ..errors import ConfigError, EdgeprofError
 
 SLOT = "edgeprof_slot"
@@ -159,7 +160,7 @@ def run_part(
         with subprocess.Popen(
             argv,
             cwd=cwd,
-            env={**os.environ, **env},
+            env={**callers_environ(), **env},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,  # the tables: the driver prints the merged sweep's
             stderr=subprocess.PIPE,
