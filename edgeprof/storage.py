@@ -161,8 +161,11 @@ MAX_JSON_BYTES = 512 << 20
 def read_capped(path: Path, limit: int = MAX_INPUT_BYTES) -> str:
     """``path``'s text, refused past ``limit`` bytes: a 3 GB sparse file had been read whole,
     until a MemoryError.  Only a regular file, or a pipe already open (``-f <(…)``,
-    ``/dev/stdin``), is read (:func:`input_kind`).  ``OSError`` and ``UnicodeDecodeError`` as
-    :meth:`Path.read_text` raises them."""
+    ``/dev/stdin``), is read (:func:`input_kind`).  A leading byte-order mark is dropped
+    (Notepad's and PowerShell 5's "UTF-8"): it had become part of a ``-f`` file's first model
+    name, ``'\\ufeffaé'`` passed to the workload, unseen in the tables, and refused an
+    env.template's first line as ``expected KEY=value``.  ``OSError`` and
+    ``UnicodeDecodeError`` as :meth:`Path.read_text` raises them."""
     refused = input_kind(os.stat(path))
     if refused is not None:
         raise ConfigError(f"{path}: {refused}, not a file edgeprof reads")
@@ -176,7 +179,7 @@ def read_capped(path: Path, limit: int = MAX_INPUT_BYTES) -> str:
         data = f.read(limit + 1)
     if len(data) > limit:
         raise ConfigError(f"{path}: more than {limit >> 20} MiB, not a file edgeprof reads")
-    return data.decode()
+    return data.decode("utf-8-sig")
 
 
 def input_kind(st: os.stat_result) -> str | None:

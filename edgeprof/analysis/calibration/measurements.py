@@ -102,7 +102,7 @@ def read_measurements(path: Path) -> Measurements:
     """Read and validate a device CSV (module docstring); any problem is one
     :class:`ConfigError` naming the file, and the line where there is one."""
     p = str(path)
-    text = read_input(path, "measurements ").removeprefix("\ufeff")  # a spreadsheet's BOM
+    text = read_input(path, "measurements ")  # a spreadsheet's BOM dropped by read_capped
     numbered = [
         (i + 1, ln)
         for i, ln in enumerate(text.splitlines())
