@@ -22,6 +22,7 @@ from ..dirlock import DirLock
 from ..errors import ConfigError, EdgeprofError, LaunchError, LimitError, UnsafeOutput
 from ..model import Limits, RunResult, RunSpec, Termination, UserIds
 from ..names import check_env, has_control
+from ..outfiles import remove_files
 from ..storage import missing_dirs, prepare_out_dir, write_result
 from ..units import format_binary, parse_duration, parse_memory_limit
 from ..workload.instrument import GPU_MEMORY_ENV
@@ -376,7 +377,7 @@ def profile(
             emulated = device_cores if applied.cpus is not None else None
             result = _warn_threads(result, spec, allowed, on_host, emulated)
             if out is not None:
-                _save(out / "result.json", result)
+                _save(out / "result.json", result, made)
         if interrupts.first is not None and result.termination != Termination.INTERRUPTED:
             # Stopped after the workload had ended: its result stands (and is written), and
             # edgeprof stops as asked rather than go on to a sweep's next run.
@@ -417,17 +418,32 @@ def _warn_threads(
     return dataclasses.replace(result, warnings=(*result.warnings, crowded))
 
 
-def _save(path: Path, result: RunResult) -> None:
+def _save(path: Path, result: RunResult, made: Sequence[Path] = ()) -> None:
     """``result.json``; a failure to write it is :class:`ResultNotSaved`, which carries the
-    measured run (only the file is missing)."""
+    measured run (only the file is missing), and leaves no empty file nor, of ``made`` (the
+    directories the run made, the deepest first), an empty directory."""
     try:
         write_result(path, result)
     except (OSError, UnsafeOutput) as exc:
+        _drop_empty_samples(path.parent)
+        for d in made:  # only while empty: a samples.csv with rows keeps its directory
+            with contextlib.suppress(OSError):
+                d.rmdir()
         why = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
         raise ResultNotSaved(
             f"the run ended ({_outcome(result)}) but {path} could not be written: {why}",
             result,
         ) from exc
+
+
+def _drop_empty_samples(out: Path) -> None:
+    """A ``samples.csv`` the full disk left with no byte (not even its header) goes with the
+    unsaved result: a single run on a full 1 MiB tmpfs had left its directory holding a
+    0-byte ``samples.csv``, no file anyone can read.  One with rows stays: they are the
+    run's readings, whole rows to the last (:mod:`.samplefile`)."""
+    with contextlib.suppress(OSError, UnsafeOutput):
+        if (out / "samples.csv").stat().st_size == 0:
+            remove_files(out, ("samples.csv",))
 
 
 def _outcome(result: RunResult) -> str:

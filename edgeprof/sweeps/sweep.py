@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import functools
 import json
 import sys
@@ -126,6 +127,10 @@ class _Checkpoint:
         self._unsaved = False
         self._written = False  # sweep.json exists: a stop must then be said in it
         self._closing = False
+        self.listed = 0
+        """The runs the file on disk holds (behind :attr:`_count` until the next write)."""
+        self.ended = False
+        """The file says how the sweep ended: :meth:`close`'s write succeeded."""
 
     def add(self, r: RunResult, warmup: bool) -> None:
         if not warmup:
@@ -136,6 +141,11 @@ class _Checkpoint:
         self._unsaved = True
         if time.monotonic() >= self._next:
             self._write()
+
+    @property
+    def stale(self) -> bool:
+        """The file exists and does not say how the sweep ended (its last write failed)."""
+        return self._written and not self.ended
 
     def discard(self) -> None:
         """Nothing written, and nothing to write (the sweep left an earlier one's file)."""
@@ -170,12 +180,17 @@ class _Checkpoint:
         try:
             write_text_atomic(self._path, self._pieces())
         except OSError as exc:  # a full disk: one line, not a traceback from the sweep's loop
+            # The way on too: a full 1 MiB tmpfs had said only where the results were.
+            full = exc.errno in _FULL
             raise ConfigError(
-                f"cannot write {self._path}: {exc.strerror or exc}; each finished run's "
-                "result.json is in its own directory"
+                f"cannot write {self._path}: {exc.strerror or exc}; the sweep stopped there, "
+                f"with {self._count} run(s) saved, each result.json in its own directory"
+                + (f"; {'free space, then ' if full else ''}run it again with --resume to keep "
+                   "them" if self._count else "")
             ) from exc
         self._unsaved = False
         self._written = True
+        self.listed, self.ended = self._count, self._closing
         took = time.monotonic() - start
         self._next = start + took + max(self.MIN_GAP_S, 10 * took)
 
@@ -402,9 +417,7 @@ def _sweep(
             with contextlib.suppress(OSError, ConfigError):
                 checkpoint.close()
         if isinstance(exc, ResultNotSaved) and not plan.is_single:
-            stopped = _sweep_stopped(exc, plan, result)
-            if stopped is not None:
-                raise stopped from exc
+            raise _sweep_stopped(exc, plan, result, checkpoint) from exc
         if isinstance(exc, KeyboardInterrupt) and result.runs and not plan.is_single:
             # Stopped between runs (a lease, the checkpoint, the progress): an interrupted
             # sweep as one stopped in a run's wait, its tables and files then written.
@@ -418,20 +431,29 @@ def _sweep(
 
 
 def _sweep_stopped(
-    exc: ResultNotSaved, plan: SweepPlan, result: SweepResult
-) -> ResultNotSaved | None:
-    """A run's unsaved result as the end of its sweep: a full disk had stopped a sweep of 4
-    runs after its first, saying only that one run's result.json could not be written (no
-    note of the 3 runs never made, as an interruption has).  ``None`` after its last run:
-    nothing was left out."""
-    made = len(result.runs) + len(result.warmups) + 1  # with the run not saved
-    planned = len(plan.steps())
-    if made >= planned:
-        return None
+    exc: ResultNotSaved, plan: SweepPlan, result: SweepResult, checkpoint: _Checkpoint | None
+) -> ResultNotSaved:
+    """A run's unsaved result as the end of its sweep: how many runs are saved, what
+    ``sweep.json`` holds if it could not be rewritten, and the way on (``--resume``).
+
+    A full disk (a 1 MiB tmpfs) had stopped a ``--repeat 3`` sweep at its third run with
+    only ``could not be written: No space left on device``: not that 2 runs were saved, nor
+    that ``sweep.json``, which the full disk kept from being rewritten, still listed 1 run
+    as ``unfinished ... (still running, or killed)``, nor that ``--resume`` keeps the 2."""
+    saved = len(result.runs)  # the unsaved run is in none of the lists
+    planned = len(plan.measured_steps())
     most = "at most " if plan.auto is not None else ""  # auto: the rounds it may run
-    return ResultNotSaved(
-        f"{exc}; the sweep stopped there, after {made} of {most}{planned} run(s)", exc.result
-    )
+    line = f"{exc}; the sweep stopped there, with {saved} of {most}{planned} run(s) saved"
+    if checkpoint is not None and checkpoint.stale:
+        line += f" (sweep.json could not be rewritten: it lists {checkpoint.listed})"
+    if saved:
+        full = isinstance(exc.__cause__, OSError) and exc.__cause__.errno in _FULL
+        line += f"; {'free space, then ' if full else ''}run it again with --resume to keep them"
+    return ResultNotSaved(line, exc.result)
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+"""A full disk or quota: the cause ``--resume`` needs freed first."""
 
 
 def _pending(runs: Sequence[RunResult], auto: AutoRepeat) -> set[CellKey]:

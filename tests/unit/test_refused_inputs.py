@@ -466,8 +466,9 @@ def test_a_full_disk_under_a_sweep_is_one_line(
     assert main(["run", "--backend", "fake", "-m", "a,b", "--out", str(out), *WORKLOAD]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[-1] == (
-        f"edgeprof: error: cannot write {out / 'sweep.json'}: No space left on device; each "
-        "finished run's result.json is in its own directory"
+        f"edgeprof: error: cannot write {out / 'sweep.json'}: No space left on device; the "
+        "sweep stopped there, with 1 run(s) saved, each result.json in its own directory; "
+        "free space, then run it again with --resume to keep them"
     )
     assert [ln for ln in err if "error" in ln or "Traceback" in ln] == err[-1:]
     assert (out / "a" / "1" / "result.json").is_file()

@@ -6,13 +6,16 @@ one ``--out``: a SIGKILLed re-run left yesterday's ``result.json`` beside its ow
 from __future__ import annotations
 
 import errno
+import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
 from edgeprof import outfiles
 from edgeprof.cli import main
+from edgeprof.model import RunResult
 
 FAKE = ["run", "--backend", "fake", "--interval", "0.01"]
 SWEEP_FILES = ("sweep.json", "runs.csv", "cells.csv", "report.md")
@@ -152,8 +155,52 @@ def test_a_result_that_cannot_be_saved_says_the_workloads_code_and_the_sweeps_st
     err = capsys.readouterr().err.splitlines()
     assert err[-1] == (
         "edgeprof: error: the run ended (exited 0) but sw/0.1/1/result.json could not be "
-        "written: No space left on device; the sweep stopped there, after 1 of 4 run(s)"
+        "written: No space left on device; the sweep stopped there, with 0 of 4 run(s) saved"
     )
+
+
+def test_a_sweep_stopped_by_a_full_disk_says_what_is_saved_and_suggests_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 1 MiB tmpfs filled in a ``--repeat 3`` sweep's last run: the line had not said that
+    2 runs were saved, that sweep.json still listed 1 of them as ``unfinished ... (still
+    running, or killed)``, nor that ``--resume`` keeps the 2."""
+    from edgeprof.measure import runner
+    from edgeprof.storage import write_result as real_result
+    from edgeprof.storage import write_text_atomic as real_text
+    from edgeprof.sweeps import sweep as sweep_module
+
+    full = {"on": False}
+    calls = {"n": 0}
+
+    def result_then_full(path: Path, result: RunResult) -> None:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            full["on"] = True
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_result(path, result)
+
+    def text(path: Path, pieces: Iterable[bytes]) -> None:
+        if full["on"]:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_text(path, pieces)
+
+    monkeypatch.setattr(runner, "write_result", result_then_full)
+    monkeypatch.setattr(sweep_module, "write_text_atomic", text)
+    monkeypatch.setattr(sweep_module._Checkpoint, "MIN_GAP_S", 3600.0)  # only run 1 is listed
+    monkeypatch.chdir(tmp_path)
+    assert main([*FAKE, "--repeat", "3", "--out", "sw", "--", "sh", "-c", "true"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "edgeprof: error: the run ended (exited 0) but sw/run/3/result.json could not be "
+        "written: No space left on device; the sweep stopped there, with 2 of 3 run(s) saved "
+        "(sweep.json could not be rewritten: it lists 1); free space, then run it again with "
+        "--resume to keep them"
+    )
+    assert len(json.loads((tmp_path / "sw" / "sweep.json").read_text())["runs"]) == 1
+    full["on"] = False
+    assert main([*FAKE, "--repeat", "3", "--out", "sw", "--resume", "--", "sh", "-c", "true"]) == 0
+    assert "2 of 3 measured run(s) kept" in capsys.readouterr().err
+    assert len(json.loads((tmp_path / "sw" / "sweep.json").read_text())["runs"]) == 3
 
 
 def test_a_sweep_whose_first_run_cannot_start_removes_nothing(
@@ -187,3 +234,49 @@ def test_a_single_run_leaves_files_it_does_not_write(
     assert main([*FAKE, "--out", "o", "--", "true"]) == 0
     assert (out / "result.json").is_file()
     assert all((out / name).read_text() == "mine\n" for name in SWEEP_FILES[1:])
+
+
+def test_a_single_run_on_a_full_disk_leaves_no_empty_samples_file_nor_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 1 MiB tmpfs already full: the run exited 2 as documented but left ``full/x/``
+    holding a 0-byte samples.csv.  One with rows stays, with its directory."""
+    from edgeprof.measure import runner
+
+    def full(path: Path, result: RunResult) -> None:
+        (path.parent / "samples.csv").write_bytes(b"")  # the disk took not even the header
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(runner, "write_result", full)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "full").mkdir()
+    assert main([*FAKE, "--out", "full/x", "--", "sh", "-c", "true"]) == 2
+    assert "could not be written" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path / "full")) == []
+
+    def full_after_rows(path: Path, result: RunResult) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(runner, "write_result", full_after_rows)
+    assert main([*FAKE, "--out", "full/y", "--", "sh", "-c", "true"]) == 2
+    assert (tmp_path / "full" / "y" / "samples.csv").stat().st_size > 0
+
+
+def test_a_sweep_json_the_full_disk_refuses_says_what_is_saved_and_suggests_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The line had said only ``cannot write sw/sweep.json: No space left on device; each
+    finished run's result.json is in its own directory``."""
+    from edgeprof.sweeps import sweep as sweep_module
+
+    def full(path: Path, pieces: Iterable[bytes]) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(sweep_module, "write_text_atomic", full)
+    monkeypatch.chdir(tmp_path)
+    assert main([*FAKE, "--repeat", "3", "--out", "sw", "--", "sh", "-c", "true"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "edgeprof: error: cannot write sw/sweep.json: No space left on device; the sweep "
+        "stopped there, with 1 run(s) saved, each result.json in its own directory; free "
+        "space, then run it again with --resume to keep them"
+    )
