@@ -11,6 +11,7 @@ wider than their text (the older profiler's ``tabulate`` files, kept byte for by
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
@@ -34,8 +35,21 @@ def size_as_shown(shown: Callable[[str], str] | None) -> None:
 
 
 def _width(text: str) -> int:
-    """The columns ``text`` takes where it is written (:func:`size_as_shown`)."""
-    return len(_SHOWN[0](text)) if _SHOWN else len(text)
+    """The terminal cells ``text`` takes where it is written (:func:`size_as_shown`).
+
+    Cells, not characters: a wide (East Asian) character takes two, a combining one none
+    (Unicode's East Asian Width).  Counted by characters,
+    ``--name 日本語モデル`` (12 cells, 6 characters) had pushed every later column of its row
+    6 cells right of the header's."""
+    shown = _SHOWN[0](text) if _SHOWN else text
+    if shown.isascii():
+        return len(shown)
+    # By hand, from the standard library's tables: rich's cell_len would load rich into a
+    # plain run's start-up (the table's ``×`` is enough), which test_cli_startup holds out.
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        for c in shown
+    )
 
 
 def _pad(text: str, width: int, align: Align) -> str:

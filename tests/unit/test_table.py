@@ -63,3 +63,16 @@ def test_text_table_renders_both_ways() -> None:
     t = TextTable("Ranking", [["#", "MODEL"], ["1", "a"]], ["  warning: w"])
     assert t.plain() == "Ranking\n#  MODEL\n-  -----\n1  a\n  warning: w\n"
     assert t.markdown() == "### Ranking\n\n| # | MODEL |\n|---|---|\n| 1 | a |\n\n- warning: w\n"
+
+
+def test_wide_characters_are_padded_by_the_cells_they_take() -> None:
+    """``日本語モデル`` takes 12 terminal cells: padded as 6, its row's later columns were
+    6 cells right of the header's."""
+    rows = [["日本語モデル", "19.9%"], ["é", "1%"], ["e\u0301", "2%"]]  # é decomposed: 1 cell
+    assert plain_lines(["NAME", "CPU"], rows) == [
+        "NAME          CPU",
+        "------------  -----",
+        "日本語モデル  19.9%",
+        "é             1%",
+        "e\u0301             2%",
+    ]
