@@ -16,6 +16,7 @@ import re
 from pathlib import PurePosixPath
 
 from .errors import ConfigError
+from .workload.instrument import FD_ENV, INODE_ENV, PATH_ENV, UNAVAILABLE_ENV
 
 MAX_COMPONENT_BYTES = 255
 """NAME_MAX of Linux file systems: a longer name cannot be a file."""
@@ -28,6 +29,17 @@ CGROUP_PATH = re.compile(r"^[A-Za-z0-9_./@:-]+$")
 
 def _show(text: object) -> str:
     shown = ascii(text)
+    return shown if len(shown) <= 60 else shown[:57] + "...'"
+
+
+def _as_typed(text: object) -> str:
+    """``text`` quoted as the user typed it (``'é'``) where it prints as itself, else as
+    :func:`_show` escapes it (a control character, an undecodable byte)."""
+    if not isinstance(text, str) or has_control(text):
+        return _show(text)
+    if any("\ud800" <= c <= "\udfff" for c in text):  # undecodable bytes
+        return _show(text)
+    shown = repr(text)
     return shown if len(shown) <= 60 else shown[:57] + "...'"
 
 
@@ -86,10 +98,24 @@ def check_name(text: str, what: str) -> str:
     return text
 
 
+_RESERVED_ENV = frozenset({FD_ENV, INODE_ENV, PATH_ENV, UNAVAILABLE_ENV})
+
+
 def check_env(key: str, value: str) -> None:
     """An environment variable for the workload: a plain name, a value without NUL."""
     if not isinstance(key, str) or not ENV_NAME.match(key):
-        raise ConfigError(f"invalid environment variable name {_show(key)}")
+        # As typed, and the form allowed: ``-E 'é=1'`` had said only ``name '\\xe9'``.
+        raise ConfigError(
+            f"invalid environment variable name {_as_typed(key)}: expected ASCII letters, "
+            "digits, '_', '.' and '-', not starting with a digit, '.' or '-'"
+        )
+    if key in _RESERVED_ENV:
+        # ``-E EDGEPROF_EVENTS_FD=3`` had been accepted and silently replaced (the workload
+        # saw 8): the events channel's variables are the run's own.
+        raise ConfigError(
+            f"environment variable {key}: edgeprof sets it for each run (its events "
+            "channel, docs/phases.md); it cannot be given"
+        )
     if not isinstance(value, str):  # env={"A": 1} had raised a bare TypeError
         raise ConfigError(f"environment variable {key}: the value {_show(value)} is not a string")
     if "\0" in value:
