@@ -29,55 +29,78 @@ SWEEP_FILES = ("sweep.json", *EXPORT_FILES)
 removes an earlier sweep's before its first run (:func:`edgeprof.sweeps.outdir.remove_earlier`)."""
 
 
-def load_runs(paths: list[Path]) -> list[RunResult]:
+def load_runs(
+    paths: list[Path], skipped: list[tuple[Path, str]] | None = None
+) -> list[RunResult]:
     """Every run in ``paths``: a ``result.json``, a ``sweep.json`` (key ``runs``), a JSON list
     of results (``run --json`` with several runs), or a directory, searched to
     :data:`~edgeprof.resultdirs.RESULTS_DEPTH` levels below it
     (:func:`~edgeprof.resultdirs.result_files`: a sweep read through its
     ``sweep.json``, not through its run files).  Order is kept: file order as given, sorted
-    paths inside a directory."""
+    paths inside a directory.
+
+    ``skipped``: where given, a file found in a directory that is no readable result is left
+    out and it is appended to it with the one line saying why, the other files read on (``report
+    DIR``: ``report /tmp`` had stopped at the first of them, a test's fixture with a
+    negative figure, and shown none of the 29 such files' neighbours).  A file named in
+    ``paths``, or the one a directory given holds itself (``report SWEEP``'s
+    ``sweep.json``), is an error all the same: it was asked for by name."""
     runs: list[RunResult] = []
     for path in paths:
         outfiles.check_path(path, "read")  # before is_dir(): ENAMETOOLONG's, EACCES's traceback
-        if path.is_dir():
-            files = result_files(path)
-            if not files:
-                notes = (layers_file_note(p) for p in sorted(path.glob("*.y*ml"))[:100])
-                note = next((n for n in notes if n), None)
-                raise ConfigError(
-                    f"{path}: no result.json or sweep.json in it or in the {RESULTS_DEPTH} "
-                    "levels of directories below it" + (f"; {note}" if note else "")
-                )
-            runs.extend(load_runs(files))
+        if not path.is_dir():
+            runs.extend(_file_runs(path))
             continue
-        data = _read_results(path)
-        one = False  # a result.json, whose files are beside it
-        if isinstance(data, dict) and data.get("schema") == SWEEP_SCHEMA:
-            items = data.get("runs")
-        elif isinstance(data, dict) and "schema" in data and "schema_version" not in data:
-            # A sweep's file by its key (a result has schema_version): another sweep schema
-            # had been read as a result, "unsupported result schema_version None".
+        files = result_files(path)
+        if not files:
+            notes = (layers_file_note(p) for p in sorted(path.glob("*.y*ml"))[:100])
+            note = next((n for n in notes if n), None)
             raise ConfigError(
-                f"{path}: unsupported sweep schema {shown(data['schema'])} "
-                f"(this edgeprof reads {SWEEP_SCHEMA})"
+                f"{path}: no result.json or sweep.json in it or in the {RESULTS_DEPTH} "
+                "levels of directories below it" + (f"; {note}" if note else "")
             )
-        elif isinstance(data, list):
-            items = data
-        else:
-            items, one = [data], True
-        if not isinstance(items, list):
-            raise ConfigError(f"{path} is not an edgeprof result or sweep")
-        bases = [path.parent] if one else [path.parent, *shard_dirs(data, path.parent)]
-        for i, item in enumerate(items, 1):
-            if not isinstance(item, dict):
-                raise ConfigError(f"{path} is not an edgeprof result or sweep")
+        for file in files:
             try:
-                run = RunResult.from_dict(item)
-            except ConfigError as exc:  # from_dict says which key, in one line
-                # Which run of a sweep: the key alone had left a 40-run file to search.
-                which = "" if one else f" (run {i} of {len(items)})"
-                raise ConfigError(f"{path} is not an edgeprof result{which}: {exc}") from exc
-            runs.append(found_files(run, bases, beside=one))
+                outfiles.check_path(file, "read")
+                runs.extend(_file_runs(file))
+            except ConfigError as exc:
+                if skipped is None or file.parent == path:  # the output's own, as if named
+                    raise
+                skipped.append((file, str(exc)))
+    return runs
+
+
+def _file_runs(path: Path) -> list[RunResult]:
+    """The runs of one file of results (:func:`load_runs`)."""
+    data = _read_results(path)
+    one = False  # a result.json, whose files are beside it
+    if isinstance(data, dict) and data.get("schema") == SWEEP_SCHEMA:
+        items = data.get("runs")
+    elif isinstance(data, dict) and "schema" in data and "schema_version" not in data:
+        # A sweep's file by its key (a result has schema_version): another sweep schema
+        # had been read as a result, "unsupported result schema_version None".
+        raise ConfigError(
+            f"{path}: unsupported sweep schema {shown(data['schema'])} "
+            f"(this edgeprof reads {SWEEP_SCHEMA})"
+        )
+    elif isinstance(data, list):
+        items = data
+    else:
+        items, one = [data], True
+    if not isinstance(items, list):
+        raise ConfigError(f"{path} is not an edgeprof result or sweep")
+    bases = [path.parent] if one else [path.parent, *shard_dirs(data, path.parent)]
+    runs: list[RunResult] = []
+    for i, item in enumerate(items, 1):
+        if not isinstance(item, dict):
+            raise ConfigError(f"{path} is not an edgeprof result or sweep")
+        try:
+            run = RunResult.from_dict(item)
+        except ConfigError as exc:  # from_dict says which key, in one line
+            # Which run of a sweep: the key alone had left a 40-run file to search.
+            which = "" if one else f" (run {i} of {len(items)})"
+            raise ConfigError(f"{path} is not an edgeprof result{which}: {exc}") from exc
+        runs.append(found_files(run, bases, beside=one))
     return runs
 
 

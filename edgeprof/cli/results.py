@@ -163,13 +163,18 @@ def report(
 
     Budgets are checked again: those given here, else those a sweep recorded in its
     sweep.json (run's --max-… and --budgets); exit 3 on a breach, as run's.
+
+    A file found in a directory that is no readable result is skipped, named with why on
+    stderr, and the other runs are reported: then exit 2 (before a breach's 3), as when
+    none could be read.
     """
     from ..analysis.budgets import budgets_from_options
+    from ..errors import ConfigError
     from ..report.saved import rerender
     from .runargs import budget_values
 
     budgets = budgets_from_options(budgets_file, budget_values(locals()))
-    checks = rerender(
+    checks, skipped = rerender(
         paths,
         sys.stdout,
         sys.stderr,
@@ -181,6 +186,11 @@ def report(
         html=html,
         budgets=budgets,
     )
+    if skipped:  # the more basic failure: the figures (and a gate's verdict) lack them
+        raise ConfigError(
+            f"skipped {len(skipped)} result file(s) that could not be read (each named "
+            "above): the report is of the other runs"
+        )
     if any(not c.ok for c in checks):
         raise typer.Exit(EXIT_BUDGET)
 

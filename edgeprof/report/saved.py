@@ -51,7 +51,7 @@ from .export import EXPORTS, write_exports
 from .files import announce_dir, write_file, write_markdown, write_plot_files
 from .junit import compare_cases, render_junit, timing
 from .run import budget_checks, gate_run
-from .saved_notes import answer_kind, fit_note, fits_of, skipped_profiles
+from .saved_notes import answer_kind, fit_note, fits_of, skipped_note, skipped_profiles
 from .statistics_tables import repeats_table
 from .summary import BudgetGate, print_summary
 
@@ -124,9 +124,15 @@ def compare_saved(
     return regressed(changes)
 
 
-def no_runs(paths: Sequence[Path]) -> ConfigError:
-    """The error of ``paths`` that hold no run (``[]``, a sweep stopped in its warm-up): what
-    ``report`` and :func:`edgeprof.load` say alike (load had returned ``[]`` unsaid)."""
+def no_runs(paths: Sequence[Path], skipped: int = 0) -> ConfigError:
+    """The error of ``paths`` that hold no run (``[]``, a sweep stopped in its warm-up, or
+    ``skipped`` files found and none readable): what ``report`` and :func:`edgeprof.load`
+    say alike (load had returned ``[]`` unsaid)."""
+    if skipped:
+        return ConfigError(
+            f"no run to report in {', '.join(map(str, paths))}: none of the {skipped} result "
+            "file(s) found could be read (each skipped above, with why)"
+        )
     # A sweep stopped in a warm-up left its sweep.json: why it has no run, not just none.
     stopped = [why for p in paths if (why := sweep_stopped(p)) is not None]
     if stopped:
@@ -271,11 +277,14 @@ def rerender(
     html: Path | None = None,
     predictions: Path | None = None,
     budgets: Budgets | None = None,
-) -> list[BudgetCheck]:
+) -> tuple[list[BudgetCheck], list[tuple[Path, str]]]:
     """The tables of the runs in ``paths`` on ``stdout``; the files asked for; the budget
-    checks.  The budgets are ``budgets`` where given (saved results held to new ones), else
-    those one sweep recorded in its ``sweep.json``: a re-render of a gate that failed had
-    shown no verdict, in text, Markdown or page, and exited 0."""
+    checks, and the files found in a directory of ``paths`` that were skipped, each one
+    line of why (:func:`~edgeprof.resultfiles.load_runs`; said on ``stderr`` before the
+    tables and in a note under them, the exit code is the caller's).  The budgets are
+    ``budgets`` where given (saved results held to new ones), else those one sweep recorded
+    in its ``sweep.json``: a re-render of a gate that failed had shown no verdict, in text,
+    Markdown or page, and exited 0."""
     fits = {p: docs for p in paths if (docs := fits_of(p)) is not None}
     for p in fits:
         if not p.is_dir():  # the answer alone has no runs to show
@@ -285,12 +294,14 @@ def rerender(
             )
     # Runs that share a label but not their target, command or --env (each bench's `infer
     # bs=1`, two scripts' `python`): named apart, not pooled as repeats.
-    loaded, shared = apart(load_runs(list(paths)))
+    unread: list[tuple[Path, str]] = []
+    loaded, shared = apart(load_runs(list(paths), unread))
+    stderr.writelines(f"edgeprof: skipped {why}\n" for _, why in unread)
     runs = cell_order(loaded)
     if not runs:
-        raise no_runs(paths)
-    if (skipped := skipped_profiles(paths)) is not None:
-        print(f"edgeprof: note: {skipped}", file=stderr)
+        raise no_runs(paths, len(unread))
+    if (profiles := skipped_profiles(paths)) is not None:
+        print(f"edgeprof: note: {profiles}", file=stderr)
     cal = None if calibration is None else load_calibration(calibration)
     if predictions is not None and cal is None:
         from .predictions import NO_CALIBRATION_FILE
@@ -314,6 +325,7 @@ def rerender(
     ]
     stopped += [text for text, _ in answers]
     stopped += shared
+    stopped += [skipped_note([f for f, _ in unread])] if unread else []
     stopped += [note for p in paths if (note := pooled(p, "report")) is not None]
     # One sweep made with --repeat auto: what it resolved, as the run printed it.
     auto = load_auto_repeat(paths[0]) if len(paths) == 1 else None
@@ -384,7 +396,7 @@ def rerender(
         from .predictions import write_predictions
 
         write_predictions(predictions, preds, str(calibration), stderr)
-    return checks
+    return checks, unread
 
 
 def check_report_out(out: Path) -> None:

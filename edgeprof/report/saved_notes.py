@@ -1,6 +1,7 @@
 """What a report says of the files it reads beside runs: a fit's directory
-(:func:`fit_note`, the page's banner :func:`answer_kind`) and the per-layer profiles it
-skips (:func:`skipped_profiles`); split from :mod:`edgeprof.report.saved` at 521 lines."""
+(:func:`fit_note`, the page's banner :func:`answer_kind`), the per-layer profiles it
+skips (:func:`skipped_profiles`) and the files found that are no readable results
+(:func:`skipped_note`); split from :mod:`edgeprof.report.saved` at 521 lines."""
 
 from __future__ import annotations
 
@@ -103,3 +104,15 @@ def answer_kind(fit: Mapping[str, Any]) -> str:
         # no plain pass: a longer run needs more.
         return "warn" if fit_growth(fit) is not None else "pass"
     return "warn" if fit.get("fits") is None and fit.get("stopped") else "fail"
+
+
+def skipped_note(files: Sequence[Path]) -> str:
+    """The note under a report's tables (and in its Markdown and page) naming the ``files``
+    found that were no readable results (stderr says why of each): a saved report silent of
+    them would read as all the runs there were."""
+    names = ", ".join(map(str, files[:4]))
+    names += f" and {len(files) - 4} more" if len(files) > 4 else ""
+    return (
+        f"{len(files)} result file(s) found could not be read and are not in these figures: "
+        f"{names} (why: edgeprof's stderr)"
+    )

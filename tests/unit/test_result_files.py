@@ -359,3 +359,38 @@ def test_json_that_is_no_result_is_said_to_be_none_in_one_line(tmp_path: Path) -
     huge.write_text(json.dumps({**make_result().to_dict(), "x": 2**64}))
     with pytest.raises(ConfigError, match=r"18446744073709551616 is beyond any figure"):
         load_runs([huge])
+
+
+def test_a_directorys_unreadable_files_are_skipped_with_why_only_where_asked(
+    tmp_path: Path,
+) -> None:
+    """``report DIR`` (``skipped`` given) reads every result a directory holds past the
+    broken and foreign ones, each named with its one line; without ``skipped`` (compare,
+    calibrate, ``edgeprof.load``) the first is an error, as a file named by hand is."""
+    for name in ("a", "c"):
+        (tmp_path / name).mkdir()
+        write_result(tmp_path / name / "result.json", make_result(name=name))
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "result.json").write_text("{")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "result.json").write_text('{"a": 1}')
+    skipped: list[tuple[Path, str]] = []
+    assert [r.name for r in load_runs([tmp_path], skipped)] == ["a", "c"]
+    assert [(f.relative_to(tmp_path).as_posix(), why) for f, why in skipped] == [
+        (
+            "b/result.json",
+            f"cannot read result {tmp_path}/b/result.json: not JSON (Expecting property name "
+            "enclosed in double quotes at line 1, column 2)",
+        ),
+        (
+            "d/result.json",
+            f"{tmp_path}/d/result.json is not an edgeprof result: it has no schema_version (a "
+            "result's) nor runs (a sweep's)",
+        ),
+    ]
+    with pytest.raises(ConfigError, match=r"cannot read result .*/b/result\.json"):
+        load_runs([tmp_path])
+    with pytest.raises(ConfigError, match=r"/d/result\.json is not an edgeprof result"):
+        load_runs([tmp_path / "d" / "result.json"], [])
+    with pytest.raises(ConfigError, match=r"/d/result\.json is not an edgeprof result"):
+        load_runs([tmp_path / "d"], [])  # the directory's own file: as if named

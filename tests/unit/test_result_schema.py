@@ -252,10 +252,19 @@ def test_report_refuses_such_a_file_in_one_line(
     doc["cpu"] |= {"throttled_s": -3.0, "nr_throttled": -7}
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "result.json").write_text(json.dumps(doc))
+    assert main(["report", str(tmp_path / "b")]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    why = (
+        f"{tmp_path}/b/result.json is not an edgeprof result: "
+        "cpu.throttled_s: expected a number of 0 or more, got -3.0"
+    )
+    assert err == f"edgeprof: error: {why}\n"
+    # Found below the directory given: skipped, with the same line, and none left to report.
     assert main(["report", str(tmp_path)]) == 2
     out, err = capsys.readouterr()
     assert out == ""
     assert err == (
-        f"edgeprof: error: {tmp_path}/b/result.json is not an edgeprof result: "
-        "cpu.throttled_s: expected a number of 0 or more, got -3.0\n"
+        f"edgeprof: skipped {why}\nedgeprof: error: no run to report in {tmp_path}: none of "
+        "the 1 result file(s) found could be read (each skipped above, with why)\n"
     )

@@ -1,0 +1,81 @@
+"""``report DIR`` over a directory holding broken or foreign files beside results: every
+readable run is reported, each file skipped is named with why, and the exit code says the
+report is not of every file (``report /tmp`` had stopped at the first such file, 29 there)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from edgeprof.cli import main
+from edgeprof.storage import write_result
+from tests.unit.gating_helpers import run
+
+
+def _tree(tmp_path: Path) -> Path:
+    top = tmp_path / "results"
+    for name, wall in (("a", 1.0), ("c", 3.0)):
+        (top / name).mkdir(parents=True)
+        write_result(top / name / "result.json", run(f"{name}.onnx", wall=wall))
+    (top / "b").mkdir()
+    (top / "b" / "result.json").write_text("{")
+    return top
+
+
+def test_report_renders_the_readable_runs_names_the_others_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    top = _tree(tmp_path)
+    md = tmp_path / "r.md"
+    assert main(["report", str(top), "--markdown", str(md)]) == 2
+    out, err = capsys.readouterr()
+    rows = [line.split()[0] for line in out.splitlines()[3:5]]
+    assert rows == ["a.onnx", "c.onnx"]
+    bad = top / "b" / "result.json"
+    note = (
+        f"1 result file(s) found could not be read and are not in these figures: {bad} "
+        "(why: edgeprof's stderr)"
+    )
+    assert f"note: {note}\n" in out
+    # A saved report says it too (it has no stderr), Markdown's `_` escaped.
+    assert note.replace("_", "\\_") in md.read_text()
+    assert err.splitlines()[0] == (
+        f"edgeprof: skipped cannot read result {bad}: not JSON (Expecting property name "
+        "enclosed in double quotes at line 1, column 2)"
+    )
+    assert err.splitlines()[-1] == (
+        "edgeprof: error: skipped 1 result file(s) that could not be read (each named above): "
+        "the report is of the other runs"
+    )
+
+
+def test_a_skipped_file_comes_before_a_breach_and_none_readable_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """2, not 3: a gate's verdict over some of the runs is the lesser news.  A directory of
+    which nothing could be read is the error alone, after each file's line."""
+    top = _tree(tmp_path)
+    assert main(["report", str(top), "--max-wall", "2s"]) == 2
+    out, _ = capsys.readouterr()
+    # The breach is still shown.
+    assert "  FAIL  c.onnx (cpus=1, memory=1.0GiB): wall time 3.00s exceeds the budget 2.00s" in out
+    (tmp_path / "none").mkdir()
+    (top / "b").rename(tmp_path / "none" / "b")
+    assert main(["report", str(top), "--max-wall", "2s"]) == 3
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "none")]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        f"edgeprof: skipped cannot read result {tmp_path}/none/b/result.json: not JSON "
+        "(Expecting property name enclosed in double quotes at line 1, column 2)",
+        f"edgeprof: error: no run to report in {tmp_path}/none: none of the 1 result file(s) "
+        "found could be read (each skipped above, with why)",
+    ]
+    # The directory's own file is the output asked for: its error alone, as a file's.
+    assert main(["report", str(tmp_path / "none" / "b")]) == 2
+    assert capsys.readouterr().err == (
+        f"edgeprof: error: cannot read result {tmp_path}/none/b/result.json: not JSON "
+        "(Expecting property name enclosed in double quotes at line 1, column 2)\n"
+    )
