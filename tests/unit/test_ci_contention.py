@@ -24,7 +24,13 @@ from edgeprof.report.ci_summary import (
     render_compare_summary,
     render_run_summary,
 )
-from edgeprof.report.junit import budget_cases, compare_cases, render_junit, run_cases
+from edgeprof.report.junit import (
+    ONE_DOT_LEADER,
+    budget_cases,
+    compare_cases,
+    render_junit,
+    run_cases,
+)
 from tests.fakes import FakeBackend, FakeRun
 from tests.unit.gating_helpers import run
 
@@ -40,14 +46,16 @@ def held(r: RunResult, seconds: float) -> RunResult:
 
 
 def cases_of(text: str) -> dict[str, tuple[str | None, str]]:
-    """name → (failure message, system-out) of a JUnit document's cases."""
+    """name → (failure message, system-out) of a JUnit document's cases, named by their cell
+    as typed (the classname's look-alike full stops are test_ci_reports.py's)."""
     suite = ET.fromstring(text).find("testsuite")
     assert suite is not None
     out = {}
     for c in suite.findall("testcase"):
         f = c.find("failure")
         so = c.find("system-out")
-        out[f"{c.get('classname')}: {c.get('name')}"] = (
+        cell = c.get("classname", "").replace(ONE_DOT_LEADER, ".")
+        out[f"{cell}: {c.get('name')}"] = (
             None if f is None else f.get("message"),
             "" if so is None or so.text is None else so.text,
         )

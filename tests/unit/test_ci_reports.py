@@ -22,10 +22,20 @@ from edgeprof.report.ci_summary import (
     render_run_summary,
     write_summaries,
 )
-from edgeprof.report.junit import budget_cases, compare_cases, render_junit, run_cases, timing
+from edgeprof.report.junit import (
+    ONE_DOT_LEADER,
+    budget_cases,
+    compare_cases,
+    junit_classname,
+    render_junit,
+    run_cases,
+    timing,
+)
 from edgeprof.report.results import run_warnings
 from tests.unit.gating_helpers import MIB, run
 from tests.unit.golden_files import golden
+
+D = ONE_DOT_LEADER
 
 
 def sweep() -> list[RunResult]:
@@ -119,8 +129,10 @@ def test_run_junit_without_budgets_one_case_per_cell() -> None:
         if (f := c.find("failure")) is not None
     }
     assert failures == {
-        "squeezenet.onnx (cpus=0.5, memory=1.0GiB)": "2 of 3 runs succeeded (failed: exit 1)",
-        "oom.onnx (cpus=1, memory=1.0GiB)": "0 of 1 runs succeeded (failed: oom)",
+        f"squeezenet{D}onnx (cpus=0{D}5, memory=1{D}0GiB)": (
+            "2 of 3 runs succeeded (failed: exit 1)"
+        ),
+        f"oom{D}onnx (cpus=1, memory=1{D}0GiB)": "0 of 1 runs succeeded (failed: oom)",
     }
     assert len(suite.findall("testcase")) == 5
 
@@ -224,7 +236,7 @@ def test_failed_current_runs_head_the_compare_summary_and_fail_a_junit_case() ->
     failures = [(c.get("classname"), f.get("message")) for c in cases for f in c.iter("failure")]
     assert len(cases) == 2
     said = "current: 3 of 5 runs failed (exit 1 ×3)"
-    assert failures == [("a.onnx (cpus=1, memory=1.0GiB)", said)]
+    assert failures == [(f"a{D}onnx (cpus=1, memory=1{D}0GiB)", said)]
 
 
 def test_a_cell_missing_from_the_current_results_has_no_runs_case() -> None:
@@ -306,10 +318,30 @@ def test_junit_times_are_the_results_own() -> None:
         "2.500", "2026-12-01T00:35:38.570", "h",
     )  # fmt: skip
     assert [(c.get("classname"), c.get("time")) for c in suite.iter("testcase")] == [
-        ("a (cpus=1.5, cpuset=0-1, memory=512.0MiB)", "2.000"),
-        ("b (cpus=1.5, cpuset=0-1, memory=512.0MiB)", "0.500"),
+        (f"a (cpus=1{D}5, cpuset=0-1, memory=512{D}0MiB)", "2.000"),  # the cell's, found
+        (f"b (cpus=1{D}5, cpuset=0-1, memory=512{D}0MiB)", "0.500"),
     ]
     # Without the results' timing (as before): no time, timestamp nor hostname.
     bare = ET.fromstring(render_junit("edgeprof runs", run_cases(results))).find("testsuite")
     assert bare is not None and bare.get("time") is None and bare.get("hostname") is None
+
+
+def test_a_junit_classname_has_no_full_stop_for_jenkins_to_split() -> None:
+    """Jenkins' JUnit plugin splits a classname at its last full stop into package and class:
+    ``model.onnx (batch=1.5)`` had been the package ``model.onnx (batch=1`` and the class
+    ``5)``.  Written with a look-alike, it is one class (of Jenkins' ``(root)``), and the
+    case's texts keep the names as typed."""
+    assert junit_classname("model.onnx (batch=1.5)") == "model\u2024onnx (batch=1\u20245)"
+    assert junit_classname("resnet (cpus=2)") == "resnet (cpus=2)"
+    results = [run("model.onnx", cpus=0.5, exit_code=1)]
+    suite = ET.fromstring(render_junit("edgeprof runs", run_cases(results))).find("testsuite")
+    assert suite is not None
+    (case,) = suite.iter("testcase")
+    classname = case.get("classname", "")
+    package, _, cls = classname.rpartition(".")  # as Jenkins reads it
+    assert (package, cls) == ("", f"model{D}onnx (cpus=0{D}5, memory=1{D}0GiB)")
+    failure = case.find("failure")
+    assert failure is not None
+    assert failure.get("message") == "0 of 1 runs succeeded (failed: exit 1)"
+    assert case.findtext("system-out") == "0 of 1 runs succeeded (failed: exit 1)"
 
