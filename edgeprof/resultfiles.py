@@ -14,13 +14,12 @@ from . import outfiles
 from .errors import ConfigError
 from .model import RunResult
 from .model.fitdoc import FIT_SCHEMA_VERSION
+from .model.sweepdoc import SWEEP_SCHEMA as SWEEP_SCHEMA  # its readers' name for it
 from .resultdirs import RESULTS_DEPTH, natural, result_files, walk_dirs
 from .samplefiles import found_files, shard_dirs
 from .storage import MAX_JSON_BYTES, layers_file_note, read_capped, read_json
 from .units import shown
 
-#: ``sweep.json``: every run of a sweep (each a full result dict) plus the per-cell statistics.
-SWEEP_SCHEMA = "edgeprof-sweep/1"
 EXPORT_FILES = ("runs.csv", "cells.csv", "report.md")
 """What a sweep's report writes beside ``sweep.json`` (:mod:`edgeprof.report.export`), in
 its order."""

@@ -51,6 +51,8 @@ def isolated_core_leases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
 RESULT_SCHEMA = Path(__file__).resolve().parents[1] / "edgeprof" / "result.schema.json"
 FIT_SCHEMA = RESULT_SCHEMA.with_name("fit.schema.json")
 PREDICTIONS_SCHEMA = RESULT_SCHEMA.with_name("predictions.schema.json")
+SWEEP_SCHEMA = RESULT_SCHEMA.with_name("sweep.schema.json")
+COMPARE_SCHEMA = RESULT_SCHEMA.with_name("compare.schema.json")
 
 
 @functools.cache
@@ -66,6 +68,8 @@ def _validator(schema_path: Path) -> Any:
         RESULT_SCHEMA: made.result_schema,
         FIT_SCHEMA: made.fit_schema,
         PREDICTIONS_SCHEMA: made.predictions_schema,
+        SWEEP_SCHEMA: made.sweep_schema,
+        COMPARE_SCHEMA: made.compare_schema,
     }[schema_path](exact=True)
     return jsonschema.Draft202012Validator(exact, format_checker=None)
 
@@ -103,6 +107,32 @@ def predictions_schema_errors(data: object, where: object = "predictions") -> li
     ]
 
 
+def sweep_schema_errors(data: object, where: object = "sweep.json") -> list[str]:
+    """How ``data`` (a sweep.json's document) breaks the published edgeprof/sweep.schema.json,
+    its runs left to the result check (:func:`schema_errors`: a test's hand-written run is
+    left alone); none for a document that is not edgeprof's (no ``"schema":
+    "edgeprof-sweep/1"``, or no ``cells``: a test's hand-written sweep)."""
+    from edgeprof.model.sweepdoc import SWEEP_SCHEMA as NAME
+
+    if not isinstance(data, dict) or data.get("schema") != NAME or "cells" not in data:
+        return []
+    runs: dict[str, list[object]] = {
+        k: [] for k in ("runs", "warmup_runs") if isinstance(data.get(k), list)
+    }
+    return [
+        f"{where} at /{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}"
+        for e in _validator(SWEEP_SCHEMA).iter_errors({**data, **runs})
+    ]
+
+
+def compare_schema_errors(data: object) -> list[str]:
+    """How ``data`` (``compare --json``'s object) breaks edgeprof/compare.schema.json."""
+    return [
+        f"compare --json at /{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}"
+        for e in _validator(COMPARE_SCHEMA).iter_errors(data)
+    ]
+
+
 def schema_errors(path: Path) -> list[str]:
     """How ``path`` (a result.json, a sweep.json and its runs, a fit.json, or a predictions
     document of any name) breaks its published schema; none for a file that is not edgeprof's
@@ -122,7 +152,7 @@ def schema_errors(path: Path) -> list[str]:
         if path.name == "result.json"
         else [*data.get("runs", []), *data.get("warmup_runs", [])]
     )
-    errors = []
+    errors = [] if path.name == "result.json" else sweep_schema_errors(data, path)
     for i, run in enumerate(runs):
         if not isinstance(run, dict) or run.get("schema_version") != 1:
             continue
@@ -135,7 +165,8 @@ def schema_errors(path: Path) -> list[str]:
 @pytest.fixture(autouse=True)
 def results_match_the_schema(request: pytest.FixtureRequest) -> Iterator[None]:
     """Every result.json and sweep.json a test leaves in its ``tmp_path`` holds to the
-    published schema (edgeprof/result.schema.json), every fit.json to
+    published schema (edgeprof/result.schema.json; each sweep.json's own keys to
+    edgeprof/sweep.schema.json), every fit.json to
     edgeprof/fit.schema.json, and every predictions document (``--predictions FILE``, any
     ``*.json``) to edgeprof/predictions.schema.json: whatever the run, the backend or the
     tier.  Files that are not edgeprof's (a test's garbage) are left alone

@@ -11,12 +11,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..model import RunResult
+from ..model.sweepdoc import CellDoc, StatDoc
 from ..resultfiles import SWEEP_SCHEMA
 from .compare import Stat, summarize_cells
 from .metrics import STAT_METRICS, Kind
 
 
-def _stat_dict(s: Stat | None, whole: bool) -> dict[str, Any] | None:
+def _stat_dict(s: Stat | None, whole: bool) -> StatDoc | None:
     """``whole``: the metric is a whole number of bytes, and ``min`` and ``max``, each a run's
     own value, are written as one (``51990528``, as ``runs.csv`` and ``result.json`` write
     it; they had read ``51990528.0``).  ``mean``, ``sd``, ``median`` (of an even count, between
@@ -41,7 +42,7 @@ def _whole(value: float) -> float:
     return int(value) if float(value).is_integer() else value
 
 
-def cell_dicts(results: Sequence[RunResult], warmup: int | None = None) -> list[dict[str, Any]]:
+def cell_dicts(results: Sequence[RunResult], warmup: int | None = None) -> list[CellDoc]:
     """The ``cells`` of ``sweep.json``: per cell, its run count and each metric's statistics."""
     return [
         {
@@ -67,7 +68,9 @@ def sweep_dict(
 ) -> dict[str, Any]:
     """``sweep.json``: :data:`~edgeprof.resultfiles.SWEEP_SCHEMA`, ``extra`` (the sweep's plan),
     every run's full result (``run_dicts``, where the caller made them already) and the cell
-    statistics."""
+    statistics: :class:`~edgeprof.model.sweepdoc.SweepDoc`, whose schema is
+    ``edgeprof/sweep.schema.json`` (the plan's keys, from several writers, held to it by the
+    test suite's check of every file it writes)."""
     return {
         "schema": SWEEP_SCHEMA,
         **(extra or {}),

@@ -1,14 +1,19 @@
-"""The JSON Schemas of ``result.json``, ``fit.json`` and ``--predictions FILE``, made from the
-models that write them: each key's type from the dataclass field's (or typed dict key's)
-annotation, its description from the field's docstring, so a published schema
+"""The JSON Schemas of ``result.json``, ``fit.json``, ``--predictions FILE``, ``sweep.json``
+and ``compare --json``, made from the models that write them: each key's type from the
+dataclass field's (or typed dict key's) annotation, its description from the field's
+docstring, so a published schema
 (``edgeprof/result.schema.json``, ``edgeprof/fit.schema.json``,
-``edgeprof/predictions.schema.json``, package data) cannot describe another model than the
+``edgeprof/predictions.schema.json``, ``edgeprof/sweep.schema.json``,
+``edgeprof/compare.schema.json``, package data) cannot describe another model than the
 one that writes the files.  Unit tests hold the files to these functions' output, and the
-test suite validates every result, fit and predictions document it writes against them.
+test suite validates every result, fit, predictions and sweep document it writes against
+them, and ``compare --json``'s in the tests of it.
 
     python -m edgeprof.model.schema > edgeprof/result.schema.json
     python -m edgeprof.model.schema fit > edgeprof/fit.schema.json
     python -m edgeprof.model.schema predictions > edgeprof/predictions.schema.json
+    python -m edgeprof.model.schema sweep > edgeprof/sweep.schema.json
+    python -m edgeprof.model.schema compare > edgeprof/compare.schema.json
 
 Keys added after schema version 1 was first published have defaults in the model and are
 not required (older files lack them).  The published schemas are open: a key they do not
@@ -40,12 +45,14 @@ from typing import Any
 
 from ..cpu_units import MAX_CPU, MAX_CPUS, MAX_PERIOD_US, MIN_CPUS, MIN_QUOTA_US
 from ..units import MAX_PIDS, MAX_SIZE
+from .comparedoc import CompareDoc
 from .fitdoc import FIT_SCHEMA_VERSION, Fit, Fits
 from .jsoncheck import ARGV, MAX_PERCENT, MAX_SECONDS, NO_CONTROL, AnyText, non_negative, seconds
 from .predictionsdoc import PREDICTIONS_SCHEMA, PredictionsDoc
 from .results import SCHEMA_VERSION, RunResult
+from .sweepdoc import SWEEP_SCHEMA, SweepDoc
 
-__all__ = ["fit_schema", "predictions_schema", "result_schema"]
+__all__ = ["compare_schema", "fit_schema", "predictions_schema", "result_schema", "sweep_schema"]
 
 SCHEMA_ID = f"https://edgeprof.invalid/result/{SCHEMA_VERSION}/schema.json"
 """No host serves it yet: the file ships in the package and in the documentation.  The
@@ -55,6 +62,9 @@ FIT_SCHEMA_ID = f"https://edgeprof.invalid/fit/{FIT_SCHEMA_VERSION}/schema.json"
 PREDICTIONS_SCHEMA_ID = (
     f"https://edgeprof.invalid/predictions/{PREDICTIONS_SCHEMA.rpartition('/')[2]}/schema.json"
 )
+SWEEP_SCHEMA_ID = f"https://edgeprof.invalid/sweep/{SWEEP_SCHEMA.rpartition('/')[2]}/schema.json"
+COMPARE_SCHEMA_ID = "https://edgeprof.invalid/compare/1/schema.json"
+"""``compare --json`` has no version key: keys are only ever added to it, as to the others."""
 OPEN = (
     "Keys not named here are allowed: keys are only ever added within a schema version, and "
     "a file from a newer edgeprof of this version holds keys this schema does not know."
@@ -105,14 +115,20 @@ LIMITS = {
 }
 
 
-def result_schema(exact: bool = False) -> dict[str, Any]:
-    """The schema of :meth:`RunResult.to_dict` (draft 2020-12); ``exact``: no other key."""
-    defs: dict[str, Any] = {}
+def _result_object(defs: dict[str, Any]) -> dict[str, Any]:
+    """:meth:`RunResult.to_dict`'s object, its nested objects' schemas put in ``defs``."""
     top = _object(RunResult, defs)
     top["properties"]["limits"] = LIMITS  # to_dict's own shape of Limits
     del defs["Limits"]
     top["properties"]["schema_version"] = {"const": SCHEMA_VERSION}
     top["required"].insert(0, "schema_version")  # every file has it: the reader's first check
+    return top
+
+
+def result_schema(exact: bool = False) -> dict[str, Any]:
+    """The schema of :meth:`RunResult.to_dict` (draft 2020-12); ``exact``: no other key."""
+    defs: dict[str, Any] = {}
+    top = _result_object(defs)
     return _published(
         {
             "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -163,6 +179,45 @@ def predictions_schema(exact: bool = False) -> dict[str, Any]:
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": PREDICTIONS_SCHEMA_ID,
             "title": f"edgeprof predictions ({PREDICTIONS_SCHEMA})",
+            **top,
+            "$defs": dict(sorted(defs.items())),
+        },
+        exact,
+    )
+
+
+def sweep_schema(exact: bool = False) -> dict[str, Any]:
+    """The schema of ``sweep.json``, :class:`~.sweepdoc.SweepDoc`, each run held to
+    ``result.json``'s (its ``$defs`` here, ``RunResult`` and its parts) (draft 2020-12);
+    ``exact``: no other key."""
+    defs: dict[str, Any] = {}
+    defs["RunResult"] = _result_object(defs)
+    top = _object(SweepDoc, defs)
+    props = top["properties"]
+    props["schema"] = {"description": props["schema"]["description"], "const": SWEEP_SCHEMA}
+    props["repeat"]["anyOf"][0]["minimum"] = 1
+    return _published(
+        {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": SWEEP_SCHEMA_ID,
+            "title": f"edgeprof sweep ({SWEEP_SCHEMA})",
+            **top,
+            "$defs": dict(sorted(defs.items())),
+        },
+        exact,
+    )
+
+
+def compare_schema(exact: bool = False) -> dict[str, Any]:
+    """The schema of ``compare --json``'s object, :class:`~.comparedoc.CompareDoc` (draft
+    2020-12); ``exact``: no other key."""
+    defs: dict[str, Any] = {}
+    top = _object(CompareDoc, defs)
+    return _published(
+        {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": COMPARE_SCHEMA_ID,
+            "title": "edgeprof compare --json",
             **top,
             "$defs": dict(sorted(defs.items())),
         },
@@ -256,7 +311,11 @@ def _schema(tp: Any, defs: dict[str, Any], argv: bool = False) -> dict[str, Any]
             return _schema(args[0], defs, argv=True)
         return _schema(tp.__metadata__[0], defs, argv)  # written as its JSON form (.fitdoc)
     if origin in (typing.Union, types.UnionType):
-        (inner,) = [a for a in args if a is not type(None)]
+        inners = [a for a in args if a is not type(None)]
+        if len(inners) > 1:  # one of several kinds (a sweep's repeat: a count or "auto")
+            null = [{"type": "null"}] if len(inners) < len(args) else []
+            return {"anyOf": [*(_schema(a, defs, argv) for a in inners), *null]}
+        (inner,) = inners
         schema = _schema(inner, defs, argv)
         if "type" not in schema:  # a reference
             return {"anyOf": [schema, {"type": "null"}]}
@@ -290,7 +349,14 @@ def _field_docs(cls: type) -> dict[str, str]:
     body (Python keeps it nowhere at run time)."""
     body = ast.parse(inspect.getsource(cls)).body[0]
     assert isinstance(body, ast.ClassDef)
-    out = {}
+    out: dict[str, str] = {}
+    # A typed dict's keys of its bases (``total=False`` keys on required ones), by name: no
+    # attribute keeps a typed dict's bases on Python 3.11.
+    module = sys.modules[cls.__module__]
+    for base in body.bases:
+        found = getattr(module, base.id, None) if isinstance(base, ast.Name) else None
+        if isinstance(found, type) and typing.is_typeddict(found):
+            out |= _field_docs(found)
     for a, b in zip(body.body, body.body[1:], strict=False):
         if (
             isinstance(a, ast.AnnAssign)
@@ -319,7 +385,13 @@ def _text(doc: str) -> str:
 
 if __name__ == "__main__":
     # No argument: result.json's (the command the release notes have always given).
-    which = {"result": result_schema, "fit": fit_schema, "predictions": predictions_schema}
+    which = {
+        "result": result_schema,
+        "fit": fit_schema,
+        "predictions": predictions_schema,
+        "sweep": sweep_schema,
+        "compare": compare_schema,
+    }
     if len(sys.argv) > 2 or sys.argv[1:] not in ([], *([k] for k in which)):
-        sys.exit("usage: python -m edgeprof.model.schema [result|fit|predictions]")
+        sys.exit("usage: python -m edgeprof.model.schema [result|fit|predictions|sweep|compare]")
     print(json.dumps(which[(sys.argv[1:] or ["result"])[0]](), indent=2, ensure_ascii=False))

@@ -17,6 +17,7 @@ from ..analysis.regression import Change, Verdict, failed_cells, regressed
 from ..analysis.rules import newest
 from ..errors import ConfigError
 from ..model import RunResult
+from ..model.comparedoc import ChangeDoc, CompareDoc
 from ..storage import append_locked, check_appendable, write_output
 from .budget_table import budget_lines, budget_verdict
 from .results import run_warnings
@@ -324,10 +325,11 @@ def render_compare_plain(
 
 def compare_dict(
     changes: Sequence[Change], threshold: float, notes: Sequence[str]
-) -> dict[str, object]:
+) -> CompareDoc:
     """``compare --json``'s object (and :meth:`edgeprof.Comparison.to_dict`'s): the overall
     verdict ``regressed`` (what makes the command exit 3: a dashboard had to rebuild that
-    rule from the verdicts' strings), the changes and the notes."""
+    rule from the verdicts' strings), the changes and the notes; its schema is
+    ``edgeprof/compare.schema.json`` (:mod:`edgeprof.model.comparedoc`)."""
     return {
         "threshold": threshold,
         "regressed": regressed(changes),
@@ -336,7 +338,7 @@ def compare_dict(
     }
 
 
-def change_dicts(changes: Sequence[Change], threshold: float) -> list[dict[str, object]]:
+def change_dicts(changes: Sequence[Change], threshold: float) -> list[ChangeDoc]:
     """``compare --json``: one object per compared metric of a cell, base units; each side's
     values, and their count, mean and sample standard deviation (the table's ``mean ± SD
     (n=…)``; ``None`` where a side has too few values for one), and its failed runs."""

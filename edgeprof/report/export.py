@@ -211,7 +211,8 @@ def cells_csv(runs: Sequence[RunResult]) -> str:
         row: list[object] = [c["label"], c["limits"], c["runs"], c["ok"]]
         for key in STAT_METRICS:
             st = c["stats"][key]
-            row += [None if st is None else st[f] for f in STAT_FIELDS]
+            fields: Mapping[str, object] = {} if st is None else st  # each field by its name
+            row += [fields.get(f) for f in STAT_FIELDS]
             row.append(None if st is None else len(st["outliers"]))
         ok = successful(by_cell[c["label"], c["limits"]])
         row += [_cell_latency(key, [_latency(key)(r) for r in ok]) for key in LATENCY_COLUMNS]

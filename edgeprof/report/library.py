@@ -46,7 +46,8 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         """``edgeprof compare --json``'s object."""
-        return compare_dict(self.changes, self.threshold, self.notes)
+        # A plain dict, as it has always been typed (a caller's mypy holds a typed dict apart).
+        return dict(compare_dict(self.changes, self.threshold, self.notes))
 
     def __str__(self) -> str:
         return render_compare_plain(self.changes, self.threshold, self.notes)
