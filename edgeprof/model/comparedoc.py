@@ -24,6 +24,7 @@ VerdictText = Literal[
     "inconclusive",
     "not enough repeats",
     "not measured",
+    "not judged",
 ]
 """The values of :class:`edgeprof.analysis.change.Verdict` (below it in the layers: a unit
 test holds the two to each other)."""
@@ -73,6 +74,9 @@ class ChangeDoc(TypedDict):
     verdict: VerdictText
     """The verdict: `regression`, `not measured` (and `current_failed` above 0) fail the
     gate."""
+    why: Annotated[str, AnyText] | None
+    """Why no test was made where none was (a `not judged` row's reason: the side whose
+    percentile is of too few iterations); `null` where one was."""
     baseline_failed: int
     """The baseline cell's runs that failed (left out of its values)."""
     current_failed: int

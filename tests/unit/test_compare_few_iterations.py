@@ -83,7 +83,7 @@ def test_not_judged_in_the_table_json_summary_and_junit() -> None:
         "\n0 regressions, 0 improvements, 1 not judged (too few iterations) against the "
         "baseline\n"
     )
-    (doc,) = [c for c in compare_dict(changes, 0.05, notes)["changes"]  # type: ignore[attr-defined]
+    (doc,) = [c for c in compare_dict(changes, 0.05, notes)["changes"]
               if c["metric"] == "latency_p99"]  # fmt: skip
     assert (doc["verdict"], doc["why"], doc["low95"]) == ("not judged", p99.why, None)
     assert compare_dict(changes, 0.05, notes)["regressed"] is False
