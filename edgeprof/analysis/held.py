@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..measure.contention import held_by_others, held_share
+from ..measure.contention import held_by_others, held_share, held_time
 from ..model import RunResult
 from .metrics import Metric
 
@@ -50,7 +50,7 @@ class Held:
         """``up to 52% of a run's wall time (0.21s)``, ``52% of its wall time (0.21s)``."""
         of = "of its wall time" if self.of == 1 else "of a run's wall time"
         up = "" if self.count == 1 else "up to "
-        return f"{up}{self.share:.0%} {of} ({self.seconds:.2f}s)"
+        return f"{up}{self.share:.0%} {of} ({held_time(self.seconds)})"
 
 
 def held_runs(runs: Sequence[RunResult]) -> Held | None:
@@ -191,7 +191,7 @@ def host_caveat(whose: str, held: Held, seconds: float, less: str, what: str, ve
     {what} may be the host's, not the code's ({verb} runs made on an idle host, …)``."""
     return (
         f"other tasks on their host held {whose} ({held.runs_text()}, {held.figure()}) off "
-        f"their CPUs for {seconds:.2f}s a run on average{less}: {what} may be the host's, "
+        f"their CPUs for {held_time(seconds)} a run on average{less}: {what} may be the host's, "
         f"not the code's ({verb} runs made on an idle host, or on --cpuset CPUs nothing else "
         "uses)"
     )

@@ -50,6 +50,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ..measure.contention import held_time
 from ..model import RunResult
 from . import rules
 from .change import Change, Verdict
@@ -242,7 +243,7 @@ def held_caveat(
         theirs = mean_held(others) or 0.0
         taken = "time" if metric.key == "wall" else "share of its wall time"
         less = (
-            f", the {other} runs for {theirs:.2f}s; the change less each run's own held-off "
+            f", the {other} runs for {held_time(theirs)}; the change less each run's own held-off "
             f"{taken}: {alt.change_text()}"
         )
     seconds = mean_held(runs) or 0.0

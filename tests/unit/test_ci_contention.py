@@ -117,7 +117,7 @@ def test_a_regression_between_contended_runs_says_so() -> None:
     caveat = (
         "other tasks on their host held the current runs (all 3 runs, up to 48% of a run's "
         "wall time (0.25s)) off their CPUs for 0.25s a run on average, the baseline runs for "
-        "0.02s; the change less each run's own held-off time: -28.8% [-32.4%, -25.0%]: a "
+        "20.0ms; the change less each run's own held-off time: -28.8% [-32.4%, -25.0%]: a "
         "difference this size may be the host's, not the code's (compare runs made on an "
         "idle host, or on --cpuset CPUs nothing else uses)"
     )
@@ -150,7 +150,7 @@ def test_one_contended_side_is_named_and_idle_sides_say_nothing() -> None:
     assert wall.caveat is not None and wall.caveat.startswith(
         "other tasks on their host held the current runs (all 3 runs, up to 30% of a run's "
         "wall time (0.16s)) off their CPUs for 0.16s a run on average, the baseline runs for "
-        "0.00s; the change less each run's own held-off time: -9.0% [-13.6%, -4.1%]: "
+        "0.0ms; the change less each run's own held-off time: -9.0% [-13.6%, -4.1%]: "
     )
     base, cur = contended_sides(0.0, 0.0)
     changes, notes = compare_results(base, cur, 0.05)
@@ -256,7 +256,7 @@ def test_the_caveat_weighs_the_held_off_time_against_the_verdict() -> None:
     base, cur = contended_sides(0.0, 0.2)
     wall = next(c for c in compare_results(base, cur, 0.05)[0] if c.metric.key == "wall")
     assert wall.caveat is not None and "for 0.10s a run on average, the baseline runs for " \
-        "0.00s; the change less each run's own held-off time: +4.0% [-1.3%, +9.6%]: a " \
+        "0.0ms; the change less each run's own held-off time: +4.0% [-1.3%, +9.6%]: a " \
         "difference this size" in wall.caveat  # fmt: skip
 
 
@@ -271,7 +271,7 @@ def test_an_improvement_carries_the_caveat_of_its_held_baseline_alone() -> None:
     caveat = (
         "other tasks on their host held the baseline runs (all 3 runs, up to 30% of a run's "
         "wall time (0.16s)) off their CPUs for 0.16s a run on average, the current runs for "
-        "0.00s; the change less each run's own held-off time: +9.9% [+4.3%, +15.7%]: a "
+        "0.0ms; the change less each run's own held-off time: +9.9% [+4.3%, +15.7%]: a "
         "difference this size may be the host's, not the code's (compare runs made on an "
         "idle host, or on --cpuset CPUs nothing else uses)"
     )
@@ -305,7 +305,7 @@ def test_a_latencys_caveat_weighs_each_runs_held_off_share_not_its_seconds() -> 
     assert p95.caveat == (
         "other tasks on their host held the current runs (all 3 runs, up to 23% of a run's "
         "wall time (0.30s)) off their CPUs for 0.30s a run on average, the baseline runs for "
-        "0.00s; the change less each run's own held-off share of its wall time: -0.1% [-8.3%, "
+        "0.0ms; the change less each run's own held-off share of its wall time: -0.1% [-8.3%, "
         "+8.8%]: a difference this size may be the host's, not the code's (compare runs made "
         "on an idle host, or on --cpuset CPUs nothing else uses)"
     )
@@ -347,7 +347,7 @@ def test_a_throughput_gain_the_held_off_share_cannot_make_has_no_caveat() -> Non
     assert tp.verdict is Verdict.IMPROVEMENT and tp.caveat == (
         "other tasks on their host held the baseline runs (all 3 runs, up to 40% of a run's "
         "wall time (0.40s)) off their CPUs for 0.40s a run on average, the current runs for "
-        "0.00s; the change less each run's own held-off share of its wall time: -22.0% [-23.6%, "
+        "0.0ms; the change less each run's own held-off share of its wall time: -22.0% [-23.6%, "
         "-20.4%]: a difference this size may be the host's, not the code's (compare runs made "
         "on an idle host, or on --cpuset CPUs nothing else uses)"
     )

@@ -7,7 +7,12 @@ import pytest
 
 from edgeprof import Limits, profile
 from edgeprof.backends._tasks import TaskScan
-from edgeprof.measure.contention import contention_warning, held_by_others, threads_warning
+from edgeprof.measure.contention import (
+    contention_warning,
+    held_by_others,
+    held_time,
+    threads_warning,
+)
 from edgeprof.model import Counters, CpuStats
 from tests.fakes import FakeBackend, Script, linear
 
@@ -20,7 +25,13 @@ from tests.fakes import FakeBackend, Script, linear
         (3.0, 0.2, 0.0, False),  # under a tenth of its time
         (3.0, 2.2, 2.0, False),  # the quota's stalls, not others
         (3.0, 1.0, 2.5, False),  # a multi-threaded run's throttled time adds up its CPUs'
-        (0.1, 0.015, 0.0, False),  # a few milliseconds: one late wake-up
+        (0.1, 0.015, 0.0, True),  # 15 % of a short run: over three ticks
+        # A tester's A/A busy 5 (measure.contention.MIN_HELD_S): the quiet batch's most held
+        # run, 24 % but under a 4 ms tick (one wake-up); the loaded batch's least held, 38 %.
+        (0.009345, 0.002201, 0.0, False),
+        (0.012206, 0.004602, 0.0, True),
+        (0.012206, 0.003999, 0.0, False),  # just under the tick
+        (0.002, 0.006, 0.0, False),  # held past its wall: a container's set-up counted
         (0.1, 0.05, 0.0, True),  # half of a short run
         (3.0, None, 0.0, False),  # no pressure file
     ],
@@ -327,3 +338,14 @@ def test_a_device_run_counts_its_tasks_against_the_devices_cores() -> None:
         assert not any("on 1 CPU" in w for w in crowd)
     r = profile(["sleep", "0.2"], Limits(cpus=0.6), backend=FakeBackend(crowded(5)), interval=0.05)
     assert any(" on 1 CPU, and they waited" in w for w in r.warnings), r.warnings
+
+
+def test_a_short_runs_held_time_is_said_in_its_unit() -> None:
+    """A tester's ``busy 5`` run held off 9.8 ms of 17.2 ms: warned now that the floor is a
+    tick (``MIN_HELD_S``), and not "for 0.01s"."""
+    w = contention_warning(0.017221, 0.009809, 0.0, None, quota=False, limited=False)
+    assert w is not None and "held the run off its CPUs for 9.8ms (57% of its wall time):" in w
+    assert held_time(0.25) == "0.25s"
+    assert held_time(0.1) == "0.10s"
+    assert held_time(0.0999) == "99.9ms"
+    assert held_time(0.0005715) == "571.5µs"
