@@ -169,6 +169,20 @@ def test_the_pipes_waits_are_put_down_to_the_reader_only_where_it_was_outsent() 
         "(docs/phases.md, \"What it costs\"), so its phases' wall times and IT/S include that "
         "wait"
     )
+    # loop.py 150000 0 (a tester's: 0.64 s of 1.38 s waited, 177 writes): sent at over half
+    # the reader's rate but under it, which had been called "faster than edgeprof reads them".
+    near = waited_warning(0.64, 177, 1.38, 150_000, 0.4)
+    assert near is not None and "faster" not in near
+    assert (
+        "timed by the workload): it sent events at over half the rate edgeprof reads them "
+        "(202,703 lines/s while not waiting; edgeprof reads 375,000/s of its CPU), so the pipe "
+        "filled whenever the reader fell behind (off its CPU, or in a burst) (docs/phases.md"
+    ) in near
+    # The rule's edges (202,703 lines/s sent): a reader of 404,313/s is outsent by half,
+    # one of 406,504/s keeps pace; one of 200,000/s is outsent ("faster").
+    assert "at over half the rate" in (waited_warning(0.64, 177, 1.38, 150_000, 0.371) or "")
+    assert "kept pace" in (waited_warning(0.64, 177, 1.38, 150_000, 0.369) or "")
+    assert "faster than" in (waited_warning(0.64, 177, 1.38, 150_000, 0.75) or "")
     # The floors: 2 writes, or under 1 % of the run, say nothing.
     assert waited_warning(0.5, 2, 1.0, 140, 0.001) is None
     assert waited_warning(0.09, 5, 10.0, 140, 0.001) is None
