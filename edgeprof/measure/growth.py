@@ -34,6 +34,17 @@ MIN_READINGS = 6
 scatter are guesses.  A run of 1.2 s or more read every 0.1 s has them (the tester's
 1.0 to 1.2 s ``leak.py --iterations 40`` runs, 10 to 12 readings, are too short to tell)."""
 
+MIN_WINDOW_S = 0.1
+"""Nor a window (the second half of the readings) shorter than this, the run about twice as
+long: the readings of an interpreter's start-up rise like a leak, and ``--interval 0.001``
+(which a short run's hint suggests) gives them :data:`MIN_READINGS`.  Measured at 1 ms on
+this busy 2-core host: ``python -c pass`` (50–80 ms) warned in 2 of 4 runs, its 19–20 ms
+window rising 0.64–0.73 MiB (31–39 MiB/s); a tester's ``quick.py`` (a phase, an iteration
+and a mark, 0.12–0.15 s) in 1 of 3, over a 61 ms window.  A leak of 1 MiB every 10 ms for
+0.3 s still reads: its 150 ms window rose 13.0 MiB (87.0 MiB/s; at the default 0.1 s, 5
+readings, too few); 1 MiB every 50 ms for 2 s, 1.0 s windows, 19.2–20.1 MiB/s at both
+intervals."""
+
 NOISE_FACTOR = 4.0
 """The rise over the window must be this many times the readings' scatter about the line
 (1.4826 × the residuals' median absolute deviation).  Measured, read every 0.1 s on a busy
@@ -98,7 +109,8 @@ def memory_growth(
 ) -> MemoryGrowth | None:
     """The growth of the readings taken up to ``end_s`` (the main process's exit) over the
     second half of them, or ``None`` where the memory levelled off or rose no more than
-    its scatter or :data:`MIN_SHARE` of the peak.  ``iteration_ends``: the times every
+    its scatter or :data:`MIN_SHARE` of the peak, or where that half is too short to tell
+    (:data:`MIN_READINGS`, :data:`MIN_WINDOW_S`).  ``iteration_ends``: the times every
     iteration the workload reported ended (``None``: not all are known), for the growth
     per iteration."""
     pts = [(t, v) for t, v in points if t <= end_s]
@@ -106,6 +118,8 @@ def memory_growth(
         return None
     mid = (pts[0][0] + pts[-1][0]) / 2
     window = [(t, v) for t, v in pts if t >= mid]
+    if window[-1][0] - window[0][0] < MIN_WINDOW_S:
+        return None  # a start-up's rise, not a leak (MIN_WINDOW_S)
     fitted = _fit(window)
     if fitted is None:
         return None
