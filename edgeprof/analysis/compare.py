@@ -22,6 +22,7 @@ from . import rules
 from .cells import cells_by_setting, ending, group_by, successful
 from .difference import Difference, difference
 from .first_reads import CACHE_COUNTED, cached_outlier
+from .granularity import charge_granularity
 from .held import held_apart
 from .metrics import STAT_METRICS, Kind, stalled_percentiles
 from .outliers import MIN_DEVIATION, outliers
@@ -78,9 +79,10 @@ class Stat:
             return 0.0
         return statistics.median(abs(v - self.median) for v in self.values)
 
-    def outliers(self) -> list[int]:
-        """Indexes (in run order) of the outliers: :func:`edgeprof.analysis.outliers.outliers`."""
-        return outliers(self.values)
+    def outliers(self, floor: float = 0.0) -> list[int]:
+        """Indexes (in run order) of the outliers: :func:`edgeprof.analysis.outliers.outliers`
+        (``floor``: its least distance from the median)."""
+        return outliers(self.values, floor)
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,7 @@ class ModelSummary:
             if s is None:
                 continue
             measured = stat_runs(key, self.runs)  # the runs of s.values, in their order
-            for i in s.outliers():
+            for i in s.outliers(charge_granularity(key, measured)):
                 v = s.values[i]
                 off = abs(v - s.median) / abs(s.median) * 100
                 # Numbered among all the cell's runs, as a failed one is (not among those

@@ -38,14 +38,18 @@ MIN_DEVIATION = 0.10
 """No run within this fraction of the cell's median is an outlier, whatever the test says."""
 
 
-def outliers(values: Sequence[float]) -> list[int]:
-    """Indexes (in run order) of the outliers among ``values`` (the module's rule)."""
+def outliers(values: Sequence[float], floor: float = 0.0) -> list[int]:
+    """Indexes (in run order) of the outliers among ``values`` (the module's rule).
+    ``floor``: the least distance from the median that can be one, in the values' unit (a
+    memory figure's charge batches: :func:`~edgeprof.analysis.granularity.charge_granularity`;
+    a 256 → 512 KiB step had been a 100 % outlier)."""
     if len(values) < 3:
         return []
     logs = all(v > 0 for v in values)
     found = esd([math.log(v) for v in values] if logs else list(values), ALPHA)
     median = statistics.median(values)
-    return sorted(i for i in found if abs(values[i] - median) > MIN_DEVIATION * abs(median))
+    least = max(MIN_DEVIATION * abs(median), floor)
+    return sorted(i for i in found if abs(values[i] - median) > least)
 
 
 @dataclass(frozen=True)
@@ -62,12 +66,15 @@ class Sensitivity:
     """Each side's values without them."""
 
 
-def without_outliers(a: Sequence[float], b: Sequence[float]) -> Sensitivity | None:
+def without_outliers(
+    a: Sequence[float], b: Sequence[float], floor: float = 0.0
+) -> Sensitivity | None:
     """Welch's test of ``b`` against ``a`` with each side's outliers (:func:`outliers`) left
     out; ``None`` where neither side has one.  Why: one run at 2.5× the others' CPU time in
     a cell of 5 turned the test of a 27 % difference from p = 2.3e-5 into p = 0.89 (≈
-    within noise), while the warning said the rankings discounted it."""
-    out_a, out_b = outliers(a), outliers(b)
+    within noise), while the warning said the rankings discounted it.  ``floor``: as
+    :func:`outliers`."""
+    out_a, out_b = outliers(a, floor), outliers(b, floor)
     if not out_a and not out_b:
         return None
     kept_a = tuple(v for i, v in enumerate(a) if i not in out_a)

@@ -6,7 +6,10 @@ by the test of :mod:`edgeprof.analysis.difference`: different, or equivalent at 
 precision (the whole interval of the ratio of the slower one's figure to the faster one's
 within ``[1 − target, 1 + target]``; on the logarithms where every value is above 0).  A
 pair that is neither names both its cells for another round; the estimate of the runs that
-would resolve it assumes the noise and the difference measured so far.
+would resolve it assumes the noise and the difference measured so far.  A memory pair whose
+whole interval lies within the kernel's charge batches either way
+(:mod:`edgeprof.analysis.granularity`) is equivalent: no number of runs tells 256 KiB from
+512 KiB that are one batch apart.
 
 The test is made again after every round, so one pair is looked at up to ``max_runs −
 min_runs + 1`` times, and stopping at the first look that resolves it makes its 95 % a
@@ -30,6 +33,7 @@ from ..model import RunResult
 from .cells import CellKey, cells_by_setting, successful
 from .compare import RANKED_METRICS, rank, summarize
 from .difference import CONFIDENCE, Difference, difference, runs_to_resolve
+from .granularity import charge_granularity, within_granularity
 
 
 class Resolution(str, enum.Enum):
@@ -122,7 +126,11 @@ def neighbour_pairs(
     """Every neighbour pair of every ranking of ``runs``, judged at ``target`` precision with
     intervals at ``confidence`` (``--repeat auto``: :func:`look_confidence`)."""
     out = []
+    metrics = tuple(metrics)
     for setting, by_label in cells_by_setting(runs).items():
+        # Memory figures charge-batch apart (granularity) are equal however many runs.
+        cell_runs = [r for group in by_label.values() for r in group]
+        floors = {key: charge_granularity(key, cell_runs) for key in metrics}
         summaries = summarize([r for group in by_label.values() for r in group], setting)
         done = {label: len(successful(group)) for label, group in by_label.items()}
         for key in metrics:
@@ -130,6 +138,8 @@ def neighbour_pairs(
             for prev, cur in itertools.pairwise(ranked):
                 a, b = prev.stat.values, cur.stat.values
                 d, how = resolve(a, b, target, confidence)
+                if how is Resolution.UNRESOLVED and within_granularity(d, floors[key]):
+                    how = Resolution.EQUIVALENT
                 if any(
                     len(v) < 2 and done[n] > 2 * len(v) for v, n in ((a, prev.name), (b, cur.name))
                 ):

@@ -14,10 +14,11 @@ from ..model import RunResult
 from ..model.sweepdoc import CellDoc, StatDoc
 from ..resultfiles import SWEEP_SCHEMA
 from .compare import Stat, summarize_cells
+from .granularity import charge_granularity
 from .metrics import STAT_METRICS, Kind
 
 
-def _stat_dict(s: Stat | None, whole: bool) -> StatDoc | None:
+def _stat_dict(s: Stat | None, whole: bool, floor: float = 0.0) -> StatDoc | None:
     """``whole``: the metric is a whole number of bytes, and ``min`` and ``max``, each a run's
     own value, are written as one (``51990528``, as ``runs.csv`` and ``result.json`` write
     it; they had read ``51990528.0``).  ``mean``, ``sd``, ``median`` (of an even count, between
@@ -33,7 +34,7 @@ def _stat_dict(s: Stat | None, whole: bool) -> StatDoc | None:
         "min": _whole(s.min) if whole else s.min,
         "max": _whole(s.max) if whole else s.max,
         "mad": s.mad,
-        "outliers": s.outliers(),
+        "outliers": s.outliers(floor),  # the cell's warnings' (charge batches apart)
     }
 
 
@@ -51,7 +52,9 @@ def cell_dicts(results: Sequence[RunResult], warmup: int | None = None) -> list[
             "runs": len(m.runs),
             "ok": len(m.runs) - len(m.failures),
             "stats": {
-                k: _stat_dict(m.stat(k), metric.kind is Kind.MEMORY)
+                k: _stat_dict(
+                    m.stat(k), metric.kind is Kind.MEMORY, charge_granularity(k, m.runs)
+                )
                 for k, metric in STAT_METRICS.items()
             },
             "warnings": m.warnings(),

@@ -55,6 +55,7 @@ from ..model import RunResult
 from . import rules
 from .change import Change, Verdict
 from .difference import Difference, difference
+from .granularity import charge_granularity
 from .held import (
     LOWERED_BY_HELD,
     SLOWED_BY_OTHERS,
@@ -283,7 +284,8 @@ def outlier_note(
     untested = change.verdict not in (Verdict.NO_CHANGE, Verdict.INCONCLUSIVE)
     if untested or min(len(change.base), len(change.current)) < 2:
         return None
-    s = without_outliers(change.base, change.current)
+    floor = charge_granularity(change.metric.key, [*runs[0], *runs[1]])
+    s = without_outliers(change.base, change.current, floor)
     if s is None:
         return None
     named, apart = [], []

@@ -12,11 +12,12 @@ from ..analysis.cells import ending, endings
 from ..analysis.compare import RANKED_METRICS, ModelSummary, Rank, format_stat, rank
 from ..analysis.difference import DEFAULT_TARGET, runs_to_resolve
 from ..analysis.first_reads import FirstReads
+from ..analysis.granularity import charge_granularity, within_granularity
 from ..analysis.hosts import mixed_hosts_note
 from ..analysis.metrics import STAT_METRICS, Kind
 from ..analysis.outliers import without_outliers
 from ..model import Termination
-from ..units import article
+from ..units import article, format_binary
 from .first_read_notes import first_read_note, inverts_lead
 from .table import TextTable
 
@@ -160,14 +161,22 @@ def _percent(fraction: float) -> str:
     return f"{pct:.{digits}f}%"
 
 
-def _runs_to_tell(prev: Rank, r: Rank) -> str:
+def _runs_to_tell(prev: Rank, r: Rank, floor: float = 0.0) -> str:
     """How many runs would tell two neighbours apart, or show them within the default
     precision, at the noise measured (:func:`edgeprof.analysis.difference.runs_to_resolve`);
     or that they are within it already (``--repeat auto`` counts such a pair resolved).  At
     one 95 % look: it had said "--repeat auto runs until they do" of a count auto's own
-    per-look level (:func:`~edgeprof.analysis.repeats.look_confidence`) does not reach."""
+    per-look level (:func:`~edgeprof.analysis.repeats.look_confidence`) does not reach.
+    ``floor``: the memory charge batches (:mod:`edgeprof.analysis.granularity`) within which
+    no number of runs tells them apart: a 256 KiB peak against 256–512 KiB had been given
+    "~51 runs each"."""
     pair = f"{prev.name} ≈ {r.name}"
     d = r.from_previous
+    if d is not None and within_granularity(d, floor):
+        return (
+            f"{pair}: within the memory cgroup's charge batches ({format_binary(floor)} on "
+            "these runs' CPUs), which no number of runs tells apart"
+        )
     if d is not None and d.within(DEFAULT_TARGET):  # already resolved: no runs to ask for
         return (
             f"{pair}: the same within {DEFAULT_TARGET * 100:g}% (the 95% interval of the "
@@ -183,12 +192,13 @@ def _runs_to_tell(prev: Rank, r: Rank) -> str:
     )
 
 
-def _without_outliers(prev: Rank, r: Rank, key: str) -> str | None:
+def _without_outliers(prev: Rank, r: Rank, key: str, floor: float = 0.0) -> str | None:
     """A sensitivity line beside a ≈ where a side has a flagged outlier: the test, the
     brackets and the runs-needed figure above include it (a ranking tests every run), and
     this says what the test gives without it
-    (:func:`edgeprof.analysis.outliers.without_outliers`); ``None``: no outlier."""
-    s = without_outliers(prev.stat.values, r.stat.values)
+    (:func:`edgeprof.analysis.outliers.without_outliers`, ``floor`` its least distance);
+    ``None``: no outlier."""
+    s = without_outliers(prev.stat.values, r.stat.values, floor)
     if s is None:
         return None
     runs = [
@@ -303,8 +313,10 @@ def ranking_tables(
                 notes.append(NO_LOWER_BOUND)
             for before, r in itertools.pairwise(ranks):
                 if r.within_noise:
-                    notes.append(_runs_to_tell(before, r))
-                    if (sensitivity := _without_outliers(before, r, key)) is not None:
+                    runs = [x for m in summaries if m.name in (before.name, r.name) for x in m.runs]
+                    floor = charge_granularity(key, runs)
+                    notes.append(_runs_to_tell(before, r, floor))
+                    if (sensitivity := _without_outliers(before, r, key, floor)) is not None:
                         notes.append(sensitivity)
             mixed = mixed_hosts_note({m.name: m.runs for m in summaries})
             if mixed is not None:
