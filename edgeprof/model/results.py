@@ -60,6 +60,13 @@ class CpuStats:
     system_s: float | None
     """Kernel-mode CPU time (``None`` as :attr:`user_s`)."""
     total_s: float | None
+    """All CPU time of the run's tasks, user and system (the group's own counter: cgroup v2
+    ``usage_usec``, v1 ``cpuacct.usage``, Docker's ``total_usage``; the process backend's
+    sum of its tasks').  Every built-in backend reads it; ``None`` only where no counter was
+    read: a Docker run whose group was gone before it could be read (its warning says the
+    CPU was not measured), or a custom backend that gives no ``cpu_usage_us``.  A test
+    asserting on it may ``assert r.cpu.total_s is not None`` first: that fails on those
+    runs alone."""
     avg_pct: float | None
     """100·total CPU time / wall time: percent of one CPU (0 … N·100, as ``docker stats``)."""
     peak_pct: float | None

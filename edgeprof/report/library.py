@@ -27,7 +27,8 @@ from .saved import compare_paths, compare_runs, no_runs
 @dataclass(frozen=True, repr=False)
 class Comparison:
     """What ``edgeprof compare`` prints: one :class:`Change` per model, limits and metric (its
-    ``verdict``, ``change`` and ``ci``, fractions of the baseline), and the notes under the
+    ``verdict``, ``change`` and its interval's ``low`` and ``high``, fractions of the
+    baseline), and the notes under the
     table.  ``str()`` of it is the command's table; :meth:`to_dict` its ``--json``; in a
     notebook, the HTML report's verdicts table.  Its repr is one line, its verdict: a
     notebook's cell had shown the dataclass's, every Change's tuples and its metric's

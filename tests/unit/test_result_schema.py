@@ -40,6 +40,15 @@ def test_the_published_schema_is_the_models() -> None:
     assert cpu.startswith("100·total CPU time / wall time")
 
 
+def test_every_cpu_time_says_when_it_is_null() -> None:
+    """A test author's ``r.cpu.total_s < 2.0`` failed mypy (``float | None``) with nothing
+    saying when it is ``None``: each CPU time's description says it now."""
+    cpu = json.loads(RESULT_SCHEMA.read_text())["$defs"]["CpuStats"]["properties"]
+    for key in ("user_s", "system_s", "total_s"):
+        assert "`null`" in cpu[key].get("description", ""), key
+    assert "a custom backend that gives no `cpu_usage_us`" in cpu["total_s"]["description"]
+
+
 def test_the_published_schema_takes_a_newer_releases_keys_and_names_its_version() -> None:
     """The integrator's file: one key added at the top and one under ``memory`` (a release of
     schema_version 1 after this one) had been refused by the shipped schema ("Additional
