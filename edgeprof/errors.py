@@ -17,21 +17,37 @@ from typing import ParamSpec, TypeVar
 
 P = ParamSpec("P")
 R = TypeVar("R")
+C = TypeVar("C", bound=type)
 
 
+def public(cls: C) -> C:
+    """A class exported as ``edgeprof.<name>``, named so in tracebacks and reprs: pytest had
+    printed ``edgeprof.measure.interrupts.Interrupted`` and ``edgeprof.errors.ConfigError``
+    for the documented ``edgeprof.Interrupted`` and ``edgeprof.ConfigError`` (a test
+    author's).  Pickle finds it there too (``edgeprof``'s lazy ``__getattr__`` loads its
+    module).  Exceptions only: a dataclass's string annotations resolve in its module's
+    namespace (``typing.get_type_hints``, the schema's), which ``edgeprof`` does not hold."""
+    cls.__module__ = "edgeprof"
+    return cls
+
+
+@public
 class EdgeprofError(Exception):
     """Base of every error the profiler raises deliberately (not the workload's ``phase``,
     ``iteration``, ``mark``: the module docstring).  The CLI prints it and exits 2."""
 
 
+@public
 class ConfigError(EdgeprofError):
     """Bad user input: a size, a CPU count, an interval, an output directory, a command."""
 
 
+@public
 class LimitError(ConfigError):
     """A limit that cannot be honoured on this host (``--cpus 4`` on 2 cores, ``--cpuset 7``)."""
 
 
+@public
 class CpusOverHost(LimitError):
     """A ``cpus`` above the CPUs a run may use here: ``available`` lists them (their count is
     the ``cpus`` that fits), so that a device's refusal can name it
@@ -49,29 +65,35 @@ class CpusOverHost(LimitError):
         return type(self), (str(self.args[0]), self.cpus, self.available)
 
 
+@public
 class CoresBusy(LimitError):
     """The cores a run needs are leased by other runs and ``cores_busy="fail"`` was asked
     (:mod:`edgeprof.measure.leases`)."""
 
 
+@public
 class UnsafeOutput(ConfigError):
     """An output edgeprof would write through a link, or into a file that is not a plain file
     of its own (a FIFO, a device, a file with other hard links): :mod:`edgeprof.outfiles`."""
 
 
+@public
 class OutputReplaced(UnsafeOutput):
     """An output directory edgeprof held while a run could act (:func:`edgeprof.held_dirs.hold`)
     is no longer the one held: moved, removed, or swapped for a link or another directory."""
 
 
+@public
 class BackendUnavailable(EdgeprofError):
     """The backend cannot run here; the message names the fix."""
 
 
+@public
 class LaunchError(EdgeprofError):
     """The workload could not be started (command not found, cgroup set-up failed)."""
 
 
+@public
 class BackendError(EdgeprofError):
     """A backend failed while a run was in progress (a counter file vanished, a write failed)."""
 

@@ -18,6 +18,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ..backends.helpers import HARD_STOPS, STOP_SIGNALS
+from ..errors import public
 
 if TYPE_CHECKING:
     from ..model import RunResult
@@ -54,6 +55,7 @@ class WaitInterrupted(BaseException):
     ``interrupted``."""
 
 
+@public
 class Interrupted(KeyboardInterrupt):
     """A library run (:func:`edgeprof.profile`) stopped by SIGINT (Ctrl-C, a Jupyter
     kernel's interrupt): raised once the run is cleaned up (its workload killed, its groups

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..backends import Backend, get_backend
 from ..dirlock import DirLock
-from ..errors import ConfigError, EdgeprofError, LaunchError, LimitError, UnsafeOutput
+from ..errors import ConfigError, EdgeprofError, LaunchError, LimitError, UnsafeOutput, public
 from ..model import Limits, RunResult, RunSpec, Termination, UserIds
 from ..names import check_env, has_control
 from ..outfiles import remove_files
@@ -64,6 +64,7 @@ from .thread_vars import inherited_threads, threads_given
 DEFAULT_KILL_GRACE_S = 2.0
 
 
+@public
 class ResultNotSaved(EdgeprofError):
     """The run completed but its result file could not be written (a full disk).
 

@@ -123,7 +123,7 @@ def test_a_scripts_loop_dies_by_sigint_with_its_first_result_written(tmp_path: P
     )
     assert (done.returncode, done.stdout) == (-signal.SIGINT, "run 1\n")
     assert done.stderr.endswith(
-        "edgeprof.measure.interrupts.Interrupted: the run was interrupted (SIGINT) once "
+        "edgeprof.Interrupted: the run was interrupted (SIGINT) once "
         "edgeprof had cleaned it up: its result is this exception's .result\n"
     )
     assert json.loads((tmp_path / "1" / "result.json").read_text())["termination"] == (

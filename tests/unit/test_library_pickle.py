@@ -49,7 +49,7 @@ def _every_module_imported() -> None:
 def _errors() -> list[type[BaseException]]:
     _every_module_imported()
     tree = (*_tree(EdgeprofError), *_tree(Interrupted))
-    return [c for c in tree if c.__module__.startswith("edgeprof.")]
+    return [c for c in tree if c.__module__.startswith("edgeprof")]
 
 
 def test_the_walk_meets_every_public_error() -> None:
@@ -57,6 +57,19 @@ def test_the_walk_meets_every_public_error() -> None:
               and issubclass(getattr(edgeprof, n), BaseException)}  # fmt: skip
     assert public <= {c.__name__ for c in _errors()}
     assert len(public) == 12
+
+
+def test_public_errors_are_named_as_exported() -> None:
+    """A traceback names ``edgeprof.ConfigError``, as documented, not the module it lives in
+    (pytest had printed ``edgeprof.errors.ConfigError``), and pickle finds it by that name."""
+    named = [getattr(edgeprof, n) for n in edgeprof.__all__]
+    public = [c for c in named if isinstance(c, type) and issubclass(c, BaseException)]
+    assert sorted(f"{c.__module__}.{c.__qualname__}" for c in public) == sorted(
+        f"edgeprof.{c.__name__}" for c in public
+    )
+    err = edgeprof.ConfigError("bad")
+    assert pickle.loads(pickle.dumps(err)).args == ("bad",)
+    assert pickle.dumps(err, protocol=0).startswith(b"cedgeprof\nConfigError\n")
 
 
 @pytest.mark.parametrize("cls", _errors(), ids=lambda c: c.__name__)
