@@ -295,6 +295,11 @@ def acquire(
         sleep(POLL_S)
 
 
+def on_stderr(message: str) -> None:
+    """The default ``on_wait``: the message as a line of edgeprof's on stderr."""
+    print(f"edgeprof: {message}", file=sys.stderr, flush=True)
+
+
 class Interrupts(Protocol):
     """The runner's stop-signal guard: signals are recorded in ``received``, and raise
     only inside ``armed()``."""
@@ -325,9 +330,6 @@ def lease_cores(
     if applied.cpuset is None or not backend.leases_cores:
         return None
 
-    def tell(message: str) -> None:
-        print(f"edgeprof: {message}", file=sys.stderr, flush=True)
-
     def sleep(seconds: float) -> None:
         if interrupts.received is not None:
             raise KeyboardInterrupt
@@ -335,9 +337,9 @@ def lease_cores(
             time.sleep(seconds)
 
     candidates = applied.cpuset if choose_from is None else choose_from
-    lease = acquire(
-        candidates, len(applied.cpuset), cores_busy=cores_busy, on_wait=on_wait or tell, sleep=sleep
-    )
+    told = on_wait or on_stderr
+    count = len(applied.cpuset)
+    lease = acquire(candidates, count, cores_busy=cores_busy, on_wait=told, sleep=sleep)
     if interrupts.received is not None:  # a signal during the last attempt
         lease.close()
         raise KeyboardInterrupt

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 from ..analysis.instrumentation import uninstrumented
 from ..backends import Backend
 from ..cpu_units import format_period
-from ..errors import ConfigError, respelled
+from ..errors import ConfigError, as_keywords, respelled
 from ..measure import runner
 from ..measure.inputs import DEFAULT_INTERVAL_S, Output, check_arg_types, check_limits_given
 from ..measure.interrupts import Interrupted, given_back
+from ..measure.leases import on_stderr
 from ..model import Limits, RunResult, UserIds
 from ..units import format_binary, parse_memory_limit
 
@@ -31,6 +32,10 @@ KEYWORDS = {
     "backend": "backend",
     "cgroup-parent": "cgroup_parent",
     "cores-busy": "cores_busy",
+    # The policy's words, as Python: the waiting line and CoresBusy had read "cores_busy
+    # wait waits for them" (a test author's xdist workers), no valid keyword.
+    "cores-busy fail": 'cores_busy="fail"',
+    "cores-busy wait": 'cores_busy="wait"',
     "cpu-period": "cpu_period_us",
     "cpus": "cpus",
     "cpuset": "cpuset",
@@ -200,7 +205,7 @@ def profile(
             image=image,
             run_as=run_as,
             cores_busy=cores_busy,
-            on_wait=on_wait,
+            on_wait=spelled_wait(on_wait),
             device=device,
             device_cores=device_cores,
             device_replaced=device_replaced,
@@ -216,6 +221,21 @@ def profile(
     except Interrupted as stop:  # SIGINT raised as it; another signal the caller's to handle
         return given_back(stop)
     return with_note(result)
+
+
+def spelled_wait(on_wait: object) -> Callable[[str], None] | None:
+    """``on_wait`` (stderr where ``None``) told the waiting lines in the library's words
+    (:data:`KEYWORDS`): they are no exception, which :func:`~edgeprof.errors.respelled`
+    rewrites, and a library caller's stderr had read ``--cores-busy fail refuses instead``.
+    Anything else is passed on for the runner's check to refuse."""
+    if on_wait is not None and not callable(on_wait):
+        return on_wait  # type: ignore[return-value]  # the runner's error names it
+    told = on_stderr if on_wait is None else on_wait
+
+    def spelled(message: str) -> None:
+        told(as_keywords(message, KEYWORDS))
+
+    return spelled
 
 
 def with_note(result: RunResult) -> RunResult:

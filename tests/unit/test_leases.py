@@ -12,11 +12,13 @@ import fcntl
 import os
 import random
 import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import edgeprof
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError, CoresBusy, LimitError
 from edgeprof.measure import leases, limits
@@ -380,6 +382,33 @@ def test_fail_leaves_nothing_and_wait_waits(tmp_path: Path) -> None:
     assert len(told) == 2
     assert told[0].startswith("waiting for 1 free core of 0-1: core 0 is held by pid ")
     assert told[1].startswith("leased core 0 after waiting ")
+
+
+def test_the_library_names_the_policy_as_python(
+    isolated_core_leases: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A library caller read the CLI's ``--cores-busy fail refuses instead`` on stderr and
+    ``cores_busy wait waits for them`` in CoresBusy (a test author's xdist workers): both
+    say the keyword as Python now; the command line's words stay (the test above)."""
+    be = FakeBackend(cpus=(0, 1))
+    blocker = acquire((0, 1), 2, sleep=no_sleep)
+    with pytest.raises(CoresBusy) as e:
+        edgeprof.profile(["true"], Limits(cpus=1), backend=be, cores_busy="fail")
+    assert str(e.value).endswith('; cores_busy="wait" waits for them')
+    told: list[str] = []
+
+    def on_wait(message: str) -> None:
+        told.append(message)
+        blocker.close()
+
+    edgeprof.profile(["true"], Limits(cpus=1), backend=be, interval=0.01, on_wait=on_wait)
+    assert told[0].endswith('; cores_busy="fail" refuses instead')
+    capfd.readouterr()
+    blocker = acquire((0, 1), 2, sleep=no_sleep)
+    threading.Timer(0.3, blocker.close).start()  # the holder ends while edgeprof waits
+    edgeprof.profile(["true"], Limits(cpus=1), backend=be, interval=0.01)  # told on stderr
+    err = capfd.readouterr().err
+    assert '; cores_busy="fail" refuses instead\n' in err and "--cores-busy" not in err
 
 
 def test_ctrl_c_while_waiting_leaves_nothing(tmp_path: Path, isolated_core_leases: Path) -> None:
