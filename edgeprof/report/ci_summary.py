@@ -13,7 +13,7 @@ from ..analysis.budget_checks import BudgetCheck
 from ..analysis.budgets import METRICS
 from ..analysis.cells import cell_name, cells, endings, successful
 from ..analysis.metrics import FEW_NOTE, few_mark, phases_apart, titled
-from ..analysis.regression import Change, Verdict, failed_cells, regressed
+from ..analysis.regression import Change, Verdict, failed_cells, regressed, tested
 from ..analysis.rules import newest
 from ..errors import ConfigError
 from ..model import RunResult
@@ -160,6 +160,8 @@ def render_compare_summary(
     lines = ["## edgeprof compare", "", *failed_current_headline(changes), head, ""]
     if (why := unmeasured_gate(changes)) is not None:  # the count alone reads as a pass
         lines += [f"❌ {markdown_text(why[0].upper() + why[1:])}", ""]
+    if (why := untested_gate(changes)) is not None:
+        lines += [f"⚠️ {markdown_text(why[0].upper() + why[1:])}", ""]
     if held := held_line(changes):  # beside the verdict a CI page shows first
         lines += [f"⚠️ {held}", ""]
     # A paragraph each: lines one under another had rendered as one run-on paragraph.
@@ -189,6 +191,21 @@ def compare_headline(changes: Sequence[Change]) -> str:
     head += f", {few} not tested (not enough repeats)" if few else ""
     # A p99 of 40 iterations is no p99: counted apart, as neither a pass nor a failure.
     return head + (f", {unjudged} not judged (too few iterations)" if unjudged else "")
+
+
+def untested_gate(changes: Sequence[Change]) -> str | None:
+    """That the gate passes on no evidence, where no metric was tested (every one "not
+    enough repeats") and nothing else fails it: one current run against a baseline of 3
+    at +131.9 % peak memory had ended ``…, 9 not tested (not enough repeats) against the
+    baseline`` and exit 0, read as a pass.  Still exit 0 (docs/ci.md: too few repeats do not
+    fail a build, as a baseline of one run did not), but said.  ``None``: something was
+    tested, or the gate fails anyway."""
+    if not changes or tested(changes) or regressed(changes):
+        return None
+    return (
+        "nothing was tested: every metric has fewer than 2 values on a side, so the gate "
+        "passes (exit 0) on no evidence: repeat the runs (--repeat 3)"
+    )
 
 
 def unmeasured_gate(changes: Sequence[Change]) -> str | None:
@@ -221,7 +238,7 @@ def compare_verdict(changes: Sequence[Change]) -> str:
     regressions, 0 improvements against the baseline``).  The terminal had printed the
     table alone, with no count of what it found."""
     text = compare_headline(changes) + " against the baseline"
-    if (why := unmeasured_gate(changes)) is not None:
+    if (why := unmeasured_gate(changes) or untested_gate(changes)) is not None:
         text += f": {why}"
     if lost := failed_cells(changes):
         made = sum(f.of for f in lost.values())

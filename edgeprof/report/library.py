@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.calibration import Prediction, Predictions
-from ..analysis.regression import Change, regressed
+from ..analysis.regression import Change, regressed, tested, untested
 from ..errors import ConfigError, respelled
 from ..model import RunResult
 from ..resultfiles import load_runs
@@ -42,8 +42,24 @@ class Comparison:
     @property
     def regressed(self) -> bool:
         """Whether ``edgeprof compare`` would exit 3: a regression, a metric not measured, or
-        a failed current run."""
+        a failed current run.  ``False`` is no pass by itself: a metric with fewer than 2
+        values on a side is not tested (:attr:`untested`), so a test asserts :attr:`tested`
+        too."""
         return regressed(self.changes)
+
+    @property
+    def tested(self) -> bool:
+        """Whether any metric was tested.  ``False`` where every one is "not enough repeats"
+        (one current run, or a baseline of one): ``not regressed`` then says nothing, and
+        the repr ends ``nothing tested``, not ``passed``.  Give each side 2 runs or more
+        (``edgeprof run --repeat 3``; from Python, a list of :func:`edgeprof.profile`'s
+        results)."""
+        return tested(self.changes)
+
+    @property
+    def untested(self) -> int:
+        """How many of :attr:`changes` are "not enough repeats": passed on no evidence."""
+        return untested(self.changes)
 
     def to_dict(self) -> dict[str, Any]:
         """``edgeprof compare --json``'s object."""
@@ -54,7 +70,7 @@ class Comparison:
         return render_compare_plain(self.changes, self.threshold, self.notes)
 
     def __repr__(self) -> str:
-        gate = "regressed" if self.regressed else "passed"
+        gate = "regressed" if self.regressed else "passed" if self.tested else "nothing tested"
         return (
             f"<Comparison threshold {self.threshold * 100:g}%, {len(self.changes)} changes: "
             f"{compare_headline(self.changes)}; {gate}>"

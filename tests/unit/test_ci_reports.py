@@ -17,6 +17,7 @@ from edgeprof.analysis.budgets import Budgets
 from edgeprof.analysis.regression import compare_results
 from edgeprof.model import RunResult, Termination
 from edgeprof.report.ci_summary import (
+    compare_verdict,
     render_compare_plain,
     render_compare_summary,
     render_run_summary,
@@ -197,6 +198,17 @@ def test_a_compare_of_nothing_tested_does_not_read_as_a_pass() -> None:
     head = render_compare_summary(ch, 0.05, notes).splitlines()[2]
     assert head.startswith("**0 regressions, 0 improvements, ")
     assert head.endswith(" not tested (not enough repeats)**")
+    said = (
+        "Nothing was tested: every metric has fewer than 2 values on a side, so the gate "
+        "passes (exit 0) on no evidence: repeat the runs (--repeat 3)"
+    )
+    assert f"⚠️ {said}" in render_compare_summary(ch, 0.05, notes).splitlines()
+    assert compare_verdict(ch).endswith(f"against the baseline: {said[0].lower()}{said[1:]}")
+    # One metric tested is evidence: no such line (its headline counts the untested ones).
+    tested, _ = compare_results(base * 3, [run("a.onnx", w) for w in (1.0, 1.01, 0.99)], 0.05)
+    assert compare_verdict([*tested, *ch]) == (
+        "0 regressions, 0 improvements, 4 not tested (not enough repeats) against the baseline"
+    )
 
 
 def test_a_cells_statistics_warnings_reach_the_summary_and_junit() -> None:

@@ -107,6 +107,14 @@ def test_a_comparison_reprs_its_verdict_and_shows_its_table(tmp_path: Path) -> N
     )
     passed = edgeprof.compare(base, base)
     assert repr(passed).endswith(": 0 regressions, 0 improvements; passed>")
+    assert (passed.tested, passed.untested) == (True, 0)
+    # One current run against 4 at +30 %: nothing tested, which had read "passed".
+    one = edgeprof.compare(base, run(wall=1.3))
+    assert repr(one) == (
+        "<Comparison threshold 5%, 4 changes: 0 regressions, 0 improvements, "
+        "4 not tested (not enough repeats); nothing tested>"
+    )
+    assert (one.regressed, one.tested, one.untested) == (False, False, 4)
     wall = next(ch for ch in c.changes if ch.metric.key == "wall")
     assert "<function" not in repr(wall)
     assert repr(wall.metric).startswith("Metric(key='wall', title='wall time', kind=")
