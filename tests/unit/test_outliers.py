@@ -108,3 +108,17 @@ def test_without_outliers_retests_each_side_without_its_flagged_runs() -> None:
     # On the logarithms (2.2e-5 on the values): the kept side's spread is multiplicative.
     assert s.difference.log and math.isclose(s.difference.p_value, 5.41e-6, rel_tol=0.01)
     assert without_outliers(b, b) is None
+
+
+def test_three_runs_need_a_far_outlier() -> None:
+    """A baseline's p95 of 1.8099, 1.5962 and 1.8093 ms had called run 2 an outlier (11.8 %
+    below the median): with 3 runs the test flags the odd one whenever the other two tie
+    (its statistic's bound, 2/√3, is within 0.04 % of its critical value), so the distance
+    must say it: more than half the median.  From 4 runs the usual 10 % applies."""
+    assert 2 / math.sqrt(3) - _critical(3, ALPHA) < 0.0005
+    assert esd([math.log(v) for v in (1.8099, 1.5962, 1.8093)], ALPHA) == [1]  # the test alone
+    assert outliers([1.8099, 1.5962, 1.8093]) == []
+    assert outliers([1.0, 1.0, 1.45]) == []
+    assert outliers([1.0, 1.0, 1.55]) == [2]
+    assert outliers([258.0, 58.0, 58.0]) == [0]  # a first run charged a file's page cache
+    assert outliers([1.8099, 1.5962, 1.8093, 1.8095]) == [1]  # three agree: evidence
