@@ -193,13 +193,23 @@ def _scripts_differ(base: Sequence[RunResult], current: Sequence[RunResult]) -> 
 
 
 def _resolved(r: RunResult, where: str | None) -> Words:
-    """``r``'s words, its relative scripts read from ``where``."""
+    """``r``'s words, its files as the paths they name: a ``.py`` script, and the program
+    where it is a path (``../venv/bin/python``; a bare ``python3`` is the ``PATH``'s, left
+    as it is), read from ``where`` where relative and normalized (``proj/../venv``).  A
+    baseline run from ``proj/`` as ``../venv/bin/python mypkg/model.py`` had been "different
+    commands" from ``/tmp/t-pytest/proj/../venv/bin/python /tmp/t-pytest/proj/mypkg/model.py``
+    (``sys.executable`` and an absolute script, a test author's); other words, arguments
+    that may name no file, stay as they are."""
     return tuple(
-        os.path.normpath(os.path.join(where, w))
-        if where is not None and w.endswith(".py") and not os.path.isabs(w)
-        else w
-        for w in words(r)
+        _as_path(w, where) if w.endswith(".py") or (i == 0 and "/" in w) else w
+        for i, w in enumerate(words(r))
     )
+
+
+def _as_path(word: str, where: str | None) -> str:
+    if os.path.isabs(word):
+        return os.path.normpath(word)
+    return word if where is None else os.path.normpath(os.path.join(where, word))
 
 
 def _namer(

@@ -694,6 +694,34 @@ def test_one_script_run_from_two_directories_is_one_command() -> None:
     ]
 
 
+def test_a_program_by_a_relative_and_an_absolute_path_is_one_command() -> None:
+    """A test author's baseline from ``proj/``, ``../venv/bin/python mypkg/model.py``, and
+    the same files from pytest, ``sys.executable`` (``/t/proj/../venv/bin/python``) and an
+    absolute script: "different commands" on every comparison.  The program is read as the
+    file it names; one of another directory, or other arguments, stays a difference."""
+
+    def at(workdir: str, command: tuple[str, ...]) -> list[RunResult]:
+        return [dataclasses.replace(r, command=command, workdir=workdir)
+                for r in walls(list(BASE), name="model")]  # fmt: skip
+
+    base = at("/t/proj", ("../venv/bin/python", "mypkg/model.py", "--iterations", "30"))
+    same = ("/t/proj/../venv/bin/python", "/t/proj/mypkg/model.py", "--iterations", "30")
+    _, notes = compare_results(base, at("/elsewhere", same))
+    assert not any("different" in n for n in notes)
+    other = ("/t/venv2/bin/python", "/t/proj/mypkg/model.py", "--iterations", "30")
+    _, notes = compare_results(base, at("/t/proj", other))
+    assert [n for n in notes if "different" in n] == [
+        "model (cpus=1, memory=1.0GiB): the baseline and the current runs ran different "
+        "commands (../venv/bin/python mypkg/model.py → /t/venv2/bin/python "
+        "/t/proj/mypkg/model.py): a change may be theirs, not the code's"
+    ]
+    _, notes = compare_results(base, at("/t/proj", (*same[:3], "31")))
+    assert any("different commands" in n for n in notes)
+    # The same relative program from another directory is another file.
+    _, notes = compare_results(base, at("/u/proj", base[0].command))
+    assert any("different scripts (from /t/proj → from /u/proj)" in n for n in notes)
+
+
 def test_an_interval_past_the_threshold_is_inconclusive_not_within_it() -> None:
     """A tester's ``compare s5 s5b`` (one command, 5 runs twice): ``CPU time -0.7% ± 4.4%``
     and ``wall time +0.0% ± 17.8%`` both read "not beyond the threshold"; the second cannot
