@@ -13,6 +13,8 @@ The public API (help(edgeprof.profile) and so on document each name):
 - ``load(*paths)``: the runs of saved results, as ``edgeprof report`` reads them.
 - ``compare(baseline, current)``: ``edgeprof compare``'s verdicts, as a ``Comparison`` of
   ``Change`` each (one metric of one cell: its ``Verdict`` and its ``Metric``).
+- ``check_budgets(results, budget_file)``: ``edgeprof report --budgets``'s checks, as a
+  ``Budgeted`` (whether it passed, the checks that failed; its str() the command's lines).
 - ``predict(results, calibration)``: a calibration's predictions, as a ``Predicted`` of
   ``Prediction`` each.
 - ``to_records(results)``: a dict per run with runs.csv's columns, for pandas.DataFrame.
@@ -69,7 +71,16 @@ if TYPE_CHECKING:
     from .measure.interrupts import Interrupted
     from .measure.runner import ResultNotSaved
     from .model import Counters, Limits, RunResult, RunSpec, Sample, Termination, UserIds
-    from .report.library import Comparison, Predicted, compare, load, predict, to_records
+    from .report.library import (
+        Budgeted,
+        Comparison,
+        Predicted,
+        check_budgets,
+        compare,
+        load,
+        predict,
+        to_records,
+    )
     from .sweeps.library import profile
     from .workload.instrument import active, iteration, limit_gpu_memory, mark, phase
 
@@ -99,6 +110,8 @@ _LAZY = {
     "Interrupted": "measure.interrupts",
     "ResultNotSaved": "measure.runner",
     "profile": "sweeps.library",
+    "Budgeted": "report.library",
+    "check_budgets": "report.library",
     "Comparison": "report.library",
     "compare": "report.library",
     "load": "report.library",
@@ -144,6 +157,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "BackendError",
     "BackendUnavailable",
+    "Budgeted",
     "Change",
     "Comparison",
     "ConfigError",
@@ -169,6 +183,7 @@ __all__ = [
     "Verdict",
     "__version__",
     "active",
+    "check_budgets",
     "compare",
     "iteration",
     "limit_gpu_memory",

@@ -46,3 +46,11 @@ def budget_lines(checks: Sequence[BudgetCheck]) -> list[str]:
     if reasons:
         lines += [""] + [f"- {markdown_text(c.describe())}" for c in reasons]
     return lines
+
+
+def budget_text(checks: Sequence[BudgetCheck], sources: str) -> list[str]:
+    """The terminal's budget lines (``run``, ``report``; :func:`edgeprof.check_budgets`'s
+    ``str()``): a head that counts the checks passed, then a line each, ``FAIL`` or ``ok``."""
+    failed = sum(not c.ok for c in checks)
+    lines = [f"Budgets ({sources}): {len(checks) - failed} of {len(checks)} checks passed"]
+    return lines + [f"  {'ok  ' if c.ok else 'FAIL'}  {c.describe()}" for c in checks]

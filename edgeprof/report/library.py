@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..analysis.budget_checks import BudgetCheck
 from ..analysis.calibration import Prediction, Predictions
 from ..analysis.regression import Change, regressed, tested, untested
 from ..errors import ConfigError, respelled
@@ -182,6 +183,69 @@ def _side(
     return runs, f"the {side} runs"
 
 
+@dataclass(frozen=True, repr=False)
+class Budgeted:
+    """What ``edgeprof report RESULTS --budgets FILE`` checks: one
+    :class:`~edgeprof.analysis.budget_checks.BudgetCheck` per model, limits and budgeted
+    metric (its ``status``, ``value``, ``budget``, ``describe()``), and the models the file
+    budgets that no run is labelled as (``unused``: their budgets held to nothing).
+    ``str()`` of it is the command's lines; :attr:`passed` whether it would exit 0."""
+
+    checks: tuple[BudgetCheck, ...]
+    source: str
+    """The budget file."""
+    unused: tuple[str, ...] = ()
+
+    @property
+    def failed(self) -> tuple[BudgetCheck, ...]:
+        """The checks that fail the gate: a breach, a figure not measured, a cell not judged
+        (every run failed)."""
+        return tuple(c for c in self.checks if not c.ok)
+
+    @property
+    def passed(self) -> bool:
+        """Whether every check passed (``report --budgets`` exits 0), and there was one: a
+        file whose models no run is labelled as checks nothing, and does not pass."""
+        return bool(self.checks) and not self.failed
+
+    def __str__(self) -> str:
+        from .budget_table import budget_text
+
+        lines = budget_text(self.checks, self.source) if self.checks else []
+        lines += [
+            f"{self.source} budgets {m}, but no run is labelled so: its budget is held to "
+            "nothing"
+            for m in self.unused
+        ]
+        return "\n".join(lines) or f"{self.source}: no budget applies to these runs"
+
+    def __repr__(self) -> str:
+        gate = "passed" if self.passed else "failed"
+        return f"<Budgeted {self.source}: {len(self.failed)} of {len(self.checks)} failed; {gate}>"
+
+
+def check_budgets(
+    results: str | os.PathLike[str] | RunResult | Sequence[RunResult],
+    budgets: str | os.PathLike[str],
+) -> Budgeted:
+    """``edgeprof report RESULTS --budgets BUDGETS``'s checks, from the same code: ``results``
+    a path :func:`load` reads, a :class:`RunResult` (what :func:`edgeprof.profile` returns)
+    or a list of them; ``budgets`` a budget file (YAML: docs/ci.md).  Each cell's value is
+    the median of its successful runs, as the command's.  A file that is not a budget file,
+    or results that hold no run, are one :class:`~edgeprof.errors.ConfigError` line."""
+    from ..analysis.budget_checks import check_budgets as checked
+    from ..analysis.budget_checks import unused_models
+    from ..analysis.budgets import load_budget_file
+
+    given = _runs(results, "check_budgets", "results")
+    runs = load_runs([_path(results, "check_budgets")]) if given is None else given
+    if not runs:
+        raise ConfigError("edgeprof.check_budgets: no runs to check")
+    path = _path(budgets, "check_budgets")
+    file = load_budget_file(path)
+    return Budgeted(tuple(checked(runs, file)), str(path), tuple(unused_models(runs, file)))
+
+
 @dataclass(frozen=True)
 class Predicted:
     """What ``edgeprof report --calibration`` prints: one :class:`Prediction` per model,
@@ -307,4 +371,13 @@ def _path(value: object, caller: str) -> Path:
     return Path(value)
 
 
-__all__ = ["Comparison", "Predicted", "compare", "load", "predict", "to_records"]
+__all__ = [
+    "Budgeted",
+    "Comparison",
+    "Predicted",
+    "check_budgets",
+    "compare",
+    "load",
+    "predict",
+    "to_records",
+]

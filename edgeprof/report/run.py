@@ -364,11 +364,9 @@ def gate_run(
     its own there, does not: `run` then `report` in one job had written it twice)."""
     checks = budget_checks(results, budgets) if checks is None else list(checks)
     if checks:
-        failed = [c for c in checks if not c.ok]
-        sink.write(f"\nBudgets ({budgets.sources}): {len(checks) - len(failed)} of {len(checks)} ")
-        sink.write("checks passed\n")
-        for c in checks:
-            sink.write(f"  {'ok  ' if c.ok else 'FAIL'}  {c.describe()}\n")
+        from .budget_table import budget_text
+
+        sink.write("\n" + "".join(f"{line}\n" for line in budget_text(checks, budgets.sources)))
     if budgets:  # with no check at all too: a file naming only a typo had passed in silence
         from ..analysis.budget_checks import unused_models
 
