@@ -150,9 +150,11 @@ def memory_growth(
 
 
 def per_iteration(b: float) -> str:
-    """``0.50MiB``: two decimals from 10 KiB, where a leak of half a MiB a request would
-    read ``512.0KiB`` beside a rate in MiB a second; smaller ones in their own unit."""
-    return f"{b / 2**20:.2f}MiB" if b >= 2**20 / 100 else format_binary(b)
+    """``0.50MiB``: two decimals from 0.1 MiB, where a leak of half a MiB a request would
+    read ``512.0KiB`` beside a rate in MiB a second; smaller ones in their own unit, so
+    with two significant digits at least (``21.7KiB``: at 0.01 MiB and up, ``0.02MiB`` had
+    stood for anything from 15 to 25 KiB)."""
+    return f"{b / 2**20:.2f}MiB" if b >= 2**20 / 10 else format_binary(b)
 
 
 def _fit(window: Sequence[tuple[float, float]]) -> tuple[float, float, float] | None:

@@ -16,6 +16,8 @@ from edgeprof.measure.growth import (
     MemoryTrace,
     growth_warning,
     memory_growth,
+    per_iteration,
+    rate,
     theil_sen,
     with_growth,
 )
@@ -101,6 +103,16 @@ def test_growth_under_a_share_of_the_peak_is_none() -> None:
     assert memory_growth(series(lambda t: MiB * (117 + t * 3 / 2.9)), 6.0) is None
     g = memory_growth(series(lambda t: MiB * (100 + t * 7 / 2.9)), 6.0)
     assert g is not None and g.rise_bytes == 7 * MiB
+
+
+def test_growth_per_iteration_keeps_two_significant_digits() -> None:
+    """The soak tester's 200 KiB/s leak, 21.7 KiB an iteration, had read ``+0.02MiB``."""
+    assert per_iteration(22239.78) == "21.7KiB"
+    assert per_iteration(0.099 * MiB) == "101.4KiB"
+    assert per_iteration(0.1 * MiB) == "0.10MiB"
+    assert per_iteration(0.52 * MiB) == "0.52MiB"
+    g = dataclasses.replace(GROWTH, per_s=206131.2, per_iteration=22239.78)
+    assert rate(g) == "+21.7KiB/iteration (+201.3KiB/s)"
 
 
 def test_too_few_readings_is_none() -> None:
