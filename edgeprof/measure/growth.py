@@ -4,8 +4,12 @@ A run's peak and a limit's verdict hold for the run's length only when its memor
 off; one that rose to the end needs more the longer it runs.  The readings of the run's
 second half (after its start-up and warm-up) are fitted with a robust line (Theil–Sen: the
 median of the pairwise slopes, which a few readings of a short free or a burst do not tip),
-and the run is "still growing" where that line's rise over the window clears both the
-readings' scatter about it and a share of the run's peak.  Readings at the end that fell
+and the run is "still growing" where that line's rise over the window clears the readings'
+scatter about it and a floor of a MiB, and where the peak itself kept rising: the highest
+reading of the window's last quarter clears every earlier one in it.  A leak's line and its
+peak rise together; a sawtooth's or a spike's line can be steep (the slopes within its
+ramps), while its later peaks only reach its earlier ones, and a limit needs the peak.
+Readings at the end that fell
 well under the line (a cache cleared, the interpreter's teardown) are left out of the fit:
 the memory rose with the run's length until then, and so did its peak.
 """
@@ -55,11 +59,34 @@ run rose 0.00 (scatter 0.00), with ``--free-at-end`` too -0.92 MiB;
 ``examples/quickstart/infer.py --iterations 200`` 0.00 (0.00); a numpy loop allocating and
 freeing 32 MiB an iteration -0.32 MiB (0.08)."""
 
-MIN_SHARE = 0.05
-"""The rise over the window must be at least this share of the run's peak: a guard against
-an interpreter's arenas creeping up by a few pages over a long, steady run, which no limit
-need be sized for.  None of the non-leaking runs above rose at all; the leaks flagged rose
-28 % to 56 % of their peaks over the window."""
+MIN_RISE = 2**20
+"""The rise over the window must be at least this many bytes: a guard against an
+interpreter's or a runtime's arenas creeping up by a few pages, which no limit need be sized
+for, while a leak's rise grows with the run's length (whatever the size of the model: a
+share of the peak had missed a 200 KiB/s leak on a 200 MiB baseline).  Measured, read every
+0.1 s: the largest rise of a run that was not leaking, yet cleared its scatter and kept its
+peak rising, was 0.50 MiB (a 1.5 s script, 25.2 → 25.4 → 25.7 MiB in steps of pages; an
+``examples/benchmark/infer.py`` SqueezeNet run 0.44 MiB); the smallest leak, ``svc.py leak``
+at 200 KiB/s for 20 s (``fit``'s runs), rose 1.64 to 2.24 MiB over its 10 s window.  The
+soak tester's 300 s and 90 s plateaus did not rise at all."""
+
+PEAK_PARTS = 4
+"""The peak's check compares the highest reading of the window's last 1/4 with the highest
+before it in the window.  A cycle (a buffer filled and freed) shorter than the rest of the
+window, 3/8 of the run, reaches its top before the last part, so its last part reaches no
+higher: the soak tester's 30 s sawtooth over 90 s (a 45 s window) read 105.7 MiB at most in
+its last 11 s against 105.9 before, while its line rose 83 MiB.  A cycle longer than that
+cannot be told from growth within the run."""
+
+PEAK_SHARE = 0.25
+"""The last part's highest reading must clear the earlier highest by this share of the
+line's rise over the part.  A leak's clears it by about the whole of it (0.85 to 1.3 times:
+``svc.py leak`` at 200 KiB/s on a 200 MiB baseline, +2.27 MiB against 2.25 MiB of line; at
+1000 KiB/s +6.17 against 6.20); a sawtooth's or a spike's not at all (-0.25 MiB against
+20.8; a model's warm-up levelling off at 147.1 MiB, +0.00 against 4.56).  A quarter, not a
+half, because a leak's last part can end in a flat tail (the interpreter's exit after the
+last request): a tester's ``leak.py --sleep 0.002`` squeezed near its limit rose 2.50 MiB in
+its last 0.3 s against 8.93 MiB of line."""
 
 
 class MemoryTrace:
@@ -108,11 +135,11 @@ def memory_growth(
     iteration_ends: Sequence[float] | None = None,
 ) -> MemoryGrowth | None:
     """The growth of the readings taken up to ``end_s`` (the main process's exit) over the
-    second half of them, or ``None`` where the memory levelled off or rose no more than
-    its scatter or :data:`MIN_SHARE` of the peak, or where that half is too short to tell
-    (:data:`MIN_READINGS`, :data:`MIN_WINDOW_S`).  ``iteration_ends``: the times every
-    iteration the workload reported ended (``None``: not all are known), for the growth
-    per iteration."""
+    second half of them, or ``None`` where the memory levelled off, rose no more than its
+    scatter or under :data:`MIN_RISE`, or its peak did not keep rising
+    (:func:`_peak_rises`), or where that half is too short to tell (:data:`MIN_READINGS`,
+    :data:`MIN_WINDOW_S`).  ``iteration_ends``: the times every iteration the workload
+    reported ended (``None``: not all are known), for the growth per iteration."""
     pts = [(t, v) for t, v in points if t <= end_s]
     if len(pts) < 2 * MIN_READINGS:
         return None
@@ -131,8 +158,7 @@ def memory_growth(
     slope, _, noise = fitted
     t0, t1 = kept[0][0], kept[-1][0]
     rise = slope * (t1 - t0)
-    peak = max(v for _, v in pts)
-    if rise <= NOISE_FACTOR * noise or rise < MIN_SHARE * peak:
+    if rise <= NOISE_FACTOR * noise or rise < MIN_RISE or not _peak_rises(kept, slope):
         return None
     per_iteration = None
     if iteration_ends is not None:
@@ -169,6 +195,18 @@ def _fit(window: Sequence[tuple[float, float]]) -> tuple[float, float, float] | 
     centre = statistics.median(residuals)
     noise = 1.4826 * statistics.median(abs(r - centre) for r in residuals)
     return slope, intercept, noise
+
+
+def _peak_rises(window: Sequence[tuple[float, float]], slope: float) -> bool:
+    """Whether the highest reading of the window's last :data:`PEAK_PARTS`-th clears the
+    highest before it by :data:`PEAK_SHARE` of the line's rise over that part: the peak, what
+    a limit needs, kept rising with the line (not a sawtooth's or a spike's repeated top)."""
+    t0, t1 = window[0][0], window[-1][0]
+    cut = t1 - (t1 - t0) / PEAK_PARTS
+    # Both parts hold a reading: the window's first is before the cut (t1 > t0), its last after.
+    before = max(v for t, v in window if t < cut)
+    last = max(v for t, v in window if t >= cut)
+    return last - before >= PEAK_SHARE * slope * (t1 - cut)
 
 
 def _before_free(
