@@ -137,6 +137,8 @@ class EventStore:
         self._max_occurrences = max_occurrences
         self._past = PastStore(_RECENT)  # occurrences past the stored ones
         self._boundary = False  # a batch had a begin or end line: one reading after it
+        self._boundary_t = -math.inf  # the batch's latest begin or end stamp (s since spawn)
+        self._held = False  # the batch being read is waited on by a boundary (feed)
         self._waited = 0.0  # seconds the workload's writes waited on the pipe ("waited")
         self._waits = 0
         self._costs: list[float] = []  # the client's own seconds per iteration ("cost")
@@ -149,18 +151,26 @@ class EventStore:
 
     # -- the lines ---------------------------------------------------------------------
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes, held: bool = False) -> None:
         """Bytes as read from the pipe, cut anywhere (the reading thread's work, for tests
-        without it).  Never raises for what the workload wrote."""
+        without it).  Never raises for what the workload wrote.
+
+        ``held``: a boundary's writer waits until this batch is read (instrument's
+        ``_Channel.held``), so the counters read for the batch's boundaries are as they were
+        at its latest boundary's stamp: the reading is taken as at that stamp, not as when
+        it was read.  Stamped when read, a linear interpolation from the reading before
+        the boundary to it had shared the next phase's CPU out to the boundary (a 0.2 s
+        sleep after a busy phase read 7.9 ms of CPU for its own 0.1 ms, a tester's)."""
         started = time.thread_time()
         try:
-            self._feed(data)
+            self._feed(data, held)
         finally:
             # The reader's own CPU: what the pipe's waits are judged against.
             self._reading_s += time.thread_time() - started
 
-    def _feed(self, data: bytes) -> None:
+    def _feed(self, data: bytes, held: bool = False) -> None:
         now = self._clock()
+        self._held, self._boundary_t = held, -math.inf
         if self._discarding:  # the rest of an over-long line, already counted
             nl = data.find(b"\n")
             if nl < 0:
@@ -176,7 +186,7 @@ class EventStore:
             # same moment, and each read (~55 µs of CPU on cgroup v1) had set the pace of a
             # workload entering a phase per step (98.8 µs a step under edgeprof, 1.7 alone).
             self._boundary = False
-            self._snapshot()
+            self._snapshot(self._boundary_t if held else None)
         if len(self._it1) > stored:
             # A batch that reached the cap has its reading after lines that are not stored:
             # its stored iterations get no reading (their stall is unknown).
@@ -285,6 +295,7 @@ class EventStore:
                 self._open.append((occ, token))
                 self._open_names[occ.name] += 1
             self._boundary = True
+            self._boundary_t = max(self._boundary_t, t)
         elif ev.kind == "end":
             with self._lock:
                 idx = next(
@@ -302,13 +313,14 @@ class EventStore:
             if self._peaks is not None:
                 occ.kernel_peak = self._peaks.stop(token)
             self._boundary = True
+            self._boundary_t = max(self._boundary_t, t)
         elif ev.name == GPU_CAPPED_MARK:  # a process capped its GPU memory: not a user mark
             self.gpu_capped += 1
         else:  # mark
             if len(self._marks) >= max_marks:
                 self._marks_over += 1  # not even a counter read
                 return
-            c = self._snapshot()
+            c = self._snapshot(t if self._held else None)
             self._marks.append(
                 Mark(
                     ev.name,
@@ -356,8 +368,10 @@ class EventStore:
         names.update(o.name for o in self._recent if o.end is not None and o.start <= t1 <= o.end)
         return names
 
-    def _snapshot(self) -> Counters | None:
-        """Read the counters now: a timeline point next to an event."""
+    def _snapshot(self, at: float | None = None) -> Counters | None:
+        """Read the counters now: a timeline point next to an event, stamped with the middle
+        of the read, or ``at`` (s since the spawn) where the workload has been held since
+        (:meth:`feed`)."""
         if self._read is None:
             return None
         before = self._clock()
@@ -366,7 +380,7 @@ class EventStore:
         except EdgeprofError as exc:
             self._snapshot_error = str(exc)
             return None
-        t = (before + self._clock()) / 2 - self._t0
+        t = (before + self._clock()) / 2 - self._t0 if at is None else at
         self.record(t, None if c.cpu_usage_us is None else c.cpu_usage_us / 1e6, c.memory_current)
         self._on_reading(t, c)
         return c

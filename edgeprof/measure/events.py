@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import socket
 import tempfile
 import threading
 import time
@@ -32,6 +33,7 @@ from ..workload.instrument import (
     FD_ENV,
     INODE_ENV,
     PATH_ENV,
+    SYNC_ENV,
     UNAVAILABLE_ENV,
 )
 from .event_lines import MAX_ITERATIONS, MAX_MARKS, MAX_OCCURRENCES, MAX_PHASES
@@ -78,6 +80,7 @@ class EventChannel(EventStore):
     ) -> None:
         self.fifo: str | None = None
         self._dir: str | None = None
+        self._sync = self._sync_peer = -1  # no boundary socket (a container's FIFO)
         self._read_bytes = 0  # what the reading thread read: a poll that read none is idle
         if fifo:
             # Named after its owner: one that dies by SIGKILL leaves it to `edgeprof gc`.
@@ -93,6 +96,14 @@ class EventChannel(EventStore):
             os.set_blocking(self._r, False)
             self.env = {FD_ENV: str(self._w), INODE_ENV: str(os.fstat(self._w).st_ino)}
             self.pass_fds = (self._w,)
+            # The boundaries' socket (instrument's ``_Channel.held``): the client writes a
+            # byte after a boundary's line and waits for one back; its byte wakes the reader
+            # (iteration lines never do), which answers once it has read the counters.
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._sync, self._sync_peer = ours.detach(), theirs.detach()
+            os.set_blocking(self._sync, False)
+            self.env[SYNC_ENV] = f"{self._sync_peer}:{os.fstat(self._sync_peer).st_ino}"
+            self.pass_fds = (self._w, self._sync_peer)
         self._stop_r, self._stop_w = os.pipe()
         self._thread: threading.Thread | None = None
         super().__init__(
@@ -140,9 +151,10 @@ class EventChannel(EventStore):
         if period_s is not None:
             self._period_s = period_s
         self._share = share
-        if self._w >= 0:
-            os.close(self._w)
-            self._w = -1
+        for fd in (self._w, self._sync_peer):
+            if fd >= 0:
+                os.close(fd)
+        self._w = self._sync_peer = -1
         self._thread = threading.Thread(target=self._run, name="edgeprof-events", daemon=True)
         self._thread.start()
 
@@ -165,11 +177,11 @@ class EventChannel(EventStore):
 
     def close(self) -> None:
         self.stop()
-        for fd in (self._r, self._w, self._stop_r, self._stop_w):
+        for fd in (self._r, self._w, self._stop_r, self._stop_w, self._sync, self._sync_peer):
             if fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        self._r = self._w = self._stop_r = self._stop_w = -1
+        self._r = self._w = self._stop_r = self._stop_w = self._sync = self._sync_peer = -1
         if self._dir is not None:
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(self._dir, "events"))
@@ -181,12 +193,16 @@ class EventChannel(EventStore):
     def _run(self) -> None:
         leave_stops_to_main_thread()
         try:
-            ready = select.select([self._r, self._stop_r], [], [])[0]
-            if self._r in ready and not self._drain():
-                return  # EOF: every writer is gone
-            if self._stop_r in ready:
-                self._drain()
-                return
+            while not self._read_bytes:  # until the first line: woken, not polling
+                ready = select.select([self._r, self._stop_r, *self._waking()], [], [])[0]
+                if self._sync in ready and not self._answer():
+                    return  # EOF: every writer is gone
+                if self._r in ready and not self._drain():
+                    return
+                if self._stop_r in ready:
+                    self._drain()
+                    return
+                # Else the boundary socket's end: a workload that closed it, no line yet.
             self._poll()  # lines come: poll from now on
         except Exception as exc:
             self._snapshot_error = f"{type(exc).__name__}: {exc}"
@@ -209,17 +225,41 @@ class EventChannel(EventStore):
         this loaded host)."""
         idle, read = 0, self._read_bytes
         backs_off = self._read_throttled is None
-        while not select.select(
-            [self._stop_r], [], [], IDLE_POLL_S if backs_off and idle >= IDLE_POLLS else POLL_S
-        )[0]:
-            if not self._drain():
+        while True:
+            wait = IDLE_POLL_S if backs_off and idle >= IDLE_POLLS else POLL_S
+            ready = select.select([self._stop_r, *self._waking()], [], [], wait)[0]
+            if self._stop_r in ready:
+                break
+            if not (self._answer() if ready else self._drain()):
                 return  # EOF: every writer is gone
             idle = 0 if self._read_bytes != read else idle + 1
             read = self._read_bytes
         self._drain()
 
-    def _drain(self) -> bool:
-        """Read what is available; False at EOF."""
+    def _waking(self) -> list[int]:
+        """The boundary socket while a workload's process may write to it."""
+        return [self._sync] if self._sync >= 0 else []
+
+    def _answer(self) -> bool:
+        """Boundaries wait (their bytes on the socket): read their lines and the counters
+        (:meth:`_drain`, the boundary's reading taken as at its line's stamp, the workload
+        held since), then let them go on, one byte each.  False at the pipe's EOF."""
+        try:
+            waiting = len(os.read(self._sync, 4096))
+        except BlockingIOError:
+            waiting = -1  # woken for nothing
+        if waiting == 0:  # every process that could wait is gone: never selected again
+            os.close(self._sync)
+            self._sync = -1
+        more = self._drain(held=waiting > 0)
+        if waiting > 0:
+            with contextlib.suppress(OSError):  # a process gone meanwhile, or a full buffer
+                os.write(self._sync, b"a" * waiting)
+        return more
+
+    def _drain(self, held: bool = False) -> bool:
+        """Read what is available; False at EOF.  ``held``: a boundary waits for it
+        (:meth:`EventStore.feed`)."""
         while True:
             try:
                 data = os.read(self._r, 65536)
@@ -230,7 +270,7 @@ class EventChannel(EventStore):
                     self.feed(b"\n")  # a last line without its newline
                 return False
             self._read_bytes += len(data)
-            self.feed(data)
+            self.feed(data, held=held)
 
 class _RecordingStats(SeriesStats):
     """Fed by two threads: the sampler's rows and the events' readings (:meth:`add_event`),

@@ -18,6 +18,7 @@ from ..analysis.held import held_runs
 from ..analysis.metrics import FEW, FEW_NOTE, too_few
 from ..analysis.overhead import overhead_marked, overhead_share, rate_without_overhead
 from ..analysis.stats import median
+from ..measure.inputs import MIN_INTERVAL_S
 from ..model import PERCENTILES, LatencyStats, Mark, PhaseStats, RunResult
 from ..names import shown_name
 from ..units import format_binary, format_seconds
@@ -495,10 +496,13 @@ def unread_cpu_notes(results: Sequence[RunResult]) -> list[str]:
     if not shortest:
         return []
     listed = ", ".join(f"{shown_name(n)} ({format_seconds(w)})" for n, w in shortest.items())
-    return [
-        f"CPU n/a: no reading of the CPU counter (every {interval:g}s) fell inside {listed}; "
-        "a finer --interval reads a short phase"
-    ]
+    # At the finest interval already, no finer one to give (--interval 0.001 had been
+    # advised to a 60 µs phase read every 0.001 s, a tester's).
+    fix = "a finer --interval reads a short phase" if (interval or 0) > MIN_INTERVAL_S else (
+        "a phase this short is over between two readings at edgeprof's finest interval"
+    )
+    every = f"every {interval:g}s"
+    return [f"CPU n/a: no reading of the CPU counter ({every}) fell inside {listed}; {fix}"]
 
 
 MEDIAN_PHASES_NOTE = (

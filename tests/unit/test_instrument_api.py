@@ -20,12 +20,17 @@ class Lines:
 
     def __init__(self) -> None:
         self.sent: list[str] = []
+        self.held_kinds: list[str] = []  # the lines whose writer waited for the runner
 
     def ready(self) -> bool:
         return True
 
     def send(self, line: str, t: float) -> None:
         self.sent.append(line)
+
+    def held(self, line: str, t: float) -> None:
+        self.send(line, t)
+        self.held_kinds.append(line.split()[0])
 
 
 @pytest.fixture
@@ -167,3 +172,13 @@ def test_two_long_names_that_differ_past_the_limit_stay_two_phases(lines: Lines)
     store.feed("".join(lines.sent).encode())
     phases, _, _, _ = store.results(run_end=1e9)
     assert [p.count for p in phases] == [2, 1, 1]
+
+
+def test_boundaries_wait_for_the_runner_and_iterations_do_not(lines: Lines) -> None:
+    """A phase's begin and end and a mark are held until the runner read the counters there;
+    an iteration's line is only written (its cost is per step)."""
+    with instrument.phase("p"), instrument.iteration():
+        pass
+    instrument.mark("m")
+    assert [ln.split()[0] for ln in lines.sent] == ["begin", "iter", "end", "mark"]
+    assert lines.held_kinds == ["begin", "end", "mark"]

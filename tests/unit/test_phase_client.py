@@ -5,6 +5,7 @@ speaks."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -348,3 +349,84 @@ def test_the_fifo_channel_for_containers(tmp_path: Path) -> None:
         proc = _python(USE_API, {**_clean_env(), "EDGEPROF_EVENTS": str(tmp_path / name)})
         assert proc.stdout.startswith("active False"), proc.stderr
     assert (tmp_path / "file").read_text() == "keep\n"
+
+
+# -- boundaries held until the runner read them ----------------------------------------------
+
+HELD = """
+    import time, edgeprof
+    with edgeprof.phase("p"):
+        print("entered", repr(time.monotonic()))
+    edgeprof.mark("m")
+"""
+
+
+def test_a_boundary_waits_until_the_runner_read_the_counters_at_its_stamp() -> None:
+    """The workload is held at each boundary until the runner has read the counters, so the
+    reading is of the boundary itself and is stamped with the line's time.  Read when the
+    poll came to the line (up to 10 ms late), a tester's sleeping phase got the next
+    phase's 150 MiB allocation in its kernel peak, and a busy phase's CPU time leaked into
+    the next (7.9 ms for a 0.1 ms sleep)."""
+    reads: list[float] = []
+
+    def read() -> Counters:  # each reading 1 ms of CPU and 1 MiB more than the one before
+        reads.append(time.monotonic())
+        return Counters(cpu_usage_us=1000 * len(reads), memory_current=len(reads) << 20)
+
+    ch = EventChannel()
+    assert set(ch.env) == {"EDGEPROF_EVENTS_FD", "EDGEPROF_EVENTS_INODE", "EDGEPROF_EVENTS_SYNC"}
+    assert len(ch.pass_fds) == 2
+    t0 = time.monotonic()
+    proc = subprocess.Popen(  # spawned first, as the runner does: start() closes its ends
+        [sys.executable, "-c", textwrap.dedent(HELD)],
+        env={**_clean_env(), **ch.env, "PYTHONPATH": str(REPO)},
+        pass_fds=ch.pass_fds,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    ch.start(t0, read)
+    try:
+        out, _ = proc.communicate(timeout=HANG_S)
+    finally:
+        ch.stop()
+        ch.close()
+    assert proc.returncode == 0
+    entered = float(out.split()[1])
+    assert len(reads) == 3 and reads[0] < entered  # read before the phase's body ran
+    (p,), _, (m,), _ = ch.results(run_end=10.0)
+    # Readings stamped at the begin and end lines: the phase's CPU is their difference,
+    # exactly (stamped when read, the end's would have been interpolated below 1 ms).
+    assert (p.cpu_s, p.cpu_readings) == (0.001, 2)
+    assert (m.cpu_s, m.memory_bytes) == (0.003, 3 << 20)
+
+
+def test_a_boundary_stops_waiting_for_a_runner_that_does_not_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A runner held off its CPU past ``SYNC_TIMEOUT_S`` (or gone) must not hold every later
+    boundary: the process stops waiting and its lines still go out."""
+    from edgeprof.workload import instrument
+
+    monkeypatch.setattr(instrument, "SYNC_TIMEOUT_S", 0.05)
+    r, w = os.pipe()
+    ours, theirs = socket.socketpair()
+    try:
+        c = instrument._Channel()
+        c.fd, c.sync = w, theirs.fileno()
+        start = time.monotonic()
+        c.held("mark a\n", time.monotonic())  # nobody answers: waits the timeout once
+        waited = time.monotonic() - start
+        assert c.sync is None and waited >= 0.05
+        c.held("mark b\n", time.monotonic())  # no longer waits
+        sent = [ln for ln in os.read(r, 1000).splitlines() if not ln.startswith(b"waited")]
+        assert sent == [b"mark a", b"mark b"]
+        assert ours.recv(10) == b"s"  # one byte asked, once
+        # A runner gone: the socket's EOF ends the waiting at once.
+        c.sync = theirs.fileno()
+        ours.close()
+        c.held("mark c\n", time.monotonic())
+        assert c.sync is None
+    finally:
+        os.close(r)
+        os.close(w)
+        theirs.close()
