@@ -36,6 +36,8 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 (an escape sequence would be the terminal's to act on)."""
 
 KINDS = ("begin", "end", "mark", "iter", "raised", "nested", "waited", "probe", "cost")
+HELD = "held"
+"""The word that ends a boundary's line whose writer waits for the runner's reading."""
 
 # -- what the runner keeps of it ---------------------------------------------------------------
 
@@ -155,6 +157,9 @@ class Event(NamedTuple):
     items: int = 1
     items_given: bool = False
     """``iter`` only: the line had an ITEMS field."""
+    held: bool = False
+    """``begin``, ``end`` and ``mark`` only: the writer waits until the runner has read the
+    counters (its line ends with ``held``), so that reading is as at T."""
 
 
 def _time(word: str) -> float:
@@ -188,9 +193,12 @@ def parse_line(line: str, now: float) -> Event:
         raise ProtocolError("empty line")
     kind, args = words[0], words[1:]
     if kind in ("begin", "end", "mark"):
-        if not 1 <= len(args) <= 2:
-            raise ProtocolError(f"{kind}: expected NAME [T], got {len(args)} words")
-        return Event(kind, name=_name(args[0]), t=_time(args[1]) if len(args) == 2 else now)
+        if not 1 <= len(args) <= 3:
+            raise ProtocolError(f"{kind}: expected NAME [T [held]], got {len(args)} words")
+        if len(args) == 3 and args[2] != HELD:
+            raise ProtocolError(f"{kind}: expected {HELD!r} after T, got {args[2][:40]!r}")
+        t = _time(args[1]) if len(args) >= 2 else now
+        return Event(kind, name=_name(args[0]), t=t, held=len(args) == 3)
     if kind in ("raised", "nested", "waited"):
         if len(args) != 2:
             raise ProtocolError(f"{kind}: expected T0 T1, got {len(args)} words")

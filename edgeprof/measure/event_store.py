@@ -47,6 +47,7 @@ from .event_lines import (
     MAX_MARKS,
     MAX_OCCURRENCES,
     MAX_PHASES,
+    Event,
     FrequentNames,
     ProtocolError,
     cap_warnings,
@@ -138,7 +139,11 @@ class EventStore:
         self._past = PastStore(_RECENT)  # occurrences past the stored ones
         self._boundary = False  # a batch had a begin or end line: one reading after it
         self._boundary_t = -math.inf  # the batch's latest begin or end stamp (s since spawn)
-        self._held = False  # the batch being read is waited on by a boundary (feed)
+        self._held_t = -math.inf  # … of those whose writer waits ("held"): see _feed
+        # Boundaries (begins and ends) per kept phase name, held by their writer or not.
+        self._holds: dict[bool, collections.Counter[str]] = {
+            True: collections.Counter(), False: collections.Counter()
+        }
         self._waited = 0.0  # seconds the workload's writes waited on the pipe ("waited")
         self._waits = 0
         self._costs: list[float] = []  # the client's own seconds per iteration ("cost")
@@ -151,26 +156,27 @@ class EventStore:
 
     # -- the lines ---------------------------------------------------------------------
 
-    def feed(self, data: bytes, held: bool = False) -> None:
+    def feed(self, data: bytes) -> None:
         """Bytes as read from the pipe, cut anywhere (the reading thread's work, for tests
         without it).  Never raises for what the workload wrote.
 
-        ``held``: a boundary's writer waits until this batch is read (instrument's
-        ``_Channel.held``), so the counters read for the batch's boundaries are as they were
-        at its latest boundary's stamp: the reading is taken as at that stamp, not as when
-        it was read.  Stamped when read, a linear interpolation from the reading before
-        the boundary to it had shared the next phase's CPU out to the boundary (a 0.2 s
-        sleep after a busy phase read 7.9 ms of CPU for its own 0.1 ms, a tester's)."""
+        A boundary line that ends with ``held`` has its writer waiting until the runner
+        answers (instrument's ``_Channel.boundary``), which it does after this batch's
+        reading: where the batch's latest boundary is held, the counters read are as they
+        were at its stamp, and the reading is stamped so, not as when it was read.
+        Stamped when read, a linear interpolation from the reading before the boundary to
+        it had shared the next phase's CPU out to the boundary (a 0.2 s sleep after a busy
+        phase read 7.9 ms of CPU for its own 0.1 ms, a tester's)."""
         started = time.thread_time()
         try:
-            self._feed(data, held)
+            self._feed(data)
         finally:
             # The reader's own CPU: what the pipe's waits are judged against.
             self._reading_s += time.thread_time() - started
 
-    def _feed(self, data: bytes, held: bool = False) -> None:
+    def _feed(self, data: bytes) -> None:
         now = self._clock()
-        self._held, self._boundary_t = held, -math.inf
+        self._boundary_t = self._held_t = -math.inf
         if self._discarding:  # the rest of an over-long line, already counted
             nl = data.find(b"\n")
             if nl < 0:
@@ -186,6 +192,7 @@ class EventStore:
             # same moment, and each read (~55 µs of CPU on cgroup v1) had set the pace of a
             # workload entering a phase per step (98.8 µs a step under edgeprof, 1.7 alone).
             self._boundary = False
+            held = self._held_t == self._boundary_t  # the latest boundary waits on it
             self._snapshot(self._boundary_t if held else None)
         if len(self._it1) > stored:
             # A batch that reached the cap has its reading after lines that are not stored:
@@ -283,8 +290,10 @@ class EventStore:
                 self._names.add(ev.name)
         if ev.kind == "begin" and len(self._occurrences) >= self._max_occurrences:
             self._begin_past_store(ev.name, t)
+            self._holds[ev.held][ev.name] += 1
         elif ev.kind == "end" and self._past.is_open(ev.name):
             self._end_past_store(ev.name, t)
+            self._holds[ev.held][ev.name] += 1
         elif ev.kind == "begin":
             token = self._peaks.start() if self._peaks is not None else None
             # When the window opened: one opened after the phase's end holds none of it.
@@ -294,8 +303,7 @@ class EventStore:
                 self._occurrences.append(occ)
                 self._open.append((occ, token))
                 self._open_names[occ.name] += 1
-            self._boundary = True
-            self._boundary_t = max(self._boundary_t, t)
+            self._boundary_read(ev, t)
         elif ev.kind == "end":
             with self._lock:
                 idx = next(
@@ -312,23 +320,33 @@ class EventStore:
                 self._open_names[occ.name] -= 1
             if self._peaks is not None:
                 occ.kernel_peak = self._peaks.stop(token)
-            self._boundary = True
-            self._boundary_t = max(self._boundary_t, t)
+            self._boundary_read(ev, t)
         elif ev.name == GPU_CAPPED_MARK:  # a process capped its GPU memory: not a user mark
             self.gpu_capped += 1
         else:  # mark
             if len(self._marks) >= max_marks:
                 self._marks_over += 1  # not even a counter read
                 return
-            c = self._snapshot(t if self._held else None)
+            c = self._snapshot(t if ev.held else None)
             self._marks.append(
                 Mark(
                     ev.name,
                     t,
                     None if c is None or c.cpu_usage_us is None else c.cpu_usage_us / 1e6,
                     None if c is None else c.memory_current,
+                    held=ev.held,
                 )
             )
+
+    def _boundary_read(self, ev: Event, t: float) -> None:
+        """A stored occurrence's begin or end at ``t`` (s since the spawn): the batch gets a
+        reading after it (:meth:`_feed`), as at ``t`` where its writer waits for it; counted
+        as held or not (its phase's ``held_boundaries``)."""
+        self._holds[ev.held][ev.name] += 1
+        self._boundary = True
+        self._boundary_t = max(self._boundary_t, t)
+        if ev.held:
+            self._held_t = max(self._held_t, t)
 
     def _begin_past_store(self, name: str, t: float) -> None:
         """A ``begin`` past :data:`MAX_OCCURRENCES` stored occurrences: counted in its
@@ -441,8 +459,11 @@ class EventStore:
             past_store=self._past.tails,
         )
         phases = tuple(
-            p if p.latency is None else dataclasses.replace(
-                p, latency=unstretched_by_cpu(p.latency, p.cpu_s)
+            dataclasses.replace(
+                p,
+                latency=None if p.latency is None else unstretched_by_cpu(p.latency, p.cpu_s),
+                held_boundaries=self._holds[True][p.name],
+                unheld_boundaries=self._holds[False][p.name],
             )
             for p in phases
         )

@@ -96,8 +96,8 @@ class EventChannel(EventStore):
             os.set_blocking(self._r, False)
             self.env = {FD_ENV: str(self._w), INODE_ENV: str(os.fstat(self._w).st_ino)}
             self.pass_fds = (self._w,)
-            # The boundaries' socket (instrument's ``_Channel.held``): the client writes a
-            # byte after a boundary's line and waits for one back; its byte wakes the reader
+            # The boundaries' socket (instrument's ``_Channel.boundary``): the client writes
+            # a byte after a held boundary's line and waits for one back; its byte wakes the reader
             # (iteration lines never do), which answers once it has read the counters.
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
             self._sync, self._sync_peer = ours.detach(), theirs.detach()
@@ -242,8 +242,8 @@ class EventChannel(EventStore):
 
     def _answer(self) -> bool:
         """Boundaries wait (their bytes on the socket): read their lines and the counters
-        (:meth:`_drain`, the boundary's reading taken as at its line's stamp, the workload
-        held since), then let them go on, one byte each.  False at the pipe's EOF."""
+        (:meth:`_drain`; a held line's reading is taken as at its stamp, its writer held
+        since), then let them go on, one byte each.  False at the pipe's EOF."""
         try:
             waiting = len(os.read(self._sync, 4096))
         except BlockingIOError:
@@ -251,15 +251,14 @@ class EventChannel(EventStore):
         if waiting == 0:  # every process that could wait is gone: never selected again
             os.close(self._sync)
             self._sync = -1
-        more = self._drain(held=waiting > 0)
+        more = self._drain()
         if waiting > 0:
             with contextlib.suppress(OSError):  # a process gone meanwhile, or a full buffer
                 os.write(self._sync, b"a" * waiting)
         return more
 
-    def _drain(self, held: bool = False) -> bool:
-        """Read what is available; False at EOF.  ``held``: a boundary waits for it
-        (:meth:`EventStore.feed`)."""
+    def _drain(self) -> bool:
+        """Read what is available; False at EOF."""
         while True:
             try:
                 data = os.read(self._r, 65536)
@@ -270,7 +269,7 @@ class EventChannel(EventStore):
                     self.feed(b"\n")  # a last line without its newline
                 return False
             self._read_bytes += len(data)
-            self.feed(data, held=held)
+            self.feed(data)
 
 class _RecordingStats(SeriesStats):
     """Fed by two threads: the sampler's rows and the events' readings (:meth:`add_event`),

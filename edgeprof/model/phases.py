@@ -154,6 +154,15 @@ class PhaseStats:
     :attr:`cpu_s` and :attr:`cpu_pct` are ``None``: shared out by time from the readings
     around it they are the surrounding stretch's, not the phase's (a 90 µs warmup had read
     1.1 µs).  ``None`` in files written before edgeprof counted them."""
+    held_boundaries: int | None = None
+    """Begins and ends of the phase whose writer waited until edgeprof had read the counters
+    there (the Python client, within its budget of waits): their readings are the
+    boundary's own.  ``None`` in files written before edgeprof counted them."""
+    unheld_boundaries: int | None = None
+    """Begins and ends not held (past the client's budget of waits, or from a writer that
+    does not wait): read when edgeprof's poll came to the line, up to 1 ms late (10 ms
+    after a pause), so the phase's kernel peak and CPU time may take in that much of its
+    neighbours'.  ``None`` in files written before edgeprof counted them."""
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PhaseStats:
@@ -172,7 +181,11 @@ class Mark:
     cpu_s: float | None
     """CPU time of the run so far."""
     memory_bytes: int | None
+    held: bool | None = None
+    """Whether its writer waited until edgeprof had read the counters (so they are the
+    instant's own); not held, they were read up to 1 ms later (10 ms after a pause).
+    ``None`` in files written before edgeprof recorded it."""
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Mark:
-        return cls(d["name"], d["t_s"], d.get("cpu_s"), d.get("memory_bytes"))
+        return cls(d["name"], d["t_s"], d.get("cpu_s"), d.get("memory_bytes"), d.get("held"))

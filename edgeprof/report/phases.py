@@ -459,7 +459,7 @@ def section_tables(
     phases = phase_rows(results)
     if phases:
         medians = [MEDIAN_PHASES_NOTE] if aggregated(results) else []
-        unread = unread_cpu_notes(results)
+        unread = unread_cpu_notes(results) + unheld_notes(results)
         out.append(("Phases", PHASE_COLUMNS, phases, medians + unread + capped))
     marks, left_out = mark_rows(results)
     if marks:
@@ -503,6 +503,32 @@ def unread_cpu_notes(results: Sequence[RunResult]) -> list[str]:
     )
     every = f"every {interval:g}s"
     return [f"CPU n/a: no reading of the CPU counter ({every}) fell inside {listed}; {fix}"]
+
+
+def unheld_notes(results: Sequence[RunResult]) -> list[str]:
+    """The note under the Phases table for the phases some of whose begins and ends were
+    not held (:attr:`PhaseStats.unheld_boundaries`): read up to 1 ms late (10 ms after a
+    pause), their kernel peak and CPU time may take in a neighbour's, which nothing in the
+    table had said (a sleeping phase's "kernel" peak of 11.8-16.8 MiB for its own 5.3-5.6,
+    the next phase's allocation, a tester's)."""
+    counts: dict[str, tuple[int, int]] = {}  # name: (not held, all)
+    for r in results:
+        for p in r.phases:
+            if p.unheld_boundaries:
+                unheld, every = counts.get(p.name, (0, 0))
+                counts[p.name] = (
+                    unheld + p.unheld_boundaries,
+                    every + p.unheld_boundaries + (p.held_boundaries or 0),
+                )
+    if not counts:
+        return []
+    listed = ", ".join(f"{shown_name(n)} ({u} of {a})" for n, (u, a) in counts.items())
+    return [
+        f"boundaries not held: {listed} begins and ends were read when edgeprof's poll came "
+        "to them (past the Python client's budget of waits, 1 % of its time, or from a "
+        "writer that does not wait), up to 1 ms late (10 ms after a pause): their PEAK MEM "
+        "and CPU TIME may take in that much of the next or previous phase's"
+    ]
 
 
 MEDIAN_PHASES_NOTE = (

@@ -37,9 +37,9 @@ opens it again through its parent, :func:`_from_ancestor`).  Timestamps are ``ti
 languages (words separated by spaces; ``T`` a decimal number of seconds on
 ``CLOCK_MONOTONIC``; a missing ``T`` means "when the runner reads the line")::
 
-    begin NAME [T]          a phase NAME starts
-    end NAME [T]            the innermost open phase NAME ends
-    mark NAME [T]           an instant
+    begin NAME [T [held]]   a phase NAME starts (``held``: the writer waits, below)
+    end NAME [T [held]]     the innermost open phase NAME ends
+    mark NAME [T [held]]    an instant
     iter T0 T1 [ITEMS]      one iteration from T0 to T1, of ITEMS items (default 1 where
                             other iterations of its phase give ITEMS; a phase where none
                             does has no item count)
@@ -56,12 +56,18 @@ languages (words separated by spaces; ``T`` a decimal number of seconds on
                             S seconds (the median of N empty round trips): reported beside
                             the throughput, which it is part of
 
-A boundary (``begin``, ``end``, ``mark``) waits where ``EDGEPROF_EVENTS_SYNC`` names a Unix
-socket (``FD:INODE``): after its line the client writes one byte there and reads one back,
-which edgeprof sends once it has read the run's counters (and restarted or read the phase's
-kernel peak), so those figures are the boundary's own, not ones read up to 10 ms later while
-the next phase ran.  A writer in another language may do the same; one that does not is read
-when edgeprof's poll comes to its line.  Iterations never wait.
+A boundary (``begin``, ``end``, ``mark``) may be *held* where ``EDGEPROF_EVENTS_SYNC`` names
+a Unix socket (``FD:INODE``): its line ends with the word ``held`` (``begin NAME T held``),
+then the client writes one byte there and reads one back, which edgeprof sends once it has
+read the run's counters (and restarted or read the phase's kernel peak), so those figures
+are the boundary's own, stamped with T, not ones read up to 10 ms later while the next phase
+ran.  A held boundary costs a round trip (about 0.5 ms on a loaded 2-core host), so the
+client holds one only while its waits stay within :data:`HOLD_SHARE` of the time since its
+first event plus :data:`HOLD_CREDIT_S` (:meth:`_Channel.holds`): a run's stage phases are
+held, a phase per step rarely; a boundary not held is read when edgeprof's poll comes to its
+line, as a writer's in another language that does not speak the socket.  An iteration never
+waits, and a hold inside one is left out of its latency: the client sends its ``iter`` line
+with T0 moved later by the time its thread waited (:class:`iteration`).
 
 NAME is any run of non-space characters (at most 200, no control characters; the client
 cuts a longer one to 191 and ends it with ``~`` and 8 hex digits of the whole name's hash,
@@ -86,6 +92,7 @@ import select
 import stat
 import sys
 import time
+from _thread import get_ident
 from collections.abc import Callable
 from contextlib import ContextDecorator
 from types import TracebackType
@@ -105,6 +112,18 @@ SYNC_TIMEOUT_S = 1.0
 """How long a boundary waits for the runner's answer (a few hundred µs normally) before the
 process stops waiting at boundaries: a runner held off its CPU that long must not hold the
 workload up at every phase."""
+HOLD_SHARE = 0.01
+"""The share of a process's time since its first event that its boundaries may spend held
+(:meth:`_Channel.holds`).  Held at every boundary, an empty phase per step cost 757-1275 µs
+where it cost 10-45 µs not held (``cost.py 2000`` on a loaded 2-core host), and two phases in
+each 4 ms iteration took the loop's wall time from 6.2-7.0 s to 8.3-9.8 s; within 1 %, a
+phase per step cost 18.8-76.9 µs (31.3-56.8 µs with no holds, the same minutes) and the
+holds 92-107 ms of a 6.4-8.5 s loop: the wall time stays within about 1 % (plus
+:data:`HOLD_CREDIT_S`) of the run's without holds."""
+HOLD_CREDIT_S = 0.02
+"""Seconds of holds a process may spend before its share has accrued: its first boundaries
+come at once (a ``load`` phase's begin), and 20 ms held a script's first 43-105 boundaries
+(``cost.py``; its stage phases) whatever their times."""
 UNAVAILABLE_ENV = "EDGEPROF_EVENTS_UNAVAILABLE"
 """Set by a backend that cannot pass the channel (Docker): its value says why."""
 MAX_NAME = 200
@@ -135,15 +154,21 @@ class _Channel:
         self.sync: int | None = None
         """The socket a boundary waits on (:meth:`held`); ``None``: boundaries do not wait."""
         self._looked = False
+        self.since = 0.0
+        """Monotonic time of the process's first event (the channel's lookup)."""
+        self.held_s = 0.0
+        """Seconds this process's boundaries waited, all threads (:meth:`holds`)."""
 
     def forget(self) -> None:
         """After a fork: the child looks at its own environment again on first use."""
         self._looked = False
         self.fd = self.sync = None
+        _thread_held.clear()
 
     def _open(self) -> None:
         self._looked = True
         self.fd = None
+        self.since, self.held_s = time.monotonic(), 0.0
         raw = os.environ.get(FD_ENV)
         path = os.environ.get(PATH_ENV)
         if raw is None and path:
@@ -199,26 +224,47 @@ class _Channel:
         except OSError:  # the runner is gone (EPIPE) or the descriptor was closed
             self.fd = None
 
-    def held(self, line: str, t: float) -> None:
-        """A boundary's ``line`` (a phase's begin or end, a mark), sent, and this thread held
-        until the runner has read the line and the run's counters (and restarted or read
-        the phase's kernel peak): the figures are of the boundary itself.  Unheld, they were
-        read when the runner's poll came to the line, up to 10 ms later, and the next phase
-        ran meanwhile: a 0.25 s sleeping phase before a 150 MiB allocation had a kernel peak
-        of 11.8-16.8 MiB for its own 5.3-5.6, and a sleeping phase after a busy one read
-        7.9 ms of CPU for its own 0.1 (a tester's).  The wait costs a phase boundary about
-        a wake-up of edgeprof's reader and a counter read; iterations never wait."""
-        self.send(line, t)
-        sync = self.sync
-        if sync is None or self.fd is None:
+    def holds(self, t: float) -> bool:
+        """Whether a boundary at monotonic ``t`` is held: a socket to wait on, and waits so
+        far within :data:`HOLD_SHARE` of the time since the first event plus
+        :data:`HOLD_CREDIT_S`.  Checked before the wait, so one wait may go past it."""
+        return self.sync is not None and (
+            self.held_s <= HOLD_SHARE * (t - self.since) + HOLD_CREDIT_S
+        )
+
+    def boundary(self, line: str, t: float) -> None:
+        """A boundary's ``line`` (a phase's begin or end, a mark, without its newline), held
+        where the budget allows (:meth:`holds`): sent with the word ``held`` and this
+        thread kept until the runner has read it and the run's counters (and restarted or
+        read the phase's kernel peak), so the figures are of the boundary itself.  Read
+        when the runner's poll came to the line, up to 10 ms later, the next phase ran
+        meanwhile: a 0.25 s sleeping phase before a 150 MiB allocation had a kernel peak of
+        11.8-16.8 MiB for its own 5.3-5.6, and a sleeping phase after a busy one read 7.9 ms
+        of CPU for its own 0.1 (a tester's).  Not held, the line goes as before."""
+        if not self.holds(t):
+            self.send(line + "\n", t)
             return
+        self.send(line + " held\n", t)
+        sync = self.sync
+        if sync is None or self.fd is None:  # the write found the runner gone
+            return
+        start = time.monotonic()
         try:
             os.write(sync, b"s")
-            if select.select([sync], [], [], SYNC_TIMEOUT_S)[0] and os.read(sync, 1):
-                return
+            answered = bool(select.select([sync], [], [], SYNC_TIMEOUT_S)[0] and os.read(sync, 1))
         except OSError:
-            pass
-        self.sync = None  # the runner is gone or too slow: boundaries stop waiting
+            answered = False
+        waited = time.monotonic() - start
+        self.held_s += waited
+        me = get_ident()
+        _thread_held[me] = _thread_held.get(me, 0.0) + waited
+        if not answered:
+            self.sync = None  # the runner is gone or too slow: boundaries stop waiting
+
+
+_thread_held: dict[int, float] = {}
+"""Seconds each thread (by ident) waited at held boundaries: an iteration leaves its own
+thread's out of its latency (:class:`iteration`)."""
 
 
 def _sync_socket(raw: str | None) -> int | None:
@@ -400,7 +446,7 @@ def mark(name: str) -> None:
     cleaned = _name(name, "mark")
     if _channel.ready():
         t = time.monotonic()
-        _channel.held(f"mark {cleaned} {t:.9f}\n", t)
+        _channel.boundary(f"mark {cleaned} {t:.9f}", t)
 
 
 class phase(ContextDecorator):
@@ -417,7 +463,7 @@ class phase(ContextDecorator):
             _gpu_cap.check()
         if _channel.ready():
             t = time.monotonic()
-            _channel.held(f"begin {self.name} {t:.9f}\n", t)
+            _channel.boundary(f"begin {self.name} {t:.9f}", t)
         return self
 
     def __exit__(
@@ -428,7 +474,7 @@ class phase(ContextDecorator):
     ) -> None:
         if _channel.ready():
             t = time.monotonic()
-            _channel.held(f"end {self.name} {t:.9f}\n", t)
+            _channel.boundary(f"end {self.name} {t:.9f}", t)
         if _gpu_cap.pending:  # a "load" phase that moved the model to the GPU: capped now
             _gpu_cap.check()
 
@@ -463,7 +509,8 @@ class iteration(ContextDecorator):
     inside another is sent as ``nested``, counted in one warning and in no figure.  Each had
     been an iteration too: a tester's 5 frames of 10 ms, each holding a 5 ms sub-step, and 3
     calls of 2 ms were 13 iterations with a p50 of 5.08 ms, 8 with these.  A sub-step is timed
-    with :class:`phase`."""
+    with :class:`phase`; the time such a phase's held boundaries waited for edgeprof is left
+    out of the iteration's latency (:meth:`_start`), and kept in the wall time."""
 
     _kind = "iter"
     """The line's kind: an iteration of the run (``probe``: :func:`_probe`'s own)."""
@@ -472,6 +519,7 @@ class iteration(ContextDecorator):
         self.items = _items(items)
         self._t0 = 0.0
         self._t1 = 0.0
+        self._held0 = 0.0  # its thread's held seconds at the start (_thread_held)
         self._nested = False
         self._depth = _depth
 
@@ -497,8 +545,18 @@ class iteration(ContextDecorator):
             _probe()
         self._nested = n > 0
         depth.set(n + 1)
+        self._held0 = _thread_held.get(get_ident(), 0.0) if _thread_held else 0.0
         self._t0 = time.monotonic()
         return self
+
+    def _start(self, t1: float) -> float:
+        """The iteration's start as sent: later by the time its thread waited at held
+        boundaries inside it (:meth:`_Channel.boundary`), which is edgeprof's, not the
+        workload's (two held phases an iteration had added 1-3 ms to each)."""
+        if not _thread_held:
+            return self._t0
+        waited = _thread_held.get(get_ident(), 0.0) - self._held0
+        return min(self._t0 + max(waited, 0.0), t1)
 
     def __exit__(
         self,
@@ -512,17 +570,18 @@ class iteration(ContextDecorator):
         self._depth.set(self._depth.get() - 1)
         if not _channel.ready():
             return
+        t0 = self._start(t1)
         if self._nested:  # whether it raised or not: the outer iteration's time holds it
-            _channel.send(f"nested {self._t0:.9f} {t1:.9f}\n", t1)
+            _channel.send(f"nested {t0:.9f} {t1:.9f}\n", t1)
             return
         if exc_type is not None:
             # Counted apart: a raised request's time is no latency of the workload (2 of 10
             # that raised had been in ITER, the percentiles and items/s).  The exception
             # goes on as it came (nothing is returned).
-            _channel.send(f"raised {self._t0:.9f} {t1:.9f}\n", t1)
+            _channel.send(f"raised {t0:.9f} {t1:.9f}\n", t1)
             return
         n = "" if self.items is None else f" {self.items}"
-        _channel.send(f"{self._kind} {self._t0:.9f} {t1:.9f}{n}\n", t1)
+        _channel.send(f"{self._kind} {t0:.9f} {t1:.9f}{n}\n", t1)
 
 
 class _probe_iteration(iteration):

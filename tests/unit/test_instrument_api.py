@@ -28,8 +28,8 @@ class Lines:
     def send(self, line: str, t: float) -> None:
         self.sent.append(line)
 
-    def held(self, line: str, t: float) -> None:
-        self.send(line, t)
+    def boundary(self, line: str, t: float) -> None:
+        self.send(line + "\n", t)
         self.held_kinds.append(line.split()[0])
 
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import textwrap
 import time
+import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -412,21 +414,117 @@ def test_a_boundary_stops_waiting_for_a_runner_that_does_not_answer(
     ours, theirs = socket.socketpair()
     try:
         c = instrument._Channel()
-        c.fd, c.sync = w, theirs.fileno()
+        c.fd, c.sync, c.since = w, theirs.fileno(), time.monotonic()
         start = time.monotonic()
-        c.held("mark a\n", time.monotonic())  # nobody answers: waits the timeout once
+        c.boundary("mark a", time.monotonic())  # nobody answers: waits the timeout once
         waited = time.monotonic() - start
         assert c.sync is None and waited >= 0.05
-        c.held("mark b\n", time.monotonic())  # no longer waits
+        c.boundary("mark b", time.monotonic())  # no longer waits, nor says it does
         sent = [ln for ln in os.read(r, 1000).splitlines() if not ln.startswith(b"waited")]
-        assert sent == [b"mark a", b"mark b"]
+        assert sent == [b"mark a held", b"mark b"]
         assert ours.recv(10) == b"s"  # one byte asked, once
         # A runner gone: the socket's EOF ends the waiting at once.
-        c.sync = theirs.fileno()
+        c.sync, c.held_s = theirs.fileno(), 0.0
         ours.close()
-        c.held("mark c\n", time.monotonic())
+        c.boundary("mark c", time.monotonic())
         assert c.sync is None
     finally:
         os.close(r)
         os.close(w)
         theirs.close()
+
+
+class _Clock:
+    """``instrument``'s monotonic clock, moved by hand and by each wait for the runner."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def held_channel(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[_Clock, socket.socket, int]]:
+    """A channel whose runner answers every boundary at once and whose each wait lasts 4 ms
+    of a hand-moved clock (from 100 s, the process's first event): (the clock, the runner's
+    end of the socket, the pipe's read end)."""
+    from edgeprof.workload import instrument
+
+    clock = _Clock(100.0)
+
+    def select(r: list[int], w: list[int], x: list[int], timeout: float) -> tuple[list[int], ...]:
+        clock.now += 0.004
+        return r, w, x
+
+    monkeypatch.setattr(instrument, "time", clock)
+    monkeypatch.setattr(instrument, "select", types.SimpleNamespace(select=select))
+    monkeypatch.setattr(instrument, "_thread_held", {})
+    r, w = os.pipe()
+    ours, theirs = socket.socketpair()
+    ours.sendall(b"a" * 100)  # the answers, ahead
+    c = instrument._Channel()
+    c.fd, c.sync, c.since, c._looked = w, theirs.fileno(), 100.0, True
+    monkeypatch.setattr(instrument, "_channel", c)
+    try:
+        yield clock, ours, r
+    finally:
+        os.close(r)
+        os.close(w)
+        ours.close()
+        theirs.close()
+
+
+def test_boundaries_are_held_within_a_share_of_the_time_since_the_first_event(
+    held_channel: tuple[_Clock, socket.socket, int],
+) -> None:
+    """Held at each boundary, a phase per step had cost 757-1 275 µs a step (10-45 µs not
+    held): the client holds one only while its waits stay within 1 % of its time since its
+    first event plus 20 ms, so a run's first boundaries (its stages) are held and a phase
+    per step is held rarely."""
+    from edgeprof.workload import instrument
+
+    clock, ours, r = held_channel
+    for i in range(7):
+        instrument.mark(f"m{i}")
+    # Waits of 4 ms from 100 s: 0, 4, …, 20 ms waited are within 20 ms + 1 % of the 0-20 ms
+    # gone (the sixth: 20 <= 20.2), the seventh's 24 is past 20.24.
+    assert instrument._channel.held_s == pytest.approx(0.024)
+    clock.now = 101.024  # a second on: 20 + 10.24 ms allowed, 24 waited
+    instrument.mark("late")
+    sent = os.read(r, 4096).decode().splitlines()
+    assert [ln.split()[-1] == "held" for ln in sent] == [True] * 6 + [False, True]
+    assert ours.recv(100) == b"s" * 7  # one byte asked per held boundary
+    assert instrument._channel.held_s == pytest.approx(0.028)
+
+
+def test_an_iterations_latency_leaves_out_its_threads_holds(
+    held_channel: tuple[_Clock, socket.socket, int],
+) -> None:
+    """Two held boundaries inside an iteration waited 8 ms for edgeprof: its line starts
+    8 ms later, so its latency is the workload's 10 ms, not 18 (the wall time keeps them)."""
+    from edgeprof.workload import instrument
+
+    clock, _, r = held_channel
+    with instrument.iteration(), instrument.phase("infer"):
+        clock.now += 0.010  # the work
+    with instrument.iteration():  # no hold inside: as timed
+        clock.now += 0.002
+    lines = [parse_line(ln, 0.0) for ln in os.read(r, 4096).decode().splitlines()]
+    assert [(ev.kind, ev.held) for ev in lines[:2]] == [("begin", True), ("end", True)]
+    it, plain = lines[2:]
+    assert [it.t0, it.t] == pytest.approx([100.008, 100.018])
+    assert it.t - it.t0 == pytest.approx(0.010)
+    assert plain.t - plain.t0 == pytest.approx(0.002)
+
+
+def test_a_boundary_line_may_end_with_held() -> None:
+    """``held`` after T: the writer waits for the runner's reading; any other third word,
+    or ``held`` without T, is malformed."""
+    assert parse_line("begin a 1.5 held", 0.0) == parse_line("begin a 1.5", 0.0)._replace(
+        held=True
+    )
+    assert (parse_line("mark m 2 held", 0.0).held, parse_line("end a 2", 0.0).held) == (True, False)
+    for bad in ("mark m 2 late", "begin a held", "end a 1 held x"):
+        with pytest.raises(ProtocolError):
+            parse_line(bad, 0.0)

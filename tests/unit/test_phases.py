@@ -30,7 +30,7 @@ from edgeprof.measure.phases import (
 from edgeprof.measure.sketch import percentile
 from edgeprof.measure.timeline import Timeline, interpolate
 from edgeprof.model import Counters, LatencyStats, Mark, PhaseStats, RunResult, Termination
-from edgeprof.report.phases import MAX_OF_RUNS_NOTE, unread_cpu_notes
+from edgeprof.report.phases import MAX_OF_RUNS_NOTE, unheld_notes, unread_cpu_notes
 from edgeprof.report.results import render_markdown, render_plain
 from tests.conftest import require_module
 from tests.fakes import FakeBackend, linear
@@ -757,6 +757,68 @@ def test_the_phases_table_says_which_phases_no_reading_fell_inside() -> None:
     # Files written before the count (None) say nothing.
     old = dataclasses.replace(ph, cpu_readings=None)
     assert unread_cpu_notes([make_result(phases=(old,))]) == []
+
+
+def test_a_held_boundarys_reading_is_stamped_at_its_line_and_counted() -> None:
+    """A line ending ``held`` has its writer waiting until the reading after its batch, so
+    that reading is as at its stamp; a batch whose latest boundary is not held is read as
+    when it was read (its writer went on).  Each phase counts its held and unheld begins
+    and ends, and a mark says whether it was held."""
+    now = [1.0]
+    reads: list[float] = []
+
+    def read() -> Counters:  # 1 ms more CPU at each reading
+        reads.append(now[0])
+        return Counters(cpu_usage_us=1000 * len(reads), memory_current=MiB)
+
+    store = EventStore(clock=lambda: now[0])
+    store._read = read
+    for at, data in [
+        (1.0, b"begin a 0.5 held\n"),
+        (2.0, b"end a 1.5 held\n"),  # a: read at 0.5 and 1.5, 1 ms apart
+        (3.2, b"begin b 2.5\nend b 3.0 held\n"),  # one reading, as at 3.0
+        (4.0, b"begin c 3.5 held\nend c 3.6\n"),  # its latest not held: as at 4.0
+        (5.0, b"mark m 4.5 held\nmark n 4.6\n"),
+    ]:
+        now[0] = at
+        store.feed(data)
+    assert len(reads) == 6
+    timeline = store._timeline.timeline()
+    assert [timeline.cpu_at(t) for t in (0.5, 1.5, 3.0, 4.0, 4.5, 5.0)] == [
+        0.001, 0.002, 0.003, 0.004, 0.005, 0.006
+    ]
+    phases, _, marks, _ = store.results(run_end=6.0)
+    a, b, c = phases
+    # a's readings are at its lines; b's begin is shared out between the readings at 1.5
+    # and 3.0 (2.667 ms); c, its end not held, has no reading inside it (one at 4.0).
+    assert [a.cpu_s, b.cpu_s] == pytest.approx([0.001, 0.001 / 3])
+    assert (a.cpu_readings, b.cpu_readings, c.cpu_readings, c.cpu_s) == (2, 1, 0, None)
+    assert [(p.held_boundaries, p.unheld_boundaries) for p in phases] == [(2, 0), (1, 1), (1, 1)]
+    assert [(m.name, m.t_s, m.cpu_s, m.held) for m in marks] == [
+        ("m", 4.5, 0.005, True), ("n", 4.6, 0.006, False)
+    ]
+
+
+def test_the_phases_table_says_which_phases_had_boundaries_not_held() -> None:
+    """A phase some of whose begins and ends were read late: its peak and CPU may take in a
+    neighbour's (a sleeping phase's "kernel" peak of 11.8-16.8 MiB for its own 5.3-5.6,
+    when no boundary was held); every boundary held, or a file from before, says nothing."""
+    step = PhaseStats("step", 2000, 0.0, 0.1, 0.05, 50.0, MiB, "kernel", MiB,
+                      held_boundaries=12, unheld_boundaries=3988)  # fmt: skip
+    load = PhaseStats("load", 1, 0.0, 0.3, 0.1, 33.3, MiB, "kernel", MiB,
+                      held_boundaries=2, unheld_boundaries=0)  # fmt: skip
+    two = [make_result(phases=(step, load)), make_result(phases=(step,))]
+    assert unheld_notes(two) == [
+        "boundaries not held: step (7976 of 8000) begins and ends were read when edgeprof's "
+        "poll came to them (past the Python client's budget of waits, 1 % of its time, or "
+        "from a writer that does not wait), up to 1 ms late (10 ms after a pause): their "
+        "PEAK MEM and CPU TIME may take in that much of the next or previous phase's"
+    ]
+    (one,) = unheld_notes(two[1:])
+    assert one.startswith("boundaries not held: step (3988 of 4000) begins and ends")
+    assert one in render_plain(two[1:]).splitlines()
+    old = dataclasses.replace(step, held_boundaries=None, unheld_boundaries=None)
+    assert unheld_notes([make_result(phases=(load, old))]) == []
 
 
 def test_the_readings_at_a_phases_lines_feed_the_runs_average_memory() -> None:
