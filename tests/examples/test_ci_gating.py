@@ -79,7 +79,9 @@ def test_compare_and_budgets_catch_a_slowed_sweep(tmp_path: Path) -> None:
     assert suite is not None
     assert [
         (c.get("classname", "").split(" ")[0], c.find("failure") is not None) for c in suite
-    ] == [(f"{m}\u2024onnx", True) for m in MODELS]  # junit_classname's look-alike full stop
+    ] == [  # every full stop of the name as junit_classname's look-alike
+        (f"{m}.onnx".replace(".", "\u2024"), True) for m in MODELS
+    ]
     cmp = edgeprof(
         "compare", "--json", "--summary", "compare.md", str(tmp_path / "base"),
         str(tmp_path / "slow"), cwd=tmp_path,
