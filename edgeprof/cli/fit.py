@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -35,6 +36,10 @@ if TYPE_CHECKING:
     from ..model import RunResult
     from ..model.fitdoc import Fit, Fits
     from ..sweeps.fit_outcome import FitOutcome, Probe
+
+TIMEOUT_STOPPED = 128 + int(signal.SIGTERM)
+"""``fit``'s code where ``--timeout`` stopped an unlimited run that then exited 0: the
+shell's code for the SIGTERM that stopped it (143)."""
 
 CONTEXT_SETTINGS = {"allow_interspersed_args": False}
 
@@ -211,10 +216,18 @@ def fit_exit_code(outcomes: list[FitOutcome]) -> int:
     an unlimited run did not succeed (an OOM kill, a timeout, a signal, or an exit with a
     non-zero code: ``fit -- false`` exits 1, as ``run -- false`` does); 3 when something
     does not fit its ceiling or its answer exceeds ``--max-memory-need``.  The workload's
-    failure takes precedence over a budget, as in :mod:`edgeprof.cli.outcome`."""
+    failure takes precedence over a budget, as in :mod:`edgeprof.cli.outcome`.
+
+    A service that ``--timeout`` stopped and that shut down cleanly on its SIGTERM exits 0,
+    yet no search was made: 143 (128 + SIGTERM), the code ``fit --timeout 3 -- sleep 100``
+    gets from the same signal.  It had fallen back to 130, "interrupted", though nothing
+    interrupted edgeprof (a soak tester's ``until_term`` service)."""
+    from ..model import Termination  # loaded by then: the runs' results exist
+
     for o in outcomes:
         if o.stopped is not None:
             codes = [exit_code(r) for r in o.reference]
-            return next((c for c in codes if c), EXIT_INTERRUPTED)
+            stopped = any(r.termination is Termination.TIMEOUT for r in o.reference)
+            return next((c for c in codes if c), TIMEOUT_STOPPED if stopped else EXIT_INTERRUPTED)
     ok = all(o.fits and o.within_budget is not False for o in outcomes)
     return 0 if ok else EXIT_BUDGET

@@ -574,3 +574,19 @@ def test_fit_of_a_command_the_timeout_stops_says_so(capfd: pytest.CaptureFixture
         "requests/iterations, or raise --timeout"
     )
     assert "fails without a memory limit" not in out
+
+
+def test_fit_of_a_service_that_shuts_down_cleanly_exits_143(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """A service that traps --timeout's SIGTERM and exits 0 (a soak tester's ``until_term``):
+    no search, and the code of the SIGTERM that stopped it, 143, as ``sleep`` gets; it had
+    been 130, "interrupted", though nothing interrupted edgeprof."""
+    service = "trap 'exit 0' TERM; sleep 5 & wait"
+    rc, out, _ = _fit(capfd, "--backend", "fake", "--timeout", "0.3", "--", "sh", "-c", service)
+    assert rc == 143, out
+    assert "no search: --timeout stopped the unlimited run at 0." in out
+    # Its own code stays its own: one that exits 5 on SIGTERM gets 5.
+    rc, out, _ = _fit(capfd, "--backend", "fake", "--timeout", "0.3", "--", "sh", "-c",
+                      "trap 'exit 5' TERM; sleep 5 & wait")  # fmt: skip
+    assert rc == 5, out
