@@ -266,7 +266,7 @@ def ranking_tables(
             metric = STAT_METRICS[key]
             title = metric.title
             unranked = [
-                m.name for m in summaries if m.stat(key) is None and len(m.failures) < len(m.runs)
+                m for m in summaries if m.stat(key) is None and len(m.failures) < len(m.runs)
             ]
             if len(ranks) < 2 and not (ranks and unranked):
                 continue  # one model, or none with the figure: nothing to rank or to say
@@ -358,15 +358,22 @@ def _sole_survivor(setting: str, summaries: Sequence[ModelSummary]) -> TextTable
     return TextTable(f"Ranking {under(setting)}", rows, [note])
 
 
-def _unranked_note(title: str, unranked: Sequence[str], key: str) -> str:
-    names = ", ".join(unranked)
-    return f"not ranked, no figure of {title} in their runs: {names} ({_why_none(key)})"
+def _unranked_note(title: str, unranked: Sequence[ModelSummary], key: str) -> str:
+    """The models with no figure of ``key``, grouped by why: a cell whose runs reported no
+    iterations at all had been told that "their iterations gave no items" (a soak tester's
+    system ``python3``, which could not import edgeprof)."""
+    by_why: dict[str, list[str]] = {}
+    for m in unranked:
+        by_why.setdefault(_why_none(key, m), []).append(m.name)
+    said = "; ".join(f"{', '.join(names)} ({why})" for why, names in by_why.items())
+    return f"not ranked, no figure of {title} in their runs: {said}"
 
 
-def _why_none(key: str) -> str:
-    """Where to look for why a cell's runs have no figure of ``key``: their iterations' for
-    a figure the workload reports (the runs' warnings say nothing of iterations)."""
-    if key == "items_per_s":
+def _why_none(key: str, m: ModelSummary) -> str:
+    """Where to look for why ``m``'s runs have no figure of ``key``: their iterations' for
+    a figure the workload reports (the runs' warnings say nothing of iterations); items only
+    where its successful runs reported iterations."""
+    if key == "items_per_s" and all(r.latency is not None for r in m.runs if r.succeeded):
         return "their iterations gave no items: edgeprof.iteration(items=N)"
     if STAT_METRICS[key].reported:
         return "they reported no iterations: edgeprof.iteration()"

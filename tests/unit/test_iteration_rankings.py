@@ -93,6 +93,26 @@ def test_a_cell_without_items_is_named_under_the_throughput_ranking() -> None:
     assert [row[1] for row in p50.rows[1:]] == ["t1b1", "t1", "t1b8"]
 
 
+def test_a_cell_without_iterations_is_not_told_of_items() -> None:
+    """A run whose interpreter could not import edgeprof reported no iterations at all: the
+    throughput note says so, as the latency note does (it had blamed ``items=``)."""
+    runs = [*_sweep(), _run("t1", 0.7, 0.002, None)]
+    runs.append(dataclasses.replace(make_result(name="python3"), latency=None))
+    tables = {t.title: t for t in ranking_tables(summarize_cells(runs))}
+    under = "under cpus=1.5, cpuset=0-1, memory=512.0MiB"
+    rate = tables[f"Ranking by throughput {under} (largest first)"]
+    assert rate.notes[-1] == (
+        "not ranked, no figure of throughput in their runs: t1 (their iterations gave no "
+        "items: edgeprof.iteration(items=N)); python3 (they reported no iterations: "
+        "edgeprof.iteration())"
+    )
+    p50 = tables[f"Ranking by latency p50 {under} (smallest first)"]
+    assert p50.notes[-2] == (
+        "not ranked, no figure of latency p50 in their runs: python3 (they reported no "
+        "iterations: edgeprof.iteration())"
+    )
+
+
 def test_runs_without_iterations_get_no_iteration_ranking() -> None:
     runs = [dataclasses.replace(r, latency=None) for r in _sweep()]
     titles = [t.title for t in ranking_tables(summarize_cells(runs))]
