@@ -139,7 +139,7 @@ def run_loop(
                 watch = StopWatch(run)
                 try:
                     with interrupts.armed():
-                        status = _wait(run, timeout, kill_grace, deadline, watch)
+                        status = _wait(run, timeout, kill_grace, deadline, watch, warnings)
                     # Its end, before the processes it left are counted: their grace had
                     # been in its wall time (100 ms for a daemon left behind), and samples
                     # taken in it had been before its end.
@@ -432,8 +432,10 @@ def _wait(
     grace: float,
     deadline: _Deadline,
     watch: StopWatch,
+    warnings: list[str],
 ) -> int | None:
-    """Reap the main process; on timeout SIGTERM the group, SIGKILL after ``grace``."""
+    """Reap the main process; on timeout SIGTERM the group, SIGKILL after ``grace``, which
+    the result's warnings say (:func:`killed_in_shutdown`)."""
     if timeout is None:
         return _wait_watched(run, None, watch)
     status = _wait_watched(run, run.started + timeout, watch)
@@ -445,4 +447,18 @@ def _wait(
     if status is None:
         run.kill()
         status = run.wait(None)
+        warnings.append(killed_in_shutdown(timeout, grace))
     return status
+
+
+def killed_in_shutdown(timeout: float, grace: float) -> str:
+    """The warning of a run still running ``grace`` seconds after its ``timeout``'s SIGTERM,
+    then SIGKILLed.  A soak tester's service began its 5 s shutdown on the SIGTERM and was
+    killed 2 s later, its shutdown never finished: the result said only ``timeout (137)``,
+    137 is also an OOM kill's code, and nothing named ``--kill-grace`` (with
+    ``--kill-grace 10`` it finished and exited 0)."""
+    return (
+        f"--timeout sent SIGTERM at {timeout:g}s; it had not exited after the {grace:g}s "
+        "grace, so it was killed (its 137 is that SIGKILL, not an OOM kill): --kill-grace N "
+        "gives it longer"
+    )

@@ -106,6 +106,22 @@ def test_timeout_sigkill_after_grace(tmp_path: Path) -> None:
     assert r.termination is Termination.TIMEOUT
     assert (r.exit_code, r.signal) == (137, 9)
     assert 0.65 <= r.wall_s < SLEEP_S / 2
+    # Said, with the option that gives a shutdown longer (a service's had ended in a bare
+    # "timeout (137)", the code of an OOM kill too).
+    assert (
+        "--timeout sent SIGTERM at 0.5s; it had not exited after the 0.2s grace, so it was "
+        "killed (its 137 is that SIGKILL, not an OOM kill): --kill-grace N gives it longer"
+    ) in r.warnings
+
+
+def test_a_timeout_that_ends_in_the_grace_warns_of_no_kill() -> None:
+    """SIGTERM's own death, or a clean shutdown in the grace: no word of a kill."""
+    r = profile(["sleep", str(SLEEP_S)], backend=fake(), interval=0.01, timeout=0.3)
+    assert not [w for w in r.warnings if "--kill-grace" in w]
+    r = profile(["sh", "-c", f"trap 'exit 0' TERM; sleep {SLEEP_S} & wait"], backend=fake(),
+                interval=0.01, timeout=0.3)  # fmt: skip
+    assert (r.termination, r.exit_code) == (Termination.TIMEOUT, 0)
+    assert not [w for w in r.warnings if "--kill-grace" in w]
 
 
 def oom_script(t: float) -> Counters:
