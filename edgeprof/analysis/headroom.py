@@ -20,8 +20,9 @@ so a peak that comes that close has met it, unless no sample held page cache to 
 (then it is the run's own peak, and "fits" with what it left).  A v1-only host (no unified
 hierarchy, whose ``memory.pressure`` a hybrid host's runs read) has no stall figure: a run
 that reached its limit there is "fits at the limit" with the stall unknown, and says so.
-A run that ended otherwise (a timeout, a non-zero exit without an OOM kill, a signal)
-gets no verdict: its memory is not what stopped it, or cannot be told apart from what did.
+A run that ``--timeout`` or an interrupt stopped gets the verdict of what it held until then.
+A run that ended otherwise (a non-zero exit without an OOM kill, a signal) gets no verdict:
+its memory is not what stopped it, or cannot be told apart from what did.
 """
 
 from __future__ import annotations
@@ -232,6 +233,10 @@ class LimitFit:
     held until that stop; ``None``: it ended by itself.  A service has no end of its own: a
     tester's ``run --timeout 4 --memory 512m`` of one (peak 137.2 MiB) had had no verdict at
     all, where every other run under a memory limit gets one."""
+    interrupted: bool = False
+    """The stop at :attr:`timed_out` was an interrupt of edgeprof (Ctrl-C, SIGTERM), not
+    ``--timeout``: a soak tester's ``kill -TERM`` 6 s into a service's run under ``--memory
+    256m`` had had no verdict, where the same service stopped by ``--timeout`` had one."""
 
     @property
     def on_device(self) -> int | None:
@@ -323,9 +328,13 @@ def _limit_fit(r: RunResult) -> LimitFit | None:
         return LimitFit(Headroom.DOES_NOT_FIT, limit, r.memory.peak_bytes, stall, r.device,
                         main_exit=exited, oom_kills=r.memory.oom_kills,
                         iterations=None if r.latency is None else r.latency.count)  # fmt: skip
-    if r.termination is Termination.TIMEOUT:
+    if r.termination in (Termination.TIMEOUT, Termination.INTERRUPTED):
+        # Stopped from outside, not by its memory: a verdict of what it held until then.
         fit = _held(r, limit, stall)
-        return None if fit is None else dataclasses.replace(fit, timed_out=r.wall_s)
+        interrupted = r.termination is Termination.INTERRUPTED
+        return None if fit is None else dataclasses.replace(
+            fit, timed_out=r.wall_s, interrupted=interrupted
+        )
     if r.termination is not Termination.EXITED or r.exit_code != 0:
         return None
     return _held(r, limit, stall)

@@ -245,7 +245,7 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
         )
         if f.timed_out is not None:  # no share: it would read as the service's for good
             said = (
-                f"{_held(f.timed_out)}, peak {format_binary(f.used)}, "
+                f"{_held(f.timed_out, f.interrupted)}, peak {format_binary(f.used)}, "
                 f"{spare(f.limit, f.used)} to spare"
             )
         if f.at_edge:  # fit's rule (headroom.charging_slack): no limit to run at
@@ -281,8 +281,8 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
         said += "; edgeprof fit finds the limit that does not slow it"
     else:
         said = f"does not fit: {_killed(f)}"
-    if f.timed_out is not None and not said.startswith(_held(f.timed_out)):
-        said = f"{_held(f.timed_out)}: {said}"
+    if f.timed_out is not None and not said.startswith(_held(f.timed_out, f.interrupted)):
+        said = f"{_held(f.timed_out, f.interrupted)}: {said}"
     if f.elsewhere is not None and f.status in (Headroom.AT_LIMIT, Headroom.SLOWED):
         if not f.warm_only:
             said += (
@@ -305,11 +305,13 @@ def growing(g: MemoryGrowth, grew: int = 0, runs: int = 1) -> str:
     return f"its memory was still growing in {which} (the fastest {rate(g)})"
 
 
-def _held(stopped_s: float) -> str:
+def _held(stopped_s: float, interrupted: bool = False) -> str:
     """The verdict of a run ``--timeout`` stopped is scoped to the time it ran: ``held 4.06s
     until --timeout stopped it, peak 137.2MiB, 374.8MiB to spare`` (a service's run, whose
-    end the timeout is, had had no verdict)."""
-    return f"held {stopped_s:.2f}s until --timeout stopped it"
+    end the timeout is, had had no verdict); an interrupted one's alike, ``held 6.20s until
+    an interrupt stopped it``."""
+    by = "an interrupt" if interrupted else "--timeout"
+    return f"held {stopped_s:.2f}s until {by} stopped it"
 
 
 def changed(runs: Sequence[RunResult]) -> str | None:

@@ -287,6 +287,18 @@ def test_a_run_the_timeout_stopped_is_judged_for_the_time_it_held() -> None:
     assert done is not None and done.timed_out is None
 
 
+def test_an_interrupted_run_is_judged_for_the_time_it_held() -> None:
+    """``kill -TERM`` to edgeprof 6 s into a service's run under ``--memory 256m`` (a soak
+    tester's): no verdict line had been printed, where ``--timeout`` gets one."""
+    stopped: dict[str, Any] = {"termination": Termination.INTERRUPTED, "exit_code": 0}
+    f = limit_fit(limited(peak=60 * MIB, wall=6.2049, **stopped))
+    assert f is not None and f.status is Headroom.FITS and f.interrupted
+    assert headroom(f) == (
+        "memory limit 100.0MiB: held 6.20s until an interrupt stopped it, peak 60.0MiB, "
+        "40.0MiB to spare"
+    )
+
+
 def test_no_verdict_without_a_peak() -> None:
     r = limited()
     assert (
