@@ -257,9 +257,13 @@ def ranking_tables(
     later ones found cached (:mod:`edgeprof.analysis.first_reads`): said under its setting's
     time and memory rankings, in place of a lead it inverts."""
     out = []
+    ranked = [setting for setting, summaries in cells.items() if len(summaries) > 1]
     for setting, summaries in cells.items():
         if (alone := _sole_survivor(setting, summaries)) is not None:
             out.append(alone)
+            continue
+        if (single := _alone_in_setting(setting, summaries, ranked)) is not None:
+            out.append(single)
             continue
         for key in metrics:
             ranks = rank(summaries, key)
@@ -355,6 +359,27 @@ def _sole_survivor(setting: str, summaries: Sequence[ModelSummary]) -> TextTable
     oom = [m.name for m in failed if all(r.termination is Termination.OOM for r in m.runs)]
     if oom:
         note += f"; OOM-killed in every run, {', '.join(oom)} did not fit in its memory limit"
+    return TextTable(f"Ranking {under(setting)}", rows, [note])
+
+
+def _alone_in_setting(
+    setting: str, summaries: Sequence[ModelSummary], ranked: Sequence[str]
+) -> TextTable | None:
+    """A model alone under its setting, where other settings rank models: said, not left
+    out.  A soak tester's run at ``memory=512m`` beside five at 256m was in no ranking and no
+    note.  ``None``: the setting has other models, or no setting ranks any (a one-model
+    sweep of several limits ranks nothing, by design)."""
+    others = [s for s in ranked if s != setting]
+    if len(summaries) != 1 or not others:
+        return None
+    (m,) = summaries
+    ok = len(m.runs) - len(m.failures)
+    rows = [["MODEL", "RUNS"], [m.name, f"{ok} of {len(m.runs)} succeeded"
+                                + (f" ({endings(m.failures)})" if m.failures else "")]]  # fmt: skip
+    note = (
+        f"{m.name} alone ran {under(setting)}: nothing is ranked against it; the other "
+        f"models are ranked {' and '.join(under(s) for s in others)}"
+    )
     return TextTable(f"Ranking {under(setting)}", rows, [note])
 
 

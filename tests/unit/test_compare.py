@@ -114,6 +114,28 @@ def test_a_setting_only_one_model_survived_says_so_in_the_rankings() -> None:
     ]
 
 
+def test_a_model_alone_under_its_setting_is_named_not_left_out() -> None:
+    """A soak tester's run at 512m beside five at 256m: in no ranking and no note."""
+    from tests.unit.gating_helpers import run
+
+    runs = [run("a", memory="256m")] * 2 + [run("b", memory="256m")] * 2
+    runs += [run("big", memory="512m")]
+    tables = ranking_tables(summarize_cells(runs))
+    alone = [t for t in tables if "512.0MiB" in t.title]
+    assert len(alone) == 1 and alone[0].plain().splitlines() == [
+        "Ranking under cpus=1, memory=512.0MiB",
+        "MODEL  RUNS",
+        "-----  ----------------",
+        "big    1 of 1 succeeded",
+        "big alone ran under cpus=1, memory=512.0MiB: nothing is ranked against it; the "
+        "other models are ranked under cpus=1, memory=256.0MiB",
+    ]
+    assert all(t.title.startswith("Ranking by ") for t in tables if "256.0MiB" in t.title)
+    # One model over several limits ranks nothing anywhere: no table, as before.
+    one = [run("a", memory="256m")] * 2 + [run("a", memory="512m")] * 2
+    assert ranking_tables(summarize_cells(one)) == []
+
+
 def test_close_neighbours_are_marked_as_within_noise() -> None:
     cells = summarize_cells(_runs("a", 50, 10 << 20) + _runs("b", 50, 10 << 20))
     peak = next(t for t in ranking_tables(cells) if "peak memory" in t.plain().splitlines()[0])
