@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ..measure.contention import held_by_others
 from ..measure.throttling import stalled_words
-from ..model import RunResult
+from ..model import RunResult, Termination
 from ..units import format_seconds
 from . import rules
 from .cells import cells_by_setting, ending, group_by, successful
@@ -121,7 +121,7 @@ class ModelSummary:
     def warnings(self) -> list[str]:
         """Failed runs, then :meth:`statistics_warnings`."""
         failed = [
-            f"run {self.runs.index(r) + 1} failed ({ending(r)}): left out of the statistics"
+            f"run {self.runs.index(r) + 1} {_not_counted(r)}: left out of the statistics"
             for r in self.failures
         ]
         return [*failed, *self.statistics_warnings()]
@@ -243,6 +243,14 @@ def _held_apart(key: str, measured: Sequence[RunResult], index: int, s: Stat) ->
         return None
     found = held_apart(key == "items_per_s", s.values, measured, index)
     return None if found is None else found.advice()
+
+
+def _not_counted(r: RunResult) -> str:
+    """Why a run is not in its cell's statistics: ``--timeout`` stopped it (no failure of
+    the command: a service's clean shutdown exits 0), or it failed (``exit 1``, ``oom``)."""
+    if r.termination is Termination.TIMEOUT:
+        return f"was stopped by --timeout ({r.end})"
+    return f"failed ({ending(r)})"
 
 
 def stat_runs(key: str, runs: Sequence[RunResult]) -> list[RunResult]:

@@ -327,9 +327,7 @@ def ranking_tables(
                 notes.append(mixed)
             if unranked:  # a run too short for an average memory (see the warnings)
                 notes.append(_unranked_note(title, unranked, key))
-            failed = [f"{m.name} ({ending(m.runs[0])})" for m in summaries if _all_failed(m)]
-            if failed:  # said nowhere but in each run's warning before
-                notes.append(f"not ranked, every run failed: {', '.join(failed)}")
+            notes += _failed_notes(summaries)
             if (untested := _untested_note(ranks, summaries, title, shard)) is not None:
                 notes.append(untested)
             out.append(TextTable(ranking_title(key, setting), rows, notes))
@@ -360,6 +358,27 @@ def _sole_survivor(setting: str, summaries: Sequence[ModelSummary]) -> TextTable
     if oom:
         note += f"; OOM-killed in every run, {', '.join(oom)} did not fit in its memory limit"
     return TextTable(f"Ranking {under(setting)}", rows, [note])
+
+
+STOPPED_NOTE = (
+    "not ranked, --timeout stopped every run: {} (its figures are of the time it ran, not "
+    "of a run that ended by itself)"
+)
+"""A cell whose runs ``--timeout`` stopped: no failure of the command (``run`` exits with
+the workload's own code, 0 for a service's clean shutdown), so not said to have failed, as
+a soak tester's service had been ("every run failed: … (timeout)")."""
+
+
+def _failed_notes(summaries: Sequence[ModelSummary]) -> list[str]:
+    """The models none of whose runs is ranked: those ``--timeout`` stopped
+    (:data:`STOPPED_NOTE`), and those whose every run failed."""
+    out = [m for m in summaries if _all_failed(m)]
+    stopped = [m.name for m in out if all(r.termination is Termination.TIMEOUT for r in m.runs)]
+    failed = [f"{m.name} ({ending(m.runs[0])})" for m in out if m.name not in stopped]
+    notes = [STOPPED_NOTE.format(", ".join(stopped))] if stopped else []
+    if failed:  # said nowhere but in each run's warning before
+        notes.append(f"not ranked, every run failed: {', '.join(failed)}")
+    return notes
 
 
 def _alone_in_setting(

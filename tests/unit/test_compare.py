@@ -136,6 +136,26 @@ def test_a_model_alone_under_its_setting_is_named_not_left_out() -> None:
     assert ranking_tables(summarize_cells(one)) == []
 
 
+def test_a_model_the_timeout_stopped_is_not_said_to_have_failed() -> None:
+    """A soak tester's service, stopped by --timeout after a clean shutdown (exit 0):
+    ``report`` had said "not ranked, every run failed: … (timeout)"."""
+    from tests.unit.gating_helpers import run
+
+    svc = run("svc", termination=Termination.TIMEOUT, exit_code=0)
+    runs = [run("a")] * 2 + [run("b")] * 2 + [svc, run("bad", exit_code=3)]
+    tables = ranking_tables(summarize_cells(runs))
+    notes = [n for n in tables[0].notes if n.startswith("not ranked")]
+    assert notes == [
+        "not ranked, --timeout stopped every run: svc (its figures are of the time it ran, "
+        "not of a run that ended by itself)",
+        "not ranked, every run failed: bad (exit 3)",
+    ]
+    cell = next(m for ms in summarize_cells(runs).values() for m in ms if m.name == "svc")
+    assert cell.warnings()[0] == (
+        "run 1 was stopped by --timeout (timeout): left out of the statistics"
+    )
+
+
 def test_close_neighbours_are_marked_as_within_noise() -> None:
     cells = summarize_cells(_runs("a", 50, 10 << 20) + _runs("b", 50, 10 << 20))
     peak = next(t for t in ranking_tables(cells) if "peak memory" in t.plain().splitlines()[0])
