@@ -31,6 +31,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
+from .. import shared_output
 from ..errors import EdgeprofError
 from ..names import printable
 from . import EXIT_BUDGET, EXIT_ERROR, EXIT_INTERRUPTED
@@ -148,7 +149,11 @@ class _Stdout:
     ``--junit`` (a tester's, closing a pty's master mid-run).
 
     Standard error (``name``) is held the same way (its progress lines, its ``edgeprof:``
-    lines): it had no guard, and EIO there crashed the command before its files."""
+    lines): it had no guard, and EIO there crashed the command before its files.
+
+    The stream is the workload's too: edgeprof's first write after a workload's output
+    there that ended mid-line starts a line of its own (:mod:`edgeprof.shared_output`: the
+    table had read ``xxxxFinal Usage Stats``)."""
 
     def __init__(self, stream: TextIO | None, name: str = "standard output") -> None:
         self._stream = stream
@@ -156,14 +161,31 @@ class _Stdout:
         self._dropped = stream is None
         self.failure: OSError | None = None
         """The first error other than a broken pipe."""
+        self._checked = shared_output.stamp()
+        """The workloads' output last looked at (:func:`~edgeprof.shared_output.stamp`)."""
 
     def write(self, text: str) -> int:
         if not self._dropped:
             try:
+                if text:
+                    self._fresh_line(text)
                 cast(TextIO, self._stream).write(text)
             except OSError as exc:
                 self._drop(exc)
         return len(text)
+
+    def _fresh_line(self, text: str) -> None:
+        """A newline first where a workload's output since the last look ended mid-line."""
+        now = shared_output.stamp()
+        if now is not None and now == self._checked:
+            return
+        self._checked = now
+        stream = cast(TextIO, self._stream)
+        stream.flush()  # edgeprof's own text before the workload's is out: the byte is theirs
+        with contextlib.suppress(AttributeError, OSError, ValueError):  # no descriptor
+            # Asked even where the text starts a line itself: a relay's record goes once read.
+            if shared_output.mid_line(stream.fileno()) and not text.startswith("\n"):
+                stream.write("\n")
 
     def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:  # each through write(): the stream's own would bypass the drop

@@ -23,6 +23,7 @@ from ..errors import ConfigError, EdgeprofError, LaunchError, LimitError, Unsafe
 from ..model import Limits, RunResult, RunSpec, Termination, UserIds
 from ..names import check_env, has_control
 from ..outfiles import remove_files
+from ..shared_output import workload_running
 from ..storage import missing_dirs, prepare_out_dir, write_result
 from ..units import format_binary, parse_duration, parse_memory_limit
 from ..workload.instrument import GPU_MEMORY_ENV
@@ -326,10 +327,12 @@ def profile(
                 if watch is not None:
                     watch.limit = applied.memory if unified_memory else gpu_limit
                     watch.unified = unified_memory
-                result = run_loop(
-                    be, spec, interval_s, timeout_s, grace_s, out, name, warnings,
-                    interrupts, channel=channel, gpu=watch, device=device, on_launch=on_launch,
-                )  # fmt: skip
+                with workload_running():  # its output: edgeprof's next line starts afresh
+                    result = run_loop(
+                        be, spec, interval_s, timeout_s, grace_s, out, name, warnings,
+                        interrupts, channel=channel, gpu=watch, device=device,
+                        on_launch=on_launch,
+                    )  # fmt: skip
             except LaunchError:
                 for d in made:  # the deepest first; only while empty
                     with contextlib.suppress(OSError):

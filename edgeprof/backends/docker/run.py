@@ -14,6 +14,7 @@ from typing import Any
 from ...cpu_units import cpu_quota_us, format_cpuset
 from ...errors import BackendError, ConfigError, LaunchError
 from ...model import Counters, RunSpec
+from ...shared_output import relayed
 from ...workload.instrument import EVENTS_CONTAINER_PATH
 from .. import cgroup_parse
 from .. import cgroupfs as fs
@@ -183,6 +184,7 @@ class DockerRun(RunHandle):
                     fd = err_fd if kind == 2 else out_fd
                     if fd >= 0:  # subprocess.DEVNULL (-3): read, and dropped
                         os.write(fd, data)
+                        relayed(fd, data)  # where it ended: edgeprof's next line is its own
             except Exception:  # broad on purpose: any end of the stream ends the pump quietly
                 pass
 
