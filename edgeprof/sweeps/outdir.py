@@ -38,6 +38,18 @@ def run_dir(out: Path, plan: SweepPlan, step: Step) -> Path:
     return d / (f"warmup-{step.round}" if step.warmup else str(step.round))
 
 
+def check_not_a_run(out: Path) -> None:
+    """A sweep's ``--out`` holds no single run at its top, as a single run's holds no sweep
+    (:func:`~edgeprof.measure.inputs.check_not_a_sweep`): the sweep's files would sit beside
+    that older run's ``result.json`` and ``samples.csv``, and whoever opened or uploaded the
+    directory's ``result.json`` got the older run (a tester's ``--out .``, rc 0)."""
+    if (out / "result.json").exists():
+        raise ConfigError(
+            f"--out {out} holds a single run (result.json): give this sweep a directory of "
+            "its own"
+        )
+
+
 def stale_runs(out: Path, plan: SweepPlan) -> list[Path]:
     """Run directories in ``out`` this sweep will not write (an earlier sweep's other models,
     settings or rounds, or an earlier single run's files): ``report`` reads ``sweep.json``

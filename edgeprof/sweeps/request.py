@@ -47,6 +47,7 @@ from ..units import named, parse_duration, parse_memory_limit, parse_pids
 from . import envtemplate
 from .envtemplate import EnvTemplate
 from .labels import limit_settings, model_names
+from .outdir import check_not_a_run
 from .plan import Step, SweepPlan
 from .run_options import check_count, check_dir, parse_shard, repeats
 from .sweep import SweepResult, run_sweep
@@ -325,6 +326,8 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
         check_path(req.cwd, "use --cwd")
     if req.out is not None:  # before a sweep's look for stale runs: EACCES's traceback too
         check_path(req.out, "write to output directory")
+        if not plan.is_single:
+            check_not_a_run(req.out)
     if req.resume and (req.out is None or plan.is_single):
         raise ConfigError(
             "--resume finishes a sweep in its --out: give --out and more than one run"

@@ -41,7 +41,7 @@ from ..storage import (
     prepare_out_dir,
     write_text_atomic,
 )
-from .outdir import remove_earlier, run_dir, sweep_here
+from .outdir import check_not_a_run, remove_earlier, run_dir, sweep_here
 from .plan import AutoRepeat, Step, SweepPlan
 from .resume import Resume
 
@@ -307,6 +307,7 @@ def _run_sweep(
         # A single run's directory is profile()'s to create, after its cores are leased: one
         # refused for busy cores leaves none behind.
         return _sweep(plan, be, out, on_start, on_result, profile_options, None)
+    check_not_a_run(out)
     made = missing_dirs(out)
     prepare_out_dir(out, ("sweep.json",))
     # sweep.json is this sweep's alone.  Refused (another sweep holds the directory), it

@@ -391,6 +391,27 @@ def test_a_sweep_into_a_directory_of_other_runs_says_they_stay(
     assert "this sweep does not write" not in capfd.readouterr().err
 
 
+def test_a_sweep_into_a_single_runs_directory_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """As a single run into a sweep's is: ``run --out . --repeat 2`` after ``run --out .``
+    had exited 0 with the older run's result.json and samples.csv left beside sweep.json."""
+    monkeypatch.chdir(tmp_path)
+    fake = ["run", "--backend", "fake", "--out", "."]
+    assert main([*fake, "--", "true"]) == 0
+    before = sorted(p.name for p in tmp_path.iterdir())
+    capfd.readouterr()
+    assert main([*fake, "--repeat", "2", "--", "true"]) == 2
+    assert capfd.readouterr().err == (
+        "edgeprof: error: --out . holds a single run (result.json): give this sweep a "
+        "directory of its own\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == before == ["result.json", "samples.csv"]
+    with pytest.raises(ConfigError, match=r"holds a single run \(result.json\): give this sweep"):
+        run_sweep(SweepPlan(("true",), repeat=2), backend=FakeBackend(), out=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
 def test_report_of_a_sweep_stopped_before_any_measured_run_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
