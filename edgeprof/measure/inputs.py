@@ -282,6 +282,22 @@ def first_barred(
     return None
 
 
+def looked_up_from(prog: str, cwd: str | Path | None) -> str:
+    """Where a relative path of a command was looked up, said after its error: under
+    ``--cwd`` it is the workload's directory's, not edgeprof's (``--cwd sub --
+    ./only_top.sh`` had said only "command not found", of a script beside edgeprof)."""
+    if cwd is None or Path(prog).is_absolute() or "/" not in prog:
+        return ""
+    there = f" (looked up from --cwd {cwd}: {Path(cwd) / prog}"
+    try:
+        here = Path(prog).exists()
+    except OSError:
+        here = False
+    if here:  # where edgeprof was started: the path the user probably meant
+        return f"{there}; {prog} from here is {Path(prog).absolute()}: give that path)"
+    return f"{there})"
+
+
 def check_command(command: tuple[str, ...], env: Mapping[str, str], cwd: Path | None) -> None:
     """The program exists and is executable here (host backends), else a ConfigError."""
     if not command or not command[0]:
@@ -297,8 +313,8 @@ def check_command(command: tuple[str, ...], env: Mapping[str, str], cwd: Path | 
             raise ConfigError(f"command not accessible: {prog} (permission denied)") from None
         if not found:
             what = "is a directory" if path.is_dir() else "not found"
-            raise ConfigError(f"command {what}: {prog}")
+            raise ConfigError(f"command {what}: {prog}{looked_up_from(prog, cwd)}")
         if not os.access(path, os.X_OK):
-            raise ConfigError(f"command is not executable: {prog}")
+            raise ConfigError(f"command is not executable: {prog}{looked_up_from(prog, cwd)}")
     elif shutil.which(prog, path=env.get("PATH", os.defpath)) is None:
         raise ConfigError(f"command not found: {prog}")

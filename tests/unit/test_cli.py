@@ -312,6 +312,29 @@ def test_error_messages_name_the_problem(capsys: pytest.CaptureFixture[str]) -> 
     assert "--bogus" in capsys.readouterr().err
 
 
+def test_a_relative_command_under_cwd_says_where_it_was_looked_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--cwd sub -- ./only_top.sh`` (the script beside edgeprof) had said only "command
+    not found: ./only_top.sh"."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    script = tmp_path / "only_top.sh"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    assert main([*RUN, "--cwd", "sub", "--", "./only_top.sh"]) == 2
+    assert capsys.readouterr().err == (
+        "edgeprof: error: command not found: ./only_top.sh (looked up from --cwd sub: "
+        f"sub/only_top.sh; ./only_top.sh from here is {script}: give that path)\n"
+    )
+    assert main([*RUN, "--cwd", "sub", "--", "./none.sh"]) == 2
+    assert capsys.readouterr().err == (
+        "edgeprof: error: command not found: ./none.sh (looked up from --cwd sub: sub/none.sh)\n"
+    )
+    assert main([*RUN, "--", "./none.sh"]) == 2  # no --cwd: as before
+    assert capsys.readouterr().err == "edgeprof: error: command not found: ./none.sh\n"
+
+
 def test_a_mistyped_command_is_given_the_ones_it_may_mean(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
