@@ -139,7 +139,9 @@ def summary_block(
     host_memory: int | None,
     when: _dt.datetime | None = None,
 ) -> str:
-    """The block appended to OUTPUTFILE after a run of several models."""
+    """The block appended to OUTPUTFILE after a run of several models.  Its date is local
+    time with no zone, as the older profiler's ``datetime.now()`` wrote it (a reader that
+    parses the line expects that form); docs/results.md says so beside ``started_at``."""
     when = when or _dt.datetime.now()
     return f"Usage stats for Experiment ran on : {when}\n{usage_table(named, host_memory)}\n\n"
 

@@ -93,6 +93,27 @@ def test_summary_golden_keeps_a_failed_model_and_says_why() -> None:
     golden("auptimizer_summary.txt", text)
 
 
+def test_the_summary_date_is_local_time_without_a_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the older profiler's ``datetime.now()``: docs/results.md names it as the one time
+    edgeprof writes in local time (a tester's ``TZ=Asia/Kathmandu`` read 11:40 beside a
+    ``started_at`` of 05:55 UTC, and the docs had said every time was UTC)."""
+    import time
+
+    monkeypatch.setenv("TZ", "Asia/Kathmandu")  # UTC+05:45 all year
+    time.tzset()
+    try:
+        line = summary_block([("m", make_result())], host_memory=None).splitlines()[0]
+        utc = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    finally:
+        monkeypatch.undo()  # the caller's TZ back, and read again
+        time.tzset()
+    head, when = line.split(" : ")
+    assert head == "Usage stats for Experiment ran on"
+    written = dt.datetime.fromisoformat(when)
+    assert written.tzinfo is None
+    assert abs((written - utc) - dt.timedelta(hours=5, minutes=45)) < dt.timedelta(seconds=5)
+
+
 TEMPLATE = """\
 IMAGEREPO=python:3.11-slim
 PIPREQUIREMENTS="numpy"
