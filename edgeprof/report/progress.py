@@ -74,12 +74,15 @@ class TerminalProgress:
     (left set on the user's terminal by a killed edgeprof); a line per event needs neither.
 
     Each progress line is cut to the terminal's width: one that wraps is two lines on a
-    60-column terminal (a tester's: every row of the old live table).  The notes are not:
+    60-column terminal (a tester's: every row of the old live table), but for its count and,
+    on a result line, how the run ended, which stay whole.  The notes are not cut:
     what they say (the holders of a core, where the leases are) is needed whole.
     """
 
     BAR = 20
     """The bar's width at most: it narrows first on a narrow terminal, then goes."""
+    FIGURES = 8
+    """The fewest cells a cut result line gives its figures (``1.00s w…``); fewer: none."""
 
     def __init__(
         self, file: TextIO, total: int, clock: Callable[[], float] = time.monotonic
@@ -105,8 +108,25 @@ class TerminalProgress:
         head, said = f"edgeprof: [{step.index}/{step.total}]", f"{r.end}: {figures(r)}"
         whole = f"{said} ({step_title(step)})"
         # The run's title is on its first line already: dropped before a figure is cut.
-        fits = cell_len(f"{head} {whole}") <= self._width()
-        self._line(head, whole if fits else said)
+        width = self._width()
+        for tail in (whole, said):
+            if cell_len(f"{head} {tail}") <= width:
+                self._line(head, tail)
+                return
+        self._write(self._verdict(step, r, head, width))
+
+    def _verdict(self, step: Step, r: RunResult, head: str, width: int) -> str:
+        """The result line of a terminal too narrow for it: how the run ended is never cut
+        (``COLUMNS=20`` had left ``edgeprof: [1/2] ex…``, and ``COLUMNS=1`` a blank line);
+        the figures as far as they fit.  Narrower than ``edgeprof: [i/N] exited`` the prefix
+        goes, and ``[i/N] exited`` is written whole, for the terminal to wrap if it must."""
+        kept = f"{head} {r.end}"
+        if cell_len(kept) > width:
+            kept = f"[{step.index}/{step.total}] {r.end}"
+        room = width - cell_len(kept) - 2  # ": " before the figures
+        if room < self.FIGURES:
+            return kept
+        return f"{kept}: {cut(figures(r), room, self._unicode)}"
 
     def note(self, message: str) -> None:
         """edgeprof's own word during a run (``waiting for 1 free core …``), on its line."""
@@ -124,7 +144,12 @@ class TerminalProgress:
         room = width - cell_len(head) - cell_len(tail) - 2
         drawn = self._bar(min(room, self.BAR)) if bar and room >= 5 else ""
         text = " ".join(p for p in (head, drawn, tail) if p)
-        self.file.write(cut(text, width, self._unicode) + "\n")
+        # ``edgeprof: [i/N]`` is never cut: COLUMNS=1 had made every line blank.
+        fits_more = width > cell_len(head) + 1
+        self._write(cut(text, width, self._unicode) if fits_more else head)
+
+    def _write(self, line: str) -> None:
+        self.file.write(line + "\n")
         self.file.flush()
 
     def _width(self) -> int:

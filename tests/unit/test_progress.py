@@ -76,6 +76,27 @@ def test_a_narrow_terminal_gets_lines_that_do_not_wrap(monkeypatch: pytest.Monke
     ]
 
 
+@pytest.mark.parametrize(
+    ("columns", "result"),
+    [
+        (40, "edgeprof: [1/2] exited: 1.00s wall, 80…"),
+        (33, "edgeprof: [1/2] exited: 1.00s w…"),
+        (31, "edgeprof: [1/2] exited"),
+        (20, "[1/2] exited"),
+        (1, "[1/2] exited"),
+    ],
+)
+def test_a_very_narrow_terminal_keeps_how_the_run_ended(
+    monkeypatch: pytest.MonkeyPatch, columns: int, result: str
+) -> None:
+    """``COLUMNS=20`` had cut a finished run's line to ``edgeprof: [1/2] ex…`` and
+    ``COLUMNS=1`` to a blank line: the outcome goes whole, the figures as they fit."""
+    lines = _sweep(_terminal(), columns, monkeypatch)
+    assert lines[2] == result
+    if columns == 1:
+        assert lines[0] == "edgeprof: [1/2]"  # the count at least, not a blank line
+
+
 def test_cut_counts_terminal_cells() -> None:
     assert cut("模型 abc", 5) == "模型…"  # a wide character is two cells
     assert cut("abc", 3) == "abc" and cut("abcd", 3, unicode=False) == "abc"
