@@ -202,7 +202,9 @@ def fit_cmd(
     if plot is not None:
         from ..report.plots import plot_fit
 
-        plot_fit(outcomes, plot)
+        _, glyphs = plot_fit(outcomes, plot)
+        if glyphs is not None:
+            print(f"edgeprof: warning: {glyphs}", file=sys.stderr)
         announce(plot, sys.stderr)
     if json_out:
         print(json.dumps(doc, indent=2))

@@ -57,6 +57,8 @@ def write_plot_files(
     plots = write_plots(out, results, timelines=timelines)
     for note in plots.notes:
         print(f"edgeprof: note: {note}", file=log)
+    if plots.glyphs is not None:
+        print(f"edgeprof: warning: {plots.glyphs}", file=log)
     # The runs left out, on the count's line: 6 plots of a merged sweep whose parts had
     # moved, instead of 10, had been said with no word of the 4 timelines.
     missing = f"; {plots.missing}" if plots.missing else ""

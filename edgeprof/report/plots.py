@@ -7,7 +7,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import atexit
+import contextlib
+import os
+import re
+import shutil
+import sys
+import tempfile
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -34,14 +42,93 @@ no chart until someone remembered it."""
 
 
 def _pyplot() -> Any:
-    try:
-        import matplotlib
-    except ImportError:
-        raise ConfigError("plots need matplotlib: pip install 'edgeprof[plot]'") from None
-    matplotlib.use("Agg")  # files only: never a window, works without a display
-    import matplotlib.pyplot as plt
+    with _config_dir():
+        try:
+            import matplotlib
+        except ImportError:
+            raise ConfigError("plots need matplotlib: pip install 'edgeprof[plot]'") from None
+        matplotlib.use("Agg")  # files only: never a window, works without a display
+        import matplotlib.pyplot as plt  # its font cache is made here, in the directory
 
     return plt
+
+
+@contextlib.contextmanager
+def _config_dir() -> Iterator[None]:
+    """``MPLCONFIGDIR`` while matplotlib loads, where the directories it would use cannot be
+    written (a read-only ``HOME``): matplotlib then made a temporary one itself, but said so
+    in two lines of its own on stderr ("mkdir -p failed … Matplotlib created a temporary
+    cache directory", a tester's).  A directory of edgeprof's instead, removed at its exit;
+    the variable is set only while matplotlib reads it (it keeps the answer), so no
+    workload started later inherits it."""
+    if "MPLCONFIGDIR" in os.environ or "matplotlib" in sys.modules or _mpl_dirs_writable():
+        yield
+        return
+    made = tempfile.mkdtemp(prefix="edgeprof-matplotlib-")
+    atexit.register(shutil.rmtree, made, ignore_errors=True)
+    os.environ["MPLCONFIGDIR"] = made
+    try:
+        yield
+    finally:
+        os.environ.pop("MPLCONFIGDIR", None)
+
+
+def _mpl_dirs_writable() -> bool:
+    """matplotlib's configuration and cache directories (XDG's, as it finds them on Linux)
+    exist or can be made, and can be written."""
+    try:
+        home = Path.home()
+    except RuntimeError:  # no home at all
+        return False
+    bases = [
+        os.environ.get("XDG_CONFIG_HOME") or str(home / ".config"),
+        os.environ.get("XDG_CACHE_HOME") or str(home / ".cache"),
+    ]
+    for base in bases:
+        d = Path(base) / "matplotlib"
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return False
+        if not os.access(d, os.W_OK):
+            return False
+    return True
+
+
+_GLYPH = re.compile(r"Glyph (\d+) .*missing from font\(s\) (.+?)\.?$")
+
+
+class MissingGlyphs:
+    """The characters of the names that the plots' font lacks, from matplotlib's warnings
+    while drawing: a legend's ``modèle 日本`` drew as ``modèle ☐☐``, with 12
+    ``UserWarning: Glyph 26085 (…) missing from font(s) DejaVu Sans.`` lines on stderr,
+    each with a source line of edgeprof's (a tester's).  Said in one line instead."""
+
+    def __init__(self) -> None:
+        self.chars: dict[str, None] = {}
+        self.fonts = ""
+
+    @contextlib.contextmanager
+    def caught(self) -> Iterator[None]:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            yield
+        for w in seen:
+            m = _GLYPH.match(str(w.message))
+            if m is None:  # not ours to hold: shown as it would have been
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+                continue
+            self.chars[chr(int(m[1]))] = None
+            self.fonts = m[2]
+
+    def warning(self) -> str | None:
+        if not self.chars:
+            return None
+        return (
+            f"the plots' font ({self.fonts}) has no {' '.join(self.chars)} of the names: "
+            "they show as empty boxes; install a font that has them (for Chinese, Japanese "
+            "and Korean: fonts-noto-cjk)"
+        )
 
 
 def _scale(key: str) -> tuple[float, str]:
@@ -181,6 +268,8 @@ class Plots(NamedTuple):
     """One per run whose samples could not be read as a table."""
     missing: str | None
     """The runs with no samples.csv on disk, and why (:func:`missing_timelines`)."""
+    glyphs: str | None = None
+    """The characters of the names the font lacks (:class:`MissingGlyphs`)."""
 
 
 def write_plots(out: Path, results: Sequence[RunResult], timelines: bool = True) -> Plots:
@@ -190,6 +279,13 @@ def write_plots(out: Path, results: Sequence[RunResult], timelines: bool = True)
     which runs had none on disk."""
     _pyplot()  # a missing matplotlib is bad input: say so before writing anything
     prepare_out_dir(out)
+    glyphs = MissingGlyphs()
+    with glyphs.caught():
+        plots = _write_plots(out, results, timelines)
+    return plots._replace(glyphs=glyphs.warning())
+
+
+def _write_plots(out: Path, results: Sequence[RunResult], timelines: bool) -> Plots:
     written = [p for key in PLOTTED_METRICS if (p := plot_metric(results, key, out / f"{key}.png"))]
     notes: list[str] = []
     absent: list[tuple[str, RunResult]] = []
@@ -211,10 +307,18 @@ def write_plots(out: Path, results: Sequence[RunResult], timelines: bool = True)
     return Plots(written, notes, missing_timelines(absent))
 
 
-def plot_fit(outcomes: Sequence[FitOutcome], path: Path) -> Path:
+def plot_fit(outcomes: Sequence[FitOutcome], path: Path) -> tuple[Path, str | None]:
     """``edgeprof fit --plot``: per model, each probe's time against its limit (passed,
     slower, or ended: OOM at the foot) with the unlimited time, the tolerance, the floor, the
-    peak and the answer; a one-run fit shows its squeezed run's usage over time instead."""
+    peak and the answer; a one-run fit shows its squeezed run's usage over time instead.
+    With the file, the characters of the names its font lacks (:class:`MissingGlyphs`)."""
+    glyphs = MissingGlyphs()
+    with glyphs.caught():
+        _plot_fit(outcomes, path)
+    return path, glyphs.warning()
+
+
+def _plot_fit(outcomes: Sequence[FitOutcome], path: Path) -> None:
     plt = _pyplot()
     fig, axes = plt.subplots(len(outcomes), 1, figsize=(8, 4.5 * len(outcomes)), squeeze=False)
     for ax, o in zip(axes[:, 0], outcomes, strict=True):
@@ -227,7 +331,6 @@ def plot_fit(outcomes: Sequence[FitOutcome], path: Path) -> Path:
     fig.tight_layout()
     save_figure(fig, path)
     plt.close(fig)
-    return path
 
 
 def _curve_panel(ax: Any, o: FitOutcome) -> None:

@@ -431,7 +431,8 @@ def test_fit_plot_draws_the_curve(tmp_path: Path) -> None:
         "squeezed.py", (squeezed(),), Timing("wall", 2.0), 0.0, o.bounds, (), 58 * MIB, 0.1, 0.2,
         method="one-run",
     )  # fmt: skip
-    path = plot_fit([o, one], tmp_path / "fit.png")
+    path, glyphs = plot_fit([o, one], tmp_path / "fit.png")
+    assert glyphs is None
     data = path.read_bytes()
     assert data.startswith(b"\x89PNG\r\n\x1a\n")
     # Two panels, one above the other: taller than wide (8 × 9 inches at 100 dpi).

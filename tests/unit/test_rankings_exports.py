@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -644,3 +645,63 @@ def test_bytes_are_whole_numbers_in_cells_and_budgets(
     assert main(["report", "o", "--out", "copy"]) == 0
     copy = json.loads((tmp_path / "copy" / "sweep.json").read_text())
     assert type(copy["budgets"]["overrides"]["peak_memory"]) is int
+
+
+def test_a_name_the_plot_font_lacks_is_one_warning(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """``--name "modèle 日本"``'s charts had put 12 raw ``UserWarning: Glyph 26085 (…)
+    missing from font(s) DejaVu Sans.`` lines on stderr, each with a source line of
+    edgeprof's, and no word of edgeprof's own."""
+    require_module("matplotlib", "plot")
+    argv = ["run", "--backend", "fake", "--interval", "0.01", "-m", "modèle 日本,b",
+            "--plots", str(tmp_path / "plots"), "--", "sh", "-c", "sleep 0.1", "sh"]  # fmt: skip
+    assert main(argv) == 0
+    err = capfd.readouterr().err
+    assert "UserWarning" not in err and "Glyph" not in err
+    assert err.count("edgeprof: warning: the plots' font") == 1
+    assert (
+        "edgeprof: warning: the plots' font (DejaVu Sans) has no 日 本 of the names: they "
+        "show as empty boxes; install a font that has them (for Chinese, Japanese and Korean: "
+        "fonts-noto-cjk)\n"
+    ) in err
+
+
+def test_other_warnings_while_plotting_are_left_as_they_were() -> None:
+    import warnings
+
+    from edgeprof.report.plots import MissingGlyphs
+
+    glyphs = MissingGlyphs()
+    with pytest.warns(DeprecationWarning, match="old"), glyphs.caught():
+        warnings.warn("Glyph 26085 (\\N{CJK UNIFIED IDEOGRAPH-65E5}) missing from font(s) "
+                      "DejaVu Sans.", UserWarning, stacklevel=1)  # fmt: skip
+        warnings.warn("old", DeprecationWarning, stacklevel=1)
+    assert list(glyphs.chars) == ["日"] and glyphs.fonts == "DejaVu Sans"
+
+
+def test_matplotlib_gets_a_directory_of_edgeprofs_where_home_cannot_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only HOME had matplotlib's own two lines on stderr ("mkdir -p failed …
+    Matplotlib created a temporary cache directory …"); the variable is matplotlib's only
+    while it loads, so no workload inherits it."""
+    import sys
+
+    from edgeprof.report import plots
+
+    blocked = tmp_path / "file"
+    blocked.write_text("")  # its "matplotlib" directory cannot be made, even by root
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(blocked))
+    monkeypatch.delenv("MPLCONFIGDIR", raising=False)
+    monkeypatch.delitem(sys.modules, "matplotlib", raising=False)
+    assert plots._mpl_dirs_writable() is False
+    with plots._config_dir():
+        made = Path(os.environ["MPLCONFIGDIR"])
+        assert made.is_dir() and made.name.startswith("edgeprof-matplotlib-")
+    assert "MPLCONFIGDIR" not in os.environ
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert plots._mpl_dirs_writable() is True
+    with plots._config_dir():
+        assert "MPLCONFIGDIR" not in os.environ  # matplotlib's own directories serve
