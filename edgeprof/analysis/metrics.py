@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..model import PERCENTILES, RunResult
-from ..units import format_binary, format_energy, format_seconds
+from ..units import format_binary, format_energy, format_rate, format_seconds
 
 
 class Kind(str, enum.Enum):
@@ -185,7 +185,7 @@ class Metric:
         if self.kind is Kind.ENERGY:
             return format_energy(value)
         if self.kind is Kind.RATE:
-            return f"{value:.1f} items/s"
+            return f"{format_rate(value)} items/s"
         return format_seconds(value, like=like)
 
     def format_apart(self, value: float, other: float) -> str:

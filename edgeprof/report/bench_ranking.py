@@ -22,7 +22,7 @@ from ..analysis.overhead import overhead_marked
 from ..model import LatencyStats, RunResult
 from ..units import format_seconds
 from .comparison import under
-from .phases import OVERHEAD
+from .phases import OVERHEAD, rate_cell
 from .table import TextTable
 
 PHASE = "infer"
@@ -95,7 +95,7 @@ def bench_rankings(results: Sequence[RunResult]) -> list[TextTable]:
                 [
                     str(i + 1),
                     label,
-                    f"{mid:.1f}" + (OVERHEAD if marked else ""),
+                    rate_cell(mid, marked),
                     "1" if i == 0 else f"{mid / best:.2f}×",
                     _ms(p50),
                     _ms(p95),

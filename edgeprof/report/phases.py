@@ -21,7 +21,7 @@ from ..analysis.stats import median
 from ..measure.inputs import MIN_INTERVAL_S
 from ..model import PERCENTILES, LatencyStats, Mark, PhaseStats, RunResult
 from ..names import shown_name
-from ..units import format_binary, format_seconds
+from ..units import format_binary, format_rate, format_seconds
 from .table import markdown_heading, markdown_items, markdown_lines, plain_table
 
 PHASE_COLUMNS = ("NAME", "PHASE", "N", "WALL", "CPU TIME", "CPU %", "PEAK MEM", "AVG MEM")
@@ -49,7 +49,7 @@ def _ms(s: float | None) -> str:
 
 
 def rate_cell(v: float | None, marked: bool = False) -> str:
-    return "n/a" if v is None else f"{v:.1f}" + (OVERHEAD if marked else "")
+    return "n/a" if v is None else format_rate(v) + (OVERHEAD if marked else "")
 
 
 OVERHEAD = "†"

@@ -357,14 +357,14 @@ def test_a_throughput_budget_is_a_floor_and_a_p50_budget_a_ceiling() -> None:
         ("latency_p50", 0.0242, Status.PASS),
         ("throughput", 2541.8, Status.PASS),
     ]
-    assert "2541.8 items/s meets the budget 2000.0 items/s" in ok[1].describe()
+    assert "2542 items/s meets the budget 2000 items/s" in ok[1].describe()
     bad = check_budgets(wide, b)
     assert [(c.value, c.status) for c in bad] == [
         (0.0422, Status.BREACH),
         (1442.6, Status.BREACH),
     ]
     assert "latency p50 (all phases) 42.2ms exceeds the budget 30.0ms" in bad[0].describe()
-    assert "throughput (all phases) 1442.6 items/s falls short of the budget 2000.0 items/s" in (
+    assert "throughput (all phases) 1443 items/s falls short of the budget 2000 items/s" in (
         bad[1].describe()
     )
     # Equal to the floor meets it.

@@ -127,6 +127,11 @@ def test_getters_and_formats() -> None:
     assert BY_KEY["throughput"].get(with_items) == 640.0
     assert BY_KEY["throughput"].format(517.06) == "517.1 items/s"
     assert BY_KEY["throughput"].format_apart(517.06, 517.09) == "517.06 items/s"
+    # Whole from 1000 up (a tester's "241745.1 items/s ± 71818.1 items/s"), apart where
+    # the whole figures read the same.
+    assert BY_KEY["throughput"].format(241745.1) == "241745 items/s"
+    assert BY_KEY["throughput"].format_apart(2000.2, 1999.9) == "2000.20 items/s"
+    assert compare.format_stat("latency_p50_s", 0.004e-6, 10.19e-6) == "4ns"
     squeezed = make_result(memory=dataclasses.replace(r.memory, squeeze=SQUEEZED))
     assert BY_KEY["memory_need"].get(squeezed) == 58 * 2**20
     assert BY_KEY["wall"].format(1.5) == "1.50s"

@@ -25,6 +25,7 @@ from edgeprof.units import (
     decimal_looking,
     format_binary,
     format_decimal,
+    format_rate,
     format_seconds,
     parse_duration,
     parse_memory_limit,
@@ -257,6 +258,31 @@ def test_format_digits_and_seconds() -> None:
     assert format_seconds(None) == "n/a"
     assert format_seconds(0.0123) == "12.3ms"
     assert format_seconds(75.2) == "75.20s"
+
+
+@pytest.mark.parametrize(
+    ("sd", "mean", "text"),
+    [
+        (0.004e-6, 10.19e-6, "4ns"),  # the tester's p50s 10.19-10.20 µs: had been 0.00µs
+        (0.01e-6, 20.19e-6, "0.01µs"),  # not 0 in the mean's unit: kept in it
+        (5e-9, 924e-9, "5ns"),
+        (0.7e-3, 20.1e-3, "0.70ms"),
+        (0.3e-6, 2.0, "300ns"),  # 0.000s beside seconds
+        (0.0, 10.19e-6, "0.00ms"),  # an exact 0 stays 0
+    ],
+)
+def test_a_deviation_that_rounds_to_0_in_its_means_unit_takes_its_own(
+    sd: float, mean: float, text: str
+) -> None:
+    assert format_seconds(sd, digits=2, like=mean) == text
+
+
+@pytest.mark.parametrize(
+    ("rate", "text"),
+    [(241745.1, "241745"), (999.95, "1000"), (999.94, "999.9"), (517.13, "517.1"), (0.0, "0.0")],
+)
+def test_a_throughput_is_whole_from_1000_up(rate: float, text: str) -> None:
+    assert format_rate(rate) == text
 
 
 def test_limits_normalises_user_spellings() -> None:
