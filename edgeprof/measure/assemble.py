@@ -87,7 +87,9 @@ def build_result(
 
     final = without_spawn(final, spawn[0])
     total = us_to_s(final.cpu_usage_us)
-    user, system = cpu_split(total, us_to_s(final.cpu_user_us), us_to_s(final.cpu_system_us))
+    user, system = cpu_split(
+        final.cpu_usage_us, final.cpu_user_us, final.cpu_system_us, host_info().tick_hz
+    )
     windowed, window = own_window(final, before, before_at, wall)
     avg_pct = _avg_pct(windowed.cpu_usage_us, window)
     if avg_pct is None and before is not None and total is not None:
@@ -294,19 +296,35 @@ def _avg_pct(cpu_us: int | None, window: float) -> float | None:
     return 100.0 * cpu_us / 1e6 / window
 
 
+SPLIT_TICKS = 5
+"""A run with less CPU time than this many scheduler ticks has no user/system split.  The
+kernel splits a task's exact runtime by the user and system ticks it sampled
+(``cputime_adjust`` in kernel/sched/cputime.c: cgroup v2's ``cpu.stat``, v1's
+``cpuacct.usage_user``/``_sys`` as edgeprof scales them, ``/proc/PID/stat``), so a run of a
+few ticks has a split in steps of a fifth or coarser: a tester's ``busy`` runs of 17 ms of
+mostly system time read ``user_s 0.0`` beside a tick-sampled ``system_s``, stored as if
+exact."""
+
+
 def cpu_split(
-    total: float | None, user: float | None, system: float | None
+    total_us: int | None, user_us: int | None, system_us: int | None, hz: int | None
 ) -> tuple[float | None, float | None]:
-    """The user and system shares of the exact ``total``.  cgroup v1's
-    ``cpuacct.usage_user``/``_sys`` (and Docker's, on v1) come from tick sampling while
-    ``usage`` is exact (v2's ``cpu.stat`` is already scaled this way): the total is split by
-    their ratio.  A run no tick fell in has a split of 0 + 0 beside a non-zero total
-    (``run -- true``: 0.0 and 0.0 beside 0.002186 s): not measured, so ``None``, never 0."""
-    if total is None or user is None or system is None:
-        return user, system
-    if user + system > 0:
-        return total * user / (user + system), total * system / (user + system)
-    return (None, None) if total > 0 else (user, system)
+    """The user and system seconds of the exact ``total_us``, split by the ratio of the
+    tick-sampled ``user_us``/``system_us`` (cgroup v1's ``cpuacct.usage_user``/``_sys`` and
+    Docker's on v1 come unscaled; v2's ``cpu.stat`` is already scaled this way), in whole
+    microseconds, the counters' unit, that add up to the total (a float ratio had written
+    ``system_s: 0.016858500000000002``).  ``None`` (not measured, never 0) where no tick
+    fell in the run (``run -- true``: 0 + 0 beside 2186 µs) or its CPU time is under
+    :data:`SPLIT_TICKS` ticks of ``hz`` (of 100 Hz, the coarsest, where it is unknown)."""
+    if total_us is None or user_us is None or system_us is None:
+        return us_to_s(user_us), us_to_s(system_us)  # no total to scale, or no split
+    if total_us == 0:
+        return 0.0, 0.0  # no CPU time at all: 0 is measured
+    few = total_us < SPLIT_TICKS * 1_000_000 / (hz or 100)
+    if user_us + system_us == 0 or few:
+        return None, None
+    user = round(total_us * user_us / (user_us + system_us))
+    return user / 1e6, (total_us - user) / 1e6
 
 
 def process_warnings(refused: int | None, pids: int | None, left: int | None) -> list[str]:

@@ -55,8 +55,11 @@ class Termination(str, enum.Enum):
 @dataclass(frozen=True)
 class CpuStats:
     user_s: float | None
-    """User-mode CPU time of the run's tasks (``None``: not measured, as where cgroup v1's
-    tick-sampled split caught no tick of a run whose exact total is not 0)."""
+    """User-mode CPU time of the run's tasks: the exact total split by the kernel's
+    tick-sampled ratio, in whole microseconds (``None``: not measured, where no tick fell in
+    a run whose exact total is not 0, or its CPU time was under 5 scheduler ticks, 20 ms at
+    ``CONFIG_HZ=250``: the kernel splits runtime by sampled ticks, ``cputime_adjust`` in
+    kernel/sched/cputime.c, so so few split in steps of a fifth or coarser)."""
     system_s: float | None
     """Kernel-mode CPU time (``None`` as :attr:`user_s`)."""
     total_s: float | None

@@ -554,9 +554,11 @@ def test_profile_on_a_fake_v1_tree(cgfs: FakeCgroupFs, tmp_path: Path, native: b
     total = r.cpu.total_s
     assert total is not None and total + (r.cpu.spawn_s or 0) == pytest.approx(1.5)
     assert (r.cpu.spawn_s is None) == (SPAWN_LATE in r.warnings)
-    # user/sys: the exact total split by the ratio of cpuacct.usage_user/_sys (1.0 : 0.4)
-    assert r.cpu.user_s == pytest.approx(total * 1.0 / 1.4)
-    assert r.cpu.system_s == pytest.approx(total * 0.4 / 1.4)
+    # user/sys: the exact total split by the ratio of cpuacct.usage_user/_sys (1.0 : 0.4),
+    # in whole microseconds that add up to it
+    total_us = round(total * 1e6)
+    user_us = round(total_us * 1.0 / 1.4)
+    assert (r.cpu.user_s, r.cpu.system_s) == (user_us / 1e6, (total_us - user_us) / 1e6)
     assert r.cpu.throttled_s == pytest.approx(0.25)
     assert r.memory.peak_bytes == 209_715_200 and r.memory.peak_source == "kernel"
     assert r.memory.oom_kills == 2
