@@ -16,7 +16,7 @@ import re
 from pathlib import PurePosixPath
 
 from .errors import ConfigError
-from .workload.instrument import FD_ENV, INODE_ENV, PATH_ENV, UNAVAILABLE_ENV
+from .workload.instrument import FD_ENV, INODE_ENV, PATH_ENV, SYNC_ENV, UNAVAILABLE_ENV
 
 MAX_COMPONENT_BYTES = 255
 """NAME_MAX of Linux file systems: a longer name cannot be a file."""
@@ -98,7 +98,10 @@ def check_name(text: str, what: str) -> str:
     return text
 
 
-_RESERVED_ENV = frozenset({FD_ENV, INODE_ENV, PATH_ENV, UNAVAILABLE_ENV})
+# Every variable of the events channel: ``-E EDGEPROF_EVENTS_SYNC=bogus`` had been accepted
+# and silently replaced (the workload saw ``11:6261584``), the hold socket having been left
+# out when it was added.
+_RESERVED_ENV = frozenset({FD_ENV, INODE_ENV, PATH_ENV, SYNC_ENV, UNAVAILABLE_ENV})
 
 
 def check_env(key: str, value: str) -> None:

@@ -10,6 +10,7 @@ import pytest
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.names import check_env
+from edgeprof.workload import instrument
 
 FAKE = ["run", "--backend", "fake", "--interval", "0.01"]
 FORM = "expected ASCII letters, digits, '_', '.' and '-', not starting with a digit, '.' or '-'"
@@ -32,6 +33,7 @@ def test_a_bad_name_is_shown_as_typed_with_the_form_allowed(key: str, shown: str
         "EDGEPROF_EVENTS_INODE",
         "EDGEPROF_EVENTS",
         "EDGEPROF_EVENTS_UNAVAILABLE",
+        "EDGEPROF_EVENTS_SYNC",
     ],
 )
 def test_the_events_channels_variables_cannot_be_given(key: str) -> None:
@@ -41,6 +43,26 @@ def test_the_events_channels_variables_cannot_be_given(key: str) -> None:
         f"environment variable {key}: edgeprof sets it for each run (its events channel, "
         "docs/phases.md); it cannot be given"
     )
+
+
+def test_every_variable_of_the_events_channel_is_refused() -> None:
+    """A variable the client reads, added later, is refused too: the hold socket's
+    ``EDGEPROF_EVENTS_SYNC`` had been left out and was silently replaced."""
+    channel = {
+        value
+        for name, value in vars(instrument).items()
+        if name.endswith("_ENV") and value.startswith("EDGEPROF_EVENTS")
+    }
+    assert channel == {
+        "EDGEPROF_EVENTS_FD",
+        "EDGEPROF_EVENTS_INODE",
+        "EDGEPROF_EVENTS",
+        "EDGEPROF_EVENTS_SYNC",
+        "EDGEPROF_EVENTS_UNAVAILABLE",
+    }
+    for key in channel:
+        with pytest.raises(ConfigError):
+            check_env(key, "3")
 
 
 def test_the_cli_refuses_them_in_one_line_before_anything_runs(
