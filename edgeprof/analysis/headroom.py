@@ -255,17 +255,33 @@ class LimitFit:
             and over_device(self.used, self.elsewhere, self.limit) is not None
         )
 
+    own: int | None = None
+    """``FITS``: the run's own memory at its peak (:func:`own_at_peak`), which
+    :attr:`at_edge` judges; ``None``: not known, and ``used`` (the peak) is judged."""
+
     @property
     def at_edge(self) -> bool:
-        """It fits, but its peak left less than the kernel's charging slack under the limit
-        (:func:`charging_slack`), so a run holding a little more is OOM-killed there, and
-        ``fit`` would not take this limit for an answer (``leak.py 5 11``: peak 58.2 MiB
-        under 59 MiB, 828 KiB to spare)."""
+        """It fits, but its own memory (:attr:`own`) left less than the kernel's charging
+        slack under the limit (:func:`charging_slack`), so a run holding a little more is
+        OOM-killed there.  The one rule of ``run``'s and ``report``'s verdict and of ``fit``'s
+        probes (:func:`~edgeprof.analysis.need.at_the_edge`): ``leak.py 5 11`` (peak 58.2 MiB
+        under 59 MiB, 828 KiB to spare) had fitted here where fit refused it, and ``fit`` of
+        ``leak.py 0 20480 3`` answered 68.2 MiB ("each run left at least 1.0MiB", from floors
+        of 66.2 MiB read at samples) where ``report`` of its probes said "fits at the edge …
+        only 792.0KiB to spare" (kernel peaks of 67.3-67.4 MiB with no page cache at any
+        sample)."""
+        mine = self.used if self.own is None else self.own
         return (
             self.status is Headroom.FITS
-            and self.spare is not None
-            and self.spare < charging_slack(self.limit)
+            and mine is not None
+            and self.limit - mine < charging_slack(self.limit)
         )
+
+    @property
+    def own_spare(self) -> int | None:
+        """The limit less the run's own memory (:attr:`own`, else ``used``), never negative."""
+        mine = self.used if self.own is None else self.own
+        return None if mine is None else max(0, self.limit - mine)
 
     @property
     def spare(self) -> int | None:
@@ -365,7 +381,21 @@ def _held(r: RunResult, limit: int, stall: float | None) -> LimitFit | None:
         had = None if cache is None else cache >= slack
         return LimitFit(Headroom.AT_LIMIT, limit, r.memory.floor_bytes, stall, r.device,
                         between, had)
-    return LimitFit(Headroom.FITS, limit, peak, stall, r.device)
+    return LimitFit(Headroom.FITS, limit, peak, stall, r.device, own=own_at_peak(r))
+
+
+def own_at_peak(r: RunResult) -> int | None:
+    """The run's own memory at its peak, which no limit takes back: the kernel's peak less
+    the most page cache any sample held, or the anon + shmem + kernel floor where that is
+    higher; the floor alone where the cache is unknown, the peak where both are.  Not the
+    floor alone: it is read at the samples, which can miss the peak (a leak's floors of
+    66.2 MiB beside kernel peaks of 67.3-67.4 MiB, with no page cache at any sample)."""
+    m = r.memory
+    cache = None if m.peaks is None else m.peaks.file
+    known = [n for n in (m.floor_bytes,) if n is not None]
+    if m.peak_bytes is not None and cache is not None:
+        known.append(m.peak_bytes - cache)
+    return max(known) if known else m.peak_bytes
 
 
 def below_limit(r: RunResult) -> bool:

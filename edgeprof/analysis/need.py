@@ -211,19 +211,25 @@ def untouched(r: RunResult) -> bool:
 def at_the_edge(r: RunResult, room: int) -> str | None:
     """Why a run that completed under its limit is no answer (``None``: it is one): the run
     report's own verdict (:func:`~edgeprof.analysis.headroom.limit_fit`) that its peak met
-    the limit with no page cache to drop, or one whose anon + shmem + kernel memory left
-    less than ``room`` under the limit.  Either way the run's own memory filled the limit,
+    the limit with no page cache to drop, or that below the limit its own memory left less
+    than the kernel's charging slack (:attr:`~edgeprof.analysis.headroom.LimitFit.at_edge`),
+    or one at the limit whose anon + shmem + kernel memory left less than ``room`` under
+    it.  Either way the run's own memory filled the limit,
     and a run holding a little more is OOM-killed there: ``model.py 1024`` passed one probe
     at 180.3 MiB ("fits at the edge … leaves 108.0KiB"), then was OOM-killed in two runs of
     two at that limit."""
     f = limit_fit(r)
     if f is None or f.status is Headroom.DOES_NOT_FIT:
         return None
-    # What the limit leaves over what no limit takes back: the report's own figure at the
-    # limit; below it (``fits``, where the report's is the limit less the peak), the same
-    # taken from the run's floor.
-    floor = r.memory.floor_bytes
-    spare = f.spare if f.status is not Headroom.FITS or floor is None else f.limit - floor
+    if f.status is Headroom.FITS:
+        # Below the limit, the report's own rule (LimitFit.at_edge), so that fit's answer and
+        # ``report`` of its probes agree.
+        own = f.own_spare
+        if not f.at_edge or own is None:
+            return None
+        return f"at the edge, leaves {format_binary(own)}"
+    # At the limit: what it leaves over what no limit takes back, the report's own figure.
+    spare = f.spare
     left = "" if spare is None else f", leaves {format_binary(max(0, spare))}"
     if f.status is Headroom.AT_LIMIT and f.cache is False:
         return f"at the edge: no page cache{left}"

@@ -567,6 +567,38 @@ def test_a_peak_within_the_charging_slack_of_the_limit_fits_at_the_edge_by_fits_
     assert charging_slack(1 << 30) == 10_739_712
 
 
+def _probe(peak: int, floor: int, cache: int) -> RunResult:
+    """A probe of ``fit --memory 512m -- python3 leak.py 0 20480 3`` under its 68.2 MiB
+    answer: ``cache`` the most page cache any sample held."""
+    r = limited(peak=peak, floor=floor, stall=0.0, events_max=0, limit=71_532_544)
+    held = MemoryParts(total=floor + cache, anon=floor, file=cache, shmem=0, kernel=0)
+    return dataclasses.replace(r, memory=dataclasses.replace(r.memory, peaks=held))
+
+
+def test_fit_and_report_judge_a_probe_by_one_rule_on_its_own_memory() -> None:
+    """fit answered 68.2 MiB ("each run left at least 1.0MiB under the limit over its
+    own", from floors of 66.2 MiB read at samples) where ``report`` of the same probes said
+    "fits at the edge … only 792.0KiB to spare" (kernel peaks of 67.3-67.4 MiB, no page
+    cache at any sample).  Both now take the run's own memory at its peak, the kernel's
+    peak less the most page cache a sample held, against the charging slack."""
+    r = _probe(peak=70_721_536, floor=69_423_104, cache=0)  # 67.4 and 66.2 MiB
+    f = limit_fit(r)
+    assert f is not None and f.status is Headroom.FITS and f.at_edge
+    assert at_the_edge(r, slack(69_423_104)) == "at the edge, leaves 792.0KiB"
+    said = headroom(f)
+    assert said is not None and said.startswith(
+        "memory limit 68.2MiB: fits at the edge, peak 67.4MiB, only 792.0KiB to spare"
+    )
+    # The same peak with 0.9 MiB of page cache at a sample: its own memory left 1.7 MiB,
+    # more than the slack, so neither calls it at the edge.
+    cached = _probe(peak=70_721_536, floor=69_423_104, cache=900 * 1024)
+    g = limit_fit(cached)
+    assert g is not None and g.status is Headroom.FITS and not g.at_edge
+    assert g.own_spare == 71_532_544 - (70_721_536 - 900 * 1024) == 1_732_608
+    assert at_the_edge(cached, slack(69_423_104)) is None
+    assert headroom(g) == "memory limit 68.2MiB: fits, peak 67.4MiB, 792.0KiB to spare (1%)"
+
+
 def refaulted(peak: int, refaults: int, **kw: Any) -> RunResult:
     """A run under LIMIT whose pressure counted ``refaults`` file pages read back."""
     r = limited(peak=peak, **kw)
