@@ -90,7 +90,12 @@ class CompareDoc(TypedDict):
     """The threshold (`--threshold`), a fraction of the baseline (5 % is `0.05`)."""
     regressed: bool
     """True exactly when `compare` exits 3: a regression, a metric not measured or a failed
-    current run."""
+    current run.  `false` is no pass by itself where `tested` is false."""
+    tested: bool
+    """Whether any metric was tested; `false` where every one is `not enough repeats` (a
+    side with fewer than 2 values): `regressed` is then false on no evidence."""
+    untested: int
+    """How many changes are `not enough repeats`: passed on no evidence."""
     changes: list[ChangeDoc]
     """One per compared metric of a cell."""
     notes: list[Annotated[str, AnyText]]

@@ -13,7 +13,7 @@ from ..analysis.budget_checks import BudgetCheck
 from ..analysis.budgets import METRICS
 from ..analysis.cells import cell_name, cells, endings, successful
 from ..analysis.metrics import FEW_NOTE, few_mark, phases_apart, titled
-from ..analysis.regression import Change, Verdict, failed_cells, regressed, tested
+from ..analysis.regression import Change, Verdict, failed_cells, regressed, tested, untested
 from ..analysis.rules import newest
 from ..errors import ConfigError
 from ..model import RunResult
@@ -346,12 +346,17 @@ def compare_dict(
     """``compare --json``'s object (and :meth:`edgeprof.Comparison.to_dict`'s): the overall
     verdict ``regressed`` (what makes the command exit 3: a dashboard had to rebuild that
     rule from the verdicts' strings), the changes and the notes; its schema is
-    ``edgeprof/compare.schema.json`` (:mod:`edgeprof.model.comparedoc`)."""
+    ``edgeprof/compare.schema.json`` (:mod:`edgeprof.model.comparedoc`).  ``tested`` and
+    ``untested``, and the table's "nothing was tested" line among the notes: 3 runs against
+    1 had read ``"regressed": false`` with no word that no metric was tested."""
+    gate = untested_gate(changes)
     return {
         "threshold": threshold,
         "regressed": regressed(changes),
+        "tested": tested(changes),
+        "untested": untested(changes),
         "changes": change_dicts(changes, threshold),
-        "notes": list(notes),
+        "notes": [*notes, *([] if gate is None else [gate])],
     }
 
 

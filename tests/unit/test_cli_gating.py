@@ -227,6 +227,8 @@ def test_compare_exit_codes_and_outputs(tmp_path: Path, capsys: pytest.CaptureFi
     assert wall["baseline_sd"] == pytest.approx(0.0170783, abs=1e-7)
     assert wall["current_mean"] == pytest.approx(1.30325, abs=1e-12)
     assert wall["current_sd"] == pytest.approx(0.0222018, abs=1e-7)
+    assert (data["tested"], data["untested"]) == (True, 0)
+    assert not any(n.startswith("nothing was tested") for n in data["notes"])
     assert main(["compare", "--json", str(base), str(slow), "--threshold", "40%"]) == 0
     assert json.loads(capsys.readouterr().out)["regressed"] is False
     # One run a side: no SD, and a verdict that fails nothing.
@@ -235,6 +237,12 @@ def test_compare_exit_codes_and_outputs(tmp_path: Path, capsys: pytest.CaptureFi
     data = json.loads(capsys.readouterr().out)
     wall = next(c for c in data["changes"] if c["metric"] == "wall")
     assert data["regressed"] is False and wall["verdict"] == "not enough repeats"
+    # Nothing was tested, which "regressed": false alone had not said (the table does).
+    assert (data["tested"], data["untested"]) == (False, len(data["changes"]))
+    assert data["notes"][-1] == (
+        "nothing was tested: every metric has fewer than 2 values on a side, so the gate "
+        "passes (exit 0) on no evidence: repeat the runs (--repeat 3)"
+    )
     assert (wall["baseline_n"], wall["baseline_mean"], wall["baseline_sd"]) == (1, 1.0, None)
     assert (wall["baseline_failed"], wall["current_failed"]) == (0, 0)
     # Failed current runs fail the gate: each row says how many, not the notes alone (every
