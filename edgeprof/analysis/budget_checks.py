@@ -248,3 +248,14 @@ def unused_models(results: Sequence[RunResult], budgets: Budgets) -> list[str]:
     """Models the budget file names that did not run (a typo would else go unnoticed)."""
     labels = {r.label for r in results}
     return [m for m in budgets.models if m not in labels]
+
+
+def unused_text(source: str, model: str, labels: Sequence[str]) -> str:
+    """That ``source`` budgets ``model``, which no run is labelled as (``labels``: the runs'),
+    said alike by ``report --budgets``'s warning and :class:`edgeprof.Budgeted`: its ``str()``
+    had left out the runs' labels and the hint the warning gives.  "which did not run" had
+    been said of a model keyed by its ``-m`` path, which ran."""
+    return (
+        f"{source} budgets {model}, but no run is labelled so (the runs: {', '.join(labels)}; "
+        "a model is labelled by its file name): its budget is held to nothing"
+    )

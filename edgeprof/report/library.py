@@ -195,6 +195,8 @@ class Budgeted:
     source: str
     """The budget file."""
     unused: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    """The runs' labels, which :attr:`unused` models are not."""
 
     @property
     def failed(self) -> tuple[BudgetCheck, ...]:
@@ -209,18 +211,17 @@ class Budgeted:
         return bool(self.checks) and not self.failed
 
     def __str__(self) -> str:
+        from ..analysis.budget_checks import unused_text
         from .budget_table import budget_text
 
         lines = budget_text(self.checks, self.source) if self.checks else []
-        lines += [
-            f"{self.source} budgets {m}, but no run is labelled so: its budget is held to "
-            "nothing"
-            for m in self.unused
-        ]
+        lines += [unused_text(self.source, m, self.labels) for m in self.unused]
         return "\n".join(lines) or f"{self.source}: no budget applies to these runs"
 
     def __repr__(self) -> str:
-        gate = "passed" if self.passed else "failed"
+        # Not "failed" where nothing was checked: "0 of 0 failed; failed" beside the
+        # command's exit 0 (a warning only) had read as a failure.  Not "passed" either.
+        gate = "nothing checked" if not self.checks else "passed" if self.passed else "failed"
         return f"<Budgeted {self.source}: {len(self.failed)} of {len(self.checks)} failed; {gate}>"
 
 
@@ -243,7 +244,9 @@ def check_budgets(
         raise ConfigError("edgeprof.check_budgets: no runs to check")
     path = _path(budgets, "check_budgets")
     file = load_budget_file(path)
-    return Budgeted(tuple(checked(runs, file)), str(path), tuple(unused_models(runs, file)))
+    labels = tuple(dict.fromkeys(r.label for r in runs))
+    unused = tuple(unused_models(runs, file))
+    return Budgeted(tuple(checked(runs, file)), str(path), unused, labels)
 
 
 @dataclass(frozen=True)

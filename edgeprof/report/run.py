@@ -368,17 +368,11 @@ def gate_run(
 
         sink.write("\n" + "".join(f"{line}\n" for line in budget_text(checks, budgets.sources)))
     if budgets:  # with no check at all too: a file naming only a typo had passed in silence
-        from ..analysis.budget_checks import unused_models
+        from ..analysis.budget_checks import unused_models, unused_text
 
-        labels = ", ".join(dict.fromkeys(r.label for r in results))
+        labels = list(dict.fromkeys(r.label for r in results))
         for model in unused_models(results, budgets):
-            # "which did not run" had been said of a model keyed by its -m path, which ran.
-            print(
-                f"edgeprof: warning: {budgets.source} budgets {model}, but no run is "
-                f"labelled so (the runs: {labels}; a model is labelled by its file name): "
-                "its budget is held to nothing",
-                file=stderr,
-            )
+            print(f"edgeprof: warning: {unused_text(budgets.source, model, labels)}", file=stderr)
     if summary is not None or (step and os.environ.get("GITHUB_STEP_SUMMARY")):
         from .ci_summary import render_run_summary, write_summaries
 

@@ -43,8 +43,14 @@ def test_the_checks_are_reports_with_the_median_of_the_runs(tmp_path: Path) -> N
 def test_a_file_that_budgets_no_run_checks_nothing_and_does_not_pass(tmp_path: Path) -> None:
     b = edgeprof.check_budgets([run()], _file(tmp_path, "models:\n  other:\n    wall: 1s\n"))
     assert (b.checks, b.unused, b.passed) == ((), ("other",), False)
-    said = "budgets other, but no run is labelled so: its budget is held to nothing"
+    # The command's warning, hint and all; and a repr that, as the command's exit 0 does,
+    # does not call it failed ("0 of 0 failed; failed" had).
+    said = (
+        "budgets other, but no run is labelled so (the runs: m.onnx; a model is labelled by "
+        "its file name): its budget is held to nothing"
+    )
     assert str(b) == f"{tmp_path / 'budgets.yml'} {said}"
+    assert repr(b) == f"<Budgeted {tmp_path / 'budgets.yml'}: 0 of 0 failed; nothing checked>"
 
 
 def test_bad_arguments_are_one_config_error(tmp_path: Path) -> None:
