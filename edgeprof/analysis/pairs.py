@@ -44,8 +44,9 @@ def resolve(
 ) -> list[tuple[str, str]]:
     """Each ``BASE=CUR`` as (baseline label, current label), split at the ``=`` whose sides
     are labels of their sides: a label may hold one (a bench's ``infer bs=1``).  A name the
-    side lacks, or a label paired twice on a side, is one :class:`ConfigError` line (a pair
-    that matched nothing would compare nothing and pass)."""
+    side lacks, or a label in two different pairs on a side, is one :class:`ConfigError` line
+    (a pair that matched nothing would compare nothing and pass); the same pair given twice
+    is one pair."""
     base, cur = set(base_labels), set(cur_labels)
     out: list[tuple[str, str]] = []
     for text in texts:
@@ -59,7 +60,10 @@ def resolve(
         found = [(b, c) for b, c in splits if b in base and c in cur]
         if not found:
             raise ConfigError(f"--pair {text}: {_lacking(splits, base, cur)}")
-        out.append(found[0])
+        # The same pair twice (in EDGEPROF_CI_COMPARE_ARGS and on the command line) had been
+        # "paired more than once": it is one pair.
+        if found[0] not in out:
+            out.append(found[0])
     for side, names in (("baseline", [b for b, _ in out]), ("current", [c for _, c in out])):
         if twice := sorted({n for n in names if names.count(n) > 1}):
             raise ConfigError(

@@ -58,6 +58,8 @@ def test_the_split_is_at_the_labels_and_bad_pairs_are_one_line() -> None:
     assert str(err.value) == (
         "--pair: int8 is paired more than once in the current: a cell holds one side of one pair"
     )
+    # The same pair twice is one pair; a conflicting second one is still refused.
+    assert resolve(["fp32=int8", "fp32=int8"], ["fp32"], ["int8"]) == [("fp32", "int8")]
     assert pair_hint(["a", "b"], ["c"]) == (
         "to hold one variant against another, pair them: --pair BASE_NAME=CUR_NAME"
     )
