@@ -296,7 +296,8 @@ def rerender(
     # bs=1`, two scripts' `python`): named apart, not pooled as repeats.
     unread: list[tuple[Path, str]] = []
     loaded, shared = apart(load_runs(list(paths), unread))
-    stderr.writelines(f"edgeprof: skipped {why}\n" for _, why in unread)
+    # "skipped: " as a label, as "warning: ": "skipped cannot read result …" read as no sentence.
+    stderr.writelines(f"edgeprof: skipped: {why}\n" for _, why in unread)
     runs = cell_order(loaded)
     if not runs:
         raise no_runs(paths, len(unread))
@@ -325,7 +326,7 @@ def rerender(
     ]
     stopped += [text for text, _ in answers]
     stopped += shared
-    stopped += [skipped_note([f for f, _ in unread])] if unread else []
+    stopped += [skipped_note(unread)] if unread else []
     stopped += [note for p in paths if (note := pooled(p, "report")) is not None]
     # One sweep made with --repeat auto: what it resolved, as the run printed it.
     auto = load_auto_repeat(paths[0]) if len(paths) == 1 else None

@@ -106,13 +106,15 @@ def answer_kind(fit: Mapping[str, Any]) -> str:
     return "warn" if fit.get("fits") is None and fit.get("stopped") else "fail"
 
 
-def skipped_note(files: Sequence[Path]) -> str:
-    """The note under a report's tables (and in its Markdown and page) naming the ``files``
-    found that were no readable results (stderr says why of each): a saved report silent of
-    them would read as all the runs there were."""
-    names = ", ".join(map(str, files[:4]))
-    names += f" and {len(files) - 4} more" if len(files) > 4 else ""
+def skipped_note(unread: Sequence[tuple[Path, str]]) -> str:
+    """The note under a report's tables (and in its Markdown and page) naming the files
+    found that were no readable results, each with why (``unread``: the file and its one
+    line): a saved report silent of them would read as all the runs there were, and one
+    that said "(why: edgeprof's stderr)" sent its readers to an output long gone."""
+    shown = "; ".join(why for _, why in unread[:4])
+    if len(unread) > 4:
+        shown += f"; and {len(unread) - 4} more (edgeprof's stderr names them)"
     return (
-        f"{len(files)} result file(s) found could not be read and are not in these figures: "
-        f"{names} (why: edgeprof's stderr)"
+        f"{len(unread)} result file(s) found could not be read and are not in these figures: "
+        f"{shown}"
     )

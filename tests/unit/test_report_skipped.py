@@ -33,15 +33,17 @@ def test_report_renders_the_readable_runs_names_the_others_and_exits_2(
     rows = [line.split()[0] for line in out.splitlines()[3:5]]
     assert rows == ["a.onnx", "c.onnx"]
     bad = top / "b" / "result.json"
+    # Each file with why, in the saved files too: they outlive the stderr.
     note = (
-        f"1 result file(s) found could not be read and are not in these figures: {bad} "
-        "(why: edgeprof's stderr)"
+        f"1 result file(s) found could not be read and are not in these figures: cannot read "
+        f"result {bad}: not JSON (Expecting property name enclosed in double quotes at line 1, "
+        "column 2)"
     )
     assert f"note: {note}\n" in out
     # A saved report says it too (it has no stderr), Markdown's `_` escaped.
     assert note.replace("_", "\\_") in md.read_text()
     assert err.splitlines()[0] == (
-        f"edgeprof: skipped cannot read result {bad}: not JSON (Expecting property name "
+        f"edgeprof: skipped: cannot read result {bad}: not JSON (Expecting property name "
         "enclosed in double quotes at line 1, column 2)"
     )
     assert err.splitlines()[-1] == (
@@ -68,7 +70,7 @@ def test_a_skipped_file_comes_before_a_breach_and_none_readable_is_an_error(
     out, err = capsys.readouterr()
     assert out == ""
     assert err.splitlines() == [
-        f"edgeprof: skipped cannot read result {tmp_path}/none/b/result.json: not JSON "
+        f"edgeprof: skipped: cannot read result {tmp_path}/none/b/result.json: not JSON "
         "(Expecting property name enclosed in double quotes at line 1, column 2)",
         f"edgeprof: error: no run to report in {tmp_path}/none: none of the 1 result file(s) "
         "found could be read (each skipped above, with why)",
@@ -78,4 +80,17 @@ def test_a_skipped_file_comes_before_a_breach_and_none_readable_is_an_error(
     assert capsys.readouterr().err == (
         f"edgeprof: error: cannot read result {tmp_path}/none/b/result.json: not JSON "
         "(Expecting property name enclosed in double quotes at line 1, column 2)\n"
+    )
+
+
+def test_the_note_gives_the_first_four_files_reasons_and_counts_the_rest() -> None:
+    from edgeprof.report.saved_notes import skipped_note
+
+    unread = [(Path(f"r{i}/result.json"), f"cannot read result r{i}/result.json: empty")
+              for i in range(6)]  # fmt: skip
+    assert skipped_note(unread) == (
+        "6 result file(s) found could not be read and are not in these figures: "
+        "cannot read result r0/result.json: empty; cannot read result r1/result.json: empty; "
+        "cannot read result r2/result.json: empty; cannot read result r3/result.json: empty; "
+        "and 2 more (edgeprof's stderr names them)"
     )

@@ -274,6 +274,6 @@ def test_report_refuses_such_a_file_in_one_line(
     out, err = capsys.readouterr()
     assert out == ""
     assert err == (
-        f"edgeprof: skipped {why}\nedgeprof: error: no run to report in {tmp_path}: none of "
+        f"edgeprof: skipped: {why}\nedgeprof: error: no run to report in {tmp_path}: none of "
         "the 1 result file(s) found could be read (each skipped above, with why)\n"
     )
