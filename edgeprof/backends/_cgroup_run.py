@@ -135,8 +135,7 @@ class CgroupRun(RunHandle):
             for f in join_files:
                 fds.append(os.open(f, os.O_WRONLY | os.O_CLOEXEC))
             self._proc = Process.for_run(spec, join_fds=fds)
-            # The group began empty: all its CPU time at the exec is edgeprof's spawn.
-            take_exec(self, self._proc, counters.sample, lambda c: c.cpu_usage_us)
+            take_exec(self, self._proc, counters.sample)
         except OSError as exc:
             self.close()
             raise LaunchError(f"cannot open {exc.filename}: {exc.strerror}") from exc

@@ -40,6 +40,14 @@ class Process:
     that identity (supplementary groups, gid, uid: each step still privileged enough for
     the next) — after the joins, which a dropped user could not do.  The pre-exec hook does
     nothing else — no allocation-heavy Python runs in the forked child.
+
+    Where that hook runs, the child also stamps, on a pipe read once the exec succeeded,
+    the monotonic clock and its own thread CPU clock (which a fresh task starts at 0 at the
+    fork) once it has joined and again just before the exec: :attr:`started`,
+    :attr:`joined` and :attr:`spawn_cpu_ns`.  Measured by the child itself, these cannot
+    take in the workload's time, however late the parent gets to read them: the parent's
+    own reading of the group after the exec had (a 2 ms spin read 1.35 ms of CPU and
+    ``true`` 113 % of one CPU on a loaded 2-core host).
     """
 
     def __init__(
@@ -73,14 +81,24 @@ class Process:
         self._wait4 = rusage
         # The first cgroup.procs write of a burst waits for an RCU grace period (the kernel's
         # cgroup_threadgroup_rwsem; ~12 ms measured on our 6.18 hosts).  That is edgeprof's
-        # cost, not the workload's: the child stamps the clock once it has joined, and wall
-        # time starts there.  CLOCK_MONOTONIC is system-wide, so the stamps compare.
-        stamp_r, stamp_w = os.pipe() if fds else (-1, -1)
+        # cost, not the workload's: the child stamps the clock once it has joined and again
+        # just before the exec, and wall time starts at the second.  CLOCK_MONOTONIC is
+        # system-wide, so the stamps compare with the parent's clock.
         nofile = workload_soft_limit()  # the user's own, where edgeprof raised its (openfiles)
+        hook = bool(
+            fds or run_as is not None or cores is not None or prctl is not None
+            or nofile is not None
+        )
+        stamp_r, stamp_w = os.pipe() if hook else (-1, -1)
 
         def join() -> None:
             for fd in fds:
                 os.write(fd, b"0")
+            # After the last join: on cgroup v1 the CPU accounting group may be any of the
+            # hierarchies, and CPU time before it joins is not the run's.  Starting later
+            # only leaves a few µs of the spawn in the run, never any of the workload's.
+            joined_cpu = time.thread_time_ns()
+            joined = time.monotonic_ns()
             if nofile is not None:
                 resource.setrlimit(
                     resource.RLIMIT_NOFILE,
@@ -98,9 +116,9 @@ class Process:
                 prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
                 if os.getppid() != parent:
                     os._exit(1)  # edgeprof died before: nothing would end this process
-            if fds:
-                os.write(stamp_w, b"%d" % time.monotonic_ns())
-                os.close(stamp_w)  # the workload inherits no end of edgeprof's pipe
+            stamp = time.monotonic_ns()
+            os.write(stamp_w, b"%d %d %d %d" % (joined, stamp, joined_cpu, time.thread_time_ns()))
+            os.close(stamp_w)  # the workload inherits no end of edgeprof's pipe
 
         before = time.monotonic()
         spawned = False
@@ -112,14 +130,8 @@ class Process:
                 stdin=None,
                 stdout=stdout,
                 stderr=stderr,
-                preexec_fn=join
-                if fds
-                or run_as is not None
-                or cores is not None
-                or prctl is not None
-                or nofile is not None
-                else None,
-                pass_fds=((stamp_w,) if fds else ()) + tuple(pass_fds),
+                preexec_fn=join if hook else None,
+                pass_fds=((stamp_w,) if hook else ()) + tuple(pass_fds),
                 start_new_session=new_session,
                 close_fds=True,
             )
@@ -136,18 +148,30 @@ class Process:
         except OSError as exc:
             raise LaunchError(f"could not start {command[0]}: {exc.strerror}") from exc
         finally:
-            if fds:
+            if hook:
                 os.close(stamp_w)
                 if not spawned:  # no stamp will be read: do not leak the pipe's read end
                     os.close(stamp_r)
         self.started = before
-        if fds:
+        """``time.monotonic()`` just before the exec (the child's stamp), else before the
+        spawn: the run's wall time starts here."""
+        self.joined = before
+        """``time.monotonic()`` once the child had joined the run's groups (its stamp), else
+        before the spawn."""
+        self.spawn_cpu_ns: tuple[int, int] | None = None
+        """The child's thread CPU time (ns, from its fork) once it had joined and just before
+        the exec; ``None`` without the pre-exec hook (nothing stamped)."""
+        if hook:
             try:
-                stamp = os.read(stamp_r, 64)
+                # One read: the child's one write is atomic (under PIPE_BUF); reading to
+                # the end could wait on a copy of the write end that another thread's fork
+                # holds until its own exec.
+                stamp = os.read(stamp_r, 128)
             finally:
                 os.close(stamp_r)
-            if stamp:
-                self.started = int(stamp) / 1e9
+            parsed = parse_stamp(stamp)
+            if parsed is not None:
+                self.joined, self.started, self.spawn_cpu_ns = parsed
         self.pid = self._popen.pid
         try:
             self._pidfd: int | None = os.pidfd_open(self.pid)
@@ -260,51 +284,48 @@ class Process:
             self._pidfd = None
 
 
-SPAWN_LATE = (
-    "edgeprof's start-up of the workload (about 1.5 ms of CPU here, its forked child's) is "
-    "in its CPU time: the workload had exited before edgeprof could read its group at "
-    "the exec, so the two cannot be told apart, and its wall time starts at the spawn"
-)
+def parse_stamp(stamp: bytes) -> tuple[float, float, tuple[int, int]] | None:
+    """The child's stamp (``joined started cpu_at_join cpu_before_exec``, ns) as
+    (joined s, started s, (cpu_at_join, cpu_before_exec) ns); ``None`` where it did not
+    come whole (a child that died in its hook)."""
+    try:
+        joined, started, cpu_joined, cpu_exec = (int(w) for w in stamp.split())
+    except ValueError:
+        return None
+    return joined / 1e9, started / 1e9, (cpu_joined, cpu_exec)
 
 
 def take_exec(
     run: RunHandle,
     proc: Process,
     read: Callable[[], Counters],
-    spawn_cpu: Callable[[Counters], int | None],
+    since_fork: bool = False,
     clock: Callable[[], float] = time.monotonic,
 ) -> None:
-    """Start ``run`` at its workload's exec: its ``started``, ``at_exec``, ``spawn_cpu_us``
-    and ``spawn_s`` (:class:`~edgeprof.backends.base.RunHandle`), from ``read`` of its
-    counters and ``spawn_cpu`` of them (the CPU time edgeprof's spawn spent in the run).
+    """Start ``run`` at its workload's exec: its ``started``, ``spawn_cpu_us`` and
+    ``spawn_s`` from the child's own stamps (:class:`Process`), and ``at_exec``, the
+    counters ``read`` as soon as the exec has succeeded (the sampler's first row).
 
-    Called as soon as :class:`Process` returns, which is once the exec succeeded (``Popen``
-    waits for its CLOEXEC error pipe to close, and the kernel closes it inside ``execve``,
-    after the old address space is gone).  What the run held then is edgeprof's spawn, not
-    the workload: the forked child's joining (Python code in a copy of edgeprof's address
-    space) and the exec's teardown of that copy.  Measured on a loaded 2-core cgroup v1 host
-    (Linux 6.18): ``run -- true`` read 1.9–2.4 ms of CPU against ``perf stat``'s 0.46–0.62
-    ms; the reading here held 1.3–1.5 ms, and ``true`` then read 0.44–0.56 ms.  The same
-    child's CPU without a ``preexec_fn`` (``vfork``, nothing to tear down): 0.67 ms median
-    against 2.18 ms with one.
-
-    Read in the parent, after the exec: the workload's first moments (Python returning
-    from ``Popen`` and reading, or longer where the host keeps edgeprof off its CPU) are
-    left out with the spawn, and the wall time starts at the same instant, so both cover
-    one window.  A workload over before the reading (2 of 6 ``true`` runs at load 8, which
-    read 0.0 ms) left all its CPU in it: the spawn is then kept in, and said
-    (:data:`SPAWN_LATE`)."""
+    The CPU time left out of the run is what the child itself spent from its joining (the
+    process backend, whose ``wait4`` counts a process from its ``since_fork``: from its
+    fork) to its stamp before the exec, read on its own thread CPU clock: exact, and none
+    of the workload's.  The exec's teardown of the child's copy of edgeprof's address
+    space comes after that stamp and cannot be measured from either side without a race
+    (the parent reads only once the exec is done, by when the workload may have run for
+    milliseconds on a loaded host): it stays in the run's CPU time, measured as ``run --
+    true`` less ``perf stat``'s (docs/method.md).  The wall time starts at the same stamp,
+    so it covers all the CPU time counted: a single thread cannot read over 100 %.  The
+    parent's reading after the exec had taken, on a loaded 2-core host, a 2 ms spin's own
+    CPU into the spawn (1.35 and 1.74 ms read) and started the wall time late (``true`` at
+    113 %, a ``sh`` loop at 179.5 %)."""
+    run.started = proc.started
+    if proc.spawn_cpu_ns is not None:
+        joined_cpu, exec_cpu = proc.spawn_cpu_ns
+        run.spawn_cpu_us = (exec_cpu - (0 if since_fork else joined_cpu)) // 1000
+        run.spawn_s = max(0.0, proc.started - proc.joined)
     before = clock()
     counters = read()
-    seen = (before + clock()) / 2
-    if proc.exited():
-        run.started = proc.started
-        run.warnings.append(SPAWN_LATE)
-        return
-    run.started = seen
-    run.at_exec = counters
-    run.spawn_cpu_us = spawn_cpu(counters)
-    run.spawn_s = max(0.0, seen - proc.started)
+    run.at_exec = ((before + clock()) / 2, counters)
 
 
 def end_workload(proc: Process | None, kill: Callable[[], None], warnings: list[str]) -> None:

@@ -69,18 +69,6 @@ _subreaping = 0
 _subreaping_lock = threading.Lock()
 
 
-def exec_cpu_us(pid: int, proc: str = "/proc") -> int | None:
-    """The main process's CPU time so far (µs): the scheduler's ``sum_exec_runtime``, the
-    first field of ``/proc/PID/schedstat`` (ns), the exact figure ``wait4``'s user and system
-    times add up to; ``None`` where the file cannot be read (no ``CONFIG_SCHED_INFO``, or
-    the process is gone)."""
-    try:
-        with open(f"{proc}/{pid}/schedstat", "rb") as f:
-            return int(f.read().split()[0]) // 1000
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def set_subreaper(on: bool) -> bool:
     """Make this process the child subreaper of its descendants while any run asks (counted:
     runs in several threads share the process); False where the kernel or the OS has no
@@ -140,10 +128,9 @@ class ProcessRun(RunHandle):
             self._stop_subreaping()
             raise
         self.pid = self._proc.pid
-        # The main process's CPU time so far is edgeprof's spawn (the forked child, then the
-        # exec's teardown of its copy of edgeprof): wait4's rusage at the end holds it too.
-        spawned = exec_cpu_us(self.pid)
-        take_exec(self, self._proc, self.sample, lambda _: spawned)
+        # wait4's rusage at the end counts the main process from its fork: the forked
+        # child's CPU time before the exec is edgeprof's spawn.
+        take_exec(self, self._proc, self.sample, since_fork=True)
         # Read after the spawn returned (the child has exec'd): edgeprof's mark only grows,
         # so it bounds what exec folded into the main process's.
         self._spawner_hwm = own_high_water_mark()

@@ -262,8 +262,9 @@ class RunHandle(abc.ABC):
 
     pid: int
     started: float
-    """``time.monotonic()`` of the workload's exec, where the backend sees it (the local
-    backends); else taken immediately before the spawn."""
+    """``time.monotonic()`` just before the workload's exec, the forked child's own stamp,
+    where the backend spawns it (the local backends); else taken immediately before the
+    spawn."""
 
     def __init__(self) -> None:
         self.warnings: list[str] = []
@@ -278,19 +279,19 @@ class RunHandle(abc.ABC):
         be after ``started``, where the group held work that is not the workload's before it
         (Docker: runc init's set-up, in the container's group before it execs the
         workload); ``None``: the group began empty."""
-        self.at_exec: Counters | None = None
-        """The run's counters read as soon as the workload's exec had succeeded (``started``
-        is that instant; its spawner's CLOEXEC pipe closing tells edgeprof), or ``None``:
-        the sampler's first reading (``t_s`` 0).  Before it, edgeprof's forked child worked
-        inside the group: joining it and the exec's teardown of the copy of edgeprof's
-        address space (:func:`~edgeprof.backends._process.take_exec`)."""
+        self.at_exec: tuple[float, Counters] | None = None
+        """(``time.monotonic()``, the run's counters) read as soon as the workload's exec had
+        succeeded (its spawner's CLOEXEC pipe closing tells edgeprof): the sampler's first
+        row, at its own time; ``None``: the sampler's first reading is
+        (:func:`~edgeprof.backends._process.take_exec`)."""
         self.spawn_cpu_us: int | None = None
-        """CPU time edgeprof's own start-up of the workload spent inside the run before the
-        exec (µs), which the result keeps apart from the workload's (``cpu.spawn_s``);
-        ``None`` where the backend cannot tell the exec's instant (Docker: runc execs)."""
+        """CPU time edgeprof's forked child spent inside the run before the exec (µs), on its
+        own thread CPU clock, which the result leaves out of the workload's
+        (``cpu.spawn_s``); ``None`` where the backend does not spawn the workload itself
+        (Docker: runc execs)."""
         self.spawn_s: float | None = None
-        """Wall time from the child's joining the run to the exec seen (``cpu.spawn_wall_s``),
-        before ``started``; ``None`` as :attr:`spawn_cpu_us`."""
+        """Wall time from the child's joining the run to its stamp just before the exec
+        (``cpu.spawn_wall_s``), before ``started``; ``None`` as :attr:`spawn_cpu_us`."""
         self.totals_lost = False
         """The run's group was gone at its final read (Docker's parent group: ENODEV), so
         :meth:`counters` are its last sample's, without the kernel's peak, as a warning of

@@ -250,12 +250,15 @@ against ``perf stat``'s 0.46–0.62 ms, a C program spinning 1, 2 and 20 ms read
 22.1 ms (2 vs 1 as 1.33×), a single thread's 5 ms spin read AVG CPU 104.6 %, and
 ``--max-cpu-time 1500us -- true`` failed at 2.0 ms.
 
-The run is measured from its exec instead: the local backends read the group's counters as
-soon as the exec has succeeded (:func:`~edgeprof.backends._process.take_exec`), the wall
-time starts at that reading, the CPU time is the group's less what it held then, and that
-spawn cost is kept in the result (``cpu.spawn_s``, ``cpu.spawn_wall_s``), not hidden.
-Docker cannot say when runc's exec happened: its figures keep their own window
-(:data:`WINDOW`)."""
+The forked child now measures itself (:func:`~edgeprof.backends._process.take_exec`): it
+reads its own thread CPU clock once it has joined and again just before the exec, the run's
+CPU time leaves out the difference, and the wall time starts at its stamp just before the
+exec; both are kept in the result (``cpu.spawn_s``, ``cpu.spawn_wall_s``), not hidden.  The
+exec's teardown of the child's copy of edgeprof comes after that stamp and stays in
+(docs/method.md).  A first version read the group in the parent after the exec instead,
+which under load took in the workload's own CPU (a 2 ms spin read 1.35 ms) and started the
+wall time late (``true`` at 113 % of one CPU).  Docker cannot say when runc's exec
+happened: its figures keep their own window (:data:`WINDOW`)."""
 
 
 def without_spawn(final: Counters, spawn_cpu_us: int | None) -> Counters:

@@ -326,12 +326,13 @@ class Sampler:
         batch: BatchReader | None = None,
         extra: Callable[[float], Sequence[object]] | None = None,
         tasks: Callable[[], TaskScan | None] | None = None,
-        first: Counters | None = None,
+        first: tuple[float, Counters] | None = None,
     ) -> None:
-        """``first``: the run's counters read at ``t0`` (``RunHandle.at_exec``), its first
-        row: the sampler's own first reading comes as its thread starts, which was 3–16 ms
-        after the exec on a loaded 2-core host (a tester's ``sleep 0.05`` at ``--interval
-        0.001``), and the run's first milliseconds had gone unread."""
+        """``first``: (``time.monotonic()``, the run's counters) read as soon as the exec had
+        succeeded (``RunHandle.at_exec``), its first row: the sampler's own first reading
+        comes as its thread starts, which was 3–16 ms after the exec on a loaded 2-core host
+        (a tester's ``sleep 0.05`` at ``--interval 0.001``), and the run's first
+        milliseconds had gone unread."""
         self._first = first
         self._read = read
         self._batch = batch
@@ -357,7 +358,7 @@ class Sampler:
 
     def start(self) -> None:
         if self._first is not None:
-            self._add(self._t0, self._first)
+            self._add(*self._first)
         self._thread.start()
 
     def sample(self, final: bool = False) -> None:

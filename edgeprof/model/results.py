@@ -100,13 +100,14 @@ class CpuStats:
     the run's threads cannot be read from this host (or without ``schedstat``), before a
     second reading, or in a file older than the figure."""
     spawn_s: float | None = None
-    """CPU time edgeprof's own start-up of the workload spent inside the run before its exec
-    (the forked child's joining, the exec's teardown of its copy of edgeprof), left out of
-    ``total_s`` and the rates: 1.0–1.6 ms on a loaded 2-core host.  ``None`` where the
-    exec's instant is not seen (Docker) or in an older file (whose ``total_s`` holds it)."""
+    """CPU time subtracted from ``total_s`` and the rates: what edgeprof's forked child spent
+    inside the run from its joining to just before the workload's exec, read on its own
+    thread CPU clock (none of the workload's).  The exec's teardown of the child's copy of
+    edgeprof comes after it and stays in ``total_s``.  ``None`` where edgeprof does not
+    spawn the workload itself (Docker) or in an older file (whose ``total_s`` holds it)."""
     spawn_wall_s: float | None = None
-    """Wall time from the spawn (the child's joining the run's group) to the exec seen,
-    before the run's ``wall_s`` starts; ``None`` as :attr:`spawn_s`."""
+    """Wall time from the child's joining the run's group to its stamp just before the exec,
+    where the run's ``wall_s`` starts; ``None`` as :attr:`spawn_s`."""
 
 
 @dataclass(frozen=True)

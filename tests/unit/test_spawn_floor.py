@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,20 +12,19 @@ from typing import Any
 
 import pytest
 
-from edgeprof.backends._process import SPAWN_LATE, take_exec
-from edgeprof.backends._process_run import exec_cpu_us
+from edgeprof.backends._process import Process, parse_stamp, take_exec
 from edgeprof.measure.assemble import without_spawn
 from edgeprof.measure.sampler import Sampler, SeriesStats
 from edgeprof.model import Counters
 
 
 class _Proc:
-    def __init__(self, started: float, exited: bool) -> None:
-        self.started = started
-        self._exited = exited
+    """The child's stamps as :class:`Process` keeps them."""
 
-    def exited(self) -> bool:
-        return self._exited
+    def __init__(self, joined: float, started: float, cpu: tuple[int, int] | None) -> None:
+        self.joined = joined
+        self.started = started
+        self.spawn_cpu_ns = cpu
 
 
 def _handle() -> Any:
@@ -34,27 +35,68 @@ def _clock(*times: float) -> Callable[[], float]:
     return iter(times).__next__
 
 
-def test_take_exec_starts_the_run_at_the_exec() -> None:
+def test_take_exec_leaves_out_the_childs_own_cpu_from_its_joining() -> None:
     run = _handle()
-    at = Counters(cpu_usage_us=1_432, memory_current=4096)
-    take_exec(run, _Proc(  # type: ignore[arg-type]
-        10.0005, exited=False), lambda: at, lambda c: c.cpu_usage_us, _clock(10.0020, 10.0030))
-    # the read between the two clock readings: the exec seen at their midpoint
-    assert run.started == pytest.approx(10.0025)
-    assert run.at_exec == at
-    assert run.spawn_cpu_us == 1_432
-    assert run.spawn_s == pytest.approx(0.0020)
+    # The parent reads the group late (at 10.0080, long after the exec): the workload had
+    # run meanwhile, and its 4.9 ms there are not the spawn's.
+    late = Counters(cpu_usage_us=6_332, memory_current=4096)
+    child = _Proc(10.0005, 10.0012, (213_000, 1_645_500))
+    take_exec(run, child, lambda: late, clock=_clock(10.0080, 10.0090))  # type: ignore[arg-type]
+    assert run.started == 10.0012  # the child's stamp just before the exec, not the read
+    assert run.spawn_cpu_us == 1_432  # 1_645_500 - 213_000 ns: the child's, from its join
+    assert run.spawn_s == pytest.approx(0.0007)
+    assert run.at_exec == (pytest.approx(10.0085), late)  # a first sample at its own time
     assert run.warnings == []
 
 
-def test_take_exec_after_the_workload_ended_keeps_the_spawn_in() -> None:
+def test_take_exec_counts_from_the_fork_for_wait4() -> None:
     run = _handle()
-    at = Counters(cpu_usage_us=1_996)  # the spawn and all of `true`: not to be subtracted
-    take_exec(run, _Proc(  # type: ignore[arg-type]
-        10.0005, exited=True), lambda: at, lambda c: c.cpu_usage_us, _clock(10.0020, 10.0030))
-    assert run.started == 10.0005  # from the join, as before
-    assert (run.at_exec, run.spawn_cpu_us, run.spawn_s) == (None, None, None)
-    assert run.warnings == [SPAWN_LATE]
+    child = _Proc(10.0005, 10.0012, (213_000, 1_645_500))
+    clock = _clock(10.002, 10.003)
+    take_exec(run, child, Counters, since_fork=True, clock=clock)  # type: ignore[arg-type]
+    assert run.spawn_cpu_us == 1_645  # the process backend's rusage counts from the fork
+    assert run.started == 10.0012
+
+
+def test_take_exec_without_stamps_subtracts_nothing() -> None:
+    run = _handle()
+    child = _Proc(10.0, 10.0, None)
+    take_exec(run, child, Counters, clock=_clock(10.002, 10.003))  # type: ignore[arg-type]
+    assert (run.started, run.spawn_cpu_us, run.spawn_s) == (10.0, None, None)
+
+
+def test_parse_stamp() -> None:
+    assert parse_stamp(b"10000500000 10001200000 213000 1645500") == (
+        10.0005,
+        10.0012,
+        (213_000, 1_645_500),
+    )
+    assert parse_stamp(b"") is None
+    assert parse_stamp(b"10000500000 10001200000") is None
+
+
+def test_the_child_stamps_its_own_cpu_and_the_wall_time_before_its_exec(
+    tmp_path: Path,
+) -> None:
+    """A real spawn through a pre-exec hook (a join file): the stamps come in order, on
+    clocks that count from the fork."""
+    procs = tmp_path / "cgroup.procs"
+    procs.write_text("")
+    fd = os.open(procs, os.O_WRONLY)
+    before = time.monotonic()
+    try:
+        p = Process(["true"], env=dict(os.environ), cwd=None, stdout=None, stderr=None,
+                    join_fds=[fd])
+    finally:
+        os.close(fd)
+    after = time.monotonic()
+    assert p.wait(10) == 0
+    p.close()
+    assert procs.read_text() == "0"
+    assert before < p.joined <= p.started < after
+    assert p.spawn_cpu_ns is not None
+    joined, at_exec = p.spawn_cpu_ns
+    assert 0 < joined <= at_exec
 
 
 def test_without_spawn_takes_the_spawn_out_of_the_total_only() -> None:
@@ -63,13 +105,6 @@ def test_without_spawn_takes_the_spawn_out_of_the_total_only() -> None:
     assert without_spawn(final, 3_000).cpu_usage_us == 0  # never below 0
     assert without_spawn(final, None) == final
     assert without_spawn(Counters(), 1_432) == Counters()
-
-
-def test_exec_cpu_us_reads_schedstat(tmp_path: Path) -> None:
-    (tmp_path / "42").mkdir()
-    (tmp_path / "42" / "schedstat").write_text("1496321 83112 4\n")
-    assert exec_cpu_us(42, str(tmp_path)) == 1_496
-    assert exec_cpu_us(43, str(tmp_path)) is None
 
 
 class _Rows:
@@ -85,9 +120,9 @@ def test_the_sampler_starts_at_the_exec_reading() -> None:
     rows = _Rows()
     first = Counters(cpu_usage_us=1_432, memory_current=262_144)
     later = Counters(cpu_usage_us=2_000, memory_current=524_288)
-    s = Sampler(lambda: later, interval=0.001, t0=5.0, stats=SeriesStats(), first=first)
+    s = Sampler(lambda: later, interval=0.001, t0=5.0, stats=SeriesStats(), first=(5.25, first))
     s._writer = rows  # type: ignore[assignment]  # the rows as samples.csv would get them
     s.start()
     s.stop()
-    assert rows.rows[0][:4] == (0.0, 0.001432, None, 262_144)  # t_s 0: the exec's reading
+    assert rows.rows[0][:4] == (0.25, 0.001432, None, 262_144)  # the exec's reading, at its time
     assert rows.rows[1][1] == 0.002  # the thread's own readings follow
