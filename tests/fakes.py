@@ -64,8 +64,10 @@ class FakeRun(RunHandle):
         others: Callable[[], int | None] | None = None,
         own_group: bool = True,
         tasks: TaskScan | None = None,
+        group_asked: Path | None = None,
     ) -> None:
         super().__init__()
+        self._group_asked = group_asked
         self._tasks = tasks
         self.scans: list[bool] = []
         """Each task scan's ``times`` argument, in order."""
@@ -123,7 +125,10 @@ class FakeRun(RunHandle):
         return status
 
     def in_callers_group(self) -> bool:
-        return self._proc.in_callers_group()
+        shared = self._proc.in_callers_group()
+        if self._group_asked is not None:
+            self._group_asked.touch()
+        return shared
 
     def _signal_group(self, sig: int) -> None:
         if not self._own_group:  # the caller's group is not the run's to signal
@@ -162,6 +167,7 @@ class FakeBackend(Backend):
         own_group: bool = True,
         tasks: TaskScan | None = None,
         possible: frozenset[int] | None = None,
+        group_asked: Path | None = None,
     ) -> None:
         """``peak_file``: per-phase peak windows over this file, per descriptor (cgroup v2's
         kind) or, with ``shared_peak``, one shared mark (cgroup v1's kind).  ``others``: the
@@ -172,7 +178,12 @@ class FakeBackend(Backend):
         is signalled then: a workload with children would leave them running).  ``tasks``:
         what every scan of the run's tasks finds (``RunHandle.task_scan``; ``None``: the
         backend cannot list them).  ``possible``: the machine's CPUs (``None``: unknown, not
-        this host's, so a test of scripted CPUs does not depend on the machine it runs on)."""
+        this host's, so a test of scripted CPUs does not depend on the machine it runs on).
+        ``group_asked``: a file touched whenever the runner asks whether the run is in its
+        process group (``RunHandle.in_callers_group``), which it asks only once its handler
+        has taken a stop signal: a test sends the next one only then, since two signals that
+        come before Python runs the handler are taken as one."""
+        self._group_asked = group_asked
         self._tasks = tasks
         self.script = script or linear()
         self._cpus = cpus
@@ -206,7 +217,14 @@ class FakeBackend(Backend):
             kind = SharedPeakReset if self._shared_peak else FdPeakReset
             peaks = kind(self._peak_file)
         run = FakeRun(
-            spec, self.script, peaks, self._oom_file, self._others, self._own_group, self._tasks
+            spec,
+            self.script,
+            peaks,
+            self._oom_file,
+            self._others,
+            self._own_group,
+            self._tasks,
+            self._group_asked,
         )
         self.runs.append(run)
         return run
