@@ -191,7 +191,15 @@ def render_html(
     )
 
 
-_CLASSES = {f"{_SYMBOL[kind]} {word}": kind for word, kind in _MARKS.items()}
+_COMPARE_MARKS = {**_MARKS, "not judged": "warn"}
+"""A comparison's: its "not judged" (a percentile of too few iterations) never fails the
+gate, where a budget's (no successful run) does; it had been marked ✗ on the page."""
+
+_CLASSES = {
+    f"{_SYMBOL[kind]} {word}": kind
+    for marks in (_MARKS, _COMPARE_MARKS)
+    for word, kind in marks.items()
+}
 """A marked verdict cell's class, by its text (:func:`_marked`)."""
 
 
@@ -199,7 +207,8 @@ def comparison_table(comparison: Comparison) -> str:
     """The comparison's verdicts table, its notes under it (the page's, and a notebook's
     :class:`edgeprof.Comparison`)."""
     note = f"threshold {comparison.threshold * 100:g}%; {COMPARE_LEGEND}"
-    rows = [list(COMPARE_COLUMNS), *_marked(compare_rows(comparison.changes, emoji=False))]
+    marked = _marked(compare_rows(comparison.changes, emoji=False), _COMPARE_MARKS)
+    rows = [list(COMPARE_COLUMNS), *marked]
     return TextTable(f"Verdicts ({note})", rows, list(comparison.notes)).html(_CLASSES)
 
 
@@ -226,13 +235,13 @@ def results_tables(results: Sequence[RunResult]) -> list[str]:
     return out
 
 
-def _marked(rows: list[list[str]]) -> list[list[str]]:
+def _marked(rows: list[list[str]], marks: dict[str, str] = _MARKS) -> list[list[str]]:
     """The rows with their last cell (a verdict's word) marked as :data:`_SYMBOL` marks its
     kind: ``✗ breach``, ``✓ pass``, ``✗ regression``, ``✓ improvement`` (the page had said
     ``breach`` and ``pass`` alike, in plain cells, where the terminal says FAIL)."""
     out = []
     for r in rows:
-        kind = _MARKS.get(r[-1])
+        kind = marks.get(r[-1])
         out.append(r if kind is None else [*r[:-1], f"{_SYMBOL[kind]} {r[-1]}"])
     return out
 

@@ -117,3 +117,13 @@ def test_cells_not_judged_for_the_same_reason_share_one_note() -> None:
     assert said == [
         f"a (cpus=1, memory=1.0GiB), b (cpus=1, memory=1.0GiB): latency p99 not judged: {why}"
     ]
+
+
+def test_the_pages_not_judged_row_is_a_caution_not_a_failure() -> None:
+    """A budget's "not judged" (no successful run) fails and is marked ✗; a comparison's
+    (a percentile of too few iterations) never fails the gate: the page had marked it ✗ too."""
+    from edgeprof.report.html import Comparison, comparison_table
+
+    changes, notes = compare_results(runs(BASE, (40,) * 3), runs(BASE, (40,) * 3), 0.05)
+    page = comparison_table(Comparison(changes, 0.05, notes))
+    assert "⚠ not judged" in page and "✗ not judged" not in page
