@@ -129,14 +129,11 @@ def result_schema(exact: bool = False) -> dict[str, Any]:
     """The schema of :meth:`RunResult.to_dict` (draft 2020-12); ``exact``: no other key."""
     defs: dict[str, Any] = {}
     top = _result_object(defs)
-    return _published(
-        {
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": SCHEMA_ID,
-            "title": f"edgeprof result (schema_version {SCHEMA_VERSION})",
-            **top,
-            "$defs": dict(sorted(defs.items())),
-        },
+    return _document(
+        SCHEMA_ID,
+        f"edgeprof result (schema_version {SCHEMA_VERSION})",
+        top,
+        defs,
         exact,
     )
 
@@ -152,14 +149,11 @@ def fit_schema(exact: bool = False) -> dict[str, Any]:
     }
     several = _object(Fits, defs)
     several["properties"]["fits"]["minItems"] = 2  # one model's fit.json is the fit itself
-    return _published(
-        {
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": FIT_SCHEMA_ID,
-            "title": f"edgeprof fit (schema_version {FIT_SCHEMA_VERSION})",
-            "oneOf": [one, several],
-            "$defs": dict(sorted(defs.items())),
-        },
+    return _document(
+        FIT_SCHEMA_ID,
+        f"edgeprof fit (schema_version {FIT_SCHEMA_VERSION})",
+        {"oneOf": [one, several]},
+        defs,
         exact,
     )
 
@@ -174,14 +168,11 @@ def predictions_schema(exact: bool = False) -> dict[str, Any]:
     # The calibration reader's bounds (``level``), and a range's two ends.
     props["level"] |= {"exclusiveMinimum": 0, "exclusiveMaximum": 1}
     defs["PredictionDoc"]["properties"]["profiler_range"] |= {"minItems": 2, "maxItems": 2}
-    return _published(
-        {
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": PREDICTIONS_SCHEMA_ID,
-            "title": f"edgeprof predictions ({PREDICTIONS_SCHEMA})",
-            **top,
-            "$defs": dict(sorted(defs.items())),
-        },
+    return _document(
+        PREDICTIONS_SCHEMA_ID,
+        f"edgeprof predictions ({PREDICTIONS_SCHEMA})",
+        top,
+        defs,
         exact,
     )
 
@@ -196,16 +187,7 @@ def sweep_schema(exact: bool = False) -> dict[str, Any]:
     props = top["properties"]
     props["schema"] = {"description": props["schema"]["description"], "const": SWEEP_SCHEMA}
     props["repeat"]["anyOf"][0]["minimum"] = 1
-    return _published(
-        {
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": SWEEP_SCHEMA_ID,
-            "title": f"edgeprof sweep ({SWEEP_SCHEMA})",
-            **top,
-            "$defs": dict(sorted(defs.items())),
-        },
-        exact,
-    )
+    return _document(SWEEP_SCHEMA_ID, f"edgeprof sweep ({SWEEP_SCHEMA})", top, defs, exact)
 
 
 def compare_schema(exact: bool = False) -> dict[str, Any]:
@@ -213,11 +195,19 @@ def compare_schema(exact: bool = False) -> dict[str, Any]:
     2020-12); ``exact``: no other key."""
     defs: dict[str, Any] = {}
     top = _object(CompareDoc, defs)
+    return _document(COMPARE_SCHEMA_ID, "edgeprof compare --json", top, defs, exact)
+
+
+def _document(
+    schema_id: str, title: str, top: dict[str, Any], defs: dict[str, Any], exact: bool
+) -> dict[str, Any]:
+    """A published schema document (draft 2020-12) of ``top`` and the ``defs`` it refers to:
+    the five documents' one head and wrapping."""
     return _published(
         {
             "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": COMPARE_SCHEMA_ID,
-            "title": "edgeprof compare --json",
+            "$id": schema_id,
+            "title": title,
             **top,
             "$defs": dict(sorted(defs.items())),
         },

@@ -238,10 +238,7 @@ def check_budgets(
     from ..analysis.budget_checks import unused_models
     from ..analysis.budgets import load_budget_file
 
-    given = _runs(results, "check_budgets", "results")
-    runs = load_runs([_path(results, "check_budgets")]) if given is None else given
-    if not runs:
-        raise ConfigError("edgeprof.check_budgets: no runs to check")
+    runs = _results(results, "check_budgets", "no runs to check")
     path = _path(budgets, "check_budgets")
     file = load_budget_file(path)
     labels = tuple(dict.fromkeys(r.label for r in runs))
@@ -291,10 +288,7 @@ def predict(
     from ..analysis.calibration import predict as predict_runs
     from ..analysis.device_names import calibrated_devices
 
-    given = _runs(results, "predict", "results")
-    runs = load_runs([_path(results, "predict")]) if given is None else given
-    if not runs:
-        raise ConfigError("edgeprof.predict: no runs to predict from")
+    runs = _results(results, "predict", "no runs to predict from")
     path = _path(calibration, "predict")
     cal = load_calibration(path)
     linked = calibrated_devices(path, {r.device for r in runs if r.device})
@@ -321,6 +315,16 @@ def to_records(results: RunResult | Sequence[RunResult]) -> list[dict[str, Any]]
             "them (what edgeprof.profile and edgeprof.load return)"
         )
     return run_records(runs)
+
+
+def _results(value: object, caller: str, none: str) -> list[RunResult]:
+    """``results`` of ``check_budgets``/``predict``: runs given, or read from the path given;
+    none is a :class:`~edgeprof.errors.ConfigError` (``edgeprof.CALLER: NONE``)."""
+    given = _runs(value, caller, "results")
+    runs = load_runs([_path(value, caller)]) if given is None else given
+    if not runs:
+        raise ConfigError(f"edgeprof.{caller}: {none}")
+    return runs
 
 
 def _runs(value: object, caller: str, name: str) -> list[RunResult] | None:
