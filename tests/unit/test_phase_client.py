@@ -270,7 +270,9 @@ def test_stamps_off_the_runs_clock_are_malformed_and_say_which_clock() -> None:
         f"iter {wall:.6f} {wall + 0.01:.6f} 1\n"
         f"end a {wall + 0.02:.6f}\n"
         "iter 1 2 3\n"
-        f"mark early {now - 3600:.6f}\n"
+        # Half the clock's reading: before the run, and still a time (positive) on a host
+        # booted minutes ago (``now - 3600`` read "not a time" under an hour of uptime).
+        f"mark early {now / 2:.6f}\n"
         f"iter {now:.6f} {now + 0.01:.6f}\n"  # on the clock: kept
     ).encode()
     ch = _channel_run(payload, now)
