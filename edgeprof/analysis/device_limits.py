@@ -117,7 +117,7 @@ def device_limits(
             raise ConfigError(f"--devices {catalog} is a catalog for --device: give --device")
         lim = Limits(cpus=cpus, cpuset=cpuset, memory=memory, cpu_period_us=cpu_period)
         return DeviceLimits(lim, user_env, (), calibration, gpu_memory)
-    from ..measure.assemble import host_info
+    from ..measure.host import host_info
 
     setting = resolve_device(name, catalog, host_info())
     dev = setting.device
@@ -181,7 +181,7 @@ def run_device(
     on_host: bool,
 ) -> RunDevice:
     """``--device NAME`` on ``run``'s options (``cpus`` and ``memory`` may be sweeps' lists)."""
-    from ..measure.assemble import host_info
+    from ..measure.host import host_info
 
     setting = resolve_device(name, catalog, host_info())
     dev = setting.device

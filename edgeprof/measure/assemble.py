@@ -1,21 +1,19 @@
 """A run's counters, samples and ending turned into a :class:`RunResult`: the arithmetic the
-run loop (:mod:`edgeprof.measure.runner`) leaves to the end, once the group is gone."""
+run loop (:mod:`edgeprof.measure.runner`) leaves to the end, once the group is gone.  The
+CPU figures' window, spawn and user/system split are :mod:`edgeprof.measure.cpu_time`'s;
+the host's fingerprint is :mod:`edgeprof.measure.host`'s."""
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..backends import Backend
-from ..backends.base import LimitReading, meminfo_total
+from ..backends.base import LimitReading
 from ..model import (
     Counters,
     CpuStats,
-    HostInfo,
     IoStats,
     MemoryStats,
     RunResult,
@@ -26,14 +24,15 @@ from ..model import (
 from ..units import format_binary, us_to_s
 from ..version import __version__
 from .contention import contention_warning
+from .cpu_time import cpu_split, own_window, without_spawn
 from .dirtied import MARKED_FROM
+from .host import host_info
 from .inputs import MIN_INTERVAL_S
 from .limit_changes import change_warning, limit_changes
 from .limits import kernel_memory, quota_can_stall
 from .memory import parts_at, pressure, stall_warning
-from .provenance import cpu_identity, cpuinfo_keys, edgeprof_origin
+from .provenance import edgeprof_origin
 from .sampler import MIN_AVG_READINGS, SeriesStats
-from .tick import configured_hz
 
 
 def build_result(
@@ -64,9 +63,11 @@ def build_result(
     # time: the reading comes after StartedAt, and subtracting it took the workload's own
     # first milliseconds too (a busy loop lost 42 ms, a fresh clone's docker tier).  The
     # rates over time (AVG CPU %, the time held off the CPUs) are of the window from that
-    # reading to the exit (:func:`own_window`); its memory mark names a set-up-only peak.
+    # reading to the exit (:func:`~edgeprof.measure.cpu_time.own_window`); its memory mark
+    # names a set-up-only peak.
     # ``spawn``: (RunHandle.spawn_cpu_us, .spawn_s), edgeprof's own start-up of the workload
-    # inside the run before its exec: left out of its CPU time (see :func:`without_spawn`).
+    # inside the run before its exec: left out of its CPU time (see
+    # :func:`~edgeprof.measure.cpu_time.without_spawn`).
     # ``held``: the group's limits read back at the end (the workload may have written them).
     # ``totals_lost``: :attr:`RunHandle.totals_lost`, the handle's warning says why.
     changed = limit_changes(spec.limits, spec.period_us, held)
@@ -223,111 +224,11 @@ def _limit_held(memory: int | None, be: Backend) -> int | None:
     return None if memory is None else kernel_memory(memory, be.page_size())
 
 
-WINDOW = """Docker's counters and its wall time cover different windows: the group's CPU time
-and pressure count runc init's set-up in it, before the workload, while the wall time is
-``StartedAt`` → ``FinishedAt`` (the workload's).  On the docker tier (cgroup v1, busybox,
-``--cpus 1`` on one core) ``true`` read 20.8–23.8 ms of CPU in 0–2.7 ms of wall time: AVG CPU %
-869–1809 %, and 0.06–0.11 s "held off its CPUs" (PSI over the set-up) against that wall time.
-
-The two are made one window, the rates' only: from the group's reading just after the start
-call returned (``RunHandle.before_start``) to the exit, both ends measured, so AVG CPU % is
-at most the CPUs the run may use and the time held off at most its wall time, by
-construction.  Not the other way round (a wall time that covers the set-up): the set-up's
-CPU begins somewhere inside the start call, which took 153–231 ms before ``StartedAt`` there
-(runc create, the shim), so such a "wall" would be mostly the daemon's and the rate a
-fifth of the workload's.  The reading comes 2–38 ms after ``StartedAt`` (5–12 ms idle), so
-the rates leave out the workload's first milliseconds, and a run over before it has no AVG
-CPU % (``n/a``, said); the CPU time itself stays the group's whole (see ``build_result``)."""
-
-
-SPAWN = """edgeprof's own start-up of the workload works inside the run's group: the child
-it forks joins the group before the exec, so that no instruction of the workload runs
-outside it, and what that child does next (the rest of its Python ``preexec_fn``, then the
-exec's teardown of its copy of edgeprof's address space) is charged to the group.  Counted
-as the workload's, it had made every run's CPU time 1.5 ms high and its wall time 3 ms
-long (a tester's 2-core cgroup v1 host, loaded): ``run -- true`` read 1.9–2.4 ms of CPU
-against ``perf stat``'s 0.46–0.62 ms, a C program spinning 1, 2 and 20 ms read 3.1, 4.2 and
-22.1 ms (2 vs 1 as 1.33×), a single thread's 5 ms spin read AVG CPU 104.6 %, and
-``--max-cpu-time 1500us -- true`` failed at 2.0 ms.
-
-The forked child now measures itself (:func:`~edgeprof.backends._process.take_exec`): it
-reads its own thread CPU clock once it has joined and again just before the exec, the run's
-CPU time leaves out the difference, and the wall time starts at its stamp just before the
-exec; both are kept in the result (``cpu.spawn_s``, ``cpu.spawn_wall_s``), not hidden.  The
-exec's teardown of the child's copy of edgeprof comes after that stamp and stays in
-(docs/method.md).  A first version read the group in the parent after the exec instead,
-which under load took in the workload's own CPU (a 2 ms spin read 1.35 ms) and started the
-wall time late (``true`` at 113 % of one CPU).  Docker cannot say when runc's exec
-happened: its figures keep their own window (:data:`WINDOW`)."""
-
-
-def without_spawn(final: Counters, spawn_cpu_us: int | None) -> Counters:
-    """``final`` with the CPU time of edgeprof's spawn (:data:`SPAWN`) taken out of the
-    total, never below 0.  The user and system times are left: the result splits the
-    total by their ratio (:func:`cpu_split`), and on cgroup v1 they are tick-sampled,
-    too coarse to hold a millisecond's spawn."""
-    if spawn_cpu_us is None or final.cpu_usage_us is None:
-        return final
-    return final._replace(cpu_usage_us=max(0, final.cpu_usage_us - spawn_cpu_us))
-
-
-def own_window(
-    final: Counters, before: Counters | None, before_at: float | None, wall: float
-) -> tuple[Counters, float]:
-    """(the counters of the rates over time — CPU time, CPU pressure — and the window's
-    length in s): the whole run's and its wall time where the group began empty (``before``
-    is ``None``); from ``before`` (read ``before_at`` s into the wall time) to the exit where
-    the group held a set-up first (:data:`WINDOW`)."""
-    if before is None or before_at is None:
-        return final, wall
-
-    def since(now: int | None, then: int | None) -> int | None:
-        return None if now is None or then is None else max(0, now - then)
-
-    windowed = final._replace(
-        cpu_usage_us=since(final.cpu_usage_us, before.cpu_usage_us),
-        cpu_some_us=since(final.cpu_some_us, before.cpu_some_us),
-        cpu_full_us=since(final.cpu_full_us, before.cpu_full_us),
-    )
-    return windowed, wall - before_at
-
-
 def _avg_pct(cpu_us: int | None, window: float) -> float | None:
     """CPU time over its window, in % of one CPU; ``None`` for an empty window."""
     if cpu_us is None or window <= 0:
         return None
     return 100.0 * cpu_us / 1e6 / window
-
-
-SPLIT_TICKS = 5
-"""A run with less CPU time than this many scheduler ticks has no user/system split.  The
-kernel splits a task's exact runtime by the user and system ticks it sampled
-(``cputime_adjust`` in kernel/sched/cputime.c: cgroup v2's ``cpu.stat``, v1's
-``cpuacct.usage_user``/``_sys`` as edgeprof scales them, ``/proc/PID/stat``), so a run of a
-few ticks has a split in steps of a fifth or coarser: a tester's ``busy`` runs of 17 ms of
-mostly system time read ``user_s 0.0`` beside a tick-sampled ``system_s``, stored as if
-exact."""
-
-
-def cpu_split(
-    total_us: int | None, user_us: int | None, system_us: int | None, hz: int | None
-) -> tuple[float | None, float | None]:
-    """The user and system seconds of the exact ``total_us``, split by the ratio of the
-    tick-sampled ``user_us``/``system_us`` (cgroup v1's ``cpuacct.usage_user``/``_sys`` and
-    Docker's on v1 come unscaled; v2's ``cpu.stat`` is already scaled this way), in whole
-    microseconds, the counters' unit, that add up to the total (a float ratio had written
-    ``system_s: 0.016858500000000002``).  ``None`` (not measured, never 0) where no tick
-    fell in the run (``run -- true``: 0 + 0 beside 2186 µs) or its CPU time is under
-    :data:`SPLIT_TICKS` ticks of ``hz`` (of 100 Hz, the coarsest, where it is unknown)."""
-    if total_us is None or user_us is None or system_us is None:
-        return us_to_s(user_us), us_to_s(system_us)  # no total to scale, or no split
-    if total_us == 0:
-        return 0.0, 0.0  # no CPU time at all: 0 is measured
-    few = total_us < SPLIT_TICKS * 1_000_000 / (hz or 100)
-    if user_us + system_us == 0 or few:
-        return None, None
-    user = round(total_us * user_us / (user_us + system_us))
-    return user / 1e6, (total_us - user) / 1e6
 
 
 def process_warnings(refused: int | None, pids: int | None, left: int | None) -> list[str]:
@@ -381,9 +282,6 @@ def _pids_peak(sampled: int | None, final: Counters, limit: int | None) -> int |
     return None if peak is None else min(peak, limit)
 
 
-_HOST: HostInfo | None = None
-
-
 def _no_average(
     count: int, within: int, interval: float, wall: float, peak_too: bool = False
 ) -> str:
@@ -429,59 +327,6 @@ def _samples(n: int) -> str:
     """``2 samples``, ``1 sample``: as the run's heading counts them.  The heading said
     "2 samples" beside a warning that the run "ended before its second reading"."""
     return f"{n} sample" if n == 1 else f"{n} samples"
-
-
-def host_info() -> HostInfo:
-    """This host's fingerprint (:class:`HostInfo`), made once per process."""
-    global _HOST
-    if _HOST is None:
-        cpu: dict[str, str] = {}
-        with contextlib.suppress(OSError):
-            cpu = cpuinfo_keys(Path("/proc/cpuinfo").read_text())
-        flags = cpu.get("flags")
-        uname = os.uname()  # what platform.release() and socket.gethostname() read
-        ident = cpu_identity(cpu, uname.machine)
-        _HOST = HostInfo(
-            kernel=uname.release,
-            cpus=os.cpu_count() or 0,
-            cpu_model=cpu.get("model name"),
-            hostname=uname.nodename,
-            memory_bytes=meminfo_total(),
-            cpu_flags=None if flags is None else _digest(" ".join(sorted(flags.split()))),
-            speed=speed_probe(),
-            tick_hz=configured_hz(),
-            cpu_family=ident.family,
-            cpu_model_id=ident.model,
-            cpu_stepping=ident.stepping,
-            virtual=ident.virtual,
-        )
-    return _HOST
-
-
-PROBE_LOOPS = 20_000
-"""Iterations of one try of :func:`speed_probe`: 1.1 ms on our 2-core Xeon VM."""
-
-
-def speed_probe(tries: int = 3) -> float:
-    """Millions of iterations per second of a fixed pure-Python loop, the best of ``tries``
-    (the fastest try is the one least disturbed).  ~3 ms in all: a relative figure for
-    telling hosts (and one host's speed over time) apart, not a benchmark.  On our shared
-    2-core VM a 3-million-iteration run of this loop took 372 to 611 ms, measured 10 s
-    apart: one host's speed drifts too."""
-    best = math.inf
-    for _ in range(tries):
-        start = time.perf_counter()
-        x = 0
-        for i in range(PROBE_LOOPS):
-            x += i * i
-        best = min(best, time.perf_counter() - start)
-    return round(PROBE_LOOPS / best / 1e6, 3)
-
-
-def _digest(text: str) -> str:
-    import hashlib  # only the fingerprint needs it
-
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def _peak_pct(window_peak: float | None, avg_pct: float | None) -> float | None:

@@ -36,7 +36,7 @@ import pytest
 from edgeprof.backends import _cgroup_run, cgroup_parse, nvml, register_backend, unregister_backend
 from edgeprof.backends import cgroupfs as fs
 from edgeprof.errors import BackendError
-from edgeprof.measure import assemble, limits
+from edgeprof.measure import host, limits
 from edgeprof.model import (
     CpuStats,
     HostInfo,
@@ -268,7 +268,7 @@ runner as on a 2-CPU one."""
 @pytest.fixture(autouse=True)
 def fake_host_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        assemble, "_HOST", dataclasses.replace(assemble.host_info(), cpus=FAKE_HOST_CPUS)
+        host, "_HOST", dataclasses.replace(host.host_info(), cpus=FAKE_HOST_CPUS)
     )
 
 

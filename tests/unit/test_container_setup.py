@@ -10,7 +10,8 @@ import time
 import edgeprof
 from edgeprof import Limits
 from edgeprof.backends.docker.clock import engine_time, on_monotonic, span
-from edgeprof.measure.assemble import _no_average, own_window
+from edgeprof.measure.assemble import _no_average
+from edgeprof.measure.cpu_time import own_window
 from edgeprof.model import Counters, RunSpec
 from tests.fakes import FakeBackend, FakeRun, Script
 

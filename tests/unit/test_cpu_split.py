@@ -5,7 +5,7 @@ and ``null`` (never 0 + 0) where no tick fell in the run or it ran under a few t
 from __future__ import annotations
 
 from edgeprof import profile
-from edgeprof.measure.assemble import SPLIT_TICKS, cpu_split
+from edgeprof.measure.cpu_time import SPLIT_TICKS, cpu_split
 from edgeprof.model import Counters, RunResult
 from edgeprof.report.export import runs_csv
 from tests.fakes import FakeBackend, Script, linear

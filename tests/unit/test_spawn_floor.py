@@ -1,5 +1,5 @@
 """edgeprof's own start-up of the workload, kept out of the workload's figures
-(:func:`edgeprof.backends._process.take_exec`, :func:`edgeprof.measure.assemble.without_spawn`)."""
+(:func:`edgeprof.backends._process.take_exec`, :func:`edgeprof.measure.cpu_time.without_spawn`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from edgeprof.backends._process import Process, parse_stamp, take_exec
-from edgeprof.measure.assemble import without_spawn
+from edgeprof.measure.cpu_time import without_spawn
 from edgeprof.measure.sampler import Sampler, SeriesStats
 from edgeprof.model import Counters
 
