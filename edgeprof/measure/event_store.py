@@ -2,7 +2,9 @@
 attributed to phases after the run (:mod:`edgeprof.measure.phases`).  The reading of the pipe
 is :class:`~edgeprof.measure.events.EventChannel`'s, which is one of these.  The warnings
 it builds after the run are :mod:`edgeprof.measure.event_notes`'; the occurrences past the
-store are kept by :class:`~edgeprof.measure.past_store.PastStore`.
+store are kept by :class:`~edgeprof.measure.past_store.PastStore`; what the store comes to
+after the run (:meth:`~EventStore.results`) is its
+:class:`~edgeprof.measure.event_results.EventResults` half.
 
 Memory: nothing is kept until the first event; from then on 24 bytes per reading (an hour at
 the default 100 ms: under 1 MB; at 1 ms, 86 MB), 32 per stored iteration (at the end, while
@@ -30,7 +32,6 @@ from __future__ import annotations
 
 import array
 import collections
-import dataclasses
 import math
 import threading
 import time
@@ -39,7 +40,7 @@ from collections.abc import Callable
 from ..backends.base import PeakReset
 from ..cpu_units import CFS_PERIOD_US
 from ..errors import EdgeprofError
-from ..model import Capped, Counters, EventCounts, LatencyStats, Mark, PhaseStats
+from ..model import Counters, Mark
 from ..workload.instrument import GPU_CAPPED_MARK
 from .event_lines import (
     MAX_ITERATIONS,
@@ -50,34 +51,14 @@ from .event_lines import (
     Event,
     FrequentNames,
     ProtocolError,
-    cap_warnings,
-    nested_warning,
     off_clock,
     parse_line,
 )
-from .event_notes import (
-    MalformedKinds,
-    aggregated_warning,
-    cut_short_warning,
-    sampled_peaks_warnings,
-    throttling_warnings,
-    waited_warning,
-)
-from .latency import (
-    Iteration,
-    Tail,
-    all_raised,
-    latency_stats,
-    with_overhead,
-    with_raised,
-)
+from .event_notes import MalformedKinds
+from .event_results import EventResults
+from .latency import Tail
 from .past_store import PastStore
 from .phases import Occurrence
-from .throttling import (
-    as_its_phases,
-    iteration_stalls,
-    unstretched_by_cpu,
-)
 from .timeline import Recorder
 
 _RECENT = 64
@@ -85,7 +66,7 @@ _RECENT = 64
 phase's ``end`` line (another thread's, in the same pipe read)."""
 
 
-class EventStore:
+class EventStore(EventResults):
     """One run's events as its lines arrive (:meth:`feed`, on the reading thread) and what
     they come to after the run (:meth:`results`); the counters' readings next to them
     (:meth:`record`).  The caps: ``max_phases``, ``max_marks``, ``max_iterations``.
@@ -418,124 +399,3 @@ class EventStore:
                 starts = [o.start for o in self._occurrences] + [m.t_s for m in self._marks]
                 first = min(starts, default=None)
             self._timeline.add(t, cpu_s, memory, first)
-
-    # -- after the run -----------------------------------------------------------------
-
-    def results(
-        self, run_end: float, termination: str | None = None
-    ) -> tuple[tuple[PhaseStats, ...], LatencyStats | None, tuple[Mark, ...], list[str]]:
-        """(phases, latency of every iteration, marks, warnings); ``run_end``: the wall time;
-        ``termination``: how the run ended, recorded on the phases it cut short."""
-        from .phases import phase_raised, phase_stats
-
-        iterations: list[Iteration] = [
-            (t0, t1, None if n < 0 else n)
-            for t0, t1, n in zip(self._it0, self._it1, self._items, strict=True)
-        ]
-        stalls = None
-        if len(self._throttled) == len(iterations) and any(
-            not math.isnan(x) for x in self._throttled
-        ):
-            stalls = iteration_stalls(
-                [t1 - t0 for t0, t1, _ in iterations],
-                self._throttled,
-                period_s=self._period_s,
-                share=self._share,
-            )
-        timeline = self._timeline.timeline()
-        self._past.close(run_end)
-        raised = phase_raised(self._occurrences, sorted(self._raised), run_end=run_end)
-        raised.update(self._raised_tails)  # past the cap: attributed as their lines came
-        phases = phase_stats(
-            self._occurrences,
-            timeline,
-            iterations,
-            run_end=run_end,
-            termination=termination,
-            stalls=stalls,
-            tails=self._tails,
-            raised=raised,
-            share=self._share,
-            past_store=self._past.tails,
-        )
-        phases = tuple(
-            dataclasses.replace(
-                p,
-                latency=None if p.latency is None else unstretched_by_cpu(p.latency, p.cpu_s),
-                held_boundaries=self._holds[True][p.name],
-                unheld_boundaries=self._holds[False][p.name],
-            )
-            for p in phases
-        )
-        warnings = cap_warnings(self.counts(), self._dropped.most())
-        warnings.extend(self._past_store_warnings(run_end))
-        if self._nested:
-            warnings.append(nested_warning(self._nested))
-        if self.malformed:
-            warnings.append(self._bad_kinds.warning(self.malformed))
-        if self._snapshot_error is not None:
-            warnings.append(f"events: {self._snapshot_error}")
-        cut_short = cut_short_warning(phases, termination, run_end)
-        if cut_short is not None:
-            warnings.append(cut_short)
-        warnings.extend(
-            sampled_peaks_warnings(
-                phases,
-                self._occurrences,
-                self._past.tails,
-                self._mechanism,
-                self._peaks is not None,
-            )
-        )
-        latency = with_raised(
-            latency_stats(iterations, stalls=stalls, tail=self._tail, share=self._share),
-            len(self._raised) + self._raised_over,
-        )
-        whole = [p for p in phases if p.latency is not None and latency is not None
-                 and p.latency.count == latency.count]
-        if latency is not None and whole:
-            # One phase holds every iteration: the run's figures are its, judged alike (the
-            # bench's per-batch table had 502.09µs# where its phase's row had 502.09µs!#).
-            latency = unstretched_by_cpu(latency, whole[0].cpu_s)
-        if latency is not None:
-            latency = as_its_phases(latency, [p.latency for p in phases])
-        warnings.extend(all_raised(phases, raised, latency, len(self._raised) + self._raised_over))
-        warnings.extend(throttling_warnings(phases, latency))
-        phases, latency = with_overhead(phases, latency, self._costs)
-        return phases, latency, tuple(self._marks), warnings
-
-    def _past_store_warnings(self, run_end: float) -> list[str]:
-        """What the store's cap and the events pipe did to the figures, with the numbers."""
-        out = []
-        aggregated = aggregated_warning(self._past.tails, self._max_occurrences)
-        if aggregated is not None:
-            out.append(aggregated)
-        waited = waited_warning(self._waited, self._waits, run_end, self.lines, self._reading_s)
-        if waited is not None:
-            out.append(waited)
-        return out
-
-    def spans(self) -> tuple[list[Occurrence], list[tuple[float, float, int]]]:
-        """(phase occurrences, stored iterations as (start, end, items)), for the GPUs'
-        share of each (:mod:`edgeprof.measure.gpu`); read after the run."""
-        its = zip(self._it0, self._it1, self._items, strict=True)
-        return list(self._occurrences), [(t0, t1, 1 if n < 0 else n) for t0, t1, n in its]
-
-    def iteration_ends(self) -> list[float] | None:
-        """When each iteration the workload reported ended, for the memory's growth per
-        iteration; ``None`` where none was, or some were past the cap (not stored)."""
-        if not self._it1 or self._tail.count:
-            return None
-        return list(self._it1)
-
-    def counts(self) -> EventCounts:
-        """What the workload sent against what was kept (``events`` in ``result.json``)."""
-        max_phases, max_marks, max_iterations = self._caps
-        return EventCounts(
-            lines=self.lines,
-            malformed=self.malformed,
-            phases=Capped(max_phases, len(self._names), self._phases_over),
-            marks=Capped(max_marks, len(self._marks), self._marks_over),
-            iterations=Capped(max_iterations, len(self._it1), self._tail.count),
-        )
-
