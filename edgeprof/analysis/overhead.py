@@ -40,3 +40,14 @@ def rate_without_overhead(lat: LatencyStats) -> float | None:
     if share is None or lat.per_s is None or share > ESTIMATE_SHARE:
         return None
     return lat.per_s / (1.0 - share)
+
+
+def items_per_iteration(lat: LatencyStats) -> float | None:
+    """The items an iteration carried, over the loop's span (``items_per_s / per_s``): what
+    turns a rate without the cost into ITEMS/S without it, which is marked alike (the
+    verifier's ``iteration(items=8)`` around ``pass``: 63 % of a 6.73 µs loop, and the note
+    gave ~405 306 it/s but no items/s beside ITEMS/S 1 189 190†).  ``None`` where no items
+    were counted."""
+    if lat.items_per_s is None or not lat.per_s:
+        return None
+    return lat.items_per_s / lat.per_s

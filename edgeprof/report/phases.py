@@ -16,12 +16,13 @@ from typing import Any, TypeVar
 from ..analysis.cells import cell_key, cell_name, cells, setting, successful
 from ..analysis.held import held_runs
 from ..analysis.metrics import FEW, FEW_NOTE, too_few
-from ..analysis.overhead import overhead_marked, overhead_share, rate_without_overhead
+from ..analysis.overhead import overhead_marked
 from ..analysis.stats import median
 from ..measure.inputs import MIN_INTERVAL_S
 from ..model import PERCENTILES, LatencyStats, Mark, PhaseStats, RunResult
 from ..names import shown_name
 from ..units import format_binary, format_rate, format_seconds
+from .overhead_notes import OVERHEAD, overhead_notes
 from .table import markdown_heading, markdown_items, markdown_lines, plain_table
 
 PHASE_COLUMNS = ("NAME", "PHASE", "N", "WALL", "CPU TIME", "CPU %", "PEAK MEM", "AVG MEM")
@@ -50,34 +51,6 @@ def _ms(s: float | None) -> str:
 
 def rate_cell(v: float | None, marked: bool = False) -> str:
     return "n/a" if v is None else format_rate(v) + (OVERHEAD if marked else "")
-
-
-OVERHEAD = "†"
-"""A throughput (IT/S, ITEMS/S) of which edgeprof's own per-iteration cost is a noticeable
-share (:func:`~edgeprof.analysis.overhead.overhead_marked`); the note under it gives the cost."""
-
-
-def overhead_notes(rows: Iterable[tuple[str, LatencyStats]]) -> list[str]:
-    """One line per marked ``(row name, latency)``: the cost measured in the run, its share of
-    the loop's time per iteration, and the rate without it where that can be told."""
-    out = []
-    for name, lat in rows:
-        share = overhead_share(lat)
-        if not overhead_marked(lat) or share is None or lat.per_s is None:
-            continue
-        cost, period = _ms(lat.overhead_s), _ms(1.0 / lat.per_s)
-        rest = rate_without_overhead(lat)
-        without = (
-            f"; without it ~{rest:.0f} it/s" if rest is not None
-            else f"; the workload's own rate cannot be told from it (1/MEAN: {1 / lat.mean_s:.0f})"
-            if lat.mean_s > 0 else ""
-        )
-        out.append(
-            f"{OVERHEAD} {name}: edgeprof.iteration() itself took {cost} an iteration (timed in "
-            f"the run), {share:.0%} of the loop's {period}: IT/S and ITEMS/S count it, no "
-            f"latency does{without}"
-        )
-    return list(dict.fromkeys(out))
 
 
 _T = TypeVar("_T", PhaseStats, LatencyStats)

@@ -855,9 +855,15 @@ def _loop_with_cost(costs: list[float]) -> tuple[tuple[PhaseStats, ...], Latency
 def test_the_clients_cost_is_beside_the_latency_and_marks_the_throughput() -> None:
     """A tester's empty bench function: MEAN 117 ns beside IT/S 318 888 (3.1 µs an iteration,
     ~96 % edgeprof's own), with no word: the cost the client timed is the latency's, the
-    throughput is marked, and the note gives the cost, its share and the rate without it."""
-    from edgeprof.analysis.overhead import overhead_share, rate_without_overhead
-    from edgeprof.report.phases import latency_rows, overhead_notes
+    throughput is marked, and the note gives the cost, its share and the rates without it
+    (items/s too, where items were counted)."""
+    from edgeprof.analysis.overhead import (
+        items_per_iteration,
+        overhead_share,
+        rate_without_overhead,
+    )
+    from edgeprof.report.overhead_notes import overhead_notes
+    from edgeprof.report.phases import latency_rows
 
     phases, latency, lines = _loop_with_cost([4e-6, 2e-6, 3e-6])  # two processes' and a third
     assert lines == 12  # the probes and costs are the client's, not the run's events
@@ -869,7 +875,17 @@ def test_the_clients_cost_is_beside_the_latency_and_marks_the_throughput() -> No
     run = dataclasses.replace(make_result(), phases=phases, latency=latency)
     (row,) = latency_rows([run])
     assert row[-2:] == ["109890†", "879121†"]
+    # ITEMS/S is marked too, so the note gives its rate without the cost beside IT/S's: 8
+    # items an iteration (the verifier's iteration(items=8) had got ~405306 it/s alone).
+    assert items_per_iteration(latency) == pytest.approx(8.0)
     assert overhead_notes([("python3 infer", latency)]) == [
+        "† python3 infer: edgeprof.iteration() itself took 3.00µs an iteration (timed in the "
+        "run), 33% of the loop's 9.10µs: IT/S and ITEMS/S count it, no latency does; without "
+        "it ~163934 it/s and ~1311475 items/s"
+    ]
+    no_items = dataclasses.replace(latency, items=None, items_per_s=None)
+    assert items_per_iteration(no_items) is None
+    assert overhead_notes([("python3 infer", no_items)]) == [
         "† python3 infer: edgeprof.iteration() itself took 3.00µs an iteration (timed in the "
         "run), 33% of the loop's 9.10µs: IT/S and ITEMS/S count it, no latency does; without "
         "it ~163934 it/s"
@@ -880,7 +896,8 @@ def test_the_clients_cost_is_beside_the_latency_and_marks_the_throughput() -> No
 
 def test_a_small_cost_is_not_marked_and_a_dominant_one_gives_no_rate_without_it() -> None:
     from edgeprof.analysis.overhead import overhead_marked, rate_without_overhead
-    from edgeprof.report.phases import latency_rows, overhead_notes
+    from edgeprof.report.overhead_notes import overhead_notes
+    from edgeprof.report.phases import latency_rows
 
     _, small, _ = _loop_with_cost([0.5e-6])  # 5.5 % of the 9.1 µs loop
     assert small is not None and not overhead_marked(small)
@@ -892,7 +909,7 @@ def test_a_small_cost_is_not_marked_and_a_dominant_one_gives_no_rate_without_it(
     assert overhead_notes([("x", big)]) == [
         "† x: edgeprof.iteration() itself took 8.50µs an iteration (timed in the run), 93% of "
         "the loop's 9.10µs: IT/S and ITEMS/S count it, no latency does; the workload's own "
-        "rate cannot be told from it (1/MEAN: 1000000)"
+        "rate cannot be told from it (1/MEAN: 1000000 it/s and 8000000 items/s)"
     ]
     _, none, _ = _loop_with_cost([])  # another language's client: no cost, no mark
     assert none is not None and none.overhead_s is None and not overhead_marked(none)
