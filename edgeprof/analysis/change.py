@@ -24,6 +24,13 @@ class Verdict(str, enum.Enum):
     """Neither beyond the threshold nor within it: the interval reaches past it (``+0.0% ±
     17.8%`` against 5 % cannot rule out a 17.8 % change).  Not a failure: noise must not fail
     a build; said apart so that it is not read as shown within the threshold."""
+    WITHIN_GRANULARITY = "within the counter's granularity"
+    """A memory figure whose interval would be :attr:`INCONCLUSIVE` but lies whole within the
+    memory cgroup's charge batches (:mod:`~.granularity`): the counter cannot tell the two
+    sides apart, so more runs would not decide it, as that word promises.  Counted as
+    :attr:`NO_CHANGE` is (a test made, no failure); :attr:`Change.granularity` holds the
+    bytes and :attr:`Change.why` says so (peaks of 256 and 512 KiB a side, +18.9 %
+    [−38.0 %, +128.0 %], had read "inconclusive" where the rankings said "no outlier")."""
     FEW_REPEATS = "not enough repeats"
     NOT_MEASURED = "not measured"
     NOT_JUDGED = "not judged"
@@ -74,7 +81,8 @@ class Change:
     """Why no test was made though the cell's current runs succeeded: what they lack the
     figure for (:func:`~edgeprof.analysis.unmeasured.why_unmeasured`), and for a baseline of one
     value, that it could not have been tested either; for :attr:`Verdict.NOT_JUDGED`, the
-    side whose percentile is of too few iterations."""
+    side whose percentile is of too few iterations; for :attr:`Verdict.WITHIN_GRANULARITY`,
+    the counter's granularity the interval lies within."""
     base_failed: Failed | None = None
     """The baseline cell's runs that failed; ``None``: none did."""
     current_failed: Failed | None = None
@@ -84,6 +92,9 @@ class Change:
     than it needs (:func:`~.metrics.few_iterations`): its mean is marked :data:`~.metrics.FEW`."""
     current_few: bool = False
     """So of the current runs' figure."""
+    granularity: float | None = None
+    """The bytes within which the memory counter tells no two figures apart, where the
+    verdict is :attr:`Verdict.WITHIN_GRANULARITY`; ``None`` otherwise."""
     phase: str | None = None
     """The phase whose iterations were compared (``--latency-phase``); ``""``: every
     phase's, where the runs' lie in several; ``None``: not of iterations, or one phase's."""

@@ -70,7 +70,7 @@ from .metrics import (
 from .pairs import pair_hint, paired
 from .targets import check_targets, differing
 from .unmeasured import why_unmeasured
-from .verdicts import held_caveat, judged, not_judged, outlier_note
+from .verdicts import held_caveat, judged, not_judged, outlier_note, within_the_counter
 
 COMPARED: tuple[Metric, ...] = (*METRICS.values(), BY_KEY["energy_per_item"])
 """What ``compare`` holds the current runs to: the budgetable metrics (the iterations'
@@ -86,7 +86,13 @@ def regressed(changes: Iterable[Change]) -> bool:
 
 
 TESTED = frozenset(
-    {Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.NO_CHANGE, Verdict.INCONCLUSIVE}
+    {
+        Verdict.REGRESSION,
+        Verdict.IMPROVEMENT,
+        Verdict.NO_CHANGE,
+        Verdict.INCONCLUSIVE,
+        Verdict.WITHIN_GRANULARITY,
+    }
 )
 """The verdicts of a test made: not enough repeats and not measured are none."""
 
@@ -236,9 +242,11 @@ def compare_results(
             elif change.verdict is Verdict.FEW_REPEATS:
                 change = _few_values(change, (b_of, baseline), (c_of, current))
             change = not_judged(change, b_of, c_of)  # a percentile marked ^: no verdict
-            changes.append(change)
             b_runs_of = [r for r in b_of if metric.get(r) is not None]
             c_runs_of = [r for r in c_of if metric.get(r) is not None]
+            # A memory figure the counter's charge batches cannot resolve: not inconclusive.
+            change = within_the_counter(change, [*b_runs_of, *c_runs_of])
+            changes.append(change)
             if (said := outlier_note(change, threshold, (b_runs_of, c_runs_of))) is not None:
                 notes.append(f"{cell_name(key)}: {said}")
         b_ok, c_ok = whole_b, whole_c

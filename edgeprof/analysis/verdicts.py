@@ -52,10 +52,11 @@ from dataclasses import replace
 
 from ..measure.contention import held_time
 from ..model import RunResult
+from ..units import format_binary
 from . import rules
 from .change import Change, Verdict
 from .difference import Difference, difference
-from .granularity import charge_granularity
+from .granularity import CHARGE_BATCH_BYTES, charge_granularity, within_granularity
 from .held import (
     LOWERED_BY_HELD,
     SLOWED_BY_OTHERS,
@@ -98,6 +99,39 @@ def judged(
         label, setting, metric, b, c, judge(*worse, threshold), change, low, high, d.log,
         d.p_value,
     )
+
+
+def within_the_counter(change: Change, runs: Sequence[RunResult]) -> Change:
+    """``change`` judged :attr:`Verdict.WITHIN_GRANULARITY` where it is :attr:`Verdict.
+    INCONCLUSIVE` and the whole interval of its difference, in bytes, lies within the
+    memory cgroup's charge batches on ``runs`` (both sides' runs of its values:
+    :func:`~.granularity.charge_granularity`, 64 pages per CPU).  No number of runs resolves
+    such a difference, so "inconclusive", which promises that more would, was no honest
+    word; the rankings already call it no outlier and ``--repeat auto`` runs on for no such
+    pair (a tester's ``busy 5``: 256 and 512 KiB).  A regression or an improvement keeps its
+    verdict: ``charge_granularity`` counts every CPU the runs could charge from, not those
+    they did, so on a many-CPU host it would pass a real growth of a small peak."""
+    if change.verdict is not Verdict.INCONCLUSIVE:
+        return change
+    floor = charge_granularity(change.metric.key, runs)
+    d = difference(change.base, change.current)
+    rel = d.relative_interval()
+    if floor <= 0 or rel is None or not within_granularity(d, floor):
+        return change
+    cpus = round(floor / CHARGE_BATCH_BYTES)
+    lo, hi = sorted(d.base * (f - 1) for f in rel)
+    why = (
+        "the memory cgroup charges its counter in batches of 64 pages per CPU "
+        f"({format_binary(floor)} on these runs' {cpus} CPU{'s' if cpus != 1 else ''}), and "
+        f"the whole interval of the difference, {_signed(lo)} to {_signed(hi)}, lies within "
+        f"±{format_binary(floor)}: no number of runs tells the two sides apart (counted as "
+        "not beyond the threshold)"
+    )
+    return replace(change, verdict=Verdict.WITHIN_GRANULARITY, granularity=floor, why=why)
+
+
+def _signed(n: float) -> str:
+    return ("-" if n < 0 else "+") + format_binary(abs(n))
 
 
 def not_judged(

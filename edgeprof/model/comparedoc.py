@@ -22,6 +22,7 @@ VerdictText = Literal[
     "improvement",
     "not beyond the threshold",
     "inconclusive",
+    "within the counter's granularity",
     "not enough repeats",
     "not measured",
     "not judged",
@@ -76,7 +77,13 @@ class ChangeDoc(TypedDict):
     gate."""
     why: Annotated[str, AnyText] | None
     """Why no test was made where none was (a `not judged` row's reason: the side whose
-    percentile is of too few iterations); `null` where one was."""
+    percentile is of too few iterations); for `within the counter's granularity`, the
+    memory counter's granularity the difference lies within; `null` otherwise."""
+    granularity: float | None
+    """Where the verdict is `within the counter's granularity`: the bytes within which the
+    memory cgroup's counter tells no two figures apart (its charge batches, 64 pages per CPU
+    the runs could charge from), which the whole interval of the difference lies within; `null`
+    for every other verdict."""
     baseline_failed: int
     """The baseline cell's runs that failed (left out of its values)."""
     current_failed: int

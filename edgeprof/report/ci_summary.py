@@ -28,6 +28,7 @@ _VERDICT_WORD = {
     Verdict.IMPROVEMENT: "improvement",
     Verdict.NO_CHANGE: "not beyond the threshold",
     Verdict.INCONCLUSIVE: "inconclusive",
+    Verdict.WITHIN_GRANULARITY: "within the counter's granularity",
     Verdict.FEW_REPEATS: "not enough repeats",
     Verdict.NOT_MEASURED: "not measured",
     Verdict.NOT_JUDGED: "not judged",
@@ -37,6 +38,7 @@ _VERDICT_MARK = {
     Verdict.IMPROVEMENT: "✅ improvement",
     Verdict.NO_CHANGE: "not beyond the threshold",
     Verdict.INCONCLUSIVE: "inconclusive",
+    Verdict.WITHIN_GRANULARITY: "within the counter's granularity",
     Verdict.FEW_REPEATS: "⚠️ not enough repeats",
     Verdict.NOT_MEASURED: "❌ not measured",
     Verdict.NOT_JUDGED: "⚠️ not judged",
@@ -387,8 +389,10 @@ def change_dicts(changes: Sequence[Change], threshold: float) -> list[ChangeDoc]
             "threshold": threshold,
             "verdict": c.verdict.value,
             # Why no test was made ("not judged": the side whose percentile is of too few
-            # iterations); a dashboard had only the verdict's word.
+            # iterations), or why a memory figure is within the counter's granularity; a
+            # dashboard had only the verdict's word.
             "why": c.why,
+            "granularity": c.granularity,
             # The side's failed runs (left out of its values): a current cell's fail the
             # gate, which "regressed" had said with every verdict "no change" and no field.
             "baseline_failed": 0 if c.base_failed is None else c.base_failed.count,
