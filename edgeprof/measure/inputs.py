@@ -19,6 +19,13 @@ from ..units import parse_duration, shown
 
 DEFAULT_INTERVAL_S = 0.1
 MIN_INTERVAL_S = 0.001
+MIN_TIMEOUT_S = 0.001
+"""The shortest ``--timeout``, the floor ``--interval`` has: ``--timeout 1e-9 -- true`` had
+been accepted and ended ``exited``, where ``--timeout 0`` was refused: its deadline had passed
+before edgeprof first waited, and that first wait only asks whether the main process has
+exited, which ``true`` had.  A deadline is checked
+once the spawn has returned (``--timeout 0.001 -- sleep 0.1`` ended ``timeout`` at 22 ms of
+wall time): a timeout shorter than the spawn cannot be told from one that expired at once."""
 
 
 def command_args(command: object) -> tuple[str, ...]:
@@ -210,14 +217,15 @@ def parse_times(
     interval: float | str | None, timeout: float | str | None
 ) -> tuple[float, float | None]:
     """The sampling interval (``None``: the default) and the timeout, in seconds; either one
-    unreadable (``""`` too) or an interval under 1 ms is a :class:`ConfigError`."""
+    unreadable (``""`` too) or under its 1 ms floor is a :class:`ConfigError`."""
     least = (MIN_INTERVAL_S, "1ms")
     seconds = (
         DEFAULT_INTERVAL_S
         if interval is None
         else parse_duration(interval, "sampling interval", least)
     )
-    return seconds, None if timeout is None else parse_duration(timeout, "timeout")
+    floor = (MIN_TIMEOUT_S, "1ms")
+    return seconds, None if timeout is None else parse_duration(timeout, "timeout", floor)
 
 
 def check_cwd(cwd: str | Path | None, run_as: UserIds | None = None) -> Path | None:

@@ -319,8 +319,10 @@ def test_an_empty_value_is_refused(
             ["fit", "--max-memory-need", "0"],
             "--max-memory-need: invalid size '0': must be at least 1 byte",
         ),
-        (["run", "--timeout", "0"], "--timeout: invalid timeout '0': must be greater than 0"),
-        (["fit", "--timeout", "0"], "--timeout: invalid timeout '0': must be greater than 0"),
+        (["run", "--timeout", "0"], "--timeout: timeout '0' is below the minimum of 1ms"),
+        (["fit", "--timeout", "0"], "--timeout: timeout '0' is below the minimum of 1ms"),
+        # Accepted, it had never fired: `--timeout 1e-9 -- true` ended "exited".
+        (["run", "--timeout", "1e-9"], "--timeout: timeout '1e-9' is below the minimum of 1ms"),
         (
             ["run", "--kill-grace", "0"],
             "--kill-grace: invalid kill grace '0': must be greater than 0",
@@ -381,7 +383,7 @@ def test_bench_names_the_option_of_a_bad_size_or_time(
     monkeypatch.chdir(tmp_path)
     for option, line in (
         ("--memory", "--memory: memory limit '0' is below the minimum of 6m"),
-        ("--timeout", "--timeout: invalid timeout '0': must be greater than 0"),
+        ("--timeout", "--timeout: timeout '0' is below the minimum of 1ms"),
         ("--kill-grace", "--kill-grace: invalid kill grace '0': must be greater than 0"),
         ("--interval", "--interval: sampling interval '0' is below the minimum of 1ms"),
     ):
@@ -528,3 +530,10 @@ def test_a_gpu_memory_limit_in_bare_bytes_stays_its_budget() -> None:
     for given, budget in (("8000000000", 8_000_000_000.0), ("256m", 256.0 * 2**20)):
         values = budget_values({"gpu_memory": given})
         assert budgets_from_options(None, values).overrides == {"gpu_memory": budget}
+
+
+def test_a_timeout_at_its_floor_is_taken() -> None:
+    """The floor is --interval's: 1 ms is a timeout, under it is refused (above)."""
+    from edgeprof.measure.inputs import DEFAULT_INTERVAL_S, MIN_TIMEOUT_S, parse_times
+
+    assert parse_times(None, "1ms") == (DEFAULT_INTERVAL_S, MIN_TIMEOUT_S)
