@@ -62,18 +62,25 @@ if TYPE_CHECKING:  # psutil is imported when a process run is launched
 
 PR_SET_CHILD_SUBREAPER = 36
 """``<linux/prctl.h>``: orphans of the run are re-parented to edgeprof, not to init."""
+PR_GET_CHILD_SUBREAPER = 37
 KILL_TIMEOUT_S = 10.0
 
 
 _subreaping = 0
 _subreaping_lock = threading.Lock()
+_was_subreaper = False
+"""The caller was a child subreaper of its own before the first run made edgeprof one (a
+supervisor, a container entrypoint): the last run leaves it so.  The last run had cleared it
+(``prctl(PR_SET_CHILD_SUBREAPER, 1)``, a process-backend run, then
+``PR_GET_CHILD_SUBREAPER`` read 0)."""
 
 
 def set_subreaper(on: bool) -> bool:
     """Make this process the child subreaper of its descendants while any run asks (counted:
     runs in several threads share the process); False where the kernel or the OS has no
-    such thing (then orphans go to init and are lost to the run)."""
-    global _subreaping
+    such thing (then orphans go to init and are lost to the run).  The last run puts back
+    what the first found (:data:`_was_subreaper`)."""
+    global _subreaping, _was_subreaper
     if os.uname().sysname != "Linux":
         return False
     with _subreaping_lock:
@@ -81,7 +88,14 @@ def set_subreaper(on: bool) -> bool:
             _subreaping += 1 if on else -1  # already on, or still wanted by another run
             return True
         libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-        if libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+        if on:
+            flag = ctypes.c_int(0)
+            if libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) != 0:
+                return False  # no such attribute (Linux < 3.4): nothing to set either
+            _was_subreaper = flag.value != 0
+        if (on or not _was_subreaper) and libc.prctl(
+            PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0
+        ) != 0:
             return False
         _subreaping += 1 if on else -1
         return True

@@ -277,3 +277,22 @@ def test_a_zombie_main_process_is_no_reading_of_memory() -> None:
         assert (c.memory_current, c.memory_anon, c.memory_file) == (None, None, None)
         assert run.wait(None) == 0
         assert run.counters().memory_current is None
+
+
+def test_a_caller_that_was_a_subreaper_stays_one() -> None:
+    """A supervisor that made itself a child subreaper had it cleared by the end of a run
+    (``PR_GET_CHILD_SUBREAPER`` read 1 before, 0 after)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    assert _subreaper_now() == 0
+    assert libc.prctl(36, 1, 0, 0, 0) == 0  # the caller's own, before any run
+    try:
+        assert set_subreaper(True) and set_subreaper(True)
+        assert set_subreaper(False) and set_subreaper(False)
+        assert _subreaper_now() == 1
+    finally:
+        libc.prctl(36, 0, 0, 0, 0)
+    # A caller that was none is none again after the next runs.
+    assert set_subreaper(True)
+    assert _subreaper_now() == 1
+    assert set_subreaper(False)
+    assert _subreaper_now() == 0
