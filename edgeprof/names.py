@@ -102,6 +102,9 @@ def check_name(text: str, what: str) -> str:
 # and silently replaced (the workload saw ``11:6261584``), the hold socket having been left
 # out when it was added.
 _RESERVED_ENV = frozenset({FD_ENV, INODE_ENV, PATH_ENV, SYNC_ENV, UNAVAILABLE_ENV})
+PROCESS_RUN_ENV = "EDGEPROF_PROCESS_RUN"
+"""The process backend's mark of a run's processes (edgeprof/backends/_run_tree.py): given
+with ``-E``, it would be replaced, as the events channel's variables would."""
 
 
 def check_env(key: str, value: str) -> None:
@@ -111,6 +114,11 @@ def check_env(key: str, value: str) -> None:
         raise ConfigError(
             f"invalid environment variable name {_as_typed(key)}: expected ASCII letters, "
             "digits, '_', '.' and '-', not starting with a digit, '.' or '-'"
+        )
+    if key == PROCESS_RUN_ENV:
+        raise ConfigError(
+            f"environment variable {key}: edgeprof sets it for each run (the process "
+            "backend's mark of the run's processes, docs/backends.md); it cannot be given"
         )
     if key in _RESERVED_ENV:
         # ``-E EDGEPROF_EVENTS_FD=3`` had been accepted and silently replaced (the workload

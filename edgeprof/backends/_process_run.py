@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import dataclasses
 import os
 import resource
 import signal
@@ -55,6 +56,7 @@ from ..model import Counters, RunSpec
 from ..units import format_binary
 from ._own_group import OwnGroup
 from ._process import Process, end_workload, signal_pids, status_bytes, take_exec
+from ._run_tree import RUN_ENV, Ownership, run_mark, same_process
 from .base import RunHandle
 
 if TYPE_CHECKING:  # psutil is imported when a process run is launched
@@ -123,8 +125,6 @@ class ProcessRun(RunHandle):
         self._me = os.getpid()
         self._lock = threading.Lock()  # the sampler thread and the run loop both reap
         self._closed = False
-        # Children edgeprof had before the run are not the run's.
-        self._foreign = {c.pid for c in ps.Process(self._me).children()}
         self._subreaper = set_subreaper(True)
         self._dead_user = self._dead_system = 0.0  # reaped by edgeprof: exact (wait4)
         self._dead_maxrss = 0
@@ -136,8 +136,13 @@ class ProcessRun(RunHandle):
         self._procs: dict[int, psutil.Process] = {}
         self._proc_children = children_files
         self._ppids: dict[int, list[int]] = {}
+        mark = run_mark()
+        self._ownership = Ownership(mark)
+        # The mark is the spawn's only: the spec (and what the result records of it) is the
+        # caller's.
+        marked = dataclasses.replace(spec, env={**spec.env, RUN_ENV: mark})
         try:
-            self._proc = Process.for_run(spec, pin=True, rusage=True, die_with_parent=True)
+            self._proc = Process.for_run(marked, pin=True, rusage=True, die_with_parent=True)
         except BaseException:
             self._stop_subreaping()
             raise
@@ -152,31 +157,44 @@ class ProcessRun(RunHandle):
     # -- the tree ----------------------------------------------------------------------------
 
     def _tree(self) -> list[psutil.Process]:
-        """Every process of the run now: the main process's descendants and the orphans
-        re-parented to edgeprof, with their descendants.
+        """Every process of the run now: its main process, the orphans re-parented to
+        edgeprof that are the run's (:mod:`._run_tree` says which; edgeprof's other children
+        are another run's or the caller's), and their descendants.
 
         A parent is always listed before its children: the CPU sum then reads a parent before
         a child it may reap, so a race can miss a child's time for one tick but never count
         it twice (in the child and in the parent's ``cutime``)."""
         ps = self._ps
         kids = self._children
+        known = self._procs
+        mine = kids(self._me)
+        todo = [c for c in mine if self._owns(c, known.get(c))]
+        self._ownership.forget_all_but(set(mine))
         found: list[int] = []
-        todo = [c for c in kids(self._me) if c not in self._foreign]
         while todo:
             pid = todo.pop()
             found.append(pid)
             todo.extend(kids(pid))
         procs = {}
         for pid in found:
-            p = self._procs.get(pid)
+            p = known.get(pid)
             if p is None:
                 try:
                     p = ps.Process(pid)
                 except ps.Error:
                     continue
             procs[pid] = p
-        self._procs = procs  # kept across ticks: psutil checks a reused pid's start time
+        self._procs = procs  # kept across ticks: what the next one knows to be the run's
         return list(procs.values())
+
+    def _owns(self, child: int, known: psutil.Process | None) -> bool:
+        """Whether edgeprof's child ``child`` is the run's (``known``: its process at the
+        last reading of the tree)."""
+        if child == self.pid:
+            return self._proc.returncode is None  # once reaped, its pid may be another's
+        if known is not None and same_process(known):
+            return True
+        return self._ownership.claims(child)
 
     def _children(self, pid: int) -> list[int]:
         """``pid``'s children: the kernel's per-thread lists (``/proc/PID/task/TID/children``,
@@ -212,14 +230,20 @@ class ProcessRun(RunHandle):
 
     def _reap_orphans(self) -> None:
         """Reap the run's processes re-parented to edgeprof that have exited, keeping their
-        resource use (the main process is :class:`Process`'s to reap)."""
-        for pid in list(self._procs):
-            if pid == self.pid or pid in self._foreign:
+        resource use (the main process is :class:`Process`'s to reap).  Only the tree's:
+        edgeprof's other children are their owners' to reap."""
+        for pid, p in list(self._procs.items()):
+            if pid == self.pid:
                 continue
             try:
-                got, _, usage = os.wait4(pid, os.WNOHANG)
-            except ChildProcessError:  # not ours (its parent is in the tree) or gone
+                # A look first, reaping nothing: an exited child of edgeprof's of this pid.
+                if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+                    continue  # running
+            except ChildProcessError:  # not edgeprof's (its parent is in the tree) or gone
                 continue
+            if not same_process(p):  # the pid the run's process left, now another child's
+                continue
+            got, _, usage = os.wait4(pid, os.WNOHANG)
             if got == pid:
                 self._add_dead(usage)
 

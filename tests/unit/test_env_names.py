@@ -45,6 +45,16 @@ def test_the_events_channels_variables_cannot_be_given(key: str) -> None:
     )
 
 
+def test_the_process_backends_run_mark_cannot_be_given() -> None:
+    """Its runs know their orphans by it: given with -E, it would be replaced unsaid."""
+    with pytest.raises(ConfigError) as info:
+        check_env("EDGEPROF_PROCESS_RUN", "1-1")
+    assert str(info.value) == (
+        "environment variable EDGEPROF_PROCESS_RUN: edgeprof sets it for each run (the "
+        "process backend's mark of the run's processes, docs/backends.md); it cannot be given"
+    )
+
+
 def test_every_variable_of_the_events_channel_is_refused() -> None:
     """A variable the client reads, added later, is refused too: the hold socket's
     ``EDGEPROF_EVENTS_SYNC`` had been left out and was silently replaced."""

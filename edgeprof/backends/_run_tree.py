@@ -1,0 +1,105 @@
+"""Which of edgeprof's children are one process-backend run's (:class:`Ownership`).
+
+Runs in threads share edgeprof's process (``profile()`` in a ``ThreadPoolExecutor``), and
+the caller may start subprocesses of its own during a run: every one of them is a child of
+edgeprof, as are the run's main process and, edgeprof being their child subreaper, the run's
+orphans.  Every child of edgeprof started after a run's start had been taken as that run's:
+one run counted another's CPU (a ``sleep(2.5)`` read 0.68-0.88 s, 0.05 s alone), SIGKILLed it
+(``signaled 137`` for an ``exit 7``), and reaped the caller's own ``sleep 4``, whose ``Popen``
+then read returncode 0 (ECHILD).  A child of edgeprof is now the run's only where the run can
+show it is:
+
+* its main process, until it is reaped (its pid may then be another's);
+* a process that was in the run's tree at an earlier reading (a sample every ``--interval``,
+  0.1 s by default, or a read of the members), re-parented to edgeprof since: the same pid
+  and start time (:func:`same_process`);
+* a process whose environment carries the run's mark (:data:`RUN_ENV`), which the main
+  process is given and its descendants inherit: an orphan whose parent exited before any
+  reading saw it (``sh -c 'sleep 5 & exit 4'``: the ``sleep`` was re-parented within about
+  a millisecond, and without the mark 2 runs of 3 left it running after edgeprof).
+
+What stays missed: an orphan re-parented and exited before a reading saw it (the kernel
+clears a zombie's environment), and one whose program dropped the inherited environment
+(``env -i``, an ``execve`` with an environment of its own) and whose parent exited within
+one interval.  Its CPU time is not the run's and it is not killed at the end; and edgeprof
+does not reap it (reaping another's child takes its exit status from its owner), so once it
+exits it waits as a zombie until edgeprof exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+from typing import TYPE_CHECKING
+
+from ..names import PROCESS_RUN_ENV
+
+if TYPE_CHECKING:  # psutil is imported when a process run is launched
+    import psutil
+
+RUN_ENV = PROCESS_RUN_ENV
+"""The environment variable marking a process-backend run's processes: edgeprof's pid and the
+run's number in that process (unique among the runs edgeprof's process makes)."""
+
+_serial = itertools.count(1)  # next() on a count is atomic under the GIL: threads share it
+
+
+def run_mark() -> str:
+    """A new run's mark, the value of :data:`RUN_ENV` in its main process's environment."""
+    return f"{os.getpid()}-{next(_serial)}"
+
+
+def carries_mark(pid: int, mark: str, proc: str = "/proc") -> bool | None:
+    """Whether process ``pid``'s environment (``/proc/PID/environ``: as its program was
+    started) holds ``RUN_ENV=mark``; ``None`` where it cannot be read: gone, a zombie (the
+    kernel keeps no environment for it), or not readable to edgeprof."""
+    try:
+        with open(f"{proc}/{pid}/environ", "rb") as f:
+            env = f.read()
+    except OSError:
+        return None
+    if not env:
+        return None
+    return f"{RUN_ENV}={mark}".encode() in env.split(b"\0")
+
+
+def same_process(p: psutil.Process) -> bool:
+    """``p`` is still the process it was when found (psutil checks the pid's start time,
+    from ``/proc/PID/stat``, to the clock tick: two processes of one pid started within
+    10 ms cannot be told apart); a zombie still is."""
+    try:
+        return bool(p.is_running())
+    except Exception:  # psutil's errors: gone, or not readable
+        return False
+
+
+class Ownership:
+    """The run's claim on edgeprof's children that are neither its main process nor in its
+    tree at the last reading: each is asked for the run's mark once (by pid and start time),
+    and remembered where it has none."""
+
+    def __init__(self, mark: str) -> None:
+        self._mark = mark
+        self._strangers: dict[int, psutil.Process] = {}
+
+    def claims(self, pid: int) -> bool:
+        """Whether edgeprof's child ``pid``, in no earlier reading of the tree, is the
+        run's: its environment carries the run's mark."""
+        known = self._strangers.get(pid)
+        if known is not None:
+            if same_process(known):
+                return False
+            del self._strangers[pid]  # exited, and the pid is another child's now
+        mark = carries_mark(pid, self._mark)
+        if mark is False:
+            import psutil
+
+            with contextlib.suppress(psutil.Error):  # gone already: nothing to remember
+                self._strangers[pid] = psutil.Process(pid)
+        return bool(mark)
+
+    def forget_all_but(self, children: set[int]) -> None:
+        """Drop the strangers that are no longer edgeprof's children."""
+        for pid in [p for p in self._strangers if p not in children]:
+            del self._strangers[pid]
