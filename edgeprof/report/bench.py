@@ -10,8 +10,8 @@ from ..analysis.metrics import BY_KEY
 from ..analysis.overhead import overhead_marked
 from ..model import RunResult
 from ..units import format_binary, format_energy, format_seconds
+from .latency_cells import held, latency_notes, percentile_cell, rate_cell
 from .overhead_notes import overhead_notes
-from .phases import held, latency_notes, percentile_cell, rate_cell
 from .table import plain_table
 
 COLUMNS = ("NAME", "ITEMS/S", "P50", "P95", "P99", "GPU MEMORY", "GPU UTIL", "ENERGY/ITEM")

@@ -22,8 +22,8 @@ from ..analysis.overhead import overhead_marked
 from ..model import LatencyStats, RunResult
 from ..units import format_seconds
 from .comparison import under
+from .latency_cells import rate_cell
 from .overhead_notes import OVERHEAD
-from .phases import rate_cell
 from .table import TextTable
 
 PHASE = "infer"

@@ -29,6 +29,7 @@ from ..model import RunResult, Termination
 from ..units import format_binary
 from ..version import __version__
 from .budget_table import BUDGET_COLUMNS, budget_rows, budget_verdict
+from .cell_medians import aggregated
 from .charts import calibration_charts, ranking_charts, timelines
 from .ci_summary import (
     COMPARE_COLUMNS,
@@ -42,7 +43,7 @@ from .gpu import GPU_COLUMNS, gpu_notes, gpu_phase_rows, gpu_rows
 from .gpu import PHASE_COLUMNS as GPU_PHASE_COLUMNS
 from .memory import changed, growing, headroom
 from .note_groups import grouped_notes
-from .phases import aggregated, section_tables
+from .phases import section_tables
 from .results import COLUMNS, note_lines
 from .results import rows as run_rows
 from .summary import summary_tables

@@ -16,9 +16,10 @@ from ..analysis.headroom import below_limit, mapped_elsewhere, worst_fit, worst_
 from ..analysis.instrumentation import uninstrumented
 from ..model import RunResult
 from ..units import format_binary, format_decimal, format_seconds
+from .cell_medians import named_runs
 from .gpu import render_gpu
 from .memory import changed, composition, cost, gpu_headroom, headroom, not_in_peak
-from .phases import named_runs, render_sections
+from .phases import render_sections
 from .table import markdown_heading, markdown_lines, markdown_text, plain_table
 
 TITLE = "Final Usage Stats"

@@ -19,7 +19,8 @@ from edgeprof.measure.throttling import (
 )
 from edgeprof.model import LatencyStats, Limits, RunResult, Throttling
 from edgeprof.report.bench import render_bench
-from edgeprof.report.phases import BOTH_NOTE, HELD_NOTE, HOST_SPEED_NOTE, render_sections
+from edgeprof.report.latency_cells import BOTH_NOTE, HELD_NOTE, HOST_SPEED_NOTE
+from edgeprof.report.phases import render_sections
 from edgeprof.report.results import render_plain
 
 from .conftest import make_result

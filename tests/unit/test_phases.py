@@ -550,7 +550,7 @@ def test_tables_show_phases_and_latency() -> None:
 
 def test_a_one_iteration_runs_legend_lists_the_p50_it_marks() -> None:
     """A tester's one-iteration run: ``331ns^`` in P50 under a legend of p90/p95/p99."""
-    from edgeprof.report.phases import latency_notes, percentile_cell
+    from edgeprof.report.latency_cells import latency_notes, percentile_cell
 
     one = latency_stats([(0.0, 331e-9, None)])
     assert one is not None
@@ -675,7 +675,7 @@ def test_a_percentile_from_fewer_iterations_than_it_needs_is_marked(
     p99 6.94 ms, max 7 ms): the cell is marked ``^``, the value kept."""
     from edgeprof.analysis.metrics import FEW
     from edgeprof.model import LatencyStats
-    from edgeprof.report.phases import latency_notes, percentile_cell
+    from edgeprof.report.latency_cells import latency_notes, percentile_cell
 
     lat = LatencyStats(count, 0.004, 0.004, 0.005, 0.006, 0.00694, 0.007, 250.0)
     cells = {p: percentile_cell(lat, p) for p in ("p50", "p90", "p95", "p99")}

@@ -8,7 +8,8 @@ import dataclasses
 from edgeprof.measure.latency import latency_stats
 from edgeprof.model import Mark, RunResult
 from edgeprof.report.html import render_html
-from edgeprof.report.phases import MAX_MARK_ROWS, STALLED_NOTE, render_sections
+from edgeprof.report.latency_cells import STALLED_NOTE
+from edgeprof.report.phases import MAX_MARK_ROWS, render_sections
 from edgeprof.report.results import render_markdown, render_plain
 
 from .conftest import make_result

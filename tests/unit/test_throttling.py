@@ -27,7 +27,8 @@ from edgeprof.measure.sketch import percentile
 from edgeprof.measure.throttling import distortion, iteration_stalls, stall_bound
 from edgeprof.model import Counters, LatencyStats, Limits, RunResult
 from edgeprof.report.ci_summary import render_run_summary
-from edgeprof.report.phases import STALLED_NOTE, render_sections
+from edgeprof.report.latency_cells import STALLED_NOTE
+from edgeprof.report.phases import render_sections
 
 from .conftest import make_result
 
