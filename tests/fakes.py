@@ -19,7 +19,8 @@ from typing import ClassVar
 from edgeprof.backends._peak_reset import FdPeakReset, SharedPeakReset
 from edgeprof.backends._process import Process
 from edgeprof.backends._tasks import TaskScan, all_stopped
-from edgeprof.backends.base import Backend, PeakReset, RunHandle
+from edgeprof.backends.base import Backend, RunHandle
+from edgeprof.backends.capabilities import PeakReset
 from edgeprof.model import Counters, RunSpec
 
 Script = Callable[[float], Counters]

@@ -20,15 +20,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import BackendUnavailable, ConfigError
 from ..names import check_cgroup_parent
 from ..units import shown
-from .base import (
-    Backend,
-    BatchReader,
-    CleanupScope,
-    PeakReset,
-    Reclaim,
-    ReclaimReading,
-    RunHandle,
-)
+from .base import Backend, RunHandle
+from .capabilities import BatchReader, CleanupScope, PeakReset, Reclaim, ReclaimReading
 
 if TYPE_CHECKING:
     from .cgroup_v1 import CgroupV1Backend

@@ -7,7 +7,7 @@ from pathlib import Path
 from ..errors import LimitError
 from . import cgroupfs as fs
 from . import owner
-from .base import Ceiling
+from .host_resources import Ceiling
 
 NO_LIMIT = 1 << 62
 """At or above this a memory limit is none: v1 writes "no limit" as ``PAGE_COUNTER_MAX``

@@ -20,7 +20,8 @@ from ._mapped import read_mapped
 from ._peak_reset import FdPeakReset, SharedPeakReset, apply_floor
 from ._process import Process, end_workload, signal_pids, take_exec
 from ._reclaim import GroupReclaim
-from .base import UNLIMITED, BatchReader, LimitReading, MappedReading, RunHandle
+from .base import RunHandle
+from .capabilities import UNLIMITED, BatchReader, LimitReading, MappedReading
 from .cgroupfs import CounterSet
 
 KILL_TIMEOUT_S = 10.0

@@ -24,7 +24,7 @@ from ..errors import EdgeprofError
 from . import cgroup_parse
 from . import cgroupfs as fs
 from ._process import status_bytes
-from .base import MappedReading
+from .capabilities import MappedReading
 
 MAX_PROCESSES = 32
 """Processes read per reading: 32 × ~68 µs ≈ 2 ms for torch processes."""

@@ -11,7 +11,7 @@
   spike that starts and ends between that read and the reset (a few microseconds) is lost
   to the run's peak.
 
-Both implement :class:`edgeprof.backends.base.PeakReset`: they are driven from the runner's
+Both implement :class:`edgeprof.backends.capabilities.PeakReset`: they are driven from the runner's
 events thread when a phase's ``begin``/``end`` line arrives; ``start()`` returns a token for
 ``stop()``, or ``None`` when no reset is possible.
 """

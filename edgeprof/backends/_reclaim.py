@@ -1,5 +1,5 @@
 """Proactive reclaim of a cgroup v2 run group: ``memory.reclaim`` and the readings a squeeze
-steers by (:class:`~edgeprof.backends.base.Reclaim`).
+steers by (:class:`~edgeprof.backends.capabilities.Reclaim`).
 
 ``memory.reclaim`` (Linux ≥ 5.19, ``memory_reclaim()`` in mm/memcontrol.c) reclaims the
 bytes written to it from the group, retrying up to ``MAX_RECLAIM_RETRIES`` times, and fails
@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from ..errors import BackendError
-from .base import ReclaimReading
+from .capabilities import ReclaimReading
 from .cgroup_parse import parse_psi
 from .cgroupfs import CounterFile, open_optional
 

@@ -64,196 +64,24 @@ override only the capabilities it has.  Pass an instance to ``profile(backend=..
 :func:`edgeprof.backends.get_backend`, or register a factory by name with
 :func:`edgeprof.backends.register_backend`.  The test suite's scripted backend
 (``tests/fakes.py``) is a complete small example.
+
+The capabilities' types are in :mod:`edgeprof.backends.capabilities`; what the host has
+(its possible CPUs, its memory, a group's memory ceiling) in
+:mod:`edgeprof.backends.host_resources`.
 """
 
 from __future__ import annotations
 
 import abc
 import os
-import re
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
+from typing import ClassVar, TypeVar
 
-from ..cpu_units import parse_cpuset
-from ..errors import ConfigError
 from ..model import Counters, Limits, RunSpec
 from ._tasks import TaskScan, all_stopped, scan_tasks
+from .capabilities import BatchReader, CleanupScope, LimitReading, MappedReading, PeakReset, Reclaim
+from .host_resources import Ceiling, cpus_possible, meminfo_available, meminfo_total
 
 _H = TypeVar("_H", bound="RunHandle")
-
-
-MEMINFO = Path("/proc/meminfo")
-POSSIBLE_CPUS = Path("/sys/devices/system/cpu/possible")
-
-
-def cpus_possible(path: Path | None = None) -> frozenset[int] | None:
-    """The CPUs a kernel can ever bring up, from its ``possible`` list (:data:`POSSIBLE_CPUS`,
-    ``0-1`` on a 2-CPU host); ``None`` where it cannot be read.  A CPU outside it exists on no
-    account: the kernel refuses it in any ``cpuset.cpus`` (``cpulist_parse``'s ERANGE)."""
-    try:
-        text = (POSSIBLE_CPUS if path is None else path).read_text().strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    try:
-        return frozenset(parse_cpuset(text))
-    except ConfigError:  # not the kernel's list format: unknown, not empty
-        return None
-
-
-def meminfo_total(meminfo: Path | None = None) -> int | None:
-    """``MemTotal`` of a ``/proc/meminfo`` file (:data:`MEMINFO`), in bytes; ``None`` where
-    it cannot be read."""
-    return _meminfo("MemTotal", MEMINFO if meminfo is None else meminfo)
-
-
-def meminfo_available(meminfo: Path | None = None) -> int | None:
-    """``MemAvailable`` of a ``/proc/meminfo`` file (:data:`MEMINFO`), in bytes: the kernel's
-    estimate of what can be allocated now without swapping; ``None`` where it cannot be
-    read."""
-    return _meminfo("MemAvailable", MEMINFO if meminfo is None else meminfo)
-
-
-@dataclass(frozen=True)
-class Ceiling:
-    """A memory limit on a group a run is made under (``group``): the run, inside it, cannot
-    have more, whatever ``MemTotal`` says: a CI container's ``--memory``, a Slurm job's
-    group, a systemd slice's ``MemoryMax``."""
-
-    group: Path
-    limit: int
-    room: int | None
-    """``limit`` less the group's usage when read (``None``: its usage was unreadable)."""
-
-    @property
-    def source(self) -> str:
-        return f"the memory limit of {self.group}"
-
-
-def _meminfo(key: str, meminfo: Path) -> int | None:
-    try:
-        text = meminfo.read_text()
-    except (OSError, UnicodeDecodeError):
-        return None
-    m = re.search(rf"^{key}:\s*(\d{{1,19}})\s*kB\s*$", text, re.MULTILINE | re.ASCII)
-    return None if m is None else int(m.group(1)) * 1024
-
-
-class BatchReader(Protocol):
-    """A sampling loop outside Python (the native helper): see
-    :meth:`edgeprof.backends.cgroupfs._NativePlan.sample_batch`.
-
-    Reads every ``interval`` s from ``due`` until ``until`` or until ``stop_fd`` is
-    readable; returns (rows of (monotonic time, counters), the next due time, stopped,
-    ticks missed)."""
-
-    def sample_batch(
-        self, interval: float, due: float, until: float, stop_fd: int
-    ) -> tuple[list[tuple[float, Counters]], float, bool, int]: ...
-
-
-class PeakReset(Protocol):
-    """Restarts the kernel's memory high-water mark for a phase (driven from the runner's
-    events thread when a phase's ``begin``/``end`` line arrives).
-
-    ``start()`` returns a token for ``stop()``, or ``None`` when no reset is possible;
-    ``stop()`` returns the highest mark seen since that ``start()``, or ``None`` (also for a
-    token already stopped: stopping twice must be harmless).  The run handle owns the object
-    and calls ``close()`` once, before it removes the group; the events channel owns the
-    tokens and stops each once."""
-
-    def start(self) -> object | None: ...
-
-    def stop(self, token: object | None) -> int | None: ...
-
-    def close(self) -> None: ...
-
-
-class ReclaimReading(NamedTuple):
-    """What a squeeze steers by, read at one instant (raw): the group's usage, its page cache
-    and shared memory (``memory.stat`` ``file``, which includes ``shmem``), in bytes, and its
-    tasks' cumulative memory stall (``some``, µs; ``None``: no PSI)."""
-
-    current: int
-    file: int
-    stall_us: int | None
-    shmem: int = 0
-
-    @property
-    def reclaimable(self) -> int:
-        """Page cache less shared memory: what a reclaim without swap can drop."""
-        return max(0, self.file - self.shmem)
-
-
-class MappedReading(NamedTuple):
-    """One reading, in bytes.  ``rss_file``: the largest ``RssFile`` of the ``read``
-    processes (not their sum, which counts a page mapped by several once per process:
-    forked workers of a parent that imported torch read as several times its libraries);
-    ``group_mapped``: the group's own
-    mapped file pages (v1 ``total_mapped_file``, v2 ``file_mapped``); ``listed``: the
-    processes the group had (``read < listed``: the reading was cut short)."""
-
-    rss_file: int
-    group_mapped: int
-    read: int
-    listed: int
-
-
-class Reclaim(Protocol):
-    """Proactive reclaim of a run's group: cgroup v2 ``memory.reclaim`` (Linux ≥ 5.19).
-
-    ``reclaim(n)`` asks the kernel to drop ``n`` bytes of the group's memory and returns
-    ``False`` when it could not (``EAGAIN``: nothing more it can drop without swap).  The run
-    handle owns the object and closes it once, before it removes the group."""
-
-    def read(self) -> ReclaimReading: ...
-
-    def reclaim(self, nbytes: int) -> bool: ...
-
-    def close(self) -> None: ...
-
-
-UNLIMITED = -1
-"""A :class:`LimitReading` field of a limit the group does not have (``max``; v1's ``-1``)."""
-
-
-class LimitReading(NamedTuple):
-    """The limits of a run's group as its files read now, raw: ``memory`` (bytes; cgroup v1's
-    ``memory.limit_in_bytes`` reads 2^63 less a page where unlimited), ``memory_swap`` (v1
-    ``memory.memsw.limit_in_bytes``: memory + swap), ``cpu_quota_us`` per ``cpu_period_us``,
-    ``pids``.  :data:`UNLIMITED`: no limit; ``None``: not read (no such file here)."""
-
-    memory: int | None = None
-    memory_swap: int | None = None
-    cpu_quota_us: int | None = None
-    cpu_period_us: int | None = None
-    pids: int | None = None
-
-
-class ContainerDaemon(Protocol):
-    """What collecting a dead run's containers needs of a Docker daemon's client
-    (:class:`edgeprof.backends.docker.Engine`; a protocol, so this module needs no Docker)."""
-
-    def containers(self, label: str) -> list[dict[str, Any]]: ...
-
-    def remove(self, cid: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class CleanupScope:
-    """What a backend's runs leave behind when their edgeprof dies, for the collection
-    before each run (:func:`edgeprof.measure.gc.collect_before_run`).
-
-    ``cgroup_roots``: the hierarchies (mount points) searched for run groups whose owner is
-    dead.  ``docker_client``: the daemon whose edgeprof containers are checked the same way.
-    Empty (the default): nothing to collect."""
-
-    cgroup_roots: tuple[Path, ...] = ()
-    docker_client: ContainerDaemon | None = None
-
-    @property
-    def empty(self) -> bool:
-        return not self.cgroup_roots and self.docker_client is None
 
 
 class RunHandle(abc.ABC):

@@ -21,8 +21,10 @@ from . import cgroupfs as fs
 from ._cgroup_common import ceilings, missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod, LimitFiles
 from ._peak_reset import SharedPeakReset
-from .base import Backend, Ceiling, CleanupScope
+from .base import Backend
+from .capabilities import CleanupScope
 from .cgroupfs import CounterSet, Field, Kind, Source
+from .host_resources import Ceiling
 
 USED = ("memory", "cpuacct", "cpu", "cpuset", "blkio", "pids", "freezer")
 REQUIRED = ("memory", "cpuacct")

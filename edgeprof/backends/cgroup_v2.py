@@ -19,8 +19,10 @@ from ._device_filter import deny_devices
 from ._peak_reset import FdPeakReset
 from ._reclaim import GroupReclaim
 from ._systemd_scope import process_scope, systemd_manages
-from .base import Backend, Ceiling, CleanupScope
+from .base import Backend
+from .capabilities import CleanupScope
 from .cgroupfs import CounterSet, Field, Kind, Source
+from .host_resources import Ceiling
 
 WANTED = ("cpu", "memory", "io", "pids", "cpuset")
 REQUIRED = ("cpu", "memory")

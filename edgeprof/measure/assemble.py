@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..backends import Backend
-from ..backends.base import LimitReading
+from ..backends.capabilities import LimitReading
 from ..model import (
     Counters,
     CpuStats,

@@ -11,7 +11,7 @@ import collections
 import dataclasses
 import math
 
-from ..backends.base import PeakReset
+from ..backends.capabilities import PeakReset
 from ..model import Capped, EventCounts, LatencyStats, Mark, PhaseStats
 from .event_lines import FrequentNames, cap_warnings, nested_warning
 from .event_notes import (

@@ -37,7 +37,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..backends.base import PeakReset
+from ..backends.capabilities import PeakReset
 from ..cpu_units import CFS_PERIOD_US
 from ..errors import EdgeprofError
 from ..model import Counters, Mark

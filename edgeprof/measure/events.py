@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..backends.base import PeakReset
+from ..backends.capabilities import PeakReset
 from ..backends.helpers import leave_stops_to_main_thread
 from ..backends.owner import events_dir_prefix
 from ..model import Counters, Sample

@@ -5,8 +5,8 @@ container's labels carry the owner's pid *and* start time (:mod:`edgeprof.backen
 reused by another process does not keep a dead run's leftovers alive, and a live run is
 never taken for a dead one.  The same collection runs automatically at the start of every
 run (:func:`collect_before_run`, called by the runner with the backend's
-:class:`~edgeprof.backends.base.CleanupScope`), so a crashed run's groups do not pile up on a
-CI runner that nobody cleans by hand.  This module drives the collection from above the
+:class:`~edgeprof.backends.capabilities.CleanupScope`), so a crashed run's groups do not pile
+up on a CI runner that nobody cleans by hand.  This module drives the collection from above the
 backends; the backends only say where their runs live.
 
 ``edgeprof gc`` decides once what to remove and kill (:func:`plan`), and either lists it
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..backends import cgroup_parse
 from ..backends import cgroupfs as fs
 from ..backends import owner as ow
-from ..backends.base import CleanupScope, ContainerDaemon
+from ..backends.capabilities import CleanupScope, ContainerDaemon
 from ..backends.cgroup_v1 import cgroup_mounts
 from ..backends.helpers import kill_members, stop_unit
 from ..errors import BackendError, BackendUnavailable, EdgeprofError

@@ -9,7 +9,7 @@ import os
 import time
 from pathlib import Path
 
-from ..backends.base import meminfo_total
+from ..backends.host_resources import meminfo_total
 from ..model import HostInfo
 from .provenance import cpu_identity, cpuinfo_keys
 from .tick import configured_hz

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from ..backends.base import UNLIMITED, LimitReading
+from ..backends.capabilities import UNLIMITED, LimitReading
 from ..cpu_units import cpu_quota_us
 from ..model import LimitChange, Limits
 from ..units import format_binary

@@ -228,7 +228,8 @@ def rounded_memory(limits: Limits, page: int | None) -> list[str]:
 
 def outer_room(limits: Limits, backend: Backend) -> list[str]:
     """A ``--memory`` above the room an enclosing group leaves (its limit less what its
-    processes, edgeprof's own among them, use now: :class:`~edgeprof.backends.base.Ceiling`),
+    processes, edgeprof's own among them, use now:
+    :class:`~edgeprof.backends.host_resources.Ceiling`),
     as the run's warning: the kernel then OOM-kills the run below its limit, and a verdict
     read alone blames the limit.  Seen: ``--memory 298m`` in a 300 MiB group, OOM-killed
     at a peak of 286.1 MiB and called "does not fit" (a tester's); `fit` already caps its

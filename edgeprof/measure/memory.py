@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..backends.base import MappedReading
+from ..backends.capabilities import MappedReading
 from ..model import Counters, MemoryParts, MemoryPressure
 from ..units import us_to_s
 

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
-from ..backends.base import BatchReader
+from ..backends.capabilities import BatchReader
 from ..backends.helpers import TaskScan, TaskTime, leave_stops_to_main_thread
 from ..errors import EdgeprofError
 from ..model import Counters, Sample

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 
-from ..backends.base import Reclaim, ReclaimReading
+from ..backends.capabilities import Reclaim, ReclaimReading
 from ..backends.helpers import leave_stops_to_main_thread
 from ..errors import EdgeprofError
 from ..model import Squeeze

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from ..backends.base import meminfo_total
+from ..backends.host_resources import meminfo_total
 from ..dirlock import check_not_busy
 from ..errors import ConfigError
 from ..resultfiles import resumed_sentence, stopped_sentence

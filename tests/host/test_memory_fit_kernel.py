@@ -310,14 +310,14 @@ def test_fit_holds_its_unlimited_run_to_what_the_host_has_available(
     """A command that outgrows the host is OOM-killed in its own group, not by the host's
     OOM killer: the reference runs are limited to ``MemAvailable``.  The host's figure is
     replaced by a small one (its ``MemTotal`` kept); the kernel does the rest."""
-    from edgeprof.backends import base
+    from edgeprof.backends import host_resources
 
     available = 48 * MIB
-    total = base.meminfo_total()
+    total = host_resources.meminfo_total()
     assert total is not None
     fake = tmp_path / "meminfo"
     fake.write_text(f"MemTotal: {total // 1024} kB\nMemAvailable: {available // 1024} kB\n")
-    monkeypatch.setattr(base, "MEMINFO", fake)
+    monkeypatch.setattr(host_resources, "MEMINFO", fake)
     hold = 2 * available // MIB  # held twice over: no slack of the kernel's can fit it
     code = main(["fit", "--memory", "1g", "--json", "--interval", "0.01", "--",
                  sys.executable, str(script), "-", str(hold), HOLD_S])  # fmt: skip

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from edgeprof.backends._peak_reset import FdPeakReset, SharedPeakReset, apply_floor
-from edgeprof.backends.base import Backend, CleanupScope, RunHandle, cpus_possible
+from edgeprof.backends.base import Backend, RunHandle
+from edgeprof.backends.capabilities import CleanupScope
+from edgeprof.backends.host_resources import cpus_possible
 from edgeprof.measure import gc
 from edgeprof.measure.runner import profile
 from edgeprof.model import Counters, RunSpec

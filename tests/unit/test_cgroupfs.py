@@ -13,7 +13,7 @@ import pytest
 
 from edgeprof.backends import cgroup_parse
 from edgeprof.backends import cgroupfs as fs
-from edgeprof.backends.base import BatchReader
+from edgeprof.backends.capabilities import BatchReader
 from edgeprof.errors import BackendError
 from edgeprof.model import Counters
 from tests.conftest import require

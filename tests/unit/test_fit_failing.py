@@ -296,15 +296,15 @@ def test_the_reference_is_capped_where_the_backend_holds_a_memory_limit(
 ) -> None:
     """``MemAvailable`` of the runs' machine, where the backend can hold a memory limit: not
     on the process backend (it cannot), nor where the figure is unknown."""
-    from edgeprof.backends import base
-    from edgeprof.backends.base import Ceiling
+    from edgeprof.backends import host_resources
+    from edgeprof.backends.host_resources import Ceiling
     from edgeprof.backends.process import ProcessBackend
     from edgeprof.sweeps.fit_reference import AVAILABLE, reference_cap
     from edgeprof.sweeps.request import RunJob
 
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal:  8000000 kB\nMemFree:  1 kB\nMemAvailable:    50000 kB\n")
-    monkeypatch.setattr(base, "MEMINFO", meminfo)
+    monkeypatch.setattr(host_resources, "MEMINFO", meminfo)
     job = RunJob(RunRequest(command=("true",)), plan=None, budgets=None)  # type: ignore[arg-type]
     assert reference_cap(job) is None  # no backend yet
     fake = FakeBackend()

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from edgeprof.backends.base import meminfo_total as memory_total
 from edgeprof.backends.docker import DockerBackend
+from edgeprof.backends.host_resources import meminfo_total as memory_total
 from edgeprof.cli import main
 from edgeprof.cpu_units import MIN_CPUS, format_cpuset
 from edgeprof.measure.limits import resolve

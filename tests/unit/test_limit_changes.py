@@ -14,7 +14,7 @@ import pytest
 
 from edgeprof.analysis.headroom import limit_fit, over_limit
 from edgeprof.backends import CgroupV2Backend
-from edgeprof.backends.base import UNLIMITED, LimitReading
+from edgeprof.backends.capabilities import UNLIMITED, LimitReading
 from edgeprof.measure.limit_changes import change_warning, limit_changes
 from edgeprof.measure.limits import kernel_memory, rounded_memory
 from edgeprof.measure.runner import profile

@@ -15,7 +15,7 @@ from edgeprof.analysis.fit_bounds import Bounds
 from edgeprof.analysis.fit_times import Timing
 from edgeprof.analysis.headroom import Headroom, limit_fit, mapped_elsewhere, over_device
 from edgeprof.backends import _mapped
-from edgeprof.backends.base import MappedReading
+from edgeprof.backends.capabilities import MappedReading
 from edgeprof.measure.memory import MAPPED_PERIOD_S, MappedTracker
 from edgeprof.model import MemoryStats, RunResult
 from edgeprof.report.memory import headroom

@@ -10,7 +10,7 @@ import pytest
 
 from edgeprof import profile
 from edgeprof.backends._cgroup_common import NO_LIMIT, ceilings
-from edgeprof.backends.base import Ceiling
+from edgeprof.backends.host_resources import Ceiling
 from edgeprof.cli import main
 from edgeprof.errors import LimitError
 from edgeprof.measure.limits import host_memory, resolve

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from edgeprof.backends import owner
-from edgeprof.backends.base import CleanupScope
+from edgeprof.backends.capabilities import CleanupScope
 from edgeprof.backends.docker.engine import DaemonError
 from edgeprof.errors import BackendError, ConfigError
 from edgeprof.measure import gc

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from edgeprof.backends.base import ReclaimReading
+from edgeprof.backends.capabilities import ReclaimReading
 from edgeprof.errors import BackendError
 from edgeprof.measure.squeeze import (
     BACKOFF_INTERVALS,

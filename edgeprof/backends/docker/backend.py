@@ -22,8 +22,10 @@ from typing import Any, ClassVar
 from ...errors import BackendUnavailable, ConfigError
 from ...model import RunSpec
 from .._cgroup_common import run_group_name
-from ..base import Backend, CleanupScope, meminfo_available
+from ..base import Backend
+from ..capabilities import CleanupScope
 from ..cgroup_v1 import cgroup_mounts
+from ..host_resources import meminfo_available
 from .cgroups import Placement, place
 from .daemon import RUN_ELSEWHERE, make_client
 from .engine import DaemonError, Engine

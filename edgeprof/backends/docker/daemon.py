@@ -13,7 +13,7 @@ from typing import Any
 
 from ...errors import BackendError, BackendUnavailable
 from .. import owner
-from ..base import ContainerDaemon
+from ..capabilities import ContainerDaemon
 from .engine import DEFAULT_SOCKET, DaemonError, Engine
 
 MANAGED_LABEL = "org.edgeprof.managed"

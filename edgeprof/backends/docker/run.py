@@ -21,7 +21,8 @@ from .. import cgroupfs as fs
 from .._mapped import read_mapped
 from .._process import kill_members, leave_stops_to_main_thread, signal_pids
 from .._systemd_scope import stop_unit
-from ..base import MappedReading, RunHandle
+from ..base import RunHandle
+from ..capabilities import MappedReading
 from ..cgroupfs import CounterSet
 from .cgroups import (
     COMPOSITION_NAMES,
