@@ -42,7 +42,7 @@ from ..model import RunResult
 from . import rules
 from .budget_caveats import budget_caveats, within_budget
 from .budgets import METRICS, PHASE_KEY, Budgets
-from .cells import cell_name, cells, endings, successful
+from .cells import cell_name, cells, endings, measured, stopped, stopped_words
 from .metrics import FEW, Metric, few_iterations, in_phase, subject
 from .unmeasured import why_unmeasured
 
@@ -153,7 +153,10 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
             metric = METRICS[key]
             gated = None if not metric.of_iterations else phase
             runs = [in_phase(r, phase) for r in cell_runs] if gated else cell_runs
-            ok = successful(runs)
+            ok = measured(runs, metric.of_iterations)  # a stopped run's iterations count
+            so_far = key == "peak_memory" and not ok and any(map(stopped, runs))
+            if so_far:  # a lower bound: judged as one (_SO_FAR)
+                ok = [r for r in runs if stopped(r)]
             # A cell of two rules' figures (a resumed old sweep) is judged by the newest's.
             values = [v for r in rules.newest(key, ok) if (v := metric.get(r)) is not None]
             if not values and not ok:
@@ -169,6 +172,10 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
             within = within_budget(metric, value, budget)
             status = Status.PASS if within else Status.BREACH
             caveats = budget_caveats(metric, values, budget, within, ok, results)
+            cut = stopped_words(runs) if any(map(stopped, ok)) else ""
+            if so_far:
+                cut = (_SO_FAR_WITHIN if within else _SO_FAR_EXCEEDS).format(endings(ok))
+            caveats = "; ".join(c for c in (cut, caveats) if c)
             if gated == "":
                 caveats = "; ".join(c for c in (caveats, _warmup_caveat(ok)) if c)
             checks.append(
@@ -180,6 +187,19 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
                 )
             )  # fmt: skip
     return checks
+
+
+_SO_FAR_WITHIN = (
+    "so far: --timeout stopped every run ({}), and a cut run's peak is a lower bound of what a "
+    "longer run needs"
+)
+_SO_FAR_EXCEEDS = "--timeout stopped every run ({}): a lower bound, a longer run needs as much"
+"""A peak-memory budget of a cell whose runs ``--timeout`` stopped (a service): their peak
+is a lower bound of a longer run's, so a breach is one (the run held that much) and a pass
+only holds so far, which the check says.  Judged rather than "not judged": a service's
+memory budget is the one a soak test is run for, and a breach of it is as real as a
+finished run's.  Wall time, CPU time and average memory are of where the run was cut, and
+stay not judged (:func:`_not_judged`)."""
 
 
 def _whose(made: int) -> str:
@@ -202,9 +222,15 @@ def _not_judged(
     whose = f"; the last run's {shown}" if many else f"; {shown}"
     whose = whose if seen is not None else ""
     every = "every run" if many else "its one run"
+    how = f"{every} failed ({endings(runs)}{whose})"
+    if all(map(stopped, runs)):  # a service's: a whole-run figure of where it was cut
+        how = (
+            f"--timeout stopped {every} ({endings(runs)}{whose}): a whole-run figure of a cut "
+            "run is of where it was cut"
+        )
     return BudgetCheck(
         label, setting, metric, budget, None, 0, Status.NOT_JUDGED,
-        reason=f"{every} failed ({endings(runs)}{whose})",
+        reason=how,
         failed_value=seen, failed=len(runs), made=len(runs), phase=gated,
     )  # fmt: skip
 

@@ -193,6 +193,44 @@ def successful(runs: Sequence[RunResult]) -> list[RunResult]:
     return [r for r in runs if r.succeeded]
 
 
+def stopped(r: RunResult) -> bool:
+    """``--timeout`` stopped the run (a service, which has no end of its own): no failure,
+    and its iterations' figures are as whole as a finished run's (:func:`measured`)."""
+    return r.termination is Termination.TIMEOUT
+
+
+def measured(runs: Sequence[RunResult], per_iteration: bool) -> list[RunResult]:
+    """The runs whose figures a cell's statistics, rankings, ``compare`` and budgets count:
+    the successful ones, and, for a figure of the workload's iterations (``per_iteration``:
+    :attr:`~edgeprof.analysis.metrics.Metric.of_iterations`, a latency percentile or the
+    iterations' throughput), those ``--timeout`` stopped (:func:`stopped`).  A percentile
+    over the iterations a run completed, or their items per second, is one of each
+    iteration, not of the run, so where the run was cut moves it no more than a finished
+    run's count of iterations does; a whole-run figure (wall time, CPU time, average memory)
+    is of where it was cut, and stays of the successful runs alone.  Peak memory too: a cut
+    run's is a lower bound of what a longer run needs (budgets say so of it:
+    :mod:`~edgeprof.analysis.budget_checks`).  Before this, a service's sweep
+    (``run --timeout 30``) ranked nothing, compared nothing and budgeted nothing, though its
+    latency p50/p95/p99 were per-iteration.  Failed runs (exit ≠ 0, OOM, a signal not from
+    ``--timeout``) stay out of every figure."""
+    return [r for r in runs if r.succeeded or (per_iteration and stopped(r))]
+
+
+def stopped_words(runs: Sequence[RunResult]) -> str:
+    """Where a cell's per-iteration figures include runs ``--timeout`` stopped, said so:
+    ``3 runs, --timeout stopped each: per-iteration figures``, ``2 of 3 runs --timeout
+    stopped: per-iteration figures``; ``""`` where none was stopped.  One wording for the
+    rankings, ``compare`` and budgets."""
+    n = sum(map(stopped, runs))
+    if not n:
+        return ""
+    if n == len(runs):
+        each = "its run, --timeout stopped it" if n == 1 else f"{n} runs, --timeout stopped each"
+    else:
+        each = f"{n} of {len(runs)} runs --timeout stopped"
+    return f"{each}: per-iteration figures"
+
+
 def ending(r: RunResult) -> str:
     """How a run ended, in a word or two: ``exit 1``, ``oom``, ``timeout``, ``SIGSEGV``."""
     if r.termination is Termination.EXITED:

@@ -19,7 +19,7 @@ from ..measure.throttling import stalled_words
 from ..model import RunResult, Termination
 from ..units import format_seconds
 from . import rules
-from .cells import cells_by_setting, ending, group_by, successful
+from .cells import cells_by_setting, ending, group_by, measured, successful
 from .difference import Difference, difference
 from .first_reads import CACHE_COUNTED, cached_outlier
 from .granularity import charge_granularity
@@ -121,7 +121,7 @@ class ModelSummary:
     def warnings(self) -> list[str]:
         """Failed runs, then :meth:`statistics_warnings`."""
         failed = [
-            f"run {self.runs.index(r) + 1} {_not_counted(r)}: left out of the statistics"
+            f"run {self.runs.index(r) + 1} {_not_counted(r)}"
             for r in self.failures
         ]
         return [*failed, *self.statistics_warnings()]
@@ -249,18 +249,25 @@ def _not_counted(r: RunResult) -> str:
     """Why a run is not in its cell's statistics: ``--timeout`` stopped it (no failure of
     the command: a service's clean shutdown exits 0), or it failed (``exit 1``, ``oom``)."""
     if r.termination is Termination.TIMEOUT:
-        return f"was stopped by --timeout ({r.end})"
-    return f"failed ({ending(r)})"
+        # Its iterations' figures are in the statistics (cells.measured); its totals are not.
+        return (
+            f"was stopped by --timeout ({r.end}): left out of the whole-run statistics; its "
+            "per-iteration ones count"
+        )
+    return f"failed ({ending(r)}): left out of the statistics"
 
 
 def stat_runs(key: str, runs: Sequence[RunResult]) -> list[RunResult]:
     """The runs whose figures make a cell's statistic of ``key`` (of :data:`STAT_METRICS`,
     whose metric names the rule), in the order of its
     ``values``: the successful ones, of the newest rule (:func:`~edgeprof.analysis.rules.
-    newest`), that have the figure.  One list for the statistic and its outliers' runs: the
-    page-cache advice had counted its outlier's index among the successful runs alone."""
+    newest`), that have the figure, and for a per-iteration one those ``--timeout`` stopped
+    (:func:`~edgeprof.analysis.cells.measured`).  One list for the statistic and its
+    outliers' runs: the page-cache advice had counted its outlier's index among the
+    successful runs alone."""
     metric = STAT_METRICS[key]
-    return [r for r in rules.newest(metric.key, successful(runs)) if metric.get(r) is not None]
+    kept = measured(runs, metric.of_iterations)  # a stopped run's iterations count
+    return [r for r in rules.newest(metric.key, kept) if metric.get(r) is not None]
 
 
 def _what_discounts(key: str) -> str:

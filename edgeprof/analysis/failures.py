@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..model import RunResult
-from .cells import endings
+from .cells import endings, stopped
 
 
 @dataclass(frozen=True)
@@ -26,8 +26,10 @@ class Failed:
 
 
 def failed_of(runs: Sequence[RunResult]) -> Failed | None:
-    """``runs``' failures; ``None``: every run succeeded."""
-    bad = [r for r in runs if not r.succeeded]
+    """``runs``' failures; ``None``: every run succeeded, or ``--timeout`` stopped it (a
+    service's: no failure, :func:`~edgeprof.analysis.cells.measured`; its current runs had
+    failed a ``compare`` gate)."""
+    bad = [r for r in runs if not r.succeeded and not stopped(r)]
     return Failed(len(bad), len(runs), endings(bad)) if bad else None
 
 

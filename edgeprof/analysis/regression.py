@@ -53,7 +53,7 @@ from ..model import RunResult
 from . import rules
 from .apart import apart_sides, between_sides
 from .budgets import METRICS
-from .cells import cell_name, cells, ending, endings, setting, successful
+from .cells import cell_name, cells, ending, endings, measured, setting, stopped_words, successful
 from .change import Change as Change  # re-exported: compare's API
 from .change import Verdict as Verdict
 from .failures import Failed, failed_notes, failed_of
@@ -189,26 +189,33 @@ def compare_results(
                     "the CPU quota's stalls, not the workload: their change compares stall "
                     "patterns"
                 )
+        # Each side's runs of a whole-run figure, and of a per-iteration one, which counts the
+        # runs --timeout stopped too (cells.measured: a service's sweep had compared nothing).
         b_ok, c_ok = successful(b_runs), successful(c_runs)
+        b_it, c_it = measured(b_runs, True), measured(c_runs, True)
         first = len(changes)
-        if not b_ok:
+        if not b_it:
             failed.append(f"{cell_name(key)}: {ending(b_runs[-1])}")
             notes.append(
                 f"{cell_name(key)}: no successful run in the baseline ({endings(b_runs)}): "
                 "nothing to hold the current runs to"
             )
-        elif not c_ok:
+        elif not c_it:
             # Every row reads "not measured"; this says why (an OOM under a smaller limit is
             # the usual cause), as a budget's "not judged (no successful run: oom)" does.
             notes.append(
                 f"{cell_name(key)}: no successful run in the current results ({endings(c_runs)}): "
                 "its metrics are not measured"
             )
+        for side, runs in (("baseline", b_runs), ("current", c_runs)):
+            if cut := stopped_words(runs):
+                whole = "" if successful(runs) else "; its whole-run figures are not compared"
+                notes.append(f"{cell_name(key)}: {side}: {cut}{whole}")
         unpaired: list[str] = []  # what only the current runs have
         whole_b, whole_c = b_ok, c_ok
-        apart = phases_apart([*b_ok, *c_ok])
+        apart = phases_apart([*b_it, *c_it])
         for metric in COMPARED:
-            b_ok, c_ok = whole_b, whole_c
+            b_ok, c_ok = (b_it, c_it) if metric.of_iterations else (whole_b, whole_c)
             rows = None
             if metric.of_iterations and phase:
                 b_ok, c_ok = [in_phase(r, phase) for r in b_ok], [in_phase(r, phase) for r in c_ok]
@@ -259,7 +266,7 @@ def compare_results(
         # A side none of whose runs succeeded has its note above; a baseline so compares
         # nothing, and no row of it carries the current runs' failures to the gate.
         notes += failed_notes(
-            cell_name(key), b_bad if b_ok else None, c_bad if b_ok and c_ok else None
+            cell_name(key), b_bad if b_it else None, c_bad if b_it and c_it else None
         )
         for i in range(first, len(changes)):
             ch = changes[i] = replace(changes[i], base_failed=b_bad, current_failed=c_bad)
@@ -276,9 +283,9 @@ def compare_results(
     if any(c.few for c in changes):
         notes.append(FEW_NOTE)  # once, for the marks in the table above
     for key in [] if allow_missing else missing:
-        b_ok = successful(base_cells[key])
         where = setting(base_cells[key][0])  # the key's is "" under --ignore-limits
         for metric in COMPARED:
+            b_ok = measured(base_cells[key], metric.of_iterations)
             if b := tuple(v for r in b_ok if (v := metric.get(r)) is not None):
                 changes.append(Change(key[0], where, metric, b, (), Verdict.NOT_MEASURED))
     if not changes:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 
-from ..analysis.cells import ending, endings
+from ..analysis.cells import ending, endings, measured, stopped, stopped_words
 from ..analysis.compare import RANKED_METRICS, ModelSummary, Rank, format_stat, rank
 from ..analysis.difference import DEFAULT_TARGET, runs_to_resolve
 from ..analysis.first_reads import FirstReads
@@ -23,7 +23,9 @@ from .table import TextTable
 
 
 def _all_failed(m: ModelSummary) -> bool:
-    return bool(m.runs) and len(m.failures) == len(m.runs)
+    """Every run of ``m`` failed: none succeeded, none ``--timeout`` stopped (whose
+    per-iteration figures are ranked: :func:`~edgeprof.analysis.cells.measured`)."""
+    return bool(m.runs) and not measured(m.runs, per_iteration=True)
 
 
 def _close(r: Rank) -> list[str]:
@@ -327,7 +329,7 @@ def ranking_tables(
                 notes.append(mixed)
             if unranked:  # a run too short for an average memory (see the warnings)
                 notes.append(_unranked_note(title, unranked, key))
-            notes += _failed_notes(summaries)
+            notes += _failed_notes(summaries, metric.of_iterations)
             if (untested := _untested_note(ranks, summaries, title, shard)) is not None:
                 notes.append(untested)
             out.append(TextTable(ranking_title(key, setting), rows, notes))
@@ -361,21 +363,33 @@ def _sole_survivor(setting: str, summaries: Sequence[ModelSummary]) -> TextTable
 
 
 STOPPED_NOTE = (
-    "not ranked, --timeout stopped every run: {} (its figures are of the time it ran, not "
-    "of a run that ended by itself)"
+    "not ranked, --timeout stopped every run: {} (its whole-run figures are of the time it "
+    "ran, not of a run that ended by itself; its per-iteration figures are ranked)"
 )
-"""A cell whose runs ``--timeout`` stopped: no failure of the command (``run`` exits with
-the workload's own code, 0 for a service's clean shutdown), so not said to have failed, as
-a soak tester's service had been ("every run failed: … (timeout)")."""
+"""A cell whose runs ``--timeout`` stopped, under a whole-run figure's ranking: no failure
+of the command (``run`` exits with the workload's own code, 0 for a service's clean
+shutdown), so not said to have failed, as a soak tester's service had been ("every run
+failed: … (timeout)")."""
+
+STOPPED_RANKED = "ranked with runs --timeout stopped: {}"
+"""Under a per-iteration figure's ranking, the cells whose figures include runs
+``--timeout`` stopped (:func:`~edgeprof.analysis.cells.stopped_words`), so that nobody
+takes them for finished runs."""
 
 
-def _failed_notes(summaries: Sequence[ModelSummary]) -> list[str]:
-    """The models none of whose runs is ranked: those ``--timeout`` stopped
-    (:data:`STOPPED_NOTE`), and those whose every run failed."""
-    out = [m for m in summaries if _all_failed(m)]
-    stopped = [m.name for m in out if all(r.termination is Termination.TIMEOUT for r in m.runs)]
-    failed = [f"{m.name} ({ending(m.runs[0])})" for m in out if m.name not in stopped]
-    notes = [STOPPED_NOTE.format(", ".join(stopped))] if stopped else []
+def _failed_notes(summaries: Sequence[ModelSummary], per_iteration: bool) -> list[str]:
+    """The models none of whose runs is ranked by the figure: under a whole-run one those
+    ``--timeout`` stopped (:data:`STOPPED_NOTE`); those whose every run failed.  Under a
+    per-iteration one, the models it ranks with stopped runs (:data:`STOPPED_RANKED`)."""
+    out = [m for m in summaries if not any(r.succeeded for r in m.runs)]
+    cut = [m for m in out if all(map(stopped, m.runs))]
+    failed = [f"{m.name} ({ending(m.runs[0])})" for m in out if m not in cut]
+    if per_iteration:
+        failed = [f"{m.name} ({ending(m.runs[0])})" for m in summaries if _all_failed(m)]
+        said = [f"{m.name} ({w})" for m in summaries if (w := stopped_words(m.runs))]
+        notes = [STOPPED_RANKED.format("; ".join(said))] if said else []
+    else:
+        notes = [STOPPED_NOTE.format(", ".join(m.name for m in cut))] if cut else []
     if failed:  # said nowhere but in each run's warning before
         notes.append(f"not ranked, every run failed: {', '.join(failed)}")
     return notes

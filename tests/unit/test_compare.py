@@ -146,13 +146,14 @@ def test_a_model_the_timeout_stopped_is_not_said_to_have_failed() -> None:
     tables = ranking_tables(summarize_cells(runs))
     notes = [n for n in tables[0].notes if n.startswith("not ranked")]
     assert notes == [
-        "not ranked, --timeout stopped every run: svc (its figures are of the time it ran, "
-        "not of a run that ended by itself)",
+        "not ranked, --timeout stopped every run: svc (its whole-run figures are of the time "
+        "it ran, not of a run that ended by itself; its per-iteration figures are ranked)",
         "not ranked, every run failed: bad (exit 3)",
     ]
     cell = next(m for ms in summarize_cells(runs).values() for m in ms if m.name == "svc")
     assert cell.warnings()[0] == (
-        "run 1 was stopped by --timeout (timeout): left out of the statistics"
+        "run 1 was stopped by --timeout (timeout): left out of the whole-run statistics; its "
+        "per-iteration ones count"
     )
 
 
