@@ -179,12 +179,13 @@ class EventResults:
         its = zip(self._it0, self._it1, self._items, strict=True)
         return list(self._occurrences), [(t0, t1, 1 if n < 0 else n) for t0, t1, n in its]
 
-    def iteration_ends(self) -> list[float] | None:
-        """When each iteration the workload reported ended, for the memory's growth per
-        iteration; ``None`` where none was, or some were past the cap (not stored)."""
+    def iteration_spans(self) -> list[tuple[float, float]] | None:
+        """When each iteration the workload reported started and ended, for the memory's
+        growth per iteration; ``None`` where none was, or some were past the cap (not
+        stored)."""
         if not self._it1 or self._tail.count:
             return None
-        return list(self._it1)
+        return list(zip(self._it0, self._it1, strict=True))
 
     def counts(self) -> EventCounts:
         """What the workload sent against what was kept (``events`` in ``result.json``)."""

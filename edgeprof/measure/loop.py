@@ -210,7 +210,11 @@ def run_loop(
         totals_lost=run.totals_lost,
     )
     result = with_growth(
-        result, stats.trace.points(), wall, None if channel is None else channel.iteration_ends()
+        result,
+        stats.trace.points(),
+        wall,
+        None if channel is None else channel.iteration_spans(),
+        stats.trace.page_cache,
     )
     if squeezer is not None:
         if squeezer.error is not None:

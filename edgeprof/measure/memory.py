@@ -130,10 +130,11 @@ class PartPeaks:
         self.records = Records()
         """The samples whose parts add up highest."""
 
-    def add(self, t: float, c: Counters, ws: int | None) -> None:
+    def add(self, t: float, c: Counters, ws: int | None) -> int | None:
+        """Adds a reading; its anon + shmem + kernel, ``None`` where it has no split."""
         s = split(c)
         if s is None:
-            return
+            return None
         anon, file, shmem, kernel = s
         row = (c.memory_current, anon, file, shmem, kernel, c.memory_active_file,
                c.memory_inactive_file, ws)  # fmt: skip
@@ -143,6 +144,7 @@ class PartPeaks:
         floor = anon + (shmem or 0) + (kernel or 0)
         self._floor.add(floor, t, c)
         self.records.add(floor + (file or 0), t, c)
+        return floor
 
     def best(self, end: float = math.inf) -> tuple[float, Counters] | None:
         """The sample whose parts add up highest, of those taken at or before ``end``."""

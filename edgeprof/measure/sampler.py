@@ -86,7 +86,7 @@ class SeriesStats:
         self._mem = Integral()
         self._ws = Integral()
         self.trace = MemoryTrace()
-        """The usage readings after the start's, thinned, for the growth at the end
+        """The readings after the start's, thinned, for the growth at the end
         (:func:`edgeprof.measure.growth.memory_growth`)."""
         self.dirtied = Dirtied()
         """The page cache the run dirtied (cgroup v1), over every sample, the start's too."""
@@ -110,8 +110,8 @@ class SeriesStats:
         if c.memory_current is not None:
             ws = max(0, c.memory_current - (c.memory_inactive_file or 0))
             if self.count > 1 or final:  # the start reading is no peak (see maxima)
-                self._add_peak(t, c, ws)
-                self.trace.add(t, c.memory_current)
+                # The growth is fitted to what a limit cannot drop (measure/growth.py).
+                self.trace.add(t, c.memory_current, self._add_peak(t, c, ws))
             self._mem.add(t, c.memory_current, held=final)
             self._ws.add(t, ws, held=final)
         if c.pids_current is not None:
@@ -144,13 +144,14 @@ class SeriesStats:
         self._mem.add(t, c.memory_current, event=True)
         self._ws.add(t, ws, event=True)
 
-    def _add_peak(self, t: float, c: Counters, ws: int) -> None:
+    def _add_peak(self, t: float, c: Counters, ws: int) -> int | None:
+        """Adds the reading to the maxima; its anon + shmem + kernel (``None``: no split)."""
         assert c.memory_current is not None  # for mypy: add() reads it first
         if self._first_covered is None:
             self._first_covered = t
         self._usage_records.add(c.memory_current, t, c)
         self._ws_records.add(ws, t, c)
-        self.part_peaks.add(t, c, ws)
+        return self.part_peaks.add(t, c, ws)
 
     def add_scan(self, t: float, scan: TaskScan) -> None:
         """A scan of the run's tasks at ``t``: its counts (:attr:`processes_at_peak`), and

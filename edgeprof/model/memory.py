@@ -132,9 +132,11 @@ class MemoryGrowth:
     """Memory still rising at the run's end (:mod:`edgeprof.measure.growth`): a leak, or a
     cache that never levels off, whose need grows with how long the run lasts.
 
-    ``per_s``: the slope of the sampled usage over the window (Theil–Sen: the median of the
-    pairwise slopes), bytes a second; ``per_iteration``: the same per iteration the workload
-    reported ending in the window (``None``: none reported, or more than were stored);
+    ``per_s``: the slope of the sampled anon + shmem + kernel (the usage where
+    :attr:`page_cache`) over the window (Theil–Sen: the median of the pairwise slopes),
+    bytes a second; ``per_iteration``: the slope over the iterations' own span, per
+    iteration the workload reported ending in it (``None``: none reported, more than were
+    stored, or their span covered under 3/4 of the window or did not rise);
     ``from_s`` / ``to_s``: the window, the second half of the run (seconds since the spawn);
     ``rise_bytes``: the slope times the window; ``noise_bytes``: the readings' scatter about
     the line (1.4826 × their median absolute deviation), which the rise must clear."""
@@ -145,12 +147,16 @@ class MemoryGrowth:
     to_s: float
     rise_bytes: int
     noise_bytes: int
+    page_cache: bool = False
+    """Whether the readings were the usage, page cache included (the backend gave no split
+    of it: Docker's stats API); a file written before edgeprof recorded it reads ``True``:
+    the usage was all it fitted then."""
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None) -> MemoryGrowth | None:
         if d is None:
             return None
-        return cls(**known_fields(cls, d))
+        return cls(**{"page_cache": True, **known_fields(cls, d)})
 
 
 @dataclass(frozen=True)

@@ -80,12 +80,14 @@ def fit_note(path: Path, doc: dict[str, object]) -> str:
 def fit_growth(doc: Mapping[str, Any]) -> MemoryGrowth | None:
     """fit.json's ``memory_growth``, ``None`` where it is null, absent (a file written
     before it) or not the shape edgeprof writes (a hand-edited file is no reason to fail
-    a report)."""
+    a report).  ``page_cache`` is a boolean where present."""
     g = doc.get("memory_growth")
     if not isinstance(g, dict):
         return None
-    names = [f.name for f in dataclasses.fields(MemoryGrowth)]
+    names = [f.name for f in dataclasses.fields(MemoryGrowth) if f.name != "page_cache"]
     if not all(_number(g.get(k)) or (k == "per_iteration" and g.get(k) is None) for k in names):
+        return None
+    if not isinstance(g.get("page_cache", True), bool):  # absent: a file written before it
         return None
     return MemoryGrowth.from_dict(g)
 

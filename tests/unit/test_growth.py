@@ -47,8 +47,8 @@ def series(f: object, n: int = 60) -> list[tuple[float, float]]:
 def test_linear_leak_is_growth_per_second_and_per_iteration() -> None:
     # 32 iterations a second, one ending every 1/32 s: the window is 3.1 to 6.0 s (the
     # second half), 93 of them end in it (k/32 for k = 100 … 192).
-    ends = [k / 32 for k in range(1, 193)]
-    g = memory_growth(series(leak), 6.0, ends)
+    spans = [((k - 1) / 32, k / 32) for k in range(1, 193)]
+    g = memory_growth(series(leak), 6.0, spans)
     assert g is not None
     assert g.per_s == pytest.approx(16 * MiB)
     assert (g.from_s, g.to_s) == (3.1, 6.0)
@@ -257,6 +257,7 @@ def test_fit_json_carries_the_fastest_growth_of_the_unlimited_runs() -> None:
         "to_s": 6.0,
         "rise_bytes": 52 * MiB,
         "noise_bytes": 400_000,
+        "page_cache": False,
     }
     assert fit_schema_errors(d) == []
     assert (
