@@ -1,7 +1,7 @@
 """Whether a run fits the memory it was given (a ``--device``'s, or ``--memory``), and with
 what margin: the device-language verdict of ``edgeprof run``.
 
-A limited run is itself the evidence; this reads it, it does not predict.  Four outcomes:
+A limited run is itself the evidence; this reads it, it does not predict.  Five outcomes:
 
 * **fits**: the peak stayed below the limit, so nothing was reclaimed to make room; the
   margin is the limit less the peak;
@@ -9,6 +9,11 @@ A limited run is itself the evidence; this reads it, it does not predict.  Four 
   stalling on memory: the kernel dropped page cache the run could spare.  The peak says
   nothing then (it is the limit); the margin is the limit less what no limit can take back,
   the anon + shmem + kernel floor;
+* **fits at the limit only by re-reading**: it reached the limit without stalling on
+  memory, but read back from storage what the kernel had dropped, at least
+  :data:`~edgeprof.analysis.rereads.REREAD_SHARE` of the limit (refaults): PSI counts that
+  I/O wait as no memory stall, and its cost is the device's storage's, which this host's
+  disk may hide (:mod:`edgeprof.analysis.rereads`);
 * **slowed**: it completed, but stalled on memory (PSI) for more than
   :data:`~edgeprof.measure.memory.STALL_WARN_FRACTION` of its wall time: it runs in the
   limit, not comfortably;
@@ -35,6 +40,7 @@ from dataclasses import dataclass
 from ..measure.limit_changes import memory_change
 from ..measure.memory import STALL_WARN_FRACTION
 from ..model import LimitChange, MemoryGrowth, MemoryParts, RunResult, Termination
+from .rereads import Reread, reread
 
 MIB = 1 << 20
 PAGE = 4096
@@ -170,15 +176,18 @@ def unattributed(parts: MemoryParts | None, cpus: int) -> int | None:
 class Headroom(str, enum.Enum):
     FITS = "fits"
     AT_LIMIT = "fits at the limit"
+    REREAD = "fits at the limit only by re-reading"
     SLOWED = "slowed"
     DOES_NOT_FIT = "does not fit"
 
     @property
     def ok(self) -> bool:
+        # Not REREAD: what its re-reads cost on the device's storage is untimed here.
         return self in (Headroom.FITS, Headroom.AT_LIMIT)
 
 
-_WORST_FIRST = (Headroom.DOES_NOT_FIT, Headroom.SLOWED, Headroom.AT_LIMIT, Headroom.FITS)
+_WORST_FIRST = (Headroom.DOES_NOT_FIT, Headroom.SLOWED, Headroom.REREAD, Headroom.AT_LIMIT,
+                Headroom.FITS)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -189,14 +198,15 @@ class LimitFit:
     limit: int
     used: int | None
     """What the margin is taken from: the peak (``FITS``), the anon + shmem + kernel floor
-    (``AT_LIMIT``/``SLOWED``; ``None`` without a composition), or the peak at the OOM."""
+    (``AT_LIMIT``/``REREAD``/``SLOWED``; ``None`` without a composition), or the peak at the
+    OOM."""
     stall_share: float | None
     """Memory stall (PSI ``some``) as a share of the wall time; ``None``: not measured."""
     device: str | None = None
     floor_between: bool = False
-    """The floor (``AT_LIMIT``/``SLOWED``) was read at samples that all missed the peak: the
-    run may have held more than it (a 64 MiB read then 24 MiB held, under 50 MiB: floors of
-    5.9, 8.0 and 18.0 MiB in a tester's three runs at 0.1 s)."""
+    """The floor (``AT_LIMIT``/``REREAD``/``SLOWED``) was read at samples that all missed the
+    peak: the run may have held more than it (a 64 MiB read then 24 MiB held, under 50 MiB:
+    floors of 5.9, 8.0 and 18.0 MiB in a tester's three runs at 0.1 s)."""
     cache: bool | None = None
     """At the limit: whether a sample held page cache to drop (at least the slack of
     :data:`AT_LIMIT_SLACK`); ``False``: none at any sample, so the peak met the limit with
@@ -214,6 +224,8 @@ class LimitFit:
     the parent exited 0); ``None``: the main process was killed, or it is not known."""
     oom_kills: int | None = None
     """``DOES_NOT_FIT``: the kernel's count of the group's OOM kills, where it gives one."""
+    reread: Reread | None = None
+    """``REREAD`` (or ``SLOWED``): what it read back of the cache the limit made it drop."""
     growth: MemoryGrowth | None = None
     """It fits (or fits at the limit) with its memory still growing at the end
     (``memory.growth``): the verdict holds for this run's length only.  A tester's
@@ -357,13 +369,15 @@ def _limit_fit(r: RunResult) -> LimitFit | None:
 
 
 def _held(r: RunResult, limit: int, stall: float | None) -> LimitFit | None:
-    """The verdict of a run that the limit did not kill, from its peak, its floor and its
-    memory stalls."""
+    """The verdict of a run that the limit did not kill, from its peak, its floor, its
+    memory stalls and what it re-read (:func:`~edgeprof.analysis.rereads.reread`)."""
     p = r.memory.pressure
     between = between_samples(r.memory.at_peak, r.memory.peak_bytes, r.host.cpus)
     between = between or split_unknown(r.memory.at_peak, r.memory.peak_bytes)
+    back = reread(r)
     if stall is not None and stall > STALL_WARN_FRACTION:
-        return LimitFit(Headroom.SLOWED, limit, r.memory.floor_bytes, stall, r.device, between)
+        return LimitFit(Headroom.SLOWED, limit, r.memory.floor_bytes, stall, r.device, between,
+                        reread=back)  # fmt: skip
     peak = r.memory.peak_bytes
     if peak is None:  # nothing to tell the margin by
         return None
@@ -379,6 +393,11 @@ def _held(r: RunResult, limit: int, stall: float | None) -> LimitFit | None:
     )
     if reached:
         had = None if cache is None else cache >= slack
+        # Re-reads are I/O wait, which no memory stall counts (analysis/rereads.py); with no
+        # page cache at any sample, "fits at the edge" (cache False) is the stricter verdict.
+        if back is not None and had is not False:
+            return LimitFit(Headroom.REREAD, limit, r.memory.floor_bytes, stall, r.device,
+                            between, had, reread=back)  # fmt: skip
         return LimitFit(Headroom.AT_LIMIT, limit, r.memory.floor_bytes, stall, r.device,
                         between, had)
     return LimitFit(Headroom.FITS, limit, peak, stall, r.device, own=own_at_peak(r))
