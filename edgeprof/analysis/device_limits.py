@@ -129,9 +129,11 @@ def device_limits(
         memory=memory if memory is not None else setting.memory,
         cpu_period_us=cpu_period if cpu_period is not None else setting.cpu_period_us,
     )
-    taken = set(user_env) | (set(os.environ) if on_host else set())
     if cpus is None:
-        user_env.update({k: v for k, v in setting.thread_env.items() if k not in taken})
+        from ..measure.limits import matched_threads
+
+        inherited = os.environ if on_host else {}
+        user_env.update(matched_threads(setting.thread_env, inherited, user_env))
     said = setting.said_with(cpus is not None)
     calibration, why = device_calibration(dev, cpus is not None, calibration, setting.cpus)
     return DeviceLimits(
@@ -189,10 +191,13 @@ def run_device(
     warnings += overridden(setting, cpus=cpus, memory=memory, cpu_period=cpu_period)
     calibration, why = device_calibration(dev, bool(cpus), calibration, setting.cpus)
     warnings += why
-    given = {item.partition("=")[0] for item in env}
-    if on_host:
-        given |= set(os.environ)  # an exported pool size is the user's choice, as in a run
-    threads = tuple(f"{k}={v}" for k, v in setting.thread_env.items() if k not in given)
+    from ..measure.limits import matched_threads
+
+    given = {k: v for k, _, v in (item.partition("=") for item in env)}
+    # An exported pool size is the user's choice, as in a run, and so is its count.
+    inherited = os.environ if on_host else {}
+    sized = matched_threads(setting.thread_env, inherited, given)
+    threads = tuple(f"{k}={v}" for k, v in sized.items())
     if cpus:
         threads = ()  # the user's share, not the device's: the runner sizes the pools
     period = setting.cpu_period_us

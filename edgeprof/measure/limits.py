@@ -295,7 +295,9 @@ def quota_can_stall(limits: Limits, allowed: int | None) -> bool:
 def thread_env(
     limits: Limits, inherited: Mapping[str, str], user: Mapping[str, str]
 ) -> dict[str, str]:
-    """Thread-count variables for a limited run, unless the user set them.
+    """Thread-count variables for a limited run, unless the user set them; those not set are
+    sized to the count the user gave for another of them (:func:`matched_threads`), else to
+    the CPUs (:func:`thread_count`).
 
     Thread pools size themselves from the visible cores, not from the CPU quota; an 8-thread
     pool throttled to one CPU is not how a one-core device behaves.
@@ -303,7 +305,39 @@ def thread_env(
     n = thread_count(limits)
     if n is None:
         return {}
-    return {v: str(n) for v in THREAD_VARS if v not in inherited and v not in user}
+    return matched_threads(dict.fromkeys(THREAD_VARS, str(n)), inherited, user)
+
+
+def given_count(inherited: Mapping[str, str], user: Mapping[str, str]) -> str | None:
+    """The thread count the user gave in one of :data:`THREAD_VARS`: ``user``'s (``-E``)
+    first, else the ``inherited`` environment's, each in :data:`THREAD_VARS`' order, as a
+    whole number above 0; ``None`` where none is (an empty value, or OpenMP's per-level list
+    ``4,2``, which MKL and OpenBLAS would not read)."""
+    for source in (user, inherited):
+        for v in THREAD_VARS:
+            value = source.get(v, "").strip()
+            if value.isascii() and value.isdigit() and int(value) > 0:
+                return str(int(value))
+    return None
+
+
+def matched_threads(
+    sized: Mapping[str, str], inherited: Mapping[str, str], user: Mapping[str, str]
+) -> dict[str, str]:
+    """``sized`` (edgeprof's variables and values), less those the user set (``user``:
+    ``-E``; ``inherited``: the environment, kept), with each of :data:`THREAD_VARS` set to
+    the count the user gave for another of them (:func:`given_count`) where there is one.
+
+    Each had been sized on its own: ``-E OMP_NUM_THREADS=4 --cpus 1`` gave the workload
+    ``MKL_NUM_THREADS=1`` beside it, and PyTorch's MKL build took MKL's count: a tester's
+    ``torch.get_num_threads()`` was 1 in a run labelled ``OMP_NUM_THREADS=4``
+    (``OMP_NUM_THREADS=2`` alone: 2; with ``MKL_NUM_THREADS=1`` added: 1)."""
+    count = given_count(inherited, user)
+    return {
+        v: count if count is not None and v in THREAD_VARS else value
+        for v, value in sized.items()
+        if v not in inherited and v not in user
+    }
 
 
 def thread_count(limits: Limits) -> int | None:

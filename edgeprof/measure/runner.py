@@ -358,7 +358,9 @@ def profile(
             odd = (
                 []
                 if inherited is None
-                else inherited_threads(applied, inherited, user_env, device, device_replaced)
+                else inherited_threads(
+                    applied, inherited, user_env, threads, device, device_replaced
+                )
             )
             if odd:
                 result = dataclasses.replace(result, warnings=(*result.warnings, *odd))

@@ -6,7 +6,8 @@ environment or ``-E`` already holds (:func:`~.limits.thread_env`).  A tester's
 ``OMP_NUM_THREADS=8 edgeprof run --cpus 1.5`` gave its workload ``OMP_NUM_THREADS=8``
 beside ``OPENBLAS_NUM_THREADS=2`` and ``MKL_NUM_THREADS=2``, and the result said
 ``"env": []``: the pools were silently mixed, and for a multi-threaded model these three
-decide the figure.
+decide the figure.  A count given for one of them (inherited or ``-E``) now sizes those
+edgeprof sets (:func:`~.limits.matched_threads`).
 """
 
 from __future__ import annotations
@@ -30,24 +31,40 @@ def inherited_threads(
     limits: Limits,
     inherited: Mapping[str, str],
     user: Mapping[str, str],
+    given: Mapping[str, str | None],
     device: str | None = None,
     replaced: tuple[str, ...] = (),
 ) -> list[str]:
-    """One warning per thread-count variable the workload inherited with another value than
-    edgeprof sizes to ``limits`` (and so kept, while the variables not inherited were
-    sized); none where ``-E`` gave it (``user``: asked for) or there is no CPU limit.
+    """The warning (one, or none) for the thread-count variables the workload inherited with
+    another value than edgeprof sizes to ``limits``, and so kept; none where ``-E`` gave
+    them (``user``: asked for) or there is no CPU limit.  ``given``: the three as the
+    workload was given them (:func:`threads_given`), which the line lists: edgeprof sets the
+    others to the inherited count (:func:`~.limits.matched_threads`).  It had said "the
+    workload got 2" of an inherited ``OMP_NUM_THREADS=2`` beside edgeprof's own
+    ``MKL_NUM_THREADS=1``, and torch ran 1 thread (a tester's): what a framework makes of
+    the variables is its own, so the line says what was given, not what a framework got.
     ``device`` and ``replaced``: the catalog device the limits came from and the options
     that replaced its values, so the share is named as the user gave it."""
     n = thread_count(limits)
     if n is None:
         return []
-    limit = _limit(limits, None if "--cpus" in replaced else device)
-    return [
-        f"{v}={inherited[v]} was inherited from edgeprof's environment and kept: the "
-        f"workload got {inherited[v]}, not the {n} edgeprof sizes to {limit} (and "
-        f"set where nothing was inherited); unset it, or pass -E {v}=N for the count meant"
+    odd = [
+        f"{v}={inherited[v]}"
         for v in THREAD_VARS
         if v in inherited and v not in user and inherited[v].strip() != str(n)
+    ]
+    if not odd:
+        return []
+    limit = _limit(limits, None if "--cpus" in replaced else device)
+    kept = f"{odd[0]} was" if len(odd) == 1 else f"{', '.join(odd)} were"
+    shown = {v: given.get(v) for v in THREAD_VARS}
+    values = ", ".join(f"{v} unset" if x is None else f"{v}={x}" for v, x in shown.items())
+    them = "it" if len(odd) == 1 else "them"
+    return [
+        f"{kept} inherited from edgeprof's environment and kept, not the {n} edgeprof sizes "
+        f"to {limit}: the workload was given {values} (edgeprof sets the ones not given to "
+        f"the count given, so that the pools agree); unset {them}, or pass -E with the count "
+        "meant"
     ]
 
 

@@ -13,6 +13,7 @@ from edgeprof.measure.limits import (
     THREAD_VARS,
     cpu_period_us,
     faster_than_device,
+    given_count,
     quota_can_stall,
     resolve,
     thread_env,
@@ -124,9 +125,25 @@ def test_thread_env_none_without_cpu_limits() -> None:
 
 def test_thread_env_does_not_override_user_or_inherited() -> None:
     got = thread_env(Limits(cpus=2), {"OMP_NUM_THREADS": "8"}, {"MKL_NUM_THREADS": "4"})
-    assert got == {"OPENBLAS_NUM_THREADS": "2"}
-    # an inherited empty value is still the user's choice
-    assert "OMP_NUM_THREADS" not in thread_env(Limits(cpus=2), {"OMP_NUM_THREADS": ""}, {})
+    assert got == {"OPENBLAS_NUM_THREADS": "4"}  # -E's count before the inherited one
+    # an inherited empty value is still the user's choice, and gives no count
+    empty = thread_env(Limits(cpus=2), {"OMP_NUM_THREADS": ""}, {})
+    assert empty == {"OPENBLAS_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+
+
+def test_a_count_given_for_one_thread_variable_sizes_the_others() -> None:
+    """A tester's ``-E OMP_NUM_THREADS=4 --cpus 1`` had been given ``MKL_NUM_THREADS=1``
+    beside it, and torch (MKL's count) ran 1 thread in a run labelled 4."""
+    got = thread_env(Limits(cpus=1), {}, {"OMP_NUM_THREADS": "4"})
+    assert got == {"OPENBLAS_NUM_THREADS": "4", "MKL_NUM_THREADS": "4"}
+    inherited = thread_env(Limits(cpus=1), {"OMP_NUM_THREADS": " 2 "}, {})
+    assert inherited == {"OPENBLAS_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+    # OpenMP's per-level list, 0 or text is no count for MKL or OpenBLAS: the CPUs' count.
+    for odd in ("4,2", "0", "max"):
+        got = thread_env(Limits(cpus=1), {}, {"OMP_NUM_THREADS": odd})
+        assert got == {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}, odd
+    assert given_count({"MKL_NUM_THREADS": "3"}, {"OPENBLAS_NUM_THREADS": "5"}) == "5"
+    assert given_count({}, {}) is None
 
 
 @pytest.mark.parametrize(
@@ -366,4 +383,11 @@ def test_a_devices_pools_are_its_cores_with_mkl_held_to_them(
     assert env(()) == tuple(f"{k}={v}" for k, v in pools.items())
     monkeypatch.setenv("MKL_DYNAMIC", "TRUE")  # exported: kept, not overridden
     assert "MKL_DYNAMIC=FALSE" not in env(())
-    assert env(("OMP_NUM_THREADS=1",))[0] == "OMP_NUM_THREADS=1"
+    # A count given for one pool sizes the device's others (they had stayed 4 beside it).
+    assert env(("OMP_NUM_THREADS=1",)) == (
+        "OMP_NUM_THREADS=1",
+        "OPENBLAS_NUM_THREADS=1",
+        "MKL_NUM_THREADS=1",
+    )
+    one = device_limits("board", cat, env={"MKL_NUM_THREADS": "2"}).env
+    assert one == dict.fromkeys(THREAD_VARS, "2")  # MKL_DYNAMIC: exported above, kept

@@ -218,6 +218,7 @@ def test_a_hosts_new_keys_read_back_and_an_older_host_reads_them_as_none() -> No
 
 
 def test_a_containers_unset_thread_counts_are_not_read_from_this_host() -> None:
+    from edgeprof.measure.limits import thread_env
     from edgeprof.measure.thread_vars import inherited_threads, threads_given
     from edgeprof.model import Limits
 
@@ -225,13 +226,21 @@ def test_a_containers_unset_thread_counts_are_not_read_from_this_host() -> None:
     assert threads_given(sized, None) == {**sized, "OPENBLAS_NUM_THREADS": None}
     assert threads_given({}, {"OPENBLAS_NUM_THREADS": "4"})["OPENBLAS_NUM_THREADS"] == "4"
     pinned = Limits(cpuset="0-2")
-    (odd,) = inherited_threads(pinned, {"OMP_NUM_THREADS": "1"}, {})
-    assert "not the 3 edgeprof sizes to its 3 pinned CPUs" in odd
-    assert inherited_threads(pinned, {"OMP_NUM_THREADS": "1"}, {"OMP_NUM_THREADS": "1"}) == []
-    assert inherited_threads(pinned, {"OMP_NUM_THREADS": "3"}, {}) == []
+    one = {"OMP_NUM_THREADS": "1"}
+    given = threads_given(thread_env(pinned, one, {}), one)
+    (odd,) = inherited_threads(pinned, one, {}, given)
+    assert odd == (
+        "OMP_NUM_THREADS=1 was inherited from edgeprof's environment and kept, not the 3 "
+        "edgeprof sizes to its 3 pinned CPUs: the workload was given OMP_NUM_THREADS=1, "
+        "OPENBLAS_NUM_THREADS=1, MKL_NUM_THREADS=1 (edgeprof sets the ones not given to the "
+        "count given, so that the pools agree); unset it, or pass -E with the count meant"
+    )
+    assert inherited_threads(pinned, one, one, given) == []
+    assert inherited_threads(pinned, {"OMP_NUM_THREADS": "3"}, {}, given) == []
     # A device's share is named as the user gave it, not as an option never typed.
     board = Limits(cpus=0.5)
-    (odd,) = inherited_threads(board, {"OMP_NUM_THREADS": "2"}, {}, "tinyboard")
-    assert "got 2, not the 1 edgeprof sizes to --device tinyboard's 0.5 CPUs (and" in odd
-    (odd,) = inherited_threads(board, {"OMP_NUM_THREADS": "2"}, {}, "tinyboard", ("--cpus",))
-    assert "got 2, not the 1 edgeprof sizes to --cpus 0.5 (and" in odd
+    (odd,) = inherited_threads(board, {"OMP_NUM_THREADS": "2"}, {}, given, "tinyboard")
+    assert "kept, not the 1 edgeprof sizes to --device tinyboard's 0.5 CPUs: the" in odd
+    replaced = ("--cpus",)
+    (odd,) = inherited_threads(board, {"OMP_NUM_THREADS": "2"}, {}, given, "tinyboard", replaced)
+    assert "kept, not the 1 edgeprof sizes to --cpus 0.5: the workload" in odd

@@ -492,16 +492,18 @@ def test_an_inherited_thread_count_at_odds_with_the_sizing_is_recorded_and_said(
         limits=Limits(cpus=1.5),
         backend=fake(cpus=(0, 1, 2, 3)),
     )
-    assert text == "8 2 2\n"
+    # The inherited count sizes the variable edgeprof sets (it had been 2 beside the 8).
+    assert text == "8 8 2\n"
     assert r.thread_vars == {
         "OMP_NUM_THREADS": "8",
-        "OPENBLAS_NUM_THREADS": "2",
+        "OPENBLAS_NUM_THREADS": "8",
         "MKL_NUM_THREADS": "2",
     }
     assert [w for w in r.warnings if "inherited" in w] == [
-        "OMP_NUM_THREADS=8 was inherited from edgeprof's environment and kept: the workload "
-        "got 8, not the 2 edgeprof sizes to --cpus 1.5 (and set where nothing was "
-        "inherited); unset it, or pass -E OMP_NUM_THREADS=N for the count meant"
+        "OMP_NUM_THREADS=8 was inherited from edgeprof's environment and kept, not the 2 "
+        "edgeprof sizes to --cpus 1.5: the workload was given OMP_NUM_THREADS=8, "
+        "OPENBLAS_NUM_THREADS=8, MKL_NUM_THREADS=2 (edgeprof sets the ones not given to the "
+        "count given, so that the pools agree); unset it, or pass -E with the count meant"
     ]
     assert RunResult.from_dict(r.to_dict()).thread_vars == r.thread_vars
 
@@ -515,15 +517,35 @@ def test_thread_vars_never_override(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         env={"OMP_NUM_THREADS": "4"},
         backend=fake(cpus=(0, 1, 2, 3)),
     )
-    assert text == "4 2 8\n"
+    assert text == "4 4 8\n"  # -E's count sizes the one edgeprof sets
     assert r.thread_vars == {
         "OMP_NUM_THREADS": "4",
-        "OPENBLAS_NUM_THREADS": "2",
+        "OPENBLAS_NUM_THREADS": "4",
         "MKL_NUM_THREADS": "8",
     }
-    # The inherited 8 is said; -E's 4 was asked for.
+    # The inherited 8 is said, with what the workload was given; -E's 4 was asked for.
     (odd,) = [w for w in r.warnings if "inherited" in w]
     assert odd.startswith("MKL_NUM_THREADS=8 was inherited") and "not the 2 " in odd
+    assert "given OMP_NUM_THREADS=4, OPENBLAS_NUM_THREADS=4, MKL_NUM_THREADS=8 " in odd
+
+
+def test_a_user_given_thread_count_reaches_every_variable_edgeprof_sets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tester's ``-E OMP_NUM_THREADS=4 --cpus 1``: edgeprof's own ``MKL_NUM_THREADS=1``
+    beside it made torch run 1 thread, and result.json's thread_vars said so unnoticed."""
+    for v in THREAD_VARS:
+        monkeypatch.delenv(v, raising=False)
+    r, text = run_capture(
+        tmp_path,
+        'echo "$OMP_NUM_THREADS $OPENBLAS_NUM_THREADS $MKL_NUM_THREADS"',
+        limits=Limits(cpus=1),
+        env={"OMP_NUM_THREADS": "4"},
+        backend=fake(cpus=(0, 1, 2, 3)),
+    )
+    assert text == "4 4 4\n"
+    assert r.thread_vars == dict.fromkeys(THREAD_VARS, "4")
+    assert not [w for w in r.warnings if "inherited" in w]  # asked for with -E
 
 
 def test_no_thread_vars_without_cpu_limits(
