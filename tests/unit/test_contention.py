@@ -115,15 +115,17 @@ def test_more_threads_than_cpus_waiting_for_each_other_is_warned_with_the_fix() 
     assert w == (
         "the run peaked at 5 tasks (processes and threads) on 1 CPU, and they waited for each "
         "other 0.28s (67% of its wall time): more threads than CPUs slow it here and on the "
-        "device (set the framework's thread count to 1: onnxruntime's "
+        "device where the script sets that count itself, but a framework's default pool is "
+        "sized from the host's cores, not the device's (onnxruntime's intra-op pool, torch's "
+        "inter-op pool), so a device run needs its count set explicitly (to 1: onnxruntime's "
         "SessionOptions.intra_op_num_threads, which does not read OMP_NUM_THREADS (1 in this "
-        "run); torch.set_num_threads(1) where a script or library sets its own)"
+        "run); torch.set_num_threads(1) and torch.set_num_interop_threads(1))"
     )
     two = threads_warning(7, 2, 1.0, _cpu(0.5, 0.05, total=1.8))
     assert two is not None and two.startswith("the run peaked at 7 tasks (processes and threads)")
     assert "on 2 CPUs, and they waited for each other 0.45s (45% of its wall time)" in two
     # OMP_NUM_THREADS unknown: not named
-    assert two.endswith("torch.set_num_threads(2) where a script or library sets its own)")
+    assert two.endswith("torch.set_num_threads(2) and torch.set_num_interop_threads(2))")
 
 
 def test_more_processes_than_cpus_are_told_to_shrink_the_pool_not_the_threads() -> None:
@@ -167,10 +169,12 @@ def test_a_devices_tasks_are_counted_against_its_cores() -> None:
     assert w == (
         "the run peaked at 6 tasks (processes and threads), more than the device's 4 cores, "
         "and they waited for each other 0.81s (23% of the 3.48s other tasks did not hold it "
-        "off its CPUs): more threads than cores slow it on the device (set the framework's "
-        "thread count to 4: onnxruntime's SessionOptions.intra_op_num_threads, which does "
-        "not read OMP_NUM_THREADS (4 in this run); torch.set_num_threads(4) where a script "
-        "or library sets its own)"
+        "off its CPUs): more threads than cores slow it on the device where the script sets "
+        "that count itself, but a framework's default pool is sized from the host's cores, "
+        "not the device's (onnxruntime's intra-op pool, torch's inter-op pool), so a device "
+        "run needs its count set explicitly (to 4: onnxruntime's "
+        "SessionOptions.intra_op_num_threads, which does not read OMP_NUM_THREADS (4 in this "
+        "run); torch.set_num_threads(4) and torch.set_num_interop_threads(4))"
     )
     pool = threads_warning(6, 1, 5.17, _cpu(2.50, 1.69), processes=5, device_cores=1)
     assert pool is not None and pool.startswith(
@@ -259,8 +263,8 @@ def test_a_run_is_told_the_cpus_it_had_and_the_omp_it_was_given(
     # "they do not read OMP_NUM_THREADS", a tester's).
     assert w.endswith(
         "onnxruntime's SessionOptions.intra_op_num_threads, which does not read "
-        "OMP_NUM_THREADS (1 in this run); torch.set_num_threads(1) where a script or library "
-        "sets its own)"
+        "OMP_NUM_THREADS (1 in this run); torch.set_num_threads(1) and "
+        "torch.set_num_interop_threads(1))"
     )
     # --cpus 4 allowed over a 2-CPU host had 2 CPUs: the thread count to set is 2.
     r = profile(
