@@ -60,22 +60,34 @@ def test_a_board_with_more_cores_than_the_runs_tasks_is_said_to_be_outrun(
     )
     spin = "import time\nt = time.thread_time()\nwhile time.thread_time() - t < 0.2: pass\n"
 
-    def warnings(device: str, *command: str) -> list[str]:
-        out = tmp_path / device
+    def run(device: str, *command: str) -> tuple[list[str], float]:
+        """The run's outrun warnings, and the share of its wall time other tasks held it off
+        its CPUs."""
+        out = tmp_path / f"{device}-{len(list(tmp_path.iterdir()))}"
         argv = ["run", "--device", device, "--devices", str(cat), "--interval", "0.01"]
         assert main([*argv, "--out", str(out), "--", *command]) == 0
         capfd.readouterr()
         d = json.loads((out / "result.json").read_text())
-        return [w for w in d["warnings"] if w.startswith("this run can be faster")]
+        said = [w for w in d["warnings"] if w.startswith("this run can be faster")]
+        return said, (d["cpu"]["held_s"] or 0.0) / d["wall_s"]
 
-    (said,) = warnings("quad-slow", sys.executable, "-c", spin)
+    # The thread outruns the board only where the host lets it run faster than a board core:
+    # at a load of about 17 on 2 cores it was held off most of its run, ran slower than the
+    # board, and was rightly not said to outrun it.  So the run is made again (up to 5 times)
+    # until the host let it: a product that never says it fails all five.
+    for _ in range(5):
+        found, held = run("quad-slow", sys.executable, "-c", spin)
+        if found:
+            break
+    assert found, f"not said in 5 runs (the last held off its CPUs {held:.0%} of its wall time)"
+    (said,) = found
     assert "whose cores each do 0.3 of a host core's work" in said
     # 0.2 s of CPU may end before the threads' second reading (0.5 s apart): the pids count
     # then stands in for their CPU times.
     by_count = "the samples saw at most 1 task(s)" in said and "at least 1 of a host core" in said
     assert by_count or "half of its threads' CPU time ran at" in said, said
     four = f"for i in 1 2 3 4; do {sys.executable} -c '{spin}' & done; wait"
-    assert warnings("quad-pinned", "sh", "-c", four) == []
+    assert run("quad-pinned", "sh", "-c", four)[0] == []
 
 
 def test_an_idle_thread_does_not_hide_a_busy_loop_faster_than_the_device(
