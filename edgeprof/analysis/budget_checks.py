@@ -83,6 +83,10 @@ class BudgetCheck:
     "not measured" a figure the table beside it shows."""
     failed: int = 0
     """The cell's runs that failed (left out of the value)."""
+    stopped: int = 0
+    """The cell's runs ``--timeout`` stopped and left out of the value: a whole-run figure's
+    (:func:`~edgeprof.analysis.cells.measured`).  No failure: a cell of 2 finished runs and 1
+    stopped had read "(2 of 3 runs; 1 failed)"."""
     made: int = 0
     """The cell's runs, failed or not."""
     few: bool = False
@@ -135,13 +139,15 @@ class BudgetCheck:
 
     def _of(self) -> str:
         """What the value is of: ``median of 3 runs``, ``1 run``; with failed runs, of how
-        many made (``1 of 4 runs; 3 failed``): one survivor of four had read "(1 run)", the
-        claim a budget passed on one run made."""
+        many made (``1 of 4 runs; 3 failed``, ``2 of 3 runs; 1 stopped by --timeout``): one
+        survivor of four had read "(1 run)", the claim a budget passed on one run made."""
         of = "largest of " if self.metric.worst_of_runs else "median of "
-        if not self.failed:
+        if not self.failed and not self.stopped:
             return f"{of}{self.runs} runs" if self.runs > 1 else "1 run"
         of = of if self.runs > 1 else ""
-        return f"{of}{self.runs} of {self.made} runs; {self.failed} failed"
+        out = [f"{self.failed} failed"] if self.failed else []
+        out += [f"{self.stopped} stopped by --timeout"] if self.stopped else []
+        return f"{of}{self.runs} of {self.made} runs; {', '.join(out)}"
 
 
 def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[BudgetCheck]:
@@ -153,7 +159,7 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
             metric = METRICS[key]
             gated = None if not metric.of_iterations else phase
             runs = [in_phase(r, phase) for r in cell_runs] if gated else cell_runs
-            ok = measured(runs, metric.of_iterations)  # a stopped run's iterations count
+            ok = measured(runs, metric.per_iteration)  # a stopped run's iterations count
             so_far = key == "peak_memory" and not ok and any(map(stopped, runs))
             if so_far:  # a lower bound: judged as one (_SO_FAR)
                 ok = [r for r in runs if stopped(r)]
@@ -176,13 +182,16 @@ def check_budgets(results: Sequence[RunResult], budgets: Budgets) -> list[Budget
             if so_far:
                 cut = (_SO_FAR_WITHIN if within else _SO_FAR_EXCEEDS).format(endings(ok))
             caveats = "; ".join(c for c in (cut, caveats) if c)
+            kept = {id(r) for r in ok}
+            cut_out = [r for r in runs if stopped(r) and id(r) not in kept]  # a whole-run figure's
             if gated == "":
                 caveats = "; ".join(c for c in (caveats, _warmup_caveat(ok)) if c)
             checks.append(
                 BudgetCheck(
                     label, setting, metric, budget, value, len(values), status,
                     caveat=caveats,
-                    failed=len(runs) - len(ok), made=len(runs),
+                    failed=len(runs) - len(ok) - len(cut_out), stopped=len(cut_out),
+                    made=len(runs),
                     few=bool(few_iterations(metric, ok)), phase=gated,
                 )
             )  # fmt: skip

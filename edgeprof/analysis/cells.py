@@ -202,9 +202,10 @@ def stopped(r: RunResult) -> bool:
 def measured(runs: Sequence[RunResult], per_iteration: bool) -> list[RunResult]:
     """The runs whose figures a cell's statistics, rankings, ``compare`` and budgets count:
     the successful ones, and, for a figure of the workload's iterations (``per_iteration``:
-    :attr:`~edgeprof.analysis.metrics.Metric.of_iterations`, a latency percentile or the
-    iterations' throughput), those ``--timeout`` stopped (:func:`stopped`).  A percentile
-    over the iterations a run completed, or their items per second, is one of each
+    :attr:`~edgeprof.analysis.metrics.Metric.per_iteration`, a latency percentile, the
+    iterations' throughput, or the GPU energy per item, the energy inside the iterations over
+    their items), those ``--timeout`` stopped (:func:`stopped`).  A percentile over the
+    iterations a run completed, their items per second or their energy per item, is one of each
     iteration, not of the run, so where the run was cut moves it no more than a finished
     run's count of iterations does; a whole-run figure (wall time, CPU time, average memory)
     is of where it was cut, and stays of the successful runs alone.  Peak memory too: a cut
@@ -229,6 +230,26 @@ def stopped_words(runs: Sequence[RunResult]) -> str:
     else:
         each = f"{n} of {len(runs)} runs --timeout stopped"
     return f"{each}: per-iteration figures"
+
+
+def failed(runs: Sequence[RunResult]) -> list[RunResult]:
+    """The runs that failed (exit ≠ 0, OOM, a signal not from ``--timeout``): those
+    :func:`measured` counts in no figure.  A run ``--timeout`` stopped is none: JUnit had
+    failed a service's cell on it ("0 of 3 runs succeeded (failed: timeout, …)"), and the
+    CI summary headed it "❌ 3 of 3 runs failed"."""
+    counted = {id(r) for r in measured(runs, per_iteration=True)}
+    return [r for r in runs if id(r) not in counted]
+
+
+def stopped_count(runs: Sequence[RunResult]) -> str:
+    """How many of ``runs`` ``--timeout`` stopped, and what of them counts: ``1 stopped by
+    --timeout: its per-iteration figures count``; ``""`` where none was.  The run counts'
+    words (JUnit, the CI summary, ``--repeat auto``'s table), beside "N of M runs
+    succeeded"."""
+    n = sum(map(stopped, runs))
+    if not n:
+        return ""
+    return f"{n} stopped by --timeout: {'its' if n == 1 else 'their'} per-iteration figures count"
 
 
 def ending(r: RunResult) -> str:

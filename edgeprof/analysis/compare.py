@@ -266,7 +266,7 @@ def stat_runs(key: str, runs: Sequence[RunResult]) -> list[RunResult]:
     outliers' runs: the page-cache advice had counted its outlier's index among the
     successful runs alone."""
     metric = STAT_METRICS[key]
-    kept = measured(runs, metric.of_iterations)  # a stopped run's iterations count
+    kept = measured(runs, metric.per_iteration)  # a stopped run's iterations count
     return [r for r in rules.newest(metric.key, kept) if metric.get(r) is not None]
 
 

@@ -153,6 +153,19 @@ class Metric:
     """Read from the run's iterations (:attr:`RunResult.latency`), which each phase has its
     own of (:attr:`PhaseStats.latency`): a budget can name the phase it gates
     (:attr:`edgeprof.analysis.budgets.Budgets.phase_for`)."""
+    of_each_iteration: bool = False
+    """A figure of the reported iterations that no phase has its own of: the GPU energy per
+    item, the energy inside the iterations (the counter interpolated at each one's start and
+    end: :meth:`edgeprof.measure.gpu.GpuWatch.result`) over their items.  Per-iteration as
+    :attr:`of_iterations`' are (:attr:`per_iteration`), but no budget gates it by phase."""
+
+    @property
+    def per_iteration(self) -> bool:
+        """A figure of each iteration, not of the run (a latency percentile, the iterations'
+        throughput, the energy per item): a run ``--timeout`` stopped counts in it
+        (:func:`edgeprof.analysis.cells.measured`), as where it was cut moves it no more
+        than a finished run's count of iterations does."""
+        return self.of_iterations or self.of_each_iteration
 
     def of_cell(self, values: Sequence[float]) -> float:
         """A cell's figure of its runs' ``values`` (not empty): their median, or their
@@ -277,7 +290,7 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "energy_per_item", "GPU energy per item", Kind.ENERGY, _gpu("energy_per_item_j"),
-        stat="energy_per_item_j", rare=True, reported=True,
+        stat="energy_per_item_j", rare=True, reported=True, of_each_iteration=True,
     ),
     Metric(
         "throughput", "throughput", Kind.RATE, _latency("items_per_s"), smaller_is_better=False,

@@ -215,7 +215,7 @@ def compare_results(
         whole_b, whole_c = b_ok, c_ok
         apart = phases_apart([*b_it, *c_it])
         for metric in COMPARED:
-            b_ok, c_ok = (b_it, c_it) if metric.of_iterations else (whole_b, whole_c)
+            b_ok, c_ok = (b_it, c_it) if metric.per_iteration else (whole_b, whole_c)
             rows = None
             if metric.of_iterations and phase:
                 b_ok, c_ok = [in_phase(r, phase) for r in b_ok], [in_phase(r, phase) for r in c_ok]
@@ -285,7 +285,7 @@ def compare_results(
     for key in [] if allow_missing else missing:
         where = setting(base_cells[key][0])  # the key's is "" under --ignore-limits
         for metric in COMPARED:
-            b_ok = measured(base_cells[key], metric.of_iterations)
+            b_ok = measured(base_cells[key], metric.per_iteration)
             if b := tuple(v for r in b_ok if (v := metric.get(r)) is not None):
                 changes.append(Change(key[0], where, metric, b, (), Verdict.NOT_MEASURED))
     if not changes:

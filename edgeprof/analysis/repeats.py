@@ -18,8 +18,9 @@ by the looks the plan allows (Bonferroni).  See that function for the figures.
 
 A metric some runs lack (average memory of a run over before its second reading) leaves a
 pair *unmeasured* once a side has it in fewer than 2 runs and in fewer than half of its
-successful ones: more rounds of the same runs would not measure it, and an open pair had
-repeated the sweep to ``--max-runs`` for nothing.
+counted ones (a per-iteration figure's count runs ``--timeout`` stopped): more rounds of the
+same runs would not measure it, and an open pair had repeated the sweep to ``--max-runs``
+for nothing.
 """
 
 from __future__ import annotations
@@ -30,10 +31,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..model import RunResult
-from .cells import CellKey, cells_by_setting, successful
+from .cells import CellKey, cells_by_setting, measured
 from .compare import RANKED_METRICS, rank, summarize
 from .difference import CONFIDENCE, Difference, difference, runs_to_resolve
 from .granularity import charge_granularity, within_granularity
+from .metrics import STAT_METRICS
 
 
 class Resolution(str, enum.Enum):
@@ -54,7 +56,9 @@ class Pair:
     first: str
     second: str
     runs: tuple[int, int]
-    """The successful runs of each that have the metric's figure."""
+    """The runs of each that have the metric's figure: the successful ones, and for a
+    per-iteration figure those ``--timeout`` stopped (:func:`~edgeprof.analysis.cells.
+    measured`)."""
     difference: Difference
     resolution: Resolution
     runs_needed: int | None
@@ -132,8 +136,11 @@ def neighbour_pairs(
         cell_runs = [r for group in by_label.values() for r in group]
         floors = {key: charge_granularity(key, cell_runs) for key in metrics}
         summaries = summarize([r for group in by_label.values() for r in group], setting)
-        done = {label: len(successful(group)) for label, group in by_label.items()}
         for key in metrics:
+            # The runs that count in the figure: a per-iteration one's include those
+            # --timeout stopped (cells.measured), a service's, whose count had read 0 here.
+            each = STAT_METRICS[key].per_iteration
+            done = {label: len(measured(group, each)) for label, group in by_label.items()}
             ranked = rank(summaries, key)
             for prev, cur in itertools.pairwise(ranked):
                 a, b = prev.stat.values, cur.stat.values

@@ -13,6 +13,7 @@ from typing import Any
 from ..model import RunResult
 from ..model.sweepdoc import CellDoc, StatDoc
 from ..resultfiles import SWEEP_SCHEMA
+from .cells import stopped, successful
 from .compare import Stat, summarize_cells
 from .granularity import charge_granularity
 from .metrics import STAT_METRICS, Kind
@@ -50,7 +51,8 @@ def cell_dicts(results: Sequence[RunResult], warmup: int | None = None) -> list[
             "label": m.name,
             "limits": setting,
             "runs": len(m.runs),
-            "ok": len(m.runs) - len(m.failures),
+            "ok": len(successful(m.runs)),
+            "stopped": sum(map(stopped, m.runs)),  # in the per-iteration statistics alone
             "stats": {
                 k: _stat_dict(
                     m.stat(k), metric.kind is Kind.MEMORY, charge_granularity(k, m.runs)

@@ -15,7 +15,7 @@ from .metrics import BY_KEY
 def why_unmeasured(key: str, runs: Sequence[RunResult], results: Sequence[RunResult]) -> str:
     """Why a cell's ``runs`` (of ``results``), some successful, have no value of the metric
     ``key``: a budget's "not measured" and ``compare``'s (:mod:`edgeprof.analysis.regression`)."""
-    ok = measured(runs, key in BY_KEY and BY_KEY[key].of_iterations)
+    ok = measured(runs, key in BY_KEY and BY_KEY[key].per_iteration)
     if key in ("gpu_memory", "energy", "energy_per_item"):
         return _no_gpu(ok)
     if key == "throughput" and ok and all(r.latency is not None for r in ok):

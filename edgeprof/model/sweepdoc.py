@@ -56,7 +56,10 @@ class CellDoc(TypedDict):
     runs: int
     """The cell's runs."""
     ok: int
-    """Those that succeeded (the statistics' runs)."""
+    """Those that succeeded: the statistics' runs (a whole-run figure's alone)."""
+    stopped: int
+    """Those `--timeout` stopped (a service's), no failure: counted in the per-iteration
+    statistics (latency, throughput, energy per item), not in the whole-run ones."""
     stats: Mapping[str, StatDoc | None]
     """Per statistic (`wall_s`, `cpu_s`, `peak_bytes`, …, as `cells.csv`'s columns are
     named); `null`: not measured."""

@@ -16,12 +16,12 @@ import re
 import statistics
 from collections.abc import Sequence
 
-from ..analysis.cells import cells_by_setting, successful
+from ..analysis.cells import cells_by_setting, measured, stopped_words
 from ..analysis.difference import difference
 from ..analysis.overhead import overhead_marked
 from ..model import LatencyStats, RunResult
 from ..units import format_seconds
-from .comparison import under
+from .comparison import STOPPED_RANKED, under
 from .latency_cells import rate_cell
 from .overhead_notes import OVERHEAD
 from .table import TextTable
@@ -67,13 +67,20 @@ against bs=64 matmul read 4.5× apart, 2.7× in a plain loop, 2.5× by their P50
 
 def bench_rankings(results: Sequence[RunResult]) -> list[TextTable]:
     """Per limit setting with two batch sizes or more: the ranking by the ``infer`` phase's
-    items/s (median over each batch size's successful runs), ≈ where a step is within noise
+    items/s (median over each batch size's successful runs and those ``--timeout`` stopped,
+    said in a note: :func:`~edgeprof.analysis.cells.measured`), ≈ where a step is within noise
     (Welch's t on the logarithms at 95 %, :mod:`edgeprof.analysis.difference`)."""
     out = []
     for setting, by_label in cells_by_setting(results).items():
         rows = []
+        said = []  # the batch sizes ranked with runs --timeout stopped
         for label, runs in by_label.items():
-            lat = [s for r in successful(runs) if (s := infer_latency(r)) is not None]
+            # Items/s and percentiles of the timed calls: per-iteration figures, which a run
+            # --timeout stopped counts in (cells.measured), as compare and report's do.
+            ran = measured(runs, per_iteration=True)
+            lat = [s for r in ran if (s := infer_latency(r)) is not None]
+            if lat and (cut := stopped_words(runs)):
+                said.append(f"{label} ({cut})")
             rate = [s.items_per_s for s in lat if s.items_per_s is not None]
             if rate:
                 marked = any(overhead_marked(s) for s in lat)
@@ -110,6 +117,8 @@ def bench_rankings(results: Sequence[RunResult]) -> list[TextTable]:
         ]
         if any(row[4] for row in rows):
             notes.append(OVERHEAD_RANKING_NOTE)
+        if said:
+            notes.append(STOPPED_RANKED.format("; ".join(said)))
         title = f"Ranking by {PHASE} throughput {under(setting)} (largest first)"
         out.append(TextTable(title, table, notes))
     return out

@@ -11,8 +11,9 @@ from typing import TextIO
 
 from ..analysis.budget_checks import BudgetCheck
 from ..analysis.budgets import METRICS
-from ..analysis.cells import cell_name, cells, endings, successful
-from ..analysis.metrics import FEW_NOTE, few_mark, phases_apart, titled
+from ..analysis.cells import cell_name, cells, endings, measured, stopped, stopped_count, successful
+from ..analysis.cells import failed as failed_runs
+from ..analysis.metrics import FEW_NOTE, Metric, few_mark, phases_apart, titled
 from ..analysis.regression import Change, Verdict, failed_cells, regressed, tested, untested
 from ..analysis.rules import newest
 from ..errors import ConfigError
@@ -74,9 +75,9 @@ def failed_runs_headline(results: Sequence[RunResult]) -> list[str]:
     The page had gone straight into the table, whose ``0/2`` was the only sign that the
     workload failed (and with budgets, "1 of 2 budget checks failed" named no failed run)."""
     by_cell = cells(results)
-    failed = {
-        key: bad for key, runs in by_cell.items() if (bad := [r for r in runs if not r.succeeded])
-    }
+    # A run --timeout stopped is no failure (cells.failed): a service's page had read
+    # "❌ 3 of 3 runs failed" over the latencies its runs measured.
+    failed = {key: bad for key, runs in by_cell.items() if (bad := failed_runs(runs))}
     if not failed:
         return []
     count = sum(map(len, failed.values()))
@@ -85,9 +86,10 @@ def failed_runs_headline(results: Sequence[RunResult]) -> list[str]:
     lines = [f"**❌ {count} of {len(results)} run{'s' if len(results) > 1 else ''} failed**", ""]
     for (label, setting), bad in failed.items():
         runs = by_cell[label, setting]
+        cut = f"; {stopped_count(runs)}" if any(map(stopped, runs)) else ""
         lines.append(
-            f"- {markdown_text(cell_name((label, setting)))}: {len(runs) - len(bad)} of "
-            f"{len(runs)} runs succeeded ({endings(bad)})"
+            f"- {markdown_text(cell_name((label, setting)))}: {len(successful(runs))} of "
+            f"{len(runs)} runs succeeded ({endings(bad)}){markdown_text(cut)}"
         )
     return [*lines, ""]
 
@@ -124,13 +126,17 @@ def render_run_summary(
         if not m.rare or m.key in budgeted or any(m.get(r) is not None for r in results)
     ]
     rows = []
+    stops = 0  # runs --timeout stopped: in the per-iteration columns alone
     marked = False  # a median marked FEW, which the note under the table explains
     for (label, setting), runs in cells(results).items():
         ok = successful(runs)
-        row = [label, setting, f"{len(ok)}/{len(runs)}"]
+        cut = sum(map(stopped, runs))
+        row = [label, setting, f"{len(ok)}/{len(runs)}" + (f" (+{cut} stopped)" if cut else "")]
+        stops += cut
         for metric in shown:
-            # The cell's statistics' runs: one rule's figures (rules.newest).
-            of = newest(metric.key, ok)
+            # The cell's statistics' runs: one rule's figures (rules.newest); a per-iteration
+            # figure's include the runs --timeout stopped (cells.measured).
+            of = newest(metric.key, measured(runs, metric.per_iteration))
             values = [v for r in of if (v := metric.get(r)) is not None]
             if not values:
                 row.append("n/a")
@@ -146,12 +152,22 @@ def render_run_summary(
     said = "Median of the successful runs of each model under each limit setting"
     worst = [m.title for m in shown if m.worst_of_runs]
     said += f"; {', '.join(worst)}: the largest of them." if worst else "."
+    if stops:
+        said += f" {_stopped_note(shown)}"
     lines += ["", said]
     if marked:
         lines += ["", markdown_text(FEW_NOTE)]
     if checks:
         lines += ["", "### Budgets", "", *budget_lines(checks)]
     return "\n".join(lines) + "\n"
+
+
+def _stopped_note(shown: Sequence[Metric]) -> str:
+    """Under the table of a cell with runs ``--timeout`` stopped (``0/3 (+3 stopped)``):
+    what of them its columns count (:func:`~edgeprof.analysis.cells.measured`)."""
+    names = [m.title for m in shown if m.per_iteration]
+    counted = f"their {', '.join(names)} count (figures of each iteration); " if names else ""
+    return f"(+N stopped): runs --timeout stopped, no failure: {counted}their whole-run ones not."
 
 
 def render_compare_summary(

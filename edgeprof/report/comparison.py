@@ -329,7 +329,7 @@ def ranking_tables(
                 notes.append(mixed)
             if unranked:  # a run too short for an average memory (see the warnings)
                 notes.append(_unranked_note(title, unranked, key))
-            notes += _failed_notes(summaries, metric.of_iterations)
+            notes += _failed_notes(summaries, metric.per_iteration)
             if (untested := _untested_note(ranks, summaries, title, shard)) is not None:
                 notes.append(untested)
             out.append(TextTable(ranking_title(key, setting), rows, notes))

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..analysis.budget_checks import BudgetCheck, Status
-from ..analysis.cells import cell_name, cells, successful
+from ..analysis.cells import cell_name, cells, failed, stopped_count, successful
 from ..analysis.metrics import FEW_NOTE
 from ..analysis.regression import Change, Verdict
 from ..model import RunResult
@@ -194,18 +194,21 @@ def _cell(ch: Change) -> str:
 
 
 def run_cases(results: Sequence[RunResult], warnings: Warnings | None = None) -> list[Case]:
-    """Without budgets: one case per cell, failing when one of its runs did not exit 0; with
-    its cell's run ``warnings``."""
+    """Without budgets: one case per cell, failing when one of its runs failed (not one
+    ``--timeout`` stopped: :func:`~edgeprof.analysis.cells.failed`); with its cell's run
+    ``warnings``."""
     out = []
     for (label, setting), runs in cells(results).items():
-        bad = [r for r in runs if r not in successful(runs)]
-        text = f"{len(runs) - len(bad)} of {len(runs)} runs succeeded"
+        bad = failed(runs)  # a run --timeout stopped is none: its iterations' figures count
+        text = f"{len(successful(runs))} of {len(runs)} runs succeeded"
         if bad:
             endings = ", ".join(
                 f"exit {r.exit_code}" if r.termination.value == "exited" else r.termination.value
                 for r in bad
             )
             text += f" (failed: {endings})"
+        if cut := stopped_count(runs):
+            text += f"; {cut}"
         said = (warnings or {}).get((label, setting), ())
         out.append(
             Case(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..analysis.cells import cells, successful
+from ..analysis.cells import cells, measured, stopped, successful
 from ..analysis.compare import ModelSummary, format_stat
 from ..analysis.difference import Difference
 from ..analysis.metrics import STAT_METRICS, phases_apart, titled
@@ -70,6 +70,13 @@ def _relative_change(d: Difference, level: float) -> str | None:
     return text
 
 
+STOPPED_NOTE = (
+    "(+N stopped): runs --timeout stopped, no failure: their per-iteration figures (latency, "
+    "throughput) count in the pairs below, their whole-run figures do not"
+)
+"""Under ``--repeat auto``'s table of a service's cells (:func:`repeats_table`)."""
+
+
 def repeats_table(
     runs: Sequence[RunResult], min_runs: int, max_runs: int, target: float
 ) -> TextTable:
@@ -79,10 +86,13 @@ def repeats_table(
     from ..analysis.repeats import Resolution, look_confidence, looks, neighbour_pairs
 
     rows = [["MODEL", "SETTING", "RUNS", "SUCCESSFUL"]]
-    done: dict[tuple[str, str], int] = {}
-    for (label, setting), group in cells(runs).items():
-        done[label, setting] = len(successful(group))
-        rows.append([label, setting, str(len(group)), str(done[label, setting])])
+    groups = cells(runs)
+    stops = 0  # runs --timeout stopped: counted in the per-iteration pairs alone
+    for (label, setting), group in groups.items():
+        cut = sum(map(stopped, group))
+        stops += cut
+        ok = str(len(successful(group))) + (f" (+{cut} stopped)" if cut else "")
+        rows.append([label, setting, str(len(group)), ok])
     level = look_confidence(min_runs, max_runs)
     pairs = neighbour_pairs(runs, target, confidence=level)
     count = {how: sum(p.resolution is how for p in pairs) for how in Resolution}
@@ -105,8 +115,13 @@ def repeats_table(
             else " (at 95%)"
         )
     ]
+    if stops:
+        notes.append(STOPPED_NOTE)
     for p in pairs:
         metric = STAT_METRICS[p.metric]
+        # The runs that count in the figure (cells.measured): a per-iteration one's include
+        # those --timeout stopped, whose pairs had read "after 3 and 3 runs" of 0 successful.
+        done = {k: len(measured(g, metric.per_iteration)) for k, g in groups.items()}
         if p.resolution is Resolution.UNMEASURED:
             sides = zip((p.first, p.second), p.runs, strict=True)
             notes.append(
