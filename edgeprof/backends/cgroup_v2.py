@@ -91,6 +91,7 @@ def counter_sources(group: Path, disable: frozenset[str] = frozenset()) -> list[
         Source(group / events, Kind.KV, MEMORY_EVENTS, per_sample=False),
         Source(group / "memory.pressure", Kind.PSI, fs.MEMORY_PRESSURE, per_sample=False),  # ≥ 4.20
         Source(group / "cpu.pressure", Kind.PSI, fs.CPU_PRESSURE, per_sample=False),
+        Source(group / "io.pressure", Kind.PSI, fs.IO_PRESSURE, per_sample=False),
         Source(group / "io.stat", Kind.IOSTAT, (Field("io_read_bytes"), Field("io_write_bytes"))),
         Source(group / "pids.current", Kind.INT, (Field("pids_current"),)),
         # The kernel's exact high-water mark (Linux ≥ 6.1): a Pool(8)'s forks came and went

@@ -252,6 +252,9 @@ CPU_PRESSURE = (Field("cpu_some_us"), Field("cpu_full_us"))
 group's)."""
 MEMORY_PRESSURE = (Field("memory_some_us"), Field("memory_full_us"))
 """``memory.pressure``'s fields, on either version, as :data:`CPU_PRESSURE`."""
+IO_PRESSURE = (Field("io_some_us"), Field("io_full_us"))
+"""``io.pressure``'s fields, on either version, as :data:`CPU_PRESSURE`: time the run waited
+on block I/O, which neither ``cpu.pressure`` nor ``memory.pressure`` counts."""
 PIDS_EVENTS = (Field("pids_refused", "max"),)
 """``pids.events``' fields, on either version: ``max`` counts the forks and thread starts
 refused at ``pids.max`` (a Pool(8) under ``--pids 4`` died of EAGAIN while the sampled peak

@@ -28,6 +28,7 @@ from .cpu_time import cpu_split, own_window, without_spawn
 from .dirtied import MARKED_FROM
 from .host import host_info
 from .inputs import MIN_INTERVAL_S
+from .io_stall import io_stall_warning
 from .limit_changes import change_warning, limit_changes
 from .limits import kernel_memory, quota_can_stall
 from .memory import parts_at, pressure, stall_warning
@@ -140,6 +141,22 @@ def build_result(
     stalled = stall_warning(cost, wall, spec.limits.memory, oom=bool(oom_kills))
     if stalled is not None:
         warnings.append(stalled)
+    io = IoStats(
+        read_bytes=final.io_read_bytes,
+        write_bytes=final.io_write_bytes,
+        net_rx_bytes=final.net_rx_bytes,
+        net_tx_bytes=final.net_tx_bytes,
+        # A page seen dirty may have been written back uncharged (measure/dirtied.py):
+        # marked from 1 MiB, where the figure's shortfall is worth a word.
+        write_incomplete=(stats.dirtied.bytes or 0) >= MARKED_FROM
+        and final.io_write_bytes is not None,
+        dirtied_bytes=stats.dirtied.bytes,
+        stall_s=us_to_s(windowed.io_some_us),
+        stall_full_s=us_to_s(windowed.io_full_us),
+    )
+    waited_io = io_stall_warning(io, wall)
+    if waited_io is not None:
+        warnings.append(waited_io)
     warnings += process_warnings(final.pids_refused, spec.limits.pids, others_left)
     seen = sampled.at
     # No peak, no composition of it.
@@ -191,17 +208,7 @@ def build_result(
             pressure=cost,
             mapped_elsewhere_bytes=None if stats.mapped is None else stats.mapped.elsewhere,
         ),
-        io=IoStats(
-            read_bytes=final.io_read_bytes,
-            write_bytes=final.io_write_bytes,
-            net_rx_bytes=final.net_rx_bytes,
-            net_tx_bytes=final.net_tx_bytes,
-            # A page seen dirty may have been written back uncharged (measure/dirtied.py):
-            # marked from 1 MiB, where the figure's shortfall is worth a word.
-            write_incomplete=(stats.dirtied.bytes or 0) >= MARKED_FROM
-            and final.io_write_bytes is not None,
-            dirtied_bytes=stats.dirtied.bytes,
-        ),
+        io=io,
         samples=SampleStats(
             count=stats.count,
             interval_s=interval,

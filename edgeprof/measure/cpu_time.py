@@ -60,7 +60,7 @@ def without_spawn(final: Counters, spawn_cpu_us: int | None) -> Counters:
 def own_window(
     final: Counters, before: Counters | None, before_at: float | None, wall: float
 ) -> tuple[Counters, float]:
-    """(the counters of the rates over time — CPU time, CPU pressure — and the window's
+    """(the counters of the rates over time — CPU time, CPU and I/O pressure — and the window's
     length in s): the whole run's and its wall time where the group began empty (``before``
     is ``None``); from ``before`` (read ``before_at`` s into the wall time) to the exit where
     the group held a set-up first (:data:`WINDOW`)."""
@@ -74,6 +74,8 @@ def own_window(
         cpu_usage_us=since(final.cpu_usage_us, before.cpu_usage_us),
         cpu_some_us=since(final.cpu_some_us, before.cpu_some_us),
         cpu_full_us=since(final.cpu_full_us, before.cpu_full_us),
+        io_some_us=since(final.io_some_us, before.io_some_us),
+        io_full_us=since(final.io_full_us, before.io_full_us),
     )
     return windowed, wall - before_at
 

@@ -71,6 +71,11 @@ class Counters(NamedTuple):
     """``cpu.pressure`` (PSI, the group's on the unified hierarchy): cumulative µs some / all
     of its tasks were runnable but not running (waiting for a CPU, or held by the quota)."""
     cpu_full_us: int | None = None
+    io_some_us: int | None = None
+    """``io.pressure`` (PSI, the group's on the unified hierarchy): cumulative µs some / all
+    of its tasks waited on block I/O (in ``io_schedule``, which psi counts as ``TSK_IOWAIT``: a
+    read from storage, a page still under writeback)."""
+    io_full_us: int | None = None
 
 
 class Sample(NamedTuple):

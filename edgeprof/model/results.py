@@ -127,6 +127,15 @@ class IoStats:
     """Page cache the run dirtied, as its samples saw it (cgroup v1 ``dirty`` +
     ``writeback``: the sum of their rises between samples), a lower bound of its buffered
     writes; ``None`` where it is not read (cgroup v2, the process backend, older files)."""
+    stall_s: float | None = None
+    """Time some of the run's tasks waited on block I/O (``io.pressure``'s ``some`` total,
+    PSI; on a hybrid cgroup v1 host the run's unified group's): a read from storage, a page
+    under writeback.  Neither CPU time nor ``cpu.wait_s`` counts it, so it is where a run's
+    wall time beyond its CPU time went when storage was slow.  ``None`` without a pressure
+    file (a v1-only host, the process backend, Docker on cgroup v1, older files)."""
+    stall_full_s: float | None = None
+    """Time all of the run's tasks waited on block I/O at once (``io.pressure``'s ``full``):
+    none of them could run.  ``None`` as :attr:`stall_s`."""
 
 
 @dataclass(frozen=True)

@@ -455,12 +455,14 @@ def test_reader_takes_pressure_from_the_unified_group(
 ) -> None:
     """PSI follows a task's unified group, so a hybrid host's run has its memory stalls
     there as its CPU waits: fit's verdicts on v1 had judged probes by time alone without
-    them (rh.py: 177.8 MiB answered where 59.5 fits)."""
+    them (rh.py: 177.8 MiB answered where 59.5 fits).  So has its I/O wait, which no v1
+    file holds (a tester's cold read: 3.47 s of 5.15 s, unsaid)."""
     psi = "some avg10=0.00 avg60=0.00 avg300=0.00 total={}\nfull avg10=0.00 total={}\n"
     overrides = {
         "": {
             "cpu.pressure": psi.format(250_000, 120_000),
             "memory.pressure": psi.format(13_885, 13_000),
+            "io.pressure": psi.format(3_474_106, 3_401_000),
         }
     }
     host = v1_tree(cgfs, tmp_path, overrides=overrides)
@@ -468,6 +470,7 @@ def test_reader_takes_pressure_from_the_unified_group(
         c = run.counters()
         assert (c.cpu_some_us, c.cpu_full_us) == (250_000, 120_000)
         assert (c.memory_some_us, c.memory_full_us) == (13_885, 13_000)
+        assert (c.io_some_us, c.io_full_us) == (3_474_106, 3_401_000)
         run.wait(10)
         cgfs.processes_exited()
 
@@ -481,6 +484,7 @@ def test_reader_v1_only_host_has_no_pressure(
     with host.backend(native=native).launch(spec()) as run:
         c = run.counters()
         assert (c.cpu_full_us, c.memory_some_us, c.memory_full_us) == (None, None, None)
+        assert (c.io_some_us, c.io_full_us) == (None, None)
         run.wait(10)
         cgfs.processes_exited()
 

@@ -45,6 +45,11 @@ COUNTERS = {
         "some avg10=0.00 avg60=0.00 avg300=0.00 total=12345\n"
         "full avg10=0.00 avg60=0.00 avg300=0.00 total=678\n"
     ),
+    # The totals only: a tester's cold read's 3.47 s of I/O wait, some and full alike (one task).
+    "io.pressure": (
+        "some avg10=12.50 avg60=3.10 avg300=0.70 total=3474106\n"
+        "full avg10=12.50 avg60=3.10 avg300=0.70 total=3474106\n"
+    ),
     "memory.events": "low 0\nhigh 0\nmax 9\noom 3\noom_kill 3\n",
     "memory.events.local": "low 0\nhigh 0\nmax 5\noom 0\noom_kill 0\n",
     "io.stat": (
@@ -399,6 +404,8 @@ def test_reader_maps_the_v2_files(cgfs: FakeCgroupFs, tmp_path: Path, native: bo
             net_rx_bytes=None,
             net_tx_bytes=None,
             pids_current=3,
+            io_some_us=3_474_106,
+            io_full_us=3_474_106,
         )
         group = only_run_group(cgfs)
         (group / "memory.current").write_text("5\n")

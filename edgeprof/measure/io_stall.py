@@ -1,0 +1,50 @@
+"""Time a run waited on block I/O: the run group's ``io.pressure`` (PSI; on a hybrid cgroup
+v1 host its group on the unified hierarchy, which the kernel's PSI follows, as for
+``cpu.pressure`` and ``memory.pressure``).  A task counts there while it sleeps in
+``io_schedule`` (psi's ``TSK_IOWAIT``): a read from storage, a page under writeback, and
+the re-reads of page cache a memory limit evicted.
+
+No other figure of a run holds that time.  A tester's 500 MiB cold read from storage
+throttled to 100 MiB/s took 5.15 s of wall time with 0.32 s of CPU time, and the run's only
+warning was that other tasks held it off its CPUs for 0.61 s; the same read in a unified
+group of the tester's own had 3.47 s of ``io.pressure``, separately from its 1.07 s of
+``cpu.pressure``.
+"""
+
+from __future__ import annotations
+
+from ..model import IoStats
+from ..units import format_share
+from .memory import STALL_WARN_FRACTION
+
+IO_STALL_WARN_FRACTION = STALL_WARN_FRACTION
+"""The least share of the run's wall time waited on block I/O that is warned of: the memory
+stall's (:data:`~edgeprof.measure.memory.STALL_WARN_FRACTION`, 5 %), so that a run whose
+time went to storage is told so at the share a run slowed by its memory limit is."""
+
+
+def io_stall_share(io: IoStats, wall_s: float) -> float | None:
+    """The share of the run's wall time some of its tasks waited on block I/O (``stall_s``
+    over ``wall_s``), when it is over :data:`IO_STALL_WARN_FRACTION`; ``None`` under it or
+    where it cannot be told (no pressure file, an empty wall time)."""
+    if io.stall_s is None or wall_s <= 0:
+        return None
+    # ``some`` is time some task waited, so no more than the run's wall time; a windowed
+    # counter that spans more (a container's set-up) cannot be told as a share.
+    share = io.stall_s / wall_s
+    return share if IO_STALL_WARN_FRACTION < share <= 1.0 else None
+
+
+def io_stall_warning(io: IoStats, wall_s: float) -> str | None:
+    """The run's line when it waited on block I/O for a notable share of its wall time
+    (:func:`io_stall_share`); ``None`` otherwise.  It stands beside the CPU-contention
+    warning, which a run slowed by storage on a busy host had got alone: that time is the
+    host storage's, and edgeprof does not emulate a device's."""
+    share = io_stall_share(io, wall_s)
+    if share is None or io.stall_s is None:
+        return None
+    return (
+        f"the run waited on block I/O {io.stall_s:.2f}s ({format_share(share)} of its wall time): "
+        "that part of its times is this host's storage's, not its CPU's, and edgeprof runs "
+        "storage at the host's speed, not a device's (docs/method.md)"
+    )
