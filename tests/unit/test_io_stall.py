@@ -6,6 +6,7 @@ only that other tasks held it off its CPUs for 0.61 s; its I/O wait was 3.47 s."
 from __future__ import annotations
 
 from edgeprof import Limits, profile
+from edgeprof.measure.contention import held_time
 from edgeprof.measure.io_stall import IO_STALL_WARN_FRACTION, io_stall_share, io_stall_warning
 from edgeprof.measure.memory import STALL_WARN_FRACTION
 from edgeprof.model import Counters, IoStats, RunResult
@@ -37,6 +38,12 @@ def test_the_threshold_is_the_memory_stalls() -> None:
     assert io_stall_warning(_io(0.051), 1.0) is not None
 
 
+def test_a_short_wait_is_said_in_its_unit() -> None:
+    """A 200 MiB cold read from this host's disk waited 68.7 ms of 290 ms."""
+    w = io_stall_warning(_io(0.068697), 0.290195)
+    assert w is not None and w.startswith("the run waited on block I/O 68.7ms (23.7% of its")
+
+
 def test_no_pressure_file_or_no_wall_time_is_not_a_share() -> None:
     assert io_stall_share(_io(None), 5.0) is None  # a v1-only host, the process backend
     assert io_stall_share(_io(0.5), 0.0) is None
@@ -63,7 +70,8 @@ def waits_on_storage(share: float, held: float) -> Script:
 
 def _said(r: RunResult) -> str:
     assert r.io.stall_s is not None
-    return f"the run waited on block I/O {r.io.stall_s:.2f}s ({100 * r.io.stall_s / r.wall_s:.1f}%"
+    share = 100 * r.io.stall_s / r.wall_s
+    return f"the run waited on block I/O {held_time(r.io.stall_s)} ({share:.1f}%"
 
 
 def test_a_run_slowed_by_storage_on_a_busy_host_is_told_both() -> None:
