@@ -46,7 +46,14 @@ from .run_options import check_count
 
 
 class _Interrupted(Exception):
-    """A probe's run was interrupted (Ctrl-C): the search stops with what it has."""
+    """The runs were interrupted (Ctrl-C): the search stops with what it has.  Raised for
+    the sweep's flag, not a run's termination: a Ctrl-C between two runs ends the sweep with
+    every run it made complete (a probe's second batch, made when the first was in doubt,
+    had been judged on the first alone and the search gone on)."""
+
+    def __init__(self, runs: list[RunResult]) -> None:
+        super().__init__("interrupted")
+        self.runs = runs
 
 
 REFERENCE_RUNS = 2
@@ -223,21 +230,32 @@ def _fit_one(
                 dataclasses.replace(job, plan=plan, request=request),
                 workload_stdout=devnull,
             )
-            if not done.results and done.sweep.stopped is not None and done.sweep.warmups:
-                return done.sweep.warmups[-1:]  # the warm-up failed: the run that says why
-            warmups.extend(done.sweep.warmups)
-            return done.results
+            got = done.results
+            if not got and done.sweep.stopped is not None and done.sweep.warmups:
+                got = done.sweep.warmups[-1:]  # the warm-up failed: the run that says why
+            else:
+                warmups.extend(done.sweep.warmups)
+            if done.sweep.interrupted:
+                raise _Interrupted(got)
+            return got
 
         warmups: list[RunResult] = []
 
         if req.one_run:
-            done = runs(base, 1, "squeezed")
+            try:
+                done = runs(base, 1, "squeezed")
+            except _Interrupted as exc:  # its one run says so, or none was made
+                done = exc.runs
             return dataclasses.replace(
                 _one_run(done, ceiling, req, model, on_step, capped), reference_cap=cap
             )
         n_ref = req.repeat or REFERENCE_RUNS
         # Stopped at a failure: a command that fails without a limit fails in each run.
-        reference = runs(base, n_ref, "reference", REFERENCE_WARMUP, stop_on_failure=True)
+        try:
+            reference = runs(base, n_ref, "reference", REFERENCE_WARMUP, stop_on_failure=True)
+            interrupted = False
+        except _Interrupted as exc:
+            reference, interrupted = exc.runs, True
         label = reference[0].label if reference else (model or "run")
         if on_step is not None:
             on_step(label, None, None, reference)
@@ -253,7 +271,7 @@ def _fit_one(
         ref_read = read_back(reference)  # and the pages it read back
         room = slack(b.floor)  # what each run must leave; the bracket adds the floors' spread
         bad = next((r for r in reference if not succeeded(r)), None)
-        if bad is not None or not reference:
+        if bad is not None or not reference or interrupted:
             stopped = "the unlimited run ended: interrupted" if bad is None else failed(
                 bad, cap=capped)  # fmt: skip
             return FitOutcome(label, tuple(reference), time, noise, b, (), None,
@@ -276,7 +294,7 @@ def _fit_one(
                     f"probe-{len(probes) + 1:02d}-again",
                 )
             if not got or any(r.termination is Termination.INTERRUPTED for r in got):
-                raise _Interrupted
+                raise _Interrupted(got)
             v = verdict(got, time, reference[-1], req.tolerance, room, ref_stall, ref_read)
             p = Probe(limit, tuple(got), v)
             probes.append(p)
@@ -296,7 +314,7 @@ def _fit_one(
                 dataclasses.replace(setting_, memory=limit), more, f"probe-{i + 1:02d}-confirm"
             )
             if not got or any(r.termination is Termination.INTERRUPTED for r in got):
-                raise _Interrupted
+                raise _Interrupted(got)
             both = (*p.runs, *got)
             v = verdict(both, time, reference[-1], req.tolerance, room, ref_stall, ref_read)
             probes[i] = Probe(limit, both, v)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -481,6 +481,26 @@ def test_a_command_killed_by_a_signal_unlimited_names_the_signal(
     assert "no search: the unlimited run was killed by SIGSEGV" + FAILS + "\n" in out
 
 
+def _interrupted_in(where: str, after: int = 0) -> Callable[..., Any]:
+    """``execute``, but the sweep whose directory is ``where`` is Ctrl-C'd after ``after``
+    complete runs, between two runs: the sweep is flagged, no run's termination says so."""
+    from edgeprof.sweeps.request import RunJob, RunOutcome, execute
+    from edgeprof.sweeps.sweep import SweepResult
+
+    def run(job: RunJob, **kw: Any) -> RunOutcome:
+        if job.request.out is None or job.request.out.name != where:
+            return execute(job, **kw)
+        if not after:
+            return RunOutcome(SweepResult(job.plan, interrupted=True, stopped="interrupted"), [])
+        done = execute(dataclasses.replace(job, plan=dataclasses.replace(job.plan,
+                                                                         repeat=after)), **kw)
+        result = SweepResult(job.plan, runs=done.sweep.runs, interrupted=True,
+                             stopped="interrupted")  # fmt: skip
+        return RunOutcome(result, list(done.results))
+
+    return run
+
+
 def test_a_search_interrupted_after_its_probes_says_what_they_showed(
     capfd: pytest.CaptureFixture[str], limit_seen: str, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -488,19 +508,10 @@ def test_a_search_interrupted_after_its_probes_says_what_they_showed(
     """Ctrl-C in the third probe: fit had said "no search: interrupted" with 2 probes in
     fit.json."""
     import edgeprof.sweeps.fit as fit_module
-    from edgeprof.sweeps.request import RunJob, RunOutcome, execute
-    from edgeprof.sweeps.sweep import SweepResult
 
-    calls = 0
-
-    def interrupted_third_probe(job: RunJob, **kw: Any) -> RunOutcome:
-        nonlocal calls
-        calls += 1
-        if calls == 4:  # the reference, two probes, then Ctrl-C
-            return RunOutcome(SweepResult(job.plan, interrupted=True), [])
-        return execute(job, **kw)
-
-    monkeypatch.setattr(fit_module, "execute", interrupted_third_probe)
+    # By the probe's directory, not a count of calls: a probe in doubt (a slow run on a busy
+    # host) makes a second batch, and the fourth call had been that batch's.
+    monkeypatch.setattr(fit_module, "execute", _interrupted_in("probe-03"))
     out = tmp_path / "f"
     rc, stdout, err = _fit(capfd, "--backend", limit_seen, "--tolerance", "1000%", "--out",
                            str(out), "--", "sh", "-c", NEEDS_32M)
@@ -517,6 +528,44 @@ def test_a_search_interrupted_after_its_probes_says_what_they_showed(
     assert doc["stopped"] == said and doc["fits"] is None  # an interrupted tester's `false`
     assert stdout.splitlines()[-1] == said and "no search" not in stdout
     assert "10.0MiB " in stdout  # the curve of the probes made
+
+
+def test_a_ctrl_c_between_a_doubted_probes_batches_stops_the_search(
+    capfd: pytest.CaptureFixture[str], limit_seen: str, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A probe in doubt makes a second batch; Ctrl-C before it had been lost (no run was
+    interrupted) and the probe judged on its first run."""
+    import edgeprof.sweeps.fit as fit_module
+
+    monkeypatch.setattr(fit_module, "in_doubt", lambda *a, **kw: True)
+    monkeypatch.setattr(fit_module, "execute", _interrupted_in("probe-02-again"))
+    out = tmp_path / "f"
+    rc, stdout, err = _fit(capfd, "--backend", limit_seen, "--tolerance", "1000%", "--out",
+                           str(out), "--", "sh", "-c", NEEDS_32M)  # fmt: skip
+    assert rc == 130, (stdout, err)
+    doc = json.loads((out / "fit.json").read_text())
+    assert [p["limit_bytes"] for p in doc["probes"]] == [10 * MIB]  # the second not judged
+    assert doc["stopped"].startswith("the search was interrupted after 1 probe"), doc["stopped"]
+    assert doc["fits"] is None and not (out / "probe-03").exists()
+
+
+def test_a_ctrl_c_between_the_unlimited_runs_stops_before_the_search(
+    capfd: pytest.CaptureFixture[str], limit_seen: str, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import edgeprof.sweeps.fit as fit_module
+
+    monkeypatch.setattr(fit_module, "execute", _interrupted_in("reference", after=1))
+    out = tmp_path / "f"
+    rc, stdout, err = _fit(capfd, "--backend", limit_seen, "--tolerance", "1000%", "--out",
+                           str(out), "--", "sh", "-c", NEEDS_32M)  # fmt: skip
+    assert rc == 130, (stdout, err)
+    doc = json.loads((out / "fit.json").read_text())
+    assert doc["probes"] == [] and doc["fits"] is None, doc
+    assert doc["stopped"] == "the unlimited run ended: interrupted", doc["stopped"]
+    assert doc["reference"]["termination"] == "exited"  # the one run made, complete
+    assert not (out / "probe-01").exists()
 
 
 @pytest.mark.parametrize(
