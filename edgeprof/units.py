@@ -236,6 +236,33 @@ on, may write one) and an optional unit; ``us`` as ``--cpu-period`` takes it (``
 _DURATION_MULT = {None: 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "m": 60.0, "h": 3600.0}
 
 
+def parse_bandwidth(text: str | int, what: str = "storage rate") -> int:
+    """A storage rate (``--read-bps 20m``): bytes a second, a size with its unit and an
+    optional ``/s`` (``20m/s``, ``20MiB/s``), binary multiples as Docker's
+    ``--device-read-bps``; a whole number of bytes a second from the library."""
+    if isinstance(text, bool) or not isinstance(text, (str, int)):
+        raise ConfigError(f"invalid {what} {shown(text)}: expected a size a second, e.g. 20m")
+    if isinstance(text, int):
+        # As a size's text is bounded (parse_unit_size): the kernel reads a rate as a u64.
+        if not 1 <= text < 2**63:
+            raise ConfigError(
+                f"invalid {what} {text}: must be at least 1 byte a second and below 8 EiB"
+            )
+        return text
+    size = text.strip()
+    if size.lower().endswith("/s"):
+        size = size[:-2].rstrip()
+    try:
+        return parse_unit_size(size)
+    except ConfigError as exc:
+        raise ConfigError(f"invalid {what} {shown(text)}: {exc}") from None
+
+
+def format_bandwidth(n: int) -> str:
+    """``20971520`` → ``20.0MiB/s``."""
+    return f"{format_binary(n)}/s"
+
+
 def parse_duration(
     text: str | float, what: str = "duration", least: tuple[float, str] | None = None
 ) -> float:

@@ -274,6 +274,8 @@ _SETTING_KEYS = {
     "memory": "memory",
     "pids": "pids",
     "cpu-period": "cpu_period_us",
+    "read": "read_bps",
+    "write": "write_bps",
 }
 
 

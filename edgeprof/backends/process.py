@@ -23,6 +23,7 @@ from typing import ClassVar, Literal
 
 from ..errors import BackendError, BackendUnavailable
 from ..model import Limits, RunSpec
+from ._disks import storage_limits
 from ._own_group import OwnGroup, own_memory_group
 from ._process_run import ProcessRun
 from .base import Backend
@@ -60,6 +61,11 @@ def refusal(limits: Limits) -> str | None:
         return (
             "--pids: the process backend cannot limit the run's processes (RLIMIT_NPROC "
             f"counts every process of the user); {how}"
+        )
+    if limits.read_bps is not None or limits.write_bps is not None:
+        return (
+            f"{storage_limits(limits)}: the process backend cannot slow storage (only a "
+            f"group's block I/O throttle does); {how}"
         )
     return None
 

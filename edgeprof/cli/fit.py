@@ -28,8 +28,10 @@ from .options import (
     ModelFile,
     ModelList,
     Pids,
+    ReadBps,
     Timeout,
     WorkDir,
+    WriteBps,
 )
 
 if TYPE_CHECKING:
@@ -83,6 +85,8 @@ def fit_cmd(
         typer.Option(help="Budget: exit 3 when the answer exceeds this size, e.g. 300m."),
     ] = None,
     pids: Pids = None,
+    read_bps: ReadBps = None,
+    write_bps: WriteBps = None,
     interval: Annotated[str | None, typer.Option(help="Sampling interval in seconds.")] = None,
     cores_busy: CoresBusy = "wait",
     timeout: Timeout = None,
@@ -130,6 +134,8 @@ def fit_cmd(
             cpuset=(cpuset,) if cpuset else (),
             memory=(memory,) if memory else (),
             pids=pids,
+            read_bps=read_bps,
+            write_bps=write_bps,
             cpu_period=cpu_period,
             interval=interval,
             timeout=timeout,

@@ -30,6 +30,8 @@ METAVARS: dict[str, str] = {
     "--cores-busy": "wait|fail",
     "--memory": _SIZE,
     "--pids": "N",
+    "--read-bps": "RATE",
+    "--write-bps": "RATE",
     "--gpus": "GPUS",
     "--gpu-memory": _SIZE,
     "--interval": "SECONDS",

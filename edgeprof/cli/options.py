@@ -68,6 +68,17 @@ Pids = Annotated[
     str | None,
     typer.Option(help="Most processes and threads at once, e.g. 64 (fork bombs stop there)."),
 ]
+ReadBps = Annotated[
+    str | None,
+    typer.Option(help="Storage read speed on every disk, e.g. 40m (an SD card's; binary units)."),
+]
+WriteBps = Annotated[
+    str | None,
+    typer.Option(
+        help="Storage write speed on every disk, e.g. 20m (cgroup v1: only the writes the run "
+        "forces out, fsync or O_DIRECT)."
+    ),
+]
 CoresBusy = Annotated[
     str,
     typer.Option(

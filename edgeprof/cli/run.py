@@ -44,9 +44,11 @@ from .options import (
     ModelList,
     Pids,
     PredictionsFile,
+    ReadBps,
     SummaryFile,
     Timeout,
     WorkDir,
+    WriteBps,
 )
 
 CONTEXT_SETTINGS = {"allow_interspersed_args": False}
@@ -87,6 +89,8 @@ def run(
         typer.Option(help="Memory limit, e.g. 512m (binary units, as Docker); a list sweeps."),
     ] = None,
     pids: Pids = None,
+    read_bps: ReadBps = None,
+    write_bps: WriteBps = None,
     gpus: Gpus = None,
     gpu_memory: GpuMemory = None,
     interval: Annotated[

@@ -154,7 +154,7 @@ def build_result(
         stall_s=us_to_s(windowed.io_some_us),
         stall_full_s=us_to_s(windowed.io_full_us),
     )
-    waited_io = io_stall_warning(io, wall)
+    waited_io = io_stall_warning(io, wall, spec.limits)
     if waited_io is not None:
         warnings.append(waited_io)
     warnings += process_warnings(final.pids_refused, spec.limits.pids, others_left)

@@ -13,8 +13,8 @@ group of the tester's own had 3.47 s of ``io.pressure``, separately from its 1.0
 
 from __future__ import annotations
 
-from ..model import IoStats
-from ..units import format_share
+from ..model import IoStats, Limits
+from ..units import format_bandwidth, format_share
 from .contention import held_time
 from .memory import STALL_WARN_FRACTION
 
@@ -36,17 +36,26 @@ def io_stall_share(io: IoStats, wall_s: float) -> float | None:
     return share if IO_STALL_WARN_FRACTION < share <= 1.0 else None
 
 
-def io_stall_warning(io: IoStats, wall_s: float) -> str | None:
+def io_stall_warning(io: IoStats, wall_s: float, limits: Limits | None = None) -> str | None:
     """The run's line when it waited on block I/O for a notable share of its wall time
     (:func:`io_stall_share`); ``None`` otherwise.  It stands beside the CPU-contention
     warning, which a run slowed by storage on a busy host had got alone: that time is the
     host storage's, and edgeprof does not emulate a device's.  The time as the contention
     warning says its own (:func:`~edgeprof.measure.contention.held_time`): a 200 MiB cold
-    read from this host's disk waited 68.7 ms, which ``.2f`` had written "0.07s"."""
+    read from this host's disk waited 68.7 ms, which ``.2f`` had written "0.07s".  Under
+    a storage speed (``limits``' ``read_bps`` or ``write_bps``) the wait is the speed's, as
+    asked: said so, not that the storage ran at the host's speed."""
     share = io_stall_share(io, wall_s)
     if share is None or io.stall_s is None:
         return None
     waited = f"{held_time(io.stall_s)} ({format_share(share)} of its wall time)"
+    asked = () if limits is None else (("read", limits.read_bps), ("write", limits.write_bps))
+    rates = [f"{way} {format_bandwidth(rate)}" for way, rate in asked if rate is not None]
+    if rates:
+        return (
+            f"the run waited on block I/O {waited}, with the storage at {' and '.join(rates)} "
+            "as asked: that part of its times is the storage speed's, not its CPU's"
+        )
     return (
         f"the run waited on block I/O {waited}: that part of its times is this host's "
         "storage's, not its CPU's, and edgeprof runs storage at the host's speed, not a "

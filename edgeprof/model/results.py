@@ -362,6 +362,8 @@ class RunResult:
             "memory_bytes": self.limits.memory,
             "pids": self.limits.pids,
             "cpu_period_us": self.limits.cpu_period_us,
+            "read_bps": self.limits.read_bps,
+            "write_bps": self.limits.write_bps,
         }
         d["warnings"] = list(self.warnings)
         d["device_replaced"] = list(self.device_replaced)
@@ -448,6 +450,8 @@ class RunResult:
                 memory=lim["memory_bytes"],
                 pids=lim.get("pids"),
                 cpu_period_us=lim.get("cpu_period_us"),
+                read_bps=lim.get("read_bps"),
+                write_bps=lim.get("write_bps"),
             ),
             started_at=d["started_at"],
             termination=Termination(d["termination"]),

@@ -109,6 +109,15 @@ LIMITS = {
             "maximum": MAX_PERIOD_US,
             "description": "The CFS period as asked (null: edgeprof's choice).",
         },
+        **{
+            f"{way}_bps": {
+                "type": ["integer", "null"],
+                "minimum": 1,
+                "maximum": MAX_SIZE,
+                "description": f"The storage's {way} speed on every disk, bytes a second.",
+            }
+            for way in ("read", "write")
+        },
     },
     "required": ["cpus", "cpuset", "memory_bytes"],
     "additionalProperties": False,

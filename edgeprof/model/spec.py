@@ -18,7 +18,14 @@ from ..cpu_units import (
     parse_cpuset,
 )
 from ..errors import ConfigError
-from ..units import format_binary, parse_memory_limit, parse_pids, shown
+from ..units import (
+    format_bandwidth,
+    format_binary,
+    parse_bandwidth,
+    parse_memory_limit,
+    parse_pids,
+    shown,
+)
 
 
 @dataclass(frozen=True)
@@ -30,7 +37,9 @@ class Limits:
     ``pids``: the most processes and threads the run may have at once (a fork bomb stops
     there: ``fork()`` fails with EAGAIN, as on a device's ``ulimit -u``);
     ``cpu_period_us``: the CFS period of the ``cpus`` quota (µs, or ``"2ms"``), as
-    asked; ``None`` lets edgeprof choose (:func:`edgeprof.measure.limits.cpu_period_us`).
+    asked; ``None`` lets edgeprof choose (:func:`edgeprof.measure.limits.cpu_period_us`);
+    ``read_bps``, ``write_bps``: the storage's speed, bytes a second (or ``"20m"``) on
+    every disk of the host, as a board's SD card or eMMC reads and writes.
     """
 
     cpus: float | None = None
@@ -38,6 +47,8 @@ class Limits:
     memory: int | None = None
     pids: int | None = None
     cpu_period_us: int | None = None
+    read_bps: int | None = None
+    write_bps: int | None = None
 
     def __init__(
         self,
@@ -46,6 +57,8 @@ class Limits:
         memory: float | str | None = None,
         pids: int | str | None = None,
         cpu_period_us: int | str | None = None,
+        read_bps: int | str | None = None,
+        write_bps: int | str | None = None,
     ) -> None:
         object.__setattr__(self, "cpus", None if cpus is None else parse_cpus(cpus))
         period = None if cpu_period_us is None else parse_cpu_period(cpu_period_us)
@@ -84,6 +97,9 @@ class Limits:
             memory = parse_memory_limit(str(int(memory)))
         object.__setattr__(self, "memory", memory)
         object.__setattr__(self, "pids", None if pids is None else parse_pids(pids))
+        for name, rate in (("read_bps", read_bps), ("write_bps", write_bps)):
+            what = f"{name.split('_')[0]} rate"
+            object.__setattr__(self, name, None if rate is None else parse_bandwidth(rate, what))
 
     def describe(self) -> str:
         """``cpus=1.5, cpuset=0-1, memory=512.0 MiB`` or ``none``: a stable label of a setting
@@ -99,6 +115,10 @@ class Limits:
             parts.append(f"pids={self.pids}")
         if self.cpu_period_us is not None:
             parts.append(f"cpu-period={format_period(self.cpu_period_us)}")
+        if self.read_bps is not None:
+            parts.append(f"read={format_bandwidth(self.read_bps)}")
+        if self.write_bps is not None:
+            parts.append(f"write={format_bandwidth(self.write_bps)}")
         return ", ".join(parts) or "none"
 
 

@@ -106,8 +106,8 @@ def profile(
       plain string (``"python3 infer.py"``, a ``Sequence[str]`` too), which is also a
       :class:`~edgeprof.errors.ConfigError` at run time.
     - ``limits``: :class:`Limits` (``cpus``, ``cpuset``, ``memory``, ``pids``, the CPU
-      period); ``None``: none.  A limit the host or the backend cannot hold is a
-      :class:`~edgeprof.errors.LimitError`.
+      period, the storage's ``read_bps`` and ``write_bps``); ``None``: none.  A limit the
+      host or the backend cannot hold is a :class:`~edgeprof.errors.LimitError`.
     - ``backend``: ``"auto"`` (a cgroup, else the process tree, with a warning),
       ``"cgroup"``, ``"process"``, ``"docker"``, or a :class:`Backend` object.
     - ``interval``: seconds between samples (``0.1``), or a duration (``"10ms"``).
@@ -274,8 +274,12 @@ def with_device(
         on_host=on_host,
         gpu_memory=None if gpu_memory is None else str(gpu_memory),
     )
-    # A process limit is no device's value: the caller's, as --pids beside --device.
-    return dataclasses.replace(d, limits=dataclasses.replace(d.limits, pids=limits.pids))
+    # A process limit and a storage speed are no device's values: the caller's, as --pids
+    # and --read-bps beside --device.
+    own = dataclasses.replace(
+        d.limits, pids=limits.pids, read_bps=limits.read_bps, write_bps=limits.write_bps
+    )
+    return dataclasses.replace(d, limits=own)
 
 
 def _short(cpus: float) -> str:

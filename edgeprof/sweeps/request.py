@@ -43,7 +43,7 @@ from ..model import RunResult, UserIds
 from ..names import check_name
 from ..outfiles import check_path, check_target
 from ..storage import check_writable
-from ..units import named, parse_duration, parse_memory_limit, parse_pids
+from ..units import named, parse_bandwidth, parse_duration, parse_memory_limit, parse_pids
 from . import envtemplate
 from .envtemplate import EnvTemplate
 from .labels import limit_settings, model_names
@@ -67,6 +67,9 @@ class RunRequest:
     cpuset: tuple[str, ...] = ()
     memory: tuple[str, ...] = ()
     pids: str | None = None
+    read_bps: str | None = None
+    write_bps: str | None = None
+    """``--read-bps``, ``--write-bps``: the storage's speed for every setting of a sweep."""
     cpu_period: str | None = None
     """``--cpu-period``: one period for every ``cpus`` setting of a sweep."""
     interval: str | None = None
@@ -286,6 +289,14 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     if req.pids is not None:  # one process limit for every setting of a sweep
         pids = parse_pids(req.pids)
         settings = tuple(dataclasses.replace(s, pids=pids) for s in settings)
+    if req.read_bps is not None:  # one storage speed for every setting, as --pids
+        with named("--read-bps"):
+            read = parse_bandwidth(req.read_bps, "read rate")
+        settings = tuple(dataclasses.replace(s, read_bps=read) for s in settings)
+    if req.write_bps is not None:
+        with named("--write-bps"):
+            write = parse_bandwidth(req.write_bps, "write rate")
+        settings = tuple(dataclasses.replace(s, write_bps=write) for s in settings)
     if req.cpu_period is not None:
         period = parse_cpu_period(req.cpu_period)
         if any(s.cpus is None for s in settings):

@@ -299,7 +299,7 @@ V2_CONTROLLER_FILES: dict[str, dict[str, str]] = {
         "memory.events": "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n",
         "memory.events.local": "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n",
     },
-    "io": {"io.stat": ""},
+    "io": {"io.stat": "", "io.max": ""},
     "pids": {"pids.current": "0\n", "pids.max": "max\n"},
     "cpuset": {"cpuset.cpus": "\n", "cpuset.cpus.effective": "0-3\n", "cpuset.mems": "\n"},
 }

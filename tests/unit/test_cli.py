@@ -157,6 +157,8 @@ def test_options_reach_the_run(tmp_path: Path, capfd: pytest.CaptureFixture[str]
         "memory_bytes": 64 * 2**20,
         "pids": None,
         "cpu_period_us": None,
+        "read_bps": None,
+        "write_bps": None,
     }
     # An integer share pinned to as many cores cannot stall: Docker's period stays.
     assert data["cpu"]["period_s"] == 0.1

@@ -44,6 +44,8 @@ from edgeprof.model import RunSpec
         (Limits(cpus=4), "--cpus 4"),  # over the host with --allow-over-host: not pinned
         (Limits(memory="1g"), "RLIMIT_AS caps each process's address space"),
         (Limits(pids=10), "RLIMIT_NPROC counts every process of the user"),
+        (Limits(read_bps="40m"), "--read-bps 40.0MiB/s: the process backend cannot slow"),
+        (Limits(write_bps="1m"), "--write-bps 1.0MiB/s: the process backend cannot slow"),
     ],
 )
 def test_it_holds_whole_cores_and_refuses_what_it_cannot_enforce(
@@ -59,8 +61,8 @@ def test_it_holds_whole_cores_and_refuses_what_it_cannot_enforce(
 
 @pytest.mark.parametrize(
     "limits",
-    [Limits(cpus=0.5), Limits(memory="1g"), Limits(pids=10)],
-    ids=["cpus", "memory", "pids"],
+    [Limits(cpus=0.5), Limits(memory="1g"), Limits(pids=10), Limits(read_bps="4m")],
+    ids=["cpus", "memory", "pids", "storage"],
 )
 def test_a_refusal_names_only_options_that_exist(limits: Limits) -> None:
     """The memory refusal once sent the user to a ``--max-memory`` that ``run`` lacks."""

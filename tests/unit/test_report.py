@@ -345,6 +345,8 @@ def test_json_contract_keys() -> None:
         "memory_bytes": 512 * 2**20,
         "pids": None,
         "cpu_period_us": None,
+        "read_bps": None,
+        "write_bps": None,
     }
     assert d["command"] == ["python3", "infer.py"]
     assert d["termination"] == "exited"
@@ -402,6 +404,8 @@ def test_no_limits_in_json() -> None:
         "memory_bytes": None,
         "pids": None,
         "cpu_period_us": None,
+        "read_bps": None,
+        "write_bps": None,
     }
     assert RunResult.from_dict(d).limits == Limits()
     # A file written before --cpu-period existed reads back with edgeprof's choice of period.

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from ...errors import BackendUnavailable, ConfigError
 from ...model import RunSpec
 from .._cgroup_common import run_group_name
+from .._disks import BUFFERED_WRITES, remote_daemon
 from ..base import Backend
 from ..capabilities import CleanupScope
 from ..cgroup_v1 import cgroup_mounts
@@ -181,8 +182,12 @@ class DockerBackend(Backend):
                 "the docker backend needs an image: --image NAME (or an env "
                 "description to build one)"
             )
+        lim = spec.limits
+        rates = lim.read_bps is not None or lim.write_bps is not None
+        if rates and not self._local_socket():
+            raise remote_daemon(lim)
         name = run_group_name()
-        return DockerRun(
+        run = DockerRun(
             self.client,
             spec,
             image,
@@ -191,6 +196,9 @@ class DockerBackend(Backend):
             placement=self.placement(name) if self._exact else None,
             native=self._native,
         )
+        if lim.write_bps is not None and self.cgroup_version == 1:
+            run.warnings.append(BUFFERED_WRITES)
+        return run
 
     def placement(self, name: str) -> Placement:
         """Where the parent group ``name`` of a container lives in each hierarchy."""

@@ -18,6 +18,7 @@ from ...shared_output import relayed
 from ...workload.instrument import EVENTS_CONTAINER_PATH
 from .. import cgroup_parse
 from .. import cgroupfs as fs
+from .._disks import docker_rates
 from .._mapped import read_mapped
 from .._process import kill_members, leave_stops_to_main_thread, signal_pids
 from .._systemd_scope import stop_unit
@@ -152,6 +153,8 @@ class DockerRun(RunHandle):
             host["MemorySwap"] = lim.memory  # memory+swap = memory: no swap
         if lim.pids is not None:
             host["PidsLimit"] = lim.pids
+        if lim.read_bps is not None or lim.write_bps is not None:
+            host.update(docker_rates(lim))
         if spec.gpus:
             # docker run --gpus device=UUID,…: the daemon hands the request to the NVIDIA
             # Container Toolkit's hook, which mounts the devices and the driver's libraries.

@@ -1,0 +1,52 @@
+"""A storage speed through Docker: ``--read-bps`` becomes the container's device read rate on
+every disk, and a cold read of the data file through a bind mount takes the time it allows.
+The rate is derived from the same read measured in the same image without one."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgeprof.backends._disks import disks
+from edgeprof.cli import main
+from tests.host.memory_workload import READ_AND_HOLD, data_file
+from tests.host.test_io_stall_kernel import on_block_device
+from tests.host.test_storage_speed_kernel import SLACK, rate_for
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Iterator[Path]:
+    yield from data_file(tmp_path)
+
+
+def test_a_read_rate_slows_a_containers_cold_read(
+    docker_daemon: Any,
+    data: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", docker_daemon.host)
+    script = tmp_path / "w.py"
+    script.write_text(READ_AND_HOLD)
+    opts = ["--backend", "docker", "--image", docker_daemon.images["python3"],
+            "--docker-args", f"-v {script}:/opt/w.py:ro -v {data}:/data/d.bin:ro --network none",
+            "--interval", "0.05"]  # fmt: skip
+    cmd = ["--", "python3", "/opt/w.py", "/data/d.bin", "0", "0"]
+    size = data.stat().st_size
+    assert disks() and on_block_device(data), "the Docker tier runs on a host with a disk"
+
+    assert main(["run", *opts, "--json", *cmd]) == 0
+    free = json.loads(capfd.readouterr().out)
+    rate = rate_for(size, free["wall_s"])
+    code = main(["run", *opts, "--json", "--read-bps", f"{rate}b", *cmd])
+    captured = capfd.readouterr()
+    assert code == 0, captured.err
+    r = json.loads(captured.out)
+    assert r["limits"]["read_bps"] == rate
+    assert r["wall_s"] >= SLACK * size / rate, (r["wall_s"], size, rate, free["wall_s"])
+    assert r["wall_s"] > free["wall_s"], (r["wall_s"], free["wall_s"])

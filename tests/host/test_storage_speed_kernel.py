@@ -1,0 +1,101 @@
+"""A storage speed from the kernel's block throttle: a cold read of the data file under
+``--read-bps`` and an fsync'd write under ``--write-bps`` take the time the rate allows, not
+the host disk's.  The rate is derived from the same read or write measured unthrottled here
+(a quarter of that speed, and at most one that takes 2 s), so a slow disk cannot pass it."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import edgeprof
+from edgeprof.backends._disks import disks
+from edgeprof.errors import LimitError
+from edgeprof.model import Limits
+
+from .memory_workload import READ_AND_HOLD, data_file
+from .test_io_stall_kernel import on_block_device
+
+#: Writes ``size`` bytes to ``path`` and fsyncs them: on cgroup v1 the throttle sees only
+#: the writes a run forces out; the kernel's flusher writes buffered ones outside its group.
+WRITE_AND_SYNC = """\
+import os, sys
+path, size = sys.argv[1], int(sys.argv[2])
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+chunk = b"\\x5a" * (1 << 20)
+for _ in range(size >> 20):
+    os.write(fd, chunk)
+os.fsync(fd)
+os.close(fd)
+"""
+SLOWER = 4  # the throttled run's rate: a quarter of what this host's storage did
+SHORTEST_S = 2.0  # and slow enough that the throttled run takes at least this long
+SLACK = 0.8  # blk-throttle lets a slice's worth through at once: 20 MiB at 10 MiB/s took 1.94 s
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Iterator[Path]:
+    yield from data_file(tmp_path)
+
+
+def rate_for(size: int, unthrottled_s: float) -> int:
+    """The throttled run's rate, bytes a second, from the unthrottled run's wall time."""
+    return max(1, int(size / max(SHORTEST_S, SLOWER * unthrottled_s)))
+
+
+def test_a_read_rate_slows_a_cold_read_to_it(mechanism: str, data: Path, tmp_path: Path) -> None:
+    script = tmp_path / "read.py"
+    script.write_text(READ_AND_HOLD)
+    size = data.stat().st_size
+    cmd = [sys.executable, str(script), str(data), "0", "0"]
+    if not disks():
+        # No disk takes a throttle rule (a guest on an initramfs and 9p): refused, not run
+        # unslowed.
+        with pytest.raises(LimitError, match="no disk here takes a throttle rule"):
+            edgeprof.profile(cmd, limits=Limits(read_bps=size))
+        return
+    if not on_block_device(data):
+        # A disk takes the rule, but the file is not on it: the run is throttled all the same
+        # and reads nothing from a disk.
+        r = edgeprof.profile(cmd, limits=Limits(read_bps=size))
+        assert r.exit_code == 0 and r.limits.read_bps == size, r.warnings
+        assert r.io.read_bytes == 0, r.io
+        return
+    free = edgeprof.profile(cmd, interval=0.05)
+    assert free.exit_code == 0, free.warnings
+    rate = rate_for(size, free.wall_s)
+    r = edgeprof.profile(cmd, limits=Limits(read_bps=rate), interval=0.05)
+    assert r.exit_code == 0, r.warnings
+    assert r.limits.read_bps == rate
+    assert r.io.read_bytes is not None and r.io.read_bytes >= size, (r.io, size)
+    assert r.wall_s >= SLACK * size / rate, (r.wall_s, size, rate, free.wall_s)
+    assert r.wall_s > free.wall_s, (r.wall_s, free.wall_s)
+
+
+def test_a_write_rate_slows_an_fsynced_write_to_it(
+    mechanism: str, data: Path, tmp_path: Path
+) -> None:
+    if not disks() or not on_block_device(data):
+        return  # the read test has said what a host without a disk does
+    script = tmp_path / "write.py"
+    script.write_text(WRITE_AND_SYNC)
+    size = data.stat().st_size
+    out = data.parent / "written.bin"  # beside the data file: on the same disk
+    cmd = [sys.executable, str(script), str(out), str(size)]
+    try:
+        free = edgeprof.profile(cmd, interval=0.05)
+        assert free.exit_code == 0, free.warnings
+        rate = rate_for(size, free.wall_s)
+        r = edgeprof.profile(cmd, limits=Limits(write_bps=rate), interval=0.05)
+    finally:
+        out.unlink(missing_ok=True)
+    assert r.exit_code == 0, r.warnings
+    assert r.limits.write_bps == rate
+    assert r.io.write_bytes is not None and r.io.write_bytes >= size, (r.io, size)
+    assert r.wall_s >= SLACK * size / rate, (r.wall_s, size, rate, free.wall_s)
+    assert r.wall_s > free.wall_s, (r.wall_s, free.wall_s)
+    if mechanism == "cgroup1":
+        assert any("--write-bps on cgroup v1" in w for w in r.warnings), r.warnings

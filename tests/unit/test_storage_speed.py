@@ -1,0 +1,203 @@
+"""A storage speed (``--read-bps``, ``--write-bps``): parsed once, labelled, kept in
+result.json, and asked of every disk as each backend's kernel interface takes it."""
+
+from __future__ import annotations
+
+import errno
+import json
+from pathlib import Path
+
+import pytest
+
+from edgeprof.backends._disks import BUFFERED_WRITES, disks, docker_rates
+from edgeprof.backends.cgroup_v1 import NO_THROTTLE_BPS
+from edgeprof.backends.docker import DockerBackend
+from edgeprof.cli import main
+from edgeprof.errors import ConfigError, LimitError
+from edgeprof.measure.io_stall import io_stall_warning
+from edgeprof.model import IoStats, Limits
+from edgeprof.units import parse_bandwidth
+
+from .conftest import FakeCgroupFs, make_result
+from .test_backend_cgroup_v1 import spec as v1_spec
+from .test_backend_cgroup_v1 import v1_tree
+from .test_backend_cgroup_v2 import backend, only_run_group, spec, v2_tree
+
+MiB = 2**20
+
+
+@pytest.mark.parametrize(
+    ("text", "bps"),
+    [("40m", 40 * MiB), ("40m/s", 40 * MiB), ("40MiB/s", 40 * MiB), (" 1.5g ", 3 * 2**29),
+     ("512k", 512 * 1024), ("100b", 100), (4096, 4096)],
+)  # fmt: skip
+def test_a_rate_is_a_size_a_second(text: str | int, bps: int) -> None:
+    assert parse_bandwidth(text) == bps
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [("40", "'40' has no unit (it would be 40 bytes): write a size such as 40m"),
+     ("0m", "must be at least 1 byte"), ("fast", "invalid size 'fast'"),
+     (0, "must be at least 1 byte a second"), (True, "expected a size a second"),
+     ("9000000t", "must be below 8 EiB"), (2**63, "and below 8 EiB")],
+)  # fmt: skip
+def test_a_bad_rate_says_why(text: str | int, said: str) -> None:
+    with pytest.raises(ConfigError, match="invalid storage rate") as exc:
+        parse_bandwidth(text)
+    assert said in str(exc.value)
+
+
+def test_a_rate_is_in_the_label_and_result_json() -> None:
+    lim = Limits(memory="64m", read_bps="40m", write_bps="20m/s")
+    assert lim.describe() == "memory=64.0MiB, read=40.0MiB/s, write=20.0MiB/s"
+    r = make_result(limits=lim)
+    d = r.to_dict()
+    assert (d["limits"]["read_bps"], d["limits"]["write_bps"]) == (40 * MiB, 20 * MiB)
+    assert type(r).from_dict(json.loads(json.dumps(d))).limits == lim
+    old = {**d, "limits": {k: v for k, v in d["limits"].items() if not k.endswith("_bps")}}
+    assert type(r).from_dict(old).limits == Limits(memory="64m")  # a file from before
+
+
+def test_disks_are_the_whole_disks_with_media(tmp_path: Path) -> None:
+    for name, dev, size in (("vda", "254:0", "100"), ("loop0", "7:0", "0"), ("sr0", "11:0", "0"),
+                            ("cciss!c0d0", "104:0", "8")):  # fmt: skip
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "dev").write_text(dev + "\n")
+        (tmp_path / name / "size").write_text(size + "\n")
+    assert [(d.name, d.dev) for d in disks(tmp_path)] == [("cciss!c0d0", "104:0"), ("vda", "254:0")]
+    rates = docker_rates(Limits(read_bps="40m"), tmp_path)
+    assert rates == {"BlkioDeviceReadBps": [{"Path": "/dev/cciss/c0d0", "Rate": 40 * MiB},
+                                            {"Path": "/dev/vda", "Rate": 40 * MiB}]}  # fmt: skip
+
+
+def test_a_host_with_no_disk_is_refused_not_run_unslowed(tmp_path: Path) -> None:
+    with pytest.raises(LimitError, match=r"--read-bps 1\.0MiB/s: no disk here takes a throttle"):
+        docker_rates(Limits(read_bps="1m"), tmp_path)
+
+
+def test_a_remote_docker_daemon_is_refused_a_rate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its disks are another machine's: this host's /sys/block names none of them."""
+    be = DockerBackend.__new__(DockerBackend)  # no daemon: launch refuses before asking one
+    be._exact, be.image = False, "img"
+    monkeypatch.setattr(be, "_local_socket", lambda: False)
+    with pytest.raises(LimitError, match=r"--write-bps 8\.0MiB/s: the Docker daemon is on an"):
+        be.launch(v1_spec(Limits(write_bps="8m")))
+
+
+def test_v1_writes_the_rates_and_warns_of_buffered_writes(
+    cgfs: FakeCgroupFs, tmp_path: Path
+) -> None:
+    host = v1_tree(cgfs, tmp_path)
+    with host.backend().launch(v1_spec(Limits(read_bps="40m", write_bps="8m"))) as run:
+        # every disk with media, in name order (the fake host's nvme0n1 and sda)
+        assert cgfs.written("blkio.throttle.read_bps_device") == [
+            f"259:0 {40 * MiB}", f"8:0 {40 * MiB}"]  # fmt: skip
+        assert cgfs.written("blkio.throttle.write_bps_device") == [
+            f"259:0 {8 * MiB}", f"8:0 {8 * MiB}"]  # fmt: skip
+        run.wait(10)
+        cgfs.processes_exited()
+    assert run.warnings == [BUFFERED_WRITES]
+
+
+def test_v1_a_read_rate_alone_leaves_writes_unthrottled(
+    cgfs: FakeCgroupFs, tmp_path: Path
+) -> None:
+    host = v1_tree(cgfs, tmp_path)
+    with host.backend().launch(v1_spec(Limits(read_bps="40m"))) as run:
+        assert cgfs.written("blkio.throttle.write_bps_device") == [
+            f"259:0 {NO_THROTTLE_BPS}", f"8:0 {NO_THROTTLE_BPS}"]  # fmt: skip
+        run.wait(10)
+        cgfs.processes_exited()
+    assert run.warnings == []  # no write rate: nothing about writes to say
+
+
+def test_v1_no_disk_taking_a_rule_is_refused(cgfs: FakeCgroupFs, tmp_path: Path) -> None:
+    host = v1_tree(cgfs, tmp_path)
+    cgfs.refuse["blkio.throttle.read_bps_device"] = errno.ENODEV
+    cgfs.refuse["blkio.throttle.write_bps_device"] = errno.ENODEV
+    with pytest.raises(LimitError, match="no disk here takes a throttle rule"):
+        host.backend().launch(v1_spec(Limits(read_bps="40m")))
+    assert cgfs.run_groups() == []  # created, then removed
+
+
+def test_v1_without_blkio_is_refused(cgfs: FakeCgroupFs, tmp_path: Path) -> None:
+    host = v1_tree(cgfs, tmp_path, comount=False, without=("blkio",))
+    with pytest.raises(LimitError, match="--write-bps needs the blkio controller"):
+        host.backend().launch(v1_spec(Limits(write_bps="8m")))
+    assert cgfs.run_groups() == []
+
+
+def _sys_block(tmp_path: Path) -> Path:
+    sys_block = tmp_path / "sys_block"
+    for name, dev in (("nvme0n1", "259:0"), ("sda", "8:0")):
+        (sys_block / name).mkdir(parents=True)
+        (sys_block / name / "dev").write_text(dev + "\n")
+        (sys_block / name / "size").write_text("2048\n")
+    return sys_block
+
+
+def test_v2_writes_io_max_for_every_disk(cgfs: FakeCgroupFs, tmp_path: Path) -> None:
+    root, psc = v2_tree(cgfs, tmp_path)
+    be = backend(root, psc, sys_block=_sys_block(tmp_path))
+    run = be.launch(spec(Limits(read_bps="40m", write_bps="8m")))
+    try:
+        only_run_group(cgfs)
+        rule = f"rbps={40 * MiB} wbps={8 * MiB}"
+        assert cgfs.written("io.max") == [f"259:0 {rule}", f"8:0 {rule}"]
+        assert run.wait(10) == 0
+    finally:
+        cgfs.processes_exited()
+        run.close()
+    assert run.warnings == []  # v2 slows buffered writes too: nothing to warn of
+
+
+def test_v2_without_the_io_controller_or_a_disk_is_refused(
+    cgfs: FakeCgroupFs, tmp_path: Path
+) -> None:
+    root, psc = v2_tree(cgfs, tmp_path, controllers="cpu memory pids")
+    be = backend(root, psc, sys_block=_sys_block(tmp_path))
+    with pytest.raises(LimitError, match="--read-bps needs the io controller"):
+        be.launch(spec(Limits(read_bps="40m")))
+    root, psc = v2_tree(cgfs, tmp_path / "b")
+    be = backend(root, psc, sys_block=tmp_path / "empty")
+    with pytest.raises(LimitError, match=r"--write-bps 8\.0MiB/s: no disk here"):
+        be.launch(spec(Limits(write_bps="8m")))
+    assert cgfs.run_groups() == []
+
+
+def test_v2_a_run_without_a_rate_writes_no_rule(cgfs: FakeCgroupFs, tmp_path: Path) -> None:
+    root, psc = v2_tree(cgfs, tmp_path)
+    run = backend(root, psc, sys_block=_sys_block(tmp_path)).launch(spec())
+    try:
+        assert cgfs.written("io.max") == []
+        assert run.wait(10) == 0
+    finally:
+        cgfs.processes_exited()
+        run.close()
+
+
+def test_the_io_wait_under_a_rate_is_the_rates() -> None:
+    io = IoStats(
+        read_bytes=24 * MiB, write_bytes=0, net_rx_bytes=None, net_tx_bytes=None,
+        stall_s=2.74, stall_full_s=2.74,
+    )
+    plain = io_stall_warning(io, 3.11)
+    assert plain is not None and "runs storage at the host's speed" in plain
+    slowed = io_stall_warning(io, 3.11, Limits(read_bps="8m"))
+    assert slowed is not None and "with the storage at read 8.0MiB/s as asked" in slowed
+    assert "host's speed" not in slowed
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [(["--read-bps", "40"], "--read-bps: invalid read rate '40': '40' has no unit"),
+     (["--write-bps", "0m"], "--write-bps: invalid write rate '0m'")],
+)  # fmt: skip
+def test_the_cli_refuses_a_bad_rate_with_exit_2(
+    capfd: pytest.CaptureFixture[str], args: list[str], said: str, tmp_path: Path
+) -> None:
+    rc = main(["run", "--backend", "fake", "--out", str(tmp_path / "o"), *args, "--", "true"])
+    err = capfd.readouterr().err
+    assert rc == 2 and said in err, err
+    assert not (tmp_path / "o").exists()  # bad input changes nothing
