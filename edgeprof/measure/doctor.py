@@ -14,6 +14,7 @@ from ..backends import CgroupV1Backend, CgroupV2Backend, get_backend
 from ..backends import cgroupfs as fs
 from ..backends.base import Backend
 from ..backends.cgroup_v2 import fix as v2_fix
+from ..backends.helpers import SYS_BLOCK, disks
 from ..backends.nvml import LOST, GpuInfo, Nvml, NvmlUnavailable
 from ..errors import BackendError, EdgeprofError
 from ..units import format_binary
@@ -136,7 +137,7 @@ def diagnose(
                     False,
                     "process (no cgroup can be created here): CPU time exact, memory is the "
                     "process tree's resident set size sampled, cores held by CPU affinity; a "
-                    "CPU share (--cpus 0.5), --memory and --pids are refused",
+                    "CPU share (--cpus 0.5), --memory, --pids and a storage speed are refused",
                     v2_fix(v2=v2.holds_controllers()),
                 )
             )
@@ -146,12 +147,28 @@ def diagnose(
     except EdgeprofError as exc:
         f.append(Finding("auto backend", False, str(exc)))
     f.append(Finding("counter reader", None, fs.READER))
+    f.append(storage_speed())
     f.append(dead_runs())
     f.extend(_docker())
     f.extend(gpu_findings())
     if python is not None:
         f.append(workload_python(python))
     return f
+
+
+def storage_speed(sys_block: Path = SYS_BLOCK) -> Finding:
+    """The disks ``--read-bps`` and ``--write-bps`` would slow: every one with media, as a
+    run's group gets a rule for each; none (a root on 9p or tmpfs) refuses them."""
+    found = disks(sys_block)
+    if not found:
+        return Finding(
+            "storage speed",
+            None,
+            f"{sys_block} lists no disk with media (files on a share or tmpfs): --read-bps "
+            "and --write-bps are refused here",
+        )
+    named = ", ".join(f"{d.name} ({d.dev})" for d in found)
+    return Finding("storage speed", None, f"--read-bps and --write-bps slow every disk: {named}")
 
 
 def dead_runs(roots: Iterable[Path] | None = None, proc: Path = Path("/proc")) -> Finding:

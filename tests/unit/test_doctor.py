@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from edgeprof.measure.doctor import Finding, _mounts, render
+from edgeprof.measure.doctor import Finding, _mounts, render, storage_speed
 
 
 def test_mounts_lists_cgroup_mounts_with_their_controllers(tmp_path: Path) -> None:
@@ -45,3 +45,17 @@ def test_render_marks_and_fixes() -> None:
         "[MISS] memory.peak: no memory.peak\n"
         "       fix: a newer kernel\n"
     )
+
+
+def test_storage_speed_names_the_disks_a_rate_slows(tmp_path: Path) -> None:
+    assert storage_speed(tmp_path).detail == (
+        f"{tmp_path} lists no disk with media (files on a share or tmpfs): --read-bps and "
+        "--write-bps are refused here"
+    )
+    for name, dev, size in (("vda", "254:0", "8"), ("loop0", "7:0", "0"), ("sda", "8:0", "2")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "dev").write_text(dev + "\n")
+        (tmp_path / name / "size").write_text(size + "\n")
+    found = storage_speed(tmp_path)
+    assert (found.topic, found.ok) == ("storage speed", None)
+    assert found.detail == "--read-bps and --write-bps slow every disk: sda (8:0), vda (254:0)"
