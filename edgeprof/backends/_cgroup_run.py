@@ -22,6 +22,7 @@ from ._process import Process, end_workload, signal_pids, take_exec
 from ._reclaim import GroupReclaim
 from .base import RunHandle
 from .capabilities import UNLIMITED, BatchReader, LimitReading, MappedReading
+from .cgroup_parse import parse_throttle_rules
 from .cgroupfs import CounterSet
 
 KILL_TIMEOUT_S = 10.0
@@ -57,6 +58,14 @@ class LimitFiles:
     cpu_quota: Path | None = None
     cpu_period: Path | None = None
     pids: Path | None = None
+    io_max: Path | None = None
+    """v2: both storage rates, one line a disk."""
+    read_bps: Path | None = None
+    write_bps: Path | None = None
+    """v1: ``blkio.throttle.{read,write}_bps_device``, each where its rate was asked (a
+    rate not asked is a never-reached 1 TiB/s rule there, no limit to read back)."""
+    disks: tuple[str, ...] = ()
+    """The disks (``MAJ:MIN``) a storage rate was asked on; none: the rates are not read."""
 
     def read(self) -> LimitReading:
         quota = period = None
@@ -72,7 +81,27 @@ class LimitFiles:
             cpu_quota_us=quota,
             cpu_period_us=period,
             pids=_read_limit(self.pids),
+            read_bps=self._rate(self.io_max, "rbps") if self.io_max else self._rate(self.read_bps),
+            write_bps=(
+                self._rate(self.io_max, "wbps") if self.io_max else self._rate(self.write_bps)
+            ),
         )
+
+    def _rate(self, path: Path | None, key: str | None = None) -> int | None:
+        """The loosest rule of the asked disks in ``path``: a disk without one is
+        :data:`UNLIMITED` (the workload lifted its limit there)."""
+        if path is None or not self.disks:
+            return None
+        try:
+            text = fs.read_optional(path)
+        except BackendError:
+            return None
+        if text is None:
+            return None
+        rules = parse_throttle_rules(text, key)
+        if any(d not in rules for d in self.disks):
+            return UNLIMITED
+        return max(rules[d] for d in self.disks)
 
 
 def _read_words(path: Path | None) -> list[str] | None:

@@ -94,13 +94,17 @@ class LimitReading(NamedTuple):
     """The limits of a run's group as its files read now, raw: ``memory`` (bytes; cgroup v1's
     ``memory.limit_in_bytes`` reads 2^63 less a page where unlimited), ``memory_swap`` (v1
     ``memory.memsw.limit_in_bytes``: memory + swap), ``cpu_quota_us`` per ``cpu_period_us``,
-    ``pids``.  :data:`UNLIMITED`: no limit; ``None``: not read (no such file here)."""
+    ``pids``, the storage's ``read_bps`` and ``write_bps`` (bytes a second: the loosest rule
+    over the disks a rate was asked on, so one disk whose rule went reads as no limit).
+    :data:`UNLIMITED`: no limit; ``None``: not read (no such file here, or no rate asked)."""
 
     memory: int | None = None
     memory_swap: int | None = None
     cpu_quota_us: int | None = None
     cpu_period_us: int | None = None
     pids: int | None = None
+    read_bps: int | None = None
+    write_bps: int | None = None
 
 
 class ContainerDaemon(Protocol):

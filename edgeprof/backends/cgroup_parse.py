@@ -66,6 +66,21 @@ def parse_blkio(text: str) -> tuple[int, int]:
     return rbytes, wbytes
 
 
+def parse_throttle_rules(text: str, key: str | None = None) -> dict[str, int]:
+    """A group's per-disk rate rules → ``{MAJ:MIN: bytes a second}``; a disk without one (or
+    ``max``) is absent.  v2 ``io.max`` lines (``254:0 rbps=1048576 wbps=max riops=max
+    wiops=max``) with ``key`` (``rbps``, ``wbps``); v1 ``blkio.throttle.*_bps_device`` lines
+    (``254:0 1048576``) without."""
+    rules: dict[str, int] = {}
+    for line in text.splitlines():
+        dev, *fields = line.split()
+        for field in fields:
+            name, _, value = field.partition("=") if key is not None else (None, "", field)
+            if name == key and value.isdigit():
+                rules[dev] = int(value)
+    return rules
+
+
 def parse_pids(text: str) -> list[int]:
     """``cgroup.procs`` → pids."""
     return [int(p) for p in text.split()]

@@ -308,7 +308,7 @@ class CgroupV1Backend(Backend):
                         raise BackendError(f"cannot create cgroup {d}: {exc.strerror}") from exc
                     created.append(d)
                 dirs[k] = d
-            self._apply_limits(dirs, spec)
+            ruled = self._apply_limits(dirs, spec)
             counters = CounterSet(counter_sources(dirs, self._disable), native=self._native)
             run = CgroupRun(
                 spec,
@@ -318,7 +318,7 @@ class CgroupV1Backend(Backend):
                 counters=counters,
                 peak_reset=SharedPeakReset(dirs["memory"] / "memory.max_usage_in_bytes"),
                 mapped_stat=(dirs["memory"] / "memory.stat", "total_mapped_file"),
-                limit_files=_limit_files(dirs),
+                limit_files=_limit_files(dirs, spec, ruled),
             )
             if spec.limits.write_bps is not None:
                 run.warnings.append(BUFFERED_WRITES)
@@ -329,8 +329,10 @@ class CgroupV1Backend(Backend):
             fs.remove_tree(created)
             raise
 
-    def _apply_limits(self, dirs: dict[str, Path], spec: RunSpec) -> None:
+    def _apply_limits(self, dirs: dict[str, Path], spec: RunSpec) -> tuple[str, ...]:
+        """Write the run's limits; the disks a storage rate took on (:meth:`_throttle`)."""
         lim = spec.limits
+        ruled: tuple[str, ...] = ()
         if "cpuset" in dirs:
             # v1 starts a cpuset group empty: it must get CPUs and memory nodes before a task.
             parent = dirs["cpuset"].parent
@@ -353,7 +355,7 @@ class CgroupV1Backend(Backend):
                 raise missing_controller("pids", "--pids", "this host's cgroup v1 mounts", FIX)
             fs.write(dirs["pids"] / "pids.max", str(lim.pids))
         if "blkio" in dirs:
-            self._throttle(dirs["blkio"], spec)
+            ruled = self._throttle(dirs["blkio"], spec)
         elif lim.read_bps is not None or lim.write_bps is not None:
             flag = "--read-bps" if lim.read_bps is not None else "--write-bps"
             raise missing_controller("blkio", flag, "this host's cgroup v1 mounts", FIX)
@@ -366,8 +368,9 @@ class CgroupV1Backend(Backend):
             if (mem / "memory.memsw.limit_in_bytes").exists():
                 # memory+swap = memory: no swap, as on a device without it (Docker's rule).
                 fs.write(mem / "memory.memsw.limit_in_bytes", str(lim.memory))
+        return ruled
 
-    def _throttle(self, group: Path, spec: RunSpec) -> None:
+    def _throttle(self, group: Path, spec: RunSpec) -> tuple[str, ...]:
         """Give every disk a throttle rule in the run's group: the storage speed asked, else
         a never-reached 1 TiB/s.
 
@@ -379,7 +382,7 @@ class CgroupV1Backend(Backend):
         without fsync 0.07 s (the kernel's flusher writes it back, outside the group).
         """
         lim = spec.limits
-        took = False
+        took = []
         for disk in disks(self._sys_block):
             for name, rate in (
                 ("blkio.throttle.read_bps_device", lim.read_bps),
@@ -387,11 +390,15 @@ class CgroupV1Backend(Backend):
             ):
                 try:
                     fs.write(group / name, f"{disk.dev} {rate or NO_THROTTLE_BPS}")
-                    took = True
                 except BackendError:
                     continue  # a device blk-throttle does not handle (e.g. no queue)
-        if not took and (lim.read_bps is not None or lim.write_bps is not None):
+                if disk.dev not in took:
+                    took.append(disk.dev)
+        if lim.read_bps is None and lim.write_bps is None:
+            return ()
+        if not took:
             raise no_disk(lim, self._sys_block)
+        return tuple(took)
 
     def _kill_method(self, dirs: dict[str, Path]) -> KillMethod:
         if UNIFIED in dirs and (dirs[UNIFIED] / "cgroup.kill").exists():
@@ -412,13 +419,23 @@ class CgroupV1Backend(Backend):
         return KillMethod(members=dirs["memory"] / "cgroup.procs")
 
 
-def _limit_files(dirs: dict[str, Path]) -> LimitFiles:
-    """The run's limit files in its v1 groups (a hierarchy it has no group in: none)."""
-    mem, cpu, pids = dirs.get("memory"), dirs.get("cpu"), dirs.get("pids")
+def _limit_files(dirs: dict[str, Path], spec: RunSpec, ruled: tuple[str, ...]) -> LimitFiles:
+    """The run's limit files in its v1 groups (a hierarchy it has no group in: none); a
+    storage rate's where it was asked, on the disks it took on (``ruled``)."""
+    mem, cpu, pids, blkio = dirs.get("memory"), dirs.get("cpu"), dirs.get("pids"), dirs.get("blkio")
+    lim = spec.limits
+    asked = lim.read_bps is not None, lim.write_bps is not None
+    read, write = (
+        None if blkio is None or not on else blkio / f"blkio.throttle.{way}_bps_device"
+        for way, on in zip(("read", "write"), asked, strict=True)
+    )
     return LimitFiles(
         memory=None if mem is None else mem / "memory.limit_in_bytes",
         memory_swap=None if mem is None else mem / "memory.memsw.limit_in_bytes",
         cpu_quota=None if cpu is None else cpu / "cpu.cfs_quota_us",
         cpu_period=None if cpu is None else cpu / "cpu.cfs_period_us",
         pids=None if pids is None else pids / "pids.max",
+        read_bps=read,
+        write_bps=write,
+        disks=ruled,
     )

@@ -323,7 +323,7 @@ class CgroupV2Backend(Backend):
                 why = self.reclaim_unavailable()
                 if why is not None:
                     raise ConfigError(f"cannot squeeze the run's memory: {why}")
-            self._apply_limits(group, spec)
+            ruled = self._apply_limits(group, spec)
             refused = _deny_devices(group, spec.denied_devices)  # before any process joins
             counters = CounterSet(counter_sources(group, self._disable), native=self._native)
             run = CgroupRun(
@@ -338,7 +338,11 @@ class CgroupV2Backend(Backend):
                 reclaim=(lambda: GroupReclaim(group)) if spec.reclaim else None,
                 mapped_stat=(group / "memory.stat", "file_mapped"),
                 limit_files=LimitFiles(
-                    memory=group / "memory.max", cpu_max=group / "cpu.max", pids=group / "pids.max"
+                    memory=group / "memory.max",
+                    cpu_max=group / "cpu.max",
+                    pids=group / "pids.max",
+                    io_max=group / "io.max" if ruled else None,
+                    disks=ruled,
                 ),
             )
             if refused is not None:
@@ -350,7 +354,8 @@ class CgroupV2Backend(Backend):
             fs.remove_tree([group])
             raise
 
-    def _apply_limits(self, group: Path, spec: RunSpec) -> None:
+    def _apply_limits(self, group: Path, spec: RunSpec) -> tuple[str, ...]:
+        """Write the run's limits; the disks a storage rate took on (:meth:`_throttle`)."""
         lim = spec.limits
         where = str(self.parent())
         if lim.cpus is not None:
@@ -375,13 +380,15 @@ class CgroupV2Backend(Backend):
             if "pids" not in self._controllers:
                 raise missing_controller("pids", "--pids", where, fix())
             fs.write(group / "pids.max", str(lim.pids))
+        ruled: tuple[str, ...] = ()
         if lim.read_bps is not None or lim.write_bps is not None:
-            self._throttle(group, spec, where)
+            ruled = self._throttle(group, spec, where)
         if (group / "memory.oom.group").exists():
             # One OOM kill takes the whole run down, as on a device where the app dies.
             fs.write(group / "memory.oom.group", "1")
+        return ruled
 
-    def _throttle(self, group: Path, spec: RunSpec, where: str) -> None:
+    def _throttle(self, group: Path, spec: RunSpec, where: str) -> tuple[str, ...]:
         """The storage speed asked, on every disk (``io.max``: ``MAJ:MIN rbps=N wbps=N``).
         With the memory and io controllers both on the group, v2 charges the writeback of
         a page to the group that dirtied it (the kernel's cgroup-v2 "Writeback" section:
@@ -396,15 +403,16 @@ class CgroupV2Backend(Backend):
             for key, rate in (("rbps", lim.read_bps), ("wbps", lim.write_bps))
             if rate is not None
         )
-        took = False
+        took = []
         for disk in disks(self._sys_block):
             try:
                 fs.write(group / "io.max", f"{disk.dev} {rates}")
-                took = True
             except BackendError:
                 continue  # a device the io controller does not handle (no request queue)
+            took.append(disk.dev)
         if not took:
             raise no_disk(lim, self._sys_block)
+        return tuple(took)
 
     def _kill_method(self, group: Path) -> KillMethod:
         procs = group / "cgroup.procs"

@@ -5,6 +5,7 @@ the host's fingerprint is :mod:`edgeprof.measure.host`'s."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -154,7 +155,9 @@ def build_result(
         stall_s=us_to_s(windowed.io_some_us),
         stall_full_s=us_to_s(windowed.io_full_us),
     )
-    waited_io = io_stall_warning(io, wall, spec.limits)
+    # A rate the workload changed is not the one its wait was under (its warning says so).
+    kept = {r: None for r in ("read_bps", "write_bps") if any(c.limit == r for c in changed)}
+    waited_io = io_stall_warning(io, wall, dataclasses.replace(spec.limits, **kept))
     if waited_io is not None:
         warnings.append(waited_io)
     warnings += process_warnings(final.pids_refused, spec.limits.pids, others_left)

@@ -39,8 +39,9 @@ def io_stall_share(io: IoStats, wall_s: float) -> float | None:
 def io_stall_warning(io: IoStats, wall_s: float, limits: Limits | None = None) -> str | None:
     """The run's line when it waited on block I/O for a notable share of its wall time
     (:func:`io_stall_share`); ``None`` otherwise.  It stands beside the CPU-contention
-    warning, which a run slowed by storage on a busy host had got alone: that time is the
-    host storage's, and edgeprof does not emulate a device's.  The time as the contention
+    warning, which a run slowed by storage on a busy host had got alone: without a storage
+    speed that time is the host storage's, and the line names the options that set a
+    device's.  The time as the contention
     warning says its own (:func:`~edgeprof.measure.contention.held_time`): a 200 MiB cold
     read from this host's disk waited 68.7 ms, which ``.2f`` had written "0.07s".  Under
     a storage speed (``limits``' ``read_bps`` or ``write_bps``) the wait is the speed's, as
@@ -58,6 +59,5 @@ def io_stall_warning(io: IoStats, wall_s: float, limits: Limits | None = None) -
         )
     return (
         f"the run waited on block I/O {waited}: that part of its times is this host's "
-        "storage's, not its CPU's, and edgeprof runs storage at the host's speed, not a "
-        "device's (docs/method.md)"
+        "storage's, not its CPU's (--read-bps and --write-bps set a device's storage speed)"
     )

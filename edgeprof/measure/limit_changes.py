@@ -16,7 +16,7 @@ import os
 from ..backends.capabilities import UNLIMITED, LimitReading
 from ..cpu_units import cpu_quota_us
 from ..model import LimitChange, Limits
-from ..units import format_binary
+from ..units import format_bandwidth, format_binary
 from .limits import kernel_memory
 
 UNLIMITED_FROM = 1 << 62
@@ -26,6 +26,8 @@ UNLIMITED_FROM = 1 << 62
 MEMORY = "memory_bytes"
 CPU = "cpu_quota_us"
 PIDS = "pids"
+READ = "read_bps"
+WRITE = "write_bps"
 
 
 def limit_changes(
@@ -40,6 +42,8 @@ def limit_changes(
         _change(MEMORY, _page_down(limits.memory), _memory_now(read)),
         _change(CPU, _quota(limits, period_us), _quota_now(read, period_us)),
         _change(PIDS, limits.pids, _unlimited(read.pids)),
+        _change(READ, limits.read_bps, _unlimited(read.read_bps)),
+        _change(WRITE, limits.write_bps, _unlimited(read.write_bps)),
     ]
     return tuple(c for c in found if c is not None)
 
@@ -51,7 +55,13 @@ def memory_change(changes: tuple[LimitChange, ...]) -> LimitChange | None:
 
 def change_warning(c: LimitChange, period_us: int) -> str:
     """The result's warning for one change: both values, and what the result records."""
-    what = {MEMORY: "memory limit", CPU: "CPU quota", PIDS: "process limit"}.get(c.limit, c.limit)
+    what = {
+        MEMORY: "memory limit",
+        CPU: "CPU quota",
+        PIDS: "process limit",
+        READ: "storage read speed",
+        WRITE: "storage write speed",
+    }.get(c.limit, c.limit)
     said = (
         f"the workload changed its {what} from {limit_text(c.limit, c.asked, period_us)} to "
         f"{limit_text(c.limit, c.now, period_us)} during the run (it can write its own "
@@ -63,13 +73,15 @@ def change_warning(c: LimitChange, period_us: int) -> str:
 
 
 def limit_text(limit: str, value: int | None, period_us: int) -> str:
-    """``64.0MiB``, ``0.5 CPUs``, ``32``; ``unlimited`` for ``None``."""
+    """``64.0MiB``, ``0.5 CPUs``, ``32``, ``8.0MiB/s``; ``unlimited`` for ``None``."""
     if value is None:
         return "unlimited"
     if limit == MEMORY:
         return format_binary(value)
     if limit == CPU:
         return f"{value / period_us:g} CPUs"
+    if limit in (READ, WRITE):
+        return format_bandwidth(value)
     return str(value)
 
 

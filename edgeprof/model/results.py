@@ -174,7 +174,8 @@ class LimitChange:
     raised its limit to unlimited and peaked at 207.6 MiB, and "fits" had been said of it.
 
     ``limit``: ``memory_bytes``, ``cpu_quota_us`` (per the run's ``cpu.period_s``, whatever
-    period the workload wrote) or ``pids``; ``asked`` and ``now`` in those units, ``None``:
+    period the workload wrote), ``pids``, ``read_bps`` or ``write_bps`` (the loosest rule
+    over the disks the rate was asked on); ``asked`` and ``now`` in those units, ``None``:
     unlimited."""
 
     limit: str

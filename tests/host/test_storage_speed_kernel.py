@@ -99,3 +99,47 @@ def test_a_write_rate_slows_an_fsynced_write_to_it(
     assert r.wall_s > free.wall_s, (r.wall_s, free.wall_s)
     if mechanism == "cgroup1":
         assert any("--write-bps on cgroup v1" in w for w in r.warnings), r.warnings
+
+
+#: Lifts the run's read rate on every disk, as a workload running as root can (v1: a rule of
+#: 0 removes it; v2: ``rbps=max``), then reads the file: its group's rule file is found from
+#: /proc/self/cgroup and the mount table.
+LIFT_AND_READ = """\
+import os, sys
+v2 = sys.argv[2] == "cgroup2"
+for line in open("/proc/self/mountinfo"):
+    left, _, right = line.partition(" - ")
+    kind, _, opts = right.split()[:3]
+    if (v2 and kind == "cgroup2") or (not v2 and kind == "cgroup" and "blkio" in opts.split(",")):
+        mount = left.split()[4]
+for line in open("/proc/self/cgroup"):
+    _, keys, group = line.rstrip("\\n").split(":", 2)
+    if (v2 and keys == "") or (not v2 and "blkio" in keys.split(",")):
+        break
+name = "io.max" if v2 else "blkio.throttle.read_bps_device"
+rules = os.path.join(mount + group, name)
+for rule in open(rules).read().splitlines():
+    with open(rules, "w") as f:
+        f.write(rule.split()[0] + (" rbps=max" if v2 else " 0"))
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+while os.read(fd, 1 << 20):
+    pass
+"""
+
+
+def test_a_rate_the_workload_lifts_is_a_limit_change(
+    mechanism: str, data: Path, tmp_path: Path
+) -> None:
+    if not disks() or not on_block_device(data):
+        return  # the read test has said what a host without a disk does
+    script = tmp_path / "lift.py"
+    script.write_text(LIFT_AND_READ)
+    rate = data.stat().st_size  # 1 s for the file, had the rule held
+    r = edgeprof.profile(
+        [sys.executable, str(script), str(data), mechanism], limits=Limits(read_bps=rate)
+    )
+    assert r.exit_code == 0, r.warnings
+    assert [(c.limit, c.asked, c.now) for c in r.limits_changed] == [("read_bps", rate, None)]
+    assert any("changed its storage read speed" in w for w in r.warnings), r.warnings
+    assert r.limits.read_bps == rate  # the result keeps the rate asked

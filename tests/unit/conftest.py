@@ -195,6 +195,11 @@ class FakeCgroupFs:
                     left = [x for x in procs.read_text().split() if int(x) != pid]
                     procs.write_text("".join(f"{x}\n" for x in left))
             path.write_text("".join(f"{x}\n" for x in members))
+        elif name == "io.max" or name.startswith("blkio.throttle."):
+            # One rule a disk: a write replaces that disk's line and keeps the others'.
+            dev = value.split()[0]
+            kept = [ln for ln in before.splitlines() if ln.split()[:1] != [dev]]
+            path.write_text("".join(f"{ln}\n" for ln in [*kept, value]))
         elif name in ("memory.max", "memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
             # The kernel keeps a memory limit in whole pages, rounded down (both versions):
             # v1's 100000001 reads back 99999744 (a researcher's host).

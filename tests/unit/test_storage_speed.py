@@ -10,12 +10,15 @@ from pathlib import Path
 import pytest
 
 from edgeprof.backends._disks import BUFFERED_WRITES, disks, docker_rates
+from edgeprof.backends.capabilities import UNLIMITED, LimitReading
+from edgeprof.backends.cgroup_parse import parse_throttle_rules
 from edgeprof.backends.cgroup_v1 import NO_THROTTLE_BPS
 from edgeprof.backends.docker import DockerBackend
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError, LimitError
 from edgeprof.measure.io_stall import io_stall_warning
-from edgeprof.model import IoStats, Limits
+from edgeprof.measure.limit_changes import change_warning, limit_changes
+from edgeprof.model import IoStats, LimitChange, Limits
 from edgeprof.units import parse_bandwidth
 
 from .conftest import FakeCgroupFs, make_result
@@ -95,6 +98,14 @@ def test_v1_writes_the_rates_and_warns_of_buffered_writes(
             f"259:0 {40 * MiB}", f"8:0 {40 * MiB}"]  # fmt: skip
         assert cgfs.written("blkio.throttle.write_bps_device") == [
             f"259:0 {8 * MiB}", f"8:0 {8 * MiB}"]  # fmt: skip
+        now = run.limits_now()
+        assert now is not None and (now.read_bps, now.write_bps) == (40 * MiB, 8 * MiB)
+        # A workload running as root lifts its read rule on one disk ("8:0 0" removes it).
+        (rules,) = [g / "blkio.throttle.read_bps_device" for g in cgfs.run_groups()
+                    if (g / "blkio.throttle.read_bps_device").exists()]  # fmt: skip
+        rules.write_text(f"259:0 {40 * MiB}\n")
+        now = run.limits_now()
+        assert now is not None and (now.read_bps, now.write_bps) == (UNLIMITED, 8 * MiB)
         run.wait(10)
         cgfs.processes_exited()
     assert run.warnings == [BUFFERED_WRITES]
@@ -107,6 +118,8 @@ def test_v1_a_read_rate_alone_leaves_writes_unthrottled(
     with host.backend().launch(v1_spec(Limits(read_bps="40m"))) as run:
         assert cgfs.written("blkio.throttle.write_bps_device") == [
             f"259:0 {NO_THROTTLE_BPS}", f"8:0 {NO_THROTTLE_BPS}"]  # fmt: skip
+        now = run.limits_now()  # the 1 TiB/s rule is no limit asked: not read back
+        assert now is not None and (now.read_bps, now.write_bps) == (40 * MiB, None)
         run.wait(10)
         cgfs.processes_exited()
     assert run.warnings == []  # no write rate: nothing about writes to say
@@ -145,6 +158,13 @@ def test_v2_writes_io_max_for_every_disk(cgfs: FakeCgroupFs, tmp_path: Path) -> 
         only_run_group(cgfs)
         rule = f"rbps={40 * MiB} wbps={8 * MiB}"
         assert cgfs.written("io.max") == [f"259:0 {rule}", f"8:0 {rule}"]
+        now = run.limits_now()
+        assert now is not None and (now.read_bps, now.write_bps) == (40 * MiB, 8 * MiB)
+        # The workload raises its write rate on one disk: the loosest rule is read back.
+        io_max = only_run_group(cgfs) / "io.max"
+        io_max.write_text(f"259:0 {rule}\n8:0 rbps={40 * MiB} wbps={64 * MiB}\n")
+        now = run.limits_now()
+        assert now is not None and (now.read_bps, now.write_bps) == (40 * MiB, 64 * MiB)
         assert run.wait(10) == 0
     finally:
         cgfs.processes_exited()
@@ -171,6 +191,8 @@ def test_v2_a_run_without_a_rate_writes_no_rule(cgfs: FakeCgroupFs, tmp_path: Pa
     run = backend(root, psc, sys_block=_sys_block(tmp_path)).launch(spec())
     try:
         assert cgfs.written("io.max") == []
+        now = run.limits_now()
+        assert now is not None and (now.read_bps, now.write_bps) == (None, None)
         assert run.wait(10) == 0
     finally:
         cgfs.processes_exited()
@@ -183,10 +205,10 @@ def test_the_io_wait_under_a_rate_is_the_rates() -> None:
         stall_s=2.74, stall_full_s=2.74,
     )
     plain = io_stall_warning(io, 3.11)
-    assert plain is not None and "runs storage at the host's speed" in plain
+    assert plain is not None and "this host's storage's" in plain
     slowed = io_stall_warning(io, 3.11, Limits(read_bps="8m"))
     assert slowed is not None and "with the storage at read 8.0MiB/s as asked" in slowed
-    assert "host's speed" not in slowed
+    assert "this host's storage's" not in slowed
 
 
 @pytest.mark.parametrize(
@@ -201,3 +223,29 @@ def test_the_cli_refuses_a_bad_rate_with_exit_2(
     err = capfd.readouterr().err
     assert rc == 2 and said in err, err
     assert not (tmp_path / "o").exists()  # bad input changes nothing
+
+
+def test_the_rules_are_parsed_per_disk() -> None:
+    v2 = (f"254:0 rbps={MiB} wbps=max riops=max wiops=max\n"
+          "8:0 rbps=max wbps=4096 riops=9 wiops=max\n")  # fmt: skip
+    assert parse_throttle_rules(v2, "rbps") == {"254:0": MiB}
+    assert parse_throttle_rules(v2, "wbps") == {"8:0": 4096}
+    assert parse_throttle_rules(f"254:0 {MiB}\n8:0 1099511627776\n") == {
+        "254:0": MiB, "8:0": 2**40}  # fmt: skip
+    assert parse_throttle_rules("") == {}
+
+
+def test_a_lifted_or_raised_rate_is_a_change_named_in_a_warning() -> None:
+    lim = Limits(read_bps="8m", write_bps="4m")
+    held = LimitReading(read_bps=8 * MiB, write_bps=4 * MiB)
+    assert limit_changes(lim, 100_000, held) == ()
+    lifted = LimitReading(read_bps=UNLIMITED, write_bps=16 * MiB)
+    changes = limit_changes(lim, 100_000, lifted)
+    assert changes == (LimitChange("read_bps", 8 * MiB, None),
+                       LimitChange("write_bps", 4 * MiB, 16 * MiB))  # fmt: skip
+    assert change_warning(changes[0], 100_000).startswith(
+        "the workload changed its storage read speed from 8.0MiB/s to unlimited during the run"
+    )
+    assert "write speed from 4.0MiB/s to 16.0MiB/s" in change_warning(changes[1], 100_000)
+    # Not read (no rate asked, or no file): unchanged.
+    assert limit_changes(Limits(), 100_000, LimitReading()) == ()
