@@ -12,7 +12,7 @@ from pathlib import Path
 from ..cpu_units import format_period
 from ..errors import ConfigError
 from ..model import Limits
-from ..units import format_binary, parse_memory_limit
+from ..units import format_bandwidth, format_binary, parse_memory_limit
 from .device_setting import DeviceSetting, calibration_file, resolve_device
 from .devices import CALIBRATED, Device
 
@@ -26,6 +26,13 @@ def overridden(setting: DeviceSetting, **given: object) -> list[str]:
         "cpu_period": None
         if setting.cpu_period_us is None
         else format_period(setting.cpu_period_us),
+        **{
+            key: None if rate is None else format_bandwidth(rate)
+            for key, rate in (
+                ("read_bps", setting.device.read_bps),
+                ("write_bps", setting.device.write_bps),
+            )
+        },
     }
     notes = []
     for key, value in given.items():
@@ -106,28 +113,41 @@ def device_limits(
     on_host: bool = True,
     gpu_memory: str | None = None,
     calibration: Path | None = None,
+    read_bps: int | None = None,
+    write_bps: int | None = None,
 ) -> DeviceLimits:
-    """One setting (``bench``, ``layers profile``): the options, with ``--device``'s values
-    where the option was not given.  Without a device, the options as they are."""
+    """One setting (``bench``, ``layers profile``, the library's ``device=``): the options,
+    with ``--device``'s values where the option was not given.  Without a device, the
+    options as they are."""
     user_env = dict(env or {})
     if memory is not None:
         parse_memory_limit(memory, "--memory")  # Limits' own error names no option
     if name is None:
         if catalog is not None:
             raise ConfigError(f"--devices {catalog} is a catalog for --device: give --device")
-        lim = Limits(cpus=cpus, cpuset=cpuset, memory=memory, cpu_period_us=cpu_period)
+        lim = Limits(
+            cpus=cpus,
+            cpuset=cpuset,
+            memory=memory,
+            cpu_period_us=cpu_period,
+            read_bps=read_bps,
+            write_bps=write_bps,
+        )
         return DeviceLimits(lim, user_env, (), calibration, gpu_memory)
     from ..measure.host import host_info
 
     setting = resolve_device(name, catalog, host_info())
     dev = setting.device
     gpu_memory = device_gpu_memory(dev, gpu_memory)
-    notes = overridden(setting, cpus=cpus, memory=memory, cpu_period=cpu_period)
+    rates = {"read_bps": _rate(read_bps), "write_bps": _rate(write_bps)}
+    notes = overridden(setting, cpus=cpus, memory=memory, cpu_period=cpu_period, **rates)
     lim = Limits(
         cpus=cpus if cpus is not None else setting.cpus,
         cpuset=cpuset,
         memory=memory if memory is not None else setting.memory,
         cpu_period_us=cpu_period if cpu_period is not None else setting.cpu_period_us,
+        read_bps=read_bps if read_bps is not None else dev.read_bps,
+        write_bps=write_bps if write_bps is not None else dev.write_bps,
     )
     if cpus is None:
         from ..measure.limits import matched_threads
@@ -144,8 +164,13 @@ def device_limits(
         gpu_memory,
         dev.unified_memory,
         dev.cores if cpus is None else None,
-        replaced_options(cpus=cpus, memory=memory, cpu_period=cpu_period),
+        replaced_options(cpus=cpus, memory=memory, cpu_period=cpu_period, **rates),
     )
+
+
+def _rate(n: int | None) -> str | None:
+    """A rate given as bytes a second, as the note that it replaces a device's shows it."""
+    return None if n is None else format_bandwidth(n)
 
 
 @dataclass(frozen=True)
@@ -163,6 +188,9 @@ class RunDevice:
     unified_memory: bool
     cores: int | None
     """As :attr:`DeviceLimits.cores`."""
+    read_bps: str | None
+    write_bps: str | None
+    """``--read-bps``, ``--write-bps``, else the device's storage speed."""
     warnings: tuple[str, ...]
     replaced: tuple[str, ...] = ()
     """The options that replaced the device's values (``--memory``, ``--cpus``,
@@ -181,6 +209,8 @@ def run_device(
     env: Sequence[str],
     gpu_memory: str | None,
     on_host: bool,
+    read_bps: str | None = None,
+    write_bps: str | None = None,
 ) -> RunDevice:
     """``--device NAME`` on ``run``'s options (``cpus`` and ``memory`` may be sweeps' lists)."""
     from ..measure.host import host_info
@@ -188,7 +218,8 @@ def run_device(
     setting = resolve_device(name, catalog, host_info())
     dev = setting.device
     warnings = list(setting.said_with(bool(cpus)))
-    warnings += overridden(setting, cpus=cpus, memory=memory, cpu_period=cpu_period)
+    rates = {"read_bps": read_bps, "write_bps": write_bps}
+    warnings += overridden(setting, cpus=cpus, memory=memory, cpu_period=cpu_period, **rates)
     calibration, why = device_calibration(dev, bool(cpus), calibration, setting.cpus)
     warnings += why
     from ..measure.limits import matched_threads
@@ -210,6 +241,8 @@ def run_device(
         gpu_memory=device_gpu_memory(dev, gpu_memory),
         unified_memory=dev.unified_memory,
         cores=None if cpus else dev.cores,
+        read_bps=read_bps or (None if dev.read_bps is None else f"{dev.read_bps}b"),
+        write_bps=write_bps or (None if dev.write_bps is None else f"{dev.write_bps}b"),
         warnings=tuple(warnings),
-        replaced=replaced_options(cpus=cpus, memory=memory, cpu_period=cpu_period),
+        replaced=replaced_options(cpus=cpus, memory=memory, cpu_period=cpu_period, **rates),
     )

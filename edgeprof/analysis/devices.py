@@ -21,6 +21,8 @@ the one shipped in the package (``edgeprof/devices.yml``), ``$EDGEPROF_DEVICES``
         cpu_period: 2ms       # optional: ``--cpu-period``
         gpu_memory: 2g        # optional: the GPU's memory (``--gpu-memory``)
         unified_memory: true  # optional: CPU and GPU share ``memory`` (Jetson-class boards)
+        read_bps: 40m         # optional: the storage's read speed (``--read-bps``)
+        write_bps: 20m        # optional: its write speed (``--write-bps``)
         description: ...      # optional
         source: https://...   # optional: where the figures came from
 
@@ -60,7 +62,7 @@ from typing import Any
 from ..cpu_units import MAX_CPUS, MIN_QUOTA_US, format_period, parse_cpu_period, shortest_period_us
 from ..errors import ConfigError
 from ..storage import read_capped, why_unreadable
-from ..units import decimal_looking, format_binary, parse_memory_limit, shown
+from ..units import decimal_looking, format_binary, parse_bandwidth, parse_memory_limit, shown
 from .device_share import LEAST_CPUS, share_of
 from .similar import either, similar_devices
 
@@ -80,6 +82,8 @@ _KEYS = (
     "cpu_period",
     "gpu_memory",
     "unified_memory",
+    "read_bps",
+    "write_bps",
     "description",
     "source",
 )
@@ -105,6 +109,10 @@ class Device:
     """Bytes of GPU memory (a discrete GPU's), held against the run's GPU peak."""
     unified_memory: bool = False
     """CPU and GPU share :attr:`memory`: host and GPU peaks are held to it together."""
+    read_bps: int | None = None
+    write_bps: int | None = None
+    """The storage's speed, bytes a second (a board's SD card or eMMC; no spec sheet gives
+    one for the card a user fits, so no shipped entry has it)."""
     notes: tuple[str, ...] = ()
     """What the entry's own text needs said wherever it is used: a size whose unit reads
     as decimal (:func:`_unit_note`)."""
@@ -247,6 +255,12 @@ def _entry(path: Path, name: object, e: object, earlier: Mapping[str, Device]) -
         raise bad("unified_memory", "expected true or false")
     if unified and gpu_memory is not None:
         raise bad("gpu_memory", "a unified memory is 'memory' itself: give one or the other")
+    rates: dict[str, int | None] = {}
+    for key in ("read_bps", "write_bps"):
+        try:
+            rates[key] = None if e.get(key) is None else parse_bandwidth(e[key], "storage rate")
+        except ConfigError as exc:
+            raise bad(key, str(exc)) from None
     text: dict[str, str | None] = {}
     for key in ("description", "source"):
         v = e.get(key)
@@ -266,6 +280,8 @@ def _entry(path: Path, name: object, e: object, earlier: Mapping[str, Device]) -
         source=text["source"],
         gpu_memory=gpu_memory,
         unified_memory=unified,
+        read_bps=rates["read_bps"],
+        write_bps=rates["write_bps"],
         notes=tuple(n for n in (_unit_note(path, name, e, k) for k in _SIZES) if n is not None),
     )
 

@@ -9,10 +9,13 @@ from typing import Any
 from ..analysis.device_setting import calibrated_share
 from ..analysis.devices import CALIBRATED, Device, origin, whose
 from ..cpu_units import format_period
-from ..units import format_binary
+from ..units import format_bandwidth, format_binary
 from .table import plain_table
 
-HEADER = ["device", "cores", "memory", "speed", "cpu period", "calibration", "catalog", "source"]
+HEADER = [
+    "device", "cores", "memory", "speed", "cpu period", "storage", "calibration", "catalog",
+    "source",
+]  # fmt: skip
 
 NOTES = (
     "speed: a device core against one of this host's, as one quota of cores × speed CPUs: it "
@@ -76,8 +79,8 @@ def _calibrated(device: Device) -> str:
 
 
 def catalog_rows(catalog: Mapping[str, Device]) -> list[list[str]]:
-    """The rows of ``edgeprof devices``: name, cores, memory, speed, period, calibration,
-    catalog, source."""
+    """The rows of ``edgeprof devices``: name, cores, memory, speed, period, storage speed,
+    calibration, catalog, source."""
     return [
         [
             d.name,
@@ -87,6 +90,7 @@ def catalog_rows(catalog: Mapping[str, Device]) -> list[list[str]]:
             + ("" if d.gpu_memory is None else f", GPU {format_binary(d.gpu_memory)}"),
             describe_speed(d),
             "auto" if d.cpu_period_us is None else format_period(d.cpu_period_us),
+            _storage(d),
             "-" if d.calibration is None
             else f"{d.calibration}" + ("" if d.calibration.is_file() else " (missing)"),
             catalog_cell(d),
@@ -94,6 +98,16 @@ def catalog_rows(catalog: Mapping[str, Device]) -> list[list[str]]:
         ]
         for d in sorted(catalog.values(), key=lambda d: d.name)
     ]
+
+
+def _storage(d: Device) -> str:
+    """``read 40.0MiB/s, write 20.0MiB/s``; ``host's`` where the entry gives neither."""
+    rates = [
+        f"{way} {format_bandwidth(rate)}"
+        for way, rate in (("read", d.read_bps), ("write", d.write_bps))
+        if rate is not None
+    ]
+    return ", ".join(rates) or "host's"
 
 
 def catalog_json(catalog: Mapping[str, Device]) -> list[dict[str, Any]]:
@@ -108,6 +122,8 @@ def catalog_json(catalog: Mapping[str, Device]) -> list[dict[str, Any]]:
             "cpu_period_us": d.cpu_period_us,
             "gpu_memory_bytes": d.gpu_memory,
             "unified_memory": d.unified_memory,
+            "read_bps": d.read_bps,
+            "write_bps": d.write_bps,
             "calibration": None if d.calibration is None else str(d.calibration),
             "description": d.description,
             "source": d.source,

@@ -55,9 +55,11 @@ KEYWORDS = {
     "name": "name",
     "out": "out_dir",
     "pids": "pids",
+    "read-bps": "read_bps",
     "squeeze": "squeeze=True",
     "timeout": "timeout",
     "user": "run_as",
+    "write-bps": "write_bps",
 }
 """The command line's options that :func:`profile` takes as keywords (or ``Limits`` fields),
 and how its errors spell them (:func:`~edgeprof.errors.respelled`): the checks are the CLI's
@@ -273,13 +275,11 @@ def with_device(
         env=env,
         on_host=on_host,
         gpu_memory=None if gpu_memory is None else str(gpu_memory),
+        read_bps=limits.read_bps,
+        write_bps=limits.write_bps,
     )
-    # A process limit and a storage speed are no device's values: the caller's, as --pids
-    # and --read-bps beside --device.
-    own = dataclasses.replace(
-        d.limits, pids=limits.pids, read_bps=limits.read_bps, write_bps=limits.write_bps
-    )
-    return dataclasses.replace(d, limits=own)
+    # A process limit is no device's value: the caller's, as --pids beside --device.
+    return dataclasses.replace(d, limits=dataclasses.replace(d.limits, pids=limits.pids))
 
 
 def _short(cpus: float) -> str:

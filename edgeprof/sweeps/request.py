@@ -419,6 +419,8 @@ def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:
         env=req.env,
         gpu_memory=req.gpu_memory,
         on_host=req.backend != "docker",
+        read_bps=req.read_bps,
+        write_bps=req.write_bps,
     )
     req = dataclasses.replace(
         req,
@@ -431,6 +433,8 @@ def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:
         unified_memory=d.unified_memory,
         device_cores=d.cores,
         device_replaced=d.replaced,
+        read_bps=d.read_bps,
+        write_bps=d.write_bps,
     )
     return req, list(d.warnings)
 

@@ -715,10 +715,10 @@ def test_devices_command_lists_the_catalog(
     assert main(["devices"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["device", "cores", "memory", "speed", "cpu", "period",
-                                "calibration", "catalog", "source"]  # fmt: skip
+                                "storage", "calibration", "catalog", "source"]  # fmt: skip
     (rpi,) = [ln for ln in lines if ln.startswith("rpi4-4gb ")]
-    assert rpi.split()[:8] == ["rpi4-4gb", "4", "4.0GiB", "needs", "calibration", "auto", "-",
-                               "shipped"]  # fmt: skip
+    assert rpi.split()[:9] == ["rpi4-4gb", "4", "4.0GiB", "needs", "calibration", "auto",
+                               "host's", "-", "shipped"]  # fmt: skip
     assert any("docs/method.md, 'What edgeprof cannot emulate'" in ln for ln in lines)
     assert any("edgeprof calibrate" in ln for ln in lines)
     cat = _tiny(tmp_path, "    speed: 0.25\n    cpu_period: 10ms\n")

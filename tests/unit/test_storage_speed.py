@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import edgeprof
 from edgeprof.backends._disks import BUFFERED_WRITES, disks, docker_rates
 from edgeprof.backends.capabilities import UNLIMITED, LimitReading
 from edgeprof.backends.cgroup_parse import parse_throttle_rules
@@ -249,3 +250,54 @@ def test_a_lifted_or_raised_rate_is_a_change_named_in_a_warning() -> None:
     assert "write speed from 4.0MiB/s to 16.0MiB/s" in change_warning(changes[1], 100_000)
     # Not read (no rate asked, or no file): unchanged.
     assert limit_changes(Limits(), 100_000, LimitReading()) == ()
+
+
+def _board(tmp_path: Path, rates: str = "    read_bps: 40m\n    write_bps: 20m/s\n") -> Path:
+    cat = tmp_path / "boards.yml"
+    cat.write_text("devices:\n  card:\n    cores: 2\n    memory: 64m\n" + rates)
+    return cat
+
+
+RUN = ["run", "--backend", "fake", "--interval", "0.01"]
+
+
+def test_a_devices_storage_speed_is_its_runs(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    cat = _board(tmp_path)
+    assert main([*RUN, "--device", "card", "--devices", str(cat), "--json", "--", "true"]) == 0
+    d = json.loads(capfd.readouterr().out)
+    assert (d["limits"]["read_bps"], d["limits"]["write_bps"]) == (40 * MiB, 20 * MiB)
+    assert main(["devices", "--devices", str(cat)]) == 0
+    (row,) = [ln for ln in capfd.readouterr().out.splitlines() if ln.startswith("card ")]
+    assert "read 40.0MiB/s, write 20.0MiB/s" in row
+    assert main(["devices", "--devices", str(cat), "--json"]) == 0
+    (card,) = [e for e in json.loads(capfd.readouterr().out) if e["name"] == "card"]
+    assert (card["read_bps"], card["write_bps"]) == (40 * MiB, 20 * MiB)
+
+
+def test_an_option_replaces_the_devices_rate_and_says_so(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    cat = _board(tmp_path)
+    args = ["--device", "card", "--devices", str(cat), "--read-bps", "8m", "--json", "--", "true"]
+    assert main([*RUN, *args]) == 0
+    out, err = capfd.readouterr()
+    d = json.loads(out)
+    assert (d["limits"]["read_bps"], d["limits"]["write_bps"]) == (8 * MiB, 20 * MiB)
+    assert "edgeprof: warning: --read-bps 8m replaces card's 40.0MiB/s" in err
+    assert d["device_replaced"] == ["--read-bps"]
+    # The library's device= takes the caller's Limits the same way.
+    r = edgeprof.profile(["true"], Limits(write_bps="4m"), backend="fake", device="card",
+                         devices=cat, interval=0.01)  # fmt: skip
+    assert (r.limits.read_bps, r.limits.write_bps) == (40 * MiB, 4 * MiB)
+    assert "--write-bps 4.0MiB/s replaces card's 20.0MiB/s" in r.warnings
+
+
+def test_a_bad_rate_in_a_catalog_names_its_key(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    cat = _board(tmp_path, "    read_bps: fast\n")
+    assert main([*RUN, "--device", "card", "--devices", str(cat), "--", "true"]) == 2
+    err = capfd.readouterr().err
+    assert f"device catalog {cat}: device 'card': key 'read_bps': invalid storage rate" in err
