@@ -13,6 +13,7 @@ import pytest
 
 from edgeprof.backends._disks import disks
 from edgeprof.cli import main
+from tests.docker.test_docker_memory_fit import _docker
 from tests.host.memory_workload import READ_AND_HOLD, data_file
 from tests.host.test_io_stall_kernel import on_block_device
 from tests.host.test_storage_speed_kernel import SLACK, rate_for
@@ -33,9 +34,7 @@ def test_a_read_rate_slows_a_containers_cold_read(
     monkeypatch.setenv("DOCKER_HOST", docker_daemon.host)
     script = tmp_path / "w.py"
     script.write_text(READ_AND_HOLD)
-    opts = ["--backend", "docker", "--image", docker_daemon.images["python3"],
-            "--docker-args", f"-v {script}:/opt/w.py:ro -v {data}:/data/d.bin:ro --network none",
-            "--interval", "0.05"]  # fmt: skip
+    opts = _docker(docker_daemon, script, data)
     cmd = ["--", "python3", "/opt/w.py", "/data/d.bin", "0", "0"]
     size = data.stat().st_size
     assert disks() and on_block_device(data), "the Docker tier runs on a host with a disk"

@@ -14,7 +14,7 @@ import pytest
 import edgeprof
 from edgeprof.backends._disks import disks
 from edgeprof.errors import LimitError
-from edgeprof.model import Limits
+from edgeprof.model import Limits, RunResult
 
 from .memory_workload import READ_AND_HOLD, data_file
 from .test_io_stall_kernel import on_block_device
@@ -46,6 +46,21 @@ def rate_for(size: int, unthrottled_s: float) -> int:
     return max(1, int(size / max(SHORTEST_S, SLOWER * unthrottled_s)))
 
 
+def _slowed(cmd: list[str], size: int, key: str) -> RunResult:
+    """``cmd`` run unthrottled, then under a rate (``key``: ``read_bps`` or ``write_bps``)
+    derived from that run: the slowed run, which took the time the rate allows."""
+    free = edgeprof.profile(cmd, interval=0.05)
+    assert free.exit_code == 0, free.warnings
+    rate = rate_for(size, free.wall_s)
+    limits = Limits(read_bps=rate) if key == "read_bps" else Limits(write_bps=rate)
+    r = edgeprof.profile(cmd, limits=limits, interval=0.05)
+    assert r.exit_code == 0, r.warnings
+    assert getattr(r.limits, key) == rate
+    assert r.wall_s >= SLACK * size / rate, (r.wall_s, size, rate, free.wall_s)
+    assert r.wall_s > free.wall_s, (r.wall_s, free.wall_s)
+    return r
+
+
 def test_a_read_rate_slows_a_cold_read_to_it(mechanism: str, data: Path, tmp_path: Path) -> None:
     script = tmp_path / "read.py"
     script.write_text(READ_AND_HOLD)
@@ -64,15 +79,8 @@ def test_a_read_rate_slows_a_cold_read_to_it(mechanism: str, data: Path, tmp_pat
         assert r.exit_code == 0 and r.limits.read_bps == size, r.warnings
         assert r.io.read_bytes == 0, r.io
         return
-    free = edgeprof.profile(cmd, interval=0.05)
-    assert free.exit_code == 0, free.warnings
-    rate = rate_for(size, free.wall_s)
-    r = edgeprof.profile(cmd, limits=Limits(read_bps=rate), interval=0.05)
-    assert r.exit_code == 0, r.warnings
-    assert r.limits.read_bps == rate
+    r = _slowed(cmd, size, "read_bps")
     assert r.io.read_bytes is not None and r.io.read_bytes >= size, (r.io, size)
-    assert r.wall_s >= SLACK * size / rate, (r.wall_s, size, rate, free.wall_s)
-    assert r.wall_s > free.wall_s, (r.wall_s, free.wall_s)
 
 
 def test_a_write_rate_slows_an_fsynced_write_to_it(
@@ -86,17 +94,10 @@ def test_a_write_rate_slows_an_fsynced_write_to_it(
     out = data.parent / "written.bin"  # beside the data file: on the same disk
     cmd = [sys.executable, str(script), str(out), str(size)]
     try:
-        free = edgeprof.profile(cmd, interval=0.05)
-        assert free.exit_code == 0, free.warnings
-        rate = rate_for(size, free.wall_s)
-        r = edgeprof.profile(cmd, limits=Limits(write_bps=rate), interval=0.05)
+        r = _slowed(cmd, size, "write_bps")
     finally:
         out.unlink(missing_ok=True)
-    assert r.exit_code == 0, r.warnings
-    assert r.limits.write_bps == rate
     assert r.io.write_bytes is not None and r.io.write_bytes >= size, (r.io, size)
-    assert r.wall_s >= SLACK * size / rate, (r.wall_s, size, rate, free.wall_s)
-    assert r.wall_s > free.wall_s, (r.wall_s, free.wall_s)
     if mechanism == "cgroup1":
         assert any("--write-bps on cgroup v1" in w for w in r.warnings), r.warnings
 
