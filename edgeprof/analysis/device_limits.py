@@ -139,7 +139,7 @@ def device_limits(
     setting = resolve_device(name, catalog, host_info())
     dev = setting.device
     gpu_memory = device_gpu_memory(dev, gpu_memory)
-    rates = {"read_bps": _rate(read_bps), "write_bps": _rate(write_bps)}
+    rates = _replacing(dev, _rate(read_bps), _rate(write_bps))
     notes = overridden(setting, cpus=cpus, memory=memory, cpu_period=cpu_period, **rates)
     lim = Limits(
         cpus=cpus if cpus is not None else setting.cpus,
@@ -171,6 +171,15 @@ def device_limits(
 def _rate(n: int | None) -> str | None:
     """A rate given as bytes a second, as the note that it replaces a device's shows it."""
     return None if n is None else format_bandwidth(n)
+
+
+def _replacing(dev: Device, read_bps: str | None, write_bps: str | None) -> dict[str, str | None]:
+    """The storage rates given that replace ``dev``'s own: a rate where the entry has none
+    replaces nothing, and is not recorded as replacing it."""
+    return {
+        "read_bps": read_bps if dev.read_bps is not None else None,
+        "write_bps": write_bps if dev.write_bps is not None else None,
+    }
 
 
 @dataclass(frozen=True)
@@ -218,7 +227,7 @@ def run_device(
     setting = resolve_device(name, catalog, host_info())
     dev = setting.device
     warnings = list(setting.said_with(bool(cpus)))
-    rates = {"read_bps": read_bps, "write_bps": write_bps}
+    rates = _replacing(dev, read_bps, write_bps)
     warnings += overridden(setting, cpus=cpus, memory=memory, cpu_period=cpu_period, **rates)
     calibration, why = device_calibration(dev, bool(cpus), calibration, setting.cpus)
     warnings += why

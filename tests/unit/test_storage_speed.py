@@ -253,6 +253,7 @@ def test_a_lifted_or_raised_rate_is_a_change_named_in_a_warning() -> None:
 
 
 def _board(tmp_path: Path, rates: str = "    read_bps: 40m\n    write_bps: 20m/s\n") -> Path:
+    tmp_path.mkdir(exist_ok=True)
     cat = tmp_path / "boards.yml"
     cat.write_text("devices:\n  card:\n    cores: 2\n    memory: 64m\n" + rates)
     return cat
@@ -292,6 +293,15 @@ def test_an_option_replaces_the_devices_rate_and_says_so(
                          devices=cat, interval=0.01)  # fmt: skip
     assert (r.limits.read_bps, r.limits.write_bps) == (40 * MiB, 4 * MiB)
     assert "--write-bps 4.0MiB/s replaces card's 20.0MiB/s" in r.warnings
+    assert r.device_replaced == ("--write-bps",)
+    # A rate where the entry has none replaces nothing, and is not recorded as replacing.
+    bare = _board(tmp_path / "bare", "")
+    args = ["--device", "card", "--devices", str(bare), "--write-bps", "8m", "--json", "--", "true"]
+    assert main([*RUN, *args]) == 0
+    out, err = capfd.readouterr()
+    d = json.loads(out)
+    assert (d["limits"]["read_bps"], d["limits"]["write_bps"]) == (None, 8 * MiB)
+    assert d.get("device_replaced", []) == [] and "replaces card's" not in err
 
 
 def test_a_bad_rate_in_a_catalog_names_its_key(
@@ -301,3 +311,14 @@ def test_a_bad_rate_in_a_catalog_names_its_key(
     assert main([*RUN, "--device", "card", "--devices", str(cat), "--", "true"]) == 2
     err = capfd.readouterr().err
     assert f"device catalog {cat}: device 'card': key 'read_bps': invalid storage rate" in err
+
+
+def test_compare_picks_a_setting_by_its_rate() -> None:
+    """``compare --setting read=40m`` names the setting as its label spells it."""
+    from edgeprof.analysis.cells import in_setting, setting_spec
+
+    spec = setting_spec("read=40m,write=20m/s")
+    assert spec == {"read": "40.0MiB/s", "write": "20.0MiB/s"}
+    label = Limits(memory="64m", read_bps="40m", write_bps="20m").describe()
+    assert in_setting(label, spec)
+    assert not in_setting(Limits(memory="64m", read_bps="8m").describe(), spec)
