@@ -20,7 +20,7 @@ from ..model import RunSpec
 from . import cgroupfs as fs
 from ._cgroup_common import ceilings, missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod, LimitFiles
-from ._disks import BUFFERED_WRITES, disks, no_disk
+from ._disks import BUFFERED_WRITES, disks, no_disk, rate_option
 from ._peak_reset import SharedPeakReset
 from .base import Backend
 from .capabilities import CleanupScope
@@ -356,9 +356,9 @@ class CgroupV1Backend(Backend):
             fs.write(dirs["pids"] / "pids.max", str(lim.pids))
         if "blkio" in dirs:
             ruled = self._throttle(dirs["blkio"], spec)
-        elif lim.read_bps is not None or lim.write_bps is not None:
-            flag = "--read-bps" if lim.read_bps is not None else "--write-bps"
-            raise missing_controller("blkio", flag, "this host's cgroup v1 mounts", FIX)
+        elif lim.storage_rates():
+            where = "this host's cgroup v1 mounts"
+            raise missing_controller("blkio", rate_option(lim), where, FIX)
         if "devices" in dirs:
             for rule in spec.denied_devices:
                 fs.write(dirs["devices"] / "devices.deny", f"{rule} rwm")
@@ -394,7 +394,7 @@ class CgroupV1Backend(Backend):
                     continue  # a device blk-throttle does not handle (e.g. no queue)
                 if disk.dev not in took:
                     took.append(disk.dev)
-        if lim.read_bps is None and lim.write_bps is None:
+        if not lim.storage_rates():
             return ()
         if not took:
             raise no_disk(lim, self._sys_block)
@@ -423,11 +423,10 @@ def _limit_files(dirs: dict[str, Path], spec: RunSpec, ruled: tuple[str, ...]) -
     """The run's limit files in its v1 groups (a hierarchy it has no group in: none); a
     storage rate's where it was asked, on the disks it took on (``ruled``)."""
     mem, cpu, pids, blkio = dirs.get("memory"), dirs.get("cpu"), dirs.get("pids"), dirs.get("blkio")
-    lim = spec.limits
-    asked = lim.read_bps is not None, lim.write_bps is not None
+    asked = dict(spec.limits.storage_rates())
     read, write = (
-        None if blkio is None or not on else blkio / f"blkio.throttle.{way}_bps_device"
-        for way, on in zip(("read", "write"), asked, strict=True)
+        None if blkio is None or way not in asked else blkio / f"blkio.throttle.{way}_bps_device"
+        for way in ("read", "write")
     )
     return LimitFiles(
         memory=None if mem is None else mem / "memory.limit_in_bytes",

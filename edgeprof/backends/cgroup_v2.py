@@ -16,7 +16,7 @@ from . import cgroupfs as fs
 from ._cgroup_common import ceilings, missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod, LimitFiles
 from ._device_filter import deny_devices
-from ._disks import SYS_BLOCK, disks, no_disk
+from ._disks import SYS_BLOCK, disks, no_disk, rate_option
 from ._peak_reset import FdPeakReset
 from ._reclaim import GroupReclaim
 from ._systemd_scope import process_scope, systemd_manages
@@ -381,7 +381,7 @@ class CgroupV2Backend(Backend):
                 raise missing_controller("pids", "--pids", where, fix())
             fs.write(group / "pids.max", str(lim.pids))
         ruled: tuple[str, ...] = ()
-        if lim.read_bps is not None or lim.write_bps is not None:
+        if lim.storage_rates():
             ruled = self._throttle(group, spec, where)
         if (group / "memory.oom.group").exists():
             # One OOM kill takes the whole run down, as on a device where the app dies.
@@ -395,14 +395,9 @@ class CgroupV2Backend(Backend):
         ext2/4, btrfs, f2fs and xfs support it), so a buffered write is slowed too, not
         only one the run forces out as on v1."""
         lim = spec.limits
-        flag = "--read-bps" if lim.read_bps is not None else "--write-bps"
         if "io" not in self._controllers:
-            raise missing_controller("io", flag, where, fix())
-        rates = " ".join(
-            f"{key}={rate}"
-            for key, rate in (("rbps", lim.read_bps), ("wbps", lim.write_bps))
-            if rate is not None
-        )
+            raise missing_controller("io", rate_option(lim), where, fix())
+        rates = " ".join(f"{way[0]}bps={rate}" for way, rate in lim.storage_rates())
         took = []
         for disk in disks(self._sys_block):
             try:

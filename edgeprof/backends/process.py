@@ -62,7 +62,7 @@ def refusal(limits: Limits) -> str | None:
             "--pids: the process backend cannot limit the run's processes (RLIMIT_NPROC "
             f"counts every process of the user); {how}"
         )
-    if limits.read_bps is not None or limits.write_bps is not None:
+    if limits.storage_rates():
         return (
             f"{storage_limits(limits)}: the process backend cannot slow storage (only a "
             f"group's block I/O throttle does); {how}"

@@ -50,8 +50,8 @@ def io_stall_warning(io: IoStats, wall_s: float, limits: Limits | None = None) -
     if share is None or io.stall_s is None:
         return None
     waited = f"{held_time(io.stall_s)} ({format_share(share)} of its wall time)"
-    asked = () if limits is None else (("read", limits.read_bps), ("write", limits.write_bps))
-    rates = [f"{way} {format_bandwidth(rate)}" for way, rate in asked if rate is not None]
+    asked = () if limits is None else limits.storage_rates()
+    rates = [f"{way} {format_bandwidth(rate)}" for way, rate in asked]
     if rates:
         return (
             f"the run waited on block I/O {waited}, with the storage at {' and '.join(rates)} "

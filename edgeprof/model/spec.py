@@ -115,11 +115,15 @@ class Limits:
             parts.append(f"pids={self.pids}")
         if self.cpu_period_us is not None:
             parts.append(f"cpu-period={format_period(self.cpu_period_us)}")
-        if self.read_bps is not None:
-            parts.append(f"read={format_bandwidth(self.read_bps)}")
-        if self.write_bps is not None:
-            parts.append(f"write={format_bandwidth(self.write_bps)}")
+        parts += [f"{way}={format_bandwidth(rate)}" for way, rate in self.storage_rates()]
         return ", ".join(parts) or "none"
+
+    def storage_rates(self) -> tuple[tuple[str, int], ...]:
+        """The storage speeds asked, ``(("read", n), ("write", n))``, each where set (empty:
+        none): the one walk over the two rates that labels, refusals, rules and warnings
+        share (``--{way}-bps`` is the option of each)."""
+        asked = (("read", self.read_bps), ("write", self.write_bps))
+        return tuple((way, rate) for way, rate in asked if rate is not None)
 
 
 class UserIds(NamedTuple):

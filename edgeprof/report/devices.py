@@ -9,6 +9,7 @@ from typing import Any
 from ..analysis.device_setting import calibrated_share
 from ..analysis.devices import CALIBRATED, Device, origin, whose
 from ..cpu_units import format_period
+from ..model import Limits
 from ..units import format_bandwidth, format_binary
 from .table import plain_table
 
@@ -102,12 +103,8 @@ def catalog_rows(catalog: Mapping[str, Device]) -> list[list[str]]:
 
 def _storage(d: Device) -> str:
     """``read 40.0MiB/s, write 20.0MiB/s``; ``host's`` where the entry gives neither."""
-    rates = [
-        f"{way} {format_bandwidth(rate)}"
-        for way, rate in (("read", d.read_bps), ("write", d.write_bps))
-        if rate is not None
-    ]
-    return ", ".join(rates) or "host's"
+    asked = Limits(read_bps=d.read_bps, write_bps=d.write_bps).storage_rates()
+    return ", ".join(f"{way} {format_bandwidth(rate)}" for way, rate in asked) or "host's"
 
 
 def catalog_json(catalog: Mapping[str, Device]) -> list[dict[str, Any]]:

@@ -289,14 +289,9 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     if req.pids is not None:  # one process limit for every setting of a sweep
         pids = parse_pids(req.pids)
         settings = tuple(dataclasses.replace(s, pids=pids) for s in settings)
-    if req.read_bps is not None:  # one storage speed for every setting, as --pids
-        with named("--read-bps"):
-            read = parse_bandwidth(req.read_bps, "read rate")
-        settings = tuple(dataclasses.replace(s, read_bps=read) for s in settings)
-    if req.write_bps is not None:
-        with named("--write-bps"):
-            write = parse_bandwidth(req.write_bps, "write rate")
-        settings = tuple(dataclasses.replace(s, write_bps=write) for s in settings)
+    read, write = _storage_rate("read", req.read_bps), _storage_rate("write", req.write_bps)
+    if read is not None or write is not None:  # one storage speed for every setting, as --pids
+        settings = tuple(dataclasses.replace(s, read_bps=read, write_bps=write) for s in settings)
     if req.cpu_period is not None:
         period = parse_cpu_period(req.cpu_period)
         if any(s.cpus is None for s in settings):
@@ -398,6 +393,14 @@ def _template_limits(given: RunRequest, tpl: EnvTemplate) -> tuple[tuple[str, st
         if value is not None and not typed:
             named.append((option, f"{tpl.path}:{tpl.lines.get(key, '?')}: {key}"))
     return tuple(named)
+
+
+def _storage_rate(way: str, given: str | None) -> int | None:
+    """``--read-bps`` (``way`` ``read``) or ``--write-bps`` as given, its errors naming it."""
+    if given is None:
+        return None
+    with named(f"--{way}-bps"):
+        return parse_bandwidth(given, f"{way} rate")
 
 
 def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:

@@ -183,8 +183,7 @@ class DockerBackend(Backend):
                 "description to build one)"
             )
         lim = spec.limits
-        rates = lim.read_bps is not None or lim.write_bps is not None
-        if rates and not self._local_socket():
+        if lim.storage_rates() and not self._local_socket():
             raise remote_daemon(lim)
         name = run_group_name()
         run = DockerRun(

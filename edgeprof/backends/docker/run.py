@@ -153,7 +153,7 @@ class DockerRun(RunHandle):
             host["MemorySwap"] = lim.memory  # memory+swap = memory: no swap
         if lim.pids is not None:
             host["PidsLimit"] = lim.pids
-        if lim.read_bps is not None or lim.write_bps is not None:
+        if lim.storage_rates():
             host.update(docker_rates(lim))
         if spec.gpus:
             # docker run --gpus device=UUID,…: the daemon hands the request to the NVIDIA
