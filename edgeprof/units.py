@@ -263,6 +263,38 @@ def format_bandwidth(n: int) -> str:
     return f"{format_binary(n)}/s"
 
 
+MAX_IOPS = 2**32 - 2
+"""blk-throttle holds an IOPS limit as an ``unsigned int`` (``struct throtl_grp``'s
+``iops[2]``), and ``UINT_MAX`` there means no limit: the most a rule can ask."""
+
+
+def parse_iops(text: str | int, what: str = "storage IOPS limit") -> int:
+    """A storage request rate (``--read-iops 1500``): requests a second, a whole number with
+    an optional ``/s``, as Docker's ``--device-read-iops`` takes it."""
+    if isinstance(text, bool) or not isinstance(text, (str, int)):
+        raise ConfigError(f"invalid {what} {shown(text)}: expected requests a second, e.g. 1500")
+    if isinstance(text, int):
+        value = text
+    else:
+        number = text.strip()
+        if number.lower().endswith("/s"):
+            number = number[:-2].rstrip()
+        if not re.fullmatch(r"\d+", number, re.ASCII):  # ASCII: int() also takes '١'
+            raise ConfigError(
+                f"invalid {what} {shown(text)}: expected requests a second, e.g. 1500"
+            )
+        digits = number.lstrip("0")  # int() refuses 4300+ digits: their count first
+        value = int(digits or "0") if len(digits) <= len(str(MAX_IOPS)) else MAX_IOPS + 1
+    if not 1 <= value <= MAX_IOPS:
+        raise ConfigError(f"invalid {what} {shown(text)}: must be between 1 and {MAX_IOPS}")
+    return value
+
+
+def format_iops(n: int) -> str:
+    """``1500`` → ``1500 IOPS``."""
+    return f"{n} IOPS"
+
+
 def parse_duration(
     text: str | float, what: str = "duration", least: tuple[float, str] | None = None
 ) -> float:

@@ -276,6 +276,8 @@ _SETTING_KEYS = {
     "cpu-period": "cpu_period_us",
     "read": "read_bps",
     "write": "write_bps",
+    "read-iops": "read_iops",
+    "write-iops": "write_iops",
 }
 
 

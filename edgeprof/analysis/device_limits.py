@@ -11,8 +11,8 @@ from pathlib import Path
 
 from ..cpu_units import format_period
 from ..errors import ConfigError
-from ..model import Limits
-from ..units import format_bandwidth, format_binary, parse_memory_limit
+from ..model import STORAGE, Limits
+from ..units import format_binary, parse_memory_limit
 from .device_setting import DeviceSetting, calibration_file, resolve_device
 from .devices import CALIBRATED, Device
 
@@ -26,13 +26,7 @@ def overridden(setting: DeviceSetting, **given: object) -> list[str]:
         "cpu_period": None
         if setting.cpu_period_us is None
         else format_period(setting.cpu_period_us),
-        **{
-            key: None if rate is None else format_bandwidth(rate)
-            for key, rate in (
-                ("read_bps", setting.device.read_bps),
-                ("write_bps", setting.device.write_bps),
-            )
-        },
+        **{s.key: s.format(rate) for s, rate in setting.device.storage.storage_rates()},
     }
     notes = []
     for key, value in given.items():
@@ -113,13 +107,13 @@ def device_limits(
     on_host: bool = True,
     gpu_memory: str | None = None,
     calibration: Path | None = None,
-    read_bps: int | None = None,
-    write_bps: int | None = None,
+    storage: Limits | None = None,
 ) -> DeviceLimits:
     """One setting (``bench``, ``layers profile``, the library's ``device=``): the options,
-    with ``--device``'s values where the option was not given.  Without a device, the
-    options as they are."""
+    with ``--device``'s values where the option was not given (``storage``: the storage
+    limits given, the rest of it unread).  Without a device, the options as they are."""
     user_env = dict(env or {})
+    given = storage or Limits()
     if memory is not None:
         parse_memory_limit(memory, "--memory")  # Limits' own error names no option
     if name is None:
@@ -130,25 +124,21 @@ def device_limits(
             cpuset=cpuset,
             memory=memory,
             cpu_period_us=cpu_period,
-            read_bps=read_bps,
-            write_bps=write_bps,
-        )
+        ).with_storage(given)
         return DeviceLimits(lim, user_env, (), calibration, gpu_memory)
     from ..measure.host import host_info
 
     setting = resolve_device(name, catalog, host_info())
     dev = setting.device
     gpu_memory = device_gpu_memory(dev, gpu_memory)
-    rates = _replacing(dev, _rate(read_bps), _rate(write_bps))
+    rates = _replacing(dev, {s.key: s.format(r) for s, r in given.storage_rates()})
     notes = overridden(setting, cpus=cpus, memory=memory, cpu_period=cpu_period, **rates)
     lim = Limits(
         cpus=cpus if cpus is not None else setting.cpus,
         cpuset=cpuset,
         memory=memory if memory is not None else setting.memory,
         cpu_period_us=cpu_period if cpu_period is not None else setting.cpu_period_us,
-        read_bps=read_bps if read_bps is not None else dev.read_bps,
-        write_bps=write_bps if write_bps is not None else dev.write_bps,
-    )
+    ).with_storage(dev.storage, given)
     if cpus is None:
         from ..measure.limits import matched_threads
 
@@ -168,18 +158,11 @@ def device_limits(
     )
 
 
-def _rate(n: int | None) -> str | None:
-    """A rate given as bytes a second, as the note that it replaces a device's shows it."""
-    return None if n is None else format_bandwidth(n)
-
-
-def _replacing(dev: Device, read_bps: str | None, write_bps: str | None) -> dict[str, str | None]:
-    """The storage rates given that replace ``dev``'s own: a rate where the entry has none
-    replaces nothing, and is not recorded as replacing it."""
-    return {
-        "read_bps": read_bps if dev.read_bps is not None else None,
-        "write_bps": write_bps if dev.write_bps is not None else None,
-    }
+def _replacing(dev: Device, given: Mapping[str, str | None]) -> dict[str, str | None]:
+    """The storage limits ``given`` (by key, as the user wrote them) that replace ``dev``'s
+    own: a limit where the entry has none replaces nothing, and is not recorded as
+    replacing it."""
+    return {s.key: given.get(s.key) if getattr(dev, s.key) is not None else None for s in STORAGE}
 
 
 @dataclass(frozen=True)
@@ -197,9 +180,9 @@ class RunDevice:
     unified_memory: bool
     cores: int | None
     """As :attr:`DeviceLimits.cores`."""
-    read_bps: str | None
-    write_bps: str | None
-    """``--read-bps``, ``--write-bps``, else the device's storage speed."""
+    storage: dict[str, str | None]
+    """``--read-bps`` and the other storage options by key (``read_bps``), else the
+    device's."""
     warnings: tuple[str, ...]
     replaced: tuple[str, ...] = ()
     """The options that replaced the device's values (``--memory``, ``--cpus``,
@@ -218,8 +201,7 @@ def run_device(
     env: Sequence[str],
     gpu_memory: str | None,
     on_host: bool,
-    read_bps: str | None = None,
-    write_bps: str | None = None,
+    storage: Mapping[str, str | None] | None = None,
 ) -> RunDevice:
     """``--device NAME`` on ``run``'s options (``cpus`` and ``memory`` may be sweeps' lists)."""
     from ..measure.host import host_info
@@ -227,7 +209,8 @@ def run_device(
     setting = resolve_device(name, catalog, host_info())
     dev = setting.device
     warnings = list(setting.said_with(bool(cpus)))
-    rates = _replacing(dev, read_bps, write_bps)
+    given_storage = dict(storage or {})
+    rates = _replacing(dev, given_storage)
     warnings += overridden(setting, cpus=cpus, memory=memory, cpu_period=cpu_period, **rates)
     calibration, why = device_calibration(dev, bool(cpus), calibration, setting.cpus)
     warnings += why
@@ -250,8 +233,14 @@ def run_device(
         gpu_memory=device_gpu_memory(dev, gpu_memory),
         unified_memory=dev.unified_memory,
         cores=None if cpus else dev.cores,
-        read_bps=read_bps or (None if dev.read_bps is None else f"{dev.read_bps}b"),
-        write_bps=write_bps or (None if dev.write_bps is None else f"{dev.write_bps}b"),
+        storage={
+            s.key: given_storage.get(s.key) or _own(getattr(dev, s.key), s.iops) for s in STORAGE
+        },
         warnings=tuple(warnings),
         replaced=replaced_options(cpus=cpus, memory=memory, cpu_period=cpu_period, **rates),
     )
+
+
+def _own(value: int | None, iops: bool) -> str | None:
+    """A device's storage limit as an option's text: bytes say their unit (``41943040b``)."""
+    return None if value is None else f"{value}" if iops else f"{value}b"

@@ -23,6 +23,8 @@ the one shipped in the package (``edgeprof/devices.yml``), ``$EDGEPROF_DEVICES``
         unified_memory: true  # optional: CPU and GPU share ``memory`` (Jetson-class boards)
         read_bps: 40m         # optional: the storage's read speed (``--read-bps``)
         write_bps: 20m        # optional: its write speed (``--write-bps``)
+        read_iops: 1500       # optional: its reads a second (``--read-iops``)
+        write_iops: 500       # optional: its writes a second (``--write-iops``)
         description: ...      # optional
         source: https://...   # optional: where the figures came from
 
@@ -61,8 +63,9 @@ from typing import Any
 
 from ..cpu_units import MAX_CPUS, MIN_QUOTA_US, format_period, parse_cpu_period, shortest_period_us
 from ..errors import ConfigError
+from ..model import STORAGE, Limits
 from ..storage import read_capped, why_unreadable
-from ..units import decimal_looking, format_binary, parse_bandwidth, parse_memory_limit, shown
+from ..units import decimal_looking, format_binary, parse_memory_limit, shown
 from .device_share import LEAST_CPUS, share_of
 from .similar import either, similar_devices
 
@@ -84,6 +87,8 @@ _KEYS = (
     "unified_memory",
     "read_bps",
     "write_bps",
+    "read_iops",
+    "write_iops",
     "description",
     "source",
 )
@@ -111,14 +116,27 @@ class Device:
     """CPU and GPU share :attr:`memory`: host and GPU peaks are held to it together."""
     read_bps: int | None = None
     write_bps: int | None = None
-    """The storage's speed, bytes a second (a board's SD card or eMMC; no spec sheet gives
-    one for the card a user fits, so no shipped entry has it)."""
+    read_iops: int | None = None
+    write_iops: int | None = None
+    """The storage's speed, bytes and requests a second (a board's SD card or eMMC; a
+    board's spec sheet does not give the card a user fits, so no shipped entry has one)."""
     notes: tuple[str, ...] = ()
     """What the entry's own text needs said wherever it is used: a size whose unit reads
     as decimal (:func:`_unit_note`)."""
     replaces: Device | None = field(default=None, compare=False, repr=False)
     """The entry of this name in an earlier catalog that this one replaced whole (set by
     :func:`load_catalog`), said by :func:`replaced_note` and ``edgeprof devices``."""
+
+    @property
+    def storage(self) -> Limits:
+        """The entry's storage limits alone, as a run's (:meth:`Limits.storage_rates`
+        walks them)."""
+        return Limits(
+            read_bps=self.read_bps,
+            write_bps=self.write_bps,
+            read_iops=self.read_iops,
+            write_iops=self.write_iops,
+        )
 
 
 def builtin_catalog() -> Path:
@@ -256,11 +274,11 @@ def _entry(path: Path, name: object, e: object, earlier: Mapping[str, Device]) -
     if unified and gpu_memory is not None:
         raise bad("gpu_memory", "a unified memory is 'memory' itself: give one or the other")
     rates: dict[str, int | None] = {}
-    for key in ("read_bps", "write_bps"):
+    for limit in STORAGE:
         try:
-            rates[key] = None if e.get(key) is None else parse_bandwidth(e[key], "storage rate")
+            rates[limit.key] = None if e.get(limit.key) is None else limit.parse(e[limit.key])
         except ConfigError as exc:
-            raise bad(key, str(exc)) from None
+            raise bad(limit.key, str(exc)) from None
     text: dict[str, str | None] = {}
     for key in ("description", "source"):
         v = e.get(key)
@@ -282,6 +300,8 @@ def _entry(path: Path, name: object, e: object, earlier: Mapping[str, Device]) -
         unified_memory=unified,
         read_bps=rates["read_bps"],
         write_bps=rates["write_bps"],
+        read_iops=rates["read_iops"],
+        write_iops=rates["write_iops"],
         notes=tuple(n for n in (_unit_note(path, name, e, k) for k in _SIZES) if n is not None),
     )
 

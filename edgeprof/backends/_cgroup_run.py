@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import BackendError, LaunchError
-from ..model import Counters, RunSpec
+from ..model import STORAGE, Counters, RunSpec
 from . import cgroupfs as fs
 from ._mapped import read_mapped
 from ._peak_reset import FdPeakReset, SharedPeakReset, apply_floor
@@ -59,11 +59,11 @@ class LimitFiles:
     cpu_period: Path | None = None
     pids: Path | None = None
     io_max: Path | None = None
-    """v2: both storage rates, one line a disk."""
-    read_bps: Path | None = None
-    write_bps: Path | None = None
-    """v1: ``blkio.throttle.{read,write}_bps_device``, each where its rate was asked (a
-    rate not asked is a never-reached 1 TiB/s rule there, no limit to read back)."""
+    """v2: every storage limit, one line a disk."""
+    storage: Mapping[str, Path] = field(default_factory=dict)
+    """v1: ``blkio.throttle.read_bps_device`` and the like by the limit's key
+    (:data:`~edgeprof.model.STORAGE`), each where its limit was asked (a byte rate not asked
+    is a never-reached 1 TiB/s rule there, no limit to read back)."""
     disks: tuple[str, ...] = ()
     """The disks (``MAJ:MIN``) a storage rate was asked on; none: the rates are not read."""
 
@@ -81,10 +81,14 @@ class LimitFiles:
             cpu_quota_us=quota,
             cpu_period_us=period,
             pids=_read_limit(self.pids),
-            read_bps=self._rate(self.io_max, "rbps") if self.io_max else self._rate(self.read_bps),
-            write_bps=(
-                self._rate(self.io_max, "wbps") if self.io_max else self._rate(self.write_bps)
-            ),
+            **{
+                s.key: (
+                    self._rate(self.io_max, s.kernel)
+                    if self.io_max
+                    else self._rate(self.storage.get(s.key))
+                )
+                for s in STORAGE
+            },
         )
 
     def _rate(self, path: Path | None, key: str | None = None) -> int | None:

@@ -1,7 +1,7 @@
-"""The host's disks, as the block layer names them: a storage speed limit (``--read-bps``,
-``--write-bps``) holds on each, and cgroup v1 counts a group's I/O only on a disk with a
-throttle rule.  ``/sys/block`` lists whole disks only; a partition takes no rule (v2's
-``io.max`` refuses one), and its I/O is its disk's."""
+"""The host's disks, as the block layer names them: a storage limit (``--read-bps``,
+``--read-iops`` and their ``--write-`` forms) holds on each, and cgroup v1 counts a
+group's I/O only on a disk with a throttle rule.  ``/sys/block`` lists whole disks only;
+a partition takes no rule (v2's ``io.max`` refuses one), and its I/O is its disk's."""
 
 from __future__ import annotations
 
@@ -10,18 +10,25 @@ from typing import Any, NamedTuple
 
 from ..errors import LimitError
 from ..model import Limits
-from ..units import format_bandwidth
 from . import cgroupfs as fs
 
 SYS_BLOCK = Path("/sys/block")
-BUFFERED_WRITES = (
-    "--write-bps on cgroup v1 slows only the writes the run forces out (fsync, O_DIRECT, "
-    "O_SYNC): the kernel's flusher writes buffered data back outside the run's group, at "
-    "this host's speed (cgroup v2 charges writeback to the group that dirtied the page)"
-)
-"""A cgroup v1 run's warning under a write rate: v1's writeback is not charged to the
-group that dirtied the page (measured: 16 MiB written at ``--write-bps 8m`` took 0.15 s
-without ``fsync``, 2.14 s with it)."""
+
+
+def buffered_writes(lim: Limits) -> str | None:
+    """A cgroup v1 run's warning under a write limit: v1's writeback is not charged to the
+    group that dirtied the page (measured: 16 MiB written at ``--write-bps 8m`` took 0.15 s
+    without ``fsync``, 2.14 s with it); ``None`` where no write limit is asked."""
+    options = [s.option for s, _ in lim.storage_rates() if s.way == "write"]
+    if not options:
+        return None
+    slow = "slows" if len(options) == 1 else "slow"
+    return (
+        f"{' and '.join(options)} on cgroup v1 {slow} only the writes the run forces out "
+        "(fsync, O_DIRECT, O_SYNC): the kernel's flusher writes buffered data back outside "
+        "the run's group, at this host's speed (cgroup v2 charges writeback to the group "
+        "that dirtied the page)"
+    )
 
 
 class Disk(NamedTuple):
@@ -42,15 +49,15 @@ def disks(sys_block: Path = SYS_BLOCK) -> list[Disk]:
 
 
 def storage_limits(lim: Limits) -> str:
-    """``--read-bps 40.0MiB/s`` (and ``--write-bps …``): the storage limits asked, as an
-    error names them; empty where none is."""
-    return " and ".join(f"--{way}-bps {format_bandwidth(r)}" for way, r in lim.storage_rates())
+    """``--read-bps 40.0MiB/s`` (and ``--read-iops 1500 IOPS`` …): the storage limits
+    asked, as an error names them; empty where none is."""
+    return " and ".join(f"{s.option} {s.format(r)}" for s, r in lim.storage_rates())
 
 
 def rate_option(lim: Limits) -> str:
-    """``--read-bps`` or ``--write-bps``: the first storage option asked, as a missing
-    controller's refusal names it."""
-    return f"--{lim.storage_rates()[0][0]}-bps"
+    """``--read-bps``: the first storage option asked, as a missing controller's refusal
+    names it."""
+    return lim.storage_rates()[0][0].option
 
 
 def no_disk(lim: Limits, sys_block: Path) -> LimitError:
@@ -64,21 +71,18 @@ def no_disk(lim: Limits, sys_block: Path) -> LimitError:
 
 
 def docker_rates(lim: Limits, sys_block: Path = SYS_BLOCK) -> dict[str, list[dict[str, Any]]]:
-    """The storage speed as a container's ``HostConfig`` asks it (``docker run
-    --device-read-bps /dev/vda:40mb`` for each disk): the daemon turns each node into the
-    rule the kernel takes, on v1 and v2 alike.  The disks are this host's: only for a
-    daemon on it (:func:`remote_daemon` says why not another's)."""
+    """The storage limits as a container's ``HostConfig`` asks them (``docker run
+    --device-read-bps /dev/vda:40mb``, ``--device-read-iops /dev/vda:1500`` for each
+    disk): the daemon turns each node into the rule the kernel takes, on v1 and v2 alike.
+    The disks are this host's: only for a daemon on it (:func:`remote_daemon` says why not
+    another's)."""
     found = disks(sys_block)
     if not found:
         raise no_disk(lim, sys_block)
     # A disk whose name holds "!" has its node in a directory (cciss!c0d0: /dev/cciss/c0d0).
     nodes = [f"/dev/{disk.name.replace('!', '/')}" for disk in found]
-    asked = (("BlkioDeviceReadBps", lim.read_bps), ("BlkioDeviceWriteBps", lim.write_bps))
-    return {
-        key: [{"Path": node, "Rate": rate} for node in nodes]
-        for key, rate in asked
-        if rate is not None
-    }
+    asked = lim.storage_rates()
+    return {s.docker: [{"Path": node, "Rate": r} for node in nodes] for s, r in asked}
 
 
 def remote_daemon(lim: Limits) -> LimitError:

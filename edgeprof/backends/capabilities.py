@@ -94,8 +94,9 @@ class LimitReading(NamedTuple):
     """The limits of a run's group as its files read now, raw: ``memory`` (bytes; cgroup v1's
     ``memory.limit_in_bytes`` reads 2^63 less a page where unlimited), ``memory_swap`` (v1
     ``memory.memsw.limit_in_bytes``: memory + swap), ``cpu_quota_us`` per ``cpu_period_us``,
-    ``pids``, the storage's ``read_bps`` and ``write_bps`` (bytes a second: the loosest rule
-    over the disks a rate was asked on, so one disk whose rule went reads as no limit).
+    ``pids``, the storage's ``read_bps`` and ``write_bps`` (bytes a second) and
+    ``read_iops`` and ``write_iops`` (requests a second): the loosest rule over the disks
+    a limit was asked on, so one disk whose rule went reads as no limit.
     :data:`UNLIMITED`: no limit; ``None``: not read (no such file here, or no rate asked)."""
 
     memory: int | None = None
@@ -105,6 +106,8 @@ class LimitReading(NamedTuple):
     pids: int | None = None
     read_bps: int | None = None
     write_bps: int | None = None
+    read_iops: int | None = None
+    write_iops: int | None = None
 
 
 class ContainerDaemon(Protocol):

@@ -67,10 +67,10 @@ def parse_blkio(text: str) -> tuple[int, int]:
 
 
 def parse_throttle_rules(text: str, key: str | None = None) -> dict[str, int]:
-    """A group's per-disk rate rules → ``{MAJ:MIN: bytes a second}``; a disk without one (or
-    ``max``) is absent.  v2 ``io.max`` lines (``254:0 rbps=1048576 wbps=max riops=max
-    wiops=max``) with ``key`` (``rbps``, ``wbps``); v1 ``blkio.throttle.*_bps_device`` lines
-    (``254:0 1048576``) without."""
+    """A group's per-disk rate rules → ``{MAJ:MIN: bytes or requests a second}``; a disk
+    without one (or ``max``) is absent.  v2 ``io.max`` lines (``254:0 rbps=1048576 wbps=max
+    riops=max wiops=max``) with ``key`` (``rbps``, ``riops``, …); v1
+    ``blkio.throttle.*_device`` lines (``254:0 1048576``) without."""
     rules: dict[str, int] = {}
     for line in text.splitlines():
         dev, *fields = line.split()

@@ -16,11 +16,11 @@ from typing import ClassVar
 
 from ..cpu_units import cpu_quota_us, parse_cpuset
 from ..errors import BackendError, BackendUnavailable
-from ..model import RunSpec
+from ..model import STORAGE, RunSpec
 from . import cgroupfs as fs
 from ._cgroup_common import ceilings, missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod, LimitFiles
-from ._disks import BUFFERED_WRITES, disks, no_disk, rate_option
+from ._disks import buffered_writes, disks, no_disk, rate_option
 from ._peak_reset import SharedPeakReset
 from .base import Backend
 from .capabilities import CleanupScope
@@ -320,8 +320,9 @@ class CgroupV1Backend(Backend):
                 mapped_stat=(dirs["memory"] / "memory.stat", "total_mapped_file"),
                 limit_files=_limit_files(dirs, spec, ruled),
             )
-            if spec.limits.write_bps is not None:
-                run.warnings.append(BUFFERED_WRITES)
+            slowed_writes = buffered_writes(spec.limits)
+            if slowed_writes is not None:
+                run.warnings.append(slowed_writes)
             return run
         except BaseException:
             if counters is not None:
@@ -384,12 +385,12 @@ class CgroupV1Backend(Backend):
         lim = spec.limits
         took = []
         for disk in disks(self._sys_block):
-            for name, rate in (
-                ("blkio.throttle.read_bps_device", lim.read_bps),
-                ("blkio.throttle.write_bps_device", lim.write_bps),
-            ):
+            for s in STORAGE:
+                rate = getattr(lim, s.key)
+                if rate is None and s.iops:
+                    continue  # the byte rules alone have the group's I/O counted
                 try:
-                    fs.write(group / name, f"{disk.dev} {rate or NO_THROTTLE_BPS}")
+                    fs.write(group / s.v1_file, f"{disk.dev} {rate or NO_THROTTLE_BPS}")
                 except BackendError:
                     continue  # a device blk-throttle does not handle (e.g. no queue)
                 if disk.dev not in took:
@@ -423,18 +424,14 @@ def _limit_files(dirs: dict[str, Path], spec: RunSpec, ruled: tuple[str, ...]) -
     """The run's limit files in its v1 groups (a hierarchy it has no group in: none); a
     storage rate's where it was asked, on the disks it took on (``ruled``)."""
     mem, cpu, pids, blkio = dirs.get("memory"), dirs.get("cpu"), dirs.get("pids"), dirs.get("blkio")
-    asked = dict(spec.limits.storage_rates())
-    read, write = (
-        None if blkio is None or way not in asked else blkio / f"blkio.throttle.{way}_bps_device"
-        for way in ("read", "write")
-    )
+    asked = [s for s, _ in spec.limits.storage_rates()]
+    storage = {} if blkio is None else {s.key: blkio / s.v1_file for s in asked}
     return LimitFiles(
         memory=None if mem is None else mem / "memory.limit_in_bytes",
         memory_swap=None if mem is None else mem / "memory.memsw.limit_in_bytes",
         cpu_quota=None if cpu is None else cpu / "cpu.cfs_quota_us",
         cpu_period=None if cpu is None else cpu / "cpu.cfs_period_us",
         pids=None if pids is None else pids / "pids.max",
-        read_bps=read,
-        write_bps=write,
+        storage=storage,
         disks=ruled,
     )

@@ -389,7 +389,7 @@ class CgroupV2Backend(Backend):
         return ruled
 
     def _throttle(self, group: Path, spec: RunSpec, where: str) -> tuple[str, ...]:
-        """The storage speed asked, on every disk (``io.max``: ``MAJ:MIN rbps=N wbps=N``).
+        """The storage limits asked, on every disk (``io.max``: ``MAJ:MIN rbps=N riops=N``).
         With the memory and io controllers both on the group, v2 charges the writeback of
         a page to the group that dirtied it (the kernel's cgroup-v2 "Writeback" section:
         ext2/4, btrfs, f2fs and xfs support it), so a buffered write is slowed too, not
@@ -397,7 +397,7 @@ class CgroupV2Backend(Backend):
         lim = spec.limits
         if "io" not in self._controllers:
             raise missing_controller("io", rate_option(lim), where, fix())
-        rates = " ".join(f"{way[0]}bps={rate}" for way, rate in lim.storage_rates())
+        rates = " ".join(f"{s.kernel}={rate}" for s, rate in lim.storage_rates())
         took = []
         for disk in disks(self._sys_block):
             try:

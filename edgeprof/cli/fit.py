@@ -29,9 +29,11 @@ from .options import (
     ModelList,
     Pids,
     ReadBps,
+    ReadIops,
     Timeout,
     WorkDir,
     WriteBps,
+    WriteIops,
 )
 
 if TYPE_CHECKING:
@@ -87,6 +89,8 @@ def fit_cmd(
     pids: Pids = None,
     read_bps: ReadBps = None,
     write_bps: WriteBps = None,
+    read_iops: ReadIops = None,
+    write_iops: WriteIops = None,
     interval: Annotated[str | None, typer.Option(help="Sampling interval in seconds.")] = None,
     cores_busy: CoresBusy = "wait",
     timeout: Timeout = None,
@@ -136,6 +140,8 @@ def fit_cmd(
             pids=pids,
             read_bps=read_bps,
             write_bps=write_bps,
+            read_iops=read_iops,
+            write_iops=write_iops,
             cpu_period=cpu_period,
             interval=interval,
             timeout=timeout,

@@ -32,6 +32,8 @@ METAVARS: dict[str, str] = {
     "--pids": "N",
     "--read-bps": "RATE",
     "--write-bps": "RATE",
+    "--read-iops": "IOPS",
+    "--write-iops": "IOPS",
     "--gpus": "GPUS",
     "--gpu-memory": _SIZE,
     "--interval": "SECONDS",

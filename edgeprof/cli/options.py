@@ -79,6 +79,20 @@ WriteBps = Annotated[
         "forces out, fsync or O_DIRECT)."
     ),
 ]
+ReadIops = Annotated[
+    str | None,
+    typer.Option(
+        help="Storage reads a second on every disk, e.g. 1500 (an A1 SD card's random 4 KiB "
+        "reads)."
+    ),
+]
+WriteIops = Annotated[
+    str | None,
+    typer.Option(
+        help="Storage writes a second on every disk, e.g. 500 (cgroup v1: only the writes the "
+        "run forces out)."
+    ),
+]
 CoresBusy = Annotated[
     str,
     typer.Option(

@@ -45,10 +45,12 @@ from .options import (
     Pids,
     PredictionsFile,
     ReadBps,
+    ReadIops,
     SummaryFile,
     Timeout,
     WorkDir,
     WriteBps,
+    WriteIops,
 )
 
 CONTEXT_SETTINGS = {"allow_interspersed_args": False}
@@ -91,6 +93,8 @@ def run(
     pids: Pids = None,
     read_bps: ReadBps = None,
     write_bps: WriteBps = None,
+    read_iops: ReadIops = None,
+    write_iops: WriteIops = None,
     gpus: Gpus = None,
     gpu_memory: GpuMemory = None,
     interval: Annotated[

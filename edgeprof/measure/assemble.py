@@ -13,6 +13,7 @@ from pathlib import Path
 from ..backends import Backend
 from ..backends.capabilities import LimitReading
 from ..model import (
+    STORAGE,
     Counters,
     CpuStats,
     IoStats,
@@ -156,7 +157,7 @@ def build_result(
         stall_full_s=us_to_s(windowed.io_full_us),
     )
     # A rate the workload changed is not the one its wait was under (its warning says so).
-    kept = {r: None for r in ("read_bps", "write_bps") if any(c.limit == r for c in changed)}
+    kept = {s.key: None for s in STORAGE if any(c.limit == s.key for c in changed)}
     waited_io = io_stall_warning(io, wall, dataclasses.replace(spec.limits, **kept))
     if waited_io is not None:
         warnings.append(waited_io)

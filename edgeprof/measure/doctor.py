@@ -157,18 +157,20 @@ def diagnose(
 
 
 def storage_speed(sys_block: Path = SYS_BLOCK) -> Finding:
-    """The disks ``--read-bps`` and ``--write-bps`` would slow: every one with media, as a
-    run's group gets a rule for each; none (a root on 9p or tmpfs) refuses them."""
+    """The disks the storage limits (``--read-bps``, ``--read-iops`` and their ``--write-``
+    forms) would slow: every one with media, as a run's group gets a rule for each; none
+    (a root on 9p or tmpfs) refuses them."""
     found = disks(sys_block)
     if not found:
         return Finding(
             "storage speed",
             None,
-            f"{sys_block} lists no disk with media (files on a share or tmpfs): --read-bps "
-            "and --write-bps are refused here",
+            f"{sys_block} lists no disk with media (files on a share or tmpfs): --read-bps, "
+            "--write-bps, --read-iops and --write-iops are refused here",
         )
     named = ", ".join(f"{d.name} ({d.dev})" for d in found)
-    return Finding("storage speed", None, f"--read-bps and --write-bps slow every disk: {named}")
+    options = "--read-bps, --write-bps, --read-iops and --write-iops"
+    return Finding("storage speed", None, f"{options} slow every disk: {named}")
 
 
 def dead_runs(roots: Iterable[Path] | None = None, proc: Path = Path("/proc")) -> Finding:

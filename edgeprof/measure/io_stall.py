@@ -14,7 +14,7 @@ group of the tester's own had 3.47 s of ``io.pressure``, separately from its 1.0
 from __future__ import annotations
 
 from ..model import IoStats, Limits
-from ..units import format_bandwidth, format_share
+from ..units import format_share
 from .contention import held_time
 from .memory import STALL_WARN_FRACTION
 
@@ -44,14 +44,14 @@ def io_stall_warning(io: IoStats, wall_s: float, limits: Limits | None = None) -
     device's.  The time as the contention
     warning says its own (:func:`~edgeprof.measure.contention.held_time`): a 200 MiB cold
     read from this host's disk waited 68.7 ms, which ``.2f`` had written "0.07s".  Under
-    a storage speed (``limits``' ``read_bps`` or ``write_bps``) the wait is the speed's, as
-    asked: said so, not that the storage ran at the host's speed."""
+    a storage limit (``limits``' ``read_bps``, ``read_iops`` and the like) the wait is
+    the limit's, as asked: said so, not that the storage ran at the host's speed."""
     share = io_stall_share(io, wall_s)
     if share is None or io.stall_s is None:
         return None
     waited = f"{held_time(io.stall_s)} ({format_share(share)} of its wall time)"
     asked = () if limits is None else limits.storage_rates()
-    rates = [f"{way} {format_bandwidth(rate)}" for way, rate in asked]
+    rates = [f"{s.way} {s.format(rate)}" for s, rate in asked]
     if rates:
         return (
             f"the run waited on block I/O {waited}, with the storage at {' and '.join(rates)} "
@@ -59,5 +59,6 @@ def io_stall_warning(io: IoStats, wall_s: float, limits: Limits | None = None) -
         )
     return (
         f"the run waited on block I/O {waited}: that part of its times is this host's "
-        "storage's, not its CPU's (--read-bps and --write-bps set a device's storage speed)"
+        "storage's, not its CPU's (--read-bps, --write-bps, --read-iops and --write-iops "
+        "set a device's storage speed)"
     )

@@ -15,8 +15,8 @@ import os
 
 from ..backends.capabilities import UNLIMITED, LimitReading
 from ..cpu_units import cpu_quota_us
-from ..model import LimitChange, Limits
-from ..units import format_bandwidth, format_binary
+from ..model import STORAGE, LimitChange, Limits
+from ..units import format_binary
 from .limits import kernel_memory
 
 UNLIMITED_FROM = 1 << 62
@@ -26,8 +26,7 @@ UNLIMITED_FROM = 1 << 62
 MEMORY = "memory_bytes"
 CPU = "cpu_quota_us"
 PIDS = "pids"
-READ = "read_bps"
-WRITE = "write_bps"
+_STORAGE = {s.key: s for s in STORAGE}
 
 
 def limit_changes(
@@ -42,8 +41,8 @@ def limit_changes(
         _change(MEMORY, _page_down(limits.memory), _memory_now(read)),
         _change(CPU, _quota(limits, period_us), _quota_now(read, period_us)),
         _change(PIDS, limits.pids, _unlimited(read.pids)),
-        _change(READ, limits.read_bps, _unlimited(read.read_bps)),
-        _change(WRITE, limits.write_bps, _unlimited(read.write_bps)),
+        *(_change(s.key, getattr(limits, s.key), _unlimited(getattr(read, s.key)))
+          for s in STORAGE),
     ]
     return tuple(c for c in found if c is not None)
 
@@ -59,8 +58,7 @@ def change_warning(c: LimitChange, period_us: int) -> str:
         MEMORY: "memory limit",
         CPU: "CPU quota",
         PIDS: "process limit",
-        READ: "storage read speed",
-        WRITE: "storage write speed",
+        **{s.key: s.what for s in STORAGE},
     }.get(c.limit, c.limit)
     said = (
         f"the workload changed its {what} from {limit_text(c.limit, c.asked, period_us)} to "
@@ -73,15 +71,16 @@ def change_warning(c: LimitChange, period_us: int) -> str:
 
 
 def limit_text(limit: str, value: int | None, period_us: int) -> str:
-    """``64.0MiB``, ``0.5 CPUs``, ``32``, ``8.0MiB/s``; ``unlimited`` for ``None``."""
+    """``64.0MiB``, ``0.5 CPUs``, ``32``, ``8.0MiB/s``, ``1500 IOPS``; ``unlimited`` for
+    ``None``."""
     if value is None:
         return "unlimited"
     if limit == MEMORY:
         return format_binary(value)
     if limit == CPU:
         return f"{value / period_us:g} CPUs"
-    if limit in (READ, WRITE):
-        return format_bandwidth(value)
+    if limit in _STORAGE:
+        return _STORAGE[limit].format(value)
     return str(value)
 
 

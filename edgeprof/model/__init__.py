@@ -26,11 +26,12 @@ from .results import (
     Termination,
 )
 from .rules import Rules
-from .spec import Limits, RunSpec, UserIds
+from .spec import STORAGE, Limits, RunSpec, StorageLimit, UserIds
 
 __all__ = [
     "PERCENTILES",
     "SCHEMA_VERSION",
+    "STORAGE",
     "Capped",
     "CoreLease",
     "Counters",
@@ -56,6 +57,7 @@ __all__ = [
     "Sample",
     "SampleStats",
     "Squeeze",
+    "StorageLimit",
     "Termination",
     "Throttling",
     "UserIds",

@@ -28,7 +28,7 @@ from .memory import MemoryStats, known_fields
 from .origin import EdgeprofOrigin
 from .phases import LatencyStats, Mark, PhaseStats
 from .rules import CURRENT, Rules
-from .spec import Limits
+from .spec import STORAGE, Limits
 
 SCHEMA_VERSION = 1
 """Version of the result JSON; bumped on any incompatible change of its keys or units."""
@@ -363,8 +363,7 @@ class RunResult:
             "memory_bytes": self.limits.memory,
             "pids": self.limits.pids,
             "cpu_period_us": self.limits.cpu_period_us,
-            "read_bps": self.limits.read_bps,
-            "write_bps": self.limits.write_bps,
+            **{s.key: getattr(self.limits, s.key) for s in STORAGE},
         }
         d["warnings"] = list(self.warnings)
         d["device_replaced"] = list(self.device_replaced)
@@ -453,6 +452,8 @@ class RunResult:
                 cpu_period_us=lim.get("cpu_period_us"),
                 read_bps=lim.get("read_bps"),
                 write_bps=lim.get("write_bps"),
+                read_iops=lim.get("read_iops"),
+                write_iops=lim.get("write_iops"),
             ),
             started_at=d["started_at"],
             termination=Termination(d["termination"]),

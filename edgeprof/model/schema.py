@@ -44,7 +44,7 @@ import typing
 from typing import Any
 
 from ..cpu_units import MAX_CPU, MAX_CPUS, MAX_PERIOD_US, MIN_CPUS, MIN_QUOTA_US
-from ..units import MAX_PIDS, MAX_SIZE
+from ..units import MAX_IOPS, MAX_PIDS, MAX_SIZE
 from .comparedoc import CompareDoc
 from .fitdoc import FIT_SCHEMA_VERSION, Fit, Fits
 from .jsoncheck import ARGV, MAX_PERCENT, MAX_SECONDS, NO_CONTROL, AnyText, non_negative, seconds
@@ -115,6 +115,15 @@ LIMITS = {
                 "minimum": 1,
                 "maximum": MAX_SIZE,
                 "description": f"The storage's {way} speed on every disk, bytes a second.",
+            }
+            for way in ("read", "write")
+        },
+        **{
+            f"{way}_iops": {
+                "type": ["integer", "null"],
+                "minimum": 1,
+                "maximum": MAX_IOPS,
+                "description": f"The storage's {way}s a second on every disk.",
             }
             for way in ("read", "write")
         },

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..cpu_units import (
     CFS_PERIOD_US,
@@ -21,11 +22,80 @@ from ..errors import ConfigError
 from ..units import (
     format_bandwidth,
     format_binary,
+    format_iops,
     parse_bandwidth,
+    parse_iops,
     parse_memory_limit,
     parse_pids,
     shown,
 )
+
+
+class StorageLimit(NamedTuple):
+    """One of the storage's four limits (:data:`STORAGE`) and the name each layer gives it:
+    a rate in bytes (``bps``) or in requests (``iops``) a second, of reads or writes, as
+    the kernel's block throttle holds them per disk (blk-throttle: v1's
+    ``blkio.throttle.*_device``, v2's ``io.max``)."""
+
+    key: str
+    """``read_bps``: the :class:`Limits` field, result.json's ``limits`` key and a device
+    entry's key."""
+    kernel: str
+    """``rbps``: its key in cgroup v2's ``io.max``."""
+
+    @property
+    def way(self) -> str:
+        """``read`` or ``write``."""
+        return self.key.split("_")[0]
+
+    @property
+    def iops(self) -> bool:
+        """A rate of requests, not of bytes."""
+        return self.key.endswith("_iops")
+
+    @property
+    def option(self) -> str:
+        """``--read-bps``: the option that asks it."""
+        return "--" + self.key.replace("_", "-")
+
+    @property
+    def label(self) -> str:
+        """``read`` (a byte rate, as the first labels wrote it) or ``read-iops``: its word in
+        a setting's label (:meth:`Limits.describe`)."""
+        return f"{self.way}-iops" if self.iops else self.way
+
+    @property
+    def v1_file(self) -> str:
+        """``blkio.throttle.read_bps_device``: its rule file in a cgroup v1 group."""
+        return f"blkio.throttle.{self.key}_device"
+
+    @property
+    def docker(self) -> str:
+        """``BlkioDeviceReadBps``: its key in a container's ``HostConfig``."""
+        return f"BlkioDevice{self.way.title()}{'IOps' if self.iops else 'Bps'}"
+
+    @property
+    def what(self) -> str:
+        """``storage read speed``: its name in a sentence."""
+        return f"storage {self.way} {'IOPS' if self.iops else 'speed'}"
+
+    def format(self, n: int) -> str:
+        """``40.0MiB/s`` or ``1500 IOPS``."""
+        return format_iops(n) if self.iops else format_bandwidth(n)
+
+    def parse(self, value: int | str) -> int:
+        """A user's spelling (``40m``, ``1500``) as bytes or requests a second."""
+        what = f"{self.way} {'IOPS limit' if self.iops else 'rate'}"
+        return parse_iops(value, what) if self.iops else parse_bandwidth(value, what)
+
+
+STORAGE = (
+    StorageLimit("read_bps", "rbps"),
+    StorageLimit("write_bps", "wbps"),
+    StorageLimit("read_iops", "riops"),
+    StorageLimit("write_iops", "wiops"),
+)
+"""The storage limits, in the order labels, rules and tables give them."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +109,9 @@ class Limits:
     ``cpu_period_us``: the CFS period of the ``cpus`` quota (µs, or ``"2ms"``), as
     asked; ``None`` lets edgeprof choose (:func:`edgeprof.measure.limits.cpu_period_us`);
     ``read_bps``, ``write_bps``: the storage's speed, bytes a second (or ``"20m"``) on
-    every disk of the host, as a board's SD card or eMMC reads and writes.
+    every disk of the host, as a board's SD card or eMMC reads and writes;
+    ``read_iops``, ``write_iops``: its requests a second (an SD card's A1 class promises
+    1500 random reads and 500 random writes of 4 KiB a second).
     """
 
     cpus: float | None = None
@@ -49,6 +121,8 @@ class Limits:
     cpu_period_us: int | None = None
     read_bps: int | None = None
     write_bps: int | None = None
+    read_iops: int | None = None
+    write_iops: int | None = None
 
     def __init__(
         self,
@@ -59,6 +133,8 @@ class Limits:
         cpu_period_us: int | str | None = None,
         read_bps: int | str | None = None,
         write_bps: int | str | None = None,
+        read_iops: int | str | None = None,
+        write_iops: int | str | None = None,
     ) -> None:
         object.__setattr__(self, "cpus", None if cpus is None else parse_cpus(cpus))
         period = None if cpu_period_us is None else parse_cpu_period(cpu_period_us)
@@ -97,9 +173,9 @@ class Limits:
             memory = parse_memory_limit(str(int(memory)))
         object.__setattr__(self, "memory", memory)
         object.__setattr__(self, "pids", None if pids is None else parse_pids(pids))
-        for name, rate in (("read_bps", read_bps), ("write_bps", write_bps)):
-            what = f"{name.split('_')[0]} rate"
-            object.__setattr__(self, name, None if rate is None else parse_bandwidth(rate, what))
+        asked = (read_bps, write_bps, read_iops, write_iops)
+        for limit, rate in zip(STORAGE, asked, strict=True):
+            object.__setattr__(self, limit.key, None if rate is None else limit.parse(rate))
 
     def describe(self) -> str:
         """``cpus=1.5, cpuset=0-1, memory=512.0 MiB`` or ``none``: a stable label of a setting
@@ -115,15 +191,20 @@ class Limits:
             parts.append(f"pids={self.pids}")
         if self.cpu_period_us is not None:
             parts.append(f"cpu-period={format_period(self.cpu_period_us)}")
-        parts += [f"{way}={format_bandwidth(rate)}" for way, rate in self.storage_rates()]
+        parts += [f"{s.label}={s.format(rate)}" for s, rate in self.storage_rates()]
         return ", ".join(parts) or "none"
 
-    def storage_rates(self) -> tuple[tuple[str, int], ...]:
-        """The storage speeds asked, ``(("read", n), ("write", n))``, each where set (empty:
-        none): the one walk over the two rates that labels, refusals, rules and warnings
-        share (``--{way}-bps`` is the option of each)."""
-        asked = (("read", self.read_bps), ("write", self.write_bps))
-        return tuple((way, rate) for way, rate in asked if rate is not None)
+    def with_storage(self, *sources: Limits) -> Limits:
+        """These limits with the storage limits of ``sources`` (their others unread), each
+        limit from the last source that sets it: ``lim.with_storage(device, given)``."""
+        found: dict[str, Any] = {s.key: v for src in sources for s, v in src.storage_rates()}
+        return dataclasses.replace(self, **found) if found else self
+
+    def storage_rates(self) -> tuple[tuple[StorageLimit, int], ...]:
+        """The storage limits asked, each with its value, in :data:`STORAGE`'s order (empty:
+        none): the one walk over them that labels, refusals, rules and warnings share."""
+        asked = ((s, getattr(self, s.key)) for s in STORAGE)
+        return tuple((s, rate) for s, rate in asked if rate is not None)
 
 
 class UserIds(NamedTuple):

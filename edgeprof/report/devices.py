@@ -9,8 +9,8 @@ from typing import Any
 from ..analysis.device_setting import calibrated_share
 from ..analysis.devices import CALIBRATED, Device, origin, whose
 from ..cpu_units import format_period
-from ..model import Limits
-from ..units import format_bandwidth, format_binary
+from ..model import STORAGE
+from ..units import format_binary
 from .table import plain_table
 
 HEADER = [
@@ -102,9 +102,10 @@ def catalog_rows(catalog: Mapping[str, Device]) -> list[list[str]]:
 
 
 def _storage(d: Device) -> str:
-    """``read 40.0MiB/s, write 20.0MiB/s``; ``host's`` where the entry gives neither."""
-    asked = Limits(read_bps=d.read_bps, write_bps=d.write_bps).storage_rates()
-    return ", ".join(f"{way} {format_bandwidth(rate)}" for way, rate in asked) or "host's"
+    """``read 40.0MiB/s, write 20.0MiB/s, read 1500 IOPS``; ``host's`` where the entry
+    gives none."""
+    asked = d.storage.storage_rates()
+    return ", ".join(f"{s.way} {s.format(rate)}" for s, rate in asked) or "host's"
 
 
 def catalog_json(catalog: Mapping[str, Device]) -> list[dict[str, Any]]:
@@ -119,8 +120,7 @@ def catalog_json(catalog: Mapping[str, Device]) -> list[dict[str, Any]]:
             "cpu_period_us": d.cpu_period_us,
             "gpu_memory_bytes": d.gpu_memory,
             "unified_memory": d.unified_memory,
-            "read_bps": d.read_bps,
-            "write_bps": d.write_bps,
+            **{s.key: getattr(d, s.key) for s in STORAGE},
             "calibration": None if d.calibration is None else str(d.calibration),
             "description": d.description,
             "source": d.source,

@@ -56,10 +56,12 @@ KEYWORDS = {
     "out": "out_dir",
     "pids": "pids",
     "read-bps": "read_bps",
+    "read-iops": "read_iops",
     "squeeze": "squeeze=True",
     "timeout": "timeout",
     "user": "run_as",
     "write-bps": "write_bps",
+    "write-iops": "write_iops",
 }
 """The command line's options that :func:`profile` takes as keywords (or ``Limits`` fields),
 and how its errors spell them (:func:`~edgeprof.errors.respelled`): the checks are the CLI's
@@ -108,8 +110,9 @@ def profile(
       plain string (``"python3 infer.py"``, a ``Sequence[str]`` too), which is also a
       :class:`~edgeprof.errors.ConfigError` at run time.
     - ``limits``: :class:`Limits` (``cpus``, ``cpuset``, ``memory``, ``pids``, the CPU
-      period, the storage's ``read_bps`` and ``write_bps``); ``None``: none.  A limit the
-      host or the backend cannot hold is a :class:`~edgeprof.errors.LimitError`.
+      period, the storage's ``read_bps``, ``write_bps``, ``read_iops`` and
+      ``write_iops``); ``None``: none.  A limit the host or the backend cannot hold is a
+      :class:`~edgeprof.errors.LimitError`.
     - ``backend``: ``"auto"`` (a cgroup, else the process tree, with a warning),
       ``"cgroup"``, ``"process"``, ``"docker"``, or a :class:`Backend` object.
     - ``interval``: seconds between samples (``0.1``), or a duration (``"10ms"``).
@@ -275,8 +278,7 @@ def with_device(
         env=env,
         on_host=on_host,
         gpu_memory=None if gpu_memory is None else str(gpu_memory),
-        read_bps=limits.read_bps,
-        write_bps=limits.write_bps,
+        storage=limits,
     )
     # A process limit is no device's value: the caller's, as --pids beside --device.
     return dataclasses.replace(d, limits=dataclasses.replace(d.limits, pids=limits.pids))

@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.budgets import Budgets, budgets_from_options
 from ..analysis.cells import cell_order
@@ -39,11 +39,11 @@ from ..measure.leases import CORES_BUSY
 from ..measure.runner import workload_dir as run_dir
 from ..measure.squeeze import INTERVAL_S as SQUEEZE_INTERVAL_S
 from ..measure.stdin import piped_warning
-from ..model import RunResult, UserIds
+from ..model import STORAGE, Limits, RunResult, UserIds
 from ..names import check_name
 from ..outfiles import check_path, check_target
 from ..storage import check_writable
-from ..units import named, parse_bandwidth, parse_duration, parse_memory_limit, parse_pids
+from ..units import named, parse_duration, parse_memory_limit, parse_pids
 from . import envtemplate
 from .envtemplate import EnvTemplate
 from .labels import limit_settings, model_names
@@ -69,7 +69,10 @@ class RunRequest:
     pids: str | None = None
     read_bps: str | None = None
     write_bps: str | None = None
-    """``--read-bps``, ``--write-bps``: the storage's speed for every setting of a sweep."""
+    read_iops: str | None = None
+    write_iops: str | None = None
+    """``--read-bps``, ``--write-bps``, ``--read-iops``, ``--write-iops``: the storage's
+    speed for every setting of a sweep."""
     cpu_period: str | None = None
     """``--cpu-period``: one period for every ``cpus`` setting of a sweep."""
     interval: str | None = None
@@ -289,9 +292,9 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     if req.pids is not None:  # one process limit for every setting of a sweep
         pids = parse_pids(req.pids)
         settings = tuple(dataclasses.replace(s, pids=pids) for s in settings)
-    read, write = _storage_rate("read", req.read_bps), _storage_rate("write", req.write_bps)
-    if read is not None or write is not None:  # one storage speed for every setting, as --pids
-        settings = tuple(dataclasses.replace(s, read_bps=read, write_bps=write) for s in settings)
+    storage = _storage_limits(req)
+    if storage.storage_rates():  # one storage speed for every setting, as --pids
+        settings = tuple(s.with_storage(storage) for s in settings)
     if req.cpu_period is not None:
         period = parse_cpu_period(req.cpu_period)
         if any(s.cpus is None for s in settings):
@@ -395,12 +398,15 @@ def _template_limits(given: RunRequest, tpl: EnvTemplate) -> tuple[tuple[str, st
     return tuple(named)
 
 
-def _storage_rate(way: str, given: str | None) -> int | None:
-    """``--read-bps`` (``way`` ``read``) or ``--write-bps`` as given, its errors naming it."""
-    if given is None:
-        return None
-    with named(f"--{way}-bps"):
-        return parse_bandwidth(given, f"{way} rate")
+def _storage_limits(req: RunRequest) -> Limits:
+    """The storage options as given (``--read-bps`` …), each error naming its option."""
+    found: dict[str, Any] = {}
+    for limit in STORAGE:
+        given = getattr(req, limit.key)
+        if given is not None:
+            with named(limit.option):
+                found[limit.key] = limit.parse(given)
+    return Limits(**found)
 
 
 def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:
@@ -422,8 +428,7 @@ def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:
         env=req.env,
         gpu_memory=req.gpu_memory,
         on_host=req.backend != "docker",
-        read_bps=req.read_bps,
-        write_bps=req.write_bps,
+        storage={s.key: getattr(req, s.key) for s in STORAGE},
     )
     req = dataclasses.replace(
         req,
@@ -436,8 +441,10 @@ def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:
         unified_memory=d.unified_memory,
         device_cores=d.cores,
         device_replaced=d.replaced,
-        read_bps=d.read_bps,
-        write_bps=d.write_bps,
+        read_bps=d.storage["read_bps"],
+        write_bps=d.storage["write_bps"],
+        read_iops=d.storage["read_iops"],
+        write_iops=d.storage["write_iops"],
     )
     return req, list(d.warnings)
 

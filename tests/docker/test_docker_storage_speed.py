@@ -1,6 +1,7 @@
-"""A storage speed through Docker: ``--read-bps`` becomes the container's device read rate on
-every disk, and a cold read of the data file through a bind mount takes the time it allows.
-The rate is derived from the same read measured in the same image without one."""
+"""A storage speed through Docker: ``--read-bps`` and ``--read-iops`` become the container's
+device read rates on every disk, and a cold read of the data file through a bind mount
+(direct 4 KiB reads, for the request rate) takes the time they allow.  Each rate is derived
+from the same reads measured in the same image without one."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from edgeprof.cli import main
 from tests.docker.test_docker_memory_fit import _docker
 from tests.host.memory_workload import READ_AND_HOLD, data_file
 from tests.host.test_io_stall_kernel import on_block_device
-from tests.host.test_storage_speed_kernel import SLACK, rate_for
+from tests.host.test_storage_speed_kernel import DIRECT_4K, REQUESTS, SLACK, rate_for
 
 
 @pytest.fixture
@@ -48,4 +49,30 @@ def test_a_read_rate_slows_a_containers_cold_read(
     r = json.loads(captured.out)
     assert r["limits"]["read_bps"] == rate
     assert r["wall_s"] >= SLACK * size / rate, (r["wall_s"], size, rate, free["wall_s"])
+    assert r["wall_s"] > free["wall_s"], (r["wall_s"], free["wall_s"])
+
+
+def test_an_iops_limit_slows_a_containers_direct_reads(
+    docker_daemon: Any,
+    data: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", docker_daemon.host)
+    script = tmp_path / "w.py"
+    script.write_text(DIRECT_4K)
+    opts = _docker(docker_daemon, script, data)
+    cmd = ["--", "python3", "/opt/w.py", "/data/d.bin", str(REQUESTS), "read"]
+    assert disks() and on_block_device(data), "the Docker tier runs on a host with a disk"
+
+    assert main(["run", *opts, "--json", *cmd]) == 0
+    free = json.loads(capfd.readouterr().out)
+    rate = rate_for(REQUESTS, free["wall_s"])
+    code = main(["run", *opts, "--json", "--read-iops", str(rate), *cmd])
+    captured = capfd.readouterr()
+    assert code == 0, captured.err
+    r = json.loads(captured.out)
+    assert r["limits"]["read_iops"] == rate
+    assert r["wall_s"] >= SLACK * REQUESTS / rate, (r["wall_s"], rate, free["wall_s"])
     assert r["wall_s"] > free["wall_s"], (r["wall_s"], free["wall_s"])

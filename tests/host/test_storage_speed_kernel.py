@@ -1,13 +1,16 @@
 """A storage speed from the kernel's block throttle: a cold read of the data file under
-``--read-bps`` and an fsync'd write under ``--write-bps`` take the time the rate allows, not
-the host disk's.  The rate is derived from the same read or write measured unthrottled here
-(a quarter of that speed, and at most one that takes 2 s), so a slow disk cannot pass it."""
+``--read-bps``, an fsync'd write under ``--write-bps``, and direct 4 KiB reads and writes
+under ``--read-iops`` and ``--write-iops`` take the time the rate allows, not the host
+disk's.  The rate is derived from the same reads or writes measured unthrottled here (a
+quarter of that speed, and at most one that takes 2 s), so a slow disk cannot pass it."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,19 +50,21 @@ def rate_for(size: int, unthrottled_s: float) -> int:
 
 
 def _slowed(cmd: list[str], size: int, key: str) -> RunResult:
-    """``cmd`` run unthrottled, then under a rate (``key``: ``read_bps`` or ``write_bps``)
-    derived from that run: the slowed run, which took the time the rate allows."""
+    """``cmd`` run unthrottled, then under a rate (``key``: ``read_bps``, ``read_iops`` …;
+    ``size``: the bytes or requests ``cmd`` makes) derived from that run: the slowed run,
+    which took the time the rate allows."""
     free = edgeprof.profile(cmd, interval=0.05)
     assert free.exit_code == 0, free.warnings
     rate = rate_for(size, free.wall_s)
-    limits = Limits(read_bps=rate) if key == "read_bps" else Limits(write_bps=rate)
+    asked: dict[str, Any] = {key: rate}
+    limits = Limits(**asked)
     r = edgeprof.profile(cmd, limits=limits, interval=0.05)
     assert r.exit_code == 0, r.warnings
     assert getattr(r.limits, key) == rate
     assert r.wall_s >= SLACK * size / rate, (r.wall_s, size, rate, free.wall_s)
     assert r.wall_s > free.wall_s, (r.wall_s, free.wall_s)
     # The figures, for ``pytest -s``: what the rate made of the host's time.
-    print(f"\n{key}: {size} B unthrottled {free.wall_s:.3f}s; at {rate} B/s {r.wall_s:.3f}s "
+    print(f"\n{key}: {size} unthrottled {free.wall_s:.3f}s; at {rate}/s {r.wall_s:.3f}s "
           f"(the rate allows {size / rate:.3f}s), I/O wait {r.io.stall_s}s")  # fmt: skip
     return r
 
@@ -161,3 +166,56 @@ def test_a_rate_the_workload_lifts_is_a_limit_change(
     assert [(c.limit, c.asked, c.now) for c in r.limits_changed] == [("read_bps", rate, None)]
     assert any("changed its storage read speed" in w for w in r.warnings), r.warnings
     assert r.limits.read_bps == rate  # the result keeps the rate asked
+
+
+#: ``count`` direct (O_DIRECT) 4 KiB reads or overwrites at random pages of a file: each is
+#: one request to the disk, which ``--read-iops``/``--write-iops`` count, and bypasses the
+#: page cache (a cached read makes none; a buffered write is the flusher's on cgroup v1).  A
+#: file system that refuses O_DIRECT (EINVAL: the guests' 9p share, no disk under it) is
+#: read through the cache: there it must move no block I/O, which the test asserts.
+DIRECT_4K = """\
+import errno, mmap, os, random, sys
+path, count, way = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+flags = os.O_RDONLY if way == "read" else os.O_WRONLY
+try:
+    fd = os.open(path, flags | os.O_DIRECT)
+except OSError as exc:
+    if exc.errno != errno.EINVAL:
+        raise
+    fd = os.open(path, flags)
+pages = os.fstat(fd).st_size // 4096
+buf = mmap.mmap(-1, 4096)  # page-aligned, as O_DIRECT needs
+rng = random.Random(1)
+for _ in range(count):
+    at = rng.randrange(pages) * 4096
+    os.preadv(fd, [buf], at) if way == "read" else os.pwritev(fd, [buf], at)
+os.close(fd)
+"""
+REQUESTS = 1000  # 4 KiB each: at 500 a second, the 2 s the throttled run must take
+
+
+@pytest.mark.parametrize("way", ["read", "write"])
+def test_an_iops_limit_slows_direct_requests_to_it(
+    mechanism: str, data: Path, tmp_path: Path, way: str
+) -> None:
+    script = tmp_path / "direct.py"
+    script.write_text(DIRECT_4K)
+    target = data
+    if way == "write":  # overwrite a file of its own, written out before the runs
+        target = data.parent / "overwritten.bin"
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, b"\0" * (1 << 20))
+        os.fsync(fd)
+        os.close(fd)
+    cmd = [sys.executable, str(script), str(target), str(REQUESTS), way]
+    key = f"{way}_iops"
+    try:
+        asked: dict[str, Any] = {key: REQUESTS}
+        if _nothing_to_slow(cmd, Limits(**asked), data, f"{way}_bytes"):
+            return
+        r = _slowed(cmd, REQUESTS, key)
+    finally:
+        if way == "write":
+            target.unlink(missing_ok=True)
+    moved = getattr(r.io, f"{way}_bytes")
+    assert moved is not None and moved >= REQUESTS * 4096, (r.io, way)

@@ -47,6 +47,8 @@ TEMPLATES: dict[str, dict[str, str]] = {
         "blkio.throttle.io_service_bytes_recursive": "Total 0\n",
         "blkio.throttle.read_bps_device": "",
         "blkio.throttle.write_bps_device": "",
+        "blkio.throttle.read_iops_device": "",
+        "blkio.throttle.write_iops_device": "",
     },
     "pids": {"pids.current": "0\n", "pids.max": "max\n"},
     "freezer": {"freezer.state": "THAWED\n"},

@@ -159,6 +159,8 @@ def test_options_reach_the_run(tmp_path: Path, capfd: pytest.CaptureFixture[str]
         "cpu_period_us": None,
         "read_bps": None,
         "write_bps": None,
+        "read_iops": None,
+        "write_iops": None,
     }
     # An integer share pinned to as many cores cannot stall: Docker's period stays.
     assert data["cpu"]["period_s"] == 0.1

@@ -49,8 +49,8 @@ def test_render_marks_and_fixes() -> None:
 
 def test_storage_speed_names_the_disks_a_rate_slows(tmp_path: Path) -> None:
     assert storage_speed(tmp_path).detail == (
-        f"{tmp_path} lists no disk with media (files on a share or tmpfs): --read-bps and "
-        "--write-bps are refused here"
+        f"{tmp_path} lists no disk with media (files on a share or tmpfs): --read-bps, "
+        "--write-bps, --read-iops and --write-iops are refused here"
     )
     for name, dev, size in (("vda", "254:0", "8"), ("loop0", "7:0", "0"), ("sda", "8:0", "2")):
         (tmp_path / name).mkdir()
@@ -58,4 +58,7 @@ def test_storage_speed_names_the_disks_a_rate_slows(tmp_path: Path) -> None:
         (tmp_path / name / "size").write_text(size + "\n")
     found = storage_speed(tmp_path)
     assert (found.topic, found.ok) == ("storage speed", None)
-    assert found.detail == "--read-bps and --write-bps slow every disk: sda (8:0), vda (254:0)"
+    assert found.detail == (
+        "--read-bps, --write-bps, --read-iops and --write-iops slow every disk: sda (8:0), "
+        "vda (254:0)"
+    )

@@ -23,8 +23,8 @@ def test_the_line_says_the_wait_and_its_share_of_the_wall_time() -> None:
     w = io_stall_warning(_io(3.474106), 5.15)
     assert w == (
         "the run waited on block I/O 3.47s (67.5% of its wall time): that part of its times "
-        "is this host's storage's, not its CPU's (--read-bps and --write-bps set a device's "
-        "storage speed)"
+        "is this host's storage's, not its CPU's (--read-bps, --write-bps, --read-iops and "
+        "--write-iops set a device's storage speed)"
     )
 
 

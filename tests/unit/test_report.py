@@ -347,6 +347,8 @@ def test_json_contract_keys() -> None:
         "cpu_period_us": None,
         "read_bps": None,
         "write_bps": None,
+        "read_iops": None,
+        "write_iops": None,
     }
     assert d["command"] == ["python3", "infer.py"]
     assert d["termination"] == "exited"
@@ -406,6 +408,8 @@ def test_no_limits_in_json() -> None:
         "cpu_period_us": None,
         "read_bps": None,
         "write_bps": None,
+        "read_iops": None,
+        "write_iops": None,
     }
     assert RunResult.from_dict(d).limits == Limits()
     # A file written before --cpu-period existed reads back with edgeprof's choice of period.

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import edgeprof
-from edgeprof.backends._disks import BUFFERED_WRITES, disks, docker_rates
+from edgeprof.backends._disks import buffered_writes, disks, docker_rates
 from edgeprof.backends.capabilities import UNLIMITED, LimitReading
 from edgeprof.backends.cgroup_parse import parse_throttle_rules
 from edgeprof.backends.cgroup_v1 import NO_THROTTLE_BPS
@@ -109,7 +109,8 @@ def test_v1_writes_the_rates_and_warns_of_buffered_writes(
         assert now is not None and (now.read_bps, now.write_bps) == (UNLIMITED, 8 * MiB)
         run.wait(10)
         cgfs.processes_exited()
-    assert run.warnings == [BUFFERED_WRITES]
+    assert run.warnings == [buffered_writes(Limits(write_bps="8m"))]
+    assert run.warnings[0].startswith("--write-bps on cgroup v1 slows only the writes the run")
 
 
 def test_v1_a_read_rate_alone_leaves_writes_unthrottled(
@@ -310,7 +311,7 @@ def test_a_bad_rate_in_a_catalog_names_its_key(
     cat = _board(tmp_path, "    read_bps: fast\n")
     assert main([*RUN, "--device", "card", "--devices", str(cat), "--", "true"]) == 2
     err = capfd.readouterr().err
-    assert f"device catalog {cat}: device 'card': key 'read_bps': invalid storage rate" in err
+    assert f"device catalog {cat}: device 'card': key 'read_bps': invalid read rate" in err
 
 
 def test_compare_picks_a_setting_by_its_rate() -> None:

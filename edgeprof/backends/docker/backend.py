@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from ...errors import BackendUnavailable, ConfigError
 from ...model import RunSpec
 from .._cgroup_common import run_group_name
-from .._disks import BUFFERED_WRITES, remote_daemon
+from .._disks import buffered_writes, remote_daemon
 from ..base import Backend
 from ..capabilities import CleanupScope
 from ..cgroup_v1 import cgroup_mounts
@@ -195,8 +195,9 @@ class DockerBackend(Backend):
             placement=self.placement(name) if self._exact else None,
             native=self._native,
         )
-        if lim.write_bps is not None and self.cgroup_version == 1:
-            run.warnings.append(BUFFERED_WRITES)
+        slowed_writes = buffered_writes(lim)
+        if slowed_writes is not None and self.cgroup_version == 1:
+            run.warnings.append(slowed_writes)
         return run
 
     def placement(self, name: str) -> Placement:
