@@ -1,6 +1,7 @@
 """``edgeprof gc``, ``doctor`` and ``bench``: the host's leftovers and readiness, and the
 latency of one inference function."""
 
+import dataclasses
 import json
 import os
 import sys
@@ -22,7 +23,12 @@ from .options import (
     Gpus,
     KillGrace,
     LocalBackendName,
+    Pids,
     PredictionsFile,
+    ReadBps,
+    ReadIops,
+    WriteBps,
+    WriteIops,
 )
 
 
@@ -116,6 +122,11 @@ def bench(
         bool, typer.Option("--json", help="Print a JSON list of the results on stdout.")
     ] = False,
     allow_over_host: AllowOverHost = False,
+    pids: Pids = None,
+    read_bps: ReadBps = None,
+    write_bps: WriteBps = None,
+    read_iops: ReadIops = None,
+    write_iops: WriteIops = None,
     gpus: Gpus = None,
     gpu_memory: GpuMemory = None,
     calibration: CalibrationFile = None,
@@ -130,6 +141,7 @@ def bench(
     from ..analysis.device_limits import device_limits
     from ..measure.inputs import parse_times
     from ..measure.runner import DEFAULT_KILL_GRACE_S
+    from ..model.spec import storage_options
     from ..report.bench import progress_line, render_bench, stopped_note
     from ..report.files import announce_dir
     from ..report.results import print_table
@@ -138,7 +150,7 @@ def bench(
     from ..sweeps.bench import parse_batch_sizes
     from ..sweeps.labels import one_setting
     from ..sweeps.request import parse_env
-    from ..units import named, parse_duration, parse_memory_limit
+    from ..units import named, parse_duration, parse_memory_limit, parse_pids
     from .outcome import runs_exit_code
 
     one_setting("bench", cpus, memory, sweep=True)
@@ -158,6 +170,10 @@ def bench(
         parse_memory_limit(gpu_memory, "--gpu-memory")  # before it is read as a budget
         if gpu_memory.strip().isdigit():  # bare bytes: a budget refuses a unit left out
             gpu_memory = f"{gpu_memory.strip()}b"
+    storage = storage_options(
+        {"read_bps": read_bps, "write_bps": write_bps, "read_iops": read_iops,
+         "write_iops": write_iops}
+    )  # fmt: skip
     chosen = device_limits(
         device,
         devices,
@@ -168,7 +184,12 @@ def bench(
         env=parse_env(env or []),
         gpu_memory=gpu_memory,
         calibration=calibration,
+        storage=storage,
     )
+    limits = chosen.limits
+    if pids is not None:  # no device's value: the caller's, as run's --pids beside --device
+        with named("--pids"):
+            limits = dataclasses.replace(limits, pids=parse_pids(pids))
     # --gpu-memory is a budget, as run's: exit 3 over it, or where no GPU was measured.
     budgets = budgets_from_options(None, {"gpu_memory": gpu_memory})
     cal_path = chosen.calibration  # --calibration, else the device's (dropped in silence before)
@@ -190,7 +211,7 @@ def bench(
     results = run_bench(
         target,
         sizes,
-        chosen.limits,
+        limits,
         loader=loader,
         name=name,
         warmup=warmup,

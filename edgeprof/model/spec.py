@@ -23,6 +23,7 @@ from ..units import (
     format_bandwidth,
     format_binary,
     format_iops,
+    named,
     parse_bandwidth,
     parse_iops,
     parse_memory_limit,
@@ -205,6 +206,19 @@ class Limits:
         none): the one walk over them that labels, refusals, rules and warnings share."""
         asked = ((s, getattr(self, s.key)) for s in STORAGE)
         return tuple((s, rate) for s, rate in asked if rate is not None)
+
+
+def storage_options(given: Mapping[str, str | None]) -> Limits:
+    """The storage options as given (``{"read_bps": "40m", …}``, by :data:`STORAGE`'s keys;
+    ``None``: not given) as limits, each error naming its option (``--read-iops: invalid
+    read IOPS limit '0': …``): ``run``, ``fit`` and ``bench`` read them so."""
+    found: dict[str, Any] = {}
+    for limit in STORAGE:
+        text = given.get(limit.key)
+        if text is not None:
+            with named(limit.option):
+                found[limit.key] = limit.parse(text)
+    return Limits(**found)
 
 
 class UserIds(NamedTuple):

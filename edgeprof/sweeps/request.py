@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..analysis.budgets import Budgets, budgets_from_options
 from ..analysis.cells import cell_order
@@ -39,7 +39,8 @@ from ..measure.leases import CORES_BUSY
 from ..measure.runner import workload_dir as run_dir
 from ..measure.squeeze import INTERVAL_S as SQUEEZE_INTERVAL_S
 from ..measure.stdin import piped_warning
-from ..model import STORAGE, Limits, RunResult, UserIds
+from ..model import STORAGE, RunResult, UserIds
+from ..model.spec import storage_options
 from ..names import check_name
 from ..outfiles import check_path, check_target
 from ..storage import check_writable
@@ -292,7 +293,7 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     if req.pids is not None:  # one process limit for every setting of a sweep
         pids = parse_pids(req.pids)
         settings = tuple(dataclasses.replace(s, pids=pids) for s in settings)
-    storage = _storage_limits(req)
+    storage = storage_options({s.key: getattr(req, s.key) for s in STORAGE})
     if storage.storage_rates():  # one storage speed for every setting, as --pids
         settings = tuple(s.with_storage(storage) for s in settings)
     if req.cpu_period is not None:
@@ -396,17 +397,6 @@ def _template_limits(given: RunRequest, tpl: EnvTemplate) -> tuple[tuple[str, st
         if value is not None and not typed:
             named.append((option, f"{tpl.path}:{tpl.lines.get(key, '?')}: {key}"))
     return tuple(named)
-
-
-def _storage_limits(req: RunRequest) -> Limits:
-    """The storage options as given (``--read-bps`` …), each error naming its option."""
-    found: dict[str, Any] = {}
-    for limit in STORAGE:
-        given = getattr(req, limit.key)
-        if given is not None:
-            with named(limit.option):
-                found[limit.key] = limit.parse(given)
-    return Limits(**found)
 
 
 def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:

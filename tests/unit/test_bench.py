@@ -248,6 +248,37 @@ def test_bench_with_a_device(
     assert "--device nope: no such device" in capfd.readouterr().err
 
 
+def test_bench_takes_the_storage_and_process_limits(
+    model_dir: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bench's load phase reads the model from storage: a card's speed and requests a
+    second apply to it as to a run's, and so does a process limit, beside a device's."""
+    monkeypatch.chdir(model_dir)
+    monkeypatch.delenv("EDGEPROF_DEVICES", raising=False)
+    cat = model_dir / "devices.yml"
+    cat.write_text("devices:\n  card:\n    cores: 2\n    memory: 96m\n    read_iops: 1500\n")
+    base = ["bench", "tiny_model.py:infer_n", "--loader", "make", "--iterations", "2",
+            "--warmup", "0", "--backend", "fake", "--json"]  # fmt: skip
+    rc = main([*base, "--device", "card", "--devices", str(cat), "--pids", "16",
+               "--read-bps", "10m", "--write-iops", "500"])  # fmt: skip
+    out, err = capfd.readouterr()
+    assert rc == 0, err
+    (d,) = json.loads(out)
+    lim = d["limits"]
+    assert (lim["pids"], lim["read_bps"], lim["read_iops"], lim["write_iops"]) == (
+        16, 10 << 20, 1500, 500)  # fmt: skip
+    assert lim["write_bps"] is None
+    rc = main([*base, "--device", "card", "--devices", str(cat), "--read-iops", "4000"])
+    out, err = capfd.readouterr()
+    assert rc == 0 and json.loads(out)[0]["limits"]["read_iops"] == 4000
+    assert "--read-iops 4000 IOPS replaces card's 1500 IOPS" in err
+    for bad, said in ((["--read-iops", "0"], "--read-iops: invalid read IOPS limit '0'"),
+                      (["--pids", "0"], "--pids: invalid process limit '0'"),
+                      (["--write-bps", "8"], "--write-bps: invalid write rate '8'")):  # fmt: skip
+        assert main([*base, *bad]) == 2
+        assert said in capfd.readouterr().err
+
+
 def test_bench_table_has_mlmodelcis_indicators_per_batch_size(
     model_dir: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
