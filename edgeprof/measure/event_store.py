@@ -59,7 +59,7 @@ from .event_results import EventResults
 from .latency import Tail
 from .past_store import PastStore
 from .phases import Occurrence
-from .timeline import Recorder
+from .timeline import IoReading, Recorder, io_reading
 
 _RECENT = 64
 """Closed occurrences remembered for iterations past the cap whose line comes after their
@@ -380,7 +380,8 @@ class EventStore(EventResults):
             self._snapshot_error = str(exc)
             return None
         t = (before + self._clock()) / 2 - self._t0 if at is None else at
-        self.record(t, None if c.cpu_usage_us is None else c.cpu_usage_us / 1e6, c.memory_current)
+        cpu_s = None if c.cpu_usage_us is None else c.cpu_usage_us / 1e6
+        self.record(t, cpu_s, c.memory_current, io_reading(c))
         self._on_reading(t, c)
         return c
 
@@ -390,12 +391,15 @@ class EventStore(EventResults):
 
     # -- the timeline ------------------------------------------------------------------
 
-    def record(self, t: float, cpu_s: float | None, memory: int | None) -> None:
-        """A reading at ``t`` s since the spawn (from the sampler thread or a snapshot)."""
+    def record(
+        self, t: float, cpu_s: float | None, memory: int | None, io: IoReading | None = None
+    ) -> None:
+        """A reading at ``t`` s since the spawn (from the sampler thread or a snapshot), with
+        its block I/O counters (``io``)."""
         with self._lock:
             first = None
             if not self._timeline.recording and self._read is not None:
                 # Kept from the first event on: before it there is nothing to attribute.
                 starts = [o.start for o in self._occurrences] + [m.t_s for m in self._marks]
                 first = min(starts, default=None)
-            self._timeline.add(t, cpu_s, memory, first)
+            self._timeline.add(t, cpu_s, memory, first, io)

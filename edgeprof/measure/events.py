@@ -39,6 +39,7 @@ from ..workload.instrument import (
 from .event_lines import MAX_ITERATIONS, MAX_MARKS, MAX_OCCURRENCES, MAX_PHASES
 from .event_store import EventStore
 from .sampler import SeriesStats
+from .timeline import io_reading
 
 POLL_S = 0.001
 """How often the pipe is read once lines come (:meth:`EventChannel._poll`); a phase's kernel
@@ -283,7 +284,7 @@ class _RecordingStats(SeriesStats):
     def add(self, t: float, c: Counters, final: bool = False) -> Sample:
         with self._lock:
             s = super().add(t, c, final)
-        self._channel.record(t, s.cpu_usage_s, c.memory_current)
+        self._channel.record(t, s.cpu_usage_s, c.memory_current, io_reading(c))
         return s
 
     def add_event(self, t: float, c: Counters) -> None:

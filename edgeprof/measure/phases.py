@@ -27,7 +27,7 @@ from ..model import MemoryStats, PhaseStats
 from ..names import shown_name
 from .latency import Iteration, Tail, latency_stats, with_raised
 from .phase_tail import PhaseTail
-from .timeline import Timeline
+from .timeline import IO_KEYS, Timeline
 
 # -- attribution --------------------------------------------------------------------------
 
@@ -104,6 +104,18 @@ def occurrence_spans(
     return spans
 
 
+def _add_rises(total: dict[str, float | None], rises: Mapping[str, float | None]) -> None:
+    """Add each counter's ``rises`` to its ``total``; one not measured makes it ``None``."""
+    for key, rose in rises.items():
+        now = total[key]
+        total[key] = None if now is None or rose is None else now + rose
+
+
+def _whole(n: float | None) -> int | None:
+    """A byte count summed from interpolated rises, as a whole number of bytes."""
+    return None if n is None else round(n)
+
+
 def _mark(o: Occurrence) -> int | None:
     """``o``'s kernel mark where its window covered some of it (:func:`window_missed`)."""
     return None if window_missed(o) else o.kernel_peak
@@ -151,9 +163,11 @@ def phase_stats(
         its: list[Iteration] = []
         its_stalls: list[float | None] = []
         readings = 0
+        io: dict[str, float | None] = dict.fromkeys(IO_KEYS, 0.0)
         for start, end, first, last, marks in occurrence_spans(occs, run_end):
             wall += end - start
             readings += timeline.cpu_readings_in(start, end)
+            _add_rises(io, {key: timeline.rise(key, start, end) for key in IO_KEYS})
             ca, cb = timeline.cpu_at(start), timeline.cpu_at(end)
             if ca is None or cb is None:
                 cpu_known = False
@@ -181,6 +195,7 @@ def phase_stats(
         rest = tails_past.get(name)
         if rest is not None:
             rest_cpu, rest_readings, rest_area, rest_peak = rest.figures(timeline)
+            _add_rises(io, rest.rises(timeline))
             wall += rest.wall
             readings += rest_readings
             cpu_known = cpu_known and rest_cpu is not None
@@ -200,6 +215,8 @@ def phase_stats(
         # time, a figure of the surrounding stretch, not the phase's (a 90 µs warmup had
         # read 1.1 µs; a tester saw a load phase at 0.0 ms).  Not measured: n/a.
         cpu_known = cpu_known and readings > 0
+        if readings == 0:  # the I/O counters are read with the CPU's: the same reason
+            io = dict.fromkeys(IO_KEYS)
         if kernel_all and kernel_peak is not None:
             # The kernel's mark alone, not raised to a reading: a reading is stamped with
             # its read's midpoint, so a read held up by the scheduler can carry memory from
@@ -225,6 +242,9 @@ def phase_stats(
                 complete=complete,
                 cut_short_by=None if complete else termination,
                 cpu_readings=readings,
+                io_read_bytes=_whole(io["read"]),
+                io_write_bytes=_whole(io["write"]),
+                io_stall_s=None if io["stall"] is None else round(io["stall"], 6),
                 latency=with_raised(
                     latency_stats(
                         its,

@@ -1,7 +1,8 @@
 """The run's readings against time, for the phases' attribution: the counters read as they
 arrive (:class:`Recorder`, from the first event on) and the :class:`Timeline` they make after
-the run, which gives the CPU counter at any instant and the memory over any stretch by linear
-interpolation between the neighbouring readings (:func:`interpolate`).  Pure arithmetic over
+the run, which gives the CPU counter (and the block I/O counters: :data:`IO_KEYS`) at any
+instant and the memory over any stretch by linear interpolation between the neighbouring
+readings (:func:`interpolate`).  Pure arithmetic over
 plain data; the phases it serves are :mod:`edgeprof.measure.phases`'.
 """
 
@@ -15,15 +16,33 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..model import Counters
+
+IO_KEYS = ("read", "write", "stall")
+"""The block I/O counters a timeline keeps beside the CPU's, each cumulative: bytes read and
+written (``io.read_bytes``, ``io.write_bytes``) and the seconds some task waited on I/O
+(``io.stall_s``)."""
+IoReading = tuple[float | None, float | None, float | None]
+"""One reading of the :data:`IO_KEYS` counters, in their order (``None``: not measured)."""
+
+
+def io_reading(c: Counters) -> IoReading:
+    """The :data:`IO_KEYS` counters of a backend's reading."""
+    some = None if c.io_some_us is None else c.io_some_us / 1e6
+    read = None if c.io_read_bytes is None else float(c.io_read_bytes)
+    return read, None if c.io_write_bytes is None else float(c.io_write_bytes), some
+
 
 @dataclass
 class Timeline:
     """Readings of the cumulative CPU counter (s) and memory (bytes) against time (s since
-    the spawn), ascending; ``None`` where a reading lacked the counter."""
+    the spawn), ascending; ``None`` where a reading lacked the counter.  ``io``: by
+    :data:`IO_KEYS`' names, the block I/O counters of the same readings (absent: not kept)."""
 
     t: list[float] = field(default_factory=list)
     cpu: list[float | None] = field(default_factory=list)
     mem: list[int | None] = field(default_factory=list)
+    io: dict[str, list[float | None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._cache: dict[str, tuple[list[float], list[float]]] = {}
@@ -31,7 +50,9 @@ class Timeline:
     def _series(self, key: str) -> tuple[list[float], list[float]]:
         """Sorted (times, values) of one column; computed once (query a complete timeline)."""
         if key not in self._cache:
-            values: Sequence[float | None] = self.cpu if key == "cpu" else self.mem
+            values: Sequence[float | None] = (
+                self.cpu if key == "cpu" else self.mem if key == "mem" else self.io[key]
+            )
             pts = sorted(
                 (x, float(v)) for x, v in zip(self.t, values, strict=True) if v is not None
             )
@@ -42,6 +63,16 @@ class Timeline:
         """The CPU counter at ``t``, interpolated linearly between the neighbouring readings
         (the nearest reading outside their range)."""
         return interpolate(*self._series("cpu"), t)
+
+    def rise(self, key: str, a: float, b: float) -> float | None:
+        """How much the cumulative I/O counter ``key`` (of :data:`IO_KEYS`) rose over
+        ``[a, b]``, its values there interpolated as the CPU counter's (``None``: not
+        kept)."""
+        if key not in self.io:
+            return None
+        ts, vs = self._series(key)
+        va, vb = interpolate(ts, vs, a), interpolate(ts, vs, b)
+        return None if va is None or vb is None else max(0.0, vb - va)
 
     def cpu_readings_in(self, a: float, b: float) -> int:
         """The readings of the CPU counter taken within ``[a, b]``."""
@@ -111,22 +142,32 @@ class Recorder:
 
     None are kept until the first event (a run without phases or marks stores nothing),
     except the latest :data:`PENDING_READINGS`; from the event on, every one, in compact
-    columns (NaN: not measured; 24 bytes a reading).  Not thread-safe: the caller locks."""
+    columns (NaN: not measured; 48 bytes a reading, 24 of them the block I/O counters').
+    Not thread-safe: the caller locks."""
 
     def __init__(self) -> None:
         self.recording = False
-        self._pending: collections.deque[tuple[float, float | None, int | None]] = (
-            collections.deque(maxlen=PENDING_READINGS)
-        )
+        self._pending: collections.deque[
+            tuple[float, float | None, int | None, IoReading | None]
+        ] = collections.deque(maxlen=PENDING_READINGS)
         self._t = array.array("d")
         self._cpu = array.array("d")
         self._mem = array.array("d")
+        self._io = {key: array.array("d") for key in IO_KEYS}
 
-    def add(self, t: float, cpu_s: float | None, memory: int | None, first: float | None) -> None:
-        """A reading; ``first``: the time of the first event, ``None`` while there is none."""
+    def add(
+        self,
+        t: float,
+        cpu_s: float | None,
+        memory: int | None,
+        first: float | None,
+        io: IoReading | None = None,
+    ) -> None:
+        """A reading; ``first``: the time of the first event, ``None`` while there is none;
+        ``io``: the block I/O counters read with it."""
         if not self.recording:
             if first is None:
-                self._pending.append((t, cpu_s, memory))
+                self._pending.append((t, cpu_s, memory, io))
                 return
             self.recording = True
             # From the last reading at or before the first event on: the sampler hands its
@@ -138,18 +179,23 @@ class Recorder:
             for r in kept[edge:]:
                 self._append(*r)
             self._pending.clear()
-        self._append(t, cpu_s, memory)
+        self._append(t, cpu_s, memory, io)
 
-    def _append(self, t: float, cpu_s: float | None, memory: int | None) -> None:
+    def _append(
+        self, t: float, cpu_s: float | None, memory: int | None, io: IoReading | None
+    ) -> None:
         self._t.append(t)
         self._cpu.append(math.nan if cpu_s is None else cpu_s)
         self._mem.append(math.nan if memory is None else float(memory))
+        for column, value in zip(self._io.values(), io or (None,) * len(IO_KEYS), strict=True):
+            column.append(math.nan if value is None else value)
 
     def timeline(self) -> Timeline:
         return Timeline(
             list(self._t),
             [None if math.isnan(c) else c for c in self._cpu],
             [None if math.isnan(m) else int(m) for m in self._mem],
+            {key: [None if math.isnan(v) else v for v in col] for key, col in self._io.items()},
         )
 
 

@@ -163,6 +163,16 @@ class PhaseStats:
     does not wait): read when edgeprof's poll came to the line, up to 1 ms late (10 ms
     after a pause), so the phase's kernel peak and CPU time may take in that much of its
     neighbours'.  ``None`` in files written before edgeprof counted them."""
+    io_read_bytes: int | None = None
+    """Bytes the phase's occurrences read from storage (the run's ``io.read_bytes`` counter
+    over them, attributed as its CPU time is); ``None``: not measured (no reading inside it,
+    or a backend without the counter), or a file from before."""
+    io_write_bytes: int | None = None
+    """Bytes they wrote to storage, as :attr:`io_read_bytes` (on cgroup v1 the writes the
+    run forced out: the run's ``io.write_bytes`` says why)."""
+    io_stall_s: float | None = None
+    """Seconds some task of the run waited on block I/O during them (``io.stall_s``'s
+    counter), as :attr:`io_read_bytes`."""
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PhaseStats:

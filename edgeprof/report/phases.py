@@ -16,7 +16,7 @@ from ..analysis.overhead import overhead_marked
 from ..measure.inputs import MIN_INTERVAL_S
 from ..model import LatencyStats, PhaseStats, RunResult
 from ..names import shown_name
-from ..units import format_binary, format_seconds
+from ..units import format_binary, format_decimal, format_seconds, format_share
 from .cell_medians import aggregated, cell_latency, cell_marks, cell_phases, cell_runs, named_runs
 from .latency_cells import (
     held,
@@ -54,13 +54,16 @@ def _phase_name(p: PhaseStats) -> str:
     return f"{name} (cut short: {p.cut_short_by})" if p.cut_short_by else f"{name} (unfinished)"
 
 
+def _phase_units(results: Sequence[RunResult]) -> list[tuple[str, list[PhaseStats]]]:
+    """Each row name with its phases: a cell's medians where a cell has several runs."""
+    if aggregated(results):
+        return [(label, cell_phases(runs)) for label, runs in cell_runs(results)]
+    return [(label, list(r.phases)) for label, r in named_runs(results)]
+
+
 def phase_rows(results: Sequence[RunResult]) -> list[list[str]]:
     rows = []
-    if aggregated(results):
-        units = [(label, cell_phases(runs)) for label, runs in cell_runs(results)]
-    else:
-        units = [(label, list(r.phases)) for label, r in named_runs(results)]
-    for label, phases in units:
+    for label, phases in _phase_units(results):
         for p in phases:
             peak = format_binary(p.peak_bytes)
             if p.peak_source == "sampled":
@@ -79,6 +82,27 @@ def phase_rows(results: Sequence[RunResult]) -> list[list[str]]:
             )
     return rows
 
+
+STORAGE_COLUMNS = ("NAME", "PHASE", "READ", "WRITTEN", "I/O WAIT")
+
+
+def storage_rows(results: Sequence[RunResult]) -> list[list[str]]:
+    """The ``Storage by phase`` rows: each phase's block I/O, read and written, and the time
+    the run waited on it (with its share of the phase's wall time).  None unless some
+    phase moved block I/O: a run whose storage did nothing keeps one table of phases."""
+    units = _phase_units(results)
+    moved = any(p.io_read_bytes or p.io_write_bytes for _, phases in units for p in phases)
+    if not moved:
+        return []
+    rows = []
+    for label, phases in units:
+        for p in phases:
+            wait = format_seconds(p.io_stall_s)
+            if p.io_stall_s is not None and p.wall_s > 0:
+                wait += f" ({format_share(min(1.0, p.io_stall_s / p.wall_s))})"
+            read, written = format_decimal(p.io_read_bytes), format_decimal(p.io_write_bytes)
+            rows.append([label, _phase_name(p), read, written, wait])
+    return rows
 
 
 def _latency_row(label: str, phase: str, s: LatencyStats, held: bool) -> list[str]:
@@ -198,10 +222,10 @@ def _markdown(title: str, columns: Sequence[str], rows: list[list[str]]) -> str:
 def section_tables(
     results: Sequence[RunResult],
 ) -> list[tuple[str, Sequence[str], list[list[str]], list[str]]]:
-    """The ``Phases``, ``Marks`` and ``Latency`` tables, each only when some run has rows for
-    it: (title, columns, rows, the notes under it).  Every report renders these, so the
-    page and the Markdown say what the text says (the page had left out the latency
-    table's ``*`` legend)."""
+    """The ``Phases``, ``Storage by phase``, ``Marks`` and ``Latency`` tables, each only when
+    some run has rows for it: (title, columns, rows, the notes under it).  Every report
+    renders these, so the page and the Markdown say what the text says (the page had left
+    out the latency table's ``*`` legend)."""
     out: list[tuple[str, Sequence[str], list[list[str]], list[str]]] = []
     capped = cap_notes(results)  # past a cap there were phases, or marks
     phases = phase_rows(results)
@@ -209,6 +233,9 @@ def section_tables(
         medians = [MEDIAN_PHASES_NOTE] if aggregated(results) else []
         unread = unread_cpu_notes(results) + unheld_notes(results)
         out.append(("Phases", PHASE_COLUMNS, phases, medians + unread + capped))
+    storage = storage_rows(results)
+    if storage:
+        out.append(("Storage by phase", STORAGE_COLUMNS, storage, []))
     marks, left_out = mark_rows(results)
     if marks:
         out.append(("Marks", MARK_COLUMNS, marks, left_out if phases else capped + left_out))

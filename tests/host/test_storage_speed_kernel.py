@@ -219,3 +219,37 @@ def test_an_iops_limit_slows_direct_requests_to_it(
             target.unlink(missing_ok=True)
     moved = getattr(r.io, f"{way}_bytes")
     assert moved is not None and moved >= REQUESTS * 4096, (r.io, way)
+
+
+#: A cold read of the data file in phase ``load``, then a pause in phase ``idle``; the
+#: checkout is put on the path for ``import edgeprof``.
+READ_IN_A_PHASE = """\
+import os, sys, time
+sys.path.insert(0, sys.argv[2])
+import edgeprof
+with edgeprof.phase("load"):
+    fd = os.open(sys.argv[1], os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    while os.read(fd, 1 << 20):
+        pass
+with edgeprof.phase("idle"):
+    time.sleep(0.3)
+"""
+
+
+def test_a_phase_gets_the_block_io_it_made(mechanism: str, data: Path, tmp_path: Path) -> None:
+    """The kernel's block I/O counters, read with the CPU's at the phases' boundaries: the
+    file's bytes are ``load``'s, none ``idle``'s; a data file on no disk (the guests' 9p
+    share) moves none, and each phase says 0, not ``None``."""
+    script = tmp_path / "phased.py"
+    script.write_text(READ_IN_A_PHASE)
+    repo = Path(__file__).resolve().parents[2]
+    r = edgeprof.profile([sys.executable, str(script), str(data), str(repo)], interval=0.05)
+    assert r.exit_code == 0, r.warnings
+    load, idle = r.phases
+    size = data.stat().st_size if on_block_device(data) else 0
+    assert load.io_read_bytes is not None and idle.io_read_bytes is not None, r.phases
+    assert r.io.read_bytes is not None
+    assert size <= load.io_read_bytes <= r.io.read_bytes, (load, r.io)
+    assert idle.io_read_bytes < 1 << 20, idle  # a page of metadata at most, never the file's
+    assert load.io_stall_s is not None and idle.io_stall_s is not None
