@@ -242,3 +242,12 @@ def test_the_library_takes_iops_limits(tmp_path: Path) -> None:
     assert r.limits.read_iops == 1500
     with pytest.raises(ConfigError, match="invalid write IOPS limit"):
         Limits(write_iops="none")
+
+
+def test_fit_takes_the_iops_options(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """fit's options reach the request (its refusal names the option, before any run)."""
+    out = tmp_path / "fit"
+    argv = ["fit", "--backend", "fake", "--out", str(out), "--write-iops", "none", "--", "true"]
+    assert main(argv) == 2
+    assert "--write-iops: invalid write IOPS limit 'none'" in capfd.readouterr().err
+    assert not out.exists()
