@@ -133,6 +133,14 @@ class ProcessRun(RunHandle):
         self._spawner_hwm: int | None = None
         self._main_peak_said = False
         self._last_cpu = (0, 0)
+        # Block I/O: /proc/PID/io counts a live process only, so each process's last reading
+        # is kept, by pid and start time, and moved to the gone's sum once it is gone; and
+        # a process edgeprof reaps gives its own and its reaped descendants' exactly (wait4's
+        # ru_inblock, ru_oublock).  The sum of the live alone had read 0B for every run.
+        self._io_live: dict[tuple[int, float], tuple[int, int]] = {}
+        self._io_gone = (0, 0)
+        self._io_reaped = (0, 0)
+        self._last_io = (0, 0)
         self._procs: dict[int, psutil.Process] = {}
         self._proc_children = children_files
         self._ppids: dict[int, list[int]] = {}
@@ -251,6 +259,8 @@ class ProcessRun(RunHandle):
         self._dead_user += usage.ru_utime
         self._dead_system += usage.ru_stime
         self._dead_maxrss = max(self._dead_maxrss, usage.ru_maxrss * 1024)  # KiB on Linux
+        read, written = self._io_reaped
+        self._io_reaped = (read + usage.ru_inblock, written + usage.ru_oublock)
 
     def _read(self, final: bool) -> Counters:
         ps = self._ps
@@ -264,7 +274,7 @@ class ProcessRun(RunHandle):
             rss = shared = shmem = threads = largest = 0
             shmem_seen = False
             read = 0  # processes of the run read this time: none, and its memory is unknown
-            io_read = io_write = 0
+            io_now: dict[tuple[int, float], tuple[int, int]] = {}
             io_ok = True
             for p in self._tree():
                 if main is not None and p.pid == self.pid:
@@ -276,8 +286,7 @@ class ProcessRun(RunHandle):
                         threads += p.num_threads()
                         try:
                             io = p.io_counters()
-                            io_read += io.read_bytes
-                            io_write += io.write_bytes
+                            io_now[p.pid, p.create_time()] = (io.read_bytes, io.write_bytes)
                         except (ps.AccessDenied, AttributeError):
                             io_ok = False
                 except ps.Error:  # exited between the scan and the read: its parent has it
@@ -301,6 +310,7 @@ class ProcessRun(RunHandle):
             # A child reaped between its parent's read and its own is missed for a tick: the
             # cumulative figures never go back.  At the end every process has been reaped
             # (wait4), and the sum is exact.
+            io_read, io_write = self._io_sums(io_now, main)
             u_us = max(self._last_cpu[0], round(user * 1e6))
             s_us = max(self._last_cpu[1], round(system * 1e6))
             self._last_cpu = (u_us, s_us)
@@ -330,6 +340,31 @@ class ProcessRun(RunHandle):
                 pids_current=threads,
                 oom_kills=oom_kills,
             )
+
+    def _io_sums(
+        self, now: dict[tuple[int, float], tuple[int, int]], main: resource.struct_rusage | None
+    ) -> tuple[int, int]:
+        """The run's bytes read and written, the larger of two lower bounds: the processes
+        read ``now`` with the last reading of each one gone since (a process born and gone
+        between two readings is missed), and what the processes edgeprof reaped gave wait4
+        (``main``: the run's own process, once reaped), which at the end, every process
+        reaped, is exact.  Never below an earlier reading's."""
+        gone = [io for key, io in self._io_live.items() if key not in now]
+        gone_read = self._io_gone[0] + sum(r for r, _ in gone)
+        gone_write = self._io_gone[1] + sum(w for _, w in gone)
+        self._io_gone, self._io_live = (gone_read, gone_write), now
+        blocks_read, blocks_written = self._io_reaped
+        if main is not None:
+            blocks_read += main.ru_inblock
+            blocks_written += main.ru_oublock
+        read = max(
+            self._last_io[0], gone_read + sum(r for r, _ in now.values()), blocks_read * 512
+        )
+        written = max(
+            self._last_io[1], gone_write + sum(w for _, w in now.values()), blocks_written * 512
+        )
+        self._last_io = (read, written)
+        return read, written
 
     def _say_shared_pages(self) -> None:
         """The caveat of a tree's summed resident sets, said once, at the final reading."""

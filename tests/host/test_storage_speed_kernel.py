@@ -253,3 +253,24 @@ def test_a_phase_gets_the_block_io_it_made(mechanism: str, data: Path, tmp_path:
     assert size <= load.io_read_bytes <= r.io.read_bytes, (load, r.io)
     assert idle.io_read_bytes < 1 << 20, idle  # a page of metadata at most, never the file's
     assert load.io_stall_s is not None and idle.io_stall_s is not None
+
+
+def test_the_process_backend_counts_the_block_io_of_processes_gone(
+    mechanism: str, data: Path, tmp_path: Path
+) -> None:
+    """``/proc/PID/io`` counts a live process only: a tree's bytes read stay counted once its
+    processes have exited (the live ones' sum had read 0B for every process-backend run),
+    a shell's child too (reaped by the shell, its bytes are in the shell's wait4 figures);
+    the cgroup backend's count of the same read agrees."""
+    script = tmp_path / "read.py"
+    script.write_text(READ_AND_HOLD)
+    cmd = ["sh", "-c", f'"{sys.executable}" "{script}" "{data}" 0 0; true']
+    read = {}
+    for backend in ("process", "cgroup"):
+        r = edgeprof.profile(cmd, backend=backend, interval=0.05)
+        assert r.exit_code == 0, r.warnings
+        assert r.io.read_bytes is not None, (backend, r.io)
+        read[backend] = r.io.read_bytes
+    size = data.stat().st_size if on_block_device(data) else 0
+    assert read["process"] >= size, read
+    assert read["process"] == pytest.approx(read["cgroup"], abs=1 << 20), read
