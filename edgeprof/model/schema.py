@@ -50,6 +50,7 @@ from .fitdoc import FIT_SCHEMA_VERSION, Fit, Fits
 from .jsoncheck import ARGV, MAX_PERCENT, MAX_SECONDS, NO_CONTROL, AnyText, non_negative, seconds
 from .predictionsdoc import PREDICTIONS_SCHEMA, PredictionsDoc
 from .results import SCHEMA_VERSION, RunResult
+from .spec import STORAGE
 from .sweepdoc import SWEEP_SCHEMA, SweepDoc
 
 __all__ = ["compare_schema", "fit_schema", "predictions_schema", "result_schema", "sweep_schema"]
@@ -110,22 +111,14 @@ LIMITS = {
             "description": "The CFS period as asked (null: edgeprof's choice).",
         },
         **{
-            f"{way}_bps": {
+            s.key: {
                 "type": ["integer", "null"],
                 "minimum": 1,
-                "maximum": MAX_SIZE,
-                "description": f"The storage's {way} speed on every disk, bytes a second.",
+                "maximum": MAX_IOPS if s.iops else MAX_SIZE,
+                "description": f"The {s.what} on every disk, "
+                + ("requests a second." if s.iops else "bytes a second."),
             }
-            for way in ("read", "write")
-        },
-        **{
-            f"{way}_iops": {
-                "type": ["integer", "null"],
-                "minimum": 1,
-                "maximum": MAX_IOPS,
-                "description": f"The storage's {way}s a second on every disk.",
-            }
-            for way in ("read", "write")
+            for s in STORAGE
         },
     },
     "required": ["cpus", "cpuset", "memory_bytes"],

@@ -25,54 +25,37 @@ def data(tmp_path: Path) -> Iterator[Path]:
     yield from data_file(tmp_path)
 
 
-def test_a_read_rate_slows_a_containers_cold_read(
+@pytest.mark.parametrize(
+    ("workload", "args", "option"),
+    [(READ_AND_HOLD, ["0", "0"], "--read-bps"),  # a cold read of the file: its bytes
+     (DIRECT_4K, [str(REQUESTS), "read"], "--read-iops")],  # direct 4 KiB reads: requests
+)  # fmt: skip
+def test_a_read_limit_slows_a_containers_reads_to_it(
     docker_daemon: Any,
     data: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capfd: pytest.CaptureFixture[str],
+    workload: str,
+    args: list[str],
+    option: str,
 ) -> None:
     monkeypatch.setenv("DOCKER_HOST", docker_daemon.host)
     script = tmp_path / "w.py"
-    script.write_text(READ_AND_HOLD)
+    script.write_text(workload)
     opts = _docker(docker_daemon, script, data)
-    cmd = ["--", "python3", "/opt/w.py", "/data/d.bin", "0", "0"]
-    size = data.stat().st_size
+    cmd = ["--", "python3", "/opt/w.py", "/data/d.bin", *args]
+    amount = REQUESTS if option == "--read-iops" else data.stat().st_size
     assert disks() and on_block_device(data), "the Docker tier runs on a host with a disk"
 
     assert main(["run", *opts, "--json", *cmd]) == 0
     free = json.loads(capfd.readouterr().out)
-    rate = rate_for(size, free["wall_s"])
-    code = main(["run", *opts, "--json", "--read-bps", f"{rate}b", *cmd])
+    rate = rate_for(amount, free["wall_s"])
+    given = str(rate) if option == "--read-iops" else f"{rate}b"
+    code = main(["run", *opts, "--json", option, given, *cmd])
     captured = capfd.readouterr()
     assert code == 0, captured.err
     r = json.loads(captured.out)
-    assert r["limits"]["read_bps"] == rate
-    assert r["wall_s"] >= SLACK * size / rate, (r["wall_s"], size, rate, free["wall_s"])
-    assert r["wall_s"] > free["wall_s"], (r["wall_s"], free["wall_s"])
-
-
-def test_an_iops_limit_slows_a_containers_direct_reads(
-    docker_daemon: Any,
-    data: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capfd: pytest.CaptureFixture[str],
-) -> None:
-    monkeypatch.setenv("DOCKER_HOST", docker_daemon.host)
-    script = tmp_path / "w.py"
-    script.write_text(DIRECT_4K)
-    opts = _docker(docker_daemon, script, data)
-    cmd = ["--", "python3", "/opt/w.py", "/data/d.bin", str(REQUESTS), "read"]
-    assert disks() and on_block_device(data), "the Docker tier runs on a host with a disk"
-
-    assert main(["run", *opts, "--json", *cmd]) == 0
-    free = json.loads(capfd.readouterr().out)
-    rate = rate_for(REQUESTS, free["wall_s"])
-    code = main(["run", *opts, "--json", "--read-iops", str(rate), *cmd])
-    captured = capfd.readouterr()
-    assert code == 0, captured.err
-    r = json.loads(captured.out)
-    assert r["limits"]["read_iops"] == rate
-    assert r["wall_s"] >= SLACK * REQUESTS / rate, (r["wall_s"], rate, free["wall_s"])
+    assert r["limits"][option[2:].replace("-", "_")] == rate
+    assert r["wall_s"] >= SLACK * amount / rate, (r["wall_s"], amount, rate, free["wall_s"])
     assert r["wall_s"] > free["wall_s"], (r["wall_s"], free["wall_s"])
