@@ -59,3 +59,47 @@ def test_a_read_limit_slows_a_containers_reads_to_it(
     assert r["limits"][option[2:].replace("-", "_")] == rate
     assert r["wall_s"] >= SLACK * amount / rate, (r["wall_s"], amount, rate, free["wall_s"])
     assert r["wall_s"] > free["wall_s"], (r["wall_s"], free["wall_s"])
+
+
+#: A cold read in phase ``load``, then a pause in ``idle``, in a container: the client, one
+#: standard-library file, is mounted at /opt/edgeprof.
+CLIENT = Path(__file__).resolve().parents[2] / "edgeprof" / "workload" / "instrument.py"
+PHASED_READ = """\
+import os, sys, time
+sys.path.insert(0, "/opt/edgeprof")
+import instrument as edgeprof
+with edgeprof.phase("load"):
+    fd = os.open("/data/d.bin", os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    while os.read(fd, 1 << 20):
+        pass
+with edgeprof.phase("idle"):
+    time.sleep(0.3)
+"""
+
+
+def test_a_containers_phase_gets_the_block_io_it_made(
+    docker_daemon: Any,
+    data: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", docker_daemon.host)
+    script = tmp_path / "w.py"
+    script.write_text(PHASED_READ)
+    mounts = (f"-v {script}:/opt/w.py:ro -v {data}:/data/d.bin:ro "
+              f"-v {CLIENT}:/opt/edgeprof/instrument.py:ro --network none")  # fmt: skip
+    opts = ["--backend", "docker", "--image", docker_daemon.images["python3"],
+            "--docker-args", mounts, "--interval", "0.02"]  # fmt: skip
+    assert main(["run", *opts, "--json", "--", "python3", "/opt/w.py"]) == 0
+    r = json.loads(capfd.readouterr().out)
+    load, idle = r["phases"]
+    size = data.stat().st_size
+    assert (load["name"], idle["name"]) == ("load", "idle")
+    # The run's bytes outlive the container's group (v1's parent had read 0 once it went).
+    assert r["io"]["read_bytes"] >= size, r["io"]
+    # No boundary is held in a container: each is read when edgeprof polls its line, so a
+    # phase's share is interpolated there (a 64 MiB read in 30 ms gave load 65.7 of 67.1 MB).
+    assert load["io_read_bytes"] + idle["io_read_bytes"] <= r["io"]["read_bytes"]
+    assert load["io_read_bytes"] >= size // 2 and idle["io_read_bytes"] <= size // 4, (load, idle)

@@ -44,7 +44,7 @@ def gone() -> Counters:
 
 def open_run(tmp_path: Path) -> DockerRun:
     parent = tmp_path / "p"
-    parent.mkdir()
+    parent.mkdir(exist_ok=True)
     (parent / "cpu.stat").write_text("usage_usec 30000\nuser_usec 20000\nsystem_usec 10000\n")
     (parent / "memory.current").write_text(f"{8 << 20}\n")
     (parent / "memory.peak").write_text(f"{9 << 20}\n")
@@ -116,3 +116,23 @@ def test_a_command_the_image_lacks_is_named_as_the_cgroup_backend_names_it() -> 
     assert _missing_command(dump) == "nosuchcmd"
     assert _missing_command('exec: "/opt/x": stat /opt/x: no such file or directory') == "/opt/x"
     assert _missing_command("OCI runtime create failed: permission denied") is None
+
+
+def test_block_io_a_sample_read_is_a_floor_of_the_totals(tmp_path: Path) -> None:
+    """cgroup v1's blkio ``_recursive`` files sum the descendants alive now: once runc has
+    removed the container's group, the parent's (and the samples taken after the exit) read
+    0, and a container's cold read of 64 MiB had read ``0B / 0B``."""
+    io = tmp_path / "p" / "io.stat"
+    io.parent.mkdir()
+    io.write_text("")  # as the parent's reads before the container starts
+    run = open_run(tmp_path)
+    io.write_text(f"8:0 rbytes={64 << 20} wbytes=4096 rios=512 wios=1 dbytes=0 dios=0\n")
+    c = run.sample()
+    assert (c.io_read_bytes, c.io_write_bytes) == (64 << 20, 4096)
+    io.write_text("")  # the container's group is gone: nothing left to sum
+    assert run.sample().io_read_bytes == 0
+    assert run.wait(1) == 0
+    c = run.counters()
+    assert (c.io_read_bytes, c.io_write_bytes) == (64 << 20, 4096)
+    assert not run.totals_lost and run.warnings == []
+    run.close()

@@ -73,6 +73,8 @@ class DockerRun(RunHandle):
         self._inner_lock = threading.Lock()
         self._stats_last = Counters()
         self._outer_last: tuple[float, Counters] | None = None
+        self._io_most: tuple[int | None, int | None] = (None, None)
+        """The most block I/O read and written that a sample of the parent group read."""
         self._net_file: fs.CounterFile | None = None
         self._net_last: tuple[int | None, int | None] = (None, None)
         self._created_dirs: list[Path] = []
@@ -267,6 +269,10 @@ class DockerRun(RunHandle):
         inner = self._inner_now()
         outer = self._outer.sample()
         self._outer_last = (time.monotonic(), outer)
+        self._io_most = (
+            _most(self._io_most[0], outer.io_read_bytes),
+            _most(self._io_most[1], outer.io_write_bytes),
+        )
         c = self._merge(outer, inner)
         if inner.memory_anon is None:
             return c
@@ -279,6 +285,15 @@ class DockerRun(RunHandle):
             c = self._stats()
         else:
             c = self._merge(self._outer_totals(), self._inner_now())
+            # cgroup v1's blkio "_recursive" files sum the descendants alive now: once runc
+            # has removed the container's group, the parent's read 0 (a container's cold read
+            # of 64 MiB had read 0B / 0B, and so did the samples taken after its exit).  The
+            # bytes never go back: the samples' most are a floor.
+            read, written = self._io_most
+            c = c._replace(
+                io_read_bytes=_most(c.io_read_bytes, read),
+                io_write_bytes=_most(c.io_write_bytes, written),
+            )
         if self._oom_killed():
             # Docker saw the OOM kill (State.OOMKilled); v1 keeps no count outside the
             # container's group, which is gone by now.
