@@ -92,6 +92,7 @@ def test_a_containers_phase_gets_the_block_io_it_made(
               f"-v {CLIENT}:/opt/edgeprof/instrument.py:ro --network none")  # fmt: skip
     opts = ["--backend", "docker", "--image", docker_daemon.images["python3"],
             "--docker-args", mounts, "--interval", "0.02"]  # fmt: skip
+    assert on_block_device(data), "the Docker tier runs on a host with a disk"
     assert main(["run", *opts, "--json", "--", "python3", "/opt/w.py"]) == 0
     r = json.loads(capfd.readouterr().out)
     load, idle = r["phases"]
