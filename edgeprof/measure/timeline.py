@@ -15,6 +15,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from ..model import Counters
 
@@ -37,27 +38,45 @@ def io_reading(c: Counters) -> IoReading:
 class Timeline:
     """Readings of the cumulative CPU counter (s) and memory (bytes) against time (s since
     the spawn), ascending; ``None`` where a reading lacked the counter.  ``io``: by
-    :data:`IO_KEYS`' names, the block I/O counters of the same readings (absent: not kept)."""
+    :data:`IO_KEYS`' names, the block I/O counters of the same readings (absent: not kept;
+    ``None`` or NaN where a reading lacked the counter: the recorder's columns are arrays)."""
 
     t: list[float] = field(default_factory=list)
     cpu: list[float | None] = field(default_factory=list)
     mem: list[int | None] = field(default_factory=list)
-    io: dict[str, list[float | None]] = field(default_factory=dict)
+    io: dict[str, Sequence[float | None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._cache: dict[str, tuple[list[float], list[float]]] = {}
+        self._cache: dict[str, tuple[Sequence[float], Sequence[float]]] = {}
+        self._ascending: bool | None = None
 
-    def _series(self, key: str) -> tuple[list[float], list[float]]:
-        """Sorted (times, values) of one column; computed once (query a complete timeline)."""
+    def _series(self, key: str) -> tuple[Sequence[float], Sequence[float]]:
+        """Sorted (times, values) of one column; computed once (query a complete timeline).
+        An I/O column that every reading has, on readings already in order, is its own
+        series: a copy of the three as (time, value) pairs had taken a 1 000 000-reading
+        run's phases from 333 to 471 MiB and 1.7 to 3.4 s."""
         if key not in self._cache:
             values: Sequence[float | None] = (
                 self.cpu if key == "cpu" else self.mem if key == "mem" else self.io[key]
             )
+            whole = key in self.io and all(v is not None and v == v for v in values)
+            if whole and self._in_order():
+                self._cache[key] = (self.t, cast("Sequence[float]", values))  # no None in it
+                return self._cache[key]
             pts = sorted(
-                (x, float(v)) for x, v in zip(self.t, values, strict=True) if v is not None
+                (x, float(v))
+                for x, v in zip(self.t, values, strict=True)
+                if v is not None and v == v  # NaN: not measured
             )
             self._cache[key] = ([x for x, _ in pts], [v for _, v in pts])
         return self._cache[key]
+
+    def _in_order(self) -> bool:
+        """Whether the readings' times ascend (the sampler's and the events' threads hand
+        them over in batches: mostly, not always)."""
+        if self._ascending is None:
+            self._ascending = all(a <= b for a, b in itertools.pairwise(self.t))
+        return self._ascending
 
     def cpu_at(self, t: float) -> float | None:
         """The CPU counter at ``t``, interpolated linearly between the neighbouring readings
@@ -195,7 +214,7 @@ class Recorder:
             list(self._t),
             [None if math.isnan(c) else c for c in self._cpu],
             [None if math.isnan(m) else int(m) for m in self._mem],
-            {key: [None if math.isnan(v) else v for v in col] for key, col in self._io.items()},
+            {key: array.array("d", col) for key, col in self._io.items()},
         )
 
 

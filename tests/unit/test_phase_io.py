@@ -4,6 +4,7 @@ phase's rise of them (read, written, waited), and the ``Storage by phase`` table
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -76,8 +77,10 @@ def test_the_recorder_keeps_the_io_counters_from_the_first_event() -> None:
     rec.add(2.0, 1.0, MiB, 0.5)  # a reading without the counters
     tl = rec.timeline()
     assert tl.t == [0.0, 1.0, 2.0]
-    assert tl.io == {"read": [4096.0, 8192.0, None], "write": [None, 0.0, None],
-                     "stall": [1.5, 2.0, None]}  # fmt: skip
+    # arrays, NaN where a reading lacked the counter: no list of floats a reading
+    kept = {k: [None if v is None or math.isnan(v) else v for v in col] for k, col in tl.io.items()}
+    assert kept == {"read": [4096.0, 8192.0, None], "write": [None, 0.0, None],
+                    "stall": [1.5, 2.0, None]}  # fmt: skip
     assert tl.rise("read", 0.0, 1.0) == 4096.0 and tl.rise("stall", 0.0, 1.0) == 0.5
 
 
@@ -124,3 +127,20 @@ def test_no_storage_table_where_no_phase_moved_block_io() -> None:
     quiet = make_result(phases=(_phase("infer", 0, 0, 0.0), _phase("post", None, None, None)))
     assert storage_rows([quiet]) == []
     assert "Storage by phase" not in render_plain([quiet])
+
+
+def test_a_whole_io_column_in_order_is_its_own_series() -> None:
+    """No (time, value) copy of a column every reading has, on readings in order; one with
+    a gap, or readings out of order, is sorted and filtered as the CPU counter's."""
+    import array
+
+    t = [0.0, 1.0, 2.0]
+    whole = array.array("d", [0.0, 10.0, 30.0])
+    tl = Timeline(t=t, cpu=[0.0] * 3, mem=[0] * 3, io={"read": whole, "write": [0.0, None, 4.0],
+                                                         "stall": [0.0, 0.5, 1.0]})  # fmt: skip
+    assert tl.rise("read", 0.5, 1.5) == 15.0  # 5.0 at 0.5, 20.0 at 1.5
+    assert tl._series("read")[1] is whole
+    assert tl.rise("write", 0.0, 1.0) == 2.0  # the gap interpolated across
+    shuffled = Timeline(t=[1.0, 0.0, 2.0], cpu=[0.0] * 3, mem=[0] * 3,
+                        io={"read": [10.0, 0.0, 30.0]})  # fmt: skip
+    assert shuffled.rise("read", 0.5, 1.5) == 15.0
