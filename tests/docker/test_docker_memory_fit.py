@@ -31,9 +31,12 @@ def data(tmp_path: Path) -> Iterator[Path]:
     yield from data_file(tmp_path)
 
 
-def _docker(docker_daemon: Any, script: Path, data: Path) -> list[str]:
+def _docker(docker_daemon: Any, script: Path, data: Path, mounts: str = "") -> list[str]:
+    """The options of a run of ``script`` at /opt/w.py reading ``data`` at /data/d.bin
+    (``mounts``: more ``-v`` options)."""
     return ["--backend", "docker", "--image", docker_daemon.images["python3"],
-            "--docker-args", f"-v {script}:/opt/w.py:ro -v {data}:/data/d.bin:ro --network none",
+            "--docker-args",
+            f"-v {script}:/opt/w.py:ro -v {data}:/data/d.bin:ro {mounts} --network none",
             "--interval", "0.01"]  # fmt: skip
 
 

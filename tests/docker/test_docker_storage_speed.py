@@ -88,10 +88,7 @@ def test_a_containers_phase_gets_the_block_io_it_made(
     monkeypatch.setenv("DOCKER_HOST", docker_daemon.host)
     script = tmp_path / "w.py"
     script.write_text(PHASED_READ)
-    mounts = (f"-v {script}:/opt/w.py:ro -v {data}:/data/d.bin:ro "
-              f"-v {CLIENT}:/opt/edgeprof/instrument.py:ro --network none")  # fmt: skip
-    opts = ["--backend", "docker", "--image", docker_daemon.images["python3"],
-            "--docker-args", mounts, "--interval", "0.02"]  # fmt: skip
+    opts = _docker(docker_daemon, script, data, f"-v {CLIENT}:/opt/edgeprof/instrument.py:ro")
     assert on_block_device(data), "the Docker tier runs on a host with a disk"
     size = data.stat().st_size
     # No boundary is held in a container: each is read when edgeprof polls its line, and a
