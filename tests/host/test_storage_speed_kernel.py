@@ -261,7 +261,7 @@ def test_the_process_backend_counts_the_block_io_of_processes_gone(
     """``/proc/PID/io`` counts a live process only: a tree's bytes read stay counted once its
     processes have exited (the live ones' sum had read 0B for every process-backend run),
     a shell's child too (reaped by the shell, its bytes are in the shell's wait4 figures);
-    the cgroup backend's count of the same read agrees."""
+    on a disk, the cgroup backend's count of the same read agrees."""
     script = tmp_path / "read.py"
     script.write_text(READ_AND_HOLD)
     cmd = ["sh", "-c", f'"{sys.executable}" "{script}" "{data}" 0 0; true']
@@ -271,6 +271,13 @@ def test_the_process_backend_counts_the_block_io_of_processes_gone(
         assert r.exit_code == 0, r.warnings
         assert r.io.read_bytes is not None, (backend, r.io)
         read[backend] = r.io.read_bytes
-    size = data.stat().st_size if on_block_device(data) else 0
-    assert read["process"] >= size, read
-    assert read["process"] == pytest.approx(read["cgroup"], abs=1 << 20), read
+    size = data.stat().st_size
+    if on_block_device(data):
+        assert read["process"] >= size, read
+        assert read["process"] == pytest.approx(read["cgroup"], abs=1 << 20), read
+        return
+    # No disk under the file (the guests' 9p share): the group's block I/O moved nothing,
+    # while /proc/PID/io counts what a file system fetched, 9p's reads too on some kernels
+    # (Linux 6.12: the whole file; 6.1: none).
+    assert read["cgroup"] < 1 << 20, read
+    assert read["process"] < 1 << 20 or read["process"] >= size, read
