@@ -10,7 +10,7 @@ import array
 import math
 from dataclasses import dataclass, field
 
-from .timeline import IO_KEYS, Timeline
+from .timeline import Timeline, add_rises
 
 SLICE_S = 0.01
 """The width of the slices of time in which a :class:`PhaseTail` keeps how much of each its
@@ -60,20 +60,14 @@ class PhaseTail:
             if held > 0:
                 self._cover[i - self._first_slice] += held
 
-    def rises(self, timeline: Timeline) -> dict[str, float | None]:
-        """By :data:`~edgeprof.measure.timeline.IO_KEYS`' names, how much each block I/O
-        counter rose while these occurrences held the run, each slice's rise shared out as
-        its CPU time is (``None``: not measured)."""
-        found: dict[str, float | None] = dict.fromkeys(IO_KEYS, 0.0)
+    def add_rises(self, total: dict[str, float | None], timeline: Timeline) -> None:
+        """Add to ``total`` (by :data:`~edgeprof.measure.timeline.IO_KEYS`' names) how much
+        each block I/O counter rose while these occurrences held the run, each slice's rise
+        shared out as its CPU time is."""
         for k, held in enumerate(self._cover):
-            if held <= 0:
-                continue
-            a = (self._first_slice + k) * SLICE_S
-            for key in IO_KEYS:
-                rose, total = timeline.rise(key, a, a + SLICE_S), found[key]
-                share = held / SLICE_S
-                found[key] = None if total is None or rose is None else total + rose * share
-        return found
+            if held > 0:
+                a = (self._first_slice + k) * SLICE_S
+                add_rises(total, timeline, a, a + SLICE_S, held / SLICE_S)
 
     def figures(
         self, timeline: Timeline

@@ -27,7 +27,7 @@ from ..model import MemoryStats, PhaseStats
 from ..names import shown_name
 from .latency import Iteration, Tail, latency_stats, with_raised
 from .phase_tail import PhaseTail
-from .timeline import IO_KEYS, Timeline
+from .timeline import IO_KEYS, Timeline, add_rises
 
 # -- attribution --------------------------------------------------------------------------
 
@@ -104,13 +104,6 @@ def occurrence_spans(
     return spans
 
 
-def _add_rises(total: dict[str, float | None], rises: Mapping[str, float | None]) -> None:
-    """Add each counter's ``rises`` to its ``total``; one not measured makes it ``None``."""
-    for key, rose in rises.items():
-        now = total[key]
-        total[key] = None if now is None or rose is None else now + rose
-
-
 def _whole(n: float | None) -> int | None:
     """A byte count summed from interpolated rises, as a whole number of bytes."""
     return None if n is None else round(n)
@@ -167,7 +160,7 @@ def phase_stats(
         for start, end, first, last, marks in occurrence_spans(occs, run_end):
             wall += end - start
             readings += timeline.cpu_readings_in(start, end)
-            _add_rises(io, {key: timeline.rise(key, start, end) for key in IO_KEYS})
+            add_rises(io, timeline, start, end)
             ca, cb = timeline.cpu_at(start), timeline.cpu_at(end)
             if ca is None or cb is None:
                 cpu_known = False
@@ -195,7 +188,7 @@ def phase_stats(
         rest = tails_past.get(name)
         if rest is not None:
             rest_cpu, rest_readings, rest_area, rest_peak = rest.figures(timeline)
-            _add_rises(io, rest.rises(timeline))
+            rest.add_rises(io, timeline)
             wall += rest.wall
             readings += rest_readings
             cpu_known = cpu_known and rest_cpu is not None

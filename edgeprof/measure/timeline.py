@@ -139,6 +139,16 @@ class Timeline:
         return round(peak), area
 
 
+def add_rises(
+    total: dict[str, float | None], timeline: Timeline, a: float, b: float, share: float = 1.0
+) -> None:
+    """Add ``share`` of each :data:`IO_KEYS` counter's rise over ``[a, b]`` to its
+    ``total``; one not measured there makes its total ``None`` (not measured)."""
+    for key in IO_KEYS:
+        now, rose = total[key], timeline.rise(key, a, b)
+        total[key] = None if now is None or rose is None else now + rose * share
+
+
 def _trapezoid(x1: float, m1: float, x2: float, m2: float, ceiling: float | None) -> float:
     """The integral of the line from ``(x1, m1)`` to ``(x2, m2)``, taken at most at
     ``ceiling`` (split where the line crosses it)."""

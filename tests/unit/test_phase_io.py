@@ -90,12 +90,15 @@ def test_a_phase_tail_shares_each_slices_io_by_the_time_it_held() -> None:
     tail.begin(0.2)
     tail.cover(0.2, 0.2 + 3 * SLICE_S)
     tail.cover(0.5, 0.5 + SLICE_S / 2)
-    rises = tail.rises(tl)
+    rises: dict[str, float | None] = dict.fromkeys(IO_KEYS, 0.0)
+    tail.add_rises(rises, tl)
     held = 3.5 * SLICE_S
     assert rises["read"] == pytest.approx(32 * MiB * held)  # 32 MiB a second
     assert rises["write"] == 0.0
     assert rises["stall"] == pytest.approx(held)
-    assert PhaseTail().rises(Timeline())["read"] == 0.0  # nothing held, nothing rose
+    nothing: dict[str, float | None] = dict.fromkeys(IO_KEYS, 0.0)
+    PhaseTail().add_rises(nothing, Timeline())
+    assert nothing["read"] == 0.0  # nothing held, nothing rose
 
 
 def _phase(name: str, read: int | None, written: int | None, stall: float | None) -> PhaseStats:
