@@ -8,6 +8,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from ..cpu_units import format_period
 from ..errors import ConfigError
@@ -15,6 +16,8 @@ from ..model import STORAGE, Limits
 from ..units import format_binary, parse_memory_limit
 from .device_setting import DeviceSetting, calibration_file, resolve_device
 from .devices import CALIBRATED, Device
+
+T = TypeVar("T")
 
 
 def overridden(setting: DeviceSetting, **given: object) -> list[str]:
@@ -158,10 +161,10 @@ def device_limits(
     )
 
 
-def _replacing(dev: Device, given: Mapping[str, str | None]) -> dict[str, str | None]:
-    """The storage limits ``given`` (by key, as the user wrote them) that replace ``dev``'s
-    own: a limit where the entry has none replaces nothing, and is not recorded as
-    replacing it."""
+def _replacing(dev: Device, given: Mapping[str, T]) -> dict[str, T | None]:
+    """The storage limits ``given`` (by key, as the user wrote them: a value or ``run``'s
+    list) that replace ``dev``'s own: a limit where the entry has none replaces nothing, and
+    is not recorded as replacing it."""
     return {s.key: given.get(s.key) if getattr(dev, s.key) is not None else None for s in STORAGE}
 
 
@@ -180,9 +183,9 @@ class RunDevice:
     unified_memory: bool
     cores: int | None
     """As :attr:`DeviceLimits.cores`."""
-    storage: dict[str, str | None]
-    """``--read-bps`` and the other storage options by key (``read_bps``), else the
-    device's."""
+    storage: dict[str, tuple[str, ...]]
+    """``--read-bps`` and the other storage options by key (``read_bps``; a sweep's lists),
+    else the device's."""
     warnings: tuple[str, ...]
     replaced: tuple[str, ...] = ()
     """The options that replaced the device's values (``--memory``, ``--cpus``,
@@ -201,7 +204,7 @@ def run_device(
     env: Sequence[str],
     gpu_memory: str | None,
     on_host: bool,
-    storage: Mapping[str, str | None] | None = None,
+    storage: Mapping[str, tuple[str, ...]] | None = None,
 ) -> RunDevice:
     """``--device NAME`` on ``run``'s options (``cpus`` and ``memory`` may be sweeps' lists)."""
     from ..measure.host import host_info
@@ -241,6 +244,7 @@ def run_device(
     )
 
 
-def _own(value: int | None, iops: bool) -> str | None:
-    """A device's storage limit as an option's text: bytes say their unit (``41943040b``)."""
-    return None if value is None else f"{value}" if iops else f"{value}b"
+def _own(value: int | None, iops: bool) -> tuple[str, ...]:
+    """A device's storage limit as an option's text (none: ``()``): bytes say their unit
+    (``41943040b``)."""
+    return () if value is None else (f"{value}",) if iops else (f"{value}b",)

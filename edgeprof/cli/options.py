@@ -68,31 +68,25 @@ Pids = Annotated[
     str | None,
     typer.Option(help="Most processes and threads at once, e.g. 64 (fork bombs stop there)."),
 ]
-ReadBps = Annotated[
-    str | None,
-    typer.Option(help="Storage read speed on every disk, e.g. 40m (an SD card's; binary units)."),
-]
-WriteBps = Annotated[
-    str | None,
-    typer.Option(
-        help="Storage write speed on every disk, e.g. 20m (cgroup v1: only the writes the run "
-        "forces out, fsync or O_DIRECT)."
-    ),
-]
-ReadIops = Annotated[
-    str | None,
-    typer.Option(
-        help="Storage reads a second on every disk, e.g. 1500 (an A1 SD card's random 4 KiB "
-        "reads)."
-    ),
-]
-WriteIops = Annotated[
-    str | None,
-    typer.Option(
-        help="Storage writes a second on every disk, e.g. 500 (cgroup v1: only the writes the "
-        "run forces out)."
-    ),
-]
+_READ_BPS = "Storage read speed on every disk, e.g. 40m (an SD card's; binary units)"
+_WRITE_BPS = (
+    "Storage write speed on every disk, e.g. 20m (cgroup v1: only the writes the run forces "
+    "out, fsync or O_DIRECT)"
+)
+_READ_IOPS = "Storage reads a second on every disk, e.g. 1500 (an A1 SD card's random 4 KiB reads)"
+_WRITE_IOPS = (
+    "Storage writes a second on every disk, e.g. 500 (cgroup v1: only the writes the run "
+    "forces out)"
+)
+ReadBps = Annotated[str | None, typer.Option(help=f"{_READ_BPS}.")]
+WriteBps = Annotated[str | None, typer.Option(help=f"{_WRITE_BPS}.")]
+ReadIops = Annotated[str | None, typer.Option(help=f"{_READ_IOPS}.")]
+WriteIops = Annotated[str | None, typer.Option(help=f"{_WRITE_IOPS}.")]
+# run's: a list sweeps them, as --cpus and --memory (an A1 card beside an A2: 10m,40m).
+ReadBpsList = Annotated[list[str] | None, typer.Option(help=f"{_READ_BPS}; a list sweeps.")]
+WriteBpsList = Annotated[list[str] | None, typer.Option(help=f"{_WRITE_BPS}; a list sweeps.")]
+ReadIopsList = Annotated[list[str] | None, typer.Option(help=f"{_READ_IOPS}; a list sweeps.")]
+WriteIopsList = Annotated[list[str] | None, typer.Option(help=f"{_WRITE_IOPS}; a list sweeps.")]
 CoresBusy = Annotated[
     str,
     typer.Option(

@@ -44,13 +44,13 @@ from .options import (
     ModelList,
     Pids,
     PredictionsFile,
-    ReadBps,
-    ReadIops,
+    ReadBpsList,
+    ReadIopsList,
     SummaryFile,
     Timeout,
     WorkDir,
-    WriteBps,
-    WriteIops,
+    WriteBpsList,
+    WriteIopsList,
 )
 
 CONTEXT_SETTINGS = {"allow_interspersed_args": False}
@@ -91,10 +91,10 @@ def run(
         typer.Option(help="Memory limit, e.g. 512m (binary units, as Docker); a list sweeps."),
     ] = None,
     pids: Pids = None,
-    read_bps: ReadBps = None,
-    write_bps: WriteBps = None,
-    read_iops: ReadIops = None,
-    write_iops: WriteIops = None,
+    read_bps: ReadBpsList = None,
+    write_bps: WriteBpsList = None,
+    read_iops: ReadIopsList = None,
+    write_iops: WriteIopsList = None,
     gpus: Gpus = None,
     gpu_memory: GpuMemory = None,
     interval: Annotated[

@@ -153,7 +153,9 @@ def bench(
     from ..units import named, parse_duration, parse_memory_limit, parse_pids
     from .outcome import runs_exit_code
 
-    one_setting("bench", cpus, memory, sweep=True)
+    given = {"read_bps": read_bps, "write_bps": write_bps, "read_iops": read_iops,
+             "write_iops": write_iops}  # fmt: skip
+    one_setting("bench", cpus, memory, sweep=True, storage=given)
     sizes = parse_batch_sizes(batch_size)
     if os.environ.get("GITHUB_STEP_SUMMARY") and not json_out:  # appended after the runs
         from ..report.ci_summary import check_step_summary
@@ -170,10 +172,7 @@ def bench(
         parse_memory_limit(gpu_memory, "--gpu-memory")  # before it is read as a budget
         if gpu_memory.strip().isdigit():  # bare bytes: a budget refuses a unit left out
             gpu_memory = f"{gpu_memory.strip()}b"
-    storage = storage_options(
-        {"read_bps": read_bps, "write_bps": write_bps, "read_iops": read_iops,
-         "write_iops": write_iops}
-    )  # fmt: skip
+    storage = storage_options(given)
     chosen = device_limits(
         device,
         devices,

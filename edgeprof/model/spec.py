@@ -211,7 +211,8 @@ class Limits:
 def storage_options(given: Mapping[str, str | None]) -> Limits:
     """The storage options as given (``{"read_bps": "40m", …}``, by :data:`STORAGE`'s keys;
     ``None``: not given) as limits, each error naming its option (``--read-iops: invalid
-    read IOPS limit '0': …``): ``run``, ``fit`` and ``bench`` read them so."""
+    read IOPS limit '0': …``): ``bench`` reads them so (``run`` and ``fit``, whose
+    lists sweep, through :func:`edgeprof.sweeps.labels.limit_settings`)."""
     found: dict[str, Any] = {}
     for limit in STORAGE:
         text = given.get(limit.key)

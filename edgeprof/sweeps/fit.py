@@ -35,7 +35,7 @@ from ..analysis.need import (
 )
 from ..errors import ConfigError
 from ..measure.stdin import one_command
-from ..model import Limits, RunResult, Termination
+from ..model import STORAGE, Limits, RunResult, Termination
 from ..units import named, parse_size, parse_unit_size
 from .fit_outcome import FitOutcome, Probe
 from .fit_reference import Cap, failed, interrupted_after, reference_cap, succeeded
@@ -118,6 +118,7 @@ def _one_setting(r: RunRequest) -> None:
         r.memory,
         memory_first="fit once without --memory for the need and read each board's memory "
         "against it",
+        storage={s.key: getattr(r, s.key) for s in STORAGE},
     )
     if len(r.cpuset) > 1:
         raise ConfigError("edgeprof fit takes one setting: give --cpuset once")

@@ -4,24 +4,29 @@ directory names its runs get from them."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..cpu_units import parse_cpus, parse_cpuset
 from ..errors import ConfigError
-from ..model import Limits
+from ..model import STORAGE, Limits
 from ..names import check_name
 from ..storage import read_input
 from ..units import named, parse_memory_limit
 
 
 def limit_settings(
-    cpus: Sequence[str] = (), cpuset: Sequence[str] = (), memory: Sequence[str] = ()
+    cpus: Sequence[str] = (),
+    cpuset: Sequence[str] = (),
+    memory: Sequence[str] = (),
+    storage: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[Limits, ...]:
-    """Every combination of the listed values (cpus outermost), in the order given.
+    """Every combination of the listed values (cpus outermost, then cpuset, memory and the
+    storage's limits in :data:`~edgeprof.model.STORAGE`'s order), in the order given.
 
-    ``cpus`` and ``memory`` items may each hold a comma-separated list (``"1,2"``); a
-    ``cpuset`` item is one setting (its commas are part of the CPU list: ``"0-1,3"``).
+    ``cpus``, ``memory`` and ``storage``'s items (by ``Limits`` key: ``{"read_bps":
+    ["10m,40m"]}``) may each hold a comma-separated list (``"1,2"``); a ``cpuset`` item is
+    one setting (its commas are part of the CPU list: ``"0-1,3"``).
     """
     cpus_v = listed(cpus, "--cpus")
     mem_v = listed(memory, "--memory")
@@ -36,9 +41,15 @@ def limit_settings(
         counts = [None if c is None else parse_cpus(c) for c in cpus_v]
     with named("--cpuset"):
         sets = [None if s is None else parse_cpuset(s) for s in sets_v]
+    rates: list[list[int | None]] = []
+    for limit in STORAGE:  # a card's speeds are a sweep's settings, as the CPU share is
+        with named(limit.option):
+            values = listed((storage or {}).get(limit.key, ()), limit.option)
+            rates.append([None if v is None else limit.parse(v) for v in values] or [None])
+    speeds = list(itertools.product(*rates))
     return tuple(
-        Limits(cpus=c, cpuset=s, memory=m)
-        for c, s, m in itertools.product(counts or [None], sets, sizes or [None])
+        Limits(c, s, m, None, None, *r)  # the storage's in STORAGE's order, as Limits takes them
+        for c, s, m, r in itertools.product(counts or [None], sets, sizes or [None], speeds)
     )
 
 
@@ -60,6 +71,7 @@ def one_setting(
     *,
     sweep: bool = False,
     memory_first: str | None = None,
+    storage: Mapping[str, str | Sequence[str] | None] | None = None,
 ) -> None:
     """Refuse a list (``--cpus 1,2``) for a command that runs one setting, in one line that
     says what to do instead, before anything runs (``bench --cpus 1,2`` had said "invalid
@@ -67,13 +79,16 @@ def one_setting(
     ``fit`` had been a traceback).  ``sweep``: ``run`` can sweep the command's work (a bench
     function can be a run's phase, a layer profile cannot).  ``memory_first``: the command's
     own better way for a list of memories, said before "once per value" (``fit``: its answer
-    without ``--memory`` is the need, which each board's memory can be read against).  The
+    without ``--memory`` is the need, which each board's memory can be read against).
+    ``storage``: the storage options by :data:`~edgeprof.model.STORAGE` key, read as
+    ``cpus`` (``bench --read-bps 10m,40m`` had said "invalid read rate").  The
     one place every such command says it: ``bench``, ``layers profile`` and ``fit`` had each
     worded it their own way."""
     verb = command.split()[-1]
     given = (
         ("--cpus", cpus, "CPU setting", None),
         ("--memory", memory, "memory limit", memory_first),
+        *((s.option, (storage or {}).get(s.key), s.what, None) for s in STORAGE),
     )
     for option, value, what, first in given:
         items = (value,) if isinstance(value, str) else tuple(value or ())

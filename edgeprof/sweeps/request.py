@@ -40,7 +40,6 @@ from ..measure.runner import workload_dir as run_dir
 from ..measure.squeeze import INTERVAL_S as SQUEEZE_INTERVAL_S
 from ..measure.stdin import piped_warning
 from ..model import STORAGE, RunResult, UserIds
-from ..model.spec import storage_options
 from ..names import check_name
 from ..outfiles import check_path, check_target
 from ..storage import check_writable
@@ -68,12 +67,12 @@ class RunRequest:
     cpuset: tuple[str, ...] = ()
     memory: tuple[str, ...] = ()
     pids: str | None = None
-    read_bps: str | None = None
-    write_bps: str | None = None
-    read_iops: str | None = None
-    write_iops: str | None = None
+    read_bps: tuple[str, ...] = ()
+    write_bps: tuple[str, ...] = ()
+    read_iops: tuple[str, ...] = ()
+    write_iops: tuple[str, ...] = ()
     """``--read-bps``, ``--write-bps``, ``--read-iops``, ``--write-iops``: the storage's
-    speed for every setting of a sweep."""
+    speeds; a list sweeps them, as ``cpus`` (an A1 and an A2 card: ``("10m,40m",)``)."""
     cpu_period: str | None = None
     """``--cpu-period``: one period for every ``cpus`` setting of a sweep."""
     interval: str | None = None
@@ -289,13 +288,11 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     if req.squeeze and req.interval is None:
         # A squeezed run's floor (anon + shmem + kernel) is sampled: at the squeeze's pace.
         req = dataclasses.replace(req, interval=str(SQUEEZE_INTERVAL_S))
-    settings = limit_settings(req.cpus, req.cpuset, req.memory)
+    storage = {s.key: getattr(req, s.key) for s in STORAGE}
+    settings = limit_settings(req.cpus, req.cpuset, req.memory, storage)
     if req.pids is not None:  # one process limit for every setting of a sweep
         pids = parse_pids(req.pids)
         settings = tuple(dataclasses.replace(s, pids=pids) for s in settings)
-    storage = storage_options({s.key: getattr(req, s.key) for s in STORAGE})
-    if storage.storage_rates():  # one storage speed for every setting, as --pids
-        settings = tuple(s.with_storage(storage) for s in settings)
     if req.cpu_period is not None:
         period = parse_cpu_period(req.cpu_period)
         if any(s.cpus is None for s in settings):

@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,7 +53,7 @@ def test_limit_lists_are_the_product_in_the_order_given() -> None:
         ({"cpus": ["1,1"]}, "'cpus=1' is listed twice"),
     ],
 )
-def test_bad_limit_lists(kwargs: dict[str, list[str]], message: str) -> None:
+def test_bad_limit_lists(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         SweepPlan(("true",), limits=limit_settings(**kwargs))
 
