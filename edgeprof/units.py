@@ -252,6 +252,12 @@ def parse_bandwidth(text: str | int, what: str = "storage rate") -> int:
     size = text.strip()
     if size.lower().endswith("/s"):
         size = size[:-2].rstrip()
+    if not _SIZE_RE.match(size):  # a size's own message had called the unit optional here
+        raise ConfigError(
+            f"invalid {what} {shown(text)}: expected a size a second with its unit b, k, m, g "
+            "or t (binary multiples, as Docker's --device-read-bps) and an optional /s, "
+            "e.g. 40m or 40m/s"
+        )
     try:
         return parse_unit_size(size)
     except ConfigError as exc:

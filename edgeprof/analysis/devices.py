@@ -65,7 +65,7 @@ from ..cpu_units import MAX_CPUS, MIN_QUOTA_US, format_period, parse_cpu_period,
 from ..errors import ConfigError
 from ..model import STORAGE, Limits
 from ..storage import read_capped, why_unreadable
-from ..units import decimal_looking, format_binary, parse_memory_limit, shown
+from ..units import decimal_looking, format_binary, parse_bandwidth, parse_memory_limit, shown
 from .device_share import LEAST_CPUS, share_of
 from .similar import either, similar_devices
 
@@ -275,8 +275,13 @@ def _entry(path: Path, name: object, e: object, earlier: Mapping[str, Device]) -
         raise bad("gpu_memory", "a unified memory is 'memory' itself: give one or the other")
     rates: dict[str, int | None] = {}
     for limit in STORAGE:
+        value = e.get(limit.key)
+        if isinstance(value, int) and not isinstance(value, bool) and not limit.iops:
+            # As the option reads it: YAML's bare ``read_bps: 40``, meant as 40 MB/s, had
+            # been a board whose storage read 40 bytes a second (a docs audit's).
+            value = str(value)
         try:
-            rates[limit.key] = None if e.get(limit.key) is None else limit.parse(e[limit.key])
+            rates[limit.key] = None if value is None else limit.parse(value)
         except ConfigError as exc:
             raise bad(limit.key, str(exc)) from None
     text: dict[str, str | None] = {}
@@ -306,7 +311,8 @@ def _entry(path: Path, name: object, e: object, earlier: Mapping[str, Device]) -
     )
 
 
-_SIZES = ("memory", "gpu_memory")
+_SIZES = ("memory", "gpu_memory", "read_bps", "write_bps")
+"""The keys of a size, or a size a second: an SD card's "10 MB/s" is 10⁶ bytes a second."""
 
 
 def _unit_note(path: Path, name: str, e: Mapping[str, Any], key: str) -> str | None:
@@ -315,19 +321,24 @@ def _unit_note(path: Path, name: str, e: Mapping[str, Any], key: str) -> str | N
     as MiB.  Not refused: catalogs written so hold binary sizes that users meant.  The
     user's own text is quoted, in both places: rewritten, ``430080kB`` had read "430080 KB"
     (a verifier's), a unit they did not write."""
-    found = decimal_looking(e.get(key))
+    text = e.get(key)
+    rate = key.endswith("_bps")
+    if rate and isinstance(text, str) and text.strip().lower().endswith("/s"):
+        text = text.strip()[:-2]
+    found = decimal_looking(text)
     if found is None:
         return None
     number, unit, decimal = found
-    binary = parse_memory_limit(str(e[key]))
+    binary = parse_bandwidth(str(e[key])) if rate else parse_memory_limit(str(e[key]))
     power = {"KB": "10³", "MB": "10⁶", "GB": "10⁹", "TB": "10¹²"}[unit]
     i = f"{unit[0]}iB"  # KiB, MiB, GiB, TiB
+    per = "/s" if rate else ""
     return (
-        f"{name}: {key} {e[key]!r} in {path} is read as {format_binary(binary)} (binary "
+        f"{name}: {key} {e[key]!r} in {path} is read as {format_binary(binary)}{per} (binary "
         f"multiples: Docker's rule, as --memory); {e[key]!r} in multiples of {power} bytes "
         f"(a datasheet's, or a device CSV's _{unit.lower()}) would be "
-        f"{format_binary(decimal)}: write {number}{i} to keep it binary without this note, "
-        f"or the size meant in {i}"
+        f"{format_binary(decimal)}{per}: write {number}{i}{per} to keep it binary without this "
+        f"note, or the size meant in {i}{per}"
     )
 
 

@@ -83,10 +83,15 @@ def _lacking(splits: Sequence[tuple[str, str]], base: set[str], cur: set[str]) -
     return f"the baseline has no model {splits[0][0]} (its models: {', '.join(sorted(base))})"
 
 
-def pair_hint(base_labels: Iterable[str], cur_labels: Iterable[str]) -> str:
+def pair_hint(
+    base_labels: Iterable[str], cur_labels: Iterable[str], limits_differ: bool = False
+) -> str:
     """The fix ``compare`` names when no cell is in both: a ``--pair`` of the sides' labels
-    (``--pair model_fp32=model_int8`` where each side has one model)."""
+    (``--pair model_fp32=model_int8`` where each side has one model), and
+    ``--ignore-limits`` where the sides share no setting either (two cards' runs: the
+    ``--pair`` named alone had been refused for their limits, a storage user's)."""
     base, cur = sorted(set(base_labels)), sorted(set(cur_labels))
     one = len(base) == 1 and len(cur) == 1
     example = shlex.quote(f"{base[0]}={cur[0]}") if one else "BASE_NAME=CUR_NAME"
-    return f"to hold one variant against another, pair them: --pair {example}"
+    also = " --ignore-limits (their limits differ too)" if limits_differ else ""
+    return f"to hold one variant against another, pair them: --pair {example}{also}"

@@ -169,7 +169,12 @@ def compare_results(
                 + " → "
                 + ", ".join(sorted({k[0] for k in cur_cells}))
                 + "): compare pairs cells by label; "
-                + pair_hint([k[0] for k in base_cells], [k[0] for k in cur_cells])
+                + pair_hint(
+                    [k[0] for k in base_cells],
+                    [k[0] for k in cur_cells],
+                    limits_differ=match_limits
+                    and not {k[1] for k in base_cells} & {k[1] for k in cur_cells},
+                )
             )
         )
     notes += ran_apart({cell_name(k): (base_cells[k], cur_cells[k]) for k in common})

@@ -51,7 +51,7 @@ def _no_gpu(runs: Sequence[RunResult]) -> str:
     """Why a cell has no GPU figure: no GPU was measured (no NVIDIA driver or bindings here,
     ``--gpus none``), or the GPU has no energy counter."""
     if all(r.gpu is None for r in runs):
-        return "no GPU was measured (edgeprof doctor lists the GPUs it can read)"
+        return "no GPU was measured: edgeprof doctor lists the GPUs it can read"
     return "the GPU does not give it (edgeprof doctor says what each GPU gives)"
 
 

@@ -42,8 +42,9 @@ CpuPeriod = Annotated[
 DeviceName = Annotated[
     str | None,
     typer.Option(
-        help="A catalog device (edgeprof devices): its cores, memory and speed as limits; "
-        "--cpus, --memory, --cpu-period given as well replace the device's values.",
+        help="A catalog device (edgeprof devices): its cores, memory, speed and storage as "
+        "limits; --cpus, --memory, --cpu-period and the storage options given as well replace "
+        "the device's values.",
         autocompletion=complete.devices,
     ),
 ]
@@ -71,7 +72,7 @@ Pids = Annotated[
 _READ_BPS = "Storage read speed on every disk, e.g. 40m (an SD card's; binary units)"
 _WRITE_BPS = (
     "Storage write speed on every disk, e.g. 20m (cgroup v1: only the writes the run forces "
-    "out, fsync or O_DIRECT)"
+    "out: fsync, O_DIRECT, O_SYNC)"
 )
 _READ_IOPS = "Storage reads a second on every disk, e.g. 1500 (an A1 SD card's random 4 KiB reads)"
 _WRITE_IOPS = (

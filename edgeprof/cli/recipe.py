@@ -10,7 +10,7 @@ gates the merged sweep.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -185,6 +185,9 @@ def render_recipe(
         if replaced is not None and job.request.devices is None:
             replaced += f"; the parts use it only where they run with ${DEVICES_ENV} set so"
         notes += [] if replaced is None else [replaced]
+    gpus = part_gpus(job.request.gpus)
+    if notes is not None and not gpus:
+        notes += _no_gpu_asked(job.request.gpu_memory, job.budgets.for_label(""))
     largest = largest_limits(job.plan.limits)
     if getattr(module, "SIZES_PARTS", True):
         asked = None if part_memory is None else parse_memory_limit(part_memory, "--part-memory")
@@ -211,9 +214,26 @@ def render_recipe(
         memory=memory,
         edgeprof=edgeprof,
         origin=origin,
-        gpus=part_gpus(job.request.gpus),
+        gpus=gpus,
         largest=largest,
     )
     chosen = {k: (given.get(k) or v) for k, v in defaults.items()}
     render: Renderer = module.render
     return render(sweep, chosen)
+
+
+def _no_gpu_asked(gpu_memory: str | None, budgets: Mapping[str, float]) -> list[str]:
+    """The note of a GPU budget the merge gates while the parts ask their engine for no GPU
+    (no ``--gpus N``): a part given none fails it as not measured (a GPU-less user's Slurm
+    recipe gated ``--gpu-memory 1g`` with no ``--gres``)."""
+    from ..sweeps.request import GPU_BUDGETS
+
+    asked = [f"--gpu-memory {gpu_memory}"] if gpu_memory is not None else []
+    given = {"gpu_memory"} if gpu_memory is not None else set()  # --gpu-memory is that budget
+    asked += [f"the {k} budget" for k in GPU_BUDGETS if k in budgets and k not in given]
+    if not asked:
+        return []
+    return [
+        f"the merge gates {' and '.join(asked)}, but the parts ask their engine for no GPU "
+        "(no --gpus N): a part its engine gives none fails it as not measured; give --gpus N"
+    ]

@@ -99,9 +99,10 @@ def compare(
     ] = None,
 ) -> None:
     """Compare CURRENT with BASELINE per model, limits and metric; exit 3 on a regression,
-    on a figure the baseline has and CURRENT lacks ("not measured": a run too short for a
-    sampled figure, a metric no longer reported, a model or setting dropped, which
-    --allow-missing notes instead), or on a failed current run.
+    on a figure CURRENT lacks ("not measured": a model or setting dropped, which
+    --allow-missing notes instead; a metric no longer reported, or a run too short for a
+    sampled figure, where the baseline has it from two runs or more), or on a failed current
+    run.
 
     A regression is a change whose whole 95 % interval (Welch's t) lies above the
     threshold, so that noise alone does not fail a build.  Two fit.json files compare the

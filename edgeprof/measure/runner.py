@@ -345,10 +345,20 @@ def profile(
                 # The CLI holds --gpu-memory as a budget and fails its gate here (exit 3); a
                 # library caller has no gate, so the lost limit is said in the result.
                 lost = (
-                    f"gpu_memory {format_binary(gpu_limit)}: no GPU was measured (edgeprof "
-                    "doctor lists the GPUs it can read), so the run was not held to it"
+                    f"GPU memory limit {format_binary(gpu_limit)}: no GPU was measured, so the "
+                    "run was not held to it (edgeprof doctor lists the GPUs it can read)"
                 )
                 result = dataclasses.replace(result, warnings=(*result.warnings, lost))
+            if unified_memory and result.gpu is None:
+                # A Jetson-class board's one memory holds the GPU's share too, and the verdict
+                # against it had said "fits" of the host's alone (a GPU-less user's).
+                whose = "the device's" if device is None else f"device {device}'s"
+                host_only = (
+                    f"{whose} CPU and GPU share its memory (unified_memory), but no "
+                    "GPU was measured: the memory verdict holds this run's host memory alone, "
+                    "and a GPU's share on the device comes on top of it"
+                )
+                result = dataclasses.replace(result, warnings=(*result.warnings, host_only))
             started_in = workload_dir(spec.cwd, in_container=not on_host)
             inherited = os.environ if on_host else None
             threads = threads_given(spec.env, inherited)

@@ -170,13 +170,14 @@ class CoreLease:
 class LimitChange:
     """A limit of the run's group that was not the one edgeprof set when the run ended: a
     workload running as root can write its own group's files (``memory.max``,
-    ``memory.limit_in_bytes``, ``cpu.max``, ``pids.max``).  A tester's ``--memory 64m`` run
-    raised its limit to unlimited and peaked at 207.6 MiB, and "fits" had been said of it.
+    ``memory.limit_in_bytes``, ``cpu.max``, ``pids.max``, ``io.max``,
+    ``blkio.throttle.*_device``).  A tester's ``--memory 64m`` run raised its limit to
+    unlimited and peaked at 207.6 MiB, and "fits" had been said of it.
 
     ``limit``: ``memory_bytes``, ``cpu_quota_us`` (per the run's ``cpu.period_s``, whatever
-    period the workload wrote), ``pids``, ``read_bps`` or ``write_bps`` (the loosest rule
-    over the disks the rate was asked on); ``asked`` and ``now`` in those units, ``None``:
-    unlimited."""
+    period the workload wrote), ``pids``, ``read_bps``, ``write_bps``, ``read_iops`` or
+    ``write_iops`` (the loosest rule over the disks the rate was asked on); ``asked`` and
+    ``now`` in those units, ``None``: unlimited."""
 
     limit: str
     asked: int | None

@@ -34,14 +34,19 @@ def format_time(t: Timing) -> str:
     return format_seconds(t.seconds, digits=2 if t.metric == LATENCY else 1)
 
 
-def probe_row(p: Probe, reference_s: float) -> list[str]:
+def probe_row(p: Probe, reference_s: float, metric: str | None = None) -> list[str]:
+    """A probe's row of the curve.  ``metric``: the unlimited runs' time (``latency p50``);
+    a probe timed by another (an OOM-killed run reports no latency: its wall time) names its
+    own, which the column had shown beside the others' p50 unnamed (a storage user's)."""
     last = p.runs[-1]
     t = p.to_dict()
     stall = "n/a" if t["stall_s"] is None else f"{t['stall_s']:.3f}s"
     rel = f"{100 * (t['time_s'] / reference_s - 1):+.0f}%" if reference_s > 0 else "n/a"
+    time = median_time(p.runs)
+    own = f" {time.metric}" if metric is not None and time.metric != metric else ""
     return [
         format_binary(p.limit),
-        format_time(median_time(p.runs)) + (f" ({len(p.runs)} runs)" if len(p.runs) > 1 else ""),
+        format_time(time) + own + (f" ({len(p.runs)} runs)" if len(p.runs) > 1 else ""),
         rel if last.termination.value == "exited" and not last.exit_code else "-",
         stall,
         "n/a" if t["refaults"] is None else str(t["refaults"]),
@@ -162,7 +167,8 @@ def _render_one(o: FitOutcome) -> str:
             f"searched {low} to {high}, resolution {format_binary(b.resolution)}{above}: "
             f"{probes}"
         )
-    rows = [probe_row(p, o.time.seconds) for p in sorted(o.probes, key=lambda p: p.limit)]
+    by_limit = sorted(o.probes, key=lambda p: p.limit)
+    rows = [probe_row(p, o.time.seconds, o.time.metric) for p in by_limit]
     lines.append("")
     lines.append(plain_table(None, CURVE, rows).rstrip("\n"))
     lines.append("")

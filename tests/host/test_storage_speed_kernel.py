@@ -287,3 +287,33 @@ def test_the_process_backend_counts_the_block_io_of_processes_gone(
         # some kernels (Linux 6.12: the whole file; 6.1: none).
         assert read["cgroup"] < 1 << 20, read
         assert read["process"] < 1 << 20 or read["process"] >= size, read
+
+
+def test_a_sweep_of_read_rates_slows_each_setting_to_its_own(
+    mechanism: str, data: Path, tmp_path: Path
+) -> None:
+    """``run --read-bps A,B``: each setting's run holds its own rule (the second rewrites
+    the first's), so each cold read takes the time its rate allows, the slower one longer."""
+    from edgeprof.cli import main
+    from edgeprof.resultfiles import load_runs
+
+    script = tmp_path / "read.py"
+    script.write_text(READ_AND_HOLD)
+    size = data.stat().st_size
+    cmd = [sys.executable, str(script), str(data), "0", "0"]
+    if _nothing_to_slow(mechanism, cmd, Limits(read_bps=size), data, "read_bytes"):
+        return  # checked: no disk to slow here (a v2 guest)
+    free = edgeprof.profile(cmd, interval=0.05)
+    assert free.exit_code == 0, free.warnings
+    slow = rate_for(size, free.wall_s)  # the read takes at least 2 s at it
+    fast = 2 * slow
+    out = tmp_path / "cards"
+    argv = ["run", "--read-bps", f"{slow}b,{fast}b", "--interval", "0.05", "--out", str(out)]
+    assert main([*argv, "--", *cmd]) == 0
+    walls = {r.limits.read_bps or 0: r.wall_s for r in load_runs([out])}
+    assert sorted(walls) == [slow, fast], walls
+    for rate, wall in walls.items():
+        assert wall >= SLACK * size / rate, (walls, size)
+    assert walls[slow] > walls[fast], walls
+    print(f"\nsweep of read rates: {size} B at {slow}/s {walls[slow]:.3f}s, "
+          f"at {fast}/s {walls[fast]:.3f}s (unthrottled {free.wall_s:.3f}s)")  # fmt: skip

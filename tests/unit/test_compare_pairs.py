@@ -71,3 +71,16 @@ def test_the_library_takes_a_dict() -> None:
     assert {c.label for c in got.changes} == {"model_fp32 → model_int8"}
     with pytest.raises(ConfigError, match="is not a dict of a baseline model's name"):
         compare(FP32, INT8, pair=[("model_fp32", "model_int8")])  # type: ignore[arg-type]
+
+
+def test_two_variants_under_different_limits_are_told_both_options() -> None:
+    """Two cards' runs: another model and another setting.  The hint had named --pair alone,
+    which was then refused for the limits."""
+    a2 = [run("model_int8", wall=w, cpus=2) for w in (0.50, 0.51, 0.49)]
+    with pytest.raises(ConfigError) as err:
+        compare_results(FP32, a2)
+    assert str(err.value).endswith(
+        "pair them: --pair model_fp32=model_int8 --ignore-limits (their limits differ too)"
+    )
+    changes, _ = compare_results(FP32, a2, pairs=["model_fp32=model_int8"], match_limits=False)
+    assert {c.label for c in changes} == {"model_fp32 → model_int8"}

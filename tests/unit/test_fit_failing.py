@@ -609,6 +609,15 @@ def test_a_probes_time_is_shown_in_the_run_reports_unit() -> None:
     assert format_time(median_time(walls)) == "412.3ms"
     assert probe_row(Probe(16 * MIB, walls, Verdict(True, "fits")), 0.4)[1] == "412.3ms"
     assert format_time(Timing(UNCONTENDED, 1.5)) == "1.50s"
+    # A probe timed otherwise than the unlimited runs (an OOM kill reports no latency) names
+    # its time's metric; one timed alike does not.
+    oom = (make_result(wall_s=1.39, termination=Termination.OOM),)
+    assert probe_row(Probe(16 * MIB, oom, Verdict(False, "oom")), 0.00121, LATENCY)[1] == (
+        "1.39s wall"
+    )
+    assert probe_row(Probe(16 * MIB, tuple(p50), Verdict(True, "fits")), 0.00121, LATENCY)[
+        1
+    ] == "1.04ms (3 runs)"
 
 
 def test_fit_of_a_command_the_timeout_stops_says_so(capfd: pytest.CaptureFixture[str]) -> None:

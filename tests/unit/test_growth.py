@@ -352,3 +352,21 @@ def test_the_pages_banner_of_a_growing_run_is_amber_with_its_rate() -> None:
     assert page.count('class="verdict ') == 1
     levelled = dataclasses.replace(free, memory=dataclasses.replace(free.memory, growth=None))
     assert 'class="verdict ' not in render_html([levelled])
+
+
+def test_a_load_before_flat_iterations_is_no_growth() -> None:
+    """A model read slowly from storage for most of the run (its second half the load),
+    then iterations that allocate nothing: a longer run (more iterations) needs no more."""
+
+    def load_then_flat(t: float) -> float:
+        return leak(min(t, 5.5))  # rises to 5.5 s, then holds while the iterations run
+
+    spans = [(5.5 + k / 20, 5.5 + (k + 1) / 20) for k in range(10)]  # 5.5 s to 6.0 s
+    assert memory_growth(series(load_then_flat), 6.0, None) is not None  # unknown: warned
+    assert memory_growth(series(load_then_flat), 6.0, spans) is None
+    # Iterations that keep raising the peak after the load are still growth.
+    def load_then_leak(t: float) -> float:
+        return leak(min(t, 5.0)) + (4 * MiB * (t - 5.0) / 0.1 if t > 5.0 else 0)
+
+    spans = [(5.0 + k / 10, 5.0 + (k + 1) / 10) for k in range(10)]
+    assert memory_growth(series(load_then_leak), 6.0, spans) is not None

@@ -136,9 +136,13 @@ def test_iterations_after_the_rise_give_no_growth_per_iteration() -> None:
     """The I/O tester's ``phased.py``: a ``load`` phase's rise, then 20 iterations that
     allocated nothing in the window's last tenth; the rise had been divided by the 16 that
     ended in the window: "+6.02MiB/iteration".  Here the rise runs to 5.7 s of a 3.1 to
-    6.0 s window, then 30 iterations of 10 ms."""
+    6.0 s window, then 30 iterations of 10 ms: the memory stopped rising when they began,
+    so a longer run (more of them) needs no more, and there is no growth to warn of
+    (:func:`_before_iterations`).  Where the iterations are not known, the rise is all
+    there is to read: growth per second alone."""
     spans = [(5.7 + k / 100, 5.7 + (k + 1) / 100) for k in range(30)]
-    g = memory_growth(series(lambda t: leak(min(t, 5.7))), 6.0, spans)
+    assert memory_growth(series(lambda t: leak(min(t, 5.7))), 6.0, spans) is None
+    g = memory_growth(series(lambda t: leak(min(t, 5.7))), 6.0, None)
     assert g is not None and g.per_s == pytest.approx(16 * MiB)
     assert g.per_iteration is None
     assert rate(g) == "+16.0MiB/s"

@@ -93,8 +93,8 @@ def test_a_gpu_memory_no_gpu_measured_is_said_in_the_result(
     r = profile(["true"], backend=FakeBackend(), gpu_memory="1g")
     assert r.gpu is None
     assert r.warnings[-1] == (
-        "gpu_memory 1.0GiB: no GPU was measured (edgeprof doctor lists the GPUs it can read), "
-        "so the run was not held to it"
+        "GPU memory limit 1.0GiB: no GPU was measured, so the run was not held to it "
+        "(edgeprof doctor lists the GPUs it can read)"
     )
 
 

@@ -42,7 +42,7 @@ def test_a_rate_is_a_size_a_second(text: str | int, bps: int) -> None:
 @pytest.mark.parametrize(
     ("text", "said"),
     [("40", "'40' has no unit (it would be 40 bytes): write a size such as 40m"),
-     ("0m", "must be at least 1 byte"), ("fast", "invalid size 'fast'"),
+     ("0m", "must be at least 1 byte"), ("fast", "'fast': expected a size a second with its unit"),
      (0, "must be at least 1 byte a second"), (True, "expected a size a second"),
      ("9000000t", "must be below 8 EiB"), (2**63, "and below 8 EiB")],
 )  # fmt: skip

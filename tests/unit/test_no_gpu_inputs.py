@@ -1,0 +1,78 @@
+"""What a run without a GPU says of the GPU options given: a GPU budget beside ``--gpus none``
+is refused before the run, and a unified-memory device's verdict says it held the host's
+memory alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from edgeprof.cli import main
+
+from .test_storage_speed import RUN
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [(["--gpu-memory", "1g"], "--gpus none measures no GPU, so --gpu-memory 1g could only "
+      "fail as not measured: leave it out, or give --gpus the GPUs to measure"),
+     (["--max-gpu-memory", "1g", "--max-energy", "5J"], "--gpus none measures no GPU, so the "
+      "gpu_memory budget and the energy budget could only fail as not measured: leave them "
+      "out")],
+)  # fmt: skip
+def test_a_gpu_budget_beside_gpus_none_is_refused(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], args: list[str], said: str
+) -> None:
+    out = tmp_path / "o"
+    assert main([*RUN, "--gpus", "none", *args, "--out", str(out), "--", "true"]) == 2
+    err = capfd.readouterr().err
+    assert said in err, err
+    assert not out.exists()
+    # Without the budget, --gpus none runs.
+    assert main([*RUN, "--gpus", "none", "--", "true"]) == 0
+
+
+def test_a_budget_file_gpu_budget_beside_gpus_none_is_refused(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    budgets = tmp_path / "budgets.yml"
+    budgets.write_text("default:\n  energy: 5J\n")
+    argv = [*RUN, "--gpus", "none", "--budgets", str(budgets), "--", "true"]
+    assert main(argv) == 2
+    assert "so the energy budget could only fail" in capfd.readouterr().err
+
+
+def test_a_unified_memory_device_without_a_gpu_says_its_verdict_is_the_hosts(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    cat = tmp_path / "boards.yml"
+    cat.write_text("devices:\n  orin:\n    cores: 2\n    memory: 1g\n    unified_memory: true\n")
+    assert main([*RUN, "--device", "orin", "--devices", str(cat), "--", "true"]) == 0
+    out = capfd.readouterr().out
+    assert (
+        "device orin's CPU and GPU share its memory (unified_memory), but no GPU was measured: "
+        "the memory verdict holds this run's host memory alone"
+    ) in out, out
+    # A device with a memory of its own for the GPU says nothing of the kind.
+    cat.write_text("devices:\n  dgpu:\n    cores: 2\n    memory: 1g\n")
+    assert main([*RUN, "--device", "dgpu", "--devices", str(cat), "--", "true"]) == 0
+    assert "unified_memory" not in capfd.readouterr().out
+
+
+def test_a_recipe_whose_parts_ask_no_gpu_says_so_of_the_merges_gpu_budget() -> None:
+    from edgeprof.cli.recipe import render_recipe
+
+    run = ["--repeat", "2", "--cpus", "1", "--memory", "1g"]
+    notes: list[str] = []
+    gated = [*run, "--gpu-memory", "1g", "--max-energy", "5J", "--", "python", "infer.py"]
+    files, _ = render_recipe("slurm", 2, gated, {}, notes=notes)
+    assert notes == [
+        "the merge gates --gpu-memory 1g and the energy budget, but the parts ask their engine "
+        "for no GPU (no --gpus N): a part its engine gives none fails it as not measured; give "
+        "--gpus N"
+    ]
+    # Asked for, the parts get their GPU from Slurm, and nothing is said.
+    notes = []
+    files, _ = render_recipe("slurm", 2, [*gated[:-3], "--gpus", "1", *gated[-3:]], {}, notes=notes)
+    assert notes == [] and "#SBATCH --gres=gpu:1" in files["part.sbatch"]
