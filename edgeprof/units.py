@@ -159,6 +159,23 @@ def require_unit(value: object) -> None:
     raise ConfigError(f"{shown(value)} has no unit (it would be {number} bytes){hint}")
 
 
+def require_energy_unit(value: object) -> None:
+    """Refuse an energy budget written without its unit (``50``, ``0.8``): meant as 50 mJ a
+    frame it had been 50 J, never exceeded, as a bare latency had been seconds; a battery's
+    Wh and a board's mJ are as likely (a GPU-less user's).  Joules stay the unit of the
+    numbers a program passes and ``sweep.json`` records."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return
+    number = str(value).strip()
+    m = _ENERGY_RE.match(number)
+    if m is None or m.group(2) is not None:
+        return  # not a number (parse_energy's to refuse), or one with its unit
+    raise ConfigError(
+        f"{shown(value)} has no unit (it would be {number} joules): write {number}J, "
+        f"{number}mJ or {number}Wh"
+    )
+
+
 def require_time_unit(value: object) -> None:
     """Refuse a per-iteration time written without its unit (``20``, ``0.5``, ``1e-2``):
     ``--max-latency-p95=20``, meant as 20 ms, had been a budget of 20 s that no frame could

@@ -55,6 +55,7 @@ from ..units import (
     parse_energy,
     parse_rate,
     parse_size,
+    require_energy_unit,
     require_time_unit,
     require_unit,
 )
@@ -85,6 +86,9 @@ def parse_budget(metric: Metric, value: object, where: str) -> float:
         # budget 12B"): a size is written with its unit, as the budget file's comment shows.
         with named(where):
             require_unit(value)
+    elif metric.kind is Kind.ENERGY:
+        with named(where):
+            require_energy_unit(value)
     elif metric.iteration_time:
         # A whole run's time stays seconds bare (`wall: 10`, as documented); an iteration's
         # is written in milliseconds, and `latency_p95: 20` had been 20 s, never exceeded.

@@ -68,6 +68,11 @@ class NvmlUnavailable(EdgeprofError):
     """NVML cannot be used here; the message says why (no library, no driver, no GPU)."""
 
 
+class NoNvidiaDriver(NvmlUnavailable):
+    """No NVIDIA driver on this host: a CPU host, where a run has nothing of a GPU to say
+    (where there is a driver, NVML's failure is worth a line: the GPUs go unmeasured)."""
+
+
 class GpuInfo(NamedTuple):
     """A GPU as NVML lists it."""
 
@@ -119,7 +124,7 @@ def load(module: str = "pynvml", driver_files: Sequence[Path] | None = None) -> 
     here, which a run on a host without a GPU must not pay."""
     files = DRIVER_FILES if driver_files is None else driver_files
     if not any(p.exists() for p in files):
-        raise NvmlUnavailable(
+        raise NoNvidiaDriver(
             "no NVIDIA driver on this host (neither " + " nor ".join(map(str, files)) + " exists)"
         )
     try:

@@ -8,7 +8,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from ..backends.nvml import GpuInfo, Nvml, NvmlUnavailable
+from ..backends.nvml import GpuInfo, NoNvidiaDriver, Nvml, NvmlUnavailable
 from ..errors import ConfigError
 from .gpu import GpuWatch
 
@@ -133,16 +133,26 @@ def undenied_warning(selection: str, backend: str) -> str:
     )
 
 
-def open_watch(selection: str | None, *, lib_loader: Callable[[], Nvml] = Nvml) -> GpuWatch | None:
+def open_watch(
+    selection: str | None,
+    *,
+    lib_loader: Callable[[], Nvml] = Nvml,
+    said: list[str] | None = None,
+) -> GpuWatch | None:
     """The run's GPUs, or ``None``: without ``--gpus``, none where NVML is unavailable or
-    lists no GPU (a CPU host: nothing to say); with ``--gpus``, that is a ConfigError naming
-    why, and ``--gpus none`` measures nothing."""
+    lists no GPU (a CPU host: nothing to say; where a driver is here but NVML failed, a line
+    in ``said``); with ``--gpus``, that is a ConfigError naming why, and ``--gpus none``
+    measures nothing."""
     if selection == "none":
         return None
     try:
         nvml = lib_loader()
     except NvmlUnavailable as exc:
         if selection is None:
+            if said is not None and not isinstance(exc, NoNvidiaDriver):
+                # A driver whose GPUs went unread had left a run silent (a GPU-less user's
+                # host with the driver's files but no NVML library).
+                said.append(f"no GPU was measured: an NVIDIA driver is here, but {exc}")
             return None
         raise ConfigError(f"--gpus {selection}: {exc}") from None
     try:

@@ -244,7 +244,8 @@ def profile(
     local = on_host or be.accepts_events_fifo
     if selection not in (None, "none") and not local:
         raise ConfigError(f"--gpus {selection}: the {be.name} backend's runs are not on this host")
-    watch = open_watch(selection) if local else None
+    unread_gpus: list[str] = []
+    watch = open_watch(selection, said=unread_gpus) if local else None
     try:
         gpu_env, gpu_ids, denied = given_gpus(selection, watch, on_host)
         user_env = {**gpu_env, **user_env}
@@ -291,6 +292,7 @@ def profile(
             )
             warnings = [
                 *notes,
+                *unread_gpus,
                 *be.warnings(),
                 *over_host(applied, allowed, memory, source),
                 *outer_room(applied, be),

@@ -437,3 +437,24 @@ def test_a_run_without_a_gpu_leaves_no_earlier_runs_gpu_csv(
     second = edgeprof.profile(["true"], backend="fake", interval=0.01, out_dir=out)
     assert second.gpu is None
     assert sorted(p.name for p in out.iterdir()) == ["result.json", "samples.csv"]
+
+
+def test_a_driver_whose_nvml_failed_is_one_line_and_a_cpu_host_none(tmp_path: Path) -> None:
+    """Without --gpus, a host with no NVIDIA driver says nothing of GPUs; one with a driver
+    whose NVML did not start says that its GPUs went unmeasured (the run had been silent)."""
+    from edgeprof.backends.nvml import load
+
+    said: list[str] = []
+
+    def no_driver() -> Nvml:  # the driver's files absent: the bindings are never imported
+        return Nvml(load(driver_files=[tmp_path / "nvidiactl"]))
+
+    assert open_watch(None, lib_loader=no_driver, said=said) is None
+    assert said == []
+
+    def failed() -> Nvml:  # the driver's files there, NVML's library not loaded
+        return Nvml(NvmlDouble([], init_error=DRIVER_NOT_LOADED))
+
+    assert open_watch(None, lib_loader=failed, said=said) is None
+    (line,) = said
+    assert line.startswith("no GPU was measured: an NVIDIA driver is here, but NVML did not start")

@@ -89,7 +89,7 @@ def test_a_gpu_memory_no_gpu_measured_is_said_in_the_result(
 ) -> None:
     """The CLI fails --gpu-memory's budget where no GPU was measured (exit 3); the library
     has no gate, and had lost the limit in silence: the result says it."""
-    monkeypatch.setattr(runner, "open_watch", lambda selection: None)  # no NVML here
+    monkeypatch.setattr(runner, "open_watch", lambda selection, said=None: None)  # no NVML here
     r = profile(["true"], backend=FakeBackend(), gpu_memory="1g")
     assert r.gpu is None
     assert r.warnings[-1] == (

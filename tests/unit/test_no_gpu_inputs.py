@@ -76,3 +76,23 @@ def test_a_recipe_whose_parts_ask_no_gpu_says_so_of_the_merges_gpu_budget() -> N
     notes = []
     files, _ = render_recipe("slurm", 2, [*gated[:-3], "--gpus", "1", *gated[-3:]], {}, notes=notes)
     assert notes == [] and "#SBATCH --gres=gpu:1" in files["part.sbatch"]
+
+
+@pytest.mark.parametrize(
+    ("value", "joules"), [("50J", 50.0), ("800mJ", 0.8), ("1.2kJ", 1200.0), ("0.5Wh", 1800.0)]
+)
+def test_an_energy_budget_is_read_in_its_unit(value: str, joules: float) -> None:
+    from edgeprof.analysis.budgets import METRICS, parse_budget
+
+    assert parse_budget(METRICS["energy"], value, "--max-energy") == pytest.approx(joules)
+
+
+@pytest.mark.parametrize("value", ["50", 50, 0.8, " 12.5 "])
+def test_an_energy_budget_without_its_unit_is_refused(value: object) -> None:
+    """``--max-energy 50`` meant as 50 mJ a frame had been 50 J, as a bare latency had been
+    seconds; a budget file's YAML number is the same slip."""
+    from edgeprof.analysis.budgets import METRICS, parse_budget
+    from edgeprof.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^--max-energy: .* has no unit \(it would be"):
+        parse_budget(METRICS["energy"], value, "--max-energy")
