@@ -282,8 +282,15 @@ def parse_bandwidth(text: str | int, what: str = "storage rate") -> int:
 
 
 def format_bandwidth(n: int) -> str:
-    """``20971520`` → ``20.0MiB/s``."""
-    return f"{format_binary(n)}/s"
+    """``20971520`` → ``20.0MiB/s``; with as many decimals (up to 3) as read back as ``n``
+    (``9.54m`` → ``9.54MiB/s``), else the bytes.  A setting's label is its identity in a
+    sweep: ``--read-bps 9.54m,9.5m`` had both read ``9.5MiB/s`` and been refused as the
+    same setting listed twice, and a card's 9.54 MiB/s was shown as 9.5."""
+    for digits in (1, 2, 3):
+        text = format_binary(n, digits)
+        if parse_size(text) == n:
+            return f"{text}/s"
+    return f"{n}B/s"
 
 
 MAX_IOPS = 2**32 - 2
@@ -293,15 +300,19 @@ MAX_IOPS = 2**32 - 2
 
 def parse_iops(text: str | int, what: str = "storage IOPS limit") -> int:
     """A storage request rate (``--read-iops 1500``): requests a second, a whole number with
-    an optional ``/s``, as Docker's ``--device-read-iops`` takes it."""
+    an optional ``/s``, as Docker's ``--device-read-iops`` takes it, or `` IOPS``, as a
+    label writes it (:func:`format_iops`: ``compare --setting 'read-iops=1500 IOPS'``, copied
+    from a table, had been refused)."""
     if isinstance(text, bool) or not isinstance(text, (str, int)):
         raise ConfigError(f"invalid {what} {shown(text)}: expected requests a second, e.g. 1500")
     if isinstance(text, int):
         value = text
     else:
         number = text.strip()
-        if number.lower().endswith("/s"):
-            number = number[:-2].rstrip()
+        for unit in ("/s", "iops"):
+            if number.lower().endswith(unit):
+                number = number[: -len(unit)].rstrip()
+                break
         if not re.fullmatch(r"\d+", number, re.ASCII):  # ASCII: int() also takes '١'
             raise ConfigError(
                 f"invalid {what} {shown(text)}: expected requests a second, e.g. 1500"

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -377,3 +377,23 @@ def load_budget_file(path: Path) -> Budgets:
         default, models, {}, str(path),
         default_phase=phases.get("default", ""), model_phases=model_phases,
     )  # fmt: skip
+
+
+def gpu_budgets(budgets: Budgets, labels: Iterable[str], gpu_memory: str | None) -> list[str]:
+    """The GPU budgets the runs labelled ``labels`` are held to (:attr:`Metric.gpu`), each as
+    its user wrote it: ``--gpu-memory 1g``, a command line's ``--max-energy``, a budget
+    file's ``energy`` (a model's own only where that model is among ``labels``: a shared
+    file's budget of another model is not this sweep's).  ``run`` and ``bench`` refuse them
+    beside ``--gpus none``; ``recipe`` says so of parts that ask no GPU."""
+    found = [f"--gpu-memory {gpu_memory}"] if gpu_memory is not None else []
+    taken = {"gpu_memory"} if gpu_memory is not None else set()  # --gpu-memory is that one
+    from_file = {k for k in budgets.default}
+    from_file |= {k for label in labels for k in budgets.models.get(label, {})}
+    for key, metric in METRICS.items():
+        if not metric.gpu or key in taken:
+            continue
+        if key in budgets.overrides:
+            found.append(metric.option or key)
+        elif key in from_file:
+            found.append(f"{budgets.source}'s {key}")
+    return found

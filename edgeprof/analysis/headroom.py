@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from ..measure.limit_changes import memory_change
 from ..measure.memory import STALL_WARN_FRACTION
 from ..model import LimitChange, MemoryGrowth, MemoryParts, RunResult, Termination
-from .rereads import Reread, reread
+from .rereads import Reread, reread, reread_wait
 
 MIB = 1 << 20
 PAGE = 4096
@@ -226,6 +226,9 @@ class LimitFit:
     """``DOES_NOT_FIT``: the kernel's count of the group's OOM kills, where it gives one."""
     reread: Reread | None = None
     """``REREAD`` (or ``SLOWED``): what it read back of the cache the limit made it drop."""
+    reread_wait: float | None = None
+    """``SLOWED`` by its re-reads rather than by a memory stall: the share of its wall time
+    it waited on them at the device's read speed (:func:`.rereads.reread_wait`)."""
     growth: MemoryGrowth | None = None
     """It fits (or fits at the limit) with its memory still growing at the end
     (``memory.growth``): the verdict holds for this run's length only.  A tester's
@@ -396,6 +399,11 @@ def _held(r: RunResult, limit: int, stall: float | None) -> LimitFit | None:
         # Re-reads are I/O wait, which no memory stall counts (analysis/rereads.py); with no
         # page cache at any sample, "fits at the edge" (cache False) is the stricter verdict.
         if back is not None and had is not False:
+            waited = reread_wait(r, back)
+            if waited is not None and waited > STALL_WARN_FRACTION:
+                # Timed at the device's read speed: the wait is the limit's cost, measured.
+                return LimitFit(Headroom.SLOWED, limit, r.memory.floor_bytes, stall, r.device,
+                                between, had, reread=back, reread_wait=waited)  # fmt: skip
             return LimitFit(Headroom.REREAD, limit, r.memory.floor_bytes, stall, r.device,
                             between, had, reread=back)  # fmt: skip
         return LimitFit(Headroom.AT_LIMIT, limit, r.memory.floor_bytes, stall, r.device,

@@ -139,6 +139,9 @@ class Metric:
     rare: bool = False
     """Measured only when asked for (a squeezed run's need): a table shows its column only
     when some run has it, rather than a column of n/a."""
+    gpu: bool = False
+    """A figure of the run's GPUs (over NVML): a run that measured no GPU has none, and a
+    budget of it beside ``--gpus none`` could only fail (:func:`~.budgets.gpu_budgets`)."""
     reported: bool = False
     """Reported by the workload itself (its iterations, over the events channel): missing
     everywhere when the workload never reached edgeprof, which is then said."""
@@ -278,19 +281,19 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "gpu_memory", "GPU memory", Kind.MEMORY, _gpu("memory_peak_bytes"),
-        stat="gpu_peak_bytes", option="--max-gpu-memory", rare=True,
+        stat="gpu_peak_bytes", option="--max-gpu-memory", rare=True, gpu=True,
     ),
     Metric(
         "gpu_util", "GPU util", Kind.PERCENT, _gpu_util, smaller_is_better=False,
-        stat="gpu_util_pct", rare=True,
+        stat="gpu_util_pct", rare=True, gpu=True,
     ),
     Metric(
         "energy", "GPU energy", Kind.ENERGY, _gpu("energy_j"), stat="energy_j",
-        option="--max-energy", rare=True,
+        option="--max-energy", rare=True, gpu=True,
     ),
     Metric(
         "energy_per_item", "GPU energy per item", Kind.ENERGY, _gpu("energy_per_item_j"),
-        stat="energy_per_item_j", rare=True, reported=True, of_each_iteration=True,
+        stat="energy_per_item_j", rare=True, reported=True, of_each_iteration=True, gpu=True,
     ),
     Metric(
         "throughput", "throughput", Kind.RATE, _latency("items_per_s"), smaller_is_better=False,

@@ -392,9 +392,11 @@ def _keyed(
     out: dict[tuple[str, str], list[RunResult]] = {}
     for (label, key), runs in by_cell.items():
         if (label, "") in out:
+            # Every one of them: the first two alone had left a sweep's other settings out.
+            every = "; ".join(k for lab, k in by_cell if lab == label)
             raise ConfigError(
                 f"--ignore-limits: {label} was measured under several limit settings "
-                f"({setting(out[(label, '')][0])}; {key}): pick one with --setting "
+                f"({every}): pick one with --setting "
                 f"(e.g. --setting {shlex.quote(key)}; given twice, the first picks the "
                 "baseline's, the second the current's)"
             )

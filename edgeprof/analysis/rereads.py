@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..measure.io_stall import rates_held
 from ..model import RunResult
 
 PAGE = 4096
@@ -55,3 +56,22 @@ def reread(r: RunResult) -> Reread | None:
     if pages * PAGE < REREAD_SHARE * limit:
         return None
     return Reread(pages * PAGE, pages, r.io.read_bytes)
+
+
+def reread_wait(r: RunResult, back: Reread) -> float | None:
+    """The share of the run's wall time it waited on its re-reads, where its storage was
+    held to a device's read speed (``--read-bps``, ``--read-iops``): the I/O pressure's
+    stalled time times the re-read bytes' share of all it read.  ``None`` without such a
+    rate (this host's disk, whose speed may hide what the device's storage would cost), or
+    where the counters are not known.  A user's memory-mapped 128 MiB model under
+    ``--memory 100m --read-bps 20m`` re-read 256 MiB of 384 MiB read, waited on block I/O
+    12.57 s of 19.1 s, and had been told it "fits at the limit only by re-reading … which
+    this host's disk may hide": the wait was measured, at the device's speed."""
+    held = rates_held(r.limits, r.limits_changed)
+    if held.read_bps is None and held.read_iops is None:
+        return None
+    io = r.io
+    if io.stall_s is None or not io.read_bytes or r.wall_s <= 0:
+        return None
+    share = min(1.0, back.bytes / io.read_bytes)
+    return min(1.0, io.stall_s * share / r.wall_s)

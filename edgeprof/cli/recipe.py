@@ -10,7 +10,7 @@ gates the merged sweep.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -140,6 +140,7 @@ def render_recipe(
     :class:`ConfigError`."""
     import importlib
 
+    from ..analysis.budgets import gpu_budgets
     from ..sweeps.host_checks import check_part
     from ..sweeps.recipes import (
         Sweep,
@@ -187,7 +188,8 @@ def render_recipe(
         notes += [] if replaced is None else [replaced]
     gpus = part_gpus(job.request.gpus)
     if notes is not None and not gpus:
-        notes += _no_gpu_asked(job.request.gpu_memory, job.budgets.for_label(""))
+        labels = {step.label or step.program for step in job.plan.steps()}
+        notes += _no_gpu_asked(gpu_budgets(job.budgets, labels, job.request.gpu_memory))
     largest = largest_limits(job.plan.limits)
     if getattr(module, "SIZES_PARTS", True):
         asked = None if part_memory is None else parse_memory_limit(part_memory, "--part-memory")
@@ -222,15 +224,11 @@ def render_recipe(
     return render(sweep, chosen)
 
 
-def _no_gpu_asked(gpu_memory: str | None, budgets: Mapping[str, float]) -> list[str]:
-    """The note of a GPU budget the merge gates while the parts ask their engine for no GPU
-    (no ``--gpus N``): a part given none fails it as not measured (a GPU-less user's Slurm
-    recipe gated ``--gpu-memory 1g`` with no ``--gres``)."""
-    from ..sweeps.request import GPU_BUDGETS
-
-    asked = [f"--gpu-memory {gpu_memory}"] if gpu_memory is not None else []
-    given = {"gpu_memory"} if gpu_memory is not None else set()  # --gpu-memory is that budget
-    asked += [f"the {k} budget" for k in GPU_BUDGETS if k in budgets and k not in given]
+def _no_gpu_asked(asked: Sequence[str]) -> list[str]:
+    """The note of the GPU budgets (:func:`~edgeprof.analysis.budgets.gpu_budgets`) the merge
+    gates while the parts ask their engine for no GPU (no ``--gpus N``): a part given none
+    fails them as not measured (a GPU-less user's Slurm recipe gated ``--gpu-memory 1g``
+    with no ``--gres``)."""
     if not asked:
         return []
     return [

@@ -172,6 +172,10 @@ def bench(
         parse_memory_limit(gpu_memory, "--gpu-memory")  # before it is read as a budget
         if gpu_memory.strip().isdigit():  # bare bytes: a budget refuses a unit left out
             gpu_memory = f"{gpu_memory.strip()}b"
+        if gpus is not None and gpus.strip() == "none":  # as run refuses it
+            from ..measure.gpu_select import measures_no_gpu
+
+            measures_no_gpu([f"--gpu-memory {gpu_memory}"])
     storage = storage_options(given)
     chosen = device_limits(
         device,

@@ -5,7 +5,6 @@ the host's fingerprint is :mod:`edgeprof.measure.host`'s."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,7 +12,6 @@ from pathlib import Path
 from ..backends import Backend
 from ..backends.capabilities import LimitReading
 from ..model import (
-    STORAGE,
     Counters,
     CpuStats,
     IoStats,
@@ -30,7 +28,7 @@ from .cpu_time import cpu_split, own_window, without_spawn
 from .dirtied import MARKED_FROM
 from .host import host_info
 from .inputs import MIN_INTERVAL_S
-from .io_stall import burst_lines, io_stall_warning
+from .io_stall import io_stall_warning, rates_held
 from .limit_changes import change_warning, limit_changes
 from .limits import kernel_memory, quota_can_stall
 from .memory import parts_at, pressure, stall_warning
@@ -157,12 +155,10 @@ def build_result(
         stall_full_s=us_to_s(windowed.io_full_us),
     )
     # A rate the workload changed is not the one its wait was under (its warning says so).
-    kept = {s.key: None for s in STORAGE if any(c.limit == s.key for c in changed)}
-    asked = dataclasses.replace(spec.limits, **kept)
+    asked = rates_held(spec.limits, changed)
     waited_io = io_stall_warning(io, wall, asked)
     if waited_io is not None:
         warnings.append(waited_io)
-    warnings += burst_lines("the run", (io.read_bytes, io.write_bytes), wall, asked)
     warnings += process_warnings(final.pids_refused, spec.limits.pids, others_left)
     seen = sampled.at
     # No peak, no composition of it.

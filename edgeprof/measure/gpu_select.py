@@ -172,6 +172,19 @@ def open_watch(
         raise
 
 
+def measures_no_gpu(budgets: Sequence[str]) -> None:
+    """Refuse GPU ``budgets`` (:func:`edgeprof.analysis.budgets.gpu_budgets`) beside
+    ``--gpus none``, which hides every GPU: the run could only fail them as not measured,
+    and that failure had sent the user to ``doctor`` to find the GPUs they had hidden
+    themselves (a GPU-less user's)."""
+    if budgets:
+        them = "it" if len(budgets) == 1 else "them"
+        raise ConfigError(
+            f"--gpus none measures no GPU, so {' and '.join(budgets)} could only fail as not "
+            f"measured: leave {them} out, or give --gpus the GPUs to measure"
+        )
+
+
 def check_gpus(selection: str) -> None:
     """``--gpus`` checked against this host's GPUs (NVML opened and closed): a ConfigError
     line where it names what is not here."""

@@ -13,8 +13,11 @@ group of the tester's own had 3.47 s of ``io.pressure``, separately from its 1.0
 
 from __future__ import annotations
 
-from ..model import IoStats, Limits
-from ..units import format_bandwidth, format_binary, format_seconds, format_share
+import dataclasses
+from collections.abc import Iterable
+
+from ..model import STORAGE, IoStats, LimitChange, Limits
+from ..units import format_share
 from .contention import held_time
 from .memory import STALL_WARN_FRACTION
 
@@ -22,6 +25,10 @@ IO_STALL_WARN_FRACTION = STALL_WARN_FRACTION
 """The least share of the run's wall time waited on block I/O that is warned of: the memory
 stall's (:data:`~edgeprof.measure.memory.STALL_WARN_FRACTION`, 5 %), so that a run whose
 time went to storage is told so at the share a run slowed by its memory limit is."""
+
+
+IO_WAIT_LINE = "the run waited on block I/O "
+"""How the run's I/O wait line starts: ``fit`` finds its unlimited runs' by it."""
 
 
 def io_stall_share(io: IoStats, wall_s: float) -> float | None:
@@ -54,50 +61,18 @@ def io_stall_warning(io: IoStats, wall_s: float, limits: Limits | None = None) -
     rates = [f"{s.way} {s.format(rate)}" for s, rate in asked]
     if rates:
         return (
-            f"the run waited on block I/O {waited}, with the storage at {' and '.join(rates)} "
+            f"{IO_WAIT_LINE}{waited}, with the storage at {' and '.join(rates)} "
             "as asked: that part of its times is the storage speed's, not its CPU's"
         )
     return (
-        f"the run waited on block I/O {waited}: that part of its times is this host's "
+        f"{IO_WAIT_LINE}{waited}: that part of its times is this host's "
         "storage's, not its CPU's (--read-bps, --write-bps, --read-iops and --write-iops "
         "set a device's storage speed)"
     )
 
 
-BURST_SLACK = 0.05
-"""How much faster than a byte rate allows a move must be to be said: 5 %, beyond the
-readings' own granularity (a phase's boundaries, the counters read at them)."""
-
-
-def throttle_burst(moved: int | None, seconds: float, rate: int | None) -> float | None:
-    """How much sooner ``moved`` bytes went in ``seconds`` than ``rate`` bytes a second allows
-    (the seconds a device at that speed takes at least beyond them); ``None`` where they went
-    no faster (:data:`BURST_SLACK`), or nothing moved or no rate was asked.
-
-    blk-throttle starts a group's first time slice with its budget whole, so a short read
-    goes through at the disk's own speed until the slice's bytes are spent: a storage user's
-    64 MiB load under ``--read-bps 150m``, which takes at least 0.427 s, took 0.343 s, and
-    a 32 MiB read under ``--read-bps 40m`` 0.76 s of its least 0.80 s, here (cgroup v1)."""
-    if not moved or rate is None or seconds < 0:
-        return None
-    least = moved / rate
-    return least - seconds if seconds < least * (1 - BURST_SLACK) else None
-
-
-def burst_lines(
-    what: str, io: tuple[int | None, int | None], seconds: float, limits: Limits
-) -> list[str]:
-    """The lines of :func:`throttle_burst` for ``what`` (``the run``, ``infer load``) that
-    read and wrote ``io`` bytes in ``seconds`` under ``limits``' byte rates."""
-    lines = []
-    for way, moved, rate in (("read", io[0], limits.read_bps), ("wrote", io[1], limits.write_bps)):
-        short = throttle_burst(moved, seconds, rate)
-        if short is None or moved is None or rate is None:
-            continue
-        lines.append(
-            f"{what} {way} {format_binary(moved)} in {format_seconds(seconds)}, faster than "
-            f"the {format_bandwidth(rate)} asked allows ({format_seconds(moved / rate)}): the "
-            "kernel's block throttle lets a first burst through at the disk's speed, so on "
-            f"a device at that speed it takes at least {format_seconds(short)} longer"
-        )
-    return lines
+def rates_held(limits: Limits, changed: Iterable[LimitChange]) -> Limits:
+    """``limits`` without the storage rates the workload changed during the run (a lifted
+    rule held nothing: no wait is its, no re-read is timed by it)."""
+    lifted = {c.limit for c in changed}
+    return dataclasses.replace(limits, **{s.key: None for s in STORAGE if s.key in lifted})

@@ -346,9 +346,12 @@ def profile(
             if gpu_limit is not None and result.gpu is None:
                 # The CLI holds --gpu-memory as a budget and fails its gate here (exit 3); a
                 # library caller has no gate, so the lost limit is said in the result.
+                hidden = selection == "none"  # hidden by --gpus none: nothing for doctor
+                why = "--gpus none measured no GPU" if hidden else "no GPU was measured"
+                hint = "" if hidden else " (edgeprof doctor lists the GPUs it can read)"
                 lost = (
-                    f"GPU memory limit {format_binary(gpu_limit)}: no GPU was measured, so the "
-                    "run was not held to it (edgeprof doctor lists the GPUs it can read)"
+                    f"GPU memory limit {format_binary(gpu_limit)}: {why}, so the run was not "
+                    f"held to it{hint}"
                 )
                 result = dataclasses.replace(result, warnings=(*result.warnings, lost))
             if unified_memory and result.gpu is None:

@@ -10,6 +10,7 @@ from ..analysis.fit_bounds import MIN_LIMIT, PAGE, slack
 from ..analysis.fit_times import LATENCY, Timing, median_time
 from ..analysis.need import OVERTURNED, RAISED, untouched, with_margin
 from ..measure.growth import rate
+from ..measure.io_stall import IO_WAIT_LINE
 from ..model import RunResult
 from ..sweeps.fit_outcome import FitOutcome, Probe
 from ..sweeps.fit_reference import setting
@@ -67,7 +68,18 @@ def _ends(runs: Sequence[RunResult]) -> str:
 
 
 def render_fit(outcomes: Sequence[FitOutcome]) -> str:
-    return "\n".join(_render_one(o) + _budget_line(o) + _contention(o) for o in outcomes)
+    return "\n".join(
+        _render_one(o) + _budget_line(o) + _contention(o) + _io_wait(o) for o in outcomes
+    )
+
+
+def _io_wait(o: FitOutcome) -> str:
+    """The unlimited runs' I/O wait line, as ``run`` says it under a run: a fit whose
+    workload waited on storage (a model read at ``--read-bps 20m``, 80 % of its wall time)
+    had shown its time and curve with nothing saying the time was the storage's."""
+    ref = o.reference[-1] if o.reference else None
+    said = [] if ref is None else [w for w in ref.warnings if w.startswith(IO_WAIT_LINE)]
+    return "".join(f"warning: unlimited: {w}\n" for w in said[:1])
 
 
 def _contention(o: FitOutcome) -> str:

@@ -284,6 +284,14 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
             f"the device's storage that this host's disk may hide{unseen}: edgeprof fit "
             "times the limit"
         ) + (f"; {floor}{_missed(f)}" if floor else "")
+    elif f.status is Headroom.SLOWED and f.reread_wait is not None and f.reread is not None:
+        said = (
+            f"slowed by re-reading: {_reread(f.reread)}, at the storage read speed asked: "
+            f"about {format_share(f.reread_wait)} of its wall time waiting on them, which no "
+            "memory stall counts" + (f" ({stall})" if stall else "")
+        )
+        said += f"; {floor}{_missed(f)}" if floor else ""
+        said += "; edgeprof fit finds the limit that does not slow it"
     elif f.status is Headroom.SLOWED:
         said = f"slowed, {stall}" + (f"; {_reread(f.reread)}" if f.reread else "")
         said += f"; {floor}{_missed(f)}" if floor else ""

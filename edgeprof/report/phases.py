@@ -14,8 +14,7 @@ from collections.abc import Sequence
 
 from ..analysis.overhead import overhead_marked
 from ..measure.inputs import MIN_INTERVAL_S
-from ..measure.io_stall import burst_lines
-from ..model import LatencyStats, Limits, PhaseStats, RunResult
+from ..model import LatencyStats, PhaseStats, RunResult
 from ..names import shown_name
 from ..units import format_binary, format_decimal, format_seconds, format_share
 from .cell_medians import aggregated, cell_latency, cell_marks, cell_phases, cell_runs, named_runs
@@ -57,14 +56,9 @@ def _phase_name(p: PhaseStats) -> str:
 
 def _phase_units(results: Sequence[RunResult]) -> list[tuple[str, list[PhaseStats]]]:
     """Each row name with its phases: a cell's medians where a cell has several runs."""
-    return [(label, phases) for label, phases, _ in _limited_units(results)]
-
-
-def _limited_units(results: Sequence[RunResult]) -> list[tuple[str, list[PhaseStats], Limits]]:
-    """:func:`_phase_units` with each one's limits (a cell's runs share theirs)."""
     if aggregated(results):
-        return [(label, cell_phases(runs), runs[0].limits) for label, runs in cell_runs(results)]
-    return [(label, list(r.phases), r.limits) for label, r in named_runs(results)]
+        return [(label, cell_phases(runs)) for label, runs in cell_runs(results)]
+    return [(label, list(r.phases)) for label, r in named_runs(results)]
 
 
 def phase_rows(results: Sequence[RunResult]) -> list[list[str]]:
@@ -109,18 +103,6 @@ def storage_rows(results: Sequence[RunResult]) -> list[list[str]]:
             read, written = format_decimal(p.io_read_bytes), format_decimal(p.io_write_bytes)
             rows.append([label, _phase_name(p), read, written, wait])
     return rows
-
-
-def burst_notes(results: Sequence[RunResult]) -> list[str]:
-    """The phases whose block I/O went faster than the byte rate asked allows
-    (:func:`~edgeprof.measure.io_stall.throttle_burst`): the load a user times on a fast
-    card is where the throttle's first burst hides."""
-    notes = []
-    for label, phases, limits in _limited_units(results):
-        for p in phases:
-            what = f"{label} {shown_name(p.name)}"
-            notes += burst_lines(what, (p.io_read_bytes, p.io_write_bytes), p.wall_s, limits)
-    return notes
 
 
 def _latency_row(label: str, phase: str, s: LatencyStats, held: bool) -> list[str]:
@@ -253,7 +235,7 @@ def section_tables(
         out.append(("Phases", PHASE_COLUMNS, phases, medians + unread + capped))
     storage = storage_rows(results)
     if storage:
-        out.append(("Storage by phase", STORAGE_COLUMNS, storage, burst_notes(results)))
+        out.append(("Storage by phase", STORAGE_COLUMNS, storage, []))
     marks, left_out = mark_rows(results)
     if marks:
         out.append(("Marks", MARK_COLUMNS, marks, left_out if phases else capped + left_out))

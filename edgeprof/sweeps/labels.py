@@ -3,9 +3,11 @@ directory names its runs get from them."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..cpu_units import parse_cpus, parse_cpuset
 from ..errors import ConfigError
@@ -43,13 +45,16 @@ def limit_settings(
         sets = [None if s is None else parse_cpuset(s) for s in sets_v]
     rates: list[list[int | None]] = []
     for limit in STORAGE:  # a card's speeds are a sweep's settings, as the CPU share is
+        values = listed((storage or {}).get(limit.key, ()), limit.option)
         with named(limit.option):
-            values = listed((storage or {}).get(limit.key, ()), limit.option)
             rates.append([None if v is None else limit.parse(v) for v in values] or [None])
-    speeds = list(itertools.product(*rates))
+    keys = [limit.key for limit in STORAGE]
+    speeds: list[dict[str, Any]] = [
+        dict(zip(keys, r, strict=True)) for r in itertools.product(*rates)
+    ]
     return tuple(
-        Limits(c, s, m, None, None, *r)  # the storage's in STORAGE's order, as Limits takes them
-        for c, s, m, r in itertools.product(counts or [None], sets, sizes or [None], speeds)
+        dataclasses.replace(Limits(cpus=c, cpuset=s, memory=m), **speed)
+        for c, s, m, speed in itertools.product(counts or [None], sets, sizes or [None], speeds)
     )
 
 

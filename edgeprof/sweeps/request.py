@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..analysis.budgets import Budgets, budgets_from_options
+from ..analysis.budgets import Budgets, budgets_from_options, gpu_budgets
 from ..analysis.cells import cell_order
 from ..backends import Backend
 from ..cpu_units import parse_cpu_period
 from ..errors import ConfigError
-from ..measure.gpu_select import check_selection
+from ..measure.gpu_select import check_selection, measures_no_gpu
 from ..measure.inputs import DEFAULT_INTERVAL_S, parse_times
 from ..measure.leases import CORES_BUSY
 from ..measure.runner import workload_dir as run_dir
@@ -325,7 +325,8 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     if budgets:  # recorded in sweep.json, for `report DIR` to check again
         plan = dataclasses.replace(plan, budgets=budgets.to_dict())
     if req.gpus == "none":
-        _measures_no_gpu(request.gpu_memory, budgets)
+        labels = {step.label or step.program for step in plan.steps()}
+        measures_no_gpu(gpu_budgets(budgets, labels, request.gpu_memory))
     if req.budgets.get("memory_need") is not None and not req.squeeze:
         raise ConfigError(
             "--max-memory-need gates the need a squeezed run measures: add --squeeze "
@@ -396,28 +397,6 @@ def _template_limits(given: RunRequest, tpl: EnvTemplate) -> tuple[tuple[str, st
         if value is not None and not typed:
             named.append((option, f"{tpl.path}:{tpl.lines.get(key, '?')}: {key}"))
     return tuple(named)
-
-
-GPU_BUDGETS = ("gpu_memory", "gpu_util", "energy", "energy_per_item")
-"""The budgets only a measured GPU can meet (:data:`~edgeprof.analysis.metrics.METRICS`)."""
-
-
-def _measures_no_gpu(gpu_memory: str | None, budgets: Budgets) -> None:
-    """Refuse a GPU budget beside ``--gpus none``, which hides every GPU: the run could only
-    fail it as not measured, and that failure had sent the user to ``doctor`` to find the
-    GPUs they had hidden themselves (a GPU-less user's)."""
-    given = [f"--gpu-memory {gpu_memory}"] if gpu_memory is not None else []
-    levels = [budgets.default, budgets.overrides, *budgets.models.values()]
-    keys = {k for level in levels for k in level if k in GPU_BUDGETS}
-    if gpu_memory is not None:
-        keys.discard("gpu_memory")  # --gpu-memory is that budget
-    given += [f"the {k} budget" for k in GPU_BUDGETS if k in keys]
-    if given:
-        them = "it" if len(given) == 1 else "them"
-        raise ConfigError(
-            f"--gpus none measures no GPU, so {' and '.join(given)} could only fail as not "
-            f"measured: leave {them} out, or give --gpus the GPUs to measure"
-        )
 
 
 def _with_device(req: RunRequest) -> tuple[RunRequest, list[str]]:

@@ -359,14 +359,48 @@ def test_a_load_before_flat_iterations_is_no_growth() -> None:
     then iterations that allocate nothing: a longer run (more iterations) needs no more."""
 
     def load_then_flat(t: float) -> float:
-        return leak(min(t, 5.5))  # rises to 5.5 s, then holds while the iterations run
+        # Rises to 5.5 s, then holds while the iterations run, the first of them allocating
+        # 1.8 MB once (a sweep user's first inference, which a MiB floor had warned of).
+        return leak(min(t, 5.5)) + (1.8e6 if t >= 5.55 else 0)
 
     spans = [(5.5 + k / 20, 5.5 + (k + 1) / 20) for k in range(10)]  # 5.5 s to 6.0 s
     assert memory_growth(series(load_then_flat), 6.0, None) is not None  # unknown: warned
     assert memory_growth(series(load_then_flat), 6.0, spans) is None
-    # Iterations that keep raising the peak after the load are still growth.
+    # Iterations that keep raising the peak after the load, long enough to tell, are still
+    # growth, at their own rate.
     def load_then_leak(t: float) -> float:
-        return leak(min(t, 5.0)) + (4 * MiB * (t - 5.0) / 0.1 if t > 5.0 else 0)
+        return leak(min(t, 3.5)) + (4 * MiB * (t - 3.5) if t > 3.5 else 0)
 
-    spans = [(5.0 + k / 10, 5.0 + (k + 1) / 10) for k in range(10)]
-    assert memory_growth(series(load_then_leak), 6.0, spans) is not None
+    spans = [(3.5 + k / 10, 3.5 + (k + 1) / 10) for k in range(25)]
+    g = memory_growth(series(load_then_leak), 6.0, spans)
+    assert g is not None and g.per_s == pytest.approx(4 * MiB)
+
+
+def test_a_leak_under_a_loads_passing_peak_is_still_growth() -> None:
+    """The load peaks at 500 MiB and settles at 300 MiB; the iterations then leak 5 MiB/s
+    for 18 s, to 390 MiB: under the load's peak all along, growing from where they began."""
+
+    def peak_then_leak(t: float) -> float:
+        if t < 1.0:
+            return 500 * MiB * t
+        if t < 2.0:
+            return 300 * MiB
+        return 300 * MiB + 5 * MiB * (t - 2.0)
+
+    spans = [(2.0 + k / 10, 2.0 + (k + 1) / 10) for k in range(180)]
+    g = memory_growth(series(peak_then_leak, 200), 20.0, spans)
+    assert g is not None and g.per_s == pytest.approx(5 * MiB)
+
+
+def test_fit_says_its_unlimited_runs_waited_on_storage() -> None:
+    """A fit under --read-bps whose unlimited runs waited on block I/O for most of their time
+    had shown the time and the curve with nothing saying it was the storage's."""
+    line = (
+        "the run waited on block I/O 5.31s (80.7% of its wall time), with the storage at read "
+        "20.0MiB/s as asked: that part of its times is the storage speed's, not its CPU's"
+    )
+    o = _fit_of(None)
+    waited = dataclasses.replace(o, reference=tuple(
+        dataclasses.replace(r, warnings=(*r.warnings, line)) for r in o.reference))  # fmt: skip
+    assert f"warning: unlimited: {line}\n" in render_fit([waited])
+    assert "waited on block I/O" not in render_fit([o])

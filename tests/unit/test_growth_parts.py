@@ -149,23 +149,25 @@ def test_iterations_after_the_rise_give_no_growth_per_iteration() -> None:
 
 
 def test_growth_per_iteration_needs_the_iterations_to_cover_most_of_the_window() -> None:
-    """ITERATIONS_COVER (3/4) of the 3.1 to 6.0 s window: iterations of 0.1 s from 3.9 s
-    cover 2.1 s (72 %), from 3.8 s 2.2 s (76 %)."""
+    """ITERATIONS_COVER (3/4) of the 3.1 to 6.0 s window: iterations of 0.1 s from the start
+    that end at 5.2 s cover 2.1 s of it (72 %), at 5.3 s 2.2 s (76 %).  (Iterations that
+    begin in the second half are judged over their own span: see the next test.)"""
     assert ITERATIONS_COVER == 0.75
 
-    def from_(first: int) -> list[tuple[float, float]]:
-        return [(i / 10, (i + 1) / 10) for i in range(first, 60)]
+    def to(last: int) -> list[tuple[float, float]]:
+        return [(i / 10, (i + 1) / 10) for i in range(last)]
 
-    g = memory_growth(series(leak), 6.0, from_(39))
+    g = memory_growth(series(leak), 6.0, to(52))
     assert g is not None and g.per_iteration is None
-    g = memory_growth(series(leak), 6.0, from_(38))
-    assert g is not None and g.per_iteration == pytest.approx(16 * MiB / 10)
+    g = memory_growth(series(leak), 6.0, to(53))
+    # The line over 3.1 to 5.3 s, over the 23 iterations that ended in it.
+    assert g is not None and g.per_iteration == pytest.approx(16 * MiB * 2.2 / 23)
 
 
 def test_growth_per_iteration_is_measured_over_the_iterations_own_span() -> None:
     """A 40 MiB load from 3.1 to 3.6 s, then iterations of 0.1 s leaking 0.4 MiB each to
-    6.0 s (83 % of the window): 0.4 MiB an iteration, not the window's line's rise (which
-    the load tilts) over the 24 iterations."""
+    6.0 s: they began in the run's second half, so their own span is judged (its second
+    half, 4.8 to 6.0 s): 0.4 MiB an iteration and 4 MiB a second, not the load's tilt."""
 
     def load_then_leak(t: float) -> float:
         return MiB * (10 + 80 * min(max(t - 3.1, 0.0), 0.5) + 4 * max(t - 3.6, 0.0))
@@ -173,7 +175,10 @@ def test_growth_per_iteration_is_measured_over_the_iterations_own_span() -> None
     spans = [(i / 10, (i + 1) / 10) for i in range(36, 60)]
     g = memory_growth(series(load_then_leak), 6.0, spans)
     assert g is not None
-    assert g.per_iteration == pytest.approx(0.4 * MiB)
-    # What it had been: the window's rise (2.9 s of the line) over the 24 iterations.
-    assert g.rise_bytes / 24 == pytest.approx(4 * MiB * 2.9 / 24)
+    assert g.per_s == pytest.approx(4 * MiB)
+    assert (g.from_s, g.to_s) == (4.8, 6.0)
+    # 1.2 s of the line over the 13 iterations that ended in it, one of them begun before
+    # it: within a tenth of the 0.4 MiB each leaked.
+    assert g.per_iteration == pytest.approx(4 * MiB * 1.2 / 13)
+    assert g.per_iteration == pytest.approx(0.4 * MiB, rel=0.1)
 

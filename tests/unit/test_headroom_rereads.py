@@ -106,3 +106,41 @@ def test_a_slowed_run_says_what_it_re_read_too() -> None:
         "it had been made to drop (refaults 134144); anon + shmem + kernel 6.1MiB; "
         "edgeprof fit finds the limit that does not slow it"
     )
+
+
+def test_re_reads_at_the_device_read_speed_asked_are_slowed_by_their_measured_wait() -> None:
+    """Under --read-bps the re-reads' time is the device's storage's, measured: a user's
+    memory-mapped 128 MiB model under --memory 100m --read-bps 20m re-read 256 MiB of the
+    384 MiB it read, waited on block I/O 12.57 s of 19.1 s, and had been told it "fits at
+    the limit only by re-reading … which this host's disk may hide"."""
+    from edgeprof.analysis.rereads import reread_wait
+    from edgeprof.model import LimitChange, Limits
+
+    refaults = 65558  # 256.1 MiB
+    r = at_limit(refaults, stall=0.038, wall=19.1, read=384 * MIB)
+    r = dataclasses.replace(
+        r,
+        limits=Limits(memory=LIMIT, read_bps="20m"),
+        io=dataclasses.replace(r.io, stall_s=12.57),
+    )
+    f = limit_fit(r)
+    assert f is not None and f.status is Headroom.SLOWED and f.reread is not None
+    share = 12.57 * (refaults * PAGE / (384 * MIB)) / 19.1  # 43.9 %
+    assert f.reread_wait is not None and abs(f.reread_wait - share) < 1e-9
+    said = headroom(f)
+    assert said is not None and said.startswith(
+        "memory limit 256.0MiB: slowed by re-reading: it re-read 256.1MiB it had been made to "
+        "drop (refaults 65558; 384.0MiB read from storage in all), at the storage read speed "
+        "asked: about 43.9% of its wall time waiting on them, which no memory stall counts"
+    ), said
+    assert "may hide" not in said
+    # On this host's own disk (no read speed asked), or a read rate the workload lifted: the
+    # host's disk may hide it, as before.
+    free = dataclasses.replace(r, limits=Limits(memory=LIMIT))
+    assert (g := limit_fit(free)) is not None and g.status is Headroom.REREAD
+    lifted = dataclasses.replace(r, limits_changed=(LimitChange("read_bps", 20 * MIB, None),))
+    assert (h := limit_fit(lifted)) is not None and h.status is Headroom.REREAD
+    assert f.reread is not None and reread_wait(lifted, f.reread) is None
+    # A wait too small to slow it (under 5 % of the wall time) keeps "only by re-reading".
+    quick = dataclasses.replace(r, io=dataclasses.replace(r.io, stall_s=0.5))
+    assert (q := limit_fit(quick)) is not None and q.status is Headroom.REREAD

@@ -17,9 +17,8 @@ from .test_storage_speed import RUN
     ("args", "said"),
     [(["--gpu-memory", "1g"], "--gpus none measures no GPU, so --gpu-memory 1g could only "
       "fail as not measured: leave it out, or give --gpus the GPUs to measure"),
-     (["--max-gpu-memory", "1g", "--max-energy", "5J"], "--gpus none measures no GPU, so the "
-      "gpu_memory budget and the energy budget could only fail as not measured: leave them "
-      "out")],
+     (["--max-gpu-memory", "1g", "--max-energy", "5J"], "--gpus none measures no GPU, so "
+      "--max-gpu-memory and --max-energy could only fail as not measured: leave them out")],
 )  # fmt: skip
 def test_a_gpu_budget_beside_gpus_none_is_refused(
     tmp_path: Path, capfd: pytest.CaptureFixture[str], args: list[str], said: str
@@ -40,7 +39,37 @@ def test_a_budget_file_gpu_budget_beside_gpus_none_is_refused(
     budgets.write_text("default:\n  energy: 5J\n")
     argv = [*RUN, "--gpus", "none", "--budgets", str(budgets), "--", "true"]
     assert main(argv) == 2
-    assert "so the energy budget could only fail" in capfd.readouterr().err
+    assert f"so {budgets}'s energy could only fail" in capfd.readouterr().err
+    # A shared file's budget of another model is not this run's: it runs.
+    budgets.write_text("models:\n  detector_gpu.onnx:\n    energy: 5J\n")
+    assert main(argv) == 0
+    # That model's own run is held to it, and refused.
+    named = [*RUN, "--gpus", "none", "--budgets", str(budgets), "--name", "detector_gpu.onnx"]
+    assert main([*named, "--", "true"]) == 2
+    assert f"so {budgets}'s energy could only fail" in capfd.readouterr().err
+
+
+def test_bench_refuses_a_gpu_budget_beside_gpus_none(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "b"
+    argv = ["bench", "m.py:f", "--gpus", "none", "--gpu-memory", "1g", "--out", str(out)]
+    assert main(argv) == 2
+    assert "--gpus none measures no GPU, so --gpu-memory 1g could only fail" in (
+        capfd.readouterr().err
+    )
+    assert not out.exists()
+
+
+def test_a_gpu_memory_limit_hidden_by_gpus_none_sends_no_one_to_doctor() -> None:
+    """The library has no gate: its result says why the limit held nothing."""
+    import edgeprof
+    from tests.fakes import FakeBackend
+
+    r = edgeprof.profile(["true"], backend=FakeBackend(), gpus="none", gpu_memory="1g")
+    assert r.warnings[-1] == (
+        "GPU memory limit 1.0GiB: --gpus none measured no GPU, so the run was not held to it"
+    )
 
 
 def test_a_unified_memory_device_without_a_gpu_says_its_verdict_is_the_hosts(
@@ -68,7 +97,7 @@ def test_a_recipe_whose_parts_ask_no_gpu_says_so_of_the_merges_gpu_budget() -> N
     gated = [*run, "--gpu-memory", "1g", "--max-energy", "5J", "--", "python", "infer.py"]
     files, _ = render_recipe("slurm", 2, gated, {}, notes=notes)
     assert notes == [
-        "the merge gates --gpu-memory 1g and the energy budget, but the parts ask their engine "
+        "the merge gates --gpu-memory 1g and --max-energy, but the parts ask their engine "
         "for no GPU (no --gpus N): a part its engine gives none fails it as not measured; give "
         "--gpus N"
     ]
@@ -76,6 +105,23 @@ def test_a_recipe_whose_parts_ask_no_gpu_says_so_of_the_merges_gpu_budget() -> N
     notes = []
     files, _ = render_recipe("slurm", 2, [*gated[:-3], "--gpus", "1", *gated[-3:]], {}, notes=notes)
     assert notes == [] and "#SBATCH --gres=gpu:1" in files["part.sbatch"]
+
+
+def test_a_recipe_says_so_of_a_models_own_gpu_budget(tmp_path: Path) -> None:
+    from edgeprof.cli.recipe import render_recipe
+
+    budgets = tmp_path / "b.yml"
+    budgets.write_text("models:\n  m.onnx:\n    energy: 5J\n")
+    run = ["--repeat", "2", "--cpus", "1", "--memory", "1g", "--budgets", str(budgets)]
+    notes: list[str] = []
+    render_recipe("slurm", 2, [*run, "-m", "m.onnx", "--", "python", "infer.py"], {}, notes=notes)
+    assert notes == [
+        f"the merge gates {budgets}'s energy, but the parts ask their engine for no GPU (no "
+        "--gpus N): a part its engine gives none fails it as not measured; give --gpus N"
+    ]
+    notes = []  # another model's budget: not this sweep's
+    render_recipe("slurm", 2, [*run, "-m", "x.onnx", "--", "python", "infer.py"], {}, notes=notes)
+    assert notes == []
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,6 @@ phase's rise of them (read, written, waited), and the ``Storage by phase`` table
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 
@@ -148,31 +147,3 @@ def test_a_whole_io_column_in_order_is_its_own_series() -> None:
     shuffled = Timeline(t=[1.0, 0.0, 2.0], cpu=[0.0] * 3, mem=[0] * 3,
                         io={"read": [10.0, 0.0, 30.0]})  # fmt: skip
     assert shuffled.rise("read", 0.5, 1.5) == 15.0
-
-
-def test_a_read_faster_than_its_rate_allows_is_said_of_the_run_and_its_phase() -> None:
-    """blk-throttle's first slice: a storage user's 64 MiB load under --read-bps 150m (at
-    least 0.427 s) took 0.343 s, and the run's I/O line had said "as asked" alone."""
-    from edgeprof.measure.io_stall import BURST_SLACK, burst_lines, throttle_burst
-    from edgeprof.model import Limits
-
-    rate = 150 * MiB
-    assert throttle_burst(64 * MiB, 0.343, rate) == pytest.approx(64 / 150 - 0.343)
-    assert throttle_burst(64 * MiB, 0.43, rate) is None  # no faster than allowed
-    least = 64 / 150
-    assert throttle_burst(64 * MiB, least * (1 - BURST_SLACK) + 1e-6, rate) is None
-    assert throttle_burst(0, 0.1, rate) is None and throttle_burst(MiB, 0.1, None) is None
-    lim = Limits(read_bps="150m", write_bps="1m")
-    assert burst_lines("the run", (64 * MiB, 0), 0.343, lim) == [
-        "the run read 64.0MiB in 343.0ms, faster than the 150.0MiB/s asked allows (426.7ms): "
-        "the kernel's block throttle lets a first burst through at the disk's speed, so on a "
-        "device at that speed it takes at least 83.7ms longer"
-    ]
-    load = dataclasses.replace(_phase("load", 64 * MiB, 0, 0.2), wall_s=0.343)
-    r = make_result(phases=(load, _phase("infer", 0, 0, 0.0)), limits=lim)
-    text = render_plain([r])
-    assert f"{r.label} load read 64.0MiB in 343.0ms, faster than the 150.0MiB/s" in text, text
-    assert "infer read" not in text
-    # At the rate's pace, nothing is said.
-    slow = dataclasses.replace(load, wall_s=0.5)
-    assert "faster than" not in render_plain([make_result(phases=(slow,), limits=lim)])

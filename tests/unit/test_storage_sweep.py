@@ -45,7 +45,7 @@ def test_storage_lists_are_the_product_after_the_memory() -> None:
 
 @pytest.mark.parametrize(
     ("storage", "said"),
-    [({"read_bps": ["10m,,40m"]}, "--read-bps '10m,,40m': empty value in the list"),
+    [({"read_bps": ["10m,,40m"]}, "^--read-bps '10m,,40m': empty value in the list$"),
      ({"read_iops": ["1500,0"]}, "^--read-iops: invalid read IOPS limit '0'"),
      ({"write_bps": ["fast"]}, "^--write-bps: invalid write rate 'fast'"),
      ({"read_bps": ["10m,10m"]}, "'read=10.0MiB/s' is listed twice")],
@@ -121,3 +121,21 @@ def test_one_setting_commands_refuse_a_storage_list(
     err = capfd.readouterr().err
     assert said in err, err
     assert not out.exists()
+
+
+def test_compare_takes_a_setting_as_the_limits_column_writes_it() -> None:
+    """``read-iops=4000 IOPS``, copied from a table (or the hint below), had been refused as
+    "invalid read IOPS limit '4000 IOPS'"; the hint had named two of a sweep's settings."""
+    from edgeprof.analysis.cells import in_setting, setting_spec
+    from edgeprof.analysis.regression import compare_results
+
+    from .gating_helpers import run
+
+    label = Limits(read_bps="9.5m", read_iops=4000).describe()
+    assert in_setting(label, setting_spec("read=9.5MiB/s, read-iops=4000 IOPS"))
+    assert not in_setting(label, setting_spec("read-iops=1500 IOPS"))
+    sweep = [run(cpus=c) for c in (1, 2, 4)]
+    with pytest.raises(ConfigError) as err:
+        compare_results(sweep, [run(cpus=1)], match_limits=False)
+    said = str(err.value)
+    assert all(f"cpus={c}, memory=1.0GiB" in said for c in (1, 2, 4)), said
