@@ -27,10 +27,6 @@ stall's (:data:`~edgeprof.measure.memory.STALL_WARN_FRACTION`, 5 %), so that a r
 time went to storage is told so at the share a run slowed by its memory limit is."""
 
 
-IO_WAIT_LINE = "the run waited on block I/O "
-"""How the run's I/O wait line starts: ``fit`` finds its unlimited runs' by it."""
-
-
 def io_stall_share(io: IoStats, wall_s: float) -> float | None:
     """The share of the run's wall time some of its tasks waited on block I/O (``stall_s``
     over ``wall_s``), when it is over :data:`IO_STALL_WARN_FRACTION`; ``None`` under it or
@@ -61,11 +57,11 @@ def io_stall_warning(io: IoStats, wall_s: float, limits: Limits | None = None) -
     rates = [f"{s.way} {s.format(rate)}" for s, rate in asked]
     if rates:
         return (
-            f"{IO_WAIT_LINE}{waited}, with the storage at {' and '.join(rates)} "
+            f"the run waited on block I/O {waited}, with the storage at {' and '.join(rates)} "
             "as asked: that part of its times is the storage speed's, not its CPU's"
         )
     return (
-        f"{IO_WAIT_LINE}{waited}: that part of its times is this host's "
+        f"the run waited on block I/O {waited}: that part of its times is this host's "
         "storage's, not its CPU's (--read-bps, --write-bps, --read-iops and --write-iops "
         "set a device's storage speed)"
     )

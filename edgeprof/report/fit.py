@@ -10,7 +10,7 @@ from ..analysis.fit_bounds import MIN_LIMIT, PAGE, slack
 from ..analysis.fit_times import LATENCY, Timing, median_time
 from ..analysis.need import OVERTURNED, RAISED, untouched, with_margin
 from ..measure.growth import rate
-from ..measure.io_stall import IO_WAIT_LINE
+from ..measure.io_stall import io_stall_warning, rates_held
 from ..model import RunResult
 from ..sweeps.fit_outcome import FitOutcome, Probe
 from ..sweeps.fit_reference import setting
@@ -74,12 +74,15 @@ def render_fit(outcomes: Sequence[FitOutcome]) -> str:
 
 
 def _io_wait(o: FitOutcome) -> str:
-    """The unlimited runs' I/O wait line, as ``run`` says it under a run: a fit whose
-    workload waited on storage (a model read at ``--read-bps 20m``, 80 % of its wall time)
-    had shown its time and curve with nothing saying the time was the storage's."""
+    """The unlimited runs' I/O wait line, as ``run`` says it under a run (read from the last
+    one's counters): a fit whose workload waited on storage (a model read at ``--read-bps
+    20m``, 80 % of its wall time) had shown its time and curve with nothing saying the time
+    was the storage's."""
     ref = o.reference[-1] if o.reference else None
-    said = [] if ref is None else [w for w in ref.warnings if w.startswith(IO_WAIT_LINE)]
-    return "".join(f"warning: unlimited: {w}\n" for w in said[:1])
+    if ref is None:
+        return ""
+    said = io_stall_warning(ref.io, ref.wall_s, rates_held(ref.limits, ref.limits_changed))
+    return "" if said is None else f"warning: unlimited: {said}\n"
 
 
 def _contention(o: FitOutcome) -> str:

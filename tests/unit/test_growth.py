@@ -399,8 +399,13 @@ def test_fit_says_its_unlimited_runs_waited_on_storage() -> None:
         "the run waited on block I/O 5.31s (80.7% of its wall time), with the storage at read "
         "20.0MiB/s as asked: that part of its times is the storage speed's, not its CPU's"
     )
+    from edgeprof.model import Limits
+
     o = _fit_of(None)
-    waited = dataclasses.replace(o, reference=tuple(
-        dataclasses.replace(r, warnings=(*r.warnings, line)) for r in o.reference))  # fmt: skip
+    ref = o.reference[0]
+    # From the unlimited run's own counters: 5.31 s of I/O pressure in 6.58 s at 20 MiB/s.
+    io = dataclasses.replace(ref.io, stall_s=5.31)
+    slowed = dataclasses.replace(ref, io=io, wall_s=6.58, limits=Limits(read_bps="20m"))
+    waited = dataclasses.replace(o, reference=(slowed,))
     assert f"warning: unlimited: {line}\n" in render_fit([waited])
     assert "waited on block I/O" not in render_fit([o])
