@@ -133,11 +133,18 @@ def read_text(path: Path) -> str:
 
 
 def read_optional(path: Path) -> str | None:
+    """``path``'s text, or ``None`` where the file is not there or its group is being
+    removed: a group removed between finding it and reading it answers ENODEV, not ENOENT
+    (``kernfs_fop_read_iter``: ``kernfs_get_active`` fails on a deactivated node). A
+    container's scope, gone at its end, made a run under Docker's systemd driver exit 2 on
+    "cannot read …/cgroup.procs: No such device" in a CI run."""
     try:
         return path.read_text()
     except FileNotFoundError:
         return None
     except OSError as exc:
+        if exc.errno == errno.ENODEV:
+            return None
         raise BackendError(f"cannot read {path}: {exc.strerror}") from exc
 
 

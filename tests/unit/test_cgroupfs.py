@@ -207,6 +207,25 @@ def test_read_text_and_optional(tmp_path: Path) -> None:
         fs.read_text(tmp_path / "nope")
 
 
+def test_a_group_removed_while_read_reads_as_absent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kernfs answers ENODEV for a node removed under an open (a container's scope at its
+    end): optional reads see no file; a required read and any other error still fail."""
+
+    def raising(code: int) -> object:
+        def read_text(self: Path) -> str:
+            raise OSError(code, os.strerror(code))
+
+        return read_text
+
+    monkeypatch.setattr(Path, "read_text", raising(errno.ENODEV))
+    assert fs.read_optional(Path("/sys/fs/cgroup/gone.scope/cgroup.procs")) is None
+    with pytest.raises(BackendError, match="No such device"):
+        fs.read_text(Path("/sys/fs/cgroup/gone.scope/cgroup.procs"))
+    monkeypatch.setattr(Path, "read_text", raising(errno.EACCES))
+    with pytest.raises(BackendError, match="Permission denied"):
+        fs.read_optional(Path("/sys/fs/cgroup/x/cgroup.procs"))
+
+
 def test_remove_tree_deepest_first(tmp_path: Path) -> None:
     a = tmp_path / "a"
     b = a / "b"
