@@ -59,12 +59,20 @@ def doctor(
             help="Also check that this interpreter (the workload's) can import edgeprof.",
         ),
     ] = None,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the findings as a JSON list: topic, ok (true, false: missing, null: "
+            "information), detail, fix.",
+        ),
+    ] = False,
 ) -> None:
     """Show what this host offers each backend and how to fix what is missing."""
     import os
 
     from ..errors import ConfigError
-    from ..measure.doctor import diagnose, render
+    from ..measure.doctor import diagnose, render, render_json
     from ..measure.inputs import check_command
 
     if python is not None:  # a wrong path is a usage error, as `run -- /nonexistent` is
@@ -74,7 +82,8 @@ def doctor(
             raise ConfigError(f"--python: {exc}") from None
     from ..analysis.environment import environment_findings
 
-    sys.stdout.write(render([*diagnose(python=python), *environment_findings()]))
+    findings = [*diagnose(python=python), *environment_findings()]
+    sys.stdout.write((render_json if json_out else render)(findings))
 
 
 def bench(

@@ -406,6 +406,15 @@ def render(findings: list[Finding]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_json(findings: list[Finding]) -> str:
+    """The findings as a JSON list, in :func:`render`'s order, for a CI step that checks
+    one (``ok`` is ``false`` where something is missing and ``fix`` says what to do)."""
+    import dataclasses
+    import json
+
+    return json.dumps([dataclasses.asdict(x) for x in findings], indent=2) + "\n"
+
+
 def _docker() -> list[Finding]:
     from ..backends.docker import DockerBackend
 

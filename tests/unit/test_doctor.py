@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
+
+from edgeprof.cli import main
+from edgeprof.measure import doctor
 from edgeprof.measure.doctor import Finding, _mounts, render, storage_speed
 
 
@@ -62,3 +67,31 @@ def test_storage_speed_names_the_disks_a_rate_slows(tmp_path: Path) -> None:
         "--read-bps, --write-bps, --read-iops and --write-iops slow every disk: sda (8:0), "
         "vda (254:0)"
     )
+
+
+def test_json_lists_every_finding_with_its_fix(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``doctor --json``: the findings the text report shows, in its order, each with its
+    state (true, false: missing, null: information) and fix, for a CI step to check one."""
+    found = [
+        Finding("kernel", None, "Linux 6.1"),
+        Finding("cgroup v2", True, "run groups under /sys/fs/cgroup/edgeprof"),
+        Finding("docker", False, "cannot reach the Docker daemon", "start dockerd"),
+    ]
+    monkeypatch.setattr(doctor, "diagnose", lambda python=None: found[:2])
+    monkeypatch.setattr(
+        "edgeprof.analysis.environment.environment_findings", lambda: found[2:]
+    )
+    assert main(["doctor", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out == [
+        {"topic": "kernel", "ok": None, "detail": "Linux 6.1", "fix": None},
+        {"topic": "cgroup v2", "ok": True, "detail": found[1].detail, "fix": None},
+        {"topic": "docker", "ok": False, "detail": found[2].detail, "fix": "start dockerd"},
+    ]
+    assert main(["doctor"]) == 0
+    text = capsys.readouterr().out
+    assert [line[7:].split(":")[0] for line in text.splitlines() if line.startswith("[")] == [
+        "kernel", "cgroup v2", "docker"
+    ]
