@@ -115,14 +115,15 @@ def decimal_looking(text: object) -> tuple[str, str, int] | None:
     return m.group(1), f"{m.group(2).upper()}B", int(Fraction(m.group(1)) * factor)
 
 
-def parse_memory_limit(text: str, option: str | None = None) -> int:
+def parse_memory_limit(text: str, option: str | None = None, what: str = "memory limit") -> int:
     """A memory limit: a size of at least 6 MiB (Docker's floor; below it nothing starts).
-    ``option``: the option it came from, named in the error.  ``0`` is below that minimum
-    too (it had been "must be at least 1 byte", not the limit's real floor)."""
+    ``option``: the option it came from, named in the error; ``what``: the size's name in
+    it (``--gpu-memory 5m`` had been told of a "memory limit", the host's).  ``0`` is below
+    that minimum too (it had been "must be at least 1 byte", not the limit's real floor)."""
     try:
         value = _size_bytes(text)
         if value < 6 * 2**20:
-            said = f"memory limit {shown(text)} is below the minimum of 6m"
+            said = f"{what} {shown(text)} is below the minimum of 6m"
             raise ConfigError(said + _bytes_hint(text))
     except ConfigError as exc:
         if option is None:

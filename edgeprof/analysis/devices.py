@@ -351,7 +351,8 @@ def _size(e: Mapping[str, Any], key: str, bad: Any) -> int | None:
     if not isinstance(v, str | int) or isinstance(v, bool):
         raise bad(key, "expected a size such as 4g")
     try:
-        return parse_memory_limit(v if isinstance(v, str) else f"{v}b")
+        what = "GPU memory" if key == "gpu_memory" else "memory limit"
+        return parse_memory_limit(v if isinstance(v, str) else f"{v}b", what=what)
     except ConfigError as exc:
         raise bad(key, str(exc)) from None
 

@@ -178,7 +178,8 @@ def bench(
         with named("--kill-grace"):
             parse_duration(kill_grace, "kill grace")
     if gpu_memory is not None:
-        parse_memory_limit(gpu_memory, "--gpu-memory")  # before it is read as a budget
+        # Before it is read as a budget.
+        parse_memory_limit(gpu_memory, "--gpu-memory", "GPU memory")
         if gpu_memory.strip().isdigit():  # bare bytes: a budget refuses a unit left out
             gpu_memory = f"{gpu_memory.strip()}b"
         if gpus is not None and gpus.strip() == "none":  # as run refuses it

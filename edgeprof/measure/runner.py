@@ -202,7 +202,9 @@ def profile(
     if not command[0]:
         raise ConfigError(f"command {list(command)!r}: the program is an empty string")
     selection = None if gpus is None else check_selection(gpus)
-    gpu_limit = None if gpu_memory is None else parse_memory_limit(str(gpu_memory))
+    gpu_limit = (
+        None if gpu_memory is None else parse_memory_limit(str(gpu_memory), what="GPU memory")
+    )
     if gpu_limit is not None and not unified_memory:
         user_env = {GPU_MEMORY_ENV: str(gpu_limit), **user_env}
     be = get_backend(backend, cgroup_parent=cgroup_parent)

@@ -305,7 +305,8 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     if req.gpus is not None:
         req = dataclasses.replace(req, gpus=check_selection(req.gpus))
     if req.gpu_memory is not None:
-        parse_memory_limit(req.gpu_memory, "--gpu-memory")  # a bad size: one line, at once
+        # A bad size: one line, at once.
+        parse_memory_limit(req.gpu_memory, "--gpu-memory", "GPU memory")
     repeat, auto = repeats(req.repeat, req.min_runs, req.max_runs, req.target)
     plan = SweepPlan(
         command=req.command,

@@ -314,6 +314,14 @@ def test_an_empty_value_is_refused(
             "is bytes); did you mean 64m?",
         ),
         (["run", "--memory", "5"], "--memory: memory limit '5' is below the minimum of 6m"),
+        # The GPU's memory is named as such (it had been told of a "memory limit", the
+        # host's, in run, bench and a catalog's gpu_memory alike).
+        (["run", "--gpu-memory", "5m"], "--gpu-memory: GPU memory '5m' is below the minimum of 6m"),
+        (
+            ["run", "--gpu-memory", "512"],
+            "--gpu-memory: GPU memory '512' is below the minimum of 6m (a number without a unit "
+            "is bytes); did you mean 512m?",
+        ),
         (["fit", "--resolution", "0"], "--resolution: invalid size '0': must be at least 1 byte"),
         (
             ["fit", "--max-memory-need", "0"],
