@@ -57,12 +57,21 @@ static void parse_kv(const char *p, const char *end, const cg_file *f, long long
     }
 }
 
+/* Whether the line at p (up to eol) is of a disk in f->keys: its first word is one. */
+static int skipped_disk(const char *p, const char *eol, const cg_file *f) {
+    const char *sp = memchr(p, ' ', (size_t)(eol - p));
+    size_t len = (size_t)((sp ? sp : eol) - p);
+    for (int i = 0; i < f->nkeys; i++)
+        if (strlen(f->keys[i]) == len && memcmp(f->keys[i], p, len) == 0) return 1;
+    return 0;
+}
+
 /* io.stat: "8:0 rbytes=1 wbytes=2 rios=3 ..." per device. */
 static void parse_iostat(const char *p, const char *end, const cg_file *f, long long *out) {
     long long r = 0, w = 0;
     while (p < end) {
         const char *eol = line_end(p, end);
-        const char *q = p;
+        const char *q = skipped_disk(p, eol, f) ? eol : p;
         while (q < eol) {
             const char *tok_end = memchr(q, ' ', (size_t)(eol - q));
             if (!tok_end) tok_end = eol;
@@ -86,7 +95,7 @@ static void parse_blkio(const char *p, const char *end, const cg_file *f, long l
     while (p < end) {
         const char *eol = line_end(p, end);
         const char *sp1 = memchr(p, ' ', (size_t)(eol - p));
-        if (sp1) {
+        if (sp1 && !skipped_disk(p, eol, f)) {
             const char *op = sp1 + 1;
             const char *sp2 = memchr(op, ' ', (size_t)(eol - op));
             long long v;

@@ -15,6 +15,7 @@ enum cg_kind {
     CG_KV = 1,     /* "key value" lines: out[slot + i] = value of keys[i]               */
     CG_IOSTAT = 2, /* v2 io.stat: out[slot] = sum rbytes=, out[slot + 1] = sum wbytes=  */
     CG_BLKIO = 3,  /* v1 blkio: out[slot] = sum of "<dev> Read N", out[slot + 1] = Write */
+                   /* (both summed over the disks not named in keys[], "MAJ:MIN")       */
     CG_PSI = 4     /* pressure: out[slot] = "some ... total=N", out[slot + 1] = "full" one */
 };
 

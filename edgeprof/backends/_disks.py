@@ -5,6 +5,8 @@ a partition takes no rule (v2's ``io.max`` refuses one), and its I/O is its disk
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -13,6 +15,9 @@ from ..model import Limits
 from . import cgroupfs as fs
 
 SYS_BLOCK = Path("/sys/block")
+SYS_DEV_BLOCK = Path("/sys/dev/block")
+"""Every block device, partitions too, by ``MAJ:MIN``."""
+MOUNTINFO = Path("/proc/self/mountinfo")
 
 
 def buffered_writes(lim: Limits) -> str | None:
@@ -46,6 +51,61 @@ def disks(sys_block: Path = SYS_BLOCK) -> list[Disk]:
             continue
         found.append(Disk(dev.parent.name, fs.read_text(dev).strip()))
     return found
+
+
+def passed_on(
+    sys_block: Path = SYS_BLOCK,
+    sys_dev_block: Path = SYS_DEV_BLOCK,
+    mountinfo: Path = MOUNTINFO,
+) -> tuple[str, ...]:
+    """The disks (``MAJ:MIN``) that pass their I/O on to another disk, which counts it
+    again: a run's block I/O is summed over the others.  A device-mapper or md device
+    lists the disks below it in ``slaves/`` (LVM, LUKS, RAID); a loop device's reads go to
+    its backing file, and where that file lives on a disk, that disk's counters have them
+    (measured: a cold read of 32 MiB from a file system on a loop device counted 64.2 MiB,
+    the loop's 32 and the disk's 32 behind it).  A loop device whose file is on no disk
+    (tmpfs) is the only disk its reads touch, and is counted.  What the sum then says is
+    what the host's disks moved: two mirrors' writes are both counted."""
+    out = []
+    for dev in sorted(sys_block.glob("*/dev")):
+        disk = dev.parent
+        if any((disk / "slaves").glob("*")) or _backing_on_a_disk(disk, sys_dev_block, mountinfo):
+            out.append(fs.read_text(dev).strip())
+    return tuple(out)
+
+
+def _backing_on_a_disk(disk: Path, sys_dev_block: Path, mountinfo: Path) -> bool:
+    """Whether ``disk`` is a loop device whose backing file is on a block device: its file
+    system's device is one, or (btrfs, whose files have an anonymous device number) its
+    mount's source is."""
+    backing = (fs.read_optional(disk / "loop" / "backing_file") or "").strip()
+    if not backing:
+        return False
+    try:
+        st = os.stat(backing)  # a deleted file ("… (deleted)") or another namespace's: no
+    except OSError:
+        return False
+    if (sys_dev_block / f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}").exists():
+        return True
+    source = _mount_source(os.path.realpath(backing), fs.read_optional(mountinfo) or "")
+    try:
+        return source is not None and stat.S_ISBLK(os.stat(source).st_mode)
+    except OSError:
+        return False
+
+
+def _mount_source(path: str, mountinfo: str) -> str | None:
+    """The source of the mount ``path`` is under (the longest mount point above it)."""
+    best, source = "", None
+    for line in mountinfo.splitlines():
+        fields, _, tail = line.partition(" - ")
+        parts, rest = fields.split(), tail.split()
+        if len(parts) < 5 or len(rest) < 2:
+            continue
+        where = parts[4].replace("\\040", " ")
+        if (path == where or path.startswith(where.rstrip("/") + "/")) and len(where) >= len(best):
+            best, source = where, rest[1]
+    return source
 
 
 def storage_limits(lim: Limits) -> str:

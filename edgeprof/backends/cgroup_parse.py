@@ -5,6 +5,7 @@ native helper, which parses the same formats: ``native/cgstat.c``)."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Collection
 
 
 def parse_int(text: str) -> int:
@@ -26,11 +27,15 @@ def parse_kv(text: str) -> dict[str, int]:
     return out
 
 
-def parse_io_stat(text: str) -> tuple[int, int]:
-    """cgroup v2 ``io.stat`` → (read bytes, written bytes) summed over devices."""
+def parse_io_stat(text: str, skip: Collection[str] = ()) -> tuple[int, int]:
+    """cgroup v2 ``io.stat`` → (read bytes, written bytes) summed over devices, less those
+    in ``skip`` (``MAJ:MIN``)."""
     rbytes = wbytes = 0
     for line in text.splitlines():
-        for field in line.split()[1:]:
+        dev, *fields = line.split() or [""]
+        if dev in skip:
+            continue
+        for field in fields:
             key, _, value = field.partition("=")
             if key == "rbytes":
                 rbytes += int(value)
@@ -53,12 +58,13 @@ def parse_psi(text: str) -> tuple[int | None, int | None]:
     return totals.get("some"), totals.get("full")
 
 
-def parse_blkio(text: str) -> tuple[int, int]:
-    """cgroup v1 ``blkio.*io_service_bytes*`` → (read, write) summed over devices."""
+def parse_blkio(text: str, skip: Collection[str] = ()) -> tuple[int, int]:
+    """cgroup v1 ``blkio.*io_service_bytes*`` → (read, write) summed over devices, less
+    those in ``skip`` (``MAJ:MIN``)."""
     rbytes = wbytes = 0
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) == 3:
+        if len(parts) == 3 and parts[0] not in skip:
             if parts[1] == "Read":
                 rbytes += int(parts[2])
             elif parts[1] == "Write":

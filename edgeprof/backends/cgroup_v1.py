@@ -20,7 +20,7 @@ from ..model import STORAGE, RunSpec
 from . import cgroupfs as fs
 from ._cgroup_common import ceilings, missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod, LimitFiles
-from ._disks import buffered_writes, disks, no_disk, rate_option
+from ._disks import buffered_writes, disks, no_disk, passed_on, rate_option
 from ._peak_reset import SharedPeakReset
 from .base import Backend
 from .capabilities import CleanupScope
@@ -118,14 +118,15 @@ def cgroup_mounts(mountinfo: Path) -> list[Path]:
 
 
 def counter_sources(
-    dirs: Mapping[str, Path], disable: frozenset[str] = frozenset()
+    dirs: Mapping[str, Path], disable: frozenset[str] = frozenset(), stacked: tuple[str, ...] = ()
 ) -> list[Source]:
     """The counter files of a run's v1 groups, for a :class:`CounterSet`.
 
     ``dirs``: {controller: the group's directory in that controller's hierarchy}; a
     controller without one gives no counters.  Used by this backend for its run groups and
     by the Docker backend for the parent groups of its containers.  ``disable``: file names
-    to leave out (tests of older kernels).
+    to leave out (tests of older kernels); ``stacked``: the disks whose I/O is counted again
+    below them (:func:`._disks.passed_on`).
     """
 
     def at(
@@ -133,7 +134,8 @@ def counter_sources(
     ) -> list[Source]:
         if key not in dirs or name in disable:
             return []
-        return [Source(dirs[key] / name, kind, fields, per_sample)]
+        skip = stacked if kind is Kind.BLKIO else ()
+        return [Source(dirs[key] / name, kind, fields, per_sample, skip)]
 
     ns = 1000  # v1 counts CPU time in ns; Counters hold µs
     blkio = "blkio.throttle.io_service_bytes_recursive"
@@ -309,7 +311,10 @@ class CgroupV1Backend(Backend):
                     created.append(d)
                 dirs[k] = d
             ruled = self._apply_limits(dirs, spec)
-            counters = CounterSet(counter_sources(dirs, self._disable), native=self._native)
+            stacked = passed_on(self._sys_block)
+            counters = CounterSet(
+                counter_sources(dirs, self._disable, stacked), native=self._native
+            )
             run = CgroupRun(
                 spec,
                 groups=created,

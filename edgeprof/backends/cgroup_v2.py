@@ -16,7 +16,7 @@ from . import cgroupfs as fs
 from ._cgroup_common import ceilings, missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod, LimitFiles
 from ._device_filter import deny_devices
-from ._disks import SYS_BLOCK, disks, no_disk, rate_option
+from ._disks import SYS_BLOCK, disks, no_disk, passed_on, rate_option
 from ._peak_reset import FdPeakReset
 from ._reclaim import GroupReclaim
 from ._systemd_scope import process_scope, systemd_manages
@@ -64,11 +64,14 @@ MEMORY_EVENTS = (
     Field("memory_events_oom", "oom"),
 )
 
-def counter_sources(group: Path, disable: frozenset[str] = frozenset()) -> list[Source]:
+def counter_sources(
+    group: Path, disable: frozenset[str] = frozenset(), stacked: tuple[str, ...] = ()
+) -> list[Source]:
     """The counter files of the v2 group ``group``, for a :class:`CounterSet`.
 
     Used by this backend for its run groups and by the Docker backend for the parent group
-    of its containers.  ``disable``: file names to leave out (tests of older kernels).
+    of its containers.  ``disable``: file names to leave out (tests of older kernels);
+    ``stacked``: the disks whose I/O is counted again below them (:func:`._disks.passed_on`).
     """
     events = "memory.events.local"  # ≥ 5.2: this group only (a leaf: the same as events)
     if not (group / events).exists():
@@ -93,7 +96,12 @@ def counter_sources(group: Path, disable: frozenset[str] = frozenset()) -> list[
         Source(group / "memory.pressure", Kind.PSI, fs.MEMORY_PRESSURE, per_sample=False),  # ≥ 4.20
         Source(group / "cpu.pressure", Kind.PSI, fs.CPU_PRESSURE, per_sample=False),
         Source(group / "io.pressure", Kind.PSI, fs.IO_PRESSURE, per_sample=False),
-        Source(group / "io.stat", Kind.IOSTAT, (Field("io_read_bytes"), Field("io_write_bytes"))),
+        Source(
+            group / "io.stat",
+            Kind.IOSTAT,
+            (Field("io_read_bytes"), Field("io_write_bytes")),
+            skip=stacked,
+        ),
         Source(group / "pids.current", Kind.INT, (Field("pids_current"),)),
         # The kernel's exact high-water mark (Linux ≥ 6.1): a Pool(8)'s forks came and went
         # between two 20 ms samples, which read a peak of 1 where the limit of 4 was reached.
@@ -325,7 +333,10 @@ class CgroupV2Backend(Backend):
                     raise ConfigError(f"cannot squeeze the run's memory: {why}")
             ruled = self._apply_limits(group, spec)
             refused = _deny_devices(group, spec.denied_devices)  # before any process joins
-            counters = CounterSet(counter_sources(group, self._disable), native=self._native)
+            stacked = passed_on(self._sys_block)
+            counters = CounterSet(
+                counter_sources(group, self._disable, stacked), native=self._native
+            )
             run = CgroupRun(
                 spec,
                 groups=[group],

@@ -275,12 +275,17 @@ class Source:
 
     ``per_sample=False``: only the final totals need it (high-water mark, OOM count,
     throttling, the user/system split), so the sampling loop does not pay for it.
+
+    ``skip``: for ``IOSTAT``/``BLKIO``, the disks (``MAJ:MIN``) whose lines are left out of
+    the sums: those that pass their I/O on to another disk, which counts it again
+    (:func:`edgeprof.backends._disks.passed_on`).
     """
 
     path: Path
     kind: Kind
     fields: tuple[Field, ...]
     per_sample: bool = True
+    skip: tuple[str, ...] = ()
 
 
 _COUNTER_FIELDS = frozenset(Counters._fields)
@@ -363,8 +368,10 @@ class _NativePlan:
         for i, (cf, src) in enumerate(files):
             c = self._files[i]
             c.fd, c.kind, c.slot = cf.fileno(), int(src.kind), len(slots)
-            if src.kind is Kind.KV:
-                keys = [ffi.new("char[]", (f.key or "").encode()) for f in src.fields]
+            # A KV file's keys are the names read; an I/O file's, the disks left out.
+            names = [f.key or "" for f in src.fields] if src.kind is Kind.KV else src.skip
+            if names:
+                keys = [ffi.new("char[]", name.encode()) for name in names]
                 arr = ffi.new("char *[]", keys)
                 self._keep.extend([keys, arr])
                 c.keys, c.nkeys = arr, len(keys)
@@ -446,11 +453,11 @@ class _PythonPlan:
                 kv = parse_kv(text)
                 raw = [kv.get(f.key or "") for f in src.fields]
             elif src.kind is Kind.IOSTAT:
-                raw = list(parse_io_stat(text))
+                raw = list(parse_io_stat(text, src.skip))
             elif src.kind is Kind.PSI:
                 raw = list(parse_psi(text))
             else:
-                raw = list(parse_blkio(text))
+                raw = list(parse_blkio(text, src.skip))
             for f, v in zip(src.fields, raw, strict=False):
                 values[f.name] = None if v is None else v // f.divisor
         return Counters(**values)

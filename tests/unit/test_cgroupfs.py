@@ -75,6 +75,22 @@ def test_parse_io_stat_empty() -> None:
     assert cgroup_parse.parse_io_stat("") == (0, 0)
 
 
+def test_the_io_of_a_disk_that_passes_it_on_is_counted_once() -> None:
+    """A loop device's (7:0) reads went on to the disk (254:0) below it, which counted them
+    again: the sums leave the passing disk out, in both versions' files."""
+    v2 = (
+        "7:0 rbytes=33554432 wbytes=4096 rios=256 wios=1 dbytes=0 dios=0\n"
+        "254:0 rbytes=33759232 wbytes=8192 rios=300 wios=2 dbytes=0 dios=0\n"
+    )
+    assert cgroup_parse.parse_io_stat(v2) == (67313664, 12288)
+    assert cgroup_parse.parse_io_stat(v2, ("7:0",)) == (33759232, 8192)
+    # A prefix of a device number is another device (7:0 is not 7:01 nor 27:0).
+    assert cgroup_parse.parse_io_stat(v2, ("7:", "54:0")) == (67313664, 12288)
+    v1 = "7:0 Read 33554432\n7:0 Write 4096\n254:0 Read 33759232\n254:0 Write 8192\nTotal 1\n"
+    assert cgroup_parse.parse_blkio(v1) == (67313664, 12288)
+    assert cgroup_parse.parse_blkio(v1, ("7:0",)) == (33759232, 8192)
+
+
 def test_parse_blkio_sums_read_write_and_ignores_total() -> None:
     text = (
         "8:0 Read 4096\n"

@@ -123,6 +123,35 @@ def test_v1_layout_identical_with_ns_and_max(tmp_path: Path) -> None:
     assert (a.io_read_bytes, a.io_write_bytes) == (4097, 8194)  # Total and Sync not counted
 
 
+@pytest.mark.parametrize(
+    ("name", "kind", "skip", "want"),
+    [
+        ("io.stat", Kind.IOSTAT, (), (4196, 8392)),
+        ("io.stat", Kind.IOSTAT, ("8:0",), (100, 200)),
+        ("io.stat", Kind.IOSTAT, ("254:0",), (4096, 8192)),
+        ("io.stat", Kind.IOSTAT, ("8:", "54:0", "8:01", "18:0"), (4196, 8392)),
+        ("blkio", Kind.BLKIO, (), (4097, 8194)),
+        ("blkio", Kind.BLKIO, ("8:0",), (4096, 8192)),
+        ("blkio", Kind.BLKIO, ("254:0", "8:0"), (0, 0)),
+        ("blkio", Kind.BLKIO, ("8:", "254:01"), (4097, 8194)),
+    ],
+)
+def test_disks_left_out_identically(
+    tmp_path: Path, name: str, kind: Kind, skip: tuple[str, ...], want: tuple[int, int]
+) -> None:
+    """A source's ``skip`` disks are left out of the I/O sums by both readers, v1 and v2;
+    only a whole device number matches (``8:`` and ``18:0`` are not ``8:0``)."""
+    write(tmp_path, {**V2_FILES, **V1_FILES})
+    sources = [Source(tmp_path / name, kind, (Field("io_read_bytes"), Field("io_write_bytes")),
+                      skip=skip)]  # fmt: skip
+    native, python = CounterSet(sources, True), CounterSet(sources, False)
+    a, b = native.read(), python.read()
+    native.close()
+    python.close()
+    assert a == b
+    assert (a.io_read_bytes, a.io_write_bytes) == want
+
+
 def test_files_change_between_reads(tmp_path: Path) -> None:
     write(tmp_path, V2_FILES)
     native = CounterSet(v2_sources(tmp_path), True)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 import edgeprof
-from edgeprof.backends._disks import buffered_writes, disks, docker_rates
+from edgeprof.backends._disks import _mount_source, buffered_writes, disks, docker_rates, passed_on
 from edgeprof.backends.capabilities import UNLIMITED, LimitReading
 from edgeprof.backends.cgroup_parse import parse_throttle_rules
 from edgeprof.backends.cgroup_v1 import NO_THROTTLE_BPS
@@ -73,6 +74,58 @@ def test_disks_are_the_whole_disks_with_media(tmp_path: Path) -> None:
     rates = docker_rates(Limits(read_bps="40m"), tmp_path)
     assert rates == {"BlkioDeviceReadBps": [{"Path": "/dev/cciss/c0d0", "Rate": 40 * MiB},
                                             {"Path": "/dev/vda", "Rate": 40 * MiB}]}  # fmt: skip
+
+
+def test_disks_that_pass_their_io_on_are_named(tmp_path: Path) -> None:
+    """Device mapper and md list the disks below them in ``slaves/``; a loop device whose
+    backing file is on a block device passes its reads to it; one whose file is on no disk
+    (tmpfs), whose file is gone, or that has none attached is the bottom of its own I/O."""
+    sys_block, sys_dev_block = tmp_path / "block", tmp_path / "dev-block"
+    on_disk, on_tmpfs = tmp_path / "on-disk.img", tmp_path / "on-tmpfs.img"
+    on_disk.write_bytes(b"")
+    on_tmpfs.write_bytes(b"")
+    st = os.stat(on_disk)
+    (sys_dev_block / f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}").mkdir(parents=True)
+    tmpfs = tmp_path / "tmpfs"  # a file system on no block device: not in /sys/dev/block
+    for name, dev, slaves, backing in (
+        ("vda", "254:0", (), None),
+        ("dm-0", "253:0", ("vda",), None),  # LUKS on vda
+        ("dm-1", "253:1", ("dm-0",), None),  # LVM on it
+        ("md0", "9:0", ("sda", "sdb"), None),
+        ("loop0", "7:0", (), str(on_disk)),
+        ("loop1", "7:1", (), str(tmpfs / "x.img")),
+        ("loop2", "7:2", (), ""),
+    ):
+        d = sys_block / name
+        (d / "slaves").mkdir(parents=True)
+        (d / "dev").write_text(dev + "\n")
+        for s in slaves:
+            (d / "slaves" / s).write_text("")
+        if backing is not None:
+            (d / "loop").mkdir()
+            (d / "loop" / "backing_file").write_text(backing + "\n")
+    no_mounts = tmp_path / "mountinfo"
+    no_mounts.write_text("")
+    assert passed_on(sys_block, sys_dev_block, no_mounts) == ("253:0", "253:1", "7:0", "9:0")
+    # The same file on a file system of no disk's: its loop device is counted.
+    sys_dev_block.rename(tmp_path / "elsewhere")
+    assert passed_on(sys_block, sys_dev_block, no_mounts) == ("253:0", "253:1", "9:0")
+
+
+def test_a_files_mount_is_the_longest_mount_point_above_it() -> None:
+    """btrfs gives its files an anonymous device number: the mount's source says which
+    disk they are on (the longest mount point above the file; a space is \\040)."""
+    mountinfo = (
+        "22 1 0:21 / / rw - overlay overlay rw\n"
+        "30 22 0:33 / /home rw,relatime - btrfs /dev/nvme0n1p3 rw\n"
+        "31 30 0:34 / /home/a\\040b rw - tmpfs tmpfs rw\n"
+        "32 22 0:35 / /homework rw - ext4 /dev/sdb1 rw\n"
+    )
+    assert _mount_source("/home/me/model.img", mountinfo) == "/dev/nvme0n1p3"
+    assert _mount_source("/home/a b/x.img", mountinfo) == "tmpfs"
+    assert _mount_source("/homework/x.img", mountinfo) == "/dev/sdb1"
+    assert _mount_source("/tmp/x.img", mountinfo) == "overlay"
+    assert _mount_source("/tmp/x.img", "") is None
 
 
 def test_a_host_with_no_disk_is_refused_not_run_unslowed(tmp_path: Path) -> None:

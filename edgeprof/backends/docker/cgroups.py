@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ...errors import BackendUnavailable
 from .. import cgroup_v1, cgroup_v2
+from .._disks import passed_on
 from ..cgroupfs import PIDS_EVENTS, Field, Kind, Source
 from ..owner import slice_unit
 
@@ -145,7 +146,7 @@ def counter_sources(p: Placement, cid: str) -> tuple[list[Source], list[Source]]
     """(the parent's counter files, the container group's) for container ``cid``."""
     if p.version == 2:
         parent = p.parent_dirs[""]
-        outer = cgroup_v2.counter_sources(parent)
+        outer = cgroup_v2.counter_sources(parent, stacked=passed_on())
         # memory.events (not .local) counts the container's OOM kills too: hierarchical.
         outer = [
             s
@@ -173,7 +174,7 @@ def counter_sources(p: Placement, cid: str) -> tuple[list[Source], list[Source]]
     dirs = p.parent_dirs
     outer = [
         s
-        for s in cgroup_v1.counter_sources(dirs)
+        for s in cgroup_v1.counter_sources(dirs, stacked=passed_on())
         if s.path.name not in ("cpu.stat", "memory.oom_control")
     ]
     inner = []
@@ -188,6 +189,5 @@ def counter_sources(p: Placement, cid: str) -> tuple[list[Source], list[Source]]
 
 
 def _without(src: Source, names: frozenset[str]) -> Source:
-    return Source(
-        src.path, src.kind, tuple(f for f in src.fields if f.name not in names), src.per_sample
-    )
+    fields = tuple(f for f in src.fields if f.name not in names)
+    return Source(src.path, src.kind, fields, src.per_sample, src.skip)
