@@ -73,6 +73,29 @@ def resolve(
     return out
 
 
+def taken(
+    label: str, side: str, pairs: Sequence[tuple[str, str]]
+) -> str | None:
+    """Why a cell of ``side`` (``baseline``, ``current``) named ``label`` has no partner: the
+    other side's cell of its name is held in a pair (``--pair small=big`` where both sides
+    hold both: the baseline's big had been "only in the baseline: not in the current
+    results", failed as not measured, beside the current's big in the pair); ``None`` where
+    no pair took it."""
+    if side == "baseline":
+        held = [b for b, c in pairs if c == label]
+        other, pair = "current", (f"{held[0]}={label}" if held else "")
+    else:
+        held = [c for b, c in pairs if b == label]
+        other, pair = "baseline", (f"{label}={held[0]}" if held else "")
+    if not held:
+        return None
+    mate = "baseline" if other == "current" else "current"
+    return (
+        f"not compared: the {other}'s {label} is held against the {mate}'s {held[0]} "
+        f"(--pair {pair}), and a cell holds one side of one pair"
+    )
+
+
 def _lacking(splits: Sequence[tuple[str, str]], base: set[str], cur: set[str]) -> str:
     """What a ``--pair`` that matched no labels lacks: the baseline's name, else the
     current's, with the labels that side has."""

@@ -67,7 +67,7 @@ from .metrics import (
     phases_apart,
     stalled_percentiles,
 )
-from .pairs import pair_hint, paired
+from .pairs import pair_hint, paired, resolve, taken
 from .targets import check_targets, differing
 from .unmeasured import why_unmeasured
 from .verdicts import held_caveat, judged, not_judged, outlier_note, within_the_counter
@@ -147,14 +147,25 @@ def compare_results(
     # as report names them.
     baseline, current, named_apart = apart_sides(baseline, current)
     base_cells, cur_cells = _keyed(baseline, match_limits), _keyed(current, match_limits)
+    held = resolve(pairs, [k[0] for k in base_cells], [k[0] for k in cur_cells])
     base_cells, cur_cells = paired(base_cells, cur_cells, pairs)
-    missing = [k for k in base_cells if k not in cur_cells]
     notes = list(named_apart)
-    notes += [missing_note(k, allow_missing) for k in missing]
+    missing = []
+    for k in (k for k in base_cells if k not in cur_cells):
+        if (why := taken(k[0], "baseline", held)) is not None:
+            notes.append(f"{cell_name(k)}: {why}")  # measured, in another pair: no failure
+        else:
+            missing.append(k)
+            notes.append(missing_note(k, allow_missing))
     notes += [
-        f"{cell_name(k)}: new (not in the baseline)" for k in cur_cells if k not in base_cells
+        f"{cell_name(k)}: {taken(k[0], 'current', held) or 'new (not in the baseline)'}"
+        for k in cur_cells
+        if k not in base_cells
     ]
-    notes += [n for n in (sides_note(baseline, current), same_runs_note(baseline, current)) if n]
+    # The same runs on both sides still differ across a pair (``compare sw sw --pair
+    # small=big`` holds small against big): "nothing was measured again" had been said there.
+    same = None if held else same_runs_note(baseline, current)
+    notes += [n for n in (sides_note(baseline, current), same) if n]
     common = [k for k in cur_cells if k in base_cells]
     if not common:
         shared = {k[0] for k in base_cells} & {k[0] for k in cur_cells}

@@ -30,12 +30,40 @@ def test_a_pair_leaves_the_other_models_paired_by_name() -> None:
         FP32 + both, INT8 + both, pairs=["model_fp32=model_int8"]
     )
     assert sorted({c.label for c in changes}) == ["model_fp32 → model_int8", "other"]
-    # A current model taken by a pair is no longer its own name's: said, as any missing one.
+    # A current model taken by a pair is no longer its own name's: the baseline's cell of
+    # that name is said to be left out, not missing (it had read "only in the baseline: not
+    # in the current results, so not measured" and failed the gate, beside the current's
+    # model_int8 in the pair).
     changes, notes = compare_results(FP32 + INT8, INT8, pairs=["model_fp32=model_int8"])
     assert (
-        "model_int8 (cpus=1, memory=1.0GiB): only in the baseline: not in the current results, "
-        "so not measured (--allow-missing passes a model dropped on purpose)"
+        "model_int8 (cpus=1, memory=1.0GiB): not compared: the current's model_int8 is held "
+        "against the baseline's model_fp32 (--pair model_fp32=model_int8), and a cell holds "
+        "one side of one pair"
     ) in notes
+    assert {c.label for c in changes} == {"model_fp32 → model_int8"}
+    assert not any(c.verdict is Verdict.NOT_MEASURED for c in changes)
+
+
+def test_a_pair_across_sides_that_hold_both_names_fails_nothing_it_left_out() -> None:
+    """``--pair small=big`` where both sweeps hold small and big (a user's): the pair is
+    compared; the baseline's big and the current's small, whose partners the pair holds, are
+    said to be left out, not "only in the baseline" (failed as not measured) and "new"."""
+    small = [run("small", wall=w) for w in (0.20, 0.21, 0.19)]
+    big = [run("big", wall=w) for w in (0.40, 0.41, 0.39)]
+    changes, notes = compare_results(small + big, small + big, pairs=["small=big"])
+    assert {c.label for c in changes} == {"small → big"}
+    assert not any(c.verdict is Verdict.NOT_MEASURED for c in changes)
+    left = [n for n in notes if "not compared" in n]
+    assert left == [
+        "big (cpus=1, memory=1.0GiB): not compared: the current's big is held against the "
+        "baseline's small (--pair small=big), and a cell holds one side of one pair",
+        "small (cpus=1, memory=1.0GiB): not compared: the baseline's small is held against "
+        "the current's big (--pair small=big), and a cell holds one side of one pair",
+    ]
+    assert not any("only in the baseline" in n or "new (not in" in n for n in notes)
+    assert not any("nothing was measured again" in n for n in notes)
+    _, notes = compare_results(small + big, small + big)
+    assert any("nothing was measured again" in n for n in notes)
 
 
 def test_the_split_is_at_the_labels_and_bad_pairs_are_one_line() -> None:
