@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -51,7 +52,14 @@ from .export import EXPORTS, write_exports
 from .files import announce_dir, write_file, write_markdown, write_plot_files
 from .junit import compare_cases, render_junit, timing
 from .run import budget_checks, gate_run
-from .saved_notes import answer_kind, fit_note, fits_of, skipped_note, skipped_profiles
+from .saved_notes import (
+    answer_kind,
+    fit_note,
+    fits_of,
+    read_together,
+    skipped_note,
+    skipped_profiles,
+)
 from .statistics_tables import repeats_table
 from .summary import BudgetGate, print_summary
 
@@ -295,7 +303,10 @@ def rerender(
     # Runs that share a label but not their target, command or --env (each bench's `infer
     # bs=1`, two scripts' `python`): named apart, not pooled as repeats.
     unread: list[tuple[Path, str]] = []
-    loaded, shared = apart(load_runs(list(paths), unread))
+    runs_of = [load_runs([p], unread) for p in paths]  # as load_runs(paths): path by path
+    loaded, shared = apart([r for runs in runs_of for r in runs])  # in order, one for one
+    ends = list(itertools.accumulate(len(runs) for runs in runs_of))
+    named_of = [loaded[end - len(runs) : end] for end, runs in zip(ends, runs_of, strict=True)]
     # "skipped: " as a label, as "warning: ": "skipped cannot read result …" read as no sentence.
     stderr.writelines(f"edgeprof: skipped: {why}\n" for _, why in unread)
     runs = cell_order(loaded)
@@ -328,6 +339,7 @@ def rerender(
     stopped += shared
     stopped += [skipped_note(unread)] if unread else []
     stopped += [note for p in paths if (note := pooled(p, "report")) is not None]
+    stopped += [note] if (note := read_together(paths, named_of)) is not None else []
     # One sweep made with --repeat auto: what it resolved, as the run printed it.
     auto = load_auto_repeat(paths[0]) if len(paths) == 1 else None
     repeats = [] if auto is None else [repeats_table(runs, *auto)]

@@ -10,13 +10,36 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..analysis.cells import cell_name, cells
 from ..errors import ConfigError
 from ..measure.growth import rate
-from ..model import MemoryGrowth
+from ..model import MemoryGrowth, RunResult
 from ..resultdirs import walk_dirs
 from ..resultfiles import load_fits
 from ..storage import layers_profile_note
 from ..units import format_binary
+
+
+def read_together(paths: Sequence[Path], runs_of: Sequence[Sequence[RunResult]]) -> str | None:
+    """What ``report A B`` says where the paths' runs share cells (``runs_of``: each path's
+    runs): they are pooled as one cell's repeats, as a directory holding both is (whose
+    note :func:`~edgeprof.report.saved.pooled` makes); two sweeps given by name had been
+    pooled into one ``n=7`` with no word (a user's)."""
+    if len(paths) < 2:
+        return None
+    seen: dict[tuple[str, str], set[int]] = {}
+    for i, runs in enumerate(runs_of):
+        for key in cells(runs):
+            seen.setdefault(key, set()).add(i)
+    shared = [cell_name(k) for k, where in seen.items() if len(where) > 1]
+    if not shared:
+        return None
+    more = f" and {len(shared) - 3} more" if len(shared) > 3 else ""
+    return (
+        f"{', '.join(map(str, paths))} share {len(shared)} model/limits "
+        f"cell{'s' if len(shared) > 1 else ''} ({', '.join(shared[:3])}{more}): their runs "
+        "are pooled, cell by cell; report one of them to hold them apart, or compare them"
+    )
 
 
 def skipped_profiles(paths: Sequence[Path]) -> str | None:

@@ -126,6 +126,29 @@ def test_report_of_a_directory_prints_the_pooled_note(
     ) in capsys.readouterr().out.splitlines()
 
 
+def test_report_of_two_sweeps_by_name_says_which_cells_it_pools(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``report sw1 sw2`` pools the cells both hold, as ``report`` of their directory does,
+    and says so (it had pooled a user's two sweeps into one cell of 7 runs unsaid); sweeps
+    of no shared cell are not said to pool anything."""
+    from edgeprof.cli import main
+
+    _sweep(tmp_path / "sw1", "m", "a")
+    _sweep(tmp_path / "sw2", "m", "b")
+    _sweep(tmp_path / "sw3", "c")
+    sw1, sw2, sw3 = (str(tmp_path / n) for n in ("sw1", "sw2", "sw3"))
+    assert main(["report", sw1, sw2]) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if "pooled" in line]
+    assert notes == [
+        f"note: {sw1}, {sw2} share 1 model/limits cell (m (cpus=1.5, cpuset=0-1, "
+        "memory=512.0MiB)): their runs are pooled, cell by cell; report one of them to hold "
+        "them apart, or compare them"
+    ]
+    assert main(["report", sw1, sw3]) == 0
+    assert "pooled" not in capsys.readouterr().out
+
+
 def test_profiles_are_looked_for_only_where_results_are(tmp_path: Path) -> None:
     """A whole tree had been searched for per-layer YAML (``report ~``)."""
     near, deep = tmp_path / "1" / "2", tmp_path / "1" / "2" / "3" / "4" / "5"
