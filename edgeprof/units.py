@@ -430,6 +430,14 @@ def format_share(fraction: float) -> str:
     return f"{100 * fraction:.1f}%"
 
 
+def format_factor(f: float) -> str:
+    """A ratio to two decimals (``0.53×``), or to two significant digits where those would
+    read 0 (``0.00059×``: a bench 1700 times slower than the first had read ``0.00×``)."""
+    if f == 0 or abs(f) >= 0.005 or not math.isfinite(f):
+        return f"{f:.2f}×"
+    return f"{f:.{1 - math.floor(math.log10(abs(f)))}f}×"
+
+
 def format_binary(n: float | None, digits: int = 1) -> str:
     """Bytes in binary units (``117.9MiB``), as ``docker stats`` prints memory."""
     return _format(n, 1024, ("B", "KiB", "MiB", "GiB", "TiB"), digits)

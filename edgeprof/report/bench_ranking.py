@@ -20,7 +20,7 @@ from ..analysis.cells import cells_by_setting, measured, stopped_words
 from ..analysis.difference import difference
 from ..analysis.overhead import overhead_marked
 from ..model import LatencyStats, RunResult
-from ..units import format_seconds
+from ..units import format_factor, format_seconds
 from .comparison import STOPPED_RANKED, under
 from .latency_cells import rate_cell
 from .overhead_notes import OVERHEAD
@@ -104,7 +104,7 @@ def bench_rankings(results: Sequence[RunResult]) -> list[TextTable]:
                     str(i + 1),
                     label,
                     rate_cell(mid, marked),
-                    "1" if i == 0 else f"{mid / best:.2f}×",
+                    "1" if i == 0 else format_factor(mid / best),
                     _ms(p50),
                     _ms(p95),
                     note,

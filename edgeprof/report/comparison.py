@@ -17,7 +17,7 @@ from ..analysis.hosts import mixed_hosts_note
 from ..analysis.metrics import STAT_METRICS, Kind
 from ..analysis.outliers import without_outliers
 from ..model import Termination
-from ..units import article, format_binary
+from ..units import article, format_binary, format_factor
 from .first_read_notes import first_read_note, inverts_lead
 from .table import TextTable
 
@@ -62,9 +62,9 @@ def _x(f: float | None, interval: tuple[float, float] | None) -> str:
     if f is None:
         return "n/a"
     if interval is None:
-        return f"{f:.2f}×"
+        return format_factor(f)
     lo, hi = interval_bounds(interval)
-    return f"{f:.2f}× [{lo}, {hi}]"
+    return f"{format_factor(f)} [{lo}, {hi}]"
 
 
 def interval_name(base: str, log: bool = True) -> str:

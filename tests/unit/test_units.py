@@ -366,3 +366,15 @@ def test_shortest_period_keeps_the_kernels_minimum_quota(cpus: float, us: int) -
 def test_the_article_goes_by_how_the_number_is_said(number: str, said: str) -> None:
     """"had a 81% lower latency p50" had been printed: eight, eleven and eighteen take an."""
     assert article(number) == said
+
+
+@pytest.mark.parametrize(
+    ("f", "text"),
+    [(0.53, "0.53×"), (2.345, "2.35×"), (0.0059, "0.01×"), (0.00059, "0.00059×"),
+     (5.9e-5, "0.000059×"), (0.0, "0.00×")],
+)  # fmt: skip
+def test_a_small_factor_keeps_two_significant_digits(f: float, text: str) -> None:
+    """A bench 1700 times slower than the first had been ranked ``0.00×``."""
+    from edgeprof.units import format_factor
+
+    assert format_factor(f) == text
