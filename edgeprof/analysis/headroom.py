@@ -451,9 +451,14 @@ def worst_fit(runs: list[RunResult]) -> tuple[LimitFit | None, int]:
     if not fits:
         return None, 0
 
-    def badness(f: LimitFit) -> tuple[int, int]:
+    def badness(f: LimitFit) -> tuple[float, int]:
+        # At the edge (its own memory met the limit) is worse than any other fit: "fits at
+        # the limit" by dropped cache had been "the worst of 6 runs" beside a run at the
+        # edge, which fit refuses as an answer (a user's).
+        edge = f.at_edge or (f.status is Headroom.AT_LIMIT and f.cache is False)
+        rank = _WORST_FIRST.index(Headroom.AT_LIMIT) - 0.5 if edge else _WORST_FIRST.index(f.status)
         # Files mapped from others' cache are the run's own on a device: they count.
-        return _WORST_FIRST.index(f.status), -with_mapped(f.used or 0, f.elsewhere)
+        return rank, -with_mapped(f.used or 0, f.elsewhere)
 
     worst = min(fits, key=badness)
     fastest, grew = cell_growth([r for r, _ in judged])  # of the runs counted beside it

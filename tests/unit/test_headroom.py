@@ -324,6 +324,28 @@ def test_the_device_is_named_and_a_cell_takes_its_worst_run() -> None:
     assert worst_fit([limited(limit=None)]) == (None, 0)
 
 
+def test_a_run_at_the_edge_is_a_cells_worst_fit_whatever_its_order() -> None:
+    """"fits at the edge" (its own memory met the limit, no page cache at any sample) is worse
+    than "fits at the limit" (the kernel dropped cache): it had lost to it as one status,
+    the first run's, and a cell of 6 runs read "fits at the limit (the worst of 6 runs)"
+    beside a run at the edge (a user's)."""
+    cached = limited(peak=LIMIT, floor=60 * MIB, events_max=1)  # page cache at its samples
+    r = limited(peak=LIMIT - MIB // 2, floor=LIMIT - MIB // 2, stall=None, events_max=None)
+    none = MemoryParts(total=LIMIT, anon=r.memory.floor_bytes, file=0, shmem=0, kernel=0)
+    at = dataclasses.replace(r.memory, peak_bytes=LIMIT, peaks=none)
+    edge = dataclasses.replace(r, memory=at)
+    own = MemoryParts(total=LIMIT - MIB // 2, anon=r.memory.floor_bytes, file=0, shmem=0, kernel=0)
+    near = dataclasses.replace(r, memory=dataclasses.replace(r.memory, peaks=own))
+    for edgy, said in ((edge, "fits at the edge: its peak met the limit"),
+                       (near, "fits at the edge, peak 99.5MiB")):  # fmt: skip
+        for runs in ([cached, edgy, cached], [edgy, cached, cached], [cached, cached, edgy]):
+            f, n = worst_fit(runs)
+            assert f is not None and n == 3
+            assert said in headroom(f, n), headroom(f, n)
+    f, _ = worst_fit([cached, cached])
+    assert f is not None and "fits at the limit: the kernel dropped page cache" in headroom(f)
+
+
 def test_the_run_report_prints_the_verdict_under_the_run() -> None:
     text = render_plain([limited(peak=60 * MIB, device="rpi4-2gb")])
     assert "\n  memory limit 100.0MiB (device rpi4-2gb): fits, peak 60.0MiB" in text
