@@ -42,6 +42,13 @@ def counted(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
+def signed_percent(fraction: float) -> str:
+    """A change in whole percent with its sign (``+12%``, ``-3%``); ``0%`` where it rounds
+    to nothing: a probe 0.4 % faster had read ``-0%``."""
+    text = f"{100 * fraction:+.0f}%"
+    return "0%" if text in ("+0%", "-0%") else text
+
+
 def article(number: str) -> str:
     """``a`` or ``an`` before ``number`` (``81%``, ``7.4%``) as it is said: ``an`` before
     eight, eleven and eighteen (8, 80–89, 800–899, 11, 18, 11 000 …), ``a`` before the rest.

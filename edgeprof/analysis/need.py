@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..model import RunResult, Termination
-from ..units import format_binary
+from ..units import format_binary, signed_percent
 from .fit_bounds import PAGE, Bounds
 from .fit_bounds import page_up as _page
 from .fit_times import UNCONTENDED, Timing, median_time, timing
@@ -125,15 +125,15 @@ def verdict(
     memory = memory_slowdown(runs, ref_stall, reference, ref_read)
     if slower > tolerance + 1e-9 and memory is not None and memory <= tolerance + 1e-9:
         # Slower, but not for memory: the kernel's own account of the stalls says so.
-        reason = f"fits ({100 * slower:+.0f}%, memory stall {100 * memory:+.0f}%)"
+        reason = f"fits ({signed_percent(slower)}, memory stall {signed_percent(memory)})"
         return Verdict(True, reason, slower=slower, stall=memory)
     if slower > tolerance + 1e-9 and not all(map(untouched, runs)):
         # exactly at the tolerance fits (1.1 / 1.0 - 1 > 0.1)
         unproven = memory is None and not memory_evidence(runs, ref_stall, ref_read)
-        return Verdict(False, f"{100 * slower:+.0f}% slower", unproven=unproven)
+        return Verdict(False, f"{signed_percent(slower)} slower", unproven=unproven)
     if slower > tolerance + 1e-9:
-        return Verdict(True, f"fits ({100 * slower:+.0f}%, limit not reached)")
-    return Verdict(True, f"fits ({100 * slower:+.0f}%)")
+        return Verdict(True, f"fits ({signed_percent(slower)}, limit not reached)")
+    return Verdict(True, f"fits ({signed_percent(slower)})")
 
 
 def stall(runs: Sequence[RunResult]) -> float | None:

@@ -14,15 +14,17 @@ from ..measure.io_stall import io_stall_warning, rates_held
 from ..model import RunResult
 from ..sweeps.fit_outcome import FitOutcome, Probe
 from ..sweeps.fit_reference import setting
-from ..units import counted, format_binary, format_seconds
+from ..units import counted, format_binary, format_seconds, signed_percent
 from .memory import composition, spare
 from .table import plain_table
 
 _BEYOND = {
-    OVERTURNED: "after a pass its confirmation overturned",
-    RAISED: "above a top that failed",
+    OVERTURNED: "{n} of them after a pass its confirmation overturned",
+    RAISED: "{n} more above a top that failed",
 }
-"""What the probes past the bisection were made for (:attr:`FitOutcome.beyond`)."""
+"""What the probes past the bisection were made for (:attr:`FitOutcome.beyond`).  Those after
+an overturned pass bisect again below the bound's limits, and may be within its count: "7
+probes (at most 7 to bisect; 6 more after …)" had read as 13 (a user's)."""
 
 CURVE = ("LIMIT", "TIME", "VS UNLIMITED", "STALL", "REFAULTS", "MAJ FAULTS", "END", "VERDICT")
 
@@ -42,7 +44,7 @@ def probe_row(p: Probe, reference_s: float, metric: str | None = None) -> list[s
     last = p.runs[-1]
     t = p.to_dict()
     stall = "n/a" if t["stall_s"] is None else f"{t['stall_s']:.3f}s"
-    rel = f"{100 * (t['time_s'] / reference_s - 1):+.0f}%" if reference_s > 0 else "n/a"
+    rel = signed_percent(t["time_s"] / reference_s - 1) if reference_s > 0 else "n/a"
     time = median_time(p.runs)
     own = f" {time.metric}" if metric is not None and time.metric != metric else ""
     return [
@@ -161,7 +163,7 @@ def _render_one(o: FitOutcome) -> str:
     probes = f"{counted(len(o.probes), 'probe')} (at most {o.max_probes}"
     # Each kind counted as the search made it: every probe past the bound had been "above
     # a limit that failed", those after a pass its confirmation overturned too.
-    beyond = [f"{n} more {_BEYOND[why]}" for why, n in o.beyond.items()]
+    beyond = [_BEYOND[why].format(n=n) for why, n in o.beyond.items()]
     probes += f" to bisect; {', '.join(beyond)})" if beyond else ")"
     searched = o.searched
     # Above the top that failed: the range the probes went to, not only the bracket.
@@ -239,9 +241,9 @@ def _render_one(o: FitOutcome) -> str:
                 slower, stall = answer.verdict.slower, answer.verdict.stall
                 assert slower is not None
                 why = (
-                    f"{o.time.metric} {100 * slower:+.0f}%, memory stall {100 * stall:+.0f}%"
-                    f": slower than {100 * o.tolerance:.0f}%, but its extra memory stalls are "
-                    "within it, so the slowdown is not the limit's"
+                    f"{o.time.metric} {signed_percent(slower)}, memory stall "
+                    f"{signed_percent(stall)}: slower than {100 * o.tolerance:.0f}%, but its "
+                    "extra memory stalls are within it, so the slowdown is not the limit's"
                 )
                 if n > 1:
                     why += f" (the median of its {n} runs at this limit)"

@@ -28,7 +28,7 @@ from ..errors import ConfigError
 from ..model import RunResult, Termination
 from ..samplefiles import read_samples
 from ..storage import prepare_out_dir, write_output
-from ..units import format_binary
+from ..units import counted, format_binary
 from .missing_timelines import missing_timelines, samples_on_disk
 
 if TYPE_CHECKING:
@@ -363,7 +363,7 @@ def _curve_panel(ax: Any, o: FitOutcome) -> None:
     ax.set_xlabel("memory limit (MiB)")
     ax.set_ylabel(f"{o.time.metric} (s)")
     ax.set_ylim(bottom=0)
-    ax.set_title(f"{o.label}: time against the memory limit ({len(o.probes)} probes)")
+    ax.set_title(f"{o.label}: time against the memory limit ({counted(len(o.probes), 'probe')})")
 
 
 def _squeezed_panel(ax: Any, o: FitOutcome) -> None:

@@ -218,7 +218,7 @@ def test_fit_weighs_a_probes_refaults_against_the_unlimited_runs(
     doc = json.loads(out)
     assert [p["refaults"] for p in doc["probes"]] == [1145] * len(doc["probes"])
     assert doc["probes"] and all(p["ok"] for p in doc["probes"]), doc["probes"]
-    assert doc["probes"][0]["verdict"].endswith("memory stall +0%)"), doc["probes"][0]
+    assert doc["probes"][0]["verdict"].endswith("memory stall 0%)"), doc["probes"][0]
     assert doc["min_memory_bytes"] == 10 * MIB
 
 

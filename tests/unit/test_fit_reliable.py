@@ -159,7 +159,7 @@ def test_the_probe_count_says_why_each_probe_past_the_bisection_was_made() -> No
     text = render_fit([o])
     assert (
         "searched 41.0MiB (floor: anon + shmem + kernel 40.0MiB + 1.0MiB of room) to 104.0MiB "
-        "(peak), resolution 8.0MiB: 6 probes (at most 4 to bisect; 2 more after a pass its "
+        "(peak), resolution 8.0MiB: 6 probes (at most 4 to bisect; 2 of them after a pass its "
         "confirmation overturned)" in text
     )
     assert "above a top that failed" not in text

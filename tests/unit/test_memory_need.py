@@ -472,7 +472,7 @@ def test_verdict_uses_latency_p50_rather_than_wall() -> None:
 
 
 def test_verdict_zero_reference_time_never_counts_as_slower() -> None:
-    assert verdict([run(wall=3.0)], Timing("wall", 0.0), run(), 0.10) == Verdict(True, "fits (+0%)")
+    assert verdict([run(wall=3.0)], Timing("wall", 0.0), run(), 0.10) == Verdict(True, "fits (0%)")
 
 
 # -- in_doubt ----------------------------------------------------------------------------------

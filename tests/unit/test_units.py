@@ -378,3 +378,12 @@ def test_a_small_factor_keeps_two_significant_digits(f: float, text: str) -> Non
     from edgeprof.units import format_factor
 
     assert format_factor(f) == text
+
+
+def test_a_change_that_rounds_to_nothing_has_no_sign() -> None:
+    """A probe 0.4 % faster had read ``fits (-0%)``."""
+    from edgeprof.units import signed_percent
+
+    assert [signed_percent(x) for x in (0.123, -0.03, -0.004, 0.004, 0.0)] == [
+        "+12%", "-3%", "0%", "0%", "0%"
+    ]
