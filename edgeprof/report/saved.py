@@ -51,6 +51,7 @@ from .ci_summary import (
 from .export import EXPORTS, write_exports
 from .files import announce_dir, write_file, write_markdown, write_plot_files
 from .junit import compare_cases, render_junit, timing
+from .recorded_budgets import recorded_of
 from .run import budget_checks, gate_run
 from .saved_notes import (
     answer_kind,
@@ -347,12 +348,13 @@ def rerender(
     # one error line under the figures, not in their place.
     found = read_sweep(paths[0]) if len(paths) == 1 else None
     kept = None if found is None else found[1]
+    if not budgets:
+        budgets, why = recorded_of(paths)
+        stopped += [why] if why is not None else []
     print_summary(runs, stdout, warmup_of(kept), shard_of(kept))
     for table in repeats:
         stdout.write("\n" + table.plain())
     stdout.writelines(f"note: {why}\n" for why in stopped)
-    if not budgets:
-        budgets = recorded_budgets(found)
     checks = budget_checks(runs, budgets)
     gate = BudgetGate(budgets.sources, checks)
     shown = preds = None
@@ -478,13 +480,18 @@ def merge_saved(
             f"--out {out} holds {what} of its own ({held[0]}): the merged sweep.json would "
             "replace it; give a directory of its own"
         )
-    budgets = budgets or Budgets()
+    said = None
+    if not budgets:  # the parts' own, as report of them checks them
+        budgets, said = recorded_of(paths)
     target = prepare_out_dir(out, ("sweep.json",))
     document = merged.document(target)
     if budgets:  # recorded, as a sweep records its own: `report OUT` checks them again
         document["budgets"] = budgets.to_dict()
     runs = cell_order(merged.runs)  # runs.csv's rows as run's and report's: by cell
     notes = merged.notes  # in sweep.json, and said by every report of it
+    if said is not None:
+        notes = [*notes, said]
+        document["notes"] = notes
     checks = budget_checks(runs, budgets)
     gate = BudgetGate(budgets.sources, checks)
     with DirLock(target):  # as run holds its --out: a sweep running into it is not written over

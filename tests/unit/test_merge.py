@@ -153,6 +153,25 @@ def test_merge_checks_budgets_on_the_merged_sweep(
     assert not (tmp_path / "never").exists()
 
 
+def test_merge_checks_the_budgets_its_shards_recorded(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Shards run with a budget each record it: merged without one given, the merge checks
+    theirs (it had checked none, exit 0, on two parts that had each failed their gate)."""
+    tight = {"source": "command line", "default": {}, "models": {}, "overrides": {"wall": 1e-6}}
+    for i in (1, 2):
+        _sweep(tmp_path / f"s{i}", (i, 2))
+        doc = json.loads((tmp_path / f"s{i}" / "sweep.json").read_text())
+        (tmp_path / f"s{i}" / "sweep.json").write_text(json.dumps({**doc, "budgets": tight}))
+    parts = [str(tmp_path / "s1"), str(tmp_path / "s2")]
+    assert main(["merge", *parts, "--out", str(tmp_path / "m")]) == 3
+    out = capfd.readouterr().out
+    assert "0 of 4 checks passed" in out and "recorded in" in out
+    merged = json.loads((tmp_path / "m" / "sweep.json").read_text())
+    assert merged["budgets"]["overrides"] == {"wall": 1e-6}
+    assert main(["report", str(tmp_path / "m")]) == 3
+
+
 def test_what_merge_refuses(tmp_path: Path) -> None:
     for i in (1, 2):
         _sweep(tmp_path / f"s{i}", (i, 2))
