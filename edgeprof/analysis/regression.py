@@ -279,8 +279,14 @@ def compare_results(
                 f"baseline's did not: {'; '.join(unpaired)}"
             )
         b_bad, c_bad = failed_of(b_runs), failed_of(c_runs)
-        # A side none of whose runs succeeded has its note above; a baseline so compares
-        # nothing, and no row of it carries the current runs' failures to the gate.
+        if not b_it and c_bad is not None:
+            # Nothing to hold the current runs to, but failed ones fail the gate whatever the
+            # baseline did: one row carries them (an OOM on both sides had exited 0, though
+            # compare's help says a failed current run exits 3; a CI user's).
+            wall = METRICS["wall"]
+            values = tuple(v for r in c_ok if (v := wall.get(r)) is not None)
+            changes.append(Change(label, where, wall, (), values, Verdict.NOT_MEASURED))
+        # A side none of whose runs succeeded has its note above.
         notes += failed_notes(
             cell_name(key), b_bad if b_it else None, c_bad if b_it and c_it else None
         )

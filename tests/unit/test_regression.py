@@ -204,6 +204,25 @@ def test_a_baseline_whose_runs_all_failed_is_said_and_alone_compares_nothing() -
     assert any("no successful run in the baseline (exit 1 ×3): nothing" in n for n in notes)
 
 
+def test_failed_current_runs_fail_the_gate_where_the_baseline_failed_too() -> None:
+    """An OOM on both sides: nothing to hold the current runs to, but a failed current run
+    fails the gate, as compare's help says (it had exited 0 with "0 regressions"; a CI
+    user's).  A baseline that failed and a current that succeeds is a fix: no failure."""
+    from edgeprof.analysis.regression import regressed
+    from edgeprof.report.ci_summary import compare_verdict
+
+    oom = [run(termination=Termination.OOM, exit_code=137) for _ in range(2)]
+    ok = walls(BASE, name="b")
+    changes, notes = compare_results(oom + ok, oom + ok)
+    assert regressed(changes)
+    assert compare_verdict(changes).startswith("2 of 2 current runs failed; ")
+    bad = [c for c in changes if c.label == "m.onnx"]
+    assert len(bad) == 1 and bad[0].verdict is Verdict.NOT_MEASURED and bad[0].base == ()
+    assert any("no successful run in the baseline (oom ×2): nothing" in n for n in notes)
+    changes, _ = compare_results(oom + ok, walls(BASE) + ok)
+    assert not regressed(changes)
+
+
 def test_metric_absent_from_the_baseline_is_skipped_and_lost_latency_fails() -> None:
     changes, _ = compare_results(walls(BASE), walls(BASE))
     assert [c.metric.key for c in changes] == ["wall", "cpu_time", "peak_memory", "avg_memory"]
