@@ -68,6 +68,10 @@ def no_events(runs: Sequence[RunResult]) -> str | None:
     """
     if not runs or any(reported_events(r) for r in runs) or not successful(runs):
         return None
+    if all(edgeprof_import(r.command, sources_dir(r)) is not Import.MAYBE for r in runs):
+        # Its sources never import edgeprof, or did import it: no failed import to blame
+        # (a budget on `python -c 'print(1)'` had been told python could not import it).
+        return None
     from ..measure.doctor import import_fix  # the sentence's path only: doctor's own fix
     python = _interpreter(runs)
     if python is None:
@@ -91,11 +95,9 @@ def uninstrumented(results: Sequence[RunResult]) -> str | None:
     commands (``sleep 1``, a binary): most never meant to report anything.  Not for
     ``edgeprof layers``' worker either: it never imports edgeprof, by design."""
     runs = [r for r in results if not _layer_worker(r.command)]
-    why = no_events(runs)
+    why = no_events(runs)  # None where its sources never import edgeprof, or imported it
     if why is None or not any(runs_python(r.command) for r in runs):
         return None
-    if all(edgeprof_import(r.command, sources_dir(r)) is not Import.MAYBE for r in runs):
-        return None  # its sources never import edgeprof, or imported it: no failed import
     return why
 
 

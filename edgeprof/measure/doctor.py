@@ -205,6 +205,10 @@ def dead_runs(roots: Iterable[Path] | None = None, proc: Path = Path("/proc")) -
 
 NOT_FOUND = "not found"
 NOT_EXECUTABLE = "not executable"
+NOT_PYTHON = "not a Python interpreter"
+_SAID = "edgeprof imported from "
+"""What the probe's code prints: a program that exits 0 without it is no interpreter that
+imported edgeprof (``doctor --python /bin/true`` had been "[ok] /bin/true imports edgeprof")."""
 
 
 def memory_ceiling(be: Backend) -> list[Finding]:
@@ -228,7 +232,7 @@ def interpreter_imports_edgeprof(python: str, timeout: float = 10) -> str | None
     program = os.path.abspath(python) if os.sep in python else python
     try:
         done = subprocess.run(
-            [program, "-c", "import edgeprof"],
+            [program, "-c", f"import edgeprof; print({_SAID!r} + edgeprof.__file__)"],
             cwd="/",
             stdin=subprocess.DEVNULL,
             capture_output=True,
@@ -245,7 +249,8 @@ def interpreter_imports_edgeprof(python: str, timeout: float = 10) -> str | None
     except subprocess.TimeoutExpired:
         return f"no answer within {timeout:g}s"
     if done.returncode == 0:
-        return None
+        said = any(line.startswith(_SAID) for line in done.stdout.splitlines())
+        return None if said else NOT_PYTHON
     lines = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
     return lines[-1] if lines else f"exit {done.returncode}"
 
@@ -256,7 +261,7 @@ def workload_python(python: str) -> Finding:
     why = interpreter_imports_edgeprof(python)
     if why is None:
         return Finding("workload python", True, f"{python} imports edgeprof")
-    if why in (NOT_FOUND, NOT_EXECUTABLE):  # a wrong path: installing would not help
+    if why in (NOT_FOUND, NOT_EXECUTABLE, NOT_PYTHON):  # a wrong path: installing would not help
         return Finding(
             "workload python",
             False,

@@ -5,6 +5,7 @@ of the workload's interpreter."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -157,6 +158,18 @@ def test_latency_budget_says_why_no_event_came() -> None:
     )
 
 
+def test_latency_budget_of_code_that_never_names_edgeprof_gives_the_plain_reason() -> None:
+    """A budget on ``python -c 'print(1)'`` had been told python "could not import it"
+    (``doctor --python python`` said it does): its code never imports edgeprof, as the
+    results table's note already knew."""
+    budgets = Budgets(overrides={"latency_p95": 0.1})
+    checks = check_budgets([bare("python", "-c", "print(1)")], budgets)
+    assert [c.reason for c in checks] == ["the runs reported no per-iteration latency"]
+    guarded = "try: import edgeprof\nexcept ImportError: pass"
+    checks = check_budgets([bare("python", "-c", guarded)], budgets)
+    assert "python could not import it" in checks[0].reason
+
+
 def test_latency_budget_keeps_its_reason_when_phases_came_but_no_iteration() -> None:
     phases_only = bare("python3", "infer.py", phases=(PHASE,))
     checks = check_budgets([phases_only], Budgets(overrides={"latency_p95": 0.04}))
@@ -261,6 +274,14 @@ def test_a_missing_or_unrunnable_interpreter(tmp_path: Path) -> None:
     finding = workload_python(missing)
     assert (finding.ok, finding.detail) == (False, f"{missing}: not found")
     assert finding.fix is not None and "pip" not in finding.fix
+    # A program that runs and exits 0 is no interpreter that imported edgeprof: /bin/true
+    # and /bin/echo had been "[ok] … imports edgeprof" (a CI user's pre-flight check).
+    for program in ("true", "echo"):
+        found = shutil.which(program)
+        assert found is not None
+        finding = workload_python(found)
+        assert (finding.ok, finding.detail) == (False, f"{found}: not a Python interpreter")
+    assert interpreter_imports_edgeprof(sys.executable) is None
 
 
 def test_doctor_checks_the_interpreter_only_when_asked(tmp_path: Path) -> None:
