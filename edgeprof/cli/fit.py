@@ -100,7 +100,10 @@ def fit_cmd(
     out: Annotated[
         Path | None, typer.Option(help="Write fit.json and every run's files into this directory.")
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print fit.json on stdout.")] = False,
+    json_out: Annotated[
+        bool,
+        typer.Option("--json", help="Print fit.json on stdout (the report goes to stderr)."),
+    ] = False,
     plot: Annotated[
         Path | None,
         typer.Option(help="Draw the curve (time against the limit) in this PNG (matplotlib)."),
@@ -218,10 +221,11 @@ def fit_cmd(
         if glyphs is not None:
             print(f"edgeprof: warning: {glyphs}", file=sys.stderr)
         announce(plot, sys.stderr)
+    # With --json the report goes to stderr, as its progress does: a fit that exited 3 or 1
+    # had said why nowhere but in the JSON (a CI user's log).
+    (sys.stderr if json_out else sys.stdout).write(render_fit(outcomes))
     if json_out:
         print(json.dumps(doc, indent=2))
-    else:
-        sys.stdout.write(render_fit(outcomes))
     raise typer.Exit(fit_exit_code(outcomes))
 
 

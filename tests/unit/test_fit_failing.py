@@ -77,9 +77,11 @@ def test_the_unlimited_runs_stop_at_their_first_failure(
 def test_a_failing_command_in_json_and_out(
     capfd: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    rc, out, _ = _fit(capfd, "--backend", "fake", "--json", "--out", str(tmp_path / "f"),
-                      "--", "false")  # fmt: skip
+    rc, out, err = _fit(capfd, "--backend", "fake", "--json", "--out", str(tmp_path / "f"),
+                        "--", "false")  # fmt: skip
     assert rc == 1
+    # Why it exited 1, in the log: the report on stderr (it had said only its progress).
+    assert NO_SEARCH.format(1) in err
     doc = json.loads(out)
     assert doc == json.loads((tmp_path / "f" / "fit.json").read_text())
     assert doc["stopped"].startswith("the unlimited run exited with code 1: ")
@@ -470,7 +472,7 @@ def test_a_reference_spread_wider_than_the_tolerance_is_warned_of(
     rc, stdout, err = _fit(capfd, "--backend", "fake", "--tolerance", "1000%",
                       "--json", "--", "sleep", "0.1")
     walls = json.loads(stdout)["reference"]["wall_s"]
-    assert rc == 0 and ("spread" in err) == (max(walls) > 11 * min(walls)), err
+    assert rc == 0 and ("times spread" in err) == (max(walls) > 11 * min(walls)), err
 
 
 def test_a_command_killed_by_a_signal_unlimited_names_the_signal(
