@@ -67,6 +67,9 @@ class Verdict:
     """Where a slower run fits by its memory stalls (:func:`memory_slowdown`): how much
     slower it was and how much of that they were, as shares of the unlimited time; ``None``
     for every other verdict."""
+    own: bool = False
+    """Failed because its own memory met the limit (an OOM kill, or a run at the edge): the
+    run's floor is at least this limit, whatever its unlimited runs' samples read."""
     unproven: bool = False
     """Failed on its time alone, with no sign of memory in any run (:func:`memory_evidence`):
     on a busy host, such a failure may be the host's, not the limit's (:attr:`FitOutcome
@@ -113,13 +116,14 @@ def verdict(
     back, which a probe's refaults and major faults must exceed to be the limit's."""
     for r in runs:
         if r.termination is not Termination.EXITED:
-            return Verdict(False, r.termination.value, r.termination is Termination.OOM)
+            oom = r.termination is Termination.OOM
+            return Verdict(False, r.termination.value, oom, own=oom)
         if r.exit_code != ref_end.exit_code:
             return Verdict(False, f"exit {r.exit_code} (unlimited: {ref_end.exit_code})", False)
     for r in runs:
         edge = at_the_edge(r, room)
         if edge is not None:
-            return Verdict(False, edge)
+            return Verdict(False, edge, own=True)
     t = median_time(runs).seconds
     slower = t / reference.seconds - 1 if reference.seconds > 0 else 0.0
     memory = memory_slowdown(runs, ref_stall, reference, ref_read)
@@ -303,12 +307,15 @@ def search(
     now = BISECTED  # why the next probe is made
     otherwise = False  # a probe failed for a reason other than memory
     passed: set[int] = set()
+    met = 0  # the highest limit the run's own memory met (an OOM kill, at the edge)
 
     def judged(got: bool | Verdict, limit: int) -> bool:
-        nonlocal otherwise
+        nonlocal otherwise, met
         ok = got if isinstance(got, bool) else got.ok
         if isinstance(got, Verdict) and not got.ok and not got.memory:
             otherwise = True
+        if isinstance(got, Verdict) and got.own:
+            met = max(met, limit)
         tried.append((limit, ok))
         if ok:
             passed.add(limit)
@@ -355,8 +362,14 @@ def search(
             hi = min((p for p in passed if p > lo), default=top)
             now = RAISED if now == RAISED else OVERTURNED
             continue
-        if hi == top and b.top_passes and not otherwise and (top, False) not in tried:
-            return result(top)  # the peak passes without trying
+        # The peak passes without trying where it leaves the room above the floor; a probe
+        # whose own memory met a limit within the room below it shows the floor is higher
+        # than the unlimited runs' samples read (a spike between them: a fit answered the
+        # unprobed peak, 157.5 MiB, over OOM kills at 124-155 MiB, and a run there was "at
+        # the edge, only 24.0KiB to spare", a user's): the peak is then probed.
+        roomy = met + b.allowance <= top
+        if hi == top and b.top_passes and roomy and not otherwise and (top, False) not in tried:
+            return result(top)
         if otherwise and (hi, False) in tried:  # a floor at the peak: its one probe failed
             return result(None)
         if (hi, False) not in tried and hi not in passed:
@@ -383,7 +396,7 @@ def with_margin(answer: int, margin: float) -> int:
     return _page(math.ceil(answer * (1 + margin)))
 
 
-def recommended(answer: int, margin: float, b: Bounds) -> int:
+def recommended(answer: int, margin: float, b: Bounds, own: int | None = None) -> int:
     """The answer and its margin, but above the unlimited peak only as far as the margin on
     the run's own memory (the floor and its room, :attr:`Bounds.low`) reaches.  At the
     peak nothing is ever reclaimed, so the profiled input needs no more; what the margin is
@@ -391,6 +404,9 @@ def recommended(answer: int, margin: float, b: Bounds) -> int:
     margin on it covers.  An answer of 177.8 MiB under a 185.7 MiB peak (floor 57.5) had been told
     "with a 20 % margin: 213.4 MiB"; now the peak, 185.7.  An answer that is itself the
     run's own memory above its peak (``model.py``: anon 179.3 of a 180.5 MiB peak, answered
-    at its floor and room) keeps its whole margin."""
-    own = with_margin(b.low, margin)
-    return max(answer, min(with_margin(answer, margin), max(b.peak, own)))
+    at its floor and room) keeps its whole margin.  ``own``: the run's own memory where the
+    probes showed more than the floor (:attr:`~edgeprof.sweeps.fit_outcome.FitOutcome.
+    own_memory`): a spike between the samples had left a 159.5 MiB answer no margin, on a
+    floor read at 96.7 MiB."""
+    mine = with_margin(max(b.low, own or 0), margin)
+    return max(answer, min(with_margin(answer, margin), max(b.peak, mine)))

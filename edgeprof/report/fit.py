@@ -284,8 +284,8 @@ def _answer_lines(o: FitOutcome) -> list[str]:
             extra = ", the unlimited peak: no limit at or above it reclaims anything"
         else:
             extra = (
-                f", the margin on its own memory ({format_binary(b.low)}): above the unlimited "
-                f"peak, {format_binary(b.peak)}, no limit reclaims anything"
+                f", the margin on its own memory ({format_binary(o.own_memory)}): above the "
+                f"unlimited peak, {format_binary(b.peak)}, no limit reclaims anything"
             )
         if b.peak > o.answer:
             extra += f" (the need is {100 * (1 - o.answer / b.peak):.0f}% under it)"

@@ -200,7 +200,15 @@ class FitOutcome:
             return None
         if self.method != "bisection":
             return with_margin(self.answer, self.margin)
-        return recommended(self.answer, self.margin, self.bounds)
+        return recommended(self.answer, self.margin, self.bounds, self.own_memory)
+
+    @property
+    def own_memory(self) -> int:
+        """The run's own memory, which no limit reclaims: the floor and its room, or the
+        highest limit a probe's own memory met (an OOM kill, a run at the edge) where that
+        is more, as where a spike fell between the unlimited runs' samples."""
+        met = [p.limit for p in self.probes if not p.verdict.ok and p.verdict.own]
+        return max([self.bounds.low, *met])
 
     @property
     def answer_in_doubt(self) -> str | None:

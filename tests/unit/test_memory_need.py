@@ -241,6 +241,37 @@ def test_search_after_a_failure_other_than_memory_probes_the_peak_before_answeri
     assert (r.answer, r.tried) == (28 * MIB, ((27 * MIB, False), (28 * MIB, True)))
 
 
+def test_search_probes_the_peak_where_the_runs_own_memory_met_a_limit_within_its_room() -> None:
+    """A spike between the unlimited runs' samples: a floor read at 96.7 MiB, a peak of
+    157.5 MiB, every probe below it OOM-killed.  The peak had been the answer, unprobed, and
+    a run there was "at the edge, only 24.0KiB to spare" (a user's): an OOM within the room
+    below it shows the run's own memory is about the peak, so the peak is probed, and
+    failing there (at the edge), the limits above it."""
+    b = Bounds(int(96.7 * MIB) // PAGE * PAGE, int(157.5 * MIB) // PAGE * PAGE, None,
+               3 * MIB, allowance=int(27.5 * MIB) // PAGE * PAGE)  # fmt: skip
+    own = 157.4 * MIB  # what the run holds at its spike
+
+    def probe(limit: int) -> Verdict:
+        if limit < own:
+            return Verdict(False, "oom", own=True)
+        if limit - own < MIB:
+            return Verdict(False, "at the edge", own=True)
+        return Verdict(True, "fits (0%)")
+
+    r = search(b, probe)
+    assert r.answer is not None and r.answer >= own + MIB, r
+    assert (b.top, False) in r.tried  # the peak was run, and failed at the edge
+    # A floor the samples read right (OOMs only well below the peak): the peak is still
+    # taken without a run, as page cache is what a limit there takes back.
+    r = search(b, lambda limit: Verdict(limit >= 120 * MIB, "oom", own=limit < 120 * MIB))
+    assert r.answer is not None and r.answer < b.top
+    # Its margin is on the own memory the probes showed, not on the floor the samples read:
+    # the 159.5 MiB answer had been recommended as it was, a 20 % margin on 124.2 MiB.
+    answer = int(159.5 * MIB) // PAGE * PAGE
+    assert recommended(answer, 0.2, b) == answer
+    assert recommended(answer, 0.2, b, own=int(own)) == with_margin(int(own), 0.2)
+
+
 def test_search_need_above_the_ceiling_is_one_probe_at_the_ceiling() -> None:
     b = Bounds(40 * MIB, 100 * MIB, 64 * MIB, MIB)
     asked, probe = needs(80 * MIB)
@@ -397,7 +428,7 @@ def test_verdict_matching_nonzero_exit_fits() -> None:
 
 def test_verdict_oom_fails() -> None:
     v = verdict([run(termination=Termination.OOM, exit_code=137)], WALL, run(), 0.10)
-    assert v == Verdict(False, "oom")
+    assert v == Verdict(False, "oom", own=True)
 
 
 def test_verdict_any_failing_run_fails() -> None:
