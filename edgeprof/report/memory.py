@@ -257,11 +257,20 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
                 "holding a little more is OOM-killed here (edgeprof fit finds a limit with room)"
             )
         if f.elsewhere is not None:
+            left = f.spare - f.elsewhere
             said += (
                 f"; it also mapped {format_binary(f.elsewhere)} of files cached before it, "
                 "charged to other groups (e.g. shared libraries): its own on a device, "
-                f"which leaves {format_binary(f.spare - f.elsewhere)}"
+                f"which leaves {format_binary(max(0, left))}"
             )
+            if left < charging_slack(f.limit) and not f.at_edge:
+                # fit's rule on a device: "fits" here had sat beside fit's "does not fit
+                # in 122.0MiB: 972.0KiB short" for the same script (a user's).
+                said += (
+                    f", under the {format_binary(charging_slack(f.limit))} the kernel may "
+                    "charge ahead: at the edge on a device (edgeprof fit finds a limit with "
+                    "room)"
+                )
     elif f.status is Headroom.AT_LIMIT:
         no_stall = (  # v1 without the unified hierarchy, where PSI would follow the run
             " (no stall figure on a cgroup v1 host without the unified hierarchy: "
