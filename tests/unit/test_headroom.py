@@ -171,6 +171,16 @@ def test_near_the_limit_with_no_page_cache_is_the_runs_own_peak() -> None:
         "edgeprof fit times the limit); "
         "anon + shmem + kernel 99.5MiB leaves 512.0KiB"
     )
+    # No sample held cache, but the run read 128 MiB from storage (through the page cache)
+    # under a 100 MiB limit: there was cache, charged and dropped between the samples (one
+    # of a user's 6 runs had been "at the edge", and made fit refuse the limit).
+    read = dataclasses.replace(r, memory=at, io=dataclasses.replace(r.io, read_bytes=128 * MIB))
+    f = limit_fit(read)
+    assert f is not None and f.status is Headroom.AT_LIMIT and f.cache is True
+    assert (headroom(f) or "").startswith(
+        "memory limit 100.0MiB: fits at the limit: the kernel dropped page cache"
+    )
+    assert at_the_edge(read, 0) is None
     # Some cache at a sample: there was something to drop, and the limit may have dropped it.
     some = dataclasses.replace(none, file=2 * MIB)
     f = limit_fit(dataclasses.replace(r, memory=dataclasses.replace(r.memory, peaks=some)))
