@@ -30,8 +30,9 @@ The public API (help(edgeprof.profile) and so on document each name):
   edgeprof, so that their file runs alone, copied beside a script); ``ConfigError`` (bad
   input), and under
   it ``UnsafeOutput`` (an output through a link, or into a file not edgeprof's),
-  ``OutputReplaced`` (of the former: an output directory moved or swapped during the
-  run) and ``LimitError`` (a limit this host cannot hold), and under that ``CpusOverHost``
+  ``OutputReplaced`` (of the former: an output directory moved or swapped while
+  edgeprof held it; one replaced during a run is the cause of the last below) and
+  ``LimitError`` (a limit this host cannot hold), and under that ``CpusOverHost``
   (more CPUs than a run may use here: its .cpus and .available cores) and
   ``CoresBusy`` (leased cores); ``BackendUnavailable``, ``LaunchError``, ``BackendError``,
   ``ResultNotSaved`` (a measured run whose ``result.json`` could not be written).

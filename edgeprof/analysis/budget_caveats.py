@@ -10,6 +10,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
+from ..measure.sketch import iterations_for
 from ..model import RunResult
 from ..units import counted
 from . import rules
@@ -27,7 +28,6 @@ from .metrics import (
     FEW,
     Metric,
     few_iterations,
-    iterations_for,
     same_figure,
     stalled_percentiles,
 )

@@ -49,6 +49,7 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ..measure.sketch import iterations_for, too_few
 from ..model import PERCENTILES, RunResult
 from ..units import format_binary, format_energy, format_rate, format_seconds
 
@@ -381,21 +382,6 @@ def stalled_percentiles(runs: Sequence[RunResult]) -> tuple[str, ...]:
         if r.latency is not None and r.latency.throttling is not None:
             names.update(dict.fromkeys(r.latency.throttling.distorted))
     return tuple(p for p in PERCENTILES if p in names)
-
-
-def iterations_for(percentile: str) -> int:
-    """The fewest iterations from which a percentile (``p99``) estimates that percentile:
-    ``1 / (1 − p)`` (p90: 10, p95: 20, p99: 100).  From fewer, linear interpolation puts it
-    between the largest values, a point near the maximum: 7 iterations gave a p99 of
-    6.94 ms beside a maximum of 7 ms, and 1 iteration a p95 and p99 equal to its one value.
-    The result keeps the value (as numpy computes it); the text tables mark it."""
-    return round(1 / (1 - int(percentile[1:]) / 100))
-
-
-def too_few(count: int, percentile: str) -> bool:
-    """Whether ``count`` iterations are fewer than ``percentile`` needs
-    (:func:`iterations_for`): the one rule of every :data:`FEW` mark."""
-    return count < iterations_for(percentile)
 
 
 FEW = "^"

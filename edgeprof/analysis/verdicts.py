@@ -51,6 +51,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..measure.contention import held_time
+from ..measure.sketch import iterations_for
 from ..model import RunResult
 from ..units import format_binary
 from . import rules
@@ -68,7 +69,7 @@ from .held import (
     mean_held,
     weighed_figures,
 )
-from .metrics import Metric, few_iterations, iterations_for
+from .metrics import Metric, few_iterations
 from .outliers import without_outliers
 
 

@@ -111,6 +111,7 @@ def run_loop(
                 first=run.at_exec,
             )
             stats.mapped = MappedTracker(run.mapped_files, interval)
+            left = at_end = None
             # The order of the ending is fixed, whatever ends the run: the sampler and the
             # events channel stop (the channel reads the phase windows still open while the
             # group exists), the group is killed, its totals read, then the handle closes
@@ -145,12 +146,14 @@ def run_loop(
                     # been in its wall time (100 ms for a daemon left behind), and samples
                     # taken in it had been before its end.
                     wall = (time.monotonic() if run.ended is None else run.ended) - run.started
+                    left, at_end = _at_end(run, status, deadline.passed)
                 except (KeyboardInterrupt, WaitInterrupted) as exc:
                     interrupted = True
                     status = None
                     if not deadline.passed:  # a timeout's grace is already under way
                         status = _stop_gently(run, kill_grace, interrupts, exc, warnings)
                     wall = (time.monotonic() if run.ended is None else run.ended) - run.started
+                    left, at_end = _at_end(run, status, deadline.passed)
                     if deadline.passed:
                         # The interrupt won the ending, but the run had already timed out: a
                         # tester's SIGTERM-ignoring workload, interrupted in the grace, had
@@ -176,11 +179,13 @@ def run_loop(
             if status is not None and status >= 0 and not deadline.passed:
                 # It exited by itself (not killed: an OOM kill's survivors are no processes
                 # it left to run on): what is left of it, before they are killed.
-                others_left = _others_running(run)
+                others_left = _others_running(run, left)
             run.kill()  # orphans and daemons die before the totals are read
             if status is None:
                 status = run.wait(None)
             final = run.counters()  # the handle corrects its peak for per-phase resets
+            if at_end is not None:
+                final = final._replace(**at_end)
             held = run.limits_now()  # what the workload may have written (group still there)
         warnings.extend(run.warnings)
     finally:
@@ -287,11 +292,32 @@ resource tracker reads EOF on its pipe and exits) is not work cut short.  Measur
 spawn Pool(2)'s run counted its tracker in 3 of 4 runs without the grace, 0 of 4 with it."""
 
 
-def _others_running(run: RunHandle) -> int | None:
-    """The run's processes still running once its main process has exited, after at most
-    :data:`LEFT_GRACE_S` for those that end with it (``None``: the backend cannot tell)."""
-    deadline = time.monotonic() + LEFT_GRACE_S
+CPU_FIELDS = ("cpu_usage_us", "cpu_user_us", "cpu_system_us")
+
+
+def _at_end(
+    run: RunHandle, status: int | None, timed_out: bool
+) -> tuple[int | None, dict[str, int | None] | None]:
+    """(the run's processes other than its main one running at its end, the run's CPU time
+    then where there were some), for a main process that exited by itself.  What they did
+    after it is not in its wall time, and had made its CPU % impossible (a shell that left
+    two ``yes`` behind: 0.19 s of CPU in the 0.1 s they were given to end over 9.4 ms of
+    wall time, "CPU 2129.0%" on 2 cores; a user's).  No CPU time where none was left: the
+    totals read after the kill are the run's."""
+    if status is None or status < 0 or timed_out:
+        return None, None
     left = run.others_running()
+    if not left:
+        return left, None
+    at = run.counters()
+    return left, {k: getattr(at, k) for k in CPU_FIELDS}
+
+
+def _others_running(run: RunHandle, left: int | None) -> int | None:
+    """The run's processes still running once its main process has exited (``left``: as
+    read at its end), after at most :data:`LEFT_GRACE_S` for those that end with it
+    (``None``: the backend cannot tell)."""
+    deadline = time.monotonic() + LEFT_GRACE_S
     while left and time.monotonic() < deadline:
         time.sleep(0.005)
         left = run.others_running()

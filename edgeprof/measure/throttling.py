@@ -22,7 +22,7 @@ import math
 from collections.abc import Sequence
 
 from ..model import LatencyStats, Throttling
-from .sketch import PERCENTILES, percentile
+from .sketch import PERCENTILES, percentile, too_few
 
 TOLERANCE = 0.25
 """A percentile "depends on stalls" when it differs from its evenly-stalled value by more
@@ -316,9 +316,11 @@ def host_speed_warning(lat: LatencyStats, where: str = "") -> str:
     held = busy is not None and busy >= t.share
     # Held off, the upper percentiles hold other tasks' delays, which a slower core would
     # not stretch: the median alone is over the share.
+    # A p99 of fewer iterations than it needs is a point near the maximum (the table's
+    # ``^``): doubled here, it had read as a device's tail (a newcomer's 60 paced frames).
+    shown_p = [n for n in (("p50",) if held else ("p50", "p99")) if not too_few(lat.count, n)]
     slower = ", ".join(
-        f"{name} {getattr(lat, f'{name}_s') / t.share * 1000:.2f}ms"
-        for name in (("p50",) if held else ("p50", "p99"))
+        f"{name} {getattr(lat, f'{name}_s') / t.share * 1000:.2f}ms" for name in shown_p or ["p50"]
     )
     if held:
         why = (
@@ -339,8 +341,8 @@ def host_speed_warning(lat: LatencyStats, where: str = "") -> str:
         f"{where}latency measures this host's core, not a core at {t.share:g} of its speed: "
         f"{t.throttled} of {_known(t.iterations, lat.count)} were throttled and {why}. On a "
         f"core at {t.share:g} of this one's speed, CPU-bound iterations would take about "
-        f"{slower} ({'this percentile' if held else 'these percentiles'} over {t.share:g}: an "
-        "estimate)"
+        f"{slower} ({'this percentile' if len(shown_p) < 2 else 'these percentiles'} over "
+        f"{t.share:g}: an estimate)"
     )
 
 

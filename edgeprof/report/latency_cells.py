@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ..analysis.held import held_runs
-from ..analysis.metrics import FEW, FEW_NOTE, too_few
+from ..analysis.metrics import FEW, FEW_NOTE
+from ..measure.sketch import too_few
 from ..model import LatencyStats, RunResult
 from ..units import format_rate, format_seconds
 from .overhead_notes import OVERHEAD

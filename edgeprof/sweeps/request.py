@@ -291,7 +291,8 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
     storage = {s.key: getattr(req, s.key) for s in STORAGE}
     settings = limit_settings(req.cpus, req.cpuset, req.memory, storage)
     if req.pids is not None:  # one process limit for every setting of a sweep
-        pids = parse_pids(req.pids)
+        with named("--pids"):  # as bench's: "invalid process limit" alone named no option
+            pids = parse_pids(req.pids)
         settings = tuple(dataclasses.replace(s, pids=pids) for s in settings)
     if req.cpu_period is not None:
         period = parse_cpu_period(req.cpu_period)

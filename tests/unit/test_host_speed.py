@@ -112,6 +112,18 @@ def test_the_run_warns_in_one_line_with_a_slower_cores_estimate() -> None:
     )
 
 
+def test_a_p99_of_too_few_iterations_is_no_estimate_of_a_slower_core() -> None:
+    """60 paced frames: the table marks their p99 ``^`` (a point near the maximum), and the
+    warning had doubled it into "p99 9.31ms" unmarked (a newcomer's)."""
+    _, latency, _, _ = _paced_channel(0.5).results(run_end=10.0)
+    assert latency is not None
+    w = host_speed_warning(dataclasses.replace(latency, count=60))
+    assert w.endswith(
+        "CPU-bound iterations would take about p50 3.50ms (this percentile over 0.5: an "
+        "estimate)"
+    )
+
+
 def _run(latency: LatencyStats | None, **kw: object) -> RunResult:
     return dataclasses.replace(make_result(**kw), latency=latency)
 

@@ -317,6 +317,13 @@ def test_an_empty_value_is_refused(
         # The GPU's memory is named as such (it had been told of a "memory limit", the
         # host's, in run, bench and a catalog's gpu_memory alike).
         (["run", "--gpu-memory", "5m"], "--gpu-memory: GPU memory '5m' is below the minimum of 6m"),
+        # The option named, as bench's is (a newcomer's long command line had read "invalid
+        # process limit '0'" alone).
+        (
+            ["run", "--pids", "0"],
+            "--pids: invalid process limit '0': must be between 1 and 4194304",
+        ),
+        (["fit", "--pids", "abc"], "--pids: invalid process limit 'abc': expected a whole number"),
         (
             ["run", "--gpu-memory", "512"],
             "--gpu-memory: GPU memory '512' is below the minimum of 6m (a number without a unit "
