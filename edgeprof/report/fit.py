@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ..analysis.cells import leased_cores
 from ..analysis.fit_bounds import MIN_LIMIT, PAGE, slack
-from ..analysis.fit_times import LATENCY, Timing, median_time
+from ..analysis.fit_times import LATENCY, Timing, median_time, noise_warning
 from ..analysis.need import OVERTURNED, RAISED, untouched, with_margin
 from ..measure.growth import rate
 from ..measure.io_stall import io_stall_warning, rates_held
@@ -71,8 +71,19 @@ def _ends(runs: Sequence[RunResult]) -> str:
 
 def render_fit(outcomes: Sequence[FitOutcome]) -> str:
     return "\n".join(
-        _render_one(o) + _budget_line(o) + _contention(o) + _io_wait(o) for o in outcomes
+        _render_one(o) + _budget_line(o) + _noise(o) + _contention(o) + _io_wait(o)
+        for o in outcomes
     )
+
+
+def _noise(o: FitOutcome) -> str:
+    """``warning: the unlimited runs' times spread 36%, more than the 10% tolerance: …``:
+    the caveat on every verdict of the search, which the progress lines on stderr had
+    alone said (a report kept without them lost it; a newcomer's)."""
+    if o.method != "bisection" or o.stopped is not None or not o.probes:
+        return ""
+    said = noise_warning(o.noise, o.tolerance)
+    return "" if said is None else f"warning: {said}\n"
 
 
 def _io_wait(o: FitOutcome) -> str:

@@ -294,3 +294,19 @@ def test_fits_text_names_the_cap_its_unlimited_runs_ran_under() -> None:
         f"{title}; its unlimited runs at memory=21.6GiB, the cap fit sets (the room this host "
         "had), not a device's limit"
     )
+
+
+def test_the_report_says_the_reference_runs_were_noisier_than_the_tolerance() -> None:
+    """The caveat on every verdict of the search is in the report, not only among the
+    progress lines on stderr (a newcomer's report, kept alone, had lost it)."""
+    b = Bounds(40 * MIB, 104 * MIB, None, 8 * MIB, allowance=MIB)
+    o = _fitted(b, lambda limit: limit >= 70 * MIB, lambda limit: limit >= 70 * MIB)
+    assert "warning: the unlimited runs' times spread" not in render_fit([o])
+    noisy = dataclasses.replace(o, noise=0.36)
+    assert (
+        "warning: the unlimited runs' times spread 36%, more than the 10% tolerance: a probe's "
+        "verdict may be that noise, not its limit; give more reference runs (--repeat N), a "
+        "quieter host, or a larger --tolerance\n"
+    ) in render_fit([noisy])
+    # No search, no verdict to doubt.
+    assert "spread 36%" not in render_fit([dataclasses.replace(noisy, probes=(), made=())])
