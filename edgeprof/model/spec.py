@@ -171,6 +171,8 @@ class Limits:
                     f"invalid memory limit {shown(memory)}: expected bytes (a whole number) or "
                     "a size such as 512m"
                 )
+            if memory < 0:  # it had been told of units, which a number has no use for
+                raise ConfigError(f"invalid memory limit {shown(memory)}: a negative size")
             memory = parse_memory_limit(str(int(memory)))
         object.__setattr__(self, "memory", memory)
         object.__setattr__(self, "pids", None if pids is None else parse_pids(pids))

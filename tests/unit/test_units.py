@@ -308,6 +308,8 @@ def test_limits_normalises_user_spellings() -> None:
         ({"cpuset": 1}, "invalid CPU list: 1 (expected CPU numbers"),  # had been a TypeError
         ({"memory": math.nan}, "invalid memory limit nan: expected bytes"),
         ({"memory": 1.5}, "invalid memory limit 1.5: expected bytes"),
+        # A number is bytes already: told it is negative, not of units (a library user's).
+        ({"memory": -5}, "invalid memory limit -5: a negative size"),
         ({"memory": 0}, "memory limit '0' is below the minimum of 6m"),
     ],
 )
