@@ -47,6 +47,7 @@ def budget_caveats(
     said = [
         _unmeasured_caveat(metric, ok, results),
         _stall_caveat(metric, ok),
+        _host_speed_caveat(metric, ok),
         _few_caveat(metric, ok),
         _raised_caveat(metric, ok),
         _noise_caveat(metric, values, budget),
@@ -195,6 +196,30 @@ def _stall_caveat(metric: Metric, runs: Sequence[RunResult]) -> str:
     return (
         f"{name} measures the CPU quota's stalls, not the workload, in {len(stalled)} of "
         f"{len(runs)} run(s) (see the warnings; --cpu-period)"
+    )
+
+
+def _host_speed_caveat(metric: Metric, runs: Sequence[RunResult]) -> str:
+    """A latency budget whose figure is this host's core's speed in some run (the table's
+    ``!``: a paced loop under a fractional quota never used it up): a gate had passed
+    "p50 1.4ms within the budget 2.0ms" beside the run's own warning that a core at 0.5 of
+    this one's speed takes about 2.70 ms, said only of the ``*`` (a user's)."""
+    if metric.percentile is None:
+        return ""
+    fast = [
+        t for r in runs
+        if r.latency is not None and (t := r.latency.throttling) is not None and t.at_host_speed
+    ]  # fmt: skip
+    if not fast:
+        return ""
+    share = min((t.share for t in fast if t.share), default=None)
+    slower = "" if share is None else (
+        f": CPU-bound iterations would be about {1 / share:.2g}× slower on a core at {share:g} "
+        "of this one's speed"
+    )  # fmt: skip
+    return (
+        f"! {metric.percentile} is this host's core's speed, not the quota's, in {len(fast)} "
+        f"of {len(runs)} run(s){slower} (see the warnings)"
     )
 
 

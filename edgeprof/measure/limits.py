@@ -416,8 +416,15 @@ def faster_than_device(
         )
     if not why:
         return None
+    # One core has no other for the group's share to go to: what a quota lets through at
+    # full speed there is work that idles within its period (the calibration docs' faithful
+    # one-thread setting had been told of cores, a user's).
+    reason = (
+        "a quota slows only work that does not idle within its period"
+        if cores == 1
+        else "a quota is one number for the group, not a speed per core"
+    )
     return (
         f"this run can be faster than the device, whose cores each do {per_core:.3g} of a host "
-        f"core's work: {'; '.join(why)} (a quota is one number for the group, not a speed "
-        "per core)"
+        f"core's work: {'; '.join(why)} ({reason})"
     )

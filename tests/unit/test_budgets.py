@@ -16,7 +16,7 @@ from edgeprof.analysis.budgets import (
     load_budget_file,
 )
 from edgeprof.errors import ConfigError
-from edgeprof.model import MemoryParts, RunResult, Termination
+from edgeprof.model import MemoryParts, RunResult, Termination, Throttling
 from tests.unit.gating_helpers import MIB, run
 
 NO_OPTIONS: dict[str, str | None] = {k: None for k in METRICS}
@@ -649,3 +649,24 @@ def test_the_noise_caveats_interval_is_of_the_geometric_mean_never_below_0() -> 
         "the budget lies within the 95% interval of the geometric mean (9.3ms [1.8ms, 49.0ms]): "
         "a re-run could turn the check"
     )
+
+
+def test_a_latency_budget_on_a_host_speed_figure_says_so() -> None:
+    """A paced loop under --cpus 0.5 ran at this host's core's speed (the table's ``!``): its
+    p50 of 1.35 ms passed a 2 ms budget with nothing said, where the run's warning gave
+    2.70 ms for a core at half the speed (a user's)."""
+    fast = run(cpus=0.5, p95_s=0.004, p50_s=0.00135, iterations=100)
+    assert fast.latency is not None
+    t = Throttling(99, 0, 0.0, 0.0, 0.00135, 0.004, 0.004, (), share=0.5, at_host_speed=True)
+    fast = dataclasses.replace(fast, latency=dataclasses.replace(fast.latency, throttling=t))
+    [check] = check_budgets([fast, run(cpus=0.5, p95_s=0.004, p50_s=0.0014, iterations=100)],
+                            Budgets(default={"latency_p50": 0.002}))  # fmt: skip
+    assert check.status is Status.PASS
+    assert (
+        "! p50 is this host's core's speed, not the quota's, in 1 of 2 run(s): CPU-bound "
+        "iterations would be about 2× slower on a core at 0.5 of this one's speed (see the "
+        "warnings)"
+    ) in check.describe()
+    [plain] = check_budgets([run(cpus=0.5, p95_s=0.004, p50_s=0.0014, iterations=100)],
+                            Budgets(default={"latency_p50": 0.002}))  # fmt: skip
+    assert "host's core's speed" not in plain.describe()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from edgeprof.analysis.metrics import METRICS
+from edgeprof.analysis.metrics import FEW_NOTE, METRICS
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError
 from edgeprof.layers import results
@@ -253,7 +253,15 @@ def test_times_under_a_millisecond_show_microseconds() -> None:
     table = render_layers(
         _collect(make_result(limits=limits), request(layer_end=1), limits, recs).to_results()
     )
-    assert "7.6µs          7.6µs" in table
+    assert "7.6µs          7.6µs^" in table
+    # Three iterations are fewer than a p95 needs: marked, and the mark's note under the
+    # table, as bench's and report's (the table had shown it bare).
+    assert table.splitlines()[-1] == FEW_NOTE
+    recs = [MODEL, layer_record(1, [7.6e-6] * 20), {"kind": "done", "profile_s": 1}]
+    table = render_layers(
+        _collect(make_result(limits=limits), request(layer_end=1), limits, recs).to_results()
+    )
+    assert "7.6µs          7.6µs " in table and FEW_NOTE not in table
 
 
 # -- 3. a per-layer profile given to report and compare ---------------------------------------

@@ -261,6 +261,11 @@ def test_cpu_period_is_part_of_the_label_only_when_asked() -> None:
         (4, 1.2, 1, 0, ["the quota never stalled it", "at most 1 task(s)"]),
         # A whole-number share pinned to a core (4 × 0.25): no stall is expected there.
         (4, 1.0, 1, None, ["at most 1 task(s)", "each do 0.25 of a host core"]),
+        (4, 1.2, 1, 0, ["(a quota is one number for the group, not a speed per core)"]),
+        # One core (speed 0.5): no other core for the share to go to; what ran at full
+        # speed idled within its periods (it had been told of cores, a user's).
+        (1, 0.5, 1, 0, ["the quota never stalled it (a quota slows only work that does not "
+                        "idle within its period)"]),
     ],
 )
 def test_a_device_run_allowed_to_go_faster_than_the_device_is_said(
