@@ -27,6 +27,7 @@ from .held import (
 from .metrics import (
     FEW,
     Metric,
+    at_host_speed,
     few_iterations,
     same_figure,
     stalled_percentiles,
@@ -206,10 +207,7 @@ def _host_speed_caveat(metric: Metric, runs: Sequence[RunResult]) -> str:
     this one's speed takes about 2.70 ms, said only of the ``*`` (a user's)."""
     if metric.percentile is None:
         return ""
-    fast = [
-        t for r in runs
-        if r.latency is not None and (t := r.latency.throttling) is not None and t.at_host_speed
-    ]  # fmt: skip
+    fast = [t for r in at_host_speed(runs) if r.latency and (t := r.latency.throttling)]
     if not fast:
         return ""
     share = min((t.share for t in fast if t.share), default=None)

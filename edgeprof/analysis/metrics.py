@@ -384,6 +384,16 @@ def stalled_percentiles(runs: Sequence[RunResult]) -> tuple[str, ...]:
     return tuple(p for p in PERCENTILES if p in names)
 
 
+def at_host_speed(runs: Sequence[RunResult]) -> list[RunResult]:
+    """The runs whose latency is this host's core's speed, not a fractional quota's (the
+    table's ``!``: :attr:`edgeprof.model.Throttling.at_host_speed`)."""
+    return [
+        r for r in runs
+        if r.latency is not None and r.latency.throttling is not None
+        and r.latency.throttling.at_host_speed
+    ]  # fmt: skip
+
+
 FEW = "^"
 """The mark of a percentile from fewer iterations than it needs, wherever it is shown."""
 FEW_NOTE = (

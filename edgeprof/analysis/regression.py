@@ -62,6 +62,7 @@ from .metrics import (
     BY_KEY,
     FEW_NOTE,
     Metric,
+    at_host_speed,
     few_iterations,
     in_phase,
     phases_apart,
@@ -204,6 +205,12 @@ def compare_results(
                     f"{cell_name(key)}: latency {', '.join(stalled)} of the {side} runs measure "
                     "the CPU quota's stalls, not the workload: their change compares stall "
                     "patterns"
+                )
+            if fast := at_host_speed(runs):
+                notes.append(
+                    f"{cell_name(key)}: latency of {len(fast)} of the {len(runs)} {side} runs "
+                    "is this host's core's speed, not the quota's (!): a core at the quota's "
+                    "share of this one's speed is slower for CPU-bound iterations"
                 )
         # Each side's runs of a whole-run figure, and of a per-iteration one, which counts the
         # runs --timeout stopped too (cells.measured: a service's sweep had compared nothing).

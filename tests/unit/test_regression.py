@@ -831,3 +831,25 @@ def test_compare_json_carries_the_intervals_bounds_not_a_half_width() -> None:
     assert "ci95" not in wall and wall["log"] is True
     bounds = [wall[k] for k in ("low95", "change", "high95")]
     assert [round(v, 4) for v in bounds if isinstance(v, float)] == [0.1726, 0.2, 0.228]
+
+
+def test_runs_at_this_hosts_core_speed_are_said_of_their_side() -> None:
+    """A paced loop under --cpus 0.5 (the table's ``!``) compared against runs under the
+    quota had no word from compare that its latency was this host's core's (a user's)."""
+    from edgeprof.model import Throttling
+
+    t = Throttling(99, 0, 0.0, 0.0, 0.001, 0.001, 0.001, (), share=0.5, at_host_speed=True)
+
+    def paced(fast: bool) -> RunResult:
+        r = run(cpus=0.5, p95_s=0.002, p50_s=0.00135, iterations=100)
+        assert r.latency is not None
+        lat = dataclasses.replace(r.latency, throttling=t if fast else None)
+        return dataclasses.replace(r, latency=lat)
+
+    _, notes = compare_results([paced(False)] * 3, [paced(True), paced(True), paced(False)], 0.05)
+    said = [n for n in notes if "host's core's speed" in n]
+    assert said == [
+        "m.onnx (cpus=0.5, memory=1.0GiB): latency of 2 of the 3 current runs is this host's "
+        "core's speed, not the quota's (!): a core at the quota's share of this one's speed is "
+        "slower for CPU-bound iterations"
+    ]
