@@ -61,6 +61,23 @@ class _LazyGroup(TyperGroup):
         return super().get_command(ctx, cmd_name)
 
 
+def _missing_argument(exc: Exception) -> str | None:
+    """``missing argument CURRENT: edgeprof compare [OPTIONS] BASELINE CURRENT``: click's
+    ``Missing argument 'current'.`` had named the argument as the help does not, with no
+    usage (``run`` with no command names its usage; a newcomer's)."""
+    param, ctx = getattr(exc, "param", None), getattr(exc, "ctx", None)
+    if type(exc).__name__ != "MissingParameter" or param is None or ctx is None:
+        return None
+    if getattr(param, "param_type_name", None) != "argument":
+        return None
+    def shown(p: Any) -> str:  # as the help's text writes them: BASELINE, PATHS...
+        return str(p.name).upper() + ("..." if p.nargs == -1 else "")
+
+    arguments = [p for p in ctx.command.params if p.param_type_name == "argument"]
+    usage = " ".join([ctx.command_path, "[OPTIONS]", *map(shown, arguments)])
+    return f"missing argument {shown(param)}: {usage}"
+
+
 def _load(name: str) -> Any:
     """The click command of ``name``: its module's typer sub-app, or its function made into
     a one-command app with the module's ``CONTEXT_SETTINGS``."""
@@ -163,7 +180,7 @@ def _main(argv: list[str] | None) -> int:
             from .elsewhere import explain
 
             explain(exc, lambda: ((name, _load(name)) for name in COMMANDS))
-        message = exc.format_message()  # type: ignore[attr-defined]
+        message = _missing_argument(exc) or exc.format_message()  # type: ignore[attr-defined]
         if "\n" in message:  # no arguments at all: the help text
             print(message, file=sys.stderr)
         else:

@@ -552,3 +552,22 @@ def test_a_timeout_at_its_floor_is_taken() -> None:
     from edgeprof.measure.inputs import DEFAULT_INTERVAL_S, MIN_TIMEOUT_S, parse_times
 
     assert parse_times(None, "1ms") == (DEFAULT_INTERVAL_S, MIN_TIMEOUT_S)
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["compare", "sw"],
+            "missing argument CURRENT: edgeprof compare [OPTIONS] BASELINE CURRENT",
+        ),
+        (["report"], "missing argument PATHS...: edgeprof report [OPTIONS] PATHS..."),
+    ],
+)
+def test_a_missing_argument_is_named_as_the_help_names_it_with_the_usage(
+    capsys: pytest.CaptureFixture[str], args: list[str], line: str
+) -> None:
+    """click's ``Missing argument 'current'.`` had named it in lower case, without the usage
+    ``run`` gives for a missing command (a newcomer's)."""
+    assert main(args) == 2
+    assert capsys.readouterr().err == f"edgeprof: error: {line}\n"
