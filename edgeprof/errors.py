@@ -98,16 +98,29 @@ class BackendError(EdgeprofError):
     """A backend failed while a run was in progress (a counter file vanished, a write failed)."""
 
 
-def as_keywords(message: str, keywords: Mapping[str, str]) -> str:
+Spelling = str | Callable[[str], str]
+"""A keyword as the library writes an option: its name (``"allow_over_host=True"``), or a
+function of the option's value that writes both (``--pair a=b`` → ``pair={'a': 'b'}``)."""
+
+
+def as_keywords(message: str, keywords: Mapping[str, Spelling]) -> str:
     """``message`` with each command-line option ``keywords`` knows (``"allow-over-host"``)
     spelled as the library's keyword (``"allow_over_host=True"``); any other option is left
     as it is (``--max-wall``: a budget of the command line's only)."""
     names = sorted(map(re.escape, keywords), key=len, reverse=True)
-    option = re.compile(r"(?<![\w-])--(" + "|".join(names) + r")(?![\w-])")
-    return option.sub(lambda m: keywords[m.group(1)], message)
+    option = re.compile(r"(?<![\w-])--(" + "|".join(names) + r")(?![\w-])(?: (\S+))?")
+
+    def spelled(m: re.Match[str]) -> str:
+        spell, value = keywords[m.group(1)], m.group(2)
+        if callable(spell) and value is not None:
+            return spell(value)
+        name = spell if isinstance(spell, str) else m.group(1)
+        return name if value is None else f"{name} {value}"
+
+    return option.sub(spelled, message)
 
 
-def respelled(keywords: Mapping[str, str]) -> Callable[[Callable[P, R]], Callable[P, R]]:
+def respelled(keywords: Mapping[str, Spelling]) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """A library function whose :class:`EdgeprofError` names its keywords: the same exception
     (its class, its attributes) re-raised with :func:`as_keywords`'s message.  Its checks are
     the command line's, whose messages name the options."""

@@ -17,6 +17,9 @@ INT8 = [run("model_int8", wall=w) for w in (0.50, 0.51, 0.49)]
 def test_a_pair_compares_two_names_under_one_joint_label() -> None:
     with pytest.raises(ConfigError, match=r"pair them: --pair model_fp32=model_int8$"):
         compare_results(FP32, INT8)
+    # The library's hint is in its own spelling (it had read "pair model_fp32=model_int8").
+    with pytest.raises(ConfigError, match=r"pair them: pair=\{'model_fp32': 'model_int8'\}$"):
+        compare(FP32, INT8)
     changes, notes = compare_results(FP32, INT8, pairs=["model_fp32=model_int8"])
     wall = next(c for c in changes if c.metric.key == "wall")
     assert (wall.label, wall.setting) == ("model_fp32 → model_int8", "cpus=1, memory=1.0GiB")
