@@ -79,12 +79,17 @@ def rates_held(limits: Limits, changed: Iterable[LimitChange]) -> Limits:
 BURST_MIN_ITERATIONS = 10
 """Fewer iterations than this have no median to speak of against their mean."""
 
+COVERED = 0.9
+"""The share of a run's wall time its iterations must span for the run's block I/O wait to
+be taken as theirs (:func:`burst_warnings`)."""
+
 
 def burst_warnings(
     phases: Sequence[PhaseStats],
     latency: LatencyStats | None,
-    run_stall_s: float | None,
-    covered: bool,
+    io: IoStats,
+    spans: Sequence[tuple[float, float]] | None,
+    wall_s: float,
     limits: Limits,
 ) -> list[str]:
     """Where iterations under a storage rate (``limits``, as held) took its wait in a few of
@@ -96,17 +101,17 @@ def burst_warnings(
     cold 4 KiB page each (an ``mmap`` with ``MADV_RANDOM``) under ``--read-iops 1500`` had
     p50 90.20 µs, p99 1.12 ms and a longest of 87.93 ms against a mean of 544.02 µs (a card
     takes 667 µs a request), and nothing had said so (a user's).  Said, per phase (its
-    ``io_stall_s``) and for the run's iterations where it has no phases and they ``covered``
-    its wall time (its ``run_stall_s`` is then theirs), where the mean is over the median
-    by more than :data:`~edgeprof.measure.throttling.TOLERANCE` and the block I/O wait is at
-    least half of that excess (a workload's own long iterations, which wait little, are not
-    the limit's)."""
+    ``io_stall_s``) and for the run's iterations where it has no phases and their ``spans``
+    cover :data:`COVERED` of its ``wall_s`` (the run's ``io.stall_s`` is then theirs), where
+    the mean is over the median by more than :data:`~edgeprof.measure.throttling.TOLERANCE`
+    and the block I/O wait is at least half of that excess (a workload's own long
+    iterations, which wait little, are not the limit's)."""
     rates = [f"{s.way} {s.format(rate)}" for s, rate in limits.storage_rates()]
     if not rates:
         return []
     measured = [(f"phase {shown_name(p.name)!r}: ", p.latency, p.io_stall_s) for p in phases]
-    if not phases and covered:
-        measured.append(("", latency, run_stall_s))
+    if not phases and spans and spans[-1][1] - spans[0][0] >= COVERED * wall_s:
+        measured.append(("", latency, io.stall_s))
     out = []
     for where, lat, stall in measured:
         if lat is None or stall is None or lat.count < BURST_MIN_ITERATIONS:

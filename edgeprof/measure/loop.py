@@ -249,10 +249,9 @@ def run_loop(
     if channel is None:
         return result
     phases, latency, marks, more = channel.results(wall, result.termination.value)
-    spans = channel.iteration_spans()
-    covered = spans is not None and spans[-1][1] - spans[0][0] >= COVERED * wall
     asked = rates_held(result.limits, result.limits_changed)
-    more = [*more, *burst_warnings(phases, latency, result.io.stall_s, covered, asked)]
+    spans = channel.iteration_spans()
+    more = [*more, *burst_warnings(phases, latency, result.io, spans, wall, asked)]
     memory = peak_with_phases(result.memory, phases)
     said = result.warnings
     if result.memory.peak_bytes is None and memory.peak_bytes is not None:
@@ -280,10 +279,6 @@ def _task_scan(run: RunHandle, spec: RunSpec) -> Callable[[], TaskScan | None] |
         return functools.partial(run.task_scan, times=False)
     return None
 
-
-COVERED = 0.9
-"""The share of a run's wall time its iterations must span for the run's block I/O wait to
-be taken as theirs (:func:`~edgeprof.measure.io_stall.burst_warnings`)."""
 
 LEFT_GRACE_S = 0.1
 """How long the processes left at the main process's exit are given to end by themselves

@@ -85,23 +85,23 @@ class Comparison:
         return comparison_verdicts(Compared(self.changes, self.threshold, self.notes))
 
 
-KEYWORDS: dict[str, Spelling] = {
-    "allow-missing": "allow_missing=True",
-    "ignore-limits": "ignore_limits=True",
-    "ignore-target": "ignore_target=True",
-    "pair": lambda value: _pair_keyword(value),
-    "setting": "setting",
-    "threshold": "threshold",
-}
-"""``edgeprof compare``'s options as :func:`compare` spells them in its errors
-(:func:`~edgeprof.errors.respelled`): ``--ignore-limits: pick one with --setting``."""
-
-
 def _pair_keyword(value: str) -> str:
     """``--pair a=b`` as :func:`compare` takes it, ``pair={'a': 'b'}``: its hint had read
     ``pair a=b``, the command line's (a library user's)."""
     base, sep, current = value.partition("=")
     return f"pair={{{base!r}: {current!r}}}" if sep else f"pair {value}"
+
+
+KEYWORDS: dict[str, Spelling] = {
+    "allow-missing": "allow_missing=True",
+    "ignore-limits": "ignore_limits=True",
+    "ignore-target": "ignore_target=True",
+    "pair": _pair_keyword,
+    "setting": "setting",
+    "threshold": "threshold",
+}
+"""``edgeprof compare``'s options as :func:`compare` spells them in its errors
+(:func:`~edgeprof.errors.respelled`): ``--ignore-limits: pick one with --setting``."""
 
 
 @respelled(KEYWORDS)
