@@ -16,7 +16,9 @@ from ..model import RunResult
 
 @dataclass(frozen=True)
 class Timing:
-    """What a run is judged by: ``latency p50`` when it reports iterations, else ``wall``."""
+    """What a run is judged by: ``latency p50`` when it reports iterations; else
+    ``uncontended wall`` where the kernel tells the time other tasks held it off its CPUs,
+    or ``wall``."""
 
     metric: str
     seconds: float

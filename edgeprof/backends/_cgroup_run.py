@@ -7,7 +7,6 @@ the file that lists the run's processes, and how the kernel lets us kill the tre
 from __future__ import annotations
 
 import os
-import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from ..model import STORAGE, Counters, RunSpec
 from . import cgroupfs as fs
 from ._mapped import read_mapped
 from ._peak_reset import FdPeakReset, SharedPeakReset, apply_floor
-from ._process import Process, end_workload, signal_pids, take_exec
+from ._process import Process, end_workload, signal_pids, take_exec, terminate_pids
 from ._reclaim import GroupReclaim
 from .base import RunHandle
 from .capabilities import UNLIMITED, BatchReader, LimitReading, MappedReading
@@ -232,7 +231,7 @@ class CgroupRun(RunHandle):
         return self._proc.in_callers_group()
 
     def terminate(self) -> None:
-        signal_pids(self.members(), signal.SIGTERM)
+        terminate_pids(self.members())
 
     def kill(self) -> None:
         k = self._killer

@@ -396,6 +396,16 @@ def signal_pids(pids: Sequence[int], sig: int = signal.SIGKILL) -> None:
             os.kill(pid, sig)
 
 
+def terminate_pids(pids: Sequence[int]) -> None:
+    """SIGTERM each pid, then SIGCONT, as coreutils' ``timeout`` does: a stopped process
+    cannot act on its SIGTERM until it is continued (a tester's ``kill -STOP $$`` under
+    ``--timeout 3`` waited out the whole grace for its SIGKILL, told that ``--kill-grace``
+    would give it longer).  The signals are queued: a stopped process continues with its
+    SIGTERM pending, and a running one ignores the SIGCONT."""
+    signal_pids(pids, signal.SIGTERM)
+    signal_pids(pids, signal.SIGCONT)
+
+
 def kill_members(groups: Sequence[Path], timeout: float = 10.0) -> None:
     """SIGKILL whatever ``groups``' ``cgroup.procs`` list until they are empty or ``timeout``
     runs out: for groups with no ``cgroup.kill`` (or whose processes a dead daemon or a dead

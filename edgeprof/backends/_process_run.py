@@ -55,7 +55,14 @@ from ..errors import BackendError
 from ..model import Counters, RunSpec
 from ..units import format_binary
 from ._own_group import OwnGroup
-from ._process import Process, end_workload, signal_pids, status_bytes, take_exec
+from ._process import (
+    Process,
+    end_workload,
+    signal_pids,
+    status_bytes,
+    take_exec,
+    terminate_pids,
+)
 from ._run_tree import RUN_ENV, Ownership, run_mark, same_process
 from .base import RunHandle
 
@@ -438,7 +445,7 @@ class ProcessRun(RunHandle):
         return self._proc.in_callers_group()
 
     def terminate(self) -> None:
-        signal_pids(self._pids(), signal.SIGTERM)
+        terminate_pids(self._pids())
 
     def kill(self) -> None:
         """SIGKILL the tree until it is gone; edgeprof reaps what is re-parented to it."""

@@ -283,11 +283,38 @@ def stall_warning(lat: LatencyStats, where: str = "") -> str:
     assert t is not None and t.distorted
     return (
         f"{where}{stalled_words(t.distorted)} the CPU quota's stalls, not the "
-        f"workload: {t.throttled} of {_known(t.iterations, lat.count)} were throttled (up to "
-        f"{t.max_stall_s * 1000:.1f}ms each); with the stalls spread evenly, as on a slower "
-        f"core, {_even_words(lat, t)}. A CFS period well under one iteration spreads them "
-        "(--cpu-period; the kernel's shortest quota is 1ms)"
+        f"workload: {t.throttled} of {_known(t.iterations, lat.count)} "
+        f"{_were(t.throttled)} throttled (up to {t.max_stall_s * 1000:.1f}ms each); with the "
+        f"stalls spread evenly, as on a slower core, {_even_words(lat, t)}. {_spreads(t)}"
     )
+
+
+SHORTEST_QUOTA_S = 0.001
+"""The kernel's shortest CFS quota and period: ``tg_set_cfs_bandwidth`` refuses either
+under ``min_cfs_quota_period`` (1 ms), so a quota of ``share`` CPU has a period of at least
+1 ms / ``share``."""
+
+
+def _spreads(t: Throttling) -> str:
+    """What spreads the stalls: a CFS period well under one iteration (half of it or less),
+    where the kernel allows one; for shorter iterations none can (a tester's 0.16 ms
+    iterations under ``--cpus 0.5`` were told to shorten a period already 30 times theirs),
+    and timing several inferences as one iteration can."""
+    shortest = SHORTEST_QUOTA_S / min(t.share or 1.0, 1.0)
+    if t.even_p50_s >= 2 * shortest:
+        return (
+            "A CFS period well under one iteration spreads them (--cpu-period; the kernel's "
+            "shortest quota is 1ms)"
+        )
+    return (
+        f"No CFS period spreads stalls over iterations of {t.even_p50_s * 1000:.2f}ms (the "
+        f"kernel's shortest quota is 1ms, a period of {shortest * 1000:g}ms at this share): time "
+        "several inferences as one iteration to spread them, or take the even spread's figures"
+    )
+
+
+def _were(n: int) -> str:
+    return "was" if n == 1 else "were"
 
 
 def _even_words(lat: LatencyStats, t: Throttling) -> str:
@@ -339,7 +366,8 @@ def host_speed_warning(lat: LatencyStats, where: str = "") -> str:
         )
     return (
         f"{where}latency measures this host's core, not a core at {t.share:g} of its speed: "
-        f"{t.throttled} of {_known(t.iterations, lat.count)} were throttled and {why}. On a "
+        f"{t.throttled} of {_known(t.iterations, lat.count)} {_were(t.throttled)} throttled "
+        f"and {why}. On a "
         f"core at {t.share:g} of this one's speed, CPU-bound iterations would take about "
         f"{slower} ({'this percentile' if len(shown_p) < 2 else 'these percentiles'} over "
         f"{t.share:g}: an estimate)"

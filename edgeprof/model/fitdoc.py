@@ -98,7 +98,9 @@ class Fit(TypedDict):
     device: str | None
     """The device profile (``--device``); ``null``: none."""
     metric: str
-    """What a run is judged by: ``latency p50`` when it reports iterations, else ``wall``."""
+    """What a run is judged by: ``latency p50`` when it reports iterations; else
+    ``uncontended wall`` where the kernel tells the time other tasks held it off its CPUs,
+    or ``wall``."""
     tolerance: float
     """How much slower than the reference a probe may be and pass (a fraction)."""
     margin: float

@@ -12,9 +12,9 @@ directories and files with just enough of the kernel's behaviour emulated for th
   ``cgroup.freeze`` shows up in ``cgroup.events``;
 * ``rmdir`` removes a group (its files vanish with it) unless it still lists processes
   (EBUSY) or has child groups;
-* ``signal_pids`` of the cgroup runs is replaced by a recorder: no test ever signals a real
-  process through a fake members file.  A SIGKILL removes the pids (> 1, as the real
-  ``signal_pids`` skips the others) from every fake ``cgroup.procs``.
+* ``signal_pids`` of the cgroup runs (and of ``terminate_pids``) is replaced by a recorder:
+  no test ever signals a real process through a fake members file.  A SIGKILL removes the
+  pids (> 1, as the real ``signal_pids`` skips the others) from every fake ``cgroup.procs``.
 
 The child of a real launch writes ``0`` into the fake ``cgroup.procs`` (the kernel would
 translate it to its pid); tests call :meth:`FakeCgroupFs.processes_exited` once they have
@@ -33,7 +33,14 @@ from pathlib import Path
 
 import pytest
 
-from edgeprof.backends import _cgroup_run, cgroup_parse, nvml, register_backend, unregister_backend
+from edgeprof.backends import (
+    _cgroup_run,
+    _process,
+    cgroup_parse,
+    nvml,
+    register_backend,
+    unregister_backend,
+)
 from edgeprof.backends import cgroupfs as fs
 from edgeprof.errors import BackendError
 from edgeprof.measure import host, limits
@@ -113,6 +120,7 @@ class FakeCgroupFs:
         monkeypatch.setattr(os, "rmdir", rmdir)
         monkeypatch.setattr(fs, "write", write)
         monkeypatch.setattr(_cgroup_run, "signal_pids", signal_pids)
+        monkeypatch.setattr(_process, "signal_pids", signal_pids)  # terminate_pids' own
         # A bug that leaves a member behind fails in 1 s instead of hanging for 10.
         monkeypatch.setattr(_cgroup_run, "KILL_TIMEOUT_S", 1.0)
 

@@ -94,7 +94,11 @@ def test_terminate_sends_sigterm_to_members(cgfs: FakeCgroupFs, tmp_path: Path) 
         group = only_run_group(cgfs)
         (group / "cgroup.procs").write_text(f"{IMPOSSIBLE_PID}\n")
         run.terminate()
-        assert cgfs.signals == [([IMPOSSIBLE_PID], signal.SIGTERM)]
+        # Then SIGCONT, as coreutils' timeout: a stopped member acts on its SIGTERM.
+        assert cgfs.signals == [
+            ([IMPOSSIBLE_PID], signal.SIGTERM),
+            ([IMPOSSIBLE_PID], signal.SIGCONT),
+        ]
         assert cgfs.pids(group) == [IMPOSSIBLE_PID]  # SIGTERM is a request
         run.kill()
     assert cgfs.run_groups() == []

@@ -24,7 +24,7 @@ from edgeprof.analysis.regression import compare_results
 from edgeprof.measure.events import EventChannel
 from edgeprof.measure.latency import latency_stats
 from edgeprof.measure.sketch import percentile
-from edgeprof.measure.throttling import distortion, iteration_stalls, stall_bound
+from edgeprof.measure.throttling import distortion, iteration_stalls, stall_bound, stall_warning
 from edgeprof.model import Counters, LatencyStats, Limits, RunResult
 from edgeprof.report.ci_summary import render_run_summary
 from edgeprof.report.latency_cells import STALLED_NOTE
@@ -587,3 +587,26 @@ def test_a_reader_left_without_lines_polls_less_often_without_a_quota(
         assert timeouts[: events.IDLE_POLLS] == [events.POLL_S] * events.IDLE_POLLS
         assert events.IDLE_POLL_S in timeouts[:seen]
         assert events.POLL_S in timeouts[seen:]  # a line came: back to 1 ms
+
+
+def test_iterations_shorter_than_the_shortest_period_are_not_told_to_shorten_it() -> None:
+    """A tester's 0.16 ms iterations under ``--cpus 0.5``: 1 of 28 throttled 5.2 ms, and
+    the warning had said a CFS period well under one iteration spreads the stalls, where the
+    kernel's shortest quota (1 ms) makes the period at least 2 ms at that share; and "1 of
+    the 28 … were"."""
+    lat = [0.16 * MS] * 27 + [5.36 * MS]
+    stalls = [0.0] * 27 + [5.2 * MS]
+    s = latency_stats([(0.0, x, 1) for x in lat], stalls=list(stalls), share=0.5)
+    assert s is not None and s.throttling is not None and "p50" in s.throttling.distorted
+    w = stall_warning(s)
+    assert "1 of 28 iterations was throttled (up to 5.2ms each)" in w
+    assert "well under one iteration" not in w
+    even = s.throttling.even_p50_s * 1000
+    assert f"No CFS period spreads stalls over iterations of {even:.2f}ms" in w
+    assert "a period of 2ms at this share" in w
+    # Iterations of 10 ms: a 2 ms period is well under one, and the advice stands.
+    long = latency_stats(
+        [(0.0, x * 60, 1) for x in lat], stalls=[x * 60 for x in stalls], share=0.5
+    )
+    assert long is not None and long.throttling is not None
+    assert "A CFS period well under one iteration spreads them" in stall_warning(long)

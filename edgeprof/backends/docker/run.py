@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import signal
 import threading
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ from .. import cgroup_parse
 from .. import cgroupfs as fs
 from .._disks import docker_rates
 from .._mapped import read_mapped
-from .._process import kill_members, leave_stops_to_main_thread, signal_pids
+from .._process import kill_members, leave_stops_to_main_thread, terminate_pids
 from .._systemd_scope import stop_unit
 from ..base import RunHandle
 from ..capabilities import MappedReading
@@ -407,7 +406,7 @@ class DockerRun(RunHandle):
     def terminate(self) -> None:
         pids = self._group_pids()
         if pids:
-            signal_pids(pids, signal.SIGTERM)  # every process, as the cgroup backend does
+            terminate_pids(pids)  # every process, as the cgroup backend does
             return
         with contextlib.suppress(DaemonError):
             self._client.kill(self._cid, "SIGTERM")
