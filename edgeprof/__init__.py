@@ -9,12 +9,16 @@ The public API (help(edgeprof.profile) and so on document each name):
 - ``profile(command, limits, ...)``: run a command under limits and measure it.
 - ``Limits``: CPUs, cores, memory and processes a run may use.
 - ``RunResult``: what a run used and how it ended; ``Termination``: how it ended.
+- ``CpuStats``, ``MemoryStats``, ``IoStats``, ``GpuStats``, ``PhaseStats``,
+  ``LatencyStats``, ``Mark``: the parts of a run's result (its cpu, memory, io, gpu,
+  phases, latency and marks), for code that annotates what it reads.
 - ``Counters``, ``Sample``, ``RunSpec``, ``UserIds``: what a backend reads, and is given.
 - ``load(*paths)``: the runs of saved results, as ``edgeprof report`` reads them.
 - ``compare(baseline, current)``: ``edgeprof compare``'s verdicts, as a ``Comparison`` of
   ``Change`` each (one metric of one cell: its ``Verdict`` and its ``Metric``).
 - ``check_budgets(results, budget_file)``: ``edgeprof report --budgets``'s checks, as a
-  ``Budgeted`` (whether it passed, the checks that failed; its str() the command's lines).
+  ``Budgeted`` (whether it passed, the checks that failed, each a ``BudgetCheck``; its
+  str() the command's lines).
 - ``predict(results, calibration)``: a calibration's predictions, as a ``Predicted`` of
   ``Prediction`` each.
 - ``to_records(results)``: a dict per run with runs.csv's columns, for pandas.DataFrame.
@@ -54,6 +58,7 @@ TYPE_CHECKING = False  # typing's own constant, without typing's import (2 ms of
 if TYPE_CHECKING:
     from typing import Any
 
+    from .analysis.budget_checks import BudgetCheck
     from .analysis.calibration import Prediction
     from .analysis.change import Change, Verdict
     from .analysis.metrics import Metric
@@ -71,7 +76,22 @@ if TYPE_CHECKING:
     )
     from .measure.interrupts import Interrupted
     from .measure.runner import ResultNotSaved
-    from .model import Counters, Limits, RunResult, RunSpec, Sample, Termination, UserIds
+    from .model import (
+        Counters,
+        CpuStats,
+        GpuStats,
+        IoStats,
+        LatencyStats,
+        Limits,
+        Mark,
+        MemoryStats,
+        PhaseStats,
+        RunResult,
+        RunSpec,
+        Sample,
+        Termination,
+        UserIds,
+    )
     from .report.library import (
         Budgeted,
         Comparison,
@@ -102,6 +122,13 @@ _LAZY = {
     "LaunchError": "errors",
     "LimitError": "errors",
     "Counters": "model",
+    "CpuStats": "model",
+    "GpuStats": "model",
+    "IoStats": "model",
+    "LatencyStats": "model",
+    "Mark": "model",
+    "MemoryStats": "model",
+    "PhaseStats": "model",
     "Limits": "model",
     "RunResult": "model",
     "RunSpec": "model",
@@ -123,6 +150,7 @@ _LAZY = {
     "Change": "analysis.change",
     "Verdict": "analysis.change",
     "Metric": "analysis.metrics",
+    "BudgetCheck": "analysis.budget_checks",
 }
 
 _LIGHT = ("workload.instrument", "errors")
@@ -158,20 +186,28 @@ def __dir__() -> list[str]:
 __all__ = [
     "BackendError",
     "BackendUnavailable",
+    "BudgetCheck",
     "Budgeted",
     "Change",
     "Comparison",
     "ConfigError",
     "CoresBusy",
     "Counters",
+    "CpuStats",
     "CpusOverHost",
     "EdgeprofError",
+    "GpuStats",
     "Interrupted",
+    "IoStats",
+    "LatencyStats",
     "LaunchError",
     "LimitError",
     "Limits",
+    "Mark",
+    "MemoryStats",
     "Metric",
     "OutputReplaced",
+    "PhaseStats",
     "Predicted",
     "Prediction",
     "ResultNotSaved",

@@ -220,7 +220,8 @@ def why_unreadable(exc: BaseException) -> str:
     if isinstance(exc, UnicodeDecodeError):
         return f"not UTF-8 text (byte {exc.start})"
     if isinstance(exc, json.JSONDecodeError):
-        return f"not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+        # A message may end in "at" itself ("Invalid control character at"): said once.
+        return f"not JSON ({exc.msg.removesuffix(' at')} at line {exc.lineno}, column {exc.colno})"
     return str(exc)
 
 

@@ -438,11 +438,16 @@ def format_share(fraction: float) -> str:
 
 
 def format_factor(f: float) -> str:
-    """A ratio to two decimals (``0.53×``), or to two significant digits where those would
-    read 0 (``0.00059×``: a bench 1700 times slower than the first had read ``0.00×``)."""
-    if f == 0 or abs(f) >= 0.005 or not math.isfinite(f):
+    """A ratio to two decimals (``0.53×``), or to two significant digits under 0.1, where
+    two decimals keep one or none (``0.00059×``: a bench 1700 times slower than the first
+    had read ``0.00×``; a throughput ranking's ``0.03× [0.02, 0.04]`` beside a sentence of
+    "35.51× the throughput": ``0.028× [0.024, 0.033]``)."""
+    if f == 0 or abs(f) >= 0.1 or not math.isfinite(f):
         return f"{f:.2f}×"
-    return f"{f:.{1 - math.floor(math.log10(abs(f)))}f}×"
+    digits = 1 - math.floor(math.log10(abs(f)))
+    if abs(round(f, digits)) >= 0.1:  # 0.0996 rounds up: "0.10×", not "0.100×"
+        return f"{f:.2f}×"
+    return f"{f:.{digits}f}×"
 
 
 def format_binary(n: float | None, digits: int = 1) -> str:

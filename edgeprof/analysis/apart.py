@@ -34,6 +34,7 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..measure.limits import MKL_EXACT, THREAD_VARS
 from ..model import RunResult
 from ..names import printable
 from .cells import group_by
@@ -133,6 +134,7 @@ def between_sides(base: Sequence[RunResult], current: Sequence[RunResult]) -> st
     regression" of CPU time with no word that the commands differed (a tester's), while a
     host's or a version's difference was noted."""
     said = []
+    sides = (base, current)
     was, now = [words(r) for r in base], [words(r) for r in current]
     differ = _scripts_differ(base, current)
     if differ and set(was) == set(now):
@@ -150,15 +152,30 @@ def between_sides(base: Sequence[RunResult], current: Sequence[RunResult]) -> st
             + ", ".join(dict.fromkeys(shown[c] for c in now))
             + ")"
         )
+    devices = [", ".join(dict.fromkeys(r.device or "no --device" for r in s)) for s in sides]
     recorded = [r for r in (*base, *current) if r.env is not None]
+    pools = ""
     if recorded and all(r.env is not None for r in (*base, *current)):
         keys = _differing_keys(recorded)
         was_env, now_env = (
             ", ".join(dict.fromkeys(_env_part(r, keys) for r in side)) for side in (base, current)
         )
         if keys and was_env != now_env:
-            said.append(f"-E settings ({was_env} → {now_env})")
+            by_device = set(keys) <= DEVICE_ENV and "-E" not in was_env + now_env
+            if devices[0] != devices[1] and by_device:
+                pools = f", whose thread pools: {was_env} → {now_env}"
+            else:
+                said.append(f"-E settings ({was_env} → {now_env})")
+    if devices[0] != devices[1]:
+        said.insert(0, f"devices ({devices[0]} → {devices[1]}{pools})")
     return " and ".join(said) or None
+
+
+DEVICE_ENV = frozenset((*THREAD_VARS, *MKL_EXACT))
+"""What a ``--device`` adds to a run's ``env`` (its thread-pool sizes,
+:mod:`edgeprof.analysis.devices`): where the sides' devices differ and these alone do, the
+device set them, and a note of "different -E settings" had blamed options a tester never
+gave."""
 
 
 def _inserted(was: set[Words], now: set[Words]) -> str | None:

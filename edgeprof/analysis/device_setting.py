@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..model import HostInfo
+from ..model import HostInfo, Limits
 from ..units import counted, format_binary
 from .device_share import LEAST_CPUS, below_least, share_of
 from .devices import (
@@ -113,6 +113,13 @@ def device_setting(device: Device, host: HostInfo | None = None) -> DeviceSettin
                 f"{name}: no speed known (a spec sheet gives none): its {counted(cores, 'core')} "
                 "run at this host's speed; measure it and run edgeprof calibrate for its speed"
             )
+        elif (elsewhere := calibrated_elsewhere(device)) is not None:
+            warnings.append(
+                f"{name}: its {counted(cores, 'core')} run at this host's speed, and its "
+                f"calibration {device.calibration} predicts nothing at its own setting "
+                f"({own_setting(device)}): it was calibrated at {elsewhere} (give the "
+                "options of one of those for its predictions)"
+            )
         else:
             warnings.append(
                 f"{name}: its {counted(cores, 'core')} run at this host's speed; its calibration "
@@ -169,6 +176,28 @@ def _calibrated_share(
             f"far from it (edgeprof report --calibration {path} shows the fit)"
         )
     return cpus, capped, warnings, note, doubts
+
+
+def own_setting(device: Device) -> str:
+    """The setting label (:meth:`Limits.describe`) of a run of an entry with no speed and
+    none of the options that replace its values: its whole cores, its memory, period and
+    storage."""
+    own = Limits(cpus=float(device.cores), memory=device.memory, cpu_period_us=device.cpu_period_us)
+    return own.with_storage(device.storage).describe()
+
+
+def calibrated_elsewhere(device: Device) -> str | None:
+    """The settings an entry's calibration was fitted at, where its own setting
+    (:func:`own_setting`) is not among them, so that it predicts nothing for the entry's
+    runs; ``None`` where it is, or the entry has a speed or no calibration.  A tester's
+    entry of 1 core and a calibration fitted at ``cpus=0.5`` was listed "host's; predicted",
+    and each run said "no calibration for this setting"."""
+    if device.calibration is None or device.speed is not None or device.share is not None:
+        return None
+    from .calibration import load_calibration
+
+    settings = load_calibration(calibration_file(device) or device.calibration).settings()
+    return None if own_setting(device) in settings else "; ".join(settings) or "no setting"
 
 
 def calibrated_share(device: Device) -> tuple[float, tuple[str, ...]] | str:

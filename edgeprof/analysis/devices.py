@@ -241,6 +241,8 @@ def _entry(path: Path, name: object, e: object, earlier: Mapping[str, Device]) -
         if e.get("calibration") is None:  # absent or left empty: run --device had asserted
             raise bad("speed", "'calibration' needs a calibration file in the entry")
         speed = CALIBRATED
+    elif isinstance(e.get("speed"), str):  # its one word: "expected a positive number" alone
+        raise bad("speed", f"expected a positive number or {CALIBRATED!r}")  # hid it
     else:
         speed = _positive(e, "speed", bad)
     cal = e.get("calibration")

@@ -151,8 +151,14 @@ def output_fds(stdout: object, stderr: object) -> tuple[int | None, int | None]:
     descriptor had been: ``stdout=open(...)`` and ``sys.stdout`` were refused, a notebook
     user's).  ``subprocess.PIPE`` (-1) had been taken, and nothing read the pipe: the
     workload blocked on it.  A closed one (``stdout=9999``) had failed at the launch, as
-    ``LaunchError: could not start echo: Bad file descriptor`` naming neither."""
-    return _output_fd("stdout", stdout), _output_fd("stderr", stderr)
+    ``LaunchError: could not start echo: Bad file descriptor`` naming neither.
+    ``stderr=subprocess.STDOUT`` joins stderr to the workload's stdout, as :mod:`subprocess`
+    does (edgeprof's own descriptor 1 where ``stdout`` is ``None``): it captures nothing, and
+    had been refused as though it did (a library user's)."""
+    out = _output_fd("stdout", stdout)
+    if type(stderr) is int and stderr == subprocess.STDOUT:
+        return out, 1 if out is None else out
+    return out, _output_fd("stderr", stderr)
 
 
 def _output_fd(what: str, given: object) -> int | None:
@@ -320,7 +326,14 @@ def check_command(command: tuple[str, ...], env: Mapping[str, str], cwd: Path | 
         except PermissionError:  # a directory on the way this user may not search
             raise ConfigError(f"command not accessible: {prog} (permission denied)") from None
         if not found:
-            what = "is a directory" if path.is_dir() else "not found"
+            # A device or a FIFO exists: "not found" of /dev/null had been untrue (a tester's).
+            what = (
+                "is a directory"
+                if path.is_dir()
+                else "is not a regular file"
+                if path.exists()
+                else "not found"
+            )
             raise ConfigError(f"command {what}: {prog}{looked_up_from(prog, cwd)}")
         if not os.access(path, os.X_OK):
             raise ConfigError(f"command is not executable: {prog}{looked_up_from(prog, cwd)}")

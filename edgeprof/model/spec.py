@@ -181,7 +181,7 @@ class Limits:
             object.__setattr__(self, limit.key, None if rate is None else limit.parse(rate))
 
     def describe(self) -> str:
-        """``cpus=1.5, cpuset=0-1, memory=512.0 MiB`` or ``none``: a stable label of a setting
+        """``cpus=1.5, cpuset=0-1, memory=512.0MiB`` or ``none``: a stable label of a setting
         (sweeps group runs into cells by it)."""
         parts = []
         if self.cpus is not None:

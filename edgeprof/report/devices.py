@@ -6,9 +6,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..analysis.device_setting import calibrated_share
+from ..analysis.device_setting import calibrated_elsewhere, calibrated_share
 from ..analysis.devices import CALIBRATED, Device, origin, whose
 from ..cpu_units import format_period
+from ..errors import ConfigError
 from ..model import STORAGE
 from ..units import format_binary
 from .table import plain_table
@@ -24,7 +25,9 @@ NOTES = (
     "'needs calibration': unknown (a spec sheet gives none), so --device runs its cores at "
     "this host's speed until you measure the board and run edgeprof calibrate;",
     "'host's; predicted': its cores run at this host's speed and its calibration predicts "
-    "the device's figures ('speed: calibration' in the entry runs them at its speed);",
+    "the device's figures ('speed: calibration' in the entry runs them at its speed); "
+    "'calibrated at other limits': its calibration has no fit at the entry's own cores and "
+    "memory, so predicts nothing for its runs (run --device says which it has);",
     "'cpus=C from calibration': the share the entry's calibration implies, 'poor fit' where "
     "that fit's R², held-out error or contended profiling says it may be far off (run "
     "--device says which).",
@@ -56,7 +59,12 @@ def describe_speed(device: Device) -> str:
     if device.calibration is not None:
         # Its cores run at this host's speed, and its calibration predicts the device's
         # figures: "needs calibration" had been shown beside the file that calibrates it.
-        return "host's; predicted"
+        # Where it was fitted at other limits, it predicts nothing for the entry's runs.
+        try:
+            elsewhere = calibrated_elsewhere(device)
+        except ConfigError:  # run --device says why, in full
+            return "host's; calibration unreadable"
+        return "host's; predicted" if elsewhere is None else "host's; calibrated at other limits"
     return "needs calibration"
 
 

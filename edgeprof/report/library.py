@@ -15,7 +15,7 @@ from typing import Any
 from ..analysis.budget_checks import BudgetCheck
 from ..analysis.calibration import Prediction, Predictions
 from ..analysis.regression import Change, regressed, tested, untested
-from ..errors import ConfigError, Spelling, respelled
+from ..errors import ConfigError, Spelling, as_keywords, respelled
 from ..model import RunResult
 from ..resultfiles import load_runs
 from ..units import parse_threshold, shown
@@ -175,7 +175,9 @@ def compare(
             _side(baseline, base_runs, "baseline"), _side(current, current_runs, "current"),
             thr, **options,
         )  # fmt: skip
-    return Comparison(tuple(changes), tuple(notes), thr)
+    # The notes' hints in the keywords taken here: "--allow-missing passes a model dropped
+    # on purpose" had told a library user a flag (a tester's).
+    return Comparison(tuple(changes), tuple(as_keywords(n, KEYWORDS) for n in notes), thr)
 
 
 def _side(

@@ -304,7 +304,11 @@ def _memory_lines(r: RunResult) -> list[str]:
     limit = r.memory.limit_bytes
     paid = cost(r.memory.pressure, r.memory.peak_bytes if below_limit(r) else None)
     if limit is not None and paid is not None:
-        lines.append(f"under --memory {format_binary(limit)}: {paid}")
+        # A device's own memory is no --memory the user gave (a newcomer's question).
+        whose = "--memory"
+        if r.device is not None and "--memory" not in r.device_replaced:
+            whose = f"device {r.device}'s"
+        lines.append(f"under {whose} {format_binary(limit)}: {paid}")
     return lines
 
 

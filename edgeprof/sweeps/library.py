@@ -123,7 +123,8 @@ def profile(
     - ``name``: the run's label in tables (default: the program's name).
     - ``stdout``, ``stderr``: where the workload's output goes, as :mod:`subprocess` takes
       it: an open file (``open(path, "w")``, ``sys.stdout`` where it has a descriptor), a
-      descriptor or ``subprocess.DEVNULL`` (``None``: edgeprof's own).  It is not captured:
+      descriptor or ``subprocess.DEVNULL`` (``None``: edgeprof's own); ``stderr=
+      subprocess.STDOUT`` joins stderr to stdout.  It is not captured:
       ``io.StringIO`` and ``subprocess.PIPE`` are refused.
     - ``cgroup_parent``: the group the run's groups are made under; ``image``: the Docker
       image (``backend="docker"``); ``run_as``: the :class:`UserIds` a host backend drops

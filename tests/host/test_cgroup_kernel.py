@@ -339,6 +339,41 @@ def test_interrupt_kills_the_tree_and_still_reports(
     assert gone(int(pidfile.read_text()))
 
 
+def test_two_stop_signals_at_once_kill_at_once(mechanism: str, tmp_path: Path) -> None:
+    """SIGTERM and SIGHUP together (a service manager's stop with ``SendSIGHUP=yes``): the
+    second signal kills the run at once, not after the whole kill grace.  A tester's
+    ``kill -TERM; kill -HUP`` had waited out ``--kill-grace 8``: Python runs handlers in
+    signal-number order, and the SIGTERM's waited while the SIGHUP's grace ran.  In a
+    session of its own, as under a service manager: the workload shares edgeprof's group,
+    so the SIGHUP alone would give it the grace to end by itself first."""
+    started = tmp_path / "started"
+    workload = [PY, "-c", "import sys, time; open(sys.argv[1], 'w').close(); time.sleep(600)"]
+    proc = subprocess.Popen(
+        [PY, "-m", "edgeprof", "run", "--kill-grace", str(HANG_S), "--", *workload, str(started)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+        start_new_session=True,
+        preexec_fn=lambda: _defaults([signal.SIGTERM, signal.SIGHUP]),
+    )
+    deadline = time.monotonic() + HANG_S
+    while not started.exists():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signal.SIGHUP)
+    try:
+        out, err = proc.communicate(timeout=HANG_S / 2)  # at once, or after the whole grace
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        subprocess.run([PY, "-m", "edgeprof", "gc"], cwd=REPO, capture_output=True)
+        raise AssertionError("the second stop signal waited for the kill grace") from None
+    # Taken together, they are handled in signal-number order: SIGHUP is the first.
+    assert proc.returncode in (-signal.SIGTERM, -signal.SIGHUP), err.decode()
+    assert "then another stop signal: the run was killed" in out.decode()
+
+
 @pytest.mark.parametrize(
     "args",
     [

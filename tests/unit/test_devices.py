@@ -135,7 +135,11 @@ def test_entry_keys_parsed(tmp_path: Path) -> None:
         ("    cores: 4\n    memory: 1m\n", "device 'x': key 'memory': memory limit '1m' is below"),
         ("    cores: 4\n    memory: [1g]\n", "device 'x': key 'memory': expected a size"),
         ("    cores: 4\n    memory: 1g\n    speed: -1\n", "device 'x': key 'speed': expected a"),
-        ("    cores: 4\n    memory: 1g\n    speed: fast\n", "device 'x': key 'speed': expected"),
+        # Its one word named: "expected a positive number" alone hid it (a tester's).
+        (
+            "    cores: 4\n    memory: 1g\n    speed: fast\n",
+            "device 'x': key 'speed': expected a positive number or 'calibration' (got 'fast')",
+        ),
         ("    cores: 4\n    memory: 1g\n    share: .nan\n", "device 'x': key 'share': expected"),
         (
             "    cores: 2\n    memory: 1g\n    share: 0.004\n",
@@ -552,6 +556,34 @@ def test_run_with_a_calibrated_device_predicts(
     assert "ms" in row
 
 
+def test_a_calibration_fitted_at_other_limits_is_said_to_predict_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tester's entry of 1 core with a calibration fitted at ``cpus=0.5`` was listed
+    "host's; predicted", and each run then said "no calibration for this setting"."""
+    runs = [_run(f"m{i}", x, cpus=0.5, memory="64m") for i, x in enumerate([0.1, 0.2, 0.3])]
+    csv = tmp_path / "tiny.csv"
+    csv.write_text("model,runtime_ms\nm0,410\nm1,790\nm2,1220\n")
+    calibrate(runs, read_measurements(csv), "tiny").save(tmp_path / "tiny-cal.yml")
+    cat = _tiny(tmp_path, "    calibration: tiny-cal.yml\n")
+    assert main(["devices", "--devices", str(cat)]) == 0
+    (row,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("tiny ")]
+    assert "host's; calibrated at other limits" in row
+    s = resolve_device("tiny", cat, HOST, {})
+    assert (
+        f"tiny: its 2 cores run at this host's speed, and its calibration {tmp_path}/"
+        "tiny-cal.yml predicts nothing at its own setting (cpus=2, memory=64.0MiB): it was "
+        "calibrated at cpus=0.5, memory=64.0MiB (give the options of one of those for its "
+        "predictions)"
+    ) in s.warnings
+    # Fitted at the entry's own setting: predicted, as before.
+    ok = [_run(f"m{i}", x, cpus=2.0, memory="64m") for i, x in enumerate([0.1, 0.2, 0.3])]
+    calibrate(ok, read_measurements(csv), "tiny").save(tmp_path / "tiny-cal.yml")
+    assert main(["devices", "--devices", str(cat)]) == 0
+    (row,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("tiny ")]
+    assert "host's; predicted" in row
+
+
 def test_a_calibration_of_another_device_is_warned_of_unless_the_entry_names_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -837,7 +869,8 @@ def test_an_entrys_missing_calibration_is_named_with_its_catalog_and_entry(
     cat = _catalog(tmp_path, "  pim:\n    cores: 1\n    memory: 1g\n    calibration: nope.yml\n")
     assert main(["devices", "--devices", str(cat)]) == 0
     row = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("pim "))
-    assert row.split()[3:6] == ["host's;", "predicted", "auto"]  # not "needs calibration"
+    # Not "needs calibration", nor "predicted": it predicts nothing until it can be read.
+    assert row.split()[3:7] == ["host's;", "calibration", "unreadable", "auto"]
     assert f"{tmp_path / 'nope.yml'} (missing)" in row
     assert main([*RUN, "--devices", str(cat), "--device", "pim", "--", "true"]) == 2
     assert capsys.readouterr().err == (

@@ -699,3 +699,13 @@ def test_equal_fits_coarser_than_the_threshold_say_why_they_are_inconclusive() -
     changes, notes = compare_fits(fine, fine, 0.05)
     assert [c.verdict for c in changes] == [ChangeVerdict.NO_CHANGE]
     assert not any("wider than the" in n for n in notes)
+
+
+def test_a_devices_memory_is_named_as_the_devices_not_as_memory() -> None:
+    """A newcomer's ``--device board-512m`` run (no ``--memory``) read "under --memory
+    512.0MiB", pointing at an option never given; ``--memory`` replacing the device's is
+    the option's."""
+    r = dataclasses.replace(refaulted(60 * MIB, 0), device="board-512m")
+    assert "\n  under device board-512m's 100.0MiB: stalled 0.000s" in render_plain([r])
+    replaced = dataclasses.replace(r, device_replaced=("--memory",))
+    assert "\n  under --memory 100.0MiB: stalled 0.000s" in render_plain([replaced])

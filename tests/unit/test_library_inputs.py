@@ -21,6 +21,7 @@ from edgeprof.analysis.devices import DEVICES_ENV
 from edgeprof.cli import main
 from edgeprof.errors import ConfigError, CoresBusy, LimitError, as_keywords
 from edgeprof.measure import runner
+from edgeprof.measure.inputs import output_fds
 from edgeprof.measure.limits import THREAD_VARS
 from edgeprof.measure.runner import ResultNotSaved, profile
 from edgeprof.model import Limits, UserIds
@@ -390,6 +391,19 @@ def test_a_file_object_takes_the_workloads_output_as_subprocess_takes_it(tmp_pat
     assert log.read_text() == "header\nout\nerr\n"
 
 
+def test_stderr_joins_stdout_as_subprocess_joins_it(tmp_path: Path) -> None:
+    """``stderr=subprocess.STDOUT`` had been refused as a capture; it is none: the
+    workload's stderr goes where its stdout goes (a library user's)."""
+    log = tmp_path / "wl.txt"
+    with open(log, "w") as f:
+        r = edgeprof.profile(["sh", "-c", "echo out; echo err >&2"], backend=FakeBackend(),
+                             stdout=f, stderr=subprocess.STDOUT)  # fmt: skip
+    assert r.exit_code == 0
+    assert log.read_text() == "out\nerr\n"
+    assert output_fds(None, subprocess.STDOUT) == (None, 1)  # edgeprof's own stdout
+    assert output_fds(subprocess.DEVNULL, subprocess.STDOUT) == (subprocess.DEVNULL,) * 2
+
+
 def test_output_without_a_descriptor_is_still_refused_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(edgeprof.ConfigError) as raised:
         edgeprof.profile(["true"], backend=FakeBackend(), stdout=io.StringIO())
@@ -406,7 +420,7 @@ def test_output_without_a_descriptor_is_still_refused_in_one_line(tmp_path: Path
     # -1 and -2 to Python: said as written (it had said "stdout=-1").
     with pytest.raises(edgeprof.ConfigError, match=r"^stdout=subprocess.PIPE: expected an open"):
         edgeprof.profile(["true"], backend=FakeBackend(), stdout=subprocess.PIPE)
-    with pytest.raises(edgeprof.ConfigError, match=r"^stderr=subprocess.STDOUT: expected an"):
-        edgeprof.profile(["true"], backend=FakeBackend(), stderr=subprocess.STDOUT)
+    with pytest.raises(edgeprof.ConfigError, match=r"^stdout=subprocess.STDOUT: expected an"):
+        edgeprof.profile(["true"], backend=FakeBackend(), stdout=subprocess.STDOUT)
     with pytest.raises(edgeprof.ConfigError, match=r"^stdout=-4: expected an open"):
         edgeprof.profile(["true"], backend=FakeBackend(), stdout=-4)

@@ -209,3 +209,13 @@ def test_no_note_where_the_cli_prints_none(tmp_path: Path) -> None:
                               backend=FakeBackend(), stderr=subprocess.DEVNULL)  # fmt: skip
     for r in (plain, other, failed):
         assert not any(w.startswith(HEAD) for w in r.warnings)
+
+
+def test_compares_notes_name_the_keywords_it_takes() -> None:
+    """A library user's compare of a model dropped on purpose was told "--allow-missing
+    passes a model dropped on purpose": the keyword it takes is ``allow_missing=True``."""
+    base = [run(name=n, wall=w) for n in ("kept", "gone") for w in BASE_WALLS]
+    found = edgeprof.compare(base, [run(name="kept", wall=w) for w in BASE_WALLS])
+    [note] = [n for n in found.notes if "only in the baseline" in n]
+    assert note.endswith("(allow_missing=True passes a model dropped on purpose)"), note
+    assert "--" not in note

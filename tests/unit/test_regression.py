@@ -20,6 +20,7 @@ from edgeprof.analysis.regression import (
 )
 from edgeprof.analysis.stats import t_cdf, t_quantile
 from edgeprof.errors import ConfigError
+from edgeprof.measure.limits import THREAD_VARS
 from edgeprof.model import RunResult, Termination
 from edgeprof.report.junit import compare_cases
 from edgeprof.units import parse_threshold
@@ -670,6 +671,32 @@ def test_cells_that_ran_different_commands_or_env_are_said() -> None:
     assert not any("different" in n for n in notes)
     old = [dataclasses.replace(r, env=None) for r in commanded(list(BASE))]
     _, notes = compare_results(old, commanded(list(BASE), env=("A=1",)), 0.05)
+    assert not any("different" in n for n in notes)
+
+
+def test_thread_pools_a_device_set_are_the_devices_not_options() -> None:
+    """A tester's compare of a board-b sweep with a board-a one (``--ignore-limits``) was
+    told the sides "ran different -E settings (OMP_NUM_THREADS=2 … → …=1 …)", though no
+    ``-E`` was given: the devices set them, and the note names the devices."""
+
+    def on(device: str, threads: int) -> list[RunResult]:
+        env = (*(f"{k}={threads}" for k in THREAD_VARS), "MKL_DYNAMIC=FALSE")
+        return [dataclasses.replace(r, device=device) for r in commanded(list(BASE), env=env)]
+
+    _, notes = compare_results(on("board-b", 2), on("board-a", 1), 0.05)
+    [said] = [n for n in notes if "different" in n]
+    assert said.endswith(
+        "ran different devices (board-b → board-a, whose thread pools: OMP_NUM_THREADS=2 "
+        "OPENBLAS_NUM_THREADS=2 MKL_NUM_THREADS=2 → OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "
+        "MKL_NUM_THREADS=1): a change may be theirs, not the code's"
+    )
+    assert "-E" not in said
+    # A variable no device sets is the -E's, beside the devices.
+    cur = [dataclasses.replace(r, env=(*(r.env or ()), "A=1")) for r in on("board-a", 1)]
+    [said] = [n for n in compare_results(on("board-b", 2), cur, 0.05)[1] if "different" in n]
+    assert "ran different devices (board-b → board-a) and -E settings (" in said
+    # One device on both sides: its pools are alike, and nothing is said.
+    _, notes = compare_results(on("board-a", 1), on("board-a", 1), 0.05)
     assert not any("different" in n for n in notes)
 
 

@@ -394,3 +394,12 @@ def test_a_directorys_unreadable_files_are_skipped_with_why_only_where_asked(
         load_runs([tmp_path / "d" / "result.json"], [])
     with pytest.raises(ConfigError, match=r"/d/result\.json is not an edgeprof result"):
         load_runs([tmp_path / "d"], [])  # the directory's own file: as if named
+
+
+def test_a_json_message_ending_in_at_says_it_once(tmp_path: Path) -> None:
+    """A tester's truncated result.json with a newline inside a string had read "Invalid
+    control character at at line 1, column 27"."""
+    (tmp_path / "result.json").write_text('{"schema_version": 1, "nam\n')
+    with pytest.raises(ConfigError) as e:
+        load_runs([tmp_path], [])
+    assert str(e.value).endswith(": not JSON (Invalid control character at line 1, column 27)")

@@ -587,6 +587,7 @@ def test_cwd_and_relative_command(tmp_path: Path) -> None:
         (["/nonexistent/prog"], {}, "command not found"),
         (["./nope.sh"], {}, "command not found"),
         (["/"], {}, "command is a directory: /"),  # not "not found": it is there
+        (["/dev/null"], {}, "command is not a regular file: /dev/null"),  # nor here
         (["true"], {"interval": 0.0001}, "below the minimum of 1ms"),
         (["true"], {"interval": "0"}, "sampling interval '0' is below the minimum of 1ms"),
         (["true"], {"interval": "fast"}, "invalid sampling interval"),
@@ -606,7 +607,7 @@ def test_cwd_and_relative_command(tmp_path: Path) -> None:
         (None, {}, "command None: expected a list of arguments"),
         (["sleep", 0.1], {}, r"argument 0.1 is not a string"),
         (["true"], {"stdout": -1}, "stdout=subprocess.PIPE: expected an open file descriptor"),
-        (["true"], {"stderr": -2}, "stderr=subprocess.STDOUT: expected an open file descriptor"),
+        (["true"], {"stdout": -2}, "stdout=subprocess.STDOUT: expected an open file descriptor"),
         (["true"], {"stderr": "x"}, "stderr='x': expected an open file descriptor"),
         # An AttributeError on a dict of limits; a name with a newline, which --name refuses.
         (["true"], {"limits": {"cpus": 1}}, r"limits: expected edgeprof.Limits \(Limits\("),

@@ -372,8 +372,9 @@ def test_the_article_goes_by_how_the_number_is_said(number: str, said: str) -> N
 
 @pytest.mark.parametrize(
     ("f", "text"),
-    [(0.53, "0.53×"), (2.345, "2.35×"), (0.0059, "0.01×"), (0.00059, "0.00059×"),
-     (5.9e-5, "0.000059×"), (0.0, "0.00×")],
+    [(0.53, "0.53×"), (2.345, "2.35×"), (0.0059, "0.0059×"), (0.00059, "0.00059×"),
+     (5.9e-5, "0.000059×"), (0.0, "0.00×"), (0.0282, "0.028×"), (0.1, "0.10×"),
+     (0.0996, "0.10×")],
 )  # fmt: skip
 def test_a_small_factor_keeps_two_significant_digits(f: float, text: str) -> None:
     """A bench 1700 times slower than the first had been ranked ``0.00×``."""
