@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from ..measure.limits import MKL_EXACT, THREAD_VARS
 from ..model import RunResult
 from ..names import printable
-from .cells import group_by
+from .cells import cells, group_by
 from .targets import targets
 
 Words = tuple[str, ...]
@@ -86,14 +86,24 @@ def _differs(group: Sequence[RunResult]) -> _Differs:
     )
 
 
+def _found(runs: Sequence[RunResult]) -> dict[str, _Differs]:
+    """Each label some cell of which pools runs that are not repeats, with what differs in
+    its cells.  Judged per cell, not per label: two boards' sweeps of one model, whose
+    thread pools (``--device``'s ``OMP_NUM_THREADS=2`` and ``=1``) differ with their
+    limits, pool no unlike runs, and had been named "small (OMP_NUM_THREADS=2 …)" in every
+    table and ranking sentence (a tester's).  A label found is named apart in all its
+    cells, so that it reads alike across them."""
+    found: dict[str, _Differs] = {}
+    for (label, _), group in cells(runs).items():
+        if d := _differs(group):
+            found[label] = found[label] | d if label in found else d
+    return found
+
+
 def apart(runs: Sequence[RunResult]) -> tuple[list[RunResult], list[str]]:
     """``runs`` with each run of a label whose runs are not repeats named with what tells
     it apart, and the notes that say so (none: the runs are returned as they were)."""
-    found = {
-        label: d
-        for label, group in group_by(runs, lambda r: r.label).items()
-        if (d := _differs(group))
-    }
+    found = _found(runs)
     unrecorded = _unrecorded([runs], found)
     if not found:
         return list(runs), unrecorded
@@ -113,9 +123,8 @@ def apart_sides(
     :func:`~edgeprof.analysis.targets.check_targets`."""
     found: dict[str, _Differs] = {}
     for side in (baseline, current):
-        for label, group in group_by(side, lambda r: r.label).items():
-            if d := _differs(group):
-                found[label] = found[label] | d if label in found else d
+        for label, d in _found(side).items():
+            found[label] = found[label] | d if label in found else d
     unrecorded = _unrecorded([baseline, current], found)
     if not found:
         return list(baseline), list(current), unrecorded

@@ -60,6 +60,9 @@ RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {
     "cpus": lambda r: r.limits.cpus,
     "cpuset": lambda r: None if r.limits.cpuset is None else ",".join(map(str, r.limits.cpuset)),
     "memory_limit_bytes": lambda r: r.limits.memory,
+    # The board a run emulated: a team comparing boards had only cpus=1.2 and 0.5 to tell
+    # their rows apart (a tester's), where result.json names the device.
+    "device": lambda r: r.device,
     "started_at": lambda r: r.started_at,
     "backend": lambda r: r.backend,
     "mechanism": lambda r: r.mechanism,

@@ -16,7 +16,7 @@ from edgeprof.analysis.cells import cells
 from edgeprof.analysis.compare import summarize_cells
 from edgeprof.analysis.regression import compare_results
 from edgeprof.cli import main
-from edgeprof.model import RunResult
+from edgeprof.model import Limits, RunResult
 from edgeprof.report.comparison import ranking_tables
 
 from .conftest import make_result
@@ -237,3 +237,23 @@ def test_a_ranking_with_one_model_measured_says_who_has_no_figure() -> None:
     assert "Ranking by avg memory under cpus=1, memory=1.0GiB (smallest first)" not in {
         t.title for t in ranking_tables(summarize_cells(twenty))
     }
+
+
+def test_runs_that_differ_only_with_their_limits_keep_their_label() -> None:
+    """Two boards' sweeps of one model: the devices' thread pools differ with their limits
+    (cpus=1.2 and 0.5), so no cell pools unlike runs, and every label had read "small
+    (OMP_NUM_THREADS=2 …)" (a tester's ``report sweep1 merged``).  Within a cell the env
+    still names them apart, in every cell of the label."""
+    b, a = Limits(cpus=1.2, memory="512m"), Limits(cpus=0.5, memory="512m")
+    on_b = [_run("python", "m.py", name="small", env=("OMP_NUM_THREADS=2",), limits=b)] * 2
+    on_a = [_run("python", "m.py", name="small", env=("OMP_NUM_THREADS=1",), limits=a)] * 2
+    named, notes = apart([*on_b, *on_a])
+    assert [r.label for r in named] == ["small"] * 4 and notes == []
+    mixed = _run("python", "m.py", name="small", env=("OMP_NUM_THREADS=4",), limits=a)
+    named, notes = apart([*on_b, *on_a, mixed])
+    assert {r.label for r in named} == {
+        "small (OMP_NUM_THREADS=2)",
+        "small (OMP_NUM_THREADS=1)",
+        "small (OMP_NUM_THREADS=4)",
+    }
+    assert notes

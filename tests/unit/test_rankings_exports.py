@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -705,3 +706,13 @@ def test_matplotlib_gets_a_directory_of_edgeprofs_where_home_cannot_be_written(
     assert plots._mpl_dirs_writable() is True
     with plots._config_dir():
         assert "MPLCONFIGDIR" not in os.environ  # matplotlib's own directories serve
+
+
+def test_runs_csv_names_each_runs_device() -> None:
+    """A team's sweeps of two boards had only their cpus to tell the rows apart (a
+    tester's), where each result.json names its device."""
+    runs = [dataclasses.replace(_run("a", 1.0, 100), device=d) for d in ("board-b", None)]
+    rows = list(csv.DictReader(io.StringIO(runs_csv(runs))))
+    assert [r["device"] for r in rows] == ["board-b", ""]
+    header = runs_csv(runs).splitlines()[0].split(",")
+    assert header.index("device") == header.index("memory_limit_bytes") + 1
