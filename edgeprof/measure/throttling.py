@@ -110,7 +110,8 @@ def _batch_shares(
     about one stall per period it spans: the stall goes in proportion to latency.  Where
     one lasted less, a stall falls whole inside one iteration, which is then longer than
     its batch-mates by the stall: it goes first to the latency each has beyond the batch's
-    shortest, the largest first (:func:`_largest_first`), and what is left in equal shares.  Either rule alone
+    shortest, the largest first (:func:`_largest_first`), and what is left in equal shares
+    (where a period boundary can fall in each; else it was the gaps').  Either rule alone
     was wrong in the other case (``tests/unit/test_throttling.py`` simulates a hungry task
     under CFS and reads its lines 2–8 at a time).  In proportion to latency, a 75 ms stall
     in a batch of five lines (four 5 ms iterations) left its iteration 20 ms of running
