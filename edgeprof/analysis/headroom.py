@@ -466,14 +466,17 @@ def worst_fit(runs: list[RunResult]) -> tuple[LimitFit | None, int]:
     if not fits:
         return None, 0
 
-    def badness(f: LimitFit) -> tuple[float, int]:
+    def badness(f: LimitFit) -> tuple[float, float, int]:
         # At the edge (its own memory met the limit) is worse than any other fit: "fits at
         # the limit" by dropped cache had been "the worst of 6 runs" beside a run at the
         # edge, which fit refuses as an answer (a user's).
         edge = f.at_edge or (f.status is Headroom.AT_LIMIT and f.cache is False)
         rank = _WORST_FIRST.index(Headroom.AT_LIMIT) - 0.5 if edge else _WORST_FIRST.index(f.status)
+        # Slowed, the most slowed: "stalled 6.4% … (the worst of 3 runs)" had been said beside
+        # runs of 7.5 and 8.4 % (a tester's).
+        slowed = (f.reread_wait or f.stall_share or 0.0) if f.status is Headroom.SLOWED else 0.0
         # Files mapped from others' cache are the run's own on a device: they count.
-        return rank, -with_mapped(f.used or 0, f.elsewhere)
+        return rank, -slowed, -with_mapped(f.used or 0, f.elsewhere)
 
     worst = min(fits, key=badness)
     fastest, grew = cell_growth([r for r, _ in judged])  # of the runs counted beside it

@@ -30,6 +30,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..measure.memory import STALL_WARN_FRACTION
 from ..model import RunResult, Termination
 from ..units import format_binary, signed_percent
 from .fit_bounds import PAGE, Bounds
@@ -124,6 +125,10 @@ def verdict(
         edge = at_the_edge(r, room)
         if edge is not None:
             return Verdict(False, edge, own=True)
+    for r in runs:
+        said = slowed(r, ref_stall)
+        if said is not None:
+            return Verdict(False, said)
     t = median_time(runs).seconds
     slower = t / reference.seconds - 1 if reference.seconds > 0 else 0.0
     memory = memory_slowdown(runs, ref_stall, reference, ref_read)
@@ -138,6 +143,27 @@ def verdict(
     if slower > tolerance + 1e-9:
         return Verdict(True, f"fits ({signed_percent(slower)}, limit not reached)")
     return Verdict(True, f"fits ({signed_percent(slower)})")
+
+
+def slowed(r: RunResult, ref_stall: float | None) -> str | None:
+    """``slowed (memory stall 8.2% of its wall time)`` where ``run`` would call the run
+    slowed at this limit (:func:`~edgeprof.analysis.headroom.limit_fit`: more than
+    :data:`~edgeprof.measure.memory.STALL_WARN_FRACTION` of its wall time stalled on
+    memory, or waiting on what it re-read), beyond the unlimited runs' own stall
+    (``ref_stall``: the host's, which no limit cures); else ``None``.  Fit had accepted
+    stalls up to its tolerance (10 %) that ``run`` calls slowed at 5 %, and ``run`` at fit's
+    answer then sent the user back to fit (a tester's 52.7 MiB: 5.4 % and 8.2 %)."""
+    f = limit_fit(r)
+    if f is None or f.status is not Headroom.SLOWED or r.wall_s <= 0:
+        return None
+    if f.reread_wait is not None:
+        return f"slowed (waited {f.reread_wait:.1%} of its wall time re-reading)"
+    p = r.memory.pressure
+    own = None if p is None or p.stall_some_s is None else p.stall_some_s - (ref_stall or 0.0)
+    if own is None or own <= STALL_WARN_FRACTION * r.wall_s:
+        return None
+    assert f.stall_share is not None
+    return f"slowed (memory stall {f.stall_share:.1%} of its wall time)"
 
 
 def stall(runs: Sequence[RunResult]) -> float | None:

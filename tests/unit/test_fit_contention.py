@@ -247,3 +247,25 @@ def test_read_back_sets_the_bar_a_probes_counts_must_pass() -> None:
     ref_time = Timing(UNCONTENDED, 1.0)
     assert memory_slowdown([stalled], 0.01, ref_time, bar) == pytest.approx(0.02)
     assert memory_slowdown([stalled], 0.01, ref_time) is None
+
+
+def test_a_probe_run_calls_slowed_does_not_fit() -> None:
+    """A tester's memmap fit answered 52.7 MiB, whose probe stalled 5.4 % of its wall time
+    (within fit's 10 % tolerance), and ``run`` at that limit said "slowed, stalled 8.2 %
+    … edgeprof fit finds the limit that does not slow it".  A probe ``run`` calls slowed
+    fails; the unlimited runs' own stall (the host's) is no limit's."""
+    from edgeprof.model import Limits
+
+    def limited(stall: float) -> RunResult:
+        r = held_run(1.0, 0.0, stall=stall)
+        m = dataclasses.replace(r.memory, limit_bytes=100 * MIB, peak_bytes=100 * MIB)
+        return dataclasses.replace(r, memory=m, limits=Limits(memory=100 * MIB))
+
+    ref = held_run(1.0, 0.0, stall=0.0)
+    v = verdict([limited(0.08)], Timing(UNCONTENDED, 1.0), ref, 0.10, ref_stall=0.0)
+    assert (v.ok, v.reason) == (False, "slowed (memory stall 8.0% of its wall time)")
+    # As stalled without a limit: the host's, and within the tolerance.
+    v = verdict([limited(0.08)], Timing(UNCONTENDED, 1.0), ref, 0.10, ref_stall=0.07)
+    assert v.ok, v
+    # Under run's 5 %: fits.
+    assert verdict([limited(0.04)], Timing(UNCONTENDED, 1.0), ref, 0.10, ref_stall=0.0).ok
