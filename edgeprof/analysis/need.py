@@ -126,7 +126,7 @@ def verdict(
         if edge is not None:
             return Verdict(False, edge, own=True)
     for r in runs:
-        said = slowed(r, ref_stall)
+        said = slowed(r, ref_stall, max(STALL_WARN_FRACTION, tolerance / 2))
         if said is not None:
             return Verdict(False, said)
     t = median_time(runs).seconds
@@ -145,22 +145,27 @@ def verdict(
     return Verdict(True, f"fits ({signed_percent(slower)})")
 
 
-def slowed(r: RunResult, ref_stall: float | None) -> str | None:
+def slowed(r: RunResult, ref_stall: float | None, most: float) -> str | None:
     """``slowed (memory stall 8.2% of its wall time)`` where ``run`` would call the run
     slowed at this limit (:func:`~edgeprof.analysis.headroom.limit_fit`: more than
     :data:`~edgeprof.measure.memory.STALL_WARN_FRACTION` of its wall time stalled on
-    memory, or waiting on what it re-read), beyond the unlimited runs' own stall
-    (``ref_stall``: the host's, which no limit cures); else ``None``.  Fit had accepted
-    stalls up to its tolerance (10 %) that ``run`` calls slowed at 5 %, and ``run`` at fit's
-    answer then sent the user back to fit (a tester's 52.7 MiB: 5.4 % and 8.2 %)."""
+    memory, or waiting on what it re-read) and its stall beyond the unlimited runs' own
+    (``ref_stall``: the host's, which no limit cures) is over ``most`` of its wall time;
+    else ``None``.  Fit had accepted stalls up to its tolerance (10 %) that ``run`` calls
+    slowed at 5 %, and ``run`` at fit's answer then sent the user back to fit (a tester's
+    52.7 MiB: 5.4 % and 8.2 %).  ``most`` is half the tolerance, at least run's 5 %: the
+    tolerance is for the run's whole time, noise and all, so the default (10 %) agrees
+    with ``run``, and a wider one (``--tolerance 50%``: slower is fine) accepts more."""
     f = limit_fit(r)
     if f is None or f.status is not Headroom.SLOWED or r.wall_s <= 0:
         return None
     if f.reread_wait is not None:
+        if f.reread_wait <= most:
+            return None
         return f"slowed (waited {f.reread_wait:.1%} of its wall time re-reading)"
     p = r.memory.pressure
     own = None if p is None or p.stall_some_s is None else p.stall_some_s - (ref_stall or 0.0)
-    if own is None or own <= STALL_WARN_FRACTION * r.wall_s:
+    if own is None or own <= most * r.wall_s:
         return None
     assert f.stall_share is not None
     return f"slowed (memory stall {f.stall_share:.1%} of its wall time)"

@@ -269,3 +269,6 @@ def test_a_probe_run_calls_slowed_does_not_fit() -> None:
     assert v.ok, v
     # Under run's 5 %: fits.
     assert verdict([limited(0.04)], Timing(UNCONTENDED, 1.0), ref, 0.10, ref_stall=0.0).ok
+    # A wider tolerance (slower is fine) accepts stalls up to half of it.
+    assert verdict([limited(0.08)], Timing(UNCONTENDED, 1.0), ref, 0.50, ref_stall=0.0).ok
+    assert not verdict([limited(0.30)], Timing(UNCONTENDED, 1.0), ref, 0.50, ref_stall=0.0).ok
