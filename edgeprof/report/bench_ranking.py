@@ -22,7 +22,7 @@ from ..analysis.overhead import overhead_marked
 from ..model import LatencyStats, RunResult
 from ..units import format_factor, format_seconds
 from .comparison import STOPPED_RANKED, under
-from .latency_cells import rate_cell
+from .latency_cells import HOST_SPEED, STALLED, latency_notes, rate_cell
 from .overhead_notes import OVERHEAD
 from .table import TextTable
 
@@ -65,6 +65,24 @@ OVERHEAD_RANKING_NOTE = (
 against bs=64 matmul read 4.5× apart, 2.7× in a plain loop, 2.5× by their P50s."""
 
 
+HOST_SPEED_RANKED = (
+    f"a batch size whose figures are marked {HOST_SPEED} ran at this host's core's speed, the "
+    "others under the quota's stalls: its rank may not hold on the device"
+)
+"""A tester's bs=1 (49 µs P50 at this host's speed) ranked first by 17.6k items/s over
+bs=4 (12.6k, stalled): at half this core's speed it would give about 8.8k, below bs=4; the
+ranking had shown neither mark of the bench's own table."""
+
+
+def _marks(lat: Sequence[LatencyStats], name: str) -> str:
+    """The bench table's ``*`` and ``!`` of a percentile, where any run's has it (as a cell's
+    latency table marks its medians)."""
+    ts = [s.throttling for s in lat if s.throttling is not None]
+    return (STALLED if any(name in t.distorted for t in ts) else "") + (
+        HOST_SPEED if any(t.at_host_speed for t in ts) else ""
+    )
+
+
 def bench_rankings(results: Sequence[RunResult]) -> list[TextTable]:
     """Per limit setting with two batch sizes or more: the ranking by the ``infer`` phase's
     items/s (median over each batch size's successful runs and those ``--timeout`` stopped,
@@ -85,14 +103,15 @@ def bench_rankings(results: Sequence[RunResult]) -> list[TextTable]:
             if rate:
                 marked = any(overhead_marked(s) for s in lat)
                 rows.append(
-                    (label, rate, [s.p50_s for s in lat], [s.p95_s for s in lat], marked)
+                    (label, rate, [s.p50_s for s in lat], [s.p95_s for s in lat], marked, lat)
                 )
         if len(rows) < 2:
             continue
         rows.sort(key=lambda row: -statistics.median(row[1]))
         best = statistics.median(rows[0][1])
         table = [["#", "NAME", "ITEMS/S", "× FIRST", "P50", "P95", "NOTE"]]
-        for i, (label, rate, p50, p95, marked) in enumerate(rows):
+        shown: list[str] = []
+        for i, (label, rate, p50, p95, marked, lat) in enumerate(rows):
             note = ""
             if i:
                 d = difference(rows[i - 1][1], rate)
@@ -105,11 +124,12 @@ def bench_rankings(results: Sequence[RunResult]) -> list[TextTable]:
                     label,
                     rate_cell(mid, marked),
                     "1" if i == 0 else format_factor(mid / best),
-                    _ms(p50),
-                    _ms(p95),
+                    _ms(p50) + _marks(lat, "p50"),
+                    _ms(p95) + _marks(lat, "p95"),
                     note,
                 ]
             )
+            shown += table[-1][4:6]
         notes = [
             f"ranked by the {PHASE} phase (the timed calls; load and warm-up left out): "
             "ITEMS/S, P50, P95 are the medians over each batch size's runs; the wall- and "
@@ -117,6 +137,9 @@ def bench_rankings(results: Sequence[RunResult]) -> list[TextTable]:
         ]
         if any(row[4] for row in rows):
             notes.append(OVERHEAD_RANKING_NOTE)
+        notes += [n for n in latency_notes(shown, []) if n[0] in (STALLED, HOST_SPEED)]
+        if any(HOST_SPEED in c for c in shown):
+            notes.append(HOST_SPEED_RANKED)
         if said:
             notes.append(STOPPED_RANKED.format("; ".join(said)))
         title = f"Ranking by {PHASE} throughput {under(setting)} (largest first)"

@@ -340,3 +340,31 @@ def test_a_targets_file_is_named_from_its_checkouts_root_however_it_was_typed(
     monkeypatch.chdir(tmp_path)
     assert target_identity("./b.py", "f", "load") == "b.py:f, loader load"
     assert target_identity("pkg.mod", "f", "load") == "pkg.mod:f, loader load"
+
+
+def test_the_bench_ranking_carries_the_tables_host_speed_and_stall_marks() -> None:
+    """A tester's ``report b1``: bs=1 at this host's speed (``49.06µs!`` in the bench's own
+    table) ranked first over bs=4 (``149.04µs*``) with neither mark, though at half this
+    core's speed it would rank below it."""
+    import dataclasses
+
+    from edgeprof.model import Throttling
+    from edgeprof.report.bench_ranking import HOST_SPEED_RANKED, bench_rankings
+    from edgeprof.report.latency_cells import HOST_SPEED_NOTE, STALLED_NOTE
+    from tests.unit.gating_helpers import run
+
+    def throttled(r: RunResult, host: bool = False, distorted: tuple[str, ...] = ()) -> RunResult:
+        t = Throttling(49, 0, 0.0, 0.0, 1e-4, 1e-4, 1e-4, distorted=distorted, share=0.5,
+                       at_host_speed=host)  # fmt: skip
+        assert r.latency is not None
+        return dataclasses.replace(r, latency=dataclasses.replace(r.latency, throttling=t))
+
+    one = run("infer bs=1", p50_s=49e-6, p95_s=65e-6, items_per_s=17564.0)
+    four = run("infer bs=4", p50_s=149e-6, p95_s=210e-6, items_per_s=12641.0)
+    runs = [throttled(one, host=True), throttled(four, distorted=("p95",))]
+    [table] = bench_rankings(runs)
+    assert [row[4:6] for row in table.rows[1:]] == [["49.00µs!", "65.00µs!"],
+                                                    ["149.00µs", "210.00µs*"]]  # fmt: skip
+    assert {HOST_SPEED_NOTE, STALLED_NOTE, HOST_SPEED_RANKED} <= set(table.notes)
+    [plain] = bench_rankings([one, four])
+    assert not {HOST_SPEED_NOTE, STALLED_NOTE, HOST_SPEED_RANKED} & set(plain.notes)
