@@ -152,6 +152,9 @@ def test_layers_whose_median_measures_full_speed_between_stalls_are_named() -> N
         phases=(_phase(1, stalled), _phase(2, even), _phase(3, short)),
         warnings=(
             "phase 'layer:1': latency p50, p90 measure the CPU quota's stalls, not the workload",
+            # The run's iterations are every layer's pooled: a tester's conv and Flatten.
+            "latency p50, p95, p99 measure the CPU quota's stalls, not the workload: 7 of the "
+            "56 iterations whose stall was read (of 90) were throttled",
             "kept",
         ),
     )
