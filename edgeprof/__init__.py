@@ -10,8 +10,9 @@ The public API (help(edgeprof.profile) and so on document each name):
 - ``Limits``: CPUs, cores, memory and processes a run may use.
 - ``RunResult``: what a run used and how it ended; ``Termination``: how it ended.
 - ``CpuStats``, ``MemoryStats``, ``IoStats``, ``GpuStats``, ``PhaseStats``,
-  ``LatencyStats``, ``Mark``: the parts of a run's result (its cpu, memory, io, gpu,
-  phases, latency and marks), for code that annotates what it reads.
+  ``LatencyStats``, ``Mark``, ``SampleStats``, ``HostInfo``: the parts of a run's result
+  (its cpu, memory, io, gpu, phases, latency, marks, samples and host), for code that
+  annotates what it reads.
 - ``Counters``, ``Sample``, ``RunSpec``, ``UserIds``: what a backend reads, and is given.
 - ``load(*paths)``: the runs of saved results, as ``edgeprof report`` reads them.
 - ``compare(baseline, current)``: ``edgeprof compare``'s verdicts, as a ``Comparison`` of
@@ -80,6 +81,7 @@ if TYPE_CHECKING:
         Counters,
         CpuStats,
         GpuStats,
+        HostInfo,
         IoStats,
         LatencyStats,
         Limits,
@@ -89,6 +91,7 @@ if TYPE_CHECKING:
         RunResult,
         RunSpec,
         Sample,
+        SampleStats,
         Termination,
         UserIds,
     )
@@ -124,6 +127,8 @@ _LAZY = {
     "Counters": "model",
     "CpuStats": "model",
     "GpuStats": "model",
+    "HostInfo": "model",
+    "SampleStats": "model",
     "IoStats": "model",
     "LatencyStats": "model",
     "Mark": "model",
@@ -197,6 +202,7 @@ __all__ = [
     "CpusOverHost",
     "EdgeprofError",
     "GpuStats",
+    "HostInfo",
     "Interrupted",
     "IoStats",
     "LatencyStats",
@@ -214,6 +220,7 @@ __all__ = [
     "RunResult",
     "RunSpec",
     "Sample",
+    "SampleStats",
     "Termination",
     "UnsafeOutput",
     "UserIds",

@@ -113,7 +113,11 @@ def as_keywords(message: str, keywords: Mapping[str, Spelling]) -> str:
     def spelled(m: re.Match[str]) -> str:
         spell, value = keywords[m.group(1)], m.group(2)
         if callable(spell) and value is not None:
-            return spell(value)
+            # The sentence's punctuation after the value is not the value's: "pair={'m1':
+            # 'zz:'}" had been made of "--pair m1=zz:" (a verifier's).
+            split = re.fullmatch(r"(.*?)([:,;.)\]]*)", value)
+            assert split is not None  # any run of non-space characters matches
+            return spell(split.group(1)) + split.group(2)
         name = spell if isinstance(spell, str) else m.group(1)
         return name if value is None else f"{name} {value}"
 

@@ -130,6 +130,8 @@ def device_setting(device: Device, host: HostInfo | None = None) -> DeviceSettin
                              "none", tuple(warnings))  # fmt: skip
     if capped:
         warnings.append(faster)
+    if how in ("share", "speed"):
+        warnings += _elsewhere_warning(device, cpus)
     return DeviceSetting(device, cpus, device.memory, device.cpu_period_us,
                          False, how, tuple(warnings), note, doubts)  # fmt: skip
 
@@ -178,26 +180,45 @@ def _calibrated_share(
     return cpus, capped, warnings, note, doubts
 
 
-def own_setting(device: Device) -> str:
-    """The setting label (:meth:`Limits.describe`) of a run of an entry with no speed and
-    none of the options that replace its values: its whole cores, its memory, period and
-    storage."""
-    own = Limits(cpus=float(device.cores), memory=device.memory, cpu_period_us=device.cpu_period_us)
+def own_setting(device: Device, cpus: float | None = None) -> str:
+    """The setting label (:meth:`Limits.describe`) of a run of an entry with none of the
+    options that replace its values: its CPUs (``cpus``: its share, speed's or its whole
+    cores), its memory, period and storage."""
+    if cpus is None:
+        cpus = float(device.cores) if device.share is None and device.speed is None else (
+            device_setting(device).cpus
+        )
+    own = Limits(cpus=cpus, memory=device.memory, cpu_period_us=device.cpu_period_us)
     return own.with_storage(device.storage).describe()
 
 
-def calibrated_elsewhere(device: Device) -> str | None:
+def calibrated_elsewhere(device: Device, cpus: float | None = None) -> str | None:
     """The settings an entry's calibration was fitted at, where its own setting
     (:func:`own_setting`) is not among them, so that it predicts nothing for the entry's
-    runs; ``None`` where it is, or the entry has a speed or no calibration.  A tester's
-    entry of 1 core and a calibration fitted at ``cpus=0.5`` was listed "host's; predicted",
-    and each run said "no calibration for this setting"."""
-    if device.calibration is None or device.speed is not None or device.share is not None:
+    runs; ``None`` where it is, or the entry has no calibration or takes its speed from it
+    (``speed: calibration``, whose runs are not predicted).  A tester's entry of 1 core and
+    a calibration fitted at ``cpus=0.5`` was listed "host's; predicted", and each run then
+    said "no calibration for this setting"."""
+    if device.calibration is None or device.speed == CALIBRATED:
         return None
     from .calibration import load_calibration
 
     settings = load_calibration(calibration_file(device) or device.calibration).settings()
-    return None if own_setting(device) in settings else "; ".join(settings) or "no setting"
+    mine = own_setting(device, cpus)
+    return None if mine in settings else "; ".join(settings) or "no setting"
+
+
+def _elsewhere_warning(device: Device, cpus: float) -> list[str]:
+    """The run's warning of :func:`calibrated_elsewhere`, for an entry with a share or a
+    speed (one with neither says it in its own warning)."""
+    elsewhere = calibrated_elsewhere(device, cpus)
+    if elsewhere is None:
+        return []
+    return [
+        f"{device.name}: its calibration {device.calibration} predicts nothing at its own "
+        f"setting ({own_setting(device, cpus)}): it was calibrated at {elsewhere} (give the "
+        "options of one of those for its predictions)"
+    ]
 
 
 def calibrated_share(device: Device) -> tuple[float, tuple[str, ...]] | str:

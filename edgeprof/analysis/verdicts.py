@@ -169,7 +169,7 @@ def not_judged(
             enumerate(sides)]  # fmt: skip
     why = (
         f"{' and '.join(said)}: fewer than the {iterations_for(pct)} it needs, a point near "
-        "the maximum, not an estimate of it (more iterations a run decide it)"
+        "the maximum, not an estimate of it (more iterations per run decide it)"
     )
     return replace(
         change, verdict=Verdict.NOT_JUDGED, low=None, high=None, p_value=None, why=why

@@ -354,6 +354,10 @@ def _stop_gently(
         got += ", which a run in its process group gets from a terminal too"
     begun = time.monotonic()
     sent: float | None = None
+    # Every process stopped cannot act on the terminal's signal in a grace: it is sent its
+    # SIGTERM (with a SIGCONT) at once, as a timeout's (a Ctrl-C had waited out the whole
+    # --kill-grace 8 on `kill -STOP $$`, a verifier's).
+    shared = shared and not _all_stopped(run)
     try:
         with interrupts.armed(seen=1):
             status = run.wait(grace) if shared else None
@@ -369,6 +373,11 @@ def _stop_gently(
     else:
         warnings.append(f"{got}: {_after_sigterm(status, time.monotonic() - sent, grace, shared)}")
     return status
+
+
+def _all_stopped(run: RunHandle) -> bool:
+    """Whether every process of the run is stopped (``False`` where it cannot be told)."""
+    return run.stopped() is True
 
 
 def _after_sigterm(status: int | None, took: float, grace: float, shared: bool) -> str:

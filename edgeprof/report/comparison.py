@@ -6,6 +6,7 @@ and notes that say how far apart the models are (the numbers are
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 
 from ..analysis.cells import ending, endings, measured, stopped, stopped_words
@@ -50,7 +51,11 @@ def interval_bounds(interval: tuple[float, float]) -> tuple[str, str]:
     bound at 0 (:meth:`~edgeprof.analysis.difference.Difference.relative_interval` clamps
     there on the values) as :data:`UNBOUNDED_BELOW`."""
     lo, hi = interval
-    for digits in range(2, 7):
+    # Under 0.1, as many as the factor beside them has (format_factor: two significant
+    # digits): "0.028× [0.03, 0.03]" had put the factor outside its own interval.
+    least = min((x for x in (lo, hi) if 0 < x < 0.1), default=None)
+    first = 2 if least is None else max(2, 1 - math.floor(math.log10(least)))
+    for digits in range(first, first + 5):
         a, b = f"{lo:.{digits}f}", f"{hi:.{digits}f}"
         if (lo <= 1 <= hi) or (float(a) != 1 and float(b) != 1):
             break
@@ -124,7 +129,7 @@ def _lead(first: Rank, second: Rank, key: str) -> str | None:
         )
     if not second.factor:  # None, or 0: the second's median is 0 (no throughput's 1/0)
         return None
-    why = [f"ratio of the medians {second.factor:.2f}×"]
+    why = [f"ratio of the medians {format_factor(second.factor)}"]
     if (interval := second.factor_interval) is not None and second.from_first is not None:
         lo, hi = interval_bounds(interval)
         said = f"{lo} to {hi}×"

@@ -50,22 +50,31 @@ def devices_json(catalog: Mapping[str, Device]) -> str:
 
 def describe_speed(device: Device) -> str:
     """The speed column of ``edgeprof devices``."""
-    if device.share is not None:
-        return f"share {device.share:g}"
-    if isinstance(device.speed, float):
-        return f"speed {device.speed:g}"
     if device.speed == CALIBRATED:
         return _calibrated(device)
+    if device.share is not None:
+        return f"share {device.share:g}" + _predicts(device, "")
+    if isinstance(device.speed, float):
+        return f"speed {device.speed:g}" + _predicts(device, "")
     if device.calibration is not None:
         # Its cores run at this host's speed, and its calibration predicts the device's
         # figures: "needs calibration" had been shown beside the file that calibrates it.
-        # Where it was fitted at other limits, it predicts nothing for the entry's runs.
-        try:
-            elsewhere = calibrated_elsewhere(device)
-        except ConfigError:  # run --device says why, in full
-            return "host's; calibration unreadable"
-        return "host's; predicted" if elsewhere is None else "host's; calibrated at other limits"
+        return "host's" + _predicts(device, "; predicted")
     return "needs calibration"
+
+
+def _predicts(device: Device, predicted: str) -> str:
+    """What the entry's calibration predicts for its runs: ``predicted`` where it was fitted
+    at the entry's own limits, else that it was fitted at other limits (it predicts nothing
+    for the entry's runs: a verifier's entry of speed 0.5 and 2 cores with a calibration of
+    1 core's was listed as one of 1 core's), or that it cannot be read."""
+    if device.calibration is None:
+        return ""
+    try:
+        elsewhere = calibrated_elsewhere(device)
+    except ConfigError:  # run --device says why, in full
+        return "; calibration unreadable"
+    return predicted if elsewhere is None else "; calibrated at other limits"
 
 
 def catalog_cell(device: Device) -> str:

@@ -11,11 +11,15 @@ A stopped child whose parent still runs is not a stopped run: the parent may res
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
+import sys
 
 import pytest
 
 import edgeprof
 from edgeprof import Limits, Termination
+from tests.conftest import HANG_S
 
 SAID = "edgeprof: every process of the run is stopped"
 
@@ -57,3 +61,32 @@ def test_a_stopped_child_of_a_running_parent_is_not_a_stopped_run(
     assert r.termination is Termination.EXITED and r.exit_code == 0
     assert not [w for w in r.warnings if "stopped" in w]
     assert SAID not in capfd.readouterr().err
+
+
+def test_a_terminals_signal_to_a_stopped_run_stops_it_at_once(mechanism: str) -> None:
+    """Ctrl-C leaves a workload in edgeprof's process group the kill grace to end by itself;
+    a stopped one cannot, and had waited out the whole ``--kill-grace 8`` (a verifier's): it
+    is sent its SIGTERM, with a SIGCONT, at once."""
+    command = ["sh", "-c", "kill -STOP $$; sleep 600"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "edgeprof", "run", "--kill-grace", str(HANG_S), "--", *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # the workload shares its group: the terminal's case
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:  # said once the run has been stopped for a second
+        if SAID in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, _ = proc.communicate(timeout=HANG_S / 2)  # at once, or after the whole grace
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        subprocess.run([sys.executable, "-m", "edgeprof", "gc"], capture_output=True)
+        raise AssertionError("a stopped run waited out the kill grace") from None
+    assert proc.returncode == -signal.SIGINT
+    assert "which killed it" in out and "after the" not in out, out

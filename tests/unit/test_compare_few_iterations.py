@@ -11,7 +11,7 @@ from tests.unit.gating_helpers import run
 
 NEEDS_100 = (
     "fewer than the 100 it needs, a point near the maximum, not an estimate of it (more "
-    "iterations a run decide it)"
+    "iterations per run decide it)"
 )
 
 
@@ -66,7 +66,7 @@ def test_one_side_under_sampled_in_some_runs_names_them() -> None:
     p95 = row(changes, "latency_p95")  # a p95 needs 20
     assert p95.why == (
         "the baseline's p95 of 19 iterations in 1 of its 3 runs: fewer than the 20 it needs, a "
-        "point near the maximum, not an estimate of it (more iterations a run decide it)"
+        "point near the maximum, not an estimate of it (more iterations per run decide it)"
     )
     assert row(changes, "latency_p50").verdict is Verdict.NO_CHANGE  # a p50 needs 2
 

@@ -20,6 +20,10 @@ def test_a_pair_compares_two_names_under_one_joint_label() -> None:
     # The library's hint is in its own spelling (it had read "pair model_fp32=model_int8").
     with pytest.raises(ConfigError, match=r"pair them: pair=\{'model_fp32': 'model_int8'\}$"):
         compare(FP32, INT8)
+    # A pair whose name is not there: the sentence's colon stays out of the dict (a
+    # verifier's "pair={'m1': 'zz:'} the current results have no model zz").
+    with pytest.raises(ConfigError, match=r"^pair=\{'model_fp32': 'zz'\}: "):
+        compare(FP32, INT8, pair={"model_fp32": "zz"})
     changes, notes = compare_results(FP32, INT8, pairs=["model_fp32=model_int8"])
     wall = next(c for c in changes if c.metric.key == "wall")
     assert (wall.label, wall.setting) == ("model_fp32 → model_int8", "cpus=1, memory=1.0GiB")

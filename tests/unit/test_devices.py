@@ -576,6 +576,22 @@ def test_a_calibration_fitted_at_other_limits_is_said_to_predict_nothing(
         "calibrated at cpus=0.5, memory=64.0MiB (give the options of one of those for its "
         "predictions)"
     ) in s.warnings
+    # An entry with a speed or a share (a verifier's): its own setting is its share's.
+    speeds = _catalog(
+        tmp_path,
+        "  fast:\n    cores: 2\n    memory: 64m\n    speed: 0.5\n    calibration: tiny-cal.yml\n"
+        "  half:\n    cores: 1\n    memory: 64m\n    speed: 0.5\n    calibration: tiny-cal.yml\n",
+        "speeds.yml",
+    )
+    assert main(["devices", "--devices", str(speeds)]) == 0
+    rows = {ln.split()[0]: ln for ln in capsys.readouterr().out.splitlines() if " 64.0MiB " in ln}
+    assert "speed 0.5; calibrated at other limits" in rows["fast"]
+    assert "speed 0.5 " in rows["half"] and "other limits" not in rows["half"]
+    fast = resolve_device("fast", speeds, HOST, {})
+    assert any("predicts nothing at its own setting (cpus=1, memory=64.0MiB)" in w
+               for w in fast.warnings)  # fmt: skip
+    half = resolve_device("half", speeds, HOST, {})
+    assert not any("predicts nothing" in w for w in half.warnings)
     # Fitted at the entry's own setting: predicted, as before.
     ok = [_run(f"m{i}", x, cpus=2.0, memory="64m") for i, x in enumerate([0.1, 0.2, 0.3])]
     calibrate(ok, read_measurements(csv), "tiny").save(tmp_path / "tiny-cal.yml")

@@ -390,3 +390,20 @@ def test_a_change_that_rounds_to_nothing_has_no_sign() -> None:
     assert [signed_percent(x) for x in (0.123, -0.03, -0.004, 0.004, 0.0)] == [
         "+12%", "-3%", "0%", "0%", "0%"
     ]
+
+
+@pytest.mark.parametrize(
+    ("interval", "bounds"),
+    [((0.0241, 0.0332), ("0.024", "0.033")), ((0.00151, 0.00173), ("0.0015", "0.0017")),
+     ((0.51, 0.62), ("0.51", "0.62")), ((0.0, 0.04), ("0", "0.040")), ((0.9951, 0.998),
+     ("0.995", "0.998"))],
+)  # fmt: skip
+def test_an_intervals_bounds_have_the_digits_of_the_factor_beside_them(
+    interval: tuple[float, float], bounds: tuple[str, str]
+) -> None:
+    """A verifier's ``0.028× [0.03, 0.03]``, the factor outside its interval, and
+    ``0.0016× [0.00, 0.00]``: under 0.1, two significant digits, as :func:`format_factor`."""
+    from edgeprof.report.comparison import UNBOUNDED_BELOW, interval_bounds
+
+    lo, hi = interval_bounds(interval)
+    assert (lo, hi) == (bounds[0] if interval[0] > 0 else UNBOUNDED_BELOW, bounds[1])
