@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import pytest
 from edgeprof.backends import CgroupV1Backend, CgroupV2Backend, get_backend, owner
 from edgeprof.backends.base import Backend
 from edgeprof.errors import EdgeprofError
-from tests.conftest import require
+from tests.conftest import HANG_S, require
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 RUN_GROUP = re.compile(r"^edgeprof-\d+(-\d+)?-[0-9a-f]{8}$")
@@ -85,3 +87,18 @@ def gone(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] == "Z"
     except FileNotFoundError:
         return True
+
+
+def ended_at_once(proc: subprocess.Popen[str] | subprocess.Popen[bytes], why: str) -> str:
+    """The stdout of an ``edgeprof`` process asked to stop, which must end well before the
+    kill grace it was given (``HANG_S``): at once, or only after the whole grace, nothing
+    between.  One still running at half of it is killed, its leftovers collected, and the
+    test fails with ``why``."""
+    try:
+        out, _ = proc.communicate(timeout=HANG_S / 2)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        subprocess.run([sys.executable, "-m", "edgeprof", "gc"], capture_output=True)
+        raise AssertionError(why) from None
+    return out if isinstance(out, str) else out.decode()

@@ -21,6 +21,8 @@ import edgeprof
 from edgeprof import Limits, Termination
 from tests.conftest import HANG_S
 
+from .conftest import ended_at_once
+
 SAID = "edgeprof: every process of the run is stopped"
 
 
@@ -81,12 +83,6 @@ def test_a_terminals_signal_to_a_stopped_run_stops_it_at_once(mechanism: str) ->
         if SAID in line:
             break
     proc.send_signal(signal.SIGINT)
-    try:
-        out, _ = proc.communicate(timeout=HANG_S / 2)  # at once, or after the whole grace
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        subprocess.run([sys.executable, "-m", "edgeprof", "gc"], capture_output=True)
-        raise AssertionError("a stopped run waited out the kill grace") from None
+    out = ended_at_once(proc, "a stopped run waited out the kill grace")
     assert proc.returncode == -signal.SIGINT
     assert "which killed it" in out and "after the" not in out, out
