@@ -22,7 +22,7 @@ from ..analysis.overhead import overhead_marked
 from ..model import LatencyStats, RunResult
 from ..units import format_factor, format_seconds
 from .comparison import STOPPED_RANKED, under
-from .latency_cells import HOST_SPEED, STALLED, latency_notes, rate_cell
+from .latency_cells import HELD, HOST_SPEED, STALLED, held, latency_notes, rate_cell
 from .overhead_notes import OVERHEAD
 from .table import TextTable
 
@@ -74,12 +74,15 @@ bs=4 (12.6k, stalled): at half this core's speed it would give about 8.8k, below
 ranking had shown neither mark of the bench's own table."""
 
 
-def _marks(lat: Sequence[LatencyStats], name: str) -> str:
-    """The bench table's ``*`` and ``!`` of a percentile, where any run's has it (as a cell's
-    latency table marks its medians)."""
+def _marks(lat: Sequence[LatencyStats], name: str, off: bool) -> str:
+    """The bench table's ``*``, ``!`` and ``#`` of a percentile, where any run's has it (as
+    a cell's latency table marks its medians); ``off``: other tasks held a run off its
+    CPUs (:func:`~.latency_cells.held`)."""
     ts = [s.throttling for s in lat if s.throttling is not None]
-    return (STALLED if any(name in t.distorted for t in ts) else "") + (
-        HOST_SPEED if any(t.at_host_speed for t in ts) else ""
+    return (
+        (STALLED if any(name in t.distorted for t in ts) else "")
+        + (HOST_SPEED if any(t.at_host_speed for t in ts) else "")
+        + (HELD if off else "")
     )
 
 
@@ -103,15 +106,16 @@ def bench_rankings(results: Sequence[RunResult]) -> list[TextTable]:
             if rate:
                 marked = any(overhead_marked(s) for s in lat)
                 rows.append(
-                    (label, rate, [s.p50_s for s in lat], [s.p95_s for s in lat], marked, lat)
-                )
+                    (label, rate, [s.p50_s for s in lat], [s.p95_s for s in lat], marked, lat,
+                     held(ran))
+                )  # fmt: skip
         if len(rows) < 2:
             continue
         rows.sort(key=lambda row: -statistics.median(row[1]))
         best = statistics.median(rows[0][1])
         table = [["#", "NAME", "ITEMS/S", "× FIRST", "P50", "P95", "NOTE"]]
         shown: list[str] = []
-        for i, (label, rate, p50, p95, marked, lat) in enumerate(rows):
+        for i, (label, rate, p50, p95, marked, lat, off) in enumerate(rows):
             note = ""
             if i:
                 d = difference(rows[i - 1][1], rate)
@@ -124,8 +128,8 @@ def bench_rankings(results: Sequence[RunResult]) -> list[TextTable]:
                     label,
                     rate_cell(mid, marked),
                     "1" if i == 0 else format_factor(mid / best),
-                    _ms(p50) + _marks(lat, "p50"),
-                    _ms(p95) + _marks(lat, "p95"),
+                    _ms(p50) + _marks(lat, "p50", off),
+                    _ms(p95) + _marks(lat, "p95", off),
                     note,
                 ]
             )
@@ -137,7 +141,7 @@ def bench_rankings(results: Sequence[RunResult]) -> list[TextTable]:
         ]
         if any(row[4] for row in rows):
             notes.append(OVERHEAD_RANKING_NOTE)
-        notes += [n for n in latency_notes(shown, []) if n[0] in (STALLED, HOST_SPEED)]
+        notes += [n for n in latency_notes(shown, []) if n[0] in (STALLED, HOST_SPEED, HELD)]
         if any(HOST_SPEED in c for c in shown):
             notes.append(HOST_SPEED_RANKED)
         if said:

@@ -350,7 +350,7 @@ def test_the_bench_ranking_carries_the_tables_host_speed_and_stall_marks() -> No
 
     from edgeprof.model import Throttling
     from edgeprof.report.bench_ranking import HOST_SPEED_RANKED, bench_rankings
-    from edgeprof.report.latency_cells import HOST_SPEED_NOTE, STALLED_NOTE
+    from edgeprof.report.latency_cells import HELD_NOTE, HOST_SPEED_NOTE, STALLED_NOTE
     from tests.unit.gating_helpers import run
 
     def throttled(r: RunResult, host: bool = False, distorted: tuple[str, ...] = ()) -> RunResult:
@@ -368,3 +368,9 @@ def test_the_bench_ranking_carries_the_tables_host_speed_and_stall_marks() -> No
     assert {HOST_SPEED_NOTE, STALLED_NOTE, HOST_SPEED_RANKED} <= set(table.notes)
     [plain] = bench_rankings([one, four])
     assert not {HOST_SPEED_NOTE, STALLED_NOTE, HOST_SPEED_RANKED} & set(plain.notes)
+    # Held off its CPUs for half its wall time (a verifier's 4.59ms# in the bench's table).
+    off = dataclasses.replace(four, cpu=dataclasses.replace(four.cpu, held_s=0.5, throttled_s=0.0))
+    [table] = bench_rankings([one, off])
+    assert [row[4:6] for row in table.rows[1:]] == [["49.00µs", "65.00µs"],
+                                                    ["149.00µs#", "210.00µs#"]]  # fmt: skip
+    assert HELD_NOTE in table.notes
