@@ -66,11 +66,16 @@ def _foreign_live(group: Path) -> bool:
 def no_leftover_groups(mechanism: str) -> Iterator[None]:
     before = run_groups()
     yield
-    # Exists is asked after alive: another session's run may remove its group and exit
-    # between the listing and the owner check (seen in a fresh-clone CI run beside another
-    # session's tests), which is not a leak.
-    left = {g for g in run_groups() - before if not _foreign_live(g) and g.exists()}
-    assert left == set(), "a run group was left behind"
+    assert groups_since(before) == set(), "a run group was left behind"
+
+
+def groups_since(before: set[Path]) -> set[Path]:
+    """The run groups made since ``before`` (:func:`run_groups`) that are no live run's of
+    another edgeprof on this host.  Exists is asked after alive: another session's run may
+    remove its group and exit between the listing and the owner check (seen in a fresh-clone
+    CI run beside another session's tests), which is not a leak; nor is a group of
+    ``before`` that its run removed since (a whole-set comparison had failed on one)."""
+    return {g for g in run_groups() - before if not _foreign_live(g) and g.exists()}
 
 
 def backend_for(cls: type[CgroupV1Backend] | type[CgroupV2Backend], *disabled: str) -> Backend:
