@@ -149,14 +149,21 @@ def _cache_caveat(metric: Metric, ok: Sequence[RunResult], budget: float) -> str
     OOM-killed at that budget; ``fit`` runs it under the limit instead."""
     if metric.key != "peak_memory":
         return ""
-    cached = [r.memory.at_peak.file for r in ok if r.memory.at_peak and r.memory.at_peak.file]
+    # A run whose peak sample held no page cache counts as 0, not as absent: one run's
+    # 10.1 MiB among three had read as "the median" (a user's).
+    cached = [r.memory.at_peak.file or 0 for r in ok if r.memory.at_peak is not None]
     floors = [r.memory.floor_bytes for r in ok if r.memory.floor_bytes is not None]
     if not cached or statistics.median(cached) < charging_slack(int(budget)):
         return ""
     fmt, of = metric.format, " (medians)" if len(ok) > 1 else ""
     said = f"of which {fmt(statistics.median(cached))} was page cache (file) at the peak sample"
     if floors:
-        said += f", anon + shmem + kernel {fmt(statistics.median(floors))}{of}"
+        floor = statistics.median(floors)
+        said += f", anon + shmem + kernel {fmt(floor)}{of}"
+        if floor > budget:
+            # The floor alone breaches it: the cache is beside the point, and no word
+            # that the peak is no need.
+            return said + ", beyond the budget without it"
     said += (
         ": the kernel drops page cache under a limit rather than fail the run, so this peak "
         f"is no need; edgeprof fit --memory {_size_option(budget)} gates on what it needs "

@@ -117,6 +117,18 @@ def failed_cells(changes: Iterable[Change]) -> dict[tuple[str, str], Failed]:
     return {(c.label, c.setting): c.current_failed for c in changes if c.current_failed}
 
 
+def current_runs(changes: Iterable[Change]) -> int:
+    """How many current runs the compared cells hold: a failed cell's every run, else the
+    most values any of its metrics has (wall time: every successful run).  A headline's
+    ``5 of 5 current runs failed`` had counted only the failed cell's, beside another's 5
+    that succeeded (a user's)."""
+    runs: dict[tuple[str, str], int] = {}
+    for c in changes:
+        n = c.current_failed.of if c.current_failed else len(c.current)
+        runs[c.label, c.setting] = max(runs.get((c.label, c.setting), 0), n)
+    return sum(runs.values())
+
+
 def compare_results(
     baseline: Sequence[RunResult],
     current: Sequence[RunResult],

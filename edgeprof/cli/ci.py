@@ -153,7 +153,7 @@ def _compare_args(args: tuple[str, ...]) -> tuple[str, ...]:
         elif arg not in COMPARE_FLAGS:
             raise ConfigError(
                 f"EDGEPROF_CI_COMPARE_ARGS: {arg!r} is not one of compare's options on which "
-                f"cells are paired ({known}); the threshold is EDGEPROF_CI_THRESHOLD's"
+                f"cells are paired ({known}); the threshold goes in EDGEPROF_CI_THRESHOLD"
             )
     return args
 
@@ -371,11 +371,15 @@ def _call(argv: Sequence[str], errors: list[str] | None = None) -> int:
         return proc.wait()
 
 
-def _publish(step: Step, env: Mapping[str, str], rc: int, compared: bool) -> None:
+def _outputs(env: Mapping[str, str], out: Path | str, rc: int, compared: bool) -> None:
     outputs = env.get("GITHUB_OUTPUT")
     if outputs:  # the step's outputs, for the job's later steps
         with open(outputs, "a", encoding="utf-8") as f:
-            f.write(f"results={step.out}\nexit-code={rc}\ncompared={str(compared).lower()}\n")
+            f.write(f"results={out}\nexit-code={rc}\ncompared={str(compared).lower()}\n")
+
+
+def _publish(step: Step, env: Mapping[str, str], rc: int, compared: bool) -> None:
+    _outputs(env, step.out, rc, compared)
     if env.get("GITLAB_CI") == "true":  # no step summary there: the job's log shows them
         for name in (SUMMARY, COMPARE_SUMMARY):
             path = step.out / name
@@ -388,9 +392,25 @@ def main(env: Mapping[str, str] | None = None, runner: Runner | None = None) -> 
     try:
         step = Step.from_env(env)
     except ConfigError as exc:
-        print(f"edgeprof ci: error: {exc}", file=sys.stderr)
+        print(f"edgeprof ci: error: {_as_inputs(str(exc), env)}", file=sys.stderr)
+        # The job's later steps read the outputs: a refused input had left them unset.
+        out = env.get("EDGEPROF_CI_OUT", "").strip() or "edgeprof-results"
+        _outputs(env, out, EXIT_ERROR, False)
         return EXIT_ERROR
     return run_step(step, env, runner or _call)
+
+
+def _as_inputs(text: str, env: Mapping[str, str]) -> str:
+    """The GitHub Action's input names (``compare-args``) for the variables it sets from
+    them (``EDGEPROF_CI_COMPARE_ARGS``), which a workflow's author never wrote: in the
+    action's steps (GitHub sets ``GITHUB_ACTION_PATH`` in a composite action's)."""
+    if not env.get("GITHUB_ACTION_PATH"):
+        return text
+    import re
+
+    return re.sub(
+        r"EDGEPROF_CI_([A-Z_]+)", lambda m: f"input '{m[1].lower().replace('_', '-')}'", text
+    )
 
 
 if __name__ == "__main__":

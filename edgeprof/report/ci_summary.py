@@ -14,7 +14,15 @@ from ..analysis.budgets import METRICS
 from ..analysis.cells import cell_name, cells, endings, measured, stopped, stopped_count, successful
 from ..analysis.cells import failed as failed_runs
 from ..analysis.metrics import FEW_NOTE, Metric, few_mark, phases_apart, titled
-from ..analysis.regression import Change, Verdict, failed_cells, regressed, tested, untested
+from ..analysis.regression import (
+    Change,
+    Verdict,
+    current_runs,
+    failed_cells,
+    regressed,
+    tested,
+    untested,
+)
 from ..analysis.rules import newest
 from ..errors import ConfigError
 from ..model import RunResult
@@ -99,16 +107,18 @@ def render_run_summary(
     checks: Sequence[BudgetCheck],
     title: str = "edgeprof",
     notes: Sequence[str] = (),
+    warmup: int | None = None,
 ) -> str:
     """The cells (median of the successful runs per metric) and, if any, the budget checks;
-    ``notes`` under the warnings (report.md's: why a sweep stopped, a merge's hosts)."""
+    ``notes`` under the warnings (report.md's: why a sweep stopped, a merge's hosts);
+    ``warmup``: the sweep's warm-up runs per cell, which the terminal's advice names."""
     lines = [f"## {title}", ""]
     lines += failed_runs_headline(results)
     if checks:
         lines += [f"**{budget_verdict(checks)}**", ""]
     # Under the verdict: the runs' warnings as the terminal gave them (a host's other work
     # holding the runs off their CPUs), which a CI page had not shown beside a failed gate.
-    warned = run_warnings(results)
+    warned = run_warnings(results, warmup)
     if warned:
         lines += [
             f"- ⚠️ {markdown_text(f'{cell_name((label, where))}: {w}')}"
@@ -236,8 +246,14 @@ def unmeasured_gate(changes: Sequence[Change]) -> str | None:
     if not lost:
         return None
     dropped = sum(not c.current and c.why is None for c in lost)
+    # The headline counts the failed cells' figures too: "18 not measured" over "fails on
+    # the 9" had left the other 9 unnamed (a user's).
+    failed = sum(
+        c.verdict is Verdict.NOT_MEASURED and c.current_failed is not None for c in changes
+    )
+    of = f"{len(lost)} of the {len(lost) + failed}" if failed else f"the {len(lost)}"
     said = (
-        f"the gate fails (exit 3) on the {len(lost)} not measured: a figure the baseline has "
+        f"the gate fails (exit 3) on {of} not measured: a figure the baseline has "
         "and the current results lack fails it"
     )
     if dropped < len(lost):
@@ -247,6 +263,8 @@ def unmeasured_gate(changes: Sequence[Change]) -> str | None:
             f"; {dropped} of them of a model or limit setting missing from the current "
             "results, which --allow-missing notes instead"
         )
+    if failed:
+        said += f"; the other {failed} of a cell whose current runs all failed"
     return said
 
 
@@ -259,7 +277,7 @@ def compare_verdict(changes: Sequence[Change]) -> str:
     if (why := unmeasured_gate(changes) or untested_gate(changes)) is not None:
         text += f": {why}"
     if lost := failed_cells(changes):
-        made = sum(f.of for f in lost.values())
+        made = current_runs(changes)
         count = sum(f.count for f in lost.values())
         text = f"{count} of {made} current run{'s' if made > 1 else ''} failed; {text}"
     return text
@@ -273,7 +291,7 @@ def failed_current_headline(changes: Sequence[Change]) -> list[str]:
     if not failed:
         return []
     count = sum(f.count for f in failed.values())
-    made = sum(f.of for f in failed.values())
+    made = current_runs(changes)
     lines = [f"**❌ {count} of {made} current run{'s' if made > 1 else ''} failed**", ""]
     lines += [
         f"- {markdown_text(cell_name((label, setting)))}: {f.of - f.count} of {f.of} runs "

@@ -40,11 +40,12 @@ def write_markdown(
     extra: Sequence[TextTable] = (),
     notes: Sequence[str] = (),
     gate: BudgetGate | None = None,
+    warmup: int | None = None,
 ) -> None:
     """The Markdown tables of ``results``, with ``gate``'s budget checks (nothing when
-    ``path`` is None)."""
+    ``path`` is None); ``warmup``: the sweep's warm-up runs per cell, as the terminal's."""
     if path is not None:
-        write_file(path, markdown_summary(results, extra, notes, gate=gate), log)
+        write_file(path, markdown_summary(results, extra, notes, warmup, gate=gate), log)
 
 
 def write_plot_files(

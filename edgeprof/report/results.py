@@ -194,18 +194,22 @@ def _every_runs(results: Sequence[RunResult]) -> list[str]:
     return [w for w in dict.fromkeys(results[0].warnings) if all(w in x for x in rest)]
 
 
-def run_warnings(results: Sequence[RunResult]) -> dict[tuple[str, str], list[str]]:
+def run_warnings(
+    results: Sequence[RunResult], warmup: int | None = None
+) -> dict[tuple[str, str], list[str]]:
     """Each cell's warnings (:func:`cell_warnings`), keyed as :func:`~edgeprof.analysis.
     cells.cells` keys it, for the CI summary and JUnit (which had dropped them: a contended
     host's gate failed its build with no word of the host), with what its statistics warn
     of (an outlier, a slow first run: the terminal's alone, while a cold first run hid a
-    +40 % slowdown as "not beyond the threshold" on a CI page).  A failed run is the
+    +40 % slowdown as "not beyond the threshold" on a CI page), in the terminal's words
+    (``warmup``: the sweep's warm-up runs per cell; a summary had advised "after warm-ups,
+    a larger N" where the terminal said "consider --warmup 1").  A failed run is the
     summary's headline's and the case's own, not repeated here."""
     from ..analysis.compare import summarize_cells
 
     stats = {
         (s.name, setting): [f"warning: {w}" for w in s.statistics_warnings()]
-        for setting, summaries in summarize_cells(results).items()
+        for setting, summaries in summarize_cells(results, warmup).items()
         for s in summaries
     }
     found = {

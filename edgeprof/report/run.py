@@ -236,7 +236,7 @@ def run_and_report(
         announce_dir(out, ("sweep.json", *EXPORTS), stderr, "the runs' directories")
     elif out is not None:  # one run: the files it wrote
         announce_dir(out, run_files(results[0]), stderr)
-    write_markdown(outputs.markdown, results, stderr, repeats, stopped, gate)
+    write_markdown(outputs.markdown, results, stderr, repeats, stopped, gate, plan.warmup)
     if outputs.plots is not None:  # timelines need the runs' samples.csv
         write_plot_files(outputs.plots, results, stderr, timelines=out is not None)
     predictions = None
@@ -253,8 +253,9 @@ def run_and_report(
 
             write_predictions(outputs.predictions, preds, source, stderr)
     gate_run(
-        results, job.budgets, outputs.summary, outputs.junit, sink, stderr, checks, stopped
-    )
+        results, job.budgets, outputs.summary, outputs.junit, sink, stderr, checks, stopped,
+        warmup=plan.warmup,
+    )  # fmt: skip
     if outputs.html is not None:
         from .html import render_html
 
@@ -356,6 +357,7 @@ def gate_run(
     checks: Sequence[BudgetCheck] | None = None,
     notes: Sequence[str] = (),
     step: bool = True,
+    warmup: int | None = None,
 ) -> list[BudgetCheck]:
     """The budget checks of a run (``checks``, where made already: :func:`budget_checks`):
     printed on ``sink``, and written to the CI summaries with ``notes`` (what report.md says
@@ -376,13 +378,13 @@ def gate_run(
     if summary is not None or (step and os.environ.get("GITHUB_STEP_SUMMARY")):
         from .ci_summary import render_run_summary, write_summaries
 
-        text = render_run_summary(results, checks, notes=notes)
+        text = render_run_summary(results, checks, notes=notes, warmup=warmup)
         write_summaries(text, summary, stderr, step=step)
     if junit is not None:
         from .junit import budget_cases, render_junit, run_cases, timing
         from .results import run_warnings
 
-        warned = run_warnings(results)
+        warned = run_warnings(results, warmup)
         cases = budget_cases(checks, warned) if checks else run_cases(results, warned)
         kind = "edgeprof budgets" if checks else "edgeprof runs"
         write_file(junit, render_junit(kind, cases, notes, timing(results)), stderr)

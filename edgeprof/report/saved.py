@@ -385,7 +385,7 @@ def rerender(
             check_report_out(target)
             write_exports(target, runs, extra=repeats, notes=stopped, plan=plan, gate=gate)
         announce_dir(out, ("sweep.json", *EXPORTS), stderr)
-    write_markdown(markdown, runs, stderr, repeats, stopped, gate)
+    write_markdown(markdown, runs, stderr, repeats, stopped, gate, warmup_of(kept))
     if plots is not None:
         write_plot_files(plots, runs, stderr)
     # After the tables, as run prints them; the exit code is the caller's (3 on a breach).
@@ -501,9 +501,10 @@ def merge_saved(
     count = merged.shards[0].count
     print(f"edgeprof: merged {count} shards ({len(merged.runs)} runs) into {target}", file=log)
     announce_dir(target, ("sweep.json", *EXPORTS), log)
-    print_summary(runs, stdout, warmup_of(merged.plan))
+    warmup = warmup_of(merged.plan)
+    print_summary(runs, stdout, warmup)
     stdout.writelines(f"note: {n}\n" for n in notes)  # under the tables, as report says them
-    gate_run(runs, budgets, summary, junit, stdout, log, checks, notes)
+    gate_run(runs, budgets, summary, junit, stdout, log, checks, notes, warmup=warmup)
     if html is not None:
         from .html import render_html
 

@@ -343,6 +343,23 @@ def test_a_peak_breach_says_how_much_was_page_cache_and_what_gates_on_the_need()
     assert check_budgets([_checkpointed()], within)[0].caveat == ""
 
 
+def test_a_page_cache_median_counts_runs_that_had_none() -> None:
+    """One run of three with 10.1 MiB of cache at its peak: the median is 0, no caveat (a
+    user's had read "the median … 10.1MiB … this peak is no need")."""
+    budgets = budgets_from_options(None, {**NO_OPTIONS, "peak_memory": "300m"})
+    runs = [_checkpointed(file_mib=10.1), _checkpointed(file_mib=0), _checkpointed(file_mib=0)]
+    [check] = check_budgets(runs, budgets)
+    assert check.status is Status.BREACH
+    assert check.caveat == ""
+    # Two of three: the median is theirs, and a floor beyond the budget is said as such,
+    # with no word that the peak is no need.
+    [two] = check_budgets([_checkpointed(), _checkpointed(), _checkpointed(file_mib=0)], budgets)
+    assert two.caveat == (
+        "of which 208.4MiB was page cache (file) at the peak sample, anon + shmem + kernel "
+        "341.9MiB (medians), beyond the budget without it"
+    )
+
+
 def test_a_throughput_budget_is_a_floor_and_a_p50_budget_a_ceiling() -> None:
     """The tester's wider model: 2542 → 1443 items/s at the median, p50 24.2 → 42.2 ms, which
     no budget could hold."""

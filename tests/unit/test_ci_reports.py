@@ -227,6 +227,24 @@ def test_a_cells_statistics_warnings_reach_the_summary_and_junit() -> None:
     assert case.output is not None and slow in case.output.splitlines()
 
 
+def test_the_summary_and_junit_advise_on_a_slow_first_run_as_the_terminal_does(
+    tmp_path: Path,
+) -> None:
+    """A sweep made with no warm-up: "consider --warmup 1", as the terminal said; the
+    summary and the JUnit case had said "after warm-ups, a larger N" (a user's)."""
+    from edgeprof.report.run import gate_run
+
+    runs = [run(wall=1.5), run(wall=1.0), run(wall=1.02), run(wall=0.98)]
+    summary, junit = tmp_path / "s.md", tmp_path / "j.xml"
+    out, err = io.StringIO(), io.StringIO()
+    gate_run(runs, Budgets(), summary, junit, out, err, step=False, warmup=0)
+    said = "(cold caches?): consider --warmup 1"
+    assert said in summary.read_text() and said in junit.read_text()
+    gate_run(runs, Budgets(), summary, junit, out, err, step=False, warmup=2)
+    said = "the 2 warm-up run(s) before it did not remove it: consider --warmup 3 or more"
+    assert said in summary.read_text() and said in junit.read_text()
+
+
 def test_failed_current_runs_head_the_compare_summary_and_fail_a_junit_case() -> None:
     """A current cell with 3 of 5 runs failed had read "**0 regressions, 0 improvements**"
     with no failed case; run's own summary heads its page with its failures."""
@@ -237,7 +255,7 @@ def test_failed_current_runs_head_the_compare_summary_and_fail_a_junit_case() ->
     ch, notes = compare_results(base, cur, 0.05)
     lines = render_compare_summary(ch, 0.05, notes).splitlines()
     assert lines[2:7] == [
-        "**❌ 3 of 5 current runs failed**",
+        "**❌ 3 of 8 current runs failed**",  # of b's 3 too
         "",
         "- a.onnx (cpus=1, memory=1.0GiB): 2 of 5 runs succeeded (exit 1 ×3)",
         "",

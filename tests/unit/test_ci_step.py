@@ -281,7 +281,7 @@ def test_the_default_runner_passes_stderr_on_and_keeps_the_error_lines(
             "COMPARE_ARGS: '--threshold' is not one of compare's options on which cells are "
             "paired (--allow-missing, --ignore-limits, --ignore-target, --pair BASE=CUR, "
             "--setting LIMITS); "
-            "the threshold is EDGEPROF_CI_THRESHOLD's",
+            "the threshold goes in EDGEPROF_CI_THRESHOLD",
         ),
         (
             {"EDGEPROF_CI_COMMAND": "a", "EDGEPROF_CI_COMPARE_ARGS": "--setting"},
@@ -301,6 +301,29 @@ def test_bad_inputs_are_one_line_and_run_nothing(
     err = capsys.readouterr().err
     assert err.startswith("edgeprof ci: error: ") and message in err and err.count("\n") == 1
     assert rec.calls == []
+
+
+def test_a_refused_input_names_the_actions_input_and_sets_the_outputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In the Action's step the error names the input the workflow wrote (``compare-args``),
+    not the variable the action set from it; the outputs are set, as later steps read them
+    (a refused input had left ``$GITHUB_OUTPUT`` empty)."""
+    outputs = tmp_path / "outputs"
+    env = _env(
+        tmp_path, EDGEPROF_CI_COMMAND="a", EDGEPROF_CI_COMPARE_ARGS="--threshold 9%",
+        GITHUB_ACTION_PATH="/a", GITHUB_OUTPUT=str(outputs),
+    )  # fmt: skip
+    assert ci.main(env, Recorder()) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("edgeprof ci: error: input 'compare-args': '--threshold' is not ")
+    assert err.endswith("; the threshold goes in input 'threshold'\n")
+    assert "EDGEPROF_CI_" not in err
+    assert outputs.read_text() == f"results={tmp_path / 'out'}\nexit-code=2\ncompared=false\n"
+    # Both unset: the default results directory.
+    env = {"EDGEPROF_CI_SUDO": "x", "GITHUB_OUTPUT": str(outputs)}
+    assert ci.main(env, Recorder()) == 2
+    assert outputs.read_text().endswith("results=edgeprof-results\nexit-code=2\ncompared=false\n")
 
 
 def test_sudo_keeps_the_path_the_workload_is_found_on(monkeypatch: pytest.MonkeyPatch) -> None:

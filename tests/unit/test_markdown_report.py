@@ -106,7 +106,7 @@ def test_the_compare_summarys_verdict_lines_are_paragraphs_of_their_own() -> Non
     paragraphs = re.findall(r"<p>(.*?)</p>", _html(render_compare_summary(changes, 0.05, notes)))
     # The headline, the threshold: two paragraphs (they had rendered as one).
     assert paragraphs[:3] == [
-        "<strong>❌ 1 of 1 current run failed</strong>",
+        "<strong>❌ 1 of 4 current runs failed</strong>",
         "<strong>1 regression, 0 improvements, 4 not measured</strong>",
         "(threshold 5%; baseline, current: mean ± SD; change of the geometric mean [its 95% "
         "interval], Welch's t on the logarithms (where a side has a 0: of the mean, on the "

@@ -216,7 +216,8 @@ def test_failed_current_runs_fail_the_gate_where_the_baseline_failed_too() -> No
     ok = walls(BASE, name="b")
     changes, notes = compare_results(oom + ok, oom + ok)
     assert regressed(changes)
-    assert compare_verdict(changes).startswith("2 of 2 current runs failed; ")
+    # Of every current run: the 5 of b succeeded.
+    assert compare_verdict(changes).startswith("2 of 7 current runs failed; ")
     bad = [c for c in changes if c.label == "m.onnx"]
     assert len(bad) == 1 and bad[0].verdict is Verdict.NOT_MEASURED and bad[0].base == ()
     assert any("no successful run in the baseline (oom ×2): nothing" in n for n in notes)
@@ -604,6 +605,18 @@ def test_a_gate_failed_by_figures_not_measured_says_so_in_its_verdict_and_summar
         "lack fails it; 4 of them of a model or limit setting missing from the current "
         "results, which --allow-missing notes instead"
     )
+    # A cell whose current runs all failed: its figures are counted in the headline's "not
+    # measured" and named beside the others (a user's "18 not measured … on the 9").
+    gone = [dataclasses.replace(r, exit_code=1) for r in walls(BASE, name="b")]
+    changes, _ = compare_results(base, cur[: len(BASE)] + gone)
+    verdict = compare_verdict(changes)
+    # Of every current run, not only the failed cell's ("5 of 5" beside a's 5 that succeeded).
+    n = len(BASE)
+    assert verdict.startswith(f"{n} of {2 * n} current runs failed; ")
+    lost = sum(c.verdict is Verdict.NOT_MEASURED for c in changes)
+    assert f"{lost} not measured against the baseline: the gate fails (exit 3) on 1 of the " \
+        f"{lost} not measured" in verdict
+    assert verdict.endswith(f"; the other {lost - 1} of a cell whose current runs all failed")
     # A gate that passes, or fails on a regression alone, reads as before.
     changes, _ = compare_results(base, walls(tuple(w * 2 for w in BASE), name="a")
                                  + walls(BASE, name="b"))  # fmt: skip
