@@ -171,9 +171,11 @@ def sampled_peaks_warnings(
     return out
 
 
-def throttling_warnings(phases: Sequence[PhaseStats], latency: LatencyStats | None) -> list[str]:
+def throttling_warnings(
+    phases: Sequence[PhaseStats], latency: LatencyStats | None, period_s: float | None = None
+) -> list[str]:
     """The stall and host-speed warnings of the phases' latency and the run's (``latency``),
-    each said where it was measured."""
+    each said where it was measured; ``period_s``: the quota's period."""
     warnings = []
     # The run's own only where no phase holds all its iterations (as the latency table's
     # "(all)" row): the same warning had been printed twice, for the run and its phase.
@@ -188,5 +190,5 @@ def throttling_warnings(phases: Sequence[PhaseStats], latency: LatencyStats | No
         if lat is not None and t is not None and t.distorted:
             warnings.append(stall_warning(lat, where))
         if lat is not None and t is not None and t.at_host_speed and (where or not judged):
-            warnings.append(host_speed_warning(lat, where))
+            warnings.append(host_speed_warning(lat, where, period_s))
     return warnings

@@ -158,7 +158,7 @@ class EventResults:
         if latency is not None:
             latency = as_its_phases(latency, [p.latency for p in phases])
         warnings.extend(all_raised(phases, raised, latency, len(self._raised) + self._raised_over))
-        warnings.extend(throttling_warnings(phases, latency))
+        warnings.extend(throttling_warnings(phases, latency, self._period_s))
         phases, latency = with_overhead(phases, latency, self._costs)
         return phases, latency, tuple(self._marks), warnings
 

@@ -364,11 +364,18 @@ def _even_words(lat: LatencyStats, t: Throttling) -> str:
     return ", ".join(parts)
 
 
-def host_speed_warning(lat: LatencyStats, where: str = "") -> str:
+def host_speed_warning(
+    lat: LatencyStats, where: str = "", period_s: float | None = None
+) -> str:
     """The warning for a latency :func:`at_host_speed` measured (``where``: a prefix naming
     the phase), with what a core of the share's speed would give for CPU-bound iterations:
     the percentiles over the share, as their stall was far from a slower core's.  How busy
-    they kept the core: their mean over their period (``mean_s · per_s``)."""
+    they kept the core: their mean over their period (``mean_s · per_s``).
+
+    Busy beyond the share yet hardly stalled: other tasks held the run off its CPUs, unless
+    the iterations' whole time fits in the quota of one period (``period_s``, the quota's:
+    ``share · period_s``), which no stall can reach however busy they are (a user's 12
+    iterations of 0.2 ms under a 5 ms period had been told other tasks held them off)."""
     t = lat.throttling
     assert t is not None and t.at_host_speed and t.share is not None
     busy = None if lat.per_s is None else min(lat.mean_s * lat.per_s, 1)
@@ -381,7 +388,15 @@ def host_speed_warning(lat: LatencyStats, where: str = "") -> str:
     slower = ", ".join(
         f"{name} {getattr(lat, f'{name}_s') / t.share * 1000:.2f}ms" for name in shown_p or ["p50"]
     )
-    if held:
+    whole = lat.mean_s * lat.count
+    if held and period_s is not None and whole <= t.share * period_s:
+        why = (
+            f"they kept the CPU busy {busy:.0%} of their span, but their "
+            f"{whole * 1000:.2f}ms in all is within the {t.share * period_s * 1000:g}ms of "
+            f"CPU the quota grants each {period_s * 1000:g}ms period, so it never ran out: "
+            "a longer timed loop (more iterations) measures the slower core"
+        )
+    elif held:
         why = (
             f"they kept the CPU busy {busy:.0%} of their span, yet the quota stalled them "
             f"{t.stall_s * 1000:.1f}ms in all, where a core at {t.share:g} of this one's speed "

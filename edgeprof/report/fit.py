@@ -263,13 +263,18 @@ def _render_one(o: FitOutcome) -> str:
                 # of 3 runs)" had read as 3 unlimited runs where there were 2).
                 why += f" (the median of its {n} runs at this limit)"
             if b.allowance:
-                # The room is over the unlimited runs' floor; what each run was held to
-                # (need.at_the_edge) is the slack under the limit over its own.
-                room, least = format_binary(b.allowance), format_binary(slack(b.floor))
+                # The answer's own room over the floor: the search's least room (the
+                # "searched" line's) had been said here as if it were the answer's, and
+                # "the unlimited runs' anon + shmem + kernel" of a floor that was the least
+                # limit.  What each run was held to (need.at_the_edge) is the slack under
+                # the limit over its own.
+                floor = "the unlimited runs' anon + shmem + kernel"
+                floor = least if b.floor == MIN_LIMIT else floor
+                room, spare = format_binary(o.answer - b.floor), format_binary(slack(b.floor))
                 each = "each run" if n > 1 else "the run"
                 why += (
-                    f", {room} of room over the unlimited runs' anon + shmem + kernel; {each} "
-                    f"left at least {least} under the limit over its own"
+                    f", {room} over {floor} ({format_binary(b.floor)}); {each} left at least "
+                    f"{spare} under the limit over its own"
                 )
         doubt = o.answer_in_doubt
         lines.append(

@@ -260,6 +260,18 @@ def test_a_held_off_run_whose_median_ran_at_the_hosts_speed_is_said_to() -> None
         "hold off ran at this host's speed. On a core at 0.5 of this one's speed, CPU-bound "
         "iterations would take about p50 1.00ms (this percentile over 0.5: an estimate)"
     )
+    # Under a period whose quota holds the whole loop (100 ms: 50 ms of CPU, the loop's
+    # 30 ms), no stall could reach it: said so, not blamed on other tasks (a user's).
+    assert lat.mean_s * lat.count == pytest.approx(0.030)
+    whole = host_speed_warning(flagged, "", period_s=0.1)
+    assert (
+        "they kept the CPU busy 100% of their span, but their 30.00ms in all is within the "
+        "50ms of CPU the quota grants each 100ms period, so it never ran out: a longer timed "
+        "loop (more iterations) measures the slower core. On a core" in whole
+    )
+    assert "other tasks" not in whole
+    # Under the 5 ms period (2.5 ms of quota), the loop's 30 ms was the quota's to stall.
+    assert host_speed_warning(flagged, "", period_s=0.005) == host_speed_warning(flagged)
     # CPU a half-speed core's median shows (0.25 ms each: 0.5 ms), no CPU known, or a
     # stall pattern (*) that the stall warning explains: unchanged.
     assert unstretched_by_cpu(lat, 30 * 0.25 * MS) == lat

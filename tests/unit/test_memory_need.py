@@ -669,9 +669,18 @@ def test_a_workload_below_the_least_limit_is_searched_from_that_limit_and_says_s
     )
     assert "(1 run); peak 144.0KiB\n" in text
     assert (
-        "smallest memory: 9.0MiB (wall within 10% of the unlimited run's, 3.0MiB of room over "
-        "the unlimited runs' anon + shmem + kernel; the run left at least 1.0MiB under the "
-        "limit over its own; resolution" in text
+        "smallest memory: 9.0MiB (wall within 10% of the unlimited run's, 3.0MiB over the "
+        "least limit edgeprof sets (6.0MiB); the run left at least 1.0MiB under the limit "
+        "over its own; resolution" in text
+    )
+    # An answer above the first limit: its own room over the floor, not the search's least.
+    floor = 40 * MIB
+    b = dataclasses.replace(b, floor=floor, allowance=3 * MIB)
+    probes = (Probe(floor + 11 * MIB, (run(wall=0.01),), Verdict(True, "fits (+0%)")),)
+    o = FitOutcome("true", ref, WALL, 0.0, b, probes, floor + 11 * MIB, 0.10, 0.20)
+    assert (
+        "(wall within 10% of the unlimited run's, 11.0MiB over the unlimited runs' anon + "
+        "shmem + kernel (40.0MiB); the run left" in render_fit([o])
     )
 
 
