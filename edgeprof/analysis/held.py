@@ -120,7 +120,13 @@ def weighed_figures(metric: Metric, runs: Sequence[RunResult]) -> tuple[float, .
     tester's +479.6 % throughput (160.8 → 932.1 items/s), baseline runs held off 10–43 % of
     their wall time, is +370.4 % so: the share cannot account for it.  ``None``: a run did not
     measure its held-off time (taken as 0, a verifier's +43.5 % regression had read -57.2 %),
-    or was held off its whole wall time."""
+    or was held off its whole wall time.
+
+    Under a ``cpus`` quota, no quieter host runs it faster than the quota lets: the share
+    kept is at least its CPU time over the quota's (``total_s / (cpus · wall)``,
+    :func:`quota_kept`).  Time held off is time the quota would have stalled it anyway: a
+    user's p50 of 7.6 ms at ``--cpus 0.5`` (3.5 ms of CPU an iteration, the quota's floor
+    7.0 ms) had weighed to 3.5 ms, "a breach this size may be the host's"."""
     out = []
     for r in runs:
         if (v := metric.get(r)) is None:
@@ -128,9 +134,18 @@ def weighed_figures(metric: Metric, runs: Sequence[RunResult]) -> tuple[float, .
         held = held_off(r)
         if held is None or r.wall_s <= 0 or held >= r.wall_s:
             return None
-        kept = 1 - held / r.wall_s
+        kept = max(1 - held / r.wall_s, quota_kept(r))
         out.append(v / kept if metric.key in LOWERED_BY_HELD else v * kept)
     return tuple(out)
+
+
+def quota_kept(r: RunResult) -> float:
+    """The least share of ``r``'s wall time its ``cpus`` quota needs for its CPU time
+    (``total_s / (cpus · wall)``, at most 1); 0 without a quota or a CPU time."""
+    cpus, cpu = r.limits.cpus, r.cpu.total_s
+    if not cpus or cpu is None or r.wall_s <= 0:
+        return 0.0
+    return min(1.0, cpu / (cpus * r.wall_s))
 
 
 HELD_APART = 0.10

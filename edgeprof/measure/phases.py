@@ -168,7 +168,7 @@ def phase_stats(
                 cpu += max(0.0, cb - ca)
             known = [m for m in marks if m is not None]
             ceiling = max(known) if known and len(known) == len(marks) else None
-            peak, integral = timeline.memory_in(start, end, ceiling)
+            peak, integral = timeline.memory_in(start, end, ceiling, exit_t=run_end)
             if integral is None:
                 mem_known = False
             else:

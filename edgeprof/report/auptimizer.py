@@ -103,11 +103,16 @@ def usage_row(name: str, r: RunResult, host_memory: int | None) -> list[Cell]:
     rows above it already were: the old tool logged ``docker stats``, and the group's whole
     usage had put a container's page cache in these columns (169.3 MiB average, 188.4 MiB
     peak where ``docker stats`` showed 38.16 MiB for a container that wrote a 150 MiB file).
-    The total where no working set was read (the process backend)."""
+    The total where no working set was read (the process backend).  The working set's peak
+    is the samples' highest: ``n/a`` where fewer than two fell while the run ran, as the
+    average is (a 1.7 MiB "peak" had ranked a model holding 60 MiB under one holding 20,
+    read every 3 s, a user's ``SAMPLETIME=3``)."""
     limit = r.memory.limit_bytes if r.memory.limit_bytes is not None else host_memory
     m = r.memory
     avg = m.avg_working_set_bytes if m.avg_working_set_bytes is not None else m.avg_bytes
     peak = m.peak_working_set_bytes if m.peak_working_set_bytes is not None else m.peak_bytes
+    if m.peak_working_set_bytes is not None and m.avg_working_set_bytes is None:
+        peak = None  # too few samples while it ran: their highest is no peak
     avg_cpu = r.cpu.avg_pct
     peak_cpu = r.cpu.peak_pct
     return [

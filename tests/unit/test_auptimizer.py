@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -91,6 +92,24 @@ def test_summary_golden_keeps_a_failed_model_and_says_why() -> None:
     named = [("small", ok), ("Big.Model", oom), ("noext", crashed)]
     text = summary_block(named, host_memory=2 * 2**30, when=when)
     golden("auptimizer_summary.txt", text)
+
+
+def test_a_working_set_peak_of_too_few_samples_is_na_as_its_average() -> None:
+    """Read every 3 s, a run holding 60 MiB had shown a 1.7 MiB peak (its one reading, at
+    the start) beside one holding 20 MiB at 2.7 MiB (a user's ``SAMPLETIME=3``): without
+    an average (fewer than two readings while it ran) its highest is no peak either."""
+    from edgeprof.report.auptimizer import usage_row
+
+    base = make_result()
+    few = dataclasses.replace(
+        base.memory, peak_working_set_bytes=round(1.7 * 2**20), avg_working_set_bytes=None,
+        avg_bytes=None,
+    )  # fmt: skip
+    row = usage_row("big", dataclasses.replace(base, memory=few), host_memory=None)
+    assert str(row[3]).startswith("n/a / ") and row[4] == "n/a"
+    enough = dataclasses.replace(few, avg_working_set_bytes=2**20)
+    row = usage_row("big", dataclasses.replace(base, memory=enough), host_memory=None)
+    assert row[4] == "1.7 MiB"
 
 
 def test_the_summary_date_is_local_time_without_a_zone(monkeypatch: pytest.MonkeyPatch) -> None:

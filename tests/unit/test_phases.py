@@ -142,6 +142,22 @@ def test_a_phase_nested_in_itself_counts_its_time_once() -> None:
     assert (p.peak_bytes, p.peak_source) == (3 * MiB, "kernel")
 
 
+def test_a_phase_cut_short_by_the_exit_holds_its_last_reading_to_it() -> None:
+    """A phase that held 64 MiB until ``os._exit`` at 0.35 s: the reading after the exit is
+    of the memory freed, and had pulled its average to 55.5 MiB of 63.8 (a user's)."""
+    tl = Timeline(
+        t=[0.0, 0.1, 0.2, 0.3, 0.36],
+        cpu=[0.0, 0.1, 0.2, 0.3, 0.35],
+        mem=[64 * MiB, 64 * MiB, 64 * MiB, 64 * MiB, MiB // 4],
+    )
+    (p,) = phase_stats([Occurrence("work", 0.0, None)], tl, [], run_end=0.35)
+    assert p.complete is False and p.wall_s == pytest.approx(0.35)
+    assert p.avg_bytes == 64 * MiB and p.peak_bytes == 64 * MiB
+    # A phase that ends before the exit interpolates between readings as before.
+    (q,) = phase_stats([Occurrence("q", 0.25, 0.33)], tl, [], run_end=0.35)
+    assert q.avg_bytes is not None and q.avg_bytes < 64 * MiB
+
+
 def test_phase_attribution_by_timestamp() -> None:
     # CPU grows at 1 s/s until t=2, then stops; memory 100 MiB at t ≤ 1, 300 at t=2, 100 after.
     tl = Timeline(
