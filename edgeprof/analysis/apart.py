@@ -63,19 +63,26 @@ def words(r: RunResult) -> Words:
 
 @dataclass(frozen=True)
 class _Differs:
-    """Which of a label's runs' identities differ: its targets, commands, environments."""
+    """Which of a label's runs' identities differ: its targets, commands, environments,
+    devices."""
 
     target: bool
     command: bool
     env: bool
+    device: bool = False
+    """``--device`` names: two boards of the same limits measure alike here, but they are
+    two boards, each with its own calibration and verdicts; pooled, ``report`` of two
+    boards' sweeps had headed a cell "device boardA … 6 runs" beside its memory line's
+    "(device boardC)" (a user's)."""
 
     def __bool__(self) -> bool:
-        return self.target or self.command or self.env
+        return self.target or self.command or self.env or self.device
 
     def __or__(self, other: _Differs) -> _Differs:
         return _Differs(
-            self.target or other.target, self.command or other.command, self.env or other.env
-        )
+            self.target or other.target, self.command or other.command, self.env or other.env,
+            self.device or other.device,
+        )  # fmt: skip
 
 
 def _differs(group: Sequence[RunResult]) -> _Differs:
@@ -83,6 +90,7 @@ def _differs(group: Sequence[RunResult]) -> _Differs:
         target=len(targets(group)) > 1,
         command=len({words(r) for r in group}) > 1,
         env=len({frozenset(r.env) for r in group if r.env is not None}) > 1,
+        device=len({r.device for r in group}) > 1,
     )
 
 
@@ -259,6 +267,8 @@ def _namer(
             parts.append(shown[r.label][words(r)])
         if d.env:
             parts.append(_env_part(r, keys[r.label]))
+        if d.device:
+            parts.append("no --device" if r.device is None else f"device {r.device}")
         if not parts:  # a run without a target among targets: nothing to name it by
             return r
         return dataclasses.replace(r, name=f"{r.label} ({printable(', '.join(parts))})")
@@ -337,16 +347,18 @@ def _notes(runs: Sequence[RunResult], found: Mapping[str, _Differs], whose: str)
             f"({_listed(by_target)}): each such run is named with its target, and no cell "
             "pools two targets"
         )
-    other = {label: d for label, d in found.items() if d.command or d.env}
+    other = {label: d for label, d in found.items() if d.command or d.env or d.device}
     if other:
-        what = " and ".join(
+        differ = [
             w
             for w, on in (
                 ("commands", any(d.command for d in other.values())),
                 ("-E settings", any(d.env for d in other.values())),
+                ("devices", any(d.device for d in other.values())),
             )
             if on
-        )
+        ]
+        what = " and ".join([", ".join(differ[:-1]), differ[-1]] if len(differ) > 1 else differ)
         inherited = ""
         if any(d.env for d in other.values()):
             inherited = "; only -E settings are recorded, not the environment a run inherited"

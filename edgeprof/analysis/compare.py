@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..measure.contention import held_by_others
+from ..measure.contention import run_held
 from ..measure.throttling import stalled_words
 from ..model import RunResult, Termination
 from ..units import format_seconds
@@ -40,7 +40,7 @@ def own_wall(r: RunResult) -> float:
     time the run waits, in no CPU time.  On a busy host a first run of 0.874 s wall, 0.611 s
     of it held off (0.263 s of CPU time, less than two later runs'), had been told "1.40× the
     median wall time … (cold caches?): consider --warmup 1"."""
-    return r.wall_s - (held_by_others(r.cpu.held_s, r.cpu.throttled_s) or 0.0)
+    return r.wall_s - (run_held(r) or 0.0)
 
 
 @dataclass(frozen=True)
@@ -209,7 +209,7 @@ class ModelSummary:
         rest = statistics.median(own[1:])
         if rest <= 0 or own[0] <= SLOW_FIRST_FACTOR * rest:
             return None
-        held = any(held_by_others(r.cpu.held_s, r.cpu.throttled_s) for r in successful(self.runs))
+        held = any(run_held(r) for r in successful(self.runs))
         # Say which time it is where the two differ: the table's wall times would not give it.
         what = (
             "wall time, less the time other tasks held each run off its CPUs,"

@@ -10,7 +10,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..measure.contention import held_by_others, held_share
+from ..measure.contention import run_held, run_held_share
 from ..model import RunResult
 
 
@@ -46,13 +46,13 @@ def timing(r: RunResult) -> Timing:
 def _contended(r: RunResult) -> bool:
     """Held off its CPUs for as long as ``edgeprof run`` warns of (the one test of it,
     :func:`~edgeprof.measure.contention.held_share`)."""
-    return held_share(r.wall_s, r.cpu.held_s, r.cpu.throttled_s) is not None
+    return run_held_share(r) is not None
 
 
 def held(r: RunResult) -> float | None:
     """Seconds other tasks held the run off its CPUs, beyond its quota's stalls
     (:func:`~edgeprof.measure.contention.held_by_others`); ``None``: not measured."""
-    return held_by_others(r.cpu.held_s, r.cpu.throttled_s)
+    return run_held(r)
 
 
 def contended(runs: Sequence[RunResult]) -> str | None:

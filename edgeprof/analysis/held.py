@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..measure.contention import held_by_others, held_share, held_time
+from ..measure.contention import held_time, run_held, run_held_share
 from ..model import RunResult
 from .metrics import Metric
 
@@ -59,12 +59,12 @@ def held_runs(runs: Sequence[RunResult]) -> Held | None:
     worst: tuple[float, float] | None = None
     count = 0
     for r in runs:
-        share = held_share(r.wall_s, r.cpu.held_s, r.cpu.throttled_s)
+        share = run_held_share(r)
         if share is None:
             continue
         count += 1
         if worst is None or share > worst[0]:
-            worst = (share, held_by_others(r.cpu.held_s, r.cpu.throttled_s) or 0.0)
+            worst = (share, run_held(r) or 0.0)
     if worst is None:
         return None
     return Held(count, len(runs), worst[0], worst[1])
@@ -73,7 +73,7 @@ def held_runs(runs: Sequence[RunResult]) -> Held | None:
 def held_off(r: RunResult) -> float | None:
     """The time other tasks held ``r`` off its CPUs (``cpu.held_s`` less its throttled time:
     :func:`~edgeprof.measure.contention.held_by_others`); ``None``: not measured."""
-    return held_by_others(r.cpu.held_s, r.cpu.throttled_s)
+    return run_held(r)
 
 
 def held_count(runs: Sequence[RunResult]) -> int | None:
@@ -82,14 +82,14 @@ def held_count(runs: Sequence[RunResult]) -> int | None:
     ``cpu.pressure``), which is not "none was held"."""
     if all(r.cpu.held_s is None for r in runs):
         return None
-    return sum(held_share(r.wall_s, r.cpu.held_s, r.cpu.throttled_s) is not None for r in runs)
+    return sum(run_held_share(r) is not None for r in runs)
 
 
 def mean_held(runs: Sequence[RunResult]) -> float | None:
     """The mean time other tasks held a run off its CPUs, over the runs that measured it
     (every second of it, not only a run's that ``edgeprof run`` warns of); ``None``: none
     did.  What ``compare`` weighs a difference against."""
-    held = [s for r in runs if (s := held_by_others(r.cpu.held_s, r.cpu.throttled_s)) is not None]
+    held = [s for r in runs if (s := run_held(r)) is not None]
     return sum(held) / len(held) if held else None
 
 
@@ -122,11 +122,11 @@ def weighed_figures(metric: Metric, runs: Sequence[RunResult]) -> tuple[float, .
     measure its held-off time (taken as 0, a verifier's +43.5 % regression had read -57.2 %),
     or was held off its whole wall time.
 
-    Under a ``cpus`` quota, no quieter host runs it faster than the quota lets: the share
-    kept is at least its CPU time over the quota's (``total_s / (cpus · wall)``,
-    :func:`quota_kept`).  Time held off is time the quota would have stalled it anyway: a
-    user's p50 of 7.6 ms at ``--cpus 0.5`` (3.5 ms of CPU an iteration, the quota's floor
-    7.0 ms) had weighed to 3.5 ms, "a breach this size may be the host's"."""
+    Under a ``cpus`` quota, no quieter host runs it faster than the quota lets: the held-off
+    time is at most the run's wall time less its CPU time at the quota's pace
+    (:func:`~edgeprof.measure.contention.quota_room`).  A user's p50 of 7.6 ms at ``--cpus
+    0.5`` (3.5 ms of CPU an iteration, the quota's floor 7.0 ms) had weighed to 3.5 ms, "a
+    breach this size may be the host's"."""
     out = []
     for r in runs:
         if (v := metric.get(r)) is None:
@@ -134,18 +134,10 @@ def weighed_figures(metric: Metric, runs: Sequence[RunResult]) -> tuple[float, .
         held = held_off(r)
         if held is None or r.wall_s <= 0 or held >= r.wall_s:
             return None
-        kept = max(1 - held / r.wall_s, quota_kept(r))
+        kept = 1 - held / r.wall_s
         out.append(v / kept if metric.key in LOWERED_BY_HELD else v * kept)
     return tuple(out)
 
-
-def quota_kept(r: RunResult) -> float:
-    """The least share of ``r``'s wall time its ``cpus`` quota needs for its CPU time
-    (``total_s / (cpus · wall)``, at most 1); 0 without a quota or a CPU time."""
-    cpus, cpu = r.limits.cpus, r.cpu.total_s
-    if not cpus or cpu is None or r.wall_s <= 0:
-        return 0.0
-    return min(1.0, cpu / (cpus * r.wall_s))
 
 
 HELD_APART = 0.10

@@ -131,11 +131,29 @@ def mixed_hosts_note(by_model: Mapping[str, Sequence[RunResult]]) -> str | None:
     sets = {name: frozenset(_by_kind(runs, every)) for name, runs in by_model.items()}
     if len(set(sets.values())) <= 1:
         return None
+    source = sources_differ(every.values())
+    if len({frozenset(map(_measured_on, s)) for s in sets.values()}) <= 1:
+        # One machine and mechanism, another edgeprof: not "different hosts" (a user's runs
+        # made before and after a commit on this very machine had read so).
+        made = list(dict.fromkeys(made_by(r) for r in every.values()))
+        ids = {m: f"edgeprof {i + 1}" for i, m in enumerate(made)}
+        by = "; ".join(
+            f"{name} by {', '.join(dict.fromkeys(ids[made_by(every[k])] for k in s))}"
+            for name, s in sets.items()
+        )
+        each = "; ".join(
+            f"{ids[made_by(r)]}: {versions([r], source)}"
+            for r in {made_by(r): r for r in every.values()}.values()
+        )
+        return (
+            f"the models were measured on one host by different edgeprof versions ({by}; "
+            f"{each}): this ranking compares how the versions measure as much as the "
+            "models; measure every model with one edgeprof"
+        )
     names = {k: f"host {i + 1}" for i, k in enumerate(every)}
     where = "; ".join(
         f"{name} on {', '.join(names[k] for k in every if k in s)}" for name, s in sets.items()
     )
-    source = sources_differ(every.values())
     hosts = "; ".join(f"{names[k]}: {describe(r, source=source)}" for k, r in every.items())
     return (
         f"the models were measured on different hosts ({where}; {hosts}): this ranking "

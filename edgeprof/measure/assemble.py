@@ -23,7 +23,7 @@ from ..model import (
 )
 from ..units import format_binary, us_to_s
 from ..version import __version__
-from .contention import contention_warning
+from .contention import contention_warning, quota_room
 from .cpu_time import cpu_split, own_window, without_spawn
 from .dirtied import MARKED_FROM
 from .host import host_info
@@ -134,6 +134,7 @@ def build_result(
         quota=quota_can_stall(spec.limits, spec.cpus_allowed) and be.applies_quota,
         limited=spec.limits.cpus is not None or spec.limits.cpuset is not None,
         device=device,
+        room_s=quota_room(wall, total, spec.limits.cpus),
     )
     if waited is not None:
         warnings.append(waited)

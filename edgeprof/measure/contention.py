@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..cpu_units import format_cpuset
-from ..model import CpuStats
+from ..model import CpuStats, RunResult
 from ..units import format_seconds
 
 HELD_SHARE = 0.1
@@ -49,23 +49,56 @@ def held_time(s: float) -> str:
     return f"{s:.2f}s" if s >= 0.1 else format_seconds(s)
 
 
-def held_by_others(held_s: float | None, throttled_s: float | None) -> float | None:
+def held_by_others(
+    held_s: float | None, throttled_s: float | None, room_s: float | None = None
+) -> float | None:
     """Time other tasks held the run off its CPUs: ``cpu.pressure``'s ``full`` less the
-    throttled time (``None`` without a pressure file).  A multi-threaded run's throttled
-    time adds up each CPU's, so it can exceed ``full``: then 0, never a guess."""
+    throttled time (``None`` without a pressure file), at most ``room_s``
+    (:func:`quota_room`).  A multi-threaded run's throttled time adds up each CPU's, so it
+    can exceed ``full``: then 0, never a guess."""
     if held_s is None:
         return None
     # To the microsecond, both counters' unit: a difference of floats had written
     # 0.13917000000000002 into cells.csv.
-    return round(max(0.0, held_s - (throttled_s or 0.0)), 6)
+    others = max(0.0, held_s - (throttled_s or 0.0))
+    return round(others if room_s is None else min(others, room_s), 6)
 
 
-def held_share(wall_s: float, held_s: float | None, throttled_s: float | None) -> float | None:
+def quota_room(wall_s: float, cpu_s: float | None, cpus: float | None) -> float | None:
+    """The most other tasks can have slowed a run of ``cpus`` (its quota, or its whole
+    cores): its wall time less the time those CPUs need for its CPU time (``cpu_s / cpus``);
+    ``None`` without either.  Under a quota, ``full`` less the throttled time also holds
+    time the quota would have stalled anyway (a task held off in a period leaves its quota
+    for later in it), and the kernel's throttled time of identical ``--cpus 0.5`` runs spread
+    from 0.19 to 1.02 s here: a run of 1.042 s of CPU in 2.289 s (2.084 s at half a CPU,
+    0.205 s beyond it) had been "held … for 1.20s (52% of its wall time)", another at its
+    quota's pace exactly "for 0.62s (30%)" (a user's, Linux 6.18)."""
+    if cpus is None or cpus <= 0 or cpu_s is None:
+        return None
+    return max(0.0, wall_s - cpu_s / cpus)
+
+
+def run_held(r: RunResult) -> float | None:
+    """:func:`held_by_others` of a run's result, within its :func:`quota_room`: the one
+    reading of a saved run's held-off time (``compare``, budgets, ``fit``, ``calibrate``)."""
+    room = quota_room(r.wall_s, r.cpu.total_s, r.limits.cpus)
+    return held_by_others(r.cpu.held_s, r.cpu.throttled_s, room)
+
+
+def run_held_share(r: RunResult) -> float | None:
+    """:func:`held_share` of a run's result, within its :func:`quota_room`."""
+    room = quota_room(r.wall_s, r.cpu.total_s, r.limits.cpus)
+    return held_share(r.wall_s, r.cpu.held_s, r.cpu.throttled_s, room)
+
+
+def held_share(
+    wall_s: float, held_s: float | None, throttled_s: float | None, room_s: float | None = None
+) -> float | None:
     """The share of the run's wall time other tasks held it off its CPUs, when it is one
     :func:`contention_warning` warns of (:data:`HELD_SHARE` and :data:`MIN_HELD_S`);
     ``None`` under them or where it cannot be told.  The one test of "contended": the run's
     warning, ``compare``'s and ``calibrate``'s read it here."""
-    others = held_by_others(held_s, throttled_s)
+    others = held_by_others(held_s, throttled_s, room_s)
     if others is None or wall_s <= 0 or others < max(MIN_HELD_S, HELD_SHARE * wall_s):
         return None
     # ``full`` is time none of the run's tasks ran, so no more than its wall time: past it,
@@ -83,15 +116,16 @@ def contention_warning(
     quota: bool = True,
     limited: bool = True,
     device: str | None = None,
+    room_s: float | None = None,
 ) -> str | None:
     """The run's warning when other tasks held it off its CPUs for a tenth of its time or
     more; ``None`` otherwise, or where it cannot be told.  Worded by what the run had:
     ``quota`` (a ``cpus`` quota: the held time is beyond its stalls), ``limited`` (CPU
     limits), ``device`` (the board its limits emulate).  A plain run on a busy host had been
     told of "the quota's stalls" and "the device's" times (a user's ``edgeprof run --
-    python x.py``)."""
-    share = held_share(wall_s, held_s, throttled_s)
-    others = held_by_others(held_s, throttled_s)
+    python x.py``).  ``room_s``: :func:`quota_room`."""
+    share = held_share(wall_s, held_s, throttled_s, room_s)
+    others = held_by_others(held_s, throttled_s, room_s)
     if share is None or others is None:
         return None
     where = "its CPUs"
@@ -197,7 +231,8 @@ def threads_warning(
     limit = cpus if device_cores is None or cpus is None else device_cores
     if tasks is None or limit is None or cpus is None or own is None or tasks <= limit:
         return None
-    others = held_by_others(cpu.held_s, cpu.throttled_s) or 0.0
+    room = quota_room(wall_s, cpu.total_s, share if share is not None else cpus)
+    others = held_by_others(cpu.held_s, cpu.throttled_s, room) or 0.0
     free = wall_s - others
     if free <= 0 or own < max(MIN_OWN_WAIT_S, OWN_WAIT_SHARE * free):
         return None
@@ -208,7 +243,7 @@ def threads_warning(
     # Said of the whole wall time unless other tasks held the run off long enough to be
     # warned of (the run's other warning): then of what they left, as tested.
     share, of = own / wall_s, "its wall time"
-    if held_share(wall_s, cpu.held_s, cpu.throttled_s) is not None:
+    if held_share(wall_s, cpu.held_s, cpu.throttled_s, room) is not None:
         share, of = own / free, f"the {free:.2f}s other tasks did not hold it off its CPUs"
     waited = f"{own:.2f}s ({share:.0%} of {of})"
     return _advice(tasks, limit, processes, omp, waited, device=device_cores is not None)

@@ -43,7 +43,13 @@ from .inputs import (
     output_fds,
     parse_times,
 )
-from .interrupts import Interrupted, SignalGuard, StoppedAfter, WaitInterrupted
+from .interrupts import (
+    Interrupted,
+    SignalGuard,
+    StoppedAfter,
+    WaitInterrupted,
+    raise_if_stopped,
+)
 from .leases import lease_cores
 from .limits import (
     allowed_cpus,
@@ -256,7 +262,9 @@ def profile(
         # raised, so it cannot lose result.json (seen: SIGINT twice 5–20 ms apart left only
         # samples.csv).  This block owns the lease and the output directory's hold (DirLock):
         # taken before anything exists, released once the group is gone and result.json
-        # written, on every path.  Ctrl-C stops a wait for cores, holding nothing.
+        # written, on every path.  Ctrl-C stops a wait for cores, holding nothing.  A stop
+        # the command's guard only recorded stops this run before it starts.
+        raise_if_stopped()
         with SignalGuard() as interrupts, contextlib.ExitStack() as holds:
             try:
                 lease = lease_cores(

@@ -19,7 +19,10 @@ DEVICE = "model,runtime_ms\nm0,3100\nm1,5900\nm2,9200\nm3,11800\n"
 
 
 def _held(r: RunResult, share: float) -> RunResult:
-    cpu = dataclasses.replace(r.cpu, held_s=share * r.wall_s, throttled_s=0.0)
+    # Its CPU time what the others left it: no more than its CPUs give in the rest.
+    cpu = dataclasses.replace(
+        r.cpu, held_s=share * r.wall_s, throttled_s=0.0, total_s=(1 - share) * r.wall_s
+    )
     return dataclasses.replace(r, cpu=cpu)
 
 

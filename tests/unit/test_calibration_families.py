@@ -244,7 +244,7 @@ def test_a_measured_model_shows_the_device_value_and_a_held_run_says_so(tmp_path
     }
     wall = 0.4
     held = dataclasses.replace(
-        _run("fast_0", wall).cpu, held_s=0.52 * wall, throttled_s=0.0
+        _run("fast_0", wall).cpu, held_s=0.52 * wall, throttled_s=0.0, total_s=0.48 * wall
     )  # others held it 52 % of its wall time (cpu.pressure's full; no quota stall)
     runs = [dataclasses.replace(_run("fast_0", wall), cpu=held), _run("near", 0.3)]
     by = {p.label: p for p in predict(cal, runs).items}

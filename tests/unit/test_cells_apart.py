@@ -257,3 +257,29 @@ def test_runs_that_differ_only_with_their_limits_keep_their_label() -> None:
         "small (OMP_NUM_THREADS=4)",
     }
     assert notes
+
+
+def test_two_boards_of_the_same_limits_are_two_cells() -> None:
+    """``report dev-boardA dev-boardC`` of two boards with the same limits had pooled them,
+    a cell headed "device boardA … 6 runs" beside its memory line's "(device boardC)" (a
+    user's).  Named by device, as compare says "ran different devices"."""
+    lim = Limits(cpus=0.5, memory="256m")
+    a = [_run("python", "m.py", name="mid", device="boardA", limits=lim)] * 3
+    c = [_run("python", "m.py", name="mid", device="boardC", limits=lim)] * 3
+    plain = _run("python", "m.py", name="mid", limits=lim)
+    named, notes = apart([*a, *c, plain])
+    assert [r.label for r in named] == [
+        *["mid (device boardA)"] * 3, *["mid (device boardC)"] * 3, "mid (no --device)"
+    ]
+    assert len(cells(named)) == 3
+    assert notes == [
+        "these runs share a label but not their devices (mid): they are not repeats of one "
+        "setting, so each such run is named with what differs and no cell pools two settings "
+        "(--name labels a run as you choose)"
+    ]
+    # One board's runs stay as they were.
+    assert apart(a) == (a, [])
+    # Three kinds differing: listed with commas.
+    other = _run("python", "m.py", "--x", name="mid", env=("A=1",), device="boardC", limits=lim)
+    _, notes = apart([*a, other])
+    assert "not their commands, -E settings and devices (mid)" in notes[0]

@@ -100,8 +100,8 @@ def test_the_run_summary_and_junit_carry_the_contention_warning() -> None:
 def contended_sides(base_held: float, cur_held: float) -> tuple[list[RunResult], list[RunResult]]:
     """Three runs a side; the current ones 30 % slower and 20 % larger, each held off its CPUs
     for the given share of its wall time (0: not at all, measured so)."""
-    base = [run("16", w, 0.3, 60) for w in (0.40, 0.41, 0.39)]
-    cur = [run("16", w, 0.3, 72) for w in (0.52, 0.53, 0.51)]
+    base = [run("16", w, 0.2, 60) for w in (0.40, 0.41, 0.39)]
+    cur = [run("16", w, 0.2, 72) for w in (0.52, 0.53, 0.51)]
     base = [held(r, base_held * r.wall_s) for r in base]
     cur = [held(r, cur_held * r.wall_s) for r in cur]
     return base, cur
@@ -113,12 +113,12 @@ def test_a_regression_between_contended_runs_says_so() -> None:
     by = {c.metric.key: c for c in changes}
     wall, peak = by["wall"], by["peak_memory"]
     assert wall.verdict is Verdict.REGRESSION and peak.verdict is Verdict.REGRESSION
-    # Each run less its own held-off time: 0.380 s → 0.270 s a run, but no quieter host runs
-    # 0.3 s of CPU under 1 CPU's quota in less than 0.3 s: 0.380 s → 0.300 s.
+    # Each run less its own held-off time: 0.380 s → 0.270 s a run (0.2 s of CPU: no quieter
+    # host runs it in less under 1 CPU's quota).
     caveat = (
         "other tasks on their host held the current runs (all 3 runs, up to 48% of a run's "
         "wall time (0.25s)) off their CPUs for 0.25s a run on average, the baseline runs for "
-        "20.0ms; the change less each run's own held-off time: -21.0% [-25.8%, -16.0%]: a "
+        "20.0ms; the change less each run's own held-off time: -28.8% [-32.4%, -25.0%]: a "
         "difference this size may be the host's, not the code's (compare runs made on an "
         "idle host, or on --cpuset CPUs nothing else uses)"
     )
@@ -212,14 +212,14 @@ def test_a_cpu_time_regression_carries_no_contention_caveat() -> None:
     """CPU time is charged only while the task runs: held off its CPUs, a run's CPU time does
     not grow, so its regression is the code's, not the host's (the caveat had been on it)."""
     base, cur = contended_sides(0.05, 0.48)
-    cur = [dataclasses.replace(r, cpu=dataclasses.replace(r.cpu, total_s=0.36)) for r in cur]
+    cur = [dataclasses.replace(r, cpu=dataclasses.replace(r.cpu, total_s=0.24)) for r in cur]
     base = [
         dataclasses.replace(r, cpu=dataclasses.replace(r.cpu, total_s=t))
-        for r, t in zip(base, (0.29, 0.30, 0.31), strict=True)
+        for r, t in zip(base, (0.19, 0.20, 0.21), strict=True)
     ]
     changes, notes = compare_results(base, cur, 0.05)
     by = {c.metric.key: c for c in changes}
-    assert by["cpu_time"].verdict is Verdict.REGRESSION  # 0.30 s → 0.36 s: +20 %
+    assert by["cpu_time"].verdict is Verdict.REGRESSION  # 0.20 s → 0.24 s: +20 %
     assert by["cpu_time"].caveat is None
     assert by["wall"].verdict is Verdict.REGRESSION and by["wall"].caveat is not None
     # One note, naming the wall time alone.
@@ -385,7 +385,7 @@ def test_the_held_off_time_of_both_sides_is_taken_off_each_run() -> None:
     changes, notes = compare_results(base, cur, 0.10)
     wall = next(c for c in changes if c.metric.key == "wall")
     assert wall.caveat is not None and (
-        "for 0.53s a run on average, the baseline runs for 0.28s; the change less each run's "
+        "for 0.53s a run on average, the baseline runs for 0.26s; the change less each run's "
         "own held-off time: +26.5% [-19.1%, +97.9%]: a difference this size"
     ) in wall.caveat
 
@@ -536,7 +536,7 @@ def test_under_a_quota_no_run_weighs_under_its_cpu_time_at_the_quota() -> None:
     quota's floor 7.0 ms), runs held off 54 % of their wall time: weighed to 3.5 ms, a 5 ms
     budget's breach had read "may be the host's".  Held-off time under a quota is time the
     quota would have stalled it anyway: at least 0.46 s of CPU / (0.5 CPU · 1 s) is kept."""
-    from edgeprof.analysis.held import quota_kept, weighed_figures
+    from edgeprof.analysis.held import held_off, weighed_figures
     from edgeprof.analysis.metrics import METRICS
 
     def halved(r: RunResult) -> RunResult:
@@ -546,7 +546,7 @@ def test_under_a_quota_no_run_weighs_under_its_cpu_time_at_the_quota() -> None:
         )  # fmt: skip
 
     runs = [held(halved(run("m", 1.0, 0.46)), 0.54) for _ in range(3)]
-    assert quota_kept(runs[0]) == pytest.approx(0.92)
+    assert held_off(runs[0]) == pytest.approx(0.08)  # 1 s less 0.46 s at half a CPU
     [wall] = [m for m in METRICS if m.key == "wall"]
     weighed = weighed_figures(wall, runs)
     assert weighed is not None and weighed == pytest.approx((0.92,) * 3)  # not 0.46
@@ -554,5 +554,5 @@ def test_under_a_quota_no_run_weighs_under_its_cpu_time_at_the_quota() -> None:
     assert check.status is Status.BREACH and check.caveat == ""
     # Without a quota, the share held off is taken out whole, as before.
     free = [dataclasses.replace(r, limits=dataclasses.replace(r.limits, cpus=None)) for r in runs]
-    assert quota_kept(free[0]) == 0.0
+    assert held_off(free[0]) == pytest.approx(0.54)
     assert weighed_figures(wall, free) == pytest.approx((0.46,) * 3)

@@ -347,7 +347,9 @@ def _held(wall: float, held: float | None) -> RunResult:
     from tests.unit.conftest import make_result
 
     r = make_result(wall_s=wall, name="m")
-    return dataclasses.replace(r, cpu=dataclasses.replace(r.cpu, held_s=held, throttled_s=0.0))
+    # Its CPU time what the others left it: no more than its CPUs give in the rest.
+    cpu = dataclasses.replace(r.cpu, held_s=held, throttled_s=0.0, total_s=wall - (held or 0))
+    return dataclasses.replace(r, cpu=cpu)
 
 
 def test_a_first_run_slow_only_in_time_held_off_its_cpus_is_not_called_cold() -> None:

@@ -353,3 +353,21 @@ def test_a_short_runs_held_time_is_said_in_its_unit() -> None:
     assert held_time(0.1) == "0.10s"
     assert held_time(0.0999) == "99.9ms"
     assert held_time(0.0005715) == "571.5µs"
+
+
+def test_under_a_quota_only_the_time_beyond_its_pace_is_held_off() -> None:
+    """A user's ``--cpus 0.5 --cpuset 1`` run beside a spinner: 1.042 s of CPU in 2.289 s
+    (2.084 s at half a CPU), ``full`` 1.245 s, throttled 0.048 s: it had been "held … for
+    1.20s (52% of its wall time)", where the quota's pace leaves 0.205 s (9 %) to others,
+    under the tenth that is warned of."""
+    from edgeprof.measure.contention import contention_warning, held_by_others, quota_room
+
+    room = quota_room(2.289, 1.042, 0.5)
+    assert room == pytest.approx(0.205)
+    assert held_by_others(1.245, 0.048, room) == pytest.approx(0.205)
+    assert contention_warning(2.289, 1.245, 0.048, (1,), room_s=room) is None
+    assert contention_warning(2.289, 1.245, 0.048, (1,)) is not None  # uncapped: 1.20 s
+    # A run at its quota's pace exactly: nothing left to others, however full reads.
+    assert held_by_others(0.62, 0.0, quota_room(2.075, 1.0395, 0.5)) == 0.0
+    # No quota or no CPU time: no cap.
+    assert quota_room(2.0, None, 0.5) is None and quota_room(2.0, 1.0, None) is None

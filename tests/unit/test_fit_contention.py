@@ -33,7 +33,9 @@ SLEEP_S = 0.2
 
 def held_run(wall: float, held: float, stall: float | None = None) -> RunResult:
     r = run(wall=wall, memory=mem(pressure=_pressure(stall)))
-    return dataclasses.replace(r, cpu=dataclasses.replace(r.cpu, held_s=held, throttled_s=0.0))
+    # Its CPU time what the others left it: no more than its CPUs give in the rest.
+    cpu = dataclasses.replace(r.cpu, held_s=held, throttled_s=0.0, total_s=wall - held)
+    return dataclasses.replace(r, cpu=cpu)
 
 
 def _pressure(stall: float | None, refaults_file: int = 0) -> MemoryPressure | None:

@@ -294,6 +294,26 @@ def test_a_ranking_of_models_measured_on_different_hosts_says_so() -> None:
     assert mixed_hosts_note({"m1": alike[:1], "m2": alike[1:]}) is None
 
 
+def test_a_ranking_of_models_measured_by_two_edgeprofs_on_one_host_says_so() -> None:
+    """Runs made before and after a commit on this very machine had read "measured on
+    different hosts … compares the hosts" (a user's)."""
+    origin = {c: EdgeprofOrigin(source=f"git {c * 16}", python="CPython 3.11.7") for c in "ab"}
+    m1 = [dataclasses.replace(_on(HOST_A, "m1", w), edgeprof_origin=origin["a"])
+          for w in (1.0, 1.1)]  # fmt: skip
+    m2 = [dataclasses.replace(_on(HOST_A2, "m2", w), edgeprof_origin=origin["b"])
+          for w in (0.9, 0.95)]  # fmt: skip
+    note = mixed_hosts_note({"m1": m1, "m2": m2})
+    assert note is not None and "different hosts" not in note
+    assert note.startswith(
+        "the models were measured on one host by different edgeprof versions (m1 by "
+        "edgeprof 1; m2 by edgeprof 2; edgeprof 1: "
+    )
+    assert note.endswith(
+        "this ranking compares how the versions measure as much as the models; measure "
+        "every model with one edgeprof"
+    )
+
+
 def test_compare_and_merge_say_when_hosts_differ() -> None:
     base = [_on(HOST_A, "m", w) for w in (1.0, 1.1, 0.9)]
     cur = [_on(HOST_B, "m", w) for w in (1.0, 1.1, 0.9)]

@@ -223,7 +223,8 @@ def test_csvs_carry_the_time_other_tasks_held_the_runs_off_their_cpus() -> None:
 
     def held(held_s: float | None, throttled_s: float, exit_code: int = 0) -> RunResult:
         run = _run("a" if held_s is not None else "b", 1.0, 100)
-        cpu = dataclasses.replace(run.cpu, held_s=held_s, throttled_s=throttled_s)
+        # 0.05 s of CPU time: others can have held it off the rest of its 1 s.
+        cpu = dataclasses.replace(run.cpu, held_s=held_s, throttled_s=throttled_s, total_s=0.05)
         return dataclasses.replace(run, cpu=cpu, exit_code=exit_code)
 
     runs = [
