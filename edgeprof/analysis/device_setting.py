@@ -147,8 +147,8 @@ def _calibrated_share(
     if cal.speed is None:
         raise ConfigError(
             f"device catalog {device.catalog}: device {device.name!r}: key 'speed': "
-            f"calibration {path} implies no speed ({cal.why_no_speed()}); calibrate again "
-            "from runs under --cpus on an idle host, or give the entry 'speed: S' or 'share: C'"
+            f"calibration {path} implies no speed ({cal.why_no_speed()}), or give the entry "
+            "'speed: S' or 'share: C'"
         )
     note = None
     learned = cal.speed.host_model

@@ -271,3 +271,27 @@ def test_two_points_say_what_to_measure_next(tmp_path: Path) -> None:
         "\nMeasure next on pi: any model not measured yet (no prediction has an interval: a "
         "fit of two points has no residual; a third model gives one)\n"
     )
+
+
+def test_a_memory_prediction_of_a_held_run_is_not_said_to_be_slowed(tmp_path: Path) -> None:
+    """Held off its CPUs, a run's times are inflated, not its peak memory: its peak_mem row
+    had read "predicted from a slowed run" as its runtime row did (a user's)."""
+    mib = 1 << 20
+
+    def sized(name: str, x: float) -> RunResult:
+        r = _run(name, x)
+        memory = dataclasses.replace(r.memory, peak_bytes=round(x * 100 * mib))
+        return dataclasses.replace(r, memory=memory)
+
+    rows = ["model,runtime_ms,peak_mem_mib"]
+    rows += [f"{n},{2 * x * WIGGLE[i] * 1000:.3f},{110 * x * WIGGLE[i]:.3f}"
+             for i, (n, x) in enumerate(FAST.items())]  # fmt: skip
+    device = read_measurements(_csv(tmp_path, "\n".join(rows) + "\n"))
+    cal = calibrate([sized(n, x) for n, x in FAST.items()], device, "pi")
+    wall = 0.4
+    r = sized("fast_0", wall)
+    cpu = dataclasses.replace(r.cpu, held_s=0.52 * wall, throttled_s=0.0, total_s=0.48 * wall)
+    preds = predict(cal, [dataclasses.replace(r, cpu=cpu)]).items
+    by = {p.metric: p for p in preds}
+    assert by["runtime"].held is not None
+    assert by["peak_mem"].held is None

@@ -906,6 +906,31 @@ def _calibrated_entry(tmp_path: Path, device_ms: str, contended: str | None = No
     return _catalog(tmp_path, entry + "    speed: calibration\n")
 
 
+def test_a_calibration_of_cpu_time_alone_says_which_column_implies_a_speed(
+    tmp_path: Path,
+) -> None:
+    """A user's calibration of ``cpu_time_ms`` alone (slope 2.96) had been refused as "no
+    positive time fit under a cpus setting; calibrate again … on an idle host"."""
+    runs = [_run(f"m{i}", x) for i, x in enumerate([1.0, 2.0, 3.0, 4.0])]
+    runs = [
+        dataclasses.replace(r, cpu=dataclasses.replace(r.cpu, total_s=0.9 * r.wall_s))
+        for r in runs
+    ]
+    rows = "".join(f"m{i},{v}\n" for i, v in enumerate((3100, 5900, 9200, 11800)))
+    cal = calibrate(runs, read_measurements(_csv(tmp_path, "model,cpu_time_ms\n" + rows)), "p")
+    assert cal.speed is None and [f.metric for f in cal.fits] == ["cpu_time"]
+    cal.save(tmp_path / "phone.yml")
+    entry = "  phone:\n    cores: 2\n    memory: 1g\n    calibration: phone.yml\n"
+    cat = _catalog(tmp_path, entry + "    speed: calibration\n")
+    with pytest.raises(ConfigError) as err:
+        resolve_device("phone", cat, HOST, {})
+    assert str(err.value).endswith(
+        "implies no speed (a speed is read from a latency, mean latency or runtime fit, and "
+        "it has none (its fits: cpu_time); calibrate again with a latency_* or runtime_* "
+        "column), or give the entry 'speed: S' or 'share: C'"
+    )
+
+
 def test_a_calibrated_share_from_a_poor_fit_is_said_with_why(tmp_path: Path) -> None:
     """A board had run at 0.043 CPUs from a fit of R² 0.541, 61.9 % held-out error and
     contended profiling, without a word; the same criteria as the fit's warnings say it."""
@@ -941,7 +966,7 @@ def test_a_calibration_whose_line_falls_gives_no_share(tmp_path: Path) -> None:
         f"device catalog {cat}: device 'phone': key 'speed': calibration "
         f"{tmp_path / 'phone.yml'} implies no speed (its time fits' slopes are not above 0 "
         "(runtime [cpus=1, memory=1.0GiB] -3): a device cannot get faster as the host gets "
-        "slower); calibrate again from runs under --cpus on an idle host, or give the entry "
+        "slower; calibrate again from runs under --cpus on an idle host), or give the entry "
         "'speed: S' or 'share: C'"
     )
     line = Slope(-3.0, "origin", 0.0, -3.0)

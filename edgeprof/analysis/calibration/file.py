@@ -140,18 +140,31 @@ class Calibration:
         return out
 
     def why_no_speed(self) -> str:
-        """Why no speed is implied, in one phrase: the time fits under a ``cpus`` setting
-        whose line falls (:func:`.speed.rises`), or none such."""
+        """Why no speed is implied and what would give one, in one phrase: the time fits
+        under a ``cpus`` setting whose line falls (:func:`.speed.rises`), or no fit of a
+        metric a speed is read from (:data:`.speed.SPEED_METRICS`: a calibration of CPU time
+        alone had been told "no positive time fit" beside its ``cpu_time`` slope of 2.96, and
+        to calibrate again on an idle host, a user's), or none under a ``cpus`` setting."""
         falling = [
             f"{mf.metric} [{mf.setting}] {mf.fit.a:.4g}"
             for mf in self.fits
             if mf.family is None and mf.metric in SPEED_METRICS and mf.fit.a <= 0
         ]
-        if not falling:
-            return "no positive time fit under a cpus setting"
+        if falling:
+            return (
+                f"its time fits' slopes are not above 0 ({'; '.join(falling)}): a device cannot "
+                "get faster as the host gets slower; calibrate again from runs under --cpus on "
+                "an idle host"
+            )
+        if not any(mf.metric in SPEED_METRICS for mf in self.fits):
+            fitted = ", ".join(dict.fromkeys(mf.metric for mf in self.fits)) or "none"
+            return (
+                "a speed is read from a latency, mean latency or runtime fit, and it has none "
+                f"(its fits: {fitted}); calibrate again with a latency_* or runtime_* column"
+            )
         return (
-            f"its time fits' slopes are not above 0 ({'; '.join(falling)}): a device cannot get "
-            "faster as the host gets slower"
+            "no rising latency or runtime fit under a cpus setting; calibrate again from runs "
+            "under --cpus on an idle host"
         )
 
     def pooled_for(self, setting: str) -> list[MetricFit]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from ...model import RunResult
 from ..cells import cells_by_setting
-from ..held import held_runs
+from ..held import SLOWED_BY_OTHERS, held_runs
 from .families import MIN_FAMILY_POINTS
 from .file import Calibration, MetricFit
 from .matching import cells_of
@@ -271,7 +271,13 @@ def predict(
                         if cell.label in mf.fit.labels
                         else None
                     ),
-                    held=None if held is None else f"{held.runs_text()}, {held.figure()}",
+                    # Only of a figure other tasks slow: a peak memory's prediction had read
+                    # "predicted from a slowed run" (a user's).
+                    held=(
+                        None
+                        if held is None or METRICS[mf.metric].key not in SLOWED_BY_OTHERS
+                        else f"{held.runs_text()}, {held.figure()}"
+                    ),
                 )
             )
     return out
