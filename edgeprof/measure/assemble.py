@@ -223,6 +223,7 @@ def build_result(
         pids_refused=final.pids_refused,
         processes_left=others_left,
         processes_at_peak=stats.processes_at_peak,
+        busy_tasks_peak=stats.busy_tasks_peak,
         limits_changed=changed,
     )
 

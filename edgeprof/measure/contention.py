@@ -202,8 +202,11 @@ def threads_warning(
     share: float | None = None,
     processes: int | None = None,
     device_cores: int | None = None,
+    busy: int | None = None,
 ) -> str | None:
-    """The run's warning when it ran more tasks (processes and threads: ``pids_peak``) than
+    """The run's warning when it ran more tasks (processes and threads: ``pids_peak``; of
+    them, ``busy`` wanted a CPU at once, where known: ``busy_tasks_peak``, which is then
+    what is counted, as an idle pool thread waits for no CPU) than
     its ``cpus`` (the CPUs it was given; ``None``: no CPU limit) and they waited for each
     other for :data:`OWN_WAIT_SHARE` of its uncontended wall time or more
     (:func:`own_wait`), and on several CPUs kept them busy (:data:`SATURATED`; ``share``: its
@@ -229,8 +232,10 @@ def threads_warning(
     waiting (:data:`SATURATED`): that is about this host's counters."""
     own = own_wait(cpu.wait_s, cpu.held_s)
     limit = cpus if device_cores is None or cpus is None else device_cores
-    if tasks is None or limit is None or cpus is None or own is None or tasks <= limit:
+    counted = tasks if busy is None else busy
+    if counted is None or limit is None or cpus is None or own is None or counted <= limit:
         return None
+    assert tasks is not None or busy is not None
     room = quota_room(wall_s, cpu.total_s, share if share is not None else cpus)
     others = held_by_others(cpu.held_s, cpu.throttled_s, room) or 0.0
     free = wall_s - others
@@ -246,7 +251,10 @@ def threads_warning(
     if held_share(wall_s, cpu.held_s, cpu.throttled_s, room) is not None:
         share, of = own / free, f"the {free:.2f}s other tasks did not hold it off its CPUs"
     waited = f"{own:.2f}s ({share:.0%} of {of})"
-    return _advice(tasks, limit, processes, omp, waited, device=device_cores is not None)
+    return _advice(
+        counted, limit, processes, omp, waited, device=device_cores is not None,
+        every=None if busy is None else tasks,
+    )  # fmt: skip
 
 
 def _advice(
@@ -257,6 +265,7 @@ def _advice(
     waited: str,
     *,
     device: bool = False,
+    every: int | None = None,
 ) -> str:
     """:func:`threads_warning`'s line, its advice by what the ``tasks`` were: more
     ``processes`` than ``cpus``, a pool or workers to shrink; else threads of the few
@@ -275,24 +284,35 @@ def _advice(
     board's would have 1; its extra CPU time (0.582 s against 0.403 s with
     ``intra_op_num_threads=1``, the same 30 inferences) is the emulation's, and the advice
     had said "slow it on the device" (a tester's).  torch's inter-op pool is sized from the
-    host's cores too (2 under ``--cpus 1``)."""
+    host's cores too (2 under ``--cpus 1``).
+
+    ``every``: all the run's tasks where ``tasks`` are those busy at once.  Processes that
+    take turns on too few CPUs stretch each task's time, not the work's total: a pool of 2
+    workers on 1 CPU, 20 tasks of 50 ms, took 1.07–1.09 s of CPU and wall alike with 1
+    worker (a user's), so the line says what stretches."""
     units = f"core{'s' if cpus > 1 else ''}" if device else f"CPU{'s' if cpus > 1 else ''}"
     on = f", more than the device's {cpus} {units}," if device else f" on {cpus} {units},"
     where = "on the device" if device else "here and on the device"
     if processes is not None and processes > cpus:
-        made = "" if tasks <= processes else f" ({tasks} tasks with their threads)"
+        if every is not None:
+            made = f" ({tasks} of its tasks busy at once)"
+        else:
+            made = "" if tasks <= processes else f" ({tasks} tasks with their threads)"
         return (
             f"the run peaked at {processes} processes{made}{on} and they waited for each "
-            f"other {waited}: {processes} processes for {cpus} {units} slow it {where} (set "
-            "the pool or worker count: multiprocessing's Pool(processes=…), a DataLoader's "
-            "num_workers)"
+            f"other {waited}: processes that take turns on {cpus} {units} stretch each "
+            f"one's time {where}, if not the work's total (set the pool or worker count: "
+            "multiprocessing's Pool(processes=…), a DataLoader's num_workers)"
         )
     # onnxruntime's pool ignores OMP_NUM_THREADS (its PyPI builds use no OpenMP); torch starts
     # from it (OMP_NUM_THREADS=1: torch.get_num_threads() is 1), so it is said of the former
     # only: "they do not read OMP_NUM_THREADS" had been false of torch (a tester's).
     told = "" if omp is None else f", which does not read OMP_NUM_THREADS ({omp} in this run)"
+    peaked = f"peaked at {tasks} tasks (processes and threads)"
+    if every is not None:
+        peaked = f"kept {tasks} tasks busy at once (of {every} processes and threads)"
     return (
-        f"the run peaked at {tasks} tasks (processes and threads){on} and they waited for "
+        f"the run {peaked}{on} and they waited for "
         f"each other {waited}: more threads than {'cores' if device else 'CPUs'} slow it "
         f"{where} where the script sets that count itself, but a framework's default pool "
         "is sized from the host's cores, not the device's (onnxruntime's intra-op pool, "

@@ -443,6 +443,7 @@ def _warn_threads(
         spec.limits.cpus,
         result.processes_at_peak,
         device_cores,
+        result.busy_tasks_peak,
     )
     if crowded is None:
         return result

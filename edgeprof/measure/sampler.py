@@ -46,6 +46,12 @@ and ranked batch 8 "5.08x less avg memory" than batch 2.  Resampled from runs re
 1 ms (batch 8 and 16, 0.11 to 0.27 s), the exit-bounded average of k readings within the run
 was off by -8 % to +28 % at k = 1 and by -11 % to +15 % at k = 2 to 8."""
 
+BUSY_SHARE = 0.5
+"""A thread runnable (on a CPU, or queued for one or for the quota's refill) at least this
+share of the span between two task scans is busy (:attr:`SeriesStats.busy_tasks_peak`): 4
+spinning threads under a 1-CPU quota each run a quarter of the span and wait the rest (both
+count), an idle pool thread is runnable for a wake-up's microseconds."""
+
 TASK_SCAN_S = 0.5
 """How often the sampler counts the run's processes and threads and reads each thread's CPU
 time (:meth:`SeriesStats.add_scan`):
@@ -76,6 +82,9 @@ class SeriesStats:
         self._task_speeds: dict[int, int] = {}
         """CPU time (ns) the run's threads used, by the speed (in half percents of a host
         core) each ran at while runnable between two scans (:meth:`add_tasks`)."""
+        self.busy_tasks_peak: int | None = None
+        """The most threads busy between two scans (:data:`BUSY_SHARE`); ``None``: no two
+        scans with every thread's run delay."""
         self._usage_records = Records()
         self._ws_records = Records()
         self.part_peaks = PartPeaks()
@@ -181,13 +190,21 @@ class SeriesStats:
         if last is None or t <= last[0]:
             return
         before = last[1]
+        busy: int | None = 0
+        span_ns = (t - last[0]) * 1e9
         for tid, (ns, delay) in times.items():
             ns0, delay0 = before.get(tid, (0, 0))
             used = ns - ns0
+            if delay is None or delay0 is None:
+                busy = None  # no run delay: a starved thread's share is not known
+            elif busy is not None and used + max(0, delay - delay0) >= BUSY_SHARE * span_ns:
+                busy += 1
             if delay is None or delay0 is None or used <= 0 or delay < delay0:
                 continue
             key = round(200.0 * used / (used + delay - delay0))
             self._task_speeds[key] = self._task_speeds.get(key, 0) + used
+        if busy is not None:
+            self.busy_tasks_peak = max(busy, self.busy_tasks_peak or 0)
 
     @property
     def processes_at_peak(self) -> int | None:

@@ -32,7 +32,7 @@ NON_NEGATIVE = frozenset(
     {
         *("wall_s", "user_s", "system_s", "total_s", "wait_s", "held_s"),
         *("count", "pids_peak", "oom_kills", "pids_refused", "processes_left", "raised"),
-        "processes_at_peak",
+        "processes_at_peak", "busy_tasks_peak",
     }
 )
 """In the fit and predictions documents (typed dicts, where a line's prediction and its

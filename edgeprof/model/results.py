@@ -290,6 +290,15 @@ class RunResult:
     thread each or threads of a few processes (the "more threads than CPUs" warning's
     advice follows it: a fork bomb's 32 processes had been told to set onnxruntime's thread
     count).  ``None``: not scanned (no CPU limit, a remote Docker daemon, older files)."""
+
+    busy_tasks_peak: int | None = None
+    """The most of the run's threads that wanted a CPU at once: between two scans of its
+    tasks (every 0.5 s), those runnable (running, or waiting for a CPU or the quota's
+    refill) at least half the span (:data:`~edgeprof.measure.sampler.BUSY_SHARE`).  What
+    the "waited for each other" warning counts against the CPUs: ``pids_peak`` counts idle
+    threads too, and a torch script that set 4 threads on a 4-core board (7 tasks, 3 of
+    them idle) had been told to set 4 threads (a user's).  ``None``: fewer than two scans,
+    no run delay read (no ``schedstat``), or as :attr:`processes_at_peak`."""
     limits_changed: tuple[LimitChange, ...] = ()
     """The group's limits that the workload changed (:class:`LimitChange`), read at the run's
     end: ``limits`` stays what edgeprof set, and the run has no verdict against a changed
@@ -482,6 +491,7 @@ class RunResult:
             pids_refused=d.get("pids_refused"),
             processes_left=d.get("processes_left"),
             processes_at_peak=d.get("processes_at_peak"),
+            busy_tasks_peak=d.get("busy_tasks_peak"),
             env=None if d.get("env") is None else tuple(d["env"]),
             workdir=d.get("workdir"),
             rules=Rules.from_dict(d.get("rules")),

@@ -136,15 +136,16 @@ def test_more_processes_than_cpus_are_told_to_shrink_the_pool_not_the_threads() 
     w = threads_warning(*bomb, omp="1", processes=32)
     assert w == (
         "the run peaked at 32 processes on 1 CPU, and they waited for each other 0.38s (71% "
-        "of its wall time): 32 processes for 1 CPU slow it here and on the device (set the "
-        "pool or worker count: multiprocessing's Pool(processes=…), a DataLoader's "
-        "num_workers)"
+        "of its wall time): processes that take turns on 1 CPU stretch each one's time here "
+        "and on the device, if not the work's total (set the pool or worker count: "
+        "multiprocessing's Pool(processes=…), a DataLoader's num_workers)"
     )
     # A Pool(4) on 2 CPUs whose parent runs its pool's threads: the processes, with them.
     pool = threads_warning(9, 2, 1.0, _cpu(0.5, 0.05, total=1.8), processes=5)
     assert pool is not None
     assert pool.startswith("the run peaked at 5 processes (9 tasks with their threads) on 2 CPUs")
-    assert "5 processes for 2 CPUs slow it" in pool and "intra_op" not in pool
+    assert "peaked at 5 processes (9 tasks with their threads) on 2 CPUs" in pool
+    assert "intra_op" not in pool
     # Threads of as many processes as CPUs (or fewer), or not counted: the threads' advice.
     for processes in (1, 2, None):
         threads = threads_warning(7, 2, 1.0, _cpu(0.5, 0.05, total=1.8), processes=processes)
@@ -181,7 +182,8 @@ def test_a_devices_tasks_are_counted_against_its_cores() -> None:
         "the run peaked at 5 processes (6 tasks with their threads), more than the device's "
         "1 core, and they waited"
     )
-    assert "5 processes for 1 core slow it on the device (set the pool" in pool
+    assert "take turns on 1 core stretch each one's time on the device, if not the work's " \
+        "total (set the pool" in pool
 
 
 def test_a_busy_hosts_holding_is_taken_out_of_the_share() -> None:
@@ -316,7 +318,7 @@ def test_a_cpuset_alone_counts_processes_without_reading_each_threads_times() ->
     r = profile(["sleep", "0.2"], Limits(cpuset=(0,)), backend=be, interval=0.05)
     assert r.processes_at_peak == 6
     assert be.runs[0].scans and not any(be.runs[0].scans)  # a listing per process only
-    assert any("6 processes for 1 CPU" in w for w in r.warnings), r.warnings
+    assert any("peaked at 6 processes on 1 CPU" in w for w in r.warnings), r.warnings
     plain = FakeBackend(crowded(6), tasks=TaskScan(processes=6, threads=6))
     r = profile(["sleep", "0.1"], Limits(), backend=plain, interval=0.05)
     assert r.processes_at_peak is None and plain.runs[0].scans == []  # no CPU limit: no scan
@@ -371,3 +373,31 @@ def test_under_a_quota_only_the_time_beyond_its_pace_is_held_off() -> None:
     assert held_by_others(0.62, 0.0, quota_room(2.075, 1.0395, 0.5)) == 0.0
     # No quota or no CPU time: no cap.
     assert quota_room(2.0, None, 0.5) is None and quota_room(2.0, 1.0, None) is None
+
+
+def test_idle_threads_are_not_counted_against_the_cores() -> None:
+    """A user's torch script with set_num_threads(4) on a 4-core board: 7 tasks, 3 of them
+    idle (0 CPU ticks), and it had been told to set 4 threads.  The threads busy at once are
+    what waits for a core."""
+    from edgeprof.measure.sampler import SeriesStats
+
+    s = SeriesStats()
+    ms = 1_000_000
+    # 4 threads each runnable the whole 0.5 s (a quarter on the CPU), 3 idle ones.
+    s.add_tasks(1.0, {t: (0, 0) for t in range(1, 8)})
+    busy = {t: (125 * ms, 375 * ms) for t in range(1, 5)}
+    s.add_tasks(1.5, {**busy, **{t: (10_000, 0) for t in range(5, 8)}})
+    assert s.busy_tasks_peak == 4
+    cpu = _cpu(3.0, 0.5)
+    assert threads_warning(7, 1, 4.0, cpu, device_cores=4, busy=4) is None
+    assert threads_warning(7, 1, 4.0, cpu, device_cores=4) is not None  # as before: counted 7
+    w = threads_warning(7, 1, 4.0, cpu, device_cores=4, busy=6)
+    assert w is not None and w.startswith(
+        "the run kept 6 tasks busy at once (of 7 processes and threads), more than the "
+        "device's 4 cores, and they waited"
+    )
+    # No run delay read: not known, so not counted.
+    s2 = SeriesStats()
+    s2.add_tasks(1.0, {1: (0, None)})
+    s2.add_tasks(1.5, {1: (400 * ms, None)})
+    assert s2.busy_tasks_peak is None

@@ -390,6 +390,7 @@ def test_json_key_order_starts_with_the_version() -> None:
         "processes_left",
         "env",
         "processes_at_peak",
+        "busy_tasks_peak",
         "workdir",
         "rules",
         "thread_vars",
