@@ -161,6 +161,9 @@ def build_result(
     if waited_io is not None:
         warnings.append(waited_io)
     warnings += process_warnings(final.pids_refused, spec.limits.pids, others_left)
+    left_shm = _shm_left(final, be.runs_on_host)
+    if left_shm is not None:
+        warnings.append(left_shm)
     seen = sampled.at
     # No peak, no composition of it.
     at_peak = None if seen is None or peak is None else parts_at(seen[1], seen[0])
@@ -291,6 +294,26 @@ def _pids_peak(sampled: int | None, final: Counters, limit: int | None) -> int |
     if final.pids_refused:
         return limit
     return None if peak is None else min(peak, limit)
+
+
+SHM_LEFT_BYTES = 1 << 20
+"""The least tmpfs memory still charged to the run's group once its processes are gone that
+is warned of (:func:`_shm_left`): under it, a lock file's or a socket's pages."""
+
+
+def _shm_left(final: Counters, on_host: bool) -> str | None:
+    """The files on a tmpfs (``/dev/shm``, ``/tmp`` where it is one) the run wrote and left:
+    its group's ``shmem`` read after every process of it was killed.  No limit or swapless
+    device drops them, and they stay after the run: a user's 50 MiB in ``/dev/shm`` had
+    read "fits" with no word.  Not of a container, whose ``/dev/shm`` goes with it."""
+    left = final.memory_shmem
+    if not on_host or left is None or left < SHM_LEFT_BYTES:
+        return None
+    return (
+        f"{format_binary(left)} of files it wrote on a tmpfs (/dev/shm, or a /tmp that is "
+        "one) outlive the run: memory no limit can reclaim without swap, held until they "
+        "are removed (on a device too)"
+    )
 
 
 def _no_average(

@@ -2,8 +2,9 @@
 
 A run's peak and a limit's verdict hold for the run's length only when its memory levelled
 off; one that rose to the end needs more the longer it runs.  The readings are of the memory
-a limit cannot drop, anon + shmem + kernel, where the backend splits the usage (both cgroup
-versions, Docker's exact mode, the process backend): page cache is what the kernel drops at
+a limit cannot drop, anon + shmem + kernel (less the kernel memory the page cache brings,
+:data:`~edgeprof.measure.sampler.KERNEL_PER_FILE`), where the backend splits the usage (both
+cgroup versions, Docker's exact mode, the process backend): page cache is what the kernel drops at
 a limit, and a run that reads or writes a file grows it at the disk's speed.  Of the usage,
 the I/O tester's cold read of 500 MiB had warned "+256.1MiB/s, not levelled off" with its
 anon flat at 5.8 MiB, while the same read under ``--memory 256m`` fit (stalled 1.3 %).

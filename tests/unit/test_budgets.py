@@ -687,3 +687,23 @@ def test_a_latency_budget_on_a_host_speed_figure_says_so() -> None:
     [plain] = check_budgets([run(cpus=0.5, p95_s=0.004, p50_s=0.0014, iterations=100)],
                             Budgets(default={"latency_p50": 0.002}))  # fmt: skip
     assert "host's core's speed" not in plain.describe()
+
+
+def test_a_peak_within_its_budget_only_by_files_cached_elsewhere_says_so() -> None:
+    """A user's 214.0 MiB peak passed a 220 MiB budget beside run's own verdict "fits here
+    only because 13.2MiB of the files it mapped were cached before it … 7.1MiB over"."""
+    r = run(name="python", peak_mib=214.0)
+    r = dataclasses.replace(
+        r, memory=dataclasses.replace(r.memory, mapped_elsewhere_bytes=round(13.2 * MIB))
+    )
+    budgets = budgets_from_options(None, {**NO_OPTIONS, "peak_memory": "220m"})
+    [check] = check_budgets([r], budgets)
+    assert check.status is Status.PASS
+    assert check.caveat == (
+        "but 13.2MiB of files it mapped were cached before it (shared libraries, weights), "
+        "which no peak here counts: on a device they are its own, 227.2MiB with them, beyond "
+        "the budget"
+    )
+    # With them still within: nothing said.
+    roomy = budgets_from_options(None, {**NO_OPTIONS, "peak_memory": "240m"})
+    assert check_budgets([r], roomy)[0].caveat == ""
