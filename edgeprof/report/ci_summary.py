@@ -11,8 +11,7 @@ from typing import TextIO
 
 from ..analysis.budget_checks import BudgetCheck
 from ..analysis.budgets import METRICS
-from ..analysis.cells import cell_name, cells, endings, measured, stopped, stopped_count, successful
-from ..analysis.cells import failed as failed_runs
+from ..analysis.cells import cell_name, cells, measured, stopped, successful
 from ..analysis.metrics import FEW_NOTE, Metric, few_mark, phases_apart, titled
 from ..analysis.regression import (
     Change,
@@ -29,7 +28,7 @@ from ..model import RunResult
 from ..model.comparedoc import ChangeDoc, CompareDoc
 from ..storage import append_locked, check_appendable, write_output
 from .budget_table import budget_lines, budget_verdict
-from .results import run_warnings
+from .results import failed_runs_headline, run_warnings
 from .table import markdown_lines, markdown_text, plain_table
 
 _VERDICT_WORD = {
@@ -75,31 +74,6 @@ def compare_rows(changes: Sequence[Change], emoji: bool = True) -> list[list[str
          c.change_text(), _VERDICT_MARK[c.verdict] if emoji else _VERDICT_WORD[c.verdict]]
         for c in changes
     ]  # fmt: skip
-
-
-def failed_runs_headline(results: Sequence[RunResult]) -> list[str]:
-    """The runs that did not exit 0, over the verdict: how many, then per cell how they
-    ended (``- 5 (cpus=1): 0 of 2 runs succeeded (exit 5 ×2)``), as JUnit's cases say it.
-    The page had gone straight into the table, whose ``0/2`` was the only sign that the
-    workload failed (and with budgets, "1 of 2 budget checks failed" named no failed run)."""
-    by_cell = cells(results)
-    # A run --timeout stopped is no failure (cells.failed): a service's page had read
-    # "❌ 3 of 3 runs failed" over the latencies its runs measured.
-    failed = {key: bad for key, runs in by_cell.items() if (bad := failed_runs(runs))}
-    if not failed:
-        return []
-    count = sum(map(len, failed.values()))
-    # The list after a blank line: Python-Markdown (mkdocs) takes a list straight under a
-    # line as the same paragraph's text, as CommonMark does not.
-    lines = [f"**❌ {count} of {len(results)} run{'s' if len(results) > 1 else ''} failed**", ""]
-    for (label, setting), bad in failed.items():
-        runs = by_cell[label, setting]
-        cut = f"; {stopped_count(runs)}" if any(map(stopped, runs)) else ""
-        lines.append(
-            f"- {markdown_text(cell_name((label, setting)))}: {len(successful(runs))} of "
-            f"{len(runs)} runs succeeded ({endings(bad)}){markdown_text(cut)}"
-        )
-    return [*lines, ""]
 
 
 def render_run_summary(

@@ -11,7 +11,17 @@ import os
 from collections.abc import Collection, Sequence
 from typing import NamedTuple, TextIO
 
-from ..analysis.cells import cells, leased_cores, period_in_force
+from ..analysis.cells import (
+    cell_name,
+    cells,
+    endings,
+    leased_cores,
+    period_in_force,
+    stopped,
+    stopped_count,
+    successful,
+)
+from ..analysis.cells import failed as failed_runs
 from ..analysis.headroom import below_limit, mapped_elsewhere, worst_fit, worst_gpu_fit
 from ..analysis.instrumentation import uninstrumented
 from ..model import RunResult
@@ -343,3 +353,28 @@ def print_table(results: Sequence[RunResult], file: TextIO) -> None:
     console.print(table)
     console.print(_notes(results), end="", highlight=False, markup=False)
     console.print(_sections(results), end="", highlight=False, markup=False)
+
+
+def failed_runs_headline(results: Sequence[RunResult]) -> list[str]:
+    """The runs that did not exit 0, over the verdict: how many, then per cell how they
+    ended (``- 5 (cpus=1): 0 of 2 runs succeeded (exit 5 ×2)``), as JUnit's cases say it.
+    The page had gone straight into the table, whose ``0/2`` was the only sign that the
+    workload failed (and with budgets, "1 of 2 budget checks failed" named no failed run)."""
+    by_cell = cells(results)
+    # A run --timeout stopped is no failure (cells.failed): a service's page had read
+    # "❌ 3 of 3 runs failed" over the latencies its runs measured.
+    failed = {key: bad for key, runs in by_cell.items() if (bad := failed_runs(runs))}
+    if not failed:
+        return []
+    count = sum(map(len, failed.values()))
+    # The list after a blank line: Python-Markdown (mkdocs) takes a list straight under a
+    # line as the same paragraph's text, as CommonMark does not.
+    lines = [f"**❌ {count} of {len(results)} run{'s' if len(results) > 1 else ''} failed**", ""]
+    for (label, setting), bad in failed.items():
+        runs = by_cell[label, setting]
+        cut = f"; {stopped_count(runs)}" if any(map(stopped, runs)) else ""
+        lines.append(
+            f"- {markdown_text(cell_name((label, setting)))}: {len(successful(runs))} of "
+            f"{len(runs)} runs succeeded ({endings(bad)}){markdown_text(cut)}"
+        )
+    return [*lines, ""]

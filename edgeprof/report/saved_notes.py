@@ -88,6 +88,7 @@ def fit_note(path: Path, doc: dict[str, object]) -> str:
         if isinstance(answer, int)
         else f"no answer ({doc.get('stopped') or 'nothing up to the ceiling fits'})"
     )
+    said += _on_device(doc, answer)
     capped = (
         f"; its unlimited runs are the rows at memory={format_binary(cap)}, the cap fit sets "
         "(the room this host had), not a device's limit"
@@ -98,6 +99,28 @@ def fit_note(path: Path, doc: dict[str, object]) -> str:
     if g is not None and isinstance(answer, int):
         said += f", for this run's length only: its memory was still growing ({rate(g)})"
     return f"{path} is edgeprof fit's {doc.get('name')}: {said}{capped}"
+
+
+def _on_device(doc: Mapping[str, object], answer: object) -> str:
+    """What fit's verdict held the answer to, where it is more than the answer: the device's
+    need (the files the run mapped that other groups had cached: its own memory on a
+    device) and whether it fits the ceiling with its margin.  A user's report of a fit read
+    "smallest memory 412.7MiB (495.2MiB with its margin)" where fit had said 497.9 MiB on
+    a device, 580.5 MiB with the margin, over the 512 MiB board."""
+    need, ceiling = doc.get("device_need_bytes"), doc.get("ceiling_bytes")
+    out = ""
+    if isinstance(need, int) and isinstance(answer, int) and need > answer:
+        out += (
+            f"; {format_binary(need)} on a device, with the files it mapped that were cached "
+            "before it"
+        )
+    if not isinstance(ceiling, int):
+        return out
+    if doc.get("fits") is False:
+        return out + f"; it does not fit in {format_binary(ceiling)}"
+    if doc.get("fits_with_margin") is False:
+        return out + f"; it fits in {format_binary(ceiling)} only without its margin"
+    return out
 
 
 def fit_growth(doc: Mapping[str, Any]) -> MemoryGrowth | None:

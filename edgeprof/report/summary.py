@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 from ..model import RunResult
-from .results import print_table, render_markdown
+from .results import failed_runs_headline, print_table, render_markdown
 from .table import TextTable, markdown_heading, markdown_text
 
 if TYPE_CHECKING:  # a plain run loads no budget code (report/run.py)
@@ -84,8 +84,12 @@ def markdown_summary(
     the file had started with a table and had no heading above level 4): ``extra`` tables
     after the rankings (``--repeat auto``'s), the budget checks of ``gate``, and ``notes``
     (a sweep that stopped early) last.  The budgets' verdict also heads the file: the
-    report of a sweep whose gate failed (exit 3) had had no word of budgets at all."""
+    report of a sweep whose gate failed (exit 3) had had no word of budgets at all.  Failed
+    runs head it above that, as the step summary's headline (a sweep that exited 4 had
+    headed its report.md with the budgets' verdict alone, a user's)."""
     text = f"{MARKDOWN_TITLE}\n\n"
+    failed = failed_runs_headline(results)
+    text += "\n".join(failed) + "\n" if failed else ""
     if gate is not None and gate.checks:
         from .budget_table import budget_verdict
 

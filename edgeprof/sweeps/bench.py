@@ -80,6 +80,10 @@ def check_target(target: str, cwd: Path | None, loader: str = "load") -> tuple[s
             f"bench target {target!r}: module {top!r} is not importable from {base}"
         )
     source = module_file(module, Path(base))
+    if source is None and module == top and spec.origin and spec.origin.endswith(".py"):
+        # An installed or standard module's own source (found without importing it): a
+        # misspelt function of one had run every batch size to exit 1 (a user's).
+        source = Path(spec.origin)
     if source is not None:
         _check_names(target, source, func, loader)
     return module, func

@@ -88,6 +88,13 @@ def test_a_name_the_source_lacks_is_refused_before_any_run(
     for dynamic in ("from tiny_model import *", "globals()['x'] = 1", "def __getattr__(n): ..."):
         (model_dir / "dyn.py").write_text(dynamic + "\n")
         assert check_target("dyn.py:anything", model_dir, loader="any") == ("dyn.py", "anything")
+    # An installed or standard module's own source is read too (a user's misspelt function
+    # of one had run every batch size to exit 1).
+    import colorsys
+
+    with pytest.raises(ConfigError, match=f"{colorsys.__file__} defines no inference function"):
+        check_target("colorsys:nosuch", model_dir, loader="rgb_to_hsv")
+    assert check_target("colorsys:hls_to_rgb", model_dir, loader="rgb_to_hsv")[1] == "hls_to_rgb"
 
 
 @pytest.mark.parametrize(

@@ -297,6 +297,18 @@ def test_report_of_a_fit_says_its_growth_and_its_banner_is_amber() -> None:
         assert fit_note(Path("f"), older) == (
             "f is edgeprof fit's leak.py: smallest memory 64.0MiB (76.8MiB with its margin)"
         )
+    # fit's verdict on a device: the files mapped elsewhere, the ceiling with the margin (a
+    # user's report had read "412.7MiB (495.2MiB with its margin)" of a 580.5 MiB need).
+    board = {**d, "memory_growth": None, "device_need_bytes": 70 * 2**20,
+             "ceiling_bytes": 72 * 2**20, "fits": True, "fits_with_margin": False}  # fmt: skip
+    assert fit_note(Path("f"), board) == (
+        "f is edgeprof fit's leak.py: smallest memory 64.0MiB (76.8MiB with its margin); "
+        "70.0MiB on a device, with the files it mapped that were cached before it; it fits "
+        "in 72.0MiB only without its margin"
+    )
+    assert fit_note(Path("f"), {**board, "fits": False}).endswith(
+        "; it does not fit in 72.0MiB"
+    )
 
 
 def test_a_cells_verdict_says_how_many_of_its_runs_grew_and_the_fastest() -> None:

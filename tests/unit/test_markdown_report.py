@@ -118,3 +118,16 @@ def test_the_run_summarys_failed_runs_are_a_list_under_their_headline() -> None:
     runs = [run("a.onnx"), run("a.onnx", exit_code=5)]
     html = _html(render_run_summary(runs, []))
     assert "<p><strong>❌ 1 of 2 runs failed</strong></p>\n<ul>\n<li>a.onnx (cpus=1, " in html
+
+
+def test_report_md_is_headed_by_its_failed_runs() -> None:
+    """A sweep that exited 4 (a run failed) had headed its report.md with the budgets'
+    verdict alone; the step summary's failed-runs headline heads it now."""
+    runs = [run("a.onnx", 1.0), run("a.onnx", 1.1), run("a.onnx", exit_code=4)]
+    text = markdown_summary(runs)
+    head = text.split("\n\n")[1:3]
+    assert head == [
+        "**❌ 1 of 3 runs failed**",
+        "- a.onnx (cpus=1, memory=1.0GiB): 2 of 3 runs succeeded (exit 4)",
+    ]
+    assert "runs failed" not in markdown_summary(runs[:2])
