@@ -153,7 +153,7 @@ def run_loop(
                     if not deadline.passed:  # a timeout's grace is already under way
                         status = _stop_gently(run, kill_grace, interrupts, exc, warnings)
                     wall = (time.monotonic() if run.ended is None else run.ended) - run.started
-                    left, at_end = _at_end(run, status, deadline.passed)
+                    left, at_end = _at_end(run, status, deadline.passed, interrupted=True)
                     if deadline.passed:
                         # The interrupt won the ending, but the run had already timed out: a
                         # tester's SIGTERM-ignoring workload, interrupted in the grace, had
@@ -176,8 +176,8 @@ def run_loop(
                     squeezer.stop()
                 if channel is not None:
                     channel.stop()
-            if status is not None and status >= 0 and not deadline.passed:
-                # It exited by itself (not killed: an OOM kill's survivors are no processes
+            if _by_itself(status, interrupted) and not deadline.passed:
+                # It ended by itself (not killed: an OOM kill's survivors are no processes
                 # it left to run on): what is left of it, before they are killed.
                 others_left = _others_running(run, left)
             run.kill()  # orphans and daemons die before the totals are read
@@ -291,7 +291,7 @@ CPU_FIELDS = ("cpu_usage_us", "cpu_user_us", "cpu_system_us")
 
 
 def _at_end(
-    run: RunHandle, status: int | None, timed_out: bool
+    run: RunHandle, status: int | None, timed_out: bool, interrupted: bool = False
 ) -> tuple[int | None, dict[str, int | None] | None]:
     """(the run's processes other than its main one running at its end, the run's CPU time
     then where there were some), for a main process that exited by itself.  What they did
@@ -299,13 +299,23 @@ def _at_end(
     two ``yes`` behind: 0.19 s of CPU in the 0.1 s they were given to end over 9.4 ms of
     wall time, "CPU 2129.0%" on 2 cores; a user's).  No CPU time where none was left: the
     totals read after the kill are the run's."""
-    if status is None or status < 0 or timed_out:
+    if not _by_itself(status, interrupted) or timed_out:
         return None, None
     left = run.others_running()
     if not left:
         return left, None
     at = run.counters()
     return left, {k: getattr(at, k) for k in CPU_FIELDS}
+
+
+def _by_itself(status: int | None, interrupted: bool = False) -> bool:
+    """Whether the main process ended by itself: an exit, or, where edgeprof did not stop it
+    (``interrupted``), a signal of its own making (a crash's SIGSEGV, an abort).  Not
+    SIGKILL, the OOM killer's or an outside kill: a main process that died of a SIGSEGV had
+    left its children unsaid, ``processes_left`` null (a user's)."""
+    if status is None:
+        return False
+    return status >= 0 or (not interrupted and status != -signal.SIGKILL)
 
 
 def _others_running(run: RunHandle, left: int | None) -> int | None:

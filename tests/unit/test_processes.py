@@ -97,6 +97,17 @@ def test_processes_still_running_at_the_exit_are_counted_and_said() -> None:
     assert RunResult.from_dict(r.to_dict()).processes_left == 2
 
 
+@pytest.mark.parametrize(("signal", "left"), [("SEGV", 2), ("ABRT", 2), ("KILL", None)])
+def test_a_main_process_that_died_of_its_own_signal_has_its_leftovers_counted(
+    signal: str, left: int | None
+) -> None:
+    """A SIGSEGV's children were killed with no word (``processes_left`` null, a user's);
+    a SIGKILL (the OOM killer's, an outside kill) leaves survivors, not leftovers."""
+    be = FakeBackend(others=counts(3, 2, 2))
+    r = profile(["sh", "-c", f"kill -{signal} $$"], backend=be, interval=0.01)
+    assert r.processes_left == left
+
+
 LEFT_ONE = (
     "1 process was still running when the workload's main process exited: killed; what they "
     "had left to do was not done nor measured (wait for them before the main process exits)"
