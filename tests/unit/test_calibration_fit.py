@@ -452,3 +452,8 @@ def test_no_studentized_residual_from_three_points() -> None:
     assert f.studentized == (None, None, None)
     assert f.outliers() == ()
     assert _outlier_warnings(fit_warnings(f, "s", "time")) == []
+
+
+def test_a_negative_zero_reads_as_zero() -> None:
+    assert format_value(-0.0, "ms", "time") == "0 ms"
+    assert format_value(-1e-9, "ms", "time") == "-1e-06 ms"

@@ -56,6 +56,22 @@ def test_equal_profiled_values_are_named_as_the_cause(
     )
 
 
+def test_equal_device_values_are_named_as_the_cause(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A user's all-zero latency column had been fitted ("LOO ERROR -0 ms", a dominance
+    warning of "a = 0, b = 0 ms") and exited 0."""
+    runs = [_run(name, 1.0 + i) for i, name in enumerate("abcd")]
+    rc, csv_path, _ = _calibrate_cli(tmp_path, runs, "model,runtime_ms\na,0\nb,0\nc,0\nd,0\n")
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err == (
+        f"edgeprof: error: {csv_path}: no metric could be fitted: runtime [{SETTING}]: the "
+        "device values do not vary (all 0 ms): a line through them predicts that for every "
+        "model; check the runtime_ms column\n"
+    )
+
+
 def test_no_matched_row_names_the_rows_and_why(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -256,6 +272,11 @@ MALFORMED = [
         ("fits", 0, "points", 0, "model"),
         None,
         "fits[0].points[0].model: expected a string, got null",
+    ),
+    (  # a hand-edited duplicate: one model is one point, as the device CSV refuses it
+        ("fits", 0, "points", 2, "model"),
+        "m0",
+        "fits[0].points[2].model: expected a model not already at points[0], got 'm0'",
     ),
     (
         ("fits", 0, "unit"),

@@ -366,6 +366,12 @@ def _metric_fit(fd: Fields, min_r2: float, form: str) -> MetricFit:
     xs = [p.value("profiler") for p in pts]
     ys = [p.value("device") for p in pts]
     labels = [p.text("model") for p in pts]
+    for i, label in enumerate(labels):
+        # As the device CSV refuses a model's second row: one model is one point of a fit
+        # (a hand-edited file's duplicate had loaded in silence, a user's).
+        if label in labels[:i]:
+            first = labels.index(label)
+            raise pts[i].bad("model", f"a model not already at points[{first}]", label)
     try:
         f = fit(xs, ys, labels)
     except ConfigError as exc:

@@ -162,6 +162,16 @@ def _unfittable(
             f"under the {MIN_SPREAD:.0%} a run repeated varies by): a line through them "
             f"fits their noise; measure models that differ more{missing}"
         )
+    ys = {p[2] for p in pts}
+    if len(ys) == 1:
+        # A line through equal device values predicts that value for every model: an
+        # all-zero column had been fitted, "LOO ERROR -0 ms" and a dominance warning of
+        # "a = 0, b = 0 ms" (a user's).
+        shown = format_value(pts[0][2], unit, kind)
+        return (
+            f"the device values do not vary (all {shown}): a line through them predicts that "
+            f"for every model; check the {metric}_{unit} column{missing}"
+        )
     return None
 
 

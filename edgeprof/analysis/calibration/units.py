@@ -43,6 +43,8 @@ def format_value(v: float | None, unit: str, kind: str) -> str:
         return "n/a"
     x = v / UNITS[kind][unit]
     text = f"{x:.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+    if text in ("-0", "-0.0"):
+        text = "0"  # a rounding's sign, not a value ("LOO ERROR -0 ms")
     return f"{text}%" if unit == "pct" else f"{text} {unit_label(unit)}"
 
 
