@@ -674,10 +674,19 @@ def test_cli_calibrate_takes_the_catalog_its_device_is_in(
 
 def test_a_fit_with_no_rising_form_predicts_nothing_and_says_why(tmp_path: Path) -> None:
     """Every device value 0: no form has a slope above 0, so the fit predicts no model (a
-    falling form had made predictions above every device value measured)."""
+    falling form had made predictions above every device value measured).  ``calibrate``
+    refuses such a column (its values do not vary); a calibration file edited so is read
+    (its fits are recomputed from its points)."""
+    import yaml
+
     runs = [_run(f"m{i}", x) for i, x in enumerate([1.0, 2.0, 3.0, 4.0])]
-    m = read_measurements(_csv(tmp_path, "model,runtime_ms\nm0,0\nm1,0\nm2,0\nm3,0\n"))
-    cal = calibrate(runs, m, "phone")
+    m = read_measurements(_csv(tmp_path, "model,runtime_ms\nm0,1\nm1,2\nm2,3\nm3,4\n"))
+    calibrate(runs, m, "phone").save(tmp_path / "c.yml")
+    doc = yaml.safe_load((tmp_path / "c.yml").read_text())
+    for point in doc["fits"][0]["points"]:
+        point["device"] = 0
+    (tmp_path / "c.yml").write_text(yaml.safe_dump(doc))
+    cal = load_calibration(tmp_path / "c.yml")
     (mf,) = cal.fits
     assert not mf.choice.rising and cal.speed is None
     preds = predict(cal, [_run("new", 2.5)])

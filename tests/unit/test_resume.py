@@ -246,10 +246,13 @@ def test_resume_with_repeat_auto_carries_on_the_rounds_it_would_have_made(
     tmp_path: Path,
 ) -> None:
     """``--repeat auto`` decides each round past ``--min-runs`` from the runs so far: kept
-    runs count as made ones, so a resumed auto sweep makes what an uninterrupted one would."""
+    runs count as made ones, so a resumed auto sweep makes what an uninterrupted one would.
+    The two models' times far apart (0 s and 0.3 s of sleep), so that the re-made run's
+    noise cannot turn a decision: with two alike ``true`` models, a loaded host's re-made
+    run had decided on another round (a fresh clone's unit tier)."""
     plan = SweepPlan(
-        ("sh", "-c", "true", "sh"),
-        models=("a", "b"),
+        ("sh", "-c", 'sleep "$1"', "sh"),
+        models=("0", "0.3"),
         repeat=4,
         auto=AutoRepeat(2, 4),
     )
@@ -464,3 +467,30 @@ def test_a_sweep_of_another_plan_says_it_replaces_the_one_in_its_out(
     assert json.loads(Path("same/sweep.json").read_text())["command"] == ["true"]
     assert main(again) == 0
     assert "holds another sweep" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("after", [1, 3])
+def test_a_stop_right_after_a_runs_end_keeps_that_run_in_sweep_json(
+    tmp_path: Path, after: int
+) -> None:
+    """SIGTERM 0.5-1.6 ms after "run 1:" had left no sweep.json (5 of 25 tries), and after
+    "run 3:" one of 2 runs, while runs.csv held them all (a verifier's).  The stop lands in
+    the progress line here; every run made is in the checkpoint's file."""
+    from edgeprof.model import RunResult
+
+    plan = SweepPlan(("true",), repeat=4)
+    out = tmp_path / "sw"
+    done: list[RunResult] = []
+
+    def progress(step: object, r: RunResult) -> None:
+        done.append(r)
+        if len(done) == after:
+            raise KeyboardInterrupt
+
+    result = run_sweep(
+        plan, backend=FakeBackend(linear()), out=out, profile_options={"interval": 0.01},
+        on_result=progress,
+    )  # fmt: skip
+    assert result.interrupted and len(result.runs) == after
+    doc = json.loads((out / "sweep.json").read_text())
+    assert doc["interrupted"] is True and len(doc["runs"]) == after
