@@ -194,29 +194,36 @@ def test_a_geometric_designs_last_point_dominates_only_where_it_moves_prediction
     (w,) = fit_warnings(f, "ms", "time")
     assert w.startswith("bs16 lies ")
     # Five points, the last at leverage 0.897 (under the 0.9 cap, over 4/5) and 1.0 s
-    # off a line the others keep within 0.05 s: leaving it out moves its own prediction
-    # 1.07 times its interval.  Not an outlier (t 6.0 against 9.9 for 5 points), it is
-    # named for dominating the fit.
+    # (5 %) off a line the others keep within 0.05 s: under the relative error predictions
+    # are shown with, leaving it out moves its own prediction 0.45 of its interval (1.07 of
+    # the constant error's, which had named it), and it is no outlier (t 4.0 against 9.9):
+    # nothing said.  Four seconds off, it is named as an outlier.
     xs = [1.0, 2.0, 3.0, 4.0, 9.0]
     ys = [2 * x + 1 + 0.05 * (-1) ** k for k, x in enumerate(xs)]
     ys[-1] += 1.0
     f = fit(xs, ys, list("abcde"))
     assert f.outliers() == ()
-    moved = f.moved_without(4)
-    assert moved == approx(1.07, abs=0.005)
-    (w,) = fit_warnings(f, "s", "time")
-    assert w.startswith(
-        "e dominates the fit (leverage 0.90 > 0.80, leaving it out moves a prediction 1.1× "
-        "its 95% interval, Cook's distance "
-    )
+    assert f.moved_without(4) == approx(0.448, abs=0.005)
+    assert fit_warnings(f, "s", "time") == []
+    ys[-1] += 3.0
+    f = fit(xs, ys, list("abcde"))
+    assert f.outliers() == (4,)
+    assert [w for w in fit_warnings(f, "s", "time") if w.startswith("e lies 12.6 standard")]
 
 
 def test_a_point_moves_the_line_by_its_shift_over_each_interval() -> None:
+    # Over each interval predictions are shown with: a relative error's (every y > 0).
+    from edgeprof.analysis.calibration.relative import relative_error
+
     f = fit([1.0, 2.0, 3.0, 4.0], [1.0, 2.1, 2.9, 4.4], list("abcd"))
     rest = f.without(3)
     assert rest is not None
+    beta = [(u - f.x_mean) / f.sxx for u in f.x]
+    rel = relative_error(f.x, f.y, [0.25] * 4, beta, f.x_mean, False)
+    assert rel is not None
     want = max(
-        abs(rest.a * x + rest.b - f.predict(x)[0]) / (f.predict(x)[1] or math.nan) for x in f.x
+        abs(rest.a * x + rest.b - f.predict(x)[0]) / rel.half_width(x, f.predict(x)[0], 0.95)
+        for x in f.x
     )
     assert f.moved_without(3) == approx(want)
     assert fit([1.0, 2.0], [1.0, 2.0]).moved_without(0) is None  # no interval

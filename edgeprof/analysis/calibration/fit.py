@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ...errors import ConfigError
 from ..stats import kendall_tau, spearman_rho, t_critical
+from .relative import relative_error
 from .units import format_value
 
 DEFAULT_MIN_R2 = 0.9
@@ -129,13 +130,25 @@ class LinearFit:
         """How far leaving point ``i`` out moves the line at the fit's own points, as the
         largest shift in units of each point's prediction interval half-width at ``level``
         (> 1: some model's prediction leaves the ± it is shown with).  ``None`` where there
-        is no interval (fewer than 3 points) or no line without the point."""
+        is no interval (fewer than 3 points) or no line without the point.
+
+        The interval is the one predictions are shown with: under a relative error
+        (:mod:`.relative`) where every y > 0.  Under the constant error's, narrow at the
+        largest model, the last point of 6 geometric batch sizes with a 2 % relative
+        scatter had "dominated" 37 of 200 clean fits, "moves a prediction 1.05× its 95%
+        interval" (a verifier's)."""
         rest = self.without(i)
         if rest is None or self.s is None:
             return None
+        n, mx = self.n, self.x_mean
+        rel = relative_error(
+            self.x, self.y, [1 / n] * n, [(u - mx) / self.sxx for u in self.x], mx, False
+        )
         worst = 0.0
         for x in self.x:
             y, half = self.predict(x, level)
+            if rel is not None:
+                half = rel.half_width(x, y, level)
             if half is None:
                 return None
             shift = abs(rest.a * x + rest.b - y)
