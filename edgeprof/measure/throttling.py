@@ -391,10 +391,10 @@ def host_speed_warning(
     whole = lat.mean_s * lat.count
     if held and period_s is not None and whole <= t.share * period_s:
         why = (
-            f"they kept the CPU busy {busy:.0%} of their span, but their "
-            f"{whole * 1000:.2f}ms in all is within the {t.share * period_s * 1000:g}ms of "
-            f"CPU the quota grants each {period_s * 1000:g}ms period, so it never ran out: "
-            "a longer timed loop (more iterations) measures the slower core"
+            f"their {whole * 1000:.2f}ms in all (no more CPU than that) is within the "
+            f"{t.share * period_s * 1000:g}ms of CPU the quota grants each "
+            f"{period_s * 1000:g}ms period, so it never ran out: a longer timed loop (more "
+            "iterations) measures the slower core"
         )
     elif held:
         why = (

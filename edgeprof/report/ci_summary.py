@@ -217,14 +217,18 @@ def unmeasured_gate(changes: Sequence[Change]) -> str | None:
     cell the current results lack altogether are the ``--allow-missing`` kind; a cell whose
     current runs all failed is said by its failed runs.  ``None``: none fails it so."""
     lost = [c for c in changes if c.verdict is Verdict.NOT_MEASURED and not c.current_failed]
-    if not lost:
-        return None
-    dropped = sum(not c.current and c.why is None for c in lost)
     # The headline counts the failed cells' figures too: "18 not measured" over "fails on
     # the 9" had left the other 9 unnamed (a user's).
     failed = sum(
         c.verdict is Verdict.NOT_MEASURED and c.current_failed is not None for c in changes
     )
+    if not lost:
+        # Only a failed cell's: said, as the headline's "4 not measured" had been alone.
+        return None if not failed else (
+            f"the gate fails (exit 3) on the failed runs; the {failed} not measured are of "
+            "a cell whose current runs all failed"
+        )
+    dropped = sum(not c.current and c.why is None for c in lost)
     of = f"{len(lost)} of the {len(lost) + failed}" if failed else f"the {len(lost)}"
     said = (
         f"the gate fails (exit 3) on {of} not measured: a figure the baseline has "

@@ -265,9 +265,9 @@ def test_a_held_off_run_whose_median_ran_at_the_hosts_speed_is_said_to() -> None
     assert lat.mean_s * lat.count == pytest.approx(0.030)
     whole = host_speed_warning(flagged, "", period_s=0.1)
     assert (
-        "they kept the CPU busy 100% of their span, but their 30.00ms in all is within the "
-        "50ms of CPU the quota grants each 100ms period, so it never ran out: a longer timed "
-        "loop (more iterations) measures the slower core. On a core" in whole
+        "were throttled and their 30.00ms in all (no more CPU than that) is within the 50ms "
+        "of CPU the quota grants each 100ms period, so it never ran out: a longer timed loop "
+        "(more iterations) measures the slower core. On a core" in whole
     )
     assert "other tasks" not in whole
     # Under the 5 ms period (2.5 ms of quota), the loop's 30 ms was the quota's to stall.

@@ -104,10 +104,13 @@ def test_the_compare_summarys_verdict_lines_are_paragraphs_of_their_own() -> Non
     base += [run("b.onnx", w) for w in (1.0, 1.02, 0.98)]
     changes, notes = compare_results(base, cur, 0.05)
     paragraphs = re.findall(r"<p>(.*?)</p>", _html(render_compare_summary(changes, 0.05, notes)))
-    # The headline, the threshold: two paragraphs (they had rendered as one).
-    assert paragraphs[:3] == [
+    # The headline, the threshold: two paragraphs (they had rendered as one); the not
+    # measured ones said to be the failed cell's (they had been a bare count).
+    assert paragraphs[:4] == [
         "<strong>❌ 1 of 4 current runs failed</strong>",
         "<strong>1 regression, 0 improvements, 4 not measured</strong>",
+        "❌ The gate fails (exit 3) on the failed runs; the 4 not measured are of a cell whose "
+        "current runs all failed",
         "(threshold 5%; baseline, current: mean ± SD; change of the geometric mean [its 95% "
         "interval], Welch's t on the logarithms (where a side has a 0: of the mean, on the "
         "values))",
