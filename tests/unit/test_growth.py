@@ -408,8 +408,9 @@ def test_fit_says_its_unlimited_runs_waited_on_storage() -> None:
     """A fit under --read-bps whose unlimited runs waited on block I/O for most of their time
     had shown the time and the curve with nothing saying it was the storage's."""
     line = (
-        "the run waited on block I/O 5.31s (80.7% of its wall time), with the storage at read "
-        "20.0MiB/s as asked: that part of its times is the storage speed's, not its CPU's"
+        "the run waited on block I/O at least 5.31s (80.7% of its wall time), with the "
+        "storage at read 20.0MiB/s as asked: that part of its times is the storage speed's, "
+        "not its CPU's"
     )
     from edgeprof.model import Limits
 
