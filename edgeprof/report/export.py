@@ -98,6 +98,10 @@ RUN_COLUMNS: dict[str, Callable[[RunResult], object]] = {
     "net_tx_bytes": lambda r: r.io.net_tx_bytes,
     "pids_peak": lambda r: r.pids_peak,
     "pids_refused": lambda r: r.pids_refused,
+    # What the "waited for each other" warning counts against the CPUs, beside pids_peak:
+    # checking a sweep's had meant opening each result.json (a verifier's).
+    "busy_tasks_peak": lambda r: r.busy_tasks_peak,
+    "processes_at_peak": lambda r: r.processes_at_peak,
     "processes_left": lambda r: r.processes_left,
     "samples": lambda r: r.samples.count,
     "gpu_peak_bytes": STAT_METRICS["gpu_peak_bytes"].get,

@@ -239,6 +239,8 @@ def test_csvs_carry_the_time_other_tasks_held_the_runs_off_their_cpus() -> None:
     others = [float(r["held_by_others_s"]) for r in rows[:4]]
     assert others == pytest.approx([0.61, 0.05, 0.0, 0.9]) and rows[4]["held_by_others_s"] == ""
     assert [r["lease_waited_s"] for r in rows] == ["2.5", "", "", "", ""]
+    # What the threads warning counts, beside pids_peak (empty: not scanned here).
+    assert rows[0]["busy_tasks_peak"] == rows[0]["processes_at_peak"] == ""
     a, b = csv.DictReader(io.StringIO(cells_csv(runs)))
     assert (a["runs"], a["ok"], a["held_runs"]) == ("4", "3", "1")
     assert float(a["held_by_others_s"]) == pytest.approx(0.05)  # the median of 0.61, 0.05, 0
