@@ -235,8 +235,7 @@ def threads_warning(
     counted = tasks if busy is None else busy
     if counted is None or limit is None or cpus is None or own is None or counted <= limit:
         return None
-    assert tasks is not None or busy is not None
-    room = quota_room(wall_s, cpu.total_s, share if share is not None else cpus)
+    room = quota_room(wall_s, cpu.total_s, share)  # as the run's own warning takes it
     others = held_by_others(cpu.held_s, cpu.throttled_s, room) or 0.0
     free = wall_s - others
     if free <= 0 or own < max(MIN_OWN_WAIT_S, OWN_WAIT_SHARE * free):

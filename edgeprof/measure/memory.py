@@ -130,8 +130,10 @@ class PartPeaks:
         self.records = Records()
         """The samples whose parts add up highest."""
 
-    def add(self, t: float, c: Counters, ws: int | None) -> int | None:
-        """Adds a reading; its anon + shmem + kernel, ``None`` where it has no split."""
+    def add(
+        self, t: float, c: Counters, ws: int | None
+    ) -> tuple[int, int | None, int | None, int | None] | None:
+        """Adds a reading; its :func:`split`, ``None`` where it has none."""
         s = split(c)
         if s is None:
             return None
@@ -144,7 +146,7 @@ class PartPeaks:
         floor = anon + (shmem or 0) + (kernel or 0)
         self._floor.add(floor, t, c)
         self.records.add(floor + (file or 0), t, c)
-        return floor
+        return s
 
     def best(self, end: float = math.inf) -> tuple[float, Counters] | None:
         """The sample whose parts add up highest, of those taken at or before ``end``."""

@@ -23,7 +23,7 @@ from ..model import Counters, Sample
 from .dirtied import Dirtied
 from .growth import MemoryTrace
 from .integral import Integral
-from .memory import MappedTracker, PartPeaks, Records, SampledMaxima, split
+from .memory import MappedTracker, PartPeaks, Records, SampledMaxima
 from .samplefile import SampleWriter
 
 PEAK_WINDOW_S = 1.0
@@ -120,8 +120,9 @@ class SeriesStats:
             ws = max(0, c.memory_current - (c.memory_inactive_file or 0))
             if self.count > 1 or final:  # the start reading is no peak (see maxima)
                 # The growth is fitted to what a limit cannot drop (measure/growth.py).
-                self._add_peak(t, c, ws)
-                self.trace.add(t, c.memory_current, _undroppable(c))
+                parts = self._add_peak(t, c, ws)
+                own = None if parts is None else _undroppable(parts)
+                self.trace.add(t, c.memory_current, own)
             self._mem.add(t, c.memory_current, held=final)
             self._ws.add(t, ws, held=final)
         if c.pids_current is not None:
@@ -154,8 +155,10 @@ class SeriesStats:
         self._mem.add(t, c.memory_current, event=True)
         self._ws.add(t, ws, event=True)
 
-    def _add_peak(self, t: float, c: Counters, ws: int) -> int | None:
-        """Adds the reading to the maxima; its anon + shmem + kernel (``None``: no split)."""
+    def _add_peak(
+        self, t: float, c: Counters, ws: int
+    ) -> tuple[int, int | None, int | None, int | None] | None:
+        """Adds the reading to the maxima; its split (``None``: none)."""
         assert c.memory_current is not None  # for mypy: add() reads it first
         if self._first_covered is None:
             self._first_covered = t
@@ -316,15 +319,12 @@ KERNEL_PER_FILE = 0.04
 (1.6 MiB under 64 MiB; a user's)."""
 
 
-def _undroppable(c: Counters) -> int | None:
-    """anon + shmem + kernel, less the kernel memory the page cache accounts for
-    (:data:`KERNEL_PER_FILE` of ``file``); ``None`` where the usage is not split.  With the
-    whole kernel part, a run writing a file whose anon stayed at 7.7 MiB had been warned
-    "memory grew … +5.0MiB/s" (a user's); a kernel part that grows without page cache (a
-    leak of sockets or file handles) still counts."""
-    parts = split(c)
-    if parts is None:
-        return None
+def _undroppable(parts: tuple[int, int | None, int | None, int | None]) -> int:
+    """anon + shmem + kernel of a reading's :func:`~.memory.split`, less the kernel memory
+    the page cache accounts for (:data:`KERNEL_PER_FILE` of ``file``).  With the whole
+    kernel part, a run writing a file whose anon stayed at 7.7 MiB had been warned "memory
+    grew … +5.0MiB/s" (a user's); a kernel part that grows without page cache (a leak of
+    sockets or file handles) still counts."""
     anon, file, shmem, kernel = parts
     cached = KERNEL_PER_FILE * (file or 0)
     return anon + (shmem or 0) + round(max(0.0, (kernel or 0) - cached))

@@ -39,37 +39,45 @@ def _calibrate_cli(tmp_path: Path, runs: list[RunResult], csv_text: str) -> tupl
 # -- why a metric was not fitted -----------------------------------------------------------
 
 
-def test_equal_profiled_values_are_named_as_the_cause(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("peak", "rows", "cause"),
+    [
+        # The testers' case: four models whose profiled peak memory is the same 17117184
+        # bytes.  The models match; the line fails because x has no spread, and that is
+        # what is said (it was "no metric could be fitted (no matching models?)").
+        (
+            17117184,
+            "model,peak_mem_mib\na,20\nb,21\nc,22\nd,23\n",
+            "peak_mem [{s}]: the profiled values do not vary (all 16.32 MiB): a line needs at "
+            "least two different ones",
+        ),
+        # A user's all-zero column had been fitted ("LOO ERROR -0 ms", a dominance warning
+        # of "a = 0, b = 0 ms") and exited 0.
+        (
+            None,
+            "model,runtime_ms\na,0\nb,0\nc,0\nd,0\n",
+            "runtime [{s}]: the device values do not vary (all 0 ms): a line through them "
+            "predicts that for every model; check the runtime_ms column",
+        ),
+    ],
+    ids=["profiled", "device"],
+)
+def test_equal_values_are_named_as_the_cause(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    peak: int | None,
+    rows: str,
+    cause: str,
 ) -> None:
-    """The testers' case: four models whose profiled peak memory is the same 17117184 bytes.
-    The models match; the line fails because x has no spread, and that is what is said
-    (it was "no metric could be fitted (no matching models?)")."""
-    runs = [_run(name, 1.0 + i, peak=17117184) for i, name in enumerate("abcd")]
-    rc, csv_path, _ = _calibrate_cli(tmp_path, runs, "model,peak_mem_mib\na,20\nb,21\nc,22\nd,23\n")
+    runs = [
+        _run(name, 1.0 + i) if peak is None else _run(name, 1.0 + i, peak=peak)
+        for i, name in enumerate("abcd")
+    ]
+    rc, csv_path, _ = _calibrate_cli(tmp_path, runs, rows)
     out, err = capsys.readouterr()
     assert rc == 2 and out == ""
-    assert err == (
-        f"edgeprof: error: {csv_path}: no metric could be fitted: peak_mem [{SETTING}]: the "
-        "profiled values do not vary (all 16.32 MiB): a line needs at least two different "
-        "ones\n"
-    )
-
-
-def test_equal_device_values_are_named_as_the_cause(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """A user's all-zero latency column had been fitted ("LOO ERROR -0 ms", a dominance
-    warning of "a = 0, b = 0 ms") and exited 0."""
-    runs = [_run(name, 1.0 + i) for i, name in enumerate("abcd")]
-    rc, csv_path, _ = _calibrate_cli(tmp_path, runs, "model,runtime_ms\na,0\nb,0\nc,0\nd,0\n")
-    err = capsys.readouterr().err
-    assert rc == 2
-    assert err == (
-        f"edgeprof: error: {csv_path}: no metric could be fitted: runtime [{SETTING}]: the "
-        "device values do not vary (all 0 ms): a line through them predicts that for every "
-        "model; check the runtime_ms column\n"
-    )
+    said = cause.format(s=SETTING)
+    assert err == f"edgeprof: error: {csv_path}: no metric could be fitted: {said}\n"
 
 
 def test_no_matched_row_names_the_rows_and_why(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ...errors import ConfigError
 from ..stats import kendall_tau, spearman_rho, t_critical
-from .relative import relative_error
+from .relative import relative_error, weighted_line
 from .units import format_value
 
 DEFAULT_MIN_R2 = 0.9
@@ -293,7 +293,7 @@ def _relative_studentized(
     if n < OUTLIER_MIN_N or min(ys) <= 0:
         return None
     ws = [1 / (y * y) for y in ys]
-    line = _weighted_line(xs, ys, ws)
+    line = weighted_line(xs, ys, ws)
     if line is None:
         return None
     a, b, _, total, xw, sxx = line
@@ -301,7 +301,7 @@ def _relative_studentized(
     for i in range(n):
         h = ws[i] * (1 / total + (xs[i] - xw) ** 2 / sxx)
         keep = [k for k in range(n) if k != i]
-        rest = _weighted_line([xs[k] for k in keep], [ys[k] for k in keep], [ws[k] for k in keep])
+        rest = weighted_line([xs[k] for k in keep], [ys[k] for k in keep], [ws[k] for k in keep])
         if 1 - h < 1e-9 or rest is None:
             out.append(None)
             continue
@@ -312,23 +312,6 @@ def _relative_studentized(
         else:
             out.append(e / math.sqrt(s2_i * (1 - h)))
     return tuple(out)
-
-
-def _weighted_line(
-    xs: Sequence[float], ys: Sequence[float], ws: Sequence[float]
-) -> tuple[float, float, float, float, float, float] | None:
-    """Weighted least squares ``y = a·x + b``: (a, b, weighted SSE, Σw, weighted mean x,
-    weighted Sxx); ``None`` where every x is the same."""
-    total = math.fsum(ws)
-    xw = math.fsum(w * x for w, x in zip(ws, xs, strict=True)) / total
-    yw = math.fsum(w * y for w, y in zip(ws, ys, strict=True)) / total
-    sxx = math.fsum(w * (x - xw) ** 2 for w, x in zip(ws, xs, strict=True))
-    if sxx <= 0:
-        return None
-    a = math.fsum(w * (x - xw) * (y - yw) for w, x, y in zip(ws, xs, ys, strict=True)) / sxx
-    b = yw - a * xw
-    sse = math.fsum(w * (y - a * x - b) ** 2 for w, x, y in zip(ws, xs, ys, strict=True))
-    return a, b, sse, total, xw, sxx
 
 
 def _sse_without(xs: Sequence[float], ys: Sequence[float], i: int) -> float:

@@ -69,14 +69,13 @@ def relative_error(
     def wsum(f: Sequence[float], g: Sequence[float]) -> float:
         return sum(k * u * v for k, u, v in zip(w, f, g, strict=True))
 
-    ones = [1.0] * n
-    sw, swx, swy = wsum(ones, ones), wsum(x, ones), wsum(y, ones)
-    swxx, swxy = wsum(x, x), wsum(x, y)
     if origin:
-        a, b = swxy / swxx, 0.0
+        a, b = wsum(x, y) / wsum(x, x), 0.0
     else:
-        a = (sw * swxy - swx * swy) / (sw * swxx - swx * swx)
-        b = (swy - a * swx) / sw
+        line = weighted_line(x, y, w)
+        if line is None:
+            return None
+        a, b = line[0], line[1]
     s = math.sqrt(sum(((v - a * u - b) / v) ** 2 for u, v in zip(x, y, strict=True)) / (n - p))
     var = [v * v for v in y]
     return RelativeError(
@@ -87,3 +86,20 @@ def relative_error(
         sum(c * d * v for c, d, v in zip(alpha, beta, var, strict=True)),
         sum(d * d * v for d, v in zip(beta, var, strict=True)),
     )
+
+
+def weighted_line(
+    xs: Sequence[float], ys: Sequence[float], ws: Sequence[float]
+) -> tuple[float, float, float, float, float, float] | None:
+    """Weighted least squares ``y = a·x + b``: (a, b, weighted SSE, Σw, weighted mean x,
+    weighted Sxx); ``None`` where every x is the same."""
+    total = math.fsum(ws)
+    xw = math.fsum(w * x for w, x in zip(ws, xs, strict=True)) / total
+    yw = math.fsum(w * y for w, y in zip(ws, ys, strict=True)) / total
+    sxx = math.fsum(w * (x - xw) ** 2 for w, x in zip(ws, xs, strict=True))
+    if sxx <= 0:
+        return None
+    a = math.fsum(w * (x - xw) * (y - yw) for w, x, y in zip(ws, xs, ys, strict=True)) / sxx
+    b = yw - a * xw
+    sse = math.fsum(w * (y - a * x - b) ** 2 for w, x, y in zip(ws, xs, ys, strict=True))
+    return a, b, sse, total, xw, sxx
