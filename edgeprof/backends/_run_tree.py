@@ -31,6 +31,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..names import PROCESS_RUN_ENV
@@ -50,18 +52,70 @@ def run_mark() -> str:
     return f"{os.getpid()}-{next(_serial)}"
 
 
-def carries_mark(pid: int, mark: str, proc: str = "/proc") -> bool | None:
+EXEC_WAIT_S = 0.5
+"""How long a read of a process's environment waits out an ``execve`` under way: the new
+program's environment is in place within microseconds of the old one's going (milliseconds
+where the process is preempted), and a process that stays between them is read as unknown."""
+
+EMPTY_SETTLE_S = 0.005
+"""How long an environment whose bounds are set and equal must stay so to be taken as empty
+(``env -i``): exec sets them equal for the moment it writes the pointers to the strings
+(1 read of 3000 here fell in that moment, under load)."""
+
+
+def carries_mark(
+    pid: int,
+    mark: str,
+    proc: str = "/proc",
+    wait_s: float = EXEC_WAIT_S,
+    pause: Callable[[float], None] = time.sleep,
+) -> bool | None:
     """Whether process ``pid``'s environment (``/proc/PID/environ``: as its program was
     started) holds ``RUN_ENV=mark``; ``None`` where it cannot be read: gone, a zombie (the
-    kernel keeps no environment for it), or not readable to edgeprof."""
+    kernel keeps no environment for it), empty, or not readable to edgeprof.
+
+    A process in ``execve`` reads as having no environment for a moment: its new memory is in
+    place before exec has set the environment's bounds in it (``create_elf_tables``), and a
+    file opened before the exec reads the old memory, released since.  Such a read is taken
+    again until the environment is there (300 children read while they exec'd here: 100 read
+    empty at least once, and a ``sleep`` orphaned in that moment had been left running)."""
+    deadline = time.monotonic() + wait_s
+    empty_since: float | None = None
+    while True:
+        try:
+            with open(f"{proc}/{pid}/environ", "rb") as f:
+                env = f.read()
+        except OSError:
+            return None
+        if env:
+            return f"{RUN_ENV}={mark}".encode() in env.split(b"\0")
+        now = time.monotonic()
+        bounds = _environment_bounds(pid, proc)
+        if bounds is None or now > deadline:
+            return None
+        start, end = bounds
+        if end and end == start:  # empty, or exec is writing the pointers to the strings
+            empty_since = now if empty_since is None else empty_since
+            if now - empty_since > EMPTY_SETTLE_S:
+                return None
+        else:  # not set yet (end 0), or the read saw the memory exec replaced
+            empty_since = None
+        pause(0.001)
+
+
+def _environment_bounds(pid: int, proc: str) -> tuple[int, int] | None:
+    """A live process's environment bounds in its memory (``/proc/PID/stat`` fields 50 and
+    51, Linux ≥ 3.5; the end is 0 until exec sets them); ``None`` for a dead process or an
+    older kernel."""
     try:
-        with open(f"{proc}/{pid}/environ", "rb") as f:
-            env = f.read()
+        with open(f"{proc}/{pid}/stat", "rb") as f:
+            stat = f.read()
     except OSError:
         return None
-    if not env:
+    fields = stat.rpartition(b")")[2].split()  # the name, in parentheses, may hold spaces
+    if len(fields) < 49 or fields[0] in (b"Z", b"X"):  # field n at n - 3
         return None
-    return f"{RUN_ENV}={mark}".encode() in env.split(b"\0")
+    return int(fields[47]), int(fields[48])
 
 
 def same_process(p: psutil.Process) -> bool:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from edgeprof.backends import _run_tree as run_tree
 from edgeprof.backends._run_tree import RUN_ENV, Ownership, carries_mark, run_mark, same_process
 
 
@@ -83,3 +84,52 @@ def test_same_process_tells_a_reaped_pid() -> None:
     p.stdin.close()
     p.wait()
     assert not same_process(proc)
+
+
+def _stat(state: str, env_start: int, env_end: int) -> bytes:
+    """A ``/proc/PID/stat`` line: fields 3 to 51, with the environment's bounds at 50 and 51."""
+    fields = [state] + ["0"] * 44 + ["4096", "4100", str(env_start), str(env_end)]
+    return f"42 (a (b) c) {' '.join(fields)}\n".encode()
+
+
+@pytest.mark.parametrize(
+    ("stat", "waits"),
+    [
+        (_stat("R", 0, 0), True),  # exec has not set the bounds yet
+        (_stat("S", 4100, 4200), True),  # the read saw the memory exec replaced
+        (_stat("R", 4100, 4100), True),  # exec writing the pointers, or empty: a look again
+        (_stat("Z", 0, 0), False),  # a zombie's is gone for good
+        (b"42 (sh) R 1 2 3\n", False),  # a kernel before 3.5 shows no bounds
+    ],
+)
+def test_an_empty_read_is_taken_again_while_the_process_execs(
+    tmp_path: Path, stat: bytes, waits: bool
+) -> None:
+    (tmp_path / "42").mkdir()
+    (tmp_path / "42" / "environ").write_bytes(b"")
+    (tmp_path / "42" / "stat").write_bytes(stat)
+    pauses: list[float] = []
+
+    def exec_done(s: float) -> None:
+        pauses.append(s)
+        (tmp_path / "42" / "environ").write_bytes(b"EDGEPROF_PROCESS_RUN=7-2\0")
+
+    got = carries_mark(42, "7-2", str(tmp_path), pause=exec_done)
+    assert (got, len(pauses)) == ((True, 1) if waits else (None, 0))
+
+
+@pytest.mark.parametrize(
+    ("stat", "gives_up_after"),
+    [(_stat("D", 0, 0), 0.05), (_stat("S", 4100, 4100), run_tree.EMPTY_SETTLE_S)],
+)
+def test_an_environment_that_stays_empty_reads_as_unknown(
+    tmp_path: Path, stat: bytes, gives_up_after: float
+) -> None:
+    """Still in exec after ``wait_s``; bounds equal for longer than exec takes to write the
+    pointers (an ``env -i`` program's)."""
+    (tmp_path / "42").mkdir()
+    (tmp_path / "42" / "environ").write_bytes(b"")
+    (tmp_path / "42" / "stat").write_bytes(stat)
+    start = time.monotonic()
+    assert carries_mark(42, "7-2", str(tmp_path), wait_s=0.05, pause=time.sleep) is None
+    assert gives_up_after <= time.monotonic() - start < 1
