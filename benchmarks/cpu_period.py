@@ -177,8 +177,10 @@ def _run_all(a: argparse.Namespace, rig: Rig, core: int) -> dict[str, Any]:
                     tail=m["p99_s"] / m["p50_s"],
                     cpu_ratio=m["cpu_per_it_s"] / base["cpu_per_it_s"],
                 )
+                # Progress only: the table on stdout holds the row (a terminal showed it twice).
+                done = f"measured --cpus {share:g} --cpu-period {format_period(period)}"
+                print(done, file=sys.stderr, flush=True)
             cells.append(cell)
-            print(render_cell(cell), file=sys.stderr, flush=True)
     return {
         "machine": {
             "kernel": platform.release(),

@@ -99,7 +99,9 @@ def device_setting(device: Device, host: HostInfo | None = None) -> DeviceSettin
         cpus, capped = share_of(cores, device.speed)
         how = "speed"
         warnings += below_least(
-            f"{name}: {cores} cores at speed {device.speed:g} are", cores * device.speed
+            f"{name}: {counted(cores, 'core')} at speed {device.speed:g} "
+            f"{'is' if cores == 1 else 'are'}",
+            cores * device.speed,
         )
     elif device.speed == CALIBRATED:
         path = calibration_file(device)

@@ -866,14 +866,21 @@ def test_a_devices_gpu_memory_reaches_the_runs_and_a_unified_one_refuses_another
     assert "its CPU and GPU share one memory, which --memory sets" in capsys.readouterr().err
 
 
-def test_a_device_slower_than_the_least_share_says_the_run_is_faster(tmp_path: Path) -> None:
-    """``speed: 0.0001`` on 4 cores is 0.0004 CPUs: run at 0.01, and said (it was silent)."""
-    p = _catalog(tmp_path, "  crawl:\n    cores: 4\n    memory: 64m\n    speed: 0.0001\n")
+@pytest.mark.parametrize(
+    ("cores", "said"),
+    [(4, "4 cores at speed 0.0001 are 0.0004"), (1, "1 core at speed 0.0001 is 0.0001")],
+)
+def test_a_device_slower_than_the_least_share_says_the_run_is_faster(
+    tmp_path: Path, cores: int, said: str
+) -> None:
+    """``speed: 0.0001`` on 4 cores is 0.0004 CPUs: run at 0.01, and said (it was silent;
+    one core had read "1 cores … are")."""
+    p = _catalog(tmp_path, f"  crawl:\n    cores: {cores}\n    memory: 64m\n    speed: 0.0001\n")
     setting = device_setting(parse_catalog(p)["crawl"])
     assert setting.cpus == 0.01
     assert setting.warnings == (
-        "crawl: 4 cores at speed 0.0001 are 0.0004 CPUs, below the least share edgeprof sets "
-        "(0.01): the run is faster than the device",
+        f"crawl: {said} CPUs, below the least share edgeprof sets (0.01): the run is faster "
+        "than the device",
     )
 
 
