@@ -81,6 +81,11 @@ class DeviceSetting:
         return {**dict.fromkeys(THREAD_VARS, str(self.device.cores)), **MKL_EXACT}
 
 
+def _its_cores_run(cores: int) -> str:
+    """``its core runs``, ``its 4 cores run`` (one core had read "its 1 core run")."""
+    return "its core runs" if cores == 1 else f"its {cores} cores run"
+
+
 def device_setting(device: Device, host: HostInfo | None = None) -> DeviceSetting:
     """The device's limits on this host (``host``: this host, for the calibration check)."""
     name, cores = device.name, device.cores
@@ -112,19 +117,19 @@ def device_setting(device: Device, host: HostInfo | None = None) -> DeviceSettin
     else:
         if device.calibration is None:
             warnings.append(
-                f"{name}: no speed known (a spec sheet gives none): its {counted(cores, 'core')} "
-                "run at this host's speed; measure it and run edgeprof calibrate for its speed"
+                f"{name}: no speed known (a spec sheet gives none): {_its_cores_run(cores)} "
+                "at this host's speed; measure it and run edgeprof calibrate for its speed"
             )
         elif (elsewhere := calibrated_elsewhere(device)) is not None:
             warnings.append(
-                f"{name}: its {counted(cores, 'core')} run at this host's speed, and its "
+                f"{name}: {_its_cores_run(cores)} at this host's speed, and its "
                 f"calibration {device.calibration} predicts nothing at its own setting "
                 f"({own_setting(device)}): it was calibrated at {elsewhere} (give the "
                 "options of one of those for its predictions)"
             )
         else:
             warnings.append(
-                f"{name}: its {counted(cores, 'core')} run at this host's speed; its calibration "
+                f"{name}: {_its_cores_run(cores)} at this host's speed; its calibration "
                 "predicts "
                 "the device's values ('speed: calibration' in the entry emulates its speed)"
             )

@@ -40,7 +40,8 @@ class _ProfileByDefault(TyperGroup):
 
 layers_app = typer.Typer(
     cls=_ProfileByDefault,
-    help="Per-layer time, memory and shapes of a PyTorch model under the device's limits.",
+    help="Per-layer time, memory and shapes of a PyTorch model under the device's limits. "
+    "`edgeprof layers MODULE:FACTORY …` is short for `edgeprof layers profile MODULE:FACTORY …`.",
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ..measure.inputs import DEFAULT_INTERVAL_S
 from . import complete
 
 EnvItems = Annotated[
@@ -192,7 +193,10 @@ MinThroughput = Annotated[
 ]
 MaxMemoryNeed = Annotated[
     str | None,
-    typer.Option(help="Budget: the memory a squeezed run needs, e.g. 300m (with --squeeze)."),
+    typer.Option(
+        help="Budget: the memory a squeezed run needs, e.g. 300m (of runs made with run "
+        "--squeeze)."
+    ),
 ]
 MaxGpuMemory = Annotated[
     str | None,
@@ -218,3 +222,11 @@ JunitFile = Annotated[
     Path | None,
     typer.Option("--junit", help="Write JUnit XML here: one test case per budget check."),
 ]
+
+
+Interval = Annotated[
+    str | None,
+    typer.Option(help=f"Sampling interval in seconds (≥ 0.001; default {DEFAULT_INTERVAL_S})."),
+]
+"""``--interval`` as run, fit and bench take it (fit's and bench's help had named neither the
+floor nor the default)."""

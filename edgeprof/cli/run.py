@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from ..measure.inputs import DEFAULT_INTERVAL_S
 from . import complete
 from .options import (
     AllowOverHost,
@@ -25,6 +24,7 @@ from .options import (
     Gpus,
     HtmlReport,
     Image,
+    Interval,
     JunitFile,
     KillGrace,
     LatencyPhase,
@@ -97,10 +97,7 @@ def run(
     write_iops: WriteIopsList = None,
     gpus: Gpus = None,
     gpu_memory: GpuMemory = None,
-    interval: Annotated[
-        str | None,
-        typer.Option(help=f"Sampling interval in seconds (≥ 0.001; default {DEFAULT_INTERVAL_S})."),
-    ] = None,
+    interval: Interval = None,
     timeout: Timeout = None,
     kill_grace: KillGrace = None,
     env: EnvItems = None,

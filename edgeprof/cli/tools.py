@@ -21,6 +21,7 @@ from .options import (
     EnvItems,
     GpuMemory,
     Gpus,
+    Interval,
     KillGrace,
     LocalBackendName,
     Pids,
@@ -111,9 +112,7 @@ def bench(
     memory: Annotated[str | None, typer.Option(help="Memory limit, e.g. 512m.")] = None,
     device: DeviceName = None,
     devices: DevicesFile = None,
-    interval: Annotated[str, typer.Option(help="Sampling interval in seconds.")] = str(
-        DEFAULT_INTERVAL_S
-    ),
+    interval: Interval = None,
     timeout: Annotated[
         str | None, typer.Option(help="Stop each run after this many seconds.")
     ] = None,
@@ -231,7 +230,7 @@ def bench(
         iterations=iterations,
         repeat=repeat,
         backend=backend,
-        interval=interval,
+        interval=DEFAULT_INTERVAL_S if interval is None else interval,
         timeout=timeout,
         kill_grace=DEFAULT_KILL_GRACE_S if kill_grace is None else kill_grace,
         cores_busy=cores_busy,

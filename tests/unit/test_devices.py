@@ -500,9 +500,9 @@ def test_run_with_a_device_applies_and_records_it(
 
 
 def test_a_one_core_device_is_one_core(tmp_path: Path) -> None:
-    """The warning had read "its 1 cores run at this host's speed"."""
+    """The warning had read "its 1 cores run at this host's speed", then "its 1 core run"."""
     cat = parse_catalog(_catalog(tmp_path, "  one:\n    cores: 1\n    memory: 64m\n"))
-    assert "one: no speed known (a spec sheet gives none): its 1 core run at" in (
+    assert "one: no speed known (a spec sheet gives none): its core runs at" in (
         device_setting(cat["one"]).warnings[0]
     )
 
