@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.budgets import Budgets, budgets_from_dict
+from ..errors import ConfigError
 from ..resultdirs import sources_below
 from ..resultfiles import read_sweep
 
@@ -24,8 +25,18 @@ def sweeps_of(paths: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]:
             found.append(own)
             continue
         outputs = sources_below(path)[0] if path.is_dir() else []
-        found += [s for d in outputs if (s := read_sweep(d)) is not None]
+        found += [s for d in outputs if (s := _readable_sweep(d)) is not None]
     return found
+
+
+def _readable_sweep(path: Path) -> tuple[Path, dict[str, Any]] | None:
+    """A sweep found in a directory given, or ``None`` where it cannot be read: the runs'
+    reading skipped it, said so, and reported the others (one cut ``sweep.json`` in a tree
+    had ended the report with an error after "skipped", and no table shown)."""
+    try:
+        return read_sweep(path)
+    except ConfigError:
+        return None
 
 
 def recorded_of(paths: Sequence[Path]) -> tuple[Budgets, str | None]:

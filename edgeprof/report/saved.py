@@ -321,7 +321,7 @@ def rerender(
 
         raise ConfigError(NO_CALIBRATION_FILE)
     if out is not None:
-        check_report_out(out)  # before any work, as merge's --out
+        check_report_out(out, paths)  # before any work, as merge's --out
     for path in (markdown, html, predictions):
         if path is not None:
             check_writable(path)
@@ -382,7 +382,7 @@ def rerender(
         # Held as run and merge hold theirs: a sweep running into it meanwhile had had its
         # sweep.json replaced by the copy's, rc 0.
         with DirLock(target):
-            check_report_out(target)
+            check_report_out(target, paths)
             write_exports(target, runs, extra=repeats, notes=stopped, plan=plan, gate=gate)
         announce_dir(out, ("sweep.json", *EXPORTS), stderr)
     write_markdown(markdown, runs, stderr, repeats, stopped, gate, warmup_of(kept))
@@ -414,16 +414,30 @@ def rerender(
     return checks, unread
 
 
-def check_report_out(out: Path) -> None:
+def check_report_out(out: Path, paths: Sequence[Path]) -> None:
     """``report --out``: refused, in one line, a directory that holds another sweep's or
-    runs' files (:func:`~edgeprof.resultfiles.held_output`); the report's own earlier copy
-    is replaced, as a sweep's re-run replaces its own files."""
+    runs' files (:func:`~edgeprof.resultfiles.held_output`), or the copy a report of other
+    results made; the report's own earlier copy (of results ``paths`` read too) is replaced,
+    as a sweep's re-run replaces its own files.  ``report s1 --out r`` had replaced ``report
+    old1 --out r``'s copy, the only one of old1's runs there, without a word."""
     held = held_output(out)
+    if held is None and (copy := read_sweep(out)) is not None:
+        sources = copy[1].get(REPORT_OF) or []
+        made_of = [Path(os.path.normpath(out.resolve() / p)) for p in sources]
+        reads = [p.resolve() for p in paths]
+        # Its own: a copy of results this report reads too (``sw``, ``sw/sweep.json``).
+        if made_of and not any(_overlap(a, b) for a in made_of for b in reads):
+            held = f"the copy a report of other results made ({', '.join(map(str, made_of))})"
     if held is not None:
         raise ConfigError(
             f"--out {out} holds {held}: the report's sweep.json would replace it or hide it "
             f"from report {out}; give a directory of its own"
         )
+
+
+def _overlap(a: Path, b: Path) -> bool:
+    """One path is the other or holds it."""
+    return a == b or a in b.parents or b in a.parents
 
 
 def recorded_budgets(found: tuple[Path, dict[str, Any]] | None) -> Budgets:

@@ -151,6 +151,11 @@ def earlier_sweep(out: Path, plan: SweepPlan, measured: Measured) -> Resume | No
     if found is None:
         return None
     path, data = found
+    if "shards" in data:  # its runs are its parts', elsewhere: none of them is in out
+        raise ConfigError(
+            f"--resume: {path} is a merged sweep (edgeprof merge of {merged_parts(data)}): it has "
+            "nothing to resume; resume an unfinished part into its own --out, and merge again"
+        )
     differs = plan_differs(plan, data)
     if differs is not None:
         raise ConfigError(
@@ -189,6 +194,12 @@ def earlier_sweep(out: Path, plan: SweepPlan, measured: Measured) -> Resume | No
     if not resume.anything_to_make(plan):
         return resume
     return dataclasses.replace(resume, resumed=(*history, {"at": now, "kept": len(kept)}))
+
+
+def merged_parts(data: dict[str, Any]) -> str:
+    """A merged sweep's parts, as its messages name them (``2 shards``)."""
+    shards = data.get("shards")
+    return f"{len(shards)} shards" if isinstance(shards, list) else "its shards"
 
 
 def _workdir_differs(theirs: object, mine: str | None) -> str | None:

@@ -13,7 +13,7 @@ from ..measure.inputs import parse_times
 from ..resultfiles import read_sweep
 from ..version import __version__
 from .request import RunJob, parse_env_items
-from .resume import Measured, Resume, earlier_sweep, plan_differs
+from .resume import Measured, Resume, earlier_sweep, merged_parts, plan_differs
 
 
 def resume_of(job: RunJob) -> Resume | None:
@@ -83,11 +83,13 @@ def replaced_sweep(job: RunJob) -> str | None:
         return None
     if found is None:
         return None
+    runs = found[1].get("runs")
+    count = len(runs) if isinstance(runs, list) else 0
+    if "shards" in found[1]:  # a merged sweep of this plan too had been replaced unsaid
+        return f"a merged sweep, edgeprof merge of {merged_parts(found[1])}; {count} run(s)"
     differs = plan_differs(job.plan, found[1])
     if differs is None:
         return None
-    runs = found[1].get("runs")
-    count = len(runs) if isinstance(runs, list) else 0
     return f"{differs}; {count} run(s)"
 
 

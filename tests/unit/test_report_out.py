@@ -86,6 +86,22 @@ def test_report_out_replaces_its_own_earlier_copy_and_records_its_sources(
     assert Path("rep", "notes.txt").read_text() == "mine"
 
 
+def test_report_out_refuses_the_copy_of_other_results(
+    sweep: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``report old --out r`` then ``report sw --out r``: old's copy had been replaced without
+    a word, while the docs say a copy is replaced by its own report only."""
+    assert main([*FAKE, "-m", "c", "--out", "old", "--", "true"]) == 0
+    assert main(["report", "old", "--out", "rep"]) == 0
+    before = Path("rep", "sweep.json").read_bytes()
+    capsys.readouterr()
+    assert main(["report", "sw", "--out", "rep"]) == 2
+    held = f"the copy a report of other results made ({tmp_path.resolve() / 'old'})"
+    assert capsys.readouterr().err == refusal("rep", held)
+    assert Path("rep", "sweep.json").read_bytes() == before
+    assert main(["report", "old/sweep.json", "--out", "rep"]) == 0  # of old again: its own
+
+
 def test_report_out_waits_for_no_sweep_writing_there(
     sweep: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -94,3 +94,19 @@ def test_the_note_gives_the_first_four_files_reasons_and_counts_the_rest() -> No
         "cannot read result r2/result.json: empty; cannot read result r3/result.json: empty; "
         "and 2 more (edgeprof's stderr names them)"
     )
+
+
+def test_a_cut_sweep_file_in_a_tree_is_skipped_as_a_result_file_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``sweep.json`` cut short beside good runs: "skipped", then an error and no table
+    had been all (the recorded budgets' read of every sweep in the tree raised)."""
+    top = _tree(tmp_path)
+    (top / "b" / "result.json").unlink()
+    (top / "s").mkdir()
+    (top / "s" / "sweep.json").write_text('{"schema": "edgeprof-sweep/1", "runs": [\n')
+    assert main(["report", str(top)]) == 2
+    out, err = capsys.readouterr()
+    assert [line.split()[0] for line in out.splitlines()[3:5]] == ["a.onnx", "c.onnx"]
+    assert f"cannot read sweep {top / 's' / 'sweep.json'}" not in err
+    assert err.splitlines()[-1].startswith("edgeprof: error: skipped 1 result file(s)")

@@ -469,6 +469,34 @@ def test_a_sweep_of_another_plan_says_it_replaces_the_one_in_its_out(
     assert "holds another sweep" not in capsys.readouterr().err
 
 
+def test_a_merged_sweep_is_not_resumed_and_its_replacement_is_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A merged sweep's runs are its parts': ``--resume`` into it had made the whole sweep
+    again, "keeping 0 run(s)", and a plain sweep of its plan had replaced it unsaid."""
+    monkeypatch.chdir(tmp_path)
+    shard = [*FAKE, "-m", "a", "--repeat", "2", "--shard"]
+    assert main([*shard, "1/2", "--out", "p1", "--", "true"]) == 0
+    assert main([*shard, "2/2", "--out", "p2", "--", "true"]) == 0
+    assert main(["merge", "p1", "p2", "--out", "m"]) == 0
+    merged = Path("m/sweep.json").read_bytes()
+    capsys.readouterr()
+    whole = [*FAKE, "-m", "a", "--repeat", "2", "--out", "m"]
+    assert main([*whole, "--resume", "--", "true"]) == 2
+    assert capsys.readouterr().err == (
+        "edgeprof: error: --resume: m/sweep.json is a merged sweep (edgeprof merge of 2 "
+        "shards): it has nothing to resume; resume an unfinished part into its own --out, and "
+        "merge again\n"
+    )
+    assert Path("m/sweep.json").read_bytes() == merged
+    assert main([*whole, "--", "true"]) == 0
+    assert (
+        "edgeprof: note: m holds another sweep (a merged sweep, edgeprof merge of 2 shards; "
+        "2 run(s)): this sweep replaces it once its first run has finished"
+    ) in capsys.readouterr().err.splitlines()
+    assert "shards" not in json.loads(Path("m/sweep.json").read_text())
+
+
 @pytest.mark.parametrize("after", [1, 3])
 def test_a_stop_right_after_a_runs_end_keeps_that_run_in_sweep_json(
     tmp_path: Path, after: int
