@@ -375,10 +375,15 @@ def test_sigkill_to_edgeprof_then_collection(
     # One line for the dead run: its groups counted, its orphaned workload killed.
     if still:
         [run] = {gc.run_of(Path(g)) for g in still}
-        [line] = [ln for ln in said if ln.startswith(f"removed dead run {run}: ")]
-        assert f": {len(still)} cgroup" in line and ", killed " in line
-        killed = line.partition("(pid ")[2].rstrip(")").split(", ")
-        assert pidfile.read_text().strip() in killed  # the orphaned daemon, named
+        lines = [ln for ln in said if ln.startswith(f"removed dead run {run}: ")]
+        if lines:
+            [line] = lines
+            assert f": {len(still)} cgroup" in line and ", killed " in line
+            killed = line.partition("(pid ")[2].rstrip(")").split(", ")
+            assert pidfile.read_text().strip() in killed  # the orphaned daemon, named
+        else:  # another edgeprof's start collected it between the look and ours (CI beside
+            # users' runs): gone all the same, its daemon too
+            assert int(pidfile.read_text()) not in marked_processes(marker)
     assert {str(g) for g in left if g.exists()} == set()
     assert _stale_groups_of(proc.pid) == set()
     assert live.poll() is None and _stale_groups_of(live.pid), "a live run was collected"
