@@ -4,6 +4,7 @@ each value they replace is said."""
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from typing import TypeVar
 from ..cpu_units import format_period
 from ..errors import ConfigError
 from ..model import STORAGE, Limits
-from ..units import format_binary, parse_memory_limit
+from ..units import counted, format_binary, parse_memory_limit
 from .device_setting import DeviceSetting, calibration_file, resolve_device
 from .devices import CALIBRATED, Device
 
@@ -24,7 +25,7 @@ def overridden(setting: DeviceSetting, **given: object) -> list[str]:
     """The notes of explicit options that replace a device's values (``cpus=("2",)`` …):
     ``--cpus 2 replaces rpi4-4gb's 4``."""
     own = {
-        "cpus": f"{setting.cpus:g}",
+        "cpus": _share(setting, given.get("cpus")),
         "memory": format_binary(setting.memory),
         "cpu_period": None
         if setting.cpu_period_us is None
@@ -38,6 +39,25 @@ def overridden(setting: DeviceSetting, **given: object) -> list[str]:
             option = "--" + key.replace("_", "-")
             notes.append(f"{option} {shown} replaces {setting.device.name}'s {own[key]}")
     return notes
+
+
+def _share(setting: DeviceSetting, given: object) -> str:
+    """The CPU share ``--cpus`` (``given``: its values) replaces, with what it came from and
+    the pools that go with it ("replaces quad25's 1" had named no unit, and not that its
+    4-thread pools went)."""
+    dev = setting.device
+    cores = counted(dev.cores, "core")
+    made = f"{cores} at speed {dev.speed:g}" if setting.speed_from == "speed" else cores
+    cpus = f"{setting.cpus:g} CPU{'' if setting.cpus == 1 else 's'}"
+    pools = setting.thread_env.get("OMP_NUM_THREADS")
+    values = given if isinstance(given, tuple | list) else (given,)
+    try:
+        sizes = {math.ceil(float(str(v))) for v in values}
+    except ValueError:  # not a number: its own error comes
+        sizes = set()
+    kept = pools is None or sizes == {int(pools)}
+    sized = "" if kept else f"; the thread pools follow --cpus, not its {pools}"
+    return f"{cpus} ({made}{sized})"
 
 
 @dataclass(frozen=True)

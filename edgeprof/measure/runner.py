@@ -384,7 +384,7 @@ def profile(
                 []
                 if inherited is None
                 else inherited_threads(
-                    applied, inherited, user_env, threads, device, device_replaced
+                    applied, inherited, user_env, threads, device, device_replaced, device_cores
                 )
             )
             if odd:

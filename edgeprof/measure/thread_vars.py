@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..model import Limits
+from ..units import counted
 from .limits import THREAD_VARS, thread_count
 
 
@@ -34,6 +35,7 @@ def inherited_threads(
     given: Mapping[str, str | None],
     device: str | None = None,
     replaced: tuple[str, ...] = (),
+    device_cores: int | None = None,
 ) -> list[str]:
     """The warning (one, or none) for the thread-count variables the workload inherited with
     another value than edgeprof sizes to ``limits``, and so kept; none where ``-E`` gave
@@ -44,8 +46,11 @@ def inherited_threads(
     ``MKL_NUM_THREADS=1``, and torch ran 1 thread (a tester's): what a framework makes of
     the variables is its own, so the line says what was given, not what a framework got.
     ``device`` and ``replaced``: the catalog device the limits came from and the options
-    that replaced its values, so the share is named as the user gave it."""
-    n = thread_count(limits)
+    that replaced its values, so the share is named as the user gave it; ``device_cores``:
+    its cores, where its share is the run's, which size the pools (a 4-core device at speed
+    0.25 had been held to ⌈1 CPU⌉: an inherited ``OMP_NUM_THREADS=4``, the device's own count,
+    warned of as "not the 1 edgeprof sizes", and ``=1`` not at all)."""
+    n = thread_count(limits) if device_cores is None else device_cores
     if n is None:
         return []
     odd = [
@@ -55,7 +60,11 @@ def inherited_threads(
     ]
     if not odd:
         return []
-    limit = _limit(limits, None if "--cpus" in replaced else device)
+    limit = (
+        _limit(limits, None if "--cpus" in replaced else device)
+        if device_cores is None
+        else f"--device {device}'s {counted(device_cores, 'core')}"
+    )
     kept = f"{odd[0]} was" if len(odd) == 1 else f"{', '.join(odd)} were"
     shown = {v: given.get(v) for v in THREAD_VARS}
     values = ", ".join(f"{v} unset" if x is None else f"{v}={x}" for v, x in shown.items())

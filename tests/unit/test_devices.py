@@ -525,7 +525,11 @@ def test_a_device_share_and_explicit_options(
     d = json.loads(out)
     assert (d["limits"]["cpus"], d["limits"]["memory_bytes"]) == (1.0, 128 << 20)
     assert "--memory 128m replaces tiny's 64.0MiB" in err
-    assert "--cpus 1 replaces tiny's 0.5" in err
+    # With its unit, its making, and the pools that went with it (it had read "tiny's 0.5").
+    assert (
+        "--cpus 1 replaces tiny's 0.5 CPUs (2 cores at speed 0.25; the thread pools follow "
+        "--cpus, not its 2)"
+    ) in err
     # Recorded, so the memory verdict names --memory as its limit's source, not the device
     # (it had read "memory limit 30.0MiB (device rpi4-2gb): does not fit …").
     assert (d["device"], d["device_replaced"]) == ("tiny", ["--cpus", "--memory"])

@@ -244,3 +244,19 @@ def test_a_containers_unset_thread_counts_are_not_read_from_this_host() -> None:
     replaced = ("--cpus",)
     (odd,) = inherited_threads(board, {"OMP_NUM_THREADS": "2"}, {}, given, "tinyboard", replaced)
     assert "kept, not the 1 edgeprof sizes to --cpus 0.5: the workload" in odd
+
+
+def test_a_devices_inherited_thread_count_is_held_to_its_cores() -> None:
+    """A 4-core device at speed 0.25 (1 CPU): its pools are 4, as edgeprof sizes them; an
+    inherited ``OMP_NUM_THREADS=4`` had been warned of as "not the 1 edgeprof sizes to
+    --device quad25's 1 CPUs", and ``=1``, a pool of a quarter of the device, not at all."""
+    from edgeprof.measure.thread_vars import inherited_threads
+    from edgeprof.model import Limits
+
+    quad = Limits(cpus=1.0)
+    given = {"OMP_NUM_THREADS": "4", "MKL_NUM_THREADS": "4", "OPENBLAS_NUM_THREADS": "4"}
+    four, one = {"OMP_NUM_THREADS": "4"}, {"OMP_NUM_THREADS": "1"}
+    assert inherited_threads(quad, four, {}, given, "quad25", (), 4) == []
+    (odd,) = inherited_threads(quad, one, {}, given, "quad25", (), 4)
+    assert "OMP_NUM_THREADS=1 was inherited from edgeprof's environment and kept, not the 4 " \
+        "edgeprof sizes to --device quad25's 4 cores: the workload" in odd
