@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
-from ..cpu_units import format_cpuset, format_period, parse_cpuset
+from ..cpu_units import CFS_PERIOD_US, format_cpuset, format_period, parse_cpuset
 from ..errors import ConfigError
 from ..model import CoreLease, Limits, RunResult, Termination
 from ..model.results import signal_name
@@ -53,9 +53,14 @@ def period_in_force(r: RunResult) -> str:
     the heads that say a run's limits; ``""`` otherwise.  The period decides how the quota's
     stalls fall on the iterations, and a head had said ``cpu-period=100ms`` where it was
     given and nothing of the 5 ms default (a tester's ``limits: cpus=0.5, cpuset=0``).  Not
-    part of :func:`setting`: the label that groups runs into cells stays the user's."""
+    part of :func:`setting`: the label that groups runs into cells stays the user's.  A whole
+    ``cpus`` on more cores than it (``--cpus 1 --cpuset 0-1``) can stall too, and edgeprof
+    gave it the short period: said where it is not the kernel's 100 ms (a tester's run
+    throttled 82 times under a head that named no period)."""
     cpus, period = r.limits.cpus, r.cpu.period_s
-    if cpus is None or cpus.is_integer() or r.limits.cpu_period_us is not None or not period:
+    if cpus is None or r.limits.cpu_period_us is not None or not period:
+        return ""
+    if cpus.is_integer() and round(period * 1e6) == CFS_PERIOD_US:
         return ""
     return f", cpu-period={format_period(round(period * 1e6))}"
 

@@ -210,6 +210,8 @@ def _limited(limits: Limits, period_s: float | None) -> RunResult:
             "limits: cpus=0.5, cpuset=0, cpu-period=100ms,",
         ),
         (Limits(cpus=1, cpuset="0"), 0.1, "limits: cpus=1 (pinned to core 0),"),
+        # A whole share on more cores stalls too: its short period said (it was not).
+        (Limits(cpus=1, cpuset="0-1"), 0.005, "limits: cpus=1, cpuset=0-1, cpu-period=5ms,"),
         (Limits(cpus=0.5), None, "limits: cpus=0.5,"),
     ],
 )
