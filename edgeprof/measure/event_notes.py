@@ -180,15 +180,15 @@ def throttling_warnings(
     # The run's own only where no phase holds all its iterations (as the latency table's
     # "(all)" row): the same warning had been printed twice, for the run and its phase.
     counts = {p.latency.count for p in phases if p.latency is not None}
-    measured = [(f"phase {shown_name(p.name)!r}: ", p.latency) for p in phases]
+    measured = [(f"phase {shown_name(p.name)!r}: ", p.latency, p.cpu_s) for p in phases]
     if latency is not None and latency.count not in counts:
-        measured.insert(0, ("", latency))
+        measured.insert(0, ("", latency, None))  # the run's CPU holds its start-up too
     # The run's host-speed verdict is its phases' (as_its_phases), each said on its own.
     judged = any(p.latency is not None and p.latency.throttling for p in phases)
-    for where, lat in measured:
+    for where, lat, cpu_s in measured:
         t = None if lat is None else lat.throttling
         if lat is not None and t is not None and t.distorted:
             warnings.append(stall_warning(lat, where))
         if lat is not None and t is not None and t.at_host_speed and (where or not judged):
-            warnings.append(host_speed_warning(lat, where, period_s))
+            warnings.append(host_speed_warning(lat, where, period_s, cpu_s))
     return warnings

@@ -365,7 +365,10 @@ def _even_words(lat: LatencyStats, t: Throttling) -> str:
 
 
 def host_speed_warning(
-    lat: LatencyStats, where: str = "", period_s: float | None = None
+    lat: LatencyStats,
+    where: str = "",
+    period_s: float | None = None,
+    cpu_s: float | None = None,
 ) -> str:
     """The warning for a latency :func:`at_host_speed` measured (``where``: a prefix naming
     the phase), with what a core of the share's speed would give for CPU-bound iterations:
@@ -375,7 +378,13 @@ def host_speed_warning(
     Busy beyond the share yet hardly stalled: other tasks held the run off its CPUs, unless
     the iterations' whole time fits in the quota of one period (``period_s``, the quota's:
     ``share · period_s``), which no stall can reach however busy they are (a user's 12
-    iterations of 0.2 ms under a 5 ms period had been told other tasks held them off)."""
+    iterations of 0.2 ms under a 5 ms period had been told other tasks held them off).
+
+    ``cpu_s``: the CPU time of the phase that holds the iterations.  Where it is less than
+    their time (other tasks held them off, or they waited), each percentile is taken at
+    that CPU share of it before the stretch: only CPU time is slower on a slower core.  A
+    user's paced frames of 2.13 ms of CPU, held off on a busy host, had read "about p50
+    7.82ms" from a p50 of 3.91 ms; back to back on the quota they measured 4.30 ms."""
     t = lat.throttling
     assert t is not None and t.at_host_speed and t.share is not None
     busy = None if lat.per_s is None else min(lat.mean_s * lat.per_s, 1)
@@ -385,8 +394,10 @@ def host_speed_warning(
     # A p99 of fewer iterations than it needs is a point near the maximum (the table's
     # ``^``): doubled here, it had read as a device's tail (a newcomer's 60 paced frames).
     shown_p = [n for n in (("p50",) if held else ("p50", "p99")) if not too_few(lat.count, n)]
+    cpu_part = _cpu_part(lat, cpu_s)
     slower = ", ".join(
-        f"{name} {getattr(lat, f'{name}_s') / t.share * 1000:.2f}ms" for name in shown_p or ["p50"]
+        f"{name} {getattr(lat, f'{name}_s') * cpu_part / t.share * 1000:.2f}ms"
+        for name in shown_p or ["p50"]
     )
     whole = lat.mean_s * lat.count
     if held and period_s is not None and whole <= t.share * period_s:
@@ -416,9 +427,24 @@ def host_speed_warning(
         f"{t.throttled} of {_known(t.iterations, lat.count)} {_were(t.throttled)} throttled "
         f"and {why}. On a "
         f"core at {t.share:g} of this one's speed, CPU-bound iterations would take about "
-        f"{slower} ({'this percentile' if len(shown_p) < 2 else 'these percentiles'} over "
-        f"{t.share:g}: an estimate)"
+        f"{slower} ({'this percentile' if len(shown_p) < 2 else 'these percentiles'}"
+        f"{_cpu_words(cpu_part)} over {t.share:g}: an estimate)"
     )
+
+
+def _cpu_part(lat: LatencyStats, cpu_s: float | None) -> float:
+    """The share of the iterations' time that was CPU time, from their phase's CPU time
+    (an upper bound: the phase may do more than its iterations); 1 where it is not known
+    or not less (threads that work at once)."""
+    whole = lat.mean_s * lat.count
+    if cpu_s is None or whole <= 0:
+        return 1.0
+    return min(1.0, cpu_s / whole)
+
+
+def _cpu_words(part: float) -> str:
+    """`` at their 54% of CPU time``: said where the estimate took the CPU share."""
+    return "" if part >= 0.995 else f" at their {part:.0%} of CPU time (the phase's)"
 
 
 def _slower_core_stall(lat: LatencyStats, t: Throttling) -> float:
