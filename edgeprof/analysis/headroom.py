@@ -254,25 +254,41 @@ class LimitFit:
     256m`` had had no verdict, where the same service stopped by ``--timeout`` had one."""
 
     @property
+    def held(self) -> int | None:
+        """What the run itself held, which the files mapped ``elsewhere`` add to on a device:
+        its own memory at the peak (:attr:`own`: the peak less its page cache, which a
+        device's limit drops) where it fits below the limit, else ``used``.  The peak had
+        been taken whole: 8 MiB of a numpy script's page cache made ``run`` say "5.3MiB over"
+        a limit that ``fit`` had answered for the same script (its probes dropped that cache)."""
+        if self.status is Headroom.FITS and self.own is not None and self.cache_known:
+            return self.own
+        return self.used
+
+    @property
     def on_device(self) -> int | None:
-        """``used`` with the files mapped ``elsewhere`` (:func:`with_mapped`)."""
-        return None if self.used is None else with_mapped(self.used, self.elsewhere)
+        """:attr:`held` with the files mapped ``elsewhere`` (:func:`with_mapped`)."""
+        held = self.held
+        return None if held is None else with_mapped(held, self.elsewhere)
 
     @property
     def warm_only(self) -> bool:
-        """It fits here (below the limit, or at it) only because of ``elsewhere``: ``used``
-        (the peak, or the floor at the limit) and those exceed the limit
-        (:func:`over_device`, ``fit``'s rule too)."""
+        """It fits here (below the limit, or at it) only because of ``elsewhere``:
+        :attr:`held` (the run's own memory at the peak, or the floor at the limit) and those
+        exceed the limit (:func:`over_device`, ``fit``'s rule too)."""
+        held = self.held
         return (
             self.status.ok
             and self.elsewhere is not None
-            and self.used is not None
-            and over_device(self.used, self.elsewhere, self.limit) is not None
+            and held is not None
+            and over_device(held, self.elsewhere, self.limit) is not None
         )
 
     own: int | None = None
     """``FITS``: the run's own memory at its peak (:func:`own_at_peak`), which
     :attr:`at_edge` judges; ``None``: not known, and ``used`` (the peak) is judged."""
+    cache_known: bool = False
+    """``FITS``: the samples read the run's page cache, so :attr:`own` is the peak less it
+    (not the floor alone, which samples can read below the peak): :attr:`held` takes it."""
 
     @property
     def at_edge(self) -> bool:
@@ -410,7 +426,8 @@ def _held(r: RunResult, limit: int, stall: float | None) -> LimitFit | None:
                             between, had, reread=back)  # fmt: skip
         return LimitFit(Headroom.AT_LIMIT, limit, r.memory.floor_bytes, stall, r.device,
                         between, had)
-    return LimitFit(Headroom.FITS, limit, peak, stall, r.device, own=own_at_peak(r))
+    return LimitFit(Headroom.FITS, limit, peak, stall, r.device, own=own_at_peak(r),
+                    cache_known=cache is not None)  # fmt: skip
 
 
 def _had_cache(r: RunResult, slack: int) -> bool:

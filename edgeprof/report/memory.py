@@ -228,8 +228,17 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
     if f.warm_only:
         whole = f.on_device
         assert f.used is not None and f.elsewhere is not None and whole is not None
-        # At the limit the peak is the limit's: what the run holds is its floor (fit's rule).
-        own = floor if f.status is Headroom.AT_LIMIT else f"peak {format_binary(f.used)}"
+        # At the limit the peak is the limit's: what the run holds is its floor (fit's rule);
+        # below it, the peak less the page cache a device's limit would drop.
+        held = f.held
+        assert held is not None
+        own = (
+            floor
+            if f.status is Headroom.AT_LIMIT
+            else f"peak {format_binary(f.used)}"
+            if held == f.used
+            else f"peak {format_binary(f.used)} less its page cache, {format_binary(held)},"
+        )
         said = (
             f"fits here only because {format_binary(f.elsewhere)} of the files it mapped were "
             "cached before it, charged to other groups (e.g. shared libraries): "
@@ -257,11 +266,14 @@ def headroom(f: LimitFit | None, runs: int = 1) -> str | None:
                 "holding a little more is OOM-killed here (edgeprof fit finds a limit with room)"
             )
         if f.elsewhere is not None:
-            left = f.spare - f.elsewhere
+            held = f.held
+            assert held is not None
+            left = f.limit - held - f.elsewhere
+            beside = "" if held == f.used else " beside the peak less its page cache"
             said += (
                 f"; it also mapped {format_binary(f.elsewhere)} of files cached before it, "
                 "charged to other groups (e.g. shared libraries): its own on a device, "
-                f"which leaves {format_binary(max(0, left))}"
+                f"which leaves {format_binary(max(0, left))}{beside}"
             )
             if left < charging_slack(f.limit) and not f.at_edge:
                 # fit's rule on a device: "fits" here had sat beside fit's "does not fit

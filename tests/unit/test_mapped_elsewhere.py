@@ -225,3 +225,27 @@ def test_a_run_at_the_limit_whose_libraries_fit_too_is_told_what_they_leave() ->
         "leaves 64.4MiB; it also mapped 40.0MiB of files cached before it, charged to other "
         "groups (e.g. shared libraries): its own on a device, which leaves 24.4MiB"
     )
+
+
+def test_the_page_cache_at_the_peak_is_no_part_of_what_the_files_mapped_elsewhere_add_to() -> None:
+    """A user's numpy script: peak 223.0 MiB of which 8.0 MiB page cache, 12.6 MiB mapped
+    elsewhere, under the 230.3 MiB fit answered for it: ``run`` had said "peak 223.0MiB +
+    those = 235.6MiB, 5.3MiB over", where a device's limit drops the cache (fit's probes did)."""
+    from edgeprof.model.memory import MemoryParts
+
+    r = limited(peak=round(223.0 * MIB), floor=round(214.8 * MIB), limit=round(230.3 * MIB))
+    peaks = MemoryParts(None, round(214.2 * MIB), 8 * MIB, 0, round(0.6 * MIB), None)
+    mem = dataclasses.replace(r.memory, peaks=peaks, mapped_elsewhere_bytes=round(12.6 * MIB))
+    f = limit_fit(dataclasses.replace(r, memory=mem))
+    assert f is not None and f.status is Headroom.FITS and not f.warm_only
+    assert (headroom(f) or "").endswith(
+        "it also mapped 12.6MiB of files cached before it, charged to other groups (e.g. shared "
+        "libraries): its own on a device, which leaves 2.7MiB beside the peak less its page cache"
+    )
+    # Under a limit the run's own memory and those exceed, it is still told.
+    mem = dataclasses.replace(mem, limit_bytes=227 * MIB)
+    f = limit_fit(dataclasses.replace(r, memory=mem))
+    assert f is not None and f.warm_only
+    assert "peak 223.0MiB less its page cache, 215.0MiB, + those = 227.6MiB, 614.4KiB over" in (
+        headroom(f) or ""
+    )
