@@ -64,6 +64,7 @@ from ._process import (
     terminate_pids,
 )
 from ._run_tree import RUN_ENV, Ownership, run_mark, same_process
+from ._tmpfs_use import TmpfsGrowth
 from .base import RunHandle
 
 if TYPE_CHECKING:  # psutil is imported when a process run is launched
@@ -153,6 +154,7 @@ class ProcessRun(RunHandle):
         self._ppids: dict[int, list[int]] = {}
         mark = run_mark()
         self._ownership = Ownership(mark)
+        self._tmpfs = TmpfsGrowth()
         # The mark is the spawn's only: the spec (and what the result records of it) is the
         # caller's.
         marked = dataclasses.replace(spec, env={**spec.env, RUN_ENV: mark})
@@ -325,8 +327,11 @@ class ProcessRun(RunHandle):
             if counts_shared_pages(rss, largest):
                 self._most_read = max(self._most_read, read)
             seen = read > 0
+            self._tmpfs.read()
             if final:
                 self._say_shared_pages()
+                if (grew := self._tmpfs.warning()) is not None and grew not in self.warnings:
+                    self.warnings.append(grew)
                 peak = self._dead_maxrss  # orphans were forked in the tree: theirs is real
                 if main is not None:
                     peak = max(peak, self._main_peak(main.ru_maxrss * 1024))
