@@ -112,6 +112,13 @@ def test_a_setting_only_one_model_survived_says_so_in_the_rankings() -> None:
         "only int8 succeeded under cpus=1, memory=192.0MiB: every run of fp32 (exit 1 ×2) "
         "failed, so nothing is ranked against it"
     ]
+    # A service --timeout stopped is no failure, nor a success: "only sleep succeeded" had
+    # sat over its row's "0 of 2 succeeded (timeout ×2)" (a user's).
+    service = [run("int8", memory="192m", termination=Termination.TIMEOUT, exit_code=143)] * 2
+    (t,) = ranking_tables(summarize_cells(service + crashed))
+    assert t.notes[0].startswith("only int8 ran to its --timeout under cpus=1, memory=192.0MiB")
+    (t,) = ranking_tables(summarize_cells(service[:1] + runs[:1] + crashed))
+    assert t.notes[0].startswith("only int8 succeeded or ran to its --timeout under")
 
 
 def test_a_model_alone_under_its_setting_is_named_not_left_out() -> None:
