@@ -48,6 +48,37 @@ def missing_dirs(path: Path) -> list[Path]:
     return out
 
 
+MadeDir = tuple[Path, int, int]
+"""A directory a run made, with its device and inode once made."""
+
+
+def made_ids(paths: Sequence[Path]) -> list[MadeDir]:
+    """``paths`` (:func:`missing_dirs`, made since) with each one's device and inode now,
+    for :func:`remove_made`; one that is gone already is left out."""
+    out = []
+    for p in paths:
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        out.append((p, st.st_dev, st.st_ino))
+    return out
+
+
+def remove_made(made: Sequence[MadeDir]) -> None:
+    """Remove the directories a run made (the deepest first), each only while empty and
+    still the one it made: a directory swapped in at its path is another's (a library user
+    who moved the run's directory away and made a new one there had had the new one
+    removed)."""
+    for p, dev, ino in made:
+        try:
+            st = os.lstat(p)
+            if (st.st_dev, st.st_ino) == (dev, ino):
+                p.rmdir()
+        except OSError:
+            continue
+
+
 def _probe(directory: Path) -> None:
     """Create a file in ``directory`` and remove it (:func:`edgeprof.outfiles.probe`): the
     one proof that it takes new files.  ``os.access`` is no proof for root, who passes it

@@ -24,7 +24,14 @@ from ..model import Limits, RunResult, RunSpec, Termination, UserIds
 from ..names import check_env, has_control
 from ..outfiles import remove_files
 from ..shared_output import workload_running
-from ..storage import missing_dirs, prepare_out_dir, write_result
+from ..storage import (
+    MadeDir,
+    made_ids,
+    missing_dirs,
+    prepare_out_dir,
+    remove_made,
+    write_result,
+)
 from ..units import format_binary, parse_duration, parse_memory_limit
 from ..workload.instrument import GPU_MEMORY_ENV
 from .contention import threads_warning
@@ -277,8 +284,9 @@ def profile(
                 applied = dataclasses.replace(applied, cpuset=lease.cores)
             # Last of the checks: it creates the directory, which a rejected input must
             # not leave (nor a workload that cannot start: removed below).
-            made = [] if out_dir is None else missing_dirs(Path(out_dir))
+            missing = [] if out_dir is None else missing_dirs(Path(out_dir))
             out = prepare_out_dir(Path(out_dir), OUT_FILES) if out_dir is not None else None
+            made = made_ids(missing)
             if out is not None:
                 holds.enter_context(DirLock(out))
             spec = RunSpec(
@@ -346,9 +354,7 @@ def profile(
                         on_launch=on_launch,
                     )  # fmt: skip
             except LaunchError:
-                for d in made:  # the deepest first; only while empty
-                    with contextlib.suppress(OSError):
-                        d.rmdir()
+                remove_made(made)  # the deepest first; only while empty
                 raise
             finally:
                 if channel is not None:
@@ -450,7 +456,7 @@ def _warn_threads(
     return dataclasses.replace(result, warnings=(*result.warnings, crowded))
 
 
-def _save(path: Path, result: RunResult, made: Sequence[Path] = ()) -> None:
+def _save(path: Path, result: RunResult, made: Sequence[MadeDir] = ()) -> None:
     """``result.json``; a failure to write it is :class:`ResultNotSaved`, which carries the
     measured run (only the file is missing), and leaves no empty file nor, of ``made`` (the
     directories the run made, the deepest first), an empty directory."""
@@ -458,9 +464,7 @@ def _save(path: Path, result: RunResult, made: Sequence[Path] = ()) -> None:
         write_result(path, result)
     except (OSError, UnsafeOutput) as exc:
         _drop_empty_samples(path.parent)
-        for d in made:  # only while empty: a samples.csv with rows keeps its directory
-            with contextlib.suppress(OSError):
-                d.rmdir()
+        remove_made(made)  # only while empty: a samples.csv with rows keeps its directory
         why = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
         raise ResultNotSaved(
             f"the run ended ({_outcome(result)}) but {path} could not be written: {why}",

@@ -360,7 +360,7 @@ def _sole_survivor(setting: str, summaries: Sequence[ModelSummary]) -> TextTable
     # A service --timeout stopped is no failure, but no success either: "only sleep
     # succeeded" had sat over its row's "0 of 2 succeeded (timeout ×2)" (a user's).
     held = "succeeded" if len(only.failures) < len(only.runs) else "ran to its --timeout"
-    if 0 < sum(map(stopped, only.runs)) and held == "succeeded":
+    if any(map(stopped, only.runs)) and held == "succeeded":
         held = "succeeded or ran to its --timeout"
     note = (
         f"only {only.name} {held} {under(setting)}: every run of {said} failed, so "

@@ -37,8 +37,10 @@ from ..model import Limits, RunResult, Termination
 from ..outfiles import check_target, remove_files
 from ..storage import (
     files_relative_to,
+    made_ids,
     missing_dirs,
     prepare_out_dir,
+    remove_made,
     write_text_atomic,
 )
 from .outdir import check_not_a_run, remove_earlier, run_dir, sweep_here
@@ -313,8 +315,9 @@ def _run_sweep(
         # refused for busy cores leaves none behind.
         return _sweep(plan, be, out, on_start, on_result, profile_options, None)
     check_not_a_run(out)
-    made = missing_dirs(out)
+    missing = missing_dirs(out)
     prepare_out_dir(out, ("sweep.json",))
+    made = made_ids(missing)
     # sweep.json is this sweep's alone.  Refused (another sweep holds the directory), it
     # removes nothing: the directory, made a moment ago, may be the other sweep's already.
     with DirLock(out):
@@ -324,9 +327,9 @@ def _run_sweep(
                     check_target(run_dir(out, plan, step) / name)
             return _sweep(plan, be, out, on_start, on_result, profile_options, resume)
         except BaseException:
-            for d in made:  # a first run that could not start: no file, as for a single run
-                with contextlib.suppress(OSError):
-                    d.rmdir()  # the deepest first; only while empty
+            # A first run that could not start: no file, as for a single run (the deepest
+            # first; only while empty).
+            remove_made(made)
             raise
 
 
