@@ -145,6 +145,12 @@ def _die_by(sig: int) -> None:
                 stream.flush()
     if sig in _CORE:
         return
+    # Death by a signal's default action runs no atexit handler: those registered (the
+    # temporary matplotlib directory of --plots) run first, or it was left in /tmp (a user's).
+    import atexit  # here: the modules loaded before the handler is set are kept few
+
+    with _quiet():
+        atexit._run_exitfuncs()
     signal.signal(sig, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})  # a pending one of the burst ends it here
     os.kill(os.getpid(), sig)

@@ -138,7 +138,7 @@ def run_loop(
                 if gpu is not None:
                     gpu.start(run.started, run.members, interval, None if writer is None else out)
                 deadline = _Deadline()
-                watch = StopWatch(run)
+                watch = StopWatch(run, started=time.monotonic())
                 try:
                     with interrupts.armed():
                         status = _wait(run, timeout, kill_grace, deadline, watch, warnings)
@@ -420,9 +420,18 @@ class StopWatch:
     ``sh -c 'kill -STOP $$'`` waited forever without a word, and under ``--timeout 1``
     ended "timeout (137)" with no mention that it had never run."""
 
-    def __init__(self, run: RunHandle, echo: Callable[[str], object] | None = None) -> None:
+    def __init__(
+        self,
+        run: RunHandle,
+        echo: Callable[[str], object] | None = None,
+        started: float | None = None,
+    ) -> None:
         self._run = run
         self._echo = echo or _to_stderr
+        self.running = started
+        """The last check that found it running, else its start (``started``): the stop
+        began after it.  Without it, a run stopped from its start and ended by ``--timeout
+        1`` had been "stopped … for 0.0s or more" (a user's)."""
         self.since: float | None = None
         """When a check first found every process stopped, this stretch; ``None``: not
         stopped at the last check."""
@@ -433,6 +442,7 @@ class StopWatch:
     def check(self, now: float) -> None:
         if not self._run.stopped():
             self.since = None
+            self.running = now
             return
         self.last = now
         if self.since is None:
@@ -449,14 +459,22 @@ class StopWatch:
 
     def warning(self, ended: str) -> str | None:
         """The result's line where the run was stopped at the last check before ``ended``
-        (its timeout, an interrupt) ended it; ``None`` otherwise.  The time is between
-        checks, so at least that long."""
+        (its timeout, an interrupt) ended it; ``None`` otherwise.  The stop began between
+        the last check that found it running (or its start) and the first that found it
+        stopped: its length is said as that range."""
         if self.since is None:
             return None
+        least = self.last - self.since
+        most = None if self.running is None else self.last - self.running
+        span = (
+            f"{least:.1f}s or more"
+            if most is None or f"{most:.1f}" == f"{least:.1f}"
+            else f"{least:.1f}s to {most:.1f}s (checked every {STOP_CHECK_S:g}s)"
+        )
         return (
             f"every process of the run was stopped (SIGSTOP, SIGTSTP, SIGTTIN or SIGTTOU) for "
-            f"{self.last - self.since:.1f}s or more when {ended} ended it: it was not "
-            "running (`kill -CONT` resumes a stopped run)"
+            f"{span} when {ended} ended it: it was not running (`kill -CONT` resumes a "
+            "stopped run)"
         )
 
 

@@ -288,6 +288,27 @@ def test_signals_after_the_command_stopped_are_held_to_the_end() -> None:
     assert proc.stderr == "edgeprof: interrupted (SIGTERM)\n"
 
 
+def test_a_death_by_signal_runs_the_exit_handlers_first(tmp_path: Path) -> None:
+    """The default action runs no atexit handler: ``report --plots`` stopped by SIGTERM had
+    left its temporary matplotlib directory in /tmp (a user's)."""
+    left = tmp_path / "edgeprof-matplotlib-x"
+    left.mkdir()
+    proc = _program(
+        f"""
+        import atexit, shutil
+        from edgeprof.measure.interrupts import CommandGuard
+        atexit.register(shutil.rmtree, {str(left)!r})
+        with CommandGuard():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        return 0
+        """
+    )
+    assert proc.returncode == -signal.SIGTERM
+    assert proc.stderr == "edgeprof: interrupted (SIGTERM)\n"
+    assert not left.exists()
+
+
 def test_the_program_takes_ctrl_c_over_before_anything_heavy_loads() -> None:
     """What loads before :func:`edgeprof.cli.entry` sets its handler is a window where a
     Ctrl-C is Python's traceback: the package had imported ``typing`` and the workload's

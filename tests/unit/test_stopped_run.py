@@ -65,11 +65,16 @@ def test_it_is_said_once_after_a_second_stopped_and_a_resume_starts_over() -> No
     watch.check(13.0)
     assert watch.since is None and watch.warning("the interrupt") is None  # resumed
     watch.check(14.0)
+    # Running at 13.0, stopped at 14.0: the stop began between them.
     assert watch.warning("its --timeout 3s") == (
         "every process of the run was stopped (SIGSTOP, SIGTSTP, SIGTTIN or SIGTTOU) for "
-        "0.0s or more when its --timeout 3s ended it: it was not running (`kill -CONT` "
-        "resumes a stopped run)"
+        "0.0s to 1.0s (checked every 1s) when its --timeout 3s ended it: it was not running "
+        "(`kill -CONT` resumes a stopped run)"
     )
+    # Without a check that found it running, nor its start: the least only.
+    alone, _ = _watch(True)
+    alone.check(5.0)
+    assert "for 0.0s or more when" in (alone.warning("the interrupt") or "")
 
 
 def test_a_step_that_ends_a_hair_early_still_counts_as_a_second() -> None:
@@ -96,9 +101,11 @@ def test_a_stopped_run_that_times_out_says_so(capsys: pytest.CaptureFixture[str]
     (w,) = [w for w in r.warnings if "was stopped" in w]
     assert w.startswith("every process of the run was stopped (SIGSTOP, SIGTSTP, SIGTTIN or")
     # Checks a second apart from the wait's start (just after the spawn) found it stopped,
-    # the first at ~1 s, and the last at the deadline (2.5 s): ~1.5 s, less the start's lag.
-    m = re.search(r"for (\d\.\d)s or more when its --timeout 2.5s ended it", w)
+    # the first at ~1 s, and the last at the deadline (2.5 s): ~1.5 s, less the start's lag;
+    # it began after the start, 2.5 s before the deadline (it had been "1.5s or more" alone).
+    m = re.search(r"for (\d\.\d)s to (\d\.\d)s \(checked every 1s\) when its --timeout 2.5s", w)
     assert m is not None and 1.2 <= float(m.group(1)) <= 1.5, w
+    assert float(m.group(1)) <= float(m.group(2)) <= 2.5 and float(m.group(2)) >= 2.0, w
     err = capsys.readouterr().err
     assert err.count("edgeprof: every process of the run is stopped") == 1
 
