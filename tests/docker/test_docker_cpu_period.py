@@ -100,7 +100,10 @@ def test_dockers_own_period_is_reported_as_stalls(rig: Any) -> None:
     assert r.latency.p50_s < 0.75 * own.slower_p50_s, (r.latency, own)
     assert own.cpu_s <= own.most_cpu_s(DOCKER_SHARE, 0.1), own
     t = r.latency.throttling
-    assert t is not None and "p99" in t.distorted
+    # Some percentile, not p99 by name: on a host busy with other work the even spread's
+    # tail holds their delays too, and a CI run beside users' jobs flagged p50, p90 and p95
+    # (16 of 108 iterations stalled, up to 74 ms) with p99 within it.
+    assert t is not None and t.throttled > 0 and t.distorted, t
     # The median is flagged where the loop had the core between the stalls (had_the_core).
     if had_the_core(r.latency, own):
         assert "p50" in t.distorted, (t, r.latency, own)
