@@ -55,7 +55,12 @@ def compare_fits(
         if c is None:
             why = cur[key].get("stopped") or "nothing up to its ceiling fits"
             notes.append(f"{cell_name(key)}: the current fit has no answer ({why})")
-            changes.append(Change(key[0], key[1], metric, (b,), (), Verdict.NOT_MEASURED))
+            # The why: without it the gate had called it a model missing from the current
+            # results, "which --allow-missing notes instead", which it does not (a user's).
+            changes.append(
+                Change(key[0], key[1], metric, (b,), (), Verdict.NOT_MEASURED,
+                       why=f"the current fit has no answer ({why})")
+            )  # fmt: skip
             continue
         res = max(int(base[key].get("resolution_bytes") or 0),
                   int(cur[key].get("resolution_bytes") or 0))  # fmt: skip

@@ -11,7 +11,7 @@ from ..analysis.fit_times import LATENCY, Timing, median_time, noise_warning
 from ..analysis.need import OVERTURNED, RAISED, untouched, with_margin
 from ..measure.growth import rate
 from ..measure.io_stall import io_stall_warning, rates_held
-from ..model import RunResult
+from ..model import RunResult, Termination
 from ..sweeps.fit_outcome import FitOutcome, Probe
 from ..sweeps.fit_reference import setting
 from ..units import counted, format_binary, format_seconds, signed_percent
@@ -223,10 +223,22 @@ def _render_one(o: FitOutcome) -> str:
         )
     elif o.answer is None:
         assert b.ceiling is not None
+        # How the limits failed: a probe OOM-killed at each had been told "nothing completes
+        # with wall within 10%", a reason of time (a user's).
+        killed = all(r.termination is Termination.OOM for p in o.probes for r in p.runs)
+        how = (
+            "each limit up to it was OOM-killed (the table)"
+            if killed
+            else f"nothing up to it completes with {what}"
+        )
+        mapped = "" if o.elsewhere is None else (
+            f"; {format_binary(b.floor + o.elsewhere)} on a device, with the "
+            f"{format_binary(o.elsewhere)} of files it mapped that were cached before it"
+        )
         lines.append(
-            f"does not fit in {format_binary(b.ceiling)}: nothing up to it completes with "
-            f"{what}; it needs at least {format_binary(b.floor)} (its anonymous, shared and "
-            "kernel memory, which no limit can reclaim without swap)"
+            f"does not fit in {format_binary(b.ceiling)}: {how}; it needs at least "
+            f"{format_binary(b.floor)} (its anonymous, shared and kernel memory, which no "
+            f"limit can reclaim without swap){mapped}"
         )
     else:
         unprobed = o.answer == b.top and all(p.limit != o.answer for p in o.probes)

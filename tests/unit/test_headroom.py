@@ -544,6 +544,12 @@ def test_compare_holds_a_fitted_need_against_the_baseline_fit(
         "c.onnx": ChangeVerdict.NOT_MEASURED,
     }
     assert any("c.onnx (none): the current fit has no answer" in n for n in notes)
+    # The gate says why, not "missing from the current results, which --allow-missing
+    # notes instead" (it does not: a fit without an answer fails either way; a user's).
+    from edgeprof.report.ci_summary import unmeasured_gate
+
+    gate = unmeasured_gate(changes) or ""
+    assert "--allow-missing" not in gate and "the notes say why each is missing" in gate
 
     # Through the CLI: a fit --out directory or its fit.json, exit 3 on the regression.
     (tmp_path / "base").mkdir()

@@ -695,6 +695,25 @@ def test_render_fit_does_not_fit() -> None:
         "unlimited run's; it needs at least 40.0MiB" in text
     )
     assert "smallest memory" not in text
+    # Each probe OOM-killed: said as such, not as a time that was not within 10% (a user's),
+    # and the files mapped elsewhere added for the device.
+    o = outcome(None, ceiling=32 * MIB)
+    killed = run(wall=0.3, termination=Termination.OOM, exit_code=137)
+    elsewhere = dataclasses.replace(
+        o.reference[0], memory=dataclasses.replace(o.reference[0].memory,
+                                                   mapped_elsewhere_bytes=12 * MIB)
+    )  # fmt: skip
+    o = dataclasses.replace(
+        o,
+        probes=(Probe(32 * MIB, (killed,), Verdict(False, "oom (137)")),),
+        reference=(elsewhere,),
+    )
+    assert (
+        "does not fit in 32.0MiB: each limit up to it was OOM-killed (the table); it needs at "
+        "least 40.0MiB (its anonymous, shared and kernel memory, which no limit can reclaim "
+        "without swap); 52.0MiB on a device, with the 12.0MiB of files it mapped that were "
+        "cached before it"
+    ) in render_fit([o])
 
 
 def test_on_a_unified_device_the_gpus_share_counts_against_the_memory() -> None:
