@@ -37,6 +37,7 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..measure.inputs import MIN_INTERVAL_S
 from ..measure.limit_changes import memory_change
 from ..measure.memory import STALL_WARN_FRACTION
 from ..model import LimitChange, MemoryGrowth, MemoryParts, RunResult, Termination
@@ -289,6 +290,9 @@ class LimitFit:
     cache_known: bool = False
     """``FITS``: the samples read the run's page cache, so :attr:`own` is the peak less it
     (not the floor alone, which samples can read below the peak): :attr:`held` takes it."""
+    finest: bool = False
+    """Its samples were at edgeprof's finest interval: no ``--interval`` reads finer (a user
+    at 0.001 s had been told "--interval finer")."""
 
     @property
     def at_edge(self) -> bool:
@@ -329,6 +333,8 @@ def limit_fit(r: RunResult) -> LimitFit | None:
         f = dataclasses.replace(f, elsewhere=mapped_elsewhere(r))
     if f is not None and f.status.ok and r.memory.growth is not None:
         f = dataclasses.replace(f, growth=r.memory.growth)
+    if f is not None and f.floor_between and r.samples.interval_s <= MIN_INTERVAL_S:
+        f = dataclasses.replace(f, finest=True)
     return f
 
 

@@ -429,4 +429,9 @@ def _missed(f: LimitFit) -> str:
     """What a floor read at samples that all missed the peak is worth."""
     if not f.floor_between:
         return ""
-    return " (read at samples that missed the peak: the run may have held more; --interval finer)"
+    finer = (
+        "at edgeprof's finest interval, 1ms: edgeprof fit times the limit"
+        if f.finest
+        else "--interval finer"
+    )
+    return f" (read at samples that missed the peak: the run may have held more; {finer})"

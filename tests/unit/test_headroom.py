@@ -105,6 +105,13 @@ def test_a_floor_read_at_samples_that_missed_the_peak_says_so() -> None:
     )
     f = limit_fit(r)  # its highest sample was the peak: the floor is the run's
     assert f is not None and not f.floor_between and "missed" not in (headroom(f) or "")
+    # At the finest interval no --interval reads finer: it had been advised all the same.
+    finest = dataclasses.replace(r, memory=missed, samples=dataclasses.replace(r.samples,
+                                                                            interval_s=0.001))
+    assert (headroom(limit_fit(finest)) or "").endswith(
+        "the run may have held more; at edgeprof's finest interval, 1ms: edgeprof fit times "
+        "the limit)"
+    )
 
 
 def test_a_floor_whose_peak_page_cache_hid_says_the_run_may_have_held_more() -> None:
