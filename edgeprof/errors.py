@@ -108,7 +108,11 @@ def as_keywords(message: str, keywords: Mapping[str, Spelling]) -> str:
     spelled as the library's keyword (``"allow_over_host=True"``); any other option is left
     as it is (``--max-wall``: a budget of the command line's only)."""
     names = sorted(map(re.escape, keywords), key=len, reverse=True)
-    option = re.compile(r"(?<![\w-])--(" + "|".join(names) + r")(?![\w-])(?: (\S+))?")
+    # Not Docker's own option, named as such ("as Docker's --memory" had read "as Docker's
+    # memory", a library user's).
+    option = re.compile(
+        r"(?<![\w-])(?<!Docker's )--(" + "|".join(names) + r")(?![\w-])(?: (\S+))?"
+    )
 
     def spelled(m: re.Match[str]) -> str:
         spell, value = keywords[m.group(1)], m.group(2)

@@ -103,16 +103,25 @@ def check_arg_types(
             f"device_cores: expected a whole number of cores, 1 or more, or None, not "
             f"{shown(device_cores)}"
         )
-    if run_as is not None and not (
-        isinstance(run_as, UserIds)
-        and _whole(run_as.uid)
-        and _whole(run_as.gid)
-        and isinstance(run_as.groups, tuple)
-        and all(_whole(g) for g in run_as.groups)
-    ):
+    if run_as is not None:
+        _check_user_ids(run_as)
+
+
+def _check_user_ids(run_as: object) -> None:
+    """``run_as``: a :class:`UserIds` of whole numbers, its groups a tuple; the field that is
+    not is named (a ``UserIds(-1, -1, ())`` had been "not a UserIds")."""
+    expected = "expected edgeprof.UserIds(uid, gid, groups) of whole numbers or None"
+    if not isinstance(run_as, UserIds):
+        raise ConfigError(f"run_as: {expected}, not {shown(run_as)}")
+    for field in ("uid", "gid"):
+        if not _whole(getattr(run_as, field)):
+            value = getattr(run_as, field)
+            raise ConfigError(
+                f"run_as: its {field} {value!r} is not a whole number (0 or more): {expected}"
+            )
+    if not isinstance(run_as.groups, tuple) or not all(_whole(g) for g in run_as.groups):
         raise ConfigError(
-            "run_as: expected edgeprof.UserIds(uid, gid, groups) of whole numbers or "
-            f"None, not {shown(run_as)}"
+            f"run_as: its groups {run_as.groups!r} are not a tuple of whole numbers: {expected}"
         )
 
 

@@ -32,7 +32,7 @@ from ..storage import (
     remove_made,
     write_result,
 )
-from ..units import format_binary, parse_duration, parse_memory_limit
+from ..units import format_binary, named, parse_duration, parse_memory_limit
 from ..workload.instrument import GPU_MEMORY_ENV
 from .contention import threads_warning
 from .events import DOCKER_UNAVAILABLE, UNAVAILABLE_ENV, EventChannel
@@ -193,6 +193,9 @@ def profile(
         gpu_memory=gpu_memory,
     )
     for what, text in (("name", name), ("target", target)):
+        if text is not None and not text.strip():
+            # As the CLI's --name: "" had been taken, and the program's name used instead.
+            raise ConfigError(f"{what}: empty name")
         if text is not None and has_control(text):
             # A label is a table cell and a CSV field: a newline breaks both.  Not the CLI's
             # whole --name rule: layers labels its runs with the factory ('../net.py:build').
@@ -215,9 +218,10 @@ def profile(
     if not command[0]:
         raise ConfigError(f"command {list(command)!r}: the program is an empty string")
     selection = None if gpus is None else check_selection(gpus)
-    gpu_limit = (
-        None if gpu_memory is None else parse_memory_limit(str(gpu_memory), what="GPU memory")
-    )
+    with named("--gpu-memory"):  # the library's error names its keyword, as the CLI's does
+        gpu_limit = (
+            None if gpu_memory is None else parse_memory_limit(str(gpu_memory), what="GPU memory")
+        )
     if gpu_limit is not None and not unified_memory:
         user_env = {GPU_MEMORY_ENV: str(gpu_limit), **user_env}
     be = get_backend(backend, cgroup_parent=cgroup_parent)

@@ -345,8 +345,11 @@ def _runs(value: object, caller: str, name: str) -> list[RunResult] | None:
         return None
     runs = [r for r in value if isinstance(r, RunResult)] if isinstance(value, Sequence) else []
     if not isinstance(value, Sequence) or len(runs) != len(value):
+        # A value's repr where it is short: a result's to_dict() had filled 4 000 characters.
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else f"(a {type(value).__name__})"
         raise ConfigError(
-            f"edgeprof.{caller}: {name} {value!r} is not a path, a RunResult or a list of them"
+            f"edgeprof.{caller}: {name} {shown} is not a path, a RunResult or a list of them"
         )
     return runs
 

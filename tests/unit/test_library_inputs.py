@@ -38,8 +38,14 @@ RUN = ["run", "--backend", "fake", "--interval", "0.01"]
         # A TypeError in the name check, an AttributeError at the launch, kept in silence.
         ({"name": 5}, r"^name: expected a string or None, not 5$"),
         ({"run_as": (99999, 99999, ())}, r"^run_as: expected edgeprof.UserIds\(uid, gid"),
-        ({"run_as": UserIds(-1, 0, ())}, r"^run_as: expected"),
-        ({"run_as": UserIds(1, 1, [2])}, r"^run_as: expected"),  # type: ignore[arg-type]
+        # The field that is wrong, named (it had been "not a UserIds" of a UserIds).
+        ({"run_as": UserIds(-1, 0, ())}, r"^run_as: its uid -1 is not a whole number"),
+        ({"run_as": UserIds(1, "1", ())}, r"^run_as: its gid '1' is not a whole number"),  # type: ignore[arg-type]
+        ({"run_as": UserIds(1, 1, [2])}, r"^run_as: its groups \[2\] are not a tuple"),  # type: ignore[arg-type]
+        # As the CLI's --name: "" had been taken, the program's name used in its place.
+        ({"name": ""}, r"^name: empty name$"),
+        # Named as the CLI names it (edgeprof.profile spells it gpu_memory, below).
+        ({"gpu_memory": "lots"}, r"^--gpu-memory: invalid size 'lots'"),
         (
             {"cwd": b"/tmp"},
             r"^cwd: expected a path \(a str or a pathlib.Path\) or None, not b'/tmp'$",
@@ -424,3 +430,28 @@ def test_output_without_a_descriptor_is_still_refused_in_one_line(tmp_path: Path
         edgeprof.profile(["true"], backend=FakeBackend(), stdout=subprocess.STDOUT)
     with pytest.raises(edgeprof.ConfigError, match=r"^stdout=-4: expected an open"):
         edgeprof.profile(["true"], backend=FakeBackend(), stdout=-4)
+
+
+def test_the_librarys_errors_name_its_keywords_but_not_dockers_options() -> None:
+    """``gpu_memory="lots"`` had named no argument, and the size rule's "as Docker's
+    --memory" had read "as Docker's memory" (a library user's)."""
+    import edgeprof
+
+    with pytest.raises(ConfigError) as info:
+        edgeprof.profile(["true"], gpu_memory="lots")
+    said = str(info.value)
+    assert said.startswith("gpu_memory: invalid size 'lots': ")
+    assert "(binary multiples, as Docker's --memory)" in said
+
+
+def test_a_wrong_value_for_compare_is_named_short() -> None:
+    """A result's ``to_dict()`` given to ``compare`` had been printed whole, ~4 000
+    characters, in its one line."""
+    import edgeprof
+
+    big = {"schema_version": 1, "runs": list(range(500))}
+    with pytest.raises(ConfigError) as info:
+        edgeprof.compare(big, "elsewhere")  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "edgeprof.compare: baseline (a dict) is not a path, a RunResult or a list of them"
+    )
