@@ -204,14 +204,22 @@ def read_samples(path: str | Path) -> dict[str, list[float | None]]:
     """A run's ``samples.csv`` by column.  An empty cell, and a value that is not finite
     (``inf``, ``nan``: no counter gives one), is ``None``: never drawn.  A file that is not
     such a table (a row with more fields than the header, a field past the csv module's
-    limit, a value that is not a number) raises ``ValueError`` naming the line."""
+    limit, a value that is not a number), an empty file, and a row with fewer fields than
+    the header (a file cut short: its last row had drawn a 17-byte working set) raise
+    ``ValueError`` naming the line."""
     cols: dict[str, list[float | None]] = {}
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
         try:
+            if reader.fieldnames is None:
+                raise ValueError("empty: no header")
             for rec in reader:
                 if None in rec:  # DictReader puts a row's extra fields under the key None
                     raise ValueError(f"line {reader.line_num}: more fields than the header")
+                if None in rec.values():  # and None for the fields a short row lacks
+                    raise ValueError(
+                        f"line {reader.line_num}: fewer fields than the header (cut short?)"
+                    )
                 for k, v in rec.items():
                     cols.setdefault(k, []).append(_number(v, reader.line_num))
         except csv.Error as exc:  # a field past the csv module's limit, a NUL byte

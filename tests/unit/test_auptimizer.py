@@ -396,6 +396,23 @@ def test_a_sample_log_reads_samples_csv_as_report_does(tmp_path: Path) -> None:
     assert str(exc.value) == "line 3: a field is not a number (a sample is numbers)"
 
 
+def test_an_empty_or_cut_samples_csv_is_refused(tmp_path: Path) -> None:
+    """A user's empty file had been drawn as an empty timeline, and one cut in its last row
+    (``0.109463,0.052298,46.052845,17547264,17``) as a 17-byte working set, in silence."""
+    from edgeprof.samplefiles import read_samples
+
+    path = tmp_path / "samples.csv"
+    path.write_text("")
+    with pytest.raises(ValueError, match=r"^empty: no header$"):
+        read_samples(path)
+    path.write_text("t_s,cpu_s,cpu_pct,memory_bytes\n0.1,0.0,1.0,100\n0.2,0.01\n")
+    cut = r"^line 3: fewer fields than the header \(cut short\?\)$"
+    with pytest.raises(ValueError, match=cut):
+        read_samples(path)
+    path.write_text("t_s,cpu_s,cpu_pct,memory_bytes\n0.1,0.0,,100\n")  # an empty cell: no value
+    assert read_samples(path)["cpu_pct"] == [None]
+
+
 def test_a_rows_setting_is_its_cells_without_the_leased_core(tmp_path: Path) -> None:
     """Two rounds of ``--cpus 1`` on cores 0 and 1 had been named as two settings,
     ``m [cpus=1, cpuset=0] #1`` and ``m [cpus=1, cpuset=1] #2``."""
