@@ -106,8 +106,16 @@ def noise_warning(noise: float, tolerance: float) -> str | None:
     time says more about the run than about its limit."""
     if noise <= tolerance + 1e-9:
         return None
+    # As many decimals as tell them apart: "spread 0%, more than the 0% tolerance" (a user's
+    # --tolerance 0).
+    digits = next((d for d in range(4) if _percent(noise, d) != _percent(tolerance, d)), 3)
+    spread, allowed = _percent(noise, digits), _percent(tolerance, digits)
     return (
-        f"the unlimited runs' times spread {100 * noise:.0f}%, more than the "
-        f"{100 * tolerance:.0f}% tolerance: a probe's verdict may be that noise, not its "
+        f"the unlimited runs' times spread {spread}, more than the "
+        f"{allowed} tolerance: a probe's verdict may be that noise, not its "
         "limit; give more reference runs (--repeat N), a quieter host, or a larger --tolerance"
     )
+
+
+def _percent(share: float, digits: int) -> str:
+    return f"{100 * share:.{digits}f}%"

@@ -310,3 +310,22 @@ def test_the_report_says_the_reference_runs_were_noisier_than_the_tolerance() ->
     ) in render_fit([noisy])
     # No search, no verdict to doubt.
     assert "spread 36%" not in render_fit([dataclasses.replace(noisy, probes=(), made=())])
+
+
+@pytest.mark.parametrize(
+    ("noise", "tolerance", "said"),
+    [
+        (0.36, 0.10, "spread 36%, more than the 10% tolerance"),
+        # As many decimals as tell them apart: a user's --tolerance 0 had read "spread 0%,
+        # more than the 0% tolerance".
+        (0.004, 0.0, "spread 0.4%, more than the 0.0% tolerance"),
+        (0.1049, 0.10, "spread 10.5%, more than the 10.0% tolerance"),
+    ],
+)
+def test_the_noise_warning_tells_the_spread_from_the_tolerance(
+    noise: float, tolerance: float, said: str
+) -> None:
+    from edgeprof.analysis.fit_times import noise_warning
+
+    assert said in (noise_warning(noise, tolerance) or "")
+    assert noise_warning(tolerance, tolerance) is None
