@@ -159,9 +159,14 @@ def merge_shards(paths: Sequence[Path]) -> Merged:
             1 for d in dicts if not isinstance(d, dict) or d.get("termination") != "interrupted"
         )
         if s.data.get("interrupted") or finished != len(dicts) or finished != cells * len(s.rounds):
+            # The interrupted run said apart: report counts it among the runs made ("stopped
+            # after 2 run(s)" beside merge's "1 of 4"), and --resume finishes a part.
+            cut = len(dicts) - finished
+            also = f", and {cut} interrupted" if cut else ""
             raise ConfigError(
                 f"{s.path}: shard {s.index}/{count} did not finish ({finished} of "
-                f"{cells * len(s.rounds)} runs): run it again before merging"
+                f"{cells * len(s.rounds)} runs finished{also}): finish it with run --resume "
+                "(its own options and --out) before merging"
             )
         try:
             # Each run's files where they are now (under its shard's directory): merge's

@@ -211,7 +211,8 @@ def test_what_merge_refuses(tmp_path: Path) -> None:
             merge_shards([s1, other])
         assert str(e.value).endswith(f"are shards of different sweeps: {said}"), e.value
     (other / "sweep.json").write_text(json.dumps({**data, "runs": data["runs"][:-1]}))
-    with pytest.raises(ConfigError, match=r"did not finish \(7 of 8 runs\)"):
+    with pytest.raises(ConfigError, match=r"did not finish \(7 of 8 runs finished\): finish it "
+                       r"with run --resume \(its own options and --out\) before merging$"):
         merge_shards([s1, other])
     (other / "sweep.json").write_text(json.dumps({**data, "interrupted": True}))
     with pytest.raises(ConfigError, match="did not finish"):
@@ -222,7 +223,9 @@ def test_what_merge_refuses(tmp_path: Path) -> None:
         (other / "sweep.json").write_text(
             json.dumps({**data, "runs": cut, "interrupted": interrupted})
         )
-        with pytest.raises(ConfigError, match=r"did not finish \(7 of 8 runs\)"):
+        # The interrupted one said apart, as report counts it among the runs made.
+        with pytest.raises(ConfigError, match=r"did not finish \(7 of 8 runs finished, and 1 "
+                           r"interrupted\)"):
             merge_shards([s1, other])
     # Sampled at another --interval: other figures (a short run's average memory).
     coarse = [{**r, "samples": {**r["samples"], "interval_s": 0.1}} for r in data["runs"]]
