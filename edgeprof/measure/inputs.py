@@ -38,11 +38,12 @@ def command_args(command: object) -> tuple[str, ...]:
         )
     if not isinstance(command, Iterable):
         raise ConfigError(f"command {command!r}: expected a list of arguments")
-    args = tuple(command)
-    for a in args:
-        if not isinstance(a, str):
-            raise ConfigError(f"command {list(args)!r}: argument {a!r} is not a string")
-    return args
+    given = tuple(command)
+    for a in given:
+        if not isinstance(a, (str, os.PathLike)) or isinstance(os.fspath(a), bytes):
+            raise ConfigError(f"command {list(given)!r}: argument {a!r} is not a string")
+    # A path object as subprocess takes it (a library user's Path("/bin/true") was refused).
+    return tuple(str(os.fspath(a)) for a in given)
 
 
 def check_arg_types(

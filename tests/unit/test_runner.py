@@ -606,6 +606,7 @@ def test_cwd_and_relative_command(tmp_path: Path) -> None:
         ("python3 x.py", {}, "command 'python3 x.py': expected a list of arguments"),
         (None, {}, "command None: expected a list of arguments"),
         (["sleep", 0.1], {}, r"argument 0.1 is not a string"),
+        ([b"/bin/true"], {}, r"argument b'/bin/true' is not a string"),
         (["true"], {"stdout": -1}, "stdout=subprocess.PIPE: expected an open file descriptor"),
         (["true"], {"stdout": -2}, "stdout=subprocess.STDOUT: expected an open file descriptor"),
         (["true"], {"stderr": "x"}, "stderr='x': expected an open file descriptor"),
@@ -894,3 +895,11 @@ def test_a_workload_in_edgeprofs_group_that_ignores_both_is_killed_after_two_gra
     after = "it was sent SIGTERM after the 0.3s grace and killed 0.3s after that"
     got = "edgeprof got SIGINT, which a run in its process group gets from a terminal too"
     assert f"{got}: {after}" in r.warnings
+
+
+def test_a_path_object_in_the_command_is_taken_as_subprocess_takes_it() -> None:
+    """``profile([Path("/bin/true")])`` had been refused as "not a string" (a library
+    user's); the run records it as the string it is."""
+    be = fake()
+    r = profile([Path("/bin/true"), Path("x")], backend=be)
+    assert r.command == ("/bin/true", "x")
