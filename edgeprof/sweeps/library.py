@@ -108,7 +108,9 @@ def profile(
     - ``command``: the program and its arguments, a list or a tuple (``["python3",
       "infer.py"]``); typed so, not ``Sequence[str]``, so that a type checker refuses a
       plain string (``"python3 infer.py"``, a ``Sequence[str]`` too), which is also a
-      :class:`~edgeprof.errors.ConfigError` at run time.
+      :class:`~edgeprof.errors.ConfigError` at run time.  A path object among them is taken
+      as ``subprocess`` takes it (the type names strings alone: ``list[Path]`` is no
+      ``list[str | PathLike]`` to a type checker, lists being invariant).
     - ``limits``: :class:`Limits` (``cpus``, ``cpuset``, ``memory``, ``pids``, the CPU
       period, the storage's ``read_bps``, ``write_bps``, ``read_iops`` and
       ``write_iops``); ``None``: none.  A limit the host or the backend cannot hold is a

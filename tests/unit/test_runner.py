@@ -901,5 +901,5 @@ def test_a_path_object_in_the_command_is_taken_as_subprocess_takes_it() -> None:
     """``profile([Path("/bin/true")])`` had been refused as "not a string" (a library
     user's); the run records it as the string it is."""
     be = fake()
-    r = profile([Path("/bin/true"), Path("x")], backend=be)
+    r = profile([Path("/bin/true"), Path("x")], backend=be)  # type: ignore[list-item]
     assert r.command == ("/bin/true", "x")
