@@ -170,11 +170,28 @@ def compare_results(
         else:
             missing.append(k)
             notes.append(missing_note(k, allow_missing))
-    notes += [
-        f"{cell_name(k)}: {taken(k[0], 'current', held) or 'new (not in the baseline)'}"
-        for k in cur_cells
-        if k not in base_cells
-    ]
+    new_failed: list[Change] = []
+    for k in (k for k in cur_cells if k not in base_cells):
+        if (why := taken(k[0], "current", held)) is not None:
+            notes.append(f"{cell_name(k)}: {why}")
+            continue
+        # A new cell's failed runs fail the gate as a compared cell's do (compare's help: "a
+        # failed current run"): a model added that OOMed in every run had passed, "new" its
+        # only word (a user's).  One row carries them, as a cell with no baseline run's does.
+        runs = cur_cells[k]
+        bad = failed_of(runs)
+        ended = (
+            "" if bad is None
+            else f"; {len(successful(runs))} of {len(runs)} runs succeeded ({bad.endings})"
+        )
+        notes.append(f"{cell_name(k)}: new (not in the baseline{ended})")
+        if bad is not None:
+            wall = METRICS["wall"]
+            values = tuple(v for r in successful(runs) if (v := wall.get(r)) is not None)
+            new_failed.append(
+                Change(k[0], setting(runs[0]), wall, (), values, Verdict.NOT_MEASURED,
+                       why="new (not in the baseline)", current_failed=bad)
+            )  # fmt: skip
     # The same runs on both sides still differ across a pair (``compare sw sw --pair
     # small=big`` holds small against big): "nothing was measured again" had been said there.
     same = None if held else same_runs_note(baseline, current)
@@ -329,6 +346,7 @@ def compare_results(
             b_ok = measured(base_cells[key], metric.per_iteration)
             if b := tuple(v for r in b_ok if (v := metric.get(r)) is not None):
                 changes.append(Change(key[0], where, metric, b, (), Verdict.NOT_MEASURED))
+    changes += new_failed
     if not changes:
         # Every baseline run failed: an empty table and exit 0 let any current result (a
         # crash too) pass the gate.

@@ -246,6 +246,25 @@ def test_cells_are_matched_by_model_and_limits() -> None:
     ]
 
 
+def test_a_new_cells_failed_runs_fail_the_gate_as_a_compared_cells_do() -> None:
+    """A model added whose every run was OOM-killed had passed (exit 0, "regressed": false,
+    with --allow-missing), "new (not in the baseline)" its only word (a user's); compare's
+    help says a failed current run exits 3."""
+    base = walls(BASE, name="a")
+    oom = [run("big", memory="48m", termination=Termination.OOM, exit_code=137)] * 2
+    for allow in (True, False):
+        changes, notes = compare_results(base, walls(BASE, name="a") + oom, allow_missing=allow)
+        assert regressed(changes)
+        assert "big (cpus=1, memory=48.0MiB): new (not in the baseline; 0 of 2 runs succeeded " \
+            "(oom ×2))" in notes
+        assert failed_cells(changes)[("big", "cpus=1, memory=48.0MiB")].endings == "oom ×2"
+        cases = compare_cases(changes, 0.05)
+        assert any(c.failure and "big" in c.classname for c in cases), cases
+    # A new cell whose runs succeeded is a note only, as before.
+    changes, _ = compare_results(base, walls(BASE, name="a") + walls(BASE, name="new"))
+    assert not regressed(changes)
+
+
 def test_a_cell_missing_from_the_current_results_fails_as_not_measured() -> None:
     # A model dropped from the sweep had passed the gate with a note.
     base = walls(BASE, name="a") + walls(BASE, name="gone")
