@@ -99,6 +99,13 @@ def guarded(command: Callable[[], int]) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except Exception as exc:
+        # A stop signal's KeyboardInterrupt that a C extension's import turned into its own
+        # error ("ImportError: initialization failed", matplotlib's, 1 SIGTERM of 41 during
+        # report --plots): the interruption it is, not a traceback and exit 1.
+        if stopped_by() is not None and _interrupted(exc):
+            return EXIT_INTERRUPTED
+        raise
     finally:
         sys.stdout, sys.stderr = saved, saved_err
     if out.failure is not None:
@@ -107,6 +114,18 @@ def guarded(command: Callable[[], int]) -> int:
         print(line, file=cast(TextIO, err))  # a terminal gone from under it: dropped
         return EXIT_ERROR
     return code
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is in ``exc``'s chain of causes and contexts."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def _show_measured(exc: EdgeprofError) -> None:

@@ -380,11 +380,14 @@ def host_speed_warning(
     ``share · period_s``), which no stall can reach however busy they are (a user's 12
     iterations of 0.2 ms under a 5 ms period had been told other tasks held them off).
 
-    ``cpu_s``: the CPU time of the phase that holds the iterations.  Where it is less than
-    their time (other tasks held them off, or they waited), each percentile is taken at
-    that CPU share of it before the stretch: only CPU time is slower on a slower core.  A
-    user's paced frames of 2.13 ms of CPU, held off on a busy host, had read "about p50
-    7.82ms" from a p50 of 3.91 ms; back to back on the quota they measured 4.30 ms."""
+    ``cpu_s``: the CPU time of the phase that holds the iterations.  Where its share an
+    iteration is less than their median (other tasks held the median iteration off, or it
+    waited), each percentile is taken at that share of it before the stretch: only CPU
+    time is slower on a slower core.  A user's paced frames of 2.13 ms of CPU, held off on a
+    busy host, had read "about p50 7.82ms" from a p50 of 3.91 ms; back to back on the quota
+    they measured 4.30 ms.  Against the mean iteration's time instead, frames held off now
+    and then (the median one not) had read 2.34 ms, where back to back took 4.23 ms (a
+    verifier's)."""
     t = lat.throttling
     assert t is not None and t.at_host_speed and t.share is not None
     busy = None if lat.per_s is None else min(lat.mean_s * lat.per_s, 1)
@@ -428,23 +431,24 @@ def host_speed_warning(
         f"and {why}. On a "
         f"core at {t.share:g} of this one's speed, CPU-bound iterations would take about "
         f"{slower} ({'this percentile' if len(shown_p) < 2 else 'these percentiles'}"
-        f"{_cpu_words(cpu_part)} over {t.share:g}: an estimate)"
+        f"{_cpu_words(cpu_part, lat)} over {t.share:g}: an estimate)"
     )
 
 
 def _cpu_part(lat: LatencyStats, cpu_s: float | None) -> float:
-    """The share of the iterations' time that was CPU time, from their phase's CPU time
-    (an upper bound: the phase may do more than its iterations); 1 where it is not known
-    or not less (threads that work at once)."""
-    whole = lat.mean_s * lat.count
-    if cpu_s is None or whole <= 0:
+    """The median iteration's share that was CPU time, from the phase's CPU time an
+    iteration (an upper bound: the phase may do more than its iterations); 1 where it is not
+    known or not less (threads that work at once)."""
+    if cpu_s is None or lat.count <= 0 or lat.p50_s <= 0:
         return 1.0
-    return min(1.0, cpu_s / whole)
+    return min(1.0, cpu_s / lat.count / lat.p50_s)
 
 
-def _cpu_words(part: float) -> str:
-    """`` at their 54% of CPU time``: said where the estimate took the CPU share."""
-    return "" if part >= 0.995 else f" at their {part:.0%} of CPU time (the phase's)"
+def _cpu_words(part: float, lat: LatencyStats) -> str:
+    """`` at the phase's 2.07ms of CPU an iteration``: said where the estimate took it."""
+    if part >= 0.995:
+        return ""
+    return f" at the phase's {part * lat.p50_s * 1000:.2f}ms of CPU an iteration"
 
 
 def _slower_core_stall(lat: LatencyStats, t: Throttling) -> float:

@@ -128,11 +128,12 @@ def test_a_p99_of_too_few_iterations_is_no_estimate_of_a_slower_core() -> None:
     ("cpu_s", "said"),
     [
         (None, "p50 3.50ms, p99 3.50ms (these percentiles over 0.5: an estimate)"),
-        # Their phase's CPU was half their time (held off, or waiting): half of each over 0.5.
+        # Their phase's CPU an iteration was half their median (held off, or waiting): half
+        # of each over 0.5.
         (
             0.0875,
-            "p50 1.75ms, p99 1.75ms (these percentiles at their 50% of CPU time (the phase's) "
-            "over 0.5: an estimate)",
+            "p50 1.75ms, p99 1.75ms (these percentiles at the phase's 0.87ms of CPU an "
+            "iteration over 0.5: an estimate)",
         ),
         (1.0, "p50 3.50ms, p99 3.50ms (these percentiles over 0.5: an estimate)"),  # threads
     ],
@@ -141,7 +142,9 @@ def test_the_slower_cores_estimate_stretches_the_phases_cpu_time_only(
     cpu_s: float | None, said: str
 ) -> None:
     """A user's paced frames of 2.13 ms of CPU held off on a busy host: p50 3.91 ms had been
-    doubled into "about p50 7.82ms"; back to back on the quota they measured 4.30 ms."""
+    doubled into "about p50 7.82ms"; back to back on the quota they measured 4.30 ms.  Taken
+    against the mean iteration, a few frames held off (not the median) had made it 2.34 ms
+    where back to back took 4.23 ms: the median is what the CPU an iteration is held to."""
     _, latency, _, _ = _paced_channel(0.5).results(run_end=10.0)
     assert latency is not None and latency.count == 100
     assert latency.mean_s * latency.count == pytest.approx(0.175)

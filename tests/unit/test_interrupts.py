@@ -309,6 +309,26 @@ def test_a_death_by_signal_runs_the_exit_handlers_first(tmp_path: Path) -> None:
     assert not left.exists()
 
 
+def test_a_stop_a_c_extension_turned_into_its_own_error_is_an_interruption() -> None:
+    """A SIGTERM landing in matplotlib's import came out as "ImportError: initialization
+    failed" from the KeyboardInterrupt, a traceback and exit 1 (1 try of 41, a verifier's)."""
+    proc = _program(
+        """
+        from edgeprof.cli.outcome import guarded
+        def command():
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)
+            except KeyboardInterrupt as e:
+                raise ImportError("initialization failed") from e
+            return 0
+        return guarded(command)
+        """
+    )
+    assert proc.returncode == -signal.SIGTERM, proc.stderr
+    assert proc.stderr == "edgeprof: interrupted (SIGTERM)\n"
+
+
 def test_the_program_takes_ctrl_c_over_before_anything_heavy_loads() -> None:
     """What loads before :func:`edgeprof.cli.entry` sets its handler is a window where a
     Ctrl-C is Python's traceback: the package had imported ``typing`` and the workload's

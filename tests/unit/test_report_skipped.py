@@ -110,3 +110,10 @@ def test_a_cut_sweep_file_in_a_tree_is_skipped_as_a_result_file_is(
     assert [line.split()[0] for line in out.splitlines()[3:5]] == ["a.onnx", "c.onnx"]
     assert f"cannot read sweep {top / 's' / 'sweep.json'}" not in err
     assert err.splitlines()[-1].startswith("edgeprof: error: skipped 1 result file(s)")
+    # Its runs' own result.json files are read (a verifier's 4 intact runs had been left out).
+    (top / "s" / "b" / "1").mkdir(parents=True)
+    write_result(top / "s" / "b" / "1" / "result.json", run("b.onnx", wall=2.0))
+    assert main(["report", str(top)]) == 2
+    out, err = capsys.readouterr()
+    assert [line.split()[0] for line in out.splitlines()[3:6]] == ["a.onnx", "c.onnx", "b.onnx"]
+    assert "(its 1 run(s) read from their result.json)" in err
