@@ -92,7 +92,7 @@ import select
 import stat
 import sys
 import time
-from _thread import get_ident
+from _thread import allocate_lock, get_ident
 from collections.abc import Callable
 from contextlib import ContextDecorator
 from types import TracebackType
@@ -154,6 +154,9 @@ class _Channel:
         self.sync: int | None = None
         """The socket a boundary waits on (:meth:`held`); ``None``: boundaries do not wait."""
         self._looked = False
+        # Threads' first events at once: the lookup is made by one, the others wait for it
+        # (one of four threads' first phases had been sent, the others' dropped: a user's).
+        self._lock = allocate_lock()
         self.since = 0.0
         """Monotonic time of the process's first event (the channel's lookup)."""
         self.held_s = 0.0
@@ -162,11 +165,11 @@ class _Channel:
     def forget(self) -> None:
         """After a fork: the child looks at its own environment again on first use."""
         self._looked = False
+        self._lock = allocate_lock()  # a fork while another thread held it: never released
         self.fd = self.sync = None
         _thread_held.clear()
 
     def _open(self) -> None:
-        self._looked = True
         self.fd = None
         self.since, self.held_s = time.monotonic(), 0.0
         raw = os.environ.get(FD_ENV)
@@ -206,7 +209,10 @@ class _Channel:
     def ready(self) -> bool:
         """Whether events go anywhere (checked before a line is formatted: the no-op path)."""
         if not self._looked:  # first use (or first in a forked child)
-            self._open()
+            with self._lock:
+                if not self._looked:
+                    self._open()
+                    self._looked = True  # only now: another thread reads fd after it
         return self.fd is not None
 
     def send(self, line: str, t: float) -> None:
@@ -474,6 +480,10 @@ class phase(ContextDecorator):
 
     def __init__(self, name: str) -> None:
         self.name = _name(name, "phase")
+        self._pid = 0
+        """The process that entered it: a forked child that leaves the ``with`` it inherited
+        (``sys.exit()`` unwinds it) sends no end of its parent's phase (a user's child had
+        ended its parent's 300 ms ``serve`` at 54 ms)."""
 
     def __call__(self, fn: _F) -> _F:
         """As a decorator; an ``async def`` is timed over its run, awaited (contextlib's
@@ -503,6 +513,7 @@ class phase(ContextDecorator):
     def __enter__(self) -> phase:
         if _gpu_cap.pending:
             _gpu_cap.check()
+        self._pid = os.getpid()
         if _channel.ready():
             t = time.monotonic()
             _channel.boundary(f"begin {self.name} {t:.9f}", t)
@@ -514,7 +525,7 @@ class phase(ContextDecorator):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if _channel.ready():
+        if self._pid == os.getpid() and _channel.ready():
             t = time.monotonic()
             _channel.boundary(f"end {self.name} {t:.9f}", t)
         if _gpu_cap.pending:  # a "load" phase that moved the model to the GPU: capped now
@@ -564,7 +575,7 @@ class iteration(ContextDecorator):
         # One object entered again inside itself (``with it: … with it:``): each entry's
         # start, held seconds, nesting and depth, the innermost last (the inner entry had
         # overwritten the outer's: 3 frames holding 3 sub-steps were 6 nested and no latency).
-        self._open: list[tuple[float, float, bool, contextvars.ContextVar[int]]] = []
+        self._open: list[tuple[float, float, bool, contextvars.ContextVar[int], int]] = []
 
     def __call__(self, fn: _F) -> _F:
         """As a decorator: a fresh iteration per call.  contextlib's one instance for every
@@ -608,7 +619,7 @@ class iteration(ContextDecorator):
         depth.set(n + 1)
         held0 = _thread_held.get(get_ident(), 0.0) if _thread_held else 0.0  # its thread's
         self._t0 = time.monotonic()
-        self._open.append((self._t0, held0, n > 0, depth))
+        self._open.append((self._t0, held0, n > 0, depth, os.getpid()))
         return self
 
     @staticmethod
@@ -628,13 +639,13 @@ class iteration(ContextDecorator):
         tb: TracebackType | None,
     ) -> None:
         t1 = self._t1 = time.monotonic()
-        started, held0, nested, depth = self._open.pop()
+        started, held0, nested, depth, pid = self._open.pop()
         self._t0 = started  # the entry this exit ends (its probe reads it)
         # Counted down, not reset to a token: a token from another context (an async
         # generator closed by another task) would raise into the workload.
         depth.set(depth.get() - 1)
-        if not _channel.ready():
-            return
+        if pid != os.getpid() or not _channel.ready():
+            return  # a forked child leaving its parent's iteration: the parent's to send
         t0 = self._start(started, held0, t1)
         if nested:  # whether it raised or not: the outer iteration's time holds it
             _channel.send(f"nested {t0:.9f} {t1:.9f}\n", t1)

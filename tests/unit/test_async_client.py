@@ -74,3 +74,43 @@ with it:
     events = [parse_line(ln, 0.0) for ln in _lines(data)]
     for inner, outer in zip(events[0:6:2], events[1:6:2], strict=True):
         assert outer.t0 <= inner.t0 <= inner.t <= outer.t and outer.t - outer.t0 >= 0.015
+
+
+THREADS_FIRST = """
+import threading, time, edgeprof
+go = threading.Barrier(8)
+def work(k):
+    go.wait()
+    with edgeprof.phase(f"w{k}"):
+        time.sleep(0.01)
+ts = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+[t.start() for t in ts]; [t.join() for t in ts]
+"""
+
+
+def test_threads_first_events_at_once_are_all_sent() -> None:
+    """The channel's lookup had marked itself done before its descriptor was set: threads
+    arriving meanwhile sent nothing (a user's 4 threads: 5 runs of 6 lost phases, "end of
+    phase 'worker1', which is not open")."""
+    for _ in range(5):
+        proc, data = _through_a_pipe(THREADS_FIRST)
+        assert proc.returncode == 0, proc.stderr
+        begun = sorted(ln.split()[1] for ln in _lines(data) if ln.startswith("begin "))
+        assert begun == [f"w{k}" for k in range(8)], _lines(data)
+
+
+def test_a_forked_child_leaving_its_parents_phase_and_iteration_sends_no_end() -> None:
+    """``sys.exit()`` in a forked child unwinds the ``with`` blocks it inherited: its ``end
+    serve`` had closed the parent's 300 ms phase at 54 ms (a user's)."""
+    code = """
+import edgeprof, os, sys, time
+with edgeprof.phase("serve"):
+    with edgeprof.iteration():
+        pid = os.fork()
+        if pid == 0:
+            sys.exit(0)
+        os.waitpid(pid, 0)
+"""
+    proc, data = _through_a_pipe(code)
+    assert proc.returncode == 0, proc.stderr
+    assert _kinds(data) == ["begin", "iter", "end"]
