@@ -44,8 +44,10 @@ def test_a_stopped_run_is_told_once_and_its_timeout_says_it_was_not_running(
     assert r.exit_code == 143
     assert not [w for w in r.warnings if "it had not exited after" in w]
     (w,) = [w for w in r.warnings if "was stopped" in w]
-    m = re.search(r"for (\d\.\d)s or more when its --timeout 2.5s ended it", w)
+    # Found stopped from the first check on; it began after the watch's start: the range.
+    m = re.search(r"for (\d\.\d)s to (\d\.\d)s \(checked every 1s\) when its --timeout 2.5s", w)
     assert m is not None and 1.0 <= float(m.group(1)) <= 1.5, w
+    assert float(m.group(1)) <= float(m.group(2)) <= 2.5, w
     out = capfd.readouterr()
     assert out.err.count(SAID) == 1, out.err
     assert "resumed" not in out.out
