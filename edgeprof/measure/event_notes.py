@@ -192,3 +192,25 @@ def throttling_warnings(
         if lat is not None and t is not None and t.at_host_speed and (where or not judged):
             warnings.append(host_speed_warning(lat, where, period_s, cpu_s))
     return warnings
+
+
+TICK_S = 0.01
+"""A process's CPU time in ``/proc/PID/stat``: clock ticks of ``USER_HZ`` 100."""
+
+
+def tick_cpu_warning(phases: Sequence[PhaseStats], mechanism: str | None) -> str | None:
+    """The process backend's phase CPU times are differences of readings in 10 ms ticks: a
+    phase of a few ticks reads 0 or a tick (a user's six 13 ms busy phases read 0.0 ms, or
+    10.0 ms at 62 %, with no word; the cgroup backend's counter is in ns).  Said where a
+    phase is shorter than ten ticks; ``None`` otherwise."""
+    if mechanism != "process":
+        return None
+    short = [p for p in phases if p.cpu_s is not None and p.wall_s < 10 * TICK_S]
+    if not short:
+        return None
+    names = first_few([p.name for p in short])
+    return (
+        f"phase CPU times are read in clock ticks of {TICK_S * 1000:g}ms on the process "
+        f"backend: those of phases shorter than {10 * TICK_S * 1000:g}ms ({names}) are "
+        f"within a tick or two of the truth at best (a cgroup backend counts in ns)"
+    )

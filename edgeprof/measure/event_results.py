@@ -20,6 +20,7 @@ from .event_notes import (
     cut_short_warning,
     sampled_peaks_warnings,
     throttling_warnings,
+    tick_cpu_warning,
     waited_warning,
 )
 from .latency import (
@@ -145,6 +146,8 @@ class EventResults:
                 self._peaks is not None,
             )
         )
+        if (ticks := tick_cpu_warning(phases, self._mechanism)) is not None:
+            warnings.append(ticks)
         latency = with_raised(
             latency_stats(iterations, stalls=stalls, tail=self._tail, share=self._share),
             len(self._raised) + self._raised_over,
