@@ -157,6 +157,15 @@ def _calibrated_share(
             f"calibration {path} implies no speed ({cal.why_no_speed()}), or give the entry "
             "'speed: S' or 'share: C'"
         )
+    slip = cal.speed.implausible(f"{cal.speed.metric}'s device column")
+    if slip is not None:
+        # As a speed that falls: no device's, refused (it had run at the host's full cores,
+        # told only that its profiled runs were held off, a user's 401× faster "board").
+        raise ConfigError(
+            f"device catalog {device.catalog}: device {device.name!r}: key 'speed': "
+            f"calibration {path}: {slip}; calibrate again, or give the entry 'speed: S' or "
+            "'share: C'"
+        )
     note = None
     learned = cal.speed.host_model
     if host is not None and learned is not None and host.cpu_model != learned:

@@ -246,6 +246,13 @@ def _set(doc: dict[str, Any], keys: tuple[Any, ...], value: Any) -> dict[str, An
 
 
 MALFORMED = [
+    # A setting no run can have: its fit had gone from the predictions in silence (a user's).
+    (
+        ("fits", 0, "setting"),
+        "cpus=banana",
+        "fits[0].setting: expected a profiler setting such as 'cpus=1, memory=1.0GiB', got "
+        "'cpus=banana'",
+    ),
     (("fits",), 5, "fits: expected a list of fits, got 5"),
     (("fits",), None, "fits: expected a list of fits, got null"),
     (("fits",), {"a": 1}, "fits: expected a list of fits, got a dict"),

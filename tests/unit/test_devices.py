@@ -986,6 +986,22 @@ def test_a_calibration_whose_line_falls_gives_no_share(tmp_path: Path) -> None:
     assert implied_speed({("runtime", "s"): line}, {"s": 1.0}, HOST) is None
 
 
+def test_a_calibration_of_a_speed_no_device_has_gives_no_share(tmp_path: Path) -> None:
+    """Device 3-12 ms for profiler 1-4 s (seconds under a column of ms): 333 times the host.
+    calibrate warns of it; a board's ``speed: calibration`` had run on the host's whole
+    cores, told only that its profiled runs were held off (a user's)."""
+    cat = _calibrated_entry(tmp_path, "3,6,9,12")
+    with pytest.raises(ConfigError) as err:
+        resolve_device("phone", cat, HOST, {})
+    said = str(err.value)
+    assert said.startswith(
+        f"device catalog {cat}: device 'phone': key 'speed': calibration "
+        f"{tmp_path / 'phone.yml'}: the implied speed is not a device's: slope 0.003 makes the "
+        "device 333 times faster than"
+    ), said
+    assert said.endswith("calibrate again, or give the entry 'speed: S' or 'share: C'"), said
+
+
 def test_devices_lists_a_calibrated_share_and_a_poor_fit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ...errors import ConfigError, one_line
 from ...storage import read_capped, why_unreadable, write_output
-from ..cells import without_chosen_cores
+from ..cells import setting_spec, without_chosen_cores
 from .choice import WITHIN_PCT, Candidate, Choice, choose, heldout_warning, predicts_poorly
 from .families import Families, check_family, parse_rule
 from .fields import Fields
@@ -361,7 +361,12 @@ def _metric_fit(fd: Fields, min_r2: float, form: str) -> MetricFit:
     unit = fd.text("unit", expected=units)
     if unit not in UNITS[METRICS[metric].kind]:
         raise fd.bad("unit", units, unit)
-    setting = fd.text("setting", expected="a profiler setting such as 'cpus=1, memory=1.0GiB'")
+    settings = "a profiler setting such as 'cpus=1, memory=1.0GiB'"
+    setting = fd.text("setting", expected=settings)
+    try:  # a setting no run can have: its fit had gone from the predictions in silence
+        setting_spec(setting)
+    except ConfigError:
+        raise fd.bad("setting", settings, setting) from None
     pts = fd.records("points", "a list of points (model, profiler, device)")
     xs = [p.value("profiler") for p in pts]
     ys = [p.value("device") for p in pts]
