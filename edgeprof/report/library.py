@@ -347,7 +347,12 @@ def _runs(value: object, caller: str, name: str) -> list[RunResult] | None:
     if not isinstance(value, Sequence) or len(runs) != len(value):
         # A value's repr where it is short: a result's to_dict() had filled 4 000 characters.
         shown = repr(value)
-        shown = shown if len(shown) <= 60 else f"(a {type(value).__name__})"
+        if len(shown) > 60:
+            odd = next((v for v in value if not isinstance(v, RunResult)), None) if isinstance(
+                value, Sequence
+            ) else None
+            inner = "" if odd is None else f" holding a {type(odd).__name__}"
+            shown = f"(a {type(value).__name__}{inner})"
         raise ConfigError(
             f"edgeprof.{caller}: {name} {shown} is not a path, a RunResult or a list of them"
         )

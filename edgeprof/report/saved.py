@@ -421,6 +421,14 @@ def check_report_out(out: Path, paths: Sequence[Path]) -> None:
     as a sweep's re-run replaces its own files.  ``report s1 --out r`` had replaced ``report
     old1 --out r``'s copy, the only one of old1's runs there, without a word."""
     held = held_output(out)
+    target = out.resolve()
+    inside = any(p.resolve() == target or target in p.resolve().parents for p in paths)
+    if held is None and inside:
+        # Its own sources would be lost from it (report_of '.'): the verifier's "copy a
+        # report of other results made" had named the wrong cause.
+        raise ConfigError(
+            f"--out {out} is a directory this report reads: give a directory of its own"
+        )
     if held is None and (copy := read_sweep(out)) is not None:
         sources = copy[1].get(REPORT_OF) or []
         made_of = [Path(os.path.normpath(out.resolve() / p)) for p in sources]

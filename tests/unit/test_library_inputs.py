@@ -455,3 +455,6 @@ def test_a_wrong_value_for_compare_is_named_short() -> None:
     assert str(info.value) == (
         "edgeprof.compare: baseline (a dict) is not a path, a RunResult or a list of them"
     )
+    with pytest.raises(ConfigError) as info:
+        edgeprof.compare([big], "elsewhere")  # type: ignore[list-item]
+    assert str(info.value).startswith("edgeprof.compare: baseline (a list holding a dict) is")

@@ -100,6 +100,14 @@ def test_report_out_refuses_the_copy_of_other_results(
     assert capsys.readouterr().err == refusal("rep", held)
     assert Path("rep", "sweep.json").read_bytes() == before
     assert main(["report", "old/sweep.json", "--out", "rep"]) == 0  # of old again: its own
+    capsys.readouterr()
+    # The copy itself as the report's input: said so, not "a copy of other results".
+    for given in ("rep", "rep/sweep.json"):
+        assert main(["report", given, "--out", "rep"]) == 2
+        assert capsys.readouterr().err == (
+            "edgeprof: error: --out rep is a directory this report reads: give a directory of "
+            "its own\n"
+        )
 
 
 def test_report_out_waits_for_no_sweep_writing_there(
