@@ -266,11 +266,11 @@ def process_warnings(refused: int | None, pids: int | None, left: int | None) ->
             f"(the workload saw EAGAIN: BlockingIOError, \"can't start new thread\"): {fix}"
         )
     if left:
-        were = "process was" if left == 1 else "processes were"
+        were, it = ("process was", "it") if left == 1 else ("processes were", "they")
         out.append(
             f"{left} {were} still running when the workload's main process exited: killed; "
-            "what they had left to do was not done nor measured (wait for them before the "
-            "main process exits)"
+            f"what {it} had left to do was not done nor measured (wait for "
+            f"{'it' if left == 1 else 'them'} before the main process exits)"
         )
     return out
 

@@ -95,6 +95,13 @@ def test_processes_still_running_at_the_exit_are_counted_and_said() -> None:
         "process exits)"
     ]
     assert RunResult.from_dict(r.to_dict()).processes_left == 2
+    # One is "it" (it had read "1 process was … what they had left to do", a verifier's).
+    one = profile(["true"], backend=FakeBackend(others=counts(1, 1, 1)), interval=0.01)
+    assert process_warnings(one) == [
+        "1 process was still running when the workload's main process exited: killed; "
+        "what it had left to do was not done nor measured (wait for it before the main "
+        "process exits)"
+    ]
 
 
 @pytest.mark.parametrize(("signal", "left"), [("SEGV", 2), ("ABRT", 2), ("KILL", None)])
@@ -109,8 +116,8 @@ def test_a_main_process_that_died_of_its_own_signal_has_its_leftovers_counted(
 
 
 LEFT_ONE = (
-    "1 process was still running when the workload's main process exited: killed; what they "
-    "had left to do was not done nor measured (wait for them before the main process exits)"
+    "1 process was still running when the workload's main process exited: killed; what it "
+    "had left to do was not done nor measured (wait for it before the main process exits)"
 )
 
 
