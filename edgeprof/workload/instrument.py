@@ -472,7 +472,37 @@ def _is_async(fn: Callable[..., Any], what: str) -> bool:
     return inspect.iscoroutinefunction(fn)
 
 
-class phase(ContextDecorator):
+_Self = TypeVar("_Self", bound="_AsyncWith")
+
+
+class _AsyncWith(ContextDecorator):
+    """``async with`` as ``with``: a phase's or iteration's boundaries are instants, with
+    nothing to await."""
+
+    def __enter__(self: _Self) -> _Self:
+        raise NotImplementedError
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self: _Self) -> _Self:
+        return self.__enter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+
+class phase(_AsyncWith):
     """``with edgeprof.phase("load"):`` (or ``@edgeprof.phase("load")``): CPU time, memory
     and wall time between entry and exit are reported as the phase ``name``.  Phases may nest
     and repeat (repeats are merged by name; a phase nested in itself, as a recursive function
@@ -498,17 +528,6 @@ class phase(ContextDecorator):
                 return await fn(*args, **kwargs)
 
         return cast(_F, timed)
-
-    async def __aenter__(self) -> phase:
-        return self.__enter__()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.__exit__(exc_type, exc, tb)
 
     def __enter__(self) -> phase:
         if _gpu_cap.pending:
@@ -553,7 +572,7 @@ def _forget_depth() -> None:
 os.register_at_fork(after_in_child=_forget_depth)
 
 
-class iteration(ContextDecorator):
+class iteration(_AsyncWith):
     """``with edgeprof.iteration(items=batch_size):`` around one inference: its latency goes
     into the percentiles, ``items`` (optional) into the items/s throughput.  One that raises
     is counted as raised instead (out of both), and its exception propagates unchanged.
@@ -597,17 +616,6 @@ class iteration(ContextDecorator):
                 return fn(*args, **kwargs)
 
         return cast(_F, timed)
-
-    async def __aenter__(self) -> iteration:
-        return self.__enter__()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.__exit__(exc_type, exc, tb)
 
     def __enter__(self) -> iteration:
         if _gpu_cap.pending:
