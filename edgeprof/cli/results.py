@@ -159,6 +159,8 @@ def report(
     max_energy: MaxEnergy = None,
     latency_phase: LatencyPhase = None,
     budgets_file: BudgetsFile = None,
+    summary: SummaryFile = None,
+    junit: JunitFile = None,
 ) -> None:
     """Re-render tables, statistics, rankings and plots from saved results.
 
@@ -186,6 +188,8 @@ def report(
         predictions=predictions,
         html=html,
         budgets=budgets,
+        summary=summary,
+        junit=junit,
     )
     if skipped:  # the more basic failure: the figures (and a gate's verdict) lack them
         raise ConfigError(
@@ -232,7 +236,7 @@ def merge(
     exit code, as run's.
     """
     from ..analysis.budgets import budgets_from_options
-    from ..report.saved import merge_saved
+    from ..report.merged import merge_saved
     from .outcome import runs_exit_code
     from .runargs import budget_values
 

@@ -1,6 +1,6 @@
 """``edgeprof run --executor ray[=ADDRESS]``: the sweep's rounds run as parts on a cluster
 (:mod:`edgeprof.sweeps.on_ray`), written back under ``OUT/parts/`` and merged into ``OUT``
-with the budgets and reports of the run (:func:`edgeprof.report.saved.merge_saved`)."""
+with the budgets and reports of the run (:func:`edgeprof.report.merged.merge_saved`)."""
 
 from __future__ import annotations
 
@@ -46,8 +46,8 @@ def run_on_executor(
     from ..sweeps.on_ray import RayTarget, check_fits, connected, run_parts
     from ..sweeps.outdir import stale_part_runs
     from ..sweeps.recipes import largest_limits, part_gpus
+    from .merged import merge_saved
     from .run import stale_warning
-    from .saved import merge_saved
 
     cpus, memory = largest_limits(job.plan.limits)
     target = RayTarget(cpus=float(cpus or 1), memory=memory, gpus=part_gpus(job.request.gpus))

@@ -34,11 +34,7 @@ from ..resultfiles import (
     sweep_resumed,
     sweep_stopped,
 )
-from ..storage import (
-    check_writable,
-    prepare_out_dir,
-    write_json_output,
-)
+from ..storage import check_writable, prepare_out_dir
 from ..units import parse_threshold
 from .calibration import render_predictions
 from .ci_summary import (
@@ -286,6 +282,8 @@ def rerender(
     html: Path | None = None,
     predictions: Path | None = None,
     budgets: Budgets | None = None,
+    summary: Path | None = None,
+    junit: Path | None = None,
 ) -> tuple[list[BudgetCheck], list[tuple[Path, str]]]:
     """The tables of the runs in ``paths`` on ``stdout``; the files asked for; the budget
     checks, and the files found in a directory of ``paths`` that were skipped, each one
@@ -293,7 +291,9 @@ def rerender(
     tables and in a note under them, the exit code is the caller's).  The budgets are
     ``budgets`` where given (saved results held to new ones), else those one sweep recorded
     in its ``sweep.json``: a re-render of a gate that failed had shown no verdict, in text,
-    Markdown or page, and exited 0."""
+    Markdown or page, and exited 0.  ``summary``, ``junit``: the step summary's Markdown and
+    JUnit of the checks, as ``run`` writes them (the gate of shards merged elsewhere, or of
+    runs saved by another job, had no JUnit but merge's)."""
     fits = {p: docs for p in paths if (docs := fits_of(p)) is not None}
     for p in fits:
         if not p.is_dir():  # the answer alone has no runs to show
@@ -322,7 +322,7 @@ def rerender(
         raise ConfigError(NO_CALIBRATION_FILE)
     if out is not None:
         check_report_out(out, paths)  # before any work, as merge's --out
-    for path in (markdown, html, predictions):
+    for path in (markdown, html, predictions, summary, junit):
         if path is not None:
             check_writable(path)
     if plots is not None:
@@ -389,7 +389,10 @@ def rerender(
     if plots is not None:
         write_plot_files(plots, runs, stderr)
     # After the tables, as run prints them; the exit code is the caller's (3 on a breach).
-    gate_run(runs, budgets, None, None, stdout, stderr, checks, step=False)
+    gate_run(
+        runs, budgets, summary, junit, stdout, stderr, checks, stopped, step=False,
+        warmup=warmup_of(kept),
+    )
     if html is not None:
         from .html import Banner, render_html
 
@@ -454,82 +457,3 @@ def recorded_budgets(found: tuple[Path, dict[str, Any]] | None) -> Budgets:
     if found is None or found[1].get("budgets") is None:
         return Budgets()
     return budgets_from_dict(found[1]["budgets"], str(found[0]))
-
-
-def merge_saved(
-    paths: Sequence[Path],
-    out: Path,
-    stdout: TextIO,
-    *,
-    html: Path | None = None,
-    budgets: Budgets | None = None,
-    summary: Path | None = None,
-    junit: Path | None = None,
-    over_a_sweep: bool = False,
-    log: TextIO | None = None,
-) -> tuple[list[RunResult], list[BudgetCheck]]:
-    """Join the shards in ``paths`` into one sweep in ``out`` (``sweep.json`` and the
-    exports, as a sweep writes them) and print its tables, with what the shards' hosts
-    make of them (:mod:`edgeprof.sweeps.merge`); then check ``budgets`` on the merged
-    sweep, as ``run`` checks its own.  The merged runs and the budget checks.
-    ``over_a_sweep``: ``out`` may hold a sweep that is not a merged one (``run --executor``
-    replaces it, as a local sweep does, and has said what stays of it).  What was merged and
-    the files written are said on ``log`` (stderr), as ``run`` and ``report`` say theirs:
-    on stdout, the line had been mixed into the tables of ``merge > tables.txt``, and the
-    files had gone unnamed."""
-    from ..sweeps.merge import merge_shards
-
-    for path in (html, summary, junit):
-        if path is not None:
-            check_writable(path, out)  # a recipe's merge writes them into --out, made later
-    if os.environ.get("GITHUB_STEP_SUMMARY"):  # appended at the end: checked before, as run's
-        check_step_summary()
-    merged = merge_shards(paths)
-    written = out / "sweep.json"
-    for s in merged.shards:
-        # Overwritten, the shard's own sweep.json became the merged (whole) sweep: a second
-        # merge of the same parts was then refused ("a whole sweep, not a shard").
-        if written.exists() and os.path.samefile(written, s.path):
-            raise ConfigError(
-                f"--out {out} holds shard {s.index}/{s.count} ({s.path}): the merged sweep.json "
-                "would replace it; give a directory of its own"
-            )
-    held = read_sweep(out) if out.is_dir() and not over_a_sweep else None
-    if held is not None and "shards" not in held[1]:
-        # Replaced, the sweep's own runs stayed beside the merged sweep.json, unsaid.
-        what = "a shard" if "shard" in held[1] else "a sweep"
-        raise ConfigError(
-            f"--out {out} holds {what} of its own ({held[0]}): the merged sweep.json would "
-            "replace it; give a directory of its own"
-        )
-    said = None
-    if not budgets:  # the parts' own, as report of them checks them
-        budgets, said = recorded_of(paths)
-    target = prepare_out_dir(out, ("sweep.json",))
-    document = merged.document(target)
-    if budgets:  # recorded, as a sweep records its own: `report OUT` checks them again
-        document["budgets"] = budgets.to_dict()
-    runs = cell_order(merged.runs)  # runs.csv's rows as run's and report's: by cell
-    notes = merged.notes  # in sweep.json, and said by every report of it
-    if said is not None:
-        notes = [*notes, said]
-        document["notes"] = notes
-    checks = budget_checks(runs, budgets)
-    gate = BudgetGate(budgets.sources, checks)
-    with DirLock(target):  # as run holds its --out: a sweep running into it is not written over
-        write_json_output(target / "sweep.json", document)
-        write_exports(target, runs, sweep_json=False, notes=notes, plan=merged.plan, gate=gate)
-    log = sys.stderr if log is None else log
-    count = merged.shards[0].count
-    print(f"edgeprof: merged {count} shards ({len(merged.runs)} runs) into {target}", file=log)
-    announce_dir(target, ("sweep.json", *EXPORTS), log)
-    warmup = warmup_of(merged.plan)
-    print_summary(runs, stdout, warmup)
-    stdout.writelines(f"note: {n}\n" for n in notes)  # under the tables, as report says them
-    gate_run(runs, budgets, summary, junit, stdout, log, checks, notes, warmup=warmup)
-    if html is not None:
-        from .html import render_html
-
-        page = render_html(runs, title=f"edgeprof merge: {target}", checks=checks, notes=notes)
-        write_file(html, page, log)
-    return runs, checks

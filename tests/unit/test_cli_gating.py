@@ -439,6 +439,41 @@ def test_a_sweeps_budgets_are_recorded_reported_and_checked_again(
     assert main(["report", str(out), "--max-wall", "soon"]) == 2
 
 
+def test_report_writes_the_gates_junit_and_summary_as_run_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Runs saved by another job (or shards merged elsewhere) gated again by ``report`` had
+    their verdict on the terminal only: CI's test-report and step-summary readers got no
+    file.  ``report`` writes both, as ``run`` and ``merge`` do; an unwritable one is refused
+    before anything is written."""
+    out = tmp_path / "s"
+    argv = [*RUN, "-m", "a,b", "--out", str(out), "--max-wall", "1h", "--", "sh", "-c", "true"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    junit, summary = tmp_path / "r.xml", tmp_path / "r.md"
+    gate = ["--junit", str(junit), "--summary", str(summary)]
+    assert main(["report", str(out), "--max-wall", "1ms", *gate]) == EXIT_BUDGET
+    cases = ET.parse(junit).getroot().findall(".//testcase")
+    assert [(c.get("classname"), c.get("name")) for c in cases] == [
+        ("a (none)", "wall time <= 1.0ms"),
+        ("b (none)", "wall time <= 1.0ms"),
+    ]
+    assert all(c.find("failure") is not None for c in cases)
+    assert summary.read_text().startswith("## edgeprof\n\n**2 of 2 budget checks failed**")
+    # The recorded budget (1h) when report is given none: both pass.
+    assert main(["report", str(out), *gate]) == 0
+    cases = ET.parse(junit).getroot().findall(".//testcase")
+    assert [c.find("failure") for c in cases] == [None, None]
+    assert "**All 2 budget checks passed**" in summary.read_text()
+    capsys.readouterr()
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    unwritable = ["--junit", str(blocked / "j.xml"), "--out", str(tmp_path / "copy")]
+    assert main(["report", str(out), *unwritable]) == 2
+    assert not (tmp_path / "copy").exists()
+    assert capsys.readouterr().out == ""
+
+
 def test_report_without_recorded_budgets_has_no_verdict_and_exits_0(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

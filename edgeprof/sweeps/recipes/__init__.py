@@ -102,7 +102,7 @@ GATE_FILES = ("--html", "--summary", "--junit")
 """The gate's options that name a file ``merge`` writes."""
 
 MERGE_WRITES = ("sweep.json", "runs.csv", "cells.csv", "report.md")
-"""The files ``merge`` writes in its ``--out`` (:func:`edgeprof.report.saved.merge_saved`)."""
+"""The files ``merge`` writes in its ``--out`` (:func:`edgeprof.report.merged.merge_saved`)."""
 
 
 def _files_into(gate: Sequence[str], out: str) -> list[str]:
