@@ -5,6 +5,7 @@ searched: :mod:`edgeprof.resultdirs`; each run's sample files found where they a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,7 +30,9 @@ removes an earlier sweep's before its first run (:func:`edgeprof.sweeps.outdir.r
 
 
 def load_runs(
-    paths: list[Path], skipped: list[tuple[Path, str]] | None = None
+    paths: list[Path],
+    skipped: list[tuple[Path, str]] | None = None,
+    again: list[RunResult] | None = None,
 ) -> list[RunResult]:
     """Every run in ``paths``: a ``result.json``, a ``sweep.json`` (key ``runs``), a JSON list
     of results (``run --json`` with several runs), or a directory, searched to
@@ -43,7 +46,11 @@ def load_runs(
     DIR``: ``report /tmp`` had stopped at the first of them, a test's fixture with a
     negative figure, and shown none of the 29 such files' neighbours).  A file named in
     ``paths``, or the one a directory given holds itself (``report SWEEP``'s
-    ``sweep.json``), is an error all the same: it was asked for by name."""
+    ``sweep.json``), is an error all the same: it was asked for by name.
+
+    A run read twice (a path given twice, a sweep and its ``sweep.json``, a sweep beside its
+    ``report --out`` copy) is counted once (:func:`once`; ``again``: where given, the runs
+    left out are appended to it)."""
     runs: list[RunResult] = []
     for path in paths:
         outfiles.check_path(path, "read")  # before is_dir(): ENAMETOOLONG's, EACCES's traceback
@@ -63,17 +70,44 @@ def load_runs(
                 outfiles.check_path(file, "read")
                 runs.extend(_file_runs(file))
             except ConfigError as exc:
-                if skipped is None or file.parent == path:  # the output's own, as if named
+                if skipped is None:
+                    raise
+                # The output's own, as if named, unless its runs can be read each from its
+                # own file: a cut sweep.json of `report SWEEP` had refused them all (a user's).
+                found: list[tuple[Path, str]] = []  # its run files that cannot be read
+                cut = file.name == "sweep.json"
+                theirs = _runs_of_a_cut_sweep(file.parent, found) if cut else []
+                if file.parent == path and not theirs:
                     raise
                 skipped.append((file, str(exc)))
-                if file.name == "sweep.json":
-                    theirs = _runs_of_a_cut_sweep(file.parent, skipped)
-                    if theirs:
-                        # Its runs are in the figures, though the file is not.
-                        said = f"{exc} (its {len(theirs)} run(s) read from their result.json)"
-                        skipped[skipped.index((file, str(exc)))] = (file, said)
-                    runs.extend(theirs)
-    return runs
+                if theirs:
+                    # Its runs are in the figures, though the file is not.
+                    said = f"{exc} (its {len(theirs)} run(s) read from their result.json)"
+                    skipped[-1] = (file, said)
+                    skipped.extend(found)
+                runs.extend(theirs)
+    return once(runs, set(), again)
+
+
+def once(
+    runs: Sequence[RunResult], seen: set[RunResult], again: list[RunResult] | None = None
+) -> list[RunResult]:
+    """``runs`` less those in ``seen`` or earlier in ``runs`` (the record of each kept is
+    added to ``seen``; each left out to ``again``, where given).  A run's record is its
+    identity: two runs alike in every field, its start to the millisecond and its every
+    counter, are one run read twice, wherever its sample file is found now (a copy's is
+    ``copy/../sweep/…``).  Each copy had been a repeat: ``report s2 s2`` read a cell's 2
+    runs as 4 and narrowed its interval from [0.93, 1.08] to [0.98, 1.02] (two users')."""
+    kept = []
+    for r in runs:
+        record = dataclasses.replace(r, samples=dataclasses.replace(r.samples, path=None))
+        if record in seen:
+            if again is not None:
+                again.append(r)
+            continue
+        seen.add(record)
+        kept.append(r)
+    return kept
 
 
 def _runs_of_a_cut_sweep(sweep: Path, skipped: list[tuple[Path, str]]) -> list[RunResult]:

@@ -281,7 +281,7 @@ def _warmup_caveat(ok: Sequence[RunResult]) -> str:
 
 def unused_models(results: Sequence[RunResult], budgets: Budgets) -> list[str]:
     """Models the budget file names that did not run (a typo would else go unnoticed)."""
-    labels = {r.label for r in results}
+    labels = {budgets.model_of(r.label) for r in results}
     return [m for m in budgets.models if m not in labels]
 
 

@@ -127,6 +127,11 @@ class Budgets:
     """The same per run label, over :attr:`default_phase`."""
     phase: str = ""
     """The same from the command line (``--latency-phase``), over both."""
+    named_apart: Mapping[str, str] = field(default_factory=dict)
+    """The labels ``report`` gave runs it named apart (``m (0.1)``,
+    :mod:`edgeprof.analysis.apart`) → the label their budgets are under (``m``); not
+    recorded.  Unmapped, a model's budgets had been held to nothing when ``report rA rB``
+    named its runs by their commands, and a breach of every run exited 0."""
 
     def __bool__(self) -> bool:
         return bool(self.default or self.models or self.overrides)
@@ -162,11 +167,18 @@ class Budgets:
 
     def phase_for(self, label: str) -> str:
         """The phase whose iterations ``label``'s latency budgets gate; ``""``: all."""
-        return self.phase or self.model_phases.get(label, "") or self.default_phase
+        model = self.model_of(label)
+        return self.phase or self.model_phases.get(model, "") or self.default_phase
 
+    def model_of(self, label: str) -> str:
+        """The label ``label``'s budgets are under: itself, or the one it was named apart
+        from (:attr:`named_apart`) where no budget names it as it is."""
+        if label in self.models or label in self.model_phases:
+            return label
+        return self.named_apart.get(label, label)
 
     def for_label(self, label: str) -> dict[str, float]:
-        merged = {**self.default, **self.models.get(label, {}), **self.overrides}
+        merged = {**self.default, **self.models.get(self.model_of(label), {}), **self.overrides}
         return {k: merged[k] for k in METRICS if k in merged}
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -29,6 +30,7 @@ from ..resultfiles import (
     load_auto_repeat,
     load_fits,
     load_runs,
+    once,
     read_sweep,
     sweep_notes,
     sweep_resumed,
@@ -53,6 +55,7 @@ from .saved_notes import (
     answer_kind,
     fit_note,
     fits_of,
+    read_again_note,
     read_together,
     skipped_note,
     skipped_profiles,
@@ -304,8 +307,13 @@ def rerender(
     # Runs that share a label but not their target, command or --env (each bench's `infer
     # bs=1`, two scripts' `python`): named apart, not pooled as repeats.
     unread: list[tuple[Path, str]] = []
-    runs_of = [load_runs([p], unread) for p in paths]  # as load_runs(paths): path by path
-    loaded, shared = apart([r for runs in runs_of for r in runs])  # in order, one for one
+    seen: set[RunResult] = set()
+    again: list[RunResult] = []  # as load_runs(paths), path by path: each run once
+    runs_of = [once(load_runs([p], unread, again), seen, again) for p in paths]
+    read = [r for runs in runs_of for r in runs]
+    loaded, shared = apart(read)  # in order, one for one
+    # Their budgets are still their model's (checked on the cells named apart).
+    named = {n.label: r.label for r, n in zip(read, loaded, strict=True) if n.label != r.label}
     ends = list(itertools.accumulate(len(runs) for runs in runs_of))
     named_of = [loaded[end - len(runs) : end] for end, runs in zip(ends, runs_of, strict=True)]
     # "skipped: " as a label, as "warning: ": "skipped cannot read result …" read as no sentence.
@@ -329,8 +337,12 @@ def rerender(
         from .plots import _pyplot
 
         _pyplot()  # a missing matplotlib is found before any file is written
-    stopped = [why for p in paths for why in sweep_notes(p)]
-    stopped += [why for p in paths if (why := sweep_resumed(p)) is not None]
+    # A sweep whose own sweep.json is cut is read as its runs (load_runs): the plan, notes
+    # and budgets only it held are not known.
+    cut = {f for f, _ in unread if f.name == "sweep.json"}
+    whole = [p for p in paths if p not in cut and p / "sweep.json" not in cut]
+    stopped = [why for p in whole for why in sweep_notes(p)]
+    stopped += [why for p in whole if (why := sweep_resumed(p)) is not None]
     answers = [
         (fit_note(p, d), answer_kind(d))
         for p, docs in fits.items()
@@ -339,18 +351,20 @@ def rerender(
     stopped += [text for text, _ in answers]
     stopped += shared
     stopped += [skipped_note(unread)] if unread else []
+    stopped += [read_again_note(len(again))] if again else []
     stopped += [note for p in paths if (note := pooled(p, "report")) is not None]
     stopped += [note] if (note := read_together(paths, named_of)) is not None else []
     # One sweep made with --repeat auto: what it resolved, as the run printed it.
-    auto = load_auto_repeat(paths[0]) if len(paths) == 1 else None
+    auto = load_auto_repeat(paths[0]) if len(paths) == 1 and whole else None
     repeats = [] if auto is None else [repeats_table(runs, *auto)]
     # The tables first, the files after (as run's): a file that cannot be written is then
     # one error line under the figures, not in their place.
-    found = read_sweep(paths[0]) if len(paths) == 1 else None
+    found = read_sweep(paths[0]) if len(paths) == 1 and whole else None
     kept = None if found is None else found[1]
     if not budgets:
-        budgets, why = recorded_of(paths)
+        budgets, why = recorded_of(whole)
         stopped += [why] if why is not None else []
+    budgets = dataclasses.replace(budgets, named_apart=named)
     print_summary(runs, stdout, warmup_of(kept), shard_of(kept))
     for table in repeats:
         stdout.write("\n" + table.plain())

@@ -154,6 +154,15 @@ def answer_kind(fit: Mapping[str, Any]) -> str:
     return "warn" if fit.get("fits") is None and fit.get("stopped") else "fail"
 
 
+def read_again_note(count: int) -> str:
+    """That ``count`` runs were read more than once and are counted once
+    (:func:`~edgeprof.resultfiles.once`)."""
+    return (
+        f"{count} run(s) were read more than once (a result given twice, or found beside a "
+        "copy of it): each is counted once"
+    )
+
+
 def skipped_note(unread: Sequence[tuple[Path, str]]) -> str:
     """The note under a report's tables (and in its Markdown and page) naming the files
     found that were no readable results, each with why (``unread``: the file and its one

@@ -474,6 +474,32 @@ def test_report_writes_the_gates_junit_and_summary_as_run_does(
     assert capsys.readouterr().out == ""
 
 
+def test_a_models_budgets_hold_its_runs_that_report_names_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``report rA rB`` of one label's runs of two commands names them apart (``m (0.1)``,
+    ``m (0.2)``); the budgets file's ``m`` had then been held to nothing (a warning that no
+    run was labelled m) and a breach of every run exited 0 (a user's)."""
+    budgets = tmp_path / "b.yml"
+    budgets.write_text("models:\n  m:\n    wall: 1ms\n    latency_phase: infer\n")
+    for name, arg in (("rA", "0.1"), ("rB", "0.2")):
+        argv = [*RUN, "--name", "m", "--out", str(tmp_path / name), "--", "sleep", arg]
+        assert main(argv) == 0
+    capsys.readouterr()
+    dirs = [str(tmp_path / "rA"), str(tmp_path / "rB")]
+    assert main(["report", *dirs, "--budgets", str(budgets)]) == EXIT_BUDGET
+    said = capsys.readouterr()
+    assert [ln.split(":")[0] for ln in said.out.splitlines() if ln.startswith("  FAIL")] == [
+        "  FAIL  m (0.1) (none)",
+        "  FAIL  m (0.2) (none)",
+    ]
+    assert "no run is labelled so" not in said.err
+    # Not recorded: the copy's budgets are the file's, under the model's own label.
+    assert main(["report", *dirs, "--budgets", str(budgets), "--out", str(tmp_path / "c")]) == 3
+    recorded = json.loads((tmp_path / "c" / "sweep.json").read_text())["budgets"]
+    assert list(recorded["models"]) == ["m"] and "named_apart" not in json.dumps(recorded)
+
+
 def test_report_without_recorded_budgets_has_no_verdict_and_exits_0(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

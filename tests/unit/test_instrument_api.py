@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import threading
 import time
 
 import pytest
@@ -95,6 +96,69 @@ def test_items_that_are_no_count_are_refused_in_edgeprofs_words(
     with pytest.raises(error) as raised:
         instrument.iteration(items=items)  # type: ignore[arg-type]
     assert str(raised.value) == f"edgeprof.iteration: {words}"
+
+
+def test_a_bare_decorator_is_refused_saying_how_to_write_it() -> None:
+    """``@edgeprof.iteration`` and ``@edgeprof.phase`` without their call had said "items
+    must be an int, got <function f at 0x…>" and "name must be a str, got <function …>"."""
+
+    def infer() -> None:
+        pass
+
+    with pytest.raises(TypeError) as raised:
+        instrument.iteration(infer)  # type: ignore[arg-type]
+    assert str(raised.value) == (
+        "edgeprof.iteration is called to decorate: @edgeprof.iteration() (or items=N), got "
+        "the function 'test_a_bare_decorator_is_refused_saying_how_to_write_it.<locals>.infer' "
+        "as items"
+    )
+    with pytest.raises(TypeError) as raised:
+        instrument.phase(infer)  # type: ignore[arg-type]
+    assert str(raised.value).startswith(
+        'edgeprof.phase decorates with its name: @edgeprof.phase("NAME"), got the function '
+        "'test_a_bare_decorator"
+    )
+    with pytest.raises(TypeError, match=r"^edgeprof.mark: name must be a str, got <function"):
+        instrument.mark(infer)  # type: ignore[arg-type]
+
+
+def test_one_iteration_shared_by_threads_times_each_threads_own_entry(lines: Lines) -> None:
+    """One object entered by two threads at once had one stack: the first thread's exit took
+    the second's start, and a 50 ms and a 150 ms iteration overlapping were sent as 100 ms
+    each.  Each exit ends its own thread's entry."""
+    shared = instrument.iteration(items=1)
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    spans: dict[str, tuple[float, float]] = {}
+
+    def first() -> None:
+        with shared:
+            t0 = time.monotonic()
+            a_in.set()
+            b_in.wait()
+        spans["first"] = (t0, time.monotonic())
+        a_out.set()
+
+    def second() -> None:
+        a_in.wait()
+        with shared:
+            t0 = time.monotonic()
+            b_in.set()
+            a_out.wait()
+        spans["second"] = (t0, time.monotonic())
+
+    threads = [threading.Thread(target=f) for f in (first, second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    first_sent, second_sent = (parse_line(x.rstrip("\n"), now=0.0) for x in lines.sent)
+    assert [first_sent.kind, second_sent.kind] == ["iter", "iter"]
+    # Each span sent holds the one its thread measured inside it, and starts before it.
+    for sent, name in ((first_sent, "first"), (second_sent, "second")):
+        t0, t1 = spans[name]
+        assert sent.t0 <= t0 and t1 >= sent.t, (name, sent, spans)
+    assert first_sent.t0 < spans["second"][0]  # the first's start, not the second's
+    assert shared._open == []
 
 
 def test_an_integer_of_another_type_counts_as_itself(lines: Lines) -> None:

@@ -117,3 +117,27 @@ def test_a_cut_sweep_file_in_a_tree_is_skipped_as_a_result_file_is(
     out, err = capsys.readouterr()
     assert [line.split()[0] for line in out.splitlines()[3:6]] == ["a.onnx", "c.onnx", "b.onnx"]
     assert "(its 1 run(s) read from their result.json)" in err
+
+
+def test_a_sweep_given_whose_own_sweep_file_is_cut_is_read_as_its_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``report SWEEP`` whose ``sweep.json`` was cut had refused every run ("cannot read
+    sweep", rc 2, no table) where each run's ``result.json`` was whole (a user's): its runs
+    are reported, the file named as skipped, exit 2; a cut sweep with no run file readable
+    is still the error it was."""
+    sweep = tmp_path / "s"
+    sweep.mkdir()
+    (sweep / "sweep.json").write_text('{"schema": "edgeprof-sweep/1", "runs": [\n')
+    assert main(["report", str(sweep)]) == 2
+    assert capsys.readouterr().err.startswith(f"edgeprof: error: cannot read result {sweep}/")
+    for i, name in enumerate(("a.onnx", "b.onnx")):
+        (sweep / name / "1").mkdir(parents=True)
+        write_result(sweep / name / "1" / "result.json", run(name, wall=1.0 + i))
+    assert main(["report", str(sweep), "--out", str(tmp_path / "copy")]) == 2
+    out, err = capsys.readouterr()
+    assert [line.split()[0] for line in out.splitlines()[3:5]] == ["a.onnx", "b.onnx"]
+    assert f"edgeprof: skipped: cannot read result {sweep}/sweep.json: " in err
+    assert "(its 2 run(s) read from their result.json)" in err
+    assert err.splitlines()[-1].startswith("edgeprof: error: skipped 1 result file(s)")
+    assert len((tmp_path / "copy" / "runs.csv").read_text().splitlines()) == 3

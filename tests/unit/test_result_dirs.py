@@ -3,6 +3,7 @@ and what it says when a directory pools several outputs."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -19,10 +20,15 @@ from edgeprof.storage import layers_profile_note, write_result
 from .conftest import make_result
 from .test_layers_checks import profile_file
 
+_STARTS = itertools.count()
+
 
 def _run(directory: Path, name: str) -> RunResult:
+    """A run of its own (a start of its own: runs alike in every field are one run read
+    twice, :func:`edgeprof.resultfiles.once`)."""
     directory.mkdir(parents=True, exist_ok=True)
-    result = make_result(name=name)
+    started = f"2026-01-01T00:00:00.{next(_STARTS) % 1000:03}+00:00"
+    result = make_result(name=name, started_at=started)
     write_result(directory / "result.json", result)
     return result
 

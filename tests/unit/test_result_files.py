@@ -28,17 +28,17 @@ def test_limits_describe_is_a_stable_label() -> None:
 
 
 def test_load_runs_reads_every_form(tmp_path: Path) -> None:
-    a, b, c = (make_result(name=n) for n in "abc")
+    a, b, c, c2, b2 = (make_result(name=n, wall_s=1.0 + i) for i, n in enumerate("abccb"))
     write_result(tmp_path / "one.json", a)
     (tmp_path / "list.json").write_text(json.dumps([b.to_dict(), c.to_dict()]))
     sweep = tmp_path / "sw" / "sweep.json"
     sweep.parent.mkdir()
-    sweep.write_text(json.dumps({"schema": SWEEP_SCHEMA, "runs": [c.to_dict()], "cells": []}))
+    sweep.write_text(json.dumps({"schema": SWEEP_SCHEMA, "runs": [c2.to_dict()], "cells": []}))
     (tmp_path / "sw" / "x").mkdir()
     write_result(tmp_path / "sw" / "x" / "result.json", a)  # read through sweep.json instead
     nested = tmp_path / "runs" / "m" / "1"
     nested.mkdir(parents=True)
-    write_result(nested / "result.json", b)
+    write_result(nested / "result.json", b2)
     warm = tmp_path / "runs" / "m" / "warmup-1"  # a warm-up (a fit's): no measured run
     warm.mkdir()
     write_result(warm / "result.json", a)
