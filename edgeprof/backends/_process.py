@@ -42,12 +42,12 @@ class Process:
     nothing else — no allocation-heavy Python runs in the forked child.
 
     Where that hook runs, the child also stamps, on a pipe read once the exec succeeded,
-    the monotonic clock and its own thread CPU clock (which a fresh task starts at 0 at the
-    fork) once it has joined and again just before the exec: :attr:`started`,
-    :attr:`joined` and :attr:`spawn_cpu_ns`.  Measured by the child itself, these cannot
-    take in the workload's time, however late the parent gets to read them: the parent's
-    own reading of the group after the exec had (a 2 ms spin read 1.35 ms of CPU and
-    ``true`` 113 % of one CPU on a loaded 2-core host).
+    the monotonic clock once it has joined, its own thread CPU clock (which a fresh task
+    starts at 0 at the fork) just before it joins, and both again just before the exec:
+    :attr:`joined`, :attr:`spawn_cpu_ns` and :attr:`started`.  Measured by the child
+    itself, these cannot take in the workload's time, however late the parent gets to read
+    them: the parent's own reading of the group after the exec had (a 2 ms spin read
+    1.35 ms of CPU and ``true`` 113 % of one CPU on a loaded 2-core host).
     """
 
     def __init__(
@@ -92,12 +92,17 @@ class Process:
         stamp_r, stamp_w = os.pipe() if hook else (-1, -1)
 
         def join() -> None:
+            # Read before the joins, the thread CPU clock also charges the CPU the child ran
+            # since its last accounting to the group it is in, the caller's (the kernel's
+            # task_sched_runtime() calls update_curr()).  Unread, the move charged it to the
+            # run's (update_curr() at the migration, or the next tick): the child's work from
+            # the fork (its copy-on-write faults in edgeprof's heap) was in the run's CPU
+            # time and not in its wall time, and a library caller's `echo x` read 114 % of
+            # one CPU (2.55 ms of CPU in 2.23 ms; 31 of 40 runs over 100 %).  Everything
+            # from here on is the run's group's, and subtracted as the spawn's.
+            joined_cpu = time.thread_time_ns()
             for fd in fds:
                 os.write(fd, b"0")
-            # After the last join: on cgroup v1 the CPU accounting group may be any of the
-            # hierarchies, and CPU time before it joins is not the run's.  Starting later
-            # only leaves a few µs of the spawn in the run, never any of the workload's.
-            joined_cpu = time.thread_time_ns()
             joined = time.monotonic_ns()
             if nofile is not None:
                 resource.setrlimit(
@@ -159,8 +164,8 @@ class Process:
         """``time.monotonic()`` once the child had joined the run's groups (its stamp), else
         before the spawn."""
         self.spawn_cpu_ns: tuple[int, int] | None = None
-        """The child's thread CPU time (ns, from its fork) once it had joined and just before
-        the exec; ``None`` without the pre-exec hook (nothing stamped)."""
+        """The child's thread CPU time (ns, from its fork) just before it joined and just
+        before the exec; ``None`` without the pre-exec hook (nothing stamped)."""
         if hook:
             try:
                 # One read: the child's one write is atomic (under PIPE_BUF); reading to
@@ -306,18 +311,19 @@ def take_exec(
     ``spawn_s`` from the child's own stamps (:class:`Process`), and ``at_exec``, the
     counters ``read`` as soon as the exec has succeeded (the sampler's first row).
 
-    The CPU time left out of the run is what the child itself spent from its joining (the
-    process backend, whose ``wait4`` counts a process from its ``since_fork``: from its
-    fork) to its stamp before the exec, read on its own thread CPU clock: exact, and none
-    of the workload's.  The exec's teardown of the child's copy of edgeprof's address
-    space comes after that stamp and cannot be measured from either side without a race
-    (the parent reads only once the exec is done, by when the workload may have run for
-    milliseconds on a loaded host): it stays in the run's CPU time, measured as ``run --
-    true`` less ``perf stat``'s (docs/method.md).  The wall time starts at the same stamp,
-    so it covers all the CPU time counted: a single thread cannot read over 100 %.  The
-    parent's reading after the exec had taken, on a loaded 2-core host, a 2 ms spin's own
-    CPU into the spawn (1.35 and 1.74 ms read) and started the wall time late (``true`` at
-    113 %, a ``sh`` loop at 179.5 %)."""
+    The CPU time left out of the run is what the child itself spent from its joining (its
+    clock read just before the joins, which charges its CPU until then to the caller's
+    group: :class:`Process`; the process backend, whose ``wait4`` counts a process from its
+    ``since_fork``: from its fork) to its stamp before the exec, read on its own thread CPU
+    clock: exact, and none of the workload's.  The exec's teardown of the child's copy of
+    edgeprof's address space comes after that stamp and cannot be measured from either side
+    without a race (the parent reads only once the exec is done, by when the workload may
+    have run for milliseconds on a loaded host): it stays in the run's CPU time, measured as
+    ``run -- true`` less ``perf stat``'s (docs/method.md).  The wall time starts at the same
+    stamp, so it covers all the CPU time counted: a single thread cannot read over 100 %.
+    The parent's reading after the exec had taken, on a loaded 2-core host, a 2 ms spin's
+    own CPU into the spawn (1.35 and 1.74 ms read) and started the wall time late (``true``
+    at 113 %, a ``sh`` loop at 179.5 %)."""
     run.started = proc.started
     if proc.spawn_cpu_ns is not None:
         joined_cpu, exec_cpu = proc.spawn_cpu_ns
