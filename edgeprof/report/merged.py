@@ -16,8 +16,9 @@ from ..analysis.sweepfile import warmup_of
 from ..dirlock import DirLock
 from ..errors import ConfigError
 from ..model import RunResult
+from ..output_clash import check_apart
 from ..resultfiles import read_sweep
-from ..storage import check_writable, prepare_out_dir, write_json_output
+from ..storage import check_out_dir, check_writable, prepare_out_dir, write_json_output
 from .ci_summary import check_step_summary
 from .export import EXPORTS, write_exports
 from .files import announce_dir, write_file
@@ -49,6 +50,8 @@ def merge_saved(
     files had gone unnamed."""
     from ..sweeps.merge import merge_shards
 
+    check_out_dir(out)  # before the parts are read, as report's and run's
+    check_apart({"--html": html, "--summary": summary, "--junit": junit}, out, paths)
     for path in (html, summary, junit):
         if path is not None:
             check_writable(path, out)  # a recipe's merge writes them into --out, made later

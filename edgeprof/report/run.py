@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 from ..backends.host_resources import meminfo_total
 from ..dirlock import check_not_busy
 from ..errors import ConfigError
+from ..output_clash import check_apart
 from ..resultfiles import resumed_sentence, stopped_sentence
 from ..storage import check_out_dir
 from ..sweeps.host_checks import check_host, open_backend
@@ -109,9 +110,12 @@ def run_and_report(
     check_report_to(outputs)
     if outputs.report_to == "stderr":
         stdout = stderr  # every line edgeprof prints; the workload's stdout stays its own
-    named = (outputs.markdown, outputs.summary, outputs.junit, outputs.html, outputs.predictions)
-    files = [p for p in named if p is not None]
-    job = plan_run(request, files)
+    named = {
+        "--markdown": outputs.markdown, "--summary": outputs.summary, "--junit": outputs.junit,
+        "--html": outputs.html, "--predictions": outputs.predictions,
+    }  # fmt: skip
+    check_apart(named, request.out)
+    job = plan_run(request, [p for p in named.values() if p is not None])
     if request.out is not None:
         # Before any word of the sweep there (--resume's plan, its budgets, a host warning):
         # "--resume: 1 of 4 measured run(s) kept; the rest are made" had come before "rs is

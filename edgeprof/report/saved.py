@@ -23,6 +23,7 @@ from ..analysis.sweepfile import shard_of, warmup_of
 from ..dirlock import DirLock
 from ..errors import ConfigError
 from ..model import RunResult
+from ..output_clash import check_apart
 from ..resultdirs import sources_below
 from ..resultfiles import (
     REPORT_OF,
@@ -36,7 +37,7 @@ from ..resultfiles import (
     sweep_resumed,
     sweep_stopped,
 )
-from ..storage import check_writable, prepare_out_dir
+from ..storage import check_out_dir, check_writable, prepare_out_dir
 from ..units import parse_threshold
 from .calibration import render_predictions
 from .ci_summary import (
@@ -96,6 +97,7 @@ def compare_saved(
         )
     for text in settings:
         setting_spec(text)  # a typo refused before any file is read
+    check_apart({"--summary": summary, "--junit": junit, "--html": html}, reads=(baseline, current))
     for path in (summary, junit, html):
         if path is not None:
             check_writable(path)
@@ -329,7 +331,17 @@ def rerender(
 
         raise ConfigError(NO_CALIBRATION_FILE)
     if out is not None:
-        check_report_out(out, paths)  # before any work, as merge's --out
+        # Before any work, as merge's --out: a file or a read-only one had been said after
+        # the tables ("cannot read sweep c2.py" of a script given as --out).
+        check_out_dir(out)
+        check_report_out(out, paths)
+    if plots is not None:
+        check_out_dir(plots)
+    files = {
+        "--markdown": markdown, "--html": html, "--predictions": predictions,
+        "--summary": summary, "--junit": junit,
+    }  # fmt: skip
+    check_apart(files, out, paths)
     for path in (markdown, html, predictions, summary, junit):
         if path is not None:
             check_writable(path)
