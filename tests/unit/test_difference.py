@@ -231,11 +231,12 @@ def test_a_ranking_interval_covers_1_exactly_when_within_noise(
     assert math.isclose(math.log(gm), (math.log(lo) + math.log(hi)) / 2, abs_tol=1e-9)
     table = ranking_tables(summarize_cells(_cell("a", a) + _cell("b", b)))[0].plain()
     # A lower bound at 0 is shown as none (≤0): it is below 1 all the same.
-    shown = re.search(r"× \[(≤0|[\d.]+), ([\d.]+)\]  ", table)
+    # A bound past 1000 from 1 is said as such (<0.001, >1000): below or above 1 all the same.
+    shown = re.search(r"× \[(≤0|<?[\d.]+), (>?[\d.]+)\]  ", table)
     assert shown is not None
-    low = 0.0 if shown[1] == "≤0" else float(shown[1])
+    low = 0.0 if shown[1] == "≤0" else float(shown[1].lstrip("<"))
     assert (shown[1] == "≤0") is (lo == 0)
-    assert (low <= 1 <= float(shown[2])) is second.within_noise
+    assert (low <= 1 <= float(shown[2].lstrip(">"))) is second.within_noise
     assert ("within noise" in table.splitlines()[4]) is second.within_noise
 
 

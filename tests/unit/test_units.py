@@ -407,3 +407,32 @@ def test_an_intervals_bounds_have_the_digits_of_the_factor_beside_them(
 
     lo, hi = interval_bounds(interval)
     assert (lo, hi) == (bounds[0] if interval[0] > 0 else UNBOUNDED_BELOW, bounds[1])
+
+
+def test_an_interval_that_says_nothing_is_bounded_in_words_not_digits() -> None:
+    """A user's two runs of 0.05 s and 1.5 s had bracketed a factor with
+    ``[0.0000000012, 801751306.5731809139]``: past 1000 from 1, a bound is ``>1000`` or
+    ``<0.001``, and the other bound keeps its own decimals."""
+    from edgeprof.report.comparison import interval_bounds
+
+    assert interval_bounds((1.2e-9, 801751306.5731809)) == ("<0.001", ">1000")
+    assert interval_bounds((2.3e-11, 4.8e12)) == ("<0.001", ">1000")
+    assert interval_bounds((0.065, 34.608)) == ("0.065", "34.608")
+    assert interval_bounds((0.00046, 17644979.5)) == ("<0.001", ">1000")
+    assert interval_bounds((0.0012, 1.5)) == ("0.0012", "1.5000")
+
+
+@pytest.mark.parametrize(
+    ("factor", "interval", "said"),
+    [(1.0046, (1.001, 1.008), "1.005×"), (1.0035, (1.003, 1.004), "1.004×"),
+     (1.57, (0.065, 34.608), "1.57×"), (2.55, (1.2e-9, 8e8), "2.55×"), (0.53, None, "0.53×"),
+     (1.2, (1.05, 1.4), "1.20×")],
+)  # fmt: skip
+def test_a_factor_is_said_to_its_intervals_decimals(
+    factor: float, interval: tuple[float, float] | None, said: str
+) -> None:
+    """``1.01× [1.001, 1.008]`` had put a factor of 1.005 outside its own bracket (the factor
+    to 2 decimals, the bounds to 3), beside a sentence of "0.5% less"."""
+    from edgeprof.report.comparison import factor_text
+
+    assert factor_text(factor, interval) == said
