@@ -17,7 +17,7 @@ The public API (help(edgeprof.profile) and so on document each name):
 - ``load(*paths)``: the runs of saved results, as ``edgeprof report`` reads them.
 - ``compare(baseline, current)``: ``edgeprof compare``'s verdicts, as a ``Comparison`` of
   ``Change`` each (one metric of one cell: its ``Verdict`` and its ``Metric``).
-- ``check_budgets(results, budget_file)``: ``edgeprof report --budgets``'s checks, as a
+- ``check_budgets(results, budgets)``: ``edgeprof report --budgets``'s checks, as a
   ``Budgeted`` (whether it passed, the checks that failed, each a ``BudgetCheck``; its
   str() the command's lines).
 - ``predict(results, calibration)``: a calibration's predictions, as a ``Predicted`` of

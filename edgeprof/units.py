@@ -348,6 +348,8 @@ def parse_duration(
         raise ConfigError(f"invalid {what} {shown(text)}: expected seconds, e.g. 0.1, 2m")
     if isinstance(text, (int, float)):
         value = text  # compared below as it is: an int beyond a float's range fails float()
+        if value != value:  # NaN: no figure at all ("below the minimum" had been said of it)
+            raise ConfigError(f"invalid {what} {shown(text)}: expected seconds, e.g. 0.1, 2m")
     else:
         # A negative number is a number: "-5" had been told "expected seconds".
         m = _DURATION_RE.match(text[1:] if text.startswith("-") else text)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..measure.doctor import Finding
-from ..measure.leases import LEASE_DIR_ENV
+from ..measure.leases import LEASE_DIR_ENV, absolute_lease_dir
 from ..measure.limits import THREAD_VARS
 from ..storage import check_appendable
 from .devices import DEVICES_ENV, builtin_catalog, parse_catalog
@@ -33,8 +33,8 @@ def environment_findings(
     env = os.environ if env is None else env
     euid = os.geteuid() if euid is None else euid
     found = [catalog_finding(env.get(DEVICES_ENV))]
-    if env.get(LEASE_DIR_ENV):
-        found.append(_directory(LEASE_DIR_ENV, Path(env[LEASE_DIR_ENV])))
+    if given := env.get(LEASE_DIR_ENV):
+        found.append(_lease_dir(given))
     xdg = env.get("XDG_RUNTIME_DIR")
     if xdg and euid != 0 and not env.get(LEASE_DIR_ENV):
         found.append(_directory("XDG_RUNTIME_DIR", Path(xdg)))
@@ -69,6 +69,17 @@ def _directory(var: str, path: Path) -> Finding:
         why = "not a directory" if not probe.is_dir() else "not writable by this user"
         return Finding(f"${var}", False, f"{path}: {probe} is {why}", f"point ${var} elsewhere")
     return Finding(f"${var}", True, str(path))
+
+
+def _lease_dir(given: str) -> Finding:
+    """``$EDGEPROF_LEASE_DIR`` as a run takes it: a relative one, which every run refuses,
+    had been ``[ok]`` here (a user's)."""
+    try:
+        path = absolute_lease_dir(given)
+    except ConfigError as exc:
+        fix = f"set ${LEASE_DIR_ENV} to an absolute directory, or unset it"
+        return Finding(f"${LEASE_DIR_ENV}", False, str(exc), fix)
+    return _directory(LEASE_DIR_ENV, path)
 
 
 def _step_summary(path: Path) -> Finding:

@@ -132,6 +132,10 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    # Inherited by every subcommand's context: "No such option: -h" had answered the short
+    # form most tools take (a user's).  After `--` (and after run's command), -h is the
+    # workload's.
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 

@@ -429,7 +429,11 @@ def _docker() -> list[Finding]:
         info = be.info()
         version = be.version()
     except EdgeprofError as exc:
-        return [Finding("docker", False, str(exc))]
+        # The daemon's errors end in what to do ("…; start dockerd, …"): that is the fix,
+        # which --json had left null with it inside the detail (a user's).
+        detail, _, fix = str(exc).partition("; ")
+        fix = fix or "start dockerd, or point DOCKER_HOST at a running daemon"
+        return [Finding("docker", False, detail, fix)]
     exact = be.mechanism != "docker+stats"
     return [
         Finding(

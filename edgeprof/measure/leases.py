@@ -72,7 +72,7 @@ def lease_dir(env: Mapping[str, str] | None = None, euid: int | None = None) -> 
     env = os.environ if env is None else env
     euid = os.geteuid() if euid is None else euid
     if env.get(LEASE_DIR_ENV):  # empty: as if unset, as an empty XDG_RUNTIME_DIR below
-        return _absolute_lease_dir(env[LEASE_DIR_ENV])
+        return absolute_lease_dir(env[LEASE_DIR_ENV])
     if euid == 0:
         return ROOT_LEASE_DIR
     if env.get("XDG_RUNTIME_DIR"):
@@ -80,7 +80,7 @@ def lease_dir(env: Mapping[str, str] | None = None, euid: int | None = None) -> 
     return Path(tempfile.gettempdir()) / f"edgeprof-{euid}" / "cores"
 
 
-def _absolute_lease_dir(given: str) -> Path:
+def absolute_lease_dir(given: str) -> Path:
     """``$EDGEPROF_LEASE_DIR``, refused where relative: ``relleases`` had been made in each
     run's working directory, so two runs started in two directories leased the same cores
     unknowingly (a shared host's tester)."""
@@ -240,10 +240,18 @@ def describe_busy(
         else f"{count} free core{'s' if count > 1 else ''} of {format_cpuset(candidates)}"
     )
     held = ", ".join(
-        f"core {c} {'is held ' if i == 0 else ''}by pid {holder(directory, c) or '?'}"
+        f"core {c} {'is held ' if i == 0 else ''}by {_whose(holder(directory, c))}"
         for i, c in enumerate(busy)
     )
     return f"{want}: {held} (leases in {directory})"
+
+
+def _whose(pid: int | None) -> str:
+    """A lease's holder: ``pid 812``, or another run of this process (a library caller's
+    threads: "held by pid 9853" had named the caller itself)."""
+    if pid is None:
+        return "pid ?"
+    return f"another run of this process (pid {pid})" if pid == os.getpid() else f"pid {pid}"
 
 
 def acquire(

@@ -165,6 +165,10 @@ def note_lines(results: Sequence[RunResult]) -> list[NoteLine]:
     out: list[NoteLine] = []
     by_cell = cells(results)
     common = _every_runs(results) if len(by_cell) > 1 else []
+    # The library's result carries it among its warnings too (profile()'s with_note): said
+    # once, as the note under the tables, as `run` says it (str(result) had said it twice).
+    noted = _uninstrumented(results)
+    said = [*common, *(n.removeprefix("note: ") for n in noted)]
     for (label, setting), runs in by_cell.items():
         r = runs[0]
         device = f"device {r.device}, " if r.device else ""
@@ -191,10 +195,10 @@ def note_lines(results: Sequence[RunResult]) -> list[NoteLine]:
         for verdict in verdicts:
             if verdict is not None:
                 lines.append(verdict)
-        lines.extend(cell_warnings(runs, but=common))
+        lines.extend(cell_warnings(runs, but=said))
         out.extend(NoteLine(label, line, setting=setting) for line in lines)
     out.extend(NoteLine(None, f"warning (every run): {w}") for w in common)
-    out.extend(NoteLine(None, n) for n in _uninstrumented(results))
+    out.extend(NoteLine(None, n) for n in noted)
     return out
 
 

@@ -257,6 +257,24 @@ def test_help_offers_only_the_built_in_backends(capsys: pytest.CaptureFixture[st
         assert "auto | cgroup" in out and "fake" not in out, argv
 
 
+def test_dash_h_is_help_everywhere_but_in_the_workloads_words(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``-h`` had been "No such option: -h" (a user's); after ``--`` it is the workload's."""
+    from edgeprof.cli import COMMANDS
+
+    commands: list[list[str]] = [[], *([c] for c in COMMANDS)]
+    commands += [["layers", "profile"], ["layers", "export"]]
+    for argv in commands:
+        assert main([*argv, "-h"]) == 0, argv
+        out = capsys.readouterr().out
+        assert out.startswith(f"Usage: edgeprof {' '.join(argv)}".rstrip()), argv
+        assert "  -h, --help " in out, argv
+    argv = ["run", "--backend", "fake", "--", "sh", "-c", 'echo "got $1"', "sh", "-h"]
+    assert main(argv) == 0
+    assert "Usage:" not in capsys.readouterr().out
+
+
 def test_help_shows_no_internal_names(capsys: pytest.CaptureFixture[str]) -> None:
     """``run --help`` had shown ``--out <_directory>``, its parser function's name."""
     from edgeprof.cli import COMMANDS

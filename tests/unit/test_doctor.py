@@ -95,3 +95,17 @@ def test_json_lists_every_finding_with_its_fix(
     assert [line[7:].split(":")[0] for line in text.splitlines() if line.startswith("[")] == [
         "kernel", "cgroup v2", "docker"
     ]
+
+
+def test_an_unreachable_docker_daemon_has_its_fix_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon's error ends in what to do; ``doctor --json`` had left ``fix`` null with
+    it inside ``detail`` (a user's)."""
+    from edgeprof.measure.doctor import _docker
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'none.sock'}")
+    (found,) = _docker()
+    assert (found.topic, found.ok) == ("docker", False)
+    assert found.detail.startswith("cannot reach the Docker daemon (") and ";" not in found.detail
+    assert found.fix is not None and found.fix.startswith("start dockerd, or point DOCKER_HOST")

@@ -69,3 +69,14 @@ def test_every_variable_set_is_one_line_and_unset_ones_none(tmp_path: Path) -> N
     found = {f.topic: f for f in environment_findings(env, euid=1000)}
     assert found["$GITHUB_STEP_SUMMARY"].ok is False
     assert found["$NO_COLOR"] == Finding("$NO_COLOR", None, "'1'")
+
+
+def test_a_relative_lease_directory_is_a_miss_as_every_run_refuses_it() -> None:
+    """``EDGEPROF_LEASE_DIR=rel`` had been ``[ok]`` here while ``run`` refused it."""
+    (found,) = [
+        f for f in environment_findings({"EDGEPROF_LEASE_DIR": "rel"}, euid=0)
+        if f.topic == "$EDGEPROF_LEASE_DIR"
+    ]
+    assert found.ok is False
+    assert found.detail.startswith("EDGEPROF_LEASE_DIR=rel is a relative path: give an absolute")
+    assert found.fix == "set $EDGEPROF_LEASE_DIR to an absolute directory, or unset it"

@@ -419,3 +419,17 @@ def test_no_note_when_the_code_or_module_given_never_names_edgeprof(
     assert "note: no run reported" in render_plain([bare("python3", "-m", "http.server")])
     # A script given before -c-looking words is still the script.
     assert "note: no run reported" in render_plain([bare("python3", "/app/x.py", "-c", "pass")])
+
+
+def test_a_librarys_result_says_the_sentence_once() -> None:
+    """:func:`edgeprof.profile` adds the sentence to its result's warnings; ``str(result)``
+    and the notebook's page then had it twice, a warning and the note under the table."""
+    import edgeprof.report.display  # noqa: F401  (as `import edgeprof` does: str() the report)
+    from edgeprof.sweeps.library import with_note
+
+    guarded = "try: import edgeprof\nexcept ImportError: pass"
+    r = with_note(bare("/usr/bin/python3", "-c", guarded))
+    assert sum(HEAD in w for w in r.warnings) == 1
+    for shown in (str(r), r._repr_html_() or ""):
+        assert shown.count(HEAD) == 1, shown
+    assert f"note: {HEAD}" in str(r)

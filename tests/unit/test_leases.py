@@ -167,12 +167,16 @@ def test_fail_names_the_holders_and_holds_nothing(tmp_path: Path) -> None:
     with pytest.raises(CoresBusy) as e:  # exactly 0-2 (an explicit cpuset): 1 is busy
         acquire((0, 1, 2), 3, cores_busy="fail", directory=tmp_path, sleep=no_sleep)
     assert str(e.value) == (
-        f"cores busy: needs cores 0-2: core 1 is held by pid {os.getpid()} "
+        f"cores busy: needs cores 0-2: core 1 is held by another run of this process (pid "
+        f"{os.getpid()}) "
         f"(leases in {tmp_path}); --cores-busy wait waits for them"
     )
     assert held(tmp_path, range(3)) == {1}  # 0 was taken during the attempt, and given back
     other = acquire((2,), 1, directory=tmp_path, sleep=no_sleep)
-    busy = r"needs 2 free cores of 0-2: core 1 is held by pid \d+, core 2 by pid"
+    busy = (
+        r"needs 2 free cores of 0-2: core 1 is held by another run of this process \(pid \d+\), "
+        r"core 2 by another run"
+    )
     with pytest.raises(CoresBusy, match=busy):
         acquire((0, 1, 2), 2, cores_busy="fail", directory=tmp_path, sleep=no_sleep)
     blocker.close()
@@ -189,7 +193,8 @@ def test_several_cores_are_named_as_cores(tmp_path: Path) -> None:
         blocker.close()
 
     lease = acquire((0, 1), 2, directory=tmp_path, on_wait=told.append, sleep=sleep)
-    assert told[0].startswith(f"waiting for cores 0-1: core 1 is held by pid {os.getpid()} ")
+    mine = f"another run of this process (pid {os.getpid()})"
+    assert told[0].startswith(f"waiting for cores 0-1: core 1 is held by {mine} ")
     assert told[1].startswith("leased cores 0-1 after waiting ")
     assert leases.named_cores((1,)) == "core 1"
     assert leases.named_cores((0, 2, 3)) == "cores 0,2-3"
@@ -214,9 +219,9 @@ def test_wait_tells_once_and_takes_the_cores_when_freed(tmp_path: Path) -> None:
     assert lease.cores == (1,)
     assert lease.waited_s == pytest.approx(3 * leases.POLL_S)
     assert sleeps == [leases.POLL_S] * 3
-    pid = os.getpid()
+    mine = f"another run of this process (pid {os.getpid()})"
     assert told == [
-        f"waiting for 1 free core of 0-1: core 0 is held by pid {pid}, core 1 by pid {pid} "
+        f"waiting for 1 free core of 0-1: core 0 is held by {mine}, core 1 by {mine} "
         f"(leases in {tmp_path}); --cores-busy fail refuses instead",
         "leased core 1 after waiting 0.3s",
     ]
@@ -380,7 +385,9 @@ def test_fail_leaves_nothing_and_wait_waits(tmp_path: Path) -> None:
     r = profile(["true"], Limits(cpus=1), backend=be, interval=0.01, on_wait=on_wait)
     assert r.lease is not None and r.lease.cores == (0,) and r.lease.waited_s > 0
     assert len(told) == 2
-    assert told[0].startswith("waiting for 1 free core of 0-1: core 0 is held by pid ")
+    assert told[0].startswith(
+        "waiting for 1 free core of 0-1: core 0 is held by another run of this process (pid "
+    )
     assert told[1].startswith("leased core 0 after waiting ")
 
 
@@ -501,7 +508,8 @@ def test_fit_bench_and_layers_take_cores_busy_as_run_does(
     """Their waiting line ends "--cores-busy fail refuses instead", which fit and bench had
     refused as "No such option" (a shared host's tester): fail is one line, exit 2, no run."""
     (tmp_path / "tiny.py").write_text("def load(bs):\n    return bs\n\ndef infer(s):\n    pass\n")
-    held = f"core 0 is held by pid {os.getpid()} (leases in {isolated_core_leases})"
+    mine = f"another run of this process (pid {os.getpid()})"
+    held = f"core 0 is held by {mine} (leases in {isolated_core_leases})"
     fail = ["--backend", "fake", "--cpuset", "0", "--cores-busy", "fail"]
     with acquire((0,), 1, sleep=no_sleep):
         for args in (

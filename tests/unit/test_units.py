@@ -436,3 +436,13 @@ def test_a_factor_is_said_to_its_intervals_decimals(
     from edgeprof.report.comparison import factor_text
 
     assert factor_text(factor, interval) == said
+
+
+@pytest.mark.parametrize("least", [None, (0.001, "1ms")])
+def test_a_nan_duration_is_no_figure_not_one_below_the_minimum(
+    least: tuple[float, str] | None,
+) -> None:
+    """``profile(timeout=float("nan"))`` had said "timeout nan is below the minimum of 1ms"."""
+    with pytest.raises(ConfigError) as raised:
+        parse_duration(float("nan"), "timeout", least)
+    assert str(raised.value) == "invalid timeout nan: expected seconds, e.g. 0.1, 2m"
