@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from ..cpu_units import format_period
+from ..cpu_units import format_period, parse_cpu_period
 from ..errors import ConfigError
 from ..model import STORAGE, Limits
-from ..units import counted, format_binary, parse_memory_limit
+from ..units import counted, format_binary, named, parse_memory_limit
 from .device_setting import DeviceSetting, calibration_file, resolve_device
 from .devices import CALIBRATED, Device
 
@@ -139,6 +139,9 @@ def device_limits(
     given = storage or Limits()
     if memory is not None:
         parse_memory_limit(memory, "--memory")  # Limits' own error names no option
+    if cpu_period is not None:
+        with named("--cpu-period"):  # as run's (bench's had named no option)
+            parse_cpu_period(cpu_period)
     if name is None:
         if catalog is not None:
             raise ConfigError(f"--devices {catalog} is a catalog for --device: give --device")

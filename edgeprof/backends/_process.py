@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import os
 import re
 import resource
@@ -151,7 +152,11 @@ class Process:
             where = "inside its cgroup" + ("" if run_as is None else f" as user {run_as.uid}")
             raise LaunchError(f"could not start {command[0]} {where}: {exc}") from exc
         except OSError as exc:
-            raise LaunchError(f"could not start {command[0]}: {exc.strerror}") from exc
+            why = exc.strerror or str(exc)
+            if exc.errno == errno.ENOEXEC and _no_shebang(command[0], cwd):
+                # A shell runs such a file itself; exec cannot (a user's `noshebang.sh`).
+                why += f": it has no #! line (add one, or give its interpreter: sh {command[0]})"
+            raise LaunchError(f"could not start {command[0]}: {why}") from exc
         finally:
             if hook:
                 os.close(stamp_w)
@@ -287,6 +292,18 @@ class Process:
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
+
+
+def _no_shebang(program: str, cwd: Path | None) -> bool:
+    """Whether ``program`` (a path, as exec was given it) is a file that does not start with
+    ``#!``: a script exec refuses as ``ENOEXEC``, not a binary of another machine's."""
+    path = Path(program) if cwd is None else Path(cwd, program)
+    try:
+        with path.open("rb") as f:
+            head = f.read(64)
+    except OSError:
+        return False
+    return not head.startswith(b"#!") and not head.startswith(b"\x7fELF")
 
 
 def parse_stamp(stamp: bytes) -> tuple[float, float, tuple[int, int]] | None:

@@ -222,16 +222,20 @@ def unmeasured_gate(changes: Sequence[Change]) -> str | None:
     failed = sum(
         c.verdict is Verdict.NOT_MEASURED and c.current_failed is not None for c in changes
     )
+    # The regressions fail it too: "fails on the 27 not measured … which --allow-missing
+    # notes instead" beside 4 regressions read as if --allow-missing would pass it (a user's).
+    regressions = sum(c.verdict is Verdict.REGRESSION for c in changes)
+    also = f"the {regressions} regression{'s' if regressions > 1 else ''} and " * (regressions > 0)
     if not lost:
         # Only a failed cell's: said, as the headline's "4 not measured" had been alone.
         return None if not failed else (
-            f"the gate fails (exit 3) on the failed runs; the {failed} not measured are of "
-            "a cell whose current runs all failed"
+            f"the gate fails (exit 3) on {also}the failed runs; the {failed} not measured are "
+            "of a cell whose current runs all failed"
         )
     dropped = sum(not c.current and c.why is None for c in lost)
     of = f"{len(lost)} of the {len(lost) + failed}" if failed else f"the {len(lost)}"
     said = (
-        f"the gate fails (exit 3) on {of} not measured: a figure the baseline has "
+        f"the gate fails (exit 3) on {also}{of} not measured: a figure the baseline has "
         "and the current results lack fails it"
     )
     if dropped < len(lost):

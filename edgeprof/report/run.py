@@ -221,9 +221,13 @@ def run_and_report(
     checks = budget_checks(results, job.budgets)
     gate = BudgetGate(job.budgets.sources, checks)
     if out is not None and outcome.sweep.left_earlier:
+        # Its sweep.json still lists the replaced run's earlier figures, beside the files
+        # of this one's interrupted run (a user's): --resume makes that run again.
         print(
             f"edgeprof: note: {out}'s earlier sweep is left as it was (this one was "
-            "interrupted in its first run, whose own directory alone it replaced)",
+            "interrupted in its first run, whose own directory alone it replaced: its "
+            "sweep.json keeps that run's earlier figures; --resume makes it again and keeps "
+            "the rest)",
             file=stderr,
         )
     elif out is not None and not plan.is_single:
@@ -288,7 +292,8 @@ def resume_notes(job: RunJob, resume: Resume | None) -> list[str]:
         kept = len(resume.kept)
         if not resume.anything_to_make(plan):  # a finished sweep: "the rest" is none
             return [f"--resume: the sweep in {out} is finished: all {measured} measured runs kept"]
-        return [f"--resume: {kept} of {measured} measured run(s) kept; the rest are made"]
+        made = [f"--resume: {why}: that run is made again" for _, why in resume.unreadable]
+        return [f"--resume: {kept} of {measured} measured run(s) kept; the rest are made", *made]
     unfinished = unfinished_runs(job)
     if unfinished is None:
         other = replaced_sweep(job)

@@ -239,6 +239,7 @@ def compare_runs(
     )
 
 
+
 def pooled_notes(baseline: Path, current: Path) -> list[str]:
     """A side whose directory holds several sweeps: their runs are one side's, pooled cell
     by cell (a tester's copy of two unchanged sweeps read as one baseline of n=6, unsaid)."""
@@ -377,6 +378,9 @@ def rerender(
         budgets, why = recorded_of(whole)
         stopped += [why] if why is not None else []
     budgets = dataclasses.replace(budgets, named_apart=named)
+    # Each once: two sweeps of one merge (the merge and its report --out copy) each carry its
+    # hosts' note, which had been said twice.
+    stopped = list(dict.fromkeys(stopped))
     print_summary(runs, stdout, warmup_of(kept), shard_of(kept))
     for table in repeats:
         stdout.write("\n" + table.plain())

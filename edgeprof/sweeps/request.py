@@ -295,7 +295,8 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
             pids = parse_pids(req.pids)
         settings = tuple(dataclasses.replace(s, pids=pids) for s in settings)
     if req.cpu_period is not None:
-        period = parse_cpu_period(req.cpu_period)
+        with named("--cpu-period"):  # as every other option's value is named
+            period = parse_cpu_period(req.cpu_period)
         if any(s.cpus is None for s in settings):
             raise ConfigError(
                 f"--cpu-period {req.cpu_period} is the period of a --cpus quota: give --cpus too"

@@ -102,6 +102,9 @@ class Resume:
     budgets: Mapping[str, Any] | None = None
     """The budgets it recorded (``None``: none): a resumption that gives none keeps them
     (:func:`~.resume_job.resumed_budgets`)."""
+    unreadable: tuple[tuple[Path, str], ...] = ()
+    """The runs' ``result.json`` files that could not be read, each with why: made again,
+    and said (a cut one had been replaced in silence, a user's)."""
 
     def anything_to_make(self, plan: SweepPlan) -> bool:
         """Whether resuming makes a measured run.  With ``--repeat auto`` only the rounds
@@ -175,12 +178,13 @@ def earlier_sweep(out: Path, plan: SweepPlan, measured: Measured) -> Resume | No
             )
     kept: dict[int, RunResult] = {}
     files: dict[int, tuple[Path, tuple[int, int]]] = {}
+    unreadable: list[tuple[Path, str]] = []
     for step in plan.steps():
         if step.warmup:
             continue
         file = run_dir(out, plan, step) / "result.json"
         stamp = _stamp(file)  # before the read: a file replaced after it is not kept
-        run = _finished(file, plan, step, measured)
+        run = _finished(file, plan, step, measured, unreadable)
         if run is not None and stamp is not None:
             kept[step.index], files[step.index] = run, (file, stamp)
     earlier_resumed = data.get("resumed")
@@ -188,7 +192,7 @@ def earlier_sweep(out: Path, plan: SweepPlan, measured: Measured) -> Resume | No
     now = utc_timestamp()
     complete = data.get("stopped") is None and not data.get("interrupted")
     budgets = data.get("budgets")
-    resume = Resume(out, kept, files, history, complete, path, budgets)
+    resume = Resume(out, kept, files, history, complete, path, budgets, tuple(unreadable))
     # A resumption that makes nothing (a finished sweep) is not recorded: its reports had said
     # "the statistics pool the runs made before and after" of none made after (a verifier's).
     if not resume.anything_to_make(plan):
@@ -217,13 +221,20 @@ def _workdir_differs(theirs: object, mine: str | None) -> str | None:
     )
 
 
-def _finished(file: Path, plan: SweepPlan, step: Step, measured: Measured) -> RunResult | None:
+def _finished(
+    file: Path,
+    plan: SweepPlan,
+    step: Step,
+    measured: Measured,
+    unreadable: list[tuple[Path, str]],
+) -> RunResult | None:
     """The run in ``file`` where it is a finished run of ``step`` measured as ``measured``.
 
     Read from each run's own ``result.json``, not from ``sweep.json``: the checkpoint rewrites
     that at most once a second, so what a SIGKILL leaves there may lack the last runs, whose
     ``result.json`` are whole (written atomically).  A file of anything else (another
-    plan's, an interrupted run, one that cannot be read) is made again."""
+    plan's, an interrupted run, one that cannot be read) is made again; one that cannot be
+    read is added to ``unreadable`` with why."""
     if not file.is_file():
         return None
     try:
@@ -231,7 +242,8 @@ def _finished(file: Path, plan: SweepPlan, step: Step, measured: Measured) -> Ru
         if not isinstance(data, dict) or Measured.of(data) != measured:
             return None
         run = RunResult.from_dict(data)
-    except ConfigError:
+    except ConfigError as exc:
+        unreadable.append((file, str(exc)))
         return None
     command = (*plan.command, *(() if step.model is None else (step.model,)))
     if (

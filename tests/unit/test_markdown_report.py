@@ -109,8 +109,8 @@ def test_the_compare_summarys_verdict_lines_are_paragraphs_of_their_own() -> Non
     assert paragraphs[:4] == [
         "<strong>❌ 1 of 4 current runs failed</strong>",
         "<strong>1 regression, 0 improvements, 4 not measured</strong>",
-        "❌ The gate fails (exit 3) on the failed runs; the 4 not measured are of a cell whose "
-        "current runs all failed",
+        "❌ The gate fails (exit 3) on the 1 regression and the failed runs; the 4 not "
+        "measured are of a cell whose current runs all failed",
         "(threshold 5%; baseline, current: mean ± SD; change of the geometric mean [its 95% "
         "interval], Welch's t on the logarithms (where a side has a 0: of the mean, on the "
         "values))",

@@ -74,3 +74,19 @@ def test_runs_alike_but_for_their_start_are_not_one(
     assert main(["report", "sw", "sw2", "--out", "both"]) == 0
     assert len(rows(Path("both"))) == 8
     assert "more than once" not in capsys.readouterr().out
+
+
+def test_a_note_two_sweeps_carry_is_said_once(
+    sweep: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A merged sweep and its ``report --out`` copy each carry the merge's hosts note, which
+    ``report merged copy`` had said twice (a user's)."""
+    import json
+
+    doc = json.loads(Path("sw/sweep.json").read_text())
+    doc["notes"] = ["the hosts' speed probes differ"]
+    Path("sw/sweep.json").write_text(json.dumps(doc))
+    shutil.copytree("sw", "backup")
+    capsys.readouterr()
+    assert main(["report", "sw", "backup"]) == 0
+    assert capsys.readouterr().out.count("note: the hosts' speed probes differ\n") == 1

@@ -637,6 +637,13 @@ def test_a_gate_failed_by_figures_not_measured_says_so_in_its_verdict_and_summar
     assert f"{lost} not measured against the baseline: the gate fails (exit 3) on 1 of the " \
         f"{lost} not measured" in verdict
     assert verdict.endswith(f"; the other {lost - 1} of a cell whose current runs all failed")
+    # A regression beside a figure lost: both fail it, and both are said (the 4 regressions
+    # had gone unnamed beside "which --allow-missing notes instead", a user's).
+    changes, _ = compare_results(base, walls(tuple(w * 2 for w in BASE), name="a"))
+    verdict = compare_verdict(changes)
+    assert verdict.startswith("1 regression, 0 improvements, ")
+    assert ": the gate fails (exit 3) on the 1 regression and the " in verdict
+    assert verdict.endswith("which --allow-missing notes instead")
     # A gate that passes, or fails on a regression alone, reads as before.
     changes, _ = compare_results(base, walls(tuple(w * 2 for w in BASE), name="a")
                                  + walls(BASE, name="b"))  # fmt: skip

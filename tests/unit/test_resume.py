@@ -98,6 +98,27 @@ def test_a_resumed_sweep_keeps_the_finished_runs_and_makes_the_rest_in_plan_orde
     assert note in capsys.readouterr().out
 
 
+def test_a_run_whose_result_cannot_be_read_is_made_again_and_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cut ``b/1/result.json`` had been made again and replaced in silence (a user's)."""
+    monkeypatch.chdir(tmp_path)
+    sweep = [*FAKE, "-m", "a,b,c,d", "--out", "sw"]
+    assert main([*sweep, "--", *stopper("c")]) == 130
+    cut = tmp_path / "sw" / "b" / "1" / "result.json"
+    cut.write_bytes(cut.read_bytes()[:500])
+    capsys.readouterr()
+    assert main([*sweep, "--resume", "--", *stopper("x")]) == 0
+    err = capsys.readouterr().err
+    assert "edgeprof: note: --resume: 1 of 4 measured run(s) kept; the rest are made\n" in err
+    assert re.search(
+        r"edgeprof: note: --resume: cannot read result sw/b/1/result\.json: not JSON \(.*\): "
+        r"that run is made again\n",
+        err,
+    ), err
+    assert json.loads(cut.read_text())["name"] == "b"  # made again, whole
+
+
 def test_resuming_a_finished_sweep_makes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -208,7 +229,8 @@ def test_a_rerun_without_resume_says_so_and_keeps_everything_if_cancelled_in_its
     ) in err
     assert (
         "edgeprof: note: sw's earlier sweep is left as it was (this one was interrupted in "
-        "its first run, whose own directory alone it replaced)\n"
+        "its first run, whose own directory alone it replaced: its sweep.json keeps that "
+        "run's earlier figures; --resume makes it again and keeps the rest)\n"
     ) in err
     after = files(out)
     assert {k: v for k, v in after.items() if k != "a/1/result.json"} == {

@@ -126,3 +126,24 @@ def test_the_sampler_starts_at_the_exec_reading() -> None:
     s.stop()
     assert rows.rows[0][:4] == (0.25, 0.001432, None, 262_144)  # the exec's reading, at its time
     assert rows.rows[1][1] == 0.002  # the thread's own readings follow
+
+
+def test_a_script_without_its_hash_bang_line_is_said_so(tmp_path: Path) -> None:
+    """exec refuses a script with no ``#!`` line (``ENOEXEC``), which a shell would run
+    itself: "Exec format error" alone had left the user to guess (a user's)."""
+    from edgeprof.errors import LaunchError
+
+    script = tmp_path / "noshebang.sh"
+    script.write_text("echo hi; exit 4\n")
+    script.chmod(0o755)
+    binary = tmp_path / "other.bin"  # another machine's binary: no hint of a #! line
+    binary.write_bytes(b"\x7fELF" + bytes(60))
+    binary.chmod(0o755)
+    for program, said in (
+        ("./noshebang.sh", "could not start ./noshebang.sh: Exec format error: it has no #! "
+                           "line (add one, or give its interpreter: sh ./noshebang.sh)"),
+        ("./other.bin", "could not start ./other.bin: Exec format error"),
+    ):  # fmt: skip
+        with pytest.raises(LaunchError) as raised:
+            Process([program], env=dict(os.environ), cwd=tmp_path, stdout=None, stderr=None)
+        assert str(raised.value) == said
