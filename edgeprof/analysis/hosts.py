@@ -289,9 +289,17 @@ def shard_notes(shards: Sequence[tuple[str, Sequence[RunResult]]]) -> list[str]:
         lo, hi = min(v for _, v in speeds), max(v for _, v in speeds)
         if lo > 0 and hi / lo - 1 > SPEED_SPREAD:
             each = ", ".join(f"{name} {v:g}" for name, v in speeds)
+            # One kind of host (a user's three shards on one machine): it was busier for some
+            # shards than others, not "faster and slower hosts".
+            mix = (
+                "one kind of host, busier for some shards: the absolute figures mix its busy "
+                "and quiet times"
+                if len(hosts) == 1
+                else "the absolute figures mix faster and slower hosts"
+            )
             notes.append(
                 f"the hosts' speed probes differ by {(hi / lo - 1) * 100:.0f}% across the "
-                f"shards ({each} M loops/s): the absolute figures mix faster and slower hosts"
+                f"shards ({each} M loops/s): {mix}"
             )
     return notes
 

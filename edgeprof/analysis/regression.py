@@ -338,14 +338,18 @@ def compare_results(
                 else:
                     notes.append(f"{cell_name(key)}: {why}")
     notes += [f"{', '.join(cells)}: {why}" for why, cells in unjudged.items()]
-    if any(c.few for c in changes):
-        notes.append(FEW_NOTE)  # once, for the marks in the table above
     for key in [] if allow_missing else missing:
         where = setting(base_cells[key][0])  # the key's is "" under --ignore-limits
         for metric in COMPARED:
             b_ok = measured(base_cells[key], metric.per_iteration)
             if b := tuple(v for r in b_ok if (v := metric.get(r)) is not None):
-                changes.append(Change(key[0], where, metric, b, (), Verdict.NOT_MEASURED))
+                # Marked as a paired row's baseline is (a user's p99 of 30 iterations had
+                # its ^ in the rows compared and none in the rows of a cell gone).
+                few = bool(few_iterations(metric, b_ok))
+                lost = Change(key[0], where, metric, b, (), Verdict.NOT_MEASURED, base_few=few)
+                changes.append(lost)
+    if any(c.few for c in changes):
+        notes.append(FEW_NOTE)  # once, for the marks in the table above
     changes += new_failed
     if not changes:
         # Every baseline run failed: an empty table and exit 0 let any current result (a

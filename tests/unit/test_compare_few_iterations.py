@@ -127,3 +127,17 @@ def test_the_pages_not_judged_row_is_a_caution_not_a_failure() -> None:
     changes, notes = compare_results(runs(BASE, (40,) * 3), runs(BASE, (40,) * 3), 0.05)
     page = comparison_table(Comparison(changes, 0.05, notes))
     assert "⚠ not judged" in page and "✗ not judged" not in page
+
+
+def test_a_cell_gone_from_the_current_keeps_its_baselines_mark() -> None:
+    """A baseline-only row ("not measured") of a p99 of 30 iterations had shown no ``^``,
+    where the rows compared beside it had it (a user's)."""
+    base = runs(BASE, (30,) * 3) + [
+        run("gone", p95_s=0.010, p99_s=0.01, max_s=0.01, iterations=30) for _ in range(3)
+    ]
+    changes, notes = compare_results(base, runs(BASE, (30,) * 3), 0.05)
+    gone = [c for c in changes if c.label == "gone" and c.metric.key == "latency_p99"]
+    assert [(c.verdict, c.base_few) for c in gone] == [(Verdict.NOT_MEASURED, True)]
+    assert gone[0].base_text.startswith("10.0ms^ ")
+    table = render_compare_plain(changes, 0.05, notes)
+    assert table.count("^") >= 2 and "^ from fewer iterations" in table

@@ -329,7 +329,17 @@ def test_compare_and_merge_say_when_hosts_differ() -> None:
     assert notes[0].startswith("the shards ran on 2 kinds of host: CPU A")
     assert "(shard 1/2); CPU B" in notes[0]
     assert notes[1].startswith("the hosts' speed probes differ by 50% across the shards")
+    assert notes[1].endswith("the absolute figures mix faster and slower hosts")
     assert shard_notes([("shard 1/2", base), ("shard 2/2", [_on(HOST_A2, "m", 1.0)])]) == []
+    # One kind of host whose probe differed by its load: a busier host, not a slower one
+    # (a user's three shards on one machine had read "faster and slower hosts").
+    busy = dataclasses.replace(HOST_A, speed=(HOST_A.speed or 1.0) * 1.5)
+    (note,) = shard_notes([("shard 1/2", base), ("shard 2/2", [_on(busy, "m", 1.0)])])
+    assert note.startswith("the hosts' speed probes differ by 50% across the shards")
+    assert note.endswith(
+        "one kind of host, busier for some shards: the absolute figures mix its busy and "
+        "quiet times"
+    )
 
 
 @pytest.mark.parametrize(
