@@ -6,6 +6,7 @@ holds).  Apart from :mod:`.devices`, the catalog's parser and the limits it give
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -69,9 +70,22 @@ def calibration_device_notes(
     device of one's own is a name no catalog holds."""
     notes = []
     word = as_word(name)
-    recorded_names = {d for d in recorded if d}
+    made = Counter(recorded)
+    recorded_names = {d for d in made if d}
     others = sorted(recorded_names - {name})
-    if others:
+    if len(recorded_names) > 1:
+        # Runs of several devices: each model's profiler figure is their median, pooled (a
+        # user's rpisweep and mbsweep had read "the runs were made as" the other device,
+        # whichever was given, of runs half made as the device given).
+        each = ", ".join(
+            f"{n} as {'no --device' if d is None else f'--device {as_word(d)}'}"
+            for d, n in sorted(made.items(), key=lambda kv: (kv[0] is None, kv[0] or ""))
+        )
+        notes.append(
+            f"--device {word}: the runs were made as several devices ({each}): each model's "
+            "profiler figure pools them; calibrate from one device's runs"
+        )
+    elif others:
         made_as = " and ".join(as_word(d) for d in others)
         notes.append(
             f"--device {word}: the runs were made as --device {made_as}; the calibration "

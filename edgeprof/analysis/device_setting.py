@@ -157,7 +157,7 @@ def _calibrated_share(
             f"calibration {path} implies no speed ({cal.why_no_speed()}), or give the entry "
             "'speed: S' or 'share: C'"
         )
-    slip = cal.speed.implausible(f"{cal.speed.metric}'s device column")
+    slip = cal.speed_warning()  # its column named as calibrate named it ('latency_ms')
     if slip is not None:
         # As a speed that falls: no device's, refused (it had run at the host's full cores,
         # told only that its profiled runs were held off, a user's 401× faster "board").

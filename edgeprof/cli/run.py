@@ -105,7 +105,9 @@ def run(
     out: Annotated[
         Path | None,
         typer.Option(
-            help="Write result.json and samples.csv into this directory.",
+            help="Write result.json and samples.csv into this directory; a sweep (-m, "
+            "--repeat, several limits) writes each run's into DIR/<model>/<n>/ and "
+            "sweep.json, runs.csv, cells.csv and report.md here.",
             parser=_directory,
         ),
     ] = None,

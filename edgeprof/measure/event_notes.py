@@ -120,9 +120,14 @@ def cut_short_warning(
         "interrupted": "cut short by the interrupt",
         "signaled": "cut short by a signal",
     }.get(termination or "", "still open when the workload exited")
+    # The run's end, not the moment of that ending: a child process that died inside its
+    # phase (an OOM kill of it alone, its exit) had read "cut short by the OOM kill at
+    # 2.016s", the run's end, 1.5 s after the kill (a user's).  The protocol's lines carry no
+    # process, so edgeprof cannot tell when such a phase's holder went.
     return (
-        f"phase(s) {', '.join(unfinished)} {why} at {run_end:.3f}s: "
-        "counted to the end of the run"
+        f"phase(s) {', '.join(unfinished)} {why} at the run's end ({run_end:.3f}s): counted "
+        "to it (a phase a child process held when it died is counted so too: edgeprof "
+        "cannot tell when it went)"
     )
 
 

@@ -20,6 +20,7 @@ from ..backends.capabilities import BatchReader
 from ..backends.helpers import TaskScan, TaskTime, leave_stops_to_main_thread
 from ..errors import EdgeprofError
 from ..model import Counters, Sample
+from .cpu_time import without_spawn
 from .dirtied import Dirtied
 from .growth import MemoryTrace
 from .integral import Integral
@@ -366,13 +367,17 @@ class Sampler:
         extra: Callable[[float], Sequence[object]] | None = None,
         tasks: Callable[[], TaskScan | None] | None = None,
         first: tuple[float, Counters] | None = None,
+        spawn_cpu_us: int | None = None,
     ) -> None:
         """``first``: (``time.monotonic()``, the run's counters) read as soon as the exec had
         succeeded (``RunHandle.at_exec``), its first row: the sampler's own first reading
         comes as its thread starts, which was 3–16 ms after the exec on a loaded 2-core host
         (a tester's ``sleep 0.05`` at ``--interval 0.001``), and the run's first
-        milliseconds had gone unread."""
+        milliseconds had gone unread.  ``spawn_cpu_us``: edgeprof's own spawn in the group
+        (``RunHandle.spawn_cpu_us``), taken out of every reading's CPU time as out of the
+        run's: the last row had read ``cpu.spawn_s`` over ``cpu.total_s`` (a user's)."""
         self._first = first
+        self._spawn = spawn_cpu_us
         self._read = read
         self._batch = batch
         self.interval = interval
@@ -418,7 +423,7 @@ class Sampler:
             self.stats.add_scan((now + self._clock()) / 2 - self._t0, scan)
 
     def _add(self, t: float, c: Counters, final: bool = False) -> None:
-        s = self.stats.add(t - self._t0, c, final)
+        s = self.stats.add(t - self._t0, without_spawn(c, self._spawn), final)
         if self.stats.mapped is not None and not final:  # after the exit: nothing to read
             self.stats.mapped.tick()  # at its own, coarser cadence
         if self._writer is not None:

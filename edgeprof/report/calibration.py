@@ -9,6 +9,7 @@ from pathlib import Path
 from ..analysis.calibration import (
     FORM_NAMES,
     FORMS,
+    SPEED_METRICS,
     UNITS,
     WITHIN_PCT,
     Calibration,
@@ -183,14 +184,19 @@ def render_calibration(cal: Calibration) -> str:
         odd = cal.speed_warning()
         if odd is not None:
             lines.append(f"  warning: {odd}")
+    elif any(mf.metric in SPEED_METRICS for mf in cal.fits):
+        # Said here, as the catalog and run would say it later: a falling time fit had been
+        # written with no word, and refused only by `run` of a 'speed: calibration' entry.
+        lines += ["", f"Implied speed: none: {cal.why_no_speed()}"]
     lines.append("")
     lines.append(
         "a ± standard error; LOO: each model predicted by the line fitted without it; "
         "ERROR, LOO ERROR and WORST are prediction − device (+: the prediction is over the "
-        "device's value), RESIDUAL and t device − line (+: the device is above the line); "
-        "t: a model's externally studentized residual, its distance from the line of the "
-        "other points in standard errors (beyond the Bonferroni limit a warning names it an "
-        "outlier); "
+        "device's value), RESIDUAL device − line (+: the device is above the line); "
+        "t: a model's externally studentized residual, device − the line of the other "
+        "points weighted as the intervals are (1/device²: relative errors), in standard "
+        "errors, so its sign may differ from RESIDUAL's (beyond the Bonferroni limit a "
+        "warning names it an outlier); "
         "τ, ρ: agreement of the two rankings (1 = same order); predictions use the form "
         "that predicts held-out models best (the simplest unless clearly worse)"
     )

@@ -92,7 +92,7 @@ def not_in_peak(elsewhere: int | None) -> str:
         return ""
     return (
         f"; not in it: {format_binary(elsewhere)} of files it mapped that were cached before "
-        "it, charged to other groups (e.g. shared libraries), its own memory on a device"
+        "it, charged to other groups (e.g. shared libraries), which a device charges to the run"
     )
 
 

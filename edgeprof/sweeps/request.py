@@ -179,6 +179,10 @@ class RunJob:
     error on this host to name the template's line rather than an option nobody typed."""
     outputs: tuple[Path, ...] = ()
     """The files the caller writes after the runs (:func:`plan_run`'s ``outputs``)."""
+    device_notes: tuple[str, ...] = ()
+    """What was said of ``--device`` (its speed unknown, an option replacing its value):
+    said before the runs, and first in each run's warnings, saved as the library saves them
+    (``run --device``'s had been on stderr alone, lost from result.json and report)."""
 
 
 @dataclass(frozen=True)
@@ -370,6 +374,7 @@ def plan_run(request: RunRequest, outputs: Sequence[Path] = ()) -> RunJob:
         device=req.device,
         limits_from=limits_from,
         outputs=tuple(outputs),
+        device_notes=tuple(device_warnings),
     )
 
 
@@ -489,6 +494,7 @@ def execute(
                 "cores_busy": req.cores_busy,
                 "on_wait": on_wait,
                 "device": job.device,
+                "notes": job.device_notes,
                 "device_cores": req.device_cores,
                 "device_replaced": req.device_replaced,
                 "squeeze": req.squeeze,

@@ -368,6 +368,9 @@ def test_bad_calibration_files(tmp_path: Path) -> None:
     p.write_text("device: a\n")
     with pytest.raises(ConfigError, match="is not an edgeprof calibration"):
         load_calibration(p)
+    p.write_text("schema: edgeprof-calibration/9\ndevice: a\n")  # another edgeprof's
+    with pytest.raises(ConfigError, match=r"is a calibration of another layout \(edgeprof-"):
+        load_calibration(p)
     p.write_text("schema: edgeprof-calibration/1\ndevice: a\nfits:\n- metric: runtime\n")
     with pytest.raises(ConfigError, match=r"malformed calibration: fits\[0\]\.unit is missing"):
         load_calibration(p)

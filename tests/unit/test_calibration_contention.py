@@ -106,3 +106,14 @@ def test_an_implied_speed_no_device_has_is_named_a_unit_slip(tmp_path: Path) -> 
     assert "slope 3050 makes the device 3,050 times slower than the 1 CPU" in said
     # The tutorial's half-core stand-in (about 3 times slower) says nothing.
     assert not _speed_text(tmp_path, DEVICE)[1].startswith("  warning:")
+
+
+def test_a_falling_time_fit_says_it_implies_no_speed(tmp_path: Path) -> None:
+    """``calibrate`` of a device slower on the host's faster models had said nothing of a
+    speed; the catalog's ``speed: calibration`` and ``run`` refused it later (a user's)."""
+    head, _ = _speed_text(tmp_path, "model,runtime_ms\nm0,60\nm1,55\nm2,40\nm3,30\n")
+    assert head.startswith(
+        "Implied speed: none: its time fits' slopes are not above 0 (runtime [cpus=1, "
+        "memory=1.0GiB] -"
+    )
+    assert head.endswith("calibrate again from runs under --cpus on an idle host")

@@ -249,9 +249,9 @@ def test_a_form_whose_slope_is_not_positive_is_never_chosen() -> None:
     assert choice.form == "origin" and choice.rising
     assert choice.fit.a == approx(4.256, abs=5e-4)
     assert choice.reason == (
-        "line through the origin: the best held-out (11.5 %) and the simplest; not the line "
-        "(slope -2.297 ≤ 0) or the power law (exponent -0.5196 ≤ 0): a device is not faster "
-        "on a workload the host runs slower"
+        "line through the origin: the only form left (held-out mean error 11.5 %); not the "
+        "line (slope -2.297 ≤ 0) or the power law (exponent -0.5196 ≤ 0): a device is not "
+        "faster on a workload the host runs slower"
     )
     # Forced, the falling form gives way to the line through the origin, and says so.
     forced = choose(RUNTIME_X, RUNTIME_Y, labels, "line")

@@ -112,13 +112,15 @@ def _with_mark(r: RunResult) -> RunResult:
             [_with_mark(_run("a", 1.0)), _with_mark(_run("b", 2.0))],
             "model,runtime_ms,latency_ms\na,1,5\nb,2,6\n",
             "latency [{s}]: the profiler recorded no latency p50 for the 2 model(s) measured on "
-            "the device (a, b)",
+            "the device (a, b): the workload reports its iterations with edgeprof.iteration() "
+            "(docs/phases.md)",
         ),
         (  # one row has a device value, and the profiler has none for it
             [_with_mark(_run("a", 1.0)), _with_mark(_run("b", 2.0))],
             "model,runtime_ms,latency_ms\na,1,5\nb,2,\n",
             "latency [{s}]: the profiler recorded no latency p50 for the 1 model(s) measured on "
-            "the device (a)",
+            "the device (a): the workload reports its iterations with edgeprof.iteration() "
+            "(docs/phases.md)",
         ),
         (  # one model measured under the setting
             [_run("a", 1.0), _run("b", 2.0)],

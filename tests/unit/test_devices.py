@@ -668,6 +668,15 @@ def test_calibrate_notes_another_device_and_a_name_no_catalog_has(tmp_path: Path
     ]
     board = _catalog(tmp_path, "  pizero2w:\n    cores: 4\n    memory: 420m\n", "b.yml")
     assert calibration_device_notes("pizero2w", ["pizero2w"], {}, board) == []
+    # Runs of two devices, the one given among them: pooled, and said so (a user's had read
+    # "the runs were made as" the other device, whichever was given).
+    made: list[str | None] = ["rpi4-4gb"] * 4 + ["rpi4-8gb"] * 4 + [None]
+    for name in ("rpi4-4gb", "rpi4-8gb"):
+        assert calibration_device_notes(name, made, {}) == [
+            f"--device {name}: the runs were made as several devices (4 as --device "
+            "rpi4-4gb, 4 as --device rpi4-8gb, 1 as no --device): each model's profiler "
+            "figure pools them; calibrate from one device's runs"
+        ]
 
 
 def test_calibrated_devices_are_the_entries_naming_the_file(tmp_path: Path) -> None:
@@ -1000,6 +1009,8 @@ def test_a_calibration_of_a_speed_no_device_has_gives_no_share(tmp_path: Path) -
         "device 333 times faster than"
     ), said
     assert said.endswith("calibrate again, or give the entry 'speed: S' or 'share: C'"), said
+    # The column named as calibrate names it (it had been "under 'runtime's device column'").
+    assert "(seconds or microseconds under 'runtime_ms' give a factor of 1000)" in said, said
 
 
 def test_devices_lists_a_calibrated_share_and_a_poor_fit(

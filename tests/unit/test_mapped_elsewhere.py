@@ -140,8 +140,8 @@ def test_a_run_that_fits_only_because_its_libraries_were_cached_elsewhere_is_tol
     assert "fits, peak" not in text
     assert (
         "(at the sample whose parts add up highest); not in it: 79.8MiB of files it mapped "
-        "that were cached before it, charged to other groups (e.g. shared libraries), its "
-        "own memory on a device"
+        "that were cached before it, charged to other groups (e.g. shared libraries), which "
+        "a device charges to the run"
     ) in text
 
 

@@ -38,7 +38,7 @@ from .forms import FORM_NAMES, FORMS, FormFit, fit_form
 from .matching import Cell, calibrate, cells_of
 from .measurements import DeviceRow, Measurements, read_measurements
 from .prediction import Prediction, Predictions, predict
-from .speed import ImpliedSpeed
+from .speed import SPEED_METRICS, ImpliedSpeed
 from .units import METRICS, UNITS, base_unit, format_value, unit_label
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "METRICS",
     "MIN_FAMILY_POINTS",
     "MIN_HELDOUT",
+    "SPEED_METRICS",
     "UNITS",
     "WITHIN_PCT",
     "Calibration",

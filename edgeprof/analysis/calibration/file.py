@@ -300,7 +300,15 @@ def load_calibration(path: Path) -> Calibration:
     # A fault of the YAML: ``calibration bad.yml:2: expected the node content, ...``, one
     # line as the budget file says it (PyYAML's text had been printed whole).
     data = parse(text, f"calibration {path}")
-    if not isinstance(data, dict) or data.get("schema") != CALIBRATION_SCHEMA:
+    schema = data.get("schema") if isinstance(data, dict) else None
+    ours = isinstance(schema, str) and schema.startswith("edgeprof-calibration/")
+    if ours and schema != CALIBRATION_SCHEMA:  # another edgeprof's: said so, not "none"
+        raise ConfigError(
+            f"{path} is a calibration of another layout ({schema}) than this edgeprof "
+            f"reads ({CALIBRATION_SCHEMA}): calibrate again with this edgeprof, or use "
+            "the one that wrote it"
+        )
+    if not isinstance(data, dict) or schema != CALIBRATION_SCHEMA:
         raise ConfigError(f"{path} is not an edgeprof calibration ({CALIBRATION_SCHEMA})")
     try:
         return _calibration(Fields(path, data))

@@ -137,9 +137,16 @@ def _unfittable(
         return f"no matched device row under this setting has a {metric}_{unit} value"
     if not pts:
         n = len(unprofiled)
+        # A figure of the workload's own iterations: a script that never calls edgeprof had
+        # been told only that none was recorded (a user's busy loop).
+        how = (
+            ": the workload reports its iterations with edgeprof.iteration() (docs/phases.md)"
+            if METRICS[metric].per_iteration
+            else ""
+        )
         return (
             f"the profiler recorded no {title} for the {n} model(s) measured on the device "
-            f"({_names(unprofiled)})"
+            f"({_names(unprofiled)}){how}"
         )
     if len(pts) == 1:
         return (
