@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..model import RunResult
+from ..names import shown_name
 from . import rules
 from .budget_caveats import budget_caveats, within_budget
 from .budgets import METRICS, PHASE_KEY, Budgets
@@ -250,8 +251,9 @@ def _no_phase(phase: str, ok: Sequence[RunResult]) -> str:
     phase had iterations and the metric is missing for another reason."""
     names = list(dict.fromkeys(p.name for r in ok for p in r.phases))
     if phase not in names:
-        had = f"its phases: {', '.join(names)}" if names else "it reported no phase"
-        return f"no run has a phase {phase!r}; {had}"
+        shown = ", ".join(map(shown_name, names))
+        had = f"its phases: {shown}" if names else "it reported no phase"
+        return f"no run has a phase {shown_name(phase)!r}; {had}"
     if all(p.latency is None for r in ok for p in r.phases if p.name == phase):
         return f"phase {phase!r} reported no iterations"
     return ""

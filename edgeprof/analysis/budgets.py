@@ -59,6 +59,7 @@ from ..units import (
     require_time_unit,
     require_unit,
 )
+from ..workload.instrument import sent_name
 from .metrics import BUDGET_METRICS, Kind, Metric
 
 PHASE_KEY = "latency_phase"
@@ -309,7 +310,7 @@ def _phase_name(value: object, where: str) -> str:
         return ""
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{where}: expected a phase name such as infer, got {value!r}")
-    return value
+    return sent_name(value)
 
 
 def load_budget_file(path: Path) -> Budgets:

@@ -379,6 +379,15 @@ def find_device(catalog: Mapping[str, Device], name: str) -> Device:
     if name not in catalog:
         known = ", ".join(sorted(catalog)) or "none"
         shown = name if _NAME.match(name) else repr(name)  # a control character, one line
+        several = [n.strip() for n in name.split(",")]
+        if len(several) > 1 and all(n in catalog for n in several):
+            # A list of boards, as --cpus and --memory take lists: "no such device (did you
+            # mean board-512m?)" had answered it (two users').
+            raise ConfigError(
+                f"--device {shown}: --device takes one device; run each ("
+                + ", then ".join(f"--device {n}" for n in several)
+                + ") into its own --out and report them together"
+            )
         close = similar_devices(name, list(catalog), close=1)
         # A typo (rpi4-4g) named its fix in calibrate's note but not here (a tester's).
         hint = f"did you mean {either(close)}? " if close else ""

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 
 from ..measure.sketch import iterations_for, too_few
 from ..model import PERCENTILES, RunResult
+from ..names import shown_name
 from ..units import format_binary, format_energy, format_rate, format_seconds
 
 
@@ -361,7 +362,10 @@ def subject(metric: Metric, phase: str | None) -> str:
     ``wall time`` (``None``: not of iterations, or of a run's only rows)."""
     if phase is None:
         return metric.title
-    return f"{metric.title} of phase {phase}" if phase else f"{metric.title} {ALL_PHASES}"
+    # Shortened as the tables show it: a 200-character name had been printed whole (a user's).
+    if not phase:
+        return f"{metric.title} {ALL_PHASES}"
+    return f"{metric.title} of phase {shown_name(phase)}"
 
 
 def in_phase(r: RunResult, phase: str) -> RunResult:

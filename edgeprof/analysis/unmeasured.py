@@ -25,6 +25,12 @@ def why_unmeasured(key: str, runs: Sequence[RunResult], results: Sequence[RunRes
         # p50 budget had been told "the cgroup-v2 backend did not measure it".
         return _no_latency(runs, results)
     if key == "memory_need":
+        if runs and all(r.mechanism == "cgroup1" for r in runs):
+            # --squeeze is refused there (no proactive reclaim): the way that works named.
+            return (
+                "the runs were not squeezed, which cgroup v1 cannot do (edgeprof fit "
+                "--max-memory-need gates the need there)"
+            )
         return "the runs were not squeezed (--squeeze measures the need)"
     if key in ("avg_memory", "peak_memory") and all(r.samples.count > 0 for r in ok):
         interval = ok[0].samples.interval_s

@@ -11,6 +11,7 @@ give them numbers.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 
 from ..backends.helpers import sampled_phase_peaks
@@ -168,9 +169,11 @@ def sampled_peaks_warnings(
     # Past the store (``past``: the names) a phase's peak is sampled by design (said in its
     # own warning).
     sampled = [p.name for p in phases if p.peak_source == "sampled" and p.name not in past]
-    missed = {o.name for o in occurrences if window_missed(o)}
+    missed = Counter(o.name for o in occurrences if window_missed(o))
+    stored = Counter(o.name for o in occurrences)
     late = [n for n in sampled if n in missed]
-    out = [missed_windows_warning(late)] if late else []
+    counts = {n: (missed[n], stored[n]) for n in late}
+    out = [missed_windows_warning(late, counts)] if late else []
     if len(late) < len(sampled):
         out.append(sampled_phase_peaks(mechanism, resets))
     return out

@@ -68,8 +68,30 @@ def first_few(names: Sequence[str], few: int = 5) -> str:
     return shown if len(names) <= few else f"{shown} and {len(names) - few} more"
 
 
-def missed_windows_warning(names: Sequence[str]) -> str:
-    """The run's warning for the phases :func:`window_missed` made sampled."""
+def missed_windows_warning(
+    names: Sequence[str], counts: Mapping[str, tuple[int, int]] | None = None
+) -> str:
+    """The run's warning for the phases :func:`window_missed` made sampled; ``counts``: a
+    name's (occurrences missed, occurrences stored), where not every one was (a user's
+    'step', 13 of whose 40 boundaries were held, had read "each ended before edgeprof read
+    its begin line")."""
+    partly = {n: c for n, c in (counts or {}).items() if n in names and c[0] < c[1]}
+    if partly:
+
+        def said(n: str) -> str:
+            if n not in partly:
+                return repr(shown_name(n))
+            m, t = partly[n]
+            return f"{shown_name(n)!r}: {m} of {t} occurrences"
+
+        each = "; ".join(said(n) for n in names[:5])
+        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+        return (
+            f"phase peaks of {each}{more} are sampled: an occurrence that ended before "
+            "edgeprof read its begin line had no kernel window, and a phase's peak is its "
+            "occurrences' highest; their memory is interpolated between the readings around "
+            "them"
+        )
     listed = first_few(names) if len(names) <= 5 else f"{len(names)} phases ({first_few(names)})"
     return (
         f"phase peaks of {listed} are sampled: each ended before edgeprof read its begin "

@@ -149,13 +149,21 @@ def _render_one(o: FitOutcome) -> str:
     lines = []
     if ref is not None:
         lines.append(_title(o, ref))
+        # The parts of the run whose peak is shown: the last run's, whose samples had missed
+        # its peak, read "peak 403.8MiB …; 335.6MiB = anon 334.3 …" beside a floor of 403.4
+        # (a user's).
+        highest = max(
+            (r for r in o.reference if r.memory.peak_bytes is not None),
+            key=lambda r: r.memory.peak_bytes or 0,
+            default=ref,
+        )
         lines.append(
             f"unlimited: {o.time.metric} {format_time(o.time)} ({counted(len(o.reference), 'run')}"
             + (f", spread {100 * o.noise:.0f}%); " if len(o.reference) > 1 else "); ")
             + (
                 composition(
-                    ref.memory.at_peak, measured, ref.host.cpus, ref.wall_s,
-                    source=ref.memory.peak_source,
+                    highest.memory.at_peak, measured, highest.host.cpus, highest.wall_s,
+                    source=highest.memory.peak_source,
                 )
                 or f"peak {format_binary(b.peak if measured is None else measured)}"
             )
@@ -184,7 +192,8 @@ def _render_one(o: FitOutcome) -> str:
         else ""
     )
     if b.low > b.top:  # nothing between: the ceiling is below what no limit can reclaim
-        lines.append(f"searched only {high}: the {low} is above it; {probes}")
+        # "the 136.0MiB (floor …) is above it" had lacked its noun (a user's).
+        lines.append(f"searched only {high}: the search's start, {low}, is above it; {probes}")
     elif b.low >= b.peak:  # the run's memory is all its own: the first limit is past its peak
         peak_is = least if raised else "the peak"
         lines.append(

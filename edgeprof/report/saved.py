@@ -39,6 +39,7 @@ from ..resultfiles import (
 )
 from ..storage import check_out_dir, check_writable, prepare_out_dir
 from ..units import parse_threshold
+from ..workload.instrument import sent_name
 from .calibration import render_predictions
 from .ci_summary import (
     check_step_summary,
@@ -186,6 +187,8 @@ def compare_paths(
     else:
         current_runs = load_runs([current])
         said = None
+        if phase:  # as the client sent it (a space as ␣, a long name cut), as budgets take it
+            phase = sent_name(phase)
         if phase is None:
             phase, said = compared_phase(
                 recorded_budgets(read_sweep(baseline)), recorded_budgets(read_sweep(current))

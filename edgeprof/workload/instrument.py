@@ -405,6 +405,13 @@ def _name(name: str, caller: str) -> str:
     return _shortened("".join(_visible(c) for c in name))
 
 
+def sent_name(name: str) -> str:
+    """A phase's ``name`` as this client sends it (:func:`_name`), as the runner and every
+    report hold it: ``--latency-phase 'a b'`` gates ``phase("a b")``'s ``a␣b`` (it had
+    been "no run has a phase 'a b'", a user's)."""
+    return _name(name, "phase")
+
+
 def _shortened(name: str) -> str:
     """``name`` within MAX_NAME characters, a longer one cut and ended with ``~`` and 8 hex
     digits of its hash, so that two long names stay two.  Cut alone, two 255-character

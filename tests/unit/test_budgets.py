@@ -707,3 +707,17 @@ def test_a_peak_within_its_budget_only_by_files_cached_elsewhere_says_so() -> No
     # With them still within: nothing said.
     roomy = budgets_from_options(None, {**NO_OPTIONS, "peak_memory": "240m"})
     assert check_budgets([r], roomy)[0].caveat == ""
+
+
+def test_a_phase_is_named_as_the_workload_wrote_it() -> None:
+    """``phase("a b")`` is sent as ``a␣b``; ``--latency-phase 'a b'`` had been "no run has a
+    phase 'a b'" (a user's), and a name over 200 characters had to be pasted cut."""
+    from edgeprof.analysis.budgets import PHASE_KEY
+    from edgeprof.workload import instrument
+
+    with instrument.phase("x" * 250) as sent:  # outside a run: nothing is sent
+        pass
+    for given, held in (("a b", "a␣b"), ("infer", "infer"), ("x" * 250, sent.name)):
+        budgets = budgets_from_options(None, {"latency_p50": "10ms", PHASE_KEY: given})
+        assert budgets.phase == held, given
+    assert len(sent.name) < 250 and sent.name[-9] == "~"

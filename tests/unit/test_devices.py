@@ -19,6 +19,7 @@ from edgeprof.analysis.devices import (
     DEVICES_ENV,
     builtin_catalog,
     catalog_paths,
+    find_device,
     load_catalog,
     parse_catalog,
 )
@@ -1030,3 +1031,13 @@ def test_devices_lists_a_calibrated_share_and_a_poor_fit(
     assert main(["devices", "--devices", str(falling)]) == 0
     (row,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("phone ")]
     assert "from calibration: refused (run --device says why)" in row
+
+
+def test_a_list_of_devices_is_told_that_device_takes_one() -> None:
+    """``--device a,b`` had been "no such device (did you mean a?)" (two users')."""
+    with pytest.raises(ConfigError) as err:
+        find_device(load_catalog(catalog_paths(None, {})), "rpi4-2gb,rpi4-4gb")
+    assert str(err.value) == (
+        "--device 'rpi4-2gb,rpi4-4gb': --device takes one device; run each (--device rpi4-2gb, "
+        "then --device rpi4-4gb) into its own --out and report them together"
+    )

@@ -415,6 +415,11 @@ def test_a_need_budget_on_an_unsqueezed_run_fails_as_not_measured() -> None:
     (check,) = check_budgets([limited()], Budgets(overrides={"memory_need": 64.0 * MIB}))
     assert check.status is Status.NOT_MEASURED
     assert "the runs were not squeezed (--squeeze measures the need)" in check.describe()
+    # On cgroup v1, which refuses --squeeze: the way that works there (a user's).
+    v1 = dataclasses.replace(limited(), mechanism="cgroup1")
+    (check,) = check_budgets([v1], Budgets(overrides={"memory_need": 64.0 * MIB}))
+    assert "not squeezed, which cgroup v1 cannot do (edgeprof fit --max-memory-need gates the " \
+        "need there)" in check.describe()
 
 
 def test_the_need_column_shows_only_where_a_run_was_squeezed_or_a_budget_asks() -> None:

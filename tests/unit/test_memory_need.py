@@ -684,11 +684,30 @@ def test_a_workload_below_the_least_limit_is_searched_from_that_limit_and_says_s
     )
 
 
+def test_the_unlimited_line_gives_the_parts_of_the_run_whose_peak_it_gives() -> None:
+    """The last unlimited run's parts beside the first run's peak had read "peak 403.8MiB
+    …; 335.6MiB = anon 334.3 …" beside a floor of 403.4 MiB (a user's)."""
+    from edgeprof.model import MemoryParts
+
+    def parts(anon: int) -> MemoryParts:
+        return MemoryParts(total=anon + MIB, anon=anon, file=0, shmem=0, kernel=MIB)
+
+    high = dataclasses.replace(mem(peak=404 * MIB, floor=403 * MIB), at_peak=parts(402 * MIB))
+    missed = dataclasses.replace(mem(peak=403 * MIB, floor=335 * MIB), at_peak=parts(334 * MIB))
+    ref = (run(wall=1.0, memory=high), run(wall=1.0, memory=missed))
+    b = Bounds(403 * MIB, 404 * MIB, None, 2 * MIB)
+    probes = (Probe(404 * MIB, (run(wall=1.0),), Verdict(True, "fits (+0%)")),)
+    o = FitOutcome("infer.py", ref, WALL, 0.0, b, probes, 404 * MIB, 0.10, 0.20)
+    text = render_fit([o])
+    assert "403.0MiB = anon 402.0 + file 0.0 + kernel 1.0 MiB" in text, text
+    assert "anon 334.0" not in text
+
+
 def test_render_fit_does_not_fit() -> None:
     text = render_fit([outcome(None, ceiling=32 * MIB)])
     assert (
-        "searched only 32.0MiB (ceiling): the 40.0MiB (floor: anon + shmem + kernel) is above "
-        "it; 1 probe (at most 1)\n" in text
+        "searched only 32.0MiB (ceiling): the search's start, 40.0MiB (floor: anon + shmem + "
+        "kernel), is above it; 1 probe (at most 1)\n" in text
     )
     assert (
         "does not fit in 32.0MiB: nothing up to it completes with wall within 10% of the "

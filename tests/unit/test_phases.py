@@ -929,3 +929,15 @@ def test_a_small_cost_is_not_marked_and_a_dominant_one_gives_no_rate_without_it(
     ]
     _, none, _ = _loop_with_cost([])  # another language's client: no cost, no mark
     assert none is not None and none.overhead_s is None and not overhead_marked(none)
+
+
+def test_a_phase_some_of_whose_windows_missed_says_how_many() -> None:
+    """'step', 13 of whose 40 boundaries were held, had read "each ended before edgeprof
+    read its begin line" (a user's): the count of those that did."""
+    w = missed_windows_warning(["step", "sub"], {"step": (3, 20), "sub": (10, 10)})
+    assert w.startswith(
+        "phase peaks of 'step': 3 of 20 occurrences; 'sub' are sampled: an occurrence that "
+        "ended before edgeprof read its begin line had no kernel window"
+    )
+    # Every occurrence missed: the sentence as before.
+    assert missed_windows_warning(["sub"], {"sub": (10, 10)}) == missed_windows_warning(["sub"])
