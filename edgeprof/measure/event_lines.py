@@ -36,6 +36,9 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 (an escape sequence would be the terminal's to act on)."""
 
 KINDS = ("begin", "end", "mark", "iter", "raised", "nested", "waited", "probe", "cost")
+ALL_ROW = "(all)"
+"""The Latency table's row of every iteration of a run, beside its phases' rows: a name a
+phase may have too, which the run's warning then says."""
 HELD = "held"
 """The word that ends a boundary's line whose writer waits for the runner's reading."""
 

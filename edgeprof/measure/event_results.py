@@ -13,7 +13,7 @@ import math
 
 from ..backends.capabilities import PeakReset
 from ..model import Capped, EventCounts, LatencyStats, Mark, PhaseStats
-from .event_lines import FrequentNames, cap_warnings, nested_warning
+from .event_lines import ALL_ROW, FrequentNames, cap_warnings, nested_warning
 from .event_notes import (
     MalformedKinds,
     aggregated_warning,
@@ -148,6 +148,14 @@ class EventResults:
         )
         if (ticks := tick_cpu_warning(phases, self._mechanism)) is not None:
             warnings.append(ticks)
+        if any(p.name == ALL_ROW for p in phases):
+            # The Latency table's row of every iteration is "(all)": a phase of that name had
+            # shown two rows alike with other figures (a user's).
+            warnings.append(
+                f"a phase is named {ALL_ROW!r}, as the Latency table's last row, of all the "
+                f"run's iterations, is: --latency-phase {ALL_ROW!r} gates the phase's, none "
+                "the run's"
+            )
         latency = with_raised(
             latency_stats(iterations, stalls=stalls, tail=self._tail, share=self._share),
             len(self._raised) + self._raised_over,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..analysis.overhead import overhead_marked
+from ..measure.event_lines import ALL_ROW
 from ..measure.inputs import MIN_INTERVAL_S
 from ..model import LatencyStats, PhaseStats, RunResult
 from ..names import shown_name
@@ -43,7 +44,7 @@ LATENCY_COLUMNS = (
     "IT/S",
     "ITEMS/S",
 )
-ALL = "(all)"
+ALL = ALL_ROW
 
 
 def _phase_name(p: PhaseStats) -> str:

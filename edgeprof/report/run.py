@@ -283,6 +283,9 @@ def resume_notes(job: RunJob, resume: Resume | None) -> list[str]:
     """What a sweep into an ``--out`` says, before its first run, of the sweep there it would
     finish (``--resume``) or replace (an unfinished sweep of the same plan, without it)."""
     out, plan = job.request.out, job.plan
+    if out is not None and plan.is_single and (out / "result.json").is_file():
+        # As a sweep's replacement is said (a user's: a single run's had been silent).
+        return [f"{out} holds an earlier run's result.json: this run replaces it"]
     if out is None or plan.is_single:
         return []
     if job.request.resume:

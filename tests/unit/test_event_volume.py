@@ -313,3 +313,19 @@ def test_malformed_kinds_tell_the_mistakes_apart_most_first() -> None:
         "3 malformed event line(s) ignored: 2 like 'begin 12 a': begin: time 12 is not "
         "CLOCK_MONOTONIC; 1 like 'hello': not an event"
     )
+
+
+def test_a_phase_named_as_the_latency_tables_row_of_all_is_said() -> None:
+    """A phase ``(all)`` had shown two Latency rows alike, with other figures (a user's)."""
+    store = EventStore(clock=_clock)
+    lines = [f"begin (all) {T}", f"iter {T} {T + 0.1}", f"end (all) {T + 0.2}"]
+    store.feed(_lines(lines))
+    *_, warnings = store.results(run_end=T + 1, termination="exited")
+    assert (
+        "a phase is named '(all)', as the Latency table's last row, of all the run's "
+        "iterations, is: --latency-phase '(all)' gates the phase's, none the run's"
+    ) in warnings
+    store = EventStore(clock=_clock)
+    store.feed(_lines([f"begin all {T}", f"end all {T + 0.2}"]))
+    *_, warnings = store.results(run_end=T + 1, termination="exited")
+    assert not any("Latency table's last row" in w for w in warnings)

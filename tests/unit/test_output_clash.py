@@ -100,3 +100,16 @@ def test_report_and_merge_refuse_an_out_they_cannot_write_before_the_tables(
         assert capsys.readouterr() == (
             "", "edgeprof: error: cannot write to output directory c2.py: Not a directory\n"
         )
+
+
+def test_a_single_run_into_an_earlier_runs_out_says_it_replaces_it(
+    sweep: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Over a sweep's --out the replacement is said; over a single run's it had been silent."""
+    assert main([*FAKE, "--out", "one", "--", "true"]) == 0
+    assert "replaces" not in capsys.readouterr().err
+    assert main([*FAKE, "--out", "one", "--", "true"]) == 0
+    assert (
+        "edgeprof: note: one holds an earlier run's result.json: this run replaces it\n"
+        in capsys.readouterr().err
+    )
