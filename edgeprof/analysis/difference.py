@@ -100,7 +100,7 @@ class Difference:
         mean(a)``, the difference of the means over ``mean(a)`` (taken as known), plus 1:
         not an interval of the ratio of the means (Fieller's would count ``mean(a)``'s own
         noise, and at 2 or 3 runs is often unbounded), clipped at 0, which the reports call
-        no lower bound (:func:`edgeprof.report.comparison.interval_bounds`).
+        no lower bound (:func:`edgeprof.report.ratio_text.interval_bounds`).
         ``None``: untested, or a linear base of 0."""
         if self.half is None:
             return None

@@ -403,7 +403,7 @@ def test_an_intervals_bounds_have_the_digits_of_the_factor_beside_them(
 ) -> None:
     """A verifier's ``0.028× [0.03, 0.03]``, the factor outside its interval, and
     ``0.0016× [0.00, 0.00]``: under 0.1, two significant digits, as :func:`format_factor`."""
-    from edgeprof.report.comparison import UNBOUNDED_BELOW, interval_bounds
+    from edgeprof.report.ratio_text import UNBOUNDED_BELOW, interval_bounds
 
     lo, hi = interval_bounds(interval)
     assert (lo, hi) == (bounds[0] if interval[0] > 0 else UNBOUNDED_BELOW, bounds[1])
@@ -413,7 +413,7 @@ def test_an_interval_that_says_nothing_is_bounded_in_words_not_digits() -> None:
     """A user's two runs of 0.05 s and 1.5 s had bracketed a factor with
     ``[0.0000000012, 801751306.5731809139]``: past 1000 from 1, a bound is ``>1000`` or
     ``<0.001``, and the other bound keeps its own decimals."""
-    from edgeprof.report.comparison import interval_bounds
+    from edgeprof.report.ratio_text import interval_bounds
 
     assert interval_bounds((1.2e-9, 801751306.5731809)) == ("<0.001", ">1000")
     assert interval_bounds((2.3e-11, 4.8e12)) == ("<0.001", ">1000")
@@ -433,7 +433,7 @@ def test_a_factor_is_said_to_its_intervals_decimals(
 ) -> None:
     """``1.01× [1.001, 1.008]`` had put a factor of 1.005 outside its own bracket (the factor
     to 2 decimals, the bounds to 3), beside a sentence of "0.5% less"."""
-    from edgeprof.report.comparison import factor_text
+    from edgeprof.report.ratio_text import factor_text
 
     assert factor_text(factor, interval) == said
 
