@@ -11,7 +11,7 @@ from ..backends import Backend
 from ..cpu_units import CFS_PERIOD_US, format_cpuset, format_period, shortest_period_us
 from ..errors import CpusOverHost, LimitError
 from ..model import CpuStats, Limits
-from ..units import format_binary
+from ..units import format_binary, format_seconds
 from .sampler import TASK_SCAN_S
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -365,9 +365,14 @@ def faster_than_device(
     tasks: int | None,
     throttled: int | None,
     cpu: CpuStats | None = None,
+    iteration_cpu_s: float | None = None,
 ) -> str | None:
     """Why a device run (``cores`` emulated by a quota of ``cpus``) was allowed to go faster
     than the device, as a warning; ``None`` where the measurements show no such thing.
+    ``iteration_cpu_s``: the CPU time an iteration took (its phase's over its iterations),
+    said as what a device core would take for it: a 4-core board at speed 0.25, pinned to
+    one host core, had told a user its 18.5 ms iterations "can be faster than the device"
+    with no figure, where one of its cores takes 40 ms for their 10 ms of CPU.
 
     A quota is one number for the group: it slows a task only once the group's share of a
     period is spent.  Measured signs that the quota did not hold the run's tasks to a device
@@ -424,7 +429,14 @@ def faster_than_device(
         if cores == 1
         else "a quota is one number for the group, not a speed per core"
     )
-    return (
+    said = (
         f"this run can be faster than the device, whose cores each do {per_core:.3g} of a host "
         f"core's work: {'; '.join(why)} ({reason})"
     )
+    if iteration_cpu_s is not None and iteration_cpu_s > 0:
+        said += (
+            f"; an iteration's {format_seconds(iteration_cpu_s)} of CPU time takes a core of "
+            f"the device about {format_seconds(iteration_cpu_s / per_core)} (on one thread, "
+            "waits left out: an estimate)"
+        )
+    return said

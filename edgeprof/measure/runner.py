@@ -410,7 +410,8 @@ def profile(
                 # Whole cores pinned stall nothing: there the cores, not a quota, slow it.
                 stalls = result.cpu.nr_throttled if quota_can_stall(applied, len(allowed)) else None
                 faster = faster_than_device(
-                    device_cores, applied.cpus, result.pids_peak, stalls, result.cpu
+                    device_cores, applied.cpus, result.pids_peak, stalls, result.cpu,
+                    iteration_cpu(result),
                 )
                 if faster is not None:
                     result = dataclasses.replace(result, warnings=(*result.warnings, faster))
@@ -429,6 +430,18 @@ def profile(
     finally:
         if watch is not None:
             watch.close()
+
+
+def iteration_cpu(r: RunResult) -> float | None:
+    """The CPU time an iteration took: that of the phase holding every iteration of the run
+    over their count (an upper bound: the phase may do more than its iterations); ``None``
+    where no one phase holds them, or its CPU time is not known."""
+    lat = r.latency
+    if lat is None or lat.count <= 0:
+        return None
+    whole = [p for p in r.phases if p.latency is not None and p.latency.count == lat.count]
+    cpu_s = whole[0].cpu_s if whole else None
+    return None if cpu_s is None else cpu_s / lat.count
 
 
 def _warn_threads(

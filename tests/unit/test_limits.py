@@ -18,7 +18,7 @@ from edgeprof.measure.limits import (
     resolve,
     thread_env,
 )
-from edgeprof.model import CpuStats, Limits
+from edgeprof.model import CpuStats, LatencyStats, Limits, PhaseStats
 
 FOUR = (0, 1, 2, 3)
 
@@ -352,6 +352,28 @@ def test_an_idle_thread_does_not_hide_a_busy_task_faster_than_a_device_core() ->
     # One task that stayed at a board core's speed, with one thread: the count says nothing
     # once the threads' times were read.
     assert faster_than_device(2, 0.5, 1, 100, _cpu(20.0)) is None
+
+
+def test_a_device_run_faster_than_its_cores_says_what_a_core_takes_for_an_iteration() -> None:
+    """A 4-core board at 0.25, pinned to one host core, had told a user's 18.5 ms iterations
+    "can be faster than the device" with no figure; one of its cores takes 40 ms for their
+    10 ms of CPU."""
+    from edgeprof.measure.runner import iteration_cpu
+    from tests.unit.conftest import make_result
+
+    w = faster_than_device(4, 1.0, 1, 0, _cpu(None), 0.0101)
+    assert w is not None and w.endswith(
+        "; an iteration's 10.1ms of CPU time takes a core of the device about 40.4ms (on one "
+        "thread, waits left out: an estimate)"
+    )
+    assert "an iteration's" not in (faster_than_device(4, 1.0, 1, 0, _cpu(None)) or "")
+    # The CPU time an iteration: of the phase holding every iteration, over their count.
+    lat = LatencyStats(count=50, mean_s=0.02, p50_s=0.02, p90_s=0.02, p95_s=0.02,
+                       p99_s=0.02, max_s=0.02, per_s=None)  # fmt: skip
+    infer = PhaseStats("infer", 1, 0.2, 1.0, 0.505, 50.0, None, None, None, latency=lat)
+    load = PhaseStats("load", 1, 0.0, 0.2, 0.1, 50.0, None, None, None)
+    assert iteration_cpu(make_result(latency=lat, phases=(load, infer))) == pytest.approx(0.0101)
+    assert iteration_cpu(make_result(latency=lat, phases=(load,))) is None
 
 
 def test_a_devices_pools_are_its_cores_with_mkl_held_to_them(
