@@ -39,10 +39,12 @@ def check_apart(
             what = "the --out directory" if where == _where(out) else f"a file --out {out} writes"
             raise ConfigError(f"{option} {path} is {what}: give it another name")
         for source in reads:
-            if where == _where(source) or _owned(path, source, exports=False):
+            if where == _where(source) or _owned(path, source):
+                # The sweep's exports too: `compare sw swx --summary swx/runs.csv` had
+                # replaced the runs.csv of a sweep it read (a verifier's).
                 raise ConfigError(
-                    f"{option} {path} is a file this command reads ({source}): give it "
-                    "another name"
+                    f"{option} {path} is a file of {source}, which this command reads: give "
+                    "it another name"
                 )
 
 
@@ -52,11 +54,10 @@ def _where(path: Path) -> str:
     return os.path.realpath(path)
 
 
-def _owned(path: Path, directory: Path, *, exports: bool = True) -> bool:
+def _owned(path: Path, directory: Path) -> bool:
     """Whether ``path`` is a result file of the run's or sweep's ``directory``."""
     inside = Path(_where(path))
     top = Path(_where(directory))
     if top not in inside.parents:
         return False
-    at_top = inside.parent == top and inside.name in EXPORT_FILES
-    return inside.name in RUN_FILES or (exports and at_top)
+    return inside.name in RUN_FILES or (inside.parent == top and inside.name in EXPORT_FILES)

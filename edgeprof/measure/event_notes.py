@@ -126,9 +126,9 @@ def cut_short_warning(
     # 2.016s", the run's end, 1.5 s after the kill (a user's).  The protocol's lines carry no
     # process, so edgeprof cannot tell when such a phase's holder went.
     return (
-        f"phase(s) {', '.join(unfinished)} {why} at the run's end ({run_end:.3f}s): counted "
-        "to it (a phase a child process held when it died is counted so too: edgeprof "
-        "cannot tell when it went)"
+        f"phase(s) {', '.join(unfinished)} {why}: counted to the run's end ({run_end:.3f}s; "
+        "a phase a child process held when it died is counted so too: edgeprof cannot tell "
+        "when it went)"
     )
 
 

@@ -315,7 +315,13 @@ def rerender(
     unread: list[tuple[Path, str]] = []
     seen: set[RunResult] = set()
     again: list[RunResult] = []  # as load_runs(paths), path by path: each run once
-    runs_of = [once(load_runs([p], unread, again), seen, again) for p in paths]
+    runs_of, copied = [], set()  # copied: the paths that held a run twice themselves
+    for p in paths:
+        before = len(again)
+        runs_of.append(load_runs([p], unread, again))
+        if len(again) > before:
+            copied.add(p)
+        runs_of[-1] = once(runs_of[-1], seen, again)
     read = [r for runs in runs_of for r in runs]
     loaded, shared = apart(read)  # in order, one for one
     # Their budgets are still their model's (checked on the cells named apart).
@@ -348,7 +354,7 @@ def rerender(
     check_apart(files, out, paths)
     for path in (markdown, html, predictions, summary, junit):
         if path is not None:
-            check_writable(path)
+            check_writable(path, out)  # into --out, made before them: as run's and merge's
     if plots is not None:
         from .plots import _pyplot
 
@@ -368,7 +374,13 @@ def rerender(
     stopped += shared
     stopped += [skipped_note(unread)] if unread else []
     stopped += [read_again_note(len(again))] if again else []
-    stopped += [note for p in paths if (note := pooled(p, "report")) is not None]
+    stopped += [
+        # A sweep beside its copy pools nothing of the copy's (a verifier's "holds 2 sweeps:
+        # their runs are pooled" of a sweep and its report --out copy).
+        note + ("; a run read more than once (a copy) is counted once" if p in copied else "")
+        for p in paths
+        if (note := pooled(p, "report")) is not None
+    ]
     stopped += [note] if (note := read_together(paths, named_of)) is not None else []
     # One sweep made with --repeat auto: what it resolved, as the run printed it.
     auto = load_auto_repeat(paths[0]) if len(paths) == 1 and whole else None

@@ -239,11 +239,17 @@ def _finished(
         return None
     try:
         data = read_json(file, "result ")
-        if not isinstance(data, dict) or Measured.of(data) != measured:
+        if not isinstance(data, dict) or "schema_version" not in data:
+            # `{}` or a list had been made again unnamed (a verifier's).
+            unreadable.append((file, f"{file} is not an edgeprof result"))
+            return None
+        if Measured.of(data) != measured:
             return None
         run = RunResult.from_dict(data)
     except ConfigError as exc:
-        unreadable.append((file, str(exc)))
+        said = str(exc)
+        # Named by its file: a bad field's message ("cpu.total_s: expected a number") names none.
+        unreadable.append((file, said if str(file) in said else f"{file}: {said}"))
         return None
     command = (*plan.command, *(() if step.model is None else (step.model,)))
     if (

@@ -280,9 +280,9 @@ def test_a_phase_cut_short_names_the_iterations_it_completed() -> None:
     _, latency, _, warnings = store.results(run_end=T + 10, termination="oom")
     assert latency is not None and latency.count == 3
     assert [w for w in warnings if w.startswith("phase(s) ")] == [
-        "phase(s) infer (3 iterations completed), save cut short by the OOM kill at the "
-        f"run's end ({T + 10:.3f}s): counted to it (a phase a child process held when it "
-        "died is counted so too: edgeprof cannot tell when it went)"
+        "phase(s) infer (3 iterations completed), save cut short by the OOM kill: counted to "
+        f"the run's end ({T + 10:.3f}s; a phase a child process held when it died is "
+        "counted so too: edgeprof cannot tell when it went)"
     ]
 
 

@@ -72,17 +72,23 @@ def test_compare_report_and_merge_refuse_an_output_on_what_they_read(
         (["report", "sw", "--markdown", "sw/a/1/samples.csv"], "sw"),
         (["report", "sw/sweep.json", "--html", "sw/sweep.json"], "sw/sweep.json"),
         (["merge", "sw", "--out", "m", "--summary", "sw/b/1/result.json"], "sw"),
+        # A sweep's exports too (a verifier's compare had replaced runs.csv and cells.csv).
+        (["compare", "sw", "sw", "--summary", "sw/runs.csv"], "sw"),
+        (["compare", "sw", "sw", "--junit", "sw/cells.csv"], "sw"),
     ]
     for argv, source in cases:
         assert main(argv) == 2, argv
         option = " ".join(argv[-2:])
-        said = f"{option} is a file this command reads ({source})"
+        said = f"{option} is a file of {source}, which this command reads"
         assert capsys.readouterr() == ("", ERROR.format(said))
     assert digest(sweep) == before
     # report --out writes its copy's files: an option naming one of them is refused.
     assert main(["report", "sw", "--out", "c", "--markdown", "c/report.md"]) == 2
     said = "--markdown c/report.md is a file --out c writes"
     assert capsys.readouterr().err == ERROR.format(said)
+    # Into the report's own --out, made before them (as run's and merge's): written.
+    assert main(["report", "sw", "--out", "rnew", "--junit", "rnew/j.xml"]) == 0
+    assert Path("rnew/j.xml").is_file() and Path("rnew/sweep.json").is_file()
     # Beside them, not on them: a report of its own in the sweep's directory is written.
     assert main(["report", "sw", "--markdown", "sw/again.md", "--junit", "sw/j.xml"]) == 0
     assert Path("sw/again.md").is_file() and Path("sw/j.xml").is_file()

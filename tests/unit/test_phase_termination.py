@@ -155,7 +155,8 @@ def test_every_ending_inside_an_open_phase_is_a_result(
         "signaled": "cut short by a signal",
         "exited": "still open when the workload exited",
     }[mode]
-    assert any(w.startswith(f"phase(s) load {why} at ") for w in r.warnings), r.warnings
+    said = f"phase(s) load {why}: counted to the run's end ("
+    assert any(w.startswith(said) for w in r.warnings), r.warnings
 
     # The usual exit code of that ending, and a whole result file that says the same.
     expected_code = {"oom": 137, "signaled": 137, "exited": 3, "timeout": 143, "interrupted": 130}[

@@ -90,3 +90,22 @@ def test_a_note_two_sweeps_carry_is_said_once(
     capsys.readouterr()
     assert main(["report", "sw", "backup"]) == 0
     assert capsys.readouterr().out.count("note: the hosts' speed probes differ\n") == 1
+
+
+def test_a_directory_of_a_sweep_and_its_copy_says_the_copy_is_counted_once(
+    sweep: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``tree`` of a sweep and its report --out copy had said only "holds 2 sweeps: their runs
+    are pooled", of runs counted once (a verifier's)."""
+    Path("tree").mkdir()
+    shutil.copytree("sw", "tree/sw")
+    assert main(["report", "tree/sw", "--out", "tree/rc"]) == 0
+    capsys.readouterr()
+    assert main(["report", "tree"]) == 0
+    out = capsys.readouterr().out
+    assert NOTE.format(4) in out
+    assert (
+        "note: tree holds 2 sweeps (rc, sw): their runs are pooled, cell by cell; report one "
+        "sweep's directory to hold them apart; a run read more than once (a copy) is counted "
+        "once\n"
+    ) in out

@@ -117,6 +117,18 @@ def test_a_run_whose_result_cannot_be_read_is_made_again_and_said(
         err,
     ), err
     assert json.loads(cut.read_text())["name"] == "b"  # made again, whole
+    # No result at all, or one field bad: named by its path all the same (a verifier's `{}`
+    # had been made again unnamed, a bad field's note had named no file).
+    assert main([*sweep, "--", *stopper("c")]) == 130
+    Path("sw/a/1/result.json").write_text("{}")
+    bad = json.loads(cut.read_text())
+    bad["cpu"]["total_s"] = "abc"
+    cut.write_text(json.dumps(bad))
+    capsys.readouterr()
+    assert main([*sweep, "--resume", "--", *stopper("x")]) == 0
+    err = capsys.readouterr().err
+    assert "--resume: sw/a/1/result.json is not an edgeprof result: that run is made again" in err
+    assert "--resume: sw/b/1/result.json: cpu.total_s: expected a number" in err
 
 
 def test_resuming_a_finished_sweep_makes_nothing(
