@@ -48,6 +48,16 @@ def isolated_core_leases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
         yield directory
 
 
+@pytest.fixture(autouse=True)
+def no_caller_note(monkeypatch: pytest.MonkeyPatch) -> None:
+    """profile()'s warning of a large caller (:func:`edgeprof.sweeps.library.with_caller_note`)
+    left out: a test process that imported torch holds ~400 MiB, so the warnings some tests
+    hold whole would depend on which of them a worker ran before.  Its own test undoes this."""
+    from edgeprof.sweeps import library
+
+    monkeypatch.setattr(library, "caller_rss", lambda status=None: None)
+
+
 RESULT_SCHEMA = Path(__file__).resolve().parents[1] / "edgeprof" / "result.schema.json"
 FIT_SCHEMA = RESULT_SCHEMA.with_name("fit.schema.json")
 PREDICTIONS_SCHEMA = RESULT_SCHEMA.with_name("predictions.schema.json")

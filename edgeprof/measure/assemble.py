@@ -24,7 +24,7 @@ from ..model import (
 from ..units import format_binary, us_to_s
 from ..version import __version__
 from .contention import contention_warning, quota_room
-from .cpu_time import cpu_split, own_window, without_spawn
+from .cpu_time import cpu_split, own_window, untimed_stalls, without_spawn
 from .dirtied import MARKED_FROM
 from .host import host_info
 from .inputs import MIN_INTERVAL_S
@@ -138,6 +138,12 @@ def build_result(
     )
     if waited is not None:
         warnings.append(waited)
+    if spec.limits.cpus is not None and be.applies_quota:
+        untimed = untimed_stalls(
+            final.nr_throttled, final.throttled_us, spec.period_us, spec.limits.cpus
+        )
+        if untimed is not None:
+            warnings.append(untimed)
     cost = pressure(final)
     stalled = stall_warning(cost, wall, spec.limits.memory, oom=bool(oom_kills))
     if stalled is not None:

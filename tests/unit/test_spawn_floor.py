@@ -162,3 +162,46 @@ def test_a_script_without_its_hash_bang_line_is_said_so(tmp_path: Path) -> None:
         with pytest.raises(LaunchError) as raised:
             Process([program], env=dict(os.environ), cwd=tmp_path, stdout=None, stderr=None)
         assert str(raised.value) == said
+
+
+def test_stalls_the_kernel_counted_but_did_not_time_are_said() -> None:
+    """A Linux 6.18 cgroup v1 host read ``throttled_time`` 0 for 4-13 stalls of a 50 ms spin
+    under ``--cpus 0.5``, its wall time twice its CPU time (a verifier's)."""
+    from edgeprof.measure.cpu_time import untimed_stalls
+
+    said = untimed_stalls(10, 0, 5_000, 0.5)
+    assert said == (
+        "the kernel counted 10 stalls of the CPU quota but timed them at 0.0ms in all, under a "
+        "tenth of the 25ms that many take at this quota: THROTTLED understates them here (the "
+        "kernel's throttled_time); the wall time against the CPU time shows the slowdown"
+    )
+    assert untimed_stalls(34, 4_900, 5_000, 0.5) is not None  # 4.9 ms of 85 ms
+    assert untimed_stalls(20, 44_000, 5_000, 0.5) is None  # timed: 44 ms of 50 ms
+    assert untimed_stalls(2, 0, 5_000, 0.5) is None  # too few to say
+    assert untimed_stalls(10, 0, 5_000, 1.5) is None  # a stall's length is the threads'
+    assert untimed_stalls(None, 0, 5_000, 0.5) is None
+
+
+def test_a_short_library_run_from_a_large_caller_is_told_of_the_teardown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``echo x`` from a caller holding 1 GiB had read 19.6-22.7 ms of CPU and wall time
+    (2.5 ms from a small caller) with no word (two users')."""
+    import dataclasses
+
+    monkeypatch.undo()  # the suite's no_caller_note: this test is of it
+
+    from edgeprof.sweeps.library import caller_rss, with_caller_note
+    from tests.unit.conftest import make_result
+
+    status = tmp_path / "status"
+    status.write_text("Name:\tpython\nVmRSS:\t 1048576 kB\n")
+    assert caller_rss(status) == 2**30
+    assert caller_rss(tmp_path / "none") is None
+    short = make_result(wall_s=0.02, warnings=())
+    (said,) = with_caller_note(short, 2**30).warnings
+    assert said.startswith("this process holds 1.0GiB: the workload's exec tore down the forked")
+    assert with_caller_note(short, 100 * 2**20) is short  # a small caller
+    assert with_caller_note(dataclasses.replace(short, wall_s=5.0), 2**30).warnings == ()
+    assert with_caller_note(dataclasses.replace(short, backend="docker"), 2**30).warnings == ()
+    assert caller_rss() is not None  # this process's own
