@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 from ..backends.host_resources import meminfo_total
 from ..dirlock import check_not_busy
 from ..errors import ConfigError
+from ..known_outputs import edgeprof_output_dir
 from ..output_clash import check_apart
 from ..resultfiles import resumed_sentence, stopped_sentence
 from ..storage import check_out_dir
@@ -283,8 +284,10 @@ def resume_notes(job: RunJob, resume: Resume | None) -> list[str]:
     """What a sweep into an ``--out`` says, before its first run, of the sweep there it would
     finish (``--resume``) or replace (an unfinished sweep of the same plan, without it)."""
     out, plan = job.request.out, job.plan
-    if out is not None and plan.is_single and (out / "result.json").is_file():
-        # As a sweep's replacement is said (a user's: a single run's had been silent).
+    if out is not None and plan.is_single and edgeprof_output_dir(out):
+        # As a sweep's replacement is said (a user's: a single run's had been silent).  An
+        # earlier run's file as edgeprof writes it, not a link planted there: that is
+        # refused in one line, with no note before it.
         return [f"{out} holds an earlier run's result.json: this run replaces it"]
     if out is None or plan.is_single:
         return []

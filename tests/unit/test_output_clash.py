@@ -119,3 +119,8 @@ def test_a_single_run_into_an_earlier_runs_out_says_it_replaces_it(
         "edgeprof: note: one holds an earlier run's result.json: this run replaces it\n"
         in capsys.readouterr().err
     )
+    # A file that is no earlier run's (here a link planted in its place): no note of it.
+    Path("two").mkdir()
+    Path("two/result.json").symlink_to(Path("one/result.json").resolve())
+    assert main([*FAKE, "--out", "two", "--", "true"]) == 2
+    assert "replaces" not in capsys.readouterr().err
