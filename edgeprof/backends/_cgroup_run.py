@@ -149,10 +149,14 @@ class CgroupRun(RunHandle):
         reclaim: Callable[[], GroupReclaim] | None = None,
         mapped_stat: tuple[Path, str] | None = None,
         limit_files: LimitFiles | None = None,
+        uncache: Callable[[], str | None] | None = None,
     ) -> None:
         """``mapped_stat``: the group's ``memory.stat`` and its mapped-file key, for
-        :meth:`mapped_files`; ``limit_files``: its limits, for :meth:`limits_now`."""
+        :meth:`mapped_files`; ``limit_files``: its limits, for :meth:`limits_now`;
+        ``uncache``: drops the group's page cache once its tasks are gone, before the
+        groups are removed (:attr:`RunSpec.uncache`), and returns a warning or ``None``."""
         super().__init__()
+        self._uncache = uncache
         self._limit_files = limit_files
         self._mapped_stat = mapped_stat
         self._peak_reset = peak_reset
@@ -287,4 +291,7 @@ class CgroupRun(RunHandle):
         if self._reclaim is not None:
             self._reclaim.close()
         self._counters.close()
+        said = None if self._uncache is None else self._uncache()
+        if said is not None:
+            self.warnings.append(said)
         self.warnings.extend(fs.remove_tree(self._groups))

@@ -22,6 +22,7 @@ from ._cgroup_common import ceilings, missing_controller, run_group_name
 from ._cgroup_run import CgroupRun, KillMethod, LimitFiles
 from ._disks import buffered_writes, disks, no_disk, passed_on, rate_option
 from ._peak_reset import SharedPeakReset
+from ._uncache import drop_group_cache
 from .base import Backend
 from .capabilities import CleanupScope
 from .cgroupfs import CounterSet, Field, Kind, Source
@@ -324,6 +325,7 @@ class CgroupV1Backend(Backend):
                 peak_reset=SharedPeakReset(dirs["memory"] / "memory.max_usage_in_bytes"),
                 mapped_stat=(dirs["memory"] / "memory.stat", "total_mapped_file"),
                 limit_files=_limit_files(dirs, spec, ruled),
+                uncache=(lambda: drop_group_cache(dirs["memory"], 1)) if spec.uncache else None,
             )
             slowed_writes = buffered_writes(spec.limits)
             if slowed_writes is not None:

@@ -20,6 +20,7 @@ from ._disks import SYS_BLOCK, disks, no_disk, passed_on, rate_option
 from ._peak_reset import FdPeakReset
 from ._reclaim import GroupReclaim
 from ._systemd_scope import process_scope, systemd_manages
+from ._uncache import drop_group_cache
 from .base import Backend
 from .capabilities import CleanupScope
 from .cgroupfs import CounterSet, Field, Kind, Source
@@ -355,6 +356,7 @@ class CgroupV2Backend(Backend):
                     io_max=group / "io.max" if ruled else None,
                     disks=ruled,
                 ),
+                uncache=(lambda: drop_group_cache(group, 2)) if spec.uncache else None,
             )
             if refused is not None:
                 run.warnings.append(refused)

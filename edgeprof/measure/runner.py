@@ -116,6 +116,7 @@ def profile(
     device_cores: int | None = None,
     device_replaced: tuple[str, ...] = (),
     squeeze: bool = False,
+    uncache: bool = False,
     allow_over_host: bool = False,
     gpus: str | None = None,
     gpu_memory: int | str | None = None,
@@ -144,7 +145,9 @@ def profile(
 
     ``squeeze``: reclaim the run's memory while it runs and record what it was held at
     (:mod:`edgeprof.measure.squeeze`, ``result.memory.squeeze``); a backend that cannot
-    raises a :class:`~edgeprof.errors.ConfigError` before anything starts.
+    raises a :class:`~edgeprof.errors.ConfigError` before anything starts.  ``uncache``:
+    the page cache the run's group was charged with is dropped at its end
+    (:attr:`RunSpec.uncache`, ``fit``'s runs): the next run pays for what it reads again.
 
     ``gpus``: the GPUs the run may use (``all``, ``none``, a count, indices or UUIDs;
     :mod:`edgeprof.measure.gpu`); ``None``: the workload sees what it would, and every GPU
@@ -185,6 +188,7 @@ def profile(
         device_cores=device_cores,
         flags={
             "squeeze": squeeze,
+            "uncache": uncache,
             "allow_over_host": allow_over_host,
             "unified_memory": unified_memory,
         },
@@ -309,6 +313,7 @@ def profile(
                 image=image or be.image,
                 run_as=run_as,
                 reclaim=squeeze,
+                uncache=uncache,
                 gpus=gpu_ids,
                 denied_devices=denied,
             )

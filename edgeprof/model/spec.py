@@ -284,6 +284,10 @@ class RunSpec:
     """The run's memory is squeezed by proactive reclaim (``edgeprof fit --one-run``): the
     backend gives the handle a :attr:`~edgeprof.backends.base.RunHandle.reclaim` and turns
     swap off for the group, so only what the kernel can drop is taken."""
+    uncache: bool = False
+    """The page cache the run's group was charged with is dropped at its end, before the
+    group goes (``edgeprof fit``'s runs; :mod:`edgeprof.backends._uncache`): a later run
+    then pays for the files it reads, instead of mapping this run's cache uncharged."""
 
     @property
     def period_us(self) -> int:

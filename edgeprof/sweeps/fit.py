@@ -99,7 +99,9 @@ def plan_fit(req: FitRequest) -> tuple[RunJob, int | None]:
             parse_unit_size(req.max_need)
     if req.one_run and (req.repeat is not None or req.resolution is not None):
         raise ConfigError("--one-run makes one run: --repeat and --resolution are bisection's")
-    job = plan_run(dataclasses.replace(r, squeeze=req.one_run))
+    # Each run drops the page cache it was charged with: a model file the warm-up read
+    # first had been mapped by every later run uncharged, and the limit never held it.
+    job = plan_run(dataclasses.replace(r, squeeze=req.one_run, uncache=True))
     if not req.one_run:  # a bisection: a reference and probes, each a run of the command
         job = dataclasses.replace(job, warnings=(*job.warnings, *stdin_warnings()))
     (setting,) = job.plan.limits

@@ -126,6 +126,9 @@ class RunRequest:
     squeeze: bool = False
     """``--squeeze``: each run's memory is squeezed by proactive reclaim while it runs, and
     what it was held at is its measured need (``memory.squeeze``; cgroup v2 only)."""
+    uncache: bool = False
+    """Each run's page cache is dropped at its end (``fit``'s runs,
+    :attr:`~edgeprof.model.RunSpec.uncache`): no run maps a file an earlier one cached."""
     allow_over_host: bool = False
     """``--allow-over-host``: limits beyond the host's CPUs or memory are applied, not
     refused (:func:`edgeprof.measure.limits.resolve`)."""
@@ -498,6 +501,7 @@ def execute(
                 "device_cores": req.device_cores,
                 "device_replaced": req.device_replaced,
                 "squeeze": req.squeeze,
+                "uncache": req.uncache,
                 "gpus": req.gpus,
                 "gpu_memory": req.gpu_memory,
                 "unified_memory": req.unified_memory,

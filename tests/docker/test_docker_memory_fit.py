@@ -15,9 +15,11 @@ import pytest
 from edgeprof.analysis.headroom import stat_lag
 from edgeprof.cli import main
 from tests.host.memory_workload import (
+    MAP_AND_HOLD,
     MEMORY_ONLY_TOLERANCE,
     MIB,
     READ_AND_HOLD,
+    assert_each_fit_run_paid_for,
     data_file,
     fit_answer_range,
 )
@@ -92,6 +94,36 @@ def test_composition_and_fit_through_docker(
     assert low <= answer <= high, d
     assert peak - answer >= size * 0.8, d
     assert len(d["probes"]) <= d["max_probes"], d
+
+
+def test_each_container_of_a_fit_pays_for_the_file_it_maps(
+    docker_daemon: Any,
+    data: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """A container's group goes with it, its page cache charged on to nothing of the next
+    container's: fit drops it from the parent group, and each container pays for the file
+    (as the kernel tier's test of the cgroup backends)."""
+    monkeypatch.setenv("DOCKER_HOST", docker_daemon.host)
+    script = tmp_path / "m.py"
+    script.write_text(MAP_AND_HOLD)
+    opts = _docker(docker_daemon, script, data)
+    bare_out = tmp_path / "bare"
+    assert main(["run", *opts, "--out", str(bare_out), "--", "python3", "/opt/w.py", "-", "0"]) == 0
+    bare = json.loads((bare_out / "result.json").read_text())["memory"]
+    capfd.readouterr()
+    out = tmp_path / "fit"
+    code = main(["fit", *opts, "--json", "--out", str(out), "--resolution", "4m",
+                 "--tolerance", MEMORY_ONLY_TOLERANCE, "--",
+                 "python3", "/opt/w.py", "/data/d.bin", HOLD_S])  # fmt: skip
+    captured = capfd.readouterr()
+    assert code == 0, captured.err
+    d = json.loads(captured.out)
+    assert d["backend"] == "docker"
+    size = data.stat().st_size
+    assert_each_fit_run_paid_for(out, d, size, bare["mapped_elsewhere_bytes"] or 0)
 
 
 def test_one_run_is_refused_through_docker_before_any_run(

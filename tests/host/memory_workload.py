@@ -10,6 +10,7 @@ filesystem is used.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -48,6 +49,37 @@ buf = bytearray(mib << 20)
 buf[::4096] = b"\\x01" * len(buf[::4096])
 time.sleep(hold)
 """
+
+#: Maps the file (``-``: none) and reads a byte of every page, holds it ``hold`` s (several
+#: of the 0.25 s readings), then prints its own ``RssFile`` (bytes).
+MAP_AND_HOLD = """\
+import mmap, sys, time
+path, hold = sys.argv[1], float(sys.argv[2])
+if path != "-":
+    with open(path, "rb") as f:
+        m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+    sum(m[i] for i in range(0, len(m), mmap.PAGESIZE))
+time.sleep(hold)
+for line in open("/proc/self/status"):
+    if line.startswith("RssFile:"):
+        print(int(line.split()[1]) * 1024)
+"""
+
+
+def assert_each_fit_run_paid_for(out: Path, d: dict[str, Any], size: int, own: int) -> None:
+    """Every run of a fit (its ``--out``, ``out``; its ``fit.json``, ``d``) of
+    :data:`MAP_AND_HOLD` over an uncached file of ``size`` bytes was charged for the file:
+    none mapped it from a cache an earlier run left (``mapped_elsewhere_bytes`` no more than
+    ``own``, the bare interpreter's, and half the file), and each unlimited run's peak
+    holds it.  Without the runs' cache dropped, the warm-up alone paid for it: every later
+    run of a 64 MiB file mapped 64 MiB "elsewhere"."""
+    runs = {f: json.loads(f.read_text())["memory"] for f in sorted(out.rglob("result.json"))}
+    assert len(runs) >= 3, runs  # the warm-up, the reference runs, a probe
+    for f, m in runs.items():
+        assert (m["mapped_elsewhere_bytes"] or 0) <= own + size // 2, (f, m, own)
+    unlimited = {f: m["peak_bytes"] for f, m in runs.items() if "reference" in f.parts}
+    assert len(unlimited) >= 2 and min(unlimited.values()) >= size, unlimited
+    assert (d["mapped_elsewhere_bytes"] or 0) <= own + size // 2, d
 
 
 def fit_answer_range(d: dict[str, Any]) -> tuple[int, int]:

@@ -21,22 +21,8 @@ from edgeprof.model import Limits
 from edgeprof.report.results import render_plain
 from edgeprof.units import format_binary
 
-from .memory_workload import data_file
+from .memory_workload import MAP_AND_HOLD, data_file
 
-#: Maps the file (``-``: none) and reads a byte of every page, holds it ``hold`` s (several
-#: of the 0.25 s readings), then prints its own ``RssFile`` (bytes).
-MAP_AND_HOLD = """\
-import mmap, sys, time
-path, hold = sys.argv[1], float(sys.argv[2])
-if path != "-":
-    with open(path, "rb") as f:
-        m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
-    sum(m[i] for i in range(0, len(m), mmap.PAGESIZE))
-time.sleep(hold)
-for line in open("/proc/self/status"):
-    if line.startswith("RssFile:"):
-        print(int(line.split()[1]) * 1024)
-"""
 HOLD_S = "1"
 
 

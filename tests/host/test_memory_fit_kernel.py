@@ -25,9 +25,11 @@ from edgeprof.units import parse_size
 from tests.conftest import fit_schema_errors
 
 from .memory_workload import (
+    MAP_AND_HOLD,
     MEMORY_ONLY_TOLERANCE,
     MIB,
     READ_AND_HOLD,
+    assert_each_fit_run_paid_for,
     data_file,
     fit_answer_range,
 )
@@ -139,6 +141,27 @@ def test_fit_answers_the_anonymous_memory_far_below_the_peak(
     assert all(not p["ok"] for p in below)
     stalls = {p["stall_s"] is None for p in d["probes"]}
     assert stalls == {mechanism == "cgroup1" and not HYBRID}  # measured where PSI follows it
+
+
+def test_each_run_of_a_fit_pays_for_the_model_file_it_maps(
+    data: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A user's fit of a script mapping 48 MiB of weights answered 29.1 MiB "plus 54.6 MiB
+    cached before them": the warm-up had cached the file, and every later run mapped it
+    uncharged, so no limit held it.  Each run's cache is dropped at its end now."""
+    script = tmp_path / "map_and_hold.py"
+    script.write_text(MAP_AND_HOLD)
+    size = data.stat().st_size
+    bare = edgeprof.profile([sys.executable, str(script), "-", "0"], interval=0.01)
+    capfd.readouterr()  # its output: the RssFile it printed
+    out = tmp_path / "fit"
+    code = main(["fit", "--json", "--out", str(out), "--resolution", STEP,
+                 "--tolerance", MEMORY_ONLY_TOLERANCE, "--interval", "0.01", "--",
+                 sys.executable, str(script), str(data), HOLD_S])  # fmt: skip
+    captured = capfd.readouterr()
+    assert code == 0, captured.err
+    d = json.loads(captured.out)
+    assert_each_fit_run_paid_for(out, d, size, bare.memory.mapped_elsewhere_bytes or 0)
 
 
 def test_fit_says_a_script_does_not_fit_below_its_anonymous_memory(

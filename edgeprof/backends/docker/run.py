@@ -21,6 +21,7 @@ from .._disks import docker_rates
 from .._mapped import read_mapped
 from .._process import kill_members, leave_stops_to_main_thread, terminate_pids
 from .._systemd_scope import stop_unit
+from .._uncache import drop_group_cache
 from ..base import RunHandle
 from ..capabilities import MappedReading
 from ..cgroupfs import CounterSet
@@ -79,6 +80,7 @@ class DockerRun(RunHandle):
         self._created_dirs: list[Path] = []
         self._parents_everywhere: list[Path] = []
         self._name = name
+        self._uncache = spec.uncache
         self._out_thread: threading.Thread | None = None
         if placement is not None:
             # Before the container exists: runc creates what is missing, close() removes it.
@@ -458,12 +460,27 @@ class DockerRun(RunHandle):
         # A daemon that died mid-run leaves the container running: kill it ourselves, so no
         # process of the run outlives edgeprof whatever happened to dockerd.
         kill_members(inner)
+        self._drop_cache()
         unit = self._placement.slice_unit if self._placement is not None else None
         if unit is not None:  # systemd's: stopping the slice removes it, scope and all
             if any(p.is_dir() for p in self._parents_everywhere):  # else it never started
                 self.warnings.extend(stop_unit(unit))
         else:
             self.warnings.extend(fs.remove_tree([*inner, *self._created_dirs], attempts=1000))
+
+    def _drop_cache(self) -> None:
+        """The page cache the container was charged with, dropped from its parent group
+        (:attr:`RunSpec.uncache`): the container's own group is gone, and its pages are
+        still charged to it, offline below the parent, whose reclaim takes them too.  Without a
+        parent group (the stats API's mode) there is nothing of ours to drop it from."""
+        p = self._placement
+        if not self._uncache or p is None:
+            return
+        parent = p.parent_dirs.get("memory" if p.version == 1 else "")
+        if parent is not None and parent.is_dir():
+            said = drop_group_cache(parent, p.version)
+            if said is not None:
+                self.warnings.append(said)
 
 
 def _most(a: int | None, b: int | None) -> int | None:
