@@ -495,6 +495,11 @@ def worst_fit(runs: list[RunResult]) -> tuple[LimitFit | None, int]:
         # edge, which fit refuses as an answer (a user's).
         edge = f.at_edge or (f.status is Headroom.AT_LIMIT and f.cache is False)
         rank = _WORST_FIRST.index(Headroom.AT_LIMIT) - 0.5 if edge else _WORST_FIRST.index(f.status)
+        if f.warm_only:
+            # Over the limit on a device, with the files it mapped from others' cache: next
+            # to an OOM.  "fits at the limit … leaves 106.0MiB (the worst of 2 runs)" had
+            # been said beside a run that fitted only because of 79.8 MiB of them.
+            rank = _WORST_FIRST.index(Headroom.DOES_NOT_FIT) + 0.5
         # Slowed, the most slowed: "stalled 6.4% … (the worst of 3 runs)" had been said beside
         # runs of 7.5 and 8.4 % (a tester's).
         slowed = (f.reread_wait or f.stall_share or 0.0) if f.status is Headroom.SLOWED else 0.0

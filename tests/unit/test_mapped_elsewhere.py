@@ -13,7 +13,13 @@ from pathlib import Path
 
 from edgeprof.analysis.fit_bounds import Bounds
 from edgeprof.analysis.fit_times import Timing
-from edgeprof.analysis.headroom import Headroom, limit_fit, mapped_elsewhere, over_device
+from edgeprof.analysis.headroom import (
+    Headroom,
+    limit_fit,
+    mapped_elsewhere,
+    over_device,
+    worst_fit,
+)
 from edgeprof.backends import _mapped
 from edgeprof.backends.capabilities import MappedReading
 from edgeprof.measure.memory import MAPPED_PERIOD_S, MappedTracker
@@ -124,6 +130,22 @@ def _torch_run(elsewhere: int | None, peak: int = round(184.7 * MIB)) -> RunResu
     r = limited(peak=peak, floor=round(180.1 * MIB), limit=256 * MIB)
     mem: MemoryStats = dataclasses.replace(r.memory, mapped_elsewhere_bytes=elsewhere)
     return dataclasses.replace(r, memory=mem)
+
+
+def test_a_cells_worst_run_is_one_that_fits_only_because_of_others_cache() -> None:
+    """Over the limit on a device: worse than a run that fits at the limit, whatever the
+    order ("fits at the limit … leaves 106.0MiB (the worst of 2 runs)" had been said)."""
+    warm = _torch_run(round(79.8 * MIB))
+    at = limited(peak=256 * MIB, floor=150 * MIB, events_max=1, limit=256 * MIB)
+    at_fit = limit_fit(at)
+    assert at_fit is not None and at_fit.status is Headroom.AT_LIMIT and not at_fit.warm_only
+    for runs in ([warm, at], [at, warm], [at, warm, at]):
+        f, n = worst_fit(runs)
+        assert f is not None and f.warm_only and n == len(runs)
+        assert (headroom(f, n) or "").startswith("memory limit 256.0MiB: fits here only because")
+    oom = limited(peak=256 * MIB, oom_kills=1, exit_code=137, limit=256 * MIB)
+    f, _ = worst_fit([warm, oom])
+    assert f is not None and f.status is Headroom.DOES_NOT_FIT  # an OOM is worse still
 
 
 def test_a_run_that_fits_only_because_its_libraries_were_cached_elsewhere_is_told_so() -> None:
