@@ -27,6 +27,8 @@ def stats_counters(s: Mapping[str, Any]) -> Counters | None:
     ``None`` when it holds no CPU usage (the container is gone: keep the last reading).
 
     The API has no high-water mark: ``memory_peak`` stays ``None`` and the peak is sampled.
+    Block I/O is summed over every device listed: which of them pass their I/O on to another
+    (:func:`~edgeprof.backends._disks.passed_on`) is in the daemon host's ``/sys``, not here.
     """
     cpu = s.get("cpu_stats") or {}
     usage = cpu.get("cpu_usage") or {}
