@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
+from ..analysis.gpu_headroom import GpuFit
 from ..analysis.headroom import (
-    GpuFit,
     Headroom,
     LimitFit,
     changed_limit,

@@ -22,7 +22,8 @@ from ..analysis.cells import (
     successful,
 )
 from ..analysis.cells import failed as failed_runs
-from ..analysis.headroom import below_limit, mapped_elsewhere, worst_fit, worst_gpu_fit
+from ..analysis.gpu_headroom import worst_gpu_fit
+from ..analysis.headroom import below_limit, mapped_elsewhere, worst_fit
 from ..analysis.instrumentation import uninstrumented
 from ..model import RunResult
 from ..units import format_binary, format_decimal, format_seconds
