@@ -239,7 +239,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         junit = RESULTS / f"{name}.xml"
         cmd = [PY, "-m", "pytest", *paths, "-q", "-rfEs", "-p", "no:cacheprovider",
-               f"--junitxml={junit}", *(unit_workers() if name == "unit" else [])]
+               f"--junitxml={junit}", *(unit_workers() if name == "unit" else []),
+               # The gpu tier records the figures it compared (record_property), which
+               # pytest writes only in the xunit1 flavour of JUnit.
+               *(["-o", "junit_family=xunit1"] if name == "gpu" else [])]
         print(f"\n=== tier {name}: {' '.join(cmd[2:])}", flush=True)
         t = time.monotonic()
         rc = subprocess.call(cmd, cwd=REPO, env=env)

@@ -83,7 +83,7 @@ def test_sigkill_to_edgeprof_then_collection(
     [c] = edgeprof_containers(docker_daemon.client)
     assert c.labels["org.edgeprof.owner"].startswith(f"{proc.pid}:")
     assert len(marked_processes(mark)) == 2  # the two sleeps (busybox sh execs the last)
-    assert check_samples(out / "samples.csv") >= 5 and temp_files(out) == []
+    assert check_samples(out / "samples.csv", None) >= 5 and temp_files(out) == []
     assert not (out / "result.json").exists()
     # The dead run's FIFO directory, named after it (the first run of the test as a whole
     # left two per tier run behind before it was).
@@ -137,7 +137,7 @@ def test_fork_bomb_stops_at_the_pids_limit(docker_daemon: Any, tmp_path: Path) -
     assert p.returncode in (128 + signal.SIGTERM, 128 + signal.SIGKILL)
     assert r["limits"]["pids"] == 64
     assert 48 <= r["pids_peak"] <= 64
-    assert check_samples(out / "samples.csv") == r["samples"]["count"]
+    assert check_samples(out / "samples.csv", r["gpu"] is not None) == r["samples"]["count"]
     assert temp_files(out) == [] and marked_processes(mark) == []
 
 
@@ -165,7 +165,7 @@ def test_daemon_killed_mid_run(docker_daemon: Any, tmp_path: Path) -> None:
         assert "Docker daemon" in err
         assert marked_processes(mark) == [], "the orphaned container still runs"
         assert not [g for g in _run_groups() if g.name.startswith(f"edgeprof-{proc.pid}-")]
-        assert check_samples(out / "samples.csv") >= 5 and temp_files(out) == []
+        assert check_samples(out / "samples.csv", None) >= 5 and temp_files(out) == []
     finally:
         d2.stop()
     assert d2.leftovers() == []

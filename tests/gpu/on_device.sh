@@ -4,10 +4,11 @@
 #
 #   tests/gpu/on_device.sh wheels     where pip reaches PyPI: the wheels such a host lacks,
 #                                     into .whl/ (ignored through .git/info/exclude)
-#   tests/gpu/on_device.sh run [OUT]  on the GPU host, with .whl/ carried beside the checkout:
+#   tests/gpu/on_device.sh run [OUT [TIER...]]
+#                                     on the GPU host, with .whl/ carried beside the checkout:
 #                                     what the host is, the install, then each tier's log and
-#                                     JUnit file, all written to OUT (default $OUT, else
-#                                     /tmp/edgeprof-device)
+#                                     JUnit file (TIER: gpu, host; both by default), all
+#                                     written to OUT (default $OUT, else /tmp/edgeprof-device)
 #
 # Written by hand (not a Makefile target) because it installs into a target folder beside an
 # interpreter the Makefile's venv is not: the venv holds PyTorch's CPU wheel.  Each tier runs
@@ -33,6 +34,8 @@ wheels() {
 
 run() {
     out=${1:-${OUT:-/tmp/edgeprof-device}}
+    [ $# -gt 0 ] && shift
+    tiers=${*:-gpu host}
     mkdir -p "$out"
     {
         echo "== $(date -u +%FT%TZ)"
@@ -57,9 +60,14 @@ run() {
     } >"$out/install.log" 2>&1
     tail -n 5 "$out/install.log"
     export PYTHONPATH="$SITE" PYTHONUNBUFFERED=1
-    tier gpu 180 "$out" tests/gpu tests/host/test_gpu_run.py
-    # Not tests/tooling: it sets up a venv with pip, and the GPU host reaches no index.
-    tier host 300 "$out" tests/host tests/examples
+    for t in $tiers; do
+        case $t in
+        gpu) tier gpu 180 "$out" tests/gpu tests/host/test_gpu_run.py ;;
+        # Not tests/tooling: it sets up a venv with pip, and the GPU host reaches no index.
+        host) tier host 300 "$out" tests/host tests/examples ;;
+        *) echo "no tier $t (gpu, host)" >&2; return 2 ;;
+        esac
+    done
 }
 
 # tier NAME SECONDS OUT PATH...: one tier's tests under `timeout`, its log and JUnit file in
@@ -67,8 +75,9 @@ run() {
 tier() {
     name=$1 secs=$2 out=$3
     shift 3
+    # xunit1: the gpu tier's figures (record_property) are kept only in that JUnit flavour.
     timeout -k 10 "$secs" "$PY" -m pytest -p no:cacheprovider -q -rfEs \
-        --junitxml="$out/$name.xml" "$@" >"$out/$name.log" 2>&1
+        -o junit_family=xunit1 --junitxml="$out/$name.xml" "$@" >"$out/$name.log" 2>&1
     echo "== $name tier: exit $? (timeout $secs s: 124)"
     tail -n 15 "$out/$name.log"
 }
@@ -76,5 +85,5 @@ tier() {
 case ${1:-} in
 wheels) wheels ;;
 run) shift; run "$@" ;;
-*) echo "usage: $0 wheels | run [OUT]" >&2; exit 2 ;;
+*) echo "usage: $0 wheels | run [OUT [TIER...]]" >&2; exit 2 ;;
 esac

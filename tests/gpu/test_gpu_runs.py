@@ -108,14 +108,21 @@ def hold_run(gpu_host: GpuHost, tmp_path_factory: pytest.TempPathFactory) -> Ite
         yield run_hold(tmp_path_factory.mktemp("hold"))
 
 
+Record = Callable[[str, object], None]
+"""pytest's ``record_property``: the figures compared, kept in the tier's JUnit file."""
+
+
 def test_the_runs_gpu_memory_is_what_nvidia_smi_says_it_held(
-    hold_run: HoldRun, gpu_host: GpuHost
+    hold_run: HoldRun, gpu_host: GpuHost, record_property: Record
 ) -> None:
     assert not schema_errors(hold_run.out / "result.json")
     gpu = hold_run.result["gpu"]
     want = "processes" if gpu_host.by_process else "device"
     assert [d["memory_source"] for d in gpu["devices"]] == [want] * len(gpu_host.gpus)
     expected = expected_bytes(hold_run)
+    record_property("memory_source", want)
+    record_property("edgeprof_peak_mib", gpu["memory_peak_bytes"] / MiB)
+    record_property("nvidia_smi_mib", expected / MiB)
     assert expected >= HELD_MIB * MiB  # at least its tensor: the figure is the workload's
     assert_close(gpu["memory_peak_bytes"], expected)
     infer = {p["name"]: p for p in gpu["phases"]}["infer"]
@@ -123,7 +130,7 @@ def test_the_runs_gpu_memory_is_what_nvidia_smi_says_it_held(
     assert (hold_run.out / "gpu.csv").exists() and gpu["samples"] >= 3
 
 
-def test_energy_per_run_and_per_iteration(hold_run: HoldRun) -> None:
+def test_energy_per_run_and_per_iteration(hold_run: HoldRun, record_property: Record) -> None:
     """The driver's energy counter grows while the GPU works: the run's energy is positive,
     and so is each iteration's; the iterations are disjoint parts of the run, so their sum
     is at most the run's (the same counter, interpolated, is non-decreasing)."""
@@ -137,12 +144,16 @@ def test_energy_per_run_and_per_iteration(hold_run: HoldRun) -> None:
     assert per_iteration * ITERATIONS <= energy * (1 + 1e-9)
     assert gpu["energy_per_item_j"] == pytest.approx(per_iteration / BATCH)
     infer = {p["name"]: p for p in gpu["phases"]}["infer"]
+    for name, value in [("run_j", energy), ("infer_phase_j", infer["energy_j"]),
+                        ("per_iteration_j", per_iteration), ("iterations", ITERATIONS),
+                        ("wall_s", hold_run.result["wall_s"])]:  # fmt: skip
+        record_property(name, value)
     assert per_iteration * ITERATIONS <= infer["energy_j"] * (1 + 1e-9) + 1e-9
     assert infer["energy_j"] <= energy * (1 + 1e-9)
 
 
 def test_another_jobs_memory_on_the_same_gpu_is_not_counted(
-    gpu_host: GpuHost, spawn: Spawn, tmp_path: Path
+    gpu_host: GpuHost, spawn: Spawn, tmp_path: Path, record_property: Record
 ) -> None:
     """A neighbour on GPU 0 holds 512 MiB from before the run and, where edgeprof matches
     pids, allocates 1 GiB more while the run holds its own: neither is the run's.  (Where it
@@ -161,6 +172,9 @@ def test_another_jobs_memory_on_the_same_gpu_is_not_counted(
     gpu = run.result["gpu"]
     assert_close(gpu["memory_peak_bytes"], expected_bytes(run))
     theirs = [mib for pid, mib in run.record["apps"] if pid == neighbour.pid]
+    record_property("edgeprof_peak_mib", gpu["memory_peak_bytes"] / MiB)
+    record_property("nvidia_smi_run_mib", expected_bytes(run) / MiB)
+    record_property("nvidia_smi_neighbour_mib", theirs)
     if theirs:  # nvidia-smi names it: the run's peak is well below the two together
         assert gpu["memory_peak_bytes"] < expected_bytes(run) + theirs[0] * MiB // 2
     if grows:

@@ -330,12 +330,18 @@ def test_interrupt_kills_the_tree_and_still_reports(
     result = json.loads(out)
     assert result["termination"] == "interrupted"
     assert result["cpu"]["total_s"] > 0.1
-    # The same result, but for where its samples are named from: --json from where edgeprof
-    # ran, result.json from beside it.
+    # The same result, but for where its samples (and on a GPU host its gpu.csv) are named
+    # from: --json from where edgeprof ran, result.json from beside it.
     saved = json.loads((tmp_path / "out" / "result.json").read_text())
     assert saved["samples"]["path"] == "samples.csv"
     assert Path(result["samples"]["path"]) == tmp_path / "out" / "samples.csv"
-    assert saved == {**result, "samples": {**result["samples"], "path": "samples.csv"}}
+    relative = {**result, "samples": {**result["samples"], "path": "samples.csv"}}
+    if result["gpu"] is not None:
+        assert (saved["gpu"]["path"], Path(result["gpu"]["path"])) == (
+            "gpu.csv", tmp_path / "out" / "gpu.csv"
+        )
+        relative["gpu"] = {**result["gpu"], "path": "gpu.csv"}
+    assert saved == relative
     assert gone(int(pidfile.read_text()))
 
 

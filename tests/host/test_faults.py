@@ -31,6 +31,7 @@ from edgeprof.backends import get_backend, owner
 from edgeprof.backends._systemd_scope import HOLD_SCRIPT, parse_placement
 from edgeprof.measure import gc
 from edgeprof.model import Sample
+from edgeprof.model.gpu import GPU_SAMPLE_COLUMNS
 from tests.conftest import HANG_S
 
 from .conftest import run_groups
@@ -75,11 +76,14 @@ def temp_files(out: Path) -> list[Path]:
     return [p for p in out.rglob(".*") if p.is_file()]
 
 
-def check_samples(path: Path) -> int:
-    """Every line of samples.csv is a whole row; the number of rows."""
+def check_samples(path: Path, gpu: bool | None) -> int:
+    """Every line of samples.csv is a whole row; the number of rows.  A run that measured
+    GPUs (any run on a GPU host: every GPU edgeprof was given is measured) has their
+    columns too; ``gpu=None``: a run with no result.json to say which, either header."""
     with path.open(newline="") as f:
         rows = list(csv.reader(f))
-    assert rows[0] == Sample.columns()
+    base, with_gpu = Sample.columns(), [*Sample.columns(), *GPU_SAMPLE_COLUMNS]
+    assert rows[0] in ([base, with_gpu] if gpu is None else [with_gpu if gpu else base])
     assert all(len(r) == len(rows[0]) for r in rows), "a partial row"
     for r in rows[1:]:
         float(r[0])
@@ -89,7 +93,8 @@ def check_samples(path: Path) -> int:
 
 def check_result(out: Path) -> dict:  # type: ignore[type-arg]
     result = json.loads((out / "result.json").read_text())
-    assert result["samples"]["count"] == check_samples(out / "samples.csv")
+    gpu = result["gpu"] is not None
+    assert result["samples"]["count"] == check_samples(out / "samples.csv", gpu)
     assert temp_files(out) == []
     return result  # type: ignore[no-any-return]
 
@@ -254,7 +259,7 @@ def test_full_disk_for_out(mechanism: str, tmp_path: Path, marker: str) -> None:
         assert error.startswith("edgeprof: error: ") and "result.json could not be written" in error
         assert "No space left on device" in error and "the run ended (exited 0) but " in error
         assert table[0] == "Final Usage Stats" and table[3].split()[-1] == "exited"
-        assert check_samples(out / "samples.csv") >= 50
+        assert check_samples(out / "samples.csv", None) >= 50
         assert not (out / "result.json").exists()
         assert temp_files(out) == []
     finally:
@@ -347,7 +352,7 @@ def test_sigkill_to_edgeprof_then_collection(
     left = _stale_groups_of(proc.pid)
     assert left, "the killed run's groups should still be there"
     assert int(pidfile.read_text()) in marked_processes(marker)
-    assert check_samples(out / "samples.csv") >= 5  # a readable partial log
+    assert check_samples(out / "samples.csv", None) >= 5  # a readable partial log
     assert not (out / "result.json").exists() and temp_files(out) == []
 
     still = {str(g) for g in left if g.exists()}

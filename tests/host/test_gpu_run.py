@@ -245,17 +245,28 @@ def _device_nodes(tmp_path: Path) -> list[str]:
     return nodes
 
 
+def _opened_outside_any_run(nodes: list[str], seen: Path) -> list[str]:
+    """What opening each node does with no device rule: ``ENXIO`` where no driver is behind
+    the major, ``opened`` on a GPU host for a GPU that is there (an H200 host: minor 0)."""
+    subprocess.run([PY, "-c", OPENER, str(seen), *nodes], check=True, timeout=HANG_S)
+    outside = seen.read_text().split()
+    assert "EPERM" not in outside, outside  # a denial below is the rule's, not this host's
+    return outside
+
+
 def test_a_gpu_not_chosen_cannot_be_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two GPUs, ``--gpus device=0``: the workload may open GPU 0's device file (no driver is
-    behind it here: ENXIO) and is denied GPU 1's (EPERM): cgroup v1's devices controller, or
-    on cgroup v2 the BPF device filter attached to the run's group."""
+    """Two GPUs, ``--gpus device=0``: the workload opens GPU 0's device file as it would
+    outside the run (ENXIO with no driver behind it; opened on a GPU host) and is denied GPU
+    1's (EPERM): cgroup v1's devices controller, or on cgroup v2 the BPF device filter
+    attached to the run's group."""
     nodes = _device_nodes(tmp_path)
     lib = NvmlDouble([FakeGpu("GPU-0000", minor=0), FakeGpu("GPU-1111", minor=1)])
     monkeypatch.setattr(nvml, "load", lambda *a, **k: lib)
     seen = tmp_path / "seen"
+    outside = _opened_outside_any_run(nodes, seen)
     r = edgeprof.profile([PY, "-c", OPENER, str(seen), *nodes], gpus="device=0")
     assert r.exit_code == 0, r.warnings
-    assert seen.read_text().split() == ["ENXIO", "EPERM"], r.warnings
+    assert seen.read_text().split() == [outside[0], "EPERM"], r.warnings
     assert not [w for w in r.warnings if "device files" in w]
     # --gpus none: every NVIDIA device denied, so CUDA could not start at all.
     r = edgeprof.profile([PY, "-c", OPENER, str(seen), *nodes], gpus="none")
@@ -279,11 +290,12 @@ def test_the_bpf_device_filter_on_this_kernels_cgroup_v2_hierarchy(tmp_path: Pat
     try:
         deny_devices(group, ["c 195:1"])
         nodes = _device_nodes(tmp_path)
+        seen = tmp_path / "seen"
+        outside = _opened_outside_any_run(nodes, seen)
         # The child joins the v2 group itself (only that hierarchy: its memory group stays).
         join = f"open({str(group / 'cgroup.procs')!r}, 'w').write(str(__import__('os').getpid()))"
-        seen = tmp_path / "seen"
         subprocess.run([PY, "-c", join + "\n" + OPENER, str(seen), *nodes], check=True,
                        timeout=HANG_S)  # fmt: skip
-        assert seen.read_text().split() == ["ENXIO", "EPERM"]
+        assert seen.read_text().split() == [outside[0], "EPERM"]
     finally:
         group.rmdir()
