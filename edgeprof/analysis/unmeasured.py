@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..measure.assemble import finer_interval
+from ..measure.inputs import finer_interval
 from ..model import RunResult
 from .cells import measured
 from .instrumentation import no_events, reported_events

@@ -5,7 +5,6 @@ the host's fingerprint is :mod:`edgeprof.measure.host`'s."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from .contention import contention_warning, quota_room
 from .cpu_time import cpu_split, own_window, untimed_stalls, without_spawn
 from .dirtied import MARKED_FROM
 from .host import host_info
-from .inputs import MIN_INTERVAL_S
+from .inputs import finer_interval
 from .io_stall import io_stall_warning, rates_held
 from .limit_changes import change_warning, limit_changes
 from .limits import kernel_memory, quota_can_stall
@@ -377,20 +376,3 @@ def _peak_pct(window_peak: float | None, avg_pct: float | None) -> float | None:
     if window_peak is None or avg_pct is None:
         return avg_pct if window_peak is None else window_peak
     return max(window_peak, avg_pct)
-
-
-FINER_SAMPLES = 10
-"""Readings the suggested interval gives a run as short as the one that had too few."""
-
-
-def finer_interval(interval: float, wall: float) -> float:
-    """An interval that reads a run of ``wall`` seconds :data:`FINER_SAMPLES` times: 1, 2 or
-    5 × a power of ten at or under ``wall / FINER_SAMPLES``, never over a tenth of
-    ``interval`` nor under the minimum.  A tenth of the interval alone had been suggested
-    whatever the wall time ("--interval 1" for a 0.4 s run sampled every 10 s)."""
-    want = min(interval / 10, wall / FINER_SAMPLES)
-    if want <= MIN_INTERVAL_S:
-        return MIN_INTERVAL_S
-    e = 10.0 ** math.floor(math.log10(want))
-    step = max(m for m in (1, 2, 5) if m * e <= want * (1 + 1e-9))
-    return max(MIN_INTERVAL_S, round(step * e, 12))

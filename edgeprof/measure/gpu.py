@@ -22,16 +22,11 @@ from ..backends.helpers import leave_stops_to_main_thread
 from ..backends.nvml import GpuInfo, Nvml
 from ..errors import EdgeprofError
 from ..model import GpuPhase, GpuStats
-from ..model.gpu import GPU_CSV_COLUMNS, GPU_SAMPLE_COLUMNS
+from ..model.gpu import GPU_CSV_COLUMNS, GPU_MIN_INTERVAL_S, GPU_SAMPLE_COLUMNS
 from .gpu_device import Device, nested_pid_namespace
 from .phases import Occurrence, occurrence_spans
 from .samplefile import SampleWriter
 from .timeline import interpolate
-
-MIN_INTERVAL_S = 0.01
-"""GPUs are read no more often than this: each read is ~10 NVML calls, and the driver
-refreshes utilisation once per sample period, between 1/6 s and 1 s by NVML's documentation
-(``nvmlDeviceGetUtilizationRates``)."""
 
 RECENT = 256
 """Readings kept for :meth:`GpuWatch.at`: the cgroup sampler's rows lag the present by at
@@ -62,7 +57,7 @@ class GpuWatch:
         self._pids: set[int] = set()
         self._members: Callable[[], list[int] | None] = lambda: None
         self._t0 = 0.0
-        self.interval = MIN_INTERVAL_S
+        self.interval = GPU_MIN_INTERVAL_S
         self._writer: SampleWriter | None = None
         self._wake_r, self._wake_w = os.pipe()
         self._thread: threading.Thread | None = None
@@ -100,12 +95,12 @@ class GpuWatch:
         thread: bool = True,
     ) -> None:
         """Take the first reading and start sampling every ``interval`` (no more often than
-        :data:`MIN_INTERVAL_S`).  ``by_process``: match the run's pids (default: where the
+        :data:`GPU_MIN_INTERVAL_S`).  ``by_process``: match the run's pids (default: where the
         backend lists them, and not from a nested PID namespace); ``thread=False``: the
         caller calls :meth:`sample` (tests)."""
         self._t0 = t0
         self._members = members
-        self.interval = max(interval, MIN_INTERVAL_S)
+        self.interval = max(interval, GPU_MIN_INTERVAL_S)
         if by_process is None:
             listed = None
             with contextlib.suppress(OSError, EdgeprofError):

@@ -5,6 +5,7 @@ calls them first; ``run``'s request calls some before any run of a sweep)."""
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
@@ -26,6 +27,23 @@ before edgeprof first waited, and that first wait only asks whether the main pro
 exited, which ``true`` had.  A deadline is checked
 once the spawn has returned (``--timeout 0.001 -- sleep 0.1`` ended ``timeout`` at 22 ms of
 wall time): a timeout shorter than the spawn cannot be told from one that expired at once."""
+
+FINER_SAMPLES = 10
+"""Readings the suggested interval gives a run as short as the one that had too few."""
+
+
+def finer_interval(interval: float, wall: float, minimum: float = MIN_INTERVAL_S) -> float:
+    """An interval that reads a run of ``wall`` seconds :data:`FINER_SAMPLES` times: 1, 2 or
+    5 × a power of ten at or under ``wall / FINER_SAMPLES``, never over a tenth of
+    ``interval`` nor under ``minimum`` (the GPUs': :data:`edgeprof.model.gpu.GPU_MIN_INTERVAL_S`).
+    A tenth of the interval alone had been suggested whatever the wall time ("--interval 1"
+    for a 0.4 s run sampled every 10 s)."""
+    want = min(interval / 10, wall / FINER_SAMPLES)
+    if want <= minimum:
+        return minimum
+    e = 10.0 ** math.floor(math.log10(want))
+    step = max(m for m in (1, 2, 5) if m * e <= want * (1 + 1e-9))
+    return max(minimum, round(step * e, 12))
 
 
 def command_args(command: object) -> tuple[str, ...]:

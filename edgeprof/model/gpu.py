@@ -1,7 +1,7 @@
 """What a run did on the GPUs it could see: the ``gpu`` block of a result (``null`` without one).
 
 Read over NVML by :mod:`edgeprof.measure.gpu`: the driver's own counters, sampled at the run's
-interval (no faster than :data:`edgeprof.measure.gpu.MIN_INTERVAL_S`) and read once
+interval (no faster than :data:`GPU_MIN_INTERVAL_S`) and read once
 more at the run's start and end.  Memory is the run's own: NVML's per-process list matched to
 the pids in the run's group, so another job on the same GPU is not counted.  Where the pids
 cannot be matched (edgeprof in a PID namespace of its own sees other numbers than the driver
@@ -21,6 +21,13 @@ GpuSource = Literal["processes", "device"]
 """Whose figure a device's memory or utilisation is: ``processes``, the run's own (its pids
 on NVML's lists); ``device``, the whole GPU's, whoever used it (the reader and the schema
 refuse any other word: ``"bogus"`` had loaded)."""
+
+
+GPU_MIN_INTERVAL_S = 0.01
+"""GPUs are read no more often than this: each read is ~10 NVML calls, and the driver
+refreshes utilisation once per sample period, between 1/6 s and 1 s by NVML's documentation
+(``nvmlDeviceGetUtilizationRates``).  Here, not in :mod:`edgeprof.measure.gpu`, because a
+report names it (a phase shorter than it) without loading the sampler."""
 
 
 GPU_CSV_COLUMNS = (
@@ -44,7 +51,7 @@ because a reader checks a file against it (:mod:`edgeprof.samplefiles`)."""
 
 GPU_SAMPLE_COLUMNS = ("gpu_memory_bytes", "gpu_util_pct", "gpu_power_w", "gpu_energy_j")
 """Appended to ``samples.csv`` when a run measures GPUs: the GPUs' last reading at or before
-the row's time (their own grid is :data:`edgeprof.measure.gpu.MIN_INTERVAL_S` or
+the row's time (their own grid is :data:`GPU_MIN_INTERVAL_S` or
 coarser), summed over them (the run's memory, power, energy since the start) or, for
 utilisation, their device-wide mean.  ``gpu.csv`` has each GPU's readings."""
 

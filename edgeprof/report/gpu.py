@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..measure.assemble import finer_interval
-from ..measure.gpu import MIN_INTERVAL_S
+from ..measure.inputs import finer_interval
 from ..model import GpuDevice, RunResult
+from ..model.gpu import GPU_MIN_INTERVAL_S
 from ..names import shown_name
 from ..units import format_binary, format_energy
 from .table import markdown_heading, markdown_items, markdown_lines, plain_table
@@ -105,12 +105,12 @@ def _unread_phases(r: RunResult) -> str | None:
     if g is None or not unread:
         return None
     walls = [p.wall_s for p in r.phases if p.name in unread]
-    finer = max(MIN_INTERVAL_S, finer_interval(g.interval_s, min(walls, default=g.interval_s)))
+    finer = finer_interval(g.interval_s, min(walls, default=g.interval_s), GPU_MIN_INTERVAL_S)
     names = ", ".join(shown_name(n) for n in sorted(unread))
     fix = (
         f"--interval {finer:g} reads shorter phases"
         if finer < g.interval_s
-        else f"a phase this short is over between two readings even at {MIN_INTERVAL_S:g}s"
+        else f"a phase this short is over between two readings even at {GPU_MIN_INTERVAL_S:g}s"
     )
     return (
         f"{r.label}: no GPU reading (every {g.interval_s:g}s) fell inside {names}: "

@@ -169,14 +169,14 @@ def test_another_jobs_memory_on_the_same_gpu_is_not_counted(
     wait_for(ready, neighbour)
     run = run_hold(tmp_path, *(["--trigger", str(trigger), "--ack", str(ack)] if grows else []))
     assert neighbour.poll() is None  # it held its memory all through the run
-    gpu = run.result["gpu"]
-    assert_close(gpu["memory_peak_bytes"], expected_bytes(run))
+    gpu, expected = run.result["gpu"], expected_bytes(run)
+    assert_close(gpu["memory_peak_bytes"], expected)
     theirs = [mib for pid, mib in run.record["apps"] if pid == neighbour.pid]
     record_property("edgeprof_peak_mib", gpu["memory_peak_bytes"] / MiB)
-    record_property("nvidia_smi_run_mib", expected_bytes(run) / MiB)
+    record_property("nvidia_smi_run_mib", expected / MiB)
     record_property("nvidia_smi_neighbour_mib", theirs)
     if theirs:  # nvidia-smi names it: the run's peak is well below the two together
-        assert gpu["memory_peak_bytes"] < expected_bytes(run) + theirs[0] * MiB // 2
+        assert gpu["memory_peak_bytes"] < expected + theirs[0] * MiB // 2
     if grows:
         assert ack.exists()
         assert sum(d["processes"] for d in gpu["devices"]) == 1  # the workload, not it

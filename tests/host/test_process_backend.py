@@ -21,6 +21,7 @@ import edgeprof
 from edgeprof import Limits, Termination
 from edgeprof.backends import ProcessBackend
 from edgeprof.backends._process_run import own_high_water_mark, rss_counter_slack
+from edgeprof.backends.cgroup_v2 import fix
 from edgeprof.errors import LimitError
 
 from .ordinary_user import NOBODY, AsUser
@@ -335,9 +336,10 @@ def test_ordinary_user_falls_back_to_the_process_backend() -> None:
 
 def _no_cgroup_for_users() -> str:
     """What the cgroup backend says to an ordinary user here: cgroup v1 has no delegation;
-    on cgroup v2 this test's user was given no group.  The delegated scope is offered only
-    where systemd runs (a GPU host without it was told to run as root alone), so the part
-    every v2 host says."""
+    on cgroup v2 this test's user was given no group, and the delegated scope is offered
+    only where systemd runs with the user's manager (``AsUser`` sets no
+    ``XDG_RUNTIME_DIR``: the user's ``/run/user/UID``); a GPU host without systemd is told to
+    run as root alone."""
     if Path("/sys/fs/cgroup/cgroup.controllers").exists():
-        return "is not delegated to this user; run edgeprof as root"
+        return f"is not delegated to this user; {fix(runtime_dir=Path(f'/run/user/{NOBODY}'))}"
     return "run edgeprof as root (cgroup v1 has no safe delegation to ordinary users)"

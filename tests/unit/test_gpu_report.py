@@ -23,8 +23,8 @@ def _run(infer_wall_s: float, interval_s: float) -> list[str]:
 
 
 def test_a_phase_between_two_readings_names_the_interval_that_reads_it() -> None:
-    # The H200's infer phase: 11.8 ms, read every 0.1 s; 5 readings of it want 2 ms, but
-    # the GPU is read no faster than every 10 ms.
+    # The H200's infer phase: 11.8 ms, read every 0.1 s; 10 readings of it want 1.2 ms,
+    # but the GPU is read no faster than every 10 ms.
     (note,) = [n for n in _run(0.0118, 0.1) if "fell inside" in n]
     assert note == (
         "cuda: no GPU reading (every 0.1s) fell inside infer: its GPU memory peak is n/a; "

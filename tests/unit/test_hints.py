@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from edgeprof.analysis.budgets import budgets_from_options
-from edgeprof.measure.assemble import finer_interval
+from edgeprof.measure.inputs import finer_interval
 from edgeprof.model import MemoryParts
 from edgeprof.report.results import render_plain
 
